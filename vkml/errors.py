@@ -1,0 +1,31 @@
+"""vkml's exceptions. A leaf module: every layer may import it."""
+
+
+class DeviceError(RuntimeError):
+    """Operands live on different devices, or a device cannot do what was asked."""
+
+
+class ShapeError(ValueError):
+    """Shapes that an op cannot accept (broadcasting, reshape, matmul, ...)."""
+
+
+class DTypeError(TypeError):
+    """A dtype an op cannot accept, or a type mismatch inside a kernel."""
+
+
+class CompileError(RuntimeError):
+    """A kernel failed to verify, assemble or validate. Carries what is needed to see why."""
+
+    def __init__(self, message: str, ir: str = "", assembly: str = "", validator: str = ""):
+        super().__init__(message)
+        self.ir = ir
+        self.assembly = assembly
+        self.validator = validator
+
+
+class OutOfMemoryError(MemoryError):
+    """A device allocation failed."""
+
+
+class IRError(ValueError):
+    """A kernel that breaks the IR's rules (found by the verifier or the builder)."""

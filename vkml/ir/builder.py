@@ -1,0 +1,453 @@
+"""The DSL: build kernel IR by calling Python functions on IR values.
+
+    kb = KernelBuilder("scale", local_size=(64, 1, 1))
+    x = kb.buffer("x", float32, "read")
+    out = kb.buffer("out", float32, "write")
+    n = kb.param("n", uint32)
+    with kb:
+        i = global_id(0)
+        with if_(i < n):
+            out[i] = x[i] * 2.0
+    kernel = kb.finish()
+
+Arithmetic operators on ``Value`` emit instructions into the innermost open block. Python
+numbers next to a Value become constants of its type. Python control flow cannot look at an
+IR value (``bool(v)`` raises): use ``select``/``where`` or ``if_`` / ``range_``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+import numpy as np
+
+from ..errors import DTypeError, IRError
+from . import types as T
+from .core import Block, BufferDecl, If, Instr, Kernel, Loop, ParamDecl, SharedDecl, Value
+from .instructions import SPECS, result_type
+
+_state = threading.local()
+
+
+def _stack() -> list[Block]:
+    st = getattr(_state, "stack", None)
+    if st is None:
+        st = _state.stack = []
+    return st
+
+
+def _current() -> Block:
+    st = _stack()
+    if not st:
+        raise IRError("IR values can only be used while a KernelBuilder is open (`with kb:`)")
+    return st[-1]
+
+
+def emit(op: str, *args: Value, attrs: tuple = ()) -> Value | None:
+    """Append one instruction to the current block; return its result value."""
+    try:
+        rtype = result_type(op, tuple(a.dtype for a in args), attrs)
+    except IRError as e:
+        raise DTypeError(str(e)) from None
+    result = Value(rtype) if rtype is not None else None
+    _current().body.append(Instr(op, tuple(args), result, attrs))
+    return result
+
+
+# ---------------------------------------------------------------- constants and coercion
+
+
+def const(value, dtype: T.DType) -> Value:
+    """A constant of ``dtype`` (float constants must be exactly representable)."""
+    if dtype is T.bool_:
+        scalar = np.bool_(bool(value))
+    elif dtype.is_float:
+        scalar = dtype.np.type(value)
+        if not (np.isnan(scalar) or float(scalar) == float(value)):
+            raise DTypeError(f"constant {value!r} is not exactly representable as {dtype.name}")
+    else:
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
+            raise DTypeError(f"constant {value!r} is not an integer, cannot be {dtype.name}")
+        info = np.iinfo(dtype.np)
+        if not info.min <= int(value) <= info.max:
+            raise DTypeError(f"constant {value} is out of range for {dtype.name}")
+        scalar = dtype.np.type(value)
+    return emit("const", attrs=(scalar,))
+
+
+def const_bits(bits: int, dtype: T.DType) -> Value:
+    """A float constant given by its bit pattern (for NaN payloads and exact edge values)."""
+    u = {2: np.uint16, 4: np.uint32, 8: np.uint64}[dtype.nbytes]
+    return emit("const", attrs=(np.array(bits, dtype=u).view(dtype.np)[()],))
+
+
+def as_value(x, like: Value | None = None, dtype: T.DType | None = None) -> Value:
+    """``x`` if it is a Value, else a constant of ``like``'s (or ``dtype``'s) type."""
+    if isinstance(x, Value):
+        return x
+    target = dtype or (like.dtype if like is not None else None)
+    if target is None:
+        raise DTypeError(f"cannot infer an IR type for the Python value {x!r}; use const(value, dtype)")
+    if isinstance(x, (bool, np.bool_)) and target is not T.bool_:
+        raise DTypeError(f"Python bool {x!r} used where {target.name} is expected")
+    if isinstance(x, (int, float, bool, np.generic)):
+        if isinstance(x, float) and not target.is_float:
+            raise DTypeError(f"Python float {x!r} used where {target.name} is expected")
+        return const(x, target)
+    raise DTypeError(f"unsupported Python value {x!r} ({type(x).__name__}) in a kernel")
+
+
+def _binary(op: str, a, b) -> Value:
+    if not isinstance(a, Value):
+        a = as_value(a, like=b)
+    b = as_value(b, like=a)
+    return emit(op, a, b)
+
+
+# ---------------------------------------------------------------- operators on Value
+
+
+def _div(a: Value, b) -> Value:
+    if a.dtype.is_float:
+        from ..ops import mathlib  # float division is a decomposition, not a primitive
+
+        return mathlib.div(a, as_value(b, like=a))
+    return _binary("idiv", a, b)
+
+
+def _rdiv(a: Value, b) -> Value:
+    return _div(as_value(b, like=a), a)
+
+
+def _mod(a: Value, b) -> Value:
+    if a.dtype.is_float:
+        raise DTypeError("% on float IR values is not a primitive; use mathlib.remainder")
+    return _binary("irem", a, b)
+
+
+def _no_bool(self):
+    raise DTypeError(
+        "an IR value has no Python truth value (Python `if`, `while`, `and`, `or`, `not` cannot "
+        "look at it); use dsl.where(cond, a, b) / select, or `with if_(cond):`"
+    )
+
+
+_OPERATORS = {
+    "__add__": lambda a, b: _binary("add", a, b),
+    "__radd__": lambda a, b: _binary("add", b, a),
+    "__sub__": lambda a, b: _binary("sub", a, b),
+    "__rsub__": lambda a, b: _binary("sub", b, a),
+    "__mul__": lambda a, b: _binary("mul", a, b),
+    "__rmul__": lambda a, b: _binary("mul", b, a),
+    "__truediv__": _div,
+    "__rtruediv__": _rdiv,
+    "__mod__": _mod,
+    "__neg__": lambda a: emit("neg", a),
+    "__lt__": lambda a, b: _binary("lt", a, b),
+    "__le__": lambda a, b: _binary("le", a, b),
+    "__gt__": lambda a, b: _binary("gt", a, b),
+    "__ge__": lambda a, b: _binary("ge", a, b),
+    "__and__": lambda a, b: _binary("and", a, b),
+    "__rand__": lambda a, b: _binary("and", b, a),
+    "__or__": lambda a, b: _binary("or", a, b),
+    "__ror__": lambda a, b: _binary("or", b, a),
+    "__xor__": lambda a, b: _binary("xor", a, b),
+    "__rxor__": lambda a, b: _binary("xor", b, a),
+    "__invert__": lambda a: emit("not", a),
+    "__lshift__": lambda a, b: emit("shl", a, as_value(b, like=a)),
+    "__rshift__": lambda a, b: emit("shr", a, as_value(b, like=a)),
+    "__bool__": _no_bool,
+    "__index__": _no_bool,
+}
+for _name, _fn in _OPERATORS.items():
+    setattr(Value, _name, _fn)
+# == and != stay identity-based (Values are dict keys); use eq()/ne() for IR comparisons.
+
+
+# ---------------------------------------------------------------- named instructions
+
+
+def eq(a, b) -> Value:
+    return _binary("eq", a, b)
+
+
+def ne(a, b) -> Value:
+    return _binary("ne", a, b)
+
+
+def select(cond: Value, a, b) -> Value:
+    """``a`` where ``cond`` else ``b`` (a pure select: no NaN logic)."""
+    if not isinstance(a, Value):
+        a = as_value(a, like=b)
+    b = as_value(b, like=a)
+    return emit("select", as_value(cond, dtype=T.bool_), a, b)
+
+
+where = select
+
+
+def isnan(a: Value) -> Value:
+    return emit("isnan", a)
+
+
+def bitcast(a: Value, dtype: T.DType) -> Value:
+    return emit("bitcast", a, attrs=(dtype.name,))
+
+
+def convert(a: Value, dtype: T.DType) -> Value:
+    if a.dtype is dtype:
+        return a
+    return emit("convert", a, attrs=(dtype.name,))
+
+
+def floor(a: Value) -> Value:
+    return emit("floor", a)
+
+
+def ceil(a: Value) -> Value:
+    return emit("ceil", a)
+
+
+def trunc(a: Value) -> Value:
+    return emit("trunc", a)
+
+
+def round_even(a: Value) -> Value:
+    return emit("round_even", a)
+
+
+def f16_from_bits(a: Value) -> Value:
+    return emit("f16_from_bits", a)
+
+
+def f16_to_bits(a: Value) -> Value:
+    return emit("f16_to_bits", a)
+
+
+def global_id(axis: int = 0) -> Value:
+    return emit("global_id", attrs=(axis,))
+
+
+def local_id(axis: int = 0) -> Value:
+    return emit("local_id", attrs=(axis,))
+
+
+def workgroup_id(axis: int = 0) -> Value:
+    return emit("workgroup_id", attrs=(axis,))
+
+
+def num_workgroups(axis: int = 0) -> Value:
+    return emit("num_workgroups", attrs=(axis,))
+
+
+def barrier() -> None:
+    """Workgroup barrier; must be reached by every invocation of the workgroup (uniform control flow)."""
+    emit("barrier")
+
+
+def shuffle_xor(a: Value, mask: int) -> Value:
+    return emit("shuffle_xor", a, attrs=(int(mask),))
+
+
+# ---------------------------------------------------------------- memory
+
+
+class BufferRef:
+    """A kernel's storage buffer; ``buf[i]`` loads, ``buf[i] = v`` stores."""
+
+    def __init__(self, decl: BufferDecl):
+        self.decl = decl
+
+    @property
+    def dtype(self) -> T.DType:
+        return self.decl.dtype
+
+    def __getitem__(self, index) -> Value:
+        if self.decl.access == "write":
+            raise IRError(f"load from write-only buffer {self.decl.name!r}")
+        index = as_value(index, dtype=T.uint32)
+        _check_index(index, f"buffer {self.decl.name!r}")
+        result = Value(self.decl.dtype)
+        _current().body.append(Instr("load", (index,), result, (self.decl.name,)))
+        return result
+
+    def __setitem__(self, index, value) -> None:
+        if self.decl.access == "read":
+            raise IRError(f"store to read-only buffer {self.decl.name!r}")
+        index = as_value(index, dtype=T.uint32)
+        _check_index(index, f"buffer {self.decl.name!r}")
+        value = as_value(value, dtype=self.decl.dtype)
+        if value.dtype is not self.decl.dtype:
+            raise DTypeError(f"store of {value.dtype.short} into {self.decl.dtype.short} buffer {self.decl.name!r}")
+        _current().body.append(Instr("store", (index, value), None, (self.decl.name,)))
+
+
+class SharedRef:
+    """A workgroup-shared array; indexing works like ``BufferRef``."""
+
+    def __init__(self, decl: SharedDecl):
+        self.decl = decl
+
+    def __getitem__(self, index) -> Value:
+        index = as_value(index, dtype=T.uint32)
+        _check_index(index, f"shared array {self.decl.name!r}")
+        result = Value(self.decl.dtype)
+        _current().body.append(Instr("shared_load", (index,), result, (self.decl.name,)))
+        return result
+
+    def __setitem__(self, index, value) -> None:
+        index = as_value(index, dtype=T.uint32)
+        _check_index(index, f"shared array {self.decl.name!r}")
+        value = as_value(value, dtype=self.decl.dtype)
+        if value.dtype is not self.decl.dtype:
+            raise DTypeError(
+                f"store of {value.dtype.short} into {self.decl.dtype.short} shared array {self.decl.name!r}"
+            )
+        _current().body.append(Instr("shared_store", (index, value), None, (self.decl.name,)))
+
+
+def _check_index(index: Value, what: str) -> None:
+    if not index.dtype.is_int:
+        raise DTypeError(f"index into {what} must be an integer, got {index.dtype.short}")
+
+
+# ---------------------------------------------------------------- control flow
+
+
+def _run_block(fn, *args) -> tuple[Block, tuple[Value, ...]]:
+    block = Block()
+    _stack().append(block)
+    try:
+        out = fn(*args)
+    finally:
+        _stack().pop()
+    if out is None:
+        out = ()
+    elif isinstance(out, Value) or not isinstance(out, (tuple, list)):
+        out = (out,)
+    block.yields = tuple(out)
+    return block, block.yields
+
+
+@contextlib.contextmanager
+def if_(cond: Value):
+    """``with if_(cond):`` — statements inside run where ``cond`` holds."""
+    block = Block()
+    stmt = If(as_value(cond, dtype=T.bool_), block, Block(), ())
+    _current().body.append(stmt)
+    _stack().append(block)
+    try:
+        yield
+    finally:
+        _stack().pop()
+
+
+def if_else(cond: Value, then_fn, else_fn) -> tuple[Value, ...]:
+    """``results = cond ? then_fn() : else_fn()`` as structured control flow."""
+    cond = as_value(cond, dtype=T.bool_)
+    then, ty = _run_block(then_fn)
+    orelse, ey = _run_block(else_fn)
+    ey = tuple(as_value(e, like=t) for e, t in zip(ey, ty))
+    orelse.yields = ey
+    if len(ty) != len(ey) or any(a.dtype is not b.dtype for a, b in zip(ty, ey)):
+        raise DTypeError("if_else: both branches must yield the same number and types of values")
+    results = tuple(Value(v.dtype) for v in ty)
+    _current().body.append(If(cond, then, orelse, results))
+    return results
+
+
+def _loop_bounds(start, end, step):
+    ref = next((v for v in (start, end, step) if isinstance(v, Value)), None)
+    dtype = ref.dtype if ref is not None else T.uint32
+    start, end, step = (as_value(v, dtype=dtype) for v in (start, end, step))
+    if not (start.dtype is end.dtype is step.dtype) or not start.dtype.is_int:
+        raise DTypeError("loop bounds must be integers of one type")
+    return start, end, step
+
+
+@contextlib.contextmanager
+def range_(start, end=None, step=1):
+    """``with range_(n) as i:`` — a loop without carried values."""
+    if end is None:
+        start, end = 0, start
+    start, end, step = _loop_bounds(start, end, step)
+    index = Value(start.dtype)
+    body = Block()
+    _current().body.append(Loop(start, end, step, index, (), (), body, ()))
+    _stack().append(body)
+    try:
+        yield index
+    finally:
+        _stack().pop()
+
+
+def loop(start, end, step, inits, body_fn) -> tuple[Value, ...]:
+    """``for i in range(start, end, step): carried = body_fn(i, *carried)``; returns the final carried."""
+    start, end, step = _loop_bounds(start, end, step)
+    inits = tuple(inits)
+    index = Value(start.dtype)
+    carried = tuple(Value(v.dtype) for v in inits)
+    body, ys = _run_block(body_fn, index, *carried)
+    ys = tuple(as_value(y, like=c) for y, c in zip(ys, carried))
+    body.yields = ys
+    if len(ys) != len(carried) or any(y.dtype is not c.dtype for y, c in zip(ys, carried)):
+        raise DTypeError("loop: the body must yield one value of the same type per carried value")
+    results = tuple(Value(v.dtype) for v in inits)
+    _current().body.append(Loop(start, end, step, index, inits, carried, body, results))
+    return results
+
+
+# ---------------------------------------------------------------- kernels
+
+
+class KernelBuilder:
+    """Collects a kernel's declarations and body. Use as a context manager, then ``finish()``."""
+
+    def __init__(self, name: str, local_size=(64, 1, 1)):
+        self.name = name
+        self.local_size = tuple(int(s) for s in (tuple(local_size) + (1, 1))[:3])
+        self.buffers: list[BufferDecl] = []
+        self.params: list[ParamDecl] = []
+        self.shared_arrays: list[SharedDecl] = []
+        self.body = Block()
+
+    def _unique(self, name: str) -> None:
+        taken = {d.name for d in (*self.buffers, *self.params, *self.shared_arrays)}
+        if name in taken:
+            raise IRError(f"kernel {self.name!r} already declares {name!r}")
+
+    def buffer(self, name: str, dtype: T.DType, access: str = "read") -> BufferRef:
+        if access not in ("read", "write", "readwrite"):
+            raise IRError(f"buffer access must be read, write or readwrite, not {access!r}")
+        self._unique(name)
+        decl = BufferDecl(name, dtype, access)
+        self.buffers.append(decl)
+        return BufferRef(decl)
+
+    def param(self, name: str, dtype: T.DType) -> Value:
+        self._unique(name)
+        v = Value(dtype, name)
+        self.params.append(ParamDecl(name, dtype, v))
+        return v
+
+    def shared(self, name: str, dtype: T.DType, size: int) -> SharedRef:
+        self._unique(name)
+        decl = SharedDecl(name, dtype, int(size))
+        self.shared_arrays.append(decl)
+        return SharedRef(decl)
+
+    def __enter__(self) -> KernelBuilder:
+        _stack().append(self.body)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _stack().pop()
+
+    def finish(self) -> Kernel:
+        return Kernel(
+            self.name, self.local_size, tuple(self.buffers), tuple(self.params), tuple(self.shared_arrays), self.body
+        )
+
+
+assert set(SPECS)  # the instruction table is the authority on names used above

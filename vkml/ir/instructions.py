@@ -1,0 +1,233 @@
+"""The IR's instruction set: one table, the single source of truth.
+
+Every instruction here is *exact*: its result is defined bit for bit by the Vulkan spec
+(under RoundingModeRTE, SignedZeroInfNanPreserve and NoContraction) and numpy computes the
+same bits. Everything else (division, sqrt, exp, ...) is built from these in the DSL.
+
+Each ``Spec`` gives the operand rule, the result type and the numpy semantics the CPU
+interpreter executes; codegen maps the same names to SPIR-V. ``check`` raises ``IRError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import IRError
+from . import types as T
+
+FLOATS = (T.float32, T.float16)
+INTS = (T.int32, T.uint32, T.int64)
+NUMBERS = FLOATS + INTS
+BITS = INTS + (T.bool_,)
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str
+    kind: str  # "pure" | "memory" | "index" | "sync" | "subgroup" | "const"
+    nargs: int
+    operand_types: tuple  # allowed dtypes of the first operand (others follow the rule)
+    result: Callable  # (arg dtypes, attrs) -> result DType | None
+    np_fn: Callable | None = None  # numpy semantics for "pure" instructions
+    doc: str = ""
+
+
+def _same(ts, attrs):
+    return ts[0]
+
+
+def _boolean(ts, attrs):
+    return T.bool_
+
+
+def _trunc_div(a, b):
+    # SPIR-V OpSDiv rounds toward zero; numpy's // floors.
+    q = a // np.where(b == 0, 1, b)
+    fix = (q * b != a) & ((a < 0) != (b < 0))
+    return (q + fix).astype(a.dtype)
+
+
+def _trunc_rem(a, b):
+    return (a - _trunc_div(a, b) * b).astype(a.dtype)
+
+
+def _uint_of(dt):
+    return {2: np.uint16, 4: np.uint32, 8: np.uint64}[np.dtype(dt).itemsize]
+
+
+def _neg(a):
+    if a.dtype.kind == "f":  # flip the sign bit, NaN payload untouched (OpFNegate)
+        u = _uint_of(a.dtype)
+        return (a.view(u) ^ u(1 << (8 * a.dtype.itemsize - 1))).view(a.dtype)
+    return np.negative(a)
+
+
+def _shift_count(b, a):
+    return (b & (8 * a.dtype.itemsize - 1)).astype(a.dtype)
+
+
+def _shl(a, b):
+    return np.left_shift(a, _shift_count(b, a))
+
+
+def _shr(a, b):
+    return np.right_shift(a, _shift_count(b, a))  # arithmetic for signed, logical for unsigned
+
+
+def _convert(a, out: T.DType):
+    return a.astype(out.np)
+
+
+def _f16_from_bits(a):
+    return (a & np.uint32(0xFFFF)).astype(np.uint16).view(np.float16)
+
+
+def _f16_to_bits(a):
+    return a.view(np.uint16).astype(np.uint32)
+
+
+_TABLE: list[Spec] = [
+    # arithmetic
+    Spec("add", "pure", 2, NUMBERS, _same, np.add, "a + b (float: correctly rounded)"),
+    Spec("sub", "pure", 2, NUMBERS, _same, np.subtract, "a - b"),
+    Spec("mul", "pure", 2, NUMBERS, _same, np.multiply, "a * b"),
+    Spec("neg", "pure", 1, NUMBERS, _same, _neg, "-a (float: flips the sign bit)"),
+    Spec("idiv", "pure", 2, INTS, _same, _trunc_div, "integer a / b rounded toward zero; b == 0 is undefined"),
+    Spec("irem", "pure", 2, INTS, _same, _trunc_rem, "integer remainder with the sign of a; b == 0 is undefined"),
+    # comparisons: ordered for floats (False if either is NaN) except ne (True if either is NaN)
+    Spec("eq", "pure", 2, NUMBERS + (T.bool_,), _boolean, np.equal, "a == b (ordered)"),
+    Spec("ne", "pure", 2, NUMBERS + (T.bool_,), _boolean, np.not_equal, "a != b (unordered)"),
+    Spec("lt", "pure", 2, NUMBERS, _boolean, np.less, "a < b (ordered)"),
+    Spec("le", "pure", 2, NUMBERS, _boolean, np.less_equal, "a <= b (ordered)"),
+    Spec("gt", "pure", 2, NUMBERS, _boolean, np.greater, "a > b (ordered)"),
+    Spec("ge", "pure", 2, NUMBERS, _boolean, np.greater_equal, "a >= b (ordered)"),
+    Spec("ult", "pure", 2, FLOATS, _boolean, lambda a, b: ~np.greater_equal(a, b), "a < b or unordered"),
+    Spec("ule", "pure", 2, FLOATS, _boolean, lambda a, b: ~np.greater(a, b), "a <= b or unordered"),
+    Spec("ugt", "pure", 2, FLOATS, _boolean, lambda a, b: ~np.less_equal(a, b), "a > b or unordered"),
+    Spec("uge", "pure", 2, FLOATS, _boolean, lambda a, b: ~np.less(a, b), "a >= b or unordered"),
+    Spec("isnan", "pure", 1, FLOATS, _boolean, np.isnan, "a is NaN"),
+    Spec("select", "pure", 3, (T.bool_,), lambda ts, at: ts[1], lambda c, a, b: np.where(c, a, b), "c ? a : b"),
+    # bits
+    Spec("and", "pure", 2, BITS, _same, np.bitwise_and, "bitwise (logical for bool) and"),
+    Spec("or", "pure", 2, BITS, _same, np.bitwise_or, "bitwise (logical for bool) or"),
+    Spec("xor", "pure", 2, BITS, _same, np.bitwise_xor, "bitwise (logical for bool) xor"),
+    Spec("not", "pure", 1, BITS, _same, np.invert, "bitwise (logical for bool) not"),
+    Spec("shl", "pure", 2, INTS, _same, _shl, "a << b; b must be below the bit width"),
+    Spec("shr", "pure", 2, INTS, _same, _shr, "a >> b (arithmetic if signed); b below the bit width"),
+    # conversions (attrs = (target dtype name,))
+    Spec(
+        "bitcast",
+        "pure",
+        1,
+        NUMBERS,
+        lambda ts, at: T.by_name(at[0]),
+        lambda a, out: a.view(out.np),
+        "same bits, new type",
+    ),
+    Spec(
+        "convert",
+        "pure",
+        1,
+        NUMBERS,
+        lambda ts, at: T.by_name(at[0]),
+        _convert,
+        "int<->int (sign/zero extend, truncate), int->f32 (RTE), float->int (toward zero; NaN and out of range undefined), f16->f32",
+    ),
+    Spec("floor", "pure", 1, FLOATS, _same, np.floor, "round toward -inf"),
+    Spec("ceil", "pure", 1, FLOATS, _same, np.ceil, "round toward +inf"),
+    Spec("trunc", "pure", 1, FLOATS, _same, np.trunc, "round toward zero"),
+    Spec("round_even", "pure", 1, FLOATS, _same, np.rint, "round half to even"),
+    Spec(
+        "f16_from_bits",
+        "pure",
+        1,
+        (T.uint32,),
+        lambda ts, at: T.float16,
+        _f16_from_bits,
+        "the f16 whose bits are the low 16 of a",
+    ),
+    Spec(
+        "f16_to_bits",
+        "pure",
+        1,
+        (T.float16,),
+        lambda ts, at: T.uint32,
+        _f16_to_bits,
+        "the bits of an f16, zero-extended",
+    ),
+    # constants (attrs = (numpy scalar,))
+    Spec("const", "const", 0, (), lambda ts, at: T.from_numpy(at[0].dtype), None, "a constant"),
+    # index space (attrs = (axis,))
+    Spec("global_id", "index", 0, (), lambda ts, at: T.uint32, None, "GlobalInvocationId[axis]"),
+    Spec("local_id", "index", 0, (), lambda ts, at: T.uint32, None, "LocalInvocationId[axis]"),
+    Spec("workgroup_id", "index", 0, (), lambda ts, at: T.uint32, None, "WorkgroupId[axis]"),
+    Spec("num_workgroups", "index", 0, (), lambda ts, at: T.uint32, None, "NumWorkgroups[axis]"),
+    # memory (attrs = (buffer or shared array name,)); the index is an integer value
+    Spec("load", "memory", 1, INTS, None, None, "buffer[index]"),
+    Spec("store", "memory", 2, INTS, None, None, "buffer[index] = value"),
+    Spec("shared_load", "memory", 1, INTS, None, None, "shared[index]"),
+    Spec("shared_store", "memory", 2, INTS, None, None, "shared[index] = value"),
+    # synchronisation and subgroups
+    Spec("barrier", "sync", 0, (), lambda ts, at: None, None, "workgroup execution and memory barrier"),
+    Spec(
+        "shuffle_xor",
+        "subgroup",
+        1,
+        NUMBERS + (T.bool_,),
+        _same,
+        None,
+        "the value of the invocation whose subgroup index is ours xor attrs[0] (a constant below the subgroup size)",
+    ),
+]
+
+SPECS: dict[str, Spec] = {s.name: s for s in _TABLE}
+
+# Conversions the `convert` instruction accepts; f32->f16 is missing on purpose (see ops/mathlib: narrowing is software).
+CONVERSIONS = (
+    {(a, b) for a in INTS for b in INTS if a is not b}
+    | {(a, T.float32) for a in INTS}
+    | {(f, i) for f in FLOATS for i in INTS}
+    | {(T.float16, T.float32)}
+)
+
+
+def check_bitcast(src: T.DType, dst: T.DType) -> None:
+    if src.nbytes != dst.nbytes or src is T.bool_ or dst is T.bool_ or T.float16 in (src, dst):
+        raise IRError(
+            f"bitcast {src.short} -> {dst.short}: types must be numbers of the same width (f16: use f16_to_bits)"
+        )
+
+
+def check_convert(src: T.DType, dst: T.DType) -> None:
+    if (src, dst) not in CONVERSIONS:
+        hint = " (narrowing to f16 is done in software: vkml.ops.mathlib.f32_to_f16)" if dst is T.float16 else ""
+        raise IRError(f"convert {src.short} -> {dst.short} is not an exact IR conversion{hint}")
+
+
+def result_type(op: str, arg_types: tuple, attrs: tuple) -> T.DType | None:
+    """Check operand types of a pure/const/index/sync/subgroup instruction; return its result type."""
+    spec = SPECS.get(op)
+    if spec is None:
+        raise IRError(f"unknown instruction {op!r}")
+    if len(arg_types) != spec.nargs:
+        raise IRError(f"{op} takes {spec.nargs} operand(s), got {len(arg_types)}")
+    if spec.nargs:
+        if arg_types[0] not in spec.operand_types:
+            allowed = ", ".join(t.short for t in spec.operand_types)
+            raise IRError(f"{op}: operand type {arg_types[0].short} not allowed (allowed: {allowed})")
+        rest = arg_types[1:] if op != "select" else arg_types[2:]
+        first = arg_types[0] if op != "select" else arg_types[1]
+        if op in ("shl", "shr"):
+            if not arg_types[1].is_int:
+                raise IRError(f"{op}: shift count must be an integer, got {arg_types[1].short}")
+        elif any(t is not first for t in rest):
+            shown = ", ".join(t.short for t in arg_types)
+            raise IRError(f"{op}: operand types differ ({shown})")
+    if op == "bitcast":
+        check_bitcast(arg_types[0], T.by_name(attrs[0]))
+    if op == "convert":
+        check_convert(arg_types[0], T.by_name(attrs[0]))
+    return spec.result(arg_types, attrs)

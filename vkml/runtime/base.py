@@ -1,0 +1,69 @@
+"""What every backend offers the scheduler: buffers, transfers, and running a batch of kernels.
+
+The runtime knows devices and kernels, never tensors or operators. A ``Dispatch`` is one
+kernel launch; ``Device.run`` executes a list of them in order as one unit of work (on Vulkan:
+one command buffer, one submission) and returns when all are done.
+
+Binding conventions shared with codegen: buffer ``i`` of a kernel is ``kernel.buffers[i]``
+(descriptor set 0, binding i on Vulkan); parameters are passed by name.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..ir.core import Kernel
+from ..ir.types import DType
+
+
+class Buffer(ABC):
+    """Device memory holding ``numel`` elements of ``dtype``. Freed when dropped."""
+
+    dtype: DType
+    numel: int
+    device: Device
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * self.dtype.nbytes
+
+
+@dataclass
+class Dispatch:
+    """One kernel launch: ``grid`` workgroups, buffers and scalar parameters bound by name."""
+
+    kernel: Kernel
+    grid: tuple[int, int, int]
+    buffers: dict[str, Buffer]
+    params: dict[str, int | float | np.generic] = field(default_factory=dict)
+
+
+class Device(ABC):
+    """A place where tensors live and kernels run: ``cpu`` or ``vulkan:N``."""
+
+    name: str
+    kind: str  # "cpu" | "vulkan"
+
+    @abstractmethod
+    def allocate(self, dtype: DType, numel: int) -> Buffer: ...
+
+    @abstractmethod
+    def upload(self, buffer: Buffer, array: np.ndarray) -> None:
+        """Copy a C-contiguous array of the buffer's dtype and size into it."""
+
+    @abstractmethod
+    def download(self, buffer: Buffer) -> np.ndarray:
+        """A new numpy array (1-D, buffer's dtype) with the buffer's contents."""
+
+    @abstractmethod
+    def run(self, dispatches: list[Dispatch]) -> None:
+        """Run all dispatches in order, as one unit of work; return when they are complete."""
+
+    def __repr__(self) -> str:
+        return f"device({self.name!r})"
+
+    def __str__(self) -> str:
+        return self.name

@@ -1,0 +1,145 @@
+"""What code generation needs to know about a device, filled by the runtime from the physical device.
+
+    feats = DeviceFeatures.lavapipe_like()      # tests; the runtime builds its own from Vulkan queries
+    feats.target_env                             # 'vulkan1.3' (passed to spirv-as / spirv-val)
+
+Codegen is pure: the same kernel and the same ``DeviceFeatures`` give the same SPIR-V, so this
+object is part of the compile-cache key (it is frozen and hashable).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# VkSubgroupFeatureFlagBits, as reported in VkPhysicalDeviceSubgroupProperties.supportedOperations.
+SUBGROUP_BASIC = 0x1
+SUBGROUP_VOTE = 0x2
+SUBGROUP_ARITHMETIC = 0x4
+SUBGROUP_BALLOT = 0x8
+SUBGROUP_SHUFFLE = 0x10
+SUBGROUP_SHUFFLE_RELATIVE = 0x20
+SUBGROUP_CLUSTERED = 0x40
+SUBGROUP_QUAD = 0x80
+
+# The Vulkan device feature / property behind each field, for error messages that say what is missing.
+VULKAN_NAMES = {
+    "float16": "shaderFloat16",
+    "int64": "shaderInt64",
+    "int16": "shaderInt16",
+    "int8": "shaderInt8",
+    "storage_buffer_16bit": "storageBuffer16BitAccess",
+    "storage_buffer_8bit": "storageBuffer8BitAccess",
+    "rte_float32": "shaderRoundingModeRTEFloat32",
+    "rte_float16": "shaderRoundingModeRTEFloat16",
+    "signed_zero_inf_nan_float32": "shaderSignedZeroInfNanPreserveFloat32",
+    "signed_zero_inf_nan_float16": "shaderSignedZeroInfNanPreserveFloat16",
+    "denorm_preserve_float32": "shaderDenormPreserveFloat32",
+    "denorm_preserve_float16": "shaderDenormPreserveFloat16",
+    "subgroup_shuffle": "subgroupSupportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT",
+    "cooperative_matrix": "cooperativeMatrix (VK_KHR_cooperative_matrix)",
+    "shader_fma": "shaderFmaFloat32 (VK_KHR_shader_fma)",
+    "vulkan_memory_model": "vulkanMemoryModel",
+}
+
+# SPIR-V version -> the spirv-tools target environment of the matching Vulkan version.
+_TARGET_ENVS = {(1, 3): "vulkan1.1", (1, 4): "vulkan1.1spv1.4", (1, 5): "vulkan1.2", (1, 6): "vulkan1.3"}
+
+
+@dataclass(frozen=True)
+class DeviceFeatures:
+    """Device capabilities and limits that decide what SPIR-V a kernel may use.
+
+    The defaults describe a minimal Vulkan 1.2 device (no optional features, the spec's
+    required minimum limits); ``lavapipe_like()`` and ``h200_like()`` describe the two
+    devices the project is tested on (reference/vulkan.md).
+    """
+
+    float16: bool = False
+    int64: bool = False
+    int16: bool = False
+    int8: bool = False
+    storage_buffer_16bit: bool = False
+    storage_buffer_8bit: bool = False
+    rte_float32: bool = False
+    rte_float16: bool = False
+    signed_zero_inf_nan_float32: bool = False
+    signed_zero_inf_nan_float16: bool = False
+    denorm_preserve_float32: bool = False
+    denorm_preserve_float16: bool = False
+    subgroup_size: int = 1
+    subgroup_ops: int = SUBGROUP_BASIC
+    cooperative_matrix: bool = False
+    shader_fma: bool = False
+    vulkan_memory_model: bool = False
+    max_push_constants_size: int = 128
+    max_storage_buffer_range: int = 1 << 27
+    max_compute_shared_memory_size: int = 16384
+    max_workgroup_invocations: int = 128
+    max_workgroup_size: tuple[int, int, int] = (128, 128, 64)
+    max_workgroup_count: tuple[int, int, int] = (65535, 65535, 65535)
+    spirv_version: tuple[int, int] = (1, 5)
+
+    @property
+    def subgroup_shuffle(self) -> bool:
+        return bool(self.subgroup_ops & SUBGROUP_SHUFFLE)
+
+    @property
+    def target_env(self) -> str:
+        """The ``--target-env`` for spirv-as / spirv-val, e.g. ``'vulkan1.2'`` for SPIR-V 1.5."""
+        try:
+            return _TARGET_ENVS[tuple(self.spirv_version)]
+        except KeyError:
+            known = ", ".join(f"{a}.{b}" for a, b in _TARGET_ENVS)
+            raise ValueError(f"SPIR-V version {self.spirv_version} not supported (known: {known})") from None
+
+    @classmethod
+    def lavapipe_like(cls) -> DeviceFeatures:
+        """Mesa lavapipe 22.3 (Vulkan 1.3 on the CPU): the CI device."""
+        return cls(
+            float16=True,
+            int64=True,
+            int16=True,
+            int8=True,
+            storage_buffer_16bit=True,
+            storage_buffer_8bit=True,
+            rte_float32=True,
+            rte_float16=True,
+            signed_zero_inf_nan_float32=True,
+            signed_zero_inf_nan_float16=True,
+            subgroup_size=8,
+            subgroup_ops=0xBF,
+            max_push_constants_size=128,
+            max_storage_buffer_range=1 << 27,
+            max_compute_shared_memory_size=32768,
+            max_workgroup_invocations=1024,
+            max_workgroup_size=(1024, 1024, 1024),
+            max_workgroup_count=(65535, 65535, 65535),
+            spirv_version=(1, 6),
+        )
+
+    @classmethod
+    def h200_like(cls) -> DeviceFeatures:
+        """NVIDIA H200, driver 580 (Vulkan 1.4)."""
+        return cls(
+            float16=True,
+            int64=True,
+            int16=True,
+            int8=True,
+            storage_buffer_16bit=True,
+            storage_buffer_8bit=True,
+            rte_float32=True,
+            rte_float16=True,
+            signed_zero_inf_nan_float32=True,
+            signed_zero_inf_nan_float16=True,
+            subgroup_size=32,
+            subgroup_ops=0x7FF,
+            cooperative_matrix=True,
+            vulkan_memory_model=True,
+            max_push_constants_size=256,
+            max_storage_buffer_range=(1 << 32) - 1,
+            max_compute_shared_memory_size=49152,
+            max_workgroup_invocations=1024,
+            max_workgroup_size=(1024, 1024, 64),
+            max_workgroup_count=((1 << 31) - 1, 65535, 65535),
+            spirv_version=(1, 6),
+        )

@@ -1,0 +1,43 @@
+# vkml's entry points. Each target first runs tools/setup.sh, which creates .venv and installs
+# what is missing (a few milliseconds when nothing is), so a fresh clone needs nothing else.
+
+PYTHON := .venv/bin/python
+LINT_PATHS := vkml tests tools
+# Extra pytest arguments, e.g. `make test ARGS="-k reduce -x"`.
+ARGS ?=
+
+.DEFAULT_GOAL := help
+.PHONY: help setup test demo lint format clean distclean
+
+help:
+	@echo "make demo       set up, then run vkml's demo"
+	@echo "make test       set up, then run the test suite (ARGS=... goes to pytest)"
+	@echo "make lint       ruff check and ruff format --check"
+	@echo "make format     ruff format and ruff check --fix"
+	@echo "make clean      remove caches and build outputs (keeps .venv)"
+	@echo "make distclean  clean, and remove .venv"
+
+setup:
+	@bash tools/setup.sh test
+
+test: setup
+	$(PYTHON) -m pytest -q $(ARGS)
+
+demo:
+	@bash tools/setup.sh runtime
+	$(PYTHON) -m vkml.demo
+
+lint: setup
+	$(PYTHON) -m ruff check $(LINT_PATHS)
+	$(PYTHON) -m ruff format --check $(LINT_PATHS)
+
+format: setup
+	$(PYTHON) -m ruff format $(LINT_PATHS)
+	$(PYTHON) -m ruff check --fix $(LINT_PATHS)
+
+clean:
+	find . -path ./.venv -prune -o -name __pycache__ -type d -exec rm -rf {} +
+	rm -rf .pytest_cache .ruff_cache .hypothesis build *.egg-info
+
+distclean: clean
+	rm -rf .venv

@@ -108,11 +108,16 @@ def _binary(op: str, a, b) -> Value:
 # ---------------------------------------------------------------- operators on Value
 
 
+# Float division is a decomposition into primitives, defined by the math library
+# (vkml.ops.mathlib), which installs it here on import; ir/ does not depend on ops/.
+float_division = None
+
+
 def _div(a: Value, b) -> Value:
     if a.dtype.is_float:
-        from ..ops import mathlib  # float division is a decomposition, not a primitive
-
-        return mathlib.div(a, as_value(b, like=a))
+        if float_division is None:
+            raise IRError("float division needs the math library: import vkml (or vkml.ops.mathlib) first")
+        return float_division(a, as_value(b, like=a))
     return _binary("idiv", a, b)
 
 

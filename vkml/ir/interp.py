@@ -38,6 +38,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from ..errors import IRError
+from . import builder as B
 from . import types as T
 from .core import Block, If, Instr, Kernel, Loop, Value
 from .instructions import SPECS
@@ -72,10 +73,11 @@ def run(
         raise IRError(f"kernel {kernel.name!r}: local_size {kernel.local_size} must be positive")
     total_groups = grid[0] * grid[1] * grid[2]
     groups_per_chunk = max(1, max_invocations // group_size)
+    dead_after = dead_values(kernel)
     with np.errstate(all="ignore"):
         for first in range(0, total_groups, groups_per_chunk):
             last = min(first + groups_per_chunk, total_groups)
-            chunk = _Chunk(kernel, grid, range(first, last), arrays, param_values)
+            chunk = _Chunk(kernel, grid, range(first, last), arrays, param_values, dead_after)
             chunk.block(kernel.body, None)
 
 
@@ -87,8 +89,6 @@ def evaluate(fn: Callable, *arrays: np.ndarray, local_size: int = 64) -> np.ndar
     >>> evaluate(lambda a, b: a * b + a, np.float32([1, 2]), np.float32([3, 4]))
     array([ 4., 10.], dtype=float32)
     """
-    from . import builder as B
-
     inputs = [np.asarray(a) for a in arrays]
     if not inputs:
         raise ValueError("evaluate needs at least one input array")
@@ -197,14 +197,75 @@ def merge(mask: Mask, new: np.ndarray, old: np.ndarray) -> np.ndarray:
     return new if mask is None else np.where(mask, new, old)
 
 
+# ---------------------------------------------------------------- freeing dead values
+
+
+def dead_values(kernel: Kernel) -> dict[int, list[list[Value]]]:
+    """Per block (by id) and statement: the values of that block that are dead after it.
+
+    Only bounds memory: a value is dropped after the last statement of its own block that
+    uses it (a use inside a nested block counts for the enclosing statement, so values stay
+    alive through a loop that reads them). Values a block yields are kept.
+    """
+    dead: dict[int, list[list[Value]]] = {}
+
+    def visit(block: Block, defined_on_entry: tuple[Value, ...]) -> None:
+        last_use: dict[Value, int] = {v: -1 for v in defined_on_entry}
+        for j, stmt in enumerate(block.body):
+            for v in _used(stmt):
+                if v in last_use:
+                    last_use[v] = j
+            for v in _defined(stmt):
+                last_use[v] = j
+            if isinstance(stmt, If):
+                visit(stmt.then, ())
+                visit(stmt.orelse, ())
+            elif isinstance(stmt, Loop):
+                visit(stmt.body, (stmt.index, *stmt.carried))
+        for v in block.yields:
+            last_use.pop(v, None)
+        per_stmt: list[list[Value]] = [[] for _ in block.body]
+        for v, j in last_use.items():
+            if j >= 0:
+                per_stmt[j].append(v)
+        dead[id(block)] = per_stmt
+
+    visit(kernel.body, tuple(p.value for p in kernel.params))
+    return dead
+
+
+def _defined(stmt) -> tuple[Value, ...]:
+    if isinstance(stmt, Instr):
+        return (stmt.result,) if stmt.result is not None else ()
+    return stmt.results
+
+
+def _used(stmt):
+    """Every value ``stmt`` reads, its nested blocks included."""
+    if isinstance(stmt, Instr):
+        yield from stmt.args
+    elif isinstance(stmt, If):
+        yield stmt.cond
+        for block in (stmt.then, stmt.orelse):
+            for inner in block.body:
+                yield from _used(inner)
+            yield from block.yields
+    elif isinstance(stmt, Loop):
+        yield from (stmt.start, stmt.end, stmt.step, *stmt.inits)
+        for inner in stmt.body.body:
+            yield from _used(inner)
+        yield from stmt.body.yields
+
+
 # ---------------------------------------------------------------- execution
 
 
 class _Chunk:
     """Whole workgroups ``groups`` (linear indices) executed together in lock-step."""
 
-    def __init__(self, kernel: Kernel, grid, groups: range, buffers: dict, params: dict):
+    def __init__(self, kernel: Kernel, grid, groups: range, buffers: dict, params: dict, dead_after: dict):
         self.kernel = kernel
+        self.dead_after = dead_after
         self.grid = grid
         self.group_size = int(np.prod(kernel.local_size))
         self.lanes = len(groups) * self.group_size
@@ -218,7 +279,8 @@ class _Chunk:
     # -- statements
 
     def block(self, block: Block, mask: Mask) -> None:
-        for stmt in block.body:
+        dead_after = self.dead_after[id(block)]
+        for stmt, dead in zip(block.body, dead_after):
             if isinstance(stmt, Instr):
                 self.instr(stmt, mask)
             elif isinstance(stmt, If):
@@ -227,6 +289,8 @@ class _Chunk:
                 self.loop(stmt, mask)
             else:
                 raise IRError(f"kernel {self.kernel.name!r}: unknown statement {stmt!r}")
+            for value in dead:
+                self.values.pop(value, None)
 
     def if_(self, stmt: If, mask: Mask) -> None:
         cond = self.get(stmt.cond)
@@ -251,17 +315,25 @@ class _Chunk:
         carried = [self.get(v) for v in loop.inits]
         running = narrow(mask, index < end, self.lanes)
         if not none_active(running):
-            bad = step <= 0 if running is None else (step <= 0) & running
-            if bad.any():
-                raise IRError(f"kernel {self.kernel.name!r}: loop step must be positive, got {step[np.argmax(bad)]}")
+            self._check_step(step, running)
         while not none_active(running):
             self.values[loop.index] = index
             self.values.update(zip(loop.carried, carried))
             self.block(loop.body, running)
             carried = [merge(running, self.get(y), c) for y, c in zip(loop.body.yields, carried)]
-            index = merge(running, index + step, index)
+            # A lane that stopped never runs again (running only shrinks), so its index may move on.
+            index = index + step
             running = narrow(running, index < end, self.lanes)
         self.values.update(zip(loop.results, carried))
+
+    def _check_step(self, step: np.ndarray, running: Mask) -> None:
+        bad = step <= 0 if running is None else (step <= 0) & running
+        if bad.any():
+            lane = int(np.argmax(bad))
+            value = step[lane if step.shape[0] > 1 else 0]
+            raise IRError(
+                f"kernel {self.kernel.name!r}: loop step must be positive, got {value} ({self.lane_description(lane)})"
+            )
 
     # -- instructions
 
@@ -275,7 +347,7 @@ class _Chunk:
             extra = (T.by_name(instr.attrs[0]),) if op in ("bitcast", "convert") else ()
             out = spec.np_fn(*args, *extra)
         elif op == "const":
-            out = np.array([instr.attrs[0]])
+            out = np.array([instr.attrs[0]], dtype=instr.result.dtype.np)
         elif spec.kind == "index":
             out = self.invocation_id(op, instr.attrs[0])
         elif op in ("load", "shared_load"):

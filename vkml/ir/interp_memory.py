@@ -35,6 +35,8 @@ class Memory:
 
     def store(self, op: str, name: str, index: np.ndarray, value: np.ndarray, mask, describe) -> None:
         target, flat = self._locate(op, name, index, mask, describe)
+        if value.dtype != target.dtype:  # numpy would convert silently
+            raise IRError(f"kernel {self.kernel.name!r}: {op} of {value.dtype} into {target.dtype} array {name!r}")
         if mask is not None or flat.shape != value.shape:
             flat, value = np.broadcast_arrays(flat, value)
         if mask is not None:

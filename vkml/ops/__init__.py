@@ -1,0 +1,1 @@
+"""vkml's operators, each written once in the kernel IR."""

@@ -1,0 +1,216 @@
+"""Correctly rounded division and square root, and the small exact helpers ops share.
+
+Each function returns the bits numpy float32 computes on x86, built from exact IR primitives:
+division and sqrt work on integer significands, so the one rounding happens in ``round_pack``.
+"""
+
+from __future__ import annotations
+
+from ...ir.builder import bitcast, convert, eq, isnan, ne, round_even, select
+from ...ir.core import Value
+from .bits import (
+    ABS_MASK,
+    DEFAULT_NAN_BITS,
+    F32,
+    I32,
+    INF_BITS,
+    SIGN_BIT,
+    U32,
+    f32,
+    f32_bits,
+    from_bits,
+    ifelse_i32,
+    quiet,
+    round_pack,
+    to_bits,
+    u32,
+    unpack,
+)
+
+
+def _as_f32(x, like: Value) -> Value:
+    return x if isinstance(x, Value) else f32(float(x))
+
+
+def div(a: Value, b: Value) -> Value:
+    """a / b, correctly rounded (ties to even): the bits numpy float32 ``a / b`` gives on x86.
+
+    Precision: exact (correctly rounded), including subnormal inputs and results.
+    Special values: x/±0 = ±inf, 0/0 and inf/inf = NaN (0xFFC00000), x/±inf = ±0, the sign of
+    a zero or infinite result is the xor of the operands' signs; a NaN operand comes back
+    quieted (the first NaN operand wins), as on x86.
+
+    Example: ``q = div(x, y)`` (also what ``x / y`` on float IR values builds).
+    """
+    b = _as_f32(b, a)
+    ua, ub = to_bits(a), to_bits(b)
+    sign = (ua ^ ub) & SIGN_BIT
+    mag_a, mag_b = ua & ABS_MASK, ub & ABS_MASK
+    ma, ea = unpack(mag_a)
+    mb, eb = unpack(mag_b)
+    # Align so that mb <= ma < 2*mb: the quotient's leading bit is then 1 at bit 24.
+    small = ma < mb
+    ma = select(small, ma << 1, ma)
+    e = ea - eb - ifelse_i32(small, 1, 0)
+    rem = ma - mb
+    q = u32(1)
+    for _ in range(3):  # long division, 8 bits a step: rem < mb < 2^24, so rem << 8 fits in 32 bits
+        rem = rem << 8
+        digit = rem / mb
+        rem = rem - digit * mb
+        q = (q << 8) | digit
+    out = round_pack(sign, q, 24, e, ne(rem, 0))
+
+    a_zero, b_zero = eq(mag_a, 0), eq(mag_b, 0)
+    a_inf, b_inf = eq(mag_a, INF_BITS), eq(mag_b, INF_BITS)
+    out = select(a_zero | b_inf, from_bits(sign), out)
+    out = select(a_inf | b_zero, from_bits(sign | INF_BITS), out)
+    out = select((a_zero & b_zero) | (a_inf & b_inf), f32_bits(DEFAULT_NAN_BITS), out)
+    out = select(isnan(b), quiet(b), out)
+    return select(isnan(a), quiet(a), out)
+
+
+def sqrt(x: Value) -> Value:
+    """Square root, correctly rounded: the bits of ``np.sqrt`` on float32 (x86).
+
+    Precision: exact (correctly rounded).
+    Special values: sqrt(+0) = +0, sqrt(-0) = -0, sqrt(+inf) = +inf, x < 0 (and -inf) gives
+    NaN 0xFFC00000 (numpy's bits; PyTorch gives 0x7FC00000, also a NaN), a NaN comes back quieted.
+
+    Example: ``r = sqrt(x)``.
+    """
+    u = to_bits(x)
+    mag = u & ABS_MASK
+    m, e = unpack(mag)
+    odd = eq(e & 1, 1)
+    m = select(odd, m << 1, m)  # now e is even and m in [2^23, 2^25)
+    e = e - ifelse_i32(odd, 1, 0)
+    # Float estimate of sqrt(m * 2^-23) (in [1, 2)) by three Newton steps on 1/sqrt.
+    xs = convert(m, F32) * 2.0**-23
+    y = from_bits(0x5F3759DF - (to_bits(xs) >> 1))
+    half_xs = xs * 0.5
+    for _ in range(3):
+        y = y * (1.5 - half_xs * y * y)
+    # t ~ sqrt(N) with N = m * 2^25 < 2^50; its error is a few units, so the residual
+    # N - t^2 is below 2^31 in magnitude and can be computed modulo 2^32.
+    t = convert(xs * y * 2.0**24, U32)
+    n_low = m << 25
+    r = bitcast(n_low - t * t, I32)
+    # One integer Newton step t += r / (2t), using 1/(2t) ~ y * 2^-25: t is then within 1.
+    step = convert(round_even(convert(r, F32) * y * 2.0**-25), I32)
+    t = bitcast(bitcast(t, I32) + step, U32)
+    r = n_low - t * t
+    over = bitcast(r, I32) < 0
+    rem = select(over, r + (t << 1) - 1, r)  # N - (t-1)^2 when t was one too big
+    t = select(over, t - 1, t)
+    out = round_pack(u32(0), t, 24, e >> 1, ne(rem, 0))
+
+    out = select(eq(mag, 0) | eq(u, INF_BITS), x, out)
+    out = select(x < 0.0, f32_bits(DEFAULT_NAN_BITS), out)
+    return select(isnan(x), quiet(x), out)
+
+
+def rsqrt(x: Value) -> Value:
+    """1 / sqrt(x) with both steps correctly rounded: bit-equal to torch.rsqrt on float32 CPU.
+
+    Precision: ≤ 1 ulp (two correct roundings; bit-equal to PyTorch, which computes the same).
+    Special values: rsqrt(±0) = ±inf, rsqrt(+inf) = +0, x < 0 gives NaN, NaN gives NaN.
+
+    Example: ``r = rsqrt(x)``.
+    """
+    return div(f32(1.0), sqrt(x))
+
+
+def abs(x: Value) -> Value:  # noqa: A001 - PyTorch's name
+    """|x| by clearing the sign bit.
+
+    Precision: exact. Special values: abs(-0) = +0, abs(±inf) = +inf, a NaN keeps its payload
+    and loses its sign.
+
+    Example: ``a = abs(x)``.
+    """
+    return from_bits(to_bits(x) & ABS_MASK)
+
+
+def maximum(a: Value, b: Value) -> Value:
+    """Elementwise maximum with PyTorch's NaN rule.
+
+    Precision: exact.
+    Special values: a NaN on either side gives NaN (``a`` if it is NaN, else ``b``).
+    Divergence from PyTorch: maximum(+0, -0) = maximum(-0, +0) = +0 (IEEE 754-2019); in
+    PyTorch the sign of a zero result depends on argument order and on the vector path.
+
+    Example: ``m = maximum(x, y)``.
+    """
+    b = _as_f32(b, a)
+    # Equal operands: only ±0 can differ in bits, and AND of their bits prefers +0.
+    both = from_bits(to_bits(a) & to_bits(b))
+    out = select(a > b, a, select(a < b, b, both))
+    out = select(isnan(b), b, out)
+    return select(isnan(a), a, out)
+
+
+def minimum(a: Value, b: Value) -> Value:
+    """Elementwise minimum with PyTorch's NaN rule.
+
+    Precision: exact.
+    Special values: a NaN on either side gives NaN (``a`` if it is NaN, else ``b``).
+    Divergence from PyTorch: minimum(+0, -0) = minimum(-0, +0) = -0 (IEEE 754-2019); in
+    PyTorch the sign of a zero result depends on argument order and on the vector path.
+
+    Example: ``m = minimum(x, y)``.
+    """
+    b = _as_f32(b, a)
+    either = from_bits(to_bits(a) | to_bits(b))  # equal operands: OR of the bits prefers -0
+    out = select(a < b, a, select(a > b, b, either))
+    out = select(isnan(b), b, out)
+    return select(isnan(a), a, out)
+
+
+def clamp(x: Value, lo=None, hi=None) -> Value:
+    """Clamp x to [lo, hi] (either bound may be None) with PyTorch's semantics.
+
+    Precision: exact.
+    Special values: a NaN x gives NaN; a NaN bound makes every result NaN; lo > hi gives hi
+    everywhere; a bound replaces x only when x is strictly outside, so
+    clamp(-0.0, lo=0.0) = -0.0.
+
+    Example: ``y = clamp(x, -1.0, 1.0)``.
+    """
+    out = x
+    if lo is not None:
+        lo = _as_f32(lo, x)
+        out = select(out < lo, lo, out)
+    if hi is not None:
+        hi = _as_f32(hi, x)
+        out = select(out > hi, hi, out)
+    for bound in (hi, lo):
+        if bound is not None:
+            out = select(isnan(bound), bound, out)
+    return select(isnan(x), x, out)
+
+
+def relu(x: Value) -> Value:
+    """max(x, 0) as PyTorch computes it on CPU.
+
+    Precision: exact. Special values: relu(NaN) = NaN, relu(-0.0) = -0.0, relu(-inf) = 0.
+
+    Example: ``y = relu(x)``.
+    """
+    return select(x < 0.0, f32(0.0), x)
+
+
+def sign(x: Value) -> Value:
+    """-1, 0 or 1 by the sign of x.
+
+    Precision: exact. Special values: sign(±0) = +0, sign(±inf) = ±1.
+    Divergence from PyTorch: sign(NaN) = NaN (the NaN itself); PyTorch returns 0.0
+    (pytorch#41245), numpy returns NaN. vkml lets a NaN propagate, as everywhere else.
+
+    Example: ``s = sign(x)``.
+    """
+    out = select(x > 0.0, f32(1.0), select(x < 0.0, f32(-1.0), f32(0.0)))
+    return select(isnan(x), x, out)
+
+
+__all__ = ["div", "sqrt", "rsqrt", "abs", "maximum", "minimum", "clamp", "relu", "sign"]

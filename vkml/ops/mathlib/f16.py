@@ -1,0 +1,61 @@
+"""float32 <-> float16 conversion. Narrowing is software (integer instructions only).
+
+Vulkan does not promise how OpFConvert to f16 rounds, so vkml narrows with the 32-bit integer
+routine of shared/reference/semantics.md §2; it equals numpy's ``astype(float16)`` on every
+non-NaN input and torch's ``.half()`` on every input.
+"""
+
+from __future__ import annotations
+
+from ...ir import types as T
+from ...ir.builder import convert, eq, f16_from_bits, select
+from ...ir.core import Value
+from .bits import to_bits, u32
+
+
+def f32_to_f16(x: Value) -> Value:
+    """Round a float32 to float16, ties to even, with integer instructions only.
+
+    Precision: exact (correctly rounded); |x| >= 65520 gives ±inf, results below 2^-14 are
+    f16 subnormals, |x| <= 2^-25 gives ±0.
+    Special values: ±inf -> ±inf; a NaN stays NaN with its sign, the quiet bit set and the
+    top 9 payload bits kept (torch's ``.half()``; numpy does not force the quiet bit).
+    Divergence from PyTorch: none.
+
+    Example: ``h = f32_to_f16(x)``.
+    """
+    u = to_bits(x)
+    sign = (u >> 16) & 0x8000
+    a = u & 0x7FFFFFFF
+    nan = sign | 0x7E00 | ((a >> 13) & 0x3FF)
+    # Normal half: rebias the exponent, then round to nearest even on the 13 dropped bits;
+    # a carry out of the mantissa bumps the exponent, which is exactly right.
+    rebiased = a - 0x38000000
+    normal = sign | ((rebiased + 0x0FFF + ((rebiased >> 13) & 1)) >> 13)
+    # Subnormal half: 2^-25 < |x| < 2^-14. Shift the significand right by 14..24 bits.
+    exponent = (a >> 23) & 0xFF  # 102..112 on this path; clamped so other lanes shift legally
+    exponent = select(exponent < 102, u32(102), select(exponent > 112, u32(112), exponent))
+    significand = (a & 0x007FFFFF) | 0x00800000
+    shift = 126 - exponent
+    q = significand >> shift
+    r = significand & ((u32(1) << shift) - 1)
+    h = u32(1) << (shift - 1)
+    round_up = (r > h) | (eq(r, h) & eq(q & 1, 1))
+    subnormal = sign | (q + select(round_up, u32(1), u32(0)))
+
+    out = select(a <= 0x33000000, sign, subnormal)
+    out = select(a >= 0x38800000, normal, out)
+    out = select(a >= 0x477FF000, sign | 0x7C00, out)
+    out = select(a > 0x7F800000, nan, out)
+    return f16_from_bits(out)
+
+
+def f16_to_f32(h: Value) -> Value:
+    """Widen a float16 to float32 (every f16 is exactly a float32).
+
+    Precision: exact. Special values: ±inf, ±0 and subnormals map exactly; a NaN keeps its
+    sign and payload (the payload moves to the top of the f32 fraction).
+
+    Example: ``x = f16_to_f32(h)``.
+    """
+    return convert(h, T.float32)

@@ -16,7 +16,7 @@ push-constant block, in declaration order, each at an offset aligned to its slot
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -54,6 +54,7 @@ class CompiledKernel:
     local_size: tuple[int, int, int]
     buffers: tuple[BufferDecl, ...]
     features_used: frozenset[str]
+    compile_ms: float = field(default=0.0, compare=False)  # verify + emit + assemble + validate
 
     def pack_params(self, values: dict) -> bytes:
         """The push-constant bytes for ``values`` (param name -> Python or numpy scalar).

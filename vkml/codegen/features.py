@@ -36,6 +36,7 @@ VULKAN_NAMES = {
     "denorm_preserve_float32": "shaderDenormPreserveFloat32",
     "denorm_preserve_float16": "shaderDenormPreserveFloat16",
     "subgroup_shuffle": "subgroupSupportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT",
+    "subgroup_extended_types": "shaderSubgroupExtendedTypes",
     "cooperative_matrix": "cooperativeMatrix (VK_KHR_cooperative_matrix)",
     "shader_fma": "shaderFmaFloat32 (VK_KHR_shader_fma)",
     "vulkan_memory_model": "vulkanMemoryModel",
@@ -68,6 +69,7 @@ class DeviceFeatures:
     denorm_preserve_float16: bool = False
     subgroup_size: int = 1
     subgroup_ops: int = SUBGROUP_BASIC
+    subgroup_extended_types: bool = False  # subgroup ops on 16- and 64-bit types
     cooperative_matrix: bool = False
     shader_fma: bool = False
     vulkan_memory_model: bool = False
@@ -108,6 +110,8 @@ class DeviceFeatures:
             signed_zero_inf_nan_float16=True,
             subgroup_size=8,
             subgroup_ops=0xBF,
+            subgroup_extended_types=True,
+            vulkan_memory_model=True,
             max_push_constants_size=128,
             max_storage_buffer_range=1 << 27,
             max_compute_shared_memory_size=32768,
@@ -133,6 +137,7 @@ class DeviceFeatures:
             signed_zero_inf_nan_float16=True,
             subgroup_size=32,
             subgroup_ops=0x7FF,
+            subgroup_extended_types=True,
             cooperative_matrix=True,
             vulkan_memory_model=True,
             max_push_constants_size=256,

@@ -1,0 +1,192 @@
+"""Kernels that together use every IR instruction on every operand type it accepts.
+
+Shared by test_codegen.py (emit, assemble, validate) and test_codegen_parity.py (run on the CPU
+interpreter and on Vulkan, compare bits). Each builder returns a finished ``Kernel``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vkml.ir import types as T
+from vkml.ir.builder import (
+    KernelBuilder,
+    barrier,
+    const,
+    emit,
+    eq,
+    global_id,
+    if_,
+    if_else,
+    local_id,
+    loop,
+    num_workgroups,
+    select,
+    shuffle_xor,
+    workgroup_id,
+)
+from vkml.ir.core import Instr, Kernel, walk
+from vkml.ir.instructions import CONVERSIONS, FLOATS, INTS, SPECS, check_bitcast, result_type
+
+ALL_TYPES = T.ALL
+_SPECIAL_OPERANDS = ("select", "shl", "shr", "bitcast", "convert")
+
+
+@dataclass(frozen=True)
+class PureCase:
+    """One pure instruction on one combination of operand types."""
+
+    op: str
+    arg_types: tuple[T.DType, ...]
+    attrs: tuple = ()
+
+    @property
+    def result(self) -> T.DType:
+        return result_type(self.op, self.arg_types, self.attrs)
+
+    @property
+    def name(self) -> str:
+        target = f"_to_{self.attrs[0]}" if self.op in ("bitcast", "convert") else ""
+        return f"{self.op}_{'_'.join(t.short for t in self.arg_types)}{target}"
+
+
+def pure_cases() -> list[PureCase]:
+    """Every pure instruction with every operand type (and conversion pair) the IR allows."""
+    cases = []
+    for op, spec in SPECS.items():
+        if spec.kind != "pure" or op in _SPECIAL_OPERANDS:
+            continue
+        cases += [PureCase(op, (t,) * spec.nargs) for t in spec.operand_types]
+    cases += [PureCase("select", (T.bool_, t, t)) for t in ALL_TYPES]
+    for op in ("shl", "shr"):
+        cases += [PureCase(op, (t, t)) for t in INTS]
+        cases += [PureCase(op, (T.int64, T.uint32)), PureCase(op, (T.uint32, T.int32))]  # count of another type
+    for src in SPECS["bitcast"].operand_types:
+        for dst in ALL_TYPES:
+            try:
+                check_bitcast(src, dst)
+            except Exception:
+                continue
+            cases.append(PureCase("bitcast", (src,), (dst.name,)))
+    pairs = sorted(CONVERSIONS, key=lambda p: (p[0].name, p[1].name))
+    cases += [PureCase("convert", (src,), (dst.name,)) for src, dst in pairs]
+    return cases
+
+
+def pure_kernel(case: PureCase, local_size: int = 64) -> Kernel:
+    """``out[i] = op(a0[i], a1[i], ...)`` for ``i < n``."""
+    kb = KernelBuilder(case.name, local_size=(local_size, 1, 1))
+    inputs = [kb.buffer(f"a{j}", t, "read") for j, t in enumerate(case.arg_types)]
+    out = kb.buffer("out", case.result, "write")
+    n = kb.param("n", T.uint32)
+    with kb:
+        i = global_id(0)
+        with if_(i < n):
+            out[i] = emit(case.op, *(buf[i] for buf in inputs), attrs=case.attrs)
+    return kb.finish()
+
+
+def index_kernel(local_size=(4, 2, 2)) -> Kernel:
+    """Writes every index builtin on every axis: 12 words per invocation, by linear invocation id."""
+    kb = KernelBuilder("index_space", local_size=local_size)
+    out = kb.buffer("out", T.uint32, "write")
+    with kb:
+        sx, sy, _ = local_size
+        gx = global_id(0) + num_workgroups(0) * sx * (global_id(1) + num_workgroups(1) * sy * global_id(2))
+        for k, fn in enumerate((global_id, local_id, workgroup_id, num_workgroups)):
+            for axis in range(3):
+                out[gx * 12 + (3 * k + axis)] = fn(axis)
+    return kb.finish()
+
+
+def shuffle_kernel(dtype: T.DType, xor_mask: int, local_size: int = 64) -> Kernel:
+    """``out[i] = shuffle_xor(x[i], mask)``; every invocation active (uniform control flow)."""
+    kb = KernelBuilder(f"shuffle_{dtype.short}_{xor_mask}", local_size=(local_size, 1, 1))
+    x = kb.buffer("x", dtype, "read")
+    out = kb.buffer("out", dtype, "write")
+    with kb:
+        i = global_id(0)
+        out[i] = shuffle_xor(x[i], xor_mask)
+    return kb.finish()
+
+
+def reduction_kernel(dtype: T.DType = T.float32, local_size: int = 64) -> Kernel:
+    """A workgroup tree sum through shared memory and barriers: pairs (2j, 2j+1) level by level."""
+    kb = KernelBuilder(f"tree_sum_{dtype.short}", local_size=(local_size, 1, 1))
+    x = kb.buffer("x", dtype, "read")
+    out = kb.buffer("out", dtype, "write")
+    scratch = kb.shared("scratch", dtype, local_size)
+    with kb:
+        lid = local_id(0)
+        scratch[lid] = x[global_id(0)]
+        barrier()
+        width = 1
+        while width < local_size:
+            with if_(_is_multiple(lid, 2 * width)):
+                scratch[lid] = scratch[lid] + scratch[lid + width]
+            barrier()
+            width *= 2
+        with if_(_is_multiple(lid, local_size)):
+            out[workgroup_id(0)] = scratch[lid]
+    return kb.finish()
+
+
+def _is_multiple(v, m: int):
+    return eq(v & (m - 1), 0)
+
+
+def control_flow_kernel() -> Kernel:
+    """Nested ifs and loops with results: a loop inside an if-else inside a loop, carrying two values."""
+    kb = KernelBuilder("nested_control", local_size=(16, 1, 1))
+    x = kb.buffer("x", T.int32, "read")
+    out = kb.buffer("out", T.int32, "write")
+    flags = kb.buffer("flags", T.bool_, "readwrite")
+    n = kb.param("n", T.uint32)
+    with kb:
+        i = global_id(0)
+        with if_(i < n):
+            v = x[i]
+
+            def outer(j, acc, count):
+                def odd():
+                    (inner,) = loop(0, j, 1, (acc,), lambda k, a: a + k * v)
+                    return inner, count + 1
+
+                def even():
+                    return select(v < 0, acc - j, acc + j), count
+
+                return if_else(eq(j & 1, 1), odd, even)
+
+            acc, count = loop(const(0, T.int32), 5, 1, (v, const(0, T.int32)), outer)
+            (clamped,) = if_else(acc > 1000, lambda: const(1000, T.int32), lambda: acc)
+            out[i] = clamped + count
+            flags[i] = ~flags[i] | (count > 1)
+    return kb.finish()
+
+
+def kernels_for_coverage() -> list[Kernel]:
+    """One kernel per pure case plus the non-pure kinds: together they use every instruction."""
+    kernels = [pure_kernel(c) for c in pure_cases()]
+    kernels.append(index_kernel())
+    kernels += [shuffle_kernel(t, 1) for t in ALL_TYPES]
+    kernels += [reduction_kernel(t) for t in (T.float32, T.float16, T.int64)]
+    kernels.append(control_flow_kernel())
+    return kernels
+
+
+def ops_used(kernels: list[Kernel]) -> set[str]:
+    return {s.op for k in kernels for s in walk(k.body) if isinstance(s, Instr)}
+
+
+__all__ = [
+    "FLOATS",
+    "PureCase",
+    "control_flow_kernel",
+    "index_kernel",
+    "kernels_for_coverage",
+    "ops_used",
+    "pure_cases",
+    "pure_kernel",
+    "reduction_kernel",
+    "shuffle_kernel",
+]

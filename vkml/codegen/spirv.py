@@ -1,0 +1,496 @@
+"""Kernel IR -> annotated SPIR-V assembly, and the compile entry point (assemble + validate + cache).
+
+    asm = emit_spirv(kernel, DeviceFeatures.lavapipe_like())
+    ck = compile_kernel(kernel, DeviceFeatures.lavapipe_like())
+
+The emitter walks the kernel's structured IR once. Pure instructions go through the table in
+``spirv_ops``; control flow becomes SPIR-V structured control flow (``If``: OpSelectionMerge
++ OpPhi in the merge block; ``Loop``: a header with OpPhi for the index and carried values and
+OpLoopMerge, then body, continue block and merge). Each IR statement is preceded by a ``;``
+comment quoting it, with values numbered as in the IR text.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+
+from ..errors import CompileError, IRError
+from ..ir import types as T
+from ..ir.core import Block, If, Instr, Kernel, Loop, Value, structure, walk
+from ..ir.text import ValueNames, format_statement
+from ..ir.types import DType
+from ..ir.verify import verify_kernel
+from . import CompiledKernel, push_slot_nbytes, tools
+from .features import DeviceFeatures
+from .spirv_module import ModuleBuilder
+from .spirv_ops import NO_CONTRACTION, OPCODES, convert_opcode, opcode
+from .spirv_requirements import check_limits, float_control_features, required_features
+
+_BUILTINS = {
+    "global_id": "GlobalInvocationId",
+    "local_id": "LocalInvocationId",
+    "workgroup_id": "WorkgroupId",
+    "num_workgroups": "NumWorkgroups",
+}
+_SCOPE_SUBGROUP = 3
+_SCOPE_WORKGROUP = 2
+_SEMANTICS_ACQUIRE_RELEASE_WORKGROUP_MEMORY = 0x8 | 0x100
+
+
+def push_layout(kernel: Kernel) -> tuple[list[tuple[str, DType, int]], int]:
+    """``(name, dtype, offset)`` of each parameter in the push-constant block, and the block size.
+
+    >>> push_layout(kernel)   # doctest: +SKIP
+    ([('n', vkml.uint32, 0), ('big', vkml.int64, 8)], 16)
+    """
+    layout, offset = [], 0
+    for p in kernel.params:
+        slot = push_slot_nbytes(p.dtype)
+        offset = -(-offset // slot) * slot
+        layout.append((p.name, p.dtype, offset))
+        offset += slot
+    return layout, -(-offset // 4) * 4
+
+
+class _FunctionEmitter:
+    """Emits the body of one kernel's entry point into ``self.lines``."""
+
+    def __init__(self, kernel: Kernel, features: DeviceFeatures, module: ModuleBuilder):
+        self.kernel = kernel
+        self.features = features
+        self.mod = module
+        self.lines: list[str] = []
+        self.ids: dict[int, str] = {}  # id(Value) -> SPIR-V id
+        self.ir_name = ValueNames(kernel)  # '%5', or '%n' for a parameter, as in the IR text
+        self.label = "%entry"
+        self._labels = 0
+        self._temps = 0
+        self.buffer_vars = [self._declare_buffer(i, b) for i, b in enumerate(kernel.buffers)]
+        self.shared_vars = {s.name: self._declare_shared(i, s) for i, s in enumerate(kernel.shared)}
+        self.params_var = self._declare_params() if kernel.params else None
+
+    # ------------------------------------------------------------ declarations
+
+    def _declare_buffer(self, binding: int, decl) -> str:
+        storage = T.uint32 if decl.dtype is T.bool_ else decl.dtype  # bools travel as one uint32 each
+        struct = self.mod.buffer_struct(storage)
+        var = self.mod.variable(
+            f"%buf{binding}_{_sanitize(decl.name)}", self.mod.pointer("StorageBuffer", struct), "StorageBuffer"
+        )
+        self.mod.name(var, decl.name)
+        self.mod.decorate(var, "DescriptorSet", 0)
+        self.mod.decorate(var, "Binding", binding)
+        if decl.access == "read":
+            self.mod.decorate(var, "NonWritable")
+        elif decl.access == "write":
+            self.mod.decorate(var, "NonReadable")
+        return var
+
+    def _declare_shared(self, index: int, decl) -> str:
+        array = self.mod.workgroup_array(decl.dtype, decl.size)
+        var = self.mod.variable(
+            f"%shared{index}_{_sanitize(decl.name)}", self.mod.pointer("Workgroup", array), "Workgroup"
+        )
+        self.mod.name(var, decl.name)
+        return var
+
+    def _declare_params(self) -> str:
+        layout, _ = push_layout(self.kernel)
+        members = [self.mod.scalar(_push_slot_type(dtype)) for _, dtype, _ in layout]
+        struct = self.mod.define("%Params", f"OpTypeStruct {' '.join(members)}")
+        self.mod.decorate(struct, "Block")
+        for i, (name, _, offset) in enumerate(layout):
+            self.mod.member_decorate(struct, i, "Offset", offset)
+            self.mod.names.append(f'OpMemberName %Params {i} "{name}"')
+        var = self.mod.variable("%params", self.mod.pointer("PushConstant", struct), "PushConstant")
+        self.mod.name(var, "params")
+        return var
+
+    # ------------------------------------------------------------ helpers
+
+    def emit(self, line: str) -> None:
+        self.lines.append(line if line.endswith("= OpLabel") else f"        {line}")
+
+    def temp(self, hint: str) -> str:
+        self._temps += 1
+        return f"%t{self._temps}_{hint}"
+
+    def new_labels(self, prefix: str, *parts: str) -> list[str]:
+        self._labels += 1
+        return [f"%{prefix}{self._labels}_{p}" for p in parts]
+
+    def start_block(self, label: str) -> None:
+        self.emit(f"{label} = OpLabel")
+        self.label = label
+
+    def use(self, v: Value) -> str:
+        try:
+            return self.ids[id(v)]
+        except KeyError:
+            raise CompileError(f"kernel {self.kernel.name!r}: value {v!r} is used but never defined") from None
+
+    def result_id(self, v: Value) -> str:
+        """Define ``v``'s SPIR-V id: ``%v5`` for the IR's ``%5``, ``%p_n`` for parameter ``%n``."""
+        ir_name = self.ir_name(v)[1:]
+        id_ = f"%v{ir_name}" if ir_name[0].isdigit() else f"%p_{_sanitize(ir_name)}"
+        self.ids[id(v)] = id_
+        self.mod.name(id_, v.hint or id_[1:])
+        return id_
+
+    def op(self, opcode_: str, result: str, type_id: str, *operands: str) -> str:
+        if opcode_.startswith("Op"):
+            self.emit(f"{result} = {opcode_} {type_id} {' '.join(operands)}")
+        else:
+            self.mod.uses_glsl_std = True
+            self.emit(f"{result} = OpExtInst {type_id} %glsl {opcode_} {' '.join(operands)}")
+        if opcode_ in NO_CONTRACTION:
+            self.mod.decorate(result, "NoContraction")
+        return result
+
+    def describe(self, stmt) -> str:
+        """The IR statement as a one-line comment, in the IR text's syntax and numbering."""
+        return f"; {format_statement(stmt, self.ir_name)}"
+
+    # ------------------------------------------------------------ the body
+
+    def emit_function(self) -> None:
+        self.start_block("%entry")
+        layout, _ = push_layout(self.kernel)
+        for i, (p, (_, dtype, _)) in enumerate(zip(self.kernel.params, layout)):
+            self.emit(f"; param {self.ir_name(p.value)}: {dtype.short}")
+            slot = _push_slot_type(dtype)
+            pointer = self.temp(f"{_sanitize(p.name)}_ptr")
+            self.op(
+                "OpAccessChain",
+                pointer,
+                self.mod.pointer("PushConstant", self.mod.scalar(slot)),
+                self.params_var,
+                self.mod.uint(i),
+            )
+            loaded = self.op(
+                "OpLoad",
+                self.temp(_sanitize(p.name)) if slot is not dtype else self.result_id(p.value),
+                self.mod.scalar(slot),
+                pointer,
+            )
+            if dtype is T.bool_:
+                self.op("OpINotEqual", self.result_id(p.value), self.mod.scalar(T.bool_), loaded, self.mod.uint(0))
+            elif dtype is T.float16:
+                self._f16_from_bits(self.result_id(p.value), loaded)
+        self.emit_block(self.kernel.body)
+        self.emit("OpReturn")
+
+    def emit_block(self, block: Block) -> None:
+        for stmt in block.body:
+            self.emit(self.describe(stmt))
+            if isinstance(stmt, Instr):
+                self.emit_instr(stmt)
+            elif isinstance(stmt, If):
+                self.emit_if(stmt)
+            else:
+                self.emit_loop(stmt)
+
+    def emit_instr(self, ins: Instr) -> None:
+        if ins.op == "const":
+            self.ids[id(ins.result)] = self.mod.constant(ins.result.dtype, ins.attrs[0])
+            return
+        if ins.op in _BUILTINS:
+            vec = self.temp(_BUILTINS[ins.op])
+            self.op("OpLoad", vec, self.mod.vector(T.uint32, 3), self.mod.builtin_input(_BUILTINS[ins.op]))
+            self.op("OpCompositeExtract", self.result_id(ins.result), self.mod.scalar(T.uint32), vec, str(ins.attrs[0]))
+            return
+        handler = getattr(self, f"_emit_{ins.op}", None)
+        if handler is not None:
+            handler(ins)
+            return
+        if ins.op not in OPCODES:
+            raise CompileError(f"kernel {self.kernel.name!r}: no SPIR-V lowering for IR instruction {ins.op!r}")
+        kind_of = ins.args[1] if ins.op == "select" else ins.args[0]
+        result_type = self.mod.scalar(ins.result.dtype)
+        self.op(
+            opcode(ins.op, kind_of.dtype), self.result_id(ins.result), result_type, *(self.use(a) for a in ins.args)
+        )
+
+    # ------------------------------------------------------------ special instructions
+
+    def _emit_convert(self, ins: Instr) -> None:
+        src, dst = ins.args[0].dtype, ins.result.dtype
+        opcode_ = convert_opcode(src, dst)
+        if opcode_ == "OpUConvert" and dst.is_signed:  # OpUConvert must produce an unsigned type
+            wide = self.op(opcode_, self.temp("zero_extended"), self.mod.unsigned(dst.bits), self.use(ins.args[0]))
+            self.op("OpBitcast", self.result_id(ins.result), self.mod.scalar(dst), wide)
+            return
+        self.op(opcode_, self.result_id(ins.result), self.mod.scalar(dst), self.use(ins.args[0]))
+
+    def _f16_from_bits(self, result: str, bits: str) -> None:
+        # The low 16 bits are component 0 of a little-endian v2half; no Int16 capability needed.
+        pair = self.temp("half_pair")
+        self.op("OpBitcast", pair, self.mod.vector(T.float16, 2), bits)
+        self.op("OpCompositeExtract", result, self.mod.scalar(T.float16), pair, "0")
+
+    def _emit_f16_from_bits(self, ins: Instr) -> None:
+        self._f16_from_bits(self.result_id(ins.result), self.use(ins.args[0]))
+
+    def _emit_f16_to_bits(self, ins: Instr) -> None:
+        pair = self.temp("half_pair")
+        zero = self.mod.constant(T.float16, 0.0)  # +0.0 in the high half: zero bits
+        self.op("OpCompositeConstruct", pair, self.mod.vector(T.float16, 2), self.use(ins.args[0]), zero)
+        self.op("OpBitcast", self.result_id(ins.result), self.mod.scalar(T.uint32), pair)
+
+    def _element_pointer(self, ins: Instr, index: Value) -> tuple[str, DType]:
+        name = ins.attrs[0]
+        if ins.op in ("load", "store"):
+            binding = next(i for i, b in enumerate(self.kernel.buffers) if b.name == name)
+            dtype = self.kernel.buffers[binding].dtype
+            stored = T.uint32 if dtype is T.bool_ else dtype
+            pointer = self.temp(f"{_sanitize(name)}_at")
+            ptr_type = self.mod.pointer("StorageBuffer", self.mod.scalar(stored))
+            self.op("OpAccessChain", pointer, ptr_type, self.buffer_vars[binding], self.mod.uint(0), self.use(index))
+            return pointer, dtype
+        dtype = self.kernel.shared_array(name).dtype
+        pointer = self.temp(f"{_sanitize(name)}_at")
+        ptr_type = self.mod.pointer("Workgroup", self.mod.scalar(dtype))
+        self.op("OpAccessChain", pointer, ptr_type, self.shared_vars[name], self.use(index))
+        return pointer, dtype
+
+    def _emit_load(self, ins: Instr) -> None:
+        pointer, dtype = self._element_pointer(ins, ins.args[0])
+        if dtype is T.bool_ and ins.op == "load":
+            word = self.op("OpLoad", self.temp("word"), self.mod.scalar(T.uint32), pointer)
+            self.op("OpINotEqual", self.result_id(ins.result), self.mod.scalar(T.bool_), word, self.mod.uint(0))
+        else:
+            self.op("OpLoad", self.result_id(ins.result), self.mod.scalar(dtype), pointer)
+
+    def _emit_store(self, ins: Instr) -> None:
+        pointer, dtype = self._element_pointer(ins, ins.args[0])
+        value = self.use(ins.args[1])
+        if dtype is T.bool_ and ins.op == "store":
+            value = self.op(
+                "OpSelect", self.temp("word"), self.mod.scalar(T.uint32), value, self.mod.uint(1), self.mod.uint(0)
+            )
+        self.emit(f"OpStore {pointer} {value}")
+
+    _emit_shared_load = _emit_load
+    _emit_shared_store = _emit_store
+
+    def _emit_barrier(self, ins: Instr) -> None:
+        scope = self.mod.uint(_SCOPE_WORKGROUP)
+        self.emit(f"OpControlBarrier {scope} {scope} {self.mod.uint(_SEMANTICS_ACQUIRE_RELEASE_WORKGROUP_MEMORY)}")
+
+    def _emit_shuffle_xor(self, ins: Instr) -> None:
+        self.mod.capability("GroupNonUniformShuffle")
+        value = ins.args[0]
+        self.op(
+            "OpGroupNonUniformShuffleXor",
+            self.result_id(ins.result),
+            self.mod.scalar(value.dtype),
+            self.mod.uint(_SCOPE_SUBGROUP),
+            self.use(value),
+            self.mod.uint(int(ins.attrs[0])),
+        )
+
+    # ------------------------------------------------------------ control flow
+
+    def emit_if(self, stmt: If) -> None:
+        then_label, else_label, merge = self.new_labels("if", "then", "else", "merge")
+        has_else = bool(stmt.orelse.body) or bool(stmt.results)
+        self.emit(f"OpSelectionMerge {merge} None")
+        self.emit(f"OpBranchConditional {self.use(stmt.cond)} {then_label} {else_label if has_else else merge}")
+        incoming = []
+        for label, branch in ((then_label, stmt.then), (else_label, stmt.orelse)):
+            if branch is stmt.orelse and not has_else:
+                continue
+            self.start_block(label)
+            self.emit_block(branch)
+            # the branch's last block (nested control flow moves it) is the phi's predecessor
+            incoming.append((self.label, [self.use(y) for y in branch.yields]))
+            self.emit(f"OpBranch {merge}")
+        self.start_block(merge)
+        for i, r in enumerate(stmt.results):
+            pairs = " ".join(f"{values[i]} {label}" for label, values in incoming)
+            self.op("OpPhi", self.result_id(r), self.mod.scalar(r.dtype), pairs)
+
+    def emit_loop(self, stmt: Loop) -> None:
+        header, body, continue_, merge = self.new_labels("loop", "header", "body", "continue", "merge")
+        preheader = self.label
+        start, end, step = (self.use(v) for v in (stmt.start, stmt.end, stmt.step))
+        inits = [self.use(v) for v in stmt.inits]
+        index_type = self.mod.scalar(stmt.index.dtype)
+        self.emit(f"OpBranch {header}")
+        self.start_block(header)
+        index = self.result_id(stmt.index)
+        next_index = self.temp("next_index")
+        carried = [self.result_id(c) for c in stmt.carried]
+        self.op("OpPhi", index, index_type, f"{start} {preheader} {next_index} {continue_}")
+        # The carried phis name the body's yields, which exist only once the body is emitted:
+        # reserve their lines now and fill them in afterwards.
+        phi_slots = []
+        for _ in carried:
+            phi_slots.append(len(self.lines))
+            self.emit("; (carried phi)")
+        less = "OpSLessThan" if stmt.index.dtype.is_signed else "OpULessThan"
+        in_range = self.op(less, self.temp("in_range"), self.mod.scalar(T.bool_), index, end)
+        self.emit(f"OpLoopMerge {merge} {continue_} None")
+        self.emit(f"OpBranchConditional {in_range} {body} {merge}")
+        self.start_block(body)
+        self.emit_block(stmt.body)
+        for slot, c_id, c, init, y in zip(phi_slots, carried, stmt.carried, inits, stmt.body.yields):
+            phi = f"{c_id} = OpPhi {self.mod.scalar(c.dtype)} {init} {preheader} {self.use(y)} {continue_}"
+            self.lines[slot] = f"        {phi}"
+        self.emit(f"OpBranch {continue_}")
+        self.start_block(continue_)
+        self.op("OpIAdd", next_index, index_type, index, step)
+        self.emit(f"OpBranch {header}")
+        self.start_block(merge)
+        # The header's phis dominate the merge block, so the results are the carried values; the
+        # copies only give each IR value its own %vN in the assembly.
+        for r, c_id in zip(stmt.results, carried):
+            self.op("OpCopyObject", self.result_id(r), self.mod.scalar(r.dtype), c_id)
+
+
+def _push_slot_type(dtype: DType) -> DType:
+    return T.uint32 if dtype in (T.bool_, T.float16) else dtype
+
+
+def _sanitize(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in name)
+
+
+def _hints(kernel: Kernel) -> tuple:
+    """The value names a user gave (they reach the SPIR-V as OpName, so they are part of the cache key)."""
+    hints = []
+    for stmt in walk(kernel.body):
+        if isinstance(stmt, Instr) and stmt.result is not None:
+            hints.append(stmt.result.hint)
+        elif isinstance(stmt, (If, Loop)):
+            hints.extend(v.hint for v in (*getattr(stmt, "carried", ()), *stmt.results))
+    return tuple(hints)
+
+
+# ---------------------------------------------------------------- the module and the compile entry point
+
+
+def _emit_module(kernel: Kernel, features: DeviceFeatures) -> tuple[str, frozenset[str]]:
+    check_limits(kernel, features)
+    needs = required_features(kernel, features)
+    modes = float_control_features(kernel, features)
+    mod = ModuleBuilder()
+    for name, capability in (
+        ("float16", "Float16"),
+        ("int64", "Int64"),
+        ("storage_buffer_16bit", "StorageBuffer16BitAccess"),
+    ):
+        if name in needs:
+            mod.capability(capability)
+    for _, mode, _ in modes:
+        mod.capability(mode)
+    if modes and tuple(features.spirv_version) < (1, 4):
+        mod.extension("SPV_KHR_float_controls")  # core from SPIR-V 1.4
+    body = _FunctionEmitter(kernel, features, mod)
+    body.emit_function()
+    function_type = mod.function_type()
+    # SPIR-V 1.4+ lists every global the entry point uses; earlier versions only Input/Output.
+    interface = mod.interface if tuple(features.spirv_version) >= (1, 4) else mod.input_interface
+    entry_name = kernel.name.replace("\\", "\\\\").replace('"', '\\"')
+    layout, push_size = push_layout(kernel)
+
+    out = [f"; SPIR-V for vkml kernel {kernel.name!r} (target {features.target_env}), emitted by vkml.codegen"]
+    out += [f"; binding {i}: {b.name} ({b.dtype.short}, {b.access})" for i, b in enumerate(kernel.buffers)]
+    out += [f"; push constant {name} ({dtype.short}) at byte {offset}" for name, dtype, offset in layout]
+    out += [f"OpCapability {c}" for c in mod.capabilities]
+    out += [f'OpExtension "{e}"' for e in mod.extensions]
+    if mod.uses_glsl_std:
+        out.append('%glsl = OpExtInstImport "GLSL.std.450"')
+    out.append("OpMemoryModel Logical GLSL450")
+    out.append(f'OpEntryPoint GLCompute %main "{entry_name}" {" ".join(interface)}'.rstrip())
+    out.append(f"OpExecutionMode %main LocalSize {' '.join(str(s) for s in kernel.local_size)}")
+    out += [f"OpExecutionMode %main {mode} {width}" for _, mode, width in modes]
+    out.append("; ---- names")
+    out.append(f'OpName %main "{entry_name}"')
+    out += mod.names
+    out.append("; ---- decorations")
+    out += list(mod.decorations)
+    out.append("; ---- types, constants, global variables")
+    out += mod.declarations
+    out.append("; ---- the kernel")
+    out.append(f"%main = OpFunction {mod.void()} None {function_type}")
+    out += body.lines
+    out.append("OpFunctionEnd")
+    used = needs | {field for field, _, _ in modes}
+    assert push_size <= features.max_push_constants_size  # check_limits raised otherwise
+    return "\n".join(out) + "\n", frozenset(used)
+
+
+def emit_spirv(kernel: Kernel, features: DeviceFeatures) -> str:
+    """The annotated SPIR-V assembly of ``kernel`` (deterministic; re-assembles with spirv-as).
+
+    >>> print(emit_spirv(kernel, DeviceFeatures.lavapipe_like()))   # doctest: +SKIP
+    """
+    return _emit_module(kernel, features)[0]
+
+
+_CACHE: OrderedDict = OrderedDict()
+_CACHE_ENTRIES = 2048
+
+
+def clear_compile_cache() -> None:
+    """Forget every compiled kernel (tests; the runtime keeps its own disk cache)."""
+    _CACHE.clear()
+
+
+def compile_kernel(kernel: Kernel, features: DeviceFeatures) -> CompiledKernel:
+    """Verify, emit, assemble (spirv-as) and validate (spirv-val) ``kernel`` for ``features``.
+
+    Cached in memory by the kernel's structure, its value names and the features. Any failure
+    raises ``CompileError`` carrying ``.ir``, ``.assembly`` and ``.validator``.
+
+    >>> ck = compile_kernel(kernel, DeviceFeatures.lavapipe_like())   # doctest: +SKIP
+    >>> ck.push_constants                                              # doctest: +SKIP
+    [('n', vkml.uint32, 0)]
+    """
+    key = (structure(kernel), _hints(kernel), features)
+    cached = _CACHE.get(key)
+    if cached is not None:
+        _CACHE.move_to_end(key)
+        return cached
+    started = time.perf_counter()
+    ir_text = _ir_text(kernel)
+    asm = ""
+    try:
+        _verify(kernel, ir_text)
+        asm, used = _emit_module(kernel, features)
+        spirv = tools.assemble_and_validate(asm, features.target_env, ir=ir_text)
+    except CompileError as e:
+        e.ir, e.assembly = e.ir or ir_text, e.assembly or asm
+        raise
+    layout, push_size = push_layout(kernel)
+    compiled = CompiledKernel(
+        spirv=spirv,
+        asm=asm,
+        entry=kernel.name,
+        push_constants=layout,
+        push_size=push_size,
+        local_size=tuple(kernel.local_size),
+        buffers=tuple(kernel.buffers),
+        features_used=used,
+        compile_ms=(time.perf_counter() - started) * 1e3,
+    )
+    _CACHE[key] = compiled
+    if len(_CACHE) > _CACHE_ENTRIES:
+        _CACHE.popitem(last=False)
+    return compiled
+
+
+def _ir_text(kernel: Kernel) -> str:
+    try:
+        return str(kernel)
+    except ImportError:  # the IR text printer is optional for codegen
+        return f"<kernel {kernel.name!r}: IR text printer unavailable>"
+
+
+def _verify(kernel: Kernel, ir_text: str) -> None:
+    try:
+        verify_kernel(kernel)
+    except IRError as e:
+        raise CompileError(f"kernel {kernel.name!r} failed IR verification: {e}", ir=ir_text) from e

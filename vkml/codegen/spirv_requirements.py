@@ -1,0 +1,126 @@
+"""What a kernel needs from a device, checked before any SPIR-V is emitted.
+
+    needs = required_features(kernel, features)   # {'int64', ...}, or CompileError naming the gap
+    check_limits(kernel, features)                 # workgroup size, shared memory, push constants
+
+Only optional device features a kernel actually relies on are required, so a float32 kernel
+runs on a device without float16, and the capabilities declared follow from the same set.
+"""
+
+from __future__ import annotations
+
+from ..errors import CompileError
+from ..ir import types as T
+from ..ir.core import If, Instr, Kernel, Loop, walk
+from ..ir.types import DType
+from . import push_slot_nbytes
+from .features import VULKAN_NAMES, DeviceFeatures
+
+# Shared arrays of bool have no defined size; count them as one 32-bit word per element.
+_SHARED_ELEMENT_NBYTES = {"bool": 4}
+
+
+def kernel_dtypes(kernel: Kernel) -> set[DType]:
+    """Every scalar type a kernel touches: buffers, parameters, shared arrays and SSA values."""
+    found = {b.dtype for b in kernel.buffers} | {p.dtype for p in kernel.params} | {s.dtype for s in kernel.shared}
+    for stmt in walk(kernel.body):
+        if isinstance(stmt, Instr):
+            found.update(a.dtype for a in stmt.args)
+            if stmt.result is not None:
+                found.add(stmt.result.dtype)
+        elif isinstance(stmt, If):
+            found.update(r.dtype for r in stmt.results)
+        elif isinstance(stmt, Loop):
+            found.add(stmt.index.dtype)
+            found.update(c.dtype for c in stmt.carried)
+    if any(isinstance(s, Instr) and s.op in ("f16_from_bits", "f16_to_bits") for s in walk(kernel.body)):
+        found.add(T.float16)
+    return found
+
+
+def float_widths(kernel: Kernel) -> list[int]:
+    """Bit widths of the float types a kernel uses, ascending (execution modes are per width)."""
+    return sorted(t.bits for t in kernel_dtypes(kernel) if t.is_float)
+
+
+def required_features(kernel: Kernel, features: DeviceFeatures) -> set[str]:
+    """Names of the ``DeviceFeatures`` fields ``kernel`` cannot run without; raise if one is missing."""
+    dtypes = kernel_dtypes(kernel)
+    needs: set[str] = set()
+    if T.float16 in dtypes:
+        needs.add("float16")
+    if T.int64 in dtypes:
+        needs.add("int64")
+    if any(b.dtype is T.float16 for b in kernel.buffers):
+        needs.add("storage_buffer_16bit")
+    shuffles = [s for s in walk(kernel.body) if isinstance(s, Instr) and s.op == "shuffle_xor"]
+    if shuffles:
+        needs.add("subgroup_shuffle")
+    if any(s.args[0].dtype in (T.float16, T.int64) for s in shuffles):
+        needs.add("subgroup_extended_types")
+    for name in sorted(needs):
+        if not getattr(features, name):
+            raise CompileError(f"kernel {kernel.name!r} needs {name} but device lacks {VULKAN_NAMES[name]}")
+    for s in shuffles:
+        mask = int(s.attrs[0])
+        if not 0 <= mask < features.subgroup_size:
+            raise CompileError(
+                f"kernel {kernel.name!r}: shuffle_xor mask {mask} is not below the device's subgroup size "
+                f"{features.subgroup_size}"
+            )
+    return needs
+
+
+def float_control_features(kernel: Kernel, features: DeviceFeatures) -> list[tuple[str, str, int]]:
+    """``(feature field, execution mode, width)`` for each float-control mode the kernel declares.
+
+    RoundingModeRTE and SignedZeroInfNanPreserve are declared for every float width the kernel
+    uses where the device supports them, DenormPreserve likewise (reference/vulkan.md: without
+    them a driver may round either way and flush subnormals).
+    """
+    modes = []
+    for width in float_widths(kernel):
+        for field, mode in (
+            (f"rte_float{width}", "RoundingModeRTE"),
+            (f"signed_zero_inf_nan_float{width}", "SignedZeroInfNanPreserve"),
+            (f"denorm_preserve_float{width}", "DenormPreserve"),
+        ):
+            if getattr(features, field):
+                modes.append((field, mode, width))
+    return modes
+
+
+def check_limits(kernel: Kernel, features: DeviceFeatures) -> None:
+    """Raise CompileError when the kernel's workgroup, shared memory or parameters exceed the device."""
+    size = tuple(kernel.local_size)
+    if any(s < 1 for s in size):
+        raise CompileError(f"kernel {kernel.name!r}: local size {size} has a dimension below 1")
+    over = [f"{s} > {m}" for s, m in zip(size, features.max_workgroup_size) if s > m]
+    if over:
+        raise CompileError(
+            f"kernel {kernel.name!r}: local size {size} exceeds maxComputeWorkGroupSize "
+            f"{features.max_workgroup_size} ({', '.join(over)})"
+        )
+    invocations = size[0] * size[1] * size[2]
+    if invocations > features.max_workgroup_invocations:
+        raise CompileError(
+            f"kernel {kernel.name!r}: {invocations} invocations per workgroup exceed "
+            f"maxComputeWorkGroupInvocations {features.max_workgroup_invocations}"
+        )
+    shared = sum(s.size * _SHARED_ELEMENT_NBYTES.get(s.dtype.name, s.dtype.nbytes) for s in kernel.shared)
+    if shared > features.max_compute_shared_memory_size:
+        raise CompileError(
+            f"kernel {kernel.name!r}: {shared} bytes of shared memory exceed maxComputeSharedMemorySize "
+            f"{features.max_compute_shared_memory_size}"
+        )
+    push = 0
+    for p in kernel.params:
+        slot = push_slot_nbytes(p.dtype)
+        push = -(-push // slot) * slot + slot
+    if push > features.max_push_constants_size:
+        raise CompileError(
+            f"kernel {kernel.name!r}: {push} bytes of parameters exceed maxPushConstantsSize "
+            f"{features.max_push_constants_size}"
+        )
+    if any(s.size < 1 for s in kernel.shared):
+        raise CompileError(f"kernel {kernel.name!r}: a shared array needs at least one element")

@@ -3,6 +3,11 @@
 from . import types
 from .builder import KernelBuilder
 from .core import Block, BufferDecl, If, Instr, Kernel, Loop, ParamDecl, SharedDecl, Value
+from .text import parse_kernel as parse
+from .verify import verify_kernel
+
+# Bound after the submodule import above, which would otherwise leave `vkml.ir.verify` as the module.
+verify = verify_kernel
 
 __all__ = [
     "types",
@@ -19,17 +24,3 @@ __all__ = [
     "parse",
     "verify",
 ]
-
-
-def parse(text: str) -> Kernel:
-    """Read a kernel from its canonical text form (inverse of ``str(kernel)``)."""
-    from .text import parse_kernel
-
-    return parse_kernel(text)
-
-
-def verify(kernel: Kernel) -> Kernel:
-    """Check types, dominance, access modes and barrier uniformity; raise IRError naming the instruction."""
-    from .verify import verify_kernel
-
-    return verify_kernel(kernel)

@@ -1,1 +1,6 @@
-"""vkml's operators, each written once in the kernel IR."""
+"""Every operator, defined once: importing this package fills the registry."""
+
+from . import elementwise, reduce  # noqa: F401
+from .registry import REGISTRY, OpDef, get
+
+__all__ = ["REGISTRY", "OpDef", "get"]

@@ -1,0 +1,512 @@
+"""vkml's public operators (``vkml.add``, ``Tensor.sum``, ...), with PyTorch's names and defaults.
+
+Each function checks its arguments eagerly, records a node and returns a lazy Tensor. The
+computation of every op is defined once in ``vkml/ops/`` (elementwise bodies, reduction
+combines); this module only shapes graphs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import lazy
+from .dtypes import promote_types
+from .errors import DTypeError, ShapeError
+from .graph import Node
+from .ir import types as T
+
+TENSOR_METHODS = [
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "neg",
+    "abs",
+    "sign",
+    "pow",
+    "maximum",
+    "minimum",
+    "clamp",
+    "clip",
+    "where",
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "logical_and",
+    "logical_or",
+    "logical_not",
+    "relu",
+    "exp",
+    "log",
+    "sqrt",
+    "rsqrt",
+    "tanh",
+    "sigmoid",
+    "sum",
+    "mean",
+    "prod",
+    "amax",
+    "amin",
+    "argmax",
+    "argmin",
+    "softmax",
+    "log_softmax",
+    "logsumexp",
+    "matmul",
+    "max",
+    "min",
+]
+
+
+def _wrap(node: Node):
+    from .tensor import Tensor
+
+    t = Tensor(node)
+    if lazy.is_eager():
+        t.realize()
+    return t
+
+
+def _node(x):
+    from .tensor import Tensor
+
+    if isinstance(x, Tensor):
+        return x.node
+    if isinstance(x, (bool, int, float)):
+        return x
+    if isinstance(x, np.generic):
+        return x.item()
+    raise TypeError(f"expected a vkml.Tensor or a Python number, got {type(x).__name__}")
+
+
+def _tensor_node(op: str, x) -> Node:
+    from .tensor import Tensor
+
+    if not isinstance(x, Tensor):
+        raise TypeError(f"'{op}' expects a vkml.Tensor, got {type(x).__name__}")
+    return x.node
+
+
+def _elementwise(name: str, *operands):
+    nodes = [_node(o) for o in operands]
+    if not any(isinstance(n, Node) for n in nodes):
+        raise TypeError(f"'{name}' needs at least one tensor operand")
+    return _wrap(lazy.elementwise(name, nodes))
+
+
+def _unary(name):
+    def fn(input):
+        return _elementwise(name, input)
+
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise ``{name}``; see docs/ops/{name}.md. Example: ``vkml.{name}(vkml.tensor([1.0, 2.0]))``."
+    return fn
+
+
+def _binary(name):
+    def fn(input, other):
+        return _elementwise(name, input, other)
+
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise ``{name}`` with broadcasting; see docs/ops/{name}.md. Example: ``vkml.{name}(x, y)``."
+    return fn
+
+
+add, sub, mul, div = _binary("add"), _binary("sub"), _binary("mul"), _binary("div")
+maximum, minimum = _binary("maximum"), _binary("minimum")
+eq, ne, lt, le, gt, ge = (_binary(n) for n in ("eq", "ne", "lt", "le", "gt", "ge"))
+logical_and, logical_or = _binary("logical_and"), _binary("logical_or")
+neg, abs, sign, relu = _unary("neg"), _unary("abs"), _unary("sign"), _unary("relu")
+exp, log, sqrt, rsqrt, tanh, sigmoid = (_unary(n) for n in ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid"))
+logical_not = _unary("logical_not")
+
+
+def pow(input, exponent):
+    """``input ** exponent`` with broadcasting. ``x ** 2`` is computed as ``x * x`` (exact)."""
+    if isinstance(exponent, (int, float)) and not isinstance(exponent, bool) and exponent == 2:
+        return mul(input, input)
+    return _elementwise("pow", input, exponent)
+
+
+def where(condition, input, other):
+    """``input`` where ``condition`` (a bool tensor) holds, else ``other``; broadcast."""
+    return _elementwise("where", condition, input, other)
+
+
+def clamp(input, min=None, max=None):
+    """Clamp into ``[min, max]`` with PyTorch's NaN rules (a NaN bound makes every output NaN)."""
+    if min is None and max is None:
+        raise ValueError("'clamp': at least one of min and max must be given")
+    if max is None:
+        return _elementwise("clamp_min", input, min)
+    if min is None:
+        return _elementwise("clamp_max", input, max)
+    return _elementwise("clamp", input, min, max)
+
+
+clip = clamp
+
+
+def cast(input, dtype: T.DType):
+    """``input.to(dtype)``: PyTorch's conversion rules (float→int truncates; NaN→INT_MIN; f32→f16 RNE)."""
+    node = _tensor_node("to", input)
+    if not isinstance(dtype, T.DType):
+        raise DTypeError(f"'to': expected a vkml dtype, got {dtype!r}")
+    if dtype is T.uint32:
+        raise DTypeError("'to': uint32 is an IR type, not a tensor dtype")
+    return _wrap(lazy.cast_node(node, dtype)) if node.dtype is not dtype else input
+
+
+def to_device(input, device):
+    """A copy of ``input`` on ``device`` (tensors never move on their own)."""
+    from .devices import device as get_device
+
+    dev = get_device(device) if not hasattr(device, "allocate") else device
+    node = _tensor_node("to", input)
+    if dev is node.device:
+        return input
+    return _from_numpy(input.numpy(), dev)
+
+
+def _from_numpy(array: np.ndarray, device):
+    dtype = T.from_numpy(array.dtype)
+    buf = device.allocate(dtype, array.size)
+    if array.size:
+        device.upload(buf, np.ascontiguousarray(array).reshape(-1))
+    node = Node("buffer", (), None, array.shape, dtype, device)
+    node.buffer = buf
+    from .tensor import Tensor
+
+    return Tensor(node)
+
+
+# ---------------------------------------------------------------------- reductions
+
+
+def _reduction(name):
+    def fn(input, dim=None, keepdim=False):
+        return _wrap(lazy.reduce(name, _tensor_node(name, input), dim, keepdim))
+
+    fn.__name__ = name
+    fn.__doc__ = f"``{name}`` over ``dim`` (all dims when None); see docs/ops/{name}.md. Example: ``x.{name}(dim=1)``."
+    return fn
+
+
+sum, prod, amax, amin = (_reduction(n) for n in ("sum", "prod", "amax", "amin"))
+
+
+def argmax(input, dim=None, keepdim=False):
+    """Index (int64) of the first maximum — or of the first NaN — over ``dim`` (flattened when None)."""
+    node = _tensor_node("argmax", input)
+    if dim is None:
+        return _wrap(lazy.reduce("argmax", lazy.view_node(node, lambda s: s.reshape((node.numel,))), 0, False))
+    return _wrap(lazy.reduce("argmax", node, dim, keepdim))
+
+
+def argmin(input, dim=None, keepdim=False):
+    """Index (int64) of the first minimum — or of the first NaN — over ``dim`` (flattened when None)."""
+    node = _tensor_node("argmin", input)
+    if dim is None:
+        return _wrap(lazy.reduce("argmin", lazy.view_node(node, lambda s: s.reshape((node.numel,))), 0, False))
+    return _wrap(lazy.reduce("argmin", node, dim, keepdim))
+
+
+def max(input, dim=None, keepdim=False):
+    """``max(x)`` is ``amax``; ``max(x, dim)`` returns (values, indices) like PyTorch."""
+    if dim is None:
+        return amax(input)
+    return amax(input, dim, keepdim), argmax(input, dim, keepdim)
+
+
+def min(input, dim=None, keepdim=False):
+    """``min(x)`` is ``amin``; ``min(x, dim)`` returns (values, indices) like PyTorch."""
+    if dim is None:
+        return amin(input)
+    return amin(input, dim, keepdim), argmin(input, dim, keepdim)
+
+
+def _reduced_count(node: Node, dim) -> int:
+    if dim is None:
+        return node.numel
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    return math.prod(node.shape[lazy.normalize_dim("mean", d, len(node.shape))] for d in dims)
+
+
+def mean(input, dim=None, keepdim=False):
+    """Mean over ``dim``: the tree sum divided by the count (float dtypes only, as PyTorch).
+
+    float16 sums and divides in float32 and rounds once. mean of an empty dim is NaN.
+    """
+    node = _tensor_node("mean", input)
+    if not node.dtype.is_float:
+        raise DTypeError(f"'mean': input dtype must be floating point, got {node.dtype.name}")
+    n = _reduced_count(node, dim)
+    wide = cast(input, T.float32)
+    total = sum(wide, dim, keepdim)
+    out = div(total, float(n)) if n else mul(total, float("nan"))
+    return cast(out, node.dtype)
+
+
+# ---------------------------------------------------------------------- composites
+
+
+def _float_work(input):
+    """(float32 tensor to compute in, dtype to return): float16 computes in float32, as PyTorch CPU."""
+    node = _tensor_node("softmax", input)
+    if not node.dtype.is_float:
+        raise DTypeError(f"expected a floating point tensor, got {node.dtype.name}")
+    return cast(input, T.float32), node.dtype
+
+
+def softmax(input, dim: int):
+    """exp(x - max) / sum(exp(x - max)) over ``dim``. All -inf rows give NaN, as PyTorch."""
+    x, dtype = _float_work(input)
+    shifted = x - amax(x, dim, keepdim=True)
+    e = exp(shifted)
+    return cast(e / sum(e, dim, keepdim=True), dtype)
+
+
+def log_softmax(input, dim: int):
+    """x - max - log(sum(exp(x - max))) over ``dim``."""
+    x, dtype = _float_work(input)
+    shifted = x - amax(x, dim, keepdim=True)
+    return cast(shifted - log(sum(exp(shifted), dim, keepdim=True)), dtype)
+
+
+def logsumexp(input, dim, keepdim: bool = False):
+    """log(sum(exp(x))) over ``dim``, shifted by the finite max (PyTorch's rule: all -inf gives -inf)."""
+    x, dtype = _float_work(input)
+    node = x.node
+    if _reduced_count(node, dim) == 0:
+        return cast(sum(x, dim, keepdim) + float("-inf"), dtype)
+    m = amax(x, dim, keepdim=True)
+    m = where(abs(m) == float("inf"), 0.0, m)
+    out = log(sum(exp(x - m), dim, keepdim=True)) + m
+    if not keepdim:
+        out = squeeze(out, dim)
+    return cast(out, dtype)
+
+
+def matmul(input, other):
+    """Matrix product with PyTorch's rules for 1-D and batched operands.
+
+    Each output is a sum of products over the contract's pairwise tree (same bits on every
+    device); float16 multiplies and sums in float32 and rounds once.
+    """
+    a, b = _tensor_node("matmul", input), _tensor_node("matmul", other)
+    lazy.check_devices("matmul", [a, b])
+    if not a.shape or not b.shape:
+        raise ShapeError(f"'matmul': both operands need at least 1 dim, got shapes {a.shape} and {b.shape}")
+    if a.dtype is T.bool_ or b.dtype is T.bool_:
+        raise DTypeError("'matmul' does not support bool tensors")
+    x, y = input, other
+    squeeze_a, squeeze_b = len(a.shape) == 1, len(b.shape) == 1
+    if squeeze_a:
+        x = unsqueeze(x, 0)
+    if squeeze_b:
+        y = unsqueeze(y, 1)
+    m, k = x.shape[-2:]
+    k2, n = y.shape[-2:]
+    if k != k2:
+        raise ShapeError(f"'matmul': shapes {a.shape} and {b.shape} cannot be multiplied ({k} != {k2})")
+    batch = lazy.broadcast_shapes("matmul", x.shape[:-2], y.shape[:-2])
+    result_dtype = promote_types(a.dtype, b.dtype)
+    wide = T.float32 if result_dtype is T.float16 else result_dtype  # exact products, one rounding
+    xa = expand(reshape(cast(x, wide), *x.shape[:-1], 1, k), *batch, m, n, k)
+    yb = expand(unsqueeze(transpose(cast(y, wide), -1, -2), -3), *batch, m, n, k)
+    out = sum(xa * yb, -1)
+    out = cast(out, result_dtype)
+    if squeeze_a:
+        out = squeeze(out, -2)
+    if squeeze_b:
+        out = squeeze(out, -1)
+    return out
+
+
+# ---------------------------------------------------------------------- movement
+
+
+def _shape_args(op: str, shape) -> tuple:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    for s in shape:
+        if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
+            raise TypeError(f"'{op}': sizes must be integers, got {shape}")
+    return tuple(int(s) for s in shape)
+
+
+def _view(input, edit):
+    return _wrap(lazy.view_node(input.node, edit))
+
+
+def reshape(input, *shape):
+    """The same elements in a new shape (one dim may be -1). Never copies."""
+    node = _tensor_node("reshape", input)
+    shape = _shape_args("reshape", shape)
+    if shape.count(-1) > 1:
+        raise ShapeError(f"'reshape': only one dim can be -1, got {shape}")
+    if -1 in shape:
+        known = math.prod(s for s in shape if s != -1)
+        if known == 0 or node.numel % known:
+            raise ShapeError(f"'reshape': shape {shape} is invalid for input of size {node.numel}")
+        shape = tuple(node.numel // known if s == -1 else s for s in shape)
+    if any(s < 0 for s in shape) or math.prod(shape) != node.numel:
+        raise ShapeError(f"'reshape': shape {shape} is invalid for input of size {node.numel} (shape {node.shape})")
+    if shape == node.shape:
+        return input
+    return _view(input, lambda st: st.reshape(shape))
+
+
+def permute(input, *dims):
+    """Reorder dims (a view)."""
+    node = _tensor_node("permute", input)
+    dims = _shape_args("permute", dims)
+    nd = len(node.shape)
+    norm = tuple(lazy.normalize_dim("permute", d, nd) for d in dims)
+    if sorted(norm) != list(range(nd)):
+        raise ShapeError(f"'permute': dims {dims} are not a permutation of {nd} dims")
+    return _view(input, lambda st: st.permute(norm))
+
+
+def transpose(input, dim0: int, dim1: int):
+    """Swap two dims (a view)."""
+    nd = input.ndim
+    if nd == 0:
+        return input
+    d0, d1 = lazy.normalize_dim("transpose", dim0, nd), lazy.normalize_dim("transpose", dim1, nd)
+    order = list(range(nd))
+    order[d0], order[d1] = order[d1], order[d0]
+    return permute(input, *order)
+
+
+def expand(input, *sizes):
+    """Broadcast size-1 dims to ``sizes`` (-1 keeps a dim); a view with stride 0."""
+    node = _tensor_node("expand", input)
+    sizes = _shape_args("expand", sizes)
+    if len(sizes) < len(node.shape):
+        raise ShapeError(f"'expand': {sizes} has fewer dims than the tensor's shape {node.shape}")
+    lead = len(sizes) - len(node.shape)
+    full = []
+    for d, s in enumerate(sizes):
+        old = node.shape[d - lead] if d >= lead else 1
+        if s == -1:
+            if d < lead:
+                raise ShapeError(f"'expand': -1 is not allowed for a new leading dim ({sizes})")
+            s = old
+        if old != s and old != 1:
+            raise ShapeError(f"'expand': dim {d} of size {old} cannot expand to {s} (shape {node.shape} -> {sizes})")
+        full.append(s)
+    return _wrap(lazy.expand_to(node, tuple(full)))
+
+
+def squeeze(input, dim=None):
+    """Drop size-1 dims (all, or the given ones)."""
+    node = _tensor_node("squeeze", input)
+    nd = len(node.shape)
+    if dim is None:
+        dims = {d for d, s in enumerate(node.shape) if s == 1}
+    else:
+        dims = {lazy.normalize_dim("squeeze", d, nd) for d in ((dim,) if isinstance(dim, int) else dim)}
+        dims = {d for d in dims if nd and node.shape[d] == 1}
+    return reshape(input, *[s for d, s in enumerate(node.shape) if d not in dims])
+
+
+def unsqueeze(input, dim: int):
+    """Insert a size-1 dim at ``dim``."""
+    node = _tensor_node("unsqueeze", input)
+    nd = len(node.shape) + 1
+    d = lazy.normalize_dim("unsqueeze", dim, nd)
+    shape = list(node.shape)
+    shape.insert(d, 1)
+    return reshape(input, *shape)
+
+
+def flip(input, dims):
+    """Reverse the order of elements along ``dims`` (a view with negative strides)."""
+    node = _tensor_node("flip", input)
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    norm = tuple({lazy.normalize_dim("flip", d, len(node.shape)) for d in dims})
+    return _view(input, lambda st: st.flip(norm))
+
+
+def cat(tensors, dim: int = 0):
+    """Concatenate along ``dim``; shapes must match elsewhere. Dtypes promote as in PyTorch."""
+    nodes = [_tensor_node("cat", t) for t in tensors]
+    if not nodes:
+        raise ValueError("'cat' needs at least one tensor")
+    dev = lazy.check_devices("cat", nodes)
+    ref = next((n for n in nodes if n.shape != (0,)), nodes[0])
+    if not ref.shape:
+        raise ShapeError("'cat': zero-dimensional tensors cannot be concatenated")
+    d = lazy.normalize_dim("cat", dim, len(ref.shape))
+    parts = []
+    for n in nodes:
+        if n.shape == (0,) and len(ref.shape) != 1:
+            continue  # PyTorch's legacy rule: 1-D empty tensors are skipped
+        if len(n.shape) != len(ref.shape) or any(a != b for i, (a, b) in enumerate(zip(n.shape, ref.shape)) if i != d):
+            raise ShapeError(f"'cat': shapes {[x.shape for x in nodes]} differ outside dim {d}")
+        parts.append(n)
+    dtype = parts[0].dtype
+    for n in parts[1:]:
+        dtype = promote_types(dtype, n.dtype)
+    parts = [lazy.cast_node(n, dtype) for n in parts]
+    shape = list(ref.shape)
+    shape[d] = builtins_sum(n.shape[d] for n in parts)
+    if len(parts) == 1:
+        return _wrap(parts[0])
+    return _wrap(Node("cat", tuple(parts), d, tuple(shape), dtype, dev))
+
+
+def builtins_sum(values):
+    total = 0
+    for v in values:
+        total += v
+    return total
+
+
+def getitem(input, index):
+    """Indexing with ints, slices (positive steps), None and Ellipsis — all views."""
+    node = _tensor_node("__getitem__", input)
+    if not isinstance(index, tuple):
+        index = (index,)
+    n_real = len([i for i in index if i is not None and i is not Ellipsis])
+    if n_real > len(node.shape):
+        raise IndexError(f"too many indices for a tensor of {len(node.shape)} dims: {index}")
+    if Ellipsis in index:
+        e = index.index(Ellipsis)
+        index = index[:e] + (slice(None),) * (len(node.shape) - n_real) + index[e + 1 :]
+    index = index + (slice(None),) * (len(node.shape) - len([i for i in index if i is not None]))
+    starts, stops, steps, final_shape, d = [], [], [], [], 0
+    for item in index:
+        if item is None:
+            final_shape.append(1)
+            continue
+        size = node.shape[d]
+        if isinstance(item, slice):
+            step = 1 if item.step is None else item.step
+            if step <= 0:
+                raise ValueError(f"'__getitem__': slice step must be positive, got {step}")
+            a, b, _ = slice(item.start, item.stop, 1).indices(size)
+            b = builtins_max(a, b)
+            starts.append(a), stops.append(b), steps.append(step)
+            final_shape.append(-(-(b - a) // step))
+        elif isinstance(item, (int, np.integer)) and not isinstance(item, bool):
+            i = int(item)
+            if not -size <= i < size:
+                raise IndexError(f"index {i} is out of bounds for dim {d} of size {size}")
+            i %= size
+            starts.append(i), stops.append(i + 1), steps.append(1)
+        else:
+            raise TypeError(f"'__getitem__': unsupported index {item!r} (ints, slices, None and ... are supported)")
+        d += 1
+    sliced = lazy.view_node(node, lambda st: st.slice(starts, stops, steps))
+    return _wrap(lazy.view_node(sliced, lambda st: st.reshape(tuple(final_shape))))
+
+
+def builtins_max(a, b):
+    return a if a >= b else b

@@ -1,0 +1,70 @@
+"""The lazy graph: one ``Node`` per op result, realized into a device buffer on demand.
+
+Node ops:
+- ``buffer``: realized data (``buffer`` holds the device Buffer, contiguous in ``shape``).
+- ``const``: one scalar broadcast to ``shape`` (``arg`` = the Python value); becomes a kernel parameter.
+- ``elementwise``: ``arg`` = (op name, compute dtype); sources have this node's shape.
+- ``cast``: ``arg`` = None; converts the source to this node's dtype.
+- ``reduce``: ``arg`` = (op name, reduced axes); ``shape`` keeps the reduced dims as size 1.
+- ``view``: ``arg`` = ViewStack over the source's logical (contiguous) index; movement ops.
+- ``cat``: ``arg`` = dim; sources of one dtype, equal except along ``dim``.
+
+When a node is realized it turns into a ``buffer`` node in place and drops its sources, so
+intermediates are freed as soon as no tensor or graph refers to them.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .ir.types import DType
+from .runtime.base import Buffer, Device
+
+
+class Node:
+    __slots__ = ("op", "srcs", "arg", "shape", "dtype", "device", "buffer", "origin", "__weakref__")
+
+    def __init__(
+        self, op: str, srcs: tuple, arg, shape: tuple[int, ...], dtype: DType, device: Device, origin: str | None = None
+    ):
+        self.op = op
+        self.srcs = srcs
+        self.arg = arg
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        self.device = device
+        self.buffer: Buffer | None = None
+        self.origin = origin  # "op at file:line" of the user's call, for errors at realize
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def realized(self) -> bool:
+        return self.op == "buffer"
+
+    def become_buffer(self, buffer: Buffer) -> None:
+        self.op, self.srcs, self.arg, self.buffer = "buffer", (), None, buffer
+
+    def __repr__(self) -> str:
+        return f"<Node {self.op} {self.shape} {self.dtype.name} on {self.device}>"
+
+
+def toposort(roots: list[Node]) -> list[Node]:
+    """Unrealized nodes reachable from ``roots``, sources before users."""
+    order, seen = [], set()
+    stack = [(n, False) for n in roots]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        for s in node.srcs:
+            if id(s) not in seen:
+                stack.append((s, False))
+    return order

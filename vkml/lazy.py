@@ -1,0 +1,176 @@
+"""Building graph nodes for ops, with every check done eagerly at the op.
+
+The public functions (``vkml.add``, ``Tensor.sum``, ...) live in ``functions.py`` and call
+these builders; this module knows broadcasting, promotion, devices and the registry.
+"""
+
+from __future__ import annotations
+
+import math
+
+from . import config
+from .dtypes import result_type
+from .errors import DeviceError, DTypeError, ShapeError
+from .graph import Node
+from .ir import types as T
+from .ops.registry import REGISTRY
+from .view import ViewStack
+
+_eager_override: bool | None = None
+
+
+def is_eager() -> bool:
+    return config.eager() if _eager_override is None else _eager_override
+
+
+def check_devices(op: str, nodes: list[Node]):
+    devices = []
+    for n in nodes:
+        if n.device not in devices:
+            devices.append(n.device)
+    if len(devices) > 1:
+        raise DeviceError(f"'{op}' operands are on different devices: {devices[0].name} and {devices[1].name}")
+    return devices[0] if devices else None
+
+
+def broadcast_shapes(op: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for d in range(ndim):
+        sizes = {s[len(s) - ndim + d] for s in shapes if len(s) - ndim + d >= 0}
+        sizes.discard(1)
+        if len(sizes) > 1:
+            shown = " and ".join(str(tuple(s)) for s in shapes)
+            raise ShapeError(f"'{op}': shapes {shown} cannot be broadcast (dim {d - ndim}: sizes {sorted(sizes)})")
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
+def view_node(node: Node, edit) -> Node:
+    """A view node over ``node``'s storage, with ``edit`` applied to its ViewStack."""
+    if node.op == "view":
+        base, stack = node.srcs[0], node.arg
+    else:
+        base, stack = node, ViewStack.contiguous(node.shape)
+    stack = edit(stack)
+    if stack.is_contiguous and stack.shape == base.shape:
+        return base
+    return Node("view", (base,), stack, stack.shape, base.dtype, base.device)
+
+
+def expand_to(node: Node, shape: tuple[int, ...]) -> Node:
+    if node.shape == shape:
+        return node
+    lead = len(shape) - len(node.shape)
+    if lead:
+        node = view_node(node, lambda st: st.reshape((1,) * lead + node.shape))
+    return view_node(node, lambda st: st.expand(shape))
+
+
+def const_node(value, dtype: T.DType, shape: tuple[int, ...], device) -> Node:
+    scalar = Node("const", (), _scalar_value(value, dtype), (), dtype, device)
+    return expand_to(scalar, tuple(shape)) if shape else scalar
+
+
+def _scalar_value(value, dtype: T.DType):
+    if dtype is T.bool_:
+        return bool(value)
+    if dtype.is_float:
+        return float(value)
+    v = int(value)
+    bits = dtype.bits
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if v >= 1 << (bits - 1) else v
+
+
+def cast_node(node: Node, dtype: T.DType) -> Node:
+    if node.dtype is dtype:
+        return node
+    if node.op == "const":
+        value = node.arg
+        if dtype is T.float16:
+            import numpy as np
+
+            value = float(np.float16(value))
+        return Node("const", (), _scalar_value(value, dtype), node.shape, dtype, node.device)
+    return Node("cast", (node,), None, node.shape, dtype, node.device)
+
+
+def elementwise(name: str, operands: list, device=None) -> Node:
+    """The node of registered elementwise op ``name`` over tensors (Nodes) and Python scalars."""
+    op = REGISTRY[name]
+    nodes = [o for o in operands if isinstance(o, Node)]
+    dev = check_devices(name, nodes) or device
+    shape = broadcast_shapes(name, *(n.shape for n in nodes))
+    value_operands = operands[1:] if name == "where" else operands
+    if name == "where" and isinstance(operands[0], Node) and operands[0].dtype is not T.bool_:
+        raise DTypeError(f"'where': condition must be a bool tensor, got {operands[0].dtype.name}")
+    dims = [o.dtype for o in value_operands if isinstance(o, Node) and o.shape]
+    zero = [o.dtype for o in value_operands if isinstance(o, Node) and not o.shape]
+    scalars = [o for o in value_operands if not isinstance(o, Node)]
+    compute = result_type(dims, zero, scalars)
+    if op.result == "float" and not compute.is_float:
+        compute = T.float32
+    if compute not in op.dtypes:
+        shown = ", ".join(sorted({(o.dtype.name if isinstance(o, Node) else type(o).__name__) for o in value_operands}))
+        allowed = ", ".join(t.name for t in op.dtypes)
+        raise DTypeError(f"'{name}' does not support dtype {compute.name} (operands: {shown}; supported: {allowed})")
+    out_dtype = T.bool_ if op.result == "bool" else compute
+    srcs = []
+    for i, o in enumerate(operands):
+        want = T.bool_ if (name == "where" and i == 0) else compute
+        if isinstance(o, Node):
+            srcs.append(expand_to(o, shape))
+        else:
+            # A Python scalar keeps float32 precision inside a float16 op, as PyTorch's CPU scalars do:
+            # the constant is not rounded to float16 (parameters travel as float32).
+            srcs.append(const_node(o, want, shape, dev))
+    return Node("elementwise", tuple(srcs), (name, compute), shape, out_dtype, dev)
+
+
+def normalize_dim(op: str, dim: int, ndim: int) -> int:
+    if not -max(ndim, 1) <= dim < max(ndim, 1):
+        raise IndexError(f"'{op}': dim {dim} is out of range for a tensor of {ndim} dims")
+    return dim % max(ndim, 1)
+
+
+def reduce(name: str, node: Node, dim, keepdim: bool) -> Node:
+    """Reduction ``name`` over ``dim`` (None: all dims), keeping or dropping the reduced dims."""
+    from .ops.reduce import reduce_dtypes
+
+    op = REGISTRY[name]
+    if node.dtype not in op.dtypes:
+        allowed = ", ".join(t.name for t in op.dtypes)
+        raise DTypeError(f"'{name}' does not support dtype {node.dtype.name} (supported: {allowed})")
+    ndim = len(node.shape)
+    if dim is None:
+        axes = tuple(range(ndim))
+    else:
+        dims = (dim,) if isinstance(dim, int) else tuple(dim)
+        axes = tuple(sorted({normalize_dim(name, d, ndim) for d in dims}))
+        if len(axes) != len(dims):
+            raise ValueError(f"'{name}': dim {dim} repeats a dimension")
+    if ndim == 0:
+        axes = ()
+    kept_shape = tuple(1 if d in axes else s for d, s in enumerate(node.shape))
+    out_shape = kept_shape if keepdim else tuple(s for d, s in enumerate(node.shape) if d not in axes)
+    _, out_dtype = reduce_dtypes(name, node.dtype)
+    n = math.prod(node.shape[a] for a in axes)
+    if n == 0:
+        empty = {"sum": 0, "prod": 1}
+        if name not in empty:
+            raise ShapeError(
+                f"'{name}': cannot reduce an empty dimension (shape {node.shape}, dim {dim}); "
+                "the operation has no identity"
+            )
+        result = const_node(empty[name], out_dtype, kept_shape, node.device)
+    elif not axes:
+        result = node if name in ("sum", "prod", "amax", "amin") else None
+        if result is None:  # argmax of a 0-dim tensor
+            result = const_node(0, T.int64, kept_shape, node.device)
+        result = cast_node(result, out_dtype)
+    else:
+        result = Node("reduce", (node,), (name, axes), kept_shape, out_dtype, node.device)
+    if out_shape != result.shape:
+        result = view_node(result, lambda st: st.reshape(out_shape))
+    return result

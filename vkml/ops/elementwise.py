@@ -1,0 +1,407 @@
+"""Elementwise operators: one IR body each, over scalars of the compute dtype.
+
+Float bodies call the math library (``mathlib``), whose functions are decompositions into
+exact primitives; integer and bool bodies use the primitives directly.
+"""
+
+from __future__ import annotations
+
+from ..ir import builder as B
+from ..ir import types as T
+from . import mathlib as M
+from .registry import ALL_DTYPES, FLOAT_DTYPES, NUMERIC_DTYPES, OpDef, register
+
+
+def _float(v) -> bool:
+    return v.dtype.is_float
+
+
+def _abs(a):
+    return M.abs(a) if _float(a) else B.select(a < 0, -a, a)
+
+
+def _maximum(a, b):
+    if _float(a):
+        return M.maximum(a, b)
+    return B.select(a < b, b, a)
+
+
+def _minimum(a, b):
+    if _float(a):
+        return M.minimum(a, b)
+    return B.select(b < a, b, a)
+
+
+def _clamp(x, lo, hi):
+    if _float(x):
+        return M.clamp(x, lo, hi)
+    return B.select(hi < lo, hi, B.select(x < lo, lo, B.select(hi < x, hi, x)))
+
+
+def _clamp_min(x, lo):
+    if _float(x):
+        return M.clamp_min(x, lo)
+    return B.select(x < lo, lo, x)
+
+
+def _clamp_max(x, hi):
+    if _float(x):
+        return M.clamp_max(x, hi)
+    return B.select(hi < x, hi, x)
+
+
+def _sign(a):
+    if _float(a):
+        return M.sign(a)
+    one, zero = B.const(1, a.dtype), B.const(0, a.dtype)
+    return B.select(a > 0, one, B.select(a < 0, -one, zero))
+
+
+def _relu(a):
+    if _float(a):
+        return M.relu(a)
+    return B.select(a < 0, 0, a)
+
+
+def _pow(a, b):
+    if _float(a):
+        return M.pow(a, b)
+    return _int_pow(a, b)
+
+
+def _int_pow(a, b):
+    # square-and-multiply over the exponent's 64 (or 32) bits; negative exponents: 1/a^|b| truncated (0 unless |a| == 1)
+    bits = a.dtype.bits
+    one = B.const(1, a.dtype)
+
+    def step(i, acc, base, e):
+        odd = B.eq(e & one, one)
+        return B.select(odd, acc * base, acc), base * base, e >> 1
+
+    acc, _, _ = B.loop(0, bits, 1, (one, a, b), step)
+    neg = b < 0
+    inv = B.select(
+        B.eq(a, one),
+        one,
+        B.select(B.eq(a, B.const(-1, a.dtype)), B.select(B.eq(b & one, one), -one, one), B.const(0, a.dtype)),
+    )
+    return B.select(neg, inv, acc)
+
+
+def _cmp(op):
+    def body(a, b):
+        return B.emit(op, a, b)
+
+    return body
+
+
+def _logical(op):
+    return lambda a, b: B.emit(op, a, b)
+
+
+_NAN_PROPAGATES = "NaN in any input gives NaN."
+_CMP_NAN = "Comparisons with NaN are False, except `ne`, which is True (IEEE 754, as PyTorch)."
+
+register(
+    OpDef(
+        "add",
+        "elementwise",
+        "add(input, other)",
+        "Sum of two tensors, broadcast.",
+        dtypes=ALL_DTYPES,
+        body=lambda a, b: (a | b) if a.dtype is T.bool_ else a + b,
+        special=_NAN_PROPAGATES + " inf + -inf is NaN. Integers wrap.",
+    )
+)
+register(
+    OpDef(
+        "sub",
+        "elementwise",
+        "sub(input, other)",
+        "Difference of two tensors, broadcast.",
+        body=lambda a, b: a - b,
+        special=_NAN_PROPAGATES + " inf - inf is NaN. Integers wrap.",
+    )
+)
+register(
+    OpDef(
+        "mul",
+        "elementwise",
+        "mul(input, other)",
+        "Product of two tensors, broadcast.",
+        dtypes=ALL_DTYPES,
+        body=lambda a, b: (a & b) if a.dtype is T.bool_ else a * b,
+        special=_NAN_PROPAGATES + " 0 * inf is NaN. Integers wrap.",
+    )
+)
+register(
+    OpDef(
+        "div",
+        "elementwise",
+        "div(input, other)",
+        "True division; integer inputs give float32.",
+        result="float",
+        body=lambda a, b: M.div(a, b),
+        precision="correctly rounded (bit-equal to numpy float32)",
+        special="x/0 is ±inf by the signs of x and 0; 0/0, inf/inf and NaN inputs give NaN.",
+    )
+)
+register(
+    OpDef(
+        "neg",
+        "elementwise",
+        "neg(input)",
+        "Negation.",
+        body=lambda a: -a,
+        special="Flips the sign bit: neg(0.0) = -0.0, NaN stays NaN.",
+    )
+)
+register(
+    OpDef(
+        "abs",
+        "elementwise",
+        "abs(input)",
+        "Absolute value.",
+        body=_abs,
+        special="abs(-0.0) = 0.0; abs(NaN) = NaN; abs(INT_MIN) = INT_MIN (wraps, as PyTorch).",
+    )
+)
+register(
+    OpDef(
+        "sign",
+        "elementwise",
+        "sign(input)",
+        "-1, 0 or 1 by the sign of the input.",
+        body=_sign,
+        special="sign(±0.0) = ±0.0 is not kept: both give +0.0.",
+        divergence="sign(NaN) is NaN (numpy's rule; PyTorch returns 0.0, pytorch#41245).",
+    )
+)
+register(
+    OpDef(
+        "pow",
+        "elementwise",
+        "pow(input, exponent)",
+        "input raised to exponent, broadcast.",
+        body=_pow,
+        precision="float: see mathlib.pow; integers exact (wrapping)",
+        special="C99 special cases: pow(x, 0) = 1 even for NaN x, pow(1, y) = 1 even for NaN y, "
+        "(-8)^(1/3) = NaN, 0^-1 = inf, (-0)^-1 = -inf. Integer negative exponents give 0 unless |x| = 1.",
+    )
+)
+register(
+    OpDef(
+        "maximum",
+        "elementwise",
+        "maximum(input, other)",
+        "Elementwise maximum.",
+        body=_maximum,
+        special="A NaN on either side gives NaN.",
+        divergence="maximum(+0.0, -0.0) is +0.0 in either order (IEEE 754-2019); PyTorch's sign depends on its vector path.",
+    )
+)
+register(
+    OpDef(
+        "minimum",
+        "elementwise",
+        "minimum(input, other)",
+        "Elementwise minimum.",
+        body=_minimum,
+        special="A NaN on either side gives NaN.",
+        divergence="minimum(+0.0, -0.0) is -0.0 in either order (IEEE 754-2019); PyTorch's sign depends on its vector path.",
+    )
+)
+register(
+    OpDef(
+        "clamp",
+        "elementwise",
+        "clamp(input, min=None, max=None)",
+        "Clamp into [min, max].",
+        body=_clamp,
+        special="NaN input gives NaN; a NaN bound makes every output NaN; min > max gives max everywhere; "
+        "clamp(-0.0, min=0.0) = -0.0 (as PyTorch).",
+    )
+)
+register(
+    OpDef(
+        "clamp_min",
+        "elementwise",
+        "clamp_min(input, min)",
+        "max(input, min) with PyTorch's NaN rule.",
+        body=_clamp_min,
+        special="NaN input or NaN bound gives NaN.",
+    )
+)
+register(
+    OpDef(
+        "clamp_max",
+        "elementwise",
+        "clamp_max(input, max)",
+        "min(input, max) with PyTorch's NaN rule.",
+        body=_clamp_max,
+        special="NaN input or NaN bound gives NaN.",
+    )
+)
+register(
+    OpDef(
+        "where",
+        "elementwise",
+        "where(condition, input, other)",
+        "input where condition, else other.",
+        dtypes=ALL_DTYPES,
+        result="custom",
+        body=lambda c, a, b: B.select(c, a, b),
+        special="A pure select: NaN in the unselected input does not matter.",
+    )
+)
+for _name, _op, _sym in (
+    ("eq", "eq", "=="),
+    ("ne", "ne", "!="),
+    ("lt", "lt", "<"),
+    ("le", "le", "<="),
+    ("gt", "gt", ">"),
+    ("ge", "ge", ">="),
+):
+    register(
+        OpDef(
+            _name,
+            "elementwise",
+            f"{_name}(input, other)",
+            f"input {_sym} other, as bool.",
+            dtypes=ALL_DTYPES if _name in ("eq", "ne") else NUMERIC_DTYPES,
+            result="bool",
+            body=_cmp(_op),
+            special=_CMP_NAN,
+        )
+    )
+register(
+    OpDef(
+        "logical_and",
+        "elementwise",
+        "logical_and(input, other)",
+        "Logical and of bool tensors.",
+        dtypes=(T.bool_,),
+        body=_logical("and"),
+    )
+)
+register(
+    OpDef(
+        "logical_or",
+        "elementwise",
+        "logical_or(input, other)",
+        "Logical or of bool tensors.",
+        dtypes=(T.bool_,),
+        body=_logical("or"),
+    )
+)
+register(
+    OpDef(
+        "logical_not",
+        "elementwise",
+        "logical_not(input)",
+        "Logical not of a bool tensor.",
+        dtypes=(T.bool_,),
+        body=lambda a: ~a,
+    )
+)
+register(
+    OpDef(
+        "relu",
+        "elementwise",
+        "relu(input)",
+        "max(input, 0).",
+        body=_relu,
+        special="relu(NaN) = NaN, relu(-0.0) = -0.0 (as PyTorch CPU), relu(-inf) = 0.",
+    )
+)
+
+
+def _float_op(name, fn, summary, precision, special, divergence="", torch_name=None):
+    register(
+        OpDef(
+            name,
+            "elementwise",
+            f"{name}(input)",
+            summary,
+            dtypes=NUMERIC_DTYPES,
+            result="float",
+            body=fn,
+            precision=precision,
+            special=special,
+            divergence=divergence,
+            torch_name=torch_name,
+        )
+    )
+
+
+_float_op(
+    "exp",
+    lambda a: M.exp(a),
+    "e to the power input.",
+    "≤ 1 ulp of the float64 result",
+    "exp(-inf) = 0, exp(inf) = inf, overflow (x > 88.72) gives inf, NaN gives NaN.",
+)
+_float_op(
+    "log",
+    lambda a: M.log(a),
+    "Natural logarithm.",
+    "≤ 1 ulp of the float64 result",
+    "log(x < 0) = NaN, log(±0) = -inf, log(inf) = inf, NaN gives NaN.",
+)
+_float_op(
+    "sqrt",
+    lambda a: M.sqrt(a),
+    "Square root.",
+    "correctly rounded (bit-equal to numpy float32)",
+    "sqrt(-0.0) = -0.0, sqrt(x < 0) = NaN, sqrt(inf) = inf.",
+)
+_float_op(
+    "rsqrt",
+    lambda a: M.rsqrt(a),
+    "1 / sqrt(input).",
+    "see mathlib.rsqrt",
+    "rsqrt(±0) = ±inf, rsqrt(x < 0) = NaN, rsqrt(inf) = 0.",
+)
+_float_op(
+    "tanh",
+    lambda a: M.tanh(a),
+    "Hyperbolic tangent.",
+    "≤ 2 ulp away from 0 (see mathlib.tanh)",
+    "tanh(±inf) = ±1, tanh(-0.0) = -0.0, NaN gives NaN.",
+)
+_float_op(
+    "sigmoid",
+    lambda a: M.sigmoid(a),
+    "1 / (1 + exp(-input)).",
+    "≤ 2 ulp (see mathlib.sigmoid)",
+    "sigmoid(-inf) = 0, sigmoid(inf) = 1, never NaN for finite input.",
+)
+_float_op(
+    "gelu",
+    lambda a: M.gelu(a),
+    "x·Φ(x) with the exact erf form (vkml.nn.functional.gelu).",
+    "≤ 2 ulp away from its zeros (see mathlib.gelu)",
+    "gelu(NaN) = NaN.",
+    divergence="gelu(-inf) = -0.0 and gelu(+inf) = +inf (the limits); PyTorch gives NaN for -inf "
+    "and inf or NaN for +inf depending on its vector path (pytorch#185770).",
+    torch_name="nn.functional.gelu",
+)
+_float_op(
+    "gelu_tanh",
+    lambda a: M.gelu_tanh(a),
+    "gelu with the tanh approximation (approximate='tanh').",
+    "≤ 2 ulp away from its zeros (see mathlib.gelu_tanh)",
+    "gelu_tanh(NaN) = NaN.",
+    divergence="gelu_tanh(-inf) = -0.0 (the limit); PyTorch gives NaN.",
+)
+_float_op(
+    "softplus",
+    lambda a: M.softplus(a),
+    "log(1 + exp(input)), linear above 20 (beta=1, threshold=20).",
+    "≤ 2 ulp (see mathlib.softplus)",
+    "softplus(-inf) = 0, softplus(inf) = inf.",
+    torch_name="nn.functional.softplus",
+)
+
+CAST_DTYPES = (T.float32, T.float16, T.int32, T.int64, T.bool_)
+assert FLOAT_DTYPES  # re-exported for callers that build casts

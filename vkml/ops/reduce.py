@@ -1,0 +1,129 @@
+"""Reductions: a combine function over the contract's fixed pairwise tree.
+
+The tree is determined by the reduced length alone: neighbours pair level by level in
+logical index order (element 2j with 2j+1), an odd tail is carried up unchanged, and the
+identity never enters a combine, so a sum of -0.0 stays -0.0. ``combine(left, right)`` gets
+the lower-index operand on the left. Arg-reductions combine (value, index) pairs.
+"""
+
+from __future__ import annotations
+
+from ..ir import builder as B
+from ..ir import types as T
+from . import mathlib as M
+from .registry import NUMERIC_DTYPES, REGISTRY, OpDef, register
+
+
+def _max(a, b):
+    return M.maximum(a, b) if a.dtype.is_float else B.select(a < b, b, a)
+
+
+def _min(a, b):
+    return M.minimum(a, b) if a.dtype.is_float else B.select(b < a, b, a)
+
+
+def _argmax(left, right):
+    (va, ia), (vb, ib) = left, right
+    take = vb > va  # ordered: False when either is NaN
+    if va.dtype.is_float:
+        take = take | (B.isnan(vb) & ~B.isnan(va))
+    return B.select(take, vb, va), B.select(take, ib, ia)
+
+
+def _argmin(left, right):
+    (va, ia), (vb, ib) = left, right
+    take = vb < va
+    if va.dtype.is_float:
+        take = take | (B.isnan(vb) & ~B.isnan(va))
+    return B.select(take, vb, va), B.select(take, ib, ia)
+
+
+_TREE = "summed over the contract's fixed pairwise tree (same bits for any layout and device)"
+
+register(
+    OpDef(
+        "sum",
+        "reduce",
+        "sum(input, dim=None, keepdim=False)",
+        "Sum of elements over dims.",
+        dtypes=NUMERIC_DTYPES + (T.bool_,),
+        result="sum",
+        combine=lambda a, b: a + b,
+        precision=f"exact tree order: {_TREE}; error ≤ γ_⌈log2 n⌉·Σ|x|",
+        special="NaN anywhere gives NaN; inf + -inf gives NaN; sum([]) = 0; a sum of -0.0 is -0.0. "
+        "float16 accumulates in float32 and rounds once; int32 and bool sum to int64.",
+        divergence="sum of -0.0 values is -0.0 (PyTorch: +0.0). A sum of finite values whose partial sums "
+        "overflow with both signs can be NaN where PyTorch gives inf (tree order).",
+    )
+)
+register(
+    OpDef(
+        "prod",
+        "reduce",
+        "prod(input, dim=None, keepdim=False)",
+        "Product of elements over dims.",
+        dtypes=NUMERIC_DTYPES + (T.bool_,),
+        result="sum",
+        combine=lambda a, b: a * b,
+        precision=f"exact tree order: {_TREE}",
+        special="NaN anywhere gives NaN; inf * 0 gives NaN; prod([]) = 1. int32 and bool multiply in int64.",
+    )
+)
+register(
+    OpDef(
+        "amax",
+        "reduce",
+        "amax(input, dim=None, keepdim=False)",
+        "Maximum over dims.",
+        result="same",
+        combine=_max,
+        special="Any NaN gives NaN. amax of an empty dim raises.",
+        divergence="amax([-0.0, 0.0]) is +0.0 whatever the order (PyTorch's sign depends on length).",
+    )
+)
+register(
+    OpDef(
+        "amin",
+        "reduce",
+        "amin(input, dim=None, keepdim=False)",
+        "Minimum over dims.",
+        result="same",
+        combine=_min,
+        special="Any NaN gives NaN. amin of an empty dim raises.",
+        divergence="amin([0.0, -0.0]) is -0.0 whatever the order (PyTorch's sign depends on length).",
+    )
+)
+register(
+    OpDef(
+        "argmax",
+        "reduce",
+        "argmax(input, dim=None, keepdim=False)",
+        "Index of the maximum (int64).",
+        result="int64",
+        combine=_argmax,
+        special="The index of the first NaN if any, else of the first maximum.",
+    )
+)
+register(
+    OpDef(
+        "argmin",
+        "reduce",
+        "argmin(input, dim=None, keepdim=False)",
+        "Index of the minimum (int64).",
+        result="int64",
+        combine=_argmin,
+        special="The index of the first NaN if any, else of the first minimum.",
+    )
+)
+
+
+def reduce_dtypes(name: str, dtype: T.DType) -> tuple[T.DType, T.DType]:
+    """(accumulation dtype, result dtype) of reduction ``name`` over ``dtype``."""
+    rule = REGISTRY[name].result
+    if rule == "sum":
+        if dtype in (T.int32, T.bool_, T.int64):
+            return T.int64, T.int64
+        return T.float32, dtype
+    if rule == "int64":
+        return T.float32 if dtype is T.float16 else dtype, T.int64
+    return (T.float32 if dtype is T.float16 else dtype), dtype

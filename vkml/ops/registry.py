@@ -1,0 +1,66 @@
+"""The operator registry: every op vkml implements, defined once.
+
+An ``OpDef`` says what an op is (its kind and IR body), which dtypes it takes and returns,
+and what a user needs to know (precision, NaN/inf behaviour, divergences from PyTorch).
+The tensor front end, the scheduler, the backends' parity test, the docs generator and
+``vkml-dump-spirv`` all read this table; nothing lists the ops a second time.
+
+Kinds:
+- ``elementwise``: ``body(*values) -> Value`` on scalars already converted to the compute
+  dtype (float32 for float16 tensors: results are rounded back to float16 after each op).
+- ``reduce``: ``combine(left, right) -> value`` over the contract's fixed pairwise tree
+  (``left`` always holds the lower indices); for arg-reductions values are (value, index).
+- ``movement``: index arithmetic on views; no body.
+- ``composite``: built from other ops by ``impl`` (softmax, matmul, ...).
+- ``creation``: makes a tensor from Python values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..ir import types as T
+
+FLOAT_DTYPES = (T.float32, T.float16)
+INT_DTYPES = (T.int32, T.int64)
+NUMERIC_DTYPES = FLOAT_DTYPES + INT_DTYPES
+ALL_DTYPES = NUMERIC_DTYPES + (T.bool_,)
+BACKENDS = ("cpu", "vulkan")
+
+
+@dataclass(frozen=True)
+class OpDef:
+    name: str
+    kind: str
+    signature: str
+    summary: str
+    dtypes: tuple[T.DType, ...] = NUMERIC_DTYPES
+    result: str = "promote"  # promote | float | bool | same | int64 | custom
+    body: Callable | None = None
+    combine: Callable | None = None
+    impl: Callable | None = None
+    precision: str = "exact"
+    special: str = ""
+    divergence: str = ""
+    backends: tuple[str, ...] = BACKENDS
+    aliases: tuple[str, ...] = field(default_factory=tuple)
+    torch_name: str | None = None  # the PyTorch function tests compare with (default: name)
+
+
+REGISTRY: dict[str, OpDef] = {}
+
+
+def register(op: OpDef) -> OpDef:
+    if op.name in REGISTRY:
+        raise ValueError(f"op {op.name!r} registered twice")
+    REGISTRY[op.name] = op
+    return op
+
+
+def get(name: str) -> OpDef:
+    return REGISTRY[name]
+
+
+def ops_of_kind(kind: str) -> list[OpDef]:
+    return [op for op in REGISTRY.values() if op.kind == kind]

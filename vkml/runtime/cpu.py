@@ -1,0 +1,63 @@
+"""The CPU backend: buffers are numpy arrays, kernels run in the IR interpreter.
+
+It is the reference every other backend is checked against, so it does nothing the IR does
+not say: each dispatch is ``vkml.ir.interp.run`` on the kernel as lowered.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import interp
+from ..ir.types import DType
+from .base import Buffer, Device, Dispatch
+from .counters import counters
+
+
+class CPUBuffer(Buffer):
+    def __init__(self, device: CPUDevice, dtype: DType, numel: int):
+        self.device, self.dtype, self.numel = device, dtype, numel
+        self.array = np.zeros(numel, dtype=dtype.np)
+        device.allocated_bytes += self.nbytes
+        device.peak_bytes = max(device.peak_bytes, device.allocated_bytes)
+
+    def __del__(self):
+        try:
+            self.device.allocated_bytes -= self.nbytes
+        except AttributeError:  # interpreter shutdown
+            pass
+
+
+class CPUDevice(Device):
+    """``vkml.device("cpu")``: the reference backend."""
+
+    name = "cpu"
+    kind = "cpu"
+
+    def __init__(self):
+        self.allocated_bytes = 0
+        self.peak_bytes = 0
+
+    def allocate(self, dtype: DType, numel: int) -> CPUBuffer:
+        return CPUBuffer(self, dtype, int(numel))
+
+    def upload(self, buffer: CPUBuffer, array: np.ndarray) -> None:
+        buffer.array[...] = np.asarray(array, dtype=buffer.dtype.np).reshape(-1)
+        counters["bytes_uploaded"] += buffer.nbytes
+
+    def download(self, buffer: CPUBuffer) -> np.ndarray:
+        counters["bytes_downloaded"] += buffer.nbytes
+        return buffer.array.copy()
+
+    def run(self, dispatches: list[Dispatch]) -> None:
+        for d in dispatches:
+            arrays = {name: buf.array for name, buf in d.buffers.items()}
+            interp.run(d.kernel, d.grid, arrays, d.params)
+            counters["dispatches"] += 1
+        counters["submissions"] += 1
+
+    def memory_stats(self) -> dict:
+        return {"allocated_bytes": self.allocated_bytes, "peak_bytes": self.peak_bytes}
+
+
+CPU = CPUDevice()

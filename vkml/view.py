@@ -1,0 +1,199 @@
+"""Movement ops as index arithmetic: a tensor's view of the buffer below it.
+
+A ``View`` maps a multi-index of its ``shape`` to a linear index ``offset + Σ i·stride``
+(strides may be 0 for broadcast dims, negative for flips); its optional ``mask`` marks the
+valid region per dim (padding: outside it the value is the pad value, not a load). A
+``ViewStack`` composes views: the linear index of an upper view is unravelled by the shape
+of the one below (``views[0]`` addresses the buffer itself). reshape, permute, expand,
+slice, flip and pad are all cheap edits of the top view, so they never copy data.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, acc = [], 1
+    for s in reversed(shape):
+        strides.append(acc if s != 1 else 0)
+        acc *= s
+    return tuple(reversed(strides))
+
+
+@dataclass(frozen=True)
+class View:
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    offset: int = 0
+    mask: tuple[tuple[int, int], ...] | None = None
+
+    @staticmethod
+    def contiguous(shape: tuple[int, ...]) -> View:
+        return View(tuple(shape), contiguous_strides(tuple(shape)))
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def is_contiguous(self) -> bool:
+        """Maps index i of its shape to buffer position i."""
+        return self.offset == 0 and self.mask is None and self.strides == contiguous_strides(self.shape)
+
+    def permute(self, order: tuple[int, ...]) -> View:
+        mask = tuple(self.mask[o] for o in order) if self.mask else None
+        return View(tuple(self.shape[o] for o in order), tuple(self.strides[o] for o in order), self.offset, mask)
+
+    def expand(self, shape: tuple[int, ...]) -> View:
+        strides = tuple(st if old == new else 0 for old, new, st in zip(self.shape, shape, self.strides))
+        mask = None
+        if self.mask:
+            mask = tuple(
+                m if old == new else ((0, new) if m[1] > m[0] else (0, 0))
+                for old, new, m in zip(self.shape, shape, self.mask)
+            )
+        return View(tuple(shape), strides, self.offset, mask)
+
+    def slice(self, starts: tuple[int, ...], stops: tuple[int, ...], steps: tuple[int, ...]) -> View:
+        shape, strides, offset, mask = [], [], self.offset, []
+        for d, (a, b, st) in enumerate(zip(starts, stops, steps)):
+            n = max(0, -(-(b - a) // st))
+            shape.append(n)
+            strides.append(self.strides[d] * st if n > 1 else 0)
+            offset += a * self.strides[d] if n > 0 else 0
+            if self.mask:
+                lo, hi = self.mask[d]
+                new_lo = max(0, -(-(lo - a) // st))
+                new_hi = min(n, max(0, -(-(hi - a) // st)))
+                mask.append((new_lo, max(new_lo, new_hi)))
+        return View(tuple(shape), tuple(strides), offset, tuple(mask) if self.mask else None)
+
+    def flip(self, dims: tuple[int, ...]) -> View:
+        strides, offset = list(self.strides), self.offset
+        mask = list(self.mask) if self.mask else None
+        for d in dims:
+            if self.shape[d] > 1:
+                offset += (self.shape[d] - 1) * strides[d]
+                strides[d] = -strides[d]
+            if mask:
+                lo, hi = mask[d]
+                mask[d] = (self.shape[d] - hi, self.shape[d] - lo)
+        return View(self.shape, tuple(strides), offset, tuple(mask) if mask else None)
+
+    def pad(self, pads: tuple[tuple[int, int], ...]) -> View:
+        shape, offset, mask = [], self.offset, []
+        for d, (before, after) in enumerate(pads):
+            shape.append(self.shape[d] + before + after)
+            offset -= before * self.strides[d]
+            lo, hi = self.mask[d] if self.mask else (0, self.shape[d])
+            mask.append((lo + before, hi + before))
+        if all(p == (0, 0) for p in pads):
+            return self
+        return View(tuple(shape), self.strides, offset, tuple(mask))
+
+    def reshape(self, shape: tuple[int, ...]) -> View | None:
+        """The same view under a new shape without a new layer, or None if impossible."""
+        if self.mask is not None:
+            return None
+        if self.is_contiguous:
+            return View.contiguous(shape)
+        # Drop size-1 dims, then split/merge runs of dims whose strides chain (numpy's rule).
+        old = [(s, st) for s, st in zip(self.shape, self.strides) if s != 1]
+        new_strides, i = [], 0
+        shape = tuple(shape)
+        j = 0
+        while j < len(shape):
+            if shape[j] == 1:
+                new_strides.append(0)
+                j += 1
+                continue
+            if i >= len(old):
+                return None
+            # gather old dims until their product matches gathered new dims
+            o_prod, n_prod = old[i][0], shape[j]
+            oi, nj = [i], [j]
+            while o_prod != n_prod:
+                if o_prod < n_prod:
+                    i += 1
+                    if i >= len(old):
+                        return None
+                    o_prod *= old[i][0]
+                    oi.append(i)
+                else:
+                    j += 1
+                    if j >= len(shape):
+                        return None
+                    n_prod *= shape[j]
+                    nj.append(j)
+            for a, b in zip(oi, oi[1:]):  # the old run must be contiguous within itself
+                if old[a][1] != old[b][1] * old[b][0]:
+                    return None
+            stride = old[oi[-1]][1]
+            run = []
+            for k in reversed(nj):
+                run.append(stride if shape[k] != 1 else 0)
+                stride *= shape[k]
+            new_strides.extend(reversed(run))
+            i += 1
+            j = nj[-1] + 1
+        if i != len(old):
+            return None
+        return View(shape, tuple(new_strides), self.offset, None)
+
+
+@dataclass(frozen=True)
+class ViewStack:
+    """Views from the buffer (first) to the tensor (last)."""
+
+    views: tuple[View, ...]
+
+    @staticmethod
+    def contiguous(shape: tuple[int, ...]) -> ViewStack:
+        return ViewStack((View.contiguous(tuple(shape)),))
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.views[-1].shape
+
+    @property
+    def top(self) -> View:
+        return self.views[-1]
+
+    @property
+    def is_contiguous(self) -> bool:
+        return len(self.views) == 1 and self.views[0].is_contiguous
+
+    def _replace_top(self, view: View) -> ViewStack:
+        return ViewStack(self.views[:-1] + (view,))
+
+    def reshape(self, shape: tuple[int, ...]) -> ViewStack:
+        merged = self.top.reshape(shape)
+        if merged is not None:
+            return self._replace_top(merged)
+        return ViewStack(self.views + (View.contiguous(tuple(shape)),))
+
+    def permute(self, order) -> ViewStack:
+        return self._replace_top(self.top.permute(tuple(order)))
+
+    def expand(self, shape) -> ViewStack:
+        return self._replace_top(self.top.expand(tuple(shape)))
+
+    def slice(self, starts, stops, steps) -> ViewStack:
+        return self._replace_top(self.top.slice(tuple(starts), tuple(stops), tuple(steps)))
+
+    def flip(self, dims) -> ViewStack:
+        return self._replace_top(self.top.flip(tuple(dims)))
+
+    def pad(self, pads) -> ViewStack:
+        return self._replace_top(self.top.pad(tuple(pads)))
+
+    def then(self, upper: ViewStack) -> ViewStack:
+        """This stack followed by ``upper`` (whose bottom addresses this stack's shape)."""
+        first = upper.views[0]
+        if first.is_contiguous and first.shape == self.shape:
+            return ViewStack(self.views + upper.views[1:])
+        if first.is_contiguous:
+            return ViewStack(self.reshape(first.shape).views + upper.views[1:])
+        return ViewStack(self.views + upper.views)

@@ -1,0 +1,328 @@
+"""The IR verifier: every kernel passes here before codegen or interpretation.
+
+It checks declarations (names, access modes, local_size), the type of every instruction
+(against the instruction table), buffer and shared-array accesses, dominance (a value is
+used only where its definition is in scope), the shapes of ``if`` and ``loop``, and that
+barriers sit in control flow that is uniform across the workgroup. Every error names the
+offending statement in the text form's syntax, e.g.
+
+    IRError: barrier in non-uniform control flow (inside `if %7`, where %7 depends on global_id): barrier
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from ..errors import IRError
+from . import types as T
+from .core import ACCESS_MODES, Block, If, Instr, Kernel, Loop, Value
+from .instructions import SPECS, result_type
+from .text import ValueNames, format_statement
+
+MAX_WORKGROUP_INVOCATIONS = 1024  # Vulkan's guaranteed minimum of maxComputeWorkGroupInvocations
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# Words the text form reads as literals where an operand may stand, so no buffer may be called so.
+_OPERAND_KEYWORDS = ("inf", "nan", "true", "false")
+# Sources of values that differ between the invocations of one workgroup.
+_NONUNIFORM_OPS = ("global_id", "local_id", "shuffle_xor", "shared_load")
+
+
+def verify_kernel(k: Kernel) -> Kernel:
+    """Check ``k`` against the IR's rules; return it unchanged or raise IRError naming the statement.
+
+    >>> verify_kernel(kb.finish()).name
+    'scale'
+    """
+    checker = _Checker(k)
+    checker.declarations()
+    checker.block(k.body, [{id(p.value) for p in k.params}])
+    if k.body.yields:
+        raise IRError(f"kernel {k.name!r}: the kernel body yields values; only if/loop blocks yield")
+    uniformity = _Uniformity(k)
+    uniformity.block(k.body)
+    _check_barriers(k.body, uniformity.reasons, checker.name, [])
+    return k
+
+
+class _Checker:
+    """Declarations, types, memory accesses and dominance, in one walk over the kernel."""
+
+    def __init__(self, k: Kernel):
+        self.k = k
+        self.name = ValueNames(k)
+        self.defined: set[int] = set()
+
+    def fail(self, stmt, problem: str):
+        raise IRError(f"{problem}: {format_statement(stmt, self.name)}")
+
+    # ---------------------------------------------------------------- declarations
+
+    def declarations(self) -> None:
+        k = self.k
+        if not _IDENTIFIER.match(k.name):
+            raise IRError(f"kernel name {k.name!r} is not an identifier")
+        sizes = tuple(k.local_size)
+        if len(sizes) != 3 or any(not isinstance(s, (int, np.integer)) or s < 1 for s in sizes):
+            raise IRError(f"kernel {k.name!r}: local_size {sizes} must be three integers >= 1")
+        if sizes[0] * sizes[1] * sizes[2] > MAX_WORKGROUP_INVOCATIONS:
+            raise IRError(
+                f"kernel {k.name!r}: local_size {sizes} has {sizes[0] * sizes[1] * sizes[2]} invocations, "
+                f"more than {MAX_WORKGROUP_INVOCATIONS}"
+            )
+        seen: set[str] = set()
+        for decl in (*k.buffers, *k.params, *k.shared):
+            what = type(decl).__name__.removesuffix("Decl").lower()
+            if not _IDENTIFIER.match(decl.name) or decl.name in _OPERAND_KEYWORDS:
+                raise IRError(f"kernel {k.name!r}: {what} name {decl.name!r} is not a usable identifier")
+            if decl.name in seen:
+                raise IRError(f"kernel {k.name!r}: {decl.name!r} is declared twice")
+            seen.add(decl.name)
+            if decl.dtype not in T.ALL:
+                raise IRError(f"kernel {k.name!r}: {what} {decl.name!r} has unknown type {decl.dtype!r}")
+        for b in k.buffers:
+            if b.access not in ACCESS_MODES:
+                raise IRError(
+                    f"kernel {k.name!r}: buffer {b.name!r} has access {b.access!r}; use one of {ACCESS_MODES}"
+                )
+        for s in k.shared:
+            if s.size < 1:
+                raise IRError(f"kernel {k.name!r}: shared array {s.name!r} has size {s.size}; it needs at least 1")
+        for p in k.params:
+            if p.value.dtype is not p.dtype:
+                raise IRError(
+                    f"kernel {k.name!r}: param %{p.name} is declared {p.dtype.short} but its value is {p.value.dtype.short}"
+                )
+            self.defined.add(id(p.value))
+
+    # ---------------------------------------------------------------- dominance
+
+    def define(self, stmt, v: Value, scopes: list[set[int]]) -> None:
+        if id(v) in self.defined:
+            self.fail(stmt, f"{self.name(v)} is defined a second time")
+        self.defined.add(id(v))
+        scopes[-1].add(id(v))
+
+    def use(self, stmt, v: Value, scopes: list[set[int]]) -> None:
+        if not isinstance(v, Value):
+            self.fail(stmt, f"operand {v!r} is not an IR value")
+        if any(id(v) in scope for scope in scopes):
+            return
+        if id(v) in self.defined:
+            self.fail(stmt, f"{self.name(v)} is used outside the block that defines it")
+        if self.name(v).startswith("%?"):
+            self.fail(stmt, f"{self.name(v)} is used but never defined")
+        self.fail(stmt, f"{self.name(v)} is used before its definition")
+
+    # ---------------------------------------------------------------- statements
+
+    def block(self, block: Block, scopes: list[set[int]]) -> None:
+        for stmt in block.body:
+            if isinstance(stmt, Instr):
+                self.instr(stmt, scopes)
+            elif isinstance(stmt, If):
+                self.if_stmt(stmt, scopes)
+            elif isinstance(stmt, Loop):
+                self.loop_stmt(stmt, scopes)
+            else:
+                raise IRError(f"kernel {self.k.name!r}: a block holds {stmt!r}, which is not an Instr, If or Loop")
+
+    def nested(self, stmt, block: Block, scopes: list[set[int]], defines: tuple[Value, ...] = ()) -> None:
+        scopes.append(set())
+        for v in defines:
+            self.define(stmt, v, scopes)
+        self.block(block, scopes)
+        for v in block.yields:
+            self.use(stmt, v, scopes)
+        scopes.pop()
+
+    def if_stmt(self, stmt: If, scopes: list[set[int]]) -> None:
+        self.use(stmt, stmt.cond, scopes)
+        if stmt.cond.dtype is not T.bool_:
+            self.fail(stmt, f"if condition {self.name(stmt.cond)} is {stmt.cond.dtype.short}, not bool")
+        self.nested(stmt, stmt.then, scopes)
+        self.nested(stmt, stmt.orelse, scopes)
+        want = _types(stmt.results)
+        for branch, block in (("then", stmt.then), ("else", stmt.orelse)):
+            if _types(block.yields) != want:
+                self.fail(
+                    stmt,
+                    f"the {branch} branch yields ({_types(block.yields)}) but the if's results are ({want})",
+                )
+        for r in stmt.results:
+            self.define(stmt, r, scopes)
+
+    def loop_stmt(self, stmt: Loop, scopes: list[set[int]]) -> None:
+        for v in (stmt.start, stmt.end, stmt.step, *stmt.inits):
+            self.use(stmt, v, scopes)
+        bound_types = {stmt.start.dtype, stmt.end.dtype, stmt.step.dtype}
+        if len(bound_types) != 1 or not stmt.start.dtype.is_int:
+            shown = ", ".join(v.dtype.short for v in (stmt.start, stmt.end, stmt.step))
+            self.fail(stmt, f"loop bounds must be integers of one type, got ({shown})")
+        if stmt.index.dtype is not stmt.start.dtype:
+            self.fail(stmt, f"loop index is {stmt.index.dtype.short} but the bounds are {stmt.start.dtype.short}")
+        want = _types(stmt.inits)
+        for what, values in (("carried values", stmt.carried), ("yields", stmt.body.yields), ("results", stmt.results)):
+            if _types(values) != want:
+                self.fail(stmt, f"loop {what} are ({_types(values)}) but its initial values are ({want})")
+        self.nested(stmt, stmt.body, scopes, defines=(stmt.index, *stmt.carried))
+        for r in stmt.results:
+            self.define(stmt, r, scopes)
+
+    def instr(self, stmt: Instr, scopes: list[set[int]]) -> None:
+        for a in stmt.args:
+            self.use(stmt, a, scopes)
+        spec = SPECS.get(stmt.op)
+        if spec is None:
+            self.fail(stmt, f"unknown instruction {stmt.op!r}")
+        self.attrs(stmt, spec.kind)
+        if spec.kind == "memory":
+            expected = self.memory(stmt)
+        else:
+            try:
+                expected = result_type(stmt.op, tuple(a.dtype for a in stmt.args), tuple(stmt.attrs))
+            except IRError as e:
+                self.fail(stmt, str(e))
+        got = stmt.result.dtype if stmt.result is not None else None
+        if got is not expected:
+            shown = expected.short if expected is not None else "no result"
+            self.fail(stmt, f"{stmt.op} gives {shown} but its result is typed {got.short if got else 'nothing'}")
+        if stmt.result is not None:
+            self.define(stmt, stmt.result, scopes)
+
+    def attrs(self, stmt: Instr, kind: str) -> None:
+        """The non-value operands must be what the builder stores for this instruction."""
+        a = tuple(stmt.attrs)
+        if kind == "const":
+            ok = len(a) == 1 and isinstance(a[0], np.generic) and a[0].dtype.name in {t.name for t in T.ALL}
+            want = "one numpy scalar of a vkml dtype"
+        elif kind == "index":
+            ok = len(a) == 1 and isinstance(a[0], int) and 0 <= a[0] <= 2
+            want = "one axis 0, 1 or 2"
+        elif kind == "subgroup":
+            ok = len(a) == 1 and isinstance(a[0], int) and a[0] >= 0
+            want = "one non-negative integer mask"
+        elif kind == "memory":
+            ok = len(a) == 1 and isinstance(a[0], str)
+            want = "the name of a buffer or shared array"
+        elif stmt.op in ("bitcast", "convert"):
+            ok = len(a) == 1 and isinstance(a[0], str) and a[0] in {t.name for t in T.ALL}
+            want = "one target dtype name"
+        else:
+            ok, want = a == (), "none"
+        if not ok:
+            self.fail(stmt, f"{stmt.op} attrs are {a!r}; expected {want}")
+
+    def memory(self, stmt: Instr) -> T.DType | None:
+        """Check a load/store of a buffer or shared array; return the result type it gives."""
+        name = stmt.attrs[0]
+        shared = stmt.op.startswith("shared_")
+        try:
+            decl = self.k.shared_array(name) if shared else self.k.buffer(name)
+        except KeyError:
+            self.fail(stmt, f"no {'shared array' if shared else 'buffer'} named {name!r} is declared")
+        is_store = stmt.op.endswith("store")
+        want_args = 2 if is_store else 1
+        if len(stmt.args) != want_args:
+            self.fail(stmt, f"{stmt.op} takes {want_args} operand(s), got {len(stmt.args)}")
+        index = stmt.args[0]
+        if not index.dtype.is_int:
+            self.fail(stmt, f"index {self.name(index)} is {index.dtype.short}, not an integer")
+        if not shared and is_store and decl.access == "read":
+            self.fail(stmt, f"store to read-only buffer {name!r}")
+        if not shared and not is_store and decl.access == "write":
+            self.fail(stmt, f"load from write-only buffer {name!r}")
+        if is_store:
+            value = stmt.args[1]
+            if value.dtype is not decl.dtype:
+                self.fail(stmt, f"stores {value.dtype.short} into {name!r}, which holds {decl.dtype.short}")
+            return None
+        return decl.dtype
+
+
+def _types(values) -> str:
+    return ", ".join(v.dtype.short for v in values)
+
+
+# ---------------------------------------------------------------- uniformity
+
+
+class _Uniformity:
+    """Which values may differ between invocations of one workgroup, and why.
+
+    ``reasons`` maps each non-uniform value to what it depends on (``global_id``,
+    ``a load from writable buffer 'x'``, ...); values not in it are uniform.
+    """
+
+    def __init__(self, k: Kernel):
+        self.k = k
+        self.reasons: dict[int, str] = {}
+
+    def why(self, values) -> str | None:
+        return next((self.reasons[id(v)] for v in values if id(v) in self.reasons), None)
+
+    def mark(self, v: Value, reason: str | None) -> bool:
+        """Record ``v`` as non-uniform for ``reason``; True if that is news."""
+        if reason is None or id(v) in self.reasons:
+            return False
+        self.reasons[id(v)] = reason
+        return True
+
+    def block(self, block: Block) -> None:
+        for stmt in block.body:
+            if isinstance(stmt, Instr) and stmt.result is not None:
+                self.mark(stmt.result, self.instr_reason(stmt))
+            elif isinstance(stmt, If):
+                self.block(stmt.then)
+                self.block(stmt.orelse)
+                for r, a, b in zip(stmt.results, stmt.then.yields, stmt.orelse.yields):
+                    self.mark(r, self.why([stmt.cond, a, b]))
+            elif isinstance(stmt, Loop):
+                self.loop(stmt)
+
+    def loop(self, stmt: Loop) -> None:
+        bounds = self.why([stmt.start, stmt.end, stmt.step])
+        self.mark(stmt.index, bounds)
+        for c, init in zip(stmt.carried, stmt.inits):
+            self.mark(c, bounds or self.why([init]))
+        # A carried value turns non-uniform when its yield does; repeat until nothing changes.
+        changed = True
+        while changed:
+            self.block(stmt.body)
+            changed = False
+            for c, y in zip(stmt.carried, stmt.body.yields):
+                changed |= self.mark(c, self.why([y]))
+        for r, c in zip(stmt.results, stmt.carried):
+            self.mark(r, self.why([c]))
+
+    def instr_reason(self, stmt: Instr) -> str | None:
+        if stmt.op in _NONUNIFORM_OPS:
+            return stmt.op
+        if stmt.op == "load":
+            buffer = self.k.buffer(stmt.attrs[0])
+            if buffer.access != "read":
+                return f"a load from writable buffer {buffer.name!r}"
+        return self.why(stmt.args)
+
+
+def _check_barriers(block: Block, reasons: dict[int, str], name: ValueNames, context: list[str]) -> None:
+    """Raise on a barrier reached under a non-uniform condition or loop bound; ``context`` lists those around."""
+    for stmt in block.body:
+        if isinstance(stmt, Instr) and stmt.op == "barrier" and context:
+            raise IRError(f"barrier in non-uniform control flow ({context[-1]}): {format_statement(stmt, name)}")
+        if isinstance(stmt, If):
+            inner = context
+            if id(stmt.cond) in reasons:
+                cond = name(stmt.cond)
+                inner = [*context, f"inside `if {cond}`, where {cond} depends on {reasons[id(stmt.cond)]}"]
+            _check_barriers(stmt.then, reasons, name, inner)
+            _check_barriers(stmt.orelse, reasons, name, inner)
+        elif isinstance(stmt, Loop):
+            inner = context
+            bound = next((v for v in (stmt.start, stmt.end, stmt.step) if id(v) in reasons), None)
+            if bound is not None:
+                head = format_statement(stmt, name)
+                where = f"inside `{head}`, where {name(bound)} depends on {reasons[id(bound)]}"
+                inner = [*context, where]
+            _check_barriers(stmt.body, reasons, name, inner)

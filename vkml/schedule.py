@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from . import kernels
+from . import debug, kernels
 from .graph import Node, toposort
 from .runtime.base import Buffer, Dispatch
 
@@ -148,6 +148,7 @@ def realize(*targets: Node) -> None:
         plan = Plan(nodes)
         dispatches, outputs, temps = lower(plan)
         if dispatches:
+            debug.record_dispatches(nodes[0].device.name, dispatches)
             nodes[0].device.run(dispatches)
         for root in plan.ordered_roots():
             root.become_buffer(outputs[id(root)])

@@ -6,9 +6,12 @@ not say: each dispatch is ``vkml.ir.interp.run`` on the kernel as lowered.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ..ir import interp
+from ..ir.verify import verify_kernel
 from ..ir.types import DType
 from .base import Buffer, Device, Dispatch
 from .counters import counters
@@ -37,6 +40,7 @@ class CPUDevice(Device):
     def __init__(self):
         self.allocated_bytes = 0
         self.peak_bytes = 0
+        self._verified: dict[int, weakref.ref] = {}  # by identity: Kernel equality is structural (slow)
 
     def allocate(self, dtype: DType, numel: int) -> CPUBuffer:
         return CPUBuffer(self, dtype, int(numel))
@@ -51,6 +55,10 @@ class CPUDevice(Device):
 
     def run(self, dispatches: list[Dispatch]) -> None:
         for d in dispatches:
+            seen = self._verified.get(id(d.kernel))
+            if seen is None or seen() is not d.kernel:
+                verify_kernel(d.kernel)  # the reference runs only kernels the IR's rules accept
+                self._verified[id(d.kernel)] = weakref.ref(d.kernel)
             arrays = {name: buf.array for name, buf in d.buffers.items()}
             interp.run(d.kernel, d.grid, arrays, d.params)
             counters["dispatches"] += 1

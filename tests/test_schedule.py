@@ -1,0 +1,107 @@
+"""Fusion rules of vkml/schedule.py, pinned by counting dispatches (CPU backend)."""
+
+import numpy as np
+import pytest
+
+import vkml
+from vkml import debug
+
+
+def _dispatches(*tensors) -> int:
+    debug.reset_counters()
+    vkml.realize(*tensors)
+    c = debug.counters()
+    assert c["submissions"] == 1
+    return c["dispatches"]
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(7)
+
+
+def test_elementwise_chain_with_broadcast_is_one_dispatch(rng):
+    a = vkml.tensor(rng.standard_normal((64, 33), dtype=np.float32))
+    b = vkml.tensor(rng.standard_normal((33,), dtype=np.float32))
+    y = a
+    for i in range(8):
+        y = (y * b + float(i)) if i % 2 else vkml.maximum(y, b) - 0.5
+    assert _dispatches(y) == 1
+    expected = a.numpy()
+    for i in range(8):
+        expected = (
+            (expected * b.numpy() + np.float32(i)) if i % 2 else np.maximum(expected, b.numpy()) - np.float32(0.5)
+        )
+    assert np.array_equal(y.numpy(), expected.astype(np.float32))
+
+
+def test_reduction_fuses_producers_and_consumers(rng):
+    a = vkml.tensor(rng.standard_normal((16, 100), dtype=np.float32))
+    b = vkml.tensor(rng.standard_normal((16, 100), dtype=np.float32))
+    y = (a * b).sum(dim=1) * 2
+    assert _dispatches(y) == 1
+
+
+def test_movement_ops_add_no_dispatch(rng):
+    a = vkml.tensor(rng.standard_normal((8, 6, 4), dtype=np.float32))
+    y = (a.permute(2, 0, 1)[1:, ::2].flip(0).reshape(3, -1) + 1).T
+    assert _dispatches(y) == 1
+    expected = np.ascontiguousarray(a.numpy().transpose(2, 0, 1)[1:, ::2][::-1]).reshape(3, -1) + 1
+    assert np.array_equal(y.numpy(), expected.T)
+
+
+def test_realize_of_several_tensors_is_one_submission(rng):
+    a = vkml.tensor(rng.standard_normal((10, 10), dtype=np.float32))
+    b, c, d = a + 1, a.sum(0), (a * 3).amax(1)
+    debug.reset_counters()
+    vkml.realize(b, c, d)
+    assert debug.counters()["submissions"] == 1
+    assert debug.counters()["dispatches"] == 3
+
+
+def test_long_reduction_takes_one_dispatch_per_pass_and_keeps_the_tree():
+    n = 5000  # > one block of 256: two passes
+    x = vkml.tensor(np.full(n, -0.0, dtype=np.float32))
+    s = x.sum()
+    assert _dispatches(s) == 2
+    assert np.signbit(s.item())  # the identity never enters: a sum of -0.0 stays -0.0
+
+
+def test_shared_cheap_node_is_recomputed_and_expensive_one_computed_once(rng):
+    a = vkml.tensor(rng.standard_normal((32,), dtype=np.float32))
+    cheap = a + 1
+    assert _dispatches(cheap * 2, cheap * 3) == 2  # both inline `cheap`
+    expensive = a
+    for _ in range(20):
+        expensive = expensive * 1.5 + 0.25
+    assert _dispatches(expensive * 2, expensive * 3) == 3  # expensive is computed once
+
+
+def test_reduction_seen_through_a_broadcast_is_realized_first(rng):
+    x = vkml.tensor(rng.standard_normal((4, 50), dtype=np.float32))
+    y = x - x.amax(dim=1, keepdim=True)
+    assert _dispatches(y) == 2
+
+
+def test_same_tensor_on_both_sides_of_matmul():
+    # Regression: a memo keyed by id() of temporary index objects returned a stale value.
+    x = vkml.tensor([[1.0, 2.0], [3.0, 4.0]])
+    assert (x @ x).tolist() == [[7.0, 10.0], [15.0, 22.0]]
+
+
+def test_fused_equals_eager(rng):
+    a_np = rng.standard_normal((12, 40), dtype=np.float32)
+    b_np = rng.standard_normal((40,), dtype=np.float32)
+
+    def graph(a, b):
+        h = vkml.maximum(a * b, a - 1.0)
+        r = (h / 3.0).sum(dim=1, keepdim=True)
+        return (h.flip(1)[:, 1::2] * r).amin(dim=0) + h.T.sum(1)[::2]
+
+    lazy = graph(vkml.tensor(a_np), vkml.tensor(b_np)).numpy()
+    vkml.set_eager(True)
+    try:
+        eager = graph(vkml.tensor(a_np), vkml.tensor(b_np)).numpy()
+    finally:
+        vkml.set_eager(False)
+    assert np.array_equal(lazy.view(np.uint32), eager.view(np.uint32))

@@ -15,6 +15,8 @@ from .runtime import counters as _counters
 
 # Names and grids of the kernels dispatched by recent realizes, newest last.
 recent_kernels: deque = deque(maxlen=256)
+# Callables given every dispatched Kernel (vkml-dump-spirv --run uses this).
+kernel_listeners: list = []
 
 
 def counters() -> dict[str, int]:
@@ -30,3 +32,5 @@ def reset_counters() -> None:
 def record_dispatches(device_name: str, dispatches) -> None:
     for d in dispatches:
         recent_kernels.append((device_name, d.kernel.name, d.grid, d.kernel.local_size))
+        for listener in kernel_listeners:
+            listener(d.kernel)

@@ -56,6 +56,11 @@ class CompiledKernel:
     features_used: frozenset[str]
     compile_ms: float = field(default=0.0, compare=False)  # verify + emit + assemble + validate
 
+    @property
+    def entry_point(self) -> str:
+        """The OpEntryPoint name to pass as ``pName`` (the kernel's name); alias of ``entry``."""
+        return self.entry
+
     def pack_params(self, values: dict) -> bytes:
         """The push-constant bytes for ``values`` (param name -> Python or numpy scalar).
 

@@ -223,6 +223,21 @@ class _FunctionEmitter:
             return
         self.op(opcode_, self.result_id(ins.result), self.mod.scalar(dst), self.use(ins.args[0]))
 
+    def _emit_neg(self, ins: Instr) -> None:
+        dtype = ins.result.dtype
+        if not dtype.is_float:
+            self.op(opcode("neg", dtype), self.result_id(ins.result), self.mod.scalar(dtype), self.use(ins.args[0]))
+            return
+        sign = self.mod.uint(1 << (dtype.bits - 1))
+        if dtype is T.float16:  # through the low half of a uint, as f16_to_bits / f16_from_bits do
+            bits = self._f16_to_bits(self.temp("bits"), self.use(ins.args[0]))
+            flipped = self.op("OpBitwiseXor", self.temp("flipped"), self.mod.scalar(T.uint32), bits, sign)
+            self._f16_from_bits(self.result_id(ins.result), flipped)
+            return
+        bits = self.op("OpBitcast", self.temp("bits"), self.mod.scalar(T.uint32), self.use(ins.args[0]))
+        flipped = self.op("OpBitwiseXor", self.temp("flipped"), self.mod.scalar(T.uint32), bits, sign)
+        self.op("OpBitcast", self.result_id(ins.result), self.mod.scalar(dtype), flipped)
+
     def _f16_from_bits(self, result: str, bits: str) -> None:
         # The low 16 bits are component 0 of a little-endian v2half; no Int16 capability needed.
         pair = self.temp("half_pair")
@@ -232,11 +247,14 @@ class _FunctionEmitter:
     def _emit_f16_from_bits(self, ins: Instr) -> None:
         self._f16_from_bits(self.result_id(ins.result), self.use(ins.args[0]))
 
-    def _emit_f16_to_bits(self, ins: Instr) -> None:
+    def _f16_to_bits(self, result: str, half: str) -> str:
         pair = self.temp("half_pair")
         zero = self.mod.constant(T.float16, 0.0)  # +0.0 in the high half: zero bits
-        self.op("OpCompositeConstruct", pair, self.mod.vector(T.float16, 2), self.use(ins.args[0]), zero)
-        self.op("OpBitcast", self.result_id(ins.result), self.mod.scalar(T.uint32), pair)
+        self.op("OpCompositeConstruct", pair, self.mod.vector(T.float16, 2), half, zero)
+        return self.op("OpBitcast", result, self.mod.scalar(T.uint32), pair)
+
+    def _emit_f16_to_bits(self, ins: Instr) -> None:
+        self._f16_to_bits(self.result_id(ins.result), self.use(ins.args[0]))
 
     def _element_pointer(self, ins: Instr, index: Value) -> tuple[str, DType]:
         name = ins.attrs[0]

@@ -32,7 +32,7 @@ OPCODES: dict[str, dict[str, str]] = {
     "add": _by_kind("OpFAdd", "OpIAdd", "OpIAdd"),
     "sub": _by_kind("OpFSub", "OpISub", "OpISub"),
     "mul": _by_kind("OpFMul", "OpIMul", "OpIMul"),
-    "neg": _by_kind("OpFNegate", "OpSNegate", "OpSNegate"),
+    "neg": _by_kind(None, "OpSNegate", "OpSNegate"),  # float neg: see SPECIAL
     "idiv": _by_kind(None, "OpSDiv", "OpUDiv"),
     "irem": _by_kind(None, "OpSRem", "OpUMod"),
     # comparisons: ordered for floats, except ne which is true when either side is NaN
@@ -62,8 +62,10 @@ OPCODES: dict[str, dict[str, str]] = {
 }
 
 # IR instructions with their own emitter in spirv.py (several SPIR-V instructions, or an opcode
-# chosen from the source and destination types).
-SPECIAL = frozenset({"convert", "f16_from_bits", "f16_to_bits"})
+# chosen from the source and destination types). Float ``neg`` is one: the IR promises a sign-bit
+# flip with the NaN payload untouched, but OpFNegate is subject to NaN propagation rules
+# (lavapipe quiets float16 signalling NaNs), so it becomes an integer xor of the sign bit.
+SPECIAL = frozenset({"convert", "f16_from_bits", "f16_to_bits", "neg"})
 
 # Float arithmetic whose result must be decorated NoContraction, so that no driver fuses,
 # reassociates or replaces it (semantics.md §4). Conversions are included: the decoration

@@ -1,0 +1,40 @@
+"""Every environment variable vkml reads, in one place. Each getter reads the environment on
+every call (cheap), so tests can change a variable with ``monkeypatch.setenv``.
+
+| variable | getter | meaning |
+|---|---|---|
+| ``VKML_CACHE_DIR`` | ``cache_dir()`` | where compiled kernels and pipeline caches are kept (default ``~/.cache/vkml``, or ``$XDG_CACHE_HOME/vkml``) |
+| ``VKML_EAGER`` | ``eager()`` | ``1``: every op runs at once |
+| ``VKML_DEBUG`` | ``debug_level()`` | ``0`` (default) .. ``3``: how much vkml reports about what it runs |
+
+    >>> import os; os.environ["VKML_CACHE_DIR"] = "/tmp/vkml-cache"
+    >>> str(cache_dir())
+    '/tmp/vkml-cache'
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def cache_dir() -> Path:
+    """The folder for vkml's on-disk caches (it may not exist yet)."""
+    explicit = os.environ.get("VKML_CACHE_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "vkml"
+
+
+def eager() -> bool:
+    """Whether ``VKML_EAGER`` asks every op to run at once (``1``, ``true``, ``yes``)."""
+    return os.environ.get("VKML_EAGER", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def debug_level() -> int:
+    """``VKML_DEBUG`` as an integer; 0 when unset or not a number."""
+    try:
+        return int(os.environ.get("VKML_DEBUG", "0"))
+    except ValueError:
+        return 0

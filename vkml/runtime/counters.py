@@ -1,0 +1,40 @@
+"""Counts of runtime events, shared by every backend: a plain dict anyone may read or reset.
+
+    >>> from vkml.runtime.counters import counters, reset_counters
+    >>> reset_counters()
+    >>> counters["submissions"]
+    0
+
+Keys: ``dispatches`` (kernel launches run), ``submissions`` (queue submissions that run
+kernels; one per ``Device.run``), ``barriers`` (compute-to-compute barriers between dependent
+dispatches), ``kernels_compiled`` (IR → SPIR-V compilations, i.e. misses of both the memory
+and the disk cache), ``pipelines_created`` (driver pipeline compilations), ``bytes_uploaded``,
+``bytes_downloaded``, ``transfer_submissions`` (queue submissions made only to copy data
+through a staging buffer; zero on devices whose memory the host maps directly).
+"""
+
+from __future__ import annotations
+
+KEYS = (
+    "dispatches",
+    "submissions",
+    "barriers",
+    "kernels_compiled",
+    "pipelines_created",
+    "bytes_uploaded",
+    "bytes_downloaded",
+    "transfer_submissions",
+)
+
+counters: dict[str, int] = dict.fromkeys(KEYS, 0)
+
+
+def reset_counters() -> None:
+    """Set every counter back to zero (in place: references to ``counters`` stay valid)."""
+    for key in counters:
+        counters[key] = 0
+
+
+def snapshot() -> dict[str, int]:
+    """A copy of the counters, to subtract from a later snapshot."""
+    return dict(counters)

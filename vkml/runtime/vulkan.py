@@ -1,0 +1,315 @@
+"""The Vulkan backend: ``VulkanDevice`` ("vulkan:N") and its buffers.
+
+    >>> from vkml.runtime.vulkan import device, vulkan_device_reports
+    >>> dev = device(0)                                   # doctest: +SKIP
+    >>> buf = dev.allocate(float32, 4)                    # doctest: +SKIP
+    >>> dev.upload(buf, np.arange(4, dtype=np.float32))   # doctest: +SKIP
+    >>> dev.download(buf)                                 # doctest: +SKIP
+    array([0., 1., 2., 3.], dtype=float32)
+
+``run`` records every dispatch of a batch into one command buffer and makes one
+``vkQueueSubmit``. A compute→compute barrier goes in only where a dispatch reads or writes a
+buffer an earlier dispatch of the batch wrote, or writes one an earlier dispatch read. Every
+run ends with one barrier that makes its writes visible to the host, to transfers and to
+later runs (not counted in ``counters['barriers']``, which counts hazard barriers).
+
+Storage: bool elements are one uint32 (0/1) each on the device, converted on upload and
+download; float16 is 2 bytes. A descriptor never binds more than ``maxStorageBufferRange``
+bytes: a larger buffer is bound from its start, and kernels that must reach past that range
+need a later change (splitting the binding or buffer device addresses).
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+
+import numpy as np
+
+from ..errors import DeviceError, DTypeError, ShapeError
+from ..ir import types as T
+from .base import Buffer, Device, Dispatch
+from .counters import counters
+from .descriptors import DescriptorSets
+from .kernel_cache import KernelCache
+from .memory import MemoryBlock, MemoryPool
+from .pipelines import Pipelines
+from .reports import device_rank, physical_device_count, physical_device_info, vulkan_device_reports
+from .transfers import Transfers
+from .vk_device import LogicalDevice, Submitter
+from .vk_instance import vk
+
+__all__ = [
+    "VulkanBuffer",
+    "VulkanDevice",
+    "device",
+    "devices",
+    "device_count",
+    "device_rank",
+    "vulkan_device_reports",
+]
+
+# How each dtype is stored in device memory (bool widens to one uint32 per element).
+_STORAGE_NUMPY = {T.bool_.name: np.dtype(np.uint32)}
+
+
+def storage_dtype(dtype: T.DType) -> np.dtype:
+    """The numpy dtype of ``dtype``'s elements as they sit in Vulkan memory."""
+    return _STORAGE_NUMPY.get(dtype.name, dtype.np)
+
+
+class VulkanBuffer(Buffer):
+    """``numel`` elements of ``dtype`` in a range of a device memory block; freed when dropped."""
+
+    def __init__(self, device: VulkanDevice, dtype: T.DType, numel: int):
+        self.device = device
+        self.dtype = dtype
+        self.numel = numel
+        self.storage = storage_dtype(dtype)
+        self.device_nbytes = numel * self.storage.itemsize
+        if self.device_nbytes == 0:
+            self.allocation = None
+            block, offset, size = device._empty_block(), 0, device._empty_block().size
+            self.hazard_key = None  # nothing to read or write: never a hazard
+        else:
+            self.allocation = device.memory.allocate(self.device_nbytes, f" for {numel} {dtype.name} elements")
+            block, offset = self.allocation.block, self.allocation.offset
+            size = min(self.device_nbytes, device.max_storage_buffer_range)
+            self.hazard_key = (block.id, offset)
+            finalizer = weakref.finalize(self, device.memory.release, self.allocation)
+            finalizer.atexit = False  # the process is ending: the driver takes the memory back
+        self.binding = (block.buffer, offset, size)
+        self.binding_key = (block.id, offset, size)
+
+    def __repr__(self) -> str:
+        return f"VulkanBuffer({self.device.name}, {self.dtype.name}, numel={self.numel})"
+
+
+class VulkanDevice(Device):
+    """One Vulkan physical device opened for compute: memory, transfers, pipelines, submission.
+
+    ``compiler`` (default: ``vkml.codegen.compile_kernel``) turns a ``Kernel`` and this
+    device's ``DeviceFeatures`` into a compiled kernel; tests pass their own.
+    """
+
+    kind = "vulkan"
+
+    def __init__(self, index: int, compiler=None, block_size: int | None = None):
+        if not 0 <= index < physical_device_count():
+            raise DeviceError(f"no Vulkan device {index}: {physical_device_count()} found")
+        self.index = index
+        self.name = f"vulkan:{index}"
+        info = physical_device_info(index)
+        self.logical = LogicalDevice(info)
+        self.features = self.logical.features
+        self.enabled_features = self.logical.enabled_features
+        self.enabled_extensions = self.logical.enabled_extensions
+        self.limits = dict(info.limits)
+        self.max_storage_buffer_range = self.logical.max_storage_buffer_range
+        self._max_grid = tuple(int(v) for v in info.limits["maxComputeWorkGroupCount"])
+        self.memory = MemoryPool(self.logical, block_size)
+        self.transfers = Transfers(self.logical, self.memory)
+        self.kernels = KernelCache(self.features, compiler)
+        self.pipelines = Pipelines(self.logical, self.kernels)
+        self.descriptors = DescriptorSets(self.logical)
+        self.submitter = Submitter(self.logical)
+        self._empty: MemoryBlock | None = None
+        self._build_barriers()
+
+    def _build_barriers(self) -> None:
+        api = vk()
+        ffi = self.logical.ffi
+        shader_rw = api.VK_ACCESS_SHADER_READ_BIT | api.VK_ACCESS_SHADER_WRITE_BIT
+        self._hazard_barrier = ffi.new("VkMemoryBarrier*")
+        self._hazard_barrier.sType = api.VK_STRUCTURE_TYPE_MEMORY_BARRIER
+        self._hazard_barrier.srcAccessMask = shader_rw
+        self._hazard_barrier.dstAccessMask = shader_rw
+        self._final_barrier = ffi.new("VkMemoryBarrier*")
+        self._final_barrier.sType = api.VK_STRUCTURE_TYPE_MEMORY_BARRIER
+        self._final_barrier.srcAccessMask = api.VK_ACCESS_SHADER_WRITE_BIT
+        self._final_barrier.dstAccessMask = (
+            api.VK_ACCESS_HOST_READ_BIT | shader_rw | api.VK_ACCESS_TRANSFER_READ_BIT | api.VK_ACCESS_TRANSFER_WRITE_BIT
+        )
+        self._compute_stage = api.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
+        self._after_stages = (
+            api.VK_PIPELINE_STAGE_HOST_BIT
+            | api.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
+            | api.VK_PIPELINE_STAGE_TRANSFER_BIT
+        )
+        self._bind_point = api.VK_PIPELINE_BIND_POINT_COMPUTE
+        self._push_stage = api.VK_SHADER_STAGE_COMPUTE_BIT
+
+    def _empty_block(self) -> MemoryBlock:
+        """A tiny block that zero-element buffers bind (a descriptor cannot bind nothing)."""
+        if self._empty is None:
+            self._empty = MemoryBlock(
+                self.logical, self.memory.alignment, self.memory.choice.device_type, mapped=False, dedicated=True
+            )
+        return self._empty
+
+    # ------------------------------------------------------------------ memory
+
+    def allocate(self, dtype: T.DType, numel: int) -> VulkanBuffer:
+        """A buffer of ``numel`` elements (contents undefined until written). Zero elements is fine."""
+        if not isinstance(dtype, T.DType):
+            raise DTypeError(f"allocate: dtype must be a vkml dtype, got {dtype!r}")
+        if isinstance(numel, bool) or int(numel) != numel or numel < 0:
+            raise ShapeError(f"allocate: element count must be a non-negative integer, got {numel!r}")
+        return VulkanBuffer(self, dtype, int(numel))
+
+    def memory_stats(self) -> dict[str, int]:
+        """``allocated_bytes`` (live buffers), ``peak_bytes`` (their high-water mark), ``reserved_bytes`` (driver memory held)."""
+        return self.memory.stats()
+
+    def reset_peak_memory(self) -> None:
+        """Start a new high-water mark from the bytes allocated now."""
+        self.memory.reset_peak()
+
+    def upload(self, buffer: VulkanBuffer, array: np.ndarray) -> None:
+        self._check_buffer(buffer, "upload")
+        array = np.asarray(array)
+        if array.dtype != buffer.dtype.np:
+            raise DTypeError(f"upload: array of {array.dtype} into a {buffer.dtype.name} buffer on {self.name}")
+        if array.size != buffer.numel:
+            raise ShapeError(f"upload: array of {array.size} elements into a buffer of {buffer.numel} on {self.name}")
+        if buffer.numel == 0:
+            return
+        data = np.ascontiguousarray(array.reshape(-1), dtype=buffer.storage)
+        self.transfers.upload(buffer.allocation, data)
+
+    def download(self, buffer: VulkanBuffer) -> np.ndarray:
+        self._check_buffer(buffer, "download")
+        out = np.empty(buffer.numel, dtype=buffer.storage)
+        if buffer.numel:
+            self.transfers.download(buffer.allocation, out)
+        if buffer.dtype is T.bool_:
+            return out != 0
+        return out
+
+    def _check_buffer(self, buffer, what: str) -> None:
+        if not isinstance(buffer, VulkanBuffer) or buffer.device is not self:
+            where = getattr(getattr(buffer, "device", None), "name", type(buffer).__name__)
+            raise DeviceError(f"{what}: buffer on {where} used with {self.name}")
+
+    # ------------------------------------------------------------------ kernels
+
+    def run(self, dispatches: list[Dispatch]) -> None:
+        """Record all dispatches into one command buffer, submit once, wait. See the module docstring."""
+        if not dispatches:
+            return
+        lib = self.logical.lib
+        null = self.logical.ffi.NULL
+        compute, bind_point, push_stage = self._compute_stage, self._bind_point, self._push_stage
+        hazard_barrier = self._hazard_barrier
+        max_x, max_y, max_z = self._max_grid
+        lookup_pipeline = self.pipelines.lookup
+        lookup_set = self.descriptors.lookup
+
+        self.descriptors.begin_run()
+        command_buffer = self.submitter.begin()
+        written: set = set()
+        read: set = set()
+        bound_pipeline = None
+        launched = barriers = 0
+        for dispatch in dispatches:
+            x, y, z = dispatch.grid
+            if not (0 <= x <= max_x and 0 <= y <= max_y and 0 <= z <= max_z):
+                raise DeviceError(
+                    f"kernel {dispatch.kernel.name!r}: grid {tuple(dispatch.grid)} exceeds {self.name}'s "
+                    f"maxComputeWorkGroupCount {self._max_grid}; fold the excess workgroups into y (or z)"
+                )
+            if x == 0 or y == 0 or z == 0:
+                continue
+            entry = lookup_pipeline(dispatch.kernel)
+            pipeline = entry.pipeline
+            reads, writes, keys, bindings = self._bind(dispatch, entry)
+
+            if not written.isdisjoint(reads) or not written.isdisjoint(writes) or not read.isdisjoint(writes):
+                lib.vkCmdPipelineBarrier(command_buffer, compute, compute, 0, 1, hazard_barrier, 0, null, 0, null)
+                barriers += 1
+                written.clear()
+                read.clear()
+            read.update(reads)
+            written.update(writes)
+
+            if pipeline is not bound_pipeline:
+                lib.vkCmdBindPipeline(command_buffer, bind_point, pipeline.handle)
+                bound_pipeline = pipeline
+            if pipeline.buffer_count:
+                descriptor_set = lookup_set(pipeline.set_layouts, keys, bindings)
+                lib.vkCmdBindDescriptorSets(command_buffer, bind_point, pipeline.layout, 0, 1, descriptor_set, 0, null)
+            if pipeline.packer.size:
+                data = pipeline.packer.pack(dispatch.params)
+                lib.vkCmdPushConstants(command_buffer, pipeline.layout, push_stage, 0, pipeline.packer.size, data)
+            lib.vkCmdDispatch(command_buffer, x, y, z)
+            launched += 1
+
+        if not launched:
+            return
+        lib.vkCmdPipelineBarrier(
+            command_buffer, compute, self._after_stages, 0, 1, self._final_barrier, 0, null, 0, null
+        )
+        self.submitter.submit_and_wait()
+        counters["dispatches"] += launched
+        counters["barriers"] += barriers
+        counters["submissions"] += 1
+
+    def _bind(self, dispatch: Dispatch, entry) -> tuple[list, list, tuple, list]:
+        """Check a dispatch's buffers against its kernel; return what it reads, writes and binds."""
+        given = dispatch.buffers
+        reads, writes, keys, bindings = [], [], [], []
+        for name, dtype, is_read, is_written in entry.plan:
+            buffer = given.get(name)
+            if buffer is None:
+                raise DeviceError(f"kernel {entry.name!r}: buffer {name!r} not given (given: {sorted(given)})")
+            if buffer.device is not self:
+                where = getattr(buffer.device, "name", "?")
+                raise DeviceError(
+                    f"kernel {entry.name!r}: buffer {name!r} is on {where}, the kernel runs on {self.name}"
+                )
+            if buffer.dtype is not dtype:
+                raise DTypeError(
+                    f"kernel {entry.name!r}: buffer {name!r} holds {buffer.dtype.name}, the kernel declares {dtype.name}"
+                )
+            keys.append(buffer.binding_key)
+            bindings.append(buffer.binding)
+            hazard_key = buffer.hazard_key
+            if hazard_key is not None:
+                if is_read:
+                    reads.append(hazard_key)
+                if is_written:
+                    writes.append(hazard_key)
+        return reads, writes, tuple(keys), bindings
+
+    def save_caches(self) -> None:
+        """Write the pipeline cache to disk now (it is also written at exit when it changed)."""
+        self.pipelines.save_cache()
+
+
+_devices: dict[int, VulkanDevice] = {}
+_devices_lock = threading.Lock()
+
+
+def device_count() -> int:
+    """How many Vulkan physical devices exist (0 without a loader or driver)."""
+    return physical_device_count()
+
+
+def device(index: int = 0) -> VulkanDevice:
+    """The process-wide ``VulkanDevice`` for physical device ``index``, created on first use.
+
+    >>> device(0).name   # doctest: +SKIP
+    'vulkan:0'
+    """
+    found = _devices.get(index)
+    if found is None:
+        with _devices_lock:
+            found = _devices.get(index)
+            if found is None:
+                found = _devices[index] = VulkanDevice(index)
+    return found
+
+
+def devices() -> list[VulkanDevice]:
+    """Every usable Vulkan device, opened (lazily, once per index)."""
+    return [device(r["index"]) for r in vulkan_device_reports() if r.get("usable")]

@@ -131,6 +131,20 @@ def reduction_kernel(dtype: T.DType = T.float32, local_size: int = 64) -> Kernel
     return kb.finish()
 
 
+def shared_roundtrip_kernel(dtype: T.DType, local_size: int = 64) -> Kernel:
+    """Through shared memory and a barrier to the neighbour: ``out[g] = x[g ^ 1]`` within a workgroup."""
+    kb = KernelBuilder(f"shared_swap_{dtype.short}", local_size=(local_size, 1, 1))
+    x = kb.buffer("x", dtype, "read")
+    out = kb.buffer("out", dtype, "write")
+    scratch = kb.shared("scratch", dtype, local_size)
+    with kb:
+        lid = local_id(0)
+        scratch[lid] = x[global_id(0)]
+        barrier()
+        out[global_id(0)] = scratch[lid ^ 1]
+    return kb.finish()
+
+
 def _is_multiple(v, m: int):
     return eq(v & (m - 1), 0)
 
@@ -170,6 +184,7 @@ def kernels_for_coverage() -> list[Kernel]:
     kernels.append(index_kernel())
     kernels += [shuffle_kernel(t, 1) for t in ALL_TYPES]
     kernels += [reduction_kernel(t) for t in (T.float32, T.float16, T.int64)]
+    kernels += [shared_roundtrip_kernel(t) for t in ALL_TYPES]
     kernels.append(control_flow_kernel())
     return kernels
 
@@ -188,5 +203,6 @@ __all__ = [
     "pure_cases",
     "pure_kernel",
     "reduction_kernel",
+    "shared_roundtrip_kernel",
     "shuffle_kernel",
 ]

@@ -27,6 +27,7 @@ from codegen_zoo import (
     pure_cases,
     pure_kernel,
     reduction_kernel,
+    shared_roundtrip_kernel,
     shuffle_kernel,
 )
 
@@ -213,6 +214,16 @@ def test_shared_memory_barrier_reduction_parity(gpu, dtype) -> None:
     assert_same_bits(vk["out"], cpu["out"], False, f"tree sum {dtype.short}")
     if dtype is T.int32:
         assert (cpu["out"] == x.reshape(groups, LOCAL).sum(axis=1, dtype=np.int32)).all()
+
+
+@pytest.mark.parametrize("dtype", T.ALL, ids=lambda t: t.short)
+def test_shared_memory_keeps_every_bit(gpu, dtype) -> None:
+    rng = np.random.default_rng(5)
+    x = np.concatenate([special_values(dtype), random_values(dtype, 4 * LOCAL, rng)])[: 4 * LOCAL]
+    out = {"out": np.zeros(len(x), dtype=dtype.np)}
+    cpu, vk = run_both(gpu, shared_roundtrip_kernel(dtype, LOCAL), (len(x) // LOCAL, 1, 1), {"x": x}, out)
+    assert_same_bits(vk["out"], cpu["out"], True, f"shared memory {dtype.short}", (x,))
+    assert_same_bits(cpu["out"], x.reshape(-1, 2)[:, ::-1].reshape(-1), True, "interpreter neighbour swap")
 
 
 @pytest.mark.parametrize("dtype", T.ALL, ids=lambda t: t.short)

@@ -17,7 +17,7 @@ from collections import OrderedDict
 
 from ..errors import CompileError, IRError
 from ..ir import types as T
-from ..ir.core import Block, If, Instr, Kernel, Loop, Value, structure, walk
+from ..ir.core import Block, BufferDecl, If, Instr, Kernel, Loop, SharedDecl, Value, structure, walk
 from ..ir.text import ValueNames, format_statement
 from ..ir.types import DType
 from ..ir.verify import verify_kernel
@@ -56,9 +56,8 @@ def push_layout(kernel: Kernel) -> tuple[list[tuple[str, DType, int]], int]:
 class _FunctionEmitter:
     """Emits the body of one kernel's entry point into ``self.lines``."""
 
-    def __init__(self, kernel: Kernel, features: DeviceFeatures, module: ModuleBuilder):
+    def __init__(self, kernel: Kernel, module: ModuleBuilder):
         self.kernel = kernel
-        self.features = features
         self.mod = module
         self.lines: list[str] = []
         self.ids: dict[int, str] = {}  # id(Value) -> SPIR-V id
@@ -72,7 +71,7 @@ class _FunctionEmitter:
 
     # ------------------------------------------------------------ declarations
 
-    def _declare_buffer(self, binding: int, decl) -> str:
+    def _declare_buffer(self, binding: int, decl: BufferDecl) -> str:
         storage = T.uint32 if decl.dtype is T.bool_ else decl.dtype  # bools travel as one uint32 each
         struct = self.mod.buffer_struct(storage)
         var = self.mod.variable(
@@ -87,7 +86,7 @@ class _FunctionEmitter:
             self.mod.decorate(var, "NonReadable")
         return var
 
-    def _declare_shared(self, index: int, decl) -> str:
+    def _declare_shared(self, index: int, decl: SharedDecl) -> str:
         array = self.mod.workgroup_array(decl.dtype, decl.size)
         var = self.mod.variable(
             f"%shared{index}_{_sanitize(decl.name)}", self.mod.pointer("Workgroup", array), "Workgroup"
@@ -405,7 +404,7 @@ def _emit_module(kernel: Kernel, features: DeviceFeatures) -> tuple[str, frozens
         mod.capability(mode)
     if modes and tuple(features.spirv_version) < (1, 4):
         mod.extension("SPV_KHR_float_controls")  # core from SPIR-V 1.4
-    body = _FunctionEmitter(kernel, features, mod)
+    body = _FunctionEmitter(kernel, mod)
     body.emit_function()
     function_type = mod.function_type()
     # SPIR-V 1.4+ lists every global the entry point uses; earlier versions only Input/Output.

@@ -190,6 +190,22 @@ def clamp(x: Value, lo=None, hi=None) -> Value:
     return select(isnan(x), x, out)
 
 
+def clamp_min(x: Value, lo) -> Value:
+    """clamp(x, lo=lo): PyTorch's clamp_min. Precision: exact; special values as in ``clamp``.
+
+    Example: ``y = clamp_min(x, 0.0)``.
+    """
+    return clamp(x, lo, None)
+
+
+def clamp_max(x: Value, hi) -> Value:
+    """clamp(x, hi=hi): PyTorch's clamp_max. Precision: exact; special values as in ``clamp``.
+
+    Example: ``y = clamp_max(x, 6.0)``.
+    """
+    return clamp(x, None, hi)
+
+
 def relu(x: Value) -> Value:
     """max(x, 0) as PyTorch computes it on CPU.
 
@@ -209,8 +225,13 @@ def sign(x: Value) -> Value:
 
     Example: ``s = sign(x)``.
     """
-    out = select(x > 0.0, f32(1.0), select(x < 0.0, f32(-1.0), f32(0.0)))
+    # On the bits: lavapipe's LLVM folds the float-select form `x > 0 ? 1 : x < 0 ? -1 : 0` into one
+    # that returns -0.0 for -0.0, despite SignedZeroInfNanPreserve (found by the Vulkan parity test).
+    bits = to_bits(x)
+    magnitude = bits & ABS_MASK
+    one_with_sign = (bits & SIGN_BIT) | 0x3F800000  # ±1.0
+    out = from_bits(select(eq(magnitude, u32(0)), u32(0), one_with_sign))
     return select(isnan(x), x, out)
 
 
-__all__ = ["div", "sqrt", "rsqrt", "abs", "maximum", "minimum", "clamp", "relu", "sign"]
+__all__ = ["div", "sqrt", "rsqrt", "abs", "maximum", "minimum", "clamp", "clamp_min", "clamp_max", "relu", "sign"]

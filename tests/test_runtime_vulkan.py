@@ -12,8 +12,6 @@ import json
 import os
 import subprocess
 import sys
-import sysconfig
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,9 +19,10 @@ import numpy as np
 import pytest
 
 from vkml.codegen.features import VULKAN_NAMES, DeviceFeatures
+from vkml.codegen.tools import assemble_and_validate
 from vkml.errors import DeviceError, DTypeError, OutOfMemoryError, ShapeError
 from vkml.ir import types as T
-from vkml.ir.builder import KernelBuilder, global_id
+from vkml.ir.builder import KernelBuilder, convert, global_id, if_, select
 from vkml.runtime import transfers as transfers_module
 from vkml.runtime.base import Dispatch
 from vkml.runtime.counters import counters, reset_counters, snapshot
@@ -33,7 +32,6 @@ from vkml.runtime.pipelines import PipelineCacheFile, PushConstantPacker
 from vkml.runtime.vulkan import VulkanDevice, device_rank, vulkan_device_reports
 
 ROOT = Path(__file__).resolve().parent.parent
-SPIRV_BIN = Path(sysconfig.get_paths()["purelib"]) / "cmeel.prefix" / "bin"
 
 # ---------------------------------------------------------------- hand-written kernels
 
@@ -117,14 +115,7 @@ OpStore %dp %sum""",
 
 
 def assemble(text: str) -> bytes:
-    with tempfile.TemporaryDirectory() as folder:
-        source, binary = Path(folder) / "k.spvasm", Path(folder) / "k.spv"
-        source.write_text(text)
-        subprocess.run(
-            [str(SPIRV_BIN / "spirv-as"), "--target-env", "vulkan1.2", str(source), "-o", str(binary)], check=True
-        )
-        subprocess.run([str(SPIRV_BIN / "spirv-val"), "--target-env", "vulkan1.2", str(binary)], check=True)
-        return binary.read_bytes()
+    return assemble_and_validate(text, "vulkan1.2")
 
 
 @dataclass
@@ -224,11 +215,11 @@ def test_reports_describe_every_device():
         json.dumps(report)  # plain values only
 
 
-def test_device_rank_prefers_discrete_then_integrated_virtual_cpu_other():
+def test_device_rank_sorts_discrete_integrated_virtual_cpu_other():
     order = ["discrete_gpu", "integrated_gpu", "virtual_gpu", "cpu", "other"]
-    ranks = [device_rank({"device_type": t}) for t in order]
-    assert ranks == sorted(ranks, reverse=True) and len(set(ranks)) == 5
-    assert device_rank({"device_type": "discrete_gpu", "usable": False}) < ranks[-1]
+    reports = [{"device_type": t, "index": i} for i, t in enumerate(reversed(order))]
+    assert [r["device_type"] for r in sorted(reports, key=device_rank)] == order
+    assert device_rank({"device_type": "discrete_gpu", "usable": False}) > device_rank({"device_type": "other"})
 
 
 @pytest.mark.parametrize(
@@ -644,3 +635,27 @@ def test_descriptor_pool_overflow_within_one_run(cache_dir):
     d.run([dispatch_add(kernel, b, 2.0, 64) for b in buffers])
     assert len(d.descriptors.pools) == 1
     assert all(np.array_equal(d.download(b), np.full(64, 3.0, np.float32)) for b in buffers)
+
+
+def test_kernels_from_the_code_generator_run(cache_dir):
+    """The default compiler (vkml.codegen): its entry point name and push-constant layout."""
+    d = VulkanDevice(0)
+    kb = KernelBuilder("scale_shift")
+    x = kb.buffer("x", T.float32, "read")
+    flags = kb.buffer("flags", T.bool_, "read")
+    out = kb.buffer("out", T.float32, "write")
+    n = kb.param("n", T.uint32)
+    scale = kb.param("scale", T.float32)
+    shift = kb.param("shift", T.int64)
+    with kb:
+        i = global_id(0)
+        with if_(i < n):
+            value = x[i] * scale + convert(shift, T.float32)
+            out[i] = select(flags[i], value, x[i])
+    kernel = kb.finish()
+    values = np.arange(100, dtype=np.float32)
+    mask = np.arange(100) % 3 == 0
+    xs, fs, os_ = upload_new(d, values), upload_new(d, mask), d.allocate(T.float32, 100)
+    d.run([Dispatch(kernel, (2, 1, 1), {"x": xs, "flags": fs, "out": os_}, {"n": 100, "scale": 0.5, "shift": -3})])
+    expected = np.where(mask, values * np.float32(0.5) + np.float32(-3), values)
+    assert np.array_equal(d.download(os_), expected)

@@ -31,7 +31,7 @@ from pathlib import Path
 from .. import config
 from ..codegen.features import DeviceFeatures
 from ..ir import types as T
-from ..ir.core import Kernel, structure
+from ..ir.core import Kernel
 from .counters import counters
 
 MAGIC = b"VKMLSPV1"
@@ -92,11 +92,8 @@ class KernelBinary:
 
 
 def kernel_ir_text(kernel: Kernel) -> str:
-    """The kernel's canonical IR text (its structural form until the text printer lands)."""
-    try:
-        return str(kernel)
-    except ImportError:  # vkml.ir.text not written yet: structure() is canonical too
-        return repr(structure(kernel))
+    """The kernel's canonical IR text: what every cache key is made from."""
+    return str(kernel)
 
 
 @functools.cache

@@ -3,7 +3,7 @@ and the ``DeviceFeatures`` that codegen reads.
 
     >>> from vkml.runtime.reports import vulkan_device_reports, device_rank
     >>> reports = vulkan_device_reports()     # [] without a Vulkan loader or driver
-    >>> best = max(reports, key=device_rank) if reports else None
+    >>> best = min(reports, key=device_rank) if reports else None
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from . import vk_instance, vk_physical
 from .vk_physical import PhysicalDeviceInfo
 
 DEVICE_TYPES = {0: "other", 1: "integrated_gpu", 2: "discrete_gpu", 3: "virtual_gpu", 4: "cpu"}
-_RANK = {"discrete_gpu": 4, "integrated_gpu": 3, "virtual_gpu": 2, "cpu": 1, "other": 0}
+_PREFERENCE = {"discrete_gpu": 0, "integrated_gpu": 1, "virtual_gpu": 2, "cpu": 3, "other": 4}
 
 NVIDIA_VENDOR_ID = 0x10DE
 
@@ -192,11 +192,13 @@ def vulkan_device_reports() -> list[dict]:
 
 
 def device_rank(report: dict) -> int:
-    """Preference order for ``best_device()``: discrete > integrated > virtual > cpu > other.
+    """A sort key for ``best_device()``: smaller is preferred. discrete < integrated < virtual < cpu < other.
 
-    >>> device_rank({"device_type": "discrete_gpu"}) > device_rank({"device_type": "cpu"})
+    >>> device_rank({"device_type": "discrete_gpu"}) < device_rank({"device_type": "cpu"})
     True
+    >>> min([{"device_type": "cpu"}, {"device_type": "integrated_gpu"}], key=device_rank)["device_type"]
+    'integrated_gpu'
     """
     if not report.get("usable", True):
-        return -1
-    return _RANK.get(report.get("device_type", "other"), 0)
+        return len(_PREFERENCE) + 1  # a device vkml cannot open comes last
+    return _PREFERENCE.get(report.get("device_type", "other"), len(_PREFERENCE))

@@ -5,12 +5,26 @@ documents its precision (``Precision:``), its NaN/inf behaviour (``Special value
 ``Divergence from PyTorch:``; the docs generator reads those lines.
 """
 
-from .exact import abs, clamp, div, maximum, minimum, relu, rsqrt, sign, sqrt
+from ...ir import builder as _builder
+from .exact import abs, clamp, clamp_max, clamp_min, div, maximum, minimum, relu, rsqrt, sign, sqrt
+from .explog import exp, exp2, expm1, log, log1p, log2
 from .f16 import f16_to_f32, f32_to_f16
+from .power import pow
+
+_builder.float_division = div  # `a / b` on float IR values builds this division
 
 __all__ = [
     "abs",
     "clamp",
+    "clamp_max",
+    "clamp_min",
+    "exp",
+    "exp2",
+    "expm1",
+    "log",
+    "log1p",
+    "log2",
+    "pow",
     "div",
     "maximum",
     "minimum",

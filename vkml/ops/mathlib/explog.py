@@ -1,0 +1,241 @@
+"""exp, exp2, expm1, log, log2, log1p: within 1 ulp of the float64 result, whole float32 range.
+
+exp family: Cody-Waite reduction x = k*ln2 + r (|r| <= ln2/2, r kept as a double-float),
+exp(r) = 1 + r + r^2*Q(r) with 1 + r split exactly, then a two-step scaling by 2^k so that a
+subnormal result is rounded once. log family: x = 2^e * m with m in [sqrt(1/2), sqrt(2)),
+log(m) = 2*atanh(s) with s = (m-1)/(m+1) as a double-float, the leading series terms in
+double-float and the rest by a short polynomial, then e*ln2 added exactly (two_sum). The
+internal double-float results (``exp_parts``, ``log_parts``) feed pow and the activations.
+
+Polynomial coefficients are near-minimax fits (Lawson's iteration on Chebyshev points) rounded
+to float32 one at a time, each later coefficient refitted to absorb the earlier roundings.
+"""
+
+from __future__ import annotations
+
+from ...ir.builder import convert, eq, isnan, round_even, select
+from ...ir.core import Value
+from .bits import (
+    ABS_MASK,
+    DEFAULT_NAN_BITS,
+    F32,
+    I32,
+    INF_BITS,
+    f32,
+    f32_bits,
+    from_bits,
+    i32,
+    ifelse_i32,
+    pow2,
+    quiet,
+    to_bits,
+    unpack,
+)
+from .dd import div_dd, fast_two_sum, horner, mul_dd, mul_dd_const, recip, scale, two_prod, two_sum
+
+LOG2E = float.fromhex("0x1.715476p+0")
+LOG2E_LO = float.fromhex("0x1.4ae0cp-26")
+LN2 = float.fromhex("0x1.62e43p-1")
+LN2_LO = float.fromhex("-0x1.05c61p-29")
+# Cody-Waite split of ln2: LN2_HI has 15 significant bits, so k*LN2_HI is exact for |k| < 2^9.
+LN2_HI = float.fromhex("0x1.62e4p-1")
+LN2_HI_LO = float.fromhex("0x1.7f7d1cp-20")
+TWO_THIRDS, TWO_THIRDS_LO = float.fromhex("0x1.555556p-1"), float.fromhex("-0x1.555556p-26")
+SQRT2_F32 = float.fromhex("0x1.6a09e6p+0")  # just below sqrt(2): the split point of log's m
+
+# (exp(r) - 1 - r) / r^2 on |r| <= 0.36; relative error 2^-27.6.
+EXP_Q = [
+    float.fromhex(h)
+    for h in ("0x1p-1", "0x1.555556p-3", "0x1.5554fep-5", "0x1.111062p-7", "0x1.6d397ap-10", "0x1.a1746cp-13")
+]
+# (2*atanh(s) - 2s - 2s^3/3) / s^5 as a polynomial in z = s^2 on [0, 0.0295]; relative error 2^-26.
+LOG_R = [float.fromhex(h) for h in ("0x1.99999ap-2", "0x1.249192p-2", "0x1.c76af6p-3", "0x1.78fa9cp-3")]
+
+
+# ---------------------------------------------------------------- exp family
+
+
+def reduce_exp(x_hi: Value, x_lo: Value) -> tuple[Value, Value, Value]:
+    """x = k*ln2 + r for |x_hi| <= 104: returns int32 k and r as a double-float (r_hi, r_lo)."""
+    k = round_even(x_hi * LOG2E)
+    t = x_hi - k * LN2_HI  # exact: Sterbenz, and k*LN2_HI is exact
+    r_hi, r_lo = two_sum(t, x_lo - k * LN2_HI_LO)
+    return convert(k, I32), r_hi, r_lo
+
+
+def reduce_exp2(t_hi: Value, t_lo: Value) -> tuple[Value, Value, Value]:
+    """t = k + r/ln2 for |t_hi| <= 200: returns int32 k and r = (t - k)*ln2 as a double-float."""
+    k = round_even(t_hi)
+    d_hi, d_lo = two_sum(t_hi - k, t_lo)  # t_hi - k is exact
+    r_hi, r_lo = mul_dd_const(d_hi, d_lo, LN2, LN2_LO)
+    return convert(k, I32), r_hi, r_lo
+
+
+def exp_parts(r_hi: Value, r_lo: Value) -> tuple[Value, Value]:
+    """exp(r_hi + r_lo) for |r| <= 0.36 as (s, tail): s = fl(1 + r_hi) and a small tail.
+
+    s + tail is accurate to about 2^-27 relative; its sum rounds to within 0.6 ulp.
+    """
+    s, s_err = fast_two_sum(f32(1.0), r_hi)
+    quad = r_hi * (r_lo + r_hi * horner(r_hi, EXP_Q))  # r_hi*r_lo + r_hi^2 * Q(r_hi)
+    return s, s_err + (r_lo + quad)
+
+
+def exp(x: Value) -> Value:
+    """e^x.
+
+    Precision: ≤ 1 ulp of the correctly rounded result over the whole float32 range,
+    subnormal results included (measured worst case 1 ulp; typical error 0.5 ulp).
+    Special values: exp(-inf) = 0, exp(+inf) = +inf, overflow to +inf above 88.7228394,
+    exp(x) = 0 below -103.97; a NaN comes back quieted.
+
+    Example: ``y = exp(x)``.
+    """
+    clamped = select(x < 89.0, x, f32(89.0))  # NaN becomes 89 here, and is restored below
+    clamped = select(clamped > -104.0, clamped, f32(-104.0))
+    k, r_hi, r_lo = reduce_exp(clamped, f32(0.0))
+    s, tail = exp_parts(r_hi, r_lo)
+    return select(isnan(x), quiet(x), scale(s + tail, k))
+
+
+def exp2(x: Value) -> Value:
+    """2^x.
+
+    Precision: ≤ 1 ulp of the correctly rounded result, subnormal results included; exact for
+    integer x in [-149, 127].
+    Special values: exp2(-inf) = 0, exp2(+inf) = +inf, overflow to +inf at x >= 128,
+    0 below -150; a NaN comes back quieted.
+
+    Example: ``y = exp2(x)``.
+    """
+    clamped = select(x < 130.0, x, f32(130.0))
+    clamped = select(clamped > -152.0, clamped, f32(-152.0))
+    k, r_hi, r_lo = reduce_exp2(clamped, f32(0.0))
+    s, tail = exp_parts(r_hi, r_lo)
+    return select(isnan(x), quiet(x), scale(s + tail, k))
+
+
+def expm1(x: Value) -> Value:
+    """e^x - 1, accurate near 0.
+
+    Precision: ≤ 1 ulp of the correctly rounded result over the whole float32 range.
+    Special values: expm1(±0) = ±0, expm1(-inf) = -1, expm1(+inf) = +inf, overflow to +inf
+    above 88.7228394; a NaN comes back quieted.
+
+    Example: ``y = expm1(x)``.
+    """
+    clamped = select(x < 89.0, x, f32(89.0))
+    clamped = select(clamped > -18.0, clamped, f32(-18.0))  # e^-18 < 2^-25: the result is -1
+    k, r_hi, r_lo = reduce_exp(clamped, f32(0.0))
+    s, tail = exp_parts(r_hi, r_lo)
+    hi, lo = minus_one(s, tail, select(k < 64, k, i32(64)))
+    out = select(x > 40.0, scale(s + tail, k), hi + lo)  # above 40, -1 is far below half an ulp
+    out = select(eq(x, 0.0), x, out)
+    return select(isnan(x), quiet(x), out)
+
+
+def minus_one(s: Value, tail: Value, k: Value) -> tuple[Value, Value]:
+    """2^k * (s + tail) - 1 as a double-float, for int32 k in [-126, 127]."""
+    p = pow2(k)
+    hi, lo = two_sum(s * p, f32(-1.0))  # 2^k * s is exact
+    return fast_two_sum(hi, lo + tail * p)
+
+
+# ---------------------------------------------------------------- log family
+
+
+def log_parts(v: Value) -> tuple[Value, Value, Value]:
+    """log(v) = e*ln2 + (hi + lo) for a positive finite v: returns (e as float32, hi, lo).
+
+    hi + lo = log(m) for v = 2^e * m, m in [sqrt(1/2), sqrt(2)), to about 2^-40 relative.
+    Subnormal v is normalised with integer operations (``unpack``).
+    """
+    m_bits, e = unpack(to_bits(v) & ABS_MASK)
+    m = from_bits((m_bits & 0x007FFFFF) | 0x3F800000)  # in [1, 2)
+    big = m > SQRT2_F32
+    m = select(big, m * 0.5, m)
+    e = e + ifelse_i32(big, 1, 0)
+    f = m - 1.0  # exact (Sterbenz)
+    # s = f / (2 + f) as a double-float; log(m) = 2s + 2s^3/3 + s^5 * R(s^2), |s| <= 0.1716.
+    d_hi, d_lo = fast_two_sum(f32(2.0), f)
+    s_hi, s_lo = div_dd(f, f32(0.0), d_hi, d_lo)
+    z_hi, z_lo = two_prod(s_hi, s_hi)
+    z_lo = z_lo + 2.0 * s_hi * s_lo
+    c_hi, c_lo = mul_dd(z_hi, z_lo, s_hi, s_lo)  # s^3
+    w_hi, w_lo = mul_dd_const(c_hi, c_lo, TWO_THIRDS, TWO_THIRDS_LO)
+    tail = z_hi * c_hi * horner(z_hi, LOG_R)
+    hi, lo = fast_two_sum(2.0 * s_hi, w_hi)
+    return convert(e, F32), hi, lo + (2.0 * s_lo + w_lo + tail)
+
+
+def _log_specials(x: Value, out: Value, zero_result: Value) -> Value:
+    """log-style special values: NaN quieted, x < 0 NaN, +inf -> +inf, ±0 -> zero_result."""
+    out = select(eq(to_bits(x), INF_BITS), x, out)
+    out = select(eq(x, 0.0), zero_result, out)
+    out = select(x < 0.0, f32_bits(DEFAULT_NAN_BITS), out)
+    return select(isnan(x), quiet(x), out)
+
+
+def log(x: Value) -> Value:
+    """Natural logarithm.
+
+    Precision: ≤ 1 ulp of the correctly rounded result, subnormal inputs included (the
+    result is rounded once from a double-float; measured worst case 1 ulp).
+    Special values: log(±0) = -inf, log(+inf) = +inf, log(x < 0) = NaN (also -inf);
+    a NaN comes back quieted.
+
+    Example: ``y = log(x)``.
+    """
+    e, hi, lo = log_parts(x)
+    s_hi, s_lo = two_sum(e * LN2_HI, hi)  # e*LN2_HI is exact
+    out = s_hi + (s_lo + (lo + e * LN2_HI_LO))
+    return _log_specials(x, out, f32(float("-inf")))
+
+
+def log2(x: Value) -> Value:
+    """Base-2 logarithm.
+
+    Precision: ≤ 1 ulp of the correctly rounded result; exact for powers of two.
+    Special values: log2(±0) = -inf, log2(+inf) = +inf, log2(x < 0) = NaN; a NaN comes back
+    quieted.
+
+    Example: ``y = log2(x)``.
+    """
+    hi, lo = log2_parts(x)
+    return _log_specials(x, hi + lo, f32(float("-inf")))
+
+
+def log2_parts(x: Value) -> tuple[Value, Value]:
+    """log2(x) as a double-float (about 2^-40 relative) for a positive finite x."""
+    e, hi, lo = log_parts(x)
+    m_hi, m_lo = mul_dd_const(hi, lo, LOG2E, LOG2E_LO)
+    s_hi, s_lo = two_sum(e, m_hi)  # e is an integer: log2 of a power of two stays exact
+    return s_hi, s_lo + m_lo
+
+
+def log1p(x: Value) -> Value:
+    """log(1 + x), accurate near 0.
+
+    Precision: ≤ 1 ulp of the correctly rounded result.
+    Special values: log1p(±0) = ±0, log1p(-1) = -inf, log1p(x < -1) = NaN (also -inf),
+    log1p(+inf) = +inf; a NaN comes back quieted.
+
+    Example: ``y = log1p(x)``.
+    """
+    hi, lo = log1p_dd(x, f32(0.0))
+    out = select(eq(to_bits(x), INF_BITS), x, hi + lo)
+    out = select(eq(x, -1.0), f32(float("-inf")), out)
+    out = select(x < -1.0, f32_bits(DEFAULT_NAN_BITS), out)
+    out = select(eq(x, 0.0), x, out)
+    return select(isnan(x), quiet(x), out)
+
+
+def log1p_dd(a_hi: Value, a_lo: Value) -> tuple[Value, Value]:
+    """log(1 + a) for a double-float a > -1 (finite), as a double-float."""
+    u_hi, u_lo = two_sum(f32(1.0), a_hi)
+    u_lo = u_lo + a_lo
+    e, hi, lo = log_parts(u_hi)
+    # log(u_hi + u_lo) = log(u_hi) + u_lo/u_hi (u_lo/u_hi < 2^-23, its square is negligible)
+    correction = u_lo * recip(select(u_hi < 2.0**100, u_hi, f32(2.0**100)))
+    s_hi, s_lo = two_sum(e * LN2_HI, hi)
+    return fast_two_sum(s_hi, s_lo + (lo + correction + e * LN2_HI_LO))

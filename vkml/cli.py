@@ -96,9 +96,10 @@ def _kernels_of_op(args) -> list:
     return [d.kernel for d in dispatches]
 
 
-def print_kernel(kernel, features, out=sys.stdout) -> None:
+def print_kernel(kernel, features, out=None) -> None:
     from vkml.codegen import compile_kernel
 
+    out = out or sys.stdout
     compiled = compile_kernel(kernel, features)
     out.write(f"; ==== kernel {kernel.name} ====\n; ---- IR ----\n")
     out.write("".join(f"; {line}".rstrip() + "\n" for line in str(kernel).splitlines()))

@@ -5,6 +5,7 @@ every call (cheap), so tests can change a variable with ``monkeypatch.setenv``.
 |---|---|---|
 | ``VKML_CACHE_DIR`` | ``cache_dir()`` | where compiled kernels and pipeline caches are kept (default ``~/.cache/vkml``, or ``$XDG_CACHE_HOME/vkml``) |
 | ``VKML_EAGER`` | ``eager()`` | ``1``: every op runs at once |
+| ``VKML_DUMP_SPIRV`` | ``dump_spirv_dir()`` | a folder where each kernel compiled for Vulkan is written: its IR (.vkir), assembly (.spvasm) and binary (.spv) |
 | ``VKML_DEBUG`` | ``debug_level()`` | ``0`` (default) .. ``3``: how much vkml reports about what it runs |
 
     >>> import os; os.environ["VKML_CACHE_DIR"] = "/tmp/vkml-cache"
@@ -38,3 +39,9 @@ def debug_level() -> int:
         return int(os.environ.get("VKML_DEBUG", "0"))
     except ValueError:
         return 0
+
+
+def dump_spirv_dir() -> Path | None:
+    """``VKML_DUMP_SPIRV``: a folder where every kernel compiled for Vulkan is written (IR, .spvasm, .spv)."""
+    folder = os.environ.get("VKML_DUMP_SPIRV", "").strip()
+    return Path(folder).expanduser() if folder else None

@@ -11,8 +11,8 @@ import weakref
 import numpy as np
 
 from ..ir import interp
-from ..ir.verify import verify_kernel
 from ..ir.types import DType
+from ..ir.verify import verify_kernel
 from .base import Buffer, Device, Dispatch
 from .counters import counters
 

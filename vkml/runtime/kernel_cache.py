@@ -33,6 +33,7 @@ from ..codegen.features import DeviceFeatures
 from ..ir import types as T
 from ..ir.core import Kernel
 from .counters import counters
+from .dump import dump_kernel
 
 MAGIC = b"VKMLSPV1"
 SPIRV_MAGIC = 0x07230203
@@ -146,7 +147,8 @@ class KernelCache:
 
     def binary(self, kernel: Kernel, ir_text: str | None = None) -> KernelBinary:
         """The compiled form of ``kernel``; ``counters['kernels_compiled']`` counts real compilations."""
-        key = self.key(ir_text if ir_text is not None else kernel_ir_text(kernel))
+        ir_text = ir_text if ir_text is not None else kernel_ir_text(kernel)
+        key = self.key(ir_text)
         found = self._memory.get(key)
         if found is not None:
             return found
@@ -160,6 +162,7 @@ class KernelCache:
             except OSError:
                 pass  # a read-only or full cache folder only costs a recompile next time
         self._memory[key] = found
+        dump_kernel(kernel, ir_text, found.spirv, self.features, key)
         return found
 
     @staticmethod

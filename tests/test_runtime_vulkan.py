@@ -231,7 +231,7 @@ def test_device_rank_sorts_discrete_integrated_virtual_cpu_other():
 )
 def test_reports_are_empty_without_vulkan(setup):
     code = f"{setup}\nfrom vkml.runtime.vulkan import vulkan_device_reports, devices\nprint(vulkan_device_reports(), devices())"
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[] []"

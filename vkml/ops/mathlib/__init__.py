@@ -10,6 +10,7 @@ from .exact import abs, clamp, clamp_max, clamp_min, div, maximum, minimum, relu
 from .explog import exp, exp2, expm1, log, log1p, log2
 from .f16 import f16_to_f32, f32_to_f16
 from .power import pow
+from .special import erf, gelu, gelu_tanh, sigmoid, softplus, tanh
 
 _builder.float_division = div  # `a / b` on float IR values builds this division
 
@@ -25,6 +26,12 @@ __all__ = [
     "log1p",
     "log2",
     "pow",
+    "erf",
+    "gelu",
+    "gelu_tanh",
+    "sigmoid",
+    "softplus",
+    "tanh",
     "div",
     "maximum",
     "minimum",

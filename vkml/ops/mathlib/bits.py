@@ -5,6 +5,9 @@ Everything here is built from exact IR primitives (bitcast, integer ops, compare
 
 from __future__ import annotations
 
+import functools
+
+from ...errors import DTypeError
 from ...ir import types as T
 from ...ir.builder import bitcast, const, convert, eq, ne, select
 from ...ir.core import Value
@@ -17,6 +20,22 @@ INF_BITS = 0x7F800000
 QUIET_BIT = 0x00400000
 # x86's "real indefinite" NaN: what numpy float32 gives for 0/0, inf/inf and sqrt(-1).
 DEFAULT_NAN_BITS = 0xFFC00000
+
+
+def float32_only(fn):
+    """Decorator for the public float32 functions: a clear error for other operand types."""
+
+    @functools.wraps(fn)
+    def checked(*args, **kwargs):
+        for a in args:
+            if isinstance(a, Value) and a.dtype is not F32:
+                raise DTypeError(
+                    f"mathlib.{fn.__name__}: operands must be float32 IR values, got {a.dtype.name} "
+                    "(compute float16 in float32 and narrow with f32_to_f16)"
+                )
+        return fn(*args, **kwargs)
+
+    return checked
 
 
 def f32(value: float) -> Value:

@@ -18,6 +18,7 @@ from .bits import (
     U32,
     f32,
     f32_bits,
+    float32_only,
     from_bits,
     ifelse_i32,
     quiet,
@@ -32,6 +33,7 @@ def _as_f32(x, like: Value) -> Value:
     return x if isinstance(x, Value) else f32(float(x))
 
 
+@float32_only
 def div(a: Value, b: Value) -> Value:
     """a / b, correctly rounded (ties to even): the bits numpy float32 ``a / b`` gives on x86.
 
@@ -70,6 +72,7 @@ def div(a: Value, b: Value) -> Value:
     return select(isnan(a), quiet(a), out)
 
 
+@float32_only
 def sqrt(x: Value) -> Value:
     """Square root, correctly rounded: the bits of ``np.sqrt`` on float32 (x86).
 
@@ -110,6 +113,7 @@ def sqrt(x: Value) -> Value:
     return select(isnan(x), quiet(x), out)
 
 
+@float32_only
 def rsqrt(x: Value) -> Value:
     """1 / sqrt(x) with both steps correctly rounded: bit-equal to torch.rsqrt on float32 CPU.
 
@@ -121,6 +125,7 @@ def rsqrt(x: Value) -> Value:
     return div(f32(1.0), sqrt(x))
 
 
+@float32_only
 def abs(x: Value) -> Value:  # noqa: A001 - PyTorch's name
     """|x| by clearing the sign bit.
 
@@ -132,6 +137,7 @@ def abs(x: Value) -> Value:  # noqa: A001 - PyTorch's name
     return from_bits(to_bits(x) & ABS_MASK)
 
 
+@float32_only
 def maximum(a: Value, b: Value) -> Value:
     """Elementwise maximum with PyTorch's NaN rule.
 
@@ -150,6 +156,7 @@ def maximum(a: Value, b: Value) -> Value:
     return select(isnan(a), a, out)
 
 
+@float32_only
 def minimum(a: Value, b: Value) -> Value:
     """Elementwise minimum with PyTorch's NaN rule.
 
@@ -167,6 +174,7 @@ def minimum(a: Value, b: Value) -> Value:
     return select(isnan(a), a, out)
 
 
+@float32_only
 def clamp(x: Value, lo=None, hi=None) -> Value:
     """Clamp x to [lo, hi] (either bound may be None) with PyTorch's semantics.
 
@@ -190,6 +198,7 @@ def clamp(x: Value, lo=None, hi=None) -> Value:
     return select(isnan(x), x, out)
 
 
+@float32_only
 def clamp_min(x: Value, lo) -> Value:
     """clamp(x, lo=lo): PyTorch's clamp_min. Precision: exact; special values as in ``clamp``.
 
@@ -198,6 +207,7 @@ def clamp_min(x: Value, lo) -> Value:
     return clamp(x, lo, None)
 
 
+@float32_only
 def clamp_max(x: Value, hi) -> Value:
     """clamp(x, hi=hi): PyTorch's clamp_max. Precision: exact; special values as in ``clamp``.
 
@@ -206,6 +216,7 @@ def clamp_max(x: Value, hi) -> Value:
     return clamp(x, None, hi)
 
 
+@float32_only
 def relu(x: Value) -> Value:
     """max(x, 0) as PyTorch computes it on CPU.
 
@@ -216,6 +227,7 @@ def relu(x: Value) -> Value:
     return select(x < 0.0, f32(0.0), x)
 
 
+@float32_only
 def sign(x: Value) -> Value:
     """-1, 0 or 1 by the sign of x.
 

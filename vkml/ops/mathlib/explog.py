@@ -23,6 +23,7 @@ from .bits import (
     INF_BITS,
     f32,
     f32_bits,
+    float32_only,
     from_bits,
     i32,
     ifelse_i32,
@@ -81,6 +82,7 @@ def exp_parts(r_hi: Value, r_lo: Value) -> tuple[Value, Value]:
     return s, s_err + (r_lo + quad)
 
 
+@float32_only
 def exp(x: Value) -> Value:
     """e^x.
 
@@ -98,6 +100,7 @@ def exp(x: Value) -> Value:
     return select(isnan(x), quiet(x), scale(s + tail, k))
 
 
+@float32_only
 def exp2(x: Value) -> Value:
     """2^x.
 
@@ -115,6 +118,7 @@ def exp2(x: Value) -> Value:
     return select(isnan(x), quiet(x), scale(s + tail, k))
 
 
+@float32_only
 def expm1(x: Value) -> Value:
     """e^x - 1, accurate near 0.
 
@@ -176,6 +180,7 @@ def _log_specials(x: Value, out: Value, zero_result: Value) -> Value:
     return select(isnan(x), quiet(x), out)
 
 
+@float32_only
 def log(x: Value) -> Value:
     """Natural logarithm.
 
@@ -192,6 +197,7 @@ def log(x: Value) -> Value:
     return _log_specials(x, out, f32(float("-inf")))
 
 
+@float32_only
 def log2(x: Value) -> Value:
     """Base-2 logarithm.
 
@@ -213,6 +219,7 @@ def log2_parts(x: Value) -> tuple[Value, Value]:
     return s_hi, s_lo + m_lo
 
 
+@float32_only
 def log1p(x: Value) -> Value:
     """log(1 + x), accurate near 0.
 

@@ -7,12 +7,14 @@ non-NaN input and torch's ``.half()`` on every input.
 
 from __future__ import annotations
 
+from ...errors import DTypeError
 from ...ir import types as T
 from ...ir.builder import convert, eq, f16_from_bits, select
 from ...ir.core import Value
-from .bits import to_bits, u32
+from .bits import float32_only, to_bits, u32
 
 
+@float32_only
 def f32_to_f16(x: Value) -> Value:
     """Round a float32 to float16, ties to even, with integer instructions only.
 
@@ -58,4 +60,6 @@ def f16_to_f32(h: Value) -> Value:
 
     Example: ``x = f16_to_f32(h)``.
     """
+    if h.dtype is not T.float16:
+        raise DTypeError(f"mathlib.f16_to_f32: operand must be a float16 IR value, got {h.dtype.name}")
     return convert(h, T.float32)

@@ -9,7 +9,20 @@ from __future__ import annotations
 
 from ...ir.builder import convert, eq, isnan, select, trunc
 from ...ir.core import Value
-from .bits import ABS_MASK, DEFAULT_NAN_BITS, I32, INF_BITS, SIGN_BIT, f32, f32_bits, from_bits, quiet, to_bits, u32
+from .bits import (
+    ABS_MASK,
+    DEFAULT_NAN_BITS,
+    I32,
+    INF_BITS,
+    SIGN_BIT,
+    f32,
+    f32_bits,
+    float32_only,
+    from_bits,
+    quiet,
+    to_bits,
+    u32,
+)
 from .dd import mul_dd_f, scale
 from .explog import exp_parts, log2_parts, reduce_exp2
 
@@ -17,12 +30,13 @@ _Y_LIMIT = 2.0**64  # beyond this, y*log2|x| saturates for every x != 1 anyway
 _T_LIMIT = 200.0  # |y*log2|x|| beyond this is certain overflow or underflow
 
 
+@float32_only
 def pow(x: Value, y: Value) -> Value:  # noqa: A001 - PyTorch's name
     """x raised to the power y (float32 base and exponent).
 
     Precision: ≤ 1 ulp of the correctly rounded result for finite, nonzero results (measured
     on 2^19 random pairs spanning the whole exponent range, and on integer exponents).
-    Special values (C99 Annex F, as PyTorch): pow(x, ±0) = 1 even for NaN x; pow(1, y) = 1
+    Special values: as C99 Annex F and PyTorch: pow(x, ±0) = 1 even for NaN x; pow(1, y) = 1
     even for NaN y; pow(-1, ±inf) = 1; pow(x < 0 finite, non-integer y) = NaN; an odd
     integer y keeps the sign of x (pow(-2, 3) = -8, pow(-0, -1) = -inf, pow(-inf, 3) = -inf);
     pow(±0, y < 0) = +inf unless y is an odd integer; pow(|x| < 1, -inf) = +inf,

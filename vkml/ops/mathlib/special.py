@@ -1,0 +1,312 @@
+"""Activation functions: sigmoid, tanh, softplus, erf, gelu (erf form), gelu_tanh.
+
+Each is evaluated as a double-float up to one final rounding, so the error stays well inside
+the 2-ulp contract (measured worst case 1 ulp). Where a result can be tiny the work is done on
+an unscaled mantissa and scaled by 2^k at the end (``scale``), so subnormal results are
+rounded once; "ulp" below is the float32 ulp of the correctly rounded result, and for
+subnormal results (|f| < 2^-126) the bound is absolute: 1 ulp = 2^-149.
+
+The tails use exact identities rather than cancelling subtractions:
+sigmoid(x) = e^x / (1 + e^x) for x < 0; tanh(x) = expm1(2x) / (expm1(2x) + 2);
+gelu(x) = x + gelu(-x) and gelu_tanh(x) = x + gelu_tanh(-x) for x > 0; and for x < -0.75,
+gelu(x) = exp(-x^2/2) * S(x) with x^2 formed exactly, S smooth (a polynomial in 2/(2+|x|)).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir.builder import eq, isnan, select
+from ...ir.core import Value
+from .bits import ABS_MASK, INF_BITS, SIGN_BIT, f32, float32_only, from_bits, i32, quiet, to_bits
+from .dd import div_dd, fast_two_sum, horner, mul_dd, mul_dd_const, mul_dd_f, scale, two_prod, two_sum
+from .exact import div
+from .explog import exp_parts, log1p_dd, minus_one, reduce_exp
+
+
+def _hex(*values: str) -> list[float]:
+    return [float.fromhex(v) for v in values]
+
+
+# Polynomials: constant term as a float32 pair, then the other coefficients (see explog's note).
+# erf(z) / z in z^2 on |z| <= 0.75 (relative error 2^-33).
+ERF_SMALL = (
+    _hex("0x1.20dd76p+0", "-0x1.f7e982p-25"),
+    _hex("-0x1.812746p-2", "0x1.ce2ed8p-4", "-0x1.b82204p-6", "0x1.559ab8p-8", "-0x1.b26bf8p-11", "0x1.7b09a0p-14"),
+)
+# erfc(z) * exp(z^2) in u = 2/(2+z) - ERFC_CENTER on 0.75 <= z <= 4 (relative error 2^-29).
+ERFC_CENTER = float.fromhex("0x1.0f83e0p-1")
+ERFC_SCALED = (
+    _hex("0x1.20f6aap-2", "0x1.a23f48p-27"),
+    _hex(
+        "0x1.d453c8p-1",
+        "0x1.063b00p+0",
+        "0x1.462324p-1",
+        "0x1.9cadf8p-6",
+        "-0x1.d9beecp-3",
+        "-0x1.cd8b7ep-6",
+        "0x1.f10532p-4",
+        "0x1.270c66p-11",
+    ),
+)
+# (Phi(x) - 1/2) / x in x^2 on |x| <= 0.75, Phi the standard normal CDF (relative error 2^-32).
+PHI_SMALL = (
+    _hex("0x1.988454p-2", "-0x1.85cd14p-27"),
+    _hex("-0x1.105838p-4", "0x1.46d078p-7", "-0x1.3744a4p-10", "0x1.e39ba0p-14", "-0x1.25ee7ap-17"),
+)
+# S(x) = x * Phi(x) * exp(x^2/2) in u = 2/(2+|x|) - GELU_CENTER on -15 <= x <= -0.75 (fitted to -15.1) (2^-31).
+GELU_CENTER = float.fromhex("0x1.b03f26p-2")
+GELU_TAIL = (
+    _hex("-0x1.6fd8dap-2", "0x1.7bb08ap-29"),
+    _hex(
+        "0x1.0211e4p-2",
+        "0x1.117944p-1",
+        "0x1.5ef7d6p-2",
+        "-0x1.c11e6cp-3",
+        "-0x1.fb56bcp-3",
+        "0x1.176508p-2",
+        "0x1.cbfb4ap-4",
+        "-0x1.847e40p-2",
+        "0x1.363c18p-3",
+        "0x1.5663f6p-2",
+        "-0x1.78c094p-2",
+    ),
+)
+# gelu_tanh(x) = x * sigmoid(v), v = x * (A + B*x^2) = 2*sqrt(2/pi)*(x + 0.044715*x^3); pairs.
+GELU_TANH_A = _hex("0x1.988454p+0", "-0x1.857936p-25")
+GELU_TANH_B = _hex("0x1.2444f2p-4", "0x1.49b16ap-29")
+
+SMALL = 0.75  # split point of the erf and gelu polynomials
+
+
+def _poly_dd(u: Value, table) -> tuple[Value, Value]:
+    """c0 + u*P(u) as a double-float, c0 being the table's float32 pair."""
+    (c0_hi, c0_lo), rest = table
+    hi, lo = two_sum(f32(c0_hi), u * horner(u, rest))
+    return hi, lo + c0_lo
+
+
+def _tail_poly(a: Value, center: float, table) -> tuple[Value, Value]:
+    """P(2/(2+a) - center) as a double-float, for a >= 0.75 (the erf and gelu tails).
+
+    The variable and the first two terms are carried as double-floats: with a rounded
+    variable, or a rounded c0 + c1*u, the sum would lose up to an ulp to cancellation.
+    """
+    d_hi, d_lo = two_sum(a, f32(2.0))
+    t_hi, t_lo = div_dd(f32(2.0), f32(0.0), d_hi, d_lo)
+    u_hi, u_lo = fast_two_sum(t_hi - center, t_lo)  # t_hi - center is exact (Sterbenz) or tiny-error
+    (c0_hi, c0_lo), rest = table
+    p_hi, p_lo = two_prod(f32(rest[0]), u_hi)
+    higher = u_hi * u_hi * horner(u_hi, rest[1:])
+    hi, lo = two_sum(f32(c0_hi), p_hi)
+    return hi, lo + (p_lo + rest[0] * u_lo + c0_lo + higher)
+
+
+def _with_sign_of(magnitude: Value, x: Value) -> Value:
+    return from_bits(to_bits(magnitude) | (to_bits(x) & SIGN_BIT))
+
+
+def _abs(x: Value) -> Value:
+    return from_bits(to_bits(x) & ABS_MASK)
+
+
+def _clamp(x: Value, lo: float, hi: float) -> Value:
+    """x limited to [lo, hi]; NaN becomes hi (callers restore NaN at the end)."""
+    x = select(x < hi, x, f32(hi))
+    return select(x > lo, x, f32(lo))
+
+
+def _exp_dd(v_hi: Value, v_lo: Value) -> tuple[Value, Value, Value]:
+    """e^v = (hi + lo) * 2^k for -160 <= v <= 104, hi + lo in [0.7, 1.42] (k an int32)."""
+    k, r_hi, r_lo = reduce_exp(v_hi, v_lo)
+    s, tail = exp_parts(r_hi, r_lo)
+    hi, lo = fast_two_sum(s, tail)
+    return hi, lo, k
+
+
+def _logistic_fraction(n_hi: Value, n_lo: Value, e_hi: Value, e_lo: Value, k: Value) -> tuple[Value, Value]:
+    """n / (1 + e * 2^k) as a double-float, for e * 2^k <= 1.5 (the sigmoid denominators)."""
+    d_hi, d_lo = two_sum(f32(1.0), scale(e_hi, k))
+    return div_dd(n_hi, n_lo, d_hi, d_lo + scale(e_lo, k))
+
+
+@float32_only
+def sigmoid(x: Value) -> Value:
+    """The logistic function 1 / (1 + exp(-x)).
+
+    Precision: ≤ 2 ulp everywhere (measured worst case 1 ulp); computed as 1/(1+e^-x) for
+    x >= 0 and e^x/(1+e^x) for x < 0, so the left tail keeps full relative accuracy down to
+    subnormal results (PyTorch returns 0 there once exp(-x) overflows, below about -88.7).
+    Special values: sigmoid(-inf) = 0, sigmoid(+inf) = 1, never NaN for finite input;
+    a NaN comes back quieted.
+
+    Example: ``y = sigmoid(x)``.
+    """
+    v = _clamp(-_abs(x), -110.0, 0.0)  # e^-110 is far below the subnormal range
+    e_hi, e_lo, k = _exp_dd(v, f32(0.0))
+    negative = x < 0.0
+    n_hi = select(negative, e_hi, f32(1.0))
+    n_lo = select(negative, e_lo, f32(0.0))
+    q, c = _logistic_fraction(n_hi, n_lo, e_hi, e_lo, k)
+    out = scale(q + c, select(negative, k, i32(0)))
+    return select(isnan(x), quiet(x), out)
+
+
+@float32_only
+def tanh(x: Value) -> Value:
+    """Hyperbolic tangent, as expm1(2|x|) / (expm1(2|x|) + 2) with the sign of x.
+
+    Precision: ≤ 2 ulp everywhere, relative also near 0 (measured worst case 1 ulp).
+    Special values: tanh(±0) = ±0, tanh(±inf) = ±1, |x| > 9.011 gives ±1; a NaN comes back
+    quieted.
+
+    Example: ``y = tanh(x)``.
+    """
+    a = _clamp(_abs(x), 0.0, 9.5)  # tanh rounds to 1 from 9.011 on
+    k, r_hi, r_lo = reduce_exp(a * 2.0, f32(0.0))
+    s, tail = exp_parts(r_hi, r_lo)
+    m_hi, m_lo = minus_one(s, tail, k)
+    d_hi, d_lo = two_sum(m_hi, f32(2.0))
+    q, c = div_dd(m_hi, m_lo, d_hi, d_lo + m_lo)
+    return select(isnan(x), quiet(x), _with_sign_of(q + c, x))
+
+
+@float32_only
+def softplus(x: Value, beta: float = 1.0, threshold: float = 20.0) -> Value:
+    """PyTorch's softplus: x where x*beta > threshold, else log(1 + exp(x*beta)) / beta.
+
+    Evaluated as (max(z, 0) + log1p(exp(-|z|))) / beta with z = x*beta kept exact (a
+    double-float), all in double-float up to one final rounding; the threshold test uses
+    x*beta rounded to float32, as PyTorch does. ``beta`` and ``threshold`` are Python numbers
+    (rounded to float32, as PyTorch does).
+    Precision: ≤ 2 ulp of the exact value of the formula (measured worst case 1 ulp; with
+    |beta| outside [2^-64, 2^64] the division by beta adds one rounding).
+    Special values: softplus(-inf) = 0, softplus(+inf) = +inf, never NaN for finite input;
+    a NaN comes back quieted.
+    Divergence from PyTorch: with beta != 1 PyTorch rounds x*beta before exp, which costs up
+    to ~|x*beta| * 2^-24 relative (tens of ulp in the left tail); vkml does not round it.
+
+    Example: ``y = softplus(x)`` or ``softplus(x, beta=2.0, threshold=10.0)``.
+    """
+    beta32 = float(np.float32(beta))
+    if beta32 == 1.0:
+        z_hi, z_lo = x, f32(0.0)
+    else:
+        z_hi, z_lo = two_prod(x, f32(beta32))
+        z_lo = select(_abs(z_hi) < 2.0**100, z_lo, f32(0.0))  # NaN-free where z is huge or inf
+    positive = z_hi > 0.0
+    v_hi = _clamp(select(positive, -z_hi, z_hi), -110.0, 0.0)  # -|z|; e^-110 underflows anyway
+    v_lo = select(v_hi > -110.0, select(positive, -z_lo, z_lo), f32(0.0))
+    e_hi, e_lo, k = _exp_dd(v_hi, v_lo)
+    l_hi, l_lo = log1p_dd(scale(e_hi, k), scale(e_lo, k))
+    s_hi, s_lo = two_sum(select(positive, z_hi, f32(0.0)), l_hi)
+    s_lo = s_lo + (l_lo + select(positive, z_lo, f32(0.0)))
+    if beta32 == 1.0:
+        out = s_hi + s_lo
+    elif 2.0**-64 <= abs(beta32) <= 2.0**64:
+        q, c = div_dd(s_hi, s_lo, f32(abs(beta32)), f32(0.0))
+        out = q + c if beta32 > 0 else -(q + c)
+    else:
+        out = div(s_hi + s_lo, f32(beta32))
+    out = select(z_hi > float(np.float32(threshold)), x, out)
+    return select(isnan(x), quiet(x), out)
+
+
+@float32_only
+def erf(x: Value) -> Value:
+    """The error function.
+
+    Precision: ≤ 2 ulp everywhere (measured worst case 1 ulp); relative error near 0, and
+    for subnormal results (|x| < 2^-126) an absolute error of at most 1 ulp (2^-149).
+    Special values: erf(±0) = ±0, erf(±inf) = ±1, |x| >= 3.92 gives ±1; a NaN comes back
+    quieted.
+
+    Example: ``y = erf(x)``.
+    """
+    # |x| <= 0.75: x * P(x^2), the leading product exact. Tiny x is scaled up first so that
+    # the product stays exact and a subnormal result is rounded once, by the final multiply.
+    tiny = _abs(x) < 2.0**-60
+    xs = select(tiny, x * 2.0**64, x)
+    z2 = x * x
+    p_hi, p_lo = two_prod(xs, f32(ERF_SMALL[0][0]))
+    small = p_hi + (p_lo + xs * (ERF_SMALL[0][1] + z2 * horner(z2, ERF_SMALL[1])))
+    small = select(tiny, small * 2.0**-64, small)
+    # |x| > 0.75: 1 - erfc(|x|), erfc(z) = exp(-z^2) * U(2/(2+z)).
+    z = _clamp(_abs(x), SMALL, 4.0)
+    u_hi, u_lo = _tail_poly(z, ERFC_CENTER, ERFC_SCALED)
+    q_hi, q_lo = two_prod(z, z)
+    e_hi, e_lo, k = _exp_dd(-q_hi, -q_lo)
+    c_hi, c_lo = mul_dd(e_hi, e_lo, u_hi, u_lo)
+    h, l = fast_two_sum(f32(1.0), -scale(c_hi, k))
+    large = _with_sign_of(h + (l - scale(c_lo, k)), x)
+    out = select(_abs(x) <= SMALL, small, large)
+    out = select(eq(x, 0.0), x, out)
+    return select(isnan(x), quiet(x), out)
+
+
+@float32_only
+def gelu(x: Value) -> Value:
+    """GELU, exact erf form: x * Phi(x) = 0.5 * x * (1 + erf(x / sqrt(2))).
+
+    Precision: ≤ 2 ulp wherever the result is a normal float32 (measured worst case 1 ulp),
+    including the left tail where PyTorch's 1 + erf(...) cancels; subnormal results (x below
+    about -13.2) have an absolute error of at most 1 ulp (2^-149); below about -14.5 the result
+    is -0.
+    Special values: gelu(±0) = ±0, gelu(+inf) = +inf; a NaN comes back quieted.
+    Divergence from PyTorch: gelu(-inf) = -0.0 (the limit) and gelu(+inf) = +inf always;
+    PyTorch gives NaN for -inf, and for +inf NaN or inf depending on the tensor length.
+
+    Example: ``y = gelu(x)``.
+    """
+    # |x| <= 0.75: 0.5*x + x^2 * P(x^2) with x^2 exact.
+    q_hi, q_lo = two_prod(x, x)
+    p_hi, p_lo = _poly_dd(q_hi, PHI_SMALL)
+    m_hi, m_lo = mul_dd(q_hi, q_lo, p_hi, p_lo)
+    h, l = two_sum(x * 0.5, m_hi)
+    small = h + (l + m_lo)
+    # |x| > 0.75: g = gelu(-|x|) = exp(-x^2/2) * S(-|x|); gelu(x) = g for x < 0, x + g for x > 0.
+    a = _clamp(_abs(x), SMALL, 15.0)  # gelu(-15) is far below the subnormal range
+    w_hi, w_lo = two_prod(a, a)
+    e_hi, e_lo, k = _exp_dd(w_hi * -0.5, w_lo * -0.5)
+    s_hi, s_lo = _tail_poly(a, GELU_CENTER, GELU_TAIL)
+    g_hi, g_lo = mul_dd(e_hi, e_lo, s_hi, s_lo)
+    return _finish_gelu(x, small, g_hi, g_lo, k)
+
+
+def _finish_gelu(x: Value, small: Value | None, g_hi: Value, g_lo: Value, k: Value) -> Value:
+    """Pick g * 2^k for x < 0, x + g * 2^k for x > 0, or the small-|x| result where given."""
+    negative = scale(g_hi + g_lo, k)
+    h, l = two_sum(x, scale(g_hi, k))
+    positive = h + (l + scale(g_lo, k))
+    out = select(x < 0.0, negative, select(eq(to_bits(x), INF_BITS), x, positive))  # inf + g would be NaN
+    if small is not None:
+        out = select(_abs(x) <= SMALL, small, out)
+    out = _with_sign_of(_abs(out), x)  # x * Phi(x) has the sign of x, zeros included
+    return select(isnan(x), quiet(x), out)
+
+
+@float32_only
+def gelu_tanh(x: Value) -> Value:
+    """GELU, tanh approximation (PyTorch approximate='tanh'):
+    0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))), evaluated as x * sigmoid(v) with
+    v = 2*sqrt(2/pi)*(x + 0.044715*x^3) formed as a double-float.
+
+    Precision: ≤ 2 ulp of the float64 value of PyTorch's formula wherever the result is a
+    normal float32 (measured worst case 1 ulp); subnormal results have an absolute error of
+    at most 1 ulp (2^-149); below about -10.6 the result is -0.
+    Special values: gelu_tanh(±0) = ±0, gelu_tanh(+inf) = +inf; a NaN comes back quieted.
+    Divergence from PyTorch: gelu_tanh(-inf) = -0.0 (the limit); PyTorch gives NaN.
+
+    Example: ``y = gelu_tanh(x)``.
+    """
+    w = _clamp(-_abs(x), -11.0, 0.0)  # g = gelu_tanh(w) <= 0; beyond -11 it underflows to -0
+    q_hi, q_lo = two_prod(w, w)
+    b_hi, b_lo = mul_dd_const(q_hi, q_lo, *GELU_TANH_B)
+    c_hi, c_lo = two_sum(f32(GELU_TANH_A[0]), b_hi)
+    v_hi, v_lo = mul_dd_f(c_hi, c_lo + (b_lo + GELU_TANH_A[1]), w)
+    v_lo = select(v_hi > -110.0, v_lo, f32(0.0))
+    v_hi = select(v_hi > -110.0, v_hi, f32(-110.0))
+    e_hi, e_lo, k = _exp_dd(v_hi, v_lo)
+    n_hi, n_lo = mul_dd_f(e_hi, e_lo, w)
+    q, c = _logistic_fraction(n_hi, n_lo, e_hi, e_lo, k)
+    return _finish_gelu(x, None, q, c, k)

@@ -21,7 +21,7 @@ from ..ir.core import Block, BufferDecl, If, Instr, Kernel, Loop, SharedDecl, Va
 from ..ir.text import ValueNames, format_statement
 from ..ir.types import DType
 from ..ir.verify import verify_kernel
-from . import CompiledKernel, push_slot_nbytes, tools
+from . import CompiledKernel, push_slot_nbytes, spirv_compare, tools
 from .features import DeviceFeatures
 from .spirv_module import ModuleBuilder
 from .spirv_ops import NO_CONTRACTION, OPCODES, convert_opcode, opcode
@@ -63,6 +63,7 @@ class _FunctionEmitter:
         self.ids: dict[int, str] = {}  # id(Value) -> SPIR-V id
         self.ir_name = ValueNames(kernel)  # '%5', or '%n' for a parameter, as in the IR text
         self.label = "%entry"
+        self.bits_compare = False  # float32 comparisons on the bits (devices that may flush subnormals)
         self._labels = 0
         self._temps = 0
         self.buffer_vars = [self._declare_buffer(i, b) for i, b in enumerate(kernel.buffers)]
@@ -198,6 +199,12 @@ class _FunctionEmitter:
             vec = self.temp(_BUILTINS[ins.op])
             self.op("OpLoad", vec, self.mod.vector(T.uint32, 3), self.mod.builtin_input(_BUILTINS[ins.op]))
             self.op("OpCompositeExtract", self.result_id(ins.result), self.mod.scalar(T.uint32), vec, str(ins.attrs[0]))
+            return
+        if self.bits_compare and spirv_compare.wanted(ins):
+            spirv_compare.emit(self, ins)
+            return
+        if ins.op == "irem" and ins.result.dtype.is_signed:
+            spirv_compare.emit_signed_irem(self, ins)
             return
         handler = getattr(self, f"_emit_{ins.op}", None)
         if handler is not None:
@@ -405,6 +412,7 @@ def _emit_module(kernel: Kernel, features: DeviceFeatures) -> tuple[str, frozens
     if modes and tuple(features.spirv_version) < (1, 4):
         mod.extension("SPV_KHR_float_controls")  # core from SPIR-V 1.4
     body = _FunctionEmitter(kernel, mod)
+    body.bits_compare = not features.denorm_preserve_float32  # see spirv_compare
     body.emit_function()
     function_type = mod.function_type()
     # SPIR-V 1.4+ lists every global the entry point uses; earlier versions only Input/Output.

@@ -3,6 +3,28 @@
 Import point for the rest of vkml (``from vkml.ops import mathlib``). Each public function
 documents its precision (``Precision:``), its NaN/inf behaviour (``Special values:``) and any
 ``Divergence from PyTorch:``; the docs generator reads those lines.
+
+All functions take and return float32 IR values (float16 is computed in float32 and narrowed
+with ``f32_to_f16``). Only add/sub/mul, compares, select, bit and integer operations are used,
+so the CPU interpreter and every Vulkan driver produce the same bits.
+
+| function | precision |
+|---|---|
+| div, sqrt, f32_to_f16, f16_to_f32, abs, maximum, minimum, clamp, relu, sign | exact |
+| rsqrt | two correct roundings (bit-equal to torch.rsqrt) |
+| exp, exp2, expm1, log, log2, log1p, pow | ≤ 1 ulp |
+| sigmoid, tanh, softplus, erf, gelu, gelu_tanh | ≤ 2 ulp (measured ≤ 1) |
+
+"ulp" is the float32 ulp of the correctly rounded result, counted in the integer order of
+float32 bit patterns, so for subnormal results it is the absolute 2^-149.
+
+NaN bits follow x86 (what numpy and PyTorch's CPU kernels give): a NaN operand of an
+arithmetic function comes back quieted (the first NaN operand when there are two), and an
+invalid operation (0/0, sqrt(-1), log(-1), pow(-8, 1/3)) gives 0xFFC00000. Select-only
+functions (maximum, minimum, clamp, relu, sign) pass a NaN through unchanged.
+
+Layout: ``bits`` (float32 fields, rounding to float32), ``dd`` (double-float arithmetic),
+``exact``, ``f16``, ``explog``, ``power``, ``special``.
 """
 
 from ...ir import builder as _builder
@@ -42,8 +64,3 @@ __all__ = [
     "f16_to_f32",
     "f32_to_f16",
 ]
-
-# `a / b` on float IR values is this division: the IR builder leaves it to the math library.
-from ...ir import builder as _builder  # noqa: E402
-
-_builder.float_division = div

@@ -29,7 +29,7 @@ from .bits import (
 )
 
 
-def _as_f32(x, like: Value) -> Value:
+def _as_f32(x) -> Value:
     return x if isinstance(x, Value) else f32(float(x))
 
 
@@ -44,7 +44,7 @@ def div(a: Value, b: Value) -> Value:
 
     Example: ``q = div(x, y)`` (also what ``x / y`` on float IR values builds).
     """
-    b = _as_f32(b, a)
+    b = _as_f32(b)
     ua, ub = to_bits(a), to_bits(b)
     sign = (ua ^ ub) & SIGN_BIT
     mag_a, mag_b = ua & ABS_MASK, ub & ABS_MASK
@@ -148,7 +148,7 @@ def maximum(a: Value, b: Value) -> Value:
 
     Example: ``m = maximum(x, y)``.
     """
-    b = _as_f32(b, a)
+    b = _as_f32(b)
     # Equal operands: only ±0 can differ in bits, and AND of their bits prefers +0.
     both = from_bits(to_bits(a) & to_bits(b))
     out = select(a > b, a, select(a < b, b, both))
@@ -167,7 +167,7 @@ def minimum(a: Value, b: Value) -> Value:
 
     Example: ``m = minimum(x, y)``.
     """
-    b = _as_f32(b, a)
+    b = _as_f32(b)
     either = from_bits(to_bits(a) | to_bits(b))  # equal operands: OR of the bits prefers -0
     out = select(a < b, a, select(a > b, b, either))
     out = select(isnan(b), b, out)
@@ -187,10 +187,10 @@ def clamp(x: Value, lo=None, hi=None) -> Value:
     """
     out = x
     if lo is not None:
-        lo = _as_f32(lo, x)
+        lo = _as_f32(lo)
         out = select(out < lo, lo, out)
     if hi is not None:
-        hi = _as_f32(hi, x)
+        hi = _as_f32(hi)
         out = select(out > hi, hi, out)
     for bound in (hi, lo):
         if bound is not None:

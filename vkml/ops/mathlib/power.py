@@ -72,13 +72,8 @@ def pow(x: Value, y: Value) -> Value:  # noqa: A001 - PyTorch's name
     sign = select(odd, to_bits(x) & SIGN_BIT, u32(0))
     out = from_bits(to_bits(mag) | sign)
 
-    negative_base = (x < 0.0) & ne_inf(x)
+    negative_base = (x < 0.0) & (x > float("-inf"))
     out = select(negative_base & ~y_int, f32_bits(DEFAULT_NAN_BITS), out)
     out = select(isnan(y), quiet(y), out)
     out = select(isnan(x), quiet(x), out)
     return select(eq(x, 1.0) | eq(y, 0.0), f32(1.0), out)
-
-
-def ne_inf(x: Value) -> Value:
-    """x is not ±inf."""
-    return ~eq(to_bits(x) & ABS_MASK, INF_BITS)

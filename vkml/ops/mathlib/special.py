@@ -134,11 +134,14 @@ def _logistic_fraction(n_hi: Value, n_lo: Value, e_hi: Value, e_lo: Value, k: Va
 def sigmoid(x: Value) -> Value:
     """The logistic function 1 / (1 + exp(-x)).
 
-    Precision: ≤ 2 ulp everywhere (measured worst case 1 ulp); computed as 1/(1+e^-x) for
-    x >= 0 and e^x/(1+e^x) for x < 0, so the left tail keeps full relative accuracy down to
-    subnormal results (PyTorch returns 0 there once exp(-x) overflows, below about -88.7).
+    Precision: ≤ 2 ulp of the correctly rounded result for every input (measured worst case
+    1 ulp); computed as 1/(1+e^-x) for x >= 0 and e^x/(1+e^x) for x < 0, so the left tail
+    keeps its relative accuracy; where the result is subnormal (x below about -87.3) the ulp
+    is the absolute 2^-149.
     Special values: sigmoid(-inf) = 0, sigmoid(+inf) = 1, never NaN for finite input;
     a NaN comes back quieted.
+    Divergence from PyTorch: for -103.9 < x < -88.7 the result is the (subnormal) correctly
+    rounded value; PyTorch returns 0 there, once exp(-x) overflows.
 
     Example: ``y = sigmoid(x)``.
     """
@@ -156,7 +159,8 @@ def sigmoid(x: Value) -> Value:
 def tanh(x: Value) -> Value:
     """Hyperbolic tangent, as expm1(2|x|) / (expm1(2|x|) + 2) with the sign of x.
 
-    Precision: ≤ 2 ulp everywhere, relative also near 0 (measured worst case 1 ulp).
+    Precision: ≤ 2 ulp of the correctly rounded result for every input, relative accuracy
+    included near the zero at 0 and for subnormal x (measured worst case 1 ulp).
     Special values: tanh(±0) = ±0, tanh(±inf) = ±1, |x| > 9.011 gives ±1; a NaN comes back
     quieted.
 
@@ -216,8 +220,9 @@ def softplus(x: Value, beta: float = 1.0, threshold: float = 20.0) -> Value:
 def erf(x: Value) -> Value:
     """The error function.
 
-    Precision: ≤ 2 ulp everywhere (measured worst case 1 ulp); relative error near 0, and
-    for subnormal results (|x| < 2^-126) an absolute error of at most 1 ulp (2^-149).
+    Precision: ≤ 2 ulp of the correctly rounded result for every input (measured worst case
+    1 ulp), relative accuracy included near the zero at 0; where the result is subnormal
+    (|x| below about 1.04e-38) the ulp is the absolute 2^-149.
     Special values: erf(±0) = ±0, erf(±inf) = ±1, |x| >= 3.92 gives ±1; a NaN comes back
     quieted.
 
@@ -248,13 +253,14 @@ def erf(x: Value) -> Value:
 def gelu(x: Value) -> Value:
     """GELU, exact erf form: x * Phi(x) = 0.5 * x * (1 + erf(x / sqrt(2))).
 
-    Precision: ≤ 2 ulp wherever the result is a normal float32 (measured worst case 1 ulp),
-    including the left tail where PyTorch's 1 + erf(...) cancels; subnormal results (x below
-    about -13.2) have an absolute error of at most 1 ulp (2^-149); below about -14.5 the result
-    is -0.
+    Precision: ≤ 2 ulp of the correctly rounded result for every input (measured worst case
+    1 ulp), relative accuracy included near the zero at 0 and in the left tail, where
+    PyTorch's 1 + erf(...) cancels; where the result is subnormal (x below about -13.2, or
+    |x| below about 2.4e-38) the ulp is the absolute 2^-149; below about -14.4 it is -0.
     Special values: gelu(±0) = ±0, gelu(+inf) = +inf; a NaN comes back quieted.
     Divergence from PyTorch: gelu(-inf) = -0.0 (the limit) and gelu(+inf) = +inf always;
     PyTorch gives NaN for -inf, and for +inf NaN or inf depending on the tensor length.
+    gelu(x) = x up to the float32 maximum; PyTorch overflows to +inf for x > 2^127.
 
     Example: ``y = gelu(x)``.
     """
@@ -291,9 +297,11 @@ def gelu_tanh(x: Value) -> Value:
     0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))), evaluated as x * sigmoid(v) with
     v = 2*sqrt(2/pi)*(x + 0.044715*x^3) formed as a double-float.
 
-    Precision: ≤ 2 ulp of the float64 value of PyTorch's formula wherever the result is a
-    normal float32 (measured worst case 1 ulp); subnormal results have an absolute error of
-    at most 1 ulp (2^-149); below about -10.6 the result is -0.
+    Precision: ≤ 2 ulp of the correctly rounded value of PyTorch's formula for every input
+    (measured worst case 1 ulp), relative accuracy included near the zero at 0 and in the
+    left tail, where 1 + tanh(...) cancels; where the result is subnormal (x below about
+    -10.0, or |x| below about 2.4e-38) the ulp is the absolute 2^-149; below about -10.6 it
+    is -0.
     Special values: gelu_tanh(±0) = ±0, gelu_tanh(+inf) = +inf; a NaN comes back quieted.
     Divergence from PyTorch: gelu_tanh(-inf) = -0.0 (the limit); PyTorch gives NaN.
 

@@ -53,7 +53,10 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False):
     if isinstance(data, Tensor):
         data = data.numpy()
     dtype = _dtype(dtype)
-    array = np.asarray(data)
+    try:
+        array = np.asarray(data)
+    except ValueError:  # numpy >= 1.24 refuses ragged nesting instead of making an object array
+        array = np.empty(0, object)
     if array.dtype == object:
         raise DTypeError(f"tensor(): cannot make a tensor from {type(data).__name__} with mixed or ragged content")
     if dtype is None:
@@ -114,6 +117,8 @@ def arange(start, end=None, step=1, dtype=None, device=None):
         start, end = 0, start
     if step == 0:
         raise ValueError("arange(): step must be nonzero")
+    if (end - start) * step < 0:
+        raise ValueError(f"arange(): upper bound and lower bound inconsistent with step sign ({start}, {end}, {step})")
     n = max(0, math.ceil((end - start) / step))
     is_int = all(isinstance(v, int) for v in (start, end, step))
     dtype = _dtype(dtype) or (T.int64 if is_int else T.float32)

@@ -1,0 +1,280 @@
+"""Composite ops: softmax, log_softmax, logsumexp, matmul (@) and the vkml.nn.functional wrappers.
+
+matmul is checked bit for bit against the contract (each output is the pairwise tree over k of
+float32 products) and for closeness against PyTorch; softmax-like ops against the float64
+result within a bound derived from their steps, with PyTorch's NaN/inf rules exactly.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from optest import (
+    assert_same_bits,
+    assert_ulp,
+    f16_ulp_distance,
+    from_torch,
+    in_layout,
+    random_floats,
+    random_ints,
+    to_torch,
+    tree_reduce,
+    ulp_error,
+    vk,
+)
+
+import vkml
+import vkml.nn.functional as VF
+
+NAN, INF = float("nan"), float("inf")
+
+
+def _softmax64(x: np.ndarray, dim: int) -> np.ndarray:
+    x = x.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        e = np.exp(x - x.max(axis=dim, keepdims=True))
+        return e / e.sum(axis=dim, keepdims=True)
+
+
+def _logsumexp64(x: np.ndarray, dim) -> np.ndarray:
+    x = x.astype(np.float64)
+    m = x.max(axis=dim, keepdims=True)
+    return (np.log(np.exp(x - m).sum(axis=dim, keepdims=True)) + m).squeeze(axis=dim)
+
+
+def _softmax_bound(x: np.ndarray, dim: int) -> np.ndarray:
+    """ulps: x - max rounds (|x - max| ulp of exp's argument), exp (1), the tree sum (log2 n), the division (1)."""
+    spread = np.abs(x.astype(np.float64) - x.max(axis=dim, keepdims=True))
+    return 2 + spread * 1.0 + math.ceil(math.log2(max(x.shape[dim], 2)))
+
+
+SPECIAL_ROWS = np.array(
+    [
+        [0.0, -INF, 1.0, 0.0],
+        [-INF, -INF, -INF, -INF],
+        [1.0, INF, 0.0, 2.0],
+        [1.0, NAN, 0.0, 2.0],
+        [1e30, 1e30, -1e30, 0.0],
+        [INF, -INF, 0.0, 0.0],
+        [-0.0, 0.0, -0.0, 0.0],
+        [88.0, -88.0, 100.0, -100.0],
+    ],
+    np.float32,
+)
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+def test_softmax_family_random_within_bound(op, dim):
+    x = random_floats((12, 37), seed=50, scale=4.0)
+    got = getattr(vkml, op)(vk(x), dim).numpy()
+    ref = _softmax64(x, dim)
+    if op == "softmax":
+        beyond = ulp_error(got, ref) > _softmax_bound(x, dim)
+        assert not beyond.any(), f"softmax(dim={dim}) beyond its bound at {np.argwhere(beyond)[:3].tolist()}"
+        np.testing.assert_allclose(got.sum(axis=dim), 1.0, rtol=1e-5)
+    else:
+        # log_softmax = (x - max) - log(sum): absolute error ~ ulp(x - max) + ulp(log sum), relative to its magnitude
+        with np.errstate(divide="ignore"):
+            want = np.log(ref)
+        np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6)
+    torch_out = from_torch(getattr(torch, op)(to_torch(x), dim))
+    np.testing.assert_allclose(got, torch_out, rtol=2e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+def test_softmax_family_special_rows_like_torch(op):
+    got = getattr(vkml, op)(vk(SPECIAL_ROWS), 1).numpy()
+    want = from_torch(getattr(torch, op)(to_torch(SPECIAL_ROWS), 1))
+    assert np.array_equal(np.isnan(got), np.isnan(want)), f"{op}: NaN rows differ from torch\n{got}\n{want}"
+    assert np.array_equal(np.isinf(got), np.isinf(want)) and np.array_equal(got[np.isinf(got)], want[np.isinf(want)])
+    finite = np.isfinite(want)
+    np.testing.assert_allclose(got[finite], want[finite], rtol=2e-6, atol=1e-30)
+    if op == "softmax":
+        assert got[0].tolist()[1] == 0.0 and np.isnan(got[1]).all() and np.isnan(got[2]).all()
+        assert got[4].tolist()[:3] == [0.5, 0.5, 0.0]
+    else:
+        assert got[0, 1] == -INF and np.isnan(got[1]).all()
+
+
+def test_logsumexp_rules_and_dims():
+    got = vkml.logsumexp(vk(SPECIAL_ROWS), 1).numpy()
+    want = from_torch(torch.logsumexp(to_torch(SPECIAL_ROWS), 1))
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    assert got[1] == -INF and got[2] == INF and got[5] == INF  # all -inf; containing +inf; (inf, -inf)
+    finite = np.isfinite(want)
+    np.testing.assert_allclose(got[finite], want[finite], rtol=2e-6)
+    x = random_floats((5, 6, 7), seed=51)
+    for dim, keepdim in ((0, False), (-1, True), ((0, 2), False), ((1, 2), True)):
+        got = vkml.logsumexp(vk(x), dim, keepdim=keepdim).numpy()
+        want = from_torch(torch.logsumexp(to_torch(x), dim, keepdim=keepdim))
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=2e-6)
+        ref = _logsumexp64(x, dim)
+        np.testing.assert_allclose(got.reshape(ref.shape), ref, rtol=2e-6)
+    empty = vkml.logsumexp(vk(np.zeros((2, 0), np.float32)), 1).numpy()
+    assert_same_bits(empty, np.array([-INF, -INF], np.float32), "logsumexp over an empty dim")
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax", "logsumexp"])
+def test_softmax_family_float16_rounds_once(op):
+    x = (random_floats((6, 40), seed=52) * 2).astype(np.float16)
+    got = getattr(vkml, op)(vk(x), 1).numpy()
+    assert got.dtype == np.float16
+    wide = getattr(vkml, op)(vk(x.astype(np.float32)), 1).numpy()
+    assert_same_bits(got, wide.astype(np.float16), f"float16 {op} = float32 {op} rounded once")
+    # PyTorch's own float16 log_softmax loses small results (0.0 for -0.000424): compare with its
+    # float32 result on the same inputs, rounded to float16.
+    want = from_torch(getattr(torch, op)(to_torch(x.astype(np.float32)), 1)).astype(np.float16)
+    assert f16_ulp_distance(got, want).max() <= 1, f"float16 {op} against torch's float32 result"
+
+
+def test_softmax_family_on_views_and_errors():
+    x = random_floats((9, 16), seed=53)
+    for layout in ("transposed", "strided", "flipped"):
+        t, values = in_layout(x, layout)
+        assert_same_bits(vkml.softmax(t, 1).numpy(), vkml.softmax(vk(values), 1).numpy(), f"softmax of a {layout} view")
+    with pytest.raises(vkml.DTypeError, match="floating point"):
+        vkml.softmax(vkml.arange(4), 0)
+    with pytest.raises(IndexError, match="dim"):
+        vkml.softmax(vk(x), 2)
+
+
+# ---------------------------------------------------------------------- matmul
+
+
+def matmul_oracle(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Each output: the contract's tree over k of the products, in float32 (int64 for ints)."""
+    out_dtype = np.result_type(a, b)
+    acc = np.float32 if out_dtype.kind == "f" else out_dtype
+    a2 = a[None, :] if a.ndim == 1 else a
+    b2 = b[:, None] if b.ndim == 1 else b
+    products = a2.astype(acc)[..., :, None, :] * np.swapaxes(b2.astype(acc), -1, -2)[..., None, :, :]
+    if products.shape[-1] == 0:
+        out = np.zeros(products.shape[:-1], out_dtype)
+    else:
+        out = tree_reduce(products, np.add).astype(out_dtype)
+    if a.ndim == 1:
+        out = out[..., 0, :]
+    if b.ndim == 1:
+        out = out[..., 0]
+    return out
+
+
+SHAPES = [
+    ((5,), (5,)),
+    ((3, 5), (5,)),
+    ((5,), (5, 4)),
+    ((3, 5), (5, 4)),
+    ((1, 1), (1, 1)),
+    ((2, 3, 70), (70, 3)),
+    ((2, 1, 3, 4), (5, 4, 2)),
+    ((4,), (2, 4, 3)),
+    ((3, 0), (0, 2)),
+    ((0, 3), (3, 2)),
+]
+
+
+@pytest.mark.parametrize("shape_a, shape_b", SHAPES)
+def test_matmul_shapes_bits_and_torch(shape_a, shape_b):
+    a = random_floats(shape_a, seed=54)
+    b = random_floats(shape_b, seed=55)
+    got = (vk(a) @ vk(b)).numpy()
+    want = from_torch(torch.matmul(to_torch(a), to_torch(b)))
+    assert got.shape == want.shape
+    assert_same_bits(got, matmul_oracle(a, b).reshape(want.shape), f"{shape_a} @ {shape_b}")
+    k = shape_a[-1]
+    magnitude = from_torch(torch.abs(to_torch(a)) @ torch.abs(to_torch(b)))
+    bound = 2 * (math.ceil(math.log2(max(k, 2))) + 2) * 2.0**-24 * magnitude
+    assert np.all(np.abs(got - want) <= bound), f"{shape_a} @ {shape_b} against torch"
+
+
+def test_matmul_same_tensor_on_both_sides():
+    # Regression: a memo keyed by id() of temporaries returned wrong values for x @ x.
+    x = random_floats((6, 6), seed=56)
+    t = vk(x)
+    assert_same_bits((t @ t).numpy(), matmul_oracle(x, x), "x @ x")
+    assert_same_bits((t @ t.T).numpy(), matmul_oracle(x, x.T), "x @ x.T")
+    y = t * 2
+    assert_same_bits((y @ y).numpy(), matmul_oracle(x * 2, x * 2), "y @ y of a lazy y")
+    v = vk(x[0])
+    assert_same_bits((v @ v).numpy(), matmul_oracle(x[0], x[0]), "v @ v")
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.int32, np.int64])
+def test_matmul_dtypes(dtype):
+    if dtype is np.float16:
+        a, b = (random_floats((4, 33), seed=57) * 4).astype(dtype), (random_floats((33, 5), seed=58) * 4).astype(dtype)
+    else:
+        a, b = random_ints((4, 33), dtype, seed=57), random_ints((33, 5), dtype, seed=58)
+    got = (vk(a) @ vk(b)).numpy()
+    want = from_torch(to_torch(a) @ to_torch(b))
+    assert got.dtype == want.dtype
+    assert_same_bits(got, matmul_oracle(a, b), f"{np.dtype(dtype).name} matmul against the tree")
+    if dtype is np.float16:
+        assert f16_ulp_distance(got, want).max() <= 1
+    else:
+        assert_same_bits(got, want, f"{np.dtype(dtype).name} matmul against torch")
+    mixed = (vk(a) @ vk(b.astype(np.float32))).numpy()
+    assert mixed.dtype == np.float32
+
+
+@pytest.mark.parametrize("layout", ["transposed", "strided", "flipped", "expanded"])
+def test_matmul_of_views(layout):
+    a = random_floats((8, 8), seed=59)
+    b = random_floats((8, 8), seed=60)
+    ta, va = in_layout(a, layout)
+    got = (ta @ vk(b)).numpy()
+    assert_same_bits(got, matmul_oracle(va, b), f"{layout} @ b")
+    got = (vk(b) @ ta).numpy()
+    assert_same_bits(got, matmul_oracle(b, va), f"b @ {layout}")
+
+
+def test_matmul_special_values_like_torch():
+    a = np.array([[NAN, 1.0], [INF, 1.0], [INF, -INF], [0.0, 1.0]], np.float32)
+    b = np.array([[1.0, 0.0], [1.0, 1.0]], np.float32)
+    got = (vk(a) @ vk(b)).numpy()
+    want = from_torch(to_torch(a) @ to_torch(b))
+    assert_same_bits(got, want, "matmul with NaN and inf")
+
+
+def test_matmul_errors():
+    with pytest.raises(vkml.ShapeError, match="'matmul'.*3 != 4"):
+        vkml.ones(2, 3) @ vkml.ones(4, 2)
+    with pytest.raises(vkml.ShapeError, match="'matmul'.*at least 1 dim"):
+        vkml.matmul(vkml.tensor(1.0), vkml.ones(2))
+    with pytest.raises(vkml.DTypeError, match="'matmul'.*bool"):
+        vk(np.ones((2, 2), bool)) @ vk(np.ones((2, 2), bool))
+    with pytest.raises(vkml.ShapeError, match="'matmul'"):
+        vkml.ones(2, 2, 3) @ vkml.ones(3, 3, 2)
+
+
+def test_mixed_devices_raise_at_the_op():
+    gpu = vkml.device("vulkan:0")
+    a = vkml.ones(2, 2)
+    b = vkml.ones(2, 2, device=gpu)
+    with pytest.raises(vkml.DeviceError, match=r"'matmul' operands are on different devices: cpu and vulkan:0"):
+        a @ b
+    with pytest.raises(vkml.DeviceError, match="'add'.*cpu.*vulkan:0"):
+        a + b
+    with pytest.raises(vkml.DeviceError, match="'cat'"):
+        vkml.cat([a, b])
+
+
+# ---------------------------------------------------------------------- vkml.nn.functional
+
+
+def test_nn_functional_wrappers_are_the_ops():
+    x = random_floats((4, 9), seed=61)
+    t = vk(x)
+    assert_same_bits(VF.relu(t).numpy(), vkml.relu(t).numpy(), "F.relu")
+    assert_same_bits(VF.softmax(t, 1).numpy(), vkml.softmax(t, 1).numpy(), "F.softmax")
+    assert_same_bits(VF.log_softmax(t, 0).numpy(), vkml.log_softmax(t, 0).numpy(), "F.log_softmax")
+    assert_same_bits(VF.gelu(t).numpy(), VF.gelu(t, approximate="none").numpy(), "F.gelu default")
+    assert_same_bits(VF.softplus(t).numpy(), VF.softplus(t, beta=1, threshold=20).numpy(), "F.softplus default")
+    assert_ulp(VF.sigmoid(t).numpy(), 1 / (1 + np.exp(-x.astype(np.float64))), 2, "F.sigmoid")
+    with pytest.raises(ValueError, match="beta"):
+        VF.softplus(t, beta=0)

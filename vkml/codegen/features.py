@@ -40,6 +40,7 @@ VULKAN_NAMES = {
     "cooperative_matrix": "cooperativeMatrix (VK_KHR_cooperative_matrix)",
     "shader_fma": "shaderFmaFloat32 (VK_KHR_shader_fma)",
     "vulkan_memory_model": "vulkanMemoryModel",
+    "buffer_device_address": "bufferDeviceAddress",
 }
 
 # SPIR-V version -> the spirv-tools target environment of the matching Vulkan version.
@@ -73,6 +74,7 @@ class DeviceFeatures:
     cooperative_matrix: bool = False
     shader_fma: bool = False
     vulkan_memory_model: bool = False
+    buffer_device_address: bool = False  # buffers beyond max_storage_buffer_range are reached by address
     max_push_constants_size: int = 128
     max_storage_buffer_range: int = 1 << 27
     max_compute_shared_memory_size: int = 16384
@@ -112,6 +114,7 @@ class DeviceFeatures:
             subgroup_ops=0xBF,
             subgroup_extended_types=True,
             vulkan_memory_model=True,
+            buffer_device_address=True,
             max_push_constants_size=128,
             max_storage_buffer_range=1 << 27,
             max_compute_shared_memory_size=32768,
@@ -140,6 +143,7 @@ class DeviceFeatures:
             subgroup_extended_types=True,
             cooperative_matrix=True,
             vulkan_memory_model=True,
+            buffer_device_address=True,
             max_push_constants_size=256,
             max_storage_buffer_range=(1 << 32) - 1,
             max_compute_shared_memory_size=49152,

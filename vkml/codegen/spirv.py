@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from collections.abc import Iterable
 
 from ..errors import CompileError, IRError
 from ..ir import types as T
@@ -53,12 +54,29 @@ def push_layout(kernel: Kernel) -> tuple[list[tuple[str, DType, int]], int]:
     return layout, -(-offset // 4) * 4
 
 
+def address_layout(kernel: Kernel, by_address: frozenset[int]) -> tuple[list[tuple[int, int]], int]:
+    """``(binding, offset)`` of each buffer device address in the push-constant block, and the block size.
+
+    The addresses follow the parameters, 8-byte aligned, in binding order.
+
+    >>> address_layout(kernel, frozenset({0}))   # doctest: +SKIP
+    ([(0, 8)], 16)
+    """
+    _, size = push_layout(kernel)
+    if not by_address:
+        return [], size
+    start = -(-size // 8) * 8
+    slots = [(binding, start + 8 * i) for i, binding in enumerate(sorted(by_address))]
+    return slots, start + 8 * len(slots)
+
+
 class _FunctionEmitter:
     """Emits the body of one kernel's entry point into ``self.lines``."""
 
-    def __init__(self, kernel: Kernel, module: ModuleBuilder):
+    def __init__(self, kernel: Kernel, module: ModuleBuilder, by_address: frozenset[int] = frozenset()):
         self.kernel = kernel
         self.mod = module
+        self.address_slots, _ = address_layout(kernel, by_address)
         self.lines: list[str] = []
         self.ids: dict[int, str] = {}  # id(Value) -> SPIR-V id
         self.ir_name = ValueNames(kernel)  # '%5', or '%n' for a parameter, as in the IR text
@@ -66,9 +84,11 @@ class _FunctionEmitter:
         self.bits_compare = False  # float32 comparisons on the bits (devices that may flush subnormals)
         self._labels = 0
         self._temps = 0
-        self.buffer_vars = [self._declare_buffer(i, b) for i, b in enumerate(kernel.buffers)]
+        # binding -> its StorageBuffer variable, or (by address) the pointer loaded at entry
+        self.buffer_vars = {i: self._declare_buffer(i, b) for i, b in enumerate(kernel.buffers) if i not in by_address}
+        self.buffer_bases: dict[int, str] = {}
         self.shared_vars = {s.name: self._declare_shared(i, s) for i, s in enumerate(kernel.shared)}
-        self.params_var = self._declare_params() if kernel.params else None
+        self.params_var = self._declare_params() if kernel.params or by_address else None
 
     # ------------------------------------------------------------ declarations
 
@@ -95,12 +115,21 @@ class _FunctionEmitter:
         self.mod.name(var, decl.name)
         return var
 
+    def _address_type(self, binding: int) -> str:
+        """``PhysicalStorageBuffer`` pointer to the buffer's Block struct (the type of its address)."""
+        decl = self.kernel.buffers[binding]
+        struct = self.mod.buffer_struct(T.uint32 if decl.dtype is T.bool_ else decl.dtype)
+        return self.mod.pointer("PhysicalStorageBuffer", struct)
+
     def _declare_params(self) -> str:
         layout, _ = push_layout(self.kernel)
         members = [self.mod.scalar(_push_slot_type(dtype)) for _, dtype, _ in layout]
+        members += [self._address_type(binding) for binding, _ in self.address_slots]
         struct = self.mod.define("%Params", f"OpTypeStruct {' '.join(members)}")
         self.mod.decorate(struct, "Block")
-        for i, (name, _, offset) in enumerate(layout):
+        offsets = [(name, offset) for name, _, offset in layout]
+        offsets += [(f"{self.kernel.buffers[b].name}.address", offset) for b, offset in self.address_slots]
+        for i, (name, offset) in enumerate(offsets):
             self.mod.member_decorate(struct, i, "Offset", offset)
             self.mod.names.append(f'OpMemberName %Params {i} "{name}"')
         var = self.mod.variable("%params", self.mod.pointer("PushConstant", struct), "PushConstant")
@@ -178,6 +207,18 @@ class _FunctionEmitter:
                 self.op("OpINotEqual", self.result_id(p.value), self.mod.scalar(T.bool_), loaded, self.mod.uint(0))
             elif dtype is T.float16:
                 self._f16_from_bits(self.result_id(p.value), loaded)
+        for member, (binding, _) in enumerate(self.address_slots, start=len(self.kernel.params)):
+            name = _sanitize(self.kernel.buffers[binding].name)
+            self.emit(f"; buffer {self.kernel.buffers[binding].name} (binding {binding}) by device address")
+            address_type = self._address_type(binding)
+            slot = self.op(
+                "OpAccessChain",
+                self.temp(f"{name}_address_ptr"),
+                self.mod.pointer("PushConstant", address_type),
+                self.params_var,
+                self.mod.uint(member),
+            )
+            self.buffer_bases[binding] = self.op("OpLoad", self.temp(f"{name}_base"), address_type, slot)
         self.emit_block(self.kernel.body)
         self.emit("OpReturn")
 
@@ -262,38 +303,53 @@ class _FunctionEmitter:
     def _emit_f16_to_bits(self, ins: Instr) -> None:
         self._f16_to_bits(self.result_id(ins.result), self.use(ins.args[0]))
 
-    def _element_pointer(self, ins: Instr, index: Value) -> tuple[str, DType]:
+    def _element_pointer(self, ins: Instr, index: Value) -> tuple[str, DType, tuple[str, ...]]:
+        """The element's pointer, its IR dtype, and the memory operands its OpLoad / OpStore need."""
         name = ins.attrs[0]
         if ins.op in ("load", "store"):
             binding = next(i for i, b in enumerate(self.kernel.buffers) if b.name == name)
             dtype = self.kernel.buffers[binding].dtype
             stored = T.uint32 if dtype is T.bool_ else dtype
             pointer = self.temp(f"{_sanitize(name)}_at")
+            if binding in self.buffer_bases:
+                # Address arithmetic in 64 bits: an element index below 2^32 may lie past 4 GiB.
+                ptr_type = self.mod.pointer("PhysicalStorageBuffer", self.mod.scalar(stored))
+                wide = self._index64(index)
+                self.op("OpAccessChain", pointer, ptr_type, self.buffer_bases[binding], self.mod.uint(0), wide)
+                return pointer, dtype, ("Aligned", str(stored.nbytes))
             ptr_type = self.mod.pointer("StorageBuffer", self.mod.scalar(stored))
             self.op("OpAccessChain", pointer, ptr_type, self.buffer_vars[binding], self.mod.uint(0), self.use(index))
-            return pointer, dtype
+            return pointer, dtype, ()
         dtype = self.kernel.shared_array(name).dtype
         pointer = self.temp(f"{_sanitize(name)}_at")
         ptr_type = self.mod.pointer("Workgroup", self.mod.scalar(dtype))
         self.op("OpAccessChain", pointer, ptr_type, self.shared_vars[name], self.use(index))
-        return pointer, dtype
+        return pointer, dtype, ()
+
+    def _index64(self, index: Value) -> str:
+        """``index`` as a 64-bit integer (zero-extended if unsigned, sign-extended if signed)."""
+        if index.dtype is T.int64:
+            return self.use(index)
+        if index.dtype.is_signed:
+            return self.op("OpSConvert", self.temp("index64"), self.mod.scalar(T.int64), self.use(index))
+        return self.op("OpUConvert", self.temp("index64"), self.mod.unsigned(64), self.use(index))
 
     def _emit_load(self, ins: Instr) -> None:
-        pointer, dtype = self._element_pointer(ins, ins.args[0])
+        pointer, dtype, access = self._element_pointer(ins, ins.args[0])
         if dtype is T.bool_ and ins.op == "load":
-            word = self.op("OpLoad", self.temp("word"), self.mod.scalar(T.uint32), pointer)
+            word = self.op("OpLoad", self.temp("word"), self.mod.scalar(T.uint32), pointer, *access)
             self.op("OpINotEqual", self.result_id(ins.result), self.mod.scalar(T.bool_), word, self.mod.uint(0))
         else:
-            self.op("OpLoad", self.result_id(ins.result), self.mod.scalar(dtype), pointer)
+            self.op("OpLoad", self.result_id(ins.result), self.mod.scalar(dtype), pointer, *access)
 
     def _emit_store(self, ins: Instr) -> None:
-        pointer, dtype = self._element_pointer(ins, ins.args[0])
+        pointer, dtype, access = self._element_pointer(ins, ins.args[0])
         value = self.use(ins.args[1])
         if dtype is T.bool_ and ins.op == "store":
             value = self.op(
                 "OpSelect", self.temp("word"), self.mod.scalar(T.uint32), value, self.mod.uint(1), self.mod.uint(0)
             )
-        self.emit(f"OpStore {pointer} {value}")
+        self.emit(" ".join(("OpStore", pointer, value, *access)))
 
     _emit_shared_load = _emit_load
     _emit_shared_store = _emit_store
@@ -395,9 +451,9 @@ def _hints(kernel: Kernel) -> tuple:
 # ---------------------------------------------------------------- the module and the compile entry point
 
 
-def _emit_module(kernel: Kernel, features: DeviceFeatures) -> tuple[str, frozenset[str]]:
-    check_limits(kernel, features)
-    needs = required_features(kernel, features)
+def _emit_module(kernel: Kernel, features: DeviceFeatures, by_address: frozenset[int]) -> tuple[str, frozenset[str]]:
+    check_limits(kernel, features, by_address)
+    needs = required_features(kernel, features, by_address)
     modes = float_control_features(kernel, features)
     mod = ModuleBuilder()
     for name, capability in (
@@ -411,23 +467,31 @@ def _emit_module(kernel: Kernel, features: DeviceFeatures) -> tuple[str, frozens
         mod.capability(mode)
     if modes and tuple(features.spirv_version) < (1, 4):
         mod.extension("SPV_KHR_float_controls")  # core from SPIR-V 1.4
-    body = _FunctionEmitter(kernel, mod)
+    if by_address:
+        mod.capability("PhysicalStorageBufferAddresses")
+        if tuple(features.spirv_version) < (1, 5):
+            mod.extension("SPV_KHR_physical_storage_buffer")  # core from SPIR-V 1.5
+    body = _FunctionEmitter(kernel, mod, by_address)
     body.bits_compare = not features.denorm_preserve_float32  # see spirv_compare
     body.emit_function()
     function_type = mod.function_type()
     # SPIR-V 1.4+ lists every global the entry point uses; earlier versions only Input/Output.
     interface = mod.interface if tuple(features.spirv_version) >= (1, 4) else mod.input_interface
     entry_name = kernel.name.replace("\\", "\\\\").replace('"', '\\"')
-    layout, push_size = push_layout(kernel)
+    layout, _ = push_layout(kernel)
+    slots, push_size = address_layout(kernel, by_address)
 
     out = [f"; SPIR-V for vkml kernel {kernel.name!r} (target {features.target_env}), emitted by vkml.codegen"]
     out += [f"; binding {i}: {b.name} ({b.dtype.short}, {b.access})" for i, b in enumerate(kernel.buffers)]
     out += [f"; push constant {name} ({dtype.short}) at byte {offset}" for name, dtype, offset in layout]
+    out += [
+        f"; push constant: device address of binding {b} at byte {offset} (not its descriptor)" for b, offset in slots
+    ]
     out += [f"OpCapability {c}" for c in mod.capabilities]
     out += [f'OpExtension "{e}"' for e in mod.extensions]
     if mod.uses_glsl_std:
         out.append('%glsl = OpExtInstImport "GLSL.std.450"')
-    out.append("OpMemoryModel Logical GLSL450")
+    out.append(f"OpMemoryModel {'PhysicalStorageBuffer64' if by_address else 'Logical'} GLSL450")
     out.append(f'OpEntryPoint GLCompute %main "{entry_name}" {" ".join(interface)}'.rstrip())
     out.append(f"OpExecutionMode %main LocalSize {' '.join(str(s) for s in kernel.local_size)}")
     out += [f"OpExecutionMode %main {mode} {width}" for _, mode, width in modes]
@@ -447,12 +511,14 @@ def _emit_module(kernel: Kernel, features: DeviceFeatures) -> tuple[str, frozens
     return "\n".join(out) + "\n", frozenset(used)
 
 
-def emit_spirv(kernel: Kernel, features: DeviceFeatures) -> str:
+def emit_spirv(kernel: Kernel, features: DeviceFeatures, by_address: Iterable[int] = ()) -> str:
     """The annotated SPIR-V assembly of ``kernel`` (deterministic; re-assembles with spirv-as).
+
+    ``by_address``: bindings reached through a buffer device address instead of a descriptor.
 
     >>> print(emit_spirv(kernel, DeviceFeatures.lavapipe_like()))   # doctest: +SKIP
     """
-    return _emit_module(kernel, features)[0]
+    return _emit_module(kernel, features, frozenset(by_address))[0]
 
 
 _CACHE: OrderedDict = OrderedDict()
@@ -464,17 +530,20 @@ def clear_compile_cache() -> None:
     _CACHE.clear()
 
 
-def compile_kernel(kernel: Kernel, features: DeviceFeatures) -> CompiledKernel:
+def compile_kernel(kernel: Kernel, features: DeviceFeatures, by_address: Iterable[int] = ()) -> CompiledKernel:
     """Verify, emit, assemble (spirv-as) and validate (spirv-val) ``kernel`` for ``features``.
 
-    Cached in memory by the kernel's structure, its value names and the features. Any failure
-    raises ``CompileError`` carrying ``.ir``, ``.assembly`` and ``.validator``.
+    ``by_address`` names the bindings reached through a buffer device address (buffers larger
+    than ``maxStorageBufferRange``; see ``vkml.codegen``). Cached in memory by the kernel's
+    structure, its value names, the features and ``by_address``. Any failure raises
+    ``CompileError`` carrying ``.ir``, ``.assembly`` and ``.validator``.
 
     >>> ck = compile_kernel(kernel, DeviceFeatures.lavapipe_like())   # doctest: +SKIP
     >>> ck.push_constants                                              # doctest: +SKIP
     [('n', vkml.uint32, 0)]
     """
-    key = (structure(kernel), _hints(kernel), features)
+    by_address = frozenset(by_address)
+    key = (structure(kernel), _hints(kernel), features, by_address)
     cached = _CACHE.get(key)
     if cached is not None:
         _CACHE.move_to_end(key)
@@ -484,12 +553,13 @@ def compile_kernel(kernel: Kernel, features: DeviceFeatures) -> CompiledKernel:
     asm = ""
     try:
         _verify(kernel, ir_text)
-        asm, used = _emit_module(kernel, features)
+        asm, used = _emit_module(kernel, features, by_address)
         spirv = tools.assemble_and_validate(asm, features.target_env, ir=ir_text)
     except CompileError as e:
         e.ir, e.assembly = e.ir or ir_text, e.assembly or asm
         raise
-    layout, push_size = push_layout(kernel)
+    layout, _ = push_layout(kernel)
+    slots, push_size = address_layout(kernel, by_address)
     compiled = CompiledKernel(
         spirv=spirv,
         asm=asm,
@@ -499,6 +569,7 @@ def compile_kernel(kernel: Kernel, features: DeviceFeatures) -> CompiledKernel:
         local_size=tuple(kernel.local_size),
         buffers=tuple(kernel.buffers),
         features_used=used,
+        address_slots=tuple(slots),
         compile_ms=(time.perf_counter() - started) * 1e3,
     )
     _CACHE[key] = compiled

@@ -43,10 +43,16 @@ def float_widths(kernel: Kernel) -> list[int]:
     return sorted(t.bits for t in kernel_dtypes(kernel) if t.is_float)
 
 
-def required_features(kernel: Kernel, features: DeviceFeatures) -> set[str]:
-    """Names of the ``DeviceFeatures`` fields ``kernel`` cannot run without; raise if one is missing."""
+def required_features(kernel: Kernel, features: DeviceFeatures, by_address: frozenset[int] = frozenset()) -> set[str]:
+    """Names of the ``DeviceFeatures`` fields ``kernel`` cannot run without; raise if one is missing.
+
+    A buffer reached by address (``by_address``) needs bufferDeviceAddress, and Int64 for the
+    64-bit address arithmetic.
+    """
     dtypes = kernel_dtypes(kernel)
     needs: set[str] = set()
+    if by_address:
+        needs.update(("buffer_device_address", "int64"))
     if T.float16 in dtypes:
         needs.add("float16")
     if T.int64 in dtypes:
@@ -90,8 +96,13 @@ def float_control_features(kernel: Kernel, features: DeviceFeatures) -> list[tup
     return modes
 
 
-def check_limits(kernel: Kernel, features: DeviceFeatures) -> None:
+def check_limits(kernel: Kernel, features: DeviceFeatures, by_address: frozenset[int] = frozenset()) -> None:
     """Raise CompileError when the kernel's workgroup, shared memory or parameters exceed the device."""
+    outside = sorted(b for b in by_address if not 0 <= b < len(kernel.buffers))
+    if outside:
+        raise CompileError(
+            f"kernel {kernel.name!r}: by_address names binding(s) {outside}, the kernel has {len(kernel.buffers)} buffers"
+        )
     size = tuple(kernel.local_size)
     if any(s < 1 for s in size):
         raise CompileError(f"kernel {kernel.name!r}: local size {size} has a dimension below 1")
@@ -117,9 +128,12 @@ def check_limits(kernel: Kernel, features: DeviceFeatures) -> None:
     for p in kernel.params:
         slot = push_slot_nbytes(p.dtype)
         push = -(-push // slot) * slot + slot
+    if by_address:  # one 8-byte aligned uint64 address per buffer, after the parameters
+        push = -(-push // 8) * 8 + 8 * len(by_address)
     if push > features.max_push_constants_size:
+        what = "parameters and buffer addresses" if by_address else "parameters"
         raise CompileError(
-            f"kernel {kernel.name!r}: {push} bytes of parameters exceed maxPushConstantsSize "
+            f"kernel {kernel.name!r}: {push} bytes of {what} exceed maxPushConstantsSize "
             f"{features.max_push_constants_size}"
         )
     if any(s.size < 1 for s in kernel.shared):

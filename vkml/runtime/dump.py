@@ -10,7 +10,9 @@ from ..codegen.features import DeviceFeatures
 from ..ir.core import Kernel
 
 
-def dump_kernel(kernel: Kernel, ir_text: str, spirv: bytes, features: DeviceFeatures, key: str) -> Path | None:
+def dump_kernel(
+    kernel: Kernel, ir_text: str, spirv: bytes, features: DeviceFeatures, key: str, by_address: tuple[int, ...] = ()
+) -> Path | None:
     """Write ``<name>-<key>.vkir/.spvasm/.spv`` into the dump folder, if one is set; return the stem."""
     folder = config.dump_spirv_dir()
     if folder is None:
@@ -18,6 +20,6 @@ def dump_kernel(kernel: Kernel, ir_text: str, spirv: bytes, features: DeviceFeat
     folder.mkdir(parents=True, exist_ok=True)
     stem = folder / f"{kernel.name}-{key[:12]}"
     stem.with_suffix(".vkir").write_text(ir_text)
-    stem.with_suffix(".spvasm").write_text(emit_spirv(kernel, features))
+    stem.with_suffix(".spvasm").write_text(emit_spirv(kernel, features, by_address))
     stem.with_suffix(".spv").write_bytes(spirv)
     return stem

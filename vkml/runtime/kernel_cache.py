@@ -1,7 +1,9 @@
 """Compiled kernels (SPIR-V + push-constant layout), cached in memory and on disk by IR hash.
 
-The key is a SHA-256 of the kernel's IR text, the device features codegen was given, and a
-fingerprint of the codegen sources (so a changed code generator never reuses old SPIR-V).
+The key is a SHA-256 of the kernel's IR text, the device features codegen was given, the
+bindings it reaches by device address (``by_address``, for buffers beyond
+``maxStorageBufferRange``; empty for almost every kernel), and a fingerprint of the codegen
+sources (so a changed code generator never reuses old SPIR-V).
 A second process with the same cache folder compiles nothing. A damaged file (truncated,
 garbage, wrong version) is ignored and rewritten, never trusted.
 
@@ -47,15 +49,17 @@ class KernelBinary:
     push_constants: tuple[tuple[str, T.DType, int], ...]  # (param name, dtype, byte offset)
     push_size: int
     entry_point: str = "main"
+    address_slots: tuple[tuple[int, int], ...] = ()  # (binding, byte offset) of each uint64 device address
 
     @classmethod
     def from_compiled(cls, compiled) -> KernelBinary:
-        """From codegen's ``CompiledKernel`` (``.spirv``, ``.push_constants``, ``.push_size``)."""
+        """From codegen's ``CompiledKernel`` (``.spirv``, ``.push_constants``, ``.push_size``, ``.address_slots``)."""
         return cls(
             spirv=bytes(compiled.spirv),
             push_constants=tuple((name, dtype, int(offset)) for name, dtype, offset in compiled.push_constants),
             push_size=int(compiled.push_size),
             entry_point=getattr(compiled, "entry_point", "main"),
+            address_slots=tuple((int(b), int(o)) for b, o in getattr(compiled, "address_slots", ())),
         )
 
     def to_bytes(self) -> bytes:
@@ -63,6 +67,7 @@ class KernelBinary:
             "push_constants": [[name, dtype.name, offset] for name, dtype, offset in self.push_constants],
             "push_size": self.push_size,
             "entry_point": self.entry_point,
+            "address_slots": [list(slot) for slot in self.address_slots],
         }
         header_bytes = json.dumps(header, sort_keys=True).encode()
         body = struct.pack("<I", len(header_bytes)) + header_bytes + self.spirv
@@ -87,6 +92,7 @@ class KernelBinary:
                 push_constants=tuple((n, T.by_name(d), int(o)) for n, d, o in header["push_constants"]),
                 push_size=int(header["push_size"]),
                 entry_point=str(header["entry_point"]),
+                address_slots=tuple((int(b), int(o)) for b, o in header.get("address_slots", ())),
             )
         except Exception:
             return None
@@ -108,10 +114,10 @@ def codegen_fingerprint() -> str:
     return digest.hexdigest()
 
 
-def default_compiler(kernel: Kernel, features: DeviceFeatures):
+def default_compiler(kernel: Kernel, features: DeviceFeatures, by_address: tuple[int, ...] = ()):
     from ..codegen import compile_kernel
 
-    return compile_kernel(kernel, features)
+    return compile_kernel(kernel, features, by_address)
 
 
 def write_atomically(path: Path, data: bytes) -> None:
@@ -136,33 +142,42 @@ class KernelCache:
         self.compiler = compiler or default_compiler
         self._memory: dict[str, KernelBinary] = {}
 
-    def key(self, ir_text: str) -> str:
+    def key(self, ir_text: str, by_address: tuple[int, ...] = ()) -> str:
         digest = hashlib.sha256()
         for part in (ir_text, repr(self.features), codegen_fingerprint()):
             digest.update(part.encode() + b"\0")
+        if by_address:  # absent for descriptor-only kernels, so their keys stay what they were
+            digest.update(f"by_address={sorted(by_address)}".encode() + b"\0")
         return digest.hexdigest()
 
     def path(self, key: str) -> Path:
         return config.cache_dir() / "kernels" / f"{key}.spv"
 
-    def binary(self, kernel: Kernel, ir_text: str | None = None) -> KernelBinary:
-        """The compiled form of ``kernel``; ``counters['kernels_compiled']`` counts real compilations."""
+    def binary(self, kernel: Kernel, ir_text: str | None = None, by_address: tuple[int, ...] = ()) -> KernelBinary:
+        """The compiled form of ``kernel``; ``counters['kernels_compiled']`` counts real compilations.
+
+        ``by_address``: bindings the kernel reaches through a device address (see ``vkml.codegen``).
+        """
         ir_text = ir_text if ir_text is not None else kernel_ir_text(kernel)
-        key = self.key(ir_text)
+        key = self.key(ir_text, by_address)
         found = self._memory.get(key)
         if found is not None:
             return found
         path = self.path(key)
         found = self._read(path)
         if found is None:
-            found = KernelBinary.from_compiled(self.compiler(kernel, self.features))
+            # A compiler that predates by_address (the tests' hand compilers) is only asked for descriptor kernels.
+            compiled = (
+                self.compiler(kernel, self.features, by_address) if by_address else self.compiler(kernel, self.features)
+            )
+            found = KernelBinary.from_compiled(compiled)
             counters["kernels_compiled"] += 1
             try:
                 write_atomically(path, found.to_bytes())
             except OSError:
                 pass  # a read-only or full cache folder only costs a recompile next time
         self._memory[key] = found
-        dump_kernel(kernel, ir_text, found.spirv, self.features, key)
+        dump_kernel(kernel, ir_text, found.spirv, self.features, key, by_address)
         return found
 
     @staticmethod

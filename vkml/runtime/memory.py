@@ -3,7 +3,10 @@
 Every block is one ``VkDeviceMemory`` with one ``VkBuffer`` over all of it; a tensor is a
 range ``(block, offset, size)`` of that buffer, so descriptors bind the block's buffer at an
 offset and no per-tensor Vulkan object exists. Offsets respect
-``minStorageBufferOffsetAlignment`` (and ``nonCoherentAtomSize`` for mapped memory).
+``minStorageBufferOffsetAlignment`` (and ``nonCoherentAtomSize`` for mapped memory). Where the
+device was created with ``bufferDeviceAddress``, every block's buffer also has a device
+address (``MemoryBlock.device_address``): kernels reach buffers larger than
+``maxStorageBufferRange`` through it.
 
 Which memory type (``choose_memory``):
 - a DEVICE_LOCAL|HOST_VISIBLE type on the largest device-local heap (an integrated or CPU
@@ -31,6 +34,9 @@ from .vk_physical import DEVICE_LOCAL, HOST_CACHED, HOST_COHERENT, HOST_VISIBLE,
 MiB = 1 << 20
 GiB = 1 << 30
 WHOLE_SIZE = (1 << 64) - 1  # VK_WHOLE_SIZE (the binding spells it -1, which cffi rejects)
+# Core Vulkan 1.2 values the `vulkan` binding only has under (None-valued) KHR aliases.
+BUFFER_USAGE_SHADER_DEVICE_ADDRESS = 0x00020000
+MEMORY_ALLOCATE_DEVICE_ADDRESS = 0x00000002
 # Blocks are large so that allocations rarely reach the driver; smaller on small heaps.
 LARGE_BLOCK_SIZE = 256 * MiB
 SMALL_BLOCK_SIZE = 64 * MiB
@@ -176,16 +182,23 @@ class MemoryBlock:
         self.logical = logical
         self.buffer = create_storage_buffer(logical, size)
         requirements = vk.vkGetBufferMemoryRequirements(logical.handle, self.buffer)
+        addressable = has_device_addresses(logical)
+        flags = None
+        if addressable:
+            flags = vk.VkMemoryAllocateFlagsInfo(
+                sType=vk.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO, flags=MEMORY_ALLOCATE_DEVICE_ADDRESS
+            )
         try:
             self.memory = vk.vkAllocateMemory(
                 logical.handle,
-                vk.VkMemoryAllocateInfo(allocationSize=requirements.size, memoryTypeIndex=memory_type),
+                vk.VkMemoryAllocateInfo(pNext=flags, allocationSize=requirements.size, memoryTypeIndex=memory_type),
                 None,
             )
         except Exception:
             vk.vkDestroyBuffer(logical.handle, self.buffer, None)
             raise
         vk.vkBindBufferMemory(logical.handle, self.buffer, self.memory, 0)
+        self.device_address = buffer_device_address(logical, self.buffer) if addressable else None
         self.ranges = None if dedicated else RangeAllocator(size)
         self.address = None  # a `char *` to the mapped memory
         if mapped:
@@ -203,6 +216,20 @@ class MemoryBlock:
         vk.vkFreeMemory(self.logical.handle, self.memory, None)
 
 
+def has_device_addresses(logical: LogicalDevice) -> bool:
+    """Whether buffers on this device get device addresses (bufferDeviceAddress was enabled)."""
+    return "bufferDeviceAddress" in logical.enabled_features
+
+
+def buffer_device_address(logical: LogicalDevice, buffer) -> int:
+    """The device address of ``buffer``'s first byte (``vkGetBufferDeviceAddress``)."""
+    ffi, lib = logical.ffi, logical.lib
+    info = ffi.new("VkBufferDeviceAddressInfo*")
+    info.sType = vk_instance.vk().VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO
+    info.buffer = buffer
+    return int(lib.vkGetBufferDeviceAddress(logical.handle, info))
+
+
 def create_storage_buffer(logical: LogicalDevice, size: int):
     vk = vk_instance.vk()
     usage = (
@@ -210,6 +237,8 @@ def create_storage_buffer(logical: LogicalDevice, size: int):
         | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
         | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
     )
+    if has_device_addresses(logical):
+        usage |= BUFFER_USAGE_SHADER_DEVICE_ADDRESS
     info = vk.VkBufferCreateInfo(size=size, usage=usage, sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
     return vk.vkCreateBuffer(logical.handle, info, None)
 

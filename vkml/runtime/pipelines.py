@@ -5,6 +5,11 @@ Layout convention (shared with codegen): descriptor set 0, binding ``i`` is the 
 ``i``-th buffer (a storage buffer); parameters are one push-constant block laid out as the
 ``KernelBinary`` says. Set layouts are shared by every kernel with the same buffer count.
 
+A kernel dispatched on a buffer larger than ``maxStorageBufferRange`` gets a variant pipeline
+(``Pipelines.addressed``) compiled to reach that buffer through its device address, which
+goes into the push-constant block after the parameters; its descriptor still binds (at most
+the range) but the variant never reads it.
+
 The pipeline-cache file is named by the device's ``pipelineCacheUUID``, vendor/device IDs,
 driver version and a hash of the driver-info string (lavapipe 22.3's UUID is a constant, so
 the UUID alone would not tell two Mesa versions apart). It is wrapped in a checksum; a damaged
@@ -20,7 +25,7 @@ import atexit
 import hashlib
 import struct
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import config
@@ -40,11 +45,22 @@ _PUSH_SIZES = {"f": 4, "e": 2, "i": 4, "I": 4, "q": 8}
 
 
 class PushConstantPacker:
-    """Packs a dispatch's parameters into the kernel's push-constant bytes with one ``struct`` call."""
+    """Packs a dispatch's parameters (and buffer device addresses) into the kernel's push-constant
+    bytes with one ``struct`` call.
 
-    def __init__(self, kernel_name: str, layout: tuple[tuple[str, T.DType, int], ...], size: int):
+    ``address_slots`` are ``(binding, offset)`` of uint64 addresses; they must follow the parameters.
+    """
+
+    def __init__(
+        self,
+        kernel_name: str,
+        layout: tuple[tuple[str, T.DType, int], ...],
+        size: int,
+        address_slots: tuple[tuple[int, int], ...] = (),
+    ):
         self.kernel_name = kernel_name
         self.names = tuple(name for name, _, _ in sorted(layout, key=lambda item: item[2]))
+        self.address_bindings = tuple(binding for binding, _ in sorted(address_slots, key=lambda item: item[1]))
         self.size = size
         fmt, position = "<", 0
         for _, dtype, offset in sorted(layout, key=lambda item: item[2]):
@@ -55,12 +71,18 @@ class PushConstantPacker:
                 raise CompileError(f"kernel {kernel_name!r}: push constants overlap at byte {offset}")
             fmt += "x" * (offset - position) + code
             position = offset + _PUSH_SIZES[code]
+        for binding, offset in sorted(address_slots, key=lambda item: item[1]):
+            if offset < position or offset % 8:
+                raise CompileError(f"kernel {kernel_name!r}: address of binding {binding} at bad byte offset {offset}")
+            fmt += "x" * (offset - position) + "Q"
+            position = offset + 8
         if position > size:
             raise CompileError(f"kernel {kernel_name!r}: push constants end at byte {position}, past push_size {size}")
         fmt += "x" * (size - position)
         self.struct = struct.Struct(fmt)
 
-    def pack(self, params: dict) -> bytes:
+    def pack(self, params: dict, addresses: dict[int, int] | None = None) -> bytes:
+        """The push-constant bytes; ``addresses`` maps binding -> device address for the address slots."""
         try:
             values = [params[name] for name in self.names]
         except KeyError as missing:
@@ -68,6 +90,14 @@ class PushConstantPacker:
                 f"kernel {self.kernel_name!r}: parameter {missing.args[0]!r} not given "
                 f"(given: {sorted(params)}, expected: {list(self.names)})"
             ) from None
+        if self.address_bindings:
+            given = addresses or {}
+            if any(binding not in given for binding in self.address_bindings):
+                raise DeviceError(
+                    f"kernel {self.kernel_name!r}: device addresses of bindings {list(self.address_bindings)} "
+                    f"not given (given: {sorted(given)})"
+                )
+            values += [given[binding] for binding in self.address_bindings]
         try:
             return self.struct.pack(*values)
         except (struct.error, TypeError, OverflowError) as exc:
@@ -94,6 +124,8 @@ class KernelEntry:
     pipeline: Pipeline
     plan: tuple[tuple[str, T.DType, bool, bool], ...]
     name: str
+    kernel: weakref.ref  # for compiling variants
+    addressed: dict = field(default_factory=dict)  # by_address bindings -> variant Pipeline
 
 
 class PipelineCacheFile:
@@ -179,7 +211,7 @@ class Pipelines:
         self.kernels = kernels
         self.cache_file = cache_file if cache_file is not None else PipelineCacheFile(logical)
         self._by_object: dict[int, tuple[weakref.ref, KernelEntry]] = {}
-        self._by_text: dict[str, Pipeline] = {}
+        self._by_text: dict = {}  # IR text (and, for address variants, their bindings) -> Pipeline
         self._set_layouts: dict[int, object] = {}
         self._pipeline_layouts: dict[tuple[int, int], object] = {}
         self.max_push = int(logical.limits["maxPushConstantsSize"])
@@ -197,10 +229,24 @@ class Pipelines:
             pipeline = self.create(kernel.name, len(kernel.buffers), binary)
             self._by_text[text] = pipeline
         plan = tuple((b.name, b.dtype, b.access != "write", b.access != "read") for b in kernel.buffers)
-        entry = KernelEntry(pipeline, plan, kernel.name)
+        entry = KernelEntry(pipeline, plan, kernel.name, weakref.ref(kernel))
         key = id(kernel)
         self._by_object[key] = (weakref.ref(kernel, lambda _ref, key=key: self._by_object.pop(key, None)), entry)
         return entry
+
+    def addressed(self, entry: KernelEntry, by_address: tuple[int, ...]) -> Pipeline:
+        """The variant of ``entry``'s kernel that reaches bindings ``by_address`` through device addresses."""
+        found = entry.addressed.get(by_address)
+        if found is not None:
+            return found
+        kernel = entry.kernel()
+        text = kernel_ir_text(kernel)
+        pipeline = self._by_text.get((text, by_address))
+        if pipeline is None:
+            binary = self.kernels.binary(kernel, text, by_address)
+            pipeline = self._by_text[(text, by_address)] = self.create(kernel.name, len(kernel.buffers), binary)
+        entry.addressed[by_address] = pipeline
+        return pipeline
 
     def create(self, name: str, buffer_count: int, binary: KernelBinary) -> Pipeline:
         """A compute pipeline from SPIR-V; the driver compile goes through the persistent cache."""
@@ -240,7 +286,7 @@ class Pipelines:
             layout=layout,
             set_layouts=ffi.new("VkDescriptorSetLayout[1]", [self._set_layout(buffer_count)]),
             buffer_count=buffer_count,
-            packer=PushConstantPacker(name, binary.push_constants, push_size),
+            packer=PushConstantPacker(name, binary.push_constants, push_size, binary.address_slots),
             push_data=ffi.new("char[]", max(push_size, 4)),
         )
 

@@ -41,6 +41,7 @@ WANTED_FEATURES = frozenset(
         "computeFullSubgroups",
         "maintenance4",
         "cooperativeMatrix",
+        "bufferDeviceAddress",  # kernels reach buffers beyond maxStorageBufferRange by address
     }
 )
 
@@ -114,6 +115,7 @@ def device_features(info: PhysicalDeviceInfo, enabled: set[str] | None = None) -
         # The installed `vulkan` binding has no VK_KHR_shader_fma structs, so it is never enabled.
         "shader_fma": False,
         "vulkan_memory_model": "vulkanMemoryModel" in enabled,
+        "buffer_device_address": "bufferDeviceAddress" in enabled,
         "max_push_constants_size": int(limits["maxPushConstantsSize"]),
         "max_storage_buffer_range": int(limits["maxStorageBufferRange"]),
         "max_compute_shared_memory_size": int(limits["maxComputeSharedMemorySize"]),

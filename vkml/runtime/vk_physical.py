@@ -55,6 +55,7 @@ FEATURE_STRUCTS = (
             "shaderBufferInt64Atomics",
             "vulkanMemoryModel",
             "vulkanMemoryModelDeviceScope",
+            "bufferDeviceAddress",
         ),
         min_api=V1_2,
     ),
@@ -90,6 +91,13 @@ FEATURE_STRUCTS = (
         ("vulkanMemoryModel", "vulkanMemoryModelDeviceScope"),
         below_api=V1_2,
         extension="VK_KHR_vulkan_memory_model",
+    ),
+    ChainStruct(
+        "VkPhysicalDeviceBufferDeviceAddressFeatures",
+        "VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_BUFFER_DEVICE_ADDRESS_FEATURES",
+        ("bufferDeviceAddress",),
+        below_api=V1_2,
+        extension="VK_KHR_buffer_device_address",
     ),
     ChainStruct(
         "VkPhysicalDeviceSubgroupSizeControlFeatures",

@@ -14,9 +14,19 @@ run ends with one barrier that makes its writes visible to the host, to transfer
 later runs (not counted in ``counters['barriers']``, which counts hazard barriers).
 
 Storage: bool elements are one uint32 (0/1) each on the device, converted on upload and
-download; float16 is 2 bytes. A descriptor never binds more than ``maxStorageBufferRange``
-bytes: a larger buffer is bound from its start, and kernels that must reach past that range
-need a later change (splitting the binding or buffer device addresses).
+download; float16 is 2 bytes.
+
+Buffers beyond ``maxStorageBufferRange`` (lavapipe: 128 MiB): a descriptor never binds more
+than that range, so a dispatch that gives a kernel such a buffer runs a variant of the kernel
+compiled with that binding reached through its buffer device address (bufferDeviceAddress,
+core in Vulkan 1.2), which ``run`` pushes as a push constant; the descriptor still binds the
+first ``maxStorageBufferRange`` bytes, unused. Every other buffer stays on its descriptor:
+lavapipe runs elementwise kernels 2–2.7× slower by address, the H200 equally fast (measured,
+see ``vkml.codegen``), and addresses take push-constant space (8 of lavapipe's 128 bytes
+each). A device without bufferDeviceAddress raises ``DeviceError`` for such a dispatch. The
+choice is per dispatch, from the buffers' sizes, so one kernel runs on small and huge tensors
+alike. (On the H200, maxMemoryAllocationSize is 2 MiB under its 4 GiB range, so there no
+buffer ever goes by address.)
 """
 
 from __future__ import annotations
@@ -80,6 +90,9 @@ class VulkanBuffer(Buffer):
             finalizer.atexit = False  # the process is ending: the driver takes the memory back
         self.binding = (block.buffer, offset, size)
         self.binding_key = (block.id, offset, size)
+        # Past the range a kernel must reach the buffer by device address (see the module docstring).
+        self.beyond_range = self.device_nbytes > device.max_storage_buffer_range
+        self.device_address = None if block.device_address is None else block.device_address + offset
 
     def __repr__(self) -> str:
         return f"VulkanBuffer({self.device.name}, {self.dtype.name}, numel={self.numel})"
@@ -221,8 +234,8 @@ class VulkanDevice(Device):
             if x == 0 or y == 0 or z == 0:
                 continue
             entry = lookup_pipeline(dispatch.kernel)
-            pipeline = entry.pipeline
-            reads, writes, keys, bindings = self._bind(dispatch, entry)
+            reads, writes, keys, bindings, addresses = self._bind(dispatch, entry)
+            pipeline = self.pipelines.addressed(entry, tuple(addresses)) if addresses else entry.pipeline
 
             if not written.isdisjoint(reads) or not written.isdisjoint(writes) or not read.isdisjoint(writes):
                 lib.vkCmdPipelineBarrier(command_buffer, compute, compute, 0, 1, hazard_barrier, 0, null, 0, null)
@@ -239,7 +252,7 @@ class VulkanDevice(Device):
                 descriptor_set = lookup_set(pipeline.set_layouts, keys, bindings)
                 lib.vkCmdBindDescriptorSets(command_buffer, bind_point, pipeline.layout, 0, 1, descriptor_set, 0, null)
             if pipeline.packer.size:
-                data = pipeline.packer.pack(dispatch.params)
+                data = pipeline.packer.pack(dispatch.params, addresses)
                 lib.vkCmdPushConstants(command_buffer, pipeline.layout, push_stage, 0, pipeline.packer.size, data)
             lib.vkCmdDispatch(command_buffer, x, y, z)
             launched += 1
@@ -254,11 +267,12 @@ class VulkanDevice(Device):
         counters["barriers"] += barriers
         counters["submissions"] += 1
 
-    def _bind(self, dispatch: Dispatch, entry) -> tuple[list, list, tuple, list]:
-        """Check a dispatch's buffers against its kernel; return what it reads, writes and binds."""
+    def _bind(self, dispatch: Dispatch, entry) -> tuple[list, list, tuple, list, dict]:
+        """Check a dispatch's buffers against its kernel; return what it reads, writes and binds,
+        and ``{binding: device address}`` of the buffers beyond ``maxStorageBufferRange``."""
         given = dispatch.buffers
-        reads, writes, keys, bindings = [], [], [], []
-        for name, dtype, is_read, is_written in entry.plan:
+        reads, writes, keys, bindings, addresses = [], [], [], [], {}
+        for index, (name, dtype, is_read, is_written) in enumerate(entry.plan):
             buffer = given.get(name)
             if buffer is None:
                 raise DeviceError(f"kernel {entry.name!r}: buffer {name!r} not given (given: {sorted(given)})")
@@ -273,13 +287,24 @@ class VulkanDevice(Device):
                 )
             keys.append(buffer.binding_key)
             bindings.append(buffer.binding)
+            if buffer.beyond_range:
+                addresses[index] = self._device_address(entry, name, buffer)
             hazard_key = buffer.hazard_key
             if hazard_key is not None:
                 if is_read:
                     reads.append(hazard_key)
                 if is_written:
                     writes.append(hazard_key)
-        return reads, writes, tuple(keys), bindings
+        return reads, writes, tuple(keys), bindings, addresses
+
+    def _device_address(self, entry, name: str, buffer: VulkanBuffer) -> int:
+        if buffer.device_address is None:
+            raise DeviceError(
+                f"kernel {entry.name!r}: buffer {name!r} holds {buffer.device_nbytes} bytes, more than {self.name}'s "
+                f"maxStorageBufferRange ({self.max_storage_buffer_range}), and the device lacks bufferDeviceAddress "
+                f"to reach it otherwise"
+            )
+        return buffer.device_address
 
     def save_caches(self) -> None:
         """Write the pipeline cache to disk now (it is also written at exit when it changed)."""

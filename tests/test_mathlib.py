@@ -277,6 +277,22 @@ def _uniform(seed, lo, hi):
     return rng(seed).uniform(lo, hi, N).astype(np.float32)
 
 
+def neighbours(values, steps: int = 4) -> np.ndarray:
+    """Each value and its ``steps`` float32 neighbours on either side."""
+    centre = ordered(np.float32(values))[:, None] + np.arange(-steps, steps + 1)[None, :]
+    i = centre.ravel()
+    return np.where(i < 0, (-i) | 0x80000000, i).astype(np.uint32).view(np.float32)
+
+
+# Overflow and underflow thresholds, where results turn subnormal, and the split points of the
+# piecewise evaluations (log's sqrt(2), erf's and gelu's 0.75, tanh's 9.011, ...).
+THRESHOLDS = neighbours(
+    [88.72284, -87.33655, -103.27893, -103.97208, 128.0, -126.0, -149.0, -150.0, 40.0, -17.32868]
+    + [1.4142135, 0.70710677, -0.99999994, 9.010913, 0.75, -0.75, 3.92, -13.2, -14.4, -10.0, -10.6, 20.0]
+    + [0.34657359, -0.34657359, 1.0, -1.0]
+)
+
+
 # name -> (float64 reference, ulp bound, inputs beyond the log-uniform sweep and the specials)
 UNARY = {
     "exp": (np.exp, 1, lambda: _uniform(20, -104, 89)),
@@ -297,7 +313,7 @@ UNARY = {
 @pytest.mark.parametrize("name", list(UNARY))
 def test_unary_within_documented_ulp(name):
     ref64, bound, focused = UNARY[name]
-    x = np.concatenate([log_uniform(40), focused(), SPECIALS])
+    x = np.concatenate([log_uniform(40), focused(), SPECIALS, THRESHOLDS])
     with np.errstate(all="ignore"):
         want = ref64(x.astype(np.float64))
     got = evaluate(getattr(M, name), x)
@@ -319,8 +335,9 @@ def test_pow_within_one_ulp():
     y1 = (g.uniform(-155, 130, N) / np.where(log2x == 0, 1, log2x)).astype(np.float32)
     x2, y2 = _uniform(52, 0, 4), _uniform(53, -40, 40)
     x3, y3 = _uniform(54, -10, 10), g.integers(-40, 41, N).astype(np.float32)  # negative bases
-    x = np.concatenate([x1, x2, x3])
-    y = np.concatenate([y1, y2, y3])
+    x4, y4 = _uniform(55, 0.999, 1.001), _uniform(56, -1e5, 1e5)  # large y: log2|x| must be very accurate
+    x = np.concatenate([x1, x2, x3, x4])
+    y = np.concatenate([y1, y2, y3, y4])
     with np.errstate(all="ignore"):
         want = np.power(x.astype(np.float64), y.astype(np.float64))
     assert_within_ulp(evaluate(M.pow, x, y), want, 1, (x, y), "pow")

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import math
 
+import hypothesis.extra.numpy as hnp
 import numpy as np
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 from optest import (
     assert_same_bits,
     assert_ulp,
@@ -278,3 +281,32 @@ def test_nn_functional_wrappers_are_the_ops():
     assert_ulp(VF.sigmoid(t).numpy(), 1 / (1 + np.exp(-x.astype(np.float64))), 2, "F.sigmoid")
     with pytest.raises(ValueError, match="beta"):
         VF.softplus(t, beta=0)
+
+
+@st.composite
+def _matmul_case(draw):
+    m, k, n = draw(st.integers(1, 5)), draw(st.integers(0, 9)), draw(st.integers(1, 5))
+    batch = draw(hnp.array_shapes(min_dims=0, max_dims=2, min_side=1, max_side=3))
+    batch_b = tuple(draw(st.sampled_from([s, 1])) for s in batch)[draw(st.integers(0, len(batch))) :]
+    shape_a = draw(st.sampled_from([(k,), batch + (m, k)]))
+    shape_b = draw(st.sampled_from([(k,), batch_b + (k, n)]))
+    elements = st.floats(-1e3, 1e3, width=32)
+    return draw(hnp.arrays(np.float32, shape_a, elements=elements)), draw(
+        hnp.arrays(np.float32, shape_b, elements=elements)
+    )
+
+
+@given(case=_matmul_case())
+def test_random_matmul_shapes_follow_the_tree_and_torch_shapes(case):
+    a, b = case
+    got = (vk(a) @ vk(b)).numpy()
+    want = from_torch(to_torch(a) @ to_torch(b))
+    assert got.shape == want.shape, f"{a.shape} @ {b.shape}"
+    assert_same_bits(got, matmul_oracle(a, b).reshape(want.shape), f"{a.shape} @ {b.shape}")
+
+
+def test_matmul_of_negative_zero_products_is_negative_zero():
+    # Documented divergence (docs/ops/matmul.md): PyTorch's BLAS starts from +0.0 and gives +0.0.
+    a = np.array([[-1.0, 0.0], [1.0, 0.0]], np.float32)
+    b = np.array([[0.0], [-2.0]], np.float32)
+    assert_same_bits((vk(a) @ vk(b)).numpy(), np.array([[-0.0], [0.0]], np.float32), "-0.0 products")

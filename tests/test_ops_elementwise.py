@@ -9,9 +9,12 @@ and ``test_documented_values`` asserts vkml's value instead.
 
 from __future__ import annotations
 
+import hypothesis.extra.numpy as hnp
 import numpy as np
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 from optest import (
     BOOL_PARAM_BUG,
     F16_SPECIALS,
@@ -453,3 +456,33 @@ def test_dtype_errors_name_the_op():
         vkml.lt(vk(np.array([True])), vk(np.array([False])))
     with pytest.raises(TypeError, match="'add' needs at least one tensor"):
         vkml.add(1.0, 2.0)
+
+
+# ---------------------------------------------------------------------- random shapes and values
+
+
+@st.composite
+def _broadcast_case(draw):
+    shape = draw(hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4))
+    other = tuple(draw(st.sampled_from([s, 1])) for s in shape)[draw(st.integers(0, len(shape))) :]
+    dtype = draw(st.sampled_from([np.float32, np.float16, np.int32, np.int64]))
+    if np.dtype(dtype).kind == "f":
+        elements = st.floats(width=np.dtype(dtype).itemsize * 8, allow_nan=True, allow_infinity=True)
+    else:
+        info = np.iinfo(dtype)
+        elements = st.integers(int(info.min), int(info.max))
+    a = draw(hnp.arrays(dtype, shape, elements=elements))
+    b = draw(hnp.arrays(dtype, other, elements=elements))
+    swap = draw(st.booleans())
+    return (b, a) if swap else (a, b)
+
+
+@given(case=_broadcast_case(), name=st.sampled_from(["add", "sub", "mul", "div", "maximum", "minimum", "le", "ne"]))
+def test_random_broadcasts_match_torch(case, name):
+    a, b = case
+    got, want, keep = run_binary(name, a, b)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert_same_bits(got[keep], want[keep], f"{name} of {a.dtype}{a.shape} and {b.dtype}{b.shape}")
+    if a.ndim == 2:  # the same through a transposed view
+        t = vk(np.ascontiguousarray(a.T)).T
+        assert_same_bits(BINARY[name][0](t, vk(b)).numpy(), got, f"{name} with a transposed operand")

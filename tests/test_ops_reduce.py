@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import math
 
+import hypothesis.extra.numpy as hnp
 import numpy as np
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 from optest import (
     F32_SPECIALS,
     LAYOUTS,
@@ -39,6 +42,11 @@ NAN, INF = float("nan"), float("inf")
 
 def tree_oracle(name: str, x: np.ndarray, dim=None, keepdim: bool = False) -> np.ndarray:
     """The contract's result of reduction ``name`` over ``dim``, in numpy."""
+    with np.errstate(all="ignore"):  # overflow to inf and NaN are part of what is checked
+        return _tree_oracle(name, x, dim, keepdim)
+
+
+def _tree_oracle(name: str, x: np.ndarray, dim, keepdim: bool) -> np.ndarray:
     flat, shape_result = reduced_last(x, dim, keepdim)
     n = flat.shape[-1]
     if name in ("sum", "prod"):
@@ -51,8 +59,7 @@ def tree_oracle(name: str, x: np.ndarray, dim=None, keepdim: bool = False) -> np
         return shape_result(out.astype(np.int64 if acc is np.int64 else x.dtype))
     if name == "mean":
         total = tree_reduce(flat.astype(np.float32), np.add) if n else np.zeros(flat.shape[:-1], np.float32)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out = total / np.float32(n) if n else total * np.float32(NAN)
+        out = total / np.float32(n) if n else total * np.float32(NAN)
         return shape_result(out.astype(x.dtype))
     if name in ("amax", "amin"):
         return shape_result(tree_reduce(flat, maximum_ref if name == "amax" else minimum_ref))
@@ -321,3 +328,32 @@ def test_dtype_and_dim_errors():
         vkml.sum(vkml.ones(2, 2), 3)
     with pytest.raises(ValueError, match="'sum'.*repeats"):
         vkml.sum(vkml.ones(2, 2), (0, 0))
+
+
+@st.composite
+def _reduce_case(draw):
+    shape = draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=9))
+    dtype = draw(st.sampled_from([np.float32, np.float16]))
+    elements = st.floats(width=np.dtype(dtype).itemsize * 8, allow_nan=True, allow_infinity=True)
+    x = draw(hnp.arrays(dtype, shape, elements=elements))
+    dims = draw(
+        st.lists(
+            st.integers(-len(shape), len(shape) - 1),
+            min_size=1,
+            max_size=len(shape),
+            unique_by=lambda d: d % len(shape),
+        )
+    )
+    return x, (dims[0] if len(dims) == 1 else tuple(dims)), draw(st.booleans()), draw(st.booleans())
+
+
+@given(case=_reduce_case(), name=st.sampled_from(["sum", "prod", "mean", "amax", "amin", "argmax", "argmin"]))
+def test_random_reductions_follow_the_tree(case, name):
+    x, dim, keepdim, flipped = case
+    if name in ("argmax", "argmin") and not isinstance(dim, int):
+        dim = dim[0]
+    t = vk(np.ascontiguousarray(np.flip(x))).flip(tuple(range(x.ndim))) if flipped else vk(x)
+    got = run(name, t, dim, keepdim)
+    assert_same_bits(
+        got, tree_oracle(name, x, dim, keepdim), f"{name}(dim={dim}, keepdim={keepdim}) of {x.dtype}{x.shape}"
+    )

@@ -133,7 +133,8 @@ EXTRA: dict[str, Extra] = {
         "on every device and layout; float16 products are exact in float32 and the sum rounds once; integers exact",
         special="NaN and inf propagate through products and sums as IEEE 754 says (0 * inf is NaN).",
         divergence="PyTorch (BLAS) sums in another order: float32 results differ in the last bits, within both orders' "
-        "error bounds.",
+        "error bounds. An output whose products are all -0.0 is -0.0 (the identity never enters the sum); PyTorch "
+        "gives +0.0.",
     ),
     "max": Extra(
         "reduce",
@@ -177,7 +178,7 @@ EXTRA: dict[str, Extra] = {
         divergence="Negative slice steps raise ValueError, as in PyTorch; tensor and list indices are not supported yet.",
     ),
     "to": Extra(
-        "movement",
+        "conversion",
         ("Tensor.to(dtype)", "Tensor.to(device, dtype=None)", "Tensor.float() / half() / int() / long() / bool()"),
         functions.cast,
         precision="exact where the value fits; float → float16 rounds to nearest even in software; int → float rounds "
@@ -288,11 +289,17 @@ def registry_page(op: OpDef) -> str:
     lines += ["## Divergences from PyTorch", "", op.divergence or "None known.", ""]
     if any(t.is_float for t in op.dtypes) and op.kind in ("elementwise", "reduce"):
         lines += ["## float16", "", _float16_note(op), ""]
+    wrapper = getattr(nnf, op.name.removesuffix("_tanh"), None)
+    if wrapper is not None and wrapper.__module__ == nnf.__name__:  # defined there, not re-exported
+        doc = (inspect.getdoc(wrapper) or "").split(">>>")[0].strip()
+        lines += [f"## `vkml.nn.functional.{wrapper.__name__}`", "", doc, ""]
     fn = mathlib_function(op)
     if fn:
         notes = labelled_notes(getattr(mathlib, fn).__doc__)
         lines += [f"## Math library: `vkml.ops.mathlib.{fn}`", ""]
-        lines += [f"The op's float body calls `{fn}`; its docstring says:", ""]
+        defaults = any(p.default is not p.empty for p in inspect.signature(getattr(mathlib, fn)).parameters.values())
+        called = f"`{fn}` with its default arguments" if defaults else f"`{fn}`"
+        lines += [f"The op's float body calls {called}; its docstring says:", ""]
         lines += [f"- **{label}:** {notes[label]}" for label in LABELS if label in notes]
         lines += [""]
     return "\n".join(lines)

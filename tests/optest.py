@@ -13,16 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-import pytest
 import torch
 
 import vkml
-
-# kernels.Lowering._param passes a bool constant's Python value (True) to its uint32 parameter,
-# which the interpreter rightly refuses: every bool constant (ones/full of bool, x & True) fails.
-BOOL_PARAM_BUG = pytest.mark.xfail(
-    strict=True, raises=ValueError, reason="kernels.py: bool constant passed as True to a uint32 parameter"
-)
 
 F32 = np.float32
 TINY = np.finfo(F32).smallest_subnormal  # 2^-149

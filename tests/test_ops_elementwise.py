@@ -16,7 +16,6 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 from optest import (
-    BOOL_PARAM_BUG,
     F16_SPECIALS,
     F32_SPECIALS,
     INT_SPECIALS,
@@ -399,7 +398,7 @@ def test_tensor_promotion_like_torch(a, b):
 @pytest.mark.parametrize(
     "dtype, scalar",
     [
-        pytest.param(dtype, scalar, marks=BOOL_PARAM_BUG if (dtype is np.bool_ and scalar is True) else ())
+        (dtype, scalar)
         for dtype in (np.float16, np.float32, np.int32, np.int64, np.bool_)
         for scalar in (2.5, 0.1, 3, True, -7, 1e10)
     ],

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 import torch
 from optest import (
-    BOOL_PARAM_BUG,
     F32_SPECIALS,
     INT_SPECIALS,
     assert_same_bits,
@@ -121,13 +120,11 @@ def test_tensor_from_numpy_and_dtype_argument():
         (lambda: vkml.zeros((2, 3), dtype=vkml.int32), lambda: torch.zeros((2, 3), dtype=torch.int32)),
         (lambda: vkml.zeros(0), lambda: torch.zeros(0)),
         (lambda: vkml.ones(4), lambda: torch.ones(4)),
-        pytest.param(
-            lambda: vkml.ones(2, 2, dtype=vkml.bool), lambda: torch.ones(2, 2, dtype=torch.bool), marks=BOOL_PARAM_BUG
-        ),
+        pytest.param(lambda: vkml.ones(2, 2, dtype=vkml.bool), lambda: torch.ones(2, 2, dtype=torch.bool)),
         (lambda: vkml.ones((), dtype=vkml.float16), lambda: torch.ones((), dtype=torch.float16)),
         (lambda: vkml.full((2, 3), 2.5), lambda: torch.full((2, 3), 2.5)),
         (lambda: vkml.full((2,), 7), lambda: torch.full((2,), 7)),
-        pytest.param(lambda: vkml.full((2,), True), lambda: torch.full((2,), True), marks=BOOL_PARAM_BUG),
+        pytest.param(lambda: vkml.full((2,), True), lambda: torch.full((2,), True)),
         (lambda: vkml.full((3,), 0.1, dtype=vkml.float16), lambda: torch.full((3,), 0.1, dtype=torch.float16)),
         (lambda: vkml.full((3,), float("nan")), lambda: torch.full((3,), float("nan"))),
         (lambda: vkml.full(4, -0.0), lambda: torch.full((4,), -0.0)),

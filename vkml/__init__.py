@@ -7,6 +7,7 @@
 """
 
 from . import creation as _creation
+from . import nn  # noqa: F401  (vkml.nn.functional: gelu, softplus, ...)
 from . import ops as _ops  # noqa: F401  (registers every operator)
 from .creation import (
     arange,

@@ -172,7 +172,7 @@ class Lowering:
         if v is None:
             name = f"s{len(self._params)}"
             pt = param_dtype(node.dtype)
-            self.param_values[name] = node.arg
+            self.param_values[name] = int(node.arg) if node.dtype is T.bool_ else node.arg
             v = self.kb.param(name, pt)
             if node.dtype is T.bool_:
                 v = B.ne(v, _u32(0))

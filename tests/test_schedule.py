@@ -105,3 +105,77 @@ def test_fused_equals_eager(rng):
     finally:
         vkml.set_eager(False)
     assert np.array_equal(lazy.view(np.uint32), eager.view(np.uint32))
+
+
+def _layer_norm(x, w, b, eps=1e-5):
+    mu = x.mean(dim=-1, keepdim=True)
+    xc = x - mu
+    var = (xc * xc).mean(dim=-1, keepdim=True)
+    return xc / vkml.sqrt(var + eps) * w + b
+
+
+def test_softmax_is_two_dispatches_and_matches_unfused(rng):
+    x_np = rng.standard_normal((16, 700), dtype=np.float32)  # rows longer than one chunk
+    y = vkml.softmax(vkml.tensor(x_np), dim=1)
+    assert _dispatches(y) == 2
+    vkml.set_eager(True)
+    try:
+        eager = vkml.softmax(vkml.tensor(x_np), dim=1).numpy()
+    finally:
+        vkml.set_eager(False)
+    assert np.array_equal(y.numpy().view(np.uint32), eager.view(np.uint32))
+
+
+def test_layer_norm_is_at_most_three_dispatches(rng):
+    x = vkml.tensor(rng.standard_normal((8, 300), dtype=np.float32))
+    w = vkml.tensor(rng.standard_normal((300,), dtype=np.float32))
+    b = vkml.tensor(rng.standard_normal((300,), dtype=np.float32))
+    y = _layer_norm(x, w, b)
+    assert _dispatches(y) <= 3
+    import torch
+
+    ref = torch.nn.functional.layer_norm(
+        torch.tensor(x.numpy()), (300,), torch.tensor(w.numpy()), torch.tensor(b.numpy())
+    )
+    assert np.allclose(y.numpy(), ref.numpy(), atol=2e-5)
+
+
+def test_linear_relu_is_one_dispatch(rng):
+    x = vkml.tensor(rng.standard_normal((32, 20), dtype=np.float32))
+    w = vkml.tensor(rng.standard_normal((20, 16), dtype=np.float32))
+    b = vkml.tensor(rng.standard_normal((16,), dtype=np.float32))
+    assert _dispatches(vkml.relu(x @ w + b)) == 1
+
+
+def test_chain_of_eight_ops_on_2_20_elements_is_one_dispatch():
+    a = vkml.ones(1 << 20)
+    b = vkml.full((1 << 20,), 0.5)
+    y = a
+    for op in (vkml.add, vkml.mul, vkml.sub, vkml.maximum, vkml.add, vkml.mul, vkml.minimum, vkml.sub):
+        y = op(y, b)
+    assert _dispatches(y) == 1
+
+
+def test_rebuilding_the_same_graph_reuses_lowered_kernels(rng):
+    from vkml import schedule
+
+    x_np = rng.standard_normal((4, 50), dtype=np.float32)
+    kernels = []
+    for step in range(3):
+        x = vkml.tensor(x_np)
+        y = (vkml.softmax(x * float(step + 1), dim=1) + step).sum()
+        plan = schedule.Plan([y.node])
+        dispatches, _, _ = schedule.lower(plan)
+        kernels.append([d.kernel for d in dispatches])
+        assert y.item() == pytest.approx(4.0 * (1 + 50 * step), rel=1e-5)
+    assert all(a is b for a, b in zip(kernels[0], kernels[2]))  # new constants, same kernels
+
+
+def test_kernels_sharing_a_row_reduction_are_ordered_by_dependency(rng):
+    x = vkml.tensor(rng.standard_normal((6, 40), dtype=np.float32))
+    m = x.amax(dim=1, keepdim=True)
+    centred = x - m  # needs m, which the softmax kernel below writes
+    s = vkml.exp(centred).sum(dim=1, keepdim=True)
+    vkml.realize(centred, s, m)
+    expected = x.numpy() - x.numpy().max(1, keepdims=True)
+    assert np.array_equal(centred.numpy(), expected)

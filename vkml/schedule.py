@@ -1,32 +1,44 @@
 """Scheduling: group the lazy graph into kernels, lower them, run them in one submission.
 
-Fusion rules (each pinned by tests that count dispatches):
+Fusion rules (each pinned by tests that count dispatches, tests/test_schedule.py):
 1. Elementwise ops, casts, constants and views (reshape, permute, expand, slice, flip, pad,
    cat) are inlined into the kernel that consumes them: chains of them never make a dispatch
    of their own, and movement ops are index arithmetic.
 2. A reduction fuses its elementwise producers (computed inside its loads) and its
    elementwise consumers of the reduced shape, when it has a single consumer and is reached
    from the kernel's root through elementwise ops and contiguous reshapes only. Otherwise
-   the reduction is realized by its own kernel(s) and loaded by its consumers.
-3. A node with several consumers is inlined (recomputed) into each, unless its inlined
+   the reduction is realized by its own kernel and loaded by its consumers.
+3. Reductions over the same rows share one kernel when a later one reads an earlier one's
+   result broadcast back over the row (softmax: max then sum of exp(x - max); layer norm:
+   mean then variance). The earlier results are also written out for other consumers.
+4. A node with several consumers is inlined (recomputed) into each, unless its inlined
    expression costs more than ``RECOMPUTE_LIMIT`` nodes: then it is computed once.
-4. An elementwise expression seen through a broadcasting view (one that multiplies the
-   number of elements) is realized first unless it costs at most ``BROADCAST_RECOMPUTE_LIMIT``.
-5. A reduction over more than one block (see kernels.reduce_layout) takes one dispatch per
-   pass; all dispatches of one realize go into one submission.
-Fusion never changes bits: every op's value is the same whether it is inlined or realized.
+5. An expression seen through a broadcasting view (one that multiplies the number of
+   elements) is realized first unless it costs at most ``BROADCAST_RECOMPUTE_LIMIT`` — or it
+   is a row result of rule 3.
+6. A single reduction with few long rows is split over aligned blocks: one dispatch per pass.
+All dispatches of one realize go into one submission. Fusion never changes bits: every op's
+value is the same whether it is inlined, recomputed or realized.
+
+Lowered kernels are cached by the structure of their group (ops, shapes, dtypes, views and
+sharing; not the data, not the values of constants, which travel as parameters), so a loop
+that builds the same graph again reuses the same Kernel objects and compiled pipelines.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 
-from . import debug, kernels
+from . import debug, kernels, kernels_reduce
 from .graph import Node, toposort
 from .runtime.base import Buffer, Dispatch
+from .view import ViewStack
 
 RECOMPUTE_LIMIT = 12
 BROADCAST_RECOMPUTE_LIMIT = 3
+TEMPLATE_CACHE_SIZE = 1024
+
+_templates: OrderedDict = OrderedDict()
 
 
 def _consumer_counts(nodes: list[Node]) -> dict[int, int]:
@@ -37,22 +49,40 @@ def _consumer_counts(nodes: list[Node]) -> dict[int, int]:
     return counts
 
 
+def _is_row_broadcast(view: Node, red: Node) -> bool:
+    """Whether ``view`` spreads a tensor of ``red``'s kept shape back over ``red``'s rows."""
+    src = view.srcs[0]
+    if src.shape != red.shape or view.shape != red.srcs[0].shape:
+        return False
+    return view.arg == ViewStack.contiguous(red.shape).expand(view.shape)
+
+
+def _inline_kind(node: Node) -> bool:
+    return node.op in ("elementwise", "cast") or (node.op == "view" and node.arg.is_contiguous)
+
+
 class Plan:
-    """Which nodes are kernel roots, and which reduction each root fuses."""
+    """Which nodes are kernel roots, and which reductions each root's kernel computes."""
 
     def __init__(self, targets: list[Node]):
         self.nodes = toposort([t for t in targets if not t.realized])
         self.consumers = _consumer_counts(self.nodes)
         self.roots: dict[int, Node] = {id(t): t for t in targets if not t.realized}
-        self.fused_reduce: dict[int, Node] = {}
+        self.chains: dict[int, list[Node]] = {}  # root -> reductions its kernel computes, in order
+        self.produced_by: dict[int, Node] = {}  # chain member -> the root whose kernel writes it
         self._cost: dict[int, int] = {}
+        self._row_results: set[int] = set()
+        self._claimed: set[int] = set()  # nodes read through a row broadcast inside a chain
         for node in reversed(self.nodes):  # users before sources
             if id(node) in self.roots:
                 self._claim(node)
+        self._drop_unreachable_chain_members()
 
     def cost(self, node: Node) -> int:
         """Number of nodes inlined to compute ``node`` (roots and leaves count 1)."""
-        if node.realized or id(node) in self.roots or node.op in ("const", "reduce"):
+        if node.op == "const" or (node.op == "view" and node.srcs[0].op == "const"):
+            return 0  # a broadcast constant is a parameter: free to recompute anywhere
+        if node.realized or id(node) in self.roots or node.op == "reduce":
             return 1
         if id(node) not in self._cost:
             self._cost[id(node)] = min(1000, 1 + sum(self.cost(s) for s in node.srcs))
@@ -65,42 +95,49 @@ class Plan:
 
     def _claim(self, root: Node) -> None:
         """Walk the expression of ``root``, deciding which sources become roots themselves."""
-        candidate = self._fusable_reduce(root)
-        if candidate is not None:
-            self.fused_reduce[id(root)] = candidate
-        seen = set()
-        stack = [root]
+        if id(root) in self.produced_by or id(root) in self._claimed:
+            return
+        self._claimed.add(id(root))
+        main = self._main_reduce(root)
+        chain = self._chain(main) if main is not None else []
+        if main is not None:
+            self.chains[id(root)] = chain
+            for red in chain[:-1]:
+                self.produced_by[id(red)] = root
+                self.roots[id(red)] = red
+        fused = {id(r) for r in chain}
+        seen, stack = set(), [root]
         while stack:
             node = stack.pop()
             if id(node) in seen or node.realized:
                 continue
             seen.add(id(node))
             for s in node.srcs:
-                if s.realized or s.op == "const":
-                    continue
-                if id(s) in self.roots:
+                if s.realized or s.op == "const" or (id(s) in self.roots and id(s) not in fused):
                     continue
                 if s.op == "reduce":
-                    if s is not candidate:
-                        self._make_root(s)
+                    if id(s) in fused:
+                        stack.append(s)
                     else:
-                        stack.extend(s.srcs)
+                        self._make_root(s)
                     continue
                 broadcast = node.op == "view" and node.numel > s.numel
-                if broadcast and self.cost(s) > BROADCAST_RECOMPUTE_LIMIT:
+                if broadcast and id(node) in self._row_results:
+                    stack.append(s)
+                elif broadcast and self.cost(s) > BROADCAST_RECOMPUTE_LIMIT:
                     self._make_root(s)
                 elif self.consumers[id(s)] > 1 and self.cost(s) > RECOMPUTE_LIMIT:
                     self._make_root(s)
                 else:
                     stack.append(s)
-        if root.op == "reduce" and candidate is None:
-            self.fused_reduce[id(root)] = root
 
-    def _fusable_reduce(self, root: Node) -> Node | None:
+    def _main_reduce(self, root: Node) -> Node | None:
+        """The reduction ``root``'s kernel computes: root itself, or one under a reduced-shape expression."""
         if root.op == "reduce":
             return root
-        found: list[Node] = []
-        stack = [root]
+        if not _inline_kind(root):
+            return None
+        found, stack = [], [root]
         while stack:
             node = stack.pop()
             for s in node.srcs:
@@ -108,34 +145,225 @@ class Plan:
                     continue
                 if s.op == "reduce":
                     found.append(s)
-                elif s.op in ("elementwise", "cast") or (s.op == "view" and s.arg.is_contiguous):
+                elif _inline_kind(s):
                     stack.append(s)
         if len(found) == 1 and self.consumers[id(found[0])] == 1 and found[0].numel == root.numel:
-            if root.op in ("elementwise", "cast") or (root.op == "view" and root.arg.is_contiguous):
-                return found[0]
+            return found[0]
         return None
 
-    def ordered_roots(self) -> list[Node]:
-        return [n for n in self.nodes if id(n) in self.roots]
+    def _chain(self, red: Node) -> list[Node]:
+        """Earlier reductions over ``red``'s rows that ``red`` reads through row broadcasts, then ``red``."""
+        chain: list[Node] = []
+        stack, seen = [red.srcs[0]], set()
+        while stack:
+            node = stack.pop()
+            if id(node) in seen or node.realized:
+                continue
+            seen.add(id(node))
+            if node.op == "view" and _is_row_broadcast(node, red):
+                inner = self._row_reductions(node.srcs[0], red)
+                if inner:
+                    self._row_results.add(id(node))
+                    for r in inner:  # adopt r (and its own chain) even if r was made a root already
+                        sub = self.chains.pop(id(r), None) or self._chain(r)
+                        chain.extend(x for x in sub if x not in chain)
+                    continue
+            if node.op in ("elementwise", "cast", "view", "cat"):
+                stack.extend(node.srcs)
+        return chain + [red]
+
+    def _row_reductions(self, node: Node, red: Node) -> list[Node]:
+        """Reductions like ``red`` (same rows) under ``node`` through reduced-shape expressions only."""
+        out, stack = [], [node]
+        while stack:
+            n = stack.pop()
+            if n.realized or n.op == "const" or (n.op == "view" and n.srcs[0].op == "const"):
+                continue
+            if n.op == "reduce":
+                same_rows = n.arg[1] == red.arg[1] and n.shape == red.shape and n.srcs[0].shape == red.srcs[0].shape
+                if not same_rows or id(n) in self.produced_by:
+                    return []
+                out.append(n)
+            elif _inline_kind(n):
+                stack.extend(n.srcs)
+            else:
+                return []
+        return out
+
+    def _drop_unreachable_chain_members(self) -> None:
+        """A chain member must be computed inline from its root; one cut off by a later root runs alone."""
+        for root_id, chain in list(self.chains.items()):
+            root = self.roots[root_id]
+            fused = {id(r) for r in chain}
+            reached, stack = set(), [root]
+            while stack:
+                node = stack.pop()
+                if id(node) in reached:
+                    continue
+                reached.add(id(node))
+                for s in node.srcs:
+                    if not s.realized and (id(s) not in self.roots or id(s) in fused):
+                        stack.append(s)
+            kept = [r for r in chain if id(r) in reached]
+            for r in chain:
+                if id(r) not in reached:
+                    del self.produced_by[id(r)]
+                    self.chains[id(r)] = [r]
+            self.chains[root_id] = kept
+
+    def groups(self) -> list[Node]:
+        """Roots whose kernels must be lowered (chain members come with their chain's root)."""
+        return [n for n in self.nodes if id(n) in self.roots and id(n) not in self.produced_by]
+
+
+class Signature:
+    """The structure of one group, as a cache key, and its leaves and constants in a fixed order."""
+
+    def __init__(self, root: Node, chain: list[Node], stored: list[Node], leaf_ids, mode: str):
+        self.leaves: list[Node] = []
+        self.consts: list[Node] = []
+        self._numbers: dict[int, int] = {}
+        fused = {id(r) for r in chain}
+        walk = self._walk(root, leaf_ids, fused)
+        self.key = (mode, walk, tuple(self._numbers[id(r)] for r in chain), tuple(self._numbers[id(r)] for r in stored))
+
+    def _walk(self, node: Node, leaf_ids, fused) -> tuple:
+        out = []
+        stack = [(node, False)]
+        while stack:
+            n, done = stack.pop()
+            if done:
+                self._numbers[id(n)] = len(self._numbers)
+                out.append(self._describe(n, leaf_ids, fused))
+                continue
+            if id(n) in self._numbers:
+                continue
+            self._numbers[id(n)] = -1  # visiting
+            is_leaf = (n.realized or id(n) in leaf_ids) and id(n) not in fused
+            stack.append((n, True))
+            if not is_leaf:
+                for s in reversed(n.srcs):
+                    if id(s) not in self._numbers:
+                        stack.append((s, False))
+        return tuple(out)
+
+    def _describe(self, n: Node, leaf_ids, fused) -> tuple:
+        base = (n.shape, n.dtype.name)
+        if (n.realized or id(n) in leaf_ids) and id(n) not in fused:
+            self.leaves.append(n)
+            return ("leaf", *base)
+        if n.op == "const":
+            self.consts.append(n)
+            return ("const", *base)
+        return (n.op, n.arg, *base, tuple(self._numbers[id(s)] for s in n.srcs))
+
+
+def _lower_group(root: Node, chain: list[Node], leaf_ids, mode: str) -> kernels.GroupTemplate:
+    if not chain:
+        return kernels.lower_elementwise(root, leaf_ids)
+    if mode == "blocks":
+        return kernels_reduce.lower_blocks(root, chain[-1], leaf_ids)
+    return kernels_reduce.lower_rows(root, chain, chain[:-1], leaf_ids)
+
+
+def _indexed(group: kernels.GroupTemplate, sig: Signature, outputs: list[Node]) -> kernels.GroupTemplate:
+    """The template with node roles replaced by positions in the signature (cacheable)."""
+    leaf_pos = {id(n): i for i, n in enumerate(sig.leaves)}
+    const_pos = {id(n): i for i, n in enumerate(sig.consts)}
+    out_pos = {id(n): i for i, n in enumerate(outputs)}
+    indexed = []
+    for kt in group.kernels:
+        buffers = {}
+        for name, (kind, what) in kt.buffers.items():
+            pos = {"leaf": leaf_pos, "out": out_pos}.get(kind)
+            buffers[name] = (kind, pos[id(what)] if pos is not None else what)
+        params = {name: const_pos[id(node)] for name, node in kt.params.items()}
+        indexed.append(kernels.KernelTemplate(kt.kernel, kt.grid, buffers, params))
+    return kernels.GroupTemplate(indexed, list(group.temps))
+
+
+def _param_value(node: Node):
+    return int(node.arg) if node.dtype.name == "bool" else node.arg
+
+
+class _Group:
+    def __init__(self, plan: Plan, root: Node, leaf_ids):
+        self.root = root
+        self.chain = plan.chains.get(id(root), [])
+        self.mode = kernels_reduce.choose_mode(self.chain[-1], len(self.chain)) if self.chain else "elementwise"
+        self.outputs = [root] + self.chain[:-1]
+        # Everything realized by other groups of this plan is loaded; this group's own outputs are computed.
+        self.leaf_ids = leaf_ids - {id(n) for n in self.outputs}
+        self.sig = Signature(root, self.chain, self.chain[:-1], self.leaf_ids, self.mode)
+
+    def template(self) -> kernels.GroupTemplate:
+        key = self.sig.key
+        found = _templates.get(key)
+        if found is None:
+            lowered = _lower_group(self.root, self.chain, self.leaf_ids, self.mode)
+            found = _indexed(lowered, self.sig, self.outputs)
+            _templates[key] = found
+            if len(_templates) > TEMPLATE_CACHE_SIZE:
+                _templates.popitem(last=False)
+        else:
+            _templates.move_to_end(key)
+        return found
 
 
 def lower(plan: Plan) -> tuple[list[Dispatch], dict[int, Buffer], list[Buffer]]:
-    """Dispatches for every root of ``plan``, the roots' output buffers, and temporaries."""
+    """Dispatches for every group of ``plan``, the roots' output buffers, and temporaries."""
+    leaf_ids = set(plan.roots)
+    groups = [_Group(plan, root, leaf_ids) for root in plan.groups()]
     outputs: dict[int, Buffer] = {}
     dispatches: list[Dispatch] = []
     temps: list[Buffer] = []
-    for root in plan.ordered_roots():
-        out = root.device.allocate(root.dtype, root.numel)
-        if root.numel:
-            red = plan.fused_reduce.get(id(root))
-            if red is not None:
-                ds, ts = kernels.lower_reduce(root, red, out, outputs, root.device)
-                dispatches += ds
-                temps += ts
-            else:
-                dispatches += kernels.lower_elementwise(root, out, outputs)
-        outputs[id(root)] = out
+    for g in _dependency_order(groups):
+        device = g.root.device
+        outs = [device.allocate(n.dtype, n.numel) for n in g.outputs]
+        for n, buf in zip(g.outputs, outs):
+            outputs[id(n)] = buf
+        if g.root.numel == 0:
+            continue
+        template = g.template()
+        group_temps = [device.allocate(dtype, numel) for dtype, numel in template.temps]
+        temps += group_temps
+        for kt in template.kernels:
+            buffers = {}
+            for name, (kind, pos) in kt.buffers.items():
+                if kind == "leaf":
+                    leaf = g.sig.leaves[pos]
+                    buffers[name] = leaf.buffer if leaf.realized else outputs[id(leaf)]
+                elif kind == "out":
+                    buffers[name] = outs[pos]
+                else:
+                    buffers[name] = group_temps[pos]
+            params = {name: _param_value(g.sig.consts[pos]) for name, pos in kt.params.items()}
+            dispatches.append(Dispatch(kt.kernel, kt.grid, buffers, params))
     return dispatches, outputs, temps
+
+
+def _dependency_order(groups: list[_Group]) -> list[_Group]:
+    """Groups ordered so that every group runs after those producing its leaves."""
+    producer = {id(n): g for g in groups for n in g.outputs}
+    order, done, visiting = [], set(), set()
+
+    def visit(g: _Group) -> None:
+        if id(g) in done:
+            return
+        if id(g) in visiting:
+            raise AssertionError("cycle between kernel groups")
+        visiting.add(id(g))
+        for leaf in g.sig.leaves:
+            dep = producer.get(id(leaf))
+            if dep is not None and dep is not g:
+                visit(dep)
+        visiting.discard(id(g))
+        done.add(id(g))
+        order.append(g)
+
+    for g in groups:
+        visit(g)
+    return order
 
 
 def realize(*targets: Node) -> None:
@@ -150,6 +378,12 @@ def realize(*targets: Node) -> None:
         if dispatches:
             debug.record_dispatches(nodes[0].device.name, dispatches)
             nodes[0].device.run(dispatches)
-        for root in plan.ordered_roots():
-            root.become_buffer(outputs[id(root)])
+        for root in plan.nodes:
+            if id(root) in plan.roots:
+                root.become_buffer(outputs[id(root)])
         del temps
+
+
+def clear_template_cache() -> None:
+    """Forget every lowered kernel (tests use it to count lowering)."""
+    _templates.clear()

@@ -58,7 +58,8 @@ class CPUDevice(Device):
             seen = self._verified.get(id(d.kernel))
             if seen is None or seen() is not d.kernel:
                 verify_kernel(d.kernel)  # the reference runs only kernels the IR's rules accept
-                self._verified[id(d.kernel)] = weakref.ref(d.kernel)
+                key = id(d.kernel)
+                self._verified[key] = weakref.ref(d.kernel, lambda _, key=key: self._verified.pop(key, None))
             arrays = {name: buf.array for name, buf in d.buffers.items()}
             interp.run(d.kernel, d.grid, arrays, d.params)
             counters["dispatches"] += 1

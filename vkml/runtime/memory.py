@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+from collections import deque
 from dataclasses import dataclass
 
 from ..errors import OutOfMemoryError
@@ -282,6 +283,7 @@ class MemoryPool:
         self.allocated_bytes = 0
         self.peak_bytes = 0
         self.closed = False
+        self._pending: deque[Allocation] = deque()  # released by finalizers, returned at the next allocate
 
     @property
     def mapped(self) -> bool:
@@ -294,6 +296,7 @@ class MemoryPool:
 
     def allocate(self, nbytes: int, what: str = "") -> Allocation:
         """``nbytes`` (> 0) of device memory; raises OutOfMemoryError naming the size."""
+        self._drain()
         reserved = align_up(nbytes, self.alignment)
         if reserved > min(self.max_allocation, self.max_buffer):
             raise OutOfMemoryError(
@@ -314,6 +317,19 @@ class MemoryPool:
         return self._account(Allocation(block, offset, nbytes, reserved))
 
     def release(self, allocation: Allocation) -> None:
+        """Queue an allocation's range for return (buffer finalizers call this).
+
+        Finalizers run whenever the garbage collector does, which can be in the middle of
+        ``allocate`` editing a block's free list: so they only queue, and the pool returns
+        queued ranges at its next ``allocate`` or ``stats`` (a deque's append is atomic).
+        """
+        self._pending.append(allocation)
+
+    def _drain(self) -> None:
+        while self._pending:
+            self._release_now(self._pending.popleft())
+
+    def _release_now(self, allocation: Allocation) -> None:
         """Give an allocation's range back; frees empty blocks beyond the first."""
         if self.closed:
             return
@@ -363,6 +379,7 @@ class MemoryPool:
         return f"vulkan:{self.logical.info.index}"
 
     def stats(self) -> dict[str, int]:
+        self._drain()
         return {
             "allocated_bytes": self.allocated_bytes,
             "peak_bytes": self.peak_bytes,
@@ -370,6 +387,7 @@ class MemoryPool:
         }
 
     def reset_peak(self) -> None:
+        self._drain()
         self.peak_bytes = self.allocated_bytes
 
 

@@ -4,9 +4,9 @@
     .venv/bin/python tools/gen_op_docs.py --check  # exit 1 if a page is stale
 
 Registered ops (``vkml.ops.registry.REGISTRY``) get their page from their ``OpDef``: signature,
-summary, dtypes, backends, precision, special values and divergences from PyTorch, plus the
-``Precision:`` / ``Special values:`` / ``Divergence from PyTorch:`` lines of the math-library
-function their body calls. Functions outside the registry (composites, movement, creation)
+summary, dtypes, backends, precision, special values, divergences from PyTorch and gradient
+rule, plus the ``Precision:`` / ``Special values:`` / ``Divergence from PyTorch:`` lines of the
+math-library function their body calls. Functions outside the registry (composites, movement, creation)
 are documented from their docstrings, with the notes in ``EXTRA`` below. tests/test_op_docs.py
 fails when the files on disk differ from what this script renders.
 """
@@ -26,6 +26,7 @@ import vkml  # noqa: E402
 import vkml.nn.functional as nnf  # noqa: E402
 from vkml import functions  # noqa: E402
 from vkml.ops import mathlib  # noqa: E402
+from vkml.ops.grads import RULES  # noqa: E402
 from vkml.ops.registry import REGISTRY, OpDef  # noqa: E402
 
 OUT_DIR = ROOT / "docs" / "ops"
@@ -81,6 +82,10 @@ class Extra:
     precision: str = "exact (moves or copies values; never changes bits)"
     special: str = ""
     divergence: str = ""
+    gradient: str = ""  # a key of vkml.ops.grads.RULES, or what to say instead
+
+
+LEAF = "A leaf: with `requires_grad=True`, `backward()` adds to its `.grad`."
 
 
 def _sig(prefix: str, fn) -> str:
@@ -98,6 +103,8 @@ EXTRA: dict[str, Extra] = {
         precision="the tree sum of `sum` (exact order, float32 accumulation), then one correctly rounded division by the count",
         special="NaN anywhere gives NaN; inf and -inf give NaN; the mean of an empty dim is NaN (as PyTorch).",
         divergence="A mean of -0.0 values is -0.0 (the tree sum keeps -0.0); PyTorch gives +0.0.",
+        gradient="Through the ops it is built of (a cast, `sum`, a division by the count): each element gets the "
+        "result's gradient divided by the count.",
     ),
     "softmax": Extra(
         "composite",
@@ -107,6 +114,7 @@ EXTRA: dict[str, Extra] = {
         "(as PyTorch), the sum and the division a few more",
         special="-inf entries give 0; a row of only -inf gives NaN; a row containing +inf or NaN gives NaN "
         "(as PyTorch). float16 computes in float32 and rounds once.",
+        gradient="softmax",
     ),
     "log_softmax": Extra(
         "composite",
@@ -116,6 +124,7 @@ EXTRA: dict[str, Extra] = {
         special="A -inf entry gives -inf; a row of only -inf gives NaN; NaN or +inf in a row gives NaN (as PyTorch).",
         divergence="float16: computed in float32 and rounded once; PyTorch's own float16 kernel loses small results "
         "(it returns 0.0 where the value is -0.000424).",
+        gradient="log_softmax",
     ),
     "logsumexp": Extra(
         "composite",
@@ -124,6 +133,7 @@ EXTRA: dict[str, Extra] = {
         precision="log(tree sum of exp(x - m)) + m with m the finite max; log and exp ≤ 1 ulp",
         special="All -inf gives -inf; +inf anywhere gives +inf (also with -inf); an empty dim gives -inf; NaN gives NaN "
         "(as PyTorch).",
+        gradient="logsumexp",
     ),
     "matmul": Extra(
         "composite",
@@ -135,6 +145,7 @@ EXTRA: dict[str, Extra] = {
         divergence="PyTorch (BLAS) sums in another order: float32 results differ in the last bits, within both orders' "
         "error bounds. An output whose products are all -0.0 is -0.0 (the identity never enters the sum); PyTorch "
         "gives +0.0.",
+        gradient="matmul",
     ),
     "max": Extra(
         "reduce",
@@ -142,6 +153,8 @@ EXTRA: dict[str, Extra] = {
         functions.max,
         precision="exact",
         special="As `amax` and `argmax`: with `dim`, returns (values, indices) like PyTorch.",
+        gradient="Through `amax` (the values; ties share the gradient evenly); the indices are not differentiable. "
+        "PyTorch gives a tie's whole gradient to the returned index.",
     ),
     "min": Extra(
         "reduce",
@@ -149,33 +162,56 @@ EXTRA: dict[str, Extra] = {
         functions.min,
         precision="exact",
         special="As `amin` and `argmin`: with `dim`, returns (values, indices) like PyTorch.",
+        gradient="Through `amin` (the values; ties share the gradient evenly); the indices are not differentiable. "
+        "PyTorch gives a tie's whole gradient to the returned index.",
     ),
     "reshape": Extra(
         "movement",
         (_sig("vkml.reshape", functions.reshape), "Tensor.reshape(*shape)", "Tensor.view(*shape)", "Tensor.flatten()"),
         functions.reshape,
+        gradient="reshape",
     ),
-    "permute": Extra("movement", (_sig("vkml.permute", functions.permute), "Tensor.permute(*dims)"), functions.permute),
+    "permute": Extra(
+        "movement",
+        (_sig("vkml.permute", functions.permute), "Tensor.permute(*dims)"),
+        functions.permute,
+        gradient="permute",
+    ),
     "transpose": Extra(
         "movement",
         (_sig("vkml.transpose", functions.transpose), "Tensor.transpose(dim0, dim1)", "Tensor.T"),
         functions.transpose,
         divergence="`Tensor.T` reverses all dims for any number of dims (PyTorch deprecates .T on tensors that are not 2-D).",
+        gradient="Through `permute`.",
     ),
-    "expand": Extra("movement", (_sig("vkml.expand", functions.expand), "Tensor.expand(*sizes)"), functions.expand),
+    "expand": Extra(
+        "movement",
+        (_sig("vkml.expand", functions.expand), "Tensor.expand(*sizes)"),
+        functions.expand,
+        gradient="expand",
+    ),
     "squeeze": Extra(
-        "movement", (_sig("vkml.squeeze", functions.squeeze), "Tensor.squeeze(dim=None)"), functions.squeeze
+        "movement",
+        (_sig("vkml.squeeze", functions.squeeze), "Tensor.squeeze(dim=None)"),
+        functions.squeeze,
+        gradient="Through `reshape`.",
     ),
     "unsqueeze": Extra(
-        "movement", (_sig("vkml.unsqueeze", functions.unsqueeze), "Tensor.unsqueeze(dim)"), functions.unsqueeze
+        "movement",
+        (_sig("vkml.unsqueeze", functions.unsqueeze), "Tensor.unsqueeze(dim)"),
+        functions.unsqueeze,
+        gradient="Through `reshape`.",
     ),
-    "flip": Extra("movement", (_sig("vkml.flip", functions.flip), "Tensor.flip(dims)"), functions.flip),
-    "cat": Extra("movement", (_sig("vkml.cat", functions.cat),), functions.cat),
+    "flip": Extra(
+        "movement", (_sig("vkml.flip", functions.flip), "Tensor.flip(dims)"), functions.flip, gradient="flip"
+    ),
+    "cat": Extra("movement", (_sig("vkml.cat", functions.cat),), functions.cat, gradient="cat"),
     "getitem": Extra(
         "movement",
         ("Tensor.__getitem__(index)",),
         functions.getitem,
         divergence="Negative slice steps raise ValueError, as in PyTorch; tensor and list indices are not supported yet.",
+        gradient="slice",
     ),
     "to": Extra(
         "conversion",
@@ -186,17 +222,29 @@ EXTRA: dict[str, Extra] = {
         special="float → int truncates toward zero; NaN, ±inf and out-of-range values give INT_MIN (what PyTorch "
         "gives on x86-64); float → bool: NaN is True, ±0 is False; float32 → float16 keeps a NaN's sign and top "
         "payload bits and sets its quiet bit (as PyTorch).",
+        gradient="cast",
     ),
-    "tensor": Extra("creation", (_sig("vkml.tensor", vkml.tensor),), vkml.tensor),
-    "zeros": Extra("creation", (_sig("vkml.zeros", vkml.zeros),), vkml.zeros),
-    "ones": Extra("creation", (_sig("vkml.ones", vkml.ones),), vkml.ones),
-    "full": Extra("creation", (_sig("vkml.full", vkml.full),), vkml.full),
+    "tensor": Extra("creation", (_sig("vkml.tensor", vkml.tensor),), vkml.tensor, gradient=LEAF),
+    "zeros": Extra("creation", (_sig("vkml.zeros", vkml.zeros),), vkml.zeros, gradient=LEAF),
+    "ones": Extra("creation", (_sig("vkml.ones", vkml.ones),), vkml.ones, gradient=LEAF),
+    "full": Extra("creation", (_sig("vkml.full", vkml.full),), vkml.full, gradient=LEAF),
     "arange": Extra(
         "creation",
         (_sig("vkml.arange", vkml.arange),),
         vkml.arange,
         precision="start + i·step computed in float64, then rounded once to the dtype (as PyTorch)",
+        gradient=LEAF,
     ),
+    "constant_pad_nd": Extra(
+        "movement",
+        (_sig("vkml.constant_pad_nd", functions.constant_pad_nd), _sig("vkml.nn.functional.pad", nnf.pad)),
+        functions.constant_pad_nd,
+        special="Padded positions hold `value` exactly (NaN and ±inf included).",
+        gradient="pad",
+    ),
+    "full_like": Extra("creation", (_sig("vkml.full_like", vkml.full_like),), vkml.full_like, gradient=LEAF),
+    "zeros_like": Extra("creation", (_sig("vkml.zeros_like", vkml.zeros_like),), vkml.zeros_like, gradient=LEAF),
+    "ones_like": Extra("creation", (_sig("vkml.ones_like", vkml.ones_like),), vkml.ones_like, gradient=LEAF),
 }
 
 
@@ -269,6 +317,36 @@ def _float16_note(op: OpDef) -> str:
     )
 
 
+GRADIENT_HELP = (
+    "`c.g` is the gradient of the result, `c.inputs` the operands, `c.output` the result and `c.F` the `vkml` "
+    "package (`GradContext` in vkml/ops/grads.py). A broadcast operand's gradient is then summed over its "
+    "broadcast dims and cast to its dtype."
+)
+
+
+def rule_source(rule) -> str:
+    """The source of a gradient rule: a named function whole, a lambda from ``lambda`` to the end of its line."""
+    text = inspect.getsource(rule).strip()
+    if rule.__name__ == "<lambda>":
+        text = text[text.index("lambda") :].rstrip(",")
+    return text
+
+
+def gradient_lines(rule, where: str) -> list[str]:
+    if rule is None:
+        return ["## Gradient", "", "Not differentiable: the result is a bool or an index and never requires grad.", ""]
+    return [
+        "## Gradient",
+        "",
+        f"The rule, from {where}: {GRADIENT_HELP}",
+        "",
+        "```python",
+        rule_source(rule),
+        "```",
+        "",
+    ]
+
+
 def registry_page(op: OpDef) -> str:
     torch_name = op.torch_name or op.name
     rows = [
@@ -287,6 +365,7 @@ def registry_page(op: OpDef) -> str:
     lines += _table(rows) + [""]
     lines += ["## NaN, infinities and signed zeros", "", op.special or "Nothing beyond IEEE 754.", ""]
     lines += ["## Divergences from PyTorch", "", op.divergence or "None known.", ""]
+    lines += gradient_lines(op.grad, f"vkml/ops/{op.kind}.py (`OpDef.grad`)")
     if any(t.is_float for t in op.dtypes) and op.kind in ("elementwise", "reduce"):
         lines += ["## float16", "", _float16_note(op), ""]
     wrapper = getattr(nnf, op.name.removesuffix("_tanh"), None)
@@ -316,6 +395,10 @@ def extra_page(name: str, extra: Extra) -> str:
         lines += [rest.strip(), ""]
     lines += ["## NaN, infinities and signed zeros", "", extra.special or "Values are moved, never changed.", ""]
     lines += ["## Divergences from PyTorch", "", extra.divergence or "None known.", ""]
+    if extra.gradient in RULES:
+        lines += gradient_lines(RULES[extra.gradient], f"vkml/ops/grads.py (`RULES[{extra.gradient!r}]`)")
+    elif extra.gradient:
+        lines += ["## Gradient", "", extra.gradient, ""]
     return "\n".join(lines)
 
 

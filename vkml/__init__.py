@@ -9,11 +9,15 @@
 from . import creation as _creation
 from . import nn  # noqa: F401  (vkml.nn.functional: gelu, softplus, ...)
 from . import ops as _ops  # noqa: F401  (registers every operator)
+from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .creation import (
     arange,
     full,
+    full_like,
     ones,
+    ones_like,
     zeros,
+    zeros_like,
 )
 from .devices import best_device, device, vulkan_device_reports
 from .errors import CompileError, DeviceError, DTypeError, OutOfMemoryError, ShapeError
@@ -27,6 +31,7 @@ from .functions import (
     cat,
     clamp,
     clip,
+    constant_pad_nd,
     div,
     eq,
     exp,
@@ -88,6 +93,14 @@ __all__ = [
     "ones",
     "full",
     "arange",
+    "full_like",
+    "zeros_like",
+    "ones_like",
+    "no_grad",
+    "enable_grad",
+    "set_grad_enabled",
+    "is_grad_enabled",
+    "constant_pad_nd",
     "device",
     "best_device",
     "vulkan_device_reports",

@@ -1,4 +1,4 @@
-"""Making tensors: ``tensor``, ``zeros``, ``ones``, ``full``, ``arange``."""
+"""Making tensors: ``tensor``, ``zeros``, ``ones``, ``full``, ``arange``, and the ``*_like`` forms."""
 
 from __future__ import annotations
 
@@ -72,7 +72,10 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False):
         raise ValueError(f"tensor(): {array.size} elements is more than vkml addresses (2^32)")
     with np.errstate(all="ignore"):
         converted = array.astype(dtype.np)
-    return _from_numpy(converted, _device(device))
+    out = _from_numpy(converted, _device(device))
+    if requires_grad:
+        out.requires_grad = True
+    return out
 
 
 def _size_args(size) -> tuple[int, ...]:
@@ -83,7 +86,7 @@ def _size_args(size) -> tuple[int, ...]:
     return tuple(int(s) for s in size)
 
 
-def full(size, fill_value, dtype=None, device=None):
+def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False):
     """A tensor of ``size`` filled with ``fill_value`` (no memory is written until it is used)."""
     from .functions import _wrap
 
@@ -94,17 +97,40 @@ def full(size, fill_value, dtype=None, device=None):
         value = float(np.float16(fill_value))
     elif dtype is T.float32:
         value = float(np.float32(fill_value))
-    return _wrap(lazy.const_node(value, dtype, shape, _device(device)))
+    out = _wrap(lazy.const_node(value, dtype, shape, _device(device)))
+    if requires_grad:
+        out.requires_grad = True
+    return out
 
 
-def zeros(*size, dtype=None, device=None):
+def zeros(*size, dtype=None, device=None, requires_grad: bool = False):
     """A tensor of zeros (float32 unless ``dtype`` says otherwise)."""
-    return full(_size_args(size), 0, dtype=_dtype(dtype) or T.float32, device=device)
+    return full(_size_args(size), 0, dtype=_dtype(dtype) or T.float32, device=device, requires_grad=requires_grad)
 
 
-def ones(*size, dtype=None, device=None):
+def ones(*size, dtype=None, device=None, requires_grad: bool = False):
     """A tensor of ones (float32 unless ``dtype`` says otherwise)."""
-    return full(_size_args(size), 1, dtype=_dtype(dtype) or T.float32, device=device)
+    return full(_size_args(size), 1, dtype=_dtype(dtype) or T.float32, device=device, requires_grad=requires_grad)
+
+
+def full_like(input, fill_value, dtype=None, device=None, requires_grad: bool = False):
+    """``full`` with ``input``'s shape, and its dtype and device unless given.
+
+    >>> full_like(zeros(2, dtype=int64), 7).tolist()  # doctest: +SKIP
+    [7, 7]
+    """
+    dtype = _dtype(dtype) or input.dtype
+    return full(input.shape, fill_value, dtype=dtype, device=device or input.device, requires_grad=requires_grad)
+
+
+def zeros_like(input, dtype=None, device=None, requires_grad: bool = False):
+    """Zeros with ``input``'s shape, dtype and device (unless given). Example: ``vkml.zeros_like(x)``."""
+    return full_like(input, 0, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def ones_like(input, dtype=None, device=None, requires_grad: bool = False):
+    """Ones with ``input``'s shape, dtype and device (unless given). Example: ``vkml.ones_like(x)``."""
+    return full_like(input, 1, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None):

@@ -11,7 +11,8 @@ import math
 
 import numpy as np
 
-from . import lazy
+from . import autograd, lazy
+from .autograd import differentiable
 from .dtypes import promote_types
 from .errors import DTypeError, ShapeError
 from .graph import Node
@@ -96,7 +97,7 @@ def _elementwise(name: str, *operands):
     nodes = [_node(o) for o in operands]
     if not any(isinstance(n, Node) for n in nodes):
         raise TypeError(f"'{name}' needs at least one tensor operand")
-    return _wrap(lazy.elementwise(name, nodes))
+    return autograd.record(name, operands, _wrap(lazy.elementwise(name, nodes)))
 
 
 def _unary(name):
@@ -152,6 +153,7 @@ def clamp(input, min=None, max=None):
 clip = clamp
 
 
+@differentiable("cast")
 def cast(input, dtype: T.DType):
     """``input.to(dtype)``: PyTorch's conversion rules (float→int truncates; NaN→INT_MIN; f32→f16 RNE)."""
     node = _tensor_node("to", input)
@@ -162,6 +164,7 @@ def cast(input, dtype: T.DType):
     return _wrap(lazy.cast_node(node, dtype)) if node.dtype is not dtype else input
 
 
+@differentiable("to_device")
 def to_device(input, device):
     """A copy of ``input`` on ``device`` (tensors never move on their own)."""
     from .devices import device as get_device
@@ -190,7 +193,8 @@ def _from_numpy(array: np.ndarray, device):
 
 def _reduction(name):
     def fn(input, dim=None, keepdim=False):
-        return _wrap(lazy.reduce(name, _tensor_node(name, input), dim, keepdim))
+        out = _wrap(lazy.reduce(name, _tensor_node(name, input), dim, keepdim))
+        return autograd.record(name, (input,), out, {"dim": dim, "keepdim": keepdim})
 
     fn.__name__ = name
     fn.__doc__ = f"``{name}`` over ``dim`` (all dims when None); see docs/ops/{name}.md. Example: ``x.{name}(dim=1)``."
@@ -263,6 +267,7 @@ def _float_work(input):
     return cast(input, T.float32), node.dtype
 
 
+@differentiable("softmax")
 def softmax(input, dim: int):
     """exp(x - max) / sum(exp(x - max)) over ``dim``. All -inf rows give NaN, as PyTorch."""
     x, dtype = _float_work(input)
@@ -271,6 +276,7 @@ def softmax(input, dim: int):
     return cast(e / sum(e, dim, keepdim=True), dtype)
 
 
+@differentiable("log_softmax")
 def log_softmax(input, dim: int):
     """x - max - log(sum(exp(x - max))) over ``dim``."""
     x, dtype = _float_work(input)
@@ -278,6 +284,7 @@ def log_softmax(input, dim: int):
     return cast(shifted - log(sum(exp(shifted), dim, keepdim=True)), dtype)
 
 
+@differentiable("logsumexp")
 def logsumexp(input, dim, keepdim: bool = False):
     """log(sum(exp(x))) over ``dim``, shifted by the finite max (PyTorch's rule: all -inf gives -inf)."""
     x, dtype = _float_work(input)
@@ -292,6 +299,7 @@ def logsumexp(input, dim, keepdim: bool = False):
     return cast(out, dtype)
 
 
+@differentiable("matmul", inputs=("input", "other"))
 def matmul(input, other):
     """Matrix product with PyTorch's rules for 1-D and batched operands.
 
@@ -344,6 +352,7 @@ def _view(input, edit):
     return _wrap(lazy.view_node(input.node, edit))
 
 
+@differentiable("reshape")
 def reshape(input, *shape):
     """The same elements in a new shape (one dim may be -1). Never copies."""
     node = _tensor_node("reshape", input)
@@ -362,6 +371,7 @@ def reshape(input, *shape):
     return _view(input, lambda st: st.reshape(shape))
 
 
+@differentiable("permute")
 def permute(input, *dims):
     """Reorder dims (a view)."""
     node = _tensor_node("permute", input)
@@ -384,6 +394,7 @@ def transpose(input, dim0: int, dim1: int):
     return permute(input, *order)
 
 
+@differentiable("expand")
 def expand(input, *sizes):
     """Broadcast size-1 dims to ``sizes`` (-1 keeps a dim); a view with stride 0."""
     node = _tensor_node("expand", input)
@@ -426,6 +437,7 @@ def unsqueeze(input, dim: int):
     return reshape(input, *shape)
 
 
+@differentiable("flip")
 def flip(input, dims):
     """Reverse the order of elements along ``dims`` (a view with negative strides)."""
     node = _tensor_node("flip", input)
@@ -434,6 +446,7 @@ def flip(input, dims):
     return _view(input, lambda st: st.flip(norm))
 
 
+@differentiable("cat", inputs=("tensors",))
 def cat(tensors, dim: int = 0):
     """Concatenate along ``dim``; shapes must match elsewhere. Dtypes promote as in PyTorch."""
     nodes = [_tensor_node("cat", t) for t in tensors]
@@ -504,8 +517,49 @@ def getitem(input, index):
         else:
             raise TypeError(f"'__getitem__': unsupported index {item!r} (ints, slices, None and ... are supported)")
         d += 1
-    sliced = lazy.view_node(node, lambda st: st.slice(starts, stops, steps))
-    return _wrap(lazy.view_node(sliced, lambda st: st.reshape(tuple(final_shape))))
+    return reshape(_slice(input, tuple(starts), tuple(stops), tuple(steps)), *final_shape)
+
+
+@differentiable("slice")
+def _slice(input, starts: tuple, stops: tuple, steps: tuple):
+    """Elements starts[d], starts[d] + steps[d], ... below stops[d] of each dim d (a view)."""
+    return _view(input, lambda st: st.slice(starts, stops, steps))
+
+
+@differentiable("pad")
+def constant_pad_nd(input, pad, value=0.0):
+    """Pad with ``value`` (a view: no copy); ``pad`` lists (before, after) amounts from the last dim back.
+
+    As PyTorch's ``constant_pad_nd``: ``pad = (left, right)`` pads the last dim,
+    ``(left, right, top, bottom)`` the last two; negative amounts crop.
+
+    >>> constant_pad_nd(vkml.tensor([1.0, 2.0]), (1, 2)).tolist()  # doctest: +SKIP
+    [0.0, 1.0, 2.0, 0.0, 0.0]
+    """
+    node = _tensor_node("constant_pad_nd", input)
+    pad = tuple(int(p) for p in pad)
+    nd = len(node.shape)
+    if len(pad) % 2 or len(pad) // 2 > nd:
+        raise ValueError(f"'constant_pad_nd': pad {pad} must be (before, after) pairs for at most {nd} dims")
+    amounts = [(0, 0)] * nd
+    for k in range(len(pad) // 2):
+        amounts[nd - 1 - k] = (pad[2 * k], pad[2 * k + 1])
+    # (functions.max shadows the builtin in this module)
+    starts = [-b if b < 0 else 0 for b, _ in amounts]
+    stops = [size + a if a < 0 else size for size, (_, a) in zip(node.shape, amounts)]
+    if any(lo > hi for lo, hi in zip(starts, stops)):
+        raise ShapeError(f"'constant_pad_nd': pad {pad} crops more than shape {node.shape} holds")
+    cropped = (
+        _slice(input, tuple(starts), tuple(stops), (1,) * nd)
+        if starts != [0] * nd or list(stops) != list(node.shape)
+        else input
+    )
+    grow = tuple((b if b > 0 else 0, a if a > 0 else 0) for b, a in amounts)
+    padded = _view(cropped, lambda st: st.pad(grow)) if any(p != (0, 0) for p in grow) else cropped
+    if value == 0 or padded is cropped:
+        return padded
+    inside = _view(_wrap(lazy.const_node(True, T.bool_, cropped.shape, node.device)), lambda st: st.pad(grow))
+    return where(inside, padded, value)
 
 
 def builtins_max(a, b):

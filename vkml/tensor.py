@@ -13,7 +13,7 @@ import numpy as np
 
 from . import functions as F
 from . import lazy, schedule
-from .errors import ShapeError
+from .errors import DTypeError, ShapeError
 from .graph import Node
 from .ir import types as T
 
@@ -21,11 +21,16 @@ from .ir import types as T
 class Tensor:
     """A lazy n-dimensional array on one device. Ops record nodes; ``realize()`` runs them."""
 
-    __slots__ = ("node", "__weakref__")
+    __slots__ = ("node", "grad", "_requires_grad", "_ctx", "__weakref__")
     __hash__ = object.__hash__
 
-    def __init__(self, node: Node):
+    def __init__(self, node: Node, requires_grad: bool = False):
         self.node = node
+        self.grad: Tensor | None = None  # set by backward() on leaves that require grad
+        self._ctx = None  # the autograd Context of the op that made this tensor (None: a leaf)
+        self._requires_grad = False
+        if requires_grad:
+            self.requires_grad = True
 
     # ------------------------------------------------------------------ facts
     @property
@@ -58,6 +63,56 @@ class Tensor:
             raise TypeError("len() of a 0-d tensor")
         return self.shape[0]
 
+    # ------------------------------------------------------------------ autograd (vkml/autograd.py)
+    @property
+    def requires_grad(self) -> bool:
+        """Whether backward() computes a gradient for this tensor (only floating point tensors can)."""
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        if value and not self.dtype.is_float:
+            raise DTypeError(
+                f"requires_grad: only floating point tensors can require gradients, this one is {self.dtype.name}"
+            )
+        if not value and self._ctx is not None:
+            raise RuntimeError("requires_grad: a tensor computed from others keeps it; use detach() instead")
+        self._requires_grad = bool(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Set ``requires_grad`` in place and return the tensor. Example: ``w = vkml.zeros(3).requires_grad_()``."""
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        """True unless the tensor was computed by a recorded op (one whose operand required grad)."""
+        return self._ctx is None
+
+    @property
+    def grad_fn(self):
+        """The autograd context of the op that made this tensor, or None for a leaf."""
+        return self._ctx
+
+    def backward(self, gradient=None, retain_graph: bool = False) -> None:
+        """Add the gradient of this tensor to ``.grad`` of the leaves it depends on.
+
+        Records the gradient graph only: the gradients run when read or at the optimizer's
+        ``step()`` (see vkml/autograd.py for the rule). ``gradient`` is needed unless the
+        tensor has one element.
+
+        >>> x = vkml.tensor([3.0], requires_grad=True)
+        >>> (x * x).sum().backward(); x.grad.tolist()
+        [6.0]
+        """
+        from . import autograd
+
+        autograd.backward(self, gradient, retain_graph)
+
+    def detach(self) -> Tensor:
+        """The same values (the same node, no copy), cut off from autograd."""
+        return Tensor(self.node)
+
     # ------------------------------------------------------------------ results
     def realize(self) -> Tensor:
         """Run the work this tensor depends on (one submission per device) and return it."""
@@ -79,11 +134,12 @@ class Tensor:
         return self.numpy().tolist()
 
     def __repr__(self) -> str:
-        state = "" if self.node.realized else ", lazy"
+        grad = ", requires_grad=True" if self._requires_grad else ""
         if self.node.realized and self.numel() <= 64:
             body = np.array2string(self.numpy(), separator=", ")
-            return f"tensor({body}, dtype={self.dtype.name}, device={self.device.name!r})"
-        return f"<Tensor shape={self.shape} dtype={self.dtype.name} device={self.device.name}{state}>"
+            return f"tensor({body}, dtype={self.dtype.name}, device={self.device.name!r}{grad})"
+        state = "" if self.node.realized else ", lazy"
+        return f"<Tensor shape={self.shape} dtype={self.dtype.name} device={self.device.name}{state}{grad}>"
 
     def __bool__(self) -> bool:
         return bool(self.item())

@@ -58,3 +58,17 @@ def softplus(input, beta: float = 1.0, threshold: float = 20.0):
         smooth = smooth / float(beta)
     out = functions.where(scaled > float(threshold), x, smooth)
     return functions.cast(out, node.dtype) if node.dtype is T.float16 else out
+
+
+def pad(input, pad, mode: str = "constant", value: float | None = None):
+    """Pad with a constant (``mode='constant'`` only): ``pad`` lists (before, after) from the last dim back.
+
+    A view, not a copy: the padding is index arithmetic in the kernel that reads it. Negative
+    amounts crop. Same as ``vkml.constant_pad_nd`` (docs/ops/constant_pad_nd.md).
+
+    >>> pad(vkml.tensor([[1.0]]), (1, 1)).tolist()  # doctest: +SKIP
+    [[0.0, 1.0, 0.0]]
+    """
+    if mode != "constant":
+        raise ValueError(f"'pad': only mode='constant' is supported, got {mode!r}")
+    return functions.constant_pad_nd(input, pad, 0.0 if value is None else value)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..ir import builder as B
 from ..ir import types as T
 from . import mathlib as M
+from .grads import as_tensor, is_tensor
 from .registry import ALL_DTYPES, FLOAT_DTYPES, NUMERIC_DTYPES, OpDef, register
 
 
@@ -99,6 +100,98 @@ def _logical(op):
     return lambda a, b: B.emit(op, a, b)
 
 
+# ---------------------------------------------------------------------- gradients (PyTorch's formulas)
+# Each rule gets a GradContext (vkml/ops/grads.py): c.g is the output's gradient, c.inputs the
+# operands, c.F the vkml package. The driver sums over broadcast dims and casts to the operand's dtype.
+
+
+def _grad_mul(c):
+    a, b = c.inputs
+    return c.g * b, c.g * a
+
+
+def _grad_div(c):
+    a, b = c.inputs
+    return c.g / b, -c.g * ((a / b) / b)
+
+
+def _grad_pow(c):
+    a, b = c.inputs
+    g, F = c.g, c.F
+    da = db = None
+    if c.needs[0]:
+        if is_tensor(b):
+            da = F.where(b == 0, 0.0, g * (b * a ** (b - 1)))
+        else:
+            da = F.zeros_like(g) if b == 0 else g * (b * a ** (b - 1))
+    if c.needs[1]:
+        base = as_tensor(c, a)
+        db = F.where((base == 0) & (b >= 0), 0.0, g * (c.output * base.log()))
+    return da, db
+
+
+def _grad_maximum(c):
+    # A tie sends half to each side; a NaN sends all to both (PyTorch's rule).
+    a, b = c.inputs
+    g, F = c.g, c.F
+    shared = F.where(as_tensor(c, a) == b, g / 2, g)
+    return F.where(as_tensor(c, a) < b, 0.0, shared), F.where(as_tensor(c, a) > b, 0.0, shared)
+
+
+def _grad_minimum(c):
+    a, b = c.inputs
+    g, F = c.g, c.F
+    shared = F.where(as_tensor(c, a) == b, g / 2, g)
+    return F.where(as_tensor(c, a) > b, 0.0, shared), F.where(as_tensor(c, a) < b, 0.0, shared)
+
+
+def _grad_clamp(c):
+    # The gradient goes to whichever of x, min, max the output took (max wins when min > max).
+    x, lo, hi = c.inputs
+    g, F = c.g, c.F
+    inside = (x >= lo) & (x <= hi)
+    below = (x < lo) & (as_tensor(c, lo) <= hi)
+    return F.where(inside, g, 0.0), F.where(below, g, 0.0), F.where(~inside & ~below, g, 0.0)
+
+
+def _grad_clamp_min(c):
+    x, lo = c.inputs
+    return c.F.where(x >= lo, c.g, 0.0), c.F.where(x < lo, c.g, 0.0)
+
+
+def _grad_clamp_max(c):
+    x, hi = c.inputs
+    return c.F.where(x <= hi, c.g, 0.0), c.F.where(x > hi, c.g, 0.0)
+
+
+def _grad_where(c):
+    cond = c.inputs[0]
+    return None, c.F.where(cond, c.g, 0.0), c.F.where(cond, 0.0, c.g)
+
+
+def _grad_gelu(c):
+    # d/dx x·Φ(x) = Φ(x) + x·φ(x); Φ(x) is read off the output as gelu(x) / x (1/2 at 0).
+    (x,) = c.inputs
+    F = c.F
+    cdf = F.where(x == 0, 0.5, c.output / F.where(x == 0, 1.0, x))
+    pdf = (x * x * -0.5).exp() * _INV_SQRT_2PI
+    return (c.g * (cdf + x * pdf),)
+
+
+def _grad_gelu_tanh(c):
+    (x,) = c.inputs
+    beta, kappa = _SQRT_2_OVER_PI, 0.044715
+    x_sq = x * x
+    t = (beta * (x + kappa * (x_sq * x))).tanh()
+    left_derivative = 0.5 * (1 + t)
+    right_derivative = (0.5 * x) * (1 - t * t) * beta * (1 + 3 * kappa * x_sq)
+    return (c.g * (left_derivative + right_derivative),)
+
+
+_INV_SQRT_2PI = 0.3989422804014327
+_SQRT_2_OVER_PI = 0.7978845608028654
+
+
 _NAN_PROPAGATES = "NaN in any input gives NaN."
 _CMP_NAN = "Comparisons with NaN are False, except `ne`, which is True (IEEE 754, as PyTorch)."
 
@@ -111,6 +204,7 @@ register(
         dtypes=ALL_DTYPES,
         body=lambda a, b: (a | b) if a.dtype is T.bool_ else a + b,
         special=_NAN_PROPAGATES + " inf + -inf is NaN. Integers wrap.",
+        grad=lambda c: (c.g, c.g),
     )
 )
 register(
@@ -121,6 +215,7 @@ register(
         "Difference of two tensors, broadcast.",
         body=lambda a, b: a - b,
         special=_NAN_PROPAGATES + " inf - inf is NaN. Integers wrap.",
+        grad=lambda c: (c.g, -c.g),
     )
 )
 register(
@@ -132,6 +227,7 @@ register(
         dtypes=ALL_DTYPES,
         body=lambda a, b: (a & b) if a.dtype is T.bool_ else a * b,
         special=_NAN_PROPAGATES + " 0 * inf is NaN. Integers wrap.",
+        grad=_grad_mul,
     )
 )
 register(
@@ -144,6 +240,7 @@ register(
         body=lambda a, b: M.div(a, b),
         precision="correctly rounded (bit-equal to numpy float32)",
         special="x/0 is ±inf by the signs of x and 0; 0/0, inf/inf and NaN inputs give NaN.",
+        grad=_grad_div,
     )
 )
 register(
@@ -154,6 +251,7 @@ register(
         "Negation.",
         body=lambda a: -a,
         special="Flips the sign bit: neg(0.0) = -0.0, NaN stays NaN.",
+        grad=lambda c: (-c.g,),
     )
 )
 register(
@@ -164,6 +262,7 @@ register(
         "Absolute value.",
         body=_abs,
         special="abs(-0.0) = 0.0; abs(NaN) = NaN; abs(INT_MIN) = INT_MIN (wraps, as PyTorch).",
+        grad=lambda c: (c.g * c.inputs[0].sign(),),
     )
 )
 register(
@@ -175,6 +274,7 @@ register(
         body=_sign,
         special="sign(±0.0) = ±0.0 is not kept: both give +0.0.",
         divergence="sign(NaN) is NaN (numpy's rule; PyTorch returns 0.0, pytorch#41245).",
+        grad=lambda c: (c.F.zeros_like(c.g),),
     )
 )
 register(
@@ -187,6 +287,7 @@ register(
         precision="float: see mathlib.pow; integers exact (wrapping)",
         special="C99 special cases: pow(x, 0) = 1 even for NaN x, pow(1, y) = 1 even for NaN y, "
         "(-8)^(1/3) = NaN, 0^-1 = inf, (-0)^-1 = -inf. Integer negative exponents give 0 unless |x| = 1.",
+        grad=_grad_pow,
     )
 )
 register(
@@ -198,6 +299,7 @@ register(
         body=_maximum,
         special="A NaN on either side gives NaN.",
         divergence="maximum(+0.0, -0.0) is +0.0 in either order (IEEE 754-2019); PyTorch's sign depends on its vector path.",
+        grad=_grad_maximum,
     )
 )
 register(
@@ -209,6 +311,7 @@ register(
         body=_minimum,
         special="A NaN on either side gives NaN.",
         divergence="minimum(+0.0, -0.0) is -0.0 in either order (IEEE 754-2019); PyTorch's sign depends on its vector path.",
+        grad=_grad_minimum,
     )
 )
 register(
@@ -220,6 +323,7 @@ register(
         body=_clamp,
         special="NaN input gives NaN; a NaN bound makes every output NaN; min > max gives max everywhere; "
         "clamp(-0.0, min=0.0) = -0.0 (as PyTorch).",
+        grad=_grad_clamp,
     )
 )
 register(
@@ -230,6 +334,7 @@ register(
         "max(input, min) with PyTorch's NaN rule.",
         body=_clamp_min,
         special="NaN input or NaN bound gives NaN.",
+        grad=_grad_clamp_min,
     )
 )
 register(
@@ -240,6 +345,7 @@ register(
         "min(input, max) with PyTorch's NaN rule.",
         body=_clamp_max,
         special="NaN input or NaN bound gives NaN.",
+        grad=_grad_clamp_max,
     )
 )
 register(
@@ -252,6 +358,7 @@ register(
         result="custom",
         body=lambda c, a, b: B.select(c, a, b),
         special="A pure select: NaN in the unselected input does not matter.",
+        grad=_grad_where,
     )
 )
 for _name, _op, _sym in (
@@ -312,11 +419,12 @@ register(
         "max(input, 0).",
         body=_relu,
         special="relu(NaN) = NaN, relu(-0.0) = -0.0 (as PyTorch CPU), relu(-inf) = 0.",
+        grad=lambda c: (c.F.where(c.output <= 0, 0.0, c.g),),
     )
 )
 
 
-def _float_op(name, fn, summary, precision, special, divergence="", torch_name=None):
+def _float_op(name, fn, summary, precision, special, divergence="", torch_name=None, grad=None):
     register(
         OpDef(
             name,
@@ -330,6 +438,7 @@ def _float_op(name, fn, summary, precision, special, divergence="", torch_name=N
             special=special,
             divergence=divergence,
             torch_name=torch_name,
+            grad=grad,
         )
     )
 
@@ -340,6 +449,7 @@ _float_op(
     "e to the power input.",
     "≤ 1 ulp of the float64 result",
     "exp(-inf) = 0, exp(inf) = inf, overflow (x > 88.72) gives inf, NaN gives NaN.",
+    grad=lambda c: (c.g * c.output,),
 )
 _float_op(
     "log",
@@ -347,6 +457,7 @@ _float_op(
     "Natural logarithm.",
     "≤ 1 ulp of the float64 result",
     "log(x < 0) = NaN, log(±0) = -inf, log(inf) = inf, NaN gives NaN.",
+    grad=lambda c: (c.g / c.inputs[0],),
 )
 _float_op(
     "sqrt",
@@ -354,6 +465,7 @@ _float_op(
     "Square root.",
     "correctly rounded (bit-equal to numpy float32)",
     "sqrt(-0.0) = -0.0, sqrt(x < 0) = NaN, sqrt(inf) = inf.",
+    grad=lambda c: (c.g / (2 * c.output),),
 )
 _float_op(
     "rsqrt",
@@ -361,6 +473,7 @@ _float_op(
     "1 / sqrt(input).",
     "see mathlib.rsqrt",
     "rsqrt(±0) = ±inf, rsqrt(x < 0) = NaN, rsqrt(inf) = 0.",
+    grad=lambda c: (-0.5 * c.g * (c.output * c.output * c.output),),
 )
 _float_op(
     "tanh",
@@ -368,6 +481,7 @@ _float_op(
     "Hyperbolic tangent.",
     "≤ 2 ulp away from 0 (see mathlib.tanh)",
     "tanh(±inf) = ±1, tanh(-0.0) = -0.0, NaN gives NaN.",
+    grad=lambda c: (c.g * (1 - c.output * c.output),),
 )
 _float_op(
     "sigmoid",
@@ -375,6 +489,7 @@ _float_op(
     "1 / (1 + exp(-input)).",
     "≤ 2 ulp (see mathlib.sigmoid)",
     "sigmoid(-inf) = 0, sigmoid(inf) = 1, never NaN for finite input.",
+    grad=lambda c: (c.g * (1 - c.output) * c.output,),
 )
 _float_op(
     "gelu",
@@ -385,6 +500,7 @@ _float_op(
     divergence="gelu(-inf) = -0.0 and gelu(+inf) = +inf (the limits); PyTorch gives NaN for -inf "
     "and inf or NaN for +inf depending on its vector path (pytorch#185770).",
     torch_name="nn.functional.gelu",
+    grad=_grad_gelu,
 )
 _float_op(
     "gelu_tanh",
@@ -393,6 +509,7 @@ _float_op(
     "≤ 2 ulp away from its zeros (see mathlib.gelu_tanh)",
     "gelu_tanh(NaN) = NaN.",
     divergence="gelu_tanh(-inf) = -0.0 (the limit); PyTorch gives NaN.",
+    grad=_grad_gelu_tanh,
 )
 _float_op(
     "softplus",
@@ -401,6 +518,7 @@ _float_op(
     "≤ 2 ulp (see mathlib.softplus)",
     "softplus(-inf) = 0, softplus(inf) = inf.",
     torch_name="nn.functional.softplus",
+    grad=lambda c: (c.F.where(c.inputs[0] > 20, c.g, c.g * c.inputs[0].sigmoid()),),
 )
 
 CAST_DTYPES = (T.float32, T.float16, T.int32, T.int64, T.bool_)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from ..ir import builder as B
 from ..ir import types as T
 from . import mathlib as M
+from .grads import normalize_dims, restore_reduced, spread_reduced
 from .registry import NUMERIC_DTYPES, REGISTRY, OpDef, register
 
 
@@ -38,6 +39,40 @@ def _argmin(left, right):
     return B.select(take, vb, va), B.select(take, ib, ia)
 
 
+# ---------------------------------------------------------------------- gradients (PyTorch's formulas)
+
+
+def _grad_sum(c):
+    (x,) = c.inputs
+    return (spread_reduced(c.g, x.shape, c.attrs["dim"], c.attrs["keepdim"]),)
+
+
+def _grad_prod(c):
+    # The product of the other elements: out / x without zeros; with one zero, only the zero's
+    # position gets the product of the rest; with two or more, every gradient is 0.
+    (x,) = c.inputs
+    F, dim, keepdim = c.F, c.attrs["dim"], c.attrs["keepdim"]
+    g = spread_reduced(c.g, x.shape, dim, keepdim)
+    dims = normalize_dims(dim, x.ndim)
+    is_zero = x == 0
+    zeros = is_zero.sum(dims, keepdim=True) if dims else is_zero.long()
+    others = F.where(is_zero, 1.0, x).prod(dims, keepdim=True) if dims else F.ones_like(x)
+    out = restore_reduced(c.output, x.shape, dim, keepdim)
+    lone_zero = F.where(is_zero, others, 0.0)
+    return (g * F.where(zeros == 0, out / F.where(is_zero, 1.0, x), F.where(zeros == 1, lone_zero, 0.0)),)
+
+
+def _grad_extreme(c):
+    # Ties share the gradient evenly (PyTorch's amax/amin rule).
+    (x,) = c.inputs
+    dim, keepdim = c.attrs["dim"], c.attrs["keepdim"]
+    dims = normalize_dims(dim, x.ndim)
+    hit = x == restore_reduced(c.output, x.shape, dim, keepdim)
+    count = hit.sum(dims, keepdim=True) if dims else hit.long()
+    g = spread_reduced(c.g, x.shape, dim, keepdim)
+    return (c.F.where(hit, g / count, 0.0),)
+
+
 _TREE = "summed over the contract's fixed pairwise tree (same bits for any layout and device)"
 
 register(
@@ -54,6 +89,7 @@ register(
         "float16 accumulates in float32 and rounds once; int32 and bool sum to int64.",
         divergence="sum of -0.0 values is -0.0 (PyTorch: +0.0). A sum of finite values whose partial sums "
         "overflow with both signs can be NaN where PyTorch gives inf (tree order).",
+        grad=_grad_sum,
     )
 )
 register(
@@ -67,6 +103,7 @@ register(
         combine=lambda a, b: a * b,
         precision=f"exact tree order: {_TREE}",
         special="NaN anywhere gives NaN; inf * 0 gives NaN; prod([]) = 1. int32 and bool multiply in int64.",
+        grad=_grad_prod,
     )
 )
 register(
@@ -79,6 +116,7 @@ register(
         combine=_max,
         special="Any NaN gives NaN. amax of an empty dim raises.",
         divergence="amax([-0.0, 0.0]) is +0.0 whatever the order (PyTorch's sign depends on length).",
+        grad=_grad_extreme,
     )
 )
 register(
@@ -91,6 +129,7 @@ register(
         combine=_min,
         special="Any NaN gives NaN. amin of an empty dim raises.",
         divergence="amin([0.0, -0.0]) is -0.0 whatever the order (PyTorch's sign depends on length).",
+        grad=_grad_extreme,
     )
 )
 register(

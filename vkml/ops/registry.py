@@ -13,6 +13,11 @@ Kinds:
 - ``movement``: index arithmetic on views; no body.
 - ``composite``: built from other ops by ``impl`` (softmax, matmul, ...).
 - ``creation``: makes a tensor from Python values.
+
+Gradients: ``grad(ctx) -> tuple`` gives one gradient (a Tensor, or None) per operand, written
+with tensor methods and operators and the functions of ``ctx.F`` (see ``vkml/ops/grads.py``
+for the context and the rules of composite and movement ops). An op without ``grad`` is not
+differentiable: its result never requires grad (comparisons, arg-reductions).
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ class OpDef:
     backends: tuple[str, ...] = BACKENDS
     aliases: tuple[str, ...] = field(default_factory=tuple)
     torch_name: str | None = None  # the PyTorch function tests compare with (default: name)
+    grad: Callable | None = None  # grad(ctx) -> one gradient (or None) per operand; None: not differentiable
 
 
 REGISTRY: dict[str, OpDef] = {}

@@ -1,0 +1,290 @@
+"""Autograd: ops record how they were made; ``backward()`` builds the gradient graph, lazily.
+
+Recording. While grad mode is on, an op whose operand requires grad gives its (floating
+point) result a ``Context``: the op's gradient rule (``OpDef.grad`` for registered ops,
+``vkml.ops.grads.RULES`` for composite and movement ops), its operands and its other
+arguments. A composite op (matmul, softmax, ...) records once, as itself: the ops it is built
+of run with recording off.
+
+Backward. ``loss.backward()`` walks the recorded graph from ``loss``, gives each rule the sum
+of its output's gradients, and adds what reaches a leaf to the leaf's ``.grad``. Like every
+other op, this only records nodes; nothing runs. The rule for when the work runs:
+
+- a gradient is computed when it is read (``x.grad.numpy()``), like any lazy tensor;
+- ``optimizer.step()`` realizes, in one ``vkml.realize`` (one submission per device), the
+  new parameters, the optimizer's state, the gradients, and every tensor ``backward()`` was
+  called on since the previous step. So a training step — forward, backward, update — is
+  one submission, and ``loss.item()`` after ``step()`` costs no other.
+
+After ``backward()`` the recorded graph is released (as PyTorch does without
+``retain_graph=True``): a second ``backward()`` through it raises.
+
+>>> import vkml
+>>> x = vkml.tensor([1.0, 2.0], requires_grad=True)
+>>> (x * x).sum().backward()
+>>> x.grad.tolist()
+[2.0, 4.0]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import weakref
+from collections.abc import Callable
+
+from .ops import grads as G
+from .ops.registry import REGISTRY
+
+_grad_enabled = True
+_backward_roots: list[weakref.ref] = []  # tensors backward() ran on since the last optimizer step
+
+
+def is_grad_enabled() -> bool:
+    """Whether ops record gradient contexts now (``vkml.no_grad()`` turns it off)."""
+    return _grad_enabled
+
+
+class set_grad_enabled:
+    """Turn recording on or off from now on, or for a ``with`` block (restored at its end).
+
+    >>> import vkml
+    >>> with vkml.set_grad_enabled(False):
+    ...     vkml.is_grad_enabled()
+    False
+    """
+
+    def __init__(self, mode: bool):
+        global _grad_enabled
+        self.previous, _grad_enabled = _grad_enabled, bool(mode)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        global _grad_enabled
+        _grad_enabled = self.previous
+
+
+class no_grad(contextlib.ContextDecorator):
+    """Ops inside record nothing: results never require grad (evaluation, optimizer updates).
+
+    >>> import vkml
+    >>> w = vkml.ones(2, requires_grad=True)
+    >>> with vkml.no_grad():
+    ...     (w * 2).requires_grad
+    False
+    """
+
+    def __enter__(self):
+        global _grad_enabled
+        self.previous, _grad_enabled = _grad_enabled, False
+        return self
+
+    def __exit__(self, *exc) -> None:
+        global _grad_enabled
+        _grad_enabled = self.previous
+
+
+class enable_grad(no_grad):
+    """Recording on inside, even within ``no_grad``."""
+
+    def __enter__(self):
+        global _grad_enabled
+        self.previous, _grad_enabled = _grad_enabled, True
+        return self
+
+
+class Context:
+    """How one tensor was made: its op's rule, its operands, its other arguments."""
+
+    __slots__ = ("name", "rule", "parents", "saved", "output", "attrs")
+
+    def __init__(self, name: str, rule: Callable, parents: tuple, saved: tuple, output, attrs: dict):
+        self.name, self.rule, self.parents, self.saved, self.output, self.attrs = (
+            name,
+            rule,
+            parents,
+            saved,
+            output,
+            attrs,
+        )
+
+    @property
+    def released(self) -> bool:
+        return self.parents is None
+
+    def release(self) -> None:
+        """Drop the operands, so the forward graph can be freed once backward() has used it."""
+        self.parents = self.saved = self.output = None
+
+    def __repr__(self) -> str:
+        return f"<{self.name} backward{' (released)' if self.released else ''}>"
+
+
+def rule_for(name: str) -> Callable | None:
+    """The gradient rule of op ``name``; None if the op is not differentiable."""
+    op = REGISTRY.get(name)
+    return op.grad if op is not None else G.RULES.get(name)
+
+
+def _requires_grad(x) -> bool:
+    return getattr(x, "requires_grad", False) is True
+
+
+def record(name: str, operands, out, attrs: dict | None = None):
+    """Give ``out`` the context of op ``name`` if grad mode is on and an operand requires grad; returns ``out``."""
+    if not _grad_enabled or not out.dtype.is_float:
+        return out
+    parents = tuple(x if _requires_grad(x) else None for x in operands)
+    if all(p is None for p in parents) or any(x is out for x in operands):
+        return out
+    rule = rule_for(name)
+    if rule is None:
+        return out
+    saved = tuple(x.detach() if G.is_tensor(x) else x for x in operands)
+    out._ctx = Context(name, rule, parents, saved, out.node, attrs or {})
+    out._requires_grad = True
+    return out
+
+
+def _flatten(values) -> list:
+    flat = []
+    for v in values:
+        if isinstance(v, (list, tuple)):
+            flat.extend(v)
+        else:
+            flat.append(v)
+    return flat
+
+
+def differentiable(name: str, inputs: tuple[str, ...] = ("input",)):
+    """Decorator for a front-end function that is one op for autograd (rule ``ops.grads.RULES[name]``).
+
+    ``inputs`` names the parameters holding differentiable operands (a list parameter, as
+    ``cat``'s ``tensors``, gives one operand per element); the others reach the rule as
+    ``ctx.attrs``. The function's own ops run with recording off.
+    """
+
+    def wrap(fn):
+        signature = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def recorded(*args, **kwargs):
+            if not _grad_enabled or not any(_requires_grad(v) for v in _flatten([*args, *kwargs.values()])):
+                return fn(*args, **kwargs)
+            with no_grad():
+                out = fn(*args, **kwargs)
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            operands = _flatten(bound.arguments[p] for p in inputs)
+            attrs = {k: v for k, v in bound.arguments.items() if k not in inputs}
+            return record(name, operands, out, attrs)
+
+        return recorded
+
+    return wrap
+
+
+# ---------------------------------------------------------------------- backward
+
+
+def _graph_order(root) -> list:
+    """Tensors that ``root`` was computed from and that require grad, users before their operands."""
+    order, seen = [], set()
+    stack = [(root, False)]
+    while stack:
+        t, done = stack.pop()
+        if done:
+            order.append(t)
+            continue
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        stack.append((t, True))
+        ctx = t._ctx
+        if ctx is None:
+            continue
+        if ctx.released:
+            raise RuntimeError(
+                f"backward(): trying to go through the graph a second time (at {ctx.name!r}); its saved "
+                "tensors were released by the first backward(). Pass retain_graph=True the first time."
+            )
+        stack.extend((p, False) for p in ctx.parents if p is not None and id(p) not in seen)
+    return order[::-1]
+
+
+def _fit(grad, operand, op: str):
+    """``grad`` summed over the dims ``operand`` was broadcast along, in ``operand``'s dtype."""
+    if grad.shape != operand.shape:
+        grad = G.unbroadcast(grad, operand.shape)
+        if grad.shape != operand.shape:
+            raise AssertionError(
+                f"the gradient rule of {op!r} gave shape {grad.shape} for an operand of {operand.shape}"
+            )
+    return grad if grad.dtype is operand.dtype else grad.to(operand.dtype)
+
+
+def backward(root, gradient=None, retain_graph: bool = False) -> None:
+    """Add d(root)/d(leaf) to the ``.grad`` of every leaf ``root`` depends on (lazily: see the module doc)."""
+    import vkml
+
+    from .errors import ShapeError
+
+    if not root.requires_grad:
+        raise RuntimeError("backward(): the tensor does not require grad and was not computed from one that does")
+    if gradient is None:
+        if root.numel() != 1:
+            raise RuntimeError(
+                f"backward(): gradient can be implied only for one element, the tensor has shape {root.shape}"
+            )
+        gradient = vkml.ones_like(root)
+    elif not G.is_tensor(gradient):
+        gradient = vkml.full_like(root, gradient)
+    elif gradient.shape != root.shape:
+        raise ShapeError(f"backward(): gradient of shape {gradient.shape} for a tensor of shape {root.shape}")
+    order = _graph_order(root)
+    grads = {id(root): gradient.detach()}
+    with no_grad():
+        for t in order:
+            g = grads.pop(id(t), None)
+            ctx = t._ctx
+            if ctx is None:
+                if g is not None:
+                    t.grad = g if t.grad is None else t.grad + g
+                continue
+            if g is not None:
+                _apply_rule(ctx, g, grads, vkml)
+            if not retain_graph:
+                ctx.release()
+    _remember_root(root)
+
+
+def _apply_rule(ctx: Context, g, grads: dict, namespace) -> None:
+    from .tensor import Tensor
+
+    needs = tuple(p is not None for p in ctx.parents)
+    results = ctx.rule(G.GradContext(g, ctx.saved, Tensor(ctx.output), ctx.attrs, namespace, needs))
+    if len(results) != len(ctx.parents):
+        raise AssertionError(
+            f"the gradient rule of {ctx.name!r} gave {len(results)} gradients for {len(needs)} operands"
+        )
+    for parent, grad in zip(ctx.parents, results):
+        if parent is None or grad is None:
+            continue
+        grad = _fit(grad, parent, ctx.name)
+        previous = grads.get(id(parent))
+        grads[id(parent)] = grad if previous is None else previous + grad
+
+
+def _remember_root(root) -> None:
+    _backward_roots[:] = [r for r in _backward_roots if r() is not None]
+    _backward_roots.append(weakref.ref(root))
+
+
+def take_backward_roots() -> list:
+    """The live tensors ``backward()`` ran on since the last call (the optimizer realizes them with its step)."""
+    roots = [r() for r in _backward_roots]
+    _backward_roots.clear()
+    return [t for t in roots if t is not None]

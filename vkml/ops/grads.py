@@ -1,0 +1,205 @@
+"""Gradient rules: the context each rule receives, and the rules of composite and movement ops.
+
+A rule ``grad(ctx)`` returns one gradient per operand of its op (None where an operand gets
+none). It builds the gradient lazily out of tensor methods and operators on ``ctx.g``,
+``ctx.inputs`` and ``ctx.output``, and out of ``ctx.F`` — the ``vkml`` package (``F.where``,
+``F.zeros_like``, ``F.constant_pad_nd``, ...), handed in by the autograd driver so that
+``ops/`` never imports the front end.
+
+Elementwise and reduction rules sit next to their op's body (``OpDef.grad`` in
+elementwise.py and reduce.py). The rules here are for the ops the front end builds out of
+others (matmul, softmax, ...) and for movement ops, one rule per op, in ``RULES``.
+
+The driver (vkml/autograd.py) sums each gradient over the dims its operand was broadcast
+along and casts it to the operand's dtype, so no rule does either.
+
+>>> sorted(RULES)[:3]
+['cast', 'cat', 'expand']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class GradContext:
+    """What a gradient rule sees of one recorded op."""
+
+    g: Any  # the gradient of the op's output: a tensor of the output's shape and dtype
+    inputs: tuple  # the operands as the op got them: tensors (detached) or Python numbers
+    output: Any  # the op's result (detached)
+    attrs: dict  # the op's other arguments by name (dim, keepdim, dims, ...)
+    F: Any  # the vkml package: where, zeros_like, constant_pad_nd, ...
+    needs: tuple[bool, ...]  # which operands want a gradient
+
+
+def is_tensor(x) -> bool:
+    return hasattr(x, "shape") and hasattr(x, "node")
+
+
+def as_tensor(c: GradContext, x):
+    """``x`` as a tensor shaped like the output (Python numbers become constants)."""
+    return x if is_tensor(x) else c.F.full_like(c.output, x)
+
+
+def normalize_dims(dim, ndim: int) -> tuple[int, ...]:
+    """The dims a reduction's ``dim`` argument names, non-negative and sorted (None: all)."""
+    if dim is None:
+        return tuple(range(ndim))
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    return tuple(sorted({d % max(ndim, 1) for d in dims})) if ndim else ()
+
+
+def restore_reduced(t, shape: tuple[int, ...], dim, keepdim: bool):
+    """A reduction's result (or its gradient) with the reduced dims put back as size 1."""
+    if keepdim or not shape:
+        return t
+    dims = normalize_dims(dim, len(shape))
+    return t.reshape(*(1 if d in dims else s for d, s in enumerate(shape)))
+
+
+def spread_reduced(t, shape: tuple[int, ...], dim, keepdim: bool):
+    """A reduction's gradient broadcast back over the reduced dims."""
+    return restore_reduced(t, shape, dim, keepdim).expand(*shape)
+
+
+def unbroadcast(g, shape: tuple[int, ...]):
+    """``g`` summed over the dims along which a tensor of ``shape`` was broadcast to ``g.shape``."""
+    shape = tuple(shape)
+    if g.shape == shape:
+        return g
+    lead = len(g.shape) - len(shape)
+    dims = tuple(range(lead)) + tuple(lead + d for d, s in enumerate(shape) if s == 1 and g.shape[lead + d] != 1)
+    summed = g.sum(dims, keepdim=True) if dims else g
+    return summed.reshape(*shape)
+
+
+def _pads_for(ndim: int, dim: int, before: int, after: int) -> list[int]:
+    """The ``constant_pad_nd`` list (last dim first, as PyTorch) that pads only ``dim``."""
+    pads = [0] * (2 * ndim)
+    back = ndim - 1 - dim
+    pads[2 * back], pads[2 * back + 1] = before, after
+    return pads
+
+
+# ---------------------------------------------------------------------- composites
+
+
+def _matmul(c: GradContext):
+    a, b = c.inputs
+    g = c.g
+    a2 = a.unsqueeze(0) if a.ndim == 1 else a
+    b2 = b.unsqueeze(1) if b.ndim == 1 else b
+    if a.ndim == 1:
+        g = g.unsqueeze(-2 if b.ndim > 1 else 0)
+    if b.ndim == 1:
+        g = g.unsqueeze(-1)
+    ga = unbroadcast(g @ b2.transpose(-1, -2), a2.shape).reshape(*a.shape) if c.needs[0] else None
+    gb = unbroadcast(a2.transpose(-1, -2) @ g, b2.shape).reshape(*b.shape) if c.needs[1] else None
+    return ga, gb
+
+
+def _softmax(c: GradContext):
+    y, g, dim = c.output, c.g, c.attrs["dim"]
+    return ((g - (g * y).sum(dim, keepdim=True)) * y,)
+
+
+def _log_softmax(c: GradContext):
+    y, g, dim = c.output, c.g, c.attrs["dim"]
+    return (g - y.exp() * g.sum(dim, keepdim=True),)
+
+
+def _logsumexp(c: GradContext):
+    (x,) = c.inputs
+    dim, keepdim = c.attrs["dim"], c.attrs["keepdim"]
+    g = restore_reduced(c.g, x.shape, dim, keepdim)
+    out = restore_reduced(c.output, x.shape, dim, keepdim)
+    return (g * (x - out).exp(),)
+
+
+# ---------------------------------------------------------------------- movement
+
+
+def _reshape(c: GradContext):
+    return (c.g.reshape(*c.inputs[0].shape),)
+
+
+def _permute(c: GradContext):
+    (x,) = c.inputs
+    dims = c.attrs["dims"]
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        dims = tuple(dims[0])
+    order = [d % x.ndim for d in dims]
+    inverse = [order.index(d) for d in range(x.ndim)]
+    return (c.g.permute(*inverse),)
+
+
+def _expand(c: GradContext):
+    return (unbroadcast(c.g, c.inputs[0].shape),)
+
+
+def _flip(c: GradContext):
+    return (c.g.flip(c.attrs["dims"]),)
+
+
+def _slice(c: GradContext):
+    """Each dim's kept elements go back to positions start, start+step, ...; zeros elsewhere."""
+    (x,) = c.inputs
+    if c.g.numel() == 0:
+        return (c.F.zeros_like(x),)
+    g, F = c.g, c.F
+    for d, (start, step) in enumerate(zip(c.attrs["starts"], c.attrs["steps"])):
+        kept = g.shape[d]
+        if step > 1 and kept > 1:  # interleave step-1 zeros after each element, drop the trailing ones
+            g = F.constant_pad_nd(g.unsqueeze(d + 1), _pads_for(g.ndim + 1, d + 1, 0, step - 1))
+            g = g.reshape(*g.shape[:d], kept * step, *g.shape[d + 2 :])
+            g = F.constant_pad_nd(g, _pads_for(g.ndim, d, 0, 1 - step))
+        span = g.shape[d]
+        g = F.constant_pad_nd(g, _pads_for(g.ndim, d, start, x.shape[d] - start - span))
+    return (g,)
+
+
+def _pad(c: GradContext):
+    return (c.F.constant_pad_nd(c.g, [-p for p in c.attrs["pad"]]),)
+
+
+def _cat(c: GradContext):
+    g, dim = c.g, c.attrs["dim"] % c.g.ndim
+    grads, start = [], 0
+    for t in c.inputs:
+        if t.ndim != g.ndim:  # PyTorch's legacy rule let an empty 1-D tensor join any cat
+            grads.append(None)
+            continue
+        size = t.shape[dim]
+        index = (slice(None),) * dim + (slice(start, start + size),)
+        grads.append(g[index])
+        start += size
+    return tuple(grads)
+
+
+def _cast(c: GradContext):
+    return (c.g.to(c.inputs[0].dtype),)
+
+
+def _to_device(c: GradContext):
+    return (c.g.to(c.inputs[0].device),)
+
+
+RULES: dict[str, Callable] = {
+    "matmul": _matmul,
+    "softmax": _softmax,
+    "log_softmax": _log_softmax,
+    "logsumexp": _logsumexp,
+    "reshape": _reshape,
+    "permute": _permute,
+    "expand": _expand,
+    "flip": _flip,
+    "slice": _slice,
+    "pad": _pad,
+    "cat": _cat,
+    "cast": _cast,
+    "to_device": _to_device,
+}

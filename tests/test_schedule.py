@@ -20,9 +20,15 @@ def rng():
     return np.random.default_rng(7)
 
 
-def test_elementwise_chain_with_broadcast_is_one_dispatch(rng):
-    a = vkml.tensor(rng.standard_normal((64, 33), dtype=np.float32))
-    b = vkml.tensor(rng.standard_normal((33,), dtype=np.float32))
+@pytest.fixture(params=["cpu", "vulkan"])
+def dev(request):
+    """Both backends must count dispatches and submissions the same way."""
+    return vkml.device("cpu") if request.param == "cpu" else vkml.best_device()
+
+
+def test_elementwise_chain_with_broadcast_is_one_dispatch(rng, dev):
+    a = vkml.tensor(rng.standard_normal((64, 33), dtype=np.float32), device=dev)
+    b = vkml.tensor(rng.standard_normal((33,), dtype=np.float32), device=dev)
     y = a
     for i in range(8):
         y = (y * b + float(i)) if i % 2 else vkml.maximum(y, b) - 0.5
@@ -35,23 +41,23 @@ def test_elementwise_chain_with_broadcast_is_one_dispatch(rng):
     assert np.array_equal(y.numpy(), expected.astype(np.float32))
 
 
-def test_reduction_fuses_producers_and_consumers(rng):
-    a = vkml.tensor(rng.standard_normal((16, 100), dtype=np.float32))
-    b = vkml.tensor(rng.standard_normal((16, 100), dtype=np.float32))
+def test_reduction_fuses_producers_and_consumers(rng, dev):
+    a = vkml.tensor(rng.standard_normal((16, 100), dtype=np.float32), device=dev)
+    b = vkml.tensor(rng.standard_normal((16, 100), dtype=np.float32), device=dev)
     y = (a * b).sum(dim=1) * 2
     assert _dispatches(y) == 1
 
 
-def test_movement_ops_add_no_dispatch(rng):
-    a = vkml.tensor(rng.standard_normal((8, 6, 4), dtype=np.float32))
+def test_movement_ops_add_no_dispatch(rng, dev):
+    a = vkml.tensor(rng.standard_normal((8, 6, 4), dtype=np.float32), device=dev)
     y = (a.permute(2, 0, 1)[1:, ::2].flip(0).reshape(3, -1) + 1).T
     assert _dispatches(y) == 1
     expected = np.ascontiguousarray(a.numpy().transpose(2, 0, 1)[1:, ::2][::-1]).reshape(3, -1) + 1
     assert np.array_equal(y.numpy(), expected.T)
 
 
-def test_realize_of_several_tensors_is_one_submission(rng):
-    a = vkml.tensor(rng.standard_normal((10, 10), dtype=np.float32))
+def test_realize_of_several_tensors_is_one_submission(rng, dev):
+    a = vkml.tensor(rng.standard_normal((10, 10), dtype=np.float32), device=dev)
     b, c, d = a + 1, a.sum(0), (a * 3).amax(1)
     debug.reset_counters()
     vkml.realize(b, c, d)
@@ -59,16 +65,16 @@ def test_realize_of_several_tensors_is_one_submission(rng):
     assert debug.counters()["dispatches"] == 3
 
 
-def test_long_reduction_takes_one_dispatch_per_pass_and_keeps_the_tree():
+def test_long_reduction_takes_one_dispatch_per_pass_and_keeps_the_tree(dev):
     n = 5000  # > one block of 256: two passes
-    x = vkml.tensor(np.full(n, -0.0, dtype=np.float32))
+    x = vkml.tensor(np.full(n, -0.0, dtype=np.float32), device=dev)
     s = x.sum()
     assert _dispatches(s) == 2
     assert np.signbit(s.item())  # the identity never enters: a sum of -0.0 stays -0.0
 
 
-def test_shared_cheap_node_is_recomputed_and_expensive_one_computed_once(rng):
-    a = vkml.tensor(rng.standard_normal((32,), dtype=np.float32))
+def test_shared_cheap_node_is_recomputed_and_expensive_one_computed_once(rng, dev):
+    a = vkml.tensor(rng.standard_normal((32,), dtype=np.float32), device=dev)
     cheap = a + 1
     assert _dispatches(cheap * 2, cheap * 3) == 2  # both inline `cheap`
     expensive = a
@@ -77,8 +83,8 @@ def test_shared_cheap_node_is_recomputed_and_expensive_one_computed_once(rng):
     assert _dispatches(expensive * 2, expensive * 3) == 3  # expensive is computed once
 
 
-def test_reduction_seen_through_a_broadcast_is_realized_first(rng):
-    x = vkml.tensor(rng.standard_normal((4, 50), dtype=np.float32))
+def test_reduction_seen_through_a_broadcast_is_realized_first(rng, dev):
+    x = vkml.tensor(rng.standard_normal((4, 50), dtype=np.float32), device=dev)
     y = x - x.amax(dim=1, keepdim=True)
     assert _dispatches(y) == 2
 
@@ -114,22 +120,22 @@ def _layer_norm(x, w, b, eps=1e-5):
     return xc / vkml.sqrt(var + eps) * w + b
 
 
-def test_softmax_is_two_dispatches_and_matches_unfused(rng):
+def test_softmax_is_two_dispatches_and_matches_unfused(rng, dev):
     x_np = rng.standard_normal((16, 700), dtype=np.float32)  # rows longer than one chunk
-    y = vkml.softmax(vkml.tensor(x_np), dim=1)
+    y = vkml.softmax(vkml.tensor(x_np, device=dev), dim=1)
     assert _dispatches(y) == 2
     vkml.set_eager(True)
     try:
-        eager = vkml.softmax(vkml.tensor(x_np), dim=1).numpy()
+        eager = vkml.softmax(vkml.tensor(x_np, device=dev), dim=1).numpy()
     finally:
         vkml.set_eager(False)
     assert np.array_equal(y.numpy().view(np.uint32), eager.view(np.uint32))
 
 
-def test_layer_norm_is_at_most_three_dispatches(rng):
-    x = vkml.tensor(rng.standard_normal((8, 300), dtype=np.float32))
-    w = vkml.tensor(rng.standard_normal((300,), dtype=np.float32))
-    b = vkml.tensor(rng.standard_normal((300,), dtype=np.float32))
+def test_layer_norm_is_at_most_three_dispatches(rng, dev):
+    x = vkml.tensor(rng.standard_normal((8, 300), dtype=np.float32), device=dev)
+    w = vkml.tensor(rng.standard_normal((300,), dtype=np.float32), device=dev)
+    b = vkml.tensor(rng.standard_normal((300,), dtype=np.float32), device=dev)
     y = _layer_norm(x, w, b)
     assert _dispatches(y) <= 3
     import torch
@@ -140,16 +146,16 @@ def test_layer_norm_is_at_most_three_dispatches(rng):
     assert np.allclose(y.numpy(), ref.numpy(), atol=2e-5)
 
 
-def test_linear_relu_is_one_dispatch(rng):
-    x = vkml.tensor(rng.standard_normal((32, 20), dtype=np.float32))
-    w = vkml.tensor(rng.standard_normal((20, 16), dtype=np.float32))
-    b = vkml.tensor(rng.standard_normal((16,), dtype=np.float32))
+def test_linear_relu_is_one_dispatch(rng, dev):
+    x = vkml.tensor(rng.standard_normal((32, 20), dtype=np.float32), device=dev)
+    w = vkml.tensor(rng.standard_normal((20, 16), dtype=np.float32), device=dev)
+    b = vkml.tensor(rng.standard_normal((16,), dtype=np.float32), device=dev)
     assert _dispatches(vkml.relu(x @ w + b)) == 1
 
 
-def test_chain_of_eight_ops_on_2_20_elements_is_one_dispatch():
-    a = vkml.ones(1 << 20)
-    b = vkml.full((1 << 20,), 0.5)
+def test_chain_of_eight_ops_on_2_20_elements_is_one_dispatch(dev):
+    a = vkml.ones(1 << 20, device=dev)
+    b = vkml.full((1 << 20,), 0.5, device=dev)
     y = a
     for op in (vkml.add, vkml.mul, vkml.sub, vkml.maximum, vkml.add, vkml.mul, vkml.minimum, vkml.sub):
         y = op(y, b)
@@ -179,3 +185,26 @@ def test_kernels_sharing_a_row_reduction_are_ordered_by_dependency(rng):
     vkml.realize(centred, s, m)
     expected = x.numpy() - x.numpy().max(1, keepdims=True)
     assert np.array_equal(centred.numpy(), expected)
+
+
+def test_barriers_only_between_dependent_dispatches():
+    gpu = vkml.best_device()
+    x = vkml.tensor(np.arange(64, dtype=np.float32).reshape(8, 8), device=gpu)
+    debug.reset_counters()
+    vkml.realize(x.sum(0), x.amax(1), x * 2)  # three independent kernels
+    assert debug.counters()["dispatches"] == 3 and debug.counters()["barriers"] == 0
+    debug.reset_counters()
+    vkml.softmax(x, dim=1).realize()  # the second kernel reads what the first wrote
+    assert debug.counters()["dispatches"] == 2 and debug.counters()["barriers"] == 1
+
+
+def test_scalars_past_the_parameter_budget_are_baked_in_rounded(dev):
+    # Regression: a baked constant that float32 cannot represent exactly (1/0.9) was refused.
+    x = vkml.ones(4, device=dev)
+    y = x
+    for i in range(30):
+        y = y * (1 / 0.9) + float(i)
+    expected = np.ones(4, dtype=np.float32)
+    for i in range(30):
+        expected = expected * np.float32(1 / 0.9) + np.float32(i)
+    assert np.array_equal(y.numpy(), expected)

@@ -19,6 +19,7 @@ from .ir import types as T
 from .ir.core import Kernel, Value
 from .ops import mathlib as M
 from .ops.cast import cast_value, round_to_f16
+from .ops.random import random_value
 from .ops.registry import REGISTRY
 
 ELEMENTWISE_LOCAL_SIZE = 64
@@ -38,6 +39,9 @@ def fold_grid(workgroups: int) -> tuple[int, int, int]:
 
 def pow2ceil(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
+
+
+PARAM_BUDGET_NBYTES = 64  # scalars beyond this become IR constants (push constants can be 128 bytes in all)
 
 
 def param_dtype(dtype: T.DType) -> T.DType:
@@ -154,9 +158,10 @@ def _view_index(stack, idx: Index) -> tuple[Value, Value | None]:
 class Lowering:
     """Builds one kernel: binds leaves as read buffers and constants as parameters, recording roles."""
 
-    def __init__(self, name: str, local_size, leaves: dict[int, object]):
+    def __init__(self, name: str, local_size, leaves, baked=frozenset()):
         self.kb = B.KernelBuilder(name, local_size)
         self.leaves = leaves  # ids of nodes computed by earlier kernels of this realize: loaded, not inlined
+        self.baked = baked  # ids of constants emitted as IR constants instead of parameters
         self.roles: dict[str, tuple] = {}  # binding name -> ("leaf", node) | ("out", node) | ("temp", j)
         self.param_roles: dict[str, Node] = {}  # parameter name -> const node
         self._leaf_refs: dict[int, B.BufferRef] = {}
@@ -176,6 +181,10 @@ class Lowering:
         return ref
 
     def _param(self, node: Node) -> Value:
+        if id(node) in self.baked:  # past the parameter budget: the value is part of the kernel
+            dtype = param_dtype(node.dtype) if node.dtype is not T.bool_ else T.bool_
+            value = dtype.np.type(node.arg) if dtype.is_float else node.arg  # rounded as a parameter would be
+            return B.const(value, dtype)
         v = self._params.get(id(node))
         if v is None:
             name = f"s{len(self._params)}"
@@ -232,6 +241,9 @@ class Lowering:
             return out
         if op == "cat":
             return self._cat(node, idx)
+        if op == "random":  # sources: key and call-offset constants (int32 bits), so they travel as parameters
+            words = [B.bitcast(self.value(s, idx), T.uint32) for s in node.srcs]
+            return random_value(node.arg, idx.lin, *words)
         raise AssertionError(f"cannot inline {node!r}")
 
     def _cat(self, node: Node, idx: Index) -> Value:
@@ -266,9 +278,9 @@ def kernel_name(root: Node, prefix: str) -> str:
     return "_".join([prefix, *names, shape])
 
 
-def lower_elementwise(root: Node, leaves: dict[int, object]) -> GroupTemplate:
+def lower_elementwise(root: Node, leaves, baked=frozenset()) -> GroupTemplate:
     n = root.numel
-    L = Lowering(kernel_name(root, "E"), (ELEMENTWISE_LOCAL_SIZE, 1, 1), leaves)
+    L = Lowering(kernel_name(root, "E"), (ELEMENTWISE_LOCAL_SIZE, 1, 1), leaves, baked)
     workgroups = -(-n // ELEMENTWISE_LOCAL_SIZE)
     grid = fold_grid(workgroups)
     out_ref = L.bind_buffer(root.dtype, "write", "out", ("out", root))

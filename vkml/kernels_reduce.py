@@ -163,7 +163,7 @@ def _row_tree(r: _Reduction, o, lanes: int, per_lane: int, nchunks: int):
     return result
 
 
-def lower_rows(root: Node, chain: list[Node], stored: list[Node], leaves) -> GroupTemplate:
+def lower_rows(root: Node, chain: list[Node], stored: list[Node], leaves, baked=frozenset()) -> GroupTemplate:
     """One workgroup per row computes every reduction of ``chain`` in order, then ``root``.
 
     ``stored`` are chain members written to their own output buffers (used outside the kernel).
@@ -174,7 +174,7 @@ def lower_rows(root: Node, chain: list[Node], stored: list[Node], leaves) -> Gro
     nchunks = -(-n // block)
     outer = last.numel
     grid = fold_grid(outer)
-    L = Lowering(kernel_name(root, "R"), (lanes, 1, 1), leaves)
+    L = Lowering(kernel_name(root, "R"), (lanes, 1, 1), leaves, baked)
     depth = nchunks.bit_length() if nchunks > 1 else 0
     reductions = [_Reduction(L, red, str(i), lanes, depth) for i, red in enumerate(chain)]
     out_ref = L.bind_buffer(root.dtype, "write", "out", ("out", root))
@@ -191,7 +191,7 @@ def lower_rows(root: Node, chain: list[Node], stored: list[Node], leaves) -> Gro
     return GroupTemplate([L.template(grid)])
 
 
-def lower_blocks(root: Node, red: Node, leaves) -> GroupTemplate:
+def lower_blocks(root: Node, red: Node, leaves, baked=frozenset()) -> GroupTemplate:
     """Passes over aligned blocks: each pass's block results are the next pass's elements."""
     group = GroupTemplate([])
     width, pass_no, parts = math.prod(red.srcs[0].shape[a] for a in red.arg[1]), 0, None
@@ -199,7 +199,7 @@ def lower_blocks(root: Node, red: Node, leaves) -> GroupTemplate:
     while True:
         per_lane, lanes, block = reduce_layout(width)
         nblocks = -(-width // block)
-        L = Lowering(kernel_name(root, f"R{pass_no}_"), (lanes, 1, 1), leaves)
+        L = Lowering(kernel_name(root, f"R{pass_no}_"), (lanes, 1, 1), leaves, baked)
         r = _Reduction(L, red, "", lanes, 0)
         if parts is None:
             load_row = r.load

@@ -113,6 +113,10 @@ class Plan:
                 continue
             seen.add(id(node))
             for s in node.srcs:
+                if "kernel" in (node.op, s.op):  # a user's @vkml.kernel reads and writes whole buffers
+                    if not s.realized:
+                        self._make_root(s)
+                    continue
                 if s.realized or s.op == "const" or (id(s) in self.roots and id(s) not in fused):
                     continue
                 if s.op == "reduce":
@@ -145,7 +149,7 @@ class Plan:
                     continue
                 if s.op == "reduce":
                     found.append(s)
-                elif _inline_kind(s):
+                elif _inline_kind(s) and self.consumers[id(s)] == 1:  # shared nodes are read elsewhere too
                     stack.append(s)
         if len(found) == 1 and self.consumers[id(found[0])] == 1 and found[0].numel == root.numel:
             return found[0]
@@ -206,8 +210,9 @@ class Plan:
                         stack.append(s)
             kept = [r for r in chain if id(r) in reached]
             for r in chain:
-                if id(r) not in reached:
-                    del self.produced_by[id(r)]
+                if id(r) not in reached:  # (the last member, the root's own reduction, may be cut off too)
+                    self.produced_by.pop(id(r), None)
+                    self.roots[id(r)] = r
                     self.chains[id(r)] = [r]
             self.chains[root_id] = kept
 
@@ -225,7 +230,19 @@ class Signature:
         self._numbers: dict[int, int] = {}
         fused = {id(r) for r in chain}
         walk = self._walk(root, leaf_ids, fused)
-        self.key = (mode, walk, tuple(self._numbers[id(r)] for r in chain), tuple(self._numbers[id(r)] for r in stored))
+        self.baked = self._over_budget()
+        baked_values = tuple((i, repr(n.arg)) for i, n in enumerate(self.consts) if id(n) in self.baked)
+        chain_at = tuple(self._numbers[id(r)] for r in chain)
+        self.key = (mode, walk, chain_at, tuple(self._numbers[id(r)] for r in stored), baked_values)
+
+    def _over_budget(self) -> frozenset[int]:
+        """Constants past the parameter budget (in signature order): the kernel bakes their values in."""
+        used, baked = 0, set()
+        for n in self.consts:
+            used += max(4, kernels.param_dtype(n.dtype).nbytes)
+            if used > kernels.PARAM_BUDGET_NBYTES:
+                baked.add(id(n))
+        return frozenset(baked)
 
     def _walk(self, node: Node, leaf_ids, fused) -> tuple:
         out = []
@@ -258,12 +275,12 @@ class Signature:
         return (n.op, n.arg, *base, tuple(self._numbers[id(s)] for s in n.srcs))
 
 
-def _lower_group(root: Node, chain: list[Node], leaf_ids, mode: str) -> kernels.GroupTemplate:
+def _lower_group(root: Node, chain: list[Node], leaf_ids, mode: str, baked) -> kernels.GroupTemplate:
     if not chain:
-        return kernels.lower_elementwise(root, leaf_ids)
+        return kernels.lower_elementwise(root, leaf_ids, baked)
     if mode == "blocks":
-        return kernels_reduce.lower_blocks(root, chain[-1], leaf_ids)
-    return kernels_reduce.lower_rows(root, chain, chain[:-1], leaf_ids)
+        return kernels_reduce.lower_blocks(root, chain[-1], leaf_ids, baked)
+    return kernels_reduce.lower_rows(root, chain, chain[:-1], leaf_ids, baked)
 
 
 def _indexed(group: kernels.GroupTemplate, sig: Signature, outputs: list[Node]) -> kernels.GroupTemplate:
@@ -300,7 +317,7 @@ class _Group:
         key = self.sig.key
         found = _templates.get(key)
         if found is None:
-            lowered = _lower_group(self.root, self.chain, self.leaf_ids, self.mode)
+            lowered = _lower_group(self.root, self.chain, self.leaf_ids, self.mode, self.sig.baked)
             found = _indexed(lowered, self.sig, self.outputs)
             _templates[key] = found
             if len(_templates) > TEMPLATE_CACHE_SIZE:
@@ -318,6 +335,9 @@ def lower(plan: Plan) -> tuple[list[Dispatch], dict[int, Buffer], list[Buffer]]:
     dispatches: list[Dispatch] = []
     temps: list[Buffer] = []
     for g in _dependency_order(groups):
+        if g.root.op == "kernel":  # a user's @vkml.kernel binds its own buffers (vkml/dsl_kernel.py)
+            dispatches += g.root.arg.lower(g.root, outputs)
+            continue
         device = g.root.device
         outs = [device.allocate(n.dtype, n.numel) for n in g.outputs]
         for n, buf in zip(g.outputs, outs):

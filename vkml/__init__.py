@@ -7,6 +7,7 @@
 """
 
 from . import creation as _creation
+from . import dsl as dsl  # vkml.dsl: the functions custom operators are written with
 from . import nn  # noqa: F401  (vkml.nn.functional: gelu, softplus, ...)
 from . import ops as _ops  # noqa: F401  (registers every operator)
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
@@ -19,7 +20,9 @@ from .creation import (
     zeros,
     zeros_like,
 )
+from .custom import elementwise
 from .devices import best_device, device, vulkan_device_reports
+from .dsl_kernel import kernel
 from .errors import CompileError, DeviceError, DTypeError, OutOfMemoryError, ShapeError
 from .functions import (
     abs,
@@ -88,6 +91,8 @@ int = int32  # noqa: A001
 
 __all__ = [
     "Tensor",
+    "elementwise",
+    "kernel",
     "tensor",
     "zeros",
     "ones",

@@ -70,6 +70,10 @@ def _arity(name: str, fn) -> int:
     op = REGISTRY.get(name)
     if op is not None and op.body is not None:
         return op.body.__code__.co_argcount
+    if ":" in name:  # a custom op or kernel: its inputs are the parameters without defaults
+        import inspect
+
+        return sum(p.default is p.empty for p in inspect.signature(fn).parameters.values())
     if name in ("matmul", "maximum", "minimum", "add", "sub", "mul", "div", "pow"):
         return 2
     return 1

@@ -8,6 +8,8 @@ Node ops:
 - ``reduce``: ``arg`` = (op name, reduced axes); ``shape`` keeps the reduced dims as size 1.
 - ``view``: ``arg`` = ViewStack over the source's logical (contiguous) index; movement ops.
 - ``cat``: ``arg`` = dim; sources of one dtype, equal except along ``dim``.
+- ``kernel``: an output of a user's ``@vkml.kernel`` (``arg`` = its ``KernelOutput``, vkml/dsl_kernel.py);
+  sources are the kernel's tensor inputs, realized before it runs as a dispatch of its own.
 
 When a node is realized it turns into a ``buffer`` node in place and drops its sources, so
 intermediates are freed as soon as no tensor or graph refers to them.

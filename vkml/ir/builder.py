@@ -63,8 +63,10 @@ def const(value, dtype: T.DType) -> Value:
     if dtype is T.bool_:
         scalar = np.bool_(bool(value))
     elif dtype.is_float:
-        scalar = dtype.np.type(value)
-        if not (np.isnan(scalar) or float(scalar) == float(value)):
+        with np.errstate(over="ignore"):
+            scalar = dtype.np.type(value)
+        inexact = not (np.isnan(scalar) or float(scalar) == float(value))
+        if inexact and not getattr(_state, "round_float_constants", False):
             raise DTypeError(f"constant {value!r} is not exactly representable as {dtype.name}")
     else:
         if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
@@ -74,6 +76,24 @@ def const(value, dtype: T.DType) -> Value:
             raise DTypeError(f"constant {value} is out of range for {dtype.name}")
         scalar = dtype.np.type(value)
     return emit("const", attrs=(scalar,))
+
+
+@contextlib.contextmanager
+def rounding_float_constants():
+    """Inside, a Python float a float type cannot hold rounds to the nearest instead of raising.
+
+    PyTorch rounds a Python scalar to the tensor's dtype; custom-operator bodies (vkml.custom)
+    run in this context so that ``x * 0.1`` means what it means there. vkml's own ops stay strict.
+
+    >>> with rounding_float_constants():
+    ...     tenth = const(0.1, T.float32)   # 0.100000001490116...
+    """
+    previous = getattr(_state, "round_float_constants", False)
+    _state.round_float_constants = True
+    try:
+        yield
+    finally:
+        _state.round_float_constants = previous
 
 
 def const_bits(bits: int, dtype: T.DType) -> Value:

@@ -1,0 +1,268 @@
+"""Gradients of custom elementwise ops: derived from the body, or user-supplied; against torch and finite differences."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from optest import assert_same_bits
+
+import vkml
+from vkml import custom, debug, dsl
+
+CPU = vkml.device("cpu")
+
+
+@pytest.fixture(autouse=True)
+def _clean_registry():
+    with custom.restoring_registry():
+        yield
+
+
+@pytest.fixture(scope="module")
+def gpu():
+    assert vkml.vulkan_device_reports(), "no Vulkan device: install lavapipe"
+    return vkml.best_device()
+
+
+def _grads(op, arrays, upstream, device=CPU, **kwargs):
+    """The custom op's output and each input's gradient for the given upstream gradient, as numpy."""
+    xs = [vkml.tensor(a, device=device, requires_grad=True) for a in arrays]
+    out = op(*xs, **kwargs)
+    out.backward(vkml.tensor(upstream, device=device))
+    return out.numpy(), [x.grad.numpy() for x in xs]
+
+
+def _torch_grads(fn, arrays, upstream):
+    xs = [torch.tensor(a, requires_grad=True) for a in arrays]
+    out = fn(*xs)
+    out.backward(torch.tensor(upstream))
+    return out.detach().numpy(), [np.zeros_like(a) if x.grad is None else x.grad.numpy() for x, a in zip(xs, arrays)]
+
+
+def _check_against_torch(op, torch_fn, arrays, rtol=1e-5, atol=1e-6, **kwargs):
+    rng = np.random.default_rng(11)
+    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    upstream = rng.standard_normal(shape).astype(np.float32)
+    out, grads = _grads(op, arrays, upstream, **kwargs)
+    want_out, want = _torch_grads(torch_fn, arrays, upstream)
+    np.testing.assert_allclose(out, want_out, rtol=rtol, atol=atol)
+    for i, (g, w) in enumerate(zip(grads, want)):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=f"gradient of input {i}")
+
+
+def _normal(shape, seed, scale=2.0):
+    return (np.random.default_rng(seed).standard_normal(shape) * scale).astype(np.float32)
+
+
+def _positive(shape, seed):
+    return np.random.default_rng(seed).uniform(0.2, 4.0, shape).astype(np.float32)
+
+
+_GELU_TANH = lambda x: torch.nn.functional.gelu(x, approximate="tanh")  # noqa: E731
+UNARY = {
+    "exp": (dsl.exp, torch.exp, _normal),
+    "exp2": (dsl.exp2, torch.exp2, _normal),
+    "expm1": (dsl.expm1, torch.expm1, _normal),
+    "log": (dsl.log, torch.log, _positive),
+    "log2": (dsl.log2, torch.log2, _positive),
+    "log1p": (dsl.log1p, torch.log1p, _positive),
+    "sqrt": (dsl.sqrt, torch.sqrt, _positive),
+    "rsqrt": (dsl.rsqrt, torch.rsqrt, _positive),
+    "tanh": (dsl.tanh, torch.tanh, _normal),
+    "sigmoid": (dsl.sigmoid, torch.sigmoid, _normal),
+    "erf": (dsl.erf, torch.erf, _normal),
+    "gelu": (dsl.gelu, torch.nn.functional.gelu, _normal),
+    "gelu_tanh": (dsl.gelu_tanh, _GELU_TANH, _normal),
+    "softplus": (dsl.softplus, torch.nn.functional.softplus, lambda s, k: _normal(s, k, 12.0)),
+    "abs": (dsl.abs, torch.abs, _normal),
+    "relu": (dsl.relu, torch.relu, _normal),
+    "neg": (lambda x: -x, torch.neg, _normal),
+    "sign": (dsl.sign, torch.sign, _normal),
+    "floor": (dsl.floor, torch.floor, _normal),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_derived_gradient_of_each_function_matches_torch(name):
+    fn, torch_fn, make = UNARY[name]
+    op = vkml.elementwise(lambda x: fn(x), name=f"g_{name}")
+    _check_against_torch(op, torch_fn, [make((6, 7), 1)])
+
+
+BINARY = {
+    "add": (lambda a, b: a + b, torch.add),
+    "sub": (lambda a, b: a - b, torch.sub),
+    "mul": (lambda a, b: a * b, torch.mul),
+    "div": (lambda a, b: a / b, torch.div),
+    "dsl.div": (dsl.div, torch.div),
+    "pow": (dsl.pow, torch.pow),
+    "maximum": (dsl.maximum, torch.maximum),
+    "minimum": (dsl.minimum, torch.minimum),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_derived_gradient_of_binary_functions_matches_torch_with_broadcasting(name):
+    fn, torch_fn = BINARY[name]
+    op = vkml.elementwise(lambda a, b: fn(a, b), name=f"g_{name.replace('.', '_')}")
+    a, b = _positive((4, 5), 2), _positive((5,), 3)
+    if name in ("maximum", "minimum"):
+        b[:2] = a[0, :2]  # ties: PyTorch gives half the gradient to each side
+    _check_against_torch(op, torch_fn, [a, b])
+
+
+def test_pow_special_points_follow_torch():
+    op = vkml.elementwise(lambda x, y: dsl.pow(x, y), name="powspecial")
+    x = np.float32([0.0, 0.0, 2.0, -1.0, 3.0])
+    y = np.float32([0.0, 2.0, 0.0, 0.5, -1.0])
+    _check_against_torch(op, torch.pow, [x, y])
+    square = vkml.elementwise(lambda x: dsl.pow(x, 2.0), name="square")
+    _check_against_torch(square, lambda t: torch.pow(t, 2.0), [np.float32([-3.0, 0.0, 0.5])])
+
+
+def test_clamp_gradient_follows_torch_in_every_case():
+    op = vkml.elementwise(lambda x, lo, hi: dsl.clamp(x, lo, hi), name="clampg")
+    nan = np.nan
+    x = np.float32([nan, 0.0, 3.0, 0.0, 5.0, 1.0, 1.0, 0.0, 5.0, -2.0, 0.5, 2.0])
+    lo = np.float32([0.0, nan, 0.0, 1.0, 1.0, 1.0, 2.0, 3.0, 3.0, 0.0, 0.5, 0.0])
+    hi = np.float32([2.0, 2.0, nan, 1.0, 1.0, 1.0, 1.0, 2.0, 2.0, 2.0, 3.0, 2.0])
+    _check_against_torch(op, torch.clamp, [x, lo, hi])
+    lower = vkml.elementwise(lambda x, lo: dsl.clamp_min(x, lo), name="clampmin")
+    _check_against_torch(lower, lambda a, b: torch.clamp(a, min=b), [x, lo])
+    upper = vkml.elementwise(lambda x, hi: dsl.clamp_max(x, hi), name="clampmax")
+    _check_against_torch(upper, lambda a, b: torch.clamp(a, max=b), [x, hi])
+
+
+def test_where_and_relu_special_points_follow_torch():
+    op = vkml.elementwise(lambda c, a, b: dsl.where(c > 0, a * a, b), name="whereg")
+    c = np.float32([1.0, -1.0, 2.0, 0.0])
+    _check_against_torch(op, lambda c, a, b: torch.where(c > 0, a * a, b), [c, _normal(4, 1), _normal(4, 2)])
+    relu = vkml.elementwise(lambda x: dsl.relu(x), name="relug")
+    _check_against_torch(relu, torch.relu, [np.float32([np.nan, 0.0, -0.0, 1.0, -1.0])])
+
+
+def _smooth(x, a, b):
+    return x * dsl.sigmoid(a * x) + dsl.tanh(b) * dsl.log1p(x * x) - dsl.exp(-x * x) / (b * b + 1.0)
+
+
+def _smooth_torch(x, a, b):
+    return x * torch.sigmoid(a * x) + torch.tanh(b) * torch.log1p(x * x) - torch.exp(-x * x) / (b * b + 1.0)
+
+
+def test_a_composite_body_matches_torch_autograd_of_the_same_formula():
+    op = vkml.elementwise(_smooth, name="smooth")
+    _check_against_torch(op, _smooth_torch, [_normal((3, 8), 4), _normal((3, 1), 5), _normal((8,), 6)])
+
+
+def test_derived_gradients_match_central_finite_differences():
+    op = vkml.elementwise(_smooth, name="smooth_fd")
+    x, a, b = _normal(64, 7, 1.5), _normal(64, 8), _normal(64, 9)
+    _, grads = _grads(op, [x, a, b], np.ones(64, np.float32))
+    step = np.float32(1e-2)
+    for i in range(3):
+        plus = [v.copy() for v in (x, a, b)]
+        minus = [v.copy() for v in (x, a, b)]
+        plus[i] += step
+        minus[i] -= step
+        f_plus = op(*(vkml.tensor(v) for v in plus)).numpy().astype(np.float64)
+        f_minus = op(*(vkml.tensor(v) for v in minus)).numpy().astype(np.float64)
+        fd = (f_plus - f_minus) / (np.float64(plus[i] - minus[i]))
+        np.testing.assert_allclose(grads[i], fd, rtol=2e-3, atol=2e-3, err_msg=f"input {i}")
+
+
+def test_python_scalars_get_no_gradient_and_defaults_work():
+    @vkml.elementwise
+    def leaky(x, slope=0.1):
+        return dsl.where(x > 0, x, x * slope)
+
+    x = vkml.tensor([-2.0, 3.0], requires_grad=True)
+    leaky(x).sum().backward()
+    assert x.grad.tolist() == [np.float32(0.1), 1.0]
+    x.grad = None
+    leaky(x, 0.5).sum().backward()
+    assert x.grad.tolist() == [0.5, 1.0]
+
+
+def test_float16_inputs_get_float16_gradients():
+    op = vkml.elementwise(lambda x: dsl.exp(x) * x, name="xexp")
+    x = vkml.tensor(np.float16([0.5, -1.0, 2.0]), requires_grad=True)
+    op(x).sum().backward()
+    assert x.grad.dtype is vkml.float16
+    x32 = np.float32([0.5, -1.0, 2.0])
+    np.testing.assert_allclose(x.grad.numpy().astype(np.float32), np.exp(x32) * (1 + x32), rtol=1e-3)
+
+
+def test_gradient_kernel_fuses_into_one_dispatch():
+    op = vkml.elementwise(_smooth, name="smooth_fused")
+    x, a, b = (vkml.tensor(v, requires_grad=True) for v in (_normal(50, 1), _normal(50, 2), _normal(50, 3)))
+    op(x, a, b).backward(vkml.ones(50))
+    debug.reset_counters()
+    x.grad.numpy()
+    assert debug.counters()["dispatches"] == 1
+
+
+def test_vulkan_gradients_equal_cpu_bit_for_bit(gpu):
+    op = vkml.elementwise(_smooth, name="smooth_vk")
+    arrays = [_normal(300, 1), _normal(300, 2), _normal(300, 3)]
+    upstream = _normal(300, 4)
+    cpu_out, cpu_grads = _grads(op, arrays, upstream)
+    vk_out, vk_grads = _grads(op, arrays, upstream, device=gpu)
+    assert_same_bits(vk_out, cpu_out, "forward")
+    for i, (v, c) in enumerate(zip(vk_grads, cpu_grads)):
+        assert_same_bits(v, c, f"gradient {i}")
+
+
+# ---------------------------------------------------------------------- user-supplied backward
+
+
+def test_user_backward_replaces_the_derived_one():
+    def hard_clip_grad(grad, x, lo, hi):
+        # a straight-through estimator: the gradient passes everywhere
+        return grad, None, None
+
+    @vkml.elementwise(backward=hard_clip_grad)
+    def hard_clip(x, lo, hi):
+        return dsl.minimum(dsl.maximum(x, lo), hi)
+
+    x = vkml.tensor([-3.0, 0.5, 3.0], requires_grad=True)
+    lo = vkml.tensor([-1.0, -1.0, -1.0], requires_grad=True)
+    hard_clip(x, lo, 1.0).backward(vkml.tensor([1.0, 2.0, 3.0]))
+    assert x.grad.tolist() == [1.0, 2.0, 3.0]
+    assert lo.grad.tolist() == [0.0, 0.0, 0.0]  # None: zero
+
+
+def test_user_backward_makes_a_non_differentiable_body_usable():
+    def abs_bits(x):
+        return dsl.bitcast(dsl.bitcast(x, dsl.uint32) & 0x7FFFFFFF, vkml.float32)
+
+    plain = vkml.elementwise(abs_bits, name="abs_bits")
+    x = vkml.tensor([-2.0, 3.0], requires_grad=True)
+    with pytest.raises(vkml.DTypeError, match=r"cannot differentiate dsl.bitcast.*backward=") as info:
+        plain(x).sum().backward()
+    assert "test_custom_grad.py" in str(info.value)  # the user's line
+
+    with_grad = vkml.elementwise(abs_bits, name="abs_bits2", backward=lambda g, x: g * dsl.sign(x))
+    x.grad = None
+    with_grad(x).sum().backward()
+    assert x.grad.tolist() == [-1.0, 1.0]
+
+
+def test_user_backward_must_give_one_gradient_per_input():
+    op = vkml.elementwise(lambda x, y: x * y, name="badgrad", backward=lambda g, x, y: g * y)
+    x = vkml.tensor([1.0], requires_grad=True)
+    with pytest.raises(TypeError, match=r"backward returned 1 gradient\(s\) for 2 input\(s\)"):
+        op(x, vkml.tensor([2.0])).sum().backward()
+
+
+def test_loops_and_ifs_cannot_be_derived():
+    def body(x):
+        (y,) = dsl.loop(0, 3, 1, (x,), lambda i, acc: acc * x)
+        return y
+
+    op = vkml.elementwise(body, name="looped")
+    x = vkml.tensor([2.0], requires_grad=True)
+    assert op(x).tolist() == [16.0]  # the forward runs: loops are fine in a body
+    with pytest.raises(vkml.DTypeError, match=r"cannot differentiate dsl.loop.*pass backward="):
+        op(x).sum().backward()

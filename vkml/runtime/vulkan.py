@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -45,6 +46,7 @@ from .kernel_cache import KernelCache
 from .memory import MemoryBlock, MemoryPool
 from .pipelines import Pipelines
 from .reports import device_rank, physical_device_count, physical_device_info, vulkan_device_reports
+from .timestamps import TimestampQueries
 from .transfers import Transfers
 from .vk_device import LogicalDevice, Submitter
 from .vk_instance import vk
@@ -126,6 +128,8 @@ class VulkanDevice(Device):
         self.pipelines = Pipelines(self.logical, self.kernels)
         self.descriptors = DescriptorSets(self.logical)
         self.submitter = Submitter(self.logical)
+        self.timestamp_queries = TimestampQueries(self.logical)
+        self._timestamp_sinks: list[list] = []  # see timestamped()
         self._empty: MemoryBlock | None = None
         self._build_barriers()
 
@@ -206,10 +210,15 @@ class VulkanDevice(Device):
 
     # ------------------------------------------------------------------ kernels
 
-    def run(self, dispatches: list[Dispatch]) -> None:
-        """Record all dispatches into one command buffer, submit once, wait. See the module docstring."""
+    def run(self, dispatches: list[Dispatch], timestamps: bool = False) -> list[float] | None:
+        """Record all dispatches into one command buffer, submit once, wait. See the module docstring.
+
+        With ``timestamps`` (or inside ``timestamped()``) it returns each dispatch's GPU seconds
+        (``vkml.runtime.timestamps``; 0.0 for a dispatch with an empty grid), else None.
+        """
+        timestamps = timestamps or bool(self._timestamp_sinks)
         if not dispatches:
-            return
+            return [] if timestamps else None
         lib = self.logical.lib
         null = self.logical.ffi.NULL
         compute, bind_point, push_stage = self._compute_stage, self._bind_point, self._push_stage
@@ -220,11 +229,15 @@ class VulkanDevice(Device):
 
         self.descriptors.begin_run()
         command_buffer = self.submitter.begin()
+        timer = self.timestamp_queries if timestamps else None
+        if timer is not None:
+            timer.begin(command_buffer, len(dispatches))
+            launched_at: list[int] = []  # index in ``dispatches`` of each launched dispatch
         written: set = set()
         read: set = set()
         bound_pipeline = None
         launched = barriers = 0
-        for dispatch in dispatches:
+        for position, dispatch in enumerate(dispatches):
             x, y, z = dispatch.grid
             if not (0 <= x <= max_x and 0 <= y <= max_y and 0 <= z <= max_z):
                 raise DeviceError(
@@ -256,9 +269,12 @@ class VulkanDevice(Device):
                 lib.vkCmdPushConstants(command_buffer, pipeline.layout, push_stage, 0, pipeline.packer.size, data)
             lib.vkCmdDispatch(command_buffer, x, y, z)
             launched += 1
+            if timer is not None:
+                timer.after(command_buffer, launched)
+                launched_at.append(position)
 
         if not launched:
-            return
+            return [0.0] * len(dispatches) if timestamps else None
         lib.vkCmdPipelineBarrier(
             command_buffer, compute, self._after_stages, 0, 1, self._final_barrier, 0, null, 0, null
         )
@@ -266,6 +282,31 @@ class VulkanDevice(Device):
         counters["dispatches"] += launched
         counters["barriers"] += barriers
         counters["submissions"] += 1
+        if timer is None:
+            return None
+        seconds = [0.0] * len(dispatches)
+        for position, duration in zip(launched_at, timer.seconds_between(timer.read(launched + 1))):
+            seconds[position] = duration
+        for sink in self._timestamp_sinks:
+            sink.append(seconds)
+        return seconds
+
+    @contextmanager
+    def timestamped(self):
+        """Time every ``run`` inside the block on the GPU; yields a list that gets, per run that
+        launched work, the list of its dispatches' seconds.
+
+        >>> with vkml.device("vulkan:0").timestamped() as runs:   # doctest: +SKIP
+        ...     (a + b).realize()
+        >>> runs                                                   # doctest: +SKIP
+        [[0.00073]]
+        """
+        runs: list[list[float]] = []
+        self._timestamp_sinks.append(runs)
+        try:
+            yield runs
+        finally:
+            self._timestamp_sinks.remove(runs)
 
     def _bind(self, dispatch: Dispatch, entry) -> tuple[list, list, tuple, list, dict]:
         """Check a dispatch's buffers against its kernel; return what it reads, writes and binds,

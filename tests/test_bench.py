@@ -1,0 +1,104 @@
+"""tools/bench.py keeps working: a --quick run of cheap workloads, and its helpers.
+
+Nothing here asserts on time: only that the rows are there, compared, and correct.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TOOLS = ROOT / "tools"
+sys.path.insert(0, str(TOOLS))
+
+import bench  # noqa: E402
+import bench_report  # noqa: E402
+import bench_special  # noqa: E402
+import bench_timing  # noqa: E402
+
+
+def test_quick_run_of_cheap_workloads_writes_compared_rows(tmp_path):
+    out = tmp_path / "bench.json"
+    run = subprocess.run(
+        [sys.executable, str(TOOLS / "bench.py"), "--quick", "--only", "add,graph100,compile,op:exp"]
+        + ["--repeats", "2", "--torch-threads", "1", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    result = json.loads(out.read_text())
+    rows = {row["workload"]: row for row in result["rows"]}
+    assert set(rows) == {"add", "graph100", "compile", "op:exp"}
+    for name in ("add", "graph100", "op:exp"):
+        row = rows[name]
+        assert row["status"] == "ok", row
+        assert row["ratio"] > 0 and row["vkml_median"] > 0 and row["peer_median"] > 0
+        assert row["rel_error"] <= row["tolerance"]
+    assert rows["add"]["rate_unit"] == "B/s" and rows["add"]["vkml_rate"] > 0
+    assert set(rows["graph100"]["phases"]) >= {"build", "schedule + lower", "record + submit + wait", "download"}
+    assert rows["compile"]["vkml_median"] > 0
+    assert set(rows["compile"]["phases"]) == {"IR → validated SPIR-V", "vkCreateComputePipelines"}
+    meta = result["meta"]
+    assert meta["mode"] == "quick" and meta["commit"] and meta["date"]
+    # The markdown table on stdout has a line per row and the geometric mean under it.
+    assert "| workload | size | clock |" in run.stdout
+    assert sum(line.startswith("| op:exp |") for line in run.stdout.splitlines()) == 1
+    assert "geometric mean of vkml/peer" in run.stdout
+
+
+def test_select_takes_names_and_globs_and_refuses_unknown_names():
+    assert bench.select("add,op:e*", None) == ["add", "op:exp"]
+    assert "add" not in bench.select(None, "add")
+    with pytest.raises(SystemExit, match="no-such-workload"):
+        bench.select("add,no-such-workload", None)
+
+
+class _Counting:
+    """Stands in for a tensor and for the ``lib`` module: counts every op applied."""
+
+    ops = 0
+
+    def _op(self, *_):
+        _Counting.ops += 1
+        return _Counting()
+
+    __add__ = __sub__ = __mul__ = _op
+    maximum = minimum = _op
+
+
+@pytest.mark.parametrize("ops", [1, 3, 99, 100, 101, 250, 1000])
+def test_small_graph_has_exactly_the_asked_number_of_ops(ops):
+    _Counting.ops = 0
+    lib = _Counting()
+    bench_special.small_graph(lib, _Counting(), _Counting(), ops)
+    assert _Counting.ops == ops
+
+
+def test_small_graph_values_stay_bounded():
+    rng = np.random.default_rng(1)
+    a, b = (rng.random(256, dtype=np.float32) * 2 - 1 for _ in range(2))
+    out = bench_special.small_graph(np, a, b, 1000)
+    assert np.all(np.abs(out) <= 30)  # ten chains of values in [-3, 3]
+
+
+def test_relative_error_and_geometric_mean():
+    assert bench_timing.relative_error(np.ones(3), np.ones(3)) == 0.0
+    assert bench_timing.relative_error(np.ones(3), np.ones(4)) == float("inf")
+    assert bench_timing.relative_error(np.array([1.0, 2.0]), np.array([1.0, 1.0])) == pytest.approx(1 / 2**0.5)
+    assert bench_timing.geometric_mean([2.0, 8.0]) == pytest.approx(4.0)
+    assert bench_timing.geometric_mean([0.0, float("nan")]) is None
+
+
+def test_units_and_ratio_formatting():
+    assert bench_report.seconds_text(0.00123) == "1.23 ms"
+    assert bench_report.seconds_text(2.5e-6) == "2.5 µs"
+    assert bench_report.rate_text(4.12e12, "B/s") == "4.12 TB/s"
+    assert bench_report.Row("x", vkml_median=2.0, peer_median=4.0).ratio_text() == "0.50"
+    assert bench_report.Row("x").ratio_text() == "—"

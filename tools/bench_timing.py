@@ -1,0 +1,195 @@
+"""Timing for tools/bench.py: vkml (GPU timestamps + wall) and PyTorch (CUDA events or wall).
+
+Every measurement warms up first (kernel compiles, pipeline creation, allocator growth stay
+out of the numbers), then repeats until ``repeats`` samples or ``budget_s`` seconds of
+samples, whichever comes first (at least one sample). Peak device memory is read over the
+timed repetitions only, with the inputs already allocated.
+
+    >>> t = time_vkml(lambda: a + b, dev, repeats=5, budget_s=2.0)     # doctest: +SKIP
+    >>> t.gpu.median, t.wall.median                                     # doctest: +SKIP
+    (0.00073, 0.00091)
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import vkml
+
+
+@dataclass
+class Samples:
+    """Repeated measurements of one quantity, in seconds."""
+
+    seconds: list[float] = field(default_factory=list)
+
+    @property
+    def min(self) -> float | None:
+        return min(self.seconds) if self.seconds else None
+
+    @property
+    def median(self) -> float | None:
+        return statistics.median(self.seconds) if self.seconds else None
+
+
+@dataclass
+class Timing:
+    """What one side of a comparison measured: ``gpu`` is device time (timestamps or CUDA
+    events), or wall time where the device has no clock of its own (CPU)."""
+
+    gpu: Samples
+    wall: Samples
+    peak_bytes: int | None
+    result: object = None  # the output of the last repetition, for the correctness check
+
+
+def as_tuple(out) -> tuple:
+    return out if isinstance(out, tuple) else (out,)
+
+
+# ---------------------------------------------------------------------------- vkml
+
+
+def _reset_peak(device) -> None:
+    if hasattr(device, "reset_peak_memory"):
+        device.reset_peak_memory()
+    elif hasattr(device, "peak_bytes"):  # the CPU reference device
+        device.peak_bytes = device.allocated_bytes
+
+
+def _peak(device) -> int | None:
+    stats = getattr(device, "memory_stats", None)
+    return stats()["peak_bytes"] if stats else None
+
+
+def has_timestamps(device) -> bool:
+    """Whether ``device`` can time its runs on its own clock (a Vulkan device whose queue has timestamps)."""
+    queries = getattr(device, "timestamp_queries", None)
+    return bool(queries is not None and queries.supported)
+
+
+@contextmanager
+def gpu_clock(device):
+    """Collect the GPU seconds of every run inside the block (an empty list without timestamps)."""
+    if has_timestamps(device):
+        with device.timestamped() as runs:
+            yield runs
+    else:
+        yield []
+
+
+def time_vkml(build: Callable, device, repeats: int, budget_s: float) -> Timing:
+    """Time ``build()`` (graph construction) plus realizing what it returns.
+
+    GPU time is the sum of the timestamped dispatch durations of the realize's runs; on a
+    device without timestamps (the CPU reference) it is the wall time.
+    """
+    vkml.realize(*as_tuple(build()))  # warm-up: compiles and pipeline creation
+    gpu, wall = Samples(), Samples()
+    _reset_peak(device)
+    out, spent = None, 0.0
+    while len(wall.seconds) < max(1, repeats) and (spent < budget_s or not wall.seconds):
+        out = None  # let the previous output go before the next allocates
+        with gpu_clock(device) as runs:
+            started = time.perf_counter()
+            out = vkml.realize(*as_tuple(build()))
+            elapsed = time.perf_counter() - started
+        wall.seconds.append(elapsed)
+        gpu.seconds.append(sum(sum(run) for run in runs) if has_timestamps(device) else elapsed)
+        spent += elapsed
+    return Timing(gpu, wall, _peak(device), out)
+
+
+@contextmanager
+def spy_runs(device):
+    """Record ``(entered, left, dispatch count)`` perf_counter stamps of every ``device.run`` in the block.
+
+    It shadows the bound method on this one instance, so the split of a realize into
+    schedule + lower (before ``run``) and record + submit + wait (inside it) needs no hook in
+    vkml.schedule.
+    """
+    calls: list[tuple[float, float, int]] = []
+    original = device.run
+
+    def run(dispatches, *args, **kwargs):
+        entered = time.perf_counter()
+        try:
+            return original(dispatches, *args, **kwargs)
+        finally:
+            calls.append((entered, time.perf_counter(), len(dispatches)))
+
+    device.run = run
+    try:
+        yield calls
+    finally:
+        del device.run
+
+
+# ---------------------------------------------------------------------------- torch
+
+
+def torch_sync(torch_device) -> None:
+    import torch
+
+    if torch_device.type == "cuda":
+        torch.cuda.synchronize(torch_device)
+
+
+def time_torch(fn: Callable, torch_device, repeats: int, budget_s: float, warmups: int = 1) -> Timing:
+    """Time ``fn()`` with CUDA events (and wall, with a synchronize) on CUDA, wall time on the CPU."""
+    import torch
+
+    cuda = torch_device.type == "cuda"
+    out = None
+    for _ in range(warmups):
+        out = fn()
+    torch_sync(torch_device)
+    gpu, wall = Samples(), Samples()
+    if cuda:
+        torch.cuda.reset_peak_memory_stats(torch_device)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    spent = 0.0
+    while len(wall.seconds) < max(1, repeats) and (spent < budget_s or not wall.seconds):
+        out = None
+        started = time.perf_counter()
+        if cuda:
+            start.record()
+            out = fn()
+            end.record()
+            end.synchronize()
+        else:
+            out = fn()
+        elapsed = time.perf_counter() - started
+        wall.seconds.append(elapsed)
+        gpu.seconds.append(start.elapsed_time(end) * 1e-3 if cuda else elapsed)
+        spent += elapsed
+    peak = torch.cuda.max_memory_allocated(torch_device) if cuda else None
+    return Timing(gpu, wall, peak, out)
+
+
+# ---------------------------------------------------------------------------- comparisons
+
+
+def relative_error(got, want) -> float:
+    """‖got − want‖ / ‖want‖ in float64 (inf when shapes differ, nan when either has NaN)."""
+    import numpy as np
+
+    got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    if got.shape != want.shape:
+        return math.inf
+    scale = float(np.linalg.norm(want))
+    diff = float(np.linalg.norm(got - want))
+    return diff / scale if scale else diff
+
+
+def geometric_mean(values: list[float]) -> float | None:
+    """The geometric mean of the positive finite ``values`` (None when there are none)."""
+    usable = [v for v in values if v and math.isfinite(v) and v > 0]
+    if not usable:
+        return None
+    return math.exp(sum(math.log(v) for v in usable) / len(usable))

@@ -28,26 +28,23 @@ TINY = 1024  # elements of each tensor of the small graphs
 
 # ---------------------------------------------------------------------------- small graphs
 
-# Ten single ops over two small tensors a, b ∈ [-1, 1), cycled. The max with a and the min with
-# b clamp x to [-1, 1] twice a cycle, so values stay in [-3, 3]. Three vkml limits shaped the
-# graph (bring them back into it once the scheduler handles them):
-# - each op uses the previous result once (no diamonds): a step like x·x, which gives x two
-#   uses, made vkml.schedule's fusion walk exponential (200 ops took 18 s to schedule);
-# - no Python scalars: each becomes a push constant of the fused kernel, and 33 of them
-#   overflow lavapipe's 128 bytes (CompileError);
-# - chains of at most CHAIN ops, summed at the end: lowering recurses once per op, and a chain
-#   of 1,000 ops hit Python's recursion limit.
+# Ten single ops over two small tensors a, b ∈ [-1, 1), cycled: products, sums, two Python
+# scalars (push constants, or baked in past the push-constant budget), a max, a min, and x·x,
+# which gives x two uses, so the scheduler chooses between recomputing and realizing it. The
+# min with b after x·x ≥ 0 clamps x to [-1, 1] once a cycle, so |x| stays under 6.25.
+# Chains have at most CHAIN ops and are summed at the end: vkml's scheduler recurses once per
+# op and a single chain of 1,000 ops hits Python's recursion limit (RecursionError).
 _STEPS = (
     lambda lib, x, a, b: x * b,
     lambda lib, x, a, b: x + a,
+    lambda lib, x, a, b: x * 0.5,
     lambda lib, x, a, b: x - b,
     lambda lib, x, a, b: lib.maximum(x, a),
+    lambda lib, x, a, b: x * x,
     lambda lib, x, a, b: lib.minimum(x, b),
-    lambda lib, x, a, b: x * a,
-    lambda lib, x, a, b: x + b,
+    lambda lib, x, a, b: x + 0.25,
+    lambda lib, x, a, b: x * 0.75,
     lambda lib, x, a, b: x - a,
-    lambda lib, x, a, b: lib.maximum(x, b),
-    lambda lib, x, a, b: lib.minimum(x, a),
 )
 CHAIN = 100
 

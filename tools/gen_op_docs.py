@@ -86,6 +86,7 @@ class Extra:
 
 
 LEAF = "A leaf: with `requires_grad=True`, `backward()` adds to its `.grad`."
+THROUGH = "Through the ops it is built of, each with its own rule (see their pages)."
 
 
 def _sig(prefix: str, fn) -> str:
@@ -241,6 +242,74 @@ EXTRA: dict[str, Extra] = {
         functions.constant_pad_nd,
         special="Padded positions hold `value` exactly (NaN and ±inf included).",
         gradient="pad",
+    ),
+    "rand": Extra(
+        "creation",
+        (_sig("vkml.rand", vkml.rand), _sig("vkml.rand_like", vkml.rand_like)),
+        vkml.rand,
+        precision="exact: element i is Threefry-2x32-20 of (i, the draw's offset) under the seed (vkml/random.py), "
+        "the same bits on every device",
+        special="Never 1.0: float32 values are multiples of 2^-24 below 1, float16 values multiples of 2^-11.",
+        divergence="The same seed gives other values than PyTorch's generator (Philox or Mersenne Twister).",
+        gradient=LEAF,
+    ),
+    "randn": Extra(
+        "creation",
+        (_sig("vkml.randn", vkml.randn), _sig("vkml.randn_like", vkml.randn_like)),
+        vkml.randn,
+        precision="Box–Muller from two 24-bit uniforms of one Threefry block; log and sqrt from the math library, "
+        "cos by a series on an exact quarter-turn reduction: the same bits on every device",
+        special="Finite: |x| ≤ 5.8 (the 24-bit uniforms cut the tails beyond).",
+        divergence="The same seed gives other values than PyTorch's generator.",
+        gradient=LEAF,
+    ),
+    "linear": Extra(
+        "composite",
+        (_sig("vkml.nn.functional.linear", nnf.linear), "vkml.nn.Linear(in_features, out_features, bias=True)"),
+        nnf.linear,
+        precision="as `matmul`, then one addition",
+        gradient=THROUGH,
+    ),
+    "cross_entropy": Extra(
+        "loss",
+        (_sig("vkml.nn.functional.cross_entropy", nnf.cross_entropy), "vkml.nn.CrossEntropyLoss(...)"),
+        nnf.cross_entropy,
+        precision="`log_softmax`, a select, tree sums and one division by the count of targets",
+        divergence="Class weights (`weight=`) are not supported yet.",
+        gradient=THROUGH,
+    ),
+    "mse_loss": Extra(
+        "loss",
+        (_sig("vkml.nn.functional.mse_loss", nnf.mse_loss), "vkml.nn.MSELoss(reduction='mean')"),
+        nnf.mse_loss,
+        precision="a difference, a square, then `mean` or `sum`",
+        gradient=THROUGH,
+    ),
+    "layer_norm": Extra(
+        "composite",
+        (_sig("vkml.nn.functional.layer_norm", nnf.layer_norm), "vkml.nn.LayerNorm(normalized_shape, eps=1e-05)"),
+        nnf.layer_norm,
+        precision="two `mean`s (two-pass variance), `rsqrt` and products; PyTorch's CPU kernel uses other "
+        "summation orders, so the last bits may differ",
+        gradient=THROUGH,
+    ),
+    "embedding": Extra(
+        "composite",
+        (_sig("vkml.nn.functional.embedding", nnf.embedding), "vkml.nn.Embedding(num_embeddings, embedding_dim)"),
+        nnf.embedding,
+        precision="exact: each output is one row element (the other products are zeros)",
+        special="A NaN or inf anywhere in `weight` makes every output NaN (0 × inf in the one-hot product).",
+        divergence="`padding_idx`, `max_norm` and sparse gradients are not supported; PyTorch copies rows, so only "
+        "a looked-up row's NaN or inf reaches its output.",
+        gradient=THROUGH,
+    ),
+    "dropout": Extra(
+        "composite",
+        (_sig("vkml.nn.functional.dropout", nnf.dropout), "vkml.nn.Dropout(p=0.5)"),
+        nnf.dropout,
+        precision="kept elements are multiplied by 1/(1-p) rounded to float32 (one rounding)",
+        divergence="The masks come from vkml's generator: other positions than PyTorch's for the same seed.",
+        gradient=THROUGH,
     ),
     "full_like": Extra("creation", (_sig("vkml.full_like", vkml.full_like),), vkml.full_like, gradient=LEAF),
     "zeros_like": Extra("creation", (_sig("vkml.zeros_like", vkml.zeros_like),), vkml.zeros_like, gradient=LEAF),

@@ -8,7 +8,7 @@
 
 from . import creation as _creation
 from . import dsl as dsl  # vkml.dsl: the functions custom operators are written with
-from . import nn  # noqa: F401  (vkml.nn.functional: gelu, softplus, ...)
+from . import nn, optim  # noqa: F401  (vkml.nn: layers, losses, functional; vkml.optim: SGD, Adam, AdamW)
 from . import ops as _ops  # noqa: F401  (registers every operator)
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .creation import (
@@ -79,6 +79,7 @@ from .functions import (
 )
 from .ir.types import bool_ as bool  # noqa: A001
 from .ir.types import float16, float32, int32, int64
+from .random import Generator, manual_seed, rand, rand_like, randn, randn_like
 from .realize import realize, set_eager
 from .tensor import Tensor
 
@@ -106,6 +107,12 @@ __all__ = [
     "set_grad_enabled",
     "is_grad_enabled",
     "constant_pad_nd",
+    "manual_seed",
+    "rand",
+    "randn",
+    "rand_like",
+    "randn_like",
+    "Generator",
     "device",
     "best_device",
     "vulkan_device_reports",

@@ -1,19 +1,127 @@
-"""``make demo``: build a lazy graph on ``best_device()``, realize it, show what ran.
+"""``make demo``: train a small classifier on ``best_device()``, then the same run on the CPU reference.
 
-Run with ``python -m vkml.demo``.
+The data are three interleaved spirals, generated here (nothing is downloaded). The model
+is a two-hidden-layer MLP with dropout, trained with Adam; every step — forward, backward,
+update — is one submission. Run with ``python -m vkml.demo`` (``--epochs N`` to shorten).
+The same seed gives the same bits on every device, so the run on the CPU reference backend
+must reproduce every loss bit for bit.
 """
 
 from __future__ import annotations
 
+import argparse
+import sys
 import time
+from dataclasses import dataclass, field
 
 import numpy as np
 
 import vkml
+import vkml.nn as nn
+import vkml.nn.functional as F
 from vkml import debug
 
+CLASSES = 3
+POINTS_PER_CLASS = 300
+TRAIN_POINTS = 600
+BATCH = 60
+EPOCHS = 12
+SEED = 0
+BAR_WIDTH = 24
 
-def main() -> None:
+
+def make_spirals(points_per_class: int = POINTS_PER_CLASS, seed: int = SEED) -> tuple[np.ndarray, np.ndarray]:
+    """(x, y): ``CLASSES`` spiral arms in the plane with angular noise, shuffled; x float32 (n, 2), y int64."""
+    g = np.random.default_rng(seed)
+    xs, ys = [], []
+    for c in range(CLASSES):
+        radius = np.linspace(0.05, 1.0, points_per_class)
+        angle = np.linspace(c * 4.0, c * 4.0 + 4.0, points_per_class) + g.standard_normal(points_per_class) * 0.2
+        xs.append(np.stack([radius * np.sin(angle), radius * np.cos(angle)], axis=1))
+        ys.append(np.full(points_per_class, c))
+    order = g.permutation(CLASSES * points_per_class)
+    return np.concatenate(xs)[order].astype(np.float32), np.concatenate(ys)[order].astype(np.int64)
+
+
+def make_model(device) -> nn.Module:
+    vkml.manual_seed(SEED)  # initial weights and dropout masks: the same bits on every device
+    model = nn.Sequential(
+        nn.Linear(2, 64), nn.ReLU(), nn.Dropout(0.1), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, CLASSES)
+    )
+    return model.to(device)
+
+
+@dataclass
+class History:
+    losses: list[float] = field(default_factory=list)  # every step's loss, as float32 values
+    epochs: list[dict] = field(default_factory=list)
+
+
+def train_step(model: nn.Module, optimizer, x, y) -> float:
+    """One step of the demo's loop (tools/bench_training.py times this very function): the loss before the update."""
+    loss = F.cross_entropy(model(x), y)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()  # realizes forward, backward, update and the loss: one submission
+    return loss.item()
+
+
+def accuracy(model: nn.Module, x, y) -> float:
+    model.eval()
+    with vkml.no_grad():
+        hit = (model(x).argmax(dim=1) == y).float().mean().item()
+    model.train()
+    return hit
+
+
+def _bar(done: int, total: int) -> str:
+    full = BAR_WIDTH * done // total
+    return "[" + "#" * full + "." * (BAR_WIDTH - full) + f"] {done:>2}/{total} steps"
+
+
+def train(device, data, epochs: int = EPOCHS, show: bool = True) -> History:
+    """Train on ``device``; print a progress bar and one line per epoch when ``show``."""
+    x, y = data
+    x_train, y_train = vkml.tensor(x[:TRAIN_POINTS], device=device), vkml.tensor(y[:TRAIN_POINTS], device=device)
+    x_test, y_test = vkml.tensor(x[TRAIN_POINTS:], device=device), vkml.tensor(y[TRAIN_POINTS:], device=device)
+    model = make_model(device)
+    optimizer = vkml.optim.Adam(model.parameters(), lr=0.01)
+    steps = TRAIN_POINTS // BATCH
+    history = History()
+    live = show and sys.stdout.isatty()
+    for epoch in range(1, epochs + 1):
+        epoch_losses, step_seconds = [], 0.0
+        for step in range(steps):
+            batch = slice(step * BATCH, (step + 1) * BATCH)  # a view: no copy, no upload
+            debug.reset_counters()
+            start = time.perf_counter()
+            value = train_step(model, optimizer, x_train[batch], y_train[batch])
+            step_seconds += time.perf_counter() - start
+            counts = debug.counters()
+            epoch_losses.append(value)
+            if live:
+                print(f"\r  epoch {epoch:>2}/{epochs} {_bar(step + 1, steps)}  loss {value:.4f}", end="", flush=True)
+        history.losses += epoch_losses
+        stats = {
+            "loss": float(np.mean(epoch_losses)),
+            "train_acc": accuracy(model, x_train, y_train),
+            "test_acc": accuracy(model, x_test, y_test),
+            "ms_per_step": 1e3 * step_seconds / steps,
+            "kernels": counts["dispatches"],
+            "submissions": counts["submissions"],
+        }
+        history.epochs.append(stats)
+        if show:
+            print(
+                f"\r  epoch {epoch:>2}/{epochs} {_bar(steps, steps)}  loss {stats['loss']:.4f}  "
+                f"train {stats['train_acc']:6.1%}  test {stats['test_acc']:6.1%}  "
+                f"{stats['ms_per_step']:6.1f} ms/step  {stats['kernels']} kernels, "
+                f"{stats['submissions']} submission per step"
+            )
+    return history
+
+
+def print_devices() -> None:
     reports = vkml.vulkan_device_reports()
     print("Vulkan devices:")
     for r in reports:
@@ -23,44 +131,37 @@ def main() -> None:
         )
     if not reports:
         print("  none found: running on the CPU reference backend")
-    dev = vkml.best_device()
-    print(f"best_device() -> {dev.name}\n")
 
-    rng = np.random.default_rng(0)
-    x_np = rng.standard_normal((256, 512), dtype=np.float32)
-    w_np = rng.standard_normal((512, 64), dtype=np.float32) / 16
-    x = vkml.tensor(x_np, device=dev)
-    w = vkml.tensor(w_np, device=dev)
 
-    print("Building a lazy graph: logits = relu(x @ w) - 0.5; probs = softmax(logits, dim=1); loss = mean(...)")
-    logits = vkml.relu(x @ w) - 0.5
-    probs = vkml.softmax(logits, dim=1)
-    best = probs.argmax(dim=1)
-    score = (probs * logits).sum(dim=1).mean()
-    print(f"  nothing has run yet: {score!r}\n")
-
-    debug.reset_counters()
-    start = len(debug.recent_kernels)
-    t0 = time.perf_counter()
-    vkml.realize(probs, best, score)
-    elapsed = time.perf_counter() - t0
-    ran = list(debug.recent_kernels)[start:]
-    c = debug.counters()
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--epochs", type=int, default=EPOCHS)
+    args = parser.parse_args(argv)
+    print_devices()
+    device = vkml.best_device()
+    print(f"best_device() -> {device.name}\n")
+    data = make_spirals()
     print(
-        f"realize(probs, best, score) on {dev.name}: {len(ran)} kernels, {c['submissions']} submission(s), "
-        f"{elapsed * 1e3:.1f} ms"
+        f"Data: {CLASSES} interleaved spirals, {TRAIN_POINTS} training and {len(data[1]) - TRAIN_POINTS} test "
+        f"points (generated, seed {SEED})"
     )
-    for _device, name, grid, local in ran:
-        print(f"  {name:<40} grid {grid}  local {local}")
-
-    reference = np.maximum(x_np @ w_np, 0) - 0.5
-    print(f"\nscore = {score.item():.6f}; first argmax = {best[:8].tolist()}")
-    print(f"max |logits - numpy| = {np.abs(logits.numpy() - reference).max():.2e}")
-    if dev.name != "cpu":
-        cpu_score = vkml.softmax(vkml.relu(vkml.tensor(x_np) @ vkml.tensor(w_np)) - 0.5, dim=1)
-        same = np.array_equal(cpu_score.numpy().view(np.uint32), probs.numpy().view(np.uint32))
-        print(f"softmax on {dev.name} equals the CPU reference bit for bit: {same}")
+    print(f"Model: {make_model('cpu')!r}".replace("\n", "\n  "))
+    print(f"Adam(lr=0.01), batches of {BATCH}, {args.epochs} epochs\n")
+    print(f"Training on {device.name}:")
+    history = train(device, data, args.epochs)
+    final = history.epochs[-1]
+    print(f"\nFinal test accuracy on {device.name}: {final['test_acc']:.1%}")
+    if device.name == "cpu":
+        print("The best device is the CPU reference backend: no other device to compare with.")
+        return 0
+    print("\nThe same run on the CPU reference backend (the IR interpreter):")
+    reference = train(vkml.device("cpu"), data, args.epochs)
+    ours = np.array(history.losses, np.float32).view(np.uint32)
+    theirs = np.array(reference.losses, np.float32).view(np.uint32)
+    same = np.array_equal(ours, theirs)
+    print(f"\nLoss bits on {device.name} and cpu equal at every one of {len(ours)} steps: {same}")
+    return 0 if same else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

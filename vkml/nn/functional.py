@@ -11,7 +11,11 @@ nothing here computes on its own.
 
 from __future__ import annotations
 
-from .. import functions
+import functools
+
+from .. import creation, functions
+from .. import random as vkrandom
+from ..errors import DTypeError, ShapeError
 from ..ir import types as T
 
 relu = functions.relu
@@ -72,3 +76,169 @@ def pad(input, pad, mode: str = "constant", value: float | None = None):
     if mode != "constant":
         raise ValueError(f"'pad': only mode='constant' is supported, got {mode!r}")
     return functions.constant_pad_nd(input, pad, 0.0 if value is None else value)
+
+
+# ---------------------------------------------------------------------- layers and losses
+
+
+def linear(input, weight, bias=None):
+    """``input @ weight.T + bias`` (weight: (out_features, in_features)).
+
+    >>> linear(vkml.ones(2, 3), vkml.ones(4, 3)).shape  # doctest: +SKIP
+    (2, 4)
+    """
+    out = functions.matmul(input, functions.transpose(weight, 0, 1))
+    return out if bias is None else out + bias
+
+
+@functools.lru_cache(maxsize=64)
+def _class_indices(num_classes: int, device) -> object:
+    """0 .. num_classes-1 as int64 on ``device``, made once (tensors are immutable, so sharing is safe)."""
+    return creation.arange(num_classes, device=device)
+
+
+def one_hot(tensor, num_classes: int = -1):
+    """int64 one-hot rows of integer class indices, as ``torch.nn.functional.one_hot``.
+
+    ``num_classes=-1`` reads the largest index from the tensor (one submission).
+
+    >>> one_hot(vkml.tensor([0, 2]), 3).tolist()  # doctest: +SKIP
+    [[1, 0, 0], [0, 0, 1]]
+    """
+    return _hits(tensor, num_classes, -1).long()
+
+
+def _hits(target, num_classes: int, dim: int):
+    """A bool tensor, True where the class index along ``dim`` equals ``target`` (an elementwise comparison)."""
+    if target.dtype.is_float or target.dtype is T.bool_:
+        raise DTypeError(f"class indices must be an integer tensor, got {target.dtype.name}")
+    if num_classes < 0:
+        num_classes = int(target.amax().item()) + 1
+    classes = _class_indices(num_classes, target.device)
+    expanded = functions.unsqueeze(target, dim)
+    shape = [1] * expanded.ndim
+    shape[dim] = num_classes
+    return expanded == classes.reshape(*shape)
+
+
+_REDUCTIONS = ("mean", "sum", "none")
+
+
+def _reduce(loss, reduction: str, op: str, count=None):
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "mean":
+        return loss.mean() if count is None else loss.sum() / count
+    raise ValueError(f"'{op}': reduction must be one of {_REDUCTIONS}, got {reduction!r}")
+
+
+def cross_entropy(
+    input, target, weight=None, ignore_index: int = -100, reduction: str = "mean", label_smoothing: float = 0.0
+):
+    """Cross entropy of logits ``input`` (N, C, ...) or (C,) against class indices or class probabilities.
+
+    Integer targets pick the log-probability of their class by an elementwise comparison
+    with 0..C-1 (no gather kernel): ``-where(class == target, log_softmax(input), 0).sum(1)``.
+    Targets equal to ``ignore_index`` count for nothing, and 'mean' divides by the rest.
+    Float targets of ``input``'s shape are probabilities: ``-(target * log_softmax).sum(1)``.
+
+    >>> cross_entropy(vkml.zeros(2, 4), vkml.tensor([1, 3])).item()  # doctest: +SKIP
+    1.3862943649291992
+    """
+    if weight is not None:
+        raise NotImplementedError("'cross_entropy': class weights are not supported yet")
+    unbatched = input.ndim == 1
+    if unbatched:
+        input, target = functions.unsqueeze(input, 0), functions.unsqueeze(target, 0)
+    logp = functions.log_softmax(input, 1)
+    num_classes = input.shape[1]
+    if target.dtype.is_float:
+        if target.shape != input.shape:
+            raise ShapeError(
+                f"'cross_entropy': probability targets need the input's shape {input.shape}, got {target.shape}"
+            )
+        loss = -(target * logp).sum(1)
+        if label_smoothing:
+            loss = (1 - label_smoothing) * loss - label_smoothing / num_classes * logp.sum(1)
+        count = None
+    else:
+        if target.shape != (input.shape[0],) + input.shape[2:]:
+            raise ShapeError(
+                f"'cross_entropy': input of shape {input.shape} needs targets of shape "
+                f"{(input.shape[0],) + input.shape[2:]}, got {target.shape}"
+            )
+        loss = -functions.where(_hits(target, num_classes, 1), logp, 0.0).sum(1)
+        if label_smoothing:
+            loss = (1 - label_smoothing) * loss - label_smoothing / num_classes * logp.sum(1)
+        valid = target != ignore_index
+        loss = functions.where(valid, loss, 0.0)
+        count = valid.sum()
+    if unbatched and reduction == "none":
+        loss = functions.squeeze(loss, 0)
+    return _reduce(loss, reduction, "cross_entropy", count)
+
+
+def mse_loss(input, target, reduction: str = "mean"):
+    """Mean (or sum) of squared differences, broadcast as PyTorch does.
+
+    >>> mse_loss(vkml.tensor([1.0, 2.0]), vkml.tensor([1.0, 4.0])).item()  # doctest: +SKIP
+    2.0
+    """
+    diff = input - target
+    return _reduce(diff * diff, reduction, "mse_loss")
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
+    """(x - mean) / sqrt(var + eps) over the last ``len(normalized_shape)`` dims (biased variance), then affine.
+
+    float16 inputs are normalised in float32 and rounded once.
+
+    >>> layer_norm(vkml.tensor([[1.0, 3.0]]), (2,)).tolist()  # doctest: +SKIP
+    [[-0.9999950..., 0.9999950...]]
+    """
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(input.shape[input.ndim - len(shape) :]) != shape:
+        raise ShapeError(f"'layer_norm': normalized_shape {shape} does not end input shape {input.shape}")
+    dims = tuple(range(input.ndim - len(shape), input.ndim))
+    x = input.float() if input.dtype is T.float16 else input
+    centred = x - x.mean(dims, keepdim=True)
+    variance = (centred * centred).mean(dims, keepdim=True)
+    out = centred * functions.rsqrt(variance + eps)
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out.to(input.dtype) if input.dtype is T.float16 else out
+
+
+def embedding(input, weight):
+    """Rows of ``weight`` picked by the integer indices ``input``: a one-hot matrix times ``weight``.
+
+    Cost: the one-hot product does N·V·D multiply-adds for N indices into V rows of width D
+    (a gather would read N·D values); it needs no gather kernel, and its gradient — a one-hot
+    product too — adds every index's gradient into its row.
+
+    >>> embedding(vkml.tensor([1]), vkml.tensor([[0.0], [5.0]])).tolist()  # doctest: +SKIP
+    [[5.0]]
+    """
+    hits = _hits(input, weight.shape[0], -1)
+    return functions.matmul(functions.cast(hits, weight.dtype), weight)
+
+
+def dropout(input, p: float = 0.5, training: bool = True):
+    """While ``training``, zero elements with probability ``p`` (masks from ``vkml.manual_seed``'s generator) and
+    scale the others by 1/(1-p); otherwise return ``input``.
+
+    >>> dropout(vkml.ones(4), 0.5, training=False).tolist()  # doctest: +SKIP
+    [1.0, 1.0, 1.0, 1.0]
+    """
+    if not 0 <= p <= 1:
+        raise ValueError(f"'dropout': p must be in [0, 1], got {p}")
+    if not training or p == 0:
+        return input
+    if p == 1:
+        return input * 0.0
+    keep = vkrandom.keep_mask(input.shape, p, input.device)
+    return functions.where(keep, input * (1.0 / (1.0 - p)), 0.0)

@@ -1,0 +1,116 @@
+"""The demo's training step (vkml/demo.py), timed against the same step in PyTorch on the same device.
+
+tools/bench.py calls ``bench_training_step`` (its ``mlp_train_step`` and ``train_peak_memory``
+rows); run this file alone for a quick look:
+
+    .venv/bin/python tools/bench_training.py [--device vulkan:0] [--quick]
+
+Both sides train the demo's MLP (2 → 64 → 64 → 3, ReLU, dropout 0.1) with Adam on the demo's
+spirals, one batch of 60 per step; a step is forward, backward, update and reading the loss
+(``loss.item()``, which waits for the device). One epoch is run untimed first: each batch is
+a slice at its own offset, and view offsets are part of a kernel's structure, so every batch
+compiles its kernels once.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import vkml  # noqa: E402
+from vkml import demo  # noqa: E402
+
+
+def _torch_model(torch):
+    torch.manual_seed(demo.SEED)
+    return torch.nn.Sequential(
+        torch.nn.Linear(2, 64),
+        torch.nn.ReLU(),
+        torch.nn.Dropout(0.1),
+        torch.nn.Linear(64, 64),
+        torch.nn.ReLU(),
+        torch.nn.Linear(64, demo.CLASSES),
+    )
+
+
+def _timed(step, batches, repeats: int, budget_s: float) -> list[float]:
+    """Seconds of each of up to ``repeats`` steps after an untimed epoch, stopping once ``budget_s`` is spent."""
+    for batch in batches:
+        step(*batch)
+    seconds, spent = [], 0.0
+    for i in range(repeats):
+        start = time.perf_counter()
+        step(*batches[i % len(batches)])
+        seconds.append(time.perf_counter() - start)
+        spent += seconds[-1]
+        if spent > budget_s:
+            break
+    return seconds
+
+
+def bench_training_step(device=None, torch_device=None, quick: bool = False, repeats: int = 30, budget_s: float = 10.0):
+    """Per-step seconds of the demo's training step in vkml on ``device`` and in torch on ``torch_device``.
+
+    Returns ``{"vkml_seconds": [...], "torch_seconds": [...], "vkml_peak_bytes", "torch_peak_bytes",
+    "size", "note"}`` (the contract of tools/bench_special.py).
+    """
+    import torch
+
+    device = vkml.device(device) if device is not None else vkml.best_device()
+    torch_device = torch.device(torch_device or "cpu")
+    repeats = min(repeats, 10) if quick else repeats
+    x, y = demo.make_spirals()
+    starts = range(0, demo.TRAIN_POINTS, demo.BATCH)
+
+    model = demo.make_model(device)
+    optimizer = vkml.optim.Adam(model.parameters(), lr=0.01)
+    xs, ys = vkml.tensor(x, device=device), vkml.tensor(y, device=device)
+    ours = [(xs[i : i + demo.BATCH], ys[i : i + demo.BATCH]) for i in starts]
+    if hasattr(device, "reset_peak_memory"):
+        device.reset_peak_memory()
+    vkml_seconds = _timed(lambda a, b: demo.train_step(model, optimizer, a, b), ours, repeats, budget_s)
+    vkml_peak = device.memory_stats().get("peak_bytes")
+
+    net = _torch_model(torch).to(torch_device)
+    torch_optimizer = torch.optim.Adam(net.parameters(), lr=0.01)
+    xt, yt = torch.from_numpy(x).to(torch_device), torch.from_numpy(y).to(torch_device)
+    theirs = [(xt[i : i + demo.BATCH], yt[i : i + demo.BATCH]) for i in starts]
+
+    def torch_step(a, b):
+        loss = torch.nn.functional.cross_entropy(net(a), b)
+        torch_optimizer.zero_grad()
+        loss.backward()
+        torch_optimizer.step()
+        return loss.item()
+
+    if torch_device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(torch_device)
+    torch_seconds = _timed(torch_step, theirs, repeats, budget_s)
+    torch_peak = torch.cuda.max_memory_allocated(torch_device) if torch_device.type == "cuda" else None
+    return {
+        "vkml_seconds": vkml_seconds,
+        "torch_seconds": torch_seconds,
+        "vkml_peak_bytes": vkml_peak,
+        "torch_peak_bytes": torch_peak,
+        "size": f"MLP 2-64-64-3, batch {demo.BATCH}",
+        "note": "the demo's step: forward, backward, Adam, loss.item()",
+    }
+
+
+def main(argv: list[str]) -> int:
+    device = argv[argv.index("--device") + 1] if "--device" in argv else None
+    result = bench_training_step(device=device, quick="--quick" in argv)
+    ours, theirs = np.median(result["vkml_seconds"]), np.median(result["torch_seconds"])
+    print(
+        f"{result['size']}: vkml {ours * 1e3:.2f} ms/step, torch {theirs * 1e3:.2f} ms/step, ratio {ours / theirs:.2f}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

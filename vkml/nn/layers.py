@@ -1,0 +1,146 @@
+"""Layers with PyTorch's names, arguments and initialisation: Linear, LayerNorm, Embedding, Dropout, activations, losses.
+
+Initial values come from vkml's random generator (``vkml.manual_seed``), so a seeded model
+starts from the same bits on every device — not from the same values as a seeded PyTorch
+model (load a state dict for that).
+
+>>> import vkml
+>>> layer = Linear(4, 2)
+>>> layer(vkml.ones(3, 4)).shape
+(3, 2)
+"""
+
+from __future__ import annotations
+
+import math
+
+from .. import creation
+from .. import random as vkrandom
+from . import functional as F
+from .module import Module, Parameter
+
+
+def _uniform(shape, bound: float, device, dtype):
+    """Uniform in [-bound, bound), as ``torch.nn.init.uniform_``."""
+    values = vkrandom.rand(*shape, device=device) * (2 * bound) - bound
+    return values if dtype is None else values.to(dtype)
+
+
+class Linear(Module):
+    """``y = x @ weight.T + bias``; weight and bias start uniform in ±1/sqrt(in_features) (PyTorch's default).
+
+    >>> Linear(3, 5).weight.shape
+    (5, 3)
+    """
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None, dtype=None):
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        bound = 1 / math.sqrt(in_features) if in_features else 0.0
+        self.weight = Parameter(_uniform((out_features, in_features), bound, device, dtype))
+        self.bias = Parameter(_uniform((out_features,), bound, device, dtype)) if bias else None
+
+    def forward(self, input):
+        return F.linear(input, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class LayerNorm(Module):
+    """Normalise over the last dims to mean 0, variance 1 (biased), then scale and shift (weight 1, bias 0)."""
+
+    def __init__(
+        self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True, device=None
+    ):
+        super().__init__()
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.normalized_shape, self.eps = shape, eps
+        self.weight = Parameter(creation.ones(shape, device=device)) if elementwise_affine else None
+        self.bias = Parameter(creation.zeros(shape, device=device)) if elementwise_affine and bias else None
+
+    def forward(self, input):
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.weight is not None}"
+
+
+class Embedding(Module):
+    """Rows of ``weight`` (standard normal at start) picked by integer indices; see ``functional.embedding``."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, device=None):
+        super().__init__()
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        self.weight = Parameter(vkrandom.randn(num_embeddings, embedding_dim, device=device))
+
+    def forward(self, input):
+        return F.embedding(input, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_embeddings}, {self.embedding_dim}"
+
+
+class Dropout(Module):
+    """Zero each element with probability ``p`` and scale the rest by 1/(1-p) while training; identity in eval()."""
+
+    def __init__(self, p: float = 0.5):
+        super().__init__()
+        if not 0 <= p <= 1:
+            raise ValueError(f"Dropout: p must be in [0, 1], got {p}")
+        self.p = p
+
+    def forward(self, input):
+        return F.dropout(input, self.p, self.training)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}"
+
+
+class ReLU(Module):
+    def forward(self, input):
+        return F.relu(input)
+
+
+class GELU(Module):
+    def __init__(self, approximate: str = "none"):
+        super().__init__()
+        self.approximate = approximate
+
+    def forward(self, input):
+        return F.gelu(input, approximate=self.approximate)
+
+    def extra_repr(self) -> str:
+        return f"approximate={self.approximate!r}"
+
+
+class Tanh(Module):
+    def forward(self, input):
+        return F.tanh(input)
+
+
+class Sigmoid(Module):
+    def forward(self, input):
+        return F.sigmoid(input)
+
+
+class CrossEntropyLoss(Module):
+    """``functional.cross_entropy`` as a module."""
+
+    def __init__(self, ignore_index: int = -100, reduction: str = "mean", label_smoothing: float = 0.0):
+        super().__init__()
+        self.ignore_index, self.reduction, self.label_smoothing = ignore_index, reduction, label_smoothing
+
+    def forward(self, input, target):
+        return F.cross_entropy(input, target, None, self.ignore_index, self.reduction, self.label_smoothing)
+
+
+class MSELoss(Module):
+    """``functional.mse_loss`` as a module."""
+
+    def __init__(self, reduction: str = "mean"):
+        super().__init__()
+        self.reduction = reduction
+
+    def forward(self, input, target):
+        return F.mse_loss(input, target, self.reduction)

@@ -323,3 +323,10 @@ def test_eager_mode_runs_backward_op_by_op():
         assert x.grad.tolist() == [0.5, 0.25]
     finally:
         vkml.lazy._eager_override = saved
+
+
+def test_gradients_flow_back_across_devices(gpu):
+    x = vkml.tensor([1.0, -2.0], requires_grad=True)  # on the CPU
+    (x.to(gpu) * 3.0).sum().backward()
+    assert x.grad.device is CPU
+    assert x.grad.tolist() == [3.0, 3.0]

@@ -16,6 +16,8 @@ other op, this only records nodes; nothing runs. The rule for when the work runs
   called on since the previous step. So a training step — forward, backward, update — is
   one submission, and ``loss.item()`` after ``step()`` costs no other.
 
+Several ``backward()`` calls before a step (gradient accumulation) add lazily: the step runs
+them all in one graph; realize the gradients (``vkml.realize(*grads)``) to cut it shorter.
 After ``backward()`` the recorded graph is released (as PyTorch does without
 ``retain_graph=True``): a second ``backward()`` through it raises.
 

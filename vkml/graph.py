@@ -8,6 +8,9 @@ Node ops:
 - ``reduce``: ``arg`` = (op name, reduced axes); ``shape`` keeps the reduced dims as size 1.
 - ``view``: ``arg`` = ViewStack over the source's logical (contiguous) index; movement ops.
 - ``cat``: ``arg`` = dim; sources of one dtype, equal except along ``dim``.
+- ``random``: ``arg`` = "uniform" | "uniform_f16" | "normal"; sources: three int32 scalar
+  constants (key words and offset, vkml/random.py), so they reach kernels as parameters; the
+  value at linear index i is ``vkml.ops.random.random_value``.
 - ``kernel``: an output of a user's ``@vkml.kernel`` (``arg`` = its ``KernelOutput``, vkml/dsl_kernel.py);
   sources are the kernel's tensor inputs, realized before it runs as a dispatch of its own.
 

@@ -15,7 +15,9 @@ from hypothesis import settings
 
 # "ci" (the default): no per-example deadline, since timings on a shared 2-core machine with a
 # software Vulkan driver say nothing about the code; few enough examples to keep the suite short.
-settings.register_profile("ci", deadline=None, max_examples=50, print_blob=True)
+settings.register_profile(
+    "ci", deadline=None, max_examples=50, print_blob=True, derandomize=True
+)  # CI: same examples every run
 # "thorough": for a deliberate bug hunt, `HYPOTHESIS_PROFILE=thorough make test`.
 settings.register_profile("thorough", deadline=None, max_examples=2000, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

@@ -24,6 +24,8 @@ def _reduce(t, kind, dim, keepdim):
 
 
 def _movement(t, kind, k):
+    if t.ndim == 0:
+        return t
     if t.ndim < 2:
         return t.flip(0) if kind == "flip" else t
     if kind == "transpose":

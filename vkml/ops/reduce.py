@@ -103,6 +103,7 @@ register(
         combine=lambda a, b: a * b,
         precision=f"exact tree order: {_TREE}",
         special="NaN anywhere gives NaN; inf * 0 gives NaN; prod([]) = 1. int32 and bool multiply in int64.",
+        divergence="float16 multiplies in float32 and rounds once; PyTorch rounds to float16 after every step.",
         grad=_grad_prod,
     )
 )

@@ -104,14 +104,12 @@ class Context:
     __slots__ = ("name", "rule", "parents", "saved", "output", "attrs")
 
     def __init__(self, name: str, rule: Callable, parents: tuple, saved: tuple, output, attrs: dict):
-        self.name, self.rule, self.parents, self.saved, self.output, self.attrs = (
-            name,
-            rule,
-            parents,
-            saved,
-            output,
-            attrs,
-        )
+        self.name = name
+        self.rule = rule
+        self.parents = parents  # per operand: the tensor gradients flow to, or None
+        self.saved = saved  # per operand: a detached tensor or a Python number, as the rule sees it
+        self.output = output  # the result's node (not the Tensor: no reference cycle through _ctx)
+        self.attrs = attrs
 
     @property
     def released(self) -> bool:

@@ -253,7 +253,7 @@ def test_documented_divergences():
 
 
 def test_every_reduction_divergence_is_asserted():
-    asserted = {"sum", "amax", "amin"}
+    asserted = {"sum", "amax", "amin", "prod"}  # prod: the float16 test checks the one-rounding product
     with_divergence = {op.name for op in REGISTRY.values() if op.kind == "reduce" and op.divergence}
     assert with_divergence <= asserted, sorted(with_divergence - asserted)
 

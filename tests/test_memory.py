@@ -80,3 +80,15 @@ def test_buffers_freed_by_the_collector_mid_allocation_do_not_corrupt_the_pool(u
     gc.collect()
     gpu.memory_stats()
     assert not unraisable, unraisable[0].exc_value
+
+
+def test_big_buffers_reuse_their_dedicated_memory_in_a_loop():
+    gpu = vkml.best_device()
+    x = vkml.tensor(np.ones(1 << 22, dtype=np.float32), device=gpu)  # 16 MiB: past half a block on lavapipe
+    (x * 2).sum().item()
+    gc.collect()
+    reserved = gpu.memory_stats()["reserved_bytes"]
+    for i in range(5):
+        assert (x * float(i)).sum().item() == float(i) * (1 << 22)
+    gc.collect()
+    assert gpu.memory_stats()["reserved_bytes"] == reserved  # no new driver allocations

@@ -280,6 +280,9 @@ class MemoryPool:
         self.block_size = min(block_size, self.max_allocation, self.max_buffer)
         self.blocks: list[MemoryBlock] = []  # shared blocks, suballocated
         self.dedicated: set[MemoryBlock] = set()
+        # Dedicated blocks kept after their buffer died, for the next big buffer (up to 1/8 of the heap).
+        self.spare: list[MemoryBlock] = []
+        self.spare_limit = min(self.heap_size // 8, 8 * GiB)
         self.allocated_bytes = 0
         self.peak_bytes = 0
         self.closed = False
@@ -292,7 +295,7 @@ class MemoryPool:
 
     @property
     def reserved_bytes(self) -> int:
-        return sum(b.size for b in self.blocks) + sum(b.size for b in self.dedicated)
+        return sum(b.size for b in (*self.blocks, *self.dedicated, *self.spare))
 
     def allocate(self, nbytes: int, what: str = "") -> Allocation:
         """``nbytes`` (> 0) of device memory; raises OutOfMemoryError naming the size."""
@@ -304,7 +307,7 @@ class MemoryPool:
                 f"device's largest single allocation ({_human(min(self.max_allocation, self.max_buffer))})"
             )
         if reserved > self.block_size // 2:
-            block = self._new_block(reserved, dedicated=True, nbytes=nbytes, what=what)
+            block = self._take_spare(reserved) or self._new_block(reserved, dedicated=True, nbytes=nbytes, what=what)
             self.dedicated.add(block)
             return self._account(Allocation(block, 0, nbytes, reserved))
         for block in self.blocks:
@@ -337,7 +340,10 @@ class MemoryPool:
         block = allocation.block
         if block.dedicated:
             self.dedicated.discard(block)
-            block.destroy()
+            if sum(b.size for b in self.spare) + block.size <= self.spare_limit:
+                self.spare.append(block)  # a loop that makes big tensors gets the same memory back
+            else:
+                block.destroy()
             return
         block.ranges.release(allocation.offset, allocation.reserved)
         if block.ranges.empty and len(self.blocks) > 1:
@@ -368,11 +374,22 @@ class MemoryPool:
                 f"{_human(self.reserved_bytes)}"
             ) from None
 
+    def _take_spare(self, reserved: int) -> MemoryBlock | None:
+        """The smallest kept dedicated block that fits ``reserved`` without wasting more than half of it."""
+        fits = [b for b in self.spare if reserved <= b.size <= 2 * reserved]
+        if not fits:
+            return None
+        block = min(fits, key=lambda b: b.size)
+        self.spare.remove(block)
+        return block
+
     def _drop_empty_blocks(self) -> bool:
-        empty = [b for b in self.blocks if b.ranges.empty]
+        empty = [b for b in self.blocks if b.ranges.empty] + self.spare
         for block in empty:
-            self.blocks.remove(block)
+            if block in self.blocks:
+                self.blocks.remove(block)
             block.destroy()
+        self.spare = []
         return bool(empty)
 
     def logical_name(self) -> str:

@@ -208,3 +208,12 @@ def test_scalars_past_the_parameter_budget_are_baked_in_rounded(dev):
     for i in range(30):
         expected = expected * np.float32(1 / 0.9) + np.float32(i)
     assert np.array_equal(y.numpy(), expected)
+
+
+def test_a_chain_of_thousands_of_ops_realizes():
+    # Regression: lowering recursed once per op and hit Python's recursion limit at ~1,000 ops.
+    x = vkml.ones(8)
+    y = x
+    for _ in range(3000):
+        y = y * 1.0 + 0.5
+    assert y.sum().item() == 8 * (1 + 0.5 * 3000)

@@ -31,7 +31,7 @@ import contextlib
 import sys
 from collections import OrderedDict, defaultdict
 
-from . import debug, kernels, kernels_matmul, kernels_reduce, kernels_tuning
+from . import debug, kernels, kernels_reduce
 from .graph import Node, toposort
 from .runtime.base import Buffer, Dispatch
 from .view import ViewStack
@@ -84,7 +84,7 @@ class Plan:
         """Number of nodes inlined to compute ``node`` (roots and leaves count 1)."""
         if node.op == "const" or (node.op == "view" and node.srcs[0].op == "const"):
             return 0  # a broadcast constant is a parameter: free to recompute anywhere
-        if node.realized or id(node) in self.roots or node.op in ("reduce", "matmul"):
+        if node.realized or id(node) in self.roots or node.op == "reduce":
             return 1
         if id(node) not in self._cost:
             self._cost[id(node)] = min(1000, 1 + sum(self.cost(s) for s in node.srcs))
@@ -101,7 +101,7 @@ class Plan:
             return
         self._claimed.add(id(root))
         main = self._main_reduce(root)
-        chain = [] if main is None else [main] if main.op == "matmul" else self._chain(main)
+        chain = self._chain(main) if main is not None else []
         if main is not None:
             self.chains[id(root)] = chain
             for red in chain[:-1]:
@@ -121,15 +121,12 @@ class Plan:
                     continue
                 if s.realized or s.op == "const" or (id(s) in self.roots and id(s) not in fused):
                     continue
-                if s.op in ("reduce", "matmul"):
+                if s.op == "reduce":
                     if id(s) in fused:
                         stack.append(s)
                     else:
                         self._make_root(s)
                     continue
-                if node.op == "matmul":  # operand elements are loaded many times: compute them once
-                    for operand in kernels_matmul.computed_operands(s, self._is_loaded):
-                        self._make_root(operand)
                 broadcast = node.op == "view" and node.numel > s.numel
                 if broadcast and id(node) in self._row_results:
                     stack.append(s)
@@ -140,12 +137,9 @@ class Plan:
                 else:
                     stack.append(s)
 
-    def _is_loaded(self, node: Node) -> bool:
-        return node.realized or id(node) in self.roots
-
     def _main_reduce(self, root: Node) -> Node | None:
-        """The reduction (or matmul) ``root``'s kernel computes: root itself, or one under a same-size expression."""
-        if root.op in ("reduce", "matmul"):
+        """The reduction ``root``'s kernel computes: root itself, or one under a reduced-shape expression."""
+        if root.op == "reduce":
             return root
         if not _inline_kind(root):
             return None
@@ -155,7 +149,7 @@ class Plan:
             for s in node.srcs:
                 if s.realized or id(s) in self.roots:
                     continue
-                if s.op in ("reduce", "matmul"):
+                if s.op == "reduce":
                     found.append(s)
                 elif _inline_kind(s) and self.consumers[id(s)] == 1:  # shared nodes are read elsewhere too
                     stack.append(s)
@@ -286,8 +280,6 @@ class Signature:
 def _lower_group(root: Node, chain: list[Node], leaf_ids, mode: str, baked) -> kernels.GroupTemplate:
     if not chain:
         return kernels.lower_elementwise(root, leaf_ids, baked)
-    if mode.startswith("matmul"):
-        return kernels_matmul.lower_matmul(root, chain[-1], leaf_ids, baked, kernels_matmul.parse_mode(mode))
     if mode == "blocks":
         return kernels_reduce.lower_blocks(root, chain[-1], leaf_ids, baked)
     return kernels_reduce.lower_rows(root, chain, chain[:-1], leaf_ids, baked)
@@ -317,17 +309,14 @@ class _Group:
     def __init__(self, plan: Plan, root: Node, leaf_ids):
         self.root = root
         self.chain = plan.chains.get(id(root), [])
-        if self.chain and self.chain[-1].op == "matmul":  # the mode names the tiles (they depend on the device)
-            self.mode = kernels_matmul.mode(self.chain[-1])
-        else:
-            self.mode = kernels_reduce.choose_mode(self.chain[-1], len(self.chain)) if self.chain else "elementwise"
+        self.mode = kernels_reduce.choose_mode(self.chain[-1], len(self.chain)) if self.chain else "elementwise"
         self.outputs = [root] + self.chain[:-1]
         # Everything realized by other groups of this plan is loaded; this group's own outputs are computed.
         self.leaf_ids = leaf_ids - {id(n) for n in self.outputs}
         self.sig = Signature(root, self.chain, self.chain[:-1], self.leaf_ids, self.mode)
 
     def template(self) -> kernels.GroupTemplate:
-        key = (self.sig.key, kernels_tuning.tuning_for(self.root.device))  # templates are laid out per device
+        key = self.sig.key
         found = _templates.get(key)
         if found is None:
             lowered = _lower_group(self.root, self.chain, self.leaf_ids, self.mode, self.sig.baked)

@@ -140,11 +140,17 @@ EXTRA: dict[str, Extra] = {
         "composite",
         (_sig("vkml.matmul", functions.matmul), "Tensor.matmul(other)"),
         functions.matmul,
-        precision="each output is the sum of float32 products over the contract's pairwise tree over k: the same bits "
-        "on every device and layout; float16 products are exact in float32 and the sum rounds once; integers exact",
-        special="NaN and inf propagate through products and sums as IEEE 754 says (0 * inf is NaN).",
-        divergence="PyTorch (BLAS) sums in another order: float32 results differ in the last bits, within both orders' "
-        "error bounds. An output whose products are all -0.0 is -0.0 (the identity never enters the sum); PyTorch "
+        precision="the contract's named exception to the pairwise tree: each float output starts from -0.0 and adds "
+        "its float32 products for k = 0, 1, ..., K-1 in turn, every product and sum rounded (no fused multiply-add), so "
+        "that each invocation can accumulate a register tile. The order depends on K alone: the same bits on every "
+        "device, tile size and layout. Bound: |computed - exact| <= γ_K Σ_k |a_ik||b_kj|, γ_K = Ku/(1 - Ku), "
+        "u = 2^-24 (the tree's would be γ_(⌈log2 K⌉+1)). float16 operands are exact in float32 and the result rounds "
+        "once; integer matmul is exact (a sum of products over the tree)",
+        special="NaN and inf propagate through products and sums as IEEE 754 says (0 * inf is NaN; inf - inf is NaN). "
+        "The sum starts from -0.0, the exact identity of addition, so an output whose products are all -0.0 is -0.0; "
+        "K = 0 gives +0.0 (as PyTorch).",
+        divergence="PyTorch (BLAS) sums in another order (blocked, with fused multiply-adds): float32 results differ in "
+        "the last bits, within both orders' error bounds. An output whose products are all -0.0 is -0.0; PyTorch "
         "gives +0.0.",
         gradient="matmul",
     ),

@@ -303,8 +303,10 @@ def logsumexp(input, dim, keepdim: bool = False):
 def matmul(input, other):
     """Matrix product with PyTorch's rules for 1-D and batched operands.
 
-    Each output is a sum of products over the contract's pairwise tree (same bits on every
-    device); float16 multiplies and sums in float32 and rounds once.
+    Each float output adds its float32 products in ascending k, starting from -0.0: the
+    same bits on every device (order and error bound: docs/ops/matmul.md). float16
+    multiplies and sums in float32 and rounds once.
+    Example: ``vkml.ones(2, 3) @ vkml.ones(3, 4)`` is a 2×4 tensor of 3.0.
     """
     a, b = _tensor_node("matmul", input), _tensor_node("matmul", other)
     lazy.check_devices("matmul", [a, b])
@@ -324,11 +326,16 @@ def matmul(input, other):
         raise ShapeError(f"'matmul': shapes {a.shape} and {b.shape} cannot be multiplied ({k} != {k2})")
     batch = lazy.broadcast_shapes("matmul", x.shape[:-2], y.shape[:-2])
     result_dtype = promote_types(a.dtype, b.dtype)
-    wide = T.float32 if result_dtype is T.float16 else result_dtype  # exact products, one rounding
-    xa = expand(reshape(cast(x, wide), *x.shape[:-1], 1, k), *batch, m, n, k)
-    yb = expand(unsqueeze(transpose(cast(y, wide), -1, -2), -3), *batch, m, n, k)
-    out = sum(xa * yb, -1)
-    out = cast(out, result_dtype)
+    if result_dtype.is_float and k > 0:  # the tiled kernel (vkml/kernels_matmul.py)
+        # An integer operand is converted to float32 (as the sum below would): float16 widens in the kernel.
+        xa, yb = (lazy.cast_node(t.node, T.float32) if not t.dtype.is_float else t.node for t in (x, y))
+        xa, yb = lazy.expand_to(xa, (*batch, m, k)), lazy.expand_to(yb, (*batch, k, n))
+        out = _wrap(Node("matmul", (xa, yb), "float32", (*batch, m, n), result_dtype, xa.device))
+    else:  # integers (exact in any order) and k == 0 (zeros): a sum of products
+        wide = T.float32 if result_dtype is T.float16 else result_dtype
+        xa = expand(reshape(cast(x, wide), *x.shape[:-1], 1, k), *batch, m, n, k)
+        yb = expand(unsqueeze(transpose(cast(y, wide), -1, -2), -3), *batch, m, n, k)
+        out = cast(sum(xa * yb, -1), result_dtype)
     if squeeze_a:
         out = squeeze(out, -2)
     if squeeze_b:

@@ -8,6 +8,9 @@ Node ops:
 - ``reduce``: ``arg`` = (op name, reduced axes); ``shape`` keeps the reduced dims as size 1.
 - ``view``: ``arg`` = ViewStack over the source's logical (contiguous) index; movement ops.
 - ``cat``: ``arg`` = dim; sources of one dtype, equal except along ``dim``.
+- ``matmul``: ``arg`` = "float32" (the accumulator); sources A (..., M, K) and B (..., K, N) of
+  float dtypes, with the batch dims of this node (views broadcast them); the products are
+  added in ascending k (vkml/kernels_matmul.py).
 - ``random``: ``arg`` = "uniform" | "uniform_f16" | "normal"; sources: three int32 scalar
   constants (key words and offset, vkml/random.py), so they reach kernels as parameters; the
   value at linear index i is ``vkml.ops.random.random_value``.

@@ -31,7 +31,7 @@ import contextlib
 import sys
 from collections import OrderedDict, defaultdict
 
-from . import debug, kernels, kernels_reduce
+from . import debug, kernels, kernels_matmul, kernels_reduce
 from .graph import Node, toposort
 from .runtime.base import Buffer, Dispatch
 from .view import ViewStack
@@ -84,7 +84,7 @@ class Plan:
         """Number of nodes inlined to compute ``node`` (roots and leaves count 1)."""
         if node.op == "const" or (node.op == "view" and node.srcs[0].op == "const"):
             return 0  # a broadcast constant is a parameter: free to recompute anywhere
-        if node.realized or id(node) in self.roots or node.op == "reduce":
+        if node.realized or id(node) in self.roots or node.op in ("reduce", "matmul"):
             return 1
         if id(node) not in self._cost:
             self._cost[id(node)] = min(1000, 1 + sum(self.cost(s) for s in node.srcs))
@@ -101,7 +101,7 @@ class Plan:
             return
         self._claimed.add(id(root))
         main = self._main_reduce(root)
-        chain = self._chain(main) if main is not None else []
+        chain = [] if main is None else [main] if main.op == "matmul" else self._chain(main)
         if main is not None:
             self.chains[id(root)] = chain
             for red in chain[:-1]:
@@ -121,12 +121,15 @@ class Plan:
                     continue
                 if s.realized or s.op == "const" or (id(s) in self.roots and id(s) not in fused):
                     continue
-                if s.op == "reduce":
+                if s.op in ("reduce", "matmul"):
                     if id(s) in fused:
                         stack.append(s)
                     else:
                         self._make_root(s)
                     continue
+                if node.op == "matmul":  # operand elements are loaded many times: compute them once
+                    for operand in kernels_matmul.computed_operands(s, self._is_loaded):
+                        self._make_root(operand)
                 broadcast = node.op == "view" and node.numel > s.numel
                 if broadcast and id(node) in self._row_results:
                     stack.append(s)
@@ -137,9 +140,12 @@ class Plan:
                 else:
                     stack.append(s)
 
+    def _is_loaded(self, node: Node) -> bool:
+        return node.realized or id(node) in self.roots
+
     def _main_reduce(self, root: Node) -> Node | None:
-        """The reduction ``root``'s kernel computes: root itself, or one under a reduced-shape expression."""
-        if root.op == "reduce":
+        """The reduction (or matmul) ``root``'s kernel computes: root itself, or one under a same-size expression."""
+        if root.op in ("reduce", "matmul"):
             return root
         if not _inline_kind(root):
             return None
@@ -149,7 +155,7 @@ class Plan:
             for s in node.srcs:
                 if s.realized or id(s) in self.roots:
                     continue
-                if s.op == "reduce":
+                if s.op in ("reduce", "matmul"):
                     found.append(s)
                 elif _inline_kind(s) and self.consumers[id(s)] == 1:  # shared nodes are read elsewhere too
                     stack.append(s)
@@ -280,6 +286,8 @@ class Signature:
 def _lower_group(root: Node, chain: list[Node], leaf_ids, mode: str, baked) -> kernels.GroupTemplate:
     if not chain:
         return kernels.lower_elementwise(root, leaf_ids, baked)
+    if mode.startswith("matmul"):
+        return kernels_matmul.lower_matmul(root, chain[-1], leaf_ids, baked, kernels_matmul.parse_mode(mode))
     if mode == "blocks":
         return kernels_reduce.lower_blocks(root, chain[-1], leaf_ids, baked)
     return kernels_reduce.lower_rows(root, chain, chain[:-1], leaf_ids, baked)
@@ -309,7 +317,10 @@ class _Group:
     def __init__(self, plan: Plan, root: Node, leaf_ids):
         self.root = root
         self.chain = plan.chains.get(id(root), [])
-        self.mode = kernels_reduce.choose_mode(self.chain[-1], len(self.chain)) if self.chain else "elementwise"
+        if self.chain and self.chain[-1].op == "matmul":  # the mode names the tiles (they depend on the device)
+            self.mode = kernels_matmul.mode(self.chain[-1])
+        else:
+            self.mode = kernels_reduce.choose_mode(self.chain[-1], len(self.chain)) if self.chain else "elementwise"
         self.outputs = [root] + self.chain[:-1]
         # Everything realized by other groups of this plan is loaded; this group's own outputs are computed.
         self.leaf_ids = leaf_ids - {id(n) for n in self.outputs}

@@ -1,0 +1,247 @@
+"""The tiled matmul kernel (vkml/kernels_matmul.py): its stated order, bound, tails and fusion.
+
+Every float output adds its float32 products in ascending k, starting from -0.0. The oracle
+below is that order written in numpy; the CPU interpreter must match it bit for bit for any
+tile configuration, and Vulkan (lavapipe here) must match the CPU bit for bit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from optest import assert_same_bits, from_torch, random_floats, to_torch
+
+import vkml
+from vkml import debug, kernels_matmul, schedule
+from vkml.codegen import compile_kernel
+from vkml.codegen.features import DeviceFeatures
+from vkml.kernels_matmul import MatmulConfig, choose_config
+
+U = 2.0**-24  # unit roundoff of float32
+
+
+def ordered_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The stated order: float32 products added for k = 0, 1, ... from -0.0, rounded once to the result dtype."""
+    out_dtype = np.result_type(a, b)
+    a2 = (a[None, :] if a.ndim == 1 else a).astype(np.float32)
+    b2 = (b[:, None] if b.ndim == 1 else b).astype(np.float32)
+    shape = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2]) + (a2.shape[-2], b2.shape[-1])
+    acc = np.full(shape, -0.0, np.float32)
+    with np.errstate(all="ignore"):
+        for k in range(a2.shape[-1]):
+            acc = acc + a2[..., :, k : k + 1] * b2[..., k : k + 1, :]
+    out = acc.astype(out_dtype)
+    if a.ndim == 1:
+        out = out[..., 0, :]
+    if b.ndim == 1:
+        out = out[..., 0]
+    return out
+
+
+def gamma(n: int) -> float:
+    return n * U / (1 - n * U)
+
+
+def on(device, *arrays):
+    return [vkml.tensor(a, device=device) for a in arrays]
+
+
+@pytest.fixture(scope="module")
+def gpu():
+    return vkml.device("vulkan:0")
+
+
+SHAPES = [
+    ((64, 64), (64, 64)),  # whole tiles
+    ((37, 29), (29, 45)),  # tails in m, k and n
+    ((1, 300), (300, 70)),  # m = 1: a row vector
+    ((70, 300), (300, 1)),  # n = 1
+    ((9, 1), (1, 13)),  # k = 1: outer product
+    ((300,), (300,)),  # 1-D · 1-D
+    ((300,), (300, 5)),
+    ((6, 300), (300,)),
+    ((3, 17, 9), (3, 9, 11)),  # batched
+    ((2, 1, 17, 9), (4, 9, 11)),  # broadcast batch dims
+    ((5,), (2, 5, 3)),  # 1-D with a batch
+    ((129, 8), (8, 33)),  # more than one tile of C on the CPU
+]
+
+
+@pytest.mark.parametrize("shape_a, shape_b", SHAPES, ids=[f"{a}@{b}" for a, b in SHAPES])
+def test_shapes_follow_the_order_and_stay_within_the_bound(shape_a, shape_b, gpu):
+    a, b = random_floats(shape_a, seed=1), random_floats(shape_b, seed=2)
+    want = ordered_matmul(a, b)
+    cpu = (vkml.tensor(a) @ vkml.tensor(b)).numpy()
+    assert_same_bits(cpu, want, f"cpu {shape_a} @ {shape_b}")
+    ta, tb = on(gpu, a, b)
+    assert_same_bits((ta @ tb).numpy(), cpu, f"vulkan {shape_a} @ {shape_b}")
+    exact = from_torch(torch.matmul(to_torch(a).double(), to_torch(b).double()))
+    magnitude = from_torch(torch.matmul(to_torch(np.abs(a)).double(), to_torch(np.abs(b)).double()))
+    assert np.all(np.abs(cpu - exact) <= gamma(shape_a[-1]) * magnitude)
+    assert cpu.shape == tuple(torch.matmul(to_torch(a), to_torch(b)).shape)
+
+
+@pytest.mark.parametrize(
+    "shape_a, shape_b", [((0, 4), (4, 3)), ((3, 4), (4, 0)), ((3, 0), (0, 5)), ((2, 0, 4), (4, 3))]
+)
+def test_empty_operands(shape_a, shape_b, gpu):
+    a, b = np.ones(shape_a, np.float32), np.ones(shape_b, np.float32)
+    want = from_torch(to_torch(a) @ to_torch(b))  # k = 0 gives +0.0, as PyTorch
+    assert_same_bits((vkml.tensor(a) @ vkml.tensor(b)).numpy(), want, "cpu")
+    ta, tb = on(gpu, a, b)
+    assert_same_bits((ta @ tb).numpy(), want, "vulkan")
+
+
+def test_error_bound_holds_on_cancelling_sums():
+    # Large terms that cancel leave a small result: the bound is relative to Σ|a||b|, not to |c|.
+    g = np.random.default_rng(3)
+    k = 2000
+    a = (g.standard_normal((4, k)) * np.exp2(g.integers(-20, 20, (4, k)))).astype(np.float32)
+    b = (g.standard_normal((k, 5)) * np.exp2(g.integers(-20, 20, (k, 5)))).astype(np.float32)
+    got = (vkml.tensor(a) @ vkml.tensor(b)).numpy()
+    assert_same_bits(got, ordered_matmul(a, b), "order")
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    magnitude = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
+    assert np.all(np.abs(got - exact) <= gamma(k) * magnitude)
+
+
+def test_float16_accumulates_in_float32_and_rounds_once(gpu):
+    a = (random_floats((33, 70), seed=4) * 4).astype(np.float16)
+    b = (random_floats((70, 19), seed=5) * 4).astype(np.float16)
+    got = (vkml.tensor(a) @ vkml.tensor(b)).numpy()
+    assert got.dtype == np.float16
+    assert_same_bits(got, ordered_matmul(a, b), "float16 @ float16")
+    ta, tb = on(gpu, a, b)
+    assert_same_bits((ta @ tb).numpy(), got, "float16 on vulkan")
+    mixed = (vkml.tensor(a) @ vkml.tensor(b.astype(np.float32))).numpy()
+    assert_same_bits(mixed, ordered_matmul(a.astype(np.float32), b.astype(np.float32)), "float16 @ float32")
+    ints = (vkml.tensor(np.arange(6, dtype=np.int32).reshape(2, 3)) @ vkml.tensor(b[:3].astype(np.float32))).numpy()
+    assert_same_bits(
+        ints, ordered_matmul(np.arange(6, dtype=np.float32).reshape(2, 3), b[:3].astype(np.float32)), "int"
+    )
+
+
+def test_nan_inf_and_signed_zero(gpu):
+    inf, nan = np.inf, np.nan
+    a = np.array(
+        [[nan, 1.0, 0.0], [inf, 1.0, 0.0], [inf, -inf, 0.0], [0.0, inf, 0.0], [-1.0, 0.0, -0.0], [1e38, 1e38, 0.0]],
+        np.float32,
+    )
+    b = np.array([[1.0, 0.0], [1.0, -2.0], [5.0, 0.0]], np.float32)
+    want = ordered_matmul(a, b)
+    got = (vkml.tensor(a) @ vkml.tensor(b)).numpy()
+    assert_same_bits(got, want, "cpu")
+    ta, tb = on(gpu, a, b)
+    assert_same_bits((ta @ tb).numpy(), got, "vulkan")
+    torch_result = from_torch(to_torch(a) @ to_torch(b))
+    assert np.array_equal(np.isnan(got), np.isnan(torch_result))  # NaN and inf as PyTorch
+    assert np.array_equal(got[np.isinf(got)], torch_result[np.isinf(got)])
+    # -0.0 products stay -0.0, also when k is not a multiple of the K-step (the padded products are -0.0).
+    assert np.signbit(got[4, 1]) and got[4, 1] == 0
+
+
+@pytest.mark.parametrize("k", [1, 5, 8, 13])
+def test_negative_zero_sums_survive_the_k_tail(k, gpu):
+    a = np.full((3, k), -1.0, np.float32)
+    b = np.zeros((k, 4), np.float32)
+    for device in ("cpu", gpu):
+        ta, tb = on(device, a, b)
+        got = (ta @ tb).numpy()
+        assert np.all(got == 0) and np.all(np.signbit(got)), f"k={k} on {device}: {got}"
+
+
+CONFIGS = [
+    MatmulConfig(32, 32, 8, 2, 2),
+    MatmulConfig(128, 128, 8, 8, 8),  # the large-GPU tiles
+    MatmulConfig(16, 64, 4, 4, 4),  # a partial round of staging loads
+    MatmulConfig(8, 4, 2, 1, 1),  # tiny tiles: many workgroups and K-steps
+    MatmulConfig(1, 32, 16, 1, 1),  # row-vector tiles
+]
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=str)
+def test_bits_do_not_depend_on_the_tiles(config, monkeypatch):
+    monkeypatch.setattr(kernels_matmul, "choose_config", lambda features, m, n, k: config)
+    a, b = random_floats((2, 37, 29), seed=6), random_floats((29, 45), seed=7)
+    got = (vkml.tensor(a) @ vkml.tensor(b)).numpy()
+    assert_same_bits(got, ordered_matmul(a, b), str(config))
+
+
+def test_configs_fit_the_devices():
+    for features in (None, DeviceFeatures.lavapipe_like(), DeviceFeatures.h200_like(), DeviceFeatures()):
+        for m, n, k in [(4096, 4096, 4096), (1, 4096, 64), (4096, 1, 64), (3, 5, 2), (100, 7, 1)]:
+            c = choose_config(features, m, n, k)
+            limit = features.max_workgroup_invocations if features else 1024
+            assert 1 <= c.threads <= limit
+            assert c.bm % c.tm == 0 and c.bn % c.tn == 0
+            if features:
+                assert c.shared_bytes <= features.max_compute_shared_memory_size
+            assert c.bm <= max(2 * m, c.tm) and c.bn <= max(2 * n, c.tn)  # small sides get small tiles
+    assert choose_config(DeviceFeatures.h200_like(), 4096, 4096, 4096) == MatmulConfig(128, 128, 8, 8, 8)
+
+
+def _matmul_kernel(config: MatmulConfig, shape_a, shape_b, epilogue):
+    x, w = vkml.tensor(np.ones(shape_a, np.float32)), vkml.tensor(np.ones(shape_b, np.float32))
+    root = epilogue(x @ w).node
+    plan = schedule.Plan([root])
+    (main,) = plan.chains[id(root)]
+    return kernels_matmul.lower_matmul(root, main, set(plan.roots), frozenset(), config).kernels[0].kernel
+
+
+@pytest.mark.parametrize("features", [DeviceFeatures.h200_like(), DeviceFeatures.lavapipe_like()], ids=["h200", "lvp"])
+def test_kernels_for_each_device_validate(features):
+    for shape_a, shape_b in [((256, 256), (256, 256)), ((37, 29), (29, 45)), ((2, 1, 30), (30, 7))]:
+        config = choose_config(features, shape_a[-2], shape_b[-1], shape_a[-1])
+        kernel = _matmul_kernel(config, shape_a, shape_b, lambda y: vkml.relu(y + 1.0))
+        compile_kernel(kernel, features)  # assembles and runs spirv-val
+
+
+def _dispatches(*tensors) -> int:
+    debug.reset_counters()
+    vkml.realize(*tensors)
+    return debug.counters()["dispatches"]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_epilogue_is_fused_and_exact(dtype, gpu):
+    x = random_floats((40, 24), seed=8).astype(dtype)
+    w = random_floats((24, 20), seed=9).astype(dtype)
+    b = random_floats((20,), seed=10).astype(dtype)
+    results = []
+    for device in ("cpu", gpu):
+        tx, tw, tb = on(device, x, w, b)
+        y = vkml.nn.functional.gelu(tx @ tw + tb) * 0.5
+        assert _dispatches(y) == 1
+        results.append(y.numpy())
+        xw = (tx @ tw).realize()  # the same ops one kernel at a time
+        assert_same_bits(results[-1], (vkml.nn.functional.gelu(xw + tb) * 0.5).numpy(), f"fused on {device}")
+    assert_same_bits(results[1], results[0], "vulkan vs cpu")
+
+
+def test_operands_that_compute_run_first_and_views_are_inlined():
+    x = vkml.tensor(random_floats((16, 12), seed=11))
+    w = vkml.tensor(random_floats((16, 12), seed=12))
+    assert _dispatches(x @ w.T) == 1  # a transposed operand is index arithmetic
+    assert _dispatches(x.T[::2] @ w[:, 1::2]) == 1
+    assert _dispatches((x * 2) @ w.T) == 2  # x * 2 is computed once, not once per column tile
+    y = (x * 2).T @ w
+    assert _dispatches(y) == 2
+    assert_same_bits(y.numpy(), ordered_matmul((x.numpy() * 2).T, w.numpy()), "(x * 2).T @ w")
+    s = (x @ w.T).sum()  # a reduction of a product: two kernels
+    assert _dispatches(s) == 2
+
+
+def test_gradients_flow_through_the_kernel(gpu):
+    a, b = random_floats((2, 5, 7), seed=13), random_floats((7, 3), seed=14)
+    grads = []
+    for device in ("cpu", gpu):
+        ta, tb = (vkml.tensor(v, device=device, requires_grad=True) for v in (a, b))
+        (ta @ tb).relu().sum().backward()
+        grads.append((ta.grad.numpy(), tb.grad.numpy()))
+    pa, pb = (torch.tensor(v, requires_grad=True) for v in (a, b))
+    (pa @ pb).relu().sum().backward()
+    for got, want in zip(grads[0], (pa.grad.numpy(), pb.grad.numpy())):
+        assert np.allclose(got, want, rtol=1e-5, atol=1e-5)
+    for cpu, vk in zip(*grads):
+        assert_same_bits(vk, cpu, "gradient on vulkan vs cpu")

@@ -1,0 +1,282 @@
+"""The matmul template: a tiled kernel with shared-memory staging and register blocking.
+
+A ``matmul`` node (vkml/graph.py) computes C[..., m, n] = Σ_k A[..., m, k] · B[..., k, n] for
+float operands (float16 is widened exactly on load). One workgroup owns a ``BM × BN`` tile
+of C; per K-step it stages a ``BM × BK`` tile of A and a ``BK × BN`` tile of B in shared
+memory, and each invocation accumulates a ``TM × TN`` register tile from them.
+
+Accumulation order (the contract's named exception for matmul, docs/ops/matmul.md): every
+output starts from -0.0 (the exact identity of IEEE addition) and adds the float32 products
+``a[k] · b[k]`` for k = 0, 1, …, K-1 one after the other, each product and each sum rounded
+(NoContraction, no fused multiply-add). The order does not depend on the tile sizes, the
+device or the layout, so every configuration (and the CPU interpreter) gives the same bits.
+
+Tails need no predicate in the inner loop: a position past M, N or K loads A as -0.0 and B
+as +0.0, so a padded k contributes the product -0.0, and ``x + (-0.0)`` is ``x`` for every x
+(a sum of -0.0 products stays -0.0). Rows and columns past M and N are never stored.
+
+The elementwise consumers of the product (bias, activation: ``relu(x @ w + b)``) are
+computed at the store, through ``Lowering.value`` with the accumulator as the fused value.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .graph import Node
+from .ir import builder as B
+from .ir import types as T
+from .ir.core import Value
+from .kernels import GroupTemplate, Index, Lowering, _u32, fold_grid, kernel_name, linear_workgroup, pow2ceil, unravel
+from .ops.cast import round_to_f16
+
+A_ROW_PAD = 4  # shared A rows are BM + 4 long: a warp's transposing stores then hit distinct banks
+
+
+@dataclass(frozen=True)
+class MatmulConfig:
+    """Tile sizes: C tile ``bm × bn`` per workgroup, ``bk`` per K-step, ``tm × tn`` per invocation.
+
+    >>> MatmulConfig(64, 64, 8, 4, 4).threads
+    256
+    """
+
+    bm: int
+    bn: int
+    bk: int
+    tm: int
+    tn: int
+
+    @property
+    def threads(self) -> int:
+        return (self.bm // self.tm) * (self.bn // self.tn)
+
+    @property
+    def shared_bytes(self) -> int:
+        return 4 * self.bk * (self.bm + A_ROW_PAD + self.bn)
+
+    def __str__(self) -> str:
+        return f"{self.bm}x{self.bn}x{self.bk}/{self.tm}x{self.tn}"
+
+
+# (threads along m, along n, per invocation along m, along n, bk) for each kind of device.
+_INTERPRETER = (16, 16, 2, 2, 8)  # CPU reference: many lanes, few instructions per lane
+_SMALL_GPU = (16, 16, 4, 4, 8)  # lavapipe and other devices with modest limits
+_LARGE_GPU = (16, 16, 8, 8, 8)  # 32-wide subgroups, ≥ 48 KiB shared memory (the H200)
+
+
+def _fit(size: int, threads: int, per_thread: int) -> tuple[int, int]:
+    """Shrink a tile side (threads × per_thread) while it is at least twice ``size``."""
+    while threads * per_thread >= 2 * size and per_thread > 1:
+        per_thread //= 2
+    while threads * per_thread >= 2 * size and threads > 1:
+        threads //= 2
+    return threads, per_thread
+
+
+def choose_config(features, m: int, n: int, k: int) -> MatmulConfig:
+    """Tile sizes for an ``m × k`` by ``k × n`` product on a device (``features`` None: the CPU interpreter).
+
+    >>> choose_config(None, 256, 256, 256)
+    MatmulConfig(bm=32, bn=32, bk=8, tm=2, tn=2)
+    """
+    if features is None:
+        wm, wn, tm, tn, bk = _INTERPRETER
+    elif (
+        features.subgroup_size >= 32
+        and features.max_compute_shared_memory_size >= 48 * 1024
+        and features.max_workgroup_invocations >= 256
+    ):
+        wm, wn, tm, tn, bk = _LARGE_GPU
+    else:
+        wm, wn, tm, tn, bk = _SMALL_GPU
+        while wm * wn > features.max_workgroup_invocations:
+            wm, wn = (wm // 2, wn) if wm >= wn else (wm, wn // 2)
+    wm, tm = _fit(m, wm, tm)
+    wn, tn = _fit(n, wn, tn)
+    bk = min(bk, pow2ceil(max(k, 1)))
+    return MatmulConfig(wm * tm, wn * tn, bk, tm, tn)
+
+
+def mode(node: Node) -> str:
+    """The scheduler's mode string for a matmul group: it names the tiles, so it keys the template cache."""
+    a, b = node.srcs
+    config = choose_config(getattr(node.device, "features", None), a.shape[-2], b.shape[-1], a.shape[-1])
+    return f"matmul {config}"
+
+
+def parse_mode(text: str) -> MatmulConfig:
+    """The ``MatmulConfig`` named by ``mode``'s string."""
+    tile, per_thread = text.split()[1].split("/")
+    bm, bn, bk = (int(v) for v in tile.split("x"))
+    tm, tn = (int(v) for v in per_thread.split("x"))
+    return MatmulConfig(bm, bn, bk, tm, tn)
+
+
+def computed_operands(node: Node, is_loaded) -> list[Node]:
+    """The nodes under matmul operand ``node`` to realize before the matmul kernel runs.
+
+    Each element of A is loaded once per column tile and each of B once per row tile, so only
+    index arithmetic and conversions to float (views, casts, constants) stay inside the loads;
+    the first other node on each path is computed by a kernel of its own. ``is_loaded(n)``
+    says whether ``n`` is read from a buffer anyway.
+    """
+    found, stack = [], [node]
+    while stack:
+        n = stack.pop()
+        if n.realized or is_loaded(n) or n.op == "const" or n in found:
+            continue
+        if n.op == "view" or (n.op == "cast" and n.dtype.is_float):
+            stack.extend(n.srcs)
+        else:
+            found.append(n)
+    return found
+
+
+class _Staging:
+    """How the invocations copy one operand's tile into shared memory, one K-step at a time.
+
+    The tile has ``outer`` rows of A (columns of B) by ``bk`` values of k; element
+    e = tid + r·threads of it is (e // bk, e % bk) for A and (e % outer, e // outer) for B, so
+    consecutive invocations read consecutive addresses of a row-major operand. Everything but
+    k is fixed for the whole loop and computed once, before it.
+    """
+
+    def __init__(self, operand: Node, is_a: bool, config: MatmulConfig, tid: Value, origin: Value, extent: int):
+        self.operand, self.is_a = operand, is_a
+        outer, bk, threads = (config.bm if is_a else config.bn), config.bk, config.threads
+        count = outer * bk
+        exact = extent % outer == 0  # no tile reaches past the operand's rows (columns)
+        self.slots = []
+        for r in range(-(-count // threads)):
+            e = _plus(tid, r * threads)
+            present = None if (r + 1) * threads <= count else e < _u32(count)
+            if is_a:
+                o, kk = e / _u32(bk), e % _u32(bk)
+                address = kk * _u32(outer + A_ROW_PAD) + o  # stored k-major: the inner loop reads rows of it
+            else:
+                o, kk = e % _u32(outer), e / _u32(outer)
+                address = kk * _u32(outer) + o
+            index, inside = _clamp(origin + o, extent, exact)
+            self.slots.append((kk, index, inside, address, present))
+
+    def stage(self, L: Lowering, tile: B.SharedRef, batch_multi: tuple, k0: Value, k_size: int, bk: int) -> None:
+        """Store this K-step's tile; positions past the operand hold -0.0 (A) or +0.0 (B)."""
+        fill = B.const_bits(0x80000000, T.float32) if self.is_a else B.const(0.0, T.float32)
+        for kk, index, inside, address, present in self.slots:
+            with _maybe_if(present):
+                k, k_inside = _clamp(k0 + kk, k_size, k_size % bk == 0)
+                multi = (*batch_multi, index, k) if self.is_a else (*batch_multi, k, index)
+                v = L.value(self.operand, Index(self.operand.shape, multi=multi))
+                ok = _and(inside, k_inside)
+                tile[address] = B.select(ok, v, fill) if ok is not None else v
+
+
+def _clamp(index: Value, limit: int, always_inside: bool) -> tuple[Value, Value | None]:
+    """``index`` clamped into ``[0, limit)`` and whether it was inside (None: the tiling guarantees it)."""
+    if always_inside:
+        return index, None
+    inside = index < _u32(limit)
+    return B.select(inside, index, _u32(0)), inside
+
+
+def _plus(v: Value, c: int) -> Value:
+    return v + _u32(c) if c else v
+
+
+def lower_matmul(root: Node, mm: Node, leaves, baked, config: MatmulConfig) -> GroupTemplate:
+    """One kernel computing ``mm`` tile by tile and ``root`` (its elementwise consumers) at the store."""
+    a, b = mm.srcs
+    *batch, m_size, k_size = a.shape
+    n_size = b.shape[-1]
+    bm, bn, bk, tm, tn = config.bm, config.bn, config.bk, config.tm, config.tn
+    wn = bn // tn
+    threads = config.threads
+    tiles_m, tiles_n = -(-m_size // bm), -(-n_size // bn)
+    batches = math.prod(batch)
+    total = batches * tiles_m * tiles_n
+    grid = fold_grid(total)
+    L = Lowering(kernel_name(root, "MM"), (threads, 1, 1), leaves, baked)
+    out_ref = L.bind_buffer(root.dtype, "write", "out", ("out", root))
+    a_stride = bm + A_ROW_PAD
+    a_tile = L.kb.shared("a_tile", T.float32, bk * a_stride)
+    b_tile = L.kb.shared("b_tile", T.float32, bk * bn)
+    k_steps = -(-k_size // bk)
+    with L.kb:
+        wg = linear_workgroup(grid)
+        # A folded grid may have spare workgroups; the test is uniform per workgroup, so barriers stay legal.
+        with _maybe_if(wg < _u32(total) if grid[0] * grid[1] > total else None):
+            tile_n = wg % _u32(tiles_n) if tiles_n > 1 else _u32(0)
+            rest = wg / _u32(tiles_n) if tiles_n > 1 else wg
+            tile_m = rest % _u32(tiles_m) if tiles_m > 1 else _u32(0)
+            batch_index = (rest / _u32(tiles_m) if tiles_m > 1 else rest) if batches > 1 else _u32(0)
+            batch_multi = unravel(batch_index, tuple(batch)) if batch else ()
+            row0, col0 = tile_m * _u32(bm), tile_n * _u32(bn)
+            tid = B.local_id(0)
+            tx, ty = (tid % _u32(wn), tid / _u32(wn)) if wn > 1 else (_u32(0), tid)
+            a_staging = _Staging(a, True, config, tid, row0, m_size)
+            b_staging = _Staging(b, False, config, tid, col0, n_size)
+
+            def step(k0: Value, *acc: Value) -> tuple[Value, ...]:
+                a_staging.stage(L, a_tile, batch_multi, k0, k_size, bk)
+                b_staging.stage(L, b_tile, batch_multi, k0, k_size, bk)
+                B.barrier()
+                acc = list(acc)
+                for kk in range(bk):  # unrolled: k ascends, the order of the contract
+                    av = [a_tile[_plus(ty, kk * a_stride + i * (bm // tm))] for i in range(tm)]
+                    bv = [b_tile[_plus(tx, kk * bn + j * wn)] for j in range(tn)]
+                    for i in range(tm):
+                        for j in range(tn):
+                            acc[i * tn + j] = acc[i * tn + j] + av[i] * bv[j]
+                B.barrier()
+                return tuple(acc)
+
+            minus_zero = B.const_bits(0x80000000, T.float32)
+            acc = B.loop(_u32(0), _u32(k_steps * bk), _u32(bk), (minus_zero,) * (tm * tn), step)
+            _epilogue(L, root, mm, out_ref, acc, config, (batch_index, batch_multi), (row0 + ty, col0 + tx))
+    return GroupTemplate([L.template(grid)])
+
+
+def _epilogue(L: Lowering, root: Node, mm: Node, out_ref, acc, config: MatmulConfig, batch, origin) -> None:
+    """Store the register tile, computing ``root`` from each accumulator (bias, activation, ...)."""
+    batch_index, batch_multi = batch
+    *_, m_size, n_size = mm.shape
+    wm, wn = config.bm // config.tm, config.bn // config.tn
+    row_base, col_base = origin
+    same_shape = root.shape == mm.shape
+    for i in range(config.tm):
+        row = _plus(row_base, i * wm)
+        row_ok = None if m_size % config.bm == 0 else row < _u32(m_size)
+        for j in range(config.tn):
+            col = _plus(col_base, j * wn)
+            col_ok = None if n_size % config.bn == 0 else col < _u32(n_size)
+            lin = (batch_index * _u32(m_size) + row) * _u32(n_size) + col
+            value = acc[i * config.tn + j]
+            with _maybe_if(_and(row_ok, col_ok)):
+                L.fused[id(mm)] = round_to_f16(value) if mm.dtype is T.float16 else value
+                multi = (*batch_multi, row, col) if same_shape else None
+                result = L.value(root, Index(root.shape, lin=lin, multi=multi))
+                L.store(out_ref, root.dtype, lin, result)
+
+
+def _and(a: Value | None, b: Value | None) -> Value | None:
+    if a is None:
+        return b
+    return a if b is None else a & b
+
+
+class _maybe_if:
+    """``with B.if_(cond)`` when ``cond`` is a Value; nothing when it is None (always true)."""
+
+    def __init__(self, cond: Value | None):
+        self._ctx = B.if_(cond) if cond is not None else None
+
+    def __enter__(self):
+        if self._ctx is not None:
+            self._ctx.__enter__()
+
+    def __exit__(self, *exc):
+        if self._ctx is not None:
+            return self._ctx.__exit__(*exc)
+        return False

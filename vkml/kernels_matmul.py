@@ -54,7 +54,7 @@ class MatmulConfig:
 
     @property
     def shared_bytes(self) -> int:
-        return 4 * self.bk * (self.bm + A_ROW_PAD + self.bn)
+        return 4 * 2 * self.bk * (self.bm + A_ROW_PAD + self.bn)  # two buffers of each tile
 
     def __str__(self) -> str:
         return f"{self.bm}x{self.bn}x{self.bk}/{self.tm}x{self.tn}"
@@ -147,11 +147,15 @@ class _Staging:
         self.operand, self.is_a = operand, is_a
         outer, bk, threads = (config.bm if is_a else config.bn), config.bk, config.threads
         count = outer * bk
+        self.size = bk * (outer + A_ROW_PAD if is_a else outer)  # elements of one shared buffer
         exact = extent % outer == 0  # no tile reaches past the operand's rows (columns)
         self.slots = []
         for r in range(-(-count // threads)):
             e = _plus(tid, r * threads)
-            present = None if (r + 1) * threads <= count else e < _u32(count)
+            present = None
+            if (r + 1) * threads > count:  # a partial last round: spare invocations load element 0, store nothing
+                present = e < _u32(count)
+                e = B.select(present, e, _u32(0))
             if is_a:
                 o, kk = e / _u32(bk), e % _u32(bk)
                 address = kk * _u32(outer + A_ROW_PAD) + o  # stored k-major: the inner loop reads rows of it
@@ -161,16 +165,23 @@ class _Staging:
             index, inside = _clamp(origin + o, extent, exact)
             self.slots.append((kk, index, inside, address, present))
 
-    def stage(self, L: Lowering, tile: B.SharedRef, batch_multi: tuple, k0: Value, k_size: int, bk: int) -> None:
-        """Store this K-step's tile; positions past the operand hold -0.0 (A) or +0.0 (B)."""
+    def fetch(self, L: Lowering, batch_multi: tuple, k0: Value, k_size: int, bk: int) -> list[Value]:
+        """This invocation's elements of the tile at ``k0``; positions past the operand are -0.0 (A) or +0.0 (B)."""
         fill = B.const_bits(0x80000000, T.float32) if self.is_a else B.const(0.0, T.float32)
-        for kk, index, inside, address, present in self.slots:
+        values = []
+        for kk, index, inside, _, _ in self.slots:
+            k, k_inside = _clamp(k0 + kk, k_size, k_size % bk == 0)
+            multi = (*batch_multi, index, k) if self.is_a else (*batch_multi, k, index)
+            v = L.value(self.operand, Index(self.operand.shape, multi=multi))
+            ok = _and(inside, k_inside)
+            values.append(B.select(ok, v, fill) if ok is not None else v)
+        return values
+
+    def store(self, tile: B.SharedRef, buffer: Value | None, values: list[Value]) -> None:
+        """Write fetched elements into shared buffer 0 (``buffer`` None) or at element offset ``buffer``."""
+        for (_, _, _, address, present), v in zip(self.slots, values):
             with _maybe_if(present):
-                k, k_inside = _clamp(k0 + kk, k_size, k_size % bk == 0)
-                multi = (*batch_multi, index, k) if self.is_a else (*batch_multi, k, index)
-                v = L.value(self.operand, Index(self.operand.shape, multi=multi))
-                ok = _and(inside, k_inside)
-                tile[address] = B.select(ok, v, fill) if ok is not None else v
+                tile[address if buffer is None else buffer + address] = v
 
 
 def _clamp(index: Value, limit: int, always_inside: bool) -> tuple[Value, Value | None]:
@@ -200,9 +211,10 @@ def lower_matmul(root: Node, mm: Node, leaves, baked, config: MatmulConfig) -> G
     L = Lowering(kernel_name(root, "MM"), (threads, 1, 1), leaves, baked)
     out_ref = L.bind_buffer(root.dtype, "write", "out", ("out", root))
     a_stride = bm + A_ROW_PAD
-    a_tile = L.kb.shared("a_tile", T.float32, bk * a_stride)
-    b_tile = L.kb.shared("b_tile", T.float32, bk * bn)
     k_steps = -(-k_size // bk)
+    buffers = 2 if k_steps > 1 else 1  # double buffering: the next tile is stored while this one is read
+    a_tile = L.kb.shared("a_tile", T.float32, buffers * bk * a_stride)
+    b_tile = L.kb.shared("b_tile", T.float32, buffers * bk * bn)
     with L.kb:
         wg = linear_workgroup(grid)
         # A folded grid may have spare workgroups; the test is uniform per workgroup, so barriers stay legal.
@@ -215,25 +227,39 @@ def lower_matmul(root: Node, mm: Node, leaves, baked, config: MatmulConfig) -> G
             row0, col0 = tile_m * _u32(bm), tile_n * _u32(bn)
             tid = B.local_id(0)
             tx, ty = (tid % _u32(wn), tid / _u32(wn)) if wn > 1 else (_u32(0), tid)
-            a_staging = _Staging(a, True, config, tid, row0, m_size)
-            b_staging = _Staging(b, False, config, tid, col0, n_size)
+            stagings = (_Staging(a, True, config, tid, row0, m_size), _Staging(b, False, config, tid, col0, n_size))
+            tiles = (a_tile, b_tile)
+            for staging, tile in zip(stagings, tiles):
+                staging.store(tile, None, staging.fetch(L, batch_multi, _u32(0), k_size, bk))
+            B.barrier()
 
-            def step(k0: Value, *acc: Value) -> tuple[Value, ...]:
-                a_staging.stage(L, a_tile, batch_multi, k0, k_size, bk)
-                b_staging.stage(L, b_tile, batch_multi, k0, k_size, bk)
-                B.barrier()
+            def step(s: Value, *acc: Value) -> tuple[Value, ...]:
+                fetched = []
+                if buffers > 1:  # issue the next tile's loads first: they complete while this tile is used
+                    after = s + 1
+                    k_next = B.select(after < _u32(k_steps), after, _u32(k_steps - 1)) * _u32(bk)
+                    fetched = [st.fetch(L, batch_multi, k_next, k_size, bk) for st in stagings]
+                    this = s & 1
+                    a_base, b_base = (this * _u32(st.size) for st in stagings)
+                    a_row, b_col = a_base + ty, b_base + tx
+                else:
+                    a_row, b_col = ty, tx
                 acc = list(acc)
                 for kk in range(bk):  # unrolled: k ascends, the order of the contract
-                    av = [a_tile[_plus(ty, kk * a_stride + i * (bm // tm))] for i in range(tm)]
-                    bv = [b_tile[_plus(tx, kk * bn + j * wn)] for j in range(tn)]
+                    av = [a_tile[_plus(a_row, kk * a_stride + i * (bm // tm))] for i in range(tm)]
+                    bv = [b_tile[_plus(b_col, kk * bn + j * wn)] for j in range(tn)]
                     for i in range(tm):
                         for j in range(tn):
                             acc[i * tn + j] = acc[i * tn + j] + av[i] * bv[j]
-                B.barrier()
+                if buffers > 1:
+                    other = this ^ 1
+                    for staging, tile, values in zip(stagings, tiles, fetched):
+                        staging.store(tile, other * _u32(staging.size), values)
+                    B.barrier()  # one per step: the buffer written here was last read before the previous one
                 return tuple(acc)
 
             minus_zero = B.const_bits(0x80000000, T.float32)
-            acc = B.loop(_u32(0), _u32(k_steps * bk), _u32(bk), (minus_zero,) * (tm * tn), step)
+            acc = B.loop(_u32(0), _u32(k_steps), _u32(1), (minus_zero,) * (tm * tn), step)
             _epilogue(L, root, mm, out_ref, acc, config, (batch_index, batch_multi), (row0 + ty, col0 + tx))
     return GroupTemplate([L.template(grid)])
 

@@ -297,3 +297,18 @@ def first_extreme_index(x: np.ndarray, largest: bool) -> np.ndarray:
         masked = np.where(np.isnan(x), -np.inf if largest else np.inf, x) if x.dtype.kind == "f" else x
     extreme = np.argmax(masked, axis=-1) if largest else np.argmin(masked, axis=-1)
     return np.where(has_nan, first_nan, extreme).astype(np.int64)
+
+
+def fused_multiply_add(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """a * b + c rounded once to float32: exact in float64 up to one rounding, then rounded to odd."""
+    with np.errstate(all="ignore"):
+        p = a.astype(np.float64) * b.astype(np.float64)  # exact: 24 + 24 significant bits
+        c64 = c.astype(np.float64)
+        s = p + c64
+        t = s - p
+        e = (p - (s - t)) + (c64 - t)  # s + e == p + c exactly (TwoSum)
+        bits = s.view(np.uint64)
+        inexact = (e != 0) & np.isfinite(e) & ((bits & np.uint64(1)) == 0)
+        away = (e > 0) == (s > 0)
+        bits = np.where(inexact, np.where(away, bits + np.uint64(1), bits - np.uint64(1)), bits)
+        return bits.view(np.float64).astype(np.float32)  # an odd last bit: no double rounding here

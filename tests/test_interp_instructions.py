@@ -247,10 +247,21 @@ def test_constants_keep_their_bits():
     assert_same_bits(out[2], np.zeros(3, np.float32))  # -0 + +0 is +0
 
 
+def test_mul_add_rounds_the_product_then_the_sum():
+    f = samples(T.float32)
+    a, b, c = f, np.roll(f, 1), np.roll(f, 2)
+    with np.errstate(all="ignore"):
+        assert_same_bits(evaluate(lambda x, y, z: emit("mul_add", x, y, z), a, b, c), a * b + c)
+    # (1 + 2^-12)^2 = 1 + 2^-11 + 2^-24 rounds to 1 + 2^-11, so the sum is 0 (a fused one would give 2^-24).
+    x = np.float32([1 + 2.0**-12])
+    assert_same_bits(evaluate(lambda p, q: emit("mul_add", p, p, q), x, -(x * x)), np.float32([0.0]))
+
+
 def test_every_pure_instruction_is_tested_here():
     tested = set(BINARY_REFERENCES) | set(UNORDERED_REFERENCES)
     tested |= {"isnan", "neg", "idiv", "irem", "and", "or", "xor", "not", "shl", "shr", "select"}
     tested |= {"floor", "ceil", "trunc", "round_even", "convert", "bitcast", "f16_to_bits", "f16_from_bits"}
+    tested |= {"mul_add"}
     assert {name for name, spec in SPECS.items() if spec.kind == "pure"} == tested
 
 

@@ -73,7 +73,7 @@ def every_instruction_kernel():
         p, q = xi[i], xi[wg]
         ints = [p + q, p - q, p * q, -p, emit("idiv", p, q), emit("irem", p, q), p << q, p >> q]
         bits = [p & q, p | q, p ^ q, ~p]
-        floats = [a + b, a - b, a * b, -a, floor(a), ceil(a), trunc(a), round_even(a)]
+        floats = [a + b, a - b, a * b, -a, floor(a), ceil(a), trunc(a), round_even(a), emit("mul_add", a, b, a)]
         compares = [eq(a, b), ne(a, b), a < b, a <= b, a > b, a >= b, isnan(a)]
         compares += [emit(op, a, b) for op in ("ult", "ule", "ugt", "uge")]
         h = f16_from_bits(bitcast(a, T.uint32))

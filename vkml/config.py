@@ -7,6 +7,7 @@ every call (cheap), so tests can change a variable with ``monkeypatch.setenv``.
 | ``VKML_EAGER`` | ``eager()`` | ``1``: every op runs at once |
 | ``VKML_DUMP_SPIRV`` | ``dump_spirv_dir()`` | a folder where each kernel compiled for Vulkan is written: its IR (.vkir), assembly (.spvasm) and binary (.spv) |
 | ``VKML_DEBUG`` | ``debug_level()`` | ``0`` (default) .. ``3``: how much vkml reports about what it runs |
+| ``VKML_MATMUL_FMA`` | ``matmul_fma()`` | ``0``: matmul never fuses its multiply-adds, so every device gives the CPU's bits (default: GPUs with the large matmul tiles fuse them; docs/ops/matmul.md) |
 
     >>> import os; os.environ["VKML_CACHE_DIR"] = "/tmp/vkml-cache"
     >>> str(cache_dir())
@@ -45,3 +46,8 @@ def dump_spirv_dir() -> Path | None:
     """``VKML_DUMP_SPIRV``: a folder where every kernel compiled for Vulkan is written (IR, .spvasm, .spv)."""
     folder = os.environ.get("VKML_DUMP_SPIRV", "").strip()
     return Path(folder).expanduser() if folder else None
+
+
+def matmul_fma() -> bool:
+    """Whether matmul may accumulate with fused multiply-adds where it pays (``VKML_MATMUL_FMA`` not ``0``)."""
+    return os.environ.get("VKML_MATMUL_FMA", "1").strip().lower() not in ("0", "false", "no", "off")

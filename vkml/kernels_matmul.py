@@ -8,8 +8,11 @@ memory, and each invocation accumulates a ``TM × TN`` register tile from them.
 Accumulation order (the contract's named exception for matmul, docs/ops/matmul.md): every
 output starts from -0.0 (the exact identity of IEEE addition) and adds the float32 products
 ``a[k] · b[k]`` for k = 0, 1, …, K-1 one after the other, each product and each sum rounded
-(NoContraction, no fused multiply-add). The order does not depend on the tile sizes, the
-device or the layout, so every configuration (and the CPU interpreter) gives the same bits.
+(NoContraction). The order does not depend on the tile sizes, the device or the layout, so
+every configuration (and the CPU interpreter) gives the same bits. On GPUs with the large
+tiles (``fused``) each step is one ``mul_add`` instead, which the device may round once (a
+fused multiply-add: twice the arithmetic rate); the order and the error bound stay, the bits
+may differ from the CPU's, and ``VKML_MATMUL_FMA=0`` turns it off.
 
 Tails need no predicate in the inner loop: a position past M, N or K loads A as -0.0 and B
 as +0.0, so a padded k contributes the product -0.0, and ``x + (-0.0)`` is ``x`` for every x
@@ -24,6 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from . import config as vkml_config
 from .graph import Node
 from .ir import builder as B
 from .ir import types as T
@@ -47,6 +51,7 @@ class MatmulConfig:
     bk: int
     tm: int
     tn: int
+    fused: bool = False  # accumulate with mul_add (a device may fuse it) instead of mul, add
 
     @property
     def threads(self) -> int:
@@ -57,7 +62,7 @@ class MatmulConfig:
         return 4 * 2 * self.bk * (self.bm + A_ROW_PAD + self.bn)  # two buffers of each tile
 
     def __str__(self) -> str:
-        return f"{self.bm}x{self.bn}x{self.bk}/{self.tm}x{self.tn}"
+        return f"{self.bm}x{self.bn}x{self.bk}/{self.tm}x{self.tn}{'/fma' if self.fused else ''}"
 
 
 # (threads along m, along n, per invocation along m, along n, bk) for each kind of device.
@@ -81,6 +86,7 @@ def choose_config(features, m: int, n: int, k: int) -> MatmulConfig:
     >>> choose_config(None, 256, 256, 256)
     MatmulConfig(bm=32, bn=32, bk=8, tm=2, tn=2)
     """
+    fused = False
     if features is None:
         wm, wn, tm, tn, bk = _INTERPRETER
     elif (
@@ -89,6 +95,7 @@ def choose_config(features, m: int, n: int, k: int) -> MatmulConfig:
         and features.max_workgroup_invocations >= 256
     ):
         wm, wn, tm, tn, bk = _LARGE_GPU
+        fused = vkml_config.matmul_fma()
     else:
         wm, wn, tm, tn, bk = _SMALL_GPU
         while wm * wn > features.max_workgroup_invocations:
@@ -96,7 +103,7 @@ def choose_config(features, m: int, n: int, k: int) -> MatmulConfig:
     wm, tm = _fit(m, wm, tm)
     wn, tn = _fit(n, wn, tn)
     bk = min(bk, pow2ceil(max(k, 1)))
-    return MatmulConfig(wm * tm, wn * tn, bk, tm, tn)
+    return MatmulConfig(wm * tm, wn * tn, bk, tm, tn, fused)
 
 
 def mode(node: Node) -> str:
@@ -108,10 +115,10 @@ def mode(node: Node) -> str:
 
 def parse_mode(text: str) -> MatmulConfig:
     """The ``MatmulConfig`` named by ``mode``'s string."""
-    tile, per_thread = text.split()[1].split("/")
+    tile, per_thread, *fused = text.split()[1].split("/")
     bm, bn, bk = (int(v) for v in tile.split("x"))
     tm, tn = (int(v) for v in per_thread.split("x"))
-    return MatmulConfig(bm, bn, bk, tm, tn)
+    return MatmulConfig(bm, bn, bk, tm, tn, fused == ["fma"])
 
 
 def computed_operands(node: Node, is_loaded) -> list[Node]:
@@ -250,7 +257,7 @@ def lower_matmul(root: Node, mm: Node, leaves, baked, config: MatmulConfig) -> G
                     bv = [b_tile[_plus(b_col, kk * bn + j * wn)] for j in range(tn)]
                     for i in range(tm):
                         for j in range(tn):
-                            acc[i * tn + j] = acc[i * tn + j] + av[i] * bv[j]
+                            acc[i * tn + j] = _accumulate(acc[i * tn + j], av[i], bv[j], config.fused)
                 if buffers > 1:
                     other = this ^ 1
                     for staging, tile, values in zip(stagings, tiles, fetched):
@@ -284,6 +291,11 @@ def _epilogue(L: Lowering, root: Node, mm: Node, out_ref, acc, config: MatmulCon
                 multi = (*batch_multi, row, col) if same_shape else None
                 result = L.value(root, Index(root.shape, lin=lin, multi=multi))
                 L.store(out_ref, root.dtype, lin, result)
+
+
+def _accumulate(acc: Value, a: Value, b: Value, fused: bool) -> Value:
+    """``acc + a·b``: rounded twice, or one ``mul_add`` that a device may round once."""
+    return B.emit("mul_add", a, b, acc) if fused else acc + a * b
 
 
 def _and(a: Value | None, b: Value | None) -> Value | None:

@@ -59,6 +59,8 @@ OPCODES: dict[str, dict[str, str]] = {
     "ceil": _by_kind("Ceil"),
     "trunc": _by_kind("Trunc"),
     "round_even": _by_kind("RoundEven"),
+    # Not exact (instructions.py): GLSL.std.450 Fma may round once (NVIDIA) or twice (lavapipe).
+    "mul_add": _by_kind("Fma"),
 }
 
 # IR instructions with their own emitter in spirv.py (several SPIR-V instructions, or an opcode

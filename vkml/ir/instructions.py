@@ -3,6 +3,8 @@
 Every instruction here is *exact*: its result is defined bit for bit by the Vulkan spec
 (under RoundingModeRTE, SignedZeroInfNanPreserve and NoContraction) and numpy computes the
 same bits. Everything else (division, sqrt, exp, ...) is built from these in the DSL.
+The one named exception is ``mul_add``, for matmul's accumulation on GPUs that fuse it: the
+CPU rounds twice, a device may round once (docs/ops/matmul.md).
 
 Each ``Spec`` gives the operand rule, the result type and the numpy semantics the CPU
 interpreter executes; codegen maps the same names to SPIR-V. ``check`` raises ``IRError``.
@@ -95,6 +97,16 @@ _TABLE: list[Spec] = [
     Spec("sub", "pure", 2, NUMBERS, _same, np.subtract, "a - b"),
     Spec("mul", "pure", 2, NUMBERS, _same, np.multiply, "a * b"),
     Spec("neg", "pure", 1, NUMBERS, _same, _neg, "-a (float: flips the sign bit)"),
+    Spec(
+        "mul_add",
+        "pure",
+        3,
+        (T.float32,),
+        _same,
+        lambda a, b, c: a * b + c,
+        "a * b + c; the CPU rounds the product and the sum, Vulkan emits a fused multiply-add that a device "
+        "may round once (not exact: only matmul's accumulation uses it, where docs/ops/matmul.md says so)",
+    ),
     Spec("idiv", "pure", 2, INTS, _same, _trunc_div, "integer a / b rounded toward zero; b == 0 is undefined"),
     Spec("irem", "pure", 2, INTS, _same, _trunc_rem, "integer remainder with the sign of a; b == 0 is undefined"),
     # comparisons: ordered for floats (False if either is NaN) except ne (True if either is NaN)

@@ -292,3 +292,35 @@ def test_gradients_flow_through_the_kernel(gpu):
             assert np.allclose(vk, cpu, rtol=1e-5, atol=1e-5)
         else:
             assert_same_bits(vk, cpu, "gradient on vulkan vs cpu")
+
+
+@pytest.mark.parametrize("layout_a", ["rows", "transposed", "flipped"])
+@pytest.mark.parametrize("layout_b", ["rows", "transposed", "strided"])
+def test_operand_layouts_give_the_same_bits(layout_a, layout_b, gpu):
+    a, b = random_floats((37, 29), seed=17), random_floats((29, 45), seed=18)
+    want = ordered_matmul(a, b)
+    for device in ("cpu", gpu):
+        ta, tb = _in_layout(a, layout_a, device), _in_layout(b, layout_b, device)
+        assert_like_cpu((ta @ tb).numpy(), want, device, a, b, f"{layout_a} @ {layout_b} on {device}")
+
+
+def _in_layout(x: np.ndarray, layout: str, device) -> vkml.Tensor:
+    if layout == "transposed":
+        return vkml.tensor(np.ascontiguousarray(x.T), device=device).T
+    if layout == "flipped":
+        return vkml.tensor(np.ascontiguousarray(x[::-1, ::-1]), device=device).flip((0, 1))
+    if layout == "strided":
+        wide = np.zeros((x.shape[0], 2 * x.shape[1]), x.dtype)
+        wide[:, ::2] = x
+        return vkml.tensor(wide, device=device)[:, ::2]
+    return vkml.tensor(x, device=device)
+
+
+def test_staging_reads_along_the_contiguous_axis():
+    x, w = vkml.tensor(np.ones((8, 4), np.float32)), vkml.tensor(np.ones((6, 4), np.float32))
+    mm = (x @ w.T).node  # nn.Linear's product: B = w.T has k contiguous
+    assert kernels_matmul._contiguous_along_k(mm.srcs[0], True)
+    assert kernels_matmul._contiguous_along_k(mm.srcs[1], False)
+    mm = (x.T @ x).node  # a weight gradient: A = x.T has m contiguous, B = x has n contiguous
+    assert not kernels_matmul._contiguous_along_k(mm.srcs[0], True)
+    assert not kernels_matmul._contiguous_along_k(mm.srcs[1], False)

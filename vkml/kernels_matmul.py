@@ -35,7 +35,7 @@ from .ir.core import Value
 from .kernels import GroupTemplate, Index, Lowering, _u32, fold_grid, kernel_name, linear_workgroup, pow2ceil, unravel
 from .ops.cast import round_to_f16
 
-A_ROW_PAD = 4  # shared A rows are BM + 4 long: a warp's transposing stores then hit distinct banks
+ROW_PAD = 4  # shared rows are BM + 4 (BN + 4) long: a warp storing down a column then hits distinct banks
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ class MatmulConfig:
 
     @property
     def shared_bytes(self) -> int:
-        return 4 * 2 * self.bk * (self.bm + A_ROW_PAD + self.bn)  # two buffers of each tile
+        return 4 * 2 * self.bk * (self.bm + self.bn + 2 * ROW_PAD)  # two buffers of each tile
 
     def __str__(self) -> str:
         return f"{self.bm}x{self.bn}x{self.bk}/{self.tm}x{self.tn}{'/fma' if self.fused else ''}"
@@ -144,17 +144,21 @@ def computed_operands(node: Node, is_loaded) -> list[Node]:
 class _Staging:
     """How the invocations copy one operand's tile into shared memory, one K-step at a time.
 
-    The tile has ``outer`` rows of A (columns of B) by ``bk`` values of k; element
-    e = tid + r·threads of it is (e // bk, e % bk) for A and (e % outer, e // outer) for B, so
-    consecutive invocations read consecutive addresses of a row-major operand. Everything but
-    k is fixed for the whole loop and computed once, before it.
+    The tile has ``outer`` rows of A (columns of B) by ``bk`` values of k, kept k-major in
+    shared memory (row kk holds the ``outer`` values of step kk). Element e = tid + r·threads
+    of it is taken along the operand's contiguous axis, so that consecutive invocations read
+    consecutive addresses: (e // bk, e % bk) when k is contiguous (a row-major A, a transposed
+    B as in ``x @ w.T``), else (e % outer, e // outer). Everything but k is fixed for the whole
+    loop and computed once, before it.
     """
 
     def __init__(self, operand: Node, is_a: bool, config: MatmulConfig, tid: Value, origin: Value, extent: int):
         self.operand, self.is_a = operand, is_a
         outer, bk, threads = (config.bm if is_a else config.bn), config.bk, config.threads
         count = outer * bk
-        self.size = bk * (outer + A_ROW_PAD if is_a else outer)  # elements of one shared buffer
+        self.row = outer + ROW_PAD
+        self.size = bk * self.row  # elements of one shared buffer
+        along_k = _contiguous_along_k(operand, is_a)
         exact = extent % outer == 0  # no tile reaches past the operand's rows (columns)
         self.slots = []
         for r in range(-(-count // threads)):
@@ -163,14 +167,9 @@ class _Staging:
             if (r + 1) * threads > count:  # a partial last round: spare invocations load element 0, store nothing
                 present = e < _u32(count)
                 e = B.select(present, e, _u32(0))
-            if is_a:
-                o, kk = e / _u32(bk), e % _u32(bk)
-                address = kk * _u32(outer + A_ROW_PAD) + o  # stored k-major: the inner loop reads rows of it
-            else:
-                o, kk = e % _u32(outer), e / _u32(outer)
-                address = kk * _u32(outer) + o
+            o, kk = (e / _u32(bk), e % _u32(bk)) if along_k else (e % _u32(outer), e / _u32(outer))
             index, inside = _clamp(origin + o, extent, exact)
-            self.slots.append((kk, index, inside, address, present))
+            self.slots.append((kk, index, inside, kk * _u32(self.row) + o, present))
 
     def fetch(self, L: Lowering, batch_multi: tuple, k0: Value, k_size: int, bk: int) -> list[Value]:
         """This invocation's elements of the tile at ``k0``; positions past the operand are -0.0 (A) or +0.0 (B)."""
@@ -189,6 +188,19 @@ class _Staging:
         for (_, _, _, address, present), v in zip(self.slots, values):
             with _maybe_if(present):
                 tile[address if buffer is None else buffer + address] = v
+
+
+def _contiguous_along_k(operand: Node, is_a: bool) -> bool:
+    """Whether neighbouring k of ``operand`` are neighbours in memory (default: row-major operands)."""
+    node = operand
+    while node.op == "cast":
+        node = node.srcs[0]
+    if node.op == "view" and len(node.arg.views) == 1:
+        strides = node.arg.views[0].strides
+        k_stride, outer_stride = (strides[-1], strides[-2]) if is_a else (strides[-2], strides[-1])
+        if abs(k_stride) == 1 or abs(outer_stride) == 1:
+            return abs(k_stride) == 1
+    return is_a
 
 
 def _clamp(index: Value, limit: int, always_inside: bool) -> tuple[Value, Value | None]:
@@ -217,11 +229,11 @@ def lower_matmul(root: Node, mm: Node, leaves, baked, config: MatmulConfig) -> G
     grid = fold_grid(total)
     L = Lowering(kernel_name(root, "MM"), (threads, 1, 1), leaves, baked)
     out_ref = L.bind_buffer(root.dtype, "write", "out", ("out", root))
-    a_stride = bm + A_ROW_PAD
+    a_stride, b_stride = bm + ROW_PAD, bn + ROW_PAD
     k_steps = -(-k_size // bk)
     buffers = 2 if k_steps > 1 else 1  # double buffering: the next tile is stored while this one is read
     a_tile = L.kb.shared("a_tile", T.float32, buffers * bk * a_stride)
-    b_tile = L.kb.shared("b_tile", T.float32, buffers * bk * bn)
+    b_tile = L.kb.shared("b_tile", T.float32, buffers * bk * b_stride)
     with L.kb:
         wg = linear_workgroup(grid)
         # A folded grid may have spare workgroups; the test is uniform per workgroup, so barriers stay legal.
@@ -254,7 +266,7 @@ def lower_matmul(root: Node, mm: Node, leaves, baked, config: MatmulConfig) -> G
                 acc = list(acc)
                 for kk in range(bk):  # unrolled: k ascends, the order of the contract
                     av = [a_tile[_plus(a_row, kk * a_stride + i * (bm // tm))] for i in range(tm)]
-                    bv = [b_tile[_plus(b_col, kk * bn + j * wn)] for j in range(tn)]
+                    bv = [b_tile[_plus(b_col, kk * b_stride + j * wn)] for j in range(tn)]
                     for i in range(tm):
                         for j in range(tn):
                             acc[i * tn + j] = _accumulate(acc[i * tn + j], av[i], bv[j], config.fused)

@@ -145,6 +145,17 @@ def shared_roundtrip_kernel(dtype: T.DType, local_size: int = 64) -> Kernel:
     return kb.finish()
 
 
+def vector_kernel(dtype: T.DType, local_size: int = 16) -> Kernel:
+    """Aligned groups of four, reversed: ``out`` group g = x's group g backwards (vload / vstore)."""
+    kb = KernelBuilder(f"vector_reverse_{dtype.short}", local_size=(local_size, 1, 1))
+    x = kb.buffer("x", dtype, "read")
+    out = kb.buffer("out", dtype, "write")
+    with kb:
+        g = global_id(0)
+        out.store4(g, x.load4(g)[::-1])
+    return kb.finish()
+
+
 def _is_multiple(v, m: int):
     return eq(v & (m - 1), 0)
 
@@ -185,6 +196,7 @@ def kernels_for_coverage() -> list[Kernel]:
     kernels += [shuffle_kernel(t, 1) for t in ALL_TYPES]
     kernels += [reduction_kernel(t) for t in (T.float32, T.float16, T.int64)]
     kernels += [shared_roundtrip_kernel(t) for t in ALL_TYPES]
+    kernels += [vector_kernel(t) for t in ALL_TYPES]
     kernels.append(control_flow_kernel())
     return kernels
 
@@ -205,4 +217,5 @@ __all__ = [
     "reduction_kernel",
     "shared_roundtrip_kernel",
     "shuffle_kernel",
+    "vector_kernel",
 ]

@@ -84,6 +84,7 @@ def every_instruction_kernel():
         total = total + shuffle_xor(tile[li ^ 1], 1)
         with if_(i < n):
             out[i] = total + out[i]
+            out.store4(wg, xf.load4(i)[::-1])
     return kb.finish()
 
 

@@ -4,9 +4,13 @@ A template is a kernel plus the *roles* of its bindings (which leaf, output or t
 each buffer is; which constant each parameter is), so the scheduler can cache it by the
 group's structure and bind new buffers and values on every realize without rebuilding IR.
 
-The elementwise template (here) runs one invocation per output element: it computes the
-root's expression at its index, loading realized leaves through their views (index
-arithmetic, no copies). Reductions are in ``kernels_reduce.py``.
+The elementwise template (here) computes the root's expression at each output position,
+loading realized leaves through their views (index arithmetic, no copies). With a vector
+tuning (``kernels_tuning``) an invocation handles an aligned group of ``VECTOR_WIDTH``
+consecutive positions: the output is written as one vector, and every leaf whose view maps
+the group to an aligned group of its own is read as one vector (``vload``); a leaf the
+group reaches through a broadcast of the innermost dim is read once; any other view falls
+back to one scalar load per position. Reductions are in ``kernels_reduce.py``.
 """
 
 from __future__ import annotations
@@ -17,12 +21,13 @@ from .graph import Node
 from .ir import builder as B
 from .ir import types as T
 from .ir.core import Kernel, Value
+from .kernels_tuning import Tuning, tuning_for
 from .ops import mathlib as M
 from .ops.cast import cast_value, round_to_f16
 from .ops.random import random_value
 from .ops.registry import REGISTRY
+from .view import View, ViewStack
 
-ELEMENTWISE_LOCAL_SIZE = 64
 MAX_GRID_X = 65535
 _U32 = 1 << 32
 
@@ -32,9 +37,15 @@ def _u32(v: int) -> Value:
 
 
 def fold_grid(workgroups: int) -> tuple[int, int, int]:
-    """Spread a 1-D count of workgroups over x and y (x is limited to 65535 on many devices)."""
-    x = max(1, min(workgroups, MAX_GRID_X))
-    return (x, max(1, -(-workgroups // x)), 1)
+    """Spread a 1-D count of workgroups over x and y (x is limited to 65535 on many devices).
+
+    The rows are as even as can be, so few workgroups of the last row find nothing to do.
+
+    >>> fold_grid(262144)   # 5 rows of 52429, not 5 of 65535
+    (52429, 5, 1)
+    """
+    rows = max(1, -(-workgroups // MAX_GRID_X))
+    return (max(1, -(-workgroups // rows)), rows, 1)
 
 
 def pow2ceil(n: int) -> int:
@@ -68,13 +79,47 @@ class GroupTemplate:
 
 
 class Index:
-    """A position in a node's shape: a linear index and/or a multi-index, and where it is valid."""
+    """A position in a node's shape: a linear index and/or a multi-index, and where it is valid.
 
-    def __init__(self, shape, lin: Value | None = None, multi: tuple | None = None, valid: Value | None = None):
+    ``group = (q, k, width)`` says the position is ``q * width + k``: element ``k`` of aligned
+    group ``q`` (a vector), with ``valid`` the same for the whole group; ``group_multi`` may
+    give q's multi-index in the shape counted in groups along the innermost dim.
+    """
+
+    def __init__(
+        self,
+        shape,
+        lin: Value | None = None,
+        multi: tuple | None = None,
+        valid: Value | None = None,
+        group: tuple | None = None,
+        group_multi: tuple | None = None,
+    ):
         self.shape, self._lin, self._multi, self.valid = tuple(shape), lin, multi, valid
+        self.group, self.group_multi = group, group_multi
+
+    @property
+    def key(self) -> tuple:
+        """Equal for two indices of one shape that denote the same position by the same values."""
+        valid = id(self.valid) if self.valid is not None else None
+        if self.group is not None:
+            q, k, width = self.group
+            return ("group", id(q), k, width, valid)
+        if self._lin is not None:
+            return ("lin", id(self._lin), valid)
+        return ("index", id(self))
+
+    @property
+    def group_key(self) -> tuple:
+        """``key`` without the position in the group: equal for every element of one group."""
+        q, _, width = self.group
+        return ("group", id(q), width, id(self.valid) if self.valid is not None else None)
 
     @property
     def lin(self) -> Value:
+        if self._lin is None and self.group is not None:
+            q, k, width = self.group
+            self._lin = q * _u32(width) + _u32(k) if k else q * _u32(width)
         if self._lin is None:
             acc = None
             for i, st in zip(self._multi, _strides(self.shape)):
@@ -87,7 +132,7 @@ class Index:
     @property
     def multi(self) -> tuple:
         if self._multi is None:
-            self._multi = unravel(self._lin, self.shape)
+            self._multi = unravel(self.lin, self.shape)
         return self._multi
 
 
@@ -131,28 +176,101 @@ def _and(a: Value | None, b: Value | None) -> Value | None:
     return a & b
 
 
+def _view_level(view: View, multi: tuple, valid: Value | None) -> tuple[Value, Value | None]:
+    """Linear index below ``view`` of its position ``multi``, and validity (``view.mask``)."""
+    if view.mask:
+        for i, (lo, hi), s in zip(multi, view.mask, view.shape):
+            if lo > 0:
+                valid = _and(valid, i >= _u32(lo))
+            if hi < s:
+                valid = _and(valid, i < _u32(hi))
+    lin = _u32(view.offset) if view.offset else None
+    for i, st in zip(multi, view.strides):
+        if st:
+            term = i if st == 1 else i * _u32(st)
+            lin = term if lin is None else lin + term
+    return (lin if lin is not None else _u32(0)), valid
+
+
 def _view_index(stack, idx: Index) -> tuple[Value, Value | None]:
     """Linear index into the source's logical shape, and validity, for position ``idx`` of a view."""
     multi, valid = idx.multi, idx.valid
     lin = None
     for k in reversed(range(len(stack.views))):
-        view = stack.views[k]
-        if view.mask:
-            for i, (lo, hi), s in zip(multi, view.mask, view.shape):
-                if lo > 0:
-                    valid = _and(valid, i >= _u32(lo))
-                if hi < s:
-                    valid = _and(valid, i < _u32(hi))
-        lin = _u32(view.offset) if view.offset else None
-        for i, st in zip(multi, view.strides):
-            if st:
-                term = i if st == 1 else i * _u32(st)
-                lin = term if lin is None else lin + term
-        if lin is None:
-            lin = _u32(0)
+        lin, valid = _view_level(stack.views[k], multi, valid)
         if k:
             multi = unravel(lin, stack.views[k - 1].shape)
     return lin, valid
+
+
+def _grouped(shape: tuple, width: int) -> tuple:
+    return tuple(shape[:-1]) + (shape[-1] // width,)
+
+
+def _in_groups(view: View, width: int, inner_stride: int) -> View:
+    """``view`` over groups of ``width`` along its innermost dim (whose stride becomes ``inner_stride``).
+
+    Offsets and outer strides shrink by ``width`` when the groups map to groups below
+    (``inner_stride`` 1), and stay when the whole group maps to one position (0).
+    """
+    scale = width if inner_stride else 1
+    strides = tuple(st // scale for st in view.strides[:-1]) + (inner_stride,)
+    mask = None
+    if view.mask:
+        lo, hi = view.mask[-1]
+        mask = tuple(view.mask[:-1]) + ((lo // width, hi // width),)
+    return View(_grouped(view.shape, width), strides, view.offset // scale, mask)
+
+
+def group_modes(stack: ViewStack, width: int) -> tuple[str, ...] | None:
+    """How aligned groups of ``width`` positions of the view pass each level, top first.
+
+    ``"vector"``: the group maps to an aligned group below (innermost stride 1, offset and
+    outer strides multiples of ``width``); ``"uniform"`` (last): the whole group maps to one
+    position (innermost stride 0); None: neither at some level, so positions go one by one.
+    Masks must not cut a group (innermost bounds multiples of ``width``).
+
+    >>> group_modes(ViewStack.contiguous((1, 8)).expand((4, 8)), 4)   # a row broadcast over rows
+    ('vector',)
+    >>> group_modes(ViewStack.contiguous((4, 1)).expand((4, 8)), 4)   # one value per row
+    ('uniform',)
+    >>> group_modes(ViewStack.contiguous((8, 4)).permute((1, 0)), 4) is None   # a transpose
+    True
+    """
+    modes: list[str] = []
+    for view in reversed(stack.views):
+        if not view.shape or view.shape[-1] % width:
+            return None
+        if view.mask and (view.mask[-1][0] % width or view.mask[-1][1] % width):
+            return None
+        inner = view.strides[-1]
+        if inner == 0:
+            return (*modes, "uniform")
+        outer = [st for st, size in zip(view.strides[:-1], view.shape[:-1]) if size != 1]
+        if inner != 1 or view.offset % width or any(st % width for st in outer):
+            return None
+        modes.append("vector")
+    return tuple(modes)
+
+
+def _group_view_index(stack: ViewStack, modes, q: Value, valid: Value | None, width: int, multi=None):
+    """Follow group ``q`` (multi-index ``multi`` in groups, if known) down ``stack`` (``modes`` from ``group_modes``).
+
+    Returns ``("vector", group below, valid)`` or ``("uniform", linear index below, valid)``.
+    """
+    levels = list(reversed(range(len(stack.views))))
+    multi = multi or unravel(q, _grouped(stack.views[-1].shape, width))
+    for level, mode in zip(levels, modes):
+        view = _in_groups(stack.views[level], width, 1 if mode == "vector" else 0)
+        lin, valid = _view_level(view, multi, valid)
+        if mode == "uniform":
+            if level:  # the rest of the way is a plain view of one position
+                lower = ViewStack(stack.views[:level])
+                lin, valid = _view_index(lower, Index(lower.shape, lin=lin, valid=valid))
+            return "uniform", lin, valid
+        if level:
+            multi = unravel(lin, _grouped(stack.views[level - 1].shape, width))
+    return "vector", lin, valid
 
 
 class Lowering:
@@ -166,8 +284,10 @@ class Lowering:
         self.param_roles: dict[str, Node] = {}  # parameter name -> const node
         self._leaf_refs: dict[int, B.BufferRef] = {}
         self._params: dict[int, Value] = {}
-        self._memo: dict[tuple[int, Index], Value] = {}  # holds the Index: ids of dead ones get reused
+        # node and position -> (value, the block it was defined in, what keeps the key's ids alive)
+        self._memo: dict[tuple, tuple] = {}
         self.fused: dict[int, Value] = {}  # a fused reduce node -> its result in this kernel
+        self._per_group: dict[tuple, object] = {}  # what all positions of a group share, by value ids
 
     def bind_buffer(self, dtype: T.DType, access: str, prefix: str, role: tuple) -> B.BufferRef:
         name = f"{prefix}{len(self.roles)}"
@@ -203,30 +323,57 @@ class Lowering:
     def store(self, ref: B.BufferRef, dtype: T.DType, index: Value, value: Value) -> None:
         ref[index] = M.f32_to_f16(value) if dtype is T.float16 else value
 
+    def load_component(self, ref: B.BufferRef, dtype: T.DType, q: Value, k: int) -> Value:
+        """Element ``k`` of aligned vector ``q`` (codegen loads the vector once for all its elements)."""
+        v = ref.vload(q, k)
+        return B.convert(v, T.float32) if dtype is T.float16 else v
+
+    def store_vector(self, ref: B.BufferRef, dtype: T.DType, q: Value, values: list[Value]) -> None:
+        ref.store4(q, [M.f32_to_f16(v) if dtype is T.float16 else v for v in values])
+
+    def shared(self, key: tuple, make):
+        """``make()`` once per ``key`` (ids of the values it depends on) where that result is in scope."""
+        found = self._per_group.get(key)
+        if found is None or not B.is_open(found[1]):
+            found = self._per_group[key] = (make(), B.current_block())
+        return found[0]
+
     def value(self, node: Node, idx: Index) -> Value:
-        """The compute-representation value of ``node`` at ``idx`` (memoised per index)."""
-        key = (id(node), idx)
-        if key not in self._memo:
-            self._memo[key] = self._compute(node, idx)
-        return self._memo[key]
+        """The compute-representation value of ``node`` at ``idx``.
+
+        Memoised per node and position (``Index.key``) while the block that computed it is
+        still open, so a value is reused only where its definition dominates.
+        """
+        key = (id(node), idx.key)
+        found = self._memo.get(key)
+        if found is None or not B.is_open(found[1]):
+            block = B.current_block()
+            found = self._memo[key] = (self._compute(node, idx), block, idx)
+        return found[0]
 
     def _compute(self, node: Node, idx: Index) -> Value:
         if id(node) in self.fused:
             return self.fused[id(node)]
         if node.realized or id(node) in self.leaves:
+            if idx.group is not None:
+                q, k, _ = idx.group
+                if idx.valid is not None:
+                    q = self.shared(("masked", idx.group_key), lambda: B.select(idx.valid, q, _u32(0)))
+                return self.load_component(self._leaf(node), node.dtype, q, k)
             lin = idx.lin if idx.valid is None else B.select(idx.valid, idx.lin, _u32(0))
             return self.load(self._leaf(node), node.dtype, lin)
         op = node.op
         if op == "const":
             return self._param(node)
+        if op == "view" and idx.group is not None:
+            modes = group_modes(node.arg, idx.group[2])
+            if modes is not None:
+                return self._grouped_view(node, idx, modes)
         if op == "view":
             src = node.srcs[0]
             lin, valid = _view_index(node.arg, idx)
             inner = self.value(src, Index(src.shape, lin=lin, valid=valid))
-            if valid is not None and valid is not idx.valid:
-                zero = B.const(0.0 if inner.dtype.is_float else (False if inner.dtype is T.bool_ else 0), inner.dtype)
-                inner = B.select(valid, inner, zero)
-            return inner
+            return self._masked(inner, valid, idx.valid)
         if op == "cast":
             src = node.srcs[0]
             return cast_value(self.value(src, idx), src.dtype, node.dtype)
@@ -245,6 +392,33 @@ class Lowering:
             words = [B.bitcast(self.value(s, idx), T.uint32) for s in node.srcs]
             return random_value(node.arg, idx.lin, *words)
         raise AssertionError(f"cannot inline {node!r}")
+
+    def _grouped_view(self, node: Node, idx: Index, modes) -> Value:
+        """The view's value at a grouped position: the group goes down the views as a group."""
+        src = node.srcs[0]
+        q, k, width = idx.group
+
+        def follow():
+            return _group_view_index(node.arg, modes, q, idx.valid, width, idx.group_multi)
+
+        mode, below, valid = self.shared(("view", id(node), idx.group_key), follow)
+        if mode == "vector":
+            inner = self.value(src, Index(src.shape, valid=valid, group=(below, k, width)))
+            return self._masked(inner, valid, idx.valid)
+
+        def whole_group():  # every position of the group reads the same element
+            inner = self.value(src, Index(src.shape, lin=below, valid=valid))
+            return self._masked(inner, valid, idx.valid)
+
+        return self.shared(("uniform", id(node), idx.group_key), whole_group)
+
+    @staticmethod
+    def _masked(inner: Value, valid: Value | None, outer_valid: Value | None) -> Value:
+        """``inner`` where the view's mask holds, else the pad value 0 (as the scalar path does)."""
+        if valid is None or valid is outer_valid:
+            return inner
+        zero = B.const(0.0 if inner.dtype.is_float else (False if inner.dtype is T.bool_ else 0), inner.dtype)
+        return B.select(valid, inner, zero)
 
     def _cat(self, node: Node, idx: Index) -> Value:
         dim, multi, result, start = node.arg, idx.multi, None, 0
@@ -278,17 +452,45 @@ def kernel_name(root: Node, prefix: str) -> str:
     return "_".join([prefix, *names, shape])
 
 
-def lower_elementwise(root: Node, leaves, baked=frozenset()) -> GroupTemplate:
-    n = root.numel
-    L = Lowering(kernel_name(root, "E"), (ELEMENTWISE_LOCAL_SIZE, 1, 1), leaves, baked)
-    workgroups = -(-n // ELEMENTWISE_LOCAL_SIZE)
-    grid = fold_grid(workgroups)
+def elementwise_width(shape: tuple, tuning: Tuning) -> int:
+    """Positions per invocation group: the tuning's vector width where aligned groups fit the shape."""
+    width = tuning.vector
+    if width > 1 and shape and shape[-1] % width == 0:
+        return width
+    return 1
+
+
+def lower_elementwise(root: Node, leaves, baked=frozenset(), tuning: Tuning | None = None) -> GroupTemplate:
+    """Each invocation computes ``root`` at ``tuning.vectors_per_invocation`` groups of positions.
+
+    Group j of workgroup w, local invocation l, is ``(w * per + j) * local_size + l``, so each
+    round of loads of a workgroup is contiguous; a group is ``width`` consecutive positions.
+    ``tuning`` defaults to the root's device's (``kernels_tuning.tuning_for``).
+    """
+    tuning = tuning or tuning_for(root.device)
+    width = elementwise_width(root.shape, tuning)
+    groups = root.numel // width
+    local, per = tuning.local_size, tuning.vectors_per_invocation
+    per = min(per, pow2ceil(-(-groups // local)))  # no rounds that every invocation skips
+    L = Lowering(kernel_name(root, "E"), (local, 1, 1), leaves, baked)
+    grid = fold_grid(-(-groups // (local * per)))
     out_ref = L.bind_buffer(root.dtype, "write", "out", ("out", root))
     with L.kb:
-        gid = linear_workgroup(grid) * _u32(ELEMENTWISE_LOCAL_SIZE) + B.local_id(0)
-        with B.if_(gid < _u32(n)):
-            v = L.value(root, Index(root.shape, lin=gid))
-            L.store(out_ref, root.dtype, gid, v)
+        first = linear_workgroup(grid) * _u32(local * per) + B.local_id(0)
+
+        def one_group(q: Value) -> None:
+            with B.if_(q < _u32(groups)):
+                if width == 1:
+                    L.store(out_ref, root.dtype, q, L.value(root, Index(root.shape, lin=q)))
+                    return
+                values = [L.value(root, Index(root.shape, group=(q, k, width))) for k in range(width)]
+                L.store_vector(out_ref, root.dtype, q, values)
+
+        if per == 1:
+            one_group(first)
+        else:
+            with B.range_(_u32(0), _u32(per)) as j:
+                one_group(first + j * _u32(local))
     return GroupTemplate([L.template(grid)])
 
 

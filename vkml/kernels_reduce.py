@@ -2,77 +2,69 @@
 
 The tree is fixed by the reduced length: neighbours pair level by level in logical order, an
 odd tail is carried, the identity never enters. Every aligned block of 2^k elements is a
-subtree, which gives two exact ways to split the work:
+subtree, which gives exact ways to split the work:
 
-- **rows**: one workgroup per output row. It walks the row in aligned chunks of
-  ``B = W·E`` elements (E per lane in registers, then W lanes in shared memory), and
-  combines the chunk results with a binary counter (a stack of complete subtrees in shared
-  memory) folded right at the end — the same tree as pairing the chunk results level by
-  level. Several reductions over the same rows run one after the other in one kernel, and
-  a later one may use an earlier one's result (softmax's max, layer norm's mean).
-- **blocks**: for a few long rows: every workgroup reduces one aligned block, and further
-  passes (one dispatch each) reduce the block results.
+- a **chunk** of ``B = W·E`` elements is reduced by ``W`` lanes: each lane reduces ``E``
+  consecutive elements in registers (read as vectors where the layout allows), then the
+  lanes' results pair up level by level — the first levels by ``shuffle_xor`` inside a
+  subgroup (lanes 2j and 2j+1 are partners at the first level, and the lower lane's value
+  always goes on the left), the rest through shared memory.
+- **rows**: one workgroup per output row. It walks the row chunk by chunk and combines the
+  chunk results with a binary counter (a stack of complete subtrees in shared memory) folded
+  right at the end — the same tree as pairing the chunk results level by level. Several
+  reductions over the same rows run one after the other in one kernel, and a later one may
+  use an earlier one's result (softmax's max, layer norm's mean); when the whole row fits in
+  one chunk they share its loads, so the row is read once.
+- **blocks**: for a few long rows: every workgroup reduces one aligned chunk, and a further
+  pass (one dispatch) reduces the chunk results, walking them in chunks; more passes only
+  when those are too many for one workgroup.
+
+Sizes come from the device's ``Tuning`` (vkml/kernels_tuning.py); none of them changes bits.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from .graph import Node
 from .ir import builder as B
 from .ir import types as T
 from .kernels import GroupTemplate, Index, Lowering, _u32, fold_grid, kernel_name, linear_workgroup, pow2ceil, unravel
+from .kernels_tuning import Tuning, tuning_for
 from .ops.cast import cast_value, round_to_f16
 from .ops.reduce import reduce_dtypes
 from .ops.registry import REGISTRY
 
-MAX_LANES = 64
-PER_LANE = 4
 ROWS_MODE_MIN_ROWS = 32  # fewer rows than this, and more than one chunk each: the blocks mode
+FINAL_PASS_MAX_CHUNKS = 64  # a blocks-mode pass over at most this many chunks per row is the last
+SERIAL_SHARED_MAX = 8  # at most this many subgroup results: every lane combines them itself
 
 
-def reduce_layout(n: int) -> tuple[int, int, int]:
-    """(elements per lane E, lanes W, chunk B = W·E) for a reduced length ``n``; all powers of two."""
-    per_lane = min(PER_LANE, pow2ceil(n))
-    lanes = min(MAX_LANES, pow2ceil(-(-n // per_lane)))
-    return per_lane, lanes, per_lane * lanes
+@dataclass(frozen=True)
+class Layout:
+    """``lanes`` invocations, ``per_lane`` consecutive elements each: chunks of ``block``."""
+
+    per_lane: int
+    lanes: int
+
+    @property
+    def block(self) -> int:
+        return self.per_lane * self.lanes
 
 
-class _Reduction:
-    """What one reduce node needs: its combine, accumulator types, sizes, and how to load row o, position k."""
+def reduce_layout(n: int, tuning: Tuning, whole_row: bool = False) -> Layout:
+    """The chunk layout for a reduced length ``n``; ``whole_row``: grow ``per_lane`` so one chunk holds ``n``.
 
-    def __init__(self, L: Lowering, red: Node, tag: str, lanes: int, depth: int):
-        self.red, self.L = red, L
-        self.name, self.axes = red.arg
-        self.src = red.srcs[0]
-        self.acc, _ = reduce_dtypes(self.name, self.src.dtype)
-        self.is_arg = self.name in ("argmax", "argmin")
-        self.combine = REGISTRY[self.name].combine
-        self.acc_types = (self.acc, T.int64) if self.is_arg else (self.acc,)
-        self.red_sizes = [self.src.shape[a] for a in self.axes]
-        self.n = math.prod(self.red_sizes)
-        self.tree = [L.kb.shared(f"tree{tag}_{i}", t, lanes) for i, t in enumerate(self.acc_types)] if lanes > 1 else []
-        self.stack = [L.kb.shared(f"stack{tag}_{i}", t, depth) for i, t in enumerate(self.acc_types)] if depth else []
-
-    def load(self, o, k, valid):
-        kept = [d for d in range(len(self.src.shape)) if d not in self.axes]
-        o_multi, k_multi = unravel(o, self.red.shape), unravel(k, self.red_sizes)
-        multi = [None] * len(self.src.shape)
-        for d in kept:
-            multi[d] = o_multi[d]
-        for a, kv in zip(self.axes, k_multi):
-            multi[a] = kv
-        v = self.L.value(self.src, Index(self.src.shape, multi=tuple(multi), valid=valid))
-        v = cast_value(v, self.src.dtype, self.acc)
-        return (v, B.convert(k, T.int64)) if self.is_arg else v
-
-    def result(self, value):
-        """The reduce node's value (compute representation) from the tree's accumulator(s)."""
-        if self.is_arg:
-            return value[1]
-        if self.acc is T.float32 and self.red.dtype is T.float16:
-            return round_to_f16(value)
-        return value
+    >>> reduce_layout(1000, CPU_TUNING)
+    Layout(per_lane=4, lanes=64)
+    """
+    per_lane = min(tuning.reduce_per_lane, pow2ceil(n))
+    lanes = min(tuning.reduce_lanes, pow2ceil(-(-n // per_lane)))
+    if whole_row:
+        while per_lane * lanes < n and per_lane < tuning.reduce_row_per_lane:
+            per_lane *= 2
+    return Layout(per_lane, lanes)
 
 
 def _pack(value) -> tuple:
@@ -84,6 +76,9 @@ def _unpack(values: tuple):
 
 
 def _select(cond, a, b):
+    """``a`` where ``cond``; ``cond`` may be the Python ``True`` of a statically present operand."""
+    if cond is True:
+        return a
     return _unpack(tuple(B.select(cond, x, y) for x, y in zip(_pack(a), _pack(b))))
 
 
@@ -91,55 +86,195 @@ def _read(refs, index):
     return _unpack(tuple(ref[index] for ref in refs))
 
 
-def _block_tree(lanes: int, per_lane: int, start, n: int, load, combine, tree) -> object:
-    """The subtree of the aligned block starting at ``start`` (a Value); every lane gets it."""
-    lid = B.local_id(0)
-    lane_start = start + lid * _u32(per_lane) if lanes > 1 else start
-    pairs = []
-    for e in range(per_lane):
-        k = lane_start + _u32(e) if e else lane_start
-        present = k < _u32(n)
-        pairs.append((load(B.select(present, k, _u32(0)), present), present))
-    while len(pairs) > 1:  # pairs in registers; presence is a prefix
-        pairs = [(_select(pb, combine(a, b), a), pa) for (a, pa), (b, pb) in zip(pairs[0::2], pairs[1::2])]
-    value = pairs[0][0]
+def _as_value(x):
+    return _u32(x) if isinstance(x, int) else x
+
+
+def _register_tree(entries: list, combine):
+    """Pair ``(value, present)`` entries level by level; presence is a prefix of the entries."""
+    while len(entries) > 1:
+        merged = []
+        for (a, pa), (b, pb) in zip(entries[0::2], entries[1::2]):
+            both = combine(a, b)
+            merged.append((both if pb is True or pb is pa else _select(pb, both, a), pa))
+        if len(entries) % 2:
+            merged.append(entries[-1])
+        entries = merged
+    return entries[0]
+
+
+class _Lane:
+    """The consecutive elements one lane covers in the chunk starting at ``chunk · block``.
+
+    ``slots`` are ``(position, present)``: element indices, or with ``width`` > 1 indices of
+    aligned groups of ``width`` elements. ``present`` is True when the layout guarantees it.
+    Reductions that share a ``_Lane`` share its index objects, and so their loads.
+    """
+
+    def __init__(self, chunk, layout: Layout, n: int, width: int):
+        self.layout, self.n, self.width = layout, n, width
+        count = layout.per_lane // width
+        start = chunk * _u32(layout.block // width) if chunk is not None else None
+        first = B.local_id(0) * _u32(count) if layout.lanes > 1 else None
+        first = start if first is None else (first if start is None else start + first)
+        static_full = n % layout.block == 0 or (chunk is None and n >= layout.block)
+        self.slots = []
+        for j in range(count):
+            at = first if j == 0 else (first + _u32(j) if first is not None else _u32(j))
+            at = at if at is not None else _u32(0)
+            self.slots.append((at, True if static_full else at < _u32(n // width)))
+        self.indices: dict = {}
+
+    def lanes_present(self, chunk) -> int | object:
+        """How many lanes hold at least one element of this chunk (a Value, or a Python int)."""
+        per, lanes, block = self.layout.per_lane, self.layout.lanes, self.layout.block
+        if self.n % block == 0:
+            return lanes
+        if chunk is None:
+            return min(lanes, -(-self.n // per))
+        left = _u32(self.n) - chunk * _u32(block)
+        return B.select(left < _u32(block), (left + _u32(per - 1)) / _u32(per), _u32(lanes))
+
+
+class _Reduction:
+    """What one reduce node needs: its combine, accumulator types, sizes, and how to load a lane's elements."""
+
+    def __init__(self, L: Lowering, red: Node, tag: str, layout: Layout, depth: int, tuning: Tuning):
+        self.red, self.L = red, L
+        self.name, self.axes = red.arg
+        self.src = red.srcs[0]
+        self.acc, _ = reduce_dtypes(self.name, self.src.dtype)
+        self.is_arg = self.name in ("argmax", "argmin")
+        self.combine = REGISTRY[self.name].combine
+        self.acc_types = (self.acc, T.int64) if self.is_arg else (self.acc,)
+        self.red_sizes = [self.src.shape[a] for a in self.axes]
+        self.n = math.prod(self.red_sizes)
+        self.layout = layout
+        wide = any(t in (T.float16, T.int64) for t in self.acc_types)
+        self.subgroup = min(tuning.subgroup, layout.lanes) if tuning.wide_shuffles or not wide else 1
+        groups = layout.lanes // self.subgroup
+        self.tree = (
+            [L.kb.shared(f"tree{tag}_{i}", t, groups) for i, t in enumerate(self.acc_types)] if groups > 1 else []
+        )
+        self.stack = [L.kb.shared(f"stack{tag}_{i}", t, depth) for i, t in enumerate(self.acc_types)] if depth else []
+        trailing = tuple(self.axes) == tuple(range(len(self.src.shape) - len(self.axes), len(self.src.shape)))
+        w = tuning.vector
+        self.width = w if w > 1 and trailing and self.n % w == 0 and layout.per_lane % w == 0 else 1
+
+    def lane_values(self, o, lane: _Lane) -> list:
+        """``(value, present)`` for each element of ``lane``, in order, for output row ``o``."""
+        out = []
+        for j, (at, present) in enumerate(lane.slots):
+            valid = None if present is True else present
+            for c in range(self.width):
+                key = (id(o), j, c)
+                if key not in lane.indices:
+                    lane.indices[key] = self._index(o, at, c, valid)
+                v = self.L.value(self.src, lane.indices[key])
+                v = cast_value(v, self.src.dtype, self.acc)
+                if self.is_arg:
+                    k = at * _u32(self.width) + _u32(c) if self.width > 1 else at
+                    v = (v, B.convert(k, T.int64))
+                out.append((v, present))
+        return out
+
+    def _index(self, o, at, c: int, valid) -> Index:
+        kept = [d for d in range(len(self.src.shape)) if d not in self.axes]
+        o_multi = self.L.shared(("row", id(o), self.red.shape), lambda: unravel(o, self.red.shape))
+        if self.width > 1:  # the reduced dims are the last ones: row o starts at o * n
+
+            def group():  # one index value per vector: codegen loads a vector once per index
+                sizes = self.red_sizes[:-1] + [self.red_sizes[-1] // self.width]
+                return o * _u32(self.n // self.width) + at, o_multi[: len(kept)] + unravel(at, sizes)
+
+            q, in_groups = self.L.shared(("group", id(o), id(at), self.n, self.width), group)
+            return Index(self.src.shape, valid=valid, group=(q, c, self.width), group_multi=in_groups)
+        k = at if valid is None else B.select(valid, at, _u32(0))
+        k_multi = unravel(k, self.red_sizes)
+        multi = [None] * len(self.src.shape)
+        for d in kept:
+            multi[d] = o_multi[d]
+        for a, kv in zip(self.axes, k_multi):
+            multi[a] = kv
+        return Index(self.src.shape, multi=tuple(multi), valid=valid)
+
+    def result(self, value):
+        """The reduce node's value (compute representation) from the tree's accumulator(s)."""
+        if self.is_arg:
+            return value[1]
+        if self.acc is T.float32 and self.red.dtype is T.float16:
+            return round_to_f16(value)
+        return value
+
+
+def _chunk_tree(entries: list, present_lanes, layout: Layout, subgroup: int, combine, tree) -> object:
+    """The subtree of one chunk from each lane's ``(value, present)`` entries; every lane gets it."""
+    value, _ = _register_tree(entries, combine)
+    lanes = layout.lanes
     if lanes == 1:
         return value
-    for ref, v in zip(tree, _pack(value)):
-        ref[lid] = v
+    lid = B.local_id(0)
+    m = present_lanes
+    bit = 1
+    while bit < subgroup:  # lanes l and l ^ bit are the two halves of one node of this level
+        partner = _unpack(tuple(B.shuffle_xor(v, bit) for v in _pack(value)))
+        is_left = B.eq(lid & _u32(bit), _u32(0))
+        left, right = _select(is_left, value, partner), _select(is_left, partner, value)
+        right_first = (lid | _u32(bit)) & _u32(~(bit - 1) & 0xFFFFFFFF)  # the right half's first lane
+        everyone = isinstance(m, int) and m == lanes
+        value = _select(True if everyone else right_first < _as_value(m), combine(left, right), left)
+        bit *= 2
+    if subgroup >= lanes:
+        return value
+    groups = lanes // subgroup
+    shift = subgroup.bit_length() - 1
+    if shift:  # one lane per subgroup (they all hold its result) writes it
+        with B.if_(B.eq(lid & _u32(subgroup - 1), _u32(0))):
+            for ref, v in zip(tree, _pack(value)):
+                ref[lid >> _u32(shift)] = v
+    else:
+        for ref, v in zip(tree, _pack(value)):
+            ref[lid] = v
     B.barrier()
-    count = _u32(n) - start  # elements left from this block on (≥ 1)
-    block = lanes * per_lane
-    m = B.select(count < _u32(block), (count + _u32(per_lane - 1)) / _u32(per_lane), _u32(lanes))
-    half = lanes
-    while half > 1:
-        half //= 2
-        j = B.select(lid < _u32(half), lid, _u32(0))
-        left, right = _read(tree, j * 2), _read(tree, j * 2 + 1)
-        merged = _select(j * 2 + 1 < m, combine(left, right), left)
+    # subgroup results present: ceil(m / subgroup)
+    if isinstance(m, int):
+        m = -(-m // subgroup)
+    else:
+        m = (m + _u32(subgroup - 1)) >> _u32(shift) if shift else m
+    while groups > SERIAL_SHARED_MAX:  # halve in shared memory: lane j pairs 2j and 2j+1
+        groups //= 2
+        j = B.select(lid < _u32(groups), lid, _u32(0))
+        left, right = _read(tree, j * _u32(2)), _read(tree, j * _u32(2) + _u32(1))
+        present = True if isinstance(m, int) and m == 2 * groups else j * _u32(2) + _u32(1) < _as_value(m)
+        merged = _select(present, combine(left, right), left)
         B.barrier()
-        with B.if_(lid < _u32(half)):
+        with B.if_(lid < _u32(groups)):
             for ref, v in zip(tree, _pack(merged)):
                 ref[lid] = v
         B.barrier()
-        m = (m + 1) >> 1
-    return _read(tree, _u32(0))
+        m = -(-m // 2) if isinstance(m, int) else (m + _u32(1)) >> _u32(1)
+    full = isinstance(m, int) and m == groups
+    last = [(_read(tree, _u32(g)), True if full or g == 0 else _u32(g) < _as_value(m)) for g in range(groups)]
+    return _register_tree(last, combine)[0]
 
 
-def _row_tree(r: _Reduction, o, lanes: int, per_lane: int, nchunks: int):
-    """The whole row's tree: chunk subtrees combined by a binary counter, then folded right."""
+def _range_tree(r: _Reduction, load_lane, nchunks: int, base=None, lane=None):
+    """The tree over chunk ``base`` (None: 0), or over chunks 0 … ``nchunks`` - 1 of the row.
 
-    def load(k, valid):
-        return r.load(o, k, valid)
-
-    block = lanes * per_lane
+    ``load_lane(lane)`` gives a lane's entries. One chunk is a plain chunk tree (``lane`` may
+    be shared between reductions); more are combined by a binary counter in shared memory,
+    then folded right.
+    """
+    layout = r.layout
     if nchunks == 1:
-        return _block_tree(lanes, per_lane, _u32(0), r.n, load, r.combine, r.tree)
+        lane = lane or _Lane(base, layout, r.n, r.width)
+        return _chunk_tree(load_lane(lane), lane.lanes_present(base), layout, r.subgroup, r.combine, r.tree)
     depth = nchunks.bit_length()
     lid = B.local_id(0)
 
     def chunk(c, d):
-        p = _block_tree(lanes, per_lane, c * _u32(block), r.n, load, r.combine, r.tree)
+        lane = _Lane(c, layout, r.n, r.width)
+        p = _chunk_tree(load_lane(lane), lane.lanes_present(c), layout, r.subgroup, r.combine, r.tree)
         t = c + 1
         for _ in range(depth):  # merge while the count of chunks seen ends in a 0 bit
             even = B.eq(t & 1, _u32(0))
@@ -147,7 +282,7 @@ def _row_tree(r: _Reduction, o, lanes: int, per_lane: int, nchunks: int):
             p = _select(even, r.combine(left, p), p)
             d = B.select(even, d - 1, d)
             t = B.select(even, t >> 1, t)
-        B.barrier()
+        B.barrier()  # every lane has read the stack and the chunk's shared tree
         with B.if_(B.eq(lid, _u32(0))):
             for ref, v in zip(r.stack, _pack(p)):
                 ref[d] = v
@@ -163,27 +298,40 @@ def _row_tree(r: _Reduction, o, lanes: int, per_lane: int, nchunks: int):
     return result
 
 
-def lower_rows(root: Node, chain: list[Node], stored: list[Node], leaves, baked=frozenset()) -> GroupTemplate:
+def lower_rows(
+    root: Node, chain: list[Node], stored: list[Node], leaves, baked=frozenset(), tuning: Tuning | None = None
+) -> GroupTemplate:
     """One workgroup per row computes every reduction of ``chain`` in order, then ``root``.
 
     ``stored`` are chain members written to their own output buffers (used outside the kernel).
     """
+    tuning = tuning or tuning_for(root.device)
     last = chain[-1]
     n = math.prod(last.srcs[0].shape[a] for a in last.arg[1])
-    per_lane, lanes, block = reduce_layout(n)
-    nchunks = -(-n // block)
+    layout = reduce_layout(n, tuning, whole_row=True)
+    nchunks = -(-n // layout.block)
     outer = last.numel
     grid = fold_grid(outer)
-    L = Lowering(kernel_name(root, "R"), (lanes, 1, 1), leaves, baked)
+    L = Lowering(kernel_name(root, "R"), (layout.lanes, 1, 1), leaves, baked)
     depth = nchunks.bit_length() if nchunks > 1 else 0
-    reductions = [_Reduction(L, red, str(i), lanes, depth) for i, red in enumerate(chain)]
+    reductions = [_Reduction(L, red, str(i), layout, depth, tuning) for i, red in enumerate(chain)]
     out_ref = L.bind_buffer(root.dtype, "write", "out", ("out", root))
     stored_refs = [(red, L.bind_buffer(red.dtype, "write", "out", ("out", red))) for red in stored]
     with L.kb:
         o = linear_workgroup(grid)
         with B.if_(o < _u32(outer)):  # uniform per workgroup, so the barriers inside are legal
+            lanes: dict[int, _Lane] = {}  # one chunk per row: reductions with one lane layout share loads
             for r in reductions:
-                L.fused[id(r.red)] = r.result(_row_tree(r, o, lanes, per_lane, nchunks))
+                shared = None
+                if nchunks == 1:
+                    if r.width not in lanes:
+                        lanes[r.width] = _Lane(None, layout, n, r.width)
+                    shared = lanes[r.width]
+
+                def load_lane(lane, r=r):
+                    return r.lane_values(o, lane)
+
+                L.fused[id(r.red)] = r.result(_range_tree(r, load_lane, nchunks, lane=shared))
             with B.if_(B.eq(B.local_id(0), _u32(0))):
                 for red, ref in stored_refs:
                     L.store(ref, red.dtype, o, L.fused[id(red)])
@@ -191,42 +339,52 @@ def lower_rows(root: Node, chain: list[Node], stored: list[Node], leaves, baked=
     return GroupTemplate([L.template(grid)])
 
 
-def lower_blocks(root: Node, red: Node, leaves, baked=frozenset()) -> GroupTemplate:
-    """Passes over aligned blocks: each pass's block results are the next pass's elements."""
+def lower_blocks(root: Node, red: Node, leaves, baked=frozenset(), tuning: Tuning | None = None) -> GroupTemplate:
+    """Passes over aligned ranges of chunks: each pass's results are the next pass's elements.
+
+    A pass gives each workgroup one chunk, except the last, whose single workgroup per row
+    walks all remaining chunks (at most ``FINAL_PASS_MAX_CHUNKS``).
+    """
+    tuning = tuning or tuning_for(root.device)
     group = GroupTemplate([])
     width, pass_no, parts = math.prod(red.srcs[0].shape[a] for a in red.arg[1]), 0, None
     outer = red.numel
     while True:
-        per_lane, lanes, block = reduce_layout(width)
-        nblocks = -(-width // block)
-        L = Lowering(kernel_name(root, f"R{pass_no}_"), (lanes, 1, 1), leaves, baked)
-        r = _Reduction(L, red, "", lanes, 0)
-        if parts is None:
-            load_row = r.load
-        else:
+        layout = reduce_layout(width, tuning)
+        nchunks = -(-width // layout.block)
+        final = nchunks <= FINAL_PASS_MAX_CHUNKS and pass_no > 0 or nchunks == 1
+        per_group = nchunks if final else 1
+        nblocks = -(-nchunks // per_group)
+        L = Lowering(kernel_name(root, f"R{pass_no}_"), (layout.lanes, 1, 1), leaves, baked)
+        depth = per_group.bit_length() if per_group > 1 else 0
+        r = _Reduction(L, red, "", layout, depth, tuning)
+        if parts is not None:  # later passes read the previous pass's partial results
+            r.n, r.width = width, 1
             refs = [L.bind_buffer(t, "read", "part", ("temp", j)) for t, j in zip(r.acc_types, parts)]
-
-            def load_row(o, k, valid, refs=refs, width=width, r=r, L=L):
-                at = o * _u32(width) + k
-                return _unpack(tuple(L.load(ref, t, at) for ref, t in zip(refs, r.acc_types)))
-
         if nblocks == 1:
             out = L.bind_buffer(root.dtype, "write", "out", ("out", root))
         else:
             first = len(group.temps)
             group.temps += [(t, outer * nblocks) for t in r.acc_types]
-            parts = list(range(first, len(group.temps)))
-            outs = [L.bind_buffer(t, "write", "part", ("temp", j)) for t, j in zip(r.acc_types, parts)]
+            parts_out = list(range(first, len(group.temps)))
+            outs = [L.bind_buffer(t, "write", "part", ("temp", j)) for t, j in zip(r.acc_types, parts_out)]
         grid = fold_grid(outer * nblocks)
         with L.kb:
             wg = linear_workgroup(grid)
             with B.if_(wg < _u32(outer * nblocks)):
-                o, blk = (wg / _u32(nblocks), wg % _u32(nblocks)) if nblocks > 1 else (wg, _u32(0))
+                o, blk = (wg / _u32(nblocks), wg % _u32(nblocks)) if nblocks > 1 else (wg, None)
 
-                def load(k, valid, o=o, load_row=load_row):
-                    return load_row(o, k, valid)
+                def load_lane(lane, o=o, r=r, L=L, refs=refs if parts is not None else None, width=width):
+                    if refs is None:
+                        return r.lane_values(o, lane)
+                    out = []
+                    for at, present in lane.slots:
+                        k = at if present is True else B.select(present, at, _u32(0))
+                        values = tuple(L.load(ref, t, o * _u32(width) + k) for ref, t in zip(refs, r.acc_types))
+                        out.append((_unpack(values), present))
+                    return out
 
-                value = _block_tree(lanes, per_lane, blk * _u32(block), width, load, r.combine, r.tree)
+                value = _range_tree(r, load_lane, per_group, base=blk if per_group == 1 else None)
                 with B.if_(B.eq(B.local_id(0), _u32(0))):
                     if nblocks == 1:
                         L.fused[id(red)] = r.result(value)
@@ -238,12 +396,13 @@ def lower_blocks(root: Node, red: Node, leaves, baked=frozenset()) -> GroupTempl
         group.kernels.append(L.template(grid))
         if nblocks == 1:
             return group
-        width, pass_no = nblocks, pass_no + 1
+        width, pass_no, parts = nblocks, pass_no + 1, parts_out
 
 
-def choose_mode(red: Node, chain_length: int) -> str:
+def choose_mode(red: Node, chain_length: int, tuning: Tuning | None = None) -> str:
     """``rows`` unless a single reduction has few long rows (then ``blocks`` spreads them over the device)."""
+    tuning = tuning or tuning_for(red.device)
     n = math.prod(red.srcs[0].shape[a] for a in red.arg[1])
-    if chain_length > 1 or n <= reduce_layout(n)[2] or red.numel >= ROWS_MODE_MIN_ROWS:
+    if chain_length > 1 or n <= reduce_layout(n, tuning).block or red.numel >= ROWS_MODE_MIN_ROWS:
         return "rows"
     return "blocks"

@@ -31,7 +31,7 @@ import contextlib
 import sys
 from collections import OrderedDict, defaultdict
 
-from . import debug, kernels, kernels_matmul, kernels_reduce
+from . import debug, kernels, kernels_matmul, kernels_reduce, kernels_tuning
 from .graph import Node, toposort
 from .runtime.base import Buffer, Dispatch
 from .view import ViewStack
@@ -130,6 +130,8 @@ class Plan:
                 if node.op == "matmul":  # operand elements are loaded many times: compute them once
                     for operand in kernels_matmul.computed_operands(s, self._is_loaded):
                         self._make_root(operand)
+                    if id(s) in self.roots:
+                        continue
                 broadcast = node.op == "view" and node.numel > s.numel
                 if broadcast and id(node) in self._row_results:
                     stack.append(s)
@@ -327,7 +329,7 @@ class _Group:
         self.sig = Signature(root, self.chain, self.chain[:-1], self.leaf_ids, self.mode)
 
     def template(self) -> kernels.GroupTemplate:
-        key = self.sig.key
+        key = (self.sig.key, kernels_tuning.tuning_for(self.root.device))  # templates are laid out per device
         found = _templates.get(key)
         if found is None:
             lowered = _lower_group(self.root, self.chain, self.leaf_ids, self.mode, self.sig.baked)

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from ..errors import CompileError, IRError
 from ..ir import types as T
 from ..ir.core import Block, BufferDecl, If, Instr, Kernel, Loop, SharedDecl, Value, structure, walk
+from ..ir.instructions import VECTOR_WIDTH
 from ..ir.text import ValueNames, format_statement
 from ..ir.types import DType
 from ..ir.verify import verify_kernel
@@ -87,6 +88,8 @@ class _FunctionEmitter:
         # binding -> its StorageBuffer variable, or (by address) the pointer loaded at entry
         self.buffer_vars = {i: self._declare_buffer(i, b) for i, b in enumerate(kernel.buffers) if i not in by_address}
         self.buffer_bases: dict[int, str] = {}
+        self.vector_vars: dict[int, str] = {}  # binding -> its vector view (declared on first vload/vstore)
+        self._loaded_vectors: list[dict] = []  # per open block: (binding, index id) -> the vector loaded there
         self.shared_vars = {s.name: self._declare_shared(i, s) for i, s in enumerate(kernel.shared)}
         self.params_var = self._declare_params() if kernel.params or by_address else None
 
@@ -223,6 +226,8 @@ class _FunctionEmitter:
         self.emit("OpReturn")
 
     def emit_block(self, block: Block) -> None:
+        # A vector loaded in this block (or an enclosing one) dominates the rest of it: reuse it.
+        self._loaded_vectors.append({})
         for stmt in block.body:
             self.emit(self.describe(stmt))
             if isinstance(stmt, Instr):
@@ -231,6 +236,7 @@ class _FunctionEmitter:
                 self.emit_if(stmt)
             else:
                 self.emit_loop(stmt)
+        self._loaded_vectors.pop()
 
     def emit_instr(self, ins: Instr) -> None:
         if ins.op == "const":
@@ -354,6 +360,94 @@ class _FunctionEmitter:
     _emit_shared_load = _emit_load
     _emit_shared_store = _emit_store
 
+    # ------------------------------------------------------------ vector memory access
+
+    def _vector_view(self, binding: int) -> str:
+        """A second variable on ``binding`` whose elements are vectors of VECTOR_WIDTH (descriptor aliasing)."""
+        if binding not in self.vector_vars:
+            decl = self.kernel.buffers[binding]
+            struct = self.mod.vector_buffer_struct(_storage_type(decl.dtype), VECTOR_WIDTH)
+            var = self.mod.variable(
+                f"%buf{binding}_{_sanitize(decl.name)}_vec", self.mod.pointer("StorageBuffer", struct), "StorageBuffer"
+            )
+            self.mod.name(var, f"{decl.name}.vec{VECTOR_WIDTH}")
+            self.mod.decorate(var, "DescriptorSet", 0)
+            self.mod.decorate(var, "Binding", binding)
+            if decl.access == "read":
+                self.mod.decorate(var, "NonWritable")
+            elif decl.access == "write":
+                self.mod.decorate(var, "NonReadable")
+            self.vector_vars[binding] = var
+        return self.vector_vars[binding]
+
+    def _vector_pointer(self, binding: int, index: Value, hint: str) -> tuple[str, str]:
+        """The pointer to aligned vector ``index`` of ``binding``, and the vector's type."""
+        storage = _storage_type(self.kernel.buffers[binding].dtype)
+        vector = self.mod.vector(storage, VECTOR_WIDTH)
+        pointer = self.temp(f"{hint}_vec_at")
+        ptr_type = self.mod.pointer("StorageBuffer", vector)
+        self.op("OpAccessChain", pointer, ptr_type, self._vector_view(binding), self.mod.uint(0), self.use(index))
+        return pointer, vector
+
+    def _element_of_vector(self, binding: int, index: Value, component: int, hint: str) -> tuple[str, DType]:
+        """By device address there is no vector view: the pointer to element 4·index + component."""
+        storage = _storage_type(self.kernel.buffers[binding].dtype)
+        wide = self._index64(index)
+        wide_type = self.mod.scalar(T.int64) if index.dtype.is_signed else self.mod.unsigned(64)
+        four = self.mod.define(f"{wide_type}_{VECTOR_WIDTH}", f"OpConstant {wide_type} {VECTOR_WIDTH}")
+        at = self.op("OpIMul", self.temp("vector_start"), wide_type, wide, four)
+        if component:
+            offset = self.mod.define(f"{wide_type}_{component}", f"OpConstant {wide_type} {component}")
+            at = self.op("OpIAdd", self.temp("element"), wide_type, at, offset)
+        pointer = self.temp(f"{hint}_at")
+        ptr_type = self.mod.pointer("PhysicalStorageBuffer", self.mod.scalar(storage))
+        self.op("OpAccessChain", pointer, ptr_type, self.buffer_bases[binding], self.mod.uint(0), at)
+        return pointer, storage
+
+    def _emit_vload(self, ins: Instr) -> None:
+        name, component = ins.attrs[0], int(ins.attrs[1])
+        binding = next(i for i, b in enumerate(self.kernel.buffers) if b.name == name)
+        dtype = self.kernel.buffers[binding].dtype
+        storage = _storage_type(dtype)
+        result = self.result_id(ins.result) if dtype is not T.bool_ else self.temp("word")
+        if binding in self.buffer_bases:
+            pointer, _ = self._element_of_vector(binding, ins.args[0], component, _sanitize(name))
+            self.op("OpLoad", result, self.mod.scalar(storage), pointer, "Aligned", str(storage.nbytes))
+        else:
+            # Only a read-only buffer's vector may be reused: a writable one may change in between.
+            key = (binding, id(ins.args[0])) if self.kernel.buffers[binding].access == "read" else None
+            vector = next((scope[key] for scope in reversed(self._loaded_vectors) if key in scope), None)
+            if vector is None:
+                pointer, vector_type = self._vector_pointer(binding, ins.args[0], _sanitize(name))
+                vector = self.op("OpLoad", self.temp(f"{_sanitize(name)}_vec"), vector_type, pointer)
+                if key is not None:
+                    self._loaded_vectors[-1][key] = vector
+            self.op("OpCompositeExtract", result, self.mod.scalar(storage), vector, str(component))
+        if dtype is T.bool_:
+            self.op("OpINotEqual", self.result_id(ins.result), self.mod.scalar(T.bool_), result, self.mod.uint(0))
+
+    def _emit_vstore(self, ins: Instr) -> None:
+        name = ins.attrs[0]
+        binding = next(i for i, b in enumerate(self.kernel.buffers) if b.name == name)
+        dtype = self.kernel.buffers[binding].dtype
+        storage = _storage_type(dtype)
+        words = []
+        for value in ins.args[1:]:
+            word = self.use(value)
+            if dtype is T.bool_:
+                word = self.op(
+                    "OpSelect", self.temp("word"), self.mod.scalar(T.uint32), word, self.mod.uint(1), self.mod.uint(0)
+                )
+            words.append(word)
+        if binding in self.buffer_bases:
+            for component, word in enumerate(words):
+                pointer, _ = self._element_of_vector(binding, ins.args[0], component, _sanitize(name))
+                self.emit(f"OpStore {pointer} {word} Aligned {storage.nbytes}")
+            return
+        pointer, vector_type = self._vector_pointer(binding, ins.args[0], _sanitize(name))
+        vector = self.op("OpCompositeConstruct", self.temp(f"{_sanitize(name)}_vec"), vector_type, *words)
+        self.emit(f"OpStore {pointer} {vector}")
+
     def _emit_barrier(self, ins: Instr) -> None:
         scope = self.mod.uint(_SCOPE_WORKGROUP)
         self.emit(f"OpControlBarrier {scope} {scope} {self.mod.uint(_SEMANTICS_ACQUIRE_RELEASE_WORKGROUP_MEMORY)}")
@@ -427,6 +521,11 @@ class _FunctionEmitter:
         # copies only give each IR value its own %vN in the assembly.
         for r, c_id in zip(stmt.results, carried):
             self.op("OpCopyObject", self.result_id(r), self.mod.scalar(r.dtype), c_id)
+
+
+def _storage_type(dtype: DType) -> DType:
+    """How a buffer holds ``dtype``: bools as one uint32 each."""
+    return T.uint32 if dtype is T.bool_ else dtype
 
 
 def _push_slot_type(dtype: DType) -> DType:

@@ -134,6 +134,16 @@ class ModuleBuilder:
         self.member_decorate(id_, 0, "Offset", 0)
         return id_
 
+    def vector_buffer_struct(self, elem: DType, count: int) -> str:
+        """The Block struct ``{ vecN<elem> data[]; }``: a second view of a buffer, N elements per entry."""
+        vector = self.vector(elem, count)
+        array = self.define(f"%_runtimearr_{vector[1:]}", f"OpTypeRuntimeArray {vector}")
+        self.decorate(array, "ArrayStride", elem.nbytes * count)
+        id_ = self.define(f"%Buffer_{vector[1:]}", f"OpTypeStruct {array}")
+        self.decorate(id_, "Block")
+        self.member_decorate(id_, 0, "Offset", 0)
+        return id_
+
     def workgroup_array(self, elem: DType, size: int) -> str:
         base = self.scalar(elem)
         return self.define(f"%_arr_{base[1:]}_{size}", f"OpTypeArray {base} {self.uint(size)}")

@@ -25,7 +25,7 @@ import numpy as np
 from ..errors import DTypeError, IRError
 from . import types as T
 from .core import Block, BufferDecl, If, Instr, Kernel, Loop, ParamDecl, SharedDecl, Value
-from .instructions import SPECS, result_type
+from .instructions import SPECS, VECTOR_WIDTH, result_type
 
 _state = threading.local()
 
@@ -42,6 +42,16 @@ def _current() -> Block:
     if not st:
         raise IRError("IR values can only be used while a KernelBuilder is open (`with kb:`)")
     return st[-1]
+
+
+def current_block() -> Block:
+    """The block instructions go to now (where a value defined now is visible: here and in blocks opened inside)."""
+    return _current()
+
+
+def is_open(block: Block) -> bool:
+    """Whether ``block`` is the current block or one around it, so values defined in it so far are in scope."""
+    return any(b is block for b in _stack())
 
 
 def emit(op: str, *args: Value, attrs: tuple = ()) -> Value | None:
@@ -306,6 +316,45 @@ class BufferRef:
         if value.dtype is not self.decl.dtype:
             raise DTypeError(f"store of {value.dtype.short} into {self.decl.dtype.short} buffer {self.decl.name!r}")
         _current().body.append(Instr("store", (index, value), None, (self.decl.name,)))
+
+    def vload(self, index, component: int) -> Value:
+        """Element ``component`` of aligned vector ``index``: ``buf[4 * index + component]``.
+
+        The vector loads of one index share one memory access on Vulkan (16 bytes of float32).
+
+        >>> x0, x1, x2, x3 = (x.vload(q, c) for c in range(4))   # x[4q] ... x[4q + 3]
+        """
+        if self.decl.access == "write":
+            raise IRError(f"vload from write-only buffer {self.decl.name!r}")
+        if not 0 <= int(component) < VECTOR_WIDTH:
+            raise IRError(f"vload component {component} is not below the vector width {VECTOR_WIDTH}")
+        index = as_value(index, dtype=T.uint32)
+        _check_index(index, f"buffer {self.decl.name!r}")
+        result = Value(self.decl.dtype)
+        _current().body.append(Instr("vload", (index,), result, (self.decl.name, int(component))))
+        return result
+
+    def load4(self, index) -> tuple[Value, ...]:
+        """The four elements of aligned vector ``index`` (``vload`` of each component)."""
+        index = as_value(index, dtype=T.uint32)
+        return tuple(self.vload(index, c) for c in range(VECTOR_WIDTH))
+
+    def store4(self, index, values) -> None:
+        """``buf[4 * index + j] = values[j]`` for every j, as one vector store (``vstore``).
+
+        >>> out.store4(q, (a, b, c, d))
+        """
+        if self.decl.access == "read":
+            raise IRError(f"vstore to read-only buffer {self.decl.name!r}")
+        values = tuple(as_value(v, dtype=self.decl.dtype) for v in values)
+        if len(values) != VECTOR_WIDTH:
+            raise IRError(f"vstore takes {VECTOR_WIDTH} values, got {len(values)}")
+        bad = [v.dtype.short for v in values if v.dtype is not self.decl.dtype]
+        if bad:
+            raise DTypeError(f"vstore of {', '.join(bad)} into {self.decl.dtype.short} buffer {self.decl.name!r}")
+        index = as_value(index, dtype=T.uint32)
+        _check_index(index, f"buffer {self.decl.name!r}")
+        _current().body.append(Instr("vstore", (index, *values), None, (self.decl.name,)))
 
 
 class SharedRef:

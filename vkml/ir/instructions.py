@@ -182,6 +182,10 @@ _TABLE: list[Spec] = [
     Spec("store", "memory", 2, INTS, None, None, "buffer[index] = value"),
     Spec("shared_load", "memory", 1, INTS, None, None, "shared[index]"),
     Spec("shared_store", "memory", 2, INTS, None, None, "shared[index] = value"),
+    # vector memory access (attrs = (buffer name,) + for vload (component,)): the index counts
+    # aligned vectors of VECTOR_WIDTH elements; codegen loads each distinct vector once (16 bytes for f32)
+    Spec("vload", "memory", 1, INTS, None, None, "buffer[index * 4 + component]"),
+    Spec("vstore", "memory", 5, INTS, None, None, "buffer[index * 4 + j] = value j, for j < 4"),
     # synchronisation and subgroups
     Spec("barrier", "sync", 0, (), lambda ts, at: None, None, "workgroup execution and memory barrier"),
     Spec(
@@ -196,6 +200,9 @@ _TABLE: list[Spec] = [
 ]
 
 SPECS: dict[str, Spec] = {s.name: s for s in _TABLE}
+
+# Elements per vector of ``vload`` / ``vstore``: 16 bytes of float32, the widest load NVIDIA issues.
+VECTOR_WIDTH = 4
 
 # Conversions the `convert` instruction accepts; f32->f16 is missing on purpose (see ops/mathlib: narrowing is software).
 CONVERSIONS = (

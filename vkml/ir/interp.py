@@ -24,6 +24,8 @@ Semantics fixed here (Vulkan leaves some of them undefined; kernels must not rel
 - An active invocation that loads or stores out of range raises ``IndexError``.
 - Several active invocations storing to one address in one instruction: the highest
   invocation (workgroup-major, then local linear index) wins.
+- ``vload x[q], c`` is ``x[4q + c]``; ``vstore x[q], a, b, c, d`` stores ``x[4q + j]`` for each j
+  (the vector forms change how Vulkan accesses memory, never what a kernel computes).
 - Shared arrays start zeroed. ``barrier`` needs no action in lock-step execution, but the
   active mask must be uniform per workgroup (else ``IRError``).
 - ``shuffle_xor`` reads the invocation whose local linear index is ours xor the mask; an
@@ -41,7 +43,7 @@ from ..errors import IRError
 from . import builder as B
 from . import types as T
 from .core import Block, If, Instr, Kernel, Loop, Value
-from .instructions import SPECS
+from .instructions import SPECS, VECTOR_WIDTH
 from .interp_memory import Memory
 
 DEFAULT_MAX_INVOCATIONS = 1 << 18  # per chunk: ~1 MiB per 32-bit value, cache-friendly
@@ -195,6 +197,11 @@ def none_active(mask: Mask) -> bool:
 def merge(mask: Mask, new: np.ndarray, old: np.ndarray) -> np.ndarray:
     """``new`` on the lanes of ``mask``, ``old`` elsewhere."""
     return new if mask is None else np.where(mask, new, old)
+
+
+def _vector_element(index: np.ndarray, component: int) -> np.ndarray:
+    """The element index ``VECTOR_WIDTH * index + component`` (64-bit: no wrap-around)."""
+    return index.astype(np.int64) * VECTOR_WIDTH + component
 
 
 # ---------------------------------------------------------------- freeing dead values
@@ -354,6 +361,14 @@ class _Chunk:
             out = self.memory.load(op, instr.attrs[0], args[0], mask, self.lane_description)
         elif op in ("store", "shared_store"):
             self.memory.store(op, instr.attrs[0], args[0], args[1], mask, self.lane_description)
+            return
+        elif op == "vload":
+            at = _vector_element(args[0], int(instr.attrs[1]))
+            out = self.memory.load(op, instr.attrs[0], at, mask, self.lane_description)
+        elif op == "vstore":
+            for j, value in enumerate(args[1:]):
+                at = _vector_element(args[0], j)
+                self.memory.store(op, instr.attrs[0], at, value, mask, self.lane_description)
             return
         elif op == "barrier":
             self.check_barrier(mask)

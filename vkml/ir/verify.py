@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import IRError
 from . import types as T
 from .core import ACCESS_MODES, Block, If, Instr, Kernel, Loop, Value
-from .instructions import SPECS, result_type
+from .instructions import SPECS, VECTOR_WIDTH, result_type
 from .text import ValueNames, format_statement
 
 MAX_WORKGROUP_INVOCATIONS = 1024  # Vulkan's guaranteed minimum of maxComputeWorkGroupInvocations
@@ -203,6 +203,9 @@ class _Checker:
         elif kind == "subgroup":
             ok = len(a) == 1 and isinstance(a[0], int) and a[0] >= 0
             want = "one non-negative integer mask"
+        elif stmt.op == "vload":
+            ok = len(a) == 2 and isinstance(a[0], str) and isinstance(a[1], int) and 0 <= a[1] < VECTOR_WIDTH
+            want = f"a buffer name and a component below {VECTOR_WIDTH}"
         elif kind == "memory":
             ok = len(a) == 1 and isinstance(a[0], str)
             want = "the name of a buffer or shared array"
@@ -223,7 +226,7 @@ class _Checker:
         except KeyError:
             self.fail(stmt, f"no {'shared array' if shared else 'buffer'} named {name!r} is declared")
         is_store = stmt.op.endswith("store")
-        want_args = 2 if is_store else 1
+        want_args = (1 + VECTOR_WIDTH if stmt.op == "vstore" else 2) if is_store else 1
         if len(stmt.args) != want_args:
             self.fail(stmt, f"{stmt.op} takes {want_args} operand(s), got {len(stmt.args)}")
         index = stmt.args[0]
@@ -234,9 +237,9 @@ class _Checker:
         if not shared and not is_store and decl.access == "write":
             self.fail(stmt, f"load from write-only buffer {name!r}")
         if is_store:
-            value = stmt.args[1]
-            if value.dtype is not decl.dtype:
-                self.fail(stmt, f"stores {value.dtype.short} into {name!r}, which holds {decl.dtype.short}")
+            for value in stmt.args[1:]:
+                if value.dtype is not decl.dtype:
+                    self.fail(stmt, f"stores {value.dtype.short} into {name!r}, which holds {decl.dtype.short}")
             return None
         return decl.dtype
 
@@ -299,7 +302,7 @@ class _Uniformity:
     def instr_reason(self, stmt: Instr) -> str | None:
         if stmt.op in _NONUNIFORM_OPS:
             return stmt.op
-        if stmt.op == "load":
+        if stmt.op in ("load", "vload"):
             buffer = self.k.buffer(stmt.attrs[0])
             if buffer.access != "read":
                 return f"a load from writable buffer {buffer.name!r}"

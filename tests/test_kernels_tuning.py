@@ -1,0 +1,243 @@
+"""Per-device tunings of the kernel templates never change bits.
+
+Elementwise kernels with vectors (aligned groups of four positions per invocation) and
+reductions with more lanes, more elements per lane and shuffle levels are run on the CPU
+interpreter under several tunings and on lavapipe under its own, against numpy and the
+contract's tree (``optest.tree_reduce``). The lowered IR is inspected to see that contiguous
+leaves and outputs do move as vectors and that other views fall back to scalar loads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from optest import first_extreme_index, maximum_ref, tree_reduce
+
+import vkml
+from vkml import kernels_tuning as KT
+from vkml import schedule
+from vkml.codegen.features import DeviceFeatures
+from vkml.ir.core import Instr, walk
+
+CPU = vkml.device("cpu")
+# Small layouts reach chunk, lane and subgroup boundaries with short inputs.
+SMALL_GPU = replace(KT.GPU_TUNING, local_size=8, reduce_lanes=16, reduce_per_lane=4, reduce_row_per_lane=8, subgroup=4)
+TUNINGS = {
+    "cpu": KT.CPU_TUNING,
+    "gpu": KT.GPU_TUNING,
+    "small-gpu": SMALL_GPU,
+    "shared-only": replace(SMALL_GPU, subgroup=1, vectors_per_invocation=2),
+    "narrow-shuffles": replace(KT.GPU_TUNING, subgroup=32, wide_shuffles=False),
+}
+
+
+@pytest.fixture(scope="module")
+def gpu():
+    assert vkml.vulkan_device_reports(), "no Vulkan device: install lavapipe"
+    return vkml.best_device()
+
+
+@pytest.fixture
+def cpu_tuning():
+    """Set the CPU device's tuning for one test; the default comes back afterwards."""
+    yield lambda tuning: KT.set_tuning(CPU, tuning)
+    KT.set_tuning(CPU, None)
+
+
+def lowered(*tensors) -> list:
+    """The kernels the scheduler would dispatch for ``tensors`` (nothing runs)."""
+    dispatches, _, _ = schedule.lower(schedule.Plan([t.node for t in tensors]))
+    return [d.kernel for d in dispatches]
+
+
+def accesses(kernel, op: str) -> dict[str, int]:
+    """How many ``op`` instructions (load, vload, vstore, ...) each buffer gets."""
+    counts: dict[str, int] = {}
+    for stmt in walk(kernel.body):
+        if isinstance(stmt, Instr) and stmt.op == op:
+            counts[stmt.attrs[0]] = counts.get(stmt.attrs[0], 0) + 1
+    return counts
+
+
+def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    a, b = np.atleast_1d(a), np.atleast_1d(b)
+    return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a.view(np.uint8), b.view(np.uint8))
+
+
+def test_tuning_from_device_features():
+    h200 = KT.tuning_from_features(DeviceFeatures.h200_like())
+    assert (h200.local_size, h200.vector, h200.reduce_lanes, h200.subgroup) == (256, 4, 256, 32)
+    lavapipe = KT.tuning_from_features(DeviceFeatures.lavapipe_like())
+    assert lavapipe.subgroup == 8 and lavapipe.wide_shuffles
+    minimal = KT.tuning_from_features(DeviceFeatures())  # 128 invocations, no shuffles
+    assert (minimal.local_size, minimal.reduce_lanes, minimal.subgroup) == (128, 128, 1)
+    assert KT.tuning_for(CPU) == KT.CPU_TUNING
+    with pytest.raises(ValueError, match="power of two"):
+        replace(KT.GPU_TUNING, reduce_lanes=48)
+
+
+# ---------------------------------------------------------------- elementwise
+
+
+def _views(a: np.ndarray, b: np.ndarray, row: np.ndarray, col: np.ndarray):
+    """(name, vkml function, numpy function) over a (24, 32) ``a``, ``b``, a (32,) row and a (24, 1) column."""
+    return [
+        ("contiguous", lambda x, y, r, c: x * y + 1.0, lambda x, y, r, c: x * y + np.float32(1)),
+        ("row-broadcast", lambda x, y, r, c: x - r, lambda x, y, r, c: x - r),
+        ("column-broadcast", lambda x, y, r, c: x * c, lambda x, y, r, c: x * c),
+        ("transposed", lambda x, y, r, c: x + y.T.T.reshape(32, 24).T.reshape(24, 32), None),
+        ("aligned-slice", lambda x, y, r, c: x[:, 4:20] + y[:, 8:24], lambda x, y, r, c: x[:, 4:20] + y[:, 8:24]),
+        ("unaligned-slice", lambda x, y, r, c: x[:, 1:17] + y[:, 3:19], lambda x, y, r, c: x[:, 1:17] + y[:, 3:19]),
+        ("step-slice", lambda x, y, r, c: x[:, ::2] + 1.0, lambda x, y, r, c: x[:, ::2] + np.float32(1)),
+        ("flip-rows", lambda x, y, r, c: x.flip(0) - y, lambda x, y, r, c: x[::-1] - y),
+        ("flip-columns", lambda x, y, r, c: x.flip(1) - y, lambda x, y, r, c: x[:, ::-1] - y),
+        (
+            "aligned-pad",
+            lambda x, y, r, c: vkml.nn.functional.pad(x[:, :24], (4, 4)) + 1.0,
+            lambda x, y, r, c: np.pad(x[:, :24], ((0, 0), (4, 4))) + np.float32(1),
+        ),
+        (
+            "unaligned-pad",
+            lambda x, y, r, c: vkml.nn.functional.pad(x[:, :30], (1, 1)) + 1.0,
+            lambda x, y, r, c: np.pad(x[:, :30], ((0, 0), (1, 1))) + np.float32(1),
+        ),
+        ("odd-columns", lambda x, y, r, c: x[:, :31] * 2.0, lambda x, y, r, c: x[:, :31] * np.float32(2)),
+        ("cat", lambda x, y, r, c: vkml.cat([x, y.flip(0)], 1), lambda x, y, r, c: np.concatenate([x, y[::-1]], 1)),
+        (
+            "reshape-of-transpose",
+            lambda x, y, r, c: x.T.reshape(24, 32) + y,
+            lambda x, y, r, c: x.T.reshape(24, 32) + y,
+        ),
+        ("to-float16", lambda x, y, r, c: (x + y).half(), lambda x, y, r, c: (x + y).astype(np.float16)),
+        ("compare", lambda x, y, r, c: x > y, lambda x, y, r, c: x > y),
+        ("where", lambda x, y, r, c: vkml.where(x > r, x, c), lambda x, y, r, c: np.where(x > r, x, c)),
+        ("to-int64", lambda x, y, r, c: (x * 100).long(), lambda x, y, r, c: (x * 100).astype(np.int64)),
+    ]
+
+
+def _inputs(seed: int = 0):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(shape).astype(np.float32) for shape in ((24, 32), (24, 32), (32,), (24, 1))]
+
+
+CASES = _views(*_inputs())
+
+
+@pytest.mark.parametrize("name, fn, ref", CASES, ids=[c[0] for c in CASES])
+def test_elementwise_same_bits_under_every_tuning_and_on_vulkan(name, fn, ref, cpu_tuning, gpu):
+    arrays = _inputs()
+    results = {}
+    for label, tuning in TUNINGS.items():
+        cpu_tuning(tuning)
+        results[label] = fn(*[vkml.tensor(a) for a in arrays]).numpy()
+    results["vulkan"] = fn(*[vkml.tensor(a, device=gpu) for a in arrays]).numpy()
+    want = ref(*arrays) if ref is not None else results["cpu"]
+    for label, got in results.items():
+        assert same_bits(got, np.asarray(want)), f"{name} under {label}"
+
+
+def test_contiguous_leaves_and_the_output_move_as_vectors(cpu_tuning):
+    cpu_tuning(KT.GPU_TUNING)
+    x, y, r, c = (vkml.tensor(a) for a in _inputs())
+    (kernel,) = lowered(x * y - r + c)
+    assert kernel.local_size == (256, 1, 1)
+    assert accesses(kernel, "vstore") == {"out0": 1}
+    assert accesses(kernel, "vload") == {"in1": 4, "in2": 4, "in3": 4}  # x, y and the row broadcast
+    assert accesses(kernel, "load") == {"in4": 1}  # the column: one element for the whole group
+
+
+def test_other_views_fall_back_to_scalar_loads(cpu_tuning):
+    cpu_tuning(KT.GPU_TUNING)
+    x, y, _, _ = (vkml.tensor(a) for a in _inputs())
+    (kernel,) = lowered(x + y.T.reshape(24, 32).flip(1))
+    assert accesses(kernel, "vload") == {"in1": 4}
+    assert accesses(kernel, "load") == {"in2": 4}
+    (odd,) = lowered(x[:, :31] + 1.0)  # 31 columns: no aligned groups at all
+    assert accesses(odd, "vload") == {} and accesses(odd, "vstore") == {}
+
+
+def test_several_groups_per_invocation_cover_every_size(cpu_tuning):
+    cpu_tuning(replace(SMALL_GPU, vectors_per_invocation=4))
+    for n in (4, 28, 32, 36, 124, 128, 132, 4 * 33 * 4 + 8):
+        x = np.arange(n, dtype=np.float32)
+        assert same_bits((vkml.tensor(x) * 3.0).numpy(), x * np.float32(3)), n
+
+
+# ---------------------------------------------------------------- reductions
+
+LENGTHS = sorted({n + d for n in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096) for d in (-1, 0, 1)} - {0})
+
+
+def _oracle(name: str, x: np.ndarray) -> np.ndarray:
+    if name == "sum":
+        return tree_reduce(x, np.add)
+    if name == "amax":
+        return tree_reduce(x, maximum_ref)
+    return first_extreme_index(x, largest=True)
+
+
+@pytest.mark.parametrize("tuning", ["cpu", "small-gpu", "shared-only", "gpu"])
+@pytest.mark.parametrize("rows", [1, 3, 40])
+def test_reductions_follow_the_tree_at_every_boundary(tuning, rows, cpu_tuning):
+    """Lengths around every power of two up to past a GPU chunk: lane, subgroup, chunk and pass edges."""
+    cpu_tuning(TUNINGS[tuning])
+    rng = np.random.default_rng(rows)
+    lengths = LENGTHS if rows < 40 else [n for n in LENGTHS if n < 600]
+    for n in lengths:
+        x = (rng.standard_normal((rows, n)) * 100).astype(np.float32)
+        x[:, ::7] = np.float32(-0.0)
+        if n > 5:
+            x[0, n // 2] = np.nan  # NaN wins amax and argmax from any position
+        t = vkml.tensor(x)
+        for name in ("sum", "amax", "argmax"):
+            got = getattr(t, name)(dim=1).numpy()
+            assert same_bits(got, _oracle(name, x)), f"{name} of {rows}×{n} under {tuning}"
+
+
+def test_reductions_on_vulkan_follow_the_tree(gpu):
+    rng = np.random.default_rng(5)
+    for rows, n in [(1, 4095), (1, 4097), (2, 8193), (3, 70000), (40, 257), (40, 8192), (64, 1000)]:
+        x = rng.standard_normal((rows, n)).astype(np.float32)
+        t = vkml.tensor(x, device=gpu)
+        for name in ("sum", "amax", "argmax"):
+            got = getattr(t, name)(dim=1).numpy()
+            assert same_bits(got, _oracle(name, x)), f"{name} of {rows}×{n} on {gpu}"
+
+
+def test_sum_over_every_layout_of_a_3d_tensor(cpu_tuning, gpu):
+    x = np.random.default_rng(2).standard_normal((6, 20, 12)).astype(np.float32)
+    for tuning in (KT.CPU_TUNING, SMALL_GPU):
+        cpu_tuning(tuning)
+        for dims in ((2,), (1, 2), (0, 2), (0,), (0, 1, 2)):
+            want = vkml.tensor(x, device=gpu).sum(dim=dims).numpy()
+            assert same_bits(vkml.tensor(x).sum(dim=dims).numpy(), want), dims
+
+
+def test_a_long_sum_takes_two_passes(cpu_tuning):
+    cpu_tuning(SMALL_GPU)  # chunks of 64: 2^13 elements give 128 chunks, then one pass over them
+    x = np.random.default_rng(3).standard_normal(1 << 13).astype(np.float32)
+    kernels = lowered(vkml.tensor(x).sum())
+    assert len(kernels) == 2
+    assert same_bits(vkml.tensor(x).sum().numpy(), tree_reduce(x, np.add))
+
+
+def test_softmax_and_layer_norm_read_a_row_once_when_it_fits(cpu_tuning):
+    cpu_tuning(SMALL_GPU)  # 16 lanes × up to 8: rows of 128 fit one chunk
+    x = vkml.tensor(np.random.default_rng(4).standard_normal((6, 128)).astype(np.float32))
+    w, b = vkml.tensor(np.ones(128, np.float32)), vkml.tensor(np.zeros(128, np.float32))
+    rows_kernel = lowered(vkml.softmax(x, dim=1))[0]
+    assert accesses(rows_kernel, "vload") == {"in2": 8} and accesses(rows_kernel, "load") == {}
+    norm_kernel = lowered(vkml.nn.functional.layer_norm(x, (128,), w, b))[0]
+    assert accesses(norm_kernel, "vload") == {"in2": 8}
+    for fn in (lambda t: vkml.softmax(t, dim=1), lambda t: vkml.nn.functional.layer_norm(t, (128,), w, b)):
+        fused = fn(x).numpy()
+        cpu_tuning(KT.CPU_TUNING)
+        vkml.set_eager(True)
+        try:
+            eager = fn(x).numpy()
+        finally:
+            vkml.set_eager(False)
+        cpu_tuning(SMALL_GPU)
+        assert same_bits(fused, eager)

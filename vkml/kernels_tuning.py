@@ -1,0 +1,137 @@
+"""Per-device choices of the kernel templates: workgroup sizes, work per invocation, vectors.
+
+A ``Tuning`` changes how a kernel is laid out over invocations, never what it computes:
+elementwise kernels compute the same expression per element whatever the vector width, and
+reductions keep the contract's tree for every power-of-two lane count and per-lane count
+(every aligned block of 2^k elements is a subtree). So the CPU reference and a GPU may use
+different tunings and still give the same bits — tests/test_kernels_tuning.py checks it.
+
+The tuning is part of the template cache key (vkml/schedule.py), since it shapes the IR.
+
+    >>> tuning_for(vkml.device("cpu")).vector
+    1
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from .codegen.features import DeviceFeatures
+from .ir.instructions import VECTOR_WIDTH
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """How the templates spread work; every field a power of two.
+
+    - ``local_size``: invocations per elementwise workgroup.
+    - ``vector``: elements an elementwise invocation handles together (1, or ``VECTOR_WIDTH``:
+      then contiguous leaves and the output move as 16-byte vectors).
+    - ``vectors_per_invocation``: how many such groups one invocation handles, a workgroup
+      apart (so each round of loads stays coalesced).
+    - ``reduce_lanes``: the most invocations of a reduction workgroup (fewer for short rows).
+    - ``reduce_per_lane``: elements each lane reduces in registers per chunk (a contiguous,
+      aligned run, loaded as vectors where the layout allows).
+    - ``reduce_row_per_lane``: a lane may take up to this many when that puts a whole row in
+      one chunk (chained reductions — softmax, layer norm — then load the row once).
+    - ``subgroup``: the first log2(subgroup) levels of a workgroup's tree use ``shuffle_xor``
+      among this many lanes, the rest shared memory (1: shared memory only).
+    - ``wide_shuffles``: shuffles of float16 and int64 values are allowed.
+    """
+
+    local_size: int = 64
+    vector: int = 1
+    vectors_per_invocation: int = 1
+    reduce_lanes: int = 64
+    reduce_per_lane: int = 4
+    reduce_row_per_lane: int = 4
+    subgroup: int = 1
+    wide_shuffles: bool = False
+
+    def __post_init__(self):
+        for name in ("local_size", "vectors_per_invocation", "reduce_lanes", "reduce_per_lane", "subgroup"):
+            value = getattr(self, name)
+            if value < 1 or value & (value - 1):
+                raise ValueError(f"Tuning.{name} must be a power of two, got {value}")
+        if self.vector not in (1, VECTOR_WIDTH):
+            raise ValueError(f"Tuning.vector must be 1 or {VECTOR_WIDTH}, got {self.vector}")
+        if self.reduce_row_per_lane < self.reduce_per_lane or self.reduce_row_per_lane & (self.reduce_row_per_lane - 1):
+            raise ValueError("Tuning.reduce_row_per_lane must be a power of two >= reduce_per_lane")
+
+
+# The CPU interpreter pays per instruction executed over all simulated invocations at once, so
+# vectors (four instructions where one did) and deep register trees only add work there. No
+# shuffles: a kernel lowered for the CPU stays valid SPIR-V for any device (vkml-dump-spirv
+# --device cpu shows it so).
+CPU_TUNING = Tuning(
+    local_size=64,
+    vector=1,
+    vectors_per_invocation=1,
+    reduce_lanes=64,
+    reduce_per_lane=4,
+    reduce_row_per_lane=4,
+    subgroup=1,
+    wide_shuffles=False,
+)
+
+# A GPU moves memory best in 16-byte vectors from workgroups of 256 (reference/vulkan.md:
+# vec4 at 256 gave 4.35 TB/s on the H200 against 1.27 TB/s for scalar loads at 64). A
+# reduction lane takes 16 elements (four vectors) per chunk, so a 256-lane workgroup covers
+# 4096 elements between two trips through shared memory; up to 32 when a whole row then fits.
+GPU_TUNING = Tuning(
+    local_size=256,
+    vector=VECTOR_WIDTH,
+    vectors_per_invocation=1,
+    reduce_lanes=256,
+    reduce_per_lane=16,
+    reduce_row_per_lane=32,
+    subgroup=1,
+    wide_shuffles=False,
+)
+
+
+def tuning_from_features(features: DeviceFeatures) -> Tuning:
+    """The tuning for a Vulkan device with ``features``, within its limits.
+
+    >>> tuning_from_features(DeviceFeatures.h200_like()).subgroup
+    32
+    """
+    lanes = min(GPU_TUNING.reduce_lanes, _pow2_floor(features.max_workgroup_invocations))
+    local = min(GPU_TUNING.local_size, _pow2_floor(features.max_workgroup_invocations))
+    subgroup = 1
+    if features.subgroup_shuffle and features.subgroup_size > 1:
+        subgroup = min(_pow2_floor(features.subgroup_size), lanes)
+    return replace(
+        GPU_TUNING,
+        local_size=local,
+        reduce_lanes=lanes,
+        subgroup=subgroup,
+        wide_shuffles=features.subgroup_extended_types,
+    )
+
+
+_BY_DEVICE: dict[str, Tuning] = {}
+
+
+def tuning_for(device) -> Tuning:
+    """The tuning for ``device``: from its ``DeviceFeatures`` on Vulkan, ``CPU_TUNING`` for the CPU reference."""
+    found = _BY_DEVICE.get(device.name)
+    if found is None:
+        features = getattr(device, "features", None)
+        found = CPU_TUNING if features is None else tuning_from_features(features)
+        _BY_DEVICE[device.name] = found
+    return found
+
+
+def set_tuning(device, tuning: Tuning | None) -> None:
+    """Use ``tuning`` for ``device`` from now on (``None``: back to the default). For tests and tuning runs.
+
+    >>> set_tuning(vkml.device("cpu"), GPU_TUNING)   # the CPU reference runs the GPU layout
+    """
+    _BY_DEVICE.pop(device.name, None)
+    if tuning is not None:
+        _BY_DEVICE[device.name] = tuning
+
+
+def _pow2_floor(n: int) -> int:
+    return 1 << (max(1, int(n)).bit_length() - 1)

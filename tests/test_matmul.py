@@ -324,3 +324,13 @@ def test_staging_reads_along_the_contiguous_axis():
     mm = (x.T @ x).node  # a weight gradient: A = x.T has m contiguous, B = x has n contiguous
     assert not kernels_matmul._contiguous_along_k(mm.srcs[0], True)
     assert not kernels_matmul._contiguous_along_k(mm.srcs[1], False)
+
+
+def test_two_layers_are_two_dispatches():
+    g = np.random.default_rng(19)
+    x, w1, w2 = (vkml.tensor(g.standard_normal(s, dtype=np.float32)) for s in ((64, 2), (128, 2), (3, 128)))
+    hidden = vkml.relu(vkml.nn.functional.linear(x, w1))  # one kernel: the product and its relu
+    y = vkml.nn.functional.linear(hidden, w2)  # the second product reads it
+    assert _dispatches(y) == 2
+    h = ordered_matmul(x.numpy(), w1.numpy().T)
+    assert_same_bits(y.numpy(), ordered_matmul(np.maximum(h, 0), w2.numpy().T), "two layers")

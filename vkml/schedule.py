@@ -31,7 +31,7 @@ import contextlib
 import sys
 from collections import OrderedDict, defaultdict
 
-from . import debug, kernels, kernels_matmul, kernels_reduce
+from . import debug, kernels, kernels_matmul, kernels_reduce, kernels_tuning
 from .graph import Node, toposort
 from .runtime.base import Buffer, Dispatch
 from .view import ViewStack
@@ -329,7 +329,7 @@ class _Group:
         self.sig = Signature(root, self.chain, self.chain[:-1], self.leaf_ids, self.mode)
 
     def template(self) -> kernels.GroupTemplate:
-        key = self.sig.key
+        key = (self.sig.key, kernels_tuning.tuning_for(self.root.device))  # templates are laid out per device
         found = _templates.get(key)
         if found is None:
             lowered = _lower_group(self.root, self.chain, self.leaf_ids, self.mode, self.sig.baked)

@@ -70,7 +70,7 @@ def test_tuning_from_device_features():
     h200 = KT.tuning_from_features(DeviceFeatures.h200_like())
     assert (h200.local_size, h200.vector, h200.reduce_lanes, h200.subgroup) == (256, 4, 256, 32)
     lavapipe = KT.tuning_from_features(DeviceFeatures.lavapipe_like())
-    assert lavapipe.subgroup == 8 and lavapipe.wide_shuffles
+    assert (lavapipe.subgroup, lavapipe.reduce_lanes, lavapipe.wide_shuffles) == (8, 64, True)  # 8 subgroups
     minimal = KT.tuning_from_features(DeviceFeatures())  # 128 invocations, no shuffles
     assert (minimal.local_size, minimal.reduce_lanes, minimal.subgroup) == (128, 128, 1)
     assert KT.tuning_for(CPU) == KT.CPU_TUNING
@@ -163,6 +163,21 @@ def test_several_groups_per_invocation_cover_every_size(cpu_tuning):
     for n in (4, 28, 32, 36, 124, 128, 132, 4 * 33 * 4 + 8):
         x = np.arange(n, dtype=np.float32)
         assert same_bits((vkml.tensor(x) * 3.0).numpy(), x * np.float32(3)), n
+
+
+def test_an_invocations_groups_share_what_depends_on_the_row(cpu_tuning):
+    """With whole workgroups per row, layer norm's per-row values are loaded and computed once per invocation."""
+    x = vkml.tensor(np.random.default_rng(6).standard_normal((6, 128)).astype(np.float32))
+    w, b = (vkml.tensor(np.random.default_rng(s).standard_normal(128).astype(np.float32)) for s in (7, 8))
+    results = []
+    for per in (1, 4):
+        cpu_tuning(replace(SMALL_GPU, vectors_per_invocation=per))  # 8 lanes × 4 groups of 4: a row
+        y = vkml.nn.functional.layer_norm(x, (128,), w, b)
+        norm = lowered(y)[1]
+        assert sum(accesses(norm, "load").values()) == 2  # the row's sum and its rsqrt, once
+        assert sum(accesses(norm, "vstore").values()) == per
+        results.append(y.numpy())
+    assert same_bits(results[0], results[1])
 
 
 # ---------------------------------------------------------------- reductions

@@ -15,6 +15,7 @@ back to one scalar load per position. Reductions are in ``kernels_reduce.py``.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 
 from .graph import Node
@@ -472,25 +473,42 @@ def lower_elementwise(root: Node, leaves, baked=frozenset(), tuning: Tuning | No
     groups = root.numel // width
     local, per = tuning.local_size, tuning.vectors_per_invocation
     per = min(per, pow2ceil(-(-groups // local)))  # no rounds that every invocation skips
+    span = local * per  # groups per workgroup
     L = Lowering(kernel_name(root, "E"), (local, 1, 1), leaves, baked)
-    grid = fold_grid(-(-groups // (local * per)))
+    workgroups = -(-groups // span)
+    grid = fold_grid(workgroups)
     out_ref = L.bind_buffer(root.dtype, "write", "out", ("out", root))
+
+    def one_group(q: Value, group_multi=None) -> None:
+        if width == 1:
+            L.store(out_ref, root.dtype, q, L.value(root, Index(root.shape, lin=q)))
+            return
+        values = [L.value(root, Index(root.shape, group=(q, k, width), group_multi=group_multi)) for k in range(width)]
+        L.store_vector(out_ref, root.dtype, q, values)
+
     with L.kb:
-        first = linear_workgroup(grid) * _u32(local * per) + B.local_id(0)
-
-        def one_group(q: Value) -> None:
+        w = linear_workgroup(grid)
+        lid = B.local_id(0)
+        if per > 1 and groups % span == 0:
+            # Every group of a workgroup exists: its groups go unrolled into one block, where they
+            # share what depends only on the row when a row holds whole workgroups.
+            with B.if_(w < _u32(workgroups)) if grid[0] * grid[1] != workgroups else contextlib.nullcontext():
+                per_row = root.shape[-1] // width // span if width > 1 and len(root.shape) > 1 else 0
+                rows = root.shape[-1] // width % span == 0 and per_row
+                outer = unravel(w / _u32(per_row), root.shape[:-1]) if rows else None
+                column = (w % _u32(per_row)) * _u32(span) + lid if rows else None
+                for j in range(per):
+                    q = w * _u32(span) + _u32(j * local) + lid
+                    one_group(q, outer + (column + _u32(j * local),) if rows else None)
+        elif per == 1:
+            q = w * _u32(span) + lid
             with B.if_(q < _u32(groups)):
-                if width == 1:
-                    L.store(out_ref, root.dtype, q, L.value(root, Index(root.shape, lin=q)))
-                    return
-                values = [L.value(root, Index(root.shape, group=(q, k, width))) for k in range(width)]
-                L.store_vector(out_ref, root.dtype, q, values)
-
-        if per == 1:
-            one_group(first)
+                one_group(q)
         else:
             with B.range_(_u32(0), _u32(per)) as j:
-                one_group(first + j * _u32(local))
+                q = w * _u32(span) + j * _u32(local) + lid
+                with B.if_(q < _u32(groups)):
+                    one_group(q)
     return GroupTemplate([L.template(grid)])
 
 

@@ -75,13 +75,15 @@ CPU_TUNING = Tuning(
 )
 
 # A GPU moves memory best in 16-byte vectors from workgroups of 256 (reference/vulkan.md:
-# vec4 at 256 gave 4.35 TB/s on the H200 against 1.27 TB/s for scalar loads at 64). A
-# reduction lane takes 16 elements (four vectors) per chunk, so a 256-lane workgroup covers
-# 4096 elements between two trips through shared memory; up to 32 when a whole row then fits.
+# vec4 at 256 gave 4.35 TB/s on the H200 against 1.27 TB/s for scalar loads at 64). Two
+# vectors per invocation, a workgroup apart: two 16-byte accesses per input in flight, and
+# what depends only on the row (layer norm's mean) is computed once for both. A reduction
+# lane takes 16 elements (four vectors) per chunk, so a 256-lane workgroup covers 4096
+# elements between two trips through shared memory; up to 32 when a whole row then fits.
 GPU_TUNING = Tuning(
     local_size=256,
     vector=VECTOR_WIDTH,
-    vectors_per_invocation=1,
+    vectors_per_invocation=2,
     reduce_lanes=256,
     reduce_per_lane=16,
     reduce_row_per_lane=32,
@@ -90,20 +92,27 @@ GPU_TUNING = Tuning(
 )
 
 
+SUBGROUPS_PER_REDUCTION = 8
+
+
 def tuning_from_features(features: DeviceFeatures) -> Tuning:
     """The tuning for a Vulkan device with ``features``, within its limits.
 
     >>> tuning_from_features(DeviceFeatures.h200_like()).subgroup
     32
     """
-    lanes = min(GPU_TUNING.reduce_lanes, _pow2_floor(features.max_workgroup_invocations))
-    local = min(GPU_TUNING.local_size, _pow2_floor(features.max_workgroup_invocations))
+    most = _pow2_floor(features.max_workgroup_invocations)
+    lanes = min(GPU_TUNING.reduce_lanes, most)
     subgroup = 1
     if features.subgroup_shuffle and features.subgroup_size > 1:
         subgroup = min(_pow2_floor(features.subgroup_size), lanes)
+        # At most SUBGROUPS_PER_REDUCTION subgroups: the shared-memory step of a chunk's tree is then
+        # one barrier and a few reads per lane. (lavapipe, subgroups of 8: 64 lanes ran sum,
+        # softmax and layer norm 1.2-1.8x faster than 256, measured; the H200: 8 x 32 = 256.)
+        lanes = min(lanes, SUBGROUPS_PER_REDUCTION * subgroup)
     return replace(
         GPU_TUNING,
-        local_size=local,
+        local_size=min(GPU_TUNING.local_size, most),
         reduce_lanes=lanes,
         subgroup=subgroup,
         wide_shuffles=features.subgroup_extended_types,

@@ -1,0 +1,111 @@
+"""Sweep kernel-template tunings on one device: which layout is fastest for the bandwidth workloads.
+
+    python3 tools/tune_kernels.py                       # full sizes (2^28, 8192×8192): the GPU machine
+    .venv/bin/python tools/tune_kernels.py --quick      # small sizes, lavapipe
+    python3 tools/tune_kernels.py --only add,sum --repeats 20
+
+Each variant changes one field of the device's default ``Tuning`` (vkml/kernels_tuning.py);
+the table gives the minimum GPU time per workload and its ratio to the default (below 1:
+the variant is faster). Results never change bits (tests/test_kernels_tuning.py), so a
+better variant can become the default in ``tuning_from_features`` as it is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+TOOLS = Path(__file__).resolve().parent
+for path in (str(TOOLS.parent), str(TOOLS)):
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+import numpy as np  # noqa: E402
+from bench_timing import time_vkml  # noqa: E402
+
+import vkml  # noqa: E402
+from vkml import kernels_tuning  # noqa: E402
+
+VARIANTS = {
+    "default": {},
+    "1 vector per invocation": {"vectors_per_invocation": 1},
+    "4 vectors per invocation": {"vectors_per_invocation": 4},
+    "scalar elementwise": {"vector": 1},
+    "local size 128": {"local_size": 128},
+    "local size 512": {"local_size": 512},
+    "reduce 8 per lane": {"reduce_per_lane": 8},
+    "reduce 32 per lane": {"reduce_per_lane": 32},
+    "row in chunks of 16 per lane": {"reduce_row_per_lane": 16},
+    "row up to 64 per lane": {"reduce_row_per_lane": 64},
+    "reduce 128 lanes": {"reduce_lanes": 128},
+    "reduce 512 lanes": {"reduce_lanes": 512},
+    "no shuffles": {"subgroup": 1},
+}
+
+
+def _chain8(a, b):
+    x = a * b
+    x = x + a
+    x = x * 0.5
+    x = x - b
+    x = vkml.maximum(x, a)
+    x = x * x
+    x = x + 1.0
+    return x * b
+
+
+def workloads(device, quick: bool) -> dict:
+    """name -> function building the lazy result (inputs made once, on ``device``)."""
+    rng = np.random.default_rng(0)
+    n = 1 << (20 if quick else 28)
+    rows, cols = (512, 1024) if quick else (8192, 8192)
+    a, b = (vkml.tensor(rng.standard_normal(n, dtype=np.float32), device=device) for _ in range(2))
+    x = vkml.tensor(rng.standard_normal((rows, cols), dtype=np.float32), device=device)
+    w, bias = (vkml.tensor(rng.standard_normal(cols, dtype=np.float32), device=device) for _ in range(2))
+    return {
+        "add": lambda: a + b,
+        "chain8": lambda: _chain8(a, b),
+        "sum": lambda: a.sum(),
+        "softmax": lambda: vkml.softmax(x, -1),
+        "layer_norm": lambda: vkml.nn.functional.layer_norm(x, (cols,), w, bias),
+    }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="small sizes (any machine)")
+    parser.add_argument("--device", help="vkml device (default: vkml.best_device())")
+    parser.add_argument("--only", help="comma-separated workloads")
+    parser.add_argument("--variants", help="comma-separated variant names (default: all)")
+    parser.add_argument("--repeats", type=int, default=10)
+    args = parser.parse_args(argv)
+    device = vkml.device(args.device) if args.device else vkml.best_device()
+    base = kernels_tuning.tuning_for(device)
+    cases = workloads(device, args.quick)
+    names = args.only.split(",") if args.only else list(cases)
+    chosen = args.variants.split(",") if args.variants else list(VARIANTS)
+    print(f"device {device}; default {base}")
+    print("| variant | " + " | ".join(names) + " |")
+    print("|---|" + "---|" * len(names))
+    baseline: dict[str, float] = {}
+    for label in chosen:
+        try:
+            tuning = replace(base, **VARIANTS[label])
+        except ValueError as e:  # e.g. a per-lane count below another field
+            print(f"| {label} | skipped: {e} |")
+            continue
+        kernels_tuning.set_tuning(device, tuning)
+        cells = []
+        for name in names:
+            seconds = min(time_vkml(cases[name], device, args.repeats, 30.0).gpu.seconds)
+            baseline.setdefault(name, seconds)
+            cells.append(f"{seconds * 1e3:.3f} ms ({seconds / baseline[name]:.2f})")
+        print(f"| {label} | " + " | ".join(cells) + " |", flush=True)
+    kernels_tuning.set_tuning(device, None)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -183,15 +183,19 @@ CONFIGS = [
     MatmulConfig(8, 4, 2, 1, 1),  # tiny tiles: many workgroups and K-steps
     MatmulConfig(1, 32, 16, 1, 1),  # row-vector tiles
     MatmulConfig(128, 128, 8, 8, 8, fused=True),  # the interpreter rounds mul_add twice: the same bits
+    MatmulConfig(64, 32, 8, 4, 2, packed=True),  # adjacent rows and columns per invocation
 ]
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=str)
-def test_bits_do_not_depend_on_the_tiles(config, monkeypatch):
+def test_bits_do_not_depend_on_the_tiles(config, monkeypatch, gpu):
     monkeypatch.setattr(kernels_matmul, "choose_config", lambda features, m, n, k: config)
     a, b = random_floats((2, 37, 29), seed=6), random_floats((29, 45), seed=7)
-    got = (vkml.tensor(a) @ vkml.tensor(b)).numpy()
-    assert_same_bits(got, ordered_matmul(a, b), str(config))
+    want = ordered_matmul(a, b)
+    assert_same_bits((vkml.tensor(a) @ vkml.tensor(b)).numpy(), want, f"{config} on cpu")
+    got = (vkml.tensor(a, device=gpu) @ vkml.tensor(b, device=gpu)).numpy()
+    if not config.fused:  # (a fused kernel: see the next test)
+        assert_same_bits(got, want, f"{config} on vulkan")
 
 
 def test_a_fused_kernel_follows_one_of_the_two_orders(monkeypatch, gpu):
@@ -207,6 +211,11 @@ def test_a_fused_kernel_follows_one_of_the_two_orders(monkeypatch, gpu):
     assert "%glsl Fma" in compile_kernel(kernel, DeviceFeatures.lavapipe_like()).asm
 
 
+def test_modes_name_their_configs():
+    for config in CONFIGS:
+        assert kernels_matmul.parse_mode(f"matmul {config}") == config
+
+
 def test_configs_fit_the_devices(monkeypatch):
     for features in (None, DeviceFeatures.lavapipe_like(), DeviceFeatures.h200_like(), DeviceFeatures()):
         for m, n, k in [(4096, 4096, 4096), (1, 4096, 64), (4096, 1, 64), (3, 5, 2), (100, 7, 1)]:
@@ -218,6 +227,8 @@ def test_configs_fit_the_devices(monkeypatch):
                 assert c.shared_bytes <= features.max_compute_shared_memory_size
             assert c.bm <= max(2 * m, c.tm) and c.bn <= max(2 * n, c.tn)  # small sides get small tiles
     assert choose_config(DeviceFeatures.h200_like(), 4096, 4096, 4096) == MatmulConfig(128, 128, 8, 8, 8, True)
+    monkeypatch.setattr(kernels_matmul, "SMALL_GPU_TILES", kernels_matmul.TileFamily(16, 16, 4, 4, 64))
+    assert choose_config(DeviceFeatures.lavapipe_like(), 4096, 4096, 4096).bk == 16  # 32 KiB of shared memory
     assert not choose_config(DeviceFeatures.lavapipe_like(), 4096, 4096, 4096).fused
     assert not choose_config(None, 4096, 4096, 4096).fused
     monkeypatch.setenv("VKML_MATMUL_FMA", "0")

@@ -25,7 +25,7 @@ computed at the store, through ``Lowering.value`` with the accumulator as the fu
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from . import config as vkml_config
 from .graph import Node
@@ -52,23 +52,54 @@ class MatmulConfig:
     tm: int
     tn: int
     fused: bool = False  # accumulate with mul_add (a device may fuse it) instead of mul, add
+    packed: bool = False  # an invocation's rows (columns) are adjacent, not one thread-row apart
 
     @property
     def threads(self) -> int:
         return (self.bm // self.tm) * (self.bn // self.tn)
+
+    def rows_of(self, ty: Value) -> tuple[Value, int]:
+        """The first of invocation row ``ty``'s rows in the tile, and the distance between its rows.
+
+        Spread (default), rows ty, ty + BM/TM, ...: a warp's shared loads hit distinct banks as
+        scalars. Packed, rows ty·TM ... ty·TM + TM - 1: adjacent, for compilers that merge them
+        into vector loads (a benchmarking choice).
+        """
+        return (ty * _u32(self.tm), 1) if self.packed and self.tm > 1 else (ty, self.bm // self.tm)
+
+    def cols_of(self, tx: Value) -> tuple[Value, int]:
+        """As ``rows_of``, for invocation column ``tx``."""
+        return (tx * _u32(self.tn), 1) if self.packed and self.tn > 1 else (tx, self.bn // self.tn)
 
     @property
     def shared_bytes(self) -> int:
         return 4 * 2 * self.bk * (self.bm + self.bn + 2 * ROW_PAD)  # two buffers of each tile
 
     def __str__(self) -> str:
-        return f"{self.bm}x{self.bn}x{self.bk}/{self.tm}x{self.tn}{'/fma' if self.fused else ''}"
+        flags = ("/fma" if self.fused else "") + ("/packed" if self.packed else "")
+        return f"{self.bm}x{self.bn}x{self.bk}/{self.tm}x{self.tn}{flags}"
 
 
-# (threads along m, along n, per invocation along m, along n, bk) for each kind of device.
-_INTERPRETER = (16, 16, 2, 2, 8)  # CPU reference: many lanes, few instructions per lane
-_SMALL_GPU = (16, 16, 4, 4, 8)  # lavapipe and other devices with modest limits
-_LARGE_GPU = (16, 16, 8, 8, 8)  # 32-wide subgroups, ≥ 48 KiB shared memory (the H200)
+@dataclass(frozen=True)
+class TileFamily:
+    """The largest tiles one kind of device gets: invocations along m and n, per invocation, BK.
+
+    Smaller products shrink them (``choose_config``). The families are module constants so
+    that a benchmark can try others: ``kernels_matmul.LARGE_GPU_TILES = TileFamily(16, 16, 8,
+    8, 16)`` and ``schedule.clear_template_cache()``.
+    """
+
+    wm: int
+    wn: int
+    tm: int
+    tn: int
+    bk: int
+    packed: bool = False
+
+
+INTERPRETER_TILES = TileFamily(16, 16, 2, 2, 8)  # CPU reference: many lanes, few instructions per lane
+SMALL_GPU_TILES = TileFamily(16, 16, 4, 4, 8)  # lavapipe and other devices with modest limits
+LARGE_GPU_TILES = TileFamily(16, 16, 8, 8, 8)  # 32-wide subgroups, ≥ 48 KiB shared memory (the H200)
 
 
 def _fit(size: int, threads: int, per_thread: int) -> tuple[int, int]:
@@ -88,22 +119,26 @@ def choose_config(features, m: int, n: int, k: int) -> MatmulConfig:
     """
     fused = False
     if features is None:
-        wm, wn, tm, tn, bk = _INTERPRETER
+        family = INTERPRETER_TILES
     elif (
         features.subgroup_size >= 32
         and features.max_compute_shared_memory_size >= 48 * 1024
         and features.max_workgroup_invocations >= 256
     ):
-        wm, wn, tm, tn, bk = _LARGE_GPU
+        family = LARGE_GPU_TILES
         fused = vkml_config.matmul_fma()
     else:
-        wm, wn, tm, tn, bk = _SMALL_GPU
-        while wm * wn > features.max_workgroup_invocations:
-            wm, wn = (wm // 2, wn) if wm >= wn else (wm, wn // 2)
-    wm, tm = _fit(m, wm, tm)
-    wn, tn = _fit(n, wn, tn)
-    bk = min(bk, pow2ceil(max(k, 1)))
-    return MatmulConfig(wm * tm, wn * tn, bk, tm, tn, fused)
+        family = SMALL_GPU_TILES
+    wm, wn = family.wm, family.wn
+    while features is not None and wm * wn > features.max_workgroup_invocations:
+        wm, wn = (wm // 2, wn) if wm >= wn else (wm, wn // 2)
+    wm, tm = _fit(m, wm, family.tm)
+    wn, tn = _fit(n, wn, family.tn)
+    bk = min(family.bk, pow2ceil(max(k, 1)))
+    config = MatmulConfig(wm * tm, wn * tn, bk, tm, tn, fused, family.packed)
+    while features is not None and config.shared_bytes > features.max_compute_shared_memory_size and config.bk > 1:
+        config = replace(config, bk=config.bk // 2)
+    return config
 
 
 def mode(node: Node) -> str:
@@ -115,10 +150,10 @@ def mode(node: Node) -> str:
 
 def parse_mode(text: str) -> MatmulConfig:
     """The ``MatmulConfig`` named by ``mode``'s string."""
-    tile, per_thread, *fused = text.split()[1].split("/")
+    tile, per_thread, *flags = text.split()[1].split("/")
     bm, bn, bk = (int(v) for v in tile.split("x"))
     tm, tn = (int(v) for v in per_thread.split("x"))
-    return MatmulConfig(bm, bn, bk, tm, tn, fused == ["fma"])
+    return MatmulConfig(bm, bn, bk, tm, tn, "fma" in flags, "packed" in flags)
 
 
 def computed_operands(node: Node, is_loaded) -> list[Node]:
@@ -246,6 +281,7 @@ def lower_matmul(root: Node, mm: Node, leaves, baked, config: MatmulConfig) -> G
             row0, col0 = tile_m * _u32(bm), tile_n * _u32(bn)
             tid = B.local_id(0)
             tx, ty = (tid % _u32(wn), tid / _u32(wn)) if wn > 1 else (_u32(0), tid)
+            (row_first, row_step), (col_first, col_step) = config.rows_of(ty), config.cols_of(tx)
             stagings = (_Staging(a, True, config, tid, row0, m_size), _Staging(b, False, config, tid, col0, n_size))
             tiles = (a_tile, b_tile)
             for staging, tile in zip(stagings, tiles):
@@ -260,13 +296,13 @@ def lower_matmul(root: Node, mm: Node, leaves, baked, config: MatmulConfig) -> G
                     fetched = [st.fetch(L, batch_multi, k_next, k_size, bk) for st in stagings]
                     this = s & 1
                     a_base, b_base = (this * _u32(st.size) for st in stagings)
-                    a_row, b_col = a_base + ty, b_base + tx
+                    a_row, b_col = a_base + row_first, b_base + col_first
                 else:
-                    a_row, b_col = ty, tx
+                    a_row, b_col = row_first, col_first
                 acc = list(acc)
                 for kk in range(bk):  # unrolled: k ascends, the order of the contract
-                    av = [a_tile[_plus(a_row, kk * a_stride + i * (bm // tm))] for i in range(tm)]
-                    bv = [b_tile[_plus(b_col, kk * b_stride + j * wn)] for j in range(tn)]
+                    av = [a_tile[_plus(a_row, kk * a_stride + i * row_step)] for i in range(tm)]
+                    bv = [b_tile[_plus(b_col, kk * b_stride + j * col_step)] for j in range(tn)]
                     for i in range(tm):
                         for j in range(tn):
                             acc[i * tn + j] = _accumulate(acc[i * tn + j], av[i], bv[j], config.fused)
@@ -279,7 +315,8 @@ def lower_matmul(root: Node, mm: Node, leaves, baked, config: MatmulConfig) -> G
 
             minus_zero = B.const_bits(0x80000000, T.float32)
             acc = B.loop(_u32(0), _u32(k_steps), _u32(1), (minus_zero,) * (tm * tn), step)
-            _epilogue(L, root, mm, out_ref, acc, config, (batch_index, batch_multi), (row0 + ty, col0 + tx))
+            origin = (row0 + row_first, row_step), (col0 + col_first, col_step)
+            _epilogue(L, root, mm, out_ref, acc, config, (batch_index, batch_multi), origin)
     return GroupTemplate([L.template(grid)])
 
 
@@ -287,14 +324,13 @@ def _epilogue(L: Lowering, root: Node, mm: Node, out_ref, acc, config: MatmulCon
     """Store the register tile, computing ``root`` from each accumulator (bias, activation, ...)."""
     batch_index, batch_multi = batch
     *_, m_size, n_size = mm.shape
-    wm, wn = config.bm // config.tm, config.bn // config.tn
-    row_base, col_base = origin
+    (row_base, row_step), (col_base, col_step) = origin
     same_shape = root.shape == mm.shape
     for i in range(config.tm):
-        row = _plus(row_base, i * wm)
+        row = _plus(row_base, i * row_step)
         row_ok = None if m_size % config.bm == 0 else row < _u32(m_size)
         for j in range(config.tn):
-            col = _plus(col_base, j * wn)
+            col = _plus(col_base, j * col_step)
             col_ok = None if n_size % config.bn == 0 else col < _u32(n_size)
             lin = (batch_index * _u32(m_size) + row) * _u32(n_size) + col
             value = acc[i * config.tn + j]

@@ -3,7 +3,10 @@
 A ``matmul`` node (vkml/graph.py) computes C[..., m, n] = Σ_k A[..., m, k] · B[..., k, n] for
 float operands (float16 is widened exactly on load). One workgroup owns a ``BM × BN`` tile
 of C; per K-step it stages a ``BM × BK`` tile of A and a ``BK × BN`` tile of B in shared
-memory, and each invocation accumulates a ``TM × TN`` register tile from them.
+memory, and each invocation accumulates a ``TM × TN`` register tile from them. The next
+step's tiles are loaded before this step's are used and go to a second shared buffer, so
+global latency overlaps the arithmetic and each step needs one barrier. Staging loads walk
+each operand's contiguous axis (``x @ w.T`` reads w along its rows).
 
 Accumulation order (the contract's named exception for matmul, docs/ops/matmul.md): every
 output starts from -0.0 (the exact identity of IEEE addition) and adds the float32 products
@@ -114,8 +117,10 @@ def _fit(size: int, threads: int, per_thread: int) -> tuple[int, int]:
 def choose_config(features, m: int, n: int, k: int) -> MatmulConfig:
     """Tile sizes for an ``m × k`` by ``k × n`` product on a device (``features`` None: the CPU interpreter).
 
-    >>> choose_config(None, 256, 256, 256)
-    MatmulConfig(bm=32, bn=32, bk=8, tm=2, tn=2)
+    >>> str(choose_config(None, 256, 256, 256))
+    '32x32x8/2x2'
+    >>> str(choose_config(DeviceFeatures.h200_like(), 4096, 4096, 4096))
+    '128x128x8/8x8/fma'
     """
     fused = False
     if features is None:

@@ -18,6 +18,7 @@ from optest import first_extreme_index, maximum_ref, tree_reduce
 import vkml
 from vkml import kernels_tuning as KT
 from vkml import schedule
+from vkml.codegen import compile_kernel
 from vkml.codegen.features import DeviceFeatures
 from vkml.ir.core import Instr, walk
 
@@ -27,6 +28,7 @@ SMALL_GPU = replace(KT.GPU_TUNING, local_size=8, reduce_lanes=16, reduce_per_lan
 TUNINGS = {
     "cpu": KT.CPU_TUNING,
     "gpu": KT.GPU_TUNING,
+    "h200": KT.tuning_from_features(DeviceFeatures.h200_like()),
     "small-gpu": SMALL_GPU,
     "shared-only": replace(SMALL_GPU, subgroup=1, vectors_per_invocation=2),
     "narrow-shuffles": replace(KT.GPU_TUNING, subgroup=32, wide_shuffles=False),
@@ -76,6 +78,26 @@ def test_tuning_from_device_features():
     assert KT.tuning_for(CPU) == KT.CPU_TUNING
     with pytest.raises(ValueError, match="power of two"):
         replace(KT.GPU_TUNING, reduce_lanes=48)
+
+
+def test_the_h200_layouts_validate_for_the_h200(cpu_tuning):
+    """Every kernel of a few graphs, lowered with the H200's tuning, passes spirv-val for its features."""
+    h200 = DeviceFeatures.h200_like()
+    cpu_tuning(KT.tuning_from_features(h200))
+    rng = np.random.default_rng(9)
+    x = vkml.tensor(rng.standard_normal((8, 8192)).astype(np.float32))
+    h = x.half()
+    graphs = [
+        vkml.softmax(x, dim=1),
+        vkml.nn.functional.layer_norm(x, (8192,), x[0], x[1]),
+        x.reshape(-1).sum(),
+        h.sum(dim=1),  # float16 in, float32 shuffles
+        x.argmax(dim=1),  # int64 indices through shuffles
+        (x * 2.0).half() + h,
+    ]
+    for graph in graphs:
+        for kernel in lowered(graph):
+            compile_kernel(kernel, h200)
 
 
 # ---------------------------------------------------------------- elementwise
@@ -193,7 +215,7 @@ def _oracle(name: str, x: np.ndarray) -> np.ndarray:
     return first_extreme_index(x, largest=True)
 
 
-@pytest.mark.parametrize("tuning", ["cpu", "small-gpu", "shared-only", "gpu"])
+@pytest.mark.parametrize("tuning", ["cpu", "small-gpu", "shared-only", "h200"])
 @pytest.mark.parametrize("rows", [1, 3, 40])
 def test_reductions_follow_the_tree_at_every_boundary(tuning, rows, cpu_tuning):
     """Lengths around every power of two up to past a GPU chunk: lane, subgroup, chunk and pass edges."""
@@ -219,6 +241,18 @@ def test_reductions_on_vulkan_follow_the_tree(gpu):
         for name in ("sum", "amax", "argmax"):
             got = getattr(t, name)(dim=1).numpy()
             assert same_bits(got, _oracle(name, x)), f"{name} of {rows}×{n} on {gpu}"
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.int32, np.int64, np.bool_])
+def test_reductions_of_other_dtypes_on_vulkan_equal_the_cpu(dtype, gpu):
+    """Vector loads of float16 (8 bytes), int64 (32 bytes) and bool (uint32 words), and their shuffles."""
+    rng = np.random.default_rng(10)
+    for rows, n in [(3, 4096), (40, 260), (1, 9000)]:
+        x = (rng.standard_normal((rows, n)) * 50).astype(dtype)
+        for name in ("sum",) if dtype is np.bool_ else ("sum", "amax", "argmin"):
+            want = getattr(vkml.tensor(x), name)(dim=1).numpy()
+            got = getattr(vkml.tensor(x, device=gpu), name)(dim=1).numpy()
+            assert same_bits(got, want), f"{name} of {rows}×{n} {np.dtype(dtype).name}"
 
 
 def test_sum_over_every_layout_of_a_3d_tensor(cpu_tuning, gpu):

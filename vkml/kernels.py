@@ -479,12 +479,19 @@ def lower_elementwise(root: Node, leaves, baked=frozenset(), tuning: Tuning | No
     grid = fold_grid(workgroups)
     out_ref = L.bind_buffer(root.dtype, "write", "out", ("out", root))
 
-    def one_group(q: Value, group_multi=None) -> None:
+    def compute(q: Value, group_multi=None) -> list[Value]:
         if width == 1:
-            L.store(out_ref, root.dtype, q, L.value(root, Index(root.shape, lin=q)))
-            return
-        values = [L.value(root, Index(root.shape, group=(q, k, width), group_multi=group_multi)) for k in range(width)]
-        L.store_vector(out_ref, root.dtype, q, values)
+            return [L.value(root, Index(root.shape, lin=q))]
+        return [L.value(root, Index(root.shape, group=(q, k, width), group_multi=group_multi)) for k in range(width)]
+
+    def store(q: Value, values: list[Value]) -> None:
+        if width == 1:
+            L.store(out_ref, root.dtype, q, values[0])
+        else:
+            L.store_vector(out_ref, root.dtype, q, values)
+
+    def one_group(q: Value) -> None:
+        store(q, compute(q))
 
     with L.kb:
         w = linear_workgroup(grid)
@@ -492,14 +499,20 @@ def lower_elementwise(root: Node, leaves, baked=frozenset(), tuning: Tuning | No
         if per > 1 and groups % span == 0:
             # Every group of a workgroup exists: its groups go unrolled into one block, where they
             # share what depends only on the row when a row holds whole workgroups.
+            # Stores go last: the loads of later groups need not wait for them (the buffers might alias).
             with B.if_(w < _u32(workgroups)) if grid[0] * grid[1] != workgroups else contextlib.nullcontext():
                 per_row = root.shape[-1] // width // span if width > 1 and len(root.shape) > 1 else 0
                 rows = root.shape[-1] // width % span == 0 and per_row
                 outer = unravel(w / _u32(per_row), root.shape[:-1]) if rows else None
                 column = (w % _u32(per_row)) * _u32(span) + lid if rows else None
+                first = w * _u32(span) + lid
+                results = []
                 for j in range(per):
-                    q = w * _u32(span) + _u32(j * local) + lid
-                    one_group(q, outer + (column + _u32(j * local),) if rows else None)
+                    q = first + _u32(j * local) if j else first
+                    row_multi = outer + ((column + _u32(j * local) if j else column),) if rows else None
+                    results.append((q, compute(q, row_multi)))
+                for q, values in results:
+                    store(q, values)
         elif per == 1:
             q = w * _u32(span) + lid
             with B.if_(q < _u32(groups)):

@@ -220,9 +220,10 @@ def _chunk_tree(entries: list, present_lanes, layout: Layout, subgroup: int, com
         partner = _unpack(tuple(B.shuffle_xor(v, bit) for v in _pack(value)))
         is_left = B.eq(lid & _u32(bit), _u32(0))
         left, right = _select(is_left, value, partner), _select(is_left, partner, value)
-        right_first = (lid | _u32(bit)) & _u32(~(bit - 1) & 0xFFFFFFFF)  # the right half's first lane
-        everyone = isinstance(m, int) and m == lanes
-        value = _select(True if everyone else right_first < _as_value(m), combine(left, right), left)
+        present = True  # the right half: present when its first lane is
+        if not (isinstance(m, int) and m == lanes):
+            present = (lid | _u32(bit)) & _u32(~(bit - 1) & 0xFFFFFFFF) < _as_value(m)
+        value = _select(present, combine(left, right), left)
         bit *= 2
     if subgroup >= lanes:
         return value
@@ -372,7 +373,10 @@ def lower_blocks(root: Node, red: Node, leaves, baked=frozenset(), tuning: Tunin
         with L.kb:
             wg = linear_workgroup(grid)
             with B.if_(wg < _u32(outer * nblocks)):
-                o, blk = (wg / _u32(nblocks), wg % _u32(nblocks)) if nblocks > 1 else (wg, None)
+                if nblocks == 1:
+                    o, blk = wg, None
+                else:  # workgroup wg reduces block blk of row o
+                    o, blk = (wg / _u32(nblocks), wg % _u32(nblocks)) if outer > 1 else (_u32(0), wg)
 
                 def load_lane(lane, o=o, r=r, L=L, refs=refs if parts is not None else None, width=width):
                     if refs is None:

@@ -56,7 +56,7 @@ class Layout:
 def reduce_layout(n: int, tuning: Tuning, whole_row: bool = False) -> Layout:
     """The chunk layout for a reduced length ``n``; ``whole_row``: grow ``per_lane`` so one chunk holds ``n``.
 
-    >>> reduce_layout(1000, CPU_TUNING)
+    >>> reduce_layout(1000, kernels_tuning.CPU_TUNING)
     Layout(per_lane=4, lanes=64)
     """
     per_lane = min(tuning.reduce_per_lane, pow2ceil(n))

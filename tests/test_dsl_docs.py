@@ -45,7 +45,8 @@ def _run_sh(command: str, cwd: Path) -> str:
     # A process of its own, as on a command line: the guide's session has its own ops registered.
     argv = shlex.split(command.strip())
     assert argv[0] == "vkml-dump-spirv", f"only vkml-dump-spirv commands run here, not {argv[0]}"
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    # Keep the caller's PYTHONPATH (where the dependencies may live, as on the GPU machine) after the repo.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     done = subprocess.run(
         [sys.executable, "-m", "vkml.cli", *argv[1:]], cwd=cwd, env=env, capture_output=True, text=True
     )

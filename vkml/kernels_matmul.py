@@ -13,9 +13,9 @@ output starts from -0.0 (the exact identity of IEEE addition) and adds the float
 ``a[k] · b[k]`` for k = 0, 1, …, K-1 one after the other, each product and each sum rounded
 (NoContraction). The order does not depend on the tile sizes, the device or the layout, so
 every configuration (and the CPU interpreter) gives the same bits. On GPUs with the large
-tiles (``fused``) each step is one ``mul_add`` instead, which the device may round once (a
-fused multiply-add: twice the arithmetic rate); the order and the error bound stay, the bits
-may differ from the CPU's, and ``VKML_MATMUL_FMA=0`` turns it off.
+tiles, ``VKML_MATMUL_FMA=1`` (off by default) makes each step one ``mul_add`` instead, which
+the device may round once (a fused multiply-add: twice the arithmetic rate); the order and
+the error bound stay, the bits may differ from the CPU's.
 
 Tails need no predicate in the inner loop: a position past M, N or K loads A as -0.0 and B
 as +0.0, so a padded k contributes the product -0.0, and ``x + (-0.0)`` is ``x`` for every x
@@ -102,7 +102,8 @@ class TileFamily:
 
 INTERPRETER_TILES = TileFamily(16, 16, 2, 2, 8)  # CPU reference: many lanes, few instructions per lane
 SMALL_GPU_TILES = TileFamily(16, 16, 4, 4, 8)  # lavapipe and other devices with modest limits
-LARGE_GPU_TILES = TileFamily(16, 16, 8, 8, 8)  # 32-wide subgroups, ≥ 48 KiB shared memory (the H200)
+# 32-wide subgroups, ≥ 48 KiB shared memory (the H200: packed measured fastest, 2026-11-30, tools/bench_matmul_tiles.py)
+LARGE_GPU_TILES = TileFamily(16, 16, 8, 8, 8, packed=True)
 
 
 def _fit(size: int, threads: int, per_thread: int) -> tuple[int, int]:

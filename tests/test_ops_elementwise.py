@@ -263,6 +263,10 @@ def test_clamp_tensor_and_scalar_bounds(dtype):
     for lo, hi in bounds:
         got = vkml.clamp(vk(x), min=lo, max=hi).numpy()
         want = from_torch(torch.clamp(to_torch(x), min=lo, max=hi))
+        if lo is None and hi is not None and np.isnan(hi):
+            # The rule of the reference PyTorch (2.13, semantics.md): a NaN bound makes every output NaN.
+            # Older releases (2.11, on the GPU machine) return x for a NaN max alone; assert the rule itself.
+            want = np.full_like(x, np.nan)
         assert_same_bits(got, want, f"clamp(min={lo}, max={hi}) in {np.dtype(dtype).name}")
     lo_t = np.full_like(x, 1) if dtype in (np.int32, np.int64) else random_floats(x.shape, seed=12).astype(dtype)
     hi_t = lo_t + (np.abs(random_floats(x.shape, seed=13)).astype(dtype) if lo_t.dtype.kind == "f" else 5)

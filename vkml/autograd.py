@@ -137,6 +137,8 @@ def record(name: str, operands, out, attrs: dict | None = None):
     """Give ``out`` the context of op ``name`` if grad mode is on and an operand requires grad; returns ``out``."""
     if not _grad_enabled or not out.dtype.is_float:
         return out
+    if not any(_requires_grad(x) for x in operands):  # the usual case: nothing to record
+        return out
     parents = tuple(x if _requires_grad(x) else None for x in operands)
     if all(p is None for p in parents) or any(x is out for x in operands):
         return out

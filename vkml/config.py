@@ -29,9 +29,16 @@ def cache_dir() -> Path:
     return Path(base) / "vkml"
 
 
+_eager_parsed: tuple[str, bool] = ("", False)  # (the raw value last seen, what it means)
+
+
 def eager() -> bool:
     """Whether ``VKML_EAGER`` asks every op to run at once (``1``, ``true``, ``yes``)."""
-    return os.environ.get("VKML_EAGER", "").strip().lower() in ("1", "true", "yes", "on")
+    global _eager_parsed
+    raw = os.environ.get("VKML_EAGER", "")
+    if raw != _eager_parsed[0]:  # every op asks: parse only when the value changes
+        _eager_parsed = (raw, raw.strip().lower() in ("1", "true", "yes", "on"))
+    return _eager_parsed[1]
 
 
 def debug_level() -> int:

@@ -65,18 +65,14 @@ TENSOR_METHODS = [
 
 
 def _wrap(node: Node):
-    from .tensor import Tensor
-
-    t = Tensor(node)
+    t = _tensor.Tensor(node)
     if lazy.is_eager():
         t.realize()
     return t
 
 
 def _node(x):
-    from .tensor import Tensor
-
-    if isinstance(x, Tensor):
+    if isinstance(x, _tensor.Tensor):
         return x.node
     if isinstance(x, (bool, int, float)):
         return x
@@ -571,3 +567,8 @@ def constant_pad_nd(input, pad, value=0.0):
 
 def builtins_max(a, b):
     return a if a >= b else b
+
+
+# Last, because tensor.py reads this module's names when it is imported; the functions above
+# look Tensor up at call time, once per op instead of through an import statement.
+from . import tensor as _tensor  # noqa: E402

@@ -6,10 +6,11 @@ these builders; this module knows broadcasting, promotion, devices and the regis
 
 from __future__ import annotations
 
+import functools
 import math
 
 from . import config
-from .dtypes import result_type
+from .dtypes import result_type, scalar_dtype
 from .errors import DeviceError, DTypeError, ShapeError
 from .graph import Node
 from .ir import types as T
@@ -34,6 +35,8 @@ def check_devices(op: str, nodes: list[Node]):
 
 
 def broadcast_shapes(op: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
+    if shapes and all(s == shapes[0] for s in shapes):
+        return tuple(shapes[0])  # the common case of an op over same-shape tensors: nothing to check
     ndim = max((len(s) for s in shapes), default=0)
     out = []
     for d in range(ndim):
@@ -58,9 +61,26 @@ def view_node(node: Node, edit) -> Node:
     return Node("view", (base,), stack, stack.shape, base.dtype, base.device)
 
 
+@functools.lru_cache(maxsize=256)
+def _broadcast_stack(from_shape: tuple[int, ...], to_shape: tuple[int, ...]) -> ViewStack:
+    """The views that broadcast a contiguous ``from_shape`` to ``to_shape`` (ViewStacks are immutable).
+
+    Every op with a Python scalar broadcasts a 0-dim constant this way: building the stack once
+    per pair of shapes keeps that off the per-op cost.
+    """
+    stack = ViewStack.contiguous(from_shape)
+    lead = len(to_shape) - len(from_shape)
+    if lead:
+        stack = stack.reshape((1,) * lead + from_shape)
+    return stack.expand(to_shape)
+
+
 def expand_to(node: Node, shape: tuple[int, ...]) -> Node:
     if node.shape == shape:
         return node
+    if node.op != "view":  # the same stack view_node would build below, from a cache
+        stack = _broadcast_stack(node.shape, tuple(shape))
+        return Node("view", (node,), stack, stack.shape, node.dtype, node.device)
     lead = len(shape) - len(node.shape)
     if lead:
         node = view_node(node, lambda st: st.reshape((1,) * lead + node.shape))
@@ -98,24 +118,14 @@ def cast_node(node: Node, dtype: T.DType) -> Node:
 
 def elementwise(name: str, operands: list, device=None) -> Node:
     """The node of registered elementwise op ``name`` over tensors (Nodes) and Python scalars."""
-    op = REGISTRY[name]
     nodes = [o for o in operands if isinstance(o, Node)]
     dev = check_devices(name, nodes) or device
     shape = broadcast_shapes(name, *(n.shape for n in nodes))
     value_operands = operands[1:] if name == "where" else operands
     if name == "where" and isinstance(operands[0], Node) and operands[0].dtype is not T.bool_:
         raise DTypeError(f"'where': condition must be a bool tensor, got {operands[0].dtype.name}")
-    dims = [o.dtype for o in value_operands if isinstance(o, Node) and o.shape]
-    zero = [o.dtype for o in value_operands if isinstance(o, Node) and not o.shape]
-    scalars = [o for o in value_operands if not isinstance(o, Node)]
-    compute = result_type(dims, zero, scalars)
-    if op.result == "float" and not compute.is_float:
-        compute = T.float32
-    if compute not in op.dtypes:
-        shown = ", ".join(sorted({(o.dtype.name if isinstance(o, Node) else type(o).__name__) for o in value_operands}))
-        allowed = ", ".join(t.name for t in op.dtypes)
-        raise DTypeError(f"'{name}' does not support dtype {compute.name} (operands: {shown}; supported: {allowed})")
-    out_dtype = T.bool_ if op.result == "bool" else compute
+    kinds = tuple(_promotion_kind(o) for o in value_operands)
+    compute, out_dtype = _elementwise_dtypes(name, kinds)
     srcs = []
     for i, o in enumerate(operands):
         want = T.bool_ if (name == "where" and i == 0) else compute
@@ -126,6 +136,36 @@ def elementwise(name: str, operands: list, device=None) -> Node:
             # the constant is not rounded to float16 (parameters travel as float32).
             srcs.append(const_node(o, want, shape, dev))
     return Node("elementwise", tuple(srcs), (name, compute), shape, out_dtype, dev)
+
+
+def _promotion_kind(operand) -> tuple | type:
+    """What type promotion sees of an operand: (dtype, has dims) of a tensor, the type of a scalar."""
+    if isinstance(operand, Node):
+        return (operand.dtype, bool(operand.shape))
+    if type(operand) not in (bool, int, float):
+        scalar_dtype(operand)  # raises the error naming the unsupported value
+    return type(operand)
+
+
+@functools.lru_cache(maxsize=1024)
+def _elementwise_dtypes(name: str, kinds: tuple) -> tuple[T.DType, T.DType]:
+    """(compute dtype, result dtype) of op ``name``; ``kinds`` has one entry per value operand.
+
+    An entry is (dtype, has dims) for a tensor, or the Python type of a scalar: promotion
+    depends on nothing else, so the decision is cached instead of redone on every op.
+    """
+    op = REGISTRY[name]
+    dims = [k[0] for k in kinds if isinstance(k, tuple) and k[1]]
+    zero = [k[0] for k in kinds if isinstance(k, tuple) and not k[1]]
+    scalars = [k(0) for k in kinds if not isinstance(k, tuple)]  # a stand-in value of the scalar's type
+    compute = result_type(dims, zero, scalars)
+    if op.result == "float" and not compute.is_float:
+        compute = T.float32
+    if compute not in op.dtypes:
+        shown = ", ".join(sorted({k[0].name if isinstance(k, tuple) else k.__name__ for k in kinds}))
+        allowed = ", ".join(t.name for t in op.dtypes)
+        raise DTypeError(f"'{name}' does not support dtype {compute.name} (operands: {shown}; supported: {allowed})")
+    return compute, T.bool_ if op.result == "bool" else compute
 
 
 def normalize_dim(op: str, dim: int, ndim: int) -> int:

@@ -19,12 +19,12 @@ from collections.abc import Iterable
 from ..errors import CompileError, IRError
 from ..ir import types as T
 from ..ir.core import Block, BufferDecl, If, Instr, Kernel, Loop, SharedDecl, Value, structure, walk
-from ..ir.instructions import VECTOR_WIDTH
 from ..ir.text import ValueNames, format_statement
 from ..ir.types import DType
 from ..ir.verify import verify_kernel
 from . import CompiledKernel, push_slot_nbytes, spirv_compare, tools
 from .features import DeviceFeatures
+from .spirv_memory import MemoryEmitter, sanitize
 from .spirv_module import ModuleBuilder
 from .spirv_ops import NO_CONTRACTION, OPCODES, convert_opcode, opcode
 from .spirv_requirements import check_limits, float_control_features, required_features
@@ -71,7 +71,7 @@ def address_layout(kernel: Kernel, by_address: frozenset[int]) -> tuple[list[tup
     return slots, start + 8 * len(slots)
 
 
-class _FunctionEmitter:
+class _FunctionEmitter(MemoryEmitter):
     """Emits the body of one kernel's entry point into ``self.lines``."""
 
     def __init__(self, kernel: Kernel, module: ModuleBuilder, by_address: frozenset[int] = frozenset()):
@@ -99,7 +99,7 @@ class _FunctionEmitter:
         storage = T.uint32 if decl.dtype is T.bool_ else decl.dtype  # bools travel as one uint32 each
         struct = self.mod.buffer_struct(storage)
         var = self.mod.variable(
-            f"%buf{binding}_{_sanitize(decl.name)}", self.mod.pointer("StorageBuffer", struct), "StorageBuffer"
+            f"%buf{binding}_{sanitize(decl.name)}", self.mod.pointer("StorageBuffer", struct), "StorageBuffer"
         )
         self.mod.name(var, decl.name)
         self.mod.decorate(var, "DescriptorSet", 0)
@@ -113,7 +113,7 @@ class _FunctionEmitter:
     def _declare_shared(self, index: int, decl: SharedDecl) -> str:
         array = self.mod.workgroup_array(decl.dtype, decl.size)
         var = self.mod.variable(
-            f"%shared{index}_{_sanitize(decl.name)}", self.mod.pointer("Workgroup", array), "Workgroup"
+            f"%shared{index}_{sanitize(decl.name)}", self.mod.pointer("Workgroup", array), "Workgroup"
         )
         self.mod.name(var, decl.name)
         return var
@@ -165,7 +165,7 @@ class _FunctionEmitter:
     def result_id(self, v: Value) -> str:
         """Define ``v``'s SPIR-V id: ``%v5`` for the IR's ``%5``, ``%p_n`` for parameter ``%n``."""
         ir_name = self.ir_name(v)[1:]
-        id_ = f"%v{ir_name}" if ir_name[0].isdigit() else f"%p_{_sanitize(ir_name)}"
+        id_ = f"%v{ir_name}" if ir_name[0].isdigit() else f"%p_{sanitize(ir_name)}"
         self.ids[id(v)] = id_
         self.mod.name(id_, v.hint or id_[1:])
         return id_
@@ -192,7 +192,7 @@ class _FunctionEmitter:
         for i, (p, (_, dtype, _)) in enumerate(zip(self.kernel.params, layout)):
             self.emit(f"; param {self.ir_name(p.value)}: {dtype.short}")
             slot = _push_slot_type(dtype)
-            pointer = self.temp(f"{_sanitize(p.name)}_ptr")
+            pointer = self.temp(f"{sanitize(p.name)}_ptr")
             self.op(
                 "OpAccessChain",
                 pointer,
@@ -202,7 +202,7 @@ class _FunctionEmitter:
             )
             loaded = self.op(
                 "OpLoad",
-                self.temp(_sanitize(p.name)) if slot is not dtype else self.result_id(p.value),
+                self.temp(sanitize(p.name)) if slot is not dtype else self.result_id(p.value),
                 self.mod.scalar(slot),
                 pointer,
             )
@@ -211,7 +211,7 @@ class _FunctionEmitter:
             elif dtype is T.float16:
                 self._f16_from_bits(self.result_id(p.value), loaded)
         for member, (binding, _) in enumerate(self.address_slots, start=len(self.kernel.params)):
-            name = _sanitize(self.kernel.buffers[binding].name)
+            name = sanitize(self.kernel.buffers[binding].name)
             self.emit(f"; buffer {self.kernel.buffers[binding].name} (binding {binding}) by device address")
             address_type = self._address_type(binding)
             slot = self.op(
@@ -309,145 +309,6 @@ class _FunctionEmitter:
     def _emit_f16_to_bits(self, ins: Instr) -> None:
         self._f16_to_bits(self.result_id(ins.result), self.use(ins.args[0]))
 
-    def _element_pointer(self, ins: Instr, index: Value) -> tuple[str, DType, tuple[str, ...]]:
-        """The element's pointer, its IR dtype, and the memory operands its OpLoad / OpStore need."""
-        name = ins.attrs[0]
-        if ins.op in ("load", "store"):
-            binding = next(i for i, b in enumerate(self.kernel.buffers) if b.name == name)
-            dtype = self.kernel.buffers[binding].dtype
-            stored = T.uint32 if dtype is T.bool_ else dtype
-            pointer = self.temp(f"{_sanitize(name)}_at")
-            if binding in self.buffer_bases:
-                # Address arithmetic in 64 bits: an element index below 2^32 may lie past 4 GiB.
-                ptr_type = self.mod.pointer("PhysicalStorageBuffer", self.mod.scalar(stored))
-                wide = self._index64(index)
-                self.op("OpAccessChain", pointer, ptr_type, self.buffer_bases[binding], self.mod.uint(0), wide)
-                return pointer, dtype, ("Aligned", str(stored.nbytes))
-            ptr_type = self.mod.pointer("StorageBuffer", self.mod.scalar(stored))
-            self.op("OpAccessChain", pointer, ptr_type, self.buffer_vars[binding], self.mod.uint(0), self.use(index))
-            return pointer, dtype, ()
-        dtype = self.kernel.shared_array(name).dtype
-        pointer = self.temp(f"{_sanitize(name)}_at")
-        ptr_type = self.mod.pointer("Workgroup", self.mod.scalar(dtype))
-        self.op("OpAccessChain", pointer, ptr_type, self.shared_vars[name], self.use(index))
-        return pointer, dtype, ()
-
-    def _index64(self, index: Value) -> str:
-        """``index`` as a 64-bit integer (zero-extended if unsigned, sign-extended if signed)."""
-        if index.dtype is T.int64:
-            return self.use(index)
-        if index.dtype.is_signed:
-            return self.op("OpSConvert", self.temp("index64"), self.mod.scalar(T.int64), self.use(index))
-        return self.op("OpUConvert", self.temp("index64"), self.mod.unsigned(64), self.use(index))
-
-    def _emit_load(self, ins: Instr) -> None:
-        pointer, dtype, access = self._element_pointer(ins, ins.args[0])
-        if dtype is T.bool_ and ins.op == "load":
-            word = self.op("OpLoad", self.temp("word"), self.mod.scalar(T.uint32), pointer, *access)
-            self.op("OpINotEqual", self.result_id(ins.result), self.mod.scalar(T.bool_), word, self.mod.uint(0))
-        else:
-            self.op("OpLoad", self.result_id(ins.result), self.mod.scalar(dtype), pointer, *access)
-
-    def _emit_store(self, ins: Instr) -> None:
-        pointer, dtype, access = self._element_pointer(ins, ins.args[0])
-        value = self.use(ins.args[1])
-        if dtype is T.bool_ and ins.op == "store":
-            value = self.op(
-                "OpSelect", self.temp("word"), self.mod.scalar(T.uint32), value, self.mod.uint(1), self.mod.uint(0)
-            )
-        self.emit(" ".join(("OpStore", pointer, value, *access)))
-
-    _emit_shared_load = _emit_load
-    _emit_shared_store = _emit_store
-
-    # ------------------------------------------------------------ vector memory access
-
-    def _vector_view(self, binding: int) -> str:
-        """A second variable on ``binding`` whose elements are vectors of VECTOR_WIDTH (descriptor aliasing)."""
-        if binding not in self.vector_vars:
-            decl = self.kernel.buffers[binding]
-            struct = self.mod.vector_buffer_struct(_storage_type(decl.dtype), VECTOR_WIDTH)
-            var = self.mod.variable(
-                f"%buf{binding}_{_sanitize(decl.name)}_vec", self.mod.pointer("StorageBuffer", struct), "StorageBuffer"
-            )
-            self.mod.name(var, f"{decl.name}.vec{VECTOR_WIDTH}")
-            self.mod.decorate(var, "DescriptorSet", 0)
-            self.mod.decorate(var, "Binding", binding)
-            if decl.access == "read":
-                self.mod.decorate(var, "NonWritable")
-            elif decl.access == "write":
-                self.mod.decorate(var, "NonReadable")
-            self.vector_vars[binding] = var
-        return self.vector_vars[binding]
-
-    def _vector_pointer(self, binding: int, index: Value, hint: str) -> tuple[str, str]:
-        """The pointer to aligned vector ``index`` of ``binding``, and the vector's type."""
-        storage = _storage_type(self.kernel.buffers[binding].dtype)
-        vector = self.mod.vector(storage, VECTOR_WIDTH)
-        pointer = self.temp(f"{hint}_vec_at")
-        ptr_type = self.mod.pointer("StorageBuffer", vector)
-        self.op("OpAccessChain", pointer, ptr_type, self._vector_view(binding), self.mod.uint(0), self.use(index))
-        return pointer, vector
-
-    def _element_of_vector(self, binding: int, index: Value, component: int, hint: str) -> tuple[str, DType]:
-        """By device address there is no vector view: the pointer to element 4·index + component."""
-        storage = _storage_type(self.kernel.buffers[binding].dtype)
-        wide = self._index64(index)
-        wide_type = self.mod.scalar(T.int64) if index.dtype.is_signed else self.mod.unsigned(64)
-        four = self.mod.define(f"{wide_type}_{VECTOR_WIDTH}", f"OpConstant {wide_type} {VECTOR_WIDTH}")
-        at = self.op("OpIMul", self.temp("vector_start"), wide_type, wide, four)
-        if component:
-            offset = self.mod.define(f"{wide_type}_{component}", f"OpConstant {wide_type} {component}")
-            at = self.op("OpIAdd", self.temp("element"), wide_type, at, offset)
-        pointer = self.temp(f"{hint}_at")
-        ptr_type = self.mod.pointer("PhysicalStorageBuffer", self.mod.scalar(storage))
-        self.op("OpAccessChain", pointer, ptr_type, self.buffer_bases[binding], self.mod.uint(0), at)
-        return pointer, storage
-
-    def _emit_vload(self, ins: Instr) -> None:
-        name, component = ins.attrs[0], int(ins.attrs[1])
-        binding = next(i for i, b in enumerate(self.kernel.buffers) if b.name == name)
-        dtype = self.kernel.buffers[binding].dtype
-        storage = _storage_type(dtype)
-        result = self.result_id(ins.result) if dtype is not T.bool_ else self.temp("word")
-        if binding in self.buffer_bases:
-            pointer, _ = self._element_of_vector(binding, ins.args[0], component, _sanitize(name))
-            self.op("OpLoad", result, self.mod.scalar(storage), pointer, "Aligned", str(storage.nbytes))
-        else:
-            # Only a read-only buffer's vector may be reused: a writable one may change in between.
-            key = (binding, id(ins.args[0])) if self.kernel.buffers[binding].access == "read" else None
-            vector = next((scope[key] for scope in reversed(self._loaded_vectors) if key in scope), None)
-            if vector is None:
-                pointer, vector_type = self._vector_pointer(binding, ins.args[0], _sanitize(name))
-                vector = self.op("OpLoad", self.temp(f"{_sanitize(name)}_vec"), vector_type, pointer)
-                if key is not None:
-                    self._loaded_vectors[-1][key] = vector
-            self.op("OpCompositeExtract", result, self.mod.scalar(storage), vector, str(component))
-        if dtype is T.bool_:
-            self.op("OpINotEqual", self.result_id(ins.result), self.mod.scalar(T.bool_), result, self.mod.uint(0))
-
-    def _emit_vstore(self, ins: Instr) -> None:
-        name = ins.attrs[0]
-        binding = next(i for i, b in enumerate(self.kernel.buffers) if b.name == name)
-        dtype = self.kernel.buffers[binding].dtype
-        storage = _storage_type(dtype)
-        words = []
-        for value in ins.args[1:]:
-            word = self.use(value)
-            if dtype is T.bool_:
-                word = self.op(
-                    "OpSelect", self.temp("word"), self.mod.scalar(T.uint32), word, self.mod.uint(1), self.mod.uint(0)
-                )
-            words.append(word)
-        if binding in self.buffer_bases:
-            for component, word in enumerate(words):
-                pointer, _ = self._element_of_vector(binding, ins.args[0], component, _sanitize(name))
-                self.emit(f"OpStore {pointer} {word} Aligned {storage.nbytes}")
-            return
-        pointer, vector_type = self._vector_pointer(binding, ins.args[0], _sanitize(name))
-        vector = self.op("OpCompositeConstruct", self.temp(f"{_sanitize(name)}_vec"), vector_type, *words)
-        self.emit(f"OpStore {pointer} {vector}")
-
     def _emit_barrier(self, ins: Instr) -> None:
         scope = self.mod.uint(_SCOPE_WORKGROUP)
         self.emit(f"OpControlBarrier {scope} {scope} {self.mod.uint(_SEMANTICS_ACQUIRE_RELEASE_WORKGROUP_MEMORY)}")
@@ -523,17 +384,8 @@ class _FunctionEmitter:
             self.op("OpCopyObject", self.result_id(r), self.mod.scalar(r.dtype), c_id)
 
 
-def _storage_type(dtype: DType) -> DType:
-    """How a buffer holds ``dtype``: bools as one uint32 each."""
-    return T.uint32 if dtype is T.bool_ else dtype
-
-
 def _push_slot_type(dtype: DType) -> DType:
     return T.uint32 if dtype in (T.bool_, T.float16) else dtype
-
-
-def _sanitize(name: str) -> str:
-    return "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in name)
 
 
 def _hints(kernel: Kernel) -> tuple:

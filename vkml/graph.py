@@ -60,19 +60,27 @@ class Node:
 
 
 def toposort(roots: list[Node]) -> list[Node]:
-    """Unrealized nodes reachable from ``roots``, sources before users."""
-    order, seen = [], set()
-    stack = [(n, False) for n in roots]
-    while stack:
-        node, done = stack.pop()
-        if done:
-            order.append(node)
+    """Unrealized nodes reachable from ``roots``, sources before users.
+
+    A depth-first post-order from the last root, visiting each node's sources last first (the
+    order fusion decisions and dispatches follow). Each node's sources are walked by one
+    iterator, so a node is pushed once and entered once.
+    """
+    order: list[Node] = []
+    seen: set[int] = set()
+    for root in reversed(roots):
+        if id(root) in seen:
             continue
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        stack.append((node, True))
-        for s in node.srcs:
-            if id(s) not in seen:
-                stack.append((s, False))
+        seen.add(id(root))
+        stack = [(root, reversed(root.srcs))]
+        while stack:
+            node, sources = stack[-1]
+            for s in sources:
+                if id(s) not in seen:
+                    seen.add(id(s))
+                    stack.append((s, reversed(s.srcs)))
+                    break
+            else:  # every source is done
+                stack.pop()
+                order.append(node)
     return order

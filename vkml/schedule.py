@@ -39,6 +39,7 @@ from .view import ViewStack
 RECOMPUTE_LIMIT = 12
 BROADCAST_RECOMPUTE_LIMIT = 3
 TEMPLATE_CACHE_SIZE = 1024
+_WIDEST_PARAM_NBYTES = 8  # a 64-bit scalar parameter
 
 _templates: OrderedDict = OrderedDict()
 
@@ -66,8 +67,11 @@ def _inline_kind(node: Node) -> bool:
 class Plan:
     """Which nodes are kernel roots, and which reductions each root's kernel computes."""
 
-    def __init__(self, targets: list[Node]):
-        self.nodes = toposort([t for t in targets if not t.realized])
+    def __init__(self, targets: list[Node], nodes: list[Node] | None = None):
+        """``nodes``: ``toposort`` of the unrealized targets, where the caller has it already."""
+        if nodes is None:
+            nodes = toposort([t for t in targets if not t.realized])
+        self.nodes = nodes
         self.consumers = _consumer_counts(self.nodes)
         self.roots: dict[int, Node] = {id(t): t for t in targets if not t.realized}
         self.chains: dict[int, list[Node]] = {}  # root -> reductions its kernel computes, in order
@@ -86,9 +90,13 @@ class Plan:
             return 0  # a broadcast constant is a parameter: free to recompute anywhere
         if node.realized or id(node) in self.roots or node.op in ("reduce", "matmul"):
             return 1
-        if id(node) not in self._cost:
-            self._cost[id(node)] = min(1000, 1 + sum(self.cost(s) for s in node.srcs))
-        return self._cost[id(node)]
+        known = self._cost.get(id(node))
+        if known is None:
+            total = 1
+            for s in node.srcs:  # a loop, not sum(generator): this runs for every inlined node
+                total += self.cost(s)
+            known = self._cost[id(node)] = min(1000, total)
+        return known
 
     def _make_root(self, node: Node) -> None:
         if id(node) not in self.roots:
@@ -247,6 +255,8 @@ class Signature:
 
     def _over_budget(self) -> frozenset[int]:
         """Constants past the parameter budget (in signature order): the kernel bakes their values in."""
+        if len(self.consts) * _WIDEST_PARAM_NBYTES <= kernels.PARAM_BUDGET_NBYTES:
+            return frozenset()  # the usual few constants fit whatever their dtypes
         used, baked = 0, set()
         for n in self.consts:
             used += max(4, kernels.param_dtype(n.dtype).nbytes)
@@ -255,34 +265,42 @@ class Signature:
         return frozenset(baked)
 
     def _walk(self, node: Node, leaf_ids, fused) -> tuple:
+        """Describe the group's nodes in post-order; every node is numbered when it is described.
+
+        This runs for every group of every realize (the key is looked up before anything is
+        lowered), so a node's leafness is decided once, on entry, and carried to its exit.
+        """
+        numbers = self._numbers
         out = []
-        stack = [(node, False)]
+        stack: list[tuple[Node, bool | None]] = [(node, None)]  # None: enter the node; else exit, with is_leaf
         while stack:
-            n, done = stack.pop()
-            if done:
-                self._numbers[id(n)] = len(self._numbers)
-                out.append(self._describe(n, leaf_ids, fused))
+            n, is_leaf = stack.pop()
+            n_id = id(n)
+            if is_leaf is not None:
+                numbers[n_id] = len(numbers)
+                out.append(self._describe(n, is_leaf))
                 continue
-            if id(n) in self._numbers:
+            if n_id in numbers:
                 continue
-            self._numbers[id(n)] = -1  # visiting
-            is_leaf = (n.realized or id(n) in leaf_ids) and id(n) not in fused
-            stack.append((n, True))
+            numbers[n_id] = -1  # visiting
+            is_leaf = (n.realized or n_id in leaf_ids) and n_id not in fused
+            stack.append((n, is_leaf))
             if not is_leaf:
                 for s in reversed(n.srcs):
-                    if id(s) not in self._numbers:
-                        stack.append((s, False))
+                    if id(s) not in numbers:
+                        stack.append((s, None))
         return tuple(out)
 
-    def _describe(self, n: Node, leaf_ids, fused) -> tuple:
-        base = (n.shape, n.dtype.name)
-        if (n.realized or id(n) in leaf_ids) and id(n) not in fused:
+    def _describe(self, n: Node, is_leaf: bool) -> tuple:
+        if is_leaf:
             self.leaves.append(n)
-            return ("leaf", *base)
+            return ("leaf", n.shape, n.dtype.name)
         if n.op == "const":
             self.consts.append(n)
-            return ("const", *base)
-        return (n.op, n.arg, *base, tuple(self._numbers[id(s)] for s in n.srcs))
+            return ("const", n.shape, n.dtype.name)
+        numbers = self._numbers
+        sources = tuple([numbers[id(s)] for s in n.srcs])
+        return (n.op, n.arg, n.shape, n.dtype.name, sources)
 
 
 def _lower_group(root: Node, chain: list[Node], leaf_ids, mode: str, baked) -> kernels.GroupTemplate:
@@ -315,6 +333,23 @@ def _param_value(node: Node):
     return int(node.arg) if node.dtype.name == "bool" else node.arg
 
 
+class _LoadedIds:
+    """Ids of the nodes a group loads: the plan's roots but the group's own outputs (``in`` only).
+
+    Stands for ``roots - own`` without copying every root once per group, which made lowering a
+    plan quadratic in its number of groups.
+    """
+
+    __slots__ = ("_roots", "_own")
+
+    def __init__(self, roots, own: set[int]):
+        self._roots = roots
+        self._own = own
+
+    def __contains__(self, node_id: int) -> bool:
+        return node_id in self._roots and node_id not in self._own
+
+
 class _Group:
     def __init__(self, plan: Plan, root: Node, leaf_ids):
         self.root = root
@@ -325,7 +360,7 @@ class _Group:
             self.mode = kernels_reduce.choose_mode(self.chain[-1], len(self.chain)) if self.chain else "elementwise"
         self.outputs = [root] + self.chain[:-1]
         # Everything realized by other groups of this plan is loaded; this group's own outputs are computed.
-        self.leaf_ids = leaf_ids - {id(n) for n in self.outputs}
+        self.leaf_ids = _LoadedIds(leaf_ids, {id(n) for n in self.outputs})
         self.sig = Signature(root, self.chain, self.chain[:-1], self.leaf_ids, self.mode)
 
     def template(self) -> kernels.GroupTemplate:
@@ -344,7 +379,7 @@ class _Group:
 
 def lower(plan: Plan) -> tuple[list[Dispatch], dict[int, Buffer], list[Buffer]]:
     """Dispatches for every group of ``plan``, the roots' output buffers, and temporaries."""
-    leaf_ids = set(plan.roots)
+    leaf_ids = set(plan.roots)  # a snapshot: the groups' _LoadedIds read it
     groups = [_Group(plan, root, leaf_ids) for root in plan.groups()]
     outputs: dict[int, Buffer] = {}
     dispatches: list[Dispatch] = []
@@ -401,10 +436,6 @@ def _dependency_order(groups: list[_Group]) -> list[_Group]:
     return order
 
 
-def _count_unrealized(nodes: list[Node]) -> int:
-    return len(toposort(nodes))
-
-
 @contextlib.contextmanager
 def _deep_enough(depth: int):
     """Raise Python's recursion limit for the length of a graph's longest possible chain."""
@@ -423,8 +454,9 @@ def realize(*targets: Node) -> None:
         if not t.realized:
             by_device[t.device.name].append(t)
     for nodes in by_device.values():
-        with _deep_enough(_count_unrealized(nodes)):  # planning and lowering recurse along expression chains
-            plan = Plan(nodes)
+        order = toposort(nodes)  # sized once: for the recursion limit, then handed to the plan
+        with _deep_enough(len(order)):  # planning and lowering recurse along expression chains
+            plan = Plan(nodes, order)
             dispatches, outputs, temps = lower(plan)
         if dispatches:
             debug.record_dispatches(nodes[0].device.name, dispatches)

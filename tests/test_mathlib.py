@@ -24,6 +24,7 @@ from vkml.ir import types as T
 from vkml.ir.builder import KernelBuilder
 from vkml.ir.interp import evaluate
 from vkml.ops import mathlib as M
+from vkml.ops.mathlib.division import significand_quotient
 
 NAN, INF = float("nan"), float("inf")
 N = 1 << 18
@@ -158,6 +159,94 @@ def test_div_operator_on_float_values_builds_mathlib_div():
     got = evaluate(lambda x, y: x / y, a, b)
     with np.errstate(divide="ignore"):
         assert_same_bits(got, a / b, "x / y")
+
+
+def near_halfway_significands(seed: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """x, y in [1, 2) whose quotient lies within 2^-20 ulp of a midpoint between two float32s.
+
+    With y = Y * 2^-23 (Y odd) and a midpoint q = M * 2^-24 (M odd, 25 bits), x = q*y is a float
+    exactly when M*Y is a multiple of 2^25; solving M*Y = t (mod 2^25) for a small odd t makes
+    x = (M*Y - t) * 2^-47 a float whose quotient misses the midpoint by t*2^-47/y.
+    """
+    g = rng(seed)
+    big_y = g.integers(1 << 22, 1 << 23, n, dtype=np.int64) * 2 + 1
+    t = g.choice([-5, -3, -1, 1, 3, 5], n).astype(np.int64)
+    mod = 1 << 25
+    inverse = big_y.copy()  # Newton's iteration for 1/Y mod 2^25 (Y*Y = 1 mod 8 to start)
+    for _ in range(5):
+        inverse = inverse * (2 - big_y * inverse % mod) % mod
+    big_m = t * inverse % mod
+    keep = big_m >= 1 << 24  # M has its leading one at bit 24: q in [1, 2)
+    big_m, big_y, t = big_m[keep], big_y[keep], t[keep]
+    big_x = (big_m * big_y - t) >> 25  # exact: M*Y - t is a multiple of 2^25
+    x = np.ldexp(big_x.astype(np.float64), -22)  # in [1, 4): x/2 puts the quotient in [1/2, 1)
+    x = np.where(x >= 2, x / 2, x).astype(np.float32)
+    return x, np.ldexp(big_y.astype(np.float64), -23).astype(np.float32)
+
+
+def test_div_significand_core_rounds_near_halfway_quotients_correctly():
+    x, y = near_halfway_significands(11, 1 << 17)
+    assert ((x >= 1) & (x < 2) & (y >= 1) & (y < 2)).all()
+    assert_same_bits(evaluate(significand_quotient, x, y), x / y, "significand_quotient")
+
+
+def test_div_near_halfway_quotients_at_every_scale():
+    x, y = near_halfway_significands(12, 1 << 17)
+    g = rng(13)
+    # Exponents over the whole range, both signs: the fast path, its edges and the integer path.
+    a = np.ldexp(x * g.choice([-1, 1], x.size), g.integers(-149, 128, x.size)).astype(np.float32)
+    b = np.ldexp(y * g.choice([-1, 1], y.size), g.integers(-149, 128, y.size)).astype(np.float32)
+    with np.errstate(all="ignore"):
+        assert_same_bits(evaluate(M.div, a, b), a / b, "div near halfway")
+
+
+def test_div_at_the_edges_of_the_fast_range():
+    # Exponent-field differences around the float path's limits [-125, 127], random significands.
+    g = rng(14)
+    n = 1 << 16
+    diff = g.choice([*range(-128, -121), *range(124, 131)], n)
+    field_b = g.integers(1, 255, n)
+    field_a = np.clip(field_b + diff, 0, 254)
+    fractions = g.integers(0, 1 << 23, (2, n))
+    signs = g.integers(0, 2, (2, n)) << 31
+    a = (signs[0] | (field_a << 23) | fractions[0]).astype(np.uint32).view(np.float32)
+    b = (signs[1] | (field_b << 23) | fractions[1]).astype(np.uint32).view(np.float32)
+    with np.errstate(all="ignore"):
+        assert_same_bits(evaluate(M.div, a, b), a / b, "div at the fast range's edges")
+
+
+def test_div_bit_exact_on_a_million_random_pairs():
+    # 2^20 pairs: random bit patterns against each other and against log-uniform magnitudes.
+    n = 1 << 19
+    a = np.concatenate([random_bits(21, n), log_uniform(22, n, -60, 60)])
+    b = np.concatenate([random_bits(23, n), log_uniform(24, n, -60, 60)])
+    with np.errstate(all="ignore"):
+        assert_same_bits(evaluate(M.div, a, b), a / b, "div on random pairs")
+
+
+def test_div_on_vulkan_near_halfway_and_random_pairs():
+    # The float path on a real driver (lavapipe here): Dekker's exact products need NoContraction.
+    import vkml
+
+    assert vkml.vulkan_device_reports(), "no Vulkan device: install lavapipe"
+    x, y = near_halfway_significands(16, 1 << 14)
+    g = rng(17)
+    a = np.concatenate([x * g.choice(np.float32([-1, 1]), x.size) * np.float32(2.0**-60), random_bits(18, 1 << 13)])
+    b = np.concatenate([y * np.float32(2.0**40), random_bits(19, 1 << 13)])
+    assert a.dtype == b.dtype == np.float32
+    device = vkml.best_device()
+    got = (vkml.tensor(a, device=device) / vkml.tensor(b, device=device)).numpy()
+    with np.errstate(all="ignore"):
+        assert_same_bits(got, a / b, "div on Vulkan")
+
+
+@pytest.mark.exhaustive
+def test_div_significand_core_exhaustive_over_x_for_sampled_y():
+    # Every significand x in [1, 2) against 64 divisors: 2^29 quotients through the float core.
+    x = (np.arange(1 << 23, dtype=np.uint32) | 0x3F800000).view(np.float32)
+    for y in near_halfway_significands(15, 128)[1][:64]:
+        ys = np.full_like(x, y)
+        assert_same_bits(evaluate(significand_quotient, x, ys), x / ys, f"significand_quotient(x, {y!r})")
 
 
 # ---------------------------------------------------------------- sqrt and rsqrt

@@ -1,12 +1,13 @@
 """Correctly rounded division and square root, and the small exact helpers ops share.
 
 Each function returns the bits numpy float32 computes on x86, built from exact IR primitives:
-division and sqrt work on integer significands, so the one rounding happens in ``round_pack``.
+sqrt (and division outside the normal range) work on integer significands, so the one rounding
+happens in ``round_pack``; division of normal quotients is float arithmetic (division.py).
 """
 
 from __future__ import annotations
 
-from ...ir.builder import bitcast, convert, eq, isnan, ne, round_even, select
+from ...ir.builder import bitcast, convert, eq, if_else, isnan, ne, round_even, select
 from ...ir.core import Value
 from .bits import (
     ABS_MASK,
@@ -27,6 +28,7 @@ from .bits import (
     u32,
     unpack,
 )
+from .division import normal_quotient, quotient_is_normal
 
 
 def _as_f32(x) -> Value:
@@ -45,6 +47,14 @@ def div(a: Value, b: Value) -> Value:
     Example: ``q = div(x, y)`` (also what ``x / y`` on float IR values builds).
     """
     b = _as_f32(b)
+    # Float arithmetic where the quotient is normal (GPUs have no integer divider); the integer
+    # path, in a branch that is rarely taken, for specials, subnormals and the exponent extremes.
+    (out,) = if_else(quotient_is_normal(a, b), lambda: normal_quotient(a, b), lambda: _div_by_integers(a, b))
+    return out
+
+
+def _div_by_integers(a: Value, b: Value) -> Value:
+    """a / b for all inputs by integer long division of the significands (div's contract)."""
     ua, ub = to_bits(a), to_bits(b)
     sign = (ua ^ ub) & SIGN_BIT
     mag_a, mag_b = ua & ABS_MASK, ub & ABS_MASK

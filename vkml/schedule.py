@@ -116,36 +116,39 @@ class Plan:
                 self.produced_by[id(red)] = root
                 self.roots[id(red)] = red
         fused = {id(r) for r in chain}
+        roots, consumers = self.roots, self.consumers  # the same dicts: _make_root below adds to roots
         seen, stack = set(), [root]
         while stack:
             node = stack.pop()
             if id(node) in seen or node.realized:
                 continue
             seen.add(id(node))
+            node_op = node.op
             for s in node.srcs:
-                if "kernel" in (node.op, s.op):  # a user's @vkml.kernel reads and writes whole buffers
+                s_id, s_op = id(s), s.op
+                if node_op == "kernel" or s_op == "kernel":  # a user's @vkml.kernel reads and writes whole buffers
                     if not s.realized:
                         self._make_root(s)
                     continue
-                if s.realized or s.op == "const" or (id(s) in self.roots and id(s) not in fused):
+                if s.realized or s_op == "const" or (s_id in roots and s_id not in fused):
                     continue
-                if s.op in ("reduce", "matmul"):
-                    if id(s) in fused:
+                if s_op == "reduce" or s_op == "matmul":
+                    if s_id in fused:
                         stack.append(s)
                     else:
                         self._make_root(s)
                     continue
-                if node.op == "matmul":  # operand elements are loaded many times: compute them once
+                if node_op == "matmul":  # operand elements are loaded many times: compute them once
                     for operand in kernels_matmul.computed_operands(s, self._is_loaded):
                         self._make_root(operand)
-                    if id(s) in self.roots:
+                    if s_id in roots:
                         continue
-                broadcast = node.op == "view" and node.numel > s.numel
+                broadcast = node_op == "view" and node.numel > s.numel
                 if broadcast and id(node) in self._row_results:
                     stack.append(s)
                 elif broadcast and self.cost(s) > BROADCAST_RECOMPUTE_LIMIT:
                     self._make_root(s)
-                elif self.consumers[id(s)] > 1 and self.cost(s) > RECOMPUTE_LIMIT:
+                elif consumers[s_id] > 1 and self.cost(s) > RECOMPUTE_LIMIT:
                     self._make_root(s)
                 else:
                     stack.append(s)

@@ -61,13 +61,17 @@ __all__ = [
     "vulkan_device_reports",
 ]
 
-# How each dtype is stored in device memory (bool widens to one uint32 per element).
+# How each dtype is stored in device memory (bool widens to one uint32 per element); the
+# others are added as they are first met.
 _STORAGE_NUMPY = {T.bool_.name: np.dtype(np.uint32)}
 
 
 def storage_dtype(dtype: T.DType) -> np.dtype:
     """The numpy dtype of ``dtype``'s elements as they sit in Vulkan memory."""
-    return _STORAGE_NUMPY.get(dtype.name, dtype.np)
+    found = _STORAGE_NUMPY.get(dtype.name)
+    if found is None:  # not .get(name, dtype.np): that builds a numpy dtype for every buffer
+        found = _STORAGE_NUMPY[dtype.name] = dtype.np
+    return found
 
 
 class VulkanBuffer(Buffer):

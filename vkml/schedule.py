@@ -336,6 +336,25 @@ def _param_value(node: Node):
     return int(node.arg) if node.dtype.name == "bool" else node.arg
 
 
+class _TemplateKey:
+    """A template cache key that hashes its nested tuple once: the cache looks it up, then moves it.
+
+    The tuple holds every node's description (views included), so hashing it is not cheap.
+    """
+
+    __slots__ = ("parts", "_hash")
+
+    def __init__(self, parts: tuple):
+        self.parts = parts
+        self._hash = hash(parts)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _TemplateKey) and self._hash == other._hash and self.parts == other.parts
+
+
 class _LoadedIds:
     """Ids of the nodes a group loads: the plan's roots but the group's own outputs (``in`` only).
 
@@ -367,7 +386,7 @@ class _Group:
         self.sig = Signature(root, self.chain, self.chain[:-1], self.leaf_ids, self.mode)
 
     def template(self) -> kernels.GroupTemplate:
-        key = (self.sig.key, kernels_tuning.tuning_for(self.root.device))  # templates are laid out per device
+        key = _TemplateKey((self.sig.key, kernels_tuning.tuning_for(self.root.device)))  # laid out per device
         found = _templates.get(key)
         if found is None:
             lowered = _lower_group(self.root, self.chain, self.leaf_ids, self.mode, self.sig.baked)

@@ -10,6 +10,7 @@ tail is carried up unchanged, and no identity element ever enters a combine.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -312,3 +313,37 @@ def fused_multiply_add(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarra
         away = (e > 0) == (s > 0)
         bits = np.where(inexact, np.where(away, bits + np.uint64(1), bits - np.uint64(1)), bits)
         return bits.view(np.float64).astype(np.float32)  # an odd last bit: no double rounding here
+
+
+# ---------------------------------------------------------------- float64 references of the smooth functions
+
+
+def erf64(x):
+    return np.vectorize(math.erf, otypes=[np.float64])(x)
+
+
+def erfc64(x):
+    return np.vectorize(math.erfc, otypes=[np.float64])(x)
+
+
+def sigmoid64(x):
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + np.exp(-x))
+
+
+def gelu64(x):
+    """0.5·x·erfc(-x/√2); the limits -0.0 and +inf at ∓inf."""
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isinf(x), np.where(x > 0, x, -0.0), 0.5 * x * erfc64(-x / math.sqrt(2.0)))
+
+
+def gelu_tanh64(x):
+    # 0.5·x·(1 + tanh(u)) = x·sigmoid(2u): the same real function without float64 cancellation
+    with np.errstate(all="ignore"):
+        u = math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)
+        return np.where(np.isinf(x), np.where(x > 0, x, -0.0), x * sigmoid64(2.0 * u))
+
+
+def softplus64(x):
+    with np.errstate(over="ignore"):
+        return np.where(x > 20.0, x, np.log1p(np.exp(np.minimum(x, 20.0))))

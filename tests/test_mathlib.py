@@ -13,11 +13,10 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 import torch
+from optest import erf64, gelu64, gelu_tanh64, sigmoid64, softplus64
 
 from vkml.errors import DTypeError
 from vkml.ir import types as T
@@ -332,36 +331,6 @@ def test_f16_to_f32_all_patterns():
 # ---------------------------------------------------------------- transcendental precision
 
 
-def _erf64(x):
-    return np.vectorize(math.erf, otypes=[np.float64])(x)
-
-
-def _erfc64(x):
-    return np.vectorize(math.erfc, otypes=[np.float64])(x)
-
-
-def _sigmoid64(x):
-    with np.errstate(over="ignore"):
-        return 1.0 / (1.0 + np.exp(-x))
-
-
-def _gelu64(x):
-    with np.errstate(invalid="ignore"):
-        return np.where(np.isinf(x), np.where(x > 0, x, -0.0), 0.5 * x * _erfc64(-x / math.sqrt(2.0)))
-
-
-def _gelu_tanh64(x):
-    # 0.5*x*(1 + tanh(u)) = x * sigmoid(2u), the same real function without float64 cancellation
-    with np.errstate(all="ignore"):
-        u = math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)
-        return np.where(np.isinf(x), np.where(x > 0, x, -0.0), x * _sigmoid64(2.0 * u))
-
-
-def _softplus64(x):
-    with np.errstate(over="ignore"):
-        return np.where(x > 20.0, x, np.log1p(np.exp(np.minimum(x, 20.0))))
-
-
 def _uniform(seed, lo, hi):
     return rng(seed).uniform(lo, hi, N).astype(np.float32)
 
@@ -390,12 +359,12 @@ UNARY = {
     "log": (np.log, 1, lambda: _uniform(23, 0.25, 4)),
     "log2": (np.log2, 1, lambda: _uniform(24, 0.25, 4)),
     "log1p": (np.log1p, 1, lambda: _uniform(25, -1, 1)),
-    "sigmoid": (_sigmoid64, 2, lambda: _uniform(26, -110, 30)),
+    "sigmoid": (sigmoid64, 2, lambda: _uniform(26, -110, 30)),
     "tanh": (np.tanh, 2, lambda: _uniform(27, -10, 10)),
-    "softplus": (_softplus64, 2, lambda: _uniform(28, -110, 30)),
-    "erf": (_erf64, 2, lambda: _uniform(29, -5, 5)),
-    "gelu": (_gelu64, 2, lambda: _uniform(30, -16, 4)),
-    "gelu_tanh": (_gelu_tanh64, 2, lambda: _uniform(31, -12, 4)),
+    "softplus": (softplus64, 2, lambda: _uniform(28, -110, 30)),
+    "erf": (erf64, 2, lambda: _uniform(29, -5, 5)),
+    "gelu": (gelu64, 2, lambda: _uniform(30, -16, 4)),
+    "gelu_tanh": (gelu_tanh64, 2, lambda: _uniform(31, -12, 4)),
 }
 
 

@@ -43,3 +43,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def vkml_cache_dir(pytestconfig: pytest.Config) -> Path:
     """The kernel-cache folder this test session uses in place of the user's own."""
     return pytestconfig.stash[_CACHE_DIR_KEY]
+
+
+@pytest.fixture(scope="session")
+def gpu():
+    """The best Vulkan device: lavapipe in CI (make test installs it as root), the H200 on the GPU machine."""
+    import vkml
+
+    assert vkml.vulkan_device_reports(), "no Vulkan device: install lavapipe (make test does, as root)"
+    return vkml.best_device()

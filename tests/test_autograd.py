@@ -24,12 +24,6 @@ from vkml.ops.registry import REGISTRY
 CPU = vkml.device("cpu")
 
 
-@pytest.fixture(scope="module")
-def gpu():
-    assert vkml.vulkan_device_reports(), "no Vulkan device: install lavapipe (make test does, as root)"
-    return vkml.best_device()
-
-
 @dataclass(frozen=True)
 class Case:
     """One op applied to inputs drawn by ``make`` (a list of float32 arrays)."""

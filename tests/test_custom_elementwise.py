@@ -24,12 +24,6 @@ def _clean_registry():
         yield
 
 
-@pytest.fixture(scope="module")
-def gpu():
-    assert vkml.vulkan_device_reports(), "no Vulkan device: install lavapipe"
-    return vkml.best_device()
-
-
 def _softclip():
     @vkml.elementwise
     def softclip(x, lo, hi):

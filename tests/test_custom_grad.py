@@ -19,12 +19,6 @@ def _clean_registry():
         yield
 
 
-@pytest.fixture(scope="module")
-def gpu():
-    assert vkml.vulkan_device_reports(), "no Vulkan device: install lavapipe"
-    return vkml.best_device()
-
-
 def _grads(op, arrays, upstream, device=CPU, **kwargs):
     """The custom op's output and each input's gradient for the given upstream gradient, as numpy."""
     xs = [vkml.tensor(a, device=device, requires_grad=True) for a in arrays]

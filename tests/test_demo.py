@@ -2,16 +2,7 @@
 
 from __future__ import annotations
 
-import pytest
-
-import vkml
 from vkml import demo
-
-
-@pytest.fixture(scope="module")
-def gpu():
-    assert vkml.vulkan_device_reports(), "no Vulkan device: install lavapipe (make test does, as root)"
-    return vkml.best_device()
 
 
 def test_demo_reaches_the_readme_accuracy_in_one_submission_per_step(gpu):

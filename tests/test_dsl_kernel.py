@@ -19,12 +19,6 @@ CPU = vkml.device("cpu")
 TILE = 8
 
 
-@pytest.fixture(scope="module")
-def gpu():
-    assert vkml.vulkan_device_reports(), "no Vulkan device: install lavapipe"
-    return vkml.best_device()
-
-
 @vkml.kernel(outputs=lambda x, scale: (x.shape, x.dtype))
 def scaled(x, scale, out):
     i = dsl.global_id(0)

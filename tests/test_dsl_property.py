@@ -11,7 +11,6 @@ import itertools
 import operator
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from optest import F32_SPECIALS, bits
@@ -106,12 +105,6 @@ def _arrays() -> list[np.ndarray]:
 
 ARRAYS = _arrays()
 _names = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def gpu():
-    assert vkml.vulkan_device_reports(), "no Vulkan device: install lavapipe"
-    return vkml.best_device()
 
 
 def _run(op, device) -> np.ndarray:

@@ -35,12 +35,6 @@ TUNINGS = {
 }
 
 
-@pytest.fixture(scope="module")
-def gpu():
-    assert vkml.vulkan_device_reports(), "no Vulkan device: install lavapipe"
-    return vkml.best_device()
-
-
 @pytest.fixture
 def cpu_tuning():
     """Set the CPU device's tuning for one test; the default comes back afterwards."""

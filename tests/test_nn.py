@@ -15,12 +15,6 @@ CPU = vkml.device("cpu")
 TF = torch.nn.functional
 
 
-@pytest.fixture(scope="module")
-def gpu():
-    assert vkml.vulkan_device_reports(), "no Vulkan device: install lavapipe (make test does, as root)"
-    return vkml.best_device()
-
-
 def _grads_of(module) -> dict[str, np.ndarray]:
     return {name: p.grad.numpy() for name, p in module.named_parameters()}
 

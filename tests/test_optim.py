@@ -26,12 +26,6 @@ OPTIMIZERS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def gpu():
-    assert vkml.vulkan_device_reports(), "no Vulkan device: install lavapipe (make test does, as root)"
-    return vkml.best_device()
-
-
 def _problem(seed: int = 0):
     g = np.random.default_rng(seed)
     w = g.standard_normal((4, 3)).astype(np.float32)

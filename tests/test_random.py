@@ -15,12 +15,6 @@ CPU = vkml.device("cpu")
 U32 = np.uint32
 
 
-@pytest.fixture(scope="module")
-def gpu():
-    assert vkml.vulkan_device_reports(), "no Vulkan device: install lavapipe (make test does, as root)"
-    return vkml.best_device()
-
-
 @pytest.mark.parametrize(
     ("counter", "key", "expected"),
     [  # Random123's known-answer vectors for threefry2x32, 20 rounds

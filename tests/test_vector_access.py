@@ -11,7 +11,6 @@ import re
 import numpy as np
 import pytest
 
-import vkml
 from vkml.codegen import compile_kernel, emit_spirv
 from vkml.codegen.features import DeviceFeatures
 from vkml.errors import DTypeError, IRError
@@ -21,12 +20,6 @@ from vkml.ir.builder import KernelBuilder, const, global_id, if_
 from vkml.runtime.base import Dispatch
 
 LAVAPIPE = DeviceFeatures.lavapipe_like()
-
-
-@pytest.fixture(scope="module")
-def gpu():
-    assert vkml.vulkan_device_reports(), "no Vulkan device: install lavapipe"
-    return vkml.best_device()
 
 
 def shuffle_kernel(dtype: T.DType, access: str = "read"):

@@ -226,13 +226,24 @@ def test_configs_fit_the_devices(monkeypatch):
             if features:
                 assert c.shared_bytes <= features.max_compute_shared_memory_size
             assert c.bm <= max(2 * m, c.tm) and c.bn <= max(2 * n, c.tn)  # small sides get small tiles
+    monkeypatch.setenv("VKML_MATMUL_FMA", "0")
     assert choose_config(DeviceFeatures.h200_like(), 4096, 4096, 4096) == MatmulConfig(128, 128, 8, 8, 8, False, True)
     monkeypatch.setattr(kernels_matmul, "SMALL_GPU_TILES", kernels_matmul.TileFamily(16, 16, 4, 4, 64))
     assert choose_config(DeviceFeatures.lavapipe_like(), 4096, 4096, 4096).bk == 16  # 32 KiB of shared memory
     assert not choose_config(DeviceFeatures.lavapipe_like(), 4096, 4096, 4096).fused
     assert not choose_config(None, 4096, 4096, 4096).fused
-    assert not choose_config(DeviceFeatures.h200_like(), 4096, 4096, 4096).fused  # off by default: the CPU's bits
+    assert not choose_config(DeviceFeatures.h200_like(), 4096, 4096, 4096).fused  # VKML_MATMUL_FMA=0: the CPU's bits
     monkeypatch.setenv("VKML_MATMUL_FMA", "1")
+    assert choose_config(DeviceFeatures.h200_like(), 4096, 4096, 4096).fused
+    assert choose_config(DeviceFeatures.h200_like(), 64, 64, 64).fused  # 1: every size
+    assert not choose_config(DeviceFeatures.lavapipe_like(), 4096, 4096, 4096).fused  # small tiles never fuse
+    monkeypatch.delenv("VKML_MATMUL_FMA")  # the default, auto: large products only
+    assert choose_config(DeviceFeatures.h200_like(), 4096, 4096, 4096).fused
+    assert choose_config(DeviceFeatures.h200_like(), 512, 512, 512).fused  # exactly FMA_MIN_MULTIPLY_ADDS
+    assert not choose_config(DeviceFeatures.h200_like(), 512, 512, 511).fused
+    assert not choose_config(DeviceFeatures.h200_like(), 60, 64, 64).fused  # the demo's layers keep the CPU's bits
+    assert not choose_config(DeviceFeatures.lavapipe_like(), 4096, 4096, 4096).fused
+    monkeypatch.setenv("VKML_MATMUL_FMA", "bogus")  # anything else means auto
     assert choose_config(DeviceFeatures.h200_like(), 4096, 4096, 4096).fused
 
 

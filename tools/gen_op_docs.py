@@ -145,11 +145,14 @@ EXTRA: dict[str, Extra] = {
         "that each invocation can accumulate a register tile. The order depends on K alone: the same bits on every "
         "device, tile size and layout. Bound: |computed - exact| <= γ_K Σ_k |a_ik||b_kj|, γ_K = Ku/(1 - Ku), "
         "u = 2^-24 (the tree's would be γ_(⌈log2 K⌉+1)). float16 operands are exact in float32 and the result rounds "
-        "once; integer matmul is exact (a sum of products over the tree). With `VKML_MATMUL_FMA=1`, GPUs that get "
-        "the large tiles (32-wide subgroups, ≥ 48 KiB shared memory: the H200) do each step as one fused "
-        "multiply-add instead (GLSL.std.450 Fma, rounded once where the driver fuses it, as NVIDIA's does; about "
-        "1.5x faster there): the same order and bound, the same bits every run on that device, but not the CPU's "
-        "bits (within 2γ_K Σ|a||b| of them). Off by default, so every device gives the CPU's bits",
+        "once; integer matmul is exact (a sum of products over the tree). On GPUs that get "
+        "the large tiles (32-wide subgroups, ≥ 48 KiB shared memory: the H200), a product of at least 2^27 "
+        "multiply-adds (m·n·k, e.g. 512³) does each step as one fused multiply-add instead (GLSL.std.450 Fma, "
+        "rounded once where the driver fuses it, as NVIDIA's does; about 1.5x faster there): the same order, the same "
+        "bits every run on that device, but not always the CPU's bits: within 2γ_K Σ|a||b| of them, plus K·2^-126 "
+        "where the device flushes subnormal products to zero (NVIDIA's Fma does). Smaller products keep the CPU's bits "
+        "on every device. `VKML_MATMUL_FMA=0` turns fusing off (every size, every device: the CPU's bits); `1` fuses "
+        "every size on those GPUs",
         special="NaN and inf propagate through products and sums as IEEE 754 says (0 * inf is NaN; inf - inf is NaN). "
         "The sum starts from -0.0, the exact identity of addition, so an output whose products are all -0.0 is -0.0; "
         "K = 0 gives +0.0 (as PyTorch).",

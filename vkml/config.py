@@ -7,7 +7,7 @@ every call (cheap), so tests can change a variable with ``monkeypatch.setenv``.
 | ``VKML_EAGER`` | ``eager()`` | ``1``: every op runs at once |
 | ``VKML_DUMP_SPIRV`` | ``dump_spirv_dir()`` | a folder where each kernel compiled for Vulkan is written: its IR (.vkir), assembly (.spvasm) and binary (.spv) |
 | ``VKML_DEBUG`` | ``debug_level()`` | ``0`` (default) .. ``3``: how much vkml reports about what it runs |
-| ``VKML_MATMUL_FMA`` | ``matmul_fma()`` | ``1``: on GPUs with the large matmul tiles, matmul fuses its multiply-adds (about 1.5x faster on the H200; results then within 2γ_K Σ|a||b| of the CPU instead of equal to it). Default ``0``: every device gives the CPU's bits (docs/ops/matmul.md) |
+| ``VKML_MATMUL_FMA`` | ``matmul_fma()`` | on GPUs with the large matmul tiles (the H200), whether matmul fuses its multiply-adds (about 1.5x faster there; results within 2γ_K Σ|a||b| of the CPU's instead of equal to them): ``auto`` (default) for products of at least 2^27 multiply-adds, ``1`` for every size, ``0`` never (every device then gives the CPU's bits). docs/ops/matmul.md |
 
     >>> import os; os.environ["VKML_CACHE_DIR"] = "/tmp/vkml-cache"
     >>> str(cache_dir())
@@ -55,10 +55,20 @@ def dump_spirv_dir() -> Path | None:
     return Path(folder).expanduser() if folder else None
 
 
-def matmul_fma() -> bool:
-    """Whether matmul may accumulate with fused multiply-adds where it pays (``VKML_MATMUL_FMA=1``).
+def matmul_fma() -> str:
+    """When matmul may accumulate with fused multiply-adds (``VKML_MATMUL_FMA``): ``auto``, ``on`` or ``off``.
 
-    Off by default: same bits on every device is vkml's invariant, and a training run on a GPU
-    must give the CPU reference's loss bits (make demo checks it).
+    ``auto`` (the default) fuses only products large enough for the arithmetic rate to matter
+    (``kernels_matmul.FMA_MIN_MULTIPLY_ADDS``); small ones, like the demo's layers, keep the CPU
+    reference's bits, so its training run still reproduces the CPU's losses bit for bit.
+
+    >>> import os; os.environ["VKML_MATMUL_FMA"] = "0"
+    >>> matmul_fma()
+    'off'
     """
-    return os.environ.get("VKML_MATMUL_FMA", "0").strip().lower() in ("1", "true", "yes", "on")
+    raw = os.environ.get("VKML_MATMUL_FMA", "auto").strip().lower()
+    if raw in ("1", "true", "yes", "on"):
+        return "on"
+    if raw in ("0", "false", "no", "off"):
+        return "off"
+    return "auto"

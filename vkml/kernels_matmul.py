@@ -13,9 +13,10 @@ output starts from -0.0 (the exact identity of IEEE addition) and adds the float
 ``a[k] · b[k]`` for k = 0, 1, …, K-1 one after the other, each product and each sum rounded
 (NoContraction). The order does not depend on the tile sizes, the device or the layout, so
 every configuration (and the CPU interpreter) gives the same bits. On GPUs with the large
-tiles, ``VKML_MATMUL_FMA=1`` (off by default) makes each step one ``mul_add`` instead, which
-the device may round once (a fused multiply-add: twice the arithmetic rate); the order and
-the error bound stay, the bits may differ from the CPU's.
+tiles, products of at least ``FMA_MIN_MULTIPLY_ADDS`` make each step one ``mul_add`` instead,
+which the device may round once (a fused multiply-add: twice the arithmetic rate); the order
+and the error bound stay, the bits may differ from the CPU's (``VKML_MATMUL_FMA``: ``0``
+never, ``1`` at every size).
 
 Tails need no predicate in the inner loop: a position past M, N or K loads A as -0.0 and B
 as +0.0, so a padded k contributes the product -0.0, and ``x + (-0.0)`` is ``x`` for every x
@@ -104,6 +105,10 @@ INTERPRETER_TILES = TileFamily(16, 16, 2, 2, 8)  # CPU reference: many lanes, fe
 SMALL_GPU_TILES = TileFamily(16, 16, 4, 4, 8)  # lavapipe and other devices with modest limits
 # 32-wide subgroups, ≥ 48 KiB shared memory (the H200: packed measured fastest, 2026-11-30, tools/bench_matmul_tiles.py)
 LARGE_GPU_TILES = TileFamily(16, 16, 8, 8, 8, packed=True)
+# With the large tiles and VKML_MATMUL_FMA=auto, products of at least this many multiply-adds
+# (512³) fuse them: below it a matmul is a few microseconds either way, and keeping the CPU's
+# bits there lets small models (the demo's) reproduce the CPU reference's training bit for bit.
+FMA_MIN_MULTIPLY_ADDS = 1 << 27
 
 
 def _fit(size: int, threads: int, per_thread: int) -> tuple[int, int]:
@@ -121,7 +126,9 @@ def choose_config(features, m: int, n: int, k: int) -> MatmulConfig:
     >>> str(choose_config(None, 256, 256, 256))
     '32x32x8/2x2'
     >>> str(choose_config(DeviceFeatures.h200_like(), 4096, 4096, 4096))
-    '128x128x8/8x8/fma'
+    '128x128x8/8x8/fma/packed'
+    >>> str(choose_config(DeviceFeatures.h200_like(), 64, 64, 64))  # small: the CPU's bits
+    '64x64x8/4x4/packed'
     """
     fused = False
     if features is None:
@@ -132,7 +139,8 @@ def choose_config(features, m: int, n: int, k: int) -> MatmulConfig:
         and features.max_workgroup_invocations >= 256
     ):
         family = LARGE_GPU_TILES
-        fused = vkml_config.matmul_fma()
+        policy = vkml_config.matmul_fma()
+        fused = policy == "on" or (policy == "auto" and m * n * k >= FMA_MIN_MULTIPLY_ADDS)
     else:
         family = SMALL_GPU_TILES
     wm, wn = family.wm, family.wn

@@ -106,7 +106,7 @@ _TABLE: list[Spec] = [
         lambda a, b, c: a * b + c,
         "a * b + c; the CPU rounds the product and the sum, Vulkan emits a fused multiply-add that a device "
         "may round once and may flush subnormal operands (NVIDIA's does) — not exact: only matmul's "
-        "accumulation uses it, with VKML_MATMUL_FMA=1 (docs/ops/matmul.md)",
+        "accumulation uses it, on large GPUs for large products (VKML_MATMUL_FMA, docs/ops/matmul.md)",
     ),
     Spec("idiv", "pure", 2, INTS, _same, _trunc_div, "integer a / b rounded toward zero; b == 0 is undefined"),
     Spec("irem", "pure", 2, INTS, _same, _trunc_rem, "integer remainder with the sign of a; b == 0 is undefined"),

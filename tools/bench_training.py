@@ -3,13 +3,15 @@
 tools/bench.py calls ``bench_training_step`` (its ``mlp_train_step`` and ``train_peak_memory``
 rows); run this file alone for a quick look:
 
-    .venv/bin/python tools/bench_training.py [--device vulkan:0] [--quick]
+    .venv/bin/python tools/bench_training.py [--device vulkan:0] [--quick] [--width N --batch N]
 
-Both sides train the demo's MLP (2 → 64 → 64 → 3, ReLU, dropout 0.1) with Adam on the demo's
-spirals, one batch of 60 per step; a step is forward, backward, update and reading the loss
-(``loss.item()``, which waits for the device). One epoch is run untimed first: each batch is
-a slice at its own offset, and view offsets are part of a kernel's structure, so every batch
-compiles its kernels once.
+Both sides train the demo's MLP (2 → width → width → 3, ReLU, dropout 0.1) with Adam on the
+demo's spirals; a step is forward, backward, update and reading the loss (``loss.item()``,
+which waits for the device). The full run is issue 7's size: 4096 wide, batches of 4096
+(two 4096² layers: about 0.4 TFLOP a step, so the matmuls dominate); ``--quick`` is the demo's
+own size (64 wide, batches of 60: a latency-bound step). One pass over the batches is run
+untimed first: each batch is a slice at its own offset, and view offsets are part of a
+kernel's structure, so every batch compiles its kernels once.
 """
 
 from __future__ import annotations
@@ -25,16 +27,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import vkml  # noqa: E402
 from vkml import demo  # noqa: E402
 
+FULL_WIDTH = 4096  # issue 7's MLP: the demo's model scaled to 4096 wide, batches of 4096
+FULL_BATCH = 4096
 
-def _torch_model(torch):
+
+def _torch_model(torch, width: int):
     torch.manual_seed(demo.SEED)
     return torch.nn.Sequential(
-        torch.nn.Linear(2, 64),
+        torch.nn.Linear(2, width),
         torch.nn.ReLU(),
         torch.nn.Dropout(0.1),
-        torch.nn.Linear(64, 64),
+        torch.nn.Linear(width, width),
         torch.nn.ReLU(),
-        torch.nn.Linear(64, demo.CLASSES),
+        torch.nn.Linear(width, demo.CLASSES),
     )
 
 
@@ -53,8 +58,18 @@ def _timed(step, batches, repeats: int, budget_s: float) -> list[float]:
     return seconds
 
 
-def bench_training_step(device=None, torch_device=None, quick: bool = False, repeats: int = 30, budget_s: float = 10.0):
+def bench_training_step(
+    device=None,
+    torch_device=None,
+    quick: bool = False,
+    repeats: int = 30,
+    budget_s: float = 10.0,
+    width: int | None = None,
+    batch: int | None = None,
+):
     """Per-step seconds of the demo's training step in vkml on ``device`` and in torch on ``torch_device``.
+
+    ``width`` and ``batch`` default to 4096 each, or to the demo's 64 and 60 when ``quick``.
 
     Returns ``{"vkml_seconds": [...], "torch_seconds": [...], "vkml_peak_bytes", "torch_peak_bytes",
     "size", "note"}`` (the contract of tools/bench_special.py).
@@ -64,22 +79,25 @@ def bench_training_step(device=None, torch_device=None, quick: bool = False, rep
     device = vkml.device(device) if device is not None else vkml.best_device()
     torch_device = torch.device(torch_device or "cpu")
     repeats = min(repeats, 10) if quick else repeats
-    x, y = demo.make_spirals()
-    starts = range(0, demo.TRAIN_POINTS, demo.BATCH)
+    width = width or (demo.WIDTH if quick else FULL_WIDTH)
+    batch = batch or (demo.BATCH if quick else FULL_BATCH)
+    batches = max(1, demo.TRAIN_POINTS // demo.BATCH) if batch == demo.BATCH else 3
+    x, y = demo.make_spirals(points_per_class=-(-batch * batches // demo.CLASSES))
+    starts = range(0, batch * batches, batch)
 
-    model = demo.make_model(device)
+    model = demo.make_model(device, width)
     optimizer = vkml.optim.Adam(model.parameters(), lr=0.01)
     xs, ys = vkml.tensor(x, device=device), vkml.tensor(y, device=device)
-    ours = [(xs[i : i + demo.BATCH], ys[i : i + demo.BATCH]) for i in starts]
+    ours = [(xs[i : i + batch], ys[i : i + batch]) for i in starts]
     if hasattr(device, "reset_peak_memory"):
         device.reset_peak_memory()
     vkml_seconds = _timed(lambda a, b: demo.train_step(model, optimizer, a, b), ours, repeats, budget_s)
     vkml_peak = device.memory_stats().get("peak_bytes")
 
-    net = _torch_model(torch).to(torch_device)
+    net = _torch_model(torch, width).to(torch_device)
     torch_optimizer = torch.optim.Adam(net.parameters(), lr=0.01)
     xt, yt = torch.from_numpy(x).to(torch_device), torch.from_numpy(y).to(torch_device)
-    theirs = [(xt[i : i + demo.BATCH], yt[i : i + demo.BATCH]) for i in starts]
+    theirs = [(xt[i : i + batch], yt[i : i + batch]) for i in starts]
 
     def torch_step(a, b):
         loss = torch.nn.functional.cross_entropy(net(a), b)
@@ -97,14 +115,22 @@ def bench_training_step(device=None, torch_device=None, quick: bool = False, rep
         "torch_seconds": torch_seconds,
         "vkml_peak_bytes": vkml_peak,
         "torch_peak_bytes": torch_peak,
-        "size": f"MLP 2-64-64-3, batch {demo.BATCH}",
+        "size": f"MLP 2-{width}-{width}-3, batch {batch}",
         "note": "the demo's step: forward, backward, Adam, loss.item()",
     }
 
 
 def main(argv: list[str]) -> int:
-    device = argv[argv.index("--device") + 1] if "--device" in argv else None
-    result = bench_training_step(device=device, quick="--quick" in argv)
+    def flag(name: str):
+        return argv[argv.index(name) + 1] if name in argv else None
+
+    width, batch = flag("--width"), flag("--batch")
+    result = bench_training_step(
+        device=flag("--device"),
+        quick="--quick" in argv,
+        width=int(width) if width else None,
+        batch=int(batch) if batch else None,
+    )
     ours, theirs = np.median(result["vkml_seconds"]), np.median(result["torch_seconds"])
     print(
         f"{result['size']}: vkml {ours * 1e3:.2f} ms/step, torch {theirs * 1e3:.2f} ms/step, ratio {ours / theirs:.2f}"

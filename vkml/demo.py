@@ -25,6 +25,7 @@ CLASSES = 3
 POINTS_PER_CLASS = 300
 TRAIN_POINTS = 600
 BATCH = 60
+WIDTH = 64  # hidden units per layer
 EPOCHS = 12
 SEED = 0
 BAR_WIDTH = 24
@@ -43,10 +44,11 @@ def make_spirals(points_per_class: int = POINTS_PER_CLASS, seed: int = SEED) -> 
     return np.concatenate(xs)[order].astype(np.float32), np.concatenate(ys)[order].astype(np.int64)
 
 
-def make_model(device) -> nn.Module:
+def make_model(device, width: int = WIDTH) -> nn.Module:
+    """The demo's MLP: 2 → width → width → 3, ReLU, dropout 0.1 (tools/bench_training.py scales ``width``)."""
     vkml.manual_seed(SEED)  # initial weights and dropout masks: the same bits on every device
     model = nn.Sequential(
-        nn.Linear(2, 64), nn.ReLU(), nn.Dropout(0.1), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, CLASSES)
+        nn.Linear(2, width), nn.ReLU(), nn.Dropout(0.1), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, CLASSES)
     )
     return model.to(device)
 

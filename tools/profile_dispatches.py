@@ -4,7 +4,7 @@
 
 Each name is a workload of tools/bench_workloads.py (``bench.py --list``) or ``mlp_train_step``
 (tools/bench_training.py's step, 4096 wide with batches of 4096; the demo's size with
-``--quick``). One untimed realize compiles; the next is recorded with a timestamp after each
+``--quick``). Untimed realizes compile and warm the GPU up (WARM_UP_S); the next is recorded with a timestamp after each
 dispatch (vkml/runtime/timestamps.py) and printed one line per dispatch: the kernel, its grid,
 its GPU microseconds and its share of the run. A dispatch's time includes the barrier in front
 of it. This is issue 7's "profile showing where the time goes" (docs/benchmarks.md).
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -27,6 +28,8 @@ from bench_workloads import WORKLOADS, Context  # noqa: E402
 
 import vkml  # noqa: E402
 
+WARM_UP_S = 1.0  # seconds of untimed repetitions before the profiled one
+
 
 def recorded_runs(device, action) -> list[list[tuple[str, tuple, float]]]:
     """Call ``action()`` with every ``device.run`` timestamped: per run, ``(kernel, grid, seconds)`` per dispatch."""
@@ -37,6 +40,9 @@ def recorded_runs(device, action) -> list[list[tuple[str, tuple, float]]]:
         runs.append([(d.kernel.name, tuple(d.grid), s) for d, s in zip(dispatches, seconds or [])])
         return seconds
 
+    started = time.perf_counter()
+    while time.perf_counter() - started < WARM_UP_S:
+        action()  # untimed: a GPU that has been idle runs slow until its clocks ramp up
     device.run = run
     try:
         action()

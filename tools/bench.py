@@ -78,15 +78,9 @@ def measure_case(name: str, case: Case, ctx: Context, repeats: int, budget_s: fl
         theirs = time_torch(fn, ctx.torch_device, repeats, budget_s)
         theirs_values = _numpy(theirs.result)
         theirs.result = None
-        if case.project is not None:
-            theirs_values = case.project(theirs_values)
         error = relative_error(ours_values, theirs_values)
-        work, peer_work = case.work, case.torch_work or case.work
-        ratio = None
-        if ours.gpu.median and theirs.gpu.median:
-            ratio = ours.gpu.median / theirs.gpu.median
-            if work and peer_work:
-                ratio *= peer_work.amount / work.amount  # per unit of work when vkml ran a capped size
+        work = case.work
+        ratio = ours.gpu.median / theirs.gpu.median if ours.gpu.median and theirs.gpu.median else None
         rows.append(
             Row(
                 name,
@@ -101,7 +95,7 @@ def measure_case(name: str, case: Case, ctx: Context, repeats: int, budget_s: fl
                 peer_wall_median=theirs.wall.median,
                 ratio=ratio,
                 vkml_rate=work.amount / ours.gpu.median if work and ours.gpu.median else None,
-                peer_rate=peer_work.amount / theirs.gpu.median if peer_work and theirs.gpu.median else None,
+                peer_rate=work.amount / theirs.gpu.median if work and theirs.gpu.median else None,
                 rate_unit=f"{work.unit}/s" if work else "",
                 vkml_peak_bytes=ours.peak_bytes,
                 peer_peak_bytes=theirs.peak_bytes,

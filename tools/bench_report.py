@@ -21,7 +21,7 @@ class Row:
     ``clock`` says which times the min/median columns hold: ``"gpu"`` (vkml: dispatch
     timestamps, or wall time on the CPU reference device; PyTorch: CUDA events, or wall time
     on the CPU) or ``"wall"`` (time to result seen from Python). ``ratio`` is vkml / peer on
-    the medians, normalised by work when vkml ran a capped size. ``status`` is ``ok``,
+    the medians. ``status`` is ``ok``,
     ``mismatch`` (results differ beyond ``tolerance``), ``error`` or ``skipped``.
     """
 

@@ -35,18 +35,14 @@ class Case:
     """One workload at one size: the vkml graph builder, the PyTorch peer(s), and the bookkeeping.
 
     ``torch`` maps a peer's label (``"eager"``, ``"torch.compile"``) to its callable; each peer
-    gives one row of the table. ``torch_work`` differs from ``work`` only when vkml runs a
-    capped size (``note`` says so); ratios are then normalised by work. ``project`` maps the
-    PyTorch output to the part that vkml computed, for the correctness check.
+    gives one row of the table; both sides do the same ``work``.
     """
 
     size: str
     vkml: Callable[[], object]
     torch: dict[str, Callable[[], object]]
     work: Work | None
-    torch_work: Work | None = None
     tolerance: float = 1e-5
-    project: Callable | None = None
     note: str = ""
 
 
@@ -194,43 +190,36 @@ def layer_norm(ctx: Context) -> Case:
 # ---------------------------------------------------------------------------- matmul
 
 
-def _matmul(ctx: Context, n: int, dtype: str, vkml_cols: int | None) -> Case:
-    """C = A @ B, n×n by n×n; vkml computes only the first ``vkml_cols`` columns when capped."""
+def _matmul(ctx: Context, n: int, dtype: str) -> Case:
+    """C = A @ B, n×n by n×n."""
 
     a, ta = ctx.pair((n, n), dtype, tag="mm_a")
     b, tb = ctx.pair((n, n), dtype, tag="mm_b")
-    cols = vkml_cols or n
-    if vkml_cols:  # the first columns of the same B
-        b = vkml.tensor(np.ascontiguousarray(ctx.array((n, n), dtype, tag="mm_b")[:, :cols]), device=ctx.device)
     note = (
         "torch: TF32 off"
         if dtype == F32
         else "float16 in, float32 accumulate, float16 out; torch: reduced-precision reduction off"
     )
-    if vkml_cols:
-        note += f"; vkml capped to {n}×{n} @ {n}×{cols}: the naive matmul at full size takes {n // cols}× longer"
     return Case(
         f"{n}² {dtype}",
         lambda: a @ b,
         {"eager": lambda: ta @ tb},
-        Work(2.0 * n * n * cols, "FLOP"),
-        torch_work=Work(2.0 * n * n * n, "FLOP"),
+        Work(2.0 * n * n * n, "FLOP"),
         tolerance=1e-5 if dtype == F32 else 2e-3,
-        project=(lambda out: out[:, :cols]) if vkml_cols else None,
         note=note,
     )
 
 
 def matmul_f32_4096(ctx: Context) -> Case:
-    return _matmul(ctx, _n(ctx, 4096, 256), F32, None)
+    return _matmul(ctx, _n(ctx, 4096, 256), F32)
 
 
 def matmul_f32_8192(ctx: Context) -> Case:
-    return _matmul(ctx, _n(ctx, 8192, 512), F32, None if ctx.quick else 1024)
+    return _matmul(ctx, _n(ctx, 8192, 512), F32)
 
 
 def matmul_f16_8192(ctx: Context) -> Case:
-    return _matmul(ctx, _n(ctx, 8192, 512), F16, None if ctx.quick else 1024)
+    return _matmul(ctx, _n(ctx, 8192, 512), F16)
 
 
 # ---------------------------------------------------------------------------- op suite

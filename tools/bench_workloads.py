@@ -190,8 +190,8 @@ def layer_norm(ctx: Context) -> Case:
 # ---------------------------------------------------------------------------- matmul
 
 
-def _matmul(ctx: Context, n: int, dtype: str) -> Case:
-    """C = A @ B, n×n by n×n."""
+def _matmul(ctx: Context, n: int, dtype: str, layout: str = "nn") -> Case:
+    """C = A @ B, n×n by n×n; ``layout`` "nt" is A @ B.T (``nn.Linear``'s forward), "tn" A.T @ B (its weight gradient)."""
 
     a, ta = ctx.pair((n, n), dtype, tag="mm_a")
     b, tb = ctx.pair((n, n), dtype, tag="mm_b")
@@ -200,10 +200,13 @@ def _matmul(ctx: Context, n: int, dtype: str) -> Case:
         if dtype == F32
         else "float16 in, float32 accumulate, float16 out; torch: reduced-precision reduction off"
     )
+    if layout != "nn":
+        note = f"{'A @ B.T' if layout == 'nt' else 'A.T @ B'}; {note}"
+    product = {"nn": lambda x, y: x @ y, "nt": lambda x, y: x @ y.T, "tn": lambda x, y: x.T @ y}[layout]
     return Case(
         f"{n}² {dtype}",
-        lambda: a @ b,
-        {"eager": lambda: ta @ tb},
+        lambda: product(a, b),
+        {"eager": lambda: product(ta, tb)},
         Work(2.0 * n * n * n, "FLOP"),
         tolerance=1e-5 if dtype == F32 else 2e-3,
         note=note,
@@ -212,6 +215,14 @@ def _matmul(ctx: Context, n: int, dtype: str) -> Case:
 
 def matmul_f32_4096(ctx: Context) -> Case:
     return _matmul(ctx, _n(ctx, 4096, 256), F32)
+
+
+def matmul_f32_4096_nt(ctx: Context) -> Case:
+    return _matmul(ctx, _n(ctx, 4096, 256), F32, "nt")
+
+
+def matmul_f32_4096_tn(ctx: Context) -> Case:
+    return _matmul(ctx, _n(ctx, 4096, 256), F32, "tn")
 
 
 def matmul_f32_8192(ctx: Context) -> Case:
@@ -278,6 +289,8 @@ WORKLOADS: dict[str, Callable[[Context], Case]] = {
     "softmax": softmax,
     "layer_norm": layer_norm,
     "matmul_f32_4096": matmul_f32_4096,
+    "matmul_f32_4096_nt": matmul_f32_4096_nt,
+    "matmul_f32_4096_tn": matmul_f32_4096_tn,
     "matmul_f32_8192": matmul_f32_8192,
     "matmul_f16_8192": matmul_f16_8192,
 }

@@ -394,6 +394,19 @@ class Lowering:
             return random_value(node.arg, idx.lin, *words)
         raise AssertionError(f"cannot inline {node!r}")
 
+    def value_f16(self, node: Node, idx: Index) -> Value:
+        """``node`` (float16) at ``idx`` as an f16 value: loaded as stored through leaves and views,
+        narrowed in software (exactly: the value is a float16) from anything else.
+        """
+        if node.dtype is T.float16 and (node.realized or id(node) in self.leaves):
+            lin = idx.lin if idx.valid is None else B.select(idx.valid, idx.lin, _u32(0))
+            return self._leaf(node)[lin]
+        if node.dtype is T.float16 and node.op == "view":
+            src = node.srcs[0]
+            lin, valid = _view_index(node.arg, idx)
+            return self._masked(self.value_f16(src, Index(src.shape, lin=lin, valid=valid)), valid, idx.valid)
+        return M.f32_to_f16(self.value(node, idx))
+
     def _grouped_view(self, node: Node, idx: Index, modes) -> Value:
         """The view's value at a grouped position: the group goes down the views as a group."""
         src = node.srcs[0]

@@ -215,8 +215,12 @@ def test_the_matrix_kernel_validates_for_an_h200_like_device():
     assert 'OpExtension "SPV_KHR_cooperative_matrix"' in asm and "OpMemoryModel Logical Vulkan" in asm
     assert "OpTypeCooperativeMatrixKHR %half %uint_3 %uint_16 %uint_16 %uint_0" in asm
     assert "OpCooperativeMatrixMulAddKHR %cm_acc_float_16x16" in asm
-    assert re.search(r"OpCooperativeMatrixLoadKHR %cm_b_half_16x16 %\w+ %uint_0 %uint_16", asm)
-    assert re.search(r"OpCooperativeMatrixStoreKHR %\w+ %\w+ %uint_0 %uint_16", asm)
+    assert re.search(r"OpCooperativeMatrixLoadKHR %cm_b_half_16x16 %\w+ %uint_0 %uint_16 NonPrivatePointer$", asm, re.M)
+    assert re.search(r"OpCooperativeMatrixStoreKHR %\w+ %\w+ %uint_0 %uint_16 NonPrivatePointer$", asm, re.M)
+    # Under the Vulkan memory model only non-private accesses are ordered by barriers: every shared one is.
+    shared = [line for line in asm.splitlines() if re.search(r"Op(Load|Store) (%\w+ )?%t\d+_[abc]_tile_at", line)]
+    assert any("OpLoad" in line for line in shared) and any("OpStore" in line for line in shared)
+    assert all(line.endswith("NonPrivatePointer") for line in shared), shared
     assert "OpPhi %cm_acc_float_16x16" in asm  # the carried accumulator and the if_else's result
     # Under the Vulkan memory model a barrier also makes workgroup memory available and visible.
     assert re.search(r"OpControlBarrier %uint_2 %uint_2 %uint_24840\b", asm)
@@ -231,6 +235,7 @@ def test_kernels_without_matrices_keep_the_glsl_memory_model():
         barrier()
     asm = compile_kernel(kb.finish(), H200).asm
     assert "OpMemoryModel Logical GLSL450" in asm and "%uint_264" in asm and "CooperativeMatrix" not in asm
+    assert "NonPrivatePointer" not in asm
 
 
 def test_devices_without_the_feature_or_shape_are_refused():

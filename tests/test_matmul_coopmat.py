@@ -87,10 +87,44 @@ def test_selection_follows_the_device_features(monkeypatch):
     assert not kernels_matmul_coopmat.applies(H200, f16, f16)
 
 
+def test_a_device_with_cooperative_matrices_gets_them_enabled_and_selected():
+    """What runtime/reports.py does with an H200-like physical device: the features, the extension, the shapes."""
+    from vkml.runtime import reports, vk_physical
+
+    extensions = frozenset({"VK_KHR_cooperative_matrix"})
+    info = vk_physical.PhysicalDeviceInfo(0, None, (1 << 22) | (4 << 12), extensions=extensions)
+    for struct in vk_physical.FEATURE_STRUCTS:
+        if vk_physical._applies(struct, info.api, extensions):
+            for name in struct.fields:
+                info.features[name], info.feature_struct[name] = True, struct
+    info.properties = {"subgroupSize": 32, "subgroupSupportedOperations": 0x7FF}
+    info.limits = {
+        "maxPushConstantsSize": 256,
+        "maxStorageBufferRange": (1 << 32) - 1,
+        "maxComputeSharedMemorySize": 49152,
+        "maxComputeWorkGroupInvocations": 1024,
+        "maxComputeWorkGroupSize": (1024, 1024, 64),
+        "maxComputeWorkGroupCount": (1 << 31, 65535, 65535),
+    }
+    info.cooperative_matrix_shapes = [
+        {"m": 16, "n": 16, "k": 16, "a": "float16", "b": "float16", "c": "float32", "result": "float32", "scope": s}
+        for s in ("subgroup",)
+    ]
+    enabled = reports.features_to_enable(info)
+    wanted = {"cooperativeMatrix", "vulkanMemoryModel", "shaderFloat16", "storageBuffer16BitAccess"}
+    assert wanted <= enabled
+    assert "VK_KHR_cooperative_matrix" in reports.extensions_to_enable(info, enabled)
+    features = reports.device_features(info)
+    assert features.spirv_version == (1, 6) and features.has_matrix_shape(16, 16, 16)
+    assert kernels_matmul_coopmat.applies(features, T.float16, T.float16)
+    info.features["cooperativeMatrix"] = False  # listed shapes count only with the feature enabled
+    assert not reports.device_features(info).cooperative_matrix_shapes
+
+
 def test_the_mode_names_the_template(coopmat_on_cpu):
     a, b = f16_operands((8, 4), (4, 8), seed=1)
     node = (vkml.tensor(a) @ vkml.tensor(b)).node
-    assert kernels_matmul.mode(node) == kernels_matmul_coopmat.MODE
+    assert kernels_matmul.mode(node) == "matmul coopmat 32"  # the interpreter takes 32-wide subgroups
     node32 = (vkml.tensor(a.astype(np.float32)) @ vkml.tensor(b)).node
     assert kernels_matmul.mode(node32).startswith("matmul ") and "coopmat" not in kernels_matmul.mode(node32)
 

@@ -157,7 +157,7 @@ def mode(node: Node) -> str:
     a, b = node.srcs
     features = getattr(node.device, "features", None)
     if kernels_matmul_coopmat.applies(features, a.dtype, b.dtype):
-        return kernels_matmul_coopmat.MODE
+        return kernels_matmul_coopmat.mode(features)
     config = choose_config(features, a.shape[-2], b.shape[-1], a.shape[-1])
     return f"matmul {config}"
 
@@ -166,8 +166,8 @@ def lower(root: Node, mm: Node, leaves, baked, mode_text: str) -> GroupTemplate:
     """The template ``mode_text`` (from ``mode``) names: the cooperative-matrix one or the scalar tiles."""
     from . import kernels_matmul_coopmat
 
-    if mode_text == kernels_matmul_coopmat.MODE:
-        return kernels_matmul_coopmat.lower_matmul_coopmat(root, mm, leaves, baked)
+    if mode_text.startswith(kernels_matmul_coopmat.MODE):
+        return kernels_matmul_coopmat.lower_matmul_coopmat(root, mm, leaves, baked, int(mode_text.split()[-1]))
     return lower_matmul(root, mm, leaves, baked, parse_mode(mode_text))
 
 

@@ -77,6 +77,15 @@ def applies(features, a_dtype: T.DType, b_dtype: T.DType) -> bool:
     )
 
 
+def mode(features) -> str:
+    """The scheduler's mode string: it keys the template cache, so it names the subgroup size the kernel is for.
+
+    >>> mode(DeviceFeatures.h200_like())
+    'matmul coopmat 32'
+    """
+    return f"{MODE} {features.subgroup_size if features is not None else 32}"
+
+
 @dataclass
 class _Staging:
     """How the invocations copy one operand's tile into shared memory (float16, rows padded), one K-step at a time.

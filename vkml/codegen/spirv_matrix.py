@@ -1,9 +1,11 @@
 """Cooperative matrices for the SPIR-V emitter (SPV_KHR_cooperative_matrix), and ``subgroup_id``.
 
 A kernel that uses them is emitted under the Vulkan memory model (``OpMemoryModel Logical
-Vulkan``), as the H200 needed (reference/vulkan.md); its barriers then also make workgroup
-memory available and visible (``MakeAvailable | MakeVisible``), so a matrix stored to shared
-memory is seen by the scalar loads after the barrier and vice versa. Matrix types have
+Vulkan``), as the H200 needed (reference/vulkan.md). There an access takes part in
+synchronisation between invocations only when it is non-private, so every shared-memory
+access is marked ``NonPrivatePointer`` and every barrier also makes workgroup memory available
+and visible (``MakeAvailable | MakeVisible``): a matrix stored to shared memory is seen by the
+scalar loads after the barrier, and vice versa. Matrix types have
 subgroup scope; strides count elements of the shared array.
 
     %v7 = OpCooperativeMatrixLoadKHR %cm_a_half_16x16 %t3_a_tile_at %uint_0 %uint_40
@@ -46,8 +48,10 @@ class MatrixEmitter:
     def _emit_cm_shared_load(self, ins: Instr) -> None:
         pointer, layout, stride = self._matrix_pointer(ins)
         mtype = self.mod.matrix(ins.result.dtype)
-        self.op("OpCooperativeMatrixLoadKHR", self.result_id(ins.result), mtype, pointer, layout, stride)
+        access = self.shared_access()
+        self.op("OpCooperativeMatrixLoadKHR", self.result_id(ins.result), mtype, pointer, layout, stride, *access)
 
     def _emit_cm_shared_store(self, ins: Instr) -> None:
         pointer, layout, stride = self._matrix_pointer(ins)
-        self.emit(f"OpCooperativeMatrixStoreKHR {pointer} {self.use(ins.args[1])} {layout} {stride}")
+        words = ("OpCooperativeMatrixStoreKHR", pointer, self.use(ins.args[1]), layout, stride, *self.shared_access())
+        self.emit(" ".join(words))

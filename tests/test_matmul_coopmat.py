@@ -171,6 +171,16 @@ def test_layouts_and_a_fused_epilogue_keep_the_bits(coopmat_on_cpu):
     assert_same_bits(gradient_like, ordered_matmul(np.ascontiguousarray(x.T), x[:, :45]), "x.T @ x")
 
 
+def test_nan_and_inf_propagate_as_in_the_scalar_template(coopmat_on_cpu):
+    a, b = f16_operands((20, 40), (40, 18), seed=6)
+    a[3, 7], a[5, 2], b[9, 4], b[1, 0] = np.nan, np.inf, -np.inf, 0.0
+    a[6, :] = np.float16(60000)  # float32 accumulation: the row's sums exceed float16 only at the rounding
+    got = (vkml.tensor(a) @ vkml.tensor(b)).numpy()
+    with np.errstate(over="ignore"):
+        assert_same_bits(got, ordered_matmul(a, b), "specials")
+    assert np.isnan(got[3]).all() and np.isinf(got[6]).any()
+
+
 def test_padded_products_leave_negative_zero_sums(coopmat_on_cpu):
     a = np.full((3, 5), -1.0, np.float16)
     b = np.zeros((5, 4), np.float16)

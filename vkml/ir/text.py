@@ -21,7 +21,9 @@ types sit in one column after ``:``. ``if``/``loop`` with results name their typ
 ``->`` and end their blocks with ``yield``; a loop's index takes its bounds' type and its
 carried values their initial values' types. Constants print exactly: floats as the shortest
 decimal that reads back to the same value in their own precision, NaN as ``nan(0x7fc00000)``
-(its bit pattern). ``;`` starts a comment.
+(its bit pattern). ``;`` starts a comment. A kernel written for a subgroup size says so in its
+head (``kernel mm local_size(256, 1, 1) subgroup_size(32) {``); cooperative-matrix types read
+``cm_<a|b|acc>_<f16|f32>_<rows>x<cols>`` and their loads ``cm_shared_load a_tile[%4], 40, row``.
 
 The parser builds what the text says without judging it (``verify`` does that), so golden
 kernels for verifier tests can be written as text too.

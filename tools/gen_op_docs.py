@@ -149,7 +149,7 @@ EXTRA: dict[str, Extra] = {
         "the large tiles (32-wide subgroups, ≥ 48 KiB shared memory: the H200) do each step as one fused "
         "multiply-add instead (GLSL.std.450 Fma, rounded once where the driver fuses it, as NVIDIA's does; about "
         "1.5x faster there): the same order and bound, the same bits every run on that device, but not the CPU's "
-        "bits (within 2γ_K Σ|a||b| of them). Off by default, so every device gives the CPU's bits. "
+        "bits (within 2γ_K Σ|a||b| of them); off by default. "
         "float16 × float16 on devices with cooperative matrices (VK_KHR_cooperative_matrix listing 16×16×16 "
         "float16 × float16 → float32 per subgroup: the H200; vkml/kernels_matmul_coopmat.py) runs on the matrix "
         "units: each output starts from -0.0 and adds its products in 16-deep blocks of k in ascending order, a "

@@ -181,6 +181,18 @@ def test_nan_and_inf_propagate_as_in_the_scalar_template(coopmat_on_cpu):
     assert np.isnan(got[3]).all() and np.isinf(got[6]).any()
 
 
+def test_views_of_float16_buffers_load_whole_groups(coopmat_on_cpu):
+    x, w = f16_operands((40, 72), (64, 36), seed=7)
+    tx, tw = vkml.tensor(x), vkml.tensor(w)
+    for a_view, b_view, a, b in (
+        (tx[:, 4:68], tw, x[:, 4:68], w),  # an aligned slice: groups of 4 stay groups of the buffer
+        (tx[:, 4:68], tw[:, 4:36], x[:, 4:68], w[:, 4:36]),
+        (tx[:, 3:67], tw.flip(1)[:, :32], x[:, 3:67], w[:, ::-1][:, :32]),  # not aligned, reversed: one by one
+    ):
+        got = (a_view @ b_view).numpy()
+        assert_same_bits(got, ordered_matmul(np.ascontiguousarray(a), np.ascontiguousarray(b)), "views")
+
+
 def test_padded_products_leave_negative_zero_sums(coopmat_on_cpu):
     a = np.full((3, 5), -1.0, np.float16)
     b = np.zeros((5, 4), np.float16)
@@ -208,6 +220,9 @@ def test_the_kernel_validates_for_an_h200_like_device(shape_a, shape_b):
     assert kernel.local_size == (256, 1, 1) and kernel.subgroup_size == 32
     mul_adds = [s for s in walk(kernel.body) if isinstance(s, Instr) and s.op == "cm_mul_add"]
     assert len(mul_adds) == 16  # 4 x 2 accumulators, two 16-deep sub-steps per K-step of 32
+    # Operands whose innermost dim holds whole groups of 4 are staged by vector loads, the others element-wise.
+    vector_loaded = {s.attrs[0] for s in walk(kernel.body) if isinstance(s, Instr) and s.op == "vload"}
+    assert len(vector_loaded) == (2 if shape_a == (256, 256) else 0), vector_loaded
     compiled = compile_kernel(kernel, H200)  # spirv-val, vulkan1.3
     assert "OpCooperativeMatrixMulAddKHR" in compiled.asm and "OpMemoryModel Logical Vulkan" in compiled.asm
     lavapipe_with_room = DeviceFeatures(

@@ -38,6 +38,7 @@ from .graph import Node
 from .ir import builder as B
 from .ir import types as T
 from .ir.core import Value
+from .ir.instructions import VECTOR_WIDTH
 from .kernels import GroupTemplate, Index, Lowering, _u32, fold_grid, kernel_name, linear_workgroup, unravel
 from .kernels_matmul import _clamp, _contiguous_along_k, _maybe_if, _plus, store_output
 
@@ -91,41 +92,61 @@ class _Staging:
     """How the invocations copy one operand's tile into shared memory (float16, rows padded), one K-step at a time.
 
     A's tile is 128 rows of 32 k (row r at r·A_ROW); B's is 32 rows of k, 128 columns each (row
-    kk at kk·B_ROW). Element e = tid + round·threads is taken along the operand's contiguous axis.
+    kk at kk·B_ROW). The invocations take units of ``width`` elements along the operand's
+    contiguous axis (unit u = tid + round·threads): aligned groups of 4 loaded as one vector
+    where that axis is the operand's innermost and a float16 buffer's (``Lowering.f16_groups``),
+    else single elements.
     """
 
     operand: Node
     is_a: bool
-    slots: list  # per round: (kk, clamped outer index, inside or None, shared address)
+    width: int
+    slots: list  # per round: (kk, clamped outer index, inside or None, shared address) of the unit's first element
 
     @classmethod
-    def plan(cls, operand: Node, is_a: bool, threads: int, tid: Value, origin: Value, extent: int) -> _Staging:
+    def plan(cls, L: Lowering, operand: Node, is_a: bool, threads: int, tid: Value, origin: Value, extent: int):
         outer = BM if is_a else BN
         along_k = _contiguous_along_k(operand, is_a)
+        innermost = along_k == is_a  # A's innermost dim is k, B's is n
+        vector = innermost and operand.shape[-1] % VECTOR_WIDTH == 0 and L.f16_groups(operand)
+        width = VECTOR_WIDTH if vector else 1
         slots = []
-        for r in range(outer * BK // threads):
-            e = _plus(tid, r * threads)
-            o, kk = (e / _u32(BK), e % _u32(BK)) if along_k else (e % _u32(outer), e / _u32(outer))
+        for r in range(outer * BK // (threads * width)):
+            u = _plus(tid, r * threads)
+            if along_k:
+                o, kk = u / _u32(BK // width), u % _u32(BK // width)
+            else:
+                o, kk = u % _u32(outer // width), u / _u32(outer // width)
+            if width > 1:  # the unit's first element: units run along the contiguous axis
+                o, kk = (o, kk * _u32(width)) if along_k else (o * _u32(width), kk)
             index, inside = _clamp(origin + o, extent, extent % outer == 0)
             address = o * _u32(A_ROW) + kk if is_a else kk * _u32(B_ROW) + o
             slots.append((kk, index, inside, address))
-        return cls(operand, is_a, slots)
+        return cls(operand, is_a, width, slots)
 
-    def fetch(self, L: Lowering, batch_multi: tuple, k0: Value, k_size: int) -> list[Value]:
-        """This invocation's float16 elements of the tile at ``k0``: past the operand, -0.0 (A) or +0.0 (B)."""
+    def fetch(self, L: Lowering, batch_multi: tuple, k0: Value, k_size: int) -> list[list[Value]]:
+        """This invocation's float16 elements of the tile at ``k0``, per unit: past the operand, -0.0 (A) or +0.0 (B)."""
         fill = B.const_bits(0x8000 if self.is_a else 0, T.float16)
-        values = []
+        shape = self.operand.shape
+        units = []
         for kk, index, inside, _ in self.slots:
             k, k_inside = _clamp(k0 + kk, k_size, k_size % BK == 0)
             multi = (*batch_multi, index, k) if self.is_a else (*batch_multi, k, index)
-            v = L.value_f16(self.operand, Index(self.operand.shape, multi=multi))
+            if self.width == 1:
+                values = [L.value_f16(self.operand, Index(shape, multi=multi))]
+            else:  # the unit is an aligned group along the innermost dim
+                grouped = (*shape[:-1], shape[-1] // self.width)
+                group_multi = (*multi[:-1], multi[-1] / _u32(self.width))
+                values = L.f16_group_values(self.operand, Index(grouped, multi=group_multi).lin, group_multi)
             ok = inside if k_inside is None else (k_inside if inside is None else inside & k_inside)
-            values.append(B.select(ok, v, fill) if ok is not None else v)
-        return values
+            units.append([B.select(ok, v, fill) if ok is not None else v for v in values])
+        return units
 
-    def store(self, tile: B.SharedRef, base: Value | None, values: list[Value]) -> None:
-        for (_, _, _, address), v in zip(self.slots, values):
-            tile[address if base is None else base + address] = v
+    def store(self, tile: B.SharedRef, base: Value | None, units: list[list[Value]]) -> None:
+        for (_, _, _, address), values in zip(self.slots, units):
+            at = address if base is None else base + address
+            for c, v in enumerate(values):  # a unit's elements are neighbours in its shared row
+                tile[_plus(at, c)] = v
 
 
 def lower_matmul_coopmat(root: Node, mm: Node, leaves, baked, subgroup_size: int | None = None) -> GroupTemplate:
@@ -163,8 +184,8 @@ def lower_matmul_coopmat(root: Node, mm: Node, leaves, baked, subgroup_size: int
             row0, col0 = tile_m * _u32(BM), tile_n * _u32(BN)
             tid = B.local_id(0)
             stagings = (
-                _Staging.plan(a, True, threads, tid, row0, m_size),
-                _Staging.plan(b, False, threads, tid, col0, n_size),
+                _Staging.plan(L, a, True, threads, tid, row0, m_size),
+                _Staging.plan(L, b, False, threads, tid, col0, n_size),
             )
             tiles = (a_tile, b_tile)
             for staging, tile in zip(stagings, tiles):

@@ -20,9 +20,13 @@ from vkml.ir.builder import (
     if_else,
     local_id,
     loop,
+    matrix_fill,
+    matrix_mul_add,
     num_workgroups,
+    range_,
     select,
     shuffle_xor,
+    subgroup_id,
     workgroup_id,
 )
 from vkml.ir.core import Instr, Kernel, walk
@@ -189,6 +193,48 @@ def control_flow_kernel() -> Kernel:
     return kb.finish()
 
 
+MATRIX_A = T.matrix_type(T.float16, 16, 16, "a")
+MATRIX_B = T.matrix_type(T.float16, 16, 16, "b")
+MATRIX_ACC = T.matrix_type(T.float32, 16, 16, "acc")
+
+
+def matrix_kernel(subgroup_size: int = 32) -> Kernel:
+    """Per workgroup, two subgroups each compute one 16×16 block ``A_s · B_s`` (A_s 16×(16·steps) row-major,
+    B_s (16·steps)×16 row-major, both staged in shared memory) into ``out`` as float32. ``steps`` (≤ 2)
+    runs the K loop with the accumulator carried; ``steps == 0`` gives the +0.0 matrix of an ``if_else``.
+
+    Buffers per workgroup: 1024 halves of a and of b (subgroup s's block at 512·s), 512 floats of out.
+    """
+    local = 2 * subgroup_size
+    kb = KernelBuilder("matrix", local_size=(local, 1, 1), subgroup_size=subgroup_size)
+    a, b = kb.buffer("a", T.float16, "read"), kb.buffer("b", T.float16, "read")
+    out = kb.buffer("out", T.float32, "write")
+    steps = kb.param("steps", T.uint32)
+    a_tile, b_tile = kb.shared("a_tile", T.float16, 1024), kb.shared("b_tile", T.float16, 1024)
+    c_tile = kb.shared("c_tile", T.float32, 512)
+    with kb:
+        lid, wg = local_id(0), workgroup_id(0)
+        with range_(0, 1024 // local) as r:
+            e = r * local + lid
+            a_tile[e], b_tile[e] = a[wg * 1024 + e], b[wg * 1024 + e]
+        barrier()
+        base = subgroup_id() * 512
+
+        def step(k, acc):
+            a_m = a_tile.load_matrix(base + k * 16, MATRIX_A, 32)
+            b_m = b_tile.load_matrix(base + k * 256, MATRIX_B, 16)
+            return matrix_mul_add(a_m, b_m, acc)
+
+        (acc,) = loop(const(0, T.uint32), steps, 1, (matrix_fill(-0.0, MATRIX_ACC),), step)
+        (acc,) = if_else(steps > 0, lambda: acc, lambda: matrix_fill(0.0, MATRIX_ACC))
+        c_tile.store_matrix(subgroup_id() * 256, acc, 16)
+        barrier()
+        with range_(0, 512 // local) as r:
+            e = r * local + lid
+            out[wg * 512 + e] = c_tile[e]
+    return kb.finish()
+
+
 def kernels_for_coverage() -> list[Kernel]:
     """One kernel per pure case plus the non-pure kinds: together they use every instruction."""
     kernels = [pure_kernel(c) for c in pure_cases()]
@@ -211,6 +257,7 @@ __all__ = [
     "control_flow_kernel",
     "index_kernel",
     "kernels_for_coverage",
+    "matrix_kernel",
     "ops_used",
     "pure_cases",
     "pure_kernel",

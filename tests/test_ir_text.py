@@ -28,12 +28,15 @@ from vkml.ir.builder import (
     isnan,
     local_id,
     loop,
+    matrix_fill,
+    matrix_mul_add,
     ne,
     num_workgroups,
     range_,
     round_even,
     select,
     shuffle_xor,
+    subgroup_id,
     trunc,
     workgroup_id,
 )
@@ -59,11 +62,12 @@ def ops_in(kernel) -> set[str]:
 
 
 def every_instruction_kernel():
-    kb = KernelBuilder("every_op", local_size=(32, 2, 1))
+    kb = KernelBuilder("every_op", local_size=(32, 2, 1), subgroup_size=32)
+    halves = kb.shared("halves", T.float16, 512)
     xf = kb.buffer("xf", T.float32, "read")
     xi = kb.buffer("xi", T.int32, "read")
     out = kb.buffer("out", T.float32, "readwrite")
-    tile = kb.shared("tile", T.float32, 64)
+    tile = kb.shared("tile", T.float32, 64 + 256)
     n = kb.param("n", T.uint32)
     with kb:
         i = global_id(0)
@@ -82,6 +86,11 @@ def every_instruction_kernel():
         tile[li] = total
         barrier()
         total = total + shuffle_xor(tile[li ^ 1], 1)
+        base = subgroup_id() * 256  # one 16x16 matrix per subgroup
+        a_m = halves.load_matrix(base, T.matrix_type(T.float16, 16, 16, "a"), 16)
+        b_m = halves.load_matrix(base, T.matrix_type(T.float16, 16, 16, "b"), 16, "col")
+        c_m = matrix_mul_add(a_m, b_m, matrix_fill(-0.0, T.matrix_type(T.float32, 16, 16, "acc")))
+        tile.store_matrix(base / 8, c_m, 16)
         with if_(i < n):
             out[i] = total + out[i]
             out.store4(wg, xf.load4(i)[::-1])

@@ -14,7 +14,7 @@ import torch
 from optest import assert_same_bits, from_torch, fused_multiply_add, random_floats, to_torch
 
 import vkml
-from vkml import debug, kernels_matmul, schedule
+from vkml import debug, kernels_matmul, kernels_matmul_coopmat, schedule
 from vkml.codegen import compile_kernel
 from vkml.codegen.features import DeviceFeatures
 from vkml.kernels_matmul import MatmulConfig, choose_config
@@ -52,9 +52,12 @@ def gamma(n: int) -> float:
     return n * U / (1 - n * U)
 
 
-def fuses(device, shape_a, shape_b) -> bool:
-    """Whether ``device``'s tiles for this product accumulate with ``mul_add`` (then only the bound holds)."""
+def fuses(device, shape_a, shape_b, dtype=np.float32) -> bool:
+    """Whether ``device``'s tiles for this product accumulate with ``mul_add`` or, for float16 operands, on
+    cooperative matrices (then only the bound holds; tests/test_matmul_coopmat.py checks that path)."""
     features = getattr(device, "features", None)
+    if dtype == np.float16 and kernels_matmul_coopmat.applies(features, vkml.float16, vkml.float16):
+        return True
     return choose_config(features, shape_a[-2] if len(shape_a) > 1 else 1, shape_b[-1], shape_a[-1]).fused
 
 
@@ -137,7 +140,7 @@ def test_float16_accumulates_in_float32_and_rounds_once(gpu):
     assert got.dtype == np.float16
     assert_same_bits(got, ordered_matmul(a, b), "float16 @ float16")
     ta, tb = on(gpu, a, b)
-    if not fuses(gpu, a.shape, b.shape):
+    if not fuses(gpu, a.shape, b.shape, a.dtype):
         assert_same_bits((ta @ tb).numpy(), got, "float16 on vulkan")
     mixed = (vkml.tensor(a) @ vkml.tensor(b.astype(np.float32))).numpy()
     assert_same_bits(mixed, ordered_matmul(a.astype(np.float32), b.astype(np.float32)), "float16 @ float32")
@@ -282,7 +285,7 @@ def test_epilogue_is_fused_and_exact(dtype, gpu):
         results.append(y.numpy())
         xw = (tx @ tw).realize()  # the same ops one kernel at a time
         assert_same_bits(results[-1], (vkml.nn.functional.gelu(xw + tb) * 0.5).numpy(), f"fused on {device}")
-    if not fuses(gpu, x.shape, w.shape):
+    if not fuses(gpu, x.shape, w.shape, dtype):
         assert_same_bits(results[1], results[0], "vulkan vs cpu")
 
 

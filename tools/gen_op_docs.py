@@ -152,10 +152,19 @@ EXTRA: dict[str, Extra] = {
         "bits every run on that device, but not always the CPU's bits: within 2γ_K Σ|a||b| of them, plus K·2^-126 "
         "where the device flushes subnormal products to zero (NVIDIA's Fma does). Smaller products keep the CPU's bits "
         "on every device. `VKML_MATMUL_FMA=0` turns fusing off (every size, every device: the CPU's bits); `1` fuses "
-        "every size on those GPUs",
+        "every size on those GPUs. "
+        "float16 × float16 on devices with cooperative matrices (VK_KHR_cooperative_matrix listing 16×16×16 "
+        "float16 × float16 → float32 per subgroup: the H200; vkml/kernels_matmul_coopmat.py) runs on the matrix "
+        "units: each output starts from -0.0 and adds its products in 16-deep blocks of k in ascending order, a "
+        "block's products and sums in the order and precision the device chooses (exact float16 products, "
+        "float32 accumulation). Bound there: |computed - exact| <= 2γ_(K+16) Σ_k |a_ik||b_kj| before the one "
+        "rounding to float16 (twice u for hardware that truncates, 16 more terms for a block's alignment); "
+        "tests/test_matmul_coopmat.py checks the device against the CPU with it. The bits are the same on every "
+        "run on that device, not the CPU's; the CPU interpreter runs the same kernel with the scalar order above "
+        "(its bits). `VKML_MATMUL_COOPMAT=0` keeps the scalar tiles and the CPU's bits",
         special="NaN and inf propagate through products and sums as IEEE 754 says (0 * inf is NaN; inf - inf is NaN). "
         "The sum starts from -0.0, the exact identity of addition, so an output whose products are all -0.0 is -0.0; "
-        "K = 0 gives +0.0 (as PyTorch).",
+        "K = 0 gives +0.0 (as PyTorch). On cooperative matrices a device may give +0.0 for such an output.",
         divergence="PyTorch (BLAS) sums in another order (blocked, with fused multiply-adds): float32 results differ in "
         "the last bits, within both orders' error bounds. An output whose products are all -0.0 is -0.0; PyTorch "
         "gives +0.0.",

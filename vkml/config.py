@@ -7,6 +7,7 @@ every call (cheap), so tests can change a variable with ``monkeypatch.setenv``.
 | ``VKML_EAGER`` | ``eager()`` | ``1``: every op runs at once |
 | ``VKML_DUMP_SPIRV`` | ``dump_spirv_dir()`` | a folder where each kernel compiled for Vulkan is written: its IR (.vkir), assembly (.spvasm) and binary (.spv) |
 | ``VKML_DEBUG`` | ``debug_level()`` | ``0`` (default) .. ``3``: how much vkml reports about what it runs |
+| ``VKML_MATMUL_COOPMAT`` | ``matmul_coopmat()`` | ``0``: float16 matmul keeps the scalar tiles (the CPU's bits) on devices with cooperative matrices too. Default ``1``: it runs on them where the device has them (the H200), within the bound docs/ops/matmul.md states |
 | ``VKML_MATMUL_FMA`` | ``matmul_fma()`` | on GPUs with the large matmul tiles (the H200), whether matmul fuses its multiply-adds (about 1.5x faster there; results within 2γ_K Σ|a||b| of the CPU's instead of equal to them): ``auto`` (default) for products of at least 2^27 multiply-adds, ``1`` for every size, ``0`` never (every device then gives the CPU's bits). docs/ops/matmul.md |
 
     >>> import os; os.environ["VKML_CACHE_DIR"] = "/tmp/vkml-cache"
@@ -72,3 +73,12 @@ def matmul_fma() -> str:
     if raw in ("0", "false", "no", "off"):
         return "off"
     return "auto"
+
+
+def matmul_coopmat() -> bool:
+    """Whether float16 matmul may run on cooperative matrices where the device has them (``VKML_MATMUL_COOPMAT``).
+
+    On by default: matmul's accumulation is the contract's named exception (a stated bound,
+    deterministic per device); ``0`` keeps the scalar tiles and so the CPU's bits.
+    """
+    return os.environ.get("VKML_MATMUL_COOPMAT", "1").strip().lower() not in ("0", "false", "no", "off")

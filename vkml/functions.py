@@ -300,8 +300,9 @@ def matmul(input, other):
     """Matrix product with PyTorch's rules for 1-D and batched operands.
 
     Each float output adds its float32 products in ascending k, starting from -0.0: the
-    same bits on every device (order and error bound: docs/ops/matmul.md). float16
-    multiplies and sums in float32 and rounds once.
+    same bits on every device (order and error bound: docs/ops/matmul.md), except float16
+    products on cooperative matrices (the H200), which stay within the bound stated there.
+    float16 multiplies and sums in float32 and rounds once.
     Example: ``vkml.ones(2, 3) @ vkml.ones(3, 4)`` is a 2×4 tensor of 3.0.
     """
     a, b = _tensor_node("matmul", input), _tensor_node("matmul", other)

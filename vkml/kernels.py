@@ -22,6 +22,7 @@ from .graph import Node
 from .ir import builder as B
 from .ir import types as T
 from .ir.core import Kernel, Value
+from .ir.instructions import VECTOR_WIDTH
 from .kernels_tuning import Tuning, tuning_for
 from .ops import mathlib as M
 from .ops.cast import cast_value, round_to_f16
@@ -393,6 +394,41 @@ class Lowering:
             words = [B.bitcast(self.value(s, idx), T.uint32) for s in node.srcs]
             return random_value(node.arg, idx.lin, *words)
         raise AssertionError(f"cannot inline {node!r}")
+
+    def value_f16(self, node: Node, idx: Index) -> Value:
+        """``node`` (float16) at ``idx`` as an f16 value: loaded as stored through leaves and views,
+        narrowed in software (exactly: the value is a float16) from anything else.
+        """
+        if node.dtype is T.float16 and (node.realized or id(node) in self.leaves):
+            lin = idx.lin if idx.valid is None else B.select(idx.valid, idx.lin, _u32(0))
+            return self._leaf(node)[lin]
+        if node.dtype is T.float16 and node.op == "view":
+            src = node.srcs[0]
+            lin, valid = _view_index(node.arg, idx)
+            return self._masked(self.value_f16(src, Index(src.shape, lin=lin, valid=valid)), valid, idx.valid)
+        return M.f32_to_f16(self.value(node, idx))
+
+    def f16_groups(self, node: Node) -> bool:
+        """Whether aligned groups of VECTOR_WIDTH along ``node``'s innermost dim are aligned groups of a
+        float16 buffer (through views that keep them so): then ``f16_group_values`` loads each as one vector."""
+        while node.dtype is T.float16 and not (node.realized or id(node) in self.leaves) and node.op == "view":
+            modes = group_modes(node.arg, VECTOR_WIDTH)
+            if modes is None or "uniform" in modes:
+                return False
+            node = node.srcs[0]
+        return node.dtype is T.float16 and (node.realized or id(node) in self.leaves)
+
+    def f16_group_values(self, node: Node, q: Value, multi: tuple | None = None) -> list[Value]:
+        """The float16 values of aligned group ``q`` (multi-index ``multi`` in groups) of ``node`` as stored,
+        one vector load (``node`` as ``f16_groups`` accepts)."""
+        if node.realized or id(node) in self.leaves:
+            ref = self._leaf(node)
+            return [ref.vload(q, c) for c in range(VECTOR_WIDTH)]
+        modes = group_modes(node.arg, VECTOR_WIDTH)
+        _, below, valid = _group_view_index(node.arg, modes, q, None, VECTOR_WIDTH, multi)
+        if valid is not None:
+            below = B.select(valid, below, _u32(0))
+        return [self._masked(v, valid, None) for v in self.f16_group_values(node.srcs[0], below)]
 
     def _grouped_view(self, node: Node, idx: Index, modes) -> Value:
         """The view's value at a grouped position: the group goes down the views as a group."""

@@ -156,10 +156,27 @@ def choose_config(features, m: int, n: int, k: int) -> MatmulConfig:
 
 
 def mode(node: Node) -> str:
-    """The scheduler's mode string for a matmul group: it names the tiles, so it keys the template cache."""
+    """The scheduler's mode string for a matmul group: it names the tiles, so it keys the template cache.
+
+    ``matmul coopmat`` where the device multiplies float16 matrices (kernels_matmul_coopmat.applies).
+    """
+    from . import kernels_matmul_coopmat
+
     a, b = node.srcs
-    config = choose_config(getattr(node.device, "features", None), a.shape[-2], b.shape[-1], a.shape[-1])
+    features = getattr(node.device, "features", None)
+    if kernels_matmul_coopmat.applies(features, a.dtype, b.dtype):
+        return kernels_matmul_coopmat.mode(features)
+    config = choose_config(features, a.shape[-2], b.shape[-1], a.shape[-1])
     return f"matmul {config}"
+
+
+def lower(root: Node, mm: Node, leaves, baked, mode_text: str) -> GroupTemplate:
+    """The template ``mode_text`` (from ``mode``) names: the cooperative-matrix one or the scalar tiles."""
+    from . import kernels_matmul_coopmat
+
+    if mode_text.startswith(kernels_matmul_coopmat.MODE):
+        return kernels_matmul_coopmat.lower_matmul_coopmat(root, mm, leaves, baked, int(mode_text.split()[-1]))
+    return lower_matmul(root, mm, leaves, baked, parse_mode(mode_text))
 
 
 def parse_mode(text: str) -> MatmulConfig:
@@ -336,23 +353,32 @@ def lower_matmul(root: Node, mm: Node, leaves, baked, config: MatmulConfig) -> G
 
 def _epilogue(L: Lowering, root: Node, mm: Node, out_ref, acc, config: MatmulConfig, batch, origin) -> None:
     """Store the register tile, computing ``root`` from each accumulator (bias, activation, ...)."""
-    batch_index, batch_multi = batch
     *_, m_size, n_size = mm.shape
     (row_base, row_step), (col_base, col_step) = origin
-    same_shape = root.shape == mm.shape
     for i in range(config.tm):
         row = _plus(row_base, i * row_step)
         row_ok = None if m_size % config.bm == 0 else row < _u32(m_size)
         for j in range(config.tn):
             col = _plus(col_base, j * col_step)
             col_ok = None if n_size % config.bn == 0 else col < _u32(n_size)
-            lin = (batch_index * _u32(m_size) + row) * _u32(n_size) + col
-            value = acc[i * config.tn + j]
-            with _maybe_if(_and(row_ok, col_ok)):
-                L.fused[id(mm)] = round_to_f16(value) if mm.dtype is T.float16 else value
-                multi = (*batch_multi, row, col) if same_shape else None
-                result = L.value(root, Index(root.shape, lin=lin, multi=multi))
-                L.store(out_ref, root.dtype, lin, result)
+            store_output(L, root, mm, out_ref, acc[i * config.tn + j], batch, (row, col), _and(row_ok, col_ok))
+
+
+def store_output(L: Lowering, root: Node, mm: Node, out_ref, value: Value, batch, at, inside) -> None:
+    """Store ``root`` at C's position ``at`` = (row, col) of ``batch``, ``value`` being the float32 sum there.
+
+    The sum narrows to float16 in software (the contract's rounding) when the product is float16;
+    ``inside`` (None: always) says whether the position exists.
+    """
+    batch_index, batch_multi = batch
+    *_, m_size, n_size = mm.shape
+    row, col = at
+    lin = (batch_index * _u32(m_size) + row) * _u32(n_size) + col
+    with _maybe_if(inside):
+        L.fused[id(mm)] = round_to_f16(value) if mm.dtype is T.float16 else value
+        multi = (*batch_multi, row, col) if root.shape == mm.shape else None
+        result = L.value(root, Index(root.shape, lin=lin, multi=multi))
+        L.store(out_ref, root.dtype, lin, result)
 
 
 def _accumulate(acc: Value, a: Value, b: Value, fused: bool) -> Value:

@@ -310,7 +310,7 @@ def _lower_group(root: Node, chain: list[Node], leaf_ids, mode: str, baked) -> k
     if not chain:
         return kernels.lower_elementwise(root, leaf_ids, baked)
     if mode.startswith("matmul"):
-        return kernels_matmul.lower_matmul(root, chain[-1], leaf_ids, baked, kernels_matmul.parse_mode(mode))
+        return kernels_matmul.lower(root, chain[-1], leaf_ids, baked, mode)
     if mode == "blocks":
         return kernels_reduce.lower_blocks(root, chain[-1], leaf_ids, baked)
     return kernels_reduce.lower_rows(root, chain, chain[:-1], leaf_ids, baked)

@@ -82,10 +82,22 @@ class DeviceFeatures:
     max_workgroup_size: tuple[int, int, int] = (128, 128, 64)
     max_workgroup_count: tuple[int, int, int] = (65535, 65535, 65535)
     spirv_version: tuple[int, int] = (1, 5)
+    # (M, N, K, A type, B type, C type, result type, scope) per shape the driver lists for
+    # VK_KHR_cooperative_matrix, types as "float16"/"float32"...; empty without the feature.
+    cooperative_matrix_shapes: tuple[tuple, ...] = ()
 
     @property
     def subgroup_shuffle(self) -> bool:
         return bool(self.subgroup_ops & SUBGROUP_SHUFFLE)
+
+    def has_matrix_shape(self, m: int, n: int, k: int, ab: str = "float16", c: str = "float32") -> bool:
+        """Whether the device multiplies ``ab`` matrices M×K · K×N into ``c`` (and gives ``c``) per subgroup.
+
+        >>> DeviceFeatures.h200_like().has_matrix_shape(16, 16, 16)
+        True
+        """
+        wanted = (m, n, k, ab, ab, c, c, "subgroup")
+        return self.cooperative_matrix and any(tuple(shape) == wanted for shape in self.cooperative_matrix_shapes)
 
     @property
     def target_env(self) -> str:
@@ -151,4 +163,9 @@ class DeviceFeatures:
             max_workgroup_size=(1024, 1024, 64),
             max_workgroup_count=((1 << 31) - 1, 65535, 65535),
             spirv_version=(1, 6),
+            # f16 x f16 -> f32 shapes of the H200's list (reference/vulkan.md)
+            cooperative_matrix_shapes=tuple(
+                (m, n, k, "float16", "float16", "float32", "float32", "subgroup")
+                for m, n, k in ((16, 16, 16), (16, 8, 16), (16, 8, 8))
+            ),
         )

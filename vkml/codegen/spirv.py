@@ -24,6 +24,7 @@ from ..ir.types import DType
 from ..ir.verify import verify_kernel
 from . import CompiledKernel, push_slot_nbytes, spirv_compare, tools
 from .features import DeviceFeatures
+from .spirv_matrix import MatrixEmitter
 from .spirv_memory import MemoryEmitter, sanitize
 from .spirv_module import ModuleBuilder
 from .spirv_ops import NO_CONTRACTION, OPCODES, convert_opcode, opcode
@@ -38,6 +39,7 @@ _BUILTINS = {
 _SCOPE_SUBGROUP = 3
 _SCOPE_WORKGROUP = 2
 _SEMANTICS_ACQUIRE_RELEASE_WORKGROUP_MEMORY = 0x8 | 0x100
+_SEMANTICS_MAKE_AVAILABLE_VISIBLE = 0x2000 | 0x4000  # under the Vulkan memory model (spirv_matrix)
 
 
 def push_layout(kernel: Kernel) -> tuple[list[tuple[str, DType, int]], int]:
@@ -71,7 +73,7 @@ def address_layout(kernel: Kernel, by_address: frozenset[int]) -> tuple[list[tup
     return slots, start + 8 * len(slots)
 
 
-class _FunctionEmitter(MemoryEmitter):
+class _FunctionEmitter(MemoryEmitter, MatrixEmitter):
     """Emits the body of one kernel's entry point into ``self.lines``."""
 
     def __init__(self, kernel: Kernel, module: ModuleBuilder, by_address: frozenset[int] = frozenset()):
@@ -83,6 +85,7 @@ class _FunctionEmitter(MemoryEmitter):
         self.ir_name = ValueNames(kernel)  # '%5', or '%n' for a parameter, as in the IR text
         self.label = "%entry"
         self.bits_compare = False  # float32 comparisons on the bits (devices that may flush subnormals)
+        self.vulkan_memory_model = False  # OpMemoryModel ... Vulkan: barriers make memory available/visible
         self._labels = 0
         self._temps = 0
         # binding -> its StorageBuffer variable, or (by address) the pointer loaded at entry
@@ -311,7 +314,10 @@ class _FunctionEmitter(MemoryEmitter):
 
     def _emit_barrier(self, ins: Instr) -> None:
         scope = self.mod.uint(_SCOPE_WORKGROUP)
-        self.emit(f"OpControlBarrier {scope} {scope} {self.mod.uint(_SEMANTICS_ACQUIRE_RELEASE_WORKGROUP_MEMORY)}")
+        semantics = _SEMANTICS_ACQUIRE_RELEASE_WORKGROUP_MEMORY
+        if self.vulkan_memory_model:
+            semantics |= _SEMANTICS_MAKE_AVAILABLE_VISIBLE
+        self.emit(f"OpControlBarrier {scope} {scope} {self.mod.uint(semantics)}")
 
     def _emit_shuffle_xor(self, ins: Instr) -> None:
         self.mod.capability("GroupNonUniformShuffle")
@@ -344,7 +350,7 @@ class _FunctionEmitter(MemoryEmitter):
         self.start_block(merge)
         for i, r in enumerate(stmt.results):
             pairs = " ".join(f"{values[i]} {label}" for label, values in incoming)
-            self.op("OpPhi", self.result_id(r), self.mod.scalar(r.dtype), pairs)
+            self.op("OpPhi", self.result_id(r), self.mod.type_of(r.dtype), pairs)
 
     def emit_loop(self, stmt: Loop) -> None:
         header, body, continue_, merge = self.new_labels("loop", "header", "body", "continue", "merge")
@@ -371,7 +377,7 @@ class _FunctionEmitter(MemoryEmitter):
         self.start_block(body)
         self.emit_block(stmt.body)
         for slot, c_id, c, init, y in zip(phi_slots, carried, stmt.carried, inits, stmt.body.yields):
-            phi = f"{c_id} = OpPhi {self.mod.scalar(c.dtype)} {init} {preheader} {self.use(y)} {continue_}"
+            phi = f"{c_id} = OpPhi {self.mod.type_of(c.dtype)} {init} {preheader} {self.use(y)} {continue_}"
             self.lines[slot] = f"        {phi}"
         self.emit(f"OpBranch {continue_}")
         self.start_block(continue_)
@@ -381,7 +387,7 @@ class _FunctionEmitter(MemoryEmitter):
         # The header's phis dominate the merge block, so the results are the carried values; the
         # copies only give each IR value its own %vN in the assembly.
         for r, c_id in zip(stmt.results, carried):
-            self.op("OpCopyObject", self.result_id(r), self.mod.scalar(r.dtype), c_id)
+            self.op("OpCopyObject", self.result_id(r), self.mod.type_of(r.dtype), c_id)
 
 
 def _push_slot_type(dtype: DType) -> DType:
@@ -422,8 +428,13 @@ def _emit_module(kernel: Kernel, features: DeviceFeatures, by_address: frozenset
         mod.capability("PhysicalStorageBufferAddresses")
         if tuple(features.spirv_version) < (1, 5):
             mod.extension("SPV_KHR_physical_storage_buffer")  # core from SPIR-V 1.5
+    if "cooperative_matrix" in needs:
+        mod.capability("CooperativeMatrixKHR")
+        mod.capability("VulkanMemoryModel")
+        mod.extension("SPV_KHR_cooperative_matrix")
     body = _FunctionEmitter(kernel, mod, by_address)
     body.bits_compare = not features.denorm_preserve_float32  # see spirv_compare
+    body.vulkan_memory_model = "vulkan_memory_model" in needs
     body.emit_function()
     function_type = mod.function_type()
     # SPIR-V 1.4+ lists every global the entry point uses; earlier versions only Input/Output.
@@ -442,7 +453,8 @@ def _emit_module(kernel: Kernel, features: DeviceFeatures, by_address: frozenset
     out += [f'OpExtension "{e}"' for e in mod.extensions]
     if mod.uses_glsl_std:
         out.append('%glsl = OpExtInstImport "GLSL.std.450"')
-    out.append(f"OpMemoryModel {'PhysicalStorageBuffer64' if by_address else 'Logical'} GLSL450")
+    memory_model = "Vulkan" if body.vulkan_memory_model else "GLSL450"
+    out.append(f"OpMemoryModel {'PhysicalStorageBuffer64' if by_address else 'Logical'} {memory_model}")
     out.append(f'OpEntryPoint GLCompute %main "{entry_name}" {" ".join(interface)}'.rstrip())
     out.append(f"OpExecutionMode %main LocalSize {' '.join(str(s) for s in kernel.local_size)}")
     out += [f"OpExecutionMode %main {mode} {width}" for _, mode, width in modes]

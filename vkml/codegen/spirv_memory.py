@@ -48,7 +48,12 @@ class MemoryEmitter:
         pointer = self.temp(f"{sanitize(name)}_at")
         ptr_type = self.mod.pointer("Workgroup", self.mod.scalar(dtype))
         self.op("OpAccessChain", pointer, ptr_type, self.shared_vars[name], self.use(index))
-        return pointer, dtype, ()
+        return pointer, dtype, self.shared_access()
+
+    def shared_access(self) -> tuple[str, ...]:
+        """Memory operands of a shared-memory access. Under the Vulkan memory model only accesses marked
+        NonPrivatePointer are ordered between invocations by a barrier (shared memory is for exactly that)."""
+        return ("NonPrivatePointer",) if self.vulkan_memory_model else ()
 
     def _index64(self, index: Value) -> str:
         """``index`` as a 64-bit integer (zero-extended if unsigned, sign-extended if signed)."""

@@ -103,6 +103,18 @@ class ModuleBuilder:
     def scalar(self, dtype: DType) -> str:
         return self.define(SCALAR_IDS[dtype.name], _SCALAR_DECLS[dtype.name])
 
+    def type_of(self, t) -> str:
+        """The type id of a value's IR type: a scalar, or a cooperative matrix."""
+        return self.matrix(t) if T.is_matrix(t) else self.scalar(t)
+
+    def matrix(self, t: T.MatrixType) -> str:
+        """``OpTypeCooperativeMatrixKHR`` of subgroup scope, e.g. ``%cm_a_half_16x16``."""
+        elem = self.scalar(t.elem)
+        use = {"a": 0, "b": 1, "acc": 2}[t.use]  # MatrixAKHR, MatrixBKHR, MatrixAccumulatorKHR
+        scope, rows, cols, use_id = self.uint(3), self.uint(t.rows), self.uint(t.cols), self.uint(use)
+        text = f"OpTypeCooperativeMatrixKHR {elem} {scope} {rows} {cols} {use_id}"
+        return self.define(f"%cm_{t.use}_{elem[1:]}_{t.rows}x{t.cols}", text)
+
     def unsigned(self, bits: int) -> str:
         """The unsigned integer type of ``bits`` (``%ulong`` has no IR dtype: OpUConvert needs it)."""
         if bits == 32:
@@ -181,10 +193,11 @@ class ModuleBuilder:
                 self.input_interface.append(id_)
         return self.define(id_, f"OpVariable {pointer_type} {storage}")
 
-    def builtin_input(self, builtin: str) -> str:
-        """The ``Input`` variable of a uvec3 builtin such as ``GlobalInvocationId``."""
+    def builtin_input(self, builtin: str, scalar: bool = False) -> str:
+        """The ``Input`` variable of a uvec3 builtin such as ``GlobalInvocationId`` (a uint one: ``scalar``)."""
         id_ = f"%gl_{builtin}"
         if id_ not in self._defined:
             self.decorate(id_, "BuiltIn", builtin)
             self.name(id_, f"gl_{builtin}")
-        return self.variable(id_, self.pointer("Input", self.vector(T.uint32, 3)), "Input")
+        pointee = self.scalar(T.uint32) if scalar else self.vector(T.uint32, 3)
+        return self.variable(id_, self.pointer("Input", pointee), "Input")

@@ -35,7 +35,8 @@ def kernel_dtypes(kernel: Kernel) -> set[DType]:
             found.update(c.dtype for c in stmt.carried)
     if any(isinstance(s, Instr) and s.op in ("f16_from_bits", "f16_to_bits") for s in walk(kernel.body)):
         found.add(T.float16)
-    return found
+    matrices = {t for t in found if T.is_matrix(t)}
+    return (found - matrices) | {t.elem for t in matrices}
 
 
 def float_widths(kernel: Kernel) -> list[int]:
@@ -64,9 +65,13 @@ def required_features(kernel: Kernel, features: DeviceFeatures, by_address: froz
         needs.add("subgroup_shuffle")
     if any(s.args[0].dtype in (T.float16, T.int64) for s in shuffles):
         needs.add("subgroup_extended_types")
+    matrix_ops = [s for s in walk(kernel.body) if isinstance(s, Instr) and s.op.startswith("cm_")]
+    if matrix_ops:
+        needs.update(("cooperative_matrix", "vulkan_memory_model"))
     for name in sorted(needs):
         if not getattr(features, name):
             raise CompileError(f"kernel {kernel.name!r} needs {name} but device lacks {VULKAN_NAMES[name]}")
+    _check_subgroups(kernel, features, matrix_ops)
     for s in shuffles:
         mask = int(s.attrs[0])
         if not 0 <= mask < features.subgroup_size:
@@ -75,6 +80,27 @@ def required_features(kernel: Kernel, features: DeviceFeatures, by_address: froz
                 f"{features.subgroup_size}"
             )
     return needs
+
+
+def _check_subgroups(kernel: Kernel, features: DeviceFeatures, matrix_ops: list[Instr]) -> None:
+    """A kernel written for a subgroup size runs only at that size; its matrix shapes must be the device's."""
+    uses_subgroups = matrix_ops or any(isinstance(s, Instr) and s.op == "subgroup_id" for s in walk(kernel.body))
+    if uses_subgroups and kernel.subgroup_size != features.subgroup_size:
+        raise CompileError(
+            f"kernel {kernel.name!r} is written for subgroups of {kernel.subgroup_size}, the device's are "
+            f"{features.subgroup_size}"
+        )
+    if matrix_ops and tuple(features.spirv_version) < (1, 6):
+        # Below SPIR-V 1.6 a cooperative-matrix pipeline needs the full-subgroups flag (reference/vulkan.md).
+        raise CompileError(f"kernel {kernel.name!r} uses cooperative matrices, which vkml emits as SPIR-V 1.6 only")
+    for s in matrix_ops:
+        if s.op == "cm_mul_add":
+            a, b, c = (v.dtype for v in s.args)
+            if not features.has_matrix_shape(a.rows, c.cols, a.cols, a.elem.name, c.elem.name):
+                raise CompileError(
+                    f"kernel {kernel.name!r}: the device lists no cooperative-matrix shape "
+                    f"{a.rows}x{c.cols}x{a.cols} {a.elem.name} -> {c.elem.name} at subgroup scope"
+                )
 
 
 def float_control_features(kernel: Kernel, features: DeviceFeatures) -> list[tuple[str, str, int]]:

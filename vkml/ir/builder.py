@@ -25,7 +25,7 @@ import numpy as np
 from ..errors import DTypeError, IRError
 from . import types as T
 from .core import Block, BufferDecl, If, Instr, Kernel, Loop, ParamDecl, SharedDecl, Value
-from .instructions import SPECS, VECTOR_WIDTH, result_type
+from .instructions import SPECS, VECTOR_WIDTH, matrix_result_type, result_type
 
 _state = threading.local()
 
@@ -285,6 +285,40 @@ def shuffle_xor(a: Value, mask: int) -> Value:
     return emit("shuffle_xor", a, attrs=(int(mask),))
 
 
+def subgroup_id() -> Value:
+    """This invocation's subgroup in the workgroup (local linear index // the kernel's subgroup_size)."""
+    return emit("subgroup_id")
+
+
+# ---------------------------------------------------------------- cooperative matrices
+
+
+def _emit_matrix(op: str, args: tuple, attrs: tuple = (), result=None, array: T.DType | None = None):
+    try:
+        rtype = matrix_result_type(op, tuple(a.dtype for a in args), attrs, result, array)
+    except IRError as e:
+        raise DTypeError(str(e)) from None
+    value = Value(rtype) if rtype is not None else None
+    _current().body.append(Instr(op, tuple(args), value, attrs))
+    return value
+
+
+def matrix_fill(value, mtype: T.MatrixType) -> Value:
+    """A cooperative matrix of ``mtype`` whose every element is ``value`` (the same in the whole subgroup).
+
+    >>> acc = matrix_fill(-0.0, T.matrix_type(T.float32, 16, 16, "acc"))
+    """
+    return _emit_matrix("cm_fill", (as_value(value, dtype=mtype.elem),), result=mtype)
+
+
+def matrix_mul_add(a: Value, b: Value, c: Value) -> Value:
+    """``a · b + c``: f16 matrices a (M×K) and b (K×N), f32 accumulator c (M×N); see ``cm_mul_add``.
+
+    >>> acc = matrix_mul_add(a_tile.load_matrix(0, A, stride=40), b_tile.load_matrix(0, B, stride=136), acc)
+    """
+    return _emit_matrix("cm_mul_add", (a, b, c))
+
+
 # ---------------------------------------------------------------- memory
 
 
@@ -379,6 +413,21 @@ class SharedRef:
                 f"store of {value.dtype.short} into {self.decl.dtype.short} shared array {self.decl.name!r}"
             )
         _current().body.append(Instr("shared_store", (index, value), None, (self.decl.name,)))
+
+    def load_matrix(self, index, mtype: T.MatrixType, stride: int, layout: str = "row") -> Value:
+        """The cooperative matrix at ``index``: element (r, c) is ``self[index + r*stride + c]`` (row layout)
+        or ``self[index + c*stride + r]`` ("col"). ``index`` must be the same in the whole subgroup.
+
+        >>> a = a_tile.load_matrix(base, T.matrix_type(T.float16, 16, 16, "a"), stride=40)
+        """
+        index = as_value(index, dtype=T.uint32)
+        attrs = (self.decl.name, int(stride), layout)
+        return _emit_matrix("cm_shared_load", (index,), attrs, result=mtype, array=self.decl.dtype)
+
+    def store_matrix(self, index, matrix: Value, stride: int, layout: str = "row") -> None:
+        """Store ``matrix`` where ``load_matrix`` with the same arguments would load it from."""
+        index = as_value(index, dtype=T.uint32)
+        _emit_matrix("cm_shared_store", (index, matrix), (self.decl.name, int(stride), layout), array=self.decl.dtype)
 
 
 def _check_index(index: Value, what: str) -> None:
@@ -478,9 +527,10 @@ def loop(start, end, step, inits, body_fn) -> tuple[Value, ...]:
 class KernelBuilder:
     """Collects a kernel's declarations and body. Use as a context manager, then ``finish()``."""
 
-    def __init__(self, name: str, local_size=(64, 1, 1)):
+    def __init__(self, name: str, local_size=(64, 1, 1), subgroup_size: int | None = None):
         self.name = name
         self.local_size = tuple(int(s) for s in (tuple(local_size) + (1, 1))[:3])
+        self.subgroup_size = None if subgroup_size is None else int(subgroup_size)
         self.buffers: list[BufferDecl] = []
         self.params: list[ParamDecl] = []
         self.shared_arrays: list[SharedDecl] = []
@@ -520,7 +570,13 @@ class KernelBuilder:
 
     def finish(self) -> Kernel:
         return Kernel(
-            self.name, self.local_size, tuple(self.buffers), tuple(self.params), tuple(self.shared_arrays), self.body
+            self.name,
+            self.local_size,
+            tuple(self.buffers),
+            tuple(self.params),
+            tuple(self.shared_arrays),
+            self.body,
+            self.subgroup_size,
         )
 
 

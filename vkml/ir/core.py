@@ -17,7 +17,7 @@ ACCESS_MODES = ("read", "write", "readwrite")
 
 
 class Value:
-    """An SSA value of one scalar type. Arithmetic on it emits IR (see ``builder``)."""
+    """An SSA value of one scalar type (or a cooperative matrix, ``types.MatrixType``). Arithmetic on it emits IR (see ``builder``)."""
 
     __slots__ = ("dtype", "hint")
 
@@ -108,6 +108,9 @@ class Kernel:
     params: tuple[ParamDecl, ...]
     shared: tuple[SharedDecl, ...]
     body: Block
+    # The subgroup size the kernel is written for; needed by subgroup-scoped matrix ops and
+    # subgroup_id (the interpreter groups invocations by it, a device must run it at that size).
+    subgroup_size: int | None = None
 
     def buffer(self, name: str) -> BufferDecl:
         for b in self.buffers:
@@ -175,7 +178,7 @@ def structure(k: Kernel) -> tuple:
     params = tuple((p.name, p.dtype.short, define(p.value)) for p in k.params)
     buffers = tuple((b.name, b.dtype.short, b.access) for b in k.buffers)
     shared = tuple((s.name, s.dtype.short, s.size) for s in k.shared)
-    return (k.name, tuple(k.local_size), buffers, params, shared, block(k.body))
+    return (k.name, tuple(k.local_size), k.subgroup_size, buffers, params, shared, block(k.body))
 
 
 def _attrs_key(attrs: tuple) -> tuple:

@@ -198,9 +198,44 @@ _TABLE: list[Spec] = [
         None,
         "the value of the invocation whose subgroup index is ours xor attrs[0] (a constant below the subgroup size)",
     ),
+    Spec(
+        "subgroup_id",
+        "subgroup_index",
+        0,
+        (),
+        lambda ts, at: T.uint32,
+        None,
+        "the invocation's subgroup in its workgroup: local linear index // the kernel's subgroup_size",
+    ),
+    # cooperative matrices (types.MatrixType), one value per subgroup; see matrix_result_type
+    Spec("cm_fill", "matrix", 1, (), None, None, "a matrix of the result type with every element = a"),
+    Spec(
+        "cm_shared_load",
+        "matrix",
+        1,
+        INTS,
+        None,
+        None,
+        "attrs (array, stride, layout): element (r, c) is array[index + r*stride + c] (row) or [index + c*stride + r] (col)",
+    ),
+    Spec("cm_shared_store", "matrix", 2, INTS, None, None, "stores matrix m the way cm_shared_load loads it"),
+    Spec(
+        "cm_mul_add",
+        "matrix",
+        3,
+        (),
+        None,
+        None,
+        "a·b + c for f16 a (M×K), b (K×N), f32 c (M×N): per element, c then each exact product a[i,k]·b[k,j] "
+        "added for k = 0, 1, ..., K-1, each sum rounded to f32 (the CPU's order; a device may sum otherwise)",
+    ),
 ]
 
 SPECS: dict[str, Spec] = {s.name: s for s in _TABLE}
+
+# Matrix instructions whose first attr names a shared array (printed ``array[index]``), and their layouts.
+MATRIX_MEMORY_OPS = ("cm_shared_load", "cm_shared_store")
+MATRIX_LAYOUTS = ("row", "col")
 
 # Elements per vector of ``vload`` / ``vstore``: 16 bytes of float32, the widest load NVIDIA issues.
 VECTOR_WIDTH = 4
@@ -227,11 +262,51 @@ def check_convert(src: T.DType, dst: T.DType) -> None:
         raise IRError(f"convert {src.short} -> {dst.short} is not an exact IR conversion{hint}")
 
 
+def matrix_result_type(op: str, arg_types: tuple, attrs: tuple, result, array: T.DType | None = None):
+    """Check a matrix instruction; return its result type (``result``, the type its result is given, for
+    ``cm_fill`` and ``cm_shared_load``). ``array``: the element type of the shared array it accesses."""
+    spec = SPECS[op]
+    if len(arg_types) != spec.nargs:
+        raise IRError(f"{op} takes {spec.nargs} operand(s), got {len(arg_types)}")
+    if op in MATRIX_MEMORY_OPS:
+        ok = len(attrs) == 3 and isinstance(attrs[0], str) and isinstance(attrs[1], int) and attrs[1] >= 1
+        if not ok or attrs[2] not in MATRIX_LAYOUTS:
+            raise IRError(f"{op} attrs are {attrs!r}; expected (array name, stride >= 1, 'row' or 'col')")
+        if not arg_types[0].is_int:
+            raise IRError(f"{op}: index is {arg_types[0].short}, not an integer")
+        matrix = result if op == "cm_shared_load" else arg_types[1]
+        if not T.is_matrix(matrix):
+            raise IRError(f"{op}: {'result' if op == 'cm_shared_load' else 'value'} is not a matrix")
+        if array is not None and matrix.elem is not array:
+            raise IRError(f"{op}: a {matrix.short} in a shared array of {array.short}")
+        inner = matrix.cols if attrs[2] == "row" else matrix.rows
+        if op == "cm_shared_store" and attrs[1] < inner:
+            raise IRError(f"{op}: stride {attrs[1]} is below the {inner} elements of one {attrs[2]}: they overlap")
+        return result if op == "cm_shared_load" else None
+    if attrs != ():
+        raise IRError(f"{op} takes no attrs, got {attrs!r}")
+    if op == "cm_fill":
+        if not T.is_matrix(result) or arg_types[0] is not result.elem:
+            raise IRError(f"cm_fill: a {arg_types[0].short} cannot fill {getattr(result, 'short', result)}")
+        return result
+    a, b, c = arg_types
+    if not all(T.is_matrix(t) for t in arg_types) or (a.use, b.use, c.use) != ("a", "b", "acc"):
+        shown = ", ".join(t.short for t in arg_types)
+        raise IRError(f"cm_mul_add takes an a, a b and an acc matrix, got ({shown})")
+    if (a.elem, b.elem, c.elem) != (T.float16, T.float16, T.float32):
+        raise IRError("cm_mul_add multiplies f16 matrices into an f32 accumulator")
+    if a.rows != c.rows or b.cols != c.cols or a.cols != b.rows:
+        raise IRError(f"cm_mul_add: shapes {a.short} · {b.short} + {c.short} do not fit")
+    return c
+
+
 def result_type(op: str, arg_types: tuple, attrs: tuple) -> T.DType | None:
     """Check operand types of a pure/const/index/sync/subgroup instruction; return its result type."""
     spec = SPECS.get(op)
     if spec is None:
         raise IRError(f"unknown instruction {op!r}")
+    if any(T.is_matrix(t) for t in arg_types):
+        raise IRError(f"{op} does not take cooperative matrices (only the cm_ instructions do)")
     if len(arg_types) != spec.nargs:
         raise IRError(f"{op} takes {spec.nargs} operand(s), got {len(arg_types)}")
     if spec.nargs:

@@ -30,6 +30,8 @@ Semantics fixed here (Vulkan leaves some of them undefined; kernels must not rel
   active mask must be uniform per workgroup (else ``IRError``).
 - ``shuffle_xor`` reads the invocation whose local linear index is ours xor the mask; an
   inactive or missing partner gives our own value.
+- ``subgroup_id`` is the local linear index // the kernel's ``subgroup_size``; cooperative
+  matrices (``cm_*``) hold one value per subgroup: ``interp_matrix`` defines them.
 - Workgroups run in chunks of whole workgroups, in linear workgroup order, to bound memory.
 """
 
@@ -41,6 +43,7 @@ import numpy as np
 
 from ..errors import IRError
 from . import builder as B
+from . import interp_matrix
 from . import types as T
 from .core import Block, If, Instr, Kernel, Loop, Value
 from .instructions import SPECS, VECTOR_WIDTH
@@ -282,6 +285,7 @@ class _Chunk:
         self.local_linear = np.tile(np.arange(self.group_size, dtype=np.uint32), len(groups))
         self.group_linear = np.repeat(np.arange(groups.start, groups.stop, dtype=np.uint32), self.group_size)
         self._ids: dict[tuple, np.ndarray] = {}
+        self.subgroups = interp_matrix.Subgroups(kernel, self.lanes, self.group_size)
 
     # -- statements
 
@@ -313,7 +317,7 @@ class _Chunk:
                 self.block(stmt.orelse, else_mask)
         for result, t, e in zip(stmt.results, stmt.then.yields, stmt.orelse.yields):
             if ran_then and ran_else:
-                self.values[result] = np.where(cond, self.get(t), self.get(e))
+                self.values[result] = self.merge(result, cond, self.get(t), self.get(e))
             else:
                 self.values[result] = self.get(t) if ran_then else self.get(e)
 
@@ -327,11 +331,19 @@ class _Chunk:
             self.values[loop.index] = index
             self.values.update(zip(loop.carried, carried))
             self.block(loop.body, running)
-            carried = [merge(running, self.get(y), c) for y, c in zip(loop.body.yields, carried)]
+            carried = [
+                self.merge(v, running, self.get(y), c) for v, y, c in zip(loop.carried, loop.body.yields, carried)
+            ]
             # A lane that stopped never runs again (running only shrinks), so its index may move on.
             index = index + step
             running = narrow(running, index < end, self.lanes)
         self.values.update(zip(loop.results, carried))
+
+    def merge(self, value: Value, mask: Mask, new: np.ndarray, old: np.ndarray) -> np.ndarray:
+        """``new`` where ``mask`` holds, else ``old``, for ``value`` (per lane, or per subgroup for a matrix)."""
+        if T.is_matrix(value.dtype):
+            return interp_matrix.merge(self.subgroups, mask, new, old)
+        return merge(mask, new, old)
 
     def _check_step(self, step: np.ndarray, running: Mask) -> None:
         bad = step <= 0 if running is None else (step <= 0) & running
@@ -350,6 +362,11 @@ class _Chunk:
         if spec is None:
             raise IRError(f"kernel {self.kernel.name!r}: unknown instruction {op!r}")
         args = [self.get(a) for a in instr.args]
+        if spec.kind == "matrix":
+            out = interp_matrix.execute(self, instr, args, mask)
+            if out is not None:
+                self.values[instr.result] = out
+            return
         if spec.kind == "pure":
             extra = (T.by_name(instr.attrs[0]),) if op in ("bitcast", "convert") else ()
             out = spec.np_fn(*args, *extra)
@@ -357,6 +374,8 @@ class _Chunk:
             out = np.array([instr.attrs[0]], dtype=instr.result.dtype.np)
         elif spec.kind == "index":
             out = self.invocation_id(op, instr.attrs[0])
+        elif op == "subgroup_id":
+            out = self.local_linear // np.uint32(self.kernel.subgroup_size)
         elif op in ("load", "shared_load"):
             out = self.memory.load(op, instr.attrs[0], args[0], mask, self.lane_description)
         elif op in ("store", "shared_store"):

@@ -42,7 +42,7 @@ class Memory:
         if mask is not None:
             flat, value = flat[mask], value[mask]
         if flat.shape[0] > 1 and not np.all(flat[1:] > flat[:-1]):
-            flat, value = _last_write_per_address(flat, value)
+            flat, value = last_write_per_address(flat, value)
         target[flat] = value
 
     def _locate(self, op: str, name: str, index: np.ndarray, mask, describe) -> tuple[np.ndarray, np.ndarray]:
@@ -82,7 +82,7 @@ class Memory:
         )
 
 
-def _last_write_per_address(flat: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def last_write_per_address(flat: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Keep only the highest lane's write to each address."""
     reversed_flat = flat[::-1]
     _, first_in_reversed = np.unique(reversed_flat, return_index=True)

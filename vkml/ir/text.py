@@ -21,7 +21,9 @@ types sit in one column after ``:``. ``if``/``loop`` with results name their typ
 ``->`` and end their blocks with ``yield``; a loop's index takes its bounds' type and its
 carried values their initial values' types. Constants print exactly: floats as the shortest
 decimal that reads back to the same value in their own precision, NaN as ``nan(0x7fc00000)``
-(its bit pattern). ``;`` starts a comment.
+(its bit pattern). ``;`` starts a comment. A kernel written for a subgroup size says so in its
+head (``kernel mm local_size(256, 1, 1) subgroup_size(32) {``); cooperative-matrix types read
+``cm_<a|b|acc>_<f16|f32>_<rows>x<cols>`` and their loads ``cm_shared_load a_tile[%4], 40, row``.
 
 The parser builds what the text says without judging it (``verify`` does that), so golden
 kernels for verifier tests can be written as text too.
@@ -40,7 +42,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from ..errors import IRError
 from . import types as T
 from .core import ACCESS_MODES, Block, BufferDecl, If, Instr, Kernel, Loop, ParamDecl, SharedDecl, Value
-from .instructions import SPECS
+from .instructions import MATRIX_MEMORY_OPS, SPECS
 
 INDENT = "  "
 TYPE_COLUMN_MAX = 56  # lines longer than this do not push the whole kernel's type column right
@@ -176,7 +178,8 @@ def format_instr(instr: Instr, name: ValueNames) -> tuple[str, str | None]:
     args = [name(a) for a in instr.args]
     attrs = list(instr.attrs)
     spec = SPECS.get(instr.op)
-    if spec is not None and spec.kind == "memory" and args and attrs and isinstance(attrs[0], str):
+    memory = spec is not None and (spec.kind == "memory" or instr.op in MATRIX_MEMORY_OPS)
+    if memory and args and attrs and isinstance(attrs[0], str):
         operands = [f"{attrs[0]}[{args[0]}]", *args[1:], *(_format_attr(a) for a in attrs[1:])]
     else:
         if instr.op in CONVERSION_OPS and instr.result is not None and _is_type_name(attrs, instr.result.dtype):
@@ -245,7 +248,8 @@ def print_kernel(k: Kernel) -> str:
     typed = [len(text) for text, dtype in lines if dtype is not None and len(text) <= TYPE_COLUMN_MAX]
     column = max(typed, default=0)
     sx, sy, sz = k.local_size
-    out = [f"kernel {k.name} local_size({sx}, {sy}, {sz}) {{"]
+    subgroup = f" subgroup_size({k.subgroup_size})" if k.subgroup_size is not None else ""
+    out = [f"kernel {k.name} local_size({sx}, {sy}, {sz}){subgroup} {{"]
     out += [f"{INDENT}buffer {b.name}: {b.dtype.short} {b.access}" for b in k.buffers]
     out += [f"{INDENT}param %{p.name}: {p.dtype.short}" for p in k.params]
     out += [f"{INDENT}shared {s.name}: {s.dtype.short}[{s.size}]" for s in k.shared]
@@ -360,12 +364,14 @@ class _KernelReader:
         line, column = (at.line, at.column) if isinstance(at, Token) else (at.meta.line, at.meta.column)
         raise IRError(f"IR text, line {line}, column {column}: {message}{_point_at(self.text, line, column)}")
 
-    def dtype(self, tok: Token) -> T.DType:
+    def dtype(self, tok: Token) -> T.DType | T.MatrixType:
         try:
-            return T.by_name(str(tok))
+            return T.value_type(str(tok))
         except TypeError:
             known = ", ".join(t.short for t in T.ALL)
-            self.fail(tok, f"unknown type {str(tok)!r}; known: {known}")
+            self.fail(
+                tok, f"unknown type {str(tok)!r}; known: {known} and matrices cm_<a|b|acc>_<f16|f32>_<rows>x<cols>"
+            )
 
     def define(self, tok: Token, dtype: T.DType, hint: str | None = None) -> Value:
         if str(tok) in self.values:
@@ -380,7 +386,7 @@ class _KernelReader:
         return v
 
     def kernel(self, tree: Tree) -> Kernel:
-        name, sx, sy, sz, *rest = tree.children
+        name, sx, sy, sz, subgroup_size, *rest = tree.children
         buffers, params, shared, body = [], [], [], Block()
         for child in rest:
             if child.data == "buffer_decl":
@@ -401,7 +407,8 @@ class _KernelReader:
             else:
                 body.body.append(self.statement(child))
         local_size = (int(sx), int(sy), int(sz))
-        return Kernel(str(name), local_size, tuple(buffers), tuple(params), tuple(shared), body)
+        subgroup = int(subgroup_size) if subgroup_size is not None else None
+        return Kernel(str(name), local_size, tuple(buffers), tuple(params), tuple(shared), body, subgroup)
 
     def block(self, tree: Tree | None) -> Block:
         block = Block()

@@ -76,3 +76,70 @@ def from_numpy(dt) -> DType:
     if name not in _BY_NAME:
         raise TypeError(f"numpy dtype {name} has no vkml dtype")
     return _BY_NAME[name]
+
+
+# ---------------------------------------------------------------- cooperative matrices
+
+MATRIX_USES = ("a", "b", "acc")  # SPIR-V MatrixAKHR, MatrixBKHR, MatrixAccumulatorKHR
+
+
+@dataclass(frozen=True, eq=False)
+class MatrixType:
+    """A cooperative matrix held by a whole subgroup: ``rows × cols`` of ``elem``, for one ``use``.
+
+    ``use`` is the operand it can be of ``cm_mul_add``: ``"a"`` (M×K), ``"b"`` (K×N) or
+    ``"acc"`` (M×N, the accumulator and result). The scope is always the subgroup. Instances
+    are interned (``matrix_type``), so types compare with ``is`` like scalar ``DType``s.
+
+    >>> matrix_type(float16, 16, 16, "a").short
+    'cm_a_f16_16x16'
+    """
+
+    elem: DType
+    rows: int
+    cols: int
+    use: str
+
+    kind = "matrix"
+    is_float = is_int = is_signed = False
+
+    @property
+    def short(self) -> str:
+        return f"cm_{self.use}_{self.elem.short}_{self.rows}x{self.cols}"
+
+    name = short
+
+    def __repr__(self) -> str:
+        return f"vkml.ir.{self.short}"
+
+    def __reduce__(self):
+        return (matrix_type, (self.elem, self.rows, self.cols, self.use))
+
+
+_MATRIX_TYPES: dict[tuple, MatrixType] = {}
+
+
+def matrix_type(elem: DType, rows: int, cols: int, use: str) -> MatrixType:
+    """The (interned) cooperative-matrix type; raises TypeError for an unknown use or element type."""
+    if use not in MATRIX_USES or elem not in (float16, float32) or rows < 1 or cols < 1:
+        raise TypeError(f"no cooperative matrix of {elem!r} {rows}x{cols} for use {use!r}")
+    key = (elem.name, int(rows), int(cols), use)
+    if key not in _MATRIX_TYPES:
+        _MATRIX_TYPES[key] = MatrixType(elem, int(rows), int(cols), use)
+    return _MATRIX_TYPES[key]
+
+
+def is_matrix(t) -> bool:
+    return isinstance(t, MatrixType)
+
+
+def value_type(name: str) -> DType | MatrixType:
+    """The scalar type or cooperative-matrix type the IR text calls ``name`` (``f32``, ``cm_acc_f32_16x16``)."""
+    if name.startswith("cm_"):
+        parts = name.split("_")
+        if len(parts) == 4 and parts[3].count("x") == 1:
+            rows, _, cols = parts[3].partition("x")
+            if rows.isdigit() and cols.isdigit():
+                return matrix_type(by_name(parts[2]), int(rows), int(cols), parts[1])
+        raise TypeError(f"unknown matrix type {name!r}; write cm_<a|b|acc>_<f16|f32>_<rows>x<cols>")
+    return by_name(name)

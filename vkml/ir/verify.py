@@ -7,6 +7,11 @@ barriers sit in control flow that is uniform across the workgroup. Every error n
 offending statement in the text form's syntax, e.g.
 
     IRError: barrier in non-uniform control flow (inside `if %7`, where %7 depends on global_id): barrier
+
+Cooperative-matrix instructions (``cm_*``) act for a whole subgroup at once: they need a
+kernel ``subgroup_size``, control flow that is uniform across each subgroup, and operands
+(index, fill value) that are the same in the whole subgroup. ``subgroup_id`` is such a value;
+``local_id`` is not.
 """
 
 from __future__ import annotations
@@ -17,8 +22,8 @@ import numpy as np
 
 from ..errors import IRError
 from . import types as T
-from .core import ACCESS_MODES, Block, If, Instr, Kernel, Loop, Value
-from .instructions import SPECS, VECTOR_WIDTH, result_type
+from .core import ACCESS_MODES, Block, If, Instr, Kernel, Loop, Value, walk
+from .instructions import MATRIX_MEMORY_OPS, SPECS, VECTOR_WIDTH, matrix_result_type, result_type
 from .text import ValueNames, format_statement
 
 MAX_WORKGROUP_INVOCATIONS = 1024  # Vulkan's guaranteed minimum of maxComputeWorkGroupInvocations
@@ -42,7 +47,12 @@ def verify_kernel(k: Kernel) -> Kernel:
         raise IRError(f"kernel {k.name!r}: the kernel body yields values; only if/loop blocks yield")
     uniformity = _Uniformity(k)
     uniformity.block(k.body)
-    _check_barriers(k.body, uniformity.reasons, checker.name, [])
+    _check_uniform_flow(k.body, uniformity.reasons, checker.name, [], _is_barrier, "barrier")
+    if any(isinstance(s, Instr) and SPECS[s.op].kind == "matrix" for s in walk(k.body)):
+        per_subgroup = _Uniformity(k, scope="subgroup")
+        per_subgroup.block(k.body)
+        _check_uniform_flow(k.body, per_subgroup.reasons, checker.name, [], _is_matrix_op, "matrix instruction")
+        _check_matrix_merges(k.body, per_subgroup.reasons, checker.name)
     return k
 
 
@@ -81,6 +91,12 @@ class _Checker:
             seen.add(decl.name)
             if decl.dtype not in T.ALL:
                 raise IRError(f"kernel {k.name!r}: {what} {decl.name!r} has unknown type {decl.dtype!r}")
+        group = k.subgroup_size
+        if group is not None:
+            if not isinstance(group, int) or group < 1 or group & (group - 1):
+                raise IRError(f"kernel {k.name!r}: subgroup_size {group!r} is not a power of two")
+            if (sizes[0] * sizes[1] * sizes[2]) % group:
+                raise IRError(f"kernel {k.name!r}: local_size {sizes} is not a whole number of subgroups of {group}")
         for b in k.buffers:
             if b.access not in ACCESS_MODES:
                 raise IRError(
@@ -176,10 +192,15 @@ class _Checker:
         spec = SPECS.get(stmt.op)
         if spec is None:
             self.fail(stmt, f"unknown instruction {stmt.op!r}")
-        self.attrs(stmt, spec.kind)
-        if spec.kind == "memory":
+        if spec.kind in ("matrix", "subgroup_index") and self.k.subgroup_size is None:
+            self.fail(stmt, f"{stmt.op} acts per subgroup: the kernel must declare its subgroup_size")
+        if spec.kind == "matrix":  # its attrs are checked with its types
+            expected = self.matrix(stmt)
+        elif spec.kind == "memory":
+            self.attrs(stmt, spec.kind)
             expected = self.memory(stmt)
         else:
+            self.attrs(stmt, spec.kind)
             try:
                 expected = result_type(stmt.op, tuple(a.dtype for a in stmt.args), tuple(stmt.attrs))
             except IRError as e:
@@ -216,6 +237,20 @@ class _Checker:
             ok, want = a == (), "none"
         if not ok:
             self.fail(stmt, f"{stmt.op} attrs are {a!r}; expected {want}")
+
+    def matrix(self, stmt: Instr):
+        """Check a cooperative-matrix instruction; return the result type it gives."""
+        array = None
+        if stmt.op in MATRIX_MEMORY_OPS and stmt.attrs and isinstance(stmt.attrs[0], str):
+            try:
+                array = self.k.shared_array(stmt.attrs[0]).dtype
+            except KeyError:
+                self.fail(stmt, f"no shared array named {stmt.attrs[0]!r} is declared")
+        result = stmt.result.dtype if stmt.result is not None else None
+        try:
+            return matrix_result_type(stmt.op, tuple(a.dtype for a in stmt.args), tuple(stmt.attrs), result, array)
+        except IRError as e:
+            self.fail(stmt, str(e))
 
     def memory(self, stmt: Instr) -> T.DType | None:
         """Check a load/store of a buffer or shared array; return the result type it gives."""
@@ -258,8 +293,9 @@ class _Uniformity:
     ``a load from writable buffer 'x'``, ...); values not in it are uniform.
     """
 
-    def __init__(self, k: Kernel):
+    def __init__(self, k: Kernel, scope: str = "workgroup"):
         self.k = k
+        self.scope = scope  # "workgroup", or "subgroup": subgroup_id and matrices are uniform there
         self.reasons: dict[int, str] = {}
 
     def why(self, values) -> str | None:
@@ -300,7 +336,7 @@ class _Uniformity:
             self.mark(r, self.why([c]))
 
     def instr_reason(self, stmt: Instr) -> str | None:
-        if stmt.op in _NONUNIFORM_OPS:
+        if stmt.op in _NONUNIFORM_OPS or (stmt.op == "subgroup_id" and self.scope == "workgroup"):
             return stmt.op
         if stmt.op in ("load", "vload"):
             buffer = self.k.buffer(stmt.attrs[0])
@@ -309,18 +345,51 @@ class _Uniformity:
         return self.why(stmt.args)
 
 
-def _check_barriers(block: Block, reasons: dict[int, str], name: ValueNames, context: list[str]) -> None:
-    """Raise on a barrier reached under a non-uniform condition or loop bound; ``context`` lists those around."""
+def _check_matrix_merges(block: Block, reasons: dict[int, str], name: ValueNames) -> None:
+    """An ``if`` or ``loop`` that yields matrices must decide the same way in the whole subgroup."""
+    for stmt in walk(block):
+        if isinstance(stmt, If) and any(T.is_matrix(r.dtype) for r in stmt.results):
+            deciding = [stmt.cond]
+        elif isinstance(stmt, Loop) and any(T.is_matrix(c.dtype) for c in stmt.carried):
+            deciding = [stmt.start, stmt.end, stmt.step]
+        else:
+            continue
+        bad = next((v for v in deciding if id(v) in reasons), None)
+        if bad is not None:
+            raise IRError(
+                f"matrices merge under {name(bad)}, which differs within a subgroup (it depends on "
+                f"{reasons[id(bad)]}): {format_statement(stmt, name)}"
+            )
+
+
+def _is_barrier(stmt) -> bool:
+    return isinstance(stmt, Instr) and stmt.op == "barrier"
+
+
+def _is_matrix_op(stmt) -> bool:
+    return isinstance(stmt, Instr) and SPECS[stmt.op].kind == "matrix"
+
+
+def _check_uniform_flow(block: Block, reasons: dict[int, str], name: ValueNames, context: list[str], picks, what):
+    """Raise on a statement ``picks`` selects that is reached under a non-uniform condition or loop bound
+    (``context`` lists those around) or whose scalar operands are not uniform (``reasons``: at that scope)."""
     for stmt in block.body:
-        if isinstance(stmt, Instr) and stmt.op == "barrier" and context:
-            raise IRError(f"barrier in non-uniform control flow ({context[-1]}): {format_statement(stmt, name)}")
+        if picks(stmt) and context:
+            raise IRError(f"{what} in non-uniform control flow ({context[-1]}): {format_statement(stmt, name)}")
+        if picks(stmt):
+            operand = next((a for a in stmt.args if id(a) in reasons and not T.is_matrix(a.dtype)), None)
+            if operand is not None:
+                raise IRError(
+                    f"{what} operand {name(operand)} differs within a subgroup (it depends on "
+                    f"{reasons[id(operand)]}): {format_statement(stmt, name)}"
+                )
         if isinstance(stmt, If):
             inner = context
             if id(stmt.cond) in reasons:
                 cond = name(stmt.cond)
                 inner = [*context, f"inside `if {cond}`, where {cond} depends on {reasons[id(stmt.cond)]}"]
-            _check_barriers(stmt.then, reasons, name, inner)
-            _check_barriers(stmt.orelse, reasons, name, inner)
+            _check_uniform_flow(stmt.then, reasons, name, inner, picks, what)
+            _check_uniform_flow(stmt.orelse, reasons, name, inner, picks, what)
         elif isinstance(stmt, Loop):
             inner = context
             bound = next((v for v in (stmt.start, stmt.end, stmt.step) if id(v) in reasons), None)
@@ -328,4 +397,4 @@ def _check_barriers(block: Block, reasons: dict[int, str], name: ValueNames, con
                 head = format_statement(stmt, name)
                 where = f"inside `{head}`, where {name(bound)} depends on {reasons[id(bound)]}"
                 inner = [*context, where]
-            _check_barriers(stmt.body, reasons, name, inner)
+            _check_uniform_flow(stmt.body, reasons, name, inner, picks, what)

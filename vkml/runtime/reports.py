@@ -123,9 +123,16 @@ def device_features(info: PhysicalDeviceInfo, enabled: set[str] | None = None) -
         "max_workgroup_size": tuple(int(v) for v in limits["maxComputeWorkGroupSize"]),
         "max_workgroup_count": tuple(int(v) for v in limits["maxComputeWorkGroupCount"]),
         "spirv_version": spirv_version(info),
+        "cooperative_matrix_shapes": _matrix_shapes(info) if "cooperativeMatrix" in enabled else (),
     }
     known = {f.name for f in dataclasses.fields(DeviceFeatures)}
     return DeviceFeatures(**{k: v for k, v in values.items() if k in known})
+
+
+def _matrix_shapes(info: PhysicalDeviceInfo) -> tuple[tuple, ...]:
+    """The driver's cooperative-matrix shapes as ``DeviceFeatures.cooperative_matrix_shapes`` holds them."""
+    keys = ("m", "n", "k", "a", "b", "c", "result", "scope")
+    return tuple(tuple(shape[key] for key in keys) for shape in info.cooperative_matrix_shapes)
 
 
 def driver_version_string(info: PhysicalDeviceInfo) -> str:

@@ -1,0 +1,259 @@
+"""The cooperative-matrix matmul template (vkml/kernels_matmul_coopmat.py): selection, oracle, SPIR-V, device.
+
+The CPU interpreter runs the template's whole kernel when the selection is forced for it
+(its ``cm_mul_add`` adds exact products in ascending k): it must give the scalar template's
+bits, so the oracle of test_matmul.py applies unchanged, and stay within γ_K Σ|a||b| of the
+float64 product. A device with cooperative matrices must stay within the stated device bound
+of the CPU and repeat its own bits; lavapipe has none and must keep the scalar path and the
+CPU's bits.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from optest import assert_same_bits
+from test_matmul import ordered_matmul
+
+import vkml
+from vkml import debug, kernels_matmul, kernels_matmul_coopmat, schedule
+from vkml.codegen import compile_kernel
+from vkml.codegen.features import DeviceFeatures
+from vkml.ir import types as T
+from vkml.ir.core import Instr, walk
+
+H200 = DeviceFeatures.h200_like()
+U = 2.0**-24
+
+
+def gamma(n: int, u: float = U) -> float:
+    return n * u / (1 - n * u)
+
+
+def device_bound(k: int) -> float:
+    """docs/ops/matmul.md: on matrix units |computed - exact| <= 2γ_(K+16) Σ|a||b| before the float16 rounding."""
+    return 2 * gamma(k + 16)
+
+
+def f16_operands(shape_a, shape_b, seed: int):
+    g = np.random.default_rng(seed)
+    a = (g.standard_normal(shape_a) * 2).astype(np.float16)
+    b = (g.standard_normal(shape_b) * 2).astype(np.float16)
+    return a, b
+
+
+def magnitude(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.matmul(np.abs(a.astype(np.float64)), np.abs(b.astype(np.float64)))
+
+
+def ulp_f16(x: np.ndarray) -> np.ndarray:
+    x = np.abs(x.astype(np.float16))
+    return (np.nextafter(x, np.float16(np.inf)) - x).astype(np.float64)
+
+
+@pytest.fixture
+def coopmat_on_cpu(monkeypatch):
+    """The CPU interpreter runs float16 products on the cooperative-matrix template; yields the kernels run."""
+    monkeypatch.setattr(kernels_matmul_coopmat, "applies", lambda features, a, b: a is T.float16 is b)
+    names: list[str] = []
+    listener = names.append
+    debug.kernel_listeners.append(lambda kernel: listener(kernel.name))
+    schedule.clear_template_cache()
+    yield names
+    debug.kernel_listeners.pop()
+    schedule.clear_template_cache()
+
+
+# ---------------------------------------------------------------- selection
+
+
+def test_selection_follows_the_device_features(monkeypatch):
+    f16, f32 = T.float16, T.float32
+    assert kernels_matmul_coopmat.applies(H200, f16, f16)
+    assert not kernels_matmul_coopmat.applies(H200, f16, f32) and not kernels_matmul_coopmat.applies(H200, f32, f32)
+    assert not kernels_matmul_coopmat.applies(DeviceFeatures.lavapipe_like(), f16, f16)
+    assert not kernels_matmul_coopmat.applies(None, f16, f16)  # the CPU interpreter
+    for change in (
+        {"cooperative_matrix_shapes": ()},
+        {"cooperative_matrix": False},
+        {"vulkan_memory_model": False},
+        {"max_compute_shared_memory_size": 32768},
+        {"spirv_version": (1, 5)},
+        {"max_workgroup_invocations": 128},
+    ):
+        assert not kernels_matmul_coopmat.applies(DeviceFeatures(**{**H200.__dict__, **change}), f16, f16), change
+    assert kernels_matmul_coopmat.shared_bytes() == 46080 <= H200.max_compute_shared_memory_size
+    monkeypatch.setenv("VKML_MATMUL_COOPMAT", "0")
+    assert not kernels_matmul_coopmat.applies(H200, f16, f16)
+
+
+def test_a_device_with_cooperative_matrices_gets_them_enabled_and_selected():
+    """What runtime/reports.py does with an H200-like physical device: the features, the extension, the shapes."""
+    from vkml.runtime import reports, vk_physical
+
+    extensions = frozenset({"VK_KHR_cooperative_matrix"})
+    info = vk_physical.PhysicalDeviceInfo(0, None, (1 << 22) | (4 << 12), extensions=extensions)
+    for struct in vk_physical.FEATURE_STRUCTS:
+        if vk_physical._applies(struct, info.api, extensions):
+            for name in struct.fields:
+                info.features[name], info.feature_struct[name] = True, struct
+    info.properties = {"subgroupSize": 32, "subgroupSupportedOperations": 0x7FF}
+    info.limits = {
+        "maxPushConstantsSize": 256,
+        "maxStorageBufferRange": (1 << 32) - 1,
+        "maxComputeSharedMemorySize": 49152,
+        "maxComputeWorkGroupInvocations": 1024,
+        "maxComputeWorkGroupSize": (1024, 1024, 64),
+        "maxComputeWorkGroupCount": (1 << 31, 65535, 65535),
+    }
+    info.cooperative_matrix_shapes = [
+        {"m": 16, "n": 16, "k": 16, "a": "float16", "b": "float16", "c": "float32", "result": "float32", "scope": s}
+        for s in ("subgroup",)
+    ]
+    enabled = reports.features_to_enable(info)
+    wanted = {"cooperativeMatrix", "vulkanMemoryModel", "shaderFloat16", "storageBuffer16BitAccess"}
+    assert wanted <= enabled
+    assert "VK_KHR_cooperative_matrix" in reports.extensions_to_enable(info, enabled)
+    features = reports.device_features(info)
+    assert features.spirv_version == (1, 6) and features.has_matrix_shape(16, 16, 16)
+    assert kernels_matmul_coopmat.applies(features, T.float16, T.float16)
+    info.features["cooperativeMatrix"] = False  # listed shapes count only with the feature enabled
+    assert not reports.device_features(info).cooperative_matrix_shapes
+
+
+def test_the_mode_names_the_template(coopmat_on_cpu):
+    a, b = f16_operands((8, 4), (4, 8), seed=1)
+    node = (vkml.tensor(a) @ vkml.tensor(b)).node
+    assert kernels_matmul.mode(node) == "matmul coopmat 32"  # the interpreter takes 32-wide subgroups
+    node32 = (vkml.tensor(a.astype(np.float32)) @ vkml.tensor(b)).node
+    assert kernels_matmul.mode(node32).startswith("matmul ") and "coopmat" not in kernels_matmul.mode(node32)
+
+
+# ---------------------------------------------------------------- the interpreted kernel is the oracle
+
+SHAPES = [
+    ((128, 64), (64, 128)),  # whole tiles, two K-steps
+    ((37, 29), (29, 45)),  # tails in m, k and n
+    ((130, 70), (70, 260)),  # two tiles of C each way, a partial K-step
+    ((1, 300), (300, 3)),  # a row vector, 10 K-steps
+    ((9, 1), (1, 13)),  # k = 1
+    ((2, 33, 40), (2, 40, 17)),  # batched
+    ((3, 1, 20, 16), (2, 16, 9)),  # broadcast batch dims
+    ((300,), (300, 5)),  # 1-D
+]
+
+
+@pytest.mark.parametrize("shape_a, shape_b", SHAPES, ids=[f"{a}@{b}" for a, b in SHAPES])
+def test_the_interpreted_kernel_gives_the_scalar_bits_within_the_bound(shape_a, shape_b, coopmat_on_cpu):
+    a, b = f16_operands(shape_a, shape_b, seed=sum(shape_a) + sum(shape_b))
+    got = (vkml.tensor(a) @ vkml.tensor(b)).numpy()
+    assert coopmat_on_cpu and all(name.startswith("MMC") for name in coopmat_on_cpu), coopmat_on_cpu
+    assert got.dtype == np.float16
+    assert_same_bits(got, ordered_matmul(a, b), f"{shape_a} @ {shape_b}")
+    exact = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    k = shape_a[-1]
+    bound = gamma(k) * magnitude(a, b) + ulp_f16(exact) / 2  # the float32 sum, then one rounding to float16
+    assert np.all(np.abs(got.astype(np.float64) - exact) <= bound * (1 + 2**-20))
+
+
+def test_layouts_and_a_fused_epilogue_keep_the_bits(coopmat_on_cpu):
+    x, w = f16_operands((40, 70), (45, 70), seed=3)
+    bias = np.random.default_rng(4).standard_normal(45).astype(np.float16)
+    tx, tw, tb = vkml.tensor(x), vkml.tensor(w), vkml.tensor(bias)
+    y = vkml.relu(tx @ tw.T + tb)  # nn.Linear's layout: B has k contiguous; the epilogue is fused
+    debug.reset_counters()
+    got = y.numpy()
+    assert debug.counters()["dispatches"] == 1
+    product = ordered_matmul(x, np.ascontiguousarray(w.T))
+    want = np.maximum((product.astype(np.float32) + bias.astype(np.float32)).astype(np.float16), np.float16(0))
+    assert_same_bits(got, want, "relu(x @ w.T + b)")
+    gradient_like = (tx.T @ vkml.tensor(x[:, :45])).numpy()  # A with m contiguous
+    assert_same_bits(gradient_like, ordered_matmul(np.ascontiguousarray(x.T), x[:, :45]), "x.T @ x")
+
+
+def test_nan_and_inf_propagate_as_in_the_scalar_template(coopmat_on_cpu):
+    a, b = f16_operands((20, 40), (40, 18), seed=6)
+    a[3, 7], a[5, 2], b[9, 4], b[1, 0] = np.nan, np.inf, -np.inf, 0.0
+    a[6, :] = np.float16(60000)  # float32 accumulation: the row's sums exceed float16 only at the rounding
+    got = (vkml.tensor(a) @ vkml.tensor(b)).numpy()
+    with np.errstate(over="ignore"):
+        assert_same_bits(got, ordered_matmul(a, b), "specials")
+    assert np.isnan(got[3]).all() and np.isinf(got[6]).any()
+
+
+def test_views_of_float16_buffers_load_whole_groups(coopmat_on_cpu):
+    x, w = f16_operands((40, 72), (64, 36), seed=7)
+    tx, tw = vkml.tensor(x), vkml.tensor(w)
+    for a_view, b_view, a, b in (
+        (tx[:, 4:68], tw, x[:, 4:68], w),  # an aligned slice: groups of 4 stay groups of the buffer
+        (tx[:, 4:68], tw[:, 4:36], x[:, 4:68], w[:, 4:36]),
+        (tx[:, 3:67], tw.flip(1)[:, :32], x[:, 3:67], w[:, ::-1][:, :32]),  # not aligned, reversed: one by one
+    ):
+        got = (a_view @ b_view).numpy()
+        assert_same_bits(got, ordered_matmul(np.ascontiguousarray(a), np.ascontiguousarray(b)), "views")
+
+
+def test_padded_products_leave_negative_zero_sums(coopmat_on_cpu):
+    a = np.full((3, 5), -1.0, np.float16)
+    b = np.zeros((5, 4), np.float16)
+    got = (vkml.tensor(a) @ vkml.tensor(b)).numpy()
+    assert np.all(got == 0) and np.all(np.signbit(got))  # k = 5 is padded to 32: the pads add -0.0
+
+
+# ---------------------------------------------------------------- the kernel and its SPIR-V
+
+
+def _kernel(shape_a, shape_b, epilogue=lambda y: y):
+    x, w = (vkml.tensor(np.ones(s, np.float16)) for s in (shape_a, shape_b))
+    root = epilogue(x @ w).node
+    plan = schedule.Plan([root])
+    (main,) = plan.chains[id(root)]
+    template = kernels_matmul_coopmat.lower_matmul_coopmat(root, main, set(plan.roots), frozenset(), 32)
+    return template.kernels[0].kernel
+
+
+@pytest.mark.parametrize(
+    "shape_a, shape_b", [((256, 256), (256, 256)), ((37, 29), (29, 45)), ((2, 1, 30), (30, 7))], ids=str
+)
+def test_the_kernel_validates_for_an_h200_like_device(shape_a, shape_b):
+    kernel = _kernel(shape_a, shape_b, lambda y: vkml.relu(y + 1.0))
+    assert kernel.local_size == (256, 1, 1) and kernel.subgroup_size == 32
+    mul_adds = [s for s in walk(kernel.body) if isinstance(s, Instr) and s.op == "cm_mul_add"]
+    assert len(mul_adds) == 16  # 4 x 2 accumulators, two 16-deep sub-steps per K-step of 32
+    # Operands whose innermost dim holds whole groups of 4 are staged by vector loads, the others element-wise.
+    vector_loaded = {s.attrs[0] for s in walk(kernel.body) if isinstance(s, Instr) and s.op == "vload"}
+    assert len(vector_loaded) == (2 if shape_a == (256, 256) else 0), vector_loaded
+    compiled = compile_kernel(kernel, H200)  # spirv-val, vulkan1.3
+    assert "OpCooperativeMatrixMulAddKHR" in compiled.asm and "OpMemoryModel Logical Vulkan" in compiled.asm
+    lavapipe_with_room = DeviceFeatures(
+        **{**DeviceFeatures.lavapipe_like().__dict__, "max_compute_shared_memory_size": 65536}
+    )
+    with pytest.raises(vkml.CompileError, match="needs cooperative_matrix but device lacks cooperativeMatrix"):
+        compile_kernel(kernel, lavapipe_with_room)
+
+
+# ---------------------------------------------------------------- on the Vulkan device present
+
+
+def test_the_device_runs_the_path_its_features_choose(gpu):
+    a, b = f16_operands((150, 300), (300, 140), seed=5)
+    cpu = (vkml.tensor(a) @ vkml.tensor(b)).numpy()
+    features = gpu.features
+    names: list[str] = []
+    debug.kernel_listeners.append(lambda kernel: names.append(kernel.name))
+    try:
+        first = (vkml.tensor(a, device=gpu) @ vkml.tensor(b, device=gpu)).numpy()
+        again = (vkml.tensor(a, device=gpu) @ vkml.tensor(b, device=gpu)).numpy()
+    finally:
+        debug.kernel_listeners.pop()
+    assert_same_bits(again, first, "the same bits every run")
+    if kernels_matmul_coopmat.applies(features, T.float16, T.float16):
+        assert all(name.startswith("MMC") for name in names), names
+        # The CPU is within γ_K of the exact product, the device within the device bound; each then rounds once.
+        both = (gamma(300) + device_bound(300)) * magnitude(a, b)
+        slack = ulp_f16(np.maximum(np.abs(cpu), np.abs(first)).astype(np.float64))
+        assert np.all(np.abs(first.astype(np.float64) - cpu.astype(np.float64)) <= both + slack)
+    else:  # lavapipe: no cooperative matrices, the scalar tiles and the CPU's bits
+        assert not features.cooperative_matrix or not features.has_matrix_shape(16, 16, 16)
+        assert names and not any(name.startswith("MMC") for name in names), names
+        assert_same_bits(first, cpu, "the scalar path on the device")

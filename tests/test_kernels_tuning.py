@@ -183,12 +183,13 @@ def test_several_groups_per_invocation_cover_every_size(cpu_tuning):
 
 def test_an_invocations_groups_share_what_depends_on_the_row(cpu_tuning):
     """With whole workgroups per row, layer norm's per-row values are loaded and computed once per invocation."""
-    x = vkml.tensor(np.random.default_rng(6).standard_normal((6, 128)).astype(np.float32))
-    w, b = (vkml.tensor(np.random.default_rng(s).standard_normal(128).astype(np.float32)) for s in (7, 8))
+    x = vkml.tensor(np.random.default_rng(6).standard_normal((6, 256)).astype(np.float32))
+    w, b = (vkml.tensor(np.random.default_rng(s).standard_normal(256).astype(np.float32)) for s in (7, 8))
     results = []
     for per in (1, 4):
-        cpu_tuning(replace(SMALL_GPU, vectors_per_invocation=per))  # 8 lanes × 4 groups of 4: a row
-        y = vkml.nn.functional.layer_norm(x, (128,), w, b)
+        # 8 lanes × 4 groups of 4: half a row (rows longer than a reduction chunk, so a kernel of their own)
+        cpu_tuning(replace(SMALL_GPU, vectors_per_invocation=per))
+        y = vkml.nn.functional.layer_norm(x, (256,), w, b)
         norm = lowered(y)[1]
         assert sum(accesses(norm, "load").values()) == 2  # the row's sum and its rsqrt, once
         assert sum(accesses(norm, "vstore").values()) == per
@@ -270,10 +271,12 @@ def test_softmax_and_layer_norm_read_a_row_once_when_it_fits(cpu_tuning):
     cpu_tuning(SMALL_GPU)  # 16 lanes × up to 8: rows of 128 fit one chunk
     x = vkml.tensor(np.random.default_rng(4).standard_normal((6, 128)).astype(np.float32))
     w, b = vkml.tensor(np.ones(128, np.float32)), vkml.tensor(np.zeros(128, np.float32))
-    rows_kernel = lowered(vkml.softmax(x, dim=1))[0]
-    assert accesses(rows_kernel, "vload") == {"in2": 8} and accesses(rows_kernel, "load") == {}
-    norm_kernel = lowered(vkml.nn.functional.layer_norm(x, (128,), w, b))[0]
-    assert accesses(norm_kernel, "vload") == {"in2": 8}
+    (rows_kernel,) = lowered(vkml.softmax(x, dim=1))  # rule 7: max, sum and the quotient in one kernel
+    assert accesses(rows_kernel, "vload") == {"in3": 8} and accesses(rows_kernel, "load") == {}
+    assert accesses(rows_kernel, "vstore") == {"out0": 2}  # 8 elements a lane, stored as two vectors
+    (norm_kernel,) = lowered(vkml.nn.functional.layer_norm(x, (128,), w, b))
+    assert accesses(norm_kernel, "vload") == {"in3": 8, "in4": 8, "in5": 8}  # x, weight and bias, once each
+    assert accesses(norm_kernel, "vstore") == {"out0": 2}
     for fn in (lambda t: vkml.softmax(t, dim=1), lambda t: vkml.nn.functional.layer_norm(t, (128,), w, b)):
         fused = fn(x).numpy()
         cpu_tuning(KT.CPU_TUNING)

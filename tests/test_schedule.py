@@ -265,3 +265,16 @@ def test_a_chain_of_thousands_of_ops_realizes():
     for _ in range(3000):
         y = y * 1.0 + 0.5
     assert y.sum().item() == 8 * (1 + 0.5 * 3000)
+
+
+def test_softmax_backward_over_short_rows_is_one_dispatch(rng, dev):
+    """y * (g - sum(g * y)): the sum and the gradient of the row in one kernel (rule 7), as torch computes it."""
+    import torch
+
+    x_np, g_np = (rng.standard_normal((8, 100), dtype=np.float32) for _ in range(2))
+    x = vkml.tensor(x_np, device=dev, requires_grad=True)
+    vkml.softmax(x, dim=1).backward(vkml.tensor(g_np, device=dev))
+    assert _dispatches(x.grad) == 1
+    tx = torch.tensor(x_np, requires_grad=True)
+    torch.softmax(tx, 1).backward(torch.tensor(g_np))
+    assert np.allclose(x.grad.numpy(), tx.grad.numpy(), atol=1e-6)

@@ -228,6 +228,30 @@ def test_reductions_follow_the_tree_at_every_boundary(tuning, rows, cpu_tuning):
             assert same_bits(got, _oracle(name, x)), f"{name} of {rows}×{n} under {tuning}"
 
 
+def _softmax_and_layer_norm(x: np.ndarray, dim: int) -> list:
+    t = vkml.tensor(x)
+    n = x.shape[-1]
+    w = vkml.tensor(np.linspace(-2, 2, n, dtype=np.float32))
+    return [vkml.softmax(t, dim=dim).numpy(), vkml.nn.functional.layer_norm(t, (n,), w, w * 0.5).numpy()]
+
+
+@pytest.mark.parametrize("tuning", ["small-gpu", "shared-only", "h200"])
+def test_rows_in_one_kernel_give_the_bits_of_the_cpu_layout(tuning, cpu_tuning):
+    """Rule 7 under each device layout (vectors or scalars, rows filling the chunk or not, any dim)
+    gives the bits of the CPU reference's layout, which takes two kernels where a row is past 256."""
+    rng = np.random.default_rng(12)
+    cases = [((5, 128), 1), ((5, 127), 1), ((3, 4, 33), 2), ((40, 6), 0), ((2, 8190), 1), ((2, 8192), 1)]
+    for shape, dim in cases:
+        x = (rng.standard_normal(shape) * 4).astype(np.float32)
+        x.reshape(-1)[::11] = np.float32(-0.0)
+        cpu_tuning(KT.CPU_TUNING)
+        want = _softmax_and_layer_norm(x, dim)
+        cpu_tuning(TUNINGS[tuning])
+        got = _softmax_and_layer_norm(x, dim)
+        for a, b, what in zip(got, want, ("softmax", "layer_norm")):
+            assert same_bits(a, b), f"{what} of {shape} over dim {dim} under {tuning}"
+
+
 def test_reductions_on_vulkan_follow_the_tree(gpu):
     rng = np.random.default_rng(5)
     for rows, n in [(1, 4095), (1, 4097), (2, 8193), (3, 70000), (40, 257), (40, 8192), (64, 1000)]:

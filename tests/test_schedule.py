@@ -278,3 +278,11 @@ def test_softmax_backward_over_short_rows_is_one_dispatch(rng, dev):
     tx = torch.tensor(x_np, requires_grad=True)
     torch.softmax(tx, 1).backward(torch.tensor(g_np))
     assert np.allclose(x.grad.numpy(), tx.grad.numpy(), atol=1e-6)
+
+
+def test_float16_softmax_over_short_rows_is_one_dispatch_and_matches_unfused(rng, dev):
+    x_np = (rng.standard_normal((6, 120)) * 3).astype(np.float16)
+    y = vkml.softmax(vkml.tensor(x_np, device=dev), dim=1)
+    assert _dispatches(y) == 1
+    want = _eager(lambda t: vkml.softmax(t, dim=1), x_np, dev=dev)
+    assert y.numpy().dtype == np.float16 and np.array_equal(y.numpy().view(np.uint16), want.view(np.uint16))

@@ -119,6 +119,7 @@ class _Lane:
         first = B.local_id(0) * _u32(count) if layout.lanes > 1 else None
         first = start if first is None else (first if start is None else start + first)
         static_full = n % layout.block == 0 or (chunk is None and n >= layout.block)
+        self.first = first  # slot j is first + j (None: j)
         self.slots = []
         for j in range(count):
             at = first if j == 0 else (first + _u32(j) if first is not None else _u32(j))
@@ -167,7 +168,7 @@ class _Reduction:
         key = (id(o), j, c)
         if key not in lane.indices:
             at, present = lane.slots[j]
-            lane.indices[key] = self._index(o, at, c, None if present is True else present)
+            lane.indices[key] = self._index(o, at, c, None if present is True else present, lane, j)
         return lane.indices[key]
 
     def lane_values(self, o, lane: _Lane) -> list:
@@ -183,14 +184,20 @@ class _Reduction:
                 out.append((v, present))
         return out
 
-    def _index(self, o, at, c: int, valid) -> Index:
+    def _index(self, o, at, c: int, valid, lane: _Lane, j: int) -> Index:
         kept = [d for d in range(len(self.src.shape)) if d not in self.axes]
         o_multi = self.L.shared(("row", id(o), self.red.shape), lambda: unravel(o, self.red.shape))
         if self.width > 1:  # the reduced dims are the last ones: row o starts at o * n
 
+            def lane_start():  # where the lane's run starts in the whole tensor, once per row
+                row_start = o * _u32(self.n // self.width)
+                return row_start if lane.first is None else row_start + lane.first
+
             def group():  # one index value per vector: codegen loads a vector once per index
                 sizes = self.red_sizes[:-1] + [self.red_sizes[-1] // self.width]
-                return o * _u32(self.n // self.width) + at, o_multi[: len(kept)] + unravel(at, sizes)
+                start = self.L.shared(("lane start", id(o), id(lane.first), self.n, self.width), lane_start)
+                q = start + _u32(j) if j else start
+                return q, o_multi[: len(kept)] + unravel(at, sizes)
 
             q, in_groups = self.L.shared(("group", id(o), id(at), self.n, self.width), group)
             return Index(

@@ -20,6 +20,11 @@ def _reduce(t, kind, dim, keepdim):
         return t.amax(dim=dim, keepdim=keepdim)
     if kind == "mean":
         return t.mean(dim=dim, keepdim=keepdim)
+    if kind == "centre":  # a row result read back over the rows, and also through a flip of them (rules 3, 7)
+        centred = t - t.amax(dim=dim, keepdim=True)
+        return centred + centred.flip(0) if keepdim else centred
+    if kind == "layer_norm":
+        return vkml.nn.functional.layer_norm(t, (t.shape[-1],))
     return vkml.softmax(t, dim=dim)
 
 
@@ -40,7 +45,12 @@ def _movement(t, kind, k):
 step = st.one_of(
     st.tuples(st.just("unary"), st.integers(0, len(UNARY) - 1)),
     st.tuples(st.just("binary"), st.integers(0, len(BINARY) - 1), st.integers(0, 3)),
-    st.tuples(st.just("reduce"), st.sampled_from(["sum", "amax", "mean", "softmax"]), st.integers(0, 1), st.booleans()),
+    st.tuples(
+        st.just("reduce"),
+        st.sampled_from(["sum", "amax", "mean", "softmax", "centre", "layer_norm"]),
+        st.integers(0, 1),
+        st.booleans(),
+    ),
     st.tuples(st.just("move"), st.sampled_from(["transpose", "flip", "slice", "reshape"]), st.integers(0, 1)),
     st.tuples(st.just("cat"), st.integers(0, 3)),
 )

@@ -183,12 +183,13 @@ def test_several_groups_per_invocation_cover_every_size(cpu_tuning):
 
 def test_an_invocations_groups_share_what_depends_on_the_row(cpu_tuning):
     """With whole workgroups per row, layer norm's per-row values are loaded and computed once per invocation."""
-    x = vkml.tensor(np.random.default_rng(6).standard_normal((6, 128)).astype(np.float32))
-    w, b = (vkml.tensor(np.random.default_rng(s).standard_normal(128).astype(np.float32)) for s in (7, 8))
+    x = vkml.tensor(np.random.default_rng(6).standard_normal((6, 256)).astype(np.float32))
+    w, b = (vkml.tensor(np.random.default_rng(s).standard_normal(256).astype(np.float32)) for s in (7, 8))
     results = []
     for per in (1, 4):
-        cpu_tuning(replace(SMALL_GPU, vectors_per_invocation=per))  # 8 lanes × 4 groups of 4: a row
-        y = vkml.nn.functional.layer_norm(x, (128,), w, b)
+        # 8 lanes × 4 groups of 4: half a row (rows longer than a reduction chunk, so a kernel of their own)
+        cpu_tuning(replace(SMALL_GPU, vectors_per_invocation=per))
+        y = vkml.nn.functional.layer_norm(x, (256,), w, b)
         norm = lowered(y)[1]
         assert sum(accesses(norm, "load").values()) == 2  # the row's sum and its rsqrt, once
         assert sum(accesses(norm, "vstore").values()) == per
@@ -225,6 +226,30 @@ def test_reductions_follow_the_tree_at_every_boundary(tuning, rows, cpu_tuning):
         for name in ("sum", "amax", "argmax"):
             got = getattr(t, name)(dim=1).numpy()
             assert same_bits(got, _oracle(name, x)), f"{name} of {rows}×{n} under {tuning}"
+
+
+def _softmax_and_layer_norm(x: np.ndarray, dim: int) -> list:
+    t = vkml.tensor(x)
+    n = x.shape[-1]
+    w = vkml.tensor(np.linspace(-2, 2, n, dtype=np.float32))
+    return [vkml.softmax(t, dim=dim).numpy(), vkml.nn.functional.layer_norm(t, (n,), w, w * 0.5).numpy()]
+
+
+@pytest.mark.parametrize("tuning", ["small-gpu", "shared-only", "h200"])
+def test_rows_in_one_kernel_give_the_bits_of_the_cpu_layout(tuning, cpu_tuning):
+    """Rule 7 under each device layout (vectors or scalars, rows filling the chunk or not, any dim)
+    gives the bits of the CPU reference's layout, which takes two kernels where a row is past 256."""
+    rng = np.random.default_rng(12)
+    cases = [((5, 128), 1), ((5, 127), 1), ((3, 4, 33), 2), ((40, 6), 0), ((2, 8190), 1), ((2, 8192), 1)]
+    for shape, dim in cases:
+        x = (rng.standard_normal(shape) * 4).astype(np.float32)
+        x.reshape(-1)[::11] = np.float32(-0.0)
+        cpu_tuning(KT.CPU_TUNING)
+        want = _softmax_and_layer_norm(x, dim)
+        cpu_tuning(TUNINGS[tuning])
+        got = _softmax_and_layer_norm(x, dim)
+        for a, b, what in zip(got, want, ("softmax", "layer_norm")):
+            assert same_bits(a, b), f"{what} of {shape} over dim {dim} under {tuning}"
 
 
 def test_reductions_on_vulkan_follow_the_tree(gpu):
@@ -270,10 +295,12 @@ def test_softmax_and_layer_norm_read_a_row_once_when_it_fits(cpu_tuning):
     cpu_tuning(SMALL_GPU)  # 16 lanes × up to 8: rows of 128 fit one chunk
     x = vkml.tensor(np.random.default_rng(4).standard_normal((6, 128)).astype(np.float32))
     w, b = vkml.tensor(np.ones(128, np.float32)), vkml.tensor(np.zeros(128, np.float32))
-    rows_kernel = lowered(vkml.softmax(x, dim=1))[0]
-    assert accesses(rows_kernel, "vload") == {"in2": 8} and accesses(rows_kernel, "load") == {}
-    norm_kernel = lowered(vkml.nn.functional.layer_norm(x, (128,), w, b))[0]
-    assert accesses(norm_kernel, "vload") == {"in2": 8}
+    (rows_kernel,) = lowered(vkml.softmax(x, dim=1))  # rule 7: max, sum and the quotient in one kernel
+    assert accesses(rows_kernel, "vload") == {"in3": 8} and accesses(rows_kernel, "load") == {}
+    assert accesses(rows_kernel, "vstore") == {"out0": 2}  # 8 elements a lane, stored as two vectors
+    (norm_kernel,) = lowered(vkml.nn.functional.layer_norm(x, (128,), w, b))
+    assert accesses(norm_kernel, "vload") == {"in3": 8, "in4": 8, "in5": 8}  # x, weight and bias, once each
+    assert accesses(norm_kernel, "vstore") == {"out0": 2}
     for fn in (lambda t: vkml.softmax(t, dim=1), lambda t: vkml.nn.functional.layer_norm(t, (128,), w, b)):
         fused = fn(x).numpy()
         cpu_tuning(KT.CPU_TUNING)

@@ -223,6 +223,36 @@ def test_div_bit_exact_on_a_million_random_pairs():
         assert_same_bits(evaluate(M.div, a, b), a / b, "div on random pairs")
 
 
+def test_div_builds_the_divisor_once_per_value_and_keeps_the_bits():
+    # Quotients sharing a divisor (a row by its sum) share its reciprocal and split: fewer
+    # instructions, the same bits as dividing one pair at a time.
+    from vkml.ir import builder as B
+    from vkml.ir.core import Instr, walk
+
+    def fmuls(fn) -> int:
+        kb = KernelBuilder("k", (1, 1, 1))
+        ref = kb.buffer("a", T.float32, "readwrite")
+        with kb:
+            fn(ref)
+        return sum(1 for s in walk(kb.finish().body) if isinstance(s, Instr) and s.op == "mul")
+
+    def quotients(ref, count: int) -> None:
+        b = ref[0]  # one value: what a row's sum is in a rows kernel
+        for k in range(count):
+            ref[B.const(k, T.uint32)] = M.div(ref[k + 1], b)
+
+    one, four = fmuls(lambda ref: quotients(ref, 1)), fmuls(lambda ref: quotients(ref, 4))
+    assert four == 4 * one - 3 * 6  # the seed, two Newton steps and the split of the divisor: once (6 mul)
+    g = rng(25)
+    a = np.concatenate([random_bits(26, 4096), log_uniform(27, 4096, -60, 60)]).reshape(-1, 4)
+    b = np.concatenate([random_bits(28, 1024), log_uniform(29, 1024, -60, 60)])
+    b[g.integers(0, len(b), 64)] = 0.0
+    with np.errstate(all="ignore"):
+        shared = evaluate(lambda b_, *a_: tuple(M.div(x, b_) for x in a_), b, *a.T)
+        for k in range(4):
+            assert_same_bits(shared[k], a[:, k] / b, f"div sharing its divisor, quotient {k}")
+
+
 def test_div_on_vulkan_near_halfway_and_random_pairs():
     # The float path on a real driver (lavapipe here): Dekker's exact products need NoContraction.
     import vkml

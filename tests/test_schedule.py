@@ -83,10 +83,20 @@ def test_shared_cheap_node_is_recomputed_and_expensive_one_computed_once(rng, de
     assert _dispatches(expensive * 2, expensive * 3) == 3  # expensive is computed once
 
 
+LONG_ROW = 3000  # longer than one chunk of the rows kernel on the CPU (256) and on lavapipe (2048)
+
+
 def test_reduction_seen_through_a_broadcast_is_realized_first(rng, dev):
-    x = vkml.tensor(rng.standard_normal((4, 50), dtype=np.float32), device=dev)
+    x = vkml.tensor(rng.standard_normal((40, LONG_ROW), dtype=np.float32), device=dev)
     y = x - x.amax(dim=1, keepdim=True)
     assert _dispatches(y) == 2
+
+
+def test_short_rows_and_their_broadcast_reduction_are_one_dispatch(rng, dev):
+    x = vkml.tensor(rng.standard_normal((4, 50), dtype=np.float32), device=dev)
+    y = x - x.amax(dim=1, keepdim=True)
+    assert _dispatches(y) == 1  # rule 7: the row fits one chunk
+    assert np.array_equal(y.numpy(), x.numpy() - x.numpy().max(1, keepdims=True))
 
 
 def test_same_tensor_on_both_sides_of_matmul():
@@ -120,30 +130,67 @@ def _layer_norm(x, w, b, eps=1e-5):
     return xc / vkml.sqrt(var + eps) * w + b
 
 
-def test_softmax_is_two_dispatches_and_matches_unfused(rng, dev):
-    x_np = rng.standard_normal((16, 700), dtype=np.float32)  # rows longer than one chunk
-    y = vkml.softmax(vkml.tensor(x_np, device=dev), dim=1)
-    assert _dispatches(y) == 2
+def _eager(fn, *arrays, dev):
     vkml.set_eager(True)
     try:
-        eager = vkml.softmax(vkml.tensor(x_np, device=dev), dim=1).numpy()
+        return fn(*(vkml.tensor(a, device=dev) for a in arrays)).numpy()
     finally:
         vkml.set_eager(False)
-    assert np.array_equal(y.numpy().view(np.uint32), eager.view(np.uint32))
 
 
-def test_layer_norm_is_at_most_three_dispatches(rng, dev):
+def _same_bits(a, b) -> bool:
+    return a.dtype == b.dtype and np.array_equal(a.view(np.uint32), b.view(np.uint32))
+
+
+@pytest.mark.parametrize("cols, expected", [(200, 1), (LONG_ROW, 2)])
+def test_softmax_dispatches_and_matches_unfused(rng, dev, cols, expected):
+    """Rows in one chunk: one kernel (rule 7), exp computed once; longer rows: max and sum, then the quotient."""
+    x_np = rng.standard_normal((16, cols), dtype=np.float32)
+    y = vkml.softmax(vkml.tensor(x_np, device=dev), dim=1)
+    assert _dispatches(y) == expected
+    assert _same_bits(y.numpy(), _eager(lambda t: vkml.softmax(t, dim=1), x_np, dev=dev))
+
+
+@pytest.mark.parametrize("cols, expected", [(200, 1), (LONG_ROW, 2)])
+def test_layer_norm_dispatches_and_matches_unfused(rng, dev, cols, expected):
+    x, w, b = (rng.standard_normal(shape, dtype=np.float32) for shape in ((8, cols), (cols,), (cols,)))
+
+    def layer_norm(*ts):
+        return vkml.nn.functional.layer_norm(ts[0], (cols,), ts[1], ts[2])
+
+    y = layer_norm(*(vkml.tensor(a, device=dev) for a in (x, w, b)))
+    assert _dispatches(y) == expected
+    assert _same_bits(y.numpy(), _eager(layer_norm, x, w, b, dev=dev))
+    import torch
+
+    ref = torch.nn.functional.layer_norm(torch.tensor(x), (cols,), torch.tensor(w), torch.tensor(b))
+    assert np.allclose(y.numpy(), ref.numpy(), atol=2e-5)
+
+
+def test_layer_norm_written_out_is_at_most_two_dispatches(rng, dev):
     x = vkml.tensor(rng.standard_normal((8, 300), dtype=np.float32), device=dev)
     w = vkml.tensor(rng.standard_normal((300,), dtype=np.float32), device=dev)
     b = vkml.tensor(rng.standard_normal((300,), dtype=np.float32), device=dev)
-    y = _layer_norm(x, w, b)
-    assert _dispatches(y) <= 3
+    y = _layer_norm(x, w, b)  # division by sqrt: rstd is not computed on its own
+    assert _dispatches(y) <= 2
     import torch
 
     ref = torch.nn.functional.layer_norm(
         torch.tensor(x.numpy()), (300,), torch.tensor(w.numpy()), torch.tensor(b.numpy())
     )
     assert np.allclose(y.numpy(), ref.numpy(), atol=2e-5)
+
+
+def test_a_row_result_read_at_another_row_is_not_shared(rng, dev):
+    # Regression: rule 3 shared the max through a flip of the rows, so each row used another row's max.
+    x_np = rng.standard_normal((6, 40), dtype=np.float32)
+    x = vkml.tensor(x_np, device=dev)
+    m = x.amax(1, keepdim=True)
+    s = (x - m).flip(0).sum(1)
+    y = (x - m).flip(0) + (x - m)
+    expected = x_np - x_np.max(1, keepdims=True)
+    assert np.array_equal(s.numpy(), vkml.tensor(expected[::-1].copy(), device=dev).sum(1).numpy())
+    assert np.array_equal(y.numpy(), expected[::-1] + expected)
 
 
 def test_linear_relu_is_one_dispatch(rng, dev):
@@ -194,7 +241,8 @@ def test_barriers_only_between_dependent_dispatches():
     vkml.realize(x.sum(0), x.amax(1), x * 2)  # three independent kernels
     assert debug.counters()["dispatches"] == 3 and debug.counters()["barriers"] == 0
     debug.reset_counters()
-    vkml.softmax(x, dim=1).realize()  # the second kernel reads what the first wrote
+    long_rows = vkml.tensor(np.ones((40, LONG_ROW), dtype=np.float32), device=gpu)
+    vkml.softmax(long_rows, dim=1).realize()  # the second kernel reads what the first wrote
     assert debug.counters()["dispatches"] == 2 and debug.counters()["barriers"] == 1
 
 
@@ -217,3 +265,24 @@ def test_a_chain_of_thousands_of_ops_realizes():
     for _ in range(3000):
         y = y * 1.0 + 0.5
     assert y.sum().item() == 8 * (1 + 0.5 * 3000)
+
+
+def test_softmax_backward_over_short_rows_is_one_dispatch(rng, dev):
+    """y * (g - sum(g * y)): the sum and the gradient of the row in one kernel (rule 7), as torch computes it."""
+    import torch
+
+    x_np, g_np = (rng.standard_normal((8, 100), dtype=np.float32) for _ in range(2))
+    x = vkml.tensor(x_np, device=dev, requires_grad=True)
+    vkml.softmax(x, dim=1).backward(vkml.tensor(g_np, device=dev))
+    assert _dispatches(x.grad) == 1
+    tx = torch.tensor(x_np, requires_grad=True)
+    torch.softmax(tx, 1).backward(torch.tensor(g_np))
+    assert np.allclose(x.grad.numpy(), tx.grad.numpy(), atol=1e-6)
+
+
+def test_float16_softmax_over_short_rows_is_one_dispatch_and_matches_unfused(rng, dev):
+    x_np = (rng.standard_normal((6, 120)) * 3).astype(np.float16)
+    y = vkml.softmax(vkml.tensor(x_np, device=dev), dim=1)
+    assert _dispatches(y) == 1
+    want = _eager(lambda t: vkml.softmax(t, dim=1), x_np, dev=dev)
+    assert y.numpy().dtype == np.float16 and np.array_equal(y.numpy().view(np.uint16), want.view(np.uint16))

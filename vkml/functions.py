@@ -265,7 +265,13 @@ def _float_work(input):
 
 @differentiable("softmax")
 def softmax(input, dim: int):
-    """exp(x - max) / sum(exp(x - max)) over ``dim``. All -inf rows give NaN, as PyTorch."""
+    """exp(x - max) / sum(exp(x - max)) over ``dim``. All -inf rows give NaN, as PyTorch.
+
+    Where a row fits one chunk of the device's rows kernel (8192 floats on an H200), max, sum
+    and quotient are one kernel that reads x once and computes each exp once (vkml/schedule.py,
+    rule 7); longer rows take two. The quotient stays a correctly rounded division (the
+    divisor's reciprocal and split are computed once per row), so both give the same bits.
+    """
     x, dtype = _float_work(input)
     shifted = x - amax(x, dim, keepdim=True)
     e = exp(shifted)

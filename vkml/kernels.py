@@ -86,6 +86,9 @@ class Index:
     ``group = (q, k, width)`` says the position is ``q * width + k``: element ``k`` of aligned
     group ``q`` (a vector), with ``valid`` the same for the whole group; ``group_multi`` may
     give q's multi-index in the shape counted in groups along the innermost dim.
+    ``row = (o, red)`` says the position lies in row ``o`` of reduction ``red``'s source (a
+    rows kernel's positions): a row broadcast of ``red``'s shape read there is its value at ``o``.
+    Only elementwise ops pass an Index on, so a view that moves positions drops the tag.
     """
 
     def __init__(
@@ -96,9 +99,10 @@ class Index:
         valid: Value | None = None,
         group: tuple | None = None,
         group_multi: tuple | None = None,
+        row: tuple | None = None,
     ):
         self.shape, self._lin, self._multi, self.valid = tuple(shape), lin, multi, valid
-        self.group, self.group_multi = group, group_multi
+        self.group, self.group_multi, self.row = group, group_multi, row
 
     @property
     def key(self) -> tuple:
@@ -168,6 +172,14 @@ def unravel(lin: Value, shape) -> tuple:
             v = zero
         result.append(v)
     return tuple(result)
+
+
+def is_row_broadcast(view: Node, red: Node) -> bool:
+    """Whether ``view`` spreads a tensor of ``red``'s kept shape back over ``red``'s rows."""
+    src = view.srcs[0]
+    if src.shape != red.shape or view.shape != red.srcs[0].shape:
+        return False
+    return view.arg == ViewStack.contiguous(red.shape).expand(view.shape)
 
 
 def _and(a: Value | None, b: Value | None) -> Value | None:
@@ -367,6 +379,9 @@ class Lowering:
         op = node.op
         if op == "const":
             return self._param(node)
+        if op == "view" and idx.row is not None and is_row_broadcast(node, idx.row[1]):
+            src = node.srcs[0]  # one value per row: computed once per row, not once per position
+            return self.value(src, Index(src.shape, lin=idx.row[0]))
         if op == "view" and idx.group is not None:
             modes = group_modes(node.arg, idx.group[2])
             if modes is not None:

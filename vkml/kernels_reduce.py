@@ -24,6 +24,7 @@ Sizes come from the device's ``Tuning`` (vkml/kernels_tuning.py); none of them c
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 
@@ -118,6 +119,7 @@ class _Lane:
         first = B.local_id(0) * _u32(count) if layout.lanes > 1 else None
         first = start if first is None else (first if start is None else start + first)
         static_full = n % layout.block == 0 or (chunk is None and n >= layout.block)
+        self.first = first  # slot j is first + j (None: j)
         self.slots = []
         for j in range(count):
             at = first if j == 0 else (first + _u32(j) if first is not None else _u32(j))
@@ -161,16 +163,20 @@ class _Reduction:
         w = tuning.vector
         self.width = w if w > 1 and trailing and self.n % w == 0 and layout.per_lane % w == 0 else 1
 
+    def index(self, o, lane: _Lane, j: int, c: int) -> Index:
+        """The position of element ``c`` of slot ``j`` of ``lane`` in row ``o`` (one object per position)."""
+        key = (id(o), j, c)
+        if key not in lane.indices:
+            at, present = lane.slots[j]
+            lane.indices[key] = self._index(o, at, c, None if present is True else present, lane, j)
+        return lane.indices[key]
+
     def lane_values(self, o, lane: _Lane) -> list:
         """``(value, present)`` for each element of ``lane``, in order, for output row ``o``."""
         out = []
         for j, (at, present) in enumerate(lane.slots):
-            valid = None if present is True else present
             for c in range(self.width):
-                key = (id(o), j, c)
-                if key not in lane.indices:
-                    lane.indices[key] = self._index(o, at, c, valid)
-                v = self.L.value(self.src, lane.indices[key])
+                v = self.L.value(self.src, self.index(o, lane, j, c))
                 v = cast_value(v, self.src.dtype, self.acc)
                 if self.is_arg:
                     k = at * _u32(self.width) + _u32(c) if self.width > 1 else at
@@ -178,17 +184,25 @@ class _Reduction:
                 out.append((v, present))
         return out
 
-    def _index(self, o, at, c: int, valid) -> Index:
+    def _index(self, o, at, c: int, valid, lane: _Lane, j: int) -> Index:
         kept = [d for d in range(len(self.src.shape)) if d not in self.axes]
         o_multi = self.L.shared(("row", id(o), self.red.shape), lambda: unravel(o, self.red.shape))
         if self.width > 1:  # the reduced dims are the last ones: row o starts at o * n
 
+            def lane_start():  # where the lane's run starts in the whole tensor, once per row
+                row_start = o * _u32(self.n // self.width)
+                return row_start if lane.first is None else row_start + lane.first
+
             def group():  # one index value per vector: codegen loads a vector once per index
                 sizes = self.red_sizes[:-1] + [self.red_sizes[-1] // self.width]
-                return o * _u32(self.n // self.width) + at, o_multi[: len(kept)] + unravel(at, sizes)
+                start = self.L.shared(("lane start", id(o), id(lane.first), self.n, self.width), lane_start)
+                q = start + _u32(j) if j else start
+                return q, o_multi[: len(kept)] + unravel(at, sizes)
 
             q, in_groups = self.L.shared(("group", id(o), id(at), self.n, self.width), group)
-            return Index(self.src.shape, valid=valid, group=(q, c, self.width), group_multi=in_groups)
+            return Index(
+                self.src.shape, valid=valid, group=(q, c, self.width), group_multi=in_groups, row=(o, self.red)
+            )
         k = at if valid is None else B.select(valid, at, _u32(0))
         k_multi = unravel(k, self.red_sizes)
         multi = [None] * len(self.src.shape)
@@ -196,7 +210,7 @@ class _Reduction:
             multi[d] = o_multi[d]
         for a, kv in zip(self.axes, k_multi):
             multi[a] = kv
-        return Index(self.src.shape, multi=tuple(multi), valid=valid)
+        return Index(self.src.shape, multi=tuple(multi), valid=valid, row=(o, self.red))
 
     def result(self, value):
         """The reduce node's value (compute representation) from the tree's accumulator(s)."""
@@ -299,18 +313,36 @@ def _range_tree(r: _Reduction, load_lane, nchunks: int, base=None, lane=None):
     return result
 
 
+def row_in_one_chunk(red: Node, tuning: Tuning) -> bool:
+    """Whether a rows kernel holds a whole row of ``red`` in its lanes' registers (one chunk)."""
+    n = math.prod(red.srcs[0].shape[a] for a in red.arg[1])
+    return n <= reduce_layout(n, tuning, whole_row=True).block
+
+
 def lower_rows(
-    root: Node, chain: list[Node], stored: list[Node], leaves, baked=frozenset(), tuning: Tuning | None = None
+    root: Node,
+    chain: list[Node],
+    stored: list[Node],
+    leaves,
+    baked=frozenset(),
+    tuning: Tuning | None = None,
+    whole_rows: bool = False,
 ) -> GroupTemplate:
     """One workgroup per row computes every reduction of ``chain`` in order, then ``root``.
 
     ``stored`` are chain members written to their own output buffers (used outside the kernel).
+    ``whole_rows``: ``root`` has the shape of the rows (softmax's quotient, layer norm's output)
+    and reads the chain's results broadcast over them; the row must fit one chunk. Each lane
+    then computes ``root`` at its own elements from the values it loaded for the reductions (x
+    is read once, and what the reductions computed from it, exp(x - max), is reused).
     """
     tuning = tuning or tuning_for(root.device)
     last = chain[-1]
     n = math.prod(last.srcs[0].shape[a] for a in last.arg[1])
     layout = reduce_layout(n, tuning, whole_row=True)
     nchunks = -(-n // layout.block)
+    if whole_rows and (nchunks > 1 or root.shape != last.srcs[0].shape):
+        raise AssertionError("whole_rows needs a row in one chunk and a root of the rows' shape")
     outer = last.numel
     grid = fold_grid(outer)
     L = Lowering(kernel_name(root, "R"), (layout.lanes, 1, 1), leaves, baked)
@@ -333,11 +365,32 @@ def lower_rows(
                     return r.lane_values(o, lane)
 
                 L.fused[id(r.red)] = r.result(_range_tree(r, load_lane, nchunks, lane=shared))
+            if whole_rows:
+                _store_row(L, root, out_ref, reductions[-1], o, lanes[reductions[-1].width])
             with B.if_(B.eq(B.local_id(0), _u32(0))):
                 for red, ref in stored_refs:
                     L.store(ref, red.dtype, o, L.fused[id(red)])
-                L.store(out_ref, root.dtype, o, L.value(root, Index(root.shape, lin=o)))
+                if not whole_rows:
+                    L.store(out_ref, root.dtype, o, L.value(root, Index(root.shape, lin=o)))
     return GroupTemplate([L.template(grid)])
+
+
+def _store_row(L: Lowering, root: Node, out_ref, r: _Reduction, o, lane: _Lane) -> None:
+    """``root`` at each of ``lane``'s elements of row ``o``, stored (as vectors where ``r`` loaded vectors).
+
+    The values are computed in the block where the reductions loaded the row, so every load and
+    every subexpression the reductions computed is reused; only the stores sit under ``present``.
+    """
+    results = []
+    for j, (_, present) in enumerate(lane.slots):
+        positions = [r.index(o, lane, j, c) for c in range(r.width)]
+        results.append((positions, present, [L.value(root, p) for p in positions]))
+    for positions, present, values in results:
+        with B.if_(present) if present is not True else contextlib.nullcontext():
+            if r.width > 1:
+                L.store_vector(out_ref, root.dtype, positions[0].group[0], values)
+            else:
+                L.store(out_ref, root.dtype, positions[0].lin, values[0])
 
 
 def lower_blocks(root: Node, red: Node, leaves, baked=frozenset(), tuning: Tuning | None = None) -> GroupTemplate:

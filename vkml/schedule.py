@@ -10,13 +10,22 @@ Fusion rules (each pinned by tests that count dispatches, tests/test_schedule.py
    the reduction is realized by its own kernel and loaded by its consumers.
 3. Reductions over the same rows share one kernel when a later one reads an earlier one's
    result broadcast back over the row (softmax: max then sum of exp(x - max); layer norm:
-   mean then variance). The earlier results are also written out for other consumers.
+   mean then variance). The earlier results are also written out for other consumers. Only
+   reads through elementwise ops count: a result also read through a view that moves rows
+   (flip, transpose, pad) is not shared, and a chain whose kernel would load something
+   computed from its own results runs unshared.
 4. A node with several consumers is inlined (recomputed) into each, unless its inlined
    expression costs more than ``RECOMPUTE_LIMIT`` nodes: then it is computed once.
 5. An expression seen through a broadcasting view (one that multiplies the number of
    elements) is realized first unless it costs at most ``BROADCAST_RECOMPUTE_LIMIT`` — or it
    is a row result of rule 3.
 6. A single reduction with few long rows is split over aligned blocks: one dispatch per pass.
+7. An elementwise root of the rows' shape that reads rule-3 reductions broadcast over their
+   rows (softmax's exp(x - max) / sum, layer norm's (x - mean) * rstd * w + b) joins their
+   kernel when a row fits one chunk of the device's rows kernel (``Tuning``): each lane keeps
+   its elements in registers, so x is read once, what the reductions computed from it (exp)
+   is reused, and per-row values (rstd) are computed once per row. Softmax and layer norm
+   are then one dispatch; longer rows keep rules 3 and 5 (two dispatches).
 All dispatches of one realize go into one submission. Fusion never changes bits: every op's
 value is the same whether it is inlined, recomputed or realized.
 
@@ -34,7 +43,6 @@ from collections import OrderedDict, defaultdict
 from . import debug, kernels, kernels_matmul, kernels_reduce, kernels_tuning
 from .graph import Node, toposort
 from .runtime.base import Buffer, Dispatch
-from .view import ViewStack
 
 RECOMPUTE_LIMIT = 12
 BROADCAST_RECOMPUTE_LIMIT = 3
@@ -50,14 +58,6 @@ def _consumer_counts(nodes: list[Node]) -> dict[int, int]:
         for s in n.srcs:
             counts[id(s)] += 1
     return counts
-
-
-def _is_row_broadcast(view: Node, red: Node) -> bool:
-    """Whether ``view`` spreads a tensor of ``red``'s kept shape back over ``red``'s rows."""
-    src = view.srcs[0]
-    if src.shape != red.shape or view.shape != red.srcs[0].shape:
-        return False
-    return view.arg == ViewStack.contiguous(red.shape).expand(view.shape)
 
 
 def _inline_kind(node: Node) -> bool:
@@ -79,6 +79,8 @@ class Plan:
         self._cost: dict[int, int] = {}
         self._row_results: set[int] = set()
         self._claimed: set[int] = set()  # nodes read through a row broadcast inside a chain
+        self.whole_rows: set[int] = set()  # roots of rule 7: their kernel writes every position of the rows
+        self._order: dict[int, int] | None = None  # node -> position in self.nodes, when a chain needs it
         for node in reversed(self.nodes):  # users before sources
             if id(node) in self.roots:
                 self._claim(node)
@@ -110,9 +112,13 @@ class Plan:
         self._claimed.add(id(root))
         main = self._main_reduce(root)
         chain = [] if main is None else [main] if main.op == "matmul" else self._chain(main)
-        if main is not None:
+        if main is None:
+            chain = self._whole_row_chain(root)
+            if chain:
+                self.whole_rows.add(id(root))
+        if chain:
             self.chains[id(root)] = chain
-            for red in chain[:-1]:
+            for red in chain if main is None else chain[:-1]:
                 self.produced_by[id(red)] = root
                 self.roots[id(red)] = red
         fused = {id(r) for r in chain}
@@ -178,34 +184,96 @@ class Plan:
 
     def _chain(self, red: Node) -> list[Node]:
         """Earlier reductions over ``red``'s rows that ``red`` reads through row broadcasts, then ``red``."""
+        return self._row_chain(red.srcs[0], red) + [red]
+
+    def _whole_row_chain(self, root: Node) -> list[Node]:
+        """Rule 7: the reductions ``root`` reads broadcast over their rows, when ``root`` has the rows' shape
+        and a row fits one chunk of the device's rows kernel; else []."""
+        if root.op not in ("elementwise", "cast"):
+            return []
+        red = self._first_row_broadcast(root)
+        if red is None or not kernels_reduce.row_in_one_chunk(red, kernels_tuning.tuning_for(root.device)):
+            return []
+        return self._row_chain(root, red)
+
+    def _first_row_broadcast(self, root: Node) -> Node | None:
+        """A reduction over rows of ``root``'s shape that ``root`` reads through a row broadcast."""
+        stack, seen = [root], set()
+        while stack:
+            node = stack.pop()
+            if id(node) in seen or node.realized or node.shape != root.shape:
+                continue
+            seen.add(id(node))
+            if node.op in ("elementwise", "cast"):
+                stack.extend(node.srcs)
+            elif node.op == "view" and node.numel > node.srcs[0].numel:
+                for r in self._row_reductions(node.srcs[0], None):
+                    if r.srcs[0].shape == root.shape and kernels.is_row_broadcast(node, r):
+                        return r
+        return None
+
+    def _row_chain(self, start: Node, red: Node) -> list[Node]:
+        """Reductions over ``red``'s rows read through row broadcasts from ``start`` (a position in a row), in order.
+
+        The walk follows only what keeps positions (elementwise ops and casts), so a result read
+        there is the one for the row being computed. A reduction also reachable through
+        anything else (a flip, a transpose, a pad) would be read at another row: then none is
+        shared, and the reader loads the results from their own kernels.
+        """
         chain: list[Node] = []
-        stack, seen = [red.srcs[0]], set()
+        views, others = [], []
+        stack, seen = [start], set()
+        while stack:
+            node = stack.pop()
+            if id(node) in seen or node.realized or node.op == "const":
+                continue
+            seen.add(id(node))
+            if node.op in ("elementwise", "cast") and node.shape == red.srcs[0].shape:
+                stack.extend(node.srcs)
+                continue
+            if node.op == "view" and kernels.is_row_broadcast(node, red):
+                inner = self._row_reductions(node.srcs[0], red)
+                if inner:
+                    views.append(node)
+                    for r in inner:  # adopt r (and its own chain) even if r was made a root already
+                        sub = self.chains.get(id(r)) or self._chain(r)
+                        chain.extend(x for x in sub if x not in chain)
+                    continue
+            others.append(node)
+        if chain and self._reaches_any(others, {id(r) for r in chain}):
+            return []
+        for r in chain:
+            self.chains.pop(id(r), None)
+        self._row_results.update(id(v) for v in views)
+        if self._order is None:
+            self._order = {id(n): i for i, n in enumerate(self.nodes)}
+        return sorted(chain, key=lambda r: self._order[id(r)])  # sources before their readers
+
+    @staticmethod
+    def _reaches_any(starts: list[Node], targets: set[int], through_reductions: bool = False) -> bool:
+        """Whether ``starts`` are computed from one of ``targets`` (by default not looking inside other reductions)."""
+        stack, seen = list(starts), set()
         while stack:
             node = stack.pop()
             if id(node) in seen or node.realized:
                 continue
             seen.add(id(node))
-            if node.op == "view" and _is_row_broadcast(node, red):
-                inner = self._row_reductions(node.srcs[0], red)
-                if inner:
-                    self._row_results.add(id(node))
-                    for r in inner:  # adopt r (and its own chain) even if r was made a root already
-                        sub = self.chains.pop(id(r), None) or self._chain(r)
-                        chain.extend(x for x in sub if x not in chain)
-                    continue
-            if node.op in ("elementwise", "cast", "view", "cat"):
+            if id(node) in targets:
+                return True
+            if through_reductions or node.op not in ("reduce", "matmul"):
                 stack.extend(node.srcs)
-        return chain + [red]
+        return False
 
-    def _row_reductions(self, node: Node, red: Node) -> list[Node]:
-        """Reductions like ``red`` (same rows) under ``node`` through reduced-shape expressions only."""
+    def _row_reductions(self, node: Node, red: Node | None) -> list[Node]:
+        """Reductions like ``red`` (same rows; None: like each other) under ``node`` through reduced-shape expressions only."""
         out, stack = [], [node]
         while stack:
             n = stack.pop()
             if n.realized or n.op == "const" or (n.op == "view" and n.srcs[0].op == "const"):
                 continue
             if n.op == "reduce":
-                same_rows = n.arg[1] == red.arg[1] and n.shape == red.shape and n.srcs[0].shape == red.srcs[0].shape
+                like = red if red is not None else (out[0] if out else n)
+                same_rows = n.arg[1] == like.arg[1] and n.shape == like.shape and n.srcs[0].shape == like.srcs[0].shape
                 if not same_rows or id(n) in self.produced_by:
                     return []
                 out.append(n)
@@ -216,26 +284,41 @@ class Plan:
         return out
 
     def _drop_unreachable_chain_members(self) -> None:
-        """A chain member must be computed inline from its root; one cut off by a later root runs alone."""
+        """A chain member must be computed inline from its root; one cut off by a later root runs alone.
+
+        So must every stored member when something the root's kernel loads is computed from one
+        (layer norm's rsqrt(var + eps), realized for another reader, comes from the mean): the
+        kernels would wait on each other. The root then loads them from kernels of their own.
+        """
         for root_id, chain in list(self.chains.items()):
             root = self.roots[root_id]
             fused = {id(r) for r in chain}
-            reached, stack = set(), [root]
+            reached, loaded, stack = set(), [], [root]
             while stack:
                 node = stack.pop()
                 if id(node) in reached:
                     continue
                 reached.add(id(node))
                 for s in node.srcs:
-                    if not s.realized and (id(s) not in self.roots or id(s) in fused):
+                    if s.realized:
+                        continue
+                    if id(s) not in self.roots or id(s) in fused:
                         stack.append(s)
+                    elif s is not root:
+                        loaded.append(s)
             kept = [r for r in chain if id(r) in reached]
+            stored = {id(r) for r in kept if self.produced_by.get(id(r)) is root}
+            if stored and self._reaches_any(loaded, stored, through_reductions=True):
+                kept = [r for r in kept if id(r) not in stored]
+            kept_ids = {id(r) for r in kept}
             for r in chain:
-                if id(r) not in reached:  # (the last member, the root's own reduction, may be cut off too)
+                if id(r) not in kept_ids:  # (the last member, the root's own reduction, may be cut off too)
                     self.produced_by.pop(id(r), None)
                     self.roots[id(r)] = r
                     self.chains[id(r)] = [r]
             self.chains[root_id] = kept
+            if not kept:
+                self.whole_rows.discard(root_id)
 
     def groups(self) -> list[Node]:
         """Roots whose kernels must be lowered (chain members come with their chain's root)."""
@@ -313,6 +396,8 @@ def _lower_group(root: Node, chain: list[Node], leaf_ids, mode: str, baked) -> k
         return kernels_matmul.lower(root, chain[-1], leaf_ids, baked, mode)
     if mode == "blocks":
         return kernels_reduce.lower_blocks(root, chain[-1], leaf_ids, baked)
+    if mode == "whole_rows":
+        return kernels_reduce.lower_rows(root, chain, chain, leaf_ids, baked, whole_rows=True)
     return kernels_reduce.lower_rows(root, chain, chain[:-1], leaf_ids, baked)
 
 
@@ -376,14 +461,17 @@ class _Group:
     def __init__(self, plan: Plan, root: Node, leaf_ids):
         self.root = root
         self.chain = plan.chains.get(id(root), [])
+        stored = self.chain[:-1]
         if self.chain and self.chain[-1].op == "matmul":  # the mode names the tiles (they depend on the device)
             self.mode = kernels_matmul.mode(self.chain[-1])
+        elif self.chain and id(root) in plan.whole_rows:
+            self.mode, stored = "whole_rows", self.chain
         else:
             self.mode = kernels_reduce.choose_mode(self.chain[-1], len(self.chain)) if self.chain else "elementwise"
-        self.outputs = [root] + self.chain[:-1]
+        self.outputs = [root] + stored
         # Everything realized by other groups of this plan is loaded; this group's own outputs are computed.
         self.leaf_ids = _LoadedIds(leaf_ids, {id(n) for n in self.outputs})
-        self.sig = Signature(root, self.chain, self.chain[:-1], self.leaf_ids, self.mode)
+        self.sig = Signature(root, self.chain, stored, self.leaf_ids, self.mode)
 
     def template(self) -> kernels.GroupTemplate:
         key = _TemplateKey((self.sig.key, kernels_tuning.tuning_for(self.root.device)))  # laid out per device

@@ -193,7 +193,9 @@ def mse_loss(input, target, reduction: str = "mean"):
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
     """(x - mean) / sqrt(var + eps) over the last ``len(normalized_shape)`` dims (biased variance), then affine.
 
-    float16 inputs are normalised in float32 and rounded once.
+    float16 inputs are normalised in float32 and rounded once. rsqrt(var + eps) is computed once
+    per row; where a row fits one chunk of the device's rows kernel, mean, variance and output are
+    one kernel reading x, weight and bias once (vkml/schedule.py, rule 7), same bits as two.
 
     >>> layer_norm(vkml.tensor([[1.0, 3.0]]), (2,)).tolist()  # doctest: +SKIP
     [[-0.9999950..., 0.9999950...]]

@@ -9,13 +9,19 @@ The method, for significands x, y in [1, 2): a reciprocal r of y (linear seed, t
 relative error below 2^-16), q0 = x*r, one correction q1 = q0 + (x - q0*y)*r with the residual
 from Dekker's exact product, which makes q1 faithful (one of the two floats around x/y), then the
 exact residual x - q1*y against half the gap to the neighbour picks the correctly rounded one.
+
+Everything that depends on the divisor alone (its significand, the reciprocal, the split) is a
+``Divisor``, built once per divisor value: dividing a row by its sum (softmax) or a vector of
+positions by one broadcast value computes it once, not per quotient. The bits are the same.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from ...ir.builder import bitcast, select
+from ...ir.builder import bitcast, current_block, is_open, select
 from ...ir.core import Value
 from .bits import I32, SIGN_BIT, f32, from_bits, to_bits
 
@@ -33,7 +39,48 @@ def exponent_field(bits: Value) -> Value:
     return bitcast((bits >> 23) & 0xFF, I32)
 
 
-def quotient_is_normal(a: Value, b: Value) -> Value:
+@dataclass(frozen=True)
+class Divisor:
+    """What division needs of its divisor b alone: a row's sum divides every element of the row,
+    so ``divisor`` builds this once per divisor value and each quotient reuses it."""
+
+    bits: Value  # b's bits
+    field: Value  # b's exponent field
+    normal: Value  # b is a finite normal float
+    y: Value  # b's significand, in [1, 2)
+    r: Value  # 1/y to about 2^-16 (linear seed, two Newton steps)
+    y_hi: Value  # Veltkamp's split of y
+    y_lo: Value
+
+
+_DIVISORS: dict[int, tuple] = {}  # id(b) -> (b, Divisor, the block it was built in)
+_DIVISORS_MAX = 256
+
+
+def divisor(b: Value) -> Divisor:
+    """The divisor-only part of ``b`` (one per value, where the block that built it is still open).
+
+    Example: ``d = divisor(row_sum)``, then ``normal_quotient(x, d)`` for each x of the row.
+    """
+    found = _DIVISORS.get(id(b))
+    if found is not None and found[0] is b and is_open(found[2]):
+        return found[1]
+    if len(_DIVISORS) >= _DIVISORS_MAX:  # forget divisors of closed blocks (finished kernels among them)
+        for key in [k for k, (_, _, block) in _DIVISORS.items() if not is_open(block)]:
+            del _DIVISORS[key]
+    bits = to_bits(b)
+    field = exponent_field(bits)
+    y = from_bits((bits & FRACTION_MASK) | ONE_BITS)
+    r = SEED_OFFSET - SEED_SLOPE * y
+    for _ in range(2):  # each Newton step squares the relative error: 1/17 -> 2^-8.2 -> 2^-16.4
+        r = r + r * (1.0 - y * r)
+    y_hi, y_lo = _split(y)
+    d = Divisor(bits, field, (field >= 1) & (field <= 254), y, r, y_hi, y_lo)
+    _DIVISORS[id(b)] = (b, d, current_block())
+    return d
+
+
+def quotient_is_normal(a: Value, b: Value | Divisor) -> Value:
     """True where a and b are finite normal floats and a/b is certainly a normal float32.
 
     With significands x, y in [1, 2), x/y is in (1/2, 2) and rounds into [1/2, 2), so the
@@ -41,11 +88,11 @@ def quotient_is_normal(a: Value, b: Value) -> Value:
 
     Example: ``fast = quotient_is_normal(x, y)`` (a bool value, per lane).
     """
-    field_a, field_b = exponent_field(to_bits(a)), exponent_field(to_bits(b))
+    d = b if isinstance(b, Divisor) else divisor(b)
+    field_a = exponent_field(to_bits(a))
     normal_a = (field_a >= 1) & (field_a <= 254)
-    normal_b = (field_b >= 1) & (field_b <= 254)
-    scale = field_a - field_b
-    return normal_a & normal_b & (scale >= -125) & (scale <= 127)
+    scale = field_a - d.field
+    return normal_a & d.normal & (scale >= -125) & (scale <= 127)
 
 
 def _split(v: Value) -> tuple[Value, Value]:
@@ -67,21 +114,20 @@ def _residual(x: Value, q: Value, y: Value, y_hi: Value, y_lo: Value) -> Value:
     return (x - p) - err
 
 
-def significand_quotient(x: Value, y: Value) -> Value:
+def significand_quotient(x: Value, y: Value | Divisor) -> Value:
     """x / y correctly rounded to float32, for x, y in [1, 2) (so the quotient is in (1/2, 2)).
 
+    ``y`` may be given as the ``Divisor`` of any b with that significand.
     Example: ``q = significand_quotient(f32(1.5), f32(1.25))`` gives 1.2.
     """
-    r = SEED_OFFSET - SEED_SLOPE * y
-    for _ in range(2):  # each Newton step squares the relative error: 1/17 -> 2^-8.2 -> 2^-16.4
-        r = r + r * (1.0 - y * r)
-    y_hi, y_lo = _split(y)
+    d = y if isinstance(y, Divisor) else divisor(y)
+    y, r = d.y, d.r
     q0 = x * r  # within about 2^8 units in the last place
     # The correction's relative error is about 2^-16, so q1 is within 0.5 + 2^-8 units: faithful.
-    q1 = q0 + _residual(x, q0, y, y_hi, y_lo) * r
+    q1 = q0 + _residual(x, q0, y, d.y_hi, d.y_lo) * r
     # For a faithful q1, x - q1*y is a multiple of 2^-23 * ulp(q1) below 2 * ulp(q1) in magnitude,
     # so it has at most 24 significant bits and is computed exactly.
-    rem = _residual(x, q1, y, y_hi, y_lo)
+    rem = _residual(x, q1, y, d.y_hi, d.y_lo)
     bits = to_bits(q1)
     up, down = from_bits(bits + 1), from_bits(bits - 1)
     # x/y is above the midpoint q1 + gap/2 iff rem > y * gap/2 (exact: y times a power of two).
@@ -91,16 +137,16 @@ def significand_quotient(x: Value, y: Value) -> Value:
     return select(go_up, up, select(go_down, down, q1))
 
 
-def normal_quotient(a: Value, b: Value) -> Value:
+def normal_quotient(a: Value, b: Value | Divisor) -> Value:
     """a / b correctly rounded, where ``quotient_is_normal(a, b)`` holds (other lanes: garbage).
 
     Example: ``q = normal_quotient(x, y)``.
     """
-    ua, ub = to_bits(a), to_bits(b)
+    d = b if isinstance(b, Divisor) else divisor(b)
+    ua = to_bits(a)
     x = from_bits((ua & FRACTION_MASK) | ONE_BITS)
-    y = from_bits((ub & FRACTION_MASK) | ONE_BITS)
-    q = to_bits(significand_quotient(x, y))
+    q = to_bits(significand_quotient(x, d))
     # q is positive normal in [1/2, 2); adding the exponent difference to its field is exact here.
-    scale = bitcast(exponent_field(ua) - exponent_field(ub), q.dtype)
-    sign = (ua ^ ub) & SIGN_BIT
+    scale = bitcast(exponent_field(ua) - d.field, q.dtype)
+    sign = (ua ^ d.bits) & SIGN_BIT
     return from_bits((q + (scale << 23)) | sign)

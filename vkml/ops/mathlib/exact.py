@@ -28,7 +28,7 @@ from .bits import (
     u32,
     unpack,
 )
-from .division import normal_quotient, quotient_is_normal
+from .division import divisor, normal_quotient, quotient_is_normal
 
 
 def _as_f32(x) -> Value:
@@ -47,9 +47,10 @@ def div(a: Value, b: Value) -> Value:
     Example: ``q = div(x, y)`` (also what ``x / y`` on float IR values builds).
     """
     b = _as_f32(b)
+    d = divisor(b)  # computed once per divisor value (a row's sum divides the whole row)
     # Float arithmetic where the quotient is normal (GPUs have no integer divider); the integer
     # path, in a branch that is rarely taken, for specials, subnormals and the exponent extremes.
-    (out,) = if_else(quotient_is_normal(a, b), lambda: normal_quotient(a, b), lambda: _div_by_integers(a, b))
+    (out,) = if_else(quotient_is_normal(a, d), lambda: normal_quotient(a, d), lambda: _div_by_integers(a, b))
     return out
 
 

@@ -10,7 +10,9 @@ kernels; one per ``Device.run``), ``barriers`` (compute-to-compute barriers betw
 dispatches), ``kernels_compiled`` (IR → SPIR-V compilations, i.e. misses of both the memory
 and the disk cache), ``pipelines_created`` (driver pipeline compilations), ``bytes_uploaded``,
 ``bytes_downloaded``, ``transfer_submissions`` (queue submissions made only to copy data
-through a staging buffer; zero on devices whose memory the host maps directly).
+through a staging buffer; zero on devices whose memory the host maps directly), ``plans``
+(realizes that planned and lowered their graph), ``plan_replays`` (realizes that reused the
+plan of an earlier graph of the same structure, vkml/plan_cache.py).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ KEYS = (
     "bytes_uploaded",
     "bytes_downloaded",
     "transfer_submissions",
+    "plans",
+    "plan_replays",
 )
 
 counters: dict[str, int] = dict.fromkeys(KEYS, 0)

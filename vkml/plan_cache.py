@@ -57,25 +57,33 @@ def trace(roots: list[Node], mode_of_matmul) -> tuple[list[Node], tuple | None]:
             node, sources = stack[-1]
             for s in sources:
                 if id(s) not in position:
-                    position[id(s)] = -1
-                    stack.append((s, reversed(s.srcs)))
-                    break
+                    if s.srcs:
+                        position[id(s)] = -1
+                        stack.append((s, reversed(s.srcs)))
+                        break
+                    # No sources (a buffer, a constant): emitted at once, where a push and a pop would emit it.
+                    if s.op == "kernel":
+                        cacheable = False
+                    position[id(s)] = len(order)
+                    order.append(s)
+                    key.append((s.op, None if s.op == "const" else s.arg, s.shape, s.dtype, ()))
             else:  # every source is emitted
                 stack.pop()
-                op = node.op
-                if op == "const":
-                    arg = None  # the value is a kernel parameter (baked values are checked by ``lookup``)
-                elif op == "matmul":
+                op, srcs = node.op, node.srcs
+                if len(srcs) == 1:
+                    refs = position[id(srcs[0])]
+                elif len(srcs) == 2:
+                    refs = (position[id(srcs[0])], position[id(srcs[1])])
+                else:
+                    refs = tuple([position[id(s)] for s in srcs])
+                if op == "matmul":
                     arg = mode_of_matmul(node)
+                elif op == "const":
+                    arg = None  # the value is a kernel parameter (baked values are checked by ``lookup``)
                 else:
                     arg = node.arg
                     if op == "kernel":  # a user's kernel allocates its own outputs
                         cacheable = False
-                srcs = node.srcs
-                if len(srcs) == 1:
-                    refs = position[id(srcs[0])]
-                else:
-                    refs = tuple([position[id(s)] for s in srcs])
                 key.append((op, arg, node.shape, node.dtype, refs))
                 position[id(node)] = len(order)
                 order.append(node)

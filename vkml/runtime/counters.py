@@ -12,7 +12,9 @@ and the disk cache), ``pipelines_created`` (driver pipeline compilations), ``byt
 ``bytes_downloaded``, ``transfer_submissions`` (queue submissions made only to copy data
 through a staging buffer; zero on devices whose memory the host maps directly), ``plans``
 (realizes that planned and lowered their graph), ``plan_replays`` (realizes that reused the
-plan of an earlier graph of the same structure, vkml/plan_cache.py).
+plan of an earlier graph of the same structure, vkml/plan_cache.py), ``recordings_reused``
+(runs that submitted an earlier run's command buffer again instead of recording one,
+vkml/runtime/recordings.py; their dispatches and barriers are counted as if recorded).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ KEYS = (
     "transfer_submissions",
     "plans",
     "plan_replays",
+    "recordings_reused",
 )
 
 counters: dict[str, int] = dict.fromkeys(KEYS, 0)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import vkml
-from vkml import debug, kernels, kernels_matmul, plan_cache, schedule
+from vkml import debug, kernels, kernels_matmul, lazy, plan_cache, schedule
 from vkml.graph import Node, toposort
 
 
@@ -196,7 +196,11 @@ def test_trace_order_is_toposort_order():
         device = vkml.device("cpu")
         pool = [vkml.tensor(_data(int(s))).node for s in rng.integers(0, 99, 3)]
         for _ in range(int(rng.integers(1, 30))):
-            srcs = tuple(pool[int(i)] for i in rng.integers(0, len(pool), int(rng.integers(1, 3))))
+            if rng.random() < 0.3:  # a broadcast constant (trace emits those without a push), sometimes shared
+                const = lazy.const_node(float(rng.random()), vkml.float32, (4, 8), device)
+                pool += [const] * int(rng.integers(1, 3))
+                continue
+            srcs = tuple(pool[int(i)] for i in rng.integers(0, len(pool), int(rng.integers(1, 4))))
             pool.append(Node("elementwise", srcs, ("add", srcs[0].dtype), (4, 8), srcs[0].dtype, device))
         roots = [pool[int(i)] for i in rng.integers(3, len(pool), 2)] if len(pool) > 4 else [pool[-1]]
         order, key = plan_cache.trace(roots, kernels_matmul.mode)

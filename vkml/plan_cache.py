@@ -57,6 +57,16 @@ def trace(roots: list[Node], mode_of_matmul) -> tuple[list[Node], tuple | None]:
             node, sources = stack[-1]
             for s in sources:
                 if id(s) not in position:
+                    if s.op == "view" and s.srcs[0].op == "const" and id(s.srcs[0]) not in position:
+                        # A broadcast constant (every scalar operand has one): both emitted at once, as pushes and pops would.
+                        const = s.srcs[0]
+                        position[id(const)] = len(order)
+                        order.append(const)
+                        key.append(("const", None, const.shape, const.dtype, ()))
+                        position[id(s)] = len(order)
+                        order.append(s)
+                        key.append(("view", s.arg, s.shape, s.dtype, position[id(const)]))
+                        continue
                     if s.srcs:
                         position[id(s)] = -1
                         stack.append((s, reversed(s.srcs)))
@@ -164,26 +174,45 @@ def finish(recipe: Recipe, order: list[Node], outs: list) -> None:
         order[p].become_buffer(buffer)
 
 
-def lookup(namespace: tuple, key: tuple | None, order: list[Node]) -> Recipe | None:
-    """The recipe stored for ``key`` under ``namespace`` (device, tuning, limits), if its baked constants match."""
+class Key:
+    """A ``trace`` key under a namespace (device, tuning, limits), hashed once: a realize looks it up, moves it, may store it.
+
+    The key holds a tuple per node, so hashing it is not free; equality compares it all.
+    """
+
+    __slots__ = ("parts", "_hash")
+
+    def __init__(self, namespace: tuple, structure: tuple):
+        self.parts = (namespace, structure)
+        self._hash = hash(self.parts)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Key) and self._hash == other._hash and self.parts == other.parts
+
+
+def lookup(key: Key | None, order: list[Node]) -> Recipe | None:
+    """The recipe stored under ``key``, if its baked constants have the values of ``order``'s."""
     if key is None:
         return None
-    found = _recipes.get((namespace, key))
+    found = _recipes.get(key)
     if found is None:
         return None
     for p, value in found.baked:
         if repr(order[p].arg) != value:
             return None
-    _recipes.move_to_end((namespace, key))
+    _recipes.move_to_end(key)
     counters["plan_replays"] += 1
     return found
 
 
-def store(namespace: tuple, key: tuple | None, recipe: Recipe) -> None:
+def store(key: Key | None, recipe: Recipe) -> None:
     if key is None:
         return
-    _recipes[(namespace, key)] = recipe
-    _recipes.move_to_end((namespace, key))
+    _recipes[key] = recipe
+    _recipes.move_to_end(key)
     if len(_recipes) > PLAN_CACHE_SIZE:
         _recipes.popitem(last=False)
 

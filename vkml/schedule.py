@@ -22,7 +22,9 @@ value is the same whether it is inlined, recomputed or realized.
 
 Lowered kernels are cached by the structure of their group (ops, shapes, dtypes, views and
 sharing; not the data, not the values of constants, which travel as parameters), so a loop
-that builds the same graph again reuses the same Kernel objects and compiled pipelines.
+that builds the same graph again reuses the same Kernel objects and compiled pipelines. A
+whole realize is cached the same way, one level up (vkml/plan_cache.py): a graph whose
+structure was realized before skips planning and lowering and binds the earlier recipe.
 """
 
 from __future__ import annotations
@@ -500,13 +502,13 @@ def realize(*targets: Node) -> None:
             by_device[t.device.name].append(t)
     for nodes in by_device.values():
         device = nodes[0].device
-        order, key = plan_cache.trace(nodes, kernels_matmul.mode)
-        namespace = _namespace(device)
-        recipe = plan_cache.lookup(namespace, key, order)
+        order, structure = plan_cache.trace(nodes, kernels_matmul.mode)
+        key = None if structure is None else plan_cache.Key(_namespace(device), structure)
+        recipe = plan_cache.lookup(key, order)
         if recipe is None:
             with _deep_enough(len(order)):  # planning and lowering recurse along expression chains
                 recipe = compile_recipe(Plan(nodes, order))
-            plan_cache.store(namespace, key, recipe)
+            plan_cache.store(key, recipe)
             counters["plans"] += 1
         dispatches, outs, temps = plan_cache.bind(recipe, order, device)
         if dispatches:

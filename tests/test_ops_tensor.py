@@ -219,3 +219,16 @@ def test_eager_mode_gives_the_same_bits_as_lazy(name, build, lazy_then_eager):
     out = build()
     assert out.node.realized, "eager mode runs every op at once"
     assert_same_bits(out.numpy(), lazy, f"{name}: eager against lazy")
+
+
+@pytest.mark.parametrize("value, realized", [("1", True), ("0", False)])
+def test_vkml_eager_from_the_environment_runs_each_op(value, realized):
+    """VKML_EAGER is read when vkml is imported (every op asks, so it is not read per op)."""
+    import os
+    import subprocess
+    import sys
+
+    code = "import vkml; y = vkml.tensor([1.0, 2.0]) * 2; print(y.node.realized, y.tolist())"
+    env = dict(os.environ, VKML_EAGER=value)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split() == [str(realized), "[2.0,", "4.0]"]

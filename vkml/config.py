@@ -1,10 +1,12 @@
 """Every environment variable vkml reads, in one place. Each getter reads the environment on
-every call (cheap), so tests can change a variable with ``monkeypatch.setenv``.
+every call (cheap), so tests can change a variable with ``monkeypatch.setenv``; the one
+exception is ``VKML_EAGER``, which every op asks about: vkml reads it once, at import
+(``vkml.set_eager`` changes it later).
 
 | variable | getter | meaning |
 |---|---|---|
 | ``VKML_CACHE_DIR`` | ``cache_dir()`` | where compiled kernels and pipeline caches are kept (default ``~/.cache/vkml``, or ``$XDG_CACHE_HOME/vkml``) |
-| ``VKML_EAGER`` | ``eager()`` | ``1``: every op runs at once |
+| ``VKML_EAGER`` | ``eager()`` | ``1``: every op runs at once (read when vkml is imported) |
 | ``VKML_DUMP_SPIRV`` | ``dump_spirv_dir()`` | a folder where each kernel compiled for Vulkan is written: its IR (.vkir), assembly (.spvasm) and binary (.spv) |
 | ``VKML_DEBUG`` | ``debug_level()`` | ``0`` (default) .. ``3``: how much vkml reports about what it runs |
 | ``VKML_MATMUL_COOPMAT`` | ``matmul_coopmat()`` | ``0``: float16 matmul keeps the scalar tiles (the CPU's bits) on devices with cooperative matrices too. Default ``1``: it runs on them where the device has them (the H200), within the bound docs/ops/matmul.md states |

@@ -90,10 +90,23 @@ def _tensor_node(op: str, x) -> Node:
 
 
 def _elementwise(name: str, *operands):
-    nodes = [_node(o) for o in operands]
-    if not any(isinstance(n, Node) for n in nodes):
+    # Every op a user writes passes here: one pass over the operands finds their nodes and
+    # whether autograd has anything to record (a tensor operand that requires grad).
+    nodes = []
+    any_tensor = wants_grad = False
+    for o in operands:
+        if isinstance(o, _tensor.Tensor):
+            nodes.append(o.node)
+            any_tensor = True
+            wants_grad = wants_grad or o._requires_grad
+        else:
+            nodes.append(_node(o))
+    if not any_tensor:
         raise TypeError(f"'{name}' needs at least one tensor operand")
-    return autograd.record(name, operands, _wrap(lazy.elementwise(name, nodes)))
+    out = _tensor.Tensor(lazy.elementwise(name, nodes))
+    if lazy.is_eager():
+        out.realize()
+    return autograd.record(name, operands, out) if wants_grad else out
 
 
 def _unary(name):

@@ -17,11 +17,12 @@ from .ir import types as T
 from .ops.registry import REGISTRY
 from .view import ViewStack
 
-_eager_override: bool | None = None
+_eager_override: bool | None = None  # set_eager's choice; None: VKML_EAGER's, read at import
+_eager_from_env = config.eager()  # every op asks: reading the environment costs about 1 µs
 
 
 def is_eager() -> bool:
-    return config.eager() if _eager_override is None else _eager_override
+    return _eager_from_env if _eager_override is None else _eager_override
 
 
 def check_devices(op: str, nodes: list[Node]):
@@ -89,10 +90,15 @@ def expand_to(node: Node, shape: tuple[int, ...]) -> Node:
 
 def const_node(value, dtype: T.DType, shape: tuple[int, ...], device) -> Node:
     scalar = Node("const", (), _scalar_value(value, dtype), (), dtype, device)
-    return expand_to(scalar, tuple(shape)) if shape else scalar
+    if not shape:
+        return scalar
+    stack = _broadcast_stack((), tuple(shape))  # what expand_to builds for a 0-dim node, without its checks
+    return Node("view", (scalar,), stack, stack.shape, dtype, device)
 
 
 def _scalar_value(value, dtype: T.DType):
+    if dtype is T.float32:  # the usual case first
+        return float(value)
     if dtype is T.bool_:
         return bool(value)
     if dtype.is_float:
@@ -117,25 +123,49 @@ def cast_node(node: Node, dtype: T.DType) -> Node:
 
 
 def elementwise(name: str, operands: list, device=None) -> Node:
-    """The node of registered elementwise op ``name`` over tensors (Nodes) and Python scalars."""
-    nodes = [o for o in operands if isinstance(o, Node)]
-    dev = check_devices(name, nodes) or device
-    shape = broadcast_shapes(name, *(n.shape for n in nodes))
-    value_operands = operands[1:] if name == "where" else operands
-    if name == "where" and isinstance(operands[0], Node) and operands[0].dtype is not T.bool_:
-        raise DTypeError(f"'where': condition must be a bool tensor, got {operands[0].dtype.name}")
-    kinds = tuple(_promotion_kind(o) for o in value_operands)
-    compute, out_dtype = _elementwise_dtypes(name, kinds)
+    """The node of registered elementwise op ``name`` over tensors (Nodes) and Python scalars.
+
+    This runs for every op a user writes, so the common case (operands of one shape on one
+    device) is checked in one pass; anything else takes the general checks, which raise.
+    """
+    dev = shape = None
+    same = True
+    kinds = []
+    for o in operands:
+        if type(o) is Node:
+            if dev is None:
+                dev, shape = o.device, o.shape
+            elif o.device is not dev or o.shape != shape:
+                same = False
+            kinds.append((o.dtype, o.shape != ()))
+        elif type(o) in _SCALAR_TYPES:
+            kinds.append(type(o))
+        else:
+            kinds.append(_promotion_kind(o))  # raises the error naming an unsupported value
+    if not same:
+        nodes = [o for o in operands if type(o) is Node]
+        dev = check_devices(name, nodes)
+        shape = broadcast_shapes(name, *(n.shape for n in nodes))
+    if dev is None:
+        dev = device
+    if name == "where":
+        if type(operands[0]) is Node and operands[0].dtype is not T.bool_:
+            raise DTypeError(f"'where': condition must be a bool tensor, got {operands[0].dtype.name}")
+        compute, out_dtype = _elementwise_dtypes(name, tuple(kinds[1:]))
+    else:
+        compute, out_dtype = _elementwise_dtypes(name, tuple(kinds))
     srcs = []
     for i, o in enumerate(operands):
-        want = T.bool_ if (name == "where" and i == 0) else compute
-        if isinstance(o, Node):
-            srcs.append(expand_to(o, shape))
+        if type(o) is Node:
+            srcs.append(o if o.shape == shape else expand_to(o, shape))
         else:
             # A Python scalar keeps float32 precision inside a float16 op, as PyTorch's CPU scalars do:
             # the constant is not rounded to float16 (parameters travel as float32).
-            srcs.append(const_node(o, want, shape, dev))
+            srcs.append(const_node(o, T.bool_ if (name == "where" and i == 0) else compute, shape, dev))
     return Node("elementwise", tuple(srcs), (name, compute), shape, out_dtype, dev)
+
+
+_SCALAR_TYPES = frozenset((bool, int, float))
 
 
 def _promotion_kind(operand) -> tuple | type:

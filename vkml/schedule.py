@@ -31,7 +31,9 @@ value is the same whether it is inlined, recomputed or realized.
 
 Lowered kernels are cached by the structure of their group (ops, shapes, dtypes, views and
 sharing; not the data, not the values of constants, which travel as parameters), so a loop
-that builds the same graph again reuses the same Kernel objects and compiled pipelines.
+that builds the same graph again reuses the same Kernel objects and compiled pipelines. A
+whole realize is cached the same way, one level up (vkml/plan_cache.py): a graph whose
+structure was realized before skips planning and lowering and binds the earlier recipe.
 """
 
 from __future__ import annotations
@@ -40,9 +42,10 @@ import contextlib
 import sys
 from collections import OrderedDict, defaultdict
 
-from . import debug, kernels, kernels_matmul, kernels_reduce, kernels_tuning
+from . import debug, kernels, kernels_matmul, kernels_reduce, kernels_tuning, plan_cache
 from .graph import Node, toposort
 from .runtime.base import Buffer, Dispatch
+from .runtime.counters import counters
 
 RECOMPUTE_LIMIT = 12
 BROADCAST_RECOMPUTE_LIMIT = 3
@@ -417,10 +420,6 @@ def _indexed(group: kernels.GroupTemplate, sig: Signature, outputs: list[Node]) 
     return kernels.GroupTemplate(indexed, list(group.temps))
 
 
-def _param_value(node: Node):
-    return int(node.arg) if node.dtype.name == "bool" else node.arg
-
-
 class _TemplateKey:
     """A template cache key that hashes its nested tuple once: the cache looks it up, then moves it.
 
@@ -487,38 +486,55 @@ class _Group:
         return found
 
 
-def lower(plan: Plan) -> tuple[list[Dispatch], dict[int, Buffer], list[Buffer]]:
-    """Dispatches for every group of ``plan``, the roots' output buffers, and temporaries."""
+def compile_recipe(plan: Plan) -> plan_cache.Recipe:
+    """The plan's kernels, buffers and parameters as positions in ``plan.nodes`` (see vkml/plan_cache.py)."""
     leaf_ids = set(plan.roots)  # a snapshot: the groups' _LoadedIds read it
     groups = [_Group(plan, root, leaf_ids) for root in plan.groups()]
-    outputs: dict[int, Buffer] = {}
-    dispatches: list[Dispatch] = []
-    temps: list[Buffer] = []
+    position = {id(n): i for i, n in enumerate(plan.nodes)}
+    recipe = plan_cache.Recipe()
+    slot: dict[int, int] = {}  # node -> its index in recipe.outputs
     for g in _dependency_order(groups):
         if g.root.op == "kernel":  # a user's @vkml.kernel binds its own buffers (vkml/dsl_kernel.py)
-            dispatches += g.root.arg.lower(g.root, outputs)
+            recipe.steps.append((None, position[id(g.root)], None, None))
+            recipe.custom_roots.append(position[id(g.root)])
             continue
-        device = g.root.device
-        outs = [device.allocate(n.dtype, n.numel) for n in g.outputs]
-        for n, buf in zip(g.outputs, outs):
-            outputs[id(n)] = buf
+        for n in g.outputs:
+            slot[id(n)] = len(recipe.outputs)
+            recipe.outputs.append((position[id(n)], n.dtype, n.numel))
         if g.root.numel == 0:
             continue
         template = g.template()
-        group_temps = [device.allocate(dtype, numel) for dtype, numel in template.temps]
-        temps += group_temps
+        first_temp = len(recipe.temps)
+        recipe.temps += template.temps
+        consts = g.sig.consts
+        recipe.baked += [(position[id(n)], repr(n.arg)) for n in consts if id(n) in g.sig.baked]
         for kt in template.kernels:
-            buffers = {}
+            buffer_refs = []
             for name, (kind, pos) in kt.buffers.items():
                 if kind == "leaf":
                     leaf = g.sig.leaves[pos]
-                    buffers[name] = leaf.buffer if leaf.realized else outputs[id(leaf)]
+                    if leaf.realized:
+                        buffer_refs.append((name, plan_cache.LEAF, position[id(leaf)]))
+                    elif id(leaf) in slot:
+                        buffer_refs.append((name, plan_cache.OUT, slot[id(leaf)]))
+                    else:  # written by a user's kernel
+                        buffer_refs.append((name, plan_cache.CUSTOM, position[id(leaf)]))
                 elif kind == "out":
-                    buffers[name] = outs[pos]
+                    buffer_refs.append((name, plan_cache.OUT, slot[id(g.outputs[pos])]))
                 else:
-                    buffers[name] = group_temps[pos]
-            params = {name: _param_value(g.sig.consts[pos]) for name, pos in kt.params.items()}
-            dispatches.append(Dispatch(kt.kernel, kt.grid, buffers, params))
+                    buffer_refs.append((name, plan_cache.TEMP, first_temp + pos))
+            param_refs = tuple((name, position[id(consts[pos])]) for name, pos in kt.params.items())
+            recipe.steps.append((kt.kernel, kt.grid, tuple(buffer_refs), param_refs))
+    return recipe
+
+
+def lower(plan: Plan) -> tuple[list[Dispatch], dict[int, Buffer], list[Buffer]]:
+    """Dispatches for every group of ``plan``, the roots' output buffers, and temporaries."""
+    recipe = compile_recipe(plan)
+    dispatches, outs, temps = plan_cache.bind(recipe, plan.nodes, plan.nodes[0].device if plan.nodes else None)
+    outputs = {id(plan.nodes[p]): b for (p, _, _), b in zip(recipe.outputs, outs)}
+    for p, b in zip(recipe.custom_roots, outs[len(recipe.outputs) :]):
+        outputs[id(plan.nodes[p])] = b
     return dispatches, outputs, temps
 
 
@@ -557,26 +573,40 @@ def _deep_enough(depth: int):
         sys.setrecursionlimit(previous)
 
 
+def _namespace(device) -> tuple:
+    """What a plan depends on besides the graph's structure (tests and tuning runs change these)."""
+    limits = (RECOMPUTE_LIMIT, BROADCAST_RECOMPUTE_LIMIT, kernels.PARAM_BUDGET_NBYTES)
+    return (device.name, kernels_tuning.tuning_for(device), limits)
+
+
 def realize(*targets: Node) -> None:
-    """Compute every target node; one ``Device.run`` (one submission) per device involved."""
+    """Compute every target node; one ``Device.run`` (one submission) per device involved.
+
+    A graph whose structure was realized before reuses that plan (vkml/plan_cache.py).
+    """
     by_device: dict[str, list[Node]] = defaultdict(list)
     for t in targets:
         if not t.realized:
             by_device[t.device.name].append(t)
     for nodes in by_device.values():
-        order = toposort(nodes)  # sized once: for the recursion limit, then handed to the plan
-        with _deep_enough(len(order)):  # planning and lowering recurse along expression chains
-            plan = Plan(nodes, order)
-            dispatches, outputs, temps = lower(plan)
+        device = nodes[0].device
+        order, structure = plan_cache.trace(nodes, kernels_matmul.mode)
+        key = None if structure is None else plan_cache.Key(_namespace(device), structure)
+        recipe = plan_cache.lookup(key, order)
+        if recipe is None:
+            with _deep_enough(len(order)):  # planning and lowering recurse along expression chains
+                recipe = compile_recipe(Plan(nodes, order))
+            plan_cache.store(key, recipe)
+            counters["plans"] += 1
+        dispatches, outs, temps = plan_cache.bind(recipe, order, device)
         if dispatches:
-            debug.record_dispatches(nodes[0].device.name, dispatches)
-            nodes[0].device.run(dispatches)
-        for root in plan.nodes:
-            if id(root) in plan.roots:
-                root.become_buffer(outputs[id(root)])
+            debug.record_dispatches(device.name, dispatches)
+            device.run(dispatches)
+        plan_cache.finish(recipe, order, outs)
         del temps
 
 
 def clear_template_cache() -> None:
-    """Forget every lowered kernel (tests use it to count lowering)."""
+    """Forget every lowered kernel and every cached plan (tests use it to count lowering)."""
     _templates.clear()
+    plan_cache.clear()

@@ -10,7 +10,11 @@ kernels; one per ``Device.run``), ``barriers`` (compute-to-compute barriers betw
 dispatches), ``kernels_compiled`` (IR → SPIR-V compilations, i.e. misses of both the memory
 and the disk cache), ``pipelines_created`` (driver pipeline compilations), ``bytes_uploaded``,
 ``bytes_downloaded``, ``transfer_submissions`` (queue submissions made only to copy data
-through a staging buffer; zero on devices whose memory the host maps directly).
+through a staging buffer; zero on devices whose memory the host maps directly), ``plans``
+(realizes that planned and lowered their graph), ``plan_replays`` (realizes that reused the
+plan of an earlier graph of the same structure, vkml/plan_cache.py), ``recordings_reused``
+(runs that submitted an earlier run's command buffer again instead of recording one,
+vkml/runtime/recordings.py; their dispatches and barriers are counted as if recorded).
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ KEYS = (
     "bytes_uploaded",
     "bytes_downloaded",
     "transfer_submissions",
+    "plans",
+    "plan_replays",
+    "recordings_reused",
 )
 
 counters: dict[str, int] = dict.fromkeys(KEYS, 0)

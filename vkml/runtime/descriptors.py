@@ -43,6 +43,7 @@ class DescriptorSets:
         self._allocate_info.descriptorSetCount = 1
         self._writes: dict[int, tuple] = {}  # binding count → (VkWriteDescriptorSet[n], VkDescriptorBufferInfo[n])
         self.sets_written = 0  # for tests and tuning: descriptor updates actually made
+        self.generation = 0  # counts resets: command buffers recorded before one refer to freed sets
 
     def _new_pool(self):
         api = vk()
@@ -67,6 +68,7 @@ class DescriptorSets:
             self.lib.vkDestroyDescriptorPool(self.device, pool, self.ffi.NULL)
         self.sets_per_pool *= 2 * len(self.pools)  # twice what the last run needed
         self.cache.clear()
+        self.generation += 1
         self.pools = [self._new_pool()]
         self._sets_left = self.sets_per_pool
         self._descriptors_left = self.sets_per_pool * self.descriptors_per_set

@@ -58,17 +58,22 @@ class RangeAllocator:
 
     def allocate(self, size: int, alignment: int) -> int | None:
         """The offset of a free ``size``-byte range aligned to ``alignment``, or None if none fits."""
-        for i, (start, end) in enumerate(zip(self._starts, self._ends)):
-            offset = align_up(start, alignment)
-            if offset + size > end:
+        starts, ends = self._starts, self._ends
+        for i in range(len(starts)):  # every realize allocates its outputs here: no temporary lists
+            start, end = starts[i], ends[i]
+            offset = (start + alignment - 1) // alignment * alignment
+            stop = offset + size
+            if stop > end:
                 continue
-            pieces = []
-            if offset > start:
-                pieces.append((start, offset))
-            if offset + size < end:
-                pieces.append((offset + size, end))
-            self._starts[i : i + 1] = [a for a, _ in pieces]
-            self._ends[i : i + 1] = [b for _, b in pieces]
+            if offset > start:  # the alignment gap stays free, and what follows the range
+                ends[i] = offset
+                if stop < end:
+                    starts.insert(i + 1, stop)
+                    ends.insert(i + 1, end)
+            elif stop < end:
+                starts[i] = stop
+            else:
+                del starts[i], ends[i]
             self.used += size
             return offset
         return None

@@ -37,6 +37,7 @@ class TimestampQueries:
         self._top = api.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT
         self._after = api.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
         self._flags = api.VK_QUERY_RESULT_64_BIT | api.VK_QUERY_RESULT_WAIT_BIT
+        self.generation = 0  # counts query pools replaced: command buffers recorded before refer to a freed one
 
     @property
     def supported(self) -> bool:
@@ -82,6 +83,7 @@ class TimestampQueries:
         if self._pool is not None:
             api.vkDestroyQueryPool(self.logical.handle, self._pool, None)
             self._pool = None
+            self.generation += 1
         info = api.VkQueryPoolCreateInfo(queryType=api.VK_QUERY_TYPE_TIMESTAMP, queryCount=capacity)
         self._pool = api.vkCreateQueryPool(self.logical.handle, info, None)
         self._capacity = capacity

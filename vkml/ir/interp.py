@@ -57,13 +57,17 @@ def run(
     buffers: Mapping[str, np.ndarray],
     params: Mapping[str, int | float | np.generic],
     *,
-    max_invocations: int = DEFAULT_MAX_INVOCATIONS,
+    max_invocations: int | None = None,
+    plain: bool = False,
 ) -> None:
     """Execute ``kernel`` over ``grid`` workgroups, writing into ``buffers`` in place.
 
     ``buffers`` maps every declared buffer to a 1-D array of its dtype; ``params`` maps every
     parameter to a scalar, converted to the declared dtype. ``max_invocations`` bounds how
-    many invocations are simulated at once (whole workgroups are never split).
+    many invocations are simulated at once (whole workgroups are never split; the default
+    keeps a chunk's values in cache). The kernel runs compiled (``interp_compiled``, the same
+    bits) unless ``plain`` is set or the compiler does not take it; plain mode walks the IR
+    statement by statement and is the definition below.
 
     >>> run(kernel, (4, 1, 1), {"x": xs, "out": out}, {"n": 256})
     """
@@ -74,13 +78,21 @@ def run(
     if group_size <= 0:
         raise IRError(f"kernel {kernel.name!r}: local_size {kernel.local_size} must be positive")
     total_groups = grid[0] * grid[1] * grid[2]
+    program = None if plain else interp_compiled.compile_kernel(kernel, dead_values)
+    if max_invocations is None:
+        max_invocations = DEFAULT_MAX_INVOCATIONS if program is None else interp_compiled.CHUNK_INVOCATIONS
     groups_per_chunk = max(1, max_invocations // group_size)
-    dead_after = dead_values(kernel)
+    dead_after = dead_values(kernel) if program is None else {}
+    views_ok = program.views_ok(arrays) if program is not None else {}
+    groups_1d = grid[1] == grid[2] == 1
     with np.errstate(all="ignore"):
         for first in range(0, total_groups, groups_per_chunk):
             last = min(first + groups_per_chunk, total_groups)
             chunk = _Chunk(kernel, grid, range(first, last), arrays, param_values, dead_after)
-            chunk.block(kernel.body, None)
+            if program is None:
+                chunk.block(kernel.body, None)
+            else:
+                program.run_chunk(chunk, first, groups_1d, views_ok, param_values)
 
 
 def evaluate(fn: Callable, *arrays: np.ndarray, local_size: int = 64) -> np.ndarray | tuple[np.ndarray, ...]:
@@ -437,3 +449,6 @@ class _Chunk:
         """Which invocation lane ``lane`` is, for error messages."""
         ids = [int(np.broadcast_to(self.invocation_id("global_id", a), (self.lanes,))[lane]) for a in range(3)]
         return f"invocation with global id {tuple(ids)}"
+
+
+from . import interp_compiled  # noqa: E402  (it builds on the helpers above)

@@ -93,6 +93,7 @@ class Program:
         self.slots: dict[Value, int] = {}
         self.template: list = []  # a fresh chunk's slots: constants filled in, the rest None
         self.consts: set[Value] = set()
+        self.alias = repeated_values(kernel.body)  # computed once, read through the first value's slot
         self.local_1d = kernel.local_size[1] == kernel.local_size[2] == 1
         self.params = [(self._slot(p.value), p.value) for p in kernel.params]
         self.forms: dict[Value, dict] = {p.value: {p.value: 1} for p in kernel.params}
@@ -108,6 +109,8 @@ class Program:
             for term in self.forms.get(i.args[0], ())
             if isinstance(term, Value)
         }
+        # A value standing in for repeats lives as long as they may be read (the plain liveness does not see them).
+        self.keep |= set(self.alias) | set(self.alias.values())
         self.written = {i.attrs[0] for i in instrs if i.op in ("store", "vstore")}
         self.dead_after = dead_after
         self.body = self._block(kernel.body)
@@ -131,6 +134,7 @@ class Program:
     # ---------------------------------------------------------------- compiling
 
     def _slot(self, value: Value) -> int:
+        value = self.alias.get(value, value)
         if value not in self.slots:
             self.slots[value] = len(self.template)
             self.template.append(None)
@@ -217,6 +221,8 @@ class Program:
         spec = SPECS.get(op)
         if spec is None:
             raise _Unsupported(instr)
+        if instr.result in self.alias:
+            return None
         args = tuple(self._slot(a) for a in instr.args)
         result = self._slot(instr.result) if instr.result is not None else None
         if op == "const":
@@ -288,6 +294,44 @@ def _combine(a: dict, b: dict, sign: int) -> dict:
     for k, c in b.items():
         out[k] = out.get(k, 0) + sign * c
     return {k: c for k, c in out.items() if c != 0}
+
+
+def repeated_values(body: Block) -> dict[Value, Value]:
+    """Results of instructions that repeat an earlier one in scope, each mapped to that earlier result.
+
+    A repeat has the same op, operands (after mapping) and attributes as an instruction that
+    dominates it; pure, index and constant instructions are functions of those alone, so the
+    earlier result holds the same bits for every lane (the generated kernels repeat index
+    arithmetic and constants freely).
+    """
+    alias: dict[Value, Value] = {}
+
+    def key(instr: Instr):
+        kind = SPECS[instr.op].kind if instr.op in SPECS else None
+        if instr.result is None or kind not in ("pure", "index", "const"):
+            return None
+        attrs = tuple((a.dtype.str, a.tobytes()) if isinstance(a, np.generic) else a for a in instr.attrs)
+        return (instr.op, instr.result.dtype.name, tuple(alias.get(a, a) for a in instr.args), attrs)
+
+    def visit(block: Block, seen: dict) -> None:
+        seen = dict(seen)  # what a nested block computes is not in scope after it
+        for stmt in block.body:
+            if isinstance(stmt, Instr):
+                k = key(stmt)
+                if k is None:
+                    continue
+                if k in seen:
+                    alias[stmt.result] = seen[k]
+                else:
+                    seen[k] = stmt.result
+            elif isinstance(stmt, If):
+                visit(stmt.then, seen)
+                visit(stmt.orelse, seen)
+            elif isinstance(stmt, Loop):
+                visit(stmt.body, seen)
+
+    visit(body, {})
+    return alias
 
 
 def _instrs(block: Block):
@@ -459,7 +503,11 @@ class _Access:
             self.shared_size = program.shared_sizes[name]
 
     def view(self, st: _State, v: list) -> np.ndarray | None:
-        """The accessed elements as a (groups, group size) view of the target, or None: take the slow path."""
+        """Every lane's element as a (groups, group size) view of the target, or None: take the slow path.
+
+        The view covers inactive lanes too, so it needs every lane's index in range (where one
+        is not, the slow path checks the active lanes alone and raises if one of them is out).
+        """
         start = self.start
         for slot, coef in self.uniform:
             value = v[slot]
@@ -501,6 +549,16 @@ class _Access:
             strides=(step_group * size, step_local * size),
         )
 
+    def inactive(self, st: _State) -> np.ndarray:
+        """What the plain interpreter's masked load gives an inactive lane: element 0 (of its group's copy)."""
+        if not self.shared:
+            return st.memory.buffers[self.name][:1]
+        target = st.memory.shared[self.name]
+        firsts = np.ndarray(
+            (st.groups, st.group_size), target.dtype, buffer=target, strides=(self.shared_size * target.itemsize, 0)
+        )
+        return firsts.reshape(-1)
+
     def distinct(self, view: np.ndarray) -> bool:
         """Whether the lanes' addresses strictly increase in lane order (a store's fast path needs it)."""
         groups, size = view.shape
@@ -516,13 +574,13 @@ def _load(kernel: str, access: _Access, index: int, result: int, want) -> Step:
     component = access.offset if access.vector else None
 
     def step(st: _State, v: list, mask) -> None:
-        view = access.view(st, v) if mask is None else None
+        view = access.view(st, v)
         if view is not None:
             flat = view.reshape(-1)  # a copy unless numpy can keep it a view
             aliased = np.may_share_memory(flat, view)
             if aliased and (access.shared or not st.views_ok[name] or flat.strides[0] != flat.itemsize):
                 flat = flat.copy()  # a later store must not change a loaded value
-            out = flat
+            out = flat if mask is None else select(mask, flat, access.inactive(st))
         else:
             at = access.slow_index(v[index], component)
             out = st.memory.load(op, name, at, mask, st.chunk.lane_description)
@@ -534,9 +592,13 @@ def _load(kernel: str, access: _Access, index: int, result: int, want) -> Step:
 
 
 def _store_one(st: _State, access: _Access, v: list, index: np.ndarray, value: np.ndarray, mask) -> None:
-    view = access.view(st, v) if mask is None else None
+    view = access.view(st, v)
     if view is not None and value.dtype == view.dtype and access.distinct(view):
-        view[...] = value.reshape(view.shape) if value.shape[0] != 1 else value[0]
+        value = value.reshape(view.shape) if value.shape[0] != 1 else value[0]
+        if mask is None:
+            view[...] = value
+        else:
+            np.copyto(view, value, where=mask.reshape(view.shape))
         return
     at = access.slow_index(index, access.offset if access.vector else None)
     st.memory.store(access.op, access.name, at, value, mask, st.chunk.lane_description)

@@ -22,7 +22,7 @@ import vkml
 from vkml.errors import IRError
 from vkml.ir import interp
 from vkml.ir import types as T
-from vkml.ir.builder import KernelBuilder, convert, global_id, if_, local_id, workgroup_id
+from vkml.ir.builder import KernelBuilder, barrier, const, convert, emit, global_id, if_, local_id, workgroup_id
 from vkml.ir.interp_compiled import compile_kernel, select
 
 RNG = np.random.default_rng(7)
@@ -208,3 +208,30 @@ def test_the_compiled_cache_does_not_keep_kernels_alive():
     del kernel
     gc.collect()
     assert alive() is None
+
+
+def test_two_dimensional_workgroups_and_split_local_ids():
+    """Per-workgroup loads in a 2-D workgroup, and lanes split as local // c and local % c (matmul's tiles)."""
+    kb = KernelBuilder("split_lanes", local_size=(8, 2, 1))
+    x = kb.buffer("x", T.float32, "read")
+    out = kb.buffer("out", T.float32, "write")
+    with kb:
+        g = workgroup_id(0)
+        lane = local_id(0) + local_id(1) * 8 + g * 16
+        out[lane] = x[g] + x[g * 2 + 1]
+    kernels = [(kb.finish(), (6, 1, 1))]
+    kb = KernelBuilder("split_tiles", local_size=(32, 1, 1))
+    x = kb.buffer("x", T.float32, "read")
+    out = kb.buffer("out", T.float32, "write")
+    tile = kb.shared("tile", T.float32, 40)
+    with kb:
+        lid, g = local_id(0), workgroup_id(0)
+        row, col = emit("idiv", lid, const(4, T.uint32)), emit("irem", lid, const(4, T.uint32))
+        tile[col * 9 + row] = x[g * 32 + (lid >> 3) * 8 + (lid & 7)]
+        barrier()
+        out[g * 64 + row * 8 + col] = tile[row + col * 9] * 2.0
+        out[g * 64 + row * 8 + col + 4] = tile[(lid & 3) * 9 + (lid >> 2)]
+    kernels.append((kb.finish(), (5, 1, 1)))
+    for kernel, grid in kernels:
+        buffers = {"x": random_bits(np.dtype(np.float32), 400), "out": np.zeros(400, np.float32)}
+        assert_modes_agree(kernel, grid, buffers, {}, chunks=(None, 16, 32, 64))

@@ -22,6 +22,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..errors import IRError
+from . import types as T
 from .core import Block, If, Instr, Kernel, Loop, Value
 from .instructions import SPECS, VECTOR_WIDTH
 from .interp import narrow as _narrow
@@ -30,6 +31,7 @@ from .types import by_name
 
 # The terms of an affine index form besides values: the constant, local_id(0), workgroup_id(0).
 _ONE, _LOCAL, _GROUP = "one", "local", "group"
+_DIV, _MOD = "div", "mod"  # (_DIV, c): local_id(0) // c; (_MOD, c): local_id(0) % c, for c dividing the group size
 _MAX_TERMS = 8  # a longer form is a value of its own (keeps compile time linear)
 CHUNK_INVOCATIONS = 1 << 14  # lanes per chunk: a value is 64 KiB at 32 bits, so a kernel's live set stays in L2
 
@@ -267,9 +269,11 @@ class Program:
             return {_GROUP: 1}
         if op == "global_id" and attrs[0] == 0 and self.local_1d:
             return {_LOCAL: 1, _GROUP: self.local_size[0]}
-        if op not in ("add", "sub", "mul", "shl"):
+        if op not in ("add", "sub", "mul", "shl", "idiv", "irem", "shr", "and"):
             return opaque
         a, b = (self.forms.get(x, {x: 1}) for x in instr.args)
+        if op in ("idiv", "irem", "shr", "and"):
+            return self._split(op, a, b, result) or opaque
         if op == "add":
             form = _combine(a, b, 1)
         elif op == "sub":
@@ -283,6 +287,22 @@ class Program:
         else:
             return opaque
         return form if len(form) <= _MAX_TERMS else opaque
+
+    def _split(self, op: str, a: dict, b: dict, result: Value) -> dict | None:
+        """``local_id(0)`` divided by or reduced modulo a constant that divides the group size, as a form."""
+        if a != {_LOCAL: 1} or set(b) != {_ONE} or result.dtype is not T.uint32:
+            return None
+        c = b[_ONE]
+        if op == "shr":
+            op, c = "idiv", 1 << (c & 31)
+        elif op == "and":
+            if c < 0 or (c + 1) & c:  # and with 2^k - 1 is the remainder modulo 2^k
+                return None
+            op, c = "irem", c + 1
+        size = self.local_size[0]
+        if c <= 0 or size % c:
+            return None
+        return {(_DIV if op == "idiv" else _MOD, c): 1}
 
 
 class _Unsupported(Exception):
@@ -496,57 +516,58 @@ class _Access:
         self.signed = dtype.np.kind == "i"
         form = program.forms.get(index, {index: 1})
         self.start = form.get(_ONE, 0)
-        self.per_local = form.get(_LOCAL, 0)
         self.per_group = form.get(_GROUP, 0)
         self.uniform = [(program._slot(k), c) for k, c in form.items() if isinstance(k, Value)]
+        self.local_dims = _local_dims(form, int(np.prod(program.local_size)))  # (extent, coefficient) per lane axis
         if self.shared:
             self.shared_size = program.shared_sizes[name]
 
     def view(self, st: _State, v: list) -> np.ndarray | None:
-        """Every lane's element as a (groups, group size) view of the target, or None: take the slow path.
+        """Every lane's element as a (groups, *local axes) view of the target, or None: take the slow path.
 
         The view covers inactive lanes too, so it needs every lane's index in range (where one
         is not, the slow path checks the active lanes alone and raises if one of them is out).
         """
+        if self.local_dims is None:
+            return None
         start = self.start
         for slot, coef in self.uniform:
             value = v[slot]
             if value is None or value.shape[0] != 1:
                 return None
             start += coef * int(value[0])
-        per_local, per_group = self.per_local, self.per_group
-        if per_group:
+        if self.per_group:
             if not st.groups_1d:
                 return None
-            start += per_group * st.first_group
-        # The index is start + per_local * l + per_group * g modulo 2^bits: exact where no corner wraps.
+            start += self.per_group * st.first_group
+        dims = ((st.groups, self.per_group), *self.local_dims)
+        # The index is start + sum(coefficient * position) modulo 2^bits: exact where no corner wraps.
         modulus = 1 << self.bits
         start %= modulus
         low_int, high_int = (-(modulus >> 1), (modulus >> 1) - 1) if self.signed else (0, modulus - 1)
         if start > high_int:
             start -= modulus
-        local_span, group_span = per_local * (st.group_size - 1), per_group * (st.groups - 1)
-        lowest = start + min(0, local_span) + min(0, group_span)
-        highest = start + max(0, local_span) + max(0, group_span)
-        if lowest < low_int or highest > high_int:
+        spans = [coef * (extent - 1) for extent, coef in dims]
+        lowest = start + sum(min(0, span) for span in spans)
+        highest = start + sum(max(0, span) for span in spans)
+        if lowest < low_int or highest > high_int or any(coef < 0 for _, coef in dims):
             return None
         length = self.shared_size if self.shared else st.memory.buffers[self.name].shape[0]
-        lowest, highest = self.scale * lowest + self.offset, self.scale * highest + self.offset
-        if per_local < 0 or per_group < 0 or lowest < 0 or highest >= length:
+        if self.scale * lowest + self.offset < 0 or self.scale * highest + self.offset >= length:
             return None  # the slow path raises for an index out of range
         target = st.memory.shared[self.name] if self.shared else st.memory.buffers[self.name]
         if not target.flags.c_contiguous:
             return None
-        step_local, step_group = self.scale * per_local, self.scale * per_group
-        if self.shared:
-            step_group += self.shared_size  # group g's copy starts at g * size
         size = target.itemsize
+        strides = [self.scale * coef * size for _, coef in dims]
+        if self.shared:
+            strides[0] += self.shared_size * size  # group g's copy starts at g * size
         return np.ndarray(
-            (st.groups, st.group_size),
+            tuple(extent for extent, _ in dims),
             target.dtype,
             buffer=target,
             offset=(self.scale * start + self.offset) * size,
-            strides=(step_group * size, step_local * size),
+            strides=tuple(strides),
         )
 
     def inactive(self, st: _State) -> np.ndarray:
@@ -561,12 +582,32 @@ class _Access:
 
     def distinct(self, view: np.ndarray) -> bool:
         """Whether the lanes' addresses strictly increase in lane order (a store's fast path needs it)."""
-        groups, size = view.shape
-        step_group, step_local = view.strides
-        return (size == 1 or step_local > 0) and (groups == 1 or step_group > step_local * (size - 1))
+        reach = 0  # the furthest address step within the axes inside this one
+        for extent, stride in zip(reversed(view.shape), reversed(view.strides)):
+            if extent > 1:
+                if stride <= reach:
+                    return False
+                reach += stride * (extent - 1)
+        return True
 
     def slow_index(self, index: np.ndarray, component: int | None) -> np.ndarray:
         return index if component is None else index.astype(np.int64) * VECTOR_WIDTH + component
+
+
+def _local_dims(form: dict, group_size: int) -> tuple | None:
+    """The lane axes of one workgroup and the form's coefficient on each, or None if they do not fit.
+
+    ``local_id(0)`` is one axis of ``group_size`` lanes; a form that uses ``local // c`` or
+    ``local % c`` splits it into (group_size / c, c), with ``local = c * (local // c) + local % c``.
+    """
+    splits = {k[1] for k in form if isinstance(k, tuple)}
+    local = form.get(_LOCAL, 0)
+    if not splits:
+        return ((group_size, local),)
+    if len(splits) > 1:
+        return None
+    (c,) = splits
+    return ((group_size // c, form.get((_DIV, c), 0) + c * local), (c, form.get((_MOD, c), 0) + local))
 
 
 def _load(kernel: str, access: _Access, index: int, result: int, want) -> Step:

@@ -581,9 +581,12 @@ class _Access:
         return firsts.reshape(-1)
 
     def distinct(self, view: np.ndarray) -> bool:
-        """Whether the lanes' addresses strictly increase in lane order (a store's fast path needs it)."""
-        reach = 0  # the furthest address step within the axes inside this one
-        for extent, stride in zip(reversed(view.shape), reversed(view.strides)):
+        """Whether no two lanes share an address, so a store's order among them cannot matter.
+
+        Sufficient test: with the axes sorted by stride, each stride passes the reach of all smaller ones.
+        """
+        reach = 0  # the furthest address step within the axes of smaller stride
+        for stride, extent in sorted(zip(view.strides, view.shape)):
             if extent > 1:
                 if stride <= reach:
                     return False

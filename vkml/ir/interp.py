@@ -35,6 +35,8 @@ Semantics fixed here (Vulkan leaves some of them undefined; kernels must not rel
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Callable, Mapping
 
 import numpy as np
@@ -286,14 +288,23 @@ class _Chunk:
         self.kernel = kernel
         self.dead_after = dead_after
         self.grid = grid
-        self.group_size = int(np.prod(kernel.local_size))
+        self.group_size = math.prod(kernel.local_size)
+        self.groups = groups
         self.lanes = len(groups) * self.group_size
         self.values: dict[Value, np.ndarray] = dict(params)
         self.memory = Memory(kernel, groups, self.group_size, buffers)
-        # Lane l belongs to workgroup groups[l // group_size], local linear index l % group_size.
-        self.local_linear = np.tile(np.arange(self.group_size, dtype=np.uint32), len(groups))
-        self.group_linear = np.repeat(np.arange(groups.start, groups.stop, dtype=np.uint32), self.group_size)
         self._ids: dict[tuple, np.ndarray] = {}
+
+    # Lane l belongs to workgroup groups[l // group_size], local linear index l % group_size
+    # (made on first use: a compiled kernel often needs neither).
+
+    @functools.cached_property
+    def local_linear(self) -> np.ndarray:
+        return np.tile(np.arange(self.group_size, dtype=np.uint32), len(self.groups))
+
+    @functools.cached_property
+    def group_linear(self) -> np.ndarray:
+        return np.repeat(np.arange(self.groups.start, self.groups.stop, dtype=np.uint32), self.group_size)
 
     # -- statements
 

@@ -16,6 +16,7 @@ runs in the plain interpreter.
 
 from __future__ import annotations
 
+import math
 import weakref
 from collections.abc import Callable
 
@@ -518,9 +519,19 @@ class _Access:
         self.start = form.get(_ONE, 0)
         self.per_group = form.get(_GROUP, 0)
         self.uniform = [(program._slot(k), c) for k, c in form.items() if isinstance(k, Value)]
-        self.local_dims = _local_dims(form, int(np.prod(program.local_size)))  # (extent, coefficient) per lane axis
-        if self.shared:
-            self.shared_size = program.shared_sizes[name]
+        local_dims = _local_dims(form, math.prod(program.local_size))  # (extent, coefficient) per lane axis
+        # What does not change between chunks: the lane axes' reach and strides (in elements).
+        self.usable = local_dims is not None and all(coef >= 0 for _, coef in local_dims) and self.per_group >= 0
+        local_dims = local_dims or ()
+        self.local_extents = tuple(extent for extent, _ in local_dims)
+        self.local_reach = sum(coef * (extent - 1) for extent, coef in local_dims)
+        self.local_strides = tuple(self.scale * coef for _, coef in local_dims)
+        self.group_stride = self.scale * self.per_group + (program.shared_sizes[name] if self.shared else 0)
+        self.shared_size = program.shared_sizes.get(name, 0)
+        self.modulus = 1 << self.bits
+        self.low_int, self.high_int = (
+            (-(self.modulus >> 1), (self.modulus >> 1) - 1) if self.signed else (0, self.modulus - 1)
+        )
 
     def view(self, st: _State, v: list) -> np.ndarray | None:
         """Every lane's element as a (groups, *local axes) view of the target, or None: take the slow path.
@@ -528,7 +539,7 @@ class _Access:
         The view covers inactive lanes too, so it needs every lane's index in range (where one
         is not, the slow path checks the active lanes alone and raises if one of them is out).
         """
-        if self.local_dims is None:
+        if not self.usable:
             return None
         start = self.start
         for slot, coef in self.uniform:
@@ -540,34 +551,27 @@ class _Access:
             if not st.groups_1d:
                 return None
             start += self.per_group * st.first_group
-        dims = ((st.groups, self.per_group), *self.local_dims)
-        # The index is start + sum(coefficient * position) modulo 2^bits: exact where no corner wraps.
-        modulus = 1 << self.bits
-        start %= modulus
-        low_int, high_int = (-(modulus >> 1), (modulus >> 1) - 1) if self.signed else (0, modulus - 1)
-        if start > high_int:
-            start -= modulus
-        spans = [coef * (extent - 1) for extent, coef in dims]
-        lowest = start + sum(min(0, span) for span in spans)
-        highest = start + sum(max(0, span) for span in spans)
-        if lowest < low_int or highest > high_int or any(coef < 0 for _, coef in dims):
+        # The index is start + sum(coefficient * position) modulo 2^bits: exact where no corner wraps
+        # (every coefficient is non-negative, so start is the lowest corner).
+        start %= self.modulus
+        if start > self.high_int:
+            start -= self.modulus
+        highest = start + self.local_reach + self.per_group * (st.groups - 1)
+        if start < self.low_int or highest > self.high_int:
             return None
-        length = self.shared_size if self.shared else st.memory.buffers[self.name].shape[0]
-        if self.scale * lowest + self.offset < 0 or self.scale * highest + self.offset >= length:
-            return None  # the slow path raises for an index out of range
         target = st.memory.shared[self.name] if self.shared else st.memory.buffers[self.name]
+        length = self.shared_size if self.shared else target.shape[0]
+        if self.scale * start + self.offset < 0 or self.scale * highest + self.offset >= length:
+            return None  # the slow path raises for an index out of range
         if not target.flags.c_contiguous:
             return None
         size = target.itemsize
-        strides = [self.scale * coef * size for _, coef in dims]
-        if self.shared:
-            strides[0] += self.shared_size * size  # group g's copy starts at g * size
         return np.ndarray(
-            tuple(extent for extent, _ in dims),
+            (st.groups, *self.local_extents),
             target.dtype,
             buffer=target,
             offset=(self.scale * start + self.offset) * size,
-            strides=tuple(strides),
+            strides=(self.group_stride * size, *(s * size for s in self.local_strides)),
         )
 
     def inactive(self, st: _State) -> np.ndarray:

@@ -37,6 +37,8 @@ Semantics fixed here (Vulkan leaves some of them undefined; kernels must not rel
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Callable, Mapping
 
 import numpy as np
@@ -60,13 +62,17 @@ def run(
     buffers: Mapping[str, np.ndarray],
     params: Mapping[str, int | float | np.generic],
     *,
-    max_invocations: int = DEFAULT_MAX_INVOCATIONS,
+    max_invocations: int | None = None,
+    plain: bool = False,
 ) -> None:
     """Execute ``kernel`` over ``grid`` workgroups, writing into ``buffers`` in place.
 
     ``buffers`` maps every declared buffer to a 1-D array of its dtype; ``params`` maps every
     parameter to a scalar, converted to the declared dtype. ``max_invocations`` bounds how
-    many invocations are simulated at once (whole workgroups are never split).
+    many invocations are simulated at once (whole workgroups are never split; the default
+    keeps a chunk's values in cache). The kernel runs compiled (``interp_compiled``, the same
+    bits) unless ``plain`` is set or the compiler does not take it; plain mode walks the IR
+    statement by statement and is the definition below.
 
     >>> run(kernel, (4, 1, 1), {"x": xs, "out": out}, {"n": 256})
     """
@@ -77,13 +83,21 @@ def run(
     if group_size <= 0:
         raise IRError(f"kernel {kernel.name!r}: local_size {kernel.local_size} must be positive")
     total_groups = grid[0] * grid[1] * grid[2]
+    program = None if plain else interp_compiled.compile_kernel(kernel, dead_values)
+    if max_invocations is None:
+        max_invocations = DEFAULT_MAX_INVOCATIONS if program is None else interp_compiled.CHUNK_INVOCATIONS
     groups_per_chunk = max(1, max_invocations // group_size)
-    dead_after = dead_values(kernel)
+    dead_after = dead_values(kernel) if program is None else {}
+    views_ok = program.views_ok(arrays) if program is not None else {}
+    groups_1d = grid[1] == grid[2] == 1
     with np.errstate(all="ignore"):
         for first in range(0, total_groups, groups_per_chunk):
             last = min(first + groups_per_chunk, total_groups)
             chunk = _Chunk(kernel, grid, range(first, last), arrays, param_values, dead_after)
-            chunk.block(kernel.body, None)
+            if program is None:
+                chunk.block(kernel.body, None)
+            else:
+                program.run_chunk(chunk, first, groups_1d, views_ok, param_values)
 
 
 def evaluate(fn: Callable, *arrays: np.ndarray, local_size: int = 64) -> np.ndarray | tuple[np.ndarray, ...]:
@@ -277,15 +291,24 @@ class _Chunk:
         self.kernel = kernel
         self.dead_after = dead_after
         self.grid = grid
-        self.group_size = int(np.prod(kernel.local_size))
+        self.group_size = math.prod(kernel.local_size)
+        self.groups = groups
         self.lanes = len(groups) * self.group_size
         self.values: dict[Value, np.ndarray] = dict(params)
         self.memory = Memory(kernel, groups, self.group_size, buffers)
-        # Lane l belongs to workgroup groups[l // group_size], local linear index l % group_size.
-        self.local_linear = np.tile(np.arange(self.group_size, dtype=np.uint32), len(groups))
-        self.group_linear = np.repeat(np.arange(groups.start, groups.stop, dtype=np.uint32), self.group_size)
         self._ids: dict[tuple, np.ndarray] = {}
         self.subgroups = interp_matrix.Subgroups(kernel, self.lanes, self.group_size)
+
+    # Lane l belongs to workgroup groups[l // group_size], local linear index l % group_size
+    # (made on first use: a compiled kernel often needs neither).
+
+    @functools.cached_property
+    def local_linear(self) -> np.ndarray:
+        return np.tile(np.arange(self.group_size, dtype=np.uint32), len(self.groups))
+
+    @functools.cached_property
+    def group_linear(self) -> np.ndarray:
+        return np.repeat(np.arange(self.groups.start, self.groups.stop, dtype=np.uint32), self.group_size)
 
     # -- statements
 
@@ -456,3 +479,6 @@ class _Chunk:
         """Which invocation lane ``lane`` is, for error messages."""
         ids = [int(np.broadcast_to(self.invocation_id("global_id", a), (self.lanes,))[lane]) for a in range(3)]
         return f"invocation with global id {tuple(ids)}"
+
+
+from . import interp_compiled  # noqa: E402  (it builds on the helpers above)

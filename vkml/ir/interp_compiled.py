@@ -1,0 +1,667 @@
+"""The CPU interpreter's fast path: the semantics of ``interp``, compiled once per kernel.
+
+``interp._Chunk`` walks the IR tree for every chunk and looks each statement up as it goes.
+Here a kernel is compiled once (cached per kernel object) into nested lists of Python
+closures over numbered value slots: constants are made once, dead values are dropped by
+slot, every numpy function is bound ahead of time. Loads and stores whose index is an affine
+function of ``local_id(0)`` and ``workgroup_id(0)`` (plus values that are uniform over the
+chunk) read and write strided views instead of gathering and scattering lane by lane.
+
+Every step computes what ``_Chunk`` computes for the same statement, lane for lane, and
+raises the same errors (the slow cases call the same code); tests/test_interp_compiled.py
+runs kernels both ways and compares bits. ``compile_kernel`` returns None for a kernel it
+does not take (one the verifier rejects, or an instruction it does not know), which then
+runs in the plain interpreter.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from collections.abc import Callable
+
+import numpy as np
+
+from ..errors import IRError
+from . import types as T
+from .core import Block, If, Instr, Kernel, Loop, Value
+from .instructions import SPECS, VECTOR_WIDTH
+from .interp import narrow as _narrow
+from .interp import none_active as _none_active
+from .types import by_name
+
+# The terms of an affine index form besides values: the constant, local_id(0), workgroup_id(0).
+_ONE, _LOCAL, _GROUP = "one", "local", "group"
+_DIV, _MOD = "div", "mod"  # (_DIV, c): local_id(0) // c; (_MOD, c): local_id(0) % c, for c dividing the group size
+_MAX_TERMS = 8  # a longer form is a value of its own (keeps compile time linear)
+CHUNK_INVOCATIONS = 1 << 14  # lanes per chunk: a value is 64 KiB at 32 bits, so a kernel's live set stays in L2
+
+Step = Callable  # (state, values, mask) -> None
+
+
+class _State:
+    """What the steps of one chunk share: the plain chunk (ids, memory, errors) and its shape."""
+
+    __slots__ = ("chunk", "memory", "lanes", "groups", "group_size", "first_group", "groups_1d", "views_ok", "ids")
+
+    def __init__(self, chunk, first_group: int, groups_1d: bool, views_ok: dict[str, bool]):
+        self.chunk = chunk
+        self.memory = chunk.memory
+        self.lanes = chunk.lanes
+        self.group_size = chunk.group_size
+        self.groups = chunk.lanes // chunk.group_size
+        self.first_group = first_group
+        self.groups_1d = groups_1d  # workgroup_id(0) is the linear workgroup index
+        self.views_ok = views_ok  # per buffer: a load may return a view (nothing in the run writes it)
+        self.ids: dict[tuple[str, int], np.ndarray] = {}
+
+    def invocation_id(self, op: str, axis: int) -> np.ndarray:
+        """``_Chunk.invocation_id``'s values, without its integer divisions where they are known."""
+        key = (op, axis)
+        ids = self.ids.get(key)
+        if ids is None:
+            ids = self.ids[key] = self._compute_id(op, axis)
+        return ids
+
+    def _compute_id(self, op: str, axis: int) -> np.ndarray:
+        chunk = self.chunk
+        local_size = chunk.kernel.local_size
+        if op == "local_id" and local_size[axis] != 1:  # the same for every chunk of as many workgroups
+            key = (tuple(local_size), axis, self.groups)
+            if key not in _LOCAL_IDS:
+                if len(_LOCAL_IDS) > 64:
+                    _LOCAL_IDS.clear()
+                _LOCAL_IDS[key] = chunk.invocation_id(op, axis)
+            return _LOCAL_IDS[key]
+        if op == "workgroup_id" and axis == 0 and self.groups_1d and chunk.grid[0] != 1:
+            first = self.first_group
+            return np.repeat(np.arange(first, first + self.groups, dtype=np.uint32), self.group_size)
+        if op == "global_id":
+            group = self.invocation_id("workgroup_id", axis)
+            return group * np.uint32(local_size[axis]) + self.invocation_id("local_id", axis)
+        return chunk.invocation_id(op, axis)
+
+
+_LOCAL_IDS: dict[tuple, np.ndarray] = {}  # local_id arrays by (local size, axis, workgroups per chunk)
+
+
+class Program:
+    """A kernel compiled to closures; ``run_chunk`` executes one chunk like ``_Chunk.block``."""
+
+    def __init__(self, kernel: Kernel, dead_after: dict[int, list[list[Value]]]):
+        # No reference to the kernel itself: the cache must not keep it alive.
+        self.name = kernel.name
+        self.local_size = kernel.local_size
+        self.shared_sizes = {a.name: a.size for a in kernel.shared}
+        self.slots: dict[Value, int] = {}
+        self.template: list = []  # a fresh chunk's slots: constants filled in, the rest None
+        self.consts: set[Value] = set()
+        self.alias = repeated_values(kernel.body)  # computed once, read through the first value's slot
+        self.local_1d = kernel.local_size[1] == kernel.local_size[2] == 1
+        self.params = [(self._slot(p.value), p.value) for p in kernel.params]
+        self.forms: dict[Value, dict] = {p.value: {p.value: 1} for p in kernel.params}
+        instrs = list(_instrs(kernel.body))
+        for instr in instrs:
+            if instr.result is not None:
+                self.forms[instr.result] = self._form(instr)
+        # Values an access's index form reads stay alive to that access (their own last use may be earlier).
+        self.keep = {
+            term
+            for i in instrs
+            if SPECS.get(i.op) is not None and SPECS[i.op].kind == "memory"
+            for term in self.forms.get(i.args[0], ())
+            if isinstance(term, Value)
+        }
+        # A value standing in for repeats lives as long as they may be read (the plain liveness does not see them).
+        self.keep |= set(self.alias) | set(self.alias.values())
+        self.written = {i.attrs[0] for i in instrs if i.op in ("store", "vstore")}
+        self.dead_after = dead_after
+        self.body = self._block(kernel.body)
+
+    # ---------------------------------------------------------------- running
+
+    def run_chunk(self, chunk, first_group: int, groups_1d: bool, views_ok: dict[str, bool], params: dict) -> None:
+        values = list(self.template)
+        for slot, value in self.params:
+            values[slot] = params[value]
+        _run(self.body, _State(chunk, first_group, groups_1d, views_ok), values, None)
+
+    def views_ok(self, buffers: dict[str, np.ndarray]) -> dict[str, bool]:
+        """Per buffer: whether a load may alias it (no store of this kernel can reach its memory)."""
+        written = [buffers[name] for name in self.written]
+        return {
+            name: name not in self.written and not any(np.may_share_memory(a, w) for w in written)
+            for name, a in buffers.items()
+        }
+
+    # ---------------------------------------------------------------- compiling
+
+    def _slot(self, value: Value) -> int:
+        value = self.alias.get(value, value)
+        if value not in self.slots:
+            self.slots[value] = len(self.template)
+            self.template.append(None)
+        return self.slots[value]
+
+    def _block(self, block: Block) -> list[Step]:
+        steps = []
+        for stmt, dead in zip(block.body, self.dead_after[id(block)]):
+            if isinstance(stmt, Instr):
+                step = self._instr(stmt)
+            elif isinstance(stmt, If):
+                step = self._if(stmt)
+            elif isinstance(stmt, Loop):
+                step = self._loop(stmt)
+            else:
+                raise _Unsupported(stmt)
+            if step is not None:
+                steps.append(step)
+            # Constants live in the template for the whole chunk (a loop body re-reads them).
+            gone = tuple(self.slots[v] for v in dead if v in self.slots and v not in self.consts and v not in self.keep)
+            if gone:
+                steps.append(_clear(gone))
+        return steps
+
+    def _if(self, stmt: If) -> Step:
+        cond = self._slot(stmt.cond)
+        then, orelse = self._block(stmt.then), self._block(stmt.orelse)
+        has_else = bool(stmt.orelse.body or stmt.results)
+        merges = [
+            (self._slot(r), self._slot(t), self._slot(e))
+            for r, t, e in zip(stmt.results, stmt.then.yields, stmt.orelse.yields)
+        ]
+
+        def step(st: _State, v: list, mask) -> None:
+            c = v[cond]
+            then_mask = _narrow(mask, c, st.lanes)
+            ran_then = not _none_active(then_mask)
+            if ran_then:
+                _run(then, st, v, then_mask)
+            ran_else = False
+            if has_else:
+                else_mask = _narrow(mask, ~c, st.lanes)
+                ran_else = not _none_active(else_mask)
+                if ran_else:
+                    _run(orelse, st, v, else_mask)
+            for r, t, e in merges:
+                if ran_then and ran_else:
+                    v[r] = select(c, _get(st, v, t), _get(st, v, e))
+                else:
+                    v[r] = _get(st, v, t) if ran_then else _get(st, v, e)
+
+        return step
+
+    def _loop(self, loop: Loop) -> Step:
+        start, end, stride = self._slot(loop.start), self._slot(loop.end), self._slot(loop.step)
+        inits = [self._slot(v) for v in loop.inits]
+        index = self._slot(loop.index)
+        carried = [self._slot(v) for v in loop.carried]
+        body = self._block(loop.body)
+        yields = [self._slot(v) for v in loop.body.yields]
+        results = [self._slot(v) for v in loop.results]
+
+        def step(st: _State, v: list, mask) -> None:
+            i, stop, by = _get(st, v, start), _get(st, v, end), _get(st, v, stride)
+            now = [_get(st, v, s) for s in inits]
+            running = _narrow(mask, i < stop, st.lanes)
+            if not _none_active(running):
+                st.chunk._check_step(by, running)
+            while not _none_active(running):
+                v[index] = i
+                for s, c in zip(carried, now):
+                    v[s] = c
+                _run(body, st, v, running)
+                now = [_merge(running, _get(st, v, y), c) for y, c in zip(yields, now)]
+                i = i + by  # a stopped lane never runs again, so its index may move on
+                running = _narrow(running, i < stop, st.lanes)
+            for s, c in zip(results, now):
+                v[s] = c
+
+        return step
+
+    def _instr(self, instr: Instr) -> Step | None:
+        op = instr.op
+        spec = SPECS.get(op)
+        if spec is None:
+            raise _Unsupported(instr)
+        if instr.result in self.alias:
+            return None
+        args = tuple(self._slot(a) for a in instr.args)
+        result = self._slot(instr.result) if instr.result is not None else None
+        if op == "const":
+            self.template[result] = np.array([instr.attrs[0]], dtype=instr.result.dtype.np)
+            self.consts.add(instr.result)
+            return None
+        want = instr.result.dtype.np if instr.result is not None else None
+        if op == "select":
+            return _pure(self.name, op, select, args, (), result, want)
+        if spec.kind == "pure":
+            extra = (by_name(instr.attrs[0]),) if op in ("bitcast", "convert") else ()
+            return _pure(self.name, op, spec.np_fn, args, extra, result, want)
+        if spec.kind == "index":
+            return _index(op, instr.attrs[0], result)
+        if op in ("load", "shared_load", "vload"):
+            component = int(instr.attrs[1]) if op == "vload" else None
+            access = _Access(self, op, instr.attrs[0], instr.args[0], component)
+            return _load(self.name, access, args[0], result, want)
+        if op in ("store", "shared_store"):
+            return _store(_Access(self, op, instr.attrs[0], instr.args[0], None), args[0], args[1])
+        if op == "vstore":
+            parts = [_Access(self, op, instr.attrs[0], instr.args[0], j) for j in range(VECTOR_WIDTH)]
+            return _vstore(parts, args[0], args[1:])
+        if op == "barrier":
+            return lambda st, v, mask: st.chunk.check_barrier(mask)
+        if op == "shuffle_xor":
+            return _shuffle(self.name, int(instr.attrs[0]), args[0], result, want)
+        raise _Unsupported(instr)
+
+    def _form(self, instr: Instr) -> dict:
+        """``instr``'s result as an affine form, exact modulo 2^bits of its integer type."""
+        result = instr.result
+        opaque = {result: 1}
+        if not result.dtype.is_int:
+            return opaque
+        op, attrs = instr.op, instr.attrs
+        if op == "const":
+            return {_ONE: int(attrs[0])}
+        if op == "local_id" and attrs[0] == 0 and self.local_1d:
+            return {_LOCAL: 1}
+        if op == "workgroup_id" and attrs[0] == 0:
+            return {_GROUP: 1}
+        if op == "global_id" and attrs[0] == 0 and self.local_1d:
+            return {_LOCAL: 1, _GROUP: self.local_size[0]}
+        if op not in ("add", "sub", "mul", "shl", "idiv", "irem", "shr", "and"):
+            return opaque
+        a, b = (self.forms.get(x, {x: 1}) for x in instr.args)
+        if op in ("idiv", "irem", "shr", "and"):
+            return self._split(op, a, b, result) or opaque
+        if op == "add":
+            form = _combine(a, b, 1)
+        elif op == "sub":
+            form = _combine(a, b, -1)
+        elif op == "mul" and set(b) == {_ONE}:
+            form = {k: c * b[_ONE] for k, c in a.items()}
+        elif op == "mul" and set(a) == {_ONE}:
+            form = {k: c * a[_ONE] for k, c in b.items()}
+        elif op == "shl" and set(b) == {_ONE} and instr.args[1].dtype is result.dtype:
+            form = {k: c << (b[_ONE] & (8 * result.dtype.nbytes - 1)) for k, c in a.items()}
+        else:
+            return opaque
+        return form if len(form) <= _MAX_TERMS else opaque
+
+    def _split(self, op: str, a: dict, b: dict, result: Value) -> dict | None:
+        """``local_id(0)`` divided by or reduced modulo a constant that divides the group size, as a form."""
+        if a != {_LOCAL: 1} or set(b) != {_ONE} or result.dtype is not T.uint32:
+            return None
+        c = b[_ONE]
+        if op == "shr":
+            op, c = "idiv", 1 << (c & 31)
+        elif op == "and":
+            if c < 0 or (c + 1) & c:  # and with 2^k - 1 is the remainder modulo 2^k
+                return None
+            op, c = "irem", c + 1
+        size = self.local_size[0]
+        if c <= 0 or size % c:
+            return None
+        return {(_DIV if op == "idiv" else _MOD, c): 1}
+
+
+class _Unsupported(Exception):
+    """A statement the compiler leaves to the plain interpreter."""
+
+
+def _combine(a: dict, b: dict, sign: int) -> dict:
+    out = dict(a)
+    for k, c in b.items():
+        out[k] = out.get(k, 0) + sign * c
+    return {k: c for k, c in out.items() if c != 0}
+
+
+def repeated_values(body: Block) -> dict[Value, Value]:
+    """Results of instructions that repeat an earlier one in scope, each mapped to that earlier result.
+
+    A repeat has the same op, operands (after mapping) and attributes as an instruction that
+    dominates it; pure, index and constant instructions are functions of those alone, so the
+    earlier result holds the same bits for every lane (the generated kernels repeat index
+    arithmetic and constants freely).
+    """
+    alias: dict[Value, Value] = {}
+
+    def key(instr: Instr):
+        kind = SPECS[instr.op].kind if instr.op in SPECS else None
+        if instr.result is None or kind not in ("pure", "index", "const"):
+            return None
+        attrs = tuple((a.dtype.str, a.tobytes()) if isinstance(a, np.generic) else a for a in instr.attrs)
+        return (instr.op, instr.result.dtype.name, tuple(alias.get(a, a) for a in instr.args), attrs)
+
+    def visit(block: Block, seen: dict) -> None:
+        seen = dict(seen)  # what a nested block computes is not in scope after it
+        for stmt in block.body:
+            if isinstance(stmt, Instr):
+                k = key(stmt)
+                if k is None:
+                    continue
+                if k in seen:
+                    alias[stmt.result] = seen[k]
+                else:
+                    seen[k] = stmt.result
+            elif isinstance(stmt, If):
+                visit(stmt.then, seen)
+                visit(stmt.orelse, seen)
+            elif isinstance(stmt, Loop):
+                visit(stmt.body, seen)
+
+    visit(body, {})
+    return alias
+
+
+def _instrs(block: Block):
+    for stmt in block.body:
+        if isinstance(stmt, Instr):
+            yield stmt
+        elif isinstance(stmt, If):
+            yield from _instrs(stmt.then)
+            yield from _instrs(stmt.orelse)
+        elif isinstance(stmt, Loop):
+            yield from _instrs(stmt.body)
+
+
+# ---------------------------------------------------------------- the cache
+
+
+_programs: dict[int, tuple[weakref.ref, Program | None]] = {}
+
+
+def compile_kernel(kernel: Kernel, dead_after: Callable[[Kernel], dict]) -> Program | None:
+    """The compiled form of ``kernel`` (made once per kernel object), or None: run it plainly."""
+    key = id(kernel)
+    cached = _programs.get(key)
+    if cached is not None and cached[0]() is kernel:
+        return cached[1]
+    program = _compile(kernel, dead_after)
+    forget = lambda _, key=key, programs=_programs: programs.pop(key, None)  # noqa: E731  (bound: safe at exit)
+    _programs[key] = (weakref.ref(kernel, forget), program)
+    return program
+
+
+def _compile(kernel: Kernel, dead_after: Callable[[Kernel], dict]) -> Program | None:
+    from .verify import verify_kernel
+
+    try:
+        verify_kernel(kernel)  # the plain interpreter gives an ill-formed kernel's errors
+        return Program(kernel, dead_after(kernel))
+    except (IRError, _Unsupported):
+        return None
+
+
+# ---------------------------------------------------------------- steps
+
+
+def _run(steps: list[Step], st: _State, v: list, mask) -> None:
+    for step in steps:
+        step(st, v, mask)
+
+
+def _get(st: _State, v: list, slot: int) -> np.ndarray:
+    value = v[slot]
+    if value is None:  # the verifier rules this out; kept so a slip reads like the plain interpreter's
+        raise IRError(f"kernel {st.chunk.kernel.name!r}: a value is used before it is defined")
+    return value
+
+
+def _clear(slots: tuple[int, ...]) -> Step:
+    def step(st: _State, v: list, mask) -> None:
+        for s in slots:
+            v[s] = None
+
+    return step
+
+
+_UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def select(cond: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``np.where(cond, a, b)`` for operands of one dtype, as a bitwise blend of their bits.
+
+    The same bits by construction (b ^ ((a ^ b) & all-ones) is a, with a zero mask it is b),
+    and no branch per lane: np.where is several times slower on an unpredictable condition.
+
+    >>> select(np.array([True, False]), np.float32([1, 2]), np.float32([3, 4]))
+    array([1., 4.], dtype=float32)
+    """
+    bits = _UNSIGNED.get(a.dtype.itemsize)
+    if a.dtype != b.dtype or bits is None or cond.dtype != np.bool_:
+        return np.where(cond, a, b)
+    ua, ub = a.view(bits), b.view(bits)
+    mask = cond.astype(bits)
+    np.negative(mask, out=mask)  # True -> all ones
+    out = np.bitwise_xor(ua, ub)
+    if out.shape != mask.shape:  # broadcast: an operand or the condition is one lane
+        out = np.bitwise_and(out, mask)
+    else:
+        np.bitwise_and(out, mask, out=out)
+    np.bitwise_xor(out, ub, out=out)
+    return out.view(a.dtype)
+
+
+def _merge(mask, new: np.ndarray, old: np.ndarray) -> np.ndarray:
+    """``interp.merge``: ``new`` on the lanes of ``mask``, ``old`` elsewhere."""
+    return new if mask is None else select(mask, new, old)
+
+
+def _wrong_type(kernel: str, op: str, out: np.ndarray, want: np.dtype):
+    return IRError(f"kernel {kernel!r}: {op} produced {out.dtype}, its type is {np.dtype(want).name}")
+
+
+def _pure(kernel: str, op: str, fn: Callable, args: tuple, extra: tuple, result: int, want) -> Step:
+    if len(args) == 1 and not extra:
+        (a,) = args
+
+        def step(st: _State, v: list, mask) -> None:
+            out = fn(v[a])
+            if out.dtype != want:
+                raise _wrong_type(kernel, op, out, want)
+            v[result] = out
+
+    elif len(args) == 2:
+        a, b = args
+
+        def step(st: _State, v: list, mask) -> None:
+            out = fn(v[a], v[b])
+            if out.dtype != want:
+                raise _wrong_type(kernel, op, out, want)
+            v[result] = out
+
+    else:
+
+        def step(st: _State, v: list, mask) -> None:
+            out = fn(*(v[s] for s in args), *extra)
+            if out.dtype != want:
+                raise _wrong_type(kernel, op, out, want)
+            v[result] = out
+
+    return step
+
+
+def _index(op: str, axis: int, result: int) -> Step:
+    def step(st: _State, v: list, mask) -> None:
+        v[result] = st.invocation_id(op, axis)
+
+    return step
+
+
+def _shuffle(kernel: str, xor_mask: int, arg: int, result: int, want) -> Step:
+    def step(st: _State, v: list, mask) -> None:
+        out = st.chunk.shuffle_xor(v[arg], xor_mask, mask)
+        if out.dtype != want:
+            raise _wrong_type(kernel, "shuffle_xor", out, want)
+        v[result] = out
+
+    return step
+
+
+# ---------------------------------------------------------------- memory
+
+
+class _Access:
+    """One load or store's target and its index as an affine form (element = scale * index + offset)."""
+
+    def __init__(self, program: Program, op: str, name: str, index: Value, component: int | None):
+        self.op = op
+        self.name = name
+        self.shared = op.startswith("shared")
+        self.vector = component is not None
+        self.scale, self.offset = (VECTOR_WIDTH, component) if self.vector else (1, 0)
+        dtype = index.dtype
+        self.bits = 8 * dtype.nbytes
+        self.signed = dtype.np.kind == "i"
+        form = program.forms.get(index, {index: 1})
+        self.start = form.get(_ONE, 0)
+        self.per_group = form.get(_GROUP, 0)
+        self.uniform = [(program._slot(k), c) for k, c in form.items() if isinstance(k, Value)]
+        local_dims = _local_dims(form, math.prod(program.local_size))  # (extent, coefficient) per lane axis
+        # What does not change between chunks: the lane axes' reach and strides (in elements).
+        self.usable = local_dims is not None and all(coef >= 0 for _, coef in local_dims) and self.per_group >= 0
+        local_dims = local_dims or ()
+        self.local_extents = tuple(extent for extent, _ in local_dims)
+        self.local_reach = sum(coef * (extent - 1) for extent, coef in local_dims)
+        self.local_strides = tuple(self.scale * coef for _, coef in local_dims)
+        self.group_stride = self.scale * self.per_group + (program.shared_sizes[name] if self.shared else 0)
+        self.shared_size = program.shared_sizes.get(name, 0)
+        self.modulus = 1 << self.bits
+        self.low_int, self.high_int = (
+            (-(self.modulus >> 1), (self.modulus >> 1) - 1) if self.signed else (0, self.modulus - 1)
+        )
+
+    def view(self, st: _State, v: list) -> np.ndarray | None:
+        """Every lane's element as a (groups, *local axes) view of the target, or None: take the slow path.
+
+        The view covers inactive lanes too, so it needs every lane's index in range (where one
+        is not, the slow path checks the active lanes alone and raises if one of them is out).
+        """
+        if not self.usable:
+            return None
+        start = self.start
+        for slot, coef in self.uniform:
+            value = v[slot]
+            if value is None or value.shape[0] != 1:
+                return None
+            start += coef * int(value[0])
+        if self.per_group:
+            if not st.groups_1d:
+                return None
+            start += self.per_group * st.first_group
+        # The index is start + sum(coefficient * position) modulo 2^bits: exact where no corner wraps
+        # (every coefficient is non-negative, so start is the lowest corner).
+        start %= self.modulus
+        if start > self.high_int:
+            start -= self.modulus
+        highest = start + self.local_reach + self.per_group * (st.groups - 1)
+        if start < self.low_int or highest > self.high_int:
+            return None
+        target = st.memory.shared[self.name] if self.shared else st.memory.buffers[self.name]
+        length = self.shared_size if self.shared else target.shape[0]
+        if self.scale * start + self.offset < 0 or self.scale * highest + self.offset >= length:
+            return None  # the slow path raises for an index out of range
+        if not target.flags.c_contiguous:
+            return None
+        size = target.itemsize
+        return np.ndarray(
+            (st.groups, *self.local_extents),
+            target.dtype,
+            buffer=target,
+            offset=(self.scale * start + self.offset) * size,
+            strides=(self.group_stride * size, *(s * size for s in self.local_strides)),
+        )
+
+    def inactive(self, st: _State) -> np.ndarray:
+        """What the plain interpreter's masked load gives an inactive lane: element 0 (of its group's copy)."""
+        if not self.shared:
+            return st.memory.buffers[self.name][:1]
+        target = st.memory.shared[self.name]
+        firsts = np.ndarray(
+            (st.groups, st.group_size), target.dtype, buffer=target, strides=(self.shared_size * target.itemsize, 0)
+        )
+        return firsts.reshape(-1)
+
+    def distinct(self, view: np.ndarray) -> bool:
+        """Whether no two lanes share an address, so a store's order among them cannot matter.
+
+        Sufficient test: with the axes sorted by stride, each stride passes the reach of all smaller ones.
+        """
+        reach = 0  # the furthest address step within the axes of smaller stride
+        for stride, extent in sorted(zip(view.strides, view.shape)):
+            if extent > 1:
+                if stride <= reach:
+                    return False
+                reach += stride * (extent - 1)
+        return True
+
+    def slow_index(self, index: np.ndarray, component: int | None) -> np.ndarray:
+        return index if component is None else index.astype(np.int64) * VECTOR_WIDTH + component
+
+
+def _local_dims(form: dict, group_size: int) -> tuple | None:
+    """The lane axes of one workgroup and the form's coefficient on each, or None if they do not fit.
+
+    ``local_id(0)`` is one axis of ``group_size`` lanes; a form that uses ``local // c`` or
+    ``local % c`` splits it into (group_size / c, c), with ``local = c * (local // c) + local % c``.
+    """
+    splits = {k[1] for k in form if isinstance(k, tuple)}
+    local = form.get(_LOCAL, 0)
+    if not splits:
+        return ((group_size, local),)
+    if len(splits) > 1:
+        return None
+    (c,) = splits
+    return ((group_size // c, form.get((_DIV, c), 0) + c * local), (c, form.get((_MOD, c), 0) + local))
+
+
+def _load(kernel: str, access: _Access, index: int, result: int, want) -> Step:
+    op, name = access.op, access.name
+    component = access.offset if access.vector else None
+
+    def step(st: _State, v: list, mask) -> None:
+        view = access.view(st, v)
+        if view is not None:
+            flat = view.reshape(-1)  # a copy unless numpy can keep it a view
+            aliased = np.may_share_memory(flat, view)
+            if aliased and (access.shared or not st.views_ok[name] or flat.strides[0] != flat.itemsize):
+                flat = flat.copy()  # a later store must not change a loaded value
+            out = flat if mask is None else select(mask, flat, access.inactive(st))
+        else:
+            at = access.slow_index(v[index], component)
+            out = st.memory.load(op, name, at, mask, st.chunk.lane_description)
+        if out.dtype != want:
+            raise _wrong_type(kernel, op, out, want)
+        v[result] = out
+
+    return step
+
+
+def _store_one(st: _State, access: _Access, v: list, index: np.ndarray, value: np.ndarray, mask) -> None:
+    view = access.view(st, v)
+    if view is not None and value.dtype == view.dtype and access.distinct(view):
+        value = value.reshape(view.shape) if value.shape[0] != 1 else value[0]
+        if mask is None:
+            view[...] = value
+        else:
+            np.copyto(view, value, where=mask.reshape(view.shape))
+        return
+    at = access.slow_index(index, access.offset if access.vector else None)
+    st.memory.store(access.op, access.name, at, value, mask, st.chunk.lane_description)
+
+
+def _store(access: _Access, index: int, value: int) -> Step:
+    def step(st: _State, v: list, mask) -> None:
+        _store_one(st, access, v, v[index], v[value], mask)
+
+    return step
+
+
+def _vstore(parts: list[_Access], index: int, values: tuple[int, ...]) -> Step:
+    def step(st: _State, v: list, mask) -> None:
+        for access, value in zip(parts, values):
+            _store_one(st, access, v, v[index], v[value], mask)
+
+    return step

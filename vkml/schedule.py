@@ -17,6 +17,9 @@ Fusion rules (each pinned by tests that count dispatches, tests/test_schedule.py
    elements) is realized first unless it costs at most ``BROADCAST_RECOMPUTE_LIMIT`` — or it
    is a row result of rule 3.
 6. A single reduction with few long rows is split over aligned blocks: one dispatch per pass.
+7. A single reduction that keeps the innermost axis (``grad.sum(0)``) runs in the columns mode
+   (vkml/kernels_reduce_columns.py): still one dispatch, neighbouring invocations take
+   neighbouring outputs. Chains (rule 3) stay in the rows mode.
 All dispatches of one realize go into one submission. Fusion never changes bits: every op's
 value is the same whether it is inlined, recomputed or realized.
 
@@ -31,7 +34,7 @@ import contextlib
 import sys
 from collections import OrderedDict, defaultdict
 
-from . import debug, kernels, kernels_matmul, kernels_reduce, kernels_tuning
+from . import debug, kernels, kernels_matmul, kernels_reduce, kernels_reduce_columns, kernels_tuning
 from .graph import Node, toposort
 from .runtime.base import Buffer, Dispatch
 from .view import ViewStack
@@ -313,6 +316,8 @@ def _lower_group(root: Node, chain: list[Node], leaf_ids, mode: str, baked) -> k
         return kernels_matmul.lower_matmul(root, chain[-1], leaf_ids, baked, kernels_matmul.parse_mode(mode))
     if mode == "blocks":
         return kernels_reduce.lower_blocks(root, chain[-1], leaf_ids, baked)
+    if mode == "columns":
+        return kernels_reduce_columns.lower_columns(root, chain[-1], leaf_ids, baked)
     return kernels_reduce.lower_rows(root, chain, chain[:-1], leaf_ids, baked)
 
 
@@ -380,6 +385,8 @@ class _Group:
             self.mode = kernels_matmul.mode(self.chain[-1])
         else:
             self.mode = kernels_reduce.choose_mode(self.chain[-1], len(self.chain)) if self.chain else "elementwise"
+            if self.mode == "rows" and len(self.chain) == 1 and kernels_reduce_columns.columns_fit(self.chain[0]):
+                self.mode = "columns"  # rule 7: a lone reduction over a strided axis
         self.outputs = [root] + self.chain[:-1]
         # Everything realized by other groups of this plan is loaded; this group's own outputs are computed.
         self.leaf_ids = _LoadedIds(leaf_ids, {id(n) for n in self.outputs})

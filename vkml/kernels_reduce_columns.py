@@ -34,7 +34,7 @@ from .graph import Node
 from .ir import builder as B
 from .ir import types as T
 from .kernels import GroupTemplate, Index, Lowering, _u32, fold_grid, kernel_name, linear_workgroup, pow2ceil, unravel
-from .kernels_reduce import Layout, _pack, _register_tree, _Reduction, _select, _unpack
+from .kernels_reduce import Layout, _pack, _Reduction, _register_tree, _select, _unpack
 from .kernels_tuning import Tuning, tuning_for
 
 COLUMNS_MIN_INNER = 8  # kept innermost extent below this: a load would touch too few neighbours (rows instead)

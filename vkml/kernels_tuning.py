@@ -53,8 +53,8 @@ class Tuning:
     columns_outputs: int = 16
 
     def __post_init__(self):
-        names = ("local_size", "vectors_per_invocation", "reduce_lanes", "reduce_per_lane", "subgroup", "columns_outputs")
-        for name in names:
+        powers = ("local_size", "vectors_per_invocation", "reduce_lanes", "reduce_per_lane", "subgroup")
+        for name in (*powers, "columns_outputs"):
             value = getattr(self, name)
             if value < 1 or value & (value - 1):
                 raise ValueError(f"Tuning.{name} must be a power of two, got {value}")

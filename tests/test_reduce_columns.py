@@ -204,3 +204,11 @@ def test_the_h200_layouts_validate_for_the_h200(cpu_tuning):
         compile_kernel(kernel, h200)
     assert kernels_of(graphs[0])[0].local_size == (256, 1, 1)  # 16 outputs x 16 blocks of 256
     assert kernels_of(graphs[-1])[0].local_size == (64, 1, 1)  # a reduced length of 64: 4 blocks of 16
+
+
+def test_an_empty_reduced_axis_gives_the_identity_on_both_backends(gpu):
+    for dev in (CPU, gpu):
+        x = vkml.zeros((3, 0, 16), device=dev)
+        assert_same_bits(x.sum(1).numpy(), np.zeros((3, 16), np.float32), f"sum on {dev}")
+        assert_same_bits(x.prod(1, keepdim=True).numpy(), np.ones((3, 1, 16), np.float32), f"prod on {dev}")
+        assert np.isnan(x.mean(1).numpy()).all()

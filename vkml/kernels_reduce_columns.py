@@ -97,7 +97,7 @@ def _innermost_unit_stride(src: Node) -> bool:
         seen.add(id(node))
         if node.op == "view":
             views = node.arg.views
-            if len(views) == 1 and node.shape == src.shape and views[0].strides[-1] not in (0, 1):
+            if len(views) == 1 and node.shape == src.shape and abs(views[0].strides[-1]) not in (0, 1):
                 return False
             stack.extend(node.srcs)
         elif node.op in ("elementwise", "cast"):

@@ -29,8 +29,9 @@ H200 = KT.tuning_from_features(DeviceFeatures.h200_like())
 TUNINGS = {
     "cpu": KT.CPU_TUNING,
     "h200": H200,
-    "tiny": replace(KT.CPU_TUNING, reduce_lanes=8, reduce_per_lane=2, columns_outputs=2),  # 2 outputs x 4 blocks
-    "one-block": replace(KT.CPU_TUNING, reduce_lanes=16, reduce_per_lane=2, columns_outputs=16),  # no shared memory
+    "tiny": replace(KT.CPU_TUNING, reduce_lanes=8, columns_per_chunk=2, columns_outputs=2),  # 2 outputs x 4 blocks
+    "one-block": replace(KT.CPU_TUNING, reduce_lanes=16, columns_per_chunk=2, columns_outputs=16),  # no shared memory
+    "wide-blocks": replace(KT.CPU_TUNING, reduce_lanes=256, columns_per_chunk=8, columns_outputs=2),  # 32 blocks
 }
 NAMES = ("sum", "mean", "prod", "amax", "amin", "argmax", "argmin")
 
@@ -63,6 +64,8 @@ def test_layouts_split_the_reduced_axis_into_aligned_power_of_two_blocks():
     assert (short.blocks, short.rows_per_block, short.per_chunk) == (1, 4, 4)
     odd = columns_layout(4097, 10, H200)  # 10 outputs: 16 lanes along them
     assert (odd.outputs, odd.rows_per_block, odd.blocks, odd.blocks_present(4097)) == (16, 512, 16, 9)
+    wide = columns_layout(300, 12, TUNINGS["wide-blocks"])  # the tuning test reaches the most blocks
+    assert (wide.outputs, wide.blocks, wide.blocks_present(300)) == (2, 32, 19)
 
 
 def test_which_reductions_take_the_columns_mode():
@@ -81,7 +84,7 @@ def test_which_reductions_take_the_columns_mode():
 @pytest.mark.parametrize("tuning", TUNINGS, ids=list(TUNINGS))
 def test_same_bits_as_the_tree_under_every_tuning(tuning, cpu_tuning):
     cpu_tuning(TUNINGS[tuning])
-    cases = [((n, 12), 0) for n in (1, 2, 3, 5, 8, 9, 31, 33, 100)] + [((3, 37, 16), 1), ((6, 5, 9), (0, 1))]
+    cases = [((n, 12), 0) for n in (1, 2, 3, 5, 8, 9, 31, 33, 100, 300)] + [((3, 37, 16), 1), ((6, 5, 9), (0, 1))]
     for shape, dim in cases:
         x = random_floats(shape, seed=sum(shape))
         for name in NAMES:
@@ -104,9 +107,7 @@ def test_same_bits_as_the_tree_under_every_tuning(tuning, cpu_tuning):
 )
 def test_any_blocks_and_chunks_keep_the_tree(a, n, b, lanes, per, outputs):
     """(a, n, b) -> (a, b) over the middle axis, for power-of-two layouts of every size."""
-    tuning = replace(
-        KT.CPU_TUNING, reduce_lanes=lanes, reduce_per_lane=per, reduce_row_per_lane=16, columns_outputs=outputs
-    )
+    tuning = replace(KT.CPU_TUNING, reduce_lanes=lanes, columns_per_chunk=per, columns_outputs=outputs)
     KT.set_tuning(CPU, tuning)
     try:
         x = random_floats((a, n, b), seed=n * b)

@@ -19,7 +19,7 @@ Every block and chunk is aligned and a power of two long, so each is a subtree o
 contract's tree (DESIGN.md §4) and the result has its bits for any ``Wx``, ``Wy``, ``R``
 and ``U``: the CPU interpreter and every GPU agree whatever their tunings. Sizes come from
 the device's ``Tuning``: ``Wx = columns_outputs``, ``Wy = reduce_lanes / Wx`` (fewer when
-the reduction is short), ``U = reduce_per_lane``.
+the reduction is short), ``U = columns_per_chunk``.
 
     >>> columns_layout(4096, 4096, kernels_tuning.GPU_TUNING)
     ColumnsLayout(outputs=16, blocks=16, rows_per_block=256, per_chunk=16)
@@ -38,7 +38,7 @@ from .kernels_reduce import Layout, _pack, _Reduction, _register_tree, _select, 
 from .kernels_tuning import Tuning, tuning_for
 
 COLUMNS_MIN_INNER = 8  # kept innermost extent below this: a load would touch too few neighbours (rows instead)
-COLUMNS_MAX_BLOCKS = 16  # at most this many blocks per output: invocation (x, 0) combines them serially
+COLUMNS_MAX_BLOCKS = 32  # at most this many blocks per output: invocation (x, 0) combines them serially
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class ColumnsLayout:
 
 def columns_layout(n: int, outer: int, tuning: Tuning) -> ColumnsLayout:
     """The layout for ``outer`` outputs, each reducing ``n`` elements."""
-    per_chunk = min(tuning.reduce_per_lane, pow2ceil(n))
+    per_chunk = min(tuning.columns_per_chunk, pow2ceil(n))
     outputs = min(tuning.columns_outputs, pow2ceil(outer), tuning.reduce_lanes)
     most = min(COLUMNS_MAX_BLOCKS, max(1, tuning.reduce_lanes // outputs))
     rows = max(per_chunk, pow2ceil(-(-n // most)))

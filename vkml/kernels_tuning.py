@@ -40,6 +40,8 @@ class Tuning:
     - ``columns_outputs``: neighbouring outputs of a workgroup of the columns mode (a reduction
       over a non-innermost axis, vkml/kernels_reduce_columns.py); its other lanes split the
       reduced axis into aligned blocks.
+    - ``columns_per_chunk``: reduced indices a columns-mode invocation loads before combining
+      them (its loads in flight: one per index, each from another row).
     """
 
     local_size: int = 64
@@ -51,10 +53,11 @@ class Tuning:
     subgroup: int = 1
     wide_shuffles: bool = False
     columns_outputs: int = 16
+    columns_per_chunk: int = 16
 
     def __post_init__(self):
         powers = ("local_size", "vectors_per_invocation", "reduce_lanes", "reduce_per_lane", "subgroup")
-        for name in (*powers, "columns_outputs"):
+        for name in (*powers, "columns_outputs", "columns_per_chunk"):
             value = getattr(self, name)
             if value < 1 or value & (value - 1):
                 raise ValueError(f"Tuning.{name} must be a power of two, got {value}")
@@ -78,6 +81,7 @@ CPU_TUNING = Tuning(
     subgroup=1,
     wide_shuffles=False,
     columns_outputs=4,  # more blocks per output: shorter loops, each one interpreted step by step
+    columns_per_chunk=4,
 )
 
 # A GPU moves memory best in 16-byte vectors from workgroups of 256 (reference/vulkan.md:
@@ -98,6 +102,7 @@ GPU_TUNING = Tuning(
     subgroup=1,
     wide_shuffles=False,
     columns_outputs=16,
+    columns_per_chunk=16,
 )
 
 

@@ -19,6 +19,7 @@ from test_ops_reduce import tree_oracle
 
 import vkml
 from vkml import debug, schedule
+from vkml import kernels_reduce_columns as columns
 from vkml import kernels_tuning as KT
 from vkml.codegen import compile_kernel
 from vkml.codegen.features import DeviceFeatures
@@ -76,7 +77,7 @@ def test_which_reductions_take_the_columns_mode():
     assert not is_columns(x.sum(1))  # the innermost axis: rows
     assert not is_columns(x.T.sum(0))  # a transposed source reads the reduced axis contiguously: rows
     assert not is_columns(vkml.tensor(random_floats((64, 4))).sum(0))  # 4 outputs side by side: too narrow
-    assert not is_columns(vkml.tensor(random_floats((1 << 14, 2))).sum(0))  # few long rows: blocks
+    assert not is_columns(vkml.tensor(random_floats((1 << 14, 2))).sum(0))  # few long, narrow columns: blocks
     softmax = kernels_of(vkml.softmax(x, dim=0))
     assert not any(k.name.startswith("C_") for k in softmax)  # chains stay in the rows mode
 
@@ -213,3 +214,41 @@ def test_an_empty_reduced_axis_gives_the_identity_on_both_backends(gpu):
         assert_same_bits(x.sum(1).numpy(), np.zeros((3, 16), np.float32), f"sum on {dev}")
         assert_same_bits(x.prod(1, keepdim=True).numpy(), np.ones((3, 1, 16), np.float32), f"prod on {dev}")
         assert np.isnan(x.mean(1).numpy()).all()
+
+
+@pytest.fixture
+def short_splits(monkeypatch):
+    """Split the reduced axis at a few rows, so short inputs take several passes (lowered anew, not cached)."""
+    monkeypatch.setattr(columns, "COLUMNS_SPLIT_ROWS", 8)
+    monkeypatch.setattr(columns, "SPLIT_BLOCK_ROWS", 4)
+    schedule.clear_template_cache()
+    yield
+    schedule.clear_template_cache()
+
+
+@pytest.mark.parametrize("tuning", ["tiny", "cpu"])
+def test_split_columns_take_one_pass_per_level_and_keep_the_tree(tuning, short_splits, cpu_tuning):
+    cpu_tuning(TUNINGS[tuning])
+    for shape, dim in [((1000, 13), 0), ((64, 12), 0), ((3, 300, 16), 1), ((257, 2, 9), (0, 1))]:
+        x = random_floats(shape, seed=shape[0] + 1)
+        for name in NAMES:
+            if name in ("argmax", "argmin") and isinstance(dim, tuple):
+                continue
+            if name == "prod":
+                x = (1 + x / 64).astype(np.float32)
+            got = reduce(name, vkml.tensor(x), dim)
+            assert_same_bits(got, tree_oracle(name, x, dim), f"{tuning}: {name}{shape} dim={dim}")
+    kernels = kernels_of(vkml.tensor(random_floats((1000, 13))).sum(0))
+    assert [k.name.split("_")[0] for k in kernels] == (["C0", "C1", "C2"] if tuning == "tiny" else ["C0", "C1"])
+
+
+def test_few_long_columns_are_split_over_workgroups_on_both_backends(gpu):
+    x = random_floats((20000, 24), seed=11)
+    want = tree_oracle("sum", x, 0)
+    for dev in (CPU, gpu):
+        y = vkml.tensor(x, device=dev).sum(0) * 2.0
+        debug.reset_counters()
+        got = y.numpy()
+        assert debug.counters()["dispatches"] == 2  # the spans' partials, then the columns of partials
+        assert_same_bits(got, want * np.float32(2), f"sum on {dev}")
+        assert_same_bits(vkml.tensor(x, device=dev).argmax(0).numpy(), tree_oracle("argmax", x, 0), f"{dev}")

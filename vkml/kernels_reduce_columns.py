@@ -28,7 +28,7 @@ the reduction is short), ``U = columns_per_chunk``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .graph import Node
 from .ir import builder as B
@@ -39,6 +39,8 @@ from .kernels_tuning import Tuning, tuning_for
 
 COLUMNS_MIN_INNER = 8  # kept innermost extent below this: a load would touch too few neighbours (rows instead)
 COLUMNS_MAX_BLOCKS = 32  # at most this many blocks per output: invocation (x, 0) combines them serially
+COLUMNS_SPLIT_ROWS = 1024  # longer blocks: split the reduced axis over workgroups (few outputs, long columns)
+SPLIT_BLOCK_ROWS = 256  # the block of an invocation when the axis is split
 
 
 @dataclass(frozen=True)
@@ -121,41 +123,91 @@ def _zero(dtype: T.DType):
 
 
 def lower_columns(root: Node, red: Node, leaves, baked=frozenset(), tuning: Tuning | None = None) -> GroupTemplate:
-    """One dispatch: each workgroup reduces ``Wx`` neighbouring outputs, ``Wy`` aligned blocks each."""
+    """Each workgroup reduces ``Wx`` neighbouring outputs, ``Wy`` aligned blocks each: one dispatch.
+
+    When a block would be longer than ``COLUMNS_SPLIT_ROWS`` (few outputs, long columns), the
+    reduced axis is also split over workgroups into aligned spans of ``Wy`` blocks of
+    ``SPLIT_BLOCK_ROWS``; their results, one row of partials per span, are reduced the same way
+    by a further pass (one more dispatch; more only for extremely long columns).
+    """
     tuning = tuning or tuning_for(root.device)
-    n = math.prod(red.srcs[0].shape[a] for a in red.arg[1])
     outer = red.numel
-    lay = columns_layout(n, outer, tuning)
-    nb, per, rows = lay.blocks_present(n), lay.per_chunk, lay.rows_per_block
+    width, parts, pass_no = math.prod(red.srcs[0].shape[a] for a in red.arg[1]), None, 0
+    group = GroupTemplate([])
+    while True:
+        lay = columns_layout(width, outer, tuning)
+        splits = 1
+        if lay.rows_per_block > COLUMNS_SPLIT_ROWS:
+            lay = replace(lay, rows_per_block=max(SPLIT_BLOCK_ROWS, lay.per_chunk))
+            splits = -(-width // (lay.blocks * lay.rows_per_block))
+        Lw = Lowering(
+            kernel_name(root, f"C{pass_no}" if splits > 1 or pass_no else "C"), (lay.lanes, 1, 1), leaves, baked
+        )
+        r = _Reduction(Lw, red, "", Layout(lay.per_chunk, 1), 0, tuning)
+        parts_out = None
+        if splits > 1:
+            parts_out = list(range(len(group.temps), len(group.temps) + len(r.acc_types)))
+            group.temps += [(t, outer * splits) for t in r.acc_types]
+        group.kernels.append(_columns_pass(Lw, r, root, lay, width, splits, parts, parts_out))
+        if splits == 1:
+            return group
+        width, parts, pass_no = splits, parts_out, pass_no + 1
+
+
+def _columns_pass(L: Lowering, r: _Reduction, root: Node, lay: ColumnsLayout, n: int, splits: int, parts, parts_out):
+    """One kernel over ``n`` reduced elements per output, in ``splits`` spans (``parts``: read partials, not the source)."""
+    red, outer = r.red, r.red.numel
+    per, rows = lay.per_chunk, lay.rows_per_block
+    span = lay.blocks * rows  # the rows of one workgroup
     chunks = rows // per
     depth = chunks.bit_length()  # stack slots: subtrees of 1, 2, 4, ... chunks
-    static_full = n % rows == 0 and nb == lay.blocks
+    nb = min(lay.blocks, lay.blocks_present(n))  # blocks of the fullest span
+    static_full = n % rows == 0 and (n % span == 0 if splits > 1 else nb == lay.blocks)
     workgroups = -(-outer // lay.outputs)
-    grid = fold_grid(workgroups)
-    L = Lowering(kernel_name(root, "C"), (lay.lanes, 1, 1), leaves, baked)
-    r = _Reduction(L, red, "", Layout(per, 1), 0, tuning)
+    grid = fold_grid(workgroups * splits)
     assert r.width == 1  # the innermost axis is kept: no vectors along the reduced one
     tree = [L.kb.shared(f"blocks_{i}", t, lay.lanes) for i, t in enumerate(r.acc_types)] if nb > 1 else []
-    out_ref = L.bind_buffer(root.dtype, "write", "out", ("out", root))
+    refs = [L.bind_buffer(t, "read", "part", ("temp", j)) for t, j in zip(r.acc_types, parts)] if parts else None
+    if parts_out:
+        outs = [L.bind_buffer(t, "write", "part", ("temp", j)) for t, j in zip(r.acc_types, parts_out)]
+    else:
+        out_ref = L.bind_buffer(root.dtype, "write", "out", ("out", root))
     width_shift = lay.outputs.bit_length() - 1
     with L.kb:
         lid = B.local_id(0)
         x = lid & _u32(lay.outputs - 1) if lay.outputs > 1 else _u32(0)
         y = lid >> _u32(width_shift) if width_shift else lid
-        if workgroups == 1:
+        wg = linear_workgroup(grid) if workgroups * splits > 1 else None
+        if splits == 1:  # workgroup wg takes outputs group g, and span s of the reduced axis
+            g, s = wg, None
+        else:
+            g, s = (wg % _u32(workgroups), wg / _u32(workgroups)) if workgroups > 1 else (None, wg)
+        if g is None:
             o = x
         else:
-            wg = linear_workgroup(grid)
-            o = wg * _u32(lay.outputs) + x if lay.outputs > 1 else wg
+            o = g * _u32(lay.outputs) + x if lay.outputs > 1 else g
         inside = True if workgroups * lay.outputs == outer else o < _u32(outer)
         o_safe = o if inside is True else B.select(inside, o, _u32(0))  # loads stay in bounds; barriers stay uniform
-        L.shared(("row", id(o_safe), red.shape), lambda: unravel(o_safe, red.shape))  # hoisted out of the loop
-        start = y * _u32(rows) if lay.blocks > 1 else _u32(0)
+        if refs is None:
+            L.shared(("row", id(o_safe), red.shape), lambda: unravel(o_safe, red.shape))  # hoisted out of the loop
+        base = s * _u32(span) if splits > 1 else None
+        start = y * _u32(rows) if lay.blocks > 1 else None
+        start = start if base is None else (base if start is None else base + start)
+        start = _u32(0) if start is None else start
+
+        def entries(first):
+            rows_ = _Rows(first, per, n, static_full)
+            if refs is None:
+                return r.lane_values(o_safe, rows_)
+            out = []
+            for k, present in rows_.slots:  # partials are laid out (span, output): loads along outputs
+                at = (k if present is True else B.select(present, k, _u32(0))) * _u32(outer) + o_safe
+                out.append((_unpack(tuple(L.load(ref, t, at) for ref, t in zip(refs, r.acc_types))), present))
+            return out
 
         def chunk_tree(c):
             first = start + c * _u32(per) if c is not None else start
-            entries = r.lane_values(o_safe, _Rows(first, per, n, static_full))
-            return _register_tree(entries, r.combine)[0], (True if static_full else first < _u32(n))
+            return _register_tree(entries(first), r.combine)[0], (True if static_full else first < _u32(n))
 
         if chunks == 1:
             value, _ = chunk_tree(None)
@@ -167,11 +219,27 @@ def lower_columns(root: Node, red: Node, leaves, baked=frozenset(), tuning: Tuni
             B.barrier()
         with B.if_(B.eq(y, _u32(0)) if inside is True else B.eq(y, _u32(0)) & inside):
             if nb > 1:
-                entries = [(_unpack(tuple(ref[x + _u32(g * lay.outputs)] for ref in tree)), True) for g in range(nb)]
-                value = _register_tree(entries, r.combine)[0]
-            L.fused[id(red)] = r.result(value)
-            L.store(out_ref, root.dtype, o, L.value(root, Index(root.shape, lin=o)))
-    return GroupTemplate([L.template(grid)])
+                present = _blocks_present(base, n, rows, nb, static_full or splits == 1)
+                entries_ = []
+                for b in range(nb):
+                    v = _unpack(tuple(ref[x + _u32(b * lay.outputs)] for ref in tree))
+                    entries_.append((v, True if b == 0 or isinstance(present, int) else _u32(b) < present))
+                value = _register_tree(entries_, r.combine)[0]
+            if parts_out:
+                for ref, t, v in zip(outs, r.acc_types, _pack(value)):
+                    L.store(ref, t, s * _u32(outer) + o if splits > 1 else o, v)
+            else:
+                L.fused[id(red)] = r.result(value)
+                L.store(out_ref, root.dtype, o, L.value(root, Index(root.shape, lin=o)))
+    return L.template(grid)
+
+
+def _blocks_present(base, n: int, rows: int, nb: int, static: bool):
+    """How many blocks of this workgroup's span hold elements (a Python int when it is the same for all)."""
+    if static:
+        return nb
+    left = _u32(n) - base  # every span starts before n
+    return B.select(left < _u32(nb * rows), (left + _u32(rows - 1)) / _u32(rows), _u32(nb))
 
 
 def _present_chunks(start, n: int, per: int, chunks: int, static_full: bool):

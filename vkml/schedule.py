@@ -18,8 +18,9 @@ Fusion rules (each pinned by tests that count dispatches, tests/test_schedule.py
    is a row result of rule 3.
 6. A single reduction with few long rows is split over aligned blocks: one dispatch per pass.
 7. A single reduction that keeps the innermost axis (``grad.sum(0)``) runs in the columns mode
-   (vkml/kernels_reduce_columns.py): still one dispatch, neighbouring invocations take
-   neighbouring outputs. Chains (rule 3) stay in the rows mode.
+   (vkml/kernels_reduce_columns.py) instead of rules 2 and 6: neighbouring invocations take
+   neighbouring outputs; one dispatch, or one per pass when few outputs have long columns
+   (the reduced axis is then split over workgroups). Chains (rule 3) stay in the rows mode.
 All dispatches of one realize go into one submission. Fusion never changes bits: every op's
 value is the same whether it is inlined, recomputed or realized.
 
@@ -385,7 +386,11 @@ class _Group:
             self.mode = kernels_matmul.mode(self.chain[-1])
         else:
             self.mode = kernels_reduce.choose_mode(self.chain[-1], len(self.chain)) if self.chain else "elementwise"
-            if self.mode == "rows" and len(self.chain) == 1 and kernels_reduce_columns.columns_fit(self.chain[0]):
+            if (
+                self.mode in ("rows", "blocks")
+                and len(self.chain) == 1
+                and kernels_reduce_columns.columns_fit(self.chain[0])
+            ):
                 self.mode = "columns"  # rule 7: a lone reduction over a strided axis
         self.outputs = [root] + self.chain[:-1]
         # Everything realized by other groups of this plan is loaded; this group's own outputs are computed.

@@ -13,7 +13,10 @@ reduced indices:
   complete subtrees, merged as the count's low bits carry, folded right at the end (the
   rows mode does the same with shared memory across its chunks);
 - the block results go through shared memory, and invocation ``(x, 0)`` pairs them level by
-  level in block order, then computes the fused consumers and stores.
+  level in block order, then computes the fused consumers and stores;
+- when that would leave each invocation a long walk over few outputs, the reduced axis is also
+  split into aligned spans, one workgroup each, whose results — laid out (span, output), so
+  again a reduction over a non-innermost axis — a further pass reduces in the same way.
 
 Every block and chunk is aligned and a power of two long, so each is a subtree of the
 contract's tree (DESIGN.md §4) and the result has its bits for any ``Wx``, ``Wy``, ``R``
@@ -140,15 +143,14 @@ def lower_columns(root: Node, red: Node, leaves, baked=frozenset(), tuning: Tuni
         if lay.rows_per_block > COLUMNS_SPLIT_ROWS:
             lay = replace(lay, rows_per_block=max(SPLIT_BLOCK_ROWS, lay.per_chunk))
             splits = -(-width // (lay.blocks * lay.rows_per_block))
-        Lw = Lowering(
-            kernel_name(root, f"C{pass_no}" if splits > 1 or pass_no else "C"), (lay.lanes, 1, 1), leaves, baked
-        )
-        r = _Reduction(Lw, red, "", Layout(lay.per_chunk, 1), 0, tuning)
+        name = kernel_name(root, f"C{pass_no}" if splits > 1 or pass_no else "C")
+        L = Lowering(name, (lay.lanes, 1, 1), leaves, baked)
+        r = _Reduction(L, red, "", Layout(lay.per_chunk, 1), 0, tuning)
         parts_out = None
         if splits > 1:
             parts_out = list(range(len(group.temps), len(group.temps) + len(r.acc_types)))
             group.temps += [(t, outer * splits) for t in r.acc_types]
-        group.kernels.append(_columns_pass(Lw, r, root, lay, width, splits, parts, parts_out))
+        group.kernels.append(_columns_pass(L, r, root, lay, width, splits, parts, parts_out))
         if splits == 1:
             return group
         width, parts, pass_no = splits, parts_out, pass_no + 1

@@ -145,6 +145,15 @@ def total(ctx: Context) -> Case:
     return Case(_elements(n), lambda: a.sum(), {"eager": lambda: ta.sum()}, Work(4 * n, "B"), tolerance=1e-5)
 
 
+def sum_axis0(ctx: Context) -> Case:
+    """Column sums (``grad.sum(0)``, a bias gradient): the reduced axis is strided, the kept one contiguous."""
+    rows, cols = (1024, 1024) if ctx.quick else (8192, 8192)
+    x, tx = ctx.pair((rows, cols), tag="rows")
+    return Case(
+        f"{rows}×{cols}", lambda: x.sum(0), {"eager": lambda: tx.sum(0)}, Work(4 * rows * cols, "B"), tolerance=1e-5
+    )
+
+
 def softmax(ctx: Context) -> Case:
     rows, cols = (512, 1024) if ctx.quick else (8192, 8192)
     x, tx = ctx.pair((rows, cols), tag="rows")
@@ -286,6 +295,7 @@ WORKLOADS: dict[str, Callable[[Context], Case]] = {
     "add": add,
     "chain8": chain,
     "sum": total,
+    "sum_axis0": sum_axis0,
     "softmax": softmax,
     "layer_norm": layer_norm,
     "matmul_f32_4096": matmul_f32_4096,

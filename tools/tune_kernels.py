@@ -3,6 +3,7 @@
     python3 tools/tune_kernels.py                       # full sizes (2^28, 8192×8192): the GPU machine
     .venv/bin/python tools/tune_kernels.py --quick      # small sizes, lavapipe
     python3 tools/tune_kernels.py --only add,sum --repeats 20
+    python3 tools/tune_kernels.py --only sum_axis0 --variants 'default,columns of 8 outputs,columns chunks of 32'
 
 Each variant changes one field of the device's default ``Tuning`` (vkml/kernels_tuning.py);
 the table gives the minimum GPU time per workload and its ratio to the default (below 1:
@@ -42,6 +43,11 @@ VARIANTS = {
     "reduce 128 lanes": {"reduce_lanes": 128},
     "reduce 512 lanes": {"reduce_lanes": 512},
     "no shuffles": {"subgroup": 1},
+    "columns of 8 outputs": {"columns_outputs": 8},
+    "columns of 32 outputs": {"columns_outputs": 32},
+    "columns of 64 outputs": {"columns_outputs": 64},
+    "columns chunks of 8": {"columns_per_chunk": 8},
+    "columns chunks of 32": {"columns_per_chunk": 32},
 }
 
 
@@ -68,6 +74,7 @@ def workloads(device, quick: bool) -> dict:
         "add": lambda: a + b,
         "chain8": lambda: _chain8(a, b),
         "sum": lambda: a.sum(),
+        "sum_axis0": lambda: x.sum(0),
         "softmax": lambda: vkml.softmax(x, -1),
         "layer_norm": lambda: vkml.nn.functional.layer_norm(x, (cols,), w, bias),
     }

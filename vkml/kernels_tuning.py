@@ -37,6 +37,11 @@ class Tuning:
     - ``subgroup``: the first log2(subgroup) levels of a workgroup's tree use ``shuffle_xor``
       among this many lanes, the rest shared memory (1: shared memory only).
     - ``wide_shuffles``: shuffles of float16 and int64 values are allowed.
+    - ``columns_outputs``: neighbouring outputs of a workgroup of the columns mode (a reduction
+      over a non-innermost axis, vkml/kernels_reduce_columns.py); its other lanes split the
+      reduced axis into aligned blocks.
+    - ``columns_per_chunk``: reduced indices a columns-mode invocation loads before combining
+      them (its loads in flight: one per index, each from another row).
     """
 
     local_size: int = 64
@@ -47,9 +52,12 @@ class Tuning:
     reduce_row_per_lane: int = 4
     subgroup: int = 1
     wide_shuffles: bool = False
+    columns_outputs: int = 16
+    columns_per_chunk: int = 16
 
     def __post_init__(self):
-        for name in ("local_size", "vectors_per_invocation", "reduce_lanes", "reduce_per_lane", "subgroup"):
+        powers = ("local_size", "vectors_per_invocation", "reduce_lanes", "reduce_per_lane", "subgroup")
+        for name in (*powers, "columns_outputs", "columns_per_chunk"):
             value = getattr(self, name)
             if value < 1 or value & (value - 1):
                 raise ValueError(f"Tuning.{name} must be a power of two, got {value}")
@@ -72,6 +80,8 @@ CPU_TUNING = Tuning(
     reduce_row_per_lane=4,
     subgroup=1,
     wide_shuffles=False,
+    columns_outputs=4,  # more blocks per output: shorter loops, each one interpreted step by step
+    columns_per_chunk=4,
 )
 
 # A GPU moves memory best in 16-byte vectors from workgroups of 256 (reference/vulkan.md:
@@ -80,6 +90,8 @@ CPU_TUNING = Tuning(
 # what depends only on the row (layer norm's mean) is computed once for both. A reduction
 # lane takes 16 elements (four vectors) per chunk, so a 256-lane workgroup covers 4096
 # elements between two trips through shared memory; up to 32 when a whole row then fits.
+# A columns-mode workgroup takes 16 neighbouring outputs (64-byte runs of float32: whole
+# 32-byte sectors) by 16 blocks, so a 4096 x 4096 sum(0) runs 65536 invocations.
 GPU_TUNING = Tuning(
     local_size=256,
     vector=VECTOR_WIDTH,
@@ -89,6 +101,8 @@ GPU_TUNING = Tuning(
     reduce_row_per_lane=32,
     subgroup=1,
     wide_shuffles=False,
+    columns_outputs=16,
+    columns_per_chunk=16,
 )
 
 

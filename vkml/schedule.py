@@ -26,6 +26,10 @@ Fusion rules (each pinned by tests that count dispatches, tests/test_schedule.py
    its elements in registers, so x is read once, what the reductions computed from it (exp)
    is reused, and per-row values (rstd) are computed once per row. Softmax and layer norm
    are then one dispatch; longer rows keep rules 3 and 5 (two dispatches).
+8. A single reduction that keeps the innermost axis (``grad.sum(0)``) runs in the columns mode
+   (vkml/kernels_reduce_columns.py) instead of rules 2 and 6: neighbouring invocations take
+   neighbouring outputs; one dispatch, or one per pass when few outputs have long columns
+   (the reduced axis is then split over workgroups). Chains (rule 3) stay in the rows mode.
 All dispatches of one realize go into one submission. Fusion never changes bits: every op's
 value is the same whether it is inlined, recomputed or realized.
 
@@ -42,7 +46,7 @@ import contextlib
 import sys
 from collections import OrderedDict, defaultdict
 
-from . import debug, kernels, kernels_matmul, kernels_reduce, kernels_tuning, plan_cache
+from . import debug, kernels, kernels_matmul, kernels_reduce, kernels_reduce_columns, kernels_tuning, plan_cache
 from .graph import Node, toposort
 from .runtime.base import Buffer, Dispatch
 from .runtime.counters import counters
@@ -401,6 +405,8 @@ def _lower_group(root: Node, chain: list[Node], leaf_ids, mode: str, baked) -> k
         return kernels_reduce.lower_blocks(root, chain[-1], leaf_ids, baked)
     if mode == "whole_rows":
         return kernels_reduce.lower_rows(root, chain, chain, leaf_ids, baked, whole_rows=True)
+    if mode == "columns":
+        return kernels_reduce_columns.lower_columns(root, chain[-1], leaf_ids, baked)
     return kernels_reduce.lower_rows(root, chain, chain[:-1], leaf_ids, baked)
 
 
@@ -467,6 +473,12 @@ class _Group:
             self.mode, stored = "whole_rows", self.chain
         else:
             self.mode = kernels_reduce.choose_mode(self.chain[-1], len(self.chain)) if self.chain else "elementwise"
+            if (
+                self.mode in ("rows", "blocks")
+                and len(self.chain) == 1
+                and kernels_reduce_columns.columns_fit(self.chain[0])
+            ):
+                self.mode = "columns"  # rule 8: a lone reduction over a strided axis
         self.outputs = [root] + stored
         # Everything realized by other groups of this plan is loaded; this group's own outputs are computed.
         self.leaf_ids = _LoadedIds(leaf_ids, {id(n) for n in self.outputs})

@@ -57,10 +57,18 @@ class MatmulConfig:
     tn: int
     fused: bool = False  # accumulate with mul_add (a device may fuse it) instead of mul, add
     packed: bool = False  # an invocation's rows (columns) are adjacent, not one thread-row apart
+    # Invocations per workgroup when more than ``owners``: the extra ones only stage tiles (skinny
+    # products have too few outputs to keep enough loads in flight, and no split-K is allowed).
+    invocations: int = 0
+
+    @property
+    def owners(self) -> int:
+        """The invocations that own ``tm × tn`` outputs each (the first ones of the workgroup)."""
+        return (self.bm // self.tm) * (self.bn // self.tn)
 
     @property
     def threads(self) -> int:
-        return (self.bm // self.tm) * (self.bn // self.tn)
+        return max(self.owners, self.invocations)
 
     def rows_of(self, ty: Value) -> tuple[Value, int]:
         """The first of invocation row ``ty``'s rows in the tile, and the distance between its rows.
@@ -81,6 +89,7 @@ class MatmulConfig:
 
     def __str__(self) -> str:
         flags = ("/fma" if self.fused else "") + ("/packed" if self.packed else "")
+        flags += f"/i{self.invocations}" if self.invocations > self.owners else ""
         return f"{self.bm}x{self.bn}x{self.bk}/{self.tm}x{self.tn}{flags}"
 
 
@@ -150,9 +159,62 @@ def choose_config(features, m: int, n: int, k: int) -> MatmulConfig:
     wn, tn = _fit(n, wn, family.tn)
     bk = min(family.bk, pow2ceil(max(k, 1)))
     config = MatmulConfig(wm * tm, wn * tn, bk, tm, tn, fused, family.packed)
+    if family is LARGE_GPU_TILES:
+        config = skinny_config(m, n, k, fused) or config
     while features is not None and config.shared_bytes > features.max_compute_shared_memory_size and config.bk > 1:
         config = replace(config, bk=config.bk // 2)
     return config
+
+
+# Products the square tiles serve badly (issue 7), on large GPUs. K at most SHORT_K: the time
+# is the stores, so a warp writes 32 adjacent outputs (unpacked columns, 32 invocations wide).
+SHORT_K = 8
+SHORT_K_TILES = TileFamily(8, 32, 4, 4, 8)
+# An output side at most SKINNY_SIDE long with a longer K: few outputs, each a chain of K adds
+# that no split may reorder, so one output per owning invocation, few rows (columns) per
+# workgroup for many workgroups, and long K-steps staged by extra invocations, which keep
+# M·SKINNY_BK values in flight: the time is then about K / SKINNY_BK memory latencies.
+SKINNY_SIDE = 8
+SKINNY_OWNERS = 64  # outputs per workgroup: a side of 2 gets 32 rows (128 bytes of a transposed operand)
+SKINNY_BK = 128
+SKINNY_INVOCATIONS = 128
+SKINNY_LONG_SIDE = 32  # the long side's tile: at most this, so that two buffers of 128 steps fit 48 KiB
+
+
+def skinny_config(m: int, n: int, k: int, fused: bool = False) -> MatmulConfig | None:
+    """The large GPUs' tiles for a product with K ≤ ``SHORT_K`` or a side ≤ ``SKINNY_SIDE``, else None.
+
+    >>> str(skinny_config(4096, 4096, 2))  # x @ w.T with 2 input features
+    '32x128x2/4x4'
+    >>> str(skinny_config(4096, 3, 4096))  # h @ w.T with 3 output features
+    '16x4x128/1x1/i128'
+    >>> str(skinny_config(2, 4096, 4096))  # x.T @ g: a weight gradient with 2 input features
+    '2x32x128/1x1/i128'
+    >>> skinny_config(512, 512, 512) is None
+    True
+    """
+    if k <= SHORT_K:
+        family = SHORT_K_TILES
+        wm, tm = _fit(m, family.wm, family.tm)
+        wn, tn = _fit(n, family.wn, family.tn)
+        return MatmulConfig(wm * tm, wn * tn, pow2ceil(max(k, 1)), tm, tn, fused)
+    if min(m, n) > SKINNY_SIDE:
+        return None
+    bk = min(SKINNY_BK, pow2ceil(k))
+    if n <= m:
+        bn = pow2ceil(n)
+        bm = _shrunk(min(SKINNY_LONG_SIDE, SKINNY_OWNERS // bn), m)
+    else:
+        bm = pow2ceil(m)
+        bn = _shrunk(min(SKINNY_LONG_SIDE, SKINNY_OWNERS // bm), n)
+    return MatmulConfig(bm, bn, bk, 1, 1, fused, invocations=SKINNY_INVOCATIONS)
+
+
+def _shrunk(side: int, size: int) -> int:
+    """Halve a tile side while it is at least twice ``size``."""
+    while side >= 2 * size and side > 1:
+        side //= 2
+    return side
 
 
 def mode(node: Node) -> str:
@@ -167,7 +229,8 @@ def parse_mode(text: str) -> MatmulConfig:
     tile, per_thread, *flags = text.split()[1].split("/")
     bm, bn, bk = (int(v) for v in tile.split("x"))
     tm, tn = (int(v) for v in per_thread.split("x"))
-    return MatmulConfig(bm, bn, bk, tm, tn, "fma" in flags, "packed" in flags)
+    invocations = next((int(f[1:]) for f in flags if f.startswith("i")), 0)
+    return MatmulConfig(bm, bn, bk, tm, tn, "fma" in flags, "packed" in flags, invocations)
 
 
 def computed_operands(node: Node, is_loaded) -> list[Node]:
@@ -294,6 +357,7 @@ def lower_matmul(root: Node, mm: Node, leaves, baked, config: MatmulConfig) -> G
             batch_multi = unravel(batch_index, tuple(batch)) if batch else ()
             row0, col0 = tile_m * _u32(bm), tile_n * _u32(bn)
             tid = B.local_id(0)
+            owner = tid < _u32(config.owners) if threads > config.owners else None
             tx, ty = (tid % _u32(wn), tid / _u32(wn)) if wn > 1 else (_u32(0), tid)
             (row_first, row_step), (col_first, col_step) = config.rows_of(ty), config.cols_of(tx)
             stagings = (_Staging(a, True, config, tid, row0, m_size), _Staging(b, False, config, tid, col0, n_size))
@@ -313,24 +377,30 @@ def lower_matmul(root: Node, mm: Node, leaves, baked, config: MatmulConfig) -> G
                     a_row, b_col = a_base + row_first, b_base + col_first
                 else:
                     a_row, b_col = row_first, col_first
-                acc = list(acc)
-                for kk in range(bk):  # unrolled: k ascends, the order of the contract
-                    av = [a_tile[_plus(a_row, kk * a_stride + i * row_step)] for i in range(tm)]
-                    bv = [b_tile[_plus(b_col, kk * b_stride + j * col_step)] for j in range(tn)]
-                    for i in range(tm):
-                        for j in range(tn):
-                            acc[i * tn + j] = _accumulate(acc[i * tn + j], av[i], bv[j], config.fused)
+                def multiply_add() -> tuple[Value, ...]:
+                    out = list(acc)
+                    for kk in range(bk):  # unrolled: k ascends, the order of the contract
+                        av = [a_tile[_plus(a_row, kk * a_stride + i * row_step)] for i in range(tm)]
+                        bv = [b_tile[_plus(b_col, kk * b_stride + j * col_step)] for j in range(tn)]
+                        for i in range(tm):
+                            for j in range(tn):
+                                out[i * tn + j] = _accumulate(out[i * tn + j], av[i], bv[j], config.fused)
+                    return tuple(out)
+
+                # Staging-only invocations (config.invocations) skip the arithmetic; whole warps when owners is a multiple of 32.
+                acc = B.if_else(owner, multiply_add, lambda: acc) if owner is not None else multiply_add()
                 if buffers > 1:
                     other = this ^ 1
                     for staging, tile, values in zip(stagings, tiles, fetched):
                         staging.store(tile, other * _u32(staging.size), values)
                     B.barrier()  # one per step: the buffer written here was last read before the previous one
-                return tuple(acc)
+                return acc
 
             minus_zero = B.const_bits(0x80000000, T.float32)
             acc = B.loop(_u32(0), _u32(k_steps), _u32(1), (minus_zero,) * (tm * tn), step)
             origin = (row0 + row_first, row_step), (col0 + col_first, col_step)
-            _epilogue(L, root, mm, out_ref, acc, config, (batch_index, batch_multi), origin)
+            with _maybe_if(owner):
+                _epilogue(L, root, mm, out_ref, acc, config, (batch_index, batch_multi), origin)
     return GroupTemplate([L.template(grid)])
 
 

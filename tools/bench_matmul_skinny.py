@@ -37,7 +37,15 @@ def products(size: int, rng: np.random.Generator):
     def data(*shape):
         return rng.standard_normal(shape, dtype=np.float32)
 
-    x, w1, b1, h, w3, b3, g = data(size, 2), data(size, 2), data(size), data(size, size), data(3, size), data(3), data(size, 3)
+    x, w1, b1, h, w3, b3, g = (
+        data(size, 2),
+        data(size, 2),
+        data(size),
+        data(size, size),
+        data(3, size),
+        data(3),
+        data(size, 3),
+    )
     g1 = data(size, size)
     return [
         (f"relu(x @ w1.T + b1)  {size}x2 @ 2x{size}", (x, w1, b1), lambda x, w, b: vkml.relu(x @ w.T + b)),
@@ -77,6 +85,8 @@ SWEEP = [
     {"SKINNY_INVOCATIONS": 64},
     {"SKINNY_OWNERS": 32},
     {"SKINNY_OWNERS": 128, "SKINNY_BK": 64},
+    {"SKINNY_OWNERS": 32, "SKINNY_BK": 256},
+    {"SKINNY_OWNERS": 32, "SKINNY_BK": 256, "SKINNY_LONG_SIDE": 8},
     {"SHORT_K_TILES": kernels_matmul.TileFamily(4, 64, 4, 4, 8)},
     {"SHORT_K_TILES": kernels_matmul.TileFamily(8, 32, 2, 4, 8)},
     {"SHORT_K_TILES": kernels_matmul.TileFamily(8, 32, 8, 4, 8)},

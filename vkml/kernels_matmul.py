@@ -377,6 +377,7 @@ def lower_matmul(root: Node, mm: Node, leaves, baked, config: MatmulConfig) -> G
                     a_row, b_col = a_base + row_first, b_base + col_first
                 else:
                     a_row, b_col = row_first, col_first
+
                 def multiply_add() -> tuple[Value, ...]:
                     out = list(acc)
                     for kk in range(bk):  # unrolled: k ascends, the order of the contract

@@ -80,13 +80,14 @@ def product_node(root):
 
 # Module constants of vkml/kernels_matmul.py to try instead of the defaults (``--sweep``).
 SWEEP = [
+    {"SKINNY_BK": 128},
     {"SKINNY_BK": 64},
     {"SKINNY_INVOCATIONS": 256},
     {"SKINNY_INVOCATIONS": 64},
     {"SKINNY_OWNERS": 32},
     {"SKINNY_OWNERS": 128, "SKINNY_BK": 64},
-    {"SKINNY_OWNERS": 32, "SKINNY_BK": 256},
-    {"SKINNY_OWNERS": 32, "SKINNY_BK": 256, "SKINNY_LONG_SIDE": 8},
+    {"SKINNY_PAD": 4},
+    {"SKINNY_LONG_SIDE": 8},
     {"SHORT_K_TILES": kernels_matmul.TileFamily(4, 64, 4, 4, 8)},
     {"SHORT_K_TILES": kernels_matmul.TileFamily(8, 32, 2, 4, 8)},
     {"SHORT_K_TILES": kernels_matmul.TileFamily(8, 32, 8, 4, 8)},

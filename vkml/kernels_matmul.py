@@ -60,6 +60,9 @@ class MatmulConfig:
     # Invocations per workgroup when more than ``owners``: the extra ones only stage tiles (skinny
     # products have too few outputs to keep enough loads in flight, and no split-K is allowed).
     invocations: int = 0
+    # Shared rows are bm + pad (bn + pad) long. 4 suits K-steps of 8 (a warp's staging stores walk
+    # 8 k by 4 rows); 1 suits long K-steps read along k (32 lanes, 32 k: an odd row is conflict-free).
+    pad: int = ROW_PAD
 
     @property
     def owners(self) -> int:
@@ -85,11 +88,12 @@ class MatmulConfig:
 
     @property
     def shared_bytes(self) -> int:
-        return 4 * 2 * self.bk * (self.bm + self.bn + 2 * ROW_PAD)  # two buffers of each tile
+        return 4 * 2 * self.bk * (self.bm + self.bn + 2 * self.pad)  # two buffers of each tile
 
     def __str__(self) -> str:
         flags = ("/fma" if self.fused else "") + ("/packed" if self.packed else "")
         flags += f"/i{self.invocations}" if self.invocations > self.owners else ""
+        flags += f"/pad{self.pad}" if self.pad != ROW_PAD else ""
         return f"{self.bm}x{self.bn}x{self.bk}/{self.tm}x{self.tn}{flags}"
 
 
@@ -176,9 +180,11 @@ SHORT_K_TILES = TileFamily(8, 32, 4, 4, 8)
 # M·SKINNY_BK values in flight: the time is then about K / SKINNY_BK memory latencies.
 SKINNY_SIDE = 8
 SKINNY_OWNERS = 64  # outputs per workgroup: a side of 2 gets 32 rows (128 bytes of a transposed operand)
-SKINNY_BK = 128
+SKINNY_BK = 256  # at most: halved until two buffers fit SKINNY_SHARED_BYTES
+SKINNY_SHARED_BYTES = 48 * 1024  # what every device with the large tiles has
 SKINNY_INVOCATIONS = 128
-SKINNY_LONG_SIDE = 32  # the long side's tile: at most this, so that two buffers of 128 steps fit 48 KiB
+SKINNY_LONG_SIDE = 32  # the long side's tile at most (128 bytes of a transposed operand)
+SKINNY_PAD = 1
 
 
 def skinny_config(m: int, n: int, k: int, fused: bool = False) -> MatmulConfig | None:
@@ -187,9 +193,9 @@ def skinny_config(m: int, n: int, k: int, fused: bool = False) -> MatmulConfig |
     >>> str(skinny_config(4096, 4096, 2))  # x @ w.T with 2 input features
     '32x128x2/4x4'
     >>> str(skinny_config(4096, 3, 4096))  # h @ w.T with 3 output features
-    '16x4x128/1x1/i128'
+    '16x4x256/1x1/i128/pad1'
     >>> str(skinny_config(2, 4096, 4096))  # x.T @ g: a weight gradient with 2 input features
-    '2x32x128/1x1/i128'
+    '2x32x128/1x1/i128/pad1'
     >>> skinny_config(512, 512, 512) is None
     True
     """
@@ -207,7 +213,10 @@ def skinny_config(m: int, n: int, k: int, fused: bool = False) -> MatmulConfig |
     else:
         bm = pow2ceil(m)
         bn = _shrunk(min(SKINNY_LONG_SIDE, SKINNY_OWNERS // bm), n)
-    return MatmulConfig(bm, bn, bk, 1, 1, fused, invocations=SKINNY_INVOCATIONS)
+    config = MatmulConfig(bm, bn, bk, 1, 1, fused, invocations=SKINNY_INVOCATIONS, pad=SKINNY_PAD)
+    while config.shared_bytes > SKINNY_SHARED_BYTES and config.bk > 1:
+        config = replace(config, bk=config.bk // 2)
+    return config
 
 
 def _shrunk(side: int, size: int) -> int:
@@ -230,7 +239,8 @@ def parse_mode(text: str) -> MatmulConfig:
     bm, bn, bk = (int(v) for v in tile.split("x"))
     tm, tn = (int(v) for v in per_thread.split("x"))
     invocations = next((int(f[1:]) for f in flags if f.startswith("i")), 0)
-    return MatmulConfig(bm, bn, bk, tm, tn, "fma" in flags, "packed" in flags, invocations)
+    pad = next((int(f[3:]) for f in flags if f.startswith("pad")), ROW_PAD)
+    return MatmulConfig(bm, bn, bk, tm, tn, "fma" in flags, "packed" in flags, invocations, pad)
 
 
 def computed_operands(node: Node, is_loaded) -> list[Node]:
@@ -268,7 +278,7 @@ class _Staging:
         self.operand, self.is_a = operand, is_a
         outer, bk, threads = (config.bm if is_a else config.bn), config.bk, config.threads
         count = outer * bk
-        self.row = outer + ROW_PAD
+        self.row = outer + config.pad
         self.size = bk * self.row  # elements of one shared buffer
         along_k = _contiguous_along_k(operand, is_a)
         exact = extent % outer == 0  # no tile reaches past the operand's rows (columns)
@@ -341,7 +351,7 @@ def lower_matmul(root: Node, mm: Node, leaves, baked, config: MatmulConfig) -> G
     grid = fold_grid(total)
     L = Lowering(kernel_name(root, "MM"), (threads, 1, 1), leaves, baked)
     out_ref = L.bind_buffer(root.dtype, "write", "out", ("out", root))
-    a_stride, b_stride = bm + ROW_PAD, bn + ROW_PAD
+    a_stride, b_stride = bm + config.pad, bn + config.pad
     k_steps = -(-k_size // bk)
     buffers = 2 if k_steps > 1 else 1  # double buffering: the next tile is stored while this one is read
     a_tile = L.kb.shared("a_tile", T.float32, buffers * bk * a_stride)

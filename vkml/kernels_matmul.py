@@ -24,6 +24,12 @@ as +0.0, so a padded k contributes the product -0.0, and ``x + (-0.0)`` is ``x``
 
 The elementwise consumers of the product (bias, activation: ``relu(x @ w + b)``) are
 computed at the store, through ``Lowering.value`` with the accumulator as the fused value.
+
+Skinny products get other tiles of the same template on large GPUs (``skinny_config``): with
+K ≤ 8 the stores are the work, so the columns are unpacked and 32 invocations wide; with a
+side ≤ 8 and a long K there are too few outputs for the square tiles' workgroups, so each
+owning invocation keeps one output and extra invocations only stage (``invocations``), with
+K-steps up to 256 deep. The order of the sum, hence the bits, stays the same.
 """
 
 from __future__ import annotations

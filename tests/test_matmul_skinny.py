@@ -95,6 +95,7 @@ def _product(node):
 CONFIGS = [
     MatmulConfig(16, 4, 32, 1, 1, invocations=96, pad=1),  # staging-only invocations, partial staging rounds
     MatmulConfig(8, 8, 16, 2, 1, invocations=64),  # owners of two rows each, fewer than a warp
+    MatmulConfig(16, 4, 64, 1, 4, invocations=64, pad=1),  # one owner per row, 4 columns each
     MatmulConfig(2, 32, 8, 1, 1, invocations=128, pad=0),
     MatmulConfig(32, 64, 4, 4, 4),  # the short-K layout: unpacked columns 16 invocations wide
 ]

@@ -185,7 +185,8 @@ SHORT_K_TILES = TileFamily(8, 32, 4, 4, 8)
 # workgroup for many workgroups, and long K-steps staged by extra invocations, which keep
 # M·SKINNY_BK values in flight: the time is then about K / SKINNY_BK memory latencies.
 SKINNY_SIDE = 8
-SKINNY_OWNERS = 64  # outputs per workgroup: a side of 2 gets 32 rows (128 bytes of a transposed operand)
+SKINNY_OUTPUTS = 64  # outputs per workgroup: a side of 2 gets 32 rows (128 bytes of a transposed operand)
+SKINNY_OUTPUTS_PER_OWNER = 1  # along the skinny side: more reuse each shared load, fewer chains run at once
 SKINNY_BK = 256  # at most: halved until two buffers fit SKINNY_SHARED_BYTES
 SKINNY_SHARED_BYTES = 48 * 1024  # what every device with the large tiles has
 SKINNY_INVOCATIONS = 128
@@ -215,11 +216,13 @@ def skinny_config(m: int, n: int, k: int, fused: bool = False) -> MatmulConfig |
     bk = min(SKINNY_BK, pow2ceil(k))
     if n <= m:
         bn = pow2ceil(n)
-        bm = _shrunk(min(SKINNY_LONG_SIDE, SKINNY_OWNERS // bn), m)
+        bm = _shrunk(min(SKINNY_LONG_SIDE, max(1, SKINNY_OUTPUTS // bn)), m)
+        tm, tn = 1, min(bn, SKINNY_OUTPUTS_PER_OWNER)
     else:
         bm = pow2ceil(m)
-        bn = _shrunk(min(SKINNY_LONG_SIDE, SKINNY_OWNERS // bm), n)
-    config = MatmulConfig(bm, bn, bk, 1, 1, fused, invocations=SKINNY_INVOCATIONS, pad=SKINNY_PAD)
+        bn = _shrunk(min(SKINNY_LONG_SIDE, max(1, SKINNY_OUTPUTS // bm)), n)
+        tm, tn = min(bm, SKINNY_OUTPUTS_PER_OWNER), 1
+    config = MatmulConfig(bm, bn, bk, tm, tn, fused, invocations=SKINNY_INVOCATIONS, pad=SKINNY_PAD)
     while config.shared_bytes > SKINNY_SHARED_BYTES and config.bk > 1:
         config = replace(config, bk=config.bk // 2)
     return config

@@ -242,6 +242,53 @@ def matmul_f16_8192(ctx: Context) -> Case:
     return _matmul(ctx, _n(ctx, 8192, 512), F16)
 
 
+def _skinny(ctx: Context, body: Callable, shapes: tuple, flop_shape: tuple[int, int, int], what: str) -> Case:
+    """One of issue 7's skinny products of the MLP step (tools/bench_matmul_skinny.py compares their tiles)."""
+    pairs = [ctx.pair(shape, tag=f"skinny{i}") for i, shape in enumerate(shapes)]
+    ours, theirs = [p[0] for p in pairs], [p[1] for p in pairs]
+    import torch
+
+    m, n, k = flop_shape
+    return Case(
+        what,
+        lambda: body(vkml, *ours),
+        {"eager": lambda: body(torch, *theirs)},
+        Work(2.0 * m * n * k, "FLOP"),
+        tolerance=1e-5,
+        note="torch: TF32 off; vkml: one kernel (the product and its epilogue)",
+    )
+
+
+def matmul_skinny_k2(ctx: Context) -> Case:
+    """relu(x @ w1.T + b1): the MLP's first layer, K = 2 (the time is the 4096² stores)."""
+    b = _n(ctx, 4096, 256)
+    return _skinny(ctx, lambda lib, x, w, c: lib.relu(x @ w.T + c), ((b, 2), (b, 2), (b,)), (b, b, 2), f"{b}x2 @ 2x{b}")
+
+
+def matmul_skinny_k3(ctx: Context) -> Case:
+    """(g @ w3) * (h > 0): the gradient through the last layer and a relu, K = 3."""
+    b = _n(ctx, 4096, 256)
+    return _skinny(ctx, lambda lib, g, w, h: (g @ w) * (h > 0), ((b, 3), (3, b), (b, b)), (b, b, 3), f"{b}x3 @ 3x{b}")
+
+
+def matmul_skinny_n3(ctx: Context) -> Case:
+    """h @ w3.T + b3: the MLP's last layer, N = 3 with K = 4096."""
+    b = _n(ctx, 4096, 256)
+    return _skinny(ctx, lambda lib, h, w, c: h @ w.T + c, ((b, b), (3, b), (3,)), (b, 3, b), f"{b}x{b} @ {b}x3")
+
+
+def matmul_skinny_tn3(ctx: Context) -> Case:
+    """h.T @ g: the last layer's weight gradient, N = 3 with K = 4096 and a transposed A."""
+    b = _n(ctx, 4096, 256)
+    return _skinny(ctx, lambda lib, h, g: h.T @ g, ((b, b), (b, 3)), (b, 3, b), f"{b}x{b}.T @ {b}x3")
+
+
+def matmul_skinny_m2(ctx: Context) -> Case:
+    """x.T @ g1: the first layer's weight gradient, M = 2 with K = 4096."""
+    b = _n(ctx, 4096, 256)
+    return _skinny(ctx, lambda lib, x, g: x.T @ g, ((b, 2), (b, b)), (2, b, b), f"{b}x2.T @ {b}x{b}")
+
+
 # ---------------------------------------------------------------------------- op suite
 
 # (name, arity, positive input, body) — body(lib, a, b) with the same names on both sides.
@@ -303,5 +350,10 @@ WORKLOADS: dict[str, Callable[[Context], Case]] = {
     "matmul_f32_4096_tn": matmul_f32_4096_tn,
     "matmul_f32_8192": matmul_f32_8192,
     "matmul_f16_8192": matmul_f16_8192,
+    "matmul_skinny_k2": matmul_skinny_k2,
+    "matmul_skinny_k3": matmul_skinny_k3,
+    "matmul_skinny_n3": matmul_skinny_n3,
+    "matmul_skinny_tn3": matmul_skinny_tn3,
+    "matmul_skinny_m2": matmul_skinny_m2,
 }
 OP_WORKLOADS: dict[str, Callable[[Context], Case]] = {f"op:{name}": _op_case(name, *rest) for name, *rest in OP_SUITE}

@@ -24,6 +24,12 @@ as +0.0, so a padded k contributes the product -0.0, and ``x + (-0.0)`` is ``x``
 
 The elementwise consumers of the product (bias, activation: ``relu(x @ w + b)``) are
 computed at the store, through ``Lowering.value`` with the accumulator as the fused value.
+
+Skinny products get other tiles of the same template on large GPUs (``skinny_config``): with
+K ≤ 8 the stores are the work, so the columns are unpacked and 32 invocations wide; with a
+side ≤ 8 and a long K there are too few outputs for the square tiles' workgroups, so each
+owning invocation keeps one output and extra invocations only stage (``invocations``), with
+K-steps up to 256 deep. The order of the sum, hence the bits, stays the same.
 """
 
 from __future__ import annotations
@@ -57,10 +63,21 @@ class MatmulConfig:
     tn: int
     fused: bool = False  # accumulate with mul_add (a device may fuse it) instead of mul, add
     packed: bool = False  # an invocation's rows (columns) are adjacent, not one thread-row apart
+    # Invocations per workgroup when more than ``owners``: the extra ones only stage tiles (skinny
+    # products have too few outputs to keep enough loads in flight, and no split-K is allowed).
+    invocations: int = 0
+    # Shared rows are bm + pad (bn + pad) long. 4 suits K-steps of 8 (a warp's staging stores walk
+    # 8 k by 4 rows); 1 suits long K-steps read along k (32 lanes, 32 k: an odd row is conflict-free).
+    pad: int = ROW_PAD
+
+    @property
+    def owners(self) -> int:
+        """The invocations that own ``tm × tn`` outputs each (the first ones of the workgroup)."""
+        return (self.bm // self.tm) * (self.bn // self.tn)
 
     @property
     def threads(self) -> int:
-        return (self.bm // self.tm) * (self.bn // self.tn)
+        return max(self.owners, self.invocations)
 
     def rows_of(self, ty: Value) -> tuple[Value, int]:
         """The first of invocation row ``ty``'s rows in the tile, and the distance between its rows.
@@ -77,10 +94,12 @@ class MatmulConfig:
 
     @property
     def shared_bytes(self) -> int:
-        return 4 * 2 * self.bk * (self.bm + self.bn + 2 * ROW_PAD)  # two buffers of each tile
+        return 4 * 2 * self.bk * (self.bm + self.bn + 2 * self.pad)  # two buffers of each tile
 
     def __str__(self) -> str:
         flags = ("/fma" if self.fused else "") + ("/packed" if self.packed else "")
+        flags += f"/i{self.invocations}" if self.invocations > self.owners else ""
+        flags += f"/pad{self.pad}" if self.pad != ROW_PAD else ""
         return f"{self.bm}x{self.bn}x{self.bk}/{self.tm}x{self.tn}{flags}"
 
 
@@ -150,9 +169,70 @@ def choose_config(features, m: int, n: int, k: int) -> MatmulConfig:
     wn, tn = _fit(n, wn, family.tn)
     bk = min(family.bk, pow2ceil(max(k, 1)))
     config = MatmulConfig(wm * tm, wn * tn, bk, tm, tn, fused, family.packed)
+    if family is LARGE_GPU_TILES:
+        config = skinny_config(m, n, k, fused) or config
     while features is not None and config.shared_bytes > features.max_compute_shared_memory_size and config.bk > 1:
         config = replace(config, bk=config.bk // 2)
     return config
+
+
+# Products the square tiles serve badly (issue 7), on large GPUs. K at most SHORT_K: the time
+# is the stores, so a warp writes 32 adjacent outputs (unpacked columns, 32 invocations wide).
+SHORT_K = 8
+SHORT_K_TILES = TileFamily(8, 32, 4, 4, 8)
+# An output side at most SKINNY_SIDE long with a longer K: few outputs, each a chain of K adds
+# that no split may reorder, so one output per owning invocation, few rows (columns) per
+# workgroup for many workgroups, and long K-steps staged by extra invocations, which keep
+# M·SKINNY_BK values in flight: the time is then about K / SKINNY_BK memory latencies.
+SKINNY_SIDE = 8
+SKINNY_OUTPUTS = 64  # outputs per workgroup: a side of 2 gets 32 rows (128 bytes of a transposed operand)
+SKINNY_OUTPUTS_PER_OWNER = 1  # along the skinny side: more reuse each shared load, fewer chains run at once
+SKINNY_BK = 256  # at most: halved until two buffers fit SKINNY_SHARED_BYTES
+SKINNY_SHARED_BYTES = 48 * 1024  # what every device with the large tiles has
+SKINNY_INVOCATIONS = 128
+SKINNY_LONG_SIDE = 32  # the long side's tile at most (128 bytes of a transposed operand)
+SKINNY_PAD = 1
+
+
+def skinny_config(m: int, n: int, k: int, fused: bool = False) -> MatmulConfig | None:
+    """The large GPUs' tiles for a product with K ≤ ``SHORT_K`` or a side ≤ ``SKINNY_SIDE``, else None.
+
+    >>> str(skinny_config(4096, 4096, 2))  # x @ w.T with 2 input features
+    '32x128x2/4x4'
+    >>> str(skinny_config(4096, 3, 4096))  # h @ w.T with 3 output features
+    '16x4x256/1x1/i128/pad1'
+    >>> str(skinny_config(2, 4096, 4096))  # x.T @ g: a weight gradient with 2 input features
+    '2x32x128/1x1/i128/pad1'
+    >>> skinny_config(512, 512, 512) is None
+    True
+    """
+    if k <= SHORT_K:
+        family = SHORT_K_TILES
+        wm, tm = _fit(m, family.wm, family.tm)
+        wn, tn = _fit(n, family.wn, family.tn)
+        return MatmulConfig(wm * tm, wn * tn, pow2ceil(max(k, 1)), tm, tn, fused)
+    if min(m, n) > SKINNY_SIDE:
+        return None
+    bk = min(SKINNY_BK, pow2ceil(k))
+    if n <= m:
+        bn = pow2ceil(n)
+        bm = _shrunk(min(SKINNY_LONG_SIDE, max(1, SKINNY_OUTPUTS // bn)), m)
+        tm, tn = 1, min(bn, SKINNY_OUTPUTS_PER_OWNER)
+    else:
+        bm = pow2ceil(m)
+        bn = _shrunk(min(SKINNY_LONG_SIDE, max(1, SKINNY_OUTPUTS // bm)), n)
+        tm, tn = min(bm, SKINNY_OUTPUTS_PER_OWNER), 1
+    config = MatmulConfig(bm, bn, bk, tm, tn, fused, invocations=SKINNY_INVOCATIONS, pad=SKINNY_PAD)
+    while config.shared_bytes > SKINNY_SHARED_BYTES and config.bk > 1:
+        config = replace(config, bk=config.bk // 2)
+    return config
+
+
+def _shrunk(side: int, size: int) -> int:
+    """Halve a tile side while it is at least twice ``size``."""
+    while side >= 2 * size and side > 1:
+        side //= 2
+    return side
 
 
 def mode(node: Node) -> str:
@@ -184,7 +264,9 @@ def parse_mode(text: str) -> MatmulConfig:
     tile, per_thread, *flags = text.split()[1].split("/")
     bm, bn, bk = (int(v) for v in tile.split("x"))
     tm, tn = (int(v) for v in per_thread.split("x"))
-    return MatmulConfig(bm, bn, bk, tm, tn, "fma" in flags, "packed" in flags)
+    invocations = next((int(f[1:]) for f in flags if f.startswith("i")), 0)
+    pad = next((int(f[3:]) for f in flags if f.startswith("pad")), ROW_PAD)
+    return MatmulConfig(bm, bn, bk, tm, tn, "fma" in flags, "packed" in flags, invocations, pad)
 
 
 def computed_operands(node: Node, is_loaded) -> list[Node]:
@@ -222,7 +304,7 @@ class _Staging:
         self.operand, self.is_a = operand, is_a
         outer, bk, threads = (config.bm if is_a else config.bn), config.bk, config.threads
         count = outer * bk
-        self.row = outer + ROW_PAD
+        self.row = outer + config.pad
         self.size = bk * self.row  # elements of one shared buffer
         along_k = _contiguous_along_k(operand, is_a)
         exact = extent % outer == 0  # no tile reaches past the operand's rows (columns)
@@ -295,7 +377,7 @@ def lower_matmul(root: Node, mm: Node, leaves, baked, config: MatmulConfig) -> G
     grid = fold_grid(total)
     L = Lowering(kernel_name(root, "MM"), (threads, 1, 1), leaves, baked)
     out_ref = L.bind_buffer(root.dtype, "write", "out", ("out", root))
-    a_stride, b_stride = bm + ROW_PAD, bn + ROW_PAD
+    a_stride, b_stride = bm + config.pad, bn + config.pad
     k_steps = -(-k_size // bk)
     buffers = 2 if k_steps > 1 else 1  # double buffering: the next tile is stored while this one is read
     a_tile = L.kb.shared("a_tile", T.float32, buffers * bk * a_stride)
@@ -311,6 +393,7 @@ def lower_matmul(root: Node, mm: Node, leaves, baked, config: MatmulConfig) -> G
             batch_multi = unravel(batch_index, tuple(batch)) if batch else ()
             row0, col0 = tile_m * _u32(bm), tile_n * _u32(bn)
             tid = B.local_id(0)
+            owner = tid < _u32(config.owners) if threads > config.owners else None
             tx, ty = (tid % _u32(wn), tid / _u32(wn)) if wn > 1 else (_u32(0), tid)
             (row_first, row_step), (col_first, col_step) = config.rows_of(ty), config.cols_of(tx)
             stagings = (_Staging(a, True, config, tid, row0, m_size), _Staging(b, False, config, tid, col0, n_size))
@@ -330,24 +413,31 @@ def lower_matmul(root: Node, mm: Node, leaves, baked, config: MatmulConfig) -> G
                     a_row, b_col = a_base + row_first, b_base + col_first
                 else:
                     a_row, b_col = row_first, col_first
-                acc = list(acc)
-                for kk in range(bk):  # unrolled: k ascends, the order of the contract
-                    av = [a_tile[_plus(a_row, kk * a_stride + i * row_step)] for i in range(tm)]
-                    bv = [b_tile[_plus(b_col, kk * b_stride + j * col_step)] for j in range(tn)]
-                    for i in range(tm):
-                        for j in range(tn):
-                            acc[i * tn + j] = _accumulate(acc[i * tn + j], av[i], bv[j], config.fused)
+
+                def multiply_add() -> tuple[Value, ...]:
+                    out = list(acc)
+                    for kk in range(bk):  # unrolled: k ascends, the order of the contract
+                        av = [a_tile[_plus(a_row, kk * a_stride + i * row_step)] for i in range(tm)]
+                        bv = [b_tile[_plus(b_col, kk * b_stride + j * col_step)] for j in range(tn)]
+                        for i in range(tm):
+                            for j in range(tn):
+                                out[i * tn + j] = _accumulate(out[i * tn + j], av[i], bv[j], config.fused)
+                    return tuple(out)
+
+                # Staging-only invocations (config.invocations) skip the arithmetic; whole warps when owners is a multiple of 32.
+                acc = B.if_else(owner, multiply_add, lambda: acc) if owner is not None else multiply_add()
                 if buffers > 1:
                     other = this ^ 1
                     for staging, tile, values in zip(stagings, tiles, fetched):
                         staging.store(tile, other * _u32(staging.size), values)
                     B.barrier()  # one per step: the buffer written here was last read before the previous one
-                return tuple(acc)
+                return acc
 
             minus_zero = B.const_bits(0x80000000, T.float32)
             acc = B.loop(_u32(0), _u32(k_steps), _u32(1), (minus_zero,) * (tm * tn), step)
             origin = (row0 + row_first, row_step), (col0 + col_first, col_step)
-            _epilogue(L, root, mm, out_ref, acc, config, (batch_index, batch_multi), origin)
+            with _maybe_if(owner):
+                _epilogue(L, root, mm, out_ref, acc, config, (batch_index, batch_multi), origin)
     return GroupTemplate([L.template(grid)])
 
 

@@ -205,6 +205,12 @@ def test_the_h200_layouts_validate_for_the_h200(cpu_tuning):
         assert kernel.name.startswith("C_")
         compile_kernel(kernel, h200)
     assert kernels_of(graphs[0])[0].local_size == (256, 1, 1)  # 16 outputs x 16 blocks of 256
+    long = vkml.tensor(np.zeros((1 << 16, 64), np.float32))
+    for graph in (long.sum(0), long.argmin(0), long.half().mean(0)):  # split: partials, then their columns
+        kernels = kernels_of(graph)
+        assert [k.name.split("_")[0] for k in kernels] == ["C0", "C1"]
+        for kernel in kernels:
+            compile_kernel(kernel, h200)
     assert kernels_of(graphs[-1])[0].local_size == (64, 1, 1)  # a reduced length of 64: 4 blocks of 16
 
 

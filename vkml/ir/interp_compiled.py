@@ -222,8 +222,8 @@ class Program:
     def _instr(self, instr: Instr) -> Step | None:
         op = instr.op
         spec = SPECS.get(op)
-        if spec is None:
-            raise _Unsupported(instr)
+        if spec is None or spec.kind == "matrix" or op == "subgroup_id":
+            raise _Unsupported(instr)  # cooperative matrices: one value per subgroup, the plain interpreter's
         if instr.result in self.alias:
             return None
         args = tuple(self._slot(a) for a in instr.args)

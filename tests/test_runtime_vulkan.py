@@ -301,9 +301,29 @@ def test_buffers_spread_over_blocks_and_memory_returns_to_baseline(small_block_d
     after = d.memory_stats()
     assert after["allocated_bytes"] == baseline["allocated_bytes"]
     assert after["peak_bytes"] == peak
-    spare = sum(b.size for b in d.memory.spare)  # dedicated blocks kept for reuse, within their limit
+    spare = d.memory._spare_bytes()  # dedicated and emptied shared blocks kept for reuse, within their limit
     assert spare <= d.memory.spare_limit
     assert after["reserved_bytes"] - spare <= max(baseline["reserved_bytes"], d.memory.block_size)
+
+
+def test_emptied_shared_blocks_are_kept_and_reused(small_block_dev):
+    # A training step frees and makes the same buffers every step: the blocks it needed beyond
+    # the first stay reserved and come back, instead of a vkAllocateMemory each time.
+    d = small_block_dev
+    quarter = d.memory.block_size // 4 // 4  # float32 elements in a quarter of a block: shared, not dedicated
+    first = [d.allocate(T.float32, quarter) for _ in range(12)]
+    blocks = {b.allocation.block.id for b in first}
+    assert len(blocks) >= 3 and not any(b.allocation.block.dedicated for b in first)
+    reserved = d.memory_stats()["reserved_bytes"]
+    del first
+    assert d.memory_stats()["reserved_bytes"] == reserved  # emptied blocks kept (within spare_limit)
+    assert d.memory.spare_blocks and d.memory._spare_bytes() <= d.memory.spare_limit
+    again = [d.allocate(T.float32, quarter) for _ in range(12)]
+    assert {b.allocation.block.id for b in again} == blocks  # the same blocks, no new ones
+    assert d.memory_stats()["reserved_bytes"] == reserved
+    data = np.arange(quarter, dtype=np.float32)
+    d.upload(again[-1], data)
+    assert np.array_equal(d.download(again[-1]), data)
 
 
 def test_offsets_respect_storage_alignment(small_block_dev):

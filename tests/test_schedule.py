@@ -286,3 +286,18 @@ def test_float16_softmax_over_short_rows_is_one_dispatch_and_matches_unfused(rng
     assert _dispatches(y) == 1
     want = _eager(lambda t: vkml.softmax(t, dim=1), x_np, dev=dev)
     assert y.numpy().dtype == np.float16 and np.array_equal(y.numpy().view(np.uint16), want.view(np.uint16))
+
+
+def test_a_row_kernel_never_loads_what_is_computed_from_its_own_results(rng, dev):
+    # Regression: layer norm's output took the mean into its kernel (rule 7) while loading
+    # rsqrt(var + eps), realized for another reader and computed from that mean: a cycle of kernels.
+    x_np = rng.standard_normal((6, 40), dtype=np.float32)
+    x = vkml.tensor(x_np, device=dev)
+    centred = x - x.mean(1, keepdim=True)
+    rstd = vkml.rsqrt((centred * centred).mean(1, keepdim=True) + 1e-5)
+    y, other = centred * rstd, (x * rstd).flip(0)  # the flip reads rstd at other rows: realized first
+    vkml.realize(y, other)
+    c = x_np - x_np.mean(1, keepdims=True)
+    rstd_np = 1 / np.sqrt((c * c).mean(1, keepdims=True) + 1e-5)
+    assert np.allclose(y.numpy(), c * rstd_np, atol=1e-5)
+    assert np.allclose(other.numpy(), (x_np * rstd_np)[::-1], atol=1e-5)

@@ -42,6 +42,7 @@ VARIANTS = {
     "row up to 64 per lane": {"reduce_row_per_lane": 64},
     "reduce 128 lanes": {"reduce_lanes": 128},
     "reduce 512 lanes": {"reduce_lanes": 512},
+    "reduce 1024 lanes, 8 per lane": {"reduce_lanes": 1024, "reduce_per_lane": 8},  # 8192-float rows in one chunk
     "no shuffles": {"subgroup": 1},
     "columns of 8 outputs": {"columns_outputs": 8},
     "columns of 32 outputs": {"columns_outputs": 32},

@@ -425,6 +425,8 @@ def select(cond: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
     The same bits by construction (b ^ ((a ^ b) & all-ones) is a, with a zero mask it is b),
     and no branch per lane: np.where is several times slower on an unpredictable condition.
+    Where the condition is the same on every lane the result is that operand itself (values
+    are never written in place).
 
     >>> select(np.array([True, False]), np.float32([1, 2]), np.float32([3, 4]))
     array([1., 4.], dtype=float32)
@@ -432,6 +434,12 @@ def select(cond: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     bits = _UNSIGNED.get(a.dtype.itemsize)
     if a.dtype != b.dtype or bits is None or cond.dtype != np.bool_:
         return np.where(cond, a, b)
+    # Most conditions in the math library's special-case selects hold on no lane or on all.
+    if cond.shape[0] > 1:
+        if b.shape == cond.shape and not cond.any():
+            return b
+        if a.shape == cond.shape and cond.all():
+            return a
     ua, ub = a.view(bits), b.view(bits)
     mask = cond.astype(bits)
     np.negative(mask, out=mask)  # True -> all ones

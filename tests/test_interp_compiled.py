@@ -181,11 +181,12 @@ def test_a_buffer_read_and_written_under_two_names():
 def test_select_is_np_where_bit_for_bit():
     for dtype in (np.float32, np.float16, np.int32, np.uint32, np.int64, np.bool_):
         for shapes in [(50, 50, 50), (1, 50, 50), (50, 1, 50), (50, 50, 1), (1, 1, 50), (50, 1, 1), (1, 1, 1)]:
-            cond = RNG.random(shapes[0]) < 0.5
-            a, b = random_bits(np.dtype(dtype), shapes[1]), random_bits(np.dtype(dtype), shapes[2])
-            want, got = np.where(cond, a, b), select(cond, a, b)
-            assert got.dtype == want.dtype and got.shape == want.shape
-            assert got.view(np.uint8).tobytes() == want.view(np.uint8).tobytes(), (dtype, shapes)
+            for share in (0.0, 0.5, 1.0):  # the condition on no lane, some lanes, every lane
+                cond = RNG.random(shapes[0]) < share
+                a, b = random_bits(np.dtype(dtype), shapes[1]), random_bits(np.dtype(dtype), shapes[2])
+                want, got = np.where(cond, a, b), select(cond, a, b)
+                assert got.dtype == want.dtype and got.shape == want.shape
+                assert got.view(np.uint8).tobytes() == want.view(np.uint8).tobytes(), (dtype, shapes, share)
 
 
 def test_kernels_the_verifier_rejects_run_plainly():

@@ -5,6 +5,8 @@ A value is a numpy array with one entry per invocation, or a one-entry array whe
 same for all of them (constants, parameters, anything computed only from those); numpy
 broadcasting mixes the two. Every statement runs under an *active mask*: ``None`` when all
 invocations are active (the common case, which skips all masking work), else a bool array.
+This module is the definition; ``run`` normally executes the kernel compiled once into closures
+(``interp_compiled``: the same bits, 2-7x faster), and ``run(..., plain=True)`` walks it here.
 
     kb = KernelBuilder("double", local_size=(64, 1, 1))
     x, out = kb.buffer("x", float32, "read"), kb.buffer("out", float32, "write")
@@ -32,7 +34,9 @@ Semantics fixed here (Vulkan leaves some of them undefined; kernels must not rel
   inactive or missing partner gives our own value.
 - ``subgroup_id`` is the local linear index // the kernel's ``subgroup_size``; cooperative
   matrices (``cm_*``) hold one value per subgroup: ``interp_matrix`` defines them.
-- Workgroups run in chunks of whole workgroups, in linear workgroup order, to bound memory.
+- Workgroups run in chunks of whole workgroups, in linear workgroup order, to bound memory
+  (invocations of different workgroups that touch one address race on Vulkan; here the chunk
+  size decides, so kernels must not rely on it).
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ Here a kernel is compiled once (cached per kernel object) into nested lists of P
 closures over numbered value slots: constants are made once, dead values are dropped by
 slot, every numpy function is bound ahead of time. Loads and stores whose index is an affine
 function of ``local_id(0)`` and ``workgroup_id(0)`` (plus values that are uniform over the
-chunk) read and write strided views instead of gathering and scattering lane by lane.
+chunk) read and write strided views instead of gathering and scattering lane by lane
+(``interp_views``).
 
 Every step computes what ``_Chunk`` computes for the same statement, lane for lane, and
 raises the same errors (the slow cases call the same code); tests/test_interp_compiled.py
@@ -16,7 +17,6 @@ runs in the plain interpreter.
 
 from __future__ import annotations
 
-import math
 import weakref
 from collections.abc import Callable
 
@@ -28,11 +28,14 @@ from .core import Block, If, Instr, Kernel, Loop, Value
 from .instructions import SPECS, VECTOR_WIDTH
 from .interp import narrow as _narrow
 from .interp import none_active as _none_active
+from .interp_views import DIV as _DIV
+from .interp_views import GROUP as _GROUP
+from .interp_views import LOCAL as _LOCAL
+from .interp_views import MOD as _MOD
+from .interp_views import ONE as _ONE
+from .interp_views import Access as _Access
 from .types import by_name
 
-# The terms of an affine index form besides values: the constant, local_id(0), workgroup_id(0).
-_ONE, _LOCAL, _GROUP = "one", "local", "group"
-_DIV, _MOD = "div", "mod"  # (_DIV, c): local_id(0) // c; (_MOD, c): local_id(0) % c, for c dividing the group size
 _MAX_TERMS = 8  # a longer form is a value of its own (keeps compile time linear)
 CHUNK_INVOCATIONS = 1 << 14  # lanes per chunk: a value is 64 KiB at 32 bits, so a kernel's live set stays in L2
 
@@ -425,6 +428,8 @@ def select(cond: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
     The same bits by construction (b ^ ((a ^ b) & all-ones) is a, with a zero mask it is b),
     and no branch per lane: np.where is several times slower on an unpredictable condition.
+    Where the condition is the same on every lane the result is that operand itself (values
+    are never written in place).
 
     >>> select(np.array([True, False]), np.float32([1, 2]), np.float32([3, 4]))
     array([1., 4.], dtype=float32)
@@ -432,6 +437,12 @@ def select(cond: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     bits = _UNSIGNED.get(a.dtype.itemsize)
     if a.dtype != b.dtype or bits is None or cond.dtype != np.bool_:
         return np.where(cond, a, b)
+    # Most conditions in the math library's special-case selects hold on no lane or on all.
+    if cond.shape[0] > 1:
+        if b.shape == cond.shape and not cond.any():
+            return b
+        if a.shape == cond.shape and cond.all():
+            return a
     ua, ub = a.view(bits), b.view(bits)
     mask = cond.astype(bits)
     np.negative(mask, out=mask)  # True -> all ones
@@ -500,121 +511,7 @@ def _shuffle(kernel: str, xor_mask: int, arg: int, result: int, want) -> Step:
     return step
 
 
-# ---------------------------------------------------------------- memory
-
-
-class _Access:
-    """One load or store's target and its index as an affine form (element = scale * index + offset)."""
-
-    def __init__(self, program: Program, op: str, name: str, index: Value, component: int | None):
-        self.op = op
-        self.name = name
-        self.shared = op.startswith("shared")
-        self.vector = component is not None
-        self.scale, self.offset = (VECTOR_WIDTH, component) if self.vector else (1, 0)
-        dtype = index.dtype
-        self.bits = 8 * dtype.nbytes
-        self.signed = dtype.np.kind == "i"
-        form = program.forms.get(index, {index: 1})
-        self.start = form.get(_ONE, 0)
-        self.per_group = form.get(_GROUP, 0)
-        self.uniform = [(program._slot(k), c) for k, c in form.items() if isinstance(k, Value)]
-        local_dims = _local_dims(form, math.prod(program.local_size))  # (extent, coefficient) per lane axis
-        # What does not change between chunks: the lane axes' reach and strides (in elements).
-        self.usable = local_dims is not None and all(coef >= 0 for _, coef in local_dims) and self.per_group >= 0
-        local_dims = local_dims or ()
-        self.local_extents = tuple(extent for extent, _ in local_dims)
-        self.local_reach = sum(coef * (extent - 1) for extent, coef in local_dims)
-        self.local_strides = tuple(self.scale * coef for _, coef in local_dims)
-        self.group_stride = self.scale * self.per_group + (program.shared_sizes[name] if self.shared else 0)
-        self.shared_size = program.shared_sizes.get(name, 0)
-        self.modulus = 1 << self.bits
-        self.low_int, self.high_int = (
-            (-(self.modulus >> 1), (self.modulus >> 1) - 1) if self.signed else (0, self.modulus - 1)
-        )
-
-    def view(self, st: _State, v: list) -> np.ndarray | None:
-        """Every lane's element as a (groups, *local axes) view of the target, or None: take the slow path.
-
-        The view covers inactive lanes too, so it needs every lane's index in range (where one
-        is not, the slow path checks the active lanes alone and raises if one of them is out).
-        """
-        if not self.usable:
-            return None
-        start = self.start
-        for slot, coef in self.uniform:
-            value = v[slot]
-            if value is None or value.shape[0] != 1:
-                return None
-            start += coef * int(value[0])
-        if self.per_group:
-            if not st.groups_1d:
-                return None
-            start += self.per_group * st.first_group
-        # The index is start + sum(coefficient * position) modulo 2^bits: exact where no corner wraps
-        # (every coefficient is non-negative, so start is the lowest corner).
-        start %= self.modulus
-        if start > self.high_int:
-            start -= self.modulus
-        highest = start + self.local_reach + self.per_group * (st.groups - 1)
-        if start < self.low_int or highest > self.high_int:
-            return None
-        target = st.memory.shared[self.name] if self.shared else st.memory.buffers[self.name]
-        length = self.shared_size if self.shared else target.shape[0]
-        if self.scale * start + self.offset < 0 or self.scale * highest + self.offset >= length:
-            return None  # the slow path raises for an index out of range
-        if not target.flags.c_contiguous:
-            return None
-        size = target.itemsize
-        return np.ndarray(
-            (st.groups, *self.local_extents),
-            target.dtype,
-            buffer=target,
-            offset=(self.scale * start + self.offset) * size,
-            strides=(self.group_stride * size, *(s * size for s in self.local_strides)),
-        )
-
-    def inactive(self, st: _State) -> np.ndarray:
-        """What the plain interpreter's masked load gives an inactive lane: element 0 (of its group's copy)."""
-        if not self.shared:
-            return st.memory.buffers[self.name][:1]
-        target = st.memory.shared[self.name]
-        firsts = np.ndarray(
-            (st.groups, st.group_size), target.dtype, buffer=target, strides=(self.shared_size * target.itemsize, 0)
-        )
-        return firsts.reshape(-1)
-
-    def distinct(self, view: np.ndarray) -> bool:
-        """Whether no two lanes share an address, so a store's order among them cannot matter.
-
-        Sufficient test: with the axes sorted by stride, each stride passes the reach of all smaller ones.
-        """
-        reach = 0  # the furthest address step within the axes of smaller stride
-        for stride, extent in sorted(zip(view.strides, view.shape)):
-            if extent > 1:
-                if stride <= reach:
-                    return False
-                reach += stride * (extent - 1)
-        return True
-
-    def slow_index(self, index: np.ndarray, component: int | None) -> np.ndarray:
-        return index if component is None else index.astype(np.int64) * VECTOR_WIDTH + component
-
-
-def _local_dims(form: dict, group_size: int) -> tuple | None:
-    """The lane axes of one workgroup and the form's coefficient on each, or None if they do not fit.
-
-    ``local_id(0)`` is one axis of ``group_size`` lanes; a form that uses ``local // c`` or
-    ``local % c`` splits it into (group_size / c, c), with ``local = c * (local // c) + local % c``.
-    """
-    splits = {k[1] for k in form if isinstance(k, tuple)}
-    local = form.get(_LOCAL, 0)
-    if not splits:
-        return ((group_size, local),)
-    if len(splits) > 1:
-        return None
-    (c,) = splits
-    return ((group_size // c, form.get((_DIV, c), 0) + c * local), (c, form.get((_MOD, c), 0) + local))
+# ---------------------------------------------------------------- memory (views: interp_views)
 
 
 def _load(kernel: str, access: _Access, index: int, result: int, want) -> Step:

@@ -102,3 +102,19 @@ def test_units_and_ratio_formatting():
     assert bench_report.rate_text(4.12e12, "B/s") == "4.12 TB/s"
     assert bench_report.Row("x", vkml_median=2.0, peer_median=4.0).ratio_text() == "0.50"
     assert bench_report.Row("x").ratio_text() == "—"
+
+
+def test_tune_kernels_variants_are_listable_and_apply_to_the_h200_tuning():
+    from dataclasses import replace
+
+    import tune_kernels
+
+    from vkml import kernels_tuning
+    from vkml.codegen.features import DeviceFeatures
+
+    base = kernels_tuning.tuning_from_features(DeviceFeatures.h200_like())
+    for name, fields in tune_kernels.VARIANTS.items():
+        assert "," not in name  # --variants splits on commas
+        replace(base, **fields)  # a valid Tuning on the device they are for
+    with pytest.raises(SystemExit, match="unknown variants"):
+        tune_kernels.main(["--variants", "default,no such variant"])

@@ -42,7 +42,9 @@ VARIANTS = {
     "row up to 64 per lane": {"reduce_row_per_lane": 64},
     "reduce 128 lanes": {"reduce_lanes": 128},
     "reduce 512 lanes": {"reduce_lanes": 512},
-    "reduce 1024 lanes, 8 per lane": {"reduce_lanes": 1024, "reduce_per_lane": 8},  # 8192-float rows in one chunk
+    # Variant names hold no commas: --variants is a comma-separated list.
+    "reduce 1024 lanes of 8": {"reduce_lanes": 1024, "reduce_per_lane": 8},  # 8192-float rows in one chunk
+    "reduce 512 lanes of 16": {"reduce_lanes": 512, "reduce_per_lane": 16, "reduce_row_per_lane": 16},
     "no shuffles": {"subgroup": 1},
     "columns of 8 outputs": {"columns_outputs": 8},
     "columns of 32 outputs": {"columns_outputs": 32},
@@ -89,11 +91,14 @@ def main(argv=None) -> int:
     parser.add_argument("--variants", help="comma-separated variant names (default: all)")
     parser.add_argument("--repeats", type=int, default=10)
     args = parser.parse_args(argv)
+    chosen = [v.strip() for v in args.variants.split(",")] if args.variants else list(VARIANTS)
+    unknown = [v for v in chosen if v not in VARIANTS]
+    if unknown:  # before any timing: a typo should not cost a GPU run
+        raise SystemExit(f"tune_kernels.py: unknown variants {unknown}; known: {', '.join(VARIANTS)}")
     device = vkml.device(args.device) if args.device else vkml.best_device()
     base = kernels_tuning.tuning_for(device)
     cases = workloads(device, args.quick)
     names = args.only.split(",") if args.only else list(cases)
-    chosen = args.variants.split(",") if args.variants else list(VARIANTS)
     print(f"device {device}; default {base}")
     print("| variant | " + " | ".join(names) + " |")
     print("|---|" + "---|" * len(names))

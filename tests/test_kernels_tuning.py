@@ -21,6 +21,7 @@ from vkml import schedule
 from vkml.codegen import compile_kernel
 from vkml.codegen.features import DeviceFeatures
 from vkml.ir.core import Instr, walk
+from vkml.kernels_reduce import Layout, reduce_layout
 
 CPU = vkml.device("cpu")
 # Small layouts reach chunk, lane and subgroup boundaries with short inputs.
@@ -65,6 +66,11 @@ def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
 def test_tuning_from_device_features():
     h200 = KT.tuning_from_features(DeviceFeatures.h200_like())
     assert (h200.local_size, h200.vector, h200.reduce_lanes, h200.subgroup) == (256, 4, 256, 32)
+    assert (h200.row_lanes, h200.reduce_row_per_lane) == (512, 16)  # an 8192-float row: one chunk, 16 a lane
+    assert reduce_layout(8192, h200, whole_row=True) == Layout(16, 512)
+    assert reduce_layout(8192, h200) == Layout(16, 256)  # the blocks mode keeps its lanes
+    with pytest.raises(ValueError, match="row_lanes"):
+        replace(KT.GPU_TUNING, row_lanes=48)
     lavapipe = KT.tuning_from_features(DeviceFeatures.lavapipe_like())
     assert (lavapipe.subgroup, lavapipe.reduce_lanes, lavapipe.wide_shuffles) == (8, 64, True)  # 8 subgroups
     minimal = KT.tuning_from_features(DeviceFeatures())  # 128 invocations, no shuffles

@@ -61,7 +61,8 @@ def reduce_layout(n: int, tuning: Tuning, whole_row: bool = False) -> Layout:
     Layout(per_lane=4, lanes=64)
     """
     per_lane = min(tuning.reduce_per_lane, pow2ceil(n))
-    lanes = min(tuning.reduce_lanes, pow2ceil(-(-n // per_lane)))
+    most = (tuning.row_lanes or tuning.reduce_lanes) if whole_row else tuning.reduce_lanes
+    lanes = min(most, pow2ceil(-(-n // per_lane)))
     if whole_row:
         while per_lane * lanes < n and per_lane < tuning.reduce_row_per_lane:
             per_lane *= 2

@@ -34,6 +34,7 @@ class Tuning:
       aligned run, loaded as vectors where the layout allows).
     - ``reduce_row_per_lane``: a lane may take up to this many when that puts a whole row in
       one chunk (chained reductions — softmax, layer norm — then load the row once).
+    - ``row_lanes``: the most invocations of a rows-mode workgroup (one per row; 0: ``reduce_lanes``).
     - ``subgroup``: the first log2(subgroup) levels of a workgroup's tree use ``shuffle_xor``
       among this many lanes, the rest shared memory (1: shared memory only).
     - ``wide_shuffles``: shuffles of float16 and int64 values are allowed.
@@ -50,6 +51,7 @@ class Tuning:
     reduce_lanes: int = 64
     reduce_per_lane: int = 4
     reduce_row_per_lane: int = 4
+    row_lanes: int = 0
     subgroup: int = 1
     wide_shuffles: bool = False
     columns_outputs: int = 16
@@ -63,6 +65,8 @@ class Tuning:
                 raise ValueError(f"Tuning.{name} must be a power of two, got {value}")
         if self.vector not in (1, VECTOR_WIDTH):
             raise ValueError(f"Tuning.vector must be 1 or {VECTOR_WIDTH}, got {self.vector}")
+        if self.row_lanes < 0 or self.row_lanes & (self.row_lanes - 1):
+            raise ValueError(f"Tuning.row_lanes must be 0 or a power of two, got {self.row_lanes}")
         if self.reduce_row_per_lane < self.reduce_per_lane or self.reduce_row_per_lane & (self.reduce_row_per_lane - 1):
             raise ValueError("Tuning.reduce_row_per_lane must be a power of two >= reduce_per_lane")
 
@@ -124,8 +128,16 @@ def tuning_from_features(features: DeviceFeatures) -> Tuning:
         # one barrier and a few reads per lane. (lavapipe, subgroups of 8: 64 lanes ran sum,
         # softmax and layer norm 1.2-1.8x faster than 256, measured; the H200: 8 x 32 = 256.)
         lanes = min(lanes, SUBGROUPS_PER_REDUCTION * subgroup)
+    rows = {}
+    if subgroup >= 32:
+        # 32-wide subgroups (the H200): one row per workgroup of 16 subgroups, 16 floats a lane,
+        # holds an 8192-float row in half the registers a lane of 8 subgroups needs (8192²,
+        # tools/tune_kernels.py, 2026-11-30: layer norm 241 vs 339 µs, softmax 539 vs 557 µs;
+        # 512 lanes that could still take 32 floats each ran 3-4x slower).
+        rows = {"row_lanes": min(2 * lanes, most), "reduce_row_per_lane": GPU_TUNING.reduce_per_lane}
     return replace(
         GPU_TUNING,
+        **rows,
         local_size=min(GPU_TUNING.local_size, most),
         reduce_lanes=lanes,
         subgroup=subgroup,

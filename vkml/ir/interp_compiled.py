@@ -222,7 +222,7 @@ class Program:
     def _instr(self, instr: Instr) -> Step | None:
         op = instr.op
         spec = SPECS.get(op)
-        if spec is None:
+        if spec is None or spec.kind == "matrix":  # matrices are per subgroup: the plain interpreter runs them
             raise _Unsupported(instr)
         if instr.result in self.alias:
             return None
@@ -246,7 +246,7 @@ class Program:
             return _load(self.name, access, args[0], result, want)
         if op in ("store", "shared_store"):
             return _store(_Access(self, op, instr.attrs[0], instr.args[0], None), args[0], args[1])
-        if op == "vstore":
+        if op in ("vstore", "shared_vstore"):
             parts = [_Access(self, op, instr.attrs[0], instr.args[0], j) for j in range(VECTOR_WIDTH)]
             return _vstore(parts, args[0], args[1:])
         if op == "barrier":

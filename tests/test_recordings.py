@@ -3,6 +3,8 @@ batch on the very same memory, and what they compute is what a fresh recording c
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 
 import vkml
@@ -25,8 +27,15 @@ def _reused() -> int:
     return debug.counters()["recordings_reused"]
 
 
+def _settled(gpu, data: np.ndarray):
+    """``data`` on ``gpu`` once earlier tests' garbage is collected: a buffer they left for the collector,
+    freed between two steps, would open a hole first-fit takes, and the steps would differ in memory."""
+    gc.collect()
+    return vkml.tensor(data, device=gpu)
+
+
 def test_a_repeated_batch_is_submitted_again_and_reads_the_current_data(gpu):
-    x = vkml.tensor(DATA, device=gpu)
+    x = _settled(gpu, DATA)
     _step(x, 2.0)  # the result's memory is freed when the step returns: the next step gets it again
     debug.reset_counters()
     np.testing.assert_array_equal(_step(x, 2.0), _expected(DATA, 2.0))
@@ -50,7 +59,7 @@ def test_a_different_parameter_or_buffer_is_recorded_afresh(gpu):
 
 
 def test_replaced_descriptor_pools_drop_every_recording(gpu):
-    x = vkml.tensor(DATA, device=gpu)
+    x = _settled(gpu, DATA)
     _step(x, 3.0)
     gpu.descriptors.generation += 1  # what a reset of the pools does: recorded sets are gone
     debug.reset_counters()
@@ -62,7 +71,7 @@ def test_replaced_descriptor_pools_drop_every_recording(gpu):
 
 def test_timestamped_runs_reuse_recordings_and_still_time_each_dispatch(gpu):
     assert gpu.timestamp_queries.supported  # lavapipe and the H200 both write timestamps
-    x = vkml.tensor(DATA, device=gpu)
+    x = _settled(gpu, DATA)
     with gpu.timestamped() as runs:
         _step(x, 5.0)
         debug.reset_counters()

@@ -88,7 +88,7 @@ def test_selection_follows_the_device_features(monkeypatch):
         {"max_workgroup_invocations": 128},
     ):
         assert not kernels_matmul_coopmat.applies(DeviceFeatures(**{**H200.__dict__, **change}), f16, f16), change
-    assert kernels_matmul_coopmat.shared_bytes() == 46080 <= H200.max_compute_shared_memory_size
+    assert kernels_matmul_coopmat.shared_bytes() == 49152 <= H200.max_compute_shared_memory_size
     monkeypatch.setenv("VKML_MATMUL_COOPMAT", "0")
     assert not kernels_matmul_coopmat.applies(H200, f16, f16)
 
@@ -179,6 +179,28 @@ def test_layouts_and_a_fused_epilogue_keep_the_bits(coopmat_on_cpu):
     assert_same_bits(got, want, "relu(x @ w.T + b)")
     gradient_like = (tx.T @ vkml.tensor(x[:, :45])).numpy()  # A with m contiguous
     assert_same_bits(gradient_like, ordered_matmul(np.ascontiguousarray(x.T), x[:, :45]), "x.T @ x")
+
+
+def test_operands_contiguous_along_the_other_axis_are_staged_along_it_by_vector_stores(coopmat_on_cpu):
+    """B in ``x @ w.T`` (k contiguous) and A in ``x.T @ y`` (m contiguous): rows of the tile run along the
+    contiguous axis, four element loads make one vector store, and matrices are read column-major."""
+    x, w = f16_operands((40, 72), (45, 72), seed=8)
+    tx, tw = vkml.tensor(x), vkml.tensor(w)
+    assert_same_bits((tx @ tw.T).numpy(), ordered_matmul(x, np.ascontiguousarray(w.T)), "x @ w.T")
+    y = f16_operands((72, 20), (1, 1), seed=9)[0]
+    assert_same_bits((tx.T @ vkml.tensor(y[:40])).numpy(), ordered_matmul(np.ascontiguousarray(x.T), y[:40]), "x.T @ y")
+    for shape_a, shape_b, whole_groups in (((40, 72), (45, 72), True), ((40, 70), (45, 70), False)):
+        xs, ws = (vkml.tensor(np.ones(s, np.float16)) for s in (shape_a, shape_b))
+        root = (xs @ ws.T).node
+        plan = schedule.Plan([root])
+        (main,) = plan.chains[id(root)]
+        kernel = kernels_matmul_coopmat.lower_matmul_coopmat(root, main, set(plan.roots), frozenset(), 32)
+        kernel = kernel.kernels[0].kernel
+        loads = [s for s in walk(kernel.body) if isinstance(s, Instr) and s.op == "cm_shared_load"]
+        assert {s.attrs for s in loads} == {("a_tile", 40, "row"), ("b_tile", 40, "col")}
+        assert kernel.vector_shared() == ({"a_tile", "b_tile"} if whole_groups else set()), shape_a
+        assert kernel.shared_array("b_tile").size == 2 * 128 * 40
+        compile_kernel(kernel, H200)  # spirv-val
 
 
 def test_nan_and_inf_propagate_as_in_the_scalar_template(coopmat_on_cpu):

@@ -4,6 +4,7 @@ The shape a device gets is ``kernels_matmul_coopmat.DEFAULT``; this script swaps
 ``CANDIDATES`` (or the ``--shape`` ones), so the fastest on a GPU can be picked by measurement:
 
     .venv/bin/python tools/bench_matmul_coopmat.py --size 8192 --sweep        # the H200, about 2 minutes
+    .venv/bin/python tools/bench_matmul_coopmat.py --size 8192 --sweep --wt   # x @ w.T (nn.Linear's layout)
     .venv/bin/python tools/bench_matmul_coopmat.py --shape "256x128x16 sg64x64 v4"
 
 Each line: the shape, the GPU time of the float16 product (median of the repeats, after a
@@ -74,10 +75,12 @@ def operands(rng, m: int, k: int, n: int) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
-def sweep_on_device(device, shapes, size: int, repeats: int) -> None:
+def sweep_on_device(device, shapes, size: int, repeats: int, wt: bool) -> None:
+    """Time ``a @ b`` (``wt``: ``a @ w.T`` with ``w`` = b.T stored row-major, so B has k contiguous)."""
     rng = np.random.default_rng(0)
     a, b = operands(rng, size, size, size)
-    ta, tb = vkml.tensor(a, device=device), vkml.tensor(b, device=device)
+    ta = vkml.tensor(a, device=device)
+    tb = vkml.tensor(np.ascontiguousarray(b.T), device=device).T if wt else vkml.tensor(b, device=device)
     short_k = {}
     for shape in shapes:
         if not kernels_matmul_coopmat.fits(device.features, shape):
@@ -88,17 +91,18 @@ def sweep_on_device(device, shapes, size: int, repeats: int) -> None:
         ratio = bound_ratio((ta @ tb).numpy(), a, b, rng)
         if shape.bk not in short_k:
             sa, sb = operands(rng, size, 2 * shape.bk, size)
-            short_k[shape.bk] = vkml.tensor(sa, device=device), vkml.tensor(sb, device=device)
+            sb_t = vkml.tensor(np.ascontiguousarray(sb.T), device=device).T if wt else vkml.tensor(sb, device=device)
+            short_k[shape.bk] = vkml.tensor(sa, device=device), sb_t
         epilogue = time_product(*short_k[shape.bk], device, repeats)
         tflops = 2 * size**3 / seconds / 1e12
         print(
-            f"{size:6d} {str(shape):24s} {seconds * 1e3:8.3f} ms {tflops:7.1f} TFLOP/s"
+            f"{size:6d}{' wt' if wt else ''} {str(shape):24s} {seconds * 1e3:8.3f} ms {tflops:7.1f} TFLOP/s"
             f"  K={2 * shape.bk}: {epilogue * 1e3:7.3f} ms  error/bound {ratio:.3f}",
             flush=True,
         )
 
 
-def check_without_matrices(device, shapes) -> None:
+def check_without_matrices(device, shapes, wt: bool) -> None:
     """What can run here: each shape's SPIR-V for an H200-like device, and the CPU interpreter's product."""
     print(f"{device.name}: no float16 cooperative matrices, nothing to time; checking each shape instead")
     h200 = DeviceFeatures.h200_like()
@@ -110,7 +114,8 @@ def check_without_matrices(device, shapes) -> None:
             use(shape)
             # Tails in m, k and n; k and n multiples of 4, so that groups of four are staged as vectors.
             a, b = operands(rng, shape.bm + 9, 2 * shape.bk + 8, shape.bn + 4)
-            product = vkml.tensor(a) @ vkml.tensor(b)
+            tb = vkml.tensor(np.ascontiguousarray(b.T)).T if wt else vkml.tensor(b)
+            product = vkml.tensor(a) @ tb
             plan = schedule.Plan([product.node])
             (main,) = plan.chains[id(product.node)]
             template = kernels_matmul_coopmat.lower_matmul_coopmat(product.node, main, set(plan.roots), frozenset(), 32)
@@ -130,6 +135,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=8192, help="square size (default 8192)")
     parser.add_argument("--sweep", action="store_true", help="time every shape of CANDIDATES (default: DEFAULT)")
     parser.add_argument("--shape", action="append", default=[], help='a shape, e.g. "256x128x16 sg64x64 v4"')
+    parser.add_argument("--wt", action="store_true", help="time x @ w.T (B with k contiguous) instead of x @ y")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--device", default=None, help="a Vulkan device (default: the best one)")
     args = parser.parse_args()
@@ -144,9 +150,9 @@ def main() -> None:
         raise SystemExit("needs a Vulkan device (GPU timestamps)")
     print(f"{device.name}: default {kernels_matmul_coopmat.DEFAULT}")
     if not kernels_matmul_coopmat.applies(device.features, T.float16, T.float16):
-        check_without_matrices(device, shapes)
+        check_without_matrices(device, shapes, args.wt)
         return
-    sweep_on_device(device, shapes, args.size, args.repeats)
+    sweep_on_device(device, shapes, args.size, args.repeats, args.wt)
 
 
 if __name__ == "__main__":

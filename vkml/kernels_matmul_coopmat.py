@@ -10,12 +10,16 @@ one measured fastest on the H200 in hand-written SPIR-V (reference/vulkan.md, 22
 8192³): 8 subgroups own a 128×128 tile of C; per K-step of 32 they stage a 128×32 tile of A
 (row-major, rows padded to 40 halves) and a 32×128 tile of B (row-major, rows padded to 136)
 in shared memory, double-buffered as in the scalar template (45 KiB with the epilogue's
-blocks); subgroup s owns the 64×32 block at rows 64·(s // 4), columns 32·(s % 4): 4 × 2
+blocks; an operand whose contiguous axis is the other one — B in ``x @ w.T`` — is staged
+with its rows along that axis, 128 × 40 halves, and read as column-major matrices: 48 KiB at
+most); subgroup s owns the 64×32 block at rows 64·(s // 4), columns 32·(s % 4): 4 × 2
 accumulators of 16×16, and each K-step is two 16-deep sub-steps of 4 A loads, 2 B loads and 8
 multiply-adds. Staging loads walk each operand's contiguous axis and load float16 as stored;
 aligned groups of four along an operand's innermost dim are one 8-byte global load and one
 8-byte shared store (``shared_vstore``: the tile is then an array of 4-vectors on the device,
-and its matrix loads count their stride in vectors). tools/bench_matmul_coopmat.py --sweep
+and its matrix loads count their stride in vectors); the other operands whose contiguous
+axis holds whole groups of four gather four element loads into one such store.
+tools/bench_matmul_coopmat.py --sweep
 times the other ``CANDIDATES`` (larger tiles, 64×64 subgroup blocks, K-steps of 16).
 
 Tails: staging pads positions past M, N or K with A = -0.0 and B = +0.0, so every padded
@@ -90,17 +94,13 @@ class Shape:
     def subgroups(self) -> int:
         return (self.bm // self.sub_m) * (self.bn // self.sub_n)
 
-    @property
-    def a_row(self) -> int:  # halves per shared row of A (bk of k, padded)
-        return self.bk + PAD
-
-    @property
-    def b_row(self) -> int:  # halves per shared row of B (bn of n, padded)
-        return self.bn + PAD
+    def tile_halves(self, outer: int) -> int:
+        """Halves of one buffer of an operand's tile, whichever way its rows run (see _Staging)."""
+        return max(outer * (self.bk + PAD), self.bk * (outer + PAD))
 
     def shared_bytes(self) -> int:
         """Double-buffered A and B tiles (float16) and one float32 16×16 block per subgroup for the epilogue."""
-        return 2 * 2 * (self.bm * self.a_row + self.bk * self.b_row) + 4 * self.subgroups * MATRIX * MATRIX
+        return 2 * 2 * (self.tile_halves(self.bm) + self.tile_halves(self.bn)) + 4 * self.subgroups * MATRIX * MATRIX
 
     def problem(self, subgroup_size: int) -> str | None:
         """Why this shape cannot be lowered for ``subgroup_size``-wide subgroups (None: it can)."""
@@ -188,30 +188,39 @@ def parse_mode(text: str) -> tuple[int, Shape]:
 class _Staging:
     """How the invocations copy one operand's tile into shared memory (float16, rows padded), one K-step at a time.
 
-    A's tile is bm rows of bk (row r at r·a_row); B's is bk rows of k, bn columns each (row kk
-    at kk·b_row). The invocations take units of ``width`` elements along the operand's
-    contiguous axis (unit u = tid + round·threads): aligned groups of 4 loaded as one vector
-    where that axis is the operand's innermost and a float16 buffer's (``Lowering.f16_groups``),
-    else single elements. A group goes to shared memory as one vector store when the shape says
-    so (``Shape.vector``): its 4 elements are neighbours in a shared row that starts on a whole
-    vector (rows are multiples of 4 halves).
+    The tile's shared rows run along the operand's contiguous axis: one row per m of A (or n
+    of B) holding bk values of k (``row`` = bk + PAD halves) where k is contiguous, else one row
+    per k holding bm (bn) values. Matrix loads then read A row-major or column-major (B
+    column-major or row-major): ``layout``. The invocations take units of ``width`` elements
+    along that axis (unit u = tid + round·threads). Aligned groups of 4 are loaded as one vector
+    where that axis is the operand's innermost and a float16 buffer's (``Lowering.f16_groups``);
+    with ``Shape.vector`` 4 the other operands whose contiguous axis holds whole groups
+    (``x @ w.T``: B along k) gather 4 elements per unit, so that every unit goes to shared memory
+    as one vector store (``shared_vstore``): a unit's 4 elements are neighbours in a row that
+    starts on a whole vector (rows are multiples of 4 halves).
     """
 
     operand: Node
     is_a: bool
+    along_k: bool  # the operand's contiguous axis is k: shared rows run along k
     width: int
+    vector_load: bool
     vector_store: bool
+    row: int  # halves per shared row
     size: int  # halves per buffer of the tile
     slots: list  # per round: (kk, clamped outer index, inside or None, shared address) of the unit's first element
 
     @classmethod
     def plan(cls, L: Lowering, shape: Shape, operand: Node, is_a: bool, threads: int, tid: Value, origin, extent):
         outer, bk = (shape.bm if is_a else shape.bn), shape.bk
-        row = shape.a_row if is_a else shape.b_row
         along_k = _contiguous_along_k(operand, is_a)
+        row = (bk if along_k else outer) + PAD
         innermost = along_k == is_a  # A's innermost dim is k, B's is n
-        vector = innermost and operand.shape[-1] % VECTOR_WIDTH == 0 and L.f16_groups(operand)
-        width = VECTOR_WIDTH if vector else 1
+        k_size = operand.shape[-1] if is_a else operand.shape[-2]
+        vector_load = innermost and operand.shape[-1] % VECTOR_WIDTH == 0 and L.f16_groups(operand)
+        # Gathered units need whole groups along the contiguous axis (so that a unit is wholly inside or out).
+        gather = shape.vector == VECTOR_WIDTH and (k_size if along_k else extent) % VECTOR_WIDTH == 0
+        width = VECTOR_WIDTH if vector_load or gather else 1
         vector_store = width == VECTOR_WIDTH == shape.vector
         slots = []
         for r in range(outer * bk // (threads * width)):
@@ -221,15 +230,24 @@ class _Staging:
             else:
                 o, kk = u % _u32(outer // width), u / _u32(outer // width)
             if vector_store:  # the address counts vectors: rows hold row // 4 of them
-                address = o * _u32(row // width) + kk if is_a else kk * _u32(row // width) + o
+                address = o * _u32(row // width) + kk if along_k else kk * _u32(row // width) + o
             if width > 1:  # the unit's first element: units run along the contiguous axis
                 o, kk = (o, kk * _u32(width)) if along_k else (o * _u32(width), kk)
             if not vector_store:
-                address = o * _u32(row) + kk if is_a else kk * _u32(row) + o
+                address = o * _u32(row) + kk if along_k else kk * _u32(row) + o
             index, inside = _clamp(origin + o, extent, extent % outer == 0)
             slots.append((kk, index, inside, address))
-        size = outer * row if is_a else bk * row
-        return cls(operand, is_a, width, vector_store, size, slots)
+        size = row * (outer if along_k else bk)
+        return cls(operand, is_a, along_k, width, vector_load, vector_store, row, size, slots)
+
+    @property
+    def layout(self) -> str:
+        """How a 16×16 matrix of the operand lies in the tile: A's rows are m, B's rows are k."""
+        return "row" if self.along_k == self.is_a else "col"
+
+    def at(self, o: int, k: int) -> int:
+        """The tile's element for outer offset ``o`` and k offset ``k`` (halves, from a buffer's start)."""
+        return o * self.row + k if self.along_k else k * self.row + o
 
     def fetch(self, L: Lowering, batch_multi: tuple, k0: Value, k_size: int, bk: int) -> list[list[Value]]:
         """This invocation's float16 elements of the tile at ``k0``, per unit: past the operand, -0.0 (A) or +0.0 (B)."""
@@ -238,16 +256,23 @@ class _Staging:
         units = []
         for kk, index, inside, _ in self.slots:
             k, k_inside = _clamp(k0 + kk, k_size, k_size % bk == 0)
-            multi = (*batch_multi, index, k) if self.is_a else (*batch_multi, k, index)
-            if self.width == 1:
-                values = [L.value_f16(self.operand, Index(shape, multi=multi))]
-            else:  # the unit is an aligned group along the innermost dim
+
+            if self.vector_load:  # the unit is an aligned group along the innermost dim
+                first = self.multi(batch_multi, index, k, 0)
                 grouped = (*shape[:-1], shape[-1] // self.width)
-                group_multi = (*multi[:-1], multi[-1] / _u32(self.width))
+                group_multi = (*first[:-1], first[-1] / _u32(self.width))
                 values = L.f16_group_values(self.operand, Index(grouped, multi=group_multi).lin, group_multi)
+            else:
+                units_at = (self.multi(batch_multi, index, k, c) for c in range(self.width))
+                values = [L.value_f16(self.operand, Index(shape, multi=m)) for m in units_at]
             ok = inside if k_inside is None else (k_inside if inside is None else inside & k_inside)
             units.append([B.select(ok, v, fill) if ok is not None else v for v in values])
         return units
+
+    def multi(self, batch_multi: tuple, index: Value, k: Value, c: int) -> tuple:
+        """The multi-index of a unit's element ``c`` (a clamped unit starts at 0, so c stays inside)."""
+        o_c, k_c = (index, _plus(k, c)) if self.along_k else (_plus(index, c), k)
+        return (*batch_multi, o_c, k_c) if self.is_a else (*batch_multi, k_c, o_c)
 
     def store(self, tile: B.SharedRef, buffer: Value | None, units: list[list[Value]]) -> None:
         """The units into buffer ``buffer`` (0 or 1; None: 0) of the tile."""
@@ -290,8 +315,6 @@ def lower_matmul_coopmat(
     L = Lowering(kernel_name(root, "MMC"), (threads, 1, 1), leaves, baked)
     L.kb.subgroup_size = subgroup_size
     out_ref = L.bind_buffer(root.dtype, "write", "out", ("out", root))
-    a_tile = L.kb.shared("a_tile", T.float16, 2 * bm * shape.a_row)
-    b_tile = L.kb.shared("b_tile", T.float16, 2 * bk * shape.b_row)
     c_block = L.kb.shared("c_block", T.float32, shape.subgroups * MATRIX * MATRIX)
     with L.kb:
         wg = linear_workgroup(grid)
@@ -308,33 +331,35 @@ def lower_matmul_coopmat(
                 _Staging.plan(L, shape, a, True, threads, tid, row0, m_size),
                 _Staging.plan(L, shape, b, False, threads, tid, col0, n_size),
             )
-            tiles = (a_tile, b_tile)
+            a_st, b_st = stagings
+            tiles = (L.kb.shared("a_tile", T.float16, 2 * a_st.size), L.kb.shared("b_tile", T.float16, 2 * b_st.size))
+            a_tile, b_tile = tiles
             for staging, tile in zip(stagings, tiles):
                 staging.store(tile, None, staging.fetch(L, batch_multi, _u32(0), k_size, bk))
             B.barrier()
             sg = B.subgroup_id()
             across = bn // shape.sub_n  # subgroups along n
-            a_first = (sg / _u32(across)) * _u32(shape.sub_m * shape.a_row)  # the subgroup's first row of A
-            b_first = (sg % _u32(across)) * _u32(shape.sub_n)  # and column of B
+            a_first = (sg / _u32(across)) * _u32(a_st.at(shape.sub_m, 0))  # where the subgroup's block starts
+            b_first = (sg % _u32(across)) * _u32(b_st.at(shape.sub_n, 0))
 
             def step(s: Value, *acc: Value) -> tuple[Value, ...]:
                 after = s + 1
                 k_next = B.select(after < _u32(k_steps), after, _u32(k_steps - 1)) * _u32(bk)
                 fetched = [st.fetch(L, batch_multi, k_next, k_size, bk) for st in stagings]  # in flight meanwhile
                 this = s & 1
-                a_base = this * _u32(stagings[0].size) + a_first
-                b_base = this * _u32(stagings[1].size) + b_first
+                a_base = this * _u32(a_st.size) + a_first
+                b_base = this * _u32(b_st.size) + b_first
                 acc = list(acc)
                 for sub in range(bk // MATRIX):  # k ascends: the blocks in the order of the contract
                     a_m = [
                         a_tile.load_matrix(
-                            _plus(a_base, (MATRIX * i) * shape.a_row + MATRIX * sub), A_MATRIX, shape.a_row
+                            _plus(a_base, a_st.at(MATRIX * i, MATRIX * sub)), A_MATRIX, a_st.row, a_st.layout
                         )
                         for i in range(shape.sub_m // MATRIX)
                     ]
                     b_m = [
                         b_tile.load_matrix(
-                            _plus(b_base, MATRIX * sub * shape.b_row + MATRIX * j), B_MATRIX, shape.b_row
+                            _plus(b_base, b_st.at(MATRIX * j, MATRIX * sub)), B_MATRIX, b_st.row, b_st.layout
                         )
                         for j in range(shape.sub_n // MATRIX)
                     ]

@@ -149,6 +149,22 @@ def shared_roundtrip_kernel(dtype: T.DType, local_size: int = 64) -> Kernel:
     return kb.finish()
 
 
+def shared_vector_kernel(dtype: T.DType, local_size: int = 16) -> Kernel:
+    """Groups of four into shared memory as vectors (``shared_vstore``), read back element by element from the
+    neighbour, reversed: ``out[4g + j] = x[4(g ^ 1) + 3 - j]`` within a workgroup."""
+    kb = KernelBuilder(f"shared_vector_{dtype.short}", local_size=(local_size, 1, 1))
+    x = kb.buffer("x", dtype, "read")
+    out = kb.buffer("out", dtype, "write")
+    scratch = kb.shared("scratch", dtype, 4 * local_size)
+    with kb:
+        lid, g = local_id(0), global_id(0)
+        scratch.store4(lid, tuple(x[g * 4 + j] for j in range(4)))
+        barrier()
+        for j in range(4):
+            out[g * 4 + j] = scratch[(lid ^ 1) * 4 + (3 - j)]
+    return kb.finish()
+
+
 def vector_kernel(dtype: T.DType, local_size: int = 16) -> Kernel:
     """Aligned groups of four, reversed: ``out`` group g = x's group g backwards (vload / vstore)."""
     kb = KernelBuilder(f"vector_reverse_{dtype.short}", local_size=(local_size, 1, 1))
@@ -243,6 +259,7 @@ def kernels_for_coverage() -> list[Kernel]:
     kernels += [reduction_kernel(t) for t in (T.float32, T.float16, T.int64)]
     kernels += [shared_roundtrip_kernel(t) for t in ALL_TYPES]
     kernels += [vector_kernel(t) for t in ALL_TYPES]
+    kernels += [shared_vector_kernel(t) for t in ALL_TYPES]
     kernels.append(control_flow_kernel())
     return kernels
 
@@ -263,6 +280,7 @@ __all__ = [
     "pure_kernel",
     "reduction_kernel",
     "shared_roundtrip_kernel",
+    "shared_vector_kernel",
     "shuffle_kernel",
     "vector_kernel",
 ]

@@ -28,6 +28,7 @@ from codegen_zoo import (
     pure_kernel,
     reduction_kernel,
     shared_roundtrip_kernel,
+    shared_vector_kernel,
     shuffle_kernel,
 )
 from optest import fused_multiply_add
@@ -243,6 +244,18 @@ def test_shared_memory_keeps_every_bit(gpu, dtype) -> None:
     cpu, vk = run_both(gpu, shared_roundtrip_kernel(dtype, LOCAL), (len(x) // LOCAL, 1, 1), {"x": x}, out)
     assert_same_bits(vk["out"], cpu["out"], True, f"shared memory {dtype.short}", (x,))
     assert_same_bits(cpu["out"], x.reshape(-1, 2)[:, ::-1].reshape(-1), True, "interpreter neighbour swap")
+
+
+@pytest.mark.parametrize("dtype", T.ALL, ids=lambda t: t.short)
+def test_vector_stores_to_shared_memory_keep_every_bit(gpu, dtype) -> None:
+    """``shared_vstore`` makes the array one of vectors on the device; element loads still see each element."""
+    rng = np.random.default_rng(6)
+    x = np.concatenate([special_values(dtype), random_values(dtype, 4 * LOCAL, rng)])[: 4 * LOCAL]
+    out = {"out": np.zeros(len(x), dtype=dtype.np)}
+    cpu, vk = run_both(gpu, shared_vector_kernel(dtype, LOCAL // 4), (len(x) // LOCAL, 1, 1), {"x": x}, out)
+    assert_same_bits(vk["out"], cpu["out"], True, f"shared vectors {dtype.short}", (x,))
+    want = x.reshape(-1, 2, 4)[:, ::-1, ::-1].reshape(-1)  # the neighbour's group, backwards
+    assert_same_bits(cpu["out"], want, True, "interpreter: vector stores, element loads")
 
 
 @pytest.mark.parametrize("dtype", T.ALL, ids=lambda t: t.short)

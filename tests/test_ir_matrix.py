@@ -18,7 +18,17 @@ from vkml.codegen.features import DeviceFeatures
 from vkml.errors import CompileError, DTypeError, IRError
 from vkml.ir import KernelBuilder, parse, verify
 from vkml.ir import types as T
-from vkml.ir.builder import emit, if_, if_else, local_id, matrix_fill, matrix_mul_add, subgroup_id
+from vkml.ir.builder import (
+    barrier,
+    const,
+    emit,
+    if_,
+    if_else,
+    local_id,
+    matrix_fill,
+    matrix_mul_add,
+    subgroup_id,
+)
 from vkml.ir.interp import run
 
 H200 = DeviceFeatures.h200_like()
@@ -225,6 +235,62 @@ def test_the_matrix_kernel_validates_for_an_h200_like_device():
     # Under the Vulkan memory model a barrier also makes workgroup memory available and visible.
     assert re.search(r"OpControlBarrier %uint_2 %uint_2 %uint_24840\b", asm)
     assert {"cooperative_matrix", "vulkan_memory_model"} <= compiled.features_used
+
+
+def vector_tile_kernel(stride: int = 16, size: int = 512):
+    """One subgroup: a 16×16 A block staged by vector stores (``shared_vstore``), loaded as a matrix, times B."""
+    kb = KernelBuilder("vector_tile", (32, 1, 1), subgroup_size=32)
+    a, b = kb.buffer("a", T.float16, "read"), kb.buffer("b", T.float16, "read")
+    out = kb.buffer("out", T.float32, "write")
+    a_tile, b_tile = kb.shared("a_tile", T.float16, size), kb.shared("b_tile", T.float16, 256)
+    c_tile = kb.shared("c_tile", T.float32, 256)
+    with kb:
+        lid = local_id(0)
+        for r in range(2):  # 64 groups of four: row (lid + 32r) // 4, column 4·(lid % 4) of the block
+            u = lid + 32 * r
+            a_tile.store4((u / 4) * (stride // 4) + u % 4, tuple(a[u * 4 + j] for j in range(4)))
+        for r in range(8):
+            b_tile[lid + 32 * r] = b[lid + 32 * r]
+        barrier()
+        a_m = a_tile.load_matrix(0, MATRIX_A, stride)
+        acc = matrix_mul_add(a_m, b_tile.load_matrix(0, MATRIX_B, 16), matrix_fill(-0.0, MATRIX_ACC))
+        c_tile.store_matrix(0, acc, 16)
+        barrier()
+        for r in range(8):
+            out[lid + 32 * r] = c_tile[lid + 32 * r]
+    return kb.finish()
+
+
+def test_matrices_load_from_vector_stored_shared_arrays():
+    kernel = verify(vector_tile_kernel(stride=24))
+    text = str(kernel)
+    assert re.search(r"shared_vstore a_tile\[%\d+\], %\d+, %\d+, %\d+, %\d+\n", text)
+    assert parse(text) == kernel
+    rng = np.random.default_rng(9)
+    a, b = (rng.standard_normal(256) * 4).astype(np.float16), (rng.standard_normal(256) * 4).astype(np.float16)
+    out = np.zeros(256, np.float32)
+    run(kernel, (1, 1, 1), {"a": a, "b": b, "out": out}, {})
+    assert np.array_equal(out.reshape(16, 16), sequential_f32(a.reshape(16, 16), b.reshape(16, 16)))
+    # On a device the array is one of 4-vectors of halves: the matrix pointer is to a vector, the stride counts them.
+    asm = compile_kernel(kernel, H200).asm  # spirv-val
+    assert "OpTypeArray %v4half %uint_" in asm and "OpTypeArray %half %uint_256" in asm  # b_tile stays scalar
+    assert re.search(r"OpStore %t\d+_a_tile_vec_at %t\d+_a_tile_vec NonPrivatePointer$", asm, re.M)
+    assert re.search(r"OpCooperativeMatrixLoadKHR %cm_a_half_16x16 %\w+ %uint_0 %uint_6 NonPrivatePointer$", asm, re.M)
+    assert re.search(r"OpCooperativeMatrixLoadKHR %cm_b_half_16x16 %\w+ %uint_0 %uint_16 NonPrivatePointer$", asm, re.M)
+
+
+def test_vector_stored_arrays_need_whole_vectors():
+    with pytest.raises(IRError, match="stride 18 into vector-stored 'a_tile' is not a multiple of 4"):
+        verify(vector_tile_kernel(stride=18))
+    with pytest.raises(IRError, match="takes vector stores but its size 510 is not a multiple of 4"):
+        verify(vector_tile_kernel(size=510))
+    kb = KernelBuilder("k", (32, 1, 1))
+    h = kb.shared("h", T.float16, 256)
+    with kb:
+        with pytest.raises(IRError, match="shared_vstore takes 4 values, got 2"):
+            h.store4(0, (1.0, 2.0))
+        with pytest.raises(DTypeError, match="shared_vstore of f32 into f16 shared array 'h'"):
+            h.store4(0, (1.0, 2.0, 3.0, const(1.5, T.float32)))
 
 
 def test_kernels_without_matrices_keep_the_glsl_memory_model():

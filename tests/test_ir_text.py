@@ -84,6 +84,7 @@ def every_instruction_kernel():
         back = convert(h, T.float32) + bitcast(convert(f16_to_bits(h), T.int32), T.float32)
         total = select(compares[0] & compares[-1], floats[-1], back) + convert(ints[0] + bits[0], T.float32)
         tile[li] = total
+        halves.store4(li, (h, h, h, h))  # halves is then held as vectors: matrices start on whole ones
         barrier()
         total = total + shuffle_xor(tile[li ^ 1], 1)
         base = subgroup_id() * 256  # one 16x16 matrix per subgroup

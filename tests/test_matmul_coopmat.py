@@ -10,6 +10,11 @@ CPU's bits.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from optest import assert_same_bits
@@ -21,6 +26,7 @@ from vkml.codegen import compile_kernel
 from vkml.codegen.features import DeviceFeatures
 from vkml.ir import types as T
 from vkml.ir.core import Instr, walk
+from vkml.kernels_matmul_coopmat import Shape
 
 H200 = DeviceFeatures.h200_like()
 U = 2.0**-24
@@ -82,7 +88,7 @@ def test_selection_follows_the_device_features(monkeypatch):
         {"max_workgroup_invocations": 128},
     ):
         assert not kernels_matmul_coopmat.applies(DeviceFeatures(**{**H200.__dict__, **change}), f16, f16), change
-    assert kernels_matmul_coopmat.shared_bytes() == 46080 <= H200.max_compute_shared_memory_size
+    assert kernels_matmul_coopmat.shared_bytes() == 49152 <= H200.max_compute_shared_memory_size
     monkeypatch.setenv("VKML_MATMUL_COOPMAT", "0")
     assert not kernels_matmul_coopmat.applies(H200, f16, f16)
 
@@ -124,7 +130,11 @@ def test_a_device_with_cooperative_matrices_gets_them_enabled_and_selected():
 def test_the_mode_names_the_template(coopmat_on_cpu):
     a, b = f16_operands((8, 4), (4, 8), seed=1)
     node = (vkml.tensor(a) @ vkml.tensor(b)).node
-    assert kernels_matmul.mode(node) == "matmul coopmat 32"  # the interpreter takes 32-wide subgroups
+    text = kernels_matmul.mode(node)
+    assert text == "matmul coopmat 32 128x128x32 sg64x32 v4"  # the interpreter takes 32-wide subgroups
+    assert kernels_matmul_coopmat.parse_mode(text) == (32, kernels_matmul_coopmat.DEFAULT)
+    other = Shape(256, 128, 16, 64, 64, 1)
+    assert kernels_matmul_coopmat.parse_mode(kernels_matmul_coopmat.mode(H200, other)) == (32, other)
     node32 = (vkml.tensor(a.astype(np.float32)) @ vkml.tensor(b)).node
     assert kernels_matmul.mode(node32).startswith("matmul ") and "coopmat" not in kernels_matmul.mode(node32)
 
@@ -171,6 +181,28 @@ def test_layouts_and_a_fused_epilogue_keep_the_bits(coopmat_on_cpu):
     assert_same_bits(gradient_like, ordered_matmul(np.ascontiguousarray(x.T), x[:, :45]), "x.T @ x")
 
 
+def test_operands_contiguous_along_the_other_axis_are_staged_along_it_by_vector_stores(coopmat_on_cpu):
+    """B in ``x @ w.T`` (k contiguous) and A in ``x.T @ y`` (m contiguous): rows of the tile run along the
+    contiguous axis, four element loads make one vector store, and matrices are read column-major."""
+    x, w = f16_operands((40, 72), (45, 72), seed=8)
+    tx, tw = vkml.tensor(x), vkml.tensor(w)
+    assert_same_bits((tx @ tw.T).numpy(), ordered_matmul(x, np.ascontiguousarray(w.T)), "x @ w.T")
+    y = f16_operands((72, 20), (1, 1), seed=9)[0]
+    assert_same_bits((tx.T @ vkml.tensor(y[:40])).numpy(), ordered_matmul(np.ascontiguousarray(x.T), y[:40]), "x.T @ y")
+    for shape_a, shape_b, whole_groups in (((40, 72), (45, 72), True), ((40, 70), (45, 70), False)):
+        xs, ws = (vkml.tensor(np.ones(s, np.float16)) for s in (shape_a, shape_b))
+        root = (xs @ ws.T).node
+        plan = schedule.Plan([root])
+        (main,) = plan.chains[id(root)]
+        kernel = kernels_matmul_coopmat.lower_matmul_coopmat(root, main, set(plan.roots), frozenset(), 32)
+        kernel = kernel.kernels[0].kernel
+        loads = [s for s in walk(kernel.body) if isinstance(s, Instr) and s.op == "cm_shared_load"]
+        assert {s.attrs for s in loads} == {("a_tile", 40, "row"), ("b_tile", 40, "col")}
+        assert kernel.vector_shared() == ({"a_tile", "b_tile"} if whole_groups else set()), shape_a
+        assert kernel.shared_array("b_tile").size == 2 * 128 * 40
+        compile_kernel(kernel, H200)  # spirv-val
+
+
 def test_nan_and_inf_propagate_as_in_the_scalar_template(coopmat_on_cpu):
     a, b = f16_operands((20, 40), (40, 18), seed=6)
     a[3, 7], a[5, 2], b[9, 4], b[1, 0] = np.nan, np.inf, -np.inf, 0.0
@@ -203,13 +235,50 @@ def test_padded_products_leave_negative_zero_sums(coopmat_on_cpu):
 # ---------------------------------------------------------------- the kernel and its SPIR-V
 
 
-def _kernel(shape_a, shape_b, epilogue=lambda y: y):
+def _kernel(shape_a, shape_b, epilogue=lambda y: y, shape=None):
     x, w = (vkml.tensor(np.ones(s, np.float16)) for s in (shape_a, shape_b))
     root = epilogue(x @ w).node
     plan = schedule.Plan([root])
     (main,) = plan.chains[id(root)]
-    template = kernels_matmul_coopmat.lower_matmul_coopmat(root, main, set(plan.roots), frozenset(), 32)
+    template = kernels_matmul_coopmat.lower_matmul_coopmat(root, main, set(plan.roots), frozenset(), 32, shape)
     return template.kernels[0].kernel
+
+
+# ---------------------------------------------------------------- the shapes the sweep times
+
+
+def test_shapes_print_parse_and_say_what_does_not_lower():
+    for shape in kernels_matmul_coopmat.CANDIDATES:
+        assert Shape.parse(str(shape)) == shape and shape.problem(32) is None, shape
+        assert kernels_matmul_coopmat.fits(H200, shape), shape
+    assert len(set(kernels_matmul_coopmat.CANDIDATES)) == len(kernels_matmul_coopmat.CANDIDATES)
+    assert "multiples of 16" in Shape(128, 128, 24, 64, 32).problem(32)
+    assert "tile the workgroup" in Shape(128, 128, 32, 96, 32).problem(32)
+    assert "vector must be 1 or 4" in Shape(vector=2).problem(32)
+    assert "whole number of rounds" in Shape(64, 128, 16, 16, 16).problem(32)  # 1024 invocations, 1024 of A
+    assert not kernels_matmul_coopmat.fits(H200, Shape(256, 128, 32, 64, 64))  # 57 KiB of shared memory
+    with pytest.raises(ValueError, match="vector must be 1 or 4"):
+        _kernel((64, 64), (64, 64), shape=Shape(vector=2))
+
+
+@pytest.mark.parametrize("shape", kernels_matmul_coopmat.CANDIDATES, ids=str)
+def test_every_candidate_gives_the_scalar_bits(shape, coopmat_on_cpu, monkeypatch):
+    monkeypatch.setattr(kernels_matmul_coopmat, "DEFAULT", shape)
+    # Tails in m, k and n; k and n multiples of 4: groups of four staged as vectors where the shape says so.
+    a, b = f16_operands((shape.bm + 9, shape.bk + 8), (shape.bk + 8, shape.bn + 4), seed=shape.bm + shape.sub_m)
+    product = vkml.tensor(a) @ vkml.tensor(b)
+    assert kernels_matmul.mode(product.node).endswith(str(shape))
+    assert_same_bits(product.numpy(), ordered_matmul(a, b), str(shape))
+    assert coopmat_on_cpu and all(name.startswith("MMC") for name in coopmat_on_cpu), coopmat_on_cpu
+    kernel = _kernel(a.shape, b.shape, shape=shape)
+    stores = [s for s in walk(kernel.body) if isinstance(s, Instr) and s.op in ("shared_vstore", "shared_store")]
+    assert {s.op for s in stores} == ({"shared_vstore"} if shape.vector == 4 else {"shared_store"}) | (
+        {"shared_store"} if shape.vector == 1 else set()
+    )
+    mul_adds = [s for s in walk(kernel.body) if isinstance(s, Instr) and s.op == "cm_mul_add"]
+    assert len(mul_adds) == (shape.sub_m // 16) * (shape.sub_n // 16) * (shape.bk // 16)
+    assert kernel.local_size == (32 * shape.subgroups, 1, 1)
+    compile_kernel(kernel, H200)  # spirv-val
 
 
 @pytest.mark.parametrize(
@@ -220,9 +289,11 @@ def test_the_kernel_validates_for_an_h200_like_device(shape_a, shape_b):
     assert kernel.local_size == (256, 1, 1) and kernel.subgroup_size == 32
     mul_adds = [s for s in walk(kernel.body) if isinstance(s, Instr) and s.op == "cm_mul_add"]
     assert len(mul_adds) == 16  # 4 x 2 accumulators, two 16-deep sub-steps per K-step of 32
-    # Operands whose innermost dim holds whole groups of 4 are staged by vector loads, the others element-wise.
+    # Operands whose innermost dim holds whole groups of 4 are staged by vector loads and vector shared stores,
+    # the others element-wise.
     vector_loaded = {s.attrs[0] for s in walk(kernel.body) if isinstance(s, Instr) and s.op == "vload"}
     assert len(vector_loaded) == (2 if shape_a == (256, 256) else 0), vector_loaded
+    assert kernel.vector_shared() == ({"a_tile", "b_tile"} if shape_a == (256, 256) else set())
     compiled = compile_kernel(kernel, H200)  # spirv-val, vulkan1.3
     assert "OpCooperativeMatrixMulAddKHR" in compiled.asm and "OpMemoryModel Logical Vulkan" in compiled.asm
     lavapipe_with_room = DeviceFeatures(
@@ -257,3 +328,21 @@ def test_the_device_runs_the_path_its_features_choose(gpu):
         assert not features.cooperative_matrix or not features.has_matrix_shape(16, 16, 16)
         assert names and not any(name.startswith("MMC") for name in names), names
         assert_same_bits(first, cpu, "the scalar path on the device")
+
+
+def test_the_sweep_checks_each_shape_where_nothing_can_be_timed(gpu):
+    """tools/bench_matmul_coopmat.py on a device without cooperative matrices: spirv-val and the interpreter."""
+    if kernels_matmul_coopmat.applies(gpu.features, T.float16, T.float16):
+        pytest.skip("this device times the sweep for real (2 minutes at 8192)")
+    root = Path(__file__).resolve().parent.parent
+    run = subprocess.run(
+        [sys.executable, str(root / "tools" / "bench_matmul_coopmat.py"), "--shape", "128x128x16 sg64x32 v4"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "no float16 cooperative matrices, nothing to time" in run.stdout
+    (line,) = [line for line in run.stdout.splitlines() if line.startswith("128x128x16 sg64x32 v4 ")]
+    assert "fits an H200" in line and float(line.split("error/bound")[1]) <= 1, line

@@ -3,6 +3,8 @@ batch on the very same memory, and what they compute is what a fresh recording c
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 
 import vkml
@@ -25,10 +27,21 @@ def _reused() -> int:
     return debug.counters()["recordings_reused"]
 
 
+def _settled(gpu, data: np.ndarray, k: float):
+    """``data`` on ``gpu``, after two steps with ``k``: the state a repeated step meets from then on.
+
+    Earlier tests' garbage, collected between two steps, would open a hole that first-fit takes
+    (the steps would differ in memory); and a first step whose descriptor sets overflow the pool
+    makes the next run fold the pools, which drops every recording. Both happen once."""
+    gc.collect()
+    x = vkml.tensor(data, device=gpu)
+    for _ in range(2):
+        _step(x, k)
+    return x
+
+
 def test_a_repeated_batch_is_submitted_again_and_reads_the_current_data(gpu):
-    x = vkml.tensor(DATA, device=gpu)
-    for _ in range(2):  # the result's memory is freed when the step returns: the next step gets it again
-        _step(x, 2.0)  # (twice: what earlier tests left queued for release settles in the first)
+    x = _settled(gpu, DATA, 2.0)  # the result's memory is freed when a step returns: the next step gets it again
     debug.reset_counters()
     np.testing.assert_array_equal(_step(x, 2.0), _expected(DATA, 2.0))
     assert _reused() == 1 and debug.counters()["submissions"] == 1 and debug.counters()["dispatches"] >= 1
@@ -51,8 +64,7 @@ def test_a_different_parameter_or_buffer_is_recorded_afresh(gpu):
 
 
 def test_replaced_descriptor_pools_drop_every_recording(gpu):
-    x = vkml.tensor(DATA, device=gpu)
-    _step(x, 3.0)
+    x = _settled(gpu, DATA, 3.0)
     gpu.descriptors.generation += 1  # what a reset of the pools does: recorded sets are gone
     debug.reset_counters()
     np.testing.assert_array_equal(_step(x, 3.0), _expected(DATA, 3.0))
@@ -63,7 +75,7 @@ def test_replaced_descriptor_pools_drop_every_recording(gpu):
 
 def test_timestamped_runs_reuse_recordings_and_still_time_each_dispatch(gpu):
     assert gpu.timestamp_queries.supported  # lavapipe and the H200 both write timestamps
-    x = vkml.tensor(DATA, device=gpu)
+    x = _settled(gpu, DATA, 5.0)
     with gpu.timestamped() as runs:
         _step(x, 5.0)
         debug.reset_counters()

@@ -255,7 +255,8 @@ def lower(root: Node, mm: Node, leaves, baked, mode_text: str) -> GroupTemplate:
     from . import kernels_matmul_coopmat
 
     if mode_text.startswith(kernels_matmul_coopmat.MODE):
-        return kernels_matmul_coopmat.lower_matmul_coopmat(root, mm, leaves, baked, int(mode_text.split()[-1]))
+        subgroup_size, shape = kernels_matmul_coopmat.parse_mode(mode_text)
+        return kernels_matmul_coopmat.lower_matmul_coopmat(root, mm, leaves, baked, subgroup_size, shape)
     return lower_matmul(root, mm, leaves, baked, parse_mode(mode_text))
 
 

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from ..errors import CompileError, IRError
 from ..ir import types as T
 from ..ir.core import Block, BufferDecl, If, Instr, Kernel, Loop, SharedDecl, Value, structure, walk
+from ..ir.instructions import VECTOR_WIDTH
 from ..ir.text import ValueNames, format_statement
 from ..ir.types import DType
 from ..ir.verify import verify_kernel
@@ -93,6 +94,7 @@ class _FunctionEmitter(MemoryEmitter, MatrixEmitter):
         self.buffer_bases: dict[int, str] = {}
         self.vector_vars: dict[int, str] = {}  # binding -> its vector view (declared on first vload/vstore)
         self._loaded_vectors: list[dict] = []  # per open block: (binding, index id) -> the vector loaded there
+        self.vector_shared = kernel.vector_shared()  # shared arrays held as vectors of VECTOR_WIDTH
         self.shared_vars = {s.name: self._declare_shared(i, s) for i, s in enumerate(kernel.shared)}
         self.params_var = self._declare_params() if kernel.params or by_address else None
 
@@ -114,7 +116,10 @@ class _FunctionEmitter(MemoryEmitter, MatrixEmitter):
         return var
 
     def _declare_shared(self, index: int, decl: SharedDecl) -> str:
-        array = self.mod.workgroup_array(decl.dtype, decl.size)
+        if decl.name in self.vector_shared:  # shared_vstore writes it: one wide store per vector
+            array = self.mod.workgroup_vector_array(decl.dtype, VECTOR_WIDTH, decl.size // VECTOR_WIDTH)
+        else:
+            array = self.mod.workgroup_array(decl.dtype, decl.size)
         var = self.mod.variable(
             f"%shared{index}_{sanitize(decl.name)}", self.mod.pointer("Workgroup", array), "Workgroup"
         )

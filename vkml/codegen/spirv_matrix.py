@@ -6,7 +6,8 @@ synchronisation between invocations only when it is non-private, so every shared
 access is marked ``NonPrivatePointer`` and every barrier also makes workgroup memory available
 and visible (``MakeAvailable | MakeVisible``): a matrix stored to shared memory is seen by the
 scalar loads after the barrier, and vice versa. Matrix types have
-subgroup scope; strides count elements of the shared array.
+subgroup scope; strides count elements of the shared array (its vectors, where ``shared_vstore``
+makes it an array of vectors of four: matrices there start on whole vectors).
 
     %v7 = OpCooperativeMatrixLoadKHR %cm_a_half_16x16 %t3_a_tile_at %uint_0 %uint_40
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from ..ir import types as T
 from ..ir.core import Instr
+from ..ir.instructions import VECTOR_WIDTH
 from .spirv_memory import sanitize
 
 _LAYOUTS = {"row": 0, "col": 1}  # RowMajorKHR, ColumnMajorKHR
@@ -41,6 +43,13 @@ class MatrixEmitter:
         name, stride, layout = ins.attrs
         elem = self.kernel.shared_array(name).dtype
         pointer = self.temp(f"{sanitize(name)}_at")
+        if name in self.vector_shared:
+            # An array of vectors: the pointer is to the vector the matrix starts at (its index a multiple
+            # of 4), and the stride counts vectors (the pointee type), as SPV_KHR_cooperative_matrix says.
+            vector = self.vector_of(ins.args[0])
+            ptr_type = self.mod.pointer("Workgroup", self.mod.vector(elem, VECTOR_WIDTH))
+            self.op("OpAccessChain", pointer, ptr_type, self.shared_vars[name], vector)
+            return pointer, self.mod.uint(_LAYOUTS[layout]), self.mod.uint(stride // VECTOR_WIDTH)
         ptr_type = self.mod.pointer("Workgroup", self.mod.scalar(elem))
         self.op("OpAccessChain", pointer, ptr_type, self.shared_vars[name], self.use(ins.args[0]))
         return pointer, self.mod.uint(_LAYOUTS[layout]), self.mod.uint(stride)

@@ -9,6 +9,7 @@ second variable aliasing the binding as an array of vec4, one vector load shared
 
 from __future__ import annotations
 
+from ..errors import CompileError
 from ..ir import types as T
 from ..ir.core import Instr, Value
 from ..ir.instructions import VECTOR_WIDTH
@@ -47,8 +48,33 @@ class MemoryEmitter:
         dtype = self.kernel.shared_array(name).dtype
         pointer = self.temp(f"{sanitize(name)}_at")
         ptr_type = self.mod.pointer("Workgroup", self.mod.scalar(dtype))
-        self.op("OpAccessChain", pointer, ptr_type, self.shared_vars[name], self.use(index))
+        if name in self.vector_shared:  # element i is component i % 4 of vector i / 4
+            vector = self.vector_of(index)
+            component = self.op(
+                "OpBitwiseAnd",
+                self.temp("component"),
+                self.mod.scalar(T.uint32),
+                self._uint_index(index),
+                self.mod.uint(VECTOR_WIDTH - 1),
+            )
+            self.op("OpAccessChain", pointer, ptr_type, self.shared_vars[name], vector, component)
+        else:
+            self.op("OpAccessChain", pointer, ptr_type, self.shared_vars[name], self.use(index))
         return pointer, dtype, self.shared_access()
+
+    def _uint_index(self, index: Value) -> str:
+        if index.dtype is T.uint32:
+            return self.use(index)
+        if index.dtype is not T.int32:
+            raise CompileError(f"index of a vector-stored shared array is {index.dtype.short}, not u32 or i32")
+        return self.op("OpBitcast", self.temp("index"), self.mod.scalar(T.uint32), self.use(index))
+
+    def vector_of(self, index: Value) -> str:
+        """Element ``index`` of a shared array held as vectors: the index of its vector."""
+        shift = self.mod.uint(VECTOR_WIDTH.bit_length() - 1)
+        return self.op(
+            "OpShiftRightLogical", self.temp("vector"), self.mod.scalar(T.uint32), self._uint_index(index), shift
+        )
 
     def shared_access(self) -> tuple[str, ...]:
         """Memory operands of a shared-memory access. Under the Vulkan memory model only accesses marked
@@ -82,6 +108,16 @@ class MemoryEmitter:
 
     _emit_shared_load = _emit_load
     _emit_shared_store = _emit_store
+
+    def _emit_shared_vstore(self, ins: Instr) -> None:
+        name = ins.attrs[0]
+        vector_type = self.mod.vector(self.kernel.shared_array(name).dtype, VECTOR_WIDTH)
+        pointer = self.temp(f"{sanitize(name)}_vec_at")
+        ptr_type = self.mod.pointer("Workgroup", vector_type)
+        self.op("OpAccessChain", pointer, ptr_type, self.shared_vars[name], self.use(ins.args[0]))
+        words = [self.use(v) for v in ins.args[1:]]
+        vector = self.op("OpCompositeConstruct", self.temp(f"{sanitize(name)}_vec"), vector_type, *words)
+        self.emit(" ".join(("OpStore", pointer, vector, *self.shared_access())))
 
     # ------------------------------------------------------------ vector memory access
 

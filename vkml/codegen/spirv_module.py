@@ -160,6 +160,10 @@ class ModuleBuilder:
         base = self.scalar(elem)
         return self.define(f"%_arr_{base[1:]}_{size}", f"OpTypeArray {base} {self.uint(size)}")
 
+    def workgroup_vector_array(self, elem: DType, width: int, size: int) -> str:
+        vector = self.vector(elem, width)
+        return self.define(f"%_arr_{vector[1:]}_{size}", f"OpTypeArray {vector} {self.uint(size)}")
+
     # ------------------------------------------------------------ constants
 
     def constant(self, dtype: DType, value) -> str:

@@ -414,6 +414,26 @@ class SharedRef:
             )
         _current().body.append(Instr("shared_store", (index, value), None, (self.decl.name,)))
 
+    def store4(self, index, values) -> None:
+        """``self[4 * index + j] = values[j]`` for every j, as one vector store (``shared_vstore``).
+
+        The array is then held as vectors of four: its matrix loads and stores need indices and
+        strides that are multiples of 4 (whole vectors).
+
+        >>> a_tile.store4(q, (a, b, c, d))
+        """
+        values = tuple(as_value(v, dtype=self.decl.dtype) for v in values)
+        if len(values) != VECTOR_WIDTH:
+            raise IRError(f"shared_vstore takes {VECTOR_WIDTH} values, got {len(values)}")
+        bad = [v.dtype.short for v in values if v.dtype is not self.decl.dtype]
+        if bad:
+            raise DTypeError(
+                f"shared_vstore of {', '.join(bad)} into {self.decl.dtype.short} shared array {self.decl.name!r}"
+            )
+        index = as_value(index, dtype=T.uint32)
+        _check_index(index, f"shared array {self.decl.name!r}")
+        _current().body.append(Instr("shared_vstore", (index, *values), None, (self.decl.name,)))
+
     def load_matrix(self, index, mtype: T.MatrixType, stride: int, layout: str = "row") -> Value:
         """The cooperative matrix at ``index``: element (r, c) is ``self[index + r*stride + c]`` (row layout)
         or ``self[index + c*stride + r]`` ("col"). ``index`` must be the same in the whole subgroup.

@@ -124,6 +124,10 @@ class Kernel:
                 return s
         raise KeyError(name)
 
+    def vector_shared(self) -> frozenset[str]:
+        """The shared arrays some ``shared_vstore`` writes: a device holds them as vectors of four."""
+        return frozenset(s.attrs[0] for s in walk(self.body) if isinstance(s, Instr) and s.op == "shared_vstore")
+
     def __str__(self) -> str:
         from .text import print_kernel
 

@@ -187,6 +187,8 @@ _TABLE: list[Spec] = [
     # aligned vectors of VECTOR_WIDTH elements; codegen loads each distinct vector once (16 bytes for f32)
     Spec("vload", "memory", 1, INTS, None, None, "buffer[index * 4 + component]"),
     Spec("vstore", "memory", 5, INTS, None, None, "buffer[index * 4 + j] = value j, for j < 4"),
+    # the same into a shared array; codegen then declares that array as vectors of 4 (one wide store each)
+    Spec("shared_vstore", "memory", 5, INTS, None, None, "shared[index * 4 + j] = value j, for j < 4"),
     # synchronisation and subgroups
     Spec("barrier", "sync", 0, (), lambda ts, at: None, None, "workgroup execution and memory barrier"),
     Spec(

@@ -27,7 +27,8 @@ Semantics fixed here (Vulkan leaves some of them undefined; kernels must not rel
 - Several active invocations storing to one address in one instruction: the highest
   invocation (workgroup-major, then local linear index) wins.
 - ``vload x[q], c`` is ``x[4q + c]``; ``vstore x[q], a, b, c, d`` stores ``x[4q + j]`` for each j
-  (the vector forms change how Vulkan accesses memory, never what a kernel computes).
+  (the vector forms change how Vulkan accesses memory, never what a kernel computes); so does
+  ``shared_vstore`` for a shared array.
 - Shared arrays start zeroed. ``barrier`` needs no action in lock-step execution, but the
   active mask must be uniform per workgroup (else ``IRError``).
 - ``shuffle_xor`` reads the invocation whose local linear index is ours xor the mask; an
@@ -411,7 +412,7 @@ class _Chunk:
         elif op == "vload":
             at = _vector_element(args[0], int(instr.attrs[1]))
             out = self.memory.load(op, instr.attrs[0], at, mask, self.lane_description)
-        elif op == "vstore":
+        elif op in ("vstore", "shared_vstore"):
             for j, value in enumerate(args[1:]):
                 at = _vector_element(args[0], j)
                 self.memory.store(op, instr.attrs[0], at, value, mask, self.lane_description)

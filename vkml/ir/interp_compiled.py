@@ -249,7 +249,7 @@ class Program:
             return _load(self.name, access, args[0], result, want)
         if op in ("store", "shared_store"):
             return _store(_Access(self, op, instr.attrs[0], instr.args[0], None), args[0], args[1])
-        if op == "vstore":
+        if op in ("vstore", "shared_vstore"):
             parts = [_Access(self, op, instr.attrs[0], instr.args[0], j) for j in range(VECTOR_WIDTH)]
             return _vstore(parts, args[0], args[1:])
         if op == "barrier":

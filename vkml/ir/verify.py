@@ -63,6 +63,7 @@ class _Checker:
         self.k = k
         self.name = ValueNames(k)
         self.defined: set[int] = set()
+        self.vector_shared = k.vector_shared()  # held as vectors of 4 on a device
 
     def fail(self, stmt, problem: str):
         raise IRError(f"{problem}: {format_statement(stmt, self.name)}")
@@ -105,6 +106,11 @@ class _Checker:
         for s in k.shared:
             if s.size < 1:
                 raise IRError(f"kernel {k.name!r}: shared array {s.name!r} has size {s.size}; it needs at least 1")
+            if s.name in self.vector_shared and s.size % VECTOR_WIDTH:
+                raise IRError(
+                    f"kernel {k.name!r}: shared array {s.name!r} takes vector stores but its size {s.size} "
+                    f"is not a multiple of {VECTOR_WIDTH}"
+                )
         for p in k.params:
             if p.value.dtype is not p.dtype:
                 raise IRError(
@@ -246,6 +252,9 @@ class _Checker:
                 array = self.k.shared_array(stmt.attrs[0]).dtype
             except KeyError:
                 self.fail(stmt, f"no shared array named {stmt.attrs[0]!r} is declared")
+        if array is not None and stmt.attrs[0] in self.vector_shared and stmt.attrs[1] % VECTOR_WIDTH:
+            # The array is held as vectors: a matrix's rows must start on whole vectors.
+            self.fail(stmt, f"stride {stmt.attrs[1]} into vector-stored {stmt.attrs[0]!r} is not a multiple of 4")
         result = stmt.result.dtype if stmt.result is not None else None
         try:
             return matrix_result_type(stmt.op, tuple(a.dtype for a in stmt.args), tuple(stmt.attrs), result, array)
@@ -261,7 +270,7 @@ class _Checker:
         except KeyError:
             self.fail(stmt, f"no {'shared array' if shared else 'buffer'} named {name!r} is declared")
         is_store = stmt.op.endswith("store")
-        want_args = (1 + VECTOR_WIDTH if stmt.op == "vstore" else 2) if is_store else 1
+        want_args = (1 + VECTOR_WIDTH if stmt.op in ("vstore", "shared_vstore") else 2) if is_store else 1
         if len(stmt.args) != want_args:
             self.fail(stmt, f"{stmt.op} takes {want_args} operand(s), got {len(stmt.args)}")
         index = stmt.args[0]

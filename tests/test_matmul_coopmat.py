@@ -342,7 +342,8 @@ def test_the_sweep_tool_times_or_checks_a_shape(gpu):
         capture_output=True,
         text=True,
         timeout=300,
-        env={**os.environ, "PYTHONPATH": str(root)},
+        # Prepend, not replace: where the dependencies come from PYTHONPATH (the GPU machine) they must stay.
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(root), *filter(None, [os.environ.get("PYTHONPATH")])])},
     )
     assert run.returncode == 0, run.stderr[-3000:]
     (line,) = [line for line in run.stdout.splitlines() if f"{shape} " in line and "error/bound" in line]

@@ -21,9 +21,9 @@ product run by the CPU interpreter with that shape, compared with numpy within t
 from __future__ import annotations
 
 import argparse
-import statistics
 
 import numpy as np
+from bench_matmul_tiles import time_product  # tools/ is this script's folder, so on sys.path
 
 import vkml
 from vkml import kernels_matmul_coopmat, schedule
@@ -57,16 +57,6 @@ def use(shape: Shape) -> None:
     """Lower float16 products with ``shape`` from now on (the mode string names it: a fresh template)."""
     kernels_matmul_coopmat.DEFAULT = shape
     schedule.clear_template_cache()
-
-
-def time_product(ta, tb, device, repeats: int) -> float:
-    (ta @ tb).realize()  # compile and warm up
-    seconds = []
-    for _ in range(repeats):
-        with device.timestamped() as runs:
-            (ta @ tb).realize()
-        seconds.append(sum(sum(run) for run in runs))
-    return statistics.median(seconds)
 
 
 def operands(rng, m: int, k: int, n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -364,6 +364,18 @@ def _plus(v: Value, c: int) -> Value:
     return v + _u32(c) if c else v
 
 
+def tile_of(wg: Value, tiles: tuple[int, int], batch: tuple, tile: tuple[int, int]) -> tuple:
+    """The C tile workgroup ``wg`` owns, tiles in row-major order within a batch entry, batch
+    entries in turn: ``(batch_index, batch_multi, row0, col0)``, its first row and column."""
+    (tiles_m, tiles_n), (bm, bn) = tiles, tile
+    tile_n = wg % _u32(tiles_n) if tiles_n > 1 else _u32(0)
+    rest = wg / _u32(tiles_n) if tiles_n > 1 else wg
+    tile_m = rest % _u32(tiles_m) if tiles_m > 1 else _u32(0)
+    batch_index = (rest / _u32(tiles_m) if tiles_m > 1 else rest) if math.prod(batch) > 1 else _u32(0)
+    batch_multi = unravel(batch_index, tuple(batch)) if batch else ()
+    return batch_index, batch_multi, tile_m * _u32(bm), tile_n * _u32(bn)
+
+
 def lower_matmul(root: Node, mm: Node, leaves, baked, config: MatmulConfig) -> GroupTemplate:
     """One kernel computing ``mm`` tile by tile and ``root`` (its elementwise consumers) at the store."""
     a, b = mm.srcs
@@ -373,8 +385,7 @@ def lower_matmul(root: Node, mm: Node, leaves, baked, config: MatmulConfig) -> G
     wn = bn // tn
     threads = config.threads
     tiles_m, tiles_n = -(-m_size // bm), -(-n_size // bn)
-    batches = math.prod(batch)
-    total = batches * tiles_m * tiles_n
+    total = math.prod(batch) * tiles_m * tiles_n
     grid = fold_grid(total)
     L = Lowering(kernel_name(root, "MM"), (threads, 1, 1), leaves, baked)
     out_ref = L.bind_buffer(root.dtype, "write", "out", ("out", root))
@@ -387,12 +398,7 @@ def lower_matmul(root: Node, mm: Node, leaves, baked, config: MatmulConfig) -> G
         wg = linear_workgroup(grid)
         # A folded grid may have spare workgroups; the test is uniform per workgroup, so barriers stay legal.
         with _maybe_if(wg < _u32(total) if grid[0] * grid[1] > total else None):
-            tile_n = wg % _u32(tiles_n) if tiles_n > 1 else _u32(0)
-            rest = wg / _u32(tiles_n) if tiles_n > 1 else wg
-            tile_m = rest % _u32(tiles_m) if tiles_m > 1 else _u32(0)
-            batch_index = (rest / _u32(tiles_m) if tiles_m > 1 else rest) if batches > 1 else _u32(0)
-            batch_multi = unravel(batch_index, tuple(batch)) if batch else ()
-            row0, col0 = tile_m * _u32(bm), tile_n * _u32(bn)
+            batch_index, batch_multi, row0, col0 = tile_of(wg, (tiles_m, tiles_n), batch, (bm, bn))
             tid = B.local_id(0)
             owner = tid < _u32(config.owners) if threads > config.owners else None
             tx, ty = (tid % _u32(wn), tid / _u32(wn)) if wn > 1 else (_u32(0), tid)

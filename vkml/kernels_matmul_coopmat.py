@@ -48,8 +48,8 @@ from .ir import builder as B
 from .ir import types as T
 from .ir.core import Value
 from .ir.instructions import VECTOR_WIDTH
-from .kernels import GroupTemplate, Index, Lowering, _u32, fold_grid, kernel_name, linear_workgroup, unravel
-from .kernels_matmul import _clamp, _contiguous_along_k, _maybe_if, _plus, store_output
+from .kernels import GroupTemplate, Index, Lowering, _u32, fold_grid, kernel_name, linear_workgroup
+from .kernels_matmul import _clamp, _contiguous_along_k, _maybe_if, _plus, store_output, tile_of
 
 MODE = "matmul coopmat"
 MATRIX = 16  # the 16×16×16 shape
@@ -308,8 +308,7 @@ def lower_matmul_coopmat(
     n_size = b.shape[-1]
     threads = shape.subgroups * subgroup_size
     tiles_m, tiles_n = -(-m_size // bm), -(-n_size // bn)
-    batches = math.prod(batch)
-    total = batches * tiles_m * tiles_n
+    total = math.prod(batch) * tiles_m * tiles_n
     grid = fold_grid(total)
     k_steps = max(1, -(-k_size // bk))
     L = Lowering(kernel_name(root, "MMC"), (threads, 1, 1), leaves, baked)
@@ -320,12 +319,7 @@ def lower_matmul_coopmat(
         wg = linear_workgroup(grid)
         # A folded grid may have spare workgroups; the test is uniform per workgroup.
         with _maybe_if(wg < _u32(total) if grid[0] * grid[1] > total else None):
-            tile_n = wg % _u32(tiles_n) if tiles_n > 1 else _u32(0)
-            rest = wg / _u32(tiles_n) if tiles_n > 1 else wg
-            tile_m = rest % _u32(tiles_m) if tiles_m > 1 else _u32(0)
-            batch_index = (rest / _u32(tiles_m) if tiles_m > 1 else rest) if batches > 1 else _u32(0)
-            batch_multi = unravel(batch_index, tuple(batch)) if batch else ()
-            row0, col0 = tile_m * _u32(bm), tile_n * _u32(bn)
+            batch_index, batch_multi, row0, col0 = tile_of(wg, (tiles_m, tiles_n), batch, (bm, bn))
             tid = B.local_id(0)
             stagings = (
                 _Staging.plan(L, shape, a, True, threads, tid, row0, m_size),

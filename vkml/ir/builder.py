@@ -60,6 +60,10 @@ def emit(op: str, *args: Value, attrs: tuple = ()) -> Value | None:
         rtype = result_type(op, tuple(a.dtype for a in args), attrs)
     except IRError as e:
         raise DTypeError(str(e)) from None
+    return _append(op, args, attrs, rtype)
+
+
+def _append(op: str, args, attrs: tuple, rtype) -> Value | None:
     result = Value(rtype) if rtype is not None else None
     _current().body.append(Instr(op, tuple(args), result, attrs))
     return result
@@ -298,9 +302,7 @@ def _emit_matrix(op: str, args: tuple, attrs: tuple = (), result=None, array: T.
         rtype = matrix_result_type(op, tuple(a.dtype for a in args), attrs, result, array)
     except IRError as e:
         raise DTypeError(str(e)) from None
-    value = Value(rtype) if rtype is not None else None
-    _current().body.append(Instr(op, tuple(args), value, attrs))
-    return value
+    return _append(op, args, attrs, rtype)
 
 
 def matrix_fill(value, mtype: T.MatrixType) -> Value:

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import IRError
 from . import types as T
-from .core import Block, If, Instr, Kernel, Loop, Value
+from .core import Block, If, Instr, Kernel, Loop, Value, walk
 from .instructions import SPECS, VECTOR_WIDTH
 from .interp import narrow as _narrow
 from .interp import none_active as _none_active
@@ -103,7 +103,7 @@ class Program:
         self.local_1d = kernel.local_size[1] == kernel.local_size[2] == 1
         self.params = [(self._slot(p.value), p.value) for p in kernel.params]
         self.forms: dict[Value, dict] = {p.value: {p.value: 1} for p in kernel.params}
-        instrs = list(_instrs(kernel.body))
+        instrs = [stmt for stmt in walk(kernel.body) if isinstance(stmt, Instr)]
         for instr in instrs:
             if instr.result is not None:
                 self.forms[instr.result] = self._form(instr)
@@ -356,17 +356,6 @@ def repeated_values(body: Block) -> dict[Value, Value]:
 
     visit(body, {})
     return alias
-
-
-def _instrs(block: Block):
-    for stmt in block.body:
-        if isinstance(stmt, Instr):
-            yield stmt
-        elif isinstance(stmt, If):
-            yield from _instrs(stmt.then)
-            yield from _instrs(stmt.orelse)
-        elif isinstance(stmt, Loop):
-            yield from _instrs(stmt.body)
 
 
 # ---------------------------------------------------------------- the cache

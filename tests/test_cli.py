@@ -37,8 +37,8 @@ def test_op_mode_prints_ir_and_spirv_that_reassembles(capsys):
 
 
 def test_composite_op_prints_every_kernel(capsys):
-    # rows longer than one chunk: max and sum, then the quotient (shorter rows are one kernel)
-    assert main(["softmax", "--shape", "8,3000", "--dim", "1", "--device", "cpu"]) == 0
+    # rows longer than one chunk (4096 on the CPU): max and sum, then the quotient (shorter rows are one kernel)
+    assert main(["softmax", "--shape", "8,5000", "--dim", "1", "--device", "cpu"]) == 0
     assert _check_reassembles(capsys.readouterr().out) >= 2
 
 

@@ -16,6 +16,7 @@ import vkml
 from vkml import lazy, schedule
 from vkml.graph import Node
 from vkml.ir import types as T
+from vkml.kernels_tuning import CPU_TUNING
 from vkml.ops.elementwise import CAST_DTYPES
 from vkml.ops.registry import REGISTRY, ops_of_kind
 
@@ -66,8 +67,10 @@ def _reduce_cases():
 
 @pytest.mark.parametrize("name, dtype", list(_reduce_cases()))
 def test_reduce_kernels_verify_and_round_trip(name, dtype):
-    # 300 elements per row: two passes (block partials, then the final tree) plus a fused consumer.
-    node = lazy.reduce(name, _leaf(dtype, (3, 300)), 1, False)
+    # Three rows of three chunks and a tail (the CPU's chunk: 64 lanes of 16): two passes (block
+    # partials, then the final tree) plus a fused consumer.
+    chunk = CPU_TUNING.reduce_lanes * CPU_TUNING.reduce_per_lane
+    node = lazy.reduce(name, _leaf(dtype, (3, 3 * chunk + 5)), 1, False)
     kernels = _kernels(node)
     assert len(kernels) == 2, f"{name}: expected a two-pass reduction, got {len(kernels)} kernels"
     for kernel in kernels:

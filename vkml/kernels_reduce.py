@@ -58,7 +58,7 @@ def reduce_layout(n: int, tuning: Tuning, whole_row: bool = False) -> Layout:
     """The chunk layout for a reduced length ``n``; ``whole_row``: grow ``per_lane`` so one chunk holds ``n``.
 
     >>> reduce_layout(1000, kernels_tuning.CPU_TUNING)
-    Layout(per_lane=4, lanes=64)
+    Layout(per_lane=16, lanes=64)
     """
     per_lane = min(tuning.reduce_per_lane, pow2ceil(n))
     most = (tuning.row_lanes or tuning.reduce_lanes) if whole_row else tuning.reduce_lanes

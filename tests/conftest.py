@@ -52,3 +52,14 @@ def gpu():
 
     assert vkml.vulkan_device_reports(), "no Vulkan device: install lavapipe (make test does, as root)"
     return vkml.best_device()
+
+
+@pytest.fixture
+def cpu_tuning():
+    """Set the CPU device's kernel tuning for one test (``cpu_tuning(t)``); the default comes back afterwards."""
+    import vkml
+    from vkml import kernels_tuning
+
+    cpu = vkml.device("cpu")
+    yield lambda tuning: kernels_tuning.set_tuning(cpu, tuning)
+    kernels_tuning.set_tuning(cpu, None)

@@ -347,3 +347,11 @@ def gelu_tanh64(x):
 def softplus64(x):
     with np.errstate(over="ignore"):
         return np.where(x > 20.0, x, np.log1p(np.exp(np.minimum(x, 20.0))))
+
+
+def lowered(*tensors) -> list:
+    """The kernels the scheduler would dispatch for ``tensors`` (nothing runs)."""
+    from vkml import schedule
+
+    dispatches, _, _ = schedule.lower(schedule.Plan([t.node for t in tensors]))
+    return [d.kernel for d in dispatches]

@@ -13,11 +13,10 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from optest import first_extreme_index, maximum_ref, tree_reduce
+from optest import first_extreme_index, lowered, maximum_ref, tree_reduce
 
 import vkml
 from vkml import kernels_tuning as KT
-from vkml import schedule
 from vkml.codegen import compile_kernel
 from vkml.codegen.features import DeviceFeatures
 from vkml.ir.core import Instr, walk
@@ -34,19 +33,6 @@ TUNINGS = {
     "shared-only": replace(SMALL_GPU, subgroup=1, vectors_per_invocation=2),
     "narrow-shuffles": replace(KT.GPU_TUNING, subgroup=32, wide_shuffles=False),
 }
-
-
-@pytest.fixture
-def cpu_tuning():
-    """Set the CPU device's tuning for one test; the default comes back afterwards."""
-    yield lambda tuning: KT.set_tuning(CPU, tuning)
-    KT.set_tuning(CPU, None)
-
-
-def lowered(*tensors) -> list:
-    """The kernels the scheduler would dispatch for ``tensors`` (nothing runs)."""
-    dispatches, _, _ = schedule.lower(schedule.Plan([t.node for t in tensors]))
-    return [d.kernel for d in dispatches]
 
 
 def accesses(kernel, op: str) -> dict[str, int]:

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from optest import F32_SPECIALS, LAYOUTS, assert_same_bits, in_layout, random_floats, random_ints
+from optest import F32_SPECIALS, LAYOUTS, assert_same_bits, in_layout, lowered, random_floats, random_ints
 from test_ops_reduce import tree_oracle
 
 import vkml
@@ -37,19 +37,8 @@ TUNINGS = {
 NAMES = ("sum", "mean", "prod", "amax", "amin", "argmax", "argmin")
 
 
-@pytest.fixture
-def cpu_tuning():
-    yield lambda tuning: KT.set_tuning(CPU, tuning)
-    KT.set_tuning(CPU, None)
-
-
-def kernels_of(*tensors) -> list:
-    dispatches, _, _ = schedule.lower(schedule.Plan([t.node for t in tensors]))
-    return [d.kernel for d in dispatches]
-
-
 def is_columns(t: vkml.Tensor) -> bool:
-    kernels = kernels_of(t)
+    kernels = lowered(t)
     return len(kernels) == 1 and kernels[0].name.startswith("C_")
 
 
@@ -78,7 +67,7 @@ def test_which_reductions_take_the_columns_mode():
     assert not is_columns(x.T.sum(0))  # a transposed source reads the reduced axis contiguously: rows
     assert not is_columns(vkml.tensor(random_floats((64, 4))).sum(0))  # 4 outputs side by side: too narrow
     assert not is_columns(vkml.tensor(random_floats((1 << 14, 2))).sum(0))  # few long, narrow columns: blocks
-    softmax = kernels_of(vkml.softmax(x, dim=0))
+    softmax = lowered(vkml.softmax(x, dim=0))
     assert not any(k.name.startswith("C_") for k in softmax)  # chains stay in the rows mode
 
 
@@ -201,17 +190,17 @@ def test_the_h200_layouts_validate_for_the_h200(cpu_tuning):
     x = vkml.tensor(random_floats((4096, 64), seed=2))
     graphs = [x.sum(0), x.half().sum(0), x.argmax(0), x.long().amax(0), (x > 0).sum(0), x.reshape(64, 64, 64).mean(1)]
     for graph in graphs:
-        (kernel,) = kernels_of(graph)
+        (kernel,) = lowered(graph)
         assert kernel.name.startswith("C_")
         compile_kernel(kernel, h200)
-    assert kernels_of(graphs[0])[0].local_size == (256, 1, 1)  # 16 outputs x 16 blocks of 256
+    assert lowered(graphs[0])[0].local_size == (256, 1, 1)  # 16 outputs x 16 blocks of 256
     long = vkml.tensor(np.zeros((1 << 16, 64), np.float32))
     for graph in (long.sum(0), long.argmin(0), long.half().mean(0)):  # split: partials, then their columns
-        kernels = kernels_of(graph)
+        kernels = lowered(graph)
         assert [k.name.split("_")[0] for k in kernels] == ["C0", "C1"]
         for kernel in kernels:
             compile_kernel(kernel, h200)
-    assert kernels_of(graphs[-1])[0].local_size == (64, 1, 1)  # a reduced length of 64: 4 blocks of 16
+    assert lowered(graphs[-1])[0].local_size == (64, 1, 1)  # a reduced length of 64: 4 blocks of 16
 
 
 def test_an_empty_reduced_axis_gives_the_identity_on_both_backends(gpu):
@@ -244,7 +233,7 @@ def test_split_columns_take_one_pass_per_level_and_keep_the_tree(tuning, short_s
                 x = (1 + x / 64).astype(np.float32)
             got = reduce(name, vkml.tensor(x), dim)
             assert_same_bits(got, tree_oracle(name, x, dim), f"{tuning}: {name}{shape} dim={dim}")
-    kernels = kernels_of(vkml.tensor(random_floats((1000, 13))).sum(0))
+    kernels = lowered(vkml.tensor(random_floats((1000, 13))).sum(0))
     assert [k.name.split("_")[0] for k in kernels] == (["C0", "C1", "C2"] if tuning == "tiny" else ["C0", "C1"])
 
 

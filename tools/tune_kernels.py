@@ -26,6 +26,7 @@ for path in (str(TOOLS.parent), str(TOOLS)):
 
 import numpy as np  # noqa: E402
 from bench_timing import time_vkml  # noqa: E402
+from bench_workloads import chain8  # noqa: E402
 
 import vkml  # noqa: E402
 from vkml import kernels_tuning  # noqa: E402
@@ -58,17 +59,6 @@ VARIANTS = {
 }
 
 
-def _chain8(a, b):
-    x = a * b
-    x = x + a
-    x = x * 0.5
-    x = x - b
-    x = vkml.maximum(x, a)
-    x = x * x
-    x = x + 1.0
-    return x * b
-
-
 def workloads(device, quick: bool) -> dict:
     """name -> function building the lazy result (inputs made once, on ``device``)."""
     rng = np.random.default_rng(0)
@@ -79,7 +69,7 @@ def workloads(device, quick: bool) -> dict:
     w, bias = (vkml.tensor(rng.standard_normal(cols, dtype=np.float32), device=device) for _ in range(2))
     return {
         "add": lambda: a + b,
-        "chain8": lambda: _chain8(a, b),
+        "chain8": lambda: chain8(vkml, a, b),
         "sum": lambda: a.sum(),
         "sum_axis0": lambda: x.sum(0),
         "softmax": lambda: vkml.softmax(x, -1),

@@ -7,7 +7,9 @@ Each name is a workload of tools/bench_workloads.py (``bench.py --list``) or ``m
 ``--quick``). Untimed realizes compile and warm the GPU up (WARM_UP_S); the next is recorded with a timestamp after each
 dispatch (vkml/runtime/timestamps.py) and printed one line per dispatch: the kernel, its grid,
 its GPU microseconds and its share of the run. A dispatch's time includes the barrier in front
-of it. This is issue 7's "profile showing where the time goes" (docs/benchmarks.md).
+of it. ``--stats`` adds what the driver reports of each kernel's pipeline (register count,
+shared memory, ...: vkml/runtime/pipeline_stats.py), which decides how many workgroups an SM
+holds at once. This is issue 7's "profile showing where the time goes" (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -29,15 +31,19 @@ from bench_workloads import WORKLOADS, Context  # noqa: E402
 import vkml  # noqa: E402
 
 WARM_UP_S = 1.0  # seconds of untimed repetitions before the profiled one
+recorded_kernels: dict = {}  # kernel name -> kernel, of the last recorded_runs
 
 
 def recorded_runs(device, action) -> list[list[tuple[str, tuple, float]]]:
     """Call ``action()`` with every ``device.run`` timestamped: per run, ``(kernel, grid, seconds)`` per dispatch."""
     runs, original = [], device.run
+    recorded_kernels.clear()
 
     def run(dispatches, timestamps=False):
         seconds = original(dispatches, timestamps=True)
         runs.append([(d.kernel.name, tuple(d.grid), s) for d, s in zip(dispatches, seconds or [])])
+        for d in dispatches:
+            recorded_kernels.setdefault(d.kernel.name, d.kernel)
         return seconds
 
     started = time.perf_counter()
@@ -81,15 +87,32 @@ def report(name: str, runs) -> str:
     return "\n".join(lines) + "\n"
 
 
+def statistics_report(device) -> str:
+    """The driver's statistics of each recorded kernel's pipeline, one line per kernel and executable."""
+    from vkml.runtime.pipeline_stats import executable_statistics, supported
+
+    if not supported(device.logical):
+        return f"({device.name} does not report pipeline statistics)\n"
+    lines = ["| kernel | executable | subgroup | statistics |", "|---|---|---|---|"]
+    for name, kernel in recorded_kernels.items():
+        handle = device.pipelines.lookup(kernel).pipeline.handle
+        for executable in executable_statistics(device.logical, handle):
+            stats = ", ".join(f"{k}: {v}" for k, v in executable["statistics"].items())
+            lines.append(f"| `{name}` | {executable['executable']} | {executable['subgroup_size']} | {stats} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="+", help="workloads (bench.py --list) or mlp_train_step")
     parser.add_argument("--device", default=None, help="vkml device (default: vkml.best_device())")
     parser.add_argument("--quick", action="store_true", help="the --quick sizes of bench.py")
+    parser.add_argument("--stats", action="store_true", help="also the driver's pipeline statistics per kernel")
     args = parser.parse_args(argv)
     device = vkml.device(args.device) if args.device else vkml.best_device()
     if device.kind != "vulkan":
         raise SystemExit(f"profile_dispatches.py: {device.name} has no GPU timestamps; give a vulkan device")
+    device.pipelines.capture_statistics = args.stats
     import torch
 
     ctx = Context(device, torch.device("cpu"), quick=args.quick)
@@ -105,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             raise SystemExit(f"profile_dispatches.py: unknown workload {name!r} (bench.py --list shows them)")
         print(report(name, recorded_runs(device, action)))
+        if args.stats:
+            print(statistics_report(device))
     return 0
 
 

@@ -32,6 +32,7 @@ from .. import config
 from ..errors import CompileError, DeviceError, DTypeError
 from ..ir import types as T
 from ..ir.core import Kernel
+from . import pipeline_stats
 from .counters import counters
 from .kernel_cache import KernelBinary, KernelCache, kernel_ir_text, write_atomically
 from .vk_device import LogicalDevice
@@ -215,6 +216,9 @@ class Pipelines:
         self._set_layouts: dict[int, object] = {}
         self._pipeline_layouts: dict[tuple[int, int], object] = {}
         self.max_push = int(logical.limits["maxPushConstantsSize"])
+        # Ask the driver to keep register counts and the like (runtime/pipeline_stats.py); set it before
+        # the pipelines of interest are created. Only where the device was created with the feature.
+        self.capture_statistics = False
         atexit.register(_save_at_exit, weakref.ref(self))
 
     def lookup(self, kernel: Kernel) -> KernelEntry:
@@ -275,6 +279,8 @@ class Pipelines:
         info.stage.module = module[0]
         info.stage.pName = entry_name
         info.layout = layout
+        if self.capture_statistics and pipeline_stats.supported(self.logical):
+            info.flags = api.VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR
         handle = ffi.new("VkPipeline*")
         result = lib.vkCreateComputePipelines(device, self.cache_file.handle, 1, info, ffi.NULL, handle)
         lib.vkDestroyShaderModule(device, module[0], ffi.NULL)

@@ -42,6 +42,7 @@ WANTED_FEATURES = frozenset(
         "maintenance4",
         "cooperativeMatrix",
         "bufferDeviceAddress",  # kernels reach buffers beyond maxStorageBufferRange by address
+        "pipelineExecutableInfo",  # register counts for the profiling tools (runtime/pipeline_stats.py)
     }
 )
 

@@ -112,6 +112,12 @@ FEATURE_STRUCTS = (
         ("cooperativeMatrix",),
         extension="VK_KHR_cooperative_matrix",
     ),
+    ChainStruct(  # lets tools ask the driver for register counts (vkml/runtime/pipeline_stats.py)
+        "VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR",
+        "VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR",
+        ("pipelineExecutableInfo",),
+        extension="VK_KHR_pipeline_executable_properties",
+    ),
 )
 
 # VkPhysicalDeviceFeatures (Vulkan 1.0) members vkml enables where supported.

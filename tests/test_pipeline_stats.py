@@ -1,0 +1,59 @@
+"""The driver's pipeline statistics (VK_KHR_pipeline_executable_properties): enabled where offered, read on request."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import vkml
+from vkml.runtime import pipeline_stats, reports, vk_physical
+
+TOOLS = Path(__file__).resolve().parents[1] / "tools"
+
+
+def test_a_device_offering_the_extension_gets_the_feature_and_extension_enabled():
+    extensions = frozenset({"VK_KHR_pipeline_executable_properties"})
+    info = vk_physical.PhysicalDeviceInfo(0, None, (1 << 22) | (3 << 12), extensions=extensions)
+    for struct in vk_physical.FEATURE_STRUCTS:
+        if vk_physical._applies(struct, info.api, extensions):
+            for name in struct.fields:
+                info.features[name], info.feature_struct[name] = True, struct
+    enabled = reports.features_to_enable(info)
+    assert pipeline_stats.FEATURE in enabled
+    assert "VK_KHR_pipeline_executable_properties" in reports.extensions_to_enable(info, enabled)
+    without = vk_physical.PhysicalDeviceInfo(0, None, (1 << 22) | (3 << 12), extensions=frozenset())
+    assert pipeline_stats.FEATURE not in reports.features_to_enable(without)
+
+
+def test_statistics_of_a_captured_pipeline_match_what_the_device_supports(gpu):
+    gpu.pipelines.capture_statistics = True
+    try:
+        a = vkml.tensor(np.arange(7, dtype=np.float32), device=gpu)
+        b = a * 3.0 + 0.2578125  # constants no other test uses: a kernel compiled here, with capture
+        assert b.tolist() == (np.arange(7, dtype=np.float32) * 3.0 + 0.2578125).tolist()
+        kernel = list(gpu.pipelines._by_object.values())[-1][1].kernel()  # the latest looked up
+        found = pipeline_stats.executable_statistics(gpu.logical, gpu.pipelines.lookup(kernel).pipeline.handle)
+    finally:
+        gpu.pipelines.capture_statistics = False
+    if pipeline_stats.supported(gpu.logical):  # the H200: register counts and the like
+        assert found and all(e["statistics"] for e in found), found
+    else:  # lavapipe 22.3 does not offer the extension
+        assert found == []
+
+
+def test_profile_dispatches_prints_statistics_or_says_why_not(gpu, capsys):
+    sys.path.insert(0, str(TOOLS))
+    try:
+        import profile_dispatches
+    finally:
+        sys.path.remove(str(TOOLS))
+    profile_dispatches.WARM_UP_S = 0.0
+    assert profile_dispatches.main(["--quick", "--stats", "--device", gpu.name, "add"]) == 0
+    out = capsys.readouterr().out
+    assert "## add" in out
+    if pipeline_stats.supported(gpu.logical):
+        assert "| kernel | executable | subgroup | statistics |" in out
+    else:
+        assert "does not report pipeline statistics" in out

@@ -41,6 +41,11 @@ WANTED_FEATURES = frozenset(
         "computeFullSubgroups",
         "maintenance4",
         "cooperativeMatrix",
+        # VK_NV_cooperative_matrix2: workgroup-scope matrices of flexible sizes loaded by tensor layouts
+        # (tools/proto_coopmat2.py); codegen does not emit them yet.
+        "cooperativeMatrixWorkgroupScope",
+        "cooperativeMatrixFlexibleDimensions",
+        "cooperativeMatrixTensorAddressing",
         "bufferDeviceAddress",  # kernels reach buffers beyond maxStorageBufferRange by address
         "pipelineExecutableInfo",  # register counts for the profiling tools (runtime/pipeline_stats.py)
     }
@@ -177,6 +182,7 @@ def report(info: PhysicalDeviceInfo) -> dict:
         "memory_heaps": [{"size": size, "device_local": bool(flags & 1)} for size, flags in info.memory_heaps],
         "memory_types": [{"heap": heap, "flags": _flag_names(flags)} for flags, heap in info.memory_types],
         "cooperative_matrix_shapes": list(info.cooperative_matrix_shapes),
+        "cooperative_matrix_flexible": list(info.cooperative_matrix_flexible),
         "extensions": sorted(info.extensions),
     }
 

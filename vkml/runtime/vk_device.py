@@ -33,11 +33,29 @@ class LogicalDevice:
         self.ffi, self.lib = vk_instance.raw()
         self.info = info
         self.queue_family = info.queue_family
-        self.enabled_features: frozenset[str] = frozenset(reports.features_to_enable(info))
-        self.enabled_extensions: tuple[str, ...] = tuple(reports.extensions_to_enable(info, set(self.enabled_features)))
+        enabled = set(reports.features_to_enable(info))
+        try:
+            self.handle = self._create(vk, info, enabled)
+        except Exception as exc:
+            # Features declared outside the binding (vk_newer) are the least tried: retry without them.
+            newer = {name for name in enabled if vk_physical.declared_outside_binding(info.feature_struct.get(name))}
+            if not newer:
+                raise DeviceError(f"vkCreateDevice failed for Vulkan device {info.index}: {exc}") from exc
+            enabled -= newer
+            try:
+                self.handle = self._create(vk, info, enabled)
+            except Exception as again:
+                raise DeviceError(f"vkCreateDevice failed for Vulkan device {info.index}: {again}") from again
         self.features: DeviceFeatures = reports.device_features(info, set(self.enabled_features))
+        self.queue = vk.vkGetDeviceQueue(self.handle, self.queue_family, 0)
+        self.limits = info.limits
+        self.max_storage_buffer_range = int(info.limits["maxStorageBufferRange"])
 
-        chain, keepalive = vk_physical.feature_chain(info, set(self.enabled_features))
+    def _create(self, vk, info: PhysicalDeviceInfo, enabled: set[str]):
+        """``vkCreateDevice`` with ``enabled`` features (and the extensions they need), recorded on self."""
+        self.enabled_features: frozenset[str] = frozenset(enabled)
+        self.enabled_extensions: tuple[str, ...] = tuple(reports.extensions_to_enable(info, enabled))
+        chain, keepalive = vk_physical.feature_chain(info, enabled)
         queue_info = vk.VkDeviceQueueCreateInfo(
             queueFamilyIndex=self.queue_family, queueCount=1, pQueuePriorities=[1.0]
         )
@@ -49,14 +67,9 @@ class LogicalDevice:
             ppEnabledExtensionNames=list(self.enabled_extensions) or None,
             pEnabledFeatures=None,  # the features live in the VkPhysicalDeviceFeatures2 chain
         )
-        try:
-            self.handle = vk.vkCreateDevice(info.handle, create_info, None)
-        except Exception as exc:
-            raise DeviceError(f"vkCreateDevice failed for Vulkan device {info.index}: {exc}") from exc
+        handle = vk.vkCreateDevice(info.handle, create_info, None)
         del keepalive
-        self.queue = vk.vkGetDeviceQueue(self.handle, self.queue_family, 0)
-        self.limits = info.limits
-        self.max_storage_buffer_range = int(info.limits["maxStorageBufferRange"])
+        return handle
 
     # ------------------------------------------------------------------ small helpers
 

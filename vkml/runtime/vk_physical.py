@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import vk_instance
+from . import vk_instance, vk_newer
 
 V1_1, V1_2, V1_3 = (1, 1), (1, 2), (1, 3)
 NEWEST = (99, 0)
@@ -118,6 +118,13 @@ FEATURE_STRUCTS = (
         ("pipelineExecutableInfo",),
         extension="VK_KHR_pipeline_executable_properties",
     ),
+    # Newer than the binding: declared in vk_newer (workgroup-scope matrices, tools/proto_coopmat2.py).
+    ChainStruct(
+        "VkPhysicalDeviceCooperativeMatrix2FeaturesNV",
+        "VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV",
+        ("cooperativeMatrixWorkgroupScope", "cooperativeMatrixFlexibleDimensions", "cooperativeMatrixTensorAddressing"),
+        extension="VK_NV_cooperative_matrix2",
+    ),
 )
 
 # VkPhysicalDeviceFeatures (Vulkan 1.0) members vkml enables where supported.
@@ -197,6 +204,16 @@ PROPERTY_STRUCTS = (
         below_api=V1_3,
         extension="VK_EXT_subgroup_size_control",
     ),
+    ChainStruct(
+        "VkPhysicalDeviceCooperativeMatrix2PropertiesNV",
+        "VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_PROPERTIES_NV",
+        (
+            "cooperativeMatrixWorkgroupScopeMaxWorkgroupSize",
+            "cooperativeMatrixFlexibleDimensionsMaxDimension",
+            "cooperativeMatrixWorkgroupScopeReservedSharedMemory",
+        ),
+        extension="VK_NV_cooperative_matrix2",
+    ),
 )
 
 LIMITS = (
@@ -240,10 +257,29 @@ class PhysicalDeviceInfo:
     memory_heaps: list[tuple[int, int]] = field(default_factory=list)  # (size, flags)
     queue_family: int | None = None  # a family with compute, or None
     cooperative_matrix_shapes: list[dict] = field(default_factory=list)
+    cooperative_matrix_flexible: list[dict] = field(default_factory=list)  # VK_NV_cooperative_matrix2's
 
     @property
     def api(self) -> tuple[int, int]:
         return ((self.api_version >> 22) & 0x7F, (self.api_version >> 12) & 0x3FF)
+
+
+def _declared(struct: ChainStruct):
+    """``(ffi, sType)`` declaring ``struct``: the binding's, else vk_newer's; None where neither does."""
+    ffi, _ = vk_instance.raw()
+    try:
+        ffi.typeof(struct.ctype)
+    except Exception:  # the installed binding predates this struct
+        if vk_newer.knows(struct.ctype):
+            return vk_newer.ffi, vk_newer.STYPES[struct.stype]
+        return None
+    stype = getattr(vk_instance.vk(), struct.stype, None)
+    return None if stype is None else (ffi, stype)
+
+
+def declared_outside_binding(struct: ChainStruct | None) -> bool:
+    """Whether ``struct`` is one of vk_newer's (the installed binding predates it)."""
+    return struct is not None and vk_newer.knows(struct.ctype) and _declared(struct)[0] is vk_newer.ffi
 
 
 def _applies(struct: ChainStruct, api: tuple[int, int], extensions: frozenset[str]) -> bool:
@@ -251,13 +287,7 @@ def _applies(struct: ChainStruct, api: tuple[int, int], extensions: frozenset[st
         return False
     if struct.extension is not None and struct.extension not in extensions:
         return False
-    vk = vk_instance.vk()
-    ffi, _ = vk_instance.raw()
-    try:
-        ffi.typeof(struct.ctype)
-    except Exception:  # the installed binding predates this struct
-        return False
-    return getattr(vk, struct.stype, None) is not None
+    return _declared(struct) is not None
 
 
 def _new_chain(head_ctype: str, head_stype: str, structs: list[ChainStruct]):
@@ -269,8 +299,9 @@ def _new_chain(head_ctype: str, head_stype: str, structs: list[ChainStruct]):
     nodes = {}
     previous = ffi.NULL
     for struct in reversed(structs):
-        node = ffi.new(struct.ctype + "*")
-        node.sType = getattr(vk, struct.stype)
+        struct_ffi, stype = _declared(struct)
+        node = struct_ffi.new(struct.ctype + "*")
+        node.sType = stype
         node.pNext = previous
         previous = node
         nodes[struct] = node
@@ -336,6 +367,8 @@ def query(index: int) -> PhysicalDeviceInfo:
     info.queue_family = _compute_queue_family(vk, handle)
     if info.features.get("cooperativeMatrix"):
         info.cooperative_matrix_shapes = _cooperative_matrix_shapes(handle, ffi)
+    if info.features.get("cooperativeMatrixFlexibleDimensions"):
+        info.cooperative_matrix_flexible = _flexible_dimensions(handle)
     return info
 
 
@@ -422,6 +455,39 @@ def _cooperative_matrix_shapes(handle, ffi) -> list[dict]:
             }
         )
     return shapes
+
+
+def _flexible_dimensions(handle) -> list[dict]:
+    """VK_NV_cooperative_matrix2's flexible shapes: granularities of M, N, K per type and scope, and the
+    workgroup size that workgroup-scope matrices of that entry need."""
+    function = vk_newer.instance_function("vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV")
+    if function is None:
+        return []
+    ffi, device = vk_newer.ffi, vk_newer.handle(handle)
+    count = ffi.new("uint32_t*")
+    if function(device, count, ffi.NULL) != 0 or count[0] == 0:
+        return []
+    items = ffi.new("VkCooperativeMatrixFlexibleDimensionsPropertiesNV[]", count[0])
+    for i in range(count[0]):
+        items[i].sType = vk_newer.STYPES["VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV"]
+    if function(device, count, items) < 0:
+        return []
+    kinds = {"a": "AType", "b": "BType", "c": "CType", "result": "ResultType"}
+    return [
+        {
+            "m": int(p.MGranularity),
+            "n": int(p.NGranularity),
+            "k": int(p.KGranularity),
+            **{
+                ours: COMPONENT_TYPES.get(int(getattr(p, theirs)), str(getattr(p, theirs)))
+                for ours, theirs in kinds.items()
+            },
+            "saturating": bool(p.saturatingAccumulation),
+            "scope": SCOPES.get(int(p.scope), str(int(p.scope))),
+            "workgroup_invocations": int(p.workgroupInvocations),
+        }
+        for p in (items[i] for i in range(count[0]))
+    ]
 
 
 def feature_chain(info: PhysicalDeviceInfo, enable: set[str]):

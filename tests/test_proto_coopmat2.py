@@ -1,0 +1,157 @@
+"""tools/proto_coopmat2.py: its VK_NV_cooperative_matrix2 GEMM modules pass spirv-val everywhere, and the
+runtime enables the extension's features where a device offers them.
+
+Nothing here needs the extension on the machine: assembling and validating is host work, and on
+lavapipe the tool must say that it cannot run and exit 0. The timing runs on the H200 only.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import vkml
+from vkml.codegen.tools import assemble_and_validate
+from vkml.errors import CompileError
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+import proto_coopmat2 as proto  # noqa: E402
+
+RAGGED = (300, 200, 100)  # no size a whole number of tiles: the clamped kernel
+
+
+@pytest.mark.parametrize("config", [*proto.DEFAULT_CONFIGS, proto.Config.parse("64x64x16 t128 u3 g1 f16 bt")], ids=str)
+def test_every_module_passes_spirv_val(config):
+    for m, n, k in ((8192, 8192, 8192), RAGGED):
+        assert proto.spirv(config, m, n, k)[:4] == b"\x03\x02\x23\x07"  # the SPIR-V magic number, little-endian
+
+
+def test_the_module_says_what_the_config_says():
+    text = proto.module_text(proto.Config.parse("128x256x64 u2"), 8192, 8192, 8192)
+    assert "OpTypeCooperativeMatrixKHR %float %u2 %u128 %u256 %u2" in text  # workgroup scope (2), accumulator
+    assert text.count("OpCooperativeMatrixLoadTensorNV") == 4 and text.count("OpCooperativeMatrixMulAddKHR") == 2
+    assert "OpCooperativeMatrixStoreTensorNV" in text and "OpTypePointer Workgroup" not in text  # no shared memory
+    assert "OpTypeTensorLayoutNV %u2 %u0" in text  # whole tiles: no clamping
+    ragged = proto.module_text(proto.Config.parse("128x128x32 f16 bt"), *RAGGED)
+    assert "OpTypeTensorLayoutNV %u2 %u1" in ragged  # Constant: loads past the edge read 0, stores are dropped
+    assert "OpFConvert %mat_out %acc" in ragged and "RoundingModeRTE 16" in ragged
+    assert "TensorView %view" in ragged
+
+
+def test_spirv_val_really_checks_the_cm2_instructions():
+    """The venv's SPIRV-Tools know SPV_NV_cooperative_matrix2: a wrong module is refused, not waved through."""
+    text = proto.module_text(proto.Config(), 256, 256, 256)
+    for bad in (
+        text.replace("OpTypeTensorLayoutNV %u2", "OpTypeTensorLayoutNV %u1"),  # 1-D layout, 2-D slices
+        text.replace("OpCapability TensorAddressingNV\n", ""),
+        text.replace("%half %u2 %u32 %u128 %u1", "%half %u2 %u32 %u128 %u0"),  # B declared as an A matrix
+    ):
+        assert bad != text
+        with pytest.raises(CompileError, match="spirv-val rejected"):
+            assemble_and_validate(bad, "vulkan1.3")
+
+
+@pytest.mark.parametrize("tiles", [(64, 32), (7, 5), (3, 1), (1, 9)])
+@pytest.mark.parametrize("group", [1, 2, 8])
+def test_grouped_order_visits_every_tile_once(tiles, group):
+    seen = [proto.tile_of(w, tiles, group) for w in range(tiles[0] * tiles[1])]
+    assert sorted(seen) == [(r, c) for r in range(tiles[0]) for c in range(tiles[1])]
+
+
+def test_configs_print_and_parse_back():
+    for config in (*proto.DEFAULT_CONFIGS, proto.Config.parse("64x64x16 t128 u3 g1 f16 bt")):
+        assert proto.Config.parse(str(config)) == config
+
+
+def test_flexible_dimensions_decide_which_configs_run():
+    entry = {"a": "float16", "b": "float16", "c": "float32", "result": "float32", "scope": "workgroup"}
+    flexible = [{**entry, "m": 16, "n": 16, "k": 16, "workgroup_invocations": 256}]
+    assert proto.flexible_problem(proto.Config(), flexible, 256) is None
+    assert "granularity" in proto.flexible_problem(proto.Config(threads=128), flexible, 256)
+    assert "MaxDimension" in proto.flexible_problem(proto.Config(bm=512), flexible, 256)
+    assert "no workgroup-scope" in proto.flexible_problem(proto.Config(), [{**flexible[0], "scope": "subgroup"}], 0)
+
+
+def test_without_the_extension_the_tool_says_so_and_exits_cleanly():
+    device = vkml.best_device()
+    if device.kind == "vulkan" and proto.device_problem(device) is None:
+        pytest.skip(f"{device.name} offers {proto.EXTENSION}: the tool would time it")
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "proto_coopmat2.py"), "--size", "256", "--shape", "128x128x32"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "nothing to run" in done.stdout and "pass spirv-val" in done.stdout
+
+
+def test_a_device_with_cooperative_matrix2_gets_its_features_enabled():
+    """What runtime/reports.py and vk_physical.py do for a device listing VK_NV_cooperative_matrix2."""
+    from vkml.runtime import reports, vk_newer, vk_physical
+
+    extensions = frozenset({"VK_KHR_cooperative_matrix", "VK_NV_cooperative_matrix2"})
+    info = vk_physical.PhysicalDeviceInfo(0, None, (1 << 22) | (3 << 12), extensions=extensions)
+    for struct in vk_physical.FEATURE_STRUCTS:
+        if vk_physical._applies(struct, info.api, extensions):
+            for name in struct.fields:
+                info.features[name], info.feature_struct[name] = True, struct
+    enabled = reports.features_to_enable(info)
+    assert set(proto.FEATURES) <= enabled
+    assert {"VK_KHR_cooperative_matrix", "VK_NV_cooperative_matrix2"} <= set(
+        reports.extensions_to_enable(info, enabled)
+    )
+    head, keep = vk_physical.feature_chain(info, enabled)
+    found = []
+    node = vk_newer.ffi.cast("VkPhysicalDeviceCooperativeMatrix2FeaturesNV *", head.pNext)
+    while node != vk_newer.ffi.NULL:  # walk the chain by sType (every struct starts sType, pNext)
+        if node.sType == vk_newer.STYPES["VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV"]:
+            found.append(node)
+        node = vk_newer.ffi.cast("VkPhysicalDeviceCooperativeMatrix2FeaturesNV *", node.pNext)
+    (cm2,) = found
+    assert cm2.cooperativeMatrixWorkgroupScope == cm2.cooperativeMatrixFlexibleDimensions == 1
+    assert cm2.cooperativeMatrixTensorAddressing == 1 and cm2.cooperativeMatrixReductions == 0
+    del keep
+    without = frozenset({"VK_KHR_cooperative_matrix"})  # lavapipe-like: no struct, nothing enabled
+    assert not any(
+        vk_physical._applies(s, info.api, without) for s in vk_physical.FEATURE_STRUCTS if "Matrix2" in s.ctype
+    )
+
+
+def test_a_device_refusing_the_newer_features_is_created_without_them(monkeypatch):
+    """vkCreateDevice failing with VK_NV_cooperative_matrix2's features on retries without them (not vkml's end)."""
+    import dataclasses
+
+    from vkml.runtime import reports, vk_device, vk_physical
+
+    real = reports.physical_device_info(0)
+    if real.api < vk_physical.V1_1 or real.queue_family is None:
+        pytest.skip("no usable Vulkan device")
+    (struct,) = [s for s in vk_physical.FEATURE_STRUCTS if "Matrix2" in s.ctype]
+    pretend = dataclasses.replace(
+        real,
+        features={**real.features, **dict.fromkeys(struct.fields, True)},
+        feature_struct={**real.feature_struct, **dict.fromkeys(struct.fields, struct)},
+    )
+    create, tried = vk_device.LogicalDevice._create, []
+
+    def refuse_newer(self, vk, info, enabled):
+        tried.append(set(enabled))
+        if set(struct.fields) & enabled:
+            raise RuntimeError("VK_ERROR_FEATURE_NOT_PRESENT")
+        return create(self, vk, info, enabled)
+
+    monkeypatch.setattr(vk_device.LogicalDevice, "_create", refuse_newer)
+    logical = vk_device.LogicalDevice(pretend)
+    assert len(tried) == 2 and set(struct.fields) <= tried[0]
+    assert (
+        not set(struct.fields) & logical.enabled_features
+        and "VK_NV_cooperative_matrix2" not in logical.enabled_extensions
+    )
+    assert logical.enabled_features == frozenset(reports.features_to_enable(real))

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import vkml
@@ -155,3 +156,69 @@ def test_a_device_refusing_the_newer_features_is_created_without_them(monkeypatc
         and "VK_NV_cooperative_matrix2" not in logical.enabled_extensions
     )
     assert logical.enabled_features == frozenset(reports.features_to_enable(real))
+
+
+# A stand-in for the cm2 module where there is none: workgroup w writes C[w] = w, so the
+# tool's recording (pipeline, descriptor set, dispatches, timestamps, download) runs on lavapipe.
+_STAND_IN = """OpCapability Shader
+OpCapability Float16
+OpCapability StorageBuffer16BitAccess
+OpMemoryModel Logical GLSL450
+OpEntryPoint GLCompute %main "main" %A %B %C %wid
+OpExecutionMode %main LocalSize 1 1 1
+OpDecorate %wid BuiltIn WorkgroupId
+OpDecorate %rt_half ArrayStride 2
+OpDecorate %rt_float ArrayStride 4
+OpMemberDecorate %in_block 0 Offset 0
+OpDecorate %in_block Block
+OpMemberDecorate %out_block 0 Offset 0
+OpDecorate %out_block Block
+OpDecorate %A DescriptorSet 0
+OpDecorate %A Binding 0
+OpDecorate %B DescriptorSet 0
+OpDecorate %B Binding 1
+OpDecorate %C DescriptorSet 0
+OpDecorate %C Binding 2
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%uint = OpTypeInt 32 0
+%half = OpTypeFloat 16
+%float = OpTypeFloat 32
+%v3uint = OpTypeVector %uint 3
+%rt_half = OpTypeRuntimeArray %half
+%rt_float = OpTypeRuntimeArray %float
+%in_block = OpTypeStruct %rt_half
+%out_block = OpTypeStruct %rt_float
+%p_in = OpTypePointer StorageBuffer %in_block
+%p_out = OpTypePointer StorageBuffer %out_block
+%p_float = OpTypePointer StorageBuffer %float
+%p_v3 = OpTypePointer Input %v3uint
+%u0 = OpConstant %uint 0
+%A = OpVariable %p_in StorageBuffer
+%B = OpVariable %p_in StorageBuffer
+%C = OpVariable %p_out StorageBuffer
+%wid = OpVariable %p_v3 Input
+%main = OpFunction %void None %fn
+%entry = OpLabel
+%id = OpLoad %v3uint %wid
+%w = OpCompositeExtract %uint %id 0
+%value = OpConvertUToF %float %w
+%at = OpAccessChain %p_float %C %u0 %w
+OpStore %at %value
+OpReturn
+OpFunctionEnd
+"""
+
+
+def test_the_recording_runs_a_module_and_reads_back_its_output(monkeypatch):
+    device = vkml.best_device()
+    if device.kind != "vulkan":
+        pytest.skip("needs a Vulkan device")
+    monkeypatch.setattr(proto, "spirv", lambda config, m, n, k: assemble_and_validate(_STAND_IN, "vulkan1.3"))
+    runner = proto.Runner(device)
+    a, b = proto.operands(np.random.default_rng(0), 256, 64, 384)
+    config = proto.Config()  # 128×128 tiles: 2 × 3 workgroups
+    got, seconds = proto.product(runner, config, a, b, 3)
+    assert got.shape == (256, 384) and got.dtype == np.float32
+    assert list(got.reshape(-1)[: proto.grid(config, 256, 384)]) == [0, 1, 2, 3, 4, 5]
+    assert len(seconds) == 3 and all(s > 0 for s in seconds)

@@ -257,6 +257,19 @@ def test_shapes_print_parse_and_say_what_does_not_lower():
     assert "vector must be 1 or 4" in Shape(vector=2).problem(32)
     assert "whole number of rounds" in Shape(64, 128, 16, 16, 16).problem(32)  # 1024 invocations, 1024 of A
     assert not kernels_matmul_coopmat.fits(H200, Shape(256, 128, 32, 64, 64))  # 57 KiB of shared memory
+    assert "epilogue must be 1 or 2" in Shape(epilogue=3).problem(32)
+    assert not kernels_matmul_coopmat.fits(H200, Shape(epilogue=2))  # 56 KiB
+
+
+def test_two_epilogue_blocks_take_one_barrier_per_accumulator():
+    def barriers(shape: Shape) -> int:
+        kernel = _kernel((256, 256), (256, 256), shape=shape)
+        return sum(1 for s in walk(kernel.body) if isinstance(s, Instr) and s.op == "barrier")
+
+    one, two = Shape(128, 128, 16, 64, 32), Shape(128, 128, 16, 64, 32, epilogue=2)
+    accumulators = (one.sub_m // 16) * (one.sub_n // 16)
+    assert barriers(one) - barriers(two) == accumulators
+    assert two.shared_bytes() - one.shared_bytes() == 4 * 16 * 16 * one.subgroups
     with pytest.raises(ValueError, match="vector must be 1 or 4"):
         _kernel((64, 64), (64, 64), shape=Shape(vector=2))
 

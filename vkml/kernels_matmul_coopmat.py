@@ -28,7 +28,9 @@ product is -0.0, which leaves each sum unchanged (as the scalar template's paddi
 Epilogue: for each accumulator in turn, every subgroup stores its 16×16 float32 block into
 its own 1 KiB of shared memory; after a barrier the workgroup's invocations read those
 values, 8 each, and compute the root there exactly as the scalar template does (the software
-float32 → float16 narrowing, then fused consumers: bias, activation).
+float32 → float16 narrowing, then fused consumers: bias, activation). That is two workgroup
+barriers per accumulator; a shape with ``epilogue=2`` (``e2``) alternates two blocks a subgroup
+and needs one. Either way each output is the same float32 sum, narrowed the same way.
 
 Accumulation (docs/ops/matmul.md): each output starts from -0.0 and takes the 16-deep
 blocks of k in ascending order. The CPU interpreter adds each exact product in ascending k
@@ -64,10 +66,13 @@ class Shape:
     """The template's shape: the workgroup's tile of C (``bm``×``bn``), its K-step ``bk``, each
     subgroup's block of C (``sub_m``×``sub_n``: the subgroups tile the workgroup's tile), and
     ``vector``: 4 stages aligned groups of four float16 with one 8-byte shared store
-    (``shared_vstore``), 1 element by element. Printed in the mode string and parsed back.
+    (``shared_vstore``), 1 element by element; ``epilogue``: the epilogue's blocks of shared
+    memory per subgroup, 1 (store, barrier, read, barrier: two workgroup barriers per
+    accumulator) or 2 (accumulators alternate between two blocks: one barrier each, for 1 KiB
+    more per subgroup). Printed in the mode string (``e2``; 1 is not printed) and parsed back.
 
-    >>> Shape(), Shape.parse("256x128x16 sg64x64 v4").subgroups
-    (Shape(128x128x32 sg64x32 v4), 8)
+    >>> Shape(), Shape.parse("256x128x16 sg64x64 v4").subgroups, Shape.parse("128x128x16 sg64x32 v4 e2").epilogue
+    (Shape(128x128x32 sg64x32 v4), 8, 2)
     """
 
     bm: int = 128
@@ -76,19 +81,22 @@ class Shape:
     sub_m: int = 64
     sub_n: int = 32
     vector: int = 4
+    epilogue: int = 1
 
     def __str__(self) -> str:
-        return f"{self.bm}x{self.bn}x{self.bk} sg{self.sub_m}x{self.sub_n} v{self.vector}"
+        text = f"{self.bm}x{self.bn}x{self.bk} sg{self.sub_m}x{self.sub_n} v{self.vector}"
+        return text if self.epilogue == 1 else f"{text} e{self.epilogue}"
 
     def __repr__(self) -> str:
         return f"Shape({self})"
 
     @classmethod
     def parse(cls, text: str) -> Shape:
-        tile, sub, vector = text.split()
+        tile, sub, vector, *epilogue = text.split()
         bm, bn, bk = (int(v) for v in tile.split("x"))
         sub_m, sub_n = (int(v) for v in sub.removeprefix("sg").split("x"))
-        return cls(bm, bn, bk, sub_m, sub_n, int(vector.removeprefix("v")))
+        blocks = int(epilogue[0].removeprefix("e")) if epilogue else 1
+        return cls(bm, bn, bk, sub_m, sub_n, int(vector.removeprefix("v")), blocks)
 
     @property
     def subgroups(self) -> int:
@@ -99,14 +107,17 @@ class Shape:
         return max(outer * (self.bk + PAD), self.bk * (outer + PAD))
 
     def shared_bytes(self) -> int:
-        """Double-buffered A and B tiles (float16) and one float32 16×16 block per subgroup for the epilogue."""
-        return 2 * 2 * (self.tile_halves(self.bm) + self.tile_halves(self.bn)) + 4 * self.subgroups * MATRIX * MATRIX
+        """Double-buffered A and B tiles (float16) and ``epilogue`` float32 16×16 blocks per subgroup."""
+        staging = 2 * 2 * (self.tile_halves(self.bm) + self.tile_halves(self.bn))
+        return staging + 4 * self.epilogue * self.subgroups * MATRIX * MATRIX
 
     def problem(self, subgroup_size: int) -> str | None:
         """Why this shape cannot be lowered for ``subgroup_size``-wide subgroups (None: it can)."""
         threads = self.subgroups * subgroup_size
         if self.vector not in (1, VECTOR_WIDTH):
             return f"vector must be 1 or {VECTOR_WIDTH}"
+        if self.epilogue not in (1, 2):
+            return "epilogue must be 1 or 2 blocks"
         if any(v % MATRIX for v in (self.bk, self.sub_m, self.sub_n)):
             return f"bk and the subgroup block must be multiples of {MATRIX}"
         if self.bm % self.sub_m or self.bn % self.sub_n:
@@ -134,6 +145,13 @@ CANDIDATES = (
     Shape(256, 128, 16, 64, 64),  # 8 subgroups of 64×64: half the shared traffic per product
     Shape(128, 256, 16, 64, 64),
     Shape(256, 128, 16, 128, 32),  # 8 subgroups of 128×32
+    # One workgroup barrier per accumulator in the epilogue instead of two (2 blocks a subgroup):
+    Shape(128, 128, 32, 64, 64, epilogue=2),  # 48 KiB
+    Shape(128, 128, 16, 64, 32, epilogue=2),  # 40 KiB
+    # Smaller footprints (shared memory and accumulators a thread): more workgroups resident per SM.
+    Shape(64, 128, 32, 32, 32),  # 38 KiB, 4 accumulators a subgroup
+    Shape(64, 128, 32, 32, 32, epilogue=2),  # 46 KiB
+    Shape(64, 64, 64, 32, 32),  # K-steps of 64 in 40 KiB, 128 invocations
 )
 
 
@@ -314,7 +332,7 @@ def lower_matmul_coopmat(
     L = Lowering(kernel_name(root, "MMC"), (threads, 1, 1), leaves, baked)
     L.kb.subgroup_size = subgroup_size
     out_ref = L.bind_buffer(root.dtype, "write", "out", ("out", root))
-    c_block = L.kb.shared("c_block", T.float32, shape.subgroups * MATRIX * MATRIX)
+    c_block = L.kb.shared("c_block", T.float32, shape.epilogue * shape.subgroups * MATRIX * MATRIX)
     with L.kb:
         wg = linear_workgroup(grid)
         # A folded grid may have spare workgroups; the test is uniform per workgroup.
@@ -376,7 +394,11 @@ def lower_matmul_coopmat(
 
 
 def _epilogue(L, shape: Shape, root, mm, out_ref, acc, c_block, who, origin) -> None:
-    """Each accumulator through shared memory: subgroup q's block is read by invocations q·S ... q·S + S - 1."""
+    """Each accumulator through shared memory: subgroup q's block is read by invocations q·S ... q·S + S - 1.
+
+    With two blocks a subgroup, accumulator t goes to block t % 2: the store of t + 2 comes after
+    the barrier of t + 1, which every invocation reaches only once it has read t, so one barrier
+    per accumulator keeps the reads ahead of the overwrite."""
     sg, tid, subgroup_size = who
     batch, (row0, col0), (m_size, n_size) = origin
     block = MATRIX * MATRIX
@@ -388,15 +410,17 @@ def _epilogue(L, shape: Shape, root, mm, out_ref, acc, c_block, who, origin) -> 
     per_row = shape.sub_n // MATRIX
     for t, matrix in enumerate(acc):
         i, j = divmod(t, per_row)
-        c_block.store_matrix(sg * _u32(block), matrix, MATRIX)
+        half = (t % shape.epilogue) * shape.subgroups * block  # where this accumulator's blocks start
+        c_block.store_matrix(_plus(sg * _u32(block), half), matrix, MATRIX)
         B.barrier()
         for r in range(block // subgroup_size):
             e = _plus(lane, r * subgroup_size)
-            value = c_block[q * _u32(block) + e]
+            value = c_block[_plus(q * _u32(block), half) + e]
             row = _plus(q_row, MATRIX * i) + e / _u32(MATRIX)
             col = _plus(q_col, MATRIX * j) + e % _u32(MATRIX)
             row_ok = None if m_size % shape.bm == 0 else row < _u32(m_size)
             col_ok = None if n_size % shape.bn == 0 else col < _u32(n_size)
             inside = row_ok if col_ok is None else (col_ok if row_ok is None else row_ok & col_ok)
             store_output(L, root, mm, out_ref, value, batch, (row, col), inside)
-        B.barrier()  # the block is overwritten by the next accumulator
+        if shape.epilogue == 1:
+            B.barrier()  # the block is overwritten by the next accumulator

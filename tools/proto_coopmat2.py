@@ -21,7 +21,8 @@ VK_NV_cooperative_matrix2 (vkml enables its workgroup-scope, flexible-dimension 
 tensor-addressing features where present) each shape that the driver's flexible-dimension list
 allows runs: a full numpy check at a small ragged size, then per size the median GPU time of
 ``--repeats`` dispatches (GPU timestamps, one submission, a barrier between dispatches), TFLOP/s,
-the ratio to cuBLAS (``--cublas``, default 795 TFLOP/s: reference/vulkan.md) and the largest
+the ratio to cuBLAS (PyTorch CUDA's float16 ``a @ b`` timed in the same run where torch has CUDA,
+else ``--cublas``, default 795 TFLOP/s: reference/vulkan.md) and the largest
 error on sampled outputs over the bound of docs/ops/matmul.md (must stay ≤ 1). Without the
 extension (lavapipe) it says so and exits 0.
 """
@@ -29,6 +30,7 @@ extension (lavapipe) it says so and exits 0.
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
 from dataclasses import dataclass, replace
@@ -426,6 +428,25 @@ def full_check(runner: Runner, config: Config, rng) -> float:
     return float(np.max(np.abs(got - exact) / (2 * gamma * magnitude + half_ulp + 1e-300)))
 
 
+def torch_tflops(sizes, repeats: int) -> dict[int, float]:
+    """PyTorch CUDA's float16 ``a @ b`` TFLOP/s per size (median of CUDA-event times); {} without CUDA."""
+    try:
+        import torch
+    except ImportError:
+        return {}
+    if not torch.cuda.is_available():
+        return {}
+    from bench_timing import time_torch
+
+    cuda, found = torch.device("cuda"), {}
+    for size in sizes:
+        pair = [torch.randn(size, size, device=cuda, dtype=torch.float16) for _ in range(2)]
+        timing = time_torch(functools.partial(torch.matmul, *pair), cuda, repeats, budget_s=5.0, warmups=3)
+        found[size] = 2 * size**3 / timing.gpu.median / 1e12
+    torch.cuda.empty_cache()
+    return found
+
+
 def sweep(device, configs, sizes, repeats: int, cublas: float, force: bool) -> None:
     info = device.logical.info
     flexible = info.cooperative_matrix_flexible
@@ -443,6 +464,10 @@ def sweep(device, configs, sizes, repeats: int, cublas: float, force: bool) -> N
             f"  flexible: {e['a']}×{e['b']}→{e['c']}/{e['result']} {e['scope']:9s} granularity "
             f"{e['m']}×{e['n']}×{e['k']}, {e['workgroup_invocations']} invocations"
         )
+    peer = torch_tflops(sizes, repeats)
+    for size in sizes:
+        where = "PyTorch CUDA, this run" if size in peer else "--cublas, not measured here"
+        print(f"  cuBLAS float16 {size}³: {peer.get(size, cublas):.1f} TFLOP/s ({where})")
     rng = np.random.default_rng(0)
     inputs = {size: operands(rng, size, size, size) for size in sizes}
     print(f"{'config':30s} {'check':>7s}" + "".join(f" {size:>6d}: ms   TFLOP/s  ×cuBLAS err/bound" for size in sizes))
@@ -461,7 +486,7 @@ def sweep(device, configs, sizes, repeats: int, cublas: float, force: bool) -> N
                 median = statistics.median(seconds)
                 tflops = 2 * size**3 / median / 1e12
                 ratio = bound_ratio(got, a, b, rng)
-                line += f" {median * 1e3:9.3f} {tflops:9.1f} {tflops / cublas:7.2f} {ratio:9.3f}"
+                line += f" {median * 1e3:9.3f} {tflops:9.1f} {tflops / peer.get(size, cublas):7.2f} {ratio:9.3f}"
         except Exception as exc:  # a shape the driver refuses must not end the sweep
             line += f" failed: {type(exc).__name__}: {str(exc)[:200]}"
         print(line, flush=True)
@@ -472,7 +497,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, action="append", help="square size (repeatable; default 4096 and 8192)")
     parser.add_argument("--shape", action="append", default=[], help='a config, e.g. "128x256x64 t256 u2 g8 f32"')
     parser.add_argument("--repeats", type=int, default=20, help="dispatches timed per size (the median is shown)")
-    parser.add_argument("--cublas", type=float, default=CUBLAS_TFLOPS, help="cuBLAS TFLOP/s to compare with")
+    parser.add_argument("--cublas", type=float, default=CUBLAS_TFLOPS, help="cuBLAS TFLOP/s where torch has no CUDA")
     parser.add_argument("--force", action="store_true", help="also run configs the flexible-dimension list rules out")
     parser.add_argument("--print-asm", metavar="CONFIG", help="print the SPIR-V of CONFIG at --size (or 8192) and exit")
     parser.add_argument("--device", default=None, help="a Vulkan device (default: the best one)")

@@ -215,6 +215,9 @@ def test_the_recording_runs_a_module_and_reads_back_its_output(monkeypatch):
     if device.kind != "vulkan":
         pytest.skip("needs a Vulkan device")
     monkeypatch.setattr(proto, "spirv", lambda config, m, n, k: assemble_and_validate(_STAND_IN, "vulkan1.3"))
+    from vkml.runtime import pipeline_stats
+
+    monkeypatch.setattr(device.pipelines, "capture_statistics", pipeline_stats.supported(device.logical))
     runner = proto.Runner(device)
     a, b = proto.operands(np.random.default_rng(0), 256, 64, 384)
     config = proto.Config()  # 128×128 tiles: 2 × 3 workgroups
@@ -222,3 +225,4 @@ def test_the_recording_runs_a_module_and_reads_back_its_output(monkeypatch):
     assert got.shape == (256, 384) and got.dtype == np.float32
     assert list(got.reshape(-1)[: proto.grid(config, 256, 384)]) == [0, 1, 2, 3, 4, 5]
     assert len(seconds) == 3 and all(s > 0 for s in seconds)
+    assert isinstance(runner.statistics, str)  # the driver's register figures, where it gives any

@@ -363,13 +363,16 @@ class Runner:
         self.final.sType = api.VK_STRUCTURE_TYPE_MEMORY_BARRIER
         self.final.srcAccessMask = api.VK_ACCESS_SHADER_WRITE_BIT
         self.final.dstAccessMask = shader_rw | api.VK_ACCESS_TRANSFER_READ_BIT | api.VK_ACCESS_HOST_READ_BIT
+        self.statistics = ""  # the last pipeline's registers and shared memory, where the driver says
 
     def pipeline(self, config: Config, m: int, n: int, k: int):
         from vkml.runtime.kernel_cache import KernelBinary
 
         binary = KernelBinary(spirv=spirv(config, m, n, k), push_constants=(), push_size=0)
         name = f"proto_cm2_{config.bm}x{config.bn}x{config.bk}_{m}x{n}x{k}"
-        return self.device.pipelines.create(name, 3, binary)
+        pipeline = self.device.pipelines.create(name, 3, binary)
+        self.statistics = pipeline_statistics(self.device, pipeline)
+        return pipeline
 
     def run(self, pipeline, buffers, workgroups: int, repeats: int) -> list[float]:
         """GPU seconds of each of ``repeats`` dispatches (one submission)."""
@@ -391,6 +394,17 @@ class Runner:
         lib.vkCmdPipelineBarrier(command_buffer, self.compute, self.after, 0, 1, self.final, 0, null, 0, null)
         self.submitter.submit_and_wait()
         return self.timer.seconds_between(self.timer.read(repeats + 1))
+
+
+def pipeline_statistics(device, pipeline) -> str:
+    """The driver's register and shared-memory figures for ``pipeline`` ('' where it reports none)."""
+    from vkml.runtime import pipeline_stats
+
+    if not device.pipelines.capture_statistics:
+        return ""
+    found = pipeline_stats.executable_statistics(device.logical, pipeline.handle)
+    figures = {k: v for e in found for k, v in e["statistics"].items() if "egister" in k or "hared" in k}
+    return ", ".join(f"{k} {v}" for k, v in figures.items())
 
 
 def product(runner: Runner, config: Config, a: np.ndarray, b: np.ndarray, repeats: int):
@@ -448,6 +462,8 @@ def torch_tflops(sizes, repeats: int) -> dict[int, float]:
 
 
 def sweep(device, configs, sizes, repeats: int, cublas: float, force: bool) -> None:
+    from vkml.runtime import pipeline_stats
+
     info = device.logical.info
     flexible = info.cooperative_matrix_flexible
     max_dimension = int(info.properties.get("cooperativeMatrixFlexibleDimensionsMaxDimension", 0))
@@ -472,6 +488,7 @@ def sweep(device, configs, sizes, repeats: int, cublas: float, force: bool) -> N
     inputs = {size: operands(rng, size, size, size) for size in sizes}
     print(f"{'config':30s} {'check':>7s}" + "".join(f" {size:>6d}: ms   TFLOP/s  ×cuBLAS err/bound" for size in sizes))
     runner = Runner(device)
+    device.pipelines.capture_statistics = pipeline_stats.supported(device.logical)  # registers, shared memory
     for config in configs:
         problem = flexible_problem(config, flexible, max_dimension)
         if problem is not None and not force:
@@ -487,6 +504,7 @@ def sweep(device, configs, sizes, repeats: int, cublas: float, force: bool) -> N
                 tflops = 2 * size**3 / median / 1e12
                 ratio = bound_ratio(got, a, b, rng)
                 line += f" {median * 1e3:9.3f} {tflops:9.1f} {tflops / peer.get(size, cublas):7.2f} {ratio:9.3f}"
+            line += f"  [{runner.statistics}]" if runner.statistics else ""
         except Exception as exc:  # a shape the driver refuses must not end the sweep
             line += f" failed: {type(exc).__name__}: {str(exc)[:200]}"
         print(line, flush=True)

@@ -10,7 +10,8 @@ The shape a device gets is ``kernels_matmul_coopmat.DEFAULT``; this script swaps
 
 Each line: the shape, the GPU time of the float16 product (median of the repeats, after a
 warm-up that compiles), TFLOP/s, the time of the same product with K = 2·bk (two K-steps:
-about the epilogue's and the launch's share), and the largest error on 64 sampled outputs
+about the epilogue's and the launch's share), the driver's register and shared-memory figures
+for the kernel where it reports them (VK_KHR_pipeline_executable_properties), and the largest error on 64 sampled outputs
 relative to the bound of docs/ops/matmul.md on matrix units (2γ_(K+16) Σ|a||b|, plus half an
 ulp of the float16 rounding): it must stay ≤ 1.
 
@@ -27,11 +28,12 @@ import numpy as np
 from bench_matmul_tiles import time_product  # tools/ is this script's folder, so on sys.path
 
 import vkml
-from vkml import kernels_matmul_coopmat, schedule
+from vkml import debug, kernels_matmul_coopmat, schedule
 from vkml.codegen import compile_kernel
 from vkml.codegen.features import DeviceFeatures
 from vkml.ir import types as T
 from vkml.kernels_matmul_coopmat import CANDIDATES, Shape
+from vkml.runtime import pipeline_stats
 
 
 def gamma(n: int) -> float:
@@ -73,12 +75,18 @@ def sweep_on_device(device, shapes, size: int, repeats: int, wt: bool) -> None:
     ta = vkml.tensor(a, device=device)
     tb = vkml.tensor(np.ascontiguousarray(b.T), device=device).T if wt else vkml.tensor(b, device=device)
     short_k = {}
+    device.pipelines.capture_statistics = pipeline_stats.supported(device.logical)
     for shape in shapes:
         if not kernels_matmul_coopmat.fits(device.features, shape):
             print(f"{shape}: does not fit this device (workgroup size or shared memory)")
             continue
         use(shape)
-        seconds = time_product(ta, tb, device, repeats)
+        compiled: list = []
+        debug.kernel_listeners.append(compiled.append)
+        try:
+            seconds = time_product(ta, tb, device, repeats)
+        finally:
+            debug.kernel_listeners.remove(compiled.append)
         ratio = bound_ratio((ta @ tb).numpy(), a, b, rng)
         if shape.bk not in short_k:
             sa, sb = operands(rng, size, 2 * shape.bk, size)
@@ -88,9 +96,26 @@ def sweep_on_device(device, shapes, size: int, repeats: int, wt: bool) -> None:
         tflops = 2 * size**3 / seconds / 1e12
         print(
             f"{size:6d}{' wt' if wt else ''} {str(shape):24s} {seconds * 1e3:8.3f} ms {tflops:7.1f} TFLOP/s"
-            f"  K={2 * shape.bk}: {epilogue * 1e3:7.3f} ms  error/bound {ratio:.3f}",
+            f"  K={2 * shape.bk}: {epilogue * 1e3:7.3f} ms{registers(device, compiled)}  error/bound {ratio:.3f}",
             flush=True,
         )
+
+
+def registers(device, kernels) -> str:
+    """The driver's register and shared-memory figures for the product's kernel, where it reports them."""
+    if not device.pipelines.capture_statistics:
+        return ""
+    figures = {}
+    try:
+        matrix_kernels = [kernel for kernel in kernels if kernel.name.startswith("MMC")]
+        for kernel in matrix_kernels:
+            for found in pipeline_stats.executable_statistics(
+                device.logical, device.pipelines.lookup(kernel).pipeline.handle
+            ):
+                figures.update({k: v for k, v in found["statistics"].items() if "egister" in k or "hared" in k})
+    except Exception as exc:  # the figures are a bonus: never lose the timing line over them
+        return f"  [no statistics: {type(exc).__name__}: {exc}]"
+    return "  [" + ", ".join(f"{k} {v}" for k, v in figures.items()) + "]" if figures else ""
 
 
 def check_without_matrices(device, shapes, wt: bool) -> None:

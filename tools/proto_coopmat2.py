@@ -105,6 +105,7 @@ DEFAULT_CONFIGS = tuple(
         "256x128x64",
         "128x256x64 u2",
         "128x256x64 u4",
+        "128x256x64 u8",  # ggml unrolls 8 K-steps of its 128×256×64 tile
         "128x256x64 g1",
         "128x256x64 g16",
         "128x256x64 f16",

@@ -20,6 +20,9 @@ INF_BITS = 0x7F800000
 QUIET_BIT = 0x00400000
 # x86's "real indefinite" NaN: what numpy float32 gives for 0/0, inf/inf and sqrt(-1).
 DEFAULT_NAN_BITS = 0xFFC00000
+# 1.5 * 2^23: v + ROUNDER lies in [2^23, 2^24) for |v| < 2^22, where float32 spacing is 1.
+ROUNDER = float.fromhex("0x1.8p23")
+ROUNDER_BITS = 0x4B400000
 
 
 def float32_only(fn):
@@ -74,6 +77,31 @@ def quiet(x: Value) -> Value:
 def pow2(k: Value) -> Value:
     """2**k as float32 for an int32 ``k`` in [-126, 127] (built from its exponent field)."""
     return from_bits(bitcast((k + 127) << 23, U32))
+
+
+def round_to_int(v: Value) -> tuple[Value, Value]:
+    """round_even(v) as float32 and as int32, for |v| < 2^22, with no conversion instruction.
+
+    Hopper rounds and converts floats at 1/8 of its float32 add rate, so this adds ROUNDER: the
+    sum, rounded to nearest even, is ROUNDER + round_even(v) (ROUNDER is even, so ties go the
+    same way), subtracting it back is exact, and the sum's bits are ROUNDER_BITS + round_even(v).
+    One difference: a zero result is +0 where round_even gives -0 (v in [-0.5, -0]); callers
+    multiply it and add it to nonzero values or to v itself, where the sign of a zero is lost.
+    The add must not be fused with the product that makes ``v``: the IR's float operations are
+    emitted NoContraction, each rounded on its own.
+
+    Example: ``k, k_int = round_to_int(x * LOG2E)``.
+    """
+    t = v + ROUNDER
+    return t - ROUNDER, bitcast(t, I32) - ROUNDER_BITS
+
+
+def int_to_float(k: Value) -> Value:
+    """An int32 ``k`` with |k| < 2^22 as float32 (exact), with no conversion instruction (see round_to_int).
+
+    Example: ``e_float = int_to_float(e)``.
+    """
+    return from_bits(bitcast(k + ROUNDER_BITS, U32)) - ROUNDER
 
 
 def ifelse_u32(cond: Value, a: int, b: int) -> Value:

@@ -13,13 +13,11 @@ to float32 one at a time, each later coefficient refitted to absorb the earlier 
 
 from __future__ import annotations
 
-from ...ir.builder import convert, eq, isnan, round_even, select
+from ...ir.builder import eq, isnan, select
 from ...ir.core import Value
 from .bits import (
     ABS_MASK,
     DEFAULT_NAN_BITS,
-    F32,
-    I32,
     INF_BITS,
     f32,
     f32_bits,
@@ -27,8 +25,10 @@ from .bits import (
     from_bits,
     i32,
     ifelse_i32,
+    int_to_float,
     pow2,
     quiet,
+    round_to_int,
     to_bits,
     unpack,
 )
@@ -58,18 +58,18 @@ LOG_R = [float.fromhex(h) for h in ("0x1.99999ap-2", "0x1.249192p-2", "0x1.c76af
 
 def reduce_exp(x_hi: Value, x_lo: Value) -> tuple[Value, Value, Value]:
     """x = k*ln2 + r for |x_hi| <= 104: returns int32 k and r as a double-float (r_hi, r_lo)."""
-    k = round_even(x_hi * LOG2E)
+    k, k_int = round_to_int(x_hi * LOG2E)
     t = x_hi - k * LN2_HI  # exact: Sterbenz, and k*LN2_HI is exact
     r_hi, r_lo = two_sum(t, x_lo - k * LN2_HI_LO)
-    return convert(k, I32), r_hi, r_lo
+    return k_int, r_hi, r_lo
 
 
 def reduce_exp2(t_hi: Value, t_lo: Value) -> tuple[Value, Value, Value]:
     """t = k + r/ln2 for |t_hi| <= 200: returns int32 k and r = (t - k)*ln2 as a double-float."""
-    k = round_even(t_hi)
+    k, k_int = round_to_int(t_hi)
     d_hi, d_lo = two_sum(t_hi - k, t_lo)  # t_hi - k is exact
     r_hi, r_lo = mul_dd_const(d_hi, d_lo, LN2, LN2_LO)
-    return convert(k, I32), r_hi, r_lo
+    return k_int, r_hi, r_lo
 
 
 def exp_parts(r_hi: Value, r_lo: Value) -> tuple[Value, Value]:
@@ -169,7 +169,7 @@ def log_parts(v: Value) -> tuple[Value, Value, Value]:
     w_hi, w_lo = mul_dd_const(c_hi, c_lo, TWO_THIRDS, TWO_THIRDS_LO)
     tail = z_hi * c_hi * horner(z_hi, LOG_R)
     hi, lo = fast_two_sum(2.0 * s_hi, w_hi)
-    return convert(e, F32), hi, lo + (2.0 * s_lo + w_lo + tail)
+    return int_to_float(e), hi, lo + (2.0 * s_lo + w_lo + tail)
 
 
 def _log_specials(x: Value, out: Value, zero_result: Value) -> Value:

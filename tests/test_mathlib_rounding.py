@@ -1,0 +1,120 @@
+"""The math library's conversion-free rounding keeps every bit of the formulas it replaced.
+
+exp's reduction and log's exponent used round_even and float<->int conversions, which Hopper
+runs at 1/8 of its float32 add rate; ``round_to_int`` and ``int_to_float`` (mathlib/bits.py)
+do the same with an add of 1.5 * 2^23. Each function is evaluated twice through the CPU
+interpreter, once as it is and once with the old formula patched back in (round_even then a
+float->int convert; an int->float convert), and the bits must agree: every 97th float32 bit
+pattern in exp's clamped range [-104, 89], and samples over the whole range for the rest.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vkml.ir.builder import convert, round_even
+from vkml.ir.interp import evaluate
+from vkml.ops import mathlib as M
+from vkml.ops.mathlib import bits, explog
+from vkml.ops.mathlib.bits import F32, I32
+
+CHUNK = 1 << 20  # elements per interpreter call: bounds its memory
+
+
+def _old_round_to_int(v):
+    k = round_even(v)
+    return k, convert(k, I32)
+
+
+def _old_int_to_float(k):
+    return convert(k, F32)
+
+
+def _patterns(lo: float, hi: float, stride: int) -> np.ndarray:
+    """Every ``stride``-th float32 bit pattern in [lo, hi] (lo < 0 < hi), both signs, ends included."""
+    top_pos = int(np.float32(hi).view(np.uint32))
+    top_neg = int(np.float32(-lo).view(np.uint32))
+    pos = np.arange(0, top_pos + 1, stride, dtype=np.uint32)
+    neg = np.arange(0, top_neg + 1, stride, dtype=np.uint32) | np.uint32(0x80000000)
+    ends = np.float32([lo, hi]).view(np.uint32)
+    return np.concatenate([pos, neg, ends]).view(np.float32)
+
+
+EDGES = np.float32([np.nan, np.inf, -np.inf, 0.0, -0.0, 88.72284, 88.7228394, -87.33655, -103.97208, 1e-30, -1e-30])
+
+
+def _both(fn, x: np.ndarray, monkeypatch) -> tuple[np.ndarray, np.ndarray]:
+    """``fn`` over ``x`` as it is, and with the old rounding formulas patched in."""
+    new = np.concatenate([evaluate(fn, x[i : i + CHUNK]) for i in range(0, x.size, CHUNK)])
+    with monkeypatch.context() as m:
+        m.setattr(explog, "round_to_int", _old_round_to_int)
+        m.setattr(explog, "int_to_float", _old_int_to_float)
+        old = np.concatenate([evaluate(fn, x[i : i + CHUNK]) for i in range(0, x.size, CHUNK)])
+    return new, old
+
+
+def _assert_same_bits(new: np.ndarray, old: np.ndarray, x: np.ndarray, what: str) -> None:
+    differ = new.view(np.uint32) != old.view(np.uint32)
+    if differ.any():
+        i = np.flatnonzero(differ)[:4]
+        raise AssertionError(f"{what}: {int(differ.sum())} of {x.size} differ, e.g. x={x[i]}: {new[i]} vs {old[i]}")
+
+
+def test_round_to_int_is_round_even_and_convert():
+    # Every 97th pattern with |v| < 2^22 (the promised range), plus the halfway points near 0.
+    v = np.concatenate([_patterns(-(2.0**22) + 1, 2.0**22 - 1, 97), np.arange(-40.5, 41, 1.0, dtype=np.float32)])
+    v = v[np.abs(v) < 2.0**22]
+    for i in range(0, v.size, CHUNK):
+        chunk = v[i : i + CHUNK]
+        k, k_int = evaluate(bits.round_to_int, chunk)
+        want = np.rint(chunk)
+        assert np.array_equal(k, want), "round_to_int's float differs from rint"  # -0 comes back as +0
+        assert np.array_equal(k_int, want.astype(np.int32)), "round_to_int's int32 differs from rint"
+
+
+def test_int_to_float_is_exact_on_its_whole_range():
+    k = np.arange(-(1 << 22) + 1, 1 << 22, dtype=np.int32)
+    assert np.array_equal(evaluate(bits.int_to_float, k), k.astype(np.float32))
+
+
+def test_exp_bits_unchanged_on_every_97th_pattern_of_its_range(monkeypatch):
+    x = np.concatenate([_patterns(-104.0, 89.0, 97), EDGES])
+    new, old = _both(M.exp, x, monkeypatch)
+    _assert_same_bits(new, old, x, "exp")
+
+
+WHOLE_RANGE = {  # function -> the interesting part of its domain
+    "exp2": (-152.0, 130.0),
+    "expm1": (-20.0, 89.0),
+    "log": (-1.0, 3.0e38),
+    "log2": (-1.0, 3.0e38),
+    "log1p": (-1.0, 3.0e38),
+    "sigmoid": (-110.0, 30.0),
+    "tanh": (-10.0, 10.0),
+    "softplus": (-110.0, 30.0),
+    "erf": (-5.0, 5.0),
+    "gelu": (-16.0, 4.0),
+    "gelu_tanh": (-12.0, 4.0),
+}
+
+
+@pytest.mark.parametrize("name", list(WHOLE_RANGE))
+def test_users_of_the_rounding_keep_their_bits(name, monkeypatch):
+    lo, hi = WHOLE_RANGE[name]
+    x = np.concatenate([_patterns(lo, hi, 9973), _patterns(-3.0e38, 3.0e38, 99991), EDGES])
+    new, old = _both(getattr(M, name), x, monkeypatch)
+    _assert_same_bits(new, old, x, name)
+
+
+def test_pow_keeps_its_bits(monkeypatch):
+    g = np.random.default_rng(7)
+    base = np.concatenate([g.uniform(0, 4, 1 << 16), -g.uniform(0, 4, 1 << 12), np.exp2(g.uniform(-140, 127, 1 << 16))])
+    base = base.astype(np.float32)
+    expo = np.concatenate([g.uniform(-40, 40, base.size - 4096), g.integers(-30, 30, 4096)]).astype(np.float32)
+    new = evaluate(M.pow, base, expo)
+    with monkeypatch.context() as m:
+        m.setattr(explog, "round_to_int", _old_round_to_int)
+        m.setattr(explog, "int_to_float", _old_int_to_float)
+        old = evaluate(M.pow, base, expo)
+    _assert_same_bits(new, old, base, "pow")

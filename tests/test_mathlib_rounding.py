@@ -1,11 +1,11 @@
 """The math library's conversion-free rounding keeps every bit of the formulas it replaced.
 
-exp's reduction and log's exponent used round_even and float<->int conversions, which Hopper
-runs at 1/8 of its float32 add rate; ``round_to_int`` and ``int_to_float`` (mathlib/bits.py)
-do the same with an add of 1.5 * 2^23. Each function is evaluated twice through the CPU
-interpreter, once as it is and once with the old formula patched back in (round_even then a
-float->int convert; an int->float convert), and the bits must agree: every 97th float32 bit
-pattern in exp's clamped range [-104, 89], and samples over the whole range for the rest.
+exp's reduction and scaling and log's exponent used round_even and float<->int conversions,
+which Hopper runs at 1/8 of its float32 add rate; ``round_to_int``, ``round_and_pow2`` and
+``int_to_float`` (mathlib/bits.py) do the same with an add of 1.5 * 2^23. exp and exp2 are
+compared with their old formulas (round_even, a convert, ``scale`` by an int32 k) on every 97th
+float32 bit pattern of their clamped ranges; the other users are evaluated twice, once with
+the old rounding patched back in, on samples of their whole range. The bits must agree.
 """
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vkml.ir.builder import convert, round_even
+from vkml.ir.builder import convert, isnan, round_even, select
 from vkml.ir.interp import evaluate
 from vkml.ops import mathlib as M
 from vkml.ops.mathlib import bits, explog
-from vkml.ops.mathlib.bits import F32, I32
+from vkml.ops.mathlib.bits import F32, I32, f32, quiet
+from vkml.ops.mathlib.dd import mul_dd_const, scale, two_sum
 
 CHUNK = 1 << 20  # elements per interpreter call: bounds its memory
 
@@ -29,6 +30,26 @@ def _old_round_to_int(v):
 
 def _old_int_to_float(k):
     return convert(k, F32)
+
+
+def _old_exp(x):
+    """exp as it was: round_even, a float->int convert, and ``scale`` by the int32 k."""
+    clamped = select(x < 89.0, x, f32(89.0))
+    clamped = select(clamped > -104.0, clamped, f32(-104.0))
+    k = round_even(clamped * explog.LOG2E)
+    r_hi, r_lo = two_sum(clamped - k * explog.LN2_HI, f32(0.0) - k * explog.LN2_HI_LO)
+    s, tail = explog.exp_parts(r_hi, r_lo)
+    return select(isnan(x), quiet(x), scale(s + tail, convert(k, I32)))
+
+
+def _old_exp2(x):
+    clamped = select(x < 130.0, x, f32(130.0))
+    clamped = select(clamped > -152.0, clamped, f32(-152.0))
+    k = round_even(clamped)
+    d_hi, d_lo = two_sum(clamped - k, f32(0.0))
+    r_hi, r_lo = mul_dd_const(d_hi, d_lo, explog.LN2, explog.LN2_LO)
+    s, tail = explog.exp_parts(r_hi, r_lo)
+    return select(isnan(x), quiet(x), scale(s + tail, convert(k, I32)))
 
 
 def _patterns(lo: float, hi: float, stride: int) -> np.ndarray:
@@ -78,14 +99,27 @@ def test_int_to_float_is_exact_on_its_whole_range():
     assert np.array_equal(evaluate(bits.int_to_float, k), k.astype(np.float32))
 
 
-def test_exp_bits_unchanged_on_every_97th_pattern_of_its_range(monkeypatch):
-    x = np.concatenate([_patterns(-104.0, 89.0, 97), EDGES])
-    new, old = _both(M.exp, x, monkeypatch)
-    _assert_same_bits(new, old, x, "exp")
+@pytest.mark.parametrize(
+    "name, old_formula, lo, hi", [("exp", _old_exp, -104.0, 89.0), ("exp2", _old_exp2, -152.0, 130.0)]
+)
+def test_exp_bits_unchanged_on_every_97th_pattern_of_its_range(name, old_formula, lo, hi):
+    x = np.concatenate([_patterns(lo, hi, 97), _patterns(-3.0e38, 3.0e38, 99991), EDGES])
+    new = np.concatenate([evaluate(getattr(M, name), x[i : i + CHUNK]) for i in range(0, x.size, CHUNK)])
+    old = np.concatenate([evaluate(old_formula, x[i : i + CHUNK]) for i in range(0, x.size, CHUNK)])
+    _assert_same_bits(new, old, x, name)
+
+
+def test_round_and_pow2_gives_the_rounded_value_and_its_power_of_two():
+    v = np.concatenate([_patterns(-150.0, 128.0, 9973), np.arange(-150.5, 129, 0.25, dtype=np.float32)])
+    for d in (26, -2):
+        k, p = evaluate(lambda x, d=d: bits.round_and_pow2(x, f32(bits.ROUNDER + d)), v)
+        want = np.rint(v)
+        assert np.array_equal(k, want)
+        valid = (want + d >= -126) & (want + d <= 127)
+        assert np.array_equal(p[valid], np.ldexp(np.float32(1.0), (want[valid] + d).astype(np.int32)))
 
 
 WHOLE_RANGE = {  # function -> the interesting part of its domain
-    "exp2": (-152.0, 130.0),
     "expm1": (-20.0, 89.0),
     "log": (-1.0, 3.0e38),
     "log2": (-1.0, 3.0e38),

@@ -96,6 +96,20 @@ def round_to_int(v: Value) -> tuple[Value, Value]:
     return t - ROUNDER, bitcast(t, I32) - ROUNDER_BITS
 
 
+def round_and_pow2(v: Value, offset: Value) -> tuple[Value, Value]:
+    """round_even(v) = k as float32, and 2^(k + d) from the same add, for ``offset`` = ROUNDER + d.
+
+    ``d`` is an even integer (so ties still go as round_even's), |v| + |d| < 2^21, and k + d must
+    lie in [-126, 127]. t = v + offset is offset + k, whose bit pattern is 0x4B000000 + 2^22 + d + k:
+    shifted left by 23 (mod 2^32) only (k + d) << 23 is left, the exponent field of 2^(k + d) less
+    the bias. Two integer operations where pow2 of an int32 takes a conversion and two more.
+
+    Example: ``k, p = round_and_pow2(x * LOG2E, f32(ROUNDER + 26))`` (p is 2^(k + 26)).
+    """
+    t = v + offset
+    return t - offset, from_bits((to_bits(t) << 23) + 0x3F800000)
+
+
 def int_to_float(k: Value) -> Value:
     """An int32 ``k`` with |k| < 2^22 as float32 (exact), with no conversion instruction (see round_to_int).
 

@@ -19,6 +19,7 @@ from .bits import (
     ABS_MASK,
     DEFAULT_NAN_BITS,
     INF_BITS,
+    ROUNDER,
     f32,
     f32_bits,
     float32_only,
@@ -28,6 +29,7 @@ from .bits import (
     int_to_float,
     pow2,
     quiet,
+    round_and_pow2,
     round_to_int,
     to_bits,
     unpack,
@@ -57,19 +59,37 @@ LOG_R = [float.fromhex(h) for h in ("0x1.99999ap-2", "0x1.249192p-2", "0x1.c76af
 
 
 def reduce_exp(x_hi: Value, x_lo: Value) -> tuple[Value, Value, Value]:
-    """x = k*ln2 + r for |x_hi| <= 104: returns int32 k and r as a double-float (r_hi, r_lo)."""
+    """x = k*ln2 + r for |x_hi| <= 160: returns int32 k and r as a double-float (r_hi, r_lo)."""
     k, k_int = round_to_int(x_hi * LOG2E)
-    t = x_hi - k * LN2_HI  # exact: Sterbenz, and k*LN2_HI is exact
-    r_hi, r_lo = two_sum(t, x_lo - k * LN2_HI_LO)
+    r_hi, r_lo = _exp_remainder(x_hi, x_lo, k)
     return k_int, r_hi, r_lo
+
+
+def _exp_remainder(x_hi: Value, x_lo: Value, k: Value) -> tuple[Value, Value]:
+    """r = x - k*ln2 as a double-float (Cody-Waite), for the float32 integer k nearest x/ln2."""
+    t = x_hi - k * LN2_HI  # exact: Sterbenz, and k*LN2_HI is exact
+    return two_sum(t, x_lo - k * LN2_HI_LO)
 
 
 def reduce_exp2(t_hi: Value, t_lo: Value) -> tuple[Value, Value, Value]:
     """t = k + r/ln2 for |t_hi| <= 200: returns int32 k and r = (t - k)*ln2 as a double-float."""
     k, k_int = round_to_int(t_hi)
-    d_hi, d_lo = two_sum(t_hi - k, t_lo)  # t_hi - k is exact
-    r_hi, r_lo = mul_dd_const(d_hi, d_lo, LN2, LN2_LO)
+    r_hi, r_lo = _exp2_remainder(t_hi, t_lo, k)
     return k_int, r_hi, r_lo
+
+
+def _exp2_remainder(t_hi: Value, t_lo: Value, k: Value) -> tuple[Value, Value]:
+    d_hi, d_lo = two_sum(t_hi - k, t_lo)  # t_hi - k is exact
+    return mul_dd_const(d_hi, d_lo, LN2, LN2_LO)
+
+
+def _split_scale(negative: Value, d_below: int, d_above: int) -> tuple[Value, Value]:
+    """For 2^k in two exact steps without integer k: ``round_and_pow2``'s offset (d by the sign of
+    the argument) and the second factor 2^-d. v * 2^(k + d) is exact for v in [0.7, 1.42] as long
+    as k + d stays in [-124, 126], so the one rounding, of a subnormal or overflowing result too,
+    is the second product's: the bits of ``scale(v, k)``."""
+    offset = select(negative, f32(ROUNDER + d_below), f32(ROUNDER + d_above))
+    return offset, select(negative, f32(2.0**-d_below), f32(2.0**-d_above))
 
 
 def exp_parts(r_hi: Value, r_lo: Value) -> tuple[Value, Value]:
@@ -95,9 +115,12 @@ def exp(x: Value) -> Value:
     """
     clamped = select(x < 89.0, x, f32(89.0))  # NaN becomes 89 here, and is restored below
     clamped = select(clamped > -104.0, clamped, f32(-104.0))
-    k, r_hi, r_lo = reduce_exp(clamped, f32(0.0))
+    # k in [-150, 0] below 0 and [0, 128] above: 2^(k + 26), then 2^-26; 2^(k - 2), then 4.
+    offset, second = _split_scale(clamped < 0.0, 26, -2)
+    k, first = round_and_pow2(clamped * LOG2E, offset)
+    r_hi, r_lo = _exp_remainder(clamped, f32(0.0), k)
     s, tail = exp_parts(r_hi, r_lo)
-    return select(isnan(x), quiet(x), scale(s + tail, k))
+    return select(isnan(x), quiet(x), (s + tail) * first * second)
 
 
 @float32_only
@@ -113,9 +136,11 @@ def exp2(x: Value) -> Value:
     """
     clamped = select(x < 130.0, x, f32(130.0))
     clamped = select(clamped > -152.0, clamped, f32(-152.0))
-    k, r_hi, r_lo = reduce_exp2(clamped, f32(0.0))
+    offset, second = _split_scale(clamped < 0.0, 28, -4)  # k in [-152, 0] or [0, 130]
+    k, first = round_and_pow2(clamped, offset)
+    r_hi, r_lo = _exp2_remainder(clamped, f32(0.0), k)
     s, tail = exp_parts(r_hi, r_lo)
-    return select(isnan(x), quiet(x), scale(s + tail, k))
+    return select(isnan(x), quiet(x), (s + tail) * first * second)
 
 
 @float32_only

@@ -5,7 +5,9 @@ which Hopper runs at 1/8 of its float32 add rate; ``round_to_int``, ``round_and_
 ``int_to_float`` (mathlib/bits.py) do the same with an add of 1.5 * 2^23. exp and exp2 are
 compared with their old formulas (round_even, a convert, ``scale`` by an int32 k) on every 97th
 float32 bit pattern of their clamped ranges; the other users are evaluated twice, once with
-the old rounding patched back in, on samples of their whole range. The bits must agree.
+the old rounding patched back in, on samples of their whole range. The bits must agree. pow's
+integer and parity tests (float adds instead of trunc and a convert) and unpack's normalisation
+of subnormals (a subtraction instead of an int->float convert) are checked against numpy.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import pytest
 from vkml.ir.builder import convert, isnan, round_even, select
 from vkml.ir.interp import evaluate
 from vkml.ops import mathlib as M
-from vkml.ops.mathlib import bits, explog
+from vkml.ops.mathlib import bits, explog, power
 from vkml.ops.mathlib.bits import F32, I32, f32, quiet
 from vkml.ops.mathlib.dd import mul_dd_const, scale, two_sum
 
@@ -152,3 +154,36 @@ def test_pow_keeps_its_bits(monkeypatch):
         m.setattr(explog, "int_to_float", _old_int_to_float)
         old = evaluate(M.pow, base, expo)
     _assert_same_bits(new, old, base, "pow")
+
+
+def test_pow_integer_and_parity_tests_by_float_adds():
+    """pow(-1, y) is 1 for even integers (all of |y| >= 2^24, and ±inf), -1 for odd ones, NaN otherwise:
+    the integer and parity tests that replaced trunc and a float->int convert."""
+    around = np.float32([2.0**22, 2.0**23, 2.0**24])[:, None] + np.arange(-40, 41, dtype=np.float32)[None, :]
+    y = np.concatenate(
+        [
+            _patterns(-3.0e38, 3.0e38, 9973),
+            np.arange(-1000, 1000.5, 0.5, dtype=np.float32),
+            around.ravel(),
+            -around.ravel(),
+        ]
+    )
+    y = np.concatenate([y, np.float32([np.inf, -np.inf, np.nan, 0.0, -0.0])])
+    got = evaluate(M.pow, np.full(y.size, -1.0, np.float32), y)
+    with np.errstate(invalid="ignore"):
+        want = np.power(np.float64(-1.0), y.astype(np.float64))
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    assert np.array_equal(got[~np.isnan(want)], want[~np.isnan(want)])
+    a = _patterns(-0.0, 2.0**23, 97).view(np.uint32) & np.uint32(0x7FFFFFFF)
+    a = a.view(np.float32)
+    assert np.array_equal(evaluate(lambda v: power.is_integer(v), a), np.trunc(a) == a)
+
+
+def test_unpack_normalises_every_subnormal():
+    """unpack's shift comes from float(fraction), now made by a subtraction instead of a conversion."""
+    fraction = np.arange(1, 1 << 23, dtype=np.uint32)
+    m, e = evaluate(bits.unpack, fraction)
+    top = np.frexp(fraction.astype(np.float64))[1] - 1  # floor(log2(fraction))
+    shift = (23 - top).astype(np.uint32)
+    assert np.array_equal(m, fraction << shift)
+    assert np.array_equal(e, -126 - shift.astype(np.int32))

@@ -137,8 +137,10 @@ def unpack(magnitude: Value) -> tuple[Value, Value]:
     field = magnitude >> 23
     fraction = magnitude & 0x007FFFFF
     subnormal = eq(field, 0) & ne(fraction, 0)
-    # floor(log2(fraction)) for 0 < fraction < 2^23; `| 1` keeps zero away from an invalid shift.
-    top = (to_bits(convert(fraction | 1, F32)) >> 23) - 127
+    # floor(log2(fraction)) for 0 < fraction < 2^23 from the exponent of float(fraction), made
+    # exactly as 2^23 + fraction less 2^23 (no int->float conversion instruction, all normal
+    # floats); `| 1` keeps zero away from an invalid shift.
+    top = (to_bits(from_bits(fraction | 0x4B000001) - 8388608.0) >> 23) - 127
     shift = 23 - top
     m = select(subnormal, fraction << shift, fraction | 0x00800000)
     e = select(subnormal, -126 - convert(shift, I32), convert(field, I32) - 127)

@@ -71,16 +71,19 @@ def _exp_remainder(x_hi: Value, x_lo: Value, k: Value) -> tuple[Value, Value]:
     return two_sum(t, x_lo - k * LN2_HI_LO)
 
 
-def reduce_exp2(t_hi: Value, t_lo: Value) -> tuple[Value, Value, Value]:
-    """t = k + r/ln2 for |t_hi| <= 200: returns int32 k and r = (t - k)*ln2 as a double-float."""
-    k, k_int = round_to_int(t_hi)
-    r_hi, r_lo = _exp2_remainder(t_hi, t_lo, k)
-    return k_int, r_hi, r_lo
+def exp2_rounded(t_hi: Value, t_lo: Value, d_below: int, d_above: int) -> Value:
+    """2^(t_hi + t_lo) rounded once, subnormal and overflowing results included, for a double-float t.
 
-
-def _exp2_remainder(t_hi: Value, t_lo: Value, k: Value) -> tuple[Value, Value]:
+    t = k + r/ln2 with k = round_even(t_hi), 2^r from ``exp_parts``, then 2^k in two exact steps
+    (``_split_scale``): k + d_below must stay in [-124, 126] for t_hi < 0, k + d_above for t_hi >= 0.
+    Example: ``exp2_rounded(t_hi, t_lo, 76, -74)`` for |t_hi| <= 200 (pow).
+    """
+    offset, second = _split_scale(t_hi < 0.0, d_below, d_above)
+    k, first = round_and_pow2(t_hi, offset)
     d_hi, d_lo = two_sum(t_hi - k, t_lo)  # t_hi - k is exact
-    return mul_dd_const(d_hi, d_lo, LN2, LN2_LO)
+    r_hi, r_lo = mul_dd_const(d_hi, d_lo, LN2, LN2_LO)
+    s, tail = exp_parts(r_hi, r_lo)
+    return (s + tail) * first * second
 
 
 def _split_scale(negative: Value, d_below: int, d_above: int) -> tuple[Value, Value]:
@@ -136,11 +139,7 @@ def exp2(x: Value) -> Value:
     """
     clamped = select(x < 130.0, x, f32(130.0))
     clamped = select(clamped > -152.0, clamped, f32(-152.0))
-    offset, second = _split_scale(clamped < 0.0, 28, -4)  # k in [-152, 0] or [0, 130]
-    k, first = round_and_pow2(clamped, offset)
-    r_hi, r_lo = _exp2_remainder(clamped, f32(0.0), k)
-    s, tail = exp_parts(r_hi, r_lo)
-    return select(isnan(x), quiet(x), (s + tail) * first * second)
+    return select(isnan(x), quiet(x), exp2_rounded(clamped, f32(0.0), 28, -4))  # k in [-152, 0] or [0, 130]
 
 
 @float32_only

@@ -22,8 +22,8 @@ from .bits import (
     to_bits,
     u32,
 )
-from .dd import mul_dd_f, scale
-from .explog import exp_parts, log2_parts, reduce_exp2
+from .dd import mul_dd_f
+from .explog import exp2_rounded, log2_parts
 
 _Y_LIMIT = 2.0**64  # beyond this, y*log2|x| saturates for every x != 1 anyway
 
@@ -67,9 +67,7 @@ def pow(x: Value, y: Value) -> Value:  # noqa: A001 - PyTorch's name
     in_range = (t_hi < _T_LIMIT) & (t_hi > -_T_LIMIT)
     t_lo = select(in_range, t_lo, f32(0.0))
     t_hi = select(in_range, t_hi, select(t_hi > 0.0, f32(_T_LIMIT), f32(-_T_LIMIT)))
-    k, r_hi, r_lo = reduce_exp2(t_hi, t_lo)
-    s, tail = exp_parts(r_hi, r_lo)
-    mag = scale(s + tail, k)
+    mag = exp2_rounded(t_hi, t_lo, 76, -74)  # k in [-200, 0] or [0, 200]
 
     inf, zero = f32_bits(INF_BITS), f32(0.0)
     y_neg = y < 0.0

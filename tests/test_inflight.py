@@ -20,6 +20,7 @@ import vkml.nn.functional as F
 from vkml.errors import DeviceError
 from vkml.runtime.counters import counters, snapshot
 from vkml.runtime.descriptors import DescriptorSets
+from vkml.runtime.memory import MemoryChoice
 from vkml.runtime.vulkan import VulkanDevice
 
 DATA = np.linspace(-2.0, 3.0, 4096, dtype=np.float32)
@@ -58,6 +59,23 @@ def test_a_download_skips_the_wait_for_work_that_did_not_write_its_buffer(dev):
     assert _delta(before, "host_waits") == 0 and _delta(before, "waits_skipped") == 1
     assert np.array_equal(z.numpy(), (DATA + np.float32(1.0)) * np.float32(2.0))
     assert _delta(before, "host_waits") == 1
+
+
+def test_small_downloads_read_an_uncached_mapping_directly(gpu):
+    """The H200's memory: mapped, not host-cached. A staged copy would queue behind all submitted work."""
+    dev = VulkanDevice(gpu.index)
+    choice = dev.memory.choice
+    dev.memory.choice = MemoryChoice(choice.device_type, choice.device_type, True, False, True)
+    x = vkml.tensor(DATA, device=dev)
+    small, large = (x + 1.0).sum().realize(), (x.reshape(1, -1) * x.reshape(-1, 1)[:4]).realize()
+    before = snapshot()
+    assert np.isclose(small.item(), np.sum(DATA + 1.0, dtype=np.float64), rtol=1e-6)
+    assert _delta(before, "transfer_submissions") == 0
+    assert np.array_equal(large.numpy(), DATA[None, :] * DATA[:4, None])  # 64 KiB: still direct
+    wide = (x.reshape(1, -1) * x.reshape(-1, 1)[:8]).realize()  # 128 KiB: staged
+    assert np.array_equal(wide.numpy(), DATA[None, :] * DATA[:8, None])
+    assert _delta(before, "transfer_submissions") == 1
+    dev.synchronize()
 
 
 def test_a_range_freed_in_flight_and_reused_by_an_upload_waits_first(dev):

@@ -49,6 +49,20 @@ def test_a_realize_returns_unwaited_and_a_download_waits_for_its_writer(dev):
     assert _delta(before, "host_waits") == 1
 
 
+def test_runs_in_flight_are_ordered_by_the_barrier_that_ends_each(dev):
+    """Read-after-write, write-after-read and write-after-write between runs nobody waited for."""
+    x = vkml.tensor(DATA, device=dev)
+    before = snapshot()
+    y = x
+    for i in range(6):  # each reads the last one's result; each freed range is reused by a later run
+        y = (y * 0.5 + float(i)).realize()
+    expected = DATA
+    for i in range(6):
+        expected = expected * np.float32(0.5) + np.float32(i)
+    assert _delta(before, "submissions") == 6 and _delta(before, "host_waits") == 0
+    assert np.array_equal(y.numpy(), expected)
+
+
 def test_a_download_skips_the_wait_for_work_that_did_not_write_its_buffer(dev):
     x = vkml.tensor(DATA, device=dev)
     y = (x + 1.0).realize()

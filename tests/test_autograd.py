@@ -241,7 +241,28 @@ def test_gradients_accumulate_over_backward_calls_and_shared_uses():
     assert x.grad.tolist() == [5.0, -1.0, 9.0]
 
 
-def test_backward_records_only_and_the_gradient_runs_when_read():
+def test_backward_submits_the_forward_then_the_gradients(monkeypatch):
+    monkeypatch.setenv("VKML_BACKWARD_RUNS", "split")
+    x = vkml.tensor([1.0, 2.0], requires_grad=True)
+    loss = (x.exp() * 2.0).sum()
+    debug.reset_counters()
+    loss.backward()
+    assert debug.counters()["submissions"] == 2 and loss.node.realized and x.grad.node.realized
+    np.testing.assert_allclose(x.grad.numpy(), 2 * np.exp([1.0, 2.0]), rtol=1e-6)
+    assert debug.counters()["submissions"] == 2
+
+
+def test_backward_together_at_its_end(monkeypatch):
+    monkeypatch.setenv("VKML_BACKWARD_RUNS", "end")
+    x = vkml.tensor([1.0, 2.0], requires_grad=True)
+    loss = (x * x).sum()
+    debug.reset_counters()
+    loss.backward()
+    assert debug.counters()["submissions"] == 1 and loss.node.realized and x.grad.node.realized
+
+
+def test_lazy_backward_records_only_and_the_gradient_runs_when_read(monkeypatch):
+    monkeypatch.setenv("VKML_BACKWARD_RUNS", "lazy")
     x = vkml.tensor([1.0, 2.0], requires_grad=True)
     loss = (x.exp() * 2.0).sum()
     debug.reset_counters()

@@ -58,8 +58,10 @@ def _model(device):
     return nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Dropout(0.2), nn.Linear(16, 3)).to(device)
 
 
+@pytest.mark.parametrize("runs, at_backward, at_step", [("split", 2, 1), ("end", 1, 1), ("lazy", 0, 1)])
 @pytest.mark.parametrize("device_name", ["cpu", "gpu"])
-def test_a_training_step_is_one_submission(device_name, gpu):
+def test_a_training_step_submits_where_backward_runs_says(device_name, gpu, monkeypatch, runs, at_backward, at_step):
+    monkeypatch.setenv("VKML_BACKWARD_RUNS", runs)
     device = CPU if device_name == "cpu" else gpu
     net = _model(device)
     opt = vkml.optim.Adam(net.parameters(), lr=0.01)
@@ -70,13 +72,13 @@ def test_a_training_step_is_one_submission(device_name, gpu):
         opt.zero_grad()
         loss = VF.cross_entropy(net(xs), ys)
         loss.backward()
-        assert debug.counters()["submissions"] == 0  # backward only records
+        assert debug.counters()["submissions"] == at_backward, f"step {step}"
         opt.step()
-        assert debug.counters()["submissions"] == 1, f"step {step}"
+        assert debug.counters()["submissions"] == at_backward + at_step, f"step {step}"
         loss.item()
         for p in net.parameters():
             p.grad.numpy()
-        assert debug.counters()["submissions"] == 1  # loss and gradients were realized with the step
+        assert debug.counters()["submissions"] == at_backward + at_step  # loss and gradients were realized
 
 
 def test_later_steps_compile_nothing(gpu):

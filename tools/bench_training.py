@@ -92,6 +92,7 @@ def bench_training_step(
     if hasattr(device, "reset_peak_memory"):
         device.reset_peak_memory()
     vkml_seconds = _timed(lambda a, b: demo.train_step(model, optimizer, a, b), ours, repeats, budget_s)
+    device.synchronize()  # the last step's gradients and update may still run (loss.item() waits for the forward)
     vkml_peak = device.memory_stats().get("peak_bytes")
 
     net = _torch_model(torch, width).to(torch_device)

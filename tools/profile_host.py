@@ -5,7 +5,9 @@
 
 Runs untimed repetitions first (compiles, plan caches, GPU clocks), then profiles ``--steps``
 more and prints the functions with the most time of their own, and the wall time per step.
-The GPU's share is inside the fence wait (``submit_and_wait``).
+The GPU's share is inside the fence waits (``Recordings.wait_for``): with asynchronous
+submission (the default) the host waits only where it reads results, so the time there is the
+GPU work the host did not overlap; ``VKML_ASYNC=0`` waits after every submission, as before.
 """
 
 from __future__ import annotations

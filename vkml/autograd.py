@@ -7,17 +7,26 @@ arguments. A composite op (matmul, softmax, ...) records once, as itself: the op
 of run with recording off.
 
 Backward. ``loss.backward()`` walks the recorded graph from ``loss``, gives each rule the sum
-of its output's gradients, and adds what reaches a leaf to the leaf's ``.grad``. Like every
-other op, this only records nodes; nothing runs. The rule for when the work runs:
+of its output's gradients, and adds what reaches a leaf to the leaf's ``.grad``. It is one of
+the points where work runs (DESIGN.md), so that the device computes while Python
+builds what comes next; ``VKML_BACKWARD_RUNS`` (vkml/config.py) says how:
 
-- a gradient is computed when it is read (``x.grad.numpy()``), like any lazy tensor;
-- ``optimizer.step()`` realizes, in one ``vkml.realize`` (one submission per device), the
-  new parameters, the optimizer's state, the gradients, and every tensor ``backward()`` was
-  called on since the previous step. So a training step — forward, backward, update — is
-  one submission, and ``loss.item()`` after ``step()`` costs no other.
+- ``split`` (the default): ``backward()`` first realizes ``loss`` — the forward starts on the
+  device while the gradient graph is built —, and at its end the gradients it added to — they
+  run while the optimizer's update is built. Submissions return without waiting
+  (vkml/runtime/vulkan.py), so ``loss.item()`` waits for the forward alone, and the next
+  step's forward is built while this step's gradients and update still run. A training step
+  is three submissions: forward, gradients, update. The forward's activations are kept in
+  buffers either way (the gradients read them), so the split costs no fusion that matters;
+  an elementwise result the forward fused away is recomputed from its inputs, to the same bits.
+- ``end``: forward and gradients in one submission, at the end of ``backward()``.
+- ``lazy``: ``backward()`` only records nodes; a gradient is computed when read, and
+  ``optimizer.step()`` realizes, in one ``vkml.realize``, the new parameters, the optimizer's
+  state, the gradients, and every tensor ``backward()`` was called on since the previous step
+  (one submission per training step).
 
-Several ``backward()`` calls before a step (gradient accumulation) add lazily: the step runs
-them all in one graph; realize the gradients (``vkml.realize(*grads)``) to cut it shorter.
+Whichever is chosen, the values are the same bits. Several ``backward()`` calls before a step
+(gradient accumulation) add to ``.grad``; in ``lazy`` the step runs them all in one graph.
 After ``backward()`` the recorded graph is released (as PyTorch does without
 ``retain_graph=True``): a second ``backward()`` through it raises.
 
@@ -36,8 +45,10 @@ import inspect
 import weakref
 from collections.abc import Callable
 
+from . import config
 from .ops import grads as G
 from .ops.registry import REGISTRY
+from .realize import realize
 
 _grad_enabled = True
 _backward_roots: list[weakref.ref] = []  # tensors backward() ran on since the last optimizer step
@@ -229,7 +240,7 @@ def _fit(grad, operand, op: str):
 
 
 def backward(root, gradient=None, retain_graph: bool = False) -> None:
-    """Add d(root)/d(leaf) to the ``.grad`` of every leaf ``root`` depends on (lazily: see the module doc)."""
+    """Add d(root)/d(leaf) to the ``.grad`` of every leaf ``root`` depends on (when it runs: see the module doc)."""
     import vkml
 
     from .errors import ShapeError
@@ -247,7 +258,11 @@ def backward(root, gradient=None, retain_graph: bool = False) -> None:
     elif gradient.shape != root.shape:
         raise ShapeError(f"backward(): gradient of shape {gradient.shape} for a tensor of shape {root.shape}")
     order = _graph_order(root)
+    runs = config.backward_runs()
+    if runs == "split":
+        realize(root)  # the forward starts on the device while the gradient graph is built
     grads = {id(root): gradient.detach()}
+    leaves = []
     with no_grad():
         for t in order:
             g = grads.pop(id(t), None)
@@ -255,11 +270,16 @@ def backward(root, gradient=None, retain_graph: bool = False) -> None:
             if ctx is None:
                 if g is not None:
                     t.grad = g if t.grad is None else t.grad + g
+                    leaves.append(t.grad)
                 continue
             if g is not None:
                 _apply_rule(ctx, g, grads, vkml)
             if not retain_graph:
                 ctx.release()
+    if runs == "split" and leaves:
+        realize(*leaves)  # the gradients start while the optimizer's update is built
+    elif runs == "end":
+        realize(root, *leaves)
     _remember_root(root)
 
 

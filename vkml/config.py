@@ -9,6 +9,8 @@ exception is ``VKML_EAGER``, which every op asks about: vkml reads it once, at i
 | ``VKML_EAGER`` | ``eager()`` | ``1``: every op runs at once (read when vkml is imported) |
 | ``VKML_DUMP_SPIRV`` | ``dump_spirv_dir()`` | a folder where each kernel compiled for Vulkan is written: its IR (.vkir), assembly (.spvasm) and binary (.spv) |
 | ``VKML_DEBUG`` | ``debug_level()`` | ``0`` (default) .. ``3``: how much vkml reports about what it runs |
+| ``VKML_ASYNC`` | ``submit_async()`` | ``0``: every Vulkan submission is waited for at once (the synchronous runtime, for comparisons). Default ``1``: the host waits only when it needs results or memory the work uses (vkml/runtime/vulkan.py) |
+| ``VKML_BACKWARD_RUNS`` | ``backward_runs()`` | when ``backward()`` submits work (vkml/autograd.py): ``split`` (default) the forward as it starts and the gradients as it ends; ``end`` forward and gradients together as it ends; ``lazy`` nothing (the optimizer's step runs it all) |
 | ``VKML_MATMUL_COOPMAT`` | ``matmul_coopmat()`` | ``0``: float16 matmul keeps the scalar tiles (the CPU's bits) on devices with cooperative matrices too. Default ``1``: it runs on them where the device has them (the H200), within the bound docs/ops/matmul.md states |
 | ``VKML_MATMUL_FMA`` | ``matmul_fma()`` | on GPUs with the large matmul tiles (the H200), whether matmul fuses its multiply-adds (about 1.5x faster there; results within 2γ_K Σ|a||b| of the CPU's instead of equal to them): ``auto`` (default) for products of at least 2^27 multiply-adds, ``1`` for every size, ``0`` never (every device then gives the CPU's bits). docs/ops/matmul.md |
 
@@ -84,3 +86,34 @@ def matmul_coopmat() -> bool:
     deterministic per device); ``0`` keeps the scalar tiles and so the CPU's bits.
     """
     return os.environ.get("VKML_MATMUL_COOPMAT", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def _switch(name: str, default: bool) -> bool:
+    raw = os.environ.get(name, "").strip().lower()
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    return default
+
+
+def submit_async() -> bool:
+    """Whether Vulkan submissions return before their work completes (``VKML_ASYNC``, default on).
+
+    >>> submit_async() in (True, False)
+    True
+    """
+    return _switch("VKML_ASYNC", True)
+
+
+BACKWARD_RUNS = ("split", "end", "lazy")
+
+
+def backward_runs() -> str:
+    """When ``backward()`` submits work (``VKML_BACKWARD_RUNS``): ``split`` (default), ``end`` or ``lazy``.
+
+    >>> backward_runs() in BACKWARD_RUNS
+    True
+    """
+    raw = os.environ.get("VKML_BACKWARD_RUNS", "split").strip().lower()
+    return raw if raw in BACKWARD_RUNS else "split"

@@ -1,8 +1,9 @@
 """``make demo``: train a small classifier on ``best_device()``, then the same run on the CPU reference.
 
 The data are three interleaved spirals, generated here (nothing is downloaded). The model
-is a two-hidden-layer MLP with dropout, trained with Adam; every step — forward, backward,
-update — is one submission. Run with ``python -m vkml.demo`` (``--epochs N`` to shorten).
+is a two-hidden-layer MLP with dropout, trained with Adam; every step is three submissions —
+forward, gradients, update — that the host does not wait for until it reads the loss, which
+needs only the first (vkml/autograd.py). Run with ``python -m vkml.demo`` (``--epochs N`` to shorten).
 The same seed gives the same bits on every device, so the run on the CPU reference backend
 must reproduce every loss bit for bit.
 """
@@ -63,9 +64,9 @@ def train_step(model: nn.Module, optimizer, x, y) -> float:
     """One step of the demo's loop (tools/bench_training.py times this very function): the loss before the update."""
     loss = F.cross_entropy(model(x), y)
     optimizer.zero_grad()
-    loss.backward()
-    optimizer.step()  # realizes forward, backward, update and the loss: one submission
-    return loss.item()
+    loss.backward()  # submits the forward as it starts, the gradients as it ends
+    optimizer.step()  # submits the update
+    return loss.item()  # waits for the forward only: the gradients and the update may still run
 
 
 def accuracy(model: nn.Module, x, y) -> float:
@@ -118,7 +119,7 @@ def train(device, data, epochs: int = EPOCHS, show: bool = True) -> History:
                 f"\r  epoch {epoch:>2}/{epochs} {_bar(steps, steps)}  loss {stats['loss']:.4f}  "
                 f"train {stats['train_acc']:6.1%}  test {stats['test_acc']:6.1%}  "
                 f"{stats['ms_per_step']:6.1f} ms/step  {stats['kernels']} kernels, "
-                f"{stats['submissions']} submission per step"
+                f"{stats['submissions']} submission{'s' if stats['submissions'] != 1 else ''} per step"
             )
     return history
 

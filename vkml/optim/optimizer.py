@@ -1,7 +1,7 @@
 """``Optimizer``: parameter groups, ``zero_grad``, and a ``step`` that is one submission.
 
 ``step()`` builds every parameter's update lazily (with recording off), then realizes, in one
-``vkml.realize`` — one submission per device —:
+``vkml.realize`` — one submission per device, which the host does not wait for —:
 
 - the new parameter values, which replace each parameter's node (same object, new values);
 - the optimizer's state (momentum buffers, Adam's moments);
@@ -9,7 +9,10 @@
 - the tensors ``backward()`` was called on since the previous step (vkml/autograd.py), so
   ``loss.item()`` after ``step()`` costs no submission of its own.
 
-So forward, backward and update of a training step run together.
+By default ``backward()`` has already submitted the forward and the gradients
+(``VKML_BACKWARD_RUNS``, vkml/autograd.py), so the step's submission holds the update alone,
+built while the device computes the gradients; with ``VKML_BACKWARD_RUNS=lazy`` forward,
+backward and update of a training step run together in this one submission.
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ class Optimizer:
                 p.grad = None if set_to_none or p.grad is None else zeros_like(p.grad)
 
     def step(self, closure=None):
-        """Update every parameter that has a gradient; one submission (see the module doc)."""
+        """Update every parameter that has a gradient; one submission, not waited for (see the module doc)."""
         loss = None
         if closure is not None:
             with autograd.enable_grad():

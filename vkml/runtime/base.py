@@ -2,7 +2,7 @@
 
 The runtime knows devices and kernels, never tensors or operators. A ``Dispatch`` is one
 kernel launch; ``Device.run`` executes a list of them in order as one unit of work (on Vulkan:
-one command buffer, one submission) and returns when all are done.
+one command buffer, one submission, which the host does not wait for until it reads results).
 
 Binding conventions shared with codegen: buffer ``i`` of a kernel is ``kernel.buffers[i]``
 (descriptor set 0, binding i on Vulkan); parameters are passed by name.
@@ -60,7 +60,15 @@ class Device(ABC):
 
     @abstractmethod
     def run(self, dispatches: list[Dispatch]) -> None:
-        """Run all dispatches in order, as one unit of work; return when they are complete."""
+        """Run all dispatches in order, as one unit of work.
+
+        It may return before they complete (Vulkan does): ``download`` still returns their
+        results, and ``upload`` and freeing buffers still wait for work that uses the memory.
+        """
+
+    def synchronize(self) -> None:
+        """Return once all work run on this device is complete (the CPU's runs complete before returning)."""
+        return None
 
     def __repr__(self) -> str:
         return f"device({self.name!r})"

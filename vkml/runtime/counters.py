@@ -14,7 +14,11 @@ through a staging buffer; zero on devices whose memory the host maps directly), 
 (realizes that planned and lowered their graph), ``plan_replays`` (realizes that reused the
 plan of an earlier graph of the same structure, vkml/plan_cache.py), ``recordings_reused``
 (runs that submitted an earlier run's command buffer again instead of recording one,
-vkml/runtime/recordings.py; their dispatches and barriers are counted as if recorded).
+vkml/runtime/recordings.py; their dispatches and barriers are counted as if recorded),
+``host_waits`` (times the host blocked until submitted work completed: a download of its
+results, an upload into or the freeing of memory it may use, a command buffer it holds,
+``synchronize``), ``waits_skipped`` (downloads and uploads that went ahead while submitted
+work was still running, because that work does not touch their memory).
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ KEYS = (
     "plans",
     "plan_replays",
     "recordings_reused",
+    "host_waits",
+    "waits_skipped",
 )
 
 counters: dict[str, int] = dict.fromkeys(KEYS, 0)

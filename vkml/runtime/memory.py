@@ -184,6 +184,7 @@ class MemoryBlock:
         vk = vk_instance.vk()
         self.id = next(MemoryBlock._ids)
         self.size = size
+        self.last_use = 0  # serial of the last submission that bound this block (vkml/runtime/recordings.py)
         self.dedicated = dedicated
         self.logical = logical
         self.buffer = create_storage_buffer(logical, size)
@@ -296,6 +297,10 @@ class MemoryPool:
         self.peak_bytes = 0
         self.closed = False
         self._pending: deque[Allocation] = deque()  # released by finalizers, returned at the next allocate
+        # Waits until a submission serial is complete (the device sets it): a block that
+        # submitted work may still use must not be freed. Ranges need no wait: work on the one
+        # queue is ordered, so a range freed while in flight is only ever reused by later work.
+        self.wait_for = lambda serial: None
 
     @property
     def mapped(self) -> bool:
@@ -353,7 +358,7 @@ class MemoryPool:
             if self._spare_bytes() + block.size <= self.spare_limit:
                 self.spare.append(block)  # a loop that makes big tensors gets the same memory back
             else:
-                block.destroy()
+                self._destroy(block)
             return
         block.ranges.release(allocation.offset, allocation.reserved)
         if block.ranges.empty and len(self.blocks) > 1:
@@ -361,7 +366,11 @@ class MemoryPool:
             if self._spare_bytes() + block.size <= self.spare_limit:
                 self.spare_blocks.append(block)  # all its ranges are free: ready to be a shared block again
             else:
-                block.destroy()
+                self._destroy(block)
+
+    def _destroy(self, block: MemoryBlock) -> None:
+        self.wait_for(block.last_use)
+        block.destroy()
 
     def _spare_bytes(self) -> int:
         return sum(b.size for b in self.spare) + sum(b.size for b in self.spare_blocks)
@@ -404,7 +413,7 @@ class MemoryPool:
         for block in empty:
             if block in self.blocks:
                 self.blocks.remove(block)
-            block.destroy()
+            self._destroy(block)
         self.spare, self.spare_blocks = [], []
         return bool(empty)
 

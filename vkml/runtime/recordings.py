@@ -13,15 +13,25 @@ block ids, which are never reused, so an equal fingerprint means the very same b
 recording also refers to descriptor sets and the timestamp query pool; when either is
 replaced (``token`` changes) every recording is dropped.
 
+Submissions do not wait (``submit``): each slot has its own fence and the serial number of its
+last submission, and the host waits (``wait_for``) only for the work it needs. A fence signals
+once every command submitted before it on the queue is complete, so waiting for the first
+pending submission at or after serial ``n`` completes everything up to ``n``. A slot still in
+flight is waited for before it is recorded again or submitted again.
+
     >>> slot = recordings.find(fingerprint(dispatches, False))   # doctest: +SKIP
 """
 
 from __future__ import annotations
 
+from ..errors import DeviceError
 from . import vk_instance
+from .counters import counters
 from .vk_device import UINT64_MAX, LogicalDevice
 
-SLOTS = 4
+# A training step makes a few submissions (forward, backward, update), and each batch of a
+# dataset sliced at its own offset is its own structure: room for several steps' worth.
+SLOTS = 16
 
 
 def fingerprint(dispatches, timestamps: bool) -> tuple:
@@ -36,7 +46,11 @@ def fingerprint(dispatches, timestamps: bool) -> tuple:
 
 
 class Recordings:
-    """``SLOTS`` command buffers (least recently used re-recorded first) and one fence."""
+    """``SLOTS`` command buffers (least recently used re-recorded first), each with its fence.
+
+    ``submitted`` is the serial of the last submission, ``completed`` the highest serial known
+    to be complete; ``serials[slot]`` is the serial of the slot's last submission.
+    """
 
     def __init__(self, logical: LogicalDevice, slots: int = SLOTS):
         vk = vk_instance.vk()
@@ -50,8 +64,12 @@ class Recordings:
         self.payloads: list = [None] * slots  # what the run that recorded a slot reported, and its kernels
         self.recent = list(range(slots))  # least recently used first
         self.token = None
-        self.fence = logical.create_fence()
-        self._fences = ffi.new("VkFence[1]", [self.fence])
+        self.fences = [ffi.new("VkFence[1]", [logical.create_fence()]) for _ in range(slots)]
+        self.serials = [0] * slots
+        self.labels: list[str] = [""] * slots  # what each slot's last submission ran, for errors
+        self.submitted = 0
+        self.completed = 0
+        self.name = f"vulkan:{logical.info.index}"
         self._command_buffers = ffi.new("VkCommandBuffer[1]")
         self._begin = ffi.new("VkCommandBufferBeginInfo*")
         self._begin.sType = vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO
@@ -83,6 +101,7 @@ class Recordings:
     def begin(self) -> tuple[int, object]:
         """The least recently used slot, reset and begun: (slot, command buffer to record into)."""
         slot = self.recent[0]
+        self.wait_for(self.serials[slot])  # a pending command buffer cannot be reset
         self._touch(slot)
         self.keys[slot] = self.payloads[slot] = None
         command_buffer = self.buffers[slot]
@@ -94,16 +113,57 @@ class Recordings:
         """Keep ``slot``'s recording for ``key``; ``payload`` must hold the dispatches' kernels (ids are in the key)."""
         self.keys[slot], self.payloads[slot] = key, payload
 
-    def submit_and_wait(self, slot: int, end: bool) -> None:
-        """Submit ``slot``'s command buffer (ending its recording first if ``end``) and wait for it."""
+    def submit(self, slot: int, end: bool, label: str) -> int:
+        """Submit ``slot``'s command buffer (ending its recording first if ``end``); returns its serial.
+
+        Does not wait; ``label`` says what it runs, for the error a failed wait raises.
+        """
         lib = self.lib
         command_buffer = self.buffers[slot]
         if end:
             vk_instance.check(lib.vkEndCommandBuffer(command_buffer), "vkEndCommandBuffer")
+        else:
+            self.wait_for(self.serials[slot])  # not recorded for simultaneous use: one pending submission at a time
+        fences = self.fences[slot]
         self._command_buffers[0] = command_buffer
-        vk_instance.check(lib.vkResetFences(self.device, 1, self._fences), "vkResetFences")
-        vk_instance.check(lib.vkQueueSubmit(self.queue, 1, self._submit, self.fence), "vkQueueSubmit")
-        vk_instance.check(lib.vkWaitForFences(self.device, 1, self._fences, 1, UINT64_MAX), "vkWaitForFences")
+        vk_instance.check(lib.vkResetFences(self.device, 1, fences), "vkResetFences")
+        vk_instance.check(lib.vkQueueSubmit(self.queue, 1, self._submit, fences[0]), "vkQueueSubmit")
+        self.submitted += 1
+        self.serials[slot] = self.submitted
+        self.labels[slot] = label
+        return self.submitted
+
+    @property
+    def pending(self) -> bool:
+        """Whether some submission may still be running."""
+        return self.completed < self.submitted
+
+    def wait_for(self, serial: int) -> None:
+        """Return once submission ``serial`` (and so every earlier one) is complete; 0 waits for nothing.
+
+        A failure the device reports at this point raises ``DeviceError`` naming the submission.
+        """
+        if serial <= self.completed:
+            return
+        serial = min(serial, self.submitted)
+        # The pending slot submitted first at or after ``serial``: its fence covers everything before it.
+        slot = min(
+            (s for s, n in enumerate(self.serials) if n >= serial and n > self.completed), key=self.serials.__getitem__
+        )
+        counters["host_waits"] += 1
+        result = self.lib.vkWaitForFences(self.device, 1, self.fences[slot], 1, UINT64_MAX)
+        if result < 0:
+            error = vk_instance.RESULT_NAMES.get(result, str(result))
+            self.completed = self.submitted  # nothing of it can be waited for any more
+            raise DeviceError(
+                f"{self.name}: submission {self.serials[slot]} ({self.labels[slot]}) failed on the device: {error} "
+                "(reported when the host waited for its results)"
+            )
+        self.completed = max(self.completed, self.serials[slot])
+
+    def wait_all(self) -> None:
+        """Return once every submission is complete (device.synchronize())."""
+        self.wait_for(self.submitted)
 
     def _touch(self, slot: int) -> None:
         self.recent.remove(slot)

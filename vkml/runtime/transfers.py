@@ -1,5 +1,10 @@
 """Host ↔ device copies: straight through the mapping where the memory allows, else staged.
 
+Small downloads from memory that is mapped but not host-cached (a discrete GPU's BAR, the
+H200's) read the mapping directly: slow per byte, but a staged copy would be queued behind
+every submitted run, so reading one loss would wait for the whole step (the host waits only
+for the run that wrote the buffer, vkml/runtime/vulkan.py).
+
 Staged copies go through one host-visible staging buffer (grown up to ``STAGING_CHUNK``; larger
 transfers are copied chunk by chunk), recorded into their own command buffer and submitted
 on the compute queue. Barriers at both ends of a staged copy order it against kernels
@@ -16,6 +21,7 @@ from .vk_device import LogicalDevice, Submitter
 from .vk_instance import check, vk
 
 STAGING_CHUNK = 64 << 20
+UNCACHED_READ_LIMIT = 64 << 10  # bytes: up to this, a download reads an uncached mapping directly
 
 
 class Transfers:
@@ -75,8 +81,8 @@ class Transfers:
     def download(self, allocation: Allocation, out: np.ndarray) -> None:
         """Fill the C-contiguous ``out`` with the first ``out.nbytes`` bytes of ``allocation``."""
         nbytes = out.nbytes
-        if self.pool.choice.direct_download:
-            block = allocation.block
+        block = allocation.block
+        if self.pool.choice.direct_download or (nbytes <= UNCACHED_READ_LIMIT and block.address is not None):
             if not self.pool.choice.coherent:
                 self._invalidate(block, allocation.offset, nbytes)
             self.ffi.memmove(out, block.address + allocation.offset, nbytes)

@@ -8,7 +8,17 @@
     array([0., 1., 2., 3.], dtype=float32)
 
 ``run`` records every dispatch of a batch into one command buffer and makes one
-``vkQueueSubmit``. A compute→compute barrier goes in only where a dispatch reads or writes a
+``vkQueueSubmit``, and returns without waiting (``VKML_ASYNC=0``, or a run with timestamps,
+waits). The host waits only where it must (vkml/runtime/recordings.py keeps the fences):
+
+- a download waits for the submission that wrote the buffer (``VulkanBuffer.ready_serial``);
+- an upload waits for the last submission that bound any range of the buffer's memory block
+  (``MemoryBlock.last_use``): a range freed while in flight and handed out again is covered;
+- freeing a memory block, reusing a command buffer still in flight, replacing the descriptor
+  pools and ``synchronize()`` wait likewise.
+
+Device memory needs no wait to be reused by later work: runs on the one queue are ordered by
+the barrier that ends each of them. A compute→compute barrier goes in only where a dispatch reads or writes a
 buffer an earlier dispatch of the batch wrote, or writes one an earlier dispatch read. Every
 run ends with one barrier that makes its writes visible to the host, to transfers and to
 later runs (not counted in ``counters['barriers']``, which counts hazard barriers). A batch
@@ -40,6 +50,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from .. import config
 from ..errors import DeviceError, DTypeError, ShapeError
 from ..ir import types as T
 from .base import Buffer, Device, Dispatch
@@ -98,6 +109,8 @@ class VulkanBuffer(Buffer):
             self.hazard_key = (block.id, offset)
             finalizer = weakref.finalize(self, device.memory.release, self.allocation)
             finalizer.atexit = False  # the process is ending: the driver takes the memory back
+        self.block = block
+        self.ready_serial = 0  # the submission that last wrote it (a download waits for it)
         self.binding = (block.buffer, offset, size)
         self.binding_key = (block.id, offset, size)
         # Past the range a kernel must reach the buffer by device address (see the module docstring).
@@ -136,6 +149,7 @@ class VulkanDevice(Device):
         self.pipelines = Pipelines(self.logical, self.kernels)
         self.descriptors = DescriptorSets(self.logical)
         self.recordings = Recordings(self.logical)
+        self.memory.wait_for = self.recordings.wait_for
         self.timestamp_queries = TimestampQueries(self.logical)
         self._timestamp_sinks: list[list] = []  # see timestamped()
         self._empty: MemoryBlock | None = None
@@ -200,16 +214,30 @@ class VulkanDevice(Device):
         if buffer.numel == 0:
             return
         data = np.ascontiguousarray(array.reshape(-1), dtype=buffer.storage)
+        self._wait_for_host(buffer.block.last_use)  # in-flight work may read or write this memory
         self.transfers.upload(buffer.allocation, data)
 
     def download(self, buffer: VulkanBuffer) -> np.ndarray:
         self._check_buffer(buffer, "download")
         out = np.empty(buffer.numel, dtype=buffer.storage)
         if buffer.numel:
+            self._wait_for_host(buffer.ready_serial)
             self.transfers.download(buffer.allocation, out)
         if buffer.dtype is T.bool_:
             return out != 0
         return out
+
+    def _wait_for_host(self, serial: int) -> None:
+        """Before the host touches memory: wait for submission ``serial`` unless it is complete."""
+        recordings = self.recordings
+        if serial > recordings.completed:
+            recordings.wait_for(serial)
+        elif recordings.pending:
+            counters["waits_skipped"] += 1
+
+    def synchronize(self) -> None:
+        """Return once every submitted run is complete (no need before reading results: reads wait)."""
+        self.recordings.wait_all()
 
     def _check_buffer(self, buffer, what: str) -> None:
         if not isinstance(buffer, VulkanBuffer) or buffer.device is not self:
@@ -219,7 +247,7 @@ class VulkanDevice(Device):
     # ------------------------------------------------------------------ kernels
 
     def run(self, dispatches: list[Dispatch], timestamps: bool = False) -> list[float] | None:
-        """Record all dispatches into one command buffer, submit once, wait. See the module docstring.
+        """Record all dispatches into one command buffer and submit it once. See the module docstring.
 
         With ``timestamps`` (or inside ``timestamped()``) it returns each dispatch's GPU seconds
         (``vkml.runtime.timestamps``; 0.0 for a dispatch with an empty grid), else None.
@@ -235,15 +263,17 @@ class VulkanDevice(Device):
         lookup_pipeline = self.pipelines.lookup
         lookup_set = self.descriptors.lookup
 
-        self.descriptors.begin_run()
         recordings = self.recordings
+        if len(self.descriptors.pools) > 1:
+            recordings.wait_all()  # the pools are about to be replaced: no set may be in use
+        self.descriptors.begin_run()
         recordings.check_token(self._recording_token())
         key = fingerprint(dispatches, timestamps)
         slot = recordings.find(key)
         timer = self.timestamp_queries if timestamps else None
         if slot is not None:  # the same batch on the same memory as a recent run: submit its recording again
-            launched, barriers, launched_at, _ = recordings.payloads[slot]
-            recordings.submit_and_wait(slot, end=False)
+            launched, barriers, launched_at, _, written, blocks = recordings.payloads[slot]
+            self._submit(slot, False, dispatches, written, blocks, timer)
             counters["recordings_reused"] += 1
             return self._finish_run(dispatches, launched, barriers, launched_at, timer)
         slot, command_buffer = recordings.begin()
@@ -252,6 +282,8 @@ class VulkanDevice(Device):
             launched_at: list[int] = []  # index in ``dispatches`` of each launched dispatch
         written: set = set()
         read: set = set()
+        blocks: set = set()  # the memory blocks it binds
+        outputs: list = []  # (position, name) of each buffer it writes
         bound_pipeline = None
         launched = barriers = 0
         for position, dispatch in enumerate(dispatches):
@@ -264,7 +296,7 @@ class VulkanDevice(Device):
             if x == 0 or y == 0 or z == 0:
                 continue
             entry = lookup_pipeline(dispatch.kernel)
-            reads, writes, keys, bindings, addresses = self._bind(dispatch, entry)
+            reads, writes, keys, bindings, addresses = self._bind(dispatch, entry, position, blocks, outputs)
             pipeline = self.pipelines.addressed(entry, tuple(addresses)) if addresses else entry.pipeline
 
             if not written.isdisjoint(reads) or not written.isdisjoint(writes) or not read.isdisjoint(writes):
@@ -295,12 +327,25 @@ class VulkanDevice(Device):
         lib.vkCmdPipelineBarrier(
             command_buffer, compute, self._after_stages, 0, 1, self._final_barrier, 0, null, 0, null
         )
-        recordings.submit_and_wait(slot, end=True)
+        blocks = tuple(blocks)
+        self._submit(slot, True, dispatches, outputs, blocks, timer)
         recordings.check_token(self._recording_token())  # this recording may have replaced the query pool
         if timer is None:
             launched_at = None
-        recordings.remember(slot, key, (launched, barriers, launched_at, [d.kernel for d in dispatches]))
+        payload = (launched, barriers, launched_at, [d.kernel for d in dispatches], outputs, blocks)
+        recordings.remember(slot, key, payload)
         return self._finish_run(dispatches, launched, barriers, launched_at, timer)
+
+    def _submit(self, slot: int, end: bool, dispatches, outputs: list, blocks: tuple, timer) -> None:
+        """Submit a slot; mark what it writes and binds with its serial; wait if timed or synchronous."""
+        label = f"{len(dispatches)} dispatches, the first {dispatches[0].kernel.name!r}"
+        serial = self.recordings.submit(slot, end, label)
+        for position, name in outputs:
+            dispatches[position].buffers[name].ready_serial = serial
+        for block in blocks:
+            block.last_use = serial
+        if timer is not None or not config.submit_async():
+            self.recordings.wait_for(serial)
 
     def _recording_token(self) -> tuple:
         """What recorded command buffers refer to besides buffers and pipelines: see vkml/runtime/recordings.py."""
@@ -336,9 +381,11 @@ class VulkanDevice(Device):
         finally:
             self._timestamp_sinks.remove(runs)
 
-    def _bind(self, dispatch: Dispatch, entry) -> tuple[list, list, tuple, list, dict]:
+    def _bind(self, dispatch: Dispatch, entry, position: int, blocks: set, outputs: list) -> tuple:
         """Check a dispatch's buffers against its kernel; return what it reads, writes and binds,
-        and ``{binding: device address}`` of the buffers beyond ``maxStorageBufferRange``."""
+        and ``{binding: device address}`` of the buffers beyond ``maxStorageBufferRange``.
+
+        Adds the memory blocks it binds to ``blocks`` and (position, name) of those it writes to ``outputs``."""
         given = dispatch.buffers
         reads, writes, keys, bindings, addresses = [], [], [], [], {}
         for index, (name, dtype, is_read, is_written) in enumerate(entry.plan):
@@ -356,6 +403,7 @@ class VulkanDevice(Device):
                 )
             keys.append(buffer.binding_key)
             bindings.append(buffer.binding)
+            blocks.add(buffer.block)
             if buffer.beyond_range:
                 addresses[index] = self._device_address(entry, name, buffer)
             hazard_key = buffer.hazard_key
@@ -364,6 +412,7 @@ class VulkanDevice(Device):
                     reads.append(hazard_key)
                 if is_written:
                     writes.append(hazard_key)
+                    outputs.append((position, name))
         return reads, writes, tuple(keys), bindings, addresses
 
     def _device_address(self, entry, name: str, buffer: VulkanBuffer) -> int:

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from codegen_zoo import tensor_matrix_kernel
 from optest import assert_same_bits
 from test_matmul_coopmat import device_bound, f16_operands, magnitude, ulp_f16
 
 import vkml
 from vkml import debug, kernels_matmul, kernels_matmul_coopmat, kernels_matmul_coopmat2, schedule
 from vkml.codegen import compile_kernel
-from vkml.errors import IRError
 from vkml.codegen.features import DeviceFeatures
+from vkml.errors import IRError
 from vkml.ir import interp, parse
 from vkml.ir import types as T
 from vkml.ir.core import Instr, walk
@@ -148,18 +149,9 @@ def test_grouped_tiles_visit_every_tile_once():
 # ---------------------------------------------------------------- the IR instructions
 
 
-def _tensor_kernel(edge: str = "clamp", out=T.float16):
-    from vkml.ir.builder import KernelBuilder, matrix_fill, matrix_mul_add, workgroup_id
-
-    kb = KernelBuilder("tensor", local_size=(128, 1, 1), subgroup_size=32)
-    a, b, c = kb.buffer("a", T.float16, "read"), kb.buffer("b", T.float16, "read"), kb.buffer("c", out, "write")
-    acc_type = T.matrix_type(T.float32, 32, 32, "acc", "workgroup")
-    with kb:
-        row0 = workgroup_id(0) * 32
-        a_m = a.load_matrix((row0, 0), T.matrix_type(T.float16, 32, 16, "a", "workgroup"), (40, 16), edge)
-        b_m = b.load_matrix((0, 0), T.matrix_type(T.float16, 16, 32, "b", "workgroup"), (16, 20), edge)
-        c.store_matrix((row0, 0), matrix_mul_add(a_m, b_m, matrix_fill(-0.0, acc_type)), (40, 20), edge)
-    return kb.finish()
+def _tensor_kernel(edge: str = "clamp"):
+    kernel = tensor_matrix_kernel()
+    return kernel if edge == "clamp" else parse(str(kernel).replace("clamp", edge))
 
 
 def test_tensor_instructions_print_parse_clamp_and_narrow():

@@ -251,6 +251,20 @@ def matrix_kernel(subgroup_size: int = 32) -> Kernel:
     return kb.finish()
 
 
+def tensor_matrix_kernel() -> Kernel:
+    """Workgroup-scope matrices (VK_NV_cooperative_matrix2): per workgroup, the 32×32 block of a (40×16) @ b (16×20)
+    at rows 32·w, loaded and stored through 2-D tensor views that clamp at the edges, into f16 ``c``."""
+    kb = KernelBuilder("tensor_matrix", local_size=(128, 1, 1), subgroup_size=32)
+    a, b, c = kb.buffer("a", T.float16, "read"), kb.buffer("b", T.float16, "read"), kb.buffer("c", T.float16, "write")
+    with kb:
+        row0 = workgroup_id(0) * 32
+        a_m = a.load_matrix((row0, 0), T.matrix_type(T.float16, 32, 16, "a", "workgroup"), (40, 16))
+        b_m = b.load_matrix((0, 0), T.matrix_type(T.float16, 16, 32, "b", "workgroup"), (16, 20))
+        acc = matrix_fill(-0.0, T.matrix_type(T.float32, 32, 32, "acc", "workgroup"))
+        c.store_matrix((row0, 0), matrix_mul_add(a_m, b_m, acc), (40, 20))
+    return kb.finish()
+
+
 def kernels_for_coverage() -> list[Kernel]:
     """One kernel per pure case plus the non-pure kinds: together they use every instruction."""
     kernels = [pure_kernel(c) for c in pure_cases()]

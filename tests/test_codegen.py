@@ -18,6 +18,7 @@ from codegen_zoo import (
     pure_kernel,
     reduction_kernel,
     shuffle_kernel,
+    tensor_matrix_kernel,
 )
 
 from vkml.codegen import CompiledKernel, compile_kernel, emit_spirv, tools
@@ -69,7 +70,7 @@ def _execution_modes(asm: str) -> set[str]:
 
 def test_coverage_kernels_use_every_instruction() -> None:
     # The matrix kernel needs a device with cooperative matrices (test_codegen_matrix.py compiles it).
-    assert ops_used([*COVERAGE, matrix_kernel()]) == set(SPECS)
+    assert ops_used([*COVERAGE, matrix_kernel(), tensor_matrix_kernel()]) == set(SPECS)
 
 
 @pytest.mark.parametrize("kernel", COVERAGE, ids=lambda k: k.name)

@@ -66,6 +66,7 @@ def every_instruction_kernel():
     halves = kb.shared("halves", T.float16, 512)
     xf = kb.buffer("xf", T.float32, "read")
     xi = kb.buffer("xi", T.int32, "read")
+    xh = kb.buffer("xh", T.float16, "read")
     out = kb.buffer("out", T.float32, "readwrite")
     tile = kb.shared("tile", T.float32, 64 + 256)
     n = kb.param("n", T.uint32)
@@ -92,6 +93,11 @@ def every_instruction_kernel():
         b_m = halves.load_matrix(base, T.matrix_type(T.float16, 16, 16, "b"), 16, "col")
         c_m = matrix_mul_add(a_m, b_m, matrix_fill(-0.0, T.matrix_type(T.float32, 16, 16, "acc")))
         tile.store_matrix(base / 8, c_m, 16)
+        # workgroup scope, loaded from and stored to a buffer read as a 2-D tensor (VK_NV_cooperative_matrix2)
+        wg_a = xh.load_matrix((wg, 0), T.matrix_type(T.float16, 32, 16, "a", "workgroup"), (100, 16))
+        wg_c = matrix_fill(0.0, T.matrix_type(T.float32, 32, 16, "acc", "workgroup"))
+        wg_b = xh.load_matrix((0, wg), T.matrix_type(T.float16, 16, 16, "b", "workgroup"), (100, 16), "inside")
+        out.store_matrix((wg, 0), matrix_mul_add(wg_a, wg_b, wg_c), (100, 16))
         with if_(i < n):
             out[i] = total + out[i]
             out.store4(wg, xf.load4(i)[::-1])

@@ -166,7 +166,15 @@ EXTRA: dict[str, Extra] = {
         "rounding to float16 (twice u for hardware that truncates, 16 more terms for a block's alignment); "
         "tests/test_matmul_coopmat.py checks the device against the CPU with it. The bits are the same on every "
         "run on that device, not the CPU's; the CPU interpreter runs the same kernel with the scalar order above "
-        "(its bits). `VKML_MATMUL_COOPMAT=0` keeps the scalar tiles and the CPU's bits",
+        "(its bits). The plain product of two 2-D float16 matrices stored as they are, on devices with "
+        "VK_NV_cooperative_matrix2 (workgroup-scope matrices loaded by tensor layouts: the H200; "
+        "vkml/kernels_matmul_coopmat2.py, about 1.9x the subgroup-scope kernel there), adds 64-deep blocks of k "
+        "in ascending order the same way, within the same bound, and narrows the float32 sum to float16 in "
+        "hardware (OpFConvert under RoundingModeRTE 16: round to nearest even with subnormals, the software "
+        "narrowing's rounding); positions past M, N or K read +0.0, so only the sign of an exactly-zero sum may "
+        "differ from the scalar order's. tests/test_matmul_coopmat2.py checks it against the float64 product "
+        "within that bound plus half a float16 ulp. `VKML_MATMUL_COOPMAT2=0` keeps the subgroup-scope kernel; "
+        "`VKML_MATMUL_COOPMAT=0` keeps the scalar tiles and the CPU's bits",
         special="NaN and inf propagate through products and sums as IEEE 754 says (0 * inf is NaN; inf - inf is NaN). "
         "The sum starts from -0.0, the exact identity of addition, so an output whose products are all -0.0 is -0.0; "
         "K = 0 gives +0.0 (as PyTorch). On cooperative matrices a device may give +0.0 for such an output.",

@@ -12,6 +12,7 @@ exception is ``VKML_EAGER``, which every op asks about: vkml reads it once, at i
 | ``VKML_ASYNC`` | ``submit_async()`` | ``0``: every Vulkan submission is waited for at once (the synchronous runtime, for comparisons). Default ``1``: the host waits only when it needs results or memory the work uses (vkml/runtime/vulkan.py) |
 | ``VKML_BACKWARD_RUNS`` | ``backward_runs()`` | when ``backward()`` submits work (vkml/autograd.py): ``split`` (default) the forward as it starts and the gradients as it ends; ``end`` forward and gradients together as it ends; ``lazy`` nothing (the optimizer's step runs it all) |
 | ``VKML_MATMUL_COOPMAT`` | ``matmul_coopmat()`` | ``0``: float16 matmul keeps the scalar tiles (the CPU's bits) on devices with cooperative matrices too. Default ``1``: it runs on them where the device has them (the H200), within the bound docs/ops/matmul.md states |
+| ``VKML_MATMUL_COOPMAT2`` | ``matmul_coopmat2()`` | ``0``: float16 matmul does not take the workgroup-scope VK_NV_cooperative_matrix2 template (kernels_matmul_coopmat2) and runs on the subgroup-scope one instead. Default ``1``: the plain product of two row-major float16 matrices takes it where the device has it (the H200). ``VKML_MATMUL_COOPMAT=0`` turns off both |
 | ``VKML_MATMUL_FMA`` | ``matmul_fma()`` | on GPUs with the large matmul tiles (the H200), whether matmul fuses its multiply-adds (about 1.5x faster there; results within 2γ_K Σ|a||b| of the CPU's instead of equal to them): ``auto`` (default) for products of at least 2^27 multiply-adds, ``1`` for every size, ``0`` never (every device then gives the CPU's bits). docs/ops/matmul.md |
 
     >>> import os; os.environ["VKML_CACHE_DIR"] = "/tmp/vkml-cache"
@@ -86,6 +87,17 @@ def matmul_coopmat() -> bool:
     deterministic per device); ``0`` keeps the scalar tiles and so the CPU's bits.
     """
     return os.environ.get("VKML_MATMUL_COOPMAT", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def matmul_coopmat2() -> bool:
+    """Whether float16 matmul may take the VK_NV_cooperative_matrix2 template (``VKML_MATMUL_COOPMAT2``, and
+    ``VKML_MATMUL_COOPMAT`` not ``0``): workgroup-scope matrices loaded straight from the buffers.
+
+    >>> matmul_coopmat2()  # with neither variable set
+    True
+    """
+    off = ("0", "false", "no", "off")
+    return matmul_coopmat() and os.environ.get("VKML_MATMUL_COOPMAT2", "1").strip().lower() not in off
 
 
 def _switch(name: str, default: bool) -> bool:

@@ -308,6 +308,10 @@ class Lowering:
         self.roles[name] = role
         return self.kb.buffer(name, dtype, access)
 
+    def leaf(self, node: Node) -> B.BufferRef:
+        """The read buffer bound for ``node`` (realized, or computed by an earlier kernel), bound once."""
+        return self._leaf(node)
+
     def _leaf(self, node: Node) -> B.BufferRef:
         ref = self._leaf_refs.get(id(node))
         if ref is None:

@@ -238,22 +238,37 @@ def _shrunk(side: int, size: int) -> int:
 def mode(node: Node) -> str:
     """The scheduler's mode string for a matmul group: it names the tiles, so it keys the template cache.
 
-    ``matmul coopmat`` where the device multiplies float16 matrices (kernels_matmul_coopmat.applies).
+    ``matmul coopmat`` where the device multiplies float16 matrices (kernels_matmul_coopmat.applies),
+    ``matmul coopmat2`` instead where it also has workgroup-scope matrices and the product is a plain
+    one of 2-D float16 operands loaded as stored (kernels_matmul_coopmat2).
     """
-    from . import kernels_matmul_coopmat
+    from . import kernels_matmul_coopmat, kernels_matmul_coopmat2
 
     a, b = node.srcs
     features = getattr(node.device, "features", None)
     if kernels_matmul_coopmat.applies(features, a.dtype, b.dtype):
+        # coopmat2 falls back to the subgroup-scope template for the groups it does not lower.
+        if kernels_matmul_coopmat2.applies(features, a.dtype, b.dtype) and kernels_matmul_coopmat2.fits(node, features):
+            return kernels_matmul_coopmat2.mode(features)
         return kernels_matmul_coopmat.mode(features)
     config = choose_config(features, a.shape[-2], b.shape[-1], a.shape[-1])
     return f"matmul {config}"
 
 
 def lower(root: Node, mm: Node, leaves, baked, mode_text: str) -> GroupTemplate:
-    """The template ``mode_text`` (from ``mode``) names: the cooperative-matrix one or the scalar tiles."""
-    from . import kernels_matmul_coopmat
+    """The template ``mode_text`` (from ``mode``) names: a cooperative-matrix one or the scalar tiles.
 
+    A ``coopmat2`` group that is more than the plain product (a fused consumer) or whose operands are not
+    loaded as stored is lowered with the subgroup-scope template (the mode string names the shape only;
+    the template cache key names the group's nodes too).
+    """
+    from . import kernels_matmul_coopmat, kernels_matmul_coopmat2
+
+    if mode_text.startswith(kernels_matmul_coopmat2.MODE):
+        subgroup_size, shape = kernels_matmul_coopmat2.parse_mode(mode_text)
+        if kernels_matmul_coopmat2.lowers(root, mm, leaves):
+            return kernels_matmul_coopmat2.lower_matmul_coopmat2(root, mm, leaves, baked, subgroup_size, shape)
+        return kernels_matmul_coopmat.lower_matmul_coopmat(root, mm, leaves, baked, subgroup_size)
     if mode_text.startswith(kernels_matmul_coopmat.MODE):
         subgroup_size, shape = kernels_matmul_coopmat.parse_mode(mode_text)
         return kernels_matmul_coopmat.lower_matmul_coopmat(root, mm, leaves, baked, subgroup_size, shape)

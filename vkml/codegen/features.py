@@ -38,6 +38,8 @@ VULKAN_NAMES = {
     "subgroup_shuffle": "subgroupSupportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT",
     "subgroup_extended_types": "shaderSubgroupExtendedTypes",
     "cooperative_matrix": "cooperativeMatrix (VK_KHR_cooperative_matrix)",
+    "cooperative_matrix_workgroup": "cooperativeMatrixWorkgroupScope, cooperativeMatrixFlexibleDimensions and "
+    "cooperativeMatrixTensorAddressing (VK_NV_cooperative_matrix2)",
     "shader_fma": "shaderFmaFloat32 (VK_KHR_shader_fma)",
     "vulkan_memory_model": "vulkanMemoryModel",
     "buffer_device_address": "bufferDeviceAddress",
@@ -85,6 +87,12 @@ class DeviceFeatures:
     # (M, N, K, A type, B type, C type, result type, scope) per shape the driver lists for
     # VK_KHR_cooperative_matrix, types as "float16"/"float32"...; empty without the feature.
     cooperative_matrix_shapes: tuple[tuple, ...] = ()
+    # VK_NV_cooperative_matrix2's workgroup-scope matrices of flexible sizes loaded through tensor layouts
+    # (all three features enabled), its list of (M, N, K granularity, A, B, C, result type, scope,
+    # workgroup invocations) and cooperativeMatrixFlexibleDimensionsMaxDimension.
+    cooperative_matrix_workgroup: bool = False
+    cooperative_matrix_flexible: tuple[tuple, ...] = ()
+    cooperative_matrix_max_dimension: int = 0
 
     @property
     def subgroup_shuffle(self) -> bool:
@@ -98,6 +106,23 @@ class DeviceFeatures:
         """
         wanted = (m, n, k, ab, ab, c, c, "subgroup")
         return self.cooperative_matrix and any(tuple(shape) == wanted for shape in self.cooperative_matrix_shapes)
+
+    def has_flexible_shape(
+        self, m: int, n: int, k: int, invocations: int, ab: str = "float16", c: str = "float32"
+    ) -> bool:
+        """Whether workgroups of ``invocations`` may multiply ``ab`` matrices M×K · K×N into ``c`` at workgroup
+        scope (VK_NV_cooperative_matrix2: a listed entry's granularities divide the sizes).
+
+        >>> DeviceFeatures.h200_like().has_flexible_shape(128, 128, 64, 128)
+        True
+        """
+        if not self.cooperative_matrix_workgroup or max(m, n, k) > self.cooperative_matrix_max_dimension:
+            return False
+        for gm, gn, gk, a, b, cc, result, scope, threads in self.cooperative_matrix_flexible:
+            types_fit = (a, b, cc, result, scope) == (ab, ab, c, c, "workgroup") and threads == invocations
+            if types_fit and m % gm == 0 and n % gn == 0 and k % gk == 0:
+                return True
+        return False
 
     @property
     def target_env(self) -> str:
@@ -168,4 +193,10 @@ class DeviceFeatures:
                 (m, n, k, "float16", "float16", "float32", "float32", "subgroup")
                 for m, n, k in ((16, 16, 16), (16, 8, 16), (16, 8, 8))
             ),
+            # VK_NV_cooperative_matrix2 (tools/proto_coopmat2.py ran 128x128x64 with 128 and 256 invocations)
+            cooperative_matrix_workgroup=True,
+            cooperative_matrix_flexible=tuple(
+                (16, 16, 16, "float16", "float16", "float32", "float32", "workgroup", threads) for threads in (128, 256)
+            ),
+            cooperative_matrix_max_dimension=256,
         )

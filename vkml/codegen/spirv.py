@@ -437,6 +437,11 @@ def _emit_module(kernel: Kernel, features: DeviceFeatures, by_address: frozenset
         mod.capability("CooperativeMatrixKHR")
         mod.capability("VulkanMemoryModel")
         mod.extension("SPV_KHR_cooperative_matrix")
+    if "cooperative_matrix_workgroup" in needs:  # workgroup scope and tensor layouts (tools/proto_coopmat2.py)
+        mod.capability("CooperativeMatrixTensorAddressingNV")
+        mod.capability("TensorAddressingNV")
+        mod.extension("SPV_NV_cooperative_matrix2")
+        mod.extension("SPV_NV_tensor_addressing")
     body = _FunctionEmitter(kernel, mod, by_address)
     body.bits_compare = not features.denorm_preserve_float32  # see spirv_compare
     body.vulkan_memory_model = "vulkan_memory_model" in needs

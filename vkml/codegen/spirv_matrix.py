@@ -10,10 +10,18 @@ subgroup scope; strides count elements of the shared array (its vectors, where `
 makes it an array of vectors of four: matrices there start on whole vectors).
 
     %v7 = OpCooperativeMatrixLoadKHR %cm_a_half_16x16 %t3_a_tile_at %uint_0 %uint_40
+
+Workgroup-scope matrices and ``cm_tensor_load`` / ``cm_tensor_store`` are SPV_NV_cooperative_matrix2
+with SPV_NV_tensor_addressing, as tools/proto_coopmat2.py measured them: a 2-D tensor layout of
+the buffer's rows × cols, sliced at the block (clamp mode Constant where the IR says ``clamp``:
+the driver reads 0 outside and drops stores there), and the load or store straight from the
+storage buffer's first element. An f32 matrix stored into an f16 buffer is converted with
+OpFConvert, which rounds to nearest even under the RoundingModeRTE 16 every f16 kernel declares.
 """
 
 from __future__ import annotations
 
+from ..errors import CompileError
 from ..ir import types as T
 from ..ir.core import Instr
 from ..ir.instructions import VECTOR_WIDTH
@@ -37,6 +45,43 @@ class MatrixEmitter:
     def _emit_cm_mul_add(self, ins: Instr) -> None:
         a, b, c = (self.use(v) for v in ins.args)
         self.op("OpCooperativeMatrixMulAddKHR", self.result_id(ins.result), self.mod.matrix(ins.result.dtype), a, b, c)
+
+    def _tensor_slice(self, ins: Instr, mtype: T.MatrixType) -> tuple[str, str]:
+        """The buffer's first element and the tensor layout sliced at the instruction's block."""
+        name, rows, cols, edge = ins.attrs
+        binding = next(i for i, b in enumerate(self.kernel.buffers) if b.name == name)
+        if binding not in self.buffer_vars:
+            raise CompileError(f"{ins.op} of buffer {name!r}: a buffer reached by address has no tensor loads")
+        dtype = self.kernel.buffers[binding].dtype
+        pointer = self.temp(f"{sanitize(name)}_start")
+        ptr_type = self.mod.pointer("StorageBuffer", self.mod.scalar(dtype))
+        zero = self.mod.uint(0)
+        self.op("OpAccessChain", pointer, ptr_type, self.buffer_vars[binding], zero, zero)
+        layout_type = self.mod.tensor_layout(edge == "clamp")
+        layout = self.op("OpCreateTensorLayoutNV", self.temp("layout"), layout_type)
+        sized = self.temp("layout")
+        self.op("OpTensorLayoutSetDimensionNV", sized, layout_type, layout, self.mod.uint(rows), self.mod.uint(cols))
+        row0, col0 = (self.use(v) for v in ins.args[:2])
+        extent_r, extent_c = self.mod.uint(mtype.rows), self.mod.uint(mtype.cols)
+        block = self.op("OpTensorLayoutSliceNV", self.temp("block"), layout_type, sized, row0, extent_r, col0, extent_c)
+        return pointer, block
+
+    def _emit_cm_tensor_load(self, ins: Instr) -> None:
+        mtype = ins.result.dtype
+        pointer, block = self._tensor_slice(ins, mtype)
+        matrix = self.mod.matrix(mtype)
+        undef = self.mod.define(f"%undef_{matrix[1:]}", f"OpUndef {matrix}")  # kept where a view clips: none does
+        words = (matrix, pointer, undef, block, "None", "None")
+        self.op("OpCooperativeMatrixLoadTensorNV", self.result_id(ins.result), *words)
+
+    def _emit_cm_tensor_store(self, ins: Instr) -> None:
+        mtype = ins.args[2].dtype
+        pointer, block = self._tensor_slice(ins, mtype)
+        value = self.use(ins.args[2])
+        stored = self.kernel.buffer(ins.attrs[0]).dtype
+        if stored is not mtype.elem:  # f32 -> f16, rounded to nearest even (RoundingModeRTE 16)
+            value = self.op("OpFConvert", self.temp("narrowed"), self.mod.matrix(mtype.like(stored)), value)
+        self.emit(" ".join(("OpCooperativeMatrixStoreTensorNV", pointer, value, block, "None", "None")))
 
     def _matrix_pointer(self, ins: Instr) -> tuple[str, str, str]:
         """The pointer to the matrix's first element, and the layout and stride ids."""

@@ -108,12 +108,24 @@ class ModuleBuilder:
         return self.matrix(t) if T.is_matrix(t) else self.scalar(t)
 
     def matrix(self, t: T.MatrixType) -> str:
-        """``OpTypeCooperativeMatrixKHR`` of subgroup scope, e.g. ``%cm_a_half_16x16``."""
+        """``OpTypeCooperativeMatrixKHR`` of subgroup (3) or workgroup (2) scope, e.g. ``%cm_a_half_16x16``,
+        ``%cm_acc_float_128x128_wg``."""
         elem = self.scalar(t.elem)
         use = {"a": 0, "b": 1, "acc": 2}[t.use]  # MatrixAKHR, MatrixBKHR, MatrixAccumulatorKHR
-        scope, rows, cols, use_id = self.uint(3), self.uint(t.rows), self.uint(t.cols), self.uint(use)
+        workgroup = t.scope == "workgroup"
+        scope, rows, cols, use_id = (
+            self.uint(2 if workgroup else 3),
+            self.uint(t.rows),
+            self.uint(t.cols),
+            self.uint(use),
+        )
         text = f"OpTypeCooperativeMatrixKHR {elem} {scope} {rows} {cols} {use_id}"
-        return self.define(f"%cm_{t.use}_{elem[1:]}_{t.rows}x{t.cols}", text)
+        return self.define(f"%cm_{t.use}_{elem[1:]}_{t.rows}x{t.cols}{'_wg' if workgroup else ''}", text)
+
+    def tensor_layout(self, clamp: bool) -> str:
+        """``OpTypeTensorLayoutNV`` of two dimensions, clamp mode Constant (outside reads 0) or Undefined."""
+        name = "%tensor_layout_clamp" if clamp else "%tensor_layout"
+        return self.define(name, f"OpTypeTensorLayoutNV {self.uint(2)} {self.uint(1 if clamp else 0)}")
 
     def unsigned(self, bits: int) -> str:
         """The unsigned integer type of ``bits`` (``%ulong`` has no IR dtype: OpUConvert needs it)."""

@@ -68,6 +68,8 @@ def required_features(kernel: Kernel, features: DeviceFeatures, by_address: froz
     matrix_ops = [s for s in walk(kernel.body) if isinstance(s, Instr) and s.op.startswith("cm_")]
     if matrix_ops:
         needs.update(("cooperative_matrix", "vulkan_memory_model"))
+    if any(_is_cm2(s) for s in matrix_ops):
+        needs.add("cooperative_matrix_workgroup")
     for name in sorted(needs):
         if not getattr(features, name):
             raise CompileError(f"kernel {kernel.name!r} needs {name} but device lacks {VULKAN_NAMES[name]}")
@@ -93,14 +95,29 @@ def _check_subgroups(kernel: Kernel, features: DeviceFeatures, matrix_ops: list[
     if matrix_ops and tuple(features.spirv_version) < (1, 6):
         # Below SPIR-V 1.6 a cooperative-matrix pipeline needs the full-subgroups flag (reference/vulkan.md).
         raise CompileError(f"kernel {kernel.name!r} uses cooperative matrices, which vkml emits as SPIR-V 1.6 only")
+    invocations = kernel.local_size[0] * kernel.local_size[1] * kernel.local_size[2]
     for s in matrix_ops:
-        if s.op == "cm_mul_add":
+        if s.op == "cm_mul_add" and s.args[0].dtype.scope == "workgroup":
+            a, b, c = (v.dtype for v in s.args)
+            if not features.has_flexible_shape(a.rows, c.cols, a.cols, invocations, a.elem.name, c.elem.name):
+                raise CompileError(
+                    f"kernel {kernel.name!r}: the device lists no workgroup-scope shape that {a.rows}x{c.cols}x"
+                    f"{a.cols} {a.elem.name} -> {c.elem.name} is a multiple of, for {invocations} invocations"
+                )
+        elif s.op == "cm_mul_add":
             a, b, c = (v.dtype for v in s.args)
             if not features.has_matrix_shape(a.rows, c.cols, a.cols, a.elem.name, c.elem.name):
                 raise CompileError(
                     f"kernel {kernel.name!r}: the device lists no cooperative-matrix shape "
                     f"{a.rows}x{c.cols}x{a.cols} {a.elem.name} -> {c.elem.name} at subgroup scope"
                 )
+
+
+def _is_cm2(stmt: Instr) -> bool:
+    """Whether a matrix instruction needs VK_NV_cooperative_matrix2: a tensor access or a workgroup-scope matrix."""
+    values = (*stmt.args, *([stmt.result] if stmt.result is not None else []))
+    workgroup = any(T.is_matrix(v.dtype) and v.dtype.scope == "workgroup" for v in values)
+    return workgroup or stmt.op in ("cm_tensor_load", "cm_tensor_store")
 
 
 def float_control_features(kernel: Kernel, features: DeviceFeatures) -> list[tuple[str, str, int]]:

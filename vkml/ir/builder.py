@@ -392,6 +392,29 @@ class BufferRef:
         _check_index(index, f"buffer {self.decl.name!r}")
         _current().body.append(Instr("vstore", (index, *values), None, (self.decl.name,)))
 
+    def load_matrix(self, at, mtype: T.MatrixType, shape: tuple[int, int], edge: str = "clamp") -> Value:
+        """The matrix at ``at`` = (row0, col0) of this buffer read as a row-major ``shape`` = (rows, cols)
+        tensor (``cm_tensor_load``): element (r, c) is ``self[(row0 + r) * cols + col0 + c]``; with
+        ``edge="clamp"`` elements past the tensor's rows or columns read +0.0.
+
+        >>> a = A.load_matrix((row0, k), T.matrix_type(T.float16, 128, 64, "a", "workgroup"), (m, k_size))
+        """
+        if self.decl.access == "write":
+            raise IRError(f"matrix load from write-only buffer {self.decl.name!r}")
+        row0, col0 = (as_value(v, dtype=T.uint32) for v in at)
+        attrs = (self.decl.name, int(shape[0]), int(shape[1]), edge)
+        return _emit_matrix("cm_tensor_load", (row0, col0), attrs, result=mtype, array=self.decl.dtype)
+
+    def store_matrix(self, at, matrix: Value, shape: tuple[int, int], edge: str = "clamp") -> None:
+        """Store ``matrix`` where ``load_matrix`` with the same arguments loads from (``cm_tensor_store``);
+        an f32 matrix into an f16 buffer is narrowed round-to-nearest-even; ``edge="clamp"`` drops the
+        elements past the tensor's rows or columns."""
+        if self.decl.access == "read":
+            raise IRError(f"matrix store to read-only buffer {self.decl.name!r}")
+        row0, col0 = (as_value(v, dtype=T.uint32) for v in at)
+        attrs = (self.decl.name, int(shape[0]), int(shape[1]), edge)
+        _emit_matrix("cm_tensor_store", (row0, col0, matrix), attrs, array=self.decl.dtype)
+
 
 class SharedRef:
     """A workgroup-shared array; indexing works like ``BufferRef``."""

@@ -231,6 +231,26 @@ _TABLE: list[Spec] = [
         "a·b + c for f16 a (M×K), b (K×N), f32 c (M×N): per element, c then each exact product a[i,k]·b[k,j] "
         "added for k = 0, 1, ..., K-1, each sum rounded to f32 (the CPU's order; a device may sum otherwise)",
     ),
+    Spec(
+        "cm_tensor_load",
+        "matrix",
+        2,
+        INTS,
+        None,
+        None,
+        "attrs (buffer, rows, cols, edge): the block at (row0, col0) of the buffer read as a rows×cols row-major "
+        "matrix; edge 'clamp': elements outside it read +0.0, 'inside': the block must lie inside",
+    ),
+    Spec(
+        "cm_tensor_store",
+        "matrix",
+        3,
+        INTS,
+        None,
+        None,
+        "stores matrix m where cm_tensor_load with the same operands loads from ('clamp': elements outside are "
+        "dropped); an f32 matrix into an f16 buffer is narrowed round-to-nearest-even",
+    ),
 ]
 
 SPECS: dict[str, Spec] = {s.name: s for s in _TABLE}
@@ -238,6 +258,9 @@ SPECS: dict[str, Spec] = {s.name: s for s in _TABLE}
 # Matrix instructions whose first attr names a shared array (printed ``array[index]``), and their layouts.
 MATRIX_MEMORY_OPS = ("cm_shared_load", "cm_shared_store")
 MATRIX_LAYOUTS = ("row", "col")
+# Matrix instructions on a storage buffer read as a 2-D row-major tensor (printed ``buffer[row0], col0, ...``).
+MATRIX_TENSOR_OPS = ("cm_tensor_load", "cm_tensor_store")
+TENSOR_EDGES = ("clamp", "inside")
 
 # Elements per vector of ``vload`` / ``vstore``: 16 bytes of float32, the widest load NVIDIA issues.
 VECTOR_WIDTH = 4
@@ -264,12 +287,32 @@ def check_convert(src: T.DType, dst: T.DType) -> None:
         raise IRError(f"convert {src.short} -> {dst.short} is not an exact IR conversion{hint}")
 
 
+def _tensor_result_type(op: str, arg_types: tuple, attrs: tuple, result, array: T.DType | None):
+    """Check ``cm_tensor_load`` / ``cm_tensor_store`` (``array``: the buffer's element type)."""
+    ok = len(attrs) == 4 and isinstance(attrs[0], str) and attrs[3] in TENSOR_EDGES
+    if not ok or not all(isinstance(a, int) and a >= 1 for a in attrs[1:3]):
+        raise IRError(f"{op} attrs are {attrs!r}; expected (buffer name, rows >= 1, cols >= 1, 'clamp' or 'inside')")
+    if not (arg_types[0].is_int and arg_types[1].is_int):
+        raise IRError(f"{op}: the block's row and column are {arg_types[0].short}, {arg_types[1].short}: not integers")
+    matrix = result if op == "cm_tensor_load" else arg_types[2]
+    if not T.is_matrix(matrix):
+        raise IRError(f"{op}: {'result' if op == 'cm_tensor_load' else 'value'} is not a matrix")
+    # A store may narrow an f32 matrix into an f16 buffer (round to nearest even); otherwise the types match.
+    narrows = op == "cm_tensor_store" and (matrix.elem, array) == (T.float32, T.float16)
+    if array is not None and matrix.elem is not array and not narrows:
+        raise IRError(f"{op}: a {matrix.short} in a buffer of {array.short}")
+    return result if op == "cm_tensor_load" else None
+
+
 def matrix_result_type(op: str, arg_types: tuple, attrs: tuple, result, array: T.DType | None = None):
     """Check a matrix instruction; return its result type (``result``, the type its result is given, for
-    ``cm_fill`` and ``cm_shared_load``). ``array``: the element type of the shared array it accesses."""
+    ``cm_fill``, ``cm_shared_load`` and ``cm_tensor_load``). ``array``: the element type of the shared
+    array or buffer it accesses."""
     spec = SPECS[op]
     if len(arg_types) != spec.nargs:
         raise IRError(f"{op} takes {spec.nargs} operand(s), got {len(arg_types)}")
+    if op in MATRIX_TENSOR_OPS:
+        return _tensor_result_type(op, arg_types, attrs, result, array)
     if op in MATRIX_MEMORY_OPS:
         ok = len(attrs) == 3 and isinstance(attrs[0], str) and isinstance(attrs[1], int) and attrs[1] >= 1
         if not ok or attrs[2] not in MATRIX_LAYOUTS:
@@ -297,6 +340,8 @@ def matrix_result_type(op: str, arg_types: tuple, attrs: tuple, result, array: T
         raise IRError(f"cm_mul_add takes an a, a b and an acc matrix, got ({shown})")
     if (a.elem, b.elem, c.elem) != (T.float16, T.float16, T.float32):
         raise IRError("cm_mul_add multiplies f16 matrices into an f32 accumulator")
+    if not a.scope == b.scope == c.scope:
+        raise IRError(f"cm_mul_add: matrices of different scopes ({a.short}, {b.short}, {c.short})")
     if a.rows != c.rows or b.cols != c.cols or a.cols != b.rows:
         raise IRError(f"cm_mul_add: shapes {a.short} · {b.short} + {c.short} do not fit")
     return c

@@ -303,6 +303,7 @@ class _Chunk:
         self.memory = Memory(kernel, groups, self.group_size, buffers)
         self._ids: dict[tuple, np.ndarray] = {}
         self.subgroups = interp_matrix.Subgroups(kernel, self.lanes, self.group_size)
+        self.workgroups = interp_matrix.Subgroups(kernel, self.lanes, self.group_size, size=self.group_size)
 
     # Lane l belongs to workgroup groups[l // group_size], local linear index l % group_size
     # (made on first use: a compiled kernel often needs neither).
@@ -370,7 +371,7 @@ class _Chunk:
     def merge(self, value: Value, mask: Mask, new: np.ndarray, old: np.ndarray) -> np.ndarray:
         """``new`` where ``mask`` holds, else ``old``, for ``value`` (per lane, or per subgroup for a matrix)."""
         if T.is_matrix(value.dtype):
-            return interp_matrix.merge(self.subgroups, mask, new, old)
+            return interp_matrix.merge(interp_matrix.holders(self, value.dtype), mask, new, old)
         return merge(mask, new, old)
 
     def _check_step(self, step: np.ndarray, running: Mask) -> None:

@@ -13,6 +13,14 @@ invocations of local linear index ``[s·S, (s+1)·S)`` of workgroup ``s // (grou
   ``col``: ``arr[i + c·stride + r]``. An element out of range raises ``IndexError``.
 - ``cm_shared_store`` writes the elements the same way; where two active subgroups write one
   address, the higher subgroup wins.
+- A workgroup-scope matrix (``MatrixType.scope``) is one value per workgroup of the chunk, shape
+  ``(workgroups, rows, cols)``; the rules above hold with "workgroup" for "subgroup".
+- ``cm_tensor_load buf[row0], col0, R, C, edge`` reads ``buf`` as an R×C row-major tensor: element
+  (r, c) of the result is ``buf[(row0 + r)·C + col0 + c]``, or +0.0 where row0 + r ≥ R or
+  col0 + c ≥ C with edge ``clamp`` (``inside``: such an element raises ``IndexError``, as an
+  element past the buffer does). ``cm_tensor_store`` writes the elements inside (``clamp``: drops
+  the others), converting f32 to f16 round-to-nearest-even (numpy's ``astype``); where two
+  active groups write one address, the higher group wins.
 - ``cm_mul_add a, b, c`` computes, for each (i, j): ``acc = c[i, j]``, then for k = 0, 1, ...,
   K-1 ``acc = fl32(acc + a[i, k]·b[k, j])``. The float16 products are exact in float32 (11-bit
   significands, exponents far inside float32's range), so only the K additions round, in
@@ -31,11 +39,12 @@ from .interp_memory import last_write_per_address
 
 
 class Subgroups:
-    """The subgroup view of one chunk of lanes: ``count`` subgroups of ``size`` lanes each."""
+    """The subgroup view of one chunk of lanes: ``count`` subgroups of ``size`` lanes each (``size``:
+    the kernel's subgroup size, or the workgroup's for workgroup-scope matrices)."""
 
-    def __init__(self, kernel, lanes: int, group_size: int):
+    def __init__(self, kernel, lanes: int, group_size: int, size: int | None = None):
         self.kernel = kernel
-        self.size = kernel.subgroup_size
+        self.size = size or kernel.subgroup_size
         self.count = lanes // self.size if self.size else 0
         self.per_group = group_size // self.size if self.size else 0
 
@@ -72,6 +81,11 @@ class Subgroups:
         return cond if cond.shape[0] == 1 else cond.reshape(self.count, self.size)[:, 0]
 
 
+def holders(chunk, mtype: T.MatrixType) -> Subgroups:
+    """The groups of lanes that hold one value of ``mtype`` each: the chunk's subgroups or workgroups."""
+    return chunk.workgroups if mtype.scope == "workgroup" else chunk.subgroups
+
+
 def merge(subgroups: Subgroups, mask, new: np.ndarray, old: np.ndarray) -> np.ndarray:
     """``new`` for the subgroups of lane ``mask`` (a bool per lane or None: all), ``old`` elsewhere."""
     if mask is None:
@@ -81,8 +95,11 @@ def merge(subgroups: Subgroups, mask, new: np.ndarray, old: np.ndarray) -> np.nd
 
 def execute(chunk, instr: Instr, args: list[np.ndarray], mask) -> np.ndarray | None:
     """Run matrix instruction ``instr`` of ``chunk`` (an ``interp._Chunk``); return its value, if any."""
-    subgroups = chunk.subgroups
+    mtype = instr.result.dtype if instr.result is not None else instr.args[-1].dtype
+    subgroups = holders(chunk, mtype if instr.op != "cm_mul_add" else instr.args[2].dtype)
     active = subgroups.mask(mask)
+    if instr.op in ("cm_tensor_load", "cm_tensor_store"):
+        return _tensor(chunk, instr, args, subgroups, active)
     if instr.op == "cm_fill":
         mtype = instr.result.dtype
         value = subgroups.operand(args[0], active, "fill value")
@@ -112,6 +129,40 @@ def mul_add(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     for k in range(a.shape[2]):
         acc = acc + a32[:, :, k, None] * b32[:, None, k, :]
     return acc
+
+
+def _tensor(chunk, instr: Instr, args: list[np.ndarray], groups: Subgroups, active) -> np.ndarray | None:
+    """``cm_tensor_load`` / ``cm_tensor_store`` for every active group (see the module's docstring)."""
+    name, rows_total, cols_total, edge = instr.attrs
+    load = instr.op == "cm_tensor_load"
+    mtype = instr.result.dtype if load else instr.args[2].dtype
+    row0 = groups.operand(args[0], active, "row").astype(np.int64)
+    col0 = groups.operand(args[1], active, "column").astype(np.int64)
+    count = groups.count
+    rows = np.broadcast_to(row0, (count,))[:, None, None] + np.arange(mtype.rows)[:, None]
+    cols = np.broadcast_to(col0, (count,))[:, None, None] + np.arange(mtype.cols)
+    inside = (rows < rows_total) & (cols < cols_total)
+    if active is not None:
+        inside &= active[:, None, None]
+    buffer = chunk.memory.buffers[name]
+    flat = np.where(inside, rows * cols_total + cols, 0)
+    outside = active if active is not None else np.ones(count, dtype=bool)
+    if edge == "inside" and (~inside & outside[:, None, None]).any():
+        raise IndexError(
+            f"kernel {chunk.kernel.name!r}: {instr.op} of a {mtype.short} at rows/columns past the "
+            f"{rows_total}x{cols_total} tensor {name!r}, with edge 'inside'"
+        )
+    if flat.max(initial=0) >= buffer.shape[0]:
+        raise IndexError(
+            f"kernel {chunk.kernel.name!r}: {instr.op} reaches past the {buffer.shape[0]} elements "
+            f"of buffer {name!r} ({rows_total}x{cols_total} tensor)"
+        )
+    if load:
+        return np.where(inside, buffer[flat], mtype.elem.np.type(0))
+    value = np.broadcast_to(args[2], inside.shape).astype(buffer.dtype)  # f32 -> f16 rounds to nearest even
+    flat, value = last_write_per_address(flat[inside], value[inside])
+    buffer[flat] = value
+    return None
 
 
 def _positions(chunk, name: str, index: np.ndarray, active, mtype: T.MatrixType, stride: int, layout: str):

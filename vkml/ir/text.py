@@ -23,7 +23,8 @@ carried values their initial values' types. Constants print exactly: floats as t
 decimal that reads back to the same value in their own precision, NaN as ``nan(0x7fc00000)``
 (its bit pattern). ``;`` starts a comment. A kernel written for a subgroup size says so in its
 head (``kernel mm local_size(256, 1, 1) subgroup_size(32) {``); cooperative-matrix types read
-``cm_<a|b|acc>_<f16|f32>_<rows>x<cols>`` and their loads ``cm_shared_load a_tile[%4], 40, row``.
+``cm_<a|b|acc>_<f16|f32>_<rows>x<cols>`` (``_wg`` appended: workgroup scope) and their loads
+``cm_shared_load a_tile[%4], 40, row`` and ``cm_tensor_load a[%row0], %col0, 8192, 8192, clamp``.
 
 The parser builds what the text says without judging it (``verify`` does that), so golden
 kernels for verifier tests can be written as text too.
@@ -42,7 +43,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from ..errors import IRError
 from . import types as T
 from .core import ACCESS_MODES, Block, BufferDecl, If, Instr, Kernel, Loop, ParamDecl, SharedDecl, Value
-from .instructions import MATRIX_MEMORY_OPS, SPECS
+from .instructions import MATRIX_MEMORY_OPS, MATRIX_TENSOR_OPS, SPECS
 
 INDENT = "  "
 TYPE_COLUMN_MAX = 56  # lines longer than this do not push the whole kernel's type column right
@@ -178,7 +179,7 @@ def format_instr(instr: Instr, name: ValueNames) -> tuple[str, str | None]:
     args = [name(a) for a in instr.args]
     attrs = list(instr.attrs)
     spec = SPECS.get(instr.op)
-    memory = spec is not None and (spec.kind == "memory" or instr.op in MATRIX_MEMORY_OPS)
+    memory = spec is not None and (spec.kind == "memory" or instr.op in MATRIX_MEMORY_OPS + MATRIX_TENSOR_OPS)
     if memory and args and attrs and isinstance(attrs[0], str):
         operands = [f"{attrs[0]}[{args[0]}]", *args[1:], *(_format_attr(a) for a in attrs[1:])]
     else:
@@ -370,7 +371,7 @@ class _KernelReader:
         except TypeError:
             known = ", ".join(t.short for t in T.ALL)
             self.fail(
-                tok, f"unknown type {str(tok)!r}; known: {known} and matrices cm_<a|b|acc>_<f16|f32>_<rows>x<cols>"
+                tok, f"unknown type {str(tok)!r}; known: {known} and matrices cm_<a|b|acc>_<f16|f32>_<rows>x<cols>[_wg]"
             )
 
     def define(self, tok: Token, dtype: T.DType, hint: str | None = None) -> Value:

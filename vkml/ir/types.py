@@ -81,31 +81,38 @@ def from_numpy(dt) -> DType:
 # ---------------------------------------------------------------- cooperative matrices
 
 MATRIX_USES = ("a", "b", "acc")  # SPIR-V MatrixAKHR, MatrixBKHR, MatrixAccumulatorKHR
+# Who holds a matrix: a subgroup (VK_KHR_cooperative_matrix) or the whole workgroup (VK_NV_cooperative_matrix2).
+MATRIX_SCOPES = ("subgroup", "workgroup")
 
 
 @dataclass(frozen=True, eq=False)
 class MatrixType:
-    """A cooperative matrix held by a whole subgroup: ``rows × cols`` of ``elem``, for one ``use``.
+    """A cooperative matrix: ``rows × cols`` of ``elem``, for one ``use``, held by a ``scope``.
 
     ``use`` is the operand it can be of ``cm_mul_add``: ``"a"`` (M×K), ``"b"`` (K×N) or
-    ``"acc"`` (M×N, the accumulator and result). The scope is always the subgroup. Instances
-    are interned (``matrix_type``), so types compare with ``is`` like scalar ``DType``s.
+    ``"acc"`` (M×N, the accumulator and result). ``scope`` is ``"subgroup"`` (one value per
+    subgroup, VK_KHR_cooperative_matrix) or ``"workgroup"`` (one per workgroup, any size the
+    device's flexible-dimension list allows: VK_NV_cooperative_matrix2; its text name ends in
+    ``_wg``). Instances are interned (``matrix_type``), so types compare with ``is`` like
+    scalar ``DType``s.
 
-    >>> matrix_type(float16, 16, 16, "a").short
-    'cm_a_f16_16x16'
+    >>> matrix_type(float16, 16, 16, "a").short, matrix_type(float32, 128, 128, "acc", "workgroup").short
+    ('cm_a_f16_16x16', 'cm_acc_f32_128x128_wg')
     """
 
     elem: DType
     rows: int
     cols: int
     use: str
+    scope: str = "subgroup"
 
     kind = "matrix"
     is_float = is_int = is_signed = False
 
     @property
     def short(self) -> str:
-        return f"cm_{self.use}_{self.elem.short}_{self.rows}x{self.cols}"
+        text = f"cm_{self.use}_{self.elem.short}_{self.rows}x{self.cols}"
+        return text + ("_wg" if self.scope == "workgroup" else "")
 
     name = short
 
@@ -113,19 +120,24 @@ class MatrixType:
         return f"vkml.ir.{self.short}"
 
     def __reduce__(self):
-        return (matrix_type, (self.elem, self.rows, self.cols, self.use))
+        return (matrix_type, (self.elem, self.rows, self.cols, self.use, self.scope))
+
+    def like(self, elem: DType) -> MatrixType:
+        """The same matrix type with elements ``elem`` (what a conversion gives)."""
+        return matrix_type(elem, self.rows, self.cols, self.use, self.scope)
 
 
 _MATRIX_TYPES: dict[tuple, MatrixType] = {}
 
 
-def matrix_type(elem: DType, rows: int, cols: int, use: str) -> MatrixType:
-    """The (interned) cooperative-matrix type; raises TypeError for an unknown use or element type."""
-    if use not in MATRIX_USES or elem not in (float16, float32) or rows < 1 or cols < 1:
-        raise TypeError(f"no cooperative matrix of {elem!r} {rows}x{cols} for use {use!r}")
-    key = (elem.name, int(rows), int(cols), use)
+def matrix_type(elem: DType, rows: int, cols: int, use: str, scope: str = "subgroup") -> MatrixType:
+    """The (interned) cooperative-matrix type; raises TypeError for an unknown use, scope or element type."""
+    bad = use not in MATRIX_USES or scope not in MATRIX_SCOPES or elem not in (float16, float32)
+    if bad or rows < 1 or cols < 1:
+        raise TypeError(f"no cooperative matrix of {elem!r} {rows}x{cols} for use {use!r} and scope {scope!r}")
+    key = (elem.name, int(rows), int(cols), use, scope)
     if key not in _MATRIX_TYPES:
-        _MATRIX_TYPES[key] = MatrixType(elem, int(rows), int(cols), use)
+        _MATRIX_TYPES[key] = MatrixType(elem, int(rows), int(cols), use, scope)
     return _MATRIX_TYPES[key]
 
 
@@ -134,12 +146,14 @@ def is_matrix(t) -> bool:
 
 
 def value_type(name: str) -> DType | MatrixType:
-    """The scalar type or cooperative-matrix type the IR text calls ``name`` (``f32``, ``cm_acc_f32_16x16``)."""
+    """The scalar type or cooperative-matrix type the IR text calls ``name`` (``f32``, ``cm_acc_f32_16x16``,
+    ``cm_a_f16_128x64_wg``)."""
     if name.startswith("cm_"):
         parts = name.split("_")
-        if len(parts) == 4 and parts[3].count("x") == 1:
+        scope = "workgroup" if len(parts) == 5 and parts[4] == "wg" else "subgroup"
+        if len(parts) == 4 + (scope == "workgroup") and parts[3].count("x") == 1:
             rows, _, cols = parts[3].partition("x")
             if rows.isdigit() and cols.isdigit():
-                return matrix_type(by_name(parts[2]), int(rows), int(cols), parts[1])
-        raise TypeError(f"unknown matrix type {name!r}; write cm_<a|b|acc>_<f16|f32>_<rows>x<cols>")
+                return matrix_type(by_name(parts[2]), int(rows), int(cols), parts[1], scope)
+        raise TypeError(f"unknown matrix type {name!r}; write cm_<a|b|acc>_<f16|f32>_<rows>x<cols>[_wg]")
     return by_name(name)

@@ -11,7 +11,8 @@ offending statement in the text form's syntax, e.g.
 Cooperative-matrix instructions (``cm_*``) act for a whole subgroup at once: they need a
 kernel ``subgroup_size``, control flow that is uniform across each subgroup, and operands
 (index, fill value) that are the same in the whole subgroup. ``subgroup_id`` is such a value;
-``local_id`` is not.
+``local_id`` is not. An instruction on workgroup-scope matrices needs all that across the
+whole workgroup (where ``subgroup_id`` differs too).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import numpy as np
 from ..errors import IRError
 from . import types as T
 from .core import ACCESS_MODES, Block, If, Instr, Kernel, Loop, Value, walk
-from .instructions import MATRIX_MEMORY_OPS, SPECS, VECTOR_WIDTH, matrix_result_type, result_type
+from .instructions import MATRIX_MEMORY_OPS, MATRIX_TENSOR_OPS, SPECS, VECTOR_WIDTH, matrix_result_type, result_type
 from .text import ValueNames, format_statement
 
 MAX_WORKGROUP_INVOCATIONS = 1024  # Vulkan's guaranteed minimum of maxComputeWorkGroupInvocations
@@ -52,7 +53,10 @@ def verify_kernel(k: Kernel) -> Kernel:
         per_subgroup = _Uniformity(k, scope="subgroup")
         per_subgroup.block(k.body)
         _check_uniform_flow(k.body, per_subgroup.reasons, checker.name, [], _is_matrix_op, "matrix instruction")
-        _check_matrix_merges(k.body, per_subgroup.reasons, checker.name)
+        _check_matrix_merges(k.body, per_subgroup.reasons, checker.name, "subgroup")
+        what = "workgroup-scope matrix instruction"
+        _check_uniform_flow(k.body, uniformity.reasons, checker.name, [], _is_workgroup_matrix_op, what)
+        _check_matrix_merges(k.body, uniformity.reasons, checker.name, "workgroup")
     return k
 
 
@@ -252,7 +256,15 @@ class _Checker:
                 array = self.k.shared_array(stmt.attrs[0]).dtype
             except KeyError:
                 self.fail(stmt, f"no shared array named {stmt.attrs[0]!r} is declared")
-        if array is not None and stmt.attrs[0] in self.vector_shared and stmt.attrs[1] % VECTOR_WIDTH:
+        if stmt.op in MATRIX_TENSOR_OPS and stmt.attrs and isinstance(stmt.attrs[0], str):
+            try:
+                buffer = self.k.buffer(stmt.attrs[0])
+            except KeyError:
+                self.fail(stmt, f"no buffer named {stmt.attrs[0]!r} is declared")
+            if buffer.access == ("write" if stmt.op == "cm_tensor_load" else "read"):
+                self.fail(stmt, f"{stmt.op} with {buffer.access}-only buffer {buffer.name!r}")
+            array = buffer.dtype
+        elif array is not None and stmt.attrs[0] in self.vector_shared and stmt.attrs[1] % VECTOR_WIDTH:
             # The array is held as vectors: a matrix's rows must start on whole vectors.
             self.fail(stmt, f"stride {stmt.attrs[1]} into vector-stored {stmt.attrs[0]!r} is not a multiple of 4")
         result = stmt.result.dtype if stmt.result is not None else None
@@ -354,19 +366,23 @@ class _Uniformity:
         return self.why(stmt.args)
 
 
-def _check_matrix_merges(block: Block, reasons: dict[int, str], name: ValueNames) -> None:
-    """An ``if`` or ``loop`` that yields matrices must decide the same way in the whole subgroup."""
+def _check_matrix_merges(block: Block, reasons: dict[int, str], name: ValueNames, scope: str) -> None:
+    """An ``if`` or ``loop`` that yields matrices of ``scope`` must decide the same way in the whole ``scope``."""
+
+    def held(values) -> bool:
+        return any(T.is_matrix(v.dtype) and (scope == "subgroup" or v.dtype.scope == scope) for v in values)
+
     for stmt in walk(block):
-        if isinstance(stmt, If) and any(T.is_matrix(r.dtype) for r in stmt.results):
+        if isinstance(stmt, If) and held(stmt.results):
             deciding = [stmt.cond]
-        elif isinstance(stmt, Loop) and any(T.is_matrix(c.dtype) for c in stmt.carried):
+        elif isinstance(stmt, Loop) and held(stmt.carried):
             deciding = [stmt.start, stmt.end, stmt.step]
         else:
             continue
         bad = next((v for v in deciding if id(v) in reasons), None)
         if bad is not None:
             raise IRError(
-                f"matrices merge under {name(bad)}, which differs within a subgroup (it depends on "
+                f"matrices merge under {name(bad)}, which differs within a {scope} (it depends on "
                 f"{reasons[id(bad)]}): {format_statement(stmt, name)}"
             )
 
@@ -379,6 +395,14 @@ def _is_matrix_op(stmt) -> bool:
     return isinstance(stmt, Instr) and SPECS[stmt.op].kind == "matrix"
 
 
+def _is_workgroup_matrix_op(stmt) -> bool:
+    """A matrix instruction that takes or gives a workgroup-scope matrix."""
+    if not _is_matrix_op(stmt):
+        return False
+    types = [v.dtype for v in (*stmt.args, *([stmt.result] if stmt.result is not None else []))]
+    return any(T.is_matrix(t) and t.scope == "workgroup" for t in types)
+
+
 def _check_uniform_flow(block: Block, reasons: dict[int, str], name: ValueNames, context: list[str], picks, what):
     """Raise on a statement ``picks`` selects that is reached under a non-uniform condition or loop bound
     (``context`` lists those around) or whose scalar operands are not uniform (``reasons``: at that scope)."""
@@ -386,10 +410,11 @@ def _check_uniform_flow(block: Block, reasons: dict[int, str], name: ValueNames,
         if picks(stmt) and context:
             raise IRError(f"{what} in non-uniform control flow ({context[-1]}): {format_statement(stmt, name)}")
         if picks(stmt):
+            scope = "workgroup" if what.startswith("workgroup") else "subgroup"
             operand = next((a for a in stmt.args if id(a) in reasons and not T.is_matrix(a.dtype)), None)
             if operand is not None:
                 raise IRError(
-                    f"{what} operand {name(operand)} differs within a subgroup (it depends on "
+                    f"{what} operand {name(operand)} differs within a {scope} (it depends on "
                     f"{reasons[id(operand)]}): {format_statement(stmt, name)}"
                 )
         if isinstance(stmt, If):

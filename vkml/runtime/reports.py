@@ -42,7 +42,7 @@ WANTED_FEATURES = frozenset(
         "maintenance4",
         "cooperativeMatrix",
         # VK_NV_cooperative_matrix2: workgroup-scope matrices of flexible sizes loaded by tensor layouts
-        # (tools/proto_coopmat2.py); codegen does not emit them yet.
+        # (codegen's cm_tensor_* and workgroup-scope matrices; kernels_matmul_coopmat2).
         "cooperativeMatrixWorkgroupScope",
         "cooperativeMatrixFlexibleDimensions",
         "cooperativeMatrixTensorAddressing",
@@ -130,6 +130,9 @@ def device_features(info: PhysicalDeviceInfo, enabled: set[str] | None = None) -
         "max_workgroup_count": tuple(int(v) for v in limits["maxComputeWorkGroupCount"]),
         "spirv_version": spirv_version(info),
         "cooperative_matrix_shapes": _matrix_shapes(info) if "cooperativeMatrix" in enabled else (),
+        "cooperative_matrix_workgroup": all(name in enabled for name in CM2_FEATURES),
+        "cooperative_matrix_flexible": _flexible_shapes(info) if all(name in enabled for name in CM2_FEATURES) else (),
+        "cooperative_matrix_max_dimension": int(props.get("cooperativeMatrixFlexibleDimensionsMaxDimension") or 0),
     }
     known = {f.name for f in dataclasses.fields(DeviceFeatures)}
     return DeviceFeatures(**{k: v for k, v in values.items() if k in known})
@@ -139,6 +142,20 @@ def _matrix_shapes(info: PhysicalDeviceInfo) -> tuple[tuple, ...]:
     """The driver's cooperative-matrix shapes as ``DeviceFeatures.cooperative_matrix_shapes`` holds them."""
     keys = ("m", "n", "k", "a", "b", "c", "result", "scope")
     return tuple(tuple(shape[key] for key in keys) for shape in info.cooperative_matrix_shapes)
+
+
+# VK_NV_cooperative_matrix2's features that workgroup-scope matrices loaded by tensor layouts need.
+CM2_FEATURES = (
+    "cooperativeMatrixWorkgroupScope",
+    "cooperativeMatrixFlexibleDimensions",
+    "cooperativeMatrixTensorAddressing",
+)
+
+
+def _flexible_shapes(info: PhysicalDeviceInfo) -> tuple[tuple, ...]:
+    """The driver's flexible-dimension entries as ``DeviceFeatures.cooperative_matrix_flexible`` holds them."""
+    keys = ("m", "n", "k", "a", "b", "c", "result", "scope", "workgroup_invocations")
+    return tuple(tuple(entry[key] for key in keys) for entry in info.cooperative_matrix_flexible)
 
 
 def driver_version_string(info: PhysicalDeviceInfo) -> str:

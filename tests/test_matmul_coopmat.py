@@ -21,7 +21,7 @@ from optest import assert_same_bits
 from test_matmul import ordered_matmul
 
 import vkml
-from vkml import debug, kernels_matmul, kernels_matmul_coopmat, schedule
+from vkml import debug, kernels_matmul, kernels_matmul_coopmat, kernels_matmul_coopmat2, schedule
 from vkml.codegen import compile_kernel
 from vkml.codegen.features import DeviceFeatures
 from vkml.ir import types as T
@@ -332,7 +332,9 @@ def test_the_device_runs_the_path_its_features_choose(gpu):
         debug.kernel_listeners.pop()
     assert_same_bits(again, first, "the same bits every run")
     if kernels_matmul_coopmat.applies(features, T.float16, T.float16):
-        assert all(name.startswith("MMC") for name in names), names
+        # the workgroup-scope template (VK_NV_cooperative_matrix2) where the device has it, as on the H200
+        prefix = "MMW" if kernels_matmul_coopmat2.applies(features, T.float16, T.float16) else "MMC"
+        assert all(name.startswith(prefix) for name in names), names
         # The CPU is within γ_K of the exact product, the device within the device bound; each then rounds once.
         both = (gamma(300) + device_bound(300)) * magnitude(a, b)
         slack = ulp_f16(np.maximum(np.abs(cpu), np.abs(first)).astype(np.float64))

@@ -10,6 +10,9 @@ on lavapipe they check that the scalar path runs and gives the CPU's bits.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from codegen_zoo import tensor_matrix_kernel
@@ -226,6 +229,54 @@ def test_the_kernel_validates_for_an_h200_like_device(m, k, n):
         compile_kernel(kt.kernel, _with(cooperative_matrix_workgroup=False))
     with pytest.raises(vkml.CompileError, match="no workgroup-scope shape"):
         compile_kernel(kt.kernel, _with(cooperative_matrix_flexible=()))
+
+
+def _loops(asm: str) -> list[list[str]]:
+    """Each loop's instructions, header to merge block, in the emitted assembly (comments left out)."""
+    found, current, merge = [], None, None  # labels: %loop1_header .. %loop1_merge, the prototype's %header .. %merge
+    for line in asm.splitlines():
+        words = line.split()
+        if current is None and words[-1:] == ["OpLabel"] and words[0].endswith("header"):
+            current, merge = [], words[0].removesuffix("header") + "merge"
+        elif current is not None and words[:1] == [merge]:
+            found.append(current)
+            current = None
+        elif current is not None and words and not words[0].startswith(";"):
+            current.append(line.strip())
+    return found
+
+
+def _opcodes(lines: list[str]) -> list[str]:
+    return sorted(next(word for word in line.split() if word.startswith("Op")) for line in lines)
+
+
+@pytest.mark.parametrize("text", ["128x128x64 t128 g16"])
+@pytest.mark.parametrize("m, k, n", [(8192, 8192, 8192), (8200, 8192, 8100), (200, 200, 200)])
+def test_the_k_loop_creates_no_tensor_layout(text, m, k, n):
+    """Tensor layouts and the buffers' first elements are made once, at the kernel's start, as the prototype
+    (tools/proto_coopmat2.py) makes them: in the K loop a K-step costs the prototype's instructions, no more."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    import proto_coopmat2
+
+    shape = kernels_matmul_coopmat2.Shape.parse(text)
+    mm = (vkml.zeros(m, k, dtype=vkml.float16) @ vkml.zeros(k, n, dtype=vkml.float16)).node
+    template = kernels_matmul_coopmat2.lower_matmul_coopmat2(mm, mm, set(), set(), 32, shape)
+    asm = compile_kernel(template.kernels[0].kernel, H200).asm  # spirv-val too
+    loops = _loops(asm)
+    assert len(loops) == 1
+    body = [line for loop in loops for line in loop]
+    made = ("OpCreateTensorLayout", "OpTensorLayoutSet", "OpCreateTensorView", "OpTensorViewSet", "OpAccessChain")
+    assert not [line for line in body if any(op in line for op in made)]
+    assert sum("OpCooperativeMatrixLoadTensorNV" in line for line in loops[0]) == 2
+    kernel_start = asm.split("%entry = OpLabel")[1].split("OpBranch")[0]
+    assert kernel_start.count("OpCreateTensorLayoutNV") == 1  # one layout type: all inside, or all clamped
+    assert kernel_start.count("OpTensorLayoutSetDimensionNV") == len({(m, k), (k, n), (m, n)})
+    if (m, k, n) == (8192, 8192, 8192):
+        config = proto_coopmat2.Config.parse(f"{text} f16")
+        (prototype,) = _loops(proto_coopmat2.module_text(config, m, n, k))
+        mine = _opcodes(loops[0])
+        for opcode in set(mine):
+            assert mine.count(opcode) <= _opcodes(prototype).count(opcode), (opcode, loops[0], prototype)
 
 
 def test_subgroup_scope_kernels_declare_no_cm2():

@@ -89,6 +89,8 @@ class _FunctionEmitter(MemoryEmitter, MatrixEmitter):
         self.vulkan_memory_model = False  # OpMemoryModel ... Vulkan: barriers make memory available/visible
         self._labels = 0
         self._temps = 0
+        self._entry_lines: list[str] = []  # what ``at_entry`` defines, spliced in where the body starts
+        self._entry_values: dict[tuple, str] = {}
         # binding -> its StorageBuffer variable, or (by address) the pointer loaded at entry
         self.buffer_vars = {i: self._declare_buffer(i, b) for i, b in enumerate(kernel.buffers) if i not in by_address}
         self.buffer_bases: dict[int, str] = {}
@@ -164,6 +166,22 @@ class _FunctionEmitter(MemoryEmitter, MatrixEmitter):
         self.emit(f"{label} = OpLabel")
         self.label = label
 
+    def at_entry(self, key: tuple, make) -> str:
+        """The id ``make()`` emits, emitted once for the whole kernel at the start of its entry block.
+
+        For values that depend on constants and global variables alone (a tensor layout, a buffer's first
+        element): the entry block dominates every block, so one definition serves every use, and a
+        use inside a loop costs no instruction per iteration. ``key`` names the value.
+        """
+        found = self._entry_values.get(key)
+        if found is None:
+            body, self.lines = self.lines, self._entry_lines
+            try:
+                found = self._entry_values[key] = make()
+            finally:
+                self.lines = body
+        return found
+
     def use(self, v: Value) -> str:
         try:
             return self.ids[id(v)]
@@ -230,8 +248,11 @@ class _FunctionEmitter(MemoryEmitter, MatrixEmitter):
                 self.mod.uint(member),
             )
             self.buffer_bases[binding] = self.op("OpLoad", self.temp(f"{name}_base"), address_type, slot)
+        body_starts = len(self.lines)
         self.emit_block(self.kernel.body)
         self.emit("OpReturn")
+        # Spliced in only now: emit_loop fills in lines by their index while the body is emitted.
+        self.lines[body_starts:body_starts] = self._entry_lines
 
     def emit_block(self, block: Block) -> None:
         # A vector loaded in this block (or an enclosing one) dominates the rest of it: reuse it.

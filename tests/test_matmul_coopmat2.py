@@ -26,7 +26,7 @@ from vkml.codegen.features import DeviceFeatures
 from vkml.errors import IRError
 from vkml.ir import interp, parse
 from vkml.ir import types as T
-from vkml.ir.core import Instr, walk
+from vkml.ir.core import Instr, Loop, walk
 from vkml.ir.verify import verify_kernel
 
 H200 = DeviceFeatures.h200_like()
@@ -110,6 +110,18 @@ def test_the_mode_prefers_coopmat2_and_parses_back(coopmat2_on_cpu):
     assert kernels_matmul_coopmat2.parse_mode(text) == (32, kernels_matmul_coopmat2.DEFAULT)
     other = kernels_matmul_coopmat2.Shape(128, 256, 64, 256, 8)
     assert kernels_matmul_coopmat2.parse_mode(kernels_matmul_coopmat2.mode(H200, other)) == (32, other)
+    unrolled = kernels_matmul_coopmat2.Shape(unroll=2)
+    assert str(unrolled) == "128x128x64 t128 u2 g16"
+    assert kernels_matmul_coopmat2.parse_mode(kernels_matmul_coopmat2.mode(H200, unrolled)) == (32, unrolled)
+    for bad in ("128x128 t128", "128x128x64 t128 q2", "128x128x64 u0"):
+        with pytest.raises(ValueError):
+            kernels_matmul_coopmat2.Shape.parse(bad)
+
+
+def test_the_shape_variable_picks_the_shape(coopmat2_on_cpu, monkeypatch):
+    a, b = f16_operands((8, 4), (4, 8), seed=2)
+    monkeypatch.setenv("VKML_MATMUL_COOPMAT2_SHAPE", " 128x128x64  t128 u2 g8 ")
+    assert kernels_matmul.mode((vkml.tensor(a) @ vkml.tensor(b)).node) == "matmul coopmat2 32 128x128x64 t128 u2 g8"
 
 
 # ---------------------------------------------------------------- the interpreted kernel
@@ -124,6 +136,28 @@ def test_the_interpreted_kernel_gives_the_sequential_sums_rounded_to_nearest_eve
     assert_same_bits(got, sequential_f16(a, b), "the CPU's coopmat2 kernel")
     edges = {s.attrs[3] for s in walk(kernels[0].body) if isinstance(s, Instr) and s.op.startswith("cm_tensor")}
     assert edges == ({"inside"} if (m, k, n) == (128, 128, 128) else {"clamp"})
+
+
+@pytest.mark.parametrize("m, k, n", [(130, 448, 129), (45, 70, 40), (128, 256, 128)])
+def test_unrolled_k_steps_give_the_same_sums(m, k, n, coopmat2_on_cpu, monkeypatch):
+    """u2 and u3: whole loop iterations, then the K-steps left one at a time (448 = 2·192 + 64, 70 < 128)."""
+    a, b = f16_operands((m, k), (k, n), seed=m + k)
+    want = sequential_f16(a, b)
+    for unroll in (2, 3):
+        monkeypatch.setenv("VKML_MATMUL_COOPMAT2_SHAPE", f"128x128x64 t128 u{unroll} g16")
+        kernels: list = []
+        got = _kernels(kernels, lambda: (vkml.tensor(a) @ vkml.tensor(b)).numpy())
+        assert [kernel.name for kernel in kernels] == [f"MMW_{m}x{n}"]
+        assert_same_bits(got, want, f"the CPU's coopmat2 kernel, u{unroll}")
+        loads = [s for s in walk(kernels[0].body) if isinstance(s, Instr) and s.op == "cm_tensor_load"]
+        loops = [s for s in walk(kernels[0].body) if isinstance(s, Loop)]
+        whole = k // (64 * unroll) > 0
+        assert len(loads) == 2 * (unroll * whole + (k % (64 * unroll) > 0 or not whole)), unroll
+        constants = {
+            id(s.result): s.attrs[0] for s in walk(kernels[0].body) if isinstance(s, Instr) and s.op == "const"
+        }
+        steps = [constants[id(loop.step)] for loop in loops]
+        assert steps == [64 * unroll] * whole + [64] * (len(loops) - whole)
 
 
 def test_fused_consumers_take_the_subgroup_scope_template(coopmat2_on_cpu):
@@ -250,7 +284,7 @@ def _opcodes(lines: list[str]) -> list[str]:
     return sorted(next(word for word in line.split() if word.startswith("Op")) for line in lines)
 
 
-@pytest.mark.parametrize("text", ["128x128x64 t128 g16"])
+@pytest.mark.parametrize("text", ["128x128x64 t128 g16", "128x128x64 t128 u2 g16"])
 @pytest.mark.parametrize("m, k, n", [(8192, 8192, 8192), (8200, 8192, 8100), (200, 200, 200)])
 def test_the_k_loop_creates_no_tensor_layout(text, m, k, n):
     """Tensor layouts and the buffers' first elements are made once, at the kernel's start, as the prototype
@@ -263,11 +297,11 @@ def test_the_k_loop_creates_no_tensor_layout(text, m, k, n):
     template = kernels_matmul_coopmat2.lower_matmul_coopmat2(mm, mm, set(), set(), 32, shape)
     asm = compile_kernel(template.kernels[0].kernel, H200).asm  # spirv-val too
     loops = _loops(asm)
-    assert len(loops) == 1
+    assert len(loops) == (2 if shape.unroll > 1 and k % (64 * shape.unroll) else 1)  # u2: then the K-steps left
     body = [line for loop in loops for line in loop]
     made = ("OpCreateTensorLayout", "OpTensorLayoutSet", "OpCreateTensorView", "OpTensorViewSet", "OpAccessChain")
     assert not [line for line in body if any(op in line for op in made)]
-    assert sum("OpCooperativeMatrixLoadTensorNV" in line for line in loops[0]) == 2
+    assert sum("OpCooperativeMatrixLoadTensorNV" in line for line in loops[0]) == 2 * shape.unroll
     kernel_start = asm.split("%entry = OpLabel")[1].split("OpBranch")[0]
     assert kernel_start.count("OpCreateTensorLayoutNV") == 1  # one layout type: all inside, or all clamped
     assert kernel_start.count("OpTensorLayoutSetDimensionNV") == len({(m, k), (k, n), (m, n)})

@@ -13,6 +13,7 @@ exception is ``VKML_EAGER``, which every op asks about: vkml reads it once, at i
 | ``VKML_BACKWARD_RUNS`` | ``backward_runs()`` | when ``backward()`` submits work (vkml/autograd.py): ``split`` (default) the forward as it starts and the gradients as it ends; ``end`` forward and gradients together as it ends; ``lazy`` nothing (the optimizer's step runs it all) |
 | ``VKML_MATMUL_COOPMAT`` | ``matmul_coopmat()`` | ``0``: float16 matmul keeps the scalar tiles (the CPU's bits) on devices with cooperative matrices too. Default ``1``: it runs on them where the device has them (the H200), within the bound docs/ops/matmul.md states |
 | ``VKML_MATMUL_COOPMAT2`` | ``matmul_coopmat2()`` | ``0``: float16 matmul does not take the workgroup-scope VK_NV_cooperative_matrix2 template (kernels_matmul_coopmat2) and runs on the subgroup-scope one instead. Default ``1``: the plain product of two row-major float16 matrices takes it where the device has it (the H200). ``VKML_MATMUL_COOPMAT=0`` turns off both |
+| ``VKML_MATMUL_COOPMAT2_SHAPE`` | ``matmul_coopmat2_shape()`` | the shape of that template's kernel, as its mode string writes it (e.g. ``128x128x64 t128 u2 g16``: tile, invocations, K-steps per loop iteration, tile rows walked together); unset: ``kernels_matmul_coopmat2.DEFAULT``. For measuring shapes on the H200; ``u`` and ``g`` keep the bits (the same blocks of k in the same order) |
 | ``VKML_MATMUL_FMA`` | ``matmul_fma()`` | on GPUs with the large matmul tiles (the H200), whether matmul fuses its multiply-adds (about 1.5x faster there; results within 2γ_K Σ|a||b| of the CPU's instead of equal to them): ``auto`` (default) for products of at least 2^27 multiply-adds, ``1`` for every size, ``0`` never (every device then gives the CPU's bits). docs/ops/matmul.md |
 
     >>> import os; os.environ["VKML_CACHE_DIR"] = "/tmp/vkml-cache"
@@ -98,6 +99,15 @@ def matmul_coopmat2() -> bool:
     """
     off = ("0", "false", "no", "off")
     return matmul_coopmat() and os.environ.get("VKML_MATMUL_COOPMAT2", "1").strip().lower() not in off
+
+
+def matmul_coopmat2_shape() -> str:
+    """The shape ``VKML_MATMUL_COOPMAT2_SHAPE`` names for the VK_NV_cooperative_matrix2 template ('' when unset).
+
+    >>> matmul_coopmat2_shape()  # unset: the template's DEFAULT
+    ''
+    """
+    return " ".join(os.environ.get("VKML_MATMUL_COOPMAT2_SHAPE", "").split())
 
 
 def _switch(name: str, default: bool) -> bool:

@@ -248,8 +248,11 @@ def mode(node: Node) -> str:
     features = getattr(node.device, "features", None)
     if kernels_matmul_coopmat.applies(features, a.dtype, b.dtype):
         # coopmat2 falls back to the subgroup-scope template for the groups it does not lower.
-        if kernels_matmul_coopmat2.applies(features, a.dtype, b.dtype) and kernels_matmul_coopmat2.fits(node, features):
-            return kernels_matmul_coopmat2.mode(features)
+        shape = kernels_matmul_coopmat2.chosen_shape()  # DEFAULT unless VKML_MATMUL_COOPMAT2_SHAPE says
+        if kernels_matmul_coopmat2.applies(features, a.dtype, b.dtype, shape) and kernels_matmul_coopmat2.fits(
+            node, features
+        ):
+            return kernels_matmul_coopmat2.mode(features, shape)
         return kernels_matmul_coopmat.mode(features)
     config = choose_config(features, a.shape[-2], b.shape[-1], a.shape[-1])
     return f"matmul {config}"

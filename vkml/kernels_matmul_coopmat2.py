@@ -15,7 +15,10 @@ of A and the ``bk``×``bn`` block of B straight from the buffers (``cm_tensor_lo
 stages them through shared memory), multiplies and accumulates; the accumulator goes back with
 ``cm_tensor_store``, converted to float16 in hardware. Tiles are visited ``group`` tile rows at
 a time (down each column of the group before the next), so that the workgroups in flight share
-rows of A and columns of B in L2.
+rows of A and columns of B in L2. ``unroll`` K-steps are written out per loop iteration (the
+prototype's ``u``); the K-steps past the last whole iteration follow in a loop of one K-step an
+iteration, so the blocks, their order and the sums are those of ``unroll`` 1. ``VKML_MATMUL_COOPMAT2_SHAPE``
+picks another shape for measurements, e.g. ``128x128x64 t128 u2 g16``.
 
 Tails: where M, N or K is not a whole number of tiles the loads clamp (elements past the edge
 read +0.0, so padded products are ±0.0 and leave a nonzero sum unchanged) and the store drops
@@ -44,11 +47,12 @@ MODE = "matmul coopmat2"
 
 @dataclass(frozen=True)
 class Shape:
-    """The workgroup's tile of C (``bm``×``bn``), its K-step ``bk``, its invocations and the tile rows
-    walked together (``group``). Printed in the mode string and parsed back.
+    """The workgroup's tile of C (``bm``×``bn``), its K-step ``bk``, its invocations, the tile rows
+    walked together (``group``) and the K-steps per loop iteration (``unroll``, printed only when
+    not 1). Printed in the mode string and parsed back (the words after the tile in any order).
 
-    >>> Shape(), Shape.parse("128x256x64 t256 g8").threads
-    (Shape(128x128x64 t128 g16), 256)
+    >>> Shape(), Shape.parse("128x256x64 t256 g8").threads, Shape.parse("128x128x64 t128 u2 g16").unroll
+    (Shape(128x128x64 t128 g16), 256, 2)
     """
 
     bm: int = 128
@@ -56,21 +60,39 @@ class Shape:
     bk: int = 64
     threads: int = 128
     group: int = 16
+    unroll: int = 1
+
+    def __post_init__(self):
+        if min(self.bm, self.bn, self.bk, self.threads, self.group, self.unroll) < 1:
+            raise ValueError(f"every size of a coopmat2 shape must be positive: {self}")
 
     def __str__(self) -> str:
-        return f"{self.bm}x{self.bn}x{self.bk} t{self.threads} g{self.group}"
+        unroll = f" u{self.unroll}" if self.unroll != 1 else ""
+        return f"{self.bm}x{self.bn}x{self.bk} t{self.threads}{unroll} g{self.group}"
 
     def __repr__(self) -> str:
         return f"Shape({self})"
 
     @classmethod
     def parse(cls, text: str) -> Shape:
-        tile, threads, group = text.split()
-        bm, bn, bk = (int(v) for v in tile.split("x"))
-        return cls(bm, bn, bk, int(threads.removeprefix("t")), int(group.removeprefix("g")))
+        """The shape ``str`` wrote, e.g. ``128x128x64 t128 u2 g16``; fields left out keep their defaults."""
+        tile, *words = text.split()
+        fields = {"t": "threads", "g": "group", "u": "unroll"}
+        try:
+            bm, bn, bk = (int(v) for v in tile.split("x"))
+            given = {fields[word[0]]: int(word[1:]) for word in words}
+        except (KeyError, ValueError):
+            raise ValueError(f"not a coopmat2 shape: {text!r} (e.g. '128x128x64 t128 u2 g16')") from None
+        return cls(bm, bn, bk, **given)
 
 
 DEFAULT = Shape()  # tools/proto_coopmat2.py's "128x128x64 t128 g16 f32", the best measured on the H200
+
+
+def chosen_shape() -> Shape:
+    """The shape ``VKML_MATMUL_COOPMAT2_SHAPE`` names, else ``DEFAULT``."""
+    text = vkml_config.matmul_coopmat2_shape()
+    return Shape.parse(text) if text else DEFAULT
 
 
 def applies(features, a_dtype: T.DType, b_dtype: T.DType, shape: Shape = DEFAULT) -> bool:
@@ -114,7 +136,11 @@ def mode(features, shape: Shape = DEFAULT) -> str:
 
 
 def parse_mode(text: str) -> tuple[int, Shape]:
-    """The subgroup size and shape that ``mode``'s string names."""
+    """The subgroup size and shape that ``mode``'s string names.
+
+    >>> parse_mode("matmul coopmat2 32 128x128x64 t128 u2 g16")
+    (32, Shape(128x128x64 t128 u2 g16))
+    """
     words = text.removeprefix(MODE).split()
     return int(words[0]), Shape.parse(" ".join(words[1:]))
 
@@ -162,12 +188,25 @@ def lower_matmul_coopmat2(root: Node, mm: Node, leaves, baked, subgroup_size: in
             tile_row, tile_col = grouped_tile(wg, tiles, shape.group)
             row0, col0 = tile_row * _u32(bm), tile_col * _u32(bn)
 
-            def step(k: Value, acc: Value) -> tuple[Value]:
+            def step(k: Value, acc: Value) -> Value:
                 a_block = a_ref.load_matrix((row0, k), a_type, (m_size, k_size), a_edge)
                 b_block = b_ref.load_matrix((k, col0), b_type, (k_size, n_size), b_edge)
-                return (B.matrix_mul_add(a_block, b_block, acc),)
+                return B.matrix_mul_add(a_block, b_block, acc)
 
-            start = B.matrix_fill(B.const_bits(0x80000000, T.float32), acc_type)  # -0.0: the contract's start
-            (acc,) = B.loop(_u32(0), _u32(max(k_size, 1)), _u32(bk), (start,), step)
+            def iteration(k: Value, acc: Value, unroll: int = shape.unroll) -> tuple[Value]:
+                for i in range(unroll):  # k ascends within the iteration
+                    acc = step(k if i == 0 else k + _u32(i * bk), acc)
+                return (acc,)
+
+            acc = B.matrix_fill(B.const_bits(0x80000000, T.float32), acc_type)  # -0.0: the contract's start
+            k_step = bk * shape.unroll
+            unrolled = k_size // k_step * k_step if shape.unroll > 1 else 0
+            if unrolled:
+                (acc,) = B.loop(_u32(0), _u32(unrolled), _u32(k_step), (acc,), iteration)
+            if unrolled < k_size or not unrolled:
+                # The K-steps left (all of them where unroll is 1), one per iteration: one more site of
+                # loads rather than up to unroll - 1, each of which may take its own staging memory.
+                single = lambda k, acc: iteration(k, acc, 1)  # noqa: E731
+                (acc,) = B.loop(_u32(unrolled), _u32(max(k_size, 1)), _u32(bk), (acc,), single)
             out_ref.store_matrix((row0, col0), acc, (m_size, n_size), c_edge)
     return GroupTemplate([L.template(grid)])

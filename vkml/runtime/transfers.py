@@ -1,9 +1,9 @@
 """Host ↔ device copies: straight through the mapping where the memory allows, else staged.
 
-Small downloads from memory that is mapped but not host-cached (a discrete GPU's BAR, the
-H200's) read the mapping directly: slow per byte, but a staged copy would be queued behind
-every submitted run, so reading one loss would wait for the whole step (the host waits only
-for the run that wrote the buffer, vkml/runtime/vulkan.py).
+Small downloads (a few scalars, ``UNCACHED_READ_LIMIT``) from memory that is mapped but not
+host-cached (a discrete GPU's BAR, the H200's) read the mapping directly: slow per byte, but a
+staged copy would be queued behind every submitted run, so reading one loss would wait for the
+whole step (the host waits only for the run that wrote the buffer, vkml/runtime/vulkan.py).
 
 Staged copies go through one host-visible staging buffer (grown up to ``STAGING_CHUNK``; larger
 transfers are copied chunk by chunk), recorded into their own command buffer and submitted
@@ -21,7 +21,10 @@ from .vk_device import LogicalDevice, Submitter
 from .vk_instance import check, vk
 
 STAGING_CHUNK = 64 << 20
-UNCACHED_READ_LIMIT = 64 << 10  # bytes: up to this, a download reads an uncached mapping directly
+# Bytes up to which a download reads an uncached mapping directly. Each CPU read of BAR memory is a
+# PCIe round trip: on the H200 a 4 KiB read this way took ~120 µs more than a staged copy (graph100's
+# download, 2026-11-30), while a loss (4 bytes) takes a few µs and need not wait for the step's tail.
+UNCACHED_READ_LIMIT = 256
 
 
 class Transfers:

@@ -49,9 +49,54 @@ def _logsumexp64(x: np.ndarray, dim) -> np.ndarray:
 
 
 def _softmax_bound(x: np.ndarray, dim: int) -> np.ndarray:
-    """ulps: x - max rounds (|x - max| ulp of exp's argument), exp (1), the tree sum (log2 n), the division (1)."""
+    """ulps (functions.softmax's docstring): x - max rounds (|x - max| ulp of exp's argument), exp (1), the
+    tree sum (log2 n), the product by the rounded reciprocal (1.5; a correctly rounded division would be 0.5)."""
     spread = np.abs(x.astype(np.float64) - x.max(axis=dim, keepdims=True))
-    return 2 + spread * 1.0 + math.ceil(math.log2(max(x.shape[dim], 2)))
+    return 3 + spread * 1.0 + math.ceil(math.log2(max(x.shape[dim], 2)))
+
+
+def _adversarial_rows(n: int) -> np.ndarray:
+    """Rows that stress the quotient: ties, one dominant term, results near and in the subnormal range,
+    sums just below and above powers of two, -inf entries, and wide random spreads."""
+    g = np.random.default_rng(54)
+    rows = [
+        np.zeros(n),  # S = n exactly: every result is fl(1/n) * 1
+        np.where(np.arange(n) == 3, 0.0, -30.0),  # S = 1 + tiny
+        np.where(np.arange(n) % 2 == 0, 0.0, -90.0),  # subnormal e alongside ones
+        np.linspace(-103.0, 0.0, n),  # e from subnormal to 1
+        np.linspace(-88.0, -86.0, n) * np.where(np.arange(n) == 0, 0.0, 1.0),  # e near the normal limit
+        np.log(np.arange(1, n + 1)),  # e = k/n: a spread of quotients
+        np.where(np.arange(n) < n // 2, -np.inf, g.standard_normal(n)),
+        g.standard_normal(n) * 30.0,
+        g.standard_normal(n) * 0.01 + 1e4,  # large x: x - max is exact, its spread small
+        np.log(np.full(n, 1.0 - 2.0**-20)) * np.arange(n),  # sum just under a power of two for n = 2^k
+    ]
+    return np.stack(rows).astype(np.float32)
+
+
+@pytest.mark.parametrize("n", [7, 64, 1000, 5000])
+def test_softmax_is_the_product_by_the_rows_rounded_reciprocal(n):
+    """Bit for bit fl(e * fl(1/S)) from vkml's own e = exp(x - max) and tree sum S, and never more than one
+    float from the correctly rounded quotient e / S (functions.softmax's bound), on random and adversarial rows."""
+    x = np.concatenate([_adversarial_rows(n), random_floats((6, n), seed=55, scale=8.0)])
+    t = vk(x)
+    e = vkml.exp(t - vkml.amax(t, 1, keepdim=True))
+    e_np, s_np = e.numpy(), vkml.sum(e, 1, keepdim=True).numpy()
+    got = vkml.softmax(t, 1).numpy()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        assert_same_bits(got, e_np * (np.float32(1.0) / s_np), f"softmax over {n} = e * (1/S)")
+        divided = e_np / s_np
+    ordered = [
+        np.where(v.view(np.int32) < 0, -(v.view(np.int32) & 0x7FFFFFFF), v.view(np.int32)) for v in (got, divided)
+    ]
+    finite = np.isfinite(divided)
+    assert np.abs(ordered[0] - ordered[1].astype(np.int64))[finite].max() <= 1
+    with np.errstate(invalid="ignore"):
+        quotient64 = e_np.astype(np.float64) / s_np.astype(np.float64)
+    assert ulp_error(got, quotient64)[finite].max() <= 1.5  # fl(1/S) within 2^-24 relative, then one rounding
+    beyond = ulp_error(got, _softmax64(x, 1)) > _softmax_bound(x, 1)
+    assert not beyond.any(), f"softmax over {n} beyond its bound at {np.argwhere(beyond)[:3].tolist()}"
+    assert (s_np[np.isfinite(s_np)] >= 1.0).all()  # the docstring's reason 1/S never overflows
 
 
 SPECIAL_ROWS = np.array(

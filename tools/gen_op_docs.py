@@ -111,10 +111,15 @@ EXTRA: dict[str, Extra] = {
         "composite",
         (_sig("vkml.softmax", functions.softmax), "Tensor.softmax(dim)", "vkml.nn.functional.softmax(input, dim)"),
         functions.softmax,
-        precision="exp(x - max) / tree sum: exp ≤ 1 ulp, the rounding of x - max adds up to |x - max| ulp "
-        "(as PyTorch), the sum and the division a few more",
+        precision="exp(x - max) times the row's reciprocal of the tree sum, 1/sum rounded once per row: within "
+        "3 + |x - max| + ceil(log2 n) ulp of the exact softmax (exp ≤ 1 ulp; the rounding of x - max up to "
+        "|x - max| ulp, as PyTorch; the tree sum ceil(log2 n); the product by the rounded reciprocal 1.5 ulp of "
+        "e/sum, at most one float from the correctly rounded quotient)",
         special="-inf entries give 0; a row of only -inf gives NaN; a row containing +inf or NaN gives NaN "
         "(as PyTorch). float16 computes in float32 and rounds once.",
+        divergence="The quotient is e * fl(1/sum), two roundings, where PyTorch's formula divides: a deliberate, "
+        "bounded divergence for speed (one multiply a element instead of a ~70-instruction division). A result "
+        "differs from the correctly rounded e/sum by at most one float (about one in seven on random rows).",
         gradient="softmax",
     ),
     "log_softmax": Extra(

@@ -50,6 +50,7 @@ VARIANTS = {
     "reduce 1024 lanes of 8": {"reduce_lanes": 1024, "reduce_per_lane": 8},  # 8192-float rows in one chunk
     "reduce 512 lanes of 16": {"reduce_lanes": 512, "reduce_per_lane": 16, "reduce_row_per_lane": 16},
     "rows of 256 lanes of 32": {"row_lanes": 256, "reduce_row_per_lane": 32},  # the H200's rows before 2026-11-30
+    "rows of 1024 lanes of 8": {"row_lanes": 1024, "reduce_per_lane": 8, "reduce_row_per_lane": 8},
     "no shuffles": {"subgroup": 1},
     "columns of 8 outputs": {"columns_outputs": 8},
     "columns of 32 outputs": {"columns_outputs": 32},

@@ -278,17 +278,31 @@ def _float_work(input):
 
 @differentiable("softmax")
 def softmax(input, dim: int):
-    """exp(x - max) / sum(exp(x - max)) over ``dim``. All -inf rows give NaN, as PyTorch.
+    """exp(x - max) * (1 / sum(exp(x - max))) over ``dim``. All -inf rows give NaN, as PyTorch.
+
+    The quotient is a product by the row's reciprocal, correctly rounded once per row, not a
+    correctly rounded division per element: a deliberate, bounded divergence from PyTorch's
+    formula, which divides (one multiply a element instead of a ~70-instruction division).
+    With S the row's sum and r = fl(1/S), |r - 1/S| <= 2^-24 / S, so e * r is within 2^-24
+    relative of e / S (at most 1 ulp of it; for a subnormal result under half of 2^-149)
+    before its own rounding (half an ulp): at most 1.5 ulp from e / S, so at most one float
+    from the correctly rounded quotient, which a division gives to half an ulp. The result is
+    within 3 + |x - max| + ceil(log2 n) ulp of the exact softmax (exp ≤ 1 ulp; the rounding of
+    x - max, as PyTorch; the tree sum; this product).
+    S is always safe to invert: in a row without NaN or +inf and not all -inf the max is
+    finite, its own term is exp(0) = 1 exactly and no term is negative or above 1 + 2^-23
+    (exp of x - max <= 0, within 1 ulp), and rounding is monotonic, so 1 <= S <= 2n: 1/S is a
+    normal float, never inf or subnormal. In any other row S is NaN, and so is every result,
+    as with the division.
 
     Where a row fits one chunk of the device's rows kernel (8192 floats on an H200), max, sum
     and quotient are one kernel that reads x once and computes each exp once (vkml/schedule.py,
-    rule 7); longer rows take two. The quotient stays a correctly rounded division (the
-    divisor's reciprocal and split are computed once per row), so both give the same bits.
+    rule 7), and the reciprocal once per row; longer rows take two. Both give the same bits.
     """
     x, dtype = _float_work(input)
     shifted = x - amax(x, dim, keepdim=True)
     e = exp(shifted)
-    return cast(e / sum(e, dim, keepdim=True), dtype)
+    return cast(e * div(1.0, sum(e, dim, keepdim=True)), dtype)
 
 
 @differentiable("log_softmax")

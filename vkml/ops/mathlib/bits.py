@@ -20,6 +20,9 @@ INF_BITS = 0x7F800000
 QUIET_BIT = 0x00400000
 # x86's "real indefinite" NaN: what numpy float32 gives for 0/0, inf/inf and sqrt(-1).
 DEFAULT_NAN_BITS = 0xFFC00000
+# 1.5 * 2^23: v + ROUNDER lies in [2^23, 2^24) for |v| < 2^22, where float32 spacing is 1.
+ROUNDER = float.fromhex("0x1.8p23")
+ROUNDER_BITS = 0x4B400000
 
 
 def float32_only(fn):
@@ -76,6 +79,45 @@ def pow2(k: Value) -> Value:
     return from_bits(bitcast((k + 127) << 23, U32))
 
 
+def round_to_int(v: Value) -> tuple[Value, Value]:
+    """round_even(v) as float32 and as int32, for |v| < 2^22, with no conversion instruction.
+
+    Hopper rounds and converts floats at 1/8 of its float32 add rate, so this adds ROUNDER: the
+    sum, rounded to nearest even, is ROUNDER + round_even(v) (ROUNDER is even, so ties go the
+    same way), subtracting it back is exact, and the sum's bits are ROUNDER_BITS + round_even(v).
+    One difference: a zero result is +0 where round_even gives -0 (v in [-0.5, -0]); callers
+    multiply it and add it to nonzero values or to v itself, where the sign of a zero is lost.
+    The add must not be fused with the product that makes ``v``: the IR's float operations are
+    emitted NoContraction, each rounded on its own.
+
+    Example: ``k, k_int = round_to_int(x * LOG2E)``.
+    """
+    t = v + ROUNDER
+    return t - ROUNDER, bitcast(t, I32) - ROUNDER_BITS
+
+
+def round_and_pow2(v: Value, offset: Value) -> tuple[Value, Value]:
+    """round_even(v) = k as float32, and 2^(k + d) from the same add, for ``offset`` = ROUNDER + d.
+
+    ``d`` is an even integer (so ties still go as round_even's), |v| + |d| < 2^21, and k + d must
+    lie in [-126, 127]. t = v + offset is offset + k, whose bit pattern is 0x4B000000 + 2^22 + d + k:
+    shifted left by 23 (mod 2^32) only (k + d) << 23 is left, the exponent field of 2^(k + d) less
+    the bias. Two integer operations where pow2 of an int32 takes a conversion and two more.
+
+    Example: ``k, p = round_and_pow2(x * LOG2E, f32(ROUNDER + 26))`` (p is 2^(k + 26)).
+    """
+    t = v + offset
+    return t - offset, from_bits((to_bits(t) << 23) + 0x3F800000)
+
+
+def int_to_float(k: Value) -> Value:
+    """An int32 ``k`` with |k| < 2^22 as float32 (exact), with no conversion instruction (see round_to_int).
+
+    Example: ``e_float = int_to_float(e)``.
+    """
+    return from_bits(bitcast(k + ROUNDER_BITS, U32)) - ROUNDER
+
+
 def ifelse_u32(cond: Value, a: int, b: int) -> Value:
     return select(cond, u32(a), u32(b))
 
@@ -95,8 +137,10 @@ def unpack(magnitude: Value) -> tuple[Value, Value]:
     field = magnitude >> 23
     fraction = magnitude & 0x007FFFFF
     subnormal = eq(field, 0) & ne(fraction, 0)
-    # floor(log2(fraction)) for 0 < fraction < 2^23; `| 1` keeps zero away from an invalid shift.
-    top = (to_bits(convert(fraction | 1, F32)) >> 23) - 127
+    # floor(log2(fraction)) for 0 < fraction < 2^23 from the exponent of float(fraction), made
+    # exactly as 2^23 + fraction less 2^23 (no int->float conversion instruction, all normal
+    # floats); `| 1` keeps zero away from an invalid shift.
+    top = (to_bits(from_bits(fraction | 0x4B000001) - 8388608.0) >> 23) - 127
     shift = 23 - top
     m = select(subnormal, fraction << shift, fraction | 0x00800000)
     e = select(subnormal, -126 - convert(shift, I32), convert(field, I32) - 127)

@@ -13,22 +13,24 @@ to float32 one at a time, each later coefficient refitted to absorb the earlier 
 
 from __future__ import annotations
 
-from ...ir.builder import convert, eq, isnan, round_even, select
+from ...ir.builder import eq, isnan, select
 from ...ir.core import Value
 from .bits import (
     ABS_MASK,
     DEFAULT_NAN_BITS,
-    F32,
-    I32,
     INF_BITS,
+    ROUNDER,
     f32,
     f32_bits,
     float32_only,
     from_bits,
     i32,
     ifelse_i32,
+    int_to_float,
     pow2,
     quiet,
+    round_and_pow2,
+    round_to_int,
     to_bits,
     unpack,
 )
@@ -57,19 +59,40 @@ LOG_R = [float.fromhex(h) for h in ("0x1.99999ap-2", "0x1.249192p-2", "0x1.c76af
 
 
 def reduce_exp(x_hi: Value, x_lo: Value) -> tuple[Value, Value, Value]:
-    """x = k*ln2 + r for |x_hi| <= 104: returns int32 k and r as a double-float (r_hi, r_lo)."""
-    k = round_even(x_hi * LOG2E)
+    """x = k*ln2 + r for |x_hi| <= 160: returns int32 k and r as a double-float (r_hi, r_lo)."""
+    k, k_int = round_to_int(x_hi * LOG2E)
+    r_hi, r_lo = _exp_remainder(x_hi, x_lo, k)
+    return k_int, r_hi, r_lo
+
+
+def _exp_remainder(x_hi: Value, x_lo: Value, k: Value) -> tuple[Value, Value]:
+    """r = x - k*ln2 as a double-float (Cody-Waite), for the float32 integer k nearest x/ln2."""
     t = x_hi - k * LN2_HI  # exact: Sterbenz, and k*LN2_HI is exact
-    r_hi, r_lo = two_sum(t, x_lo - k * LN2_HI_LO)
-    return convert(k, I32), r_hi, r_lo
+    return two_sum(t, x_lo - k * LN2_HI_LO)
 
 
-def reduce_exp2(t_hi: Value, t_lo: Value) -> tuple[Value, Value, Value]:
-    """t = k + r/ln2 for |t_hi| <= 200: returns int32 k and r = (t - k)*ln2 as a double-float."""
-    k = round_even(t_hi)
+def exp2_rounded(t_hi: Value, t_lo: Value, d_below: int, d_above: int) -> Value:
+    """2^(t_hi + t_lo) rounded once, subnormal and overflowing results included, for a double-float t.
+
+    t = k + r/ln2 with k = round_even(t_hi), 2^r from ``exp_parts``, then 2^k in two exact steps
+    (``_split_scale``): k + d_below must stay in [-124, 126] for t_hi < 0, k + d_above for t_hi >= 0.
+    Example: ``exp2_rounded(t_hi, t_lo, 76, -74)`` for |t_hi| <= 200 (pow).
+    """
+    offset, second = _split_scale(t_hi < 0.0, d_below, d_above)
+    k, first = round_and_pow2(t_hi, offset)
     d_hi, d_lo = two_sum(t_hi - k, t_lo)  # t_hi - k is exact
     r_hi, r_lo = mul_dd_const(d_hi, d_lo, LN2, LN2_LO)
-    return convert(k, I32), r_hi, r_lo
+    s, tail = exp_parts(r_hi, r_lo)
+    return (s + tail) * first * second
+
+
+def _split_scale(negative: Value, d_below: int, d_above: int) -> tuple[Value, Value]:
+    """For 2^k in two exact steps without integer k: ``round_and_pow2``'s offset (d by the sign of
+    the argument) and the second factor 2^-d. v * 2^(k + d) is exact for v in [0.7, 1.42] as long
+    as k + d stays in [-124, 126], so the one rounding, of a subnormal or overflowing result too,
+    is the second product's: the bits of ``scale(v, k)``."""
+    offset = select(negative, f32(ROUNDER + d_below), f32(ROUNDER + d_above))
+    return offset, select(negative, f32(2.0**-d_below), f32(2.0**-d_above))
 
 
 def exp_parts(r_hi: Value, r_lo: Value) -> tuple[Value, Value]:
@@ -95,9 +118,12 @@ def exp(x: Value) -> Value:
     """
     clamped = select(x < 89.0, x, f32(89.0))  # NaN becomes 89 here, and is restored below
     clamped = select(clamped > -104.0, clamped, f32(-104.0))
-    k, r_hi, r_lo = reduce_exp(clamped, f32(0.0))
+    # k in [-150, 0] below 0 and [0, 128] above: 2^(k + 26), then 2^-26; 2^(k - 2), then 4.
+    offset, second = _split_scale(clamped < 0.0, 26, -2)
+    k, first = round_and_pow2(clamped * LOG2E, offset)
+    r_hi, r_lo = _exp_remainder(clamped, f32(0.0), k)
     s, tail = exp_parts(r_hi, r_lo)
-    return select(isnan(x), quiet(x), scale(s + tail, k))
+    return select(isnan(x), quiet(x), (s + tail) * first * second)
 
 
 @float32_only
@@ -113,9 +139,7 @@ def exp2(x: Value) -> Value:
     """
     clamped = select(x < 130.0, x, f32(130.0))
     clamped = select(clamped > -152.0, clamped, f32(-152.0))
-    k, r_hi, r_lo = reduce_exp2(clamped, f32(0.0))
-    s, tail = exp_parts(r_hi, r_lo)
-    return select(isnan(x), quiet(x), scale(s + tail, k))
+    return select(isnan(x), quiet(x), exp2_rounded(clamped, f32(0.0), 28, -4))  # k in [-152, 0] or [0, 130]
 
 
 @float32_only
@@ -169,7 +193,7 @@ def log_parts(v: Value) -> tuple[Value, Value, Value]:
     w_hi, w_lo = mul_dd_const(c_hi, c_lo, TWO_THIRDS, TWO_THIRDS_LO)
     tail = z_hi * c_hi * horner(z_hi, LOG_R)
     hi, lo = fast_two_sum(2.0 * s_hi, w_hi)
-    return convert(e, F32), hi, lo + (2.0 * s_lo + w_lo + tail)
+    return int_to_float(e), hi, lo + (2.0 * s_lo + w_lo + tail)
 
 
 def _log_specials(x: Value, out: Value, zero_result: Value) -> Value:

@@ -17,6 +17,7 @@ runs in the plain interpreter.
 
 from __future__ import annotations
 
+import sys
 import weakref
 from collections.abc import Callable
 
@@ -77,15 +78,20 @@ class _State:
                 _LOCAL_IDS[key] = chunk.invocation_id(op, axis)
             return _LOCAL_IDS[key]
         if op == "workgroup_id" and axis == 0 and self.groups_1d and chunk.grid[0] != 1:
-            first = self.first_group
-            return np.repeat(np.arange(first, first + self.groups, dtype=np.uint32), self.group_size)
+            # The chunk's groups counted from 0 are the same for every chunk of as many: one add, not a repeat.
+            key = ("groups", self.groups, self.group_size)
+            if key not in _LOCAL_IDS:
+                if len(_LOCAL_IDS) > 64:
+                    _LOCAL_IDS.clear()
+                _LOCAL_IDS[key] = np.repeat(np.arange(self.groups, dtype=np.uint32), self.group_size)
+            return _LOCAL_IDS[key] + np.uint32(self.first_group)  # below the grid's group count: no wrap
         if op == "global_id":
             group = self.invocation_id("workgroup_id", axis)
             return group * np.uint32(local_size[axis]) + self.invocation_id("local_id", axis)
         return chunk.invocation_id(op, axis)
 
 
-_LOCAL_IDS: dict[tuple, np.ndarray] = {}  # local_id arrays by (local size, axis, workgroups per chunk)
+_LOCAL_IDS: dict[tuple, np.ndarray] = {}  # local_id and chunk-relative workgroup arrays, by shape (never written)
 
 
 class Program:
@@ -150,7 +156,7 @@ class Program:
         steps = []
         for stmt, dead in zip(block.body, self.dead_after[id(block)]):
             if isinstance(stmt, Instr):
-                step = self._instr(stmt)
+                step = self._instr(stmt, dead)
             elif isinstance(stmt, If):
                 step = self._if(stmt)
             elif isinstance(stmt, Loop):
@@ -222,7 +228,7 @@ class Program:
 
         return step
 
-    def _instr(self, instr: Instr) -> Step | None:
+    def _instr(self, instr: Instr, dead: list[Value] = ()) -> Step | None:
         op = instr.op
         spec = SPECS.get(op)
         if spec is None or spec.kind == "matrix" or op == "subgroup_id":
@@ -240,6 +246,9 @@ class Program:
             return _pure(self.name, op, select, args, (), result, want)
         if spec.kind == "pure":
             extra = (by_name(instr.attrs[0]),) if op in ("bitcast", "convert") else ()
+            reusable = self._reusable(instr, dead)
+            if reusable:
+                return _pure_in_place(self.name, op, spec.np_fn, args, result, want, reusable)
             return _pure(self.name, op, spec.np_fn, args, extra, result, want)
         if spec.kind == "index":
             return _index(op, instr.attrs[0], result)
@@ -257,6 +266,32 @@ class Program:
         if op == "shuffle_xor":
             return _shuffle(self.name, int(instr.attrs[0]), args[0], result, want)
         raise _Unsupported(instr)
+
+    def _reusable(self, instr: Instr, dead: list[Value]) -> tuple[int, ...]:
+        """Positions of ``instr``'s operands whose array its ufunc may overwrite with the result.
+
+        An operand qualifies when this instruction is its last use (``dead``), it is not a
+        constant or a value kept for an access's index or a repeat, and the ufunc computes the
+        operand's own dtype from these operand types (dtype resolution does not depend on
+        shapes, so a one-lane trial decides). At run time the array must also be owned by
+        nothing else (``_owned``). Writing the result over an operand that dies here keeps the
+        working set in cache: numpy's elementwise loops run ~2x faster in place at 16K lanes.
+        """
+        fn = SPECS[instr.op].np_fn
+        if not isinstance(fn, np.ufunc) or fn.nout != 1 or instr.result is None:
+            return ()
+        want = instr.result.dtype.np
+        try:
+            trial = fn(*(np.zeros(1, dtype=a.dtype.np) for a in instr.args))
+        except TypeError:
+            return ()
+        if trial.dtype != want:
+            return ()
+        return tuple(
+            k
+            for k, a in enumerate(instr.args)
+            if a in dead and a not in self.consts and a not in self.keep and a.dtype.np == want
+        )
 
     def _form(self, instr: Instr) -> dict:
         """``instr``'s result as an affine form, exact modulo 2^bits of its integer type."""
@@ -415,10 +450,10 @@ _UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 def select(cond: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``np.where(cond, a, b)`` for operands of one dtype, as a bitwise blend of their bits.
 
-    The same bits by construction (b ^ ((a ^ b) & all-ones) is a, with a zero mask it is b),
-    and no branch per lane: np.where is several times slower on an unpredictable condition.
-    Where the condition is the same on every lane the result is that operand itself (values
-    are never written in place).
+    The same bits by construction (b ^ ((a ^ b) * 1) is a, b ^ ((a ^ b) * 0) is b: an integer
+    product by 0 or 1 is exact) and no branch per lane: np.where is several times slower on an
+    unpredictable condition. Where the condition is the same on every lane the result is that
+    operand itself (an in-place step then sees two references and leaves it alone: ``_owned``).
 
     >>> select(np.array([True, False]), np.float32([1, 2]), np.float32([3, 4]))
     array([1., 4.], dtype=float32)
@@ -433,13 +468,12 @@ def select(cond: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         if a.shape == cond.shape and cond.all():
             return a
     ua, ub = a.view(bits), b.view(bits)
-    mask = cond.astype(bits)
-    np.negative(mask, out=mask)  # True -> all ones
+    keep = cond.astype(bits)  # 1 where a is taken: (a ^ b) * 1 is a ^ b, times 0 it is 0
     out = np.bitwise_xor(ua, ub)
-    if out.shape != mask.shape:  # broadcast: an operand or the condition is one lane
-        out = np.bitwise_and(out, mask)
+    if out.shape != keep.shape:  # broadcast: an operand or the condition is one lane
+        out = np.multiply(out, keep)
     else:
-        np.bitwise_and(out, mask, out=out)
+        np.multiply(out, keep, out=out)
     np.bitwise_xor(out, ub, out=out)
     return out.view(a.dtype)
 
@@ -479,6 +513,46 @@ def _pure(kernel: str, op: str, fn: Callable, args: tuple, extra: tuple, result:
             if out.dtype != want:
                 raise _wrong_type(kernel, op, out, want)
             v[result] = out
+
+    return step
+
+
+def _owned(x: np.ndarray, others: int) -> bool:
+    """Whether nothing but its slot, the calling step's local and ``others`` more references hold ``x``.
+
+    Then writing over it changes no other value: a view of it (a bitcast) would hold a
+    reference through its base, a cached index array one through its cache, a buffer's view
+    or a constant has a base or a single lane.
+    """
+    return x.shape[0] != 1 and x.base is None and sys.getrefcount(x) <= 4 + others
+
+
+def _pure_in_place(kernel: str, op: str, fn: np.ufunc, args: tuple, result: int, want, reusable: tuple) -> Step:
+    """``_pure`` for a ufunc that writes its result over an operand dying here, when that operand is owned."""
+    if len(args) == 1:
+        (a,) = args
+
+        def step(st: _State, v: list, mask) -> None:
+            x = v[a]
+            v[result] = fn(x, out=x) if _owned(x, 0) else fn(x)
+
+        return step
+    if len(args) != 2:
+        return _pure(kernel, op, fn, args, (), result, want)
+    a, b = args
+    first, second = 0 in reusable, 1 in reusable
+
+    def step(st: _State, v: list, mask) -> None:
+        x, y = v[a], v[b]
+        if first and x is not y and _owned(x, 0) and x.shape[0] >= y.shape[0]:
+            out = fn(x, y, out=x)
+        elif second and x is not y and _owned(y, 0) and y.shape[0] >= x.shape[0]:
+            out = fn(x, y, out=y)
+        else:
+            out = fn(x, y)
+            if out.dtype != want:
+                raise _wrong_type(kernel, op, out, want)
+        v[result] = out
 
     return step
 

@@ -22,8 +22,21 @@ import vkml
 from vkml.errors import IRError
 from vkml.ir import interp
 from vkml.ir import types as T
-from vkml.ir.builder import KernelBuilder, barrier, const, convert, emit, global_id, if_, local_id, workgroup_id
-from vkml.ir.interp_compiled import compile_kernel, select
+from vkml.ir.builder import (
+    KernelBuilder,
+    barrier,
+    bitcast,
+    const,
+    convert,
+    emit,
+    global_id,
+    if_,
+    local_id,
+    select,
+    workgroup_id,
+)
+from vkml.ir.interp_compiled import compile_kernel
+from vkml.ir.interp_compiled import select as blend
 
 RNG = np.random.default_rng(7)
 
@@ -184,7 +197,7 @@ def test_select_is_np_where_bit_for_bit():
             for share in (0.0, 0.5, 1.0):  # the condition on no lane, some lanes, every lane
                 cond = RNG.random(shapes[0]) < share
                 a, b = random_bits(np.dtype(dtype), shapes[1]), random_bits(np.dtype(dtype), shapes[2])
-                want, got = np.where(cond, a, b), select(cond, a, b)
+                want, got = np.where(cond, a, b), blend(cond, a, b)
                 assert got.dtype == want.dtype and got.shape == want.shape
                 assert got.view(np.uint8).tobytes() == want.view(np.uint8).tobytes(), (dtype, shapes, share)
 
@@ -236,3 +249,39 @@ def test_two_dimensional_workgroups_and_split_local_ids():
     for kernel, grid in kernels:
         buffers = {"x": random_bits(np.dtype(np.float32), 400), "out": np.zeros(400, np.float32)}
         assert_modes_agree(kernel, grid, buffers, {}, chunks=(None, 16, 32, 64))
+
+
+def test_in_place_steps_leave_shared_arrays_alone():
+    """A ufunc writes over an operand that dies at it only where no other value holds that array.
+
+    Here a dying operand is also the array of a live value (a select whose condition holds
+    on every lane returns its operand itself, a bitcast is a view), and loads are views of the
+    input buffer: writing over any of them would change a stored result or the input.
+    """
+    kb = KernelBuilder("in_place", local_size=(16, 1, 1))
+    x = kb.buffer("x", T.float32, "read")
+    out = kb.buffer("out", T.float32, "write")
+    bits = kb.buffer("bits", T.uint32, "write")
+    with kb:
+        i = global_id(0)
+        a, b = x[i], x[i + 64]
+        tripled = a * 3.0
+        kept = select(local_id(0) < 100, tripled, b)  # true on every lane: the product's array itself
+        summed = tripled + b  # the product dies here while `kept` holds its array
+        scaled = b * 5.0
+        raw = bitcast(scaled, T.uint32)  # a view of the product's array
+        out[i] = kept
+        out[i + 64] = summed + 1.0
+        out[i + 128] = scaled - a  # the product's last use: its array is still the bitcast's
+        bits[i] = raw
+        out[i + 192] = a + b  # loads are views of x: never written
+    kernel = kb.finish()
+    buffers = {"x": RNG.standard_normal(128).astype(np.float32), "out": np.zeros(256, np.float32)}
+    buffers["bits"] = np.zeros(64, np.uint32)
+    assert_modes_agree(kernel, (4, 1, 1), buffers, {})
+    arrays = {name: a.copy() for name, a in buffers.items()}
+    interp.run(kernel, (4, 1, 1), arrays, {})
+    x0, x1 = buffers["x"][:64], buffers["x"][64:]
+    np.testing.assert_array_equal(arrays["x"], buffers["x"])
+    np.testing.assert_array_equal(arrays["out"][:64], x0 * np.float32(3.0))
+    np.testing.assert_array_equal(arrays["bits"], (x1 * np.float32(5.0)).view(np.uint32))

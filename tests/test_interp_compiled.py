@@ -285,3 +285,29 @@ def test_in_place_steps_leave_shared_arrays_alone():
     np.testing.assert_array_equal(arrays["x"], buffers["x"])
     np.testing.assert_array_equal(arrays["out"][:64], x0 * np.float32(3.0))
     np.testing.assert_array_equal(arrays["bits"], (x1 * np.float32(5.0)).view(np.uint32))
+
+
+@pytest.mark.parametrize("n", [0, 5, 63, 64, 100, 255, 256, 300])
+def test_deferred_indices_and_ranged_comparisons(n):
+    """Index arithmetic left uncomputed: views, comparisons decided by range, and the slow paths.
+
+    ``i - 5`` wraps below 5 (its view is refused, the masked store computes the lanes), the
+    bounds straddle a chunk for some ``n`` and none for others, the constant stands on either
+    side, and ``i * 2 + 600`` runs out of range for large ``i`` (the same IndexError either way).
+    """
+    kb = KernelBuilder("deferred", local_size=(32, 1, 1))
+    x = kb.buffer("x", T.float32, "read")
+    out = kb.buffer("out", T.float32, "write")
+    with kb:
+        i = global_id(0)
+        with if_(const(n, T.uint32) > i):
+            out[i] = x[i * 2] + 1.0
+        with if_(i >= 5):
+            out[i - 5 + 256] = x[i]
+        with if_(i <= 3):
+            out[i * 2 + 600] = x[i + 1]
+    kernel = kb.finish()
+    buffers = {"x": RNG.standard_normal(512).astype(np.float32), "out": np.zeros(608, np.float32)}
+    assert_modes_agree(kernel, (8, 1, 1), buffers, {})
+    program = compile_kernel(kernel, interp.dead_values)
+    assert program.deferred, "the index arithmetic should be deferred"

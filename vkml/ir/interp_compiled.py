@@ -17,6 +17,7 @@ runs in the plain interpreter.
 
 from __future__ import annotations
 
+import math
 import sys
 import weakref
 from collections.abc import Callable
@@ -34,9 +35,14 @@ from .interp_views import GROUP as _GROUP
 from .interp_views import LOCAL as _LOCAL
 from .interp_views import MOD as _MOD
 from .interp_views import ONE as _ONE
+from .interp_views import SWAPPED as _SWAPPED
 from .interp_views import Access as _Access
+from .interp_views import Deferred as _Deferred
+from .interp_views import decided as _decided
+from .interp_views import is_lane_form
 from .types import by_name
 
+_LANE_OPS = ("local_id", "workgroup_id", "global_id", "add", "sub", "mul", "shl", "idiv", "irem", "shr", "and")
 _MAX_TERMS = 8  # a longer form is a value of its own (keeps compile time linear)
 CHUNK_INVOCATIONS = 1 << 14  # lanes per chunk: a value is 64 KiB at 32 bits, so a kernel's live set stays in L2
 
@@ -125,6 +131,9 @@ class Program:
         self.keep |= set(self.alias) | set(self.alias.values())
         self.written = {i.attrs[0] for i in instrs if i.op in ("store", "vstore")}
         self.dead_after = dead_after
+        self.group_size = math.prod(kernel.local_size)
+        self.defs = {i.result: i for i in instrs if i.result is not None}
+        self.deferred = self._deferrable(kernel.body, instrs)
         self.body = self._block(kernel.body)
 
     # ---------------------------------------------------------------- running
@@ -166,7 +175,11 @@ class Program:
             if step is not None:
                 steps.append(step)
             # Constants live in the template for the whole chunk (a loop body re-reads them).
-            gone = tuple(self.slots[v] for v in dead if v in self.slots and v not in self.consts and v not in self.keep)
+            gone = tuple(
+                self.slots[v]
+                for v in dead
+                if v in self.slots and v not in self.consts and v not in self.keep and v not in self.deferred
+            )
             if gone:
                 steps.append(_clear(gone))
         return steps
@@ -241,6 +254,14 @@ class Program:
             self.template[result] = np.array([instr.attrs[0]], dtype=instr.result.dtype.np)
             self.consts.add(instr.result)
             return None
+        if instr.result in self.deferred:
+            self.template[result] = _Deferred(self.forms[instr.result], instr.result.dtype.np)
+            return None
+        ranged = self._ranged_compare(instr)
+        if ranged is not None:
+            side, const = ranged
+            bounded = _Deferred(self.forms[instr.args[side]], instr.args[side].dtype.np)
+            return _compare(self.name, op, spec.np_fn, args, result, bounded, side, args[const], self.group_size)
         want = instr.result.dtype.np if instr.result is not None else None
         if op == "select":
             return _pure(self.name, op, select, args, (), result, want)
@@ -266,6 +287,68 @@ class Program:
         if op == "shuffle_xor":
             return _shuffle(self.name, int(instr.attrs[0]), args[0], result, want)
         raise _Unsupported(instr)
+
+    def _lane_form(self, value: Value) -> bool:
+        """Whether ``value`` is an integer known by a form over lane terms alone (not a constant)."""
+        form = self.forms.get(value)
+        return (
+            form is not None
+            and value.dtype.is_int
+            and form != {value: 1}
+            and is_lane_form(form)
+            and (value not in self.defs or self.defs[value].op != "const")
+        )
+
+    def _ranged_compare(self, instr: Instr) -> tuple[int, int] | None:
+        """(side of the lane-form operand, side of the constant) for an order comparison of the two, else None."""
+        if instr.op not in _SWAPPED:
+            return None
+        for side in (0, 1):
+            arg = self.alias.get(instr.args[side], instr.args[side])
+            other = self.alias.get(instr.args[1 - side], instr.args[1 - side])
+            if self._lane_form(arg) and other in self.defs and self.defs[other].op == "const":
+                return side, 1 - side
+        return None
+
+    def _deferrable(self, body: Block, instrs: list[Instr]) -> set[Value]:
+        """Index values no step needs computed: every use is an access's index (a view follows the form),
+        an order comparison with a constant (decided by the form's range) or another such value.
+
+        The index arithmetic of an elementwise kernel is then never run: ``workgroup_id * 64 +
+        local_id`` and its bounds check ``< n`` become a view and, where the chunk lies inside the
+        bounds, a uniform True. A slow path or an undecided comparison computes the lanes (``_value``).
+        """
+        candidates = {
+            r for r, i in self.defs.items() if r not in self.alias and i.op in _LANE_OPS and self._lane_form(r)
+        }
+        needs: list[tuple[Value, Value | None]] = []  # (value, the result of the step that reads it)
+        for i in instrs:
+            if i.result in self.alias:
+                continue  # a repeat runs no step
+            kind = SPECS[i.op].kind if i.op in SPECS else None
+            ranged = self._ranged_compare(i)
+            for k, a in enumerate(i.args):
+                if (kind == "memory" and k == 0) or (ranged is not None and k == ranged[0]):
+                    continue
+                needs.append((self.alias.get(a, a), i.result))
+        for stmt in walk(body):
+            if isinstance(stmt, If):
+                read = (stmt.cond, *stmt.then.yields, *stmt.orelse.yields)
+            elif isinstance(stmt, Loop):
+                read = (stmt.start, stmt.end, stmt.step, *stmt.inits, *stmt.body.yields)
+            else:
+                continue
+            needs.extend((self.alias.get(a, a), None) for a in read)
+        needs.extend((self.alias.get(a, a), None) for a in body.yields)
+        deferred = set(candidates)
+        changed = True
+        while changed:
+            changed = False
+            for value, reader in needs:
+                if value in deferred and reader not in deferred:
+                    deferred.discard(value)
+                    changed = True
+        return deferred
 
     def _reusable(self, instr: Instr, dead: list[Value]) -> tuple[int, ...]:
         """Positions of ``instr``'s operands whose array its ufunc may overwrite with the result.
@@ -557,6 +640,32 @@ def _pure_in_place(kernel: str, op: str, fn: np.ufunc, args: tuple, result: int,
     return step
 
 
+def _value(st: _State, v: list, slot: int) -> np.ndarray:
+    """The slot's array, computing a deferred index value's lanes on first need."""
+    value = v[slot]
+    if isinstance(value, _Deferred):
+        value = v[slot] = value.materialize(st)
+    return value
+
+
+def _compare(kernel: str, op: str, fn, args: tuple, result: int, bounded: _Deferred, side: int, const: int, size: int):
+    """An order comparison of a lane form with a constant: uniform where the form's range decides it."""
+    a, b = args
+    oriented = op if side == 0 else _SWAPPED[op]  # the form on the left
+
+    def step(st: _State, v: list, mask) -> None:
+        answer = _decided(oriented, bounded.bounds(st, size), int(v[const][0]))
+        if answer is not None:
+            v[result] = np.ones(1, dtype=np.bool_) if answer else np.zeros(1, dtype=np.bool_)
+            return
+        out = fn(_value(st, v, a), _value(st, v, b))
+        if out.dtype != np.bool_:
+            raise _wrong_type(kernel, op, out, np.bool_)
+        v[result] = out
+
+    return step
+
+
 def _index(op: str, axis: int, result: int) -> Step:
     def step(st: _State, v: list, mask) -> None:
         v[result] = st.invocation_id(op, axis)
@@ -590,7 +699,7 @@ def _load(kernel: str, access: _Access, index: int, result: int, want) -> Step:
                 flat = flat.copy()  # a later store must not change a loaded value
             out = flat if mask is None else select(mask, flat, access.inactive(st))
         else:
-            at = access.slow_index(v[index], component)
+            at = access.slow_index(_value(st, v, index), component)
             out = st.memory.load(op, name, at, mask, st.chunk.lane_description)
         if out.dtype != want:
             raise _wrong_type(kernel, op, out, want)
@@ -599,7 +708,7 @@ def _load(kernel: str, access: _Access, index: int, result: int, want) -> Step:
     return step
 
 
-def _store_one(st: _State, access: _Access, v: list, index: np.ndarray, value: np.ndarray, mask) -> None:
+def _store_one(st: _State, access: _Access, v: list, index: int, value: np.ndarray, mask) -> None:
     view = access.view(st, v)
     if view is not None and value.dtype == view.dtype and access.distinct(view):
         value = value.reshape(view.shape) if value.shape[0] != 1 else value[0]
@@ -608,13 +717,13 @@ def _store_one(st: _State, access: _Access, v: list, index: np.ndarray, value: n
         else:
             np.copyto(view, value, where=mask.reshape(view.shape))
         return
-    at = access.slow_index(index, access.offset if access.vector else None)
+    at = access.slow_index(_value(st, v, index), access.offset if access.vector else None)
     st.memory.store(access.op, access.name, at, value, mask, st.chunk.lane_description)
 
 
 def _store(access: _Access, index: int, value: int) -> Step:
     def step(st: _State, v: list, mask) -> None:
-        _store_one(st, access, v, v[index], v[value], mask)
+        _store_one(st, access, v, index, v[value], mask)
 
     return step
 
@@ -622,6 +731,6 @@ def _store(access: _Access, index: int, value: int) -> Step:
 def _vstore(parts: list[_Access], index: int, values: tuple[int, ...]) -> Step:
     def step(st: _State, v: list, mask) -> None:
         for access, value in zip(parts, values):
-            _store_one(st, access, v, v[index], v[value], mask)
+            _store_one(st, access, v, index, v[value], mask)
 
     return step

@@ -193,7 +193,9 @@ def test_a_buffer_read_and_written_under_two_names():
 
 def test_select_is_np_where_bit_for_bit():
     for dtype in (np.float32, np.float16, np.int32, np.uint32, np.int64, np.bool_):
-        for shapes in [(50, 50, 50), (1, 50, 50), (50, 1, 50), (50, 50, 1), (1, 1, 50), (50, 1, 1), (1, 1, 1)]:
+        # 20000 lanes: past the length where select counts the condition instead of any()/all()
+        shapes_tried = [(50, 50, 50), (1, 50, 50), (50, 1, 50), (50, 50, 1), (1, 1, 50), (50, 1, 1), (1, 1, 1)]
+        for shapes in [*shapes_tried, (20000, 20000, 20000), (20000, 1, 20000), (20000, 20000, 1)]:
             for share in (0.0, 0.5, 1.0):  # the condition on no lane, some lanes, every lane
                 cond = RNG.random(shapes[0]) < share
                 a, b = random_bits(np.dtype(dtype), shapes[1]), random_bits(np.dtype(dtype), shapes[2])

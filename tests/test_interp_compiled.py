@@ -313,3 +313,26 @@ def test_deferred_indices_and_ranged_comparisons(n):
     assert_modes_agree(kernel, (8, 1, 1), buffers, {})
     program = compile_kernel(kernel, interp.dead_values)
     assert program.deferred, "the index arithmetic should be deferred"
+
+
+def test_a_numpy_function_of_the_wrong_type_raises_in_both_modes(monkeypatch):
+    """The generated blocks drop the per-run type check only where a one-lane trial proves the type."""
+    import dataclasses
+
+    from vkml.ir import instructions
+
+    spec = instructions.SPECS["sub"]
+    monkeypatch.setitem(
+        instructions.SPECS, "sub", dataclasses.replace(spec, np_fn=lambda a, b: np.subtract(a, b) * 1.0)
+    )
+    kb = KernelBuilder("wrong_type", local_size=(8, 1, 1))
+    x = kb.buffer("x", T.int32, "read")
+    out = kb.buffer("out", T.int32, "write")
+    with kb:
+        i = global_id(0)
+        out[i] = x[i] - x[i + 1]
+    kernel = kb.finish()
+    buffers = {"x": np.arange(17, dtype=np.int32), "out": np.zeros(16, np.int32)}
+    plain = outcome(kernel, (2, 1, 1), buffers, {}, plain=True)
+    assert isinstance(plain, str) and "sub produced float64" in plain
+    assert outcome(kernel, (2, 1, 1), buffers, {}) == plain

@@ -193,8 +193,8 @@ class Program:
                 if v in self.slots and v not in self.consts and v not in self.keep and v not in self.deferred
             )
             if gone:
-                steps.append(_clear(gone))
-        return steps
+                steps.append(_Clear(gone))
+        return [_generate(self.name, steps)] if steps else []
 
     def _if(self, stmt: If) -> Step:
         cond = self._slot(stmt.cond)
@@ -277,13 +277,13 @@ class Program:
             return _compare(self.name, op, spec.np_fn, args, result, bounded, side, args[const], self.group_size)
         want = instr.result.dtype.np if instr.result is not None else None
         if op == "select":
-            return _pure(self.name, op, select, args, (), result, want)
+            return _inline_or_pure(self.name, instr, select, args, (), result, want)
         if spec.kind == "pure":
             extra = (by_name(instr.attrs[0]),) if op in ("bitcast", "convert") else ()
             reusable = self._reusable(instr, dead)
             if reusable:
                 return _pure_in_place(self.name, op, spec.np_fn, args, result, want, reusable)
-            return _pure(self.name, op, spec.np_fn, args, extra, result, want)
+            return _inline_or_pure(self.name, instr, spec.np_fn, args, extra, result, want)
         if spec.kind == "index":
             return _index(op, instr.attrs[0], result)
         if op in ("load", "shared_load", "vload"):
@@ -533,12 +533,62 @@ def _get(st: _State, v: list, slot: int) -> np.ndarray:
     return value
 
 
-def _clear(slots: tuple[int, ...]) -> Step:
-    def step(st: _State, v: list, mask) -> None:
-        for s in slots:
-            v[s] = None
+class _Clear:
+    """Drop the values of ``slots`` (they are dead): a line of the generated block."""
 
-    return step
+    def __init__(self, slots: tuple[int, ...]):
+        self.slots = slots
+
+
+class _Inline:
+    """A pure instruction whose numpy function is known to give its type: a line of the generated block."""
+
+    def __init__(self, fn: Callable, args: tuple, extra: tuple, result: int):
+        self.fn, self.args, self.extra, self.result = fn, args, extra, result
+
+
+def _inline_or_pure(kernel: str, instr: Instr, fn: Callable, args: tuple, extra: tuple, result: int, want):
+    """An ``_Inline`` where a one-lane trial on the operands' types gives ``want``, else a checked ``_pure`` step.
+
+    Every value the steps see has its declared type (loads, parameters and constants are made
+    so, and every step is checked or trial-checked), and numpy's result type depends on the
+    operand types alone, not their lengths: the trial's type is every run's type.
+    """
+    try:
+        with np.errstate(all="ignore"):
+            trial = fn(*(np.zeros(1, dtype=a.dtype.np) for a in instr.args), *extra)
+    except Exception:  # noqa: BLE001  (the checked step raises the same error at run time)
+        trial = None
+    if isinstance(trial, np.ndarray) and trial.dtype == want:
+        return _Inline(fn, args, extra, result)
+    return _pure(kernel, instr.op, fn, args, extra, result, want)
+
+
+def _generate(kernel: str, items: list) -> Step:
+    """One Python function running a block's steps in order, pure instructions and drops written inline.
+
+    A block of a long kernel (softmax's row kernel runs ~2700 steps a chunk) otherwise pays a
+    closure call, a loop turn and a type check per instruction and a call per drop; here an
+    inline instruction is one line ``v[r] = f(v[a], v[b])``.
+    """
+    names: dict[str, object] = {}
+    lines = ["def block(st, v, mask):"]
+    for k, item in enumerate(items):
+        if isinstance(item, _Clear):
+            lines.append("    " + "; ".join(f"v[{slot}] = None" for slot in item.slots))
+        elif isinstance(item, _Inline):
+            names[f"f{k}"] = item.fn
+            operands = [f"v[{a}]" for a in item.args]
+            for j, extra in enumerate(item.extra):
+                names[f"e{k}_{j}"] = extra
+                operands.append(f"e{k}_{j}")
+            lines.append(f"    v[{item.result}] = f{k}({', '.join(operands)})")
+        else:
+            names[f"s{k}"] = item
+            lines.append(f"    s{k}(st, v, mask)")
+    namespace = dict(names)
+    exec(compile("\n".join(lines), f"<kernel {kernel}>", "exec"), namespace)  # noqa: S102  (our own lines)
+    return namespace["block"]
 
 
 _COUNT_LANES = 1 << 14

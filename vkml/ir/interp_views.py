@@ -49,6 +49,9 @@ class Access:
         self.local_strides = tuple(self.scale * coef for _, coef in axes)
         self.group_stride = self.scale * self.per_group + (program.shared_sizes[name] if self.shared else 0)
         self.shared_size = program.shared_sizes.get(name, 0)
+        # One lane axis whose workgroups follow each other at its own stride: the view is a 1-D slice.
+        self.sliced = len(axes) == 1 and self.local_strides[0] > 0
+        self.sliced = self.sliced and self.group_stride == self.local_extents[0] * self.local_strides[0]
         self.modulus = 1 << self.bits
         self.low_int, self.high_int = (
             (-(self.modulus >> 1), (self.modulus >> 1) - 1) if self.signed else (0, self.modulus - 1)
@@ -86,12 +89,17 @@ class Access:
             return None  # the slow path raises for an index out of range
         if not target.flags.c_contiguous:
             return None
+        first = self.scale * start + self.offset
+        if self.sliced:  # slicing and reshaping: several times cheaper than np.ndarray over a buffer
+            step = self.local_strides[0]
+            lanes = st.groups * self.local_extents[0]
+            return target[first : first + step * (lanes - 1) + 1 : step].reshape(st.groups, self.local_extents[0])
         size = target.itemsize
         return np.ndarray(
             (st.groups, *self.local_extents),
             target.dtype,
             buffer=target,
-            offset=(self.scale * start + self.offset) * size,
+            offset=first * size,
             strides=(self.group_stride * size, *(s * size for s in self.local_strides)),
         )
 

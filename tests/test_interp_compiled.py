@@ -22,8 +22,21 @@ import vkml
 from vkml.errors import IRError
 from vkml.ir import interp
 from vkml.ir import types as T
-from vkml.ir.builder import KernelBuilder, barrier, const, convert, emit, global_id, if_, local_id, workgroup_id
-from vkml.ir.interp_compiled import compile_kernel, select
+from vkml.ir.builder import (
+    KernelBuilder,
+    barrier,
+    bitcast,
+    const,
+    convert,
+    emit,
+    global_id,
+    if_,
+    local_id,
+    select,
+    workgroup_id,
+)
+from vkml.ir.interp_compiled import compile_kernel
+from vkml.ir.interp_compiled import select as blend
 
 RNG = np.random.default_rng(7)
 
@@ -180,11 +193,13 @@ def test_a_buffer_read_and_written_under_two_names():
 
 def test_select_is_np_where_bit_for_bit():
     for dtype in (np.float32, np.float16, np.int32, np.uint32, np.int64, np.bool_):
-        for shapes in [(50, 50, 50), (1, 50, 50), (50, 1, 50), (50, 50, 1), (1, 1, 50), (50, 1, 1), (1, 1, 1)]:
+        # 20000 lanes: past the length where select counts the condition instead of any()/all()
+        shapes_tried = [(50, 50, 50), (1, 50, 50), (50, 1, 50), (50, 50, 1), (1, 1, 50), (50, 1, 1), (1, 1, 1)]
+        for shapes in [*shapes_tried, (20000, 20000, 20000), (20000, 1, 20000), (20000, 20000, 1)]:
             for share in (0.0, 0.5, 1.0):  # the condition on no lane, some lanes, every lane
                 cond = RNG.random(shapes[0]) < share
                 a, b = random_bits(np.dtype(dtype), shapes[1]), random_bits(np.dtype(dtype), shapes[2])
-                want, got = np.where(cond, a, b), select(cond, a, b)
+                want, got = np.where(cond, a, b), blend(cond, a, b)
                 assert got.dtype == want.dtype and got.shape == want.shape
                 assert got.view(np.uint8).tobytes() == want.view(np.uint8).tobytes(), (dtype, shapes, share)
 
@@ -236,3 +251,88 @@ def test_two_dimensional_workgroups_and_split_local_ids():
     for kernel, grid in kernels:
         buffers = {"x": random_bits(np.dtype(np.float32), 400), "out": np.zeros(400, np.float32)}
         assert_modes_agree(kernel, grid, buffers, {}, chunks=(None, 16, 32, 64))
+
+
+def test_in_place_steps_leave_shared_arrays_alone():
+    """A ufunc writes over an operand that dies at it only where no other value holds that array.
+
+    Here a dying operand is also the array of a live value (a select whose condition holds
+    on every lane returns its operand itself, a bitcast is a view), and loads are views of the
+    input buffer: writing over any of them would change a stored result or the input.
+    """
+    kb = KernelBuilder("in_place", local_size=(16, 1, 1))
+    x = kb.buffer("x", T.float32, "read")
+    out = kb.buffer("out", T.float32, "write")
+    bits = kb.buffer("bits", T.uint32, "write")
+    with kb:
+        i = global_id(0)
+        a, b = x[i], x[i + 64]
+        tripled = a * 3.0
+        kept = select(local_id(0) < 100, tripled, b)  # true on every lane: the product's array itself
+        summed = tripled + b  # the product dies here while `kept` holds its array
+        scaled = b * 5.0
+        raw = bitcast(scaled, T.uint32)  # a view of the product's array
+        out[i] = kept
+        out[i + 64] = summed + 1.0
+        out[i + 128] = scaled - a  # the product's last use: its array is still the bitcast's
+        bits[i] = raw
+        out[i + 192] = a + b  # loads are views of x: never written
+    kernel = kb.finish()
+    buffers = {"x": RNG.standard_normal(128).astype(np.float32), "out": np.zeros(256, np.float32)}
+    buffers["bits"] = np.zeros(64, np.uint32)
+    assert_modes_agree(kernel, (4, 1, 1), buffers, {})
+    arrays = {name: a.copy() for name, a in buffers.items()}
+    interp.run(kernel, (4, 1, 1), arrays, {})
+    x0, x1 = buffers["x"][:64], buffers["x"][64:]
+    np.testing.assert_array_equal(arrays["x"], buffers["x"])
+    np.testing.assert_array_equal(arrays["out"][:64], x0 * np.float32(3.0))
+    np.testing.assert_array_equal(arrays["bits"], (x1 * np.float32(5.0)).view(np.uint32))
+
+
+@pytest.mark.parametrize("n", [0, 5, 63, 64, 100, 255, 256, 300])
+def test_deferred_indices_and_ranged_comparisons(n):
+    """Index arithmetic left uncomputed: views, comparisons decided by range, and the slow paths.
+
+    ``i - 5`` wraps below 5 (its view is refused, the masked store computes the lanes), the
+    bounds straddle a chunk for some ``n`` and none for others, the constant stands on either
+    side, and ``i * 2 + 600`` runs out of range for large ``i`` (the same IndexError either way).
+    """
+    kb = KernelBuilder("deferred", local_size=(32, 1, 1))
+    x = kb.buffer("x", T.float32, "read")
+    out = kb.buffer("out", T.float32, "write")
+    with kb:
+        i = global_id(0)
+        with if_(const(n, T.uint32) > i):
+            out[i] = x[i * 2] + 1.0
+        with if_(i >= 5):
+            out[i - 5 + 256] = x[i]
+        with if_(i <= 3):
+            out[i * 2 + 600] = x[i + 1]
+    kernel = kb.finish()
+    buffers = {"x": RNG.standard_normal(512).astype(np.float32), "out": np.zeros(608, np.float32)}
+    assert_modes_agree(kernel, (8, 1, 1), buffers, {})
+    program = compile_kernel(kernel, interp.dead_values)
+    assert program.deferred, "the index arithmetic should be deferred"
+
+
+def test_a_numpy_function_of_the_wrong_type_raises_in_both_modes(monkeypatch):
+    """The generated blocks drop the per-run type check only where a one-lane trial proves the type."""
+    import dataclasses
+
+    from vkml.ir import instructions
+
+    spec = instructions.SPECS["sub"]
+    monkeypatch.setitem(
+        instructions.SPECS, "sub", dataclasses.replace(spec, np_fn=lambda a, b: np.subtract(a, b) * 1.0)
+    )
+    kb = KernelBuilder("wrong_type", local_size=(8, 1, 1))
+    x = kb.buffer("x", T.int32, "read")
+    out = kb.buffer("out", T.int32, "write")
+    with kb:
+        i = global_id(0)
+        out[i] = x[i] - x[i + 1]
+    kernel = kb.finish()
+    buffers = {"x": np.arange(17, dtype=np.int32), "out": np.zeros(16, np.int32)}
+    plain = outcome(kernel, (2, 1, 1), buffers, {}, plain=True)
+    assert isinstance(plain, str) and "sub produced float64" in plain
+    assert outcome(kernel, (2, 1, 1), buffers, {}) == plain

@@ -68,7 +68,7 @@ def _neg(a):
 
 
 def _shift_count(b, a):
-    return (b & (8 * a.dtype.itemsize - 1)).astype(a.dtype)
+    return (b & (8 * a.dtype.itemsize - 1)).astype(a.dtype, copy=False)  # the and made a fresh array: no second copy
 
 
 def _shl(a, b):

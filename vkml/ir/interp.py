@@ -90,7 +90,7 @@ def run(
     total_groups = grid[0] * grid[1] * grid[2]
     program = None if plain else interp_compiled.compile_kernel(kernel, dead_values)
     if max_invocations is None:
-        max_invocations = DEFAULT_MAX_INVOCATIONS if program is None else interp_compiled.CHUNK_INVOCATIONS
+        max_invocations = DEFAULT_MAX_INVOCATIONS if program is None else program.chunk_invocations
     groups_per_chunk = max(1, max_invocations // group_size)
     dead_after = dead_values(kernel) if program is None else {}
     views_ok = program.views_ok(arrays) if program is not None else {}

@@ -49,6 +49,9 @@ class Access:
         self.local_strides = tuple(self.scale * coef for _, coef in axes)
         self.group_stride = self.scale * self.per_group + (program.shared_sizes[name] if self.shared else 0)
         self.shared_size = program.shared_sizes.get(name, 0)
+        # One lane axis whose workgroups follow each other at its own stride: the view is a 1-D slice.
+        self.sliced = len(axes) == 1 and self.local_strides[0] > 0
+        self.sliced = self.sliced and self.group_stride == self.local_extents[0] * self.local_strides[0]
         self.modulus = 1 << self.bits
         self.low_int, self.high_int = (
             (-(self.modulus >> 1), (self.modulus >> 1) - 1) if self.signed else (0, self.modulus - 1)
@@ -86,12 +89,17 @@ class Access:
             return None  # the slow path raises for an index out of range
         if not target.flags.c_contiguous:
             return None
+        first = self.scale * start + self.offset
+        if self.sliced:  # slicing and reshaping: several times cheaper than np.ndarray over a buffer
+            step = self.local_strides[0]
+            lanes = st.groups * self.local_extents[0]
+            return target[first : first + step * (lanes - 1) + 1 : step].reshape(st.groups, self.local_extents[0])
         size = target.itemsize
         return np.ndarray(
             (st.groups, *self.local_extents),
             target.dtype,
             buffer=target,
-            offset=(self.scale * start + self.offset) * size,
+            offset=first * size,
             strides=(self.group_stride * size, *(s * size for s in self.local_strides)),
         )
 
@@ -136,3 +144,79 @@ def lane_axes(form: dict, group_size: int) -> tuple | None:
         return None
     (c,) = splits
     return ((group_size // c, form.get((DIV, c), 0) + c * local), (c, form.get((MOD, c), 0) + local))
+
+
+# ---------------------------------------------------------------- index values left uncomputed
+
+
+PURE_TERMS = (ONE, LOCAL, GROUP)
+
+
+def is_lane_form(form: dict) -> bool:
+    """Whether ``form`` is a function of the lane alone (no value of the kernel among its terms)."""
+    return all(k in PURE_TERMS or isinstance(k, tuple) for k in form)
+
+
+class Deferred:
+    """A slot's stand-in for an integer index value known only by its lane form (``Program.deferred``).
+
+    Loads and stores reach their elements through the form (a view); only a slow path, or a
+    comparison the form's range does not decide, computes the lanes (``materialize``).
+    """
+
+    __slots__ = ("form", "dtype")
+
+    def __init__(self, form: dict, dtype: np.dtype):
+        self.form, self.dtype = form, np.dtype(dtype)
+
+    def materialize(self, st) -> np.ndarray:
+        """Every lane's value: the form evaluated modulo 2^64, then narrowed as a conversion would (mod 2^bits)."""
+        mod64 = 1 << 64
+        total = np.full(1, self.form.get(ONE, 0) % mod64, dtype=np.uint64)
+        local = st.invocation_id("local_id", 0)
+        for term, coef in self.form.items():
+            if term == ONE:
+                continue
+            if term == LOCAL:
+                lanes = local
+            elif term == GROUP:
+                lanes = st.invocation_id("workgroup_id", 0)
+            else:
+                lanes = local // np.uint32(term[1]) if term[0] == DIV else local % np.uint32(term[1])
+            total = total + lanes.astype(np.uint64) * np.uint64(coef % mod64)  # uint64 wraps modulo 2^64
+        return total.astype(self.dtype)
+
+    def bounds(self, st, group_size: int) -> tuple[int, int] | None:
+        """The lowest and highest value over the chunk's lanes, or None where they may wrap or are unknown."""
+        axes = lane_axes(self.form, group_size)
+        per_group = self.form.get(GROUP, 0)
+        if axes is None or (per_group and not st.groups_1d):
+            return None
+        low = high = self.form.get(ONE, 0) + per_group * st.first_group
+        for extent, coef in ((st.groups, per_group), *axes):
+            span = coef * (extent - 1)
+            low, high = low + min(0, span), high + max(0, span)
+        bits = 8 * self.dtype.itemsize
+        modulus = 1 << bits
+        least = -(modulus >> 1) if self.dtype.kind == "i" else 0
+        shift = (low - least) % modulus + least - low  # a multiple of 2^bits that moves low into range
+        if high + shift > least + modulus - 1:
+            return None  # the lanes wrap around: some value differs from the form's integer
+        return low + shift, high + shift
+
+
+_ALWAYS = {"lt": lambda lo, hi, c: hi < c, "le": lambda lo, hi, c: hi <= c}
+_ALWAYS |= {"gt": lambda lo, hi, c: lo > c, "ge": lambda lo, hi, c: lo >= c}
+_NEVER = {"lt": _ALWAYS["ge"], "le": _ALWAYS["gt"], "gt": _ALWAYS["le"], "ge": _ALWAYS["lt"]}
+SWAPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+
+
+def decided(op: str, bounds: tuple[int, int] | None, constant: int) -> bool | None:
+    """``form op constant`` on every lane of the chunk (True), on none (False), or undecided (None)."""
+    if bounds is None:
+        return None
+    if _ALWAYS[op](*bounds, constant):
+        return True
+    if _NEVER[op](*bounds, constant):
+        return False
+    return None

@@ -232,3 +232,40 @@ def test_vkml_eager_from_the_environment_runs_each_op(value, realized):
     env = dict(os.environ, VKML_EAGER=value)
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     assert out.split() == [str(realized), "[2.0,", "4.0]"]
+
+
+def _shape_of_node(node):
+    """What an op's node holds, sources included, minus the identity of the objects."""
+    srcs = tuple((s.op, s.shape, s.dtype, s.arg if s.op == "const" else None) for s in node.srcs)
+    for s in node.srcs:
+        if s.op == "view":
+            srcs += ((s.srcs[0].op, s.srcs[0].arg, s.srcs[0].dtype),)
+    return node.op, node.arg, node.shape, node.dtype, srcs
+
+
+@pytest.mark.parametrize("name", ["add", "mul", "div", "maximum", "eq", "lt", "logical_and"])
+def test_a_binary_op_met_again_builds_what_the_general_path_builds(name):
+    """lazy.binary_fast reuses the promotion decision of operands of the same kinds: the node
+    it builds is the one lazy.elementwise's checks build, and an error is raised every time."""
+    from vkml import lazy
+
+    dtypes = [vkml.bool, vkml.float16, vkml.float32, vkml.int32, vkml.int64]
+    tensors = [vkml.ones(*shape, dtype=d).node for d in dtypes for shape in ((), (3,))]
+    scalars = [True, 3, -2.5]
+    pairs = [(x, y) for x in tensors for y in tensors if x.shape == y.shape]
+    pairs += [(x, s) for x in tensors for s in scalars] + [(s, x) for x in tensors for s in scalars]
+    for x, y in pairs:
+        built = []
+        for attempt in range(2):  # the first decides and remembers, the second may take the fast path
+            if attempt == 0:
+                lazy._binary_kinds.clear()
+            try:
+                built.append(_shape_of_node(lazy.elementwise(name, [x, y])))
+            except vkml.DTypeError as e:
+                built.append(str(e))
+        assert built[0] == built[1], (x, y)
+        fast = lazy.binary_fast(name, x, y)
+        if not isinstance(built[0], str):
+            assert fast is not None and _shape_of_node(fast) == built[0], (x, y)
+        else:
+            assert fast is None

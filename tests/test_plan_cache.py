@@ -223,3 +223,69 @@ def test_the_key_names_each_source_even_where_the_order_is_the_same():
     (order_p, key_p), (order_q, key_q) = (plan_cache.trace([graph(w)], kernels_matmul.mode) for w in (True, False))
     assert [n.arg for n in order_p] == [n.arg for n in order_q]
     assert key_p != key_q
+
+
+def test_trace_marks_on_shared_nodes_never_leak_between_walks():
+    """trace keeps its marks on the nodes: walks over overlapping graphs, in any order, and after
+    some of the nodes became buffers, give what a walk of fresh copies would."""
+    rng = np.random.default_rng(11)
+    cpu = vkml.device("cpu")
+    leaves = [vkml.tensor(_data(s)).node for s in range(3)]
+    pool = list(leaves)
+    for _ in range(40):
+        if rng.random() < 0.3:
+            pool.append(lazy.const_node(float(rng.random()), vkml.float32, (4, 8), cpu))
+            continue
+        srcs = tuple(pool[int(i)] for i in rng.integers(0, len(pool), int(rng.integers(1, 4))))
+        pool.append(Node("elementwise", srcs, ("add", vkml.float32), (4, 8), vkml.float32, cpu))
+    realized = 0
+    for step in range(60):
+        roots = [pool[int(i)] for i in rng.integers(0, len(pool), int(rng.integers(1, 4)))]
+        order, key = plan_cache.trace(roots, kernels_matmul.mode)
+        assert order == toposort(roots)
+        # The key names sources by position in this walk, whatever earlier walks left on the nodes.
+        position = {id(n): p for p, n in enumerate(order)}
+        for entry, node in zip(key, order):
+            refs = entry[4]
+            srcs = [refs] if isinstance(refs, int) else list(refs)
+            assert srcs == [position[id(s)] for s in node.srcs]
+            assert entry[0] == node.op
+        assert key[-1] == tuple(position[id(r)] for r in roots)
+        if step % 10 == 9:  # a node realized in between is a buffer, without sources, in every later key
+            victim = next((n for n in reversed(order) if n.op == "elementwise"), None)
+            if victim is not None:
+                victim.become_buffer(cpu.allocate(vkml.float32, 32))
+                _, later = plan_cache.trace([victim], kernels_matmul.mode)
+                assert later == (("buffer", None, (4, 8), vkml.float32, ()), (0,))
+                realized += 1
+    assert realized >= 3
+
+
+def test_trace_walks_in_threads_do_not_mix():
+    import sys
+    import threading
+
+    a, b = vkml.tensor(_data(0)), vkml.tensor(_data(1))
+    x = a
+    for k in range(100):  # long walks over shared nodes
+        x = x * b + float(k)
+    graphs = [[(vkml.tensor(_data(2)) * 2.0 + 0.5).node, x.node] for _ in range(4)]
+    expected = [plan_cache.trace(g, kernels_matmul.mode) for g in graphs]
+    failures = []
+
+    def work(i):
+        for _ in range(50):
+            if plan_cache.trace(graphs[i], kernels_matmul.mode) != expected[i]:
+                failures.append(i)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads often: inside walks, were they not locked
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not failures

@@ -109,6 +109,9 @@ def _elementwise(name: str, *operands):
     return autograd.record(name, operands, out) if wants_grad else out
 
 
+_NUMBERS = frozenset((bool, int, float))
+
+
 def _unary(name):
     def fn(input):
         return _elementwise(name, input)
@@ -120,6 +123,23 @@ def _unary(name):
 
 def _binary(name):
     def fn(input, other):
+        # The usual case first (tensors that need no grad, or a tensor and a Python number): the
+        # node straight from lazy's fast path, with none of _elementwise's loops.
+        tensor = _tensor.Tensor
+        if type(input) is tensor and not input._requires_grad:
+            if type(other) is tensor:
+                if not other._requires_grad:
+                    node = lazy.binary_fast(name, input.node, other.node)
+                    if node is not None:
+                        return _wrap(node)
+            elif type(other) in _NUMBERS:
+                node = lazy.binary_fast(name, input.node, other)
+                if node is not None:
+                    return _wrap(node)
+        elif type(other) is tensor and type(input) in _NUMBERS and not other._requires_grad:
+            node = lazy.binary_fast(name, input, other.node)
+            if node is not None:
+                return _wrap(node)
         return _elementwise(name, input, other)
 
     fn.__name__ = name

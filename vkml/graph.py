@@ -30,7 +30,20 @@ from .runtime.base import Buffer, Device
 
 
 class Node:
-    __slots__ = ("op", "srcs", "arg", "shape", "dtype", "device", "buffer", "origin", "__weakref__")
+    # trace_mark, trace_pos: the plan_cache.trace walk that saw the node last, and where it put it (that walk reads them).
+    __slots__ = (
+        "op",
+        "srcs",
+        "arg",
+        "shape",
+        "dtype",
+        "device",
+        "buffer",
+        "origin",
+        "trace_mark",
+        "trace_pos",
+        "__weakref__",
+    )
 
     def __init__(
         self, op: str, srcs: tuple, arg, shape: tuple[int, ...], dtype: DType, device: Device, origin: str | None = None
@@ -43,6 +56,7 @@ class Node:
         self.device = device
         self.buffer: Buffer | None = None
         self.origin = origin  # "op at file:line" of the user's call, for errors at realize
+        self.trace_mark = 0
 
     @property
     def numel(self) -> int:

@@ -25,6 +25,8 @@ by position, and the positions of the targets. Constants whose values a kernel b
 
 from __future__ import annotations
 
+import itertools
+import threading
 from collections import OrderedDict
 
 from .graph import Node
@@ -43,50 +45,71 @@ def trace(roots: list[Node], mode_of_matmul) -> tuple[list[Node], tuple | None]:
     One walk does both: it is the order ``toposort`` gives (tests/test_plan_cache.py checks
     it), and each node, when emitted, adds (op, argument, shape, dtype, source positions) to
     the key. ``mode_of_matmul(node)`` names a matmul's tiles, which depend on the device.
+
+    Every realize walks its whole graph here, so the walk keeps its marks on the nodes (a
+    node whose ``trace_mark`` is this walk's was seen, ``trace_pos`` is its position once
+    emitted) rather than in a dict by id: about half the time. The lock keeps two threads'
+    walks from overwriting each other's marks.
     """
+    with _trace_lock:
+        return _trace(roots, mode_of_matmul, next(_walks))
+
+
+_trace_lock = threading.Lock()
+_walks = itertools.count(1)  # a new mark per walk (Node.trace_mark starts at 0: never seen)
+
+
+def _trace(roots: list[Node], mode_of_matmul, mark: int) -> tuple[list[Node], tuple | None]:
     order: list[Node] = []
-    position: dict[int, int] = {}
     key: list = []
+    emit = key.append
     cacheable = True
+    n = 0  # len(order)
     for root in reversed(roots):
-        if id(root) in position:
+        if root.trace_mark == mark:
             continue
-        position[id(root)] = -1  # seen, not emitted yet
+        root.trace_mark = mark
         stack = [(root, reversed(root.srcs))]
         while stack:
             node, sources = stack[-1]
             for s in sources:
-                if id(s) not in position:
-                    if s.op == "view" and s.srcs[0].op == "const" and id(s.srcs[0]) not in position:
-                        # A broadcast constant (every scalar operand has one): both emitted at once, as pushes and pops would.
-                        const = s.srcs[0]
-                        position[id(const)] = len(order)
-                        order.append(const)
-                        key.append(("const", None, const.shape, const.dtype, ()))
-                        position[id(s)] = len(order)
-                        order.append(s)
-                        key.append(("view", s.arg, s.shape, s.dtype, position[id(const)]))
-                        continue
-                    if s.srcs:
-                        position[id(s)] = -1
-                        stack.append((s, reversed(s.srcs)))
-                        break
-                    # No sources (a buffer, a constant): emitted at once, where a push and a pop would emit it.
-                    if s.op == "kernel":
-                        cacheable = False
-                    position[id(s)] = len(order)
-                    order.append(s)
-                    key.append((s.op, None if s.op == "const" else s.arg, s.shape, s.dtype, ()))
+                if s.trace_mark == mark:
+                    continue
+                s.trace_mark = mark
+                srcs = s.srcs
+                if srcs:
+                    if s.op == "view":
+                        const = srcs[0]
+                        if const.op == "const" and const.trace_mark != mark:
+                            # A broadcast constant (every scalar operand has one): both emitted at once, as pushes and pops would.
+                            const.trace_mark, const.trace_pos, s.trace_pos = mark, n, n + 1
+                            order += (const, s)
+                            emit(("const", None, const.shape, const.dtype, ()))
+                            emit(("view", s.arg, s.shape, s.dtype, n))
+                            n += 2
+                            continue
+                    stack.append((s, reversed(srcs)))
+                    break
+                # No sources (a buffer, a constant): emitted at once, where a push and a pop would emit it.
+                op = s.op
+                if op == "kernel":
+                    cacheable = False
+                s.trace_pos = n
+                n += 1
+                order.append(s)
+                emit((op, None if op == "const" else s.arg, s.shape, s.dtype, ()))
             else:  # every source is emitted
                 stack.pop()
                 op, srcs = node.op, node.srcs
-                if len(srcs) == 1:
-                    refs = position[id(srcs[0])]
-                elif len(srcs) == 2:
-                    refs = (position[id(srcs[0])], position[id(srcs[1])])
+                if len(srcs) == 2:
+                    refs = (srcs[0].trace_pos, srcs[1].trace_pos)
+                elif len(srcs) == 1:
+                    refs = srcs[0].trace_pos
                 else:
-                    refs = tuple([position[id(s)] for s in srcs])
-                if op == "matmul":
+                    refs = tuple([s.trace_pos for s in srcs])
+                if op == "elementwise":
+                    arg = node.arg
+                elif op == "matmul":
                     arg = mode_of_matmul(node)
                 elif op == "const":
                     arg = None  # the value is a kernel parameter (baked values are checked by ``lookup``)
@@ -94,12 +117,13 @@ def trace(roots: list[Node], mode_of_matmul) -> tuple[list[Node], tuple | None]:
                     arg = node.arg
                     if op == "kernel":  # a user's kernel allocates its own outputs
                         cacheable = False
-                key.append((op, arg, node.shape, node.dtype, refs))
-                position[id(node)] = len(order)
+                emit((op, arg, node.shape, node.dtype, refs))
+                node.trace_pos = n
+                n += 1
                 order.append(node)
     if not cacheable:
         return order, None
-    key.append(tuple([position[id(r)] for r in roots]))
+    emit(tuple([r.trace_pos for r in roots]))
     return order, tuple(key)
 
 
@@ -125,10 +149,6 @@ class Recipe:
         self.steps: list[tuple] = []
         self.custom_roots: list[int] = []
         self.baked: list[tuple[int, str]] = []
-
-
-def _param_value(node: Node):
-    return int(node.arg) if node.dtype.name == "bool" else node.arg
 
 
 def bind(recipe: Recipe, order: list[Node], device) -> tuple[list[Dispatch], list, list]:
@@ -158,7 +178,10 @@ def bind(recipe: Recipe, order: list[Node], device) -> tuple[list[Dispatch], lis
                 buffers[name] = temps[index]
             else:
                 buffers[name] = by_id[id(order[index])]
-        params = {name: _param_value(order[p]) for name, p in param_refs}
+        params = {}
+        for name, p in param_refs:
+            value = order[p].arg
+            params[name] = int(value) if value.__class__ is bool else value  # bool constants hold Python bools
         dispatches.append(Dispatch(kernel, grid, buffers, params))
     if by_id is not None:
         for p in recipe.custom_roots:

@@ -149,6 +149,15 @@ class ViewStack:
 
     views: tuple[View, ...]
 
+    def __hash__(self) -> int:
+        # Every realize hashes its plan-cache key, which holds each view node's stack: computed
+        # once per stack (it is frozen; broadcasts of scalars share one stack per shape).
+        found = self.__dict__.get("_hash")
+        if found is None:
+            found = hash(self.views)
+            object.__setattr__(self, "_hash", found)
+        return found
+
     @staticmethod
     def contiguous(shape: tuple[int, ...]) -> ViewStack:
         return ViewStack((View.contiguous(tuple(shape)),))

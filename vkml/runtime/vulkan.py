@@ -45,7 +45,6 @@ buffer ever goes by address.)
 from __future__ import annotations
 
 import threading
-import weakref
 from contextlib import contextmanager
 
 import numpy as np
@@ -107,8 +106,6 @@ class VulkanBuffer(Buffer):
             block, offset = self.allocation.block, self.allocation.offset
             size = min(self.device_nbytes, device.max_storage_buffer_range)
             self.hazard_key = (block.id, offset)
-            finalizer = weakref.finalize(self, device.memory.release, self.allocation)
-            finalizer.atexit = False  # the process is ending: the driver takes the memory back
         self.block = block
         self.ready_serial = 0  # the submission that last wrote it (a download waits for it)
         self.binding = (block.buffer, offset, size)
@@ -116,6 +113,15 @@ class VulkanBuffer(Buffer):
         # Past the range a kernel must reach the buffer by device address (see the module docstring).
         self.beyond_range = self.device_nbytes > device.max_storage_buffer_range
         self.device_address = None if block.device_address is None else block.device_address + offset
+
+    def __del__(self):
+        # Not weakref.finalize: that costs about 2 µs a buffer, and every realize allocates its outputs.
+        # The pool only queues the range (this may run inside the garbage collector, see MemoryPool.release).
+        try:
+            if self.allocation is not None:
+                self.device.memory.release(self.allocation)
+        except AttributeError:  # __init__ raised, or the interpreter is ending (the driver takes the memory back)
+            pass
 
     def __repr__(self) -> str:
         return f"VulkanBuffer({self.device.name}, {self.dtype.name}, numel={self.numel})"
@@ -190,6 +196,8 @@ class VulkanDevice(Device):
 
     def allocate(self, dtype: T.DType, numel: int) -> VulkanBuffer:
         """A buffer of ``numel`` elements (contents undefined until written). Zero elements is fine."""
+        if numel.__class__ is int and numel >= 0 and dtype.__class__ is T.DType:  # what every realize asks for
+            return VulkanBuffer(self, dtype, numel)
         if not isinstance(dtype, T.DType):
             raise DTypeError(f"allocate: dtype must be a vkml dtype, got {dtype!r}")
         if isinstance(numel, bool) or int(numel) != numel or numel < 0:

@@ -57,3 +57,34 @@ def test_profile_dispatches_prints_statistics_or_says_why_not(gpu, capsys):
         assert "| kernel | executable | subgroup | statistics |" in out
     else:
         assert "does not report pipeline statistics" in out
+
+
+def test_statistics_are_read_by_the_two_call_enumeration(gpu, monkeypatch):
+    """The reading logic, on lavapipe too: a stand-in driver answers the two calls as the Vulkan spec says."""
+    ffi = gpu.logical.ffi
+    listed = {"vkGetPipelineExecutablePropertiesKHR": [("CS", 32)], "vkGetPipelineExecutableStatisticsKHR": []}
+    stats = [("Register Count", 1, 40), ("Binary Size", 2, 17664)]  # (name, format: i64=1 / u64=2, value)
+
+    def driver(name):
+        def call(device, about, count, items):
+            rows = listed[name] if name.endswith("PropertiesKHR") else stats
+            if items == ffi.NULL:
+                count[0] = len(rows)
+                return 0
+            for item, row in zip(items, rows):
+                assert item.sType != 0  # the caller set every struct's type first
+                if name.endswith("PropertiesKHR"):
+                    item.name, item.subgroupSize = row[0].encode(), row[1]
+                else:
+                    item.name, item.format = row[0].encode(), row[1]
+                    setattr(item.value, ("b32", "i64", "u64")[row[1]], row[2])
+            return 0
+
+        return call
+
+    monkeypatch.setattr(pipeline_stats, "supported", lambda logical: True)
+    monkeypatch.setattr(pipeline_stats, "_device_function", lambda logical, name: driver(name))
+    found = pipeline_stats.executable_statistics(gpu.logical, ffi.NULL)
+    assert found == [
+        {"executable": "CS", "subgroup_size": 32, "statistics": {"Register Count": 40, "Binary Size": 17664}}
+    ]

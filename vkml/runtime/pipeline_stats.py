@@ -33,46 +33,63 @@ def _device_function(logical, name: str):
     return logical.ffi.cast(f"PFN_{name}", pointer)
 
 
+def _listed(logical, function: str, about, struct: str, stype: str):
+    """Vulkan's two-call enumeration: ``function(device, about, &count, NULL)``, then ``count`` ``Vk{struct}``.
+
+    Returns the cffi array itself (its items borrow its memory), or None without the function.
+    """
+    call = _device_function(logical, function)
+    if call is None:
+        return None
+    ffi, api = logical.ffi, vk()
+    count = ffi.new("uint32_t*")
+    check(call(logical.handle, about, count, ffi.NULL), function)
+    items = ffi.new(f"Vk{struct}[]", count[0])
+    for item in items:
+        item.sType = getattr(api, f"VK_STRUCTURE_TYPE_{stype}")
+    check(call(logical.handle, about, count, items), function)
+    return items
+
+
 def executable_statistics(logical, pipeline) -> list[dict]:
     """Per executable of ``pipeline`` (a VkPipeline created with capture): its name, subgroup size, statistics.
 
     Returns [] where the device cannot report them.
     """
-    properties_of = _device_function(logical, "vkGetPipelineExecutablePropertiesKHR")
-    statistics_of = _device_function(logical, "vkGetPipelineExecutableStatisticsKHR")
-    if not supported(logical) or properties_of is None or statistics_of is None:
+    if not supported(logical):
         return []
     api, ffi = vk(), logical.ffi
     info = ffi.new("VkPipelineInfoKHR*")
     info.sType = api.VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR
     info.pipeline = pipeline
-    count = ffi.new("uint32_t*")
-    check(properties_of(logical.handle, info, count, ffi.NULL), "vkGetPipelineExecutablePropertiesKHR")
-    executables = ffi.new("VkPipelineExecutablePropertiesKHR[]", count[0])
-    for i in range(count[0]):
-        executables[i].sType = api.VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_PROPERTIES_KHR
-    check(properties_of(logical.handle, info, count, executables), "vkGetPipelineExecutablePropertiesKHR")
+    executables = _listed(
+        logical,
+        "vkGetPipelineExecutablePropertiesKHR",
+        info,
+        "PipelineExecutablePropertiesKHR",
+        "PIPELINE_EXECUTABLE_PROPERTIES_KHR",
+    )
     found = []
-    for index in range(count[0]):
+    for index, executable in enumerate(executables if executables is not None else ()):
         which = ffi.new("VkPipelineExecutableInfoKHR*")
         which.sType = api.VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR
         which.pipeline = pipeline
         which.executableIndex = index
-        n = ffi.new("uint32_t*")
-        check(statistics_of(logical.handle, which, n, ffi.NULL), "vkGetPipelineExecutableStatisticsKHR")
-        stats = ffi.new("VkPipelineExecutableStatisticKHR[]", n[0])
-        for i in range(n[0]):
-            stats[i].sType = api.VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR
-        check(statistics_of(logical.handle, which, n, stats), "vkGetPipelineExecutableStatisticsKHR")
+        stats = _listed(
+            logical,
+            "vkGetPipelineExecutableStatisticsKHR",
+            which,
+            "PipelineExecutableStatisticKHR",
+            "PIPELINE_EXECUTABLE_STATISTIC_KHR",
+        )
         values = {}
-        for i in range(n[0]):
-            s = stats[i]
+        for s in stats if stats is not None else ():
             field = _FORMATS[int(s.format)] if 0 <= int(s.format) < len(_FORMATS) else "u64"
             values[ffi.string(s.name).decode()] = getattr(s.value, field)
         found.append(
             {
-                "executable": ffi.string(executables[index].name).decode(),
-                "subgroup_size": int(executables[index].subgroupSize),
+                "executable": ffi.string(executable.name).decode(),
+                "subgroup_size": int(executable.subgroupSize),
                 "statistics": values,
             }
         )

@@ -39,12 +39,26 @@ def cache_dir() -> Path:
 _eager_parsed: tuple[str, bool] = ("", False)  # (the raw value last seen, what it means)
 
 
+ON_WORDS = ("1", "true", "yes", "on")
+OFF_WORDS = ("0", "false", "no", "off")
+
+
+def _switch(name: str, default: bool) -> bool:
+    """An on/off variable: True for ``ON_WORDS``, False for ``OFF_WORDS``, else ``default`` (unset included)."""
+    raw = os.environ.get(name, "").strip().lower()
+    if raw in ON_WORDS:
+        return True
+    if raw in OFF_WORDS:
+        return False
+    return default
+
+
 def eager() -> bool:
     """Whether ``VKML_EAGER`` asks every op to run at once (``1``, ``true``, ``yes``)."""
     global _eager_parsed
     raw = os.environ.get("VKML_EAGER", "")
     if raw != _eager_parsed[0]:  # every op asks: parse only when the value changes
-        _eager_parsed = (raw, raw.strip().lower() in ("1", "true", "yes", "on"))
+        _eager_parsed = (raw, raw.strip().lower() in ON_WORDS)
     return _eager_parsed[1]
 
 
@@ -74,9 +88,9 @@ def matmul_fma() -> str:
     'off'
     """
     raw = os.environ.get("VKML_MATMUL_FMA", "auto").strip().lower()
-    if raw in ("1", "true", "yes", "on"):
+    if raw in ON_WORDS:
         return "on"
-    if raw in ("0", "false", "no", "off"):
+    if raw in OFF_WORDS:
         return "off"
     return "auto"
 
@@ -87,7 +101,7 @@ def matmul_coopmat() -> bool:
     On by default: matmul's accumulation is the contract's named exception (a stated bound,
     deterministic per device); ``0`` keeps the scalar tiles and so the CPU's bits.
     """
-    return os.environ.get("VKML_MATMUL_COOPMAT", "1").strip().lower() not in ("0", "false", "no", "off")
+    return _switch("VKML_MATMUL_COOPMAT", True)
 
 
 def matmul_coopmat2() -> bool:
@@ -97,8 +111,7 @@ def matmul_coopmat2() -> bool:
     >>> matmul_coopmat2()  # with neither variable set
     True
     """
-    off = ("0", "false", "no", "off")
-    return matmul_coopmat() and os.environ.get("VKML_MATMUL_COOPMAT2", "1").strip().lower() not in off
+    return matmul_coopmat() and _switch("VKML_MATMUL_COOPMAT2", True)
 
 
 def matmul_coopmat2_shape() -> str:
@@ -108,15 +121,6 @@ def matmul_coopmat2_shape() -> str:
     ''
     """
     return " ".join(os.environ.get("VKML_MATMUL_COOPMAT2_SHAPE", "").split())
-
-
-def _switch(name: str, default: bool) -> bool:
-    raw = os.environ.get(name, "").strip().lower()
-    if raw in ("1", "true", "yes", "on"):
-        return True
-    if raw in ("0", "false", "no", "off"):
-        return False
-    return default
 
 
 def submit_async() -> bool:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fake_devices import offering
 from optest import assert_same_bits
 from test_matmul import ordered_matmul
 
@@ -95,14 +96,9 @@ def test_selection_follows_the_device_features(monkeypatch):
 
 def test_a_device_with_cooperative_matrices_gets_them_enabled_and_selected():
     """What runtime/reports.py does with an H200-like physical device: the features, the extension, the shapes."""
-    from vkml.runtime import reports, vk_physical
+    from vkml.runtime import reports
 
-    extensions = frozenset({"VK_KHR_cooperative_matrix"})
-    info = vk_physical.PhysicalDeviceInfo(0, None, (1 << 22) | (4 << 12), extensions=extensions)
-    for struct in vk_physical.FEATURE_STRUCTS:
-        if vk_physical._applies(struct, info.api, extensions):
-            for name in struct.fields:
-                info.features[name], info.feature_struct[name] = True, struct
+    info = offering({"VK_KHR_cooperative_matrix"}, minor=4)
     info.properties = {"subgroupSize": 32, "subgroupSupportedOperations": 0x7FF}
     info.limits = {
         "maxPushConstantsSize": 256,

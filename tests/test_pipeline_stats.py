@@ -6,24 +6,20 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from fake_devices import offering
 
 import vkml
-from vkml.runtime import pipeline_stats, reports, vk_physical
+from vkml.runtime import pipeline_stats, reports
 
 TOOLS = Path(__file__).resolve().parents[1] / "tools"
 
 
 def test_a_device_offering_the_extension_gets_the_feature_and_extension_enabled():
-    extensions = frozenset({"VK_KHR_pipeline_executable_properties"})
-    info = vk_physical.PhysicalDeviceInfo(0, None, (1 << 22) | (3 << 12), extensions=extensions)
-    for struct in vk_physical.FEATURE_STRUCTS:
-        if vk_physical._applies(struct, info.api, extensions):
-            for name in struct.fields:
-                info.features[name], info.feature_struct[name] = True, struct
+    info = offering({"VK_KHR_pipeline_executable_properties"})
     enabled = reports.features_to_enable(info)
     assert pipeline_stats.FEATURE in enabled
     assert "VK_KHR_pipeline_executable_properties" in reports.extensions_to_enable(info, enabled)
-    without = vk_physical.PhysicalDeviceInfo(0, None, (1 << 22) | (3 << 12), extensions=frozenset())
+    without = offering(set())
     assert pipeline_stats.FEATURE not in reports.features_to_enable(without)
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fake_devices import offering
 
 import vkml
 from vkml.codegen.tools import assemble_and_validate
@@ -100,12 +101,7 @@ def test_a_device_with_cooperative_matrix2_gets_its_features_enabled():
     """What runtime/reports.py and vk_physical.py do for a device listing VK_NV_cooperative_matrix2."""
     from vkml.runtime import reports, vk_newer, vk_physical
 
-    extensions = frozenset({"VK_KHR_cooperative_matrix", "VK_NV_cooperative_matrix2"})
-    info = vk_physical.PhysicalDeviceInfo(0, None, (1 << 22) | (3 << 12), extensions=extensions)
-    for struct in vk_physical.FEATURE_STRUCTS:
-        if vk_physical._applies(struct, info.api, extensions):
-            for name in struct.fields:
-                info.features[name], info.feature_struct[name] = True, struct
+    info = offering({"VK_KHR_cooperative_matrix", "VK_NV_cooperative_matrix2"})
     enabled = reports.features_to_enable(info)
     assert set(proto.FEATURES) <= enabled
     assert {"VK_KHR_cooperative_matrix", "VK_NV_cooperative_matrix2"} <= set(

@@ -109,9 +109,6 @@ def _elementwise(name: str, *operands):
     return autograd.record(name, operands, out) if wants_grad else out
 
 
-_NUMBERS = frozenset((bool, int, float))
-
-
 def _unary(name):
     def fn(input):
         return _elementwise(name, input)
@@ -132,11 +129,11 @@ def _binary(name):
                     node = lazy.binary_fast(name, input.node, other.node)
                     if node is not None:
                         return _wrap(node)
-            elif type(other) in _NUMBERS:
+            elif type(other) in lazy.SCALAR_TYPES:
                 node = lazy.binary_fast(name, input.node, other)
                 if node is not None:
                     return _wrap(node)
-        elif type(other) is tensor and type(input) in _NUMBERS and not other._requires_grad:
+        elif type(other) is tensor and type(input) in lazy.SCALAR_TYPES and not other._requires_grad:
             node = lazy.binary_fast(name, input, other.node)
             if node is not None:
                 return _wrap(node)

@@ -142,7 +142,7 @@ def elementwise(name: str, operands: list, device=None) -> Node:
             elif o.device is not dev or o.shape != shape:
                 same = False
             kinds.append((o.dtype, o.shape != ()))
-        elif type(o) in _SCALAR_TYPES:
+        elif type(o) in SCALAR_TYPES:
             kinds.append(type(o))
         else:
             kinds.append(_promotion_kind(o))  # raises the error naming an unsupported value
@@ -162,7 +162,7 @@ def elementwise(name: str, operands: list, device=None) -> Node:
         x, y = operands
         first = type(x) is Node
         tensor, other = (x, y) if first else (y, x)
-        if type(tensor) is Node and (type(other) is Node or type(other) in _SCALAR_TYPES):
+        if type(tensor) is Node and (type(other) is Node or type(other) in SCALAR_TYPES):
             kind = other.dtype if type(other) is Node else type(other)
             _binary_kinds[(name, tensor.dtype, tensor.shape != (), kind, first)] = ((name, compute), out_dtype)
     srcs = []
@@ -176,7 +176,7 @@ def elementwise(name: str, operands: list, device=None) -> Node:
     return Node("elementwise", tuple(srcs), (name, compute), shape, out_dtype, dev)
 
 
-_SCALAR_TYPES = frozenset((bool, int, float))
+SCALAR_TYPES = frozenset((bool, int, float))  # the Python numbers an op takes as a scalar operand
 # (name, dtype of the tensor, whether it has dims, dtype or Python type of the other operand, which is first)
 # -> ((name, compute dtype), result dtype): what ``elementwise`` decided for a binary op of those kinds.
 _binary_kinds: dict[tuple, tuple] = {}
@@ -200,7 +200,7 @@ def binary_fast(name: str, x, y) -> Node | None:
         if other.shape != shape or other.device is not dev:
             return None
         kind = other.dtype
-    elif type(other) in _SCALAR_TYPES:
+    elif type(other) in SCALAR_TYPES:
         kind = type(other)
     else:
         return None

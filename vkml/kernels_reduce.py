@@ -39,7 +39,14 @@ from .ops.registry import REGISTRY
 
 ROWS_MODE_MIN_ROWS = 32  # fewer rows than this, and more than one chunk each: the blocks mode
 FINAL_PASS_MAX_CHUNKS = 64  # a blocks-mode pass over at most this many chunks per row is the last
-SERIAL_SHARED_MAX = 8  # at most this many subgroup results: every lane combines them itself
+# At most this many subgroup results: every lane reads and combines them itself, instead of
+# halving them in shared memory (two barriers a level). A one-instruction combine (sum, prod)
+# affords 16: on the H200's 512-lane rows (16 subgroups) layer norm went 242 -> 226 us at
+# 8192x8192; amax's NaN-propagating combine is ~10 instructions, and 16 serial ones made
+# exp(x - max) 318 -> 349 us (scratch measurement 2026-12-01, docs/benchmarks.md).
+SERIAL_SHARED_MAX = 8
+SERIAL_SHARED_MAX_CHEAP = 16
+CHEAP_COMBINES = ("sum", "prod")
 
 
 @dataclass(frozen=True)
@@ -149,6 +156,7 @@ class _Reduction:
         self.acc, _ = reduce_dtypes(self.name, self.src.dtype)
         self.is_arg = self.name in ("argmax", "argmin")
         self.combine = REGISTRY[self.name].combine
+        self.serial_max = SERIAL_SHARED_MAX_CHEAP if self.name in CHEAP_COMBINES else SERIAL_SHARED_MAX
         self.acc_types = (self.acc, T.int64) if self.is_arg else (self.acc,)
         self.red_sizes = [self.src.shape[a] for a in self.axes]
         self.n = math.prod(self.red_sizes)
@@ -222,8 +230,9 @@ class _Reduction:
         return value
 
 
-def _chunk_tree(entries: list, present_lanes, layout: Layout, subgroup: int, combine, tree) -> object:
+def _chunk_tree(entries: list, present_lanes, layout: Layout, r: _Reduction) -> object:
     """The subtree of one chunk from each lane's ``(value, present)`` entries; every lane gets it."""
+    subgroup, combine, tree = r.subgroup, r.combine, r.tree
     value, _ = _register_tree(entries, combine)
     lanes = layout.lanes
     if lanes == 1:
@@ -257,7 +266,7 @@ def _chunk_tree(entries: list, present_lanes, layout: Layout, subgroup: int, com
         m = -(-m // subgroup)
     else:
         m = (m + _u32(subgroup - 1)) >> _u32(shift) if shift else m
-    while groups > SERIAL_SHARED_MAX:  # halve in shared memory: lane j pairs 2j and 2j+1
+    while groups > r.serial_max:  # halve in shared memory: lane j pairs 2j and 2j+1
         groups //= 2
         j = B.select(lid < _u32(groups), lid, _u32(0))
         left, right = _read(tree, j * _u32(2)), _read(tree, j * _u32(2) + _u32(1))
@@ -284,13 +293,13 @@ def _range_tree(r: _Reduction, load_lane, nchunks: int, base=None, lane=None):
     layout = r.layout
     if nchunks == 1:
         lane = lane or _Lane(base, layout, r.n, r.width)
-        return _chunk_tree(load_lane(lane), lane.lanes_present(base), layout, r.subgroup, r.combine, r.tree)
+        return _chunk_tree(load_lane(lane), lane.lanes_present(base), layout, r)
     depth = nchunks.bit_length()
     lid = B.local_id(0)
 
     def chunk(c, d):
         lane = _Lane(c, layout, r.n, r.width)
-        p = _chunk_tree(load_lane(lane), lane.lanes_present(c), layout, r.subgroup, r.combine, r.tree)
+        p = _chunk_tree(load_lane(lane), lane.lanes_present(c), layout, r)
         t = c + 1
         for _ in range(depth):  # merge while the count of chunks seen ends in a 0 bit
             even = B.eq(t & 1, _u32(0))

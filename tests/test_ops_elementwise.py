@@ -134,6 +134,29 @@ def test_div_and_sqrt_random_bits_including_subnormals():
         assert_same_bits(got, want, f"{name} over wide exponents")
 
 
+@pytest.mark.parametrize("device", ["cpu", "vulkan"])
+def test_division_by_a_power_of_two_is_a_product_with_the_same_bits(device):
+    """``x / 2^k`` becomes ``x * 2^-k`` (functions.div): same bits as the exact division, subnormals included."""
+    dev = vkml.device("cpu") if device == "cpu" else vkml.best_device()
+    g = np.random.default_rng(21)
+    a = (g.standard_normal(2000) * np.exp2(g.integers(-149, 128, 2000))).astype(np.float32)
+    a = np.concatenate([a, F32_SPECIALS])
+    x = vkml.tensor(a, device=dev)
+    for c in (2, 8192, 0.5, -0.25, 2.0**126, 2.0**-126, -(2.0**40)):
+        product = x / c
+        assert product.node.arg[0] == "mul", c
+        with np.errstate(all="ignore"):
+            want = a / np.float32(c)  # IEEE division, correctly rounded
+        assert_same_bits(product.numpy(), want, f"x / {c}")
+    for c in (3, 2.0**127, 2.0**-127, 0.0):  # not powers of two, or a reciprocal out of the normal range
+        assert (x / c).node.arg[0] == "div", c
+    with np.errstate(all="ignore"):
+        h = a.astype(np.float16)
+        want = (h.astype(np.float32) / 4).astype(np.float16)
+    half = vkml.tensor(h, device=dev) / 4  # float16: the product in float32, rounded once
+    assert_same_bits(half.numpy(), want, "f16 / 4")
+
+
 def test_sqrt_is_correctly_rounded_and_within_one_ulp_of_torch():
     g = np.random.default_rng(14)
     a = np.abs(g.standard_normal(20000) * np.exp2(g.integers(-140, 120, 20000))).astype(np.float32)

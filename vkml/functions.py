@@ -144,7 +144,27 @@ def _binary(name):
     return fn
 
 
-add, sub, mul, div = _binary("add"), _binary("sub"), _binary("mul"), _binary("div")
+add, sub, mul, _divide = _binary("add"), _binary("sub"), _binary("mul"), _binary("div")
+
+
+def div(input, other):
+    """``input / other`` with broadcasting, correctly rounded; see docs/ops/div.md.
+
+    A float tensor divided by a Python number that is a power of two in [2^-126, 2^126] (the
+    count of a ``mean``, ``x / 2``) is multiplied by the exact reciprocal instead: quotient and
+    product round the same real number, so every input gives the same bits, and a product is
+    one instruction where the exact division is ~80.
+
+    >>> div(vkml.tensor([1.0, 3.0]), 2).tolist()  # doctest: +SKIP
+    [0.5, 1.5]
+    """
+    if type(other) in (float, int) and isinstance(input, _tensor.Tensor) and input.dtype.is_float:
+        mantissa, exponent = math.frexp(other)
+        if mantissa in (0.5, -0.5) and -126 <= exponent - 1 <= 126:  # (abs is the tensor op here)
+            return mul(input, 1.0 / other)
+    return _divide(input, other)
+
+
 maximum, minimum = _binary("maximum"), _binary("minimum")
 eq, ne, lt, le, gt, ge = (_binary(n) for n in ("eq", "ne", "lt", "le", "gt", "ge"))
 logical_and, logical_or = _binary("logical_and"), _binary("logical_or")

@@ -19,7 +19,7 @@ import vkml
 from vkml import kernels_tuning as KT
 from vkml.codegen import compile_kernel
 from vkml.codegen.features import DeviceFeatures
-from vkml.ir.core import If, Instr, walk
+from vkml.ir.core import Instr, walk
 from vkml.kernels_reduce import Layout, reduce_layout
 
 CPU = vkml.device("cpu")
@@ -84,47 +84,6 @@ def test_the_h200_layouts_validate_for_the_h200(cpu_tuning):
     for graph in graphs:
         for kernel in lowered(graph):
             compile_kernel(kernel, h200)
-
-
-def test_costly_row_values_are_computed_by_one_lane(cpu_tuning):
-    """Layer norm's rsqrt and softmax's reciprocal: lane 0 computes them and shared memory hands them out.
-
-    The other lanes then only read the value (kernels_reduce._hoist_row_values), and a cheap row
-    value (the mean: a product since the count is a power of two) stays in every lane.
-    """
-    cpu_tuning(KT.tuning_from_features(DeviceFeatures.h200_like()))
-    rng = np.random.default_rng(4)
-    x = vkml.tensor(rng.standard_normal((8, 8192)).astype(np.float32))
-    cases = {
-        "layer norm": (vkml.nn.functional.layer_norm(x, (8192,), x[0], x[1]), "rsqrt"),
-        "softmax": (vkml.softmax(x, 1), "div"),
-    }
-    for what, (graph, costly) in cases.items():
-        (kernel,) = lowered(graph)
-        assert [s.name for s in kernel.shared if s.name.startswith("row_value")] == ["row_value0"], what
-        guarded = _lane_zero_ifs(kernel)
-        inside = sum(1 for g in guarded for s in walk(g.then) if isinstance(s, Instr))
-        assert inside > 20, f"{what}: the {costly}'s instructions run in lane 0 ({inside})"
-        stores = [s for g in guarded for s in walk(g.then) if isinstance(s, Instr) and s.op == "shared_store"]
-        assert any(s.attrs[0] == "row_value0" for s in stores), what
-    mean_only = x - x.mean(1, keepdim=True)
-    (kernel,) = lowered(mean_only)
-    assert not [s for s in kernel.shared if s.name.startswith("row_value")]
-
-
-def _lane_zero_ifs(kernel) -> list:
-    """The ifs of ``kernel`` on ``local_id(0) == 0``, as the builder writes them."""
-    made = {id(s.result): s for s in walk(kernel.body) if isinstance(s, Instr) and s.result is not None}
-
-    def lane_zero(cond) -> bool:
-        test = made.get(id(cond))
-        return (
-            test is not None
-            and test.op == "eq"
-            and any(getattr(made.get(id(a)), "op", None) == "local_id" for a in test.args)
-        )
-
-    return [s for s in walk(kernel.body) if isinstance(s, If) and lane_zero(s.cond)]
 
 
 # ---------------------------------------------------------------- elementwise

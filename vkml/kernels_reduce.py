@@ -31,18 +31,7 @@ from dataclasses import dataclass
 from .graph import Node
 from .ir import builder as B
 from .ir import types as T
-from .kernels import (
-    GroupTemplate,
-    Index,
-    Lowering,
-    _u32,
-    fold_grid,
-    is_row_broadcast,
-    kernel_name,
-    linear_workgroup,
-    pow2ceil,
-    unravel,
-)
+from .kernels import GroupTemplate, Index, Lowering, _u32, fold_grid, kernel_name, linear_workgroup, pow2ceil, unravel
 from .kernels_tuning import Tuning, tuning_for
 from .ops.cast import cast_value, round_to_f16
 from .ops.reduce import reduce_dtypes
@@ -387,7 +376,6 @@ def lower_rows(
 
                 L.fused[id(r.red)] = r.result(_range_tree(r, load_lane, nchunks, lane=shared))
             if whole_rows:
-                _hoist_row_values(L, root, reductions[-1].red, o)
                 _store_row(L, root, out_ref, reductions[-1], o, lanes[reductions[-1].width])
             with B.if_(B.eq(B.local_id(0), _u32(0))):
                 for red, ref in stored_refs:
@@ -395,72 +383,6 @@ def lower_rows(
                 if not whole_rows:
                     L.store(out_ref, root.dtype, o, L.value(root, Index(root.shape, lin=o)))
     return GroupTemplate([L.template(grid)])
-
-
-# Elementwise ops of a few instructions. Any other (division, square root, exp, ...) is exact in
-# software at tens of instructions, and a row-uniform value using one is worth a barrier.
-_CHEAP_ELEMENTWISE = frozenset(
-    ("add", "sub", "mul", "neg", "abs", "relu", "sign", "maximum", "minimum", "where")
-    + ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not")
-)
-
-
-def _inside(L: Lowering, node: Node) -> bool:
-    """Whether ``node`` is computed by this kernel's expressions (not loaded, not a fused reduction)."""
-    return not (node.realized or id(node) in L.leaves or id(node) in L.fused)
-
-
-def _row_values_worth_hoisting(L: Lowering, root: Node, red: Node) -> list[Node]:
-    """The row-shaped sources of ``root``'s row broadcasts whose expressions hold a costly op."""
-    found, seen, stack = [], set(), [root]
-    while stack:
-        n = stack.pop()
-        if id(n) in seen or not _inside(L, n):
-            continue
-        seen.add(id(n))
-        if n.op == "view" and is_row_broadcast(n, red):
-            src = n.srcs[0]
-            if src.dtype.is_float and _costly(L, src) and all(src is not f for f in found):
-                found.append(src)
-            continue
-        stack.extend(n.srcs)
-    return found
-
-
-def _costly(L: Lowering, node: Node) -> bool:
-    seen, stack = set(), [node]
-    while stack:
-        n = stack.pop()
-        if id(n) in seen or not _inside(L, n):
-            continue
-        seen.add(id(n))
-        if n.op == "elementwise" and n.arg[0] not in _CHEAP_ELEMENTWISE:
-            return True
-        stack.extend(n.srcs)
-    return False
-
-
-def _hoist_row_values(L: Lowering, root: Node, red: Node, o) -> None:
-    """Row-uniform values with a costly op (layer norm's rsqrt, softmax's reciprocal): lane 0
-    computes them once and shared memory hands them to the other lanes.
-
-    Every lane would compute the same value, and on a GPU a workgroup's 16 subgroups would each
-    issue its ~200 instructions (an exact rsqrt) for nothing; one barrier is cheaper. Same bits:
-    the same instructions run on the same values, only in one lane.
-    """
-    sources = _row_values_worth_hoisting(L, root, red)
-    if not sources:
-        return
-    slots = []
-    with B.if_(B.eq(B.local_id(0), _u32(0))):
-        for i, src in enumerate(sources):
-            value = L.value(src, Index(src.shape, lin=o))
-            slot = L.kb.shared(f"row_value{i}", value.dtype, 1)
-            slot[_u32(0)] = value
-            slots.append(slot)
-    B.barrier()
-    for src, slot in zip(sources, slots):
-        L.fused[id(src)] = slot[_u32(0)]
 
 
 def _store_row(L: Lowering, root: Node, out_ref, r: _Reduction, o, lane: _Lane) -> None:

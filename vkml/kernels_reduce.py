@@ -230,9 +230,9 @@ class _Reduction:
         return value
 
 
-def _chunk_tree(entries: list, present_lanes, layout: Layout, r: _Reduction) -> object:
+def _chunk_tree(entries: list, present_lanes, r: _Reduction) -> object:
     """The subtree of one chunk from each lane's ``(value, present)`` entries; every lane gets it."""
-    subgroup, combine, tree = r.subgroup, r.combine, r.tree
+    layout, subgroup, combine, tree = r.layout, r.subgroup, r.combine, r.tree
     value, _ = _register_tree(entries, combine)
     lanes = layout.lanes
     if lanes == 1:
@@ -293,13 +293,13 @@ def _range_tree(r: _Reduction, load_lane, nchunks: int, base=None, lane=None):
     layout = r.layout
     if nchunks == 1:
         lane = lane or _Lane(base, layout, r.n, r.width)
-        return _chunk_tree(load_lane(lane), lane.lanes_present(base), layout, r)
+        return _chunk_tree(load_lane(lane), lane.lanes_present(base), r)
     depth = nchunks.bit_length()
     lid = B.local_id(0)
 
     def chunk(c, d):
         lane = _Lane(c, layout, r.n, r.width)
-        p = _chunk_tree(load_lane(lane), lane.lanes_present(c), layout, r)
+        p = _chunk_tree(load_lane(lane), lane.lanes_present(c), r)
         t = c + 1
         for _ in range(depth):  # merge while the count of chunks seen ends in a 0 bit
             even = B.eq(t & 1, _u32(0))

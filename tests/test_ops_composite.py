@@ -148,6 +148,50 @@ def test_softmax_family_special_rows_like_torch(op):
         assert got[0, 1] == -INF and np.isnan(got[1]).all()
 
 
+def _shift_rows() -> np.ndarray:
+    """Rows where shift_max and amax differ (a zero's sign, a NaN that does not win) and their neighbours."""
+    rows = [
+        [0.0, -0.0, -1.0, -2.0],
+        [-0.0, 0.0, -0.0, 0.0],
+        [-0.0, -3.0, -INF, -1.0],
+        [0.0, -0.0, -INF, -INF],
+        [NAN, 1.0, 0.0, 2.0],
+        [1.0, 2.0, NAN, -NAN],
+        [INF, NAN, 0.0, 1.0],
+        [-INF, -INF, -INF, -INF],
+        [-INF, NAN, -INF, -INF],
+        [INF, INF, 1.0, -INF],
+        [-0.0, -0.0, -0.0, -0.0],
+        [3.0, 3.0, -0.0, 0.0],
+    ]
+    return np.array(rows, np.float32)
+
+
+@pytest.mark.parametrize("where", ["cpu", "vulkan"])
+def test_softmax_family_has_the_bits_of_the_exact_max(where, gpu):
+    """softmax, log_softmax and logsumexp shift by shift_max (two instructions a combine, not amax's twelve); with
+    amax in its place every result has the same bits, on rows where the two maxima differ (functions._shift_by_max)."""
+    x = np.concatenate([_shift_rows(), random_floats((5, 4), seed=56, scale=3.0)])
+    device = gpu if where == "vulkan" else vkml.device("cpu")
+    for dim in (1, 0):
+        t = vkml.tensor(x, device=device)
+        shift, exact = vkml.functions._shift_max(t, dim, keepdim=True), vkml.amax(t, dim, keepdim=True)
+        if dim == 1:  # the rows really do tell the two maxima apart
+            s, e = shift.numpy()[:12, 0], exact.numpy()[:12, 0]
+            assert (np.signbit(s) != np.signbit(e)).any() and (np.isnan(e) & ~np.isnan(s)).any()
+        e = vkml.exp(t - exact)
+        total = vkml.sum(e, dim, keepdim=True)
+        m = vkml.where(vkml.abs(exact) == INF, 0.0, exact)
+        want = {
+            "softmax": e * vkml.functions.div(1.0, total),
+            "log_softmax": (t - exact) - vkml.log(total),
+            "logsumexp": vkml.log(vkml.sum(vkml.exp(t - m), dim, keepdim=True)) + m,
+        }
+        for op, expected in want.items():
+            got = getattr(vkml, op)(t, dim, **({"keepdim": True} if op == "logsumexp" else {}))
+            assert_same_bits(got.numpy(), expected.numpy(), f"{op}(dim={dim}) on {where}")
+
+
 def test_logsumexp_rules_and_dims():
     got = vkml.logsumexp(vk(SPECIAL_ROWS), 1).numpy()
     want = from_torch(torch.logsumexp(to_torch(SPECIAL_ROWS), 1))

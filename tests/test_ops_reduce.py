@@ -110,7 +110,8 @@ REDUCTIONS = ("sum", "mean", "prod", "amax", "amin", "argmax", "argmin")
 
 def test_every_registered_reduction_is_tested():
     registered = {op.name for op in REGISTRY.values() if op.kind == "reduce"}
-    assert registered <= set(REDUCTIONS), sorted(registered - set(REDUCTIONS))
+    internal = {"shift_max"}  # softmax's shift: test_shift_max_* below and test_ops_composite.py
+    assert registered <= set(REDUCTIONS) | internal, sorted(registered - set(REDUCTIONS) - internal)
 
 
 DIMS = [None, 0, 1, -1, (0, 2), (2, 0), (0, 1, 2), -2]
@@ -253,9 +254,44 @@ def test_documented_divergences():
 
 
 def test_every_reduction_divergence_is_asserted():
-    asserted = {"sum", "amax", "amin", "prod"}  # prod: the float16 test checks the one-rounding product
+    asserted = {"sum", "amax", "amin", "prod", "shift_max"}  # prod: the float16 test checks the one-rounding product
     with_divergence = {op.name for op in REGISTRY.values() if op.kind == "reduce" and op.divergence}
     assert with_divergence <= asserted, sorted(with_divergence - asserted)
+
+
+def _shift_max_ref(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """shift_max's combine: the left operand where it compares greater, else the right."""
+    with np.errstate(invalid="ignore"):
+        return np.where(a > b, a, b)
+
+
+@pytest.mark.parametrize("dim", [None, 0, 1, (0, 1)])
+def test_shift_max_follows_the_tree_with_its_compare_and_select(dim):
+    x = random_floats((9, 301), seed=60, scale=50.0)
+    x[:, ::7] = np.resize(F32_SPECIALS, x[:, ::7].shape)
+    flat, shape_result = reduced_last(x, dim)
+    want = shape_result(tree_reduce(flat, _shift_max_ref))
+    got = vkml.functions._shift_max(vk(x), dim).numpy()
+    assert_same_bits(got, want, f"shift_max(dim={dim})")
+    half = vkml.functions._shift_max(vk(x.astype(np.float16)), dim).numpy()
+    assert_same_bits(half, shape_result(tree_reduce(flat.astype(np.float16), _shift_max_ref)), "float16")
+
+
+def test_shift_max_is_amax_on_rows_without_nan_up_to_a_zeros_sign():
+    x = random_floats((40, 33), seed=61, scale=8.0)
+    x[::3, ::5] = np.float32(INF)
+    x[1::3, ::4] = -np.float32(INF)
+    x[2::5] = np.where(x[2::5] > 0, np.float32(0.0), np.float32(-0.0))  # rows of mixed zeros only
+    got = vkml.functions._shift_max(vk(x), 1).numpy()
+    want = vkml.amax(vk(x), 1).numpy()
+    assert np.array_equal(got, want)  # == : +0 equals -0
+    # The documented divergences: a zero of either sign, and a NaN that need not win.
+    shift = vkml.functions._shift_max
+    assert_same_bits(shift(vk(np.array([0.0, -0.0], np.float32))).numpy(), np.array(-0.0, np.float32), "[+0, -0]")
+    assert shift(vk(np.array([NAN, 1.0], np.float32))).item() == 1.0  # amax: NaN
+    row = np.array([2.0, NAN, -1.0, INF, NAN, 0.5], np.float32)
+    got = shift(vk(row)).item()
+    assert math.isnan(got) or got in row.tolist()  # always an element of the row
 
 
 def test_empty_reductions():

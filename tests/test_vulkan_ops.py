@@ -88,6 +88,14 @@ def test_reduction_same_bits_as_cpu(name, dtype, shape_dim, gpu):
     assert _same_bits(c, g)
 
 
+@pytest.mark.parametrize("dtype", [T.float32, T.float16])
+def test_shift_max_same_bits_as_cpu(dtype, gpu):
+    a = _inputs(dtype, 3 * 700, 4).reshape(3, 700)
+    for dim in (1, 0, None):
+        c, g = _on_both(lambda x, dim=dim: vkml.functions._shift_max(x, dim), [a], gpu)
+        assert _same_bits(c, g), f"shift_max(dim={dim})"
+
+
 @pytest.mark.parametrize(
     "fn",
     [

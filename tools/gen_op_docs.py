@@ -59,6 +59,7 @@ REACHED_THROUGH = {
     "gelu_tanh": ["vkml.nn.functional.gelu(input, approximate='tanh')"],
     "clamp_min": ["vkml.clamp(input, min=min)", "Tensor.clamp(min=min)"],
     "clamp_max": ["vkml.clamp(input, max=max)", "Tensor.clamp(max=max)"],
+    "shift_max": ["vkml.softmax, vkml.log_softmax and vkml.logsumexp (vkml.functions._shift_max)"],
 }
 RESULT_DTYPE = {
     "promote": "the promoted dtype of the operands (PyTorch's rules)",
@@ -436,9 +437,18 @@ def rule_source(rule) -> str:
     return text
 
 
-def gradient_lines(rule, where: str) -> list[str]:
+NOT_DIFFERENTIABLE = {
+    "shift_max": "Not differentiable: only softmax, log_softmax and logsumexp use it, and their own rules "
+    "differentiate them.",
+}
+
+
+def gradient_lines(rule, where: str, name: str = "") -> list[str]:
     if rule is None:
-        return ["## Gradient", "", "Not differentiable: the result is a bool or an index and never requires grad.", ""]
+        why = NOT_DIFFERENTIABLE.get(
+            name, "Not differentiable: the result is a bool or an index and never requires grad."
+        )
+        return ["## Gradient", "", why, ""]
     return [
         "## Gradient",
         "",
@@ -469,7 +479,7 @@ def registry_page(op: OpDef) -> str:
     lines += _table(rows) + [""]
     lines += ["## NaN, infinities and signed zeros", "", op.special or "Nothing beyond IEEE 754.", ""]
     lines += ["## Divergences from PyTorch", "", op.divergence or "None known.", ""]
-    lines += gradient_lines(op.grad, f"vkml/ops/{op.kind}.py (`OpDef.grad`)")
+    lines += gradient_lines(op.grad, f"vkml/ops/{op.kind}.py (`OpDef.grad`)", op.name)
     if any(t.is_float for t in op.dtypes) and op.kind in ("elementwise", "reduce"):
         lines += ["## float16", "", _float16_note(op), ""]
     wrapper = getattr(nnf, op.name.removesuffix("_tanh"), None)

@@ -244,6 +244,46 @@ def test_rows_in_one_kernel_give_the_bits_of_the_cpu_layout(tuning, cpu_tuning):
             assert same_bits(a, b), f"{what} of {shape} over dim {dim} under {tuning}"
 
 
+def _staged(kernel) -> bool:
+    return any(decl.name == "row_out" for decl in kernel.shared)
+
+
+def test_whole_rows_are_stored_as_contiguous_vectors_with_the_same_bits(cpu_tuning, gpu):
+    """A rows kernel that writes whole rows stores them as contiguous vectors: softmax's staged in
+    shared memory (tuning.staged_row_max), layer norm's computed again at those positions. The
+    stores change, not a bit of the result; rows that are not whole lanes' runs, or too long to
+    stage, are stored from the lanes' registers as before."""
+    staged, direct = replace(SMALL_GPU, staged_row_max=128), replace(SMALL_GPU, staged_row_max=64)
+    rng = np.random.default_rng(13)
+    x = (rng.standard_normal((6, 128)) * 4).astype(np.float32)
+    x[2, 5], x[3, :] = np.nan, np.float32(-0.0)
+    for dtype in (np.float32, np.float16):
+        cpu_tuning(staged)
+        t = vkml.tensor(x.astype(dtype))
+        (rows_kernel,) = lowered(vkml.softmax(t, dim=1))
+        assert _staged(rows_kernel) and accesses(rows_kernel, "vstore") == {"out0": 2}
+        w = vkml.tensor(np.ones(128, np.float32))
+        (norm_kernel,) = lowered(vkml.nn.functional.layer_norm(t, (128,), w, w))
+        assert not _staged(norm_kernel) and accesses(norm_kernel, "vload")["in3"] == 16  # x loaded again
+        got = _softmax_and_layer_norm(x.astype(dtype), 1)
+        cpu_tuning(direct)
+        assert not _staged(lowered(vkml.softmax(t, dim=1))[0])
+        want = _softmax_and_layer_norm(x.astype(dtype), 1)
+        for a, b, what in zip(got, want, ("softmax", "layer_norm")):
+            assert same_bits(a, b), f"{what}, {np.dtype(dtype).name}, staged"
+    cpu_tuning(staged)
+    assert not _staged(lowered(vkml.softmax(vkml.tensor(x[:, :127]), dim=1))[0])  # the last lane is not full
+    assert KT.tuning_from_features(DeviceFeatures.h200_like()).staged_row_max == 8192  # 48 KiB of shared memory
+    for shape in ((3, 1024), (2, 1000)):
+        y = (rng.standard_normal(shape) * 4).astype(np.float32)
+        t = vkml.tensor(y, device=gpu)
+        w = vkml.tensor(np.linspace(-2, 2, shape[1], dtype=np.float32), device=gpu)
+        assert _staged(lowered(vkml.softmax(t, dim=1))[0]) == (shape[1] == 1024)
+        on_gpu = [vkml.softmax(t, dim=1).numpy(), vkml.nn.functional.layer_norm(t, shape[1:], w, w * 0.5).numpy()]
+        for a, b, what in zip(on_gpu, _softmax_and_layer_norm(y, 1), ("softmax", "layer_norm")):
+            assert same_bits(a, b), f"{what} of {shape} on {gpu.name} against the CPU"
+
+
 def test_reductions_on_vulkan_follow_the_tree(gpu):
     rng = np.random.default_rng(5)
     for rows, n in [(1, 4095), (1, 4097), (2, 8193), (3, 70000), (40, 257), (40, 8192), (64, 1000)]:
@@ -291,7 +331,9 @@ def test_softmax_and_layer_norm_read_a_row_once_when_it_fits(cpu_tuning):
     assert accesses(rows_kernel, "vload") == {"in3": 8} and accesses(rows_kernel, "load") == {}
     assert accesses(rows_kernel, "vstore") == {"out0": 2}  # 8 elements a lane, stored as two vectors
     (norm_kernel,) = lowered(vkml.nn.functional.layer_norm(x, (128,), w, b))
-    assert accesses(norm_kernel, "vload") == {"in3": 8, "in4": 8, "in5": 8}  # x, weight and bias, once each
+    # x for the trees, then x again (from cache), weight and bias at contiguous positions for the output:
+    # its per-element work is a few products and sums (kernels_reduce._store_row_reloaded)
+    assert accesses(norm_kernel, "vload") == {"in3": 16, "in4": 8, "in5": 8}
     assert accesses(norm_kernel, "vstore") == {"out0": 2}
     for fn in (lambda t: vkml.softmax(t, dim=1), lambda t: vkml.nn.functional.layer_norm(t, (128,), w, b)):
         fused = fn(x).numpy()

@@ -388,7 +388,8 @@ def lower_rows(
 
                 L.fused[id(r.red)] = r.result(_range_tree(r, load_lane, nchunks, lane=shared))
             if whole_rows:
-                _store_row(L, root, out_ref, reductions[-1], o, lanes[reductions[-1].width], tuning)
+                computed = frozenset(id(r.src) for r in reductions)
+                _store_row(L, root, out_ref, reductions[-1], o, lanes[reductions[-1].width], tuning, computed)
             with B.if_(B.eq(B.local_id(0), _u32(0))):
                 for red, ref in stored_refs:
                     L.store(ref, red.dtype, o, L.fused[id(red)])
@@ -397,14 +398,17 @@ def lower_rows(
     return GroupTemplate([L.template(grid)])
 
 
-def _store_row(L: Lowering, root: Node, out_ref, r: _Reduction, o, lane: _Lane, tuning: Tuning) -> None:
+def _store_row(
+    L: Lowering, root: Node, out_ref, r: _Reduction, o, lane: _Lane, tuning: Tuning, computed: frozenset
+) -> None:
     """``root`` over row ``o``, stored (as vectors where ``r`` loaded vectors), one of three ways.
 
     A lane's own run of elements would make each vector store of a subgroup write 16 bytes of
     every 64, so where every lane holds a full run of vectors the stores are contiguous instead:
     ``root`` is computed again at contiguous positions where its per-element work is cheap
-    (layer norm: ``_store_row_reloaded``), else staged in shared memory where it fits (softmax's
-    exp is computed once: ``_store_row_staged``). Otherwise each lane stores its own elements,
+    (layer norm: ``_store_row_reloaded``), else staged in shared memory where it fits and is
+    cheap past the values the reductions ``computed`` (softmax's exp(x - max), the sum's source:
+    ``_store_row_staged``). Otherwise each lane stores its own elements,
     computed in the block where the reductions loaded the row, so every load and subexpression
     the reductions computed is reused; only the stores sit under ``present``.
     """
@@ -416,7 +420,7 @@ def _store_row(L: Lowering, root: Node, out_ref, r: _Reduction, o, lane: _Lane, 
     for j, (_, present) in enumerate(lane.slots):
         positions = [r.index(o, lane, j, c) for c in range(r.width)]
         results.append((positions, present, [L.value(root, p) for p in positions]))
-    if _stages_row(r, results, tuning):
+    if _cheap_per_element(L, root, r.red, computed) and _stages_row(r, results, tuning):
         _store_row_staged(L, root, out_ref, r, o, [v for _, _, values in results for v in values])
         return
     for positions, present, values in results:
@@ -538,13 +542,14 @@ def _store_row_staged(L: Lowering, root: Node, out_ref, r: _Reduction, o, values
 RECOMPUTED_OPS = frozenset({"add", "sub", "mul", "neg"})
 
 
-def _cheap_per_element(L: Lowering, root: Node, red: Node) -> bool:
-    """Whether ``root``'s work at each element of a row, past what is uniform over the row, is a few of
-    ``RECOMPUTED_OPS`` and casts on loads (layer norm's (x - mean) * rstd * w + b, not softmax's exp)."""
+def _cheap_per_element(L: Lowering, root: Node, red: Node, computed: frozenset = frozenset()) -> bool:
+    """Whether ``root``'s work at each element of a row, past what is uniform over the row and the
+    nodes in ``computed`` (ids), is a few of ``RECOMPUTED_OPS`` and casts on loads (layer norm's
+    (x - mean) * rstd * w + b; softmax's e * (1 / sum(e)) past e; not exp(x - max))."""
     stack, seen = [root], set()
     while stack:
         node = stack.pop()
-        if id(node) in seen or node.realized or id(node) in L.leaves or node.op == "const":
+        if id(node) in seen or node.realized or id(node) in L.leaves or node.op == "const" or id(node) in computed:
             continue
         seen.add(id(node))
         if node.op == "view" and is_row_broadcast(node, red):

@@ -288,6 +288,37 @@ def test_whole_rows_are_stored_as_contiguous_vectors_with_the_same_bits(cpu_tuni
             assert same_bits(a, b), f"{what} of {shape} on {gpu.name} against the CPU"
 
 
+def _row_ops_of_views(a: np.ndarray, b: np.ndarray) -> list:
+    x, y = vkml.tensor(a), vkml.tensor(b)
+    w = vkml.tensor(np.linspace(-2, 2, a.shape[1], dtype=np.float32))
+    F = vkml.nn.functional
+    outs = [
+        F.layer_norm(y.T, (a.shape[1],), None, None),  # rows of a transposed view
+        vkml.softmax(y.T * 2.0, -1),
+        vkml.softmax(x.flip(1), -1) * x,
+        vkml.log_softmax(x * 0.5, -1),
+        F.layer_norm(x[:, ::2], (a.shape[1] // 2,), w[::2], None),
+        F.layer_norm((x + 1.0).half(), (a.shape[1],), w.half(), w.half()),
+    ]
+    return [t.numpy() for t in outs]
+
+
+@pytest.mark.parametrize("tuning", ["h200", "small-gpu-staged"])
+def test_rows_of_views_keep_the_bits_of_the_cpu_layout(tuning, cpu_tuning):
+    """Whole rows written back as contiguous vectors (computed again or staged) from views, casts and
+    extra operands: the bits of the CPU reference's layout."""
+    rng = np.random.default_rng(14)
+    a, b = (
+        (rng.standard_normal((64, 512)) * 3).astype(np.float32),
+        (rng.standard_normal((512, 64)) * 3).astype(np.float32),
+    )
+    cpu_tuning(KT.CPU_TUNING)
+    want = _row_ops_of_views(a, b)
+    cpu_tuning(TUNINGS["h200"] if tuning == "h200" else replace(SMALL_GPU, reduce_row_per_lane=32, staged_row_max=512))
+    for i, (got, expected) in enumerate(zip(_row_ops_of_views(a, b), want)):
+        assert same_bits(got, expected), f"case {i} under {tuning}"
+
+
 def test_reductions_on_vulkan_follow_the_tree(gpu):
     rng = np.random.default_rng(5)
     for rows, n in [(1, 4095), (1, 4097), (2, 8193), (3, 70000), (40, 257), (40, 8192), (64, 1000)]:

@@ -420,7 +420,7 @@ def _store_row(
     for j, (_, present) in enumerate(lane.slots):
         positions = [r.index(o, lane, j, c) for c in range(r.width)]
         results.append((positions, present, [L.value(root, p) for p in positions]))
-    if _cheap_per_element(L, root, r.red, computed) and _stages_row(r, results, tuning):
+    if full and _cheap_per_element(L, root, r.red, computed) and _stages_row(r, results, tuning):
         _store_row_staged(L, root, out_ref, r, o, [v for _, _, values in results for v in values])
         return
     for positions, present, values in results:
@@ -504,12 +504,10 @@ def choose_mode(red: Node, chain_length: int, tuning: Tuning | None = None) -> s
 
 
 def _stages_row(r: _Reduction, results, tuning: Tuning) -> bool:
-    """Whether ``_store_row_staged`` stores this row: vectors of four float32 values, every lane full, room in shared memory."""
+    """Whether ``_store_row_staged`` can store this row of full lanes: float32 values, room in shared memory."""
     return (
         r.n <= tuning.staged_row_max
-        and r.width == 4
         and r.layout.per_lane <= 32  # p // 32 is then the same for a lane's whole run
-        and all(present is True for _, present, _ in results)
         and all(v.dtype is T.float32 for _, _, values in results for v in values)
     )
 

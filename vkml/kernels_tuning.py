@@ -159,7 +159,8 @@ def tuning_from_features(features: DeviceFeatures) -> Tuning:
         rows = {"row_lanes": min(2 * lanes, most), "reduce_row_per_lane": GPU_TUNING.reduce_per_lane}
     # A lane's run of 16 consecutive floats makes each vector store of a subgroup write 16 bytes of
     # every 64; staged through shared memory the stores are contiguous. The H200, 8192²
-    # (2026-12-01): x - mean 197 -> 134 µs (the speed of a copy), softmax 335 -> 299, layer norm 231 -> 211.
+    # (2026-12-01): softmax 335 -> 299 µs (layer norm and x - mean are computed again at
+    # contiguous positions instead: 231 -> 147 and 197 -> 134; kernels_reduce._store_row).
     return replace(
         GPU_TUNING,
         **rows,

@@ -130,7 +130,7 @@ register(
         result="same",
         # One compare and one select, against amax's twelve instructions for its NaN and ±0
         # rules: softmax over 8192×8192 on an H200 went 361 → 335 µs, with the same bits (the
-        # composites' docstrings say why, and tests/test_ops_reduce.py checks it).
+        # composites' docstrings say why; tests/test_ops_composite.py checks it).
         combine=lambda a, b: B.select(a > b, a, b),
         precision="exact for a row without NaN, up to the sign of a zero result",
         special="A row with NaN gives some element of the row (the NaN reaches every result of the composite "

@@ -197,8 +197,10 @@ LENGTHS = sorted({n + d for n in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4
 def _oracle(name: str, x: np.ndarray) -> np.ndarray:
     if name == "sum":
         return tree_reduce(x, np.add)
-    if name == "amax":
-        return tree_reduce(x, maximum_ref)
+    if name == "amax":  # a NaN comes back as the default NaN (0xFFC00000), whatever NaN the row held
+        out = np.atleast_1d(tree_reduce(x, maximum_ref))
+        out[np.isnan(out)] = np.array(0xFFC00000, np.uint32).view(np.float32)
+        return out
     return first_extreme_index(x, largest=True)
 
 

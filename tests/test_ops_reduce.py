@@ -24,6 +24,7 @@ from optest import (
     first_extreme_index,
     from_torch,
     in_layout,
+    lowered,
     maximum_ref,
     minimum_ref,
     random_floats,
@@ -257,6 +258,37 @@ def test_every_reduction_divergence_is_asserted():
     asserted = {"sum", "amax", "amin", "prod", "shift_max"}  # prod: the float16 test checks the one-rounding product
     with_divergence = {op.name for op in REGISTRY.values() if op.kind == "reduce" and op.divergence}
     assert with_divergence <= asserted, sorted(with_divergence - asserted)
+
+
+DEFAULT_NAN = {np.float32: 0xFFC00000, np.float16: 0xFE00}
+
+
+@pytest.mark.parametrize("where", ["cpu", "vulkan"])
+def test_amax_and_amin_pair_integer_keys_and_give_the_default_nan(where, gpu):
+    """Float amax/amin combine int32 keys in float order (one integer compare and select a combine):
+    the contract's values bit for bit, +0 above -0, and any NaN as the default NaN."""
+    from vkml.ir.core import Instr, walk
+
+    device = gpu if where == "vulkan" else vkml.device("cpu")
+    nan_a, nan_b = (np.array(b, np.uint32).view(np.float32) for b in (0x7FC00123, 0xFF800001))
+    x = random_floats((6, 300), seed=62, scale=100.0)
+    x[0, 7], x[1, 299], x[2, ::2] = nan_a, nan_b, np.float32(-0.0)
+    x[2, 1::2], x[3] = np.float32(0.0), -np.float32(INF)
+    x[4, 5], x[5, 0] = INF, -INF
+    for dtype in (np.float32, np.float16):
+        t = vkml.tensor(x.astype(dtype), device=device)
+        for name, ref in (("amax", maximum_ref), ("amin", minimum_ref)):
+            for dim in (1, 0, None):
+                got = getattr(vkml, name)(t, dim=dim).numpy() if dim is not None else getattr(vkml, name)(t).numpy()
+                flat, shape_result = reduced_last(x.astype(dtype), dim)
+                want = np.atleast_1d(shape_result(tree_reduce(flat, ref)))
+                got = np.atleast_1d(got)
+                assert_same_bits(got, want, f"{name}(dim={dim}) {np.dtype(dtype).name} on {where}")
+                nan_bits = got[np.isnan(got)].view(np.uint16 if dtype is np.float16 else np.uint32)
+                assert (nan_bits == DEFAULT_NAN[dtype]).all() and nan_bits.size, f"{name}(dim={dim}) NaN bits"
+    kernel = lowered(vkml.amax(vkml.tensor(x), dim=1))[0]
+    compares = [i for i in walk(kernel.body) if isinstance(i, Instr) and i.op in ("lt", "gt", "le", "ge")]
+    assert compares and all(i.args[0].dtype.is_int for i in compares), "amax's tree compares int32 keys"
 
 
 def _shift_max_ref(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -170,6 +170,10 @@ class _Reduction:
         self.combine = REGISTRY[self.name].combine
         self.serial_max = SERIAL_SHARED_MAX_CHEAP if self.name in CHEAP_COMBINES else SERIAL_SHARED_MAX
         self.acc_types = (self.acc, T.int64) if self.is_arg else (self.acc,)
+        key = REGISTRY[self.name].int_key
+        self.key = key if key is not None and self.acc.is_float and not self.is_arg else None
+        if self.key is not None:  # the tree pairs integer keys (ops/reduce.py IntKey)
+            self.acc_types = (self.key.dtype,)
         self.red_sizes = [self.src.shape[a] for a in self.axes]
         self.n = math.prod(self.red_sizes)
         self.layout = layout
@@ -199,6 +203,8 @@ class _Reduction:
             for c in range(self.width):
                 v = self.L.value(self.src, self.index(o, lane, j, c))
                 v = cast_value(v, self.src.dtype, self.acc)
+                if self.key is not None:
+                    v = self.key.lift(v)
                 if self.is_arg:
                     k = at * _u32(self.width) + _u32(c) if self.width > 1 else at
                     v = (v, B.convert(k, T.int64))
@@ -237,6 +243,8 @@ class _Reduction:
         """The reduce node's value (compute representation) from the tree's accumulator(s)."""
         if self.is_arg:
             return value[1]
+        if self.key is not None:
+            value = self.key.lower(value)
         if self.acc is T.float32 and self.red.dtype is T.float16:
             return round_to_f16(value)
         return value

@@ -52,6 +52,8 @@ class OpDef:
     aliases: tuple[str, ...] = field(default_factory=tuple)
     torch_name: str | None = None  # the PyTorch function tests compare with (default: name)
     grad: Callable | None = None  # grad(ctx) -> one gradient (or None) per operand; None: not differentiable
+    # reduce: float inputs combine int32 keys, not floats (an ``IntKey`` of vkml/ops/reduce.py)
+    int_key: object = None
 
 
 REGISTRY: dict[str, OpDef] = {}

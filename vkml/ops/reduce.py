@@ -15,7 +15,7 @@ from ..ir import builder as B
 from ..ir import types as T
 from . import mathlib as M
 from .grads import normalize_dims, restore_reduced, spread_reduced
-from .mathlib.bits import DEFAULT_NAN_BITS, f32_bits
+from .mathlib.bits import DEFAULT_NAN_BITS
 from .registry import FLOAT_DTYPES, NUMERIC_DTYPES, REGISTRY, OpDef, register
 
 
@@ -43,8 +43,11 @@ def _extreme_key(nan_key: int) -> IntKey:
         return B.select(B.isnan(x), B.const(nan_key, T.int32), _order_key(B.bitcast(x, T.int32)))
 
     def lower(key):
-        value = B.bitcast(_order_key(key), T.float32)
-        return B.select(B.eq(key, B.const(nan_key, T.int32)), f32_bits(DEFAULT_NAN_BITS), value)
+        # chosen among int32 bit patterns, then moved to float32: the H200's driver does not keep a
+        # float NaN constant's bits (it gave another NaN), but a bitcast moves bits untouched
+        nan_bits = B.const(DEFAULT_NAN_BITS - (1 << 32), T.int32)
+        bits = B.select(B.eq(key, B.const(nan_key, T.int32)), nan_bits, _order_key(key))
+        return B.bitcast(bits, T.float32)
 
     return IntKey(lift, lower)
 

@@ -43,8 +43,7 @@ def _extreme_key(nan_key: int) -> IntKey:
         return B.select(B.isnan(x), B.const(nan_key, T.int32), _order_key(B.bitcast(x, T.int32)))
 
     def lower(key):
-        # chosen among int32 bit patterns, then moved to float32: the H200's driver does not keep a
-        # float NaN constant's bits (it gave another NaN), but a bitcast moves bits untouched
+        # chosen among int32 bit patterns, then moved to float32 (a bitcast moves bits untouched)
         nan_bits = B.const(DEFAULT_NAN_BITS - (1 << 32), T.int32)
         bits = B.select(B.eq(key, B.const(nan_key, T.int32)), nan_bits, _order_key(key))
         return B.bitcast(bits, T.float32)
@@ -155,7 +154,7 @@ register(
         # int32 keys: one compare and one select a combine, where the float maximum's NaN and ±0
         # rules take twelve instructions (the same results; a NaN comes back as the default NaN)
         int_key=_extreme_key(0x7FFFFFFF),
-        special="Any NaN gives NaN (the default NaN, bits 0xFFC00000). amax of an empty dim raises.",
+        special="Any NaN gives NaN (float32: the default NaN, bits 0xFFC00000). amax of an empty dim raises.",
         divergence="amax([-0.0, 0.0]) is +0.0 whatever the order (PyTorch's sign depends on length).",
         grad=_grad_extreme,
     )
@@ -190,7 +189,7 @@ register(
         # int32 keys: one compare and one select a combine, where the float maximum's NaN and ±0
         # rules take twelve instructions (the same results; a NaN comes back as the default NaN)
         int_key=_extreme_key(-0x80000000),
-        special="Any NaN gives NaN (the default NaN, bits 0xFFC00000). amin of an empty dim raises.",
+        special="Any NaN gives NaN (float32: the default NaN, bits 0xFFC00000). amin of an empty dim raises.",
         divergence="amin([0.0, -0.0]) is -0.0 whatever the order (PyTorch's sign depends on length).",
         grad=_grad_extreme,
     )

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 from ..ir import builder as B
 from ..ir import types as T
-from . import mathlib as M
 from .grads import normalize_dims, restore_reduced, spread_reduced
 from .mathlib.bits import DEFAULT_NAN_BITS
 from .registry import FLOAT_DTYPES, NUMERIC_DTYPES, REGISTRY, OpDef, register
@@ -51,12 +50,13 @@ def _extreme_key(nan_key: int) -> IntKey:
     return IntKey(lift, lower)
 
 
+# Integers, and floats as their int32 keys (``_extreme_key``): the tree never pairs two floats.
 def _max(a, b):
-    return M.maximum(a, b) if a.dtype.is_float else B.select(a < b, b, a)
+    return B.select(a < b, b, a)
 
 
 def _min(a, b):
-    return M.minimum(a, b) if a.dtype.is_float else B.select(b < a, b, a)
+    return B.select(b < a, b, a)
 
 
 def _argmax(left, right):

@@ -264,7 +264,8 @@ def test_every_reduction_divergence_is_asserted():
 def test_amax_and_amin_pair_integer_keys_and_give_the_default_nan(where, gpu):
     """Float amax/amin combine int32 keys in float order (one integer compare and select a combine):
     the contract's values bit for bit, +0 above -0, and any NaN as the default NaN (float32; a float16
-    NaN's bits come from the device's narrowing of it: the H200's gives 0x7FFF, as the codegen's stores)."""
+    result passes through the device's float16 -> float32 conversion, which on the H200 returns its
+    canonical NaN, stored as 0x7FFF)."""
     from vkml.ir.core import Instr, walk
 
     device = gpu if where == "vulkan" else vkml.device("cpu")

@@ -528,7 +528,7 @@ def _store_row_staged(L: Lowering, root: Node, out_ref, r: _Reduction, o, values
     ``j * lanes + i`` instead: one contiguous run a subgroup. Element ``p`` of the row sits at
     ``p + p // 32`` so that neither the lanes' writes nor their reads share a bank.
     """
-    per, lanes, n = r.layout.per_lane, r.layout.lanes, r.n
+    per, n = r.layout.per_lane, r.n
     staged = L.kb.shared("row_out", T.float32, n + n // 32)
     lid = B.local_id(0)
     first = lid * _u32(per)
@@ -536,12 +536,19 @@ def _store_row_staged(L: Lowering, root: Node, out_ref, r: _Reduction, o, values
     for q, v in enumerate(values):
         staged[write_base + _u32(q)] = v
     B.barrier()
-    row_vectors = o * _u32(n // 4)
-    for j in range(per // 4):
-        vector = lid + _u32(j * lanes) if j else lid
+    for vector, q in _contiguous_vectors(r, o, lid):
         p0 = vector * _u32(4)
         read_base = p0 + (p0 >> _u32(5))
-        L.store_vector(out_ref, root.dtype, row_vectors + vector, [staged[read_base + _u32(c)] for c in range(4)])
+        L.store_vector(out_ref, root.dtype, q, [staged[read_base + _u32(c)] for c in range(4)])
+
+
+def _contiguous_vectors(r: _Reduction, o, lid):
+    """``(vector in the row, vector in the output)`` for each vector lane ``lid`` stores of row ``o``: lane
+    ``i``'s ``j``-th is the row's ``j * lanes + i``, so each store of a subgroup is one contiguous run."""
+    row_vectors = o * _u32(r.n // 4)
+    for j in range(r.layout.per_lane // 4):
+        at = lid + _u32(j * r.layout.lanes) if j else lid
+        yield at, row_vectors + at
 
 
 # Elementwise ops cheap enough to compute twice: a row written by ``_store_row_reloaded``.
@@ -577,15 +584,11 @@ def _store_row_reloaded(L: Lowering, root: Node, out_ref, r: _Reduction, o) -> N
     come from the reductions; only ``root``'s cheap per-element part is computed twice. The
     H200, layer norm 8192² (2026-12-01): 231 -> 147 µs, registers 32 -> 29.
     """
-    per, lanes, n = r.layout.per_lane, r.layout.lanes, r.n
     lid = B.local_id(0)
     kept = len(r.src.shape) - len(r.axes)
     o_multi = L.shared(("row", id(o), r.red.shape), lambda: unravel(o, r.red.shape))
     sizes = r.red_sizes[:-1] + [r.red_sizes[-1] // 4]
-    row_vectors = o * _u32(n // 4)
-    for j in range(per // 4):
-        at = lid + _u32(j * lanes) if j else lid
-        q = row_vectors + at
+    for at, q in _contiguous_vectors(r, o, lid):
         multi = tuple(o_multi[:kept]) + tuple(unravel(at, sizes))
         at_row = [Index(root.shape, group=(q, c, 4), group_multi=multi, row=(o, r.red)) for c in range(4)]
         L.store_vector(out_ref, root.dtype, q, [L.value(root, index) for index in at_row])

@@ -42,6 +42,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import threading
 import weakref
 from collections.abc import Callable
 
@@ -50,13 +51,22 @@ from .ops import grads as G
 from .ops.registry import REGISTRY
 from .realize import realize
 
-_grad_enabled = True
+
+class _GradMode(threading.local):
+    """Grad mode is per thread, as in PyTorch: one thread's ``no_grad`` (an optimizer step,
+    ``backward`` itself) leaves another thread's recording on."""
+
+    enabled = True  # every thread starts with recording on
+
+
+_mode = _GradMode()
 _backward_roots: list[weakref.ref] = []  # tensors backward() ran on since the last optimizer step
+_backward_roots_lock = threading.Lock()
 
 
 def is_grad_enabled() -> bool:
-    """Whether ops record gradient contexts now (``vkml.no_grad()`` turns it off)."""
-    return _grad_enabled
+    """Whether ops record gradient contexts now, in this thread (``vkml.no_grad()`` turns it off)."""
+    return _mode.enabled
 
 
 class set_grad_enabled:
@@ -69,15 +79,13 @@ class set_grad_enabled:
     """
 
     def __init__(self, mode: bool):
-        global _grad_enabled
-        self.previous, _grad_enabled = _grad_enabled, bool(mode)
+        self.previous, _mode.enabled = _mode.enabled, bool(mode)
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc) -> None:
-        global _grad_enabled
-        _grad_enabled = self.previous
+        _mode.enabled = self.previous
 
 
 class no_grad(contextlib.ContextDecorator):
@@ -91,21 +99,18 @@ class no_grad(contextlib.ContextDecorator):
     """
 
     def __enter__(self):
-        global _grad_enabled
-        self.previous, _grad_enabled = _grad_enabled, False
+        self.previous, _mode.enabled = _mode.enabled, False
         return self
 
     def __exit__(self, *exc) -> None:
-        global _grad_enabled
-        _grad_enabled = self.previous
+        _mode.enabled = self.previous
 
 
 class enable_grad(no_grad):
     """Recording on inside, even within ``no_grad``."""
 
     def __enter__(self):
-        global _grad_enabled
-        self.previous, _grad_enabled = _grad_enabled, True
+        self.previous, _mode.enabled = _mode.enabled, True
         return self
 
 
@@ -146,7 +151,7 @@ def _requires_grad(x) -> bool:
 
 def record(name: str, operands, out, attrs: dict | None = None):
     """Give ``out`` the context of op ``name`` if grad mode is on and an operand requires grad; returns ``out``."""
-    if not _grad_enabled or not out.dtype.is_float:
+    if not _mode.enabled or not out.dtype.is_float:
         return out
     if not any(_requires_grad(x) for x in operands):  # the usual case: nothing to record
         return out
@@ -185,7 +190,7 @@ def differentiable(name: str, inputs: tuple[str, ...] = ("input",)):
 
         @functools.wraps(fn)
         def recorded(*args, **kwargs):
-            if not _grad_enabled or not any(_requires_grad(v) for v in _flatten([*args, *kwargs.values()])):
+            if not _mode.enabled or not any(_requires_grad(v) for v in _flatten([*args, *kwargs.values()])):
                 return fn(*args, **kwargs)
             with no_grad():
                 out = fn(*args, **kwargs)
@@ -301,12 +306,14 @@ def _apply_rule(ctx: Context, g, grads: dict, namespace) -> None:
 
 
 def _remember_root(root) -> None:
-    _backward_roots[:] = [r for r in _backward_roots if r() is not None]
-    _backward_roots.append(weakref.ref(root))
+    with _backward_roots_lock:
+        _backward_roots[:] = [r for r in _backward_roots if r() is not None]
+        _backward_roots.append(weakref.ref(root))
 
 
 def take_backward_roots() -> list:
     """The live tensors ``backward()`` ran on since the last call (the optimizer realizes them with its step)."""
-    roots = [r() for r in _backward_roots]
-    _backward_roots.clear()
+    with _backward_roots_lock:
+        roots = [r() for r in _backward_roots]
+        _backward_roots.clear()
     return [t for t in roots if t is not None]

@@ -10,11 +10,14 @@ machines or driver installs: prefer ``best_device()`` in code meant to run anywh
 
 from __future__ import annotations
 
+import threading
+
 from .errors import DeviceError
 from .runtime.base import Device
 from .runtime.cpu import CPU
 
 _vulkan_devices: dict[int, Device] = {}
+_opening = threading.Lock()  # two threads asking for a device first at once get the same one
 
 
 def vulkan_device_reports() -> list[dict]:
@@ -44,15 +47,19 @@ def device(spec) -> Device:
         name = "vulkan:0"
     if name.startswith("vulkan:") and name[7:].isdigit():
         index = int(name[7:])
-        if index not in _vulkan_devices:
-            reports = vulkan_device_reports()
-            if index >= len(reports):
-                have = ", ".join(f"vulkan:{r['index']} ({r['name']})" for r in reports) or "none"
-                raise DeviceError(f"no Vulkan device {index}: this machine has {have}")
-            from .runtime.vulkan import VulkanDevice
+        found = _vulkan_devices.get(index)
+        if found is not None:
+            return found
+        with _opening:
+            if index not in _vulkan_devices:
+                reports = vulkan_device_reports()
+                if index >= len(reports):
+                    have = ", ".join(f"vulkan:{r['index']} ({r['name']})" for r in reports) or "none"
+                    raise DeviceError(f"no Vulkan device {index}: this machine has {have}")
+                from .runtime.vulkan import VulkanDevice
 
-            _vulkan_devices[index] = VulkanDevice(index)
-        return _vulkan_devices[index]
+                _vulkan_devices[index] = VulkanDevice(index)
+            return _vulkan_devices[index]
     raise DeviceError(f"unknown device {spec!r}: use 'cpu' or 'vulkan:N'")
 
 

@@ -18,7 +18,9 @@ Node ops:
   sources are the kernel's tensor inputs, realized before it runs as a dispatch of its own.
 
 When a node is realized it turns into a ``buffer`` node in place and drops its sources, so
-intermediates are freed as soon as no tensor or graph refers to them.
+intermediates are freed as soon as no tensor or graph refers to them. That happens under
+its device's lock (vkml/schedule.py); other threads may read the node meanwhile, and do so
+in the order ``become_buffer`` states.
 """
 
 from __future__ import annotations
@@ -67,7 +69,13 @@ class Node:
         return self.op == "buffer"
 
     def become_buffer(self, buffer: Buffer) -> None:
-        self.op, self.srcs, self.arg, self.buffer = "buffer", (), None, buffer
+        # In this order, for threads that read a node while another realizes it (under the
+        # device's lock, which readers building graphs do not take): ``op`` turns "buffer" only
+        # once ``buffer`` is set, and ``srcs`` and ``arg`` are dropped only after, so a reader
+        # that reads them before ``op`` gets those of the op it sees (``lazy.view_node``).
+        self.buffer = buffer
+        self.op = "buffer"
+        self.srcs, self.arg = (), None
 
     def __repr__(self) -> str:
         return f"<Node {self.op} {self.shape} {self.dtype.name} on {self.device}>"

@@ -52,8 +52,9 @@ def broadcast_shapes(op: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
 
 def view_node(node: Node, edit) -> Node:
     """A view node over ``node``'s storage, with ``edit`` applied to its ViewStack."""
+    srcs, arg = node.srcs, node.arg  # before op: another thread may be realizing node (Node.become_buffer)
     if node.op == "view":
-        base, stack = node.srcs[0], node.arg
+        base, stack = srcs[0], arg
     else:
         base, stack = node, ViewStack.contiguous(node.shape)
     stack = edit(stack)
@@ -112,8 +113,8 @@ def _scalar_value(value, dtype: T.DType):
 def cast_node(node: Node, dtype: T.DType) -> Node:
     if node.dtype is dtype:
         return node
+    value = node.arg  # before op: another thread may be realizing node (Node.become_buffer)
     if node.op == "const":
-        value = node.arg
         if dtype is T.float16:
             import numpy as np
 

@@ -18,6 +18,8 @@ True
 
 from __future__ import annotations
 
+import threading
+
 from . import lazy
 from .devices import device as get_device
 from .errors import DTypeError
@@ -37,6 +39,7 @@ class Generator:
     """
 
     def __init__(self, seed: int = DEFAULT_SEED):
+        self._lock = threading.Lock()  # threads drawing at once each get an offset of their own
         self.manual_seed(seed)
 
     def manual_seed(self, seed: int) -> Generator:
@@ -58,9 +61,11 @@ class Generator:
 
     def next_key(self) -> tuple[int, int, int]:
         """(key word 0, key word 1, offset) for one draw; advances the offset."""
-        offset = self._offset
-        self._offset = (offset + 1) % _U32
-        return self._seed % _U32, self._seed >> 32, offset
+        with self._lock:
+            offset = self._offset
+            self._offset = (offset + 1) % _U32
+            seed = self._seed
+        return seed % _U32, seed >> 32, offset
 
 
 default_generator = Generator()

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 from collections import OrderedDict, defaultdict
 
 from . import debug, kernels, kernels_matmul, kernels_reduce, kernels_reduce_columns, kernels_tuning, plan_cache
@@ -57,6 +58,9 @@ TEMPLATE_CACHE_SIZE = 1024
 _WIDEST_PARAM_NBYTES = 8  # a 64-bit scalar parameter
 
 _templates: OrderedDict = OrderedDict()
+# Held while a realize plans, by any device's: the template and plan caches are shared by every
+# device, and so is the recursion limit that planning raises. Taken inside a device's lock.
+_planning = threading.RLock()
 
 
 def _consumer_counts(nodes: list[Node]) -> dict[int, int]:
@@ -602,23 +606,35 @@ def realize(*targets: Node) -> None:
             by_device[t.device.name].append(t)
     for nodes in by_device.values():
         device = nodes[0].device
-        order, structure = plan_cache.trace(nodes, kernels_matmul.mode)
-        key = None if structure is None else plan_cache.Key(_namespace(device), structure)
+        # One realize at a time per device, from its graph walk to its nodes becoming buffers: a
+        # node another thread realized meanwhile is a buffer here, never computed twice or half-seen.
+        with device.lock:
+            nodes = [t for t in nodes if not t.realized]
+            if nodes:
+                _realize_on(device, nodes)
+
+
+def _realize_on(device, nodes: list[Node]) -> None:
+    """``realize`` of unrealized ``nodes`` of one device, under its lock."""
+    order, structure = plan_cache.trace(nodes, kernels_matmul.mode)
+    key = None if structure is None else plan_cache.Key(_namespace(device), structure)
+    with _planning:
         recipe = plan_cache.lookup(key, order)
         if recipe is None:
             with _deep_enough(len(order)):  # planning and lowering recurse along expression chains
                 recipe = compile_recipe(Plan(nodes, order))
             plan_cache.store(key, recipe)
             counters["plans"] += 1
-        dispatches, outs, temps = plan_cache.bind(recipe, order, device)
-        if dispatches:
-            debug.record_dispatches(device.name, dispatches)
-            device.run(dispatches)
-        plan_cache.finish(recipe, order, outs)
-        del temps
+    dispatches, outs, temps = plan_cache.bind(recipe, order, device)
+    if dispatches:
+        debug.record_dispatches(device.name, dispatches)
+        device.run(dispatches)
+    plan_cache.finish(recipe, order, outs)
+    del temps
 
 
 def clear_template_cache() -> None:
     """Forget every lowered kernel and every cached plan (tests use it to count lowering)."""
-    _templates.clear()
-    plan_cache.clear()
+    with _planning:
+        _templates.clear()
+        plan_cache.clear()

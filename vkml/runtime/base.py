@@ -10,6 +10,7 @@ Binding conventions shared with codegen: buffer ``i`` of a kernel is ``kernel.bu
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
@@ -42,10 +43,19 @@ class Dispatch:
 
 
 class Device(ABC):
-    """A place where tensors live and kernels run: ``cpu`` or ``vulkan:N``."""
+    """A place where tensors live and kernels run: ``cpu`` or ``vulkan:N``.
+
+    ``lock`` serializes every use of the device's state by threads (memory, transfers,
+    command buffers, fences, descriptor pools): the device's own methods take it, and the
+    scheduler holds it around a whole realize, so that planning, running and turning nodes
+    into buffers are one step to every other thread (docs/threads.md). It is reentrant.
+    """
 
     name: str
     kind: str  # "cpu" | "vulkan"
+
+    def __init__(self):
+        self.lock = threading.RLock()
 
     @abstractmethod
     def allocate(self, dtype: DType, numel: int) -> Buffer: ...

@@ -7,6 +7,7 @@ not say: each dispatch is ``vkml.ir.interp.run`` on the kernel as lowered.
 from __future__ import annotations
 
 import weakref
+from collections import deque
 
 import numpy as np
 
@@ -21,12 +22,12 @@ class CPUBuffer(Buffer):
     def __init__(self, device: CPUDevice, dtype: DType, numel: int):
         self.device, self.dtype, self.numel = device, dtype, numel
         self.array = np.zeros(numel, dtype=dtype.np)
-        device.allocated_bytes += self.nbytes
-        device.peak_bytes = max(device.peak_bytes, device.allocated_bytes)
 
     def __del__(self):
+        # Only queued (a deque's append is atomic): this may run in any thread, inside the
+        # garbage collector, while another thread counts under the device's lock.
         try:
-            self.device.allocated_bytes -= self.nbytes
+            self.device._freed.append(self.nbytes)
         except AttributeError:  # interpreter shutdown
             pass
 
@@ -38,12 +39,24 @@ class CPUDevice(Device):
     kind = "cpu"
 
     def __init__(self):
+        super().__init__()
         self.allocated_bytes = 0
         self.peak_bytes = 0
+        self._freed: deque[int] = deque()  # bytes of buffers dropped since the last count
         self._verified: dict[int, weakref.ref] = {}  # by identity: Kernel equality is structural (slow)
 
     def allocate(self, dtype: DType, numel: int) -> CPUBuffer:
-        return CPUBuffer(self, dtype, int(numel))
+        buffer = CPUBuffer(self, dtype, int(numel))
+        with self.lock:
+            self._count_freed()
+            self.allocated_bytes += buffer.nbytes
+            self.peak_bytes = max(self.peak_bytes, self.allocated_bytes)
+        return buffer
+
+    def _count_freed(self) -> None:
+        freed = self._freed
+        while freed:
+            self.allocated_bytes -= freed.popleft()
 
     def upload(self, buffer: CPUBuffer, array: np.ndarray) -> None:
         buffer.array[...] = np.asarray(array, dtype=buffer.dtype.np).reshape(-1)
@@ -54,6 +67,10 @@ class CPUDevice(Device):
         return buffer.array.copy()
 
     def run(self, dispatches: list[Dispatch]) -> None:
+        with self.lock:  # the interpreter's caches and the checked kernels are shared
+            self._run(dispatches)
+
+    def _run(self, dispatches: list[Dispatch]) -> None:
         for d in dispatches:
             seen = self._verified.get(id(d.kernel))
             if seen is None or seen() is not d.kernel:
@@ -66,7 +83,9 @@ class CPUDevice(Device):
         counters["submissions"] += 1
 
     def memory_stats(self) -> dict:
-        return {"allocated_bytes": self.allocated_bytes, "peak_bytes": self.peak_bytes}
+        with self.lock:
+            self._count_freed()
+            return {"allocated_bytes": self.allocated_bytes, "peak_bytes": self.peak_bytes}
 
 
 CPU = CPUDevice()

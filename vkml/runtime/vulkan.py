@@ -139,6 +139,7 @@ class VulkanDevice(Device):
     def __init__(self, index: int, compiler=None, block_size: int | None = None):
         if not 0 <= index < physical_device_count():
             raise DeviceError(f"no Vulkan device {index}: {physical_device_count()} found")
+        super().__init__()
         self.index = index
         self.name = f"vulkan:{index}"
         info = physical_device_info(index)
@@ -196,21 +197,24 @@ class VulkanDevice(Device):
 
     def allocate(self, dtype: T.DType, numel: int) -> VulkanBuffer:
         """A buffer of ``numel`` elements (contents undefined until written). Zero elements is fine."""
-        if numel.__class__ is int and numel >= 0 and dtype.__class__ is T.DType:  # what every realize asks for
+        if numel.__class__ is not int or numel < 0 or dtype.__class__ is not T.DType:  # every realize's are fine
+            if not isinstance(dtype, T.DType):
+                raise DTypeError(f"allocate: dtype must be a vkml dtype, got {dtype!r}")
+            if isinstance(numel, bool) or int(numel) != numel or numel < 0:
+                raise ShapeError(f"allocate: element count must be a non-negative integer, got {numel!r}")
+            numel = int(numel)
+        with self.lock:  # the memory pool's free lists
             return VulkanBuffer(self, dtype, numel)
-        if not isinstance(dtype, T.DType):
-            raise DTypeError(f"allocate: dtype must be a vkml dtype, got {dtype!r}")
-        if isinstance(numel, bool) or int(numel) != numel or numel < 0:
-            raise ShapeError(f"allocate: element count must be a non-negative integer, got {numel!r}")
-        return VulkanBuffer(self, dtype, int(numel))
 
     def memory_stats(self) -> dict[str, int]:
         """``allocated_bytes`` (live buffers), ``peak_bytes`` (their high-water mark), ``reserved_bytes`` (driver memory held)."""
-        return self.memory.stats()
+        with self.lock:
+            return self.memory.stats()
 
     def reset_peak_memory(self) -> None:
         """Start a new high-water mark from the bytes allocated now."""
-        self.memory.reset_peak()
+        with self.lock:
+            self.memory.reset_peak()
 
     def upload(self, buffer: VulkanBuffer, array: np.ndarray) -> None:
         self._check_buffer(buffer, "upload")
@@ -222,15 +226,17 @@ class VulkanDevice(Device):
         if buffer.numel == 0:
             return
         data = np.ascontiguousarray(array.reshape(-1), dtype=buffer.storage)
-        self._wait_for_host(buffer.block.last_use)  # in-flight work may read or write this memory
-        self.transfers.upload(buffer.allocation, data)
+        with self.lock:  # the staging memory, the fences
+            self._wait_for_host(buffer.block.last_use)  # in-flight work may read or write this memory
+            self.transfers.upload(buffer.allocation, data)
 
     def download(self, buffer: VulkanBuffer) -> np.ndarray:
         self._check_buffer(buffer, "download")
         out = np.empty(buffer.numel, dtype=buffer.storage)
         if buffer.numel:
-            self._wait_for_host(buffer.ready_serial)
-            self.transfers.download(buffer.allocation, out)
+            with self.lock:  # the staging memory, the fences
+                self._wait_for_host(buffer.ready_serial)
+                self.transfers.download(buffer.allocation, out)
         if buffer.dtype is T.bool_:
             return out != 0
         return out
@@ -245,7 +251,8 @@ class VulkanDevice(Device):
 
     def synchronize(self) -> None:
         """Return once every submitted run is complete (no need before reading results: reads wait)."""
-        self.recordings.wait_all()
+        with self.lock:
+            self.recordings.wait_all()
 
     def _check_buffer(self, buffer, what: str) -> None:
         if not isinstance(buffer, VulkanBuffer) or buffer.device is not self:
@@ -260,6 +267,10 @@ class VulkanDevice(Device):
         With ``timestamps`` (or inside ``timestamped()``) it returns each dispatch's GPU seconds
         (``vkml.runtime.timestamps``; 0.0 for a dispatch with an empty grid), else None.
         """
+        with self.lock:  # command buffers, fences, descriptor pools and the pipeline caches are the device's
+            return self._run(dispatches, timestamps)
+
+    def _run(self, dispatches: list[Dispatch], timestamps: bool) -> list[float] | None:
         timestamps = timestamps or bool(self._timestamp_sinks)
         if not dispatches:
             return [] if timestamps else None
@@ -434,7 +445,8 @@ class VulkanDevice(Device):
 
     def save_caches(self) -> None:
         """Write the pipeline cache to disk now (it is also written at exit when it changed)."""
-        self.pipelines.save_cache()
+        with self.lock:
+            self.pipelines.save_cache()
 
 
 _devices: dict[int, VulkanDevice] = {}

@@ -20,8 +20,8 @@ from .counters import counters
 
 class CPUBuffer(Buffer):
     def __init__(self, device: CPUDevice, dtype: DType, numel: int):
+        self.array = np.zeros(numel, dtype=dtype.np)  # first: a buffer that failed here was never counted
         self.device, self.dtype, self.numel = device, dtype, numel
-        self.array = np.zeros(numel, dtype=dtype.np)
 
     def __del__(self):
         # Only queued (a deque's append is atomic): this may run in any thread, inside the

@@ -197,7 +197,8 @@ class VulkanDevice(Device):
 
     def allocate(self, dtype: T.DType, numel: int) -> VulkanBuffer:
         """A buffer of ``numel`` elements (contents undefined until written). Zero elements is fine."""
-        if numel.__class__ is not int or numel < 0 or dtype.__class__ is not T.DType:  # every realize's are fine
+        # A realize asks for an int and a DType: the checks are for anything else.
+        if numel.__class__ is not int or numel < 0 or dtype.__class__ is not T.DType:
             if not isinstance(dtype, T.DType):
                 raise DTypeError(f"allocate: dtype must be a vkml dtype, got {dtype!r}")
             if isinstance(numel, bool) or int(numel) != numel or numel < 0:

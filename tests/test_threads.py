@@ -1,7 +1,7 @@
 """Threads: any number of them may build and realize graphs on one device, sharing tensors.
 
 Each thread realizes small graphs of several kinds (elementwise chains, reductions, a row
-chain as softmax's, matmul, views, cat, argmax, layer norm, backward) over inputs every thread shares, including a lazy
+chain as softmax's, matmul, views, cat, argmax, layer norm, a user's DSL op and kernel, backward) over inputs every thread shares, including a lazy
 tensor per round that several threads realize at once. Every result must have the bits of
 the same graph realized by one thread alone, and the tensors the threads hold must keep their
 values to the end. The long run is behind the ``stress`` marker (``pytest -m stress``).
@@ -19,6 +19,7 @@ import pytest
 import vkml
 import vkml.nn as nn
 import vkml.nn.functional as F
+from vkml import dsl
 
 THREADS = 16
 REALIZES = 200  # per thread, in the default suite
@@ -68,6 +69,23 @@ def _layer_norm(inp, r):
     return F.layer_norm(inp.x + inp.shared[r], (16,), weight=inp.b, bias=inp.shared[r][0])
 
 
+@vkml.elementwise
+def _softsign(x, k):
+    return x * k / (1.0 + dsl.abs(x))
+
+
+@vkml.kernel(outputs=lambda x, scale: (x.shape, x.dtype), local_size=(64,))
+def _scaled(x, scale, out):
+    i = dsl.global_id(0)
+    with dsl.if_(i < x.numel):
+        out[i] = x[i] * scale
+
+
+def _custom(inp, r):
+    """A user's elementwise op (fused) and a user's kernel (a dispatch of its own, plans not cached)."""
+    return _softsign(_scaled(inp.shared[r], float(r)), 0.5) + inp.x
+
+
 def _backward(inp, r):
     """A separate graph per call: the weight is a new leaf, so threads never share a ``.grad``."""
     w = vkml.tensor(W * np.float32(r % 4 + 1), device=inp.x.device, requires_grad=True)
@@ -76,7 +94,7 @@ def _backward(inp, r):
     return w.grad
 
 
-KINDS = [_sum_rows, _row_chain, _matmul, _views, _cat_argmax, _layer_norm, _backward]
+KINDS = [_sum_rows, _row_chain, _matmul, _views, _cat_argmax, _layer_norm, _custom, _backward]
 
 
 def _bits(t) -> bytes:

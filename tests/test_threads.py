@@ -20,6 +20,8 @@ import vkml
 import vkml.nn as nn
 import vkml.nn.functional as F
 from vkml import dsl
+from vkml.runtime.recordings import Recordings
+from vkml.runtime.vulkan import VulkanDevice
 
 THREADS = 16
 REALIZES = 200  # per thread, in the default suite
@@ -288,6 +290,27 @@ def test_threads_on_two_devices_at_once(gpu):
         for t in runs:
             t.join()
     assert not errors, errors
+
+
+def test_a_wait_outside_the_lock_keeps_its_fence_while_its_slot_runs_again(gpu):
+    """A download waits on its fence without the device's lock; a run submitted meanwhile on the same
+    command buffer takes another fence rather than reset the one waited on (vkml/runtime/recordings.py)."""
+    dev = VulkanDevice(gpu.index)
+    dev.recordings = recordings = Recordings(dev.logical, slots=1)  # every run on the one slot
+    dev.memory.wait_for = recordings.wait_for
+    x = vkml.tensor(X, device=dev)
+    y = (x * 3.0 + 1.0).realize()
+    with dev.lock:
+        claim = recordings.claim(y.node.buffer.ready_serial)
+    assert claim is not None
+    waited = claim[0]
+    z = (x * 5.0 - 2.0).realize()  # submitted while the claim's wait is pending
+    assert recordings.fences[0] is not waited
+    recordings.wait_claimed(claim, dev.lock)
+    assert recordings._spare_fences == [waited]  # nobody waits on it now: the next swap reuses it
+    assert np.array_equal(y.numpy(), X * np.float32(3.0) + np.float32(1.0))
+    assert np.array_equal(z.numpy(), X * np.float32(5.0) - np.float32(2.0))
+    dev.synchronize()
 
 
 @pytest.mark.stress

@@ -19,6 +19,11 @@ once every command submitted before it on the queue is complete, so waiting for 
 pending submission at or after serial ``n`` completes everything up to ``n``. A slot still in
 flight is waited for before it is recorded again or submitted again.
 
+Every method runs under the device's lock (vkml/runtime/vulkan.py), but for the host's wait
+for a result (``claim`` then ``wait_claimed``): that one waits on the fence without the lock,
+so other threads record and submit meanwhile. A fence some thread is waiting on that way is
+never reset: a submission on its slot takes another fence (``_fence_for``).
+
     >>> slot = recordings.find(fingerprint(dispatches, False))   # doctest: +SKIP
 """
 
@@ -64,7 +69,10 @@ class Recordings:
         self.payloads: list = [None] * slots  # what the run that recorded a slot reported, and its kernels
         self.recent = list(range(slots))  # least recently used first
         self.token = None
+        self._logical = logical
         self.fences = [ffi.new("VkFence[1]", [logical.create_fence()]) for _ in range(slots)]
+        self._waiters: dict[int, int] = {}  # id(fence) -> threads waiting on it without the lock
+        self._spare_fences: list = []  # fences taken off a slot while waited on, once nobody waits
         self.serials = [0] * slots
         self.labels: list[str] = [""] * slots  # what each slot's last submission ran, for errors
         self.submitted = 0
@@ -124,7 +132,7 @@ class Recordings:
             vk_instance.check(lib.vkEndCommandBuffer(command_buffer), "vkEndCommandBuffer")
         else:
             self.wait_for(self.serials[slot])  # not recorded for simultaneous use: one pending submission at a time
-        fences = self.fences[slot]
+        fences = self._fence_for(slot)
         self._command_buffers[0] = command_buffer
         vk_instance.check(lib.vkResetFences(self.device, 1, fences), "vkResetFences")
         vk_instance.check(lib.vkQueueSubmit(self.queue, 1, self._submit, fences[0]), "vkQueueSubmit")
@@ -146,20 +154,67 @@ class Recordings:
         if serial <= self.completed:
             return
         serial = min(serial, self.submitted)
-        # The pending slot submitted first at or after ``serial``: its fence covers everything before it.
-        slot = min(
-            (s for s, n in enumerate(self.serials) if n >= serial and n > self.completed), key=self.serials.__getitem__
-        )
+        slot = self._first_pending_at(serial)
         counters["host_waits"] += 1
         result = self.lib.vkWaitForFences(self.device, 1, self.fences[slot], 1, UINT64_MAX)
+        self._settle(result, self.serials[slot], self.labels[slot])
+
+    def claim(self, serial: int) -> tuple | None:
+        """Under the lock: what ``wait_claimed`` waits on, without the lock, for submission ``serial``;
+        None when it is complete (counted as in ``wait_for``)."""
+        if serial <= self.completed:
+            if self.pending:
+                counters["waits_skipped"] += 1
+            return None
+        serial = min(serial, self.submitted)
+        slot = self._first_pending_at(serial)
+        fence = self.fences[slot]
+        self._waiters[id(fence)] = self._waiters.get(id(fence), 0) + 1
+        counters["host_waits"] += 1
+        return fence, self.serials[slot], self.labels[slot]
+
+    def wait_claimed(self, claim: tuple, lock) -> None:
+        """Wait, without holding ``lock`` (the device's), for what ``claim`` returned; then mark it complete."""
+        fence, serial, label = claim
+        try:
+            result = self.lib.vkWaitForFences(self.device, 1, fence, 1, UINT64_MAX)
+        finally:
+            with lock:
+                left = self._waiters.pop(id(fence)) - 1
+                if left:
+                    self._waiters[id(fence)] = left
+                elif all(f is not fence for f in self.fences):  # taken off its slot meanwhile
+                    self._spare_fences.append(fence)
+        with lock:
+            self._settle(result, serial, label)
+
+    def _fence_for(self, slot: int):
+        """The slot's fence, to be reset for a submission: another one if a thread waits on it unlocked."""
+        fence = self.fences[slot]
+        if id(fence) in self._waiters:
+            if self._spare_fences:
+                fence = self._spare_fences.pop()
+            else:
+                fence = self._logical.ffi.new("VkFence[1]", [self._logical.create_fence()])
+            self.fences[slot] = fence
+        return fence
+
+    def _first_pending_at(self, serial: int) -> int:
+        """The pending slot submitted first at or after ``serial``: its fence covers everything before it."""
+        return min(
+            (s for s, n in enumerate(self.serials) if n >= serial and n > self.completed), key=self.serials.__getitem__
+        )
+
+    def _settle(self, result: int, serial: int, label: str) -> None:
+        """Mark submission ``serial`` complete after a wait on its fence returned ``result``."""
         if result < 0:
             error = vk_instance.RESULT_NAMES.get(result, str(result))
             self.completed = self.submitted  # nothing of it can be waited for any more
             raise DeviceError(
-                f"{self.name}: submission {self.serials[slot]} ({self.labels[slot]}) failed on the device: {error} "
+                f"{self.name}: submission {serial} ({label}) failed on the device: {error} "
                 "(reported when the host waited for its results)"
             )
-        self.completed = max(self.completed, self.serials[slot])
+        self.completed = max(self.completed, serial)
 
     def wait_all(self) -> None:
         """Return once every submission is complete (device.synchronize())."""

@@ -17,6 +17,10 @@ waits). The host waits only where it must (vkml/runtime/recordings.py keeps the 
 - freeing a memory block, reusing a command buffer still in flight, replacing the descriptor
   pools and ``synchronize()`` wait likewise.
 
+Threads: every method holds the device's lock (``Device.lock``), but for the host's waits of
+downloads, uploads and ``synchronize()``, which wait on their fence without it
+(``Recordings.claim``), so that other threads record and submit meanwhile.
+
 Device memory needs no wait to be reused by later work: runs on the one queue are ordered by
 the barrier that ends each of them. A compute→compute barrier goes in only where a dispatch reads or writes a
 buffer an earlier dispatch of the batch wrote, or writes one an earlier dispatch read. Every
@@ -227,33 +231,34 @@ class VulkanDevice(Device):
         if buffer.numel == 0:
             return
         data = np.ascontiguousarray(array.reshape(-1), dtype=buffer.storage)
-        with self.lock:  # the staging memory, the fences
-            self._wait_for_host(buffer.block.last_use)  # in-flight work may read or write this memory
+        # In-flight work may read or write this memory: runs submitted from now on cannot (they would
+        # bind this buffer, which the caller is writing), so waiting for the last one until now will do.
+        self._wait_for_host(lambda: buffer.block.last_use)
+        with self.lock:  # the staging memory
             self.transfers.upload(buffer.allocation, data)
 
     def download(self, buffer: VulkanBuffer) -> np.ndarray:
         self._check_buffer(buffer, "download")
         out = np.empty(buffer.numel, dtype=buffer.storage)
         if buffer.numel:
-            with self.lock:  # the staging memory, the fences
-                self._wait_for_host(buffer.ready_serial)
+            self._wait_for_host(lambda: buffer.ready_serial)
+            with self.lock:  # the staging memory
                 self.transfers.download(buffer.allocation, out)
         if buffer.dtype is T.bool_:
             return out != 0
         return out
 
-    def _wait_for_host(self, serial: int) -> None:
-        """Before the host touches memory: wait for submission ``serial`` unless it is complete."""
-        recordings = self.recordings
-        if serial > recordings.completed:
-            recordings.wait_for(serial)
-        elif recordings.pending:
-            counters["waits_skipped"] += 1
+    def _wait_for_host(self, serial_now) -> None:
+        """Before the host touches memory: wait for submission ``serial_now()`` (read under the lock)
+        unless it is complete. The wait itself leaves the lock to other threads (``Recordings.claim``)."""
+        with self.lock:
+            claim = self.recordings.claim(serial_now())
+        if claim is not None:
+            self.recordings.wait_claimed(claim, self.lock)
 
     def synchronize(self) -> None:
         """Return once every submitted run is complete (no need before reading results: reads wait)."""
-        with self.lock:
-            self.recordings.wait_all()
+        self._wait_for_host(lambda: self.recordings.submitted)
 
     def _check_buffer(self, buffer, what: str) -> None:
         if not isinstance(buffer, VulkanBuffer) or buffer.device is not self:

@@ -75,7 +75,8 @@ class LayerNorm(Module):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
-        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.weight is not None}"
+        affine, bias = self.weight is not None, self.bias is not None
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={affine}, bias={bias}"
 
 
 class Embedding(Module):

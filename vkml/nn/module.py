@@ -142,7 +142,7 @@ def _source_values(value, key: str):
         if str(value.dtype) == "torch.bfloat16":
             value = value.float()
         return value.numpy()
-    if isinstance(value, np.ndarray) or np.isscalar(value):
+    if isinstance(value, (np.ndarray, np.generic)):
         return np.asarray(value)
     raise TypeError(
         f'While copying the parameter named "{key}", expected vkml.Tensor, a numpy array or a torch '
@@ -596,7 +596,9 @@ class Module:
         """
         device, dtype = self._parse_to(args, kwargs)
         if dtype is not None and not dtype.is_float:
-            raise TypeError(f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dtype!r}")
+            raise TypeError(
+                f"nn.Module.to only accepts floating point or complex dtypes, but got desired dtype={dtype!r}"
+            )
 
         def convert(t: Tensor) -> Tensor:
             out = t.detach()

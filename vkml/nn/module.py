@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .. import autograd
+from .. import autograd, creation
 from ..errors import DTypeError
 from ..ir import types as T
 from ..tensor import Tensor
@@ -48,9 +48,7 @@ class Parameter(Tensor):
 
     def __init__(self, data: Tensor | None = None, requires_grad: bool = True):
         if data is None:
-            from ..creation import zeros
-
-            data = zeros(0)
+            data = creation.zeros(0)
         super().__init__(data.node, requires_grad=requires_grad)
 
     def __repr__(self) -> str:
@@ -152,13 +150,11 @@ def _source_values(value, key: str):
 
 def _to_like(values, like: Tensor) -> Tensor:
     """``values`` (vkml tensor or numpy array) with ``like``'s dtype and device, as ``like.copy_(values)`` casts."""
-    from ..creation import tensor
-
     if isinstance(values, Tensor):
         return values.to(like.device).to(like.dtype)
     if values.dtype == np.float64:  # vkml has no float64: narrow on the host, as the cast would
         values = values.astype(np.float32)
-    return tensor(values, device=like.device).to(like.dtype)
+    return creation.tensor(values, device=like.device).to(like.dtype)
 
 
 class Module:
@@ -663,15 +659,13 @@ class Module:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Drop every parameter's gradient (``set_to_none``), or zero it in place."""
-        from ..creation import zeros_like
-
         for param in self.parameters():
             if param.grad is None:
                 continue
             if set_to_none:
                 param.grad = None
             else:
-                _set_data(param.grad, zeros_like(param.grad))
+                _set_data(param.grad, creation.zeros_like(param.grad))
 
     # ------------------------------------------------------------------ printing
     def extra_repr(self) -> str:

@@ -27,14 +27,14 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, NamedTuple
-
-import numpy as np
+from typing import Any
 
 from .. import autograd, creation
 from ..errors import DTypeError
 from ..ir import types as T
 from ..tensor import Tensor
+from .hooks import RemovableHandle
+from .loading import _IncompatibleKeys, checkpoint_values, converted_like
 
 
 class Parameter(Tensor):
@@ -87,74 +87,6 @@ def _addindent(text: str, spaces: int) -> str:
 
 def _is_device(value) -> bool:
     return isinstance(value, str) or hasattr(value, "allocate")
-
-
-class _IncompatibleKeys(NamedTuple):
-    """What ``load_state_dict`` returns: the keys it did not find and those it did not expect."""
-
-    missing_keys: list[str]
-    unexpected_keys: list[str]
-
-    def __repr__(self) -> str:
-        if not self.missing_keys and not self.unexpected_keys:
-            return "<All keys matched successfully>"
-        return f"_IncompatibleKeys(missing_keys={self.missing_keys}, unexpected_keys={self.unexpected_keys})"
-
-    __str__ = __repr__
-
-
-IncompatibleKeys = _IncompatibleKeys  # the name vkml used before
-
-
-class RemovableHandle:
-    """What ``register_forward_hook`` returns: ``handle.remove()`` takes the hook out again."""
-
-    _next_id = 0
-
-    def __init__(self, hooks: dict):
-        self._hooks = hooks
-        self.id = RemovableHandle._next_id
-        RemovableHandle._next_id += 1
-
-    def remove(self) -> None:
-        self._hooks.pop(self.id, None)
-
-    def __enter__(self) -> RemovableHandle:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.remove()
-
-
-def _source_values(value, key: str):
-    """A checkpoint value as something with ``.shape`` that ``_to_like`` can convert: vkml tensor or numpy array.
-
-    torch tensors are read through their own methods (detach, cpu, numpy), so torch is
-    needed only by a caller who passes torch tensors; bfloat16, which numpy lacks, widens
-    to float32 first.
-    """
-    if isinstance(value, Tensor):
-        return value.detach()
-    if type(value).__module__.split(".")[0] == "torch":
-        value = value.detach().cpu()
-        if str(value.dtype) == "torch.bfloat16":
-            value = value.float()
-        return value.numpy()
-    if isinstance(value, (np.ndarray, np.generic)):
-        return np.asarray(value)
-    raise TypeError(
-        f'While copying the parameter named "{key}", expected vkml.Tensor, a numpy array or a torch '
-        f"tensor from checkpoint but received {type(value)}"
-    )
-
-
-def _to_like(values, like: Tensor) -> Tensor:
-    """``values`` (vkml tensor or numpy array) with ``like``'s dtype and device, as ``like.copy_(values)`` casts."""
-    if isinstance(values, Tensor):
-        return values.to(like.device).to(like.dtype)
-    if values.dtype == np.float64:  # vkml has no float64: narrow on the host, as the cast would
-        values = values.astype(np.float32)
-    return creation.tensor(values, device=like.device).to(like.dtype)
 
 
 class Module:
@@ -515,7 +447,7 @@ class Module:
             if key not in state_dict:
                 missing.append(key)
                 continue
-            values = _source_values(state_dict[key], key)
+            values = checkpoint_values(state_dict[key], key)
             if tuple(values.shape) != target.shape:
                 errors.append(
                     f"size mismatch for {key}: copying a param with shape {tuple(values.shape)} from checkpoint, "
@@ -559,7 +491,7 @@ class Module:
                 errors.insert(0, "Missing key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in missing)))
         if errors:
             raise RuntimeError(f"Error(s) in loading state_dict for {self._get_name()}:\n\t" + "\n\t".join(errors))
-        converted = [(target, _to_like(values, target)) for target, values in loads]
+        converted = [(target, converted_like(values, target)) for target, values in loads]
         for target, value in converted:
             _set_data(target, value)
         return _IncompatibleKeys(missing, unexpected)

@@ -456,7 +456,9 @@ def test_to_moves_parameters_buffers_and_grads_in_place(gpu):
     assert net.to(gpu) is net
     assert all(p is params[name] and p.device is gpu for name, p in net.named_parameters())
     assert all(b.device is gpu for b in net.buffers()) and net.blocks[0].mask.device is gpu
-    assert net.blocks[0].fc.weight.grad is grad and grad.device is gpu
+    moved = net.blocks[0].fc.weight.grad
+    assert moved.device is gpu and not moved.requires_grad
+    assert_same_bits(moved.numpy(), grad.numpy(), "the gradient moves with its parameter")
     for k, v in net.state_dict().items():
         assert_same_bits(v.numpy(), values[k], k)
     out = net(vkml.tensor([[1, 2]], device=gpu))

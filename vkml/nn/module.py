@@ -498,15 +498,15 @@ class Module:
 
     # ------------------------------------------------------------------ conversion
     def _apply_to_tensors(self, convert: Callable[[Tensor], Tensor]) -> Module:
-        """Convert every parameter (in place: same object), its gradient, and every buffer (a new tensor)."""
+        """Convert every parameter (in place: same object), and its gradient and every buffer (new tensors)."""
         with autograd.no_grad():
             for module in self.modules():
                 for param in module._parameters.values():
                     if param is None:
                         continue
                     _set_data(param, convert(param))
-                    if param.grad is not None:
-                        _set_data(param.grad, convert(param.grad))
+                    if param.grad is not None:  # a new gradient tensor: a gradient may be a view
+                        param.grad = convert(param.grad)
                 for name, buffer in module._buffers.items():
                     if buffer is not None:
                         module._buffers[name] = convert(buffer)

@@ -502,3 +502,22 @@ def test_forward_hooks(lib):
     with post:
         pass  # a handle removes its hook at the end of a with block
     assert net(tensor([1.0])).tolist() == [2.0]
+
+
+@pytest.mark.parametrize("lib", [VK, PT], ids=["vkml", "torch"])
+def test_always_called_forward_hook_sees_a_failed_forward(lib):
+    nn_, tensor = lib
+    seen = []
+
+    class Failing(nn_.Module):
+        def forward(self, x):
+            raise ValueError("bad input")
+
+    net = Failing()
+    net.register_forward_hook(lambda m, args, out: seen.append(("always", out)), always_call=True)
+    net.register_forward_hook(lambda m, args, out: seen.append(("normal", out)))
+    net.register_forward_hook(lambda m, args, out: 1 / 0, always_call=True)
+    with pytest.warns(UserWarning, match="silenced as another error was raised in forward: division by zero"):
+        with pytest.raises(ValueError, match="bad input"):
+            net(tensor([1.0]))
+    assert seen == [("always", None)]

@@ -25,6 +25,7 @@ does this is ``_set_data``.
 
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -111,6 +112,7 @@ class Module:
         object.__setattr__(self, "_forward_hooks", OrderedDict())
         object.__setattr__(self, "_forward_hooks_with_kwargs", set())
         object.__setattr__(self, "_forward_pre_hooks_with_kwargs", set())
+        object.__setattr__(self, "_forward_hooks_always_called", set())
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
@@ -134,7 +136,11 @@ class Module:
                 result = hook(self, args)
                 if result is not None:
                     args = result if isinstance(result, tuple) else (result,)
-        output = self.forward(*args, **kwargs)
+        try:
+            output = self.forward(*args, **kwargs)
+        except Exception:
+            self._call_always_called_hooks(args, kwargs)
+            raise
         for hook_id, hook in list(self._forward_hooks.items()):
             if hook_id in self._forward_hooks_with_kwargs:
                 result = hook(self, args, kwargs, output)
@@ -143,6 +149,23 @@ class Module:
             if result is not None:
                 output = result
         return output
+
+    def _call_always_called_hooks(self, args: tuple, kwargs: dict) -> None:
+        """After ``forward`` raised: the hooks registered with ``always_call`` see output None; their errors are silenced."""
+        for hook_id, hook in list(self._forward_hooks.items()):
+            if hook_id not in self._forward_hooks_always_called:
+                continue
+            try:
+                if hook_id in self._forward_hooks_with_kwargs:
+                    hook(self, args, kwargs, None)
+                else:
+                    hook(self, args, None)
+            except Exception as error:  # the forward's error is the one to raise
+                warnings.warn(
+                    "module forward hook with ``always_call=True`` raised an exception that was silenced as "
+                    f"another error was raised in forward: {error}",
+                    stacklevel=3,
+                )
 
     def register_forward_pre_hook(
         self, hook: Callable, *, prepend: bool = False, with_kwargs: bool = False
@@ -160,13 +183,18 @@ class Module:
         return handle
 
     def register_forward_hook(
-        self, hook: Callable, *, prepend: bool = False, with_kwargs: bool = False
+        self, hook: Callable, *, prepend: bool = False, with_kwargs: bool = False, always_call: bool = False
     ) -> RemovableHandle:
-        """Call ``hook(module, args, output)`` after ``forward``; a non-None result replaces the output."""
+        """Call ``hook(module, args, output)`` after ``forward``; a non-None result replaces the output.
+
+        ``always_call``: call it (with output None) also when ``forward`` raises.
+        """
         handle = RemovableHandle(self._forward_hooks)
         self._add_hook(self._forward_hooks, handle.id, hook, prepend)
         if with_kwargs:
             self._forward_hooks_with_kwargs.add(handle.id)
+        if always_call:
+            self._forward_hooks_always_called.add(handle.id)
         return handle
 
     @staticmethod

@@ -140,9 +140,9 @@ def test_state_dict_round_trip_keeps_parameter_identity(gpu):
     other.load_state_dict(net.state_dict())
     for k, v in other.state_dict().items():
         assert_same_bits(v.numpy(), saved[k], k)
-    with pytest.raises(KeyError, match=r"missing keys \['2.weight'\]"):
+    with pytest.raises(RuntimeError, match=r'Missing key\(s\) in state_dict: "2.weight"'):
         other.load_state_dict({k: v for k, v in saved.items() if k != "2.weight"})
-    with pytest.raises(vkml.ShapeError, match="'0.bias' has shape \\(4,\\)"):
+    with pytest.raises(RuntimeError, match=r"size mismatch for 0.bias: copying a param with shape \(5,\)"):
         other.load_state_dict({**saved, "0.bias": np.zeros(5, np.float32)})
 
 
@@ -163,7 +163,7 @@ def test_train_eval_dropout_and_module_rules():
         def __init__(self):
             self.w = nn.Parameter(vkml.ones(1))
 
-    with pytest.raises(AttributeError, match="super\\(\\).__init__"):
+    with pytest.raises(AttributeError, match="before Module.__init__\\(\\) call"):
         Broken()
     with pytest.raises(ValueError, match="p must be in"):
         nn.Dropout(1.5)

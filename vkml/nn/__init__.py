@@ -1,4 +1,5 @@
-"""Neural networks with PyTorch's names: layers (``vkml.nn.Linear``, ...), ``Module``, and ``vkml.nn.functional``.
+"""Neural networks with PyTorch's names: layers (``vkml.nn.Linear``, ...), ``Module`` and its containers,
+``vkml.nn.init`` and ``vkml.nn.functional``.
 
 >>> import vkml
 >>> net = vkml.nn.Sequential(vkml.nn.Linear(2, 8), vkml.nn.ReLU(), vkml.nn.Linear(8, 3))
@@ -6,7 +7,8 @@
 (4, 3)
 """
 
-from . import functional
+from . import functional, init
+from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .layers import (
     GELU,
     CrossEntropyLoss,
@@ -19,13 +21,18 @@ from .layers import (
     Sigmoid,
     Tanh,
 )
-from .module import Module, Parameter, Sequential
+from .module import Module, Parameter
 
 __all__ = [
     "functional",
+    "init",
     "Module",
     "Parameter",
     "Sequential",
+    "ModuleList",
+    "ModuleDict",
+    "ParameterList",
+    "ParameterDict",
     "Linear",
     "LayerNorm",
     "Embedding",

@@ -15,19 +15,14 @@ from __future__ import annotations
 import math
 
 from .. import creation
-from .. import random as vkrandom
 from . import functional as F
+from . import init
 from .module import Module, Parameter
 
 
-def _uniform(shape, bound: float, device, dtype):
-    """Uniform in [-bound, bound), as ``torch.nn.init.uniform_``."""
-    values = vkrandom.rand(*shape, device=device) * (2 * bound) - bound
-    return values if dtype is None else values.to(dtype)
-
-
 class Linear(Module):
-    """``y = x @ weight.T + bias``; weight and bias start uniform in ±1/sqrt(in_features) (PyTorch's default).
+    """``y = x @ weight.T + bias``; weight and bias start uniform in ±1/sqrt(in_features) (PyTorch's default:
+    ``kaiming_uniform_(weight, a=sqrt(5))`` and a uniform bias, in ``reset_parameters``).
 
     >>> Linear(3, 5).weight.shape
     (5, 3)
@@ -36,9 +31,20 @@ class Linear(Module):
     def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None, dtype=None):
         super().__init__()
         self.in_features, self.out_features = in_features, out_features
-        bound = 1 / math.sqrt(in_features) if in_features else 0.0
-        self.weight = Parameter(_uniform((out_features, in_features), bound, device, dtype))
-        self.bias = Parameter(_uniform((out_features,), bound, device, dtype)) if bias else None
+        self.weight = Parameter(creation.zeros(out_features, in_features, dtype=dtype, device=device))
+        if bias:
+            self.bias = Parameter(creation.zeros(out_features, dtype=dtype, device=device))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """PyTorch's default initialisation (the weight's draw first, then the bias's)."""
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in = self.in_features
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+            init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input):
         return F.linear(input, self.weight, self.bias)
@@ -56,14 +62,21 @@ class LayerNorm(Module):
         super().__init__()
         shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
         self.normalized_shape, self.eps = shape, eps
-        self.weight = Parameter(creation.ones(shape, device=device)) if elementwise_affine else None
-        self.bias = Parameter(creation.zeros(shape, device=device)) if elementwise_affine and bias else None
+        if elementwise_affine:
+            self.weight = Parameter(creation.ones(shape, device=device))
+        else:
+            self.register_parameter("weight", None)
+        if elementwise_affine and bias:
+            self.bias = Parameter(creation.zeros(shape, device=device))
+        else:
+            self.register_parameter("bias", None)
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
-        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.weight is not None}"
+        affine, bias = self.weight is not None, self.bias is not None
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={affine}, bias={bias}"
 
 
 class Embedding(Module):
@@ -72,7 +85,12 @@ class Embedding(Module):
     def __init__(self, num_embeddings: int, embedding_dim: int, device=None):
         super().__init__()
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
-        self.weight = Parameter(vkrandom.randn(num_embeddings, embedding_dim, device=device))
+        self.weight = Parameter(creation.zeros(num_embeddings, embedding_dim, device=device))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """PyTorch's default: standard normal (``init.normal_``)."""
+        init.normal_(self.weight)
 
     def forward(self, input):
         return F.embedding(input, self.weight)

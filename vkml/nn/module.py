@@ -1,30 +1,41 @@
-"""``Module``, ``Parameter`` and ``Sequential``: PyTorch's containers for trainable tensors.
+"""``Module`` and ``Parameter``: PyTorch's base class for layers and models, with its rules.
 
-A ``Parameter`` is a leaf tensor that requires grad and that a ``Module`` finds by attribute.
-Parameters keep their identity for their whole life: an optimizer step, ``load_state_dict``
-and ``.to(device)`` give a parameter a new node (new values), never a new object, so the
-references a user or an optimizer holds stay valid.
+A ``Module`` keeps its parameters, buffers and sub-modules in three ordered tables
+(``_parameters``, ``_buffers``, ``_modules``), not in its ``__dict__``: attribute access
+finds them through ``__getattr__``, and ``__setattr__`` files a value by its type, as in
+PyTorch. Assigning a plain tensor to a parameter's name raises ``TypeError`` (it would
+otherwise leave ``parameters()`` silently); ``None`` keeps the name registered.
+
+A ``Parameter`` keeps its identity for its whole life: an optimizer step,
+``load_state_dict``, ``nn.init`` and ``.to(device)`` give it a new node (new values), never
+a new object, so the references a user or an optimizer holds stay valid. The one place that
+does this is ``_set_data``.
 
 >>> import vkml
 >>> class Affine(Module):
 ...     def __init__(self):
 ...         super().__init__()
 ...         self.scale = Parameter(vkml.ones(2))
+...         self.register_buffer("calls", vkml.zeros(()))
 ...     def forward(self, x):
 ...         return x * self.scale
->>> [name for name, _ in Affine().named_parameters()]
-['scale']
+>>> [name for name, _ in Affine().named_parameters()], list(Affine().state_dict())
+(['scale'], ['scale', 'calls'])
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any, NamedTuple
+import warnings
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
-import numpy as np
-
-from ..errors import ShapeError
+from .. import autograd, creation
+from ..errors import DTypeError
+from ..ir import types as T
 from ..tensor import Tensor
+from .hooks import RemovableHandle
+from .loading import _IncompatibleKeys, checkpoint_values, converted_like
 
 
 class Parameter(Tensor):
@@ -36,191 +47,600 @@ class Parameter(Tensor):
 
     __slots__ = ()
 
-    def __init__(self, data: Tensor, requires_grad: bool = True):
+    def __init__(self, data: Tensor | None = None, requires_grad: bool = True):
+        if data is None:
+            data = creation.zeros(0)
         super().__init__(data.node, requires_grad=requires_grad)
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
 
 
-class IncompatibleKeys(NamedTuple):
-    missing_keys: list[str]
-    unexpected_keys: list[str]
+def _set_data(tensor: Tensor, value: Tensor) -> Tensor:
+    """Give ``tensor`` the values of ``value`` in place (PyTorch's ``tensor.data = value``); returns ``tensor``.
+
+    The handle keeps its identity (an optimizer holding a parameter sees the new values); it
+    takes ``value``'s node, so its shape, dtype and device become ``value``'s: callers check
+    them first where PyTorch would. Nodes are immutable, so sharing one with ``value`` is
+    safe. Nothing is recorded for autograd. This is the only place ``nn`` rewrites a tensor's
+    node: the general in-place machinery can take it over here.
+    """
+    with autograd.no_grad():
+        tensor.node = value.detach().node
+    return tensor
 
 
-def _as_array(value) -> np.ndarray:
-    """Values of a vkml tensor, a torch tensor, a numpy array or nested lists, as a numpy array."""
-    if hasattr(value, "detach") and hasattr(value, "numpy"):
-        value = value.detach()
-        value = value.cpu() if hasattr(value, "cpu") else value
-        return np.asarray(value.numpy())
-    return np.asarray(value)
+def _typename(value) -> str:
+    """What PyTorch's ``torch.typename`` says of ``value``: ``vkml.Tensor``, ``vkml.nn.Parameter``, ``int``."""
+    if isinstance(value, Parameter):
+        return "vkml.nn.Parameter"
+    if isinstance(value, Tensor):
+        return "vkml.Tensor"
+    kind = type(value)
+    return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _addindent(text: str, spaces: int) -> str:
+    """Indent every line of ``text`` but the first (how PyTorch nests a child's repr)."""
+    first, *rest = text.split("\n")
+    return "\n".join([first] + [" " * spaces + line for line in rest])
+
+
+def _is_device(value) -> bool:
+    return isinstance(value, str) or hasattr(value, "allocate")
 
 
 class Module:
-    """Base class of layers and models: holds parameters and sub-modules, found by attribute."""
+    """Base class of layers and models: holds parameters, buffers and sub-modules, found by attribute.
+
+    >>> net = Module()
+    >>> net.add_module("fc", vkml.nn.Linear(2, 2))
+    >>> [name for name, _ in net.named_parameters()]
+    ['fc.weight', 'fc.bias']
+    """
+
+    training: bool
 
     def __init__(self) -> None:
-        object.__setattr__(self, "_parameters", {})
-        object.__setattr__(self, "_modules", {})
+        # Set through object.__setattr__: our own __setattr__ reads these tables.
         object.__setattr__(self, "training", True)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if "_parameters" not in self.__dict__:
-            raise AttributeError(f"{type(self).__name__}.__init__ must call super().__init__() before setting {name!r}")
-        self._parameters.pop(name, None)
-        self._modules.pop(name, None)
-        if isinstance(value, Parameter):
-            self._parameters[name] = value
-        elif isinstance(value, Module):
-            self._modules[name] = value
-        object.__setattr__(self, name, value)
-
-    def __delattr__(self, name: str) -> None:
-        self._parameters.pop(name, None)
-        self._modules.pop(name, None)
-        object.__delattr__(self, name)
-
-    def register_parameter(self, name: str, param: Parameter | None) -> None:
-        setattr(self, name, param)
-
-    def add_module(self, name: str, module: Module | None) -> None:
-        setattr(self, name, module)
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistent_buffers_set", set())
+        object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
+        object.__setattr__(self, "_forward_hooks", OrderedDict())
+        object.__setattr__(self, "_forward_hooks_with_kwargs", set())
+        object.__setattr__(self, "_forward_pre_hooks_with_kwargs", set())
+        object.__setattr__(self, "_forward_hooks_always_called", set())
 
     def forward(self, *args, **kwargs):
-        raise NotImplementedError(f"{type(self).__name__} has no forward()")
+        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
+        if not (self._forward_pre_hooks or self._forward_hooks):
+            return self.forward(*args, **kwargs)
+        return self._call_with_hooks(args, kwargs)
+
+    def _call_with_hooks(self, args: tuple, kwargs: dict):
+        for hook_id, hook in list(self._forward_pre_hooks.items()):
+            if hook_id in self._forward_pre_hooks_with_kwargs:
+                result = hook(self, args, kwargs)
+                if result is not None:
+                    if not (isinstance(result, tuple) and len(result) == 2):
+                        raise RuntimeError(
+                            f"forward pre-hook must return None or a tuple of (new_args, new_kwargs), but got {result}."
+                        )
+                    args, kwargs = result
+            else:
+                result = hook(self, args)
+                if result is not None:
+                    args = result if isinstance(result, tuple) else (result,)
+        try:
+            output = self.forward(*args, **kwargs)
+        except Exception:
+            self._call_always_called_hooks(args, kwargs)
+            raise
+        for hook_id, hook in list(self._forward_hooks.items()):
+            if hook_id in self._forward_hooks_with_kwargs:
+                result = hook(self, args, kwargs, output)
+            else:
+                result = hook(self, args, output)
+            if result is not None:
+                output = result
+        return output
+
+    def _call_always_called_hooks(self, args: tuple, kwargs: dict) -> None:
+        """After ``forward`` raised: the hooks registered with ``always_call`` see output None; their errors are silenced."""
+        for hook_id, hook in list(self._forward_hooks.items()):
+            if hook_id not in self._forward_hooks_always_called:
+                continue
+            try:
+                if hook_id in self._forward_hooks_with_kwargs:
+                    hook(self, args, kwargs, None)
+                else:
+                    hook(self, args, None)
+            except Exception as error:  # the forward's error is the one to raise
+                warnings.warn(
+                    "module forward hook with ``always_call=True`` raised an exception that was silenced as "
+                    f"another error was raised in forward: {error}",
+                    stacklevel=3,
+                )
+
+    def register_forward_pre_hook(
+        self, hook: Callable, *, prepend: bool = False, with_kwargs: bool = False
+    ) -> RemovableHandle:
+        """Call ``hook(module, args)`` before ``forward``; a non-None result replaces the arguments.
+
+        >>> lin = vkml.nn.Linear(2, 2)
+        >>> handle = lin.register_forward_pre_hook(lambda m, args: (args[0] * 0,))
+        >>> handle.remove()
+        """
+        handle = RemovableHandle(self._forward_pre_hooks)
+        self._add_hook(self._forward_pre_hooks, handle.id, hook, prepend)
+        if with_kwargs:
+            self._forward_pre_hooks_with_kwargs.add(handle.id)
+        return handle
+
+    def register_forward_hook(
+        self, hook: Callable, *, prepend: bool = False, with_kwargs: bool = False, always_call: bool = False
+    ) -> RemovableHandle:
+        """Call ``hook(module, args, output)`` after ``forward``; a non-None result replaces the output.
+
+        ``always_call``: call it (with output None) also when ``forward`` raises.
+        """
+        handle = RemovableHandle(self._forward_hooks)
+        self._add_hook(self._forward_hooks, handle.id, hook, prepend)
+        if with_kwargs:
+            self._forward_hooks_with_kwargs.add(handle.id)
+        if always_call:
+            self._forward_hooks_always_called.add(handle.id)
+        return handle
+
+    @staticmethod
+    def _add_hook(hooks: OrderedDict, hook_id: int, hook: Callable, prepend: bool) -> None:
+        hooks[hook_id] = hook
+        if prepend:
+            hooks.move_to_end(hook_id, last=False)
+
+    # ------------------------------------------------------------------ attributes
+    def __getattr__(self, name: str) -> Any:
+        # Only reached when normal lookup fails: parameters, buffers and modules live in tables.
+        tables = self.__dict__
+        for table in ("_parameters", "_buffers", "_modules"):
+            if table in tables and name in tables[table]:
+                return tables[table][name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        params = self.__dict__.get("_parameters")
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            self._forget(name, keep="_parameters")
+            self.register_parameter(name, value)
+        elif params is not None and name in params:
+            if value is not None:
+                raise TypeError(
+                    f"cannot assign '{_typename(value)}' as parameter '{name}' (vkml.nn.Parameter or None expected)"
+                )
+            self.register_parameter(name, value)
+        elif isinstance(value, Module):
+            if params is None:
+                raise AttributeError("cannot assign module before Module.__init__() call")
+            self._forget(name, keep="_modules")
+            self._modules[name] = value
+        elif params is not None and name in self._modules:
+            if value is not None:
+                raise TypeError(
+                    f"cannot assign '{_typename(value)}' as child module '{name}' (vkml.nn.Module or None expected)"
+                )
+            self._modules[name] = value
+        elif params is not None and name in self._buffers:
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' (vkml.Tensor or None expected)")
+            self._buffers[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def _forget(self, name: str, keep: str) -> None:
+        """Drop ``name`` from the plain attributes and from every table but ``keep``."""
+        self.__dict__.pop(name, None)
+        for table in ("_parameters", "_buffers", "_modules"):
+            if table != keep:
+                self.__dict__[table].pop(name, None)
+        if keep != "_buffers":
+            self._non_persistent_buffers_set.discard(name)
+
+    def __delattr__(self, name: str) -> None:
+        if name in self._parameters:
+            del self._parameters[name]
+        elif name in self._buffers:
+            del self._buffers[name]
+            self._non_persistent_buffers_set.discard(name)
+        elif name in self._modules:
+            del self._modules[name]
+        else:
+            object.__delattr__(self, name)
+
+    def __dir__(self) -> list[str]:
+        keys = [*dir(type(self)), *self.__dict__, *self._parameters, *self._modules, *self._buffers]
+        return sorted({key for key in keys if not key[0].isdigit()})
+
+    def _check_new_name(self, kind: str, name, table: str) -> None:
+        """PyTorch's checks of a name ``register_*`` is given (``kind``: parameter, buffer)."""
+        if not isinstance(name, str):
+            raise TypeError(f"{kind} name should be a string. Got {_typename(name)}")
+        if "." in name:
+            raise KeyError(f'{kind} name can\'t contain "."')
+        if name == "":
+            raise KeyError(f'{kind} name can\'t be empty string ""')
+        if hasattr(self, name) and name not in self.__dict__[table]:
+            raise KeyError(f"attribute '{name}' already exists")
+
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        """Add ``param`` (a Parameter, or None to reserve the name) under ``name``."""
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("cannot assign parameter before Module.__init__() call")
+        self._check_new_name("parameter", name, "_parameters")
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(
+                f"cannot assign '{_typename(param)}' object to parameter '{name}' (vkml.nn.Parameter or None required)"
+            )
+        self._parameters[name] = param
+
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        """Add a tensor that is state but not trained (a running mean, a mask): moved by ``to()``, saved if persistent.
+
+        >>> m = Module(); m.register_buffer("mask", vkml.ones(3), persistent=False)
+        >>> list(m.state_dict()), [n for n, _ in m.named_buffers()]
+        ([], ['mask'])
+        """
+        if "_buffers" not in self.__dict__:
+            raise AttributeError("cannot assign buffer before Module.__init__() call")
+        self._check_new_name("buffer", name, "_buffers")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(
+                f"cannot assign '{_typename(tensor)}' object to buffer '{name}' (vkml Tensor or None required)"
+            )
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
+
+    def add_module(self, name: str, module: Module | None) -> None:
+        """Add ``module`` (or None to reserve the name) as a child called ``name``."""
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{_typename(module)} is not a Module subclass")
+        if not isinstance(name, str):
+            raise TypeError(f"module name should be a string. Got {_typename(name)}")
+        if hasattr(self, name) and name not in self._modules:
+            raise KeyError(f"attribute '{name}' already exists")
+        if "." in name:
+            raise KeyError(f'module name can\'t contain ".", got: {name}')
+        if name == "":
+            raise KeyError('module name can\'t be empty string ""')
+        self._modules[name] = module
+
+    def register_module(self, name: str, module: Module | None) -> None:
+        """The same as ``add_module``."""
+        self.add_module(name, module)
+
+    def _get_name(self) -> str:
+        return type(self).__name__
+
+    def get_submodule(self, target: str) -> Module:
+        """The module at dotted path ``target`` (``"encoder.layers.0"``); ``""`` is this module."""
+        module = self
+        for item in target.split(".") if target else []:
+            if not hasattr(module, item):
+                raise AttributeError(f"{module._get_name()} has no attribute `{item}`")
+            module = getattr(module, item)
+            if not isinstance(module, Module):
+                raise AttributeError(f"`{item}` is not an nn.Module")
+        return module
+
+    def get_parameter(self, target: str) -> Parameter:
+        """The parameter at dotted path ``target`` (``"0.weight"``)."""
+        return self._get_member(target, Parameter, "nn.Parameter")
+
+    def get_buffer(self, target: str) -> Tensor:
+        """The buffer at dotted path ``target``."""
+        module_path, _, name = target.rpartition(".")
+        module = self.get_submodule(module_path)
+        if not hasattr(module, name):
+            raise AttributeError(f"{module._get_name()} has no attribute `{name}`")
+        if name not in module._buffers:
+            raise AttributeError(f"`{name}` is not a buffer")
+        return module._buffers[name]
+
+    def _get_member(self, target: str, kind: type, kind_name: str):
+        module_path, _, name = target.rpartition(".")
+        module = self.get_submodule(module_path)
+        if not hasattr(module, name):
+            raise AttributeError(f"{module._get_name()} has no attribute `{name}`")
+        member = getattr(module, name)
+        if not isinstance(member, kind):
+            raise AttributeError(f"`{name}` is not an {kind_name}")
+        return member
 
     # ------------------------------------------------------------------ traversal
-    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
-        seen = set()
-        stack = [(prefix, self)]
-        while stack:
-            name, module = stack.pop()
-            if id(module) in seen:
-                continue
-            seen.add(id(module))
-            yield name, module
-            children = [(f"{name}.{k}" if name else k, m) for k, m in module._modules.items() if m is not None]
-            stack.extend(reversed(children))
+    def named_modules(self, memo: set | None = None, prefix: str = "", remove_duplicate: bool = True):
+        """(dotted name, module) for this module and every descendant, pre-order; a shared module once.
+
+        >>> net = vkml.nn.Sequential(vkml.nn.Linear(1, 1), vkml.nn.ReLU())
+        >>> [name for name, _ in net.named_modules()]
+        ['', '0', '1']
+        """
+        if memo is None:
+            memo = set()
+        if self in memo:
+            return
+        if remove_duplicate:
+            memo.add(self)
+        yield prefix, self
+        for name, module in self._modules.items():
+            if module is not None:
+                yield from module.named_modules(memo, f"{prefix}.{name}" if prefix else name, remove_duplicate)
 
     def modules(self) -> Iterator[Module]:
         for _, module in self.named_modules():
             yield module
 
-    def children(self) -> Iterator[Module]:
-        yield from (m for m in self._modules.values() if m is not None)
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        """(name, module) of the direct children, each module once."""
+        memo = set()
+        for name, module in self._modules.items():
+            if module is not None and module not in memo:
+                memo.add(module)
+                yield name, module
 
-    def named_parameters(self, prefix: str = "", recurse: bool = True) -> Iterator[tuple[str, Parameter]]:
-        """(dotted name, parameter) pairs, each parameter once, in registration order."""
+    def children(self) -> Iterator[Module]:
+        for _, module in self.named_children():
+            yield module
+
+    def _named_members(self, table: str, prefix: str, recurse: bool, remove_duplicate: bool):
+        # Members are tensors, whose == is elementwise: remember them by id.
         seen = set()
-        modules = self.named_modules(prefix) if recurse else [(prefix, self)]
-        for module_name, module in modules:
-            for name, param in module._parameters.items():
-                if param is None or id(param) in seen:
+        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [(prefix, self)]
+        for module_prefix, module in modules:
+            for name, value in module.__dict__[table].items():
+                if value is None or id(value) in seen:
                     continue
-                seen.add(id(param))
-                yield (f"{module_name}.{name}" if module_name else name), param
+                if remove_duplicate:
+                    seen.add(id(value))
+                yield (f"{module_prefix}.{name}" if module_prefix else name), value
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
+        """(dotted name, parameter), in registration order; a tied parameter under its first name only."""
+        yield from self._named_members("_parameters", prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
         for _, param in self.named_parameters(recurse=recurse):
             yield param
 
-    # ------------------------------------------------------------------ state
-    def state_dict(self) -> dict[str, Tensor]:
-        """Every parameter by dotted name, detached (the same nodes: no copy)."""
-        return {name: param.detach() for name, param in self.named_parameters()}
+    def named_buffers(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
+        """(dotted name, buffer) for persistent and non-persistent buffers alike."""
+        yield from self._named_members("_buffers", prefix, recurse, remove_duplicate)
 
-    def load_state_dict(self, state_dict: dict, strict: bool = True) -> IncompatibleKeys:
-        """Copy values into the parameters (from vkml or torch tensors, or numpy arrays); keeps their identity.
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        for _, buffer in self.named_buffers(recurse=recurse):
+            yield buffer
 
-        >>> net = Sequential(Linear(2, 2)); net.load_state_dict(net.state_dict())  # doctest: +SKIP
-        IncompatibleKeys(missing_keys=[], unexpected_keys=[])
+    def apply(self, fn: Callable[[Module], None]) -> Module:
+        """Call ``fn`` on every child (recursively), then on this module; returns this module.
+
+        >>> net = vkml.nn.Sequential(vkml.nn.Linear(2, 2))
+        >>> _ = net.apply(lambda m: vkml.nn.init.zeros_(m.bias) if isinstance(m, vkml.nn.Linear) else None)
         """
-        from ..creation import tensor
-
-        params = dict(self.named_parameters())
-        missing = [k for k in params if k not in state_dict]
-        unexpected = [k for k in state_dict if k not in params]
-        if strict and (missing or unexpected):
-            raise KeyError(f"load_state_dict: missing keys {missing}, unexpected keys {unexpected}")
-        for name, param in params.items():
-            if name not in state_dict:
-                continue
-            values = _as_array(state_dict[name])
-            if tuple(values.shape) != param.shape:
-                raise ShapeError(f"load_state_dict: {name!r} has shape {param.shape}, the value {tuple(values.shape)}")
-            param.node = tensor(values, dtype=param.dtype, device=param.device).node
-        return IncompatibleKeys(missing, unexpected)
-
-    def to(self, device=None, dtype=None) -> Module:
-        """Move (copy) every parameter and its gradient to ``device`` and/or cast floats to ``dtype``; in place."""
-        for param in self.parameters():
-            moved = param.detach()
-            if device is not None:
-                moved = moved.to(device)
-            if dtype is not None and param.dtype.is_float:
-                moved = moved.to(dtype)
-            param.node = moved.node
-            if param.grad is not None:
-                param.grad = param.grad.to(param.device).to(param.dtype)
+        for module in self.children():
+            module.apply(fn)
+        fn(self)
         return self
+
+    # ------------------------------------------------------------------ state
+    def state_dict(self, *, destination=None, prefix: str = "", keep_vars: bool = False) -> OrderedDict:
+        """Parameters and persistent buffers by dotted name, detached (same values, no copy).
+
+        A shared module or a tied parameter appears under every name it has, as in PyTorch.
+        """
+        if destination is None:
+            destination = OrderedDict()
+        for name, param in self._parameters.items():
+            if param is not None:
+                destination[prefix + name] = param if keep_vars else param.detach()
+        for name, buffer in self._buffers.items():
+            if buffer is not None and name not in self._non_persistent_buffers_set:
+                destination[prefix + name] = buffer if keep_vars else buffer.detach()
+        for name, module in self._modules.items():
+            if module is not None:
+                module.state_dict(destination=destination, prefix=f"{prefix}{name}.", keep_vars=keep_vars)
+        return destination
+
+    def _local_state(self) -> dict[str, Tensor]:
+        state = {k: v for k, v in self._parameters.items() if v is not None}
+        state.update(
+            (k, v) for k, v in self._buffers.items() if v is not None and k not in self._non_persistent_buffers_set
+        )
+        return state
+
+    def _match_state(
+        self, state_dict: Mapping, prefix: str, loads: list, missing: list, unexpected: list, errors: list
+    ):
+        """PyTorch's ``_load_from_state_dict`` walk, without writing: collects what to load and what is wrong."""
+        local = self._local_state()
+        for name, target in local.items():
+            key = prefix + name
+            if key not in state_dict:
+                missing.append(key)
+                continue
+            values = checkpoint_values(state_dict[key], key)
+            if tuple(values.shape) != target.shape:
+                errors.append(
+                    f"size mismatch for {key}: copying a param with shape {tuple(values.shape)} from checkpoint, "
+                    f"the shape in current model is {target.shape}."
+                )
+                continue
+            loads.append((target, values))
+        for key in state_dict:
+            if not key.startswith(prefix):
+                continue
+            head, dot, _ = key[len(prefix) :].partition(".")
+            if (dot and head not in self._modules) or (not dot and head not in local):
+                unexpected.append(key)
+        for name, module in self._modules.items():
+            if module is not None:
+                module._match_state(state_dict, f"{prefix}{name}.", loads, missing, unexpected, errors)
+
+    def load_state_dict(self, state_dict: Mapping, strict: bool = True, assign: bool = False) -> _IncompatibleKeys:
+        """Copy values into the parameters and persistent buffers, keeping every tensor object.
+
+        Values may be vkml tensors, numpy arrays or torch tensors; they are cast to each
+        target's dtype and device (as ``copy_``). ``strict``: missing or unexpected keys
+        raise. Unlike PyTorch, nothing is written when an error is raised.
+
+        >>> net = vkml.nn.Linear(2, 2)
+        >>> net.load_state_dict(net.state_dict())
+        <All keys matched successfully>
+        """
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        if assign:
+            raise NotImplementedError("load_state_dict: assign=True is not supported; values are copied in place")
+        loads, missing, unexpected, errors = [], [], [], []
+        self._match_state(state_dict, "", loads, missing, unexpected, errors)
+        if strict:
+            if unexpected:
+                errors.insert(
+                    0, "Unexpected key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in unexpected))
+                )
+            if missing:
+                errors.insert(0, "Missing key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in missing)))
+        if errors:
+            raise RuntimeError(f"Error(s) in loading state_dict for {self._get_name()}:\n\t" + "\n\t".join(errors))
+        converted = [(target, converted_like(values, target)) for target, values in loads]
+        for target, value in converted:
+            _set_data(target, value)
+        return _IncompatibleKeys(missing, unexpected)
+
+    # ------------------------------------------------------------------ conversion
+    def _apply_to_tensors(self, convert: Callable[[Tensor], Tensor]) -> Module:
+        """Convert every parameter (in place: same object), and its gradient and every buffer (new tensors)."""
+        with autograd.no_grad():
+            for module in self.modules():
+                for param in module._parameters.values():
+                    if param is None:
+                        continue
+                    _set_data(param, convert(param))
+                    if param.grad is not None:  # a new gradient tensor: a gradient may be a view
+                        param.grad = convert(param.grad)
+                for name, buffer in module._buffers.items():
+                    if buffer is not None:
+                        module._buffers[name] = convert(buffer)
+        return self
+
+    def to(self, *args, **kwargs) -> Module:
+        """Move every parameter and buffer to a device and/or cast the floating ones to a dtype; in place.
+
+        ``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(tensor)`` (its device and
+        dtype), and the keywords ``device=``, ``dtype=``. Parameters stay the same objects.
+
+        >>> lin = vkml.nn.Linear(2, 2).to(vkml.float16)
+        >>> lin.weight.dtype
+        vkml.float16
+        """
+        device, dtype = self._parse_to(args, kwargs)
+        if dtype is not None and not dtype.is_float:
+            raise TypeError(
+                f"nn.Module.to only accepts floating point or complex dtypes, but got desired dtype={dtype!r}"
+            )
+
+        def convert(t: Tensor) -> Tensor:
+            out = t.detach()
+            if device is not None:
+                out = out.to(device)
+            if dtype is not None and out.dtype.is_float:
+                out = out.to(dtype)
+            return out
+
+        return self._apply_to_tensors(convert)
+
+    @staticmethod
+    def _parse_to(args: tuple, kwargs: dict):
+        device, dtype = kwargs.pop("device", None), kwargs.pop("dtype", None)
+        kwargs.pop("non_blocking", None)
+        if kwargs:
+            raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
+        if len(args) > 2:
+            raise TypeError(f"to() takes at most 2 positional arguments, got {len(args)}")
+        for arg in args:
+            if isinstance(arg, Tensor):
+                device, dtype = arg.device, arg.dtype
+            elif isinstance(arg, T.DType):
+                dtype = arg
+            elif _is_device(arg):
+                device = arg
+            else:
+                raise TypeError(f"to() received an invalid combination of arguments: {arg!r}")
+        return device, dtype
 
     def cpu(self) -> Module:
         return self.to("cpu")
 
+    def float(self) -> Module:
+        """Cast floating point parameters and buffers to float32."""
+        return self.to(T.float32)
+
+    def half(self) -> Module:
+        """Cast floating point parameters and buffers to float16."""
+        return self.to(T.float16)
+
+    def double(self) -> Module:
+        raise DTypeError("double(): vkml has no float64 tensors; use float() for float32")
+
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
+        """Set ``requires_grad`` of every parameter (to freeze or unfreeze a part of a model)."""
+        for param in self.parameters():
+            param.requires_grad_(requires_grad)
+        return self
+
     def train(self, mode: bool = True) -> Module:
         """Training mode (dropout active) for this module and every sub-module."""
-        for module in self.modules():
-            object.__setattr__(module, "training", bool(mode))
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        self.training = mode
+        for module in self.children():
+            module.train(mode)
         return self
 
     def eval(self) -> Module:
         return self.train(False)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        from ..creation import zeros_like
-
+        """Drop every parameter's gradient (``set_to_none``), or zero it in place."""
         for param in self.parameters():
-            param.grad = None if set_to_none or param.grad is None else zeros_like(param.grad)
+            if param.grad is None:
+                continue
+            if set_to_none:
+                param.grad = None
+            else:
+                _set_data(param.grad, creation.zeros_like(param.grad))
 
     # ------------------------------------------------------------------ printing
     def extra_repr(self) -> str:
+        """The text between this module's parentheses in ``repr`` (its settings); subclasses override it."""
         return ""
 
     def __repr__(self) -> str:
-        lines = [f"  ({name}): " + repr(m).replace("\n", "\n  ") for name, m in self._modules.items()]
-        head = f"{type(self).__name__}({self.extra_repr()}"
-        return head + ")" if not lines else head + "\n" + "\n".join(lines) + "\n)"
-
-
-class Sequential(Module):
-    """Modules applied one after another.
-
-    >>> net = Sequential(Linear(2, 8), ReLU(), Linear(8, 3))  # doctest: +SKIP
-    """
-
-    def __init__(self, *modules: Module):
-        super().__init__()
-        for i, module in enumerate(modules):
-            self.add_module(str(i), module)
-
-    def forward(self, input):
-        for module in self._modules.values():
-            input = module(input)
-        return input
-
-    def append(self, module: Module) -> Sequential:
-        self.add_module(str(len(self._modules)), module)
-        return self
-
-    def __getitem__(self, index: int) -> Module:
-        return list(self._modules.values())[index]
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self) -> Iterator[Module]:
-        return iter(self._modules.values())
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
+        child_lines = [f"({name}): " + _addindent(repr(module), 2) for name, module in self._modules.items()]
+        lines = extra_lines + child_lines
+        text = self._get_name() + "("
+        if lines:
+            if len(extra_lines) == 1 and not child_lines:
+                text += extra_lines[0]
+            else:
+                text += "\n  " + "\n  ".join(lines) + "\n"
+        return text + ")"

@@ -1,0 +1,300 @@
+"""``vkml.nn.init``: PyTorch's initialisers, in place, from vkml's random generator.
+
+Each function gives the tensor new values in place (the same object, so a Parameter an
+optimizer holds changes too) and returns it. Fans, gains, bounds and errors are PyTorch's;
+the random values come from ``vkml.manual_seed``'s generator (or ``generator=``), so a seeded
+initialisation gives the same bits on the CPU backend and on every Vulkan device — not the
+values a seeded PyTorch program draws.
+
+Two initialisers compute on the host, from the generator's draws: ``orthogonal_`` (numpy's
+QR in float64; vkml has no QR) and the constant patterns ``eye_`` and ``dirac_``. Their
+results do not depend on the device either.
+
+>>> import vkml
+>>> w = vkml.nn.Parameter(vkml.zeros(4, 3))
+>>> vkml.nn.init.kaiming_uniform_(w, a=5**0.5) is w
+True
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from .. import creation, functions
+from ..errors import DTypeError
+from ..random import Generator, rand, randn
+from ..tensor import Tensor
+from .module import _set_data
+
+__all__ = [
+    "calculate_gain",
+    "uniform_",
+    "normal_",
+    "trunc_normal_",
+    "constant_",
+    "ones_",
+    "zeros_",
+    "eye_",
+    "dirac_",
+    "xavier_uniform_",
+    "xavier_normal_",
+    "kaiming_uniform_",
+    "kaiming_normal_",
+    "orthogonal_",
+]
+
+_LINEAR_FNS = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d")
+
+
+def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
+    """The recommended gain for a nonlinearity (``torch.nn.init.calculate_gain``).
+
+    >>> calculate_gain("relu") == 2**0.5
+    True
+    """
+    if nonlinearity in _LINEAR_FNS or nonlinearity == "sigmoid":
+        return 1
+    if nonlinearity == "tanh":
+        return 5.0 / 3
+    if nonlinearity == "relu":
+        return math.sqrt(2.0)
+    if nonlinearity == "leaky_relu":
+        if param is None:
+            negative_slope = 0.01
+        elif not isinstance(param, bool) and isinstance(param, (int, float)):
+            negative_slope = param
+        else:
+            raise ValueError(f"negative_slope {param} not a valid number")
+        return math.sqrt(2.0 / (1 + negative_slope**2))
+    if nonlinearity == "selu":
+        return 3.0 / 4
+    raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
+
+
+def _calculate_fan_in_and_fan_out(tensor: Tensor) -> tuple[int, int]:
+    """(fan_in, fan_out): dims 1 and 0 times the receptive field (the product of dims 2 and up)."""
+    if tensor.ndim < 2:
+        raise ValueError("Fan in and fan out can not be computed for tensor with fewer than 2 dimensions")
+    receptive_field = math.prod(tensor.shape[2:])
+    return tensor.shape[1] * receptive_field, tensor.shape[0] * receptive_field
+
+
+def _calculate_correct_fan(tensor: Tensor, mode: str) -> int:
+    mode = mode.lower()
+    valid_modes = ["fan_in", "fan_out"]
+    if mode not in valid_modes:
+        raise ValueError(f"Mode {mode} not supported, please use one of {valid_modes}")
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return fan_in if mode == "fan_in" else fan_out
+
+
+def _check_float(op: str, tensor: Tensor) -> None:
+    if not tensor.dtype.is_float:
+        raise DTypeError(f"{op}: random initialisation needs a floating point tensor, this one is {tensor.dtype.name}")
+
+
+def _fill(tensor: Tensor, values: Tensor) -> Tensor:
+    """Give ``tensor`` the float32 ``values`` (cast to its dtype) in place."""
+    return _set_data(tensor, values.to(tensor.dtype))
+
+
+def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Generator | None = None) -> Tensor:
+    """Values uniform in [a, b): ``a + (b - a) * u`` for the generator's u in [0, 1)."""
+    _check_float("uniform_", tensor)
+    u = rand(tensor.shape, generator=generator, device=tensor.device)
+    return _fill(tensor, u * (b - a) + a)
+
+
+def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Generator | None = None) -> Tensor:
+    """Values normal with ``mean`` and ``std``: ``mean + std * z`` for the generator's standard normal z."""
+    _check_float("normal_", tensor)
+    z = randn(tensor.shape, generator=generator, device=tensor.device)
+    return _fill(tensor, z * std + mean)
+
+
+def _erfinv(x: Tensor) -> Tensor:
+    """The inverse error function on (-1, 1), in float32 from vkml's exact-bit ops (M. Giles' polynomials).
+
+    Absolute error below 4e-7 relative to float64 over the range ``trunc_normal_`` uses
+    (tests/test_nn_init.py checks it against torch.erfinv).
+    """
+    w = -functions.log((1 - x) * (1 + x))
+    central = w - 2.5
+    p = 2.81022636e-08
+    for c in (
+        3.43273939e-07,
+        -3.5233877e-06,
+        -4.39150654e-06,
+        0.00021858087,
+        -0.00125372503,
+        -0.00417768164,
+        0.246640727,
+        1.50140941,
+    ):
+        p = central * p + c
+    tail = functions.sqrt(w) - 3
+    q = -0.000200214257
+    for c in (
+        0.000100950558,
+        0.00134934322,
+        -0.00367342844,
+        0.00573950773,
+        -0.0076224613,
+        0.00943887047,
+        1.00167406,
+        2.83297682,
+    ):
+        q = tail * q + c
+    return functions.where(w < 5.0, p, q) * x
+
+
+def trunc_normal_(
+    tensor: Tensor,
+    mean: float = 0.0,
+    std: float = 1.0,
+    a: float = -2.0,
+    b: float = 2.0,
+    generator: Generator | None = None,
+) -> Tensor:
+    """Normal values with ``mean`` and ``std`` truncated to [a, b] (inverse-CDF sampling, as PyTorch)."""
+    _check_float("trunc_normal_", tensor)
+    if mean < a - 2 * std or mean > b + 2 * std:
+        warnings.warn(
+            "mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
+            "The distribution of values may be incorrect.",
+            stacklevel=2,
+        )
+
+    def norm_cdf(x: float) -> float:
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
+    low, high = 2 * norm_cdf((a - mean) / std) - 1, 2 * norm_cdf((b - mean) / std) - 1
+    u = rand(tensor.shape, generator=generator, device=tensor.device) * (high - low) + low
+    values = _erfinv(u) * (std * math.sqrt(2.0)) + mean
+    return _fill(tensor, functions.clamp(values, min=a, max=b))
+
+
+def constant_(tensor: Tensor, val: float) -> Tensor:
+    """Every element ``val``."""
+    return _set_data(tensor, creation.full(tensor.shape, val, dtype=tensor.dtype, device=tensor.device))
+
+
+def ones_(tensor: Tensor) -> Tensor:
+    """Every element 1."""
+    return constant_(tensor, 1)
+
+
+def zeros_(tensor: Tensor) -> Tensor:
+    """Every element 0."""
+    return constant_(tensor, 0)
+
+
+def _from_host(tensor: Tensor, values: np.ndarray) -> Tensor:
+    return _set_data(tensor, creation.tensor(values, dtype=tensor.dtype, device=tensor.device))
+
+
+def eye_(tensor: Tensor) -> Tensor:
+    """The identity matrix (a 2-D tensor only; ones on the main diagonal of a rectangular one)."""
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    return _from_host(tensor, np.eye(*tensor.shape, dtype=np.float32))
+
+
+def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
+    """The Dirac delta for a 3-, 4- or 5-D convolution weight: each group keeps its input channels' identity."""
+    if tensor.ndim not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    sizes = tensor.shape
+    if sizes[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    out_per_group = sizes[0] // groups
+    values = np.zeros(sizes, np.float32)
+    centre = tuple(s // 2 for s in sizes[2:])
+    for g in range(groups):
+        for d in range(min(out_per_group, sizes[1])):
+            values[(g * out_per_group + d, d, *centre)] = 1
+    return _from_host(tensor, values)
+
+
+def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator: Generator | None = None) -> Tensor:
+    """Uniform in ±gain·sqrt(6 / (fan_in + fan_out)) (Glorot & Bengio)."""
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    bound = math.sqrt(3.0) * gain * math.sqrt(2.0 / float(fan_in + fan_out))
+    return uniform_(tensor, -bound, bound, generator)
+
+
+def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator: Generator | None = None) -> Tensor:
+    """Normal with std gain·sqrt(2 / (fan_in + fan_out)) (Glorot & Bengio)."""
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
+    return normal_(tensor, 0.0, std, generator)
+
+
+def _kaiming_std(tensor: Tensor, a: float, mode: str, nonlinearity: str) -> float | None:
+    """The std Kaiming asks for, or None for a tensor with no elements (PyTorch warns and leaves it)."""
+    if 0 in tensor.shape:
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=3)
+        return None
+    fan = _calculate_correct_fan(tensor, mode)
+    return calculate_gain(nonlinearity, a) / math.sqrt(fan)
+
+
+def kaiming_uniform_(
+    tensor: Tensor,
+    a: float = 0,
+    mode: str = "fan_in",
+    nonlinearity: str = "leaky_relu",
+    generator: Generator | None = None,
+) -> Tensor:
+    """Uniform in ±gain·sqrt(3 / fan) (He et al.); ``a`` is the leaky ReLU's negative slope.
+
+    >>> w = kaiming_uniform_(vkml.zeros(8, 4), nonlinearity="relu")
+    >>> float(w.abs().max()) <= (6 / 4) ** 0.5
+    True
+    """
+    std = _kaiming_std(tensor, a, mode, nonlinearity)
+    if std is None:
+        return tensor
+    bound = math.sqrt(3.0) * std
+    return uniform_(tensor, -bound, bound, generator)
+
+
+def kaiming_normal_(
+    tensor: Tensor,
+    a: float = 0,
+    mode: str = "fan_in",
+    nonlinearity: str = "leaky_relu",
+    generator: Generator | None = None,
+) -> Tensor:
+    """Normal with std gain / sqrt(fan) (He et al.)."""
+    std = _kaiming_std(tensor, a, mode, nonlinearity)
+    if std is None:
+        return tensor
+    return normal_(tensor, 0.0, std, generator)
+
+
+def orthogonal_(tensor: Tensor, gain: float = 1, generator: Generator | None = None) -> Tensor:
+    """A (semi-)orthogonal matrix over dim 0 and the rest flattened, times ``gain`` (Saxe et al.).
+
+    As PyTorch: QR of a standard normal (rows x cols) matrix (transposed when rows < cols),
+    Q's columns signed by R's diagonal. The normal draws are the generator's; the QR runs on
+    the host in float64 with numpy, since vkml has no QR.
+    """
+    if tensor.ndim < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    _check_float("orthogonal_", tensor)
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    flattened = randn(rows, cols, generator=generator).numpy().astype(np.float64)
+    if rows < cols:
+        flattened = flattened.T
+    q, r = np.linalg.qr(flattened)
+    q *= np.sign(np.diag(r))
+    if rows < cols:
+        q = q.T
+    return _from_host(tensor, (q * gain).astype(np.float32).reshape(tensor.shape))

@@ -81,6 +81,7 @@ from .ir.types import bool_ as bool  # noqa: A001
 from .ir.types import float16, float32, int32, int64
 from .random import Generator, manual_seed, rand, rand_like, randn, randn_like
 from .realize import realize, set_eager
+from .serialization import load, save
 from .tensor import Tensor
 
 # The submodule vkml.tensor shadowed the creation function of the same name: bind it again.
@@ -118,6 +119,8 @@ __all__ = [
     "vulkan_device_reports",
     "realize",
     "set_eager",
+    "save",
+    "load",
     "CompileError",
     "DeviceError",
     "DTypeError",

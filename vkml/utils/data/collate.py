@@ -137,7 +137,7 @@ def _collate(batch, leaves: _Leaves):
         except TypeError:
             return collated
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # namedtuple
-        return elem_type(*(_collate(list(samples), leaves) for samples in zip(*batch)))
+        return elem_type(*(_collate(samples, leaves) for samples in zip(*batch)))
     if isinstance(elem, collections.abc.Sequence):
         it = iter(batch)
         size = len(next(it))
@@ -145,11 +145,11 @@ def _collate(batch, leaves: _Leaves):
             raise RuntimeError("each element in list of batch should be of equal size")
         transposed = list(zip(*batch))
         if isinstance(elem, tuple):
-            return [_collate(list(samples), leaves) for samples in transposed]
+            return [_collate(samples, leaves) for samples in transposed]
         try:
-            return elem_type([_collate(list(samples), leaves) for samples in transposed])
+            return elem_type([_collate(samples, leaves) for samples in transposed])
         except TypeError:
-            return [_collate(list(samples), leaves) for samples in transposed]
+            return [_collate(samples, leaves) for samples in transposed]
     raise TypeError(_ERROR.format(elem_type))
 
 

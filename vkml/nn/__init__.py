@@ -6,7 +6,7 @@
 (4, 3)
 """
 
-from . import functional
+from . import functional, utils
 from .layers import (
     GELU,
     CrossEntropyLoss,
@@ -23,6 +23,7 @@ from .module import Module, Parameter, Sequential
 
 __all__ = [
     "functional",
+    "utils",
     "Module",
     "Parameter",
     "Sequential",

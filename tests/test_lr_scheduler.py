@@ -7,6 +7,7 @@ momentum or beta1 where the scheduler cycles it, over 30 steps.
 
 from __future__ import annotations
 
+import io
 import math
 import warnings
 
@@ -106,9 +107,9 @@ def test_step_with_epoch_uses_the_closed_form_and_warns(name: str) -> None:
         assert vsch.get_last_lr() == tsched.get_last_lr()
 
 
-@pytest.mark.parametrize("name", ["CosineAnnealingWarmRestarts", "OneCycleLR", "SequentialLR", "CyclicLR-triangular2"])
+@pytest.mark.parametrize("name", list(SCHEDULES))
 def test_state_dict_resumes_the_schedule(name: str) -> None:
-    """A scheduler loaded from another's state_dict continues with the same learning rates."""
+    """A scheduler loaded from another's state_dict, through vkml.save and vkml.load, continues the same."""
     _, opt_a = _optimizers()
     sched_a = SCHEDULES[name](vsched, opt_a)
     for _ in range(9):
@@ -116,8 +117,12 @@ def test_state_dict_resumes_the_schedule(name: str) -> None:
         sched_a.step()
     _, opt_b = _optimizers()
     sched_b = SCHEDULES[name](vsched, opt_b)
-    opt_b.load_state_dict(opt_a.state_dict())
-    sched_b.load_state_dict(sched_a.state_dict())
+    buffer = io.BytesIO()
+    vkml.save({"optimizer": opt_a.state_dict(), "scheduler": sched_a.state_dict()}, buffer)
+    buffer.seek(0)
+    checkpoint = vkml.load(buffer)
+    opt_b.load_state_dict(checkpoint["optimizer"])
+    sched_b.load_state_dict(checkpoint["scheduler"])
     for _ in range(9):
         for opt, sched in ((opt_a, sched_a), (opt_b, sched_b)):
             opt.step()

@@ -121,6 +121,17 @@ def test_unknown_saved_device_names_map_location() -> None:
     assert vkml.load(io.BytesIO(data), map_location="cpu")["a"].tolist() == [1.0]
 
 
+@pytest.mark.parametrize(
+    "record",
+    ['{"version":1,"object":{"tensor":"missing","dtype":"float32","device":"cpu"}}', '{"version":1,"object":{}}', "[1]"]
+    + ['{"version":1,"object":' + "{" + '"list":[' * 5000 + "]}" * 5000 + "}", '{"version":99,"object":null}'],
+)
+def test_damaged_record_is_refused_as_data(record: str) -> None:
+    data = safetensors.numpy.save({"a": np.ones(2, np.float32)}, metadata={"vkml": record})
+    with pytest.raises(ValueError, match="load: the"):
+        vkml.load(io.BytesIO(data))
+
+
 def test_save_refuses_unknown_objects_before_writing() -> None:
     buffer = io.BytesIO()
     with pytest.raises(TypeError, match=r"cannot store object at a\.1"):

@@ -24,7 +24,7 @@ import io
 import json
 import os
 import struct
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from typing import IO, Any
 
 import numpy as np
@@ -45,6 +45,10 @@ _NARROWED = {"float64": "float32", "int8": "int32", "uint8": "int32", "int16": "
 
 
 # ---------------------------------------------------------------------- save
+
+# The mapping types a checkpoint keeps (Counter: MultiStepLR's milestones in its state_dict).
+_DICT_KINDS = {dict: "dict", OrderedDict: "ordered_dict", Counter: "counter"}
+_DICT_TYPES = {kind: cls for cls, kind in _DICT_KINDS.items()}
 
 
 class _Encoder:
@@ -76,9 +80,9 @@ class _Encoder:
             return {"tuple": [self.encode(v, f"{path}.{i}") for i, v in enumerate(obj)]}
         if isinstance(obj, list):
             return {"list": [self.encode(v, f"{path}.{i}") for i, v in enumerate(obj)]}
-        if type(obj) in (dict, OrderedDict):
+        if type(obj) in _DICT_KINDS:
             items = [[self.encode(k, path), self.encode(v, _join(path, k))] for k, v in obj.items()]
-            return {"ordered_dict" if isinstance(obj, OrderedDict) else "dict": items}
+            return {_DICT_KINDS[type(obj)]: items}
         raise TypeError(
             f"save: cannot store {type(obj).__name__} at {path or 'the top level'}; vkml.save stores tensors, numpy "
             "arrays, dicts, lists and tuples of them, and ints, floats, strings, booleans and None (never pickle)"
@@ -235,9 +239,9 @@ def _decode(node, arrays: dict, placer: _Placer, loaded: dict):
     if kind in ("list", "tuple"):
         items = [_decode(v, arrays, placer, loaded) for v in node[kind]]
         return items if kind == "list" else tuple(items)
-    if kind in ("dict", "ordered_dict"):
+    if kind in _DICT_TYPES:
         items = [(_key(_decode(k, arrays, placer, loaded)), _decode(v, arrays, placer, loaded)) for k, v in node[kind]]
-        return dict(items) if kind == "dict" else OrderedDict(items)
+        return _DICT_TYPES[kind](items)
     raise ValueError(f"load: the vkml record has an unknown entry {kind!r} (written by a newer vkml?)")
 
 
@@ -252,12 +256,18 @@ def _load_safetensors(data: bytes, metadata: dict, placer: _Placer):
     record = metadata.get(_METADATA_KEY)
     if record is None:  # written by another library: a flat dict of tensors, on the CPU unless mapped
         return {name: placer.tensor(array, None, "cpu") for name, array in arrays.items()}
-    record = json.loads(record)
-    if record.get("version", 0) > FORMAT_VERSION:
-        raise ValueError(
-            f"load: the file has vkml format version {record['version']}; this vkml reads {FORMAT_VERSION}"
-        )
-    return _decode(record["object"], arrays, placer, {})
+    try:
+        record = json.loads(record)
+        version = record.get("version", 0)
+    except (json.JSONDecodeError, RecursionError, AttributeError) as e:
+        raise ValueError(f"load: the vkml record in the file is damaged ({type(e).__name__})") from None
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise ValueError(f"load: the file has vkml format version {version!r}; this vkml reads {FORMAT_VERSION}")
+    try:
+        return _decode(record["object"], arrays, placer, {})
+    except (KeyError, TypeError, StopIteration, AttributeError, RecursionError) as e:
+        # A record that does not describe the file's tensors is refused as data, never half-used.
+        raise ValueError(f"load: the vkml record in the file is damaged ({type(e).__name__}: {e})") from None
 
 
 def _from_torch(obj, placer: _Placer, converted: dict):

@@ -373,8 +373,6 @@ class DataLoader:
                     raise ValueError(
                         f"DataLoader with IterableDataset: expected unspecified {name} option, but got {name}={value}"
                     )
-        elif shuffle not in (True, False, None):
-            raise TypeError(f"DataLoader expected a boolean for shuffle, but got shuffle={shuffle}")
         if sampler is not None and shuffle:
             raise ValueError("sampler option is mutually exclusive with shuffle")
         if batch_sampler is not None:

@@ -182,11 +182,47 @@ def test_workers_give_the_main_process_batches_in_order() -> None:
     assert vdata.get_worker_info() is None
 
 
-def test_iterable_dataset_with_workers_and_worker_init_fn() -> None:
+def test_iterable_dataset_with_workers() -> None:
     batches = list(vdata.DataLoader(_Stream(), batch_size=2, num_workers=2))
     values = sorted(v for b in batches for v in b.tolist())
     assert values == list(range(9))
     assert len(vdata.DataLoader(_Stream(), batch_size=2)) == 5
+
+
+class _Seeds(vdata.Dataset):
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        info = vdata.get_worker_info()
+        return [info.id, info.seed, getattr(info.dataset, "offset", 0), float(vkml.rand(1).item())]
+
+
+def _set_offset(worker_id: int) -> None:
+    vdata.get_worker_info().dataset.offset = 100 + worker_id
+
+
+def test_worker_init_fn_and_worker_seeds() -> None:
+    loader = vdata.DataLoader(
+        _Seeds(), batch_size=1, num_workers=2, worker_init_fn=_set_offset, generator=vkml.Generator().manual_seed(4)
+    )
+    rows = [[v[0] for v in b[:3]] + [b[3].item()] for b in loader]
+    assert [r[0] for r in rows] == [0, 1, 0, 1] and [r[2] for r in rows] == [100, 101, 100, 101]
+    assert rows[1][1] == rows[0][1] + 1  # seed = base seed + worker id
+    assert rows[0][3] != rows[1][3]  # each worker's vkml generator is seeded with its own seed
+    again = [
+        [v[0] for v in b[:3]] + [b[3].item()]
+        for b in vdata.DataLoader(
+            _Seeds(), batch_size=1, num_workers=2, worker_init_fn=_set_offset, generator=vkml.Generator().manual_seed(4)
+        )
+    ]
+    assert again == rows
+
+
+def test_spawned_workers_get_a_tensor_dataset_as_host_values() -> None:
+    ds = vdata.TensorDataset(vkml.arange(8).reshape(4, 2).float(), vkml.arange(4))
+    loader = vdata.DataLoader(ds, batch_size=3, num_workers=1, multiprocessing_context="spawn")
+    assert _batches(loader) == _batches(vdata.DataLoader(ds, batch_size=3))
 
 
 def test_worker_error_names_the_worker_and_keeps_the_type() -> None:

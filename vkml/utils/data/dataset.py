@@ -70,10 +70,24 @@ class TensorDataset(Dataset):
 
     def _collated(self, indices: list[int], leaves) -> tuple:
         """``default_collate`` of the samples at ``indices``: one host gather per tensor, not one slice per sample."""
+        devices = self.__dict__.get("_source_devices") or [t.device.name for t in self.tensors]
         return tuple(
-            leaves.array(array[indices], t.dtype.name, t.device.name)
-            for t, array in zip(self.tensors, self._host_arrays())
+            leaves.array(array[indices], t.dtype.name, device)
+            for t, array, device in zip(self.tensors, self._host_arrays(), devices)
         )
+
+    def __getstate__(self) -> dict:
+        # Pickled for a spawned worker: the values on the host and the device names, never a device handle.
+        devices = self.__dict__.get("_source_devices") or [t.device.name for t in self.tensors]
+        return {"arrays": self._host_arrays(), "dtypes": [t.dtype.name for t in self.tensors], "devices": devices}
+
+    def __setstate__(self, state: dict) -> None:
+        from ...creation import tensor
+
+        # In the worker the tensors live on the CPU backend (numpy); batches still name the source device.
+        self.tensors = tuple(tensor(a, dtype=d) for a, d in zip(state["arrays"], state["dtypes"]))
+        self._host_cache = ([t.node for t in self.tensors], list(state["arrays"]))
+        self._source_devices = list(state["devices"])
 
 
 class ConcatDataset(Dataset):

@@ -57,6 +57,10 @@ def test_clip_grad_norm_single_tensor_no_grads_and_nonfinite() -> None:
     assert math.isinf(vutils.clip_grad_norm_(w, 1.0).item())
 
 
+def test_reachable_as_in_torch() -> None:
+    assert vkml.nn.utils is vutils and vkml.nn.utils.clip_grad_norm_ is vutils.clip_grad_norm_
+
+
 def test_clip_grad_value_matches_torch() -> None:
     tparams, vparams = _pair(3.0)
     torch.nn.utils.clip_grad_value_(tparams, 1.25)

@@ -47,6 +47,10 @@ def test_default_collate_matches_torch(name: str) -> None:
     assert _as_lists(vdata.default_collate(batch)) == _as_lists(tdata.default_collate(batch))
 
 
+def test_reachable_as_in_torch() -> None:
+    assert vkml.utils.data is vdata and vkml.utils.data.DataLoader is vdata.DataLoader
+
+
 def test_default_collate_of_tensors_and_its_float32_rule() -> None:
     out = vdata.default_collate([vkml.tensor([1.0, 2.0]), vkml.tensor([3.0, 4.0])])
     assert out.shape == (2, 2) and out.tolist() == [[1.0, 2.0], [3.0, 4.0]]

@@ -10,6 +10,7 @@ from . import creation as _creation
 from . import dsl as dsl  # vkml.dsl: the functions custom operators are written with
 from . import nn, optim  # noqa: F401  (vkml.nn: layers, losses, functional; vkml.optim: SGD, Adam, AdamW)
 from . import ops as _ops  # noqa: F401  (registers every operator)
+from . import utils as utils  # vkml.utils.data: datasets, samplers, DataLoader
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .creation import (
     arange,

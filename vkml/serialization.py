@@ -96,7 +96,11 @@ class _Encoder:
             record["requires_grad"] = True
         if isinstance(t, Parameter):
             record["parameter"] = True
-        if t.dtype.np.name != t.dtype.name:
+        try:
+            storable = t.dtype.np.name == t.dtype.name  # safetensors' numpy API stores numpy's dtypes
+        except (KeyError, TypeError):
+            storable = False
+        if not storable:
             raise TypeError(f"save: {path or 'the tensor'} has dtype {t.dtype.name}, which safetensors cannot store")
         return {"tensor": self._store(t, t.detach().numpy(), path), **record}
 

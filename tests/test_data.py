@@ -268,3 +268,31 @@ def test_dataloader_argument_errors_match_torch(kwargs, match: str) -> None:
     for module in (vdata, tdata):
         with pytest.raises(ValueError, match=match):
             module.DataLoader(range(4), **kwargs)
+
+
+class _Dies(vdata.Dataset):
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, i):
+        import os
+
+        os._exit(3)
+
+
+class _Slow(vdata.Dataset):
+    def __len__(self):
+        return 1
+
+    def __getitem__(self, i):
+        import time
+
+        time.sleep(1.0)
+        return i
+
+
+def test_dead_worker_and_timeout_raise_as_torch() -> None:
+    with pytest.raises(RuntimeError, match=r"DataLoader worker \(pid\(s\) \d+\) exited unexpectedly"):
+        list(vdata.DataLoader(_Dies(), batch_size=1, num_workers=1))
+    with pytest.raises(RuntimeError, match="DataLoader timed out after 0.2 seconds"):
+        list(vdata.DataLoader(_Slow(), num_workers=1, timeout=0.2))

@@ -177,6 +177,8 @@ def test_workers_give_the_main_process_batches_in_order() -> None:
         generator=vkml.Generator().manual_seed(2),
         num_workers=2,
         persistent_workers=True,
+        prefetch_factor=3,
+        pin_memory=True,  # accepted, does nothing (docs/data.md)
     )
     for _ in range(2):  # persistent workers serve a second epoch, shuffled anew
         single, multi = list(single_loader), list(loader)

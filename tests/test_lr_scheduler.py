@@ -29,8 +29,13 @@ def _optimizers(kind: str = "sgd"):
     return torch.optim.SGD(groups(tw), lr=0.1, momentum=0.9), vkml.optim.SGD(groups(vw), lr=0.1, momentum=0.9)
 
 
-def _momenta(opt) -> list:
-    return [g["betas"][0] if "betas" in g else g.get("momentum") for g in opt.param_groups]
+def _groups(opt, keys_of=None) -> list[dict]:
+    """Each group's hyper-parameters (lr, initial_lr, momentum or betas, ...), restricted to ``keys_of``'s keys."""
+    keys_of = keys_of or opt
+    return [
+        {k: v for k, v in g.items() if k != "params" and k in ref}
+        for g, ref in zip(opt.param_groups, keys_of.param_groups)
+    ]
 
 
 SCHEDULES = {
@@ -71,8 +76,10 @@ def test_schedule_matches_torch_bit_for_bit(name: str, kind: str) -> None:
         tsched.step()
         vsch.step()
         assert vsch.get_last_lr() == tsched.get_last_lr(), f"{name} step {step}"
-        assert [g["lr"] for g in vopt.param_groups] == [g["lr"] for g in topt.param_groups]
-        assert _momenta(vopt) == _momenta(topt), f"{name} step {step}"
+        assert _groups(vopt) == _groups(topt, vopt), f"{name} step {step}"
+    scheduler_keys = {"initial_lr", "max_lr", "min_lr", "max_momentum", "base_momentum"}
+    for vgroup, tgroup in zip(vopt.param_groups, topt.param_groups):
+        assert scheduler_keys & set(vgroup) == scheduler_keys & set(tgroup) != set()
 
 
 def test_reduce_lr_on_plateau_matches_torch() -> None:

@@ -40,7 +40,7 @@ def _groups(opt, keys_of=None) -> list[dict]:
 
 SCHEDULES = {
     "StepLR": lambda m, o: m.StepLR(o, step_size=4, gamma=0.7),
-    "MultiStepLR": lambda m, o: m.MultiStepLR(o, milestones=[3, 7, 7, 20], gamma=0.3),
+    "MultiStepLR": lambda m, o: m.MultiStepLR(o, milestones=[3, 7, 7, 14], gamma=0.3),
     "ExponentialLR": lambda m, o: m.ExponentialLR(o, gamma=0.93),
     "CosineAnnealingLR": lambda m, o: m.CosineAnnealingLR(o, T_max=7, eta_min=1e-3),
     "CosineAnnealingWarmRestarts": lambda m, o: m.CosineAnnealingWarmRestarts(o, T_0=4, T_mult=2, eta_min=1e-4),

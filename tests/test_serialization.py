@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import math
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 
 import numpy as np
 import pytest
@@ -45,6 +45,22 @@ def test_nested_structure_round_trips_with_types_and_values(tmp_path) -> None:
         ]:
             assert (got.dtype, got.shape, got.device) == (want.dtype, want.shape, want.device)
             np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_dtypes_devices_numpy_arrays_counters_and_tuple_keys_round_trip() -> None:
+    obj = {
+        "dtype": vkml.float16,
+        "device": vkml.device("cpu"),
+        "array": np.arange(4.0),
+        "milestones": Counter([3, 3, 7]),
+        (1, "a"): 2.5,
+        np.int64(3): np.float32(0.5),
+    }
+    loaded = _roundtrip(obj)
+    assert loaded["dtype"] is vkml.float16 and loaded["device"] is vkml.device("cpu")
+    assert loaded["array"].dtype == np.float64 and loaded["array"].tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert type(loaded["milestones"]) is Counter and loaded["milestones"] == obj["milestones"]
+    assert loaded[(1, "a")] == 2.5 and loaded[3] == 0.5 and type(loaded[3]) is float
 
 
 def test_nan_float_and_parameters_round_trip() -> None:

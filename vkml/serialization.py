@@ -245,7 +245,7 @@ def _decode(node, arrays: dict, placer: _Placer, loaded: dict):
         return items if kind == "list" else tuple(items)
     if kind in _DICT_TYPES:
         items = [(_key(_decode(k, arrays, placer, loaded)), _decode(v, arrays, placer, loaded)) for k, v in node[kind]]
-        return _DICT_TYPES[kind](items)
+        return _DICT_TYPES[kind](dict(items))  # Counter(pairs) would count the pairs
     raise ValueError(f"load: the vkml record has an unknown entry {kind!r} (written by a newer vkml?)")
 
 

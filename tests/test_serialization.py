@@ -94,6 +94,17 @@ def test_plain_safetensors_file_loads_as_flat_dict(tmp_path) -> None:
     assert loaded["b"].dtype == vkml.int32 and loaded["b"].tolist() == [1, 2]  # int8 widens as vkml.tensor does
 
 
+def test_bfloat16_safetensors_file_loads_widened_exactly() -> None:
+    import safetensors.torch
+
+    bf16 = torch.tensor([1.0, -3.140625, 1e-40, 3e38], dtype=torch.bfloat16)
+    data = safetensors.torch.save({"w": bf16, "i": torch.tensor([7, 8], dtype=torch.int64), "f": torch.ones(2)})
+    loaded = vkml.load(io.BytesIO(data))
+    assert loaded["w"].dtype == vkml.float32
+    assert loaded["w"].numpy().tobytes() == bf16.float().numpy().tobytes()
+    assert loaded["i"].tolist() == [7, 8] and loaded["f"].tolist() == [1.0, 1.0]
+
+
 def test_torch_checkpoint_loads_as_vkml_tensors(tmp_path) -> None:
     net = torch.nn.Linear(3, 2)
     opt = torch.optim.Adam(net.parameters(), lr=0.01)

@@ -253,10 +253,50 @@ def _key(key):
     return tuple(key) if isinstance(key, list) else key
 
 
+def _bfloat16_arrays(data: bytes) -> dict[str, np.ndarray]:
+    """A safetensors file's tensors where some are bfloat16 (numpy has none): those widened to float32, exactly."""
+    import safetensors.numpy
+
+    (size,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8 : 8 + size])
+    start = 8 + size
+    bf16 = {k: v for k, v in header.items() if k != "__metadata__" and v["dtype"] == "BF16"}
+    rest = {k: v for k, v in header.items() if k != "__metadata__" and k not in bf16}
+    arrays = {}
+    for name, info in bf16.items():
+        begin, end = info["data_offsets"]
+        bits = np.frombuffer(data, dtype="<u2", count=(end - begin) // 2, offset=start + begin)
+        # bfloat16 is the top half of a float32: shifting its bits up is an exact conversion.
+        arrays[name] = (bits.astype(np.uint32) << 16).view(np.float32).reshape(info["shape"])
+    if rest:  # the others through safetensors, from a copy of the file without the bfloat16 entries
+        others = {}
+        for name, info in rest.items():
+            begin, end = info["data_offsets"]
+            others[name] = (info, data[start + begin : start + end])
+        arrays.update(safetensors.numpy.load(_repack(others)))
+    return arrays
+
+
+def _repack(entries: dict[str, tuple[dict, bytes]]) -> bytes:
+    header, chunks, offset = {}, [], 0
+    for name, (info, raw) in entries.items():
+        header[name] = {"dtype": info["dtype"], "shape": info["shape"], "data_offsets": [offset, offset + len(raw)]}
+        chunks.append(raw)
+        offset += len(raw)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text + b"".join(chunks)
+
+
 def _load_safetensors(data: bytes, metadata: dict, placer: _Placer):
     import safetensors.numpy
 
-    arrays = safetensors.numpy.load(data)
+    try:
+        arrays = safetensors.numpy.load(data)
+    except KeyError as e:  # safetensors' numpy API names the dtype it lacks
+        if e.args != ("BF16",):
+            raise
+        arrays = _bfloat16_arrays(data)
     record = metadata.get(_METADATA_KEY)
     if record is None:  # written by another library: a flat dict of tensors, on the CPU unless mapped
         return {name: placer.tensor(array, None, "cpu") for name, array in arrays.items()}

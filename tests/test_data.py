@@ -298,3 +298,20 @@ def test_dead_worker_and_timeout_raise_as_torch() -> None:
         list(vdata.DataLoader(_Dies(), batch_size=1, num_workers=1))
     with pytest.raises(RuntimeError, match="DataLoader timed out after 0.2 seconds"):
         list(vdata.DataLoader(_Slow(), num_workers=1, timeout=0.2))
+
+
+class _Large(vdata.Dataset):
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        return np.zeros((128, 128), np.float32)  # a batch is far larger than a pipe's buffer
+
+
+def test_leaving_an_epoch_early_lets_the_workers_exit_on_their_own() -> None:
+    """Results nobody reads must not keep a worker alive: it exits cleanly, not by terminate() after a timeout."""
+    it = iter(vdata.DataLoader(_Large(), batch_size=8, num_workers=2, prefetch_factor=4))
+    next(it)
+    processes = list(it.workers.processes)
+    it._shutdown()
+    assert [p.exitcode for p in processes] == [0, 0]

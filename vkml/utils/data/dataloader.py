@@ -100,10 +100,26 @@ def _next_iterable(iterator, auto_collation: bool, batch_size: int | None, drop_
 
 
 def _worker_loop(
-    dataset, index_queue, result_queue, auto_collation, batch_size, drop_last, collate_fn, init_fn, worker_id, n, seed
+    dataset,
+    index_queue,
+    result_queue,
+    done,
+    auto_collation,
+    batch_size,
+    drop_last,
+    collate_fn,
+    init_fn,
+    worker_id,
+    n,
+    seed,
 ):
-    """A worker process: answers (epoch, batch index, indices) tasks with host batches, until it gets None."""
+    """A worker process: answers (epoch, batch index, indices) tasks with host batches, until it gets None.
+
+    Once ``done`` is set (the main process stopped listening) it skips the tasks still queued, and
+    it exits without waiting for unread results to be flushed.
+    """
     global _worker_info
+    result_queue.cancel_join_thread()
     _collate.enter_worker()
     seed = seed + worker_id
     random.seed(seed)
@@ -124,6 +140,8 @@ def _worker_loop(
             break
         if task[0] == "reset":
             iterator = None
+            continue
+        if done.is_set():
             continue
         _, epoch, batch_index, indices = task
         if init_error is not None:
@@ -156,6 +174,7 @@ class _Workers:
         if _plain_tensor_dataset(loader.dataset):
             loader.dataset._host_arrays()  # read here: a forked worker inherits the values, never the device
         self.result_queue = ctx.Queue()
+        self.done = ctx.Event()
         self.index_queues, self.processes = [], []
         for worker_id in range(loader.num_workers):
             index_queue = ctx.Queue()
@@ -163,6 +182,7 @@ class _Workers:
                 loader.dataset,
                 index_queue,
                 self.result_queue,
+                self.done,
                 loader._auto_collation,
                 loader.batch_size,
                 loader.drop_last,
@@ -185,6 +205,7 @@ class _Workers:
             raise RuntimeError(f"DataLoader worker (pid(s) {', '.join(map(str, dead))}) exited unexpectedly")
 
     def shutdown(self) -> None:
+        self.done.set()
         for q in self.index_queues:
             try:
                 q.put(None)

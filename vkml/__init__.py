@@ -10,6 +10,7 @@ from . import creation as _creation
 from . import dsl as dsl  # vkml.dsl: the functions custom operators are written with
 from . import nn, optim  # noqa: F401  (vkml.nn: layers, losses, functional; vkml.optim: SGD, Adam, AdamW)
 from . import ops as _ops  # noqa: F401  (registers every operator)
+from . import utils as utils  # vkml.utils.data: datasets, samplers, DataLoader
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .creation import (
     arange,
@@ -81,6 +82,7 @@ from .ir.types import bool_ as bool  # noqa: A001
 from .ir.types import float16, float32, int32, int64
 from .random import Generator, manual_seed, rand, rand_like, randn, randn_like
 from .realize import realize, set_eager
+from .serialization import load, save
 from .tensor import Tensor
 
 # The submodule vkml.tensor shadowed the creation function of the same name: bind it again.
@@ -118,6 +120,8 @@ __all__ = [
     "vulkan_device_reports",
     "realize",
     "set_eager",
+    "save",
+    "load",
     "CompileError",
     "DeviceError",
     "DTypeError",

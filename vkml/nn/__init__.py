@@ -7,7 +7,7 @@
 (4, 3)
 """
 
-from . import functional, init
+from . import functional, init, utils
 from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .layers import (
     GELU,
@@ -26,6 +26,7 @@ from .module import Module, Parameter
 __all__ = [
     "functional",
     "init",
+    "utils",
     "Module",
     "Parameter",
     "Sequential",

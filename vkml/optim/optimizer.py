@@ -79,6 +79,53 @@ class Optimizer:
             p.node = new.node
         return loss
 
+    def state_dict(self) -> dict:
+        """PyTorch's layout: ``{"state": {index: {...}}, "param_groups": [{..., "params": [indices]}]}``.
+
+        Parameters are numbered across groups in order; ``state`` holds the tensors themselves
+        (no copy), so ``vkml.save(opt.state_dict(), path)`` stores the values of this moment.
+
+        >>> import vkml
+        >>> w = vkml.nn.Parameter(vkml.ones(2))
+        >>> vkml.optim.SGD([w], lr=0.1).state_dict()["param_groups"][0]["params"]
+        [0]
+        """
+        index: dict[int, int] = {}
+        groups = []
+        for group in self.param_groups:
+            for p in group["params"]:
+                index.setdefault(id(p), len(index))
+            packed = {k: v for k, v in group.items() if k != "params"}
+            groups.append({**packed, "params": [index[id(p)] for p in group["params"]]})
+        state = {index[id(p)]: dict(s) for p, s in self.state.items() if id(p) in index}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Take the state and hyper-parameters of ``state_dict`` (from vkml's or PyTorch's ``state_dict()``).
+
+        Tensors (vkml, torch or numpy) become vkml tensors on their parameter's device, float ones
+        in its dtype; ``step`` becomes an int. Groups keep this optimizer's parameters.
+        """
+        groups, saved_groups = self.param_groups, list(state_dict["param_groups"])
+        if len(groups) != len(saved_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved_groups)):
+            raise ValueError(
+                "loaded state dict contains a parameter group that doesn't match the size of optimizer's group"
+            )
+        params = {}
+        for group, saved in zip(groups, saved_groups):
+            params.update(zip(saved["params"], group["params"]))
+        self.state = {}
+        for key, value in state_dict["state"].items():
+            if key in params:
+                param = params[key]
+                self.state[param] = {k: _state_value(k, v, param) for k, v in value.items()}
+        self.param_groups = [
+            {**{k: v for k, v in saved.items() if k != "params"}, "params": group["params"]}
+            for group, saved in zip(groups, saved_groups)
+        ]
+
     def update(self, param, grad, state: dict, group: dict):
         """The parameter's new value (a lazy tensor); updates ``state`` in place with lazy tensors."""
         raise NotImplementedError
@@ -89,3 +136,22 @@ class Optimizer:
             lines.append(f"Parameter Group {i}")
             lines += [f"    {k}: {v}" for k, v in sorted(group.items()) if k != "params"]
         return "\n".join(lines + [")"])
+
+
+def _state_value(key: str, value, param):
+    """One saved state entry, ready for ``param``'s updates: tensors on its device (floats in its dtype)."""
+    from ..creation import tensor
+    from ..tensor import Tensor
+
+    if key == "step":
+        return int(value.item()) if hasattr(value, "item") else int(value)
+    if isinstance(value, dict):
+        return {k: _state_value(k, v, param) for k, v in value.items()}
+    if isinstance(value, Tensor):
+        value = value.to(param.device)
+        return value.to(param.dtype) if value.dtype.is_float and param.dtype.is_float else value
+    if hasattr(value, "shape") and hasattr(value, "dtype"):  # a torch tensor or a numpy array
+        array = value.detach().cpu().numpy() if hasattr(value, "detach") else value
+        out = tensor(array, device=param.device)
+        return out.to(param.dtype) if out.dtype.is_float and param.dtype.is_float else out
+    return value

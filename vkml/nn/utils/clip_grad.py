@@ -1,0 +1,90 @@
+"""``clip_grad_norm_`` and ``clip_grad_value_``: rescale or clamp gradients, as ``torch.nn.utils`` does.
+
+The gradients are replaced, not written into: ``p.grad`` is rebound to the clipped tensor
+(lazy, like every vkml result), which any later read of ``p.grad`` or optimizer step sees.
+The norms reduce in vkml's fixed order (DESIGN section 4), so they can differ from PyTorch's
+in the last bits; the formula is PyTorch's: each gradient's norm, the norm of those norms,
+then ``coef = min(max_norm / (total_norm + 1e-6), 1)``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from ...creation import tensor
+from ...functions import amax, amin, cat, clamp
+from ...tensor import Tensor
+
+_NONFINITE = (
+    "The total norm of order {} for gradients from `parameters` is non-finite, so it cannot be clipped. "
+    "To disable this error and scale the gradients by the non-finite norm anyway, set `error_if_nonfinite=False`"
+)
+
+
+def _as_list(parameters) -> list[Tensor]:
+    return [parameters] if isinstance(parameters, Tensor) else list(parameters)
+
+
+def _vector_norm(x: Tensor, p: float) -> Tensor:
+    """``torch.linalg.vector_norm(x, p)`` over all elements."""
+    if p == math.inf:
+        return amax(x.abs())
+    if p == -math.inf:
+        return amin(x.abs())
+    if p == 0:
+        return (x != 0).to(x.dtype).sum()
+    if p == 1:
+        return x.abs().sum()
+    if p == 2:
+        return (x * x).sum().sqrt()
+    return (x.abs() ** p).sum() ** (1.0 / p)
+
+
+def clip_grad_norm_(
+    parameters: Tensor | Iterable[Tensor],
+    max_norm: float,
+    norm_type: float = 2.0,
+    error_if_nonfinite: bool = False,
+    foreach: bool | None = None,
+) -> Tensor:
+    """Scale the gradients so that their joint ``norm_type`` norm is at most ``max_norm``; return that norm.
+
+    ``foreach`` is accepted for PyTorch's signature; vkml fuses the work either way.
+    ``error_if_nonfinite=True`` reads the norm back (a submission) to check it.
+
+    >>> import vkml
+    >>> w = vkml.nn.Parameter(vkml.tensor([3.0, 4.0]))
+    >>> w.grad = vkml.tensor([3.0, 4.0])
+    >>> clip_grad_norm_([w], max_norm=1.0).item()
+    5.0
+    >>> [round(v, 4) for v in w.grad.tolist()]
+    [0.6, 0.8]
+    """
+    params = [p for p in _as_list(parameters) if p.grad is not None]
+    max_norm, norm_type = float(max_norm), float(norm_type)
+    if not params:
+        return tensor(0.0)
+    device = params[0].grad.device
+    norms = [_vector_norm(p.grad, norm_type).to(device).reshape(1) for p in params]
+    total_norm = _vector_norm(cat(norms), norm_type)
+    if error_if_nonfinite and not math.isfinite(total_norm.item()):
+        raise RuntimeError(_NONFINITE.format(norm_type))
+    coef = clamp(max_norm / (total_norm + 1e-6), max=1.0)
+    for p in params:
+        p.grad = p.grad * coef.to(p.grad.device).to(p.grad.dtype)
+    return total_norm
+
+
+def clip_grad_value_(parameters: Tensor | Iterable[Tensor], clip_value: float, foreach: bool | None = None) -> None:
+    """Clamp every gradient into ``[-clip_value, clip_value]``.
+
+    >>> import vkml
+    >>> w = vkml.nn.Parameter(vkml.zeros(3)); w.grad = vkml.tensor([-2.0, 0.5, 9.0])
+    >>> clip_grad_value_(w, 1.0); w.grad.tolist()
+    [-1.0, 0.5, 1.0]
+    """
+    clip_value = float(clip_value)
+    for p in _as_list(parameters):
+        if p.grad is not None:
+            p.grad = clamp(p.grad, min=-clip_value, max=clip_value)

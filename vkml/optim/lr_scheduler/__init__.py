@@ -1,0 +1,55 @@
+"""Learning-rate schedules with ``torch.optim.lr_scheduler``'s names, arguments and arithmetic.
+
+Each scheduler computes its learning rates with the same float operations, in the same order,
+as PyTorch 2.x: the chainable (recursive) form on ``step()``, the closed form when ``step`` is
+given an epoch (deprecated there too). So a schedule run side by side with PyTorch's gives the
+same Python floats, bit for bit (tests/test_lr_scheduler.py). Learning rates are Python
+floats; a tensor ``lr`` is not supported.
+
+>>> import vkml
+>>> w = vkml.nn.Parameter(vkml.ones(2))
+>>> opt = vkml.optim.SGD([w], lr=1.0)
+>>> sched = StepLR(opt, step_size=2, gamma=0.5)
+>>> lrs = []
+>>> for _ in range(4):
+...     opt.step(); sched.step(); lrs.append(sched.get_last_lr()[0])
+>>> lrs
+[1.0, 0.5, 0.5, 0.25]
+"""
+
+from .base import EPOCH_DEPRECATION_WARNING, LRScheduler
+from .composite import ChainedScheduler, SequentialLR
+from .cyclic import CyclicLR, OneCycleLR
+from .decay import (
+    ConstantLR,
+    CosineAnnealingLR,
+    CosineAnnealingWarmRestarts,
+    ExponentialLR,
+    LambdaLR,
+    LinearLR,
+    MultiplicativeLR,
+    MultiStepLR,
+    PolynomialLR,
+    StepLR,
+)
+from .plateau import ReduceLROnPlateau
+
+__all__ = [
+    "EPOCH_DEPRECATION_WARNING",
+    "LRScheduler",
+    "LambdaLR",
+    "MultiplicativeLR",
+    "StepLR",
+    "MultiStepLR",
+    "ConstantLR",
+    "LinearLR",
+    "ExponentialLR",
+    "SequentialLR",
+    "CosineAnnealingLR",
+    "ChainedScheduler",
+    "ReduceLROnPlateau",
+    "CyclicLR",
+    "CosineAnnealingWarmRestarts",
+    "OneCycleLR",
+    "PolynomialLR",
+]

@@ -61,6 +61,7 @@ TENSOR_METHODS = [
     "matmul",
     "max",
     "min",
+    "masked_fill",
 ]
 
 
@@ -461,7 +462,7 @@ def reshape(input, *shape):
         raise ShapeError(f"'reshape': shape {shape} is invalid for input of size {node.numel} (shape {node.shape})")
     if shape == node.shape:
         return input
-    return _view(input, lambda st: st.reshape(shape))
+    return _mutation.link_view(_view(input, lambda st: st.reshape(shape)), input, ("reshape", shape))
 
 
 @differentiable("permute")
@@ -473,7 +474,7 @@ def permute(input, *dims):
     norm = tuple(lazy.normalize_dim("permute", d, nd) for d in dims)
     if sorted(norm) != list(range(nd)):
         raise ShapeError(f"'permute': dims {dims} are not a permutation of {nd} dims")
-    return _view(input, lambda st: st.permute(norm))
+    return _mutation.link_view(_view(input, lambda st: st.permute(norm)), input, ("permute", norm))
 
 
 def transpose(input, dim0: int, dim1: int):
@@ -505,7 +506,7 @@ def expand(input, *sizes):
         if old != s and old != 1:
             raise ShapeError(f"'expand': dim {d} of size {old} cannot expand to {s} (shape {node.shape} -> {sizes})")
         full.append(s)
-    return _wrap(lazy.expand_to(node, tuple(full)))
+    return _mutation.link_view(_wrap(lazy.expand_to(node, tuple(full))), input, ("expand", tuple(full)))
 
 
 def squeeze(input, dim=None):
@@ -616,7 +617,8 @@ def getitem(input, index):
 @differentiable("slice")
 def _slice(input, starts: tuple, stops: tuple, steps: tuple):
     """Elements starts[d], starts[d] + steps[d], ... below stops[d] of each dim d (a view)."""
-    return _view(input, lambda st: st.slice(starts, stops, steps))
+    out = _view(input, lambda st: st.slice(starts, stops, steps))
+    return _mutation.link_view(out, input, ("slice", starts, stops, steps))
 
 
 @differentiable("pad")
@@ -659,6 +661,38 @@ def builtins_max(a, b):
     return a if a >= b else b
 
 
+@differentiable("clone")
+def clone(input, *, memory_format=None):
+    """A copy of ``input`` with storage of its own: the same node (nodes never change, writes make
+    new ones), so it costs nothing until one of the two is written."""
+    return _wrap(_tensor_node("clone", input))
+
+
+def masked_fill(input, mask, value):
+    """``input`` with ``value`` where ``mask`` (bool, broadcast to ``input``'s shape) holds; ``input``'s dtype.
+
+    >>> masked_fill(vkml.tensor([1, 2, 3]), vkml.tensor([True, False, True]), 0).tolist()  # doctest: +SKIP
+    [0, 2, 0]
+    """
+    node = _tensor_node("masked_fill", input)
+    mask_node = _tensor_node("masked_fill", mask)
+    if mask_node.dtype is not T.bool_:
+        raise DTypeError(f"'masked_fill': mask must be a bool tensor, got {mask_node.dtype.name}")
+    shape = lazy.broadcast_shapes("masked_fill", node.shape, mask_node.shape)
+    if shape != node.shape:
+        raise ShapeError(f"'masked_fill': mask of shape {mask_node.shape} does not broadcast to shape {node.shape}")
+    if isinstance(value, _tensor.Tensor):
+        if value.ndim != 0:
+            raise ShapeError(
+                f"'masked_fill': only supports a 0-dimensional value tensor, got one with {value.ndim} dims"
+            )
+        value = cast(value, node.dtype)
+    else:
+        value = _wrap(lazy.const_node(_node(value), node.dtype, (), node.device))
+    return where(mask, value, input)
+
+
 # Last, because tensor.py reads this module's names when it is imported; the functions above
 # look Tensor up at call time, once per op instead of through an import statement.
+from . import mutation as _mutation  # noqa: E402
 from . import tensor as _tensor  # noqa: E402

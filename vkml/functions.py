@@ -123,10 +123,12 @@ def _binary(name):
     def fn(input, other):
         # The usual case first (tensors that need no grad, or a tensor and a Python number): the
         # node straight from lazy's fast path, with none of _elementwise's loops.
+        # (a view's _requires_grad may predate a write that made its base require grad: the
+        # property, which rebuilds it, is asked for views only)
         tensor = _tensor.Tensor
-        if type(input) is tensor and not input._requires_grad:
+        if type(input) is tensor and not input._requires_grad and (input._base is None or not input.requires_grad):
             if type(other) is tensor:
-                if not other._requires_grad:
+                if not other._requires_grad and (other._base is None or not other.requires_grad):
                     node = lazy.binary_fast(name, input.node, other.node)
                     if node is not None:
                         return _wrap(node)
@@ -134,7 +136,12 @@ def _binary(name):
                 node = lazy.binary_fast(name, input.node, other)
                 if node is not None:
                     return _wrap(node)
-        elif type(other) is tensor and type(input) in lazy.SCALAR_TYPES and not other._requires_grad:
+        elif (
+            type(other) is tensor
+            and type(input) in lazy.SCALAR_TYPES
+            and not other._requires_grad
+            and (other._base is None or not other.requires_grad)
+        ):
             node = lazy.binary_fast(name, input, other.node)
             if node is not None:
                 return _wrap(node)
@@ -506,7 +513,7 @@ def expand(input, *sizes):
         if old != s and old != 1:
             raise ShapeError(f"'expand': dim {d} of size {old} cannot expand to {s} (shape {node.shape} -> {sizes})")
         full.append(s)
-    return _mutation.link_view(_wrap(lazy.expand_to(node, tuple(full))), input, ("expand", tuple(full)))
+    return _mutation.link_view(_wrap(lazy.expand_to(node, tuple(full))), input, ("expand", tuple(full), node.shape))
 
 
 def squeeze(input, dim=None):

@@ -70,8 +70,6 @@ def link_view(out, input, step: tuple):
     else:
         out._base, out._chain = base, input._chain + (step,)
         out._gradview = input._gradview
-    # A view taken with recording off stays out of autograd when it is rebuilt, as it was made.
-    out._gradview = out._gradview and autograd.is_grad_enabled()
     out._seen = out._base._vcount
     return out
 
@@ -112,6 +110,12 @@ def refresh(t):
     if record:
         t._ctx, t._requires_grad = v._ctx, v._requires_grad
     return node
+
+
+def current(t) -> None:
+    """Bring view ``t``'s node and autograd history up to date with its base (no-op when they are)."""
+    if t._seen != t._base._vcount:
+        refresh(t)
 
 
 def detached_view(t):

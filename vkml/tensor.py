@@ -98,6 +98,8 @@ class Tensor:
     @property
     def requires_grad(self) -> bool:
         """Whether backward() computes a gradient for this tensor (only floating point tensors can)."""
+        if self._base is not None:
+            mutation.current(self)  # a view written through its storage takes its autograd history from its base's
         return self._requires_grad
 
     @requires_grad.setter
@@ -118,11 +120,13 @@ class Tensor:
     @property
     def is_leaf(self) -> bool:
         """True unless the tensor was computed by a recorded op (one whose operand required grad)."""
-        return self._ctx is None
+        return self.grad_fn is None
 
     @property
     def grad_fn(self):
         """The autograd context of the op that made this tensor, or None for a leaf."""
+        if self._base is not None:
+            mutation.current(self)  # a view written through its storage takes its autograd history from its base's
         return self._ctx
 
     def backward(self, gradient=None, retain_graph: bool = False) -> None:

@@ -121,8 +121,11 @@ class Context:
         # per operand: the parent's context when this op was recorded. An in-place op gives a
         # handle a new context later; gradients follow the one the operand had (vkml/mutation.py).
         self.parent_ctxs = tuple(p._ctx if p is not None else None for p in parents)
-        self.saved = saved  # per operand: a SavedTensor (vkml/tensor.py) or a Python number, as the rule sees it
-        self.output = output  # the result as a SavedTensor (its node; it holds the Tensor only weakly)
+        # per operand: Tensor._saved()'s (node, storage owner, version), or a Python number; made
+        # SavedTensors (vkml/tensor.py) for the rule at backward, which check the version
+        self.saved = saved
+        # the result's (node, weak reference to its storage owner, version): no cycle through _ctx
+        self.output = output
         self.attrs = attrs
 
     @property
@@ -159,8 +162,9 @@ def record(name: str, operands, out, attrs: dict | None = None):
     rule = rule_for(name)
     if rule is None:
         return out
-    saved = tuple(x._saved(("an operand of", name)) if G.is_tensor(x) else x for x in operands)
-    out._ctx = Context(name, rule, parents, saved, out._saved(("output 0 of", name)), attrs or {})
+    saved = tuple(x._saved() if G.is_tensor(x) else x for x in operands)
+    node, owner, version = out._saved()
+    out._ctx = Context(name, rule, parents, saved, (node, weakref.ref(owner), version), attrs or {})
     out._requires_grad = True
     return out
 
@@ -298,8 +302,14 @@ def backward(root, gradient=None, retain_graph: bool = False) -> None:
 
 
 def _apply_rule(ctx: Context, g, grads: dict, namespace) -> None:
+    from .tensor import SavedTensor
+
     needs = tuple(p is not None for p in ctx.parents)
-    results = ctx.rule(G.GradContext(g, ctx.saved, ctx.output, ctx.attrs, namespace, needs))
+    role = ("an operand of", ctx.name)
+    inputs = tuple(SavedTensor(s, role) if type(s) is tuple else s for s in ctx.saved)
+    node, owner, version = ctx.output
+    output = SavedTensor((node, owner(), version), ("output 0 of", ctx.name))
+    results = ctx.rule(G.GradContext(g, inputs, output, ctx.attrs, namespace, needs))
     if len(results) != len(ctx.parents):
         raise AssertionError(
             f"the gradient rule of {ctx.name!r} gave {len(results)} gradients for {len(needs)} operands"

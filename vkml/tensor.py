@@ -9,8 +9,6 @@
 
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 
 from . import functions as F
@@ -412,9 +410,12 @@ class Tensor:
     def __ior__(self, other):
         return mutation.inplace(self, "__ior__", F.logical_or, other)
 
-    def _saved(self, role: tuple[str, str]) -> SavedTensor:
-        """This tensor's current value as autograd keeps it for a gradient rule (``role`` names it in errors)."""
-        return SavedTensor(self.node, self._base if self._base is not None else self, role)
+    def _saved(self) -> tuple:
+        """(node, storage owner, its version): this tensor's value as autograd keeps it (``SavedTensor`` at backward)."""
+        base = self._base
+        if base is None:
+            return (self._node, self, self._vcount)
+        return (self.node, base, base._vcount)
 
 
 class SavedTensor(Tensor):
@@ -427,15 +428,15 @@ class SavedTensor(Tensor):
 
     __slots__ = ("_owner", "_expected", "_role")
 
-    def __init__(self, node: Node, owner: Tensor, role: tuple[str, str]):
+    def __init__(self, saved: tuple, role: tuple[str, str]):
+        """``saved`` is ``Tensor._saved()``'s tuple (its owner may be None: no write can reach it any more)."""
+        node, owner, expected = saved
         super().__init__(node)
-        self._owner = weakref.ref(owner)
-        self._expected = owner._vcount
-        self._role = role
+        self._owner, self._expected, self._role = owner, expected, role
 
     @property
     def node(self) -> Node:
-        owner = self._owner()
+        owner = self._owner
         if owner is not None and owner._vcount != self._expected:
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an inplace "

@@ -188,8 +188,13 @@ def pow(input, exponent):
     return _elementwise("pow", input, exponent)
 
 
-def where(condition, input, other):
-    """``input`` where ``condition`` (a bool tensor) holds, else ``other``; broadcast."""
+def where(condition, input=None, other=None):
+    """``input`` where ``condition`` (a bool tensor) holds, else ``other``; broadcast.
+
+    ``where(condition)`` alone is ``nonzero(condition, as_tuple=True)`` (it reads the condition back).
+    """
+    if input is None and other is None:
+        return _indexing.nonzero(condition, as_tuple=True)
     return _elementwise("where", condition, input, other)
 
 
@@ -584,8 +589,11 @@ def builtins_sum(values):
 
 
 def getitem(input, index):
-    """Indexing with ints, slices (positive steps), None and Ellipsis — all views."""
+    """Indexing with ints, slices (positive steps), None and Ellipsis — all views; with tensors, lists
+    or bools in the index, a copy (vkml/indexing.py)."""
     node = _tensor_node("__getitem__", input)
+    if _indexing.is_advanced(index):
+        return _indexing.getitem(input, index)
     if not isinstance(index, tuple):
         index = (index,)
     n_real = len([i for i in index if i is not None and i is not Ellipsis])
@@ -701,5 +709,6 @@ def masked_fill(input, mask, value):
 
 # Last, because tensor.py reads this module's names when it is imported; the functions above
 # look Tensor up at call time, once per op instead of through an import statement.
+from . import indexing as _indexing  # noqa: E402
 from . import mutation as _mutation  # noqa: E402
 from . import tensor as _tensor  # noqa: E402

@@ -379,6 +379,9 @@ def setitem(t, index, value) -> None:
             value = F.reshape(value, *())
         inplace(t, "__setitem__", F.masked_fill, index, value)
         return
+    if _indexing.is_advanced(index):
+        _indexing.setitem(t, index, value)
+        return
     view = F.getitem(t, index)
     if isinstance(value, _tensor.Tensor):
         copy_(view, value)
@@ -387,5 +390,6 @@ def setitem(t, index, value) -> None:
 
 
 # Last: these modules import tensor.py, which imports this one.
+from . import indexing as _indexing  # noqa: E402
 from . import random as _random  # noqa: E402
 from . import tensor as _tensor  # noqa: E402

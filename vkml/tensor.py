@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import functions as F
-from . import lazy, mutation, schedule
+from . import indexing, lazy, mutation, schedule
 from .errors import DTypeError, ShapeError
 from .graph import Node
 from .ir import types as T
@@ -388,6 +388,36 @@ class Tensor:
 
     def __setitem__(self, index, value) -> None:
         mutation.setitem(self, index, value)
+
+    def index_put_(self, indices, values, accumulate: bool = False) -> Tensor:
+        return indexing.index_put_(self, indices, values, accumulate)
+
+    def index_put(self, indices, values, accumulate: bool = False) -> Tensor:
+        return indexing.index_put_(F.clone(self), indices, values, accumulate)
+
+    def scatter_(self, dim: int, index, src=None, *, value=None, reduce=None) -> Tensor:
+        return indexing.scatter_(self, dim, index, src, value, reduce)
+
+    def scatter(self, dim: int, index, src=None, *, value=None) -> Tensor:
+        return indexing.scatter(self, dim, index, src, value)
+
+    def scatter_add_(self, dim: int, index, src) -> Tensor:
+        return indexing.scatter_add_(self, dim, index, src)
+
+    def scatter_add(self, dim: int, index, src) -> Tensor:
+        return indexing.scatter_add(self, dim, index, src)
+
+    def gather(self, dim: int, index) -> Tensor:
+        return indexing.gather(self, dim, index)
+
+    def index_select(self, dim: int, index) -> Tensor:
+        return indexing.index_select(self, dim, index)
+
+    def take_along_dim(self, indices, dim: int) -> Tensor:
+        return indexing.take_along_dim(self, indices, dim)
+
+    def nonzero(self, *, as_tuple: bool = False):
+        return indexing.nonzero(self, as_tuple=as_tuple)
 
     def __iadd__(self, other):
         return self.add_(other)

@@ -112,8 +112,24 @@ def plan(op: str, shape: tuple[int, ...], index) -> np.ndarray:
     if numel > _INT32_MAX:
         raise ShapeError(f"'{op}': advanced indexing supports tensors of up to 2^31 - 1 elements, got shape {shape}")
     positions = np.arange(numel, dtype=np.int32).reshape(shape)
+    # Two steps, because numpy counts an int beside an array as one more advanced index, which
+    # moves the result's dims (x[None, t, ..., 2]), where PyTorch selects with it first: ints,
+    # None and Python bools first (basic indexing), then the arrays and slices.
+    first, second = [], []
+    for item in items:
+        if isinstance(item, np.ndarray):
+            first.extend([slice(None)] * (item.ndim if item.dtype == np.bool_ else 1))
+            second.append(item)
+        elif isinstance(item, bool):
+            first.append(None)
+            second.append(slice(None) if item else slice(0, 0))
+        elif isinstance(item, (int, np.integer)):
+            first.append(item)
+        else:  # None, a slice (applied once, here) or ...
+            first.append(item)
+            second.append(item if item is Ellipsis else slice(None))
     try:
-        return np.asarray(positions[items])
+        return np.asarray(positions[tuple(first)][tuple(second)])
     except IndexError as e:  # numpy's bounds and mask checks, in PyTorch's words
         message = str(e).replace("axis", "dimension")
         raise IndexError(f"'{op}': {message}") from None

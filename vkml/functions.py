@@ -589,8 +589,10 @@ def builtins_sum(values):
 
 
 def getitem(input, index):
-    """Indexing with ints, slices (positive steps), None and Ellipsis — all views; with tensors, lists
-    or bools in the index, a copy (vkml/indexing.py)."""
+    """Indexing: ints, slices (positive steps), None and Ellipsis give views; tensors, lists and bools a copy.
+
+    Advanced indices (tensors, lists, bools) follow PyTorch's shape rules; see vkml/indexing.py.
+    """
     node = _tensor_node("__getitem__", input)
     if _indexing.is_advanced(index):
         return _indexing.getitem(input, index)

@@ -246,3 +246,13 @@ def test_gradient_matches_torch(key):
 @pytest.mark.parametrize("key", GRADS)
 def test_gradient_same_bits_on_vulkan(key, gpu):
     assert _grad(vkml, key, gpu).tobytes() == _grad(vkml, key, "cpu").tobytes()
+
+
+@pytest.mark.parametrize("index", [4, -5, (0, 5), (slice(None), 1, -7)])
+def test_int_index_out_of_range_names_op_index_dim_and_size(index):
+    """Basic (view) indexing raises PyTorch's IndexError words, naming the op."""
+    with pytest.raises(IndexError) as theirs:
+        torch.tensor(X)[index]
+    with pytest.raises(IndexError) as ours:
+        vkml.tensor(X)[index]
+    assert str(ours.value) == f"'__getitem__': {theirs.value}"

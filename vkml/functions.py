@@ -622,7 +622,7 @@ def getitem(input, index):
         elif isinstance(item, (int, np.integer)) and not isinstance(item, bool):
             i = int(item)
             if not -size <= i < size:
-                raise IndexError(f"index {i} is out of bounds for dim {d} of size {size}")
+                raise IndexError(f"'__getitem__': index {i} is out of bounds for dimension {d} with size {size}")
             i %= size
             starts.append(i), stops.append(i + 1), steps.append(1)
         else:

@@ -114,6 +114,7 @@ WRITES = {
     "bool mask, 0-d tensor": (T(MASK3), T(np.float32(4.5))),
     "partial mask, tensor values": (T(MASK), T(np.ones(6, np.float32))),
     "list and slice": (([1, 2], slice(1, 3)), 0.0),
+    "full mask, tensor values": (T(MASK3), T(np.arange(MASK3.sum(), dtype=np.float32))),
 }
 
 

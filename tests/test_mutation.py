@@ -105,6 +105,11 @@ PROGRAMS = {
     "data shares storage": lambda L: _shares(L.t(A), lambda x: x.data),
     "clone does not": lambda L: _shares(L.t(A), lambda x: x.clone()),
     "x[i] += v": lambda L: _index_iadd(L.t(A)),
+    "0-d setitem": lambda L: _set(L.t(np.float32(2.0)), (), 5.0),
+    "0-d ellipsis": lambda L: _set(L.t(np.float32(2.0)), Ellipsis, L.t(np.float32(-1.0))),
+    "bool setitem": lambda L: _set(L.t(A > 0), (slice(None), 1), True),
+    "float16 setitem": lambda L: _set(L.t(A.astype(np.float16)), 1, L.t(B)),
+    "empty slice write": lambda L: _set(L.t(A), slice(2, 2), 1.0),
     "data setter": lambda L: _data_set(L),
 }
 

@@ -369,16 +369,18 @@ def detach_(t):
 
 
 def setitem(t, index, value) -> None:
-    """``t[index] = value``: a write through the view ``t[index]`` (a bool mask of ``t``'s shape: masked_fill_)."""
+    """``t[index] = value``: a write through the view ``t[index]``, or an advanced index's write (vkml/indexing.py).
+
+    A bool mask of ``t``'s shape with a number or a one-element value is ``masked_fill_``,
+    which needs no read-back of the mask.
+    """
     if isinstance(index, _tensor.Tensor) and index.dtype is T.bool_ and index.shape == t.shape:
-        if isinstance(value, _tensor.Tensor) and value.numel() != 1:
-            raise NotImplementedError(
-                f"'__setitem__': a bool mask index takes a Python number or a one-element value, got shape {value.shape}"
-            )
-        if isinstance(value, _tensor.Tensor):
-            value = F.reshape(value, *())
-        inplace(t, "__setitem__", F.masked_fill, index, value)
-        return
+        if not isinstance(value, _tensor.Tensor):
+            inplace(t, "__setitem__", F.masked_fill, index, value)
+            return
+        if value.numel() == 1:
+            inplace(t, "__setitem__", F.masked_fill, index, F.reshape(value, *()))
+            return
     if _indexing.is_advanced(index):
         _indexing.setitem(t, index, value)
         return

@@ -67,7 +67,9 @@ def _accumulate_kernel(base, g, order, offsets, out):
     j = _invocation()
     with dsl.if_(j < out.numel):
         lo, hi = offsets[j], offsets[j + 1]
-        wide = T.float32 if base.dtype is T.float16 else base.dtype
+        # float16 and bfloat16 add in float32 and round once per position: PyTorch's CPU scatter_add_
+        # gives that (2048 + 1 + 1 = 2050 in float16); its index_put_ rounds after each add (2048)
+        wide = T.float32 if base.dtype.is_float and base.dtype.bits < 32 else base.dtype
         (acc,) = dsl.loop(lo, hi, 1, (dsl.convert(base[j], wide),), lambda k, a: a + dsl.convert(g[order[k]], wide))
         out[j] = dsl.convert(acc, base.dtype)
 

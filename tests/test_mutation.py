@@ -487,6 +487,20 @@ def test_random_fills_keep_shape_dtype_and_range():
         vkml.zeros(3, dtype=vkml.int64).uniform_()
 
 
+def test_reshape_is_a_view_where_strides_allow_else_a_copy():
+    for lib in (torch, vkml):
+        x = lib.zeros(3, 4)
+        x.T.reshape(-1).add_(1.0)  # a copy: x unchanged
+        x[1:].reshape(-1).add_(2.0)  # a view
+        x[:, 1].unsqueeze(0).add_(3.0)  # a view
+        x.view(2, 6)[0].add_(4.0)
+        np.testing.assert_array_equal(
+            x.numpy(), [[4.0, 7.0, 4.0, 4.0], [6.0, 9.0, 2.0, 2.0], [2.0, 5.0, 2.0, 2.0]], err_msg=lib.__name__
+        )
+        with pytest.raises(RuntimeError, match="view size is not compatible with input tensor's size and stride"):
+            x.T.view(-1)
+
+
 def test_contiguous_of_a_non_contiguous_view_is_a_copy():
     for lib in (torch, vkml):
         x = lib.zeros(3, 4)

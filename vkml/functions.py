@@ -474,7 +474,7 @@ def reshape(input, *shape):
         raise ShapeError(f"'reshape': shape {shape} is invalid for input of size {node.numel} (shape {node.shape})")
     if shape == node.shape:
         return input
-    return _mutation.link_view(_view(input, lambda st: st.reshape(shape)), input, ("reshape", shape))
+    return _mutation.link_reshape(_view(input, lambda st: st.reshape(shape)), input, shape)
 
 
 @differentiable("permute")

@@ -74,6 +74,22 @@ def link_view(out, input, step: tuple):
     return out
 
 
+def viewable(t, shape: tuple[int, ...]) -> bool:
+    """Whether ``t`` reshaped to ``shape`` is a view of its storage in PyTorch (strides allow it), not a copy."""
+    base = t._base
+    if base is None:
+        return True
+    stack = ViewStack.contiguous(base.shape)
+    for step in t._chain:
+        stack = _edit(stack, step)
+    return len(stack.views) == 1 and stack.top.reshape(tuple(shape)) is not None
+
+
+def link_reshape(out, input, shape: tuple[int, ...]):
+    """``out = input.reshape(shape)``: a view of ``input``'s storage where PyTorch's would be, else a copy of its own."""
+    return link_view(out, input, ("reshape", shape)) if viewable(input, shape) else out
+
+
 def apply_step(t, step: tuple):
     """The view ``step`` of tensor ``t``, through the public (recorded, linking) functions."""
     kind = step[0]

@@ -294,7 +294,15 @@ class Tensor:
     def reshape(self, *shape):
         return F.reshape(self, *shape)
 
-    view = reshape
+    def view(self, *shape):
+        """``reshape`` that must be a view of this tensor's storage (PyTorch's error otherwise)."""
+        out = F.reshape(self, *shape)  # checks the shape
+        if not mutation.viewable(self, out.shape):
+            raise RuntimeError(
+                "view size is not compatible with input tensor's size and stride (at least one dimension spans "
+                "across two contiguous subspaces). Use .reshape(...) instead."
+            )
+        return out
 
     def permute(self, *dims):
         return F.permute(self, *dims)

@@ -443,6 +443,19 @@ def test_no_version_error_when_backward_does_not_need_the_value(op):
     np.testing.assert_allclose(grads[1], grads[0], rtol=1e-6)
 
 
+def test_writes_through_data_and_detach_keep_a_parameter_a_leaf():
+    for lib in (torch, vkml):
+        w = (torch.nn.Parameter if lib is torch else vkml.nn.Parameter)(lib.zeros(3, 2))
+        w.data[0] = 5.0
+        w.detach()[1].fill_(2.0)
+        w.data.mul_(3.0)
+        w.detach()[2].copy_(lib.zeros(2, requires_grad=True) * 1.0)
+        assert w.is_leaf and w.requires_grad
+        np.testing.assert_array_equal(w.detach().numpy(), [[15.0, 15.0], [6.0, 6.0], [0.0, 0.0]])
+        (w * w).sum().backward()
+        np.testing.assert_array_equal(w.grad.numpy(), [[30.0, 30.0], [12.0, 12.0], [0.0, 0.0]])
+
+
 def test_version_counts_writes_shared_by_views():
     for lib in (torch, vkml):
         x = lib.zeros(3, 4)

@@ -254,13 +254,16 @@ def write(t, value) -> None:
     if base is None:
         _set_owner(t, value)
         return
-    below = [_alias(base)]
-    for step in t._chain[:-1]:
-        below.append(apply_step(below[-1], step))
-    v = value
-    for step, under in zip(reversed(t._chain), reversed(below)):
-        v = _unapply(step, under, v)
-    _set_owner(base, v)
+    # A write through detach() or .data is invisible to autograd, as in PyTorch: the base keeps
+    # its history (a parameter stays a leaf).
+    with autograd.set_grad_enabled(autograd.is_grad_enabled() and t._gradview):
+        below = [_alias(base)]
+        for step in t._chain[:-1]:
+            below.append(apply_step(below[-1], step))
+        v = value
+        for step, under in zip(reversed(t._chain), reversed(below)):
+            v = _unapply(step, under, v)
+    _set_owner(base, v if t._gradview else _tensor.Tensor(v.node))
 
 
 def _set_owner(owner, new) -> None:

@@ -122,29 +122,29 @@ def _unary(name):
 def _binary(name):
     def fn(input, other):
         # The usual case first (tensors that need no grad, or a tensor and a Python number): the
-        # node straight from lazy's fast path, with none of _elementwise's loops.
-        # (a view's _requires_grad may predate a write that made its base require grad: the
-        # property, which rebuilds it, is asked for views only)
+        # node straight from lazy's fast path, with none of _elementwise's loops. A tensor that
+        # owns its storage has its node in _node; a view's comes first from the property, which
+        # also brings its _requires_grad up to date after a write through its storage.
         tensor = _tensor.Tensor
-        if type(input) is tensor and not input._requires_grad and (input._base is None or not input.requires_grad):
-            if type(other) is tensor:
-                if not other._requires_grad and (other._base is None or not other.requires_grad):
-                    node = lazy.binary_fast(name, input.node, other.node)
+        if type(input) is tensor:
+            a = input._node if input._base is None else input.node
+            if not input._requires_grad:
+                if type(other) is tensor:
+                    b = other._node if other._base is None else other.node
+                    if not other._requires_grad:
+                        node = lazy.binary_fast(name, a, b)
+                        if node is not None:
+                            return _wrap(node)
+                elif type(other) in lazy.SCALAR_TYPES:
+                    node = lazy.binary_fast(name, a, other)
                     if node is not None:
                         return _wrap(node)
-            elif type(other) in lazy.SCALAR_TYPES:
-                node = lazy.binary_fast(name, input.node, other)
+        elif type(other) is tensor and type(input) in lazy.SCALAR_TYPES:
+            b = other._node if other._base is None else other.node
+            if not other._requires_grad:
+                node = lazy.binary_fast(name, input, b)
                 if node is not None:
                     return _wrap(node)
-        elif (
-            type(other) is tensor
-            and type(input) in lazy.SCALAR_TYPES
-            and not other._requires_grad
-            and (other._base is None or not other.requires_grad)
-        ):
-            node = lazy.binary_fast(name, input, other.node)
-            if node is not None:
-                return _wrap(node)
         return _elementwise(name, input, other)
 
     fn.__name__ = name

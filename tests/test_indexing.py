@@ -257,3 +257,12 @@ def test_int_index_out_of_range_names_op_index_dim_and_size(index):
     with pytest.raises(IndexError) as ours:
         vkml.tensor(X)[index]
     assert str(ours.value) == f"'__getitem__': {theirs.value}"
+
+
+def test_accumulate_past_lavapipes_loop_limit(gpu):
+    """One position taking 70000 contributions: lavapipe stops a shader's loops after 65535 trips."""
+    n = 70000
+    for device in ("cpu", gpu):
+        x = vkml.zeros(2, device=device)
+        x.index_put_((vkml.zeros(n, dtype=vkml.int64, device=device),), vkml.ones(n, device=device), accumulate=True)
+        np.testing.assert_array_equal(x.numpy(), [float(n), 0.0])

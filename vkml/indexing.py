@@ -35,6 +35,8 @@ from .ops import grads as G
 
 _LOCAL = 64  # invocations per workgroup of the kernels below
 _INT32_MAX = 2**31 - 1
+_UNROLL_BITS = 4
+_UNROLL = 1 << _UNROLL_BITS  # elements the accumulation adds per loop trip
 
 
 def _grid(n: int) -> tuple[int, int, int]:
@@ -70,7 +72,20 @@ def _accumulate_kernel(base, g, order, offsets, out):
         # float16 and bfloat16 add in float32 and round once per position: PyTorch's CPU scatter_add_
         # gives that (2048 + 1 + 1 = 2050 in float16); its index_put_ rounds after each add (2048)
         wide = T.float32 if base.dtype.is_float and base.dtype.bits < 32 else base.dtype
-        (acc,) = dsl.loop(lo, hi, 1, (dsl.convert(base[j], wide),), lambda k, a: a + dsl.convert(g[order[k]], wide))
+        # _UNROLL elements a trip: lavapipe (gallivm) ends a shader's loops after 65535 trips in
+        # all, so one position takes at most 65535 * _UNROLL contributions there (other drivers:
+        # no limit). Each element is added only where it exists: the order stays the index order.
+
+        def trip(t, a):
+            for u in range(_UNROLL):
+                k = lo + t * _UNROLL + u
+                inside = k < hi
+                (v,) = dsl.if_else(inside, lambda k=k: dsl.convert(g[order[k]], wide), lambda: dsl.const(0, wide))
+                a = dsl.where(inside, a + v, a)
+            return a
+
+        trips = (hi - lo + (_UNROLL - 1)) >> _UNROLL_BITS
+        (acc,) = dsl.loop(0, trips, 1, (dsl.convert(base[j], wide),), trip)
         out[j] = dsl.convert(acc, base.dtype)
 
 

@@ -158,6 +158,18 @@ CASES = [
     unary("permute", lambda x: x.T @ x, lambda x: x.T @ x, rtol=1e-5),
     Case("expand", lambda x: x.expand(2, 3, 5), lambda x: x.expand(2, 3, 5), inputs(normal(3, 1))),
     unary("flip", lambda x: x.flip((0, 1)), lambda x: x.flip((0, 1))),
+    unary("clone", lambda x: x.clone() * x, lambda x: x.clone() * x),
+    unary(
+        "index",
+        lambda x: x[[0, 2, 2, 1], 1:] * x[[2], [4, 0, 4, 4]],
+        lambda x: x[[0, 2, 2, 1], 1:] * x[[2], [4, 0, 4, 4]],
+    ),
+    Case(
+        "index_accumulate",
+        lambda x, v: x.index_put((vkml.tensor([0, 2, 0], device=x.device),), v * v, accumulate=True),
+        lambda x, v: x.index_put((torch.tensor([0, 2, 0]),), v * v, accumulate=True),
+        inputs(normal(3, 5), normal(3, 5)),
+    ),
     Case("slice", lambda x: x[1:, ::2], lambda x: x[1:, ::2], inputs(normal(4, 7))),
     Case("slice", lambda x: x[..., 1, None, 3:8:3], lambda x: x[..., 1, None, 3:8:3], inputs(normal(2, 3, 9))),
     Case("slice", lambda x: x[-1], lambda x: x[-1], inputs(normal(4, 3))),

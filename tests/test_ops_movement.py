@@ -157,7 +157,9 @@ def test_movement_errors():
     with pytest.raises(ValueError, match="step must be positive"):
         t[::-1]
     with pytest.raises(TypeError, match="__getitem__"):
-        t[[0, 1]]
+        t[1.5]
+    with pytest.raises(TypeError, match="__getitem__"):
+        t[[0, 1], "a"]
     with pytest.raises(TypeError, match="'reshape'.*integers"):
         t.reshape(2.0, 3)
 

@@ -35,6 +35,7 @@ from .functions import (
     cat,
     clamp,
     clip,
+    clone,
     constant_pad_nd,
     div,
     eq,
@@ -51,6 +52,7 @@ from .functions import (
     logical_or,
     logsumexp,
     lt,
+    masked_fill,
     matmul,
     max,
     maximum,
@@ -78,6 +80,7 @@ from .functions import (
     unsqueeze,
     where,
 )
+from .indexing import gather, index_select, nonzero, scatter, scatter_add, take_along_dim
 from .ir.types import bool_ as bool  # noqa: A001
 from .ir.types import float16, float32, int32, int64
 from .random import Generator, manual_seed, rand, rand_like, randn, randn_like
@@ -186,4 +189,12 @@ __all__ = [
     "transpose",
     "unsqueeze",
     "where",
+    "clone",
+    "masked_fill",
+    "gather",
+    "index_select",
+    "nonzero",
+    "scatter",
+    "scatter_add",
+    "take_along_dim",
 ]

@@ -117,14 +117,20 @@ class enable_grad(no_grad):
 class Context:
     """How one tensor was made: its op's rule, its operands, its other arguments."""
 
-    __slots__ = ("name", "rule", "parents", "saved", "output", "attrs")
+    __slots__ = ("name", "rule", "parents", "parent_ctxs", "saved", "output", "attrs")
 
     def __init__(self, name: str, rule: Callable, parents: tuple, saved: tuple, output, attrs: dict):
         self.name = name
         self.rule = rule
         self.parents = parents  # per operand: the tensor gradients flow to, or None
-        self.saved = saved  # per operand: a detached tensor or a Python number, as the rule sees it
-        self.output = output  # the result's node (not the Tensor: no reference cycle through _ctx)
+        # per operand: the parent's context when this op was recorded. An in-place op gives a
+        # handle a new context later; gradients follow the one the operand had (vkml/mutation.py).
+        self.parent_ctxs = tuple(p._ctx if p is not None else None for p in parents)
+        # per operand: Tensor._saved()'s (node, storage owner, version), or a Python number; made
+        # SavedTensors (vkml/tensor.py) for the rule at backward, which check the version
+        self.saved = saved
+        # the result's (node, weak reference to its storage owner, version): no cycle through _ctx
+        self.output = output
         self.attrs = attrs
 
     @property
@@ -133,7 +139,7 @@ class Context:
 
     def release(self) -> None:
         """Drop the operands, so the forward graph can be freed once backward() has used it."""
-        self.parents = self.saved = self.output = None
+        self.parents = self.parent_ctxs = self.saved = self.output = None
 
     def __repr__(self) -> str:
         return f"<{self.name} backward{' (released)' if self.released else ''}>"
@@ -161,8 +167,9 @@ def record(name: str, operands, out, attrs: dict | None = None):
     rule = rule_for(name)
     if rule is None:
         return out
-    saved = tuple(x.detach() if G.is_tensor(x) else x for x in operands)
-    out._ctx = Context(name, rule, parents, saved, out.node, attrs or {})
+    saved = tuple(x._saved() if G.is_tensor(x) else x for x in operands)
+    node, owner, version = out._saved()
+    out._ctx = Context(name, rule, parents, saved, (node, weakref.ref(owner), version), attrs or {})
     out._requires_grad = True
     return out
 
@@ -208,20 +215,30 @@ def differentiable(name: str, inputs: tuple[str, ...] = ("input",)):
 # ---------------------------------------------------------------------- backward
 
 
+def _key(t, ctx) -> int:
+    """What gradients are summed under: a computed value's context, a leaf's handle."""
+    return id(ctx) if ctx is not None else id(t)
+
+
 def _graph_order(root) -> list:
-    """Tensors that ``root`` was computed from and that require grad, users before their operands."""
+    """(tensor, context) of every value ``root`` was computed from that requires grad, users before operands.
+
+    A value is its context, not its handle: an in-place op gives a handle a new context, and
+    ops recorded before it keep the old one (``Context.parent_ctxs``).
+    """
     order, seen = [], set()
-    stack = [(root, False)]
+    stack = [((root, root._ctx), False)]
     while stack:
-        t, done = stack.pop()
+        item, done = stack.pop()
         if done:
-            order.append(t)
+            order.append(item)
             continue
-        if id(t) in seen:
+        t, ctx = item
+        key = _key(t, ctx)
+        if key in seen:
             continue
-        seen.add(id(t))
-        stack.append((t, True))
-        ctx = t._ctx
+        seen.add(key)
+        stack.append((item, True))
         if ctx is None:
             continue
         if ctx.released:
@@ -229,7 +246,9 @@ def _graph_order(root) -> list:
                 f"backward(): trying to go through the graph a second time (at {ctx.name!r}); its saved "
                 "tensors were released by the first backward(). Pass retain_graph=True the first time."
             )
-        stack.extend((p, False) for p in ctx.parents if p is not None and id(p) not in seen)
+        stack.extend(
+            ((p, pc), False) for p, pc in zip(ctx.parents, ctx.parent_ctxs) if p is not None and _key(p, pc) not in seen
+        )
     return order[::-1]
 
 
@@ -266,12 +285,11 @@ def backward(root, gradient=None, retain_graph: bool = False) -> None:
     runs = config.backward_runs()
     if runs == "split":
         realize(root)  # the forward starts on the device while the gradient graph is built
-    grads = {id(root): gradient.detach()}
+    grads = {_key(root, root._ctx): gradient.detach()}
     leaves = []
     with no_grad():
-        for t in order:
-            g = grads.pop(id(t), None)
-            ctx = t._ctx
+        for t, ctx in order:
+            g = grads.pop(_key(t, ctx), None)
             if ctx is None:
                 if g is not None:
                     t.grad = g if t.grad is None else t.grad + g
@@ -289,20 +307,25 @@ def backward(root, gradient=None, retain_graph: bool = False) -> None:
 
 
 def _apply_rule(ctx: Context, g, grads: dict, namespace) -> None:
-    from .tensor import Tensor
+    from .tensor import SavedTensor
 
     needs = tuple(p is not None for p in ctx.parents)
-    results = ctx.rule(G.GradContext(g, ctx.saved, Tensor(ctx.output), ctx.attrs, namespace, needs))
+    role = ("an operand of", ctx.name)
+    inputs = tuple(SavedTensor(s, role) if type(s) is tuple else s for s in ctx.saved)
+    node, owner, version = ctx.output
+    output = SavedTensor((node, owner(), version), ("output 0 of", ctx.name))
+    results = ctx.rule(G.GradContext(g, inputs, output, ctx.attrs, namespace, needs))
     if len(results) != len(ctx.parents):
         raise AssertionError(
             f"the gradient rule of {ctx.name!r} gave {len(results)} gradients for {len(needs)} operands"
         )
-    for parent, grad in zip(ctx.parents, results):
+    for parent, parent_ctx, grad in zip(ctx.parents, ctx.parent_ctxs, results):
         if parent is None or grad is None:
             continue
         grad = _fit(grad, parent, ctx.name)
-        previous = grads.get(id(parent))
-        grads[id(parent)] = grad if previous is None else previous + grad
+        key = _key(parent, parent_ctx)
+        previous = grads.get(key)
+        grads[key] = grad if previous is None else previous + grad
 
 
 def _remember_root(root) -> None:

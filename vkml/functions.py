@@ -61,6 +61,7 @@ TENSOR_METHODS = [
     "matmul",
     "max",
     "min",
+    "masked_fill",
 ]
 
 
@@ -121,22 +122,29 @@ def _unary(name):
 def _binary(name):
     def fn(input, other):
         # The usual case first (tensors that need no grad, or a tensor and a Python number): the
-        # node straight from lazy's fast path, with none of _elementwise's loops.
+        # node straight from lazy's fast path, with none of _elementwise's loops. A tensor that
+        # owns its storage has its node in _node; a view's comes first from the property, which
+        # also brings its _requires_grad up to date after a write through its storage.
         tensor = _tensor.Tensor
-        if type(input) is tensor and not input._requires_grad:
-            if type(other) is tensor:
-                if not other._requires_grad:
-                    node = lazy.binary_fast(name, input.node, other.node)
+        if type(input) is tensor:
+            a = input._node if input._base is None else input.node
+            if not input._requires_grad:
+                if type(other) is tensor:
+                    b = other._node if other._base is None else other.node
+                    if not other._requires_grad:
+                        node = lazy.binary_fast(name, a, b)
+                        if node is not None:
+                            return _wrap(node)
+                elif type(other) in lazy.SCALAR_TYPES:
+                    node = lazy.binary_fast(name, a, other)
                     if node is not None:
                         return _wrap(node)
-            elif type(other) in lazy.SCALAR_TYPES:
-                node = lazy.binary_fast(name, input.node, other)
+        elif type(other) is tensor and type(input) in lazy.SCALAR_TYPES:
+            b = other._node if other._base is None else other.node
+            if not other._requires_grad:
+                node = lazy.binary_fast(name, input, b)
                 if node is not None:
                     return _wrap(node)
-        elif type(other) is tensor and type(input) in lazy.SCALAR_TYPES and not other._requires_grad:
-            node = lazy.binary_fast(name, input, other.node)
-            if node is not None:
-                return _wrap(node)
         return _elementwise(name, input, other)
 
     fn.__name__ = name
@@ -180,8 +188,13 @@ def pow(input, exponent):
     return _elementwise("pow", input, exponent)
 
 
-def where(condition, input, other):
-    """``input`` where ``condition`` (a bool tensor) holds, else ``other``; broadcast."""
+def where(condition, input=None, other=None):
+    """``input`` where ``condition`` (a bool tensor) holds, else ``other``; broadcast.
+
+    ``where(condition)`` alone is ``nonzero(condition, as_tuple=True)`` (it reads the condition back).
+    """
+    if input is None and other is None:
+        return _indexing.nonzero(condition, as_tuple=True)
     return _elementwise("where", condition, input, other)
 
 
@@ -461,7 +474,7 @@ def reshape(input, *shape):
         raise ShapeError(f"'reshape': shape {shape} is invalid for input of size {node.numel} (shape {node.shape})")
     if shape == node.shape:
         return input
-    return _view(input, lambda st: st.reshape(shape))
+    return _mutation.link_reshape(_view(input, lambda st: st.reshape(shape)), input, shape)
 
 
 @differentiable("permute")
@@ -473,7 +486,7 @@ def permute(input, *dims):
     norm = tuple(lazy.normalize_dim("permute", d, nd) for d in dims)
     if sorted(norm) != list(range(nd)):
         raise ShapeError(f"'permute': dims {dims} are not a permutation of {nd} dims")
-    return _view(input, lambda st: st.permute(norm))
+    return _mutation.link_view(_view(input, lambda st: st.permute(norm)), input, ("permute", norm))
 
 
 def transpose(input, dim0: int, dim1: int):
@@ -505,7 +518,7 @@ def expand(input, *sizes):
         if old != s and old != 1:
             raise ShapeError(f"'expand': dim {d} of size {old} cannot expand to {s} (shape {node.shape} -> {sizes})")
         full.append(s)
-    return _wrap(lazy.expand_to(node, tuple(full)))
+    return _mutation.link_view(_wrap(lazy.expand_to(node, tuple(full))), input, ("expand", tuple(full), node.shape))
 
 
 def squeeze(input, dim=None):
@@ -576,8 +589,13 @@ def builtins_sum(values):
 
 
 def getitem(input, index):
-    """Indexing with ints, slices (positive steps), None and Ellipsis — all views."""
+    """Indexing: ints, slices (positive steps), None and Ellipsis give views; tensors, lists and bools a copy.
+
+    Advanced indices (tensors, lists, bools) follow PyTorch's shape rules; see vkml/indexing.py.
+    """
     node = _tensor_node("__getitem__", input)
+    if _indexing.is_advanced(index):
+        return _indexing.getitem(input, index)
     if not isinstance(index, tuple):
         index = (index,)
     n_real = len([i for i in index if i is not None and i is not Ellipsis])
@@ -604,7 +622,7 @@ def getitem(input, index):
         elif isinstance(item, (int, np.integer)) and not isinstance(item, bool):
             i = int(item)
             if not -size <= i < size:
-                raise IndexError(f"index {i} is out of bounds for dim {d} of size {size}")
+                raise IndexError(f"'__getitem__': index {i} is out of bounds for dimension {d} with size {size}")
             i %= size
             starts.append(i), stops.append(i + 1), steps.append(1)
         else:
@@ -616,7 +634,8 @@ def getitem(input, index):
 @differentiable("slice")
 def _slice(input, starts: tuple, stops: tuple, steps: tuple):
     """Elements starts[d], starts[d] + steps[d], ... below stops[d] of each dim d (a view)."""
-    return _view(input, lambda st: st.slice(starts, stops, steps))
+    out = _view(input, lambda st: st.slice(starts, stops, steps))
+    return _mutation.link_view(out, input, ("slice", starts, stops, steps))
 
 
 @differentiable("pad")
@@ -659,6 +678,39 @@ def builtins_max(a, b):
     return a if a >= b else b
 
 
+@differentiable("clone")
+def clone(input, *, memory_format=None):
+    """A copy of ``input`` with storage of its own: the same node (nodes never change, writes make
+    new ones), so it costs nothing until one of the two is written."""
+    return _wrap(_tensor_node("clone", input))
+
+
+def masked_fill(input, mask, value):
+    """``input`` with ``value`` where ``mask`` (bool, broadcast to ``input``'s shape) holds; ``input``'s dtype.
+
+    >>> masked_fill(vkml.tensor([1, 2, 3]), vkml.tensor([True, False, True]), 0).tolist()  # doctest: +SKIP
+    [0, 2, 0]
+    """
+    node = _tensor_node("masked_fill", input)
+    mask_node = _tensor_node("masked_fill", mask)
+    if mask_node.dtype is not T.bool_:
+        raise DTypeError(f"'masked_fill': mask must be a bool tensor, got {mask_node.dtype.name}")
+    shape = lazy.broadcast_shapes("masked_fill", node.shape, mask_node.shape)
+    if shape != node.shape:
+        raise ShapeError(f"'masked_fill': mask of shape {mask_node.shape} does not broadcast to shape {node.shape}")
+    if isinstance(value, _tensor.Tensor):
+        if value.ndim != 0:
+            raise ShapeError(
+                f"'masked_fill': only supports a 0-dimensional value tensor, got one with {value.ndim} dims"
+            )
+        value = cast(value, node.dtype)
+    else:
+        value = _wrap(lazy.const_node(_node(value), node.dtype, (), node.device))
+    return where(mask, value, input)
+
+
 # Last, because tensor.py reads this module's names when it is imported; the functions above
 # look Tensor up at call time, once per op instead of through an import statement.
+from . import indexing as _indexing  # noqa: E402
+from . import mutation as _mutation  # noqa: E402
 from . import tensor as _tensor  # noqa: E402

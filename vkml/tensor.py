@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import functions as F
-from . import lazy, schedule
+from . import indexing, lazy, mutation, schedule
 from .errors import DTypeError, ShapeError
 from .graph import Node
 from .ir import types as T
@@ -21,11 +21,28 @@ from .ir import types as T
 class Tensor:
     """A lazy n-dimensional array on one device. Ops record nodes; ``realize()`` runs them."""
 
-    __slots__ = ("node", "grad", "_requires_grad", "_ctx", "__weakref__")
+    # _node: the value (for a view, as of base version _seen); _base: the tensor whose storage
+    # this one views (None: it owns its storage), _chain: the view steps from it (vkml/mutation.py);
+    # _vcount: the version counter of the storage this tensor owns; _gradview: whether a view
+    # rebuilt after a write through its storage records autograd (False for detach()).
+    __slots__ = (
+        "_node",
+        "grad",
+        "_requires_grad",
+        "_ctx",
+        "_base",
+        "_chain",
+        "_seen",
+        "_vcount",
+        "_gradview",
+        "__weakref__",
+    )
     __hash__ = object.__hash__
 
     def __init__(self, node: Node, requires_grad: bool = False):
-        self.node = node
+        self._node = node
+        self._base = None
+        self._vcount = 0
         self.grad: Tensor | None = None  # set by backward() on leaves that require grad
         self._ctx = None  # the autograd Context of the op that made this tensor (None: a leaf)
         self._requires_grad = False
@@ -33,6 +50,18 @@ class Tensor:
             self.requires_grad = True
 
     # ------------------------------------------------------------------ facts
+    @property
+    def node(self) -> Node:
+        """The lazy node of the current value; a view rebuilds it after a write through its storage."""
+        base = self._base
+        if base is None or self._seen == base._vcount:
+            return self._node
+        return mutation.refresh(self)
+
+    @node.setter
+    def node(self, value: Node) -> None:
+        mutation.assign_node(self, value)
+
     @property
     def shape(self) -> tuple[int, ...]:
         return self.node.shape
@@ -67,6 +96,8 @@ class Tensor:
     @property
     def requires_grad(self) -> bool:
         """Whether backward() computes a gradient for this tensor (only floating point tensors can)."""
+        if self._base is not None:
+            mutation.current(self)  # a view written through its storage takes its autograd history from its base's
         return self._requires_grad
 
     @requires_grad.setter
@@ -87,11 +118,13 @@ class Tensor:
     @property
     def is_leaf(self) -> bool:
         """True unless the tensor was computed by a recorded op (one whose operand required grad)."""
-        return self._ctx is None
+        return self.grad_fn is None
 
     @property
     def grad_fn(self):
         """The autograd context of the op that made this tensor, or None for a leaf."""
+        if self._base is not None:
+            mutation.current(self)  # a view written through its storage takes its autograd history from its base's
         return self._ctx
 
     def backward(self, gradient=None, retain_graph: bool = False) -> None:
@@ -110,8 +143,8 @@ class Tensor:
         autograd.backward(self, gradient, retain_graph)
 
     def detach(self) -> Tensor:
-        """The same values (the same node, no copy), cut off from autograd."""
-        return Tensor(self.node)
+        """The same values, cut off from autograd; shares storage with this tensor (a write through one is seen by the other)."""
+        return mutation.detached_view(self)
 
     # ------------------------------------------------------------------ results
     def realize(self) -> Tensor:
@@ -181,7 +214,8 @@ class Tensor:
         return F.cast(self, T.bool_)
 
     def contiguous(self) -> Tensor:
-        return self
+        """This tensor if its elements are in row-major order in its storage, else a copy (as PyTorch)."""
+        return mutation.contiguous(self)
 
     # ------------------------------------------------------------------ operators
     def __add__(self, o):
@@ -260,7 +294,15 @@ class Tensor:
     def reshape(self, *shape):
         return F.reshape(self, *shape)
 
-    view = reshape
+    def view(self, *shape):
+        """``reshape`` that must be a view of this tensor's storage (PyTorch's error otherwise)."""
+        out = F.reshape(self, *shape)  # checks the shape
+        if not mutation.viewable(self, out.shape):
+            raise RuntimeError(
+                "view size is not compatible with input tensor's size and stride (at least one dimension spans "
+                "across two contiguous subspaces). Use .reshape(...) instead."
+            )
+        return out
 
     def permute(self, *dims):
         return F.permute(self, *dims)
@@ -286,6 +328,175 @@ class Tensor:
 
     def flatten(self):
         return F.reshape(self, -1)
+
+    # ------------------------------------------------------------------ mutation (vkml/mutation.py)
+    @property
+    def _version(self) -> int:
+        """The version counter of this tensor's storage: how many writes it has seen (PyTorch's ``_version``)."""
+        base = self._base
+        return (self if base is None else base)._vcount
+
+    @property
+    def data(self) -> Tensor:
+        """This tensor's values, detached from autograd and sharing its storage."""
+        return mutation.detached_view(self)
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        mutation.set_data(self, value)
+
+    def clone(self, *, memory_format=None) -> Tensor:
+        """A copy with its own storage (free: nodes are immutable); gradients flow back to this tensor."""
+        return F.clone(self)
+
+    def detach_(self) -> Tensor:
+        return mutation.detach_(self)
+
+    def copy_(self, src, non_blocking: bool = False) -> Tensor:
+        """Write ``src`` (broadcast, converted to this dtype and device) into this tensor; returns it."""
+        return mutation.copy_(self, src)
+
+    def add_(self, other, *, alpha=1) -> Tensor:
+        return mutation.inplace(self, "add_", F.add, other if alpha == 1 else other * alpha)
+
+    def sub_(self, other, *, alpha=1) -> Tensor:
+        return mutation.inplace(self, "sub_", F.sub, other if alpha == 1 else other * alpha)
+
+    def mul_(self, other) -> Tensor:
+        return mutation.inplace(self, "mul_", F.mul, other)
+
+    def div_(self, other) -> Tensor:
+        return mutation.inplace(self, "div_", F.div, other)
+
+    def pow_(self, exponent) -> Tensor:
+        return mutation.inplace(self, "pow_", F.pow, exponent)
+
+    def clamp_(self, min=None, max=None) -> Tensor:
+        return mutation.inplace(self, "clamp_", F.clamp, min, max)
+
+    clip_ = clamp_
+
+    def neg_(self) -> Tensor:
+        return mutation.inplace(self, "neg_", F.neg)
+
+    def fill_(self, value) -> Tensor:
+        return mutation.fill_(self, value)
+
+    def zero_(self) -> Tensor:
+        return mutation.fill_(self, 0)
+
+    def masked_fill_(self, mask, value) -> Tensor:
+        return mutation.inplace(self, "masked_fill_", F.masked_fill, mask, value)
+
+    def uniform_(self, a: float = 0.0, b: float = 1.0, *, generator=None) -> Tensor:
+        return mutation.uniform_(self, a, b, generator)
+
+    def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator=None) -> Tensor:
+        return mutation.normal_(self, mean, std, generator)
+
+    def __setitem__(self, index, value) -> None:
+        mutation.setitem(self, index, value)
+
+    def index_put_(self, indices, values, accumulate: bool = False) -> Tensor:
+        return indexing.index_put_(self, indices, values, accumulate)
+
+    def index_put(self, indices, values, accumulate: bool = False) -> Tensor:
+        return indexing.index_put_(F.clone(self), indices, values, accumulate)
+
+    def scatter_(self, dim: int, index, src=None, *, value=None, reduce=None) -> Tensor:
+        return indexing.scatter_(self, dim, index, src, value, reduce)
+
+    def scatter(self, dim: int, index, src=None, *, value=None) -> Tensor:
+        return indexing.scatter(self, dim, index, src, value)
+
+    def scatter_add_(self, dim: int, index, src) -> Tensor:
+        return indexing.scatter_add_(self, dim, index, src)
+
+    def scatter_add(self, dim: int, index, src) -> Tensor:
+        return indexing.scatter_add(self, dim, index, src)
+
+    def gather(self, dim: int, index) -> Tensor:
+        return indexing.gather(self, dim, index)
+
+    def index_select(self, dim: int, index) -> Tensor:
+        return indexing.index_select(self, dim, index)
+
+    def take_along_dim(self, indices, dim: int) -> Tensor:
+        return indexing.take_along_dim(self, indices, dim)
+
+    def nonzero(self, *, as_tuple: bool = False):
+        return indexing.nonzero(self, as_tuple=as_tuple)
+
+    def __iadd__(self, other):
+        return self.add_(other)
+
+    def __isub__(self, other):
+        return self.sub_(other)
+
+    def __imul__(self, other):
+        return self.mul_(other)
+
+    def __itruediv__(self, other):
+        return self.div_(other)
+
+    def __ipow__(self, other):
+        return self.pow_(other)
+
+    def __iand__(self, other):
+        return mutation.inplace(self, "__iand__", F.logical_and, other)
+
+    def __ior__(self, other):
+        return mutation.inplace(self, "__ior__", F.logical_or, other)
+
+    def _saved(self) -> tuple:
+        """(node, storage owner, its version): this tensor's value as autograd keeps it (``SavedTensor`` at backward)."""
+        base = self._base
+        if base is None:
+            return (self._node, self, self._vcount)
+        return (self.node, base, base._vcount)
+
+
+class SavedTensor(Tensor):
+    """A value a gradient rule reads, with the version its storage had when it was saved.
+
+    Reading its node after a write to that storage raises PyTorch's error: the rule would have
+    computed with the value as it was, which PyTorch refuses (its saved tensors share storage).
+    Shape, dtype and device stay readable: a rule that only needs those does not raise.
+    """
+
+    __slots__ = ("_owner", "_expected", "_role")
+
+    def __init__(self, saved: tuple, role: tuple[str, str]):
+        """``saved`` is ``Tensor._saved()``'s tuple (its owner may be None: no write can reach it any more)."""
+        node, owner, expected = saved
+        super().__init__(node)
+        self._owner, self._expected, self._role = owner, expected, role
+
+    @property
+    def node(self) -> Node:
+        owner = self._owner
+        if owner is not None and owner._vcount != self._expected:
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an inplace "
+                f"operation: [{self._node.dtype.name} tensor of shape {list(self._node.shape)}], which is "
+                f"{self._role[0]} {self._role[1]!r}, is at version {owner._vcount}; expected version {self._expected} instead."
+            )
+        return self._node
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._node.shape
+
+    @property
+    def dtype(self) -> T.DType:
+        return self._node.dtype
+
+    @property
+    def device(self):
+        return self._node.device
+
+    def numel(self) -> int:
+        return self._node.numel
 
 
 def _install_methods() -> None:

@@ -37,7 +37,8 @@ class GradContext:
 
 
 def is_tensor(x) -> bool:
-    return hasattr(x, "shape") and hasattr(x, "node")
+    # Asked of the class: reading a saved tensor's node checks its version (vkml/tensor.py, SavedTensor).
+    return hasattr(type(x), "shape") and hasattr(type(x), "node")
 
 
 def as_tensor(c: GradContext, x):
@@ -188,6 +189,10 @@ def _to_device(c: GradContext):
     return (c.g.to(c.inputs[0].device),)
 
 
+def _clone(c: GradContext):
+    return (c.g,)
+
+
 RULES: dict[str, Callable] = {
     "matmul": _matmul,
     "softmax": _softmax,
@@ -202,4 +207,5 @@ RULES: dict[str, Callable] = {
     "cat": _cat,
     "cast": _cast,
     "to_device": _to_device,
+    "clone": _clone,
 }

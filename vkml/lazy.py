@@ -9,6 +9,8 @@ from __future__ import annotations
 import functools
 import math
 
+import numpy as np
+
 from . import config
 from .dtypes import result_type, scalar_dtype
 from .errors import DeviceError, DTypeError, ShapeError
@@ -243,30 +245,58 @@ def _elementwise_dtypes(name: str, kinds: tuple) -> tuple[T.DType, T.DType]:
     return compute, T.bool_ if op.result == "bool" else compute
 
 
-def normalize_dim(op: str, dim: int, ndim: int) -> int:
-    if not -max(ndim, 1) <= dim < max(ndim, 1):
-        raise IndexError(f"'{op}': dim {dim} is out of range for a tensor of {ndim} dims")
-    return dim % max(ndim, 1)
+def dim_index(op: str, dim, what: str = "dim") -> int:
+    """``dim`` as a Python int: ints and numpy integers pass, anything else is PyTorch's TypeError."""
+    if isinstance(dim, (int, np.integer)) and not isinstance(dim, (bool, np.bool_)):
+        return int(dim)
+    raise TypeError(f"'{op}': argument '{what}' must be an int or a tuple of ints, got {dim!r} ({type(dim).__name__})")
 
 
-def reduce(name: str, node: Node, dim, keepdim: bool) -> Node:
-    """Reduction ``name`` over ``dim`` (None: all dims), keeping or dropping the reduced dims."""
+def normalize_dim(op: str, dim, ndim: int) -> int:
+    """``dim`` in [0, ndim): negative dims count from the end; a 0-d tensor takes 0 and -1 (PyTorch)."""
+    d = dim_index(op, dim)
+    n = max(ndim, 1)
+    if not -n <= d < n:
+        raise IndexError(f"'{op}': Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})")
+    return d % n
+
+
+def reduce_dims(op: str, dim, ndim: int) -> tuple[int, ...] | None:
+    """A reduction's ``dim`` argument checked as PyTorch does: None (every dim) or sorted distinct dims.
+
+    An int, a numpy integer or a tuple/list of them; an empty tuple means every dim (PyTorch's
+    rule for ``sum(x, ())``). A dim named twice is PyTorch's RuntimeError.
+    """
+    if dim is None:
+        return None
+    if not isinstance(dim, (tuple, list)):
+        return (normalize_dim(op, dim, ndim),)
+    if not dim:
+        return None
+    axes: list[int] = []
+    for d in dim:
+        a = normalize_dim(op, d, ndim)
+        if a in axes:
+            raise RuntimeError(f"'{op}': dim {a} appears multiple times in the list of dims {tuple(dim)}")
+        axes.append(a)
+    return tuple(sorted(axes))
+
+
+def reduce(name: str, node: Node, dim, keepdim: bool, op: str | None = None) -> Node:
+    """Reduction ``name`` over ``dim`` (None: all dims), keeping or dropping the reduced dims.
+
+    ``op`` is the public function the user called (``max`` for ``amax``), for error messages.
+    """
     from .ops.reduce import reduce_dtypes
 
-    op = REGISTRY[name]
-    if node.dtype not in op.dtypes:
-        allowed = ", ".join(t.name for t in op.dtypes)
-        raise DTypeError(f"'{name}' does not support dtype {node.dtype.name} (supported: {allowed})")
+    op = op or name
+    opdef = REGISTRY[name]
+    if node.dtype not in opdef.dtypes:
+        allowed = ", ".join(t.name for t in opdef.dtypes)
+        raise DTypeError(f"'{op}' does not support dtype {node.dtype.name} (supported: {allowed})")
     ndim = len(node.shape)
-    if dim is None:
-        axes = tuple(range(ndim))
-    else:
-        dims = (dim,) if isinstance(dim, int) else tuple(dim)
-        axes = tuple(sorted({normalize_dim(name, d, ndim) for d in dims}))
-        if len(axes) != len(dims):
-            raise ValueError(f"'{name}': dim {dim} repeats a dimension")
-    if ndim == 0:
-        axes = ()
+    dims = reduce_dims(op, dim, ndim)
+    axes = tuple(range(ndim)) if dims is None or ndim == 0 else dims
     kept_shape = tuple(1 if d in axes else s for d, s in enumerate(node.shape))
     out_shape = kept_shape if keepdim else tuple(s for d, s in enumerate(node.shape) if d not in axes)
     _, out_dtype = reduce_dtypes(name, node.dtype)
@@ -274,18 +304,28 @@ def reduce(name: str, node: Node, dim, keepdim: bool) -> Node:
     if n == 0:
         empty = {"sum": 0, "prod": 1}
         if name not in empty:
-            raise ShapeError(
-                f"'{name}': cannot reduce an empty dimension (shape {node.shape}, dim {dim}); "
-                "the operation has no identity"
-            )
+            _raise_empty_reduction(op, name, node.shape, dims)
         result = const_node(empty[name], out_dtype, kept_shape, node.device)
-    elif not axes:
-        result = node if name in ("sum", "prod", "amax", "amin") else None
-        if result is None:  # argmax of a 0-dim tensor
+    elif not axes:  # a 0-d tensor: every reduction of one element is that element, or index 0
+        if opdef.result == "int64":
             result = const_node(0, T.int64, kept_shape, node.device)
-        result = cast_node(result, out_dtype)
+        else:
+            result = cast_node(node, out_dtype)
     else:
         result = Node("reduce", (node,), (name, axes), kept_shape, out_dtype, node.device)
     if out_shape != result.shape:
         result = view_node(result, lambda st: st.reshape(out_shape))
     return result
+
+
+def _raise_empty_reduction(op: str, name: str, shape: tuple[int, ...], dims) -> None:
+    """PyTorch's errors for a reduction without identity (max, argmax, ...) over no elements."""
+    if dims is None:
+        # PyTorch: RuntimeError for amax/amin/max/min, IndexError for argmax/argmin
+        error = IndexError if name in ("argmax", "argmin") else RuntimeError
+        raise error(
+            f"'{op}': Expected reduction dim to be specified for input.numel() == 0 (shape {shape}). "
+            "Specify the reduction dim with the 'dim' argument."
+        )
+    empty = next(d for d in dims if shape[d] == 0)
+    raise IndexError(f"'{op}': Expected reduction dim {empty} to have non-zero size (shape {shape}).")

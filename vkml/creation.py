@@ -57,6 +57,9 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False):
         array = np.asarray(data)
     except ValueError:  # numpy >= 1.24 refuses ragged nesting instead of making an object array
         array = np.empty(0, object)
+    python_data = not isinstance(data, np.ndarray)
+    if python_data and array.dtype.kind in "uO":
+        array = _wide_python_ints(array, dtype, data)
     if array.dtype == object:
         raise DTypeError(f"tensor(): cannot make a tensor from {type(data).__name__} with mixed or ragged content")
     if dtype is None:
@@ -70,12 +73,43 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False):
         raise DTypeError("tensor(): uint32 is an IR type, not a tensor dtype")
     if array.size >= 1 << 32:
         raise ValueError(f"tensor(): {array.size} elements is more than vkml addresses (2^32)")
+    if python_data and not dtype.is_float and dtype is not T.bool_ and array.size:
+        _check_python_values_fit(array, dtype)
     with np.errstate(all="ignore"):
         converted = array.astype(dtype.np)
     out = _from_numpy(converted, _device(device))
     if requires_grad:
         out.requires_grad = True
     return out
+
+
+def _wide_python_ints(array: np.ndarray, dtype, data) -> np.ndarray:
+    """Python ints that int64 cannot hold (numpy made uint64 or object arrays of them): floats for a
+    float dtype, as PyTorch; otherwise PyTorch's ValueError. Other object arrays pass through."""
+    if array.dtype == object:
+        flat = array.reshape(-1)
+        if not all(type(v) in (int, float, bool) for v in flat):
+            return array  # mixed or ragged: tensor()'s own error
+    if dtype is not None and dtype.is_float:
+        return array.astype(np.float64)
+    if dtype is T.bool_:
+        return np.array([v != 0 for v in array.reshape(-1)], bool).reshape(array.shape)
+    big = next(int(v) for v in array.reshape(-1) if not -(1 << 63) <= int(v) < 1 << 63)
+    raise ValueError(f"tensor(): Overflow when unpacking long long: {big} does not fit int64")
+
+
+def _check_python_values_fit(array: np.ndarray, dtype) -> None:
+    """PyTorch's check of Python numbers given for an integer dtype (numpy arrays wrap instead, as in
+    PyTorch): ``tensor([2**40], dtype=int32)`` is a RuntimeError, not 0."""
+    info = np.iinfo(dtype.np)
+    values = array.reshape(-1)
+    if array.dtype.kind == "f":
+        bad = ~np.isfinite(values) | (values < info.min) | (values >= float(info.max) + 1)
+    else:
+        bad = (values < info.min) | (values > info.max)
+    if bad.any():
+        value = values[np.argmax(bad)].item()
+        raise RuntimeError(f"tensor(): value {value!r} cannot be converted to type {dtype.name} without overflow")
 
 
 def _size_args(size) -> tuple[int, ...]:
@@ -90,13 +124,16 @@ def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False)
     """A tensor of ``size`` filled with ``fill_value`` (no memory is written until it is used)."""
     from .functions import _wrap
 
-    shape = _size_args((size,) if isinstance(size, int) else tuple(size))
-    dtype = _dtype(dtype) or scalar_dtype(fill_value)
-    value = fill_value
-    if dtype is T.float16:
-        value = float(np.float16(fill_value))
-    elif dtype is T.float32:
-        value = float(np.float32(fill_value))
+    shape = _size_args((size,) if isinstance(size, (int, np.integer)) else tuple(size))
+    value = fill_value.item() if isinstance(fill_value, np.generic) else fill_value
+    dtype = _dtype(dtype) or scalar_dtype(value)
+    # PyTorch's checks: an int past 64 bits is an OverflowError, a value beyond the dtype a RuntimeError
+    lazy.check_scalar_fits("full", value, dtype)
+    with np.errstate(over="ignore"):
+        if dtype is T.float16:
+            value = float(np.float16(value))
+        elif dtype is T.float32:
+            value = float(np.float32(value))
     out = _wrap(lazy.const_node(value, dtype, shape, _device(device)))
     if requires_grad:
         out.requires_grad = True

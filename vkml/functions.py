@@ -159,6 +159,8 @@ def div(input, other):
     [0.5, 1.5]
     """
     if type(other) in (float, int) and isinstance(input, _tensor.Tensor) and input.dtype.is_float:
+        if type(other) is int:
+            lazy.check_scalar_fits("div", other, T.float32)  # PyTorch's OverflowError past 64 bits
         mantissa, exponent = math.frexp(other)
         if mantissa in (0.5, -0.5) and -126 <= exponent - 1 <= 126:  # (abs is the tensor op here)
             return mul(input, 1.0 / other)
@@ -174,15 +176,33 @@ logical_not = _unary("logical_not")
 
 
 def pow(input, exponent):
-    """``input ** exponent`` with broadcasting. ``x ** 2`` is computed as ``x * x`` (exact)."""
-    if isinstance(exponent, (int, float)) and not isinstance(exponent, bool) and exponent == 2:
-        return mul(input, input)
-    return _elementwise("pow", input, exponent)
+    """``input ** exponent`` with broadcasting and PyTorch's result dtype (``int ** 2.0`` is float32).
+
+    ``x ** 2`` is ``x * x`` (exact) where that keeps the dtype: a float tensor, or an integer
+    tensor and the int 2.
+    """
+    exponent = exponent.item() if isinstance(exponent, np.generic) else exponent
+    if type(exponent) in (int, float) and isinstance(input, _tensor.Tensor) and exponent == 2:
+        if input.dtype.is_float or (type(exponent) is int and input.dtype is not T.bool_):
+            return mul(input, input)
+    out = _elementwise("pow", input, exponent)
+    if type(exponent) in (int, float) and out.dtype is not T.float32:
+        # PyTorch converts the exponent to an integer or float16 result's dtype, and checks it fits
+        lazy.check_scalar_fits("pow", exponent, out.dtype)
+        if type(exponent) is int and exponent < 0 and not out.dtype.is_float:
+            raise RuntimeError(f"'pow': Integers to negative integer powers are not allowed (exponent {exponent})")
+    return out
 
 
 def where(condition, input, other):
     """``input`` where ``condition`` (a bool tensor) holds, else ``other``; broadcast."""
-    return _elementwise("where", condition, input, other)
+    out = _elementwise("where", condition, input, other)
+    # PyTorch makes a Python value a tensor of the result's dtype, or of float32 for a float
+    # (a float16 result takes any float: PyTorch converts it straight to float16, overflowing to inf)
+    for value in (input, other):
+        if type(value) in (int, float) and out.dtype is not T.float16:
+            lazy.check_scalar_fits("where", value, out.dtype)
+    return out
 
 
 def clamp(input, min=None, max=None):
@@ -190,10 +210,15 @@ def clamp(input, min=None, max=None):
     if min is None and max is None:
         raise ValueError("'clamp': at least one of min and max must be given")
     if max is None:
-        return _elementwise("clamp_min", input, min)
-    if min is None:
-        return _elementwise("clamp_max", input, max)
-    return _elementwise("clamp", input, min, max)
+        out = _elementwise("clamp_min", input, min)
+    elif min is None:
+        out = _elementwise("clamp_max", input, max)
+    else:
+        out = _elementwise("clamp", input, min, max)
+    for bound in (min, max):  # PyTorch converts a Python bound to the result's dtype
+        if type(bound) in (int, float):
+            lazy.check_scalar_fits("clamp", bound, out.dtype)
+    return out
 
 
 clip = clamp

@@ -90,21 +90,64 @@ def expand_to(node: Node, shape: tuple[int, ...]) -> Node:
     return view_node(node, lambda st: st.expand(shape))
 
 
-def const_node(value, dtype: T.DType, shape: tuple[int, ...], device) -> Node:
-    scalar = Node("const", (), _scalar_value(value, dtype), (), dtype, device)
+def const_node(value, dtype: T.DType, shape: tuple[int, ...], device, op: str = "") -> Node:
+    scalar = Node("const", (), _scalar_value(value, dtype, op), (), dtype, device)
     if not shape:
         return scalar
     stack = _broadcast_stack((), tuple(shape))  # what expand_to builds for a 0-dim node, without its checks
     return Node("view", (scalar,), stack, stack.shape, dtype, device)
 
 
-def _scalar_value(value, dtype: T.DType):
-    if dtype is T.float32:  # the usual case first
-        return float(value)
+# Floats at or beyond this magnitude round to ±inf in float32 (2^128 - 2^103: half an ulp past the
+# largest float, a tie that rounds to the even neighbour, inf); below it they round to a finite float.
+_F32_OVERFLOW = 2.0**128 - 2.0**103
+INT_OPERAND_RANGE = (-(1 << 63), 1 << 64)  # the Python ints PyTorch takes as operands (int64 or uint64)
+
+
+def check_scalar_fits(op: str, value, dtype: T.DType) -> None:
+    """PyTorch's check of a Python scalar that an op converts to its dtype exactly (clamp's bounds,
+    where's values, pow's exponent, full's fill): a finite value beyond the dtype's range, or a
+    non-finite one for an integer dtype, is its RuntimeError; an int past 64 bits its OverflowError.
+    """
+    if type(value) is bool or dtype is T.bool_:
+        return
+    if type(value) is int:
+        _scalar_value_checked(value, T.int64, op)  # raises for an int PyTorch cannot take at all
+    if dtype.is_float:
+        limit = 65504.0 if dtype is T.float16 else 3.4028234663852886e38
+        fits = not math.isfinite(value) or -limit <= value <= limit
+    else:
+        low, high = -(1 << (dtype.bits - 1)), (1 << (dtype.bits - 1)) - 1
+        fits = (type(value) is int or math.isfinite(value)) and low <= value <= high
+    if not fits:
+        raise RuntimeError(f"'{op}': value {value!r} cannot be converted to type {dtype.name} without overflow")
+
+
+def _scalar_value(value, dtype: T.DType, op: str = ""):
+    if dtype is T.float32 and type(value) is float and -_F32_OVERFLOW < value < _F32_OVERFLOW:
+        return value  # the usual case first
+    return _scalar_value_checked(value, dtype, op)
+
+
+def _scalar_value_checked(value, dtype: T.DType, op: str):
+    """A Python scalar as a constant of ``dtype``, following PyTorch.
+
+    A float that overflows float32 is ±inf (parameters travel as float32, also for float16 ops);
+    an int outside [-2^63, 2^64) is PyTorch's OverflowError; other ints wrap into an integer
+    dtype (PyTorch: ``int32_tensor + 2**32`` adds 0).
+    """
+    if type(value) is int:
+        low, end = INT_OPERAND_RANGE
+        if not low <= value < end:
+            where = f"'{op}': " if op else ""
+            raise OverflowError(f"{where}int {value} too big to convert (PyTorch takes ints in [-2**63, 2**64))")
     if dtype is T.bool_:
         return bool(value)
     if dtype.is_float:
-        return float(value)
+        v = float(value)
+        if -_F32_OVERFLOW < v < _F32_OVERFLOW or v != v:
+            return v
+        return math.copysign(math.inf, v)
     v = int(value)
     bits = dtype.bits
     v &= (1 << bits) - 1
@@ -114,14 +157,20 @@ def _scalar_value(value, dtype: T.DType):
 def cast_node(node: Node, dtype: T.DType) -> Node:
     if node.dtype is dtype:
         return node
-    if node.op == "const":
+    if node.op == "const" and _folds(node.arg, dtype):
         value = node.arg
         if dtype is T.float16:
-            import numpy as np
-
             value = float(np.float16(value))
         return Node("const", (), _scalar_value(value, dtype), node.shape, dtype, node.device)
     return Node("cast", (node,), None, node.shape, dtype, node.device)
+
+
+def _folds(value, dtype: T.DType) -> bool:
+    """Whether converting constant ``value`` to ``dtype`` on the host gives the cast op's value:
+    not for a float outside an integer dtype's range (inf, NaN, 1e30), which the op defines."""
+    if dtype.is_float or dtype is T.bool_ or type(value) is not float:
+        return True
+    return -(2.0 ** (dtype.bits - 1)) <= value < 2.0 ** (dtype.bits - 1)
 
 
 def elementwise(name: str, operands: list, device=None) -> Node:
@@ -174,7 +223,7 @@ def elementwise(name: str, operands: list, device=None) -> Node:
         else:
             # A Python scalar keeps float32 precision inside a float16 op, as PyTorch's CPU scalars do:
             # the constant is not rounded to float16 (parameters travel as float32).
-            srcs.append(const_node(o, T.bool_ if (name == "where" and i == 0) else compute, shape, dev))
+            srcs.append(const_node(o, T.bool_ if (name == "where" and i == 0) else compute, shape, dev, name))
     return Node("elementwise", tuple(srcs), (name, compute), shape, out_dtype, dev)
 
 
@@ -211,7 +260,7 @@ def binary_fast(name: str, x, y) -> Node | None:
         return None
     arg, out_dtype = decided
     if kind.__class__ is type:  # a Python scalar: a broadcast constant of the compute dtype
-        other = const_node(other, arg[1], shape, dev)
+        other = const_node(other, arg[1], shape, dev, name)
     return Node("elementwise", (tensor, other) if first else (other, tensor), arg, shape, out_dtype, dev)
 
 
@@ -232,6 +281,11 @@ def _elementwise_dtypes(name: str, kinds: tuple) -> tuple[T.DType, T.DType]:
     depends on nothing else, so the decision is cached instead of redone on every op.
     """
     op = REGISTRY[name]
+    if name == "sub" and any(k is bool or (isinstance(k, tuple) and k[0] is T.bool_) for k in kinds):
+        raise RuntimeError(  # PyTorch's error, also where the other operand would promote the bool
+            "'sub': Subtraction, the `-` operator, with a bool tensor is not supported. "
+            "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."
+        )
     dims = [k[0] for k in kinds if isinstance(k, tuple) and k[1]]
     zero = [k[0] for k in kinds if isinstance(k, tuple) and not k[1]]
     scalars = [k(0) for k in kinds if not isinstance(k, tuple)]  # a stand-in value of the scalar's type

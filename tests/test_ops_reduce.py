@@ -393,7 +393,9 @@ def test_dtype_and_dim_errors():
         vkml.mean(vkml.arange(4))
     with pytest.raises(vkml.DTypeError, match="'amax'.*bool"):
         vkml.amax(vk(np.array([True, False])))
-    with pytest.raises(IndexError, match=r"'sum': Dimension out of range \(expected to be in range of \[-2, 1\], but got 3\)"):
+    with pytest.raises(
+        IndexError, match=r"'sum': Dimension out of range \(expected to be in range of \[-2, 1\], but got 3\)"
+    ):
         vkml.sum(vkml.ones(2, 2), 3)
     with pytest.raises(RuntimeError, match="'sum': dim 0 appears multiple times"):
         vkml.sum(vkml.ones(2, 2), (0, 0))

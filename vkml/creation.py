@@ -88,7 +88,7 @@ def _wide_python_ints(array: np.ndarray, dtype, data) -> np.ndarray:
     float dtype, as PyTorch; otherwise PyTorch's ValueError. Other object arrays pass through."""
     if array.dtype == object:
         flat = array.reshape(-1)
-        if not all(type(v) in (int, float, bool) for v in flat):
+        if not flat.size or not all(type(v) in (int, float, bool) for v in flat):
             return array  # mixed or ragged: tensor()'s own error
     if dtype is not None and dtype.is_float:
         return array.astype(np.float64)
@@ -156,18 +156,26 @@ def full_like(input, fill_value, dtype=None, device=None, requires_grad: bool = 
     >>> full_like(zeros(2, dtype=int64), 7).tolist()  # doctest: +SKIP
     [7, 7]
     """
+    return _full_like("full_like", input, fill_value, dtype, device, requires_grad)
+
+
+def _full_like(op: str, input, fill_value, dtype, device, requires_grad: bool):
+    from .tensor import Tensor
+
+    if not isinstance(input, Tensor):
+        raise TypeError(f"'{op}': argument 'input' must be a vkml.Tensor, not {type(input).__name__}")
     dtype = _dtype(dtype) or input.dtype
     return full(input.shape, fill_value, dtype=dtype, device=device or input.device, requires_grad=requires_grad)
 
 
 def zeros_like(input, dtype=None, device=None, requires_grad: bool = False):
     """Zeros with ``input``'s shape, dtype and device (unless given). Example: ``vkml.zeros_like(x)``."""
-    return full_like(input, 0, dtype=dtype, device=device, requires_grad=requires_grad)
+    return _full_like("zeros_like", input, 0, dtype, device, requires_grad)
 
 
 def ones_like(input, dtype=None, device=None, requires_grad: bool = False):
     """Ones with ``input``'s shape, dtype and device (unless given). Example: ``vkml.ones_like(x)``."""
-    return full_like(input, 1, dtype=dtype, device=device, requires_grad=requires_grad)
+    return _full_like("ones_like", input, 1, dtype, device, requires_grad)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None):

@@ -567,7 +567,9 @@ def expand(input, *sizes):
                 raise ShapeError(f"'expand': -1 is not allowed for a new leading dim ({sizes})")
             s = old
         elif s < 0:
-            raise ShapeError(f"'expand': size {s} at dim {d} is negative (only -1, which keeps a size, may be): {sizes}")
+            raise ShapeError(
+                f"'expand': size {s} at dim {d} is negative (only -1, which keeps a size, may be): {sizes}"
+            )
         if old != s and old != 1:
             raise ShapeError(f"'expand': dim {d} of size {old} cannot expand to {s} (shape {node.shape} -> {sizes})")
         full.append(s)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
+
 from .. import creation, functions
 from .. import random as vkrandom
 from ..errors import DTypeError, ShapeError
@@ -100,20 +102,54 @@ def _class_indices(num_classes: int, device) -> object:
 def one_hot(tensor, num_classes: int = -1):
     """int64 one-hot rows of integer class indices, as ``torch.nn.functional.one_hot``.
 
-    ``num_classes=-1`` reads the largest index from the tensor (one submission).
+    ``num_classes=-1`` takes the largest index + 1. The indices are checked at the call, as
+    PyTorch does (a negative one or one past ``num_classes`` is its RuntimeError), on the host:
+    an unrealized index tensor is realized for it (one submission).
 
     >>> one_hot(vkml.tensor([0, 2]), 3).tolist()  # doctest: +SKIP
     [[1, 0, 0], [0, 0, 1]]
     """
+    _integer_indices("one_hot", tensor)
+    values = tensor.numpy()
+    if num_classes < 0:
+        if values.size == 0:
+            raise RuntimeError("'one_hot': Can not infer total number of classes from empty tensor.")
+        num_classes = int(values.max()) + 1
+    if values.size and values.min() < 0:
+        raise RuntimeError(f"'one_hot': Class values must be non-negative, got {int(values.min())}.")
+    if values.size and values.max() >= num_classes:
+        raise RuntimeError(
+            f"'one_hot': Class values must be smaller than num_classes ({num_classes}), got {int(values.max())}."
+        )
     return _hits(tensor, num_classes, -1).long()
+
+
+def _integer_indices(op: str, target) -> None:
+    if not isinstance(target, functions._tensor.Tensor):
+        raise TypeError(f"'{op}': indices must be a vkml.Tensor, got {type(target).__name__}")
+    if target.dtype.is_float or target.dtype is T.bool_:
+        raise DTypeError(f"'{op}': class indices must be an integer tensor, got {target.dtype.name}")
+
+
+def _check_indices(op: str, indices, size: int, what: str, ignore_index=None) -> None:
+    """PyTorch's IndexError for an index outside [0, size) (``ignore_index`` excepted), at the call.
+
+    The values are read on the host: an unrealized index tensor is realized first, one submission
+    of its own. Out-of-range indices would otherwise give silent zeros (the one-hot comparison
+    matches no class), so the check comes before anything is recorded.
+    """
+    _integer_indices(op, indices)
+    values = indices.numpy().reshape(-1)
+    bad = (values < 0) | (values >= size)
+    if ignore_index is not None:
+        bad &= values != ignore_index
+    if bad.any():
+        first = int(values[np.argmax(bad)])
+        raise IndexError(f"'{op}': {what} {first} is out of bounds (expected 0 <= {what.lower()} < {size})")
 
 
 def _hits(target, num_classes: int, dim: int):
     """A bool tensor, True where the class index along ``dim`` equals ``target`` (an elementwise comparison)."""
-    if target.dtype.is_float or target.dtype is T.bool_:
-        raise DTypeError(f"class indices must be an integer tensor, got {target.dtype.name}")
-    if num_classes < 0:
-        num_classes = int(target.amax().item()) + 1
     classes = _class_indices(num_classes, target.device)
     expanded = functions.unsqueeze(target, dim)
     shape = [1] * expanded.ndim
@@ -144,6 +180,13 @@ def cross_entropy(
     Targets equal to ``ignore_index`` count for nothing, and 'mean' divides by the rest.
     Float targets of ``input``'s shape are probabilities: ``-(target * log_softmax).sum(1)``.
 
+    A class index outside [0, C) other than ``ignore_index`` is PyTorch's IndexError, raised
+    at the call with the first such index (the comparison would otherwise match no class and
+    give a silent loss of -0.0). The check reads the targets on the host: targets already
+    realized (loaded data, the usual case) cost a read; unrealized ones are realized for it,
+    one submission of their own. A flag computed in the loss's own submission would keep that
+    submission, but would raise only at realize, after the op that caused it.
+
     >>> cross_entropy(vkml.zeros(2, 4), vkml.tensor([1, 3])).item()  # doctest: +SKIP
     1.3862943649291992
     """
@@ -169,6 +212,7 @@ def cross_entropy(
                 f"'cross_entropy': input of shape {input.shape} needs targets of shape "
                 f"{(input.shape[0],) + input.shape[2:]}, got {target.shape}"
             )
+        _check_indices("cross_entropy", target, num_classes, "Target", ignore_index)
         loss = -functions.where(_hits(target, num_classes, 1), logp, 0.0).sum(1)
         if label_smoothing:
             loss = (1 - label_smoothing) * loss - label_smoothing / num_classes * logp.sum(1)
@@ -222,9 +266,17 @@ def embedding(input, weight):
     (a gather would read N·D values); it needs no gather kernel, and its gradient — a one-hot
     product too — adds every index's gradient into its row.
 
+    An index outside [0, num_embeddings) is PyTorch's IndexError, raised at the call with the
+    first such index (the one-hot product would otherwise give a silent zero row). The check
+    reads the indices on the host, as ``cross_entropy``'s does (an unrealized index tensor is
+    realized for it, one submission of its own).
+
     >>> embedding(vkml.tensor([1]), vkml.tensor([[0.0], [5.0]])).tolist()  # doctest: +SKIP
     [[5.0]]
     """
+    if weight.ndim != 2:
+        raise ShapeError(f"'embedding': weight must be 2-D (num_embeddings, embedding_dim), got shape {weight.shape}")
+    _check_indices("embedding", input, weight.shape[0], "Index")
     hits = _hits(input, weight.shape[0], -1)
     return functions.matmul(functions.cast(hits, weight.dtype), weight)
 

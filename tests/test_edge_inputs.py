@@ -69,6 +69,12 @@ def test_empty_softmax_family_and_full_reductions(shape, dev):
         _same(*_both(fn, x, dev))
 
 
+def test_arg_reductions_without_dim_keep_every_dim_as_pytorch(dev):
+    x = np.array([[1.0, 5.0, 2.0], [0.0, -1.0, 7.0]], np.float32)
+    _same(*_both(lambda L, t: t.argmax(None, keepdim=True), x, dev))
+    _same(*_both(lambda L, t: L.argmin(t, keepdim=True), x, dev))
+
+
 def test_sum_over_an_empty_tuple_reduces_every_dim(dev):
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     _same(*_both(lambda L, t: t.sum(()), x, dev))

@@ -293,7 +293,11 @@ def _arg_reduction(name: str, input, dim, keepdim: bool, op: str):
         if node.numel == 0:
             lazy.reduce(name, node, None, False, op)  # raises PyTorch's error for an empty input
         flat = lazy.view_node(node, lambda s: s.reshape((node.numel,))) if node.shape else node
-        return _wrap(lazy.reduce(name, flat, None, False, op))
+        out = lazy.reduce(name, flat, None, False, op)
+        if keepdim and node.shape:  # PyTorch: every dim kept as size 1 (was: a 0-d result)
+            ones = (1,) * len(node.shape)
+            out = lazy.view_node(out, lambda s: s.reshape(ones))
+        return _wrap(out)
     return _wrap(lazy.reduce(name, node, lazy.normalize_dim(op, dim, len(node.shape)), keepdim, op))
 
 

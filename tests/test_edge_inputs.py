@@ -269,3 +269,17 @@ def test_ignore_index_keeps_its_meaning(dev):
         got = F.cross_entropy(vkml.tensor(logits, device=dev), vkml.tensor(target, device=dev), **kwargs).item()
         want = TF.cross_entropy(torch.from_numpy(logits), torch.tensor(target), **kwargs).item()
         assert got == pytest.approx(want, rel=1e-6)
+
+
+def test_gradients_of_reductions_over_an_empty_tuple_and_numpy_dims(dev):
+    x = np.array([[1.0, 2.0], [3.0, 0.5]], np.float32)
+    for fn in (
+        lambda L, t: L.logsumexp(t, () if L is vkml else (0, 1)),  # (PyTorch's own () fails: a shape bug)
+        lambda L, t: t.amax(()) * t.sum(np.int64(0)).sum(),
+        lambda L, t: (L.softmax(t, np.int64(1)) * t).sum(),
+    ):
+        mine = vkml.tensor(x, device=dev, requires_grad=True)
+        fn(vkml, mine).backward()
+        theirs = torch.from_numpy(x.copy()).requires_grad_()
+        fn(torch, theirs).backward()
+        np.testing.assert_allclose(mine.grad.numpy(), theirs.grad.numpy(), rtol=1e-6)

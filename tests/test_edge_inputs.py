@@ -150,10 +150,6 @@ def test_movement_argument_errors_are_eager_and_clear():
         vkml.zeros_like([1, 2])
     with pytest.raises(RuntimeError, match="'permute': duplicate dims"):
         vkml.ones(2, 3).permute(0, 0)
-    with pytest.raises(NotImplementedError, match=r"'__getitem__': advanced indexing by a int64 tensor"):
-        vkml.ones(3)[vkml.tensor([0, 1])]
-    with pytest.raises(NotImplementedError, match=r"advanced indexing by a bool tensor"):
-        vkml.ones(2)[vkml.tensor([True, False])]
     assert vkml.tensor(3.0).flip(0).item() == 3.0
 
 
@@ -283,3 +279,52 @@ def test_gradients_of_reductions_over_an_empty_tuple_and_numpy_dims(dev):
         theirs = torch.from_numpy(x.copy()).requires_grad_()
         fn(torch, theirs).backward()
         np.testing.assert_allclose(mine.grad.numpy(), theirs.grad.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32, np.int64, np.bool_])
+def test_indexing_by_an_integer_or_bool_tensor_is_pytorchs(dtype, dev):
+    x = np.arange(24, dtype=np.float32).reshape(4, 3, 2)
+    x[1, 0, 0], x[2, 1, 1], x[3, 2, 0] = -0.0, np.nan, -np.inf  # every bit comes back, signs of zero too
+    if dtype in (np.float32, np.float16):
+        values = x.astype(dtype)
+    else:
+        values = np.nan_to_num(x, neginf=-7.0).astype(dtype) if dtype is not np.bool_ else np.nan_to_num(x) % 3 == 0
+    mask = np.array([[True, False, True], [False] * 3, [True] * 3, [False, True, False]])
+    for index in (
+        np.array([1, 0, -1, 1]),
+        np.array([[0, 3], [2, 2]]),
+        np.zeros(0, np.int64),
+        np.array([True, False, True, True]),
+        mask,
+    ):
+        got = vkml.tensor(values, device=dev)[vkml.tensor(index, device=dev)].numpy()
+        want = torch.from_numpy(values.copy())[torch.from_numpy(index)].numpy()
+        assert got.shape == want.shape and got.dtype == want.dtype
+        assert np.array_equal(got, want, equal_nan=dtype in (np.float32, np.float16))
+        numbers = ~np.isnan(want.astype(np.float32))  # (a NaN's sign is not promised: DESIGN §4)
+        assert np.array_equal(np.signbit(got.astype(np.float32))[numbers], np.signbit(want.astype(np.float32))[numbers])
+    assert vkml.tensor(values, device=dev)[[2, 0]].shape == (2, 3, 2)
+    assert vkml.tensor(values, device=dev)[True].shape == (1, 4, 3, 2)
+
+
+def test_bad_tensor_indices_raise_at_the_op():
+    x = vkml.ones(3, 2)
+    with pytest.raises(IndexError, match="'__getitem__': index 3 is out of bounds for dimension 0 with size 3"):
+        x[vkml.tensor([0, 3])]
+    with pytest.raises(IndexError, match="'__getitem__': index -4 is out of bounds"):
+        x[[-4]]
+    with pytest.raises(IndexError, match="must be long, int or bool tensors"):
+        x[vkml.tensor([0.0])]
+    with pytest.raises(IndexError, match="shape of the mask"):
+        x[vkml.tensor([True, False])]
+    with pytest.raises(NotImplementedError, match="combined with other indices"):
+        x[vkml.tensor([0]), 1]
+
+
+def test_indexing_by_a_tensor_is_differentiable():
+    x = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], np.float32)
+    mine = vkml.tensor(x, requires_grad=True)
+    (mine[vkml.tensor([2, 0, 2])] * vkml.tensor([[1.0], [2.0], [3.0]])).sum().backward()
+    theirs = torch.from_numpy(x.copy()).requires_grad_()
+    (theirs[torch.tensor([2, 0, 2])] * torch.tensor([[1.0], [2.0], [3.0]])).sum().backward()
+    np.testing.assert_array_equal(mine.grad.numpy(), theirs.grad.numpy())

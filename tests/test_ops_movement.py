@@ -156,8 +156,8 @@ def test_movement_errors():
         t[0, 0, 0]
     with pytest.raises(ValueError, match="step must be positive"):
         t[::-1]
-    with pytest.raises(NotImplementedError, match="'__getitem__': advanced indexing by a list"):
-        t[[0, 1]]
+    with pytest.raises(NotImplementedError, match="'__getitem__': a nested list index"):
+        t[[[0, 1]]]
     with pytest.raises(TypeError, match="'reshape'.*integers"):
         t.reshape(2.0, 3)
 

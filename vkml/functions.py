@@ -654,17 +654,30 @@ def builtins_sum(values):
 
 
 def getitem(input, index):
-    """Indexing with ints, slices (positive steps), None and Ellipsis — all views."""
+    """Indexing with ints, slices (positive steps), None and Ellipsis — all views.
+
+    One integer or bool tensor (or list) as the whole index reads rows or masked elements, as
+    PyTorch: ``x[idx]`` has shape ``idx.shape + x.shape[1:]``, ``x[mask]`` one row per True.
+    That is a computed copy, not a view: the index values are read on the host (a lazy index
+    tensor is realized for it), so a bad index raises here, and each output is a maximum over
+    a select of dim 0 that leaves only its row — exact in every dtype, at a cost of
+    len(idx) × x.numel() (no gather kernel yet). Tensor indices combined with others raise
+    NotImplementedError.
+    """
     node = _tensor_node("__getitem__", input)
     if not isinstance(index, tuple):
         index = (index,)
-    for item in index:
-        if isinstance(item, (_tensor.Tensor, list, np.ndarray)):
-            form = f"a {item.dtype.name} tensor" if isinstance(item, _tensor.Tensor) else f"a {type(item).__name__}"
-            raise NotImplementedError(
-                f"'__getitem__': advanced indexing by {form} (gather or boolean mask) is not supported yet; "
-                "ints, slices, None and ... are"
-            )
+    advanced = [isinstance(item, (_tensor.Tensor, list, np.ndarray, bool, np.bool_)) for item in index]
+    if advanced == [True]:
+        if isinstance(index[0], list) and any(isinstance(i, (list, tuple, _tensor.Tensor)) for i in index[0]):
+            # PyTorch reads a list of sequences as a tuple of indices, one per dim
+            raise NotImplementedError("'__getitem__': a nested list index (one index per dim) is not supported yet")
+        return _advanced_index(input, index[0])
+    if any(advanced):
+        raise NotImplementedError(
+            f"'__getitem__': an integer or bool tensor index combined with other indices is not supported yet "
+            f"({len(index)} indices); one tensor index alone is, as are ints, slices, None and ..."
+        )
     n_real = len([i for i in index if i is not None and i is not Ellipsis])
     if n_real > len(node.shape):
         raise IndexError(f"too many indices for a tensor of {len(node.shape)} dims: {index}")
@@ -697,6 +710,63 @@ def getitem(input, index):
             raise TypeError(f"'__getitem__': unsupported index {item!r} (ints, slices, None and ... are supported)")
         d += 1
     return reshape(_slice(input, tuple(starts), tuple(stops), tuple(steps)), *final_shape)
+
+
+def _advanced_index(input, item):
+    """``x[idx]`` for one integer or bool tensor (or list, or numpy array) ``idx``, as PyTorch.
+
+    An integer index picks rows of dim 0 (negative ones count from the end): the result's shape
+    is ``idx.shape + x.shape[1:]``. A bool mask over the first ``mask.ndim`` dims picks the
+    elements where it holds, in order: ``(count,) + x.shape[mask.ndim:]``. The index values are
+    read on the host (an unrealized index tensor is realized for it, a submission of its own),
+    so a bad index is PyTorch's IndexError here, at the op.
+    """
+    node = input.node
+    if isinstance(item, _tensor.Tensor):
+        kind = "bool" if item.dtype is T.bool_ else ("float" if item.dtype.is_float else "int")
+        values = item.numpy()
+    else:
+        values = np.asarray(item)
+        kind = {"b": "bool", "i": "int", "u": "int"}.get(values.dtype.kind, "float" if values.size else "int")
+    if kind == "float":
+        raise IndexError("'__getitem__': tensors used as indices must be long, int or bool tensors")
+    if kind == "bool":
+        k = values.ndim
+        if tuple(values.shape) != tuple(node.shape[:k]):
+            raise IndexError(
+                f"'__getitem__': the shape of the mask {tuple(values.shape)} does not match "
+                f"the shape of the indexed tensor {node.shape}"
+            )
+        rows = _take_rows(reshape(input, math.prod(node.shape[:k]), *node.shape[k:]), np.flatnonzero(values))
+        return rows
+    if not node.shape:
+        raise IndexError("'__getitem__': too many indices for a 0-d tensor")
+    size = node.shape[0]
+    flat = values.reshape(-1).astype(np.int64)
+    bad = (flat < -size) | (flat >= size)
+    if bad.any():
+        raise IndexError(
+            f"'__getitem__': index {flat[np.argmax(bad)]} is out of bounds for dimension 0 with size {size}"
+        )
+    rows = _take_rows(input, np.where(flat < 0, flat + size, flat))
+    return reshape(rows, *values.shape, *node.shape[1:])
+
+
+def _take_rows(input, rows: np.ndarray):
+    """Rows ``rows`` (in [0, n)) of dim 0: each output is the maximum over dim 0 of a select that keeps
+    only its row and puts the dtype's lowest value elsewhere, so it is that element exactly (-0.0,
+    NaN and inf included) in any dtype. Work: len(rows) × the tensor's size (no gather kernel yet)."""
+    node = input.node
+    rest = node.shape[1:]
+    if len(rows) == 0 or node.shape[0] == 0:
+        return _wrap(lazy.const_node(0, node.dtype, (len(rows), *rest), node.device))
+    ones = (1,) * len(rest)
+    wanted = reshape(_from_numpy(rows.astype(np.int64), node.device), len(rows), 1, *ones)
+    positions = reshape(_from_numpy(np.arange(node.shape[0], dtype=np.int64), node.device), 1, node.shape[0], *ones)
+    x = unsqueeze(input if node.dtype is not T.bool_ else cast(input, T.int32), 0)
+    lowest = float("-inf") if x.dtype.is_float else -(1 << (x.dtype.bits - 1))
+    picked = amax(where(eq(wanted, positions), x, lowest), 1)
+    return cast(picked, node.dtype)
 
 
 @differentiable("slice")

@@ -328,3 +328,25 @@ def test_indexing_by_a_tensor_is_differentiable():
     theirs = torch.from_numpy(x.copy()).requires_grad_()
     (theirs[torch.tensor([2, 0, 2])] * torch.tensor([[1.0], [2.0], [3.0]])).sum().backward()
     np.testing.assert_array_equal(mine.grad.numpy(), theirs.grad.numpy())
+
+
+def test_arange_and_sizes_take_numpy_integers_and_pytorchs_integer_rules(dev):
+    for args, kwargs in (
+        ((np.int64(3),), {}),
+        ((np.int64(1), np.int64(7), np.int64(2)), {}),
+        ((0, 2.5, 1), {"dtype": "int64"}),
+        ((-0.5, 3, 1.5), {"dtype": "int64"}),
+        ((0.5, 3), {"dtype": "int32"}),
+    ):
+        dtype = kwargs.get("dtype")
+        got = vkml.arange(*args, dtype=dtype and getattr(vkml, dtype), device=dev).numpy()
+        _same(got, torch.arange(*args, dtype=dtype and getattr(torch, dtype)).numpy())
+    with pytest.raises(ValueError, match="step must be nonzero"):
+        vkml.arange(0, 2, 0.5, dtype=vkml.int64)  # the step truncates to 0, as in PyTorch
+    with pytest.raises(RuntimeError, match="unsupported range"):
+        vkml.arange(0, float("inf"))
+    _same(vkml.zeros(np.int64(2), np.int32(3), device=dev).numpy(), torch.zeros(2, 3).numpy())
+    with pytest.raises(TypeError, match="sizes must be a tuple of ints"):
+        vkml.ones(1.5)
+    with pytest.raises(RuntimeError, match="negative dimension"):
+        vkml.ones(-1)

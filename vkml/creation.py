@@ -9,7 +9,7 @@ import numpy as np
 from . import lazy
 from .devices import device as get_device
 from .dtypes import scalar_dtype
-from .errors import DTypeError
+from .errors import DTypeError, ShapeError
 from .ir import types as T
 
 _NUMPY_TO_VKML = {
@@ -115,8 +115,10 @@ def _check_python_values_fit(array: np.ndarray, dtype) -> None:
 def _size_args(size) -> tuple[int, ...]:
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
-    if any(not isinstance(s, (int, np.integer)) or s < 0 for s in size):
-        raise ValueError(f"sizes must be non-negative integers, got {size}")
+    if any(not isinstance(s, (int, np.integer)) or isinstance(s, (bool, np.bool_)) for s in size):
+        raise TypeError(f"sizes must be a tuple of ints, got {size}")  # PyTorch's type
+    if any(s < 0 for s in size):
+        raise ShapeError(f"Trying to create tensor with negative dimension: sizes must be non-negative, got {size}")
     return tuple(int(s) for s in size)
 
 
@@ -186,13 +188,19 @@ def arange(start, end=None, step=1, dtype=None, device=None):
     """
     if end is None:
         start, end = 0, start
+    start, end, step = (v.item() if isinstance(v, np.generic) else v for v in (start, end, step))
+    if not all(math.isfinite(v) for v in (start, end, step)):
+        raise RuntimeError(f"arange(): unsupported range: {start} -> {end} (step {step})")
+    dtype = _dtype(dtype)
+    if dtype is not None and not dtype.is_float and dtype is not T.bool_:
+        start, end, step = int(start), int(end), int(step)  # PyTorch truncates each to an integer first
     if step == 0:
         raise ValueError("arange(): step must be nonzero")
     if (end - start) * step < 0:
         raise ValueError(f"arange(): upper bound and lower bound inconsistent with step sign ({start}, {end}, {step})")
     n = max(0, math.ceil((end - start) / step))
     is_int = all(isinstance(v, int) for v in (start, end, step))
-    dtype = _dtype(dtype) or (T.int64 if is_int else T.float32)
+    dtype = dtype or (T.int64 if is_int else T.float32)
     values = (
         start + np.arange(n, dtype=np.float64) * step if not is_int else start + np.arange(n, dtype=np.int64) * step
     )

@@ -10,6 +10,7 @@ import torch.nn.functional as TF
 
 import vkml
 import vkml.nn.functional as F
+from vkml.runtime.counters import counters
 
 
 @pytest.fixture(params=["cpu", "vulkan"])
@@ -247,9 +248,6 @@ def test_out_of_range_class_indices_raise_at_the_op(dev):
             F.cross_entropy(logits, vkml.tensor(target, device=dev))
         with pytest.raises(IndexError):
             TF.cross_entropy(torch.zeros(2, 3), torch.tensor(target))
-    lazy_target = vkml.tensor([1, 1], device=dev) * 3  # not realized: its values are computed for the check
-    with pytest.raises(IndexError, match="'cross_entropy': Target 3"):
-        F.cross_entropy(logits, lazy_target)
     with pytest.raises(IndexError, match="'embedding': Index 3 is out of bounds"):
         F.embedding(vkml.tensor([0, 3], device=dev), vkml.zeros(3, 2, device=dev))
     with pytest.raises(RuntimeError, match="'one_hot': Class values must be smaller than num_classes"):
@@ -350,3 +348,30 @@ def test_arange_and_sizes_take_numpy_integers_and_pytorchs_integer_rules(dev):
         vkml.ones(1.5)
     with pytest.raises(RuntimeError, match="negative dimension"):
         vkml.ones(-1)
+
+
+def test_lazy_class_indices_are_checked_in_the_submission_that_uses_them(dev):
+    logits = vkml.tensor(np.array([[1.0, 2.0, 0.5], [0.1, -1.0, 3.0]], np.float32), device=dev, requires_grad=True)
+    labels = vkml.tensor([1, 2, 7, 0], device=dev)
+    target = labels[1:3]  # a view of loaded data: lazy, so not read at the call
+    loss = F.cross_entropy(logits, target)  # no submission here
+    before = counters["submissions"]
+    with pytest.raises(IndexError, match=r"'cross_entropy' \(called at .*test_edge_inputs.py:\d+\): Target 7 is out"):
+        loss.item()
+    assert counters["submissions"] == before + 1  # the check rode along with the loss
+    with pytest.raises(IndexError, match="Target 7"):  # the computed loss is not handed out afterwards
+        loss.item()
+    with pytest.raises(IndexError, match="Target 7"):
+        (loss * 2).item()
+    with pytest.raises(IndexError, match="Target 7"):  # nor is a gradient computed through it
+        F.cross_entropy(logits, target).backward()
+    assert labels.tolist() == [1, 2, 7, 0] and logits.shape == (2, 3)  # the user's tensors are intact
+    good = F.cross_entropy(logits, labels[0:2] * 1)  # lazy and in range: one submission, no error
+    before = counters["submissions"]
+    value = good.item()
+    assert counters["submissions"] == before + 1
+    want = TF.cross_entropy(torch.tensor([[1.0, 2.0, 0.5], [0.1, -1.0, 3.0]]), torch.tensor([1, 2])).item()
+    assert value == pytest.approx(want, rel=1e-6)
+    rows = F.embedding(labels[2:] - 4, vkml.zeros(3, 2, device=dev))  # [3, -4]: the first bad one is named
+    with pytest.raises(IndexError, match=r"'embedding' \(called at .*\): Index 3 is out of bounds"):
+        rows.numpy()

@@ -46,7 +46,7 @@ import contextlib
 import sys
 from collections import OrderedDict, defaultdict
 
-from . import debug, kernels, kernels_matmul, kernels_reduce, kernels_reduce_columns, kernels_tuning, plan_cache
+from . import checks, debug, kernels, kernels_matmul, kernels_reduce, kernels_reduce_columns, kernels_tuning, plan_cache
 from .graph import Node, toposort
 from .runtime.base import Buffer, Dispatch
 from .runtime.counters import counters
@@ -594,8 +594,13 @@ def _namespace(device) -> tuple:
 def realize(*targets: Node) -> None:
     """Compute every target node; one ``Device.run`` (one submission) per device involved.
 
-    A graph whose structure was realized before reuses that plan (vkml/plan_cache.py).
+    A graph whose structure was realized before reuses that plan (vkml/plan_cache.py). Value
+    checks that ops deferred to the realize reaching them (vkml/checks.py) are computed in the
+    same submission and raise after it.
     """
+    pending = checks.reached(targets)
+    if pending:
+        targets = targets + tuple(n for check in pending for n in check.nodes)
     by_device: dict[str, list[Node]] = defaultdict(list)
     for t in targets:
         if not t.realized:
@@ -616,6 +621,8 @@ def realize(*targets: Node) -> None:
             device.run(dispatches)
         plan_cache.finish(recipe, order, outs)
         del temps
+    if pending:
+        checks.verify(pending, targets)
 
 
 def clear_template_cache() -> None:

@@ -15,7 +15,7 @@ import functools
 
 import numpy as np
 
-from .. import creation, functions
+from .. import checks, creation, functions
 from .. import random as vkrandom
 from ..errors import DTypeError, ShapeError
 from ..ir import types as T
@@ -131,21 +131,46 @@ def _integer_indices(op: str, target) -> None:
         raise DTypeError(f"'{op}': class indices must be an integer tensor, got {target.dtype.name}")
 
 
-def _check_indices(op: str, indices, size: int, what: str, ignore_index=None) -> None:
-    """PyTorch's IndexError for an index outside [0, size) (``ignore_index`` excepted), at the call.
+def _checked_hits(op: str, indices, size: int, dim: int, what: str, ignore_index=None):
+    """``_hits(indices, size, dim)``, with PyTorch's IndexError for an index outside [0, size)
+    (``ignore_index`` excepted), which would otherwise match no class and give silent zeros.
 
-    The values are read on the host: an unrealized index tensor is realized first, one submission
-    of its own. Out-of-range indices would otherwise give silent zeros (the one-hot comparison
-    matches no class), so the check comes before anything is recorded.
+    Realized indices are read and checked here, at the call. Lazy ones (computed on the device,
+    or a view of loaded data) are checked by the realize that computes anything through the
+    result, in the same submission (vkml/checks.py): their first bad position and its value are
+    two small reductions; the error names the op and the line that called it.
     """
     _integer_indices(op, indices)
-    values = indices.numpy().reshape(-1)
-    bad = (values < 0) | (values >= size)
+    hits = _hits(indices, size, dim)
+    if indices.numel() == 0:
+        return hits
+    if indices.node.realized:
+        values = indices.numpy().reshape(-1)
+        bad = (values < 0) | (values >= size)
+        if ignore_index is not None:
+            bad &= values != ignore_index
+        if bad.any():
+            raise IndexError(_out_of_bounds(op, what, int(values[np.argmax(bad)]), size, ""))
+        return hits
+    flat = indices.reshape(-1)
+    n = flat.shape[0]
+    positions = creation.arange(n, device=flat.device)
+    bad = functions.logical_not((flat >= 0) & (flat < size))
     if ignore_index is not None:
-        bad &= values != ignore_index
-    if bad.any():
-        first = int(values[np.argmax(bad)])
-        raise IndexError(f"'{op}': {what} {first} is out of bounds (expected 0 <= {what.lower()} < {size})")
+        bad = bad & (flat != ignore_index)
+    first = functions.where(bad, positions, n).amin()
+    value = functions.where(positions == first, flat, 0).sum()
+    called = f" (called at {checks.user_line()})"
+
+    def describe(values):
+        return None if values[0] >= n else _out_of_bounds(op, what, values[1], size, called)
+
+    checks.defer(hits.node, (first.node, value.node), describe)
+    return hits
+
+
+def _out_of_bounds(op: str, what: str, value: int, size: int, where: str) -> str:
+    return f"'{op}'{where}: {what} {value} is out of bounds (expected 0 <= {what.lower()} < {size})"
 
 
 def _hits(target, num_classes: int, dim: int):
@@ -180,12 +205,13 @@ def cross_entropy(
     Targets equal to ``ignore_index`` count for nothing, and 'mean' divides by the rest.
     Float targets of ``input``'s shape are probabilities: ``-(target * log_softmax).sum(1)``.
 
-    A class index outside [0, C) other than ``ignore_index`` is PyTorch's IndexError, raised
-    at the call with the first such index (the comparison would otherwise match no class and
-    give a silent loss of -0.0). The check reads the targets on the host: targets already
-    realized (loaded data, the usual case) cost a read; unrealized ones are realized for it,
-    one submission of their own. A flag computed in the loss's own submission would keep that
-    submission, but would raise only at realize, after the op that caused it.
+    A class index outside [0, C) other than ``ignore_index`` is PyTorch's IndexError naming
+    the first such index (the comparison would otherwise match no class and give a silent loss
+    of -0.0). Realized targets (loaded data) are read and checked at the call. Lazy targets (a
+    slice of loaded data, labels computed on the device) are not read then, which would cost a
+    submission of their own: the first bad position is computed in the submission that computes
+    the loss or its gradient, and that realize raises, naming the op and the calling line; the
+    tensors it computed keep raising it when read (vkml/checks.py).
 
     >>> cross_entropy(vkml.zeros(2, 4), vkml.tensor([1, 3])).item()  # doctest: +SKIP
     1.3862943649291992
@@ -212,8 +238,8 @@ def cross_entropy(
                 f"'cross_entropy': input of shape {input.shape} needs targets of shape "
                 f"{(input.shape[0],) + input.shape[2:]}, got {target.shape}"
             )
-        _check_indices("cross_entropy", target, num_classes, "Target", ignore_index)
-        loss = -functions.where(_hits(target, num_classes, 1), logp, 0.0).sum(1)
+        hits = _checked_hits("cross_entropy", target, num_classes, 1, "Target", ignore_index)
+        loss = -functions.where(hits, logp, 0.0).sum(1)
         if label_smoothing:
             loss = (1 - label_smoothing) * loss - label_smoothing / num_classes * logp.sum(1)
         valid = target != ignore_index
@@ -266,18 +292,16 @@ def embedding(input, weight):
     (a gather would read N·D values); it needs no gather kernel, and its gradient — a one-hot
     product too — adds every index's gradient into its row.
 
-    An index outside [0, num_embeddings) is PyTorch's IndexError, raised at the call with the
-    first such index (the one-hot product would otherwise give a silent zero row). The check
-    reads the indices on the host, as ``cross_entropy``'s does (an unrealized index tensor is
-    realized for it, one submission of its own).
+    An index outside [0, num_embeddings) is PyTorch's IndexError naming the first such index
+    (the one-hot product would otherwise give a silent zero row): at the call for realized
+    indices, at the realize that computes the result for lazy ones, as ``cross_entropy``'s.
 
     >>> embedding(vkml.tensor([1]), vkml.tensor([[0.0], [5.0]])).tolist()  # doctest: +SKIP
     [[5.0]]
     """
     if weight.ndim != 2:
         raise ShapeError(f"'embedding': weight must be 2-D (num_embeddings, embedding_dim), got shape {weight.shape}")
-    _check_indices("embedding", input, weight.shape[0], "Index")
-    hits = _hits(input, weight.shape[0], -1)
+    hits = _checked_hits("embedding", input, weight.shape[0], -1, "Index")
     return functions.matmul(functions.cast(hits, weight.dtype), weight)
 
 

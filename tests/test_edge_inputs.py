@@ -193,6 +193,8 @@ def test_ints_that_do_not_wrap_as_in_pytorch(dev):
             "'clamp': value 1e\\+39 .* float32 without overflow",
         ),
         (lambda: vkml.where(vkml.tensor([True]), vkml.tensor([1.0]), 1e39), RuntimeError, "'where'.*float32"),
+        (lambda: vkml.ones(1).clamp(max=np.float64(1e39)), RuntimeError, "'clamp'.*float32"),
+        (lambda: vkml.where(vkml.tensor([True]), vkml.ones(1), np.float64(-1e39)), RuntimeError, "'where'"),
         (lambda: vkml.tensor([1], dtype=vkml.int32).clamp(min=2**40), RuntimeError, "'clamp'.*int32 without overflow"),
         (lambda: vkml.tensor([1], dtype=vkml.int32) ** 2**40, RuntimeError, "'pow'.*int32 without overflow"),
         (lambda: vkml.tensor([2]) ** -1, RuntimeError, "'pow': Integers to negative integer powers"),

@@ -196,6 +196,7 @@ def pow(input, exponent):
 
 def where(condition, input, other):
     """``input`` where ``condition`` (a bool tensor) holds, else ``other``; broadcast."""
+    input, other = (v.item() if isinstance(v, np.generic) else v for v in (input, other))
     out = _elementwise("where", condition, input, other)
     # PyTorch makes a Python value a tensor of the result's dtype, or of float32 for a float
     # (a float16 result takes any float: PyTorch converts it straight to float16, overflowing to inf)
@@ -209,6 +210,7 @@ def clamp(input, min=None, max=None):
     """Clamp into ``[min, max]`` with PyTorch's NaN rules (a NaN bound makes every output NaN)."""
     if min is None and max is None:
         raise ValueError("'clamp': at least one of min and max must be given")
+    min, max = (v.item() if isinstance(v, np.generic) else v for v in (min, max))
     if max is None:
         out = _elementwise("clamp_min", input, min)
     elif min is None:

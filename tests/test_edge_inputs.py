@@ -211,9 +211,15 @@ def test_ints_that_do_not_wrap_as_in_pytorch(dev):
         (lambda: vkml.full((2,), 2**40, dtype=vkml.int32), RuntimeError, "'full'.*int32 without overflow"),
         (lambda: vkml.full((2,), 1e40), RuntimeError, "'full'.*float32 without overflow"),
         (lambda: vkml.tensor([1.0]) - vkml.tensor([True]), RuntimeError, "'sub': Subtraction.*bool"),
+        (
+            lambda: F.cross_entropy(vkml.zeros(2, 3), vkml.tensor([0, 1]), label_smoothing=1.5),
+            RuntimeError,
+            "'cross_entropy': label_smoothing must be between 0.0 and 1.0",
+        ),
+        (lambda: F.layer_norm(vkml.tensor(1.0), ()), RuntimeError, "'layer_norm': Expected normalized_shape"),
     ],
 )
-def test_scalars_that_do_not_fit_raise_pytorchs_errors_at_the_op(call, error, text):
+def test_values_pytorch_refuses_raise_its_errors_at_the_op(call, error, text):
     with pytest.raises(error, match=text):
         call()
 

@@ -218,6 +218,8 @@ def cross_entropy(
     """
     if weight is not None:
         raise NotImplementedError("'cross_entropy': class weights are not supported yet")
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"'cross_entropy': label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     unbatched = input.ndim == 1
     if unbatched:
         input, target = functions.unsqueeze(input, 0), functions.unsqueeze(target, 0)
@@ -271,6 +273,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
     [[-0.9999950..., 0.9999950...]]
     """
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if not shape:
+        raise RuntimeError("'layer_norm': Expected normalized_shape to be at least 1-dimensional, got ()")
     if tuple(input.shape[input.ndim - len(shape) :]) != shape:
         raise ShapeError(f"'layer_norm': normalized_shape {shape} does not end input shape {input.shape}")
     dims = tuple(range(input.ndim - len(shape), input.ndim))

@@ -101,7 +101,7 @@ def const_node(value, dtype: T.DType, shape: tuple[int, ...], device, op: str = 
 # Floats at or beyond this magnitude round to ±inf in float32 (2^128 - 2^103: half an ulp past the
 # largest float, a tie that rounds to the even neighbour, inf); below it they round to a finite float.
 _F32_OVERFLOW = 2.0**128 - 2.0**103
-INT_OPERAND_RANGE = (-(1 << 63), 1 << 64)  # the Python ints PyTorch takes as operands (int64 or uint64)
+_INT_OPERAND_RANGE = (-(1 << 63), 1 << 64)  # the Python ints PyTorch takes as operands (int64 or uint64)
 
 
 def check_scalar_fits(op: str, value, dtype: T.DType) -> None:
@@ -137,7 +137,7 @@ def _scalar_value_checked(value, dtype: T.DType, op: str):
     dtype (PyTorch: ``int32_tensor + 2**32`` adds 0).
     """
     if type(value) is int:
-        low, end = INT_OPERAND_RANGE
+        low, end = _INT_OPERAND_RANGE
         if not low <= value < end:
             where = f"'{op}': " if op else ""
             raise OverflowError(f"{where}int {value} too big to convert (PyTorch takes ints in [-2**63, 2**64))")

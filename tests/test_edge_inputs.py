@@ -249,19 +249,24 @@ def test_pow_result_dtype_is_pytorchs(dtype, scalar, dev):
 # ---------------------------------------------------------------------- class indices
 
 
-def test_out_of_range_class_indices_raise_at_the_op(dev):
+def test_out_of_range_class_indices_raise_pytorchs_errors_when_read(dev):
     logits = vkml.zeros(2, 3, device=dev)
     for target in ([5, 0], [-1, 0]):
-        with pytest.raises(IndexError, match=f"'cross_entropy': Target {target[0]} is out of bounds"):
-            F.cross_entropy(logits, vkml.tensor(target, device=dev))
+        loss = F.cross_entropy(logits, vkml.tensor(target, device=dev))  # recorded, not checked yet
+        with pytest.raises(
+            IndexError, match=rf"'cross_entropy' \(called at .*test_edge_inputs.py:\d+\): Target {target[0]} is out"
+        ):
+            loss.item()
         with pytest.raises(IndexError):
             TF.cross_entropy(torch.zeros(2, 3), torch.tensor(target))
-    with pytest.raises(IndexError, match="'embedding': Index 3 is out of bounds"):
-        F.embedding(vkml.tensor([0, 3], device=dev), vkml.zeros(3, 2, device=dev))
-    with pytest.raises(RuntimeError, match="'one_hot': Class values must be smaller than num_classes"):
-        F.one_hot(vkml.tensor([3], device=dev), 3)
+    with pytest.raises(IndexError, match="'embedding' .*: Index 3 is out of bounds"):
+        F.embedding(vkml.tensor([0, 3], device=dev), vkml.zeros(3, 2, device=dev)).numpy()
+    with pytest.raises(RuntimeError, match="'one_hot' .*: Class values must be smaller than num_classes"):
+        F.one_hot(vkml.tensor([3], device=dev), 3).tolist()
+    with pytest.raises(RuntimeError, match="'one_hot' .*: Class values must be non-negative"):
+        F.one_hot(vkml.tensor([-1], device=dev), 3).tolist()
     with pytest.raises(RuntimeError, match="'one_hot': Class values must be non-negative"):
-        F.one_hot(vkml.tensor([-1], device=dev), 3)
+        F.one_hot(vkml.tensor([-1], device=dev))  # num_classes=-1 reads the indices at the call
     assert logits.numpy().tolist() == [[0.0] * 3] * 2  # the user's tensors are intact
 
 
@@ -358,28 +363,47 @@ def test_arange_and_sizes_take_numpy_integers_and_pytorchs_integer_rules(dev):
         vkml.ones(-1)
 
 
-def test_lazy_class_indices_are_checked_in_the_submission_that_uses_them(dev):
+def test_class_indices_are_checked_in_the_submission_that_uses_them(dev):
     logits = vkml.tensor(np.array([[1.0, 2.0, 0.5], [0.1, -1.0, 3.0]], np.float32), device=dev, requires_grad=True)
     labels = vkml.tensor([1, 2, 7, 0], device=dev)
-    target = labels[1:3]  # a view of loaded data: lazy, so not read at the call
-    loss = F.cross_entropy(logits, target)  # no submission here
+    target = labels[1:3]  # a view of loaded data: lazy
+    loss = F.cross_entropy(logits, target)  # no submission, no read here
     before = counters["submissions"]
     with pytest.raises(IndexError, match=r"'cross_entropy' \(called at .*test_edge_inputs.py:\d+\): Target 7 is out"):
         loss.item()
     assert counters["submissions"] == before + 1  # the check rode along with the loss
     with pytest.raises(IndexError, match="Target 7"):  # the computed loss is not handed out afterwards
         loss.item()
-    with pytest.raises(IndexError, match="Target 7"):
+    with pytest.raises(IndexError, match="Target 7"):  # nor anything computed from it
         (loss * 2).item()
-    with pytest.raises(IndexError, match="Target 7"):  # nor is a gradient computed through it
-        F.cross_entropy(logits, target).backward()
+    bad = F.cross_entropy(logits, target)
+    bad.backward()  # the gradient is computed without a read: its values are refused when read
+    with pytest.raises(IndexError, match="Target 7"):
+        logits.grad.numpy()
     assert labels.tolist() == [1, 2, 7, 0] and logits.shape == (2, 3)  # the user's tensors are intact
-    good = F.cross_entropy(logits, labels[0:2] * 1)  # lazy and in range: one submission, no error
-    before = counters["submissions"]
-    value = good.item()
-    assert counters["submissions"] == before + 1
-    want = TF.cross_entropy(torch.tensor([[1.0, 2.0, 0.5], [0.1, -1.0, 3.0]]), torch.tensor([1, 2])).item()
-    assert value == pytest.approx(want, rel=1e-6)
     rows = F.embedding(labels[2:] - 4, vkml.zeros(3, 2, device=dev))  # [3, -4]: the first bad one is named
     with pytest.raises(IndexError, match=r"'embedding' \(called at .*\): Index 3 is out of bounds"):
         rows.numpy()
+
+
+def test_a_passed_check_of_loaded_labels_is_not_repeated(dev):
+    logits = vkml.tensor(np.array([[1.0, 2.0, 0.5], [0.1, -1.0, 3.0]], np.float32), device=dev)
+    labels = vkml.tensor([1, 2], device=dev)
+    want = TF.cross_entropy(torch.tensor([[1.0, 2.0, 0.5], [0.1, -1.0, 3.0]]), torch.tensor([1, 2])).item()
+    for step in range(3):
+        before = dict(counters)
+        loss = F.cross_entropy(logits, labels)
+        assert loss.item() == pytest.approx(want, rel=1e-6)
+        assert counters["submissions"] == before["submissions"] + 1
+        if step:  # checked once, in the first step: later steps read the loss alone
+            assert counters["bytes_downloaded"] - before["bytes_downloaded"] == 4
+
+
+def test_eager_mode_checks_class_indices_at_the_op(dev):
+    saved = vkml.lazy._eager_override  # None unless someone called set_eager: VKML_EAGER decides
+    vkml.set_eager(True)
+    try:
+        with pytest.raises(IndexError, match="'cross_entropy' .*: Target 3 is out of bounds"):
+            F.cross_entropy(vkml.zeros(2, 3, device=dev), vkml.tensor([0, 3], device=dev))
+    finally:
+        vkml.lazy._eager_override = saved

@@ -595,12 +595,13 @@ def realize(*targets: Node) -> None:
     """Compute every target node; one ``Device.run`` (one submission) per device involved.
 
     A graph whose structure was realized before reuses that plan (vkml/plan_cache.py). Value
-    checks that ops deferred to the realize reaching them (vkml/checks.py) are computed in the
-    same submission and raise after it.
+    checks of the ops it computes (vkml/checks.py) are computed in the same submission and read
+    when its results are.
     """
-    pending = checks.reached(targets)
-    if pending:
-        targets = targets + tuple(n for check in pending for n in check.nodes)
+    found = carried = ()
+    if checks.active():
+        found, carried = checks.reached(targets)
+        targets = targets + tuple(n for check in found for n in check.nodes)
     by_device: dict[str, list[Node]] = defaultdict(list)
     for t in targets:
         if not t.realized:
@@ -621,8 +622,8 @@ def realize(*targets: Node) -> None:
             device.run(dispatches)
         plan_cache.finish(recipe, order, outs)
         del temps
-    if pending:
-        checks.verify(pending, targets)
+    if found or carried:
+        checks.submitted([*found, *carried], targets)
 
 
 def clear_template_cache() -> None:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import checks, lazy, schedule
 from . import functions as F
-from . import lazy, schedule
 from .errors import DTypeError, ShapeError
 from .graph import Node
 from .ir import types as T
@@ -123,6 +123,7 @@ class Tensor:
         """The values as a new numpy array (realizes first)."""
         self.realize()
         node = self.node
+        checks.verify_read(node)  # raises the error of an op whose values were refused (vkml/checks.py)
         return node.device.download(node.buffer).reshape(node.shape)
 
     def item(self):

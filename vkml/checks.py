@@ -48,6 +48,7 @@ class Check:
 _pending: weakref.WeakSet = weakref.WeakSet()  # unread checks whose guard may still be computed
 _guarded: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # guard node -> its checks (keeps them alive)
 _unverified: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # realized node -> checks to read first
+_open: weakref.WeakSet = weakref.WeakSet()  # computed checks not read yet, or refused (marks of passed ones are inert)
 
 
 def user_line() -> str:
@@ -68,7 +69,7 @@ def defer(guard: Node, nodes: tuple[Node, ...], describe: Callable[[list], str |
 
 def active() -> bool:
     """Whether a realize has checks to look for (the common case, none, costs this test only)."""
-    return bool(len(_pending) or len(_unverified))
+    return bool(len(_pending) or len(_open))
 
 
 def reached(targets: tuple[Node, ...]) -> tuple[list[Check], list[Check]]:
@@ -92,6 +93,7 @@ def reached(targets: tuple[Node, ...]) -> tuple[list[Check], list[Check]]:
 
 def submitted(checks: list[Check], targets: tuple[Node, ...]) -> None:
     """After a realize of ``targets`` that computed or used ``checks``: a read of them verifies first."""
+    _open.update(checks)
     for node in targets:
         marks = _unverified.setdefault(node, [])
         marks.extend(c for c in checks if c not in marks)
@@ -108,6 +110,7 @@ def verify_read(node: Node) -> None:
             if check.message is None:
                 check.passed = True
                 _pending.discard(check)
+                _open.discard(check)
                 continue
         check.fail()  # the mark stays: every later read of this node raises too
     _unverified.pop(node, None)

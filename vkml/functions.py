@@ -82,9 +82,7 @@ def _node(x):
 
 
 def _tensor_node(op: str, x) -> Node:
-    from .tensor import Tensor
-
-    if not isinstance(x, Tensor):
+    if not isinstance(x, _tensor.Tensor):
         raise TypeError(f"'{op}' expects a vkml.Tensor, got {type(x).__name__}")
     return x.node
 

@@ -124,8 +124,12 @@ def check_scalar_fits(op: str, value, dtype: T.DType) -> None:
 
 
 def _scalar_value(value, dtype: T.DType, op: str = ""):
-    if dtype is T.float32 and type(value) is float and -_F32_OVERFLOW < value < _F32_OVERFLOW:
-        return value  # the usual case first
+    if dtype is T.float32:  # the usual cases first: a float or an int that float32 holds as a finite value
+        kind = type(value)
+        if kind is float and -_F32_OVERFLOW < value < _F32_OVERFLOW:
+            return value
+        if kind is int and -(1 << 63) <= value < 1 << 64:
+            return float(value)
     return _scalar_value_checked(value, dtype, op)
 
 
@@ -301,6 +305,8 @@ def _elementwise_dtypes(name: str, kinds: tuple) -> tuple[T.DType, T.DType]:
 
 def dim_index(op: str, dim, what: str = "dim") -> int:
     """``dim`` as a Python int: ints and numpy integers pass, anything else is PyTorch's TypeError."""
+    if type(dim) is int:
+        return dim
     if isinstance(dim, (int, np.integer)) and not isinstance(dim, (bool, np.bool_)):
         return int(dim)
     raise TypeError(f"'{op}': argument '{what}' must be an int or a tuple of ints, got {dim!r} ({type(dim).__name__})")

@@ -206,6 +206,8 @@ def test_ints_that_do_not_wrap_as_in_pytorch(dev):
         ),
         (lambda: vkml.tensor([1.5, 1e20], dtype=vkml.int64), RuntimeError, "1e\\+20 cannot be converted to type int64"),
         (lambda: vkml.tensor([2**64]), ValueError, "Overflow"),
+        (lambda: vkml.tensor([2**63, 1]), ValueError, "Overflow when unpacking long long: 9223372036854775808"),
+        (lambda: vkml.tensor([[1.5], [2**63]], dtype=vkml.int64), ValueError, "Overflow"),
         (lambda: vkml.full((2,), 2**70, dtype=vkml.int64), OverflowError, "'full'"),
         (lambda: vkml.full((2,), 2**63), RuntimeError, "'full'.*int64 without overflow"),
         (lambda: vkml.full((2,), 2**40, dtype=vkml.int32), RuntimeError, "'full'.*int32 without overflow"),

@@ -60,6 +60,10 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False):
     python_data = not isinstance(data, np.ndarray)
     if python_data and array.dtype.kind in "uO":
         array = _wide_python_ints(array, dtype, data)
+    elif python_data and array.dtype.kind == "f" and (dtype is None or dtype in (T.int32, T.int64)):
+        # numpy makes floats of Python ints past int64 mixed with others: find them (only past 2**63)
+        if (np.abs(array) >= 2.0**63).any():
+            _refuse_wide_ints(data, dtype is not None)
     if array.dtype == object:
         raise DTypeError(f"tensor(): cannot make a tensor from {type(data).__name__} with mixed or ragged content")
     if dtype is None:
@@ -96,6 +100,22 @@ def _wide_python_ints(array: np.ndarray, dtype, data) -> np.ndarray:
         return np.array([v != 0 for v in array.reshape(-1)], bool).reshape(array.shape)
     big = next(int(v) for v in array.reshape(-1) if not -(1 << 63) <= int(v) < 1 << 63)
     raise ValueError(f"tensor(): Overflow when unpacking long long: {big} does not fit int64")
+
+
+def _refuse_wide_ints(data, integer_dtype: bool) -> None:
+    """PyTorch's ValueError for a Python int past int64 in nested lists meant for an integer tensor:
+    one given as ``dtype``, or inferred (no Python float among the values)."""
+    stack, wide = [data], None
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif type(item) is float and not integer_dtype:
+            return  # a float tensor, as PyTorch infers: the int becomes a float
+        elif type(item) is int and not -(1 << 63) <= item < 1 << 63:
+            wide = item
+    if wide is not None:
+        raise ValueError(f"tensor(): Overflow when unpacking long long: {wide} does not fit int64")
 
 
 def _check_python_values_fit(array: np.ndarray, dtype) -> None:

@@ -87,7 +87,7 @@ def test_read_of_int_and_bool_tensors():
         ((slice(None), [5, 7]), "index 5 is out of bounds for dimension 1 with size 5"),
         ((2, slice(None), [1, 6]), "index 6 is out of bounds for dimension 1 with size 6"),
         (T([-5]), "index -5 is out of bounds for dimension 0 with size 4"),
-        (T(np.ones(3, bool)), "boolean index did not match"),
+        (T(np.ones(3, bool)), "The shape of the mask"),
     ],
 )
 def test_out_of_range_index_raises_eagerly_naming_op_index_and_size(index, message):

@@ -231,7 +231,7 @@ def test_softmax_family_on_views_and_errors():
         assert_same_bits(vkml.softmax(t, 1).numpy(), vkml.softmax(vk(values), 1).numpy(), f"softmax of a {layout} view")
     with pytest.raises(vkml.DTypeError, match="floating point"):
         vkml.softmax(vkml.arange(4), 0)
-    with pytest.raises(IndexError, match="dim"):
+    with pytest.raises(IndexError, match=r"'softmax': Dimension out of range .*but got 2"):
         vkml.softmax(vk(x), 2)
 
 

@@ -333,9 +333,10 @@ def test_empty_reductions():
             got = run(name, vk(x), dim)
             want = torch_run(name, x, dim)
             assert_same_bits(got, want, f"{name} over an empty dim of {shape}")
-        with pytest.raises(vkml.ShapeError, match="'amax'.*empty"):
+        # PyTorch's errors: RuntimeError without a dim, IndexError naming the empty dim
+        with pytest.raises(RuntimeError if dim is None else IndexError, match="'amax': Expected reduction dim"):
             vkml.amax(vk(x), dim)
-        with pytest.raises(vkml.ShapeError, match="'argmin'.*empty"):
+        with pytest.raises(IndexError, match=f"'argmin': Expected reduction dim {shape.index(0)} to have non-zero"):
             vkml.argmin(vk(x), shape.index(0))
     assert vkml.sum(vk(np.zeros((0,), np.int32))).numpy().dtype == np.int64
     # reducing a non-empty dim of a tensor that is empty elsewhere gives an empty result
@@ -392,9 +393,11 @@ def test_dtype_and_dim_errors():
         vkml.mean(vkml.arange(4))
     with pytest.raises(vkml.DTypeError, match="'amax'.*bool"):
         vkml.amax(vk(np.array([True, False])))
-    with pytest.raises(IndexError, match="'sum'.*dim 3"):
+    with pytest.raises(
+        IndexError, match=r"'sum': Dimension out of range \(expected to be in range of \[-2, 1\], but got 3\)"
+    ):
         vkml.sum(vkml.ones(2, 2), 3)
-    with pytest.raises(ValueError, match="'sum'.*repeats"):
+    with pytest.raises(RuntimeError, match="'sum': dim 0 appears multiple times"):
         vkml.sum(vkml.ones(2, 2), (0, 0))
 
 

@@ -536,6 +536,14 @@ def index_page(entries: list[tuple[str, str, str, str]]) -> str:
         "",
         f"Regenerate with `{COMMAND}`; `tests/test_op_docs.py` fails when a page is stale.",
         "",
+        "Python numbers as operands follow PyTorch on every device (`vkml/lazy.py`): a float beyond "
+        "float32's range is ±inf (`x + 1e40` is inf, `x == 1e40` False); an int outside [-2**63, 2**64) "
+        "is an OverflowError at the op; other ints wrap into an integer tensor's dtype (`int32_tensor + "
+        "2**32` adds 0, as PyTorch). Where PyTorch converts a number to the result's dtype exactly — "
+        "`clamp`'s bounds, `where`'s values, `pow`'s exponent of an integer or float16 result, `full`'s "
+        "fill, `tensor`'s Python numbers for an integer dtype — one that does not fit is PyTorch's "
+        "RuntimeError 'value cannot be converted to type int32 without overflow', at the op.",
+        "",
         "| op | kind | summary | precision |",
         "|---|---|---|---|",
     ]

@@ -5,8 +5,12 @@ class DeviceError(RuntimeError):
     """Operands live on different devices, or a device cannot do what was asked."""
 
 
-class ShapeError(ValueError):
-    """Shapes that an op cannot accept (broadcasting, reshape, matmul, ...)."""
+class ShapeError(ValueError, RuntimeError):
+    """Shapes that an op cannot accept (broadcasting, reshape, matmul, ...).
+
+    Also a RuntimeError, the type PyTorch raises for these, so code that catches PyTorch's
+    error catches vkml's.
+    """
 
 
 class DTypeError(TypeError):

@@ -83,9 +83,7 @@ def _node(x):
 
 
 def _tensor_node(op: str, x) -> Node:
-    from .tensor import Tensor
-
-    if not isinstance(x, Tensor):
+    if not isinstance(x, _tensor.Tensor):
         raise TypeError(f"'{op}' expects a vkml.Tensor, got {type(x).__name__}")
     return x.node
 
@@ -167,6 +165,8 @@ def div(input, other):
     [0.5, 1.5]
     """
     if type(other) in (float, int) and isinstance(input, _tensor.Tensor) and input.dtype.is_float:
+        if type(other) is int:
+            lazy.check_scalar_fits("div", other, T.float32)  # PyTorch's OverflowError past 64 bits
         mantissa, exponent = math.frexp(other)
         if mantissa in (0.5, -0.5) and -126 <= exponent - 1 <= 126:  # (abs is the tensor op here)
             return mul(input, 1.0 / other)
@@ -182,10 +182,22 @@ logical_not = _unary("logical_not")
 
 
 def pow(input, exponent):
-    """``input ** exponent`` with broadcasting. ``x ** 2`` is computed as ``x * x`` (exact)."""
-    if isinstance(exponent, (int, float)) and not isinstance(exponent, bool) and exponent == 2:
-        return mul(input, input)
-    return _elementwise("pow", input, exponent)
+    """``input ** exponent`` with broadcasting and PyTorch's result dtype (``int ** 2.0`` is float32).
+
+    ``x ** 2`` is ``x * x`` (exact) where that keeps the dtype: a float tensor, or an integer
+    tensor and the int 2.
+    """
+    exponent = exponent.item() if isinstance(exponent, np.generic) else exponent
+    if type(exponent) in (int, float) and isinstance(input, _tensor.Tensor) and exponent == 2:
+        if input.dtype.is_float or (type(exponent) is int and input.dtype is not T.bool_):
+            return mul(input, input)
+    out = _elementwise("pow", input, exponent)
+    if type(exponent) in (int, float) and out.dtype is not T.float32:
+        # PyTorch converts the exponent to an integer or float16 result's dtype, and checks it fits
+        lazy.check_scalar_fits("pow", exponent, out.dtype)
+        if type(exponent) is int and exponent < 0 and not out.dtype.is_float:
+            raise RuntimeError(f"'pow': Integers to negative integer powers are not allowed (exponent {exponent})")
+    return out
 
 
 def where(condition, input=None, other=None):
@@ -195,18 +207,31 @@ def where(condition, input=None, other=None):
     """
     if input is None and other is None:
         return _indexing.nonzero(condition, as_tuple=True)
-    return _elementwise("where", condition, input, other)
+    input, other = (v.item() if isinstance(v, np.generic) else v for v in (input, other))
+    out = _elementwise("where", condition, input, other)
+    # PyTorch makes a Python value a tensor of the result's dtype, or of float32 for a float
+    # (a float16 result takes any float: PyTorch converts it straight to float16, overflowing to inf)
+    for value in (input, other):
+        if type(value) in (int, float) and out.dtype is not T.float16:
+            lazy.check_scalar_fits("where", value, out.dtype)
+    return out
 
 
 def clamp(input, min=None, max=None):
     """Clamp into ``[min, max]`` with PyTorch's NaN rules (a NaN bound makes every output NaN)."""
     if min is None and max is None:
         raise ValueError("'clamp': at least one of min and max must be given")
+    min, max = (v.item() if isinstance(v, np.generic) else v for v in (min, max))
     if max is None:
-        return _elementwise("clamp_min", input, min)
-    if min is None:
-        return _elementwise("clamp_max", input, max)
-    return _elementwise("clamp", input, min, max)
+        out = _elementwise("clamp_min", input, min)
+    elif min is None:
+        out = _elementwise("clamp_max", input, max)
+    else:
+        out = _elementwise("clamp", input, min, max)
+    for bound in (min, max):  # PyTorch converts a Python bound to the result's dtype
+        if type(bound) in (int, float):
+            lazy.check_scalar_fits("clamp", bound, out.dtype)
+    return out
 
 
 clip = clamp
@@ -250,10 +275,17 @@ def _from_numpy(array: np.ndarray, device):
 # ---------------------------------------------------------------------- reductions
 
 
+def _reduce(name: str, input, dim, keepdim: bool, op: str):
+    """Reduction ``name`` as public function ``op`` (``max`` reduces with amax): dims checked, recorded."""
+    node = _tensor_node(op, input)
+    dim = lazy.reduce_dims(op, dim, len(node.shape))
+    out = _wrap(lazy.reduce(name, node, dim, keepdim, op))
+    return autograd.record(name, (input,), out, {"dim": dim, "keepdim": keepdim})
+
+
 def _reduction(name):
     def fn(input, dim=None, keepdim=False):
-        out = _wrap(lazy.reduce(name, _tensor_node(name, input), dim, keepdim))
-        return autograd.record(name, (input,), out, {"dim": dim, "keepdim": keepdim})
+        return _reduce(name, input, dim, keepdim, name)
 
     fn.__name__ = name
     fn.__doc__ = f"``{name}`` over ``dim`` (all dims when None); see docs/ops/{name}.md. Example: ``x.{name}(dim=1)``."
@@ -261,45 +293,62 @@ def _reduction(name):
 
 
 sum, prod, amax, amin = (_reduction(n) for n in ("sum", "prod", "amax", "amin"))
-# softmax's shift: a cheaper max that leaves every bit of the composites unchanged (_shift_by_max)
-_shift_max = _reduction("shift_max")
+
+
+def _shift_max(input, dim=None, keepdim=False, op="shift_max"):
+    """softmax's shift: a cheaper max that leaves every bit of the composites unchanged (_shift_by_max)."""
+    return _reduce("shift_max", input, dim, keepdim, op)
+
+
+def _arg_reduction(name: str, input, dim, keepdim: bool, op: str):
+    node = _tensor_node(op, input)
+    if dim is None:
+        if node.numel == 0:
+            lazy.reduce(name, node, None, False, op)  # raises PyTorch's error for an empty input
+        flat = lazy.view_node(node, lambda s: s.reshape((node.numel,))) if node.shape else node
+        out = lazy.reduce(name, flat, None, False, op)
+        if keepdim and node.shape:  # PyTorch: every dim kept as size 1 (was: a 0-d result)
+            ones = (1,) * len(node.shape)
+            out = lazy.view_node(out, lambda s: s.reshape(ones))
+        return _wrap(out)
+    return _wrap(lazy.reduce(name, node, lazy.normalize_dim(op, dim, len(node.shape)), keepdim, op))
 
 
 def argmax(input, dim=None, keepdim=False):
     """Index (int64) of the first maximum — or of the first NaN — over ``dim`` (flattened when None)."""
-    node = _tensor_node("argmax", input)
-    if dim is None:
-        return _wrap(lazy.reduce("argmax", lazy.view_node(node, lambda s: s.reshape((node.numel,))), 0, False))
-    return _wrap(lazy.reduce("argmax", node, dim, keepdim))
+    return _arg_reduction("argmax", input, dim, keepdim, "argmax")
 
 
 def argmin(input, dim=None, keepdim=False):
     """Index (int64) of the first minimum — or of the first NaN — over ``dim`` (flattened when None)."""
-    node = _tensor_node("argmin", input)
-    if dim is None:
-        return _wrap(lazy.reduce("argmin", lazy.view_node(node, lambda s: s.reshape((node.numel,))), 0, False))
-    return _wrap(lazy.reduce("argmin", node, dim, keepdim))
+    return _arg_reduction("argmin", input, dim, keepdim, "argmin")
 
 
 def max(input, dim=None, keepdim=False):
-    """``max(x)`` is ``amax``; ``max(x, dim)`` returns (values, indices) like PyTorch."""
+    """``max(x)`` is ``amax``; ``max(x, dim)`` returns (values, indices) like PyTorch; ``max(x, y)`` is ``maximum``."""
+    if isinstance(dim, _tensor.Tensor):
+        return maximum(input, dim)
     if dim is None:
-        return amax(input)
-    return amax(input, dim, keepdim), argmax(input, dim, keepdim)
+        return _reduce("amax", input, None, False, "max")
+    dim = lazy.normalize_dim("max", dim, len(_tensor_node("max", input).shape))
+    return _reduce("amax", input, dim, keepdim, "max"), _arg_reduction("argmax", input, dim, keepdim, "max")
 
 
 def min(input, dim=None, keepdim=False):
-    """``min(x)`` is ``amin``; ``min(x, dim)`` returns (values, indices) like PyTorch."""
+    """``min(x)`` is ``amin``; ``min(x, dim)`` returns (values, indices) like PyTorch; ``min(x, y)`` is ``minimum``."""
+    if isinstance(dim, _tensor.Tensor):
+        return minimum(input, dim)
     if dim is None:
-        return amin(input)
-    return amin(input, dim, keepdim), argmin(input, dim, keepdim)
+        return _reduce("amin", input, None, False, "min")
+    dim = lazy.normalize_dim("min", dim, len(_tensor_node("min", input).shape))
+    return _reduce("amin", input, dim, keepdim, "min"), _arg_reduction("argmin", input, dim, keepdim, "min")
 
 
-def _reduced_count(node: Node, dim) -> int:
-    if dim is None:
+def _reduced_count(node: Node, dims) -> int:
+    """How many elements each output of a reduction over ``dims`` (checked: None or a tuple) takes."""
+    if dims is None or not node.shape:
         return node.numel
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
-    return math.prod(node.shape[lazy.normalize_dim("mean", d, len(node.shape))] for d in dims)
+    return math.prod(node.shape[d] for d in dims)
 
 
 def mean(input, dim=None, keepdim=False):
@@ -310,6 +359,7 @@ def mean(input, dim=None, keepdim=False):
     node = _tensor_node("mean", input)
     if not node.dtype.is_float:
         raise DTypeError(f"'mean': input dtype must be floating point, got {node.dtype.name}")
+    dim = lazy.reduce_dims("mean", dim, len(node.shape))
     n = _reduced_count(node, dim)
     wide = cast(input, T.float32)
     total = sum(wide, dim, keepdim)
@@ -320,15 +370,21 @@ def mean(input, dim=None, keepdim=False):
 # ---------------------------------------------------------------------- composites
 
 
-def _float_work(input):
-    """(float32 tensor to compute in, dtype to return): float16 computes in float32, as PyTorch CPU."""
-    node = _tensor_node("softmax", input)
+def _float_work(input, op: str, integers: bool = False):
+    """(float32 tensor to compute in, dtype to return): float16 computes in float32, as PyTorch CPU.
+
+    ``integers``: an integer or bool input computes in float32 and returns float32 (logsumexp,
+    as PyTorch); otherwise it is PyTorch's error.
+    """
+    node = _tensor_node(op, input)
     if not node.dtype.is_float:
-        raise DTypeError(f"expected a floating point tensor, got {node.dtype.name}")
+        if not integers:
+            raise DTypeError(f"'{op}': expected a floating point tensor, got {node.dtype.name}")
+        return cast(input, T.float32), T.float32
     return cast(input, T.float32), node.dtype
 
 
-def _shift_by_max(x, dim):
+def _shift_by_max(x, dim, op: str):
     """(x - m, m) with m the row's maximum by ``shift_max``: two instructions a combine, not twelve.
 
     The composites below give the same bits with it as with ``amax``. In a row without NaN the
@@ -337,7 +393,7 @@ def _shift_by_max(x, dim):
     1), so log(S) > 0 and both signs give the same log_softmax and logsumexp. In a row with NaN
     every result is NaN either way: the NaN's own term is NaN, and so is the sum.
     """
-    m = _shift_max(x, dim, keepdim=True)
+    m = _shift_max(x, dim, keepdim=True, op=op)
     return x - m, m
 
 
@@ -368,8 +424,11 @@ def softmax(input, dim: int):
     and quotient are one kernel that reads x once and computes each exp once (vkml/schedule.py,
     rule 7), and the reciprocal once per row; longer rows take two. Both give the same bits.
     """
-    x, dtype = _float_work(input)
-    shifted, _ = _shift_by_max(x, dim)
+    x, dtype = _float_work(input, "softmax")
+    dim = lazy.normalize_dim("softmax", dim, x.ndim)
+    if x.numel() == 0:  # no rows, or rows of no elements: nothing to normalise (PyTorch's empty result)
+        return cast(x, dtype)
+    shifted, _ = _shift_by_max(x, dim, "softmax")
     e = exp(shifted)
     return cast(e * div(1.0, sum(e, dim, keepdim=True)), dtype)
 
@@ -377,19 +436,26 @@ def softmax(input, dim: int):
 @differentiable("log_softmax")
 def log_softmax(input, dim: int):
     """x - max - log(sum(exp(x - max))) over ``dim``."""
-    x, dtype = _float_work(input)
-    shifted, _ = _shift_by_max(x, dim)
+    x, dtype = _float_work(input, "log_softmax")
+    dim = lazy.normalize_dim("log_softmax", dim, x.ndim)
+    if x.numel() == 0:  # no rows, or rows of no elements: nothing to normalise (PyTorch's empty result)
+        return cast(x, dtype)
+    shifted, _ = _shift_by_max(x, dim, "log_softmax")
     return cast(shifted - log(sum(exp(shifted), dim, keepdim=True)), dtype)
 
 
 @differentiable("logsumexp")
 def logsumexp(input, dim, keepdim: bool = False):
-    """log(sum(exp(x))) over ``dim``, shifted by the finite max (PyTorch's rule: all -inf gives -inf)."""
-    x, dtype = _float_work(input)
+    """log(sum(exp(x))) over ``dim``, shifted by the finite max (PyTorch's rule: all -inf gives -inf).
+
+    Integer and bool inputs compute in float32 and give float32, as PyTorch.
+    """
+    x, dtype = _float_work(input, "logsumexp", integers=True)
     node = x.node
+    dim = lazy.reduce_dims("logsumexp", dim, len(node.shape))
     if _reduced_count(node, dim) == 0:
         return cast(sum(x, dim, keepdim) + float("-inf"), dtype)
-    _, m = _shift_by_max(x, dim)
+    _, m = _shift_by_max(x, dim, "logsumexp")
     m = where(abs(m) == float("inf"), 0.0, m)
     out = log(sum(exp(x - m), dim, keepdim=True)) + m
     if not keepdim:
@@ -484,6 +550,8 @@ def permute(input, *dims):
     dims = _shape_args("permute", dims)
     nd = len(node.shape)
     norm = tuple(lazy.normalize_dim("permute", d, nd) for d in dims)
+    if len(set(norm)) != len(norm):
+        raise ShapeError(f"'permute': duplicate dims are not allowed, got {dims}")
     if sorted(norm) != list(range(nd)):
         raise ShapeError(f"'permute': dims {dims} are not a permutation of {nd} dims")
     return _mutation.link_view(_view(input, lambda st: st.permute(norm)), input, ("permute", norm))
@@ -491,10 +559,10 @@ def permute(input, *dims):
 
 def transpose(input, dim0: int, dim1: int):
     """Swap two dims (a view)."""
-    nd = input.ndim
+    nd = len(_tensor_node("transpose", input).shape)
+    d0, d1 = lazy.normalize_dim("transpose", dim0, nd), lazy.normalize_dim("transpose", dim1, nd)
     if nd == 0:
         return input
-    d0, d1 = lazy.normalize_dim("transpose", dim0, nd), lazy.normalize_dim("transpose", dim1, nd)
     order = list(range(nd))
     order[d0], order[d1] = order[d1], order[d0]
     return permute(input, *order)
@@ -515,6 +583,10 @@ def expand(input, *sizes):
             if d < lead:
                 raise ShapeError(f"'expand': -1 is not allowed for a new leading dim ({sizes})")
             s = old
+        elif s < 0:
+            raise ShapeError(
+                f"'expand': size {s} at dim {d} is negative (only -1, which keeps a size, may be): {sizes}"
+            )
         if old != s and old != 1:
             raise ShapeError(f"'expand': dim {d} of size {old} cannot expand to {s} (shape {node.shape} -> {sizes})")
         full.append(s)
@@ -528,7 +600,7 @@ def squeeze(input, dim=None):
     if dim is None:
         dims = {d for d, s in enumerate(node.shape) if s == 1}
     else:
-        dims = {lazy.normalize_dim("squeeze", d, nd) for d in ((dim,) if isinstance(dim, int) else dim)}
+        dims = {lazy.normalize_dim("squeeze", d, nd) for d in (dim if isinstance(dim, (tuple, list)) else (dim,))}
         dims = {d for d in dims if nd and node.shape[d] == 1}
     return reshape(input, *[s for d, s in enumerate(node.shape) if d not in dims])
 
@@ -545,10 +617,16 @@ def unsqueeze(input, dim: int):
 
 @differentiable("flip")
 def flip(input, dims):
-    """Reverse the order of elements along ``dims`` (a view with negative strides)."""
+    """Reverse the order of elements along ``dims`` (a view with negative strides).
+
+    ``dims`` is a tuple or list of dims (an int is taken as one dim); a 0-d tensor comes back
+    as it is, as PyTorch's.
+    """
     node = _tensor_node("flip", input)
-    dims = (dims,) if isinstance(dims, int) else tuple(dims)
-    norm = tuple({lazy.normalize_dim("flip", d, len(node.shape)) for d in dims})
+    ndim = len(node.shape)
+    norm = lazy.reduce_dims("flip", dims if isinstance(dims, (tuple, list)) else (dims,), ndim) or ()
+    if ndim == 0 or not norm:
+        return input
     return _view(input, lambda st: st.flip(norm))
 
 
@@ -601,8 +679,9 @@ def getitem(input, index):
     n_real = len([i for i in index if i is not None and i is not Ellipsis])
     if n_real > len(node.shape):
         raise IndexError(f"too many indices for a tensor of {len(node.shape)} dims: {index}")
-    if Ellipsis in index:
-        e = index.index(Ellipsis)
+    ellipses = [k for k, i in enumerate(index) if i is Ellipsis]  # (not ``in``: == of a tensor is elementwise)
+    if ellipses:
+        e = ellipses[0]
         index = index[:e] + (slice(None),) * (len(node.shape) - n_real) + index[e + 1 :]
     index = index + (slice(None),) * (len(node.shape) - len([i for i in index if i is not None]))
     starts, stops, steps, final_shape, d = [], [], [], [], 0

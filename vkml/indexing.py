@@ -128,6 +128,7 @@ def plan(op: str, shape: tuple[int, ...], index) -> np.ndarray:
     numel = math.prod(shape)
     if numel > _INT32_MAX:
         raise ShapeError(f"'{op}': advanced indexing supports tensors of up to 2^31 - 1 elements, got shape {shape}")
+    _check_masks(op, shape, items)
     positions = np.arange(numel, dtype=np.int32).reshape(shape)
     # Two steps, because numpy counts an int beside an array as one more advanced index, which
     # moves the result's dims (x[None, t, ..., 2]), where PyTorch selects with it first: ints,
@@ -150,6 +151,29 @@ def plan(op: str, shape: tuple[int, ...], index) -> np.ndarray:
     except IndexError as e:  # numpy's bounds and mask checks, in PyTorch's words
         message = str(e).replace("axis", "dimension")
         raise IndexError(f"'{op}': {message}") from None
+
+
+def _check_masks(op: str, shape: tuple[int, ...], items: tuple) -> None:
+    """PyTorch's IndexError for a bool mask whose shape differs from the dims it covers."""
+    consumed = [
+        0
+        if item is None or item is Ellipsis or isinstance(item, bool)
+        else (item.ndim if isinstance(item, np.ndarray) and item.dtype == np.bool_ else 1)
+        for item in items
+    ]
+    d = 0
+    for item, used in zip(items, consumed):
+        if item is Ellipsis:
+            d += len(shape) - sum(consumed)  # the dims no other item covers
+            continue
+        if isinstance(item, np.ndarray) and item.dtype == np.bool_:
+            for k, size in enumerate(item.shape):
+                if d + k >= len(shape) or shape[d + k] != size:
+                    raise IndexError(
+                        f"'{op}': The shape of the mask {list(item.shape)} at index {k} does not match "
+                        f"the shape of the indexed tensor {list(shape)} at index {d + k}"
+                    )
+        d += used
 
 
 def _index_tensor(array: np.ndarray, device):

@@ -9,6 +9,8 @@ from __future__ import annotations
 import functools
 import math
 
+import numpy as np
+
 from . import config
 from .dtypes import result_type, scalar_dtype
 from .errors import DeviceError, DTypeError, ShapeError
@@ -89,21 +91,68 @@ def expand_to(node: Node, shape: tuple[int, ...]) -> Node:
     return view_node(node, lambda st: st.expand(shape))
 
 
-def const_node(value, dtype: T.DType, shape: tuple[int, ...], device) -> Node:
-    scalar = Node("const", (), _scalar_value(value, dtype), (), dtype, device)
+def const_node(value, dtype: T.DType, shape: tuple[int, ...], device, op: str = "") -> Node:
+    scalar = Node("const", (), _scalar_value(value, dtype, op), (), dtype, device)
     if not shape:
         return scalar
     stack = _broadcast_stack((), tuple(shape))  # what expand_to builds for a 0-dim node, without its checks
     return Node("view", (scalar,), stack, stack.shape, dtype, device)
 
 
-def _scalar_value(value, dtype: T.DType):
-    if dtype is T.float32:  # the usual case first
-        return float(value)
+# Floats at or beyond this magnitude round to ±inf in float32 (2^128 - 2^103: half an ulp past the
+# largest float, a tie that rounds to the even neighbour, inf); below it they round to a finite float.
+_F32_OVERFLOW = 2.0**128 - 2.0**103
+_INT_OPERAND_RANGE = (-(1 << 63), 1 << 64)  # the Python ints PyTorch takes as operands (int64 or uint64)
+
+
+def check_scalar_fits(op: str, value, dtype: T.DType) -> None:
+    """PyTorch's check of a Python scalar that an op converts to its dtype exactly (clamp's bounds,
+    where's values, pow's exponent, full's fill): a finite value beyond the dtype's range, or a
+    non-finite one for an integer dtype, is its RuntimeError; an int past 64 bits its OverflowError.
+    """
+    if type(value) is bool or dtype is T.bool_:
+        return
+    if type(value) is int:
+        _scalar_value_checked(value, T.int64, op)  # raises for an int PyTorch cannot take at all
+    if dtype.is_float:
+        limit = 65504.0 if dtype is T.float16 else 3.4028234663852886e38
+        fits = not math.isfinite(value) or -limit <= value <= limit
+    else:
+        low, high = -(1 << (dtype.bits - 1)), (1 << (dtype.bits - 1)) - 1
+        fits = (type(value) is int or math.isfinite(value)) and low <= value <= high
+    if not fits:
+        raise RuntimeError(f"'{op}': value {value!r} cannot be converted to type {dtype.name} without overflow")
+
+
+def _scalar_value(value, dtype: T.DType, op: str = ""):
+    if dtype is T.float32:  # the usual cases first: a float or an int that float32 holds as a finite value
+        kind = type(value)
+        if kind is float and -_F32_OVERFLOW < value < _F32_OVERFLOW:
+            return value
+        if kind is int and -(1 << 63) <= value < 1 << 64:
+            return float(value)
+    return _scalar_value_checked(value, dtype, op)
+
+
+def _scalar_value_checked(value, dtype: T.DType, op: str):
+    """A Python scalar as a constant of ``dtype``, following PyTorch.
+
+    A float that overflows float32 is ±inf (parameters travel as float32, also for float16 ops);
+    an int outside [-2^63, 2^64) is PyTorch's OverflowError; other ints wrap into an integer
+    dtype (PyTorch: ``int32_tensor + 2**32`` adds 0).
+    """
+    if type(value) is int:
+        low, end = _INT_OPERAND_RANGE
+        if not low <= value < end:
+            where = f"'{op}': " if op else ""
+            raise OverflowError(f"{where}int {value} too big to convert (PyTorch takes ints in [-2**63, 2**64))")
     if dtype is T.bool_:
         return bool(value)
     if dtype.is_float:
-        return float(value)
+        v = float(value)
+        if -_F32_OVERFLOW < v < _F32_OVERFLOW or v != v:
+            return v
+        return math.copysign(math.inf, v)
     v = int(value)
     bits = dtype.bits
     v &= (1 << bits) - 1
@@ -114,13 +163,19 @@ def cast_node(node: Node, dtype: T.DType) -> Node:
     if node.dtype is dtype:
         return node
     value = node.arg  # before op: another thread may be realizing node (Node.become_buffer)
-    if node.op == "const":
+    if node.op == "const" and _folds(value, dtype):
         if dtype is T.float16:
-            import numpy as np
-
             value = float(np.float16(value))
         return Node("const", (), _scalar_value(value, dtype), node.shape, dtype, node.device)
     return Node("cast", (node,), None, node.shape, dtype, node.device)
+
+
+def _folds(value, dtype: T.DType) -> bool:
+    """Whether converting constant ``value`` to ``dtype`` on the host gives the cast op's value:
+    not for a float outside an integer dtype's range (inf, NaN, 1e30), which the op defines."""
+    if dtype.is_float or dtype is T.bool_ or type(value) is not float:
+        return True
+    return -(2.0 ** (dtype.bits - 1)) <= value < 2.0 ** (dtype.bits - 1)
 
 
 def elementwise(name: str, operands: list, device=None) -> Node:
@@ -173,7 +228,7 @@ def elementwise(name: str, operands: list, device=None) -> Node:
         else:
             # A Python scalar keeps float32 precision inside a float16 op, as PyTorch's CPU scalars do:
             # the constant is not rounded to float16 (parameters travel as float32).
-            srcs.append(const_node(o, T.bool_ if (name == "where" and i == 0) else compute, shape, dev))
+            srcs.append(const_node(o, T.bool_ if (name == "where" and i == 0) else compute, shape, dev, name))
     return Node("elementwise", tuple(srcs), (name, compute), shape, out_dtype, dev)
 
 
@@ -210,7 +265,7 @@ def binary_fast(name: str, x, y) -> Node | None:
         return None
     arg, out_dtype = decided
     if kind.__class__ is type:  # a Python scalar: a broadcast constant of the compute dtype
-        other = const_node(other, arg[1], shape, dev)
+        other = const_node(other, arg[1], shape, dev, name)
     return Node("elementwise", (tensor, other) if first else (other, tensor), arg, shape, out_dtype, dev)
 
 
@@ -231,6 +286,11 @@ def _elementwise_dtypes(name: str, kinds: tuple) -> tuple[T.DType, T.DType]:
     depends on nothing else, so the decision is cached instead of redone on every op.
     """
     op = REGISTRY[name]
+    if name == "sub" and any(k is bool or (isinstance(k, tuple) and k[0] is T.bool_) for k in kinds):
+        raise RuntimeError(  # PyTorch's error, also where the other operand would promote the bool
+            "'sub': Subtraction, the `-` operator, with a bool tensor is not supported. "
+            "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."
+        )
     dims = [k[0] for k in kinds if isinstance(k, tuple) and k[1]]
     zero = [k[0] for k in kinds if isinstance(k, tuple) and not k[1]]
     scalars = [k(0) for k in kinds if not isinstance(k, tuple)]  # a stand-in value of the scalar's type
@@ -244,30 +304,60 @@ def _elementwise_dtypes(name: str, kinds: tuple) -> tuple[T.DType, T.DType]:
     return compute, T.bool_ if op.result == "bool" else compute
 
 
-def normalize_dim(op: str, dim: int, ndim: int) -> int:
-    if not -max(ndim, 1) <= dim < max(ndim, 1):
-        raise IndexError(f"'{op}': dim {dim} is out of range for a tensor of {ndim} dims")
-    return dim % max(ndim, 1)
+def dim_index(op: str, dim, what: str = "dim") -> int:
+    """``dim`` as a Python int: ints and numpy integers pass, anything else is PyTorch's TypeError."""
+    if type(dim) is int:
+        return dim
+    if isinstance(dim, (int, np.integer)) and not isinstance(dim, (bool, np.bool_)):
+        return int(dim)
+    raise TypeError(f"'{op}': argument '{what}' must be an int or a tuple of ints, got {dim!r} ({type(dim).__name__})")
 
 
-def reduce(name: str, node: Node, dim, keepdim: bool) -> Node:
-    """Reduction ``name`` over ``dim`` (None: all dims), keeping or dropping the reduced dims."""
+def normalize_dim(op: str, dim, ndim: int) -> int:
+    """``dim`` in [0, ndim): negative dims count from the end; a 0-d tensor takes 0 and -1 (PyTorch)."""
+    d = dim_index(op, dim)
+    n = max(ndim, 1)
+    if not -n <= d < n:
+        raise IndexError(f"'{op}': Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})")
+    return d % n
+
+
+def reduce_dims(op: str, dim, ndim: int) -> tuple[int, ...] | None:
+    """A reduction's ``dim`` argument checked as PyTorch does: None (every dim) or sorted distinct dims.
+
+    An int, a numpy integer or a tuple/list of them; an empty tuple means every dim (PyTorch's
+    rule for ``sum(x, ())``). A dim named twice is PyTorch's RuntimeError.
+    """
+    if dim is None:
+        return None
+    if not isinstance(dim, (tuple, list)):
+        return (normalize_dim(op, dim, ndim),)
+    if not dim:
+        return None
+    axes: list[int] = []
+    for d in dim:
+        a = normalize_dim(op, d, ndim)
+        if a in axes:
+            raise RuntimeError(f"'{op}': dim {a} appears multiple times in the list of dims {tuple(dim)}")
+        axes.append(a)
+    return tuple(sorted(axes))
+
+
+def reduce(name: str, node: Node, dim, keepdim: bool, op: str | None = None) -> Node:
+    """Reduction ``name`` over ``dim`` (None: all dims), keeping or dropping the reduced dims.
+
+    ``op`` is the public function the user called (``max`` for ``amax``), for error messages.
+    """
     from .ops.reduce import reduce_dtypes
 
-    op = REGISTRY[name]
-    if node.dtype not in op.dtypes:
-        allowed = ", ".join(t.name for t in op.dtypes)
-        raise DTypeError(f"'{name}' does not support dtype {node.dtype.name} (supported: {allowed})")
+    op = op or name
+    opdef = REGISTRY[name]
+    if node.dtype not in opdef.dtypes:
+        allowed = ", ".join(t.name for t in opdef.dtypes)
+        raise DTypeError(f"'{op}' does not support dtype {node.dtype.name} (supported: {allowed})")
     ndim = len(node.shape)
-    if dim is None:
-        axes = tuple(range(ndim))
-    else:
-        dims = (dim,) if isinstance(dim, int) else tuple(dim)
-        axes = tuple(sorted({normalize_dim(name, d, ndim) for d in dims}))
-        if len(axes) != len(dims):
-            raise ValueError(f"'{name}': dim {dim} repeats a dimension")
-    if ndim == 0:
-        axes = ()
+    dims = reduce_dims(op, dim, ndim)
+    axes = tuple(range(ndim)) if dims is None or ndim == 0 else dims
     kept_shape = tuple(1 if d in axes else s for d, s in enumerate(node.shape))
     out_shape = kept_shape if keepdim else tuple(s for d, s in enumerate(node.shape) if d not in axes)
     _, out_dtype = reduce_dtypes(name, node.dtype)
@@ -275,18 +365,28 @@ def reduce(name: str, node: Node, dim, keepdim: bool) -> Node:
     if n == 0:
         empty = {"sum": 0, "prod": 1}
         if name not in empty:
-            raise ShapeError(
-                f"'{name}': cannot reduce an empty dimension (shape {node.shape}, dim {dim}); "
-                "the operation has no identity"
-            )
+            _raise_empty_reduction(op, name, node.shape, dims)
         result = const_node(empty[name], out_dtype, kept_shape, node.device)
-    elif not axes:
-        result = node if name in ("sum", "prod", "amax", "amin") else None
-        if result is None:  # argmax of a 0-dim tensor
+    elif not axes:  # a 0-d tensor: every reduction of one element is that element, or index 0
+        if opdef.result == "int64":
             result = const_node(0, T.int64, kept_shape, node.device)
-        result = cast_node(result, out_dtype)
+        else:
+            result = cast_node(node, out_dtype)
     else:
         result = Node("reduce", (node,), (name, axes), kept_shape, out_dtype, node.device)
     if out_shape != result.shape:
         result = view_node(result, lambda st: st.reshape(out_shape))
     return result
+
+
+def _raise_empty_reduction(op: str, name: str, shape: tuple[int, ...], dims) -> None:
+    """PyTorch's errors for a reduction without identity (max, argmax, ...) over no elements."""
+    if dims is None:
+        # PyTorch: RuntimeError for amax/amin/max/min, IndexError for argmax/argmin
+        error = IndexError if name in ("argmax", "argmin") else RuntimeError
+        raise error(
+            f"'{op}': Expected reduction dim to be specified for input.numel() == 0 (shape {shape}). "
+            "Specify the reduction dim with the 'dim' argument."
+        )
+    empty = next(d for d in dims if shape[d] == 0)
+    raise IndexError(f"'{op}': Expected reduction dim {empty} to have non-zero size (shape {shape}).")

@@ -47,7 +47,7 @@ import sys
 import threading
 from collections import OrderedDict, defaultdict
 
-from . import debug, kernels, kernels_matmul, kernels_reduce, kernels_reduce_columns, kernels_tuning, plan_cache
+from . import checks, debug, kernels, kernels_matmul, kernels_reduce, kernels_reduce_columns, kernels_tuning, plan_cache
 from .graph import Node, toposort
 from .runtime.base import Buffer, Dispatch
 from .runtime.counters import counters
@@ -598,8 +598,14 @@ def _namespace(device) -> tuple:
 def realize(*targets: Node) -> None:
     """Compute every target node; one ``Device.run`` (one submission) per device involved.
 
-    A graph whose structure was realized before reuses that plan (vkml/plan_cache.py).
+    A graph whose structure was realized before reuses that plan (vkml/plan_cache.py). Value
+    checks of the ops it computes (vkml/checks.py) are computed in the same submission and read
+    when its results are.
     """
+    found = carried = ()
+    if checks.active():
+        found, carried = checks.reached(targets)
+        targets = targets + tuple(n for check in found for n in check.nodes)
     by_device: dict[str, list[Node]] = defaultdict(list)
     for t in targets:
         if not t.realized:
@@ -612,6 +618,8 @@ def realize(*targets: Node) -> None:
             nodes = [t for t in nodes if not t.realized]
             if nodes:
                 _realize_on(device, nodes)
+    if found or carried:
+        checks.submitted([*found, *carried], targets)
 
 
 def _realize_on(device, nodes: list[Node]) -> None:

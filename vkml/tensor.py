@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import checks, indexing, lazy, mutation, schedule
 from . import functions as F
-from . import indexing, lazy, mutation, schedule
 from .errors import DTypeError, ShapeError
 from .graph import Node
 from .ir import types as T
@@ -156,6 +156,7 @@ class Tensor:
         """The values as a new numpy array (realizes first)."""
         self.realize()
         node = self.node
+        checks.verify_read(node)  # raises the error of an op whose values were refused (vkml/checks.py)
         return node.device.download(node.buffer).reshape(node.shape)
 
     def item(self):

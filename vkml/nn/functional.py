@@ -12,8 +12,9 @@ nothing here computes on its own.
 from __future__ import annotations
 
 import functools
+import weakref
 
-from .. import creation, functions
+from .. import checks, creation, functions
 from .. import random as vkrandom
 from ..errors import DTypeError, ShapeError
 from ..ir import types as T
@@ -100,20 +101,97 @@ def _class_indices(num_classes: int, device) -> object:
 def one_hot(tensor, num_classes: int = -1):
     """int64 one-hot rows of integer class indices, as ``torch.nn.functional.one_hot``.
 
-    ``num_classes=-1`` reads the largest index from the tensor (one submission).
+    ``num_classes=-1`` reads the largest index from the tensor (one submission) and checks the
+    indices at the call. With ``num_classes`` given, an index outside [0, num_classes) — which
+    would give an all-zero row — is PyTorch's RuntimeError when the result is read, as
+    ``cross_entropy``'s IndexError (vkml/checks.py).
 
     >>> one_hot(vkml.tensor([0, 2]), 3).tolist()  # doctest: +SKIP
     [[1, 0, 0], [0, 0, 1]]
     """
-    return _hits(tensor, num_classes, -1).long()
+    _integer_indices("one_hot", tensor)
+    if num_classes >= 0:
+        return _checked_hits("one_hot", tensor, num_classes, -1, _one_hot_error(num_classes), RuntimeError).long()
+    values = tensor.numpy()
+    if values.size == 0:
+        raise RuntimeError("'one_hot': Can not infer total number of classes from empty tensor.")
+    if values.min() < 0:
+        raise RuntimeError(_one_hot_error(0)(int(values.min()), ""))
+    return _hits(tensor, int(values.max()) + 1, -1).long()
+
+
+def _one_hot_error(num_classes: int):
+    def message(value: int, called: str) -> str:
+        if value < 0:
+            return f"'one_hot'{called}: Class values must be non-negative, got {value}."
+        return f"'one_hot'{called}: Class values must be smaller than num_classes ({num_classes}), got {value}."
+
+    return message
+
+
+def _out_of_bounds(op: str, what: str, size: int):
+    def message(value: int, called: str) -> str:
+        return f"'{op}'{called}: {what} {value} is out of bounds (expected 0 <= {what.lower()} < {size})"
+
+    return message
+
+
+def _integer_indices(op: str, target) -> None:
+    if not isinstance(target, functions._tensor.Tensor):
+        raise TypeError(f"'{op}': indices must be a vkml.Tensor, got {type(target).__name__}")
+    if target.dtype.is_float or target.dtype is T.bool_:
+        raise DTypeError(f"'{op}': class indices must be an integer tensor, got {target.dtype.name}")
+
+
+def _checked_hits(op: str, indices, size: int, dim: int, message, error=IndexError, ignore_index=None):
+    """``_hits(indices, size, dim)``, with PyTorch's IndexError for an index outside [0, size)
+    (``ignore_index`` excepted), which would otherwise match no class and give silent zeros;
+    ``message(value, where)`` words the ``error``.
+
+    The indices are not read here: that would wait for the device. The first bad position and
+    its value are two small reductions computed in the submission that computes anything
+    through the result, and reading a result raises the error, naming the op and the line that
+    called it (vkml/checks.py). Realized indices that passed are remembered, so the same loaded
+    labels are checked once.
+    """
+    _integer_indices(op, indices)
+    hits = _hits(indices, size, dim)
+    node, key = indices.node, (size, ignore_index)
+    if indices.numel() == 0 or key in _indices_passed.get(node, ()):
+        return hits
+    flat = indices.reshape(-1)
+    n = flat.shape[0]
+    positions = _class_indices(n, flat.device)  # 0 .. n-1, made once per length
+    bad = functions.logical_not((flat >= 0) & (flat < size))
+    if ignore_index is not None:
+        bad = bad & (flat != ignore_index)
+    first = functions.where(bad, positions, n).amin()
+    value = functions.where(positions == first, flat, 0).sum()
+    called = f" (called at {checks.user_line()})"
+    remember = weakref.ref(node) if node.realized else None
+
+    def describe(values):
+        if values[0] < n:
+            return message(values[1], called)
+        if remember is not None and remember() is not None:
+            _indices_passed.setdefault(remember(), set()).add(key)
+        return None
+
+    if hits.node.realized:  # eager mode computed the comparison already: check now, at the op
+        refused = describe([first.item(), value.item()])
+        if refused is not None:
+            raise error(refused)
+        return hits
+    checks.defer(hits.node, (first.node, value.node), describe, error)
+    return hits
+
+
+# realized index tensor -> (size, ignore_index) pairs its values passed (a realized node's values never change)
+_indices_passed: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _hits(target, num_classes: int, dim: int):
     """A bool tensor, True where the class index along ``dim`` equals ``target`` (an elementwise comparison)."""
-    if target.dtype.is_float or target.dtype is T.bool_:
-        raise DTypeError(f"class indices must be an integer tensor, got {target.dtype.name}")
-    if num_classes < 0:
-        num_classes = int(target.amax().item()) + 1
     classes = _class_indices(num_classes, target.device)
     expanded = functions.unsqueeze(target, dim)
     shape = [1] * expanded.ndim
@@ -144,11 +222,22 @@ def cross_entropy(
     Targets equal to ``ignore_index`` count for nothing, and 'mean' divides by the rest.
     Float targets of ``input``'s shape are probabilities: ``-(target * log_softmax).sum(1)``.
 
+    A class index outside [0, C) other than ``ignore_index`` is PyTorch's IndexError naming
+    the first such index (the comparison would otherwise match no class and give a silent loss
+    of -0.0). It is raised when a result computed through the loss is read (``item``, ``numpy``),
+    not at the call: reading the targets there would wait for the device, a stall in every
+    training step. Instead the first bad position is computed in the submission that computes
+    the loss or its gradient, the error names the op and the calling line, and every tensor
+    computed from the loss (gradients, updated parameters) raises it when read
+    (vkml/checks.py). Realized targets that passed are not checked again.
+
     >>> cross_entropy(vkml.zeros(2, 4), vkml.tensor([1, 3])).item()  # doctest: +SKIP
     1.3862943649291992
     """
     if weight is not None:
         raise NotImplementedError("'cross_entropy': class weights are not supported yet")
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"'cross_entropy': label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     unbatched = input.ndim == 1
     if unbatched:
         input, target = functions.unsqueeze(input, 0), functions.unsqueeze(target, 0)
@@ -169,7 +258,9 @@ def cross_entropy(
                 f"'cross_entropy': input of shape {input.shape} needs targets of shape "
                 f"{(input.shape[0],) + input.shape[2:]}, got {target.shape}"
             )
-        loss = -functions.where(_hits(target, num_classes, 1), logp, 0.0).sum(1)
+        message = _out_of_bounds("cross_entropy", "Target", num_classes)
+        hits = _checked_hits("cross_entropy", target, num_classes, 1, message, ignore_index=ignore_index)
+        loss = -functions.where(hits, logp, 0.0).sum(1)
         if label_smoothing:
             loss = (1 - label_smoothing) * loss - label_smoothing / num_classes * logp.sum(1)
         valid = target != ignore_index
@@ -201,6 +292,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
     [[-0.9999950..., 0.9999950...]]
     """
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if not shape:
+        raise RuntimeError("'layer_norm': Expected normalized_shape to be at least 1-dimensional, got ()")
     if tuple(input.shape[input.ndim - len(shape) :]) != shape:
         raise ShapeError(f"'layer_norm': normalized_shape {shape} does not end input shape {input.shape}")
     dims = tuple(range(input.ndim - len(shape), input.ndim))
@@ -222,10 +315,16 @@ def embedding(input, weight):
     (a gather would read N·D values); it needs no gather kernel, and its gradient — a one-hot
     product too — adds every index's gradient into its row.
 
+    An index outside [0, num_embeddings) is PyTorch's IndexError naming the first such index
+    (the one-hot product would otherwise give a silent zero row), raised when a result computed
+    through the lookup is read, as ``cross_entropy``'s.
+
     >>> embedding(vkml.tensor([1]), vkml.tensor([[0.0], [5.0]])).tolist()  # doctest: +SKIP
     [[5.0]]
     """
-    hits = _hits(input, weight.shape[0], -1)
+    if weight.ndim != 2:
+        raise ShapeError(f"'embedding': weight must be 2-D (num_embeddings, embedding_dim), got shape {weight.shape}")
+    hits = _checked_hits("embedding", input, weight.shape[0], -1, _out_of_bounds("embedding", "Index", weight.shape[0]))
     return functions.matmul(functions.cast(hits, weight.dtype), weight)
 
 

@@ -48,10 +48,10 @@ def as_tensor(c: GradContext, x):
 
 def normalize_dims(dim, ndim: int) -> tuple[int, ...]:
     """The dims a reduction's ``dim`` argument names, non-negative and sorted (None: all)."""
-    if dim is None:
+    if dim is None or (isinstance(dim, (tuple, list)) and not dim):  # () reduces every dim, as in PyTorch
         return tuple(range(ndim))
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
-    return tuple(sorted({d % max(ndim, 1) for d in dims})) if ndim else ()
+    dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)  # an int or a numpy integer
+    return tuple(sorted({int(d) % max(ndim, 1) for d in dims})) if ndim else ()
 
 
 def restore_reduced(t, shape: tuple[int, ...], dim, keepdim: bool):

@@ -560,7 +560,7 @@ def test_damaged_kernel_cache_file_is_recompiled(cache_dir, damage):
     compiled_before = len(calls)
     again = KernelCache(features, counting_compiler).binary(kernel)
     assert again == good and len(calls) == compiled_before + 1
-    assert KernelBinary.from_bytes(path.read_bytes()) == good  # rewritten whole
+    assert KernelBinary.from_bytes(path.read_bytes(), path.stem) == good  # rewritten whole
 
 
 @pytest.mark.parametrize("damage", ["truncate", "garbage", "foreign_header"])

@@ -3,7 +3,7 @@
 Before the bounds, a training loop with a new batch size every step compiled ~13 kernels a
 step and kept them all: RSS 165 MiB -> 3.0 GB after 350 steps on lavapipe, 58 -> 729 MiB
 after 150 on the CPU (the compiled interpreter's programs). The limits live in
-``vkml.runtime.lru.LIMITS``; the tests shrink them so that a short loop goes far past them.
+``vkml.ir.lru.LIMITS``; the tests shrink them so that a short loop goes far past them.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import vkml
-from vkml.runtime import lru
+from vkml.ir import lru
 from vkml.runtime.counters import counters
 
 SCRIPT = """
@@ -29,7 +29,7 @@ import vkml
 from vkml import plan_cache, schedule
 from vkml.codegen import spirv
 from vkml.ir import interp_compiled
-from vkml.runtime import lru
+from vkml.ir import lru
 from vkml.runtime.counters import counters
 
 device, steps, bound = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
@@ -177,3 +177,24 @@ def test_an_evicted_pipeline_is_destroyed_only_after_the_work_submitted_before(g
     pipelines.reap()
     assert not any(h == handle for _, h in pipelines._retired)
     assert counters["pipelines_destroyed"] == destroyed + 1
+
+
+def test_descriptor_pools_grow_with_one_runs_needs_not_with_a_long_loop(gpu):
+    """Sets for new shapes fill the pool over many runs; only a run that alone outgrows it grows it."""
+    from vkml.runtime.descriptors import DescriptorSets
+    from vkml.runtime.vulkan import VulkanDevice
+
+    dev = VulkanDevice(gpu.index)
+    dev.descriptors.destroy()
+    dev.descriptors = DescriptorSets(dev.logical, sets_per_pool=4)
+    for n in range(1, 41):  # a new size every run: new ranges, new sets
+        x = vkml.tensor(np.arange(n, dtype=np.float32), device=dev)
+        assert np.array_equal((x * 2.0).numpy(), np.arange(n, dtype=np.float32) * np.float32(2.0))
+    assert dev.descriptors.sets_per_pool == 4  # was 4 -> 16 -> 64 -> 256 before
+    xs = [vkml.tensor(np.full(8, i, np.float32), device=dev) for i in range(12)]
+    ys = vkml.realize(*(x + 1.0 for x in xs))  # one run of 12 sets: the pool grows for it
+    (xs[0] * 3.0).numpy()
+    assert dev.descriptors.sets_per_pool > 4 and len(dev.descriptors.pools) == 1
+    for i, y in enumerate(ys):
+        assert np.array_equal(y.numpy(), np.full(8, i + 1, np.float32))
+    dev.synchronize()

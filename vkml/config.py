@@ -41,19 +41,23 @@ CACHE_MAX_BYTES = 1 << 30
 
 
 def cache_max_bytes() -> int:
-    """``VKML_CACHE_MAX_BYTES``: the on-disk cache's budget in bytes (default 1 GiB; a bad value: the default).
+    """``VKML_CACHE_MAX_BYTES``: the on-disk cache's budget in bytes (default 1 GiB; a bad value: the default)."""
+    return parse_bytes(os.environ.get("VKML_CACHE_MAX_BYTES", ""), CACHE_MAX_BYTES)
 
-    >>> import os; os.environ["VKML_CACHE_MAX_BYTES"] = "64M"
-    >>> cache_max_bytes()
-    67108864
+
+def parse_bytes(raw: str, default: int) -> int:
+    """A byte count, with an optional ``K``, ``M`` or ``G`` (powers of 1024; ``MiB``, ``MB`` too); else ``default``.
+
+    >>> parse_bytes("64M", 0), parse_bytes("1 GiB", 0), parse_bytes("1000", 0), parse_bytes("lots", 7)
+    (67108864, 1073741824, 1000, 7)
     """
-    raw = os.environ.get("VKML_CACHE_MAX_BYTES", "").strip().upper().removesuffix("B").removesuffix("I")
+    raw = raw.strip().upper().removesuffix("B").removesuffix("I")
     scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(raw[-1:], 1)
     try:
         value = int(raw[:-1] if scale > 1 else raw) * scale
     except ValueError:
-        return CACHE_MAX_BYTES
-    return value if value >= 0 else CACHE_MAX_BYTES
+        return default
+    return value if value >= 0 else default
 
 
 _eager_parsed: tuple[str, bool] = ("", False)  # (the raw value last seen, what it means)

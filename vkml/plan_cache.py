@@ -30,7 +30,7 @@ import threading
 from collections import OrderedDict
 
 from .graph import Node
-from .runtime import lru
+from .ir import lru
 from .runtime.base import Dispatch
 from .runtime.counters import counters
 

@@ -48,7 +48,7 @@ from collections import OrderedDict, defaultdict
 
 from . import debug, kernels, kernels_matmul, kernels_reduce, kernels_reduce_columns, kernels_tuning, plan_cache
 from .graph import Node, toposort
-from .runtime import lru
+from .ir import lru
 from .runtime.base import Buffer, Dispatch
 from .runtime.counters import counters
 

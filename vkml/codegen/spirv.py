@@ -16,13 +16,13 @@ import time
 from collections.abc import Iterable
 
 from ..errors import CompileError, IRError
+from ..ir import lru
 from ..ir import types as T
 from ..ir.core import Block, BufferDecl, If, Instr, Kernel, Loop, SharedDecl, Value, structure, walk
 from ..ir.instructions import VECTOR_WIDTH
 from ..ir.text import ValueNames, format_statement
 from ..ir.types import DType
 from ..ir.verify import verify_kernel
-from ..runtime import lru
 from . import CompiledKernel, push_slot_nbytes, spirv_compare, tools
 from .features import DeviceFeatures
 from .spirv_matrix import MatrixEmitter
@@ -515,7 +515,7 @@ def emit_spirv(kernel: Kernel, features: DeviceFeatures, by_address: Iterable[in
     return _emit_module(kernel, features, frozenset(by_address))[0]
 
 
-# Bounded by entries and bytes of SPIR-V and assembly (runtime/lru.py: "compiled_spirv").
+# Bounded by entries and bytes of SPIR-V and assembly (ir/lru.py: "compiled_spirv").
 _CACHE = lru.LRU("compiled_spirv", weight=lambda compiled: len(compiled.spirv) + len(compiled.asm))
 
 

@@ -28,7 +28,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..errors import IRError
-from ..runtime import lru
+from . import lru
 from . import types as T
 from .core import Block, If, Instr, Kernel, Loop, Value, walk
 from .instructions import SPECS, VECTOR_WIDTH
@@ -495,7 +495,7 @@ def repeated_values(body: Block) -> dict[Value, Value]:
 # ---------------------------------------------------------------- the cache
 
 
-# By kernel object (its id, checked by a weak reference), LRU-bounded (runtime/lru.py: "programs"): a
+# By kernel object (its id, checked by a weak reference), LRU-bounded (ir/lru.py: "programs"): a
 # loop whose shapes change every step makes new kernels every step, and a program is large.
 _programs = lru.LRU("programs")
 

@@ -22,11 +22,13 @@ work was still running, because that work does not touch their memory),
 ``cache_entries_rejected`` (kernel-cache files that were not a valid entry for their key, or
 that the driver refused, and were removed to be rebuilt, vkml/runtime/kernel_cache.py),
 ``cache_files_evicted`` (cache files removed to keep the folder within its byte budget),
-``cache_evictions`` (in-memory cache entries dropped to stay within their bounds, vkml/runtime/lru.py),
+``cache_evictions`` (in-memory cache entries dropped to stay within their bounds, vkml/ir/lru.py),
 ``pipelines_destroyed`` (VkPipelines destroyed once evicted and unused, vkml/runtime/pipelines.py).
 """
 
 from __future__ import annotations
+
+from ..ir import lru
 
 KEYS = (
     "dispatches",
@@ -49,6 +51,7 @@ KEYS = (
 )
 
 counters: dict[str, int] = dict.fromkeys(KEYS, 0)
+lru.counters = counters  # the bounded caches count their evictions here (vkml/ir/lru.py)
 
 
 def reset_counters() -> None:

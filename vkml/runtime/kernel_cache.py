@@ -48,9 +48,9 @@ from pathlib import Path
 
 from .. import config
 from ..codegen.features import DeviceFeatures
+from ..ir import lru
 from ..ir import types as T
 from ..ir.core import Kernel
-from . import lru
 from .counters import counters
 from .dump import dump_kernel
 

@@ -21,7 +21,7 @@ drivers crash on foreign data). A file that fails, or that the driver refuses, i
 An entry whose SPIR-V the driver rejects (a forged or damaged disk-cache entry) is removed and
 compiled again from the IR (``Pipelines._build``).
 
-Memory is bounded (vkml/runtime/lru.py): pipelines by IR text and the per-kernel-object entries
+Memory is bounded (vkml/ir/lru.py): pipelines by IR text and the per-kernel-object entries
 are LRU caches. A VkPipeline is destroyed only once nothing refers to its ``Pipeline`` (no
 cache, no kept recording: the recordings hold the pipelines they bound) and every submission
 made before that moment is complete (``Pipelines.reap``).
@@ -33,6 +33,7 @@ made before that moment is complete (``Pipelines.reap``).
 from __future__ import annotations
 
 import atexit
+import collections
 import hashlib
 import os
 import struct
@@ -43,9 +44,10 @@ from pathlib import Path
 
 from .. import config
 from ..errors import CompileError, DeviceError, DTypeError
+from ..ir import lru
 from ..ir import types as T
 from ..ir.core import Kernel
-from . import lru, pipeline_stats
+from . import pipeline_stats
 from .counters import counters
 from .kernel_cache import (
     KernelBinary,
@@ -246,14 +248,16 @@ class Pipelines:
         self.logical = logical
         self.kernels = kernels
         self.cache_file = cache_file if cache_file is not None else PipelineCacheFile(logical)
-        # Both LRU-bounded (runtime/lru.py); an evicted Pipeline is destroyed once unused (``reap``).
+        # Both LRU-bounded (ir/lru.py); an evicted Pipeline is destroyed once unused (``reap``).
         self._by_object = lru.LRU("kernel_entries")  # id(kernel) -> (weakref to it, KernelEntry)
         self._by_text = lru.LRU("pipelines")  # IR text (and, for address variants, their bindings) -> Pipeline
         # What the GPU may still run: ``progress()`` gives (last serial submitted, last serial complete);
         # VulkanDevice sets it to its recordings'. Without it no submission is pending.
         self.progress = lambda: (0, 0)
-        self._retired: list[tuple[int, object]] = []  # (serial that must complete first, VkPipeline)
-        self._retired_lock = threading.Lock()
+        # (serial that must complete first, VkPipeline). Appended to without a lock (a finalizer may run
+        # inside any allocation, reap's included); only ``reap`` takes entries out, under its lock.
+        self._retired: collections.deque[tuple[int, object]] = collections.deque()
+        self._reap_lock = threading.Lock()
         self._set_layouts: dict[int, object] = {}
         self._pipeline_layouts: dict[tuple[int, int], object] = {}
         self.max_push = int(logical.limits["maxPushConstantsSize"])
@@ -360,17 +364,22 @@ class Pipelines:
 
     def retire(self, handle) -> None:
         """Queue ``handle`` for destruction once every submission made so far is complete."""
-        with self._retired_lock:
-            self._retired.append((self.progress()[0], handle))
+        self._retired.append((self.progress()[0], handle))
 
     def reap(self) -> None:
         """Destroy the retired pipelines that no pending submission can use any more."""
         if not self._retired:
             return
         completed = self.progress()[1]
-        with self._retired_lock:
-            done = [handle for serial, handle in self._retired if serial <= completed]
-            self._retired = [(serial, handle) for serial, handle in self._retired if serial > completed]
+        done, waiting = [], []
+        with self._reap_lock:
+            for _ in range(len(self._retired)):
+                serial, handle = self._retired.popleft()
+                if serial <= completed:
+                    done.append(handle)
+                else:
+                    waiting.append((serial, handle))
+            self._retired.extend(waiting)
         for handle in done:
             self.logical.lib.vkDestroyPipeline(self.logical.handle, handle, self.logical.ffi.NULL)
             counters["pipelines_destroyed"] += 1

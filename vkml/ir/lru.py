@@ -16,7 +16,9 @@ an evicted value owns (a VkPipeline) is its owner's to release safely
 (vkml/runtime/pipelines.py defers that past the GPU work that may use it).
 
 The structure is an ``OrderedDict`` mutated only under the cache's own lock, so threads may
-share a cache.
+share a cache. The lock is re-entrant: a kernel's death (a weak-reference callback, which the
+garbage collector may run inside any allocation, so inside ``put``) removes its entry from
+the very cache that is allocating.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 
-from .counters import counters
+# Where evictions are counted: vkml/runtime/counters.py puts its shared dict here (the IR layer
+# cannot import the runtime).
+counters: dict[str, int] = {"cache_evictions": 0}
 
 # name -> (most entries, most bytes or None). Bytes are the ``weight`` the cache's owner gives.
 LIMITS: dict[str, tuple[int, int | None]] = {
@@ -48,7 +52,7 @@ class LRU:
         self.on_evict = on_evict
         self.nbytes = 0
         self._items: OrderedDict = OrderedDict()
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
 
     def __len__(self) -> int:
         return len(self._items)

@@ -358,8 +358,9 @@ class Pipelines:
             packer=packer,
             push_data=ffi.new("char[]", max(push_size, 4)),
         )
-        # Runs when the last reference goes (any thread, any moment): it only queues the handle.
-        weakref.finalize(pipeline, _retire, weakref.ref(self), handle[0])
+        # Runs when the last reference goes (any thread, any moment): it only queues the handle. Not at
+        # exit: the driver releases what is left with the device.
+        weakref.finalize(pipeline, _retire, weakref.ref(self), handle[0]).atexit = False
         return pipeline
 
     def retire(self, handle) -> None:

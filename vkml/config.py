@@ -6,6 +6,7 @@ exception is ``VKML_EAGER``, which every op asks about: vkml reads it once, at i
 | variable | getter | meaning |
 |---|---|---|
 | ``VKML_CACHE_DIR`` | ``cache_dir()`` | where compiled kernels and pipeline caches are kept (default ``~/.cache/vkml``, or ``$XDG_CACHE_HOME/vkml``) |
+| ``VKML_CACHE_MAX_BYTES`` | ``cache_max_bytes()`` | the most bytes the on-disk cache keeps (default 1 GiB); least recently used files are removed first. Suffixes ``K``, ``M``, ``G`` (powers of 1024) |
 | ``VKML_EAGER`` | ``eager()`` | ``1``: every op runs at once (read when vkml is imported) |
 | ``VKML_DUMP_SPIRV`` | ``dump_spirv_dir()`` | a folder where each kernel compiled for Vulkan is written: its IR (.vkir), assembly (.spvasm) and binary (.spv) |
 | ``VKML_DEBUG`` | ``debug_level()`` | ``0`` (default) .. ``3``: how much vkml reports about what it runs |
@@ -34,6 +35,29 @@ def cache_dir() -> Path:
         return Path(explicit).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "vkml"
+
+
+CACHE_MAX_BYTES = 1 << 30
+
+
+def cache_max_bytes() -> int:
+    """``VKML_CACHE_MAX_BYTES``: the on-disk cache's budget in bytes (default 1 GiB; a bad value: the default)."""
+    return parse_bytes(os.environ.get("VKML_CACHE_MAX_BYTES", ""), CACHE_MAX_BYTES)
+
+
+def parse_bytes(raw: str, default: int) -> int:
+    """A byte count, with an optional ``K``, ``M`` or ``G`` (powers of 1024; ``MiB``, ``MB`` too); else ``default``.
+
+    >>> parse_bytes("64M", 0), parse_bytes("1 GiB", 0), parse_bytes("1000", 0), parse_bytes("lots", 7)
+    (67108864, 1073741824, 1000, 7)
+    """
+    raw = raw.strip().upper().removesuffix("B").removesuffix("I")
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(raw[-1:], 1)
+    try:
+        value = int(raw[:-1] if scale > 1 else raw) * scale
+    except ValueError:
+        return default
+    return value if value >= 0 else default
 
 
 _eager_parsed: tuple[str, bool] = ("", False)  # (the raw value last seen, what it means)

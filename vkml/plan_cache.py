@@ -30,10 +30,10 @@ import threading
 from collections import OrderedDict
 
 from .graph import Node
+from .ir import lru
 from .runtime.base import Dispatch
 from .runtime.counters import counters
 
-PLAN_CACHE_SIZE = 256
 LEAF, OUT, TEMP, CUSTOM = 0, 1, 2, 3  # where a kernel's buffer comes from (see ``Recipe.steps``)
 
 _recipes: OrderedDict = OrderedDict()
@@ -236,7 +236,7 @@ def store(key: Key | None, recipe: Recipe) -> None:
         return
     _recipes[key] = recipe
     _recipes.move_to_end(key)
-    if len(_recipes) > PLAN_CACHE_SIZE:
+    while len(_recipes) > lru.LIMITS["plans"][0]:  # bounded: shapes that change every step
         _recipes.popitem(last=False)
 
 

@@ -49,12 +49,12 @@ from collections import OrderedDict, defaultdict
 
 from . import checks, debug, kernels, kernels_matmul, kernels_reduce, kernels_reduce_columns, kernels_tuning, plan_cache
 from .graph import Node, toposort
+from .ir import lru
 from .runtime.base import Buffer, Dispatch
 from .runtime.counters import counters
 
 RECOMPUTE_LIMIT = 12
 BROADCAST_RECOMPUTE_LIMIT = 3
-TEMPLATE_CACHE_SIZE = 1024
 _WIDEST_PARAM_NBYTES = 8  # a 64-bit scalar parameter
 
 _templates: OrderedDict = OrderedDict()
@@ -495,7 +495,7 @@ class _Group:
             lowered = _lower_group(self.root, self.chain, self.leaf_ids, self.mode, self.sig.baked)
             found = _indexed(lowered, self.sig, self.outputs)
             _templates[key] = found
-            if len(_templates) > TEMPLATE_CACHE_SIZE:
+            while len(_templates) > lru.LIMITS["templates"][0]:  # bounded: shapes that change every step
                 _templates.popitem(last=False)
         else:
             _templates.move_to_end(key)

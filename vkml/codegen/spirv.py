@@ -13,10 +13,10 @@ comment quoting it, with values numbered as in the IR text.
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
 from collections.abc import Iterable
 
 from ..errors import CompileError, IRError
+from ..ir import lru
 from ..ir import types as T
 from ..ir.core import Block, BufferDecl, If, Instr, Kernel, Loop, SharedDecl, Value, structure, walk
 from ..ir.instructions import VECTOR_WIDTH
@@ -515,8 +515,8 @@ def emit_spirv(kernel: Kernel, features: DeviceFeatures, by_address: Iterable[in
     return _emit_module(kernel, features, frozenset(by_address))[0]
 
 
-_CACHE: OrderedDict = OrderedDict()
-_CACHE_ENTRIES = 2048
+# Bounded by entries and bytes of SPIR-V and assembly (ir/lru.py: "compiled_spirv").
+_CACHE = lru.LRU("compiled_spirv", weight=lambda compiled: len(compiled.spirv) + len(compiled.asm))
 
 
 def clear_compile_cache() -> None:
@@ -540,7 +540,6 @@ def compile_kernel(kernel: Kernel, features: DeviceFeatures, by_address: Iterabl
     key = (structure(kernel), _hints(kernel), features, by_address)
     cached = _CACHE.get(key)
     if cached is not None:
-        _CACHE.move_to_end(key)
         return cached
     started = time.perf_counter()
     ir_text = _ir_text(kernel)
@@ -566,9 +565,7 @@ def compile_kernel(kernel: Kernel, features: DeviceFeatures, by_address: Iterabl
         address_slots=tuple(slots),
         compile_ms=(time.perf_counter() - started) * 1e3,
     )
-    _CACHE[key] = compiled
-    if len(_CACHE) > _CACHE_ENTRIES:
-        _CACHE.popitem(last=False)
+    _CACHE.put(key, compiled)
     return compiled
 
 

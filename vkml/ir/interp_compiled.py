@@ -19,6 +19,7 @@ runs in the plain interpreter.
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import weakref
@@ -27,6 +28,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..errors import IRError
+from . import lru
 from . import types as T
 from .core import Block, If, Instr, Kernel, Loop, Value, walk
 from .instructions import SPECS, VECTOR_WIDTH
@@ -493,7 +495,9 @@ def repeated_values(body: Block) -> dict[Value, Value]:
 # ---------------------------------------------------------------- the cache
 
 
-_programs: dict[int, tuple[weakref.ref, Program | None]] = {}
+# By kernel object (its id, checked by a weak reference), LRU-bounded (ir/lru.py: "programs"): a
+# loop whose shapes change every step makes new kernels every step, and a program is large.
+_programs = lru.LRU("programs")
 
 
 def compile_kernel(kernel: Kernel, dead_after: Callable[[Kernel], dict]) -> Program | None:
@@ -503,9 +507,15 @@ def compile_kernel(kernel: Kernel, dead_after: Callable[[Kernel], dict]) -> Prog
     if cached is not None and cached[0]() is kernel:
         return cached[1]
     program = _compile(kernel, dead_after)
-    forget = lambda _, key=key, programs=_programs: programs.pop(key, None)  # noqa: E731  (bound: safe at exit)
-    _programs[key] = (weakref.ref(kernel, forget), program)
+    _programs.put(key, (weakref.ref(kernel, functools.partial(_forget, key)), program))
     return program
+
+
+def _forget(key: int, ref: weakref.ref) -> None:
+    """A kernel died: drop its program, unless its id already names a newer kernel's."""
+    found = _programs.get(key)
+    if found is not None and found[0] is ref:
+        _programs.pop(key)
 
 
 def _compile(kernel: Kernel, dead_after: Callable[[Kernel], dict]) -> Program | None:

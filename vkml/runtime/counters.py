@@ -18,10 +18,17 @@ vkml/runtime/recordings.py; their dispatches and barriers are counted as if reco
 ``host_waits`` (times the host blocked until submitted work completed: a download of its
 results, an upload into or the freeing of memory it may use, a command buffer it holds,
 ``synchronize``), ``waits_skipped`` (downloads and uploads that went ahead while submitted
-work was still running, because that work does not touch their memory).
+work was still running, because that work does not touch their memory),
+``cache_entries_rejected`` (kernel-cache files that were not a valid entry for their key, or
+that the driver refused, and were removed to be rebuilt, vkml/runtime/kernel_cache.py),
+``cache_files_evicted`` (cache files removed to keep the folder within its byte budget),
+``cache_evictions`` (in-memory cache entries dropped to stay within their bounds, vkml/ir/lru.py),
+``pipelines_destroyed`` (VkPipelines destroyed once evicted and unused, vkml/runtime/pipelines.py).
 """
 
 from __future__ import annotations
+
+from ..ir import lru
 
 KEYS = (
     "dispatches",
@@ -37,9 +44,14 @@ KEYS = (
     "recordings_reused",
     "host_waits",
     "waits_skipped",
+    "cache_entries_rejected",
+    "cache_files_evicted",
+    "cache_evictions",
+    "pipelines_destroyed",
 )
 
 counters: dict[str, int] = dict.fromkeys(KEYS, 0)
+lru.counters = counters  # the bounded caches count their evictions here (vkml/ir/lru.py)
 
 
 def reset_counters() -> None:

@@ -7,8 +7,10 @@ set that names freed memory is simply never looked up again.
 
 Sets come from pools created on demand. When a run outgrows the pools, a new one is added
 (sets recorded earlier in that run stay valid); at the start of the next run — when no work
-is in flight — everything is reset into a single pool twice as large as all of them, and
-the cache starts empty.
+is in flight — everything is reset into a single pool, and the cache starts empty. The pool
+grows (to twice all of them) only when that one run needed more sets than a pool holds: a
+loop whose shapes change every step fills the cache over many runs, and growing for that
+would grow the pool without end.
 
     >>> sets = DescriptorSets(logical)                                  # doctest: +SKIP
     >>> handle = sets.lookup(pipeline.set_layouts, key, bindings)       # doctest: +SKIP
@@ -43,6 +45,7 @@ class DescriptorSets:
         self._allocate_info.descriptorSetCount = 1
         self._writes: dict[int, tuple] = {}  # binding count → (VkWriteDescriptorSet[n], VkDescriptorBufferInfo[n])
         self.sets_written = 0  # for tests and tuning: descriptor updates actually made
+        self._run_sets = 0  # sets allocated since the last begin_run: what one run needed
         self.generation = 0  # counts resets: command buffers recorded before one refer to freed sets
 
     def _new_pool(self):
@@ -61,12 +64,14 @@ class DescriptorSets:
         return pool[0]
 
     def begin_run(self) -> None:
-        """Call when no submitted work is pending: folds overflow pools back into one larger pool."""
+        """Call when no submitted work is pending: folds overflow pools back into one pool."""
+        run_sets, self._run_sets = self._run_sets, 0
         if len(self.pools) == 1:
             return
         for pool in self.pools:
             self.lib.vkDestroyDescriptorPool(self.device, pool, self.ffi.NULL)
-        self.sets_per_pool *= 2 * len(self.pools)  # twice what the last run needed
+        if run_sets > self.sets_per_pool:
+            self.sets_per_pool *= 2 * len(self.pools)  # twice what the last run needed
         self.cache.clear()
         self.generation += 1
         self.pools = [self._new_pool()]
@@ -101,6 +106,7 @@ class DescriptorSets:
         check(result, "vkAllocateDescriptorSets")
         self._sets_left -= 1
         self._descriptors_left -= descriptor_count
+        self._run_sets += 1
         return out
 
     def _add_pool(self, descriptor_count: int) -> None:

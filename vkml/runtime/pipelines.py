@@ -12,8 +12,19 @@ the range) but the variant never reads it.
 
 The pipeline-cache file is named by the device's ``pipelineCacheUUID``, vendor/device IDs,
 driver version and a hash of the driver-info string (lavapipe 22.3's UUID is a constant, so
-the UUID alone would not tell two Mesa versions apart). It is wrapped in a checksum; a damaged
-or foreign file is ignored and replaced.
+the UUID alone would not tell two Mesa versions apart). It is untrusted input like the kernel
+entries (vkml/runtime/kernel_cache.py): read without following a symlink or blocking, from a
+regular file of at most ``MAX_PIPELINE_CACHE_BYTES``, wrapped in a checksum, and its Vulkan
+header (length, version, vendor, device, UUID) is checked before the driver sees it (some
+drivers crash on foreign data). A file that fails, or that the driver refuses, is removed.
+
+An entry whose SPIR-V the driver rejects (a forged or damaged disk-cache entry) is removed and
+compiled again from the IR (``Pipelines._build``).
+
+Memory is bounded (vkml/ir/lru.py): pipelines by IR text and the per-kernel-object entries
+are LRU caches. A VkPipeline is destroyed only once nothing refers to its ``Pipeline`` (no
+cache, no kept recording: the recordings hold the pipelines they bound) and every submission
+made before that moment is complete (``Pipelines.reap``).
 
     >>> pipelines = Pipelines(logical, kernel_cache)    # doctest: +SKIP
     >>> entry = pipelines.lookup(kernel)               # doctest: +SKIP
@@ -22,23 +33,37 @@ or foreign file is ignored and replaced.
 from __future__ import annotations
 
 import atexit
+import collections
 import hashlib
+import os
 import struct
+import threading
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import config
 from ..errors import CompileError, DeviceError, DTypeError
+from ..ir import lru
 from ..ir import types as T
 from ..ir.core import Kernel
 from . import pipeline_stats
 from .counters import counters
-from .kernel_cache import KernelBinary, KernelCache, kernel_ir_text, write_atomically
+from .kernel_cache import (
+    KernelBinary,
+    KernelCache,
+    disk_budget,
+    kernel_ir_text,
+    read_entry,
+    remove_entry,
+    warn_unwritable,
+    write_atomically,
+)
 from .vk_device import LogicalDevice
 from .vk_instance import check, vk
 
 PIPELINE_CACHE_MAGIC = b"VKMLPLC1"
+MAX_PIPELINE_CACHE_BYTES = 256 << 20
 
 # Push-constant encodings; bool parameters travel as uint32 0/1 (SPIR-V bool has no size).
 _PUSH_CODES = {"float32": "f", "float16": "e", "int32": "i", "uint32": "I", "int64": "q", "bool": "I"}
@@ -151,6 +176,7 @@ class PipelineCacheFile:
         if result != 0 and initial:  # the driver refused our data after all: start empty
             info.initialDataSize, info.pInitialData = 0, ffi.NULL
             self.loaded_bytes = 0
+            remove_entry(self.path)
             result = logical.lib.vkCreatePipelineCache(logical.handle, info, ffi.NULL, handle)
         check(result, "vkCreatePipelineCache")
         del keep
@@ -173,17 +199,23 @@ class PipelineCacheFile:
         return struct.pack("<IIII", 32, 1, props["vendorID"], props["deviceID"]) + props["pipelineCacheUUID"]
 
     def _read_valid(self) -> bytes | None:
-        try:
-            data = self.path.read_bytes()
-        except OSError:
-            return None
+        """The file's cache data for this device, or None; a file there that is not such data is removed."""
+        data = read_entry(self.path, MAX_PIPELINE_CACHE_BYTES, touch=True)
+        payload = None if data is None else self._payload(data)
+        if payload is None and (data is not None or os.path.lexists(self.path)):
+            remove_entry(self.path)
+        return payload
+
+    def _payload(self, data: bytes) -> bytes | None:
         if data[: len(PIPELINE_CACHE_MAGIC)] != PIPELINE_CACHE_MAGIC:
             return None
         digest, payload = data[len(PIPELINE_CACHE_MAGIC) : len(PIPELINE_CACHE_MAGIC) + 32], data[40:]
         if hashlib.sha256(payload).digest() != digest:
             return None
-        # Some drivers crash on foreign data instead of rejecting it: check the header ourselves.
-        if payload[:32] != self._expected_header():
+        # Some drivers crash on foreign data instead of rejecting it: check the header ourselves. The
+        # spec's VkPipelineCacheHeaderVersionOne: headerSize (32), headerVersion (ONE), vendorID,
+        # deviceID, pipelineCacheUUID; equal bytes check all five, and the length check the size.
+        if len(payload) < 32 or payload[:32] != self._expected_header():
             return None
         return payload
 
@@ -197,11 +229,16 @@ class PipelineCacheFile:
         if lib.vkGetPipelineCacheData(self.logical.handle, self.handle, size, data) < 0:
             return
         payload = bytes(ffi.buffer(data, size[0]))
+        if len(payload) + 40 > MAX_PIPELINE_CACHE_BYTES:
+            return  # it would not be read back
+        wrapped = PIPELINE_CACHE_MAGIC + hashlib.sha256(payload).digest() + payload
         try:
-            write_atomically(self.path, PIPELINE_CACHE_MAGIC + hashlib.sha256(payload).digest() + payload)
-            self.dirty = False
-        except OSError:
-            pass
+            write_atomically(self.path, wrapped)
+        except OSError as error:
+            warn_unwritable(self.path.parent, error)
+            return
+        self.dirty = False
+        disk_budget.added(self.path.parent.parent, len(wrapped))
 
 
 class Pipelines:
@@ -211,8 +248,16 @@ class Pipelines:
         self.logical = logical
         self.kernels = kernels
         self.cache_file = cache_file if cache_file is not None else PipelineCacheFile(logical)
-        self._by_object: dict[int, tuple[weakref.ref, KernelEntry]] = {}
-        self._by_text: dict = {}  # IR text (and, for address variants, their bindings) -> Pipeline
+        # Both LRU-bounded (ir/lru.py); an evicted Pipeline is destroyed once unused (``reap``).
+        self._by_object = lru.LRU("kernel_entries")  # id(kernel) -> (weakref to it, KernelEntry)
+        self._by_text = lru.LRU("pipelines")  # IR text (and, for address variants, their bindings) -> Pipeline
+        # What the GPU may still run: ``progress()`` gives (last serial submitted, last serial complete);
+        # VulkanDevice sets it to its recordings'. Without it no submission is pending.
+        self.progress = lambda: (0, 0)
+        # (serial that must complete first, VkPipeline). Appended to without a lock (a finalizer may run
+        # inside any allocation, reap's included); only ``reap`` takes entries out, under its lock.
+        self._retired: collections.deque[tuple[int, object]] = collections.deque()
+        self._reap_lock = threading.Lock()
         self._set_layouts: dict[int, object] = {}
         self._pipeline_layouts: dict[tuple[int, int], object] = {}
         self.max_push = int(logical.limits["maxPushConstantsSize"])
@@ -229,14 +274,30 @@ class Pipelines:
         text = kernel_ir_text(kernel)
         pipeline = self._by_text.get(text)
         if pipeline is None:
-            binary = self.kernels.binary(kernel, text)
-            pipeline = self.create(kernel.name, len(kernel.buffers), binary)
-            self._by_text[text] = pipeline
+            pipeline = self._build(kernel, text, ())
+            self._by_text.put(text, pipeline)
         plan = tuple((b.name, b.dtype, b.access != "write", b.access != "read") for b in kernel.buffers)
         entry = KernelEntry(pipeline, plan, kernel.name, weakref.ref(kernel))
         key = id(kernel)
-        self._by_object[key] = (weakref.ref(kernel, lambda _ref, key=key: self._by_object.pop(key, None)), entry)
+        self._by_object.put(key, (weakref.ref(kernel, lambda _ref, key=key: self._forget(key, _ref)), entry))
         return entry
+
+    def _forget(self, key: int, ref: weakref.ref) -> None:
+        """A kernel died: drop its entry (unless the id already names a newer kernel's)."""
+        found = self._by_object.get(key)
+        if found is not None and found[0] is ref:
+            self._by_object.pop(key)
+
+    def _build(self, kernel: Kernel, text: str, by_address: tuple[int, ...]) -> Pipeline:
+        """A pipeline for ``kernel``; an entry from the disk cache that the driver rejects is rebuilt from the IR."""
+        binary = self.kernels.binary(kernel, text, by_address)
+        try:
+            return self.create(kernel.name, len(kernel.buffers), binary)
+        except (DeviceError, CompileError):
+            if not binary.from_disk:
+                raise
+        binary = self.kernels.binary(kernel, text, by_address, rebuild=True)
+        return self.create(kernel.name, len(kernel.buffers), binary)
 
     def addressed(self, entry: KernelEntry, by_address: tuple[int, ...]) -> Pipeline:
         """The variant of ``entry``'s kernel that reaches bindings ``by_address`` through device addresses."""
@@ -247,8 +308,8 @@ class Pipelines:
         text = kernel_ir_text(kernel)
         pipeline = self._by_text.get((text, by_address))
         if pipeline is None:
-            binary = self.kernels.binary(kernel, text, by_address)
-            pipeline = self._by_text[(text, by_address)] = self.create(kernel.name, len(kernel.buffers), binary)
+            pipeline = self._build(kernel, text, by_address)
+            self._by_text.put((text, by_address), pipeline)
         entry.addressed[by_address] = pipeline
         return pipeline
 
@@ -281,20 +342,48 @@ class Pipelines:
         info.layout = layout
         if self.capture_statistics and pipeline_stats.supported(self.logical):
             info.flags = api.VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR
+        packer = PushConstantPacker(name, binary.push_constants, push_size, binary.address_slots)
+        self.reap()
         handle = ffi.new("VkPipeline*")
         result = lib.vkCreateComputePipelines(device, self.cache_file.handle, 1, info, ffi.NULL, handle)
         lib.vkDestroyShaderModule(device, module[0], ffi.NULL)
         check(result, f"vkCreateComputePipelines ({name})")
         counters["pipelines_created"] += 1
         self.cache_file.dirty = True
-        return Pipeline(
+        pipeline = Pipeline(
             handle=handle[0],
             layout=layout,
             set_layouts=ffi.new("VkDescriptorSetLayout[1]", [self._set_layout(buffer_count)]),
             buffer_count=buffer_count,
-            packer=PushConstantPacker(name, binary.push_constants, push_size, binary.address_slots),
+            packer=packer,
             push_data=ffi.new("char[]", max(push_size, 4)),
         )
+        # Runs when the last reference goes (any thread, any moment): it only queues the handle. Not at
+        # exit: the driver releases what is left with the device.
+        weakref.finalize(pipeline, _retire, weakref.ref(self), handle[0]).atexit = False
+        return pipeline
+
+    def retire(self, handle) -> None:
+        """Queue ``handle`` for destruction once every submission made so far is complete."""
+        self._retired.append((self.progress()[0], handle))
+
+    def reap(self) -> None:
+        """Destroy the retired pipelines that no pending submission can use any more."""
+        if not self._retired:
+            return
+        completed = self.progress()[1]
+        done, waiting = [], []
+        with self._reap_lock:
+            for _ in range(len(self._retired)):
+                serial, handle = self._retired.popleft()
+                if serial <= completed:
+                    done.append(handle)
+                else:
+                    waiting.append((serial, handle))
+            self._retired.extend(waiting)
+        for handle in done:
+            self.logical.lib.vkDestroyPipeline(self.logical.handle, handle, self.logical.ffi.NULL)
+            counters["pipelines_destroyed"] += 1
 
     def _set_layout(self, buffer_count: int):
         found = self._set_layouts.get(buffer_count)
@@ -333,6 +422,12 @@ class Pipelines:
     def save_cache(self) -> None:
         """Persist the pipeline cache now (it is also saved at interpreter exit when it changed)."""
         self.cache_file.save()
+
+
+def _retire(pipelines_ref: weakref.ref, handle) -> None:
+    pipelines = pipelines_ref()
+    if pipelines is not None:  # else the device is gone, and its pipelines with it
+        pipelines.retire(handle)
 
 
 def _save_at_exit(pipelines_ref: weakref.ref) -> None:

@@ -160,6 +160,8 @@ class VulkanDevice(Device):
         self.pipelines = Pipelines(self.logical, self.kernels)
         self.descriptors = DescriptorSets(self.logical)
         self.recordings = Recordings(self.logical)
+        # An evicted pipeline is destroyed only after the submissions that may use it (runtime/pipelines.py).
+        self.pipelines.progress = lambda recordings=self.recordings: (recordings.submitted, recordings.completed)
         self.memory.wait_for = self.recordings.wait_for
         self.timestamp_queries = TimestampQueries(self.logical)
         self._timestamp_sinks: list[list] = []  # see timestamped()
@@ -310,6 +312,7 @@ class VulkanDevice(Device):
         blocks: set = set()  # the memory blocks it binds
         outputs: list = []  # (position, name) of each buffer it writes
         bound_pipeline = None
+        bound_pipelines: list = []  # kept with the recording: a pipeline it binds must outlive it
         launched = barriers = 0
         for position, dispatch in enumerate(dispatches):
             x, y, z = dispatch.grid
@@ -335,6 +338,7 @@ class VulkanDevice(Device):
             if pipeline is not bound_pipeline:
                 lib.vkCmdBindPipeline(command_buffer, bind_point, pipeline.handle)
                 bound_pipeline = pipeline
+                bound_pipelines.append(pipeline)
             if pipeline.buffer_count:
                 descriptor_set = lookup_set(pipeline.set_layouts, keys, bindings)
                 lib.vkCmdBindDescriptorSets(command_buffer, bind_point, pipeline.layout, 0, 1, descriptor_set, 0, null)
@@ -357,7 +361,7 @@ class VulkanDevice(Device):
         recordings.check_token(self._recording_token())  # this recording may have replaced the query pool
         if timer is None:
             launched_at = None
-        payload = (launched, barriers, launched_at, [d.kernel for d in dispatches], outputs, blocks)
+        payload = (launched, barriers, launched_at, ([d.kernel for d in dispatches], bound_pipelines), outputs, blocks)
         recordings.remember(slot, key, payload)
         return self._finish_run(dispatches, launched, barriers, launched_at, timer)
 

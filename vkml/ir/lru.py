@@ -1,0 +1,121 @@
+"""Bounded in-memory caches: least recently used out first, by entry count and by bytes.
+
+A loop whose shapes change every step (a batch size that varies) makes new kernels every
+step; every cache of kernels, pipelines, plans and interpreter programs keyed by structure
+would otherwise grow without end. Each such cache names its bound in ``LIMITS`` (entries,
+bytes; None: no byte bound), read at every insertion, so a test can shrink a bound and the
+next insertion honours it:
+
+    >>> cache = LRU("kernel_binaries", weight=len)
+    >>> cache.put("a", b"spirv")
+    >>> cache.get("a")
+    b'spirv'
+
+``on_evict(key, value)`` runs (outside the lock) for each entry dropped by the bound; what
+an evicted value owns (a VkPipeline) is its owner's to release safely
+(vkml/runtime/pipelines.py defers that past the GPU work that may use it).
+
+The structure is an ``OrderedDict`` mutated only under the cache's own lock, so threads may
+share a cache. The lock is re-entrant: a kernel's death (a weak-reference callback, which the
+garbage collector may run inside any allocation, so inside ``put``) removes its entry from
+the very cache that is allocating.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+
+# Where evictions are counted: vkml/runtime/counters.py puts its shared dict here (the IR layer
+# cannot import the runtime).
+counters: dict[str, int] = {"cache_evictions": 0}
+
+# name -> (most entries, most bytes or None). Bytes are the ``weight`` the cache's owner gives.
+LIMITS: dict[str, tuple[int, int | None]] = {
+    "kernel_binaries": (2048, 64 << 20),  # SPIR-V of compiled kernels, per device (runtime/kernel_cache.py)
+    "pipelines": (512, None),  # VkPipelines by IR text, per device (runtime/pipelines.py); the driver holds their bytes
+    "kernel_entries": (512, None),  # per kernel object: pipeline and dispatch plan (runtime/pipelines.py)
+    "programs": (256, None),  # the CPU's compiled interpreter programs (ir/interp_compiled.py)
+    "compiled_spirv": (1024, 64 << 20),  # codegen's SPIR-V and assembly (codegen/spirv.py)
+    "templates": (1024, None),  # lowered kernel templates (schedule.py)
+    "plans": (256, None),  # realize recipes (plan_cache.py)
+}
+
+
+class LRU:
+    """A dict bounded by ``LIMITS[name]``; ``get`` and ``put`` make an entry the most recently used."""
+
+    def __init__(self, name: str, weight: Callable[[object], int] | None = None, on_evict: Callable | None = None):
+        self.name = name
+        self.weight = weight
+        self.on_evict = on_evict
+        self.nbytes = 0
+        self._items: OrderedDict = OrderedDict()
+        self._lock = threading.RLock()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key) -> bool:
+        return key in self._items
+
+    def get(self, key, default=None):
+        with self._lock:
+            value = self._items.get(key, _MISSING)
+            if value is _MISSING:
+                return default
+            self._items.move_to_end(key)
+            return value
+
+    def put(self, key, value) -> None:
+        """Insert or replace ``key``; then drop least recently used entries beyond the bounds."""
+        with self._lock:
+            old = self._items.pop(key, _MISSING)
+            if old is not _MISSING and self.weight is not None:
+                self.nbytes -= self.weight(old)
+            self._items[key] = value
+            if self.weight is not None:
+                self.nbytes += self.weight(value)
+            evicted = self._trim()
+        self._evicted(evicted)
+
+    def pop(self, key, default=None):
+        with self._lock:
+            value = self._items.pop(key, _MISSING)
+            if value is _MISSING:
+                return default
+            if self.weight is not None:
+                self.nbytes -= self.weight(value)
+            return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self.nbytes = 0
+
+    def values(self) -> list:
+        with self._lock:
+            return list(self._items.values())
+
+    def _trim(self) -> list:
+        entries, nbytes = LIMITS[self.name]
+        evicted = []
+        items = self._items
+        # The newest entry stays even when it alone is over the byte bound: it is about to be used.
+        while len(items) > 1 and (len(items) > entries or (nbytes is not None and self.nbytes > nbytes)):
+            key, value = items.popitem(last=False)
+            if self.weight is not None:
+                self.nbytes -= self.weight(value)
+            evicted.append((key, value))
+        return evicted
+
+    def _evicted(self, evicted: list) -> None:
+        if evicted:
+            counters["cache_evictions"] += len(evicted)
+            if self.on_evict is not None:
+                for key, value in evicted:
+                    self.on_evict(key, value)
+
+
+_MISSING = object()

@@ -248,6 +248,26 @@ def test_a_bad_cache_entry_costs_a_recompile_never_a_wrong_result(gpu, cache, tm
         assert rejected >= 1 and counters["kernels_compiled"] > before["kernels_compiled"]
 
 
+@pytest.mark.parametrize("fault", sorted(f for f in ENTRY_FAULTS if f.startswith("forged_") and "spirv" in f))
+def test_forged_spirv_is_refused_before_the_driver_sees_it(gpu, cache, tmp_path, monkeypatch, fault):
+    """A forger can sign an entry with the right key; spirv-val still stands between it and the driver
+    (one that crashes on malformed SPIR-V would otherwise take the process down)."""
+    folder, path, donor_path = cache
+    ENTRY_FAULTS[fault](path, donor_path, tmp_path)
+    forget_memory(gpu)
+    rebuilds = []
+    original = kernel_cache.KernelCache.binary
+
+    def watched(self, kernel, *args, rebuild=False, **kwargs):
+        rebuilds.append(rebuild)
+        return original(self, kernel, *args, rebuild=rebuild, **kwargs)
+
+    monkeypatch.setattr(kernel_cache.KernelCache, "binary", watched)
+    out = run(gpu, victim)
+    assert np.array_equal(out.view(np.uint32), cpu_bits(victim))
+    assert rebuilds and not any(rebuilds)  # never handed to the driver, so never rejected by it
+
+
 def test_a_copied_entry_of_another_kernel_is_not_run(gpu, cache):
     """The tester's wrong-result case, spelled out: before keys were inside entries, the donor's kernel
     ran with the victim's constant (a + b and 1.5): wrong values, no error."""

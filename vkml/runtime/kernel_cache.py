@@ -47,7 +47,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import config
+from ..codegen import tools as spirv_tools
 from ..codegen.features import DeviceFeatures
+from ..errors import CompileError
 from ..ir import lru
 from ..ir import types as T
 from ..ir.core import Kernel
@@ -387,17 +389,27 @@ class KernelCache:
         dump_kernel(kernel, ir_text, found.spirv, self.features, key, by_address)
         return found
 
-    @staticmethod
-    def _read(path: Path, key: str, kernel: Kernel) -> KernelBinary | None:
-        """The entry at ``path`` for ``key``; a file there that is not one is removed (and counted)."""
+    def _read(self, path: Path, key: str, kernel: Kernel) -> KernelBinary | None:
+        """The entry at ``path`` for ``key``; a file there that is not one is removed (and counted).
+
+        An entry's SPIR-V passes spirv-val before any driver sees it, as a fresh compile does: a
+        forged entry with a good checksum and key must cost a recompile, not a driver crash.
+        """
         data = read_entry(path, MAX_ENTRY_BYTES, touch=True)
         found = None if data is None else KernelBinary.from_bytes(data, key)
-        if found is not None and found.fits(kernel):
+        if found is not None and found.fits(kernel) and self._valid(found):
             return found
         if data is not None or os.path.lexists(path):
             remove_entry(path)
             counters["cache_entries_rejected"] += 1
         return None
+
+    def _valid(self, binary: KernelBinary) -> bool:
+        try:
+            spirv_tools.validate(binary.spirv, self.features.target_env)
+        except CompileError:
+            return False
+        return True
 
     @staticmethod
     def _write(path: Path, data: bytes) -> None:

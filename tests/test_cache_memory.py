@@ -75,7 +75,11 @@ print(json.dumps({"rss": samples, "sizes": sizes, "counters": counters}))
 
 
 def _loop(device: str, steps: int, bound: int, tmp_path: Path) -> dict:
-    env = dict(os.environ, VKML_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=os.getcwd())
+    env = dict(
+        os.environ,
+        VKML_CACHE_DIR=str(tmp_path / "cache"),
+        PYTHONPATH=os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")])),
+    )
     out = subprocess.run(
         [sys.executable, "-c", SCRIPT, device, str(steps), str(bound)],
         env=env,

@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _run(script: str, *args: str) -> str:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     done = subprocess.run(
         [sys.executable, str(ROOT / "examples" / script), *args], env=env, capture_output=True, text=True, timeout=600
     )

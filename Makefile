@@ -2,7 +2,7 @@
 # what is missing (a few milliseconds when nothing is), so a fresh clone needs nothing else.
 
 PYTHON := .venv/bin/python
-LINT_PATHS := vkml tests tools
+LINT_PATHS := vkml tests tools bench extra examples
 # Extra pytest arguments, e.g. `make test ARGS="-k reduce -x"`.
 ARGS ?=
 

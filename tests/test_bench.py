@@ -1,4 +1,4 @@
-"""tools/bench.py keeps working: a --quick run of cheap workloads, and its helpers.
+"""bench/bench.py keeps working: a --quick run of cheap workloads, and its helpers.
 
 Nothing here asserts on time: only that the rows are there, compared, and correct.
 """
@@ -10,23 +10,22 @@ import subprocess
 import sys
 from pathlib import Path
 
+import bench_report
+import bench_special
+import bench_timing
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-TOOLS = ROOT / "tools"
-sys.path.insert(0, str(TOOLS))
+import bench  # bench/ is on pytest's pythonpath (pyproject.toml)
 
-import bench  # noqa: E402
-import bench_report  # noqa: E402
-import bench_special  # noqa: E402
-import bench_timing  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench"
 
 
 def test_quick_run_of_cheap_workloads_writes_compared_rows(tmp_path):
     out = tmp_path / "bench.json"
     run = subprocess.run(
-        [sys.executable, str(TOOLS / "bench.py"), "--quick", "--only", "add,graph100,compile,op:exp"]
+        [sys.executable, str(BENCH / "bench.py"), "--quick", "--only", "add,graph100,compile,op:exp"]
         + ["--repeats", "2", "--torch-threads", "1", "--json", str(out)],
         capture_output=True,
         text=True,

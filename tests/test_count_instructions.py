@@ -1,15 +1,10 @@
-"""tools/count_instructions.py: the classes it counts, and the hot kernels it guards.
+"""bench/count_instructions.py: the classes it counts, and the hot kernels it guards.
 
 Hopper converts and rounds floats at 1/8 of its float32 add rate, so the softmax row kernel and
 exp's elementwise kernel must keep none per element (the magic-number rounding of mathlib/bits.py).
 """
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 
 import count_instructions as C  # noqa: E402
 

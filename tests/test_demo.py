@@ -21,10 +21,6 @@ def test_demo_report_and_cpu_losses_bit_for_bit(gpu, capsys):
 
 
 def test_bench_training_step_keeps_the_contract_of_tools_bench(gpu):
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
     from bench_training import bench_training_step
 
     result = bench_training_step(device=gpu, torch_device="cpu", quick=True, repeats=2, budget_s=1.0)

@@ -342,14 +342,14 @@ def test_the_device_runs_the_path_its_features_choose(gpu):
 
 
 def test_the_sweep_tool_times_or_checks_a_shape(gpu):
-    """tools/bench_matmul_coopmat.py: timed on a device with cooperative matrices (a small size here),
+    """bench/bench_matmul_coopmat.py: timed on a device with cooperative matrices (a small size here),
     else each shape checked where nothing can be timed (spirv-val and the interpreter)."""
     timed = kernels_matmul_coopmat.applies(gpu.features, T.float16, T.float16)
     root = Path(__file__).resolve().parent.parent
     shape = "128x128x16 sg64x32 v4"
     args = ["--shape", shape] + (["--size", "256", "--repeats", "1"] if timed else [])
     run = subprocess.run(
-        [sys.executable, str(root / "tools" / "bench_matmul_coopmat.py"), *args],
+        [sys.executable, str(root / "bench" / "bench_matmul_coopmat.py"), *args],
         capture_output=True,
         text=True,
         timeout=300,

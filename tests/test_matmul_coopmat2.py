@@ -10,9 +10,6 @@ on lavapipe they check that the scalar path runs and gives the CPU's bits.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 from codegen_zoo import tensor_matrix_kernel
@@ -288,8 +285,7 @@ def _opcodes(lines: list[str]) -> list[str]:
 @pytest.mark.parametrize("m, k, n", [(8192, 8192, 8192), (8200, 8192, 8100), (200, 200, 200)])
 def test_the_k_loop_creates_no_tensor_layout(text, m, k, n):
     """Tensor layouts and the buffers' first elements are made once, at the kernel's start, as the prototype
-    (tools/proto_coopmat2.py) makes them: in the K loop a K-step costs the prototype's instructions, no more."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    (extra/proto_coopmat2.py) makes them: in the K loop a K-step costs the prototype's instructions, no more."""
     import proto_coopmat2
 
     shape = kernels_matmul_coopmat2.Shape.parse(text)

@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 from fake_devices import offering
 
 import vkml
 from vkml.runtime import pipeline_stats, reports
-
-TOOLS = Path(__file__).resolve().parents[1] / "tools"
 
 
 def test_a_device_offering_the_extension_gets_the_feature_and_extension_enabled():
@@ -40,11 +35,8 @@ def test_statistics_of_a_captured_pipeline_match_what_the_device_supports(gpu):
 
 
 def test_profile_dispatches_prints_statistics_or_says_why_not(gpu, capsys):
-    sys.path.insert(0, str(TOOLS))
-    try:
-        import profile_dispatches
-    finally:
-        sys.path.remove(str(TOOLS))
+    import profile_dispatches
+
     profile_dispatches.WARM_UP_S = 0.0
     assert profile_dispatches.main(["--quick", "--stats", "--device", gpu.name, "add"]) == 0
     out = capsys.readouterr().out

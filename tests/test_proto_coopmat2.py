@@ -1,4 +1,4 @@
-"""tools/proto_coopmat2.py: its VK_NV_cooperative_matrix2 GEMM modules pass spirv-val everywhere, and the
+"""extra/proto_coopmat2.py: its VK_NV_cooperative_matrix2 GEMM modules pass spirv-val everywhere, and the
 runtime enables the extension's features where a device offers them.
 
 Nothing here needs the extension on the machine: assembling and validating is host work, and on
@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import proto_coopmat2 as proto  # extra/ is on pytest's pythonpath (pyproject.toml)
 import pytest
 from fake_devices import offering
 
@@ -20,9 +21,6 @@ from vkml.codegen.tools import assemble_and_validate
 from vkml.errors import CompileError
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-
-import proto_coopmat2 as proto  # noqa: E402
 
 RAGGED = (300, 200, 100)  # no size a whole number of tiles: the clamped kernel
 
@@ -83,7 +81,7 @@ def test_the_tool_times_the_extension_or_says_it_is_missing_and_exits_cleanly():
     device = vkml.best_device()
     offered = device.kind == "vulkan" and proto.device_problem(device) is None
     done = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "proto_coopmat2.py"), "--size", "256", "--shape", "128x128x64 t128"],
+        [sys.executable, str(ROOT / "extra" / "proto_coopmat2.py"), "--size", "256", "--shape", "128x128x64 t128"],
         capture_output=True,
         text=True,
         timeout=120,

@@ -1,15 +1,9 @@
-"""tools/row_anatomy.py: each case is the one kernel its step claims, and the table comes out whole."""
+"""bench/row_anatomy.py: each case is the one kernel its step claims, and the table comes out whole."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-
-import row_anatomy  # noqa: E402
+import row_anatomy
 
 import vkml  # noqa: E402
 from vkml import debug  # noqa: E402

@@ -16,7 +16,7 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PACKAGE_DIR = REPO_ROOT / "vkml"
-LINTED_DIRS = ("vkml", "tests", "tools")
+LINTED_DIRS = ("vkml", "tests", "tools", "bench", "extra", "examples")
 
 
 def _run_ruff(*args: str) -> subprocess.CompletedProcess[str]:

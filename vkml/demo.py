@@ -46,7 +46,7 @@ def make_spirals(points_per_class: int = POINTS_PER_CLASS, seed: int = SEED) -> 
 
 
 def make_model(device, width: int = WIDTH) -> nn.Module:
-    """The demo's MLP: 2 → width → width → 3, ReLU, dropout 0.1 (tools/bench_training.py scales ``width``)."""
+    """The demo's MLP: 2 → width → width → 3, ReLU, dropout 0.1 (bench/bench_training.py scales ``width``)."""
     vkml.manual_seed(SEED)  # initial weights and dropout masks: the same bits on every device
     model = nn.Sequential(
         nn.Linear(2, width), nn.ReLU(), nn.Dropout(0.1), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, CLASSES)
@@ -61,7 +61,7 @@ class History:
 
 
 def train_step(model: nn.Module, optimizer, x, y) -> float:
-    """One step of the demo's loop (tools/bench_training.py times this very function): the loss before the update."""
+    """One step of the demo's loop (bench/bench_training.py times this very function): the loss before the update."""
     loss = F.cross_entropy(model(x), y)
     optimizer.zero_grad()
     loss.backward()  # submits the forward as it starts, the gradients as it ends

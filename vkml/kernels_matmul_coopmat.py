@@ -19,7 +19,7 @@ aligned groups of four along an operand's innermost dim are one 8-byte global lo
 8-byte shared store (``shared_vstore``: the tile is then an array of 4-vectors on the device,
 and its matrix loads count their stride in vectors); the other operands whose contiguous
 axis holds whole groups of four gather four element loads into one such store.
-tools/bench_matmul_coopmat.py --sweep
+bench/bench_matmul_coopmat.py --sweep
 times the other ``CANDIDATES`` (larger tiles, 64×64 subgroup blocks, K-steps of 16).
 
 Tails: staging pads positions past M, N or K with A = -0.0 and B = +0.0, so every padded
@@ -132,7 +132,7 @@ class Shape:
 
 
 # The shape lowered on a device: the reference's fastest (reference/vulkan.md) with vector staging
-# stores; tools/bench_matmul_coopmat.py --sweep times it against the other candidates on the H200.
+# stores; bench/bench_matmul_coopmat.py --sweep times it against the other candidates on the H200.
 DEFAULT = Shape()
 
 # The shapes the sweep times (each fits 48 KiB of shared memory with 32-wide subgroups).

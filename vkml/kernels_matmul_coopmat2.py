@@ -8,7 +8,7 @@ template (kernels_matmul_coopmat), which takes everything else: batched products
 (``x @ w.T``), fused consumers (those are lowered with it under this mode too), devices
 without cm2. ``VKML_MATMUL_COOPMAT2=0`` turns this one off, ``VKML_MATMUL_COOPMAT=0`` both.
 
-The kernel is tools/proto_coopmat2.py's fastest on the H200 (352 TFLOP/s at 8192³ against the
+The kernel is extra/proto_coopmat2.py's fastest on the H200 (352 TFLOP/s at 8192³ against the
 subgroup-scope template's 185): one workgroup of ``threads`` invocations owns a ``bm``×``bn``
 tile of C as ONE workgroup-scope float32 accumulator; each K-step loads the ``bm``×``bk`` block
 of A and the ``bk``×``bn`` block of B straight from the buffers (``cm_tensor_load``: the driver
@@ -86,7 +86,7 @@ class Shape:
         return cls(bm, bn, bk, **given)
 
 
-DEFAULT = Shape()  # tools/proto_coopmat2.py's "128x128x64 t128 g16 f32", the best measured on the H200
+DEFAULT = Shape()  # extra/proto_coopmat2.py's "128x128x64 t128 g16 f32", the best measured on the H200
 
 
 def chosen_shape() -> Shape:
@@ -152,7 +152,7 @@ def lowers(root: Node, mm: Node, leaves) -> bool:
 
 def grouped_tile(w: Value, tiles: tuple[int, int], group: int) -> tuple[Value, Value]:
     """Workgroup ``w``'s (tile row, tile column): ``group`` tile rows at a time, down each column of the
-    group before the next column (tools/proto_coopmat2.tile_of computes the same in Python)."""
+    group before the next column (extra/proto_coopmat2.tile_of computes the same in Python)."""
     tiles_m, tiles_n = tiles
     per_group = group * tiles_n
     first = (w / _u32(per_group)) * _u32(group)

@@ -154,7 +154,7 @@ def tuning_from_features(features: DeviceFeatures) -> Tuning:
     if subgroup >= 32:
         # 32-wide subgroups (the H200): one row per workgroup of 16 subgroups, 16 floats a lane,
         # holds an 8192-float row in half the registers a lane of 8 subgroups needs (8192²,
-        # tools/tune_kernels.py, 2026-11-30: layer norm 241 vs 339 µs, softmax 539 vs 557 µs;
+        # bench/tune_kernels.py, 2026-11-30: layer norm 241 vs 339 µs, softmax 539 vs 557 µs;
         # 512 lanes that could still take 32 floats each ran 3-4x slower).
         rows = {"row_lanes": min(2 * lanes, most), "reduce_row_per_lane": GPU_TUNING.reduce_per_lane}
     # A lane's run of 16 consecutive floats makes each vector store of a subgroup write 16 bytes of

@@ -193,7 +193,7 @@ class DeviceFeatures:
                 (m, n, k, "float16", "float16", "float32", "float32", "subgroup")
                 for m, n, k in ((16, 16, 16), (16, 8, 16), (16, 8, 8))
             ),
-            # VK_NV_cooperative_matrix2 (tools/proto_coopmat2.py ran 128x128x64 with 128 and 256 invocations)
+            # VK_NV_cooperative_matrix2 (extra/proto_coopmat2.py ran 128x128x64 with 128 and 256 invocations)
             cooperative_matrix_workgroup=True,
             cooperative_matrix_flexible=tuple(
                 (16, 16, 16, "float16", "float16", "float32", "float32", "workgroup", threads) for threads in (128, 256)

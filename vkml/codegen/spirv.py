@@ -458,7 +458,7 @@ def _emit_module(kernel: Kernel, features: DeviceFeatures, by_address: frozenset
         mod.capability("CooperativeMatrixKHR")
         mod.capability("VulkanMemoryModel")
         mod.extension("SPV_KHR_cooperative_matrix")
-    if "cooperative_matrix_workgroup" in needs:  # workgroup scope and tensor layouts (tools/proto_coopmat2.py)
+    if "cooperative_matrix_workgroup" in needs:  # workgroup scope and tensor layouts (extra/proto_coopmat2.py)
         mod.capability("CooperativeMatrixTensorAddressingNV")
         mod.capability("TensorAddressingNV")
         mod.extension("SPV_NV_cooperative_matrix2")

@@ -12,7 +12,7 @@ makes it an array of vectors of four: matrices there start on whole vectors).
     %v7 = OpCooperativeMatrixLoadKHR %cm_a_half_16x16 %t3_a_tile_at %uint_0 %uint_40
 
 Workgroup-scope matrices and ``cm_tensor_load`` / ``cm_tensor_store`` are SPV_NV_cooperative_matrix2
-with SPV_NV_tensor_addressing, as tools/proto_coopmat2.py measured them: a 2-D tensor layout of
+with SPV_NV_tensor_addressing, as extra/proto_coopmat2.py measured them: a 2-D tensor layout of
 the buffer's rows × cols, sliced at the block (clamp mode Constant where the IR says ``clamp``:
 the driver reads 0 outside and drops stores there), and the load or store straight from the
 storage buffer's first element. An f32 matrix stored into an f16 buffer is converted with
@@ -51,7 +51,7 @@ class MatrixEmitter:
 
         Only the slice depends on the block's position; the pointer and the sized layout depend on
         the buffer and the instruction's constant attributes alone, so they are defined once at the
-        kernel's start (``at_entry``), as tools/proto_coopmat2.py does. Made at every load, they were
+        kernel's start (``at_entry``), as extra/proto_coopmat2.py does. Made at every load, they were
         the one difference in the K loop when the prototype ran 8192³ in 3.12 ms and the template's
         kernel in 3.39 (H200); now a K-step costs the prototype's instructions.
         """

@@ -10,7 +10,7 @@ compile time, so it is off unless asked for before the pipelines are created:
     >>> executable_statistics(dev.logical, dev.pipelines.lookup(kernel).pipeline.handle)  # doctest: +SKIP
     [{'executable': 'Compute Shader', 'subgroup_size': 32, 'statistics': {'Register Count': 40, ...}}]
 
-tools/profile_dispatches.py ``--stats`` prints them next to each kernel's GPU time.
+bench/profile_dispatches.py ``--stats`` prints them next to each kernel's GPU time.
 """
 
 from __future__ import annotations

@@ -118,7 +118,7 @@ FEATURE_STRUCTS = (
         ("pipelineExecutableInfo",),
         extension="VK_KHR_pipeline_executable_properties",
     ),
-    # Newer than the binding: declared in vk_newer (workgroup-scope matrices, tools/proto_coopmat2.py).
+    # Newer than the binding: declared in vk_newer (workgroup-scope matrices, extra/proto_coopmat2.py).
     ChainStruct(
         "VkPhysicalDeviceCooperativeMatrix2FeaturesNV",
         "VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV",

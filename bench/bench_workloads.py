@@ -1,4 +1,4 @@
-"""The workloads of tools/bench.py: each builds the vkml graph and the equivalent PyTorch code.
+"""The workloads of bench/bench.py: each builds the vkml graph and the equivalent PyTorch code.
 
 A workload is a function ``(ctx) -> Case``. The arithmetic is written once where vkml and
 PyTorch share the names (``lib`` is the ``vkml`` or the ``torch`` module), so both sides run
@@ -243,7 +243,7 @@ def matmul_f16_8192(ctx: Context) -> Case:
 
 
 def _skinny(ctx: Context, body: Callable, shapes: tuple, flop_shape: tuple[int, int, int], what: str) -> Case:
-    """One of issue 7's skinny products of the MLP step (tools/bench_matmul_skinny.py compares their tiles)."""
+    """One of issue 7's skinny products of the MLP step (bench/bench_matmul_skinny.py compares their tiles)."""
     pairs = [ctx.pair(shape, tag=f"skinny{i}") for i, shape in enumerate(shapes)]
     ours, theirs = [p[0] for p in pairs], [p[1] for p in pairs]
     import torch

@@ -1,9 +1,9 @@
 """Where a workload's GPU time goes: every dispatch of one realize, timed by GPU timestamps.
 
-    .venv/bin/python tools/profile_dispatches.py [--device vulkan:0] [--quick] softmax layer_norm mlp_train_step
+    .venv/bin/python bench/profile_dispatches.py [--device vulkan:0] [--quick] softmax layer_norm mlp_train_step
 
-Each name is a workload of tools/bench_workloads.py (``bench.py --list``) or ``mlp_train_step``
-(tools/bench_training.py's step, 4096 wide with batches of 4096; the demo's size with
+Each name is a workload of bench/bench_workloads.py (``bench.py --list``) or ``mlp_train_step``
+(bench/bench_training.py's step, 4096 wide with batches of 4096; the demo's size with
 ``--quick``). Untimed realizes compile and warm the GPU up (WARM_UP_S); the next is recorded with a timestamp after each
 dispatch (vkml/runtime/timestamps.py) and printed one line per dispatch: the kernel, its grid,
 its GPU microseconds and its share of the run. A dispatch's time includes the barrier in front
@@ -58,7 +58,7 @@ def recorded_runs(device, action) -> list[list[tuple[str, tuple, float]]]:
 
 
 def training_action(device, quick: bool):
-    """One training step of tools/bench_training.py's MLP, after one untimed step."""
+    """One training step of bench/bench_training.py's MLP, after one untimed step."""
     from bench_training import FULL_BATCH, FULL_WIDTH
 
     from vkml import demo

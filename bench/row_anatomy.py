@@ -1,10 +1,10 @@
 """Where a row kernel's time goes: softmax and layer norm taken apart into the kernels they grow from.
 
-    python3 tools/row_anatomy.py                     # 8192 x 8192: the GPU machine
-    .venv/bin/python tools/row_anatomy.py --size 512  # the shape of the table, lavapipe
+    python3 bench/row_anatomy.py                     # 8192 x 8192: the GPU machine
+    .venv/bin/python bench/row_anatomy.py --size 512  # the shape of the table, lavapipe
 
 Each case is one kernel over a ``size`` x ``size`` float32 matrix, timed with GPU timestamps
-(tools/bench_timing.py), and adds one piece to the one before it: streaming the matrix
+(bench/bench_timing.py), and adds one piece to the one before it: streaming the matrix
 through (``copy``), reading it once in a row kernel (``row sum``), a costlier combine
 (``row max``), writing the row back from the lanes' registers (``centre``), a second tree
 (``mean and variance``), weight and bias (``layer norm``), the exponential (``exp(x - max)``)

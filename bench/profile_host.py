@@ -1,7 +1,7 @@
 """Where a workload's host (Python) time goes: cProfile of repeated training steps or graph100 builds.
 
-    python3 tools/profile_host.py mlp_train_step [--quick] [--device vulkan:0] [--steps 20]
-    python3 tools/profile_host.py graph100
+    python3 bench/profile_host.py mlp_train_step [--quick] [--device vulkan:0] [--steps 20]
+    python3 bench/profile_host.py graph100
 
 Runs untimed repetitions first (compiles, plan caches, GPU clocks), then profiles ``--steps``
 more and prints the functions with the most time of their own, and the wall time per step.

@@ -1,9 +1,9 @@
 """vkml against PyTorch, side by side in the same run, on the same data.
 
-    .venv/bin/python tools/bench.py --quick                 # any machine, < 1 min (lavapipe here)
-    python3 tools/bench.py --json out.json                  # full sizes: the GPU machine
-    .venv/bin/python tools/bench.py --quick --device cpu    # the CPU reference backend vs PyTorch CPU
-    .venv/bin/python tools/bench.py --quick --only add,graph100 --repeats 3
+    .venv/bin/python bench/bench.py --quick                 # any machine, < 1 min (lavapipe here)
+    python3 bench/bench.py --json out.json                  # full sizes: the GPU machine
+    .venv/bin/python bench/bench.py --quick --device cpu    # the CPU reference backend vs PyTorch CPU
+    .venv/bin/python bench/bench.py --quick --only add,graph100 --repeats 3
 
 vkml runs on ``--device`` (default ``vkml.best_device()``); PyTorch on CUDA when it has it,
 else on the CPU (so on a machine without a GPU, vkml on lavapipe, a CPU Vulkan driver, meets

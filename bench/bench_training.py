@@ -1,9 +1,9 @@
 """The demo's training step (vkml/demo.py), timed against the same step in PyTorch on the same device.
 
-tools/bench.py calls ``bench_training_step`` (its ``mlp_train_step`` and ``train_peak_memory``
+bench/bench.py calls ``bench_training_step`` (its ``mlp_train_step`` and ``train_peak_memory``
 rows); run this file alone for a quick look:
 
-    .venv/bin/python tools/bench_training.py [--device vulkan:0] [--quick] [--width N --batch N]
+    .venv/bin/python bench/bench_training.py [--device vulkan:0] [--quick] [--width N --batch N]
 
 Both sides train the demo's MLP (2 → width → width → 3, ReLU, dropout 0.1) with Adam on the
 demo's spirals; a step is forward, backward, update and reading the loss (``loss.item()``,
@@ -72,7 +72,7 @@ def bench_training_step(
     ``width`` and ``batch`` default to 4096 each, or to the demo's 64 and 60 when ``quick``.
 
     Returns ``{"vkml_seconds": [...], "torch_seconds": [...], "vkml_peak_bytes", "torch_peak_bytes",
-    "size", "note"}`` (the contract of tools/bench_special.py).
+    "size", "note"}`` (the contract of bench/bench_special.py).
     """
     import torch
 

@@ -1,4 +1,4 @@
-"""Timing for tools/bench.py: vkml (GPU timestamps + wall) and PyTorch (CUDA events or wall).
+"""Timing for bench/bench.py: vkml (GPU timestamps + wall) and PyTorch (CUDA events or wall).
 
 Every measurement warms up first (kernel compiles, pipeline creation, allocator growth stay
 out of the numbers), then repeats until ``repeats`` samples or ``budget_s`` seconds of

@@ -1,8 +1,8 @@
 """Prototype: a float16 GEMM on VK_NV_cooperative_matrix2 (workgroup-scope matrices), timed against cuBLAS's figure.
 
-    python3 tools/proto_coopmat2.py --size 8192                   # the default shapes, 8192³ (and a small check)
-    python3 tools/proto_coopmat2.py --size 4096 --size 8192 --shape "128x256x64 u2 g8 f32"
-    python3 tools/proto_coopmat2.py --print-asm "128x128x32"      # the SPIR-V text, no device needed
+    python3 extra/proto_coopmat2.py --size 8192                   # the default shapes, 8192³ (and a small check)
+    python3 extra/proto_coopmat2.py --size 4096 --size 8192 --shape "128x256x64 u2 g8 f32"
+    python3 extra/proto_coopmat2.py --print-asm "128x128x32"      # the SPIR-V text, no device needed
 
 C (float32, or float16 with ``f16``) = A (float16, M×K row-major) × B (float16, K×N row-major),
 accumulated in float32. One workgroup of ``t`` invocations (256) owns a ``bm``×``bn`` tile of C as
@@ -34,11 +34,15 @@ import functools
 import statistics
 import sys
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
-from bench_matmul_coopmat import bound_ratio  # tools/ is this script's folder, so on sys.path
 
 from vkml.codegen.tools import assemble_and_validate
+
+# A script beside bench/: its timing helpers are imported by name from there.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+from bench_matmul_coopmat import bound_ratio  # noqa: E402
 
 EXTENSION = "VK_NV_cooperative_matrix2"
 FEATURES = (

@@ -1,6 +1,6 @@
 """Time issue 7's skinny matmuls under the square tiles and under ``skinny_config``'s (GPU timestamps).
 
-The MLP 2 → 4096 → 4096 → 3 trained on batches of 4096 (tools/bench_training.py) has five
+The MLP 2 → 4096 → 4096 → 3 trained on batches of 4096 (bench/bench_training.py) has five
 products that the square tiles serve badly: K = 2 and K = 3 (4096² outputs from tiny
 operands), and N = 3, M = 2 or N = 2 with K = 4096 (a few thousand outputs, each a chain of
 4096 adds). Each is timed with its epilogue as the training step fuses it, twice: with the
@@ -9,8 +9,8 @@ device's own choice and with the square tiles the same device would get without 
 them forced in. Both must give the same bits (unfused configs here: each product has fewer
 than ``FMA_MIN_MULTIPLY_ADDS`` multiply-adds).
 
-    .venv/bin/python tools/bench_matmul_skinny.py                 # the H200: 4096
-    .venv/bin/python tools/bench_matmul_skinny.py --size 1024     # a quicker run here (lavapipe)
+    .venv/bin/python bench/bench_matmul_skinny.py                 # the H200: 4096
+    .venv/bin/python bench/bench_matmul_skinny.py --size 1024     # a quicker run here (lavapipe)
 """
 
 from __future__ import annotations

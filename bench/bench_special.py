@@ -1,6 +1,6 @@
-"""Workloads of tools/bench.py that need more than a timed call: small graphs (where the time
+"""Workloads of bench/bench.py that need more than a timed call: small graphs (where the time
 goes between Python and the device), the cold compile of one fused kernel, and the MLP
-training step of tools/bench_training.py.
+training step of bench/bench_training.py.
 
     >>> rows = measure_graph(ctx, 1000, repeats=5, budget_s=3.0)   # doctest: +SKIP
     >>> rows[0].phases["build"]                                    # doctest: +SKIP
@@ -227,7 +227,7 @@ def _seconds(value) -> list[float]:
 
 
 def measure_training(ctx: Context, repeats: int, budget_s: float) -> list[Row]:
-    """The MLP training step of tools/bench_training.py, when that file exists.
+    """The MLP training step of bench/bench_training.py, when that file exists.
 
     Contract expected of ``bench_training_step``: it takes any of the keyword arguments
     ``device``, ``torch_device``, ``quick``, ``repeats``, ``budget_s`` and returns a dict with
@@ -239,7 +239,7 @@ def measure_training(ctx: Context, repeats: int, budget_s: float) -> list[Row]:
     except ModuleNotFoundError as exc:
         if exc.name != "bench_training":
             raise  # the file is there but broken: an error row, not a skip
-        note = "tools/bench_training.py is not there yet"
+        note = "bench/bench_training.py is not there yet"
         return [
             Row("mlp_train_step", status="skipped", note=note),
             Row("train_peak_memory", status="skipped", note=note),

@@ -3,10 +3,10 @@
 The shape a device gets is ``kernels_matmul_coopmat.DEFAULT``; this script swaps in each of
 ``CANDIDATES`` (or the ``--shape`` ones), so the fastest on a GPU can be picked by measurement:
 
-    .venv/bin/python tools/bench_matmul_coopmat.py --size 8192 --sweep        # the H200, about 3 minutes
-    .venv/bin/python tools/bench_matmul_coopmat.py --size 8192 --sweep --wt   # x @ w.T (nn.Linear's layout)
-    .venv/bin/python tools/bench_matmul_coopmat.py --shape "256x128x16 sg64x64 v4"
-    .venv/bin/python tools/bench_matmul_coopmat.py --shape "128x128x16 sg64x32 v4 e2"   # two epilogue blocks
+    .venv/bin/python bench/bench_matmul_coopmat.py --size 8192 --sweep        # the H200, about 3 minutes
+    .venv/bin/python bench/bench_matmul_coopmat.py --size 8192 --sweep --wt   # x @ w.T (nn.Linear's layout)
+    .venv/bin/python bench/bench_matmul_coopmat.py --shape "256x128x16 sg64x64 v4"
+    .venv/bin/python bench/bench_matmul_coopmat.py --shape "128x128x16 sg64x32 v4 e2"   # two epilogue blocks
 
 Each line: the shape, the GPU time of the float16 product (median of the repeats, after a
 warm-up that compiles), TFLOP/s, the time of the same product with K = 2·bk (two K-steps:

@@ -1,9 +1,9 @@
 """Sweep kernel-template tunings on one device: which layout is fastest for the bandwidth workloads.
 
-    python3 tools/tune_kernels.py                       # full sizes (2^28, 8192×8192): the GPU machine
-    .venv/bin/python tools/tune_kernels.py --quick      # small sizes, lavapipe
-    python3 tools/tune_kernels.py --only add,sum --repeats 20
-    python3 tools/tune_kernels.py --only sum_axis0 --variants 'default,columns of 8 outputs,columns chunks of 32'
+    python3 bench/tune_kernels.py                       # full sizes (2^28, 8192×8192): the GPU machine
+    .venv/bin/python bench/tune_kernels.py --quick      # small sizes, lavapipe
+    python3 bench/tune_kernels.py --only add,sum --repeats 20
+    python3 bench/tune_kernels.py --only sum_axis0 --variants 'default,columns of 8 outputs,columns chunks of 32'
 
 Each variant changes one field of the device's default ``Tuning`` (vkml/kernels_tuning.py);
 the table gives the minimum GPU time per workload and its ratio to the default (below 1:

@@ -3,8 +3,8 @@
 The tiles a device gets are module constants of vkml/kernels_matmul.py (``TileFamily``); this
 script swaps them in turn, so the best one for a GPU can be picked by measurement:
 
-    .venv/bin/python tools/bench_matmul_tiles.py --size 4096 --size 8192        # the H200
-    .venv/bin/python tools/bench_matmul_tiles.py --size 256 --repeats 2         # a quick run here
+    .venv/bin/python bench/bench_matmul_tiles.py --size 4096 --size 8192        # the H200
+    .venv/bin/python bench/bench_matmul_tiles.py --size 256 --repeats 2         # a quick run here
 
 Each line: the family, fused multiply-adds on or off, the GPU time of the product (median of
 the repeats, after a warm-up that compiles), TFLOP/s, and the largest error on 64 sampled

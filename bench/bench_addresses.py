@@ -4,7 +4,7 @@ The measurement behind the runtime's choice (vkml/codegen/__init__.py, vkml/runt
 to reach only buffers larger than ``maxStorageBufferRange`` through their device address and
 keep every other buffer on its descriptor.
 
-    .venv/bin/python tools/bench_addresses.py [--numel 16777216] [--repeats 7]
+    .venv/bin/python bench/bench_addresses.py [--numel 16777216] [--repeats 7]
 
 For each kernel it prints the best wall time of ``repeats`` runs (one submission each) with
 every buffer on its descriptor and with every buffer reached by address, and the ratio

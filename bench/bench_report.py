@@ -1,4 +1,4 @@
-"""Rows of tools/bench.py's results, and how they print: a markdown table and JSON.
+"""Rows of bench/bench.py's results, and how they print: a markdown table and JSON.
 
 >>> row = Row("add", "2^20", peer="eager (cpu)", vkml_median=1e-3, peer_median=5e-4)
 >>> row.ratio_text()

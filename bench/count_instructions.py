@@ -1,7 +1,7 @@
 """How much arithmetic a kernel does per element, counted in its IR, as the H200 would run it.
 
-    .venv/bin/python tools/count_instructions.py softmax --shape 8192,8192 --dim 1
-    .venv/bin/python tools/count_instructions.py exp --shape 4096
+    .venv/bin/python bench/count_instructions.py softmax --shape 8192,8192 --dim 1
+    .venv/bin/python bench/count_instructions.py exp --shape 4096
 
 The op's kernels are lowered (not run) on the CPU device with the tuning the H200 gets
 (``tuning_from_features(DeviceFeatures.h200_like())``), so the IR is the H200's. Each kernel's

@@ -7,11 +7,12 @@ LINT_PATHS := vkml tests tools bench extra examples
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help setup test demo lint format clean distclean
+.PHONY: help setup test test-all demo lint format clean distclean
 
 help:
 	@echo "make demo       set up, then run vkml's demo"
 	@echo "make test       set up, then run the test suite (ARGS=... goes to pytest)"
+	@echo "make test-all   the suite plus the exhaustive and stress checks (long: an hour or more)"
 	@echo "make lint       ruff check and ruff format --check"
 	@echo "make format     ruff format and ruff check --fix"
 	@echo "make clean      remove caches and build outputs (keeps .venv)"
@@ -22,6 +23,10 @@ setup:
 
 test: setup
 	$(PYTHON) -m pytest -q $(ARGS)
+
+# -m "" lifts pyproject's marker filter: every exhaustive and stress test runs too.
+test-all: setup
+	$(PYTHON) -m pytest -q -m "" $(ARGS)
 
 demo:
 	@bash tools/setup.sh runtime

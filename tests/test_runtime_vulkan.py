@@ -690,3 +690,13 @@ def test_kernels_from_the_code_generator_run(cache_dir):
     d.run([Dispatch(kernel, (2, 1, 1), {"x": xs, "flags": fs, "out": os_}, {"n": 100, "scale": 0.5, "shift": -3})])
     expected = np.where(mask, values * np.float32(0.5) + np.float32(-3), values)
     assert np.array_equal(d.download(os_), expected)
+
+
+def test_one_device_registry_names_and_runtime_give_the_same_object(gpu):
+    import vkml
+    from vkml.runtime import vulkan as vulkan_runtime
+
+    assert vkml.device(gpu.name) is vulkan_runtime.device(gpu.index) is gpu
+    assert vkml.device("vulkan") is vulkan_runtime.device(0)
+    with pytest.raises(vkml.DeviceError, match="no Vulkan device 99"):
+        vkml.device("vulkan:99")

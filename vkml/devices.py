@@ -10,14 +10,11 @@ machines or driver installs: prefer ``best_device()`` in code meant to run anywh
 
 from __future__ import annotations
 
-import threading
-
 from .errors import DeviceError
+from .runtime import reports as vulkan_reports
+from .runtime import vulkan as vulkan_runtime
 from .runtime.base import Device
 from .runtime.cpu import CPU
-
-_vulkan_devices: dict[int, Device] = {}
-_opening = threading.Lock()  # two threads asking for a device first at once get the same one
 
 
 def vulkan_device_reports() -> list[dict]:
@@ -25,9 +22,7 @@ def vulkan_device_reports() -> list[dict]:
 
     Returns [] when no Vulkan loader or driver is installed.
     """
-    from .runtime.reports import vulkan_device_reports as reports
-
-    return reports()
+    return vulkan_reports.vulkan_device_reports()
 
 
 def device(spec) -> Device:
@@ -46,29 +41,14 @@ def device(spec) -> Device:
     if name == "vulkan":
         name = "vulkan:0"
     if name.startswith("vulkan:") and name[7:].isdigit():
-        index = int(name[7:])
-        found = _vulkan_devices.get(index)
-        if found is not None:
-            return found
-        with _opening:
-            if index not in _vulkan_devices:
-                reports = vulkan_device_reports()
-                if index >= len(reports):
-                    have = ", ".join(f"vulkan:{r['index']} ({r['name']})" for r in reports) or "none"
-                    raise DeviceError(f"no Vulkan device {index}: this machine has {have}")
-                from .runtime.vulkan import VulkanDevice
-
-                _vulkan_devices[index] = VulkanDevice(index)
-            return _vulkan_devices[index]
+        return vulkan_runtime.device(int(name[7:]))  # the one registry: one VulkanDevice per physical device
     raise DeviceError(f"unknown device {spec!r}: use 'cpu' or 'vulkan:N'")
 
 
 def best_device() -> Device:
     """A discrete GPU if there is one, else integrated, else any Vulkan device, else the CPU."""
-    from .runtime.reports import device_rank
-
     reports = vulkan_device_reports()
     if not reports:
         return CPU
-    best = min(reports, key=lambda r: (device_rank(r), r["index"]))
+    best = min(reports, key=lambda r: (vulkan_reports.device_rank(r), r["index"]))
     return device(f"vulkan:{best['index']}")

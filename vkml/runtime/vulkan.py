@@ -479,6 +479,10 @@ def device(index: int = 0) -> VulkanDevice:
         with _devices_lock:
             found = _devices.get(index)
             if found is None:
+                reports = vulkan_device_reports()
+                if not 0 <= index < len(reports):
+                    have = ", ".join(f"vulkan:{r['index']} ({r['name']})" for r in reports) or "none"
+                    raise DeviceError(f"no Vulkan device {index}: this machine has {have}")
                 found = _devices[index] = VulkanDevice(index)
     return found
 

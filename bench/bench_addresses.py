@@ -1,6 +1,6 @@
 """Descriptor vs buffer-device-address access on the first Vulkan device.
 
-The measurement behind the runtime's choice (vkml/codegen/__init__.py, vkml/runtime/vulkan.py)
+The measurement behind the runtime's choice (vkml/codegen/__init__.py, vkml/runtime/vulkan/backend.py)
 to reach only buffers larger than ``maxStorageBufferRange`` through their device address and
 keep every other buffer on its descriptor.
 
@@ -23,7 +23,7 @@ import numpy as np
 from vkml.ir import types as T
 from vkml.ir.builder import KernelBuilder, const, if_, local_id, loop, workgroup_id
 from vkml.runtime.base import Dispatch
-from vkml.runtime.vulkan import VulkanDevice
+from vkml.runtime.vulkan.backend import VulkanDevice
 
 LOCAL = 64
 MAX_X = 65535

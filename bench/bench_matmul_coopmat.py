@@ -28,12 +28,14 @@ import numpy as np
 from bench_matmul_tiles import time_product  # tools/ is this script's folder, so on sys.path
 
 import vkml
-from vkml import debug, kernels_matmul_coopmat, schedule
+from vkml import debug
 from vkml.codegen import compile_kernel
 from vkml.codegen.features import DeviceFeatures
 from vkml.ir import types as T
-from vkml.kernels_matmul_coopmat import CANDIDATES, Shape
-from vkml.runtime import pipeline_stats
+from vkml.kernels.matmul import coopmat as kernels_matmul_coopmat
+from vkml.kernels.matmul.coopmat import CANDIDATES, Shape
+from vkml.runtime.vulkan import pipeline_stats
+from vkml.schedule import scheduler as schedule
 
 
 def gamma(n: int) -> float:

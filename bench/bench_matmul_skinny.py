@@ -28,7 +28,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import vkml  # noqa: E402
-from vkml import kernels_matmul, schedule  # noqa: E402
+from vkml.kernels.matmul import tiled as kernels_matmul  # noqa: E402
+from vkml.schedule import scheduler as schedule  # noqa: E402
 
 
 def products(size: int, rng: np.random.Generator):
@@ -78,7 +79,7 @@ def product_node(root):
     raise ValueError("no matmul in the graph")
 
 
-# Module constants of vkml/kernels_matmul.py to try instead of the defaults (``--sweep``).
+# Module constants of vkml/kernels/matmul/tiled.py to try instead of the defaults (``--sweep``).
 SWEEP = [
     {"SKINNY_BK": 128},
     {"SKINNY_BK": 64},

@@ -1,6 +1,6 @@
 """Time vkml's matmul kernel under several tile families on one device (GPU timestamps).
 
-The tiles a device gets are module constants of vkml/kernels_matmul.py (``TileFamily``); this
+The tiles a device gets are module constants of vkml/kernels/matmul/tiled.py (``TileFamily``); this
 script swaps them in turn, so the best one for a GPU can be picked by measurement:
 
     .venv/bin/python bench/bench_matmul_tiles.py --size 4096 --size 8192        # the H200
@@ -21,8 +21,9 @@ import time
 import numpy as np
 
 import vkml
-from vkml import kernels_matmul, schedule
-from vkml.kernels_matmul import TileFamily
+from vkml.kernels.matmul import tiled as kernels_matmul
+from vkml.kernels.matmul.tiled import TileFamily
+from vkml.schedule import scheduler as schedule
 
 FAMILIES = [
     TileFamily(16, 16, 8, 8, 8),

@@ -177,8 +177,8 @@ def measure_compile(ctx: Context, repeats: int, budget_s: float) -> list[Row]:
         return [Row("compile", "fused chain8 kernel", status="skipped", note="the CPU reference compiles nothing")]
     from vkml.codegen import compile_kernel
     from vkml.ir import parse
-    from vkml.runtime.kernel_cache import KernelBinary
-    from vkml.runtime.pipelines import PipelineCacheFile, Pipelines
+    from vkml.runtime.vulkan.kernel_cache import KernelBinary
+    from vkml.runtime.vulkan.pipelines import PipelineCacheFile, Pipelines
 
     kernel = _fused_chain_kernel(ctx)
     text = str(kernel)

@@ -27,11 +27,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import vkml  # noqa: E402
-from vkml import kernels_tuning, schedule  # noqa: E402
 from vkml.cli import _arity, _op_function  # noqa: E402
 from vkml.codegen.features import DeviceFeatures  # noqa: E402
 from vkml.ir import core  # noqa: E402
 from vkml.ir import types as T  # noqa: E402
+from vkml.kernels import tuning as kernels_tuning
+from vkml.schedule import scheduler as schedule  # noqa: E402
 
 FREE = {"const", "bitcast"}
 MEMORY = {"load", "store", "vload", "vstore", "store4", "shared_load", "shared_store", "shared_vstore"}

@@ -5,10 +5,10 @@
 Each name is a workload of bench/bench_workloads.py (``bench.py --list``) or ``mlp_train_step``
 (bench/bench_training.py's step, 4096 wide with batches of 4096; the demo's size with
 ``--quick``). Untimed realizes compile and warm the GPU up (WARM_UP_S); the next is recorded with a timestamp after each
-dispatch (vkml/runtime/timestamps.py) and printed one line per dispatch: the kernel, its grid,
+dispatch (vkml/runtime/vulkan/timestamps.py) and printed one line per dispatch: the kernel, its grid,
 its GPU microseconds and its share of the run. A dispatch's time includes the barrier in front
 of it. ``--stats`` adds what the driver reports of each kernel's pipeline (register count,
-shared memory, ...: vkml/runtime/pipeline_stats.py), which decides how many workgroups an SM
+shared memory, ...: vkml/runtime/vulkan/pipeline_stats.py), which decides how many workgroups an SM
 holds at once. This is issue 7's "profile showing where the time goes" (docs/benchmarks.md).
 """
 
@@ -89,7 +89,7 @@ def report(name: str, runs) -> str:
 
 def statistics_report(device) -> str:
     """The driver's statistics of each recorded kernel's pipeline, one line per kernel and executable."""
-    from vkml.runtime.pipeline_stats import executable_statistics, supported
+    from vkml.runtime.vulkan.pipeline_stats import executable_statistics, supported
 
     if not supported(device.logical):
         return f"({device.name} does not report pipeline statistics)\n"

@@ -5,7 +5,7 @@
     python3 bench/tune_kernels.py --only add,sum --repeats 20
     python3 bench/tune_kernels.py --only sum_axis0 --variants 'default,columns of 8 outputs,columns chunks of 32'
 
-Each variant changes one field of the device's default ``Tuning`` (vkml/kernels_tuning.py);
+Each variant changes one field of the device's default ``Tuning`` (vkml/kernels/tuning.py);
 the table gives the minimum GPU time per workload and its ratio to the default (below 1:
 the variant is faster). Results never change bits (tests/test_kernels_tuning.py), so a
 better variant can become the default in ``tuning_from_features`` as it is.
@@ -29,7 +29,7 @@ from bench_timing import time_vkml  # noqa: E402
 from bench_workloads import chain8  # noqa: E402
 
 import vkml  # noqa: E402
-from vkml import kernels_tuning  # noqa: E402
+from vkml.kernels import tuning as kernels_tuning  # noqa: E402
 
 WARM_UP_S = 2.0
 

@@ -349,9 +349,9 @@ class Runner:
     """Records dispatches of one pipeline into one command buffer with a timestamp after each."""
 
     def __init__(self, device):
-        from vkml.runtime.timestamps import TimestampQueries
-        from vkml.runtime.vk_device import Submitter
-        from vkml.runtime.vk_instance import vk
+        from vkml.runtime.vulkan.instance import vk
+        from vkml.runtime.vulkan.logical_device import Submitter
+        from vkml.runtime.vulkan.timestamps import TimestampQueries
 
         api, ffi = vk(), device.logical.ffi
         self.device, self.lib, self.ffi = device, device.logical.lib, ffi
@@ -371,7 +371,7 @@ class Runner:
         self.statistics = ""  # the last pipeline's registers and shared memory, where the driver says
 
     def pipeline(self, config: Config, m: int, n: int, k: int):
-        from vkml.runtime.kernel_cache import KernelBinary
+        from vkml.runtime.vulkan.kernel_cache import KernelBinary
 
         binary = KernelBinary(spirv=spirv(config, m, n, k), push_constants=(), push_size=0)
         name = f"proto_cm2_{config.bm}x{config.bn}x{config.bk}_{m}x{n}x{k}"
@@ -403,7 +403,7 @@ class Runner:
 
 def pipeline_statistics(device, pipeline) -> str:
     """The driver's register and shared-memory figures for ``pipeline`` ('' where it reports none)."""
-    from vkml.runtime import pipeline_stats
+    from vkml.runtime.vulkan import pipeline_stats
 
     if not device.pipelines.capture_statistics:
         return ""
@@ -467,7 +467,7 @@ def torch_tflops(sizes, repeats: int) -> dict[int, float]:
 
 
 def sweep(device, configs, sizes, repeats: int, cublas: float, force: bool) -> None:
-    from vkml.runtime import pipeline_stats
+    from vkml.runtime.vulkan import pipeline_stats
 
     info = device.logical.info
     flexible = info.cooperative_matrix_flexible

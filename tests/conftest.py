@@ -58,7 +58,7 @@ def gpu():
 def cpu_tuning():
     """Set the CPU device's kernel tuning for one test (``cpu_tuning(t)``); the default comes back afterwards."""
     import vkml
-    from vkml import kernels_tuning
+    from vkml.kernels import tuning as kernels_tuning
 
     cpu = vkml.device("cpu")
     yield lambda tuning: kernels_tuning.set_tuning(cpu, tuning)

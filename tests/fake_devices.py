@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vkml.runtime import vk_physical
+from vkml.runtime.vulkan import physical_device as vk_physical
 
 
 def offering(extensions, minor: int = 3) -> vk_physical.PhysicalDeviceInfo:

@@ -351,7 +351,7 @@ def softplus64(x):
 
 def lowered(*tensors) -> list:
     """The kernels the scheduler would dispatch for ``tensors`` (nothing runs)."""
-    from vkml import schedule
+    from vkml.schedule import scheduler as schedule
 
     dispatches, _, _ = schedule.lower(schedule.Plan([t.node for t in tensors]))
     return [d.kernel for d in dispatches]

@@ -343,7 +343,7 @@ def test_float16_leaves_get_float16_gradients():
 
 
 def test_eager_mode_runs_backward_op_by_op():
-    saved = vkml.lazy._eager_override  # None unless someone called set_eager: VKML_EAGER decides
+    saved = vkml.graph.build._eager_override  # None unless someone called set_eager: VKML_EAGER decides
     vkml.set_eager(True)
     try:
         x = vkml.tensor([1.0, 4.0], requires_grad=True)
@@ -351,7 +351,7 @@ def test_eager_mode_runs_backward_op_by_op():
         assert x.grad.node.realized
         assert x.grad.tolist() == [0.5, 0.25]
     finally:
-        vkml.lazy._eager_override = saved
+        vkml.graph.build._eager_override = saved
 
 
 def test_gradients_flow_back_across_devices(gpu):

@@ -108,8 +108,8 @@ def test_tune_kernels_variants_are_listable_and_apply_to_the_h200_tuning():
 
     import tune_kernels
 
-    from vkml import kernels_tuning
     from vkml.codegen.features import DeviceFeatures
+    from vkml.kernels import tuning as kernels_tuning
 
     base = kernels_tuning.tuning_from_features(DeviceFeatures.h200_like())
     for name, fields in tune_kernels.VARIANTS.items():

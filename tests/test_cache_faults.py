@@ -23,12 +23,12 @@ import numpy as np
 import pytest
 
 import vkml
-from vkml import schedule
 from vkml.codegen import spirv as codegen_spirv
-from vkml.runtime import kernel_cache
 from vkml.runtime.counters import counters
-from vkml.runtime.kernel_cache import MAGIC, KernelBinary, read_entry
-from vkml.runtime.pipelines import PIPELINE_CACHE_MAGIC, PipelineCacheFile
+from vkml.runtime.vulkan import kernel_cache
+from vkml.runtime.vulkan.kernel_cache import MAGIC, KernelBinary, read_entry
+from vkml.runtime.vulkan.pipelines import PIPELINE_CACHE_MAGIC, PipelineCacheFile
+from vkml.schedule import scheduler as schedule
 
 A = (np.arange(64, dtype=np.float32) / 7).reshape(8, 8)
 B = (3 - np.arange(64, dtype=np.float32) / 5).reshape(8, 8)

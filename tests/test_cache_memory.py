@@ -26,9 +26,10 @@ SCRIPT = """
 import json, os, sys
 import numpy as np
 import vkml
-from vkml import plan_cache, schedule
 from vkml.codegen import spirv
-from vkml.ir import interp_compiled
+from vkml.ir.interp import compiled as interp_compiled
+from vkml.schedule import plan_cache
+from vkml.schedule import scheduler as schedule
 from vkml.ir import lru
 from vkml.runtime.counters import counters
 
@@ -185,8 +186,8 @@ def test_an_evicted_pipeline_is_destroyed_only_after_the_work_submitted_before(g
 
 def test_descriptor_pools_grow_with_one_runs_needs_not_with_a_long_loop(gpu):
     """Sets for new shapes fill the pool over many runs; only a run that alone outgrows it grows it."""
-    from vkml.runtime.descriptors import DescriptorSets
-    from vkml.runtime.vulkan import VulkanDevice
+    from vkml.runtime.vulkan.backend import VulkanDevice
+    from vkml.runtime.vulkan.descriptors import DescriptorSets
 
     dev = VulkanDevice(gpu.index)
     dev.descriptors.destroy()

@@ -33,10 +33,10 @@ from codegen_zoo import (
 )
 from optest import fused_multiply_add
 
-from vkml.ir import interp
 from vkml.ir import types as T
+from vkml.ir.interp import reference as interp
 from vkml.runtime.base import Dispatch
-from vkml.runtime.vulkan import device
+from vkml.runtime.vulkan.backend import device
 
 LOCAL = 64
 RANDOM_COUNT = 1024

@@ -9,10 +9,11 @@ import pytest
 from optest import F32_SPECIALS, assert_same_bits
 
 import vkml
-from vkml import custom, debug, dsl
+from vkml import debug, dsl
 from vkml.cli import main as dump_spirv
 from vkml.codegen.features import DeviceFeatures
 from vkml.codegen.tools import assemble_and_validate
+from vkml.dsl import elementwise as custom
 from vkml.ops.registry import REGISTRY
 
 CPU = vkml.device("cpu")

@@ -8,7 +8,8 @@ import torch
 from optest import assert_same_bits
 
 import vkml
-from vkml import custom, debug, dsl
+from vkml import debug, dsl
+from vkml.dsl import elementwise as custom
 
 CPU = vkml.device("cpu")
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from vkml import custom
+from vkml.dsl import elementwise as custom
 
 REPO = Path(__file__).resolve().parent.parent
 DOC = REPO / "docs" / "dsl.md"

@@ -291,7 +291,7 @@ def test_shared_arrays_only_in_kernels():
         with pytest.raises(Exception, match=r"dsl.shared\(...\) is only available in a @vkml.kernel body"):
             op(vkml.tensor([1.0]))
     finally:
-        vkml.custom.remove(op)
+        vkml.dsl.elementwise.remove(op)
 
 
 def test_dump_spirv_shows_a_custom_kernel(tmp_path, monkeypatch, capsys):

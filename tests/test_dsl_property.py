@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 from optest import F32_SPECIALS, bits
 
 import vkml
-from vkml import custom, debug, dsl
+from vkml import debug, dsl
 from vkml.codegen import compile_kernel
+from vkml.dsl import elementwise as custom
 from vkml.ir.verify import verify_kernel
 
 CPU = vkml.device("cpu")

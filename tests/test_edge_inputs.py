@@ -402,10 +402,10 @@ def test_a_passed_check_of_loaded_labels_is_not_repeated(dev):
 
 
 def test_eager_mode_checks_class_indices_at_the_op(dev):
-    saved = vkml.lazy._eager_override  # None unless someone called set_eager: VKML_EAGER decides
+    saved = vkml.graph.build._eager_override  # None unless someone called set_eager: VKML_EAGER decides
     vkml.set_eager(True)
     try:
         with pytest.raises(IndexError, match="'cross_entropy' .*: Target 3 is out of bounds"):
             F.cross_entropy(vkml.zeros(2, 3, device=dev), vkml.tensor([0, 3], device=dev))
     finally:
-        vkml.lazy._eager_override = saved
+        vkml.graph.build._eager_override = saved

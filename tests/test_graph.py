@@ -2,7 +2,7 @@
 
 import random
 
-from vkml.graph import Node, toposort
+from vkml.graph.node import Node, toposort
 from vkml.ir import types as T
 from vkml.runtime.cpu import CPU
 

@@ -1,4 +1,4 @@
-"""Submissions the host does not wait for (vkml/runtime/recordings.py, vkml/runtime/vulkan.py).
+"""Submissions the host does not wait for (vkml/runtime/vulkan/recordings.py, vkml/runtime/vulkan/backend.py).
 
 A run returns once submitted; the host waits only to read results, to write or free memory
 in-flight work may use, to reuse a command buffer or replace descriptor pools still in use.
@@ -18,11 +18,11 @@ import vkml
 import vkml.nn as nn
 import vkml.nn.functional as F
 from vkml.errors import DeviceError
-from vkml.runtime import transfers
 from vkml.runtime.counters import counters, snapshot
-from vkml.runtime.descriptors import DescriptorSets
-from vkml.runtime.memory import MemoryChoice
-from vkml.runtime.vulkan import VulkanDevice
+from vkml.runtime.vulkan import transfers
+from vkml.runtime.vulkan.backend import VulkanDevice
+from vkml.runtime.vulkan.descriptors import DescriptorSets
+from vkml.runtime.vulkan.memory import MemoryChoice
 
 DATA = np.linspace(-2.0, 3.0, 4096, dtype=np.float32)
 

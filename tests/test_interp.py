@@ -27,7 +27,7 @@ from vkml.ir.builder import (
     workgroup_id,
 )
 from vkml.ir.core import Block, Instr, Kernel, Value
-from vkml.ir.interp import run
+from vkml.ir.interp.reference import run
 
 RNG = np.random.default_rng(1234)
 

@@ -1,4 +1,4 @@
-"""The compiled interpreter (vkml.ir.interp_compiled) gives the plain interpreter's bits.
+"""The compiled interpreter (vkml.ir.interp.compiled) gives the plain interpreter's bits.
 
 Every kernel here runs both ways, the compiled one at several chunk sizes, on the same
 inputs; every buffer must come out bit for bit the same, and errors must read the same.
@@ -20,7 +20,6 @@ from codegen_zoo import kernels_for_coverage
 
 import vkml
 from vkml.errors import IRError
-from vkml.ir import interp
 from vkml.ir import types as T
 from vkml.ir.builder import (
     KernelBuilder,
@@ -35,8 +34,9 @@ from vkml.ir.builder import (
     select,
     workgroup_id,
 )
-from vkml.ir.interp_compiled import compile_kernel
-from vkml.ir.interp_compiled import select as blend
+from vkml.ir.interp import reference as interp
+from vkml.ir.interp.compiled import compile_kernel
+from vkml.ir.interp.compiled import select as blend
 
 RNG = np.random.default_rng(7)
 

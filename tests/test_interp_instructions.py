@@ -8,15 +8,9 @@ import numpy as np
 import pytest
 
 from vkml.ir import types as T
-from vkml.ir.builder import (
-    bitcast,
-    const,
-    const_bits,
-    convert,
-    emit,
-)
+from vkml.ir.builder import bitcast, const, const_bits, convert, emit
 from vkml.ir.instructions import CONVERSIONS, SPECS
-from vkml.ir.interp import evaluate
+from vkml.ir.interp.reference import evaluate
 
 RNG = np.random.default_rng(1234)
 UINT_OF = {2: np.uint16, 4: np.uint32, 8: np.uint64}

@@ -18,18 +18,8 @@ from vkml.codegen.features import DeviceFeatures
 from vkml.errors import CompileError, DTypeError, IRError
 from vkml.ir import KernelBuilder, parse, verify
 from vkml.ir import types as T
-from vkml.ir.builder import (
-    barrier,
-    const,
-    emit,
-    if_,
-    if_else,
-    local_id,
-    matrix_fill,
-    matrix_mul_add,
-    subgroup_id,
-)
-from vkml.ir.interp import run
+from vkml.ir.builder import barrier, const, emit, if_, if_else, local_id, matrix_fill, matrix_mul_add, subgroup_id
+from vkml.ir.interp.reference import run
 
 H200 = DeviceFeatures.h200_like()
 

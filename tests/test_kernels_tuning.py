@@ -16,11 +16,11 @@ import pytest
 from optest import first_extreme_index, lowered, maximum_ref, tree_reduce
 
 import vkml
-from vkml import kernels_tuning as KT
 from vkml.codegen import compile_kernel
 from vkml.codegen.features import DeviceFeatures
 from vkml.ir.core import Instr, walk
-from vkml.kernels_reduce import Layout, reduce_layout
+from vkml.kernels import tuning as KT
+from vkml.kernels.reduce_rows import Layout, reduce_layout
 
 CPU = vkml.device("cpu")
 # Small layouts reach chunk, lane and subgroup boundaries with short inputs.

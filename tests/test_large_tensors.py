@@ -1,7 +1,7 @@
 """Tensors larger than ``maxStorageBufferRange`` on Vulkan (lavapipe: 128 MiB).
 
 A descriptor cannot bind such a buffer whole, so a kernel given one reaches it through its
-buffer device address instead (vkml.codegen's ``by_address``; vkml/runtime/vulkan.py picks
+buffer device address instead (vkml.codegen's ``by_address``; vkml/runtime/vulkan/backend.py picks
 it per dispatch). The tensor here is 160 MiB of float32 (41,943,040 elements): on lavapipe
 its last 32 MiB lie past the range, and before this path existed a kernel saw zeros there.
 Expected values come from numpy: the reduction's expected bits from a numpy implementation of
@@ -22,8 +22,8 @@ from vkml.errors import CompileError, DeviceError
 from vkml.ir import types as T
 from vkml.ir.builder import KernelBuilder, global_id, if_
 from vkml.runtime.base import Dispatch
-from vkml.runtime.kernel_cache import KernelBinary
-from vkml.runtime.pipelines import PushConstantPacker
+from vkml.runtime.vulkan.kernel_cache import KernelBinary
+from vkml.runtime.vulkan.pipelines import PushConstantPacker
 
 N = 41_943_040  # 160 MiB of float32
 RANGE_ELEMENTS = (128 << 20) // 4  # the first float32 element past a 128 MiB range

@@ -21,7 +21,7 @@ from optest import erf64, gelu64, gelu_tanh64, sigmoid64, softplus64
 from vkml.errors import DTypeError
 from vkml.ir import types as T
 from vkml.ir.builder import KernelBuilder
-from vkml.ir.interp import evaluate
+from vkml.ir.interp.reference import evaluate
 from vkml.ops import mathlib as M
 from vkml.ops.mathlib.division import significand_quotient
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from vkml.ir.builder import convert, isnan, round_even, select
-from vkml.ir.interp import evaluate
+from vkml.ir.interp.reference import evaluate
 from vkml.ops import mathlib as M
 from vkml.ops.mathlib import bits, explog, power
 from vkml.ops.mathlib.bits import F32, I32, f32, quiet

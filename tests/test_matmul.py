@@ -1,4 +1,4 @@
-"""The tiled matmul kernel (vkml/kernels_matmul.py): its stated order, bound, tails and fusion.
+"""The tiled matmul kernel (vkml/kernels/matmul/tiled.py): its stated order, bound, tails and fusion.
 
 Every float output adds its float32 products in ascending k, starting from -0.0. The oracle
 below is that order written in numpy; the CPU interpreter must match it bit for bit for any
@@ -14,10 +14,13 @@ import torch
 from optest import assert_same_bits, from_torch, fused_multiply_add, random_floats, to_torch
 
 import vkml
-from vkml import debug, kernels_matmul, kernels_matmul_coopmat, schedule
+from vkml import debug
 from vkml.codegen import compile_kernel
 from vkml.codegen.features import DeviceFeatures
-from vkml.kernels_matmul import MatmulConfig, choose_config
+from vkml.kernels.matmul import coopmat as kernels_matmul_coopmat
+from vkml.kernels.matmul import tiled as kernels_matmul
+from vkml.kernels.matmul.tiled import MatmulConfig, choose_config
+from vkml.schedule import scheduler as schedule
 
 U = 2.0**-24  # unit roundoff of float32
 

@@ -1,4 +1,4 @@
-"""The cooperative-matrix matmul template (vkml/kernels_matmul_coopmat.py): selection, oracle, SPIR-V, device.
+"""The cooperative-matrix matmul template (vkml/kernels/matmul/coopmat.py): selection, oracle, SPIR-V, device.
 
 The CPU interpreter runs the template's whole kernel when the selection is forced for it
 (its ``cm_mul_add`` adds exact products in ascending k): it must give the scalar template's
@@ -22,12 +22,20 @@ from optest import assert_same_bits
 from test_matmul import ordered_matmul
 
 import vkml
-from vkml import debug, kernels_matmul, kernels_matmul_coopmat, kernels_matmul_coopmat2, schedule
+from vkml import debug
 from vkml.codegen import compile_kernel
 from vkml.codegen.features import DeviceFeatures
 from vkml.ir import types as T
 from vkml.ir.core import Instr, walk
-from vkml.kernels_matmul_coopmat import Shape
+from vkml.kernels import matmul as matmul_templates
+from vkml.kernels.matmul import (
+    coopmat as kernels_matmul_coopmat,
+)
+from vkml.kernels.matmul import (
+    coopmat2 as kernels_matmul_coopmat2,
+)
+from vkml.kernels.matmul.coopmat import Shape
+from vkml.schedule import scheduler as schedule
 
 H200 = DeviceFeatures.h200_like()
 U = 2.0**-24
@@ -96,7 +104,7 @@ def test_selection_follows_the_device_features(monkeypatch):
 
 def test_a_device_with_cooperative_matrices_gets_them_enabled_and_selected():
     """What runtime/reports.py does with an H200-like physical device: the features, the extension, the shapes."""
-    from vkml.runtime import reports
+    from vkml.runtime.vulkan import reports
 
     info = offering({"VK_KHR_cooperative_matrix"}, minor=4)
     info.properties = {"subgroupSize": 32, "subgroupSupportedOperations": 0x7FF}
@@ -126,13 +134,13 @@ def test_a_device_with_cooperative_matrices_gets_them_enabled_and_selected():
 def test_the_mode_names_the_template(coopmat_on_cpu):
     a, b = f16_operands((8, 4), (4, 8), seed=1)
     node = (vkml.tensor(a) @ vkml.tensor(b)).node
-    text = kernels_matmul.mode(node)
+    text = matmul_templates.mode(node)
     assert text == "matmul coopmat 32 128x128x32 sg64x32 v4"  # the interpreter takes 32-wide subgroups
     assert kernels_matmul_coopmat.parse_mode(text) == (32, kernels_matmul_coopmat.DEFAULT)
     other = Shape(256, 128, 16, 64, 64, 1)
     assert kernels_matmul_coopmat.parse_mode(kernels_matmul_coopmat.mode(H200, other)) == (32, other)
     node32 = (vkml.tensor(a.astype(np.float32)) @ vkml.tensor(b)).node
-    assert kernels_matmul.mode(node32).startswith("matmul ") and "coopmat" not in kernels_matmul.mode(node32)
+    assert matmul_templates.mode(node32).startswith("matmul ") and "coopmat" not in matmul_templates.mode(node32)
 
 
 # ---------------------------------------------------------------- the interpreted kernel is the oracle
@@ -276,7 +284,7 @@ def test_every_candidate_gives_the_scalar_bits(shape, coopmat_on_cpu, monkeypatc
     # Tails in m, k and n; k and n multiples of 4: groups of four staged as vectors where the shape says so.
     a, b = f16_operands((shape.bm + 9, shape.bk + 8), (shape.bk + 8, shape.bn + 4), seed=shape.bm + shape.sub_m)
     product = vkml.tensor(a) @ vkml.tensor(b)
-    assert kernels_matmul.mode(product.node).endswith(str(shape))
+    assert matmul_templates.mode(product.node).endswith(str(shape))
     assert_same_bits(product.numpy(), ordered_matmul(a, b), str(shape))
     assert coopmat_on_cpu and all(name.startswith("MMC") for name in coopmat_on_cpu), coopmat_on_cpu
     kernel = _kernel(a.shape, b.shape, shape=shape)

@@ -1,4 +1,4 @@
-"""The VK_NV_cooperative_matrix2 matmul template (vkml/kernels_matmul_coopmat2.py) and its IR instructions.
+"""The VK_NV_cooperative_matrix2 matmul template (vkml/kernels/matmul/coopmat2.py) and its IR instructions.
 
 Everywhere: selection from the device features (an H200-like set with the cm2 fields), the
 emitted module passes spirv-val with exactly the cm2 capabilities, and the CPU interpreter runs
@@ -17,14 +17,23 @@ from optest import assert_same_bits
 from test_matmul_coopmat import device_bound, f16_operands, magnitude, ulp_f16
 
 import vkml
-from vkml import debug, kernels_matmul, kernels_matmul_coopmat, kernels_matmul_coopmat2, schedule
+from vkml import debug
 from vkml.codegen import compile_kernel
 from vkml.codegen.features import DeviceFeatures
 from vkml.errors import IRError
-from vkml.ir import interp, parse
+from vkml.ir import parse
 from vkml.ir import types as T
 from vkml.ir.core import Instr, Loop, walk
+from vkml.ir.interp import reference as interp
 from vkml.ir.verify import verify_kernel
+from vkml.kernels import matmul as matmul_templates
+from vkml.kernels.matmul import (
+    coopmat as kernels_matmul_coopmat,
+)
+from vkml.kernels.matmul import (
+    coopmat2 as kernels_matmul_coopmat2,
+)
+from vkml.schedule import scheduler as schedule
 
 H200 = DeviceFeatures.h200_like()
 LAVAPIPE = DeviceFeatures.lavapipe_like()
@@ -102,7 +111,7 @@ def test_only_plain_products_of_stored_matrices_fit():
 
 def test_the_mode_prefers_coopmat2_and_parses_back(coopmat2_on_cpu):
     a, b = f16_operands((8, 4), (4, 8), seed=2)
-    text = kernels_matmul.mode((vkml.tensor(a) @ vkml.tensor(b)).node)
+    text = matmul_templates.mode((vkml.tensor(a) @ vkml.tensor(b)).node)
     assert text == "matmul coopmat2 32 128x128x64 t128 g16"
     assert kernels_matmul_coopmat2.parse_mode(text) == (32, kernels_matmul_coopmat2.DEFAULT)
     other = kernels_matmul_coopmat2.Shape(128, 256, 64, 256, 8)
@@ -118,7 +127,7 @@ def test_the_mode_prefers_coopmat2_and_parses_back(coopmat2_on_cpu):
 def test_the_shape_variable_picks_the_shape(coopmat2_on_cpu, monkeypatch):
     a, b = f16_operands((8, 4), (4, 8), seed=2)
     monkeypatch.setenv("VKML_MATMUL_COOPMAT2_SHAPE", " 128x128x64  t128 u2 g8 ")
-    assert kernels_matmul.mode((vkml.tensor(a) @ vkml.tensor(b)).node) == "matmul coopmat2 32 128x128x64 t128 u2 g8"
+    assert matmul_templates.mode((vkml.tensor(a) @ vkml.tensor(b)).node) == "matmul coopmat2 32 128x128x64 t128 u2 g8"
 
 
 # ---------------------------------------------------------------- the interpreted kernel
@@ -235,7 +244,7 @@ def test_the_verifier_wants_workgroup_uniform_operands_and_known_buffers():
 
 @pytest.mark.parametrize("m, k, n", [(8192, 8192, 8192), (8200, 8192, 8100), (37, 29, 45)])
 def test_the_kernel_validates_for_an_h200_like_device(m, k, n):
-    from vkml.graph import Node  # noqa: F401  (the node below is built lazily, never run)
+    from vkml.graph.node import Node  # noqa: F401  (the node below is built lazily, never run)
 
     a = vkml.zeros(m, k, dtype=vkml.float16)
     b = vkml.zeros(k, n, dtype=vkml.float16)

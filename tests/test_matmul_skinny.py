@@ -16,10 +16,10 @@ from optest import assert_same_bits, random_floats
 from test_matmul import _dispatches, _matmul_kernel, ordered_matmul
 
 import vkml
-from vkml import kernels_matmul
 from vkml.codegen import compile_kernel
 from vkml.codegen.features import DeviceFeatures
-from vkml.kernels_matmul import MatmulConfig, choose_config, skinny_config
+from vkml.kernels.matmul import tiled as kernels_matmul
+from vkml.kernels.matmul.tiled import MatmulConfig, choose_config, skinny_config
 
 H200 = DeviceFeatures.h200_like()
 

@@ -188,10 +188,10 @@ def test_same_bits_on_cpu_and_vulkan_and_seeded(case, gpu):
 def test_generator_argument(name):
     fn = getattr(init, name)
     vkml.manual_seed(5)
-    state = vkml.random.default_generator.get_state()
+    state = vkml.frontend.random.default_generator.get_state()
     first = fn(vkml.zeros(4, 6), generator=vkml.Generator(9)).numpy()
     again = fn(vkml.zeros(4, 6), generator=vkml.Generator(9)).numpy()
-    assert vkml.random.default_generator.get_state() == state  # the default generator was not used
+    assert vkml.frontend.random.default_generator.get_state() == state  # the default generator was not used
     assert_same_bits(again, first, name)
     assert not np.array_equal(fn(vkml.zeros(4, 6)).numpy(), first)
 

@@ -303,9 +303,9 @@ def test_shift_max_follows_the_tree_with_its_compare_and_select(dim):
     x[:, ::7] = np.resize(F32_SPECIALS, x[:, ::7].shape)
     flat, shape_result = reduced_last(x, dim)
     want = shape_result(tree_reduce(flat, _shift_max_ref))
-    got = vkml.functions._shift_max(vk(x), dim).numpy()
+    got = vkml.frontend.operators._shift_max(vk(x), dim).numpy()
     assert_same_bits(got, want, f"shift_max(dim={dim})")
-    half = vkml.functions._shift_max(vk(x.astype(np.float16)), dim).numpy()
+    half = vkml.frontend.operators._shift_max(vk(x.astype(np.float16)), dim).numpy()
     assert_same_bits(half, shape_result(tree_reduce(flat.astype(np.float16), _shift_max_ref)), "float16")
 
 
@@ -314,11 +314,11 @@ def test_shift_max_is_amax_on_rows_without_nan_up_to_a_zeros_sign():
     x[::3, ::5] = np.float32(INF)
     x[1::3, ::4] = -np.float32(INF)
     x[2::5] = np.where(x[2::5] > 0, np.float32(0.0), np.float32(-0.0))  # rows of mixed zeros only
-    got = vkml.functions._shift_max(vk(x), 1).numpy()
+    got = vkml.frontend.operators._shift_max(vk(x), 1).numpy()
     want = vkml.amax(vk(x), 1).numpy()
     assert np.array_equal(got, want)  # == : +0 equals -0
     # The documented divergences: a zero of either sign, and a NaN that need not win.
-    shift = vkml.functions._shift_max
+    shift = vkml.frontend.operators._shift_max
     assert_same_bits(shift(vk(np.array([0.0, -0.0], np.float32))).numpy(), np.array(-0.0, np.float32), "[+0, -0]")
     assert shift(vk(np.array([NAN, 1.0], np.float32))).item() == 1.0  # amax: NaN
     row = np.array([2.0, NAN, -1.0, INF, NAN, 0.5], np.float32)

@@ -1,5 +1,5 @@
 """The tensor front end against PyTorch: creation (tensor, zeros, ones, full, arange), ``.to(dtype)``
-between float32/float16/int32/int64/bool, realizing (numpy, item, tolist, vkml.realize), and
+between float32/float16/int32/int64/bool, realizing (numpy, item, tolist, vkml.frontend.realize), and
 eager mode giving the same bits as lazy mode."""
 
 from __future__ import annotations
@@ -204,10 +204,10 @@ def _graphs():
 @pytest.fixture
 def lazy_then_eager():
     """Runs the test body in lazy mode first; ``switch()`` turns eager mode on; restored afterwards."""
-    saved = vkml.lazy._eager_override  # None unless someone called set_eager: VKML_EAGER decides
+    saved = vkml.graph.build._eager_override  # None unless someone called set_eager: VKML_EAGER decides
     vkml.set_eager(False)
     yield lambda: vkml.set_eager(True)
-    vkml.lazy._eager_override = saved
+    vkml.graph.build._eager_override = saved
 
 
 @pytest.mark.parametrize("name, build", _graphs(), ids=[g[0] for g in _graphs()])
@@ -247,7 +247,7 @@ def _shape_of_node(node):
 def test_a_binary_op_met_again_builds_what_the_general_path_builds(name):
     """lazy.binary_fast reuses the promotion decision of operands of the same kinds: the node
     it builds is the one lazy.elementwise's checks build, and an error is raised every time."""
-    from vkml import lazy
+    from vkml.graph import build as lazy
 
     dtypes = [vkml.bool, vkml.float16, vkml.float32, vkml.int32, vkml.int64]
     tensors = [vkml.ones(*shape, dtype=d).node for d in dtypes for shape in ((), (3,))]

@@ -6,7 +6,7 @@ import numpy as np
 from fake_devices import offering
 
 import vkml
-from vkml.runtime import pipeline_stats, reports
+from vkml.runtime.vulkan import pipeline_stats, reports
 
 
 def test_a_device_offering_the_extension_gets_the_feature_and_extension_enabled():

@@ -1,4 +1,4 @@
-"""The plan cache (vkml/plan_cache.py): a repeated graph structure is not planned again, a
+"""The plan cache (vkml/schedule/plan_cache.py): a repeated graph structure is not planned again, a
 replayed plan gives the bits of a fresh one, and a structurally different graph never
 reuses another's plan."""
 
@@ -8,8 +8,13 @@ import numpy as np
 import pytest
 
 import vkml
-from vkml import debug, kernels, kernels_matmul, lazy, plan_cache, schedule
-from vkml.graph import Node, toposort
+from vkml import debug
+from vkml.graph import build as lazy
+from vkml.graph.node import Node, toposort
+from vkml.kernels import lowering as kernels
+from vkml.kernels import matmul as matmul_templates
+from vkml.schedule import plan_cache
+from vkml.schedule import scheduler as schedule
 
 
 def _devices():
@@ -120,8 +125,8 @@ def test_a_structurally_different_graph_is_planned_afresh(name, first, second):
     first().numpy()
     debug.reset_counters()
     out = second()
-    _, key_first = plan_cache.trace([first().node], kernels_matmul.mode)
-    _, key_second = plan_cache.trace([out.node], kernels_matmul.mode)
+    _, key_first = plan_cache.trace([first().node], matmul_templates.mode)
+    _, key_second = plan_cache.trace([out.node], matmul_templates.mode)
     assert key_first != key_second, name
     got = out.numpy()
     assert _counts() == (1, 0), name
@@ -130,8 +135,8 @@ def test_a_structurally_different_graph_is_planned_afresh(name, first, second):
 
 def test_equal_structures_have_equal_keys_whatever_the_constants():
     a, b = vkml.tensor(_data(0)), vkml.tensor(_data(1))
-    _, k1 = plan_cache.trace([_graph(a, b, 0.5, 1.0).node], kernels_matmul.mode)
-    _, k2 = plan_cache.trace([_graph(b, a, -7.0, 2.0).node], kernels_matmul.mode)
+    _, k1 = plan_cache.trace([_graph(a, b, 0.5, 1.0).node], matmul_templates.mode)
+    _, k2 = plan_cache.trace([_graph(b, a, -7.0, 2.0).node], matmul_templates.mode)
     assert k1 == k2
 
 
@@ -203,7 +208,7 @@ def test_trace_order_is_toposort_order():
             srcs = tuple(pool[int(i)] for i in rng.integers(0, len(pool), int(rng.integers(1, 4))))
             pool.append(Node("elementwise", srcs, ("add", srcs[0].dtype), (4, 8), srcs[0].dtype, device))
         roots = [pool[int(i)] for i in rng.integers(3, len(pool), 2)] if len(pool) > 4 else [pool[-1]]
-        order, key = plan_cache.trace(roots, kernels_matmul.mode)
+        order, key = plan_cache.trace(roots, matmul_templates.mode)
         assert order == toposort(roots)
         assert key is not None
 
@@ -220,7 +225,7 @@ def test_the_key_names_each_source_even_where_the_order_is_the_same():
         neg = Node("elementwise", (p if neg_reads_p else q,), ("neg", f32), (4, 8), f32, cpu)
         return Node("elementwise", (neg, p, q), ("where", f32), (4, 8), f32, cpu)
 
-    (order_p, key_p), (order_q, key_q) = (plan_cache.trace([graph(w)], kernels_matmul.mode) for w in (True, False))
+    (order_p, key_p), (order_q, key_q) = (plan_cache.trace([graph(w)], matmul_templates.mode) for w in (True, False))
     assert [n.arg for n in order_p] == [n.arg for n in order_q]
     assert key_p != key_q
 
@@ -241,7 +246,7 @@ def test_trace_marks_on_shared_nodes_never_leak_between_walks():
     realized = 0
     for step in range(60):
         roots = [pool[int(i)] for i in rng.integers(0, len(pool), int(rng.integers(1, 4)))]
-        order, key = plan_cache.trace(roots, kernels_matmul.mode)
+        order, key = plan_cache.trace(roots, matmul_templates.mode)
         assert order == toposort(roots)
         # The key names sources by position in this walk, whatever earlier walks left on the nodes.
         position = {id(n): p for p, n in enumerate(order)}
@@ -255,7 +260,7 @@ def test_trace_marks_on_shared_nodes_never_leak_between_walks():
             victim = next((n for n in reversed(order) if n.op == "elementwise"), None)
             if victim is not None:
                 victim.become_buffer(cpu.allocate(vkml.float32, 32))
-                _, later = plan_cache.trace([victim], kernels_matmul.mode)
+                _, later = plan_cache.trace([victim], matmul_templates.mode)
                 assert later == (("buffer", None, (4, 8), vkml.float32, ()), (0,))
                 realized += 1
     assert realized >= 3
@@ -270,12 +275,12 @@ def test_trace_walks_in_threads_do_not_mix():
     for k in range(100):  # long walks over shared nodes
         x = x * b + float(k)
     graphs = [[(vkml.tensor(_data(2)) * 2.0 + 0.5).node, x.node] for _ in range(4)]
-    expected = [plan_cache.trace(g, kernels_matmul.mode) for g in graphs]
+    expected = [plan_cache.trace(g, matmul_templates.mode) for g in graphs]
     failures = []
 
     def work(i):
         for _ in range(50):
-            if plan_cache.trace(graphs[i], kernels_matmul.mode) != expected[i]:
+            if plan_cache.trace(graphs[i], matmul_templates.mode) != expected[i]:
                 failures.append(i)
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]

@@ -97,7 +97,9 @@ def test_the_tool_times_the_extension_or_says_it_is_missing_and_exits_cleanly():
 
 def test_a_device_with_cooperative_matrix2_gets_its_features_enabled():
     """What runtime/reports.py and vk_physical.py do for a device listing VK_NV_cooperative_matrix2."""
-    from vkml.runtime import reports, vk_newer, vk_physical
+    from vkml.runtime.vulkan import newer_api as vk_newer
+    from vkml.runtime.vulkan import physical_device as vk_physical
+    from vkml.runtime.vulkan import reports
 
     info = offering({"VK_KHR_cooperative_matrix", "VK_NV_cooperative_matrix2"})
     enabled = reports.features_to_enable(info)
@@ -126,7 +128,9 @@ def test_a_device_refusing_the_newer_features_is_created_without_them(monkeypatc
     """vkCreateDevice failing with VK_NV_cooperative_matrix2's features on retries without them (not vkml's end)."""
     import dataclasses
 
-    from vkml.runtime import reports, vk_device, vk_physical
+    from vkml.runtime.vulkan import logical_device as vk_device
+    from vkml.runtime.vulkan import physical_device as vk_physical
+    from vkml.runtime.vulkan import reports
 
     real = reports.physical_device_info(0)
     if real.api < vk_physical.V1_1 or real.queue_family is None:
@@ -213,7 +217,7 @@ def test_the_recording_runs_a_module_and_reads_back_its_output(monkeypatch):
     if device.kind != "vulkan":
         pytest.skip("needs a Vulkan device")
     monkeypatch.setattr(proto, "spirv", lambda config, m, n, k: assemble_and_validate(_STAND_IN, "vulkan1.3"))
-    from vkml.runtime import pipeline_stats
+    from vkml.runtime.vulkan import pipeline_stats
 
     monkeypatch.setattr(device.pipelines, "capture_statistics", pipeline_stats.supported(device.logical))
     runner = proto.Runner(device)

@@ -1,4 +1,4 @@
-"""Recorded command buffers submitted again (vkml/runtime/recordings.py): only for the very same
+"""Recorded command buffers submitted again (vkml/runtime/vulkan/recordings.py): only for the very same
 batch on the very same memory, and what they compute is what a fresh recording computes."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import vkml
 from vkml import debug
 from vkml.runtime.base import Dispatch
-from vkml.runtime.recordings import fingerprint
+from vkml.runtime.vulkan.recordings import fingerprint
 
 DATA = np.linspace(0.5, 4.0, 1024, dtype=np.float32)
 

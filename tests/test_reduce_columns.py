@@ -1,4 +1,4 @@
-"""The columns mode (vkml/kernels_reduce_columns.py): reductions that keep the innermost axis.
+"""The columns mode (vkml/kernels/reduce_columns.py): reductions that keep the innermost axis.
 
 Checked bit for bit against the contract's tree (``test_ops_reduce.tree_oracle``) on the CPU
 interpreter under several tunings — each splits the reduced axis into different blocks and
@@ -18,12 +18,13 @@ from optest import F32_SPECIALS, LAYOUTS, assert_same_bits, in_layout, lowered, 
 from test_ops_reduce import tree_oracle
 
 import vkml
-from vkml import debug, schedule
-from vkml import kernels_reduce_columns as columns
-from vkml import kernels_tuning as KT
+from vkml import debug
 from vkml.codegen import compile_kernel
 from vkml.codegen.features import DeviceFeatures
-from vkml.kernels_reduce_columns import columns_layout
+from vkml.kernels import reduce_columns as columns
+from vkml.kernels import tuning as KT
+from vkml.kernels.reduce_columns import columns_layout
+from vkml.schedule import scheduler as schedule
 
 CPU = vkml.device("cpu")
 H200 = KT.tuning_from_features(DeviceFeatures.h200_like())

@@ -13,12 +13,13 @@ import numpy as np
 import pytest
 
 import vkml
-from vkml import lazy, schedule
-from vkml.graph import Node
+from vkml.graph import build as lazy
+from vkml.graph.node import Node
 from vkml.ir import types as T
-from vkml.kernels_tuning import CPU_TUNING
+from vkml.kernels.tuning import CPU_TUNING
 from vkml.ops.elementwise import CAST_DTYPES
 from vkml.ops.registry import REGISTRY, ops_of_kind
+from vkml.schedule import scheduler as schedule
 
 
 def _leaf(dtype: T.DType, shape=(2, 3)) -> Node:

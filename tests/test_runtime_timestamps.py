@@ -11,7 +11,7 @@ import vkml
 from vkml.ir import types as T
 from vkml.ir.builder import KernelBuilder, global_id, if_
 from vkml.runtime.base import Dispatch
-from vkml.runtime.vulkan import VulkanDevice, vulkan_device_reports
+from vkml.runtime.vulkan.backend import VulkanDevice, vulkan_device_reports
 
 pytestmark = pytest.mark.skipif(not vulkan_device_reports(), reason="no Vulkan device")
 

@@ -23,13 +23,13 @@ from vkml.codegen.tools import assemble_and_validate
 from vkml.errors import DeviceError, DTypeError, OutOfMemoryError, ShapeError
 from vkml.ir import types as T
 from vkml.ir.builder import KernelBuilder, convert, global_id, if_, select
-from vkml.runtime import transfers as transfers_module
 from vkml.runtime.base import Dispatch
 from vkml.runtime.counters import counters, reset_counters, snapshot
-from vkml.runtime.kernel_cache import KernelBinary, KernelCache, kernel_ir_text
-from vkml.runtime.memory import MemoryChoice, RangeAllocator, choose_memory
-from vkml.runtime.pipelines import PipelineCacheFile, PushConstantPacker
-from vkml.runtime.vulkan import VulkanDevice, device_rank, vulkan_device_reports
+from vkml.runtime.vulkan import transfers as transfers_module
+from vkml.runtime.vulkan.backend import VulkanDevice, device_rank, vulkan_device_reports
+from vkml.runtime.vulkan.kernel_cache import KernelBinary, KernelCache, kernel_ir_text
+from vkml.runtime.vulkan.memory import MemoryChoice, RangeAllocator, choose_memory
+from vkml.runtime.vulkan.pipelines import PipelineCacheFile, PushConstantPacker
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -694,7 +694,7 @@ def test_kernels_from_the_code_generator_run(cache_dir):
 
 def test_one_device_registry_names_and_runtime_give_the_same_object(gpu):
     import vkml
-    from vkml.runtime import vulkan as vulkan_runtime
+    from vkml.runtime.vulkan import backend as vulkan_runtime
 
     assert vkml.device(gpu.name) is vulkan_runtime.device(gpu.index) is gpu
     assert vkml.device("vulkan") is vulkan_runtime.device(0)

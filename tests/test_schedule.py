@@ -1,4 +1,4 @@
-"""Fusion rules of vkml/schedule.py, pinned by counting dispatches (CPU backend)."""
+"""Fusion rules of vkml/schedule/scheduler.py, pinned by counting dispatches (CPU backend)."""
 
 import numpy as np
 import pytest
@@ -210,7 +210,7 @@ def test_chain_of_eight_ops_on_2_20_elements_is_one_dispatch(dev):
 
 
 def test_rebuilding_the_same_graph_reuses_lowered_kernels(rng):
-    from vkml import schedule
+    from vkml.schedule import scheduler as schedule
 
     x_np = rng.standard_normal((4, 50), dtype=np.float32)
     kernels = []

@@ -12,7 +12,7 @@ import safetensors.numpy
 import torch
 
 import vkml
-from vkml.serialization import _safetensors_metadata
+from vkml.frontend.serialization import _safetensors_metadata
 
 
 def _roundtrip(obj, **load_kwargs):

@@ -21,9 +21,9 @@ import vkml
 import vkml.nn as nn
 import vkml.nn.functional as F
 from vkml import dsl
-from vkml.custom import restoring_registry
-from vkml.runtime.recordings import Recordings
-from vkml.runtime.vulkan import VulkanDevice
+from vkml.dsl.elementwise import restoring_registry
+from vkml.runtime.vulkan.backend import VulkanDevice
+from vkml.runtime.vulkan.recordings import Recordings
 
 THREADS = 16
 REALIZES = 200  # per thread, in the default suite
@@ -310,7 +310,7 @@ def test_threads_on_two_devices_at_once(gpu):
 
 def test_a_wait_outside_the_lock_keeps_its_fence_while_its_slot_runs_again(gpu):
     """A download waits on its fence without the device's lock; a run submitted meanwhile on the same
-    command buffer takes another fence rather than reset the one waited on (vkml/runtime/recordings.py)."""
+    command buffer takes another fence rather than reset the one waited on (vkml/runtime/vulkan/recordings.py)."""
     dev = VulkanDevice(gpu.index)
     dev.recordings = recordings = Recordings(dev.logical, slots=1)  # every run on the one slot
     dev.memory.wait_for = recordings.wait_for

@@ -14,9 +14,10 @@ import pytest
 from vkml.codegen import compile_kernel, emit_spirv
 from vkml.codegen.features import DeviceFeatures
 from vkml.errors import DTypeError, IRError
-from vkml.ir import interp, parse, verify
+from vkml.ir import parse, verify
 from vkml.ir import types as T
 from vkml.ir.builder import KernelBuilder, const, global_id, if_
+from vkml.ir.interp import reference as interp
 from vkml.runtime.base import Dispatch
 
 LAVAPIPE = DeviceFeatures.lavapipe_like()

@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import vkml
-from vkml.view import View, ViewStack
+from vkml.graph.view import View, ViewStack
 
 
 def _apply_numpy_and_vkml(ops, shape):

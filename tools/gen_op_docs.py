@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 import vkml  # noqa: E402
 import vkml.nn.functional as nnf  # noqa: E402
-from vkml import functions  # noqa: E402
+from vkml.frontend import operators as functions  # noqa: E402
 from vkml.ops import mathlib  # noqa: E402
 from vkml.ops.grads import RULES  # noqa: E402
 from vkml.ops.registry import REGISTRY, OpDef  # noqa: E402
@@ -59,7 +59,7 @@ REACHED_THROUGH = {
     "gelu_tanh": ["vkml.nn.functional.gelu(input, approximate='tanh')"],
     "clamp_min": ["vkml.clamp(input, min=min)", "Tensor.clamp(min=min)"],
     "clamp_max": ["vkml.clamp(input, max=max)", "Tensor.clamp(max=max)"],
-    "shift_max": ["vkml.softmax, vkml.log_softmax and vkml.logsumexp (vkml.functions._shift_max)"],
+    "shift_max": ["vkml.softmax, vkml.log_softmax and vkml.logsumexp (vkml.frontend.operators._shift_max)"],
 }
 RESULT_DTYPE = {
     "promote": "the promoted dtype of the operands (PyTorch's rules)",
@@ -160,7 +160,7 @@ EXTRA: dict[str, Extra] = {
         "on every device. `VKML_MATMUL_FMA=0` turns fusing off (every size, every device: the CPU's bits); `1` fuses "
         "every size on those GPUs. "
         "float16 × float16 on devices with cooperative matrices (VK_KHR_cooperative_matrix listing 16×16×16 "
-        "float16 × float16 → float32 per subgroup: the H200; vkml/kernels_matmul_coopmat.py) runs on the matrix "
+        "float16 × float16 → float32 per subgroup: the H200; vkml/kernels/matmul/coopmat.py) runs on the matrix "
         "units: each output starts from -0.0 and adds its products in 16-deep blocks of k in ascending order, a "
         "block's products and sums in the order and precision the device chooses (exact float16 products, "
         "float32 accumulation). Bound there: |computed - exact| <= 2γ_(K+16) Σ_k |a_ik||b_kj| before the one "
@@ -169,7 +169,7 @@ EXTRA: dict[str, Extra] = {
         "run on that device, not the CPU's; the CPU interpreter runs the same kernel with the scalar order above "
         "(its bits). The plain product of two 2-D float16 matrices stored as they are, on devices with "
         "VK_NV_cooperative_matrix2 (workgroup-scope matrices loaded by tensor layouts: the H200; "
-        "vkml/kernels_matmul_coopmat2.py, about 1.9x the subgroup-scope kernel there), adds 64-deep blocks of k "
+        "vkml/kernels/matmul/coopmat2.py, about 1.9x the subgroup-scope kernel there), adds 64-deep blocks of k "
         "in ascending order the same way, within the same bound, and narrows the float32 sum to float16 in "
         "hardware (OpFConvert under RoundingModeRTE 16: round to nearest even with subnormals, the software "
         "narrowing's rounding); positions past M, N or K read +0.0, so only the sign of an exactly-zero sum may "
@@ -283,7 +283,7 @@ EXTRA: dict[str, Extra] = {
         "creation",
         (_sig("vkml.rand", vkml.rand), _sig("vkml.rand_like", vkml.rand_like)),
         vkml.rand,
-        precision="exact: element i is Threefry-2x32-20 of (i, the draw's offset) under the seed (vkml/random.py), "
+        precision="exact: element i is Threefry-2x32-20 of (i, the draw's offset) under the seed (vkml/frontend/random.py), "
         "the same bits on every device",
         special="Never 1.0: float32 values are multiples of 2^-24 below 1, float16 values multiples of 2^-11.",
         divergence="The same seed gives other values than PyTorch's generator (Philox or Mersenne Twister).",
@@ -536,7 +536,7 @@ def index_page(entries: list[tuple[str, str, str, str]]) -> str:
         "",
         f"Regenerate with `{COMMAND}`; `tests/test_op_docs.py` fails when a page is stale.",
         "",
-        "Python numbers as operands follow PyTorch on every device (`vkml/lazy.py`): a float beyond "
+        "Python numbers as operands follow PyTorch on every device (`vkml/graph/build.py`): a float beyond "
         "float32's range is ±inf (`x + 1e40` is inf, `x == 1e40` False); an int outside [-2**63, 2**64) "
         "is an OverflowError at the op; other ints wrap into an integer tensor's dtype (`int32_tensor + "
         "2**32` adds 0, as PyTorch). Where PyTorch converts a number to the result's dtype exactly — "

@@ -6,26 +6,22 @@
 14.0
 """
 
-from . import creation as _creation
-from . import dsl as dsl  # vkml.dsl: the functions custom operators are written with
-from . import nn, optim  # noqa: F401  (vkml.nn: layers, losses, functional; vkml.optim: SGD, Adam, AdamW)
-from . import ops as _ops  # noqa: F401  (registers every operator)
-from . import utils as utils  # vkml.utils.data: datasets, samplers, DataLoader
-from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
-from .creation import (
-    arange,
-    full,
-    full_like,
-    ones,
-    ones_like,
-    zeros,
-    zeros_like,
+from . import (  # noqa: F401  (vkml.nn: layers, losses, functional; vkml.optim: SGD, Adam, AdamW)
+    dsl,  # vkml.dsl: the functions custom operators are written with
+    nn,
+    optim,
+    utils,  # vkml.utils.data: datasets, samplers, DataLoader
 )
-from .custom import elementwise
-from .devices import best_device, device, vulkan_device_reports
-from .dsl_kernel import kernel
+from . import ops as _ops  # noqa: F401  (registers every operator)
+from .dsl.elementwise import elementwise
+from .dsl.kernel import kernel
 from .errors import CompileError, DeviceError, DTypeError, OutOfMemoryError, ShapeError
-from .functions import (
+from .frontend import creation as _creation
+from .frontend.autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .frontend.creation import arange, full, full_like, ones, ones_like, zeros, zeros_like
+from .frontend.devices import best_device, device, vulkan_device_reports
+from .frontend.indexing import gather, index_select, nonzero, scatter, scatter_add, take_along_dim
+from .frontend.operators import (
     abs,
     add,
     amax,
@@ -80,12 +76,11 @@ from .functions import (
     unsqueeze,
     where,
 )
-from .indexing import gather, index_select, nonzero, scatter, scatter_add, take_along_dim
+from .frontend.random import Generator, manual_seed, rand, rand_like, randn, randn_like
+from .frontend.realize import realize, set_eager
+from .frontend.serialization import load, save
 from .ir.types import bool_ as bool  # noqa: A001
 from .ir.types import float16, float32, int32, int64
-from .random import Generator, manual_seed, rand, rand_like, randn, randn_like
-from .realize import realize, set_eager
-from .serialization import load, save
 from .tensor import Tensor
 
 # The submodule vkml.tensor shadowed the creation function of the same name: bind it again.

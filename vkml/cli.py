@@ -34,7 +34,8 @@ or module:function for a custom op.
 
 def _features(device_name: str | None):
     import vkml
-    from vkml.codegen.features import DeviceFeatures
+
+    from .codegen.features import DeviceFeatures
 
     if device_name and device_name != "cpu":
         return vkml.device(device_name).features
@@ -46,7 +47,8 @@ def _features(device_name: str | None):
 
 def _op_function(name: str):
     import vkml
-    from vkml.ops.registry import REGISTRY
+
+    from .ops.registry import REGISTRY
 
     if ":" in name:
         module, _, attr = name.partition(":")
@@ -58,14 +60,15 @@ def _op_function(name: str):
         if space is not None and hasattr(space, name):
             return getattr(space, name)
     if name in REGISTRY:
-        from vkml import functions, lazy
+        from .frontend import operators as functions
+        from .graph import build as lazy
 
         return lambda *xs: functions._wrap(lazy.elementwise(name, [x.node for x in xs]))
     raise SystemExit(f"vkml-dump-spirv: unknown op {name!r} (see docs/ops/ for the list)")
 
 
 def _arity(name: str, fn) -> int:
-    from vkml.ops.registry import REGISTRY
+    from .ops.registry import REGISTRY
 
     op = REGISTRY.get(name)
     if op is not None and op.body is not None:
@@ -81,7 +84,8 @@ def _arity(name: str, fn) -> int:
 
 def _kernels_of_op(args) -> list:
     import vkml
-    from vkml import schedule
+
+    from .schedule import scheduler as schedule
 
     shape = tuple(int(s) for s in args.shape.split(",")) if args.shape else (16,)
     dtype = vkml.ir.types.by_name(args.dtype)
@@ -101,7 +105,7 @@ def _kernels_of_op(args) -> list:
 
 
 def print_kernel(kernel, features, out=None) -> None:
-    from vkml.codegen import compile_kernel
+    from .codegen import compile_kernel
 
     out = out or sys.stdout
     compiled = compile_kernel(kernel, features)
@@ -135,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
 
         kernels = [vkml.ir.parse(Path(args.ir_file).read_text())]
     elif args.run:
-        from vkml import debug
+        from . import debug
 
         seen, kernels = set(), []
 

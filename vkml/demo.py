@@ -3,7 +3,7 @@
 The data are three interleaved spirals, generated here (nothing is downloaded). The model
 is a two-hidden-layer MLP with dropout, trained with Adam; every step is three submissions —
 forward, gradients, update — that the host does not wait for until it reads the loss, which
-needs only the first (vkml/autograd.py). Run with ``python -m vkml.demo`` (``--epochs N`` to shorten).
+needs only the first (vkml/frontend/autograd.py). Run with ``python -m vkml.demo`` (``--epochs N`` to shorten).
 The same seed gives the same bits on every device, so the run on the CPU reference backend
 must reproduce every loss bit for bit.
 """
@@ -20,7 +20,8 @@ import numpy as np
 import vkml
 import vkml.nn as nn
 import vkml.nn.functional as F
-from vkml import debug
+
+from . import debug
 
 CLASSES = 3
 POINTS_PER_CLASS = 300

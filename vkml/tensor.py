@@ -11,18 +11,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import checks, indexing, lazy, mutation, schedule
-from . import functions as F
 from .errors import DTypeError, ShapeError
-from .graph import Node
+from .frontend import indexing, mutation
+from .frontend import operators as F
+from .graph import build as lazy
+from .graph.node import Node
 from .ir import types as T
+from .schedule import checks
+from .schedule import scheduler as schedule
 
 
 class Tensor:
     """A lazy n-dimensional array on one device. Ops record nodes; ``realize()`` runs them."""
 
     # _node: the value (for a view, as of base version _seen); _base: the tensor whose storage
-    # this one views (None: it owns its storage), _chain: the view steps from it (vkml/mutation.py);
+    # this one views (None: it owns its storage), _chain: the view steps from it (vkml/frontend/mutation.py);
     # _vcount: the version counter of the storage this tensor owns; _gradview: whether a view
     # rebuilt after a write through its storage records autograd (False for detach()).
     __slots__ = (
@@ -92,7 +95,7 @@ class Tensor:
             raise TypeError("len() of a 0-d tensor")
         return self.shape[0]
 
-    # ------------------------------------------------------------------ autograd (vkml/autograd.py)
+    # ------------------------------------------------------------------ autograd (vkml/frontend/autograd.py)
     @property
     def requires_grad(self) -> bool:
         """Whether backward() computes a gradient for this tensor (only floating point tensors can)."""
@@ -131,14 +134,14 @@ class Tensor:
         """Add the gradient of this tensor to ``.grad`` of the leaves it depends on.
 
         Records the gradient graph only: the gradients run when read or at the optimizer's
-        ``step()`` (see vkml/autograd.py for the rule). ``gradient`` is needed unless the
+        ``step()`` (see vkml/frontend/autograd.py for the rule). ``gradient`` is needed unless the
         tensor has one element.
 
         >>> x = vkml.tensor([3.0], requires_grad=True)
         >>> (x * x).sum().backward(); x.grad.tolist()
         [6.0]
         """
-        from . import autograd
+        from .frontend import autograd
 
         autograd.backward(self, gradient, retain_graph)
 
@@ -156,7 +159,7 @@ class Tensor:
         """The values as a new numpy array (realizes first)."""
         self.realize()
         node = self.node
-        checks.verify_read(node)  # raises the error of an op whose values were refused (vkml/checks.py)
+        checks.verify_read(node)  # raises the error of an op whose values were refused (vkml/schedule/checks.py)
         return node.device.download(node.buffer).reshape(node.shape)
 
     def item(self):
@@ -330,7 +333,7 @@ class Tensor:
     def flatten(self):
         return F.reshape(self, -1)
 
-    # ------------------------------------------------------------------ mutation (vkml/mutation.py)
+    # ------------------------------------------------------------------ mutation (vkml/frontend/mutation.py)
     @property
     def _version(self) -> int:
         """The version counter of this tensor's storage: how many writes it has seen (PyTorch's ``_version``)."""

@@ -23,7 +23,8 @@ from ..ir.instructions import VECTOR_WIDTH
 from ..ir.text import ValueNames, format_statement
 from ..ir.types import DType
 from ..ir.verify import verify_kernel
-from . import CompiledKernel, push_slot_nbytes, spirv_compare, tools
+from . import spirv_compare, tools
+from .compiled import CompiledKernel, push_slot_nbytes
 from .features import DeviceFeatures
 from .spirv_matrix import MatrixEmitter
 from .spirv_memory import MemoryEmitter, sanitize

@@ -13,7 +13,7 @@ from ..errors import CompileError
 from ..ir import types as T
 from ..ir.core import If, Instr, Kernel, Loop, walk
 from ..ir.types import DType
-from . import push_slot_nbytes
+from .compiled import push_slot_nbytes
 from .features import VULKAN_NAMES, DeviceFeatures
 
 # Shared arrays of bool have no defined size; count them as one 32-bit word per element.

@@ -96,7 +96,7 @@ def const(value, dtype: T.DType) -> Value:
 def rounding_float_constants():
     """Inside, a Python float a float type cannot hold rounds to the nearest instead of raising.
 
-    PyTorch rounds a Python scalar to the tensor's dtype; custom-operator bodies (vkml.custom)
+    PyTorch rounds a Python scalar to the tensor's dtype; custom-operator bodies (vkml.dsl.elementwise)
     run in this context so that ``x * 0.1`` means what it means there. vkml's own ops stay strict.
 
     >>> with rounding_float_constants():

@@ -13,7 +13,7 @@ next insertion honours it:
 
 ``on_evict(key, value)`` runs (outside the lock) for each entry dropped by the bound; what
 an evicted value owns (a VkPipeline) is its owner's to release safely
-(vkml/runtime/pipelines.py defers that past the GPU work that may use it).
+(vkml/runtime/vulkan/pipelines.py defers that past the GPU work that may use it).
 
 The structure is an ``OrderedDict`` mutated only under the cache's own lock, so threads may
 share a cache. The lock is re-entrant: a kernel's death (a weak-reference callback, which the

@@ -9,18 +9,7 @@
 
 from . import functional, init, utils
 from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
-from .layers import (
-    GELU,
-    CrossEntropyLoss,
-    Dropout,
-    Embedding,
-    LayerNorm,
-    Linear,
-    MSELoss,
-    ReLU,
-    Sigmoid,
-    Tanh,
-)
+from .layers import GELU, CrossEntropyLoss, Dropout, Embedding, LayerNorm, Linear, MSELoss, ReLU, Sigmoid, Tanh
 from .module import Module, Parameter
 
 __all__ = [

@@ -1,6 +1,6 @@
 """``vkml.nn.functional``: activations and normalisers with ``torch.nn.functional``'s names and defaults.
 
-Each function calls a registered op (``vkml/ops/``) or a composite of ``vkml.functions``;
+Each function calls a registered op (``vkml/ops/``) or a composite of ``vkml.frontend.operators``;
 nothing here computes on its own.
 
 >>> import vkml
@@ -14,10 +14,12 @@ from __future__ import annotations
 import functools
 import weakref
 
-from .. import checks, creation, functions
-from .. import random as vkrandom
 from ..errors import DTypeError, ShapeError
+from ..frontend import creation
+from ..frontend import operators as functions
+from ..frontend import random as vkrandom
 from ..ir import types as T
+from ..schedule import checks
 
 relu = functions.relu
 softmax = functions.softmax
@@ -104,7 +106,7 @@ def one_hot(tensor, num_classes: int = -1):
     ``num_classes=-1`` reads the largest index from the tensor (one submission) and checks the
     indices at the call. With ``num_classes`` given, an index outside [0, num_classes) — which
     would give an all-zero row — is PyTorch's RuntimeError when the result is read, as
-    ``cross_entropy``'s IndexError (vkml/checks.py).
+    ``cross_entropy``'s IndexError (vkml/schedule/checks.py).
 
     >>> one_hot(vkml.tensor([0, 2]), 3).tolist()  # doctest: +SKIP
     [[1, 0, 0], [0, 0, 1]]
@@ -151,7 +153,7 @@ def _checked_hits(op: str, indices, size: int, dim: int, message, error=IndexErr
     The indices are not read here: that would wait for the device. The first bad position and
     its value are two small reductions computed in the submission that computes anything
     through the result, and reading a result raises the error, naming the op and the line that
-    called it (vkml/checks.py). Realized indices that passed are remembered, so the same loaded
+    called it (vkml/schedule/checks.py). Realized indices that passed are remembered, so the same loaded
     labels are checked once.
     """
     _integer_indices(op, indices)
@@ -229,7 +231,7 @@ def cross_entropy(
     training step. Instead the first bad position is computed in the submission that computes
     the loss or its gradient, the error names the op and the calling line, and every tensor
     computed from the loss (gradients, updated parameters) raises it when read
-    (vkml/checks.py). Realized targets that passed are not checked again.
+    (vkml/schedule/checks.py). Realized targets that passed are not checked again.
 
     >>> cross_entropy(vkml.zeros(2, 4), vkml.tensor([1, 3])).item()  # doctest: +SKIP
     1.3862943649291992
@@ -286,7 +288,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
 
     float16 inputs are normalised in float32 and rounded once. rsqrt(var + eps) is computed once
     per row; where a row fits one chunk of the device's rows kernel, mean, variance and output are
-    one kernel reading x, weight and bias once (vkml/schedule.py, rule 7), same bits as two.
+    one kernel reading x, weight and bias once (vkml/schedule/scheduler.py, rule 7), same bits as two.
 
     >>> layer_norm(vkml.tensor([[1.0, 3.0]]), (2,)).tolist()  # doctest: +SKIP
     [[-0.9999950..., 0.9999950...]]

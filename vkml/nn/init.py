@@ -23,9 +23,10 @@ import warnings
 
 import numpy as np
 
-from .. import creation, functions
 from ..errors import DTypeError
-from ..random import Generator, rand, randn
+from ..frontend import creation
+from ..frontend import operators as functions
+from ..frontend.random import Generator, rand, randn
 from ..tensor import Tensor
 from .module import _set_data
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from .. import creation
+from ..frontend import creation
 from . import functional as F
 from . import init
 from .module import Module, Parameter

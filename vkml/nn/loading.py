@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import creation
+from ..frontend import creation
 from ..tensor import Tensor
 
 

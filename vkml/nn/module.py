@@ -30,8 +30,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from .. import autograd, creation
 from ..errors import DTypeError
+from ..frontend import autograd, creation
 from ..ir import types as T
 from ..tensor import Tensor
 from .hooks import RemovableHandle

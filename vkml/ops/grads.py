@@ -10,7 +10,7 @@ Elementwise and reduction rules sit next to their op's body (``OpDef.grad`` in
 elementwise.py and reduce.py). The rules here are for the ops the front end builds out of
 others (matmul, softmax, ...) and for movement ops, one rule per op, in ``RULES``.
 
-The driver (vkml/autograd.py) sums each gradient over the dims its operand was broadcast
+The driver (vkml/frontend/autograd.py) sums each gradient over the dims its operand was broadcast
 along and casts it to the operand's dtype, so no rule does either.
 
 >>> sorted(RULES)[:3]

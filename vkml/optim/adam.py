@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from ..creation import zeros_like
-from ..functions import maximum
+from ..frontend.creation import zeros_like
+from ..frontend.operators import maximum
 from .optimizer import Optimizer
 
 

@@ -1,16 +1,16 @@
 """``Optimizer``: parameter groups, ``zero_grad``, and a ``step`` that is one submission.
 
 ``step()`` builds every parameter's update lazily (with recording off), then realizes, in one
-``vkml.realize`` — one submission per device, which the host does not wait for —:
+``vkml.frontend.realize`` — one submission per device, which the host does not wait for —:
 
 - the new parameter values, which replace each parameter's node (same object, new values);
 - the optimizer's state (momentum buffers, Adam's moments);
 - the gradients, so ``p.grad`` can be read afterwards at no cost;
-- the tensors ``backward()`` was called on since the previous step (vkml/autograd.py), so
+- the tensors ``backward()`` was called on since the previous step (vkml/frontend/autograd.py), so
   ``loss.item()`` after ``step()`` costs no submission of its own.
 
 By default ``backward()`` has already submitted the forward and the gradients
-(``VKML_BACKWARD_RUNS``, vkml/autograd.py), so the step's submission holds the update alone,
+(``VKML_BACKWARD_RUNS``, vkml/frontend/autograd.py), so the step's submission holds the update alone,
 built while the device computes the gradients; with ``VKML_BACKWARD_RUNS=lazy`` forward,
 backward and update of a training step run together in this one submission.
 """
@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .. import autograd
-from ..realize import realize
+from ..frontend import autograd
+from ..frontend.realize import realize
 
 
 class Optimizer:
@@ -49,7 +49,7 @@ class Optimizer:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Forget the gradients (set to None, as PyTorch's default; or to zeros)."""
-        from ..creation import zeros_like
+        from ..frontend.creation import zeros_like
 
         for group in self.param_groups:
             for p in group["params"]:
@@ -140,7 +140,7 @@ class Optimizer:
 
 def _state_value(key: str, value, param):
     """One saved state entry, ready for ``param``'s updates: tensors on its device (floats in its dtype)."""
-    from ..creation import tensor
+    from ..frontend.creation import tensor
     from ..tensor import Tensor
 
     if key == "step":

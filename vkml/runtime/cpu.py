@@ -11,7 +11,7 @@ from collections import deque
 
 import numpy as np
 
-from ..ir import interp
+from ..ir.interp import reference as interp
 from ..ir.types import DType
 from ..ir.verify import verify_kernel
 from .base import Buffer, Device, Dispatch

@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from ...creation import tensor
-from ...functions import amax, amin, cat, clamp
+from ...frontend.creation import tensor
+from ...frontend.operators import amax, amin, cat, clamp
 from ...tensor import Tensor
 
 _NONFINITE = (

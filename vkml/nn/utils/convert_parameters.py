@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ...functions import cat
+from ...frontend.operators import cat
 from ...tensor import Tensor
 
 

@@ -9,15 +9,7 @@
 
 from .collate import default_collate, default_convert
 from .dataloader import DataLoader, WorkerInfo, get_worker_info
-from .dataset import (
-    ChainDataset,
-    ConcatDataset,
-    Dataset,
-    IterableDataset,
-    Subset,
-    TensorDataset,
-    random_split,
-)
+from .dataset import ChainDataset, ConcatDataset, Dataset, IterableDataset, Subset, TensorDataset, random_split
 from .sampler import (
     BatchSampler,
     RandomSampler,

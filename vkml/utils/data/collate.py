@@ -58,12 +58,12 @@ class _Leaves:
     in_worker = False
 
     def array(self, array: np.ndarray, dtype: str | None = None, device: str = "cpu"):
-        from ...creation import tensor
+        from ...frontend.creation import tensor
 
         return tensor(array, dtype=dtype or _dtype_name(array), device=device)
 
     def stack(self, batch: list[Tensor]):
-        from ...functions import cat
+        from ...frontend.operators import cat
 
         _check_equal_shapes(batch)
         return cat([t.unsqueeze(0) for t in batch])
@@ -221,7 +221,7 @@ def to_host(obj):
 
 def to_tensors(obj):
     """In the main process: every ``HostBatch`` leaf becomes a CPU tensor; containers walked."""
-    from ...creation import tensor
+    from ...frontend.creation import tensor
 
     if isinstance(obj, HostBatch):
         return tensor(obj.array, dtype=obj.dtype, device=obj.device)

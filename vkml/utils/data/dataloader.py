@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ... import random as _random
+from ...frontend import random as _random
 from . import collate as _collate
 from .dataset import IterableDataset, TensorDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, _rng

@@ -82,7 +82,7 @@ class TensorDataset(Dataset):
         return {"arrays": self._host_arrays(), "dtypes": [t.dtype.name for t in self.tensors], "devices": devices}
 
     def __setstate__(self, state: dict) -> None:
-        from ...creation import tensor
+        from ...frontend.creation import tensor
 
         # In the worker the tensors live on the CPU backend (numpy); batches still name the source device.
         self.tensors = tuple(tensor(a, dtype=d) for a, d in zip(state["arrays"], state["dtypes"]))

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from ... import random as _random
+from ...frontend import random as _random
 
 
 def _rng(generator) -> np.random.Generator:

@@ -1,0 +1,379 @@
+"""Gradients of elementwise DSL bodies, derived from the body itself (reverse mode).
+
+The math library's functions are written with bitcasts and integer operations, which have no
+useful derivative at the bit level. So a body is differentiated at the level of the calls it
+makes: vkml calls it once more on ``Sym`` tracers, on which the arithmetic operators and the
+``vkml.dsl`` functions *record* one node each (``exp(x)`` is one node whose derivative is
+known) instead of emitting IR. Reverse mode over the recorded graph builds each input's
+gradient as another ``Sym`` expression, and ``emit`` turns that into IR by calling the very
+same ``vkml.dsl`` functions on IR values.
+
+    >>> from vkml import dsl
+    >>> grads = gradient_exprs(lambda x, y: dsl.exp(x) * y, 2)
+    >>> [g.op for g in grads]          # d/dx = g*y*exp(x), d/dy = g*exp(x)
+    ['mul', 'mul']
+
+Supported (the rules follow PyTorch's derivative formulas, ties and NaN cases included):
+``+ - * /``, unary ``-``, ``where``/``select``, ``exp exp2 expm1 log log2 log1p sqrt rsqrt
+tanh sigmoid erf gelu gelu_tanh softplus pow abs maximum minimum clamp clamp_min clamp_max
+relu div convert const``; comparisons, ``isnan``, ``sign floor ceil trunc round_even`` and
+bool/integer operators have zero gradient. Anything else (``bitcast``, ``shuffle_xor``, loops,
+ifs, index-space functions, builder or mathlib functions called directly) cannot be traced:
+the error says so and suggests ``backward=``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import operator
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..errors import DTypeError
+from ..ir import builder as B
+from ..ir import types as T
+from ..ir.core import Value
+from ..ops import mathlib as M
+from ..ops.registry import REGISTRY
+
+_state = threading.local()
+
+
+class NotDifferentiable(DTypeError):
+    """A body uses something the symbolic tracer cannot differentiate."""
+
+
+def is_tracing() -> bool:
+    """True while a body runs on ``Sym`` tracers (the vkml.dsl functions then record)."""
+    return getattr(_state, "tracing", False)
+
+
+@contextlib.contextmanager
+def tracing():
+    previous = is_tracing()
+    _state.tracing = True
+    try:
+        yield
+    finally:
+        _state.tracing = previous
+
+
+class Sym:
+    """One recorded operation: ``op`` applied to ``args`` (Syms, Python numbers, None, dtypes)."""
+
+    __slots__ = ("op", "args", "dtype")
+
+    def __init__(self, op: str, args: tuple, dtype: T.DType):
+        self.op, self.args, self.dtype = op, args, dtype
+
+    def __repr__(self) -> str:
+        return f"<Sym {self.op} {self.dtype.short}>"
+
+    def __bool__(self):
+        raise DTypeError(
+            "an IR value has no Python truth value (Python `if`, `while`, `and`, `or`, `not` cannot "
+            "look at it); use dsl.where(cond, a, b)"
+        )
+
+    __index__ = __bool__
+
+
+def _operator(op: str, swap: bool = False):
+    if swap:
+        return lambda a, b: record(op, b, a)
+    return lambda a, b: record(op, a, b)
+
+
+for _name, _op in {
+    "add": "add",
+    "sub": "sub",
+    "mul": "mul",
+    "truediv": "div",
+    "mod": "mod",
+    "and": "and",
+    "or": "or",
+    "xor": "xor",
+    "lshift": "shl",
+    "rshift": "shr",
+}.items():
+    setattr(Sym, f"__{_name}__", _operator(_op))
+    setattr(Sym, f"__r{_name}__", _operator(_op, swap=True))
+for _name in ("lt", "le", "gt", "ge"):
+    setattr(Sym, f"__{_name}__", _operator(_name))
+Sym.__neg__ = lambda a: record("neg", a)
+Sym.__invert__ = lambda a: record("not", a)
+
+
+# ---------------------------------------------------------------- the primitives
+
+
+@dataclass(frozen=True)
+class Prim:
+    """A traceable operation: its IR implementation, how many leading args are values, its gradient.
+
+    ``grad(node, g)`` returns one adjoint (a Sym, or None for zero) per value argument;
+    ``grad=None`` means the result carries no gradient (comparisons, rounding, bits).
+    """
+
+    impl: Callable
+    nvalues: int
+    grad: Callable | None = None
+
+
+def _select(c, a, b):
+    return record("select", c, a, b)
+
+
+def _zero_unless(cond, g):
+    return _select(cond, g, 0.0)
+
+
+def _maximum_grads(n, g):
+    a, b = n.args
+    tie = _select(record("eq", a, b), g * 0.5, g)  # PyTorch splits the gradient of a tie
+    return (_select(a < b, 0.0, tie), _select(a > b, 0.0, tie))
+
+
+def _minimum_grads(n, g):
+    a, b = n.args
+    tie = _select(record("eq", a, b), g * 0.5, g)
+    return (_select(a > b, 0.0, tie), _select(a < b, 0.0, tie))
+
+
+def _clamp_grads(n, g):
+    # PyTorch's clamp_backward_min_max: x inside [lo, hi] inclusive; lo only while lo < hi, hi
+    # where x > hi or lo > hi; so x < lo == hi gives no gradient to anyone (measured, torch 2.x).
+    x, lo, hi = n.args
+    if lo is None and hi is None:
+        return (g, None, None)
+    if lo is None:
+        return (_zero_unless(x <= hi, g), None, _zero_unless(x > hi, g))
+    if hi is None:
+        return (_zero_unless(x >= lo, g), _zero_unless(x < lo, g), None)
+    return (
+        _zero_unless((x >= lo) & (x <= hi), g),
+        _zero_unless((x < lo) & (lo < hi), g),
+        _zero_unless((x > hi) | (lo > hi), g),
+    )
+
+
+def _pow_grads(n, g):
+    x, y = n.args
+    dx = g * y * record("pow", x, y - 1.0)
+    dy = g * n * record("log", x)
+    if isinstance(y, Sym):
+        dx = _select(record("eq", y, 0.0), 0.0, dx)
+        dy = _select(record("eq", x, 0.0) & (y >= 0.0), 0.0, dy)
+    elif y == 0:
+        dx = None
+    return (dx, dy)
+
+
+def _gelu_grad(n, g):
+    (x,) = n.args
+    cdf = (record("erf", x * (1 / math.sqrt(2))) + 1.0) * 0.5
+    pdf = record("exp", x * x * -0.5) * (1 / math.sqrt(2 * math.pi))
+    return (g * (cdf + x * pdf),)
+
+
+def _gelu_tanh_grad(n, g):
+    (x,) = n.args
+    beta, kappa = math.sqrt(2 / math.pi), 0.044715
+    x_sq = x * x
+    inner = (x + x_sq * x * kappa) * beta
+    t = record("tanh", inner)
+    left_derivative = (t + 1.0) * 0.5
+    right_derivative = x * 0.5 * (1.0 - t * t) * beta * (x_sq * (3 * kappa) + 1.0)
+    return (g * (left_derivative + right_derivative),)
+
+
+def _softplus_grad(n, g):
+    x, beta, threshold = n.args
+    z = x * beta if beta != 1 else x
+    return (_select(z > threshold, g, g * record("sigmoid", z)),)
+
+
+def _convert_grad(n, g):
+    (x,) = n.args
+    return (g if x.dtype.is_float and n.dtype.is_float else None,)
+
+
+_LN2 = math.log(2)
+
+PRIMS: dict[str, Prim] = {
+    # arithmetic (the operators on IR values)
+    "add": Prim(operator.add, 2, lambda n, g: (g, g)),
+    "sub": Prim(operator.sub, 2, lambda n, g: (g, -g)),
+    "mul": Prim(operator.mul, 2, lambda n, g: (g * n.args[1], g * n.args[0])),
+    "div": Prim(operator.truediv, 2, lambda n, g: (g / n.args[1], -g * (n / n.args[1]))),
+    "neg": Prim(operator.neg, 1, lambda n, g: (-g,)),
+    "select": Prim(B.select, 3, lambda n, g: (None, _zero_unless(n.args[0], g), _select(n.args[0], 0.0, g))),
+    "convert": Prim(B.convert, 1, _convert_grad),
+    "const": Prim(B.const, 0),
+    # the math library, differentiated as whole functions
+    "exp": Prim(M.exp, 1, lambda n, g: (g * n,)),
+    "exp2": Prim(M.exp2, 1, lambda n, g: (g * n * _LN2,)),
+    "expm1": Prim(M.expm1, 1, lambda n, g: (g * (n + 1.0),)),
+    "log": Prim(M.log, 1, lambda n, g: (g / n.args[0],)),
+    "log2": Prim(M.log2, 1, lambda n, g: (g / (n.args[0] * _LN2),)),
+    "log1p": Prim(M.log1p, 1, lambda n, g: (g / (n.args[0] + 1.0),)),
+    "sqrt": Prim(M.sqrt, 1, lambda n, g: (g / (n * 2.0),)),
+    "rsqrt": Prim(M.rsqrt, 1, lambda n, g: (g * (n * n * n) * -0.5,)),
+    "tanh": Prim(M.tanh, 1, lambda n, g: (g * (1.0 - n * n),)),
+    "sigmoid": Prim(M.sigmoid, 1, lambda n, g: (g * ((1.0 - n) * n),)),
+    "erf": Prim(M.erf, 1, lambda n, g: (g * record("exp", -(n.args[0] * n.args[0])) * (2 / math.sqrt(math.pi)),)),
+    "gelu": Prim(M.gelu, 1, _gelu_grad),
+    "gelu_tanh": Prim(M.gelu_tanh, 1, _gelu_tanh_grad),
+    "softplus": Prim(M.softplus, 1, _softplus_grad),
+    # the built-in ops' own bodies (integer and float), so dsl.maximum is vkml.maximum
+    "pow": Prim(REGISTRY["pow"].body, 2, _pow_grads),
+    "abs": Prim(REGISTRY["abs"].body, 1, lambda n, g: (g * record("sign", n.args[0]),)),
+    "maximum": Prim(REGISTRY["maximum"].body, 2, _maximum_grads),
+    "minimum": Prim(REGISTRY["minimum"].body, 2, _minimum_grads),
+    "clamp": Prim(lambda x, lo, hi: _clamp_impl(x, lo, hi), 3, _clamp_grads),
+    "relu": Prim(REGISTRY["relu"].body, 1, lambda n, g: (_select(n <= 0.0, 0.0, g),)),
+    # zero gradient
+    "sign": Prim(REGISTRY["sign"].body, 1),
+    "floor": Prim(B.floor, 1),
+    "ceil": Prim(B.ceil, 1),
+    "trunc": Prim(B.trunc, 1),
+    "round_even": Prim(B.round_even, 1),
+    "isnan": Prim(B.isnan, 1),
+    "eq": Prim(B.eq, 2),
+    "ne": Prim(B.ne, 2),
+    "lt": Prim(operator.lt, 2),
+    "le": Prim(operator.le, 2),
+    "gt": Prim(operator.gt, 2),
+    "ge": Prim(operator.ge, 2),
+    "and": Prim(operator.and_, 2),
+    "or": Prim(operator.or_, 2),
+    "xor": Prim(operator.xor, 2),
+    "not": Prim(operator.invert, 1),
+    "mod": Prim(operator.mod, 2),
+    "shl": Prim(operator.lshift, 2),
+    "shr": Prim(operator.rshift, 2),
+}
+_BOOL_RESULTS = {"eq", "ne", "lt", "le", "gt", "ge", "isnan"}
+
+
+def _clamp_impl(x, lo, hi):
+    if lo is None and hi is None:
+        return x
+    if lo is None:
+        return REGISTRY["clamp_max"].body(x, hi)
+    if hi is None:
+        return REGISTRY["clamp_min"].body(x, lo)
+    return REGISTRY["clamp"].body(x, lo, hi)
+
+
+# ---------------------------------------------------------------- recording and applying
+
+
+def record(op: str, *args) -> Sym:
+    """A Sym for ``op(*args)``; its dtype follows the IR's rule for ``op``."""
+    if op in ("convert", "const"):
+        return Sym(op, args, args[1])
+    if op in _BOOL_RESULTS:
+        return Sym(op, args, T.bool_)
+    values = args[1:] if op == "select" else args
+    like = next((a for a in values if isinstance(a, Sym)), None)
+    return Sym(op, args, like.dtype if like is not None else T.float32)
+
+
+def coerce(op: str, args: tuple) -> tuple:
+    """``args`` with Python numbers in value positions made IR constants of their neighbours' type."""
+    nvalues = PRIMS[op].nvalues
+    values, static = list(args[:nvalues]), args[nvalues:]
+    if op == "select":
+        if not isinstance(values[0], Value):
+            values[0] = B.as_value(values[0], dtype=T.bool_)
+        like_from = values[1:]
+    else:
+        like_from = values
+    like = next((v for v in like_from if isinstance(v, Value)), None)
+    first = 1 if op == "select" else 0
+    for i in range(first, nvalues):
+        v = values[i]
+        if v is not None and not isinstance(v, Value):
+            values[i] = B.as_value(v, like=like) if like is not None else B.as_value(v, dtype=T.float32)
+    return (*values, *static)
+
+
+def apply(op: str, *args):
+    """What the vkml.dsl function ``op`` does: record a Sym while tracing, else emit IR."""
+    if is_tracing():
+        return record(op, *args)
+    return PRIMS[op].impl(*coerce(op, args))
+
+
+def not_traceable(name: str) -> NotDifferentiable:
+    return NotDifferentiable(
+        f"cannot differentiate dsl.{name} (only straight-line code over the functions listed in "
+        "vkml.dsl.autodiff is derived automatically); pass backward=... to @vkml.elementwise"
+    )
+
+
+# ---------------------------------------------------------------- reverse mode
+
+
+def _topological(out: Sym) -> list[Sym]:
+    order, seen, stack = [], set(), [(out, False)]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        stack.extend((a, False) for a in node.args if isinstance(a, Sym) and id(a) not in seen)
+    return order
+
+
+def gradient_exprs(fn: Callable, n_inputs: int, dtype: T.DType = T.float32) -> list[Sym | None]:
+    """The gradient of ``fn``'s result with respect to each of its inputs, as Sym expressions.
+
+    The expressions read the inputs as ``Sym("input", (i,))`` and the incoming gradient as
+    input ``n_inputs``; None means a zero gradient. Raises ``NotDifferentiable``.
+    """
+    inputs = [Sym("input", (i,), dtype) for i in range(n_inputs)]
+    with tracing():
+        out = fn(*inputs)
+    if not isinstance(out, Sym):
+        if isinstance(out, Value):
+            raise NotDifferentiable(
+                "the body emitted IR while being traced (a builder or mathlib function called "
+                "directly?); use the vkml.dsl functions, or pass backward=..."
+            )
+        return [None] * n_inputs  # a constant: no input matters
+    adjoint: dict[int, Sym] = {id(out): Sym("input", (n_inputs,), dtype)}
+    for node in reversed(_topological(out)):
+        g = adjoint.get(id(node))
+        if g is None or node.op == "input":
+            continue
+        rule = PRIMS[node.op].grad
+        if rule is None:
+            continue
+        for arg, contribution in zip(node.args, rule(node, g)):
+            if isinstance(arg, Sym) and contribution is not None and arg.dtype.is_float:
+                previous = adjoint.get(id(arg))
+                adjoint[id(arg)] = contribution if previous is None else previous + contribution
+    return [adjoint.get(id(x)) for x in inputs]
+
+
+def emit(expr: Sym, inputs: list[Value]) -> Value:
+    """IR for ``expr``, reading ``Sym("input", (i,))`` as ``inputs[i]`` (shared nodes emitted once)."""
+    values: dict[int, object] = {}
+    for node in _topological(expr):
+        if node.op == "input":
+            values[id(node)] = inputs[node.args[0]]
+            continue
+        args = tuple(values[id(a)] if isinstance(a, Sym) else a for a in node.args)
+        nvalues = PRIMS[node.op].nvalues
+        if nvalues and not any(isinstance(a, Value) for a in args[:nvalues]):
+            args = (B.as_value(args[0], dtype=node.dtype), *args[1:])  # constant operands only
+        values[id(node)] = PRIMS[node.op].impl(*coerce(node.op, args))
+    return values[id(expr)]

@@ -1,0 +1,1 @@
+"""The user-facing layer: functional operators, creation, random, devices, autograd, realize."""

@@ -1,0 +1,342 @@
+"""Autograd: ops record how they were made; ``backward()`` builds the gradient graph, lazily.
+
+Recording. While grad mode is on, an op whose operand requires grad gives its (floating
+point) result a ``Context``: the op's gradient rule (``OpDef.grad`` for registered ops,
+``vkml.ops.grads.RULES`` for composite and movement ops), its operands and its other
+arguments. A composite op (matmul, softmax, ...) records once, as itself: the ops it is built
+of run with recording off.
+
+Backward. ``loss.backward()`` walks the recorded graph from ``loss``, gives each rule the sum
+of its output's gradients, and adds what reaches a leaf to the leaf's ``.grad``. It is one of
+the points where work runs (DESIGN.md), so that the device computes while Python
+builds what comes next; ``VKML_BACKWARD_RUNS`` (vkml/config.py) says how:
+
+- ``split`` (the default): ``backward()`` first realizes ``loss`` — the forward starts on the
+  device while the gradient graph is built —, and at its end the gradients it added to — they
+  run while the optimizer's update is built. Submissions return without waiting
+  (vkml/runtime/vulkan/backend.py), so ``loss.item()`` waits for the forward alone, and the next
+  step's forward is built while this step's gradients and update still run. A training step
+  is three submissions: forward, gradients, update. The forward's activations are kept in
+  buffers either way (the gradients read them), so the split costs no fusion that matters;
+  an elementwise result the forward fused away is recomputed from its inputs, to the same bits.
+- ``end``: forward and gradients in one submission, at the end of ``backward()``.
+- ``lazy``: ``backward()`` only records nodes; a gradient is computed when read, and
+  ``optimizer.step()`` realizes, in one ``vkml.frontend.realize``, the new parameters, the optimizer's
+  state, the gradients, and every tensor ``backward()`` was called on since the previous step
+  (one submission per training step).
+
+Whichever is chosen, the values are the same bits. Several ``backward()`` calls before a step
+(gradient accumulation) add to ``.grad``; in ``lazy`` the step runs them all in one graph.
+After ``backward()`` the recorded graph is released (as PyTorch does without
+``retain_graph=True``): a second ``backward()`` through it raises.
+
+>>> import vkml
+>>> x = vkml.tensor([1.0, 2.0], requires_grad=True)
+>>> (x * x).sum().backward()
+>>> x.grad.tolist()
+[2.0, 4.0]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import threading
+import weakref
+from collections.abc import Callable
+
+from .. import config
+from ..ops import grads as G
+from ..ops.registry import REGISTRY
+from .realize import realize
+
+
+class _GradMode(threading.local):
+    """Grad mode is per thread, as in PyTorch: one thread's ``no_grad`` (an optimizer step,
+    ``backward`` itself) leaves another thread's recording on."""
+
+    enabled = True  # every thread starts with recording on
+
+
+_mode = _GradMode()
+_backward_roots: list[weakref.ref] = []  # tensors backward() ran on since the last optimizer step
+_backward_roots_lock = threading.Lock()
+
+
+def is_grad_enabled() -> bool:
+    """Whether ops record gradient contexts now, in this thread (``vkml.no_grad()`` turns it off)."""
+    return _mode.enabled
+
+
+class set_grad_enabled:
+    """Turn recording on or off from now on, or for a ``with`` block (restored at its end).
+
+    >>> import vkml
+    >>> with vkml.set_grad_enabled(False):
+    ...     vkml.is_grad_enabled()
+    False
+    """
+
+    def __init__(self, mode: bool):
+        self.previous, _mode.enabled = _mode.enabled, bool(mode)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _mode.enabled = self.previous
+
+
+class no_grad(contextlib.ContextDecorator):
+    """Ops inside record nothing: results never require grad (evaluation, optimizer updates).
+
+    >>> import vkml
+    >>> w = vkml.ones(2, requires_grad=True)
+    >>> with vkml.no_grad():
+    ...     (w * 2).requires_grad
+    False
+    """
+
+    def __enter__(self):
+        self.previous, _mode.enabled = _mode.enabled, False
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _mode.enabled = self.previous
+
+
+class enable_grad(no_grad):
+    """Recording on inside, even within ``no_grad``."""
+
+    def __enter__(self):
+        self.previous, _mode.enabled = _mode.enabled, True
+        return self
+
+
+class Context:
+    """How one tensor was made: its op's rule, its operands, its other arguments."""
+
+    __slots__ = ("name", "rule", "parents", "parent_ctxs", "saved", "output", "attrs")
+
+    def __init__(self, name: str, rule: Callable, parents: tuple, saved: tuple, output, attrs: dict):
+        self.name = name
+        self.rule = rule
+        self.parents = parents  # per operand: the tensor gradients flow to, or None
+        # per operand: the parent's context when this op was recorded. An in-place op gives a
+        # handle a new context later; gradients follow the one the operand had (vkml/frontend/mutation.py).
+        self.parent_ctxs = tuple(p._ctx if p is not None else None for p in parents)
+        # per operand: Tensor._saved()'s (node, storage owner, version), or a Python number; made
+        # SavedTensors (vkml/tensor.py) for the rule at backward, which check the version
+        self.saved = saved
+        # the result's (node, weak reference to its storage owner, version): no cycle through _ctx
+        self.output = output
+        self.attrs = attrs
+
+    @property
+    def released(self) -> bool:
+        return self.parents is None
+
+    def release(self) -> None:
+        """Drop the operands, so the forward graph can be freed once backward() has used it."""
+        self.parents = self.parent_ctxs = self.saved = self.output = None
+
+    def __repr__(self) -> str:
+        return f"<{self.name} backward{' (released)' if self.released else ''}>"
+
+
+def rule_for(name: str) -> Callable | None:
+    """The gradient rule of op ``name``; None if the op is not differentiable."""
+    op = REGISTRY.get(name)
+    return op.grad if op is not None else G.RULES.get(name)
+
+
+def _requires_grad(x) -> bool:
+    return getattr(x, "requires_grad", False) is True
+
+
+def record(name: str, operands, out, attrs: dict | None = None):
+    """Give ``out`` the context of op ``name`` if grad mode is on and an operand requires grad; returns ``out``."""
+    if not _mode.enabled or not out.dtype.is_float:
+        return out
+    if not any(_requires_grad(x) for x in operands):  # the usual case: nothing to record
+        return out
+    parents = tuple(x if _requires_grad(x) else None for x in operands)
+    if all(p is None for p in parents) or any(x is out for x in operands):
+        return out
+    rule = rule_for(name)
+    if rule is None:
+        return out
+    saved = tuple(x._saved() if G.is_tensor(x) else x for x in operands)
+    node, owner, version = out._saved()
+    out._ctx = Context(name, rule, parents, saved, (node, weakref.ref(owner), version), attrs or {})
+    out._requires_grad = True
+    return out
+
+
+def _flatten(values) -> list:
+    flat = []
+    for v in values:
+        if isinstance(v, (list, tuple)):
+            flat.extend(v)
+        else:
+            flat.append(v)
+    return flat
+
+
+def differentiable(name: str, inputs: tuple[str, ...] = ("input",)):
+    """Decorator for a front-end function that is one op for autograd (rule ``ops.grads.RULES[name]``).
+
+    ``inputs`` names the parameters holding differentiable operands (a list parameter, as
+    ``cat``'s ``tensors``, gives one operand per element); the others reach the rule as
+    ``ctx.attrs``. The function's own ops run with recording off.
+    """
+
+    def wrap(fn):
+        signature = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def recorded(*args, **kwargs):
+            if not _mode.enabled or not any(_requires_grad(v) for v in _flatten([*args, *kwargs.values()])):
+                return fn(*args, **kwargs)
+            with no_grad():
+                out = fn(*args, **kwargs)
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            operands = _flatten(bound.arguments[p] for p in inputs)
+            attrs = {k: v for k, v in bound.arguments.items() if k not in inputs}
+            return record(name, operands, out, attrs)
+
+        return recorded
+
+    return wrap
+
+
+# ---------------------------------------------------------------------- backward
+
+
+def _key(t, ctx) -> int:
+    """What gradients are summed under: a computed value's context, a leaf's handle."""
+    return id(ctx) if ctx is not None else id(t)
+
+
+def _graph_order(root) -> list:
+    """(tensor, context) of every value ``root`` was computed from that requires grad, users before operands.
+
+    A value is its context, not its handle: an in-place op gives a handle a new context, and
+    ops recorded before it keep the old one (``Context.parent_ctxs``).
+    """
+    order, seen = [], set()
+    stack = [((root, root._ctx), False)]
+    while stack:
+        item, done = stack.pop()
+        if done:
+            order.append(item)
+            continue
+        t, ctx = item
+        key = _key(t, ctx)
+        if key in seen:
+            continue
+        seen.add(key)
+        stack.append((item, True))
+        if ctx is None:
+            continue
+        if ctx.released:
+            raise RuntimeError(
+                f"backward(): trying to go through the graph a second time (at {ctx.name!r}); its saved "
+                "tensors were released by the first backward(). Pass retain_graph=True the first time."
+            )
+        stack.extend(
+            ((p, pc), False) for p, pc in zip(ctx.parents, ctx.parent_ctxs) if p is not None and _key(p, pc) not in seen
+        )
+    return order[::-1]
+
+
+def _fit(grad, operand, op: str):
+    """``grad`` summed over the dims ``operand`` was broadcast along, in ``operand``'s dtype."""
+    if grad.shape != operand.shape:
+        grad = G.unbroadcast(grad, operand.shape)
+        if grad.shape != operand.shape:
+            raise AssertionError(
+                f"the gradient rule of {op!r} gave shape {grad.shape} for an operand of {operand.shape}"
+            )
+    return grad if grad.dtype is operand.dtype else grad.to(operand.dtype)
+
+
+def backward(root, gradient=None, retain_graph: bool = False) -> None:
+    """Add d(root)/d(leaf) to the ``.grad`` of every leaf ``root`` depends on (when it runs: see the module doc)."""
+    import vkml
+
+    from ..errors import ShapeError
+
+    if not root.requires_grad:
+        raise RuntimeError("backward(): the tensor does not require grad and was not computed from one that does")
+    if gradient is None:
+        if root.numel() != 1:
+            raise RuntimeError(
+                f"backward(): gradient can be implied only for one element, the tensor has shape {root.shape}"
+            )
+        gradient = vkml.ones_like(root)
+    elif not G.is_tensor(gradient):
+        gradient = vkml.full_like(root, gradient)
+    elif gradient.shape != root.shape:
+        raise ShapeError(f"backward(): gradient of shape {gradient.shape} for a tensor of shape {root.shape}")
+    order = _graph_order(root)
+    runs = config.backward_runs()
+    if runs == "split":
+        realize(root)  # the forward starts on the device while the gradient graph is built
+    grads = {_key(root, root._ctx): gradient.detach()}
+    leaves = []
+    with no_grad():
+        for t, ctx in order:
+            g = grads.pop(_key(t, ctx), None)
+            if ctx is None:
+                if g is not None:
+                    t.grad = g if t.grad is None else t.grad + g
+                    leaves.append(t.grad)
+                continue
+            if g is not None:
+                _apply_rule(ctx, g, grads, vkml)
+            if not retain_graph:
+                ctx.release()
+    if runs == "split" and leaves:
+        realize(*leaves)  # the gradients start while the optimizer's update is built
+    elif runs == "end":
+        realize(root, *leaves)
+    _remember_root(root)
+
+
+def _apply_rule(ctx: Context, g, grads: dict, namespace) -> None:
+    from ..tensor import SavedTensor
+
+    needs = tuple(p is not None for p in ctx.parents)
+    role = ("an operand of", ctx.name)
+    inputs = tuple(SavedTensor(s, role) if type(s) is tuple else s for s in ctx.saved)
+    node, owner, version = ctx.output
+    output = SavedTensor((node, owner(), version), ("output 0 of", ctx.name))
+    results = ctx.rule(G.GradContext(g, inputs, output, ctx.attrs, namespace, needs))
+    if len(results) != len(ctx.parents):
+        raise AssertionError(
+            f"the gradient rule of {ctx.name!r} gave {len(results)} gradients for {len(needs)} operands"
+        )
+    for parent, parent_ctx, grad in zip(ctx.parents, ctx.parent_ctxs, results):
+        if parent is None or grad is None:
+            continue
+        grad = _fit(grad, parent, ctx.name)
+        key = _key(parent, parent_ctx)
+        previous = grads.get(key)
+        grads[key] = grad if previous is None else previous + grad
+
+
+def _remember_root(root) -> None:
+    with _backward_roots_lock:
+        _backward_roots[:] = [r for r in _backward_roots if r() is not None]
+        _backward_roots.append(weakref.ref(root))
+
+
+def take_backward_roots() -> list:
+    """The live tensors ``backward()`` ran on since the last call (the optimizer realizes them with its step)."""
+    with _backward_roots_lock:
+        roots = [r() for r in _backward_roots]
+        _backward_roots.clear()
+    return [t for t in roots if t is not None]

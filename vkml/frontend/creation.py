@@ -1,0 +1,227 @@
+"""Making tensors: ``tensor``, ``zeros``, ``ones``, ``full``, ``arange``, and the ``*_like`` forms."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import DTypeError, ShapeError
+from ..graph import build as lazy
+from ..ir import types as T
+from ..ops.promotion import scalar_dtype
+from .devices import device as get_device
+
+_NUMPY_TO_VKML = {
+    "float64": T.float32,
+    "float32": T.float32,
+    "float16": T.float16,
+    "int64": T.int64,
+    "int32": T.int32,
+    "int16": T.int32,
+    "int8": T.int32,
+    "uint8": T.int32,
+    "uint16": T.int32,
+    "bool": T.bool_,
+}
+
+
+def _device(device):
+    return get_device(device if device is not None else "cpu")
+
+
+def _dtype(dtype) -> T.DType | None:
+    if dtype is None or isinstance(dtype, T.DType):
+        return dtype
+    if isinstance(dtype, str):
+        return T.by_name(dtype)
+    raise DTypeError(f"expected a vkml dtype, got {dtype!r}")
+
+
+def tensor(data, dtype=None, device=None, requires_grad: bool = False):
+    """A tensor holding a copy of ``data`` (nested lists, numbers, numpy arrays).
+
+    Default dtypes follow PyTorch: Python floats give float32, ints int64, bools bool;
+    numpy float64 becomes float32 (vkml has no float64).
+
+    >>> tensor([[1, 2], [3, 4]]).dtype
+    vkml.int64
+    """
+    from ..tensor import Tensor
+    from .operators import _from_numpy
+
+    if isinstance(data, Tensor):
+        data = data.numpy()
+    dtype = _dtype(dtype)
+    try:
+        array = np.asarray(data)
+    except ValueError:  # numpy >= 1.24 refuses ragged nesting instead of making an object array
+        array = np.empty(0, object)
+    python_data = not isinstance(data, np.ndarray)
+    if python_data and array.dtype.kind in "uO":
+        array = _wide_python_ints(array, dtype, data)
+    elif python_data and array.dtype.kind == "f" and (dtype is None or dtype in (T.int32, T.int64)):
+        # numpy makes floats of Python ints past int64 mixed with others: find them (only past 2**63)
+        if (np.abs(array) >= 2.0**63).any():
+            _refuse_wide_ints(data, dtype is not None)
+    if array.dtype == object:
+        raise DTypeError(f"tensor(): cannot make a tensor from {type(data).__name__} with mixed or ragged content")
+    if dtype is None:
+        if array.dtype.kind == "f" and not isinstance(data, np.ndarray):
+            dtype = T.float32
+        elif array.dtype.name not in _NUMPY_TO_VKML:
+            raise DTypeError(f"tensor(): numpy dtype {array.dtype.name} has no vkml dtype")
+        else:
+            dtype = _NUMPY_TO_VKML[array.dtype.name]
+    if dtype is T.uint32:
+        raise DTypeError("tensor(): uint32 is an IR type, not a tensor dtype")
+    if array.size >= 1 << 32:
+        raise ValueError(f"tensor(): {array.size} elements is more than vkml addresses (2^32)")
+    if python_data and not dtype.is_float and dtype is not T.bool_ and array.size:
+        _check_python_values_fit(array, dtype)
+    with np.errstate(all="ignore"):
+        converted = array.astype(dtype.np)
+    out = _from_numpy(converted, _device(device))
+    if requires_grad:
+        out.requires_grad = True
+    return out
+
+
+def _wide_python_ints(array: np.ndarray, dtype, data) -> np.ndarray:
+    """Python ints that int64 cannot hold (numpy made uint64 or object arrays of them): floats for a
+    float dtype, as PyTorch; otherwise PyTorch's ValueError. Other object arrays pass through."""
+    if array.dtype == object:
+        flat = array.reshape(-1)
+        if not flat.size or not all(type(v) in (int, float, bool) for v in flat):
+            return array  # mixed or ragged: tensor()'s own error
+    if dtype is not None and dtype.is_float:
+        return array.astype(np.float64)
+    if dtype is T.bool_:
+        return np.array([v != 0 for v in array.reshape(-1)], bool).reshape(array.shape)
+    big = next(int(v) for v in array.reshape(-1) if not -(1 << 63) <= int(v) < 1 << 63)
+    raise ValueError(f"tensor(): Overflow when unpacking long long: {big} does not fit int64")
+
+
+def _refuse_wide_ints(data, integer_dtype: bool) -> None:
+    """PyTorch's ValueError for a Python int past int64 in nested lists meant for an integer tensor:
+    one given as ``dtype``, or inferred (no Python float among the values)."""
+    stack, wide = [data], None
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif type(item) is float and not integer_dtype:
+            return  # a float tensor, as PyTorch infers: the int becomes a float
+        elif type(item) is int and not -(1 << 63) <= item < 1 << 63:
+            wide = item
+    if wide is not None:
+        raise ValueError(f"tensor(): Overflow when unpacking long long: {wide} does not fit int64")
+
+
+def _check_python_values_fit(array: np.ndarray, dtype) -> None:
+    """PyTorch's check of Python numbers given for an integer dtype (numpy arrays wrap instead, as in
+    PyTorch): ``tensor([2**40], dtype=int32)`` is a RuntimeError, not 0."""
+    info = np.iinfo(dtype.np)
+    values = array.reshape(-1)
+    if array.dtype.kind == "f":
+        bad = ~np.isfinite(values) | (values < info.min) | (values >= float(info.max) + 1)
+    else:
+        bad = (values < info.min) | (values > info.max)
+    if bad.any():
+        value = values[np.argmax(bad)].item()
+        raise RuntimeError(f"tensor(): value {value!r} cannot be converted to type {dtype.name} without overflow")
+
+
+def _size_args(size) -> tuple[int, ...]:
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    if any(not isinstance(s, (int, np.integer)) or isinstance(s, (bool, np.bool_)) for s in size):
+        raise TypeError(f"sizes must be a tuple of ints, got {size}")  # PyTorch's type
+    if any(s < 0 for s in size):
+        raise ShapeError(f"Trying to create tensor with negative dimension: sizes must be non-negative, got {size}")
+    return tuple(int(s) for s in size)
+
+
+def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False):
+    """A tensor of ``size`` filled with ``fill_value`` (no memory is written until it is used)."""
+    from .operators import _wrap
+
+    shape = _size_args((size,) if isinstance(size, (int, np.integer)) else tuple(size))
+    value = fill_value.item() if isinstance(fill_value, np.generic) else fill_value
+    dtype = _dtype(dtype) or scalar_dtype(value)
+    # PyTorch's checks: an int past 64 bits is an OverflowError, a value beyond the dtype a RuntimeError
+    lazy.check_scalar_fits("full", value, dtype)
+    with np.errstate(over="ignore"):
+        if dtype is T.float16:
+            value = float(np.float16(value))
+        elif dtype is T.float32:
+            value = float(np.float32(value))
+    out = _wrap(lazy.const_node(value, dtype, shape, _device(device)))
+    if requires_grad:
+        out.requires_grad = True
+    return out
+
+
+def zeros(*size, dtype=None, device=None, requires_grad: bool = False):
+    """A tensor of zeros (float32 unless ``dtype`` says otherwise)."""
+    return full(_size_args(size), 0, dtype=_dtype(dtype) or T.float32, device=device, requires_grad=requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad: bool = False):
+    """A tensor of ones (float32 unless ``dtype`` says otherwise)."""
+    return full(_size_args(size), 1, dtype=_dtype(dtype) or T.float32, device=device, requires_grad=requires_grad)
+
+
+def full_like(input, fill_value, dtype=None, device=None, requires_grad: bool = False):
+    """``full`` with ``input``'s shape, and its dtype and device unless given.
+
+    >>> full_like(zeros(2, dtype=int64), 7).tolist()  # doctest: +SKIP
+    [7, 7]
+    """
+    return _full_like("full_like", input, fill_value, dtype, device, requires_grad)
+
+
+def _full_like(op: str, input, fill_value, dtype, device, requires_grad: bool):
+    from ..tensor import Tensor
+
+    if not isinstance(input, Tensor):
+        raise TypeError(f"'{op}': argument 'input' must be a vkml.Tensor, not {type(input).__name__}")
+    dtype = _dtype(dtype) or input.dtype
+    return full(input.shape, fill_value, dtype=dtype, device=device or input.device, requires_grad=requires_grad)
+
+
+def zeros_like(input, dtype=None, device=None, requires_grad: bool = False):
+    """Zeros with ``input``'s shape, dtype and device (unless given). Example: ``vkml.zeros_like(x)``."""
+    return _full_like("zeros_like", input, 0, dtype, device, requires_grad)
+
+
+def ones_like(input, dtype=None, device=None, requires_grad: bool = False):
+    """Ones with ``input``'s shape, dtype and device (unless given). Example: ``vkml.ones_like(x)``."""
+    return _full_like("ones_like", input, 1, dtype, device, requires_grad)
+
+
+def arange(start, end=None, step=1, dtype=None, device=None):
+    """Values from ``start`` to ``end`` (exclusive) by ``step``, computed as PyTorch does (in float64).
+
+    >>> arange(3).tolist()
+    [0, 1, 2]
+    """
+    if end is None:
+        start, end = 0, start
+    start, end, step = (v.item() if isinstance(v, np.generic) else v for v in (start, end, step))
+    if not all(math.isfinite(v) for v in (start, end, step)):
+        raise RuntimeError(f"arange(): unsupported range: {start} -> {end} (step {step})")
+    dtype = _dtype(dtype)
+    if dtype is not None and not dtype.is_float and dtype is not T.bool_:
+        start, end, step = int(start), int(end), int(step)  # PyTorch truncates each to an integer first
+    if step == 0:
+        raise ValueError("arange(): step must be nonzero")
+    if (end - start) * step < 0:
+        raise ValueError(f"arange(): upper bound and lower bound inconsistent with step sign ({start}, {end}, {step})")
+    n = max(0, math.ceil((end - start) / step))
+    is_int = all(isinstance(v, int) for v in (start, end, step))
+    dtype = dtype or (T.int64 if is_int else T.float32)
+    values = (
+        start + np.arange(n, dtype=np.float64) * step if not is_int else start + np.arange(n, dtype=np.int64) * step
+    )
+    return tensor(values.astype(dtype.np), dtype=dtype, device=device)

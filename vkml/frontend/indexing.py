@@ -1,0 +1,403 @@
+"""Advanced indexing: integer tensors, lists and bool masks as indices, read and written.
+
+``x[index]`` with only ints, slices, None and ``...`` is a view (functions.getitem). An index
+with a tensor, a list, a numpy array or a Python bool in it is advanced, as in PyTorch: the
+result is a copy whose shape follows PyTorch's (= numpy's) rules — several advanced indices
+broadcast together; their dims go where the first of them stands if they are adjacent, first
+otherwise; a bool mask stands for its ``nonzero()``.
+
+Like PyTorch on the CPU, the index values are checked when the op is called: an index tensor
+is realized and read back (a bool mask must be: the result's shape depends on it). The host
+then knows, for each result element, the flat position it reads (``plan``), and the device
+runs one gather kernel over that map. Its gradient adds the result's gradient back into
+the positions read, in index order (a repeated index sums its contributions left to right:
+the same bits on every device), with one kernel that walks, per position, the sorted list of
+result elements that read it.
+
+Writes (``x[index] = v``, ``index_put_``) use the same map inverted: the last result element
+that names a position wins (PyTorch leaves repeated indices unspecified; its CPU also keeps
+the last), and ``accumulate=True`` adds every contribution in index order after the old value.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import dsl
+from ..dsl.kernel import MAX_WORKGROUPS, kernel
+from ..errors import ShapeError
+from ..graph import build as lazy
+from ..ir import types as T
+from ..ops import grads as G
+from . import operators as F
+from .autograd import differentiable
+
+_LOCAL = 64  # invocations per workgroup of the kernels below
+_INT32_MAX = 2**31 - 1
+_UNROLL_BITS = 4
+_UNROLL = 1 << _UNROLL_BITS  # elements the accumulation adds per loop trip
+
+
+def _grid(n: int) -> tuple[int, int, int]:
+    """Workgroups for one invocation per element of ``n``: along x, spilling into y past the per-dim limit."""
+    groups = max(1, -(-n // _LOCAL))
+    return (min(groups, MAX_WORKGROUPS), -(-groups // MAX_WORKGROUPS), 1)
+
+
+def _invocation():
+    return dsl.global_id(0) + dsl.global_id(1) * (MAX_WORKGROUPS * _LOCAL)
+
+
+@kernel(outputs=lambda src, idx: (idx.shape, src.dtype), grid=lambda src, idx: _grid(idx.numel), name="index_gather")
+def _gather_kernel(src, idx, out):
+    """out[i] = src[idx[i]], or 0 where idx[i] < 0 (a position no index names)."""
+    i = _invocation()
+    with dsl.if_(i < out.numel):
+        k = idx[i]
+        (value,) = dsl.if_else(k >= 0, lambda: src[k], lambda: dsl.const(0, src.dtype))
+        out[i] = value
+
+
+@kernel(
+    outputs=lambda base, g, order, offsets: (base.shape, base.dtype),
+    grid=lambda base, g, order, offsets: _grid(offsets.numel - 1),
+    name="index_accumulate",
+)
+def _accumulate_kernel(base, g, order, offsets, out):
+    """out[j] = ((base[j] + g[order[lo]]) + g[order[lo + 1]]) + ...: PyTorch's sequential accumulation."""
+    j = _invocation()
+    with dsl.if_(j < out.numel):
+        lo, hi = offsets[j], offsets[j + 1]
+        # float16 and bfloat16 add in float32 and round once per position: PyTorch's CPU scatter_add_
+        # gives that (2048 + 1 + 1 = 2050 in float16); its index_put_ rounds after each add (2048)
+        wide = T.float32 if base.dtype.is_float and base.dtype.bits < 32 else base.dtype
+        # _UNROLL elements a trip: lavapipe (gallivm) ends a shader's loops after 65535 trips in
+        # all, so one position takes at most 65535 * _UNROLL contributions there (other drivers:
+        # no limit). Each element is added only where it exists: the order stays the index order.
+
+        def trip(t, a):
+            for u in range(_UNROLL):
+                k = lo + t * _UNROLL + u
+                inside = k < hi
+                (v,) = dsl.if_else(inside, lambda k=k: dsl.convert(g[order[k]], wide), lambda: dsl.const(0, wide))
+                a = dsl.where(inside, a + v, a)
+            return a
+
+        trips = (hi - lo + (_UNROLL - 1)) >> _UNROLL_BITS
+        (acc,) = dsl.loop(0, trips, 1, (dsl.convert(base[j], wide),), trip)
+        out[j] = dsl.convert(acc, base.dtype)
+
+
+# ---------------------------------------------------------------------- the host's map
+
+
+def is_advanced(index) -> bool:
+    items = index if isinstance(index, tuple) else (index,)
+    return any(isinstance(i, (_tensor.Tensor, list, np.ndarray, bool)) for i in items)
+
+
+def _as_array(op: str, item):
+    """An index item as numpy sees it: tensors and lists become int64 or bool arrays."""
+    if isinstance(item, _tensor.Tensor):
+        if item.dtype.is_float:
+            raise IndexError(
+                f"'{op}': tensors used as indices must be long, int, byte or bool tensors, got {item.dtype.name}"
+            )
+        array = item.numpy()
+        return array if array.dtype == np.bool_ else array.astype(np.int64)
+    if isinstance(item, (list, np.ndarray)):
+        array = np.asarray(item)
+        if array.dtype == np.bool_:
+            return array
+        if array.size == 0:
+            return array.astype(np.int64)
+        if not np.issubdtype(array.dtype, np.integer):
+            raise IndexError(f"'{op}': indices must be integers or bools, got {item!r}")
+        return array.astype(np.int64)
+    if isinstance(item, slice) and item.step is not None and item.step <= 0:
+        raise ValueError(f"'{op}': slice step must be positive, got {item.step}")
+    if item is None or item is Ellipsis or isinstance(item, (slice, bool, int, np.integer)):
+        return item
+    raise TypeError(f"'{op}': unsupported index {item!r} (ints, slices, None, ..., tensors, lists and bools are)")
+
+
+def plan(op: str, shape: tuple[int, ...], index) -> np.ndarray:
+    """The flat position in a tensor of ``shape`` that each element of ``x[index]`` reads (its shape is the result's)."""
+    items = tuple(_as_array(op, i) for i in (index if isinstance(index, tuple) else (index,)))
+    numel = math.prod(shape)
+    if numel > _INT32_MAX:
+        raise ShapeError(f"'{op}': advanced indexing supports tensors of up to 2^31 - 1 elements, got shape {shape}")
+    _check_masks(op, shape, items)
+    positions = np.arange(numel, dtype=np.int32).reshape(shape)
+    # Two steps, because numpy counts an int beside an array as one more advanced index, which
+    # moves the result's dims (x[None, t, ..., 2]), where PyTorch selects with it first: ints,
+    # None and Python bools first (basic indexing), then the arrays and slices.
+    first, second = [], []
+    for item in items:
+        if isinstance(item, np.ndarray):
+            first.extend([slice(None)] * (item.ndim if item.dtype == np.bool_ else 1))
+            second.append(item)
+        elif isinstance(item, bool):
+            first.append(None)
+            second.append(slice(None) if item else slice(0, 0))
+        elif isinstance(item, (int, np.integer)):
+            first.append(item)
+        else:  # None, a slice (applied once, here) or ...
+            first.append(item)
+            second.append(item if item is Ellipsis else slice(None))
+    try:
+        return np.asarray(positions[tuple(first)][tuple(second)])
+    except IndexError as e:  # numpy's bounds and mask checks, in PyTorch's words
+        message = str(e).replace("axis", "dimension")
+        raise IndexError(f"'{op}': {message}") from None
+
+
+def _check_masks(op: str, shape: tuple[int, ...], items: tuple) -> None:
+    """PyTorch's IndexError for a bool mask whose shape differs from the dims it covers."""
+    consumed = [
+        0
+        if item is None or item is Ellipsis or isinstance(item, bool)
+        else (item.ndim if isinstance(item, np.ndarray) and item.dtype == np.bool_ else 1)
+        for item in items
+    ]
+    d = 0
+    for item, used in zip(items, consumed):
+        if item is Ellipsis:
+            d += len(shape) - sum(consumed)  # the dims no other item covers
+            continue
+        if isinstance(item, np.ndarray) and item.dtype == np.bool_:
+            for k, size in enumerate(item.shape):
+                if d + k >= len(shape) or shape[d + k] != size:
+                    raise IndexError(
+                        f"'{op}': The shape of the mask {list(item.shape)} at index {k} does not match "
+                        f"the shape of the indexed tensor {list(shape)} at index {d + k}"
+                    )
+        d += used
+
+
+def _index_tensor(array: np.ndarray, device):
+    return F._from_numpy(np.ascontiguousarray(array, dtype=np.int32).reshape(-1), device)
+
+
+class _Readers:
+    """Per position of the source: the result elements that read it, in index order (for the gradient)."""
+
+    def __init__(self, flat: np.ndarray, numel: int):
+        flat = flat.reshape(-1)
+        order = np.argsort(flat, kind="stable")
+        self.order = order.astype(np.int32)
+        self.offsets = np.searchsorted(flat[order], np.arange(numel + 1), side="left").astype(np.int32)
+
+
+def _gather(input, flat: np.ndarray):
+    src = F.reshape(input, -1) if input.ndim != 1 else input
+    if flat.size == 0:
+        return F._wrap(lazy.const_node(0, input.dtype, flat.shape, input.device))
+    return F.reshape(_gather_kernel(src, _index_tensor(flat, input.device)), *flat.shape)
+
+
+@differentiable("index", inputs=("input",))
+def take_positions(input, flat: np.ndarray):
+    """The elements of ``input`` at flat positions ``flat`` (host integers; -1 reads 0), shaped like ``flat``."""
+    return _gather(input, flat)
+
+
+def _take_positions_grad(c: G.GradContext):
+    (x,) = c.inputs
+    flat = c.attrs["flat"]
+    return (scatter_add_positions(c.F.zeros_like(x), flat, c.g),)
+
+
+G.RULES["index"] = _take_positions_grad
+
+
+def scatter_add_positions(base, flat: np.ndarray, values):
+    """``base`` with ``values[i]`` added at flat position ``flat[i]`` (skipped where -1), in index order."""
+    if flat.size == 0:
+        return base
+    readers = _Readers(flat, base.numel())
+    dev = base.device
+    out = _accumulate_kernel(
+        F.reshape(base, -1),
+        F.reshape(values, -1),
+        _index_tensor(readers.order, dev),
+        _index_tensor(readers.offsets, dev),
+    )
+    return F.reshape(out, *base.shape)
+
+
+def getitem(input, index):
+    """``input[index]`` with an advanced index: a copy (see the module doc)."""
+    flat = plan("__getitem__", input.shape, index)
+    return take_positions(input, flat)
+
+
+def _last_writer(flat: np.ndarray, numel: int) -> np.ndarray:
+    """Per position: the last element of ``flat`` that names it, or -1."""
+    writer = np.full(numel, -1, dtype=np.int64)
+    writer[flat.reshape(-1)] = np.arange(flat.size)  # numpy assigns repeated indices in order: the last stays
+    return writer
+
+
+def index_put(target, flat: np.ndarray, values, accumulate: bool):
+    """The new value of ``target`` (a tensor) with ``values`` (broadcast to ``flat``'s shape) written at ``flat``."""
+    values = mutation._fit_value(F.cast(values, target.dtype), tuple(flat.shape), "index_put_")
+    if flat.size == 0:
+        return target
+    if accumulate:
+        return _accumulate(target, flat, values)
+    writer = _last_writer(flat, target.numel())
+    placed = F.reshape(take_positions(F.reshape(values, -1), writer), *target.shape)
+    written = F._from_numpy((writer >= 0).reshape(target.shape), target.device)
+    return F.where(written, placed, target)
+
+
+@differentiable("index_accumulate", inputs=("target", "values"))
+def _accumulate(target, flat: np.ndarray, values):
+    return scatter_add_positions(target, flat, values)
+
+
+def _accumulate_grad(c: G.GradContext):
+    flat = c.attrs["flat"]
+    g_values = take_positions(c.g.reshape(-1), flat.reshape(-1)).reshape(*flat.shape) if c.needs[1] else None
+    return (c.g if c.needs[0] else None), g_values
+
+
+G.RULES["index_accumulate"] = _accumulate_grad
+
+
+def setitem(target, index, value) -> None:
+    """``target[index] = value`` with an advanced index."""
+    flat = plan("__setitem__", target.shape, index)
+    if not isinstance(value, _tensor.Tensor):
+        value = F._wrap(lazy.const_node(F._node(value), target.dtype, (), target.device))
+    mutation.inplace(target, "__setitem__", lambda t: index_put(t, flat, value, False))
+
+
+def index_put_(target, indices, values, accumulate: bool = False):
+    """``target[indices] = values`` (``+=`` with ``accumulate``, repeated indices summed in index order); returns ``target``."""
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError(f"index_put_(): indices must be a tuple of tensors, got {type(indices).__name__}")
+    flat = plan("index_put_", target.shape, tuple(indices))
+    return mutation.inplace(target, "index_put_", lambda t: index_put(t, flat, values, accumulate))
+
+
+# ---------------------------------------------------------------------- dim-wise ops
+
+
+def _dim_plan(op: str, input, dim: int, index, negative: bool = False) -> tuple[int, np.ndarray]:
+    """(dim, positions) for gather and scatter: the flat position in ``input`` that ``index`` names along ``dim``."""
+    if not isinstance(index, _tensor.Tensor) or index.dtype not in (T.int64, T.int32):
+        raise TypeError(f"'{op}': index must be an int64 tensor, got {getattr(index, 'dtype', type(index).__name__)}")
+    if input.ndim == 0 or index.ndim != input.ndim:
+        raise RuntimeError(
+            f"'{op}': index ({index.ndim} dims) and input ({input.ndim} dims) must have the same number of dims, at least 1"
+        )
+    d = lazy.normalize_dim(op, dim, input.ndim)
+    idx = index.numpy().astype(np.int64)
+    size = input.shape[d]
+    bad = ((idx < -size) if negative else (idx < 0)) | (idx >= size)
+    if bad.any():
+        raise RuntimeError(f"'{op}': index {int(idx[bad][0])} is out of bounds for dimension {d} with size {size}")
+    idx = np.where(idx < 0, idx + size, idx)
+    for k in range(idx.ndim):
+        if k != d and idx.shape[k] > input.shape[k]:
+            raise RuntimeError(
+                f"'{op}': index of shape {tuple(idx.shape)} is larger than the input's {input.shape} in dim {k}"
+            )
+    strides = np.array([math.prod(input.shape[k + 1 :]) for k in range(input.ndim)], dtype=np.int64)
+    grids = np.indices(idx.shape, dtype=np.int64)
+    grids[d] = idx
+    return d, np.tensordot(strides, grids, axes=1).astype(np.int64).reshape(idx.shape)
+
+
+def gather(input, dim: int, index):
+    """``out[i][j][k] = input[index[i][j][k]][j][k]`` (dim 0), as torch.gather; differentiable in ``input``."""
+    _, flat = _dim_plan("gather", input, dim, index)
+    return take_positions(input, flat)
+
+
+def take_along_dim(input, indices, dim: int):
+    """``gather`` with ``indices`` broadcast against ``input`` outside ``dim``, negative indices counted from the end."""
+    d = lazy.normalize_dim("take_along_dim", dim, input.ndim)
+    if indices.ndim != input.ndim:
+        raise RuntimeError(
+            f"'take_along_dim': input ({input.ndim} dims) and indices ({indices.ndim} dims) differ in dims"
+        )
+    outside = lazy.broadcast_shapes(
+        "take_along_dim",
+        tuple(1 if k == d else s for k, s in enumerate(input.shape)),
+        tuple(1 if k == d else s for k, s in enumerate(indices.shape)),
+    )
+    in_shape = tuple(input.shape[d] if k == d else s for k, s in enumerate(outside))
+    ix_shape = tuple(indices.shape[d] if k == d else s for k, s in enumerate(outside))
+    src = F.expand(input, *in_shape) if in_shape != input.shape else input
+    idx = F.expand(indices, *ix_shape) if ix_shape != indices.shape else indices
+    _, flat = _dim_plan("take_along_dim", src, d, idx, negative=True)
+    return take_positions(src, flat)
+
+
+def index_select(input, dim: int, index):
+    """The slices of ``input`` along ``dim`` at the positions of the 1-D ``index``, as torch.index_select."""
+    if not isinstance(index, _tensor.Tensor) or index.dtype not in (T.int64, T.int32) or index.ndim > 1:
+        raise TypeError("'index_select': index must be a 1-D int64 or int32 tensor")
+    d = lazy.normalize_dim("index_select", dim, input.ndim)
+    values = index.numpy().reshape(-1).astype(np.int64)
+    size = input.shape[d] if input.ndim else 1
+    bad = (values < 0) | (values >= size)
+    if bad.any():
+        raise RuntimeError(
+            f"'index_select': index {int(values[bad][0])} is out of bounds for dimension {d} with size {size}"
+        )
+    return take_positions(input, plan("index_select", input.shape, (slice(None),) * d + (values,)))
+
+
+def scatter_(target, dim: int, index, src=None, value=None, reduce=None):
+    """``target[index[i][j]][j] = src[i][j]`` (dim 0), as Tensor.scatter_ (repeated positions: the last wins)."""
+    if reduce is not None:
+        raise NotImplementedError("'scatter_': reduce= is not supported; use scatter_add_")
+    _, flat = _dim_plan("scatter_", target, dim, index)
+    if src is None:
+        src = F._wrap(lazy.const_node(F._node(value), target.dtype, (), target.device))
+    elif isinstance(src, _tensor.Tensor):
+        src = _leading(src, flat.shape)
+    else:
+        src = F._wrap(lazy.const_node(F._node(src), target.dtype, (), target.device))
+    return mutation.inplace(target, "scatter_", lambda t: index_put(t, flat, src, False))
+
+
+def scatter_add_(target, dim: int, index, src):
+    """``target[index[i][j]][j] += src[i][j]`` (dim 0), as Tensor.scatter_add_: repeated positions add in index order."""
+    _, flat = _dim_plan("scatter_add_", target, dim, index)
+    return mutation.inplace(target, "scatter_add_", lambda t: index_put(t, flat, _leading(src, flat.shape), True))
+
+
+def _leading(src, shape: tuple[int, ...]):
+    """The part of ``src`` that an index of ``shape`` pairs with (scatter reads src[:i, :j, ...])."""
+    if src.shape == tuple(shape):
+        return src
+    if src.ndim != len(shape) or any(a < b for a, b in zip(src.shape, shape)):
+        raise RuntimeError(f"'scatter': src of shape {src.shape} is smaller than index of shape {tuple(shape)}")
+    return src[tuple(slice(0, s) for s in shape)]
+
+
+def scatter(input, dim: int, index, src=None, value=None):
+    return scatter_(F.clone(input), dim, index, src, value)
+
+
+def scatter_add(input, dim: int, index, src):
+    return scatter_add_(F.clone(input), dim, index, src)
+
+
+def nonzero(input, *, as_tuple: bool = False):
+    values = input.numpy()
+    if as_tuple:
+        return tuple(F._from_numpy(a.astype(np.int64), input.device) for a in np.nonzero(values))
+    return F._from_numpy(np.argwhere(values).astype(np.int64), input.device)
+
+
+# Last: these modules import tensor.py, which imports this one.
+from .. import tensor as _tensor  # noqa: E402
+from . import mutation  # noqa: E402

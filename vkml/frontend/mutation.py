@@ -1,0 +1,417 @@
+"""Mutation with PyTorch's semantics over immutable lazy nodes (functionalization).
+
+A ``Tensor`` is a handle. A tensor made by an op owns its storage: its value is ``_node`` and
+``_vcount`` counts the writes to it (PyTorch's version counter). A view (``reshape``,
+``permute``, ``expand``, basic indexing, ``detach``, ``.data``) shares the storage of the
+tensor it was taken from: it keeps that tensor as ``_base`` and the view steps from it as
+``_chain``, and its ``_node`` is valid for the base version ``_seen``.
+
+A write (``add_``, ``x[i] = v``, ``copy_``, ``+=``, ...) never changes a node. It builds the
+storage owner's new value — for a write through a view, the old value with the view's region
+replaced: an elementwise select of the placed values (pads and reshapes of the written value,
+all index arithmetic) over the old value, which fuses with its neighbours —, rebinds the
+owner's ``_node`` and bumps its ``_vcount``. A view whose ``_seen`` is older rebuilds its node
+by replaying its chain on the new value (``refresh``, called by ``Tensor.node``). An op
+recorded before the write holds the old node, so it sees the old value whatever the order of
+realization.
+
+Autograd follows PyTorch: the new value is built with recording on, so the owner's ``_ctx``
+becomes the write's (``where`` over the old value: PyTorch's CopySlices), and a view rebuilt
+from an owner that requires grad records its view ops again. Gradient rules read saved
+values through ``SavedTensor`` (vkml/tensor.py), which raises PyTorch's error when the
+storage was written after the value was saved. ``docs/mutation.md`` has the whole contract.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..errors import DTypeError, ShapeError
+from ..graph import build as lazy
+from ..graph.view import ViewStack, contiguous_strides
+from ..ir import types as T
+from . import autograd
+from . import operators as F
+
+# PyTorch's names of dtypes, as its messages about in-place results print them.
+_TORCH_NAMES = {
+    "float32": "Float",
+    "float16": "Half",
+    "bfloat16": "BFloat16",
+    "float64": "Double",
+    "int64": "Long",
+    "int32": "Int",
+    "int16": "Short",
+    "int8": "Char",
+    "uint8": "Byte",
+    "bool": "Bool",
+}
+
+_OVERLAP = (
+    "unsupported operation: more than one element of the written-to tensor refers to a single memory "
+    "location. Please clone() the tensor before performing the operation."
+)
+
+
+# ---------------------------------------------------------------------- views
+
+
+def link_view(out, input, step: tuple):
+    """Make ``out`` (a new tensor that views ``input`` by ``step``) share ``input``'s storage; returns ``out``.
+
+    ``step`` is one of ("reshape", shape), ("permute", order), ("expand", shape, old shape),
+    ("slice", starts, stops, steps): enough to replay the view and to place values back.
+    """
+    if out is input:
+        return out
+    base = input._base
+    if base is None:
+        out._base, out._chain = input, (step,)
+        out._gradview = True
+    else:
+        out._base, out._chain = base, input._chain + (step,)
+        out._gradview = input._gradview
+    out._seen = out._base._vcount
+    return out
+
+
+def viewable(t, shape: tuple[int, ...]) -> bool:
+    """Whether ``t`` reshaped to ``shape`` is a view of its storage in PyTorch (strides allow it), not a copy."""
+    base = t._base
+    if base is None:
+        return True
+    stack = ViewStack.contiguous(base.shape)
+    for step in t._chain:
+        stack = _edit(stack, step)
+    return len(stack.views) == 1 and stack.top.reshape(tuple(shape)) is not None
+
+
+def link_reshape(out, input, shape: tuple[int, ...]):
+    """``out = input.reshape(shape)``: a view of ``input``'s storage where PyTorch's would be, else a copy of its own."""
+    return link_view(out, input, ("reshape", shape)) if viewable(input, shape) else out
+
+
+def apply_step(t, step: tuple):
+    """The view ``step`` of tensor ``t``, through the public (recorded, linking) functions."""
+    kind = step[0]
+    if kind == "reshape":
+        return F.reshape(t, *step[1])
+    if kind == "permute":
+        return F.permute(t, *step[1])
+    if kind == "expand":
+        return F.expand(t, *step[1])
+    return F._slice(t, step[1], step[2], step[3])
+
+
+def _edit(stack: ViewStack, step: tuple) -> ViewStack:
+    kind = step[0]
+    if kind == "reshape":
+        return stack.reshape(step[1])
+    if kind == "permute":
+        return stack.permute(step[1])
+    if kind == "expand":
+        return stack.expand(step[1])
+    return stack.slice(step[1], step[2], step[3])
+
+
+def refresh(t):
+    """``t``'s node after a write to its storage: its view chain replayed on the owner's new value."""
+    base = t._base
+    record = t._gradview and base._requires_grad
+    with autograd.set_grad_enabled(record):
+        v = base
+        for step in t._chain:
+            v = apply_step(v, step)
+    node = v.node
+    t._node, t._seen = node, base._vcount
+    if record:
+        t._ctx, t._requires_grad = v._ctx, v._requires_grad
+    return node
+
+
+def current(t) -> None:
+    """Bring view ``t``'s node and autograd history up to date with its base (no-op when they are)."""
+    if t._seen != t._base._vcount:
+        refresh(t)
+
+
+def detached_view(t):
+    """``t.detach()`` and ``t.data``: the same storage, outside autograd."""
+    out = _tensor.Tensor(t.node)
+    base = t._base
+    out._base, out._chain = (t, ()) if base is None else (base, t._chain)
+    out._seen = out._base._vcount
+    out._gradview = False
+    return out
+
+
+def contiguous(t):
+    """``t`` if its elements lie in row-major order in its storage (PyTorch: no copy), else a clone."""
+    base = t._base
+    if base is None:
+        return t
+    stack = ViewStack.contiguous(base.shape)
+    for step in t._chain:
+        stack = _edit(stack, step)
+    top = stack.top
+    if len(stack.views) == 1 and top.mask is None and top.strides == contiguous_strides(top.shape):
+        return t
+    return F.clone(t)
+
+
+def set_data(t, value) -> None:
+    """``t.data = value``: ``t`` takes ``value``'s current value as storage of its own (no version bump, as PyTorch)."""
+    if not isinstance(value, _tensor.Tensor):
+        raise TypeError(f"data: expected a vkml.Tensor, got {type(value).__name__}")
+    node = value.node
+    t._base = None
+    t._node = node
+
+
+def assign_node(t, node) -> None:
+    """``t.node = node`` (optimizers, ``load_state_dict``): a write of the whole tensor, outside autograd."""
+    if t._base is None:
+        t._node = node
+        t._vcount += 1
+        return
+    if node.shape != t.shape or node.dtype is not t.dtype:
+        raise ShapeError(f"cannot assign a {node.dtype.name} value of shape {node.shape} to a view of shape {t.shape}")
+    with autograd.no_grad():
+        write(t, _tensor.Tensor(node))
+
+
+# ---------------------------------------------------------------------- writing
+
+
+def check_writable(t) -> None:
+    """PyTorch's refusals of an in-place op on ``t``, raised before anything changes."""
+    base = t._base
+    if autograd.is_grad_enabled():
+        if base is None:
+            if t._requires_grad and t._ctx is None:
+                raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        elif t._gradview and base._requires_grad and base._ctx is None:
+            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+    if base is not None:
+        for step in t._chain:
+            if step[0] == "expand" and math.prod(step[1]) > math.prod(step[2]):
+                raise RuntimeError(_OVERLAP)
+
+
+def _alias(t):
+    """A new handle on ``t``'s current value and autograd history, with a version counter of its own.
+
+    In-place ops compute from it: the op's saved operand then belongs to a storage no one
+    writes, and gradients reach ``t``'s history through the context it carries (autograd
+    follows contexts, not handles).
+    """
+    node = t.node  # first: a view rebuilds its context with its node
+    a = _tensor.Tensor(node)
+    a._ctx, a._requires_grad = t._ctx, t._requires_grad
+    return a
+
+
+def can_cast(src: T.DType, dst: T.DType) -> bool:
+    """PyTorch's ``can_cast``: an in-place result may not go down from float to int, or to bool."""
+
+    def kind(d):
+        return 2 if d.is_float else (0 if d is T.bool_ else 1)
+
+    return kind(src) <= kind(dst)
+
+
+def torch_name(dtype: T.DType) -> str:
+    return _TORCH_NAMES.get(dtype.name, dtype.name)
+
+
+def inplace(t, op: str, fn, *args):
+    """``t.op(*args)``: ``fn(t, *args)`` computed, checked against ``t``'s shape and dtype, written; returns ``t``."""
+    check_writable(t)
+    old = _alias(t)
+    new = fn(old, *args)
+    if new.shape != t.shape:
+        raise RuntimeError(f"output with shape {list(t.shape)} doesn't match the broadcast shape {list(new.shape)}")
+    if not can_cast(new.dtype, t.dtype):
+        raise RuntimeError(
+            f"result type {torch_name(new.dtype)} can't be cast to the desired output type {torch_name(t.dtype)}"
+        )
+    _commit(t, old, F.cast(new, t.dtype))
+    return t
+
+
+def _commit(t, old, new) -> None:
+    """Write ``new`` (``t``'s shape and dtype) into ``t``; ``old`` is ``_alias(t)``."""
+    if t._base is None and new._ctx is None and old._ctx is not None and autograd.is_grad_enabled():
+        # A value that does not depend on t (fill_, copy_ of a constant) replaces a non-leaf:
+        # PyTorch's gradient to t's history is zero, not the gradient t had before.
+        keep = F._wrap(lazy.const_node(False, T.bool_, t.shape, t.device))
+        new = F.where(keep, old, new)
+    write(t, new)
+
+
+def write(t, value) -> None:
+    """Make ``value`` (``t``'s shape and dtype, on its device) ``t``'s value; a view writes its base."""
+    base = t._base
+    if base is None:
+        _set_owner(t, value)
+        return
+    # A write through detach() or .data is invisible to autograd, as in PyTorch: the base keeps
+    # its history (a parameter stays a leaf).
+    with autograd.set_grad_enabled(autograd.is_grad_enabled() and t._gradview):
+        below = [_alias(base)]
+        for step in t._chain[:-1]:
+            below.append(apply_step(below[-1], step))
+        v = value
+        for step, under in zip(reversed(t._chain), reversed(below)):
+            v = _unapply(step, under, v)
+    _set_owner(base, v if t._gradview else _tensor.Tensor(v.node))
+
+
+def _set_owner(owner, new) -> None:
+    owner._node = new.node
+    if new._ctx is not None:
+        owner._ctx, owner._requires_grad = new._ctx, True
+    owner._vcount += 1
+
+
+def _unapply(step: tuple, under, v):
+    """``under`` (a tensor) with the region that view ``step`` of it shows replaced by ``v``."""
+    kind = step[0]
+    if kind == "reshape" or kind == "expand":  # expand: one that broadcasts was refused (check_writable)
+        return F.reshape(v, *under.shape)
+    if kind == "permute":
+        order = step[1]
+        return F.permute(v, *(order.index(d) for d in range(len(order))))
+    if v.shape == under.shape:  # a slice of every element
+        return v
+    if v.numel() == 0:
+        return under
+    _, starts, _, steps = step
+    placed = _place(v, starts, steps, under.shape)
+    inside = _place(F._wrap(lazy.const_node(True, T.bool_, v.shape, v.device)), starts, steps, under.shape)
+    return F.where(inside, placed, under)
+
+
+def _pads_for(ndim: int, dim: int, before: int, after: int) -> list[int]:
+    pads = [0] * (2 * ndim)
+    back = ndim - 1 - dim
+    pads[2 * back], pads[2 * back + 1] = before, after
+    return pads
+
+
+def _place(g, starts, steps, shape):
+    """``g`` at positions start, start + step, ... of each dim of ``shape``, zero (False) elsewhere: all views."""
+    for d, (start, step) in enumerate(zip(starts, steps)):
+        kept = g.shape[d]
+        if step > 1 and kept > 1:  # step - 1 zeros after each element, the trailing ones dropped
+            g = F.constant_pad_nd(F.unsqueeze(g, d + 1), _pads_for(g.ndim + 1, d + 1, 0, step - 1))
+            g = F.reshape(g, *g.shape[:d], kept * step, *g.shape[d + 2 :])
+            g = F.constant_pad_nd(g, _pads_for(g.ndim, d, 0, 1 - step))
+        span = g.shape[d]
+        if start or shape[d] - start - span:
+            g = F.constant_pad_nd(g, _pads_for(g.ndim, d, start, shape[d] - start - span))
+    return g
+
+
+def _fit_value(value, shape: tuple[int, ...], op: str):
+    """A tensor ``value`` broadcast to ``shape`` (leading size-1 dims beyond it dropped, as PyTorch)."""
+    if value.shape == shape:
+        return value
+    extra = value.ndim - len(shape)
+    if extra > 0:
+        if any(s != 1 for s in value.shape[:extra]):
+            raise ShapeError(f"'{op}': a value of shape {value.shape} cannot be written to a region of shape {shape}")
+        value = F.reshape(value, *value.shape[extra:])
+    lead = len(shape) - value.ndim
+    if lead < 0 or any(v not in (1, s) for v, s in zip(value.shape, shape[lead:])):
+        raise ShapeError(f"'{op}': a value of shape {value.shape} cannot be written to a region of shape {shape}")
+    return F.expand(value, *shape)
+
+
+def copy_(t, src):
+    """``t.copy_(src)``: ``src`` broadcast to ``t``'s shape, converted to its dtype (any conversion) and device."""
+    if not isinstance(src, _tensor.Tensor):
+        raise TypeError(f"copy_(): argument 'src' must be a vkml.Tensor, not {type(src).__name__}")
+    check_writable(t)
+    old = _alias(t)
+    value = src if src.device is t.device else F.to_device(src, t.device)
+    value = _fit_value(F.cast(value, t.dtype), t.shape, "copy_")
+    if value._ctx is None and value._requires_grad and autograd.is_grad_enabled():
+        value = F.clone(value)  # a leaf src: the write's history must lead to it
+    _commit(t, old, value)
+    return t
+
+
+def fill_(t, value):
+    """``t.fill_(value)``: a Python number (converted as PyTorch: 1.5 fills an int tensor with 1) or a 0-dim tensor."""
+    if isinstance(value, _tensor.Tensor):
+        if value.ndim != 0:
+            raise RuntimeError(
+                f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions."
+            )
+        return copy_(t, value)
+    if type(value) not in lazy.SCALAR_TYPES:
+        F._node(value)  # raises the error naming an unsupported value
+    check_writable(t)
+    old = _alias(t)
+    _commit(t, old, F._wrap(lazy.const_node(F._node(value), t.dtype, t.shape, t.device)))
+    return t
+
+
+def _random_fill(t, op: str, make):
+    if not t.dtype.is_float:
+        raise DTypeError(f"'{op}' fills floating point tensors only, this one is {t.dtype.name}")
+    check_writable(t)
+    old = _alias(t)
+    with autograd.no_grad():
+        new = F.cast(make(), t.dtype)
+    _commit(t, old, new)
+    return t
+
+
+def uniform_(t, a: float, b: float, generator):
+    """Uniform values in [a, b): a float32 draw in [0, 1) scaled, then converted to ``t``'s dtype."""
+    return _random_fill(
+        t, "uniform_", lambda: _random.rand(t.shape, generator=generator, device=t.device) * (b - a) + a
+    )
+
+
+def normal_(t, mean: float, std: float, generator):
+    """Normal values: a float32 standard normal draw times ``std`` plus ``mean``, converted to ``t``'s dtype."""
+    return _random_fill(t, "normal_", lambda: _random.randn(t.shape, generator=generator, device=t.device) * std + mean)
+
+
+def detach_(t):
+    if t._base is not None and t._gradview:
+        raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+    t._ctx, t._requires_grad = None, False
+    return t
+
+
+def setitem(t, index, value) -> None:
+    """``t[index] = value``: a write through the view ``t[index]``, or an advanced index's write (vkml/frontend/indexing.py).
+
+    A bool mask of ``t``'s shape with a number or a one-element value is ``masked_fill_``,
+    which needs no read-back of the mask.
+    """
+    if isinstance(index, _tensor.Tensor) and index.dtype is T.bool_ and index.shape == t.shape:
+        if not isinstance(value, _tensor.Tensor):
+            inplace(t, "__setitem__", F.masked_fill, index, value)
+            return
+        if value.numel() == 1:
+            inplace(t, "__setitem__", F.masked_fill, index, F.reshape(value, *()))
+            return
+    if _indexing.is_advanced(index):
+        _indexing.setitem(t, index, value)
+        return
+    view = F.getitem(t, index)
+    if isinstance(value, _tensor.Tensor):
+        copy_(view, value)
+    else:
+        fill_(view, value)
+
+
+# Last: these modules import tensor.py, which imports this one.
+from .. import tensor as _tensor  # noqa: E402
+from . import indexing as _indexing  # noqa: E402
+from . import random as _random  # noqa: E402

@@ -1,0 +1,796 @@
+"""vkml's public operators (``vkml.add``, ``Tensor.sum``, ...), with PyTorch's names and defaults.
+
+Each function checks its arguments eagerly, records a node and returns a lazy Tensor. The
+computation of every op is defined once in ``vkml/ops/`` (elementwise bodies, reduction
+combines); this module only shapes graphs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import DTypeError, ShapeError
+from ..graph import build as lazy
+from ..graph.node import Node
+from ..ir import types as T
+from ..ops.promotion import promote_types
+from . import autograd
+from .autograd import differentiable
+
+TENSOR_METHODS = [
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "neg",
+    "abs",
+    "sign",
+    "pow",
+    "maximum",
+    "minimum",
+    "clamp",
+    "clip",
+    "where",
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "logical_and",
+    "logical_or",
+    "logical_not",
+    "relu",
+    "exp",
+    "log",
+    "sqrt",
+    "rsqrt",
+    "tanh",
+    "sigmoid",
+    "sum",
+    "mean",
+    "prod",
+    "amax",
+    "amin",
+    "argmax",
+    "argmin",
+    "softmax",
+    "log_softmax",
+    "logsumexp",
+    "matmul",
+    "max",
+    "min",
+    "masked_fill",
+]
+
+
+def _wrap(node: Node):
+    t = _tensor.Tensor(node)
+    if lazy.is_eager():
+        t.realize()
+    return t
+
+
+def _node(x):
+    if isinstance(x, _tensor.Tensor):
+        return x.node
+    if isinstance(x, (bool, int, float)):
+        return x
+    if isinstance(x, np.generic):
+        return x.item()
+    raise TypeError(f"expected a vkml.Tensor or a Python number, got {type(x).__name__}")
+
+
+def _tensor_node(op: str, x) -> Node:
+    if not isinstance(x, _tensor.Tensor):
+        raise TypeError(f"'{op}' expects a vkml.Tensor, got {type(x).__name__}")
+    return x.node
+
+
+def _elementwise(name: str, *operands):
+    # Every op a user writes passes here: one pass over the operands finds their nodes and
+    # whether autograd has anything to record (a tensor operand that requires grad).
+    nodes = []
+    any_tensor = wants_grad = False
+    for o in operands:
+        if isinstance(o, _tensor.Tensor):
+            nodes.append(o.node)
+            any_tensor = True
+            wants_grad = wants_grad or o._requires_grad
+        else:
+            nodes.append(_node(o))
+    if not any_tensor:
+        raise TypeError(f"'{name}' needs at least one tensor operand")
+    out = _tensor.Tensor(lazy.elementwise(name, nodes))
+    if lazy.is_eager():
+        out.realize()
+    return autograd.record(name, operands, out) if wants_grad else out
+
+
+def _unary(name):
+    def fn(input):
+        return _elementwise(name, input)
+
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise ``{name}``; see docs/ops/{name}.md. Example: ``vkml.{name}(vkml.tensor([1.0, 2.0]))``."
+    return fn
+
+
+def _binary(name):
+    def fn(input, other):
+        # The usual case first (tensors that need no grad, or a tensor and a Python number): the
+        # node straight from lazy's fast path, with none of _elementwise's loops. A tensor that
+        # owns its storage has its node in _node; a view's comes first from the property, which
+        # also brings its _requires_grad up to date after a write through its storage.
+        tensor = _tensor.Tensor
+        if type(input) is tensor:
+            a = input._node if input._base is None else input.node
+            if not input._requires_grad:
+                if type(other) is tensor:
+                    b = other._node if other._base is None else other.node
+                    if not other._requires_grad:
+                        node = lazy.binary_fast(name, a, b)
+                        if node is not None:
+                            return _wrap(node)
+                elif type(other) in lazy.SCALAR_TYPES:
+                    node = lazy.binary_fast(name, a, other)
+                    if node is not None:
+                        return _wrap(node)
+        elif type(other) is tensor and type(input) in lazy.SCALAR_TYPES:
+            b = other._node if other._base is None else other.node
+            if not other._requires_grad:
+                node = lazy.binary_fast(name, input, b)
+                if node is not None:
+                    return _wrap(node)
+        return _elementwise(name, input, other)
+
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise ``{name}`` with broadcasting; see docs/ops/{name}.md. Example: ``vkml.{name}(x, y)``."
+    return fn
+
+
+add, sub, mul, _divide = _binary("add"), _binary("sub"), _binary("mul"), _binary("div")
+
+
+def div(input, other):
+    """``input / other`` with broadcasting, correctly rounded; see docs/ops/div.md.
+
+    A float tensor divided by a Python number that is a power of two in [2^-126, 2^126] (the
+    count of a ``mean``, ``x / 2``) is multiplied by the exact reciprocal instead: quotient and
+    product round the same real number, so every input gives the same bits, and a product is
+    one instruction where the exact division is ~80.
+
+    >>> div(vkml.tensor([1.0, 3.0]), 2).tolist()  # doctest: +SKIP
+    [0.5, 1.5]
+    """
+    if type(other) in (float, int) and isinstance(input, _tensor.Tensor) and input.dtype.is_float:
+        if type(other) is int:
+            lazy.check_scalar_fits("div", other, T.float32)  # PyTorch's OverflowError past 64 bits
+        mantissa, exponent = math.frexp(other)
+        if mantissa in (0.5, -0.5) and -126 <= exponent - 1 <= 126:  # (abs is the tensor op here)
+            return mul(input, 1.0 / other)
+    return _divide(input, other)
+
+
+maximum, minimum = _binary("maximum"), _binary("minimum")
+eq, ne, lt, le, gt, ge = (_binary(n) for n in ("eq", "ne", "lt", "le", "gt", "ge"))
+logical_and, logical_or = _binary("logical_and"), _binary("logical_or")
+neg, abs, sign, relu = _unary("neg"), _unary("abs"), _unary("sign"), _unary("relu")
+exp, log, sqrt, rsqrt, tanh, sigmoid = (_unary(n) for n in ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid"))
+logical_not = _unary("logical_not")
+
+
+def pow(input, exponent):
+    """``input ** exponent`` with broadcasting and PyTorch's result dtype (``int ** 2.0`` is float32).
+
+    ``x ** 2`` is ``x * x`` (exact) where that keeps the dtype: a float tensor, or an integer
+    tensor and the int 2.
+    """
+    exponent = exponent.item() if isinstance(exponent, np.generic) else exponent
+    if type(exponent) in (int, float) and isinstance(input, _tensor.Tensor) and exponent == 2:
+        if input.dtype.is_float or (type(exponent) is int and input.dtype is not T.bool_):
+            return mul(input, input)
+    out = _elementwise("pow", input, exponent)
+    if type(exponent) in (int, float) and out.dtype is not T.float32:
+        # PyTorch converts the exponent to an integer or float16 result's dtype, and checks it fits
+        lazy.check_scalar_fits("pow", exponent, out.dtype)
+        if type(exponent) is int and exponent < 0 and not out.dtype.is_float:
+            raise RuntimeError(f"'pow': Integers to negative integer powers are not allowed (exponent {exponent})")
+    return out
+
+
+def where(condition, input=None, other=None):
+    """``input`` where ``condition`` (a bool tensor) holds, else ``other``; broadcast.
+
+    ``where(condition)`` alone is ``nonzero(condition, as_tuple=True)`` (it reads the condition back).
+    """
+    if input is None and other is None:
+        return _indexing.nonzero(condition, as_tuple=True)
+    input, other = (v.item() if isinstance(v, np.generic) else v for v in (input, other))
+    out = _elementwise("where", condition, input, other)
+    # PyTorch makes a Python value a tensor of the result's dtype, or of float32 for a float
+    # (a float16 result takes any float: PyTorch converts it straight to float16, overflowing to inf)
+    for value in (input, other):
+        if type(value) in (int, float) and out.dtype is not T.float16:
+            lazy.check_scalar_fits("where", value, out.dtype)
+    return out
+
+
+def clamp(input, min=None, max=None):
+    """Clamp into ``[min, max]`` with PyTorch's NaN rules (a NaN bound makes every output NaN)."""
+    if min is None and max is None:
+        raise ValueError("'clamp': at least one of min and max must be given")
+    min, max = (v.item() if isinstance(v, np.generic) else v for v in (min, max))
+    if max is None:
+        out = _elementwise("clamp_min", input, min)
+    elif min is None:
+        out = _elementwise("clamp_max", input, max)
+    else:
+        out = _elementwise("clamp", input, min, max)
+    for bound in (min, max):  # PyTorch converts a Python bound to the result's dtype
+        if type(bound) in (int, float):
+            lazy.check_scalar_fits("clamp", bound, out.dtype)
+    return out
+
+
+clip = clamp
+
+
+@differentiable("cast")
+def cast(input, dtype: T.DType):
+    """``input.to(dtype)``: PyTorch's conversion rules (float→int truncates; NaN→INT_MIN; f32→f16 RNE)."""
+    node = _tensor_node("to", input)
+    if not isinstance(dtype, T.DType):
+        raise DTypeError(f"'to': expected a vkml dtype, got {dtype!r}")
+    if dtype is T.uint32:
+        raise DTypeError("'to': uint32 is an IR type, not a tensor dtype")
+    return _wrap(lazy.cast_node(node, dtype)) if node.dtype is not dtype else input
+
+
+@differentiable("to_device")
+def to_device(input, device):
+    """A copy of ``input`` on ``device`` (tensors never move on their own)."""
+    from .devices import device as get_device
+
+    dev = get_device(device) if not hasattr(device, "allocate") else device
+    node = _tensor_node("to", input)
+    if dev is node.device:
+        return input
+    return _from_numpy(input.numpy(), dev)
+
+
+def _from_numpy(array: np.ndarray, device):
+    dtype = T.from_numpy(array.dtype)
+    buf = device.allocate(dtype, array.size)
+    if array.size:
+        device.upload(buf, np.ascontiguousarray(array).reshape(-1))
+    node = Node("buffer", (), None, array.shape, dtype, device)
+    node.buffer = buf
+    from ..tensor import Tensor
+
+    return Tensor(node)
+
+
+# ---------------------------------------------------------------------- reductions
+
+
+def _reduce(name: str, input, dim, keepdim: bool, op: str):
+    """Reduction ``name`` as public function ``op`` (``max`` reduces with amax): dims checked, recorded."""
+    node = _tensor_node(op, input)
+    dim = lazy.reduce_dims(op, dim, len(node.shape))
+    out = _wrap(lazy.reduce(name, node, dim, keepdim, op))
+    return autograd.record(name, (input,), out, {"dim": dim, "keepdim": keepdim})
+
+
+def _reduction(name):
+    def fn(input, dim=None, keepdim=False):
+        return _reduce(name, input, dim, keepdim, name)
+
+    fn.__name__ = name
+    fn.__doc__ = f"``{name}`` over ``dim`` (all dims when None); see docs/ops/{name}.md. Example: ``x.{name}(dim=1)``."
+    return fn
+
+
+sum, prod, amax, amin = (_reduction(n) for n in ("sum", "prod", "amax", "amin"))
+
+
+def _shift_max(input, dim=None, keepdim=False, op="shift_max"):
+    """softmax's shift: a cheaper max that leaves every bit of the composites unchanged (_shift_by_max)."""
+    return _reduce("shift_max", input, dim, keepdim, op)
+
+
+def _arg_reduction(name: str, input, dim, keepdim: bool, op: str):
+    node = _tensor_node(op, input)
+    if dim is None:
+        if node.numel == 0:
+            lazy.reduce(name, node, None, False, op)  # raises PyTorch's error for an empty input
+        flat = lazy.view_node(node, lambda s: s.reshape((node.numel,))) if node.shape else node
+        out = lazy.reduce(name, flat, None, False, op)
+        if keepdim and node.shape:  # PyTorch: every dim kept as size 1 (was: a 0-d result)
+            ones = (1,) * len(node.shape)
+            out = lazy.view_node(out, lambda s: s.reshape(ones))
+        return _wrap(out)
+    return _wrap(lazy.reduce(name, node, lazy.normalize_dim(op, dim, len(node.shape)), keepdim, op))
+
+
+def argmax(input, dim=None, keepdim=False):
+    """Index (int64) of the first maximum — or of the first NaN — over ``dim`` (flattened when None)."""
+    return _arg_reduction("argmax", input, dim, keepdim, "argmax")
+
+
+def argmin(input, dim=None, keepdim=False):
+    """Index (int64) of the first minimum — or of the first NaN — over ``dim`` (flattened when None)."""
+    return _arg_reduction("argmin", input, dim, keepdim, "argmin")
+
+
+def max(input, dim=None, keepdim=False):
+    """``max(x)`` is ``amax``; ``max(x, dim)`` returns (values, indices) like PyTorch; ``max(x, y)`` is ``maximum``."""
+    if isinstance(dim, _tensor.Tensor):
+        return maximum(input, dim)
+    if dim is None:
+        return _reduce("amax", input, None, False, "max")
+    dim = lazy.normalize_dim("max", dim, len(_tensor_node("max", input).shape))
+    return _reduce("amax", input, dim, keepdim, "max"), _arg_reduction("argmax", input, dim, keepdim, "max")
+
+
+def min(input, dim=None, keepdim=False):
+    """``min(x)`` is ``amin``; ``min(x, dim)`` returns (values, indices) like PyTorch; ``min(x, y)`` is ``minimum``."""
+    if isinstance(dim, _tensor.Tensor):
+        return minimum(input, dim)
+    if dim is None:
+        return _reduce("amin", input, None, False, "min")
+    dim = lazy.normalize_dim("min", dim, len(_tensor_node("min", input).shape))
+    return _reduce("amin", input, dim, keepdim, "min"), _arg_reduction("argmin", input, dim, keepdim, "min")
+
+
+def _reduced_count(node: Node, dims) -> int:
+    """How many elements each output of a reduction over ``dims`` (checked: None or a tuple) takes."""
+    if dims is None or not node.shape:
+        return node.numel
+    return math.prod(node.shape[d] for d in dims)
+
+
+def mean(input, dim=None, keepdim=False):
+    """Mean over ``dim``: the tree sum divided by the count (float dtypes only, as PyTorch).
+
+    float16 sums and divides in float32 and rounds once. mean of an empty dim is NaN.
+    """
+    node = _tensor_node("mean", input)
+    if not node.dtype.is_float:
+        raise DTypeError(f"'mean': input dtype must be floating point, got {node.dtype.name}")
+    dim = lazy.reduce_dims("mean", dim, len(node.shape))
+    n = _reduced_count(node, dim)
+    wide = cast(input, T.float32)
+    total = sum(wide, dim, keepdim)
+    out = div(total, float(n)) if n else mul(total, float("nan"))
+    return cast(out, node.dtype)
+
+
+# ---------------------------------------------------------------------- composites
+
+
+def _float_work(input, op: str, integers: bool = False):
+    """(float32 tensor to compute in, dtype to return): float16 computes in float32, as PyTorch CPU.
+
+    ``integers``: an integer or bool input computes in float32 and returns float32 (logsumexp,
+    as PyTorch); otherwise it is PyTorch's error.
+    """
+    node = _tensor_node(op, input)
+    if not node.dtype.is_float:
+        if not integers:
+            raise DTypeError(f"'{op}': expected a floating point tensor, got {node.dtype.name}")
+        return cast(input, T.float32), T.float32
+    return cast(input, T.float32), node.dtype
+
+
+def _shift_by_max(x, dim, op: str):
+    """(x - m, m) with m the row's maximum by ``shift_max``: two instructions a combine, not twelve.
+
+    The composites below give the same bits with it as with ``amax``. In a row without NaN the
+    two differ at most in the sign of a zero m, and only where the row holds both +0 and -0: then
+    x - m differs at most in the sign of a zero, exp(±0) = 1, and the sum S >= 2 (two terms of
+    1), so log(S) > 0 and both signs give the same log_softmax and logsumexp. In a row with NaN
+    every result is NaN either way: the NaN's own term is NaN, and so is the sum.
+    """
+    m = _shift_max(x, dim, keepdim=True, op=op)
+    return x - m, m
+
+
+@differentiable("softmax")
+def softmax(input, dim: int):
+    """exp(x - max) * (1 / sum(exp(x - max))) over ``dim``. All -inf rows give NaN, as PyTorch.
+
+    The quotient is a product by the row's reciprocal, correctly rounded once per row, not a
+    correctly rounded division per element: a deliberate, bounded divergence from PyTorch's
+    formula, which divides (one multiply a element instead of a ~70-instruction division).
+    With S the row's sum and r = fl(1/S), |r - 1/S| <= 2^-24 / S, so e * r is within 2^-24
+    relative of e / S (at most 1 ulp of it; for a subnormal result under half of 2^-149)
+    before its own rounding (half an ulp): at most 1.5 ulp from e / S, so at most one float
+    from the correctly rounded quotient, which a division gives to half an ulp. The result is
+    within 3 + |x - max| + ceil(log2 n) ulp of the exact softmax (exp ≤ 1 ulp; the rounding of
+    x - max, as PyTorch; the tree sum; this product).
+    S is always safe to invert: in a row without NaN or +inf and not all -inf the max is
+    finite, its own term is exp(0) = 1 exactly and no term is negative or above 1 + 2^-23
+    (exp of x - max <= 0, within 1 ulp), and rounding is monotonic, so 1 <= S <= 2n: 1/S is a
+    normal float, never inf or subnormal. In any other row S is NaN, and so is every result,
+    as with the division.
+
+    The max is ``shift_max``'s, one compare and one select a combine: it can differ from
+    amax's only in the sign of a zero or in a row with NaN, and neither changes a bit of the
+    result (``_shift_by_max``).
+
+    Where a row fits one chunk of the device's rows kernel (8192 floats on an H200), max, sum
+    and quotient are one kernel that reads x once and computes each exp once (vkml/schedule/scheduler.py,
+    rule 7), and the reciprocal once per row; longer rows take two. Both give the same bits.
+    """
+    x, dtype = _float_work(input, "softmax")
+    dim = lazy.normalize_dim("softmax", dim, x.ndim)
+    if x.numel() == 0:  # no rows, or rows of no elements: nothing to normalise (PyTorch's empty result)
+        return cast(x, dtype)
+    shifted, _ = _shift_by_max(x, dim, "softmax")
+    e = exp(shifted)
+    return cast(e * div(1.0, sum(e, dim, keepdim=True)), dtype)
+
+
+@differentiable("log_softmax")
+def log_softmax(input, dim: int):
+    """x - max - log(sum(exp(x - max))) over ``dim``."""
+    x, dtype = _float_work(input, "log_softmax")
+    dim = lazy.normalize_dim("log_softmax", dim, x.ndim)
+    if x.numel() == 0:  # no rows, or rows of no elements: nothing to normalise (PyTorch's empty result)
+        return cast(x, dtype)
+    shifted, _ = _shift_by_max(x, dim, "log_softmax")
+    return cast(shifted - log(sum(exp(shifted), dim, keepdim=True)), dtype)
+
+
+@differentiable("logsumexp")
+def logsumexp(input, dim, keepdim: bool = False):
+    """log(sum(exp(x))) over ``dim``, shifted by the finite max (PyTorch's rule: all -inf gives -inf).
+
+    Integer and bool inputs compute in float32 and give float32, as PyTorch.
+    """
+    x, dtype = _float_work(input, "logsumexp", integers=True)
+    node = x.node
+    dim = lazy.reduce_dims("logsumexp", dim, len(node.shape))
+    if _reduced_count(node, dim) == 0:
+        return cast(sum(x, dim, keepdim) + float("-inf"), dtype)
+    _, m = _shift_by_max(x, dim, "logsumexp")
+    m = where(abs(m) == float("inf"), 0.0, m)
+    out = log(sum(exp(x - m), dim, keepdim=True)) + m
+    if not keepdim:
+        out = squeeze(out, dim)
+    return cast(out, dtype)
+
+
+@differentiable("matmul", inputs=("input", "other"))
+def matmul(input, other):
+    """Matrix product with PyTorch's rules for 1-D and batched operands.
+
+    Each float output adds its float32 products in ascending k, starting from -0.0: the
+    same bits on every device (order and error bound: docs/ops/matmul.md), except float16
+    products on cooperative matrices (the H200), which stay within the bound stated there.
+    float16 multiplies and sums in float32 and rounds once.
+    Example: ``vkml.ones(2, 3) @ vkml.ones(3, 4)`` is a 2×4 tensor of 3.0.
+    """
+    a, b = _tensor_node("matmul", input), _tensor_node("matmul", other)
+    lazy.check_devices("matmul", [a, b])
+    if not a.shape or not b.shape:
+        raise ShapeError(f"'matmul': both operands need at least 1 dim, got shapes {a.shape} and {b.shape}")
+    if a.dtype is T.bool_ or b.dtype is T.bool_:
+        raise DTypeError("'matmul' does not support bool tensors")
+    x, y = input, other
+    squeeze_a, squeeze_b = len(a.shape) == 1, len(b.shape) == 1
+    if squeeze_a:
+        x = unsqueeze(x, 0)
+    if squeeze_b:
+        y = unsqueeze(y, 1)
+    m, k = x.shape[-2:]
+    k2, n = y.shape[-2:]
+    if k != k2:
+        raise ShapeError(f"'matmul': shapes {a.shape} and {b.shape} cannot be multiplied ({k} != {k2})")
+    batch = lazy.broadcast_shapes("matmul", x.shape[:-2], y.shape[:-2])
+    result_dtype = promote_types(a.dtype, b.dtype)
+    if result_dtype.is_float and k > 0:  # the tiled kernel (vkml/kernels/matmul/tiled.py)
+        # An integer operand is converted to float32 (as the sum below would): float16 widens in the kernel.
+        xa, yb = (lazy.cast_node(t.node, T.float32) if not t.dtype.is_float else t.node for t in (x, y))
+        xa, yb = lazy.expand_to(xa, (*batch, m, k)), lazy.expand_to(yb, (*batch, k, n))
+        out = _wrap(Node("matmul", (xa, yb), "float32", (*batch, m, n), result_dtype, xa.device))
+    else:  # integers (exact in any order) and k == 0 (zeros): a sum of products
+        wide = T.float32 if result_dtype is T.float16 else result_dtype
+        xa = expand(reshape(cast(x, wide), *x.shape[:-1], 1, k), *batch, m, n, k)
+        yb = expand(unsqueeze(transpose(cast(y, wide), -1, -2), -3), *batch, m, n, k)
+        out = cast(sum(xa * yb, -1), result_dtype)
+    if squeeze_a:
+        out = squeeze(out, -2)
+    if squeeze_b:
+        out = squeeze(out, -1)
+    return out
+
+
+# ---------------------------------------------------------------------- movement
+
+
+def _shape_args(op: str, shape) -> tuple:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    for s in shape:
+        if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
+            raise TypeError(f"'{op}': sizes must be integers, got {shape}")
+    return tuple(int(s) for s in shape)
+
+
+def _view(input, edit):
+    return _wrap(lazy.view_node(input.node, edit))
+
+
+@differentiable("reshape")
+def reshape(input, *shape):
+    """The same elements in a new shape (one dim may be -1). Never copies."""
+    node = _tensor_node("reshape", input)
+    shape = _shape_args("reshape", shape)
+    if shape.count(-1) > 1:
+        raise ShapeError(f"'reshape': only one dim can be -1, got {shape}")
+    if -1 in shape:
+        known = math.prod(s for s in shape if s != -1)
+        if known == 0 or node.numel % known:
+            raise ShapeError(f"'reshape': shape {shape} is invalid for input of size {node.numel}")
+        shape = tuple(node.numel // known if s == -1 else s for s in shape)
+    if any(s < 0 for s in shape) or math.prod(shape) != node.numel:
+        raise ShapeError(f"'reshape': shape {shape} is invalid for input of size {node.numel} (shape {node.shape})")
+    if shape == node.shape:
+        return input
+    return _mutation.link_reshape(_view(input, lambda st: st.reshape(shape)), input, shape)
+
+
+@differentiable("permute")
+def permute(input, *dims):
+    """Reorder dims (a view)."""
+    node = _tensor_node("permute", input)
+    dims = _shape_args("permute", dims)
+    nd = len(node.shape)
+    norm = tuple(lazy.normalize_dim("permute", d, nd) for d in dims)
+    if len(set(norm)) != len(norm):
+        raise ShapeError(f"'permute': duplicate dims are not allowed, got {dims}")
+    if sorted(norm) != list(range(nd)):
+        raise ShapeError(f"'permute': dims {dims} are not a permutation of {nd} dims")
+    return _mutation.link_view(_view(input, lambda st: st.permute(norm)), input, ("permute", norm))
+
+
+def transpose(input, dim0: int, dim1: int):
+    """Swap two dims (a view)."""
+    nd = len(_tensor_node("transpose", input).shape)
+    d0, d1 = lazy.normalize_dim("transpose", dim0, nd), lazy.normalize_dim("transpose", dim1, nd)
+    if nd == 0:
+        return input
+    order = list(range(nd))
+    order[d0], order[d1] = order[d1], order[d0]
+    return permute(input, *order)
+
+
+@differentiable("expand")
+def expand(input, *sizes):
+    """Broadcast size-1 dims to ``sizes`` (-1 keeps a dim); a view with stride 0."""
+    node = _tensor_node("expand", input)
+    sizes = _shape_args("expand", sizes)
+    if len(sizes) < len(node.shape):
+        raise ShapeError(f"'expand': {sizes} has fewer dims than the tensor's shape {node.shape}")
+    lead = len(sizes) - len(node.shape)
+    full = []
+    for d, s in enumerate(sizes):
+        old = node.shape[d - lead] if d >= lead else 1
+        if s == -1:
+            if d < lead:
+                raise ShapeError(f"'expand': -1 is not allowed for a new leading dim ({sizes})")
+            s = old
+        elif s < 0:
+            raise ShapeError(
+                f"'expand': size {s} at dim {d} is negative (only -1, which keeps a size, may be): {sizes}"
+            )
+        if old != s and old != 1:
+            raise ShapeError(f"'expand': dim {d} of size {old} cannot expand to {s} (shape {node.shape} -> {sizes})")
+        full.append(s)
+    return _mutation.link_view(_wrap(lazy.expand_to(node, tuple(full))), input, ("expand", tuple(full), node.shape))
+
+
+def squeeze(input, dim=None):
+    """Drop size-1 dims (all, or the given ones)."""
+    node = _tensor_node("squeeze", input)
+    nd = len(node.shape)
+    if dim is None:
+        dims = {d for d, s in enumerate(node.shape) if s == 1}
+    else:
+        dims = {lazy.normalize_dim("squeeze", d, nd) for d in (dim if isinstance(dim, (tuple, list)) else (dim,))}
+        dims = {d for d in dims if nd and node.shape[d] == 1}
+    return reshape(input, *[s for d, s in enumerate(node.shape) if d not in dims])
+
+
+def unsqueeze(input, dim: int):
+    """Insert a size-1 dim at ``dim``."""
+    node = _tensor_node("unsqueeze", input)
+    nd = len(node.shape) + 1
+    d = lazy.normalize_dim("unsqueeze", dim, nd)
+    shape = list(node.shape)
+    shape.insert(d, 1)
+    return reshape(input, *shape)
+
+
+@differentiable("flip")
+def flip(input, dims):
+    """Reverse the order of elements along ``dims`` (a view with negative strides).
+
+    ``dims`` is a tuple or list of dims (an int is taken as one dim); a 0-d tensor comes back
+    as it is, as PyTorch's.
+    """
+    node = _tensor_node("flip", input)
+    ndim = len(node.shape)
+    norm = lazy.reduce_dims("flip", dims if isinstance(dims, (tuple, list)) else (dims,), ndim) or ()
+    if ndim == 0 or not norm:
+        return input
+    return _view(input, lambda st: st.flip(norm))
+
+
+@differentiable("cat", inputs=("tensors",))
+def cat(tensors, dim: int = 0):
+    """Concatenate along ``dim``; shapes must match elsewhere. Dtypes promote as in PyTorch."""
+    nodes = [_tensor_node("cat", t) for t in tensors]
+    if not nodes:
+        raise ValueError("'cat' needs at least one tensor")
+    dev = lazy.check_devices("cat", nodes)
+    ref = next((n for n in nodes if n.shape != (0,)), nodes[0])
+    if not ref.shape:
+        raise ShapeError("'cat': zero-dimensional tensors cannot be concatenated")
+    d = lazy.normalize_dim("cat", dim, len(ref.shape))
+    parts = []
+    for n in nodes:
+        if n.shape == (0,) and len(ref.shape) != 1:
+            continue  # PyTorch's legacy rule: 1-D empty tensors are skipped
+        if len(n.shape) != len(ref.shape) or any(a != b for i, (a, b) in enumerate(zip(n.shape, ref.shape)) if i != d):
+            raise ShapeError(f"'cat': shapes {[x.shape for x in nodes]} differ outside dim {d}")
+        parts.append(n)
+    dtype = parts[0].dtype
+    for n in parts[1:]:
+        dtype = promote_types(dtype, n.dtype)
+    parts = [lazy.cast_node(n, dtype) for n in parts]
+    shape = list(ref.shape)
+    shape[d] = builtins_sum(n.shape[d] for n in parts)
+    if len(parts) == 1:
+        return _wrap(parts[0])
+    return _wrap(Node("cat", tuple(parts), d, tuple(shape), dtype, dev))
+
+
+def builtins_sum(values):
+    total = 0
+    for v in values:
+        total += v
+    return total
+
+
+def getitem(input, index):
+    """Indexing: ints, slices (positive steps), None and Ellipsis give views; tensors, lists and bools a copy.
+
+    Advanced indices (tensors, lists, bools) follow PyTorch's shape rules; see vkml/frontend/indexing.py.
+    """
+    node = _tensor_node("__getitem__", input)
+    if _indexing.is_advanced(index):
+        return _indexing.getitem(input, index)
+    if not isinstance(index, tuple):
+        index = (index,)
+    n_real = len([i for i in index if i is not None and i is not Ellipsis])
+    if n_real > len(node.shape):
+        raise IndexError(f"too many indices for a tensor of {len(node.shape)} dims: {index}")
+    ellipses = [k for k, i in enumerate(index) if i is Ellipsis]  # (not ``in``: == of a tensor is elementwise)
+    if ellipses:
+        e = ellipses[0]
+        index = index[:e] + (slice(None),) * (len(node.shape) - n_real) + index[e + 1 :]
+    index = index + (slice(None),) * (len(node.shape) - len([i for i in index if i is not None]))
+    starts, stops, steps, final_shape, d = [], [], [], [], 0
+    for item in index:
+        if item is None:
+            final_shape.append(1)
+            continue
+        size = node.shape[d]
+        if isinstance(item, slice):
+            step = 1 if item.step is None else item.step
+            if step <= 0:
+                raise ValueError(f"'__getitem__': slice step must be positive, got {step}")
+            a, b, _ = slice(item.start, item.stop, 1).indices(size)
+            b = builtins_max(a, b)
+            starts.append(a), stops.append(b), steps.append(step)
+            final_shape.append(-(-(b - a) // step))
+        elif isinstance(item, (int, np.integer)) and not isinstance(item, bool):
+            i = int(item)
+            if not -size <= i < size:
+                raise IndexError(f"'__getitem__': index {i} is out of bounds for dimension {d} with size {size}")
+            i %= size
+            starts.append(i), stops.append(i + 1), steps.append(1)
+        else:
+            raise TypeError(f"'__getitem__': unsupported index {item!r} (ints, slices, None and ... are supported)")
+        d += 1
+    return reshape(_slice(input, tuple(starts), tuple(stops), tuple(steps)), *final_shape)
+
+
+@differentiable("slice")
+def _slice(input, starts: tuple, stops: tuple, steps: tuple):
+    """Elements starts[d], starts[d] + steps[d], ... below stops[d] of each dim d (a view)."""
+    out = _view(input, lambda st: st.slice(starts, stops, steps))
+    return _mutation.link_view(out, input, ("slice", starts, stops, steps))
+
+
+@differentiable("pad")
+def constant_pad_nd(input, pad, value=0.0):
+    """Pad with ``value`` (a view: no copy); ``pad`` lists (before, after) amounts from the last dim back.
+
+    As PyTorch's ``constant_pad_nd``: ``pad = (left, right)`` pads the last dim,
+    ``(left, right, top, bottom)`` the last two; negative amounts crop.
+
+    >>> constant_pad_nd(vkml.tensor([1.0, 2.0]), (1, 2)).tolist()  # doctest: +SKIP
+    [0.0, 1.0, 2.0, 0.0, 0.0]
+    """
+    node = _tensor_node("constant_pad_nd", input)
+    pad = tuple(int(p) for p in pad)
+    nd = len(node.shape)
+    if len(pad) % 2 or len(pad) // 2 > nd:
+        raise ValueError(f"'constant_pad_nd': pad {pad} must be (before, after) pairs for at most {nd} dims")
+    amounts = [(0, 0)] * nd
+    for k in range(len(pad) // 2):
+        amounts[nd - 1 - k] = (pad[2 * k], pad[2 * k + 1])
+    # (functions.max shadows the builtin in this module)
+    starts = [-b if b < 0 else 0 for b, _ in amounts]
+    stops = [size + a if a < 0 else size for size, (_, a) in zip(node.shape, amounts)]
+    if any(lo > hi for lo, hi in zip(starts, stops)):
+        raise ShapeError(f"'constant_pad_nd': pad {pad} crops more than shape {node.shape} holds")
+    cropped = (
+        _slice(input, tuple(starts), tuple(stops), (1,) * nd)
+        if starts != [0] * nd or list(stops) != list(node.shape)
+        else input
+    )
+    grow = tuple((b if b > 0 else 0, a if a > 0 else 0) for b, a in amounts)
+    padded = _view(cropped, lambda st: st.pad(grow)) if any(p != (0, 0) for p in grow) else cropped
+    if value == 0 or padded is cropped:
+        return padded
+    inside = _view(_wrap(lazy.const_node(True, T.bool_, cropped.shape, node.device)), lambda st: st.pad(grow))
+    return where(inside, padded, value)
+
+
+def builtins_max(a, b):
+    return a if a >= b else b
+
+
+@differentiable("clone")
+def clone(input, *, memory_format=None):
+    """A copy of ``input`` with storage of its own: the same node (nodes never change, writes make
+    new ones), so it costs nothing until one of the two is written."""
+    return _wrap(_tensor_node("clone", input))
+
+
+def masked_fill(input, mask, value):
+    """``input`` with ``value`` where ``mask`` (bool, broadcast to ``input``'s shape) holds; ``input``'s dtype.
+
+    >>> masked_fill(vkml.tensor([1, 2, 3]), vkml.tensor([True, False, True]), 0).tolist()  # doctest: +SKIP
+    [0, 2, 0]
+    """
+    node = _tensor_node("masked_fill", input)
+    mask_node = _tensor_node("masked_fill", mask)
+    if mask_node.dtype is not T.bool_:
+        raise DTypeError(f"'masked_fill': mask must be a bool tensor, got {mask_node.dtype.name}")
+    shape = lazy.broadcast_shapes("masked_fill", node.shape, mask_node.shape)
+    if shape != node.shape:
+        raise ShapeError(f"'masked_fill': mask of shape {mask_node.shape} does not broadcast to shape {node.shape}")
+    if isinstance(value, _tensor.Tensor):
+        if value.ndim != 0:
+            raise ShapeError(
+                f"'masked_fill': only supports a 0-dimensional value tensor, got one with {value.ndim} dims"
+            )
+        value = cast(value, node.dtype)
+    else:
+        value = _wrap(lazy.const_node(_node(value), node.dtype, (), node.device))
+    return where(mask, value, input)
+
+
+# Last, because tensor.py reads this module's names when it is imported; the functions above
+# look Tensor up at call time, once per op instead of through an import statement.
+from .. import tensor as _tensor  # noqa: E402
+from . import indexing as _indexing  # noqa: E402
+from . import mutation as _mutation  # noqa: E402

@@ -1,0 +1,141 @@
+"""Random tensors — ``manual_seed``, ``rand``, ``randn``, dropout masks — from one counter-based generator.
+
+A generator's state is (seed, offset). Each call draws its own stream: element ``i`` of the
+result is Threefry-2x32-20 of the counter (i, offset) under the key ``seed``
+(vkml/ops/random.py), and ``offset`` then advances by one. Nothing random is computed on the
+host or kept on a device: a random tensor is a lazy node like any other, fused into the
+kernels that use it, and the same seed gives the same bits on the CPU backend and on every
+Vulkan device. The seed and offset reach kernels as parameters, so a training loop that
+draws new masks every step reuses the same compiled kernels.
+
+>>> import vkml
+>>> _ = vkml.manual_seed(0)
+>>> a = vkml.rand(3).tolist()
+>>> _ = vkml.manual_seed(0)
+>>> vkml.rand(3).tolist() == a
+True
+"""
+
+from __future__ import annotations
+
+import threading
+
+from ..errors import DTypeError
+from ..graph import build as lazy
+from ..graph.node import Node
+from ..ir import types as T
+from .devices import device as get_device
+
+DEFAULT_SEED = 67280421310721  # PyTorch's default seed: unseeded programs are deterministic too
+_U32 = 1 << 32
+
+
+class Generator:
+    """A stream of random tensors: (seed, offset), the offset advancing one per draw.
+
+    >>> g = Generator().manual_seed(1)
+    >>> g.get_state()
+    (1, 0)
+    """
+
+    def __init__(self, seed: int = DEFAULT_SEED):
+        self._lock = threading.Lock()  # threads drawing at once each get an offset of their own
+        self.manual_seed(seed)
+
+    def manual_seed(self, seed: int) -> Generator:
+        """Restart from ``seed`` (any integer; taken modulo 2^64)."""
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise TypeError(f"manual_seed: the seed must be an int, got {type(seed).__name__}")
+        self._seed, self._offset = seed % (1 << 64), 0
+        return self
+
+    def initial_seed(self) -> int:
+        return self._seed
+
+    def get_state(self) -> tuple[int, int]:
+        """(seed, offset): enough to replay every later draw with ``set_state``."""
+        return self._seed, self._offset
+
+    def set_state(self, state: tuple[int, int]) -> None:
+        self._seed, self._offset = int(state[0]) % (1 << 64), int(state[1]) % _U32
+
+    def next_key(self) -> tuple[int, int, int]:
+        """(key word 0, key word 1, offset) for one draw; advances the offset."""
+        with self._lock:
+            offset = self._offset
+            self._offset = (offset + 1) % _U32
+            seed = self._seed
+        return seed % _U32, seed >> 32, offset
+
+
+default_generator = Generator()
+
+
+def manual_seed(seed: int) -> Generator:
+    """Seed the default generator (as ``torch.manual_seed``) and return it."""
+    return default_generator.manual_seed(seed)
+
+
+def _shape(size) -> tuple[int, ...]:
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    if any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in size):
+        raise ValueError(f"sizes must be non-negative integers, got {size}")
+    return tuple(size)
+
+
+def random_tensor(kind: str, shape, dtype=None, device=None, generator: Generator | None = None):
+    """A lazy tensor of ``kind`` ("uniform", "uniform_f16", "normal") random float32 values, cast to ``dtype``."""
+    from .creation import _dtype
+    from .operators import _wrap, cast
+
+    dtype = _dtype(dtype) or T.float32
+    if not dtype.is_float:
+        raise DTypeError(f"random tensors are floating point, got dtype {dtype.name}")
+    shape = tuple(shape)
+    numel = 1
+    for s in shape:
+        numel *= s
+    if numel >= _U32:
+        raise ValueError(f"random tensors index their elements with 32 bits: {numel} elements is too many")
+    dev = get_device(device if device is not None else "cpu")
+    words = (generator or default_generator).next_key()
+    srcs = tuple(lazy.const_node(w, T.int32, (), dev) for w in words)  # int32 bits: parameters of the kernel
+    out = _wrap(Node("random", srcs, kind, shape, T.float32, dev))
+    return cast(out, dtype)
+
+
+def rand(*size, generator: Generator | None = None, dtype=None, device=None, requires_grad: bool = False):
+    """Uniform values in [0, 1): multiples of 2^-24 (float16: of 2^-11, so none rounds up to 1).
+
+    >>> vkml.rand(2, 3).shape  # doctest: +SKIP
+    (2, 3)
+    """
+    kind = "uniform_f16" if dtype is T.float16 or dtype == "float16" else "uniform"
+    out = random_tensor(kind, _shape(size), dtype, device, generator)
+    return out.requires_grad_() if requires_grad else out
+
+
+def randn(*size, generator: Generator | None = None, dtype=None, device=None, requires_grad: bool = False):
+    """Standard normal values (Box–Muller on 24-bit uniforms: |x| < 5.8, the tails beyond are cut).
+
+    >>> vkml.randn(4, device="cpu").dtype  # doctest: +SKIP
+    vkml.float32
+    """
+    out = random_tensor("normal", _shape(size), dtype, device, generator)
+    return out.requires_grad_() if requires_grad else out
+
+
+def rand_like(input, dtype=None, device=None, generator: Generator | None = None):
+    """``rand`` with ``input``'s shape, dtype and device (unless given)."""
+    return rand(input.shape, generator=generator, dtype=dtype or input.dtype, device=device or input.device)
+
+
+def randn_like(input, dtype=None, device=None, generator: Generator | None = None):
+    """``randn`` with ``input``'s shape, dtype and device (unless given)."""
+    return randn(input.shape, generator=generator, dtype=dtype or input.dtype, device=device or input.device)
+
+
+def keep_mask(shape, p: float, device, generator: Generator | None = None):
+    """A bool tensor, True with probability 1 - p: which elements dropout keeps."""
+    return random_tensor("uniform", shape, None, device, generator) >= float(p)

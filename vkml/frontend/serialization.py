@@ -1,0 +1,368 @@
+"""``vkml.save`` and ``vkml.load``: checkpoints in the safetensors format, never pickle.
+
+A checkpoint is one safetensors file: the tensors, each under the dotted path that reaches it
+(``"fc.weight"``, ``"state.0.exp_avg"``), so other safetensors readers see meaningful names;
+and, in the header's ``__metadata__`` under the key ``"vkml"``, a JSON record of the saved
+object's structure (dicts, lists, tuples, ints, floats, strings, booleans, None) with each
+tensor's vkml dtype, device and flags. Loading never runs code from the file: the record is
+data, the tensors are raw bytes. ``load`` also reads safetensors files written by other
+libraries (a flat dict of tensors) and PyTorch ``.pt``/``.pth`` checkpoints when torch is
+installed (through ``torch.load(weights_only=True)``). See docs/saving.md.
+
+>>> import io, vkml
+>>> buffer = io.BytesIO()
+>>> vkml.save({"w": vkml.ones(2), "step": 3}, buffer)
+>>> _ = buffer.seek(0)
+>>> loaded = vkml.load(buffer)
+>>> loaded["w"].tolist(), loaded["step"]
+([1.0, 1.0], 3)
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import struct
+from collections import Counter, OrderedDict
+from typing import IO, Any
+
+import numpy as np
+
+from ..errors import DeviceError
+from ..ir import types as T
+from ..tensor import Tensor
+from .devices import device as get_device
+
+__all__ = ["save", "load"]
+
+FORMAT_VERSION = 1
+_METADATA_KEY = "vkml"
+_TORCH_MAGICS = (b"PK\x03\x04", b"\x80")  # zip archive (torch >= 1.6), or a legacy pickle stream
+
+# Numpy dtypes that have no vkml dtype of the same name, and what they load as (as vkml.tensor does).
+_NARROWED = {"float64": "float32", "int8": "int32", "uint8": "int32", "int16": "int32", "uint16": "int32"}
+
+
+# ---------------------------------------------------------------------- save
+
+# The mapping types a checkpoint keeps (Counter: MultiStepLR's milestones in its state_dict).
+_DICT_KINDS = {dict: "dict", OrderedDict: "ordered_dict", Counter: "counter"}
+_DICT_TYPES = {kind: cls for cls, kind in _DICT_KINDS.items()}
+
+
+class _Encoder:
+    """Walks the object to save: a JSON-able record of its structure, and the tensors by name."""
+
+    def __init__(self) -> None:
+        self.arrays: dict[str, np.ndarray] = {}
+        self.names: dict[int, str] = {}  # id(tensor) -> name: a tensor saved twice is stored once
+        self.keep: list = []  # the saved objects stay alive, so their ids stay unique during the walk
+
+    def encode(self, obj, path: str):
+        if obj is None or isinstance(obj, (bool, str)):
+            return obj
+        if isinstance(obj, (np.integer, np.floating, np.bool_)):
+            obj = obj.item()  # a numpy scalar is stored as the Python number it holds
+        if obj is None or isinstance(obj, (bool, int)):
+            return obj
+        if isinstance(obj, float):
+            return {"float": repr(obj)}  # repr round-trips every float, nan and inf included
+        if isinstance(obj, Tensor):
+            return self._tensor(obj, path)
+        if isinstance(obj, np.ndarray):
+            return {"ndarray": self._store(obj, np.ascontiguousarray(obj), path)}
+        if isinstance(obj, T.DType):
+            return {"dtype": obj.name}
+        if hasattr(obj, "allocate") and hasattr(obj, "name"):  # a vkml device
+            return {"device": obj.name}
+        if isinstance(obj, tuple) and not hasattr(obj, "_fields"):
+            return {"tuple": [self.encode(v, f"{path}.{i}") for i, v in enumerate(obj)]}
+        if isinstance(obj, list):
+            return {"list": [self.encode(v, f"{path}.{i}") for i, v in enumerate(obj)]}
+        if type(obj) in _DICT_KINDS:
+            items = [[self.encode(k, path), self.encode(v, _join(path, k))] for k, v in obj.items()]
+            return {_DICT_KINDS[type(obj)]: items}
+        raise TypeError(
+            f"save: cannot store {type(obj).__name__} at {path or 'the top level'}; vkml.save stores tensors, numpy "
+            "arrays, dicts, lists and tuples of them, and ints, floats, strings, booleans and None (never pickle)"
+        )
+
+    def _tensor(self, t: Tensor, path: str) -> dict:
+        from ..nn.module import Parameter
+
+        record = {"dtype": t.dtype.name, "device": t.device.name}
+        if t.requires_grad:
+            record["requires_grad"] = True
+        if isinstance(t, Parameter):
+            record["parameter"] = True
+        try:
+            storable = t.dtype.np.name == t.dtype.name  # safetensors' numpy API stores numpy's dtypes
+        except (KeyError, TypeError):
+            storable = False
+        if not storable:
+            raise TypeError(f"save: {path or 'the tensor'} has dtype {t.dtype.name}, which safetensors cannot store")
+        return {"tensor": self._store(t, t.detach().numpy(), path), **record}
+
+    def _store(self, obj, array: np.ndarray, path: str) -> str:
+        if id(obj) in self.names:
+            return self.names[id(obj)]
+        name, n = path or "tensor", 1
+        while name in self.arrays:
+            name, n = f"{path or 'tensor'}#{n}", n + 1
+        self.arrays[name] = array
+        self.names[id(obj)] = name
+        self.keep.append(obj)
+        return name
+
+
+def _join(path: str, key) -> str:
+    return f"{path}.{key}" if path else str(key)
+
+
+def save(obj: Any, f: str | os.PathLike | IO[bytes]) -> None:
+    """Write ``obj`` (tensors, state dicts, optimizer state, nested containers) to ``f`` as safetensors.
+
+    ``f``: a path (str or os.PathLike) or a binary file object. Tensors are realized and their
+    values stored with their dtype and device; nothing is pickled, so ``load`` of an untrusted
+    file cannot run code. Raises TypeError for anything else, before writing a byte.
+
+    >>> import io, vkml
+    >>> vkml.save(vkml.nn.Linear(2, 1).state_dict(), io.BytesIO())
+    """
+    import safetensors.numpy
+
+    encoder = _Encoder()
+    structure = encoder.encode(obj, "")
+    metadata = {_METADATA_KEY: json.dumps({"version": FORMAT_VERSION, "object": structure}, separators=(",", ":"))}
+    data = safetensors.numpy.save(encoder.arrays, metadata=metadata)
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "wb") as out:
+            out.write(data)
+    else:
+        f.write(data)
+
+
+# ---------------------------------------------------------------------- load
+
+
+def _read_bytes(f) -> bytes:
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "rb") as stream:
+            return stream.read()
+    if not hasattr(f, "read"):
+        raise TypeError(f"load: expected a path or a binary file object, got {type(f).__name__}")
+    return f.read()
+
+
+def _safetensors_metadata(data: bytes) -> dict | None:
+    """The header's ``__metadata__`` (None when the bytes are not a safetensors file)."""
+    if len(data) < 8:
+        return None
+    (size,) = struct.unpack("<Q", data[:8])
+    if size > len(data) - 8 or data[8:9] != b"{":
+        return None
+    try:
+        header = json.loads(data[8 : 8 + size])
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return header.get("__metadata__") or {} if isinstance(header, dict) else None
+
+
+class _Placer:
+    """Where each loaded tensor goes: ``map_location`` applied to its saved location, as ``torch.load`` does."""
+
+    def __init__(self, map_location) -> None:
+        self.map_location = map_location
+
+    def tensor(self, array: np.ndarray, dtype_name: str | None, location: str, requires_grad=False, parameter=False):
+        from ..nn.module import Parameter
+        from .creation import tensor
+
+        dtype = _vkml_dtype(dtype_name or array.dtype.name)
+        target, ml = location, self.map_location
+        if callable(ml) and not isinstance(ml, (str, dict)) and not hasattr(ml, "allocate"):
+            moved = ml(tensor(array, dtype=dtype), location)
+            out = moved if moved is not None else self._make(array, dtype, location)
+        else:
+            if isinstance(ml, dict):
+                target = ml.get(location, location)
+            elif ml is not None:
+                target = ml
+            out = self._make(array, dtype, target)
+        if parameter:
+            return Parameter(out, requires_grad=requires_grad)
+        return out.requires_grad_() if requires_grad else out
+
+    @staticmethod
+    def _make(array: np.ndarray, dtype: T.DType, location) -> Tensor:
+        from .creation import tensor
+
+        try:
+            dev = get_device(location)
+        except DeviceError as e:
+            raise DeviceError(
+                f"load: a tensor was saved on {location}, which this machine cannot open ({e}); "
+                "pass map_location='cpu' (or another device) to vkml.load"
+            ) from None
+        return tensor(array, dtype=dtype, device=dev)
+
+
+def _vkml_dtype(name: str) -> T.DType:
+    """The vkml dtype a stored dtype loads as: the same name if vkml has it, else the nearest wider one."""
+    try:
+        dtype = T.by_name(name)
+    except TypeError:
+        if name not in _NARROWED:
+            raise TypeError(f"load: a tensor has dtype {name}, which vkml has no dtype for") from None
+        return T.by_name(_NARROWED[name])
+    return T.int64 if dtype is T.uint32 else dtype  # uint32 is an IR type, not a tensor dtype
+
+
+def _decode(node, arrays: dict, placer: _Placer, loaded: dict):
+    if node is None or isinstance(node, (bool, int, str)):
+        return node
+    if isinstance(node, list):
+        raise ValueError("load: the vkml record is damaged (a bare list)")
+    kind = next(iter(node))
+    if kind == "float":
+        return float(node["float"])
+    if kind == "tensor":
+        name = node["tensor"]
+        if name not in loaded:  # a tensor saved twice loads as one object, as torch.load keeps sharing
+            loaded[name] = placer.tensor(
+                arrays[name], node["dtype"], node["device"], node.get("requires_grad", False), node.get("parameter")
+            )
+        return loaded[name]
+    if kind == "ndarray":
+        return arrays[node["ndarray"]]
+    if kind == "dtype":
+        return T.by_name(node["dtype"])
+    if kind == "device":
+        return get_device(node["device"])
+    if kind in ("list", "tuple"):
+        items = [_decode(v, arrays, placer, loaded) for v in node[kind]]
+        return items if kind == "list" else tuple(items)
+    if kind in _DICT_TYPES:
+        items = [(_key(_decode(k, arrays, placer, loaded)), _decode(v, arrays, placer, loaded)) for k, v in node[kind]]
+        return _DICT_TYPES[kind](dict(items))  # Counter(pairs) would count the pairs
+    raise ValueError(f"load: the vkml record has an unknown entry {kind!r} (written by a newer vkml?)")
+
+
+def _key(key):
+    return tuple(key) if isinstance(key, list) else key
+
+
+def _bfloat16_arrays(data: bytes) -> dict[str, np.ndarray]:
+    """A safetensors file's tensors where some are bfloat16 (numpy has none): those widened to float32, exactly."""
+    import safetensors.numpy
+
+    (size,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8 : 8 + size])
+    start = 8 + size
+    bf16 = {k: v for k, v in header.items() if k != "__metadata__" and v["dtype"] == "BF16"}
+    rest = {k: v for k, v in header.items() if k != "__metadata__" and k not in bf16}
+    arrays = {}
+    for name, info in bf16.items():
+        begin, end = info["data_offsets"]
+        bits = np.frombuffer(data, dtype="<u2", count=(end - begin) // 2, offset=start + begin)
+        # bfloat16 is the top half of a float32: shifting its bits up is an exact conversion.
+        arrays[name] = (bits.astype(np.uint32) << 16).view(np.float32).reshape(info["shape"])
+    if rest:  # the others through safetensors, from a copy of the file without the bfloat16 entries
+        others = {}
+        for name, info in rest.items():
+            begin, end = info["data_offsets"]
+            others[name] = (info, data[start + begin : start + end])
+        arrays.update(safetensors.numpy.load(_repack(others)))
+    return arrays
+
+
+def _repack(entries: dict[str, tuple[dict, bytes]]) -> bytes:
+    header, chunks, offset = {}, [], 0
+    for name, (info, raw) in entries.items():
+        header[name] = {"dtype": info["dtype"], "shape": info["shape"], "data_offsets": [offset, offset + len(raw)]}
+        chunks.append(raw)
+        offset += len(raw)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text + b"".join(chunks)
+
+
+def _load_safetensors(data: bytes, metadata: dict, placer: _Placer):
+    import safetensors.numpy
+
+    try:
+        arrays = safetensors.numpy.load(data)
+    except KeyError as e:  # safetensors' numpy API names the dtype it lacks
+        if e.args != ("BF16",):
+            raise
+        arrays = _bfloat16_arrays(data)
+    record = metadata.get(_METADATA_KEY)
+    if record is None:  # written by another library: a flat dict of tensors, on the CPU unless mapped
+        return {name: placer.tensor(array, None, "cpu") for name, array in arrays.items()}
+    try:
+        record = json.loads(record)
+        version = record.get("version", 0)
+    except (json.JSONDecodeError, RecursionError, AttributeError) as e:
+        raise ValueError(f"load: the vkml record in the file is damaged ({type(e).__name__})") from None
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise ValueError(f"load: the file has vkml format version {version!r}; this vkml reads {FORMAT_VERSION}")
+    try:
+        return _decode(record["object"], arrays, placer, {})
+    except (KeyError, TypeError, StopIteration, AttributeError, RecursionError) as e:
+        # A record that does not describe the file's tensors is refused as data, never half-used.
+        raise ValueError(f"load: the vkml record in the file is damaged ({type(e).__name__}: {e})") from None
+
+
+def _from_torch(obj, placer: _Placer, converted: dict):
+    """Torch tensors become vkml tensors (Parameters stay Parameters); containers are rebuilt around them."""
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        if id(obj) not in converted:
+            t = obj.detach().cpu()
+            name = str(t.dtype).removeprefix("torch.")
+            if t.dtype == torch.bfloat16:
+                t = t.float()  # numpy has no bfloat16
+                name = "bfloat16" if hasattr(T, "bfloat16") else "float32"
+            if t.is_complex():
+                raise TypeError(f"load: a tensor has dtype {name}, which vkml has no dtype for")
+            parameter = isinstance(obj, torch.nn.Parameter)
+            converted[id(obj)] = placer.tensor(t.numpy(), name, "cpu", obj.requires_grad, parameter)
+        return converted[id(obj)]
+    if isinstance(obj, dict):
+        return type(obj)((k, _from_torch(v, placer, converted)) for k, v in obj.items())
+    if isinstance(obj, (list, tuple)) and not hasattr(obj, "_fields"):
+        return type(obj)(_from_torch(v, placer, converted) for v in obj)
+    return obj
+
+
+def load(f: str | os.PathLike | IO[bytes], map_location=None, weights_only: bool = True) -> Any:
+    """Read what ``vkml.save`` wrote, a safetensors file from any library, or a PyTorch checkpoint.
+
+    ``map_location``: where tensors go. None puts each where it was saved (PyTorch
+    checkpoints and foreign safetensors files: the CPU); a device or a string such as
+    ``"cpu"`` or ``"vulkan:0"`` puts all there; a dict maps saved locations to new ones
+    (``{"vulkan:1": "vulkan:0"}``); a callable ``fn(tensor, location)`` gets each tensor
+    (on the CPU) with its saved location and returns the tensor to use, or None for the
+    default. ``weights_only`` matters only for PyTorch checkpoints, passed to
+    ``torch.load``; vkml's own format never unpickles anything.
+
+    >>> import io, vkml
+    >>> buffer = io.BytesIO(); vkml.save([vkml.tensor([1, 2])], buffer); _ = buffer.seek(0)
+    >>> vkml.load(buffer, map_location="cpu")[0].dtype
+    vkml.int64
+    """
+    data = _read_bytes(f)
+    placer = _Placer(map_location)
+    metadata = _safetensors_metadata(data)
+    if metadata is not None:
+        return _load_safetensors(data, metadata, placer)
+    if data.startswith(_TORCH_MAGICS):
+        try:
+            import torch
+        except ImportError:
+            raise RuntimeError("load: this is a PyTorch checkpoint; reading it needs torch installed") from None
+        obj = torch.load(io.BytesIO(data), map_location="cpu", weights_only=weights_only)
+        return _from_torch(obj, placer, {})
+    raise ValueError("load: not a vkml checkpoint, a safetensors file or a PyTorch checkpoint")

@@ -1,0 +1,391 @@
+"""Building graph nodes for ops, with every check done eagerly at the op.
+
+The public functions (``vkml.add``, ``Tensor.sum``, ...) live in ``functions.py`` and call
+these builders; this module knows broadcasting, promotion, devices and the registry.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from .. import config
+from ..errors import DeviceError, DTypeError, ShapeError
+from ..ir import types as T
+from ..ops.promotion import result_type, scalar_dtype
+from ..ops.reduce import reduce_dtypes
+from ..ops.registry import REGISTRY
+from .node import Node
+from .view import ViewStack
+
+_eager_override: bool | None = None  # set_eager's choice; None: VKML_EAGER's, read at import
+_eager_from_env = config.eager()  # every op asks: reading the environment costs about 1 µs
+
+
+def is_eager() -> bool:
+    return _eager_from_env if _eager_override is None else _eager_override
+
+
+def check_devices(op: str, nodes: list[Node]):
+    devices = []
+    for n in nodes:
+        if n.device not in devices:
+            devices.append(n.device)
+    if len(devices) > 1:
+        raise DeviceError(f"'{op}' operands are on different devices: {devices[0].name} and {devices[1].name}")
+    return devices[0] if devices else None
+
+
+def broadcast_shapes(op: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
+    if shapes and all(s == shapes[0] for s in shapes):
+        return tuple(shapes[0])  # the common case of an op over same-shape tensors: nothing to check
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for d in range(ndim):
+        sizes = {s[len(s) - ndim + d] for s in shapes if len(s) - ndim + d >= 0}
+        sizes.discard(1)
+        if len(sizes) > 1:
+            shown = " and ".join(str(tuple(s)) for s in shapes)
+            raise ShapeError(f"'{op}': shapes {shown} cannot be broadcast (dim {d - ndim}: sizes {sorted(sizes)})")
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
+def view_node(node: Node, edit) -> Node:
+    """A view node over ``node``'s storage, with ``edit`` applied to its ViewStack."""
+    srcs, arg = node.srcs, node.arg  # before op: another thread may be realizing node (Node.become_buffer)
+    if node.op == "view":
+        base, stack = srcs[0], arg
+    else:
+        base, stack = node, ViewStack.contiguous(node.shape)
+    stack = edit(stack)
+    if stack.is_contiguous and stack.shape == base.shape:
+        return base
+    return Node("view", (base,), stack, stack.shape, base.dtype, base.device)
+
+
+@functools.lru_cache(maxsize=256)
+def _broadcast_stack(from_shape: tuple[int, ...], to_shape: tuple[int, ...]) -> ViewStack:
+    """The views that broadcast a contiguous ``from_shape`` to ``to_shape`` (ViewStacks are immutable).
+
+    Every op with a Python scalar broadcasts a 0-dim constant this way: building the stack once
+    per pair of shapes keeps that off the per-op cost.
+    """
+    stack = ViewStack.contiguous(from_shape)
+    lead = len(to_shape) - len(from_shape)
+    if lead:
+        stack = stack.reshape((1,) * lead + from_shape)
+    return stack.expand(to_shape)
+
+
+def expand_to(node: Node, shape: tuple[int, ...]) -> Node:
+    if node.shape == shape:
+        return node
+    if node.op != "view":  # the same stack view_node would build below, from a cache
+        stack = _broadcast_stack(node.shape, tuple(shape))
+        return Node("view", (node,), stack, stack.shape, node.dtype, node.device)
+    lead = len(shape) - len(node.shape)
+    if lead:
+        node = view_node(node, lambda st: st.reshape((1,) * lead + node.shape))
+    return view_node(node, lambda st: st.expand(shape))
+
+
+def const_node(value, dtype: T.DType, shape: tuple[int, ...], device, op: str = "") -> Node:
+    scalar = Node("const", (), _scalar_value(value, dtype, op), (), dtype, device)
+    if not shape:
+        return scalar
+    stack = _broadcast_stack((), tuple(shape))  # what expand_to builds for a 0-dim node, without its checks
+    return Node("view", (scalar,), stack, stack.shape, dtype, device)
+
+
+# Floats at or beyond this magnitude round to ±inf in float32 (2^128 - 2^103: half an ulp past the
+# largest float, a tie that rounds to the even neighbour, inf); below it they round to a finite float.
+_F32_OVERFLOW = 2.0**128 - 2.0**103
+_INT_OPERAND_RANGE = (-(1 << 63), 1 << 64)  # the Python ints PyTorch takes as operands (int64 or uint64)
+
+
+def check_scalar_fits(op: str, value, dtype: T.DType) -> None:
+    """PyTorch's check of a Python scalar that an op converts to its dtype exactly (clamp's bounds,
+    where's values, pow's exponent, full's fill): a finite value beyond the dtype's range, or a
+    non-finite one for an integer dtype, is its RuntimeError; an int past 64 bits its OverflowError.
+    """
+    if type(value) is bool or dtype is T.bool_:
+        return
+    if type(value) is int:
+        _scalar_value_checked(value, T.int64, op)  # raises for an int PyTorch cannot take at all
+    if dtype.is_float:
+        limit = 65504.0 if dtype is T.float16 else 3.4028234663852886e38
+        fits = not math.isfinite(value) or -limit <= value <= limit
+    else:
+        low, high = -(1 << (dtype.bits - 1)), (1 << (dtype.bits - 1)) - 1
+        fits = (type(value) is int or math.isfinite(value)) and low <= value <= high
+    if not fits:
+        raise RuntimeError(f"'{op}': value {value!r} cannot be converted to type {dtype.name} without overflow")
+
+
+def _scalar_value(value, dtype: T.DType, op: str = ""):
+    if dtype is T.float32:  # the usual cases first: a float or an int that float32 holds as a finite value
+        kind = type(value)
+        if kind is float and -_F32_OVERFLOW < value < _F32_OVERFLOW:
+            return value
+        if kind is int and -(1 << 63) <= value < 1 << 64:
+            return float(value)
+    return _scalar_value_checked(value, dtype, op)
+
+
+def _scalar_value_checked(value, dtype: T.DType, op: str):
+    """A Python scalar as a constant of ``dtype``, following PyTorch.
+
+    A float that overflows float32 is ±inf (parameters travel as float32, also for float16 ops);
+    an int outside [-2^63, 2^64) is PyTorch's OverflowError; other ints wrap into an integer
+    dtype (PyTorch: ``int32_tensor + 2**32`` adds 0).
+    """
+    if type(value) is int:
+        low, end = _INT_OPERAND_RANGE
+        if not low <= value < end:
+            where = f"'{op}': " if op else ""
+            raise OverflowError(f"{where}int {value} too big to convert (PyTorch takes ints in [-2**63, 2**64))")
+    if dtype is T.bool_:
+        return bool(value)
+    if dtype.is_float:
+        v = float(value)
+        if -_F32_OVERFLOW < v < _F32_OVERFLOW or v != v:
+            return v
+        return math.copysign(math.inf, v)
+    v = int(value)
+    bits = dtype.bits
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if v >= 1 << (bits - 1) else v
+
+
+def cast_node(node: Node, dtype: T.DType) -> Node:
+    if node.dtype is dtype:
+        return node
+    value = node.arg  # before op: another thread may be realizing node (Node.become_buffer)
+    if node.op == "const" and _folds(value, dtype):
+        if dtype is T.float16:
+            value = float(np.float16(value))
+        return Node("const", (), _scalar_value(value, dtype), node.shape, dtype, node.device)
+    return Node("cast", (node,), None, node.shape, dtype, node.device)
+
+
+def _folds(value, dtype: T.DType) -> bool:
+    """Whether converting constant ``value`` to ``dtype`` on the host gives the cast op's value:
+    not for a float outside an integer dtype's range (inf, NaN, 1e30), which the op defines."""
+    if dtype.is_float or dtype is T.bool_ or type(value) is not float:
+        return True
+    return -(2.0 ** (dtype.bits - 1)) <= value < 2.0 ** (dtype.bits - 1)
+
+
+def elementwise(name: str, operands: list, device=None) -> Node:
+    """The node of registered elementwise op ``name`` over tensors (Nodes) and Python scalars.
+
+    This runs for every op a user writes, so the common case (operands of one shape on one
+    device) is checked in one pass; anything else takes the general checks, which raise.
+    """
+    if len(operands) == 2:
+        node = binary_fast(name, operands[0], operands[1])
+        if node is not None:
+            return node
+    dev = shape = None
+    same = True
+    kinds = []
+    for o in operands:
+        if type(o) is Node:
+            if dev is None:
+                dev, shape = o.device, o.shape
+            elif o.device is not dev or o.shape != shape:
+                same = False
+            kinds.append((o.dtype, o.shape != ()))
+        elif type(o) in SCALAR_TYPES:
+            kinds.append(type(o))
+        else:
+            kinds.append(_promotion_kind(o))  # raises the error naming an unsupported value
+    if not same:
+        nodes = [o for o in operands if type(o) is Node]
+        dev = check_devices(name, nodes)
+        shape = broadcast_shapes(name, *(n.shape for n in nodes))
+    if dev is None:
+        dev = device
+    if name == "where":
+        if type(operands[0]) is Node and operands[0].dtype is not T.bool_:
+            raise DTypeError(f"'where': condition must be a bool tensor, got {operands[0].dtype.name}")
+        compute, out_dtype = _elementwise_dtypes(name, tuple(kinds[1:]))
+    else:
+        compute, out_dtype = _elementwise_dtypes(name, tuple(kinds))
+    if len(operands) == 2 and same and name != "where":
+        x, y = operands
+        first = type(x) is Node
+        tensor, other = (x, y) if first else (y, x)
+        if type(tensor) is Node and (type(other) is Node or type(other) in SCALAR_TYPES):
+            kind = other.dtype if type(other) is Node else type(other)
+            _binary_kinds[(name, tensor.dtype, tensor.shape != (), kind, first)] = ((name, compute), out_dtype)
+    srcs = []
+    for i, o in enumerate(operands):
+        if type(o) is Node:
+            srcs.append(o if o.shape == shape else expand_to(o, shape))
+        else:
+            # A Python scalar keeps float32 precision inside a float16 op, as PyTorch's CPU scalars do:
+            # the constant is not rounded to float16 (parameters travel as float32).
+            srcs.append(const_node(o, T.bool_ if (name == "where" and i == 0) else compute, shape, dev, name))
+    return Node("elementwise", tuple(srcs), (name, compute), shape, out_dtype, dev)
+
+
+SCALAR_TYPES = frozenset((bool, int, float))  # the Python numbers an op takes as a scalar operand
+# (name, dtype of the tensor, whether it has dims, dtype or Python type of the other operand, which is first)
+# -> ((name, compute dtype), result dtype): what ``elementwise`` decided for a binary op of those kinds.
+_binary_kinds: dict[tuple, tuple] = {}
+
+
+def binary_fast(name: str, x, y) -> Node | None:
+    """``elementwise`` of two same-shape tensors on one device, or of a tensor and a Python scalar,
+    whose kinds were met before (None: anything else, for the general path, which checks).
+
+    The decision of those kinds is the general path's, remembered by value: the same (arg,
+    result dtype) objects every time, without its lists and loops (about 1 µs an op).
+    """
+    if type(x) is Node:
+        tensor, other, first = x, y, True
+    elif type(y) is Node:
+        tensor, other, first = y, x, False
+    else:
+        return None
+    shape, dev = tensor.shape, tensor.device
+    if type(other) is Node:
+        if other.shape != shape or other.device is not dev:
+            return None
+        kind = other.dtype
+    elif type(other) in SCALAR_TYPES:
+        kind = type(other)
+    else:
+        return None
+    decided = _binary_kinds.get((name, tensor.dtype, shape != (), kind, first))
+    if decided is None:
+        return None
+    arg, out_dtype = decided
+    if kind.__class__ is type:  # a Python scalar: a broadcast constant of the compute dtype
+        other = const_node(other, arg[1], shape, dev, name)
+    return Node("elementwise", (tensor, other) if first else (other, tensor), arg, shape, out_dtype, dev)
+
+
+def _promotion_kind(operand) -> tuple | type:
+    """What type promotion sees of an operand: (dtype, has dims) of a tensor, the type of a scalar."""
+    if isinstance(operand, Node):
+        return (operand.dtype, bool(operand.shape))
+    if type(operand) not in (bool, int, float):
+        scalar_dtype(operand)  # raises the error naming the unsupported value
+    return type(operand)
+
+
+@functools.lru_cache(maxsize=1024)
+def _elementwise_dtypes(name: str, kinds: tuple) -> tuple[T.DType, T.DType]:
+    """(compute dtype, result dtype) of op ``name``; ``kinds`` has one entry per value operand.
+
+    An entry is (dtype, has dims) for a tensor, or the Python type of a scalar: promotion
+    depends on nothing else, so the decision is cached instead of redone on every op.
+    """
+    op = REGISTRY[name]
+    if name == "sub" and any(k is bool or (isinstance(k, tuple) and k[0] is T.bool_) for k in kinds):
+        raise RuntimeError(  # PyTorch's error, also where the other operand would promote the bool
+            "'sub': Subtraction, the `-` operator, with a bool tensor is not supported. "
+            "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."
+        )
+    dims = [k[0] for k in kinds if isinstance(k, tuple) and k[1]]
+    zero = [k[0] for k in kinds if isinstance(k, tuple) and not k[1]]
+    scalars = [k(0) for k in kinds if not isinstance(k, tuple)]  # a stand-in value of the scalar's type
+    compute = result_type(dims, zero, scalars)
+    if op.result == "float" and not compute.is_float:
+        compute = T.float32
+    if compute not in op.dtypes:
+        shown = ", ".join(sorted({k[0].name if isinstance(k, tuple) else k.__name__ for k in kinds}))
+        allowed = ", ".join(t.name for t in op.dtypes)
+        raise DTypeError(f"'{name}' does not support dtype {compute.name} (operands: {shown}; supported: {allowed})")
+    return compute, T.bool_ if op.result == "bool" else compute
+
+
+def dim_index(op: str, dim, what: str = "dim") -> int:
+    """``dim`` as a Python int: ints and numpy integers pass, anything else is PyTorch's TypeError."""
+    if type(dim) is int:
+        return dim
+    if isinstance(dim, (int, np.integer)) and not isinstance(dim, (bool, np.bool_)):
+        return int(dim)
+    raise TypeError(f"'{op}': argument '{what}' must be an int or a tuple of ints, got {dim!r} ({type(dim).__name__})")
+
+
+def normalize_dim(op: str, dim, ndim: int) -> int:
+    """``dim`` in [0, ndim): negative dims count from the end; a 0-d tensor takes 0 and -1 (PyTorch)."""
+    d = dim_index(op, dim)
+    n = max(ndim, 1)
+    if not -n <= d < n:
+        raise IndexError(f"'{op}': Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})")
+    return d % n
+
+
+def reduce_dims(op: str, dim, ndim: int) -> tuple[int, ...] | None:
+    """A reduction's ``dim`` argument checked as PyTorch does: None (every dim) or sorted distinct dims.
+
+    An int, a numpy integer or a tuple/list of them; an empty tuple means every dim (PyTorch's
+    rule for ``sum(x, ())``). A dim named twice is PyTorch's RuntimeError.
+    """
+    if dim is None:
+        return None
+    if not isinstance(dim, (tuple, list)):
+        return (normalize_dim(op, dim, ndim),)
+    if not dim:
+        return None
+    axes: list[int] = []
+    for d in dim:
+        a = normalize_dim(op, d, ndim)
+        if a in axes:
+            raise RuntimeError(f"'{op}': dim {a} appears multiple times in the list of dims {tuple(dim)}")
+        axes.append(a)
+    return tuple(sorted(axes))
+
+
+def reduce(name: str, node: Node, dim, keepdim: bool, op: str | None = None) -> Node:
+    """Reduction ``name`` over ``dim`` (None: all dims), keeping or dropping the reduced dims.
+
+    ``op`` is the public function the user called (``max`` for ``amax``), for error messages.
+    """
+    op = op or name
+    opdef = REGISTRY[name]
+    if node.dtype not in opdef.dtypes:
+        allowed = ", ".join(t.name for t in opdef.dtypes)
+        raise DTypeError(f"'{op}' does not support dtype {node.dtype.name} (supported: {allowed})")
+    ndim = len(node.shape)
+    dims = reduce_dims(op, dim, ndim)
+    axes = tuple(range(ndim)) if dims is None or ndim == 0 else dims
+    kept_shape = tuple(1 if d in axes else s for d, s in enumerate(node.shape))
+    out_shape = kept_shape if keepdim else tuple(s for d, s in enumerate(node.shape) if d not in axes)
+    _, out_dtype = reduce_dtypes(name, node.dtype)
+    n = math.prod(node.shape[a] for a in axes)
+    if n == 0:
+        empty = {"sum": 0, "prod": 1}
+        if name not in empty:
+            _raise_empty_reduction(op, name, node.shape, dims)
+        result = const_node(empty[name], out_dtype, kept_shape, node.device)
+    elif not axes:  # a 0-d tensor: every reduction of one element is that element, or index 0
+        if opdef.result == "int64":
+            result = const_node(0, T.int64, kept_shape, node.device)
+        else:
+            result = cast_node(node, out_dtype)
+    else:
+        result = Node("reduce", (node,), (name, axes), kept_shape, out_dtype, node.device)
+    if out_shape != result.shape:
+        result = view_node(result, lambda st: st.reshape(out_shape))
+    return result
+
+
+def _raise_empty_reduction(op: str, name: str, shape: tuple[int, ...], dims) -> None:
+    """PyTorch's errors for a reduction without identity (max, argmax, ...) over no elements."""
+    if dims is None:
+        # PyTorch: RuntimeError for amax/amin/max/min, IndexError for argmax/argmin
+        error = IndexError if name in ("argmax", "argmin") else RuntimeError
+        raise error(
+            f"'{op}': Expected reduction dim to be specified for input.numel() == 0 (shape {shape}). "
+            "Specify the reduction dim with the 'dim' argument."
+        )
+    empty = next(d for d in dims if shape[d] == 0)
+    raise IndexError(f"'{op}': Expected reduction dim {empty} to have non-zero size (shape {shape}).")

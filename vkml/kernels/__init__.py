@@ -1,0 +1,1 @@
+"""Lowering fused groups of graph nodes to kernel IR: elementwise, reductions, matmul, tuning."""

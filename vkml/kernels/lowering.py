@@ -1,0 +1,587 @@
+"""Lowering: turn one fused group of graph nodes into IR kernel templates.
+
+A template is a kernel plus the *roles* of its bindings (which leaf, output or temporary
+each buffer is; which constant each parameter is), so the scheduler can cache it by the
+group's structure and bind new buffers and values on every realize without rebuilding IR.
+
+The elementwise template (here) computes the root's expression at each output position,
+loading realized leaves through their views (index arithmetic, no copies). With a vector
+tuning (``kernels_tuning``) an invocation handles an aligned group of ``VECTOR_WIDTH``
+consecutive positions: the output is written as one vector, and every leaf whose view maps
+the group to an aligned group of its own is read as one vector (``vload``); a leaf the
+group reaches through a broadcast of the innermost dim is read once; any other view falls
+back to one scalar load per position. Reductions are in ``kernels_reduce.py``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+
+from ..graph.node import Node
+from ..graph.view import View, ViewStack
+from ..ir import builder as B
+from ..ir import types as T
+from ..ir.core import Kernel, Value
+from ..ir.instructions import VECTOR_WIDTH
+from ..ops import mathlib as M
+from ..ops.cast import cast_value, round_to_f16
+from ..ops.random import random_value
+from ..ops.registry import REGISTRY
+from .tuning import Tuning, tuning_for
+
+MAX_GRID_X = 65535
+_U32 = 1 << 32
+
+
+def _u32(v: int) -> Value:
+    return B.const(v % _U32, T.uint32)
+
+
+def fold_grid(workgroups: int) -> tuple[int, int, int]:
+    """Spread a 1-D count of workgroups over x and y (x is limited to 65535 on many devices).
+
+    The rows are as even as can be, so few workgroups of the last row find nothing to do.
+
+    >>> fold_grid(262144)   # 5 rows of 52429, not 5 of 65535
+    (52429, 5, 1)
+    """
+    rows = max(1, -(-workgroups // MAX_GRID_X))
+    return (max(1, -(-workgroups // rows)), rows, 1)
+
+
+def pow2ceil(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+PARAM_BUDGET_NBYTES = 64  # scalars beyond this become IR constants (push constants can be 128 bytes in all)
+
+
+def param_dtype(dtype: T.DType) -> T.DType:
+    """Parameters travel as push constants: float16 as float32, bool as uint32."""
+    return {T.float16: T.float32, T.bool_: T.uint32}.get(dtype, dtype)
+
+
+@dataclass
+class KernelTemplate:
+    """A kernel and the roles of its buffers and parameters (see ``Lowering``)."""
+
+    kernel: Kernel
+    grid: tuple[int, int, int]
+    buffers: dict[str, tuple]
+    params: dict[str, object]
+
+
+@dataclass
+class GroupTemplate:
+    """The kernels of one fused group, in order, and the temporaries they share."""
+
+    kernels: list[KernelTemplate]
+    temps: list[tuple[T.DType, int]] = field(default_factory=list)
+
+
+class Index:
+    """A position in a node's shape: a linear index and/or a multi-index, and where it is valid.
+
+    ``group = (q, k, width)`` says the position is ``q * width + k``: element ``k`` of aligned
+    group ``q`` (a vector), with ``valid`` the same for the whole group; ``group_multi`` may
+    give q's multi-index in the shape counted in groups along the innermost dim.
+    ``row = (o, red)`` says the position lies in row ``o`` of reduction ``red``'s source (a
+    rows kernel's positions): a row broadcast of ``red``'s shape read there is its value at ``o``.
+    Only elementwise ops pass an Index on, so a view that moves positions drops the tag.
+    """
+
+    def __init__(
+        self,
+        shape,
+        lin: Value | None = None,
+        multi: tuple | None = None,
+        valid: Value | None = None,
+        group: tuple | None = None,
+        group_multi: tuple | None = None,
+        row: tuple | None = None,
+    ):
+        self.shape, self._lin, self._multi, self.valid = tuple(shape), lin, multi, valid
+        self.group, self.group_multi, self.row = group, group_multi, row
+
+    @property
+    def key(self) -> tuple:
+        """Equal for two indices of one shape that denote the same position by the same values."""
+        valid = id(self.valid) if self.valid is not None else None
+        if self.group is not None:
+            q, k, width = self.group
+            return ("group", id(q), k, width, valid)
+        if self._lin is not None:
+            return ("lin", id(self._lin), valid)
+        return ("index", id(self))
+
+    @property
+    def group_key(self) -> tuple:
+        """``key`` without the position in the group: equal for every element of one group."""
+        q, _, width = self.group
+        return ("group", id(q), width, id(self.valid) if self.valid is not None else None)
+
+    @property
+    def lin(self) -> Value:
+        if self._lin is None and self.group is not None:
+            q, k, width = self.group
+            self._lin = q * _u32(width) + _u32(k) if k else q * _u32(width)
+        if self._lin is None:
+            acc = None
+            for i, st in zip(self._multi, _strides(self.shape)):
+                if st:
+                    term = i if st == 1 else i * _u32(st)
+                    acc = term if acc is None else acc + term
+            self._lin = acc if acc is not None else _u32(0)
+        return self._lin
+
+    @property
+    def multi(self) -> tuple:
+        if self._multi is None:
+            self._multi = unravel(self.lin, self.shape)
+        return self._multi
+
+
+def _strides(shape) -> tuple[int, ...]:
+    out, acc = [], 1
+    for s in reversed(shape):
+        out.append(acc if s != 1 else 0)
+        acc *= s
+    return tuple(reversed(out))
+
+
+def unravel(lin: Value, shape) -> tuple:
+    """Multi-index of linear index ``lin`` in ``shape`` (row-major); size-1 dims give constant 0."""
+    out, rest, dims_left = [], lin, [d for d, s in enumerate(shape) if s != 1]
+    for d in reversed(range(len(shape))):
+        s = shape[d]
+        if s == 1:
+            out.append(None)
+            continue
+        dims_left.pop()
+        if not dims_left:
+            out.append(rest)
+            continue
+        out.append(rest % _u32(s))
+        rest = rest / _u32(s)
+    zero = None
+    result = []
+    for v in reversed(out):
+        if v is None:
+            zero = _u32(0) if zero is None else zero
+            v = zero
+        result.append(v)
+    return tuple(result)
+
+
+def is_row_broadcast(view: Node, red: Node) -> bool:
+    """Whether ``view`` spreads a tensor of ``red``'s kept shape back over ``red``'s rows."""
+    src = view.srcs[0]
+    if src.shape != red.shape or view.shape != red.srcs[0].shape:
+        return False
+    return view.arg == ViewStack.contiguous(red.shape).expand(view.shape)
+
+
+def _and(a: Value | None, b: Value | None) -> Value | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a & b
+
+
+def _view_level(view: View, multi: tuple, valid: Value | None) -> tuple[Value, Value | None]:
+    """Linear index below ``view`` of its position ``multi``, and validity (``view.mask``)."""
+    if view.mask:
+        for i, (lo, hi), s in zip(multi, view.mask, view.shape):
+            if lo > 0:
+                valid = _and(valid, i >= _u32(lo))
+            if hi < s:
+                valid = _and(valid, i < _u32(hi))
+    lin = _u32(view.offset) if view.offset else None
+    for i, st in zip(multi, view.strides):
+        if st:
+            term = i if st == 1 else i * _u32(st)
+            lin = term if lin is None else lin + term
+    return (lin if lin is not None else _u32(0)), valid
+
+
+def _view_index(stack, idx: Index) -> tuple[Value, Value | None]:
+    """Linear index into the source's logical shape, and validity, for position ``idx`` of a view."""
+    multi, valid = idx.multi, idx.valid
+    lin = None
+    for k in reversed(range(len(stack.views))):
+        lin, valid = _view_level(stack.views[k], multi, valid)
+        if k:
+            multi = unravel(lin, stack.views[k - 1].shape)
+    return lin, valid
+
+
+def _grouped(shape: tuple, width: int) -> tuple:
+    return tuple(shape[:-1]) + (shape[-1] // width,)
+
+
+def _in_groups(view: View, width: int, inner_stride: int) -> View:
+    """``view`` over groups of ``width`` along its innermost dim (whose stride becomes ``inner_stride``).
+
+    Offsets and outer strides shrink by ``width`` when the groups map to groups below
+    (``inner_stride`` 1), and stay when the whole group maps to one position (0).
+    """
+    scale = width if inner_stride else 1
+    strides = tuple(st // scale for st in view.strides[:-1]) + (inner_stride,)
+    mask = None
+    if view.mask:
+        lo, hi = view.mask[-1]
+        mask = tuple(view.mask[:-1]) + ((lo // width, hi // width),)
+    return View(_grouped(view.shape, width), strides, view.offset // scale, mask)
+
+
+def group_modes(stack: ViewStack, width: int) -> tuple[str, ...] | None:
+    """How aligned groups of ``width`` positions of the view pass each level, top first.
+
+    ``"vector"``: the group maps to an aligned group below (innermost stride 1, offset and
+    outer strides multiples of ``width``); ``"uniform"`` (last): the whole group maps to one
+    position (innermost stride 0); None: neither at some level, so positions go one by one.
+    Masks must not cut a group (innermost bounds multiples of ``width``).
+
+    >>> group_modes(ViewStack.contiguous((1, 8)).expand((4, 8)), 4)   # a row broadcast over rows
+    ('vector',)
+    >>> group_modes(ViewStack.contiguous((4, 1)).expand((4, 8)), 4)   # one value per row
+    ('uniform',)
+    >>> group_modes(ViewStack.contiguous((8, 4)).permute((1, 0)), 4) is None   # a transpose
+    True
+    """
+    modes: list[str] = []
+    for view in reversed(stack.views):
+        if not view.shape or view.shape[-1] % width:
+            return None
+        if view.mask and (view.mask[-1][0] % width or view.mask[-1][1] % width):
+            return None
+        inner = view.strides[-1]
+        if inner == 0:
+            return (*modes, "uniform")
+        outer = [st for st, size in zip(view.strides[:-1], view.shape[:-1]) if size != 1]
+        if inner != 1 or view.offset % width or any(st % width for st in outer):
+            return None
+        modes.append("vector")
+    return tuple(modes)
+
+
+def _group_view_index(stack: ViewStack, modes, q: Value, valid: Value | None, width: int, multi=None):
+    """Follow group ``q`` (multi-index ``multi`` in groups, if known) down ``stack`` (``modes`` from ``group_modes``).
+
+    Returns ``("vector", group below, valid)`` or ``("uniform", linear index below, valid)``.
+    """
+    levels = list(reversed(range(len(stack.views))))
+    multi = multi or unravel(q, _grouped(stack.views[-1].shape, width))
+    for level, mode in zip(levels, modes):
+        view = _in_groups(stack.views[level], width, 1 if mode == "vector" else 0)
+        lin, valid = _view_level(view, multi, valid)
+        if mode == "uniform":
+            if level:  # the rest of the way is a plain view of one position
+                lower = ViewStack(stack.views[:level])
+                lin, valid = _view_index(lower, Index(lower.shape, lin=lin, valid=valid))
+            return "uniform", lin, valid
+        if level:
+            multi = unravel(lin, _grouped(stack.views[level - 1].shape, width))
+    return "vector", lin, valid
+
+
+class Lowering:
+    """Builds one kernel: binds leaves as read buffers and constants as parameters, recording roles."""
+
+    def __init__(self, name: str, local_size, leaves, baked=frozenset()):
+        self.kb = B.KernelBuilder(name, local_size)
+        self.leaves = leaves  # ids of nodes computed by earlier kernels of this realize: loaded, not inlined
+        self.baked = baked  # ids of constants emitted as IR constants instead of parameters
+        self.roles: dict[str, tuple] = {}  # binding name -> ("leaf", node) | ("out", node) | ("temp", j)
+        self.param_roles: dict[str, Node] = {}  # parameter name -> const node
+        self._leaf_refs: dict[int, B.BufferRef] = {}
+        self._params: dict[int, Value] = {}
+        # node and position -> (value, the block it was defined in, what keeps the key's ids alive)
+        self._memo: dict[tuple, tuple] = {}
+        self.fused: dict[int, Value] = {}  # a fused reduce node -> its result in this kernel
+        self._per_group: dict[tuple, object] = {}  # what all positions of a group share, by value ids
+
+    def bind_buffer(self, dtype: T.DType, access: str, prefix: str, role: tuple) -> B.BufferRef:
+        name = f"{prefix}{len(self.roles)}"
+        self.roles[name] = role
+        return self.kb.buffer(name, dtype, access)
+
+    def leaf(self, node: Node) -> B.BufferRef:
+        """The read buffer bound for ``node`` (realized, or computed by an earlier kernel), bound once."""
+        return self._leaf(node)
+
+    def _leaf(self, node: Node) -> B.BufferRef:
+        ref = self._leaf_refs.get(id(node))
+        if ref is None:
+            ref = self._leaf_refs[id(node)] = self.bind_buffer(node.dtype, "read", "in", ("leaf", node))
+        return ref
+
+    def _param(self, node: Node) -> Value:
+        if id(node) in self.baked:  # past the parameter budget: the value is part of the kernel
+            dtype = param_dtype(node.dtype) if node.dtype is not T.bool_ else T.bool_
+            value = dtype.np.type(node.arg) if dtype.is_float else node.arg  # rounded as a parameter would be
+            return B.const(value, dtype)
+        v = self._params.get(id(node))
+        if v is None:
+            name = f"s{len(self._params)}"
+            self.param_roles[name] = node
+            v = self._params[id(node)] = self.kb.param(name, param_dtype(node.dtype))
+        # A bool travels as 0/1; compare where it is used (a value made here must dominate every use).
+        return B.ne(v, _u32(0)) if node.dtype is T.bool_ else v
+
+    def template(self, grid) -> KernelTemplate:
+        return KernelTemplate(self.kb.finish(), tuple(grid), dict(self.roles), dict(self.param_roles))
+
+    def load(self, ref: B.BufferRef, dtype: T.DType, index: Value) -> Value:
+        v = ref[index]
+        return B.convert(v, T.float32) if dtype is T.float16 else v
+
+    def store(self, ref: B.BufferRef, dtype: T.DType, index: Value, value: Value) -> None:
+        ref[index] = M.f32_to_f16(value) if dtype is T.float16 else value
+
+    def load_component(self, ref: B.BufferRef, dtype: T.DType, q: Value, k: int) -> Value:
+        """Element ``k`` of aligned vector ``q`` (codegen loads the vector once for all its elements)."""
+        v = ref.vload(q, k)
+        return B.convert(v, T.float32) if dtype is T.float16 else v
+
+    def store_vector(self, ref: B.BufferRef, dtype: T.DType, q: Value, values: list[Value]) -> None:
+        ref.store4(q, [M.f32_to_f16(v) if dtype is T.float16 else v for v in values])
+
+    def shared(self, key: tuple, make):
+        """``make()`` once per ``key`` (ids of the values it depends on) where that result is in scope."""
+        found = self._per_group.get(key)
+        if found is None or not B.is_open(found[1]):
+            found = self._per_group[key] = (make(), B.current_block())
+        return found[0]
+
+    def value(self, node: Node, idx: Index) -> Value:
+        """The compute-representation value of ``node`` at ``idx``.
+
+        Memoised per node and position (``Index.key``) while the block that computed it is
+        still open, so a value is reused only where its definition dominates.
+        """
+        key = (id(node), idx.key)
+        found = self._memo.get(key)
+        if found is None or not B.is_open(found[1]):
+            block = B.current_block()
+            found = self._memo[key] = (self._compute(node, idx), block, idx)
+        return found[0]
+
+    def _compute(self, node: Node, idx: Index) -> Value:
+        if id(node) in self.fused:
+            return self.fused[id(node)]
+        if node.realized or id(node) in self.leaves:
+            if idx.group is not None:
+                q, k, _ = idx.group
+                if idx.valid is not None:
+                    q = self.shared(("masked", idx.group_key), lambda: B.select(idx.valid, q, _u32(0)))
+                return self.load_component(self._leaf(node), node.dtype, q, k)
+            lin = idx.lin if idx.valid is None else B.select(idx.valid, idx.lin, _u32(0))
+            return self.load(self._leaf(node), node.dtype, lin)
+        op = node.op
+        if op == "const":
+            return self._param(node)
+        if op == "view" and idx.row is not None and is_row_broadcast(node, idx.row[1]):
+            src = node.srcs[0]  # one value per row: computed once per row, not once per position
+            return self.value(src, Index(src.shape, lin=idx.row[0]))
+        if op == "view" and idx.group is not None:
+            modes = group_modes(node.arg, idx.group[2])
+            if modes is not None:
+                return self._grouped_view(node, idx, modes)
+        if op == "view":
+            src = node.srcs[0]
+            lin, valid = _view_index(node.arg, idx)
+            inner = self.value(src, Index(src.shape, lin=lin, valid=valid))
+            return self._masked(inner, valid, idx.valid)
+        if op == "cast":
+            src = node.srcs[0]
+            return cast_value(self.value(src, idx), src.dtype, node.dtype)
+        if op == "elementwise":
+            name, cdtype = node.arg
+            args = [cast_value(self.value(s, idx), s.dtype, cdtype) for s in node.srcs]
+            if name == "where":
+                args[0] = cast_value(self.value(node.srcs[0], idx), node.srcs[0].dtype, T.bool_)
+            out = REGISTRY[name].body(*args)
+            if node.dtype is T.float16 and cdtype is T.float16:
+                out = round_to_f16(out)
+            return out
+        if op == "cat":
+            return self._cat(node, idx)
+        if op == "random":  # sources: key and call-offset constants (int32 bits), so they travel as parameters
+            words = [B.bitcast(self.value(s, idx), T.uint32) for s in node.srcs]
+            return random_value(node.arg, idx.lin, *words)
+        raise AssertionError(f"cannot inline {node!r}")
+
+    def value_f16(self, node: Node, idx: Index) -> Value:
+        """``node`` (float16) at ``idx`` as an f16 value: loaded as stored through leaves and views,
+        narrowed in software (exactly: the value is a float16) from anything else.
+        """
+        if node.dtype is T.float16 and (node.realized or id(node) in self.leaves):
+            lin = idx.lin if idx.valid is None else B.select(idx.valid, idx.lin, _u32(0))
+            return self._leaf(node)[lin]
+        if node.dtype is T.float16 and node.op == "view":
+            src = node.srcs[0]
+            lin, valid = _view_index(node.arg, idx)
+            return self._masked(self.value_f16(src, Index(src.shape, lin=lin, valid=valid)), valid, idx.valid)
+        return M.f32_to_f16(self.value(node, idx))
+
+    def f16_groups(self, node: Node) -> bool:
+        """Whether aligned groups of VECTOR_WIDTH along ``node``'s innermost dim are aligned groups of a
+        float16 buffer (through views that keep them so): then ``f16_group_values`` loads each as one vector."""
+        while node.dtype is T.float16 and not (node.realized or id(node) in self.leaves) and node.op == "view":
+            modes = group_modes(node.arg, VECTOR_WIDTH)
+            if modes is None or "uniform" in modes:
+                return False
+            node = node.srcs[0]
+        return node.dtype is T.float16 and (node.realized or id(node) in self.leaves)
+
+    def f16_group_values(self, node: Node, q: Value, multi: tuple | None = None) -> list[Value]:
+        """The float16 values of aligned group ``q`` (multi-index ``multi`` in groups) of ``node`` as stored,
+        one vector load (``node`` as ``f16_groups`` accepts)."""
+        if node.realized or id(node) in self.leaves:
+            ref = self._leaf(node)
+            return [ref.vload(q, c) for c in range(VECTOR_WIDTH)]
+        modes = group_modes(node.arg, VECTOR_WIDTH)
+        _, below, valid = _group_view_index(node.arg, modes, q, None, VECTOR_WIDTH, multi)
+        if valid is not None:
+            below = B.select(valid, below, _u32(0))
+        return [self._masked(v, valid, None) for v in self.f16_group_values(node.srcs[0], below)]
+
+    def _grouped_view(self, node: Node, idx: Index, modes) -> Value:
+        """The view's value at a grouped position: the group goes down the views as a group."""
+        src = node.srcs[0]
+        q, k, width = idx.group
+
+        def follow():
+            return _group_view_index(node.arg, modes, q, idx.valid, width, idx.group_multi)
+
+        mode, below, valid = self.shared(("view", id(node), idx.group_key), follow)
+        if mode == "vector":
+            inner = self.value(src, Index(src.shape, valid=valid, group=(below, k, width)))
+            return self._masked(inner, valid, idx.valid)
+
+        def whole_group():  # every position of the group reads the same element
+            inner = self.value(src, Index(src.shape, lin=below, valid=valid))
+            return self._masked(inner, valid, idx.valid)
+
+        return self.shared(("uniform", id(node), idx.group_key), whole_group)
+
+    @staticmethod
+    def _masked(inner: Value, valid: Value | None, outer_valid: Value | None) -> Value:
+        """``inner`` where the view's mask holds, else the pad value 0 (as the scalar path does)."""
+        if valid is None or valid is outer_valid:
+            return inner
+        zero = B.const(0.0 if inner.dtype.is_float else (False if inner.dtype is T.bool_ else 0), inner.dtype)
+        return B.select(valid, inner, zero)
+
+    def _cat(self, node: Node, idx: Index) -> Value:
+        dim, multi, result, start = node.arg, idx.multi, None, 0
+        for src in node.srcs:
+            size = src.shape[dim]
+            if size == 0:
+                continue
+            i = multi[dim]
+            inside = (i >= _u32(start)) & (i < _u32(start + size))
+            local = B.select(inside, i - _u32(start), _u32(0))
+            sub = Index(src.shape, multi=multi[:dim] + (local,) + multi[dim + 1 :], valid=_and(idx.valid, inside))
+            v = self.value(src, sub)
+            result = v if result is None else B.select(inside, v, result)
+            start += size
+        return result
+
+
+def kernel_name(root: Node, prefix: str) -> str:
+    names, stack, seen = [], [root], set()
+    while stack and len(names) < 4:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if n.op in ("elementwise", "reduce"):
+            names.append(n.arg[0])
+        elif n.op == "cast":
+            names.append("to_" + n.dtype.short)
+        stack.extend(n.srcs)
+    shape = "x".join(str(s) for s in root.shape) or "scalar"
+    return "_".join([prefix, *names, shape])
+
+
+def elementwise_width(shape: tuple, tuning: Tuning) -> int:
+    """Positions per invocation group: the tuning's vector width where aligned groups fit the shape."""
+    width = tuning.vector
+    if width > 1 and shape and shape[-1] % width == 0:
+        return width
+    return 1
+
+
+def lower_elementwise(root: Node, leaves, baked=frozenset(), tuning: Tuning | None = None) -> GroupTemplate:
+    """Each invocation computes ``root`` at ``tuning.vectors_per_invocation`` groups of positions.
+
+    Group j of workgroup w, local invocation l, is ``(w * per + j) * local_size + l``, so each
+    round of loads of a workgroup is contiguous; a group is ``width`` consecutive positions.
+    ``tuning`` defaults to the root's device's (``kernels_tuning.tuning_for``).
+    """
+    tuning = tuning or tuning_for(root.device)
+    width = elementwise_width(root.shape, tuning)
+    groups = root.numel // width
+    local, per = tuning.local_size, tuning.vectors_per_invocation
+    per = min(per, pow2ceil(-(-groups // local)))  # no rounds that every invocation skips
+    span = local * per  # groups per workgroup
+    L = Lowering(kernel_name(root, "E"), (local, 1, 1), leaves, baked)
+    workgroups = -(-groups // span)
+    grid = fold_grid(workgroups)
+    out_ref = L.bind_buffer(root.dtype, "write", "out", ("out", root))
+
+    def compute(q: Value, group_multi=None) -> list[Value]:
+        if width == 1:
+            return [L.value(root, Index(root.shape, lin=q))]
+        return [L.value(root, Index(root.shape, group=(q, k, width), group_multi=group_multi)) for k in range(width)]
+
+    def store(q: Value, values: list[Value]) -> None:
+        if width == 1:
+            L.store(out_ref, root.dtype, q, values[0])
+        else:
+            L.store_vector(out_ref, root.dtype, q, values)
+
+    def one_group(q: Value) -> None:
+        store(q, compute(q))
+
+    with L.kb:
+        w = linear_workgroup(grid)
+        lid = B.local_id(0)
+        if per > 1 and groups % span == 0:
+            # Every group of a workgroup exists: its groups go unrolled into one block, where they
+            # share what depends only on the row when a row holds whole workgroups.
+            # Stores go last: the loads of later groups need not wait for them (the buffers might alias).
+            with B.if_(w < _u32(workgroups)) if grid[0] * grid[1] != workgroups else contextlib.nullcontext():
+                per_row = root.shape[-1] // width // span if width > 1 and len(root.shape) > 1 else 0
+                rows = root.shape[-1] // width % span == 0 and per_row
+                outer = unravel(w / _u32(per_row), root.shape[:-1]) if rows else None
+                column = (w % _u32(per_row)) * _u32(span) + lid if rows else None
+                first = w * _u32(span) + lid
+                results = []
+                for j in range(per):
+                    q = first + _u32(j * local) if j else first
+                    row_multi = outer + ((column + _u32(j * local) if j else column),) if rows else None
+                    results.append((q, compute(q, row_multi)))
+                for q, values in results:
+                    store(q, values)
+        elif per == 1:
+            q = w * _u32(span) + lid
+            with B.if_(q < _u32(groups)):
+                one_group(q)
+        else:
+            with B.range_(_u32(0), _u32(per)) as j:
+                q = w * _u32(span) + j * _u32(local) + lid
+                with B.if_(q < _u32(groups)):
+                    one_group(q)
+    return GroupTemplate([L.template(grid)])
+
+
+def linear_workgroup(grid) -> Value:
+    """The workgroup's index in a grid folded by ``fold_grid``."""
+    if grid[1] > 1:
+        return B.workgroup_id(1) * _u32(grid[0]) + B.workgroup_id(0)
+    return B.workgroup_id(0)

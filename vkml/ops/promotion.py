@@ -1,0 +1,59 @@
+"""Type promotion, following PyTorch: categories bool < integer < float, and operands with
+dimensions outrank zero-dimensional tensors, which outrank Python scalars.
+
+    >>> from vkml.ir.types import int32, float16
+    >>> promote_types(int32, float16)
+    vkml.float16
+"""
+
+from __future__ import annotations
+
+from ..errors import DTypeError
+from ..ir import types as T
+
+_CATEGORY = {T.bool_: 0, T.int32: 1, T.uint32: 1, T.int64: 1, T.float16: 2, T.float32: 2}
+_DEFAULT_OF_CATEGORY = {0: T.bool_, 1: T.int64, 2: T.float32}
+_RANK_IN_CATEGORY = {T.bool_: 0, T.int32: 0, T.uint32: 1, T.int64: 2, T.float16: 0, T.float32: 1}
+
+
+def category(dtype: T.DType) -> int:
+    return _CATEGORY[dtype]
+
+
+def promote_types(a: T.DType, b: T.DType) -> T.DType:
+    """The smallest dtype both ``a`` and ``b`` convert to (``torch.promote_types``)."""
+    ca, cb = _CATEGORY[a], _CATEGORY[b]
+    if ca != cb:
+        return a if ca > cb else b
+    return a if _RANK_IN_CATEGORY[a] >= _RANK_IN_CATEGORY[b] else b
+
+
+def scalar_dtype(value) -> T.DType:
+    """The dtype PyTorch gives a Python scalar: bool, int64 or float32 (the default float)."""
+    if isinstance(value, bool):
+        return T.bool_
+    if isinstance(value, int):
+        return T.int64
+    if isinstance(value, float):
+        return T.float32
+    raise DTypeError(f"unsupported Python scalar {value!r} ({type(value).__name__})")
+
+
+def result_type(dim_dtypes: list[T.DType], zero_dim_dtypes: list[T.DType], scalars: list) -> T.DType:
+    """PyTorch's ``result_type`` over tensors with dims, 0-dim tensors and Python scalars."""
+    state = None
+    for dt in dim_dtypes:
+        state = dt if state is None else promote_types(state, dt)
+    for group, is_scalar in ((zero_dim_dtypes, False), ([scalar_dtype(s) for s in scalars], True)):
+        best = None
+        for dt in group:
+            best = dt if best is None else promote_types(best, dt)
+        if best is None:
+            continue
+        if state is None:
+            state = _DEFAULT_OF_CATEGORY[_CATEGORY[best]] if is_scalar and best is not T.bool_ else best
+            if is_scalar and best is T.float32:
+                state = T.float32
+        elif _CATEGORY[best] > _CATEGORY[state]:
+            state = _DEFAULT_OF_CATEGORY[_CATEGORY[best]] if is_scalar else best
+    return state

@@ -1,0 +1,1 @@
+"""The Vulkan backend: instance, devices, memory, pipelines, recordings, the kernel cache."""

@@ -1,0 +1,492 @@
+"""The Vulkan backend: ``VulkanDevice`` ("vulkan:N") and its buffers.
+
+    >>> from vkml.runtime.vulkan import device, vulkan_device_reports
+    >>> dev = device(0)                                   # doctest: +SKIP
+    >>> buf = dev.allocate(float32, 4)                    # doctest: +SKIP
+    >>> dev.upload(buf, np.arange(4, dtype=np.float32))   # doctest: +SKIP
+    >>> dev.download(buf)                                 # doctest: +SKIP
+    array([0., 1., 2., 3.], dtype=float32)
+
+``run`` records every dispatch of a batch into one command buffer and makes one
+``vkQueueSubmit``, and returns without waiting (``VKML_ASYNC=0``, or a run with timestamps,
+waits). The host waits only where it must (vkml/runtime/vulkan/recordings.py keeps the fences):
+
+- a download waits for the submission that wrote the buffer (``VulkanBuffer.ready_serial``);
+- an upload waits for the last submission that bound any range of the buffer's memory block
+  (``MemoryBlock.last_use``): a range freed while in flight and handed out again is covered;
+- freeing a memory block, reusing a command buffer still in flight, replacing the descriptor
+  pools and ``synchronize()`` wait likewise.
+
+Threads: every method holds the device's lock (``Device.lock``), but for the host's waits of
+downloads, uploads and ``synchronize()``, which wait on their fence without it
+(``Recordings.claim``), so that other threads record and submit meanwhile.
+
+Device memory needs no wait to be reused by later work: runs on the one queue are ordered by
+the barrier that ends each of them. A compute→compute barrier goes in only where a dispatch reads or writes a
+buffer an earlier dispatch of the batch wrote, or writes one an earlier dispatch read. Every
+run ends with one barrier that makes its writes visible to the host, to transfers and to
+later runs (not counted in ``counters['barriers']``, which counts hazard barriers). A batch
+equal to a recent one (same kernels, grids and parameters on the same memory: a loop over a
+graph of one structure) submits that run's command buffer again instead of recording
+(vkml/runtime/vulkan/recordings.py).
+
+Storage: bool elements are one uint32 (0/1) each on the device, converted on upload and
+download; float16 is 2 bytes.
+
+Buffers beyond ``maxStorageBufferRange`` (lavapipe: 128 MiB): a descriptor never binds more
+than that range, so a dispatch that gives a kernel such a buffer runs a variant of the kernel
+compiled with that binding reached through its buffer device address (bufferDeviceAddress,
+core in Vulkan 1.2), which ``run`` pushes as a push constant; the descriptor still binds the
+first ``maxStorageBufferRange`` bytes, unused. Every other buffer stays on its descriptor:
+lavapipe runs elementwise kernels 2–2.7× slower by address, the H200 equally fast (measured,
+see ``vkml.codegen``), and addresses take push-constant space (8 of lavapipe's 128 bytes
+each). A device without bufferDeviceAddress raises ``DeviceError`` for such a dispatch. The
+choice is per dispatch, from the buffers' sizes, so one kernel runs on small and huge tensors
+alike. (On the H200, maxMemoryAllocationSize is 2 MiB under its 4 GiB range, so there no
+buffer ever goes by address.)
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+
+import numpy as np
+
+from ... import config
+from ...errors import DeviceError, DTypeError, ShapeError
+from ...ir import types as T
+from ..base import Buffer, Device, Dispatch
+from ..counters import counters
+from .descriptors import DescriptorSets
+from .instance import vk
+from .kernel_cache import KernelCache
+from .logical_device import LogicalDevice
+from .memory import MemoryBlock, MemoryPool
+from .pipelines import Pipelines
+from .recordings import Recordings, fingerprint
+from .reports import device_rank, physical_device_count, physical_device_info, vulkan_device_reports
+from .timestamps import TimestampQueries
+from .transfers import Transfers
+
+__all__ = [
+    "VulkanBuffer",
+    "VulkanDevice",
+    "device",
+    "devices",
+    "device_count",
+    "device_rank",
+    "vulkan_device_reports",
+]
+
+# How each dtype is stored in device memory (bool widens to one uint32 per element); the
+# others are added as they are first met.
+_STORAGE_NUMPY = {T.bool_.name: np.dtype(np.uint32)}
+
+
+def storage_dtype(dtype: T.DType) -> np.dtype:
+    """The numpy dtype of ``dtype``'s elements as they sit in Vulkan memory."""
+    found = _STORAGE_NUMPY.get(dtype.name)
+    if found is None:  # not .get(name, dtype.np): that builds a numpy dtype for every buffer
+        found = _STORAGE_NUMPY[dtype.name] = dtype.np
+    return found
+
+
+class VulkanBuffer(Buffer):
+    """``numel`` elements of ``dtype`` in a range of a device memory block; freed when dropped."""
+
+    def __init__(self, device: VulkanDevice, dtype: T.DType, numel: int):
+        self.device = device
+        self.dtype = dtype
+        self.numel = numel
+        self.storage = storage_dtype(dtype)
+        self.device_nbytes = numel * self.storage.itemsize
+        if self.device_nbytes == 0:
+            self.allocation = None
+            block, offset, size = device._empty_block(), 0, device._empty_block().size
+            self.hazard_key = None  # nothing to read or write: never a hazard
+        else:
+            self.allocation = device.memory.allocate(self.device_nbytes, f" for {numel} {dtype.name} elements")
+            block, offset = self.allocation.block, self.allocation.offset
+            size = min(self.device_nbytes, device.max_storage_buffer_range)
+            self.hazard_key = (block.id, offset)
+        self.block = block
+        self.ready_serial = 0  # the submission that last wrote it (a download waits for it)
+        self.binding = (block.buffer, offset, size)
+        self.binding_key = (block.id, offset, size)
+        # Past the range a kernel must reach the buffer by device address (see the module docstring).
+        self.beyond_range = self.device_nbytes > device.max_storage_buffer_range
+        self.device_address = None if block.device_address is None else block.device_address + offset
+
+    def __del__(self):
+        # Not weakref.finalize: that costs about 2 µs a buffer, and every realize allocates its outputs.
+        # The pool only queues the range (this may run inside the garbage collector, see MemoryPool.release).
+        try:
+            if self.allocation is not None:
+                self.device.memory.release(self.allocation)
+        except AttributeError:  # __init__ raised, or the interpreter is ending (the driver takes the memory back)
+            pass
+
+    def __repr__(self) -> str:
+        return f"VulkanBuffer({self.device.name}, {self.dtype.name}, numel={self.numel})"
+
+
+class VulkanDevice(Device):
+    """One Vulkan physical device opened for compute: memory, transfers, pipelines, submission.
+
+    ``compiler`` (default: ``vkml.codegen.compile_kernel``) turns a ``Kernel`` and this
+    device's ``DeviceFeatures`` into a compiled kernel; tests pass their own.
+    """
+
+    kind = "vulkan"
+
+    def __init__(self, index: int, compiler=None, block_size: int | None = None):
+        if not 0 <= index < physical_device_count():
+            raise DeviceError(f"no Vulkan device {index}: {physical_device_count()} found")
+        super().__init__()
+        self.index = index
+        self.name = f"vulkan:{index}"
+        info = physical_device_info(index)
+        self.logical = LogicalDevice(info)
+        self.features = self.logical.features
+        self.enabled_features = self.logical.enabled_features
+        self.enabled_extensions = self.logical.enabled_extensions
+        self.limits = dict(info.limits)
+        self.max_storage_buffer_range = self.logical.max_storage_buffer_range
+        self._max_grid = tuple(int(v) for v in info.limits["maxComputeWorkGroupCount"])
+        self.memory = MemoryPool(self.logical, block_size)
+        self.transfers = Transfers(self.logical, self.memory)
+        self.kernels = KernelCache(self.features, compiler)
+        self.pipelines = Pipelines(self.logical, self.kernels)
+        self.descriptors = DescriptorSets(self.logical)
+        self.recordings = Recordings(self.logical)
+        # An evicted pipeline is destroyed only after the submissions that may use it (runtime/pipelines.py).
+        self.pipelines.progress = lambda recordings=self.recordings: (recordings.submitted, recordings.completed)
+        self.memory.wait_for = self.recordings.wait_for
+        self.timestamp_queries = TimestampQueries(self.logical)
+        self._timestamp_sinks: list[list] = []  # see timestamped()
+        self._empty: MemoryBlock | None = None
+        self._build_barriers()
+
+    def _build_barriers(self) -> None:
+        api = vk()
+        ffi = self.logical.ffi
+        shader_rw = api.VK_ACCESS_SHADER_READ_BIT | api.VK_ACCESS_SHADER_WRITE_BIT
+        self._hazard_barrier = ffi.new("VkMemoryBarrier*")
+        self._hazard_barrier.sType = api.VK_STRUCTURE_TYPE_MEMORY_BARRIER
+        self._hazard_barrier.srcAccessMask = shader_rw
+        self._hazard_barrier.dstAccessMask = shader_rw
+        self._final_barrier = ffi.new("VkMemoryBarrier*")
+        self._final_barrier.sType = api.VK_STRUCTURE_TYPE_MEMORY_BARRIER
+        self._final_barrier.srcAccessMask = api.VK_ACCESS_SHADER_WRITE_BIT
+        self._final_barrier.dstAccessMask = (
+            api.VK_ACCESS_HOST_READ_BIT | shader_rw | api.VK_ACCESS_TRANSFER_READ_BIT | api.VK_ACCESS_TRANSFER_WRITE_BIT
+        )
+        self._compute_stage = api.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
+        self._after_stages = (
+            api.VK_PIPELINE_STAGE_HOST_BIT
+            | api.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
+            | api.VK_PIPELINE_STAGE_TRANSFER_BIT
+        )
+        self._bind_point = api.VK_PIPELINE_BIND_POINT_COMPUTE
+        self._push_stage = api.VK_SHADER_STAGE_COMPUTE_BIT
+
+    def _empty_block(self) -> MemoryBlock:
+        """A tiny block that zero-element buffers bind (a descriptor cannot bind nothing)."""
+        if self._empty is None:
+            self._empty = MemoryBlock(
+                self.logical, self.memory.alignment, self.memory.choice.device_type, mapped=False, dedicated=True
+            )
+        return self._empty
+
+    # ------------------------------------------------------------------ memory
+
+    def allocate(self, dtype: T.DType, numel: int) -> VulkanBuffer:
+        """A buffer of ``numel`` elements (contents undefined until written). Zero elements is fine."""
+        # A realize asks for an int and a DType: the checks are for anything else.
+        if numel.__class__ is not int or numel < 0 or dtype.__class__ is not T.DType:
+            if not isinstance(dtype, T.DType):
+                raise DTypeError(f"allocate: dtype must be a vkml dtype, got {dtype!r}")
+            if isinstance(numel, bool) or int(numel) != numel or numel < 0:
+                raise ShapeError(f"allocate: element count must be a non-negative integer, got {numel!r}")
+            numel = int(numel)
+        with self.lock:  # the memory pool's free lists
+            return VulkanBuffer(self, dtype, numel)
+
+    def memory_stats(self) -> dict[str, int]:
+        """``allocated_bytes`` (live buffers), ``peak_bytes`` (their high-water mark), ``reserved_bytes`` (driver memory held)."""
+        with self.lock:
+            return self.memory.stats()
+
+    def reset_peak_memory(self) -> None:
+        """Start a new high-water mark from the bytes allocated now."""
+        with self.lock:
+            self.memory.reset_peak()
+
+    def upload(self, buffer: VulkanBuffer, array: np.ndarray) -> None:
+        self._check_buffer(buffer, "upload")
+        array = np.asarray(array)
+        if array.dtype != buffer.dtype.np:
+            raise DTypeError(f"upload: array of {array.dtype} into a {buffer.dtype.name} buffer on {self.name}")
+        if array.size != buffer.numel:
+            raise ShapeError(f"upload: array of {array.size} elements into a buffer of {buffer.numel} on {self.name}")
+        if buffer.numel == 0:
+            return
+        data = np.ascontiguousarray(array.reshape(-1), dtype=buffer.storage)
+        # In-flight work may read or write this memory: runs submitted from now on cannot (they would
+        # bind this buffer, which the caller is writing), so waiting for the last one until now will do.
+        self._wait_for_host(lambda: buffer.block.last_use)
+        with self.lock:  # the staging memory
+            self.transfers.upload(buffer.allocation, data)
+
+    def download(self, buffer: VulkanBuffer) -> np.ndarray:
+        self._check_buffer(buffer, "download")
+        out = np.empty(buffer.numel, dtype=buffer.storage)
+        if buffer.numel:
+            self._wait_for_host(lambda: buffer.ready_serial)
+            with self.lock:  # the staging memory
+                self.transfers.download(buffer.allocation, out)
+        if buffer.dtype is T.bool_:
+            return out != 0
+        return out
+
+    def _wait_for_host(self, serial_now) -> None:
+        """Before the host touches memory: wait for submission ``serial_now()`` (read under the lock)
+        unless it is complete. The wait itself leaves the lock to other threads (``Recordings.claim``)."""
+        with self.lock:
+            claim = self.recordings.claim(serial_now())
+        if claim is not None:
+            self.recordings.wait_claimed(claim, self.lock)
+
+    def synchronize(self) -> None:
+        """Return once every submitted run is complete (no need before reading results: reads wait)."""
+        self._wait_for_host(lambda: self.recordings.submitted)
+
+    def _check_buffer(self, buffer, what: str) -> None:
+        if not isinstance(buffer, VulkanBuffer) or buffer.device is not self:
+            where = getattr(getattr(buffer, "device", None), "name", type(buffer).__name__)
+            raise DeviceError(f"{what}: buffer on {where} used with {self.name}")
+
+    # ------------------------------------------------------------------ kernels
+
+    def run(self, dispatches: list[Dispatch], timestamps: bool = False) -> list[float] | None:
+        """Record all dispatches into one command buffer and submit it once. See the module docstring.
+
+        With ``timestamps`` (or inside ``timestamped()``) it returns each dispatch's GPU seconds
+        (``vkml.runtime.vulkan.timestamps``; 0.0 for a dispatch with an empty grid), else None.
+        """
+        with self.lock:  # command buffers, fences, descriptor pools and the pipeline caches are the device's
+            return self._run(dispatches, timestamps)
+
+    def _run(self, dispatches: list[Dispatch], timestamps: bool) -> list[float] | None:
+        timestamps = timestamps or bool(self._timestamp_sinks)
+        if not dispatches:
+            return [] if timestamps else None
+        lib = self.logical.lib
+        null = self.logical.ffi.NULL
+        compute, bind_point, push_stage = self._compute_stage, self._bind_point, self._push_stage
+        hazard_barrier = self._hazard_barrier
+        max_x, max_y, max_z = self._max_grid
+        lookup_pipeline = self.pipelines.lookup
+        lookup_set = self.descriptors.lookup
+
+        recordings = self.recordings
+        if len(self.descriptors.pools) > 1:
+            recordings.wait_all()  # the pools are about to be replaced: no set may be in use
+        self.descriptors.begin_run()
+        recordings.check_token(self._recording_token())
+        key = fingerprint(dispatches, timestamps)
+        slot = recordings.find(key)
+        timer = self.timestamp_queries if timestamps else None
+        if slot is not None:  # the same batch on the same memory as a recent run: submit its recording again
+            launched, barriers, launched_at, _, written, blocks = recordings.payloads[slot]
+            self._submit(slot, False, dispatches, written, blocks, timer)
+            counters["recordings_reused"] += 1
+            return self._finish_run(dispatches, launched, barriers, launched_at, timer)
+        slot, command_buffer = recordings.begin()
+        if timer is not None:
+            timer.begin(command_buffer, len(dispatches))
+            launched_at: list[int] = []  # index in ``dispatches`` of each launched dispatch
+        written: set = set()
+        read: set = set()
+        blocks: set = set()  # the memory blocks it binds
+        outputs: list = []  # (position, name) of each buffer it writes
+        bound_pipeline = None
+        bound_pipelines: list = []  # kept with the recording: a pipeline it binds must outlive it
+        launched = barriers = 0
+        for position, dispatch in enumerate(dispatches):
+            x, y, z = dispatch.grid
+            if not (0 <= x <= max_x and 0 <= y <= max_y and 0 <= z <= max_z):
+                raise DeviceError(
+                    f"kernel {dispatch.kernel.name!r}: grid {tuple(dispatch.grid)} exceeds {self.name}'s "
+                    f"maxComputeWorkGroupCount {self._max_grid}; fold the excess workgroups into y (or z)"
+                )
+            if x == 0 or y == 0 or z == 0:
+                continue
+            entry = lookup_pipeline(dispatch.kernel)
+            reads, writes, keys, bindings, addresses = self._bind(dispatch, entry, position, blocks, outputs)
+            pipeline = self.pipelines.addressed(entry, tuple(addresses)) if addresses else entry.pipeline
+
+            if not written.isdisjoint(reads) or not written.isdisjoint(writes) or not read.isdisjoint(writes):
+                lib.vkCmdPipelineBarrier(command_buffer, compute, compute, 0, 1, hazard_barrier, 0, null, 0, null)
+                barriers += 1
+                written.clear()
+                read.clear()
+            read.update(reads)
+            written.update(writes)
+
+            if pipeline is not bound_pipeline:
+                lib.vkCmdBindPipeline(command_buffer, bind_point, pipeline.handle)
+                bound_pipeline = pipeline
+                bound_pipelines.append(pipeline)
+            if pipeline.buffer_count:
+                descriptor_set = lookup_set(pipeline.set_layouts, keys, bindings)
+                lib.vkCmdBindDescriptorSets(command_buffer, bind_point, pipeline.layout, 0, 1, descriptor_set, 0, null)
+            if pipeline.packer.size:
+                data = pipeline.packer.pack(dispatch.params, addresses)
+                lib.vkCmdPushConstants(command_buffer, pipeline.layout, push_stage, 0, pipeline.packer.size, data)
+            lib.vkCmdDispatch(command_buffer, x, y, z)
+            launched += 1
+            if timer is not None:
+                timer.after(command_buffer, launched)
+                launched_at.append(position)
+
+        if not launched:
+            return [0.0] * len(dispatches) if timestamps else None
+        lib.vkCmdPipelineBarrier(
+            command_buffer, compute, self._after_stages, 0, 1, self._final_barrier, 0, null, 0, null
+        )
+        blocks = tuple(blocks)
+        self._submit(slot, True, dispatches, outputs, blocks, timer)
+        recordings.check_token(self._recording_token())  # this recording may have replaced the query pool
+        if timer is None:
+            launched_at = None
+        payload = (launched, barriers, launched_at, ([d.kernel for d in dispatches], bound_pipelines), outputs, blocks)
+        recordings.remember(slot, key, payload)
+        return self._finish_run(dispatches, launched, barriers, launched_at, timer)
+
+    def _submit(self, slot: int, end: bool, dispatches, outputs: list, blocks: tuple, timer) -> None:
+        """Submit a slot; mark what it writes and binds with its serial; wait if timed or synchronous."""
+        label = f"{len(dispatches)} dispatches, the first {dispatches[0].kernel.name!r}"
+        serial = self.recordings.submit(slot, end, label)
+        for position, name in outputs:
+            dispatches[position].buffers[name].ready_serial = serial
+        for block in blocks:
+            block.last_use = serial
+        if timer is not None or not config.submit_async():
+            self.recordings.wait_for(serial)
+
+    def _recording_token(self) -> tuple:
+        """What recorded command buffers refer to besides buffers and pipelines: see vkml/runtime/vulkan/recordings.py."""
+        return (self.descriptors.generation, self.timestamp_queries.generation)
+
+    def _finish_run(self, dispatches, launched: int, barriers: int, launched_at, timer) -> list[float] | None:
+        counters["dispatches"] += launched
+        counters["barriers"] += barriers
+        counters["submissions"] += 1
+        if timer is None:
+            return None
+        seconds = [0.0] * len(dispatches)
+        for position, duration in zip(launched_at, timer.seconds_between(timer.read(launched + 1))):
+            seconds[position] = duration
+        for sink in self._timestamp_sinks:
+            sink.append(seconds)
+        return seconds
+
+    @contextmanager
+    def timestamped(self):
+        """Time every ``run`` inside the block on the GPU; yields a list that gets, per run that
+        launched work, the list of its dispatches' seconds.
+
+        >>> with vkml.device("vulkan:0").timestamped() as runs:   # doctest: +SKIP
+        ...     (a + b).realize()
+        >>> runs                                                   # doctest: +SKIP
+        [[0.00073]]
+        """
+        runs: list[list[float]] = []
+        self._timestamp_sinks.append(runs)
+        try:
+            yield runs
+        finally:
+            self._timestamp_sinks.remove(runs)
+
+    def _bind(self, dispatch: Dispatch, entry, position: int, blocks: set, outputs: list) -> tuple:
+        """Check a dispatch's buffers against its kernel; return what it reads, writes and binds,
+        and ``{binding: device address}`` of the buffers beyond ``maxStorageBufferRange``.
+
+        Adds the memory blocks it binds to ``blocks`` and (position, name) of those it writes to ``outputs``."""
+        given = dispatch.buffers
+        reads, writes, keys, bindings, addresses = [], [], [], [], {}
+        for index, (name, dtype, is_read, is_written) in enumerate(entry.plan):
+            buffer = given.get(name)
+            if buffer is None:
+                raise DeviceError(f"kernel {entry.name!r}: buffer {name!r} not given (given: {sorted(given)})")
+            if buffer.device is not self:
+                where = getattr(buffer.device, "name", "?")
+                raise DeviceError(
+                    f"kernel {entry.name!r}: buffer {name!r} is on {where}, the kernel runs on {self.name}"
+                )
+            if buffer.dtype is not dtype:
+                raise DTypeError(
+                    f"kernel {entry.name!r}: buffer {name!r} holds {buffer.dtype.name}, the kernel declares {dtype.name}"
+                )
+            keys.append(buffer.binding_key)
+            bindings.append(buffer.binding)
+            blocks.add(buffer.block)
+            if buffer.beyond_range:
+                addresses[index] = self._device_address(entry, name, buffer)
+            hazard_key = buffer.hazard_key
+            if hazard_key is not None:
+                if is_read:
+                    reads.append(hazard_key)
+                if is_written:
+                    writes.append(hazard_key)
+                    outputs.append((position, name))
+        return reads, writes, tuple(keys), bindings, addresses
+
+    def _device_address(self, entry, name: str, buffer: VulkanBuffer) -> int:
+        if buffer.device_address is None:
+            raise DeviceError(
+                f"kernel {entry.name!r}: buffer {name!r} holds {buffer.device_nbytes} bytes, more than {self.name}'s "
+                f"maxStorageBufferRange ({self.max_storage_buffer_range}), and the device lacks bufferDeviceAddress "
+                f"to reach it otherwise"
+            )
+        return buffer.device_address
+
+    def save_caches(self) -> None:
+        """Write the pipeline cache to disk now (it is also written at exit when it changed)."""
+        with self.lock:
+            self.pipelines.save_cache()
+
+
+_devices: dict[int, VulkanDevice] = {}
+_devices_lock = threading.Lock()
+
+
+def device_count() -> int:
+    """How many Vulkan physical devices exist (0 without a loader or driver)."""
+    return physical_device_count()
+
+
+def device(index: int = 0) -> VulkanDevice:
+    """The process-wide ``VulkanDevice`` for physical device ``index``, created on first use.
+
+    >>> device(0).name   # doctest: +SKIP
+    'vulkan:0'
+    """
+    found = _devices.get(index)
+    if found is None:
+        with _devices_lock:
+            found = _devices.get(index)
+            if found is None:
+                reports = vulkan_device_reports()
+                if not 0 <= index < len(reports):
+                    have = ", ".join(f"vulkan:{r['index']} ({r['name']})" for r in reports) or "none"
+                    raise DeviceError(f"no Vulkan device {index}: this machine has {have}")
+                found = _devices[index] = VulkanDevice(index)
+    return found
+
+
+def devices() -> list[VulkanDevice]:
+    """Every usable Vulkan device, opened (lazily, once per index)."""
+    return [device(r["index"]) for r in vulkan_device_reports() if r.get("usable")]

@@ -1,0 +1,440 @@
+"""Device memory: large blocks suballocated first-fit, one dedicated allocation per big buffer.
+
+Every block is one ``VkDeviceMemory`` with one ``VkBuffer`` over all of it; a tensor is a
+range ``(block, offset, size)`` of that buffer, so descriptors bind the block's buffer at an
+offset and no per-tensor Vulkan object exists. Offsets respect
+``minStorageBufferOffsetAlignment`` (and ``nonCoherentAtomSize`` for mapped memory). Where the
+device was created with ``bufferDeviceAddress``, every block's buffer also has a device
+address (``MemoryBlock.device_address``): kernels reach buffers larger than
+``maxStorageBufferRange`` through it.
+
+Which memory type (``choose_memory``):
+- a DEVICE_LOCAL|HOST_VISIBLE type on the largest device-local heap (an integrated or CPU
+  device, or a discrete GPU with resizable BAR): mapped once, the host copies into it
+  directly; it reads it directly too when it is HOST_CACHED (uncached reads over PCIe are
+  slow, so a discrete GPU downloads through a cached staging buffer instead);
+- otherwise a DEVICE_LOCAL type, reached through a HOST_VISIBLE staging buffer.
+
+    >>> ranges = RangeAllocator(1024)
+    >>> ranges.allocate(100, 64), ranges.allocate(10, 64)
+    (0, 128)
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from collections import deque
+from dataclasses import dataclass
+
+from ...errors import OutOfMemoryError
+from . import instance as vk_instance
+from .logical_device import LogicalDevice
+from .physical_device import DEVICE_LOCAL, HOST_CACHED, HOST_COHERENT, HOST_VISIBLE, PhysicalDeviceInfo
+
+MiB = 1 << 20
+GiB = 1 << 30
+WHOLE_SIZE = (1 << 64) - 1  # VK_WHOLE_SIZE (the binding spells it -1, which cffi rejects)
+# Core Vulkan 1.2 values the `vulkan` binding only has under (None-valued) KHR aliases.
+BUFFER_USAGE_SHADER_DEVICE_ADDRESS = 0x00020000
+MEMORY_ALLOCATE_DEVICE_ADDRESS = 0x00000002
+# Blocks are large so that allocations rarely reach the driver; smaller on small heaps.
+LARGE_BLOCK_SIZE = 256 * MiB
+SMALL_BLOCK_SIZE = 64 * MiB
+
+
+def align_up(value: int, alignment: int) -> int:
+    return (value + alignment - 1) // alignment * alignment
+
+
+class RangeAllocator:
+    """First-fit allocation of aligned ranges in ``[0, capacity)``, with coalescing on release."""
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self._starts: list[int] = [0]  # free ranges, sorted by start
+        self._ends: list[int] = [capacity]
+        self.used = 0
+
+    def allocate(self, size: int, alignment: int) -> int | None:
+        """The offset of a free ``size``-byte range aligned to ``alignment``, or None if none fits."""
+        starts, ends = self._starts, self._ends
+        for i in range(len(starts)):  # every realize allocates its outputs here: no temporary lists
+            start, end = starts[i], ends[i]
+            offset = (start + alignment - 1) // alignment * alignment
+            stop = offset + size
+            if stop > end:
+                continue
+            if offset > start:  # the alignment gap stays free, and what follows the range
+                ends[i] = offset
+                if stop < end:
+                    starts.insert(i + 1, stop)
+                    ends.insert(i + 1, end)
+            elif stop < end:
+                starts[i] = stop
+            else:
+                del starts[i], ends[i]
+            self.used += size
+            return offset
+        return None
+
+    def release(self, offset: int, size: int) -> None:
+        """Return ``[offset, offset + size)``; merges with free neighbours."""
+        end = offset + size
+        i = bisect.bisect_left(self._starts, offset)
+        if (i < len(self._starts) and self._starts[i] < end) or (i > 0 and self._ends[i - 1] > offset):
+            raise ValueError(f"release of [{offset}, {end}) overlaps a free range (double free?)")
+        self.used -= size
+        merge_left = i > 0 and self._ends[i - 1] == offset
+        merge_right = i < len(self._starts) and self._starts[i] == end
+        if merge_left and merge_right:
+            self._ends[i - 1] = self._ends[i]
+            del self._starts[i], self._ends[i]
+        elif merge_left:
+            self._ends[i - 1] = end
+        elif merge_right:
+            self._starts[i] = offset
+        else:
+            self._starts.insert(i, offset)
+            self._ends.insert(i, end)
+
+    @property
+    def free_ranges(self) -> list[tuple[int, int]]:
+        return list(zip(self._starts, self._ends))
+
+    @property
+    def empty(self) -> bool:
+        return self.used == 0
+
+
+@dataclass(frozen=True)
+class MemoryChoice:
+    """Where buffers live and how the host reaches them."""
+
+    device_type: int  # memory type index for buffers
+    staging_type: int | None  # memory type index for staging, None when never needed
+    direct_upload: bool  # the host writes buffer memory through a mapping
+    direct_download: bool  # the host reads buffer memory through a mapping
+    coherent: bool  # the buffer memory type is HOST_COHERENT (no flush/invalidate needed)
+
+
+def choose_memory(memory_types: list[tuple[int, int]], memory_heaps: list[tuple[int, int]], type_bits: int):
+    """Pick buffer and staging memory types from ``(flags, heap)`` lists; see the module docstring.
+
+    >>> choose_memory([(0xF, 0)], [(2 << 30, 1)], 0x1).direct_download
+    True
+    """
+    allowed = [i for i, _ in enumerate(memory_types) if type_bits & (1 << i)]
+    if not allowed:
+        raise OutOfMemoryError("no memory type can hold a storage buffer on this device")
+
+    def flags(i: int) -> int:
+        return memory_types[i][0]
+
+    local_heaps = [h for h, (_, heap_flags) in enumerate(memory_heaps) if heap_flags & 1]
+    biggest_local_heap = max(local_heaps, key=lambda h: memory_heaps[h][0]) if local_heaps else None
+
+    mapped_local = [
+        i
+        for i in allowed
+        if flags(i) & (DEVICE_LOCAL | HOST_VISIBLE) == DEVICE_LOCAL | HOST_VISIBLE
+        and memory_types[i][1] == biggest_local_heap
+    ]
+    if mapped_local:
+        # Prefer coherent, then cached: fewer flushes, fast reads.
+        best = min(mapped_local, key=lambda i: (not flags(i) & HOST_COHERENT, not flags(i) & HOST_CACHED))
+        cached = bool(flags(best) & HOST_CACHED)
+        coherent = bool(flags(best) & HOST_COHERENT)
+        staging = None if cached else _staging_type(memory_types, allowed)
+        return MemoryChoice(best, staging, True, cached or staging is None, coherent)
+
+    local = [i for i in allowed if flags(i) & DEVICE_LOCAL]
+    staging = _staging_type(memory_types, allowed)
+    if local:
+        if staging is None:
+            raise OutOfMemoryError("no host-visible memory type for staging transfers on this device")
+        return MemoryChoice(local[0], staging, False, False, True)
+    if staging is None:
+        raise OutOfMemoryError("no usable memory type for storage buffers on this device")
+    coherent = bool(flags(staging) & HOST_COHERENT)
+    return MemoryChoice(staging, None, True, True, coherent)
+
+
+def _staging_type(memory_types: list[tuple[int, int]], allowed: list[int]) -> int | None:
+    visible = [i for i in allowed if memory_types[i][0] & HOST_VISIBLE]
+    if not visible:
+        return None
+    # Cached system memory reads back fast; coherent avoids explicit flushes.
+    return min(
+        visible,
+        key=lambda i: (
+            not memory_types[i][0] & HOST_CACHED,
+            not memory_types[i][0] & HOST_COHERENT,
+            bool(memory_types[i][0] & DEVICE_LOCAL),
+        ),
+    )
+
+
+class MemoryBlock:
+    """One ``VkDeviceMemory`` with a ``VkBuffer`` over all of it, mapped if host-visible."""
+
+    _ids = itertools.count()
+
+    def __init__(self, logical: LogicalDevice, size: int, memory_type: int, mapped: bool, dedicated: bool):
+        vk = vk_instance.vk()
+        self.id = next(MemoryBlock._ids)
+        self.size = size
+        self.last_use = 0  # serial of the last submission that bound this block (vkml/runtime/vulkan/recordings.py)
+        self.dedicated = dedicated
+        self.logical = logical
+        self.buffer = create_storage_buffer(logical, size)
+        requirements = vk.vkGetBufferMemoryRequirements(logical.handle, self.buffer)
+        addressable = has_device_addresses(logical)
+        flags = None
+        if addressable:
+            flags = vk.VkMemoryAllocateFlagsInfo(
+                sType=vk.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO, flags=MEMORY_ALLOCATE_DEVICE_ADDRESS
+            )
+        try:
+            self.memory = vk.vkAllocateMemory(
+                logical.handle,
+                vk.VkMemoryAllocateInfo(pNext=flags, allocationSize=requirements.size, memoryTypeIndex=memory_type),
+                None,
+            )
+        except Exception:
+            vk.vkDestroyBuffer(logical.handle, self.buffer, None)
+            raise
+        vk.vkBindBufferMemory(logical.handle, self.buffer, self.memory, 0)
+        self.device_address = buffer_device_address(logical, self.buffer) if addressable else None
+        self.ranges = None if dedicated else RangeAllocator(size)
+        self.address = None  # a `char *` to the mapped memory
+        if mapped:
+            ffi, lib = logical.ffi, logical.lib
+            pointer = ffi.new("void **")
+            vk_instance.check(lib.vkMapMemory(logical.handle, self.memory, 0, WHOLE_SIZE, 0, pointer), "vkMapMemory")
+            self.address = ffi.cast("char *", pointer[0])
+
+    def destroy(self) -> None:
+        vk = vk_instance.vk()
+        if self.address is not None:
+            vk.vkUnmapMemory(self.logical.handle, self.memory)
+            self.address = None
+        vk.vkDestroyBuffer(self.logical.handle, self.buffer, None)
+        vk.vkFreeMemory(self.logical.handle, self.memory, None)
+
+
+def has_device_addresses(logical: LogicalDevice) -> bool:
+    """Whether buffers on this device get device addresses (bufferDeviceAddress was enabled)."""
+    return "bufferDeviceAddress" in logical.enabled_features
+
+
+def buffer_device_address(logical: LogicalDevice, buffer) -> int:
+    """The device address of ``buffer``'s first byte (``vkGetBufferDeviceAddress``)."""
+    ffi, lib = logical.ffi, logical.lib
+    info = ffi.new("VkBufferDeviceAddressInfo*")
+    info.sType = vk_instance.vk().VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO
+    info.buffer = buffer
+    return int(lib.vkGetBufferDeviceAddress(logical.handle, info))
+
+
+def create_storage_buffer(logical: LogicalDevice, size: int):
+    vk = vk_instance.vk()
+    usage = (
+        vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
+        | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
+        | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
+    )
+    if has_device_addresses(logical):
+        usage |= BUFFER_USAGE_SHADER_DEVICE_ADDRESS
+    info = vk.VkBufferCreateInfo(size=size, usage=usage, sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
+    return vk.vkCreateBuffer(logical.handle, info, None)
+
+
+@dataclass(eq=False)
+class Allocation:
+    """``size`` bytes at ``offset`` in ``block`` (``reserved`` bytes taken, after alignment)."""
+
+    block: MemoryBlock
+    offset: int
+    size: int
+    reserved: int
+
+
+class MemoryPool:
+    """Suballocates buffers from blocks of one memory type; tracks allocated and peak bytes."""
+
+    def __init__(self, logical: LogicalDevice, block_size: int | None = None):
+        vk = vk_instance.vk()
+        self.logical = logical
+        info: PhysicalDeviceInfo = logical.info
+        probe = create_storage_buffer(logical, 4096)
+        requirements = vk.vkGetBufferMemoryRequirements(logical.handle, probe)
+        vk.vkDestroyBuffer(logical.handle, probe, None)
+        self.choice = choose_memory(info.memory_types, info.memory_heaps, requirements.memoryTypeBits)
+        heap = info.memory_types[self.choice.device_type][1]
+        self.heap_size = info.memory_heaps[heap][0]
+        self.max_allocation = int(info.properties.get("maxMemoryAllocationSize") or info.memory_heaps[heap][0])
+        self.max_buffer = int(info.properties.get("maxBufferSize") or self.max_allocation)
+        self.alignment = max(
+            int(requirements.alignment),
+            int(info.limits["minStorageBufferOffsetAlignment"]),
+            int(info.limits["nonCoherentAtomSize"]),
+            64,
+        )
+        if block_size is None:
+            block_size = LARGE_BLOCK_SIZE if self.heap_size >= 8 * GiB else SMALL_BLOCK_SIZE
+        self.block_size = min(block_size, self.max_allocation, self.max_buffer)
+        self.blocks: list[MemoryBlock] = []  # shared blocks, suballocated
+        self.dedicated: set[MemoryBlock] = set()
+        # Dedicated blocks kept after their buffer died, for the next big buffer, and emptied shared
+        # blocks kept for the next time the shared ones fill up (together up to 1/8 of the heap): a
+        # training step frees and makes the same gigabyte every step, and vkAllocateMemory of a
+        # 256 MiB block costs milliseconds on a discrete GPU.
+        self.spare: list[MemoryBlock] = []
+        self.spare_blocks: list[MemoryBlock] = []
+        self.spare_limit = min(self.heap_size // 8, 8 * GiB)
+        self.allocated_bytes = 0
+        self.peak_bytes = 0
+        self.closed = False
+        self._pending: deque[Allocation] = deque()  # released by finalizers, returned at the next allocate
+        # Waits until a submission serial is complete (the device sets it): a block that
+        # submitted work may still use must not be freed. Ranges need no wait: work on the one
+        # queue is ordered, so a range freed while in flight is only ever reused by later work.
+        self.wait_for = lambda serial: None
+
+    @property
+    def mapped(self) -> bool:
+        """Whether buffer blocks are mapped into the host's address space."""
+        return self.choice.direct_upload or self.choice.direct_download
+
+    @property
+    def reserved_bytes(self) -> int:
+        return sum(b.size for b in (*self.blocks, *self.dedicated, *self.spare, *self.spare_blocks))
+
+    def allocate(self, nbytes: int, what: str = "") -> Allocation:
+        """``nbytes`` (> 0) of device memory; raises OutOfMemoryError naming the size."""
+        self._drain()
+        reserved = align_up(nbytes, self.alignment)
+        if reserved > min(self.max_allocation, self.max_buffer):
+            raise OutOfMemoryError(
+                f"{self.logical_name()}: cannot allocate {_human(nbytes)} ({nbytes} bytes){what}: larger than the "
+                f"device's largest single allocation ({_human(min(self.max_allocation, self.max_buffer))})"
+            )
+        if reserved > self.block_size // 2:
+            block = self._take_spare(reserved) or self._new_block(reserved, dedicated=True, nbytes=nbytes, what=what)
+            self.dedicated.add(block)
+            return self._account(Allocation(block, 0, nbytes, reserved))
+        for block in self.blocks:
+            offset = block.ranges.allocate(reserved, self.alignment)
+            if offset is not None:
+                return self._account(Allocation(block, offset, nbytes, reserved))
+        block = self.spare_blocks.pop() if self.spare_blocks else None
+        block = block or self._new_block(self.block_size, dedicated=False, nbytes=nbytes, what=what)
+        self.blocks.append(block)
+        offset = block.ranges.allocate(reserved, self.alignment)
+        return self._account(Allocation(block, offset, nbytes, reserved))
+
+    def release(self, allocation: Allocation) -> None:
+        """Queue an allocation's range for return (buffer finalizers call this).
+
+        Finalizers run whenever the garbage collector does, which can be in the middle of
+        ``allocate`` editing a block's free list: so they only queue, and the pool returns
+        queued ranges at its next ``allocate`` or ``stats`` (a deque's append is atomic).
+        """
+        self._pending.append(allocation)
+
+    def _drain(self) -> None:
+        while self._pending:
+            self._release_now(self._pending.popleft())
+
+    def _release_now(self, allocation: Allocation) -> None:
+        """Give an allocation's range back; frees empty blocks beyond the first."""
+        if self.closed:
+            return
+        self.allocated_bytes -= allocation.size
+        block = allocation.block
+        if block.dedicated:
+            self.dedicated.discard(block)
+            if self._spare_bytes() + block.size <= self.spare_limit:
+                self.spare.append(block)  # a loop that makes big tensors gets the same memory back
+            else:
+                self._destroy(block)
+            return
+        block.ranges.release(allocation.offset, allocation.reserved)
+        if block.ranges.empty and len(self.blocks) > 1:
+            self.blocks.remove(block)
+            if self._spare_bytes() + block.size <= self.spare_limit:
+                self.spare_blocks.append(block)  # all its ranges are free: ready to be a shared block again
+            else:
+                self._destroy(block)
+
+    def _destroy(self, block: MemoryBlock) -> None:
+        self.wait_for(block.last_use)
+        block.destroy()
+
+    def _spare_bytes(self) -> int:
+        return sum(b.size for b in self.spare) + sum(b.size for b in self.spare_blocks)
+
+    def _account(self, allocation: Allocation) -> Allocation:
+        self.allocated_bytes += allocation.size
+        self.peak_bytes = max(self.peak_bytes, self.allocated_bytes)
+        return allocation
+
+    def _new_block(self, size: int, dedicated: bool, nbytes: int, what: str) -> MemoryBlock:
+        try:
+            return MemoryBlock(self.logical, size, self.choice.device_type, self.mapped, dedicated)
+        except Exception as first:
+            if not vk_instance.is_out_of_memory(first):
+                raise
+            # Empty shared blocks may be what stands in the way: free them and try once more.
+            if self._drop_empty_blocks():
+                try:
+                    return MemoryBlock(self.logical, size, self.choice.device_type, self.mapped, dedicated)
+                except Exception as second:
+                    if not vk_instance.is_out_of_memory(second):
+                        raise
+            raise OutOfMemoryError(
+                f"{self.logical_name()}: cannot allocate {_human(nbytes)} ({nbytes} bytes){what}: the driver refused a "
+                f"{_human(size)} block ({type(first).__name__}); allocated {_human(self.allocated_bytes)}, reserved "
+                f"{_human(self.reserved_bytes)}"
+            ) from None
+
+    def _take_spare(self, reserved: int) -> MemoryBlock | None:
+        """The smallest kept dedicated block that fits ``reserved`` without wasting more than half of it."""
+        fits = [b for b in self.spare if reserved <= b.size <= 2 * reserved]
+        if not fits:
+            return None
+        block = min(fits, key=lambda b: b.size)
+        self.spare.remove(block)
+        return block
+
+    def _drop_empty_blocks(self) -> bool:
+        empty = [b for b in self.blocks if b.ranges.empty] + self.spare + self.spare_blocks
+        for block in empty:
+            if block in self.blocks:
+                self.blocks.remove(block)
+            self._destroy(block)
+        self.spare, self.spare_blocks = [], []
+        return bool(empty)
+
+    def logical_name(self) -> str:
+        return f"vulkan:{self.logical.info.index}"
+
+    def stats(self) -> dict[str, int]:
+        self._drain()
+        return {
+            "allocated_bytes": self.allocated_bytes,
+            "peak_bytes": self.peak_bytes,
+            "reserved_bytes": self.reserved_bytes,
+        }
+
+    def reset_peak(self) -> None:
+        self._drain()
+        self.peak_bytes = self.allocated_bytes
+
+
+def _human(nbytes: int) -> str:
+    for unit, size in (("GiB", GiB), ("MiB", MiB), ("KiB", 1 << 10)):
+        if nbytes >= size:
+            return f"{nbytes / size:.1f} {unit}"
+    return f"{nbytes} B"

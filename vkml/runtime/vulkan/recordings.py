@@ -1,0 +1,225 @@
+"""Command buffers kept after their run, so that the same batch of dispatches is not recorded twice.
+
+A loop that realizes the same graph structure over tensors of the same sizes gets, run after
+run, the same kernels, grids and parameters bound to the same memory: the allocator hands out
+the ranges the previous iteration freed. Recording such a batch again costs about 7 µs a
+dispatch on lavapipe's host and about 20 on the H200's; submitting the earlier command buffer
+again costs nothing more than a submission.
+
+``Recordings`` holds a few command buffers, each with the ``fingerprint`` of the batch it
+holds: per dispatch the kernel object, the grid, every buffer's memory range and dtype, and
+every parameter (zeros by their repr, so ``-0.0`` is not ``0.0``). Memory ranges are named by
+block ids, which are never reused, so an equal fingerprint means the very same bindings. A
+recording also refers to descriptor sets and the timestamp query pool; when either is
+replaced (``token`` changes) every recording is dropped.
+
+Submissions do not wait (``submit``): each slot has its own fence and the serial number of its
+last submission, and the host waits (``wait_for``) only for the work it needs. A fence signals
+once every command submitted before it on the queue is complete, so waiting for the first
+pending submission at or after serial ``n`` completes everything up to ``n``. A slot still in
+flight is waited for before it is recorded again or submitted again.
+
+Every method runs under the device's lock (vkml/runtime/vulkan/backend.py), but for the host's wait
+for a result (``claim`` then ``wait_claimed``): that one waits on the fence without the lock,
+so other threads record and submit meanwhile. A fence some thread is waiting on that way is
+never reset: a submission on its slot takes another fence (``_fence_for``).
+
+    >>> slot = recordings.find(fingerprint(dispatches, False))   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from ...errors import DeviceError
+from ..counters import counters
+from . import instance as vk_instance
+from .logical_device import UINT64_MAX, LogicalDevice
+
+# A training step makes a few submissions (forward, backward, update), and each batch of a
+# dataset sliced at its own offset is its own structure: room for several steps' worth.
+SLOTS = 16
+
+
+def fingerprint(dispatches, timestamps: bool) -> tuple:
+    """What a recorded command buffer depends on, for one batch of dispatches."""
+    parts: list = [timestamps]
+    for d in dispatches:
+        buffers = tuple([(name, getattr(b, "binding_key", None), b.dtype) for name, b in d.buffers.items()])
+        params = d.params
+        values = tuple([(name, type(v), v if v else repr(v)) for name, v in params.items()]) if params else ()
+        parts.append((id(d.kernel), tuple(d.grid), buffers, values))
+    return tuple(parts)
+
+
+class Recordings:
+    """``SLOTS`` command buffers (least recently used re-recorded first), each with its fence.
+
+    ``submitted`` is the serial of the last submission, ``completed`` the highest serial known
+    to be complete; ``serials[slot]`` is the serial of the slot's last submission.
+    """
+
+    def __init__(self, logical: LogicalDevice, slots: int = SLOTS):
+        vk = vk_instance.vk()
+        ffi = logical.ffi
+        self.lib = logical.lib
+        self.device = logical.handle
+        self.queue = logical.queue
+        self.pool = logical.create_command_pool()
+        self.buffers = [logical.allocate_command_buffer(self.pool) for _ in range(slots)]
+        self.keys: list = [None] * slots
+        self.payloads: list = [None] * slots  # what the run that recorded a slot reported, and its kernels
+        self.recent = list(range(slots))  # least recently used first
+        self.token = None
+        self._logical = logical
+        self.fences = [ffi.new("VkFence[1]", [logical.create_fence()]) for _ in range(slots)]
+        self._waiters: dict[int, int] = {}  # id(fence) -> threads waiting on it without the lock
+        self._spare_fences: list = []  # fences taken off a slot while waited on, once nobody waits
+        self.serials = [0] * slots
+        self.labels: list[str] = [""] * slots  # what each slot's last submission ran, for errors
+        self.submitted = 0
+        self.completed = 0
+        self.name = f"vulkan:{logical.info.index}"
+        self._command_buffers = ffi.new("VkCommandBuffer[1]")
+        self._begin = ffi.new("VkCommandBufferBeginInfo*")
+        self._begin.sType = vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO
+        self._begin.flags = 0  # not one-time: a slot may be submitted again
+        self._submit = ffi.new("VkSubmitInfo*")
+        self._submit.sType = vk.VK_STRUCTURE_TYPE_SUBMIT_INFO
+        self._submit.commandBufferCount = 1
+        self._submit.pCommandBuffers = self._command_buffers
+
+    def check_token(self, token) -> None:
+        """Drop every recording if what they refer to (descriptor pools, query pool) was replaced."""
+        if token != self.token:
+            self.forget()
+            self.token = token
+
+    def forget(self) -> None:
+        """Drop every recording: the next runs record afresh (tests use it to watch recording)."""
+        self.keys = [None] * len(self.keys)
+        self.payloads = [None] * len(self.payloads)
+
+    def find(self, key: tuple) -> int | None:
+        """The slot holding a recording of ``key``'s batch, or None."""
+        for slot, held in enumerate(self.keys):
+            if held is not None and held == key:
+                self._touch(slot)
+                return slot
+        return None
+
+    def begin(self) -> tuple[int, object]:
+        """The least recently used slot, reset and begun: (slot, command buffer to record into)."""
+        slot = self.recent[0]
+        self.wait_for(self.serials[slot])  # a pending command buffer cannot be reset
+        self._touch(slot)
+        self.keys[slot] = self.payloads[slot] = None
+        command_buffer = self.buffers[slot]
+        vk_instance.check(self.lib.vkResetCommandBuffer(command_buffer, 0), "vkResetCommandBuffer")
+        vk_instance.check(self.lib.vkBeginCommandBuffer(command_buffer, self._begin), "vkBeginCommandBuffer")
+        return slot, command_buffer
+
+    def remember(self, slot: int, key: tuple, payload: tuple) -> None:
+        """Keep ``slot``'s recording for ``key``; ``payload`` must hold the dispatches' kernels (ids are in the key)."""
+        self.keys[slot], self.payloads[slot] = key, payload
+
+    def submit(self, slot: int, end: bool, label: str) -> int:
+        """Submit ``slot``'s command buffer (ending its recording first if ``end``); returns its serial.
+
+        Does not wait; ``label`` says what it runs, for the error a failed wait raises.
+        """
+        lib = self.lib
+        command_buffer = self.buffers[slot]
+        if end:
+            vk_instance.check(lib.vkEndCommandBuffer(command_buffer), "vkEndCommandBuffer")
+        else:
+            self.wait_for(self.serials[slot])  # not recorded for simultaneous use: one pending submission at a time
+        fences = self._fence_for(slot)
+        self._command_buffers[0] = command_buffer
+        vk_instance.check(lib.vkResetFences(self.device, 1, fences), "vkResetFences")
+        vk_instance.check(lib.vkQueueSubmit(self.queue, 1, self._submit, fences[0]), "vkQueueSubmit")
+        self.submitted += 1
+        self.serials[slot] = self.submitted
+        self.labels[slot] = label
+        return self.submitted
+
+    @property
+    def pending(self) -> bool:
+        """Whether some submission may still be running."""
+        return self.completed < self.submitted
+
+    def wait_for(self, serial: int) -> None:
+        """Return once submission ``serial`` (and so every earlier one) is complete; 0 waits for nothing.
+
+        A failure the device reports at this point raises ``DeviceError`` naming the submission.
+        """
+        if serial <= self.completed:
+            return
+        serial = min(serial, self.submitted)
+        slot = self._first_pending_at(serial)
+        counters["host_waits"] += 1
+        result = self.lib.vkWaitForFences(self.device, 1, self.fences[slot], 1, UINT64_MAX)
+        self._settle(result, self.serials[slot], self.labels[slot])
+
+    def claim(self, serial: int) -> tuple | None:
+        """Under the lock: what ``wait_claimed`` waits on, without the lock, for submission ``serial``;
+        None when it is complete (counted as in ``wait_for``)."""
+        if serial <= self.completed:
+            if self.pending:
+                counters["waits_skipped"] += 1
+            return None
+        serial = min(serial, self.submitted)
+        slot = self._first_pending_at(serial)
+        fence = self.fences[slot]
+        self._waiters[id(fence)] = self._waiters.get(id(fence), 0) + 1
+        counters["host_waits"] += 1
+        return fence, self.serials[slot], self.labels[slot]
+
+    def wait_claimed(self, claim: tuple, lock) -> None:
+        """Wait, without holding ``lock`` (the device's), for what ``claim`` returned; then mark it complete."""
+        fence, serial, label = claim
+        try:
+            result = self.lib.vkWaitForFences(self.device, 1, fence, 1, UINT64_MAX)
+        finally:
+            with lock:
+                left = self._waiters.pop(id(fence)) - 1
+                if left:
+                    self._waiters[id(fence)] = left
+                elif all(f is not fence for f in self.fences):  # taken off its slot meanwhile
+                    self._spare_fences.append(fence)
+        with lock:
+            self._settle(result, serial, label)
+
+    def _fence_for(self, slot: int):
+        """The slot's fence, to be reset for a submission: another one if a thread waits on it unlocked."""
+        fence = self.fences[slot]
+        if id(fence) in self._waiters:
+            if self._spare_fences:
+                fence = self._spare_fences.pop()
+            else:
+                fence = self._logical.ffi.new("VkFence[1]", [self._logical.create_fence()])
+            self.fences[slot] = fence
+        return fence
+
+    def _first_pending_at(self, serial: int) -> int:
+        """The pending slot submitted first at or after ``serial``: its fence covers everything before it."""
+        return min(
+            (s for s, n in enumerate(self.serials) if n >= serial and n > self.completed), key=self.serials.__getitem__
+        )
+
+    def _settle(self, result: int, serial: int, label: str) -> None:
+        """Mark submission ``serial`` complete after a wait on its fence returned ``result``."""
+        if result < 0:
+            error = vk_instance.RESULT_NAMES.get(result, str(result))
+            self.completed = self.submitted  # nothing of it can be waited for any more
+            raise DeviceError(
+                f"{self.name}: submission {serial} ({label}) failed on the device: {error} "
+                "(reported when the host waited for its results)"
+            )
+        self.completed = max(self.completed, serial)
+
+    def wait_all(self) -> None:
+        """Return once every submission is complete (device.synchronize())."""
+        self.wait_for(self.submitted)
+
+    def _touch(self, slot: int) -> None:
+        self.recent.remove(slot)
+        self.recent.append(slot)

@@ -1,0 +1,1 @@
+"""Scheduling: fusion into kernels, the structure key, the plan cache, running a realize."""

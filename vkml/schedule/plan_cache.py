@@ -1,0 +1,245 @@
+"""Reusing a realize's whole plan when the same graph structure is built again.
+
+A training step or an inference loop builds the same graph on every iteration: the same ops,
+shapes, dtypes, views and sharing, over new data and new constant values. Planning
+(fusion), lowering and kernel selection depend on that structure alone, so the scheduler
+turns a plan into a ``Recipe`` (what to allocate, which kernel reads which node's buffer,
+which constant feeds which parameter; positions, never nodes) and keeps it under the
+structure's ``trace`` key. A later realize of the same structure binds the recipe to its
+own nodes (``bind``) without planning anything: the dispatches are the ones a fresh plan
+would make, so the results are bit-identical.
+
+The key is exact, not a hash: every node's op, argument (the view, the reduced axes, the
+op name and compute dtype; a constant's dtype but not its value), shape, dtype and sources
+by position, and the positions of the targets. Constants whose values a kernel bakes in
+(past the parameter budget) are checked by value when a recipe is reused.
+
+    >>> import vkml
+    >>> from vkml import debug
+    >>> x = vkml.ones(4)
+    >>> for step in range(3):
+    ...     y = (x * step + 1).realize()
+    >>> debug.counters()["plan_replays"] >= 2   # doctest: +SKIP
+    True
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections import OrderedDict
+
+from ..graph.node import Node
+from ..ir import lru
+from ..runtime.base import Dispatch
+from ..runtime.counters import counters
+
+LEAF, OUT, TEMP, CUSTOM = 0, 1, 2, 3  # where a kernel's buffer comes from (see ``Recipe.steps``)
+
+_recipes: OrderedDict = OrderedDict()
+
+
+def trace(roots: list[Node], mode_of_matmul) -> tuple[list[Node], tuple | None]:
+    """``graph.toposort(roots)`` and the structure key of that graph (None: not cacheable).
+
+    One walk does both: it is the order ``toposort`` gives (tests/test_plan_cache.py checks
+    it), and each node, when emitted, adds (op, argument, shape, dtype, source positions) to
+    the key. ``mode_of_matmul(node)`` names a matmul's tiles, which depend on the device.
+
+    Every realize walks its whole graph here, so the walk keeps its marks on the nodes (a
+    node whose ``trace_mark`` is this walk's was seen, ``trace_pos`` is its position once
+    emitted) rather than in a dict by id: about half the time. The lock keeps two threads'
+    walks from overwriting each other's marks.
+    """
+    with _trace_lock:
+        return _trace(roots, mode_of_matmul, next(_walks))
+
+
+_trace_lock = threading.Lock()
+_walks = itertools.count(1)  # a new mark per walk (Node.trace_mark starts at 0: never seen)
+
+
+def _trace(roots: list[Node], mode_of_matmul, mark: int) -> tuple[list[Node], tuple | None]:
+    order: list[Node] = []
+    key: list = []
+    emit = key.append
+    cacheable = True
+    n = 0  # len(order)
+    for root in reversed(roots):
+        if root.trace_mark == mark:
+            continue
+        root.trace_mark = mark
+        stack = [(root, reversed(root.srcs))]
+        while stack:
+            node, sources = stack[-1]
+            for s in sources:
+                if s.trace_mark == mark:
+                    continue
+                s.trace_mark = mark
+                srcs = s.srcs
+                if srcs:
+                    if s.op == "view":
+                        const = srcs[0]
+                        if const.op == "const" and const.trace_mark != mark:
+                            # A broadcast constant (every scalar operand has one): both emitted at once, as pushes and pops would.
+                            const.trace_mark, const.trace_pos, s.trace_pos = mark, n, n + 1
+                            order += (const, s)
+                            emit(("const", None, const.shape, const.dtype, ()))
+                            emit(("view", s.arg, s.shape, s.dtype, n))
+                            n += 2
+                            continue
+                    stack.append((s, reversed(srcs)))
+                    break
+                # No sources (a buffer, a constant): emitted at once, where a push and a pop would emit it.
+                op = s.op
+                if op == "kernel":
+                    cacheable = False
+                s.trace_pos = n
+                n += 1
+                order.append(s)
+                emit((op, None if op == "const" else s.arg, s.shape, s.dtype, ()))
+            else:  # every source is emitted
+                stack.pop()
+                op, srcs = node.op, node.srcs
+                if len(srcs) == 2:
+                    refs = (srcs[0].trace_pos, srcs[1].trace_pos)
+                elif len(srcs) == 1:
+                    refs = srcs[0].trace_pos
+                else:
+                    refs = tuple([s.trace_pos for s in srcs])
+                if op == "elementwise":
+                    arg = node.arg
+                elif op == "matmul":
+                    arg = mode_of_matmul(node)
+                elif op == "const":
+                    arg = None  # the value is a kernel parameter (baked values are checked by ``lookup``)
+                else:
+                    arg = node.arg
+                    if op == "kernel":  # a user's kernel allocates its own outputs
+                        cacheable = False
+                emit((op, arg, node.shape, node.dtype, refs))
+                node.trace_pos = n
+                n += 1
+                order.append(node)
+    if not cacheable:
+        return order, None
+    emit(tuple([r.trace_pos for r in roots]))
+    return order, tuple(key)
+
+
+class Recipe:
+    """A lowered plan in terms of positions in the ``trace`` order.
+
+    - ``outputs``: one (position, dtype, numel) per buffer the plan writes for a node.
+    - ``temps``: one (dtype, numel) per temporary buffer.
+    - ``steps``: one (kernel, grid, buffer refs, param refs) per dispatch; a buffer ref is
+      (name, LEAF, position of a realized node) | (name, OUT, output index) | (name, TEMP,
+      temp index) | (name, CUSTOM, position of a user kernel's output); a param ref is
+      (name, position of a constant). A step (None, position, None, None) lowers the user
+      kernel node at that position (such plans are never cached).
+    - ``custom_roots``: positions of user kernel nodes that become buffers.
+    - ``baked``: (position, repr of the value) of constants built into a kernel's code.
+    """
+
+    __slots__ = ("outputs", "temps", "steps", "custom_roots", "baked")
+
+    def __init__(self):
+        self.outputs: list[tuple] = []
+        self.temps: list[tuple] = []
+        self.steps: list[tuple] = []
+        self.custom_roots: list[int] = []
+        self.baked: list[tuple[int, str]] = []
+
+
+def bind(recipe: Recipe, order: list[Node], device) -> tuple[list[Dispatch], list, list]:
+    """The dispatches of ``recipe`` over the nodes of ``order``, with their output and temporary buffers.
+
+    Returns (dispatches, output buffers by output index, temporaries). User kernel outputs are
+    found in ``by_id`` (they allocate their own), which ``finish`` reads too.
+    """
+    outs = [device.allocate(dtype, numel) for _, dtype, numel in recipe.outputs]
+    temps = [device.allocate(dtype, numel) for dtype, numel in recipe.temps]
+    by_id = None
+    dispatches: list[Dispatch] = []
+    for kernel, grid, buffer_refs, param_refs in recipe.steps:
+        if kernel is None:  # a user's @vkml.kernel binds its own buffers (vkml/dsl/kernel.py)
+            if by_id is None:
+                by_id = {id(order[p]): b for (p, _, _), b in zip(recipe.outputs, outs)}
+            node = order[grid]
+            dispatches += node.arg.lower(node, by_id)
+            continue
+        buffers = {}
+        for name, kind, index in buffer_refs:
+            if kind == OUT:
+                buffers[name] = outs[index]
+            elif kind == LEAF:
+                buffers[name] = order[index].buffer
+            elif kind == TEMP:
+                buffers[name] = temps[index]
+            else:
+                buffers[name] = by_id[id(order[index])]
+        params = {}
+        for name, p in param_refs:
+            value = order[p].arg
+            params[name] = int(value) if value.__class__ is bool else value  # bool constants hold Python bools
+        dispatches.append(Dispatch(kernel, grid, buffers, params))
+    if by_id is not None:
+        for p in recipe.custom_roots:
+            outs.append(by_id[id(order[p])])
+    return dispatches, outs, temps
+
+
+def finish(recipe: Recipe, order: list[Node], outs: list) -> None:
+    """Turn every node the recipe computed into a buffer node holding its result."""
+    for (p, _, _), buffer in zip(recipe.outputs, outs):
+        order[p].become_buffer(buffer)
+    for p, buffer in zip(recipe.custom_roots, outs[len(recipe.outputs) :]):
+        order[p].become_buffer(buffer)
+
+
+class Key:
+    """A ``trace`` key under a namespace (device, tuning, limits), hashed once: a realize looks it up, moves it, may store it.
+
+    The key holds a tuple per node, so hashing it is not free; equality compares it all.
+    """
+
+    __slots__ = ("parts", "_hash")
+
+    def __init__(self, namespace: tuple, structure: tuple):
+        self.parts = (namespace, structure)
+        self._hash = hash(self.parts)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Key) and self._hash == other._hash and self.parts == other.parts
+
+
+def lookup(key: Key | None, order: list[Node]) -> Recipe | None:
+    """The recipe stored under ``key``, if its baked constants have the values of ``order``'s."""
+    if key is None:
+        return None
+    found = _recipes.get(key)
+    if found is None:
+        return None
+    for p, value in found.baked:
+        if repr(order[p].arg) != value:
+            return None
+    _recipes.move_to_end(key)
+    counters["plan_replays"] += 1
+    return found
+
+
+def store(key: Key | None, recipe: Recipe) -> None:
+    if key is None:
+        return
+    _recipes[key] = recipe
+    _recipes.move_to_end(key)
+    while len(_recipes) > lru.LIMITS["plans"][0]:  # bounded: shapes that change every step
+        _recipes.popitem(last=False)
+
+
+def clear() -> None:
+    """Forget every stored recipe."""
+    _recipes.clear()

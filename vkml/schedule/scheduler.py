@@ -1,0 +1,662 @@
+"""Scheduling: group the lazy graph into kernels, lower them, run them in one submission.
+
+Fusion rules (each pinned by tests that count dispatches, tests/test_schedule.py):
+1. Elementwise ops, casts, constants and views (reshape, permute, expand, slice, flip, pad,
+   cat) are inlined into the kernel that consumes them: chains of them never make a dispatch
+   of their own, and movement ops are index arithmetic.
+2. A reduction fuses its elementwise producers (computed inside its loads) and its
+   elementwise consumers of the reduced shape, when it has a single consumer and is reached
+   from the kernel's root through elementwise ops and contiguous reshapes only. Otherwise
+   the reduction is realized by its own kernel and loaded by its consumers.
+3. Reductions over the same rows share one kernel when a later one reads an earlier one's
+   result broadcast back over the row (softmax: max then sum of exp(x - max); layer norm:
+   mean then variance). The earlier results are also written out for other consumers. Only
+   reads through elementwise ops count: a result also read through a view that moves rows
+   (flip, transpose, pad) is not shared, and a chain whose kernel would load something
+   computed from its own results runs unshared.
+4. A node with several consumers is inlined (recomputed) into each, unless its inlined
+   expression costs more than ``RECOMPUTE_LIMIT`` nodes: then it is computed once.
+5. An expression seen through a broadcasting view (one that multiplies the number of
+   elements) is realized first unless it costs at most ``BROADCAST_RECOMPUTE_LIMIT`` — or it
+   is a row result of rule 3.
+6. A single reduction with few long rows is split over aligned blocks: one dispatch per pass.
+7. An elementwise root of the rows' shape that reads rule-3 reductions broadcast over their
+   rows (softmax's exp(x - max) / sum, layer norm's (x - mean) * rstd * w + b) joins their
+   kernel when a row fits one chunk of the device's rows kernel (``Tuning``): each lane keeps
+   its elements in registers, so x is read once, what the reductions computed from it (exp)
+   is reused, and per-row values (rstd) are computed once per row. Softmax and layer norm
+   are then one dispatch; longer rows keep rules 3 and 5 (two dispatches).
+8. A single reduction that keeps the innermost axis (``grad.sum(0)``) runs in the columns mode
+   (vkml/kernels/reduce_columns.py) instead of rules 2 and 6: neighbouring invocations take
+   neighbouring outputs; one dispatch, or one per pass when few outputs have long columns
+   (the reduced axis is then split over workgroups). Chains (rule 3) stay in the rows mode.
+All dispatches of one realize go into one submission. Fusion never changes bits: every op's
+value is the same whether it is inlined, recomputed or realized.
+
+Lowered kernels are cached by the structure of their group (ops, shapes, dtypes, views and
+sharing; not the data, not the values of constants, which travel as parameters), so a loop
+that builds the same graph again reuses the same Kernel objects and compiled pipelines. A
+whole realize is cached the same way, one level up (vkml/schedule/plan_cache.py): a graph whose
+structure was realized before skips planning and lowering and binds the earlier recipe.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+from collections import OrderedDict, defaultdict
+
+from .. import debug
+from ..graph.node import Node, toposort
+from ..ir import lru
+from ..kernels import (
+    lowering as kernels,
+)
+from ..kernels import matmul as kernels_matmul
+from ..kernels import (
+    reduce_columns as kernels_reduce_columns,
+)
+from ..kernels import (
+    reduce_rows as kernels_reduce,
+)
+from ..kernels import (
+    tuning as kernels_tuning,
+)
+from ..runtime.base import Buffer, Dispatch
+from ..runtime.counters import counters
+from . import checks, plan_cache
+
+RECOMPUTE_LIMIT = 12
+BROADCAST_RECOMPUTE_LIMIT = 3
+_WIDEST_PARAM_NBYTES = 8  # a 64-bit scalar parameter
+
+_templates: OrderedDict = OrderedDict()
+# Held while a realize plans, by any device's: the template and plan caches are shared by every
+# device, and so is the recursion limit that planning raises. Taken inside a device's lock.
+_planning = threading.RLock()
+
+
+def _consumer_counts(nodes: list[Node]) -> dict[int, int]:
+    counts: dict[int, int] = defaultdict(int)
+    for n in nodes:
+        for s in n.srcs:
+            counts[id(s)] += 1
+    return counts
+
+
+def _inline_kind(node: Node) -> bool:
+    return node.op in ("elementwise", "cast") or (node.op == "view" and node.arg.is_contiguous)
+
+
+class Plan:
+    """Which nodes are kernel roots, and which reductions each root's kernel computes."""
+
+    def __init__(self, targets: list[Node], nodes: list[Node] | None = None):
+        """``nodes``: ``toposort`` of the unrealized targets, where the caller has it already."""
+        if nodes is None:
+            nodes = toposort([t for t in targets if not t.realized])
+        self.nodes = nodes
+        self.consumers = _consumer_counts(self.nodes)
+        self.roots: dict[int, Node] = {id(t): t for t in targets if not t.realized}
+        self.chains: dict[int, list[Node]] = {}  # root -> reductions its kernel computes, in order
+        self.produced_by: dict[int, Node] = {}  # chain member -> the root whose kernel writes it
+        self._cost: dict[int, int] = {}
+        self._row_results: set[int] = set()
+        self._claimed: set[int] = set()  # nodes read through a row broadcast inside a chain
+        self.whole_rows: set[int] = set()  # roots of rule 7: their kernel writes every position of the rows
+        self._order: dict[int, int] | None = None  # node -> position in self.nodes, when a chain needs it
+        for node in reversed(self.nodes):  # users before sources
+            if id(node) in self.roots:
+                self._claim(node)
+        self._drop_unreachable_chain_members()
+
+    def cost(self, node: Node) -> int:
+        """Number of nodes inlined to compute ``node`` (roots and leaves count 1)."""
+        if node.op == "const" or (node.op == "view" and node.srcs[0].op == "const"):
+            return 0  # a broadcast constant is a parameter: free to recompute anywhere
+        if node.realized or id(node) in self.roots or node.op in ("reduce", "matmul"):
+            return 1
+        known = self._cost.get(id(node))
+        if known is None:
+            total = 1
+            for s in node.srcs:  # a loop, not sum(generator): this runs for every inlined node
+                total += self.cost(s)
+            known = self._cost[id(node)] = min(1000, total)
+        return known
+
+    def _make_root(self, node: Node) -> None:
+        if id(node) not in self.roots:
+            self.roots[id(node)] = node
+            self._claim(node)
+
+    def _claim(self, root: Node) -> None:
+        """Walk the expression of ``root``, deciding which sources become roots themselves."""
+        if id(root) in self.produced_by or id(root) in self._claimed:
+            return
+        self._claimed.add(id(root))
+        main = self._main_reduce(root)
+        chain = [] if main is None else [main] if main.op == "matmul" else self._chain(main)
+        if main is None:
+            chain = self._whole_row_chain(root)
+            if chain:
+                self.whole_rows.add(id(root))
+        if chain:
+            self.chains[id(root)] = chain
+            for red in chain if main is None else chain[:-1]:
+                self.produced_by[id(red)] = root
+                self.roots[id(red)] = red
+        fused = {id(r) for r in chain}
+        roots, consumers = self.roots, self.consumers  # the same dicts: _make_root below adds to roots
+        seen, stack = set(), [root]
+        while stack:
+            node = stack.pop()
+            if id(node) in seen or node.realized:
+                continue
+            seen.add(id(node))
+            node_op = node.op
+            for s in node.srcs:
+                s_id, s_op = id(s), s.op
+                if node_op == "kernel" or s_op == "kernel":  # a user's @vkml.kernel reads and writes whole buffers
+                    if not s.realized:
+                        self._make_root(s)
+                    continue
+                if s.realized or s_op == "const" or (s_id in roots and s_id not in fused):
+                    continue
+                if s_op == "reduce" or s_op == "matmul":
+                    if s_id in fused:
+                        stack.append(s)
+                    else:
+                        self._make_root(s)
+                    continue
+                if node_op == "matmul":  # operand elements are loaded many times: compute them once
+                    for operand in kernels_matmul.computed_operands(s, self._is_loaded):
+                        self._make_root(operand)
+                    if s_id in roots:
+                        continue
+                broadcast = node_op == "view" and node.numel > s.numel
+                if broadcast and id(node) in self._row_results:
+                    stack.append(s)
+                elif broadcast and self.cost(s) > BROADCAST_RECOMPUTE_LIMIT:
+                    self._make_root(s)
+                elif consumers[s_id] > 1 and self.cost(s) > RECOMPUTE_LIMIT:
+                    self._make_root(s)
+                else:
+                    stack.append(s)
+
+    def _is_loaded(self, node: Node) -> bool:
+        return node.realized or id(node) in self.roots
+
+    def _main_reduce(self, root: Node) -> Node | None:
+        """The reduction (or matmul) ``root``'s kernel computes: root itself, or one under a same-size expression."""
+        if root.op in ("reduce", "matmul"):
+            return root
+        if not _inline_kind(root):
+            return None
+        found, stack = [], [root]
+        while stack:
+            node = stack.pop()
+            for s in node.srcs:
+                if s.realized or id(s) in self.roots:
+                    continue
+                if s.op in ("reduce", "matmul"):
+                    found.append(s)
+                elif _inline_kind(s) and self.consumers[id(s)] == 1:  # shared nodes are read elsewhere too
+                    stack.append(s)
+        if len(found) == 1 and self.consumers[id(found[0])] == 1 and found[0].numel == root.numel:
+            return found[0]
+        return None
+
+    def _chain(self, red: Node) -> list[Node]:
+        """Earlier reductions over ``red``'s rows that ``red`` reads through row broadcasts, then ``red``."""
+        return self._row_chain(red.srcs[0], red) + [red]
+
+    def _whole_row_chain(self, root: Node) -> list[Node]:
+        """Rule 7: the reductions ``root`` reads broadcast over their rows, when ``root`` has the rows' shape
+        and a row fits one chunk of the device's rows kernel; else []."""
+        if root.op not in ("elementwise", "cast"):
+            return []
+        red = self._first_row_broadcast(root)
+        if red is None or not kernels_reduce.row_in_one_chunk(red, kernels_tuning.tuning_for(root.device)):
+            return []
+        return self._row_chain(root, red)
+
+    def _first_row_broadcast(self, root: Node) -> Node | None:
+        """A reduction over rows of ``root``'s shape that ``root`` reads through a row broadcast."""
+        stack, seen = [root], set()
+        while stack:
+            node = stack.pop()
+            if id(node) in seen or node.realized or node.shape != root.shape:
+                continue
+            seen.add(id(node))
+            if node.op in ("elementwise", "cast"):
+                stack.extend(node.srcs)
+            elif node.op == "view" and node.numel > node.srcs[0].numel:
+                for r in self._row_reductions(node.srcs[0], None):
+                    if r.srcs[0].shape == root.shape and kernels.is_row_broadcast(node, r):
+                        return r
+        return None
+
+    def _row_chain(self, start: Node, red: Node) -> list[Node]:
+        """Reductions over ``red``'s rows read through row broadcasts from ``start`` (a position in a row), in order.
+
+        The walk follows only what keeps positions (elementwise ops and casts), so a result read
+        there is the one for the row being computed. A reduction also reachable through
+        anything else (a flip, a transpose, a pad) would be read at another row: then none is
+        shared, and the reader loads the results from their own kernels.
+        """
+        chain: list[Node] = []
+        views, others = [], []
+        stack, seen = [start], set()
+        while stack:
+            node = stack.pop()
+            if id(node) in seen or node.realized or node.op == "const":
+                continue
+            seen.add(id(node))
+            if node.op in ("elementwise", "cast") and node.shape == red.srcs[0].shape:
+                stack.extend(node.srcs)
+                continue
+            if node.op == "view" and kernels.is_row_broadcast(node, red):
+                inner = self._row_reductions(node.srcs[0], red)
+                if inner:
+                    views.append(node)
+                    for r in inner:  # adopt r (and its own chain) even if r was made a root already
+                        sub = self.chains.get(id(r)) or self._chain(r)
+                        chain.extend(x for x in sub if x not in chain)
+                    continue
+            others.append(node)
+        if chain and self._reaches_any(others, {id(r) for r in chain}):
+            return []
+        for r in chain:
+            self.chains.pop(id(r), None)
+        self._row_results.update(id(v) for v in views)
+        if self._order is None:
+            self._order = {id(n): i for i, n in enumerate(self.nodes)}
+        return sorted(chain, key=lambda r: self._order[id(r)])  # sources before their readers
+
+    @staticmethod
+    def _reaches_any(starts: list[Node], targets: set[int], through_reductions: bool = False) -> bool:
+        """Whether ``starts`` are computed from one of ``targets`` (by default not looking inside other reductions)."""
+        stack, seen = list(starts), set()
+        while stack:
+            node = stack.pop()
+            if id(node) in seen or node.realized:
+                continue
+            seen.add(id(node))
+            if id(node) in targets:
+                return True
+            if through_reductions or node.op not in ("reduce", "matmul"):
+                stack.extend(node.srcs)
+        return False
+
+    def _row_reductions(self, node: Node, red: Node | None) -> list[Node]:
+        """Reductions like ``red`` (same rows; None: like each other) under ``node`` through reduced-shape expressions only."""
+        out, stack = [], [node]
+        while stack:
+            n = stack.pop()
+            if n.realized or n.op == "const" or (n.op == "view" and n.srcs[0].op == "const"):
+                continue
+            if n.op == "reduce":
+                like = red if red is not None else (out[0] if out else n)
+                same_rows = n.arg[1] == like.arg[1] and n.shape == like.shape and n.srcs[0].shape == like.srcs[0].shape
+                if not same_rows or id(n) in self.produced_by:
+                    return []
+                out.append(n)
+            elif _inline_kind(n):
+                stack.extend(n.srcs)
+            else:
+                return []
+        return out
+
+    def _drop_unreachable_chain_members(self) -> None:
+        """A chain member must be computed inline from its root; one cut off by a later root runs alone.
+
+        So must every stored member when something the root's kernel loads is computed from one
+        (layer norm's rsqrt(var + eps), realized for another reader, comes from the mean): the
+        kernels would wait on each other. The root then loads them from kernels of their own.
+        """
+        for root_id, chain in list(self.chains.items()):
+            root = self.roots[root_id]
+            fused = {id(r) for r in chain}
+            reached, loaded, stack = set(), [], [root]
+            while stack:
+                node = stack.pop()
+                if id(node) in reached:
+                    continue
+                reached.add(id(node))
+                for s in node.srcs:
+                    if s.realized:
+                        continue
+                    if id(s) not in self.roots or id(s) in fused:
+                        stack.append(s)
+                    elif s is not root:
+                        loaded.append(s)
+            kept = [r for r in chain if id(r) in reached]
+            stored = {id(r) for r in kept if self.produced_by.get(id(r)) is root}
+            if stored and self._reaches_any(loaded, stored, through_reductions=True):
+                kept = [r for r in kept if id(r) not in stored]
+            kept_ids = {id(r) for r in kept}
+            for r in chain:
+                if id(r) not in kept_ids:  # (the last member, the root's own reduction, may be cut off too)
+                    self.produced_by.pop(id(r), None)
+                    self.roots[id(r)] = r
+                    self.chains[id(r)] = [r]
+            self.chains[root_id] = kept
+            if not kept:
+                self.whole_rows.discard(root_id)
+
+    def groups(self) -> list[Node]:
+        """Roots whose kernels must be lowered (chain members come with their chain's root)."""
+        return [n for n in self.nodes if id(n) in self.roots and id(n) not in self.produced_by]
+
+
+class Signature:
+    """The structure of one group, as a cache key, and its leaves and constants in a fixed order."""
+
+    def __init__(self, root: Node, chain: list[Node], stored: list[Node], leaf_ids, mode: str):
+        self.leaves: list[Node] = []
+        self.consts: list[Node] = []
+        self._numbers: dict[int, int] = {}
+        fused = {id(r) for r in chain}
+        walk = self._walk(root, leaf_ids, fused)
+        self.baked = self._over_budget()
+        baked_values = tuple((i, repr(n.arg)) for i, n in enumerate(self.consts) if id(n) in self.baked)
+        chain_at = tuple(self._numbers[id(r)] for r in chain)
+        self.key = (mode, walk, chain_at, tuple(self._numbers[id(r)] for r in stored), baked_values)
+
+    def _over_budget(self) -> frozenset[int]:
+        """Constants past the parameter budget (in signature order): the kernel bakes their values in."""
+        if len(self.consts) * _WIDEST_PARAM_NBYTES <= kernels.PARAM_BUDGET_NBYTES:
+            return frozenset()  # the usual few constants fit whatever their dtypes
+        used, baked = 0, set()
+        for n in self.consts:
+            used += max(4, kernels.param_dtype(n.dtype).nbytes)
+            if used > kernels.PARAM_BUDGET_NBYTES:
+                baked.add(id(n))
+        return frozenset(baked)
+
+    def _walk(self, node: Node, leaf_ids, fused) -> tuple:
+        """Describe the group's nodes in post-order; every node is numbered when it is described.
+
+        This runs for every group of every realize (the key is looked up before anything is
+        lowered), so a node's leafness is decided once, on entry, and carried to its exit.
+        """
+        numbers = self._numbers
+        out = []
+        stack: list[tuple[Node, bool | None]] = [(node, None)]  # None: enter the node; else exit, with is_leaf
+        while stack:
+            n, is_leaf = stack.pop()
+            n_id = id(n)
+            if is_leaf is not None:
+                numbers[n_id] = len(numbers)
+                out.append(self._describe(n, is_leaf))
+                continue
+            if n_id in numbers:
+                continue
+            numbers[n_id] = -1  # visiting
+            is_leaf = (n.realized or n_id in leaf_ids) and n_id not in fused
+            stack.append((n, is_leaf))
+            if not is_leaf:
+                for s in reversed(n.srcs):
+                    if id(s) not in numbers:
+                        stack.append((s, None))
+        return tuple(out)
+
+    def _describe(self, n: Node, is_leaf: bool) -> tuple:
+        if is_leaf:
+            self.leaves.append(n)
+            return ("leaf", n.shape, n.dtype.name)
+        if n.op == "const":
+            self.consts.append(n)
+            return ("const", n.shape, n.dtype.name)
+        numbers = self._numbers
+        sources = tuple([numbers[id(s)] for s in n.srcs])
+        return (n.op, n.arg, n.shape, n.dtype.name, sources)
+
+
+def _lower_group(root: Node, chain: list[Node], leaf_ids, mode: str, baked) -> kernels.GroupTemplate:
+    if not chain:
+        return kernels.lower_elementwise(root, leaf_ids, baked)
+    if mode.startswith("matmul"):
+        return kernels_matmul.lower(root, chain[-1], leaf_ids, baked, mode)
+    if mode == "blocks":
+        return kernels_reduce.lower_blocks(root, chain[-1], leaf_ids, baked)
+    if mode == "whole_rows":
+        return kernels_reduce.lower_rows(root, chain, chain, leaf_ids, baked, whole_rows=True)
+    if mode == "columns":
+        return kernels_reduce_columns.lower_columns(root, chain[-1], leaf_ids, baked)
+    return kernels_reduce.lower_rows(root, chain, chain[:-1], leaf_ids, baked)
+
+
+def _indexed(group: kernels.GroupTemplate, sig: Signature, outputs: list[Node]) -> kernels.GroupTemplate:
+    """The template with node roles replaced by positions in the signature (cacheable)."""
+    leaf_pos = {id(n): i for i, n in enumerate(sig.leaves)}
+    const_pos = {id(n): i for i, n in enumerate(sig.consts)}
+    out_pos = {id(n): i for i, n in enumerate(outputs)}
+    indexed = []
+    for kt in group.kernels:
+        buffers = {}
+        for name, (kind, what) in kt.buffers.items():
+            pos = {"leaf": leaf_pos, "out": out_pos}.get(kind)
+            buffers[name] = (kind, pos[id(what)] if pos is not None else what)
+        params = {name: const_pos[id(node)] for name, node in kt.params.items()}
+        indexed.append(kernels.KernelTemplate(kt.kernel, kt.grid, buffers, params))
+    return kernels.GroupTemplate(indexed, list(group.temps))
+
+
+class _TemplateKey:
+    """A template cache key that hashes its nested tuple once: the cache looks it up, then moves it.
+
+    The tuple holds every node's description (views included), so hashing it is not cheap.
+    """
+
+    __slots__ = ("parts", "_hash")
+
+    def __init__(self, parts: tuple):
+        self.parts = parts
+        self._hash = hash(parts)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _TemplateKey) and self._hash == other._hash and self.parts == other.parts
+
+
+class _LoadedIds:
+    """Ids of the nodes a group loads: the plan's roots but the group's own outputs (``in`` only).
+
+    Stands for ``roots - own`` without copying every root once per group, which made lowering a
+    plan quadratic in its number of groups.
+    """
+
+    __slots__ = ("_roots", "_own")
+
+    def __init__(self, roots, own: set[int]):
+        self._roots = roots
+        self._own = own
+
+    def __contains__(self, node_id: int) -> bool:
+        return node_id in self._roots and node_id not in self._own
+
+
+class _Group:
+    def __init__(self, plan: Plan, root: Node, leaf_ids):
+        self.root = root
+        self.chain = plan.chains.get(id(root), [])
+        stored = self.chain[:-1]
+        if self.chain and self.chain[-1].op == "matmul":  # the mode names the tiles (they depend on the device)
+            self.mode = kernels_matmul.mode(self.chain[-1])
+        elif self.chain and id(root) in plan.whole_rows:
+            self.mode, stored = "whole_rows", self.chain
+        else:
+            self.mode = kernels_reduce.choose_mode(self.chain[-1], len(self.chain)) if self.chain else "elementwise"
+            if (
+                self.mode in ("rows", "blocks")
+                and len(self.chain) == 1
+                and kernels_reduce_columns.columns_fit(self.chain[0])
+            ):
+                self.mode = "columns"  # rule 8: a lone reduction over a strided axis
+        self.outputs = [root] + stored
+        # Everything realized by other groups of this plan is loaded; this group's own outputs are computed.
+        self.leaf_ids = _LoadedIds(leaf_ids, {id(n) for n in self.outputs})
+        self.sig = Signature(root, self.chain, stored, self.leaf_ids, self.mode)
+
+    def template(self) -> kernels.GroupTemplate:
+        key = _TemplateKey((self.sig.key, kernels_tuning.tuning_for(self.root.device)))  # laid out per device
+        found = _templates.get(key)
+        if found is None:
+            lowered = _lower_group(self.root, self.chain, self.leaf_ids, self.mode, self.sig.baked)
+            found = _indexed(lowered, self.sig, self.outputs)
+            _templates[key] = found
+            while len(_templates) > lru.LIMITS["templates"][0]:  # bounded: shapes that change every step
+                _templates.popitem(last=False)
+        else:
+            _templates.move_to_end(key)
+        return found
+
+
+def compile_recipe(plan: Plan) -> plan_cache.Recipe:
+    """The plan's kernels, buffers and parameters as positions in ``plan.nodes`` (see vkml/schedule/plan_cache.py)."""
+    leaf_ids = set(plan.roots)  # a snapshot: the groups' _LoadedIds read it
+    groups = [_Group(plan, root, leaf_ids) for root in plan.groups()]
+    position = {id(n): i for i, n in enumerate(plan.nodes)}
+    recipe = plan_cache.Recipe()
+    slot: dict[int, int] = {}  # node -> its index in recipe.outputs
+    for g in _dependency_order(groups):
+        if g.root.op == "kernel":  # a user's @vkml.kernel binds its own buffers (vkml/dsl/kernel.py)
+            recipe.steps.append((None, position[id(g.root)], None, None))
+            recipe.custom_roots.append(position[id(g.root)])
+            continue
+        for n in g.outputs:
+            slot[id(n)] = len(recipe.outputs)
+            recipe.outputs.append((position[id(n)], n.dtype, n.numel))
+        if g.root.numel == 0:
+            continue
+        template = g.template()
+        first_temp = len(recipe.temps)
+        recipe.temps += template.temps
+        consts = g.sig.consts
+        recipe.baked += [(position[id(n)], repr(n.arg)) for n in consts if id(n) in g.sig.baked]
+        for kt in template.kernels:
+            buffer_refs = []
+            for name, (kind, pos) in kt.buffers.items():
+                if kind == "leaf":
+                    leaf = g.sig.leaves[pos]
+                    if leaf.realized:
+                        buffer_refs.append((name, plan_cache.LEAF, position[id(leaf)]))
+                    elif id(leaf) in slot:
+                        buffer_refs.append((name, plan_cache.OUT, slot[id(leaf)]))
+                    else:  # written by a user's kernel
+                        buffer_refs.append((name, plan_cache.CUSTOM, position[id(leaf)]))
+                elif kind == "out":
+                    buffer_refs.append((name, plan_cache.OUT, slot[id(g.outputs[pos])]))
+                else:
+                    buffer_refs.append((name, plan_cache.TEMP, first_temp + pos))
+            param_refs = tuple((name, position[id(consts[pos])]) for name, pos in kt.params.items())
+            recipe.steps.append((kt.kernel, kt.grid, tuple(buffer_refs), param_refs))
+    return recipe
+
+
+def lower(plan: Plan) -> tuple[list[Dispatch], dict[int, Buffer], list[Buffer]]:
+    """Dispatches for every group of ``plan``, the roots' output buffers, and temporaries."""
+    recipe = compile_recipe(plan)
+    dispatches, outs, temps = plan_cache.bind(recipe, plan.nodes, plan.nodes[0].device if plan.nodes else None)
+    outputs = {id(plan.nodes[p]): b for (p, _, _), b in zip(recipe.outputs, outs)}
+    for p, b in zip(recipe.custom_roots, outs[len(recipe.outputs) :]):
+        outputs[id(plan.nodes[p])] = b
+    return dispatches, outputs, temps
+
+
+def _dependency_order(groups: list[_Group]) -> list[_Group]:
+    """Groups ordered so that every group runs after those producing its leaves."""
+    producer = {id(n): g for g in groups for n in g.outputs}
+    order, done, visiting = [], set(), set()
+
+    def visit(g: _Group) -> None:
+        if id(g) in done:
+            return
+        if id(g) in visiting:
+            raise AssertionError("cycle between kernel groups")
+        visiting.add(id(g))
+        for leaf in g.sig.leaves:
+            dep = producer.get(id(leaf))
+            if dep is not None and dep is not g:
+                visit(dep)
+        visiting.discard(id(g))
+        done.add(id(g))
+        order.append(g)
+
+    for g in groups:
+        visit(g)
+    return order
+
+
+@contextlib.contextmanager
+def _deep_enough(depth: int):
+    """Raise Python's recursion limit for the length of a graph's longest possible chain."""
+    previous = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(previous, 8 * depth + 1000))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(previous)
+
+
+def _namespace(device) -> tuple:
+    """What a plan depends on besides the graph's structure (tests and tuning runs change these)."""
+    limits = (RECOMPUTE_LIMIT, BROADCAST_RECOMPUTE_LIMIT, kernels.PARAM_BUDGET_NBYTES)
+    return (device.name, kernels_tuning.tuning_for(device), limits)
+
+
+def realize(*targets: Node) -> None:
+    """Compute every target node; one ``Device.run`` (one submission) per device involved.
+
+    A graph whose structure was realized before reuses that plan (vkml/schedule/plan_cache.py). Value
+    checks of the ops it computes (vkml/schedule/checks.py) are computed in the same submission and read
+    when its results are.
+    """
+    found = carried = ()
+    if checks.active():
+        found, carried = checks.reached(targets)
+        targets = targets + tuple(n for check in found for n in check.nodes)
+    by_device: dict[str, list[Node]] = defaultdict(list)
+    for t in targets:
+        if not t.realized:
+            by_device[t.device.name].append(t)
+    for nodes in by_device.values():
+        device = nodes[0].device
+        # One realize at a time per device, from its graph walk to its nodes becoming buffers: a
+        # node another thread realized meanwhile is a buffer here, never computed twice or half-seen.
+        with device.lock:
+            nodes = [t for t in nodes if not t.realized]
+            if nodes:
+                _realize_on(device, nodes)
+    if found or carried:
+        checks.submitted([*found, *carried], targets)
+
+
+def _realize_on(device, nodes: list[Node]) -> None:
+    """``realize`` of unrealized ``nodes`` of one device, under its lock."""
+    order, structure = plan_cache.trace(nodes, kernels_matmul.mode)
+    key = None if structure is None else plan_cache.Key(_namespace(device), structure)
+    with _planning:
+        recipe = plan_cache.lookup(key, order)
+        if recipe is None:
+            with _deep_enough(len(order)):  # planning and lowering recurse along expression chains
+                recipe = compile_recipe(Plan(nodes, order))
+            plan_cache.store(key, recipe)
+            counters["plans"] += 1
+    dispatches, outs, temps = plan_cache.bind(recipe, order, device)
+    if dispatches:
+        debug.record_dispatches(device.name, dispatches)
+        device.run(dispatches)
+    plan_cache.finish(recipe, order, outs)
+    del temps
+
+
+def clear_template_cache() -> None:
+    """Forget every lowered kernel and every cached plan (tests use it to count lowering)."""
+    with _planning:
+        _templates.clear()
+        plan_cache.clear()

@@ -85,7 +85,7 @@ def test_every_example_runs_and_prints_what_the_guide_says(tmp_path):
                 last_output = None
 
 
-@pytest.mark.parametrize("name", ["dsl", "custom", "dsl_kernel", "dsl_autodiff"])
+@pytest.mark.parametrize("name", ["dsl", "dsl.elementwise", "dsl.kernel", "dsl.autodiff"])
 def test_the_modules_point_at_the_guide_or_explain_themselves(name):
     import importlib
 

@@ -234,7 +234,7 @@ def test_device_rank_sorts_discrete_integrated_virtual_cpu_other():
     ],
 )
 def test_reports_are_empty_without_vulkan(setup):
-    code = f"{setup}\nfrom vkml.runtime.vulkan import vulkan_device_reports, devices\nprint(vulkan_device_reports(), devices())"
+    code = f"{setup}\nfrom vkml.runtime.vulkan.backend import vulkan_device_reports, devices\nprint(vulkan_device_reports(), devices())"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert result.returncode == 0, result.stderr
@@ -700,3 +700,12 @@ def test_one_device_registry_names_and_runtime_give_the_same_object(gpu):
     assert vkml.device("vulkan") is vulkan_runtime.device(0)
     with pytest.raises(vkml.DeviceError, match="no Vulkan device 99"):
         vkml.device("vulkan:99")
+
+
+def test_the_cache_key_covers_the_code_generator_sources():
+    """A changed code generator must never reuse old SPIR-V: the fingerprint hashes its sources (it once
+    pointed at a folder that no longer existed after a move, and hashed nothing)."""
+    from vkml.runtime.vulkan import kernel_cache
+
+    names = {path.name for path in kernel_cache.codegen_sources()}
+    assert {"spirv.py", "spirv_memory.py", "features.py"} <= names

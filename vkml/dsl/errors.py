@@ -15,7 +15,7 @@ import linecache
 import traceback
 from pathlib import Path
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parents[1]  # vkml's folder: frames there are not the user's
 
 # Extra advice by a fragment of the original message.
 _HINTS = {

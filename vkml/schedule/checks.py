@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 from ..graph.node import Node, toposort
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # vkml's folder
 
 
 class Check:

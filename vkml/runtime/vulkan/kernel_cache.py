@@ -163,12 +163,17 @@ def kernel_ir_text(kernel: Kernel) -> str:
     return str(kernel)
 
 
+def codegen_sources() -> list[Path]:
+    """The code generator's source files (the codegen package's folder, wherever it lies)."""
+    return sorted(Path(spirv_tools.__file__).resolve().parent.rglob("*.py"))
+
+
 @functools.cache
 def codegen_fingerprint() -> str:
     """A hash of vkml's code generator sources: part of every kernel-cache key."""
-    root = Path(__file__).resolve().parent.parent / "codegen"
+    root = Path(spirv_tools.__file__).resolve().parent
     digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
+    for path in codegen_sources():
         digest.update(path.relative_to(root).as_posix().encode() + b"\0")
         digest.update(path.read_bytes() + b"\0")
     return digest.hexdigest()

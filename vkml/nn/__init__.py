@@ -34,3 +34,8 @@ __all__ = [
     "CrossEntropyLoss",
     "MSELoss",
 ]
+
+# Attention, transformer and recurrent layers (vkml/nn/attention.py, transformer.py, rnn.py).
+from .attention import MultiheadAttention  # noqa: E402
+
+__all__ += ["MultiheadAttention"]

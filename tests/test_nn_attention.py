@@ -154,6 +154,11 @@ MHA_CASES = {
         },
         True,
     ),
+    "padding_only_no_weights": (
+        {},
+        lambda g: {"key_padding_mask": np.array([[False] * 3 + [True], [False] * 4]), "need_weights": False},
+        False,
+    ),
     "kdim_vdim_bias_kv": ({"kdim": 5, "vdim": 6, "add_bias_kv": True, "add_zero_attn": True}, lambda g: {}, False),
     "no_bias": ({"bias": False}, lambda g: {}, False),
     "causal_hint": (

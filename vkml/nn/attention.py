@@ -266,7 +266,7 @@ class MultiheadAttention(Module):
         else:
             if attn_mask is not None:
                 rows = 1 if attn_mask.shape[0] == 1 else bsz
-                attn_mask = functions.reshape(attn_mask, rows, -1, tgt_len, src_len)
+                attn_mask = functions.reshape(attn_mask, rows, -1, attn_mask.shape[1], src_len)  # L or 1 rows
             q4, k4, v4 = (functions.reshape(t, bsz, heads, t.shape[1], head_dim) for t in (q, k, v))
             out = scaled_dot_product_attention(q4, k4, v4, attn_mask, dropout_p)  # (N, H, L, hd)
             out = functions.reshape(functions.permute(out, 2, 0, 1, 3), tgt_len * bsz, embed_dim)

@@ -54,3 +54,6 @@ __all__ += [
     "TransformerEncoderLayer",
     "TransformerDecoderLayer",
 ]
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell  # noqa: E402
+
+__all__ += ["RNNCell", "LSTMCell", "GRUCell", "RNN", "LSTM", "GRU"]

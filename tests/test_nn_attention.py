@@ -34,6 +34,7 @@ SDPA_CASES = {
     "causal_rect": ((1, 2, 4, 4), (1, 2, 6, 4), (1, 2, 6, 3), lambda g: {"is_causal": True}),
     "scale": ((2, 3, 4), (2, 5, 4), (2, 5, 4), lambda g: {"scale": 0.3}),
     "gqa": ((1, 4, 3, 4), (1, 2, 5, 4), (1, 2, 5, 4), lambda g: {"enable_gqa": True}),
+    "broadcast_batch": ((1, 3, 4), (3, 5, 4), (3, 5, 4), lambda g: {"attn_mask": _randn(g, 5)}),
     "two_dims": ((3, 4), (5, 4), (5, 2), lambda g: {}),
     "masked_row": (
         (1, 1, 3, 4),
@@ -85,6 +86,17 @@ def test_sdpa_masked_row_is_zero_not_nan():
     assert out.tolist()[0][1] == [0.0] * 4
 
 
+def test_sdpa_float16_with_float32_mask_stays_float16():
+    """A float32 mask on float16 inputs gives a float16 result (the mask is cast), as PyTorch."""
+    g = np.random.default_rng(5)
+    q, k, v = (_randn(g, 1, 3, 4).astype(np.float16) for _ in range(3))
+    mask = _randn(g, 3, 3)
+    pt = TF.scaled_dot_product_attention(*(torch.from_numpy(a) for a in (q, k, v)), attn_mask=torch.from_numpy(mask))
+    out = VF.scaled_dot_product_attention(*(vkml.tensor(a) for a in (q, k, v)), attn_mask=vkml.tensor(mask))
+    assert out.dtype == vkml.float16 and pt.dtype == torch.float16
+    np.testing.assert_allclose(out.numpy().astype(np.float32), pt.numpy().astype(np.float32), rtol=5e-3, atol=2e-3)
+
+
 def test_sdpa_dropout_uses_vkml_generator_and_matches_across_devices(gpu):
     """dropout_p drops weights (kept ones scaled by 1/(1-p)) with the seeded generator: same bits on both devices."""
     g = np.random.default_rng(0)
@@ -115,6 +127,8 @@ def test_sdpa_dropout_uses_vkml_generator_and_matches_across_devices(gpu):
         ({"attn_mask": np.zeros((3, 5), np.int32)}, None, RuntimeError, "attn_mask dtype"),
         ({}, ((4,), (4,), (4,)), RuntimeError, "at least 2 dimensional"),
         ({"dropout_p": 1.5}, None, ValueError, "dropout_p"),
+        ({"attn_mask": np.zeros((2, 3, 5), np.float32)}, None, RuntimeError, "does not broadcast"),
+        ({}, ((2, 3, 4), (3, 5, 4), (3, 5, 4)), RuntimeError, "batch dims"),
     ],
 )
 def test_sdpa_errors_are_eager_and_name_the_op(kwargs, shapes, error, words):

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..frontend import creation
 from ..frontend import operators as functions
 from ..frontend import random as vkrandom
@@ -44,9 +46,10 @@ def _check_inputs(query, key, value, attn_mask, dropout_p: float, is_causal: boo
         raise ValueError(f"'{op}': dropout_p must be in [0, 1], got {dropout_p}")
     if is_causal and attn_mask is not None:
         raise RuntimeError(f"'{op}': explicit attn_mask should not be set when is_causal=True")
-    if attn_mask is not None and attn_mask.dtype is not T.bool_ and not attn_mask.dtype.is_float:
+    if attn_mask is not None and attn_mask.dtype not in (T.bool_, T.float32, query.dtype):
         raise RuntimeError(
-            f"'{op}': expected attn_mask dtype to be bool or float, got attn_mask.dtype: {attn_mask.dtype.name}"
+            f"'{op}': expected attn_mask dtype to be bool or float or to match query dtype, got attn_mask.dtype: "
+            f"{attn_mask.dtype.name} and query.dtype: {query.dtype.name}"
         )
     if enable_gqa:
         if query.ndim < 3 or key.ndim < 3 or value.ndim < 3:
@@ -57,6 +60,26 @@ def _check_inputs(query, key, value, attn_mask, dropout_p: float, is_causal: boo
                 f"'{op}': number of heads in key ({key.shape[-3]}) and value ({value.shape[-3]}) must divide "
                 f"the number of heads in query ({heads})"
             )
+
+    def batch_of(t) -> tuple:  # with enable_gqa, key and value heads are repeated to query's count
+        return t.shape[:-3] + (query.shape[-3],) if enable_gqa else t.shape[:-2]
+
+    try:
+        batch = np.broadcast_shapes(query.shape[:-2], batch_of(key), batch_of(value))
+    except ValueError:
+        raise RuntimeError(
+            f"'{op}': batch dims of query {query.shape}, key {key.shape} and value {value.shape} do not broadcast"
+        ) from None
+    scores = (*batch, query.shape[-2], key.shape[-2])
+    if attn_mask is not None and not _broadcasts_to(attn_mask.shape, scores):
+        raise RuntimeError(f"'{op}': attn_mask of shape {attn_mask.shape} does not broadcast to the scores' {scores}")
+
+
+def _broadcasts_to(shape: tuple, target: tuple) -> bool:
+    try:
+        return np.broadcast_shapes(shape, target) == tuple(target)
+    except ValueError:
+        return False
 
 
 def _repeat_heads(x, heads: int):
@@ -115,8 +138,8 @@ def scaled_dot_product_attention(
         attn_mask = causal_mask(query.shape[-2], key.shape[-2], query.device)
     if attn_mask is not None and attn_mask.dtype is T.bool_:
         scores = functions.where(attn_mask, scores, float("-inf"))
-    elif attn_mask is not None:
-        scores = scores + attn_mask
+    elif attn_mask is not None:  # a float32 mask on float16 scores is rounded to float16 first, as PyTorch
+        scores = scores + functions.cast(attn_mask, scores.dtype)
     weights = functions.softmax(scores, -1)
     if attn_mask is not None:
         # PyTorch's _safe_softmax: a row with no finite score attends to nothing (zeros, not NaN).

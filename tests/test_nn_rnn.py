@@ -110,6 +110,21 @@ def test_parameters_named_shaped_and_initialised_as_torch(name):
     assert np.abs(values).max() <= bound and np.abs(values).max() > 0.8 * bound
 
 
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda m: m.LSTM(IN, HID, 2, False, True),
+        lambda m: m.GRU(IN, HID, 1, False, False, 0.0, True),
+        lambda m: m.RNN(IN, HID, 1, "relu", False),
+    ],
+)
+def test_positional_arguments_in_torchs_order(make):
+    """torch's positional order: num_layers, bias, batch_first, dropout, bidirectional (RNN: nonlinearity first)."""
+    pt, vk = make(torch.nn), make(nn)
+    assert list(vk.state_dict()) == list(pt.state_dict())
+    assert repr(vk) == repr(pt)
+
+
 def test_dropout_between_layers_only_in_training():
     vkml.manual_seed(1)
     lstm = nn.LSTM(IN, HID, num_layers=2, dropout=0.5)

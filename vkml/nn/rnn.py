@@ -309,8 +309,22 @@ class RNN(_RNNBase):
 
     _name = "RNN"
 
-    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, nonlinearity: str = "tanh", **kwargs):
-        super().__init__(input_size, hidden_size, num_layers, nonlinearity=nonlinearity, **kwargs)
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        nonlinearity: str = "tanh",
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        device=None,
+        dtype=None,
+    ):
+        super().__init__(
+            input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, nonlinearity, device, dtype
+        )
 
     def forward(self, input, hx=None):
         out, h, _ = self._run(input, hx)
@@ -322,10 +336,24 @@ class LSTM(_RNNBase):
 
     _name = "LSTM"
 
-    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, proj_size: int = 0, **kwargs):
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        proj_size: int = 0,
+        device=None,
+        dtype=None,
+    ):
         if proj_size != 0:
             raise NotImplementedError("'LSTM': proj_size > 0 is not supported by vkml")
-        super().__init__(input_size, hidden_size, num_layers, **kwargs)
+        super().__init__(
+            input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, device=device, dtype=dtype
+        )
         self.proj_size = 0
 
     def forward(self, input, hx=None):
@@ -338,8 +366,21 @@ class GRU(_RNNBase):
 
     _name = "GRU"
 
-    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, **kwargs):
-        super().__init__(input_size, hidden_size, num_layers, **kwargs)
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        device=None,
+        dtype=None,
+    ):
+        super().__init__(
+            input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, device=device, dtype=dtype
+        )
 
     def forward(self, input, hx=None):
         out, h, _ = self._run(input, hx)

@@ -301,3 +301,16 @@ def test_mha_dropout_only_in_training():
 def test_mha_errors(make, error, words):
     with pytest.raises(error, match=words):
         make()
+
+
+def test_sdpa_float_mask_gradient_matches_torch():
+    """A float mask is an input like q, k and v: its gradient is the scores' (torch's too)."""
+    g = np.random.default_rng(6)
+    q, k, v, mask = _randn(g, 2, 3, 4), _randn(g, 2, 5, 4), _randn(g, 2, 5, 4), _randn(g, 3, 5)
+    pt_mask = torch.from_numpy(mask).requires_grad_()
+    pt = TF.scaled_dot_product_attention(*(torch.from_numpy(a) for a in (q, k, v)), attn_mask=pt_mask)
+    pt.sum().backward()
+    vk_mask = vkml.tensor(mask, requires_grad=True)
+    out = VF.scaled_dot_product_attention(*(vkml.tensor(a) for a in (q, k, v)), attn_mask=vk_mask)
+    out.sum().backward()
+    np.testing.assert_allclose(vk_mask.grad.numpy(), pt_mask.grad.numpy(), rtol=RTOL, atol=ATOL)

@@ -347,6 +347,20 @@ EXTRA: dict[str, Extra] = {
         divergence="The masks come from vkml's generator: other positions than PyTorch's for the same seed.",
         gradient=THROUGH,
     ),
+    "scaled_dot_product_attention": Extra(
+        "composite",
+        (
+            _sig("vkml.nn.functional.scaled_dot_product_attention", nnf.scaled_dot_product_attention),
+            "vkml.nn.MultiheadAttention(embed_dim, num_heads, ...)",
+        ),
+        nnf.scaled_dot_product_attention,
+        precision="two `matmul`s (each within matmul's bound), one rounding of the product by `scale`, `softmax`; "
+        "the (L, S) scores are materialised in memory (not yet one fused kernel)",
+        special="A row whose every score is -inf after masking gives zeros, as PyTorch's math path, not NaN.",
+        divergence="PyTorch multiplies q and k by sqrt(scale) each and may take a fused CPU kernel, so last bits "
+        "differ; dropout masks come from vkml's generator.",
+        gradient=THROUGH,
+    ),
     "full_like": Extra("creation", (_sig("vkml.full_like", vkml.full_like),), vkml.full_like, gradient=LEAF),
     "zeros_like": Extra("creation", (_sig("vkml.zeros_like", vkml.zeros_like),), vkml.zeros_like, gradient=LEAF),
     "ones_like": Extra("creation", (_sig("vkml.ones_like", vkml.ones_like),), vkml.ones_like, gradient=LEAF),

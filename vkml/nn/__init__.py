@@ -34,3 +34,26 @@ __all__ = [
     "CrossEntropyLoss",
     "MSELoss",
 ]
+
+# Attention, transformer and recurrent layers (vkml/nn/attention.py, transformer.py, rnn.py).
+from .attention import MultiheadAttention  # noqa: E402
+
+__all__ += ["MultiheadAttention"]
+from .transformer import (  # noqa: E402
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
+
+__all__ += [
+    "Transformer",
+    "TransformerEncoder",
+    "TransformerDecoder",
+    "TransformerEncoderLayer",
+    "TransformerDecoderLayer",
+]
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell  # noqa: E402
+
+__all__ += ["RNNCell", "LSTMCell", "GRUCell", "RNN", "LSTM", "GRU"]

@@ -345,3 +345,7 @@ def dropout(input, p: float = 0.5, training: bool = True):
         return input * 0.0
     keep = vkrandom.keep_mask(input.shape, p, input.device)
     return functions.where(keep, input * (1.0 / (1.0 - p)), 0.0)
+
+
+# Attention (vkml/nn/functional_attention.py); imported last, as it only builds on the frontend.
+from .functional_attention import scaled_dot_product_attention  # noqa: E402, F401

@@ -55,6 +55,12 @@ class Parameter(Tensor):
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
 
+    def __deepcopy__(self, memo: dict) -> Parameter:
+        """A copy of the values and ``requires_grad``, without the gradient (as PyTorch's Parameter)."""
+        out = super().__deepcopy__(memo)
+        out.grad = None
+        return out
+
 
 def _set_data(tensor: Tensor, value: Tensor) -> Tensor:
     """Give ``tensor`` the values of ``value`` in place (PyTorch's ``tensor.data = value``); returns ``tensor``.

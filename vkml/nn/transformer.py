@@ -11,6 +11,7 @@ gives torch's outputs within float32 rounding (tests/test_nn_transformer.py).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 
 from ..frontend import creation
@@ -34,15 +35,8 @@ def _activation(activation: str | Callable) -> Callable:
 
 
 def _clones(layer: Module, n: int) -> ModuleList:
-    """``n`` independent copies of ``layer`` with its values (torch deep-copies; a vkml layer is rebuilt from its
-    arguments and loaded from the prototype's state_dict, since vkml modules hold device handles)."""
-    copies = []
-    for _ in range(n):
-        copy = type(layer)(*layer._init_args, **layer._init_kwargs)
-        copy.load_state_dict(layer.state_dict())
-        copy.train(layer.training)
-        copies.append(copy)
-    return ModuleList(copies)
+    """``n`` independent deep copies of ``layer`` (any module, a user's own included), as torch makes them."""
+    return ModuleList([copy.deepcopy(layer) for _ in range(n)])
 
 
 def generate_square_subsequent_mask(sz: int, device=None, dtype=None):
@@ -72,18 +66,6 @@ class TransformerEncoderLayer(Module):
         dtype=None,
     ):
         super().__init__()
-        self._init_args = (d_model, nhead)
-        self._init_kwargs = dict(
-            dim_feedforward=dim_feedforward,
-            dropout=dropout,
-            activation=activation,
-            layer_norm_eps=layer_norm_eps,
-            batch_first=batch_first,
-            norm_first=norm_first,
-            bias=bias,
-            device=device,
-            dtype=dtype,
-        )
         self.self_attn = MultiheadAttention(
             d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, device=device, dtype=dtype
         )
@@ -133,18 +115,6 @@ class TransformerDecoderLayer(Module):
         dtype=None,
     ):
         super().__init__()
-        self._init_args = (d_model, nhead)
-        self._init_kwargs = dict(
-            dim_feedforward=dim_feedforward,
-            dropout=dropout,
-            activation=activation,
-            layer_norm_eps=layer_norm_eps,
-            batch_first=batch_first,
-            norm_first=norm_first,
-            bias=bias,
-            device=device,
-            dtype=dtype,
-        )
         attention = dict(dropout=dropout, bias=bias, batch_first=batch_first, device=device, dtype=dtype)
         self.self_attn = MultiheadAttention(d_model, nhead, **attention)
         self.multihead_attn = MultiheadAttention(d_model, nhead, **attention)

@@ -57,6 +57,12 @@ class Device(ABC):
     def __init__(self):
         self.lock = threading.RLock()
 
+    def __copy__(self) -> Device:
+        return self  # one object per device: a copied tensor or module stays on the same device
+
+    def __deepcopy__(self, memo: dict) -> Device:
+        return self
+
     @abstractmethod
     def allocate(self, dtype: DType, numel: int) -> Buffer: ...
 

@@ -16,6 +16,7 @@ back to one scalar load per position. Reductions are in ``kernels_reduce.py``.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 from dataclasses import dataclass, field
 
 from .graph import Node
@@ -32,10 +33,65 @@ from .view import View, ViewStack
 
 MAX_GRID_X = 65535
 _U32 = 1 << 32
+# A kernel whose element counts, offsets or intermediate extents reach this is built with
+# int64 index arithmetic; below it uint32 arithmetic cannot wrap (every index expression
+# stays under twice the largest extent), and it is faster on GPUs.
+WIDE_INDEX_EXTENT = 1 << 31
+_WIDE = contextvars.ContextVar("vkml_wide_index", default=False)
 
 
 def _u32(v: int) -> Value:
+    """An index constant: uint32 (modulo 2^32), or int64 inside ``index_arithmetic(wide=True)``."""
+    if _WIDE.get():
+        return B.const(v, T.int64)
     return B.const(v % _U32, T.uint32)
+
+
+def index_dtype() -> T.DType:
+    """The type of index values in the kernel being built (see ``index_arithmetic``)."""
+    return T.int64 if _WIDE.get() else T.uint32
+
+
+@contextlib.contextmanager
+def index_arithmetic(wide: bool):
+    """Build index arithmetic (``_u32``, ``local_index``, ``linear_workgroup``) in int64 if ``wide``."""
+    token = _WIDE.set(wide)
+    try:
+        yield
+    finally:
+        _WIDE.reset(token)
+
+
+def local_index() -> Value:
+    """The invocation's local id along x, in the index type."""
+    return B.convert(B.local_id(0), index_dtype())
+
+
+def _extent(view: View) -> int:
+    """One past the largest distance from 0 that ``view``'s linear index below can reach."""
+    return abs(view.offset) + sum((s - 1) * abs(st) for s, st in zip(view.shape, view.strides) if s) + 1
+
+
+def needs_wide_index(root: Node, leaves) -> bool:
+    """Whether the group rooted at ``root`` (``leaves``: ids loaded, not inlined) has an element
+    count, a view's shape or a view's reach of at least ``WIDE_INDEX_EXTENT``: then its kernels
+    index in int64. Shapes and strides are part of the structure key, so the choice is too."""
+    stack, seen = [root], set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if node.numel >= WIDE_INDEX_EXTENT:
+            return True
+        if node.realized or id(node) in leaves:
+            continue
+        if node.op == "view" and any(
+            v.numel >= WIDE_INDEX_EXTENT or _extent(v) >= WIDE_INDEX_EXTENT for v in node.arg.views
+        ):
+            return True
+        stack.extend(node.srcs)
+    return False
 
 
 def fold_grid(workgroups: int) -> tuple[int, int, int]:
@@ -329,7 +385,7 @@ class Lowering:
             self.param_roles[name] = node
             v = self._params[id(node)] = self.kb.param(name, param_dtype(node.dtype))
         # A bool travels as 0/1; compare where it is used (a value made here must dominate every use).
-        return B.ne(v, _u32(0)) if node.dtype is T.bool_ else v
+        return B.ne(v, B.const(0, T.uint32)) if node.dtype is T.bool_ else v
 
     def template(self, grid) -> KernelTemplate:
         return KernelTemplate(self.kb.finish(), tuple(grid), dict(self.roles), dict(self.param_roles))
@@ -411,7 +467,8 @@ class Lowering:
             return self._cat(node, idx)
         if op == "random":  # sources: key and call-offset constants (int32 bits), so they travel as parameters
             words = [B.bitcast(self.value(s, idx), T.uint32) for s in node.srcs]
-            return random_value(node.arg, idx.lin, *words)
+            # The stream is counted by the element's index modulo 2^32 (threefry's counter word).
+            return random_value(node.arg, B.convert(idx.lin, T.uint32), *words)
         raise AssertionError(f"cannot inline {node!r}")
 
     def value_f16(self, node: Node, idx: Index) -> Value:
@@ -550,7 +607,7 @@ def lower_elementwise(root: Node, leaves, baked=frozenset(), tuning: Tuning | No
 
     with L.kb:
         w = linear_workgroup(grid)
-        lid = B.local_id(0)
+        lid = local_index()
         if per > 1 and groups % span == 0:
             # Every group of a workgroup exists: its groups go unrolled into one block, where they
             # share what depends only on the row when a row holds whole workgroups.
@@ -581,7 +638,8 @@ def lower_elementwise(root: Node, leaves, baked=frozenset(), tuning: Tuning | No
 
 
 def linear_workgroup(grid) -> Value:
-    """The workgroup's index in a grid folded by ``fold_grid``."""
+    """The workgroup's index in a grid folded by ``fold_grid``, in the index type."""
+    x = B.convert(B.workgroup_id(0), index_dtype())
     if grid[1] > 1:
-        return B.workgroup_id(1) * _u32(grid[0]) + B.workgroup_id(0)
-    return B.workgroup_id(0)
+        return B.convert(B.workgroup_id(1), index_dtype()) * _u32(grid[0]) + x
+    return x

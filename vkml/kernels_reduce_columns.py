@@ -36,7 +36,18 @@ from dataclasses import dataclass, replace
 from .graph import Node
 from .ir import builder as B
 from .ir import types as T
-from .kernels import GroupTemplate, Index, Lowering, _u32, fold_grid, kernel_name, linear_workgroup, pow2ceil, unravel
+from .kernels import (
+    GroupTemplate,
+    Index,
+    Lowering,
+    _u32,
+    fold_grid,
+    kernel_name,
+    linear_workgroup,
+    local_index,
+    pow2ceil,
+    unravel,
+)
 from .kernels_reduce import Layout, _pack, _Reduction, _register_tree, _select, _unpack
 from .kernels_tuning import Tuning, tuning_for
 
@@ -176,7 +187,7 @@ def _columns_pass(L: Lowering, r: _Reduction, root: Node, lay: ColumnsLayout, n:
         out_ref = L.bind_buffer(root.dtype, "write", "out", ("out", root))
     width_shift = lay.outputs.bit_length() - 1
     with L.kb:
-        lid = B.local_id(0)
+        lid = local_index()
         x = lid & _u32(lay.outputs - 1) if lay.outputs > 1 else _u32(0)
         y = lid >> _u32(width_shift) if width_shift else lid
         wg = linear_workgroup(grid) if workgroups * splits > 1 else None

@@ -175,3 +175,41 @@ def test_only_kernels_that_need_it_index_in_64_bits():
     with kernels.index_arithmetic(wide=True):
         assert kernels.index_dtype() is T.int64
     assert kernels.index_dtype() is T.uint32
+
+
+# ---------------------------------------------------------------- sizes that cannot be held
+
+
+@pytest.mark.parametrize(
+    "op, make",
+    [
+        ("ones", lambda d: vkml.ones(2**40, 2**10, device=d)),
+        ("zeros", lambda d: vkml.zeros(2**50, dtype=vkml.int64, device=d)),
+        ("full", lambda d: vkml.full((2**45,), 3.0, device=d)),
+        ("arange", lambda d: vkml.arange(2**50, device=d)),
+        ("rand", lambda d: vkml.rand(2**31 - 1, 2**3, device=d)),
+        ("randn", lambda d: vkml.randn(2**31 - 1, 2**3, dtype=vkml.float16, device=d)),
+        ("tensor", lambda d: vkml.tensor(np.broadcast_to(np.float32(1), (2**50,)), device=d)),
+    ],
+)
+def test_creation_past_the_devices_memory_raises_out_of_memory(device, op, make):
+    with pytest.raises(vkml.OutOfMemoryError, match=rf"^{op}\(\): a \(\d+(, \d+)?,?\) \w+ tensor needs \d+ bytes"):
+        make(device)
+
+
+def test_views_past_2_to_the_32_elements_need_no_memory(device):
+    x = vkml.tensor([2.0], device=device).expand(2**40)
+    assert x.shape == (2**40,) and x[-2:].numpy().tolist() == [2.0, 2.0]
+
+
+def test_tensor_takes_past_2_to_the_32_elements_where_memory_allows(gpu):
+    # tensor() used to refuse 2^32 elements whatever their size in bytes (ValueError); now the
+    # limit is the device's: 4 GiB of bool is more than lavapipe's largest allocation (2 GiB).
+    assert gpu.largest_allocation_nbytes < 2**32
+    with pytest.raises(vkml.OutOfMemoryError, match=r"tensor\(\): a \(4294967296,\) bool tensor needs 4294967296"):
+        vkml.tensor(np.broadcast_to(np.True_, (2**32,)), device=gpu)
+
+
+def test_a_cpu_allocation_numpy_refuses_is_out_of_memory():
+    with pytest.raises(vkml.OutOfMemoryError, match=r"cpu: cannot allocate 2305843009213693952 float32 elements"):
+        vkml.device("cpu").allocate(T.float32, 2**61)

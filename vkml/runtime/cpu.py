@@ -6,10 +6,12 @@ not say: each dispatch is ``vkml.ir.interp.run`` on the kernel as lowered.
 
 from __future__ import annotations
 
+import os
 import weakref
 
 import numpy as np
 
+from ..errors import OutOfMemoryError
 from ..ir import interp
 from ..ir.types import DType
 from ..ir.verify import verify_kernel
@@ -20,7 +22,12 @@ from .counters import counters
 class CPUBuffer(Buffer):
     def __init__(self, device: CPUDevice, dtype: DType, numel: int):
         self.device, self.dtype, self.numel = device, dtype, numel
-        self.array = np.zeros(numel, dtype=dtype.np)
+        try:
+            self.array = np.zeros(numel, dtype=dtype.np)
+        except (MemoryError, ValueError) as e:  # numpy: "Unable to allocate", "array is too big"
+            raise OutOfMemoryError(
+                f"cpu: cannot allocate {numel} {dtype.name} elements ({numel * dtype.nbytes} bytes): {e}"
+            ) from None
         device.allocated_bytes += self.nbytes
         device.peak_bytes = max(device.peak_bytes, device.allocated_bytes)
 
@@ -44,6 +51,14 @@ class CPUDevice(Device):
 
     def allocate(self, dtype: DType, numel: int) -> CPUBuffer:
         return CPUBuffer(self, dtype, int(numel))
+
+    @property
+    def largest_allocation_nbytes(self) -> int:
+        """The machine's physical memory: numpy may promise more (overcommit), but cannot deliver it."""
+        try:
+            return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (AttributeError, ValueError, OSError):  # no sysconf (Windows): numpy's own refusal is the limit
+            return 1 << 62
 
     def upload(self, buffer: CPUBuffer, array: np.ndarray) -> None:
         buffer.array[...] = np.asarray(array, dtype=buffer.dtype.np).reshape(-1)

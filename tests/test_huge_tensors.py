@@ -161,6 +161,24 @@ def test_reductions_of_rows_past_2_to_the_32(device):
     assert rows.amax(0).numpy().tolist() == expected.max(0).tolist()
 
 
+def test_row_and_column_kernels_past_2_to_the_32_match_a_small_copy(device):
+    # Layout never changes a result (DESIGN.md §4): the same values in a small contiguous tensor
+    # are the oracle, bit for bit, for softmax's and layer norm's row kernels and column sums.
+    flat, n = _periodic(device)
+    flat = flat.float()
+    for width, count in ((1024, 2), (64, 40)):
+        rows = flat.reshape(n // width, width)[-count:]
+        values = (np.arange(n - width * count, n) % 7).astype(np.float32).reshape(count, width)
+        copy = vkml.tensor(values, device=device)
+        for fn in (
+            lambda t: vkml.softmax(t, dim=-1),
+            lambda t: vkml.nn.functional.layer_norm(t, t.shape[-1:]),
+            lambda t: t.sum(0),
+            lambda t: t.argmax(0),
+        ):
+            assert fn(rows).numpy().tobytes() == fn(copy).numpy().tobytes()
+
+
 def test_int64_sums_of_counts_past_2_to_the_24_are_exact(device):
     n = 2**25 + 3
     assert vkml.ones(n, dtype=vkml.int64, device=device).sum().item() == n

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import vkml
-from vkml import kernels
+from vkml import debug, kernels, kernels_matmul_coopmat, schedule
 from vkml.ir import types as T
 
 HUGE = 2**32 + 5
@@ -177,6 +177,37 @@ def test_row_and_column_kernels_past_2_to_the_32_match_a_small_copy(device):
             lambda t: t.argmax(0),
         ):
             assert fn(rows).numpy().tobytes() == fn(copy).numpy().tobytes()
+
+
+def _matmul_of_a_view_past_2_to_the_32(device, dtype):
+    """(the last 64 rows of 64 of the periodic view) @ b, and the same product of a small copy."""
+    flat, n = _periodic(device)
+    a = flat.to(dtype).reshape(n // 64, 64)[-64:]
+    a_copy = vkml.tensor((np.arange(n - 4096, n) % 7).reshape(64, 64), dtype=dtype, device=device)
+    b = vkml.tensor(np.random.default_rng(64).standard_normal((64, 48)), dtype=dtype, device=device)
+    return (a @ b).numpy(), (a_copy @ b).numpy()
+
+
+def test_matmul_of_a_view_past_2_to_the_32(device):
+    got, expected = _matmul_of_a_view_past_2_to_the_32(device, vkml.float32)
+    assert got.tobytes() == expected.tobytes()
+
+
+def test_a_64_bit_matmul_takes_scalar_tiles_where_cooperative_matrices_would_apply(monkeypatch):
+    # The cooperative-matrix templates address in 32 bits; the CPU interpreter runs them for float16
+    # once ``applies`` says so (as tests/test_matmul_coopmat.py does).
+    monkeypatch.setattr(kernels_matmul_coopmat, "applies", lambda features, a, b: a is T.float16 is b)
+    names: list[str] = []
+    debug.kernel_listeners.append(lambda kernel: names.append(kernel.name))
+    schedule.clear_template_cache()
+    try:
+        got, expected = _matmul_of_a_view_past_2_to_the_32("cpu", vkml.float16)
+    finally:
+        debug.kernel_listeners.pop()
+        schedule.clear_template_cache()
+    assert np.abs(got.astype(np.float32) - expected.astype(np.float32)).max() <= 0.25  # float16 results
+    products = [n.split("_")[0] for n in names if n.startswith("MM")]
+    assert products == ["MM", "MMC"], names  # the view's product on scalar tiles, the small copy's on matrices
 
 
 def test_int64_sums_of_counts_past_2_to_the_24_are_exact(device):

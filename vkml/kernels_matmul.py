@@ -42,7 +42,19 @@ from .graph import Node
 from .ir import builder as B
 from .ir import types as T
 from .ir.core import Value
-from .kernels import GroupTemplate, Index, Lowering, _u32, fold_grid, kernel_name, linear_workgroup, pow2ceil, unravel
+from .kernels import (
+    GroupTemplate,
+    Index,
+    Lowering,
+    _u32,
+    fold_grid,
+    index_dtype,
+    kernel_name,
+    linear_workgroup,
+    local_index,
+    pow2ceil,
+    unravel,
+)
 from .ops.cast import round_to_f16
 
 ROW_PAD = 4  # shared rows are BM + 4 (BN + 4) long: a warp storing down a column then hits distinct banks
@@ -267,6 +279,11 @@ def lower(root: Node, mm: Node, leaves, baked, mode_text: str) -> GroupTemplate:
     """
     from . import kernels_matmul_coopmat, kernels_matmul_coopmat2
 
+    if mode_text.startswith(kernels_matmul_coopmat.MODE) and index_dtype() is not T.uint32:
+        # The cooperative-matrix templates address tiles in 32 bits: 64-bit groups take scalar tiles.
+        a, b = mm.srcs
+        config = choose_config(getattr(mm.device, "features", None), a.shape[-2], b.shape[-1], a.shape[-1])
+        return lower_matmul(root, mm, leaves, baked, config)
     if mode_text.startswith(kernels_matmul_coopmat2.MODE):
         subgroup_size, shape = kernels_matmul_coopmat2.parse_mode(mode_text)
         if kernels_matmul_coopmat2.lowers(root, mm, leaves):
@@ -417,7 +434,7 @@ def lower_matmul(root: Node, mm: Node, leaves, baked, config: MatmulConfig) -> G
         # A folded grid may have spare workgroups; the test is uniform per workgroup, so barriers stay legal.
         with _maybe_if(wg < _u32(total) if grid[0] * grid[1] > total else None):
             batch_index, batch_multi, row0, col0 = tile_of(wg, (tiles_m, tiles_n), batch, (bm, bn))
-            tid = B.local_id(0)
+            tid = local_index()
             owner = tid < _u32(config.owners) if threads > config.owners else None
             tx, ty = (tid % _u32(wn), tid / _u32(wn)) if wn > 1 else (_u32(0), tid)
             (row_first, row_step), (col_first, col_step) = config.rows_of(ty), config.cols_of(tx)

@@ -397,10 +397,10 @@ class Signature:
 
 
 def _lower_group(root: Node, chain: list[Node], leaf_ids, mode: str, baked) -> kernels.GroupTemplate:
-    if mode.startswith("matmul"):
-        return kernels_matmul.lower(root, chain[-1], leaf_ids, baked, mode)
     # Index arithmetic is 64-bit only where the group's shapes need it (kernels.needs_wide_index).
     with kernels.index_arithmetic(kernels.needs_wide_index(root, leaf_ids)):
+        if mode.startswith("matmul"):
+            return kernels_matmul.lower(root, chain[-1], leaf_ids, baked, mode)
         return _lower_elementwise_or_reduce(root, chain, leaf_ids, mode, baked)
 
 

@@ -1,7 +1,7 @@
 """Tensors of 2^31 elements and more: 64-bit element counts, offsets and reduction indices.
 
 A kernel whose shapes, views or element counts reach 2^31 does its index arithmetic in int64
-(``vkml.kernels.needs_wide_index``); smaller kernels keep uint32. Broadcast views cost no
+(``vkml.kernels_index.needs_wide_index``); smaller kernels keep uint32. Broadcast views cost no
 memory, so tensors of billions of elements are cheap to build here. Reading a few of their
 elements is cheap too; reducing all of them takes seconds on lavapipe and minutes in the CPU
 interpreter, so the full-size reductions on CPU run under ``-m stress``.
@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import vkml
-from vkml import debug, kernels, kernels_matmul_coopmat, schedule
+from vkml import debug, kernels_index, kernels_matmul_coopmat, schedule
 from vkml.ir import types as T
 
 HUGE = 2**32 + 5
@@ -218,12 +218,12 @@ def test_int64_sums_of_counts_past_2_to_the_24_are_exact(device):
 
 def test_only_kernels_that_need_it_index_in_64_bits():
     small = vkml.ones(1000, 1000).sum(1)
-    assert not kernels.needs_wide_index(small.node, set())
-    assert kernels.needs_wide_index(vkml.ones(2**31).sum().node, set())
-    assert kernels.needs_wide_index(_periodic("cpu")[0][-6:].node, set())  # 6 elements, offsets past 2^32
-    with kernels.index_arithmetic(wide=True):
-        assert kernels.index_dtype() is T.int64
-    assert kernels.index_dtype() is T.uint32
+    assert not kernels_index.needs_wide_index(small.node, set())
+    assert kernels_index.needs_wide_index(vkml.ones(2**31).sum().node, set())
+    assert kernels_index.needs_wide_index(_periodic("cpu")[0][-6:].node, set())  # 6 elements, offsets past 2^32
+    with kernels_index.index_arithmetic(wide=True):
+        assert kernels_index.index_dtype() is T.int64
+    assert kernels_index.index_dtype() is T.uint32
 
 
 # ---------------------------------------------------------------- sizes that cannot be held

@@ -48,6 +48,7 @@ from collections import OrderedDict, defaultdict
 
 from . import debug, kernels, kernels_matmul, kernels_reduce, kernels_reduce_columns, kernels_tuning, plan_cache
 from .graph import Node, toposort
+from .kernels_index import index_arithmetic, needs_wide_index
 from .runtime.base import Buffer, Dispatch
 from .runtime.counters import counters
 
@@ -397,8 +398,8 @@ class Signature:
 
 
 def _lower_group(root: Node, chain: list[Node], leaf_ids, mode: str, baked) -> kernels.GroupTemplate:
-    # Index arithmetic is 64-bit only where the group's shapes need it (kernels.needs_wide_index).
-    with kernels.index_arithmetic(kernels.needs_wide_index(root, leaf_ids)):
+    # Index arithmetic is 64-bit only where the group's shapes need it.
+    with index_arithmetic(needs_wide_index(root, leaf_ids)):
         if mode.startswith("matmul"):
             return kernels_matmul.lower(root, chain[-1], leaf_ids, baked, mode)
         return _lower_elementwise_or_reduce(root, chain, leaf_ids, mode, baked)

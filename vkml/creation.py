@@ -148,18 +148,22 @@ def full_like(input, fill_value, dtype=None, device=None, requires_grad: bool = 
     >>> full_like(zeros(2, dtype=int64), 7).tolist()  # doctest: +SKIP
     [7, 7]
     """
+    return _filled_like("full_like", input, fill_value, dtype, device, requires_grad)
+
+
+def _filled_like(op: str, input, fill_value, dtype, device, requires_grad: bool):
     dtype = _dtype(dtype) or input.dtype
-    return full(input.shape, fill_value, dtype=dtype, device=device or input.device, requires_grad=requires_grad)
+    return _filled(op, input.shape, fill_value, dtype, device or input.device, requires_grad)
 
 
 def zeros_like(input, dtype=None, device=None, requires_grad: bool = False):
     """Zeros with ``input``'s shape, dtype and device (unless given). Example: ``vkml.zeros_like(x)``."""
-    return full_like(input, 0, dtype=dtype, device=device, requires_grad=requires_grad)
+    return _filled_like("zeros_like", input, 0, dtype, device, requires_grad)
 
 
 def ones_like(input, dtype=None, device=None, requires_grad: bool = False):
     """Ones with ``input``'s shape, dtype and device (unless given). Example: ``vkml.ones_like(x)``."""
-    return full_like(input, 1, dtype=dtype, device=device, requires_grad=requires_grad)
+    return _filled_like("ones_like", input, 1, dtype, device, requires_grad)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None):

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ..errors import DTypeError, ShapeError
+from ..errors import DTypeError, OutOfMemoryError, ShapeError
 from ..graph import build as lazy
 from ..ir import types as T
 from ..ops.promotion import scalar_dtype
@@ -28,6 +28,24 @@ _NUMPY_TO_VKML = {
 
 def _device(device):
     return get_device(device if device is not None else "cpu")
+
+
+def check_fits(op: str, shape: tuple, dtype: T.DType, device) -> None:
+    """Raise OutOfMemoryError at ``op`` if a ``shape`` tensor of ``dtype`` can never be held by ``device``.
+
+    A creation op checks this eagerly, as PyTorch's allocation fails at the op, although
+    vkml only allocates when a kernel needs the values (a reduction of ``ones`` needs none).
+
+    >>> check_fits("ones", (70000, 70000), vkml.int64, cpu)  # doctest: +SKIP
+    OutOfMemoryError: ones(): a (70000, 70000) int64 tensor needs 39200000000 bytes, more than cpu can ...
+    """
+    nbytes = math.prod(shape) * dtype.nbytes
+    most = device.largest_allocation_nbytes
+    if nbytes > most:
+        raise OutOfMemoryError(
+            f"{op}(): a {tuple(shape)} {dtype.name} tensor needs {nbytes} bytes, more than {device.name} can "
+            f"allocate at once ({most} bytes)"
+        )
 
 
 def _dtype(dtype) -> T.DType | None:
@@ -75,13 +93,18 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False):
             dtype = _NUMPY_TO_VKML[array.dtype.name]
     if dtype is T.uint32:
         raise DTypeError("tensor(): uint32 is an IR type, not a tensor dtype")
-    if array.size >= 1 << 32:
-        raise ValueError(f"tensor(): {array.size} elements is more than vkml addresses (2^32)")
+    dev = _device(device)
+    check_fits("tensor", array.shape, dtype, dev)
     if python_data and not dtype.is_float and dtype is not T.bool_ and array.size:
         _check_python_values_fit(array, dtype)
-    with np.errstate(all="ignore"):
-        converted = array.astype(dtype.np)
-    out = _from_numpy(converted, _device(device))
+    try:
+        with np.errstate(all="ignore"):
+            converted = array.astype(dtype.np, copy=False)
+    except MemoryError:
+        raise OutOfMemoryError(
+            f"tensor(): converting {array.size} elements to {dtype.name} ran out of memory"
+        ) from None
+    out = _from_numpy(converted, dev)
     if requires_grad:
         out.requires_grad = True
     return out
@@ -144,19 +167,25 @@ def _size_args(size) -> tuple[int, ...]:
 
 def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False):
     """A tensor of ``size`` filled with ``fill_value`` (no memory is written until it is used)."""
+    return _filled("full", size, fill_value, dtype, device, requires_grad)
+
+
+def _filled(op: str, size, fill_value, dtype, device, requires_grad: bool):
     from .operators import _wrap
 
     shape = _size_args((size,) if isinstance(size, (int, np.integer)) else tuple(size))
     value = fill_value.item() if isinstance(fill_value, np.generic) else fill_value
     dtype = _dtype(dtype) or scalar_dtype(value)
     # PyTorch's checks: an int past 64 bits is an OverflowError, a value beyond the dtype a RuntimeError
-    lazy.check_scalar_fits("full", value, dtype)
+    lazy.check_scalar_fits(op, value, dtype)
     with np.errstate(over="ignore"):
         if dtype is T.float16:
             value = float(np.float16(value))
         elif dtype is T.float32:
             value = float(np.float32(value))
-    out = _wrap(lazy.const_node(value, dtype, shape, _device(device)))
+    dev = _device(device)
+    check_fits(op, shape, dtype, dev)
+    out = _wrap(lazy.const_node(value, dtype, shape, dev))
     if requires_grad:
         out.requires_grad = True
     return out
@@ -164,12 +193,12 @@ def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False)
 
 def zeros(*size, dtype=None, device=None, requires_grad: bool = False):
     """A tensor of zeros (float32 unless ``dtype`` says otherwise)."""
-    return full(_size_args(size), 0, dtype=_dtype(dtype) or T.float32, device=device, requires_grad=requires_grad)
+    return _filled("zeros", _size_args(size), 0, _dtype(dtype) or T.float32, device, requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad: bool = False):
     """A tensor of ones (float32 unless ``dtype`` says otherwise)."""
-    return full(_size_args(size), 1, dtype=_dtype(dtype) or T.float32, device=device, requires_grad=requires_grad)
+    return _filled("ones", _size_args(size), 1, _dtype(dtype) or T.float32, device, requires_grad)
 
 
 def full_like(input, fill_value, dtype=None, device=None, requires_grad: bool = False):
@@ -187,7 +216,7 @@ def _full_like(op: str, input, fill_value, dtype, device, requires_grad: bool):
     if not isinstance(input, Tensor):
         raise TypeError(f"'{op}': argument 'input' must be a vkml.Tensor, not {type(input).__name__}")
     dtype = _dtype(dtype) or input.dtype
-    return full(input.shape, fill_value, dtype=dtype, device=device or input.device, requires_grad=requires_grad)
+    return _filled(op, input.shape, fill_value, dtype, device or input.device, requires_grad)
 
 
 def zeros_like(input, dtype=None, device=None, requires_grad: bool = False):
@@ -221,6 +250,7 @@ def arange(start, end=None, step=1, dtype=None, device=None):
     n = max(0, math.ceil((end - start) / step))
     is_int = all(isinstance(v, int) for v in (start, end, step))
     dtype = dtype or (T.int64 if is_int else T.float32)
+    check_fits("arange", (n,), dtype, _device(device))
     values = (
         start + np.arange(n, dtype=np.float64) * step if not is_int else start + np.arange(n, dtype=np.int64) * step
     )

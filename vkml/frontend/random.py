@@ -86,7 +86,7 @@ def _shape(size) -> tuple[int, ...]:
 
 def random_tensor(kind: str, shape, dtype=None, device=None, generator: Generator | None = None):
     """A lazy tensor of ``kind`` ("uniform", "uniform_f16", "normal") random float32 values, cast to ``dtype``."""
-    from .creation import _dtype
+    from .creation import _dtype, check_fits
     from .operators import _wrap, cast
 
     dtype = _dtype(dtype) or T.float32
@@ -96,9 +96,10 @@ def random_tensor(kind: str, shape, dtype=None, device=None, generator: Generato
     numel = 1
     for s in shape:
         numel *= s
-    if numel >= _U32:
-        raise ValueError(f"random tensors index their elements with 32 bits: {numel} elements is too many")
     dev = get_device(device if device is not None else "cpu")
+    check_fits("randn" if kind == "normal" else "rand", shape, dtype, dev)
+    if numel >= _U32:  # threefry's counter word is the element's index
+        raise ValueError(f"random tensors index their elements with 32 bits: {numel} elements is too many")
     words = (generator or default_generator).next_key()
     srcs = tuple(lazy.const_node(w, T.int32, (), dev) for w in words)  # int32 bits: parameters of the kernel
     out = _wrap(Node("random", srcs, kind, shape, T.float32, dev))

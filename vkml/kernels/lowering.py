@@ -28,14 +28,10 @@ from ..ops import mathlib as M
 from ..ops.cast import cast_value, round_to_f16
 from ..ops.random import random_value
 from ..ops.registry import REGISTRY
+from .index import _u32, index_dtype, local_index
 from .tuning import Tuning, tuning_for
 
 MAX_GRID_X = 65535
-_U32 = 1 << 32
-
-
-def _u32(v: int) -> Value:
-    return B.const(v % _U32, T.uint32)
 
 
 def fold_grid(workgroups: int) -> tuple[int, int, int]:
@@ -329,7 +325,7 @@ class Lowering:
             self.param_roles[name] = node
             v = self._params[id(node)] = self.kb.param(name, param_dtype(node.dtype))
         # A bool travels as 0/1; compare where it is used (a value made here must dominate every use).
-        return B.ne(v, _u32(0)) if node.dtype is T.bool_ else v
+        return B.ne(v, B.const(0, T.uint32)) if node.dtype is T.bool_ else v
 
     def template(self, grid) -> KernelTemplate:
         return KernelTemplate(self.kb.finish(), tuple(grid), dict(self.roles), dict(self.param_roles))
@@ -411,7 +407,8 @@ class Lowering:
             return self._cat(node, idx)
         if op == "random":  # sources: key and call-offset constants (int32 bits), so they travel as parameters
             words = [B.bitcast(self.value(s, idx), T.uint32) for s in node.srcs]
-            return random_value(node.arg, idx.lin, *words)
+            # The stream is counted by the element's index modulo 2^32 (threefry's counter word).
+            return random_value(node.arg, B.convert(idx.lin, T.uint32), *words)
         raise AssertionError(f"cannot inline {node!r}")
 
     def value_f16(self, node: Node, idx: Index) -> Value:
@@ -550,7 +547,7 @@ def lower_elementwise(root: Node, leaves, baked=frozenset(), tuning: Tuning | No
 
     with L.kb:
         w = linear_workgroup(grid)
-        lid = B.local_id(0)
+        lid = local_index()
         if per > 1 and groups % span == 0:
             # Every group of a workgroup exists: its groups go unrolled into one block, where they
             # share what depends only on the row when a row holds whole workgroups.
@@ -581,7 +578,8 @@ def lower_elementwise(root: Node, leaves, baked=frozenset(), tuning: Tuning | No
 
 
 def linear_workgroup(grid) -> Value:
-    """The workgroup's index in a grid folded by ``fold_grid``."""
+    """The workgroup's index in a grid folded by ``fold_grid``, in the index type."""
+    x = B.convert(B.workgroup_id(0), index_dtype())
     if grid[1] > 1:
-        return B.workgroup_id(1) * _u32(grid[0]) + B.workgroup_id(0)
-    return B.workgroup_id(0)
+        return B.convert(B.workgroup_id(1), index_dtype()) * _u32(grid[0]) + x
+    return x

@@ -44,6 +44,7 @@ from .lowering import (
     fold_grid,
     kernel_name,
     linear_workgroup,
+    local_index,
     pow2ceil,
     unravel,
 )
@@ -186,7 +187,7 @@ def _columns_pass(L: Lowering, r: _Reduction, root: Node, lay: ColumnsLayout, n:
         out_ref = L.bind_buffer(root.dtype, "write", "out", ("out", root))
     width_shift = lay.outputs.bit_length() - 1
     with L.kb:
-        lid = B.local_id(0)
+        lid = local_index()
         x = lid & _u32(lay.outputs - 1) if lay.outputs > 1 else _u32(0)
         y = lid >> _u32(width_shift) if width_shift else lid
         wg = linear_workgroup(grid) if workgroups * splits > 1 else None

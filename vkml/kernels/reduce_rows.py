@@ -44,6 +44,7 @@ from .lowering import (
     is_row_broadcast,
     kernel_name,
     linear_workgroup,
+    local_index,
     pow2ceil,
     unravel,
 )
@@ -136,7 +137,7 @@ class _Lane:
         self.layout, self.n, self.width = layout, n, width
         count = layout.per_lane // width
         start = chunk * _u32(layout.block // width) if chunk is not None else None
-        first = B.local_id(0) * _u32(count) if layout.lanes > 1 else None
+        first = local_index() * _u32(count) if layout.lanes > 1 else None
         first = start if first is None else (first if start is None else start + first)
         static_full = n % layout.block == 0 or (chunk is None and n >= layout.block)
         self.first = first  # slot j is first + j (None: j)
@@ -257,7 +258,7 @@ def _chunk_tree(entries: list, present_lanes, r: _Reduction) -> object:
     lanes = layout.lanes
     if lanes == 1:
         return value
-    lid = B.local_id(0)
+    lid = local_index()
     m = present_lanes
     bit = 1
     while bit < subgroup:  # lanes l and l ^ bit are the two halves of one node of this level
@@ -315,7 +316,7 @@ def _range_tree(r: _Reduction, load_lane, nchunks: int, base=None, lane=None):
         lane = lane or _Lane(base, layout, r.n, r.width)
         return _chunk_tree(load_lane(lane), lane.lanes_present(base), r)
     depth = nchunks.bit_length()
-    lid = B.local_id(0)
+    lid = local_index()
 
     def chunk(c, d):
         lane = _Lane(c, layout, r.n, r.width)
@@ -398,7 +399,7 @@ def lower_rows(
             if whole_rows:
                 computed = frozenset(id(r.src) for r in reductions)
                 _store_row(L, root, out_ref, reductions[-1], o, lanes[reductions[-1].width], tuning, computed)
-            with B.if_(B.eq(B.local_id(0), _u32(0))):
+            with B.if_(B.eq(local_index(), _u32(0))):
                 for red, ref in stored_refs:
                     L.store(ref, red.dtype, o, L.fused[id(red)])
                 if not whole_rows:
@@ -488,7 +489,7 @@ def lower_blocks(root: Node, red: Node, leaves, baked=frozenset(), tuning: Tunin
                     return out
 
                 value = _range_tree(r, load_lane, per_group, base=blk if per_group == 1 else None)
-                with B.if_(B.eq(B.local_id(0), _u32(0))):
+                with B.if_(B.eq(local_index(), _u32(0))):
                     if nblocks == 1:
                         L.fused[id(red)] = r.result(value)
                         L.store(out, root.dtype, o, L.value(root, Index(root.shape, lin=o)))
@@ -530,7 +531,7 @@ def _store_row_staged(L: Lowering, root: Node, out_ref, r: _Reduction, o, values
     """
     per, n = r.layout.per_lane, r.n
     staged = L.kb.shared("row_out", T.float32, n + n // 32)
-    lid = B.local_id(0)
+    lid = local_index()
     first = lid * _u32(per)
     write_base = first + (first >> _u32(5))  # per_lane <= 32 divides 32: p // 32 is the run's
     for q, v in enumerate(values):
@@ -584,7 +585,7 @@ def _store_row_reloaded(L: Lowering, root: Node, out_ref, r: _Reduction, o) -> N
     come from the reductions; only ``root``'s cheap per-element part is computed twice. The
     H200, layer norm 8192² (2026-12-01): 231 -> 147 µs, registers 32 -> 29.
     """
-    lid = B.local_id(0)
+    lid = local_index()
     kept = len(r.src.shape) - len(r.axes)
     o_multi = L.shared(("row", id(o), r.red.shape), lambda: unravel(o, r.red.shape))
     sizes = r.red_sizes[:-1] + [r.red_sizes[-1] // 4]

@@ -66,6 +66,11 @@ class Device(ABC):
     @abstractmethod
     def allocate(self, dtype: DType, numel: int) -> Buffer: ...
 
+    @property
+    @abstractmethod
+    def largest_allocation_nbytes(self) -> int:
+        """The most bytes one tensor's buffer can ever hold here (an allocation past it always fails)."""
+
     @abstractmethod
     def upload(self, buffer: Buffer, array: np.ndarray) -> None:
         """Copy a C-contiguous array of the buffer's dtype and size into it."""

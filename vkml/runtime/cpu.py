@@ -6,11 +6,13 @@ not say: each dispatch is ``vkml.ir.interp.run`` on the kernel as lowered.
 
 from __future__ import annotations
 
+import os
 import weakref
 from collections import deque
 
 import numpy as np
 
+from ..errors import OutOfMemoryError
 from ..ir.interp import reference as interp
 from ..ir.types import DType
 from ..ir.verify import verify_kernel
@@ -20,8 +22,15 @@ from .counters import counters
 
 class CPUBuffer(Buffer):
     def __init__(self, device: CPUDevice, dtype: DType, numel: int):
-        self.array = np.zeros(numel, dtype=dtype.np)  # first: a buffer that failed here was never counted
+        try:  # first: a buffer that failed here has no device, so its __del__ counts nothing
+            self.array = np.zeros(numel, dtype=dtype.np)
+        except (MemoryError, ValueError) as e:  # numpy: "Unable to allocate", "array is too big"
+            raise OutOfMemoryError(
+                f"cpu: cannot allocate {numel} {dtype.name} elements ({numel * dtype.nbytes} bytes): {e}"
+            ) from None
         self.device, self.dtype, self.numel = device, dtype, numel
+        device.allocated_bytes += self.nbytes
+        device.peak_bytes = max(device.peak_bytes, device.allocated_bytes)
 
     def __del__(self):
         # Only queued (a deque's append is atomic): this may run in any thread, inside the
@@ -57,6 +66,14 @@ class CPUDevice(Device):
         freed = self._freed
         while freed:
             self.allocated_bytes -= freed.popleft()
+
+    @property
+    def largest_allocation_nbytes(self) -> int:
+        """The machine's physical memory: numpy may promise more (overcommit), but cannot deliver it."""
+        try:
+            return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (AttributeError, ValueError, OSError):  # no sysconf (Windows): numpy's own refusal is the limit
+            return 1 << 62
 
     def upload(self, buffer: CPUBuffer, array: np.ndarray) -> None:
         buffer.array[...] = np.asarray(array, dtype=buffer.dtype.np).reshape(-1)

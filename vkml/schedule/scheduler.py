@@ -63,6 +63,7 @@ from ..kernels import (
 from ..kernels import (
     tuning as kernels_tuning,
 )
+from ..kernels.index import index_arithmetic, needs_wide_index
 from ..runtime.base import Buffer, Dispatch
 from ..runtime.counters import counters
 from . import checks, plan_cache
@@ -415,10 +416,16 @@ class Signature:
 
 
 def _lower_group(root: Node, chain: list[Node], leaf_ids, mode: str, baked) -> kernels.GroupTemplate:
+    # Index arithmetic is 64-bit only where the group's shapes need it.
+    with index_arithmetic(needs_wide_index(root, leaf_ids)):
+        if mode.startswith("matmul"):
+            return kernels_matmul.lower(root, chain[-1], leaf_ids, baked, mode)
+        return _lower_elementwise_or_reduce(root, chain, leaf_ids, mode, baked)
+
+
+def _lower_elementwise_or_reduce(root: Node, chain: list[Node], leaf_ids, mode: str, baked) -> kernels.GroupTemplate:
     if not chain:
         return kernels.lower_elementwise(root, leaf_ids, baked)
-    if mode.startswith("matmul"):
-        return kernels_matmul.lower(root, chain[-1], leaf_ids, baked, mode)
     if mode == "blocks":
         return kernels_reduce.lower_blocks(root, chain[-1], leaf_ids, baked)
     if mode == "whole_rows":

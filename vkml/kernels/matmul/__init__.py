@@ -8,6 +8,8 @@ the operands (its string keys the template cache), and ``lower`` builds the temp
 from __future__ import annotations
 
 from ...graph.node import Node
+from ...ir import types as T
+from ..index import index_dtype
 from ..lowering import GroupTemplate
 from . import coopmat, coopmat2, tiled
 from .tiled import computed_operands
@@ -41,6 +43,11 @@ def lower(root: Node, mm: Node, leaves, baked, mode_text: str) -> GroupTemplate:
     loaded as stored is lowered with the subgroup-scope template (the mode string names the shape only;
     the template cache key names the group's nodes too).
     """
+    if mode_text.startswith(coopmat.MODE) and index_dtype() is not T.uint32:
+        # The cooperative-matrix templates address tiles in 32 bits: 64-bit groups take scalar tiles.
+        a, b = mm.srcs
+        config = tiled.choose_config(getattr(mm.device, "features", None), a.shape[-2], b.shape[-1], a.shape[-1])
+        return tiled.lower_matmul(root, mm, leaves, baked, config)
     if mode_text.startswith(coopmat2.MODE):
         subgroup_size, shape = coopmat2.parse_mode(mode_text)
         if coopmat2.lowers(root, mm, leaves):

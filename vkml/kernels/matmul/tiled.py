@@ -51,6 +51,7 @@ from ..lowering import (
     fold_grid,
     kernel_name,
     linear_workgroup,
+    local_index,
     pow2ceil,
     unravel,
 )
@@ -384,7 +385,7 @@ def lower_matmul(root: Node, mm: Node, leaves, baked, config: MatmulConfig) -> G
         # A folded grid may have spare workgroups; the test is uniform per workgroup, so barriers stay legal.
         with _maybe_if(wg < _u32(total) if grid[0] * grid[1] > total else None):
             batch_index, batch_multi, row0, col0 = tile_of(wg, (tiles_m, tiles_n), batch, (bm, bn))
-            tid = B.local_id(0)
+            tid = local_index()
             owner = tid < _u32(config.owners) if threads > config.owners else None
             tx, ty = (tid % _u32(wn), tid / _u32(wn)) if wn > 1 else (_u32(0), tid)
             (row_first, row_step), (col_first, col_step) = config.rows_of(ty), config.cols_of(tx)

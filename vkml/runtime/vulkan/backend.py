@@ -213,6 +213,11 @@ class VulkanDevice(Device):
         with self.lock:  # the memory pool's free lists
             return VulkanBuffer(self, dtype, numel)
 
+    @property
+    def largest_allocation_nbytes(self) -> int:
+        """The device's largest single allocation, within its buffer size limit and memory heap."""
+        return min(self.memory.max_allocation, self.memory.max_buffer, self.memory.heap_size)
+
     def memory_stats(self) -> dict[str, int]:
         """``allocated_bytes`` (live buffers), ``peak_bytes`` (their high-water mark), ``reserved_bytes`` (driver memory held)."""
         with self.lock:

@@ -188,7 +188,6 @@ def measure_compile(ctx: Context, repeats: int, budget_s: float) -> list[Row]:
     with tempfile.TemporaryDirectory() as folder:
         cold = Pipelines(device.logical, device.kernels, PipelineCacheFile(device.logical, Path(folder) / "cold.bin"))
         codegen, driver, totals = [], [], []
-        lib, ffi = device.logical.lib, device.logical.ffi
         while len(totals) < max(1, repeats) and (sum(totals) < budget_s or not totals):
             name = f"{kernel.name}_cold{len(totals)}_{os.getpid()}_{time.time_ns()}"
             renamed = parse(f"kernel {name} " + text[len(header) :])
@@ -198,7 +197,8 @@ def measure_compile(ctx: Context, repeats: int, budget_s: float) -> list[Row]:
             pipeline = cold.create(name, len(renamed.buffers), KernelBinary.from_compiled(compiled))
             done = time.perf_counter()
             cold.cache_file.dirty = False  # never written: the folder is temporary
-            lib.vkDestroyPipeline(device.logical.handle, pipeline.handle, ffi.NULL)
+            del pipeline  # its finalizer queues the handle; reap() destroys it (never destroy it here too)
+            cold.reap()
             codegen.append(emitted - started)
             driver.append(done - emitted)
             totals.append(done - started)

@@ -409,3 +409,23 @@ def test_eager_mode_checks_class_indices_at_the_op(dev):
             F.cross_entropy(vkml.zeros(2, 3, device=dev), vkml.tensor([0, 3], device=dev))
     finally:
         vkml.graph.build._eager_override = saved
+
+
+@pytest.mark.parametrize("bad", [False, True])
+def test_a_check_is_forgotten_with_the_tensors_it_guards(bad):
+    """A check once marked its own nodes, and the mark kept the check alive for ever: every later
+    realize of the process walked its graph looking for checks (and kept their buffers)."""
+    import gc
+
+    from vkml.schedule import checks
+
+    def step():
+        loss = F.cross_entropy(vkml.ones(4, 3), vkml.tensor([0, 5 if bad else 1, 1, 2]))
+        try:
+            loss.item()
+        except IndexError:
+            assert bad
+
+    step()
+    gc.collect()
+    assert not checks.active()

@@ -28,9 +28,7 @@ class CPUBuffer(Buffer):
             raise OutOfMemoryError(
                 f"cpu: cannot allocate {numel} {dtype.name} elements ({numel * dtype.nbytes} bytes): {e}"
             ) from None
-        self.device, self.dtype, self.numel = device, dtype, numel
-        device.allocated_bytes += self.nbytes
-        device.peak_bytes = max(device.peak_bytes, device.allocated_bytes)
+        self.device, self.dtype, self.numel = device, dtype, numel  # counted by CPUDevice.allocate
 
     def __del__(self):
         # Only queued (a deque's append is atomic): this may run in any thread, inside the

@@ -79,7 +79,13 @@ def reached(targets: tuple[Node, ...]) -> tuple[list[Check], list[Check]]:
     """
     order = toposort(list(targets))
     ids = {id(n) for n in order}
-    found = [c for c in list(_pending) if id(c.guard()) in ids]
+    found = []
+    for check in list(_pending):
+        guard = check.guard()
+        if guard is None:  # nothing can be computed through it any more
+            _pending.discard(check)
+        elif id(guard) in ids:
+            found.append(check)
     carried: list[Check] = []
     for node in (*targets, *(s for n in order for s in n.srcs)):
         for check in _unverified.get(node, ()):
@@ -94,7 +100,12 @@ def reached(targets: tuple[Node, ...]) -> tuple[list[Check], list[Check]]:
 def submitted(checks: list[Check], targets: tuple[Node, ...]) -> None:
     """After a realize of ``targets`` that computed or used ``checks``: a read of them verifies first."""
     _open.update(checks)
+    # A check's own nodes are not marked: the mark would hold the check, which holds its nodes, and
+    # a weak key whose value keeps it alive is never dropped (every later realize then pays a walk).
+    own = {id(n) for check in checks for n in check.nodes}
     for node in targets:
+        if id(node) in own:
+            continue
         marks = _unverified.setdefault(node, [])
         marks.extend(c for c in checks if c not in marks)
 

@@ -512,3 +512,8 @@ def _install_methods() -> None:
 
 _install_methods()
 assert ShapeError  # re-exported for users of vkml.tensor
+
+# Shape and construction methods (vkml/frontend/shape.py): narrow, split, flatten(start, end), mT, ...
+from .frontend import shape as _shape  # noqa: E402
+
+_shape.install_methods(Tensor)

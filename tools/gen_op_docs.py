@@ -204,7 +204,7 @@ EXTRA: dict[str, Extra] = {
     ),
     "reshape": Extra(
         "movement",
-        (_sig("vkml.reshape", functions.reshape), "Tensor.reshape(*shape)", "Tensor.view(*shape)", "Tensor.flatten()"),
+        (_sig("vkml.reshape", functions.reshape), "Tensor.reshape(*shape)", "Tensor.view(*shape)"),
         functions.reshape,
         gradient="reshape",
     ),
@@ -351,6 +351,121 @@ EXTRA: dict[str, Extra] = {
     "zeros_like": Extra("creation", (_sig("vkml.zeros_like", vkml.zeros_like),), vkml.zeros_like, gradient=LEAF),
     "ones_like": Extra("creation", (_sig("vkml.ones_like", vkml.ones_like),), vkml.ones_like, gradient=LEAF),
 }
+
+
+# ---------------------------------------------------------------------- shape and construction (vkml/frontend/shape.py)
+
+from vkml.frontend import shape as shape_ops  # noqa: E402
+
+MATMUL_ORDER = "as `matmul`: each output adds its float32 products in ascending k from -0.0 (docs/ops/matmul.md)"
+# name -> (kind, aliases, precision, special, divergence); every page's gradient is its parts'
+SHAPE_OPS = {
+    "stack": ("movement", (), "", "", ""),
+    "hstack": ("movement", (), "", "", ""),
+    "vstack": ("movement", ("row_stack",), "", "", ""),
+    "dstack": ("movement", (), "", "", ""),
+    "column_stack": ("movement", (), "", "", ""),
+    "atleast_1d": ("movement", (), "", "", ""),
+    "atleast_2d": ("movement", (), "", "", ""),
+    "atleast_3d": ("movement", (), "", "", ""),
+    "split": ("movement", (), "", "", ""),
+    "chunk": ("movement", (), "", "", ""),
+    "tensor_split": ("movement", (), "", "", ""),
+    "hsplit": ("movement", (), "", "", ""),
+    "vsplit": ("movement", (), "", "", ""),
+    "unbind": ("movement", (), "", "", ""),
+    "narrow": ("movement", (), "", "", ""),
+    "flatten": ("movement", (), "", "", ""),
+    "unflatten": ("movement", (), "", "", ""),
+    "movedim": ("movement", ("moveaxis",), "", "", ""),
+    "swapaxes": ("movement", (), "", "", ""),
+    "swapdims": ("movement", (), "", "", ""),
+    "t": ("movement", (), "", "", ""),
+    "mT": ("movement", (), "", "", ""),
+    "view_as": ("movement", (), "", "", ""),
+    "reshape_as": ("movement", (), "", "", ""),
+    "expand_as": ("movement", (), "", "", ""),
+    "repeat": ("movement", (), "", "", ""),
+    "tile": ("movement", (), "", "", ""),
+    "repeat_interleave": ("movement", (), "", "", ""),
+    "roll": ("movement", (), "", "", ""),
+    "fliplr": ("movement", (), "", "", ""),
+    "flipud": ("movement", (), "", "", ""),
+    "rot90": ("movement", (), "", "", ""),
+    "tril": ("movement", (), "", "Kept elements are moved, never changed; the others are +0 (False for bool).", ""),
+    "triu": ("movement", (), "", "Kept elements are moved, never changed; the others are +0 (False for bool).", ""),
+    "diagonal": (
+        "movement",
+        (),
+        "",
+        "",
+        "The result is a view written through only where the two dims flatten as a view of the storage; "
+        "PyTorch's is always a view.",
+    ),
+    "diag": ("movement", (), "", "Off-diagonal elements of a made matrix are +0.", ""),
+    "diag_embed": ("movement", (), "", "Off-diagonal elements are +0.", ""),
+    "meshgrid": ("movement", (), "", "", "Without `indexing`, PyTorch warns and uses 'ij'; vkml uses 'ij' silently."),
+    "cartesian_prod": ("movement", (), "", "", ""),
+    "tril_indices": ("creation", (), "", "", ""),
+    "triu_indices": ("creation", (), "", "", ""),
+    "trace": ("composite", (), "the diagonal summed over `sum`'s pairwise tree", "As `sum`.", ""),
+    "outer": ("composite", ("ger",), "one correctly rounded product per element (the same bits as PyTorch)", "", ""),
+    "mm": ("composite", (), MATMUL_ORDER, "As `matmul`.", "As `matmul` (BLAS sums in another order)."),
+    "bmm": ("composite", (), MATMUL_ORDER, "As `matmul`.", "As `matmul` (BLAS sums in another order)."),
+    "mv": ("composite", (), MATMUL_ORDER, "As `matmul`.", "As `matmul` (BLAS sums in another order)."),
+    "dot": ("composite", (), MATMUL_ORDER, "As `matmul`.", "As `matmul` (BLAS sums in another order)."),
+    "addmm": ("composite", (), MATMUL_ORDER + ", then the scaled sum", "`beta=0` ignores `input` (NaN included).", ""),
+    "baddbmm": (
+        "composite",
+        (),
+        MATMUL_ORDER + ", then the scaled sum",
+        "`beta=0` ignores `input` (NaN included).",
+        "",
+    ),
+    "addmv": ("composite", (), MATMUL_ORDER + ", then the scaled sum", "`beta=0` ignores `input` (NaN included).", ""),
+    "tensordot": ("composite", (), MATMUL_ORDER, "As `matmul`.", ""),
+    "einsum": (
+        "composite",
+        (),
+        "a contraction of two operands is a `matmul` (ascending k from -0.0), other sums `sum`'s pairwise tree "
+        "(the lowering is described above)",
+        "As `matmul` and `sum`.",
+        "Other summation orders than PyTorch's (which also uses BLAS): float results differ in the last bits.",
+    ),
+}
+
+
+def _method(name: str, fn) -> str:
+    """``Tensor.name(params)``: the function's signature without its first (tensor) parameter."""
+    sig = inspect.signature(fn)
+    params = [p.replace(annotation=inspect.Parameter.empty) for p in list(sig.parameters.values())[1:]]
+    return f"Tensor.{name}{sig.replace(parameters=params, return_annotation=inspect.Signature.empty)}"
+
+
+def _shape_calls(name: str, aliases: tuple[str, ...]) -> tuple[str, ...]:
+    fn = getattr(shape_ops, name)
+    calls = [_sig(f"vkml.{name}", fn)] if getattr(vkml, name, None) is fn else []
+    calls += [f"vkml.{a}(...)" for a in aliases if hasattr(vkml, a)]
+    if name == "mT":
+        calls.append("Tensor.mT")
+    elif name == "tile":
+        calls.append("Tensor.tile(dims) or Tensor.tile(*dims)")
+    elif name in shape_ops.TENSOR_METHODS:
+        calls.append(_method(name, fn))
+    calls += [_method(a, fn) for a in aliases if a in shape_ops.TENSOR_METHODS]
+    return tuple(calls)
+
+
+for _name, (_kind, _aliases, _precision, _special, _divergence) in SHAPE_OPS.items():
+    EXTRA[_name] = Extra(
+        _kind,
+        _shape_calls(_name, _aliases),
+        getattr(shape_ops, _name),
+        precision=_precision or Extra.precision,
+        special=_special,
+        divergence=_divergence,
+        gradient=LEAF if _kind == "creation" else THROUGH,
+    )
 
 
 # ---------------------------------------------------------------------- docstring notes

@@ -272,11 +272,10 @@ def tensor_split(input, indices_or_sections, dim: int = 0):
     if isinstance(indices_or_sections, (tuple, list)):
         cuts = _ints("tensor_split", "indices", indices_or_sections)
         out, start = [], 0
-        for c in (*cuts, size):
+        for c in (*cuts, size):  # piece k is [cut k-1, cut k), each clamped to the dim: empty where they cross
             c = c + size if c < 0 else c
-            c = builtins_min(builtins_max(c, 0), size)
-            stop = builtins_max(c, start)
-            out.append(_narrow(input, d, start, stop - start))
+            stop = builtins_min(builtins_max(c, 0), size)
+            out.append(_narrow(input, d, builtins_min(start, stop), builtins_max(0, stop - start)))
             start = stop
         return tuple(out)
     (sections,) = _ints("tensor_split", "sections", indices_or_sections)
@@ -603,8 +602,10 @@ def triu(input, diagonal: int = 0):
 def diagonal(input, offset: int = 0, dim1: int = 0, dim2: int = 1):
     """The diagonal of dims ``dim1`` and ``dim2`` (``offset`` above it when positive), as a last dim; a view.
 
-    The two dims are moved last and sliced to the diagonal's block; its rows flattened, the
-    diagonal is every (width + 1)-th element, a strided slice.
+    The two dims are moved last and flattened; the diagonal is then every (cols + 1)-th element,
+    a strided slice. Writes through the result reach ``input`` where the two dims flatten as a
+    view of its storage (a contiguous tensor's last two dims, say); where they do not (a transposed
+    matrix), the result is a copy that writes do not reach (PyTorch's is always a view).
     """
     node = _t("diagonal", input)
     nd = len(node.shape)
@@ -618,10 +619,12 @@ def diagonal(input, offset: int = 0, dim1: int = 0, dim2: int = 1):
     lead = x.shape[:-2]
     if length == 0:
         return F.reshape(F.getitem(x, (..., slice(0, 0), slice(0, 0))), *lead, 0)
-    block = F.getitem(x, (..., slice(r0, r0 + length), slice(c0, cols)))
-    width = cols - c0
-    flat = F.reshape(block, *lead, length * width)
-    return F.getitem(flat, (..., slice(0, (length - 1) * (width + 1) + 1, width + 1)))
+    # flattened, the diagonal is every (cols + 1)-th element from r0·cols + c0: one strided slice
+    # (and a view of the storage, written through, where the two dims flatten as one: PyTorch's
+    # view rule; elsewhere the flattening is a copy, see the page)
+    flat = F.reshape(x, *lead, rows * cols)
+    start = r0 * cols + c0
+    return F.getitem(flat, (..., slice(start, start + (length - 1) * (cols + 1) + 1, cols + 1)))
 
 
 def diag_embed(input, offset: int = 0, dim1: int = -2, dim2: int = -1):
@@ -1080,7 +1083,6 @@ def meshgrid(*tensors, indexing: str = "ij"):
         grids.append(F.expand(F.reshape(f, *view), *shape))
     if swap:
         grids[0], grids[1] = grids[1], grids[0]
-        grids = [F.transpose(g, 0, 1) for g in grids]
     return tuple(grids)
 
 

@@ -300,3 +300,32 @@ __all__ += [  # noqa: PLE0605
     "vsplit",
     "vstack",
 ]
+
+# More creation ops (vkml/frontend/construction.py)
+from .frontend.construction import (  # noqa: E402
+    bernoulli,
+    empty,
+    empty_like,
+    eye,
+    linspace,
+    logspace,
+    multinomial,
+    normal,
+    randint,
+    randint_like,
+    randperm,
+)
+
+__all__ += [
+    "bernoulli",
+    "empty",
+    "empty_like",
+    "eye",
+    "linspace",
+    "logspace",
+    "multinomial",
+    "normal",
+    "randint",
+    "randint_like",
+    "randperm",
+]

@@ -355,6 +355,7 @@ EXTRA: dict[str, Extra] = {
 
 # ---------------------------------------------------------------------- shape and construction (vkml/frontend/shape.py)
 
+from vkml.frontend import construction as construction_ops  # noqa: E402
 from vkml.frontend import shape as shape_ops  # noqa: E402
 
 MATMUL_ORDER = "as `matmul`: each output adds its float32 products in ascending k from -0.0 (docs/ops/matmul.md)"
@@ -465,6 +466,43 @@ for _name, (_kind, _aliases, _precision, _special, _divergence) in SHAPE_OPS.ite
         special=_special,
         divergence=_divergence,
         gradient=LEAF if _kind == "creation" else THROUGH,
+    )
+
+RANDOM_VALUES = "The same seed gives other values than PyTorch's generator; the same bits on every vkml device."
+# name -> (precision, divergence): the creation ops of vkml/frontend/construction.py
+CONSTRUCTION_OPS = {
+    "eye": ("exact", ""),
+    "linspace": (
+        "PyTorch's scalar formula in the dtype's precision (start + i·step, then end - (n-1-i)·step)",
+        "PyTorch's vectorized CPU loop rounds some float elements differently: within an ulp of the larger end.",
+    ),
+    "logspace": ("`base ** e` in the dtype's precision, e as `linspace`'s", "As `linspace`, through the exponents."),
+    "empty": ("exact", "The values are zeros (PyTorch's are whatever the memory held)."),
+    "empty_like": ("exact", "The values are zeros (PyTorch's are whatever the memory held)."),
+    "randint": ("exact: a function of the seed and the draw's offset", RANDOM_VALUES),
+    "randint_like": ("exact: a function of the seed and the draw's offset", RANDOM_VALUES),
+    "randperm": ("exact: a function of the seed and the draw's offset", RANDOM_VALUES),
+    "bernoulli": (
+        "exact: a function of the seed and the draw's offset",
+        RANDOM_VALUES + " Probabilities in a tensor are not read back: outside [0, 1] is no error.",
+    ),
+    "normal": ("`randn`'s values times std plus mean (two roundings)", RANDOM_VALUES),
+    "multinomial": (
+        "exact: a function of the seed, the draw's offset and the weights",
+        RANDOM_VALUES + " The weights are not read back: negative, NaN or all-zero rows are no error. Without "
+        "replacement the ranking costs n² comparisons a row.",
+    ),
+}
+for _name, (_precision, _divergence) in CONSTRUCTION_OPS.items():
+    _fn = getattr(construction_ops, _name)
+    EXTRA[_name] = Extra(
+        "creation",
+        (_sig(f"vkml.{_name}", _fn),) + ((f"Tensor.{_name}(...)",) if _name in ("bernoulli", "multinomial") else ()),
+        _fn,
+        precision=_precision,
+        special="Values are made, not moved: see the text above.",
+        divergence=_divergence,
+        gradient="Differentiable in tensor `mean` and `std` (PyTorch's is not)." if _name == "normal" else LEAF,
     )
 
 

@@ -14,6 +14,8 @@ bits on the CPU backend and on every Vulkan device (not PyTorch's values: its ge
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..errors import DTypeError
@@ -66,13 +68,17 @@ def _linspace_values(op: str, start, end, steps: int, dtype) -> np.ndarray:
     """PyTorch's CPU formula: ``start + i·step`` for the first half, ``end - (steps-1-i)·step`` for the rest.
 
     ``step = (end - start) / (steps - 1)``, all in the dtype's precision (float16 rounds each
-    operation, as c10::Half does), integers in float64 and truncated.
+    operation, as c10::Half does); integer dtypes truncate the ends to integers, compute in
+    float64 and truncate the values. PyTorch's vectorized loop rounds some float elements
+    differently: within an ulp of the larger end.
     """
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)):
         raise TypeError(f"{op}(): argument 'steps' must be int, not {type(steps).__name__}")
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     work = np.dtype(dtype.np).type if dtype.is_float else np.float64
+    if not dtype.is_float:  # PyTorch converts the ends to the integer dtype first (truncating)
+        start, end = math.trunc(start), math.trunc(end)
     i = np.arange(steps)
     with np.errstate(all="ignore"):
         a, b = work(start), work(end)
@@ -309,3 +315,9 @@ def multinomial(input, num_samples: int, replacement: bool = False, *, generator
         picks = F.sum(F.mul(hit, F.reshape(index, 1, n, 1)), 1)
     picks = F.cast(picks, T.int64)
     return F.reshape(picks, num_samples) if len(node.shape) == 1 else picks
+
+
+def install_methods(cls) -> None:
+    """Give ``Tensor`` PyTorch's methods of this module: ``x.bernoulli()``, ``x.multinomial(n)``."""
+    cls.bernoulli = bernoulli
+    cls.multinomial = multinomial

@@ -251,6 +251,39 @@ check(
 )
 check("cartesian_prod", (V, W), lambda a, b: torch.cartesian_prod(a, b), lambda a, b: vkml.cartesian_prod(a, b))
 check("cartesian_prod one", (V,), lambda a: torch.cartesian_prod(a), lambda a: vkml.cartesian_prod(a))
+# padding modes
+PADS = [
+    ((2, 5), (1, 3)),
+    ((2, 5), (-1, 2)),
+    ((1, 2, 5), (4, 0)),
+    ((2, 3, 4), (2, -1)),
+    ((2, 3, 5), (-3, 1)),
+    ((2, 3, 4), (3, -3)),
+    ((1, 3, 4), (1, 2, 3, 1)),
+    ((2, 1, 3, 4), (0, 3, 2, 0)),
+    ((1, 2, 3, 3), (1, 1, 2, 2, 1, 0)),
+    ((2, 3, 3, 2, 3), (-1, 1, 0, 1, 2, 1)),
+]
+for mode in ("reflect", "replicate", "circular"):
+    for shape, amounts in PADS:
+        sizes = [s for s in shape[::-1] for _ in (0, 1)]
+        if mode == "reflect" and any(p >= s for p, s in zip(amounts, sizes)):
+            continue
+        if mode == "circular" and amounts == (3, -3):  # torch reads outside the input (vkml raises)
+            continue
+        check(
+            f"pad {mode} {shape} {amounts}",
+            (f(*shape),),
+            lambda x, a=amounts, m=mode: torch.nn.functional.pad(x, a, m),
+            lambda x, a=amounts, m=mode: vkml.nn.functional.pad(x, a, m),
+        )
+check(
+    "pad replicate ints",
+    (i32(1, 3, 4),),
+    lambda x: torch.nn.functional.pad(x, (2, 2), "replicate"),
+    lambda x: vkml.nn.functional.pad(x, (2, 2), "replicate"),
+    grad=False,
+)
 # fmt: skip
 
 
@@ -395,6 +428,15 @@ ERRORS = [
     ("einsum diagonal sizes", (Z23,), lambda L, a: L.einsum("ii->i", a), "repeated for operand 0"),
     ("meshgrid 2-D", (Z23,), lambda L, a: L.meshgrid(a, indexing="ij"), "0D or 1D"),
     ("meshgrid indexing", (Z10,), lambda L, a: L.meshgrid(a, indexing="foo"), "foo"),
+    ("pad mode", (Z234,), lambda L, a: L.nn.functional.pad(a, (1, 1), "foo"), "foo"),
+    ("pad odd", (Z234,), lambda L, a: L.nn.functional.pad(a, (1,), "reflect"), "divisible by 2"),
+    ("pad value", (Z234,), lambda L, a: L.nn.functional.pad(a, (1, 1), "replicate", 1.0), "value argument"),
+    ("pad dims", (Z10,), lambda L, a: L.nn.functional.pad(a, (1, 1), "reflect"), "not supported for 1D"),
+    ("pad reflect size", (Z234,), lambda L, a: L.nn.functional.pad(a, (4, 0), "reflect"), "padding (4, 0) at dimension 2"),
+    ("pad circular wrap", (Z234,), lambda L, a: L.nn.functional.pad(a, (5, 0), "circular"), "more than once"),
+    ("pad circular wrap after cropping", (Z234,), lambda L, a: L.nn.functional.pad(a, (2, -3), "circular") if L is vkml
+     else (_ for _ in ()).throw(RuntimeError("more than once")), "more than once"),  # torch reads outside the input
+    ("pad empty", (np.zeros((1, 2, 0), np.float32),), lambda L, a: L.nn.functional.pad(a, (1, 1), "replicate"), "non-zero"),
 ]  # fmt: skip
 
 

@@ -407,6 +407,13 @@ SHAPE_OPS = {
     "diag_embed": ("movement", (), "", "Off-diagonal elements are +0.", ""),
     "meshgrid": ("movement", (), "", "", "Without `indexing`, PyTorch warns and uses 'ij'; vkml uses 'ij' silently."),
     "cartesian_prod": ("movement", (), "", "", ""),
+    "pad_nd": (
+        "movement",
+        (),
+        "",
+        "",
+        "'circular' with a pad larger than what cropping leaves is an error; PyTorch reads memory outside the input.",
+    ),
     "tril_indices": ("creation", (), "", "", ""),
     "triu_indices": ("creation", (), "", "", ""),
     "trace": ("composite", (), "the diagonal summed over `sum`'s pairwise tree", "As `sum`.", ""),
@@ -447,7 +454,9 @@ def _shape_calls(name: str, aliases: tuple[str, ...]) -> tuple[str, ...]:
     fn = getattr(shape_ops, name)
     calls = [_sig(f"vkml.{name}", fn)] if getattr(vkml, name, None) is fn else []
     calls += [f"vkml.{a}(...)" for a in aliases if hasattr(vkml, a)]
-    if name == "mT":
+    if name == "pad_nd":
+        calls.append("vkml.nn.functional.pad(input, pad, mode='reflect' | 'replicate' | 'circular')")
+    elif name == "mT":
         calls.append("Tensor.mT")
     elif name == "tile":
         calls.append("Tensor.tile(dims) or Tensor.tile(*dims)")

@@ -1142,3 +1142,102 @@ def install_methods(cls) -> None:
         setattr(cls, name, globals()[name])
     cls.tile = _tile_method
     cls.mT = property(mT)
+
+
+# ---------------------------------------------------------------------- padding by reflection, replication, wrapping
+
+PAD_MODES = ("reflect", "replicate", "circular")
+
+
+def pad_nd(input, pad, mode: str):
+    """``nn.functional.pad`` in mode ``'reflect'``, ``'replicate'`` or ``'circular'``: slices joined by ``cat``.
+
+    ``pad`` lists (before, after) amounts from the last dim back, for the last 1, 2 or 3 dims of
+    an input with one or no batch dim more, as PyTorch. Output position j of a padded dim of
+    size n reads input position x = j - before, mapped into the dim: reflected about its ends
+    (``reflect``: -x, or 2(n-1) - x), clamped (``replicate``), or wrapped (``circular``, which
+    first crops negative amounts and wraps within what is left, as PyTorch). The positions form
+    a few runs, each a slice of the input read forwards, backwards (a flip) or repeated (an
+    expand), so values move and never change; the gradient adds back along the same runs.
+    """
+    if mode not in PAD_MODES:
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    node = _t("pad", input)
+    pad = _ints("pad", "pad", tuple(pad))
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    k, nd = len(pad) // 2, len(node.shape)
+    if k not in (1, 2, 3) or nd not in (k + 1, k + 2):
+        raise NotImplementedError(
+            f"Padding size {len(pad)} is not supported for {nd}D input tensor. Supported combinations for non-constant "
+            "padding: 2D or 3D input: padding size = 2 (pads last dimension); 3D or 4D input: padding size = 4 (pads "
+            "last 2 dimensions); 4D or 5D input: padding size = 6 (pads last 3 dimensions)"
+        )
+    amounts = [(nd - 1 - i, pad[2 * i], pad[2 * i + 1]) for i in range(k)]
+    if mode == "circular":
+        for d, before, after in amounts:
+            if before > node.shape[d] or after > node.shape[d]:
+                raise RuntimeError("Padding value causes wrapping around more than once.")
+    first = 1 if nd == k + 2 else 0  # a batch dim may be empty; the others may not
+    if any(node.shape[d] == 0 for d in range(first, nd)):
+        raise RuntimeError(
+            f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 batch size and other non-zero "
+            f"dimensions for input, but got: {list(node.shape)}"
+        )
+    if mode == "reflect":
+        for d, before, after in amounts:
+            if before >= node.shape[d] or after >= node.shape[d]:
+                raise RuntimeError(
+                    f"Argument #4: Padding size should be less than the corresponding input dimension, but got: "
+                    f"padding ({before}, {after}) at dimension {d} of input {list(node.shape)}"
+                )
+    out = input
+    for d, before, after in amounts:
+        out = _pad_dim(out, d, before, after, mode)
+    return out
+
+
+def _pad_dim(x, d: int, before: int, after: int, mode: str):
+    n = x.shape[d]
+    if mode == "circular":  # crop negative amounts first, then wrap within what is left
+        lo, hi = builtins_max(0, -before), n - builtins_max(0, -after)
+        x, n = _narrow(x, d, lo, builtins_max(0, hi - lo)), builtins_max(0, hi - lo)
+        before, after = builtins_max(0, before), builtins_max(0, after)
+        if before > n or after > n:  # PyTorch reads memory outside the input here (its values vary)
+            raise RuntimeError(
+                f"Padding value causes wrapping around more than once (dim {d}: {before}, {after} after cropping "
+                f"to size {n})."
+            )
+    size = n + before + after
+    if size < 0:
+        raise RuntimeError(f"pad: the padded size of dim {d} would be {size}")
+    positions = []
+    for j in range(size):
+        p = j - before
+        if mode == "reflect":
+            p = -p if p < 0 else (2 * (n - 1) - p if p >= n else p)
+        elif mode == "replicate":
+            p = builtins_min(builtins_max(p, 0), n - 1)
+        else:
+            p %= n
+        positions.append(p)
+    if positions == list(range(n)):
+        return x
+    parts, j = [], 0
+    while j < size:  # maximal runs of steps +1, -1 or 0
+        step = positions[j + 1] - positions[j] if j + 1 < size else 1
+        if step not in (-1, 0, 1):
+            step = 1
+        end = j + 1
+        while end < size and positions[end] - positions[end - 1] == step:
+            end += 1
+        length, start = end - j, positions[j]
+        if step == 1:
+            parts.append(_narrow(x, d, start, length))
+        elif step == -1:
+            parts.append(F.flip(_narrow(x, d, start - length + 1, length), (d,)))
+        else:
+            one = _narrow(x, d, start, 1)
+            parts.append(F.expand(one, *[length if i == d else s for i, s in enumerate(one.shape)]))
+        j = end
+    return parts[0] if len(parts) == 1 else F.cat(parts, d)

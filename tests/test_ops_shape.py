@@ -211,6 +211,9 @@ EINSUMS = [
     ("ijk,ikj->i", (f(2, 3, 4), f(2, 4, 3))),
     ("ij,ij->ij", (A, B)),
     ("i,j,k->ijk", (f(2), f(3), f(2))),
+    ("...ij->ij", (X,)),  # an output without '...' sums the broadcast dims
+    ("bij,bj->bi", (f(1, 3, 4), f(2, 4))),  # a size-1 dim broadcasts
+    ("ii,ij->j", (f(3, 3), f(3, 2))),
 ]
 for eq, ops in EINSUMS:
     check(

@@ -913,8 +913,6 @@ def einsum(equation, *operands):
         if "." in out_letters:
             k = out_letters.index(".")
             out_letters = out_letters[:k] + ell + out_letters[k + 1 :]
-        elif ell_dims:
-            out_letters = ell + out_letters  # PyTorch: broadcast dims lead an output without '...'
         for c in out_letters:
             if c not in order:
                 raise RuntimeError(

@@ -439,6 +439,8 @@ ERRORS = [
     ("pad circular wrap", (Z234,), lambda L, a: L.nn.functional.pad(a, (5, 0), "circular"), "more than once"),
     ("pad circular wrap after cropping", (Z234,), lambda L, a: L.nn.functional.pad(a, (2, -3), "circular") if L is vkml
      else (_ for _ in ()).throw(RuntimeError("more than once")), "more than once"),  # torch reads outside the input
+    ("pad reflect bool", (Z234 > 0,), lambda L, a: L.nn.functional.pad(a, (1, 1), "reflect"), "not implemented for 'Bool'"),
+    ("pad replicate bool", (Z234 > 0,), lambda L, a: L.nn.functional.pad(a, (1, 1, 1, 1), "replicate"), "replication_pad2d"),
     ("pad empty", (np.zeros((1, 2, 0), np.float32),), lambda L, a: L.nn.functional.pad(a, (1, 1), "replicate"), "non-zero"),
 ]  # fmt: skip
 
@@ -494,3 +496,56 @@ def test_writes_through_views_reach_the_source_like_torch(name, edit):
     edit(x).mul_(-2.0)
     edit(tx).mul_(-2.0)
     assert_same_bits(x.numpy(), from_torch(tx), name)
+
+
+# ---------------------------------------------------------------------- every dtype; index sets; atleast_*
+
+SINGLE = [
+    lambda L, x: L.stack([x, x], 1),
+    lambda L, x: x.split([1, 2], 1),
+    lambda L, x: L.tensor_split(x, 3, 2),
+    lambda L, x: x.flatten(0, 1).unflatten(0, (3, 2)),
+    lambda L, x: L.movedim(x, 2, 0),
+    lambda L, x: x.mT,
+    lambda L, x: x.repeat(1, 2, 1),
+    lambda L, x: L.tile(x, (2,)),
+    lambda L, x: x.repeat_interleave(2, 1),
+    lambda L, x: L.roll(x, (1, -1), (1, 2)),
+    lambda L, x: L.rot90(x, 3, (0, 2)),
+    lambda L, x: (x.tril(1), x.triu(-1)),
+    lambda L, x: (x.diagonal(0, 1, 2), x[0].diag(), x[0, 0].diag(1), x[0].diag_embed()),
+    lambda L, x: L.meshgrid(x[0, 0], x[1, 1], indexing="xy"),
+    lambda L, x: L.cartesian_prod(x[0, 0], x[1, 2]),
+    lambda L, x: (L.hstack([x, x]), L.vstack([x[0], x[1]]), L.dstack([x[0], x[1]])),
+    lambda L, x: L.nn.functional.pad(x.float() if x.dtype in (torch.bool, vkml.bool) else x, (2, 1, 1, 1), "reflect"),
+    lambda L, x: L.nn.functional.pad(x, (2, 1), "circular"),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.int64, np.bool_])
+@pytest.mark.parametrize("k", range(len(SINGLE)))
+def test_movement_ops_move_every_dtype_exactly(k, dtype):
+    x = (X * 3).astype(dtype) if dtype is not np.bool_ else X > 0
+    want = _as_tuple(SINGLE[k](torch, to_torch(x)))
+    got = _as_tuple(SINGLE[k](vkml, vkml.tensor(x)))
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert_same_bits(g.numpy(), from_torch(w), f"op {k} on {np.dtype(dtype).name}")
+
+
+@pytest.mark.parametrize("row, col, offset", [(3, 3, 0), (4, 2, 1), (2, 5, -1), (0, 3, 0), (3, 4, 7), (5, 3, -9)])
+def test_triangle_indices_match_torch(row, col, offset):
+    for name in ("tril_indices", "triu_indices"):
+        got = getattr(vkml, name)(row, col, offset)
+        want = getattr(torch, name)(row, col, offset)
+        assert_same_bits(got.numpy(), want.numpy(), f"{name}({row}, {col}, {offset})")
+    assert vkml.tril_indices(3, 3, dtype=vkml.int32).dtype is vkml.int32
+
+
+def test_atleast_nd_match_torch():
+    for value in (np.float32(2.0), V, A, X):
+        for name in ("atleast_1d", "atleast_2d", "atleast_3d"):
+            got = getattr(vkml, name)(vkml.tensor(value))
+            assert_same_bits(got.numpy(), from_torch(getattr(torch, name)(to_torch(value))), name)
+    pair = vkml.atleast_2d(vkml.tensor(V), vkml.tensor(A))
+    assert [t.shape for t in pair] == [(1, 5), (3, 4)]

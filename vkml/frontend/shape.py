@@ -1172,6 +1172,9 @@ def pad_nd(input, pad, mode: str):
             "last 2 dimensions); 4D or 5D input: padding size = 6 (pads last 3 dimensions)"
         )
     amounts = [(nd - 1 - i, pad[2 * i], pad[2 * i + 1]) for i in range(k)]
+    if node.dtype is T.bool_ and mode != "circular":  # PyTorch has no bool kernel for these two
+        kernel = "reflection" if mode == "reflect" else "replication"
+        raise NotImplementedError(f"\"{kernel}_pad{k}d\" not implemented for 'Bool'")
     if mode == "circular":
         for d, before, after in amounts:
             if before > node.shape[d] or after > node.shape[d]:

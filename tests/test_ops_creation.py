@@ -100,6 +100,8 @@ def test_randint_range_dtype_and_uniformity():
     assert counts.size == 7, "values outside [-3, 4)"
     assert max(_sigmas(c, N, 1 / 7) for c in counts) < 5, counts
     assert vkml.randint(5, (2, 3)).shape == (2, 3)
+    keywords = vkml.randint(high=3, size=(50,)).numpy()
+    assert keywords.min() >= 0 and keywords.max() < 3
     assert vkml.randint(0, 2, (100,), dtype=vkml.float32).dtype is vkml.float32
     wide = vkml.randint(0, 2**31, (N,)).numpy()
     assert wide.min() >= 0 and wide.max() < 2**31 and abs(wide.mean() / 2**31 - 0.5) < 0.02

@@ -67,6 +67,8 @@ check("split int", (X,), lambda x: x.split(2, 2))
 check("split sizes", (X,), lambda x: torch.split(x, [1, 3], -1), lambda x: vkml.split(x, [1, 3], -1))
 check("chunk", (f(7, 2),), lambda x: x.chunk(3))
 check("chunk more than size", (f(2, 6),), lambda x: torch.chunk(x, 4, 1), lambda x: vkml.chunk(x, 4, 1))
+check("chunk of an empty dim", (f(0, 2),), lambda x: x.chunk(3))
+check("tensor_split of an empty dim", (f(0, 2),), lambda x: x.tensor_split(2))
 check("tensor_split sections", (f(7, 2),), lambda x: x.tensor_split(3))
 check(
     "tensor_split indices",

@@ -142,7 +142,7 @@ def _shape_of(op: str, size) -> tuple[int, ...]:
     return _size_args(tuple(size))
 
 
-def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad: bool = False):
+def randint(low=None, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad: bool = False):
     """Integers uniform in [low, high) (``randint(high, size)`` starts at 0); int64 unless ``dtype``.
 
     Each value is ``low + floor(u·(high - low))`` with ``u`` a 24-bit uniform of ``rand``
@@ -155,6 +155,10 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
         low, high, size = 0, low, high
     elif high is None:
         low, high = 0, low
+    if low is None:  # randint(high=..., size=...)
+        low = 0
+    if high is None:
+        raise TypeError("randint() missing required argument 'high'")
     low, high = int(_number("randint", "low", low)), int(_number("randint", "high", high))
     shape = _shape_of("randint", size)
     if low >= high:

@@ -242,6 +242,8 @@ def chunk(input, chunks: int, dim: int = 0):
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     d = _dim("chunk", dim, len(node.shape))
+    if node.shape[d] == 0:  # PyTorch: ``chunks`` empty pieces
+        return tuple(_narrow(input, d, 0, 0) for _ in range(chunks))
     return split(input, -(-node.shape[d] // chunks), d)
 
 

@@ -56,10 +56,10 @@ def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad:
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer))):
             raise TypeError(f"eye(): argument '{name}' must be int, not {type(v).__name__}")
     if n < 0:
-        raise RuntimeError(f"n must be greater or equal to 0, got {n}")
+        raise RuntimeError(f"'eye': n must be greater or equal to 0, got {n}")
     m = n if m is None else m
     if m < 0:
-        raise RuntimeError(f"m must be greater or equal to 0, got {m}")
+        raise RuntimeError(f"'eye': m must be greater or equal to 0, got {m}")
     dtype = _dtype(dtype) or T.float32
     return _finish(tensor(np.eye(n, m, dtype=dtype.np), dtype=dtype, device=device), requires_grad)
 
@@ -75,7 +75,7 @@ def _linspace_values(op: str, start, end, steps: int, dtype) -> np.ndarray:
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)):
         raise TypeError(f"{op}(): argument 'steps' must be int, not {type(steps).__name__}")
     if steps < 0:
-        raise RuntimeError("number of steps must be non-negative")
+        raise RuntimeError(f"{op}(): number of steps must be non-negative")
     work = np.dtype(dtype.np).type if dtype.is_float else np.float64
     if not dtype.is_float:  # PyTorch converts the ends to the integer dtype first (truncating)
         start, end = math.trunc(start), math.trunc(end)
@@ -162,10 +162,10 @@ def randint(low=None, high=None, size=None, *, generator=None, dtype=None, devic
     low, high = int(_number("randint", "low", low)), int(_number("randint", "high", high))
     shape = _shape_of("randint", size)
     if low >= high:
-        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+        raise RuntimeError(f"'randint': random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     dtype = _dtype(dtype) or T.int64
     if dtype is T.bool_ and (low < 0 or high > 2):
-        raise RuntimeError(f"random_ expects 'from' and 'to' to fit bool, got from={low}, to={high}")
+        raise RuntimeError(f"'randint': random_ expects 'from' and 'to' to fit bool, got from={low}, to={high}")
     if not dtype.is_float and dtype is not T.bool_:
         lazy.check_scalar_fits("randint", low, dtype)
         lazy.check_scalar_fits("randint", high - 1, dtype)
@@ -201,7 +201,7 @@ def randperm(n: int, *, generator=None, dtype=None, device=None, requires_grad: 
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
         raise TypeError(f"randperm(): argument 'n' must be int, not {type(n).__name__}")
     if n < 0:
-        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
+        raise RuntimeError(f"'randperm': Trying to create tensor with negative dimension {n}: [{n}]")
     if n >= 1 << 32:
         raise ValueError(f"randperm(): {n} elements is more than vkml addresses (2^32)")
     dtype = _dtype(dtype) or T.int64
@@ -281,18 +281,18 @@ def multinomial(input, num_samples: int, replacement: bool = False, *, generator
     """
     node = F._tensor_node("multinomial", input)
     if len(node.shape) not in (1, 2):
-        raise RuntimeError("prob_dist must be 1 or 2 dim")
+        raise RuntimeError("'multinomial': prob_dist must be 1 or 2 dim")
     if not node.dtype.is_float:
         raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: {node.dtype.name}")
     if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)):
         raise TypeError(f"multinomial(): argument 'num_samples' must be int, not {type(num_samples).__name__}")
     n = node.shape[-1]
     if num_samples <= 0:
-        raise RuntimeError("cannot sample n_sample <= 0 samples")
+        raise RuntimeError("'multinomial': cannot sample n_sample <= 0 samples")
     if n == 0:
-        raise RuntimeError("number of categories cannot be zero")
+        raise RuntimeError("'multinomial': number of categories cannot be zero")
     if not replacement and num_samples > n:
-        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+        raise RuntimeError("'multinomial': cannot sample n_sample > prob_dist.size(-1) samples without replacement")
     rows = F.reshape(F.cast(input, T.float32), -1, n)
     count = rows.shape[0]
     dev = node.device

@@ -161,12 +161,14 @@ def narrow(input, dim: int, start: int, length: int):
         start = start.item()
     size = node.shape[d]
     if not -size <= start <= size:
-        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
+        raise IndexError(
+            f"'narrow': start out of range (expected to be in range of [{-size}, {size}], but got {start})"
+        )
     if length < 0:
         raise RuntimeError("narrow(): length must be non-negative.")
     start = start + size if start < 0 else start
     if start + length > size:
-        raise ShapeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+        raise ShapeError(f"'narrow': start ({start}) + length ({length}) exceeds dimension size ({size}).")
     return _narrow(input, d, start, length)
 
 
@@ -282,7 +284,7 @@ def tensor_split(input, indices_or_sections, dim: int = 0):
         return tuple(out)
     (sections,) = _ints("tensor_split", "sections", indices_or_sections)
     if sections <= 0:
-        raise RuntimeError(f"number of sections must be larger than 0, got {sections}")
+        raise RuntimeError(f"'tensor_split': number of sections must be larger than 0, got {sections}")
     base, extra = divmod(size, sections)
     return _pieces(input, d, [base + 1 if k < extra else base for k in range(sections)])
 
@@ -321,7 +323,7 @@ def unbind(input, dim: int = 0):
     """The slices of ``dim``, each without it (views)."""
     node = _t("unbind", input)
     if not node.shape:
-        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+        raise IndexError(f"'unbind': Dimension specified as {dim} but tensor has no dimensions")
     d = _dim("unbind", dim, len(node.shape))
     return tuple(F.getitem(input, (slice(None),) * d + (i,)) for i in range(node.shape[d]))
 
@@ -407,7 +409,7 @@ def mT(input):  # noqa: N802 - PyTorch's name
     node = _t("mT", input)
     if len(node.shape) < 2:
         raise RuntimeError(
-            f"tensor.mT is only supported on matrices or batches of matrices. Got {len(node.shape)}-D tensor."
+            f"'mT': tensor.mT is only supported on matrices or batches of matrices. Got {len(node.shape)}-D tensor."
         )
     return F.transpose(input, -2, -1)
 
@@ -435,11 +437,13 @@ def repeat(input, *sizes):
     node = _t("repeat", input)
     sizes = F._shape_args("repeat", sizes)
     if len(sizes) < len(node.shape):
-        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
+        raise RuntimeError(
+            "'repeat': Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor"
+        )
     shape = (1,) * (len(sizes) - len(node.shape)) + node.shape
     final = tuple(r * s for r, s in zip(sizes, shape))
     if any(r < 0 for r in sizes):
-        raise RuntimeError(f"Trying to create tensor with negative dimension {min(final)}: {list(final)}")
+        raise RuntimeError(f"'repeat': Trying to create tensor with negative dimension {min(final)}: {list(final)}")
     # (1, s0, 1, s1, ...) expanded to (r0, s0, r1, s1, ...): the repeats are stride-0 dims
     # before each dim, and the reshape merges each pair (a copy only where it must be one).
     paired = F.reshape(input, *[v for s in shape for v in (1, s)])
@@ -468,7 +472,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
             raise RuntimeError("repeat_interleave: repeats must be 1-d tensor of ints")
         counts = np.asarray(input.tolist(), np.int64)
         if (counts < 0).any():
-            raise RuntimeError("repeats can not be negative")
+            raise RuntimeError("'repeat_interleave': repeats can not be negative")
         return tensor(np.repeat(np.arange(counts.size), counts), dtype=node.dtype, device=node.device)
     if dim is None:
         input = F.reshape(input, -1)
@@ -489,16 +493,16 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         else:
             if counts.size != size:
                 raise RuntimeError(
-                    f"repeats must have the same size as input along dim, but got repeats.size(0) = {counts.size} "
+                    f"'repeat_interleave': repeats must have the same size as input along dim, but got repeats.size(0) = {counts.size} "
                     f"and input.size({d}) = {size}"
                 )
             if (counts < 0).any():
-                raise RuntimeError("repeats can not be negative")
+                raise RuntimeError("'repeat_interleave': repeats can not be negative")
             index = tensor(np.repeat(np.arange(size), counts), device=node.device)
             return _check_output_size(F._indexing.index_select(input, d, index), d, output_size)
     (r,) = _ints("repeat_interleave", "repeats", repeats)
     if r < 0:
-        raise RuntimeError("Repeats must be non-negative")
+        raise RuntimeError("'repeat_interleave': Repeats must be non-negative")
     shape = input.shape
     wide = F.expand(F.unsqueeze(input, d + 1), *shape[: d + 1], r, *shape[d + 1 :])
     return _check_output_size(F.reshape(wide, *shape[:d], size * r, *shape[d + 1 :]), d, output_size)
@@ -518,15 +522,15 @@ def roll(input, shifts, dims=None):
     shifts = _ints("roll", "shifts", shifts)
     if dims is None:
         if not shifts:
-            raise RuntimeError("`shifts` required")
+            raise RuntimeError("'roll': `shifts` required")
         if len(shifts) != 1:
-            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
+            raise RuntimeError(f"'roll': shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
         return F.reshape(roll(F.reshape(input, -1), shifts, 0), *node.shape)
     dims = _ints("roll", "dims", dims)
     if not shifts:
-        raise RuntimeError("`shifts` required")
+        raise RuntimeError("'roll': `shifts` required")
     if len(shifts) != len(dims):
-        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
+        raise RuntimeError(f"'roll': shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
     out = input
     for shift, dim in zip(shifts, dims):
         d = _dim("roll", dim, len(node.shape))
@@ -543,14 +547,14 @@ def roll(input, shifts, dims=None):
 def fliplr(input):
     """Reverse dim 1 (left and right) of a tensor with at least 2 dims."""
     if len(_t("fliplr", input).shape) < 2:
-        raise RuntimeError("Input must be >= 2-d.")
+        raise RuntimeError("'fliplr': Input must be >= 2-d.")
     return F.flip(input, (1,))
 
 
 def flipud(input):
     """Reverse dim 0 (up and down) of a tensor with at least 1 dim."""
     if len(_t("flipud", input).shape) < 1:
-        raise RuntimeError("Input must be >= 1-d.")
+        raise RuntimeError("'flipud': Input must be >= 1-d.")
     return F.flip(input, (0,))
 
 
@@ -560,12 +564,14 @@ def rot90(input, k: int = 1, dims=(0, 1)):
     dims = _ints("rot90", "dims", dims)
     nd = len(node.shape)
     if len(dims) != 2:
-        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+        raise RuntimeError(f"'rot90': expected total rotation dims == 2, but got dims = {len(dims)}")
     if nd < 2:
-        raise RuntimeError(f"expected total dims >= 2, but got total dims = {nd}")
+        raise RuntimeError(f"'rot90': expected total dims >= 2, but got total dims = {nd}")
     d0, d1 = _dim("rot90", dims[0], nd), _dim("rot90", dims[1], nd)
     if d0 == d1:
-        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {dims[0]} and dim1 = {dims[1]}")
+        raise RuntimeError(
+            f"'rot90': expected rotation dims to be different, but got dim0 = {dims[0]} and dim1 = {dims[1]}"
+        )
     k %= 4
     if k == 1:
         return F.transpose(F.flip(input, (d1,)), d0, d1)
@@ -636,11 +642,11 @@ def diag_embed(input, offset: int = 0, dim1: int = -2, dim2: int = -1):
     """
     node = _t("diag_embed", input)
     if not node.shape:
-        raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got -2)")
+        raise IndexError("'diag_embed': Dimension out of range (expected to be in range of [-1, 0], but got -2)")
     nd = len(node.shape) + 1
     d1, d2 = _dim("diag_embed", dim1, nd), _dim("diag_embed", dim2, nd)
     if d1 == d2:
-        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+        raise RuntimeError(f"'diag_embed': diagonal dimensions cannot be identical {dim1}, {dim2}")
     return movedim(_embed(input, offset), (-2, -1), (d1, d2))
 
 
@@ -701,12 +707,12 @@ def mm(input, mat2):
     """The product of two matrices of one dtype (``matmul``'s order: ascending k, see docs/ops/matmul.md)."""
     a, b = _t("mm", input), _t("mm", mat2)
     if len(a.shape) != 2:
-        raise RuntimeError("self must be a matrix")
+        raise RuntimeError("'mm': self must be a matrix")
     if len(b.shape) != 2:
-        raise RuntimeError("mat2 must be a matrix")
+        raise RuntimeError("'mm': mat2 must be a matrix")
     if a.shape[1] != b.shape[0]:
         raise ShapeError(
-            f"mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x{a.shape[1]} and {b.shape[0]}x{b.shape[1]})"
+            f"'mm': mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x{a.shape[1]} and {b.shape[0]}x{b.shape[1]})"
         )
     _same_dtype("mm", a, b)
     return F.matmul(input, mat2)
@@ -716,12 +722,12 @@ def bmm(input, mat2):
     """Batched product of (b, n, m) and (b, m, p) tensors of one dtype (``matmul``'s order)."""
     a, b = _t("bmm", input), _t("bmm", mat2)
     if len(a.shape) != 3:
-        raise RuntimeError("batch1 must be a 3D tensor")
+        raise RuntimeError("'bmm': batch1 must be a 3D tensor")
     if len(b.shape) != 3:
-        raise RuntimeError("batch2 must be a 3D tensor")
+        raise RuntimeError("'bmm': batch2 must be a 3D tensor")
     if b.shape[:2] != (a.shape[0], a.shape[2]):
         raise ShapeError(
-            f"Expected size for first two dimensions of batch2 tensor to be: [{a.shape[0]}, {a.shape[2]}] but got: "
+            f"'bmm': Expected size for first two dimensions of batch2 tensor to be: [{a.shape[0]}, {a.shape[2]}] but got: "
             f"[{b.shape[0]}, {b.shape[1]}]."
         )
     _same_dtype("bmm", a, b)
@@ -732,10 +738,10 @@ def mv(input, vec):
     """Matrix times vector (``matmul``'s order)."""
     a, v = _t("mv", input), _t("mv", vec)
     if len(a.shape) != 2 or len(v.shape) != 1:
-        raise RuntimeError(f"vector + matrix @ vector expected, got 1, {len(a.shape)}, {len(v.shape)}")
+        raise RuntimeError(f"'mv': vector + matrix @ vector expected, got 1, {len(a.shape)}, {len(v.shape)}")
     if a.shape[1] != v.shape[0]:
         raise ShapeError(
-            f"size mismatch, got input ({a.shape[0]}), mat ({a.shape[0]}x{a.shape[1]}), vec ({v.shape[0]})"
+            f"'mv': size mismatch, got input ({a.shape[0]}), mat ({a.shape[0]}x{a.shape[1]}), vec ({v.shape[0]})"
         )
     _same_dtype("mv", a, v, ("mat", "vec"))
     return F.matmul(input, vec)
@@ -745,10 +751,10 @@ def dot(input, tensor):
     """The inner product of two vectors of one dtype (``matmul``'s order: ascending index, from -0.0)."""
     a, b = _t("dot", input), _t("dot", tensor)
     if len(a.shape) != 1 or len(b.shape) != 1:
-        raise RuntimeError(f"1D tensors expected, but got {len(a.shape)}D and {len(b.shape)}D tensors")
+        raise RuntimeError(f"'dot': 1D tensors expected, but got {len(a.shape)}D and {len(b.shape)}D tensors")
     if a.shape != b.shape:
         raise ShapeError(
-            f"inconsistent tensor size, expected tensor [{a.shape[0]}] and src [{b.shape[0]}] to have the same number "
+            f"'dot': inconsistent tensor size, expected tensor [{a.shape[0]}] and src [{b.shape[0]}] to have the same number "
             f"of elements, but got {a.shape[0]} and {b.shape[0]} elements respectively"
         )
     if a.dtype is not b.dtype:
@@ -827,17 +833,19 @@ def tensordot(a, b, dims=2):
             raise RuntimeError("tensordot expects dims to be a pair of lists or an int")
         da, db = (_ints("tensordot", "dims", d) for d in dims)
         if len(da) != len(db):
-            raise RuntimeError(f"both dimension lists should have same length, got {len(da)} and {len(db)}")
+            raise RuntimeError(
+                f"'tensordot': both dimension lists should have same length, got {len(da)} and {len(db)}"
+            )
         da = tuple(_dim("tensordot", d, len(na.shape)) for d in da)
         db = tuple(_dim("tensordot", d, len(nb.shape)) for d in db)
     for x, y in zip(da, db):
         if na.shape[x] != nb.shape[y]:
             raise ShapeError(
-                f"contracted dimensions need to match, but first has size {na.shape[x]} in dim {x} and second has "
+                f"'tensordot': contracted dimensions need to match, but first has size {na.shape[x]} in dim {x} and second has "
                 f"size {nb.shape[y]} in dim {y}"
             )
     if na.dtype is not nb.dtype:
-        raise RuntimeError(f"expected scalar type {na.dtype.name} but found {nb.dtype.name}")
+        raise RuntimeError(f"'tensordot': expected scalar type {na.dtype.name} but found {nb.dtype.name}")
     free_a = [d for d in range(len(na.shape)) if d not in da]
     free_b = [d for d in range(len(nb.shape)) if d not in db]
     k = math.prod(na.shape[d] for d in da)
@@ -1091,7 +1099,7 @@ def cartesian_prod(*tensors):
     nodes = [_t("cartesian_prod", t) for t in tensors]
     for n in nodes:
         if len(n.shape) != 1:
-            raise RuntimeError(f"Expect a 1D vector, but got shape {list(n.shape)}")
+            raise RuntimeError(f"'cartesian_prod': Expect a 1D vector, but got shape {list(n.shape)}")
     if len(tensors) == 1:
         return tensors[0]
     grids = meshgrid(*tensors, indexing="ij")
@@ -1161,15 +1169,15 @@ def pad_nd(input, pad, mode: str):
     expand), so values move and never change; the gradient adds back along the same runs.
     """
     if mode not in PAD_MODES:
-        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+        raise NotImplementedError(f"'pad': Unrecognised padding mode {mode}")
     node = _t("pad", input)
     pad = _ints("pad", "pad", tuple(pad))
     if len(pad) % 2:
-        raise RuntimeError("Padding length must be divisible by 2")
+        raise RuntimeError("'pad': Padding length must be divisible by 2")
     k, nd = len(pad) // 2, len(node.shape)
     if k not in (1, 2, 3) or nd not in (k + 1, k + 2):
         raise NotImplementedError(
-            f"Padding size {len(pad)} is not supported for {nd}D input tensor. Supported combinations for non-constant "
+            f"'pad': Padding size {len(pad)} is not supported for {nd}D input tensor. Supported combinations for non-constant "
             "padding: 2D or 3D input: padding size = 2 (pads last dimension); 3D or 4D input: padding size = 4 (pads "
             "last 2 dimensions); 4D or 5D input: padding size = 6 (pads last 3 dimensions)"
         )
@@ -1180,18 +1188,18 @@ def pad_nd(input, pad, mode: str):
     if mode == "circular":
         for d, before, after in amounts:
             if before > node.shape[d] or after > node.shape[d]:
-                raise RuntimeError("Padding value causes wrapping around more than once.")
+                raise RuntimeError("'pad': Padding value causes wrapping around more than once.")
     first = 1 if nd == k + 2 else 0  # a batch dim may be empty; the others may not
     if any(node.shape[d] == 0 for d in range(first, nd)):
         raise RuntimeError(
-            f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 batch size and other non-zero "
+            f"'pad': Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 batch size and other non-zero "
             f"dimensions for input, but got: {list(node.shape)}"
         )
     if mode == "reflect":
         for d, before, after in amounts:
             if before >= node.shape[d] or after >= node.shape[d]:
                 raise RuntimeError(
-                    f"Argument #4: Padding size should be less than the corresponding input dimension, but got: "
+                    f"'pad': Argument #4: Padding size should be less than the corresponding input dimension, but got: "
                     f"padding ({before}, {after}) at dimension {d} of input {list(node.shape)}"
                 )
     out = input
@@ -1208,7 +1216,7 @@ def _pad_dim(x, d: int, before: int, after: int, mode: str):
         before, after = builtins_max(0, before), builtins_max(0, after)
         if before > n or after > n:  # PyTorch reads memory outside the input here (its values vary)
             raise RuntimeError(
-                f"Padding value causes wrapping around more than once (dim {d}: {before}, {after} after cropping "
+                f"'pad': Padding value causes wrapping around more than once (dim {d}: {before}, {after} after cropping "
                 f"to size {n})."
             )
     size = n + before + after

@@ -81,9 +81,9 @@ def pad(input, pad, mode: str = "constant", value: float | None = None):
     """
     if mode != "constant":  # reflect, replicate, circular: vkml/frontend/shape.py
         if mode not in shape_ops.PAD_MODES:
-            raise NotImplementedError(f"Unrecognised padding mode {mode}")
+            raise NotImplementedError(f"'pad': Unrecognised padding mode {mode}")
         if value is not None:
-            raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
+            raise RuntimeError(f"'pad': Padding mode \"{mode}\" doesn't take in value argument")
         return shape_ops.pad_nd(input, pad, mode)
     return functions.constant_pad_nd(input, pad, 0.0 if value is None else value)
 

@@ -221,6 +221,9 @@ for eq, ops in EINSUMS:
     check(
         f"einsum {eq}", ops, lambda *t, eq=eq: torch.einsum(eq, *t), lambda *t, eq=eq: vkml.einsum(eq, *t), exact=False
     )
+for eq in ("ij->j", "ij->", "ij->ji", "ij,jk->", "ij,ij->i"):  # sums alone widen to int64, contractions keep int32
+    check(f"einsum ints {eq}", (i32(3, 4), i32(4, 4, seed=1)[:, :4] if "jk" in eq else i32(3, 4, seed=1))[: eq.count(",") + 1],
+          lambda *t, eq=eq: torch.einsum(eq, *t), lambda *t, eq=eq: vkml.einsum(eq, *t), grad=False)  # fmt: skip
 check(
     "einsum ints",
     (i32(3, 4), i32(4, 2)),
@@ -434,6 +437,7 @@ ERRORS = [
     ("einsum dims", (Z23,), lambda L, a: L.einsum("ijk->ik", a), "does not match the number of dimensions"),
     ("einsum output letter", (Z23,), lambda L, a: L.einsum("ij->iq", a), "output subscript q"),
     ("einsum output twice", (Z23,), lambda L, a: L.einsum("ij->ii", a), "more than once"),
+    ("einsum dtypes", (Z23, Z23.astype(np.float16)), lambda L, a, b: L.einsum("ij,ij", a, b), "expected scalar type"),
     ("einsum diagonal sizes", (Z23,), lambda L, a: L.einsum("ii->i", a), "repeated for operand 0"),
     ("meshgrid 2-D", (Z23,), lambda L, a: L.meshgrid(a, indexing="ij"), "0D or 1D"),
     ("meshgrid indexing", (Z10,), lambda L, a: L.meshgrid(a, indexing="foo"), "foo"),

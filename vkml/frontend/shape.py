@@ -867,8 +867,9 @@ def einsum(equation, *operands):
     or contracted is one ``matmul`` (each output adds its products in ascending order of the
     contracted letters flattened, their order of first appearance in the equation, from -0.0;
     see docs/ops/matmul.md); the last operand's letters missing from the output are summed by
-    ``sum``'s pairwise tree. Integer operands give exact results; the result dtype is the
-    operands' promoted dtype.
+    ``sum``'s pairwise tree. Integer operands give exact results. The result dtype is the
+    operands' promoted dtype, except where integers are summed outside a contraction (``ij->j``,
+    ``ij,jk->``): that sum widens to int64, as ``sum`` and PyTorch's einsum do.
     """
     if len(operands) == 1 and isinstance(operands[0], (tuple, list)):
         operands = tuple(operands[0])
@@ -956,7 +957,8 @@ def einsum(equation, *operands):
                 )
     dtype = nodes[0].dtype
     for n in nodes[1:]:
-        dtype = promote_types(dtype, n.dtype)
+        if n.dtype is not dtype:  # PyTorch's einsum multiplies without promoting
+            raise RuntimeError(f"'einsum': expected scalar type {dtype.name} but found {n.dtype.name}")
     # 1. diagonals of repeated letters; 2. sum letters only this operand has and the output lacks
     prepared = []
     for k, (letters, x) in enumerate(zip(expanded, operands)):
@@ -971,18 +973,18 @@ def einsum(equation, *operands):
         elsewhere = set(out_letters) | {c for m, other in enumerate(expanded) if m != k for c in other}
         alone = [n for n, c in enumerate(letters) if c not in elsewhere]
         if alone and len(operands) > 1:
-            x = _sum_keep_dtype(x, alone, dtype)
+            x = _sum(x, alone)
             letters = [c for n, c in enumerate(letters) if n not in alone]
         prepared.append((x, letters))
     # 3. join left to right
     x, letters = prepared[0]
     for m, (y, other) in enumerate(prepared[1:], start=1):
         later = set(out_letters) | {c for _, ls in prepared[m + 1 :] for c in ls}
-        x, letters = _join(x, letters, y, other, later, order, sizes, dtype)
+        x, letters = _join(x, letters, y, other, later, order, sizes)
     # 4. sum what the output lacks, then put the output's letters in order
     gone = [n for n, c in enumerate(letters) if c not in out_letters]
     if gone:
-        x = _sum_keep_dtype(x, gone, dtype)
+        x = _sum(x, gone)
         letters = [c for n, c in enumerate(letters) if n not in gone]
     x = F.permute(x, *[letters.index(c) for c in out_letters]) if letters else x
     shape = tuple(sizes[c] for c in out_letters)
@@ -1011,12 +1013,12 @@ def _subscripts(term: str, operand) -> list[str]:
     return out
 
 
-def _sum_keep_dtype(x, dims, dtype):
-    """``sum`` over ``dims`` in the operands' dtype (PyTorch's einsum keeps int32; ``sum`` would widen)."""
-    return F.cast(F.sum(x, tuple(dims)), dtype)
+def _sum(x, dims):
+    """``sum`` over ``dims``: integers and bools widen to int64, as PyTorch's einsum does where it sums alone."""
+    return F.sum(x, tuple(dims))
 
 
-def _join(x, xl, y, yl, later, order, sizes, dtype):
+def _join(x, xl, y, yl, later, order, sizes):
     """The product of two operands: shared letters still needed are batch dims, the others contracted (matmul)."""
     shared = [c for c in order if c in xl and c in yl]
     batch = [c for c in shared if c in later]
@@ -1040,6 +1042,7 @@ def _join(x, xl, y, yl, later, order, sizes, dtype):
         return F.expand(t, *want) if tuple(want) != t.shape else t
 
     x, y = full(x, xl), full(y, yl)
+    dtype = promote_types(x.dtype, y.dtype)
     xb, xs = arrange(x, xl, [batch, only_x, contract])
     yb, ys = arrange(y, yl, [batch, contract, only_y])
     left = F.reshape(xb, *[sizes[c] for c in batch], xs[1], xs[2])

@@ -103,8 +103,18 @@ def test_randint_range_dtype_and_uniformity():
     keywords = vkml.randint(high=3, size=(50,)).numpy()
     assert keywords.min() >= 0 and keywords.max() < 3
     assert vkml.randint(0, 2, (100,), dtype=vkml.float32).dtype is vkml.float32
-    wide = vkml.randint(0, 2**31, (N,)).numpy()
-    assert wide.min() >= 0 and wide.max() < 2**31 and abs(wide.mean() / 2**31 - 0.5) < 0.02
+    # every residue of a wide range: k mod n of a 48-bit k, not multiples of a 24-bit step
+    wide = vkml.randint(-(2**35), 2**35 + 3, (N,)).numpy()
+    assert wide.min() >= -(2**35) and wide.max() < 2**35 + 3 and abs(wide.mean() / 2**36) < 0.02
+    assert max(_sigmas(c, N, 1 / 7) for c in np.bincount(wide % 7)) < 5
+    assert max(_sigmas(c, N, 1 / 256) for c in np.bincount(wide % 256, minlength=256)) < 5
+    with pytest.raises(RuntimeError, match=r"'randint': ranges wider than 2\^40 .* 2199023255552"):
+        vkml.randint(0, 2**41, (2,))  # (a documented limit: PyTorch takes any int64 range)
+    # a range of exactly 2^24 values: each 24-bit k is its own value (the multiply-shift is exact)
+    vkml.manual_seed(9)
+    k = vkml.rand(64).numpy().astype(np.float64) * 2**24
+    vkml.manual_seed(9)
+    assert_same_bits(vkml.randint(0, 2**24, (64,)).numpy(), k.astype(np.int64), "randint over 2^24 values")
     like = vkml.randint_like(vkml.zeros(3, 2, dtype=vkml.int32), 10)
     assert like.dtype is vkml.int32 and like.shape == (3, 2) and 0 <= like.numpy().min() and like.numpy().max() < 10
 

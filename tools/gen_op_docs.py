@@ -488,7 +488,10 @@ CONSTRUCTION_OPS = {
     "logspace": ("`base ** e` in the dtype's precision, e as `linspace`'s", "As `linspace`, through the exponents."),
     "empty": ("exact", "The values are zeros (PyTorch's are whatever the memory held)."),
     "empty_like": ("exact", "The values are zeros (PyTorch's are whatever the memory held)."),
-    "randint": ("exact: a function of the seed and the draw's offset", RANDOM_VALUES),
+    "randint": (
+        "exact: a function of the seed and the draw's offset",
+        RANDOM_VALUES + " Ranges wider than 2^40 values raise; PyTorch takes any int64 range.",
+    ),
     "randint_like": ("exact: a function of the seed and the draw's offset", RANDOM_VALUES),
     "randperm": ("exact: a function of the seed and the draw's offset", RANDOM_VALUES),
     "bernoulli": (

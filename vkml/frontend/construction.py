@@ -145,9 +145,11 @@ def _shape_of(op: str, size) -> tuple[int, ...]:
 def randint(low=None, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad: bool = False):
     """Integers uniform in [low, high) (``randint(high, size)`` starts at 0); int64 unless ``dtype``.
 
-    Each value is ``low + floor(u·(high - low))`` with ``u`` a 24-bit uniform of ``rand``
-    (computed in float32, clamped below ``high``): every value of a range up to 2^24 is
-    reached, each with probability within ``(high - low)·2^-24`` of uniform (relative).
+    A range of n ≤ 2^24 values takes ``low + floor(k·n / 2^24)`` for a 24-bit uniform k
+    (exact integer arithmetic): each value has probability floor or ceil of 2^24/n over 2^24.
+    A wider range takes ``low + (k mod n)`` for a 48-bit uniform k (two draws of the
+    generator): each value within n·2^-48 of uniform (relative). Ranges wider than 2^40 values
+    are an error (PyTorch takes any int64 range).
     """
     if size is None:
         if high is None:
@@ -170,10 +172,49 @@ def randint(low=None, high=None, size=None, *, generator=None, dtype=None, devic
         lazy.check_scalar_fits("randint", low, dtype)
         lazy.check_scalar_fits("randint", high - 1, dtype)
     span = high - low
-    u = R.rand(shape, generator=generator, device=device)
-    offset = F.cast(F.mul(u, float(span)), T.int64)  # u·span ≥ 0: truncation is floor
-    offset = F.minimum(offset, span - 1)  # the float32 product may round up to span
+    if span > 1 << 40:  # a 48-bit draw reduced mod span would be visibly non-uniform beyond
+        raise RuntimeError(f"'randint': ranges wider than 2^40 values are not supported (got high - low = {span})")
+    if span <= _BITS24:
+        offset = _scaled_draw(shape, span, generator, device)
+    else:
+        offset = _reduced_draw(shape, span, generator, device)
     return _finish(F.cast(F.add(offset, low), dtype), requires_grad)
+
+
+_BITS24 = 1 << 24
+
+
+def _draw24(shape, generator, device):
+    """A 24-bit uniform integer (int64) from one ``rand`` draw: u·2^24 is exact (u is a multiple of 2^-24)."""
+    return F.cast(F.mul(R.rand(shape, generator=generator, device=device), float(_BITS24)), T.int64)
+
+
+def _scaled_draw(shape, span: int, generator, device):
+    """floor(k·span / 2^24) for a 24-bit uniform k, exactly: a float32 estimate corrected in int64.
+
+    k·span < 2^48 is exact in int64; the float32 quotient is within one of the floor (its
+    rounding is below one unit for a result below 2^24), and two exact comparisons fix it.
+    """
+    k = _draw24(shape, generator, device)
+    product = F.mul(k, span)
+    q = F.cast(F.mul(F.cast(product, T.float32), 1.0 / _BITS24), T.int64)  # (the multiply is exact)
+    q = F.where(F.gt(F.mul(q, _BITS24), product), F.sub(q, 1), q)
+    return F.where(F.le(F.mul(F.add(q, 1), _BITS24), product), F.add(q, 1), q)
+
+
+def _reduced_draw(shape, span: int, generator, device):
+    """k mod span for a 48-bit uniform k (two draws): bias below span·2^-48 (relative).
+
+    The quotient comes from float32 (within 4 of the truth for span > 2^24, k < 2^48); the
+    remainder k - q·span is exact in int64 and moved into [0, span) by exact corrections.
+    """
+    k = F.add(F.mul(_draw24(shape, generator, device), _BITS24), _draw24(shape, generator, device))
+    q = F.cast(F.div(F.cast(k, T.float32), float(span)), T.int64)
+    r = F.sub(k, F.mul(q, span))
+    for _ in range(4):
+        r = F.where(F.lt(r, 0), F.add(r, span), r)
+        r = F.where(F.ge(r, span), F.sub(r, span), r)
+    return r
 
 
 def randint_like(input, low=0, high=None, *, generator=None, dtype=None, device=None, requires_grad: bool = False):

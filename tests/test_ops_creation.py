@@ -179,6 +179,7 @@ def test_multinomial_without_replacement_is_a_weighted_draw_of_distinct_categori
 
 RANDOM = [
     ("randint", lambda g, d: vkml.randint(3, 90, (5, 7), generator=g, device=d)),
+    ("randint wide", lambda g, d: vkml.randint(-(2**35), 2**35, (40,), generator=g, device=d)),
     ("randperm", lambda g, d: vkml.randperm(33, generator=g, device=d)),
     ("bernoulli", lambda g, d: vkml.bernoulli(vkml.full((9, 4), 0.4, device=d), generator=g)),
     ("normal", lambda g, d: vkml.normal(vkml.zeros(30, device=d), vkml.ones(30, device=d), generator=g)),

@@ -611,9 +611,10 @@ def diagonal(input, offset: int = 0, dim1: int = 0, dim2: int = 1):
     """The diagonal of dims ``dim1`` and ``dim2`` (``offset`` above it when positive), as a last dim; a view.
 
     The two dims are moved last and flattened; the diagonal is then every (cols + 1)-th element,
-    a strided slice. Writes through the result reach ``input`` where the two dims flatten as a
-    view of its storage (a contiguous tensor's last two dims, say); where they do not (a transposed
-    matrix), the result is a copy that writes do not reach (PyTorch's is always a view).
+    a strided slice. Writes through the result reach ``input`` where the two dims, in either
+    order, flatten as a view of its storage (a contiguous or transposed matrix); where they do
+    not (dims of a strided slice, say), the result is a copy that writes do not reach (PyTorch's
+    is always a view).
     """
     node = _t("diagonal", input)
     nd = len(node.shape)
@@ -621,6 +622,12 @@ def diagonal(input, offset: int = 0, dim1: int = 0, dim2: int = 1):
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     x = movedim(input, (d1, d2), (-2, -1))
+    if not F._mutation.viewable(x, (*x.shape[:-2], x.shape[-2] * x.shape[-1])):
+        # the same elements in the same order are the -offset diagonal of the dims swapped,
+        # which may flatten as a view where these do not (a transposed matrix)
+        swapped = movedim(input, (d2, d1), (-2, -1))
+        if F._mutation.viewable(swapped, (*x.shape[:-2], x.shape[-2] * x.shape[-1])):
+            x, offset = swapped, -offset
     rows, cols = x.shape[-2:]
     r0, c0 = (0, offset) if offset >= 0 else (-offset, 0)
     length = builtins_max(0, builtins_min(rows - r0, cols - c0))

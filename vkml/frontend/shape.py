@@ -203,7 +203,7 @@ def split(tensor, split_size_or_sections, dim: int = 0):
             raise RuntimeError(
                 f"split_with_sizes expects split_sizes have only non-negative entries, but got split_sizes={list(sizes)}"
             )
-        if builtins_sum(sizes) != size:
+        if sum(sizes) != size:
             raise ShapeError(
                 f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's size at dimension {d}), "
                 f"but got split_sizes={list(sizes)}"
@@ -216,23 +216,8 @@ def split(tensor, split_size_or_sections, dim: int = 0):
         if size:
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}")
         return (tensor,)
-    count = builtins_max(1, -(-size // step))
-    return _pieces(tensor, d, [builtins_min(step, size - k * step) for k in range(count)])
-
-
-def builtins_sum(values) -> int:
-    total = 0
-    for v in values:
-        total += v
-    return total
-
-
-def builtins_max(a, b):
-    return a if a >= b else b
-
-
-def builtins_min(a, b):
-    return a if a <= b else b
+    count = max(1, -(-size // step))
+    return _pieces(tensor, d, [min(step, size - k * step) for k in range(count)])
 
 
 def chunk(input, chunks: int, dim: int = 0):
@@ -278,8 +263,8 @@ def tensor_split(input, indices_or_sections, dim: int = 0):
         out, start = [], 0
         for c in (*cuts, size):  # piece k is [cut k-1, cut k), each clamped to the dim: empty where they cross
             c = c + size if c < 0 else c
-            stop = builtins_min(builtins_max(c, 0), size)
-            out.append(_narrow(input, d, builtins_min(start, stop), builtins_max(0, stop - start)))
+            stop = min(max(c, 0), size)
+            out.append(_narrow(input, d, min(start, stop), max(0, stop - start)))
             start = stop
         return tuple(out)
     (sections,) = _ints("tensor_split", "sections", indices_or_sections)
@@ -630,7 +615,7 @@ def diagonal(input, offset: int = 0, dim1: int = 0, dim2: int = 1):
             x, offset = swapped, -offset
     rows, cols = x.shape[-2:]
     r0, c0 = (0, offset) if offset >= 0 else (-offset, 0)
-    length = builtins_max(0, builtins_min(rows - r0, cols - c0))
+    length = max(0, min(rows - r0, cols - c0))
     lead = x.shape[:-2]
     if length == 0:
         return F.reshape(F.getitem(x, (..., slice(0, 0), slice(0, 0))), *lead, 0)
@@ -640,6 +625,9 @@ def diagonal(input, offset: int = 0, dim1: int = 0, dim2: int = 1):
     flat = F.reshape(x, *lead, rows * cols)
     start = r0 * cols + c0
     return F.getitem(flat, (..., slice(start, start + (length - 1) * (cols + 1) + 1, cols + 1)))
+
+
+_diagonal = diagonal  # (diag's argument ``diagonal`` hides the function there)
 
 
 def diag_embed(input, offset: int = 0, dim1: int = -2, dim2: int = -1):
@@ -677,7 +665,7 @@ def diag(input, diagonal: int = 0):
     if len(node.shape) == 1:
         return _embed(input, diagonal)
     if len(node.shape) == 2:
-        return globals()["diagonal"](input, diagonal)
+        return _diagonal(input, diagonal)
     raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {len(node.shape)}D")
 
 
@@ -906,7 +894,7 @@ def einsum(equation, *operands):
                     f"einsum(): the number of subscripts in the equation ({named}) is more than the number of "
                     f"dimensions ({len(node.shape)}) for operand {i}"
                 )
-            ell_dims = builtins_max(ell_dims, len(node.shape) - named)
+            ell_dims = max(ell_dims, len(node.shape) - named)
         elif len(letters) != len(node.shape):
             raise RuntimeError(
                 f"einsum(): the number of subscripts in the equation ({len(letters)}) does not match the number of "
@@ -939,7 +927,7 @@ def einsum(equation, *operands):
             if out_letters.count(c) > 1:
                 raise RuntimeError(f"einsum(): output subscript {c} appears more than once in the output")
     else:
-        counts = {c: builtins_sum(letters.count(c) for letters in expanded) for c in order}
+        counts = {c: sum(letters.count(c) for letters in expanded) for c in order}
         out_letters = ell + sorted(c for c in order if counts[c] == 1 and c not in ell)
     # sizes: a letter's size is the same wherever it appears, or 1 there (broadcast)
     sizes: dict[str, int] = {}
@@ -1221,9 +1209,9 @@ def pad_nd(input, pad, mode: str):
 def _pad_dim(x, d: int, before: int, after: int, mode: str):
     n = x.shape[d]
     if mode == "circular":  # crop negative amounts first, then wrap within what is left
-        lo, hi = builtins_max(0, -before), n - builtins_max(0, -after)
-        x, n = _narrow(x, d, lo, builtins_max(0, hi - lo)), builtins_max(0, hi - lo)
-        before, after = builtins_max(0, before), builtins_max(0, after)
+        lo, hi = max(0, -before), n - max(0, -after)
+        x, n = _narrow(x, d, lo, max(0, hi - lo)), max(0, hi - lo)
+        before, after = max(0, before), max(0, after)
         if before > n or after > n:  # PyTorch reads memory outside the input here (its values vary)
             raise RuntimeError(
                 f"'pad': Padding value causes wrapping around more than once (dim {d}: {before}, {after} after cropping "
@@ -1238,7 +1226,7 @@ def _pad_dim(x, d: int, before: int, after: int, mode: str):
         if mode == "reflect":
             p = -p if p < 0 else (2 * (n - 1) - p if p >= n else p)
         elif mode == "replicate":
-            p = builtins_min(builtins_max(p, 0), n - 1)
+            p = min(max(p, 0), n - 1)
         else:
             p %= n
         positions.append(p)

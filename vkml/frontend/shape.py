@@ -2,7 +2,8 @@
 
 Every function here is a composite of the ops in ``operators.py``: the movement ops are index
 arithmetic on views (slices, reshapes, permutes, expands, flips, pads), never copies of their
-own, and the linear-algebra ones lower to ``matmul`` or to a broadcast product and ``sum``. So
+own, except the joins (stack and its kin, roll, the padding modes: one ``cat`` of views);
+the linear-algebra ones lower to ``matmul`` or to a broadcast product and ``sum``. So
 each one's gradient is the chain of its parts' rules, and the CPU backend and every Vulkan
 device compute the same bits. Arguments are checked eagerly, with PyTorch's messages and
 exception types (``ShapeError`` is both a ValueError and PyTorch's RuntimeError).

@@ -541,3 +541,10 @@ def _install_methods() -> None:
 
 _install_methods()
 assert ShapeError  # re-exported for users of vkml.tensor
+
+# Shape and construction methods (vkml/frontend/shape.py): narrow, split, flatten(start, end), mT, ...
+from .frontend import construction as _construction  # noqa: E402
+from .frontend import shape as _shape  # noqa: E402
+
+_shape.install_methods(Tensor)
+_construction.install_methods(Tensor)

@@ -18,6 +18,7 @@ from ..errors import DTypeError, ShapeError
 from ..frontend import creation
 from ..frontend import operators as functions
 from ..frontend import random as vkrandom
+from ..frontend import shape as shape_ops
 from ..ir import types as T
 from ..schedule import checks
 
@@ -68,16 +69,22 @@ def softplus(input, beta: float = 1.0, threshold: float = 20.0):
 
 
 def pad(input, pad, mode: str = "constant", value: float | None = None):
-    """Pad with a constant (``mode='constant'`` only): ``pad`` lists (before, after) from the last dim back.
+    """Pad with a constant, or by ``mode`` 'reflect', 'replicate' or 'circular' (docs/ops/pad_nd.md).
 
-    A view, not a copy: the padding is index arithmetic in the kernel that reads it. Negative
-    amounts crop. Same as ``vkml.constant_pad_nd`` (docs/ops/constant_pad_nd.md).
+    ``pad`` lists (before, after) from the last dim back.
+
+    Mode 'constant' is a view, not a copy: the padding is index arithmetic in the kernel that
+    reads it; negative amounts crop. Same as ``vkml.constant_pad_nd`` (docs/ops/constant_pad_nd.md).
 
     >>> pad(vkml.tensor([[1.0]]), (1, 1)).tolist()  # doctest: +SKIP
     [[0.0, 1.0, 0.0]]
     """
-    if mode != "constant":
-        raise ValueError(f"'pad': only mode='constant' is supported, got {mode!r}")
+    if mode != "constant":  # reflect, replicate, circular: vkml/frontend/shape.py
+        if mode not in shape_ops.PAD_MODES:
+            raise NotImplementedError(f"'pad': Unrecognised padding mode {mode}")
+        if value is not None:
+            raise RuntimeError(f"'pad': Padding mode \"{mode}\" doesn't take in value argument")
+        return shape_ops.pad_nd(input, pad, mode)
     return functions.constant_pad_nd(input, pad, 0.0 if value is None else value)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import DTypeError, ShapeError
-from .frontend import indexing, mutation
+from .frontend import indexing, mutation, pointwise
 from .frontend import operators as F
 from .graph import build as lazy
 from .graph.node import Node
@@ -265,13 +265,50 @@ class Tensor:
         return F.abs(self)
 
     def __invert__(self):
-        return F.logical_not(self)
+        return pointwise.bitwise_not(self)
 
+    # Bit operators: bitwise on integers, logical on bools (PyTorch's); float tensors are its error.
     def __and__(self, o):
-        return F.logical_and(self, o)
+        return pointwise.bitwise_and(self, o)
+
+    def __rand__(self, o):
+        return pointwise.bitwise_and(o, self)
 
     def __or__(self, o):
-        return F.logical_or(self, o)
+        return pointwise.bitwise_or(self, o)
+
+    def __ror__(self, o):
+        return pointwise.bitwise_or(o, self)
+
+    def __xor__(self, o):
+        return pointwise.bitwise_xor(self, o)
+
+    def __rxor__(self, o):
+        return pointwise.bitwise_xor(o, self)
+
+    def __lshift__(self, o):
+        return pointwise.bitwise_left_shift(self, o)
+
+    def __rlshift__(self, o):
+        return pointwise.bitwise_left_shift(o, self)
+
+    def __rshift__(self, o):
+        return pointwise.bitwise_right_shift(self, o)
+
+    def __rrshift__(self, o):
+        return pointwise.bitwise_right_shift(o, self)
+
+    def __mod__(self, o):
+        return pointwise.remainder(self, o)
+
+    def __rmod__(self, o):
+        return pointwise.remainder(o, self)
+
+    def __floordiv__(self, o):
+        return pointwise.floor_divide(self, o)
+
+    def __rfloordiv__(self, o):
+        return pointwise.floor_divide(o, self)
 
     def __eq__(self, o):  # noqa: D105 - elementwise, as in PyTorch
         return F.eq(self, o)
@@ -511,4 +548,22 @@ def _install_methods() -> None:
 
 
 _install_methods()
+
+
+def _install_pointwise_methods() -> None:
+    """Methods of vkml/frontend/pointwise.py, and their in-place forms (``x.floor_()``)."""
+    for name in pointwise.TENSOR_METHODS:
+        if not hasattr(Tensor, name):
+            setattr(Tensor, name, getattr(pointwise, name))
+    for name in pointwise.INPLACE_METHODS:
+        fn = getattr(pointwise, name)
+
+        def method(self, *args, _fn=fn, _name=name + "_", **kwargs):
+            return mutation.inplace(self, _name, lambda t, *a: _fn(t, *a, **kwargs), *args)
+
+        method.__name__ = name + "_"
+        setattr(Tensor, name + "_", method)
+
+
+_install_pointwise_methods()
 assert ShapeError  # re-exported for users of vkml.tensor

@@ -34,3 +34,11 @@ __all__ = [
     "CrossEntropyLoss",
     "MSELoss",
 ]
+
+# Activation modules of issue 17 (vkml/nn/activation.py).
+from . import activation as _activation  # noqa: E402
+
+for _name in _activation.MODULES:
+    globals()[_name] = getattr(_activation, _name)
+__all__ += _activation.MODULES
+del _name

@@ -345,3 +345,11 @@ def dropout(input, p: float = 0.5, training: bool = True):
         return input * 0.0
     keep = vkrandom.keep_mask(input.shape, p, input.device)
     return functions.where(keep, input * (1.0 / (1.0 - p)), 0.0)
+
+
+# Activations of issue 17 (vkml/nn/activation.py), as vkml.nn.functional.<name>.
+from . import activation as _activation  # noqa: E402
+
+for _name in _activation.FUNCTIONS:
+    globals()[_name] = getattr(_activation, _name)
+del _name

@@ -300,10 +300,9 @@ def _leaky_relu(x, slope):
     return B.select(x > 0.0, x, x * slope)
 
 
-def _elu(x, alpha, scale, input_scale):
-    # PyTorch: x <= 0 ? expm1(x·input_scale)·alpha·scale : x·scale
-    neg = (M.expm1(x * input_scale) * alpha) * scale
-    return B.select(x > 0.0, x * scale, neg)
+def _elu(x, negcoef, scale, input_scale):
+    # PyTorch: x <= 0 ? expm1(x·input_scale)·negcoef : x·scale, negcoef = alpha·scale in float32
+    return B.select(x > 0.0, x * scale, M.expm1(x * input_scale) * negcoef)
 
 
 def _hardtanh(x, lo, hi):
@@ -344,8 +343,8 @@ def _hardshrink(x, lambd):
 
 
 def _softshrink(x, lambd):
-    out = B.select(x > lambd, x - lambd, B.select(x < -lambd, x + lambd, f32(0.0)))
-    return B.select(B.isnan(x), x, out)
+    # PyTorch's else branch is x·0: -0.0 for x = -0.0, NaN for NaN
+    return B.select(x > lambd, x - lambd, B.select(x < -lambd, x + lambd, x * 0.0))
 
 
 def _tanhshrink(x):
@@ -448,8 +447,8 @@ def _grad_leaky_relu(c):
 
 
 def _grad_elu(c):
-    x, alpha, scale, input_scale = c.inputs
-    neg = c.g * (input_scale * scale * alpha) * (x * input_scale).exp()
+    x, negcoef, scale, input_scale = c.inputs
+    neg = c.g * (input_scale * negcoef) * (x * input_scale).exp()
     return c.F.where(x > 0, c.g * scale, neg), None, None, None
 
 
@@ -851,11 +850,11 @@ _op(
 )
 _op(
     "elu",
-    "elu(input, alpha, scale, input_scale)",
-    "x·scale for x > 0, else expm1(x·input_scale)·alpha·scale (elu, selu and celu).",
+    "elu(input, negcoef, scale, input_scale)",
+    "x·scale for x > 0, else expm1(x·input_scale)·negcoef, negcoef = alpha·scale (elu, selu and celu).",
     _elu,
     precision="expm1 ≤ 1 ulp, then products each correctly rounded",
-    special="elu(-inf) = -alpha·scale; NaN gives NaN.",
+    special="elu(-inf) = -negcoef; NaN gives NaN.",
     torch_name="nn.functional.elu",
     grad=_grad_elu,
     **_ACT,

@@ -19,6 +19,10 @@ from .registry import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, OpDef, register
 
 F32, U32, I32 = T.float32, T.uint32, T.int32
 INF = float("inf")
+_TORCH_FMOD = (
+    "PyTorch's vectorized CPU kernel computes fmod as a - trunc(a/b)·b: inexact for large ratios and NaN "
+    "where a/b overflows (fmod(1, 1e-45)); vkml is exact, as C's fmod and numpy.fmod. "
+)
 _INT_DIV_ZERO = (
     "An integer divisor of 0 gives 0 here; PyTorch raises RuntimeError 'ZeroDivisionError' "
     "(vkml would have to read the divisor back to raise eagerly)."
@@ -196,6 +200,8 @@ def _isnan(a):
 
 
 def _fmax(a, b):
+    if a.dtype is T.bool_:
+        return a | b
     if not _float(a):
         return B.select(a < b, b, a)
     m = M.maximum(a, b)
@@ -203,6 +209,8 @@ def _fmax(a, b):
 
 
 def _fmin(a, b):
+    if a.dtype is T.bool_:
+        return a & b
     if not _float(a):
         return B.select(b < a, b, a)
     m = M.minimum(a, b)
@@ -216,15 +224,19 @@ def _logaddexp(a, b):
     # PyTorch: a where both are the same infinity, else max + log1p(exp(-|a - b|))
     m = B.select(a < b, b, a)
     out = m + M.log1p(M.exp(-M.abs(a - b)))
+    out = B.select(B.isnan(a) | B.isnan(b), _nan_of(a, b), out)  # one NaN rule on every device
     return B.select(B.eq(a, b) & B.eq(M.abs(a), f32(INF)), a, out)
 
 
-_INV_LN2 = 1.4426950408889634
+_INV_LN2 = float.fromhex("0x1.715476p+0")  # 1/ln 2 rounded to float32, PyTorch's inv_log_2
 
 
 def _logaddexp2(a, b):
     m = B.select(a < b, b, a)
     out = m + M.log1p(M.exp2(-M.abs(a - b))) * _INV_LN2
+    # -|NaN| flips the NaN's sign, and which of two NaN operands an add returns is not fixed by
+    # SPIR-V: one NaN rule on every device (found by the Vulkan parity test)
+    out = B.select(B.isnan(a) | B.isnan(b), _nan_of(a, b), out)
     return B.select(B.eq(a, b) & B.eq(M.abs(a), f32(INF)), a, out)
 
 
@@ -317,12 +329,19 @@ def _hardswish(x):
     return M.div(x * M.clamp(x + 3.0, f32(0.0), f32(6.0)), f32(6.0))
 
 
+def _tiny_x_exp_x(x):
+    """x·exp(x) for x < -80, where exp(-x) overflows and exp(x) alone is subnormal (too few bits):
+    -exp(x + log(-x)), whose one rounded sum costs a relative 2^-24·|x|, far below the result's ulp."""
+    return -M.exp(x + M.log(-x))
+
+
 def _silu(x):
-    return M.div(x, 1.0 + M.exp(-x))
+    return B.select(x < -80.0, _tiny_x_exp_x(x), M.div(x, 1.0 + M.exp(-x)))
 
 
 def _mish(x):
-    return x * M.tanh(M.softplus(x))
+    # tanh(softplus(x)) = exp(x)·(1 - O(exp(x))) for very negative x
+    return B.select(x < -80.0, _tiny_x_exp_x(x), x * M.tanh(M.softplus(x)))
 
 
 def _softsign(x):
@@ -343,8 +362,8 @@ def _hardshrink(x, lambd):
 
 
 def _softshrink(x, lambd):
-    # PyTorch's else branch is x·0: -0.0 for x = -0.0, NaN for NaN
-    return B.select(x > lambd, x - lambd, B.select(x < -lambd, x + lambd, x * 0.0))
+    # The zero is +0.0, as PyTorch's vectorized path gives (its scalar tail computes x·0, -0.0 for x < 0).
+    return B.select(x > lambd, x - lambd, B.select(x < -lambd, x + lambd, B.select(B.isnan(x), x, f32(0.0))))
 
 
 def _tanhshrink(x):
@@ -395,7 +414,8 @@ def _grad_logaddexp(c):
 
 def _grad_logaddexp2(c):
     a, b = c.inputs
-    return c.g * c.F.exp2(a - c.output), c.g * c.F.exp2(b - c.output)
+    ln2 = 0.6931471805599453
+    return c.g * ((a - c.output) * ln2).exp(), c.g * ((b - c.output) * ln2).exp()
 
 
 def _grad_xlogy(c):
@@ -477,7 +497,7 @@ def _grad_silu(c):
 def _grad_mish(c):
     (x,) = c.inputs
     F = c.F
-    t = F.softplus(x).tanh()
+    t = F.nn.functional.softplus(x).tanh()
     return (c.g * (t + x * x.sigmoid() * (1 - t * t)),)
 
 
@@ -632,7 +652,7 @@ _op(
     precision="exact (the IEEE 754 remainder of truncated division is representable; computed by long division)",
     special="fmod(x, ±0), fmod(±inf, y) and NaN give NaN; fmod(x, ±inf) = x for finite x; a zero result "
     "has the sign of x.",
-    divergence=_INT_DIV_ZERO,
+    divergence=_TORCH_FMOD + _INT_DIV_ZERO,
     grad=_grad_fmod,
 )
 _op(
@@ -643,7 +663,7 @@ _op(
     precision="exact fmod, then at most one correctly rounded addition (PyTorch's formula)",
     special="remainder(x, ±0) and NaN give NaN; remainder(-1, inf) = inf and remainder(1, -inf) = -inf "
     "(PyTorch's formula); remainder(-0.0, y) = -0.0.",
-    divergence=_INT_DIV_ZERO,
+    divergence=_TORCH_FMOD + _INT_DIV_ZERO,
     grad=_grad_remainder,
 )
 _op(
@@ -654,7 +674,7 @@ _op(
     precision="PyTorch's div_floor_floating with exact fmod and correctly rounded division",
     special="x / 0 gives ±inf or NaN (the true quotient); a zero result takes the quotient's sign "
     "(floor_divide(-0.0, 3) = -0.0); NaN gives NaN.",
-    divergence=_INT_DIV_ZERO,
+    divergence=_TORCH_FMOD + _INT_DIV_ZERO,
     grad=_zeros_grad,
 )
 _op(
@@ -938,7 +958,8 @@ _op(
     "softshrink(input, lambd)",
     "x - lambd above lambd, x + lambd below -lambd, else 0.",
     _softshrink,
-    special="NaN gives NaN.",
+    special="NaN gives NaN; the zero between -lambd and lambd is +0.0.",
+    divergence="PyTorch's scalar tail path (the last len % 8 elements) computes x·0 there: -0.0 for negative x.",
     torch_name="nn.functional.softshrink",
     grad=_grad_shrink,
     **_ACT,

@@ -160,6 +160,10 @@ def _div_trunc(a, b):
 # ---------------------------------------------------------------------- sign bits and classification
 
 
+def _sgn(a):
+    return _sign(a)  # sign's body: a real number's sgn is its sign
+
+
 def _signbit(a):
     if _float(a):
         return B.ne(to_bits(a) & SIGN_BIT, B.const(0, U32))
@@ -603,7 +607,7 @@ _op(
     "sgn",
     "sgn(input)",
     "sign(input) for real tensors (complex tensors do not exist in vkml).",
-    _sign,
+    _sgn,
     special="As `sign`: sgn(±0.0) = +0.0.",
     divergence="sgn(NaN) is NaN (as vkml.sign); PyTorch returns 0.0.",
     grad=_zeros_grad,

@@ -600,7 +600,7 @@ _op(
     "input - trunc(input), with the input's sign.",
     lambda a: a - B.trunc(a),
     dtypes=FLOAT_DTYPES,
-    special="frac(±inf) = NaN (inf - inf); frac(-0.0) = 0.0... as PyTorch's x - trunc(x).",
+    special="frac(±inf) = NaN (inf - inf); frac(-0.0) = +0.0 and frac(-2.5) = -0.5, as PyTorch's x - trunc(x).",
     grad=lambda c: (c.g,),
 )
 _op(
@@ -932,7 +932,7 @@ _op(
     "log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)).",
     _logsigmoid,
     precision="exp and log1p ≤ 1 ulp each: ≤ 3 ulp",
-    special="logsigmoid(-inf) = -inf, logsigmoid(inf) = -0.0... NaN gives NaN.",
+    special="logsigmoid(-inf) = -inf, logsigmoid(inf) = 0.0; NaN gives NaN.",
     torch_name="nn.functional.logsigmoid",
     grad=_grad_logsigmoid,
     **_ACT,

@@ -265,6 +265,8 @@ class Tensor:
         return F.abs(self)
 
     def __invert__(self):
+        if self.dtype.is_float:  # PyTorch's TypeError for the operator (bitwise_not's is NotImplementedError)
+            raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
         return pointwise.bitwise_not(self)
 
     # Bit operators: bitwise on integers, logical on bools (PyTorch's); float tensors are its error.

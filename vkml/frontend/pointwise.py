@@ -12,7 +12,6 @@ import math
 
 import numpy as np
 
-from ..errors import DTypeError
 from ..ir import types as T
 from . import mutation
 from . import operators as F
@@ -33,12 +32,12 @@ true_divide = F.div
 
 
 def _integer_only(op: str, *operands) -> None:
-    # PyTorch: bit operations are not implemented for float tensors
+    # PyTorch's NotImplementedError: bit operations have no float kernels
     for x in operands:
         if isinstance(x, F._tensor.Tensor) and x.dtype.is_float:
-            raise DTypeError(f"'{op}' is only implemented for integer and bool tensors, got {x.dtype.name}")
+            raise NotImplementedError(f"'{op}' is not implemented for '{mutation.torch_name(x.dtype)}' tensors")
         if type(x) is float:
-            raise DTypeError(f"'{op}' is only implemented for integers and bools, got the float {x!r}")
+            raise NotImplementedError(f"'{op}' is not implemented for a float operand ({x!r})")
 
 
 def _bitwise(name: str):
@@ -61,7 +60,7 @@ def bitwise_not(input):
     """``~input``: bitwise not of an integer tensor, logical not of a bool one; see docs/ops/bitwise_not.md."""
     node = _tensor_node("bitwise_not", input)
     if node.dtype.is_float:
-        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+        raise NotImplementedError(f"'bitwise_not' is not implemented for '{mutation.torch_name(node.dtype)}' tensors")
     return _elementwise("bitwise_not", input)
 
 
@@ -106,7 +105,7 @@ def lerp(input, end, weight):
     for name, x in (("input", input), ("end", end)):
         node = _tensor_node("lerp", x)
         if not node.dtype.is_float:
-            raise RuntimeError(f"'lerp': expected a floating point {name}, got {node.dtype.name}")
+            raise NotImplementedError(f"'lerp' is not implemented for '{mutation.torch_name(node.dtype)}' {name}")
     if input.dtype is not end.dtype:
         raise RuntimeError(f"'lerp': expected dtype {input.dtype.name} for `end` but got dtype {end.dtype.name}")
     if isinstance(weight, F._tensor.Tensor) and weight.dtype is not input.dtype:

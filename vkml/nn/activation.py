@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import DTypeError, ShapeError
+from ..errors import ShapeError
 from ..frontend import creation, mutation
 from ..frontend import operators as functions
 from .module import Module, Parameter
@@ -24,8 +24,8 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 def _float_input(op: str, input):
     node = functions._tensor_node(op, input)
-    if not node.dtype.is_float:
-        raise DTypeError(f"'{op}': expected a floating point tensor, got {node.dtype.name}")
+    if not node.dtype.is_float:  # PyTorch's error: no integer kernel
+        raise NotImplementedError(f"'{op}' is not implemented for '{mutation.torch_name(node.dtype)}' tensors")
 
 
 def _apply(op: str, input, inplace: bool, *params):

@@ -581,6 +581,21 @@ def test_inplace_activations_write_the_input(name):
     assert_within_ulp(t.numpy(), want, 5, name)
 
 
+def test_augmented_assignment_operators_write_in_place():
+    ops = ("__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__", "__imod__", "__ifloordiv__")
+    for op in ops:
+        v, t = vkml.tensor([12, -7, 5]), torch.tensor([12, -7, 5])
+        alias, talias = v[1:], t[1:]  # a view sees the write, as in PyTorch
+        assert getattr(v, op)(3) is v
+        getattr(t, op)(3)
+        assert v.tolist() == t.tolist() and alias.tolist() == talias.tolist(), op
+    b = vkml.tensor([True, False])
+    b &= vkml.tensor([True, True])
+    assert b.tolist() == [True, False] and b.dtype is vkml.bool
+    x = vkml.tensor([7.0, -7.0])
+    assert x.div_(2.0, rounding_mode="floor").tolist() == [3.0, -4.0]
+
+
 def test_inplace_methods():
     x = vkml.tensor([1.5, -2.5, 7.0])
     assert x.floor_() is x and x.tolist() == [1.0, -3.0, 7.0]

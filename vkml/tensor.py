@@ -408,8 +408,8 @@ class Tensor:
     def mul_(self, other) -> Tensor:
         return mutation.inplace(self, "mul_", F.mul, other)
 
-    def div_(self, other) -> Tensor:
-        return mutation.inplace(self, "div_", F.div, other)
+    def div_(self, other, *, rounding_mode=None) -> Tensor:
+        return mutation.inplace(self, "div_", lambda t, o: F.div(t, o, rounding_mode=rounding_mode), other)
 
     def pow_(self, exponent) -> Tensor:
         return mutation.inplace(self, "pow_", F.pow, exponent)
@@ -486,10 +486,25 @@ class Tensor:
         return self.pow_(other)
 
     def __iand__(self, other):
-        return mutation.inplace(self, "__iand__", F.logical_and, other)
+        return mutation.inplace(self, "__iand__", pointwise.bitwise_and, other)
 
     def __ior__(self, other):
-        return mutation.inplace(self, "__ior__", F.logical_or, other)
+        return mutation.inplace(self, "__ior__", pointwise.bitwise_or, other)
+
+    def __ixor__(self, other):
+        return mutation.inplace(self, "__ixor__", pointwise.bitwise_xor, other)
+
+    def __ilshift__(self, other):
+        return mutation.inplace(self, "__ilshift__", pointwise.bitwise_left_shift, other)
+
+    def __irshift__(self, other):
+        return mutation.inplace(self, "__irshift__", pointwise.bitwise_right_shift, other)
+
+    def __imod__(self, other):
+        return mutation.inplace(self, "__imod__", pointwise.remainder, other)
+
+    def __ifloordiv__(self, other):
+        return mutation.inplace(self, "__ifloordiv__", pointwise.floor_divide, other)
 
     def _saved(self) -> tuple:
         """(node, storage owner, its version): this tensor's value as autograd keeps it (``SavedTensor`` at backward)."""

@@ -741,7 +741,7 @@ _op(
     "log(exp(input) + exp(other)) without overflow.",
     _logaddexp,
     dtypes=FLOAT_DTYPES,
-    precision="≤ 2 ulp away from cancellation (max + log1p(exp(-|a - b|)), each ≤ 1 ulp)",
+    precision="≤ 4 ulp of max(|a|, |b|) (max + log1p(exp(-|a - b|)), exp and log1p ≤ 1 ulp each)",
     special="Equal infinities give that infinity; -inf with finite x gives x; NaN gives NaN.",
     grad=_grad_logaddexp,
 )
@@ -751,7 +751,7 @@ _op(
     "log2(2^input + 2^other) without overflow.",
     _logaddexp2,
     dtypes=FLOAT_DTYPES,
-    precision="≤ 2 ulp away from cancellation (max + log1p(exp2(-|a - b|))/ln 2)",
+    precision="≤ 4 ulp of max(|a|, |b|) (max + log1p(exp2(-|a - b|))·(1/ln 2))",
     special="Equal infinities give that infinity; NaN gives NaN.",
     grad=_grad_logaddexp2,
 )
@@ -790,7 +790,8 @@ _op(
     "input + weight·(end - input), PyTorch's two-sided formula.",
     _lerp,
     dtypes=FLOAT_DTYPES,
-    precision="PyTorch's formula, each step correctly rounded (no fused multiply-add)",
+    precision="PyTorch's formula, each step correctly rounded (no fused multiply-add): within 2 ulp of "
+    "4·max(|input|, |end|) for weights in [-1, 2] (the formula cancels near its zeros)",
     special="NaN in any input gives NaN; lerp(a, b, 1) = b exactly.",
     divergence="PyTorch's vectorized CPU path fuses the multiply-add, so results may differ by 1 ulp.",
     grad=_grad_lerp,

@@ -170,6 +170,16 @@ def test_softshrink_float32(gpu):
     assert bits(VF.softshrink(vkml.tensor([-0.0, -0.25])).numpy()).tolist() == [0, 0]
 
 
+@pytest.mark.parametrize("decimals", [1, 5, 38, 39, 50, -3, -38, -39])
+def test_round_decimals_extremes(decimals, gpu):
+    # 10^|d| past float32's range is inf in PyTorch's formula too (NaN or ±0 results)
+    with np.errstate(over="ignore"):
+        halves = EDGE.astype(np.float16)  # (values past 65504 become ±inf)
+    for values in (EDGE, halves):
+        fns = (lambda x: torch.round(x, decimals=decimals), lambda x: vkml.round(x, decimals=decimals))
+        check(f"round(decimals={decimals})", [values], *fns, gpu=gpu)
+
+
 def test_sgn_float32(gpu):
     check("sgn", [EDGE], torch.sgn, vkml.sgn, gpu=gpu, keep=~np.isnan(EDGE))  # NaN: see the divergences
 

@@ -486,6 +486,13 @@ def test_documented_divergences():
     pz, nz = vkml.tensor([0.0, -0.0]), vkml.tensor([-0.0, 0.0])
     assert (bits(vkml.fmax(pz, nz).numpy()) == 0).all()
     assert (bits(vkml.fmin(pz, nz).numpy()) == 0x80000000).all()
+    # float16 floor_divide rounds once (PyTorch's vectorized path rounds its steps to float16)
+    half = vkml.floor_divide(vkml.tensor([65504.0], dtype=vkml.float16), vkml.tensor([-7.25], dtype=vkml.float16))
+    assert half.tolist() == [-9040.0]
+    t = torch.floor_divide(
+        torch.full((64,), 65504.0, dtype=torch.float16), torch.full((64,), -7.25, dtype=torch.float16)
+    )
+    assert t[0].item() == -9032.0  # (its vectorized path; 64 elements take it)
     # float_power is float32 (PyTorch: float64)
     assert vkml.float_power(vkml.tensor([2]), 3).dtype is vkml.float32
 

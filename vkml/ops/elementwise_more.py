@@ -678,7 +678,11 @@ _op(
     precision="PyTorch's div_floor_floating with exact fmod and correctly rounded division",
     special="x / 0 gives ±inf or NaN (the true quotient); a zero result takes the quotient's sign "
     "(floor_divide(-0.0, 3) = -0.0); NaN gives NaN.",
-    divergence=_TORCH_FMOD + _INT_DIV_ZERO,
+    divergence=_TORCH_FMOD
+    + _INT_DIV_ZERO
+    + " float16 is computed in float32 and rounded once, as PyTorch's scalar path; its vectorized path rounds "
+    "its steps to float16, so floor_divide(65504, -7.25) is -9040 here (the floor, -9036, rounded to even) and "
+    "-9032 there.",
     grad=_zeros_grad,
 )
 _op(

@@ -63,8 +63,12 @@ def check(name, inputs, torch_fn, vkml_fn, grad=True, *, gpu, ulp=0, keep=None, 
     float32 ulps of torch's result, computed in float64 when ``ref64`` (the exact value
     rounded once). ``keep``: mask of the elements compared with torch (documented divergences
     are asserted apart). ``scale``: count the ulps of these magnitudes instead of the result's
-    (for formulas that cancel, such as lerp's). Gradients are checked by ``GRADS`` below.
+    (for formulas that cancel, such as lerp's). ``grad``: also compare the gradients of the float32
+    inputs (upstream ones) where torch's are finite and the inputs are finite, and CPU against
+    Vulkan bit for bit; ``GRADS`` below checks each gradient on smooth inputs too.
     """
+    if grad:
+        _check_grads(name, inputs, torch_fn, vkml_fn, gpu, keep)
     got = run(vkml_fn, inputs, CPU)
     on_gpu = run(vkml_fn, inputs, gpu)
     assert got.dtype == on_gpu.dtype, f"{name}: dtype {got.dtype} on Vulkan, {on_gpu.dtype} on CPU"
@@ -88,6 +92,35 @@ def check(name, inputs, torch_fn, vkml_fn, grad=True, *, gpu, ulp=0, keep=None, 
         assert_same_bits(got, want.astype(got.dtype) if want.dtype == np.float64 else want, name)
     else:
         assert_within_ulp(got, want, ulp, name)
+
+
+def _check_grads(name, inputs, torch_fn, vkml_fn, gpu, keep):
+    if not all(np.asarray(a).dtype == np.float32 for a in inputs):
+        return
+    tt = [torch.tensor(a, requires_grad=True) for a in inputs]
+    out = torch_fn(*tt)
+    if not out.requires_grad:  # bool results and rounding of the inputs' own dtype are not differentiable
+        return
+    out.backward(torch.ones_like(out))
+    results = []
+    for device in (CPU, gpu):
+        vt = [vkml.tensor(a, device=device, requires_grad=True) for a in inputs]
+        vkml_fn(*vt).backward(vkml.ones(*out.shape, device=device))
+        results.append([v.grad.numpy() if v.grad is not None else np.zeros(v.shape, np.float32) for v in vt])
+    same_shape = all(np.shape(a) == np.shape(inputs[0]) for a in inputs)
+    for i, (got, on_gpu, t) in enumerate(zip(*results, tt)):
+        # NaN gradients by NaN-ness: which NaN a product of two NaNs keeps differs between the CPU
+        # and lavapipe in the existing ops the rules are built of (pow's, for one)
+        both_nan = np.isnan(got) & np.isnan(on_gpu)
+        assert ((bits(got) == bits(on_gpu)) | both_nan).all(), f"{name} grad {i}: Vulkan differs from CPU"
+        want = np.zeros(got.shape, np.float32) if t.grad is None or t.grad._is_zerotensor() else t.grad.numpy()
+        # compared where every input is finite (and kept); a broadcast operand: where it is finite
+        ok = np.isfinite(want) & np.isfinite(got)
+        if same_shape:
+            ok &= np.logical_and.reduce([np.isfinite(a) for a in inputs]) & (True if keep is None else keep)
+        else:
+            ok &= np.isfinite(inputs[i])
+        np.testing.assert_allclose(got[ok], want[ok], rtol=1e-4, atol=1e-6, err_msg=f"{name} grad {i}")
 
 
 # ---------------------------------------------------------------------- float32, exact ops
@@ -119,7 +152,7 @@ def np_floor_divide(a, b):
 
 
 def _numpy_oracle(fn):
-    return lambda *ts: torch.from_numpy(np.asarray(fn(*[t.numpy() for t in ts])))
+    return lambda *ts: torch.from_numpy(np.asarray(fn(*[t.detach().numpy() for t in ts])))
 
 
 EXACT_UNARY = {
@@ -395,7 +428,7 @@ def test_reflected_operators_with_python_numbers(gpu):
         check("reflected", [a], fn, fn, gpu=gpu)
     f = np.array([2.5, -0.75, 3.0, -0.0], np.float32)
     for fn in (lambda x: 7.5 % x, lambda x: -7.5 // x, lambda x: x % 2.0, lambda x: x // -2.0):
-        check("reflected", [f], fn, fn, gpu=gpu)
+        check("reflected", [f], fn, fn, grad=False, gpu=gpu)  # (PyTorch: no derivative of scalar % tensor)
     shifts = np.array([0, 1, 4], np.int64)
     check("rlshift", [shifts], lambda x: 3 << x, lambda x: 3 << x, gpu=gpu)
 
@@ -709,7 +742,10 @@ def test_gradients_match_torch(name, gpu):
         # (sgn's gradient is a ZeroTensor, which has no storage to read)
         want = np.zeros(x.shape, np.float32) if t.grad._is_zerotensor() else t.grad.numpy()
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6, err_msg=f"{name} grad {i}")
-        assert (bits(got) == bits(on_gpu)).all(), f"{name} grad {i}: Vulkan differs from CPU"
+        # NaN gradients by NaN-ness: which NaN a product of two NaNs keeps differs between the CPU
+        # and lavapipe in the existing ops the rules are built of (pow's, for one)
+        both_nan = np.isnan(got) & np.isnan(on_gpu)
+        assert ((bits(got) == bits(on_gpu)) | both_nan).all(), f"{name} grad {i}: Vulkan differs from CPU"
 
 
 def test_rounding_divisions_have_zero_gradients():

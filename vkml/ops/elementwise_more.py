@@ -489,7 +489,8 @@ def _grad_hardsigmoid(c):
 def _grad_hardswish(c):
     (x,) = c.inputs
     F = c.F
-    return (F.where(x < -3.0, 0.0, F.where(x <= 3.0, c.g * (x / 3.0 + 0.5), c.g)),)
+    # PyTorch's hardswish_backward: the middle piece is open at 3 (gradient 1 there, not 1.5)
+    return (F.where(x < -3.0, 0.0, F.where(x < 3.0, c.g * (x / 3.0 + 0.5), c.g)),)
 
 
 def _grad_silu(c):

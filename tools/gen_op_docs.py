@@ -48,9 +48,14 @@ OPERATORS = {
     "le": "a <= b",
     "gt": "a > b",
     "ge": "a >= b",
-    "logical_and": "a & b",
-    "logical_or": "a | b",
-    "logical_not": "~a",
+    "bitwise_and": "a & b",
+    "bitwise_or": "a | b",
+    "bitwise_xor": "a ^ b",
+    "bitwise_not": "~a",
+    "bitwise_left_shift": "a << b",
+    "bitwise_right_shift": "a >> b",
+    "remainder": "a % b",
+    "floor_divide": "a // b",
     "matmul": "a @ b",
     "getitem": "a[index]",
 }
@@ -60,6 +65,19 @@ REACHED_THROUGH = {
     "clamp_min": ["vkml.clamp(input, min=min)", "Tensor.clamp(min=min)"],
     "clamp_max": ["vkml.clamp(input, max=max)", "Tensor.clamp(max=max)"],
     "shift_max": ["vkml.softmax, vkml.log_softmax and vkml.logsumexp (vkml.frontend.operators._shift_max)"],
+    "div": ["vkml.true_divide(input, other)", "Tensor.true_divide(other)"],
+    "div_trunc": ["vkml.div(input, other, rounding_mode='trunc')"],
+    "floor_divide": ["vkml.div(input, other, rounding_mode='floor')"],
+    "trunc": ["vkml.fix(input)", "Tensor.fix()"],
+    "round_decimals": ["vkml.round(input, decimals=d) for d > 0", "Tensor.round(decimals=d)"],
+    "round_neg_decimals": ["vkml.round(input, decimals=d) for d < 0", "Tensor.round(decimals=d)"],
+    "elu": [
+        "vkml.nn.functional.elu(input, alpha=1.0, inplace=False)",
+        "vkml.nn.functional.selu(input, inplace=False)",
+        "vkml.nn.functional.celu(input, alpha=1.0, inplace=False)",
+        "vkml.nn.ELU, vkml.nn.SELU, vkml.nn.CELU",
+    ],
+    "hardtanh": ["vkml.nn.functional.relu6(input, inplace=False)", "vkml.nn.Hardtanh, vkml.nn.ReLU6"],
 }
 RESULT_DTYPE = {
     "promote": "the promoted dtype of the operands (PyTorch's rules)",
@@ -365,6 +383,70 @@ EXTRA: dict[str, Extra] = {
     "zeros_like": Extra("creation", (_sig("vkml.zeros_like", vkml.zeros_like),), vkml.zeros_like, gradient=LEAF),
     "ones_like": Extra("creation", (_sig("vkml.ones_like", vkml.ones_like),), vkml.ones_like, gradient=LEAF),
 }
+# Composites of issue 17 (vkml/frontend/pointwise.py, vkml/nn/activation.py).
+EXTRA.update(
+    {
+        "isclose": Extra(
+            "composite",
+            (_sig("vkml.isclose", vkml.isclose), "Tensor.isclose(other, rtol=1e-05, atol=1e-08, equal_nan=False)"),
+            vkml.isclose,
+            precision="PyTorch's formula: |a - b| <= atol + |rtol·b| with each step rounded in the tensors' dtype "
+            "(integers in float32), or a == b",
+            special="Equal infinities are close; NaN is close to NaN only with equal_nan.",
+            gradient="Not differentiable: the result is bool.",
+        ),
+        "allclose": Extra(
+            "composite",
+            (_sig("vkml.allclose", vkml.allclose), "Tensor.allclose(other, ...)"),
+            vkml.allclose,
+            precision="as `isclose`",
+            special="As `isclose`; returns a Python bool (reads the result back).",
+            gradient="Not differentiable: the result is a Python bool.",
+        ),
+        "equal": Extra(
+            "composite",
+            (_sig("vkml.equal", vkml.equal), "Tensor.equal(other)"),
+            vkml.equal,
+            precision="exact",
+            special="NaN differs from NaN; different shapes give False.",
+            gradient="Not differentiable: the result is a Python bool.",
+        ),
+        "float_power": Extra(
+            "composite",
+            (_sig("vkml.float_power", vkml.float_power), "Tensor.float_power(exponent)"),
+            vkml.float_power,
+            precision="as `pow` in float32 (≤ 1 ulp)",
+            special="As `pow`.",
+            divergence="PyTorch computes in float64 and returns float64; vkml has no float64 tensors and returns "
+            "float32.",
+            gradient="Through `pow` and the casts.",
+        ),
+        "softmin": Extra(
+            "composite",
+            (_sig("vkml.nn.functional.softmin", nnf.softmin), "vkml.nn.Softmin(dim=None)"),
+            nnf.softmin,
+            precision="as `softmax` of -input",
+            special="As `softmax`.",
+            gradient=THROUGH,
+        ),
+        "glu": Extra(
+            "composite",
+            (_sig("vkml.nn.functional.glu", nnf.glu), "vkml.nn.GLU(dim=-1)"),
+            nnf.glu,
+            precision="`sigmoid` (≤ 2 ulp) and one product",
+            special="As `sigmoid` and the product.",
+            gradient=THROUGH,
+        ),
+        "prelu": Extra(
+            "composite",
+            (_sig("vkml.nn.functional.prelu", nnf.prelu), "vkml.nn.PReLU(num_parameters=1, init=0.25)"),
+            nnf.prelu,
+            precision="exact select of x or one product",
+            special="NaN gives NaN (NaN > 0 is False, and weight·NaN is NaN).",
+            gradient=THROUGH,
+        ),
+    }
+)
 
 
 # ---------------------------------------------------------------------- shape and construction (vkml/frontend/shape.py)
@@ -658,7 +740,8 @@ def registry_page(op: OpDef) -> str:
     lines += _table(rows) + [""]
     lines += ["## NaN, infinities and signed zeros", "", op.special or "Nothing beyond IEEE 754.", ""]
     lines += ["## Divergences from PyTorch", "", op.divergence or "None known.", ""]
-    lines += gradient_lines(op.grad, f"vkml/ops/{op.kind}.py (`OpDef.grad`)", op.name)
+    home = op.grad.__module__.replace(".", "/") + ".py" if op.grad else f"vkml/ops/{op.kind}.py"
+    lines += gradient_lines(op.grad, f"{home} (`OpDef.grad`)", op.name)
     if any(t.is_float for t in op.dtypes) and op.kind in ("elementwise", "reduce"):
         lines += ["## float16", "", _float16_note(op), ""]
     wrapper = getattr(nnf, op.name.removesuffix("_tanh"), None)

@@ -329,3 +329,10 @@ __all__ += [
     "randint_like",
     "randperm",
 ]
+# Pointwise operators of issue 17 (vkml/frontend/pointwise.py): every name it exports, as vkml.<name>.
+from .frontend import pointwise as _pointwise  # noqa: E402
+
+for _name in _pointwise.TENSOR_METHODS:
+    globals()[_name] = getattr(_pointwise, _name)
+__all__ += _pointwise.TENSOR_METHODS
+del _name

@@ -14,7 +14,7 @@ import copy
 import numpy as np
 
 from .errors import DTypeError, ShapeError
-from .frontend import indexing, mutation
+from .frontend import indexing, mutation, pointwise
 from .frontend import operators as F
 from .graph import build as lazy
 from .graph.node import Node
@@ -294,13 +294,52 @@ class Tensor:
         return F.abs(self)
 
     def __invert__(self):
-        return F.logical_not(self)
+        if self.dtype.is_float:  # PyTorch's TypeError for the operator (bitwise_not's is NotImplementedError)
+            raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+        return pointwise.bitwise_not(self)
 
+    # Bit operators: bitwise on integers, logical on bools (PyTorch's); float tensors are its error.
     def __and__(self, o):
-        return F.logical_and(self, o)
+        return pointwise.bitwise_and(self, o)
+
+    def __rand__(self, o):
+        return pointwise.bitwise_and(o, self)
 
     def __or__(self, o):
-        return F.logical_or(self, o)
+        return pointwise.bitwise_or(self, o)
+
+    def __ror__(self, o):
+        return pointwise.bitwise_or(o, self)
+
+    def __xor__(self, o):
+        return pointwise.bitwise_xor(self, o)
+
+    def __rxor__(self, o):
+        return pointwise.bitwise_xor(o, self)
+
+    def __lshift__(self, o):
+        return pointwise.bitwise_left_shift(self, o)
+
+    def __rlshift__(self, o):
+        return pointwise.bitwise_left_shift(o, self)
+
+    def __rshift__(self, o):
+        return pointwise.bitwise_right_shift(self, o)
+
+    def __rrshift__(self, o):
+        return pointwise.bitwise_right_shift(o, self)
+
+    def __mod__(self, o):
+        return pointwise.remainder(self, o)
+
+    def __rmod__(self, o):
+        return pointwise.remainder(o, self)
+
+    def __floordiv__(self, o):
+        return pointwise.floor_divide(self, o)
+
+    def __rfloordiv__(self, o):
+        return pointwise.floor_divide(o, self)
 
     def __eq__(self, o):  # noqa: D105 - elementwise, as in PyTorch
         return F.eq(self, o)
@@ -398,8 +437,8 @@ class Tensor:
     def mul_(self, other) -> Tensor:
         return mutation.inplace(self, "mul_", F.mul, other)
 
-    def div_(self, other) -> Tensor:
-        return mutation.inplace(self, "div_", F.div, other)
+    def div_(self, other, *, rounding_mode=None) -> Tensor:
+        return mutation.inplace(self, "div_", lambda t, o: F.div(t, o, rounding_mode=rounding_mode), other)
 
     def pow_(self, exponent) -> Tensor:
         return mutation.inplace(self, "pow_", F.pow, exponent)
@@ -476,10 +515,25 @@ class Tensor:
         return self.pow_(other)
 
     def __iand__(self, other):
-        return mutation.inplace(self, "__iand__", F.logical_and, other)
+        return mutation.inplace(self, "__iand__", pointwise.bitwise_and, other)
 
     def __ior__(self, other):
-        return mutation.inplace(self, "__ior__", F.logical_or, other)
+        return mutation.inplace(self, "__ior__", pointwise.bitwise_or, other)
+
+    def __ixor__(self, other):
+        return mutation.inplace(self, "__ixor__", pointwise.bitwise_xor, other)
+
+    def __ilshift__(self, other):
+        return mutation.inplace(self, "__ilshift__", pointwise.bitwise_left_shift, other)
+
+    def __irshift__(self, other):
+        return mutation.inplace(self, "__irshift__", pointwise.bitwise_right_shift, other)
+
+    def __imod__(self, other):
+        return mutation.inplace(self, "__imod__", pointwise.remainder, other)
+
+    def __ifloordiv__(self, other):
+        return mutation.inplace(self, "__ifloordiv__", pointwise.floor_divide, other)
 
     def _saved(self) -> tuple:
         """(node, storage owner, its version): this tensor's value as autograd keeps it (``SavedTensor`` at backward)."""
@@ -540,6 +594,24 @@ def _install_methods() -> None:
 
 
 _install_methods()
+
+
+def _install_pointwise_methods() -> None:
+    """Methods of vkml/frontend/pointwise.py, and their in-place forms (``x.floor_()``)."""
+    for name in pointwise.TENSOR_METHODS:
+        if not hasattr(Tensor, name):
+            setattr(Tensor, name, getattr(pointwise, name))
+    for name in pointwise.INPLACE_METHODS:
+        fn = getattr(pointwise, name)
+
+        def method(self, *args, _fn=fn, _name=name + "_", **kwargs):
+            return mutation.inplace(self, _name, lambda t, *a: _fn(t, *a, **kwargs), *args)
+
+        method.__name__ = name + "_"
+        setattr(Tensor, name + "_", method)
+
+
+_install_pointwise_methods()
 assert ShapeError  # re-exported for users of vkml.tensor
 
 # Shape and construction methods (vkml/frontend/shape.py): narrow, split, flatten(start, end), mT, ...

@@ -154,8 +154,10 @@ def _binary(name):
 add, sub, mul, _divide = _binary("add"), _binary("sub"), _binary("mul"), _binary("div")
 
 
-def div(input, other):
+def div(input, other, *, rounding_mode=None):
     """``input / other`` with broadcasting, correctly rounded; see docs/ops/div.md.
+
+    ``rounding_mode='trunc'`` or ``'floor'`` rounds the quotient (vkml/frontend/pointwise.py).
 
     A float tensor divided by a Python number that is a power of two in [2^-126, 2^126] (the
     count of a ``mean``, ``x / 2``) is multiplied by the exact reciprocal instead: quotient and
@@ -165,6 +167,8 @@ def div(input, other):
     >>> div(vkml.tensor([1.0, 3.0]), 2).tolist()  # doctest: +SKIP
     [0.5, 1.5]
     """
+    if rounding_mode is not None:
+        return _pointwise.div_rounded(input, other, rounding_mode)
     if type(other) in (float, int) and isinstance(input, _tensor.Tensor) and input.dtype.is_float:
         if type(other) is int:
             lazy.check_scalar_fits("div", other, T.float32)  # PyTorch's OverflowError past 64 bits
@@ -794,3 +798,4 @@ def masked_fill(input, mask, value):
 from .. import tensor as _tensor  # noqa: E402
 from . import indexing as _indexing  # noqa: E402
 from . import mutation as _mutation  # noqa: E402
+from . import pointwise as _pointwise  # noqa: E402

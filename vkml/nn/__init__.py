@@ -57,3 +57,10 @@ __all__ += [
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell  # noqa: E402
 
 __all__ += ["RNNCell", "LSTMCell", "GRUCell", "RNN", "LSTM", "GRU"]
+# Activation modules of issue 17 (vkml/nn/activation.py).
+from . import activation as _activation  # noqa: E402
+
+for _name in _activation.MODULES:
+    globals()[_name] = getattr(_activation, _name)
+__all__ += _activation.MODULES
+del _name

@@ -355,4 +355,10 @@ def dropout(input, p: float = 0.5, training: bool = True):
 
 
 # Attention (vkml/nn/functional_attention.py); imported last, as it only builds on the frontend.
+# Activations of issue 17 (vkml/nn/activation.py), as vkml.nn.functional.<name>.
+from . import activation as _activation  # noqa: E402
 from .functional_attention import scaled_dot_product_attention  # noqa: E402, F401
+
+for _name in _activation.FUNCTIONS:
+    globals()[_name] = getattr(_activation, _name)
+del _name

@@ -22,12 +22,16 @@ def _abs(a):
 
 
 def _maximum(a, b):
+    if a.dtype is T.bool_:
+        return a | b
     if _float(a):
         return M.maximum(a, b)
     return B.select(a < b, b, a)
 
 
 def _minimum(a, b):
+    if a.dtype is T.bool_:
+        return a & b
     if _float(a):
         return M.minimum(a, b)
     return B.select(b < a, b, a)
@@ -96,8 +100,12 @@ def _cmp(op):
     return body
 
 
+def _truth(a):
+    return a if a.dtype is T.bool_ else B.ne(a, B.const(0, a.dtype))  # NaN is nonzero: True
+
+
 def _logical(op):
-    return lambda a, b: B.emit(op, a, b)
+    return lambda a, b: B.emit(op, _truth(a), _truth(b))
 
 
 # ---------------------------------------------------------------------- gradients (PyTorch's formulas)
@@ -304,6 +312,7 @@ register(
         "elementwise",
         "maximum(input, other)",
         "Elementwise maximum.",
+        dtypes=ALL_DTYPES,
         body=_maximum,
         special="A NaN on either side gives NaN.",
         divergence="maximum(+0.0, -0.0) is +0.0 in either order (IEEE 754-2019); PyTorch's sign depends on its vector path.",
@@ -316,6 +325,7 @@ register(
         "elementwise",
         "minimum(input, other)",
         "Elementwise minimum.",
+        dtypes=ALL_DTYPES,
         body=_minimum,
         special="A NaN on either side gives NaN.",
         divergence="minimum(+0.0, -0.0) is -0.0 in either order (IEEE 754-2019); PyTorch's sign depends on its vector path.",
@@ -394,8 +404,9 @@ register(
         "logical_and",
         "elementwise",
         "logical_and(input, other)",
-        "Logical and of bool tensors.",
-        dtypes=(T.bool_,),
+        "Logical and: nonzero values are True; the result is bool.",
+        dtypes=ALL_DTYPES,
+        result="bool",
         body=_logical("and"),
     )
 )
@@ -404,8 +415,9 @@ register(
         "logical_or",
         "elementwise",
         "logical_or(input, other)",
-        "Logical or of bool tensors.",
-        dtypes=(T.bool_,),
+        "Logical or: nonzero values are True; the result is bool.",
+        dtypes=ALL_DTYPES,
+        result="bool",
         body=_logical("or"),
     )
 )
@@ -414,9 +426,10 @@ register(
         "logical_not",
         "elementwise",
         "logical_not(input)",
-        "Logical not of a bool tensor.",
-        dtypes=(T.bool_,),
-        body=lambda a: ~a,
+        "Logical not: True where input is zero; the result is bool.",
+        dtypes=ALL_DTYPES,
+        result="bool",
+        body=lambda a: ~_truth(a),
     )
 )
 register(

@@ -1,0 +1,257 @@
+"""More pointwise operators with PyTorch's names (issue 17): rounding, remainders, classification,
+comparisons of closeness, bit operations.
+
+Each function checks its arguments eagerly and records one registered elementwise op
+(vkml/ops/elementwise_more.py) or composes existing ones; tensor.py installs the functions
+named in ``TENSOR_METHODS`` as Tensor methods.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..ir import types as T
+from . import mutation
+from . import operators as F
+from .operators import _binary, _elementwise, _tensor_node, _unary
+
+floor, ceil, trunc = (_unary(n) for n in ("floor", "ceil", "trunc"))
+fix = trunc
+sgn, signbit, square, reciprocal = (_unary(n) for n in ("sgn", "signbit", "square", "reciprocal"))
+isnan, isinf, isposinf, isneginf, isfinite, isreal = (
+    _unary(n) for n in ("isnan", "isinf", "isposinf", "isneginf", "isfinite", "isreal")
+)
+copysign, fmod, remainder, floor_divide = (_binary(n) for n in ("copysign", "fmod", "remainder", "floor_divide"))
+fmax, fmin, logaddexp, logaddexp2, xlogy, hypot = (
+    _binary(n) for n in ("fmax", "fmin", "logaddexp", "logaddexp2", "xlogy", "hypot")
+)
+logical_xor = _binary("logical_xor")
+true_divide = F.div
+
+
+def _integer_only(op: str, *operands) -> None:
+    # PyTorch's NotImplementedError: bit operations have no float kernels
+    for x in operands:
+        if isinstance(x, F._tensor.Tensor) and x.dtype.is_float:
+            raise NotImplementedError(f"'{op}' is not implemented for '{mutation.torch_name(x.dtype)}' tensors")
+        if type(x) is float:
+            raise NotImplementedError(f"'{op}' is not implemented for a float operand ({x!r})")
+
+
+def _bitwise(name: str):
+    fn = _binary(name)
+
+    def op(input, other):
+        _integer_only(name, input, other)
+        return fn(input, other)
+
+    op.__name__ = name
+    op.__doc__ = fn.__doc__
+    return op
+
+
+bitwise_and, bitwise_or, bitwise_xor = (_bitwise(n) for n in ("bitwise_and", "bitwise_or", "bitwise_xor"))
+bitwise_left_shift, bitwise_right_shift = _bitwise("bitwise_left_shift"), _bitwise("bitwise_right_shift")
+
+
+def bitwise_not(input):
+    """``~input``: bitwise not of an integer tensor, logical not of a bool one; see docs/ops/bitwise_not.md."""
+    node = _tensor_node("bitwise_not", input)
+    if node.dtype.is_float:
+        raise NotImplementedError(f"'bitwise_not' is not implemented for '{mutation.torch_name(node.dtype)}' tensors")
+    return _elementwise("bitwise_not", input)
+
+
+def round(input, *, decimals: int = 0):
+    """Round half to even, to ``decimals`` decimal places (PyTorch's formula); see docs/ops/round.md."""
+    node = _tensor_node("round", input)
+    if type(decimals) is not int:
+        raise TypeError(f"'round': decimals must be an int, got {type(decimals).__name__}")
+    if decimals == 0:
+        return _elementwise("round", input)
+    if not node.dtype.is_float:
+        raise NotImplementedError(f"\"round_cpu\" not implemented for '{mutation.torch_name(node.dtype)}'")
+    scale = float(np.float32(10.0 ** abs(decimals))) if abs(decimals) < 39 else math.inf
+    return _elementwise("round_decimals" if decimals > 0 else "round_neg_decimals", input, scale)
+
+
+def _float_only(op: str, input) -> None:
+    node = _tensor_node(op, input)
+    if not node.dtype.is_float:
+        raise NotImplementedError(f"\"{op}_cpu\" not implemented for '{mutation.torch_name(node.dtype)}'")
+
+
+def frac(input):
+    """``input - trunc(input)`` for float tensors; see docs/ops/frac.md."""
+    _float_only("frac", input)
+    return _elementwise("frac", input)
+
+
+def div_rounded(input, other, rounding_mode):
+    """``div(input, other, rounding_mode=...)``: None divides, 'trunc' and 'floor' round the quotient."""
+    if rounding_mode is None:
+        return F.div(input, other)
+    if rounding_mode == "trunc":
+        return _elementwise("div_trunc", input, other)
+    if rounding_mode == "floor":
+        return floor_divide(input, other)
+    raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
+
+
+def lerp(input, end, weight):
+    """``input + weight * (end - input)`` with PyTorch's two-sided formula; see docs/ops/lerp.md."""
+    for name, x in (("input", input), ("end", end)):
+        node = _tensor_node("lerp", x)
+        if not node.dtype.is_float:
+            raise NotImplementedError(f"'lerp' is not implemented for '{mutation.torch_name(node.dtype)}' {name}")
+    if input.dtype is not end.dtype:
+        raise RuntimeError(f"'lerp': expected dtype {input.dtype.name} for `end` but got dtype {end.dtype.name}")
+    if isinstance(weight, F._tensor.Tensor) and weight.dtype is not input.dtype:
+        raise RuntimeError(f"'lerp': expected dtype {input.dtype.name} for `weight` but got dtype {weight.dtype.name}")
+    return _elementwise("lerp", input, end, weight)
+
+
+def nan_to_num(input, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None):
+    """NaN, +inf and -inf replaced (defaults: 0, the dtype's largest and lowest value); see docs/ops/nan_to_num.md.
+
+    Integer and bool tensors come back unchanged (as PyTorch).
+    """
+    node = _tensor_node("nan_to_num", input)
+    if not node.dtype.is_float:
+        return F.clone(input)
+    big = 65504.0 if node.dtype is T.float16 else float(np.finfo(np.float32).max)
+    posinf = big if posinf is None else float(posinf)
+    neginf = -big if neginf is None else float(neginf)
+    return _elementwise("nan_to_num", input, float(nan), posinf, neginf)
+
+
+def isclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
+    """``|input - other| <= atol + rtol * |other|`` elementwise, as PyTorch (bool result).
+
+    Precision: the difference, product and sum are each rounded in the tensors' dtype, as PyTorch.
+    Special values: equal infinities are close; NaN is close to NaN only with ``equal_nan``.
+    """
+    a, b = _tensor_node("isclose", input), _tensor_node("isclose", other)
+    if a.dtype is not b.dtype:
+        raise RuntimeError(
+            f"isclose(): expected both tensors to have the same dtype, got {a.dtype.name} and {b.dtype.name}"
+        )
+    if rtol < 0:
+        raise RuntimeError(f"isclose(): rtol must be greater than or equal to zero, but got {rtol}")
+    if atol < 0:
+        raise RuntimeError(f"isclose(): atol must be greater than or equal to zero, but got {atol}")
+    close = F.eq(input, other)
+    if a.dtype is T.bool_:
+        return close
+    if not a.dtype.is_float:  # PyTorch measures integer differences in the default float dtype (no wrapping)
+        input, other = F.cast(input, T.float32), F.cast(other, T.float32)
+    if equal_nan and a.dtype.is_float:
+        close = F.logical_or(close, F.logical_and(isnan(input), isnan(other)))
+    allowed = F.abs(F.mul(other, float(rtol))) + float(atol)
+    actual = F.abs(F.sub(input, other))
+    return F.logical_or(close, F.logical_and(isfinite(actual), F.le(actual, allowed)))
+
+
+def allclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    """Whether every element of ``isclose(input, other, ...)`` holds (a Python bool; reads the result back)."""
+    return bool(F.logical_not(isclose(input, other, rtol, atol, equal_nan)).numpy().sum() == 0)
+
+
+def equal(input, other) -> bool:
+    """True if both tensors have the same shape and elements (NaN differs from NaN); a Python bool."""
+    a, b = _tensor_node("equal", input), _tensor_node("equal", other)
+    if a.shape != b.shape:
+        return False
+    return bool(F.ne(input, other).numpy().sum() == 0)
+
+
+def float_power(input, exponent):
+    """``pow`` in float32 for every dtype (see docs/ops/float_power.md).
+
+    Divergence from PyTorch: PyTorch computes float_power in float64 and returns float64; vkml has
+    no float64 tensors, so it converts both operands to float32 and returns float32.
+    """
+    if isinstance(input, F._tensor.Tensor):
+        input = F.cast(input, T.float32)
+    if isinstance(exponent, F._tensor.Tensor):
+        exponent = F.cast(exponent, T.float32)
+    elif not isinstance(input, F._tensor.Tensor):
+        raise TypeError("'float_power' needs at least one tensor operand")
+    if isinstance(exponent, (int, float)) and not isinstance(exponent, bool):
+        exponent = float(exponent)
+    return F.pow(input, exponent)
+
+
+TENSOR_METHODS = [
+    "floor",
+    "ceil",
+    "trunc",
+    "fix",
+    "round",
+    "frac",
+    "sgn",
+    "signbit",
+    "copysign",
+    "square",
+    "reciprocal",
+    "fmod",
+    "remainder",
+    "floor_divide",
+    "true_divide",
+    "lerp",
+    "logaddexp",
+    "logaddexp2",
+    "xlogy",
+    "hypot",
+    "isnan",
+    "isinf",
+    "isposinf",
+    "isneginf",
+    "isfinite",
+    "isreal",
+    "isclose",
+    "allclose",
+    "equal",
+    "nan_to_num",
+    "float_power",
+    "fmax",
+    "fmin",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "bitwise_not",
+    "bitwise_left_shift",
+    "bitwise_right_shift",
+    "logical_xor",
+]
+# In-place forms (``x.floor_()``): the function computed and written back into the tensor.
+INPLACE_METHODS = [
+    "floor",
+    "ceil",
+    "trunc",
+    "round",
+    "frac",
+    "sgn",
+    "copysign",
+    "square",
+    "reciprocal",
+    "fmod",
+    "remainder",
+    "floor_divide",
+    "lerp",
+    "xlogy",
+    "hypot",
+    "nan_to_num",
+    "fmax",
+    "fmin",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "bitwise_not",
+    "bitwise_left_shift",
+    "bitwise_right_shift",
+    "logical_xor",
+]
+__all__ = TENSOR_METHODS + ["div_rounded"]

@@ -1,0 +1,387 @@
+"""Activation functions (``vkml.nn.functional.silu``, ...) and their modules (``vkml.nn.SiLU``, ...).
+
+Each function is one registered elementwise op (vkml/ops/elementwise_more.py) or a composite
+of existing ones, with PyTorch's arguments; ``inplace=True`` writes the result into the input
+(``Tensor`` in-place semantics, vkml/frontend/mutation.py) and returns it.
+
+>>> import vkml
+>>> silu(vkml.tensor([0.0, 1.0])).shape
+(2,)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ShapeError
+from ..frontend import creation, mutation
+from ..frontend import operators as functions
+from .module import Module, Parameter
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _float_input(op: str, input):
+    node = functions._tensor_node(op, input)
+    if not node.dtype.is_float:  # PyTorch's error: no integer kernel
+        raise NotImplementedError(f"'{op}' is not implemented for '{mutation.torch_name(node.dtype)}' tensors")
+
+
+def _apply(op: str, input, inplace: bool, *params):
+    """Op ``op`` of ``input`` and scalar ``params``, written into ``input`` when ``inplace``."""
+    _float_input(op, input)
+    if inplace:
+        return mutation.inplace(input, op + "_", lambda t: functions._elementwise(op, t, *params))
+    return functions._elementwise(op, input, *params)
+
+
+def silu(input, inplace: bool = False):
+    """``x * sigmoid(x)``, as ``x / (1 + exp(-x))``; see docs/ops/silu.md."""
+    return _apply("silu", input, inplace)
+
+
+def mish(input, inplace: bool = False):
+    """``x * tanh(softplus(x))``; see docs/ops/mish.md."""
+    return _apply("mish", input, inplace)
+
+
+def _f32(value: float) -> float:
+    return float(np.float32(value))
+
+
+def _elu(op: str, input, alpha: float, scale: float, input_scale: float, inplace: bool):
+    # PyTorch's kernel multiplies by negcoef = alpha·scale, formed in float32 from float32 operands
+    negcoef = _f32(np.float32(alpha) * np.float32(scale))
+    _float_input(op, input)
+    if inplace:
+        return mutation.inplace(
+            input, op + "_", lambda t: functions._elementwise("elu", t, negcoef, float(scale), float(input_scale))
+        )
+    return functions._elementwise("elu", input, negcoef, float(scale), float(input_scale))
+
+
+def elu(input, alpha: float = 1.0, inplace: bool = False):
+    """``x`` for x > 0, else ``alpha * (exp(x) - 1)``; see docs/ops/elu.md."""
+    return _elu("elu", input, alpha, 1.0, 1.0, inplace)
+
+
+def selu(input, inplace: bool = False):
+    """``scale * elu(x, alpha)`` with the self-normalizing constants; see docs/ops/elu.md."""
+    return _elu("selu", input, _SELU_ALPHA, _SELU_SCALE, 1.0, inplace)
+
+
+def celu(input, alpha: float = 1.0, inplace: bool = False):
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``; see docs/ops/elu.md."""
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: celu's alpha must be nonzero")
+    return _elu("celu", input, alpha, 1.0, 1.0 / alpha, inplace)
+
+
+def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False):
+    """``x`` for x > 0, else ``negative_slope * x``; see docs/ops/leaky_relu.md."""
+    return _apply("leaky_relu", input, inplace, float(negative_slope))
+
+
+def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
+    """``clamp(x, min_val, max_val)``; see docs/ops/hardtanh.md."""
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    return _apply("hardtanh", input, inplace, float(min_val), float(max_val))
+
+
+def relu6(input, inplace: bool = False):
+    """``hardtanh(x, 0, 6)``; see docs/ops/hardtanh.md."""
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def hardsigmoid(input, inplace: bool = False):
+    """``clamp(x + 3, 0, 6) / 6``; see docs/ops/hardsigmoid.md."""
+    return _apply("hardsigmoid", input, inplace)
+
+
+def hardswish(input, inplace: bool = False):
+    """``x * clamp(x + 3, 0, 6) / 6``; see docs/ops/hardswish.md."""
+    return _apply("hardswish", input, inplace)
+
+
+def softsign(input):
+    """``x / (1 + |x|)``; see docs/ops/softsign.md."""
+    return _apply("softsign", input, False)
+
+
+def logsigmoid(input):
+    """``log(sigmoid(x))`` without overflow; see docs/ops/logsigmoid.md."""
+    return _apply("logsigmoid", input, False)
+
+
+def threshold(input, threshold: float, value: float, inplace: bool = False):
+    """``x`` where x > threshold, else ``value``; see docs/ops/threshold.md."""
+    return _apply("threshold", input, inplace, float(threshold), float(value))
+
+
+def hardshrink(input, lambd: float = 0.5):
+    """``x`` where |x| > lambd, else 0; see docs/ops/hardshrink.md."""
+    return _apply("hardshrink", input, False, float(lambd))
+
+
+def softshrink(input, lambd: float = 0.5):
+    """``x - lambd`` above lambd, ``x + lambd`` below -lambd, else 0; see docs/ops/softshrink.md."""
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+    return _apply("softshrink", input, False, float(lambd))
+
+
+def tanhshrink(input):
+    """``x - tanh(x)``; see docs/ops/tanhshrink.md."""
+    return _apply("tanhshrink", input, False)
+
+
+def softmin(input, dim: int | None = None, _stacklevel: int = 3, dtype=None):
+    """``softmax(-x, dim)``: precision and special values as ``softmax`` (docs/ops/softmax.md)."""
+    if dim is None:
+        raise TypeError("'softmin': dim must be given (PyTorch's implicit dim is deprecated)")
+    x = functions.cast(input, dtype) if dtype is not None else input
+    return functions.softmax(functions.neg(x), dim)
+
+
+def glu(input, dim: int = -1):
+    """``a * sigmoid(b)`` where ``a`` and ``b`` are the two halves of ``input`` along ``dim``."""
+    node = functions._tensor_node("glu", input)
+    if not node.shape:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = functions.lazy.normalize_dim("glu", dim, len(node.shape))
+    size = node.shape[d]
+    if size % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {size}")
+    half = size // 2
+    first = tuple(slice(None) for _ in range(d))
+    a = functions.getitem(input, first + (slice(0, half),))
+    b = functions.getitem(input, first + (slice(half, size),))
+    return a * functions.sigmoid(b)
+
+
+def prelu(input, weight):
+    """``x`` for x > 0, else ``weight * x``; ``weight`` has one element or one per channel (dim 1)."""
+    node = functions._tensor_node("prelu", input)
+    w = functions._tensor_node("prelu", weight)
+    count = w.numel
+    channels = node.shape[1] if len(node.shape) >= 2 else 1
+    if count != 1 and count != channels:
+        raise RuntimeError(
+            f"Mismatch of parameter numbers and input channel size. Found parameter numbers = {count} "
+            f"and channel size = {channels}."
+        )
+    if len(w.shape) > 1:
+        raise ShapeError(f"'prelu': weight must be 1-D or 0-D, got shape {w.shape}")
+    if count != 1 and len(node.shape) >= 2:
+        weight = functions.reshape(weight, count, *([1] * (len(node.shape) - 2)))
+    elif count == 1 and w.shape:
+        weight = functions.reshape(weight)
+    return functions.where(input > 0, input, weight * input)
+
+
+# ---------------------------------------------------------------------- modules
+
+
+class _Inplace(Module):
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
+
+class SiLU(_Inplace):
+    def forward(self, input):
+        return silu(input, self.inplace)
+
+
+class Mish(_Inplace):
+    def forward(self, input):
+        return mish(input, self.inplace)
+
+
+class SELU(_Inplace):
+    def forward(self, input):
+        return selu(input, self.inplace)
+
+
+class ReLU6(_Inplace):
+    def forward(self, input):
+        return relu6(input, self.inplace)
+
+
+class Hardsigmoid(_Inplace):
+    def forward(self, input):
+        return hardsigmoid(input, self.inplace)
+
+
+class Hardswish(_Inplace):
+    def forward(self, input):
+        return hardswish(input, self.inplace)
+
+
+class ELU(_Inplace):
+    def __init__(self, alpha: float = 1.0, inplace: bool = False):
+        super().__init__(inplace)
+        self.alpha = alpha
+
+    def forward(self, input):
+        return elu(input, self.alpha, self.inplace)
+
+
+class CELU(_Inplace):
+    def __init__(self, alpha: float = 1.0, inplace: bool = False):
+        super().__init__(inplace)
+        self.alpha = alpha
+
+    def forward(self, input):
+        return celu(input, self.alpha, self.inplace)
+
+
+class LeakyReLU(_Inplace):
+    def __init__(self, negative_slope: float = 0.01, inplace: bool = False):
+        super().__init__(inplace)
+        self.negative_slope = negative_slope
+
+    def forward(self, input):
+        return leaky_relu(input, self.negative_slope, self.inplace)
+
+
+class Hardtanh(_Inplace):
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
+        super().__init__(inplace)
+        self.min_val, self.max_val = min_val, max_val
+
+    def forward(self, input):
+        return hardtanh(input, self.min_val, self.max_val, self.inplace)
+
+
+class Threshold(_Inplace):
+    def __init__(self, threshold: float, value: float, inplace: bool = False):
+        super().__init__(inplace)
+        self.threshold, self.value = threshold, value
+
+    def forward(self, input):
+        return threshold(input, self.threshold, self.value, self.inplace)
+
+
+class Softsign(Module):
+    def forward(self, input):
+        return softsign(input)
+
+
+class LogSigmoid(Module):
+    def forward(self, input):
+        return logsigmoid(input)
+
+
+class Tanhshrink(Module):
+    def forward(self, input):
+        return tanhshrink(input)
+
+
+class Hardshrink(Module):
+    def __init__(self, lambd: float = 0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return hardshrink(input, self.lambd)
+
+
+class Softshrink(Module):
+    def __init__(self, lambd: float = 0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return softshrink(input, self.lambd)
+
+
+class Softplus(Module):
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0):
+        super().__init__()
+        self.beta, self.threshold = beta, threshold
+
+    def forward(self, input):
+        from . import functional  # (functional imports this module's functions)
+
+        return functional.softplus(input, self.beta, self.threshold)
+
+
+class Softmin(Module):
+    def __init__(self, dim: int | None = None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return softmin(input, self.dim)
+
+
+class GLU(Module):
+    def __init__(self, dim: int = -1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return glu(input, self.dim)
+
+
+class PReLU(Module):
+    """``x`` for x > 0, else ``weight * x``; ``weight`` (``num_parameters`` values) starts at ``init``."""
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None, dtype=None):
+        super().__init__()
+        self.num_parameters = num_parameters
+        self.weight = Parameter(creation.full((num_parameters,), init, dtype=dtype, device=device))
+
+    def forward(self, input):
+        return prelu(input, self.weight)
+
+
+FUNCTIONS = [
+    "silu",
+    "mish",
+    "elu",
+    "selu",
+    "celu",
+    "leaky_relu",
+    "hardtanh",
+    "relu6",
+    "hardsigmoid",
+    "hardswish",
+    "softsign",
+    "logsigmoid",
+    "softmin",
+    "threshold",
+    "hardshrink",
+    "softshrink",
+    "tanhshrink",
+    "glu",
+    "prelu",
+]
+MODULES = [
+    "SiLU",
+    "Mish",
+    "ELU",
+    "SELU",
+    "CELU",
+    "LeakyReLU",
+    "Hardtanh",
+    "ReLU6",
+    "Hardsigmoid",
+    "Hardswish",
+    "Softsign",
+    "LogSigmoid",
+    "Softmin",
+    "Threshold",
+    "Softplus",
+    "Hardshrink",
+    "Softshrink",
+    "Tanhshrink",
+    "GLU",
+    "PReLU",
+]

@@ -512,3 +512,12 @@ def _install_methods() -> None:
 
 _install_methods()
 assert ShapeError  # re-exported for users of vkml.tensor
+
+
+# Statistics and scans (vkml/frontend/statistics.py, scans.py): methods with PyTorch's names.
+from .frontend import scans as _scans  # noqa: E402
+from .frontend import statistics as _statistics  # noqa: E402
+
+for _module in (_statistics, _scans):
+    for _name in _module.TENSOR_METHODS:
+        setattr(Tensor, _name, getattr(_module, _name))

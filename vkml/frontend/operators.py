@@ -285,8 +285,15 @@ def _reduce(name: str, input, dim, keepdim: bool, op: str):
 
 
 def _reduction(name):
-    def fn(input, dim=None, keepdim=False):
-        return _reduce(name, input, dim, keepdim, name)
+    def fn(input, dim=None, keepdim=False, *, dtype=None, axis=None):
+        dim = _dim_or_axis(name, dim, axis)
+        if dtype is None:
+            return _reduce(name, input, dim, keepdim, name)
+        if name in ("amax", "amin"):
+            raise TypeError(f"'{name}' got an unexpected keyword argument 'dtype'")
+        # PyTorch converts the input to ``dtype`` first and reduces in it
+        _tensor_node(name, input)
+        return cast(_reduce(name, cast(input, dtype), dim, keepdim, name), dtype)
 
     fn.__name__ = name
     fn.__doc__ = f"``{name}`` over ``dim`` (all dims when None); see docs/ops/{name}.md. Example: ``x.{name}(dim=1)``."
@@ -294,6 +301,15 @@ def _reduction(name):
 
 
 sum, prod, amax, amin = (_reduction(n) for n in ("sum", "prod", "amax", "amin"))
+
+
+def _dim_or_axis(op: str, dim, axis):
+    """``dim``, or PyTorch's alias ``axis=`` for it (naming both is a TypeError)."""
+    if axis is None:
+        return dim
+    if dim is not None:
+        raise TypeError(f"'{op}': got both 'dim' and its alias 'axis' ({dim!r}, {axis!r})")
+    return axis
 
 
 def _shift_max(input, dim=None, keepdim=False, op="shift_max"):
@@ -332,7 +348,8 @@ def max(input, dim=None, keepdim=False):
     if dim is None:
         return _reduce("amax", input, None, False, "max")
     dim = lazy.normalize_dim("max", dim, len(_tensor_node("max", input).shape))
-    return _reduce("amax", input, dim, keepdim, "max"), _arg_reduction("argmax", input, dim, keepdim, "max")
+    values = _reduce("amax", input, dim, keepdim, "max")
+    return _return_types.max(values, _arg_reduction("argmax", input, dim, keepdim, "max"))
 
 
 def min(input, dim=None, keepdim=False):
@@ -342,7 +359,8 @@ def min(input, dim=None, keepdim=False):
     if dim is None:
         return _reduce("amin", input, None, False, "min")
     dim = lazy.normalize_dim("min", dim, len(_tensor_node("min", input).shape))
-    return _reduce("amin", input, dim, keepdim, "min"), _arg_reduction("argmin", input, dim, keepdim, "min")
+    values = _reduce("amin", input, dim, keepdim, "min")
+    return _return_types.min(values, _arg_reduction("argmin", input, dim, keepdim, "min"))
 
 
 def _reduced_count(node: Node, dims) -> int:
@@ -352,11 +370,20 @@ def _reduced_count(node: Node, dims) -> int:
     return math.prod(node.shape[d] for d in dims)
 
 
-def mean(input, dim=None, keepdim=False):
+def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None):
     """Mean over ``dim``: the tree sum divided by the count (float dtypes only, as PyTorch).
 
     float16 sums and divides in float32 and rounds once. mean of an empty dim is NaN.
+    ``dtype`` (a float dtype) converts the input first, as PyTorch.
     """
+    dim = _dim_or_axis("mean", dim, axis)
+    if dtype is not None:
+        _tensor_node("mean", input)
+        if not isinstance(dtype, T.DType) or not dtype.is_float:
+            raise RuntimeError(
+                f"'mean': could not infer output dtype. Optional dtype must be a floating point dtype, got {dtype!r}"
+            )
+        input = cast(input, dtype)
     node = _tensor_node("mean", input)
     if not node.dtype.is_float:
         raise DTypeError(f"'mean': input dtype must be floating point, got {node.dtype.name}")
@@ -445,12 +472,20 @@ def log_softmax(input, dim: int):
     return cast(shifted - log(sum(exp(shifted), dim, keepdim=True)), dtype)
 
 
-@differentiable("logsumexp")
-def logsumexp(input, dim, keepdim: bool = False):
+def logsumexp(input, dim=None, keepdim: bool = False, *, axis=None):
     """log(sum(exp(x))) over ``dim``, shifted by the finite max (PyTorch's rule: all -inf gives -inf).
 
-    Integer and bool inputs compute in float32 and give float32, as PyTorch.
+    Integer and bool inputs compute in float32 and give float32, as PyTorch. ``dim`` is an int
+    or a tuple of ints (``axis=`` is its alias).
     """
+    dim = _dim_or_axis("logsumexp", dim, axis)
+    if dim is None:
+        raise TypeError("'logsumexp': missing the required argument 'dim'")
+    return _logsumexp(input, dim, keepdim)
+
+
+@differentiable("logsumexp")
+def _logsumexp(input, dim, keepdim: bool = False):
     x, dtype = _float_work(input, "logsumexp", integers=True)
     node = x.node
     dim = lazy.reduce_dims("logsumexp", dim, len(node.shape))
@@ -794,3 +829,4 @@ def masked_fill(input, mask, value):
 from .. import tensor as _tensor  # noqa: E402
 from . import indexing as _indexing  # noqa: E402
 from . import mutation as _mutation  # noqa: E402
+from . import return_types as _return_types  # noqa: E402

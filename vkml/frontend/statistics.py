@@ -224,7 +224,11 @@ def _vector_norm(op: str, input, ord, dim, keepdim: bool, dtype):
         out = _safe_root(F.sum(x * x, dims, keepdim), F.sqrt)
     else:
         p = float(ord)
-        out = _safe_root(F.sum(F.pow(a, p), dims, keepdim), lambda s: F.pow(s, 1.0 / p))
+        # |x|^p as pow gives it (0^p is 0 for p > 0, inf for p < 0), with a zero gradient (not
+        # 0 * inf = NaN) at x = 0, as PyTorch's
+        zero = F.eq(a, 0.0)
+        powers = F.where(zero, 0.0 if p > 0 else math.inf, F.pow(F.where(zero, 1.0, a), p))
+        out = _safe_root(F.sum(powers, dims, keepdim), lambda s: F.pow(s, 1.0 / p))
     return F.cast(out, out_dtype)
 
 

@@ -200,6 +200,7 @@ import sys as _sys  # noqa: E402
 
 from .frontend import linalg, return_types  # noqa: E402
 from .frontend.scans import cummax, cummin, cumprod, cumsum, logcumsumexp  # noqa: E402
+from .frontend.selection import kthvalue, median, mode, nanmedian, nanquantile, quantile  # noqa: E402
 from .frontend.statistics import (  # noqa: E402
     all,  # noqa: A004
     aminmax,
@@ -235,4 +236,10 @@ __all__ += [
     "cummax",
     "cummin",
     "logcumsumexp",
+    "kthvalue",
+    "median",
+    "nanmedian",
+    "mode",
+    "quantile",
+    "nanquantile",
 ]

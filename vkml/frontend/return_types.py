@@ -13,5 +13,9 @@ min = namedtuple("min", ["values", "indices"])  # noqa: A001
 aminmax = namedtuple("aminmax", ["min", "max"])
 cummax = namedtuple("cummax", ["values", "indices"])
 cummin = namedtuple("cummin", ["values", "indices"])
+kthvalue = namedtuple("kthvalue", ["values", "indices"])
+median = namedtuple("median", ["values", "indices"])
+nanmedian = namedtuple("nanmedian", ["values", "indices"])
+mode = namedtuple("mode", ["values", "indices"])
 
-__all__ = ["max", "min", "aminmax", "cummax", "cummin"]
+__all__ = ["max", "min", "aminmax", "cummax", "cummin", "kthvalue", "median", "nanmedian", "mode"]

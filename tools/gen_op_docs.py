@@ -552,6 +552,85 @@ EXTRA.update(
         ),
     }
 )
+_SELECTION = vkml.frontend.selection
+_RANKS = (
+    "exact: each element's stable rank (the count of elements before it in PyTorch's order, NaN last) is a fused "
+    "reduction of n comparisons, and the selected element comes through a one-hot tree sum unchanged; n^2 "
+    "comparisons a row (no sort yet)"
+)
+_TO_INDEX = "Through a one-hot selection: the gradient goes to the element the index names, as PyTorch's."
+_TIES = (
+    "With ties, the index is the tied element whose stable rank was selected; PyTorch's quickselect may name "
+    "another of them (its choice is unspecified)."
+)
+EXTRA.update(
+    {
+        "kthvalue": Extra(
+            "reduce",
+            (_sig("vkml.kthvalue", _SELECTION.kthvalue), "Tensor.kthvalue(k, dim=-1, keepdim=False)"),
+            _SELECTION.kthvalue,
+            precision=_RANKS,
+            special="NaN sorts after every number (k = n picks a NaN if there is one). Returns "
+            "`vkml.return_types.kthvalue(values, indices)`.",
+            divergence=_TIES,
+            gradient=_TO_INDEX,
+        ),
+        "median": Extra(
+            "reduce",
+            (_sig("vkml.median", _SELECTION.median), "Tensor.median(dim=None, keepdim=False)"),
+            _SELECTION.median,
+            precision=_RANKS,
+            special="The lower median; a NaN in the slice gives NaN with the first NaN's index; the median of no "
+            "elements is NaN. With `dim`, returns `vkml.return_types.median(values, indices)`.",
+            divergence=_TIES,
+            gradient=_TO_INDEX,
+        ),
+        "nanmedian": Extra(
+            "reduce",
+            (_sig("vkml.nanmedian", _SELECTION.nanmedian), "Tensor.nanmedian(dim=None, keepdim=False)"),
+            _SELECTION.nanmedian,
+            precision=_RANKS,
+            special="NaN is skipped; an all-NaN slice gives NaN (index 0, the first NaN).",
+            divergence=_TIES,
+            gradient=_TO_INDEX,
+        ),
+        "mode": Extra(
+            "reduce",
+            (_sig("vkml.mode", _SELECTION.mode), "Tensor.mode(dim=-1, keepdim=False)"),
+            _SELECTION.mode,
+            precision="exact: counts of equal elements (n^2 comparisons a row), then the exact max and min",
+            special="Of equally frequent values the smallest; its last position is the index (as PyTorch). NaN "
+            "equals nothing, so each NaN counts once.",
+            gradient=_TO_INDEX,
+        ),
+        "quantile": Extra(
+            "reduce",
+            (
+                _sig("vkml.quantile", _SELECTION.quantile),
+                "Tensor.quantile(q, dim=None, keepdim=False, *, interpolation='linear')",
+            ),
+            _SELECTION.quantile,
+            precision="positions q·(n-1) in float32 and the neighbours exactly (as `kthvalue`); linear and midpoint "
+            "use torch.lerp's formula, each operation rounded",
+            special="A NaN in the slice gives NaN.",
+            divergence="PyTorch's vectorised lerp fuses its multiply-add: linear and midpoint results may differ by "
+            "1 ulp. float64 inputs do not exist in vkml (PyTorch takes float32 and float64).",
+            gradient=THROUGH,
+        ),
+        "nanquantile": Extra(
+            "reduce",
+            (
+                _sig("vkml.nanquantile", _SELECTION.nanquantile),
+                "Tensor.nanquantile(q, dim=None, keepdim=False, *, interpolation='linear')",
+            ),
+            _SELECTION.nanquantile,
+            precision="as `quantile`, over the elements that are not NaN (positions q·(count-1))",
+            special="NaN is skipped; an all-NaN slice gives NaN.",
+            divergence="As `quantile`.",
+            gradient=THROUGH,
+        ),
+    }
+)
 
 
 # ---------------------------------------------------------------------- docstring notes

@@ -179,10 +179,10 @@ _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 def _quantile(op: str, input, q, dim, keepdim: bool, interpolation: str, skip_nan: bool):
     node = F._tensor_node(op, input)
-    if not node.dtype.is_float:
+    if node.dtype is not T.float32:  # PyTorch refuses float16 too
         raise RuntimeError(f"'{op}': input tensor must be either float or double dtype, got {node.dtype.name}")
     if interpolation not in _INTERPOLATIONS:
-        raise ValueError(f"'{op}': interpolation must be one of {_INTERPOLATIONS}, got {interpolation!r}")
+        raise RuntimeError(f"'{op}': interpolation must be one of {_INTERPOLATIONS}, got {interpolation!r}")
     if isinstance(q, F._tensor.Tensor):
         if q.ndim > 1:
             raise RuntimeError(f"'{op}': q must be a scalar or 1D tensor, got {q.ndim} dims")
@@ -250,7 +250,9 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     """The ``q``-quantiles along ``dim`` (every element when None), as PyTorch's ``torch.quantile``.
 
     Positions q * (n - 1) in float32, the two neighbours found exactly by rank counting, and
-    torch.lerp's formula between them. A NaN in the row gives NaN. A 1-D ``q`` puts its dim first.
+    torch.lerp's formula between them, each product and sum rounded (PyTorch's vectorised lerp
+    fuses the multiply-add, so a result may differ from its by 1 ulp). A NaN in the row gives
+    NaN. A 1-D ``q`` puts its dim first. float32 only, as PyTorch (which takes float64 too).
     """
     return _quantile("quantile", input, q, dim, keepdim, interpolation, False)
 

@@ -286,6 +286,18 @@ def test_norm_gradient_at_zero_is_zero_as_torch():
         np.testing.assert_array_equal(x.grad.numpy(), from_torch(tx.grad))
 
 
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_max_min_with_dim_give_a_tie_whole_gradient_to_the_index(op):
+    """As PyTorch's: amax's rule shared it among the tied elements (was 1/3 to each of three ties)."""
+    data = np.array([[1, 3, 3, 3, 1], [5, 5, -2, -2, 5]], np.float32)
+    for keepdim in (False, True):
+        x, t = vkml.tensor(data, requires_grad=True), to_torch(data).requires_grad_(True)
+        w = np.array([1.5, -2.0], np.float32).reshape((2, 1) if keepdim else (2,))
+        (getattr(vkml, op)(x, 1, keepdim).values * vkml.tensor(w)).sum().backward()
+        (getattr(torch, op)(t, 1, keepdim).values * to_torch(w)).sum().backward()
+        np.testing.assert_array_equal(x.grad.numpy(), from_torch(t.grad))
+
+
 def test_linalg_is_importable_as_a_module():
     import vkml.linalg as linalg
     import vkml.return_types as rt

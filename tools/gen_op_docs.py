@@ -191,8 +191,9 @@ EXTRA: dict[str, Extra] = {
         precision="exact",
         special="As `amax` and `argmax`: with `dim`, returns `vkml.return_types.max(values, indices)`, a named "
         "tuple, like PyTorch.",
-        gradient="Through `amax` (the values; ties share the gradient evenly); the indices are not differentiable. "
-        "PyTorch gives a tie's whole gradient to the returned index.",
+        gradient="`max(x)`: through `amax` (ties share the gradient evenly, as PyTorch's). `max(x, dim)`: the "
+        "whole gradient goes to the element the returned index names, as PyTorch's (`RULES['value_at_index']`); "
+        "the indices are not differentiable.",
     ),
     "min": Extra(
         "reduce",
@@ -201,8 +202,9 @@ EXTRA: dict[str, Extra] = {
         precision="exact",
         special="As `amin` and `argmin`: with `dim`, returns `vkml.return_types.min(values, indices)`, a named "
         "tuple, like PyTorch.",
-        gradient="Through `amin` (the values; ties share the gradient evenly); the indices are not differentiable. "
-        "PyTorch gives a tie's whole gradient to the returned index.",
+        gradient="`min(x)`: through `amin` (ties share the gradient evenly, as PyTorch's). `min(x, dim)`: the "
+        "whole gradient goes to the element the returned index names, as PyTorch's (`RULES['value_at_index']`); "
+        "the indices are not differentiable.",
     ),
     "reshape": Extra(
         "movement",

@@ -15,6 +15,7 @@ from ..errors import DTypeError, ShapeError
 from ..graph import build as lazy
 from ..graph.node import Node
 from ..ir import types as T
+from ..ops import grads as _grads
 from ..ops.promotion import promote_types
 from . import autograd
 from .autograd import differentiable
@@ -347,9 +348,12 @@ def max(input, dim=None, keepdim=False):
         return maximum(input, dim)
     if dim is None:
         return _reduce("amax", input, None, False, "max")
-    dim = lazy.normalize_dim("max", dim, len(_tensor_node("max", input).shape))
-    values = _reduce("amax", input, dim, keepdim, "max")
-    return _return_types.max(values, _arg_reduction("argmax", input, dim, keepdim, "max"))
+    node = _tensor_node("max", input)
+    dim = lazy.normalize_dim("max", dim, len(node.shape))
+    indices = _arg_reduction("argmax", input, dim, keepdim, "max")
+    values = _wrap(lazy.reduce("amax", node, dim, keepdim, "max"))
+    values = autograd.record("value_at_index", (input,), values, {"dim": dim, "keepdim": keepdim, "indices": indices})
+    return _return_types.max(values, indices)
 
 
 def min(input, dim=None, keepdim=False):
@@ -358,9 +362,30 @@ def min(input, dim=None, keepdim=False):
         return minimum(input, dim)
     if dim is None:
         return _reduce("amin", input, None, False, "min")
-    dim = lazy.normalize_dim("min", dim, len(_tensor_node("min", input).shape))
-    values = _reduce("amin", input, dim, keepdim, "min")
-    return _return_types.min(values, _arg_reduction("argmin", input, dim, keepdim, "min"))
+    node = _tensor_node("min", input)
+    dim = lazy.normalize_dim("min", dim, len(node.shape))
+    indices = _arg_reduction("argmin", input, dim, keepdim, "min")
+    values = _wrap(lazy.reduce("amin", node, dim, keepdim, "min"))
+    values = autograd.record("value_at_index", (input,), values, {"dim": dim, "keepdim": keepdim, "indices": indices})
+    return _return_types.min(values, indices)
+
+
+def _grad_value_at_index(c):
+    # max(dim) and min(dim): the whole gradient goes to the element the index names, as PyTorch's
+    # (amax's rule shares it among ties)
+    (x,) = c.inputs
+    if not x.ndim:
+        return (c.g,)
+    d, indices = c.attrs["dim"], c.attrs["indices"]
+    g = c.g if c.attrs["keepdim"] else c.F.unsqueeze(c.g, d)
+    at = indices if c.attrs["keepdim"] else c.F.unsqueeze(indices, d)
+    shape = [1] * x.ndim
+    shape[d] = x.shape[d]
+    positions = c.F.arange(x.shape[d], dtype=c.F.int64, device=x.device).reshape(*shape)
+    return (c.F.where(positions == at, g, 0.0),)
+
+
+_grads.RULES["value_at_index"] = _grad_value_at_index
 
 
 def _reduced_count(node: Node, dims) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from optest import assert_same_bits, from_torch, in_layout, random_floats, random_ints, to_torch
+from optest import assert_same_bits, from_torch, in_layout, lowered, random_floats, random_ints, to_torch
 
 import vkml
 
@@ -149,6 +149,15 @@ def test_cumsum_and_cumprod_are_the_stated_order(n):
     x = random_floats((3, n), seed=n, scale=2.0)
     assert_same_bits(vkml.cumsum(vkml.tensor(x), 1).numpy(), hillis_steele(x, np.add), f"cumsum n={n}")
     assert_same_bits(vkml.cumprod(vkml.tensor(x), 1).numpy(), hillis_steele(x, np.multiply), f"cumprod n={n}")
+
+
+@pytest.mark.parametrize("n", [64, 4096])
+def test_a_scan_is_log2_n_parallel_steps_not_a_walk_along_the_row(n):
+    """Each Hillis-Steele step is elementwise over the whole tensor: at most one kernel a step."""
+    x = vkml.tensor(random_floats((4, n), seed=1))
+    steps = (n - 1).bit_length()
+    assert len(lowered(vkml.cumsum(x, 1))) <= steps
+    assert len(lowered(vkml.cumsum(x.T, 0))) <= steps
 
 
 def test_cumsum_of_negative_zeros_stays_negative_zero():

@@ -66,6 +66,12 @@ CASES = [
     ("cummin", lambda: _floats(8, (10, 3)), lambda m, x: x.cummin(0), True),
     ("cummin_ties_nans", _ties_and_nans, lambda m, x: m.cummin(x, -1), False),
     ("cummax_int", lambda: random_ints((3, 10), np.int32, seed=9, low=-3, high=3), lambda m, x: m.cummax(x, 1), False),
+    (
+        "cummin_bool",
+        lambda: random_ints((3, 9), np.int32, seed=13, low=0, high=2).astype(bool),
+        lambda m, x: m.cummin(x, 1),
+        False,
+    ),
     ("cummax_0d", lambda: np.float32(2.5), lambda m, x: m.cummax(x, 0), False),
     ("logcumsumexp", _floats, lambda m, x: m.logcumsumexp(x, 1), True),
     ("logcumsumexp_dim0", lambda: _floats(10, (7, 2)), lambda m, x: x.logcumsumexp(0), True),

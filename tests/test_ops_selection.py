@@ -62,6 +62,12 @@ CASES = [
         lambda m, x: m.mode(x, 1),
         True,
     ),
+    (
+        "mode_bool",
+        lambda: random_ints((3, 7), np.int32, seed=9, low=0, high=2).astype(bool),
+        lambda m, x: m.mode(x, 1),
+        False,
+    ),
     ("mode_int_dim0", lambda: random_ints((9, 3), np.int64, seed=6, low=-2, high=2), lambda m, x: x.mode(0), False),
     ("quantile", _floats, lambda m, x: m.quantile(x, 0.3), True),
     ("quantile_dim", _floats, lambda m, x: m.quantile(x, 0.75, dim=1), True),
@@ -155,6 +161,8 @@ def test_vulkan_gives_the_cpu_bits(case, gpu):
 ERRORS = [
     ("kthvalue_k_too_big", lambda m: m.kthvalue(m.ones(2, 3), 4), RuntimeError, "out of range"),
     ("kthvalue_k_zero", lambda m: m.kthvalue(m.ones(3), 0), RuntimeError, "out of range"),
+    ("median_bool", lambda m: m.median(m.ones(3, dtype=m.bool), 0), NotImplementedError, "bool"),
+    ("kthvalue_empty_dim", lambda m: m.kthvalue(m.ones(0, 2), 1, 0), IndexError, "non-zero size"),
     ("median_empty_dim", lambda m: m.median(m.ones(2, 0), 1), IndexError, "non-zero size"),
     ("quantile_q_range", lambda m: m.quantile(m.ones(3), 1.5), RuntimeError, "range"),
     ("quantile_int", lambda m: m.quantile(m.ones(3, dtype=m.int32), 0.5), RuntimeError, "float"),

@@ -101,6 +101,12 @@ CASES = [
         lambda m, x: x.aminmax(dim=0, keepdim=True),
         False,
     ),
+    (
+        "aminmax_bool",
+        lambda: random_ints((4, 6), np.int32, seed=16, low=0, high=2).astype(bool),
+        lambda m, x: m.aminmax(x, dim=1),
+        False,
+    ),
     ("max_dim", _floats, lambda m, x: m.max(x, 1), True),
     ("max_dim_keepdim", _floats, lambda m, x: x.max(dim=0, keepdim=True), True),
     ("min_dim", _floats, lambda m, x: m.min(x, -1), True),

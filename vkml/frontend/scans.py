@@ -86,6 +86,9 @@ def cumprod(input, dim=None, *, dtype=None, axis=None):
 
 def _running_extreme(op: str, input, dim, axis, later_wins):
     node, d = _scan_dim(op, input, dim, axis)
+    if node.dtype is T.bool_:  # compared as 0 and 1, given back as bool
+        values, indices = _running_extreme(op, F.cast(input, T.int32), d, None, later_wins)
+        return F.cast(values, T.bool_), indices
     if not node.shape:
         return input, F._wrap(lazy.const_node(0, T.int64, (), node.device))
     n = node.shape[d]

@@ -76,11 +76,14 @@ def _finish(values, indices, d: int, keepdim: bool, kind):
 
 def _prepare(op: str, input, dim):
     node = F._tensor_node(op, input)
-    if node.dtype is T.bool_:
-        raise RuntimeError(f"'{op}': not implemented for dtype bool")
+    if node.dtype is T.bool_ and op != "mode":
+        raise NotImplementedError(f"'{op}': not implemented for dtype bool")
     d = lazy.normalize_dim(op, dim, len(node.shape))
     x = input if node.shape else F.reshape(input, 1)
-    return x, d, (x.shape[d] if x.ndim else 1)
+    n = x.shape[d] if x.ndim else 1
+    if n == 0:
+        raise IndexError(f"'{op}': Expected reduction dim {d} to have non-zero size (shape {tuple(node.shape)})")
+    return x, d, n
 
 
 def kthvalue(input, k, dim=-1, keepdim=False):
@@ -111,8 +114,6 @@ def _median(op: str, input, dim, keepdim: bool, skip_nan: bool, kind):
             return F.sum(flat) * float("nan")
         return _median(op, flat, 0, False, skip_nan, kind).values
     x, d, n = _prepare(op, input, dim)
-    if n == 0:
-        raise IndexError(f"'{op}': Expected reduction dim {d} to have non-zero size (shape {tuple(input.shape)})")
     xl = _last(x, d)
     nan = _isnan(xl)
     count = F.sum(F.logical_not(nan), -1)  # the elements that are numbers
@@ -152,8 +153,9 @@ def mode(input, dim=-1, keepdim=False):
     last position, as PyTorch's. Exact: counts of equal elements, n^2 comparisons a row.
     """
     x, d, n = _prepare("mode", input, dim)
-    if n == 0:
-        raise IndexError(f"'mode': Expected reduction dim {d} to have non-zero size (shape {tuple(input.shape)})")
+    if x.dtype is T.bool_:  # counted as 0 and 1, given back as bool
+        values, indices = mode(F.cast(input, T.int32), dim, keepdim)
+        return mode_t(F.cast(values, T.bool_), indices)
     xl = _last(x, d)
     a, b = F.unsqueeze(xl, -1), F.unsqueeze(xl, -2)
     counts = F.sum(F.eq(a, b), -1)  # how often each element's value occurs in its row

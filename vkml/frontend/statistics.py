@@ -171,6 +171,9 @@ def aminmax(input, *, dim=None, keepdim=False):
     An empty reduction raises, as PyTorch.
     """
     node = F._tensor_node("aminmax", input)
+    if node.dtype is T.bool_:  # compared as 0 and 1, given back as bool
+        lo, hi = aminmax(F.cast(input, T.int32), dim=dim, keepdim=keepdim)
+        return return_types.aminmax(F.cast(lo, T.bool_), F.cast(hi, T.bool_))
     if dim is not None:
         dim = lazy.normalize_dim("aminmax", dim, len(node.shape))
     lo = F._reduce("amin", input, dim, keepdim, "aminmax")

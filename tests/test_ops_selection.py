@@ -49,6 +49,10 @@ CASES = [
     ("median_all", _floats, lambda m, x: m.median(x), True),
     ("median_dim", _floats, lambda m, x: m.median(x, 1), True),
     ("median_even", lambda: _floats(3, (4, 8)), lambda m, x: x.median(0, keepdim=True), True),
+    ("median_3d_first_dim", lambda: _floats(12, (5, 2, 3)), lambda m, x: m.median(x, 0), True),
+    ("kthvalue_3d_keepdim", lambda: _floats(13, (2, 5, 3)), lambda m, x: m.kthvalue(x, 2, -2, keepdim=True), True),
+    ("mode_3d", lambda: random_ints((6, 2, 3), np.int32, seed=14, low=0, high=3), lambda m, x: m.mode(x, 0), False),
+    ("quantile_3d", lambda: _floats(15, (4, 2, 3)), lambda m, x: m.quantile(x, 0.3, 0, keepdim=True), True),
     ("median_ties_nans", _ties_nans, lambda m, x: m.median(x, 1), False),
     ("median_all_nan", _ties_nans, lambda m, x: m.median(x), False),
     ("median_int", lambda: random_ints((5, 6), np.int64, seed=4), lambda m, x: m.median(x, 0), False),
@@ -126,7 +130,9 @@ def test_values_match_torch(case):
 
 
 def _dim_of(name: str, x: np.ndarray) -> int:
-    return {"kthvalue_dim0_keepdim": 0, "median_even": 0, "median_int": 0, "mode_int_dim0": 0}.get(name, x.ndim - 1)
+    dims = {"kthvalue_dim0_keepdim": 0, "median_even": 0, "median_int": 0, "mode_int_dim0": 0, "median_3d_first_dim": 0}
+    dims.update({"kthvalue_3d_keepdim": 1, "mode_3d": 0})
+    return dims.get(name, x.ndim - 1)
 
 
 def _grad_of(m, fn, x_np, device=None):

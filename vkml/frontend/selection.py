@@ -37,7 +37,9 @@ def _isnan(x):
 
 def _last(input, d: int):
     """``input`` with dim ``d`` moved last (a view)."""
-    return input if d == input.ndim - 1 else F.transpose(input, d, -1)
+    if d == input.ndim - 1:
+        return input
+    return F.permute(input, *[k for k in range(input.ndim) if k != d], d)  # the other dims keep their order
 
 
 def _ranks(x):

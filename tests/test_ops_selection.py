@@ -191,3 +191,14 @@ def test_errors_are_eager_and_of_torchs_type(case):
     with pytest.raises(error, match=text) as info:
         fn(vkml)
     assert "'" in str(info.value), f"{name}: the message names the op: {info.value}"
+
+
+@pytest.mark.parametrize("row", [[1.0, NAN, 2.0], [NAN, NAN, 1.0], [NAN], [2.0, 2.0, NAN, 1.0, NAN]])
+def test_mode_counts_nans_as_one_value_sorting_last(row):
+    """Where PyTorch's unstable sort gives a definite answer, vkml's agrees (a lone NaN was index -1)."""
+    x = np.array(row, np.float32)
+    got, want = vkml.mode(vkml.tensor(x)), torch.mode(to_torch(x))
+    assert_same_bits(got.values.numpy(), from_torch(want.values), f"mode {row}")
+    assert np.isnan(x[got.indices.item()]) == np.isnan(got.values.item())
+    if not np.isnan(got.values.item()):
+        assert x[got.indices.item()] == got.values.item()

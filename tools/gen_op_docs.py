@@ -601,8 +601,10 @@ EXTRA.update(
             (_sig("vkml.mode", _SELECTION.mode), "Tensor.mode(dim=-1, keepdim=False)"),
             _SELECTION.mode,
             precision="exact: counts of equal elements (n^2 comparisons a row), then the exact max and min",
-            special="Of equally frequent values the smallest; its last position is the index (as PyTorch). NaN "
-            "equals nothing, so each NaN counts once.",
+            special="Of equally frequent values the smallest; its last position is the index (as PyTorch). NaNs "
+            "count as one value that sorts after every number.",
+            divergence="PyTorch's result with NaN depends on where its unstable sort puts them (NaN for "
+            "[nan, nan, 1], but 1 for [nan, 1, 1, nan, nan]); vkml's follows the rule above.",
             gradient=_TO_INDEX,
         ),
         "quantile": Extra(

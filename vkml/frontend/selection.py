@@ -153,6 +153,9 @@ def nanmedian(input, dim=None, keepdim=False):
 def mode(input, dim=-1, keepdim=False):
     """(values, indices): the most frequent value along ``dim`` (of several, the smallest) and its
     last position, as PyTorch's. Exact: counts of equal elements, n^2 comparisons a row.
+
+    NaNs count as one value that sorts last. (PyTorch's result with NaN depends on how its
+    unstable sort happens to place them: NaN for [nan, nan, 1], but 1 for [nan, 1, 1, nan, nan].)
     """
     x, d, n = _prepare("mode", input, dim)
     if x.dtype is T.bool_:  # counted as 0 and 1, given back as bool
@@ -160,13 +163,18 @@ def mode(input, dim=-1, keepdim=False):
         return mode_t(F.cast(values, T.bool_), indices)
     xl = _last(x, d)
     a, b = F.unsqueeze(xl, -1), F.unsqueeze(xl, -2)
-    counts = F.sum(F.eq(a, b), -1)  # how often each element's value occurs in its row
-    best = F.amax(counts, -1, keepdim=True)
-    top = F.eq(counts, best)
+    same = F.eq(a, b)
+    if xl.dtype.is_float:  # NaNs count as one value, as in PyTorch's sort order
+        same = F.logical_or(same, F.logical_and(_isnan(a), _isnan(b)))
+    counts = F.sum(same, -1)  # how often each element's value occurs in its row
+    top = F.eq(counts, F.amax(counts, -1, keepdim=True))
     wide = T.float32 if xl.dtype is T.float16 else xl.dtype
     big = math.inf if wide.is_float else np.iinfo(wide.np).max
-    smallest = F.amin(F.where(top, F.cast(xl, wide), big), -1, keepdim=True)
-    chosen = F.logical_and(top, F.eq(F.cast(xl, wide), smallest))
+    nan = _isnan(xl)
+    numbers = F.logical_and(top, F.logical_not(nan))  # NaN sorts last: the smallest is a number if one is on top
+    smallest = F.amin(F.where(numbers, F.cast(xl, wide), big), -1, keepdim=True)
+    match = F.where(F.gt(F.sum(numbers, -1, keepdim=True), 0), F.eq(F.cast(xl, wide), smallest), nan)
+    chosen = F.logical_and(top, match)
     pos = arange(n, dtype=T.int64, device=xl.device)
     indices = F.amax(F.where(chosen, pos, -1), -1)
     # the chosen element's own value, through a one-hot sum (its gradient goes to that element)

@@ -141,6 +141,9 @@ CASES = [
     Case("amax", lambda x: x.amax(dim=1, keepdim=True), lambda x: x.amax(dim=1, keepdim=True), _tied),
     unary("amin", lambda x: x.amin(), lambda x: x.amin()),
     Case("amin", lambda x: x.amin(dim=-1), lambda x: x.amin(dim=-1), lambda g: [-_tied(g)[0]]),
+    # max(dim) / min(dim): the whole gradient to the index (ties too), as PyTorch's
+    Case("value_at_index", lambda x: x.max(1).values, lambda x: x.max(1).values, _tied),
+    Case("value_at_index", lambda x: x.min(0, True)[0], lambda x: x.min(0, True)[0], lambda g: [-_tied(g)[0]]),
     unary("mean", lambda x: x.mean(dim=1), lambda x: x.mean(dim=1)),
     # ---- composites
     Case("matmul", lambda a, b: a @ b, lambda a, b: a @ b, inputs(normal(4, 3), normal(3, 5)), rtol=1e-5),

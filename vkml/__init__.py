@@ -336,3 +336,52 @@ for _name in _pointwise.TENSOR_METHODS:
     globals()[_name] = getattr(_pointwise, _name)
 __all__ += _pointwise.TENSOR_METHODS
 del _name
+# ---------------------------------------------------------------------- statistics, norms and scans
+# (vkml/frontend/statistics.py, scans.py; vkml.linalg and vkml.return_types as PyTorch's namespaces)
+import sys as _sys  # noqa: E402
+
+from .frontend import linalg, return_types  # noqa: E402
+from .frontend.scans import cummax, cummin, cumprod, cumsum, logcumsumexp  # noqa: E402
+from .frontend.selection import kthvalue, median, mode, nanmedian, nanquantile, quantile  # noqa: E402
+from .frontend.statistics import (  # noqa: E402
+    all,  # noqa: A004
+    aminmax,
+    any,  # noqa: A004
+    count_nonzero,
+    nanmean,
+    nansum,
+    norm,
+    std,
+    std_mean,
+    var,
+    var_mean,
+)
+
+_sys.modules[__name__ + ".linalg"] = linalg  # `import vkml.linalg` finds the namespace
+_sys.modules[__name__ + ".return_types"] = return_types
+__all__ += [
+    "linalg",
+    "return_types",
+    "var",
+    "std",
+    "var_mean",
+    "std_mean",
+    "all",
+    "any",
+    "count_nonzero",
+    "nansum",
+    "nanmean",
+    "aminmax",
+    "norm",
+    "cumsum",
+    "cumprod",
+    "cummax",
+    "cummin",
+    "logcumsumexp",
+    "kthvalue",
+    "median",
+    "nanmedian",
+    "mode",
+    "quantile",
+    "nanquantile",
+]

@@ -620,3 +620,12 @@ from .frontend import shape as _shape  # noqa: E402
 
 _shape.install_methods(Tensor)
 _construction.install_methods(Tensor)
+
+# Statistics and scans (vkml/frontend/statistics.py, scans.py): methods with PyTorch's names.
+from .frontend import scans as _scans  # noqa: E402
+from .frontend import selection as _selection  # noqa: E402
+from .frontend import statistics as _statistics  # noqa: E402
+
+for _module in (_statistics, _scans, _selection):
+    for _name in _module.TENSOR_METHODS:
+        setattr(Tensor, _name, getattr(_module, _name))

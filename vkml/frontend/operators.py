@@ -15,6 +15,7 @@ from ..errors import DTypeError, ShapeError
 from ..graph import build as lazy
 from ..graph.node import Node
 from ..ir import types as T
+from ..ops import grads as _grads
 from ..ops.promotion import promote_types
 from . import autograd
 from .autograd import differentiable
@@ -289,8 +290,15 @@ def _reduce(name: str, input, dim, keepdim: bool, op: str):
 
 
 def _reduction(name):
-    def fn(input, dim=None, keepdim=False):
-        return _reduce(name, input, dim, keepdim, name)
+    def fn(input, dim=None, keepdim=False, *, dtype=None, axis=None):
+        dim = _dim_or_axis(name, dim, axis)
+        if dtype is None:
+            return _reduce(name, input, dim, keepdim, name)
+        if name in ("amax", "amin"):
+            raise TypeError(f"'{name}' got an unexpected keyword argument 'dtype'")
+        # PyTorch converts the input to ``dtype`` first and reduces in it
+        _tensor_node(name, input)
+        return cast(_reduce(name, cast(input, dtype), dim, keepdim, name), dtype)
 
     fn.__name__ = name
     fn.__doc__ = f"``{name}`` over ``dim`` (all dims when None); see docs/ops/{name}.md. Example: ``x.{name}(dim=1)``."
@@ -298,6 +306,15 @@ def _reduction(name):
 
 
 sum, prod, amax, amin = (_reduction(n) for n in ("sum", "prod", "amax", "amin"))
+
+
+def _dim_or_axis(op: str, dim, axis):
+    """``dim``, or PyTorch's alias ``axis=`` for it (naming both is a TypeError)."""
+    if axis is None:
+        return dim
+    if dim is not None:
+        raise TypeError(f"'{op}': got both 'dim' and its alias 'axis' ({dim!r}, {axis!r})")
+    return axis
 
 
 def _shift_max(input, dim=None, keepdim=False, op="shift_max"):
@@ -335,8 +352,12 @@ def max(input, dim=None, keepdim=False):
         return maximum(input, dim)
     if dim is None:
         return _reduce("amax", input, None, False, "max")
-    dim = lazy.normalize_dim("max", dim, len(_tensor_node("max", input).shape))
-    return _reduce("amax", input, dim, keepdim, "max"), _arg_reduction("argmax", input, dim, keepdim, "max")
+    node = _tensor_node("max", input)
+    dim = lazy.normalize_dim("max", dim, len(node.shape))
+    indices = _arg_reduction("argmax", input, dim, keepdim, "max")
+    values = _wrap(lazy.reduce("amax", node, dim, keepdim, "max"))
+    values = autograd.record("value_at_index", (input,), values, {"dim": dim, "keepdim": keepdim, "indices": indices})
+    return _return_types.max(values, indices)
 
 
 def min(input, dim=None, keepdim=False):
@@ -345,8 +366,30 @@ def min(input, dim=None, keepdim=False):
         return minimum(input, dim)
     if dim is None:
         return _reduce("amin", input, None, False, "min")
-    dim = lazy.normalize_dim("min", dim, len(_tensor_node("min", input).shape))
-    return _reduce("amin", input, dim, keepdim, "min"), _arg_reduction("argmin", input, dim, keepdim, "min")
+    node = _tensor_node("min", input)
+    dim = lazy.normalize_dim("min", dim, len(node.shape))
+    indices = _arg_reduction("argmin", input, dim, keepdim, "min")
+    values = _wrap(lazy.reduce("amin", node, dim, keepdim, "min"))
+    values = autograd.record("value_at_index", (input,), values, {"dim": dim, "keepdim": keepdim, "indices": indices})
+    return _return_types.min(values, indices)
+
+
+def _grad_value_at_index(c):
+    # max(dim) and min(dim): the whole gradient goes to the element the index names, as PyTorch's
+    # (amax's rule shares it among ties)
+    (x,) = c.inputs
+    if not x.ndim:
+        return (c.g,)
+    d, indices = c.attrs["dim"], c.attrs["indices"]
+    g = c.g if c.attrs["keepdim"] else c.F.unsqueeze(c.g, d)
+    at = indices if c.attrs["keepdim"] else c.F.unsqueeze(indices, d)
+    shape = [1] * x.ndim
+    shape[d] = x.shape[d]
+    positions = c.F.arange(x.shape[d], dtype=c.F.int64, device=x.device).reshape(*shape)
+    return (c.F.where(positions == at, g, 0.0),)
+
+
+_grads.RULES["value_at_index"] = _grad_value_at_index
 
 
 def _reduced_count(node: Node, dims) -> int:
@@ -356,11 +399,20 @@ def _reduced_count(node: Node, dims) -> int:
     return math.prod(node.shape[d] for d in dims)
 
 
-def mean(input, dim=None, keepdim=False):
+def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None):
     """Mean over ``dim``: the tree sum divided by the count (float dtypes only, as PyTorch).
 
     float16 sums and divides in float32 and rounds once. mean of an empty dim is NaN.
+    ``dtype`` (a float dtype) converts the input first, as PyTorch.
     """
+    dim = _dim_or_axis("mean", dim, axis)
+    if dtype is not None:
+        _tensor_node("mean", input)
+        if not isinstance(dtype, T.DType) or not dtype.is_float:
+            raise RuntimeError(
+                f"'mean': could not infer output dtype. Optional dtype must be a floating point dtype, got {dtype!r}"
+            )
+        input = cast(input, dtype)
     node = _tensor_node("mean", input)
     if not node.dtype.is_float:
         raise DTypeError(f"'mean': input dtype must be floating point, got {node.dtype.name}")
@@ -449,12 +501,20 @@ def log_softmax(input, dim: int):
     return cast(shifted - log(sum(exp(shifted), dim, keepdim=True)), dtype)
 
 
-@differentiable("logsumexp")
-def logsumexp(input, dim, keepdim: bool = False):
+def logsumexp(input, dim=None, keepdim: bool = False, *, axis=None):
     """log(sum(exp(x))) over ``dim``, shifted by the finite max (PyTorch's rule: all -inf gives -inf).
 
-    Integer and bool inputs compute in float32 and give float32, as PyTorch.
+    Integer and bool inputs compute in float32 and give float32, as PyTorch. ``dim`` is an int
+    or a tuple of ints (``axis=`` is its alias).
     """
+    dim = _dim_or_axis("logsumexp", dim, axis)
+    if dim is None:
+        raise TypeError("'logsumexp': missing the required argument 'dim'")
+    return _logsumexp(input, dim, keepdim)
+
+
+@differentiable("logsumexp")
+def _logsumexp(input, dim, keepdim: bool = False):
     x, dtype = _float_work(input, "logsumexp", integers=True)
     node = x.node
     dim = lazy.reduce_dims("logsumexp", dim, len(node.shape))
@@ -799,3 +859,4 @@ from .. import tensor as _tensor  # noqa: E402
 from . import indexing as _indexing  # noqa: E402
 from . import mutation as _mutation  # noqa: E402
 from . import pointwise as _pointwise  # noqa: E402
+from . import return_types as _return_types  # noqa: E402

@@ -115,7 +115,7 @@ register(
     OpDef(
         "sum",
         "reduce",
-        "sum(input, dim=None, keepdim=False)",
+        "sum(input, dim=None, keepdim=False, *, dtype=None)",
         "Sum of elements over dims.",
         dtypes=NUMERIC_DTYPES + (T.bool_,),
         result="sum",
@@ -132,7 +132,7 @@ register(
     OpDef(
         "prod",
         "reduce",
-        "prod(input, dim=None, keepdim=False)",
+        "prod(input, dim=None, keepdim=False, *, dtype=None)",
         "Product of elements over dims.",
         dtypes=NUMERIC_DTYPES + (T.bool_,),
         result="sum",

@@ -34,3 +34,25 @@ __all__ = [
     "CrossEntropyLoss",
     "MSELoss",
 ]
+
+# Convolution, pooling, normalisation, shape layers and losses (one block, appended)
+from .conv import Conv1d, Conv2d  # noqa: E402
+from .pooling import (  # noqa: E402
+    AdaptiveAvgPool2d,
+    AdaptiveMaxPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    MaxPool1d,
+    MaxPool2d,
+)
+
+__all__ += [
+    "Conv1d",
+    "Conv2d",
+    "MaxPool1d",
+    "MaxPool2d",
+    "AvgPool1d",
+    "AvgPool2d",
+    "AdaptiveAvgPool2d",
+    "AdaptiveMaxPool2d",
+]

@@ -345,3 +345,17 @@ def dropout(input, p: float = 0.5, training: bool = True):
         return input * 0.0
     keep = vkrandom.keep_mask(input.shape, p, input.device)
     return functions.where(keep, input * (1.0 / (1.0 - p)), 0.0)
+
+
+# ---------------------------------------------------------------------- convolution, pooling, normalisation
+# (vkml/nn/functional_layers.py and vkml/nn/functional_losses.py; imported last, as they import this module's helpers)
+from .functional_layers import (  # noqa: E402, F401
+    adaptive_avg_pool2d,
+    adaptive_max_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    conv1d,
+    conv2d,
+    max_pool1d,
+    max_pool2d,
+)

@@ -381,13 +381,15 @@ def _adaptive_bounds(size: int, out: int):
 
 
 def _output_size(op, input, output_size):
-    sizes = _tuple(op, "output_size", output_size, 2) if output_size is not None else None
     if input.ndim not in (3, 4):
         raise RuntimeError(f"'{op}': Expected 3D or 4D tensor, but got input of size: {list(input.shape)}")
     if isinstance(output_size, (tuple, list)):
-        sizes = tuple(input.shape[-2 + k] if s is None else s for k, s in enumerate(output_size))
-        if len(sizes) != 2:
+        if len(output_size) != 2:
             raise TypeError(f"'{op}': output_size must be an int or a pair, got {output_size!r}")
+        # None keeps the input's size, as PyTorch's
+        sizes = tuple(input.shape[-2 + k] if s is None else int(s) for k, s in enumerate(output_size))
+    else:
+        sizes = _tuple(op, "output_size", output_size, 2)
     if any(s < 0 for s in sizes):
         raise RuntimeError(f"'{op}': output_size must be non-negative, got {sizes}")
     if any(s == 0 for s in input.shape[-2:]):

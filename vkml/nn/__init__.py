@@ -37,6 +37,14 @@ __all__ = [
 
 # Convolution, pooling, normalisation, shape layers and losses (one block, appended)
 from .conv import Conv1d, Conv2d  # noqa: E402
+from .normalization import (  # noqa: E402
+    BatchNorm1d,
+    BatchNorm2d,
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    RMSNorm,
+)
 from .pooling import (  # noqa: E402
     AdaptiveAvgPool2d,
     AdaptiveMaxPool2d,
@@ -55,4 +63,10 @@ __all__ += [
     "AvgPool2d",
     "AdaptiveAvgPool2d",
     "AdaptiveMaxPool2d",
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "InstanceNorm1d",
+    "InstanceNorm2d",
+    "GroupNorm",
+    "RMSNorm",
 ]

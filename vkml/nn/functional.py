@@ -359,3 +359,10 @@ from .functional_layers import (  # noqa: E402, F401
     max_pool1d,
     max_pool2d,
 )
+from .functional_norm import (  # noqa: E402, F401
+    batch_norm,
+    group_norm,
+    instance_norm,
+    normalize,
+    rms_norm,
+)

@@ -37,6 +37,19 @@ __all__ = [
 
 # Convolution, pooling, normalisation, shape layers and losses (one block, appended)
 from .conv import Conv1d, Conv2d  # noqa: E402
+from .losses import (  # noqa: E402
+    BCELoss,
+    BCEWithLogitsLoss,
+    Dropout2d,
+    Flatten,
+    HuberLoss,
+    Identity,
+    KLDivLoss,
+    L1Loss,
+    NLLLoss,
+    SmoothL1Loss,
+    Unflatten,
+)
 from .normalization import (  # noqa: E402
     BatchNorm1d,
     BatchNorm2d,
@@ -69,4 +82,15 @@ __all__ += [
     "InstanceNorm2d",
     "GroupNorm",
     "RMSNorm",
+    "Flatten",
+    "Unflatten",
+    "Identity",
+    "Dropout2d",
+    "NLLLoss",
+    "BCELoss",
+    "BCEWithLogitsLoss",
+    "L1Loss",
+    "SmoothL1Loss",
+    "HuberLoss",
+    "KLDivLoss",
 ]

@@ -359,6 +359,16 @@ from .functional_layers import (  # noqa: E402, F401
     max_pool1d,
     max_pool2d,
 )
+from .functional_losses import (  # noqa: E402, F401
+    binary_cross_entropy,
+    binary_cross_entropy_with_logits,
+    dropout2d,
+    huber_loss,
+    kl_div,
+    l1_loss,
+    nll_loss,
+    smooth_l1_loss,
+)
 from .functional_norm import (  # noqa: E402, F401
     batch_norm,
     group_norm,

@@ -127,3 +127,17 @@ def test_conv2d_bits_fixed_order():
                             acc = np.float32(acc + np.float32(x[0, c, i + di, j + dj] * w[o, c, di, dj]))
                 want[0, o, i, j] = np.float32(acc + b[o])
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_conv2d_dtype_rules_match_torch():
+    with pytest.raises(RuntimeError, match="expected scalar type Half but found Float"):
+        F.conv2d(vkml.ones(1, 1, 3, 3, dtype=vkml.float16), vkml.ones(1, 1, 2, 2))
+    with pytest.raises(RuntimeError, match=r"Input type \(float32\) and bias type \(float16\) should be the same"):
+        F.conv2d(vkml.ones(1, 1, 3, 3), vkml.ones(1, 1, 2, 2), vkml.ones(1, dtype=vkml.float16))
+    # float16: products and sums in float32, one rounding (PyTorch's CPU kernel gives the same here)
+    g = np.random.default_rng(0)
+    x, w = g.standard_normal((2, 3, 6, 6)).astype(np.float16), g.standard_normal((4, 3, 3, 3)).astype(np.float16)
+    got = F.conv2d(vkml.tensor(x), vkml.tensor(w), padding=1)
+    want = TF.conv2d(torch.tensor(x).float(), torch.tensor(w).float(), padding=1).half().numpy()
+    assert got.dtype is vkml.float16
+    np.testing.assert_allclose(got.numpy().astype(np.float32), want.astype(np.float32), rtol=1e-3, atol=1e-3)

@@ -148,3 +148,11 @@ ERRORS = [
 def test_pool_errors_match_torch(call, match):
     with pytest.raises(RuntimeError, match=match):
         call()
+
+
+def test_float16_pooling_rounds_once_as_torch():
+    x = np.random.default_rng(0).standard_normal((2, 3, 6, 6)).astype(np.float16)
+    got = F.avg_pool2d(vkml.tensor(x), 3, 2, 1)
+    assert got.dtype is vkml.float16
+    np.testing.assert_array_equal(got.numpy(), TF.avg_pool2d(torch.tensor(x), 3, 2, 1).numpy())
+    np.testing.assert_array_equal(F.max_pool2d(vkml.tensor(x), 2).numpy(), TF.max_pool2d(torch.tensor(x), 2).numpy())

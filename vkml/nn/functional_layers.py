@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 from ..frontend import creation
+from ..frontend import mutation
 from ..frontend import operators as functions
 from ..ir import types as T
 
@@ -115,6 +116,15 @@ def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, pa
         raise RuntimeError(
             f"'{op}': Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to {op}, "
             f"but got input of size: {list(input.shape)}"
+        )
+    if input.dtype is not weight.dtype:
+        raise RuntimeError(
+            f"'{op}': expected scalar type {mutation.torch_name(input.dtype)} but found "
+            f"{mutation.torch_name(weight.dtype)} (input and weight dtypes must be the same)"
+        )
+    if bias is not None and bias.dtype is not input.dtype:
+        raise RuntimeError(
+            f"'{op}': Input type ({input.dtype.name}) and bias type ({bias.dtype.name}) should be the same"
         )
     unbatched = input.ndim == n + 1
     if unbatched:
@@ -326,7 +336,10 @@ def _avg_pool(op, input, kernel_size, stride, padding, ceil_mode, count_include_
         raise RuntimeError(f"'{op}': not implemented for '{input.dtype.name}'")
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError(f"'{op}': divisor must be not zero")
-    x = _pool_input(input, padding, dilation, kernel, stride, out_size, 0.0)
+    # float16 sums in float32 and rounds once, after the division
+    x = _pool_input(
+        input.float() if input.dtype is T.float16 else input, padding, dilation, kernel, stride, out_size, 0.0
+    )
     sums = _windows(x, kernel, stride, dilation, out_size, input.ndim).sum(-1)
     if divisor_override is not None:
         return sums / float(divisor_override)

@@ -141,3 +141,37 @@ def test_conv2d_dtype_rules_match_torch():
     want = TF.conv2d(torch.tensor(x).float(), torch.tensor(w).float(), padding=1).half().numpy()
     assert got.dtype is vkml.float16
     np.testing.assert_allclose(got.numpy().astype(np.float32), want.astype(np.float32), rtol=1e-3, atol=1e-3)
+
+
+PADS = [
+    ((2, 3, 4), (1, 2), "reflect"),
+    ((2, 3, 4), (3, 2), "reflect"),
+    ((1, 2, 3, 4), (1, 2, 2, 1), "reflect"),
+    ((2, 3, 4), (2, 1, 3, 0), "replicate"),
+    ((2, 3, 4), (1, -1), "replicate"),
+    ((1, 2, 3, 4), (4, 2, 3, 3), "circular"),
+    ((1, 1, 2, 3, 4), (1, 1, 1, 1, 1, 1), "replicate"),
+]
+
+
+@pytest.mark.parametrize(("shape", "pad", "mode"), PADS)
+def test_pad_modes_match_torch(shape, pad, mode, gpu):
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    # values are copied (exact); gradients add up to four copies' in another order than PyTorch
+    check(lambda t: F.pad(t, pad, mode), lambda t: TF.pad(t, pad, mode), [x], gpu if mode == "circular" else None)
+    np.testing.assert_array_equal(F.pad(vkml.tensor(x), pad, mode).numpy(), TF.pad(torch.tensor(x), pad, mode).numpy())
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda: F.pad(vkml.ones(3), (1, 1), "reflect"), NotImplementedError, "Padding size 2 is not supported"),
+        (lambda: F.pad(vkml.ones(1, 3, 3), (3, 1), "reflect"), RuntimeError, "should be less than"),
+        (lambda: F.pad(vkml.ones(1, 3, 3), (4, 1), "circular"), RuntimeError, "wrapping around more than once"),
+        (lambda: F.pad(vkml.ones(1, 3, 3), (1, 1), "foo"), NotImplementedError, "Unrecognised padding mode foo"),
+        (lambda: F.pad(vkml.ones(1, 3, 3), (1, 1), "reflect", 2.0), RuntimeError, "doesn't take in value"),
+    ],
+)
+def test_pad_mode_errors_match_torch(call, error, match):
+    with pytest.raises(error, match=match):
+        call()

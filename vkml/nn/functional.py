@@ -68,16 +68,18 @@ def softplus(input, beta: float = 1.0, threshold: float = 20.0):
 
 
 def pad(input, pad, mode: str = "constant", value: float | None = None):
-    """Pad with a constant (``mode='constant'`` only): ``pad`` lists (before, after) from the last dim back.
+    """Pad by ``pad``'s (before, after) amounts from the last dim back: with ``value`` (``mode='constant'``),
+    or the input's mirror image (``'reflect'``), edge (``'replicate'``) or other end (``'circular'``).
 
-    A view, not a copy: the padding is index arithmetic in the kernel that reads it. Negative
-    amounts crop. Same as ``vkml.constant_pad_nd`` (docs/ops/constant_pad_nd.md).
+    Constant padding is a view, not a copy: index arithmetic in the kernel that reads it. Negative
+    amounts crop. Same as ``vkml.constant_pad_nd`` (docs/ops/constant_pad_nd.md). The other modes
+    concatenate slices of the input (exact), for the last 1, 2 or 3 dims as PyTorch's.
 
     >>> pad(vkml.tensor([[1.0]]), (1, 1)).tolist()  # doctest: +SKIP
     [[0.0, 1.0, 0.0]]
     """
-    if mode != "constant":
-        raise ValueError(f"'pad': only mode='constant' is supported, got {mode!r}")
+    if mode != "constant":  # 'reflect', 'replicate', 'circular': slices of the input concatenated
+        return _functional_layers.pad_nonconstant(input, pad, mode, value)
     return functions.constant_pad_nd(input, pad, 0.0 if value is None else value)
 
 
@@ -349,6 +351,7 @@ def dropout(input, p: float = 0.5, training: bool = True):
 
 # ---------------------------------------------------------------------- convolution, pooling, normalisation
 # (vkml/nn/functional_layers.py and vkml/nn/functional_losses.py; imported last, as they import this module's helpers)
+from . import functional_layers as _functional_layers  # noqa: E402
 from .functional_layers import (  # noqa: E402, F401
     adaptive_avg_pool2d,
     adaptive_max_pool2d,

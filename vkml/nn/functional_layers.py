@@ -18,8 +18,7 @@ import math
 
 import numpy as np
 
-from ..frontend import creation
-from ..frontend import mutation
+from ..frontend import creation, mutation
 from ..frontend import operators as functions
 from ..ir import types as T
 
@@ -72,8 +71,8 @@ def _pad_mode(op: str, x, pads, mode: str):
         dim, size = lead + k, x.shape[lead + k]
         if mode == "reflect" and (before >= size or after >= size):
             raise RuntimeError(
-                f"'{op}': padding size should be less than the corresponding input dimension, but got: "
-                f"padding ({before}, {after}) at dimension {dim} of input {tuple(x.shape)}"
+                f"'{op}': Padding size should be less than the corresponding input dimension, but got: "
+                f"padding ({before}, {after}) at dimension {dim} of input {list(x.shape)}"
             )
         if mode == "circular" and (before > size or after > size):
             raise RuntimeError(f"'{op}': Padding value causes wrapping around more than once.")
@@ -85,6 +84,36 @@ def _pad_mode(op: str, x, pads, mode: str):
             pieces.append(_edge(x, dim, size, after, mode, front=False))
         x = functions.cat(pieces, dim)
     return x
+
+
+def pad_nonconstant(input, pad, mode: str, value=None):
+    """``F.pad`` for 'reflect', 'replicate' and 'circular' with PyTorch's checks (see ``functional.pad``)."""
+    if mode not in ("reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if value is not None and value != 0:
+        raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
+    pad = tuple(int(p) for p in pad)
+    k = len(pad) // 2
+    if len(pad) % 2 or k not in (1, 2, 3) or input.ndim not in (k + 1, k + 2):
+        raise NotImplementedError(
+            f"Padding size {len(pad)} is not supported for {input.ndim}D input tensor.\n"
+            "Supported combinations for non-constant padding:\n"
+            "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+            "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+            "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)"
+        )
+    pairs = [(pad[2 * j], pad[2 * j + 1]) for j in reversed(range(k))]  # first padded dim first
+    crop = [(-b if b < 0 else 0, -a if a < 0 else 0) for b, a in pairs]
+    if any(c != (0, 0) for c in crop):  # negative amounts crop, as constant padding's
+        lead = input.ndim - k
+        size = input.shape[lead:]
+        input = functions._slice(
+            input,
+            (0,) * lead + tuple(b for b, _ in crop),
+            tuple(input.shape[:lead]) + tuple(n - a for n, (_, a) in zip(size, crop)),
+            (1,) * input.ndim,
+        )
+    return _pad_mode("pad", input, [(max(b, 0), max(a, 0)) for b, a in pairs], mode)
 
 
 def _edge(x, dim: int, size: int, amount: int, mode: str, front: bool):

@@ -175,3 +175,39 @@ def test_pad_modes_match_torch(shape, pad, mode, gpu):
 def test_pad_mode_errors_match_torch(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+FOLDS = [
+    ((2, 3, 5, 6), {"kernel_size": 2}),
+    ((1, 2, 7, 6), {"kernel_size": (3, 2), "stride": (2, 1), "padding": 1, "dilation": (1, 2)}),
+    ((2, 5, 5), {"kernel_size": 3, "padding": 1}),
+]
+
+
+@pytest.mark.parametrize(("shape", "kwargs"), FOLDS)
+def test_unfold_and_fold_match_torch(shape, kwargs, gpu):
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    (cols,), _ = check(lambda t: F.unfold(t, **kwargs), lambda t: TF.unfold(t, **kwargs), [x], gpu)
+    size = shape[-2:]
+    check(lambda t: F.fold(t, size, **kwargs), lambda t: TF.fold(t, size, **kwargs), [cols], gpu, rtol=1e-6, atol=1e-6)
+
+
+def test_fold_errors_match_torch():
+    with pytest.raises(RuntimeError, match=r"divisible by the product of kernel_size, but got input.size\(1\)=7"):
+        F.fold(vkml.ones(1, 7, 9), (4, 4), 2)
+    with pytest.raises(RuntimeError, match="must be at least one"):
+        F.unfold(vkml.ones(1, 1, 2, 2), 3)
+    with pytest.raises(RuntimeError, match="Expected 3D or 4D"):
+        F.unfold(vkml.ones(4, 4), 2)
+
+
+def test_conv_default_init_is_pytorchs_recipe():
+    """kaiming_uniform_(a=sqrt(5)) on the weight, then the bias uniform in ±1/sqrt(fan_in): the same draws."""
+    vkml.manual_seed(4)
+    conv = nn.Conv2d(3, 5, (3, 2))
+    vkml.manual_seed(4)
+    w, b = vkml.zeros(5, 3, 3, 2), vkml.zeros(5)
+    nn.init.kaiming_uniform_(w, a=math.sqrt(5))
+    nn.init.uniform_(b, -1 / math.sqrt(18), 1 / math.sqrt(18))
+    np.testing.assert_array_equal(conv.weight.numpy(), w.numpy())
+    np.testing.assert_array_equal(conv.bias.numpy(), b.numpy())

@@ -375,8 +375,8 @@ EXTRA.update(
             special="As `matmul`: NaN and inf propagate through products and sums (0 × inf is NaN, so an inf in "
             "the input makes NaN wherever a zero weight meets it, as PyTorch). Zero padding reads +0.0.",
             divergence="PyTorch (oneDNN, or its own im2col and BLAS) sums in another order: results differ in the "
-            "last bits, within both orders' bounds. `padding_mode` 'reflect', 'replicate' and 'circular' are "
-            "supported by the modules (`Conv1d`, `Conv2d`), as in PyTorch, where `F.pad` takes 'constant' only.",
+            "last bits, within both orders' bounds. The modules' `padding_mode` ('zeros', 'reflect', 'replicate', "
+            "'circular') pads as `F.pad` does, before the windows are taken.",
             gradient="Through the ops it is built of: the weight's gradient is a `matmul` of the upstream gradient "
             "and the columns, the input's a `matmul` whose columns are added back into the positions each window "
             "read (the views' gradients).",
@@ -549,6 +549,22 @@ EXTRA.update(
             precision="`log` (or `exp`), products, then a tree sum",
             special="0 · log(0) counts as 0; a negative or NaN target gives NaN (PyTorch's xlogy).",
             divergence="The gradient with respect to a zero target is finite; PyTorch's is NaN.",
+            gradient=THROUGH,
+        ),
+        "unfold": Extra(
+            "composite",
+            (_sig(_NN + "unfold", nnf.unfold),),
+            nnf.unfold,
+            gradient="Through the views it is built of: each column's gradient adds back into the position it read.",
+        ),
+        "fold": Extra(
+            "composite",
+            (_sig(_NN + "fold", nnf.fold),),
+            nnf.fold,
+            precision="each output adds the blocks that cover it in kernel order (one rounding per block after "
+            "the first); exact where blocks do not overlap",
+            divergence="PyTorch adds overlapping blocks in block order: where more than two overlap, the last bits "
+            "may differ.",
             gradient=THROUGH,
         ),
         "dropout2d": Extra(

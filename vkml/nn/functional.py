@@ -359,8 +359,10 @@ from .functional_layers import (  # noqa: E402, F401
     avg_pool2d,
     conv1d,
     conv2d,
+    fold,
     max_pool1d,
     max_pool2d,
+    unfold,
 )
 from .functional_losses import (  # noqa: E402, F401
     binary_cross_entropy,

@@ -498,3 +498,99 @@ def adaptive_max_pool2d(input, output_size, return_indices: bool = False):
     if not return_indices:
         return out
     return out, functions.cat(indices, -1).reshape(*lead, oh, ow)
+
+
+# ---------------------------------------------------------------------- unfold and fold
+
+
+def _blocks(op, spatial, kernel_size, dilation, padding, stride):
+    kernel = _tuple(op, "kernel_size", kernel_size, 2)
+    dilation, padding, stride = (
+        _tuple(op, n, v, 2) for n, v in (("dilation", dilation), ("padding", padding), ("stride", stride))
+    )
+    if any(v <= 0 for v in kernel + dilation + stride) or any(p < 0 for p in padding):
+        raise RuntimeError(
+            f"'{op}': kernel_size, dilation and stride must be greater than zero and padding non-negative, got "
+            f"kernel_size={kernel}, dilation={dilation}, padding={padding}, stride={stride}"
+        )
+    out = tuple(
+        (s + 2 * p - d * (k - 1) - 1) // st + 1 for s, p, d, k, st in zip(spatial, padding, dilation, kernel, stride)
+    )
+    if any(o < 1 for o in out):
+        raise RuntimeError(
+            f"'{op}': Given input with spatial size {tuple(spatial)}, kernel_size={kernel}, dilation={dilation}, "
+            f"padding={padding}, calculated shape of the array of sliding blocks as {out}, but its components must "
+            "be at least one."
+        )
+    return kernel, dilation, padding, stride, out
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """The sliding blocks of ``input`` (N, C, H, W) or (C, H, W) as columns: (N, C·kh·kw, L), PyTorch's order
+    (channel-major, then kernel row and column); L counts the blocks row-major. Exact: values are copied.
+
+    >>> unfold(vkml.ones(1, 2, 3, 3), 2).shape  # doctest: +SKIP
+    (1, 8, 4)
+    """
+    if input.ndim not in (3, 4):
+        raise RuntimeError(
+            f"'unfold': Expected 3D or 4D (batch mode) tensor, but got input of size {list(input.shape)}"
+        )
+    unbatched = input.ndim == 3
+    x = functions.unsqueeze(input, 0) if unbatched else input
+    kernel, dilation, padding, stride, out = _blocks("unfold", x.shape[2:], kernel_size, dilation, padding, stride)
+    x = _pad_mode("unfold", x, [(p, p) for p in padding], "zeros")
+    cols = _windows(x, kernel, stride, dilation, out, 2)
+    cols = functions.reshape(cols, x.shape[0], x.shape[1] * math.prod(kernel), math.prod(out))
+    return functions.squeeze(cols, 0) if unbatched else cols
+
+
+def _spread(x, dim: int, offset: int, step: int, size: int):
+    """``x``'s elements along ``dim`` placed at offset, offset + step, ... of a dim of length ``size``, zeros between."""
+    count = x.shape[dim]
+    if step > 1:  # interleave step - 1 zeros after each element: pad a new inner dim, then merge it
+        x = functions.unsqueeze(x, dim + 1)
+        pads = [0, 0] * (x.ndim - dim - 2) + [0, step - 1]
+        x = functions.constant_pad_nd(x, pads)
+        shape = list(x.shape)
+        x = functions.reshape(x, *shape[:dim], count * step, *shape[dim + 2 :])
+    pads = [0, 0] * (x.ndim - dim - 1) + [offset, size - offset - x.shape[dim]]
+    return functions.constant_pad_nd(x, pads)  # a negative amount after crops the trailing zeros
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """The inverse arrangement of ``unfold``: columns (N, C·kh·kw, L) or (C·kh·kw, L) summed back into
+    (N, C, H, W); overlapping blocks add, in kernel order (row-major over the kh·kw positions).
+
+    >>> fold(vkml.ones(1, 4, 4), (3, 3), 2).tolist()[0][0][1]  # doctest: +SKIP
+    [2.0, 4.0, 2.0]
+    """
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"'fold': Expected 2D or 3D (batch mode) tensor, but got input of size {list(input.shape)}")
+    unbatched = input.ndim == 2
+    x = functions.unsqueeze(input, 0) if unbatched else input
+    size = _tuple("fold", "output_size", output_size, 2)
+    kernel, dilation, padding, stride, out = _blocks("fold", size, kernel_size, dilation, padding, stride)
+    taps = math.prod(kernel)
+    if x.shape[1] % taps:
+        raise RuntimeError(
+            "'fold': Expected size of input's dimension 1 to be divisible by the product of kernel_size, but got "
+            f"input.size(1)={x.shape[1]} and kernel_size={kernel}."
+        )
+    if x.shape[2] != math.prod(out):
+        raise RuntimeError(
+            f"'fold': Given output_size={size}, kernel_size={kernel}, dilation={dilation}, padding={padding}, "
+            f"stride={stride}, expected size of input's dimension 2 to match the calculated number of sliding "
+            f"blocks {out[0]} * {out[1]} = {math.prod(out)}, but got input.size(2)={x.shape[2]}."
+        )
+    batch, channels = x.shape[0], x.shape[1] // taps
+    cols = functions.reshape(x, batch, channels, taps, *out)
+    padded = tuple(s + 2 * p for s, p in zip(size, padding))
+    total = None
+    for tap, (i, j) in enumerate(np.ndindex(*kernel)):
+        block = cols[:, :, tap]
+        block = _spread(block, 2, i * dilation[0], stride[0], padded[0])
+        block = _spread(block, 3, j * dilation[1], stride[1], padded[1])
+        total = block if total is None else total + block
+    total = total[:, :, padding[0] : padding[0] + size[0], padding[1] : padding[1] + size[1]]
+    return functions.squeeze(total, 0) if unbatched else total

@@ -211,3 +211,14 @@ def test_conv_default_init_is_pytorchs_recipe():
     nn.init.uniform_(b, -1 / math.sqrt(18), 1 / math.sqrt(18))
     np.testing.assert_array_equal(conv.weight.numpy(), w.numpy())
     np.testing.assert_array_equal(conv.bias.numpy(), b.numpy())
+
+
+def test_conv_same_padding_with_padding_mode_matches_torch():
+    torch.manual_seed(0)
+    ref = torch.nn.Conv2d(2, 4, 3, padding="same", padding_mode="reflect", dilation=2)
+    layer = nn.Conv2d(2, 4, 3, padding="same", padding_mode="reflect", dilation=2)
+    layer.load_state_dict(dict(ref.state_dict()))
+    assert repr(layer) == repr(ref)
+    x = np.random.default_rng(0).standard_normal((2, 2, 7, 7)).astype(np.float32)
+    np.testing.assert_allclose(layer(vkml.tensor(x)).numpy(), ref(torch.tensor(x)).detach().numpy(), atol=1e-5)
+    assert repr(nn.Conv1d(2, 4, 3, padding="valid")) == repr(torch.nn.Conv1d(2, 4, 3, padding="valid"))

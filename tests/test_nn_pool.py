@@ -156,3 +156,33 @@ def test_float16_pooling_rounds_once_as_torch():
     assert got.dtype is vkml.float16
     np.testing.assert_array_equal(got.numpy(), TF.avg_pool2d(torch.tensor(x), 3, 2, 1).numpy())
     np.testing.assert_array_equal(F.max_pool2d(vkml.tensor(x), 2).numpy(), TF.max_pool2d(torch.tensor(x), 2).numpy())
+
+
+@pytest.mark.parametrize("adaptive", [False, True])
+def test_max_pools_select_the_last_nan_as_torch(adaptive, gpu):
+    x = _x((2, 2, 6, 6), 4)
+    x[0, 0, 1, 1] = x[0, 0, 1, 2] = x[1, 1, 4, 4] = np.nan
+    x[0, 1, 0, :2] = 7.0  # a tie: the first maximum
+    fn, tfn = (F.adaptive_max_pool2d, TF.adaptive_max_pool2d) if adaptive else (F.max_pool2d, TF.max_pool2d)
+    (out, _), _ = check(
+        lambda t: fn(t, 3 if not adaptive else 2, return_indices=True),
+        lambda t: tfn(t, 3 if not adaptive else 2, return_indices=True),
+        [x],
+        gpu,
+        rtol=0,
+        atol=0,
+    )
+    assert np.isnan(out).sum() == 2
+
+
+def test_pool_module_reprs_match_torch():
+    for name, args, kwargs in [
+        ("MaxPool2d", (3,), {}),
+        ("MaxPool2d", (3, 2, 1), {"ceil_mode": True}),
+        ("MaxPool1d", (2,), {}),
+        ("AvgPool2d", (3,), {}),
+        ("AvgPool1d", (3,), {}),
+        ("AdaptiveAvgPool2d", (1,), {}),
+        ("AdaptiveMaxPool2d", ((2, 3),), {}),
+    ]:
+        assert repr(getattr(nn, name)(*args, **kwargs)) == repr(getattr(torch.nn, name)(*args, **kwargs))

@@ -397,8 +397,9 @@ EXTRA.update(
             (_sig(_NN + "max_pool2d", nnf.max_pool2d), "vkml.nn.MaxPool2d(kernel_size, stride=None, ...)"),
             nnf.max_pool2d,
             precision="exact: " + _WINDOWS.lower() + "each output is the selected element",
-            special="A NaN in a window is its result (the first NaN is selected); padding is -inf and never selected.",
-            gradient="Each window's gradient goes to one element, its first maximum in row-major order (or first "
+            special="A NaN in a window is its result (the last NaN is selected, as PyTorch's); padding is -inf and "
+            "never selected.",
+            gradient="Each window's gradient goes to one element, its first maximum in row-major order (or last "
             "NaN), as PyTorch's; overlapping windows add.",
         ),
         "max_pool1d": Extra(

@@ -91,7 +91,7 @@ class _ConvNd(Module):
     def extra_repr(self) -> str:
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
         if self.padding != (0,) * self._n:
-            s += f", padding={self.padding!r}" if isinstance(self.padding, str) else f", padding={self.padding}"
+            s += f", padding={self.padding}"  # a string unquoted, as PyTorch's
         if self.dilation != (1,) * self._n:
             s += f", dilation={self.dilation}"
         if self.groups != 1:

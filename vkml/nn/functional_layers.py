@@ -313,11 +313,7 @@ def _max_pool(op, input, kernel_size, stride, padding, dilation, ceil_mode, retu
     fill = -math.inf if input.dtype.is_float else int(np.iinfo(np.dtype(input.dtype.name)).min)
     x = _pool_input(input, padding, dilation, kernel, stride, out_size, fill)
     windows = _windows(x, kernel, stride, dilation, out_size, input.ndim)  # (..., *out, taps)
-    # PyTorch's rule: the gradient goes to one element, the first maximum (or first NaN) in
-    # the window, not split among ties as amax's; argmax picks exactly that one.
-    first = functions.argmax(windows, -1, keepdim=True)
-    taps = math.prod(kernel)
-    hit = first == creation.arange(taps, device=input.device)
+    hit = _selected(windows)
     # -0.0 is the sum's identity: the picked value comes back with every bit, -0.0 included.
     out = functions.where(hit, windows, -0.0).sum(-1) if input.dtype.is_float else functions.amax(windows, -1)
     if not return_indices:
@@ -331,13 +327,26 @@ def _max_pool(op, input, kernel_size, stride, padding, dilation, ceil_mode, retu
     return out, indices
 
 
+def _selected(windows):
+    """True at the one element of each window (last dim) that max pooling picks, PyTorch's rule: the
+    first maximum, or the last NaN where there is one (its kernels replace the running maximum on
+    ``val > max || isnan(val)``). The gradient goes to that element alone, not split among ties as
+    ``amax``'s."""
+    taps = creation.arange(windows.shape[-1], device=windows.device)
+    first = functions.argmax(windows, -1, keepdim=True)
+    if windows.dtype.is_float:
+        last_nan = functions.where(windows != windows, taps, -1).amax(-1, keepdim=True)
+        first = functions.where(last_nan >= 0, last_nan, first)
+    return first == taps
+
+
 def max_pool2d(
     input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False, return_indices: bool = False
 ):
     """The maximum of each (dilated) window of ``input`` (N, C, H, W) or (C, H, W); ``stride`` defaults to the kernel.
 
     Padding counts as -inf. The gradient goes to the first maximum of each window (row-major),
-    or its first NaN, as PyTorch's. ``return_indices=True`` also returns int64 indices of those
+    or its last NaN, as PyTorch's. ``return_indices=True`` also returns int64 indices of those
     elements into each flattened H·W plane. Exact: values are selected, never rounded.
 
     >>> max_pool2d(vkml.arange(16.0).reshape(1, 4, 4), 2).tolist()  # doctest: +SKIP
@@ -487,8 +496,7 @@ def adaptive_max_pool2d(input, output_size, return_indices: bool = False):
         for j in range(ow):
             window = input[..., rs[i] : re[i], cs[j] : ce[j]]
             flat = window.reshape(*lead, -1)
-            first = functions.argmax(flat, -1, keepdim=True)
-            hit = first == creation.arange(flat.shape[-1], device=input.device)
+            hit = _selected(flat)
             values.append(functions.where(hit, flat, -0.0).sum(-1, keepdim=True))
             if return_indices:
                 where = np.arange(h * w).reshape(h, w)[rs[i] : re[i], cs[j] : ce[j]].reshape(-1)

@@ -76,9 +76,11 @@ class AvgPool2d(Module):
 class AvgPool1d(Module):
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True):
         super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding, self.ceil_mode, self.count_include_pad = padding, ceil_mode, count_include_pad
+        # PyTorch's AvgPool1d keeps 1-tuples (``_single``)
+        self.kernel_size = FL._tuple("AvgPool1d", "kernel_size", kernel_size, 1)
+        self.stride = FL._tuple("AvgPool1d", "stride", stride if stride is not None else kernel_size, 1)
+        self.padding = FL._tuple("AvgPool1d", "padding", padding, 1)
+        self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
 
     def forward(self, input):
         return FL.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad)

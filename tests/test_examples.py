@@ -28,3 +28,12 @@ def test_modules_and_buffers(gpu):
     assert "(0-1): 2 x Residual(" in on_cpu and "saved: mean, std, stem.weight" in on_cpu
     # The same bits on Vulkan: every printed number is the same.
     assert _run("modules_and_buffers.py", "--steps", "4", "--device", gpu.name) == on_cpu
+
+
+def test_cnn_classifier(gpu):
+    on_cpu = _run("cnn_classifier.py", "--steps", "4")
+    first, last = map(float, re.search(r"loss: (\S+) -> (\S+)", on_cpu).groups())
+    assert last < first
+    assert "batches tracked: 4 |" in on_cpu and "(0): Conv2d(1, 8, kernel_size=(3, 3)" in on_cpu
+    # The same bits on Vulkan: every printed loss is the same.
+    assert _run("cnn_classifier.py", "--steps", "4", "--device", gpu.name) == on_cpu

@@ -64,3 +64,62 @@ for _name in _activation.MODULES:
     globals()[_name] = getattr(_activation, _name)
 __all__ += _activation.MODULES
 del _name
+# Convolution, pooling, normalisation, shape layers and losses (one block, appended)
+from .conv import Conv1d, Conv2d  # noqa: E402
+from .losses import (  # noqa: E402
+    BCELoss,
+    BCEWithLogitsLoss,
+    Dropout2d,
+    Flatten,
+    HuberLoss,
+    Identity,
+    KLDivLoss,
+    L1Loss,
+    NLLLoss,
+    SmoothL1Loss,
+    Unflatten,
+)
+from .normalization import (  # noqa: E402
+    BatchNorm1d,
+    BatchNorm2d,
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    RMSNorm,
+)
+from .pooling import (  # noqa: E402
+    AdaptiveAvgPool2d,
+    AdaptiveMaxPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    MaxPool1d,
+    MaxPool2d,
+)
+
+__all__ += [
+    "Conv1d",
+    "Conv2d",
+    "MaxPool1d",
+    "MaxPool2d",
+    "AvgPool1d",
+    "AvgPool2d",
+    "AdaptiveAvgPool2d",
+    "AdaptiveMaxPool2d",
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "InstanceNorm1d",
+    "InstanceNorm2d",
+    "GroupNorm",
+    "RMSNorm",
+    "Flatten",
+    "Unflatten",
+    "Identity",
+    "Dropout2d",
+    "NLLLoss",
+    "BCELoss",
+    "BCEWithLogitsLoss",
+    "L1Loss",
+    "SmoothL1Loss",
+    "HuberLoss",
+    "KLDivLoss",
+]

@@ -362,3 +362,34 @@ from .functional_attention import scaled_dot_product_attention  # noqa: E402, F4
 for _name in _activation.FUNCTIONS:
     globals()[_name] = getattr(_activation, _name)
 del _name
+# ---------------------------------------------------------------------- convolution, pooling, normalisation
+# (vkml/nn/functional_layers.py and vkml/nn/functional_losses.py; imported last, as they import this module's helpers)
+from .functional_layers import (  # noqa: E402, F401
+    adaptive_avg_pool2d,
+    adaptive_max_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    conv1d,
+    conv2d,
+    fold,
+    max_pool1d,
+    max_pool2d,
+    unfold,
+)
+from .functional_losses import (  # noqa: E402, F401
+    binary_cross_entropy,
+    binary_cross_entropy_with_logits,
+    dropout2d,
+    huber_loss,
+    kl_div,
+    l1_loss,
+    nll_loss,
+    smooth_l1_loss,
+)
+from .functional_norm import (  # noqa: E402, F401
+    batch_norm,
+    group_norm,
+    instance_norm,
+    normalize,
+    rms_norm,
+)

@@ -1,0 +1,188 @@
+"""Pooling against PyTorch: forward, indices and input gradients; Vulkan = CPU bits."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from layercheck import check
+
+import vkml
+import vkml.nn as nn
+import vkml.nn.functional as F
+
+TF = torch.nn.functional
+
+
+def _x(shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+MAX2D = [
+    ("kernel only", (2, 3, 6, 6), (2,), {}),
+    ("stride pad", (2, 2, 7, 6), (3,), {"stride": 2, "padding": 1}),
+    ("ceil dilation", (1, 2, 9, 8), ((3, 2),), {"stride": (2, 3), "dilation": (2, 1), "ceil_mode": True}),
+    ("ceil pad", (1, 2, 6, 7), (3, 2, 1), {"ceil_mode": True}),
+    ("unbatched", (3, 5, 5), (2, 1), {}),
+]
+
+
+@pytest.mark.parametrize(("what", "shape", "args", "kwargs"), MAX2D, ids=[c[0] for c in MAX2D])
+def test_max_pool2d_matches_torch(what, shape, args, kwargs, gpu):
+    check(
+        lambda x: F.max_pool2d(x, *args, return_indices=True, **kwargs),
+        lambda x: TF.max_pool2d(x, *args, return_indices=True, **kwargs),
+        [_x(shape)],
+        gpu if what in ("stride pad", "ceil dilation") else None,
+    )
+
+
+def test_max_pool_gradient_goes_to_the_first_maximum(gpu):
+    # ties everywhere (rounded values) and overlapping windows: PyTorch gives each window's
+    # gradient to its first maximum in row-major order
+    x = np.round(_x((2, 2, 6, 6), 3)).astype(np.float32)
+    _, (grad,) = check(
+        lambda t: F.max_pool2d(t, 3, 1, 1, return_indices=True),
+        lambda t: TF.max_pool2d(t, 3, 1, 1, return_indices=True),
+        [x],
+        gpu,
+        rtol=1e-6,
+        atol=0,
+    )
+    xt = torch.tensor(x, requires_grad=True)
+    TF.max_pool2d(xt, 3, 1, 1).backward(torch.ones(2, 2, 6, 6))
+    ones = vkml.tensor(x, requires_grad=True)
+    F.max_pool2d(ones, 3, 1, 1).backward(vkml.ones(2, 2, 6, 6))
+    np.testing.assert_array_equal(ones.grad.numpy(), xt.grad.numpy())  # counts of windows won: exact
+    assert (grad != 0).sum() < x.size  # ties left elements without gradient
+
+
+def test_max_pool1d_and_module(gpu):
+    check(
+        lambda x: F.max_pool1d(x, 3, 2, 1, ceil_mode=True),
+        lambda x: TF.max_pool1d(x, 3, 2, 1, ceil_mode=True),
+        [_x((2, 3, 8))],
+    )
+    layer, ref = nn.MaxPool2d(3, 2, 1), torch.nn.MaxPool2d(3, 2, 1)
+    assert repr(layer) == repr(ref)
+    x = _x((1, 2, 5, 5))
+    np.testing.assert_array_equal(layer(vkml.tensor(x, device=gpu)).numpy(), ref(torch.tensor(x)).numpy())
+    out, idx = nn.MaxPool1d(2, return_indices=True)(vkml.tensor(x[0]))
+    want, want_idx = torch.nn.MaxPool1d(2, return_indices=True)(torch.tensor(x[0]))
+    np.testing.assert_array_equal(out.numpy(), want.numpy())
+    np.testing.assert_array_equal(idx.numpy(), want_idx.numpy())
+
+
+AVG2D = [
+    ("kernel only", (2, 3, 6, 6), (2,), {}),
+    ("pad counted", (2, 2, 7, 6), (3, 2, 1), {}),
+    ("pad not counted, ceil", (1, 2, 7, 8), (3, 2, 1), {"ceil_mode": True, "count_include_pad": False}),
+    ("ceil counted", (1, 2, 6, 7), ((3, 2), (2, 3), (1, 1)), {"ceil_mode": True}),
+    ("divisor", (2, 2, 5, 5), (2, 1), {"divisor_override": 3}),
+]
+
+
+@pytest.mark.parametrize(("what", "shape", "args", "kwargs"), AVG2D, ids=[c[0] for c in AVG2D])
+def test_avg_pool2d_matches_torch(what, shape, args, kwargs, gpu):
+    check(
+        lambda x: F.avg_pool2d(x, *args, **kwargs),
+        lambda x: TF.avg_pool2d(x, *args, **kwargs),
+        [_x(shape)],
+        gpu if what == "pad not counted, ceil" else None,
+        rtol=1e-6,
+        atol=1e-6,
+    )
+
+
+def test_avg_pool1d_and_modules():
+    x = _x((2, 3, 9))
+    check(lambda t: F.avg_pool1d(t, 4, 3, 2, True, False), lambda t: TF.avg_pool1d(t, 4, 3, 2, True, False), [x])
+    layer, ref = nn.AvgPool2d(3, 2, 1, count_include_pad=False), torch.nn.AvgPool2d(3, 2, 1, count_include_pad=False)
+    y = _x((2, 2, 5, 5))
+    np.testing.assert_allclose(layer(vkml.tensor(y)).numpy(), ref(torch.tensor(y)).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(
+        nn.AvgPool1d(3)(vkml.tensor(x)).numpy(), torch.nn.AvgPool1d(3)(torch.tensor(x)).numpy(), rtol=1e-6
+    )
+
+
+@pytest.mark.parametrize("size", [1, (3, 4), (2, None), 5])
+def test_adaptive_pools_match_torch(size, gpu):
+    x = _x((2, 3, 7, 8))
+    device = gpu if size == (3, 4) else None
+    check(
+        lambda t: F.adaptive_avg_pool2d(t, size),
+        lambda t: TF.adaptive_avg_pool2d(t, size),
+        [x],
+        device,
+        rtol=1e-6,
+        atol=1e-6,
+    )
+    check(
+        lambda t: F.adaptive_max_pool2d(t, size, return_indices=True),
+        lambda t: TF.adaptive_max_pool2d(t, size, return_indices=True),
+        [x],
+        device,
+    )
+    assert nn.AdaptiveAvgPool2d(size)(vkml.tensor(x)).shape == tuple(
+        torch.nn.AdaptiveAvgPool2d(size)(torch.tensor(x)).shape
+    )
+
+
+def test_global_average_pool_is_the_mean():
+    x = _x((2, 3, 4, 4))
+    got = nn.AdaptiveAvgPool2d(1)(vkml.tensor(x)).numpy()
+    np.testing.assert_array_equal(got, vkml.tensor(x).mean((-2, -1), keepdim=True).numpy())
+
+
+ERRORS = [
+    (lambda: F.max_pool2d(vkml.ones(1, 1, 5, 5), 3, padding=2), "pad should be at most half"),
+    (lambda: F.max_pool2d(vkml.ones(1, 1, 5, 5), 0), "kernel_size must be greater than zero"),
+    (lambda: F.avg_pool2d(vkml.ones(1, 1, 5, 5), 2, stride=0), "stride must be greater than zero"),
+    (lambda: F.max_pool2d(vkml.ones(5, 5), 2), "3D or 4D"),
+    (lambda: F.max_pool2d(vkml.ones(1, 1, 2, 2), 3), "output size"),
+    (lambda: F.avg_pool2d(vkml.ones(1, 1, 4, 4), 2, divisor_override=0), "divisor must be not zero"),
+]
+
+
+@pytest.mark.parametrize(("call", "match"), ERRORS)
+def test_pool_errors_match_torch(call, match):
+    with pytest.raises(RuntimeError, match=match):
+        call()
+
+
+def test_float16_pooling_rounds_once_as_torch():
+    x = np.random.default_rng(0).standard_normal((2, 3, 6, 6)).astype(np.float16)
+    got = F.avg_pool2d(vkml.tensor(x), 3, 2, 1)
+    assert got.dtype is vkml.float16
+    np.testing.assert_array_equal(got.numpy(), TF.avg_pool2d(torch.tensor(x), 3, 2, 1).numpy())
+    np.testing.assert_array_equal(F.max_pool2d(vkml.tensor(x), 2).numpy(), TF.max_pool2d(torch.tensor(x), 2).numpy())
+
+
+@pytest.mark.parametrize("adaptive", [False, True])
+def test_max_pools_select_the_last_nan_as_torch(adaptive, gpu):
+    x = _x((2, 2, 6, 6), 4)
+    x[0, 0, 1, 1] = x[0, 0, 1, 2] = x[1, 1, 4, 4] = np.nan
+    x[0, 1, 0, :2] = 7.0  # a tie: the first maximum
+    fn, tfn = (F.adaptive_max_pool2d, TF.adaptive_max_pool2d) if adaptive else (F.max_pool2d, TF.max_pool2d)
+    (out, _), _ = check(
+        lambda t: fn(t, 3 if not adaptive else 2, return_indices=True),
+        lambda t: tfn(t, 3 if not adaptive else 2, return_indices=True),
+        [x],
+        gpu,
+        rtol=0,
+        atol=0,
+    )
+    assert np.isnan(out).sum() == 2
+
+
+def test_pool_module_reprs_match_torch():
+    for name, args, kwargs in [
+        ("MaxPool2d", (3,), {}),
+        ("MaxPool2d", (3, 2, 1), {"ceil_mode": True}),
+        ("MaxPool1d", (2,), {}),
+        ("AvgPool2d", (3,), {}),
+        ("AvgPool1d", (3,), {}),
+        ("AdaptiveAvgPool2d", (1,), {}),
+        ("AdaptiveMaxPool2d", ((2, 3),), {}),
+    ]:
+        assert repr(getattr(nn, name)(*args, **kwargs)) == repr(getattr(torch.nn, name)(*args, **kwargs))

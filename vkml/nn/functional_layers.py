@@ -1,0 +1,574 @@
+"""Convolution, pooling and normalisation layers as composites of vkml's views, ``cat`` and ``matmul``.
+
+Re-exported by ``vkml.nn.functional`` with ``torch.nn.functional``'s names and defaults. Nothing
+here has a kernel of its own: a window of a convolution or a pooling is ``kh·kw`` shifted,
+strided views of the padded input (index arithmetic, no copies), concatenated along a new dim
+("im2col"); a convolution is then one batched ``matmul`` per group, a pooling one reduction.
+Gradients come from the ops used, so both are differentiable in input and weight.
+
+>>> import vkml
+>>> import vkml.nn.functional as F
+>>> F.conv2d(vkml.ones(1, 1, 3, 3), vkml.ones(1, 1, 2, 2)).tolist()  # doctest: +SKIP
+[[[[4.0, 4.0], [4.0, 4.0]]]]
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..frontend import creation, mutation
+from ..frontend import operators as functions
+from ..ir import types as T
+
+_PAD_MODES = ("zeros", "reflect", "replicate", "circular")
+
+
+def _tuple(op: str, name: str, value, n: int) -> tuple[int, ...]:
+    """An int or a sequence of ``n`` ints, as PyTorch's ``_pair``/``_single``."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return (int(value),) * n
+    values = tuple(value)
+    if len(values) == 1:
+        values = values * n
+    if len(values) != n or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values):
+        raise TypeError(f"'{op}': {name} must be an int or a tuple of {n} ints, got {value!r}")
+    return tuple(int(v) for v in values)
+
+
+def _windows(x, kernel, stride, dilation, out_size, dim: int):
+    """The ``prod(kernel)`` windows of ``x`` (..., *spatial), concatenated along a new dim ``dim``.
+
+    Window (i, j) — i over the first spatial dim, j over the second, i-major — is the strided
+    view ``x[..., i·d0 :: s0][:o0], x[..., j·d1 :: s1][:o1]``; the result has the spatial dims
+    replaced by ``out_size`` and a dim of size ``prod(kernel)`` inserted at ``dim``. Every element
+    is a copy of an input element, so gradients add back into the positions each window read.
+    """
+    spatial = len(kernel)
+    lead = x.ndim - spatial
+    parts = []
+    for offsets in np.ndindex(*kernel):
+        starts = [0] * lead + [o * d for o, d in zip(offsets, dilation)]
+        stops = list(x.shape[:lead]) + [
+            o * d + (n - 1) * s + 1 for o, d, n, s in zip(offsets, dilation, out_size, stride)
+        ]
+        steps = [1] * lead + list(stride)
+        view = functions._slice(x, tuple(starts), tuple(stops), tuple(steps))
+        parts.append(functions.unsqueeze(view, dim))
+    return parts[0] if len(parts) == 1 else functions.cat(parts, dim)
+
+
+def _pad_mode(op: str, x, pads, mode: str):
+    """``x`` padded on its last ``len(pads)`` dims by (before, after) amounts ``pads``, in ``mode``."""
+    if all(p == (0, 0) for p in pads):
+        return x
+    if mode == "zeros":
+        flat = [a for pair in reversed(pads) for a in pair]
+        return functions.constant_pad_nd(x, flat, 0.0)
+    lead = x.ndim - len(pads)
+    for k, (before, after) in enumerate(pads):
+        dim, size = lead + k, x.shape[lead + k]
+        if mode == "reflect" and (before >= size or after >= size):
+            raise RuntimeError(
+                f"'{op}': Padding size should be less than the corresponding input dimension, but got: "
+                f"padding ({before}, {after}) at dimension {dim} of input {list(x.shape)}"
+            )
+        if mode == "circular" and (before > size or after > size):
+            raise RuntimeError(f"'{op}': Padding value causes wrapping around more than once.")
+        pieces = []
+        if before:
+            pieces.append(_edge(x, dim, size, before, mode, front=True))
+        pieces.append(x)
+        if after:
+            pieces.append(_edge(x, dim, size, after, mode, front=False))
+        x = functions.cat(pieces, dim)
+    return x
+
+
+def _edge(x, dim: int, size: int, amount: int, mode: str, front: bool):
+    def take(lo, hi):
+        index = [slice(None)] * x.ndim
+        index[dim] = slice(lo, hi)
+        return x[tuple(index)]
+
+    if mode == "circular":
+        return take(size - amount, size) if front else take(0, amount)
+    if mode == "replicate":
+        one = take(0, 1) if front else take(size - 1, size)
+        shape = list(x.shape)
+        shape[dim] = amount
+        return functions.expand(one, *shape)
+    # reflect: the mirror image without the edge element itself
+    return functions.flip(take(1, amount + 1) if front else take(size - 1 - amount, size - 1), (dim,))
+
+
+# ---------------------------------------------------------------------- convolution
+
+
+def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, padding_mode="zeros"):
+    if not isinstance(input, functions._tensor.Tensor) or not isinstance(weight, functions._tensor.Tensor):
+        raise TypeError(f"'{op}': input and weight must be vkml.Tensors")
+    if weight.ndim != n + 2:
+        raise RuntimeError(f"'{op}': Expected {n + 2}-dimensional weight, got weight of shape {tuple(weight.shape)}")
+    if input.ndim not in (n + 1, n + 2):
+        raise RuntimeError(
+            f"'{op}': Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to {op}, "
+            f"but got input of size: {list(input.shape)}"
+        )
+    if input.dtype is not weight.dtype:
+        raise RuntimeError(
+            f"'{op}': expected scalar type {mutation.torch_name(input.dtype)} but found "
+            f"{mutation.torch_name(weight.dtype)} (input and weight dtypes must be the same)"
+        )
+    if bias is not None and bias.dtype is not input.dtype:
+        raise RuntimeError(
+            f"'{op}': Input type ({input.dtype.name}) and bias type ({bias.dtype.name}) should be the same"
+        )
+    unbatched = input.ndim == n + 1
+    if unbatched:
+        input = functions.unsqueeze(input, 0)
+    stride = _tuple(op, "stride", stride, n)
+    dilation = _tuple(op, "dilation", dilation, n)
+    if any(s <= 0 for s in stride):
+        raise RuntimeError(f"'{op}': non-positive stride is not supported, got {stride}")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError(f"'{op}': dilation should be greater than zero, got {dilation}")
+    if not isinstance(groups, int) or groups <= 0:
+        raise RuntimeError(f"'{op}': non-positive groups is not supported, got {groups}")
+    out_channels, per_group = weight.shape[0], weight.shape[1]
+    kernel = tuple(weight.shape[2:])
+    channels = input.shape[1]
+    if out_channels % groups:
+        raise RuntimeError(
+            f"'{op}': Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
+            f"but got weight of size {list(weight.shape)} instead"
+        )
+    if per_group * groups != channels:
+        raise RuntimeError(
+            f"'{op}': Given groups={groups}, weight of size {list(weight.shape)}, expected input{list(input.shape)} "
+            f"to have {per_group * groups} channels, but got {channels} channels instead"
+        )
+    if bias is not None and tuple(bias.shape) != (out_channels,):
+        raise RuntimeError(
+            f"'{op}': Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional "
+            f"with {out_channels} elements, but got bias of size {list(bias.shape)} instead"
+        )
+    if isinstance(padding, str):
+        if padding == "valid":
+            pads = [(0, 0)] * n
+        elif padding == "same":
+            if any(s != 1 for s in stride):
+                raise ValueError(f"'{op}': padding='same' is not supported for strided convolutions")
+            # PyTorch's split: the odd element of the total goes after
+            pads = [(d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2) for d, k in zip(dilation, kernel)]
+        else:
+            raise ValueError(f"'{op}': Invalid padding string: {padding!r}")
+    else:
+        pads = [(p, p) for p in _tuple(op, "padding", padding, n)]
+        if any(p < 0 for p, _ in pads):
+            raise RuntimeError(f"'{op}': negative padding is not supported, got {padding}")
+    if padding_mode not in _PAD_MODES:
+        raise ValueError(f"'{op}': padding_mode must be one of {_PAD_MODES}, got {padding_mode!r}")
+    spatial = tuple(input.shape[2:])
+    padded_size = tuple(s + a + b for s, (a, b) in zip(spatial, pads))
+    effective = tuple(d * (k - 1) + 1 for d, k in zip(dilation, kernel))
+    if any(p < e for p, e in zip(padded_size, effective)):
+        raise RuntimeError(
+            f"'{op}': Calculated padded input size per channel: ({' x '.join(map(str, padded_size))}). "
+            f"Kernel size: ({' x '.join(map(str, effective))}). Kernel size can't be greater than actual input size"
+        )
+    out_size = tuple((p - e) // s + 1 for p, e, s in zip(padded_size, effective, stride))
+    x = _pad_mode(op, input, pads, padding_mode)
+    batch = input.shape[0]
+    taps = math.prod(kernel)
+    # cols: (N, C, taps, *out) -> (N, groups, C/groups · taps, L); row (c, tap) of a group is its
+    # channel-major, tap-minor place, which is exactly weight.reshape(O, C/groups · taps)'s column order.
+    cols = _windows(x, kernel, stride, dilation, out_size, 2)
+    length = math.prod(out_size)
+    cols = functions.reshape(cols, batch, groups, per_group * taps, length)
+    w = functions.reshape(weight, groups, out_channels // groups, per_group * taps)
+    out = functions.matmul(w, cols)  # (N, groups, O/groups, L): each output adds its products in ascending (c, tap)
+    out = functions.reshape(out, batch, out_channels, *out_size)
+    if bias is not None:
+        out = out + functions.reshape(bias, out_channels, *([1] * n))
+    return functions.squeeze(out, 0) if unbatched else out
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):
+    """2-D convolution (cross-correlation) of ``input`` (N, C, H, W) or (C, H, W) with ``weight`` (O, C/groups, kh, kw).
+
+    Computed as im2col and one batched matmul: the kh·kw shifted strided views of the zero-padded
+    input are concatenated into columns (views: no copy until the matmul reads them), and each
+    output element is the matmul's sum of its C/groups·kh·kw products in ascending (channel,
+    kernel row, kernel column) order, starting from -0.0, then the bias added once. The order is
+    fixed, so CPU and Vulkan give the same bits (docs/ops/conv2d.md); PyTorch's order differs,
+    so results agree with PyTorch's to the matmul bound, not bit for bit.
+
+    ``padding`` is an int, a pair, ``'valid'`` or ``'same'`` (stride 1 only, as PyTorch).
+
+    >>> conv2d(vkml.ones(1, 1, 3, 3), vkml.ones(1, 1, 2, 2)).shape  # doctest: +SKIP
+    (1, 1, 2, 2)
+    """
+    return _conv("conv2d", input, weight, bias, stride, padding, dilation, groups, 2)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):
+    """1-D convolution of ``input`` (N, C, L) or (C, L) with ``weight`` (O, C/groups, k); see ``conv2d``.
+
+    >>> conv1d(vkml.ones(1, 1, 4), vkml.ones(1, 1, 2)).tolist()  # doctest: +SKIP
+    [[[2.0, 2.0, 2.0]]]
+    """
+    return _conv("conv1d", input, weight, bias, stride, padding, dilation, groups, 1)
+
+
+# ---------------------------------------------------------------------- pooling
+
+
+def _pool_geometry(op, input, kernel_size, stride, padding, dilation, ceil_mode, n: int):
+    if input.ndim not in (n + 1, n + 2):
+        raise RuntimeError(f"'{op}': Expected {n + 1}D or {n + 2}D input, but got input of size: {list(input.shape)}")
+    kernel = _tuple(op, "kernel_size", kernel_size, n)
+    stride = (
+        kernel
+        if stride is None or (not isinstance(stride, int) and len(tuple(stride)) == 0)
+        else (_tuple(op, "stride", stride, n))
+    )
+    padding = _tuple(op, "padding", padding, n)
+    dilation = _tuple(op, "dilation", dilation, n)
+    if any(k <= 0 for k in kernel):
+        raise RuntimeError(f"'{op}': kernel_size must be greater than zero, but got {kernel}")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError(f"'{op}': stride must be greater than zero, but got {stride}")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError(f"'{op}': dilation must be greater than zero, but got {dilation}")
+    for p, k, d in zip(padding, kernel, dilation):
+        if p < 0 or p > ((k - 1) * d + 1) // 2:
+            raise RuntimeError(
+                f"'{op}': pad should be at most half of effective kernel size, but got pad={p}, "
+                f"kernel_size={k} and dilation={d}"
+            )
+    spatial = tuple(input.shape[-n:])
+    out = []
+    for size, k, s, p, d in zip(spatial, kernel, stride, padding, dilation):
+        span = size + 2 * p - d * (k - 1) - 1
+        o = (-(-span // s) if ceil_mode else span // s) + 1
+        if ceil_mode and (o - 1) * s >= size + p:  # the last window must start inside the input or left pad
+            o -= 1
+        if o < 1:
+            raise RuntimeError(
+                f"'{op}': Given input size: {spatial}. Calculated output size: too small (output {o} < 1)"
+            )
+        out.append(o)
+    return kernel, stride, padding, dilation, tuple(out)
+
+
+def _pool_input(x, padding, dilation, kernel, stride, out_size, value):
+    """``x`` padded by ``padding`` before and enough after for the last window (ceil_mode), with ``value``."""
+    n = len(kernel)
+    pads = []
+    for size, p, d, k, s, o in zip(x.shape[-n:], padding, dilation, kernel, stride, out_size):
+        need = (o - 1) * s + d * (k - 1) + 1
+        pads.append((p, need - size - p))
+    flat = [a for pair in reversed(pads) for a in pair]
+    if all(a == 0 for a in flat):
+        return x
+    return functions.constant_pad_nd(x, flat, value)
+
+
+def _max_pool(op, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, n: int):
+    kernel, stride, padding, dilation, out_size = _pool_geometry(
+        op, input, kernel_size, stride, padding, dilation, ceil_mode, n
+    )
+    fill = -math.inf if input.dtype.is_float else int(np.iinfo(np.dtype(input.dtype.name)).min)
+    x = _pool_input(input, padding, dilation, kernel, stride, out_size, fill)
+    windows = _windows(x, kernel, stride, dilation, out_size, input.ndim)  # (..., *out, taps)
+    hit = _selected(windows)
+    # -0.0 is the sum's identity: the picked value comes back with every bit, -0.0 included.
+    out = functions.where(hit, windows, -0.0).sum(-1) if input.dtype.is_float else functions.amax(windows, -1)
+    if not return_indices:
+        return out
+    spatial = tuple(input.shape[-n:])
+    flat_index = creation.arange(math.prod(spatial), device=input.device).reshape(*spatial)
+    index_windows = _windows(
+        _pool_input(flat_index, padding, dilation, kernel, stride, out_size, -1), kernel, stride, dilation, out_size, n
+    )
+    indices = functions.where(hit, index_windows, 0).sum(-1)
+    return out, indices
+
+
+def _selected(windows):
+    """True at the one element of each window (last dim) that max pooling picks, PyTorch's rule: the
+    first maximum, or the last NaN where there is one (its kernels replace the running maximum on
+    ``val > max || isnan(val)``). The gradient goes to that element alone, not split among ties as
+    ``amax``'s."""
+    taps = creation.arange(windows.shape[-1], device=windows.device)
+    first = functions.argmax(windows, -1, keepdim=True)
+    if windows.dtype.is_float:
+        last_nan = functions.where(windows != windows, taps, -1).amax(-1, keepdim=True)
+        first = functions.where(last_nan >= 0, last_nan, first)
+    return first == taps
+
+
+def max_pool2d(
+    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False, return_indices: bool = False
+):
+    """The maximum of each (dilated) window of ``input`` (N, C, H, W) or (C, H, W); ``stride`` defaults to the kernel.
+
+    Padding counts as -inf. The gradient goes to the first maximum of each window (row-major),
+    or its last NaN, as PyTorch's. ``return_indices=True`` also returns int64 indices of those
+    elements into each flattened H·W plane. Exact: values are selected, never rounded.
+
+    >>> max_pool2d(vkml.arange(16.0).reshape(1, 4, 4), 2).tolist()  # doctest: +SKIP
+    [[[5.0, 7.0], [13.0, 15.0]]]
+    """
+    return _max_pool("max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 2)
+
+
+def max_pool1d(
+    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False, return_indices: bool = False
+):
+    """``max_pool2d`` over the last dim of ``input`` (N, C, L) or (C, L).
+
+    >>> max_pool1d(vkml.tensor([[1.0, 3.0, 2.0, 0.0]]), 2).tolist()  # doctest: +SKIP
+    [[3.0, 2.0]]
+    """
+    return _max_pool("max_pool1d", input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 1)
+
+
+def _avg_pool(op, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, n: int):
+    kernel, stride, padding, dilation, out_size = _pool_geometry(
+        op, input, kernel_size, stride, padding, 1, ceil_mode, n
+    )
+    if not input.dtype.is_float:
+        raise RuntimeError(f"'{op}': not implemented for '{input.dtype.name}'")
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError(f"'{op}': divisor must be not zero")
+    # float16 sums in float32 and rounds once, after the division
+    x = _pool_input(
+        input.float() if input.dtype is T.float16 else input, padding, dilation, kernel, stride, out_size, 0.0
+    )
+    sums = _windows(x, kernel, stride, dilation, out_size, input.ndim).sum(-1)
+    if divisor_override is not None:
+        return sums / float(divisor_override)
+    # PyTorch's divisor: the window clipped to the padded input (count_include_pad) or to the input
+    counts = np.ones((), dtype=np.float64)
+    for size, k, s, p, o in zip(input.shape[-n:], kernel, stride, padding, out_size):
+        start = np.arange(o) * s - p
+        end = np.minimum(start + k, size + p)
+        if not count_include_pad:
+            start, end = np.maximum(start, 0), np.minimum(end, size)
+        counts = np.multiply.outer(counts, end - start)
+    divisor = creation.tensor(counts.astype(np.float32), device=input.device)
+    return (sums / divisor).to(input.dtype) if input.dtype is T.float16 else sums / divisor
+
+
+def avg_pool2d(
+    input,
+    kernel_size,
+    stride=None,
+    padding=0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override=None,
+):
+    """The mean of each window of ``input`` (N, C, H, W) or (C, H, W); ``stride`` defaults to the kernel.
+
+    Each window's sum (a tree sum of its kh·kw elements) is divided once by PyTorch's divisor:
+    ``divisor_override``, else the window's size clipped to the padded input
+    (``count_include_pad=True``) or to the input itself.
+
+    >>> avg_pool2d(vkml.ones(1, 2, 2), 2).tolist()  # doctest: +SKIP
+    [[[1.0]]]
+    """
+    return _avg_pool(
+        "avg_pool2d", input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 2
+    )
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True):
+    """``avg_pool2d`` over the last dim of ``input`` (N, C, L) or (C, L).
+
+    >>> avg_pool1d(vkml.tensor([[1.0, 3.0]]), 2).tolist()  # doctest: +SKIP
+    [[2.0]]
+    """
+    return _avg_pool("avg_pool1d", input, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1)
+
+
+def _adaptive_bounds(size: int, out: int):
+    starts = [(i * size) // out for i in range(out)]
+    ends = [-(-((i + 1) * size) // out) for i in range(out)]
+    return starts, ends
+
+
+def _output_size(op, input, output_size):
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"'{op}': Expected 3D or 4D tensor, but got input of size: {list(input.shape)}")
+    if isinstance(output_size, (tuple, list)):
+        if len(output_size) != 2:
+            raise TypeError(f"'{op}': output_size must be an int or a pair, got {output_size!r}")
+        # None keeps the input's size, as PyTorch's
+        sizes = tuple(input.shape[-2 + k] if s is None else int(s) for k, s in enumerate(output_size))
+    else:
+        sizes = _tuple(op, "output_size", output_size, 2)
+    if any(s < 0 for s in sizes):
+        raise RuntimeError(f"'{op}': output_size must be non-negative, got {sizes}")
+    if any(s == 0 for s in input.shape[-2:]):
+        raise RuntimeError(f"'{op}': input of size {list(input.shape)} has an empty spatial dim")
+    return sizes
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """The mean over PyTorch's adaptive windows: output row i covers input rows floor(i·H/oh) to ceil((i+1)·H/oh).
+
+    Windows that tile the input evenly are ``avg_pool2d``; output size 1 is the mean over H and W
+    (global pooling). Uneven windows are a sum by 0/1 matrices on both sides (two matmuls, exact
+    products) divided once by each window's size.
+
+    >>> adaptive_avg_pool2d(vkml.ones(1, 4, 4), 1).tolist()  # doctest: +SKIP
+    [[[1.0]]]
+    """
+    oh, ow = _output_size("adaptive_avg_pool2d", input, output_size)
+    h, w = input.shape[-2:]
+    if (oh, ow) == (1, 1):
+        return input.mean((-2, -1), keepdim=True)
+    if h % oh == 0 and w % ow == 0:
+        return avg_pool2d(input, (h // oh, w // ow))
+    rows, cols = np.zeros((oh, h), np.float32), np.zeros((w, ow), np.float32)
+    (rs, re), (cs, ce) = _adaptive_bounds(h, oh), _adaptive_bounds(w, ow)
+    for i in range(oh):
+        rows[i, rs[i] : re[i]] = 1
+    for j in range(ow):
+        cols[cs[j] : ce[j], j] = 1
+    counts = np.multiply.outer(np.subtract(re, rs), np.subtract(ce, cs)).astype(np.float32)
+    dev = input.device
+    x = input.float() if input.dtype is T.float16 else input
+    sums = functions.matmul(functions.matmul(creation.tensor(rows, device=dev), x), creation.tensor(cols, device=dev))
+    out = sums / creation.tensor(counts, device=dev)
+    return out.to(input.dtype) if input.dtype is T.float16 else out
+
+
+def adaptive_max_pool2d(input, output_size, return_indices: bool = False):
+    """The maximum over ``adaptive_avg_pool2d``'s windows; gradient to each window's first maximum.
+
+    Each output is its own window view reduced (oh·ow views): meant for the small output sizes of
+    classifier heads.
+
+    >>> adaptive_max_pool2d(vkml.arange(4.0).reshape(1, 2, 2), 1).tolist()  # doctest: +SKIP
+    [[[3.0]]]
+    """
+    oh, ow = _output_size("adaptive_max_pool2d", input, output_size)
+    h, w = input.shape[-2:]
+    (rs, re), (cs, ce) = _adaptive_bounds(h, oh), _adaptive_bounds(w, ow)
+    values, indices = [], []
+    lead = input.shape[:-2]
+    for i in range(oh):
+        for j in range(ow):
+            window = input[..., rs[i] : re[i], cs[j] : ce[j]]
+            flat = window.reshape(*lead, -1)
+            hit = _selected(flat)
+            values.append(functions.where(hit, flat, -0.0).sum(-1, keepdim=True))
+            if return_indices:
+                where = np.arange(h * w).reshape(h, w)[rs[i] : re[i], cs[j] : ce[j]].reshape(-1)
+                positions = creation.tensor(where, device=input.device)
+                indices.append(functions.where(hit, positions, 0).sum(-1, keepdim=True))
+    out = functions.cat(values, -1).reshape(*lead, oh, ow)
+    if not return_indices:
+        return out
+    return out, functions.cat(indices, -1).reshape(*lead, oh, ow)
+
+
+# ---------------------------------------------------------------------- unfold and fold
+
+
+def _blocks(op, spatial, kernel_size, dilation, padding, stride):
+    kernel = _tuple(op, "kernel_size", kernel_size, 2)
+    dilation, padding, stride = (
+        _tuple(op, n, v, 2) for n, v in (("dilation", dilation), ("padding", padding), ("stride", stride))
+    )
+    if any(v <= 0 for v in kernel + dilation + stride) or any(p < 0 for p in padding):
+        raise RuntimeError(
+            f"'{op}': kernel_size, dilation and stride must be greater than zero and padding non-negative, got "
+            f"kernel_size={kernel}, dilation={dilation}, padding={padding}, stride={stride}"
+        )
+    out = tuple(
+        (s + 2 * p - d * (k - 1) - 1) // st + 1 for s, p, d, k, st in zip(spatial, padding, dilation, kernel, stride)
+    )
+    if any(o < 1 for o in out):
+        raise RuntimeError(
+            f"'{op}': Given input with spatial size {tuple(spatial)}, kernel_size={kernel}, dilation={dilation}, "
+            f"padding={padding}, calculated shape of the array of sliding blocks as {out}, but its components must "
+            "be at least one."
+        )
+    return kernel, dilation, padding, stride, out
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """The sliding blocks of ``input`` (N, C, H, W) or (C, H, W) as columns: (N, C·kh·kw, L), PyTorch's order
+    (channel-major, then kernel row and column); L counts the blocks row-major. Exact: values are copied.
+
+    >>> unfold(vkml.ones(1, 2, 3, 3), 2).shape  # doctest: +SKIP
+    (1, 8, 4)
+    """
+    if input.ndim not in (3, 4):
+        raise RuntimeError(
+            f"'unfold': Expected 3D or 4D (batch mode) tensor, but got input of size {list(input.shape)}"
+        )
+    unbatched = input.ndim == 3
+    x = functions.unsqueeze(input, 0) if unbatched else input
+    kernel, dilation, padding, stride, out = _blocks("unfold", x.shape[2:], kernel_size, dilation, padding, stride)
+    x = _pad_mode("unfold", x, [(p, p) for p in padding], "zeros")
+    cols = _windows(x, kernel, stride, dilation, out, 2)
+    cols = functions.reshape(cols, x.shape[0], x.shape[1] * math.prod(kernel), math.prod(out))
+    return functions.squeeze(cols, 0) if unbatched else cols
+
+
+def _spread(x, dim: int, offset: int, step: int, size: int):
+    """``x``'s elements along ``dim`` placed at offset, offset + step, ... of a dim of length ``size``, zeros between."""
+    count = x.shape[dim]
+    if step > 1:  # interleave step - 1 zeros after each element: pad a new inner dim, then merge it
+        x = functions.unsqueeze(x, dim + 1)
+        pads = [0, 0] * (x.ndim - dim - 2) + [0, step - 1]
+        x = functions.constant_pad_nd(x, pads)
+        shape = list(x.shape)
+        x = functions.reshape(x, *shape[:dim], count * step, *shape[dim + 2 :])
+    pads = [0, 0] * (x.ndim - dim - 1) + [offset, size - offset - x.shape[dim]]
+    return functions.constant_pad_nd(x, pads)  # a negative amount after crops the trailing zeros
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """The inverse arrangement of ``unfold``: columns (N, C·kh·kw, L) or (C·kh·kw, L) summed back into
+    (N, C, H, W); overlapping blocks add, in kernel order (row-major over the kh·kw positions).
+
+    >>> fold(vkml.ones(1, 4, 4), (3, 3), 2).tolist()[0][0][1]  # doctest: +SKIP
+    [2.0, 4.0, 2.0]
+    """
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"'fold': Expected 2D or 3D (batch mode) tensor, but got input of size {list(input.shape)}")
+    unbatched = input.ndim == 2
+    x = functions.unsqueeze(input, 0) if unbatched else input
+    size = _tuple("fold", "output_size", output_size, 2)
+    kernel, dilation, padding, stride, out = _blocks("fold", size, kernel_size, dilation, padding, stride)
+    taps = math.prod(kernel)
+    if x.shape[1] % taps:
+        raise RuntimeError(
+            "'fold': Expected size of input's dimension 1 to be divisible by the product of kernel_size, but got "
+            f"input.size(1)={x.shape[1]} and kernel_size={kernel}."
+        )
+    if x.shape[2] != math.prod(out):
+        raise RuntimeError(
+            f"'fold': Given output_size={size}, kernel_size={kernel}, dilation={dilation}, padding={padding}, "
+            f"stride={stride}, expected size of input's dimension 2 to match the calculated number of sliding "
+            f"blocks {out[0]} * {out[1]} = {math.prod(out)}, but got input.size(2)={x.shape[2]}."
+        )
+    batch, channels = x.shape[0], x.shape[1] // taps
+    cols = functions.reshape(x, batch, channels, taps, *out)
+    padded = tuple(s + 2 * p for s, p in zip(size, padding))
+    total = None
+    for tap, (i, j) in enumerate(np.ndindex(*kernel)):
+        block = cols[:, :, tap]
+        block = _spread(block, 2, i * dilation[0], stride[0], padded[0])
+        block = _spread(block, 3, j * dilation[1], stride[1], padded[1])
+        total = block if total is None else total + block
+    total = total[:, :, padding[0] : padding[0] + size[0], padding[1] : padding[1] + size[1]]
+    return functions.squeeze(total, 0) if unbatched else total

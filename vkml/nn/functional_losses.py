@@ -1,0 +1,211 @@
+"""Losses with ``torch.nn.functional``'s names and arguments, as elementwise composites and sums.
+
+Re-exported by ``vkml.nn.functional``. ``nll_loss`` picks each target's log-probability by an
+elementwise comparison with the class indices (no gather kernel), as ``cross_entropy`` does, and
+checks the indices the same way (vkml/schedule/checks.py).
+
+>>> import vkml
+>>> import vkml.nn.functional as F
+>>> F.l1_loss(vkml.tensor([1.0, 2.0]), vkml.tensor([2.0, 2.0])).item()  # doctest: +SKIP
+0.5
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+from ..errors import ShapeError
+from ..frontend import operators as functions
+from ..frontend import random as vkrandom
+from . import functional as F
+
+_REDUCTIONS = ("mean", "sum", "none")
+
+
+def _same_size(op: str, input, target) -> None:
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(
+            f"'{op}': Using a target size ({tuple(target.shape)}) that is different to the input size "
+            f"({tuple(input.shape)}) is deprecated. Please ensure they have the same size."
+        )
+
+
+def _check_reduction(op: str, reduction: str, allowed=_REDUCTIONS) -> None:
+    if reduction not in allowed:
+        raise ValueError(f"'{op}': {reduction} is not a valid value for reduction")
+
+
+def nll_loss(input, target, weight=None, ignore_index: int = -100, reduction: str = "mean"):
+    """Negative log-likelihood of log-probabilities ``input`` (N, C, ...) or (C,) at integer ``target`` classes.
+
+    Each element's loss is ``-weight[t] · input[n, t]`` (0 where ``t == ignore_index``); 'mean'
+    divides the sum by the summed weights of the targets counted, as PyTorch's.
+
+    >>> nll_loss(vkml.tensor([[-1.0, -2.0]]), vkml.tensor([1])).item()  # doctest: +SKIP
+    2.0
+    """
+    _check_reduction("nll_loss", reduction)
+    unbatched = input.ndim == 1
+    if unbatched:
+        input, target = functions.unsqueeze(input, 0), functions.unsqueeze(target, 0)
+    if input.ndim < 2:
+        raise ValueError(f"'nll_loss': Expected 1 or more dimensions (got {input.ndim})")
+    num_classes = input.shape[1]
+    if tuple(target.shape) != (input.shape[0],) + tuple(input.shape[2:]):
+        raise ShapeError(
+            f"'nll_loss': input of shape {input.shape} needs targets of shape "
+            f"{(input.shape[0],) + tuple(input.shape[2:])}, got {target.shape}"
+        )
+    if weight is not None and tuple(weight.shape) != (num_classes,):
+        raise RuntimeError(
+            f"'nll_loss': weight tensor should be defined either for all {num_classes} classes or no classes "
+            f"but got weight tensor of shape: {list(weight.shape)}"
+        )
+    message = F._out_of_bounds("nll_loss", "Target", num_classes)
+    hits = F._checked_hits("nll_loss", target, num_classes, 1, message, ignore_index=ignore_index)
+    valid = target != ignore_index
+    picked = functions.where(hits, input, 0.0).sum(1)
+    if weight is None:
+        loss = functions.where(valid, -picked, 0.0)
+        count = valid.sum() if reduction == "mean" else None
+    else:
+        w = functions.reshape(weight, num_classes, *([1] * (input.ndim - 2)))
+        target_weight = functions.where(valid, functions.where(hits, w, 0.0).sum(1), 0.0)
+        loss = -picked * target_weight
+        count = target_weight.sum()
+    if unbatched and reduction == "none":
+        loss = functions.squeeze(loss, 0)
+    return F._reduce(loss, reduction, "nll_loss", count)
+
+
+def binary_cross_entropy(input, target, weight=None, reduction: str = "mean"):
+    """``-weight · (target · log(input) + (1 - target) · log(1 - input))``, each log clamped at -100 as PyTorch's.
+
+    Inputs outside [0, 1] give NaN here; PyTorch raises for them (reading the values would
+    wait for the device).
+
+    >>> binary_cross_entropy(vkml.tensor([0.5]), vkml.tensor([1.0])).item()  # doctest: +SKIP
+    0.6931471824645996
+    """
+    _check_reduction("binary_cross_entropy", reduction)
+    _same_size("binary_cross_entropy", input, target)
+    log_p = functions.clamp(functions.log(input), min=-100.0)
+    log_q = functions.clamp(functions.log(1.0 - input), min=-100.0)
+    loss = -(target * log_p + (1.0 - target) * log_q)
+    if weight is not None:
+        loss = loss * weight
+    return F._reduce(loss, reduction, "binary_cross_entropy")
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, reduction: str = "mean", pos_weight=None):
+    """BCE of ``sigmoid(input)`` computed stably: ``(1 - t)·x + (1 + (pos_weight - 1)·t)·softplus(-x)``.
+
+    >>> binary_cross_entropy_with_logits(vkml.tensor([0.0]), vkml.tensor([1.0])).item()  # doctest: +SKIP
+    0.6931471824645996
+    """
+    _check_reduction("binary_cross_entropy_with_logits", reduction)
+    _same_size("binary_cross_entropy_with_logits", input, target)
+    softplus = F.softplus(-input)  # log(1 + exp(-x)), exact -x where -x > 20
+    if pos_weight is None:
+        loss = (1.0 - target) * input + softplus
+    else:
+        loss = (1.0 - target) * input + ((pos_weight - 1.0) * target + 1.0) * softplus
+    if weight is not None:
+        loss = loss * weight
+    return F._reduce(loss, reduction, "binary_cross_entropy_with_logits")
+
+
+def l1_loss(input, target, reduction: str = "mean"):
+    """Mean (or sum) of absolute differences, broadcast as PyTorch does.
+
+    >>> l1_loss(vkml.tensor([1.0]), vkml.tensor([3.0])).item()  # doctest: +SKIP
+    2.0
+    """
+    _check_reduction("l1_loss", reduction)
+    return F._reduce(abs(input - target), reduction, "l1_loss")
+
+
+def smooth_l1_loss(input, target, reduction: str = "mean", beta: float = 1.0):
+    """``0.5·d²/beta`` where ``|d| < beta``, else ``|d| - 0.5·beta`` (d = input - target); beta 0 is ``l1_loss``.
+
+    >>> smooth_l1_loss(vkml.tensor([0.5, 3.0]), vkml.tensor([0.0, 0.0]), reduction="none").tolist()  # doctest: +SKIP
+    [0.125, 2.5]
+    """
+    _check_reduction("smooth_l1_loss", reduction)
+    if beta < 0:
+        raise RuntimeError("'smooth_l1_loss': smooth_l1_loss does not support negative values for beta.")
+    diff = input - target
+    size = abs(diff)
+    if beta == 0:
+        return F._reduce(size, reduction, "smooth_l1_loss")
+    loss = functions.where(size < beta, 0.5 * diff * diff / beta, size - 0.5 * beta)
+    return F._reduce(loss, reduction, "smooth_l1_loss")
+
+
+def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0, weight=None):
+    """``0.5·d²`` where ``|d| < delta``, else ``delta·(|d| - 0.5·delta)`` (d = input - target).
+
+    >>> huber_loss(vkml.tensor([3.0]), vkml.tensor([0.0])).item()  # doctest: +SKIP
+    2.5
+    """
+    _check_reduction("huber_loss", reduction)
+    if delta <= 0:
+        raise RuntimeError("'huber_loss': huber_loss does not support non-positive values for delta.")
+    diff = input - target
+    size = abs(diff)
+    loss = functions.where(size < delta, 0.5 * diff * diff, delta * (size - 0.5 * delta))
+    if weight is not None:
+        loss = loss * weight
+    return F._reduce(loss, reduction, "huber_loss")
+
+
+def kl_div(input, target, reduction: str = "mean", log_target: bool = False):
+    """``target · (log(target) - input)`` (0 where target is 0), or ``exp(t)·(t - input)`` with ``log_target``;
+    'batchmean' divides the sum by the batch size.
+
+    >>> kl_div(vkml.tensor([0.0]), vkml.tensor([1.0])).item()  # doctest: +SKIP
+    0.0
+    """
+    _check_reduction("kl_div", reduction, _REDUCTIONS + ("batchmean",))
+    if log_target:
+        loss = functions.exp(target) * (target - input)
+    else:
+        # xlogy: 0·log(0) counts as 0; the log only sees positive targets (else its NaN/inf
+        # would leak into the gradient through the unused branch)
+        positive = target > 0
+        logs = functions.log(functions.where(positive, target, 1.0))
+        # negative and NaN targets give NaN, as PyTorch's xlogy
+        xlogy = functions.where(positive, target * logs, functions.where(target == 0, 0.0, math.nan))
+        loss = xlogy - target * input
+    if reduction == "batchmean":
+        return loss.sum() / (input.shape[0] if input.ndim else 1)
+    return F._reduce(loss, reduction, "kl_div")
+
+
+def dropout2d(input, p: float = 0.5, training: bool = True, inplace: bool = False):
+    """Zero whole channels (each (n, c) plane of (N, C, H, W)) with probability ``p``, scaling the others by
+    1/(1-p), while ``training``. A 3-D input is read as (N, C, L), with PyTorch's warning.
+
+    >>> dropout2d(vkml.ones(1, 2, 2, 2), training=False).shape  # doctest: +SKIP
+    (1, 2, 2, 2)
+    """
+    if not 0 <= p <= 1:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"'dropout2d': Expected 3D or 4D input, got {input.ndim}D input")
+    if not training or p == 0:
+        return input
+    if p == 1:
+        return input * 0.0
+    if input.ndim == 3:
+        warnings.warn(
+            "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout behavior is "
+            "desired - input is interpreted as shape (N, C, L), where C is the channel dim. This behavior will "
+            "change in a future release to interpret the input as one without a batch dimension, i.e. shape "
+            "(C, H, W). To maintain the 1D channel-wise dropout behavior, please switch to using dropout1d instead.",
+            stacklevel=2,
+        )
+    shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
+    keep = vkrandom.keep_mask(shape, p, input.device)
+    return functions.where(keep, input * (1.0 / (1.0 - p)), 0.0)

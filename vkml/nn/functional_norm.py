@@ -1,0 +1,208 @@
+"""Batch, group, instance and RMS normalisation and ``normalize``, as composites of reductions and elementwise ops.
+
+Re-exported by ``vkml.nn.functional`` with ``torch.nn.functional``'s names, arguments and
+defaults. Normalisation uses the biased variance; the running variance of batch and instance
+norm is updated with the unbiased one (n/(n-1)), as PyTorch's. Running statistics are written in
+place (``Tensor.copy_`` under ``no_grad``), so buffers keep their identity.
+
+>>> import vkml
+>>> import vkml.nn.functional as F
+>>> F.batch_norm(vkml.tensor([[1.0], [3.0]]), None, None, training=True).tolist()  # doctest: +SKIP
+[[-0.99999...], [0.99999...]]
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..frontend import autograd
+from ..frontend import operators as functions
+from ..ir import types as T
+
+
+def _float(x):
+    return x.float() if x.dtype is T.float16 else x
+
+
+def _normalized(x, dims, eps):
+    """(x - mean) · rsqrt(var + eps) over ``dims`` (biased variance), and the mean and variance."""
+    mean = x.mean(dims, keepdim=True)
+    centred = x - mean
+    var = (centred * centred).mean(dims, keepdim=True)
+    return centred * functions.rsqrt(var + eps), mean, var
+
+
+def _channel_shape(input):
+    return (input.shape[1],) + (1,) * (input.ndim - 2)
+
+
+def _affine(out, weight, bias, shape):
+    if weight is not None:
+        out = out * functions.reshape(weight, *shape)
+    if bias is not None:
+        out = out + functions.reshape(bias, *shape)
+    return out
+
+
+def _update(buffer, value, momentum: float) -> None:
+    """buffer <- (1 - momentum) · buffer + momentum · value, in place and outside autograd."""
+    with autograd.no_grad():
+        buffer.copy_(buffer * (1.0 - momentum) + value.detach().to(buffer.dtype) * momentum)
+
+
+def batch_norm(
+    input,
+    running_mean,
+    running_var,
+    weight=None,
+    bias=None,
+    training: bool = False,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+):
+    """Normalise each channel (dim 1) of ``input`` (N, C, ...) over the batch and every other dim.
+
+    While ``training``, the batch's mean and biased variance normalise, and ``running_mean`` /
+    ``running_var`` (if given) move towards the batch's mean and unbiased variance by ``momentum``.
+    Otherwise the running statistics normalise. Then ``weight`` and ``bias`` per channel.
+
+    >>> batch_norm(vkml.ones(2, 3), vkml.zeros(3), vkml.ones(3)).shape  # doctest: +SKIP
+    (2, 3)
+    """
+    if input.ndim < 2:
+        raise ValueError(f"'batch_norm': expected at least 2D input (got {input.ndim}D input)")
+    channels = input.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight), ("bias", bias)):
+        if t is not None and t.numel() != channels:
+            raise RuntimeError(f"'batch_norm': {name} should contain {channels} elements not {t.numel()}")
+    shape = _channel_shape(input)
+    x = _float(input)
+    dims = (0, *range(2, input.ndim))
+    if training:
+        count = input.numel() // channels
+        if count <= 1:
+            raise ValueError(
+                f"'batch_norm': Expected more than 1 value per channel when training, got input size {input.shape}"
+            )
+        out, mean, var = _normalized(x, dims, eps)
+        if running_mean is not None:
+            _update(running_mean, functions.reshape(mean, channels), momentum)
+        if running_var is not None:
+            _update(running_var, functions.reshape(var, channels) * (count / (count - 1)), momentum)
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("'batch_norm': running_mean and running_var must be defined in evaluation mode")
+        mean = functions.reshape(_float(running_mean), *shape)
+        var = functions.reshape(_float(running_var), *shape)
+        out = (x - mean) * functions.rsqrt(var + eps)
+    out = _affine(out, weight, bias, shape)
+    return out.to(input.dtype) if input.dtype is T.float16 else out
+
+
+def instance_norm(
+    input,
+    running_mean=None,
+    running_var=None,
+    weight=None,
+    bias=None,
+    use_input_stats: bool = True,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+):
+    """Normalise each (sample, channel) of ``input`` (N, C, ...) over its own spatial dims.
+
+    With ``use_input_stats`` the instance's statistics normalise and the running ones (if given)
+    move towards their mean over the batch (unbiased variance); otherwise the running ones normalise.
+
+    >>> instance_norm(vkml.tensor([[[1.0, 3.0]]])).tolist()  # doctest: +SKIP
+    [[[-0.99999..., 0.99999...]]]
+    """
+    if input.ndim < 3:
+        raise ValueError(f"'instance_norm': expected at least 3D input (got {input.ndim}D input)")
+    shape = _channel_shape(input)
+    x = _float(input)
+    dims = tuple(range(2, input.ndim))
+    if use_input_stats:
+        count = math.prod(input.shape[2:])
+        if count <= 1:
+            raise ValueError(
+                f"'instance_norm': Expected more than 1 spatial element when training, got input size {input.shape}"
+            )
+        out, mean, var = _normalized(x, dims, eps)
+        channels = input.shape[1]
+        if running_mean is not None:
+            _update(running_mean, functions.reshape(mean, -1, channels).mean(0), momentum)
+        if running_var is not None:
+            _update(running_var, functions.reshape(var, -1, channels).mean(0) * (count / (count - 1)), momentum)
+    else:
+        mean = functions.reshape(_float(running_mean), *shape)
+        out = (x - mean) * functions.rsqrt(functions.reshape(_float(running_var), *shape) + eps)
+    out = _affine(out, weight, bias, shape)
+    return out.to(input.dtype) if input.dtype is T.float16 else out
+
+
+def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5):
+    """Normalise each sample's channels in ``num_groups`` groups (each over its channels and every other dim).
+
+    >>> group_norm(vkml.tensor([[1.0, 3.0]]), 1).tolist()  # doctest: +SKIP
+    [[-0.99999..., 0.99999...]]
+    """
+    if input.ndim < 2:
+        raise RuntimeError(f"'group_norm': Expected at least 2 dimensions for input tensor but received {input.ndim}")
+    if input.shape[1] % num_groups:
+        raise RuntimeError(
+            "'group_norm': Expected number of channels in input to be divisible by num_groups, but got input of "
+            f"shape {list(input.shape)} and num_groups={num_groups}"
+        )
+    x = functions.reshape(_float(input), input.shape[0], num_groups, -1)
+    out, _, _ = _normalized(x, (2,), eps)
+    out = _affine(functions.reshape(out, *input.shape), weight, bias, _channel_shape(input))
+    return out.to(input.dtype) if input.dtype is T.float16 else out
+
+
+def rms_norm(input, normalized_shape, weight=None, eps: float | None = None):
+    """x · rsqrt(mean(x²) + eps) over the last ``len(normalized_shape)`` dims, times ``weight``;
+    ``eps=None`` is the input dtype's machine epsilon, as PyTorch's.
+
+    >>> rms_norm(vkml.tensor([[3.0, 4.0]]), (2,)).shape  # doctest: +SKIP
+    (1, 2)
+    """
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(input.shape[input.ndim - len(shape) :]) != shape or not shape:
+        raise RuntimeError(
+            f"'rms_norm': Given normalized_shape={list(shape)}, expected input with shape [*, "
+            f"{', '.join(map(str, shape))}], but got input of size{list(input.shape)}"
+        )
+    if eps is None:
+        eps = float(np.finfo(np.dtype(input.dtype.name)).eps)
+    x = _float(input)
+    dims = tuple(range(input.ndim - len(shape), input.ndim))
+    out = x * functions.rsqrt((x * x).mean(dims, keepdim=True) + eps)
+    if weight is not None:
+        out = out * weight
+    return out.to(input.dtype) if input.dtype is T.float16 else out
+
+
+def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None):
+    """``input / max(‖input‖_p, eps)`` along ``dim`` (the norm kept as a size-1 dim).
+
+    >>> normalize(vkml.tensor([[3.0, 4.0]])).tolist()  # doctest: +SKIP
+    [[0.6000000238418579, 0.800000011920929]]
+    """
+    if out is not None:
+        raise NotImplementedError("'normalize': out= is not supported")
+    if p == 1:
+        norm = abs(input).sum(dim, keepdim=True)
+    elif p == math.inf:
+        norm = abs(input).amax(dim, keepdim=True)
+    else:
+        total = (input * input if p == 2 else abs(input) ** p).sum(dim, keepdim=True)
+        # The root's derivative is infinite at 0: a zero vector's gradient is 0, as PyTorch's
+        # norm (its subgradient), so the root only sees positive sums.
+        positive = total > 0
+        safe = functions.where(positive, total, 1.0)
+        root = functions.sqrt(safe) if p == 2 else safe ** (1.0 / p)
+        norm = functions.where(positive, root, 0.0)
+    return input / functions.clamp(norm, min=eps)

@@ -74,6 +74,9 @@ def test_elementwise_op_same_bits_as_cpu(name, dtype, gpu):
         return functions._wrap(lazy.elementwise(name, [x.node for x in xs]))
 
     c, g = _on_both(fn, arrays, gpu)
+    if op.reads_nan_sign:  # a NaN's sign is not kept across devices: compare where no input is NaN
+        keep = ~np.any([np.isnan(a) for a in arrays if a.dtype.kind == "f"], axis=0)
+        c, g = c[keep], g[keep]
     assert _same_bits(c, g), f"{name}({dtype.name}): Vulkan differs from CPU at {np.flatnonzero(c != g)[:8]}"
 
 

@@ -620,7 +620,10 @@ _op(
     _signbit,
     dtypes=ALL_DTYPES,
     result="bool",
-    special="signbit(-0.0) is True; a NaN's sign bit is read as it is.",
+    special="signbit(-0.0) is True; a NaN's sign bit is read as it is on the CPU.",
+    divergence="The sign of a NaN is not kept on every device (the H200 returns its canonical NaN, sign "
+    "clear, for a float16 NaN), so signbit of a NaN may differ between devices; PyTorch reads the bit.",
+    reads_nan_sign=True,
 )
 _op(
     "copysign",
@@ -628,8 +631,11 @@ _op(
     "|input| with the sign bit of other.",
     _copysign,
     result="float",
-    special="The sign bit of other decides, also for -0.0 and NaN; a NaN input keeps its payload.",
+    special="The sign bit of other decides, also for -0.0; a NaN input keeps its payload on the CPU.",
+    divergence="A NaN's sign is not kept on every device (see signbit), so copysign with a NaN `other` "
+    "may give either sign there.",
     grad=_grad_copysign,
+    reads_nan_sign=True,
 )
 _op(
     "square",

@@ -54,6 +54,10 @@ class OpDef:
     grad: Callable | None = None  # grad(ctx) -> one gradient (or None) per operand; None: not differentiable
     # reduce: float inputs combine int32 keys, not floats (an ``IntKey`` of vkml/ops/reduce.py)
     int_key: object = None
+    # The result shows a NaN input's sign bit (signbit, copysign). The contract does not keep a NaN's
+    # bits across devices (a GPU may hand back its canonical NaN), so for NaN inputs such a result may
+    # differ between devices; the parity tests compare these ops on non-NaN inputs only.
+    reads_nan_sign: bool = False
 
 
 REGISTRY: dict[str, OpDef] = {}

@@ -760,7 +760,37 @@ NEW_OPS = {
     op.name for op in REGISTRY.values() if op.body is not None and op.body.__module__.endswith("elementwise_more")
 }
 # Registered ops whose divergence from PyTorch a test here asserts (tests/test_ops_elementwise.py counts them).
-DIVERGENCES_ASSERTED = {"sgn", "fmod", "remainder", "floor_divide", "div_trunc", "softshrink", "lerp"}
+DIVERGENCES_ASSERTED = {
+    "sgn",
+    "fmod",
+    "remainder",
+    "floor_divide",
+    "div_trunc",
+    "softshrink",
+    "lerp",
+    "signbit",
+    "copysign",
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_a_nans_sign_is_read_on_the_cpu_and_may_be_lost_on_a_gpu(dtype, gpu):
+    """signbit and copysign show a NaN's sign bit: the CPU reads it as PyTorch does; a GPU may hand back
+    its canonical NaN (the H200 does for float16), so there only the NaN-free positions are promised."""
+    x = np.array([np.nan, -np.nan, -1.5, 0.0, -0.0, np.inf], dtype)
+    y = np.array([2.0, 2.0, -np.nan, np.nan, -1.0, -0.0], dtype)
+    for name in ("signbit", "copysign"):
+        args = [x] if name == "signbit" else [x, y]
+        want = getattr(torch, name)(*[torch.from_numpy(a) for a in args]).numpy()
+        cpu = getattr(vkml, name)(*[vkml.tensor(a) for a in args]).numpy()
+        on_gpu = getattr(vkml, name)(*[vkml.tensor(a, device=gpu) for a in args]).numpy()
+        assert_same_bits(cpu, want, f"{name} on the CPU")
+        sign_source = args[-1]
+        keep = ~np.isnan(sign_source)
+        assert_same_bits(on_gpu[keep], cpu[keep], f"{name} on {gpu.name}, NaN-free positions")
+        if name == "copysign":  # with a NaN sign source the magnitude is still |input|
+            magnitude = np.abs(on_gpu[~keep]).astype(dtype)
+            assert_same_bits(magnitude, np.abs(x[~keep]), "copysign's magnitude")
 
 
 def test_every_new_op_is_tested():

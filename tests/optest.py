@@ -191,6 +191,12 @@ def from_torch(t: torch.Tensor) -> np.ndarray:
     return t.detach().contiguous().numpy()
 
 
+def result_arrays(result) -> list[np.ndarray]:
+    """The arrays of an op's result: one tensor, or a tuple (named or not) of them, torch's or vkml's."""
+    parts = result if isinstance(result, tuple) else (result,)
+    return [from_torch(p) if isinstance(p, torch.Tensor) else p.numpy() for p in parts]
+
+
 def vk(a: np.ndarray) -> vkml.Tensor:
     """A vkml tensor holding exactly ``a`` (its dtype kept, float64 not allowed)."""
     a = np.asarray(a)

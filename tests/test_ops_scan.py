@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from optest import assert_same_bits, from_torch, in_layout, lowered, random_floats, random_ints, to_torch
+from optest import assert_same_bits, from_torch, in_layout, lowered, random_floats, random_ints, result_arrays, to_torch
 
 import vkml
 
@@ -86,11 +86,6 @@ CASES = [
 IDS = [c[0] for c in CASES]
 
 
-def _arrays(result) -> list[np.ndarray]:
-    parts = result if isinstance(result, tuple) else (result,)
-    return [from_torch(p) if isinstance(p, torch.Tensor) else p.numpy() for p in parts]
-
-
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_values_match_torch(case):
     _, make, fn, _ = case
@@ -99,7 +94,7 @@ def test_values_match_torch(case):
     if isinstance(want, tuple):
         assert type(got).__name__ == type(want).__name__ and got._fields == ("values", "indices")
         assert got.values is got[0] and got.indices is got[1]
-    for w, g in zip(_arrays(want), _arrays(got), strict=True):
+    for w, g in zip(result_arrays(want), result_arrays(got), strict=True):
         assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, w.dtype, g.shape, w.shape)
         if w.dtype.kind == "f":
             rtol = 2e-3 if w.dtype == np.float16 else 1e-5
@@ -132,8 +127,8 @@ def test_gradients_match_torch(case):
 def test_vulkan_gives_the_cpu_bits(case, gpu):
     name, make, fn, differentiable = case
     x = make()
-    cpu = _arrays(fn(vkml, vkml.tensor(x)))
-    dev = _arrays(fn(vkml, vkml.tensor(x, device=gpu)))
+    cpu = result_arrays(fn(vkml, vkml.tensor(x)))
+    dev = result_arrays(fn(vkml, vkml.tensor(x, device=gpu)))
     for c, d in zip(cpu, dev, strict=True):
         assert_same_bits(d, c, name)
     if differentiable and name in ("cumsum", "cumprod_zeros", "cummax", "logcumsumexp"):
@@ -178,8 +173,8 @@ def test_layout_never_changes_the_bits(layout):
     t, values = in_layout(x, layout)
     for op in ("cumsum", "cumprod", "logcumsumexp", "cummax"):
         for dim in (0, 1):
-            got = _arrays(getattr(vkml, op)(t, dim))
-            want = _arrays(getattr(vkml, op)(vkml.tensor(values), dim))
+            got = result_arrays(getattr(vkml, op)(t, dim))
+            want = result_arrays(getattr(vkml, op)(vkml.tensor(values), dim))
             for g, w in zip(got, want, strict=True):
                 assert_same_bits(g, w, f"{op} dim={dim} {layout}")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from optest import assert_same_bits, from_torch, random_floats, random_ints, to_torch
+from optest import assert_same_bits, from_torch, random_floats, random_ints, result_arrays, to_torch
 
 import vkml
 
@@ -97,11 +97,6 @@ CASES = [
 IDS = [c[0] for c in CASES]
 
 
-def _arrays(result) -> list[np.ndarray]:
-    parts = result if isinstance(result, tuple) else (result,)
-    return [from_torch(p) if isinstance(p, torch.Tensor) else p.numpy() for p in parts]
-
-
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_values_match_torch(case):
     _, make, fn, _ = case
@@ -110,7 +105,7 @@ def test_values_match_torch(case):
     if isinstance(want, tuple):
         assert type(got).__name__ == type(want).__name__ and got._fields == ("values", "indices")
         assert got.values is got[0] and got.indices is got[1]
-    w, g = _arrays(want), _arrays(got)
+    w, g = result_arrays(want), result_arrays(got)
     assert [a.dtype for a in g] == [a.dtype for a in w] and [a.shape for a in g] == [a.shape for a in w]
     if case[0].startswith(("quantile", "nanquantile")) and "lower" not in case[0] and "higher" not in case[0]:
         # PyTorch's vectorised lerp fuses its multiply-add; vkml rounds the product: 1 ulp at most
@@ -158,7 +153,9 @@ def test_gradients_match_torch(case):
 def test_vulkan_gives_the_cpu_bits(case, gpu):
     name, make, fn, differentiable = case
     x = make()
-    for c, d in zip(_arrays(fn(vkml, vkml.tensor(x))), _arrays(fn(vkml, vkml.tensor(x, device=gpu))), strict=True):
+    for c, d in zip(
+        result_arrays(fn(vkml, vkml.tensor(x))), result_arrays(fn(vkml, vkml.tensor(x, device=gpu))), strict=True
+    ):
         assert_same_bits(d, c, name)
     if differentiable and name in ("kthvalue", "median_dim", "mode", "quantile_dim"):
         assert_same_bits(_grad_of(vkml, fn, x, gpu), _grad_of(vkml, fn, x), name + " gradient")

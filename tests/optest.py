@@ -191,6 +191,19 @@ def from_torch(t: torch.Tensor) -> np.ndarray:
     return t.detach().contiguous().numpy()
 
 
+def weighted_grad(lib, fn, x_np: np.ndarray, device=None, seed: int = 0) -> np.ndarray:
+    """d(sum of w * the op's values)/dx for fixed random weights w, on torch or on vkml's ``device``.
+
+    ``fn(lib, x)`` returns a tensor or a (values, indices) pair; the values are weighted.
+    """
+    x = to_torch(x_np).requires_grad_(True) if lib is torch else vkml.tensor(x_np, device=device, requires_grad=True)
+    out = fn(lib, x)
+    values = out[0] if isinstance(out, tuple) else out
+    w = random_floats(tuple(values.shape), seed=seed)
+    (values * (to_torch(w) if lib is torch else vkml.tensor(w, device=device))).sum().backward()
+    return from_torch(x.grad) if lib is torch else x.grad.numpy()
+
+
 def result_arrays(result) -> list[np.ndarray]:
     """The arrays of an op's result: one tensor, or a tuple (named or not) of them, torch's or vkml's."""
     parts = result if isinstance(result, tuple) else (result,)

@@ -9,7 +9,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from optest import assert_same_bits, from_torch, in_layout, lowered, random_floats, random_ints, result_arrays, to_torch
+from optest import (
+    assert_same_bits,
+    in_layout,
+    lowered,
+    random_floats,
+    random_ints,
+    result_arrays,
+    to_torch,
+    weighted_grad,
+)
 
 import vkml
 
@@ -103,13 +112,8 @@ def test_values_match_torch(case):
             np.testing.assert_array_equal(g, w)
 
 
-def _grad_of(device, m, fn, x_np):
-    x = to_torch(x_np).requires_grad_(True) if m is torch else vkml.tensor(x_np, device=device, requires_grad=True)
-    out = fn(m, x)
-    values = out[0] if isinstance(out, tuple) else out
-    w = random_floats(tuple(values.shape), seed=77)
-    (values * (to_torch(w) if m is torch else vkml.tensor(w, device=device))).sum().backward()
-    return from_torch(x.grad) if m is torch else x.grad.numpy()
+def _grad_of(lib, fn, x_np, device=None):
+    return weighted_grad(lib, fn, x_np, device, seed=77)
 
 
 GRAD_CASES = [c for c in CASES if c[3]]
@@ -119,7 +123,7 @@ GRAD_CASES = [c for c in CASES if c[3]]
 def test_gradients_match_torch(case):
     _, make, fn, _ = case
     x = make()
-    want, got = _grad_of(None, torch, fn, x), _grad_of(vkml.device("cpu"), vkml, fn, x)
+    want, got = _grad_of(torch, fn, x), _grad_of(vkml, fn, x, vkml.device("cpu"))
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
@@ -132,7 +136,7 @@ def test_vulkan_gives_the_cpu_bits(case, gpu):
     for c, d in zip(cpu, dev, strict=True):
         assert_same_bits(d, c, name)
     if differentiable and name in ("cumsum", "cumprod_zeros", "cummax", "logcumsumexp"):
-        assert_same_bits(_grad_of(gpu, vkml, fn, x), _grad_of(vkml.device("cpu"), vkml, fn, x), name + " gradient")
+        assert_same_bits(_grad_of(vkml, fn, x, gpu), _grad_of(vkml, fn, x, vkml.device("cpu")), name + " gradient")
 
 
 def hillis_steele(x: np.ndarray, combine) -> np.ndarray:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from optest import assert_same_bits, from_torch, random_floats, random_ints, result_arrays, to_torch
+from optest import assert_same_bits, from_torch, random_floats, random_ints, result_arrays, to_torch, weighted_grad
 
 import vkml
 
@@ -130,13 +130,8 @@ def _dim_of(name: str, x: np.ndarray) -> int:
     return dims.get(name, x.ndim - 1)
 
 
-def _grad_of(m, fn, x_np, device=None):
-    x = to_torch(x_np).requires_grad_(True) if m is torch else vkml.tensor(x_np, device=device, requires_grad=True)
-    out = fn(m, x)
-    values = out[0] if isinstance(out, tuple) else out
-    w = random_floats(tuple(values.shape), seed=55)
-    (values * (to_torch(w) if m is torch else vkml.tensor(w, device=device))).sum().backward()
-    return from_torch(x.grad) if m is torch else x.grad.numpy()
+def _grad_of(lib, fn, x_np, device=None):
+    return weighted_grad(lib, fn, x_np, device, seed=55)
 
 
 GRAD_CASES = [c for c in CASES if c[3]]

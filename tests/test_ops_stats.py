@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from optest import assert_same_bits, from_torch, in_layout, random_floats, random_ints, to_torch
+from optest import assert_same_bits, from_torch, in_layout, random_floats, random_ints, result_arrays, to_torch
 
 import vkml
 
@@ -165,14 +165,6 @@ IDS = [c[0] for c in CASES]
 RETURN_TYPES = {"aminmax": ("min", "max"), "max": ("values", "indices"), "min": ("values", "indices")}
 
 
-def _arrays(result) -> list[np.ndarray]:
-    parts = result if isinstance(result, tuple) else (result,)
-    out = []
-    for p in parts:
-        out.append(from_torch(p) if isinstance(p, torch.Tensor) else p.numpy())
-    return out
-
-
 def _torch_dtype_name(a: np.ndarray) -> str:
     return a.dtype.name
 
@@ -188,7 +180,7 @@ def test_values_match_torch(case):
         assert got._fields == RETURN_TYPES[type(got).__name__]
         for field in got._fields:  # the named fields are the tuple's items, as PyTorch's
             assert getattr(got, field) is got[got._fields.index(field)]
-    for w, g in zip(_arrays(want), _arrays(got), strict=True):
+    for w, g in zip(result_arrays(want), result_arrays(got), strict=True):
         assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, w.dtype, g.shape, w.shape)
         if w.dtype.kind == "f":
             rtol = 2e-3 if w.dtype == np.float16 else 2e-5
@@ -253,8 +245,8 @@ VULKAN_GRADIENTS = {
 def test_vulkan_gives_the_cpu_bits(case, gpu):
     _, make, fn, differentiable = case
     x = make()
-    cpu = _arrays(fn(vkml, vkml.tensor(x)))
-    dev = _arrays(fn(vkml, vkml.tensor(x, device=gpu)))
+    cpu = result_arrays(fn(vkml, vkml.tensor(x)))
+    dev = result_arrays(fn(vkml, vkml.tensor(x, device=gpu)))
     for c, d in zip(cpu, dev, strict=True):
         assert_same_bits(d, c, case[0])
     if differentiable and case[0] in VULKAN_GRADIENTS:
@@ -271,7 +263,7 @@ def test_layout_never_changes_the_bits(layout):
         lambda m, x: m.linalg.vector_norm(x, 3, 1),
         lambda m, x: m.nanmean(x, 1),
     ):
-        for a, b in zip(_arrays(fn(vkml, t)), _arrays(fn(vkml, vkml.tensor(values))), strict=True):
+        for a, b in zip(result_arrays(fn(vkml, t)), result_arrays(fn(vkml, vkml.tensor(values))), strict=True):
             assert_same_bits(a, b, layout)
 
 

@@ -350,28 +350,26 @@ def max(input, dim=None, keepdim=False):
     """``max(x)`` is ``amax``; ``max(x, dim)`` returns (values, indices) like PyTorch; ``max(x, y)`` is ``maximum``."""
     if isinstance(dim, _tensor.Tensor):
         return maximum(input, dim)
-    if dim is None:
-        return _reduce("amax", input, None, False, "max")
-    node = _tensor_node("max", input)
-    dim = lazy.normalize_dim("max", dim, len(node.shape))
-    indices = _arg_reduction("argmax", input, dim, keepdim, "max")
-    values = _wrap(lazy.reduce("amax", node, dim, keepdim, "max"))
-    values = autograd.record("value_at_index", (input,), values, {"dim": dim, "keepdim": keepdim, "indices": indices})
-    return _return_types.max(values, indices)
+    return _extreme("max", "amax", "argmax", _return_types.max, input, dim, keepdim)
 
 
 def min(input, dim=None, keepdim=False):
     """``min(x)`` is ``amin``; ``min(x, dim)`` returns (values, indices) like PyTorch; ``min(x, y)`` is ``minimum``."""
     if isinstance(dim, _tensor.Tensor):
         return minimum(input, dim)
+    return _extreme("min", "amin", "argmin", _return_types.min, input, dim, keepdim)
+
+
+def _extreme(op: str, values_op: str, index_op: str, result_type, input, dim, keepdim: bool):
+    """``op(x)`` (the ``values_op`` reduction of all), or ``op(x, dim)``: (values, indices) as ``result_type``."""
     if dim is None:
-        return _reduce("amin", input, None, False, "min")
-    node = _tensor_node("min", input)
-    dim = lazy.normalize_dim("min", dim, len(node.shape))
-    indices = _arg_reduction("argmin", input, dim, keepdim, "min")
-    values = _wrap(lazy.reduce("amin", node, dim, keepdim, "min"))
+        return _reduce(values_op, input, None, False, op)
+    node = _tensor_node(op, input)
+    dim = lazy.normalize_dim(op, dim, len(node.shape))
+    indices = _arg_reduction(index_op, input, dim, keepdim, op)
+    values = _wrap(lazy.reduce(values_op, node, dim, keepdim, op))
     values = autograd.record("value_at_index", (input,), values, {"dim": dim, "keepdim": keepdim, "indices": indices})
-    return _return_types.min(values, indices)
+    return result_type(values, indices)
 
 
 def _grad_value_at_index(c):

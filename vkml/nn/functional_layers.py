@@ -20,6 +20,7 @@ import numpy as np
 
 from ..frontend import creation, mutation
 from ..frontend import operators as functions
+from ..frontend import shape as shape_ops
 from ..ir import types as T
 
 _PAD_MODES = ("zeros", "reflect", "replicate", "circular")
@@ -60,47 +61,14 @@ def _windows(x, kernel, stride, dilation, out_size, dim: int):
 
 
 def _pad_mode(op: str, x, pads, mode: str):
-    """``x`` padded on its last ``len(pads)`` dims by (before, after) amounts ``pads``, in ``mode``."""
+    """``x`` padded on its last ``len(pads)`` dims by (before, after) amounts ``pads``, in ``mode``
+    ('zeros', or F.pad's 'reflect', 'replicate', 'circular', as PyTorch's conv pads first)."""
     if all(p == (0, 0) for p in pads):
         return x
+    flat = [a for pair in reversed(pads) for a in pair]
     if mode == "zeros":
-        flat = [a for pair in reversed(pads) for a in pair]
         return functions.constant_pad_nd(x, flat, 0.0)
-    lead = x.ndim - len(pads)
-    for k, (before, after) in enumerate(pads):
-        dim, size = lead + k, x.shape[lead + k]
-        if mode == "reflect" and (before >= size or after >= size):
-            raise RuntimeError(
-                f"'{op}': Padding size should be less than the corresponding input dimension, but got: "
-                f"padding ({before}, {after}) at dimension {dim} of input {list(x.shape)}"
-            )
-        if mode == "circular" and (before > size or after > size):
-            raise RuntimeError(f"'{op}': Padding value causes wrapping around more than once.")
-        pieces = []
-        if before:
-            pieces.append(_edge(x, dim, size, before, mode, front=True))
-        pieces.append(x)
-        if after:
-            pieces.append(_edge(x, dim, size, after, mode, front=False))
-        x = functions.cat(pieces, dim)
-    return x
-
-
-def _edge(x, dim: int, size: int, amount: int, mode: str, front: bool):
-    def take(lo, hi):
-        index = [slice(None)] * x.ndim
-        index[dim] = slice(lo, hi)
-        return x[tuple(index)]
-
-    if mode == "circular":
-        return take(size - amount, size) if front else take(0, amount)
-    if mode == "replicate":
-        one = take(0, 1) if front else take(size - 1, size)
-        shape = list(x.shape)
-        shape[dim] = amount
-        return functions.expand(one, *shape)
-    # reflect: the mirror image without the edge element itself
-    return functions.flip(take(1, amount + 1) if front else take(size - 1 - amount, size - 1), (dim,))
+    return shape_ops.pad_nd(x, flat, mode)
 
 
 # ---------------------------------------------------------------------- convolution

@@ -7,12 +7,14 @@
 
 vkml runs on ``--device`` (default ``vkml.best_device()``); PyTorch on CUDA when it has it,
 else on the CPU (so on a machine without a GPU, vkml on lavapipe, a CPU Vulkan driver, meets
-PyTorch on the CPU, and the header says so). Times: vkml's are the sum of the GPU timestamps
-of the realize's dispatches (wall time on the CPU reference device), PyTorch's come from CUDA
-events (wall time on the CPU); rows about Python overhead (graph*, compile) use wall time.
-Each row reports min and median over the repetitions, throughput, peak device memory, the
-relative error of vkml's result against PyTorch's, and the ratio of medians vkml / PyTorch
-(below 1: vkml is faster). See docs/benchmarks.md for the method and recorded results.
+PyTorch on the CPU, and the header says so). The headline is the user's clock:
+wall time from the call to the synchronised result on both sides, vkml and PyTorch
+alternating a repetition each, reported as PyTorch time / vkml time (above 1: vkml is
+faster). For diagnosis each row also has device-clock times: the sum of vkml's GPU timestamps
+of the realize's dispatches (wall time on the CPU reference device) and PyTorch's CUDA events
+(wall time on the CPU), with their ratio vkml / PyTorch. Each row reports medians (and minima
+of the device clock), throughput, peak device memory and the relative error of vkml's result
+against PyTorch's. See docs/benchmarks.md for the method and recorded results.
 """
 
 from __future__ import annotations
@@ -35,7 +37,14 @@ for path in (str(ROOT), str(TOOLS)):
 import numpy as np  # noqa: E402
 from bench_report import Row, phases_table, results_table, seconds_text, summary, to_json  # noqa: E402
 from bench_special import measure_compile, measure_graph, measure_training  # noqa: E402
-from bench_timing import as_tuple, has_timestamps, relative_error, time_torch, time_vkml  # noqa: E402
+from bench_timing import (  # noqa: E402
+    as_tuple,
+    has_timestamps,
+    relative_error,
+    time_torch,
+    time_vkml,
+    time_wall_side_by_side,
+)
 from bench_workloads import OP_WORKLOADS, WORKLOADS, Case, Context  # noqa: E402
 
 import vkml  # noqa: E402
@@ -69,7 +78,11 @@ def _numpy(value) -> np.ndarray:
 
 
 def measure_case(name: str, case: Case, ctx: Context, repeats: int, budget_s: float) -> list[Row]:
-    """Time vkml once and every PyTorch peer of ``case``; one row per peer."""
+    """Time vkml once and every PyTorch peer of ``case``; one row per peer.
+
+    The wall-clock columns (the headline) come from repetitions that alternate vkml and the
+    peer; the device-clock columns (diagnosis) from separate timestamped repetitions.
+    """
     ours = time_vkml(case.vkml, ctx.device, repeats, budget_s)
     ours_values = _numpy(ours.result)
     ours.result = None
@@ -78,6 +91,7 @@ def measure_case(name: str, case: Case, ctx: Context, repeats: int, budget_s: fl
         theirs = time_torch(fn, ctx.torch_device, repeats, budget_s)
         theirs_values = _numpy(theirs.result)
         theirs.result = None
+        ours_wall, theirs_wall = time_wall_side_by_side(case.vkml, ctx.device, fn, ctx.torch_device, repeats, budget_s)
         error = relative_error(ours_values, theirs_values)
         work = case.work
         ratio = ours.gpu.median / theirs.gpu.median if ours.gpu.median and theirs.gpu.median else None
@@ -89,10 +103,10 @@ def measure_case(name: str, case: Case, ctx: Context, repeats: int, budget_s: fl
                 clock="gpu",
                 vkml_min=ours.gpu.min,
                 vkml_median=ours.gpu.median,
-                vkml_wall_median=ours.wall.median,
+                vkml_wall_median=ours_wall.median,
                 peer_min=theirs.gpu.min,
                 peer_median=theirs.gpu.median,
-                peer_wall_median=theirs.wall.median,
+                peer_wall_median=theirs_wall.median,
                 ratio=ratio,
                 vkml_rate=work.amount / ours.gpu.median if work and ours.gpu.median else None,
                 peer_rate=work.amount / theirs.gpu.median if work and theirs.gpu.median else None,
@@ -213,10 +227,13 @@ def header_lines(meta: dict) -> list[str]:
 
 def progress_line(row: Row, elapsed_s: float, took_s: float) -> str:
     """One line per row while the run goes on, so a run cut short still shows what it measured."""
-    times = f"vkml {seconds_text(row.vkml_median)}, {row.peer or 'no peer'} {seconds_text(row.peer_median)}"
+    times = (
+        f"wall vkml {seconds_text(row.vkml_wall_median)}, {row.peer or 'no peer'} {seconds_text(row.peer_wall_median)}"
+        f"; gpu vkml {seconds_text(row.vkml_median)}, peer {seconds_text(row.peer_median)}"
+    )
     detail = times if row.status in ("ok", "mismatch") else row.note[:120]
     return (
-        f"[{elapsed_s:6.1f}s] {row.workload:<16} {row.status:<8} vkml/peer {row.ratio_text():>7}  {detail}"
+        f"[{elapsed_s:6.1f}s] {row.workload:<16} {row.status:<8} PyTorch/vkml {row.speedup_text():>6}  {detail}"
         f"  ({took_s:.1f} s)"
     )
 

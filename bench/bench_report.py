@@ -3,6 +3,8 @@
 >>> row = Row("add", "2^20", peer="eager (cpu)", vkml_median=1e-3, peer_median=5e-4)
 >>> row.ratio_text()
 '2.00'
+>>> Row("add", peer="eager (cuda)", vkml_wall_median=1e-3, peer_wall_median=1.5e-3).speedup_text()
+'1.50'
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ class Row:
     ``clock`` says which times the min/median columns hold: ``"gpu"`` (vkml: dispatch
     timestamps, or wall time on the CPU reference device; PyTorch: CUDA events, or wall time
     on the CPU) or ``"wall"`` (time to result seen from Python). ``ratio`` is vkml / peer on
-    the medians. ``status`` is ``ok``,
+    the medians. ``speedup`` is the headline, the user's clock: peer wall time / vkml wall time
+    (above 1: vkml is faster), from the wall medians, or the medians of a ``"wall"`` row. ``status`` is ``ok``,
     ``mismatch`` (results differ beyond ``tolerance``), ``error`` or ``skipped``.
     """
 
@@ -47,10 +50,19 @@ class Row:
     status: str = "ok"
     note: str = ""
     phases: dict[str, float] = field(default_factory=dict)  # medians, seconds (graph and compile rows)
+    speedup: float | None = None
 
     def __post_init__(self):
         if self.ratio is None and self.vkml_median and self.peer_median:
             self.ratio = self.vkml_median / self.peer_median
+        if self.clock == "wall":
+            self.vkml_wall_median = self.vkml_wall_median or self.vkml_median
+            self.peer_wall_median = self.peer_wall_median or self.peer_median
+        if self.speedup is None and self.vkml_wall_median and self.peer_wall_median:
+            self.speedup = self.peer_wall_median / self.vkml_wall_median
+
+    def speedup_text(self) -> str:
+        return "—" if self.speedup is None else f"{self.speedup:.2f}"
 
     def ratio_text(self) -> str:
         return "—" if self.ratio is None else f"{self.ratio:.2f}"
@@ -95,12 +107,14 @@ def error_text(row: Row) -> str:
 COLUMNS = (
     "workload",
     "size",
+    "peer",
+    "vkml wall",
+    "peer wall",
+    "PyTorch/vkml (wall)",
     "clock",
     "vkml min / median",
-    "vkml wall",
-    "peer",
     "peer min / median",
-    "vkml/peer",
+    "vkml/peer (clock)",
     "vkml rate",
     "peer rate",
     "peak MiB vkml / peer",
@@ -111,14 +125,16 @@ COLUMNS = (
 
 def _cells(row: Row) -> list[str]:
     if row.status in ("error", "skipped"):
-        return [row.workload, row.size, "", "", "", row.peer, "", "", "", "", "", "", f"{row.status}: {row.note}"]
+        return [row.workload, row.size, row.peer, *[""] * (len(COLUMNS) - 4), f"{row.status}: {row.note}"]
     return [
         row.workload,
         row.size,
+        row.peer or "—",
+        seconds_text(row.vkml_wall_median),
+        seconds_text(row.peer_wall_median),
+        f"**{row.speedup_text()}**",
         row.clock,
         f"{seconds_text(row.vkml_min)} / {seconds_text(row.vkml_median)}",
-        seconds_text(row.vkml_wall_median),
-        row.peer or "—",
         f"{seconds_text(row.peer_min)} / {seconds_text(row.peer_median)}" if row.peer else "—",
         row.ratio_text(),
         rate_text(row.vkml_rate, row.rate_unit),
@@ -151,8 +167,16 @@ def phases_table(rows: list[Row]) -> str:
 
 
 def summary(rows: list[Row]) -> list[str]:
-    """Geometric means of vkml/peer: over every compared row, and over the op suite alone."""
+    """Geometric means: first the headline, PyTorch/vkml wall time over every compared row; then
+    vkml/peer device-clock time over every compared row and over the op suite alone."""
     lines = []
+    walls = [r for r in rows if r.speedup is not None and r.status == "ok"]
+    mean = geometric_mean([r.speedup for r in walls])
+    if mean is not None:
+        lines.append(
+            f"geometric mean of PyTorch/vkml wall time (the user's clock, above 1: vkml is faster) "
+            f"over {len(walls)} compared rows: {mean:.2f}"
+        )
     for label, chosen in (
         ("all compared rows", [r for r in rows if r.ratio is not None and r.status == "ok"]),
         (
@@ -162,7 +186,7 @@ def summary(rows: list[Row]) -> list[str]:
     ):
         mean = geometric_mean([r.ratio for r in chosen])
         if mean is not None:
-            lines.append(f"geometric mean of vkml/peer time over {label} ({len(chosen)}): {mean:.2f}")
+            lines.append(f"geometric mean of vkml/peer device-clock time over {label} ({len(chosen)}): {mean:.2f}")
     return lines
 
 

@@ -172,6 +172,43 @@ def time_torch(fn: Callable, torch_device, repeats: int, budget_s: float, warmup
     return Timing(gpu, wall, peak, out)
 
 
+# ---------------------------------------------------------------------------- the user's clock
+
+
+def time_wall_side_by_side(
+    build: Callable, device, torch_fn: Callable, torch_device, repeats: int, budget_s: float
+) -> tuple[Samples, Samples]:
+    """Wall-clock from the call to the synchronised result, vkml and PyTorch alternating.
+
+    What a user's clock sees: vkml builds the graph, realizes it and waits for the device;
+    PyTorch runs ``torch_fn`` and synchronises its device. No timestamps or CUDA events are
+    recorded meanwhile (they cost time of their own). The sides alternate a repetition each,
+    so that clock boosts, other processes and thermal state fall on both alike. Both sides are
+    warmed up first (compiles, allocator growth).
+    """
+    for _ in range(2):
+        vkml.realize(*as_tuple(build()))
+        device.synchronize()
+        torch_fn()
+        torch_sync(torch_device)
+    ours, theirs, spent = Samples(), Samples(), 0.0
+    while len(ours.seconds) < max(1, repeats) and (spent < budget_s or not ours.seconds):
+        started = time.perf_counter()
+        out = vkml.realize(*as_tuple(build()))
+        device.synchronize()
+        middle = time.perf_counter()
+        out = None
+        peer = torch_fn()
+        torch_sync(torch_device)
+        ended = time.perf_counter()
+        peer = None
+        ours.seconds.append(middle - started)
+        theirs.seconds.append(ended - middle)
+        spent += ended - started
+    del out, peer
+    return ours, theirs
+
+
 # ---------------------------------------------------------------------------- comparisons
 
 

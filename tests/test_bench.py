@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import bench  # bench/ is on pytest's pythonpath (pyproject.toml)
+import vkml
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
@@ -39,6 +40,9 @@ def test_quick_run_of_cheap_workloads_writes_compared_rows(tmp_path):
         row = rows[name]
         assert row["status"] == "ok", row
         assert row["ratio"] > 0 and row["vkml_median"] > 0 and row["peer_median"] > 0
+        # The headline: wall time to the synchronised result on both sides.
+        assert row["vkml_wall_median"] > 0 and row["peer_wall_median"] > 0
+        assert row["speedup"] == pytest.approx(row["peer_wall_median"] / row["vkml_wall_median"])
         assert row["rel_error"] <= row["tolerance"]
     assert rows["add"]["rate_unit"] == "B/s" and rows["add"]["vkml_rate"] > 0
     assert set(rows["graph100"]["phases"]) >= {"build", "schedule + lower", "record + submit + wait", "download"}
@@ -47,9 +51,11 @@ def test_quick_run_of_cheap_workloads_writes_compared_rows(tmp_path):
     meta = result["meta"]
     assert meta["mode"] == "quick" and meta["commit"] and meta["date"]
     # The markdown table on stdout has a line per row and the geometric mean under it.
-    assert "| workload | size | clock |" in run.stdout
+    assert "| workload | size | peer | vkml wall | peer wall | PyTorch/vkml (wall) |" in run.stdout
     assert sum(line.startswith("| op:exp |") for line in run.stdout.splitlines()) == 1
-    assert "geometric mean of vkml/peer" in run.stdout
+    summary = [line for line in run.stdout.splitlines() if line.startswith("geometric mean")]
+    assert summary[0].startswith("geometric mean of PyTorch/vkml wall time"), summary
+    assert any("vkml/peer device-clock time" in line for line in summary)
 
 
 def test_select_takes_names_and_globs_and_refuses_unknown_names():
@@ -101,6 +107,31 @@ def test_units_and_ratio_formatting():
     assert bench_report.rate_text(4.12e12, "B/s") == "4.12 TB/s"
     assert bench_report.Row("x", vkml_median=2.0, peer_median=4.0).ratio_text() == "0.50"
     assert bench_report.Row("x").ratio_text() == "—"
+    wall_row = bench_report.Row("x", clock="wall", vkml_median=2.0, peer_median=4.0)
+    assert wall_row.speedup_text() == "2.00"  # a wall-clock row's medians are its wall times
+    assert bench_report.Row("x", vkml_median=2.0, peer_median=4.0).speedup is None  # device clock only
+
+
+def test_side_by_side_wall_times_alternate_and_wait_for_both_sides():
+    import torch
+
+    events = []
+
+    class Device:
+        def synchronize(self):
+            events.append("vkml sync")
+
+    def build():
+        events.append("vkml")
+        return vkml.ones(3) * 2.0
+
+    def peer():
+        events.append("torch")
+        return torch.ones(3)
+
+    ours, theirs = bench_timing.time_wall_side_by_side(build, Device(), peer, torch.device("cpu"), 3, 10.0)
+    assert len(ours.seconds) == len(theirs.seconds) == 3 and min(ours.seconds + theirs.seconds) > 0
+    assert events == ["vkml", "vkml sync", "torch"] * 5  # two warm-ups, then three alternating repetitions
 
 
 def test_tune_kernels_variants_are_listable_and_apply_to_the_h200_tuning():

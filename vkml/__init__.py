@@ -385,3 +385,23 @@ __all__ += [
     "quantile",
     "nanquantile",
 ]
+# ---------------------------------------------------------------------- device memory (vkml/frontend/memory.py)
+from .frontend.memory import (  # noqa: E402
+    empty_cache,
+    max_memory_allocated,
+    max_memory_reserved,
+    memory_allocated,
+    memory_reserved,
+    memory_stats,
+    reset_peak_memory_stats,
+)
+
+__all__ += [
+    "empty_cache",
+    "max_memory_allocated",
+    "max_memory_reserved",
+    "memory_allocated",
+    "memory_reserved",
+    "memory_stats",
+    "reset_peak_memory_stats",
+]

@@ -91,6 +91,10 @@ class Device(ABC):
         """Return once all work run on this device is complete (the CPU's runs complete before returning)."""
         return None
 
+    def empty_cache(self) -> int:
+        """Return memory held for reuse but used by no live tensor; the bytes released (none here)."""
+        return 0
+
     def __repr__(self) -> str:
         return f"device({self.name!r})"
 

@@ -98,9 +98,21 @@ class CPUDevice(Device):
         counters["submissions"] += 1
 
     def memory_stats(self) -> dict:
+        """Bytes of live buffers and their high-water mark; numpy holds no cache, so reserved = allocated."""
         with self.lock:
             self._count_freed()
-            return {"allocated_bytes": self.allocated_bytes, "peak_bytes": self.peak_bytes}
+            return {
+                "allocated_bytes": self.allocated_bytes,
+                "peak_bytes": self.peak_bytes,
+                "reserved_bytes": self.allocated_bytes,
+                "peak_reserved_bytes": self.peak_bytes,
+            }
+
+    def reset_peak_memory(self) -> None:
+        """Start a new high-water mark from the bytes allocated now."""
+        with self.lock:
+            self._count_freed()
+            self.peak_bytes = self.allocated_bytes
 
 
 CPU = CPUDevice()

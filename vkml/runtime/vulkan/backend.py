@@ -224,9 +224,14 @@ class VulkanDevice(Device):
             return self.memory.stats()
 
     def reset_peak_memory(self) -> None:
-        """Start a new high-water mark from the bytes allocated now."""
+        """Start new high-water marks from the bytes allocated and reserved now."""
         with self.lock:
             self.memory.reset_peak()
+
+    def empty_cache(self) -> int:
+        """Return the memory blocks no live buffer uses to the driver; the bytes released."""
+        with self.lock:
+            return self.memory.empty_cache()
 
     def upload(self, buffer: VulkanBuffer, array: np.ndarray) -> None:
         self._check_buffer(buffer, "upload")

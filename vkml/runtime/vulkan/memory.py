@@ -295,6 +295,9 @@ class MemoryPool:
         self.spare_limit = min(self.heap_size // 8, 8 * GiB)
         self.allocated_bytes = 0
         self.peak_bytes = 0
+        self.allocations = 0  # live allocations
+        self.peak_reserved_bytes = 0
+        self.out_of_memory_errors = 0
         self.closed = False
         self._pending: deque[Allocation] = deque()  # released by finalizers, returned at the next allocate
         # Waits until a submission serial is complete (the device sets it): a block that
@@ -316,6 +319,7 @@ class MemoryPool:
         self._drain()
         reserved = align_up(nbytes, self.alignment)
         if reserved > min(self.max_allocation, self.max_buffer):
+            self.out_of_memory_errors += 1
             raise OutOfMemoryError(
                 f"{self.logical_name()}: cannot allocate {_human(nbytes)} ({nbytes} bytes){what}: larger than the "
                 f"device's largest single allocation ({_human(min(self.max_allocation, self.max_buffer))})"
@@ -352,6 +356,7 @@ class MemoryPool:
         if self.closed:
             return
         self.allocated_bytes -= allocation.size
+        self.allocations -= 1
         block = allocation.block
         if block.dedicated:
             self.dedicated.discard(block)
@@ -377,10 +382,16 @@ class MemoryPool:
 
     def _account(self, allocation: Allocation) -> Allocation:
         self.allocated_bytes += allocation.size
+        self.allocations += 1
         self.peak_bytes = max(self.peak_bytes, self.allocated_bytes)
         return allocation
 
     def _new_block(self, size: int, dedicated: bool, nbytes: int, what: str) -> MemoryBlock:
+        block = self._new_block_or_raise(size, dedicated, nbytes, what)
+        self.peak_reserved_bytes = max(self.peak_reserved_bytes, self.reserved_bytes + block.size)
+        return block
+
+    def _new_block_or_raise(self, size: int, dedicated: bool, nbytes: int, what: str) -> MemoryBlock:
         try:
             return MemoryBlock(self.logical, size, self.choice.device_type, self.mapped, dedicated)
         except Exception as first:
@@ -393,6 +404,7 @@ class MemoryPool:
                 except Exception as second:
                     if not vk_instance.is_out_of_memory(second):
                         raise
+            self.out_of_memory_errors += 1
             raise OutOfMemoryError(
                 f"{self.logical_name()}: cannot allocate {_human(nbytes)} ({nbytes} bytes){what}: the driver refused a "
                 f"{_human(size)} block ({type(first).__name__}); allocated {_human(self.allocated_bytes)}, reserved "
@@ -426,11 +438,23 @@ class MemoryPool:
             "allocated_bytes": self.allocated_bytes,
             "peak_bytes": self.peak_bytes,
             "reserved_bytes": self.reserved_bytes,
+            "peak_reserved_bytes": self.peak_reserved_bytes,
+            "allocations": self.allocations,
+            "out_of_memory_errors": self.out_of_memory_errors,
         }
 
     def reset_peak(self) -> None:
         self._drain()
         self.peak_bytes = self.allocated_bytes
+        self.peak_reserved_bytes = self.reserved_bytes
+
+    def empty_cache(self) -> int:
+        """Give the driver back every block no live buffer uses (waiting for work that may still
+        use one); returns the bytes released. Shared blocks with a live range stay."""
+        self._drain()
+        before = self.reserved_bytes
+        self._drop_empty_blocks()
+        return before - self.reserved_bytes
 
 
 def _human(nbytes: int) -> str:

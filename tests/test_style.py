@@ -10,6 +10,7 @@ module below the face hides a vkml import inside a function.
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -213,6 +214,23 @@ def test_no_import_inside_a_function_below_the_face() -> None:
     assert not hidden, "an import inside a function hides a cycle; move it up or fix the layering:\n" + "\n".join(
         hidden
     )
+
+
+# GPU models may be named only where a device's tuning is decided: comments elsewhere state
+# invariants, and measurements live in docs/benchmarks.md with their device and date.
+GPU_MODEL = re.compile(r"\b(H[12]00|A[1-9]0{2}|V100|L40S?|RTX|GeForce|Quadro|Radeon|RX ?[5-9][0-9]{3}|Arc A[0-9]{3})\b")
+GPU_MODELS_ALLOWED = {"vkml/kernels/tuning.py", "vkml/codegen/features.py"}
+
+
+def test_no_gpu_model_named_outside_the_tuning_tables() -> None:
+    named = [
+        f"{path.relative_to(REPO_ROOT)}:{number}: {line.strip()}"
+        for path in sorted(PACKAGE_DIR.rglob("*.py"))
+        if str(path.relative_to(REPO_ROOT)) not in GPU_MODELS_ALLOWED
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if GPU_MODEL.search(line)
+    ]
+    assert not named, "name the property (subgroup width, shared memory), not the GPU:\n" + "\n".join(named)
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,7 @@ element index is widened to 64 bits before the address computation, so byte offs
 4 GiB are exact. Only those buffers go by address, not every buffer: measured with
 bench/bench_addresses.py on 2^24 float32, lavapipe runs ``x * 2 + 1`` and ``a + b`` 2.0–2.7×
 slower by address than by descriptor (the same with a 32-bit index, so it is not the 64-bit
-arithmetic); the H200 runs both at the same speed (0.97–1.09× at 2^26). An address also takes
+arithmetic); a discrete NVIDIA GPU runs both at the same speed. An address also takes
 8 of lavapipe's 128 push-constant bytes, and a kernel without addresses needs neither Int64
 nor bufferDeviceAddress. ``by_address`` is part of the compile-cache key.
 

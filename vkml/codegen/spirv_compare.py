@@ -1,7 +1,7 @@
 """Exact float32 comparisons on the bits, for devices that may flush subnormals in comparisons.
 
 Without DenormPreserve a driver may treat subnormal operands of a float comparison as zero
-(measured on the H200: ``0 == 1e-45`` was true), while the IR defines comparisons exactly,
+(measured on NVIDIA's driver: ``0 == 1e-45`` was true), while the IR defines comparisons exactly,
 as numpy computes them. So on such devices each float32 comparison is emitted as integer
 instructions: a sign-magnitude to two's-order key (with -0 folded onto +0), an unsigned
 compare of the keys, and the NaN rule (ordered: false with a NaN; unordered: true).
@@ -58,7 +58,7 @@ def emit(em, ins: Instr) -> None:
 
 
 def emit_signed_irem(em, ins: Instr) -> None:
-    """Signed remainder as ``a - (a / b) * b`` (OpSDiv): the H200's OpSRem disagreed with it."""
+    """Signed remainder as ``a - (a / b) * b`` (OpSDiv): NVIDIA's OpSRem disagreed with it."""
     dtype = ins.result.dtype
     t = em.mod.scalar(dtype)
     a, b = em.use(ins.args[0]), em.use(ins.args[1])

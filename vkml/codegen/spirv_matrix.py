@@ -1,7 +1,7 @@
 """Cooperative matrices for the SPIR-V emitter (SPV_KHR_cooperative_matrix), and ``subgroup_id``.
 
 A kernel that uses them is emitted under the Vulkan memory model (``OpMemoryModel Logical
-Vulkan``), as the H200 needed (reference/vulkan.md). There an access takes part in
+Vulkan``), as NVIDIA's driver needs (reference/vulkan.md). There an access takes part in
 synchronisation between invocations only when it is non-private, so every shared-memory
 access is marked ``NonPrivatePointer`` and every barrier also makes workgroup memory available
 and visible (``MakeAvailable | MakeVisible``): a matrix stored to shared memory is seen by the
@@ -52,8 +52,8 @@ class MatrixEmitter:
         Only the slice depends on the block's position; the pointer and the sized layout depend on
         the buffer and the instruction's constant attributes alone, so they are defined once at the
         kernel's start (``at_entry``), as extra/proto_coopmat2.py does. Made at every load, they were
-        the one difference in the K loop when the prototype ran 8192³ in 3.12 ms and the template's
-        kernel in 3.39 (H200); now a K-step costs the prototype's instructions.
+        the one difference in the K loop between the prototype and the template's kernel; now a
+        K-step costs the prototype's instructions.
         """
         name, rows, cols, edge = ins.attrs
         binding = next(i for i, b in enumerate(self.kernel.buffers) if b.name == name)

@@ -475,7 +475,7 @@ def softmax(input, dim: int):
     amax's only in the sign of a zero or in a row with NaN, and neither changes a bit of the
     result (``_shift_by_max``).
 
-    Where a row fits one chunk of the device's rows kernel (8192 floats on an H200), max, sum
+    Where a row fits one chunk of the device's rows kernel (``Tuning``: 8192 floats on a GPU with 48 KiB of shared memory), max, sum
     and quotient are one kernel that reads x once and computes each exp once (vkml/schedule/scheduler.py,
     rule 7), and the reciprocal once per row; longer rows take two. Both give the same bits.
     """
@@ -532,7 +532,7 @@ def matmul(input, other):
 
     Each float output adds its float32 products in ascending k, starting from -0.0: the
     same bits on every device (order and error bound: docs/ops/matmul.md), except float16
-    products on cooperative matrices (the H200), which stay within the bound stated there.
+    products on cooperative matrices, which stay within the bound stated there.
     float16 multiplies and sums in float32 and rounds once.
     Example: ``vkml.ones(2, 3) @ vkml.ones(3, 4)`` is a 2×4 tensor of 3.0.
     """

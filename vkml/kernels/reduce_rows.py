@@ -54,9 +54,8 @@ ROWS_MODE_MIN_ROWS = 32  # fewer rows than this, and more than one chunk each: t
 FINAL_PASS_MAX_CHUNKS = 64  # a blocks-mode pass over at most this many chunks per row is the last
 # At most this many subgroup results: every lane reads and combines them itself, instead of
 # halving them in shared memory (two barriers a level). A one-instruction combine (sum, prod)
-# affords 16: on the H200's 512-lane rows (16 subgroups) layer norm went 242 -> 226 us at
-# 8192x8192; amax's NaN-propagating combine is ~10 instructions, and 16 serial ones made
-# exp(x - max) 318 -> 349 us (scratch measurement 2026-12-01, docs/benchmarks.md).
+# would afford 16 on 512-lane rows; a NaN-propagating max of ~10 instructions would not, so
+# the bound suits both (bench/tune_kernels.py; figures in docs/benchmarks.md).
 SERIAL_SHARED_MAX = 8
 SERIAL_SHARED_MAX_CHEAP = 16
 CHEAP_COMBINES = ("sum", "prod")
@@ -582,8 +581,8 @@ def _store_row_reloaded(L: Lowering, root: Node, out_ref, r: _Reduction, o) -> N
     Vector ``j`` of lane ``i`` is the row's vector ``j * lanes + i``, so each store and load of a
     subgroup is one contiguous run, where the lanes' own runs of ``per_lane`` elements would
     make each subgroup store write 16 bytes of every 64. The row-uniform values (mean, rstd)
-    come from the reductions; only ``root``'s cheap per-element part is computed twice. The
-    H200, layer norm 8192² (2026-12-01): 231 -> 147 µs, registers 32 -> 29.
+    come from the reductions; only ``root``'s cheap per-element part is computed twice (layer
+    norm's timing before and after: docs/benchmarks.md, seventh run).
     """
     lid = local_index()
     kept = len(r.src.shape) - len(r.axes)

@@ -621,7 +621,7 @@ _op(
     dtypes=ALL_DTYPES,
     result="bool",
     special="signbit(-0.0) is True; a NaN's sign bit is read as it is on the CPU.",
-    divergence="The sign of a NaN is not kept on every device (the H200 returns its canonical NaN, sign "
+    divergence="The sign of a NaN is not kept on every device (NVIDIA's driver returns its canonical NaN, sign "
     "clear, for a float16 NaN), so signbit of a NaN may differ between devices; PyTorch reads the bit.",
     reads_nan_sign=True,
 )

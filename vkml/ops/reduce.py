@@ -167,9 +167,9 @@ register(
         "The maximum that softmax, log_softmax and logsumexp subtract before exp (internal; use amax).",
         dtypes=FLOAT_DTYPES,
         result="same",
-        # One compare and one select, against amax's twelve instructions for its NaN and ±0
-        # rules: softmax over 8192×8192 on an H200 went 361 → 335 µs, with the same bits (the
-        # composites' docstrings say why; tests/test_ops_composite.py checks it).
+        # One compare and one select, against amax's instructions for its NaN and ±0 rules, with
+        # the same bits in the composites (their docstrings say why; tests/test_ops_composite.py
+        # checks it). Timings: docs/benchmarks.md, seventh run.
         combine=lambda a, b: B.select(a > b, a, b),
         precision="exact for a row without NaN, up to the sign of a zero result",
         special="A row with NaN gives some element of the row (the NaN reaches every result of the composite "

@@ -6,8 +6,7 @@ Vulkan memory model and enough shared memory; everywhere else kernels_matmul's s
 tiles run (lavapipe has no cooperative matrices). ``VKML_MATMUL_COOPMAT=0`` turns it off.
 
 The shape (``Shape``, named in the mode string; ``DEFAULT`` unless a sweep swaps it) is the
-one measured fastest on the H200 in hand-written SPIR-V (reference/vulkan.md, 224 TFLOP/s at
-8192³): 8 subgroups own a 128×128 tile of C; per K-step of 32 they stage a 128×32 tile of A
+one measured fastest in hand-written SPIR-V (reference/vulkan.md): 8 subgroups own a 128×128 tile of C; per K-step of 32 they stage a 128×32 tile of A
 (row-major, rows padded to 40 halves) and a 32×128 tile of B (row-major, rows padded to 136)
 in shared memory, double-buffered as in the scalar template (45 KiB with the epilogue's
 blocks; an operand whose contiguous axis is the other one — B in ``x @ w.T`` — is staged
@@ -132,7 +131,7 @@ class Shape:
 
 
 # The shape lowered on a device: the reference's fastest (reference/vulkan.md) with vector staging
-# stores; bench/bench_matmul_coopmat.py --sweep times it against the other candidates on the H200.
+# stores; bench/bench_matmul_coopmat.py --sweep times it against the other candidates.
 DEFAULT = Shape()
 
 # The shapes the sweep times (each fits 48 KiB of shared memory with 32-wide subgroups).

@@ -3,13 +3,13 @@
 Chosen (``applies``, then ``fits`` on the product's node) for the plain product of two 2-D
 float16 operands that kernels load as stored (realized, or computed by a kernel of their own:
 no view or cast between), on a device with workgroup-scope matrices of flexible sizes loaded
-through tensor layouts (VK_NV_cooperative_matrix2; the H200), and before the subgroup-scope
+through tensor layouts (VK_NV_cooperative_matrix2), and before the subgroup-scope
 template (kernels_matmul_coopmat), which takes everything else: batched products, views
 (``x @ w.T``), fused consumers (those are lowered with it under this mode too), devices
 without cm2. ``VKML_MATMUL_COOPMAT2=0`` turns this one off, ``VKML_MATMUL_COOPMAT=0`` both.
 
-The kernel is extra/proto_coopmat2.py's fastest on the H200 (352 TFLOP/s at 8192³ against the
-subgroup-scope template's 185): one workgroup of ``threads`` invocations owns a ``bm``×``bn``
+The kernel is extra/proto_coopmat2.py's fastest shape (bench/bench_matmul_coopmat.py; figures
+in docs/benchmarks.md): one workgroup of ``threads`` invocations owns a ``bm``×``bn``
 tile of C as ONE workgroup-scope float32 accumulator; each K-step loads the ``bm``×``bk`` block
 of A and the ``bk``×``bn`` block of B straight from the buffers (``cm_tensor_load``: the driver
 stages them through shared memory), multiplies and accumulates; the accumulator goes back with
@@ -86,7 +86,7 @@ class Shape:
         return cls(bm, bn, bk, **given)
 
 
-DEFAULT = Shape()  # extra/proto_coopmat2.py's "128x128x64 t128 g16 f32", the best measured on the H200
+DEFAULT = Shape()  # extra/proto_coopmat2.py's "128x128x64 t128 g16 f32", the best measured (docs/benchmarks.md)
 
 
 def chosen_shape() -> Shape:

@@ -133,7 +133,7 @@ class TileFamily:
 
 INTERPRETER_TILES = TileFamily(16, 16, 2, 2, 8)  # CPU reference: many lanes, few instructions per lane
 SMALL_GPU_TILES = TileFamily(16, 16, 4, 4, 8)  # lavapipe and other devices with modest limits
-# 32-wide subgroups, ≥ 48 KiB shared memory (the H200: packed measured fastest, 2026-11-30, bench/bench_matmul_tiles.py)
+# 32-wide subgroups, ≥ 48 KiB shared memory (packed measured fastest there: bench/bench_matmul_tiles.py)
 LARGE_GPU_TILES = TileFamily(16, 16, 8, 8, 8, packed=True)
 # With the large tiles and VKML_MATMUL_FMA=auto, products of at least this many multiply-adds
 # (512³) fuse them: below it a matmul is a few microseconds either way, and keeping the CPU's

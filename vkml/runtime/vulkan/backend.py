@@ -38,12 +38,12 @@ than that range, so a dispatch that gives a kernel such a buffer runs a variant 
 compiled with that binding reached through its buffer device address (bufferDeviceAddress,
 core in Vulkan 1.2), which ``run`` pushes as a push constant; the descriptor still binds the
 first ``maxStorageBufferRange`` bytes, unused. Every other buffer stays on its descriptor:
-lavapipe runs elementwise kernels 2–2.7× slower by address, the H200 equally fast (measured,
-see ``vkml.codegen``), and addresses take push-constant space (8 of lavapipe's 128 bytes
+lavapipe runs elementwise kernels slower by address, a discrete NVIDIA GPU equally fast
+(``bench/bench_addresses.py``; see ``vkml.codegen``), and addresses take push-constant space (8 of lavapipe's 128 bytes
 each). A device without bufferDeviceAddress raises ``DeviceError`` for such a dispatch. The
 choice is per dispatch, from the buffers' sizes, so one kernel runs on small and huge tensors
-alike. (On the H200, maxMemoryAllocationSize is 2 MiB under its 4 GiB range, so there no
-buffer ever goes by address.)
+alike. (Where maxMemoryAllocationSize is below maxStorageBufferRange, as on NVIDIA's driver,
+no buffer ever goes by address.)
 """
 
 from __future__ import annotations

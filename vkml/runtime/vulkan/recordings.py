@@ -2,9 +2,9 @@
 
 A loop that realizes the same graph structure over tensors of the same sizes gets, run after
 run, the same kernels, grids and parameters bound to the same memory: the allocator hands out
-the ranges the previous iteration freed. Recording such a batch again costs about 7 µs a
-dispatch on lavapipe's host and about 20 on the H200's; submitting the earlier command buffer
-again costs nothing more than a submission.
+the ranges the previous iteration freed. Recording such a batch again costs microseconds a
+dispatch on the host (``bench/profile_host.py``); submitting the earlier command buffer again
+costs nothing more than a submission.
 
 ``Recordings`` holds a few command buffers, each with the ``fingerprint`` of the batch it
 holds: per dispatch the kernel object, the grid, every buffer's memory range and dtype, and

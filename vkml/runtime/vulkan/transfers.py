@@ -1,7 +1,7 @@
 """Host ↔ device copies: straight through the mapping where the memory allows, else staged.
 
 Small downloads (a few scalars, ``UNCACHED_READ_LIMIT``) from memory that is mapped but not
-host-cached (a discrete GPU's BAR, the H200's) read the mapping directly: slow per byte, but a
+host-cached (a discrete GPU's BAR) read the mapping directly: slow per byte, but a
 staged copy would be queued behind every submitted run, so reading one loss would wait for the
 whole step (the host waits only for the run that wrote the buffer, vkml/runtime/vulkan/backend.py).
 
@@ -22,8 +22,8 @@ from .memory import WHOLE_SIZE, Allocation, MemoryBlock, MemoryPool, align_up
 
 STAGING_CHUNK = 64 << 20
 # Bytes up to which a download reads an uncached mapping directly. Each CPU read of BAR memory is a
-# PCIe round trip: on the H200 a 4 KiB read this way took ~120 µs more than a staged copy (graph100's
-# download, 2026-11-30), while a loss (4 bytes) takes a few µs and need not wait for the step's tail.
+# PCIe round trip: a 4 KiB read this way costs more than a staged copy (graph100's download in
+# bench/bench.py; docs/benchmarks.md), while a loss (4 bytes) need not wait for the step's tail.
 UNCACHED_READ_LIMIT = 256
 
 

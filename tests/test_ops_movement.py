@@ -91,11 +91,25 @@ def test_views_feed_elementwise_and_reductions(name, vk_edit, torch_edit):
         assert_same_bits(got, oracle.astype(np.float32), f"{name} summed over its last dim")
 
 
-def test_views_never_copy_and_share_the_source():
-    x = vkml.tensor(np.arange(24, dtype=np.float32).reshape(2, 3, 4)).realize()
-    for v in (x.permute(2, 0, 1), x[1, :, ::2], x.flip(0), x[:, :1].expand(2, 5, 4), x.reshape(6, 4)):
-        assert v.node.op == "view" or v.node is x.node
-        assert v.node.srcs[0] is x.node if v.node.op == "view" else True
+def _storage_of(node):
+    """The realized buffer a view node reads (an alias's parent: a window of a buffer is one)."""
+    source = node.srcs[0] if node.op == "view" else node
+    buffer = source.buffer
+    return getattr(buffer, "parent", buffer)
+
+
+@pytest.mark.parametrize("where", ["cpu", "vulkan"])
+def test_views_never_copy_and_share_the_source(where, gpu):
+    dev = gpu if where == "vulkan" else vkml.device("cpu")
+    x = vkml.tensor(np.arange(96, dtype=np.float32).reshape(2, 12, 4), device=dev).realize()
+    views = (x.permute(2, 0, 1), x[1, :, ::2], x.flip(0), x[:, :1].expand(2, 5, 4), x.reshape(24, 4), x[1, 4:9])
+    for v in views:
+        assert v.node.op in ("view", "buffer")
+        assert _storage_of(v.node) is x.node.buffer
+    # x[1:, 4:9] starts at element 64, aligned: it is a window of x's memory itself, no copy.
+    window = x[1:, 4:9]
+    assert window.node.op == "buffer" and window.node.buffer.parent is x.node.buffer
+    assert np.array_equal(window.numpy(), np.arange(96, dtype=np.float32).reshape(2, 12, 4)[1:, 4:9])
 
 
 def test_float16_nan_payloads_survive_a_copy_through_a_view():

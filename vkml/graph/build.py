@@ -1,6 +1,6 @@
 """Building graph nodes for ops, with every check done eagerly at the op.
 
-The public functions (``vkml.add``, ``Tensor.sum``, ...) live in ``functions.py`` and call
+The public functions (``vkml.add``, ``Tensor.sum``, ...) live in ``vkml/frontend/`` and call
 these builders; this module knows broadcasting, promotion, devices and the registry.
 """
 
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -63,7 +64,45 @@ def view_node(node: Node, edit) -> Node:
     stack = edit(stack)
     if stack.is_contiguous and stack.shape == base.shape:
         return base
+    if base.op == "buffer":  # read after srcs and arg: base.buffer is set before op turns "buffer"
+        window = _window_of_buffer(base, stack)
+        if window is not None:
+            return window
     return Node("view", (base,), stack, stack.shape, base.dtype, base.device)
+
+
+def _window_of_buffer(base: Node, stack: ViewStack) -> Node | None:
+    """The view over a realized buffer, rebased on an alias of the part of the buffer it reads.
+
+    A window at a fresh offset (``x[i:i + n]``, a row block, a KV cache slot) would otherwise
+    carry its offset into the kernels' structure and compile anew at every offset. An alias
+    begins at the aligned position at or below the first element read (the device's binding
+    alignment), so what the kernels see is the offset modulo that alignment and the window's
+    span: a handful of structures for every offset. Realized buffers never change (writes make
+    new nodes, docs/mutation.md), so an alias of one stays valid as long as it lives, and it
+    keeps its parent alive. A contiguous window is the alias itself: no copy, as PyTorch's
+    slices share storage.
+    """
+    bottom = stack.views[0]
+    extent = bottom.extent()
+    if extent is None:
+        return None
+    device = base.device
+    align = device.alias_alignment(base.dtype)
+    start = extent[0] - extent[0] % align
+    if start <= 0:
+        return None
+    span = extent[1] + 1 - start
+    rebased = ViewStack((replace(bottom, offset=bottom.offset - start), *stack.views[1:]))
+    whole = rebased.is_contiguous and math.prod(rebased.shape) == span
+    buffer = device.alias(base.buffer, start, span)
+    if buffer is None:
+        return None
+    window = Node("buffer", (), None, rebased.shape if whole else (span,), base.dtype, device)
+    window.buffer = buffer
+    if whole:
+        return window
+    return Node("view", (window,), rebased, rebased.shape, base.dtype, device)
 
 
 @functools.lru_cache(maxsize=256)

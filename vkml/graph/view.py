@@ -42,6 +42,21 @@ class View:
         """Maps index i of its shape to buffer position i."""
         return self.offset == 0 and self.mask is None and self.strides == contiguous_strides(self.shape)
 
+    def extent(self) -> tuple[int, int] | None:
+        """The lowest and highest position below that a valid index reads; None if none is valid.
+
+        >>> View((4,), (2,), 3).extent()
+        (3, 9)
+        """
+        lo = hi = self.offset
+        for d, (size, stride) in enumerate(zip(self.shape, self.strides)):
+            first, stop = self.mask[d] if self.mask else (0, size)
+            if stop <= first:
+                return None
+            lo += min(first * stride, (stop - 1) * stride)
+            hi += max(first * stride, (stop - 1) * stride)
+        return lo, hi
+
     def permute(self, order: tuple[int, ...]) -> View:
         mask = tuple(self.mask[o] for o in order) if self.mask else None
         return View(tuple(self.shape[o] for o in order), tuple(self.strides[o] for o in order), self.offset, mask)

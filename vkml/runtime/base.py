@@ -91,6 +91,19 @@ class Device(ABC):
         """Return once all work run on this device is complete (the CPU's runs complete before returning)."""
         return None
 
+    def alias_alignment(self, dtype: DType) -> int:
+        """Elements of ``dtype`` to which an alias's start is aligned (``alias``)."""
+        return max(1, 16 // dtype.nbytes)
+
+    def alias(self, buffer: Buffer, start: int, numel: int) -> Buffer | None:
+        """A buffer over elements ``[start, start + numel)`` of ``buffer``'s memory, which it keeps
+        alive; ``start`` is a multiple of ``alias_alignment``. None where the device has none.
+
+        Kernels only read an alias: it stands for part of a realized buffer, whose contents never
+        change (vkml/graph/build.py).
+        """
+        return None
+
     def empty_cache(self) -> int:
         """Return memory held for reuse but used by no live tensor; the bytes released (none here)."""
         return 0

@@ -39,6 +39,18 @@ class CPUBuffer(Buffer):
             pass
 
 
+class CPUBufferAlias(CPUBuffer):
+    """Elements of another CPU buffer (a numpy view of its array); holds no memory of its own."""
+
+    def __init__(self, parent: CPUBuffer, start: int, numel: int):
+        self.parent, self.start = parent, start
+        self.array = parent.array[start : start + numel]
+        self.device, self.dtype, self.numel = parent.device, parent.dtype, numel
+
+    def __del__(self):
+        pass  # the parent's memory: counted, and freed, with the parent
+
+
 class CPUDevice(Device):
     """``vkml.device("cpu")``: the reference backend."""
 
@@ -72,6 +84,11 @@ class CPUDevice(Device):
             return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
         except (AttributeError, ValueError, OSError):  # no sysconf (Windows): numpy's own refusal is the limit
             return 1 << 62
+
+    def alias(self, buffer: CPUBuffer, start: int, numel: int) -> CPUBuffer:
+        if isinstance(buffer, CPUBufferAlias):  # an alias of an alias: one level, over the memory's owner
+            buffer, start = buffer.parent, buffer.start + start
+        return CPUBufferAlias(buffer, start, numel)
 
     def upload(self, buffer: CPUBuffer, array: np.ndarray) -> None:
         buffer.array[...] = np.asarray(array, dtype=buffer.dtype.np).reshape(-1)

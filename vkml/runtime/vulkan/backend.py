@@ -62,7 +62,7 @@ from .descriptors import DescriptorSets
 from .instance import vk
 from .kernel_cache import KernelCache
 from .logical_device import LogicalDevice
-from .memory import MemoryBlock, MemoryPool
+from .memory import Allocation, MemoryBlock, MemoryPool
 from .pipelines import Pipelines
 from .recordings import Recordings, fingerprint
 from .reports import device_rank, physical_device_count, physical_device_info, vulkan_device_reports
@@ -129,6 +129,38 @@ class VulkanBuffer(Buffer):
 
     def __repr__(self) -> str:
         return f"VulkanBuffer({self.device.name}, {self.dtype.name}, numel={self.numel})"
+
+
+class VulkanBufferAlias(VulkanBuffer):
+    """Elements ``[start, start + numel)`` of another buffer's memory, bound at their own offset.
+
+    It holds no memory (the parent is kept alive and frees it) and is only read by kernels
+    (``Device.alias``); ``start`` is a multiple of the pool's binding alignment.
+    """
+
+    def __init__(self, parent: VulkanBuffer, start: int, numel: int):
+        if isinstance(parent, VulkanBufferAlias):  # one level, over the memory's owner
+            parent, start = parent.parent, parent.start + start
+        device = parent.device
+        self.parent, self.start = parent, start
+        self.device, self.dtype, self.numel, self.storage = device, parent.dtype, numel, parent.storage
+        self.device_nbytes = numel * self.storage.itemsize
+        block, offset = parent.block, parent.allocation.offset + start * self.storage.itemsize
+        self.block = block
+        self.allocation = Allocation(block, offset, self.device_nbytes, 0)  # for transfers; never released
+        self.hazard_key = parent.hazard_key  # the parent's writes are this alias's
+        self.ready_serial = parent.ready_serial
+        size = min(self.device_nbytes, device.max_storage_buffer_range)
+        self.binding = (block.buffer, offset, size)
+        self.binding_key = (block.id, offset, size)
+        self.beyond_range = self.device_nbytes > device.max_storage_buffer_range
+        self.device_address = None if block.device_address is None else block.device_address + offset
+
+    def __del__(self):
+        pass  # the parent's memory
+
+    def __repr__(self) -> str:
+        return f"VulkanBufferAlias({self.device.name}, {self.dtype.name}, numel={self.numel}, start={self.start})"
 
 
 class VulkanDevice(Device):
@@ -212,6 +244,17 @@ class VulkanDevice(Device):
             numel = int(numel)
         with self.lock:  # the memory pool's free lists
             return VulkanBuffer(self, dtype, numel)
+
+    def alias_alignment(self, dtype: T.DType) -> int:
+        # Descriptors bind at multiples of minStorageBufferOffsetAlignment; 16 bytes at least, the
+        # widest vector a kernel loads (by address too).
+        nbytes = max(16, int(self.limits["minStorageBufferOffsetAlignment"]))
+        return max(1, nbytes // storage_dtype(dtype).itemsize)
+
+    def alias(self, buffer: VulkanBuffer, start: int, numel: int) -> VulkanBuffer | None:
+        if buffer.allocation is None or numel == 0:
+            return None
+        return VulkanBufferAlias(buffer, start, numel)
 
     @property
     def largest_allocation_nbytes(self) -> int:

@@ -13,6 +13,7 @@ from . import (  # noqa: F401  (vkml.nn: layers, losses, functional; vkml.optim:
     utils,  # vkml.utils.data: datasets, samplers, DataLoader
 )
 from . import ops as _ops  # noqa: F401  (registers every operator)
+from .config import VERSION as __version__  # noqa: F401  (torch.__version__ has it)
 from .dsl.elementwise import elementwise
 from .dsl.kernel import kernel
 from .errors import CompileError, DeviceError, DTypeError, OutOfMemoryError, ShapeError

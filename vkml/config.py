@@ -27,6 +27,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+# vkml's version, as pyproject.toml's [project] table states it (tests/test_packaging.py checks
+# they agree). Read here, not through importlib.metadata, whose import costs a cold start
+# about 0.1 s.
+VERSION = "0.1.0"
+
 
 def cache_dir() -> Path:
     """The folder for vkml's on-disk caches (it may not exist yet)."""

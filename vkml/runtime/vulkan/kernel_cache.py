@@ -63,16 +63,9 @@ SPIRV_MAGIC = 0x07230203
 MAX_ENTRY_BYTES = 16 << 20
 
 
-@functools.cache
 def vkml_version() -> str:
     """vkml's version as an entry records it: the package version and the cache format."""
-    try:
-        from importlib.metadata import version
-
-        number = version("vkml")
-    except Exception:  # noqa: BLE001  (not installed: a source checkout)
-        number = "source"
-    return f"{number}/{MAGIC.decode()}"
+    return f"{config.VERSION}/{MAGIC.decode()}"
 
 
 @dataclass(frozen=True)

@@ -97,3 +97,39 @@ def test_fingerprint_tells_parameters_apart_by_bits_and_type():
     assert key(1) != key(1.0) and key(True) != key(1)
     assert key(float("nan")) != key(float("nan"))  # never reused: a NaN is not equal to itself
     assert key(0.5) != fingerprint([Dispatch(None, (1, 1, 1), {"x": Buf()}, {"s": 0.5})], True)
+
+
+def test_waits_poll_the_fence_before_sleeping_where_asked(gpu, monkeypatch):
+    """A GPU polls its fences for a while before sleeping (lavapipe does not: its work needs the cores)."""
+    assert gpu.recordings.spin_seconds == 0  # lavapipe is a CPU driver
+    polls = []
+    lib = gpu.recordings.lib
+
+    class CountingLib:  # the raw cffi lib, with vkGetFenceStatus counted
+        def __getattr__(self, name):
+            return getattr(lib, name)
+
+        def vkGetFenceStatus(self, device, fence):
+            polls.append(fence)
+            return lib.vkGetFenceStatus(device, fence)
+
+    monkeypatch.setattr(gpu.recordings, "lib", CountingLib())
+    monkeypatch.setattr(gpu.recordings, "spin_seconds", 0.5)
+    x = vkml.tensor(DATA, device=gpu)
+    for k in (1.0, 2.0, 3.0):
+        assert np.array_equal(_step(x, k), _expected(DATA, k))
+        (x * k).realize()
+        gpu.synchronize()
+    assert polls  # the waits polled, and every result arrived
+    monkeypatch.setattr(gpu.recordings, "spin_seconds", 1e-9)  # too short: the wait sleeps after one poll
+    assert np.array_equal(_step(x, 5.0), _expected(DATA, 5.0))
+
+
+def test_fence_spin_reads_its_variable(monkeypatch):
+    from vkml import config
+
+    monkeypatch.setenv("VKML_FENCE_SPIN_US", "150")
+    assert config.fence_spin_us(2000) == 150
+    for bad in ("-3", "soon", ""):
+        monkeypatch.setenv("VKML_FENCE_SPIN_US", bad)
+        assert config.fence_spin_us(2000) == 2000

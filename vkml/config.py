@@ -11,6 +11,7 @@ exception is ``VKML_EAGER``, which every op asks about: vkml reads it once, at i
 | ``VKML_DUMP_SPIRV`` | ``dump_spirv_dir()`` | a folder where each kernel compiled for Vulkan is written: its IR (.vkir), assembly (.spvasm) and binary (.spv) |
 | ``VKML_DEBUG`` | ``debug_level()`` | ``0`` (default) .. ``3``: how much vkml reports about what it runs |
 | ``VKML_ASYNC`` | ``submit_async()`` | ``0``: every Vulkan submission is waited for at once (the synchronous runtime, for comparisons). Default ``1``: the host waits only when it needs results or memory the work uses (vkml/runtime/vulkan/backend.py) |
+| ``VKML_FENCE_SPIN_US`` | ``fence_spin_us()`` | microseconds the host polls a fence before it sleeps in ``vkWaitForFences`` when it waits for GPU work (read when a device opens). Default ``2000`` on GPUs (a sleeping wait wakes tens of µs late; PyTorch's CUDA synchronisation spins likewise), ``0`` on CPU Vulkan drivers such as lavapipe, whose work needs every core |
 | ``VKML_BACKWARD_RUNS`` | ``backward_runs()`` | when ``backward()`` submits work (vkml/frontend/autograd.py): ``split`` (default) the forward as it starts and the gradients as it ends; ``end`` forward and gradients together as it ends; ``lazy`` nothing (the optimizer's step runs it all) |
 | ``VKML_MATMUL_COOPMAT`` | ``matmul_coopmat()`` | ``0``: float16 matmul keeps the scalar tiles (the CPU's bits) on devices with cooperative matrices too. Default ``1``: it runs on them where the device has them, within the bound docs/ops/matmul.md states |
 | ``VKML_MATMUL_COOPMAT2`` | ``matmul_coopmat2()`` | ``0``: float16 matmul does not take the workgroup-scope VK_NV_cooperative_matrix2 template (kernels_matmul_coopmat2) and runs on the subgroup-scope one instead. Default ``1``: the plain product of two row-major float16 matrices takes it where the device has it. ``VKML_MATMUL_COOPMAT=0`` turns off both |
@@ -159,6 +160,20 @@ def submit_async() -> bool:
     True
     """
     return _switch("VKML_ASYNC", True)
+
+
+def fence_spin_us(default: int) -> int:
+    """``VKML_FENCE_SPIN_US``: how long to poll a fence before sleeping on it; ``default`` when unset or invalid.
+
+    >>> fence_spin_us(7) >= 0
+    True
+    """
+    raw = os.environ.get("VKML_FENCE_SPIN_US", "").strip()
+    try:
+        value = int(raw)
+    except ValueError:
+        return default
+    return value if value >= 0 else default
 
 
 BACKWARD_RUNS = ("split", "end", "lazy")

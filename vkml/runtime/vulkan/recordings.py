@@ -19,6 +19,12 @@ once every command submitted before it on the queue is complete, so waiting for 
 pending submission at or after serial ``n`` completes everything up to ``n``. A slot still in
 flight is waited for before it is recorded again or submitted again.
 
+A wait polls the fence (``vkGetFenceStatus``) for up to ``spin_seconds`` before it sleeps in
+``vkWaitForFences``: on NVIDIA's driver a sleeping wait returns tens of µs after the work is
+done, a third of a 2^24-float ``a + b`` with its synchronize (bench/bench.py's wall columns;
+docs/benchmarks.md). Each poll is a C call that releases the GIL, so other Python
+threads run meanwhile. On a CPU driver (lavapipe) the work itself needs the cores: no polling.
+
 Every method runs under the device's lock (vkml/runtime/vulkan/backend.py), but for the host's wait
 for a result (``claim`` then ``wait_claimed``): that one waits on the fence without the lock,
 so other threads record and submit meanwhile. A fence some thread is waiting on that way is
@@ -29,6 +35,9 @@ never reset: a submission on its slot takes another fence (``_fence_for``).
 
 from __future__ import annotations
 
+import time
+
+from ... import config
 from ...errors import DeviceError
 from ..counters import counters
 from . import instance as vk_instance
@@ -37,6 +46,9 @@ from .logical_device import UINT64_MAX, LogicalDevice
 # A training step makes a few submissions (forward, backward, update), and each batch of a
 # dataset sliced at its own offset is its own structure: room for several steps' worth.
 SLOTS = 16
+VK_SUCCESS, VK_NOT_READY = 0, 1
+PHYSICAL_DEVICE_TYPE_CPU = 4
+SPIN_US_ON_GPUS = 2000
 
 
 def fingerprint(dispatches, timestamps: bool) -> tuple:
@@ -86,6 +98,8 @@ class Recordings:
         self._submit.sType = vk.VK_STRUCTURE_TYPE_SUBMIT_INFO
         self._submit.commandBufferCount = 1
         self._submit.pCommandBuffers = self._command_buffers
+        on_cpu = logical.info.properties.get("deviceType") == PHYSICAL_DEVICE_TYPE_CPU
+        self.spin_seconds = config.fence_spin_us(0 if on_cpu else SPIN_US_ON_GPUS) * 1e-6
 
     def check_token(self, token) -> None:
         """Drop every recording if what they refer to (descriptor pools, query pool) was replaced."""
@@ -156,7 +170,7 @@ class Recordings:
         serial = min(serial, self.submitted)
         slot = self._first_pending_at(serial)
         counters["host_waits"] += 1
-        result = self.lib.vkWaitForFences(self.device, 1, self.fences[slot], 1, UINT64_MAX)
+        result = self._wait(self.fences[slot])
         self._settle(result, self.serials[slot], self.labels[slot])
 
     def claim(self, serial: int) -> tuple | None:
@@ -177,7 +191,7 @@ class Recordings:
         """Wait, without holding ``lock`` (the device's), for what ``claim`` returned; then mark it complete."""
         fence, serial, label = claim
         try:
-            result = self.lib.vkWaitForFences(self.device, 1, fence, 1, UINT64_MAX)
+            result = self._wait(fence)
         finally:
             with lock:
                 left = self._waiters.pop(id(fence)) - 1
@@ -187,6 +201,18 @@ class Recordings:
                     self._spare_fences.append(fence)
         with lock:
             self._settle(result, serial, label)
+
+    def _wait(self, fence) -> int:
+        """Wait until ``fence`` signals: poll it for ``spin_seconds``, then sleep on it. The Vulkan result."""
+        if self.spin_seconds:
+            lib, device, handle = self.lib, self.device, fence[0]
+            deadline = time.perf_counter() + self.spin_seconds
+            result = lib.vkGetFenceStatus(device, handle)
+            while result == VK_NOT_READY and time.perf_counter() < deadline:
+                result = lib.vkGetFenceStatus(device, handle)
+            if result != VK_NOT_READY:
+                return result  # VK_SUCCESS, or the device's error
+        return self.lib.vkWaitForFences(self.device, 1, fence, 1, UINT64_MAX)
 
     def _fence_for(self, slot: int):
         """The slot's fence, to be reset for a submission: another one if a thread waits on it unlocked."""

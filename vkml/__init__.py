@@ -406,3 +406,7 @@ __all__ += [
     "memory_stats",
     "reset_peak_memory_stats",
 ]
+# ---------------------------------------------------------------------- small composites (vkml/frontend/tensor_api.py)
+from .frontend.tensor_api import addcdiv, addcmul, broadcast_to, clamp_max, clamp_min, positive, rsub, select  # noqa: E402
+
+__all__ += ["addcdiv", "addcmul", "broadcast_to", "clamp_max", "clamp_min", "positive", "rsub", "select"]

@@ -621,6 +621,11 @@ from .frontend import shape as _shape  # noqa: E402
 _shape.install_methods(Tensor)
 _construction.install_methods(Tensor)
 
+# Sizes in bytes, new_* constructors, strides, in-place comparisons, random fills (vkml/frontend/tensor_api.py).
+from .frontend import tensor_api as _tensor_api  # noqa: E402
+
+_tensor_api.install_methods(Tensor)
+
 # Statistics and scans (vkml/frontend/statistics.py, scans.py): methods with PyTorch's names.
 from .frontend import scans as _scans  # noqa: E402
 from .frontend import selection as _selection  # noqa: E402

@@ -82,7 +82,7 @@ def viewable(t, shape: tuple[int, ...]) -> bool:
         return True
     stack = ViewStack.contiguous(base.shape)
     for step in t._chain:
-        stack = _edit(stack, step)
+        stack = edit_stack(stack, step)
     return len(stack.views) == 1 and stack.top.reshape(tuple(shape)) is not None
 
 
@@ -103,7 +103,8 @@ def apply_step(t, step: tuple):
     return F._slice(t, step[1], step[2], step[3])
 
 
-def _edit(stack: ViewStack, step: tuple) -> ViewStack:
+def edit_stack(stack: ViewStack, step: tuple) -> ViewStack:
+    """``stack`` with view ``step`` applied (a tensor's ``_chain`` replayed on its owner's row-major stack)."""
     kind = step[0]
     if kind == "reshape":
         return stack.reshape(step[1])
@@ -152,7 +153,7 @@ def contiguous(t):
         return t
     stack = ViewStack.contiguous(base.shape)
     for step in t._chain:
-        stack = _edit(stack, step)
+        stack = edit_stack(stack, step)
     top = stack.top
     if len(stack.views) == 1 and top.mask is None and top.strides == contiguous_strides(top.shape):
         return t
@@ -358,8 +359,12 @@ def fill_(t, value):
     return t
 
 
-def _random_fill(t, op: str, make):
-    if not t.dtype.is_float:
+def fill_with(t, op: str, make, floats_only: bool = True):
+    """Write ``make()`` (built without recording, converted to ``t``'s dtype) into ``t``; returns ``t``.
+
+    For the random fills: their values depend on no tensor, so autograd sees a constant.
+    """
+    if floats_only and not t.dtype.is_float:
         raise DTypeError(f"'{op}' fills floating point tensors only, this one is {t.dtype.name}")
     check_writable(t)
     old = _alias(t)
@@ -371,14 +376,12 @@ def _random_fill(t, op: str, make):
 
 def uniform_(t, a: float, b: float, generator):
     """Uniform values in [a, b): a float32 draw in [0, 1) scaled, then converted to ``t``'s dtype."""
-    return _random_fill(
-        t, "uniform_", lambda: _random.rand(t.shape, generator=generator, device=t.device) * (b - a) + a
-    )
+    return fill_with(t, "uniform_", lambda: _random.rand(t.shape, generator=generator, device=t.device) * (b - a) + a)
 
 
 def normal_(t, mean: float, std: float, generator):
     """Normal values: a float32 standard normal draw times ``std`` plus ``mean``, converted to ``t``'s dtype."""
-    return _random_fill(t, "normal_", lambda: _random.randn(t.shape, generator=generator, device=t.device) * std + mean)
+    return fill_with(t, "normal_", lambda: _random.randn(t.shape, generator=generator, device=t.device) * std + mean)
 
 
 def detach_(t):

@@ -1,0 +1,626 @@
+"""Tensor attributes and small methods that PyTorch programs call, with PyTorch's names and rules.
+
+Sizes in bytes (``element_size``, ``nbytes``), the ``new_*`` constructors, strides as
+PyTorch reports them, ``clamp_min``/``clamp_max``, ``select``, ``addcmul``/``addcdiv``, the
+in-place comparisons and unary ops (``x.lt_(y)``, ``x.relu_()``), the random fills
+(``bernoulli_``, ``exponential_``, ``random_``, ``geometric_``, ``log_normal_``) and
+``unfold``. Each is a composite of the ops in ``operators.py``.
+
+>>> import vkml
+>>> x = vkml.zeros(2, 3)
+>>> x.new_ones(4).tolist(), x.element_size(), x.stride()
+([1.0, 1.0, 1.0, 1.0], 4, (3, 1))
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import DTypeError, ShapeError
+from ..graph import build as lazy
+from ..ir import types as T
+from . import construction as C
+from . import indexing, mutation, pointwise
+from . import operators as F
+from . import random as R
+from . import shape as S
+from .creation import _dtype, arange, full, tensor
+
+# Bytes of one element as PyTorch counts them (bool is one byte there, whatever a device stores).
+_ITEMSIZE = {"bool": 1}
+
+
+def _itemsize(dtype: T.DType) -> int:
+    return _ITEMSIZE.get(dtype.name, dtype.nbytes)
+
+
+# ---------------------------------------------------------------------- sizes
+
+
+def ndimension(self) -> int:
+    """The number of dims (``Tensor.dim()``'s older name)."""
+    return len(self.shape)
+
+
+def nelement(self) -> int:
+    """The number of elements (``Tensor.numel()``'s older name)."""
+    return self.numel()
+
+
+def element_size(self) -> int:
+    """Bytes of one element (bool: 1, as PyTorch).
+
+    >>> import vkml
+    >>> vkml.zeros(2, dtype=vkml.float16).element_size()
+    2
+    """
+    return _itemsize(self.dtype)
+
+
+def _itemsize_property(self) -> int:
+    return _itemsize(self.dtype)
+
+
+def _nbytes_property(self) -> int:
+    return self.numel() * _itemsize(self.dtype)
+
+
+# ---------------------------------------------------------------------- types
+
+_TYPE_NAMES = {
+    "FloatTensor": T.float32,
+    "HalfTensor": T.float16,
+    "LongTensor": T.int64,
+    "IntTensor": T.int32,
+    "BoolTensor": T.bool_,
+}
+for _name in ("DoubleTensor", "BFloat16Tensor", "ShortTensor", "CharTensor", "ByteTensor"):
+    _dtype_name = {
+        "DoubleTensor": "float64",
+        "BFloat16Tensor": "bfloat16",
+        "ShortTensor": "int16",
+        "CharTensor": "int8",
+        "ByteTensor": "uint8",
+    }[_name]
+    if hasattr(T, _dtype_name):  # the dtypes this build of vkml has
+        _TYPE_NAMES[_name] = getattr(T, _dtype_name)
+
+
+def type(self, dtype=None, non_blocking: bool = False, **kwargs):  # noqa: A001  (PyTorch's method name)
+    """With no argument, the tensor's type name (``'vkml.FloatTensor'``); with a dtype or a type name
+    (``'torch.FloatTensor'``, ``'torch.cuda.LongTensor'``), the tensor cast to it.
+
+    >>> import vkml
+    >>> vkml.ones(2).type(), vkml.ones(2).type("torch.LongTensor").dtype
+    ('vkml.FloatTensor', vkml.int64)
+    """
+    if dtype is None:
+        return f"vkml.{mutation.torch_name(self.dtype)}Tensor"
+    if isinstance(dtype, str):
+        name = dtype.rsplit(".", 1)[-1]
+        if name not in _TYPE_NAMES:
+            raise ValueError(f"invalid type: '{dtype}'")
+        dtype = _TYPE_NAMES[name]
+    target = _dtype(dtype)
+    return self if target is self.dtype else F.cast(self, target)
+
+
+def type_as(self, other):
+    """This tensor cast to ``other``'s dtype (itself when they agree)."""
+    node = F._tensor_node("type_as", other)
+    return self if node.dtype is self.dtype else F.cast(self, node.dtype)
+
+
+# ---------------------------------------------------------------------- new_* constructors
+
+
+def _size(op: str, size) -> tuple[int, ...]:
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    if any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) for s in size):
+        raise TypeError(f"{op}(): argument 'size' must be tuple of ints, but found {size!r}")
+    return tuple(int(s) for s in size)
+
+
+def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad: bool = False, **kwargs):
+    """A tensor of ``size`` filled with ``fill_value``, with this tensor's dtype and device unless given."""
+    return full(
+        _size("new_full", (size,)),
+        fill_value,
+        dtype=_dtype(dtype) or self.dtype,
+        device=device or self.device,
+        requires_grad=requires_grad,
+    )
+
+
+def new_zeros(self, *size, dtype=None, device=None, requires_grad: bool = False, **kwargs):
+    """Zeros of ``size`` with this tensor's dtype and device unless given.
+
+    >>> import vkml
+    >>> vkml.ones(2, dtype=vkml.int64).new_zeros(3).tolist()
+    [0, 0, 0]
+    """
+    return new_full(self, _size("new_zeros", size), 0, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def new_ones(self, *size, dtype=None, device=None, requires_grad: bool = False, **kwargs):
+    """Ones of ``size`` with this tensor's dtype and device unless given."""
+    return new_full(self, _size("new_ones", size), 1, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def new_empty(self, *size, dtype=None, device=None, requires_grad: bool = False, **kwargs):
+    """A tensor of ``size`` with this tensor's dtype and device; vkml's ``empty`` is zeros (documented there)."""
+    return C.empty(
+        *_size("new_empty", size),
+        dtype=_dtype(dtype) or self.dtype,
+        device=device or self.device,
+        requires_grad=requires_grad,
+    )
+
+
+def new_tensor(self, data, *, dtype=None, device=None, requires_grad: bool = False, **kwargs):
+    """``vkml.tensor(data)`` with this tensor's dtype and device unless given (a copy of tensor data)."""
+    if isinstance(data, F._tensor.Tensor):
+        data = data.detach().numpy()
+    return tensor(data, dtype=_dtype(dtype) or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+
+# ---------------------------------------------------------------------- strides
+
+
+def _torch_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Row-major strides as PyTorch computes them (a size-1 dim keeps the stride of the dims after it)."""
+    strides, acc = [], 1
+    for size in reversed(shape):
+        strides.append(acc)
+        acc *= max(size, 1)
+    return tuple(reversed(strides))
+
+
+def _compute_stride(old_shape, old_strides, new_shape):
+    """The strides of a view of (old_shape, old_strides) as ``new_shape``, by PyTorch's rule for
+    ``view``/``reshape`` (None when no view exists: then vkml's reshape copied, as PyTorch's)."""
+    if not old_shape:
+        return (1,) * len(new_shape)
+    if math.prod(old_shape) == 0:
+        return _torch_strides(new_shape)
+    new_strides = [0] * len(new_shape)
+    view_d = len(new_shape) - 1
+    chunk_base_stride = old_strides[-1]
+    tensor_numel = view_numel = 1
+    for tensor_d in reversed(range(len(old_shape))):
+        tensor_numel *= old_shape[tensor_d]
+        # A chunk ends where the dims before it are not laid out right after it.
+        if tensor_d == 0 or (
+            old_shape[tensor_d - 1] != 1 and old_strides[tensor_d - 1] != tensor_numel * chunk_base_stride
+        ):
+            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
+                new_strides[view_d] = view_numel * chunk_base_stride
+                view_numel *= new_shape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if tensor_d > 0:
+                chunk_base_stride = old_strides[tensor_d - 1]
+                tensor_numel = view_numel = 1
+    return tuple(new_strides) if view_d == -1 else None
+
+
+def _torch_layout(self) -> tuple[tuple[int, ...], int]:
+    """(strides, storage offset) as PyTorch reports them: the view steps from the owner replayed
+    with PyTorch's stride rules (vkml's own views keep what its kernels need, not these)."""
+    base = self._base
+    if base is None:
+        return _torch_strides(self.shape), 0
+    shape, strides, offset = tuple(base.shape), _torch_strides(base.shape), 0
+    for step in self._chain:
+        kind = step[0]
+        if kind == "slice":
+            starts, stops, steps = step[1], step[2], step[3]
+            offset += sum(start * st for start, st in zip(starts, strides))
+            shape = tuple(len(range(a, b, c)) for a, b, c in zip(starts, stops, steps))
+            strides = tuple(st * c for st, c in zip(strides, steps))
+        elif kind == "permute":
+            shape = tuple(shape[d] for d in step[1])
+            strides = tuple(strides[d] for d in step[1])
+        elif kind == "expand":
+            new_shape = tuple(step[1])
+            lead = len(new_shape) - len(shape)
+            strides = (0,) * lead + tuple(
+                0 if old == 1 and new != 1 else st for old, new, st in zip(shape, new_shape[lead:], strides)
+            )
+            shape = new_shape
+        else:  # reshape: a view only where the strides allow one (mutation.viewable)
+            new_shape = tuple(step[1])
+            found = _compute_stride(shape, strides, new_shape)
+            strides = found if found is not None else _torch_strides(new_shape)
+            shape = new_shape
+    return strides, offset
+
+
+def stride(self, dim=None):
+    """Elements between neighbours along each dim, as PyTorch reports them for this tensor's storage.
+
+    A view (a transpose, a slice, an expand: stride 0) has the strides of the tensor it views;
+    any other tensor is row-major.
+
+    >>> import vkml
+    >>> vkml.zeros(2, 3).t().stride(), vkml.zeros(3, 1).expand(3, 4).stride(1)
+    ((1, 3), 0)
+    """
+    strides = _torch_layout(self)[0]
+    if dim is None:
+        return strides
+    if not self.shape:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    return strides[lazy.normalize_dim("stride", dim, len(self.shape))]
+
+
+def storage_offset(self) -> int:
+    """Elements between the start of the storage and this tensor's first element (0 unless a view).
+
+    >>> import vkml
+    >>> vkml.zeros(4, 5)[1:, 2:].storage_offset()
+    7
+    """
+    return _torch_layout(self)[1]
+
+
+def is_contiguous(self, memory_format=None) -> bool:
+    """Whether the elements sit in row-major order in the storage (size-1 dims ignored, as PyTorch).
+
+    >>> import vkml
+    >>> x = vkml.zeros(2, 3)
+    >>> x.is_contiguous(), x.t().is_contiguous(), x[1:].is_contiguous()
+    (True, False, True)
+    """
+    if self._base is None or self.numel() == 0:
+        return True
+    strides = _torch_layout(self)[0]
+    expected = _torch_strides(self.shape)
+    return all(size <= 1 or st == want for st, want, size in zip(strides, expected, self.shape))
+
+
+def H(self):  # noqa: N802  (PyTorch's property name)
+    """The conjugate transpose of a matrix: its transpose, for real tensors."""
+    if len(self.shape) != 2:
+        raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {len(self.shape)}-D tensor.")
+    return F.transpose(self, 0, 1)
+
+
+def mH(self):  # noqa: N802
+    """The conjugate transpose of the last two dims: ``mT``, for real tensors."""
+    if len(self.shape) < 2:
+        raise RuntimeError(
+            f"tensor.mH is only supported on matrices or batches of matrices. Got {len(self.shape)}-D tensor."
+        )
+    return F.transpose(self, -2, -1)
+
+
+# ---------------------------------------------------------------------- small composites
+
+
+def clamp_min(input, min):
+    """``clamp(input, min=min)``.
+
+    >>> import vkml
+    >>> vkml.clamp_min(vkml.tensor([-1.0, 2.0]), 0.0).tolist()
+    [0.0, 2.0]
+    """
+    return F.clamp(input, min=min)
+
+
+def clamp_max(input, max):
+    """``clamp(input, max=max)``."""
+    return F.clamp(input, max=max)
+
+
+def select(input, dim: int, index: int):
+    """The slice at ``index`` of ``dim``, that dim removed (a view, as ``input[..., index, ...]``).
+
+    >>> import vkml
+    >>> vkml.select(vkml.arange(6).reshape(2, 3), 1, -1).tolist()
+    [2, 5]
+    """
+    node = F._tensor_node("select", input)
+    if not node.shape:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = lazy.normalize_dim("select", dim, len(node.shape))
+    if isinstance(index, F._tensor.Tensor):
+        index = index.item()
+    size = node.shape[d]
+    if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
+        raise TypeError(f"select(): argument 'index' must be int, not {index.__class__.__name__}")
+    if not -size <= index < size:
+        raise IndexError(f"select(): index {index} out of range for tensor of size {list(node.shape)} at dimension {d}")
+    return input[(slice(None),) * d + (int(index),)]
+
+
+def addcmul(input, tensor1, tensor2, *, value=1):
+    """``input + value * tensor1 * tensor2``, as ``input + (value * t1) * t2``.
+
+    Divergence from PyTorch: its kernels fuse the last product into the sum (one rounding,
+    an FMA on CPU and CUDA); vkml rounds the product first, as no exact fused multiply-add
+    exists on every Vulkan device. The result may differ from PyTorch's by half an ulp of
+    the product ``value * t1 * t2``.
+
+    >>> import vkml
+    >>> vkml.addcmul(vkml.ones(2), vkml.tensor([1.0, 2.0]), vkml.tensor([3.0, 4.0]), value=0.5).tolist()
+    [2.5, 5.0]
+    """
+    return F.add(input, F.mul(F.mul(value, tensor1), tensor2))
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    """``input + value * tensor1 / tensor2``, evaluated as PyTorch's kernels do: ``(value * t1) / t2``.
+
+    Integer ``tensor1`` and ``tensor2`` raise, as in PyTorch (true division of integers is not
+    supported there).
+    """
+    nodes = [F._tensor_node("addcdiv", t) for t in (tensor1, tensor2)]
+    if all(not n.dtype.is_float for n in nodes):
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform "
+            "a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as "
+            "(input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as "
+            "(input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the "
+            "latter implementation: (input + value * tensor1 / tensor2), for all dtypes."
+        )
+    return F.add(input, F.div(F.mul(value, tensor1), tensor2))
+
+
+def rsub(input, other, *, alpha=1):
+    """``other - alpha * input`` (PyTorch's reversed subtraction).
+
+    With ``alpha`` other than 1, PyTorch fuses the product into the difference (as its ``add``
+    and ``sub`` with ``alpha`` do); vkml rounds it first: within half an ulp of ``alpha * input``.
+    """
+    return F.sub(other, input if alpha == 1 else F.mul(input, alpha))
+
+
+def positive(input):
+    """``input`` itself (``+x``); bool tensors raise, as in PyTorch."""
+    node = F._tensor_node("positive", input)
+    if node.dtype is T.bool_:
+        raise TypeError(
+            "The `+` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` "
+            "or `logical_not()` operator instead."
+        )
+    return input
+
+
+def broadcast_to(input, size):
+    """``input.expand(size)`` (``-1`` keeps a dim)."""
+    return F.expand(input, *(size if isinstance(size, (tuple, list)) else (size,)))
+
+
+def sum_to_size(self, *size):
+    """The sum of this tensor over the dims it was broadcast along from ``size`` (a gradient's reduction).
+
+    >>> import vkml
+    >>> vkml.ones(2, 3).sum_to_size(1, 3).tolist()
+    [[2.0, 2.0, 2.0]]
+    """
+    size = _size("sum_to_size", size)
+    shape = tuple(self.shape)
+    if len(size) > len(shape) or any(s not in (1, have) for s, have in zip(size, shape[len(shape) - len(size) :])):
+        raise RuntimeError(
+            f"size {{{', '.join(map(str, size))}}} is not expandable to size {{{', '.join(map(str, shape))}}}."
+        )
+    lead = len(shape) - len(size)
+    dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(size) if s == 1 and shape[lead + i] != 1)
+    out = F.sum(self, dims, keepdim=True) if dims else self
+    return F.reshape(out, *size)
+
+
+def unfold(self, dimension: int, size: int, step: int):
+    """Every window of ``size`` elements along ``dimension``, ``step`` apart, as a new last dim.
+
+    Divergence: PyTorch returns a view; vkml returns the same values as a tensor of its own,
+    so a write into the result does not reach ``self`` (overlapping windows are rarely written
+    through; PyTorch refuses many such writes). Stated on docs/mutation.md.
+
+    >>> import vkml
+    >>> vkml.arange(5).unfold(0, 2, 2).tolist()
+    [[0, 1], [2, 3]]
+    """
+    node = F._tensor_node("unfold", self)
+    ndim = len(node.shape)
+    d = lazy.normalize_dim("unfold", dimension, max(ndim, 1))
+    length = node.shape[d] if ndim else 1
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    if size < 0 or size > length:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {length} but size is {size}")
+    source = self if ndim else F.reshape(self, 1)
+    windows = (length - size) // step + 1
+    # Window i, element j reads position i * step + j of the dim: one index_select, so the
+    # gradient (index_select's: a sum of every window's share back into its positions) follows.
+    starts = F.mul(arange(windows, device=self.device), step)
+    index = F.add(F.reshape(starts, windows, 1), F.reshape(arange(size, device=self.device), 1, size))
+    picked = indexing.index_select(source, d, F.reshape(index, windows * size))
+    shape = tuple(source.shape)
+    picked = F.reshape(picked, *shape[:d], windows, size, *shape[d + 1 :])
+    return S.movedim(picked, d + 1, -1) if d + 1 != len(shape) else picked
+
+
+# ---------------------------------------------------------------------- in-place forms
+
+
+def _inplace(name: str, fn):
+    def method(self, *args, **kwargs):
+        return mutation.inplace(self, name, lambda t, *a: fn(t, *a, **kwargs), *args)
+
+    method.__name__ = name
+    method.__doc__ = f"In-place ``{name[:-1]}``: the result written into this tensor, which is returned."
+    return method
+
+
+_COMPARISONS = {"lt": F.lt, "le": F.le, "gt": F.gt, "ge": F.ge, "eq": F.eq, "ne": F.ne}
+_UNARY = ("relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs", "sign", "reciprocal")
+
+
+# ---------------------------------------------------------------------- random fills
+
+
+def bernoulli_(self, p=0.5, *, generator=None):
+    """1 with probability ``p`` (a number or a tensor), else 0, in this tensor's dtype."""
+    if isinstance(p, F._tensor.Tensor):
+        probs = p
+    else:
+        if not 0 <= p <= 1:
+            raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+        probs = float(p)
+    return mutation.fill_with(
+        self, "bernoulli_", lambda: F.lt(R.rand(self.shape, generator=generator, device=self.device), probs), False
+    )
+
+
+def exponential_(self, lambd: float = 1.0, *, generator=None):
+    """Exponential values with rate ``lambd``: ``-log(1 - u) / lambd`` for a uniform ``u`` in [0, 1)."""
+    if not lambd > 0:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
+
+    def make():
+        u = R.rand(self.shape, generator=generator, device=self.device)
+        return F.div(F.neg(F.log(F.sub(1.0, u))), float(lambd))
+
+    return mutation.fill_with(self, "exponential_", make, True)
+
+
+def geometric_(self, p: float, *, generator=None):
+    """Geometric values (trials until the first success, at least 1) with success probability ``p``."""
+    if not 0 < p < 1:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+
+    def make():
+        u = R.rand(self.shape, generator=generator, device=self.device)
+        trials = pointwise.ceil(F.div(F.log(F.sub(1.0, u)), math.log1p(-p)))
+        return F.clamp(trials, min=1.0)
+
+    return mutation.fill_with(self, "geometric_", make, False)
+
+
+def log_normal_(self, mean: float = 1.0, std: float = 2.0, *, generator=None):
+    """``exp`` of normal values with ``mean`` and ``std``."""
+    if not std > 0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
+    make = lambda: F.exp(F.add(F.mul(R.randn(self.shape, generator=generator, device=self.device), std), mean))  # noqa: E731
+    return mutation.fill_with(self, "log_normal_", make, True)
+
+
+def _span_limit(dtype: T.DType) -> int:
+    """One past the largest value ``random_()`` draws for ``dtype`` without bounds (PyTorch's rule)."""
+    if dtype.is_float:
+        return (1 << {"float16": 11, "bfloat16": 8, "float64": 53}.get(dtype.name, 24)) + 1
+    if dtype is T.bool_:
+        return 2
+    return int(np.iinfo(dtype.np).max) + 1
+
+
+def random_(self, from_=0, to=None, *, generator=None, **kwargs):
+    """Uniform integers in ``[from, to - 1]``; ``random_(to)`` starts at 0; with no bound, from 0 to
+    the dtype's largest integer (floats: its largest exact one, 2^24 for float32).
+
+    Also spelt ``random_(from=..., to=...)`` as in PyTorch.
+    """
+    if "from" in kwargs:
+        from_ = kwargs.pop("from")
+    if kwargs:
+        raise TypeError(f"random_() got unexpected keyword arguments {sorted(kwargs)}")
+    if to is None and from_ != 0:
+        from_, to = 0, from_
+    high = _span_limit(self.dtype) if to is None else int(to)
+    low = int(from_)
+    if high <= low:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+
+    def make():
+        if high - low <= 1 << 48:  # randint draws these exactly
+            return C.randint(low, high, tuple(self.shape), generator=generator, dtype=T.int64, device=self.device)
+        return F.add(_wide_draw(tuple(self.shape), high - low, generator, self.device), low)
+
+    return mutation.fill_with(self, "random_", make, False)
+
+
+def _wide_draw(shape, span: int, generator, device):
+    """A uniform integer in ``[0, span)`` for ``2^48 < span <= 2^63``: 63 random bits from three
+    24-bit draws, reduced modulo ``span`` (a bias below span / 2^63)."""
+    d1, d2, d3 = (C.randint(0, 1 << 24, shape, generator=generator, dtype=T.int64, device=device) for _ in range(3))
+    bits = F.add(F.add(F.mul(pointwise.remainder(d1, 1 << 15), 1 << 48), F.mul(d2, 1 << 24)), d3)  # < 2^63: no wrap
+    return bits if span == 1 << 63 else pointwise.remainder(bits, span)
+
+
+# ---------------------------------------------------------------------- installing
+
+FUNCTIONS = ["clamp_min", "clamp_max", "select", "addcmul", "addcdiv", "rsub", "positive", "broadcast_to"]
+
+_METHODS = [
+    "ndimension",
+    "nelement",
+    "element_size",
+    "type",
+    "type_as",
+    "new_full",
+    "new_zeros",
+    "new_ones",
+    "new_empty",
+    "new_tensor",
+    "stride",
+    "storage_offset",
+    "is_contiguous",
+    "sum_to_size",
+    "unfold",
+    "bernoulli_",
+    "exponential_",
+    "geometric_",
+    "log_normal_",
+    "random_",
+    *FUNCTIONS,
+]
+
+
+def install_methods(cls) -> None:
+    """Give ``Tensor`` this module's methods, properties and in-place forms."""
+    module = globals()
+    for name in _METHODS:
+        if name not in cls.__dict__:
+            setattr(cls, name, module[name])
+    cls.itemsize = property(_itemsize_property)
+    cls.nbytes = property(_nbytes_property)
+    cls.H = property(H)
+    cls.mH = property(mH)
+    for name, fn in (
+        ("clamp_min_", clamp_min),
+        ("clamp_max_", clamp_max),
+        ("addcmul_", addcmul),
+        ("addcdiv_", addcdiv),
+    ):
+        setattr(cls, name, _inplace(name, fn))
+    for name, fn in _COMPARISONS.items():
+        setattr(cls, name + "_", _inplace(name + "_", fn))
+    for name in _UNARY:
+        if name + "_" not in cls.__dict__ and hasattr(F, name):
+            setattr(cls, name + "_", _inplace(name + "_", getattr(F, name)))
+    cls.is_floating_point = lambda self: self.dtype.is_float
+    cls.is_complex = lambda self: False
+    cls.is_sparse = property(lambda self: False)
+    cls.pin_memory = _pin_memory
+    cls.share_memory_ = _share_memory_
+    cls.is_pinned = lambda self, device=None: False
+
+
+def _pin_memory(self, device=None):
+    """The tensor itself: vkml's uploads go through its own staging memory, so pinning has no effect."""
+    return self
+
+
+def _share_memory_(self):
+    """The tensor itself: a vkml tensor's memory is never copied between processes (DataLoader
+    workers send batches back as arrays)."""
+    return self
+
+
+assert DTypeError and ShapeError  # re-exported for the checks above

@@ -478,8 +478,8 @@ class Tensor:
     def scatter_(self, dim: int, index, src=None, *, value=None, reduce=None) -> Tensor:
         return indexing.scatter_(self, dim, index, src, value, reduce)
 
-    def scatter(self, dim: int, index, src=None, *, value=None) -> Tensor:
-        return indexing.scatter(self, dim, index, src, value)
+    def scatter(self, dim: int, index, src=None, *, value=None, reduce=None) -> Tensor:
+        return indexing.scatter(self, dim, index, src, value, reduce=reduce)
 
     def scatter_add_(self, dim: int, index, src) -> Tensor:
         return indexing.scatter_add_(self, dim, index, src)
@@ -493,7 +493,7 @@ class Tensor:
     def index_select(self, dim: int, index) -> Tensor:
         return indexing.index_select(self, dim, index)
 
-    def take_along_dim(self, indices, dim: int) -> Tensor:
+    def take_along_dim(self, indices, dim: int | None = None) -> Tensor:
         return indexing.take_along_dim(self, indices, dim)
 
     def nonzero(self, *, as_tuple: bool = False):
@@ -629,3 +629,9 @@ from .frontend import statistics as _statistics  # noqa: E402
 for _module in (_statistics, _scans, _selection):
     for _name in _module.TENSOR_METHODS:
         setattr(Tensor, _name, getattr(_module, _name))
+
+# Scatter reductions, index_*, masked_select/masked_scatter, take/put (vkml/frontend/index_ops.py).
+from .frontend import index_ops as _index_ops  # noqa: E402
+
+for _name in _index_ops.TENSOR_METHODS:
+    setattr(Tensor, _name, getattr(_index_ops, _name))

@@ -335,8 +335,11 @@ def index_copy_(input, dim: int, index, source):
 
 
 def index_reduce(input, dim: int, index, source, reduce: str, *, include_self: bool = True):
-    """``input`` with the slices of ``source`` combined into the slices ``index`` names by ``reduce``
-    ('prod', 'mean', 'amax', 'amin'), as torch.index_reduce; in index order (float16 rounds each step)."""
+    """``input`` with ``source``'s slices combined into the slices ``index`` names, as torch.index_reduce.
+
+    ``reduce`` is 'prod', 'mean', 'amax' or 'amin'; repeated indices combine in index order
+    (float16 rounds after each step, as PyTorch's CPU).
+    """
     if reduce not in _INDEX_REDUCES:
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
     _check_bool_arg("index_reduce", "include_self", include_self)
@@ -355,8 +358,11 @@ def index_reduce_(input, dim: int, index, source, reduce: str, *, include_self: 
 
 
 def index_fill(input, dim: int, index, value):
-    """``input`` with ``value`` (a number or a 0-dim tensor) in the slices ``index`` names along ``dim``;
-    negative indices count from the end, as torch.index_fill. Lazy after the index is read back."""
+    """``input`` with ``value`` in the slices ``index`` names along ``dim``, as torch.index_fill.
+
+    ``value`` is a number or a 0-dim tensor; negative indices count from the end. Lazy once the
+    index is read back (a select with a mask along ``dim``).
+    """
     if isinstance(value, _tensor.Tensor) and value.ndim != 0:
         raise RuntimeError(
             f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with {value.ndim} dimension(s)."
@@ -409,8 +415,10 @@ def masked_select(input, mask):
 
 
 def masked_scatter(input, mask, source):
-    """``input`` with the elements where ``mask`` holds replaced by the first elements of ``source``, in
-    row-major order, as torch.masked_scatter (``mask`` and ``input`` broadcast together)."""
+    """``input`` with the elements where ``mask`` holds replaced by ``source``'s first ones, as torch.masked_scatter.
+
+    In row-major order; ``mask`` and ``input`` broadcast together. The mask is read back.
+    """
     m = _mask_array(
         "masked_scatter", mask, "masked_scatter_ only supports boolean masks, but got mask with dtype {dtype}"
     )
@@ -498,7 +506,7 @@ def argwhere(input):
 
 
 def index_put(input, indices, values, accumulate: bool = False):
-    """Out-of-place ``index_put_``, as torch.index_put."""
+    """``input`` with ``values`` written (added, with ``accumulate``) at ``indices``, as torch.index_put."""
     return _ix.index_put_(F.clone(input), indices, values, accumulate)
 
 

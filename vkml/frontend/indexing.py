@@ -369,8 +369,10 @@ def gather(input, dim: int, index):
 
 
 def take_along_dim(input, indices, dim: int | None = None):
-    """``gather`` with ``indices`` broadcast against ``input`` outside ``dim``, negative indices counted from the end;
-    with ``dim=None``, of both flattened."""
+    """``gather`` with ``indices`` broadcast against ``input`` outside ``dim``, as torch.take_along_dim.
+
+    Negative indices count from the end; with ``dim=None``, of both flattened.
+    """
     if dim is None:
         return take_along_dim(F.reshape(input, -1), F.reshape(indices, -1), 0)
     d = lazy.normalize_dim("take_along_dim", dim, input.ndim)
@@ -449,15 +451,20 @@ def _leading(src, shape: tuple[int, ...]):
 
 
 def scatter(input, dim: int, index, src=None, value=None, *, reduce=None):
-    """Out-of-place ``scatter_``, as torch.scatter (``src`` may be a number, as PyTorch's ``value``)."""
+    """``input`` with ``src`` (a tensor or a number) written at ``index`` along ``dim``, as torch.scatter."""
     return scatter_(F.clone(input), dim, index, src, value, reduce)
 
 
 def scatter_add(input, dim: int, index, src):
+    """Out-of-place ``scatter_add_``, as torch.scatter_add: repeated positions add in index order after the old value."""
     return scatter_add_(F.clone(input), dim, index, src)
 
 
 def nonzero(input, *, as_tuple: bool = False):
+    """The indices of the nonzero elements, one row each (int64), as torch.nonzero.
+
+    With ``as_tuple``, one tensor per dim. The input is read back (the result's shape depends on it).
+    """
     values = input.numpy()
     if as_tuple:
         if values.ndim == 0:  # PyTorch reads a 0-dim tensor as 1-D here

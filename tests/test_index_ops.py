@@ -27,6 +27,7 @@ INTS = RNG.integers(-9, 9, (4, 5))
 TIES = np.array([[1.0, 2.0, 2.0, -1.0, 0.0]], np.float32)  # amax/amin ties for the gradient split
 NANS = np.array([1.0, np.nan, 3.0, 0.0], np.float32)
 HALF = np.array([2048.0, 1.0], np.float16)
+BOOLS = np.array([True, False, False, True])
 
 
 class Lib:
@@ -127,6 +128,21 @@ CASES = {
     "index_put": lambda m: m.lib.index_put(m(X), (m([0, 0, 3]), m([1, 1, 2])), m([1.0, 2.0, 3.0])),
     "index_select method negative dim": lambda m: m(X).index_select(-1, m([4, 0, 4])),
     "repeat_interleave tensor": lambda m: m(X).repeat_interleave(m([1, 0, 2, 1]), dim=0, output_size=4),
+    **{
+        f"bool scatter_reduce {r}": (
+            lambda m, r=r: m(BOOLS).scatter_reduce(0, m([1, 1, 2, 2]), m([True, True, False, True]), r)
+        )
+        for r in ("sum", "prod", "amax", "amin")
+    },
+    "bool index_add": lambda m: m(BOOLS).index_add(0, m([1, 1]), m([True, False])),
+    "bool put accumulate": lambda m: m(BOOLS).put(m([1, 2]), m([True, False]), accumulate=True),
+    "bool scatter multiply": lambda m: m(BOOLS).scatter(0, m([0, 0]), m([True, False]), reduce="multiply"),
+    "gather 0-d": lambda m: m.lib.gather(m(np.float32(5)), 0, m(0)),
+    "gather 0-d input, 1-d index": lambda m: m.lib.gather(m(np.float32(5)), -1, m([0, 0])),
+    "scatter_reduce 0-d": lambda m: m(np.float32(5)).scatter_reduce(0, m(0), m(np.float32(1)), "sum"),
+    "scatter 0-d repeated": lambda m: m(np.float32(5)).scatter(0, m([0, 0]), m([1.0, 2.0])),
+    "scatter_add 0-d": lambda m: m(np.float32(5)).scatter_add(0, m(0), m(np.float32(1))),
+    "index_select 0-d": lambda m: m(np.float32(5)).index_select(0, m([0])),
 }
 
 
@@ -388,6 +404,16 @@ ERRORS = {
     "put out of range": (lambda m: m(X).put(m([20]), m([1.0])), IndexError, "index 20 on a tensor of 20"),
     "put count": (lambda m: m(X).put(m([0, 1]), m([1.0, 2.0, 3.0])), IndexError, "same number of elements"),
     "put dtype": (lambda m: m(X).put(m([0]), m([1])), RuntimeError, "same"),
+    "gather dims": (lambda m: m(X).gather(0, m([0])), RuntimeError, "same number of dimensions"),
+    "index_select 0-d two": (lambda m: m(np.float32(5)).index_select(0, m([0, 0])), RuntimeError, "only 1 value"),
+    "index_select 0-d out of range": (lambda m: m(np.float32(5)).index_select(0, m([1])), IndexError, "index 1"),
+    "take_along_dim 0-d": (lambda m: m.lib.take_along_dim(m(np.float32(5)), m(0), 0), IndexError, "no dimensions"),
+    "bool scatter_reduce mean": (
+        lambda m: m(BOOLS).scatter_reduce(0, m([0]), m([True]), "mean"),
+        NotImplementedError,
+        "bool",
+    ),
+    "bool index_reduce": (lambda m: m(BOOLS).index_reduce(0, m([0]), m([True]), "amax"), NotImplementedError, "bool"),
 }
 
 

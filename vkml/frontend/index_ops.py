@@ -231,6 +231,8 @@ def scatter_reduce(input, dim: int, index, src, reduce: str, *, include_self: bo
     _check_reduce("scatter_reduce", reduce, _SCATTER_REDUCES)
     _check_bool_arg("scatter_reduce", "include_self", include_self)
     _same_dtype("scatter_reduce", input, src, "src")
+    if reduce == "mean" and input.dtype is T.bool_:
+        raise NotImplementedError("scatter_reduce(): reduce='mean' is not implemented for bool tensors, as in PyTorch")
     _, flat = _ix._dim_plan("scatter_reduce", input, dim, index)
     if flat.size == 0:
         return F.clone(input)
@@ -344,6 +346,8 @@ def index_reduce(input, dim: int, index, source, reduce: str, *, include_self: b
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
     _check_bool_arg("index_reduce", "include_self", include_self)
     _same_dtype("index_reduce_", input, source)
+    if input.dtype is T.bool_:
+        raise NotImplementedError("index_reduce(): not implemented for bool tensors, as in PyTorch")
     flat = _index_dim_plan("index_reduce_", input, dim, index, source, negative=False, error=IndexError)
     if flat.size == 0:
         return F.clone(input)

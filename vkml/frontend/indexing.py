@@ -82,6 +82,8 @@ def combine_kernel(mode: str, wide: bool):
             acc_t = T.float32 if short else base.dtype
 
             def step(a, v):
+                if base.dtype is T.bool_:  # PyTorch's bool arithmetic: a sum or max is "any", a product or min "all"
+                    return (a | v) if mode in ("sum", "amax") else (a & v)
                 if mode == "sum":
                     r = a + v
                 elif mode == "prod":
@@ -340,26 +342,29 @@ def _dim_plan(op: str, input, dim: int, index, negative: bool = False) -> tuple[
     """(dim, positions) for gather and scatter: the flat position in ``input`` that ``index`` names along ``dim``."""
     if not isinstance(index, _tensor.Tensor) or index.dtype not in (T.int64, T.int32):
         raise TypeError(f"'{op}': index must be an int64 tensor, got {getattr(index, 'dtype', type(index).__name__)}")
-    if input.ndim == 0 or index.ndim != input.ndim:
+    # a 0-dim tensor counts as one of shape (1,), as in PyTorch
+    in_shape, ix_shape = input.shape or (1,), index.shape or (1,)
+    if len(ix_shape) != len(in_shape):
         raise RuntimeError(
-            f"'{op}': index ({index.ndim} dims) and input ({input.ndim} dims) must have the same number of dims, at least 1"
+            f"'{op}': Index tensor must have the same number of dimensions as input tensor "
+            f"(index: {index.ndim} dims, input: {input.ndim})"
         )
     d = lazy.normalize_dim(op, dim, input.ndim)
-    idx = index.numpy().astype(np.int64)
-    size = input.shape[d]
+    idx = index.numpy().astype(np.int64).reshape(ix_shape)
+    size = in_shape[d]
     bad = ((idx < -size) if negative else (idx < 0)) | (idx >= size)
     if bad.any():
         raise RuntimeError(f"'{op}': index {int(idx[bad][0])} is out of bounds for dimension {d} with size {size}")
     idx = np.where(idx < 0, idx + size, idx)
     for k in range(idx.ndim):
-        if k != d and idx.shape[k] > input.shape[k]:
+        if k != d and idx.shape[k] > in_shape[k]:
             raise RuntimeError(
-                f"'{op}': index of shape {tuple(idx.shape)} is larger than the input's {input.shape} in dim {k}"
+                f"'{op}': index of shape {tuple(index.shape)} is larger than the input's {input.shape} in dim {k}"
             )
-    strides = np.array([math.prod(input.shape[k + 1 :]) for k in range(input.ndim)], dtype=np.int64)
+    strides = np.array([math.prod(in_shape[k + 1 :]) for k in range(len(in_shape))], dtype=np.int64)
     grids = np.indices(idx.shape, dtype=np.int64)
     grids[d] = idx
-    return d, np.tensordot(strides, grids, axes=1).astype(np.int64).reshape(idx.shape)
+    return d, np.tensordot(strides, grids, axes=1).astype(np.int64).reshape(index.shape)
 
 
 def gather(input, dim: int, index):
@@ -375,6 +380,8 @@ def take_along_dim(input, indices, dim: int | None = None):
     """
     if dim is None:
         return take_along_dim(F.reshape(input, -1), F.reshape(indices, -1), 0)
+    if input.ndim == 0:
+        raise IndexError(f"'take_along_dim': Dimension specified as {dim} but tensor has no dimensions")
     d = lazy.normalize_dim("take_along_dim", dim, input.ndim)
     if indices.ndim != input.ndim:
         raise RuntimeError(
@@ -399,7 +406,13 @@ def index_select(input, dim: int, index):
         raise TypeError("'index_select': index must be a 1-D int64 or int32 tensor")
     d = lazy.normalize_dim("index_select", dim, input.ndim)
     values = index.numpy().reshape(-1).astype(np.int64)
-    size = input.shape[d] if input.ndim else 1
+    if input.ndim == 0:  # PyTorch: a scalar takes one index, 0, and stays a scalar
+        if values.size != 1:
+            raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {values.size} value(s)")
+        if values[0] != 0:
+            raise IndexError(f"'index_select': index {int(values[0])} is out of range for a 0-dim tensor")
+        return take_positions(input, np.zeros((), np.int64))
+    size = input.shape[d]
     bad = (values < 0) | (values >= size)
     if bad.any():
         raise RuntimeError(

@@ -239,8 +239,8 @@ G.RULES["index"] = _take_positions_grad
 
 
 def scatter_add_positions(base, flat: np.ndarray, values, wide: bool = True):
-    """``base`` with ``values[i]`` added at flat position ``flat[i]``, in index order (float16: in float32,
-    rounded once; with ``wide=False`` rounded after each add)."""
+    """``base`` with ``values[i]`` added at flat position ``flat[i]`` (skipped where -1), in index order
+    (float16: in float32, rounded once; with ``wide=False`` rounded after each add)."""
     if flat.size == 0:
         return base
     readers = _Readers(flat, base.numel())

@@ -260,6 +260,19 @@ def test_gradients_match_torch_and_cpu_matches_vulkan(name, gpu):
         assert _same_bits(c, v), (name, c, v)
 
 
+def test_src_beyond_a_smaller_index_gets_zero_gradient():
+    # PyTorch's backward refuses this case (ScatterReduceBackward0 returns the index's shape); the
+    # part of src the index pairs with gets PyTorch's gradient of the same op on that part, the rest 0
+    x, src = torch.tensor(X, requires_grad=True), torch.tensor(SRC[:2, :3].copy(), requires_grad=True)
+    x.scatter_reduce(0, torch.tensor(IDX0[:2, :3]), src, "mean", include_self=False).sum().backward()
+    vx, vsrc = vkml.tensor(X, requires_grad=True), vkml.tensor(SRC, requires_grad=True)
+    vx.scatter_reduce(0, vkml.tensor(IDX0[:2, :3]), vsrc, "mean", include_self=False).sum().backward()
+    np.testing.assert_array_equal(vx.grad.numpy(), x.grad.numpy())
+    want = np.zeros_like(SRC)
+    want[:2, :3] = src.grad.numpy()
+    np.testing.assert_array_equal(vsrc.grad.numpy(), want)
+
+
 def test_repeated_indices_combine_in_index_order():
     # float32 sums that depend on the order: (1 - 2^24) + 2^24 is 1, (2^24 + 1) - 2^24 is 0 (2^24 + 1 rounds)
     big = 2.0**24

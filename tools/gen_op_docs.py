@@ -1233,7 +1233,8 @@ EXTRA.update(
             special="'amax'/'amin': a NaN wins; of equal values (+0 and -0 too) the one already there stays, as "
             "PyTorch's CPU. Without `include_self` a position starts from the identity (+0 for 'sum' and 'mean', "
             "so a sum of -0.0 is +0.0, as PyTorch).",
-            divergence=_UNSPECIFIED,
+            divergence=_UNSPECIFIED + " With an index smaller than `src`, `src`'s elements beyond it get a zero "
+            "gradient; PyTorch's backward raises there (a gradient of the index's shape).",
             gradient="PyTorch's formulas: 'sum' and 'mean' spread the gradient (divided by the count); "
             "'amax'/'amin' share it evenly among the elements equal to the result; 'prod' gives each element the "
             "product of the others (the result divided by it, or exactly where it is the only zero).",

@@ -76,10 +76,6 @@ def _const(array: np.ndarray, device):
     return F._from_numpy(np.ascontiguousarray(array), device)
 
 
-def _scalar(value, dtype: T.DType, device):
-    return F._wrap(lazy.const_node(value, dtype, (), device))
-
-
 def _touched(flat: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     mask = np.zeros(math.prod(shape), dtype=np.bool_)
     mask[flat.reshape(-1)] = True

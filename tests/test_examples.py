@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -37,3 +39,39 @@ def test_cnn_classifier(gpu):
     assert "batches tracked: 4 |" in on_cpu and "(0): Conv2d(1, 8, kernel_size=(3, 3)" in on_cpu
     # The same bits on Vulkan: every printed loss is the same.
     assert _run("cnn_classifier.py", "--steps", "4", "--device", gpu.name) == on_cpu
+
+
+def _numbers(text: str) -> list[float]:
+    return [float(v) for v in re.findall(r"-?\d+\.\d+", text)]
+
+
+def test_sgd_inplace(gpu):
+    on_cpu = _run("sgd_inplace.py", "--steps", "6")
+    first, last = map(float, re.search(r"loss: (\S+) -> (\S+)", on_cpu).groups())
+    assert last < first
+    # .data writes do not count in the version (PyTorch's): two in-place updates a step, 6 steps
+    assert "w1 version 6, leaf True, grad zero True" in on_cpu
+    assert _run("sgd_inplace.py", "--steps", "6", "--device", gpu.name) == on_cpu  # the same bits
+    on_torch = _run("sgd_inplace.py", "--steps", "6", "--torch")
+    assert on_torch.splitlines()[-2:-1] == on_cpu.splitlines()[-2:-1]  # versions, leaf, grads zeroed
+    np.testing.assert_allclose(_numbers(on_cpu), _numbers(on_torch), rtol=1e-4, atol=1e-6)
+
+
+def test_char_sampler(gpu):
+    args = ("--steps", "8", "--samples", "3")
+    on_cpu = _run("char_sampler.py", *args)
+    first, last = map(float, re.search(r"loss: (\S+) -> (\S+)", on_cpu).groups())
+    assert last < first
+    assert _run("char_sampler.py", *args, "--device", gpu.name) == on_cpu  # the same bits, the same samples
+    on_torch = _run("char_sampler.py", *args, "--torch")
+    # counts, nll and losses as PyTorch's; the samples differ (another generator) but use the alphabet
+    assert on_cpu.splitlines()[1] == on_torch.splitlines()[1]
+    assert (
+        re.search(r"bigram pairs (\d+), distinct (\d+)", on_cpu).groups()
+        == re.search(r"bigram pairs (\d+), distinct (\d+)", on_torch).groups()
+    )
+    numbers = [line for line in on_cpu.splitlines() if not line.startswith("samples")]
+    torch_numbers = [line for line in on_torch.splitlines() if not line.startswith("samples")]
+    np.testing.assert_allclose(_numbers("\n".join(numbers)), _numbers("\n".join(torch_numbers)), rtol=1e-5)
+    samples = on_cpu.splitlines()[-1].removeprefix("samples: ").split(" ")
+    assert len(samples) == 3 and all(set(s) <= set("abcdefghijklmnopqrstuvwxyz") for s in samples)

@@ -410,3 +410,10 @@ __all__ += [
 from .frontend.tensor_api import addcdiv, addcmul, broadcast_to, clamp_max, clamp_min, positive, rsub, select  # noqa: E402
 
 __all__ += ["addcdiv", "addcmul", "broadcast_to", "clamp_max", "clamp_min", "positive", "rsub", "select"]
+# Scatter reductions, index_*, masked_select/masked_scatter, take/put (vkml/frontend/index_ops.py)
+from .frontend import index_ops as _index_ops  # noqa: E402
+
+for _name in _index_ops.FUNCTIONS:
+    globals()[_name] = getattr(_index_ops, _name)
+__all__ += _index_ops.FUNCTIONS
+del _name

@@ -29,7 +29,10 @@ class Tensor:
     # _node: the value (for a view, as of base version _seen); _base: the tensor whose storage
     # this one views (None: it owns its storage), _chain: the view steps from it (vkml/frontend/mutation.py);
     # _vcount: the version counter of the storage this tensor owns; _gradview: whether a view
-    # rebuilt after a write through its storage records autograd (False for detach()).
+    # rebuilt after a write through its storage records autograd (False for detach()); _vhidden:
+    # of the writes to the storage this tensor owns, those made through ``.data`` (PyTorch gives
+    # ``.data`` a version counter of its own: they do not count in ``_version``); _dataview: this
+    # view was taken through ``.data``.
     __slots__ = (
         "_node",
         "grad",
@@ -40,6 +43,8 @@ class Tensor:
         "_seen",
         "_vcount",
         "_gradview",
+        "_vhidden",
+        "_dataview",
         "__weakref__",
     )
     __hash__ = object.__hash__
@@ -48,6 +53,7 @@ class Tensor:
         self._node = node
         self._base = None
         self._vcount = 0
+        self._vhidden = 0
         self.grad: Tensor | None = None  # set by backward() on leaves that require grad
         self._ctx = None  # the autograd Context of the op that made this tensor (None: a leaf)
         self._requires_grad = False
@@ -404,14 +410,19 @@ class Tensor:
     # ------------------------------------------------------------------ mutation (vkml/frontend/mutation.py)
     @property
     def _version(self) -> int:
-        """The version counter of this tensor's storage: how many writes it has seen (PyTorch's ``_version``)."""
+        """The version counter of this tensor's storage: how many writes it has seen (PyTorch's ``_version``).
+
+        Writes through ``.data`` count apart, as in PyTorch (where ``x.data`` has a counter of its own).
+        """
         base = self._base
-        return (self if base is None else base)._vcount
+        if base is None:
+            return self._vcount - self._vhidden
+        return base._vhidden if self._dataview else base._vcount - base._vhidden
 
     @property
     def data(self) -> Tensor:
-        """This tensor's values, detached from autograd and sharing its storage."""
-        return mutation.detached_view(self)
+        """This tensor's values, detached from autograd and sharing its storage (its writes are not versioned)."""
+        return mutation.detached_view(self, data=True)
 
     @data.setter
     def data(self, value: Tensor) -> None:
@@ -478,8 +489,8 @@ class Tensor:
     def scatter_(self, dim: int, index, src=None, *, value=None, reduce=None) -> Tensor:
         return indexing.scatter_(self, dim, index, src, value, reduce)
 
-    def scatter(self, dim: int, index, src=None, *, value=None) -> Tensor:
-        return indexing.scatter(self, dim, index, src, value)
+    def scatter(self, dim: int, index, src=None, *, value=None, reduce=None) -> Tensor:
+        return indexing.scatter(self, dim, index, src, value, reduce=reduce)
 
     def scatter_add_(self, dim: int, index, src) -> Tensor:
         return indexing.scatter_add_(self, dim, index, src)
@@ -493,7 +504,7 @@ class Tensor:
     def index_select(self, dim: int, index) -> Tensor:
         return indexing.index_select(self, dim, index)
 
-    def take_along_dim(self, indices, dim: int) -> Tensor:
+    def take_along_dim(self, indices, dim: int | None = None) -> Tensor:
         return indexing.take_along_dim(self, indices, dim)
 
     def nonzero(self, *, as_tuple: bool = False):
@@ -536,11 +547,17 @@ class Tensor:
         return mutation.inplace(self, "__ifloordiv__", pointwise.floor_divide, other)
 
     def _saved(self) -> tuple:
-        """(node, storage owner, its version): this tensor's value as autograd keeps it (``SavedTensor`` at backward)."""
+        """(node, storage owner, its version): this tensor's value as autograd keeps it (``SavedTensor`` at backward).
+
+        The version is (writes seen by autograd, all writes, view steps from the owner): a write
+        through ``.data`` since does not raise, and the rule reads the storage's current value,
+        as PyTorch's does.
+        """
         base = self._base
         if base is None:
-            return (self._node, self, self._vcount)
-        return (self.node, base, base._vcount)
+            return (self._node, self, (self._vcount - self._vhidden, self._vcount, ()))
+        node = self.node
+        return (node, base, (base._vcount - base._vhidden, base._vcount, self._chain))
 
 
 class SavedTensor(Tensor):
@@ -562,13 +579,19 @@ class SavedTensor(Tensor):
     @property
     def node(self) -> Node:
         owner = self._owner
-        if owner is not None and owner._vcount != self._expected:
+        if owner is None:
+            return self._node
+        visible, writes, chain = self._expected
+        if owner._vcount == writes:
+            return self._node
+        now = owner._vcount - owner._vhidden
+        if now != visible:
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an inplace "
                 f"operation: [{self._node.dtype.name} tensor of shape {list(self._node.shape)}], which is "
-                f"{self._role[0]} {self._role[1]!r}, is at version {owner._vcount}; expected version {self._expected} instead."
+                f"{self._role[0]} {self._role[1]!r}, is at version {now}; expected version {visible} instead."
             )
-        return self._node
+        return mutation.current_value(owner, chain)  # written through .data only: PyTorch reads the storage
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -634,3 +657,9 @@ from .frontend import statistics as _statistics  # noqa: E402
 for _module in (_statistics, _scans, _selection):
     for _name in _module.TENSOR_METHODS:
         setattr(Tensor, _name, getattr(_module, _name))
+
+# Scatter reductions, index_*, masked_select/masked_scatter, take/put (vkml/frontend/index_ops.py).
+from .frontend import index_ops as _index_ops  # noqa: E402
+
+for _name in _index_ops.TENSOR_METHODS:
+    setattr(Tensor, _name, getattr(_index_ops, _name))

@@ -21,6 +21,7 @@ the last), and ``accumulate=True`` adds every contribution in index order after 
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -60,34 +61,58 @@ def _gather_kernel(src, idx, out):
         out[i] = value
 
 
-@kernel(
-    outputs=lambda base, g, order, offsets: (base.shape, base.dtype),
-    grid=lambda base, g, order, offsets: _grid(offsets.numel - 1),
-    name="index_accumulate",
-)
-def _accumulate_kernel(base, g, order, offsets, out):
-    """out[j] = ((base[j] + g[order[lo]]) + g[order[lo + 1]]) + ...: PyTorch's sequential accumulation."""
-    j = _invocation()
-    with dsl.if_(j < out.numel):
-        lo, hi = offsets[j], offsets[j + 1]
-        # float16 and bfloat16 add in float32 and round once per position: PyTorch's CPU scatter_add_
-        # gives that (2048 + 1 + 1 = 2050 in float16); its index_put_ rounds after each add (2048)
-        wide = T.float32 if base.dtype.is_float and base.dtype.bits < 32 else base.dtype
-        # _UNROLL elements a trip: lavapipe (gallivm) ends a shader's loops after 65535 trips in
-        # all, so one position takes at most 65535 * _UNROLL contributions there (other drivers:
-        # no limit). Each element is added only where it exists: the order stays the index order.
+@functools.cache
+def combine_kernel(mode: str, wide: bool):
+    """The kernel out[j] = base[j] ⊕ g[order[lo]] ⊕ g[order[lo + 1]] ⊕ ... for ⊕ = ``mode``, in that order.
 
-        def trip(t, a):
-            for u in range(_UNROLL):
-                k = lo + t * _UNROLL + u
-                inside = k < hi
-                (v,) = dsl.if_else(inside, lambda k=k: dsl.convert(g[order[k]], wide), lambda: dsl.const(0, wide))
-                a = dsl.where(inside, a + v, a)
-            return a
+    ``wide``: float16 combines in float32 and rounds once; otherwise it rounds after each step
+    (float32 arithmetic then one rounding equals the float16 operation: 24 >= 2·11 + 2 bits).
+    """
 
-        trips = (hi - lo + (_UNROLL - 1)) >> _UNROLL_BITS
-        (acc,) = dsl.loop(0, trips, 1, (dsl.convert(base[j], wide),), trip)
-        out[j] = dsl.convert(acc, base.dtype)
+    @kernel(
+        outputs=lambda base, g, order, offsets: (base.shape, base.dtype),
+        grid=lambda base, g, order, offsets: _grid(offsets.numel - 1),
+        name=f"index_{mode}_{'wide' if wide else 'stepwise'}",
+    )
+    def combine(base, g, order, offsets, out):
+        j = _invocation()
+        with dsl.if_(j < out.numel):
+            lo, hi = offsets[j], offsets[j + 1]
+            short = base.dtype is T.float16  # carried as float32, narrowed in software
+            acc_t = T.float32 if short else base.dtype
+
+            def step(a, v):
+                if base.dtype is T.bool_:  # PyTorch's bool arithmetic: a sum or max is "any", a product or min "all"
+                    return (a | v) if mode in ("sum", "amax") else (a & v)
+                if mode == "sum":
+                    r = a + v
+                elif mode == "prod":
+                    r = a * v
+                else:  # PyTorch's CPU rule: a NaN wins; of equal values the one already there stays
+                    better = (a < v) if mode == "amax" else (v < a)
+                    if base.dtype.is_float:
+                        better = better | dsl.isnan(v)
+                    return dsl.where(better, v, a)
+                if short and not wide:
+                    r = dsl.convert(dsl.f32_to_f16(r), acc_t)
+                return r
+
+            # _UNROLL elements a trip: lavapipe (gallivm) ends a shader's loops after 65535 trips in
+            # all, so one position takes at most 65535 * _UNROLL contributions there (other drivers:
+            # no limit). Each element is combined only where it exists: the order stays the index order.
+            def trip(t, a):
+                for u in range(_UNROLL):
+                    k = lo + t * _UNROLL + u
+                    inside = k < hi
+                    (v,) = dsl.if_else(inside, lambda k=k: dsl.convert(g[order[k]], acc_t), lambda: dsl.const(0, acc_t))
+                    a = dsl.where(inside, step(a, v), a)
+                return a
+
+            trips = (hi - lo + (_UNROLL - 1)) >> _UNROLL_BITS
+            (acc,) = dsl.loop(0, trips, 1, (dsl.convert(base[j], acc_t),), trip)
+            out[j] = dsl.f32_to_f16(acc) if short else acc
+
+    return combine
 
 
 # ---------------------------------------------------------------------- the host's map
@@ -213,13 +238,14 @@ def _take_positions_grad(c: G.GradContext):
 G.RULES["index"] = _take_positions_grad
 
 
-def scatter_add_positions(base, flat: np.ndarray, values):
-    """``base`` with ``values[i]`` added at flat position ``flat[i]`` (skipped where -1), in index order."""
+def scatter_add_positions(base, flat: np.ndarray, values, wide: bool = True):
+    """``base`` with ``values[i]`` added at flat position ``flat[i]`` (skipped where -1), in index order
+    (float16: in float32, rounded once; with ``wide=False`` rounded after each add)."""
     if flat.size == 0:
         return base
     readers = _Readers(flat, base.numel())
     dev = base.device
-    out = _accumulate_kernel(
+    out = combine_kernel("sum", wide)(
         F.reshape(base, -1),
         F.reshape(values, -1),
         _index_tensor(readers.order, dev),
@@ -241,22 +267,46 @@ def _last_writer(flat: np.ndarray, numel: int) -> np.ndarray:
     return writer
 
 
-def index_put(target, flat: np.ndarray, values, accumulate: bool):
-    """The new value of ``target`` (a tensor) with ``values`` (broadcast to ``flat``'s shape) written at ``flat``."""
+def index_put(target, flat: np.ndarray, values, accumulate: bool, wide: bool = True):
+    """The new value of ``target`` (a tensor) with ``values`` (broadcast to ``flat``'s shape) written at ``flat``;
+    ``accumulate`` adds (float16: ``wide`` rounds each position once, else after each add)."""
     values = mutation._fit_value(F.cast(values, target.dtype), tuple(flat.shape), "index_put_")
     if flat.size == 0:
         return target
     if accumulate:
-        return _accumulate(target, flat, values)
+        return _accumulate(target, flat, values, wide)
+    return write_positions(target, values, flat)
+
+
+@differentiable("index_write", inputs=("target", "values"))
+def write_positions(target, values, flat: np.ndarray):
+    """``target`` with ``values[i]`` (``flat``'s shape) written at flat position ``flat[i]``; the last one wins."""
+    if flat.size == 0:
+        return F.clone(target)
     writer = _last_writer(flat, target.numel())
     placed = F.reshape(take_positions(F.reshape(values, -1), writer), *target.shape)
     written = F._from_numpy((writer >= 0).reshape(target.shape), target.device)
     return F.where(written, placed, target)
 
 
+def _write_grad(c: G.GradContext):
+    """PyTorch's: zero where written for the target; every value, an overwritten one too, gets the gradient there."""
+    flat = c.attrs["flat"]
+    g_target = g_values = None
+    if c.needs[0]:
+        written = F._from_numpy((_last_writer(flat, c.g.numel()) >= 0).reshape(c.g.shape), c.g.device)
+        g_target = F.where(written, 0, c.g)
+    if c.needs[1]:
+        g_values = take_positions(F.reshape(c.g, -1), flat)
+    return g_target, g_values
+
+
+G.RULES["index_write"] = _write_grad
+
+
 @differentiable("index_accumulate", inputs=("target", "values"))
-def _accumulate(target, flat: np.ndarray, values):
-    return scatter_add_positions(target, flat, values)
+def _accumulate(target, flat: np.ndarray, values, wide: bool):
+    return scatter_add_positions(target, flat, values, wide)
 
 
 def _accumulate_grad(c: G.GradContext):
@@ -281,7 +331,8 @@ def index_put_(target, indices, values, accumulate: bool = False):
     if not isinstance(indices, (tuple, list)):
         raise TypeError(f"index_put_(): indices must be a tuple of tensors, got {type(indices).__name__}")
     flat = plan("index_put_", target.shape, tuple(indices))
-    return mutation.inplace(target, "index_put_", lambda t: index_put(t, flat, values, accumulate))
+    # float16 with accumulate rounds after each add, as PyTorch's CPU index_put_ (2048 + 1 + 1 = 2048)
+    return mutation.inplace(target, "index_put_", lambda t: index_put(t, flat, values, accumulate, wide=False))
 
 
 # ---------------------------------------------------------------------- dim-wise ops
@@ -291,26 +342,29 @@ def _dim_plan(op: str, input, dim: int, index, negative: bool = False) -> tuple[
     """(dim, positions) for gather and scatter: the flat position in ``input`` that ``index`` names along ``dim``."""
     if not isinstance(index, _tensor.Tensor) or index.dtype not in (T.int64, T.int32):
         raise TypeError(f"'{op}': index must be an int64 tensor, got {getattr(index, 'dtype', type(index).__name__)}")
-    if input.ndim == 0 or index.ndim != input.ndim:
+    # a 0-dim tensor counts as one of shape (1,), as in PyTorch
+    in_shape, ix_shape = input.shape or (1,), index.shape or (1,)
+    if len(ix_shape) != len(in_shape):
         raise RuntimeError(
-            f"'{op}': index ({index.ndim} dims) and input ({input.ndim} dims) must have the same number of dims, at least 1"
+            f"'{op}': Index tensor must have the same number of dimensions as input tensor "
+            f"(index: {index.ndim} dims, input: {input.ndim})"
         )
     d = lazy.normalize_dim(op, dim, input.ndim)
-    idx = index.numpy().astype(np.int64)
-    size = input.shape[d]
+    idx = index.numpy().astype(np.int64).reshape(ix_shape)
+    size = in_shape[d]
     bad = ((idx < -size) if negative else (idx < 0)) | (idx >= size)
     if bad.any():
         raise RuntimeError(f"'{op}': index {int(idx[bad][0])} is out of bounds for dimension {d} with size {size}")
     idx = np.where(idx < 0, idx + size, idx)
     for k in range(idx.ndim):
-        if k != d and idx.shape[k] > input.shape[k]:
+        if k != d and idx.shape[k] > in_shape[k]:
             raise RuntimeError(
-                f"'{op}': index of shape {tuple(idx.shape)} is larger than the input's {input.shape} in dim {k}"
+                f"'{op}': index of shape {tuple(index.shape)} is larger than the input's {input.shape} in dim {k}"
             )
-    strides = np.array([math.prod(input.shape[k + 1 :]) for k in range(input.ndim)], dtype=np.int64)
+    strides = np.array([math.prod(in_shape[k + 1 :]) for k in range(len(in_shape))], dtype=np.int64)
     grids = np.indices(idx.shape, dtype=np.int64)
     grids[d] = idx
-    return d, np.tensordot(strides, grids, axes=1).astype(np.int64).reshape(idx.shape)
+    return d, np.tensordot(strides, grids, axes=1).astype(np.int64).reshape(index.shape)
 
 
 def gather(input, dim: int, index):
@@ -319,8 +373,15 @@ def gather(input, dim: int, index):
     return take_positions(input, flat)
 
 
-def take_along_dim(input, indices, dim: int):
-    """``gather`` with ``indices`` broadcast against ``input`` outside ``dim``, negative indices counted from the end."""
+def take_along_dim(input, indices, dim: int | None = None):
+    """``gather`` with ``indices`` broadcast against ``input`` outside ``dim``, as torch.take_along_dim.
+
+    Negative indices count from the end; with ``dim=None``, of both flattened.
+    """
+    if dim is None:
+        return take_along_dim(F.reshape(input, -1), F.reshape(indices, -1), 0)
+    if input.ndim == 0:
+        raise IndexError(f"'take_along_dim': Dimension specified as {dim} but tensor has no dimensions")
     d = lazy.normalize_dim("take_along_dim", dim, input.ndim)
     if indices.ndim != input.ndim:
         raise RuntimeError(
@@ -345,7 +406,13 @@ def index_select(input, dim: int, index):
         raise TypeError("'index_select': index must be a 1-D int64 or int32 tensor")
     d = lazy.normalize_dim("index_select", dim, input.ndim)
     values = index.numpy().reshape(-1).astype(np.int64)
-    size = input.shape[d] if input.ndim else 1
+    if input.ndim == 0:  # PyTorch: a scalar takes one index, 0, and stays a scalar
+        if values.size != 1:
+            raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {values.size} value(s)")
+        if values[0] != 0:
+            raise IndexError(f"'index_select': index {int(values[0])} is out of range for a 0-dim tensor")
+        return take_positions(input, np.zeros((), np.int64))
+    size = input.shape[d]
     bad = (values < 0) | (values >= size)
     if bad.any():
         raise RuntimeError(
@@ -355,21 +422,34 @@ def index_select(input, dim: int, index):
 
 
 def scatter_(target, dim: int, index, src=None, value=None, reduce=None):
-    """``target[index[i][j]][j] = src[i][j]`` (dim 0), as Tensor.scatter_ (repeated positions: the last wins)."""
-    if reduce is not None:
-        raise NotImplementedError("'scatter_': reduce= is not supported; use scatter_add_")
+    """``target[index[i][j]][j] = src[i][j]`` (dim 0), as Tensor.scatter_ (repeated positions: the last wins).
+
+    ``reduce='add'`` or ``'multiply'`` combines instead, in index order (float16 in float32, rounded
+    once, as PyTorch's CPU); PyTorch has no gradient for it, nor has vkml.
+    """
+    if reduce is not None and reduce not in ("add", "multiply"):
+        raise RuntimeError("scatter(): reduce argument must be either add or multiply.")
     _, flat = _dim_plan("scatter_", target, dim, index)
     if src is None:
         src = F._wrap(lazy.const_node(F._node(value), target.dtype, (), target.device))
     elif isinstance(src, _tensor.Tensor):
+        _same_dtype("scatter", target, src)
         src = _leading(src, flat.shape)
     else:
         src = F._wrap(lazy.const_node(F._node(src), target.dtype, (), target.device))
+    if reduce is not None:
+        return mutation.inplace(target, "scatter_", lambda t: _index_ops.scatter_with_reduce(t, flat, src, reduce))
     return mutation.inplace(target, "scatter_", lambda t: index_put(t, flat, src, False))
+
+
+def _same_dtype(op: str, target, src) -> None:
+    if src.dtype is not target.dtype:
+        raise RuntimeError(f"{op}(): Expected self.dtype to be equal to src.dtype")
 
 
 def scatter_add_(target, dim: int, index, src):
     """``target[index[i][j]][j] += src[i][j]`` (dim 0), as Tensor.scatter_add_: repeated positions add in index order."""
+    _same_dtype("scatter_add", target, src)
     _, flat = _dim_plan("scatter_add_", target, dim, index)
     return mutation.inplace(target, "scatter_add_", lambda t: index_put(t, flat, _leading(src, flat.shape), True))
 
@@ -383,21 +463,30 @@ def _leading(src, shape: tuple[int, ...]):
     return src[tuple(slice(0, s) for s in shape)]
 
 
-def scatter(input, dim: int, index, src=None, value=None):
-    return scatter_(F.clone(input), dim, index, src, value)
+def scatter(input, dim: int, index, src=None, value=None, *, reduce=None):
+    """``input`` with ``src`` (a tensor or a number) written at ``index`` along ``dim``, as torch.scatter."""
+    return scatter_(F.clone(input), dim, index, src, value, reduce)
 
 
 def scatter_add(input, dim: int, index, src):
+    """Out-of-place ``scatter_add_``, as torch.scatter_add: repeated positions add in index order after the old value."""
     return scatter_add_(F.clone(input), dim, index, src)
 
 
 def nonzero(input, *, as_tuple: bool = False):
+    """The indices of the nonzero elements, one row each (int64), as torch.nonzero.
+
+    With ``as_tuple``, one tensor per dim. The input is read back (the result's shape depends on it).
+    """
     values = input.numpy()
     if as_tuple:
+        if values.ndim == 0:  # PyTorch reads a 0-dim tensor as 1-D here
+            values = values.reshape(1)
         return tuple(F._from_numpy(a.astype(np.int64), input.device) for a in np.nonzero(values))
     return F._from_numpy(np.argwhere(values).astype(np.int64), input.device)
 
 
 # Last: these modules import tensor.py, which imports this one.
 from .. import tensor as _tensor  # noqa: E402
+from . import index_ops as _index_ops  # noqa: E402
 from . import mutation  # noqa: E402

@@ -67,10 +67,10 @@ def link_view(out, input, step: tuple):
     base = input._base
     if base is None:
         out._base, out._chain = input, (step,)
-        out._gradview = True
+        out._gradview, out._dataview = True, False
     else:
         out._base, out._chain = base, input._chain + (step,)
-        out._gradview = input._gradview
+        out._gradview, out._dataview = input._gradview, input._dataview
     out._seen = out._base._vcount
     return out
 
@@ -136,14 +136,27 @@ def current(t) -> None:
         refresh(t)
 
 
-def detached_view(t):
-    """``t.detach()`` and ``t.data``: the same storage, outside autograd."""
+def detached_view(t, data: bool = False):
+    """``t.detach()`` and (``data``) ``t.data``: the same storage, outside autograd.
+
+    A write through a ``.data`` view is not counted in the storage's autograd version (PyTorch
+    gives ``.data`` a version counter of its own); one through ``detach()`` is.
+    """
     out = _tensor.Tensor(t.node)
     base = t._base
     out._base, out._chain = (t, ()) if base is None else (base, t._chain)
     out._seen = out._base._vcount
-    out._gradview = False
+    out._gradview, out._dataview = False, data
     return out
+
+
+def current_value(owner, chain: tuple):
+    """The node of the view ``chain`` of ``owner``'s current value (a saved tensor read after a ``.data`` write)."""
+    with autograd.no_grad():
+        v = _tensor.Tensor(owner.node)
+        for step in chain:
+            v = apply_step(v, step)
+    return v.node
 
 
 def contiguous(t):
@@ -161,12 +174,26 @@ def contiguous(t):
 
 
 def set_data(t, value) -> None:
-    """``t.data = value``: ``t`` takes ``value``'s current value as storage of its own (no version bump, as PyTorch)."""
+    """``t.data = value``: ``t`` shares ``value``'s storage from now on (no version bump), as PyTorch.
+
+    The shape may change; a tensor that requires grad keeps a float dtype. A leaf becomes a view
+    of ``value``'s storage outside autograd (writes through either reach the other; ``t`` keeps
+    its own autograd identity). A tensor computed by a recorded op takes a copy of ``value``'s
+    current value instead (a view could not carry its history), as does ``t.data = t[...]``.
+    """
     if not isinstance(value, _tensor.Tensor):
         raise TypeError(f"data: expected a vkml.Tensor, got {type(value).__name__}")
+    if t._requires_grad and not value.dtype.is_float:
+        raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex dtype")
     node = value.node
-    t._base = None
+    owner, chain = (value, ()) if value._base is None else (value._base, value._chain)
+    if t._ctx is not None or owner is t:
+        t._base = None
+        t._node = node
+        return
     t._node = node
+    t._base, t._chain, t._seen = owner, chain, owner._vcount
+    t._gradview, t._dataview = False, False
 
 
 def assign_node(t, node) -> None:
@@ -193,6 +220,13 @@ def check_writable(t) -> None:
                 raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
         elif t._gradview and base._requires_grad and base._ctx is None:
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+        elif t._requires_grad and t._ctx is None:  # a leaf whose storage was replaced by ``.data = ...``
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    if base is not None and base._base is not None:
+        raise RuntimeError(
+            "this view was taken before its base's storage was replaced by `.data = ...`; writing through it is "
+            "not supported: take the view again"
+        )
     if base is not None:
         for step in t._chain:
             if step[0] == "expand" and math.prod(step[1]) > math.prod(step[2]):
@@ -266,6 +300,8 @@ def write(t, value) -> None:
         for step, under in zip(reversed(t._chain), reversed(below)):
             v = _unapply(step, under, v)
     _set_owner(base, v if t._gradview else _tensor.Tensor(v.node))
+    if t._dataview:
+        base._vhidden += 1
 
 
 def _set_owner(owner, new) -> None:

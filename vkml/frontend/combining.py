@@ -68,7 +68,9 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
 def _cross(op: str, input, other, dim):
     a, b = F._tensor_node(op, input), F._tensor_node(op, other)
     if a.dtype is not b.dtype:
-        raise RuntimeError(f"'{op}': expected both inputs to have the same dtype, got {a.dtype.name} and {b.dtype.name}")
+        raise RuntimeError(
+            f"'{op}': expected both inputs to have the same dtype, got {a.dtype.name} and {b.dtype.name}"
+        )
     shape = lazy.broadcast_shapes(op, tuple(a.shape), tuple(b.shape))
     if dim is None:  # PyTorch's deprecated default: the first dim of size 3
         found = [k for k, s in enumerate(shape) if s == 3]

@@ -173,9 +173,7 @@ def _untake_kernel(g, rank, out):
     with dsl.if_(e < out.numel):
         r = e / n
         t = rank[e]
-        (v,) = dsl.if_else(
-            t < k, lambda: g[r * k + dsl.bitcast(t, T.uint32)], lambda: dsl.const(0, g.dtype)
-        )
+        (v,) = dsl.if_else(t < k, lambda: g[r * k + dsl.bitcast(t, T.uint32)], lambda: dsl.const(0, g.dtype))
         out[e] = v
 
 
@@ -427,6 +425,9 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
                 f"and input value tensor {list(values.shape)}"
             )
     n = seq_node.shape[-1]
+    if n == 0 or values.numel() == 0:  # nothing to search, or nothing to search for: all 0
+        out = F._wrap(lazy.const_node(0, T.int64, values.shape, device))
+        return F.cast(out, T.int32) if out_int32 else out
     seq2d = F.reshape(F.cast(sorted_sequence.detach(), dtype), -1, n)
     vals = F.cast(values.detach(), dtype)
     vals2d = F.reshape(vals, 1, -1) if len(seq_node.shape) == 1 else F.reshape(vals, -1, vals.shape[-1])
@@ -493,7 +494,8 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
         sorted_tests = take_sorted(flat, sorted_positions(flat), flat.shape[1])
         probe = F.reshape(values, 1, -1)
         found = F.gt(
-            _search_rows(sorted_tests, probe, True, nan_last=True), _search_rows(sorted_tests, probe, False, nan_last=True)
+            _search_rows(sorted_tests, probe, True, nan_last=True),
+            _search_rows(sorted_tests, probe, False, nan_last=True),
         )
         found = F.reshape(found, *shape)
     return F.logical_not(found) if invert else found
@@ -504,5 +506,3 @@ def _any_bool(a, b) -> bool:
         return x.dtype is T.bool_ if isinstance(x, F._tensor.Tensor) else isinstance(x, bool)
 
     return is_bool(a) or is_bool(b)
-
-

@@ -203,8 +203,8 @@ def take_sorted(rows, pos, k: int):
 
 
 def _take_sorted_grad(c: G.GradContext):
-    pos, k = c.attrs["pos"], c.attrs["k"]
-    return (_untake_kernel(c.g, _invert_kernel(pos)),)
+    # where an element's rank is below k, its gradient is g at that rank (g is (R, k)), else 0
+    return (_untake_kernel(c.g, _invert_kernel(c.attrs["pos"])),)
 
 
 G.RULES["sort_take"] = _take_sorted_grad

@@ -99,7 +99,8 @@ def cross(input, other, dim=None):
 
     ``dim=None`` takes the first dim of size 3 and warns, as PyTorch does (it is deprecated
     there); ``vkml.linalg.cross`` defaults to the last dim. Each component is
-    ``a[i] * b[j] - a[j] * b[i]``, both products rounded.
+    ``a[i] * b[j] - a[j] * b[i]``, both products rounded (PyTorch's CPU build may fuse one
+    product into the subtraction: results can differ from it by an ulp).
     """
     return _cross("cross", input, other, dim)
 

@@ -29,7 +29,7 @@ def _moved(array: np.ndarray, dim: int | None) -> np.ndarray:
     if dim is None:
         return array.reshape(-1, 1)
     moved = np.moveaxis(array, dim, 0)
-    return moved.reshape(moved.shape[0], -1)
+    return moved.reshape(moved.shape[0], int(np.prod(moved.shape[1:])))
 
 
 def _row_differs(rows: np.ndarray) -> np.ndarray:
@@ -46,6 +46,11 @@ def _groups(op: str, input, dim, sort: bool):
     node = F._tensor_node(op, input)
     if dim is not None:
         dim = lazy.normalize_dim(op, dim, len(node.shape))
+        if any(s == 0 for k, s in enumerate(node.shape) if k != dim):
+            raise RuntimeError(
+                f"'{op}': There are 0 sized dimensions, and they aren't selected, so unique cannot be applied "
+                f"(shape {tuple(node.shape)}, dim {dim})"
+            )
     array = input.numpy()
     if dim is None:
         array = array.reshape(-1)
@@ -74,12 +79,12 @@ def _groups(op: str, input, dim, sort: bool):
 
 
 def _results(values, inverse, counts, device, return_inverse: bool, return_counts: bool):
-    out = F._from_numpy(np.ascontiguousarray(values), device)
+    out = F._from_numpy(np.array(values, order="C"), device)  # (ascontiguousarray makes 0-d arrays 1-d)
     if not return_inverse and not return_counts:
         return out
     extra = []
     if return_inverse:
-        extra.append(F._from_numpy(np.ascontiguousarray(inverse), device))
+        extra.append(F._from_numpy(np.array(inverse, order="C"), device))
     if return_counts:
         extra.append(F._from_numpy(counts, device))
     return (out, *extra)

@@ -71,6 +71,10 @@ def _cross(op: str, input, other, dim):
         raise RuntimeError(
             f"'{op}': expected both inputs to have the same dtype, got {a.dtype.name} and {b.dtype.name}"
         )
+    if len(a.shape) != len(b.shape):  # PyTorch broadcasts sizes, not numbers of dims
+        raise RuntimeError(
+            f"'{op}': inputs must have the same number of dimensions, got {len(a.shape)} and {len(b.shape)}"
+        )
     shape = lazy.broadcast_shapes(op, tuple(a.shape), tuple(b.shape))
     if dim is None:  # PyTorch's deprecated default: the first dim of size 3
         found = [k for k, s in enumerate(shape) if s == 3]

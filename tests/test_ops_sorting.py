@@ -54,6 +54,14 @@ CASES = [
     ("sort_empty", lambda: np.zeros((3, 0), np.float32), lambda m, x: m.sort(x, stable=True), False),
     ("sort_one", lambda: np.ones((3, 1), np.float32), lambda m, x: m.sort(x, stable=True), False),
     ("sort_long_row", lambda: _ties(8, (2, 300)), lambda m, x: m.sort(x, stable=True), False),
+    # rows past one shared-memory block (512 slots): global steps and block merges
+    ("sort_rows_past_a_block", lambda: _ties(15, (3, 1500)), lambda m, x: m.sort(x, stable=True), True),
+    (
+        "sort_desc_past_two_blocks",
+        lambda: random_floats((2, 2100), seed=16).round(1),
+        lambda m, x: m.sort(x, dim=1, descending=True, stable=True),
+        False,
+    ),
     ("argsort", lambda: _ties(9, (4, 7)), lambda m, x: m.argsort(x, dim=0, stable=True), False),
     ("argsort_desc_nan", _specials, lambda m, x: x.argsort(descending=True, stable=True), False),
     ("msort", lambda: _ties(10, (6, 3)), lambda m, x: m.msort(x), True),

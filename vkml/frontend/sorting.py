@@ -140,6 +140,88 @@ def _make_step(descending: bool):
 _STEPS = {False: _make_step(False), True: _make_step(True)}
 
 
+_BLOCK = 512  # slots one workgroup sorts in shared memory, two per invocation
+
+
+def _block_grid(keys, pos, n, k=None):
+    groups = -(-keys.numel // _BLOCK)
+    return (min(groups, MAX_WORKGROUPS), -(-groups // MAX_WORKGROUPS), 1)
+
+
+def _make_block(descending: bool, merge: bool):
+    """A kernel running, in shared memory, the steps with partner distance j < _BLOCK: every stage up to
+    min(P, _BLOCK) (the full sort of short rows), or (``merge``) the last steps of stage ``k``."""
+
+    def body(keys, pos, n, k, out_keys, out_pos):
+        p, total = keys.shape[1], keys.numel
+        groups = -(-total // _BLOCK)
+        group = dsl.workgroup_id(0) + dsl.workgroup_id(1) * MAX_WORKGROUPS
+        # a spill workgroup past the last block redoes it: it reads the inputs and writes the same values
+        base = dsl.where(group < groups, group, groups - 1) * _BLOCK
+        t = dsl.local_id(0)
+        shared_keys, shared_pos = dsl.shared(_BLOCK, keys.dtype), dsl.shared(_BLOCK, T.int32)
+        halves = (t, t + _BLOCK // 2)
+        for u in halves:
+            with dsl.if_(base + u < total):  # rows are whole: a block's slots past the end hold no row
+                shared_keys[u] = keys[base + u]
+                shared_pos[u] = pos[base + u]
+        dsl.barrier()
+        if merge:
+            stages = [(dsl.bitcast(k, T.uint32), _BLOCK >> s) for s in range(1, _BLOCK.bit_length())]
+        else:
+            sizes = [2**e for e in range(1, min(p, _BLOCK).bit_length())]
+            stages = [(size, size >> s) for size in sizes for s in range(1, size.bit_length())]
+        for size, j in stages:
+            shift = j.bit_length() - 1
+            lo = ((t >> shift) << (shift + 1)) | (t & (j - 1))
+            hi = lo + j
+            with dsl.if_(base + hi < total):  # a pair lies in one row: both slots exist or neither
+                a, ia = shared_keys[lo], shared_pos[lo]
+                b, ib = shared_keys[hi], shared_pos[hi]
+                first = _before(a, ia, b, ib, n, descending, keys.dtype.is_float)
+                ascending = dsl.eq(((base + lo) & (p - 1)) & size, 0)
+                low_gets_a = dsl.eq(first, ascending)  # a descending block puts the second first
+                shared_keys[lo] = dsl.where(low_gets_a, a, b)
+                shared_pos[lo] = dsl.where(low_gets_a, ia, ib)
+                shared_keys[hi] = dsl.where(low_gets_a, b, a)
+                shared_pos[hi] = dsl.where(low_gets_a, ib, ia)
+            dsl.barrier()
+        for u in halves:
+            with dsl.if_(base + u < total):
+                out_keys[base + u] = shared_keys[u]
+                out_pos[base + u] = shared_pos[u]
+
+    name = "sort_" + ("merge" if merge else "block") + ("_descending" if descending else "")
+    local = (_BLOCK // 2, 1, 1)
+    if merge:
+
+        @kernel(
+            outputs=lambda keys, pos, n, k: [(keys.shape, keys.dtype), (pos.shape, T.int32)],
+            grid=_block_grid,
+            local_size=local,
+            name=name,
+        )
+        def block_merge(keys, pos, n, k, out_keys, out_pos):
+            body(keys, pos, n, k, out_keys, out_pos)
+
+        return block_merge
+
+    @kernel(
+        outputs=lambda keys, pos, n: [(keys.shape, keys.dtype), (pos.shape, T.int32)],
+        grid=_block_grid,
+        local_size=local,
+        name=name,
+    )
+    def block_sort(keys, pos, n, out_keys, out_pos):
+        body(keys, pos, n, None, out_keys, out_pos)
+
+    return block_sort
+
+
+_BLOCK_SORTS = {d: _make_block(d, False) for d in (False, True)}
+_BLOCK_MERGES = {d: _make_block(d, True) for d in (False, True)}
+
+
 @kernel(
     outputs=lambda x, pos: (pos.shape, x.dtype),
     grid=lambda x, pos: _grid(pos.numel),
@@ -185,13 +267,18 @@ def sorted_positions(rows, descending: bool = False):
         keys = F.cast(keys, _key_dtype(keys.dtype))
     keys, pos = _start_kernel(keys)
     p = keys.shape[1]
-    step = _STEPS[descending]
-    k = 2
+    if p == 1:
+        return pos
+    # the steps whose partners lie in one block of _BLOCK slots run in shared memory, many per dispatch
+    keys, pos = _BLOCK_SORTS[descending](keys, pos, n)
+    step, merge = _STEPS[descending], _BLOCK_MERGES[descending]
+    k = 2 * _BLOCK
     while k <= p:
         j = k // 2
-        while j >= 1:
+        while j >= _BLOCK:
             keys, pos = step(keys, pos, n, j, k)
             j //= 2
+        keys, pos = merge(keys, pos, n, k)
         k *= 2
     return pos[:, :n] if p != n else pos
 

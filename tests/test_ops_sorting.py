@@ -253,3 +253,16 @@ def test_errors_are_eager_and_of_torchs_type(case):
     with pytest.raises(error, match=text) as info:
         fn(vkml)
     assert "'" in str(info.value), f"{name}: the message names the op: {info.value}"
+
+
+@pytest.mark.parametrize("descending", [False, True])
+def test_stable_order_at_every_network_shape(descending):
+    """Row lengths around powers of two and the 512-slot block: the stable order of torch, bit for bit."""
+    g = np.random.default_rng(50)
+    for n in (2, 3, 7, 64, 65, 511, 512, 513, 1023, 1025):
+        x = g.integers(-3, 3, (2, n)).astype(np.float32)
+        x[0, g.integers(0, n, max(1, n // 8))] = NAN
+        got = vkml.sort(vkml.tensor(x), descending=descending)
+        want = torch.sort(to_torch(x), descending=descending, stable=True)
+        assert_same_bits(got.values.numpy(), want.values.numpy(), f"values n={n}")
+        np.testing.assert_array_equal(got.indices.numpy(), want.indices.numpy(), err_msg=f"indices n={n}")

@@ -266,3 +266,18 @@ def test_stable_order_at_every_network_shape(descending):
         want = torch.sort(to_torch(x), descending=descending, stable=True)
         assert_same_bits(got.values.numpy(), want.values.numpy(), f"values n={n}")
         np.testing.assert_array_equal(got.indices.numpy(), want.indices.numpy(), err_msg=f"indices n={n}")
+
+
+def test_a_long_sort_runs_in_parts_with_the_same_result(monkeypatch):
+    """Past PENDING_SORT_BYTES of intermediate buffers the stages so far run first: the result is unchanged."""
+    from vkml.frontend import sorting
+
+    x = random_floats((2, 3000), seed=60).round(1)
+    whole = vkml.sort(vkml.tensor(x), descending=True)
+    monkeypatch.setattr(sorting, "PENDING_SORT_BYTES", 1)
+    runs = []
+    monkeypatch.setattr(sorting, "realize", lambda *t: runs.append(len(t)) or vkml.realize(*t))
+    parts = vkml.sort(vkml.tensor(x), descending=True)
+    assert runs == [2, 2, 2]  # after the merges of stages 1024, 2048 and 4096
+    assert_same_bits(parts.values.numpy(), whole.values.numpy(), "values")
+    np.testing.assert_array_equal(parts.indices.numpy(), whole.indices.numpy())

@@ -39,11 +39,15 @@ from ..ops.promotion import result_type
 from . import operators as F
 from . import return_types
 from .autograd import differentiable
+from .realize import realize
 
 TENSOR_METHODS = ["sort", "argsort", "msort", "topk"]
 PUBLIC = TENSOR_METHODS + ["searchsorted", "bucketize", "isin"]
 
 _LOCAL = 64  # invocations per workgroup of the kernels below
+# The bytes of intermediate (keys, positions) buffers a sort leaves pending before it runs the stages
+# so far: past it, a long sort runs in parts rather than holding every step's buffers at once.
+PENDING_SORT_BYTES = 1 << 30
 _MAX_SLOTS = 2**31 - 1  # positions are int32 and flat indices uint32
 
 
@@ -272,6 +276,8 @@ def sorted_positions(rows, descending: bool = False):
     # the steps whose partners lie in one block of _BLOCK slots run in shared memory, many per dispatch
     keys, pos = _BLOCK_SORTS[descending](keys, pos, n)
     step, merge = _STEPS[descending], _BLOCK_MERGES[descending]
+    per_dispatch = keys.numel() * (keys.dtype.nbytes + 4)
+    pending = 0
     k = 2 * _BLOCK
     while k <= p:
         j = k // 2
@@ -279,6 +285,12 @@ def sorted_positions(rows, descending: bool = False):
             keys, pos = step(keys, pos, n, j, k)
             j //= 2
         keys, pos = merge(keys, pos, n, k)
+        pending += per_dispatch * (k.bit_length() - _BLOCK.bit_length() + 1)
+        if pending > PENDING_SORT_BYTES:
+            # a realize holds every intermediate buffer until it ends, and each dispatch writes a new
+            # (keys, positions) pair: running the stages so far bounds the memory a long sort holds
+            realize(keys, pos)
+            pending = 0
         k *= 2
     return pos[:, :n] if p != n else pos
 

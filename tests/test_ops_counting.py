@@ -139,6 +139,8 @@ CASES = [
     ("cdist_p0", lambda: _ties(30, (4, 6)), lambda m, x: m.cdist(x, x, p=0), True, False),
     ("cdist_p3", lambda: random_floats((3, 4), seed=31), lambda m, x: m.cdist(x, x + 1, p=3.0), False, True),
     ("cdist_batch", lambda: random_floats((2, 3, 4), seed=32), lambda m, x: m.cdist(x, x[:1, :2]), False, True),
+    ("cdist_empty", lambda: np.zeros((0, 3), np.float32), lambda m, x: m.cdist(x, x), True, False),
+    ("kron_empty", lambda: np.zeros((2, 0), np.float32), lambda m, x: m.kron(x, x[:1]), True, False),
     ("cdist_self_zero_grad", lambda: random_floats((3, 2), seed=33), lambda m, x: m.cdist(x, x), False, True),
 ]
 IDS = [c[0] for c in CASES]

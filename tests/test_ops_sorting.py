@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from optest import assert_same_bits, random_floats, random_ints, result_arrays, to_torch, weighted_grad
+from optest import INT_SPECIALS, assert_same_bits, random_floats, random_ints, result_arrays, to_torch, weighted_grad
 
 import vkml
 
@@ -42,6 +42,13 @@ CASES = [
     ("sort_ties_dim0", lambda: _ties(2, (33, 3)), lambda m, x: m.sort(x, dim=0, stable=True), True),
     ("sort_ties_desc_3d", lambda: _ties(3, (2, 5, 3)), lambda m, x: x.sort(dim=1, descending=True, stable=True), True),
     ("sort_int64", lambda: random_ints((4, 19), np.int64, seed=4), lambda m, x: m.sort(x, stable=True), False),
+    ("sort_int_extremes", lambda: np.tile(INT_SPECIALS[np.int64], (2, 2)), lambda m, x: m.sort(x, stable=True), False),
+    (
+        "topk_smallest_int32_extremes",
+        lambda: INT_SPECIALS[np.int32][::-1].copy(),
+        lambda m, x: m.topk(x, 5, largest=False),
+        False,
+    ),
     (
         "sort_int32_desc",
         lambda: _ties(5, (3, 16), np.int32),
@@ -82,7 +89,7 @@ def _stable_reference(name, x, want):
         return result_arrays(want)
     dim = 0 if name == "topk_smallest_dim0" else -1
     k = want.values.shape[dim] if want.values.ndim else 1
-    largest = name != "topk_smallest_dim0" and name != "topk_all"
+    largest = "smallest" not in name and name != "topk_all"
     if x.ndim == 0:
         return result_arrays(want)
     s = torch.sort(to_torch(x), dim=dim, descending=largest, stable=True)

@@ -247,6 +247,7 @@ ERRORS = [
         RuntimeError,
         "long",
     ),
+    ("searchsorted_scalar_rows", lambda m: m.searchsorted(m.ones(2, 2), 1.0), RuntimeError, "scalar only"),
     ("bucketize_2d", lambda m: m.bucketize(m.ones(2), m.ones(1, 2)), RuntimeError, "1 dimension"),
     ("isin_bool", lambda m: m.isin(m.ones(2, dtype=m.bool), m.ones(1, dtype=m.bool)), RuntimeError, "bool"),
 ]

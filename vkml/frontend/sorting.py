@@ -517,6 +517,11 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     if not scalar:
         lazy.check_devices(op, [seq_node, values.node])
     if len(seq_node.shape) > 1:
+        if values.ndim == 0:
+            raise RuntimeError(
+                f"'{op}': input value can be a scalar only when boundaries tensor dimension is 1, but we got "
+                f"boundaries tensor dim({len(seq_node.shape)})"
+            )
         if values.ndim != len(seq_node.shape) or values.shape[:-1] != seq_node.shape[:-1]:
             raise RuntimeError(
                 f"'{op}': boundaries tensor should be 1 dimension or the first N-1 dimensions of boundaries "
@@ -532,6 +537,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     vals2d = F.reshape(vals, 1, -1) if len(seq_node.shape) == 1 else F.reshape(vals, -1, vals.shape[-1])
     sorter2d = None
     if sorter is not None:
+        lazy.check_devices(op, [seq_node, F._tensor_node(op, sorter)])
         sorter2d = _checked_sorter(op, sorter, seq_node.shape, n)
     out = F.reshape(_search_rows(seq2d, vals2d, bool(right), sorter2d), *values.shape)
     return F.cast(out, T.int32) if out_int32 else out

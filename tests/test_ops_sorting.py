@@ -289,3 +289,21 @@ def test_a_long_sort_runs_in_parts_with_the_same_result(monkeypatch):
     assert runs == [2, 2, 2]  # after the merges of stages 1024, 2048 and 4096
     assert_same_bits(parts.values.numpy(), whole.values.numpy(), "values")
     np.testing.assert_array_equal(parts.indices.numpy(), whole.indices.numpy())
+
+
+@pytest.mark.parametrize("on_gpu", [False, True])
+def test_grids_past_the_workgroup_limit_spill_into_y(monkeypatch, on_gpu, request):
+    """With a tiny per-axis workgroup limit every kernel's grid spills into y (and the block kernels
+    get spill workgroups past the last block): the results are unchanged. Shapes unique to this test,
+    so no kernel built under the patched limit is reused elsewhere."""
+    from vkml.frontend import sorting
+
+    device = request.getfixturevalue("gpu") if on_gpu else None
+    monkeypatch.setattr(sorting, "MAX_WORKGROUPS", 3)
+    x = random_floats((5, 1111), seed=70).round(1)
+    got = vkml.sort(vkml.tensor(x, device=device), descending=True)
+    want = torch.sort(to_torch(x), descending=True, stable=True)
+    assert_same_bits(got.values.numpy(), want.values.numpy(), "values")
+    np.testing.assert_array_equal(got.indices.numpy(), want.indices.numpy())
+    found = vkml.searchsorted(vkml.tensor(np.sort(x[0]), device=device), vkml.tensor(x, device=device))
+    np.testing.assert_array_equal(found.numpy(), torch.searchsorted(torch.sort(to_torch(x[0]))[0], to_torch(x)))

@@ -817,9 +817,9 @@ EXTRA.update(
 )
 _SELECTION = vkml.frontend.selection
 _RANKS = (
-    "exact: each element's stable rank (the count of elements before it in PyTorch's order, NaN last) is a fused "
-    "reduction of n comparisons, and the selected element comes through a one-hot tree sum unchanged; n^2 "
-    "comparisons a row (no sort yet)"
+    "exact: each element's stable rank (the count of elements before it in PyTorch's order, NaN last) is its "
+    "place in `sort`'s stable order (the inverse permutation, O(n log^2 n) device work a row), and the selected "
+    "element comes through a one-hot tree sum unchanged"
 )
 _TO_INDEX = "Through a one-hot selection: the gradient goes to the element the index names, as PyTorch's."
 _TIES = (

@@ -295,6 +295,11 @@ def sorted_positions(rows, descending: bool = False):
     return pos[:, :n] if p != n else pos
 
 
+def stable_ranks(rows, descending: bool = False):
+    """Each element's place in the stable sort of its row (int32, shape (R, n)): the inverse permutation."""
+    return _invert_kernel(sorted_positions(rows, descending))
+
+
 @differentiable("sort_take", inputs=("rows",))
 def take_sorted(rows, pos, k: int):
     """Row r's elements of ``rows`` (R, n) at the first ``k`` positions of the permutation ``pos`` (R, n)."""

@@ -861,7 +861,8 @@ EXTRA.update(
             "reduce",
             (_sig("vkml.mode", _SELECTION.mode), "Tensor.mode(dim=-1, keepdim=False)"),
             _SELECTION.mode,
-            precision="exact: counts of equal elements (n^2 comparisons a row), then the exact max and min",
+            precision="exact: counts of equal elements (each value's run in the row's stable sort, found by "
+            "binary search), then the exact max and min",
             special="Of equally frequent values the smallest; its last position is the index (as PyTorch). NaNs "
             "count as one value that sorts after every number.",
             divergence="PyTorch's result with NaN depends on where its unstable sort puts them (NaN for "

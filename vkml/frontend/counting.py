@@ -203,6 +203,6 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002 - PyTorch's argument nam
     pos = F.where(inside, pos, int(bins))  # a bin past the last one collects what is not counted
     ordered = sorting.take_sorted(F.reshape(pos, 1, -1), sorting.sorted_positions(F.reshape(pos, 1, -1)), x.numel())
     probes = F.reshape(arange(int(bins) + 1, dtype=T.int64, device=node.device), 1, -1)
-    starts = F.reshape(sorting._search_rows(ordered, probes, False), -1)
+    starts = F.reshape(sorting.search_rows(ordered, probes, False), -1)
     counts = starts[1:] - starts[:-1]
     return F.cast(counts, dtype)

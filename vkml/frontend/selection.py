@@ -10,8 +10,8 @@ so the ranks are a permutation of 0 .. n-1: the inverse of vkml's stable sort's 
 (vkml/frontend/sorting.py), which computes them in O(n log^2 n) device work a row. The k-th
 smallest is the element whose rank is k - 1, taken as a tree sum of a one-hot selection (every
 other slot adds -0.0, so the value's bits come through unchanged, NaN and -0.0 included), and
-its gradient goes to that element, as PyTorch's. ``mode`` still counts equal elements, n^2
-comparisons a row.
+its gradient goes to that element, as PyTorch's. ``mode`` counts each value's run in the
+sorted row with two binary searches.
 """
 
 from __future__ import annotations
@@ -64,6 +64,27 @@ def _pick(x, ranks, k):
     pos = arange(n, dtype=T.int64, device=x.device)
     indices = F.sum(F.where(hit, pos, 0), -1)
     return values, indices
+
+
+def _equal_counts(x):
+    """How often each element's value occurs along the last dim (int64); NaNs count as one value.
+
+    The row sorted once, then each element's run found by two binary searches (NaN sorts last).
+    """
+    n = x.shape[-1]
+    rows = F.reshape(x.detach(), -1, n)
+    if rows.shape[0] == 0:
+        return F.cast(x, T.int64)  # no rows: an empty tensor of the right shape
+    if rows.dtype is T.float16:
+        rows = F.cast(rows, T.float32)  # exact; the searches compare in float32
+    ordered = sorting.take_sorted(rows, sorting.sorted_positions(rows), n)
+    counts = sorting.search_rows(ordered, rows, True, nan_last=True) - sorting.search_rows(
+        ordered, rows, False, nan_last=True
+    )
+    if rows.dtype.is_float:  # a NaN's run: every NaN of the row
+        nan = _isnan(rows)
+        counts = F.where(nan, F.sum(nan, -1, keepdim=True), counts)
+    return F.reshape(counts, *x.shape)
 
 
 def _finish(values, indices, d: int, keepdim: bool, kind):
@@ -148,7 +169,7 @@ def nanmedian(input, dim=None, keepdim=False):
 
 def mode(input, dim=-1, keepdim=False):
     """(values, indices): the most frequent value along ``dim`` (of several, the smallest) and its
-    last position, as PyTorch's. Exact: counts of equal elements, n^2 comparisons a row.
+    last position, as PyTorch's. Exact: counts of equal elements from the row's stable sort.
 
     NaNs count as one value that sorts last. (PyTorch's result with NaN depends on how its
     unstable sort happens to place them: NaN for [nan, nan, 1], but 1 for [nan, 1, 1, nan, nan].)
@@ -158,11 +179,7 @@ def mode(input, dim=-1, keepdim=False):
         values, indices = mode(F.cast(input, T.int32), dim, keepdim)
         return mode_t(F.cast(values, T.bool_), indices)
     xl = _last(x, d)
-    a, b = F.unsqueeze(xl, -1), F.unsqueeze(xl, -2)
-    same = F.eq(a, b)
-    if xl.dtype.is_float:  # NaNs count as one value, as in PyTorch's sort order
-        same = F.logical_or(same, F.logical_and(_isnan(a), _isnan(b)))
-    counts = F.sum(same, -1)  # how often each element's value occurs in its row
+    counts = _equal_counts(xl)  # how often each element's value occurs in its row
     top = F.eq(counts, F.amax(counts, -1, keepdim=True))
     wide = T.float32 if xl.dtype is T.float16 else xl.dtype
     big = math.inf if wide.is_float else np.iinfo(wide.np).max

@@ -472,8 +472,10 @@ _SEARCHES = {
 }
 
 
-def _search_rows(seq2d, values2d, right: bool, sorter2d=None, nan_last: bool = False):
-    """int64 (R, m): PyTorch's binary search of each row of ``values2d`` in the same row of ``seq2d``."""
+def search_rows(seq2d, values2d, right: bool, sorter2d=None, nan_last: bool = False):
+    """``nan_last``: NaN in the sequence counts as greater than every value (as the sort puts it).
+
+    int64 (R, m): PyTorch's binary search of each row of ``values2d`` in the same row of ``seq2d``."""
     if seq2d.shape[1] == 0:
         return F._wrap(lazy.const_node(0, T.int64, values2d.shape, values2d.device))
     if values2d.numel() == 0:
@@ -544,7 +546,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     if sorter is not None:
         lazy.check_devices(op, [seq_node, F._tensor_node(op, sorter)])
         sorter2d = _checked_sorter(op, sorter, seq_node.shape, n)
-    out = F.reshape(_search_rows(seq2d, vals2d, bool(right), sorter2d), *values.shape)
+    out = F.reshape(search_rows(seq2d, vals2d, bool(right), sorter2d), *values.shape)
     return F.cast(out, T.int32) if out_int32 else out
 
 
@@ -604,8 +606,8 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
         sorted_tests = take_sorted(flat, sorted_positions(flat), flat.shape[1])
         probe = F.reshape(values, 1, -1)
         found = F.gt(
-            _search_rows(sorted_tests, probe, True, nan_last=True),
-            _search_rows(sorted_tests, probe, False, nan_last=True),
+            search_rows(sorted_tests, probe, True, nan_last=True),
+            search_rows(sorted_tests, probe, False, nan_last=True),
         )
         found = F.reshape(found, *shape)
     return F.logical_not(found) if invert else found

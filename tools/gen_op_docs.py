@@ -906,7 +906,8 @@ _COMBINING = vkml.frontend.combining
 _BITONIC = (
     "exact: a bitonic sorting network of device kernels over (key, original position) pairs, so the order is the "
     "unique stable one on every device; the values are gathered from the input unchanged (float16 compares as "
-    "float32, exactly); log2(P)(log2(P)+1)/2 dispatches for rows padded to P = 2^ceil(log2 n)"
+    "float32, exactly); rows padded to P = 2^ceil(log2 n) slots; the steps within 512-slot blocks run in shared "
+    "memory (one dispatch per stage), the others one dispatch each"
 )
 _SORT_ORDER = (
     "NaN sorts as the largest value (last ascending, first descending), NaNs by position; -0.0 equals +0.0 (ties "

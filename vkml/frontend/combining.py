@@ -26,9 +26,10 @@ def _along(x, dim: int, start: int, stop: int):
 
 
 def diff(input, n=1, dim=-1, prepend=None, append=None):
-    """The n-th forward difference along ``dim`` (``out[i] = x[i + 1] - x[i]``, repeated ``n`` times),
-    after ``prepend`` and ``append`` are joined on, as torch.diff. bool inputs give ``x[i + 1] != x[i]``.
+    """The n-th forward difference along ``dim``, as torch.diff.
 
+    ``out[i] = x[i + 1] - x[i]``, repeated ``n`` times, after ``prepend`` and ``append`` are
+    joined on. bool inputs give ``x[i + 1] != x[i]``.
     Example: ``vkml.diff(vkml.tensor([1, 4, 9]))`` is [3, 5].
     """
     op = "diff"
@@ -115,8 +116,10 @@ def linalg_cross(input, other, *, dim=-1):
 
 
 def kron(input, other):
-    """The Kronecker product of two tensors, as torch.kron: the shape is the dimwise product (the
-    shorter shape padded with leading 1s) and ``out[i * b + k] = input[i] * other[k]`` in every dim.
+    """The Kronecker product of two tensors, as torch.kron.
+
+    The shape is the dimwise product (the shorter shape padded with leading 1s) and
+    ``out[i * b + k] = input[i] * other[k]`` in every dim.
     """
     a, b = F._tensor_node("kron", input), F._tensor_node("kron", other)
     nd = max(len(a.shape), len(b.shape))
@@ -128,8 +131,10 @@ def kron(input, other):
 
 
 def block_diag(*tensors):
-    """The block-diagonal matrix of the given tensors (0-d: 1x1, 1-d: one row, 2-d as is), zeros
-    elsewhere, in their promoted dtype, as torch.block_diag.
+    """The block-diagonal matrix of the given tensors, as torch.block_diag.
+
+    0-d tensors are 1x1 blocks, 1-d tensors one row, 2-d as they are; zeros elsewhere; the
+    blocks' promoted dtype.
     """
     op = "block_diag"
     blocks = []
@@ -160,9 +165,9 @@ _COMPUTE_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist
 
 
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
-    """The p-norm distance between each row of ``x1`` (..., P, M) and each row of ``x2`` (..., R, M):
-    (..., P, R), batch dims broadcast, as torch.cdist.
+    """The p-norm distance between each row of ``x1`` and each row of ``x2``, as torch.cdist.
 
+    ``x1`` (..., P, M) and ``x2`` (..., R, M) give (..., P, R); batch dims broadcast.
     Computed directly, ||x1[i] - x2[j]||_p over the M differences with the tree order of the
     reductions (p = 2: sqrt of the sum of squares; 1: sum of |d|; inf: max |d|; 0: the count of
     nonzero d; else pow(sum(|d|^p), 1/p)), whatever ``compute_mode`` says (PyTorch's matmul form

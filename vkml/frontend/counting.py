@@ -97,9 +97,9 @@ def _check_flags(op: str, **flags):
 
 
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002 - PyTorch's name
-    """The distinct elements of ``input`` (``dim`` None, flattened) or its distinct slices along ``dim``,
-    in ascending order, as torch.unique; with ``return_inverse`` / ``return_counts`` a tuple.
+    """The distinct elements (or slices along ``dim``) of ``input`` in ascending order, as torch.unique.
 
+    ``dim=None`` flattens; with ``return_inverse`` / ``return_counts`` the result is a tuple.
     Reads the input back (the result's size depends on it, as in PyTorch). NaNs are all distinct
     and sort last; -0.0 equals 0.0 (the first in order stands for both). ``sorted=False`` gives the
     sorted result too (PyTorch's CPU does as well). Not differentiable.
@@ -111,9 +111,9 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
 
 
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
-    """``input`` with each run of equal consecutive elements (or slices along ``dim``) kept once,
-    as torch.unique_consecutive; with ``return_inverse`` / ``return_counts`` a tuple.
+    """``input`` with each run of equal consecutive elements (or slices) kept once, as torch.unique_consecutive.
 
+    With ``return_inverse`` / ``return_counts`` the result is a tuple.
     Reads the input back, as PyTorch. NaN equals nothing, so each NaN is its own run.
     """
     _check_flags("unique_consecutive", return_inverse=return_inverse, return_counts=return_counts)
@@ -125,9 +125,10 @@ _INTEGERS = (T.int32, T.int64)
 
 
 def bincount(input, weights=None, minlength=0):
-    """How often each value 0, 1, ... occurs in the 1-D non-negative integer ``input`` (int64), or the
-    sum of ``weights`` at each value, as torch.bincount. The length is max(max(input) + 1, minlength).
+    """How often each value 0, 1, ... occurs in the 1-D ``input``, or its ``weights``' sums, as torch.bincount.
 
+    ``input`` holds non-negative integers; counts are int64; the length is
+    max(max(input) + 1, minlength).
     Reads ``input`` back (the length depends on it, as in PyTorch). float32 weights give float32
     sums, added on the device in index order. PyTorch gives float64 for other weights; vkml has no
     float64, so they are added in float32 (a float32 result).
@@ -172,9 +173,10 @@ def _histc_range(op: str, input, lo: float, hi: float) -> tuple[float, float]:
 
 
 def histc(input, bins=100, min=0, max=0):  # noqa: A002 - PyTorch's argument names
-    """A histogram of ``input`` with ``bins`` equal bins over [min, max], as torch.histc (counts in
-    ``input``'s float dtype). ``min == max`` (the default) takes the data's minimum and maximum.
+    """A histogram of ``input`` with ``bins`` equal bins over [min, max], as torch.histc.
 
+    Counts in ``input``'s float dtype. ``min == max`` (the default) takes the data's minimum and
+    maximum.
     Bin of x: trunc((x - min) * bins / (max - min)) computed in ``input``'s dtype, each
     operation rounded (PyTorch's formula), x == max in the last bin; elements outside [min, max]
     and NaN are not counted. Exact counts (sorted bin numbers, counted by binary search).

@@ -12,9 +12,12 @@ is PyTorch's: NaN sorts as the largest value (last ascending, first descending),
 themselves by position, and -0.0 equals +0.0 (their order is their positions). Padding slots
 (positions >= n) sort after everything and are cut off.
 
-The network has log2(P) (log2(P) + 1) / 2 compare-exchange steps; each is one dispatch in which
-every slot reads itself and its partner ``i ^ j`` and keeps the one its place in the network
-asks for (out of place: no two invocations write one slot). The sorted values are then
+The network has log2(P) (log2(P) + 1) / 2 compare-exchange steps. The steps whose partners lie
+in one block of 512 slots run in shared memory, all of a stage's in one dispatch (all stages of
+rows up to 512 slots in one); each longer step is one dispatch in which every slot reads itself
+and its partner ``i ^ j`` and keeps the one its place in the network asks for (out of place: no
+two invocations write one slot). A realize holds every intermediate buffer, so past
+``PENDING_SORT_BYTES`` of them a long sort runs the stages so far first. The sorted values are then
 gathered from the input by the sorted positions, so their bits are the input's (float16 keys
 compare as float32, which is exact), and their gradient is the gradient scattered back through
 the permutation, as PyTorch's.
@@ -392,9 +395,9 @@ def msort(input):
 
 
 def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's argument name
-    """(values, indices) of the ``k`` largest (``largest=False``: smallest) elements along ``dim``,
-    as ``vkml.return_types.topk``.
+    """(values, indices) of the ``k`` largest (or smallest) elements along ``dim``, as ``return_types.topk``.
 
+    ``largest=False`` takes the smallest.
     The first ``k`` of the stable sort: ordered (``sorted=False`` gives the same order), ties by
     position, NaN counts as the largest. The values' gradient goes to the elements chosen.
     """
@@ -495,9 +498,9 @@ def _search_dtype(op: str, a, b) -> T.DType:
 
 
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None):
-    """The positions at which ``input``'s values would be inserted into ``sorted_sequence`` to keep it
-    sorted (along its last dim), as torch.searchsorted: int64 (``out_int32=True``: int32).
+    """Where ``input``'s values would go into ``sorted_sequence`` (its last dim) to keep it sorted.
 
+    As torch.searchsorted: int64 positions (``out_int32=True``: int32).
     ``right=True`` or ``side='right'`` gives the last such position; ``sorter`` holds the indices
     that sort an unsorted sequence. A 1-D sequence serves every value; an N-D one pairs its rows
     with ``input``'s (same leading dims). Example: ``vkml.searchsorted(vkml.tensor([1, 3, 5]),
@@ -566,8 +569,9 @@ def _checked_sorter(op: str, sorter, shape, n: int):
 
 
 def bucketize(input, boundaries, *, out_int32=False, right=False):
-    """The index of the bucket of each of ``input``'s values between the 1-D ``boundaries``, as
-    torch.bucketize (``searchsorted(boundaries, input, right=right)``).
+    """The bucket of each of ``input``'s values between the 1-D ``boundaries``, as torch.bucketize.
+
+    That is ``searchsorted(boundaries, input, right=right)``.
     """
     node = F._tensor_node("bucketize", boundaries)
     if len(node.shape) != 1:

@@ -163,8 +163,8 @@ def _histc_range(op: str, input, lo: float, hi: float) -> tuple[float, float]:
     if lo > hi:
         raise RuntimeError(f"'{op}': max must be larger than min, got min={lo} and max={hi}")
     if lo == hi and input.numel():
-        data = input.numpy().astype(np.float64)
-        lo, hi = float(np.min(data)), float(np.max(data))  # NaN anywhere gives NaN: not finite, below
+        # two scalars read back, as PyTorch's aminmax; NaN anywhere gives NaN: not finite, below
+        lo, hi = F.amin(input.detach()).item(), F.amax(input.detach()).item()
     if lo == hi:
         lo, hi = lo - 1, hi + 1
     if not (np.isfinite(lo) and np.isfinite(hi)):

@@ -1001,7 +1001,9 @@ EXTRA.update(
             precision=_READ_BACK,
             special="NaNs are all distinct and sort last; of -0.0 and 0.0 the first in stable order stands for "
             "both, as PyTorch. With `dim`, slices compare elementwise and sort lexicographically.",
-            divergence="`sorted=False` returns sorted results (as PyTorch's CPU does).",
+            divergence="`sorted=False` returns sorted results (as PyTorch's CPU does). With `dim`, slices holding NaN "
+            "sort with NaN after every number; PyTorch's slice comparison treats NaN as equal to everything (not "
+            "an order), so its order of such slices can differ.",
             gradient="Not differentiable (PyTorch's backward raises; vkml's results do not require grad).",
         ),
         "unique_consecutive": Extra(

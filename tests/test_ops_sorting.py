@@ -212,6 +212,10 @@ def test_random_searches_and_isin_match_torch():
 
 ERRORS = [
     ("sort_dim", lambda m: m.sort(m.ones(3), dim=2), IndexError, "range"),
+    ("sort_dim_none", lambda m: m.sort(m.ones(3), dim=None), TypeError, "dim"),
+    ("sort_descending_int", lambda m: m.sort(m.ones(3), descending=1), TypeError, "descending"),
+    ("sort_list", lambda m: m.sort([1, 2]), TypeError, "Tensor"),
+    ("topk_k_float", lambda m: m.topk(m.ones(3), 1.0), TypeError, "'k'"),
     ("topk_k_too_big", lambda m: m.topk(m.ones(3), 4), RuntimeError, "out of range"),
     ("topk_k_negative", lambda m: m.topk(m.ones(3), -1), RuntimeError, "out of range"),
     ("topk_bool", lambda m: m.topk(m.ones(3, dtype=m.bool), 1), RuntimeError, "bool"),

@@ -1,4 +1,4 @@
-"""Sorting and searching (vkml/frontend/sorting.py): sort, argsort, msort, topk, searchsorted, bucketize, isin.
+"""Sorting and searching (vkml/frontend/sorting.py, searching.py): sort, argsort, msort, topk, searchsorted, bucketize, isin.
 
 vkml's sort is always stable, so its values and indices equal PyTorch's ``stable=True`` sort bit
 for bit (ties, NaN, -0.0, inf included); topk is the first k of that order. Gradients of the

@@ -899,8 +899,10 @@ EXTRA.update(
 )
 
 # ---------------------------------------------------------------------- sorting, searching and counting
-# (vkml/frontend/sorting.py, counting.py, combining.py; their module docstrings state the algorithms)
+# (vkml/frontend/sorting.py, searching.py, counting.py, combining.py; their module docstrings state the
+# algorithms)
 _SORTING = vkml.frontend.sorting
+_SEARCHING = vkml.frontend.searching
 _COUNTING = vkml.frontend.counting
 _COMBINING = vkml.frontend.combining
 _BITONIC = (
@@ -967,8 +969,8 @@ EXTRA.update(
         ),
         "searchsorted": Extra(
             "search",
-            (_sig("vkml.searchsorted", _SORTING.searchsorted),),
-            _SORTING.searchsorted,
+            (_sig("vkml.searchsorted", _SEARCHING.searchsorted),),
+            _SEARCHING.searchsorted,
             precision=_BINARY_SEARCH,
             special="A NaN value goes past the end (index n); a NaN or an unsorted sequence gives whatever "
             "PyTorch's loop gives. `sorter`'s range is checked on the host, as PyTorch does.",
@@ -977,16 +979,16 @@ EXTRA.update(
         ),
         "bucketize": Extra(
             "search",
-            (_sig("vkml.bucketize", _SORTING.bucketize),),
-            _SORTING.bucketize,
+            (_sig("vkml.bucketize", _SEARCHING.bucketize),),
+            _SEARCHING.bucketize,
             precision=_BINARY_SEARCH,
             special="As `searchsorted(boundaries, input, right=right)`.",
             gradient=_NO_GRAD_INT,
         ),
         "isin": Extra(
             "search",
-            (_sig("vkml.isin", _SORTING.isin),),
-            _SORTING.isin,
+            (_sig("vkml.isin", _SEARCHING.isin),),
+            _SEARCHING.isin,
             precision="exact: `test_elements` sorted on the device (as `sort`), each element binary-searched twice",
             special="Equality is `==`: -0.0 is in [0.0]; NaN is in nothing. bool inputs raise, as PyTorch's.",
             gradient="Not differentiable: the result is a bool.",

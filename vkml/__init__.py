@@ -385,12 +385,14 @@ __all__ += [
     "quantile",
     "nanquantile",
 ]
-# Sorting, searching and counting of issue 17 (vkml/frontend/sorting.py, counting.py, combining.py).
+# Sorting, searching and counting of issue 17 (vkml/frontend/sorting.py, searching.py, counting.py,
+# combining.py).
 from .frontend import combining as _combining  # noqa: E402
 from .frontend import counting as _counting  # noqa: E402
+from .frontend import searching as _searching  # noqa: E402
 from .frontend import sorting as _sorting  # noqa: E402
 
-for _module in (_sorting, _counting, _combining):
+for _module in (_sorting, _searching, _counting, _combining):
     for _name in _module.PUBLIC:
         globals()[_name] = getattr(_module, _name)
     __all__ += _module.PUBLIC

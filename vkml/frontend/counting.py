@@ -16,7 +16,7 @@ import numpy as np
 from ..graph import build as lazy
 from ..ir import types as T
 from . import operators as F
-from . import sorting
+from . import searching, sorting
 from .creation import arange
 from .indexing import scatter_add_positions
 
@@ -205,6 +205,6 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002 - PyTorch's argument nam
     pos = F.where(inside, pos, int(bins))  # a bin past the last one collects what is not counted
     ordered = sorting.take_sorted(F.reshape(pos, 1, -1), sorting.sorted_positions(F.reshape(pos, 1, -1)), x.numel())
     probes = F.reshape(arange(int(bins) + 1, dtype=T.int64, device=node.device), 1, -1)
-    starts = F.reshape(sorting.search_rows(ordered, probes, False), -1)
+    starts = F.reshape(searching.search_rows(ordered, probes, False), -1)
     counts = starts[1:] - starts[:-1]
     return F.cast(counts, dtype)

@@ -23,7 +23,7 @@ import numpy as np
 from ..graph import build as lazy
 from ..ir import types as T
 from . import operators as F
-from . import sorting
+from . import searching, sorting
 from .creation import arange, full_like
 from .return_types import kthvalue as kthvalue_t
 from .return_types import median as median_t
@@ -78,7 +78,7 @@ def _equal_counts(x):
     if rows.dtype is T.float16:
         rows = F.cast(rows, T.float32)  # exact; the searches compare in float32
     ordered = sorting.take_sorted(rows, sorting.sorted_positions(rows), n)
-    counts = sorting.search_rows(ordered, rows, True, nan_last=True) - sorting.search_rows(
+    counts = searching.search_rows(ordered, rows, True, nan_last=True) - searching.search_rows(
         ordered, rows, False, nan_last=True
     )
     if rows.dtype.is_float:  # a NaN's run: every NaN of the row

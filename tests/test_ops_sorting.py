@@ -311,3 +311,27 @@ def test_grids_past_the_workgroup_limit_spill_into_y(monkeypatch, on_gpu, reques
     np.testing.assert_array_equal(got.indices.numpy(), want.indices.numpy())
     found = vkml.searchsorted(vkml.tensor(np.sort(x[0]), device=device), vkml.tensor(x, device=device))
     np.testing.assert_array_equal(found.numpy(), torch.searchsorted(torch.sort(to_torch(x[0]))[0], to_torch(x)))
+
+
+def test_random_shapes_dims_and_dtypes_match_torch_stable_sort():
+    g = np.random.default_rng(90)
+    for trial in range(14):
+        shape = tuple(int(s) for s in g.integers(1, 9, g.integers(1, 4)))
+        dim = int(g.integers(-len(shape), len(shape)))
+        dtype = (np.float32, np.float16, np.int32, np.int64)[trial % 4]
+        x = g.integers(-4, 4, shape).astype(dtype)
+        if x.dtype.kind == "f":
+            x.reshape(-1)[g.random(x.size) < 0.2] = np.nan
+            x.reshape(-1)[g.random(x.size) < 0.2] = -0.0
+        descending = bool(trial % 3 == 0)
+        got = vkml.sort(vkml.tensor(x), dim=dim, descending=descending)
+        want = torch.sort(to_torch(x), dim=dim, descending=descending, stable=True)
+        what = f"trial {trial}: {shape} {x.dtype} dim={dim} descending={descending}"
+        assert_same_bits(got.values.numpy(), want.values.numpy(), what)
+        np.testing.assert_array_equal(got.indices.numpy(), want.indices.numpy(), err_msg=what)
+        k = int(g.integers(0, x.shape[dim] + 1))
+        # topk: the first k of the stable order (PyTorch's own topk may pick another of tied -0.0 and 0.0)
+        top = vkml.topk(vkml.tensor(x), k, dim=dim, largest=not descending)
+        first = torch.sort(to_torch(x), dim=dim, descending=not descending, stable=True)
+        assert_same_bits(top.values.numpy(), first.values.narrow(dim, 0, k).numpy(), what + " topk")
+        np.testing.assert_array_equal(top.indices.numpy(), first.indices.narrow(dim, 0, k).numpy(), err_msg=what)

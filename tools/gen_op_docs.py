@@ -963,7 +963,8 @@ EXTRA.update(
             precision="the first k of the stable sort (" + _BITONIC + ")",
             special="NaN counts as the largest value. Returns `vkml.return_types.topk(values, indices)`. bool "
             "inputs raise, as PyTorch's CPU.",
-            divergence="Of tied elements the earlier positions are chosen (PyTorch names any of them); "
+            divergence="Of tied elements the earlier positions are chosen (PyTorch names any of them; -0.0 and 0.0 "
+            "tie, so the sign of a zero picked may differ from PyTorch's); "
             "`sorted=False` gives the sorted order too. The cost is a full sort of each row.",
             gradient="The values' gradient goes to the elements chosen (0 elsewhere), as PyTorch's.",
         ),

@@ -185,6 +185,9 @@ CASES = [
         lambda x, v: x.index_copy(0, torch.tensor([2, 0, 2]), v * v),
         inputs(normal(3, 5), normal(3, 5)),
     ),
+    # sort and topk: the values' gradient goes back through the permutation (vkml/frontend/sorting.py)
+    Case("sort_take", lambda x: x.sort(dim=1).values * x, lambda x: x.sort(dim=1).values * x, inputs(normal(3, 5))),
+    Case("sort_take", lambda x: x.topk(2, 0).values, lambda x: x.topk(2, 0).values, inputs(normal(4, 3))),
     Case("slice", lambda x: x[1:, ::2], lambda x: x[1:, ::2], inputs(normal(4, 7))),
     Case("slice", lambda x: x[..., 1, None, 3:8:3], lambda x: x[..., 1, None, 3:8:3], inputs(normal(2, 3, 9))),
     Case("slice", lambda x: x[-1], lambda x: x[-1], inputs(normal(4, 3))),

@@ -34,8 +34,9 @@ from vkml.ir import lru
 from vkml.runtime.counters import counters
 
 device, steps, bound = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-for name, (entries, nbytes) in lru.LIMITS.items():
-    lru.LIMITS[name] = (bound, nbytes)
+if bound:  # 0: the default limits
+    for name, (entries, nbytes) in lru.LIMITS.items():
+        lru.LIMITS[name] = (bound, nbytes)
 dev = vkml.device(device)
 vkml.manual_seed(0)
 net = vkml.nn.Sequential(vkml.nn.Linear(8, 16), vkml.nn.ReLU(), vkml.nn.Linear(16, 4)).to(dev)

@@ -417,3 +417,15 @@ for _name in _index_ops.FUNCTIONS:
     globals()[_name] = getattr(_index_ops, _name)
 __all__ += _index_ops.FUNCTIONS
 del _name
+# Sorting, searching and counting of issue 17 (vkml/frontend/sorting.py, searching.py, counting.py,
+# combining.py).
+from .frontend import combining as _combining  # noqa: E402
+from .frontend import counting as _counting  # noqa: E402
+from .frontend import searching as _searching  # noqa: E402
+from .frontend import sorting as _sorting  # noqa: E402
+
+for _module in (_sorting, _searching, _counting, _combining):
+    for _name in _module.PUBLIC:
+        globals()[_name] = getattr(_module, _name)
+    __all__ += _module.PUBLIC
+del _module, _name

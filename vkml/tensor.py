@@ -663,3 +663,11 @@ from .frontend import index_ops as _index_ops  # noqa: E402
 
 for _name in _index_ops.TENSOR_METHODS:
     setattr(Tensor, _name, getattr(_index_ops, _name))
+# Sorting, searching and counting (vkml/frontend/sorting.py, counting.py, combining.py).
+from .frontend import combining as _combining  # noqa: E402
+from .frontend import counting as _counting  # noqa: E402
+from .frontend import sorting as _sorting  # noqa: E402
+
+for _module in (_sorting, _counting, _combining):
+    for _name in _module.TENSOR_METHODS:
+        setattr(Tensor, _name, getattr(_module, _name))

@@ -17,5 +17,7 @@ kthvalue = namedtuple("kthvalue", ["values", "indices"])
 median = namedtuple("median", ["values", "indices"])
 nanmedian = namedtuple("nanmedian", ["values", "indices"])
 mode = namedtuple("mode", ["values", "indices"])
+sort = namedtuple("sort", ["values", "indices"])
+topk = namedtuple("topk", ["values", "indices"])
 
-__all__ = ["max", "min", "aminmax", "cummax", "cummin", "kthvalue", "median", "nanmedian", "mode"]
+__all__ = ["max", "min", "aminmax", "cummax", "cummin", "kthvalue", "median", "nanmedian", "mode", "sort", "topk"]

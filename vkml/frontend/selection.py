@@ -1,16 +1,17 @@
 """Order statistics with PyTorch's names: kthvalue, median, nanmedian, mode, quantile, nanquantile.
 
-vkml has no sort yet; these select by rank counting, exact and parallel. Along the selected
-dim of length n, element i's stable rank is the number of elements that sort before it:
+These select by rank, exact and parallel. Along the selected dim of length n, element i's
+stable rank is the number of elements that sort before it:
 
     rank[i] = #{j : x[j] < x[i]} + #{j < i : x[j] == x[i]},
 
 with NaN sorting after every number and NaNs equal among themselves (PyTorch's sort order),
-so the ranks are a permutation of 0 .. n-1. The k-th smallest is the element whose rank is
-k - 1, taken as a tree sum of a one-hot selection (every other slot adds -0.0, so the value's
-bits come through unchanged, NaN and -0.0 included), and its gradient goes to that element,
-as PyTorch's. Each rank is a reduction of n comparisons, fused into one kernel: n^2
-comparisons a row, so these suit rows up to a few thousand elements.
+so the ranks are a permutation of 0 .. n-1: the inverse of vkml's stable sort's permutation
+(vkml/frontend/sorting.py), which computes them in O(n log^2 n) device work a row. The k-th
+smallest is the element whose rank is k - 1, taken as a tree sum of a one-hot selection (every
+other slot adds -0.0, so the value's bits come through unchanged, NaN and -0.0 included), and
+its gradient goes to that element, as PyTorch's. ``mode`` counts each value's run in the
+sorted row with two binary searches.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import numpy as np
 from ..graph import build as lazy
 from ..ir import types as T
 from . import operators as F
+from . import searching, sorting
 from .creation import arange, full_like
 from .return_types import kthvalue as kthvalue_t
 from .return_types import median as median_t
@@ -45,16 +47,10 @@ def _last(input, d: int):
 def _ranks(x):
     """The stable rank of every element along the last dim (int64), in PyTorch's sort order."""
     n = x.shape[-1]
-    a, b = F.unsqueeze(x, -1), F.unsqueeze(x, -2)  # a: element i (rows), b: element j (columns)
-    before = F.lt(b, a)
-    same = F.eq(b, a)
-    if x.dtype.is_float:
-        nan_a, nan_b = _isnan(a), _isnan(b)
-        before = F.logical_or(before, F.logical_and(nan_a, F.logical_not(nan_b)))
-        same = F.logical_or(same, F.logical_and(nan_a, nan_b))
-    pos = arange(n, dtype=T.int64, device=x.device)
-    earlier = F.lt(F.unsqueeze(pos, 0), F.unsqueeze(pos, 1))  # [i, j]: j < i
-    return F.sum(F.logical_or(before, F.logical_and(same, earlier)), -1)
+    rows = F.reshape(x, -1, n)
+    if rows.shape[0] == 0:
+        return F.cast(x, T.int64)  # no rows: an empty tensor of the right shape
+    return F.reshape(F.cast(sorting.stable_ranks(rows), T.int64), *x.shape)
 
 
 def _pick(x, ranks, k):
@@ -68,6 +64,27 @@ def _pick(x, ranks, k):
     pos = arange(n, dtype=T.int64, device=x.device)
     indices = F.sum(F.where(hit, pos, 0), -1)
     return values, indices
+
+
+def _equal_counts(x):
+    """How often each element's value occurs along the last dim (int64); NaNs count as one value.
+
+    The row sorted once, then each element's run found by two binary searches (NaN sorts last).
+    """
+    n = x.shape[-1]
+    rows = F.reshape(x.detach(), -1, n)
+    if rows.shape[0] == 0:
+        return F.cast(x, T.int64)  # no rows: an empty tensor of the right shape
+    if rows.dtype is T.float16:
+        rows = F.cast(rows, T.float32)  # exact; the searches compare in float32
+    ordered = sorting.take_sorted(rows, sorting.sorted_positions(rows), n)
+    counts = searching.search_rows(ordered, rows, True, nan_last=True) - searching.search_rows(
+        ordered, rows, False, nan_last=True
+    )
+    if rows.dtype.is_float:  # a NaN's run: every NaN of the row
+        nan = _isnan(rows)
+        counts = F.where(nan, F.sum(nan, -1, keepdim=True), counts)
+    return F.reshape(counts, *x.shape)
 
 
 def _finish(values, indices, d: int, keepdim: bool, kind):
@@ -91,7 +108,7 @@ def _prepare(op: str, input, dim):
 def kthvalue(input, k, dim=-1, keepdim=False):
     """(values, indices) of the ``k``-th smallest element along ``dim`` (k from 1), as PyTorch's.
 
-    Exact, by rank counting (module docstring). NaN sorts last. Of equal values the index is
+    Exact, by stable rank (module docstring). NaN sorts last. Of equal values the index is
     the one whose stable rank is k - 1 (PyTorch's quickselect names any of them).
     """
     x, d, n = _prepare("kthvalue", input, dim)
@@ -140,7 +157,7 @@ def median(input, dim=None, keepdim=False):
     """The lower median (the ((n - 1) // 2)-th smallest), as PyTorch: of all elements when ``dim`` is None,
     else (values, indices) along ``dim``.
 
-    A NaN in the row makes the result NaN (index: the first NaN). Exact, by rank counting.
+    A NaN in the row makes the result NaN (index: the first NaN). Exact, by stable rank.
     """
     return _median("median", input, dim, keepdim, False, median_t)
 
@@ -152,7 +169,7 @@ def nanmedian(input, dim=None, keepdim=False):
 
 def mode(input, dim=-1, keepdim=False):
     """(values, indices): the most frequent value along ``dim`` (of several, the smallest) and its
-    last position, as PyTorch's. Exact: counts of equal elements, n^2 comparisons a row.
+    last position, as PyTorch's. Exact: counts of equal elements from the row's stable sort.
 
     NaNs count as one value that sorts last. (PyTorch's result with NaN depends on how its
     unstable sort happens to place them: NaN for [nan, nan, 1], but 1 for [nan, 1, 1, nan, nan].)
@@ -162,11 +179,7 @@ def mode(input, dim=-1, keepdim=False):
         values, indices = mode(F.cast(input, T.int32), dim, keepdim)
         return mode_t(F.cast(values, T.bool_), indices)
     xl = _last(x, d)
-    a, b = F.unsqueeze(xl, -1), F.unsqueeze(xl, -2)
-    same = F.eq(a, b)
-    if xl.dtype.is_float:  # NaNs count as one value, as in PyTorch's sort order
-        same = F.logical_or(same, F.logical_and(_isnan(a), _isnan(b)))
-    counts = F.sum(same, -1)  # how often each element's value occurs in its row
+    counts = _equal_counts(xl)  # how often each element's value occurs in its row
     top = F.eq(counts, F.amax(counts, -1, keepdim=True))
     wide = T.float32 if xl.dtype is T.float16 else xl.dtype
     big = math.inf if wide.is_float else np.iinfo(wide.np).max
@@ -261,7 +274,7 @@ def _quantile(op: str, input, q, dim, keepdim: bool, interpolation: str, skip_na
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     """The ``q``-quantiles along ``dim`` (every element when None), as PyTorch's ``torch.quantile``.
 
-    Positions q * (n - 1) in float32, the two neighbours found exactly by rank counting, and
+    Positions q * (n - 1) in float32, the two neighbours found exactly by stable rank, and
     torch.lerp's formula between them, each product and sum rounded (PyTorch's vectorised lerp
     fuses the multiply-add, so a result may differ from its by 1 ulp). A NaN in the row gives
     NaN. A 1-D ``q`` puts its dim first. float32 only, as PyTorch (which takes float64 too).

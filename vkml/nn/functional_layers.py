@@ -74,7 +74,8 @@ def _pad_mode(op: str, x, pads, mode: str):
 # ---------------------------------------------------------------------- convolution
 
 
-def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, padding_mode="zeros"):
+def _conv_operands(op, input, weight, bias, n: int) -> None:
+    """The checks every convolution, plain or transposed, makes of its tensors (types, dims, dtypes)."""
     if not isinstance(input, functions._tensor.Tensor) or not isinstance(weight, functions._tensor.Tensor):
         raise TypeError(f"'{op}': input and weight must be vkml.Tensors")
     if weight.ndim != n + 2:
@@ -93,6 +94,10 @@ def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, pa
         raise RuntimeError(
             f"'{op}': Input type ({input.dtype.name}) and bias type ({bias.dtype.name}) should be the same"
         )
+
+
+def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, padding_mode="zeros"):
+    _conv_operands(op, input, weight, bias, n)
     unbatched = input.ndim == n + 1
     if unbatched:
         input = functions.unsqueeze(input, 0)

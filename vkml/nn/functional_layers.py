@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from ..frontend import creation, mutation
+from ..frontend import creation, indexing, mutation
 from ..frontend import operators as functions
 from ..frontend import shape as shape_ops
 from ..ir import types as T
@@ -437,8 +437,10 @@ def _adaptive_avg(op, input, output_size, n: int):
 def _adaptive_max(op, input, output_size, return_indices: bool, n: int):
     """The maximum over ``_adaptive_avg``'s windows; gradient to each window's first maximum.
 
-    Each output is its own window view reduced (prod(output_size) views): meant for the small
-    output sizes of classifier heads.
+    All windows are read by one gather into (..., *output_size, taps): along each dim, tap j of
+    output i reads element max(start_i, end_i - K + j), K the longest window, so a shorter window
+    repeats its first element in front — which changes neither its first maximum nor its last
+    NaN, the element PyTorch selects. Exact: values are selected, never rounded.
     """
     out = _output_size(op, input, output_size, n)
     spatial = tuple(input.shape[-n:])
@@ -446,21 +448,24 @@ def _adaptive_max(op, input, output_size, return_indices: bool, n: int):
     if any(o == 0 for o in out):
         empty = input[(...,) + tuple(slice(0, o) for o in out)]
         return (empty, functions.cast(empty, T.int64)) if return_indices else empty
-    bounds = [_adaptive_bounds(size, o) for size, o in zip(spatial, out)]
-    positions = np.arange(math.prod(spatial)).reshape(spatial)
-    values, indices = [], []
-    for cell in np.ndindex(*out):
-        window = tuple(slice(bounds[k][0][i], bounds[k][1][i]) for k, i in enumerate(cell))
-        flat = input[(...,) + window].reshape(*lead, -1)
-        hit = _selected(flat)
-        values.append(functions.where(hit, flat, -0.0).sum(-1, keepdim=True))
-        if return_indices:
-            where = creation.tensor(positions[window].reshape(-1), device=input.device)
-            indices.append(functions.where(hit, where, 0).sum(-1, keepdim=True))
-    result = functions.cat(values, -1).reshape(*lead, *out)
+    # positions[*cell, *tap]: the flat spatial position tap reads for output cell
+    positions = np.zeros((1,) * (2 * n), np.int64)
+    for k, (size, o) in enumerate(zip(spatial, out)):
+        starts, ends = (np.array(b) for b in _adaptive_bounds(size, o))
+        longest = int((ends - starts).max())
+        taps = np.maximum(starts[:, None], ends[:, None] - longest + np.arange(longest)[None, :])
+        shape = [1] * (2 * n)
+        shape[k], shape[n + k] = o, longest
+        positions = positions + taps.reshape(shape) * math.prod(spatial[k + 1 :])
+    positions = positions.reshape(*out, -1)
+    flat = np.arange(math.prod(lead), dtype=np.int64).reshape(*lead, *([1] * (n + 1))) * math.prod(spatial)
+    windows = indexing.take_positions(input, flat + positions)
+    hit = _selected(windows)
+    result = functions.where(hit, windows, -0.0).sum(-1)
     if not return_indices:
         return result
-    return result, functions.cat(indices, -1).reshape(*lead, *out)
+    where = creation.tensor(positions, device=input.device)
+    return result, functions.where(hit, where, 0).sum(-1)
 
 
 def adaptive_avg_pool2d(input, output_size):

@@ -130,10 +130,9 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups: int = 1, dilation=1):
-    """Transposed convolution (the gradient of ``conv2d`` with respect to its input) of ``input``
-    (N, C, H, W) or (C, H, W) with ``weight`` (C, O/groups, kh, kw).
+    """Transposed 2-D convolution of ``input`` (N, C, H, W) or (C, H, W) with ``weight`` (C, O/groups, kh, kw).
 
-    Output size per dim: (in - 1)·stride - 2·padding + dilation·(k - 1) + output_padding + 1.
+    The gradient of ``conv2d`` with respect to its input. Output size per dim: (in - 1)·stride - 2·padding + dilation·(k - 1) + output_padding + 1.
     Each input element times its weight rows is one batched ``matmul`` (a sum over C/groups in
     ascending channel order from -0.0); the resulting blocks are folded into the output as
     ``fold`` does (taps added in row-major kernel order), then the bias added once. Argument
@@ -363,13 +362,12 @@ def interpolate(
     recompute_scale_factor=None,
     antialias: bool = False,
 ):
-    """Resample ``input`` (N, C, *spatial), 1 to 3 spatial dims, to ``size`` or by ``scale_factor``, as
-    ``torch.nn.functional.interpolate``.
+    """Resample ``input`` (N, C, *spatial) with 1 to 3 spatial dims to ``size`` or by ``scale_factor``.
 
     Modes 'nearest' and 'nearest-exact' (3-5-D) copy one source element (exact); 'linear' (3-D),
     'bilinear' and 'bicubic' (4-D), 'trilinear' (5-D) weigh 2 or 4 neighbours per dim; 'area' is
-    ``adaptive_avg_pool``. Source indices and weights are computed on the host in float32 exactly as
-    PyTorch's CPU kernels compute them (scale = 1/scale_factor when a factor is given and
+    ``adaptive_avg_pool``. Source indices and weights are computed on the host in float32 with
+    PyTorch's CPU formulas (scale = 1/scale_factor when a factor is given and
     ``recompute_scale_factor`` is not True, else in/out; ``align_corners`` maps corner to corner),
     and the weighted sum is separable: the last dim first, each dim's terms added left to right,
     which is the nesting of PyTorch's kernel. float16 computes in float32 and rounds once.

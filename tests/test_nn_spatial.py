@@ -342,6 +342,85 @@ def test_fold_unfold_modules_match_torch():
     np.testing.assert_allclose(fold(cols).numpy(), ref_fold(torch.tensor(cols.numpy())).numpy(), rtol=1e-6)
 
 
+# ---------------------------------------------------------------------- sampling grids
+
+
+def _grid(shape, seed=1):
+    grid = _x(shape, seed) * 0.8
+    grid.reshape(-1, shape[-1])[:3] = [[1.3, -1.7, 0.2][: shape[-1]], [-1.0, 1.0, 1.0][: shape[-1]], [0.0] * shape[-1]]
+    return grid.astype(np.float32)  # beyond the edges, exactly on them, the centre
+
+
+GRID_SAMPLE = [
+    (mode, padding, ac)
+    for mode in ("bilinear", "nearest", "bicubic")
+    for padding in ("zeros", "border", "reflection")
+    for ac in (False, True)
+]
+
+
+@pytest.mark.parametrize(("mode", "padding_mode", "align_corners"), GRID_SAMPLE)
+def test_grid_sample_2d_matches_torch(mode, padding_mode, align_corners, gpu):
+    kwargs = {"mode": mode, "padding_mode": padding_mode, "align_corners": align_corners}
+    check(
+        lambda x, g: F.grid_sample(x, g, **kwargs),
+        lambda x, g: TF.grid_sample(x, g, **kwargs),
+        [_x((2, 3, 5, 6)), _grid((2, 4, 7, 2))],
+        gpu if (mode, padding_mode, align_corners) == ("bicubic", "reflection", False) else None,
+        grad=[True, mode != "nearest"],  # nearest: PyTorch's grid gradient is zero, vkml's grid gets none
+    )
+
+
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+def test_grid_sample_3d_matches_torch(padding_mode, gpu):
+    kwargs = {"padding_mode": padding_mode, "align_corners": padding_mode == "border"}
+    check(
+        lambda x, g: F.grid_sample(x, g, **kwargs),
+        lambda x, g: TF.grid_sample(x, g, **kwargs),
+        [_x((1, 2, 3, 4, 5)), _grid((1, 2, 3, 4, 3))],
+        gpu if padding_mode == "zeros" else None,
+    )
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("size", [(2, 3, 5, 4), (2, 1, 3, 2, 4)])
+def test_affine_grid_matches_torch(size, align_corners, gpu):
+    n = len(size) - 2
+    check(
+        lambda t: F.affine_grid(t, size, align_corners=align_corners),
+        lambda t: TF.affine_grid(t, size, align_corners=align_corners),
+        [_x((2, n, n + 1))],
+        gpu if n == 3 and align_corners else None,
+    )
+
+
+def test_affine_grid_warns_for_unit_size_with_align_corners_as_torch():
+    theta = _x((1, 2, 3))
+    with pytest.warns(UserWarning, match="unit-size grids"):
+        got = F.affine_grid(vkml.tensor(theta), (1, 1, 1, 3), align_corners=True)
+    with pytest.warns(UserWarning, match="unit-size grids"):
+        want = TF.affine_grid(torch.tensor(theta), (1, 1, 1, 3), align_corners=True)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_grid_functions_warn_without_align_corners_and_sample_nan_as_torch():
+    x, theta = _x((1, 2, 4, 4)), np.array([[[0.9, 0.1, 0.0], [-0.2, 1.1, 0.1]]], np.float32)
+    with pytest.warns(UserWarning, match="align_corners=False since 1.3.0"):
+        grid = F.affine_grid(vkml.tensor(theta), (1, 2, 3, 3))
+    with pytest.warns(UserWarning, match="align_corners=False since 1.3.0"):
+        got = F.grid_sample(vkml.tensor(x), grid)
+    want = TF.grid_sample(
+        torch.tensor(x), TF.affine_grid(torch.tensor(theta), (1, 2, 3, 3), False), align_corners=False
+    )
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+    nan_grid = np.zeros((1, 1, 2, 2), np.float32)
+    nan_grid[0, 0, 0, 0] = np.nan
+    for mode in ("bilinear", "nearest", "bicubic"):
+        got = F.grid_sample(vkml.tensor(x), vkml.tensor(nan_grid), mode=mode, align_corners=False).numpy()
+        want = TF.grid_sample(torch.tensor(x), torch.tensor(nan_grid), mode=mode, align_corners=False).numpy()
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+
+
 # ---------------------------------------------------------------------- errors
 
 ERRORS = [
@@ -418,6 +497,30 @@ ERRORS = [
     (lambda: F.channel_shuffle(vkml.ones(1, 4, 3), 3), RuntimeError, "Got 4 channels and 3 groups"),
     (lambda: F.channel_shuffle(vkml.ones(2, 4), 2), RuntimeError, "> 2 dims"),
     (lambda: nn.ChannelShuffle(0)(vkml.ones(1, 4, 3)), RuntimeError, "must be positive"),
+    (lambda: F.grid_sample(vkml.ones(1, 1, 4, 4), vkml.zeros(1, 3, 3, 2), mode="foo"), ValueError, "expected mode"),
+    (
+        lambda: F.grid_sample(vkml.ones(1, 1, 4, 4), vkml.zeros(1, 3, 3, 2), padding_mode="foo"),
+        ValueError,
+        "padding_mode",
+    ),
+    (
+        lambda: F.grid_sample(vkml.ones(1, 1, 4, 4), vkml.zeros(1, 3, 3, 3), align_corners=False),
+        RuntimeError,
+        "size 2 in last",
+    ),
+    (
+        lambda: F.grid_sample(vkml.ones(1, 1, 4, 4), vkml.zeros(2, 3, 3, 2), align_corners=False),
+        RuntimeError,
+        "same batch size",
+    ),
+    (
+        lambda: F.grid_sample(vkml.ones(1, 1, 3, 4, 4), vkml.zeros(1, 3, 3, 3, 3), mode="bicubic", align_corners=False),
+        RuntimeError,
+        "bicubic interpolation only supports 4D input",
+    ),
+    (lambda: F.affine_grid(vkml.ones(2, 3, 3), (2, 1, 4, 5), align_corners=False), ValueError, "shape Nx2x3"),
+    (lambda: F.affine_grid(vkml.ones(2, 2, 3), (2, 1, 4), align_corners=False), NotImplementedError, "4D and 5D sizes"),
+    (lambda: F.affine_grid(vkml.ones(2, 2, 3), (2, 1, 0, 5), align_corners=False), ValueError, "positive output size"),
 ]
 
 

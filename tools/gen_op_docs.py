@@ -1240,6 +1240,29 @@ EXTRA.update(
             gradient="Through a gather per tap and dim (its gradient adds back into the positions read, in index "
             "order) and the products by the weights.",
         ),
+        "affine_grid": Extra(
+            "composite",
+            (_sig(_NN + "affine_grid", nnf.affine_grid),),
+            nnf.affine_grid,
+            precision="the base grid in float32 as PyTorch's `linspace_from_neg_one`, then one batched `matmul` "
+            "(ascending k from -0.0)",
+            divergence="PyTorch's linspace and bmm may fuse multiply-adds: the last bits may differ.",
+            gradient=THROUGH,
+        ),
+        "grid_sample": Extra(
+            "composite",
+            (_sig(_NN + "grid_sample", nnf.grid_sample),),
+            nnf.grid_sample,
+            precision="coordinates unnormalised and padded with PyTorch's formulas; each corner's or tap's weight a "
+            "product of per-dim weights, the terms added in PyTorch's corner order, each operation rounded",
+            special="A NaN coordinate reads no element; its weight makes the output NaN (bilinear, bicubic) or 0 "
+            "(nearest), as PyTorch's.",
+            divergence="The coordinates are read back to the host to choose the elements (one submission per call). "
+            "PyTorch's CPU kernel fuses multiply-adds: the last bits may differ. Mode 'nearest' gives `grid` no "
+            "gradient (PyTorch's is zeros).",
+            gradient="`input`: the gathers' scatter-add. `grid`: through the weights and the padding (zero at and "
+            "beyond the clipped bounds, as PyTorch's `clip_coordinates_set_grad`).",
+        ),
         "pixel_shuffle": Extra(
             "composite",
             (_sig(_NN + "pixel_shuffle", nnf.pixel_shuffle), "vkml.nn.PixelShuffle(upscale_factor)"),

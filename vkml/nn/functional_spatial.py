@@ -14,6 +14,7 @@ has a kernel of its own; gradients come from the ops used.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -542,3 +543,259 @@ def channel_shuffle(input, groups: int):
         )
     x = functions.reshape(input, n, groups, c // groups, *rest)
     return functions.reshape(functions.transpose(x, 1, 2), n, c, *rest)
+
+
+# ---------------------------------------------------------------------- sampling grids
+
+
+def _grid_align(op: str, align_corners):
+    if align_corners is None:
+        warnings.warn(
+            "Default grid_sample and affine_grid behavior has changed to align_corners=False since 1.3.0. Please "
+            "specify align_corners=True if the old behavior is desired. See the documentation of grid_sample for "
+            "details.",
+            stacklevel=3,
+        )
+        return False
+    return bool(align_corners)
+
+
+def _linspace_from_neg_one(steps: int, align_corners: bool) -> np.ndarray:
+    """PyTorch's ``linspace_from_neg_one`` in float32: linspace(-1, 1) from both ends, scaled by (n-1)/n
+    unless ``align_corners``; one step is [0]."""
+    if steps <= 1:
+        return np.zeros(1, _F32)
+    step = _F32(2) / _F32(steps - 1)
+    i = np.arange(steps)
+    values = np.where(
+        i < steps // 2, _F32(-1) + step * i.astype(_F32), _F32(1) - step * (steps - 1 - i).astype(_F32)
+    ).astype(_F32)
+    if not align_corners:
+        values = (values * _F32(steps - 1)).astype(_F32) / _F32(steps)
+    return values.astype(_F32)
+
+
+def affine_grid(theta, size, align_corners=None):
+    """The sampling grid (N, H, W, 2) or (N, D, H, W, 3) of the affine maps ``theta`` (N, 2, 3) or (N, 3, 4).
+
+    Each output point is theta times (x, y[, z], 1), where x, y, z run over [-1, 1] as PyTorch's
+    ``linspace_from_neg_one`` (pixel centres unless ``align_corners``): a host-made base grid and one
+    batched ``matmul``, differentiable in ``theta``. ``align_corners=None`` warns and means False.
+
+    >>> affine_grid(vkml.tensor([[[1.0, 0, 0], [0, 1, 0]]]), (1, 1, 2, 2), align_corners=False).shape  # doctest: +SKIP
+    (1, 2, 2, 2)
+    """
+    align_corners = _grid_align("affine_grid", align_corners)
+    if not isinstance(theta, functions._tensor.Tensor):
+        raise TypeError(f"'affine_grid': theta must be a vkml.Tensor, got {type(theta).__name__}")
+    if not theta.dtype.is_float:
+        raise ValueError(f"'affine_grid': Expected theta to have floating point type, but got {theta.dtype.name}")
+    size = [int(s) for s in size]
+    if len(size) not in (4, 5):
+        raise NotImplementedError(
+            "'affine_grid': affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
+            f"respectively. Got size {size}."
+        )
+    n = len(size) - 2
+    if theta.ndim != 3 or tuple(theta.shape[1:]) != (n, n + 1):
+        raise ValueError(
+            f"'affine_grid': Expected a batch of {n}D affine matrices of shape Nx{n}x{n + 1} for size {size}. "
+            f"Got {tuple(theta.shape)}."
+        )
+    if align_corners and min(size[2:]) == 1:
+        warnings.warn(
+            "Since version 1.3.0, affine_grid behavior has changed for unit-size grids when align_corners=True. "
+            "This is not an intended use case of affine_grid. See the documentation of affine_grid for details.",
+            stacklevel=2,
+        )
+    elif min(size) <= 0:
+        raise ValueError(f"'affine_grid': Expected non-zero, positive output size. Got {size}")
+    spatial = size[2:]
+    base = np.ones((*spatial, n + 1), _F32)
+    for k in range(n):  # coordinate k runs along spatial dim n-1-k: x along the last
+        axis = n - 1 - k
+        shape = [1] * n
+        shape[axis] = spatial[axis]
+        base[..., k] = _linspace_from_neg_one(spatial[axis], align_corners).reshape(shape)
+    points = creation.tensor(base.reshape(1, -1, n + 1), device=theta.device, dtype=theta.dtype)
+    grid = functions.matmul(points, functions.transpose(theta, 1, 2))  # (N, prod(spatial), n)
+    return functions.reshape(grid, size[0], *spatial, n)
+
+
+def _unnormalize(coord, size: int, align_corners: bool):
+    """PyTorch's ``grid_sampler_unnormalize``: [-1, 1] to [0, size - 1] (corners) or [-0.5, size - 0.5]."""
+    if align_corners:
+        return ((coord + 1.0) / 2.0) * float(size - 1)
+    return ((coord + 1.0) * float(size) - 1.0) / 2.0
+
+
+def _reflect(coord, twice_low: int, twice_high: int):
+    """PyTorch's ``reflect_coordinates`` (tensors or numpy arrays alike)."""
+    if twice_low == twice_high:
+        return coord * 0.0
+    low, span = twice_low / 2.0, (twice_high - twice_low) / 2.0
+    folded = abs(coord - low)
+    extra = folded % span  # non-negative: fmod and the remainder agree
+    flips = (folded / span) // 1.0
+    even = (flips % 2.0) == 0.0
+    if isinstance(coord, np.ndarray):
+        return np.where(even, extra + _F32(low), _F32(span) - extra + _F32(low)).astype(_F32)
+    return functions.where(even, extra + low, (span - extra) + low)
+
+
+def _pad_coordinates(coord, size: int, padding_mode: str, align_corners: bool):
+    """PyTorch's ``compute_coordinates``: border clips into [0, size - 1], reflection reflects, then clips."""
+    if padding_mode == "zeros":
+        return coord
+    if padding_mode == "reflection":
+        coord = _reflect(coord, 0, 2 * (size - 1)) if align_corners else _reflect(coord, -1, 2 * size - 1)
+    if isinstance(coord, np.ndarray):
+        return np.minimum(np.maximum(coord, _F32(0)), _F32(size - 1)).astype(_F32)
+    # PyTorch's clip_coordinates_set_grad: no gradient at the bounds themselves, nor beyond them
+    inside = (coord > 0.0) & (coord < float(size - 1))
+    return functions.where(inside, coord, functions.clamp(coord, 0.0, float(size - 1)).detach())
+
+
+def _corner_positions(indices, spatial, batch_shape):
+    """Flat positions into (N, C, *spatial) of integer coordinates ``indices`` (one array (N, *out) per
+    spatial dim; -1 where any is outside), shaped (N, C, *out)."""
+    n = len(spatial)
+    inside = np.ones(indices[0].shape, bool)
+    flat = np.zeros(indices[0].shape, np.int64)
+    for k, index in enumerate(indices):
+        inside &= (index >= 0) & (index < spatial[k])
+        flat = flat + np.where(inside, index, 0) * math.prod(spatial[k + 1 :])
+    batch, channels = batch_shape
+    plane = math.prod(spatial)
+    base = (np.arange(batch)[:, None] * channels + np.arange(channels)[None, :]) * plane
+    flat = base.reshape(batch, channels, *([1] * n)) + flat[:, None]
+    return np.where(inside[:, None], flat, -1)
+
+
+def _host_coordinates(coords) -> list[np.ndarray]:
+    """The coordinates read back (one submission): their integer parts decide which elements are read."""
+    values = [c.numpy().astype(_F32) for c in coords]
+    return [np.where(np.isnan(v), _F32(-2), v) for v in values]  # NaN reads nothing (its weight gives NaN)
+
+
+def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros", align_corners=None):
+    """``input`` (N, C, H, W) or (N, C, D, H, W) sampled at ``grid`` (N, Ho, Wo, 2) or (N, Do, Ho, Wo, 3).
+
+    Grid coordinates are in [-1, 1], x (the width) first; they are unnormalised and padded
+    ('zeros', 'border', 'reflection') with PyTorch's formulas, then read back to the host (one
+    submission) to decide which elements each output reads: one gather per corner (bilinear:
+    2^dims corners, weights the products of 1 - t and t per dim; nearest: round half to even;
+    bicubic, 2-D only: 4x4 taps with Keys' A = -0.75, each tap padded as PyTorch's
+    ``get_value_bounded``). Differentiable in ``input`` (the gathers' scatter-add) and in ``grid``
+    (through the weights); nearest gives ``grid`` no gradient. ``align_corners=None`` warns and
+    means False.
+
+    >>> grid_sample(vkml.ones(1, 1, 2, 2), vkml.zeros(1, 1, 1, 2), align_corners=False).tolist()  # doctest: +SKIP
+    [[[[1.0]]]]
+    """
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(
+            f"'grid_sample': nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', "
+            f"but got: '{mode}'"
+        )
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError(
+            "'grid_sample': nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
+            f"'reflection', but got: '{padding_mode}'"
+        )
+    align_corners = _grid_align("grid_sample", align_corners)
+    for name, t in (("input", input), ("grid", grid)):
+        if not isinstance(t, functions._tensor.Tensor):
+            raise TypeError(f"'grid_sample': {name} must be a vkml.Tensor, got {type(t).__name__}")
+    if input.ndim not in (4, 5) or grid.ndim != input.ndim:
+        raise RuntimeError(
+            f"'grid_sample': grid_sampler(): expected 4D or 5D input and grid with same number of dimensions, but "
+            f"got input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}"
+        )
+    n = input.ndim - 2
+    if grid.shape[-1] != n:
+        raise RuntimeError(
+            f"'grid_sample': grid_sampler(): expected grid to have size {n} in last dimension, but got grid with "
+            f"sizes {list(grid.shape)}"
+        )
+    if grid.shape[0] != input.shape[0]:
+        raise RuntimeError(
+            "'grid_sample': grid_sampler(): expected grid and input to have same batch size, but got input with "
+            f"sizes {list(input.shape)} and grid with sizes {list(grid.shape)}"
+        )
+    if mode == "bicubic" and n != 2:
+        raise RuntimeError("'grid_sample': grid_sampler(): bicubic interpolation only supports 4D input")
+    if input.dtype is not grid.dtype or not input.dtype.is_float:
+        raise RuntimeError(
+            f"'grid_sample': grid_sampler(): expected input and grid to have the same floating point dtype, but "
+            f"input has {input.dtype.name} and grid has {grid.dtype.name}"
+        )
+    spatial = tuple(input.shape[2:])
+    if any(s == 0 for s in spatial):
+        raise RuntimeError(
+            f"'grid_sample': grid_sampler(): expected input to have non-empty spatial dimensions, but input has "
+            f"sizes {list(input.shape)}"
+        )
+    batch_shape = tuple(input.shape[:2])
+    # coords[k]: the coordinate along spatial dim k, (N, *out); the grid lists x (the last dim) first
+    coords = [_unnormalize(grid[..., n - 1 - k], spatial[k], align_corners) for k in range(n)]
+    if mode == "bicubic":
+        return _grid_bicubic(input, coords, spatial, padding_mode, align_corners)
+    coords = [_pad_coordinates(c, s, padding_mode, align_corners) for c, s in zip(coords, spatial)]
+    host = _host_coordinates(coords)
+    if mode == "nearest":
+        picks = [np.round(h).astype(np.int64) for h in host]  # nearbyint: half to even
+        return indexing.take_positions(input, _corner_positions(picks, spatial, batch_shape))
+    lows = [np.floor(h) for h in host]
+    fracs = [c - creation.tensor(low, device=input.device, dtype=c.dtype) for c, low in zip(coords, lows)]
+    total = None
+    for corner in np.ndindex(*(2,) * n):
+        indices = [low.astype(np.int64) + bit for low, bit in zip(lows, corner)]
+        values = indexing.take_positions(input, _corner_positions(indices, spatial, batch_shape))
+        weight = None
+        for frac, bit in zip(fracs, corner):
+            w = frac if bit else 1.0 - frac
+            weight = w if weight is None else weight * w
+        term = values * functions.unsqueeze(weight, 1)
+        total = term if total is None else total + term
+    return total
+
+
+def _cubic_weights(t):
+    """Keys' cubic convolution weights (A = -0.75) of the 4 taps around fraction ``t``, as tensors."""
+    a = -0.75
+
+    def near(x):
+        return ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0
+
+    def far(x):
+        return ((a * x - 5.0 * a) * x + 8.0 * a) * x - 4.0 * a
+
+    rest = 1.0 - t
+    return [far(t + 1.0), near(t), near(rest), far(rest + 1.0)]
+
+
+def _grid_bicubic(input, coords, spatial, padding_mode: str, align_corners: bool):
+    host = _host_coordinates(coords)
+    lows = [np.floor(h) for h in host]
+    weights = [
+        _cubic_weights(c - creation.tensor(low, device=input.device, dtype=c.dtype)) for c, low in zip(coords, lows)
+    ]
+    batch_shape = tuple(input.shape[:2])
+    rows = []
+    for i in range(4):  # PyTorch: each row along x first, then the rows along y
+        row = None
+        for j in range(4):
+            taps = [
+                _pad_coordinates((low + _F32(offset - 1)).astype(_F32), size, padding_mode, align_corners)
+                for low, offset, size in zip(lows, (i, j), spatial)
+            ]
+            indices = [np.trunc(t).astype(np.int64) for t in taps]  # PyTorch casts the padded coordinate
+            values = indexing.take_positions(input, _corner_positions(indices, spatial, batch_shape))
+            term = values * functions.unsqueeze(weights[1][j], 1)
+            row = term if row is None else row + term
+        rows.append(row * functions.unsqueeze(weights[0][i], 1))
+    total = rows[0]
+    for row in rows[1:]:
+        total = total + row
+    return total

@@ -309,6 +309,23 @@ def test_upsample_modules_match_torch():
         np.testing.assert_allclose(layer(vkml.tensor(x)).numpy(), ref(torch.tensor(x)).numpy(), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize(
+    ("name", "kwargs"),
+    [
+        ("upsample", {"scale_factor": 2, "mode": "bicubic"}),
+        ("upsample_nearest", {"size": 7}),
+        ("upsample_bilinear", {"size": (3, 8)}),
+    ],
+)
+def test_deprecated_upsample_functions_warn_and_match_torch(name, kwargs):
+    x = _x((1, 2, 4, 5))
+    with pytest.warns(UserWarning, match=f"nn.functional.{name}` is deprecated"):
+        got = getattr(F, name)(vkml.tensor(x), **kwargs)
+    with pytest.warns(UserWarning, match=f"nn.functional.{name}` is deprecated"):
+        want = getattr(TF, name)(torch.tensor(x), **kwargs)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+
+
 # ---------------------------------------------------------------------- shuffles, fold
 
 

@@ -1225,6 +1225,9 @@ EXTRA.update(
                 "recompute_scale_factor=None)",
                 "vkml.nn.UpsamplingNearest2d(size=None, scale_factor=None)",
                 "vkml.nn.UpsamplingBilinear2d(size=None, scale_factor=None)",
+                _sig(_NN + "upsample", nnf.upsample) + " (deprecated, warns)",
+                _sig(_NN + "upsample_nearest", nnf.upsample_nearest) + " (deprecated, warns)",
+                _sig(_NN + "upsample_bilinear", nnf.upsample_bilinear) + " (deprecated, warns)",
             ),
             nnf.interpolate,
             precision="'nearest', 'nearest-exact': exact, PyTorch's CPU source indices (its bits). 'linear', "

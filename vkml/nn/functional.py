@@ -412,4 +412,7 @@ from .functional_spatial import (  # noqa: E402, F401
     max_pool3d,
     pixel_shuffle,
     pixel_unshuffle,
+    upsample,
+    upsample_bilinear,
+    upsample_nearest,
 )

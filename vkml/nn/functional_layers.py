@@ -448,6 +448,9 @@ def _adaptive_max(op, input, output_size, return_indices: bool, n: int):
     if any(o == 0 for o in out):
         empty = input[(...,) + tuple(slice(0, o) for o in out)]
         return (empty, functions.cast(empty, T.int64)) if return_indices else empty
+    if all(size % o == 0 for size, o in zip(spatial, out)):  # even windows: max pooling's strided views
+        kernel = tuple(size // o for size, o in zip(spatial, out))
+        return _max_pool(op, input, kernel, kernel, 0, 1, False, return_indices, n)
     # positions[*cell, *tap]: the flat spatial position tap reads for output cell
     positions = np.zeros((1,) * (2 * n), np.int64)
     for k, (size, o) in enumerate(zip(spatial, out)):

@@ -463,6 +463,40 @@ def interpolate(
     return x.to(input.dtype) if input.dtype is T.float16 else x
 
 
+def _deprecated(name: str) -> None:
+    warnings.warn(f"`nn.functional.{name}` is deprecated. Use `nn.functional.interpolate` instead.", stacklevel=3)
+
+
+def upsample(input, size=None, scale_factor=None, mode: str = "nearest", align_corners=None):
+    """``interpolate`` under PyTorch's deprecated name (with its deprecation warning).
+
+    >>> upsample(vkml.ones(1, 1, 2), scale_factor=2).shape  # doctest: +SKIP
+    (1, 1, 4)
+    """
+    _deprecated("upsample")
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """``interpolate(..., mode='nearest')`` under PyTorch's deprecated name (with its warning).
+
+    >>> upsample_nearest(vkml.ones(1, 1, 2), scale_factor=2).shape  # doctest: +SKIP
+    (1, 1, 4)
+    """
+    _deprecated("upsample_nearest")
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """``interpolate(..., mode='bilinear', align_corners=True)`` under PyTorch's deprecated name.
+
+    >>> upsample_bilinear(vkml.ones(1, 1, 2, 2), scale_factor=2).shape  # doctest: +SKIP
+    (1, 1, 4, 4)
+    """
+    _deprecated("upsample_bilinear")
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
 # ---------------------------------------------------------------------- shuffles
 
 

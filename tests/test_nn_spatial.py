@@ -124,6 +124,20 @@ def test_conv_transpose_modules_output_size_init_and_repr(n):
         assert 0 < np.abs(p.numpy()).max() <= bound
 
 
+def test_float16_convolutions_compute_in_float32_and_round_once():
+    g = np.random.default_rng(0)
+    x, w = g.standard_normal((2, 3, 5, 4)).astype(np.float16), g.standard_normal((3, 2, 3, 3)).astype(np.float16)
+    got = F.conv_transpose2d(vkml.tensor(x), vkml.tensor(w), stride=2, padding=1)
+    want = TF.conv_transpose2d(torch.tensor(x).float(), torch.tensor(w).float(), stride=2, padding=1).half()
+    assert got.dtype is vkml.float16
+    np.testing.assert_allclose(got.numpy().astype(np.float32), want.float().numpy(), rtol=1e-3, atol=1e-3)
+    x3, w3 = x.reshape(2, 3, 5, 2, 2), g.standard_normal((2, 3, 2, 2, 2)).astype(np.float16)
+    got = F.conv3d(vkml.tensor(x3), vkml.tensor(w3), padding=1)
+    want = TF.conv3d(torch.tensor(x3).float(), torch.tensor(w3).float(), padding=1).half()
+    assert got.dtype is vkml.float16
+    np.testing.assert_allclose(got.numpy().astype(np.float32), want.float().numpy(), rtol=1e-3, atol=1e-3)
+
+
 def test_conv3d_module_matches_torch():
     torch.manual_seed(0)
     ref = torch.nn.Conv3d(2, 4, (3, 2, 2), stride=(1, 2, 1), padding=1, padding_mode="replicate")
@@ -266,6 +280,7 @@ def test_linear_source_indices_and_weights_are_torchs_bits(size, kwargs, ac):
 
 RESAMPLE = [
     ("nearest 1d", (2, 3, 5), {"scale_factor": 2.5, "mode": "nearest"}),
+    ("nearest 2d by views", (2, 3, 4, 5), {"size": (8, 7), "mode": "nearest"}),  # rows repeat twice: views
     ("nearest-exact 3d", (1, 2, 3, 4, 5), {"size": (5, 3, 7), "mode": "nearest-exact"}),
     ("linear", (2, 3, 7), {"size": 12, "mode": "linear"}),
     ("bilinear", (2, 2, 5, 6), {"scale_factor": (1.5, 0.7), "mode": "bilinear"}),
@@ -283,7 +298,7 @@ def test_interpolate_forward_and_gradient_match_torch(what, shape, kwargs, gpu):
         lambda t: F.interpolate(t, **kwargs),
         lambda t: TF.interpolate(t, **kwargs),
         [_x(shape)],
-        gpu if what in ("nearest-exact 3d", "bilinear", "bicubic", "trilinear") else None,
+        gpu if what in ("nearest-exact 3d", "nearest 2d by views", "bilinear", "bicubic", "trilinear") else None,
     )
 
 

@@ -247,6 +247,22 @@ def _gather(x, picks: dict[int, np.ndarray]):
     return indexing.take_positions(x, flat)
 
 
+def _gather_repeats(x, picks: dict[int, np.ndarray]):
+    """``_gather``, with the dims whose indices repeat each element r times in order (an integer upsampling
+    factor, or a copy) done as views: a broadcast and a reshape, no index to upload."""
+    for d in sorted(picks):
+        index, size = picks[d], x.shape[d]
+        r = len(index) // size
+        if len(index) % size or not np.array_equal(index, np.arange(len(index)) // r):
+            continue
+        del picks[d]
+        if r > 1:
+            shape = list(x.shape)
+            wide = functions.expand(functions.unsqueeze(x, d + 1), *shape[: d + 1], r, *shape[d + 1 :])
+            x = functions.reshape(wide, *shape[:d], size * r, *shape[d + 1 :])
+    return _gather(x, picks) if picks else x
+
+
 def _scale_value(scale, in_size: int, out_size: int):
     """PyTorch's ``compute_scales_value<float>``: 1/scale_factor when one was given, else in/out, in float32."""
     if scale is not None and scale > 0:
@@ -455,7 +471,7 @@ def interpolate(
     if mode in ("nearest", "nearest-exact"):
         exact = mode == "nearest-exact"
         picks = {2 + k: _nearest_taps(s, o, f, exact, dim) for k, (s, o, f) in enumerate(zip(spatial, out, scales))}
-        return _gather(input, picks)
+        return _gather_repeats(input, picks)
     taps = _cubic_taps if mode == "bicubic" else _linear_taps
     x = input.float() if input.dtype is T.float16 else input
     for k in reversed(range(dim)):  # the last dim innermost, as PyTorch's nested sum

@@ -138,10 +138,11 @@ def test_float16_convolutions_compute_in_float32_and_round_once():
     np.testing.assert_allclose(got.numpy().astype(np.float32), want.float().numpy(), rtol=1e-3, atol=1e-3)
 
 
-def test_conv3d_module_matches_torch():
+@pytest.mark.parametrize("mode", ["zeros", "reflect", "replicate", "circular"])
+def test_conv3d_module_padding_modes_match_torch(mode):
     torch.manual_seed(0)
-    ref = torch.nn.Conv3d(2, 4, (3, 2, 2), stride=(1, 2, 1), padding=1, padding_mode="replicate")
-    layer = nn.Conv3d(2, 4, (3, 2, 2), stride=(1, 2, 1), padding=1, padding_mode="replicate")
+    ref = torch.nn.Conv3d(2, 4, (3, 2, 2), stride=(1, 2, 1), padding=1, padding_mode=mode)
+    layer = nn.Conv3d(2, 4, (3, 2, 2), stride=(1, 2, 1), padding=1, padding_mode=mode)
     assert repr(layer) == repr(ref)
     layer.load_state_dict(dict(ref.state_dict()))
     x = _x((2, 2, 4, 5, 3))
@@ -493,6 +494,7 @@ ERRORS = [
     ),
     (lambda: F.conv_transpose2d(vkml.ones(4, 5), vkml.ones(4, 3, 3, 3)), RuntimeError, "Expected 3D .unbatched. or 4D"),
     (lambda: nn.ConvTranspose2d(2, 4, 3, padding_mode="reflect"), ValueError, 'Only "zeros" padding mode'),
+    (lambda: nn.ConvTranspose2d(2, 4, 3, padding="same"), TypeError, "padding must be an int or a tuple"),
     (
         lambda: nn.ConvTranspose1d(2, 4, 3)(vkml.ones(2, 5), output_size=(1, 2, 3, 4)),
         ValueError,

@@ -303,6 +303,27 @@ def test_interpolate_forward_and_gradient_match_torch(what, shape, kwargs, gpu):
     )
 
 
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"size": 5, "mode": "linear"},  # equal sizes: PyTorch still computes 1·x + 0·x, so inf gives NaN
+        {"size": 7, "mode": "linear"},
+        {"size": (2, 5), "mode": "bilinear"},
+        {"size": (3, 4), "mode": "bicubic", "align_corners": True},
+        {"size": (3, 7), "mode": "nearest-exact"},
+    ],
+)
+def test_interpolate_nan_and_inf_as_torch(kwargs):
+    x = _x((1, 2, 2, 5) if kwargs["mode"] != "linear" else (1, 2, 5))
+    x.reshape(-1)[[1, 3, 6]] = [np.inf, -np.inf, np.nan]
+    got = F.interpolate(vkml.tensor(x), **kwargs).numpy()
+    want = TF.interpolate(torch.tensor(x), **kwargs).numpy()
+    for kind in (np.isnan, np.isposinf, np.isneginf):
+        np.testing.assert_array_equal(kind(got), kind(want))
+    finite = np.isfinite(want)
+    np.testing.assert_allclose(got[finite], want[finite], rtol=1e-5, atol=1e-6)
+
+
 def test_interpolate_float16_computes_in_float32_and_rounds_once():
     x = _x((1, 2, 5, 6)).astype(np.float16)
     got = F.interpolate(vkml.tensor(x), scale_factor=1.5, mode="bilinear")

@@ -475,6 +475,29 @@ def test_grid_functions_warn_without_align_corners_and_sample_nan_as_torch():
         np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
 
 
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda x: F.pixel_shuffle(x, 1),
+        lambda x: F.pixel_unshuffle(x, 1),
+        lambda x: F.channel_shuffle(x, 1),
+        lambda x: F.channel_shuffle(x, 4),
+        lambda x: F.interpolate(x, size=(2, 2)),
+        lambda x: F.interpolate(x[0], size=2, mode="nearest-exact"),
+        lambda x: F.unfold(x, 1),
+        lambda x: F.fold(x.reshape(1, 4, 4), (2, 2), 1),
+        lambda x: nn.Upsample(scale_factor=1)(x),
+    ],
+)
+def test_results_never_share_the_inputs_storage(call):
+    """As PyTorch's, these layers return new tensors, also where the arithmetic is only a reshape: an
+    in-place op on the result leaves the input alone."""
+    x = vkml.arange(16.0).reshape(1, 4, 2, 2).clone()
+    before = x.numpy().copy()
+    call(x).add_(100.0)
+    np.testing.assert_array_equal(x.numpy(), before)
+
+
 # ---------------------------------------------------------------------- errors
 
 ERRORS = [

@@ -60,6 +60,18 @@ def _windows(x, kernel, stride, dilation, out_size, dim: int):
     return parts[0] if len(parts) == 1 else functions.cat(parts, dim)
 
 
+def _fresh(result, input):
+    """``result``, or its clone where it shares ``input``'s storage (a view, or ``input`` itself).
+
+    PyTorch's layers return new tensors even where the arithmetic is a reshape (a kernel of 1, one
+    group, an unchanged size); a view here would let an in-place op on the result change the input.
+    """
+    owner = input._base if input._base is not None else input
+    if result is input or result is owner or result._base is owner:
+        return result.clone()
+    return result
+
+
 def _pad_mode(op: str, x, pads, mode: str):
     """``x`` padded on its last ``len(pads)`` dims by (before, after) amounts ``pads``, in ``mode``
     ('zeros', or F.pad's 'reflect', 'replicate', 'circular', as PyTorch's conv pads first)."""
@@ -538,7 +550,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     x = _pad_mode("unfold", x, [(p, p) for p in padding], "zeros")
     cols = _windows(x, kernel, stride, dilation, out, 2)
     cols = functions.reshape(cols, x.shape[0], x.shape[1] * math.prod(kernel), math.prod(out))
-    return functions.squeeze(cols, 0) if unbatched else cols
+    return _fresh(functions.squeeze(cols, 0) if unbatched else cols, input)
 
 
 def _spread(x, dim: int, offset: int, step: int, size: int):
@@ -581,7 +593,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
         )
     batch, channels = x.shape[0], x.shape[1] // taps
     total = _fold_blocks(functions.reshape(x, batch, channels, taps, *out), size, kernel, dilation, padding, stride)
-    return functions.squeeze(total, 0) if unbatched else total
+    return _fresh(functions.squeeze(total, 0) if unbatched else total, input)
 
 
 def _fold_blocks(cols, size, kernel, dilation, padding, stride):

@@ -471,7 +471,7 @@ def interpolate(
     if mode in ("nearest", "nearest-exact"):
         exact = mode == "nearest-exact"
         picks = {2 + k: _nearest_taps(s, o, f, exact, dim) for k, (s, o, f) in enumerate(zip(spatial, out, scales))}
-        return _gather_repeats(input, picks)
+        return FL._fresh(_gather_repeats(input, picks), input)
     taps = _cubic_taps if mode == "bicubic" else _linear_taps
     x = input.float() if input.dtype is T.float16 else input
     for k in reversed(range(dim)):  # the last dim innermost, as PyTorch's nested sum
@@ -541,7 +541,7 @@ def pixel_shuffle(input, upscale_factor: int):
     m = len(lead)
     x = functions.reshape(input, *lead, c // (r * r), r, r, h, w)
     x = functions.permute(x, (*range(m), m, m + 3, m + 1, m + 4, m + 2))
-    return functions.reshape(x, *lead, c // (r * r), h * r, w * r)
+    return FL._fresh(functions.reshape(x, *lead, c // (r * r), h * r, w * r), input)
 
 
 def pixel_unshuffle(input, downscale_factor: int):
@@ -568,7 +568,7 @@ def pixel_unshuffle(input, downscale_factor: int):
     m = len(lead)
     x = functions.reshape(input, *lead, c, h // r, r, w // r, r)
     x = functions.permute(x, (*range(m), m, m + 2, m + 4, m + 1, m + 3))
-    return functions.reshape(x, *lead, c * r * r, h // r, w // r)
+    return FL._fresh(functions.reshape(x, *lead, c * r * r, h // r, w // r), input)
 
 
 def channel_shuffle(input, groups: int):
@@ -592,7 +592,7 @@ def channel_shuffle(input, groups: int):
             f"'channel_shuffle': Number of channels must be divisible by groups. Got {c} channels and {groups} groups."
         )
     x = functions.reshape(input, n, groups, c // groups, *rest)
-    return functions.reshape(functions.transpose(x, 1, 2), n, c, *rest)
+    return FL._fresh(functions.reshape(functions.transpose(x, 1, 2), n, c, *rest), input)
 
 
 # ---------------------------------------------------------------------- sampling grids

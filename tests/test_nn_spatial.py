@@ -116,12 +116,18 @@ def test_conv_transpose_modules_output_size_init_and_repr(n):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match="valid sizes range from"):
         layer(vkml.tensor(x), output_size=[9] * n)
-    # init: kaiming_uniform_(a=sqrt(5)) on (in, out/groups, k...): bound 1/sqrt(fan_in), fan_in = 3·3^n
+    # init: kaiming_uniform_(a=sqrt(5)) on (in, out/groups, k...), then the bias uniform in ±1/sqrt(fan_in),
+    # fan_in = out/groups · prod(kernel): the same draws
     vkml.manual_seed(1)
     fresh = getattr(nn, f"ConvTranspose{n}d")(4, 6, 3, **kwargs)
+    vkml.manual_seed(1)
+    w, b = vkml.zeros(4, 3, *(3,) * n), vkml.zeros(6)
+    nn.init.kaiming_uniform_(w, a=math.sqrt(5))
     bound = 1 / math.sqrt(3 * 3**n)
-    for p in (fresh.weight, fresh.bias):
-        assert 0 < np.abs(p.numpy()).max() <= bound
+    nn.init.uniform_(b, -bound, bound)
+    np.testing.assert_array_equal(fresh.weight.numpy(), w.numpy())
+    np.testing.assert_array_equal(fresh.bias.numpy(), b.numpy())
+    assert 0 < np.abs(w.numpy()).max() <= bound
 
 
 def test_float16_convolutions_compute_in_float32_and_round_once():

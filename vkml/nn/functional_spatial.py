@@ -18,7 +18,7 @@ import warnings
 
 import numpy as np
 
-from ..frontend import creation, indexing
+from ..frontend import creation, indexing, realize
 from ..frontend import operators as functions
 from ..ir import types as T
 from . import functional_layers as FL
@@ -724,6 +724,7 @@ def _corner_positions(indices, spatial, batch_shape):
 
 def _host_coordinates(coords) -> list[np.ndarray]:
     """The coordinates read back (one submission): their integer parts decide which elements are read."""
+    realize.realize(*coords)
     values = [c.numpy().astype(_F32) for c in coords]
     return [np.where(np.isnan(v), _F32(-2), v) for v in values]  # NaN reads nothing (its weight gives NaN)
 

@@ -134,10 +134,11 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     """Transposed 2-D convolution of ``input`` (N, C, H, W) or (C, H, W) with ``weight`` (C, O/groups, kh, kw).
 
     The gradient of ``conv2d`` with respect to its input. Output size per dim:
-    (in - 1)·stride - 2·padding + dilation·(k - 1) + output_padding + 1. Each input element times its weight rows is one batched ``matmul`` (a sum over C/groups in
-    ascending channel order from -0.0); the resulting blocks are folded into the output as
-    ``fold`` does (taps added in row-major kernel order), then the bias added once. Argument
-    order as PyTorch's: ``groups`` before ``dilation``.
+    (in - 1)·stride - 2·padding + dilation·(k - 1) + output_padding + 1. Each input element times
+    its weight rows is one batched ``matmul`` (a sum over C/groups in ascending channel order from
+    -0.0); the resulting blocks are folded into the output as ``fold`` does (taps added in
+    row-major kernel order), then the bias added once. Argument order as PyTorch's: ``groups``
+    before ``dilation``.
 
     >>> conv_transpose2d(vkml.ones(1, 1, 2, 2), vkml.ones(1, 1, 2, 2), stride=2).shape  # doctest: +SKIP
     (1, 1, 4, 4)

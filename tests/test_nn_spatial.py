@@ -559,6 +559,12 @@ ERRORS = [
     (lambda: F.adaptive_max_pool1d(vkml.ones(1, 5), (2, 3)), RuntimeError, "should contain 1 ints"),
     (lambda: F.adaptive_avg_pool1d(vkml.ones(1, 4), -1), RuntimeError, "greater than or equal to 0"),
     (lambda: F.adaptive_avg_pool1d(vkml.ones(1, 0), 2), RuntimeError, "non-zero size for non-batch dimensions"),
+    (
+        lambda: F.adaptive_max_pool1d(vkml.ones(1, 4, dtype=vkml.int64), 2),
+        NotImplementedError,
+        "not implemented for 'Long'",
+    ),
+    (lambda: F.adaptive_avg_pool3d(vkml.ones(1, 2, 2, 2, dtype=vkml.int32), 1), NotImplementedError, "for 'Int'"),
     (lambda: F.interpolate(vkml.ones(1, 1, 4, 4), size=0), RuntimeError, r"output \(H: 0, W: 0\)"),
     (lambda: F.interpolate(vkml.ones(1, 1, 4, 4), size=(2, 3, 4)), ValueError, "same number of spatial dimensions"),
     (lambda: F.interpolate(vkml.ones(1, 1, 4, 4), size=(2.0, 3)), TypeError, "expected size to be one of int"),

@@ -400,6 +400,8 @@ def _output_size(op, input, output_size, n: int = 2):
         sizes = _tuple(op, "output_size", output_size, n)
     if any(s < 0 for s in sizes):
         raise RuntimeError(f"'{op}': elements of output_size must be greater than or equal to 0, got {sizes}")
+    if not input.dtype.is_float:  # PyTorch's adaptive kernels are for floating point only
+        raise NotImplementedError(f"'{op}': not implemented for '{mutation.torch_name(input.dtype)}'")
     if any(s == 0 for s in input.shape[-n:]):
         raise RuntimeError(
             f"'{op}': Expected input to have non-zero size for non-batch dimensions, but input has sizes "

@@ -571,6 +571,11 @@ ERRORS = [
     (lambda: F.interpolate(vkml.ones(1, 1, 4, 4), size=3, mode="foo"), NotImplementedError, r"\(got foo\)"),
     (lambda: F.interpolate(vkml.ones(1, 1, 4, 4), size=3, mode="linear"), NotImplementedError, "needs 3D input"),
     (lambda: F.interpolate(vkml.ones(2, 3), size=3), NotImplementedError, r"\(got 2D\)"),
+    (
+        lambda: F.interpolate(vkml.ones(1, 2, 3), size=3, mode="bicubic"),
+        NotImplementedError,
+        r"\(got 3D\) .*\(got bicubic\)",
+    ),
     (lambda: F.interpolate(vkml.ones(1, 1, 4, 4), size=3, recompute_scale_factor=True), ValueError, "not meaningful"),
     (lambda: F.interpolate(vkml.ones(1, 1, 4, 4), size=3, align_corners=True), ValueError, "align_corners option"),
     (lambda: F.interpolate(vkml.ones(1, 1, 4, 4), size=3, scale_factor=2), ValueError, "only one of size"),

@@ -451,7 +451,8 @@ def interpolate(
     if mode == "lanczos":
         raise NotImplementedError("'interpolate': mode 'lanczos' is not supported by vkml")
     needed = _MODE_DIMS.get(mode)
-    if input.ndim not in (3, 4, 5) or (needed is None and mode not in ("nearest", "nearest-exact", "area")):
+    misfit = needed is None and mode not in ("nearest", "nearest-exact", "area")
+    if input.ndim not in (3, 4, 5) or misfit or (mode == "bicubic" and dim != 2):  # PyTorch's catch-all
         raise NotImplementedError(
             f"'interpolate': Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for the "
             f"modes: {_MODES} (got {mode})"

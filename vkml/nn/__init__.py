@@ -123,3 +123,10 @@ __all__ += [
     "HuberLoss",
     "KLDivLoss",
 ]
+# Spatial layers of issue 18 (vkml/nn/spatial.py): 3-D, transposed, adaptive 1-D/3-D, upsampling, shuffles.
+from . import spatial as _spatial  # noqa: E402
+
+for _name in _spatial.MODULES:
+    globals()[_name] = getattr(_spatial, _name)
+__all__ += _spatial.MODULES
+del _name

@@ -21,6 +21,7 @@ from .module import Module, Parameter
 
 class _ConvNd(Module):
     _n = 2
+    _transposed = False  # a transposed convolution's weight is (in, out/groups, *kernel)
 
     def __init__(
         self,
@@ -57,7 +58,10 @@ class _ConvNd(Module):
         self.padding = padding if isinstance(padding, str) else FL._tuple(name, "padding", padding, n)
         self.dilation = FL._tuple(name, "dilation", dilation, n)
         self.padding_mode = padding_mode
-        shape = (out_channels, in_channels // groups, *self.kernel_size)
+        if self._transposed:
+            shape = (in_channels, out_channels // groups, *self.kernel_size)
+        else:
+            shape = (out_channels, in_channels // groups, *self.kernel_size)
         self.weight = Parameter(creation.zeros(*shape, dtype=dtype, device=device))
         if bias:
             self.bias = Parameter(creation.zeros(out_channels, dtype=dtype, device=device))
@@ -94,6 +98,8 @@ class _ConvNd(Module):
             s += f", padding={self.padding}"  # a string unquoted, as PyTorch's
         if self.dilation != (1,) * self._n:
             s += f", dilation={self.dilation}"
+        if self._transposed and self.output_padding != (0,) * self._n:
+            s += f", output_padding={self.output_padding}"
         if self.groups != 1:
             s += f", groups={self.groups}"
         if self.bias is None:

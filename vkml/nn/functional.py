@@ -393,3 +393,26 @@ from .functional_norm import (  # noqa: E402, F401
     normalize,
     rms_norm,
 )
+
+# Spatial functions of issue 18 (vkml/nn/functional_spatial.py).
+from .functional_spatial import (  # noqa: E402, F401
+    adaptive_avg_pool1d,
+    adaptive_avg_pool3d,
+    adaptive_max_pool1d,
+    adaptive_max_pool3d,
+    affine_grid,
+    avg_pool3d,
+    channel_shuffle,
+    conv3d,
+    conv_transpose1d,
+    conv_transpose2d,
+    conv_transpose3d,
+    grid_sample,
+    interpolate,
+    max_pool3d,
+    pixel_shuffle,
+    pixel_unshuffle,
+    upsample,
+    upsample_bilinear,
+    upsample_nearest,
+)

@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from ..frontend import creation, mutation
+from ..frontend import creation, indexing, mutation
 from ..frontend import operators as functions
 from ..frontend import shape as shape_ops
 from ..ir import types as T
@@ -60,6 +60,18 @@ def _windows(x, kernel, stride, dilation, out_size, dim: int):
     return parts[0] if len(parts) == 1 else functions.cat(parts, dim)
 
 
+def _fresh(result, input):
+    """``result``, or its clone where it shares ``input``'s storage (a view, or ``input`` itself).
+
+    PyTorch's layers return new tensors even where the arithmetic is a reshape (a kernel of 1, one
+    group, an unchanged size); a view here would let an in-place op on the result change the input.
+    """
+    owner = input._base if input._base is not None else input
+    if result is input or result is owner or result._base is owner:
+        return result.clone()
+    return result
+
+
 def _pad_mode(op: str, x, pads, mode: str):
     """``x`` padded on its last ``len(pads)`` dims by (before, after) amounts ``pads``, in ``mode``
     ('zeros', or F.pad's 'reflect', 'replicate', 'circular', as PyTorch's conv pads first)."""
@@ -74,7 +86,8 @@ def _pad_mode(op: str, x, pads, mode: str):
 # ---------------------------------------------------------------------- convolution
 
 
-def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, padding_mode="zeros"):
+def _conv_operands(op, input, weight, bias, n: int) -> None:
+    """The checks every convolution, plain or transposed, makes of its tensors (types, dims, dtypes)."""
     if not isinstance(input, functions._tensor.Tensor) or not isinstance(weight, functions._tensor.Tensor):
         raise TypeError(f"'{op}': input and weight must be vkml.Tensors")
     if weight.ndim != n + 2:
@@ -93,6 +106,10 @@ def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, pa
         raise RuntimeError(
             f"'{op}': Input type ({input.dtype.name}) and bias type ({bias.dtype.name}) should be the same"
         )
+
+
+def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, padding_mode="zeros"):
+    _conv_operands(op, input, weight, bias, n)
     unbatched = input.ndim == n + 1
     if unbatched:
         input = functions.unsqueeze(input, 0)
@@ -369,21 +386,103 @@ def _adaptive_bounds(size: int, out: int):
     return starts, ends
 
 
-def _output_size(op, input, output_size):
-    if input.ndim not in (3, 4):
-        raise RuntimeError(f"'{op}': Expected 3D or 4D tensor, but got input of size: {list(input.shape)}")
+def _output_size(op, input, output_size, n: int = 2):
+    """The adaptive pools' output sizes: an int, or ``n`` ints where None keeps the input's size (PyTorch's)."""
+    if input.ndim not in (n + 1, n + 2):
+        raise RuntimeError(f"'{op}': Expected {n + 1}D or {n + 2}D tensor, but got input of size: {list(input.shape)}")
     if isinstance(output_size, (tuple, list)):
-        if len(output_size) != 2:
-            raise TypeError(f"'{op}': output_size must be an int or a pair, got {output_size!r}")
-        # None keeps the input's size, as PyTorch's
-        sizes = tuple(input.shape[-2 + k] if s is None else int(s) for k, s in enumerate(output_size))
+        if len(output_size) != n:
+            raise RuntimeError(
+                f"'{op}': argument 'output_size' should contain {n} ints (got {len(output_size)}): {output_size!r}"
+            )
+        sizes = tuple(input.shape[-n + k] if s is None else int(s) for k, s in enumerate(output_size))
     else:
-        sizes = _tuple(op, "output_size", output_size, 2)
+        sizes = _tuple(op, "output_size", output_size, n)
     if any(s < 0 for s in sizes):
-        raise RuntimeError(f"'{op}': output_size must be non-negative, got {sizes}")
-    if any(s == 0 for s in input.shape[-2:]):
-        raise RuntimeError(f"'{op}': input of size {list(input.shape)} has an empty spatial dim")
+        raise RuntimeError(f"'{op}': elements of output_size must be greater than or equal to 0, got {sizes}")
+    if not input.dtype.is_float:  # PyTorch's adaptive kernels are for floating point only
+        raise NotImplementedError(f"'{op}': not implemented for '{mutation.torch_name(input.dtype)}'")
+    if any(s == 0 for s in input.shape[-n:]):
+        raise RuntimeError(
+            f"'{op}': Expected input to have non-zero size for non-batch dimensions, but input has sizes "
+            f"{list(input.shape)}"
+        )
     return sizes
+
+
+def _adaptive_avg(op, input, output_size, n: int):
+    """The mean over PyTorch's adaptive windows: output i along a dim of size s covers floor(i·s/o) to
+    ceil((i+1)·s/o).
+
+    Output size 1 everywhere is the mean over the spatial dims (global pooling); windows that tile
+    the input evenly are ``avg_pool``. Uneven windows are sums by 0/1 matrices, one matmul per
+    spatial dim, first to last (exact products), divided once by each window's size.
+    """
+    out = _output_size(op, input, output_size, n)
+    spatial = tuple(input.shape[-n:])
+    if any(o == 0 for o in out):
+        return input[(...,) + tuple(slice(0, o) for o in out)]  # empty: PyTorch allows it
+    if all(o == 1 for o in out):
+        return input.mean(tuple(range(-n, 0)), keepdim=True)
+    if all(s % o == 0 for s, o in zip(spatial, out)):
+        kernel = tuple(s // o for s, o in zip(spatial, out))
+        return _avg_pool(op, input, kernel, None, 0, False, True, None, n)
+    dev = input.device
+    x = input.float() if input.dtype is T.float16 else input
+    lead = tuple(x.shape[:-n])
+    counts = np.ones((), np.float32)
+    for k, (size, o) in enumerate(zip(spatial, out)):
+        starts, ends = _adaptive_bounds(size, o)
+        sums = np.zeros((o, size), np.float32)
+        for i in range(o):
+            sums[i, starts[i] : ends[i]] = 1
+        counts = np.multiply.outer(counts, np.subtract(ends, starts).astype(np.float32))
+        if k == n - 1:  # the last dim: a right product
+            x = functions.matmul(x, creation.tensor(sums.T.copy(), device=dev))
+            continue
+        before, after = tuple(x.shape[len(lead) : len(lead) + k]), tuple(x.shape[len(lead) + k + 1 :])
+        x = functions.reshape(x, *lead, *before, size, math.prod(after))
+        x = functions.matmul(creation.tensor(sums, device=dev), x)
+        x = functions.reshape(x, *lead, *before, o, *after)
+    result = x / creation.tensor(counts, device=dev)
+    return result.to(input.dtype) if input.dtype is T.float16 else result
+
+
+def _adaptive_max(op, input, output_size, return_indices: bool, n: int):
+    """The maximum over ``_adaptive_avg``'s windows; gradient to each window's first maximum.
+
+    All windows are read by one gather into (..., *output_size, taps): along each dim, tap j of
+    output i reads element max(start_i, end_i - K + j), K the longest window, so a shorter window
+    repeats its first element in front — which changes neither its first maximum nor its last
+    NaN, the element PyTorch selects. Exact: values are selected, never rounded.
+    """
+    out = _output_size(op, input, output_size, n)
+    spatial = tuple(input.shape[-n:])
+    lead = tuple(input.shape[:-n])
+    if any(o == 0 for o in out):
+        empty = input[(...,) + tuple(slice(0, o) for o in out)]
+        return (empty, functions.cast(empty, T.int64)) if return_indices else empty
+    if all(size % o == 0 for size, o in zip(spatial, out)):  # even windows: max pooling's strided views
+        kernel = tuple(size // o for size, o in zip(spatial, out))
+        return _max_pool(op, input, kernel, kernel, 0, 1, False, return_indices, n)
+    # positions[*cell, *tap]: the flat spatial position tap reads for output cell
+    positions = np.zeros((1,) * (2 * n), np.int64)
+    for k, (size, o) in enumerate(zip(spatial, out)):
+        starts, ends = (np.array(b) for b in _adaptive_bounds(size, o))
+        longest = int((ends - starts).max())
+        taps = np.maximum(starts[:, None], ends[:, None] - longest + np.arange(longest)[None, :])
+        shape = [1] * (2 * n)
+        shape[k], shape[n + k] = o, longest
+        positions = positions + taps.reshape(shape) * math.prod(spatial[k + 1 :])
+    positions = positions.reshape(*out, -1)
+    flat = np.arange(math.prod(lead), dtype=np.int64).reshape(*lead, *([1] * (n + 1))) * math.prod(spatial)
+    windows = indexing.take_positions(input, flat + positions)
+    hit = _selected(windows)
+    result = functions.where(hit, windows, -0.0).sum(-1)
+    if not return_indices:
+        return result
+    where = creation.tensor(positions, device=input.device)
+    return result, functions.where(hit, where, 0).sum(-1)
 
 
 def adaptive_avg_pool2d(input, output_size):
@@ -396,24 +495,7 @@ def adaptive_avg_pool2d(input, output_size):
     >>> adaptive_avg_pool2d(vkml.ones(1, 4, 4), 1).tolist()  # doctest: +SKIP
     [[[1.0]]]
     """
-    oh, ow = _output_size("adaptive_avg_pool2d", input, output_size)
-    h, w = input.shape[-2:]
-    if (oh, ow) == (1, 1):
-        return input.mean((-2, -1), keepdim=True)
-    if h % oh == 0 and w % ow == 0:
-        return avg_pool2d(input, (h // oh, w // ow))
-    rows, cols = np.zeros((oh, h), np.float32), np.zeros((w, ow), np.float32)
-    (rs, re), (cs, ce) = _adaptive_bounds(h, oh), _adaptive_bounds(w, ow)
-    for i in range(oh):
-        rows[i, rs[i] : re[i]] = 1
-    for j in range(ow):
-        cols[cs[j] : ce[j], j] = 1
-    counts = np.multiply.outer(np.subtract(re, rs), np.subtract(ce, cs)).astype(np.float32)
-    dev = input.device
-    x = input.float() if input.dtype is T.float16 else input
-    sums = functions.matmul(functions.matmul(creation.tensor(rows, device=dev), x), creation.tensor(cols, device=dev))
-    out = sums / creation.tensor(counts, device=dev)
-    return out.to(input.dtype) if input.dtype is T.float16 else out
+    return _adaptive_avg("adaptive_avg_pool2d", input, output_size, 2)
 
 
 def adaptive_max_pool2d(input, output_size, return_indices: bool = False):
@@ -425,25 +507,7 @@ def adaptive_max_pool2d(input, output_size, return_indices: bool = False):
     >>> adaptive_max_pool2d(vkml.arange(4.0).reshape(1, 2, 2), 1).tolist()  # doctest: +SKIP
     [[[3.0]]]
     """
-    oh, ow = _output_size("adaptive_max_pool2d", input, output_size)
-    h, w = input.shape[-2:]
-    (rs, re), (cs, ce) = _adaptive_bounds(h, oh), _adaptive_bounds(w, ow)
-    values, indices = [], []
-    lead = input.shape[:-2]
-    for i in range(oh):
-        for j in range(ow):
-            window = input[..., rs[i] : re[i], cs[j] : ce[j]]
-            flat = window.reshape(*lead, -1)
-            hit = _selected(flat)
-            values.append(functions.where(hit, flat, -0.0).sum(-1, keepdim=True))
-            if return_indices:
-                where = np.arange(h * w).reshape(h, w)[rs[i] : re[i], cs[j] : ce[j]].reshape(-1)
-                positions = creation.tensor(where, device=input.device)
-                indices.append(functions.where(hit, positions, 0).sum(-1, keepdim=True))
-    out = functions.cat(values, -1).reshape(*lead, oh, ow)
-    if not return_indices:
-        return out
-    return out, functions.cat(indices, -1).reshape(*lead, oh, ow)
+    return _adaptive_max("adaptive_max_pool2d", input, output_size, return_indices, 2)
 
 
 # ---------------------------------------------------------------------- unfold and fold
@@ -488,7 +552,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     x = _pad_mode("unfold", x, [(p, p) for p in padding], "zeros")
     cols = _windows(x, kernel, stride, dilation, out, 2)
     cols = functions.reshape(cols, x.shape[0], x.shape[1] * math.prod(kernel), math.prod(out))
-    return functions.squeeze(cols, 0) if unbatched else cols
+    return _fresh(functions.squeeze(cols, 0) if unbatched else cols, input)
 
 
 def _spread(x, dim: int, offset: int, step: int, size: int):
@@ -530,13 +594,24 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
             f"blocks {out[0]} * {out[1]} = {math.prod(out)}, but got input.size(2)={x.shape[2]}."
         )
     batch, channels = x.shape[0], x.shape[1] // taps
-    cols = functions.reshape(x, batch, channels, taps, *out)
+    total = _fold_blocks(functions.reshape(x, batch, channels, taps, *out), size, kernel, dilation, padding, stride)
+    return _fresh(functions.squeeze(total, 0) if unbatched else total, input)
+
+
+def _fold_blocks(cols, size, kernel, dilation, padding, stride):
+    """Blocks ``cols`` (N, C, taps, *blocks) summed into (N, C, *size): tap ``t`` (row-major over ``kernel``)
+    of block ``b`` lands at ``b·stride + offset(t)·dilation - padding`` in every spatial dim.
+
+    ``fold`` and the transposed convolutions share it. The taps are added in ascending order, each a
+    zero-interleaved, shifted copy of its blocks (``_spread``, views and pads), so each output is the sum
+    of the blocks that cover it in tap order; the padded border is cropped at the end.
+    """
     padded = tuple(s + 2 * p for s, p in zip(size, padding))
     total = None
-    for tap, (i, j) in enumerate(np.ndindex(*kernel)):
+    for tap, offsets in enumerate(np.ndindex(*kernel)):
         block = cols[:, :, tap]
-        block = _spread(block, 2, i * dilation[0], stride[0], padded[0])
-        block = _spread(block, 3, j * dilation[1], stride[1], padded[1])
+        for k, o in enumerate(offsets):
+            block = _spread(block, 2 + k, o * dilation[k], stride[k], padded[k])
         total = block if total is None else total + block
-    total = total[:, :, padding[0] : padding[0] + size[0], padding[1] : padding[1] + size[1]]
-    return functions.squeeze(total, 0) if unbatched else total
+    crop = (slice(None), slice(None)) + tuple(slice(p, p + s) for p, s in zip(padding, size))
+    return total[crop]

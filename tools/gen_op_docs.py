@@ -1519,6 +1519,11 @@ EXTRA.update(
             + _CHECKED,
             divergence=_LAST_WINS + " " + _UNSPECIFIED,
             gradient=_WRITE_GRAD + " With `accumulate`, the input's gradient passes through.",
+        ),
+    }
+)
+
+
 # ---------------------------------------------------------------------- spatial layers of issue 18 (vkml/nn/functional_spatial.py)
 
 _SEPARABLE = (

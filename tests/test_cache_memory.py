@@ -94,10 +94,12 @@ def _loop(device: str, steps: int, bound: int, tmp_path: Path) -> dict:
 
 
 def _check_flat(result: dict, bound: int) -> None:
+    """RSS under twice the first steps', every cache within ``bound`` entries (0: the default limits)."""
     rss = result["rss"]
     first = rss[2]  # after the first steps: the interpreter, numpy, the driver are loaded
     assert max(rss) < 2 * first, [r >> 20 for r in rss]
-    assert all(size <= bound for size in result["sizes"].values()), result["sizes"]
+    for name, size in result["sizes"].items():
+        assert size <= (bound or lru.LIMITS[name][0]), result["sizes"]
     assert result["counters"]["cache_evictions"] > 0
     if "pipelines" in result["sizes"]:
         made, destroyed = result["counters"]["pipelines_created"], result["counters"]["pipelines_destroyed"]
@@ -112,8 +114,10 @@ def test_a_new_batch_size_every_step_keeps_memory_flat(gpu, tmp_path, device):
 
 @pytest.mark.stress
 @pytest.mark.parametrize("device", ["cpu", "vulkan:0"])
-def test_a_thousand_steps_of_new_batch_sizes_keep_memory_flat(gpu, tmp_path, device):
-    _check_flat(_loop(device, 1000, 32, tmp_path), 32)
+def test_a_thousand_steps_of_new_batch_sizes_keep_memory_flat_at_the_default_limits(gpu, tmp_path, device):
+    """The issue's figure: at vkml's own limits (CPU 68 -> 125 MiB after 150 steps, lavapipe
+    164 -> 307 MiB after 80: its pipelines are host memory, capped by lru.CPU_DRIVER_PIPELINES)."""
+    _check_flat(_loop(device, 1000, 0, tmp_path), 0)
 
 
 # ---------------------------------------------------------------- the LRU itself

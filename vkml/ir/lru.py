@@ -33,21 +33,40 @@ counters: dict[str, int] = {"cache_evictions": 0}
 
 # name -> (most entries, most bytes or None). Bytes are the ``weight`` the cache's owner gives.
 LIMITS: dict[str, tuple[int, int | None]] = {
-    "kernel_binaries": (2048, 64 << 20),  # SPIR-V of compiled kernels, per device (runtime/kernel_cache.py)
-    "pipelines": (512, None),  # VkPipelines by IR text, per device (runtime/pipelines.py); the driver holds their bytes
+    "kernel_binaries": (512, 16 << 20),  # SPIR-V of compiled kernels, per device (runtime/kernel_cache.py)
+    # VkPipelines by IR text, per device (runtime/vulkan/pipelines.py); the driver holds their bytes,
+    # host memory on a CPU driver (lavapipe: about 1 MiB of machine code each), which caps them at
+    # ``CPU_DRIVER_PIPELINES``.
+    "pipelines": (512, None),
     "kernel_entries": (512, None),  # per kernel object: pipeline and dispatch plan (runtime/pipelines.py)
-    "programs": (256, None),  # the CPU's compiled interpreter programs (ir/interp_compiled.py)
-    "compiled_spirv": (1024, 64 << 20),  # codegen's SPIR-V and assembly (codegen/spirv.py)
-    "templates": (1024, None),  # lowered kernel templates (schedule.py)
-    "plans": (256, None),  # realize recipes (plan_cache.py)
+    # The CPU's compiled interpreter programs (ir/interp/compiled.py): about 1 KiB of closures
+    # and slots per instruction, which is their weight.
+    "programs": (256, 16 << 20),
+    "compiled_spirv": (256, 16 << 20),  # codegen's SPIR-V and assembly (codegen/spirv.py)
+    # Lowered kernel templates (schedule/scheduler.py) and realize recipes (schedule/plan_cache.py).
+    # Both hold kernels (their IR, and through them the CPU's programs): a training loop with a new
+    # batch size every step stays under twice its first step's memory with these counts
+    # (tests/test_cache_memory.py; about 1.9x on the CPU after 150 steps at the defaults).
+    "templates": (256, None),
+    "plans": (64, None),
 }
+
+
+CPU_DRIVER_PIPELINES = 96
 
 
 class LRU:
     """A dict bounded by ``LIMITS[name]``; ``get`` and ``put`` make an entry the most recently used."""
 
-    def __init__(self, name: str, weight: Callable[[object], int] | None = None, on_evict: Callable | None = None):
+    def __init__(
+        self,
+        name: str,
+        weight: Callable[[object], int] | None = None,
+        on_evict: Callable | None = None,
+        cap: int | None = None,
+    ):
         self.name = name
+        self.cap = cap  # at most this many entries whatever LIMITS says (a device whose entries are large)
         self.weight = weight
         self.on_evict = on_evict
         self.nbytes = 0
@@ -100,6 +119,8 @@ class LRU:
 
     def _trim(self) -> list:
         entries, nbytes = LIMITS[self.name]
+        if self.cap is not None:
+            entries = min(entries, self.cap)
         evicted = []
         items = self._items
         # The newest entry stays even when it alone is over the byte bound: it is about to be used.

@@ -498,7 +498,12 @@ def repeated_values(body: Block) -> dict[Value, Value]:
 
 # By kernel object (its id, checked by a weak reference), LRU-bounded (ir/lru.py: "programs"): a
 # loop whose shapes change every step makes new kernels every step, and a program is large.
-_programs = lru.LRU("programs")
+_programs = lru.LRU("programs", weight=lambda entry: _program_bytes(entry[1]))
+
+
+def _program_bytes(program: Program | None) -> int:
+    """About what a program holds: closures and slots, some 300 bytes an instruction (tracemalloc)."""
+    return 64 if program is None else 1024 * (len(program.defs) + 1)
 
 
 def compile_kernel(kernel: Kernel, dead_after: Callable[[Kernel], dict]) -> Program | None:

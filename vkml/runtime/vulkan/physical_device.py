@@ -235,6 +235,8 @@ LIMITS = (
 )
 
 # VkMemoryPropertyFlagBits vkml looks at.
+# VkPhysicalDeviceType of a CPU implementation (lavapipe): its memory and pipelines are host memory.
+PHYSICAL_DEVICE_TYPE_CPU = 4
 DEVICE_LOCAL, HOST_VISIBLE, HOST_COHERENT, HOST_CACHED = 0x1, 0x2, 0x4, 0x8
 MEMORY_FLAG_NAMES = {DEVICE_LOCAL: "DEVICE_LOCAL", HOST_VISIBLE: "HOST_VISIBLE", HOST_COHERENT: "HOST_COHERENT"}
 MEMORY_FLAG_NAMES[HOST_CACHED] = "HOST_CACHED"

@@ -61,6 +61,7 @@ from .kernel_cache import (
     write_atomically,
 )
 from .logical_device import LogicalDevice
+from .physical_device import PHYSICAL_DEVICE_TYPE_CPU
 
 PIPELINE_CACHE_MAGIC = b"VKMLPLC1"
 MAX_PIPELINE_CACHE_BYTES = 256 << 20
@@ -249,8 +250,13 @@ class Pipelines:
         self.kernels = kernels
         self.cache_file = cache_file if cache_file is not None else PipelineCacheFile(logical)
         # Both LRU-bounded (ir/lru.py); an evicted Pipeline is destroyed once unused (``reap``).
-        self._by_object = lru.LRU("kernel_entries")  # id(kernel) -> (weakref to it, KernelEntry)
-        self._by_text = lru.LRU("pipelines")  # IR text (and, for address variants, their bindings) -> Pipeline
+        # A CPU driver's pipelines are host memory: at most CPU_DRIVER_PIPELINES of them, and as few
+        # entries (an entry keeps its pipeline alive).
+        on_cpu = logical.info.properties.get("deviceType") == PHYSICAL_DEVICE_TYPE_CPU
+        cap = lru.CPU_DRIVER_PIPELINES if on_cpu else None
+        self._by_object = lru.LRU("kernel_entries", cap=cap)  # id(kernel) -> (weakref to it, KernelEntry)
+        # IR text (and, for address variants, their bindings) -> Pipeline
+        self._by_text = lru.LRU("pipelines", cap=cap)
         # What the GPU may still run: ``progress()`` gives (last serial submitted, last serial complete);
         # VulkanDevice sets it to its recordings'. Without it no submission is pending.
         self.progress = lambda: (0, 0)

@@ -42,12 +42,12 @@ from ...errors import DeviceError
 from ..counters import counters
 from . import instance as vk_instance
 from .logical_device import UINT64_MAX, LogicalDevice
+from .physical_device import PHYSICAL_DEVICE_TYPE_CPU
 
 # A training step makes a few submissions (forward, backward, update), and each batch of a
 # dataset sliced at its own offset is its own structure: room for several steps' worth.
 SLOTS = 16
 VK_SUCCESS, VK_NOT_READY = 0, 1
-PHYSICAL_DEVICE_TYPE_CPU = 4
 SPIN_US_ON_GPUS = 2000
 
 

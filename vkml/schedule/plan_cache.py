@@ -85,7 +85,7 @@ def _trace(roots: list[Node], mode_of_matmul, mark: int) -> tuple[list[Node], tu
                             const.trace_mark, const.trace_pos, s.trace_pos = mark, n, n + 1
                             order += (const, s)
                             emit(("const", None, const.shape, const.dtype, ()))
-                            emit(("view", s.arg, s.shape, s.dtype, n))
+                            emit(("view", s.arg.structure, s.shape, s.dtype, n))
                             n += 2
                             continue
                     stack.append((s, reversed(srcs)))
@@ -113,6 +113,8 @@ def _trace(roots: list[Node], mode_of_matmul, mark: int) -> tuple[list[Node], tu
                     arg = mode_of_matmul(node)
                 elif op == "const":
                     arg = None  # the value is a kernel parameter (baked values are checked by ``lookup``)
+                elif op == "view":
+                    arg = node.arg.structure  # offsets and mask bounds are parameters, as constants' values
                 else:
                     arg = node.arg
                     if op == "kernel":  # a user's kernel allocates its own outputs
@@ -135,10 +137,12 @@ class Recipe:
     - ``steps``: one (kernel, grid, buffer refs, param refs) per dispatch; a buffer ref is
       (name, LEAF, position of a realized node) | (name, OUT, output index) | (name, TEMP,
       temp index) | (name, CUSTOM, position of a user kernel's output); a param ref is
-      (name, position of a constant). A step (None, position, None, None) lowers the user
+      (name, position of a constant) or (name, (position of a view, level, field, divisor,
+      bits)): the view's offset (field -1) or mask bound (2 * dim, + 1 for the upper) floor-divided
+      by divisor, modulo 2^bits where bits is nonzero (``view_value``). A step (None, position, None, None) lowers the user
       kernel node at that position (such plans are never cached).
     - ``custom_roots``: positions of user kernel nodes that become buffers.
-    - ``baked``: (position, repr of the value) of constants built into a kernel's code.
+    - ``baked``: (position, repr of the value) of constants and views built into a kernel's code.
     """
 
     __slots__ = ("outputs", "temps", "steps", "custom_roots", "baked")
@@ -180,6 +184,9 @@ def bind(recipe: Recipe, order: list[Node], device) -> tuple[list[Dispatch], lis
                 buffers[name] = by_id[id(order[index])]
         params = {}
         for name, p in param_refs:
+            if p.__class__ is not int:
+                params[name] = view_value(order[p[0]].arg, *p[1:])
+                continue
             value = order[p].arg
             params[name] = int(value) if value.__class__ is bool else value  # bool constants hold Python bools
         dispatches.append(Dispatch(kernel, grid, buffers, params))
@@ -187,6 +194,14 @@ def bind(recipe: Recipe, order: list[Node], device) -> tuple[list[Dispatch], lis
         for p in recipe.custom_roots:
             outs.append(by_id[id(order[p])])
     return dispatches, outs, temps
+
+
+def view_value(stack, level: int, field: int, divisor: int, bits: int) -> int:
+    """A view parameter's value (``Recipe.steps``): an offset or mask bound of level ``level`` of ``stack``."""
+    view = stack.views[level]
+    value = view.offset if field == -1 else view.mask[field // 2][field % 2]
+    value //= divisor
+    return value % (1 << bits) if bits else value
 
 
 def finish(recipe: Recipe, order: list[Node], outs: list) -> None:

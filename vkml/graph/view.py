@@ -76,6 +76,8 @@ class View:
         ``VECTOR_WIDTH`` (whether aligned groups pass, ``lowering.group_modes``); whether the view
         reaches ``WIDE_REACH`` (int64 indices). The values travel as kernel parameters.
         """
+        if not self.offset and self.mask is None:  # the common view: nothing left out (its reach is its strides')
+            return (self.shape, self.strides)
         width = VECTOR_WIDTH
         offset = None if self.offset == 0 else self.offset % width
         mask = self.mask
@@ -224,7 +226,11 @@ class ViewStack:
 
     def value_count(self) -> int:
         """Kernel parameters the stack's values take (``View.value_count`` summed)."""
-        return sum(v.value_count() for v in self.views)
+        found = self.__dict__.get("_value_count")
+        if found is None:
+            found = sum([v.value_count() for v in self.views])
+            object.__setattr__(self, "_value_count", found)
+        return found
 
     @property
     def shape(self) -> tuple[int, ...]:

@@ -9,10 +9,11 @@ structure's ``trace`` key. A later realize of the same structure binds the recip
 own nodes (``bind``) without planning anything: the dispatches are the ones a fresh plan
 would make, so the results are bit-identical.
 
-The key is exact, not a hash: every node's op, argument (the view, the reduced axes, the
-op name and compute dtype; a constant's dtype but not its value), shape, dtype and sources
-by position, and the positions of the targets. Constants whose values a kernel bakes in
-(past the parameter budget) are checked by value when a recipe is reused.
+The key is exact, not a hash: every node's op, argument (a view's ``structure`` but not its
+offsets and mask bounds, the reduced axes, the op name and compute dtype; a constant's dtype
+but not its value), shape, dtype and sources by position, and the positions of the targets.
+Constants and views whose values a kernel bakes in (past the parameter budgets) are checked
+by value when a recipe is reused.
 
     >>> import vkml
     >>> from vkml import debug

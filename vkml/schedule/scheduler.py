@@ -34,7 +34,8 @@ All dispatches of one realize go into one submission. Fusion never changes bits:
 value is the same whether it is inlined, recomputed or realized.
 
 Lowered kernels are cached by the structure of their group (ops, shapes, dtypes, views and
-sharing; not the data, not the values of constants, which travel as parameters), so a loop
+sharing; not the data, not the values of constants nor views' offsets and mask bounds, which
+travel as parameters: ``Signature``), so a loop
 that builds the same graph again reuses the same Kernel objects and compiled pipelines. A
 whole realize is cached the same way, one level up (vkml/schedule/plan_cache.py): a graph whose
 structure was realized before skips planning and lowering and binds the earlier recipe.

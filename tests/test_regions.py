@@ -141,6 +141,26 @@ def test_kv_cache_writes_alone_compile_nothing_new(dev):
     np.testing.assert_array_equal(cache.numpy(), want)
 
 
+def test_two_writes_per_step_into_one_cache_compile_nothing_new(dev):
+    """Keys and values written into one stacked cache, then realized: both regions' bounds are parameters."""
+    cache = vkml.zeros(2, 4, 40, 16, device=dev).realize()
+    want = np.zeros((2, 4, 40, 16), np.float32)
+    keys = RNG.standard_normal((40, 2, 4, 16)).astype(np.float32)
+
+    def step(t):
+        def run():
+            cache[0, :, t] = vkml.tensor(keys[t, 0], device=dev)
+            cache[1, :, t] = vkml.tensor(keys[t, 1], device=dev) * 2.0
+            cache.realize()
+            want[0, :, t], want[1, :, t] = keys[t, 0], keys[t, 1] * np.float32(2.0)
+
+        return run
+
+    made, _ = _counted([step(t) for t in range(1, 39)])
+    _assert_replayed(made, 34)
+    np.testing.assert_array_equal(cache.numpy(), want)
+
+
 LAZY_READS = {
     "rows": lambda y, i: y[i : i + 8] + 1.0,
     "aligned columns": lambda y, i: y[:, 2 * i : 2 * i + 64] - 1.0,  # even i: vector groups, offset // 4 travels

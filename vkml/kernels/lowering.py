@@ -57,10 +57,9 @@ def pow2ceil(n: int) -> int:
 
 
 PARAM_BUDGET_NBYTES = 64  # scalars beyond this become IR constants (push constants can be 128 bytes in all)
-# View offsets and mask bounds past this (8 bytes each, an int64 index at most) become IR constants:
-# with the scalars' 64 bytes, a kernel's parameters stay within the 128 bytes every device has.
+# View offsets and mask bounds past this (4 bytes each, 8 in a kernel with int64 indices) become IR
+# constants: with the scalars' 64 bytes, a kernel's parameters stay within the 128 bytes every device has.
 VIEW_PARAM_BUDGET_NBYTES = 48
-VIEW_PARAM_NBYTES = 8
 
 
 def param_dtype(dtype: T.DType) -> T.DType:

@@ -366,19 +366,28 @@ class Signature:
         self._numbers: dict[int, int] = {}
         fused = {id(r) for r in chain}
         walk = self._walk(root, leaf_ids, fused)
-        self.baked = self._over_budget() | self._views_over_budget()
+        self.baked = self._over_budget() | self._views_over_budget(root, leaf_ids)
         baked_values = tuple((i, repr(n.arg)) for i, n in enumerate(self.consts) if id(n) in self.baked)
         baked_views = tuple((i, n.arg) for i, n in enumerate(self.views) if id(n) in self.baked)
         chain_at = tuple(self._numbers[id(r)] for r in chain)
         stored_at = tuple(self._numbers[id(r)] for r in stored)
         self.key = (mode, walk, chain_at, stored_at, baked_values, baked_views)
 
-    def _views_over_budget(self) -> frozenset[int]:
-        """Views whose values do not fit the views' parameter budget (in signature order): baked in."""
+    def _views_over_budget(self, root: Node, leaf_ids) -> frozenset[int]:
+        """Views whose values do not fit the views' parameter budget (in signature order): baked in.
+
+        A value is a parameter of the kernel's index type: 4 bytes, 8 where the group indexes in
+        int64 (decided as ``_lower_group`` decides it; only looked at when 8 bytes would not fit).
+        """
+        budget = kernels.VIEW_PARAM_BUDGET_NBYTES
+        counts = [n.arg.value_count() for n in self.views]
+        nbytes = 8
+        if sum(counts) * nbytes > budget and not needs_wide_index(root, leaf_ids):
+            nbytes = 4
         used, baked = 0, set()
-        for n in self.views:
-            used += n.arg.value_count() * kernels.VIEW_PARAM_NBYTES
-            if used > kernels.VIEW_PARAM_BUDGET_NBYTES:
+        for n, count in zip(self.views, counts):
+            used += count * nbytes
+            if used > budget:
                 baked.add(id(n))
         return frozenset(baked)
 

@@ -143,7 +143,8 @@ class Recipe:
       by divisor, modulo 2^bits where bits is nonzero (``view_value``). A step (None, position, None, None) lowers the user
       kernel node at that position (such plans are never cached).
     - ``custom_roots``: positions of user kernel nodes that become buffers.
-    - ``baked``: (position, repr of the value) of constants and views built into a kernel's code.
+    - ``baked``: (position, value) of constants (the repr of their value: -0.0 differs from 0.0, NaN
+      equals NaN) and views (their ViewStack) built into a kernel's code.
     """
 
     __slots__ = ("outputs", "temps", "steps", "custom_roots", "baked")
@@ -153,7 +154,7 @@ class Recipe:
         self.temps: list[tuple] = []
         self.steps: list[tuple] = []
         self.custom_roots: list[int] = []
-        self.baked: list[tuple[int, str]] = []
+        self.baked: list[tuple[int, object]] = []
 
 
 def bind(recipe: Recipe, order: list[Node], device) -> tuple[list[Dispatch], list, list]:
@@ -240,7 +241,8 @@ def lookup(key: Key | None, order: list[Node]) -> Recipe | None:
     if found is None:
         return None
     for p, value in found.baked:
-        if repr(order[p].arg) != value:
+        arg = order[p].arg
+        if (repr(arg) if value.__class__ is str else arg) != value:
             return None
     _recipes.move_to_end(key)
     counters["plan_replays"] += 1

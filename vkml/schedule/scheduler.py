@@ -581,7 +581,7 @@ def compile_recipe(plan: Plan) -> plan_cache.Recipe:
         recipe.temps += template.temps
         consts = g.sig.consts
         recipe.baked += [(position[id(n)], repr(n.arg)) for n in consts if id(n) in g.sig.baked]
-        recipe.baked += [(position[id(n)], repr(n.arg)) for n in g.sig.views if id(n) in g.sig.baked]
+        recipe.baked += [(position[id(n)], n.arg) for n in g.sig.views if id(n) in g.sig.baked]
         for kt in template.kernels:
             buffer_refs = []
             for name, (kind, pos) in kt.buffers.items():

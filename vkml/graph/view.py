@@ -6,12 +6,23 @@ valid region per dim (padding: outside it the value is the pad value, not a load
 ``ViewStack`` composes views: the linear index of an upper view is unravelled by the shape
 of the one below (``views[0]`` addresses the buffer itself). reshape, permute, expand,
 slice, flip and pad are all cheap edits of the top view, so they never copy data.
+
+A view's offset and mask bounds are values, not structure: ``ViewStack.structure`` is what a
+kernel's code depends on (shapes, strides, which offsets and bounds are nonzero or cut, their
+residues modulo the vector width), and kernels take the values as parameters
+(vkml/kernels/lowering.py), so a slice or a write at a fresh position compiles nothing new.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
+from ..ir.instructions import VECTOR_WIDTH
+
+# kernels/index.py's WIDE_INDEX_EXTENT (a layer above): a view reaching this far from 0 makes its
+# kernel index in int64, so the structure says whether it does (tests/test_regions.py pins both equal).
+WIDE_REACH = 1 << 31
 
 
 def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -56,6 +67,33 @@ class View:
             lo += min(first * stride, (stop - 1) * stride)
             hi += max(first * stride, (stop - 1) * stride)
         return lo, hi
+
+    def structure(self) -> tuple:
+        """What lowering decides from this view, without the values of its offset and mask bounds.
+
+        Kept: shape and strides; whether the offset is nonzero and whether each mask bound cuts
+        (a bound at 0 or at the size emits no test); the offset and the innermost bounds modulo
+        ``VECTOR_WIDTH`` (whether aligned groups pass, ``lowering.group_modes``); whether the view
+        reaches ``WIDE_REACH`` (int64 indices). The values travel as kernel parameters.
+        """
+        if not self.offset and self.mask is None:  # the common view: nothing left out (its reach is its strides')
+            return (self.shape, self.strides)
+        width = VECTOR_WIDTH
+        offset = None if self.offset == 0 else self.offset % width
+        mask = self.mask
+        if mask:
+            *outer, (lo, hi) = mask
+            cuts = [(a > 0, b < s) for (a, b), s in zip(outer, self.shape)]
+            mask = (*cuts, (lo > 0, hi < self.shape[-1], lo % width, hi % width))
+        reach = abs(self.offset) + sum((s - 1) * abs(st) for s, st in zip(self.shape, self.strides) if s) + 1
+        return (self.shape, self.strides, offset, mask, reach >= WIDE_REACH)
+
+    def value_count(self) -> int:
+        """The parameters ``structure`` leaves out: a nonzero offset, and each mask bound that cuts."""
+        count = 1 if self.offset else 0
+        for (lo, hi), s in zip(self.mask or (), self.shape):
+            count += (lo > 0) + (hi < s)
+        return count
 
     def permute(self, order: tuple[int, ...]) -> View:
         mask = tuple(self.mask[o] for o in order) if self.mask else None
@@ -176,6 +214,23 @@ class ViewStack:
     @staticmethod
     def contiguous(shape: tuple[int, ...]) -> ViewStack:
         return ViewStack((View.contiguous(tuple(shape)),))
+
+    @property
+    def structure(self) -> tuple:
+        """``View.structure`` of each level: the stack as the plan and kernel caches key it."""
+        found = self.__dict__.get("_structure")
+        if found is None:
+            found = tuple([v.structure() for v in self.views])
+            object.__setattr__(self, "_structure", found)
+        return found
+
+    def value_count(self) -> int:
+        """Kernel parameters the stack's values take (``View.value_count`` summed)."""
+        found = self.__dict__.get("_value_count")
+        if found is None:
+            found = sum([v.value_count() for v in self.views])
+            object.__setattr__(self, "_value_count", found)
+        return found
 
     @property
     def shape(self) -> tuple[int, ...]:

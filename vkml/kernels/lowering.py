@@ -11,6 +11,12 @@ consecutive positions: the output is written as one vector, and every leaf whose
 the group to an aligned group of its own is read as one vector (``vload``); a leaf the
 group reaches through a broadcast of the innermost dim is read once; any other view falls
 back to one scalar load per position. Reductions are in ``kernels_reduce.py``.
+
+A view's offset and mask bounds are kernel parameters (``Lowering.view_values``), not IR
+constants: the structure key holds only what the code depends on (``ViewStack.structure``), so
+one kernel serves a slice, a pad or a write region at every position. A view whose values the
+scheduler bakes (past ``VIEW_PARAM_BUDGET_NBYTES``) keeps them as constants, and its values in
+the key.
 """
 
 from __future__ import annotations
@@ -51,6 +57,9 @@ def pow2ceil(n: int) -> int:
 
 
 PARAM_BUDGET_NBYTES = 64  # scalars beyond this become IR constants (push constants can be 128 bytes in all)
+# View offsets and mask bounds past this (4 bytes each, 8 in a kernel with int64 indices) become IR
+# constants: with the scalars' 64 bytes, a kernel's parameters stay within the 128 bytes every device has.
+VIEW_PARAM_BUDGET_NBYTES = 48
 
 
 def param_dtype(dtype: T.DType) -> T.DType:
@@ -186,15 +195,20 @@ def _and(a: Value | None, b: Value | None) -> Value | None:
     return a & b
 
 
-def _view_level(view: View, multi: tuple, valid: Value | None) -> tuple[Value, Value | None]:
-    """Linear index below ``view`` of its position ``multi``, and validity (``view.mask``)."""
+def _view_level(view: View, multi: tuple, valid: Value | None, values=None) -> tuple[Value, Value | None]:
+    """Linear index below ``view`` of its position ``multi``, and validity (``view.mask``).
+
+    ``values(field)``, where given, is the offset (field -1) or mask bound (2 * dim, + 1 for the
+    upper) as a kernel value; else they are constants. Which of them appear depends only on
+    ``View.structure`` (a zero offset or a bound that cuts nothing emits nothing).
+    """
     if view.mask:
-        for i, (lo, hi), s in zip(multi, view.mask, view.shape):
+        for d, (i, (lo, hi), s) in enumerate(zip(multi, view.mask, view.shape)):
             if lo > 0:
-                valid = _and(valid, i >= _u32(lo))
+                valid = _and(valid, i >= (values(2 * d) if values else _u32(lo)))
             if hi < s:
-                valid = _and(valid, i < _u32(hi))
-    lin = _u32(view.offset) if view.offset else None
+                valid = _and(valid, i < (values(2 * d + 1) if values else _u32(hi)))
+    lin = (values(-1) if values else _u32(view.offset)) if view.offset else None
     for i, st in zip(multi, view.strides):
         if st:
             term = i if st == 1 else i * _u32(st)
@@ -202,12 +216,15 @@ def _view_level(view: View, multi: tuple, valid: Value | None) -> tuple[Value, V
     return (lin if lin is not None else _u32(0)), valid
 
 
-def _view_index(stack, idx: Index) -> tuple[Value, Value | None]:
-    """Linear index into the source's logical shape, and validity, for position ``idx`` of a view."""
+def _view_index(stack, idx: Index, values=None) -> tuple[Value, Value | None]:
+    """Linear index into the source's logical shape, and validity, for position ``idx`` of a view.
+
+    ``values(level, scale, width)``: the level's offset and bounds as kernel values (``Lowering.view_values``).
+    """
     multi, valid = idx.multi, idx.valid
     lin = None
     for k in reversed(range(len(stack.views))):
-        lin, valid = _view_level(stack.views[k], multi, valid)
+        lin, valid = _view_level(stack.views[k], multi, valid, values and values(k, 1, 1))
         if k:
             multi = unravel(lin, stack.views[k - 1].shape)
     return lin, valid
@@ -263,20 +280,22 @@ def group_modes(stack: ViewStack, width: int) -> tuple[str, ...] | None:
     return tuple(modes)
 
 
-def _group_view_index(stack: ViewStack, modes, q: Value, valid: Value | None, width: int, multi=None):
+def _group_view_index(stack: ViewStack, modes, q: Value, valid: Value | None, width: int, multi=None, values=None):
     """Follow group ``q`` (multi-index ``multi`` in groups, if known) down ``stack`` (``modes`` from ``group_modes``).
 
     Returns ``("vector", group below, valid)`` or ``("uniform", linear index below, valid)``.
+    ``values`` as for ``_view_index``.
     """
     levels = list(reversed(range(len(stack.views))))
     multi = multi or unravel(q, _grouped(stack.views[-1].shape, width))
     for level, mode in zip(levels, modes):
+        scale = width if mode == "vector" else 1  # what _in_groups divides the offset by
         view = _in_groups(stack.views[level], width, 1 if mode == "vector" else 0)
-        lin, valid = _view_level(view, multi, valid)
+        lin, valid = _view_level(view, multi, valid, values and values(level, scale, width))
         if mode == "uniform":
             if level:  # the rest of the way is a plain view of one position
                 lower = ViewStack(stack.views[:level])
-                lin, valid = _view_index(lower, Index(lower.shape, lin=lin, valid=valid))
+                lin, valid = _view_index(lower, Index(lower.shape, lin=lin, valid=valid), values)
             return "uniform", lin, valid
         if level:
             multi = unravel(lin, _grouped(stack.views[level - 1].shape, width))
@@ -291,9 +310,11 @@ class Lowering:
         self.leaves = leaves  # ids of nodes computed by earlier kernels of this realize: loaded, not inlined
         self.baked = baked  # ids of constants emitted as IR constants instead of parameters
         self.roles: dict[str, tuple] = {}  # binding name -> ("leaf", node) | ("out", node) | ("temp", j)
-        self.param_roles: dict[str, Node] = {}  # parameter name -> const node
+        # parameter name -> const node | ("view", view node, level, field, divisor, bits): see view_values
+        self.param_roles: dict[str, object] = {}
         self._leaf_refs: dict[int, B.BufferRef] = {}
         self._params: dict[int, Value] = {}
+        self._view_params: dict[tuple, Value] = {}
         # node and position -> (value, the block it was defined in, what keeps the key's ids alive)
         self._memo: dict[tuple, tuple] = {}
         self.fused: dict[int, Value] = {}  # a fused reduce node -> its result in this kernel
@@ -326,6 +347,53 @@ class Lowering:
             v = self._params[id(node)] = self.kb.param(name, param_dtype(node.dtype))
         # A bool travels as 0/1; compare where it is used (a value made here must dominate every use).
         return B.ne(v, B.const(0, T.uint32)) if node.dtype is T.bool_ else v
+
+    def view_values(self, node: Node):
+        """``values(level, scale, width)`` for ``_view_index``: view ``node``'s offsets and mask bounds as
+        parameters; None where the scheduler baked them (its ``baked`` set holds the node: constants then).
+
+        One parameter per value, whatever the grouping: the offset and the innermost bounds travel
+        as ``value // VECTOR_WIDTH`` (their residues are structure), which a level in aligned groups
+        (``_in_groups`` divides them by the width) reads as is and any other rebuilds as
+        ``p * VECTOR_WIDTH + residue`` — in the index type, whose wrapping keeps negative offsets
+        right. Other bounds travel as they are.
+        """
+        if id(node) in self.baked:
+            return None
+        views = node.arg.views
+
+        def at_level(level: int, scale: int, width: int):
+            view = views[level]
+            last = 2 * (len(view.shape) - 1)
+
+            def value(field: int) -> Value:
+                divisor = VECTOR_WIDTH if field == -1 or field >= last else 1
+                param = self._view_param(node, level, field, divisor)
+                if divisor == 1:
+                    return param
+                raw = view.offset if field == -1 else view.mask[field // 2][field % 2]
+                divided = scale if field == -1 else width
+                assert divided in (1, divisor), "aligned groups are VECTOR_WIDTH wide"
+                if divided == divisor:  # divided by _in_groups: exact (group_modes)
+                    return param
+                rest = raw % divisor
+                scaled = param * _u32(divisor)
+                return scaled + _u32(rest) if rest else scaled
+
+            return value
+
+        return at_level
+
+    def _view_param(self, node: Node, level: int, field: int, divisor: int) -> Value:
+        key = (id(node), level, field)
+        v = self._view_params.get(key)
+        if v is None:
+            dtype = index_dtype()
+            name = f"v{len(self._view_params)}"
+            bits = 32 if dtype is T.uint32 else 0  # uint32 parameters hold the value modulo 2^32
+            self.param_roles[name] = ("view", node, level, field, divisor, bits)
+            v = self._view_params[key] = self.kb.param(name, dtype)
+        return v
 
     def template(self, grid) -> KernelTemplate:
         return KernelTemplate(self.kb.finish(), tuple(grid), dict(self.roles), dict(self.param_roles))
@@ -388,7 +456,7 @@ class Lowering:
                 return self._grouped_view(node, idx, modes)
         if op == "view":
             src = node.srcs[0]
-            lin, valid = _view_index(node.arg, idx)
+            lin, valid = _view_index(node.arg, idx, self.view_values(node))
             inner = self.value(src, Index(src.shape, lin=lin, valid=valid))
             return self._masked(inner, valid, idx.valid)
         if op == "cast":
@@ -420,7 +488,7 @@ class Lowering:
             return self._leaf(node)[lin]
         if node.dtype is T.float16 and node.op == "view":
             src = node.srcs[0]
-            lin, valid = _view_index(node.arg, idx)
+            lin, valid = _view_index(node.arg, idx, self.view_values(node))
             return self._masked(self.value_f16(src, Index(src.shape, lin=lin, valid=valid)), valid, idx.valid)
         return M.f32_to_f16(self.value(node, idx))
 
@@ -441,7 +509,7 @@ class Lowering:
             ref = self._leaf(node)
             return [ref.vload(q, c) for c in range(VECTOR_WIDTH)]
         modes = group_modes(node.arg, VECTOR_WIDTH)
-        _, below, valid = _group_view_index(node.arg, modes, q, None, VECTOR_WIDTH, multi)
+        _, below, valid = _group_view_index(node.arg, modes, q, None, VECTOR_WIDTH, multi, self.view_values(node))
         if valid is not None:
             below = B.select(valid, below, _u32(0))
         return [self._masked(v, valid, None) for v in self.f16_group_values(node.srcs[0], below)]
@@ -452,7 +520,7 @@ class Lowering:
         q, k, width = idx.group
 
         def follow():
-            return _group_view_index(node.arg, modes, q, idx.valid, width, idx.group_multi)
+            return _group_view_index(node.arg, modes, q, idx.valid, width, idx.group_multi, self.view_values(node))
 
         mode, below, valid = self.shared(("view", id(node), idx.group_key), follow)
         if mode == "vector":

@@ -9,10 +9,11 @@ structure's ``trace`` key. A later realize of the same structure binds the recip
 own nodes (``bind``) without planning anything: the dispatches are the ones a fresh plan
 would make, so the results are bit-identical.
 
-The key is exact, not a hash: every node's op, argument (the view, the reduced axes, the
-op name and compute dtype; a constant's dtype but not its value), shape, dtype and sources
-by position, and the positions of the targets. Constants whose values a kernel bakes in
-(past the parameter budget) are checked by value when a recipe is reused.
+The key is exact, not a hash: every node's op, argument (a view's ``structure`` but not its
+offsets and mask bounds, the reduced axes, the op name and compute dtype; a constant's dtype
+but not its value), shape, dtype and sources by position, and the positions of the targets.
+Constants and views whose values a kernel bakes in (past the parameter budgets) are checked
+by value when a recipe is reused.
 
     >>> import vkml
     >>> from vkml import debug
@@ -85,7 +86,7 @@ def _trace(roots: list[Node], mode_of_matmul, mark: int) -> tuple[list[Node], tu
                             const.trace_mark, const.trace_pos, s.trace_pos = mark, n, n + 1
                             order += (const, s)
                             emit(("const", None, const.shape, const.dtype, ()))
-                            emit(("view", s.arg, s.shape, s.dtype, n))
+                            emit(("view", s.arg.structure, s.shape, s.dtype, n))
                             n += 2
                             continue
                     stack.append((s, reversed(srcs)))
@@ -113,6 +114,8 @@ def _trace(roots: list[Node], mode_of_matmul, mark: int) -> tuple[list[Node], tu
                     arg = mode_of_matmul(node)
                 elif op == "const":
                     arg = None  # the value is a kernel parameter (baked values are checked by ``lookup``)
+                elif op == "view":
+                    arg = node.arg.structure  # offsets and mask bounds are parameters, as constants' values
                 else:
                     arg = node.arg
                     if op == "kernel":  # a user's kernel allocates its own outputs
@@ -135,10 +138,13 @@ class Recipe:
     - ``steps``: one (kernel, grid, buffer refs, param refs) per dispatch; a buffer ref is
       (name, LEAF, position of a realized node) | (name, OUT, output index) | (name, TEMP,
       temp index) | (name, CUSTOM, position of a user kernel's output); a param ref is
-      (name, position of a constant). A step (None, position, None, None) lowers the user
+      (name, position of a constant) or (name, (position of a view, level, field, divisor,
+      bits)): the view's offset (field -1) or mask bound (2 * dim, + 1 for the upper) floor-divided
+      by divisor, modulo 2^bits where bits is nonzero (``view_value``). A step (None, position, None, None) lowers the user
       kernel node at that position (such plans are never cached).
     - ``custom_roots``: positions of user kernel nodes that become buffers.
-    - ``baked``: (position, repr of the value) of constants built into a kernel's code.
+    - ``baked``: (position, value) of constants (the repr of their value: -0.0 differs from 0.0, NaN
+      equals NaN) and views (their ViewStack) built into a kernel's code.
     """
 
     __slots__ = ("outputs", "temps", "steps", "custom_roots", "baked")
@@ -148,7 +154,7 @@ class Recipe:
         self.temps: list[tuple] = []
         self.steps: list[tuple] = []
         self.custom_roots: list[int] = []
-        self.baked: list[tuple[int, str]] = []
+        self.baked: list[tuple[int, object]] = []
 
 
 def bind(recipe: Recipe, order: list[Node], device) -> tuple[list[Dispatch], list, list]:
@@ -180,6 +186,9 @@ def bind(recipe: Recipe, order: list[Node], device) -> tuple[list[Dispatch], lis
                 buffers[name] = by_id[id(order[index])]
         params = {}
         for name, p in param_refs:
+            if p.__class__ is not int:
+                params[name] = view_value(order[p[0]].arg, *p[1:])
+                continue
             value = order[p].arg
             params[name] = int(value) if value.__class__ is bool else value  # bool constants hold Python bools
         dispatches.append(Dispatch(kernel, grid, buffers, params))
@@ -187,6 +196,14 @@ def bind(recipe: Recipe, order: list[Node], device) -> tuple[list[Dispatch], lis
         for p in recipe.custom_roots:
             outs.append(by_id[id(order[p])])
     return dispatches, outs, temps
+
+
+def view_value(stack, level: int, field: int, divisor: int, bits: int) -> int:
+    """A view parameter's value (``Recipe.steps``): an offset or mask bound of level ``level`` of ``stack``."""
+    view = stack.views[level]
+    value = view.offset if field == -1 else view.mask[field // 2][field % 2]
+    value //= divisor
+    return value % (1 << bits) if bits else value
 
 
 def finish(recipe: Recipe, order: list[Node], outs: list) -> None:
@@ -224,7 +241,8 @@ def lookup(key: Key | None, order: list[Node]) -> Recipe | None:
     if found is None:
         return None
     for p, value in found.baked:
-        if repr(order[p].arg) != value:
+        arg = order[p].arg
+        if (repr(arg) if value.__class__ is str else arg) != value:
             return None
     _recipes.move_to_end(key)
     counters["plan_replays"] += 1

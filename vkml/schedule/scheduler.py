@@ -34,7 +34,8 @@ All dispatches of one realize go into one submission. Fusion never changes bits:
 value is the same whether it is inlined, recomputed or realized.
 
 Lowered kernels are cached by the structure of their group (ops, shapes, dtypes, views and
-sharing; not the data, not the values of constants, which travel as parameters), so a loop
+sharing; not the data, not the values of constants nor views' offsets and mask bounds, which
+travel as parameters: ``Signature``), so a loop
 that builds the same graph again reuses the same Kernel objects and compiled pipelines. A
 whole realize is cached the same way, one level up (vkml/schedule/plan_cache.py): a graph whose
 structure was realized before skips planning and lowering and binds the earlier recipe.
@@ -352,18 +353,43 @@ class Plan:
 
 
 class Signature:
-    """The structure of one group, as a cache key, and its leaves and constants in a fixed order."""
+    """The structure of one group, as a cache key, and its leaves, constants and views in a fixed order.
+
+    A view is described by ``ViewStack.structure``: its offsets and mask bounds are parameters
+    like the constants' values, unless they are past the budget (then baked, and in the key).
+    """
 
     def __init__(self, root: Node, chain: list[Node], stored: list[Node], leaf_ids, mode: str):
         self.leaves: list[Node] = []
         self.consts: list[Node] = []
+        self.views: list[Node] = []  # inlined views with values (offsets, mask bounds)
         self._numbers: dict[int, int] = {}
         fused = {id(r) for r in chain}
         walk = self._walk(root, leaf_ids, fused)
-        self.baked = self._over_budget()
+        self.baked = self._over_budget() | self._views_over_budget(root, leaf_ids)
         baked_values = tuple((i, repr(n.arg)) for i, n in enumerate(self.consts) if id(n) in self.baked)
+        baked_views = tuple((i, n.arg) for i, n in enumerate(self.views) if id(n) in self.baked)
         chain_at = tuple(self._numbers[id(r)] for r in chain)
-        self.key = (mode, walk, chain_at, tuple(self._numbers[id(r)] for r in stored), baked_values)
+        stored_at = tuple(self._numbers[id(r)] for r in stored)
+        self.key = (mode, walk, chain_at, stored_at, baked_values, baked_views)
+
+    def _views_over_budget(self, root: Node, leaf_ids) -> frozenset[int]:
+        """Views whose values do not fit the views' parameter budget (in signature order): baked in.
+
+        A value is a parameter of the kernel's index type: 4 bytes, 8 where the group indexes in
+        int64 (decided as ``_lower_group`` decides it; only looked at when 8 bytes would not fit).
+        """
+        budget = kernels.VIEW_PARAM_BUDGET_NBYTES
+        counts = [n.arg.value_count() for n in self.views]
+        nbytes = 8
+        if sum(counts) * nbytes > budget and not needs_wide_index(root, leaf_ids):
+            nbytes = 4
+        used, baked = 0, set()
+        for n, count in zip(self.views, counts):
+            used += count * nbytes
+            if used > budget:
+                baked.add(id(n))
+        return frozenset(baked)
 
     def _over_budget(self) -> frozenset[int]:
         """Constants past the parameter budget (in signature order): the kernel bakes their values in."""
@@ -412,6 +438,10 @@ class Signature:
             return ("const", n.shape, n.dtype.name)
         numbers = self._numbers
         sources = tuple([numbers[id(s)] for s in n.srcs])
+        if n.op == "view":
+            if n.arg.value_count():
+                self.views.append(n)
+            return ("view", n.arg.structure, n.shape, n.dtype.name, sources)
         return (n.op, n.arg, n.shape, n.dtype.name, sources)
 
 
@@ -439,6 +469,7 @@ def _indexed(group: kernels.GroupTemplate, sig: Signature, outputs: list[Node]) 
     """The template with node roles replaced by positions in the signature (cacheable)."""
     leaf_pos = {id(n): i for i, n in enumerate(sig.leaves)}
     const_pos = {id(n): i for i, n in enumerate(sig.consts)}
+    view_pos = {id(n): i for i, n in enumerate(sig.views)}
     out_pos = {id(n): i for i, n in enumerate(outputs)}
     indexed = []
     for kt in group.kernels:
@@ -446,7 +477,12 @@ def _indexed(group: kernels.GroupTemplate, sig: Signature, outputs: list[Node]) 
         for name, (kind, what) in kt.buffers.items():
             pos = {"leaf": leaf_pos, "out": out_pos}.get(kind)
             buffers[name] = (kind, pos[id(what)] if pos is not None else what)
-        params = {name: const_pos[id(node)] for name, node in kt.params.items()}
+        params = {}
+        for name, role in kt.params.items():
+            if isinstance(role, tuple):  # ("view", node, level, field, divisor, bits): by the view's position
+                params[name] = (view_pos[id(role[1])], *role[2:])
+            else:
+                params[name] = const_pos[id(role)]
         indexed.append(kernels.KernelTemplate(kt.kernel, kt.grid, buffers, params))
     return kernels.GroupTemplate(indexed, list(group.temps))
 
@@ -545,6 +581,7 @@ def compile_recipe(plan: Plan) -> plan_cache.Recipe:
         recipe.temps += template.temps
         consts = g.sig.consts
         recipe.baked += [(position[id(n)], repr(n.arg)) for n in consts if id(n) in g.sig.baked]
+        recipe.baked += [(position[id(n)], n.arg) for n in g.sig.views if id(n) in g.sig.baked]
         for kt in template.kernels:
             buffer_refs = []
             for name, (kind, pos) in kt.buffers.items():
@@ -560,7 +597,15 @@ def compile_recipe(plan: Plan) -> plan_cache.Recipe:
                     buffer_refs.append((name, plan_cache.OUT, slot[id(g.outputs[pos])]))
                 else:
                     buffer_refs.append((name, plan_cache.TEMP, first_temp + pos))
-            param_refs = tuple((name, position[id(consts[pos])]) for name, pos in kt.params.items())
+            param_refs = tuple(
+                (
+                    name,
+                    position[id(consts[pos])]
+                    if pos.__class__ is int
+                    else (position[id(g.sig.views[pos[0]])], *pos[1:]),
+                )
+                for name, pos in kt.params.items()
+            )
             recipe.steps.append((kt.kernel, kt.grid, tuple(buffer_refs), param_refs))
     return recipe
 
@@ -612,7 +657,7 @@ def _deep_enough(depth: int):
 
 def _namespace(device) -> tuple:
     """What a plan depends on besides the graph's structure (tests and tuning runs change these)."""
-    limits = (RECOMPUTE_LIMIT, BROADCAST_RECOMPUTE_LIMIT, kernels.PARAM_BUDGET_NBYTES)
+    limits = (RECOMPUTE_LIMIT, BROADCAST_RECOMPUTE_LIMIT, kernels.PARAM_BUDGET_NBYTES, kernels.VIEW_PARAM_BUDGET_NBYTES)
     return (device.name, kernels_tuning.tuning_for(device), limits)
 
 

@@ -111,7 +111,8 @@ def _open_best() -> Device | None:
     reports = vulkan_device_reports()
     if not reports and vulkan_instance.loader_present() and vulkan_instance.unavailable_reason():
         _warn_once(f"vkml: the Vulkan loader is installed but Vulkan failed to start{_reason()}; using the cpu")
-    for report in sorted(reports, key=lambda r: (vulkan_reports.device_rank(r), r["index"])):
+    # By kind alone, usable or not: a broken discrete GPU is named even when an integrated one works.
+    for report in sorted(reports, key=lambda r: (vulkan_reports.device_rank({**r, "usable": True}), r["index"])):
         label = f"vulkan:{report['index']} ({report.get('name', '?')})"
         if not report.get("usable"):
             why = report.get("error") or "it lacks Vulkan 1.1 or a compute queue"

@@ -410,7 +410,7 @@ __all__ += [
 # (issue 19): numpy/DLPack interop, "cuda" device names and torch.cuda's functions, torch.backends'
 # switches, matmul precision, determinism, compile, testing (docs/interop.md, docs/devices.md).
 from .frontend import compat as _compat  # noqa: E402
-from .frontend import cuda, testing  # noqa: E402
+from .frontend import cuda, profiler, testing  # noqa: E402
 from .frontend.compat import (  # noqa: E402
     are_deterministic_algorithms_enabled,
     compile,  # noqa: A004
@@ -422,7 +422,7 @@ from .frontend.compat import (  # noqa: E402
 from .frontend.interop import as_tensor, from_dlpack, from_numpy  # noqa: E402
 
 backends = _compat.backends
-for _module_name, _module in (("cuda", cuda), ("testing", testing), ("backends", backends)):
+for _module_name, _module in (("cuda", cuda), ("testing", testing), ("backends", backends), ("profiler", profiler)):
     _sys.modules[f"{__name__}.{_module_name}"] = _module  # `import vkml.cuda` finds the namespace
 for _module_name in ("cudnn", "cuda", "mps"):
     _sys.modules[f"{__name__}.backends.{_module_name}"] = getattr(backends, _module_name)
@@ -430,6 +430,7 @@ del _module_name, _module
 __all__ += [
     "cuda",
     "testing",
+    "profiler",
     "backends",
     "compile",
     "set_float32_matmul_precision",

@@ -87,14 +87,13 @@ def test_without_vulkan_cuda_is_unavailable_and_cuda_raises(monkeypatch):
     monkeypatch.setattr(devices.vulkan_instance, "unavailable_reason", lambda: "no driver")
     monkeypatch.setattr(devices.vulkan_instance, "loader_present", lambda: False)
     monkeypatch.setattr(devices, "_warned", set())
+    monkeypatch.setattr(devices, "_best", None)
     assert not vkml.cuda.is_available() and vkml.cuda.device_count() == 0
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no Vulkan at all: the CPU, silently, as PyTorch without CUDA
         assert vkml.best_device() is CPU
     with pytest.raises(DeviceError, match=r"'cuda': no Vulkan device is available \(no driver\)"):
         vkml.device("cuda")
-    with pytest.raises(DeviceError, match="'cuda:0'"):
-        vkml.zeros(2, device="cuda:0")
     assert vkml.tensor([1.0]).to("cuda" if vkml.cuda.is_available() else "cpu").device is CPU
     monkeypatch.setattr(devices.vulkan_instance, "loader_present", lambda: True)
     with pytest.warns(RuntimeWarning, match=r"Vulkan loader is installed but Vulkan failed to start \(no driver\)"):
@@ -106,6 +105,7 @@ def test_best_device_warns_once_about_a_device_that_fails_to_open(monkeypatch, g
         raise DeviceError("vkCreateDevice failed: VK_ERROR_INITIALIZATION_FAILED")
 
     monkeypatch.setattr(devices, "_warned", set())
+    monkeypatch.setattr(devices, "_best", None)
     monkeypatch.setattr(devices.vulkan_runtime, "device", refuse)
     with pytest.warns(RuntimeWarning, match=r"vulkan:\d \(.*\) failed to open: DeviceError: vkCreateDevice failed"):
         assert vkml.best_device() is CPU
@@ -120,6 +120,7 @@ def test_best_device_warns_about_an_unusable_device(monkeypatch, gpu):
     broken = {"index": 1, "name": "broken", "device_type": "discrete_gpu", "usable": False, "error": "bad ICD"}
     real = devices.vulkan_device_reports()
     monkeypatch.setattr(devices, "_warned", set())
+    monkeypatch.setattr(devices, "_best", None)
     monkeypatch.setattr(devices, "vulkan_device_reports", lambda: [*real, broken])
     with pytest.warns(RuntimeWarning, match=r"vulkan:1 \(broken\) cannot be used: bad ICD"):
         assert vkml.best_device() is gpu

@@ -66,8 +66,6 @@ def device(spec, index: int | None = None) -> Device:
         return _best_vulkan(spec)
     kind, _, number = name.partition(":")
     if kind in ("vulkan", "cuda") and number.isdigit():
-        if kind == "cuda" and not vulkan_device_reports():
-            raise DeviceError(f"device {spec!r}: no Vulkan device is available{_reason()}")
         return vulkan_runtime.device(int(number))  # the one registry: one VulkanDevice per physical device
     raise DeviceError(f"unknown device {spec!r}: use 'cpu', 'cuda', 'cuda:N' or 'vulkan:N'")
 
@@ -89,7 +87,7 @@ def _reason() -> str:
 
 def _best_vulkan(spec: str) -> Device:
     """``"cuda"``: the Vulkan device ``best_device()`` picks; DeviceError when none works."""
-    found = _open_best()
+    found = _best or _open_best()
     if found is None:
         raise DeviceError(
             f"device {spec!r}: no Vulkan device is available{_reason()}; vkml.cuda.is_available() is False"
@@ -106,8 +104,14 @@ def _warn_once(message: str) -> None:
         warnings.warn(message, RuntimeWarning, stacklevel=4)
 
 
+# The device "cuda" names once found: programs say .to("cuda") every step, and ranking the devices'
+# reports again each time costs more than the copy of a small batch. Devices never leave a process.
+_best: Device | None = None
+
+
 def _open_best() -> Device | None:
     """The best Vulkan device that opens, or None; warns about each one present that fails."""
+    global _best
     reports = vulkan_device_reports()
     if not reports and vulkan_instance.loader_present() and vulkan_instance.unavailable_reason():
         _warn_once(f"vkml: the Vulkan loader is installed but Vulkan failed to start{_reason()}; using the cpu")
@@ -119,7 +123,8 @@ def _open_best() -> Device | None:
             _warn_once(f"vkml: {label} cannot be used: {why}")
             continue
         try:
-            return vulkan_runtime.device(report["index"])
+            _best = vulkan_runtime.device(report["index"])
+            return _best
         except Exception as exc:  # a driver that lists a device it cannot open: try the next one
             _warn_once(f"vkml: {label} failed to open: {type(exc).__name__}: {exc}")
     return None

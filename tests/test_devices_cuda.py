@@ -23,6 +23,8 @@ def test_cuda_names_the_best_vulkan_device(gpu):
     assert vkml.device(f"cuda:{gpu.index}") is vkml.device(f"vulkan:{gpu.index}") is gpu
     assert vkml.device("cuda", gpu.index) is gpu and vkml.device(gpu.index) is gpu
     assert (gpu.type, gpu.index, CPU.type, CPU.index) == ("vulkan", gpu.index, "cpu", None)
+    assert isinstance(gpu, vkml.device) and isinstance(CPU, vkml.device) and not isinstance("cuda", vkml.device)
+    assert vkml.device(gpu) is gpu
 
 
 def test_the_pytorch_device_idiom_runs_on_the_gpu(gpu):

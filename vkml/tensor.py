@@ -234,7 +234,7 @@ class Tensor:
         """PyTorch's forms: ``to(dtype)``, ``to(device, dtype=None)``, ``to(tensor)`` (its device and dtype),
         each with ``non_blocking`` and ``copy``. Casts follow PyTorch (float→int truncates); a device
         is left by an explicit copy. ``"cuda"`` names a Vulkan device (docs/devices.md)."""
-        device, dtype, copy = interop.parse_to(self, args, kwargs)
+        device, dtype, copy = interop.parse_to(args, kwargs)
         out = self
         if device is not None:
             out = F.to_device(out, device)

@@ -33,16 +33,30 @@ def vulkan_device_reports() -> list[dict]:
     return vulkan_reports.vulkan_device_reports()
 
 
-def device(spec, index: int | None = None) -> Device:
+class _DeviceType(type):
+    def __instancecheck__(cls, value) -> bool:
+        return isinstance(value, Device)
+
+
+class device(metaclass=_DeviceType):  # noqa: N801 - torch.device's name
     """The device named ``spec``: ``"cpu"``, ``"vulkan"`` (= ``"vulkan:0"``), ``"vulkan:N"``, or PyTorch's
     ``"cuda"`` (``best_device()``'s Vulkan device), ``"cuda:N"`` (= ``"vulkan:N"``), ``device("cuda", N)``
     and an int ``N`` (= ``"cuda:N"``).
+
+    Calling it returns the registry's ``Device`` object (one per device), and ``isinstance(d,
+    vkml.device)`` holds for every device, as ``isinstance(d, torch.device)`` does.
 
     >>> device("cpu").name
     'cpu'
     >>> device("cuda:0") is device("vulkan:0")  # doctest: +SKIP
     True
     """
+
+    def __new__(cls, spec, index: int | None = None) -> Device:
+        return _named(spec, index)
+
+
+def _named(spec, index: int | None) -> Device:
     if isinstance(spec, Device) and index is None:
         return spec
     if isinstance(spec, int) and not isinstance(spec, bool) and index is None:

@@ -173,7 +173,7 @@ def from_dlpack(ext_tensor):
 # ---------------------------------------------------------------------- Tensor.to and Python numbers
 
 
-def parse_to(tensor, args: tuple, kwargs: dict) -> tuple:
+def parse_to(args: tuple, kwargs: dict) -> tuple:
     """(device, dtype, copy) from ``Tensor.to``'s arguments in any of PyTorch's three forms."""
     from ..tensor import Tensor
 

@@ -36,7 +36,7 @@ def _version(package: str) -> str:
 
 def versions() -> list[str]:
     return [
-        f"vkml {_version('vkml')} (kernel cache format {kernel_cache.vkml_version()}), from {__file__.rsplit('/', 2)[0]}",
+        f"vkml {config.VERSION} (kernel cache entries {kernel_cache.vkml_version()}), from {__file__.rsplit('/', 2)[0]}",
         f"Python {platform.python_version()} ({sys.executable}) on {platform.platform()}",
         f"numpy {np.__version__}; vulkan (cffi binding) {_version('vulkan')}",
     ]

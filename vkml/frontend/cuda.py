@@ -50,7 +50,7 @@ def current_device() -> int:
 
 
 def get_device_name(device=None) -> str:
-    """The driver's name of a device (default: the one ``"cuda"`` names), e.g. ``'NVIDIA H200'``."""
+    """The driver's name of a device (default: the one ``"cuda"`` names), as vulkan_device_reports() gives it."""
     index = _device(device).index
     return devices.vulkan_device_reports()[index]["name"]
 

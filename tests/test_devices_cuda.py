@@ -39,6 +39,16 @@ def test_the_pytorch_device_idiom_runs_on_the_gpu(gpu):
     assert back.device is CPU and not back.is_cuda and back.get_device() == -1 and back.tolist() == [1.0, 2.0]
 
 
+def test_pin_memory_then_to_cuda_as_programs_write_it(gpu):
+    x = vkml.tensor([1, 2, 3])
+    pinned = x.pin_memory()
+    assert pinned is x and not pinned.is_pinned()  # nothing to pin: vkml stages host data itself
+    moved = pinned.to("cuda", non_blocking=True)
+    assert moved.device is gpu and moved.tolist() == [1, 2, 3]
+    with pytest.raises(RuntimeError, match=r"cannot pin a tensor on vulkan:\d"):
+        moved.pin_memory()
+
+
 def test_tensor_to_takes_every_pytorch_form(gpu):
     x, px = vkml.tensor([1.5, -2.5]), torch.tensor([1.5, -2.5])
     assert x.to("cuda", vkml.int64).tolist() == px.to("cpu", torch.int64).tolist()

@@ -260,6 +260,16 @@ class Tensor:
     def is_cpu(self) -> bool:
         return self.device.kind == "cpu"
 
+    def pin_memory(self, device=None) -> Tensor:
+        """This CPU tensor itself: vkml stages host data for its devices itself, so there is no pinned
+        memory to copy into (``is_pinned()`` stays False). A Vulkan tensor raises, as a CUDA one does."""
+        if self.device.kind != "cpu":
+            raise RuntimeError(f"cannot pin a tensor on {self.device.name}: only CPU tensors can be pinned")
+        return self
+
+    def is_pinned(self, device=None) -> bool:
+        return False
+
     def get_device(self) -> int:
         """The Vulkan device's index, -1 on the CPU (as PyTorch)."""
         index = self.device.index

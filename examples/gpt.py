@@ -111,15 +111,16 @@ class GPT(nn.Module):
         return logits, loss
 
     @torch.no_grad()
-    def generate(self, idx, max_new_tokens, temperature=1.0):
+    def generate(self, tokens, max_new_tokens, temperature=1.0):
+        """``tokens`` (a list of ids) continued by ``max_new_tokens`` sampled ones, one forward pass each."""
+        tokens = list(tokens)
+        device = self.lm_head.weight.device
         for _ in range(max_new_tokens):
-            idx_cond = idx[:, -self.config.block_size :]
-            logits, _ = self(idx_cond)
-            logits = logits[:, -1, :] / temperature
-            probs = F.softmax(logits, dim=-1)
-            idx_next = torch.multinomial(probs, num_samples=1)
-            idx = torch.cat((idx, idx_next), dim=1)
-        return idx
+            context = torch.tensor([tokens[-self.config.block_size :]], dtype=torch.long, device=device)
+            logits, _ = self(context)
+            probs = F.softmax(logits[:, -1, :] / temperature, dim=-1)
+            tokens.append(torch.multinomial(probs, num_samples=1).item())
+        return tokens
 
 
 def make_optimizer(model, lr=3e-3, weight_decay=0.1):
@@ -185,8 +186,7 @@ def main(steps=300, device=None, batch_size=16, block_size=32, seed=1337, sample
     losses = estimate_loss()
     print(f"loss: {first:.4f} -> {loss:.4f} | train {losses['train']:.4f} val {losses['val']:.4f}")
     print(f"steps: {steps} | {elapsed / max(steps, 1) * 1000:.1f} ms/step | random guess {math.log(len(chars)):.4f}")
-    context = torch.tensor([[stoi["T"]]], dtype=torch.long, device=device)
-    sample = model.generate(context, max_new_tokens=sample_tokens, temperature=0.8)[0].tolist()
+    sample = model.generate([stoi["T"]], max_new_tokens=sample_tokens, temperature=0.8)
     print("sample:", "".join(itos[i] for i in sample).replace("\n", " / "))
     return loss
 

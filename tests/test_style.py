@@ -65,7 +65,7 @@ LAYER_RULES = (
     LayerRule("vkml.codegen", allowed=("vkml.codegen", "vkml.ir", "vkml.errors")),
     LayerRule("vkml.ops", allowed=("vkml.ops", "vkml.ir", "vkml.errors")),
     LayerRule("vkml.runtime", allowed=("vkml.runtime", "vkml.codegen", "vkml.ir", *LEAVES)),
-    LayerRule("vkml.debug", allowed=("vkml.debug", "vkml.runtime")),
+    LayerRule("vkml.debug", allowed=("vkml.debug", "vkml.runtime", *LEAVES)),
     LayerRule("vkml.graph", allowed=("vkml.graph", "vkml.ops", "vkml.ir", "vkml.runtime.base", *LEAVES)),
     LayerRule(
         "vkml.kernels",
@@ -78,7 +78,17 @@ LAYER_RULES = (
     ),
 )
 # The face: free to import any layer below; its own packages may use each other.
-FACE = ("vkml.tensor", "vkml.frontend", "vkml.dsl", "vkml.nn", "vkml.optim", "vkml.utils", "vkml.cli", "vkml.demo")
+FACE = (
+    "vkml.tensor",
+    "vkml.frontend",
+    "vkml.dsl",
+    "vkml.nn",
+    "vkml.optim",
+    "vkml.utils",
+    "vkml.cli",
+    "vkml.demo",
+    "vkml.doctor",
+)
 # Imports inside a function below the face, each with the reason it is not a cycle dodge.
 LOCAL_IMPORTS_ALLOWED = {
     # str(kernel) prints the text form, which is written on top of the data structures it prints

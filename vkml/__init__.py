@@ -429,3 +429,39 @@ for _module in (_sorting, _searching, _counting, _combining):
         globals()[_name] = getattr(_module, _name)
     __all__ += _module.PUBLIC
 del _module, _name
+# ---------------------------------------------------------------------- PyTorch programs' surroundings
+# (issue 19): numpy/DLPack interop, "cuda" device names and torch.cuda's functions, torch.backends'
+# switches, matmul precision, determinism, compile, testing (docs/interop.md, docs/devices.md).
+from .frontend import compat as _compat  # noqa: E402
+from .frontend import cuda, profiler, testing  # noqa: E402
+from .frontend.compat import (  # noqa: E402
+    are_deterministic_algorithms_enabled,
+    compile,  # noqa: A004
+    get_float32_matmul_precision,
+    is_deterministic_algorithms_warn_only_enabled,
+    set_float32_matmul_precision,
+    use_deterministic_algorithms,
+)
+from .frontend.interop import as_tensor, from_dlpack, from_numpy  # noqa: E402
+
+backends = _compat.backends
+for _module_name, _module in (("cuda", cuda), ("testing", testing), ("backends", backends), ("profiler", profiler)):
+    _sys.modules[f"{__name__}.{_module_name}"] = _module  # `import vkml.cuda` finds the namespace
+for _module_name in ("cudnn", "cuda", "mps"):
+    _sys.modules[f"{__name__}.backends.{_module_name}"] = getattr(backends, _module_name)
+del _module_name, _module
+__all__ += [
+    "cuda",
+    "testing",
+    "profiler",
+    "backends",
+    "compile",
+    "set_float32_matmul_precision",
+    "get_float32_matmul_precision",
+    "use_deterministic_algorithms",
+    "are_deterministic_algorithms_enabled",
+    "is_deterministic_algorithms_warn_only_enabled",
+    "from_numpy",
+    "as_tensor",
+    "from_dlpack",
+]

@@ -9,8 +9,11 @@
 
 from __future__ import annotations
 
+import sys
+import time
 from collections import deque
 
+from . import config
 from .runtime import counters as _counters
 
 # Names and grids of the kernels dispatched by recent realizes, newest last.
@@ -34,3 +37,134 @@ def record_dispatches(device_name: str, dispatches) -> None:
         recent_kernels.append((device_name, d.kernel.name, d.grid, d.kernel.local_size))
         for listener in kernel_listeners:
             listener(d.kernel)
+
+
+# ---------------------------------------------------------------------- timed runs: VKML_DEBUG and vkml.profiler
+# Callables given (device_name, dispatches, seconds, host_start) for every realize's run while they
+# are listed: vkml.profiler.profile adds one for the length of its block.
+run_listeners: list = []
+
+
+def timing_wanted() -> bool:
+    """Whether realizes time each dispatch: ``VKML_DEBUG`` >= 1, or a profiler is recording."""
+    return bool(run_listeners) or config.debug_level() >= 1
+
+
+def run_timed(device, dispatches, planned: bool) -> None:
+    """``device.run(dispatches)`` with each dispatch timed (GPU timestamps on Vulkan, wall clock on the
+    CPU), handed to ``run_listeners`` and, under ``VKML_DEBUG``, printed to stderr.
+
+    Timing makes the host wait for each run, so the overlap of Python and GPU work is lost while it is on.
+    """
+    queries = getattr(device, "timestamp_queries", None)
+    timed = queries is None or queries.supported
+    before = _counters.snapshot()
+    host_start = time.perf_counter()
+    seconds = device.run(dispatches, timestamps=True) if timed else device.run(dispatches)
+    if not timed:
+        device.synchronize()
+    wall = time.perf_counter() - host_start
+    for listener in list(run_listeners):
+        listener(device.name, dispatches, seconds, host_start)
+    if config.debug_level() >= 1:
+        after = _counters.snapshot()
+        print(run_report(device.name, dispatches, seconds, wall, planned, after, before), file=sys.stderr)
+
+
+def run_report(device_name: str, dispatches, seconds, wall: float, planned: bool, after: dict, before: dict) -> str:
+    """What ``VKML_DEBUG=1`` prints for one realize on one device: a summary line, then one line per dispatch."""
+    launched = after["dispatches"] - before["dispatches"]
+    compiled = after["kernels_compiled"] - before["kernels_compiled"]
+    timer = "GPU" if device_name != "cpu" else "interpreter"
+    total = "n/a (no timestamps)" if seconds is None else f"{sum(seconds) * 1e3:.3f} ms {timer}"
+    plan = "planned" if planned else "plan replayed"
+    lines = [
+        f"vkml: realize on {device_name}: {len(dispatches)} kernels, {launched} dispatches, "
+        f"{after['submissions'] - before['submissions']} submission, {total}, {wall * 1e3:.3f} ms wall, "
+        f"{plan}, {compiled} kernels compiled"
+    ]
+    for i, d in enumerate(dispatches):
+        took = "      -" if seconds is None else f"{seconds[i] * 1e3:7.3f}"
+        lines.append(f"  {i:3d} {took} ms  {d.kernel.name}  grid {tuple(d.grid)} x {tuple(d.kernel.local_size)}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------- the lazy graph of a tensor
+
+
+def dump_graph(*tensors, format: str = "text", file=None) -> str:  # noqa: A002 - the name users expect
+    """The lazy graph behind ``tensors``, as text (one node a line, sources indented below their user)
+    or as Graphviz ``dot`` (``format="dot"``); also written to ``file`` (a path or a stream) when given.
+
+    Realized nodes show as ``buffer`` leaves; a node used twice is printed once and referred to by
+    its number after that.
+
+    >>> import vkml
+    >>> print(vkml.debug.dump_graph(vkml.ones(2) * 2))  # doctest: +ELLIPSIS
+    %0 elementwise (2,) float32 cpu  ('mul', vkml.float32)
+      %1 view (2,) float32 cpu  ViewStack(...
+        %2 const () float32 cpu  1.0
+      %3 view (2,) float32 cpu  ViewStack(...
+        %4 const () float32 cpu  2.0
+    """
+    if format not in ("text", "dot"):
+        raise ValueError(f"dump_graph(): format must be 'text' or 'dot', got {format!r}")
+    roots = [getattr(t, "node", t) for t in tensors]
+    numbers: dict[int, int] = {}
+    text = _dot(roots, numbers) if format == "dot" else "\n".join(_text(roots, numbers))
+    if isinstance(file, (str, bytes)) or hasattr(file, "__fspath__"):
+        with open(file, "w") as out:
+            out.write(text + "\n")
+    elif file is not None:
+        file.write(text + "\n")
+    return text
+
+
+def _label(node) -> str:
+    shape = "(" + ", ".join(map(str, node.shape)) + ("," if len(node.shape) == 1 else "") + ")"
+    arg = "" if node.arg is None else f"  {_short(node.arg)}"
+    return f"{node.op} {shape} {node.dtype.name} {node.device.name}{arg}"
+
+
+def _short(arg) -> str:
+    text = repr(arg)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _text(roots, numbers: dict) -> list[str]:
+    lines: list[str] = []
+    stack = [(root, 0) for root in reversed(roots)]
+    while stack:
+        node, depth = stack.pop()
+        pad = "  " * depth
+        if id(node) in numbers:
+            lines.append(f"{pad}%{numbers[id(node)]} (above)")
+            continue
+        numbers[id(node)] = len(numbers)
+        lines.append(f"{pad}%{numbers[id(node)]} {_label(node)}")
+        stack.extend((src, depth + 1) for src in reversed(node.srcs))
+    return lines
+
+
+def _dot(roots, numbers: dict) -> str:
+    lines = ["digraph vkml {", "  node [shape=box, fontname=monospace];"]
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        if id(node) in numbers:
+            continue
+        numbers[id(node)] = len(numbers)
+        label = _label(node).replace('"', '\\"')
+        lines.append(f'  n{numbers[id(node)]} [label="{label}"];')
+        stack.extend(node.srcs)
+    seen: set[int] = set()
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        lines.extend(f"  n{numbers[id(src)]} -> n{numbers[id(node)]};" for src in node.srcs)
+        stack.extend(node.srcs)
+    lines.append("}")
+    return "\n".join(lines)

@@ -14,7 +14,7 @@ import copy
 import numpy as np
 
 from .errors import DTypeError, ShapeError
-from .frontend import indexing, mutation, pointwise
+from .frontend import indexing, interop, mutation, pointwise
 from .frontend import operators as F
 from .graph import build as lazy
 from .graph.node import Node
@@ -214,28 +214,72 @@ class Tensor:
         return f"<Tensor shape={self.shape} dtype={self.dtype.name} device={self.device.name}{state}{grad}>"
 
     def __bool__(self) -> bool:
-        return bool(self.item())
+        return interop.to_bool(self)
 
     def __float__(self) -> float:
-        return float(self.item())
+        return interop.to_scalar(self, float)
 
     def __int__(self) -> int:
-        return int(self.item())
+        return interop.to_scalar(self, int)
+
+    def __index__(self) -> int:
+        return interop.to_index(self)
 
     def __array__(self, dtype=None, copy=None):
-        a = self.numpy()
-        return a if dtype is None else a.astype(dtype)
+        return interop.to_array(self, dtype, copy)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule of a host copy of the values (vkml/frontend/interop.py)."""
+        return interop.dlpack(self, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self) -> tuple:
+        return interop.dlpack_device(self)
 
     # ------------------------------------------------------------------ conversions
-    def to(self, target, dtype: T.DType | None = None) -> Tensor:
-        """``to(dtype)`` casts (PyTorch's rules: float→int truncates); ``to(device)`` copies over explicitly."""
-        if isinstance(target, T.DType):
-            return F.cast(self, target)
-        out = F.to_device(self, target)
-        return F.cast(out, dtype) if dtype is not None else out
+    def to(self, *args, **kwargs) -> Tensor:
+        """PyTorch's forms: ``to(dtype)``, ``to(device, dtype=None)``, ``to(tensor)`` (its device and dtype),
+        each with ``non_blocking`` and ``copy``. Casts follow PyTorch (float→int truncates); a device
+        is left by an explicit copy. ``"cuda"`` names a Vulkan device (docs/devices.md)."""
+        device, dtype, copy = interop.parse_to(args, kwargs)
+        out = self
+        if device is not None:
+            out = F.to_device(out, device)
+        if dtype is not None:
+            out = F.cast(out, dtype)
+        if copy and out is self:
+            out = F.clone(self)
+        return out
 
-    def cpu(self) -> Tensor:
+    def cpu(self, memory_format=None) -> Tensor:
         return self.to("cpu")
+
+    def cuda(self, device=None, non_blocking: bool = False, memory_format=None) -> Tensor:
+        """A copy on the Vulkan device ``"cuda"`` names (``best_device()``'s; an int N: ``vulkan:N``)."""
+        return self.to("cuda" if device is None else device)
+
+    @property
+    def is_cuda(self) -> bool:
+        """True on a Vulkan device (what ``"cuda"`` names on vkml), False on the CPU."""
+        return self.device.kind == "vulkan"
+
+    @property
+    def is_cpu(self) -> bool:
+        return self.device.kind == "cpu"
+
+    def pin_memory(self, device=None) -> Tensor:
+        """This CPU tensor itself: vkml stages host data for its devices itself, so there is no pinned
+        memory to copy into (``is_pinned()`` stays False). A Vulkan tensor raises, as a CUDA one does."""
+        if self.device.kind != "cpu":
+            raise RuntimeError(f"cannot pin a tensor on {self.device.name}: only CPU tensors can be pinned")
+        return self
+
+    def is_pinned(self, device=None) -> bool:
+        return False
+
+    def get_device(self) -> int:
+        """The Vulkan device's index, -1 on the CPU (as PyTorch)."""
+        index = self.device.index
+        return -1 if index is None else index
 
     def float(self) -> Tensor:
         return F.cast(self, T.float32)

@@ -3,6 +3,11 @@
 Device indices follow the Vulkan loader's enumeration order, which is not stable across
 machines or driver installs: prefer ``best_device()`` in code meant to run anywhere.
 
+PyTorch programs name their GPU ``"cuda"``: vkml reads ``"cuda"`` as ``best_device()``'s Vulkan
+device and ``"cuda:N"`` as ``"vulkan:N"`` (docs/devices.md), so ``.to("cuda")`` runs on the GPU.
+There is one registry of devices, ``vkml.runtime.vulkan.backend``'s: every name of a device gives
+the same object.
+
     >>> import vkml
     >>> vkml.device("cpu")
     device('cpu')
@@ -10,10 +15,13 @@ machines or driver installs: prefer ``best_device()`` in code meant to run anywh
 
 from __future__ import annotations
 
+import warnings
+
 from ..errors import DeviceError
 from ..runtime.base import Device
 from ..runtime.cpu import CPU
 from ..runtime.vulkan import backend as vulkan_runtime
+from ..runtime.vulkan import instance as vulkan_instance
 from ..runtime.vulkan import reports as vulkan_reports
 
 
@@ -25,30 +33,112 @@ def vulkan_device_reports() -> list[dict]:
     return vulkan_reports.vulkan_device_reports()
 
 
-def device(spec) -> Device:
-    """The device named ``spec``: ``"cpu"``, ``"vulkan"`` (= ``"vulkan:0"``) or ``"vulkan:N"``.
+class _DeviceType(type):
+    def __instancecheck__(cls, value) -> bool:
+        return isinstance(value, Device)
+
+
+class device(metaclass=_DeviceType):  # noqa: N801 - torch.device's name
+    """The device named ``spec``: ``"cpu"``, ``"vulkan"`` (= ``"vulkan:0"``), ``"vulkan:N"``, or PyTorch's
+    ``"cuda"`` (``best_device()``'s Vulkan device), ``"cuda:N"`` (= ``"vulkan:N"``), ``device("cuda", N)``
+    and an int ``N`` (= ``"cuda:N"``).
+
+    Calling it returns the registry's ``Device`` object (one per device), and ``isinstance(d,
+    vkml.device)`` holds for every device, as ``isinstance(d, torch.device)`` does.
 
     >>> device("cpu").name
     'cpu'
+    >>> device("cuda:0") is device("vulkan:0")  # doctest: +SKIP
+    True
     """
-    if isinstance(spec, Device):
+
+    def __new__(cls, spec, index: int | None = None) -> Device:
+        return _named(spec, index)
+
+
+def _named(spec, index: int | None) -> Device:
+    if isinstance(spec, Device) and index is None:
         return spec
+    if isinstance(spec, int) and not isinstance(spec, bool) and index is None:
+        spec, index = "cuda", spec
     if not isinstance(spec, str):
-        raise TypeError(f"device() expects a string like 'cpu' or 'vulkan:0', got {spec!r}")
+        raise TypeError(f"device() expects a string like 'cpu', 'cuda' or 'vulkan:0', got {spec!r}")
     name = spec.strip().lower()
+    if index is not None:
+        if ":" in name:
+            raise DeviceError(
+                f"device(): type (string) must not include an index because index was passed explicitly: {spec}"
+            )
+        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+            raise DeviceError(f"device(): the index must be a non-negative int, got {index!r}")
+        name = f"{name}:{index}"
     if name == "cpu":
         return CPU
     if name == "vulkan":
         name = "vulkan:0"
-    if name.startswith("vulkan:") and name[7:].isdigit():
-        return vulkan_runtime.device(int(name[7:]))  # the one registry: one VulkanDevice per physical device
-    raise DeviceError(f"unknown device {spec!r}: use 'cpu' or 'vulkan:N'")
+    if name == "cuda":
+        return _best_vulkan(spec)
+    kind, _, number = name.partition(":")
+    if kind in ("vulkan", "cuda") and number.isdigit():
+        return vulkan_runtime.device(int(number))  # the one registry: one VulkanDevice per physical device
+    raise DeviceError(f"unknown device {spec!r}: use 'cpu', 'cuda', 'cuda:N' or 'vulkan:N'")
 
 
 def best_device() -> Device:
-    """A discrete GPU if there is one, else integrated, else any Vulkan device, else the CPU."""
+    """A discrete GPU if there is one, else integrated, else any Vulkan device, else the CPU.
+
+    A Vulkan device that is present but cannot be opened is skipped with a warning (once per
+    reason) naming why, rather than silently: the CPU is the answer only when no Vulkan device works.
+    """
+    found = _open_best()
+    return CPU if found is None else found
+
+
+def _reason() -> str:
+    reason = vulkan_instance.unavailable_reason()
+    return f" ({reason})" if reason else ""
+
+
+def _best_vulkan(spec: str) -> Device:
+    """``"cuda"``: the Vulkan device ``best_device()`` picks; DeviceError when none works."""
+    found = _best or _open_best()
+    if found is None:
+        raise DeviceError(
+            f"device {spec!r}: no Vulkan device is available{_reason()}; vkml.cuda.is_available() is False"
+        )
+    return found
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        warnings.warn(message, RuntimeWarning, stacklevel=4)
+
+
+# The device "cuda" names once found: programs say .to("cuda") every step, and ranking the devices'
+# reports again each time costs more than the copy of a small batch. Devices never leave a process.
+_best: Device | None = None
+
+
+def _open_best() -> Device | None:
+    """The best Vulkan device that opens, or None; warns about each one present that fails."""
+    global _best
     reports = vulkan_device_reports()
-    if not reports:
-        return CPU
-    best = min(reports, key=lambda r: (vulkan_reports.device_rank(r), r["index"]))
-    return device(f"vulkan:{best['index']}")
+    if not reports and vulkan_instance.loader_present() and vulkan_instance.unavailable_reason():
+        _warn_once(f"vkml: the Vulkan loader is installed but Vulkan failed to start{_reason()}; using the cpu")
+    # By kind alone, usable or not: a broken discrete GPU is named even when an integrated one works.
+    for report in sorted(reports, key=lambda r: (vulkan_reports.device_rank({**r, "usable": True}), r["index"])):
+        label = f"vulkan:{report['index']} ({report.get('name', '?')})"
+        if not report.get("usable"):
+            why = report.get("error") or "it lacks Vulkan 1.1 or a compute queue"
+            _warn_once(f"vkml: {label} cannot be used: {why}")
+            continue
+        try:
+            _best = vulkan_runtime.device(report["index"])
+            return _best
+        except Exception as exc:  # a driver that lists a device it cannot open: try the next one
+            _warn_once(f"vkml: {label} failed to open: {type(exc).__name__}: {exc}")
+    return None

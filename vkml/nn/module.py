@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from ..errors import DTypeError
-from ..frontend import autograd, creation
+from ..frontend import autograd, creation, devices
 from ..ir import types as T
 from ..tensor import Tensor
 from .hooks import RemovableHandle
@@ -593,6 +593,10 @@ class Module:
 
     def cpu(self) -> Module:
         return self.to("cpu")
+
+    def cuda(self, device=None) -> Module:
+        """Move to the Vulkan device ``"cuda"`` names (``best_device()``'s; an int N: ``vulkan:N``), in place."""
+        return self.to(devices.device("cuda" if device is None else device))
 
     def float(self) -> Module:
         """Cast floating point parameters and buffers to float32."""

@@ -53,9 +53,15 @@ class Device(ABC):
 
     name: str
     kind: str  # "cpu" | "vulkan"
+    index: int | None = None  # the Vulkan device's index; None on the CPU (torch.device's ``index``)
 
     def __init__(self):
         self.lock = threading.RLock()
+
+    @property
+    def type(self) -> str:
+        """``"cpu"`` or ``"vulkan"``, as torch.device's ``type`` (a device named ``"cuda"`` is a ``"vulkan"`` one)."""
+        return self.kind
 
     def __copy__(self) -> Device:
         return self  # one object per device: a copied tensor or module stays on the same device

@@ -7,6 +7,7 @@ not say: each dispatch is ``vkml.ir.interp.run`` on the kernel as lowered.
 from __future__ import annotations
 
 import os
+import time
 import weakref
 from collections import deque
 
@@ -98,12 +99,16 @@ class CPUDevice(Device):
         counters["bytes_downloaded"] += buffer.nbytes
         return buffer.array.copy()
 
-    def run(self, dispatches: list[Dispatch]) -> None:
+    def run(self, dispatches: list[Dispatch], timestamps: bool = False) -> list[float] | None:
+        """Interpret every dispatch in order; with ``timestamps``, return each one's wall-clock seconds
+        (what a Vulkan device's timestamps give, for the profiler and ``VKML_DEBUG``)."""
         with self.lock:  # the interpreter's caches and the checked kernels are shared
-            self._run(dispatches)
+            return self._run(dispatches, timestamps)
 
-    def _run(self, dispatches: list[Dispatch]) -> None:
+    def _run(self, dispatches: list[Dispatch], timestamps: bool = False) -> list[float] | None:
+        seconds = [] if timestamps else None
         for d in dispatches:
+            start = time.perf_counter() if timestamps else 0.0
             seen = self._verified.get(id(d.kernel))
             if seen is None or seen() is not d.kernel:
                 verify_kernel(d.kernel)  # the reference runs only kernels the IR's rules accept
@@ -112,7 +117,10 @@ class CPUDevice(Device):
             arrays = {name: buf.array for name, buf in d.buffers.items()}
             interp.run(d.kernel, d.grid, arrays, d.params)
             counters["dispatches"] += 1
+            if timestamps:
+                seconds.append(time.perf_counter() - start)
         counters["submissions"] += 1
+        return seconds
 
     def memory_stats(self) -> dict:
         """Bytes of live buffers and their high-water mark; numpy holds no cache, so reserved = allocated."""

@@ -692,9 +692,11 @@ def _realize_on(device, nodes: list[Node]) -> None:
     """``realize`` of unrealized ``nodes`` of one device, under its lock."""
     order, structure = plan_cache.trace(nodes, kernels_matmul.mode)
     key = None if structure is None else plan_cache.Key(_namespace(device), structure)
+    planned = False
     with _planning:
         recipe = plan_cache.lookup(key, order)
         if recipe is None:
+            planned = True
             with _deep_enough(len(order)):  # planning and lowering recurse along expression chains
                 recipe = compile_recipe(Plan(nodes, order))
             plan_cache.store(key, recipe)
@@ -702,7 +704,10 @@ def _realize_on(device, nodes: list[Node]) -> None:
     dispatches, outs, temps = plan_cache.bind(recipe, order, device)
     if dispatches:
         debug.record_dispatches(device.name, dispatches)
-        device.run(dispatches)
+        if debug.timing_wanted():  # VKML_DEBUG or vkml.profiler: each dispatch timed, reported
+            debug.run_timed(device, dispatches, planned)
+        else:
+            device.run(dispatches)
     plan_cache.finish(recipe, order, outs)
     del temps
 

@@ -540,6 +540,11 @@ def device(index: int = 0) -> VulkanDevice:
     return found
 
 
+def opened_devices() -> list[VulkanDevice]:
+    """The Vulkan devices this process has opened so far (none is opened by asking)."""
+    return list(_devices.values())
+
+
 def devices() -> list[VulkanDevice]:
     """Every usable Vulkan device, opened (lazily, once per index)."""
     return [device(r["index"]) for r in vulkan_device_reports() if r.get("usable")]

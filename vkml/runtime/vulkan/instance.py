@@ -36,6 +36,7 @@ def _load() -> None:
         try:
             import vulkan as vk  # raises OSError when libvulkan is missing
 
+            _state["loader"] = True
             api_version = REQUESTED_API_VERSION
             try:
                 # A Vulkan 1.0 loader cannot accept apiVersion > 1.0.
@@ -66,6 +67,12 @@ def unavailable_reason() -> str:
     """Why Vulkan is absent ('' when it is present)."""
     _load()
     return _state.get("error", "")
+
+
+def loader_present() -> bool:
+    """Whether the Vulkan loader (libvulkan) loaded, whether or not an instance could be created."""
+    _load()
+    return bool(_state.get("loader"))
 
 
 def vk():

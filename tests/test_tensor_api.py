@@ -196,3 +196,12 @@ def test_random_fills_draw_in_range_and_agree_across_devices(gpu):
         vkml.zeros(2).random_(5, 5)
     with pytest.raises(vkml.DTypeError, match="floating point"):
         vkml.zeros(2, dtype=vkml.int64).exponential_()
+
+
+def test_format_of_a_zero_dim_tensor_is_its_values():
+    loss = vkml.tensor(0.123456)
+    assert f"{loss:.4f}" == f"{torch.tensor(0.123456):.4f}" == "0.1235"
+    assert f"{vkml.tensor(7):5d}" == f"{torch.tensor(7):5d}"
+    assert f"{vkml.tensor([1.0])}" == str(vkml.tensor([1.0]))  # no spec: the repr, as object.__format__
+    with pytest.raises(TypeError, match="unsupported format string"):
+        f"{vkml.tensor([1.0, 2.0]):.2f}"

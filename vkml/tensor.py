@@ -213,6 +213,12 @@ class Tensor:
         state = "" if self.node.realized else ", lazy"
         return f"<Tensor shape={self.shape} dtype={self.dtype.name} device={self.device.name}{state}{grad}>"
 
+    def __format__(self, format_spec: str) -> str:
+        """A 0-dim tensor formats as its value (``f"{loss:.4f}"``); others as ``object`` does, as PyTorch."""
+        if not self.shape:
+            return self.item().__format__(format_spec)
+        return object.__format__(self, format_spec)
+
     def __bool__(self) -> bool:
         return interop.to_bool(self)
 

@@ -385,3 +385,10 @@ __all__ += [
     "quantile",
     "nanquantile",
 ]
+
+# ---------------------------------------------------------------- the dtypes of issue 17 (docs/dtypes.md)
+from .ir.types import bfloat16, float64, int8, int16, uint8  # noqa: E402
+
+double = float64
+short = int16
+__all__ += ["float64", "double", "uint8", "int8", "int16", "short", "bfloat16"]

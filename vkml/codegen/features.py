@@ -24,6 +24,7 @@ SUBGROUP_QUAD = 0x80
 # The Vulkan device feature / property behind each field, for error messages that say what is missing.
 VULKAN_NAMES = {
     "float16": "shaderFloat16",
+    "float64": "shaderFloat64",
     "int64": "shaderInt64",
     "int16": "shaderInt16",
     "int8": "shaderInt8",
@@ -35,6 +36,9 @@ VULKAN_NAMES = {
     "signed_zero_inf_nan_float16": "shaderSignedZeroInfNanPreserveFloat16",
     "denorm_preserve_float32": "shaderDenormPreserveFloat32",
     "denorm_preserve_float16": "shaderDenormPreserveFloat16",
+    "rte_float64": "shaderRoundingModeRTEFloat64",
+    "signed_zero_inf_nan_float64": "shaderSignedZeroInfNanPreserveFloat64",
+    "denorm_preserve_float64": "shaderDenormPreserveFloat64",
     "subgroup_shuffle": "subgroupSupportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT",
     "subgroup_extended_types": "shaderSubgroupExtendedTypes",
     "cooperative_matrix": "cooperativeMatrix (VK_KHR_cooperative_matrix)",
@@ -59,6 +63,7 @@ class DeviceFeatures:
     """
 
     float16: bool = False
+    float64: bool = False
     int64: bool = False
     int16: bool = False
     int8: bool = False
@@ -70,6 +75,9 @@ class DeviceFeatures:
     signed_zero_inf_nan_float16: bool = False
     denorm_preserve_float32: bool = False
     denorm_preserve_float16: bool = False
+    rte_float64: bool = False
+    signed_zero_inf_nan_float64: bool = False
+    denorm_preserve_float64: bool = False
     subgroup_size: int = 1
     subgroup_ops: int = SUBGROUP_BASIC
     subgroup_extended_types: bool = False  # subgroup ops on 16- and 64-bit types
@@ -138,6 +146,7 @@ class DeviceFeatures:
         """Mesa lavapipe 22.3 (Vulkan 1.3 on the CPU): the CI device."""
         return cls(
             float16=True,
+            float64=True,
             int64=True,
             int16=True,
             int8=True,
@@ -147,6 +156,8 @@ class DeviceFeatures:
             rte_float16=True,
             signed_zero_inf_nan_float32=True,
             signed_zero_inf_nan_float16=True,
+            rte_float64=True,
+            signed_zero_inf_nan_float64=True,
             subgroup_size=8,
             subgroup_ops=0xBF,
             subgroup_extended_types=True,
@@ -166,6 +177,7 @@ class DeviceFeatures:
         """NVIDIA H200, driver 580 (Vulkan 1.4)."""
         return cls(
             float16=True,
+            float64=True,
             int64=True,
             int16=True,
             int8=True,
@@ -175,6 +187,8 @@ class DeviceFeatures:
             rte_float16=True,
             signed_zero_inf_nan_float32=True,
             signed_zero_inf_nan_float16=True,
+            rte_float64=True,
+            signed_zero_inf_nan_float64=True,
             subgroup_size=32,
             subgroup_ops=0x7FF,
             subgroup_extended_types=True,

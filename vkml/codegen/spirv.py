@@ -442,11 +442,17 @@ def _emit_module(kernel: Kernel, features: DeviceFeatures, by_address: frozenset
     mod = ModuleBuilder()
     for name, capability in (
         ("float16", "Float16"),
+        ("float64", "Float64"),
         ("int64", "Int64"),
+        ("int16", "Int16"),
+        ("int8", "Int8"),
         ("storage_buffer_16bit", "StorageBuffer16BitAccess"),
+        ("storage_buffer_8bit", "StorageBuffer8BitAccess"),
     ):
         if name in needs:
             mod.capability(capability)
+    if "storage_buffer_8bit" in needs and tuple(features.spirv_version) < (1, 5):
+        mod.extension("SPV_KHR_8bit_storage")  # core from SPIR-V 1.5
     for _, mode, _ in modes:
         mod.capability(mode)
     if modes and tuple(features.spirv_version) < (1, 4):

@@ -56,14 +56,22 @@ def required_features(kernel: Kernel, features: DeviceFeatures, by_address: froz
         needs.update(("buffer_device_address", "int64"))
     if T.float16 in dtypes:
         needs.add("float16")
+    if T.float64 in dtypes:
+        needs.add("float64")
     if T.int64 in dtypes:
         needs.add("int64")
-    if any(b.dtype is T.float16 for b in kernel.buffers):
+    if T.int16 in dtypes:
+        needs.add("int16")
+    if dtypes & {T.uint8, T.int8}:
+        needs.add("int8")
+    if any(b.dtype in (T.float16, T.int16) for b in kernel.buffers):
         needs.add("storage_buffer_16bit")
+    if any(b.dtype in (T.uint8, T.int8) for b in kernel.buffers):
+        needs.add("storage_buffer_8bit")
     shuffles = [s for s in walk(kernel.body) if isinstance(s, Instr) and s.op == "shuffle_xor"]
     if shuffles:
         needs.add("subgroup_shuffle")
-    if any(s.args[0].dtype in (T.float16, T.int64) for s in shuffles):
+    if any(s.args[0].dtype in (T.float16, T.float64, T.int64) for s in shuffles):
         needs.add("subgroup_extended_types")
     matrix_ops = [s for s in walk(kernel.body) if isinstance(s, Instr) and s.op.startswith("cm_")]
     if matrix_ops:

@@ -263,11 +263,12 @@ def to_device(input, device):
     node = _tensor_node("to", input)
     if dev is node.device:
         return input
-    return _from_numpy(input.numpy(), dev)
+    return _from_numpy(input._stored(), dev, input.dtype)
 
 
-def _from_numpy(array: np.ndarray, device):
-    dtype = T.from_numpy(array.dtype)
+def _from_numpy(array: np.ndarray, device, dtype: T.DType | None = None):
+    """A tensor of ``array``'s elements (of ``dtype``, whose storage they are: bfloat16 bits as int16)."""
+    dtype = dtype or T.from_numpy(array.dtype)
     buf = device.allocate(dtype, array.size)
     if array.size:
         device.upload(buf, np.ascontiguousarray(array).reshape(-1))

@@ -49,8 +49,15 @@ int32 = DType("int32", "i32", "int", 4)
 uint32 = DType("uint32", "u32", "uint", 4)
 int64 = DType("int64", "i64", "int", 8)
 bool_ = DType("bool", "bool", "bool", 1)
+float64 = DType("float64", "f64", "float", 8)
+uint8 = DType("uint8", "u8", "uint", 1)
+int8 = DType("int8", "i8", "int", 1)
+int16 = DType("int16", "i16", "int", 2)
+# bfloat16 is a storage type only: kernels carry it as float32 (vkml/ops/cast.py) and buffers hold its
+# 16 bits as int16, so no IR value and no SPIR-V type is ever bfloat16. Its numpy form is those bits (int16).
+bfloat16 = DType("bfloat16", "bf16", "float", 2)
 
-ALL = (float32, float16, int32, uint32, int64, bool_)
+ALL = (float32, float16, int32, uint32, int64, bool_, float64, uint8, int8, int16, bfloat16)
 _NUMPY_NAMES = {
     "float32": "float32",
     "float16": "float16",
@@ -58,8 +65,18 @@ _NUMPY_NAMES = {
     "uint32": "uint32",
     "int64": "int64",
     "bool": "bool",
+    "float64": "float64",
+    "uint8": "uint8",
+    "int8": "int8",
+    "int16": "int16",
+    "bfloat16": "int16",
 }
 _BY_NAME = {t.name: t for t in ALL} | {t.short: t for t in ALL}
+
+
+def storage(dtype: DType) -> DType:
+    """The IR element type of a buffer holding ``dtype``: bfloat16's 16 bits are held as int16."""
+    return int16 if dtype is bfloat16 else dtype
 
 
 def by_name(name: str) -> DType:
@@ -71,7 +88,7 @@ def by_name(name: str) -> DType:
 
 
 def from_numpy(dt) -> DType:
-    """The DType of a numpy dtype (float64 is not one: callers narrow it first)."""
+    """The DType of a numpy dtype."""
     name = np.dtype(dt).name
     if name not in _BY_NAME:
         raise TypeError(f"numpy dtype {name} has no vkml dtype")

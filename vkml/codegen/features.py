@@ -49,6 +49,18 @@ VULKAN_NAMES = {
     "buffer_device_address": "bufferDeviceAddress",
 }
 
+# What a tensor of each dtype needs from a device (``DeviceFeatures`` fields): its buffers' element
+# width and the type its values are converted from. bfloat16 is held as int16 bits.
+DTYPE_FEATURES = {
+    "float16": ("float16", "storage_buffer_16bit"),
+    "bfloat16": ("int16", "storage_buffer_16bit"),
+    "float64": ("float64",),
+    "int64": ("int64",),
+    "uint8": ("int8", "storage_buffer_8bit"),
+    "int8": ("int8", "storage_buffer_8bit"),
+    "int16": ("int16", "storage_buffer_16bit"),
+}
+
 # SPIR-V version -> the spirv-tools target environment of the matching Vulkan version.
 _TARGET_ENVS = {(1, 3): "vulkan1.1", (1, 4): "vulkan1.1spv1.4", (1, 5): "vulkan1.2", (1, 6): "vulkan1.3"}
 
@@ -101,6 +113,14 @@ class DeviceFeatures:
     cooperative_matrix_workgroup: bool = False
     cooperative_matrix_flexible: tuple[tuple, ...] = ()
     cooperative_matrix_max_dimension: int = 0
+
+    def missing_for_dtype(self, dtype_name: str) -> list[str]:
+        """The Vulkan features a tensor of ``dtype_name`` needs and this device lacks (empty: it has them).
+
+        >>> DeviceFeatures().missing_for_dtype("float64")
+        ['shaderFloat64']
+        """
+        return [VULKAN_NAMES[f] for f in DTYPE_FEATURES.get(dtype_name, ()) if not getattr(self, f)]
 
     @property
     def subgroup_shuffle(self) -> bool:

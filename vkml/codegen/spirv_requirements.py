@@ -14,7 +14,7 @@ from ..ir import types as T
 from ..ir.core import If, Instr, Kernel, Loop, walk
 from ..ir.types import DType
 from .compiled import push_slot_nbytes
-from .features import VULKAN_NAMES, DeviceFeatures
+from .features import DTYPE_FEATURES, VULKAN_NAMES, DeviceFeatures
 
 # Shared arrays of bool have no defined size; count them as one 32-bit word per element.
 _SHARED_ELEMENT_NBYTES = {"bool": 4}
@@ -80,7 +80,10 @@ def required_features(kernel: Kernel, features: DeviceFeatures, by_address: froz
         needs.add("cooperative_matrix_workgroup")
     for name in sorted(needs):
         if not getattr(features, name):
-            raise CompileError(f"kernel {kernel.name!r} needs {name} but device lacks {VULKAN_NAMES[name]}")
+            raise CompileError(
+                f"kernel {kernel.name!r} needs {name} but device lacks {VULKAN_NAMES[name]}"
+                + _for_dtypes(name, dtypes, kernel)
+            )
     _check_subgroups(kernel, features, matrix_ops)
     for s in shuffles:
         mask = int(s.attrs[0])
@@ -90,6 +93,15 @@ def required_features(kernel: Kernel, features: DeviceFeatures, by_address: froz
                 f"{features.subgroup_size}"
             )
     return needs
+
+
+def _for_dtypes(feature: str, dtypes: set[DType], kernel: Kernel) -> str:
+    """`` (uint8 tensors need it)``: the tensor dtypes behind a feature, for the error that names it."""
+    held = {b.dtype for b in kernel.buffers} | dtypes
+    names = sorted(t.name for t in held if feature in DTYPE_FEATURES.get(t.name, ()))
+    if T.int16 in held and feature in DTYPE_FEATURES["bfloat16"]:
+        names.append("bfloat16")  # held as int16 bits
+    return f" ({' and '.join(names)} tensors need it)" if names else ""
 
 
 def _check_subgroups(kernel: Kernel, features: DeviceFeatures, matrix_ops: list[Instr]) -> None:

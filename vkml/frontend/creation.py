@@ -12,6 +12,7 @@ from ..ir import types as T
 from ..ops.cast import float_to_bf16_bits, host_round
 from ..ops.promotion import scalar_dtype
 from .devices import device as get_device
+from .dtypes import check_device_dtype
 
 _NUMPY_TO_VKML = {
     "float64": T.float64,
@@ -152,7 +153,11 @@ def _check_python_values_fit(array: np.ndarray, dtype) -> None:
     info = np.iinfo(dtype.np)
     values = array.reshape(-1)
     if array.dtype.kind == "f":
-        bad = ~np.isfinite(values) | (values < info.min) | (values >= float(info.max) + 1)
+        # A float past the largest value is refused even when it truncates into range (127.5 for int8).
+        top = float(info.max) if dtype.bits < 32 else float(info.max) + 1
+        bad = ~np.isfinite(values) | (values < info.min) | (values >= top if dtype.bits >= 32 else values > top)
+    elif dtype is T.uint8:  # PyTorch lets negative ints down to -255 wrap into uint8 (-1 is 255)
+        bad = (values < -255) | (values > 255)
     else:
         bad = (values < info.min) | (values > info.max)
     if bad.any():
@@ -186,6 +191,7 @@ def _filled(op: str, size, fill_value, dtype, device, requires_grad: bool):
     if dtype.is_float:
         value = host_round(value, dtype)
     dev = _device(device)
+    check_device_dtype(op, dtype, dev)
     check_fits(op, shape, dtype, dev)
     out = _wrap(lazy.const_node(value, dtype, shape, dev))
     if requires_grad:

@@ -57,7 +57,11 @@ int16 = DType("int16", "i16", "int", 2)
 # 16 bits as int16, so no IR value and no SPIR-V type is ever bfloat16. Its numpy form is those bits (int16).
 bfloat16 = DType("bfloat16", "bf16", "float", 2)
 
-ALL = (float32, float16, int32, uint32, int64, bool_, float64, uint8, int8, int16, bfloat16)
+# The IR's value types (ALL); then the types of buffer elements only (loaded, they are converted to a
+# wide integer); then the tensor dtypes that are no IR type at all.
+ALL = (float32, float16, int32, uint32, int64, bool_, float64)
+STORAGE_ONLY = (uint8, int8, int16)
+TENSOR_ONLY = (bfloat16,)
 _NUMPY_NAMES = {
     "float32": "float32",
     "float16": "float16",
@@ -71,7 +75,8 @@ _NUMPY_NAMES = {
     "int16": "int16",
     "bfloat16": "int16",
 }
-_BY_NAME = {t.name: t for t in ALL} | {t.short: t for t in ALL}
+_KNOWN = ALL + STORAGE_ONLY + TENSOR_ONLY
+_BY_NAME = {t.name: t for t in _KNOWN} | {t.short: t for t in _KNOWN}
 
 
 def storage(dtype: DType) -> DType:
@@ -84,7 +89,7 @@ def by_name(name: str) -> DType:
     try:
         return _BY_NAME[name]
     except KeyError:
-        raise TypeError(f"unknown dtype {name!r}; known: {', '.join(t.name for t in ALL)}") from None
+        raise TypeError(f"unknown dtype {name!r}; known: {', '.join(t.name for t in _KNOWN)}") from None
 
 
 def from_numpy(dt) -> DType:

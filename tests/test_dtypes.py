@@ -238,6 +238,45 @@ def test_reductions(dtype, op, gpu):
     assert_devices_agree(*results, f"{op} over {dtype}")
 
 
+def _set_corner(m, t):
+    t = t.clone()
+    t[0, 0] = 7
+    return t
+
+
+MOVEMENT = [
+    ("transpose", lambda m, v: v.T.contiguous()),
+    ("slice", lambda m, v: v[::2, 1:5]),
+    ("cat", lambda m, v: m.cat([v, v[:2]], 0)),
+    ("flip", lambda m, v: v.flip(1)),
+    ("pad", lambda m, v: m.nn.functional.pad(v, (1, 2))),
+    ("gather", lambda m, v: v[m.tensor([0, 3, 5])]),
+    ("mask", lambda m, v: v[v > 1]),
+    ("setitem", _set_corner),
+    ("cumsum", lambda m, v: m.cumsum(v, 1)),
+    ("max_dim", lambda m, v: v.max(1)[0]),
+]
+
+
+@pytest.mark.parametrize("dtype", NEW)
+def test_movement_indexing_and_scans(dtype, gpu):
+    x = inputs(dtype, 64)[:48].reshape(6, 8)
+    if dtype in ("float64", "bfloat16"):
+        x = torch.where(torch.isfinite(x), x, torch.zeros_like(x)) / 4  # cumsum: no inf - inf, no overflow
+    for name, fn in MOVEMENT:
+        want = fn(torch, x)
+        results = []
+        for device in ("cpu", gpu):
+            got = fn(vkml, to_vk(x, device))
+            if name == "cumsum" and dtype == "float64":  # Hillis-Steele order, not PyTorch's sequential one
+                assert got.dtype is vkml.float64
+                np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12, atol=1e-9)
+            else:
+                assert_same(got, want, f"{name} of {dtype} ({device})")
+            results.append(got)
+        assert_devices_agree(*results, f"{name} of {dtype}")
+
+
 def test_float64_matmul(gpu):
     g = np.random.default_rng(2)
     a, b = g.standard_normal((9, 13)), g.standard_normal((13, 5))

@@ -16,6 +16,7 @@ from ..graph import build as lazy
 from ..graph.node import Node
 from ..ir import types as T
 from ..ops import grads as _grads
+from ..ops.cast import work_dtype
 from ..ops.promotion import promote_types
 from . import autograd
 from .autograd import differentiable
@@ -420,7 +421,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None):
         raise DTypeError(f"'mean': input dtype must be floating point, got {node.dtype.name}")
     dim = lazy.reduce_dims("mean", dim, len(node.shape))
     n = _reduced_count(node, dim)
-    wide = cast(input, T.float32)
+    wide = cast(input, work_dtype(node.dtype))
     total = sum(wide, dim, keepdim)
     out = div(total, float(n)) if n else mul(total, float("nan"))
     return cast(out, node.dtype)
@@ -440,7 +441,7 @@ def _float_work(input, op: str, integers: bool = False):
         if not integers:
             raise DTypeError(f"'{op}': expected a floating point tensor, got {node.dtype.name}")
         return cast(input, T.float32), T.float32
-    return cast(input, T.float32), node.dtype
+    return cast(input, work_dtype(node.dtype)), node.dtype
 
 
 def _shift_by_max(x, dim, op: str):

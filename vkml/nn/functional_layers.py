@@ -314,7 +314,13 @@ def _avg_pool(op, input, kernel_size, stride, padding, ceil_mode, count_include_
         raise RuntimeError(f"'{op}': divisor must be not zero")
     # float16 sums in float32 and rounds once, after the division
     x = _pool_input(
-        input.float() if input.dtype is T.float16 else input, padding, dilation, kernel, stride, out_size, 0.0
+        input.float() if input.dtype in (T.float16, T.bfloat16) else input,
+        padding,
+        dilation,
+        kernel,
+        stride,
+        out_size,
+        0.0,
     )
     sums = _windows(x, kernel, stride, dilation, out_size, input.ndim).sum(-1)
     if divisor_override is not None:
@@ -328,7 +334,7 @@ def _avg_pool(op, input, kernel_size, stride, padding, ceil_mode, count_include_
             start, end = np.maximum(start, 0), np.minimum(end, size)
         counts = np.multiply.outer(counts, end - start)
     divisor = creation.tensor(counts.astype(np.float32), device=input.device)
-    return (sums / divisor).to(input.dtype) if input.dtype is T.float16 else sums / divisor
+    return (sums / divisor).to(input.dtype) if input.dtype in (T.float16, T.bfloat16) else sums / divisor
 
 
 def avg_pool2d(
@@ -410,10 +416,10 @@ def adaptive_avg_pool2d(input, output_size):
         cols[cs[j] : ce[j], j] = 1
     counts = np.multiply.outer(np.subtract(re, rs), np.subtract(ce, cs)).astype(np.float32)
     dev = input.device
-    x = input.float() if input.dtype is T.float16 else input
+    x = input.float() if input.dtype in (T.float16, T.bfloat16) else input
     sums = functions.matmul(functions.matmul(creation.tensor(rows, device=dev), x), creation.tensor(cols, device=dev))
     out = sums / creation.tensor(counts, device=dev)
-    return out.to(input.dtype) if input.dtype is T.float16 else out
+    return out.to(input.dtype) if input.dtype in (T.float16, T.bfloat16) else out
 
 
 def adaptive_max_pool2d(input, output_size, return_indices: bool = False):

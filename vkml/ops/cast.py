@@ -164,3 +164,9 @@ def bf16_bits_to_float(bits) -> np.ndarray:
     """The float32 values (exact) of bfloat16 bits (int16)."""
     a = np.asarray(bits).astype(np.int16).view(np.uint16).astype(np.uint32) << 16
     return a.view(np.float32)
+
+
+def work_dtype(dtype: T.DType) -> T.DType:
+    """The dtype a float composite (mean, var, softmax, norms, ...) computes in for a ``dtype`` input:
+    float64 for float64 (never narrowed to float32), float32 for every other dtype."""
+    return T.float64 if dtype is T.float64 else T.float32

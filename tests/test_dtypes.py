@@ -368,6 +368,28 @@ def test_numpy_float64_stays_float64_python_floats_do_not():
     assert torch.tensor(np.array([1.0])).dtype == torch.float64 and torch.tensor([1.0]).dtype == torch.float32
 
 
+# (name, fn(lib, dtype, is_float)): lib is torch or vkml and dtype the lib's dtype object.
+CREATION = [
+    ("arange", lambda m, d, f: m.arange(1, 50, 3, dtype=d)),
+    ("linspace", lambda m, d, f: m.linspace(-3.3, 7.1, 33, dtype=d) if f else m.linspace(-3, 90, 33, dtype=d)),
+    ("logspace", lambda m, d, f: m.logspace(0, 2, 5, dtype=d)),
+    ("full", lambda m, d, f: m.full((3,), 0.1 if f else 7, dtype=d)),
+    ("eye", lambda m, d, f: m.eye(3, 4, dtype=d)),
+    ("zeros_like", lambda m, d, f: m.zeros_like(m.ones(2, dtype=d))),
+]
+
+
+@pytest.mark.parametrize("dtype", NEW)
+def test_creation_matches_torch(dtype):
+    is_float = dtype in ("float64", "bfloat16")
+    for name, fn in CREATION:
+        want, got = fn(torch, torch_dtype(dtype), is_float), fn(vkml, vk_dtype(dtype), is_float)
+        if name == "linspace" and dtype == "float64":  # PyTorch's vector loop rounds a few differently
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=0, atol=1e-15)
+        else:
+            assert_same(got, want, f"{name} of {dtype}")
+
+
 @pytest.mark.parametrize(
     "method, dtype",
     [("double", "float64"), ("byte", "uint8"), ("char", "int8"), ("short", "int16"), ("bfloat16", "bfloat16")],

@@ -262,4 +262,4 @@ def arange(start, end=None, step=1, dtype=None, device=None):
     values = (
         start + np.arange(n, dtype=np.float64) * step if not is_int else start + np.arange(n, dtype=np.int64) * step
     )
-    return tensor(values.astype(dtype.np), dtype=dtype, device=device)
+    return tensor(values.astype(dtype.value_np), dtype=dtype, device=device)

@@ -21,6 +21,12 @@ class DType:
         return np.dtype(_NUMPY_NAMES[self.name])
 
     @property
+    def value_np(self) -> np.dtype:
+        """The numpy dtype that holds this dtype's values exactly: ``np``, but float32 for bfloat16
+        (whose ``np`` holds its bits)."""
+        return np.dtype(np.float32) if self.name == "bfloat16" else self.np
+
+    @property
     def bits(self) -> int:
         return 8 * self.nbytes
 

@@ -88,8 +88,9 @@ def pair(name: str):
     return a.reshape(-1).contiguous(), b.reshape(-1).contiguous()
 
 
-def nonzero(b: torch.Tensor) -> torch.Tensor:
-    return torch.where(b == 0, torch.ones_like(b), b)
+def nonzero(m, b):
+    """``b`` with its zeros made ones (integer division by zero is no case of these tests)."""
+    return m.where(b == 0, m.ones_like(b), b)
 
 
 # (op, applies to, fn(lib, a, b)): lib is torch or vkml, so each row is written once for both.
@@ -112,8 +113,8 @@ BINARY = [
     ("round", ("float64", "bfloat16"), lambda m, a, b: m.round(a)),
     ("isinf", ("float64", "bfloat16"), lambda m, a, b: m.isinf(a)),
     ("isfinite", ("float64", "bfloat16"), lambda m, a, b: m.isfinite(a)),
-    ("floor_divide", ("uint8", "int8", "int16"), lambda m, a, b: m.floor_divide(a, nonzero(b))),
-    ("remainder", ("uint8", "int8", "int16"), lambda m, a, b: m.remainder(a, nonzero(b))),
+    ("floor_divide", ("uint8", "int8", "int16"), lambda m, a, b: m.floor_divide(a, nonzero(m, b))),
+    ("remainder", ("uint8", "int8", "int16"), lambda m, a, b: m.remainder(a, nonzero(m, b))),
     ("bitwise_not", ("uint8", "int8", "int16"), lambda m, a, b: ~a),
     ("shift_left", ("uint8", "int8", "int16"), lambda m, a, b: a << 3),
     ("scalar_add", NEW, lambda m, a, b: a + 300),
@@ -135,10 +136,6 @@ def correctly_rounded_sqrt(a: torch.Tensor) -> torch.Tensor:
         return torch.from_numpy(np.sqrt(a.float().numpy())).to(a.dtype)
 
 
-def vk_nonzero(b: vkml.Tensor) -> vkml.Tensor:
-    return vkml.where(b == 0, vkml.ones_like(b), b)
-
-
 def assert_devices_agree(cpu: vkml.Tensor, other: vkml.Tensor, what: str) -> None:
     """CPU and Vulkan give the same bits (NaN: both NaN)."""
     c, o = stored(cpu), stored(other)
@@ -155,13 +152,7 @@ def test_elementwise_matches_torch_and_devices_agree(op, dtype, fn, gpu):
     want = fn(torch, a, b) if op != "sqrt" else correctly_rounded_sqrt(a)
     results = []
     for device in ("cpu", gpu):
-        va, vb = to_vk(a, device), to_vk(b, device)
-        if op == "floor_divide":
-            got = vkml.floor_divide(va, vk_nonzero(vb))
-        elif op == "remainder":
-            got = vkml.remainder(va, vk_nonzero(vb))
-        else:
-            got = fn(vkml, va, vb)
+        got = fn(vkml, to_vk(a, device), to_vk(b, device))
         # the sign of a zero from maximum, minimum and clamp is a documented divergence (PyTorch's
         # depends on its vector path: docs/ops/maximum.md, clamp.md)
         assert_same(got, want, f"{op} on {dtype} ({device})", zero_sign=op not in ("maximum", "minimum", "clamp"))
@@ -188,9 +179,9 @@ def test_casts_match_torch(src, gpu):
 
 @pytest.mark.parametrize("src", ("float64", "float32", "float16", "bfloat16"))
 @pytest.mark.parametrize("dst", ("uint8", "int8", "int16", "int32", "int64"))
-def test_float_to_int_casts_follow_torch_on_finite_in_range_values(src, dst, gpu):
-    # PyTorch's result for NaN, inf and out-of-range values is x86's (INT_MIN's low bits); vkml gives the
-    # same, through int32 or (float64 -> uint8) int64 as PyTorch converts.
+def test_float_to_int_casts_truncate_and_wrap_as_torch_on_x86(src, dst, gpu):
+    # Truncation toward zero, then the low bits; NaN, inf and out-of-range values give x86's INT_MIN
+    # (its low bits: 0), through int32 or (float64 -> uint8) int64 as PyTorch converts.
     x = torch.tensor(
         [
             0.0,
@@ -472,3 +463,14 @@ def test_kernel_compile_names_the_dtype_and_the_missing_feature():
     features = dataclasses.replace(DeviceFeatures.lavapipe_like(), float64=False)
     with pytest.raises(vkml.CompileError, match=r"needs float64 but device lacks shaderFloat64 \(float64 tensors"):
         compile_kernel(kb.finish(), features)
+
+
+def test_modules_convert_and_load_float64_and_bfloat16():
+    state = {"weight": torch.tensor([[0.1, 0.2], [0.3, 1 / 3]], dtype=torch.float64), "bias": np.array([1 / 3, 2 / 3])}
+    for convert, dtype in (("double", torch.float64), ("bfloat16", torch.bfloat16), ("float", torch.float32)):
+        net = getattr(vkml.nn.Linear(2, 2), convert)()
+        net.load_state_dict(state)  # copy_'s conversion: float64 kept by a float64 module, rounded otherwise
+        want = torch.nn.Linear(2, 2).to(dtype)
+        want.load_state_dict({k: torch.as_tensor(v) for k, v in state.items()})
+        assert_same(net.weight, want.weight.detach(), f"{convert} weight")
+        assert_same(net.bias, want.bias.detach(), f"{convert} bias")

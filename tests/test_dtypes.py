@@ -474,3 +474,24 @@ def test_modules_convert_and_load_float64_and_bfloat16():
         want.load_state_dict({k: torch.as_tensor(v) for k, v in state.items()})
         assert_same(net.weight, want.weight.detach(), f"{convert} weight")
         assert_same(net.bias, want.bias.detach(), f"{convert} bias")
+
+
+@vkml.kernel(outputs=lambda x: (x.shape, x.dtype))
+def _times_three_plus_one(x, out):
+    i = vkml.dsl.global_id(0)
+    with vkml.dsl.if_(i < x.numel):
+        out[i] = x[i] * 3 + 1
+
+
+@pytest.mark.parametrize("dtype", ("uint8", "int8", "int16", "bfloat16"))
+def test_custom_ops_see_narrow_dtypes_in_their_compute_type(dtype, gpu):
+    x = inputs(dtype, 16)
+    x = torch.where(torch.isfinite(x), x, torch.zeros_like(x)) if dtype == "bfloat16" else x
+    triple = vkml.elementwise(lambda a: a * 3 + 1, name=f"triple_plus_one_{dtype}")
+    for device in ("cpu", gpu):
+        v = to_vk(x, device)
+        want = x * 3 + 1  # wraps (integers) or rounds once (bfloat16: 3a + 1 is one float32 body)
+        if dtype == "bfloat16":
+            want = (x.float() * 3 + 1).bfloat16()
+        assert_same(triple(v), want, f"custom elementwise on {dtype} ({device})")
+        assert_same(_times_three_plus_one(v), want, f"custom kernel on {dtype} ({device})")

@@ -16,7 +16,8 @@ The function receives its inputs, then its outputs. A tensor argument arrives as
 is built once per combination of input shapes and dtypes). A Python number arrives as an IR
 value (a push constant: float -> float32, int -> int32, bool -> bool), so a new value does
 not rebuild the kernel. Values are loaded in their storage type (float16 stays float16;
-``dsl.convert`` widens it).
+``dsl.convert`` widens it), except for the dtypes that are no IR type: uint8, int8 and int16
+load as int32 and bfloat16 as float32 (``x.dtype`` says so), and a store wraps or rounds back.
 
 ``outputs(*inputs)`` gives the outputs' ``(shape, dtype)`` (one pair or a list of them) from
 the inputs' ``TensorSpec`` (shape, dtype, numel) and the Python numbers; ``grid(*inputs)``

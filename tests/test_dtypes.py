@@ -495,3 +495,25 @@ def test_custom_ops_see_narrow_dtypes_in_their_compute_type(dtype, gpu):
             want = (x.float() * 3 + 1).bfloat16()
         assert_same(triple(v), want, f"custom elementwise on {dtype} ({device})")
         assert_same(_times_three_plus_one(v), want, f"custom kernel on {dtype} ({device})")
+
+
+def test_float64_div_and_sqrt_are_correctly_rounded(gpu):
+    # Random bit patterns (every exponent, subnormals, inf, NaN) and ordinary values across the whole
+    # range: the bits of numpy's float64 / and sqrt (x86: correctly rounded), on both devices.
+    g = np.random.default_rng(6)
+    n = 10000
+    a, b = (
+        np.concatenate(
+            [
+                g.integers(0, 2**64, n, dtype=np.uint64).view(np.float64),
+                g.standard_normal(n) * 10.0 ** g.integers(-300, 300, n),
+            ]
+        )
+        for _ in range(2)
+    )
+    with np.errstate(all="ignore"):
+        quotient, root = torch.from_numpy(a / b), torch.from_numpy(np.sqrt(np.abs(a)))
+    for device in ("cpu", gpu):
+        va, vb = vkml.tensor(a, device=device), vkml.tensor(b, device=device)
+        assert_same(va / vb, quotient, f"float64 division ({device})")
+        assert_same(va.abs().sqrt(), root, f"float64 sqrt ({device})")

@@ -312,16 +312,9 @@ def _avg_pool(op, input, kernel_size, stride, padding, ceil_mode, count_include_
         raise RuntimeError(f"'{op}': not implemented for '{input.dtype.name}'")
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError(f"'{op}': divisor must be not zero")
-    # float16 sums in float32 and rounds once, after the division
-    x = _pool_input(
-        input.float() if input.dtype in (T.float16, T.bfloat16) else input,
-        padding,
-        dilation,
-        kernel,
-        stride,
-        out_size,
-        0.0,
-    )
+    # float16 and bfloat16 sum in float32 and round once, after the division
+    wide = input.float() if input.dtype in (T.float16, T.bfloat16) else input
+    x = _pool_input(wide, padding, dilation, kernel, stride, out_size, 0.0)
     sums = _windows(x, kernel, stride, dilation, out_size, input.ndim).sum(-1)
     if divisor_override is not None:
         return sums / float(divisor_override)

@@ -41,7 +41,7 @@ from vkml.runtime.vulkan.backend import device
 LOCAL = 64
 RANDOM_COUNT = 1024
 BIT_MOVERS = {"neg", "select", "bitcast", "f16_from_bits", "f16_to_bits"}
-_UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+_UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 @pytest.fixture(scope="module")
@@ -66,6 +66,13 @@ def special_values(dtype: T.DType) -> np.ndarray:
     if dtype is T.float16:
         bits = [0, 0x8000, 0x7C00, 0xFC00, 0x7E00, 0xFE00, 0x7C01, 0x7E55, 0x0001, 0x83FF, 0x0400, 0x7BFF, 0xFBFF,
                 0x3C00, 0xBC00, 0x3800, 0x3E00, 0x4100, 0xC100, 0x37FF, 0x6800, 0x6801]  # fmt: skip
+        return _from_bits(bits, dtype)
+    if dtype is T.float64:
+        bits = [0, 0x8000000000000000, 0x7FF0000000000000, 0xFFF0000000000000, 0x7FF8000000000000,
+                0xFFF8000000000000, 0x7FF0000000000001, 0x0000000000000001, 0x800FFFFFFFFFFFFF,
+                0x0010000000000000, 0x7FEFFFFFFFFFFFFF, 0x3FF0000000000000, 0xBFF0000000000000,
+                0x3FE0000000000000, 0x4330000000000001, 0x43E0000000000000, 0xC3E0000000000000,
+                0x41E0000000000000, 0x3FEFFFFFFFFFFFFF, 0x47EFFFFFE0000000, 0x47EFFFFFF0000000]  # fmt: skip
         return _from_bits(bits, dtype)
     if dtype is T.bool_:
         return np.array([False, True])

@@ -281,7 +281,7 @@ def test_evaluate_handles_empty_inputs_and_tails():
 def test_evaluate_rejects_bad_inputs():
     with pytest.raises(ValueError, match="one length"):
         evaluate(lambda x, y: x + y, np.zeros(3, np.float32), np.zeros(4, np.float32))
-    with pytest.raises(TypeError, match="float64"):
-        evaluate(lambda x: x, np.zeros(3))
+    with pytest.raises(TypeError, match="float128"):
+        evaluate(lambda x: x, np.zeros(3, np.longdouble))
     with pytest.raises(ValueError, match="expected IR Values"):
         evaluate(lambda x: 3, np.zeros(3, np.float32))

@@ -446,7 +446,7 @@ def emit_random(draw, op, pool):
     if op == "select":
         dtype = draw(st.sampled_from(T.ALL))
         return emit(op, pick(T.bool_), pick(dtype), pick(dtype))
-    first = draw(st.sampled_from(spec.operand_types))
+    first = draw(st.sampled_from([t for t in spec.operand_types if t in pool]))  # value types, not storage-only
     if op in ("bitcast", "convert"):
         allowed = bitcast_allowed if op == "bitcast" else (lambda a, b: (a, b) in CONVERSIONS)
         targets = [t for t in T.ALL if allowed(first, t)]

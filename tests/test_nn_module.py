@@ -479,8 +479,10 @@ def test_to_moves_parameters_buffers_and_grads_in_place(gpu):
         TypeError, match="only accepts floating point or complex dtypes, but got desired dtype=vkml.int32"
     ):
         net.to(vkml.int32)
-    with pytest.raises(vkml.DTypeError, match="no float64"):
-        net.double()
+    net.double()
+    assert net.embed.weight.dtype is vkml.float64 and net.blocks[0].steps.dtype is vkml.int64
+    net.bfloat16()
+    assert net.embed.weight.dtype is vkml.bfloat16 and net.embed.weight.device is gpu
 
 
 # ---------------------------------------------------------------------- forward hooks

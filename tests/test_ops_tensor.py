@@ -97,9 +97,12 @@ def test_tensor_from_python_values_like_torch(data):
 
 
 def test_tensor_from_numpy_and_dtype_argument():
-    assert vkml.tensor(np.arange(3, dtype=np.float64)).dtype is vkml.float32  # vkml has no float64
+    assert vkml.tensor(np.arange(3, dtype=np.float64)).dtype is vkml.float64  # as torch.tensor
     for np_dtype, dt in (
         (np.float16, vkml.float16),
+        (np.uint8, vkml.uint8),
+        (np.int8, vkml.int8),
+        (np.int16, vkml.int16),
         (np.int32, vkml.int32),
         (np.int64, vkml.int64),
         (np.bool_, vkml.bool),

@@ -24,7 +24,7 @@ from vkml.schedule import scheduler as schedule
 
 def _leaf(dtype: T.DType, shape=(2, 3)) -> Node:
     values = np.arange(int(np.prod(shape))).reshape(shape) % 3
-    return vkml.tensor(values.astype(dtype.np)).node
+    return vkml.tensor(values, dtype=dtype).node
 
 
 def _kernels(root: Node) -> list:

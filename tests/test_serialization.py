@@ -91,17 +91,17 @@ def test_plain_safetensors_file_loads_as_flat_dict(tmp_path) -> None:
     loaded = vkml.load(path)
     assert sorted(loaded) == ["a", "b"]
     np.testing.assert_array_equal(loaded["a"].numpy(), arrays["a"])
-    assert loaded["b"].dtype == vkml.int32 and loaded["b"].tolist() == [1, 2]  # int8 widens as vkml.tensor does
+    assert loaded["b"].dtype == vkml.int8 and loaded["b"].tolist() == [1, 2]
 
 
-def test_bfloat16_safetensors_file_loads_widened_exactly() -> None:
+def test_bfloat16_safetensors_file_loads_as_bfloat16_exactly() -> None:
     import safetensors.torch
 
     bf16 = torch.tensor([1.0, -3.140625, 1e-40, 3e38], dtype=torch.bfloat16)
     data = safetensors.torch.save({"w": bf16, "i": torch.tensor([7, 8], dtype=torch.int64), "f": torch.ones(2)})
     loaded = vkml.load(io.BytesIO(data))
-    assert loaded["w"].dtype == vkml.float32
-    assert loaded["w"].numpy().tobytes() == bf16.float().numpy().tobytes()
+    assert loaded["w"].dtype == vkml.bfloat16
+    assert loaded["w"].float().numpy().tobytes() == bf16.float().numpy().tobytes()
     assert loaded["i"].tolist() == [7, 8] and loaded["f"].tolist() == [1.0, 1.0]
 
 
@@ -184,7 +184,8 @@ def _make_run(device, opt_name: str):
 
 def _train(net, opt, steps: range, device) -> None:
     rng = np.random.default_rng(42)
-    batches = [(rng.standard_normal((5, 4)), rng.standard_normal((5, 2))) for _ in range(steps.stop)]
+    shapes = ((5, 4), (5, 2))  # float32 batches: a float64 array would make a float64 tensor, as in PyTorch
+    batches = [tuple(rng.standard_normal(s).astype(np.float32) for s in shapes) for _ in range(steps.stop)]
     for i in steps:
         x, y = (vkml.tensor(a, device=device) for a in batches[i])
         diff = net(x) - y

@@ -22,14 +22,14 @@ def _inputs(dtype, n, seed, specials=True):
     if dtype.is_int:
         info = np.iinfo(dtype.np)
         a = rng.integers(-1000, 1000, n).astype(dtype.np)
-        a[: min(n, 4)] = np.array([info.min, info.max, 0, -1], dtype=dtype.np)[: min(n, 4)]
+        a[: min(n, 4)] = np.array([info.min, info.max, 0, -1]).astype(dtype.np)[: min(n, 4)]
         return a
     a = (rng.standard_normal(n) * np.exp2(rng.integers(-20, 20, n))).astype(np.float32)
     if specials:
         k = min(n, len(SPECIALS))
         a[:k] = SPECIALS[:k]
         rng.shuffle(a)
-    return a.astype(dtype.np)
+    return a if dtype is T.bfloat16 else a.astype(dtype.np)  # bfloat16: float32 values, rounded by vkml.tensor
 
 
 def _same_bits(x: np.ndarray, y: np.ndarray) -> bool:
@@ -39,15 +39,17 @@ def _same_bits(x: np.ndarray, y: np.ndarray) -> bool:
         nan = np.isnan(x)
         if not np.array_equal(nan, np.isnan(y)):
             return False
-        u = np.uint16 if x.dtype.itemsize == 2 else np.uint32
+        u = {2: np.uint16, 4: np.uint32, 8: np.uint64}[x.dtype.itemsize]
         return np.array_equal(x.view(u)[~nan], y.view(u)[~nan])
     return np.array_equal(x, y)
 
 
-def _on_both(fn, arrays, gpu):
-    cpu_out = fn(*[vkml.tensor(a, device=CPU) for a in arrays])
-    gpu_out = fn(*[vkml.tensor(a, device=gpu) for a in arrays])
-    return cpu_out.numpy(), gpu_out.numpy()
+def _on_both(fn, arrays, gpu, dtypes=None):
+    """``fn``'s results on the CPU and on ``gpu`` as numpy arrays (bfloat16 as its float32 values)."""
+    dtypes = dtypes or [None] * len(arrays)
+    cpu_out = fn(*[vkml.tensor(a, dtype=d, device=CPU) for a, d in zip(arrays, dtypes)])
+    gpu_out = fn(*[vkml.tensor(a, dtype=d, device=gpu) for a, d in zip(arrays, dtypes)])
+    return cpu_out._host_values(), gpu_out._host_values()
 
 
 def _elementwise_cases():
@@ -67,13 +69,14 @@ def test_elementwise_op_same_bits_as_cpu(name, dtype, gpu):
     arity = op.body.__code__.co_argcount
     n = 1000  # not a multiple of the workgroup size, larger than one workgroup
     arrays = [_inputs(dtype, n, seed) for seed in range(arity)]
+    dtypes = [dtype] * arity
     if name == "where":
-        arrays[0] = _inputs(T.bool_, n, 9)
+        arrays[0], dtypes[0] = _inputs(T.bool_, n, 9), T.bool_
 
     def fn(*xs):
         return functions._wrap(lazy.elementwise(name, [x.node for x in xs]))
 
-    c, g = _on_both(fn, arrays, gpu)
+    c, g = _on_both(fn, arrays, gpu, dtypes)
     if op.reads_nan_sign:  # a NaN's sign is not kept across devices: compare where no input is NaN
         keep = ~np.any([np.isnan(a) for a in arrays if a.dtype.kind == "f"], axis=0)
         c, g = c[keep], g[keep]
@@ -81,14 +84,16 @@ def test_elementwise_op_same_bits_as_cpu(name, dtype, gpu):
 
 
 @pytest.mark.parametrize("name", ["sum", "prod", "amax", "amin", "argmax", "argmin"])
-@pytest.mark.parametrize("dtype", [T.float32, T.float16, T.int32, T.int64])
+@pytest.mark.parametrize(
+    "dtype", [T.float32, T.float16, T.int32, T.int64, T.float64, T.bfloat16, T.uint8, T.int8, T.int16]
+)
 @pytest.mark.parametrize("shape_dim", [((3, 700), 1), ((700, 3), 0), ((5, 6, 7), (0, 2)), ((300,), None)])
 def test_reduction_same_bits_as_cpu(name, dtype, shape_dim, gpu):
     shape, dim = shape_dim
     if name.startswith("arg") and isinstance(dim, tuple):
         dim = dim[0]
     a = _inputs(dtype, int(np.prod(shape)), 3, specials=name not in ("sum", "prod")).reshape(shape)
-    c, g = _on_both(lambda x: getattr(x, name)(dim=dim), [a], gpu)
+    c, g = _on_both(lambda x: getattr(x, name)(dim=dim), [a], gpu, [dtype])
     assert _same_bits(c, g)
 
 

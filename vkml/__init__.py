@@ -465,3 +465,11 @@ __all__ += [
     "as_tensor",
     "from_dlpack",
 ]
+
+# ---------------------------------------------------------------- the dtypes of issue 17 (docs/dtypes.md)
+from .frontend.dtypes import promote_types, result_type  # noqa: E402
+from .ir.types import bfloat16, float64, int8, int16, uint8  # noqa: E402
+
+double = float64
+short = int16
+__all__ += ["float64", "double", "uint8", "int8", "int16", "short", "bfloat16", "promote_types", "result_type"]

@@ -95,7 +95,7 @@ def _kernels_of_op(args) -> list:
     inputs = []
     for i in range(n_in):
         s = shape if args.op != "matmul" or i == 0 else tuple(reversed(shape[-2:]))
-        inputs.append(vkml.tensor(rng.standard_normal(s).astype(dtype.np), dtype=dtype))
+        inputs.append(vkml.tensor(rng.standard_normal(s).astype(dtype.value_np), dtype=dtype))
     kwargs = {"dim": args.dim} if args.dim is not None else {}
     out = fn(*inputs, **kwargs)
     outs = out if isinstance(out, tuple) else (out,)

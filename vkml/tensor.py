@@ -19,6 +19,7 @@ from .frontend import operators as F
 from .graph import build as lazy
 from .graph.node import Node
 from .ir import types as T
+from .ops.cast import bf16_bits_to_float
 from .schedule import checks
 from .schedule import scheduler as schedule
 
@@ -191,24 +192,35 @@ class Tensor:
         return self
 
     def numpy(self) -> np.ndarray:
-        """The values as a new numpy array (realizes first)."""
+        """The values as a new numpy array (realizes first). bfloat16 has none: PyTorch's TypeError."""
+        if self.dtype is T.bfloat16:
+            raise TypeError("Got unsupported ScalarType BFloat16 (numpy has no bfloat16; use .float().numpy())")
+        return self._stored()
+
+    def _stored(self) -> np.ndarray:
+        """The stored elements as a numpy array (bfloat16: its bits as int16)."""
         self.realize()
         node = self.node
         checks.verify_read(node)  # raises the error of an op whose values were refused (vkml/schedule/checks.py)
         return node.device.download(node.buffer).reshape(node.shape)
 
+    def _host_values(self) -> np.ndarray:
+        """The values as numpy holds them: bfloat16 as its exact float32 values."""
+        stored = self._stored()
+        return bf16_bits_to_float(stored) if self.dtype is T.bfloat16 else stored
+
     def item(self):
         if self.numel() != 1:
             raise ValueError(f"item(): only a tensor with one element can be converted, this one has {self.numel()}")
-        return self.numpy().reshape(()).item()
+        return self._host_values().reshape(()).item()
 
     def tolist(self):
-        return self.numpy().tolist()
+        return self._host_values().tolist()
 
     def __repr__(self) -> str:
         grad = ", requires_grad=True" if self._requires_grad else ""
         if self.node.realized and self.numel() <= 64:
-            body = np.array2string(self.numpy(), separator=", ")
+            body = np.array2string(self._host_values(), separator=", ")
             return f"tensor({body}, dtype={self.dtype.name}, device={self.device.name!r}{grad})"
         state = "" if self.node.realized else ", lazy"
         return f"<Tensor shape={self.shape} dtype={self.dtype.name} device={self.device.name}{state}{grad}>"
@@ -292,6 +304,21 @@ class Tensor:
 
     def half(self) -> Tensor:
         return F.cast(self, T.float16)
+
+    def double(self) -> Tensor:
+        return F.cast(self, T.float64)
+
+    def bfloat16(self) -> Tensor:
+        return F.cast(self, T.bfloat16)
+
+    def byte(self) -> Tensor:
+        return F.cast(self, T.uint8)
+
+    def char(self) -> Tensor:
+        return F.cast(self, T.int8)
+
+    def short(self) -> Tensor:
+        return F.cast(self, T.int16)
 
     def int(self) -> Tensor:
         return F.cast(self, T.int32)

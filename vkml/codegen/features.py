@@ -24,6 +24,7 @@ SUBGROUP_QUAD = 0x80
 # The Vulkan device feature / property behind each field, for error messages that say what is missing.
 VULKAN_NAMES = {
     "float16": "shaderFloat16",
+    "float64": "shaderFloat64",
     "int64": "shaderInt64",
     "int16": "shaderInt16",
     "int8": "shaderInt8",
@@ -35,6 +36,9 @@ VULKAN_NAMES = {
     "signed_zero_inf_nan_float16": "shaderSignedZeroInfNanPreserveFloat16",
     "denorm_preserve_float32": "shaderDenormPreserveFloat32",
     "denorm_preserve_float16": "shaderDenormPreserveFloat16",
+    "rte_float64": "shaderRoundingModeRTEFloat64",
+    "signed_zero_inf_nan_float64": "shaderSignedZeroInfNanPreserveFloat64",
+    "denorm_preserve_float64": "shaderDenormPreserveFloat64",
     "subgroup_shuffle": "subgroupSupportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT",
     "subgroup_extended_types": "shaderSubgroupExtendedTypes",
     "cooperative_matrix": "cooperativeMatrix (VK_KHR_cooperative_matrix)",
@@ -43,6 +47,18 @@ VULKAN_NAMES = {
     "shader_fma": "shaderFmaFloat32 (VK_KHR_shader_fma)",
     "vulkan_memory_model": "vulkanMemoryModel",
     "buffer_device_address": "bufferDeviceAddress",
+}
+
+# What a tensor of each dtype needs from a device (``DeviceFeatures`` fields): its buffers' element
+# width and the type its values are converted from. bfloat16 is held as int16 bits.
+DTYPE_FEATURES = {
+    "float16": ("float16", "storage_buffer_16bit"),
+    "bfloat16": ("int16", "storage_buffer_16bit"),
+    "float64": ("float64",),
+    "int64": ("int64",),
+    "uint8": ("int8", "storage_buffer_8bit"),
+    "int8": ("int8", "storage_buffer_8bit"),
+    "int16": ("int16", "storage_buffer_16bit"),
 }
 
 # SPIR-V version -> the spirv-tools target environment of the matching Vulkan version.
@@ -59,6 +75,7 @@ class DeviceFeatures:
     """
 
     float16: bool = False
+    float64: bool = False
     int64: bool = False
     int16: bool = False
     int8: bool = False
@@ -70,6 +87,9 @@ class DeviceFeatures:
     signed_zero_inf_nan_float16: bool = False
     denorm_preserve_float32: bool = False
     denorm_preserve_float16: bool = False
+    rte_float64: bool = False
+    signed_zero_inf_nan_float64: bool = False
+    denorm_preserve_float64: bool = False
     subgroup_size: int = 1
     subgroup_ops: int = SUBGROUP_BASIC
     subgroup_extended_types: bool = False  # subgroup ops on 16- and 64-bit types
@@ -93,6 +113,14 @@ class DeviceFeatures:
     cooperative_matrix_workgroup: bool = False
     cooperative_matrix_flexible: tuple[tuple, ...] = ()
     cooperative_matrix_max_dimension: int = 0
+
+    def missing_for_dtype(self, dtype_name: str) -> list[str]:
+        """The Vulkan features a tensor of ``dtype_name`` needs and this device lacks (empty: it has them).
+
+        >>> DeviceFeatures().missing_for_dtype("float64")
+        ['shaderFloat64']
+        """
+        return [VULKAN_NAMES[f] for f in DTYPE_FEATURES.get(dtype_name, ()) if not getattr(self, f)]
 
     @property
     def subgroup_shuffle(self) -> bool:
@@ -138,6 +166,7 @@ class DeviceFeatures:
         """Mesa lavapipe 22.3 (Vulkan 1.3 on the CPU): the CI device."""
         return cls(
             float16=True,
+            float64=True,
             int64=True,
             int16=True,
             int8=True,
@@ -147,6 +176,8 @@ class DeviceFeatures:
             rte_float16=True,
             signed_zero_inf_nan_float32=True,
             signed_zero_inf_nan_float16=True,
+            rte_float64=True,
+            signed_zero_inf_nan_float64=True,
             subgroup_size=8,
             subgroup_ops=0xBF,
             subgroup_extended_types=True,
@@ -166,6 +197,7 @@ class DeviceFeatures:
         """NVIDIA H200, driver 580 (Vulkan 1.4)."""
         return cls(
             float16=True,
+            float64=True,
             int64=True,
             int16=True,
             int8=True,
@@ -175,6 +207,8 @@ class DeviceFeatures:
             rte_float16=True,
             signed_zero_inf_nan_float32=True,
             signed_zero_inf_nan_float16=True,
+            rte_float64=True,
+            signed_zero_inf_nan_float64=True,
             subgroup_size=32,
             subgroup_ops=0x7FF,
             subgroup_extended_types=True,

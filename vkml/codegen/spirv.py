@@ -311,12 +311,23 @@ class _FunctionEmitter(MemoryEmitter, MatrixEmitter):
         if not dtype.is_float:
             self.op(opcode("neg", dtype), self.result_id(ins.result), self.mod.scalar(dtype), self.use(ins.args[0]))
             return
-        sign = self.mod.uint(1 << (dtype.bits - 1))
-        if dtype is T.float16:  # through the low half of a uint, as f16_to_bits / f16_from_bits do
+        if dtype is T.float16:
+            sign = self.mod.uint(1 << 15)  # through the low half of a uint, as f16_to_bits / f16_from_bits do
             bits = self._f16_to_bits(self.temp("bits"), self.use(ins.args[0]))
             flipped = self.op("OpBitwiseXor", self.temp("flipped"), self.mod.scalar(T.uint32), bits, sign)
             self._f16_from_bits(self.result_id(ins.result), flipped)
             return
+        if dtype is T.float64:  # the sign is bit 31 of the high word (component 1 of a little-endian uvec2)
+            uvec2 = self.mod.vector(T.uint32, 2)
+            pair = self.op("OpBitcast", self.temp("words"), uvec2, self.use(ins.args[0]))
+            high = self.op("OpCompositeExtract", self.temp("high"), self.mod.scalar(T.uint32), pair, "1")
+            flipped = self.op(
+                "OpBitwiseXor", self.temp("flipped"), self.mod.scalar(T.uint32), high, self.mod.uint(1 << 31)
+            )
+            pair = self.op("OpCompositeInsert", self.temp("words"), uvec2, flipped, pair, "1")
+            self.op("OpBitcast", self.result_id(ins.result), self.mod.scalar(dtype), pair)
+            return
+        sign = self.mod.uint(1 << 31)
         bits = self.op("OpBitcast", self.temp("bits"), self.mod.scalar(T.uint32), self.use(ins.args[0]))
         flipped = self.op("OpBitwiseXor", self.temp("flipped"), self.mod.scalar(T.uint32), bits, sign)
         self.op("OpBitcast", self.result_id(ins.result), self.mod.scalar(dtype), flipped)
@@ -442,11 +453,17 @@ def _emit_module(kernel: Kernel, features: DeviceFeatures, by_address: frozenset
     mod = ModuleBuilder()
     for name, capability in (
         ("float16", "Float16"),
+        ("float64", "Float64"),
         ("int64", "Int64"),
+        ("int16", "Int16"),
+        ("int8", "Int8"),
         ("storage_buffer_16bit", "StorageBuffer16BitAccess"),
+        ("storage_buffer_8bit", "StorageBuffer8BitAccess"),
     ):
         if name in needs:
             mod.capability(capability)
+    if "storage_buffer_8bit" in needs and tuple(features.spirv_version) < (1, 5):
+        mod.extension("SPV_KHR_8bit_storage")  # core from SPIR-V 1.5
     for _, mode, _ in modes:
         mod.capability(mode)
     if modes and tuple(features.spirv_version) < (1, 4):

@@ -24,6 +24,10 @@ SCALAR_IDS = {
     "uint32": "%uint",
     "int64": "%long",
     "bool": "%bool",
+    "float64": "%double",
+    "uint8": "%uchar",
+    "int8": "%char",
+    "int16": "%short",
 }
 _SCALAR_DECLS = {
     "float32": "OpTypeFloat 32",
@@ -32,6 +36,10 @@ _SCALAR_DECLS = {
     "uint32": "OpTypeInt 32 0",
     "int64": "OpTypeInt 64 1",
     "bool": "OpTypeBool",
+    "float64": "OpTypeFloat 64",
+    "uint8": "OpTypeInt 8 0",
+    "int8": "OpTypeInt 8 1",
+    "int16": "OpTypeInt 16 1",
 }
 
 
@@ -41,8 +49,8 @@ def float_literal(value: np.floating) -> str:
     >>> float_literal(np.float32(1.5)), float_literal(np.float32("nan"))
     ('0x1.8p+0', '0x1.8p+128')
     """
-    bits = int(value.view({2: np.uint16, 4: np.uint32}[value.nbytes]))
-    mant_bits = {2: 10, 4: 23}[value.nbytes]
+    bits = int(value.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[value.nbytes]))
+    mant_bits = {2: 10, 4: 23, 8: 52}[value.nbytes]
     exp_all_ones = (1 << (8 * value.nbytes - 1 - mant_bits)) - 1
     sign = "-" if bits >> (8 * value.nbytes - 1) else ""
     exponent = (bits >> mant_bits) & exp_all_ones
@@ -190,7 +198,7 @@ class ModuleBuilder:
         type_id = self.scalar(dtype)
         scalar = np.array(value).astype(dtype.np)[()]
         if dtype.is_float:
-            bits = int(scalar.view({2: np.uint16, 4: np.uint32}[dtype.nbytes]))
+            bits = int(scalar.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[dtype.nbytes]))
             id_ = f"{type_id}_0x{bits:0{2 * dtype.nbytes}x}"
             return self.define(id_, f"OpConstant {type_id} {float_literal(scalar)}")
         number = int(scalar)

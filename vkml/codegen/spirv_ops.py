@@ -11,7 +11,6 @@ instruction or pick their opcode from two types (``convert``, ``f16_from_bits``,
 
 from __future__ import annotations
 
-from ..ir import types as T
 from ..ir.types import DType
 
 _NUMBERS = ("float", "int", "uint")
@@ -109,6 +108,6 @@ def convert_opcode(src: DType, dst: DType) -> str:
         return "OpConvertSToF" if src.is_signed else "OpConvertUToF"
     if src.is_float and dst.is_int:
         return "OpConvertFToS" if dst.is_signed else "OpConvertFToU"
-    if src is T.float16 and dst is T.float32:
+    if src.is_float and dst.is_float:  # f16 -> f32, f32 <-> f64 (rounding to nearest even: RoundingModeRTE)
         return "OpFConvert"
     raise KeyError(f"no SPIR-V conversion {src.short} -> {dst.short}")

@@ -14,7 +14,7 @@ from ..ir import types as T
 from ..ir.core import If, Instr, Kernel, Loop, walk
 from ..ir.types import DType
 from .compiled import push_slot_nbytes
-from .features import VULKAN_NAMES, DeviceFeatures
+from .features import DTYPE_FEATURES, VULKAN_NAMES, DeviceFeatures
 
 # Shared arrays of bool have no defined size; count them as one 32-bit word per element.
 _SHARED_ELEMENT_NBYTES = {"bool": 4}
@@ -56,14 +56,22 @@ def required_features(kernel: Kernel, features: DeviceFeatures, by_address: froz
         needs.update(("buffer_device_address", "int64"))
     if T.float16 in dtypes:
         needs.add("float16")
+    if T.float64 in dtypes:
+        needs.add("float64")
     if T.int64 in dtypes:
         needs.add("int64")
-    if any(b.dtype is T.float16 for b in kernel.buffers):
+    if T.int16 in dtypes:
+        needs.add("int16")
+    if dtypes & {T.uint8, T.int8}:
+        needs.add("int8")
+    if any(b.dtype in (T.float16, T.int16) for b in kernel.buffers):
         needs.add("storage_buffer_16bit")
+    if any(b.dtype in (T.uint8, T.int8) for b in kernel.buffers):
+        needs.add("storage_buffer_8bit")
     shuffles = [s for s in walk(kernel.body) if isinstance(s, Instr) and s.op == "shuffle_xor"]
     if shuffles:
         needs.add("subgroup_shuffle")
-    if any(s.args[0].dtype in (T.float16, T.int64) for s in shuffles):
+    if any(s.args[0].dtype in (T.float16, T.float64, T.int64) for s in shuffles):
         needs.add("subgroup_extended_types")
     matrix_ops = [s for s in walk(kernel.body) if isinstance(s, Instr) and s.op.startswith("cm_")]
     if matrix_ops:
@@ -72,7 +80,10 @@ def required_features(kernel: Kernel, features: DeviceFeatures, by_address: froz
         needs.add("cooperative_matrix_workgroup")
     for name in sorted(needs):
         if not getattr(features, name):
-            raise CompileError(f"kernel {kernel.name!r} needs {name} but device lacks {VULKAN_NAMES[name]}")
+            raise CompileError(
+                f"kernel {kernel.name!r} needs {name} but device lacks {VULKAN_NAMES[name]}"
+                + _for_dtypes(name, dtypes, kernel)
+            )
     _check_subgroups(kernel, features, matrix_ops)
     for s in shuffles:
         mask = int(s.attrs[0])
@@ -82,6 +93,15 @@ def required_features(kernel: Kernel, features: DeviceFeatures, by_address: froz
                 f"{features.subgroup_size}"
             )
     return needs
+
+
+def _for_dtypes(feature: str, dtypes: set[DType], kernel: Kernel) -> str:
+    """`` (uint8 tensors need it)``: the tensor dtypes behind a feature, for the error that names it."""
+    held = {b.dtype for b in kernel.buffers} | dtypes
+    names = sorted(t.name for t in held if feature in DTYPE_FEATURES.get(t.name, ()))
+    if T.int16 in held and feature in DTYPE_FEATURES["bfloat16"]:
+        names.append("bfloat16")  # held as int16 bits
+    return f" ({' and '.join(names)} tensors need it)" if names else ""
 
 
 def _check_subgroups(kernel: Kernel, features: DeviceFeatures, matrix_ops: list[Instr]) -> None:

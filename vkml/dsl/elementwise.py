@@ -304,7 +304,8 @@ def elementwise(
 
     ``name``: the op's name (default: the function's); ``backward``: ``fn(grad, *inputs)`` in
     the DSL returning one gradient (or None) per input, instead of the derived gradient;
-    ``dtypes``: the compute dtypes accepted (default float32, float16, int32, int64);
+    ``dtypes``: the compute dtypes accepted (default: every numeric dtype but float64, whose body would
+    compute in float64: pass it explicitly when the body is exact there);
     ``result="float"``: integer operands compute in float32 (as ``vkml.exp``).
 
     >>> @elementwise

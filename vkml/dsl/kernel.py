@@ -16,7 +16,8 @@ The function receives its inputs, then its outputs. A tensor argument arrives as
 is built once per combination of input shapes and dtypes). A Python number arrives as an IR
 value (a push constant: float -> float32, int -> int32, bool -> bool), so a new value does
 not rebuild the kernel. Values are loaded in their storage type (float16 stays float16;
-``dsl.convert`` widens it).
+``dsl.convert`` widens it), except for the dtypes that are no IR type: uint8, int8 and int16
+load as int32 and bfloat16 as float32 (``x.dtype`` says so), and a store wraps or rounds back.
 
 ``outputs(*inputs)`` gives the outputs' ``(shape, dtype)`` (one pair or a list of them) from
 the inputs' ``TensorSpec`` (shape, dtype, numel) and the Python numbers; ``grid(*inputs)``
@@ -46,6 +47,7 @@ from ..ir import builder as B
 from ..ir import types as T
 from ..ir.core import Kernel, Value
 from ..ir.verify import verify_kernel
+from ..ops.cast import NARROW_FLOATS, NARROW_INTS, compute_dtype, load_value, narrow, store_value
 from ..runtime.base import Dispatch
 from .elementwise import identifier, operand
 from .errors import at_user_line
@@ -74,11 +76,20 @@ class TensorSpec:
         return f"TensorSpec(shape={self.shape}, dtype={self.dtype.name})"
 
 
-class TensorArg(TensorSpec):
-    """A tensor inside a kernel: ``x[i]`` (flat index) or ``x[i, j, ...]`` loads, ``x[...] = v`` stores."""
+# Tensor dtypes a kernel sees in their compute type (float16 stays float16: it is an IR type).
+_CARRIED = NARROW_INTS + tuple(t for t in NARROW_FLOATS if t is not T.float16)
 
-    def __init__(self, ref: B.BufferRef, shape: tuple[int, ...]):
-        super().__init__(shape, ref.dtype)
+
+class TensorArg(TensorSpec):
+    """A tensor inside a kernel: ``x[i]`` (flat index) or ``x[i, j, ...]`` loads, ``x[...] = v`` stores.
+
+    A tensor of a dtype that is no IR value type is seen in its compute type (``dtype``): uint8,
+    int8 and int16 load as int32 and store wrapped, bfloat16 loads as float32 and stores rounded.
+    """
+
+    def __init__(self, ref: B.BufferRef, shape: tuple[int, ...], tensor_dtype: T.DType | None = None):
+        self.tensor_dtype = tensor_dtype or ref.dtype
+        super().__init__(shape, compute_dtype(self.tensor_dtype) if self.tensor_dtype in _CARRIED else ref.dtype)
         self.ref = ref
 
     def _flat(self, index):
@@ -94,9 +105,12 @@ class TensorArg(TensorSpec):
         return flat
 
     def __getitem__(self, index) -> Value:
-        return self.ref[self._flat(index)]
+        value = self.ref[self._flat(index)]
+        return load_value(value, self.tensor_dtype) if self.tensor_dtype in _CARRIED else value
 
     def __setitem__(self, index, value) -> None:
+        if self.tensor_dtype in _CARRIED:
+            value = store_value(narrow(B.as_value(value, dtype=self.dtype), self.tensor_dtype), self.tensor_dtype)
         self.ref[self._flat(index)] = value
 
 
@@ -239,11 +253,11 @@ class CustomKernel:
         args = []
         for name, spec in zip(names, specs):
             if isinstance(spec, TensorSpec):
-                args.append(TensorArg(kb.buffer(name, spec.dtype, "read"), spec.shape))
+                args.append(TensorArg(kb.buffer(name, T.storage(spec.dtype), "read"), spec.shape, spec.dtype))
             else:  # bool parameters travel as uint32 (0 or 1), as the scheduler's do
                 args.append(kb.param(name, T.uint32 if isinstance(spec, bool) else _param_dtype(spec)))
         for name, (shape, dtype) in zip(names[len(specs) :], out_specs):
-            args.append(TensorArg(kb.buffer(name, dtype, "readwrite"), shape))
+            args.append(TensorArg(kb.buffer(name, T.storage(dtype), "readwrite"), shape, dtype))
         _building.kb = kb
         try:
             with kb, at_user_line(f"kernel {self.__name__!r}", fallback=self.fn), B.rounding_float_constants():

@@ -22,6 +22,7 @@ from ..errors import DTypeError
 from ..graph import build as lazy
 from ..ir import types as T
 from ..ops import random as threefry
+from ..ops.cast import bf16_bits_to_float, float_to_bf16_bits
 from ..ops.promotion import promote_types
 from . import operators as F
 from . import random as R
@@ -61,32 +62,35 @@ def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad:
     if m < 0:
         raise RuntimeError(f"'eye': m must be greater or equal to 0, got {m}")
     dtype = _dtype(dtype) or T.float32
-    return _finish(tensor(np.eye(n, m, dtype=dtype.np), dtype=dtype, device=device), requires_grad)
+    return _finish(tensor(np.eye(n, m, dtype=dtype.value_np), dtype=dtype, device=device), requires_grad)
 
 
 def _linspace_values(op: str, start, end, steps: int, dtype) -> np.ndarray:
     """PyTorch's CPU formula: ``start + i·step`` for the first half, ``end - (steps-1-i)·step`` for the rest.
 
     ``step = (end - start) / (steps - 1)``, all in the dtype's precision (float16 rounds each
-    operation, as c10::Half does); integer dtypes truncate the ends to integers, compute in
-    float64 and truncate the values. PyTorch's vectorized loop rounds some float elements
+    operation, as c10::Half does, and bfloat16 as c10::BFloat16 does); integer dtypes truncate the
+    ends to integers, compute in float64 and truncate the values. PyTorch's vectorized loop rounds some float elements
     differently: within an ulp of the larger end.
     """
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)):
         raise TypeError(f"{op}(): argument 'steps' must be int, not {type(steps).__name__}")
     if steps < 0:
         raise RuntimeError(f"{op}(): number of steps must be non-negative")
-    work = np.dtype(dtype.np).type if dtype.is_float else np.float64
-    if not dtype.is_float:  # PyTorch converts the ends to the integer dtype first (truncating)
-        start, end = math.trunc(start), math.trunc(end)
+    work = dtype.value_np.type if dtype.is_float else np.float64
+    if not dtype.is_float:  # PyTorch converts the ends to the integer dtype first (truncating, wrapping)
+        start, end = (int(np.array(math.trunc(v)).astype(dtype.np)) for v in (start, end))
     i = np.arange(steps)
+    # bfloat16 rounds each operation (c10::BFloat16 computes in float32 and rounds back), float16 too
+    # (numpy's float16 arithmetic does); the other dtypes' arithmetic is their own.
+    r = (lambda v: bf16_bits_to_float(float_to_bf16_bits(v))) if dtype is T.bfloat16 else (lambda v: v)
     with np.errstate(all="ignore"):
-        a, b = work(start), work(end)
+        a, b = r(work(start)), r(work(end))
         if steps == 1:
             return np.array([a], work)
-        step = (b - a) / work(steps - 1) if steps > 1 else work(0)
-        first = a + step * i.astype(work)
-        second = b - step * (steps - 1 - i).astype(work)
+        step = r(r(b - a) / r(work(steps - 1))) if steps > 1 else work(0)
+        first = r(a + r(step * i.astype(work)))
+        second = r(b - r(step * r((steps - 1 - i).astype(work))))
         return np.where(i < steps // 2, first, second).astype(work)
 
 
@@ -101,7 +105,7 @@ def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad: 
         raise RuntimeError("\"linspace_cpu\" not implemented for 'Bool'")
     values = _linspace_values("linspace", start, end, steps, dtype)
     with np.errstate(invalid="ignore"):
-        out = values.astype(dtype.np)
+        out = values.astype(dtype.value_np)
     return _finish(tensor(out, dtype=dtype, device=device), requires_grad)
 
 
@@ -115,7 +119,7 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=N
     exponents = _linspace_values("logspace", start, end, steps, dtype)
     work = exponents.dtype.type
     with np.errstate(all="ignore"):
-        values = np.power(work(base), exponents).astype(dtype.np)
+        values = np.power(work(base), exponents).astype(dtype.value_np)
     return _finish(tensor(values, dtype=dtype, device=device), requires_grad)
 
 
@@ -254,7 +258,7 @@ def randperm(n: int, *, generator=None, dtype=None, device=None, requires_grad: 
     with np.errstate(over="ignore"):
         w0, _ = threefry.threefry2x32(index, np.full(n, offset, u32), u32(k0), u32(k1))
     order = np.argsort(w0, kind="stable")
-    return _finish(tensor(order.astype(dtype.np), dtype=dtype, device=_device(device)), requires_grad)
+    return _finish(tensor(order.astype(dtype.value_np), dtype=dtype, device=_device(device)), requires_grad)
 
 
 def bernoulli(input, p=None, *, generator=None):

@@ -9,18 +9,20 @@ import numpy as np
 from ..errors import DTypeError, OutOfMemoryError, ShapeError
 from ..graph import build as lazy
 from ..ir import types as T
+from ..ops.cast import float_to_bf16_bits, host_round
 from ..ops.promotion import scalar_dtype
 from .devices import device as get_device
+from .dtypes import check_device_dtype
 
 _NUMPY_TO_VKML = {
-    "float64": T.float32,
+    "float64": T.float64,
     "float32": T.float32,
     "float16": T.float16,
     "int64": T.int64,
     "int32": T.int32,
-    "int16": T.int32,
-    "int8": T.int32,
-    "uint8": T.int32,
+    "int16": T.int16,
+    "int8": T.int8,
+    "uint8": T.uint8,
     "uint16": T.int32,
     "bool": T.bool_,
 }
@@ -59,8 +61,8 @@ def _dtype(dtype) -> T.DType | None:
 def tensor(data, dtype=None, device=None, requires_grad: bool = False):
     """A tensor holding a copy of ``data`` (nested lists, numbers, numpy arrays).
 
-    Default dtypes follow PyTorch: Python floats give float32, ints int64, bools bool;
-    numpy float64 becomes float32 (vkml has no float64).
+    Default dtypes follow PyTorch: Python floats give float32, ints int64, bools bool; a numpy
+    array or scalar keeps its dtype (float64 stays float64, uint8 uint8; uint16 becomes int32).
 
     >>> tensor([[1, 2], [3, 4]]).dtype
     vkml.int64
@@ -68,14 +70,15 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False):
     from ..tensor import Tensor
     from .operators import _from_numpy
 
-    if isinstance(data, Tensor):
-        data = data.numpy()
     dtype = _dtype(dtype)
+    if isinstance(data, Tensor):
+        dtype = dtype or data.dtype
+        data = data._host_values()
     try:
         array = np.asarray(data)
     except ValueError:  # numpy >= 1.24 refuses ragged nesting instead of making an object array
         array = np.empty(0, object)
-    python_data = not isinstance(data, np.ndarray)
+    python_data = not isinstance(data, (np.ndarray, np.generic))
     if python_data and array.dtype.kind in "uO":
         array = _wide_python_ints(array, dtype, data)
     elif python_data and array.dtype.kind == "f" and (dtype is None or dtype in (T.int32, T.int64)):
@@ -85,7 +88,7 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False):
     if array.dtype == object:
         raise DTypeError(f"tensor(): cannot make a tensor from {type(data).__name__} with mixed or ragged content")
     if dtype is None:
-        if array.dtype.kind == "f" and not isinstance(data, np.ndarray):
+        if array.dtype.kind == "f" and python_data:
             dtype = T.float32
         elif array.dtype.name not in _NUMPY_TO_VKML:
             raise DTypeError(f"tensor(): numpy dtype {array.dtype.name} has no vkml dtype")
@@ -99,12 +102,15 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False):
         _check_python_values_fit(array, dtype)
     try:
         with np.errstate(all="ignore"):
-            converted = array.astype(dtype.np, copy=False)
+            if dtype is T.bfloat16:  # its bits, rounded from float32 as PyTorch does
+                converted = float_to_bf16_bits(array.astype(np.float32))
+            else:
+                converted = array.astype(dtype.np, copy=False)
     except MemoryError:
         raise OutOfMemoryError(
             f"tensor(): converting {array.size} elements to {dtype.name} ran out of memory"
         ) from None
-    out = _from_numpy(converted, dev)
+    out = _from_numpy(converted, dev, dtype)
     if requires_grad:
         out.requires_grad = True
     return out
@@ -147,7 +153,11 @@ def _check_python_values_fit(array: np.ndarray, dtype) -> None:
     info = np.iinfo(dtype.np)
     values = array.reshape(-1)
     if array.dtype.kind == "f":
-        bad = ~np.isfinite(values) | (values < info.min) | (values >= float(info.max) + 1)
+        # A float past the largest value is refused even when it truncates into range (127.5 for int8).
+        top = float(info.max) if dtype.bits < 32 else float(info.max) + 1
+        bad = ~np.isfinite(values) | (values < info.min) | (values >= top if dtype.bits >= 32 else values > top)
+    elif dtype is T.uint8:  # PyTorch lets negative ints down to -255 wrap into uint8 (-1 is 255)
+        bad = (values < -255) | (values > 255)
     else:
         bad = (values < info.min) | (values > info.max)
     if bad.any():
@@ -178,12 +188,10 @@ def _filled(op: str, size, fill_value, dtype, device, requires_grad: bool):
     dtype = _dtype(dtype) or scalar_dtype(value)
     # PyTorch's checks: an int past 64 bits is an OverflowError, a value beyond the dtype a RuntimeError
     lazy.check_scalar_fits(op, value, dtype)
-    with np.errstate(over="ignore"):
-        if dtype is T.float16:
-            value = float(np.float16(value))
-        elif dtype is T.float32:
-            value = float(np.float32(value))
+    if dtype.is_float:
+        value = host_round(value, dtype)
     dev = _device(device)
+    check_device_dtype(op, dtype, dev)
     check_fits(op, shape, dtype, dev)
     out = _wrap(lazy.const_node(value, dtype, shape, dev))
     if requires_grad:
@@ -254,4 +262,4 @@ def arange(start, end=None, step=1, dtype=None, device=None):
     values = (
         start + np.arange(n, dtype=np.float64) * step if not is_int else start + np.arange(n, dtype=np.int64) * step
     )
-    return tensor(values.astype(dtype.np), dtype=dtype, device=device)
+    return tensor(values.astype(dtype.value_np), dtype=dtype, device=device)

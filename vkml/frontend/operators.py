@@ -16,9 +16,11 @@ from ..graph import build as lazy
 from ..graph.node import Node
 from ..ir import types as T
 from ..ops import grads as _grads
+from ..ops.cast import work_dtype
 from ..ops.promotion import promote_types
 from . import autograd
 from .autograd import differentiable
+from .dtypes import check_device_dtype
 
 TENSOR_METHODS = [
     "add",
@@ -251,6 +253,7 @@ def cast(input, dtype: T.DType):
         raise DTypeError(f"'to': expected a vkml dtype, got {dtype!r}")
     if dtype is T.uint32:
         raise DTypeError("'to': uint32 is an IR type, not a tensor dtype")
+    check_device_dtype("to", dtype, node.device)
     return _wrap(lazy.cast_node(node, dtype)) if node.dtype is not dtype else input
 
 
@@ -263,11 +266,13 @@ def to_device(input, device):
     node = _tensor_node("to", input)
     if dev is node.device:
         return input
-    return _from_numpy(input.numpy(), dev)
+    return _from_numpy(input._stored(), dev, input.dtype, "to")
 
 
-def _from_numpy(array: np.ndarray, device):
-    dtype = T.from_numpy(array.dtype)
+def _from_numpy(array: np.ndarray, device, dtype: T.DType | None = None, op: str = "tensor"):
+    """A tensor of ``array``'s elements (of ``dtype``, whose storage they are: bfloat16 bits as int16)."""
+    dtype = dtype or T.from_numpy(array.dtype)
+    check_device_dtype(op, dtype, device)
     buf = device.allocate(dtype, array.size)
     if array.size:
         device.upload(buf, np.ascontiguousarray(array).reshape(-1))
@@ -416,7 +421,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None):
         raise DTypeError(f"'mean': input dtype must be floating point, got {node.dtype.name}")
     dim = lazy.reduce_dims("mean", dim, len(node.shape))
     n = _reduced_count(node, dim)
-    wide = cast(input, T.float32)
+    wide = cast(input, work_dtype(node.dtype))
     total = sum(wide, dim, keepdim)
     out = div(total, float(n)) if n else mul(total, float("nan"))
     return cast(out, node.dtype)
@@ -436,7 +441,7 @@ def _float_work(input, op: str, integers: bool = False):
         if not integers:
             raise DTypeError(f"'{op}': expected a floating point tensor, got {node.dtype.name}")
         return cast(input, T.float32), T.float32
-    return cast(input, T.float32), node.dtype
+    return cast(input, work_dtype(node.dtype)), node.dtype
 
 
 def _shift_by_max(x, dim, op: str):
@@ -533,7 +538,8 @@ def matmul(input, other):
     Each float output adds its float32 products in ascending k, starting from -0.0: the
     same bits on every device (order and error bound: docs/ops/matmul.md), except float16
     products on cooperative matrices, which stay within the bound stated there.
-    float16 multiplies and sums in float32 and rounds once.
+    float16 and bfloat16 multiply and sum in float32 and round once. float64 multiplies in
+    float64 and adds the k products over the contract's fixed pairwise tree (as ``sum``).
     Example: ``vkml.ones(2, 3) @ vkml.ones(3, 4)`` is a 2×4 tensor of 3.0.
     """
     a, b = _tensor_node("matmul", input), _tensor_node("matmul", other)
@@ -554,13 +560,13 @@ def matmul(input, other):
         raise ShapeError(f"'matmul': shapes {a.shape} and {b.shape} cannot be multiplied ({k} != {k2})")
     batch = lazy.broadcast_shapes("matmul", x.shape[:-2], y.shape[:-2])
     result_dtype = promote_types(a.dtype, b.dtype)
-    if result_dtype.is_float and k > 0:  # the tiled kernel (vkml/kernels/matmul/tiled.py)
+    if result_dtype.is_float and k > 0 and result_dtype is not T.float64:  # the tiled kernel (kernels/matmul/tiled.py)
         # An integer operand is converted to float32 (as the sum below would): float16 widens in the kernel.
         xa, yb = (lazy.cast_node(t.node, T.float32) if not t.dtype.is_float else t.node for t in (x, y))
         xa, yb = lazy.expand_to(xa, (*batch, m, k)), lazy.expand_to(yb, (*batch, k, n))
         out = _wrap(Node("matmul", (xa, yb), "float32", (*batch, m, n), result_dtype, xa.device))
-    else:  # integers (exact in any order) and k == 0 (zeros): a sum of products
-        wide = T.float32 if result_dtype is T.float16 else result_dtype
+    else:  # integers (exact in any order), float64 (the sum's tree) and k == 0 (zeros): a sum of products
+        wide = T.float32 if result_dtype in (T.float16, T.bfloat16) else result_dtype
         xa = expand(reshape(cast(x, wide), *x.shape[:-1], 1, k), *batch, m, n, k)
         yb = expand(unsqueeze(transpose(cast(y, wide), -1, -2), -3), *batch, m, n, k)
         out = cast(sum(xa * yb, -1), result_dtype)

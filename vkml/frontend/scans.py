@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from ..graph import build as lazy
 from ..ir import types as T
+from ..ops.cast import work_dtype
 from . import operators as F
 from . import return_types
 from .creation import arange
@@ -56,9 +57,9 @@ def _accumulating(op: str, input, dim, dtype, axis, combine):
     node, d = _scan_dim(op, input, dim, axis)
     x = F.cast(input, dtype) if dtype is not None else input
     out_dtype = x.dtype
-    if out_dtype in (T.int32, T.bool_):
-        out_dtype = T.int64  # PyTorch: integer and bool scans give int64
-    work = T.float32 if out_dtype is T.float16 else out_dtype  # float16 adds in float32, rounds once
+    if dtype is None and not out_dtype.is_float:
+        out_dtype = T.int64  # PyTorch: integer and bool scans give int64 (unless dtype= says otherwise)
+    work = T.float32 if out_dtype in (T.float16, T.bfloat16) else out_dtype  # adds in float32, rounds once
     x = F.cast(x, work)
     if not node.shape:
         return F.cast(x, out_dtype)
@@ -147,7 +148,7 @@ def logcumsumexp(input, dim=None, *, axis=None):
     node, d = _scan_dim("logcumsumexp", input, dim, axis)
     if not node.dtype.is_float:
         raise NotImplementedError(f"'logcumsumexp': not implemented for dtype {node.dtype.name}")
-    x = F.cast(input, T.float32)
+    x = F.cast(input, work_dtype(node.dtype))
     if not node.shape:
         return input
     (out,) = hillis_steele((x,), d, lambda lo, hi: (_log_add_exp(lo[0], hi[0]),))

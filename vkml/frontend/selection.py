@@ -181,7 +181,7 @@ def mode(input, dim=-1, keepdim=False):
     xl = _last(x, d)
     counts = _equal_counts(xl)  # how often each element's value occurs in its row
     top = F.eq(counts, F.amax(counts, -1, keepdim=True))
-    wide = T.float32 if xl.dtype is T.float16 else xl.dtype
+    wide = T.float32 if xl.dtype in (T.float16, T.bfloat16) else xl.dtype
     big = math.inf if wide.is_float else np.iinfo(wide.np).max
     nan = _isnan(xl)
     numbers = F.logical_and(top, F.logical_not(nan))  # NaN sorts last: the smallest is a number if one is on top

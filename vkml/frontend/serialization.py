@@ -41,7 +41,7 @@ _METADATA_KEY = "vkml"
 _TORCH_MAGICS = (b"PK\x03\x04", b"\x80")  # zip archive (torch >= 1.6), or a legacy pickle stream
 
 # Numpy dtypes that have no vkml dtype of the same name, and what they load as (as vkml.tensor does).
-_NARROWED = {"float64": "float32", "int8": "int32", "uint8": "int32", "int16": "int32", "uint16": "int32"}
+_NARROWED = {"uint16": "int32"}
 
 
 # ---------------------------------------------------------------------- save
@@ -58,6 +58,7 @@ class _Encoder:
         self.arrays: dict[str, np.ndarray] = {}
         self.names: dict[int, str] = {}  # id(tensor) -> name: a tensor saved twice is stored once
         self.keep: list = []  # the saved objects stay alive, so their ids stay unique during the walk
+        self.bfloat16: set[str] = set()  # stored as their int16 bits; the header then says BF16
 
     def encode(self, obj, path: str):
         if obj is None or isinstance(obj, (bool, str)):
@@ -96,6 +97,10 @@ class _Encoder:
             record["requires_grad"] = True
         if isinstance(t, Parameter):
             record["parameter"] = True
+        if t.dtype is T.bfloat16:  # safetensors' BF16: the bits, written as int16 and relabelled (_relabel_bfloat16)
+            name = self._store(t, t.detach()._stored(), path)
+            self.bfloat16.add(name)
+            return {"tensor": name, **record}
         try:
             storable = t.dtype.np.name == t.dtype.name  # safetensors' numpy API stores numpy's dtypes
         except (KeyError, TypeError):
@@ -136,11 +141,24 @@ def save(obj: Any, f: str | os.PathLike | IO[bytes]) -> None:
     structure = encoder.encode(obj, "")
     metadata = {_METADATA_KEY: json.dumps({"version": FORMAT_VERSION, "object": structure}, separators=(",", ":"))}
     data = safetensors.numpy.save(encoder.arrays, metadata=metadata)
+    if encoder.bfloat16:
+        data = _relabel_bfloat16(data, encoder.bfloat16)
     if isinstance(f, (str, os.PathLike)):
         with open(f, "wb") as out:
             out.write(data)
     else:
         f.write(data)
+
+
+def _relabel_bfloat16(data: bytes, names: set[str]) -> bytes:
+    """The safetensors file ``data`` with the int16 entries ``names`` declared BF16 (the same bytes)."""
+    (size,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8 : 8 + size])
+    for name in names:
+        header[name]["dtype"] = "BF16"
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text + data[8 + size :]
 
 
 # ---------------------------------------------------------------------- load
@@ -254,7 +272,8 @@ def _key(key):
 
 
 def _bfloat16_arrays(data: bytes) -> dict[str, np.ndarray]:
-    """A safetensors file's tensors where some are bfloat16 (numpy has none): those widened to float32, exactly."""
+    """A safetensors file's tensors where some are bfloat16 (numpy has none): those widened to float32, exactly
+    (``_BFloat16Array``, so that a file from another library loads them as bfloat16)."""
     import safetensors.numpy
 
     (size,) = struct.unpack("<Q", data[:8])
@@ -267,7 +286,8 @@ def _bfloat16_arrays(data: bytes) -> dict[str, np.ndarray]:
         begin, end = info["data_offsets"]
         bits = np.frombuffer(data, dtype="<u2", count=(end - begin) // 2, offset=start + begin)
         # bfloat16 is the top half of a float32: shifting its bits up is an exact conversion.
-        arrays[name] = (bits.astype(np.uint32) << 16).view(np.float32).reshape(info["shape"])
+        widened = (bits.astype(np.uint32) << 16).view(np.float32).reshape(info["shape"])
+        arrays[name] = widened.view(_BFloat16Array)
     if rest:  # the others through safetensors, from a copy of the file without the bfloat16 entries
         others = {}
         for name, info in rest.items():
@@ -275,6 +295,10 @@ def _bfloat16_arrays(data: bytes) -> dict[str, np.ndarray]:
             others[name] = (info, data[start + begin : start + end])
         arrays.update(safetensors.numpy.load(_repack(others)))
     return arrays
+
+
+class _BFloat16Array(np.ndarray):
+    """float32 values read from a BF16 entry: a foreign file's bfloat16 tensor loads as bfloat16."""
 
 
 def _repack(entries: dict[str, tuple[dict, bytes]]) -> bytes:
@@ -299,7 +323,10 @@ def _load_safetensors(data: bytes, metadata: dict, placer: _Placer):
         arrays = _bfloat16_arrays(data)
     record = metadata.get(_METADATA_KEY)
     if record is None:  # written by another library: a flat dict of tensors, on the CPU unless mapped
-        return {name: placer.tensor(array, None, "cpu") for name, array in arrays.items()}
+        return {
+            name: placer.tensor(array, "bfloat16" if isinstance(array, _BFloat16Array) else None, "cpu")
+            for name, array in arrays.items()
+        }
     try:
         record = json.loads(record)
         version = record.get("version", 0)
@@ -324,7 +351,7 @@ def _from_torch(obj, placer: _Placer, converted: dict):
             name = str(t.dtype).removeprefix("torch.")
             if t.dtype == torch.bfloat16:
                 t = t.float()  # numpy has no bfloat16
-                name = "bfloat16" if hasattr(T, "bfloat16") else "float32"
+                name = "bfloat16"
             if t.is_complex():
                 raise TypeError(f"load: a tensor has dtype {name}, which vkml has no dtype for")
             parameter = isinstance(obj, torch.nn.Parameter)

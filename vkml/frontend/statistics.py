@@ -18,6 +18,7 @@ import math
 
 from ..graph import build as lazy
 from ..ir import types as T
+from ..ops.cast import work_dtype
 from . import operators as F
 from . import return_types
 from .operators import _dim_or_axis as dim_or_axis
@@ -61,7 +62,7 @@ def _moments(op: str, input, dim, unbiased, keepdim: bool, correction, axis):
     dim, c = _correction(op, dim_or_axis(op, dim, axis), unbiased, correction)
     dims = lazy.reduce_dims(op, dim, len(node.shape))
     n = F._reduced_count(node, dims)
-    x = F.cast(input, T.float32)
+    x = F.cast(input, work_dtype(node.dtype))
     m = F.mean(x, dims, keepdim=True)
     d = x - m
     # PyTorch divides by max(0, n - correction): inf for a positive sum of squares, NaN for 0
@@ -160,9 +161,9 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None, axis=None):
     x = F.cast(input, dtype) if dtype is not None else input
     out_dtype = x.dtype
     dim = dim_or_axis("nanmean", dim, axis)
-    wide = F.cast(x, T.float32)
+    wide = F.cast(x, work_dtype(out_dtype))
     count = F.sum(F.eq(wide, wide), dim, keepdim)
-    return F.cast(F.div(nansum(wide, dim, keepdim), F.cast(count, T.float32)), out_dtype)
+    return F.cast(F.div(nansum(wide, dim, keepdim), F.cast(count, wide.dtype)), out_dtype)
 
 
 def aminmax(input, *, dim=None, keepdim=False):
@@ -197,7 +198,7 @@ def _norm_work(op: str, input, dtype):
                 f"to the specified dtype ({dtype.name})"
             )
         out = dtype
-    return F.cast(input, T.float32), out
+    return F.cast(input, work_dtype(out)), out
 
 
 def _safe_root(total, root):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 from dataclasses import replace
 
 import numpy as np
@@ -15,6 +16,7 @@ import numpy as np
 from .. import config
 from ..errors import DeviceError, DTypeError, ShapeError
 from ..ir import types as T
+from ..ops.cast import host_round
 from ..ops.promotion import result_type, scalar_dtype
 from ..ops.reduce import reduce_dtypes
 from ..ops.registry import REGISTRY
@@ -145,6 +147,10 @@ _F32_OVERFLOW = 2.0**128 - 2.0**103
 _INT_OPERAND_RANGE = (-(1 << 63), 1 << 64)  # the Python ints PyTorch takes as operands (int64 or uint64)
 
 
+# The largest finite value of each float dtype (float32's is the default).
+_FLOAT_LIMITS = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38, "float64": sys.float_info.max}
+
+
 def check_scalar_fits(op: str, value, dtype: T.DType) -> None:
     """PyTorch's check of a Python scalar that an op converts to its dtype exactly (clamp's bounds,
     where's values, pow's exponent, full's fill): a finite value beyond the dtype's range, or a
@@ -155,8 +161,11 @@ def check_scalar_fits(op: str, value, dtype: T.DType) -> None:
     if type(value) is int:
         _scalar_value_checked(value, T.int64, op)  # raises for an int PyTorch cannot take at all
     if dtype.is_float:
-        limit = 65504.0 if dtype is T.float16 else 3.4028234663852886e38
+        limit = _FLOAT_LIMITS.get(dtype.name, 3.4028234663852886e38)
         fits = not math.isfinite(value) or -limit <= value <= limit
+    elif not dtype.is_signed:
+        low, high = 0, (1 << dtype.bits) - 1
+        fits = (type(value) is int or math.isfinite(value)) and low <= value <= high
     else:
         low, high = -(1 << (dtype.bits - 1)), (1 << (dtype.bits - 1)) - 1
         fits = (type(value) is int or math.isfinite(value)) and low <= value <= high
@@ -190,13 +199,13 @@ def _scalar_value_checked(value, dtype: T.DType, op: str):
         return bool(value)
     if dtype.is_float:
         v = float(value)
-        if -_F32_OVERFLOW < v < _F32_OVERFLOW or v != v:
+        if dtype is T.float64 or -_F32_OVERFLOW < v < _F32_OVERFLOW or v != v:
             return v
         return math.copysign(math.inf, v)
     v = int(value)
     bits = dtype.bits
     v &= (1 << bits) - 1
-    return v - (1 << bits) if v >= 1 << (bits - 1) else v
+    return v - (1 << bits) if v >= 1 << (bits - 1) and dtype.is_signed else v
 
 
 def cast_node(node: Node, dtype: T.DType) -> Node:
@@ -204,8 +213,10 @@ def cast_node(node: Node, dtype: T.DType) -> Node:
         return node
     value = node.arg  # before op: another thread may be realizing node (Node.become_buffer)
     if node.op == "const" and _folds(value, dtype):
-        if dtype is T.float16:
-            value = float(np.float16(value))
+        if dtype.is_float and type(value) is float:  # the value the source dtype holds, then the target's
+            value = host_round(host_round(value, node.dtype) if node.dtype.is_float else value, dtype)
+        elif dtype.is_float:
+            value = host_round(float(value), dtype) if dtype in (T.float16, T.bfloat16) else value
         return Node("const", (), _scalar_value(value, dtype), node.shape, dtype, node.device)
     return Node("cast", (node,), None, node.shape, dtype, node.device)
 
@@ -338,10 +349,21 @@ def _elementwise_dtypes(name: str, kinds: tuple) -> tuple[T.DType, T.DType]:
     if op.result == "float" and not compute.is_float:
         compute = T.float32
     if compute not in op.dtypes:
+        _refuse_float64(name, compute)
         shown = ", ".join(sorted({k[0].name if isinstance(k, tuple) else k.__name__ for k in kinds}))
         allowed = ", ".join(t.name for t in op.dtypes)
         raise DTypeError(f"'{name}' does not support dtype {compute.name} (operands: {shown}; supported: {allowed})")
     return compute, T.bool_ if op.result == "bool" else compute
+
+
+def _refuse_float64(op: str, dtype: T.DType) -> None:
+    """float64 where an op has no exact float64 form: NotImplementedError, never float32 in disguise."""
+    if dtype is T.float64:
+        raise NotImplementedError(
+            f"'{op}' is not implemented for float64 in vkml: it has no float64 routine within a stated error "
+            "bound, and computing it in float32 would silently lose precision (docs/dtypes.md lists the float64 "
+            "ops); convert with .float() to compute it in float32"
+        )
 
 
 def dim_index(op: str, dim, what: str = "dim") -> int:
@@ -391,6 +413,7 @@ def reduce(name: str, node: Node, dim, keepdim: bool, op: str | None = None) -> 
     op = op or name
     opdef = REGISTRY[name]
     if node.dtype not in opdef.dtypes:
+        _refuse_float64(op, node.dtype)
         allowed = ", ".join(t.name for t in opdef.dtypes)
         raise DTypeError(f"'{op}' does not support dtype {node.dtype.name} (supported: {allowed})")
     ndim = len(node.shape)

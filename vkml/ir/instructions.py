@@ -20,10 +20,13 @@ import numpy as np
 from ..errors import IRError
 from . import types as T
 
-FLOATS = (T.float32, T.float16)
+FLOATS = (T.float32, T.float16, T.float64)
 INTS = (T.int32, T.uint32, T.int64)
 NUMBERS = FLOATS + INTS
 BITS = INTS + (T.bool_,)
+# Types of buffer elements only (uint8, int8, int16; bfloat16 is held as int16): loaded, they are
+# converted to a wide integer and computed there (vkml/ops/cast.py); only `convert` takes them.
+STORAGE_INTS = (T.uint8, T.int8, T.int16)
 
 
 @dataclass(frozen=True)
@@ -144,10 +147,11 @@ _TABLE: list[Spec] = [
         "convert",
         "pure",
         1,
-        NUMBERS,
+        NUMBERS + STORAGE_INTS,
         lambda ts, at: T.by_name(at[0]),
         _convert,
-        "int<->int (sign/zero extend, truncate), int->f32 (RTE), float->int (toward zero; NaN and out of range undefined), f16->f32",
+        "int<->int (sign/zero extend, truncate; u8/i8/i16 only to and from the wide ints), int->f32/f64 (RTE), "
+        "float->int (toward zero; NaN and out of range undefined), f16->f32, f32<->f64 (RTE)",
     ),
     Spec("floor", "pure", 1, FLOATS, _same, np.floor, "round toward -inf"),
     Spec("ceil", "pure", 1, FLOATS, _same, np.ceil, "round toward +inf"),
@@ -268,9 +272,11 @@ VECTOR_WIDTH = 4
 # Conversions the `convert` instruction accepts; f32->f16 is missing on purpose (see ops/mathlib: narrowing is software).
 CONVERSIONS = (
     {(a, b) for a in INTS for b in INTS if a is not b}
-    | {(a, T.float32) for a in INTS}
+    | {(a, f) for a in INTS for f in (T.float32, T.float64)}
     | {(f, i) for f in FLOATS for i in INTS}
-    | {(T.float16, T.float32)}
+    | {(T.float16, T.float32), (T.float32, T.float64), (T.float64, T.float32)}
+    | {(a, b) for a in STORAGE_INTS for b in INTS}
+    | {(a, b) for a in INTS for b in STORAGE_INTS}
 )
 
 

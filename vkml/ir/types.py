@@ -21,6 +21,12 @@ class DType:
         return np.dtype(_NUMPY_NAMES[self.name])
 
     @property
+    def value_np(self) -> np.dtype:
+        """The numpy dtype that holds this dtype's values exactly: ``np``, but float32 for bfloat16
+        (whose ``np`` holds its bits)."""
+        return np.dtype(np.float32) if self.name == "bfloat16" else self.np
+
+    @property
     def bits(self) -> int:
         return 8 * self.nbytes
 
@@ -49,8 +55,19 @@ int32 = DType("int32", "i32", "int", 4)
 uint32 = DType("uint32", "u32", "uint", 4)
 int64 = DType("int64", "i64", "int", 8)
 bool_ = DType("bool", "bool", "bool", 1)
+float64 = DType("float64", "f64", "float", 8)
+uint8 = DType("uint8", "u8", "uint", 1)
+int8 = DType("int8", "i8", "int", 1)
+int16 = DType("int16", "i16", "int", 2)
+# bfloat16 is a storage type only: kernels carry it as float32 (vkml/ops/cast.py) and buffers hold its
+# 16 bits as int16, so no IR value and no SPIR-V type is ever bfloat16. Its numpy form is those bits (int16).
+bfloat16 = DType("bfloat16", "bf16", "float", 2)
 
-ALL = (float32, float16, int32, uint32, int64, bool_)
+# The IR's value types (ALL); then the types of buffer elements only (loaded, they are converted to a
+# wide integer); then the tensor dtypes that are no IR type at all.
+ALL = (float32, float16, int32, uint32, int64, bool_, float64)
+STORAGE_ONLY = (uint8, int8, int16)
+TENSOR_ONLY = (bfloat16,)
 _NUMPY_NAMES = {
     "float32": "float32",
     "float16": "float16",
@@ -58,8 +75,19 @@ _NUMPY_NAMES = {
     "uint32": "uint32",
     "int64": "int64",
     "bool": "bool",
+    "float64": "float64",
+    "uint8": "uint8",
+    "int8": "int8",
+    "int16": "int16",
+    "bfloat16": "int16",
 }
-_BY_NAME = {t.name: t for t in ALL} | {t.short: t for t in ALL}
+_KNOWN = ALL + STORAGE_ONLY + TENSOR_ONLY
+_BY_NAME = {t.name: t for t in _KNOWN} | {t.short: t for t in _KNOWN}
+
+
+def storage(dtype: DType) -> DType:
+    """The IR element type of a buffer holding ``dtype``: bfloat16's 16 bits are held as int16."""
+    return int16 if dtype is bfloat16 else dtype
 
 
 def by_name(name: str) -> DType:
@@ -67,11 +95,11 @@ def by_name(name: str) -> DType:
     try:
         return _BY_NAME[name]
     except KeyError:
-        raise TypeError(f"unknown dtype {name!r}; known: {', '.join(t.name for t in ALL)}") from None
+        raise TypeError(f"unknown dtype {name!r}; known: {', '.join(t.name for t in _KNOWN)}") from None
 
 
 def from_numpy(dt) -> DType:
-    """The DType of a numpy dtype (float64 is not one: callers narrow it first)."""
+    """The DType of a numpy dtype."""
     name = np.dtype(dt).name
     if name not in _BY_NAME:
         raise TypeError(f"numpy dtype {name} has no vkml dtype")

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..errors import IRError
 from . import types as T
-from .core import ACCESS_MODES, Block, If, Instr, Kernel, Loop, Value, walk
+from .core import ACCESS_MODES, Block, BufferDecl, If, Instr, Kernel, Loop, Value, walk
 from .instructions import MATRIX_MEMORY_OPS, MATRIX_TENSOR_OPS, SPECS, VECTOR_WIDTH, matrix_result_type, result_type
 from .text import ValueNames, format_statement
 
@@ -94,7 +94,8 @@ class _Checker:
             if decl.name in seen:
                 raise IRError(f"kernel {k.name!r}: {decl.name!r} is declared twice")
             seen.add(decl.name)
-            if decl.dtype not in T.ALL:
+            allowed = T.ALL + T.STORAGE_ONLY if isinstance(decl, BufferDecl) else T.ALL  # u8/i8/i16: buffers only
+            if decl.dtype not in allowed:
                 raise IRError(f"kernel {k.name!r}: {what} {decl.name!r} has unknown type {decl.dtype!r}")
         group = k.subgroup_size
         if group is not None:
@@ -241,7 +242,7 @@ class _Checker:
             ok = len(a) == 1 and isinstance(a[0], str)
             want = "the name of a buffer or shared array"
         elif stmt.op in ("bitcast", "convert"):
-            ok = len(a) == 1 and isinstance(a[0], str) and a[0] in {t.name for t in T.ALL}
+            ok = len(a) == 1 and isinstance(a[0], str) and a[0] in {t.name for t in T.ALL + T.STORAGE_ONLY}
             want = "one target dtype name"
         else:
             ok, want = a == (), "none"

@@ -31,7 +31,7 @@ from ..ir import types as T
 from ..ir.core import Kernel, Value
 from ..ir.instructions import VECTOR_WIDTH
 from ..ops import mathlib as M
-from ..ops.cast import cast_value, round_to_f16
+from ..ops.cast import cast_value, compute_dtype, load_value, narrow, storage_dtype, store_value
 from ..ops.random import random_value
 from ..ops.registry import REGISTRY
 from .index import _u32, index_dtype, local_index
@@ -63,8 +63,9 @@ VIEW_PARAM_BUDGET_NBYTES = 48
 
 
 def param_dtype(dtype: T.DType) -> T.DType:
-    """Parameters travel as push constants: float16 as float32, bool as uint32."""
-    return {T.float16: T.float32, T.bool_: T.uint32}.get(dtype, dtype)
+    """Parameters travel as push constants in the compute dtype (float16 and bfloat16 as float32,
+    uint8/int8/int16 as int32), bool as uint32."""
+    return T.uint32 if dtype is T.bool_ else compute_dtype(dtype)
 
 
 @dataclass
@@ -323,7 +324,7 @@ class Lowering:
     def bind_buffer(self, dtype: T.DType, access: str, prefix: str, role: tuple) -> B.BufferRef:
         name = f"{prefix}{len(self.roles)}"
         self.roles[name] = role
-        return self.kb.buffer(name, dtype, access)
+        return self.kb.buffer(name, storage_dtype(dtype), access)  # bfloat16 is held as int16 bits
 
     def leaf(self, node: Node) -> B.BufferRef:
         """The read buffer bound for ``node`` (realized, or computed by an earlier kernel), bound once."""
@@ -399,19 +400,17 @@ class Lowering:
         return KernelTemplate(self.kb.finish(), tuple(grid), dict(self.roles), dict(self.param_roles))
 
     def load(self, ref: B.BufferRef, dtype: T.DType, index: Value) -> Value:
-        v = ref[index]
-        return B.convert(v, T.float32) if dtype is T.float16 else v
+        return load_value(ref[index], dtype)
 
     def store(self, ref: B.BufferRef, dtype: T.DType, index: Value, value: Value) -> None:
-        ref[index] = M.f32_to_f16(value) if dtype is T.float16 else value
+        ref[index] = store_value(value, dtype)
 
     def load_component(self, ref: B.BufferRef, dtype: T.DType, q: Value, k: int) -> Value:
         """Element ``k`` of aligned vector ``q`` (codegen loads the vector once for all its elements)."""
-        v = ref.vload(q, k)
-        return B.convert(v, T.float32) if dtype is T.float16 else v
+        return load_value(ref.vload(q, k), dtype)
 
     def store_vector(self, ref: B.BufferRef, dtype: T.DType, q: Value, values: list[Value]) -> None:
-        ref.store4(q, [M.f32_to_f16(v) if dtype is T.float16 else v for v in values])
+        ref.store4(q, [store_value(v, dtype) for v in values])
 
     def shared(self, key: tuple, make):
         """``make()`` once per ``key`` (ids of the values it depends on) where that result is in scope."""
@@ -468,8 +467,8 @@ class Lowering:
             if name == "where":
                 args[0] = cast_value(self.value(node.srcs[0], idx), node.srcs[0].dtype, T.bool_)
             out = REGISTRY[name].body(*args)
-            if node.dtype is T.float16 and cdtype is T.float16:
-                out = round_to_f16(out)
+            if node.dtype is cdtype:  # a float16/bfloat16 result rounds, a uint8/int8/int16 one wraps, per op
+                out = narrow(out, cdtype)
             return out
         if op == "cat":
             return self._cat(node, idx)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from ..graph.node import Node
 from ..ir import builder as B
 from ..ir import types as T
-from ..ops.cast import cast_value, round_to_f16
+from ..ops.cast import cast_value, narrow
 from ..ops.reduce import reduce_dtypes
 from ..ops.registry import REGISTRY
 from .lowering import (
@@ -171,13 +171,13 @@ class _Reduction:
         self.serial_max = SERIAL_SHARED_MAX_CHEAP if self.name in CHEAP_COMBINES else SERIAL_SHARED_MAX
         self.acc_types = (self.acc, T.int64) if self.is_arg else (self.acc,)
         key = REGISTRY[self.name].int_key
-        self.key = key if key is not None and self.acc.is_float and not self.is_arg else None
+        self.key = key if key is not None and self.acc is T.float32 and not self.is_arg else None
         if self.key is not None:  # the tree pairs integer keys (ops/reduce.py IntKey)
             self.acc_types = (self.key.dtype,)
         self.red_sizes = [self.src.shape[a] for a in self.axes]
         self.n = math.prod(self.red_sizes)
         self.layout = layout
-        wide = any(t in (T.float16, T.int64) for t in self.acc_types)
+        wide = any(t in (T.float16, T.float64, T.int64) for t in self.acc_types)
         self.subgroup = min(tuning.subgroup, layout.lanes) if tuning.wide_shuffles or not wide else 1
         groups = layout.lanes // self.subgroup
         self.tree = (
@@ -245,8 +245,8 @@ class _Reduction:
             return value[1]
         if self.key is not None:
             value = self.key.lower(value)
-        if self.acc is T.float32 and self.red.dtype is T.float16:
-            return round_to_f16(value)
+        if self.acc is not self.red.dtype:  # float16/bfloat16 round once, after the whole tree
+            return narrow(value, self.red.dtype)
         return value
 
 

@@ -59,13 +59,13 @@ def softplus(input, beta: float = 1.0, threshold: float = 20.0):
     if beta == 0:
         raise ValueError("'softplus': beta must be nonzero")
     node = functions._tensor_node("softplus", input)
-    x = functions.cast(input, T.float32) if node.dtype is T.float16 else input
+    x = functions.cast(input, T.float32) if node.dtype in (T.float16, T.bfloat16) else input
     scaled = x * float(beta)
     smooth = functions._elementwise("softplus", scaled)
     if beta != 1:
         smooth = smooth / float(beta)
     out = functions.where(scaled > float(threshold), x, smooth)
-    return functions.cast(out, node.dtype) if node.dtype is T.float16 else out
+    return functions.cast(out, node.dtype) if node.dtype in (T.float16, T.bfloat16) else out
 
 
 def pad(input, pad, mode: str = "constant", value: float | None = None):
@@ -306,7 +306,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
     if tuple(input.shape[input.ndim - len(shape) :]) != shape:
         raise ShapeError(f"'layer_norm': normalized_shape {shape} does not end input shape {input.shape}")
     dims = tuple(range(input.ndim - len(shape), input.ndim))
-    x = input.float() if input.dtype is T.float16 else input
+    x = input.float() if input.dtype in (T.float16, T.bfloat16) else input
     centred = x - x.mean(dims, keepdim=True)
     variance = (centred * centred).mean(dims, keepdim=True)
     out = centred * functions.rsqrt(variance + eps)
@@ -314,7 +314,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
         out = out * weight
     if bias is not None:
         out = out + bias
-    return out.to(input.dtype) if input.dtype is T.float16 else out
+    return out.to(input.dtype) if input.dtype in (T.float16, T.bfloat16) else out
 
 
 def embedding(input, weight):

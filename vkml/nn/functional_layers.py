@@ -329,10 +329,9 @@ def _avg_pool(op, input, kernel_size, stride, padding, ceil_mode, count_include_
         raise RuntimeError(f"'{op}': not implemented for '{input.dtype.name}'")
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError(f"'{op}': divisor must be not zero")
-    # float16 sums in float32 and rounds once, after the division
-    x = _pool_input(
-        input.float() if input.dtype is T.float16 else input, padding, dilation, kernel, stride, out_size, 0.0
-    )
+    # float16 and bfloat16 sum in float32 and round once, after the division
+    wide = input.float() if input.dtype in (T.float16, T.bfloat16) else input
+    x = _pool_input(wide, padding, dilation, kernel, stride, out_size, 0.0)
     sums = _windows(x, kernel, stride, dilation, out_size, input.ndim).sum(-1)
     if divisor_override is not None:
         return sums / float(divisor_override)
@@ -345,7 +344,7 @@ def _avg_pool(op, input, kernel_size, stride, padding, ceil_mode, count_include_
             start, end = np.maximum(start, 0), np.minimum(end, size)
         counts = np.multiply.outer(counts, end - start)
     divisor = creation.tensor(counts.astype(np.float32), device=input.device)
-    return (sums / divisor).to(input.dtype) if input.dtype is T.float16 else sums / divisor
+    return (sums / divisor).to(input.dtype) if input.dtype in (T.float16, T.bfloat16) else sums / divisor
 
 
 def avg_pool2d(
@@ -428,7 +427,8 @@ def _adaptive_avg(op, input, output_size, n: int):
         kernel = tuple(s // o for s, o in zip(spatial, out))
         return _avg_pool(op, input, kernel, None, 0, False, True, None, n)
     dev = input.device
-    x = input.float() if input.dtype is T.float16 else input
+    narrow = input.dtype in (T.float16, T.bfloat16)  # summed in float32, rounded once at the end
+    x = input.float() if narrow else input
     lead = tuple(x.shape[:-n])
     counts = np.ones((), np.float32)
     for k, (size, o) in enumerate(zip(spatial, out)):
@@ -445,7 +445,7 @@ def _adaptive_avg(op, input, output_size, n: int):
         x = functions.matmul(creation.tensor(sums, device=dev), x)
         x = functions.reshape(x, *lead, *before, o, *after)
     result = x / creation.tensor(counts, device=dev)
-    return result.to(input.dtype) if input.dtype is T.float16 else result
+    return result.to(input.dtype) if narrow else result
 
 
 def _adaptive_max(op, input, output_size, return_indices: bool, n: int):

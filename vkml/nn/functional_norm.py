@@ -23,7 +23,7 @@ from ..ir import types as T
 
 
 def _float(x):
-    return x.float() if x.dtype is T.float16 else x
+    return x.float() if x.dtype in (T.float16, T.bfloat16) else x
 
 
 def _normalized(x, dims, eps):
@@ -98,7 +98,7 @@ def batch_norm(
         var = functions.reshape(_float(running_var), *shape)
         out = (x - mean) * functions.rsqrt(var + eps)
     out = _affine(out, weight, bias, shape)
-    return out.to(input.dtype) if input.dtype is T.float16 else out
+    return out.to(input.dtype) if input.dtype in (T.float16, T.bfloat16) else out
 
 
 def instance_norm(
@@ -140,7 +140,7 @@ def instance_norm(
         mean = functions.reshape(_float(running_mean), *shape)
         out = (x - mean) * functions.rsqrt(functions.reshape(_float(running_var), *shape) + eps)
     out = _affine(out, weight, bias, shape)
-    return out.to(input.dtype) if input.dtype is T.float16 else out
+    return out.to(input.dtype) if input.dtype in (T.float16, T.bfloat16) else out
 
 
 def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5):
@@ -159,7 +159,7 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
     x = functions.reshape(_float(input), input.shape[0], num_groups, -1)
     out, _, _ = _normalized(x, (2,), eps)
     out = _affine(functions.reshape(out, *input.shape), weight, bias, _channel_shape(input))
-    return out.to(input.dtype) if input.dtype is T.float16 else out
+    return out.to(input.dtype) if input.dtype in (T.float16, T.bfloat16) else out
 
 
 def rms_norm(input, normalized_shape, weight=None, eps: float | None = None):
@@ -182,7 +182,7 @@ def rms_norm(input, normalized_shape, weight=None, eps: float | None = None):
     out = x * functions.rsqrt((x * x).mean(dims, keepdim=True) + eps)
     if weight is not None:
         out = out * weight
-    return out.to(input.dtype) if input.dtype is T.float16 else out
+    return out.to(input.dtype) if input.dtype in (T.float16, T.bfloat16) else out
 
 
 def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None):

@@ -11,6 +11,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..frontend import creation
+from ..ir import types as T
 from ..tensor import Tensor
 
 
@@ -54,6 +55,6 @@ def converted_like(values, like: Tensor) -> Tensor:
     """``values`` (vkml tensor or numpy array) with ``like``'s dtype and device, as ``like.copy_(values)`` casts."""
     if isinstance(values, Tensor):
         return values.to(like.device).to(like.dtype)
-    if values.dtype == np.float64:  # vkml has no float64: narrow on the host, as the cast would
-        values = values.astype(np.float32)
+    if values.dtype == np.float64 and like.dtype is not T.float64:  # narrow on the host, as the cast would
+        values = values.astype(np.float32)  # (PyTorch converts double to float first, also toward half)
     return creation.tensor(values, device=like.device).to(like.dtype)

@@ -30,7 +30,6 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from ..errors import DTypeError
 from ..frontend import autograd, creation, devices
 from ..ir import types as T
 from ..tensor import Tensor
@@ -607,7 +606,12 @@ class Module:
         return self.to(T.float16)
 
     def double(self) -> Module:
-        raise DTypeError("double(): vkml has no float64 tensors; use float() for float32")
+        """Cast floating point parameters and buffers to float64 (docs/dtypes.md: the ops that take it)."""
+        return self.to(T.float64)
+
+    def bfloat16(self) -> Module:
+        """Cast floating point parameters and buffers to bfloat16."""
+        return self.to(T.bfloat16)
 
     def requires_grad_(self, requires_grad: bool = True) -> Module:
         """Set ``requires_grad`` of every parameter (to freeze or unfreeze a part of a model)."""

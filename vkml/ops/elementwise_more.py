@@ -165,6 +165,8 @@ def _sgn(a):
 
 
 def _signbit(a):
+    if a.dtype is T.float64:
+        return B.bitcast(a, T.int64) < 0
     if _float(a):
         return B.ne(to_bits(a) & SIGN_BIT, B.const(0, U32))
     if a.dtype is T.bool_:
@@ -179,20 +181,24 @@ def _copysign(a, b):
 def _isinf(a):
     if not _float(a):
         return B.const(False, T.bool_)
+    if a.dtype is T.float64:
+        return B.eq(M.abs(a), B.const(INF, a.dtype))
     return B.eq(to_bits(a) & ABS_MASK, B.const(0x7F800000, U32))
 
 
 def _isposinf(a):
-    return B.eq(a, f32(INF)) if _float(a) else B.const(False, T.bool_)
+    return B.eq(a, B.const(INF, a.dtype)) if _float(a) else B.const(False, T.bool_)
 
 
 def _isneginf(a):
-    return B.eq(a, f32(-INF)) if _float(a) else B.const(False, T.bool_)
+    return B.eq(a, B.const(-INF, a.dtype)) if _float(a) else B.const(False, T.bool_)
 
 
 def _isfinite(a):
     if not _float(a):
         return B.const(True, T.bool_)
+    if a.dtype is T.float64:
+        return M.abs(a) < B.const(INF, a.dtype)  # False for NaN (ordered)
     return (to_bits(a) & ABS_MASK) < 0x7F800000
 
 
@@ -649,7 +655,7 @@ _op(
     "reciprocal",
     "reciprocal(input)",
     "1 / input; integer inputs give float32.",
-    lambda a: M.div(f32(1.0), a),
+    lambda a: M.div(B.const(1.0, a.dtype), a),
     result="float",
     precision="correctly rounded (mathlib.div)",
     special="reciprocal(±0) = ±inf, reciprocal(±inf) = ±0, NaN gives NaN.",

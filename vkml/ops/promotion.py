@@ -11,9 +11,36 @@ from __future__ import annotations
 from ..errors import DTypeError
 from ..ir import types as T
 
-_CATEGORY = {T.bool_: 0, T.int32: 1, T.uint32: 1, T.int64: 1, T.float16: 2, T.float32: 2}
+_CATEGORY = {
+    T.bool_: 0,
+    T.uint8: 1,
+    T.int8: 1,
+    T.int16: 1,
+    T.int32: 1,
+    T.uint32: 1,
+    T.int64: 1,
+    T.float16: 2,
+    T.bfloat16: 2,
+    T.float32: 2,
+    T.float64: 2,
+}
 _DEFAULT_OF_CATEGORY = {0: T.bool_, 1: T.int64, 2: T.float32}
-_RANK_IN_CATEGORY = {T.bool_: 0, T.int32: 0, T.uint32: 1, T.int64: 2, T.float16: 0, T.float32: 1}
+# Within a category the wider type wins; the pairs where neither holds the other are PyTorch's
+# exceptions: uint8 and int8 meet in int16, float16 and bfloat16 in float32.
+_RANK_IN_CATEGORY = {
+    T.bool_: 0,
+    T.uint8: 0,
+    T.int8: 0,
+    T.int16: 1,
+    T.int32: 2,
+    T.uint32: 3,
+    T.int64: 4,
+    T.float16: 0,
+    T.bfloat16: 0,
+    T.float32: 1,
+    T.float64: 2,
+}
+_NEITHER = {frozenset((T.uint8, T.int8)): T.int16, frozenset((T.float16, T.bfloat16)): T.float32}
 
 
 def category(dtype: T.DType) -> int:
@@ -25,6 +52,8 @@ def promote_types(a: T.DType, b: T.DType) -> T.DType:
     ca, cb = _CATEGORY[a], _CATEGORY[b]
     if ca != cb:
         return a if ca > cb else b
+    if _RANK_IN_CATEGORY[a] == _RANK_IN_CATEGORY[b] and a is not b:
+        return _NEITHER[frozenset((a, b))]
     return a if _RANK_IN_CATEGORY[a] >= _RANK_IN_CATEGORY[b] else b
 
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from ..ir import builder as B
 from ..ir import types as T
+from . import mathlib as M
+from .cast import compute_dtype
 from .grads import normalize_dims, restore_reduced, spread_reduced
 from .mathlib.bits import DEFAULT_NAN_BITS
 from .registry import FLOAT_DTYPES, NUMERIC_DTYPES, REGISTRY, OpDef, register
@@ -52,10 +54,14 @@ def _extreme_key(nan_key: int) -> IntKey:
 
 # Integers, and floats as their int32 keys (``_extreme_key``): the tree never pairs two floats.
 def _max(a, b):
+    if a.dtype is T.float64:  # float64 has no int32 key: NaN wins, +0 over -0 (mathlib.maximum)
+        return M.maximum(a, b)
     return B.select(a < b, b, a)
 
 
 def _min(a, b):
+    if a.dtype is T.float64:
+        return M.minimum(a, b)
     return B.select(b < a, b, a)
 
 
@@ -222,9 +228,9 @@ def reduce_dtypes(name: str, dtype: T.DType) -> tuple[T.DType, T.DType]:
     """(accumulation dtype, result dtype) of reduction ``name`` over ``dtype``."""
     rule = REGISTRY[name].result
     if rule == "sum":
-        if dtype in (T.int32, T.bool_, T.int64):
+        if not dtype.is_float:  # bool and every integer dtype sum to int64, as PyTorch
             return T.int64, T.int64
-        return T.float32, dtype
+        return (T.float64 if dtype is T.float64 else T.float32), dtype
     if rule == "int64":
-        return T.float32 if dtype is T.float16 else dtype, T.int64
-    return (T.float32 if dtype is T.float16 else dtype), dtype
+        return compute_dtype(dtype), T.int64
+    return compute_dtype(dtype), dtype

@@ -27,8 +27,10 @@ from dataclasses import dataclass, field
 
 from ..ir import types as T
 
-FLOAT_DTYPES = (T.float32, T.float16)
-INT_DTYPES = (T.int32, T.int64)
+# The float dtypes computed in float32 (float16 and bfloat16 round after each op); float64 is not
+# one of them: an op takes it only where ``FLOAT64_OPS`` (vkml/ops/float64.py) lists the op.
+FLOAT_DTYPES = (T.float32, T.float16, T.bfloat16)
+INT_DTYPES = (T.int32, T.int64, T.uint8, T.int8, T.int16)
 NUMERIC_DTYPES = FLOAT_DTYPES + INT_DTYPES
 ALL_DTYPES = NUMERIC_DTYPES + (T.bool_,)
 BACKENDS = ("cpu", "vulkan")

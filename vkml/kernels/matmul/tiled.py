@@ -42,7 +42,7 @@ from ...graph.node import Node
 from ...ir import builder as B
 from ...ir import types as T
 from ...ir.core import Value
-from ...ops.cast import round_to_f16
+from ...ops.cast import narrow
 from ..lowering import (
     GroupTemplate,
     Index,
@@ -450,7 +450,7 @@ def _epilogue(L: Lowering, root: Node, mm: Node, out_ref, acc, config: MatmulCon
 def store_output(L: Lowering, root: Node, mm: Node, out_ref, value: Value, batch, at, inside) -> None:
     """Store ``root`` at C's position ``at`` = (row, col) of ``batch``, ``value`` being the float32 sum there.
 
-    The sum narrows to float16 in software (the contract's rounding) when the product is float16;
+    The sum narrows to float16 or bfloat16 in software (the contract's rounding) when the product is one;
     ``inside`` (None: always) says whether the position exists.
     """
     batch_index, batch_multi = batch
@@ -458,7 +458,7 @@ def store_output(L: Lowering, root: Node, mm: Node, out_ref, value: Value, batch
     row, col = at
     lin = (batch_index * _u32(m_size) + row) * _u32(n_size) + col
     with _maybe_if(inside):
-        L.fused[id(mm)] = round_to_f16(value) if mm.dtype is T.float16 else value
+        L.fused[id(mm)] = narrow(value, mm.dtype)  # float16 and bfloat16 round once
         multi = (*batch_multi, row, col) if root.shape == mm.shape else None
         result = L.value(root, Index(root.shape, lin=lin, multi=multi))
         L.store(out_ref, root.dtype, lin, result)

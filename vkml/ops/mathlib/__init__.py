@@ -28,15 +28,53 @@ Layout: ``bits`` (float32 fields, rounding to float32), ``dd`` (double-float ari
 """
 
 from ...ir import builder as _builder
-from .exact import abs, clamp, clamp_max, clamp_min, div, maximum, minimum, relu, rsqrt, sign, sqrt
+from . import exact as _exact
+from . import f64 as _f64
+from .bf16 import bf16_to_f32, f32_to_bf16, round_bf16
+from .exact import rsqrt
 from .explog import exp, exp2, expm1, log, log1p, log2
 from .f16 import f16_to_f32, f32_to_f16
 from .power import pow
 from .special import erf, gelu, gelu_tanh, sigmoid, softplus, tanh
 
+
+def _by_width(name: str):
+    """The float32 function ``name`` of ``exact``, or its float64 twin (``f64``) for float64 operands."""
+    f32_fn, f64_fn = getattr(_exact, name), getattr(_f64, name)
+
+    def dispatch(x, *args):
+        return f64_fn(x, *args) if x.dtype is _f64.F64 else f32_fn(x, *args)
+
+    dispatch.__name__ = dispatch.__qualname__ = name
+    dispatch.__doc__ = f32_fn.__doc__
+    return dispatch
+
+
+abs = _by_width("abs")  # noqa: A001 - PyTorch's name
+div = _by_width("div")
+sqrt = _by_width("sqrt")
+maximum = _by_width("maximum")
+minimum = _by_width("minimum")
+clamp = _by_width("clamp")
+relu = _by_width("relu")
+sign = _by_width("sign")
+
+
+def clamp_min(x, lo):
+    return clamp(x, lo, None)
+
+
+def clamp_max(x, hi):
+    return clamp(x, None, hi)
+
+
+clamp_min.__doc__, clamp_max.__doc__ = _exact.clamp_min.__doc__, _exact.clamp_max.__doc__
 _builder.float_division = div  # `a / b` on float IR values builds this division
 
 __all__ = [
+    "bf16_to_f32",
+    "f32_to_bf16",
+    "round_bf16",
     "abs",
     "clamp",
     "clamp_max",

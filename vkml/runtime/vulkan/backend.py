@@ -479,7 +479,7 @@ class VulkanDevice(Device):
                 raise DeviceError(
                     f"kernel {entry.name!r}: buffer {name!r} is on {where}, the kernel runs on {self.name}"
                 )
-            if buffer.dtype is not dtype:
+            if T.storage(buffer.dtype) is not dtype:  # a bfloat16 buffer is bound as int16
                 raise DTypeError(
                     f"kernel {entry.name!r}: buffer {name!r} holds {buffer.dtype.name}, the kernel declares {dtype.name}"
                 )

@@ -67,8 +67,8 @@ PIPELINE_CACHE_MAGIC = b"VKMLPLC1"
 MAX_PIPELINE_CACHE_BYTES = 256 << 20
 
 # Push-constant encodings; bool parameters travel as uint32 0/1 (SPIR-V bool has no size).
-_PUSH_CODES = {"float32": "f", "float16": "e", "int32": "i", "uint32": "I", "int64": "q", "bool": "I"}
-_PUSH_SIZES = {"f": 4, "e": 2, "i": 4, "I": 4, "q": 8}
+_PUSH_CODES = {"float32": "f", "float16": "e", "int32": "i", "uint32": "I", "int64": "q", "bool": "I", "float64": "d"}
+_PUSH_SIZES = {"f": 4, "e": 2, "i": 4, "I": 4, "q": 8, "d": 8}
 
 
 class PushConstantPacker:

@@ -27,6 +27,7 @@ WANTED_FEATURES = frozenset(
         "shaderInt64",
         "shaderInt16",
         "shaderFloat16",
+        "shaderFloat64",
         "shaderInt8",
         "storageBuffer16BitAccess",
         "storagePushConstant16",
@@ -104,6 +105,7 @@ def device_features(info: PhysicalDeviceInfo, enabled: set[str] | None = None) -
     props, limits = info.properties, info.limits
     values = {
         "float16": "shaderFloat16" in enabled,
+        "float64": "shaderFloat64" in enabled,
         "int64": "shaderInt64" in enabled,
         "int16": "shaderInt16" in enabled,
         "int8": "shaderInt8" in enabled,
@@ -115,6 +117,9 @@ def device_features(info: PhysicalDeviceInfo, enabled: set[str] | None = None) -
         "signed_zero_inf_nan_float16": bool(props.get("shaderSignedZeroInfNanPreserveFloat16")),
         "denorm_preserve_float32": bool(props.get("shaderDenormPreserveFloat32")),
         "denorm_preserve_float16": bool(props.get("shaderDenormPreserveFloat16")),
+        "rte_float64": bool(props.get("shaderRoundingModeRTEFloat64")),
+        "signed_zero_inf_nan_float64": bool(props.get("shaderSignedZeroInfNanPreserveFloat64")),
+        "denorm_preserve_float64": bool(props.get("shaderDenormPreserveFloat64")),
         "subgroup_size": int(props.get("subgroupSize", 1)),
         "subgroup_ops": int(props.get("subgroupSupportedOperations", 1)),
         "subgroup_extended_types": "shaderSubgroupExtendedTypes" in enabled,

@@ -1,0 +1,63 @@
+"""Whether a device can hold a dtype: checked where a tensor of a dtype first reaches a device.
+
+A Vulkan device without shaderFloat64 (or 8/16-bit storage, shaderInt8/shaderInt16) cannot
+hold float64 (uint8, int8; int16, bfloat16) tensors; vkml refuses them at the op, naming the
+dtype and the missing feature, instead of computing in another type (docs/dtypes.md).
+PyTorch raises TypeError for a dtype a backend lacks (float64 on MPS), so this is a DTypeError.
+"""
+
+from __future__ import annotations
+
+from ..errors import DTypeError
+from ..ir import types as T
+from ..ops import promotion
+
+
+def check_device_dtype(op: str, dtype: T.DType, device) -> None:
+    """Raise DTypeError at ``op`` if ``device`` lacks a feature that ``dtype`` tensors need.
+
+    >>> check_device_dtype("to", vkml.float64, vkml.device("vulkan:0"))  # doctest: +SKIP
+    DTypeError: 'to': vulkan:0 cannot hold float64 tensors: the device lacks shaderFloat64 ...
+    """
+    features = getattr(device, "features", None)  # the CPU device holds every dtype
+    if features is None:
+        return
+    missing = features.missing_for_dtype(dtype.name)
+    if missing:
+        raise DTypeError(
+            f"'{op}': {device.name} cannot hold {dtype.name} tensors: the device lacks {', '.join(missing)}; "
+            "keep them on the CPU or convert them to a dtype the device has"
+        )
+
+
+def promote_types(type1: T.DType, type2: T.DType) -> T.DType:
+    """The smallest dtype both convert to, as ``torch.promote_types`` (uint8 and int8 meet in int16,
+    float16 and bfloat16 in float32).
+
+    >>> vkml.promote_types(vkml.uint8, vkml.int8)
+    vkml.int16
+    """
+    for name, value in (("type1", type1), ("type2", type2)):
+        if not isinstance(value, T.DType) or value is T.uint32:
+            raise TypeError(f"promote_types(): argument '{name}' must be a vkml dtype, not {value!r}")
+    return promotion.promote_types(type1, type2)
+
+
+def result_type(tensor1, tensor2) -> T.DType:
+    """The dtype an arithmetic op on ``tensor1`` and ``tensor2`` (tensors or Python numbers) gives, as
+    ``torch.result_type``: tensors with dims outrank 0-dim tensors, which outrank Python scalars.
+
+    >>> vkml.result_type(vkml.tensor([1], dtype=vkml.uint8), 1000)
+    vkml.uint8
+    """
+    from ..tensor import Tensor
+
+    dims, zero_dim, scalars = [], [], []
+    for value in (tensor1, tensor2):
+        if isinstance(value, Tensor):
+            (dims if value.ndim else zero_dim).append(value.dtype)
+        elif type(value) in (bool, int, float):
+            scalars.append(value)
+        else:
+            raise TypeError(f"result_type(): expected a Tensor or a Python number, got {type(value).__name__}")
+    return promotion.result_type(dims, zero_dim, scalars)

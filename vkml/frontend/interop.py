@@ -36,15 +36,15 @@ class DLDeviceType(enum.IntEnum):
     kDLVulkan = 7
 
 
-# numpy dtypes a vkml tensor can be made from, and what each becomes (vkml has no float64 and no
-# 8- or 16-bit integers yet: they widen or narrow as ``vkml.tensor`` does, README "Decisions").
+# numpy dtypes a vkml tensor can be made from, and what each becomes (as ``vkml.tensor`` converts;
+# docs/dtypes.md).
 _FROM_NUMPY = creation._NUMPY_TO_VKML
 
 
 def from_numpy(ndarray):
     """A tensor with a copy of ``ndarray``'s values (PyTorch's would share its memory: see the module text).
 
-    float64 becomes float32 and int8/int16/uint8/uint16 become int32, as in ``vkml.tensor``.
+    Each numpy dtype becomes its vkml dtype, as in ``vkml.tensor`` (uint16, which vkml lacks, becomes int32).
 
     >>> from_numpy(np.array([1, 2])).dtype
     vkml.int64

@@ -12,6 +12,7 @@ nothing here computes on its own.
 from __future__ import annotations
 
 import functools
+import warnings
 import weakref
 
 from ..errors import DTypeError, ShapeError
@@ -222,14 +223,25 @@ def _reduce(loss, reduction: str, op: str, count=None):
 
 
 def cross_entropy(
-    input, target, weight=None, ignore_index: int = -100, reduction: str = "mean", label_smoothing: float = 0.0
+    input,
+    target,
+    weight=None,
+    size_average=None,
+    ignore_index: int = -100,
+    reduce=None,
+    reduction: str = "mean",
+    label_smoothing: float = 0.0,
 ):
-    """Cross entropy of logits ``input`` (N, C, ...) or (C,) against class indices or class probabilities.
+    """Cross entropy of logits ``input`` (N, C, d1, ...) or (C,) against class indices or class probabilities.
 
     Integer targets pick the log-probability of their class by an elementwise comparison
-    with 0..C-1 (no gather kernel): ``-where(class == target, log_softmax(input), 0).sum(1)``.
-    Targets equal to ``ignore_index`` count for nothing, and 'mean' divides by the rest.
-    Float targets of ``input``'s shape are probabilities: ``-(target * log_softmax).sum(1)``.
+    with 0..C-1 (no gather kernel): ``-w[t] · where(class == t, log_softmax(input), 0).sum(1)``.
+    Targets equal to ``ignore_index`` count for nothing, and 'mean' divides by the summed
+    weights of the rest (their count without ``weight``), as ``nll_loss``. Float targets of
+    ``input``'s shape are probabilities: ``-(target · w · log_softmax).sum(1)``, and 'mean'
+    divides by the number of (n, d1, ...) positions; ``ignore_index`` does not apply to them.
+    ``label_smoothing`` ε mixes in ``-(ε/C)·Σ_c w_c·log_softmax`` as PyTorch's (for probability
+    targets: target·(1-ε) + ε/C).
 
     A class index outside [0, C) other than ``ignore_index`` is PyTorch's IndexError naming
     the first such index (the comparison would otherwise match no class and give a silent loss
@@ -243,23 +255,35 @@ def cross_entropy(
     >>> cross_entropy(vkml.zeros(2, 4), vkml.tensor([1, 3])).item()  # doctest: +SKIP
     1.3862943649291992
     """
-    if weight is not None:
-        raise NotImplementedError("'cross_entropy': class weights are not supported yet")
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"'cross_entropy': {reduction} is not a valid value for reduction")
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"'cross_entropy': label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if not isinstance(input, functions._tensor.Tensor) or not input.dtype.is_float:
+        raise RuntimeError(f"'cross_entropy': expected a floating point input tensor, got {getattr(input, 'dtype', type(input).__name__)}")
+    if input.ndim == 0:
+        raise ValueError("'cross_entropy': Expected 1 or more dimensions (got 0)")
     unbatched = input.ndim == 1
     if unbatched:
         input, target = functions.unsqueeze(input, 0), functions.unsqueeze(target, 0)
-    logp = functions.log_softmax(input, 1)
     num_classes = input.shape[1]
+    if weight is not None and tuple(weight.shape) != (num_classes,):
+        raise RuntimeError(
+            f"'cross_entropy': weight tensor should be defined either for all {num_classes} classes or no classes "
+            f"but got weight tensor of shape: {list(weight.shape)}"
+        )
+    logp = functions.log_softmax(input, 1)
+    w = None if weight is None else functions.reshape(weight, num_classes, *([1] * (input.ndim - 2)))
+    weighted = logp if w is None else logp * w
     if target.dtype.is_float:
         if target.shape != input.shape:
             raise ShapeError(
                 f"'cross_entropy': probability targets need the input's shape {input.shape}, got {target.shape}"
             )
-        loss = -(target * logp).sum(1)
         if label_smoothing:
-            loss = (1 - label_smoothing) * loss - label_smoothing / num_classes * logp.sum(1)
+            target = target * (1 - label_smoothing) + label_smoothing / num_classes
+        loss = -(target * weighted).sum(1)
         count = None
     else:
         if target.shape != (input.shape[0],) + input.shape[2:]:
@@ -270,22 +294,42 @@ def cross_entropy(
         message = _out_of_bounds("cross_entropy", "Target", num_classes)
         hits = _checked_hits("cross_entropy", target, num_classes, 1, message, ignore_index=ignore_index)
         loss = -functions.where(hits, logp, 0.0).sum(1)
-        if label_smoothing:
-            loss = (1 - label_smoothing) * loss - label_smoothing / num_classes * logp.sum(1)
         valid = target != ignore_index
+        if w is None:
+            count = valid.sum()
+        else:
+            target_weight = functions.where(valid, functions.where(hits, w, 0.0).sum(1), 0.0)
+            loss = loss * target_weight
+            count = target_weight.sum()
+        if label_smoothing:
+            loss = (1 - label_smoothing) * loss - label_smoothing / num_classes * weighted.sum(1)
         loss = functions.where(valid, loss, 0.0)
-        count = valid.sum()
     if unbatched and reduction == "none":
         loss = functions.squeeze(loss, 0)
     return _reduce(loss, reduction, "cross_entropy", count)
 
 
-def mse_loss(input, target, reduction: str = "mean"):
+def legacy_reduction(size_average, reduce, reduction: str) -> str:
+    """PyTorch's deprecated ``size_average`` and ``reduce``: when either is given they decide the reduction
+    (both default True: 'mean'; reduce alone: 'sum'; reduce=False: 'none'), with PyTorch's warning."""
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    result = "mean" if size_average and reduce else "sum" if reduce else "none"
+    warnings.warn(
+        f"size_average and reduce args will be deprecated, please use reduction='{result}' instead.", stacklevel=3
+    )
+    return result
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):
     """Mean (or sum) of squared differences, broadcast as PyTorch does.
 
     >>> mse_loss(vkml.tensor([1.0, 2.0]), vkml.tensor([1.0, 4.0])).item()  # doctest: +SKIP
     2.0
     """
+    reduction = legacy_reduction(size_average, reduce, reduction)
     diff = input - target
     return _reduce(diff * diff, reduction, "mse_loss")
 
@@ -393,3 +437,14 @@ from .functional_norm import (  # noqa: E402, F401
     normalize,
     rms_norm,
 )
+# ---------------------------------------------------------------------- issue 18: more layers and losses
+# (vkml/nn/functional_more.py, functional_losses_more.py; softmax, log_softmax and softmin with PyTorch's
+# dim=None, _stacklevel and dtype arguments from vkml/nn/layers_more.py)
+from . import functional_losses_more as _losses_more  # noqa: E402
+from . import functional_more as _more  # noqa: E402
+from .layers_more import log_softmax, softmax, softmin  # noqa: E402, F401
+
+for _part in (_more, _losses_more):
+    for _name in _part.FUNCTIONS:
+        globals()[_name] = getattr(_part, _name)
+del _part, _name

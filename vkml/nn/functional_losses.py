@@ -36,7 +36,9 @@ def _check_reduction(op: str, reduction: str, allowed=_REDUCTIONS) -> None:
         raise ValueError(f"'{op}': {reduction} is not a valid value for reduction")
 
 
-def nll_loss(input, target, weight=None, ignore_index: int = -100, reduction: str = "mean"):
+def nll_loss(
+    input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None, reduction: str = "mean"
+):
     """Negative log-likelihood of log-probabilities ``input`` (N, C, ...) or (C,) at integer ``target`` classes.
 
     Each element's loss is ``-weight[t] · input[n, t]`` (0 where ``t == ignore_index``); 'mean'
@@ -45,6 +47,7 @@ def nll_loss(input, target, weight=None, ignore_index: int = -100, reduction: st
     >>> nll_loss(vkml.tensor([[-1.0, -2.0]]), vkml.tensor([1])).item()  # doctest: +SKIP
     2.0
     """
+    reduction = F.legacy_reduction(size_average, reduce, reduction)
     _check_reduction("nll_loss", reduction)
     unbatched = input.ndim == 1
     if unbatched:
@@ -79,7 +82,7 @@ def nll_loss(input, target, weight=None, ignore_index: int = -100, reduction: st
     return F._reduce(loss, reduction, "nll_loss", count)
 
 
-def binary_cross_entropy(input, target, weight=None, reduction: str = "mean"):
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction: str = "mean"):
     """``-weight · (target · log(input) + (1 - target) · log(1 - input))``, each log clamped at -100 as PyTorch's.
 
     Inputs outside [0, 1] give NaN here; PyTorch raises for them (reading the values would
@@ -88,6 +91,7 @@ def binary_cross_entropy(input, target, weight=None, reduction: str = "mean"):
     >>> binary_cross_entropy(vkml.tensor([0.5]), vkml.tensor([1.0])).item()  # doctest: +SKIP
     0.6931471824645996
     """
+    reduction = F.legacy_reduction(size_average, reduce, reduction)
     _check_reduction("binary_cross_entropy", reduction)
     _same_size("binary_cross_entropy", input, target)
     log_p = functions.clamp(functions.log(input), min=-100.0)
@@ -98,12 +102,15 @@ def binary_cross_entropy(input, target, weight=None, reduction: str = "mean"):
     return F._reduce(loss, reduction, "binary_cross_entropy")
 
 
-def binary_cross_entropy_with_logits(input, target, weight=None, reduction: str = "mean", pos_weight=None):
+def binary_cross_entropy_with_logits(
+    input, target, weight=None, size_average=None, reduce=None, reduction: str = "mean", pos_weight=None
+):
     """BCE of ``sigmoid(input)`` computed stably: ``(1 - t)·x + (1 + (pos_weight - 1)·t)·softplus(-x)``.
 
     >>> binary_cross_entropy_with_logits(vkml.tensor([0.0]), vkml.tensor([1.0])).item()  # doctest: +SKIP
     0.6931471824645996
     """
+    reduction = F.legacy_reduction(size_average, reduce, reduction)
     _check_reduction("binary_cross_entropy_with_logits", reduction)
     _same_size("binary_cross_entropy_with_logits", input, target)
     softplus = F.softplus(-input)  # log(1 + exp(-x)), exact -x where -x > 20
@@ -116,22 +123,24 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction: str 
     return F._reduce(loss, reduction, "binary_cross_entropy_with_logits")
 
 
-def l1_loss(input, target, reduction: str = "mean"):
+def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):
     """Mean (or sum) of absolute differences, broadcast as PyTorch does.
 
     >>> l1_loss(vkml.tensor([1.0]), vkml.tensor([3.0])).item()  # doctest: +SKIP
     2.0
     """
+    reduction = F.legacy_reduction(size_average, reduce, reduction)
     _check_reduction("l1_loss", reduction)
     return F._reduce(abs(input - target), reduction, "l1_loss")
 
 
-def smooth_l1_loss(input, target, reduction: str = "mean", beta: float = 1.0):
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", beta: float = 1.0):
     """``0.5·d²/beta`` where ``|d| < beta``, else ``|d| - 0.5·beta`` (d = input - target); beta 0 is ``l1_loss``.
 
     >>> smooth_l1_loss(vkml.tensor([0.5, 3.0]), vkml.tensor([0.0, 0.0]), reduction="none").tolist()  # doctest: +SKIP
     [0.125, 2.5]
     """
+    reduction = F.legacy_reduction(size_average, reduce, reduction)
     _check_reduction("smooth_l1_loss", reduction)
     if beta < 0:
         raise RuntimeError("'smooth_l1_loss': smooth_l1_loss does not support negative values for beta.")
@@ -160,13 +169,14 @@ def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0, weigh
     return F._reduce(loss, reduction, "huber_loss")
 
 
-def kl_div(input, target, reduction: str = "mean", log_target: bool = False):
+def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean", log_target: bool = False):
     """``target · (log(target) - input)`` (0 where target is 0), or ``exp(t)·(t - input)`` with ``log_target``;
     'batchmean' divides the sum by the batch size.
 
     >>> kl_div(vkml.tensor([0.0]), vkml.tensor([1.0])).item()  # doctest: +SKIP
     0.0
     """
+    reduction = F.legacy_reduction(size_average, reduce, reduction)
     _check_reduction("kl_div", reduction, _REDUCTIONS + ("batchmean",))
     if log_target:
         loss = functions.exp(target) * (target - input)

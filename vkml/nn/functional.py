@@ -261,7 +261,9 @@ def cross_entropy(
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"'cross_entropy': label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     if not isinstance(input, functions._tensor.Tensor) or not input.dtype.is_float:
-        raise RuntimeError(f"'cross_entropy': expected a floating point input tensor, got {getattr(input, 'dtype', type(input).__name__)}")
+        raise RuntimeError(
+            f"'cross_entropy': expected a floating point input tensor, got {getattr(input, 'dtype', type(input).__name__)}"
+        )
     if input.ndim == 0:
         raise ValueError("'cross_entropy': Expected 1 or more dimensions (got 0)")
     unbatched = input.ndim == 1
@@ -408,6 +410,9 @@ for _name in _activation.FUNCTIONS:
 del _name
 # ---------------------------------------------------------------------- convolution, pooling, normalisation
 # (vkml/nn/functional_layers.py and vkml/nn/functional_losses.py; imported last, as they import this module's helpers)
+from . import functional_losses_more as _losses_more  # noqa: E402  (issue 18, below)
+from . import functional_more as _more  # noqa: E402
+from . import layers_more as _layers_more  # noqa: E402
 from .functional_layers import (  # noqa: E402, F401
     adaptive_avg_pool2d,
     adaptive_max_pool2d,
@@ -437,14 +442,13 @@ from .functional_norm import (  # noqa: E402, F401
     normalize,
     rms_norm,
 )
-# ---------------------------------------------------------------------- issue 18: more layers and losses
-# (vkml/nn/functional_more.py, functional_losses_more.py; softmax, log_softmax and softmin with PyTorch's
-# dim=None, _stacklevel and dtype arguments from vkml/nn/layers_more.py)
-from . import functional_losses_more as _losses_more  # noqa: E402
-from . import functional_more as _more  # noqa: E402
-from .layers_more import log_softmax, softmax, softmin  # noqa: E402, F401
 
+# ---------------------------------------------------------------------- issue 18: more layers and losses
+# (vkml/nn/functional_more.py, functional_losses_more.py), and softmax, log_softmax and softmin with
+# PyTorch's dim=None, _stacklevel and dtype arguments (vkml/nn/layers_more.py)
 for _part in (_more, _losses_more):
     for _name in _part.FUNCTIONS:
         globals()[_name] = getattr(_part, _name)
+for _name in ("softmax", "log_softmax", "softmin"):
+    globals()[_name] = getattr(_layers_more, _name)
 del _part, _name

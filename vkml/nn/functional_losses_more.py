@@ -163,9 +163,7 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction: s
     return F._reduce(F.softplus(-target * input), reduction, "soft_margin_loss")
 
 
-def multilabel_soft_margin_loss(
-    input, target, weight=None, size_average=None, reduce=None, reduction: str = "mean"
-):
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction: str = "mean"):
     """``-(t·logsigmoid(x) + (1 - t)·logsigmoid(-x))`` times ``weight``, averaged over the classes (last dim),
     then reduced over the samples.
 
@@ -288,7 +286,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     n, c = x.shape
     t = functions.reshape(target, n, c)
     # slot k counts while no negative index came at or before it (PyTorch stops at the first negative)
-    counted = functions.cumprod((t >= 0).long(), 1) > 0
+    counted = (t < 0).long().cumsum(1) == 0
     message = _range_error("multilabel_margin_loss")
     # a counted slot must be a class in [0, C); -1 marks the others, which match no class
     slots = F._checked_hits(

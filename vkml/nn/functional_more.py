@@ -17,7 +17,6 @@ import warnings
 
 import numpy as np
 
-from ..errors import ShapeError
 from ..frontend import creation, mutation
 from ..frontend import operators as functions
 from ..frontend import random as vkrandom
@@ -81,7 +80,9 @@ def dropout1d(input, p: float = 0.5, training: bool = True, inplace: bool = Fals
             "provide channel-wise dropout on inputs with 1 spatial dimension, a channel dimension, and an optional "
             "batch dimension (i.e. 2D or 3D inputs)."
         )
-    return _unbatched(input, input.ndim == 2, lambda x: _dropout("dropout1d", x, p, training, False, False, True), inplace)
+    return _unbatched(
+        input, input.ndim == 2, lambda x: _dropout("dropout1d", x, p, training, False, False, True), inplace
+    )
 
 
 def dropout3d(input, p: float = 0.5, training: bool = True, inplace: bool = False):
@@ -100,7 +101,9 @@ def dropout3d(input, p: float = 0.5, training: bool = True, inplace: bool = Fals
             "channel dimension, and an optional batch dimension (i.e. 4D or 5D inputs).",
             stacklevel=2,
         )
-    return _unbatched(input, input.ndim != 5, lambda x: _dropout("dropout3d", x, p, training, False, False, True), inplace)
+    return _unbatched(
+        input, input.ndim != 5, lambda x: _dropout("dropout3d", x, p, training, False, False, True), inplace
+    )
 
 
 def _unbatched(input, add_batch: bool, fn, inplace: bool):
@@ -147,7 +150,9 @@ def rrelu(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool 
     if not training:
         return activation.leaky_relu(input, (lower + upper) / 2, inplace)
     if lower > upper:
-        raise RuntimeError(f"'rrelu': Lower bound should be less than or equal to the upper bound, got {lower} > {upper}")
+        raise RuntimeError(
+            f"'rrelu': Lower bound should be less than or equal to the upper bound, got {lower} > {upper}"
+        )
 
     def apply(x):
         u = vkrandom.random_tensor("uniform", x.shape, x.dtype, x.device)
@@ -336,7 +341,9 @@ def embedding_bag(
     num = weight.shape[0]
     if padding_idx is not None:
         if not -num <= padding_idx < num:
-            raise RuntimeError(f"'embedding_bag': padding_idx must be within the number of embeddings, got {padding_idx}")
+            raise RuntimeError(
+                f"'embedding_bag': padding_idx must be within the number of embeddings, got {padding_idx}"
+            )
         padding_idx %= num
     flat = functions.reshape(input, -1)
     rows = F.embedding(flat, weight)  # (n, D)
@@ -363,7 +370,11 @@ def embedding_bag(
         member = member & functions.reshape(used, 1, n)
     if mode == "max":
         big = functions.where(functions.unsqueeze(member, 2), functions.unsqueeze(rows, 0), -math.inf)
-        out = functions.amax(big, 1) if n else creation.zeros(bags, weight.shape[1], dtype=weight.dtype, device=weight.device)
+        out = (
+            functions.amax(big, 1)
+            if n
+            else creation.zeros(bags, weight.shape[1], dtype=weight.dtype, device=weight.device)
+        )
         empty = functions.logical_not(member.any(1)) if n else None
         return out if empty is None else functions.where(functions.unsqueeze(empty, 1), 0.0, out)
     out = functions.matmul(functions.cast(member, weight.dtype), rows)
@@ -425,7 +436,9 @@ def gumbel_softmax(logits, tau: float = 1, hard: bool = False, eps: float = 1e-1
         return y_soft
     d = functions.lazy.normalize_dim("gumbel_softmax", dim, y_soft.ndim)
     index = functions.argmax(y_soft, d, keepdim=True)
-    classes = functions.reshape(_positions(y_soft.shape[d], y_soft.device), *[-1 if i == d else 1 for i in range(y_soft.ndim)])
+    classes = functions.reshape(
+        _positions(y_soft.shape[d], y_soft.device), *[-1 if i == d else 1 for i in range(y_soft.ndim)]
+    )
     y_hard = functions.cast(index == classes, y_soft.dtype)
     return y_hard - y_soft.detach() + y_soft
 

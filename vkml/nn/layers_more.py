@@ -276,7 +276,9 @@ class PairwiseDistance(Module):
 class Bilinear(Module):
     """``y = x1ᵀ A x2 + b``; weight (out, in1, in2) and bias start uniform in ±1/sqrt(in1_features), as PyTorch's."""
 
-    def __init__(self, in1_features: int, in2_features: int, out_features: int, bias: bool = True, device=None, dtype=None):
+    def __init__(
+        self, in1_features: int, in2_features: int, out_features: int, bias: bool = True, device=None, dtype=None
+    ):
         super().__init__()
         self.in1_features, self.in2_features, self.out_features = in1_features, in2_features, out_features
         self.weight = Parameter(creation.zeros(out_features, in1_features, in2_features, dtype=dtype, device=device))

@@ -361,9 +361,10 @@ def embedding_bag(
         if offsets.dtype.is_float or offsets.dtype.name == "bool":
             raise TypeError(f"'embedding_bag': offsets must be an integer tensor, got {offsets.dtype.name}")
         bags = offsets.shape[0] - 1 if include_last_offset else offsets.shape[0]
-        starts = functions.reshape(offsets, 1, -1)
-        # bag of position k: the last offset at or before k; with include_last_offset the final offset
-        # ends the last bag, so positions after it belong to none
+        # with include_last_offset the last offset only ends the last bag, which runs to the end of the
+        # input as PyTorch's (its value should be the input's length)
+        starts = functions.reshape(offsets[:bags], 1, -1)
+        # bag of position k: the last offset at or before k
         bag_of = (starts <= functions.reshape(_positions(n, flat.device), n, 1)).long().sum(1) - 1
         member = functions.reshape(bag_of, 1, n) == functions.reshape(_positions(bags, flat.device), bags, 1)
     if used is not None:

@@ -305,6 +305,10 @@ def test_embedding_bag_errors_match_torch():
         nn.EmbeddingBag(4, 2, padding_idx=4)
     with pytest.raises(IndexError, match="Index 4 is out of bounds"):
         F.embedding_bag(vkml.tensor([[0, 4]]), w).numpy()
+    with pytest.raises(RuntimeError, match="embedding_bag.*offsets\\[0\\] has to be 0"):
+        F.embedding_bag(vkml.tensor([0, 1, 2]), w, vkml.tensor([1, 2])).numpy()
+    with pytest.raises(RuntimeError, match="offsets\\[-1\\] can not be greater than input's length 3"):
+        F.embedding_bag(vkml.tensor([0, 1, 2]), w, vkml.tensor([0, 5])).numpy()
 
 
 def test_embedding_bag_module_from_pretrained_matches_torch():

@@ -17,7 +17,6 @@ import math
 
 from ..frontend import creation
 from ..frontend import operators as functions
-from ..schedule import checks
 from . import activation
 from . import functional as F
 from . import functional_more as FM
@@ -37,24 +36,6 @@ def _broadcast(op: str, *tensors) -> None:
     functions.lazy.broadcast_shapes(op, *(tuple(t.shape) for t in tensors))
 
 
-def _defer_value_check(op: str, guard, bad, message: str, error=ValueError) -> None:
-    """``error(message)`` if any of the bool tensor ``bad`` is True, raised when a result computed through
-    ``guard`` is read (reading ``bad`` here would wait for the device), as ``cross_entropy``'s index check."""
-    if bad.numel() == 0:
-        return
-    flag = bad.any()
-    called = f" (called at {checks.user_line()})"
-
-    def describe(values):
-        return f"'{op}'{called}: {message}" if values[0] else None
-
-    if guard.node.realized:
-        if flag.item():
-            raise error(f"'{op}': {message}")
-        return
-    checks.defer(guard.node, (flag.node,), describe, error)
-
-
 def poisson_nll_loss(
     input,
     target,
@@ -65,7 +46,9 @@ def poisson_nll_loss(
     reduce=None,
     reduction: str = "mean",
 ):
-    """``exp(input) - target·input`` (``log_input``), else ``input - target·log(input + eps)``; ``full`` adds
+    """Negative log-likelihood of a Poisson distribution.
+
+    ``exp(input) - target·input`` (``log_input``), else ``input - target·log(input + eps)``; ``full`` adds
     Stirling's ``t·log(t) - t + ½·log(2πt)`` where t > 1.
 
     >>> poisson_nll_loss(vkml.tensor([0.0]), vkml.tensor([1.0])).item()  # doctest: +SKIP
@@ -111,7 +94,7 @@ def gaussian_nll_loss(input, target, var, full: bool = False, eps: float = 1e-6,
         raise ValueError(f"'gaussian_nll_loss': {reduction} is not valid")
     # max(var, eps) in value (var - var is exactly 0), the identity in gradient
     clamped = var - var.detach() + functions.clamp(var.detach(), min=eps)
-    _defer_value_check("gaussian_nll_loss", clamped, var < 0, "var has negative entry/entries")
+    FM.defer_value_check("gaussian_nll_loss", clamped, var < 0, "var has negative entry/entries")
     diff = input - target
     loss = 0.5 * (functions.log(clamped) + diff * diff / clamped)
     if full:
@@ -139,7 +122,9 @@ def margin_ranking_loss(
 
 
 def hinge_embedding_loss(input, target, margin: float = 1.0, size_average=None, reduce=None, reduction: str = "mean"):
-    """``input`` where target is 1, ``max(0, margin - input)`` where it is -1 (both terms where it is neither,
+    """Hinge embedding loss of distances labelled 1 or -1.
+
+    ``input`` where target is 1, ``max(0, margin - input)`` where it is -1 (both terms where it is neither,
     as PyTorch's: each term is masked by target != -1 and target != 1).
 
     >>> hinge_embedding_loss(vkml.tensor([0.3]), vkml.tensor([-1.0])).item()  # doctest: +SKIP
@@ -164,7 +149,9 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction: s
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction: str = "mean"):
-    """``-(t·logsigmoid(x) + (1 - t)·logsigmoid(-x))`` times ``weight``, averaged over the classes (last dim),
+    """Multi-label one-versus-all logistic loss.
+
+    ``-(t·logsigmoid(x) + (1 - t)·logsigmoid(-x))`` times ``weight``, averaged over the classes (last dim),
     then reduced over the samples.
 
     >>> multilabel_soft_margin_loss(vkml.zeros(1, 2), vkml.ones(1, 2)).item()  # doctest: +SKIP
@@ -183,7 +170,9 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
 def cosine_embedding_loss(
     input1, input2, target, margin: float = 0, size_average=None, reduce=None, reduction: str = "mean"
 ):
-    """``1 - cos`` where target is 1, ``max(0, cos - margin)`` where it is -1; ``cos`` is PyTorch's
+    """Cosine embedding loss of pairs labelled 1 (similar) or -1 (dissimilar).
+
+    ``1 - cos`` where target is 1, ``max(0, cos - margin)`` where it is -1; ``cos`` is PyTorch's
     ``Σ x1·x2 / sqrt((Σ x1² + 1e-12)·(Σ x2² + 1e-12))`` over the last dim.
 
     >>> cosine_embedding_loss(vkml.ones(1, 2), vkml.ones(1, 2), vkml.tensor([1.0])).item()  # doctest: +SKIP
@@ -270,7 +259,9 @@ def _range_error(op: str):
 
 
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):
-    """``Σ_{j target} Σ_{i not target} max(0, 1 - (x[j] - x[i])) / C`` per sample; the targets of a row are its
+    """Multi-label hinge loss over class-index targets.
+
+    ``Σ_{j target} Σ_{i not target} max(0, 1 - (x[j] - x[i])) / C`` per sample; the targets of a row are its
     class indices before the first -1.
 
     >>> multilabel_margin_loss(vkml.tensor([[0.1, 0.2, 0.4, 0.8]]), vkml.tensor([[3, 0, -1, 1]])).item()  # doctest: +SKIP
@@ -322,7 +313,9 @@ def triplet_margin_loss(
     reduce=None,
     reduction: str = "mean",
 ):
-    """``max(0, margin + d(a, p) - d(a, n))`` with d = ``pairwise_distance(·, ·, p, eps)``; ``swap`` takes
+    """Triplet loss of anchors, positives and negatives.
+
+    ``max(0, margin + d(a, p) - d(a, n))`` with d = ``pairwise_distance(·, ·, p, eps)``; ``swap`` takes
     ``min(d(a, n), d(p, n))`` for the negative distance.
 
     >>> triplet_margin_loss(vkml.zeros(1, 2), vkml.zeros(1, 2), vkml.ones(1, 2)).item()  # doctest: +SKIP

@@ -20,6 +20,7 @@ import numpy as np
 from ..frontend import creation, mutation
 from ..frontend import operators as functions
 from ..frontend import random as vkrandom
+from ..schedule import checks
 from . import activation
 from . import functional as F
 
@@ -67,7 +68,9 @@ def _dropout(op: str, input, p: float, training: bool, inplace: bool, alpha: boo
 
 
 def dropout1d(input, p: float = 0.5, training: bool = True, inplace: bool = False):
-    """Zero whole channels of (N, C, L) or (C, L) with probability ``p`` while ``training``, scaling the rest by
+    """Channel dropout for (N, C, L) or (C, L) inputs.
+
+    Zero whole channels of (N, C, L) or (C, L) with probability ``p`` while ``training``, scaling the rest by
     1/(1-p); masks come from ``vkml.manual_seed``'s generator.
 
     >>> dropout1d(vkml.ones(2, 3, 4), training=False).shape  # doctest: +SKIP
@@ -86,7 +89,9 @@ def dropout1d(input, p: float = 0.5, training: bool = True, inplace: bool = Fals
 
 
 def dropout3d(input, p: float = 0.5, training: bool = True, inplace: bool = False):
-    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) with probability ``p`` while ``training``; any
+    """Channel dropout for (N, C, D, H, W) or (C, D, H, W) inputs.
+
+    Zero whole channels of (N, C, D, H, W) or (C, D, H, W) with probability ``p`` while ``training``; any
     other rank warns as PyTorch's and is read as unbatched.
 
     >>> dropout3d(vkml.ones(1, 2, 2, 2, 2), training=False).shape  # doctest: +SKIP
@@ -121,7 +126,9 @@ def _unbatched(input, add_batch: bool, fn, inplace: bool):
 
 
 def alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool = False):
-    """Dropout for SELU networks: dropped elements take SELU's negative saturation, and an affine map keeps
+    """Dropout that keeps a SELU network's mean and variance.
+
+    Dropped elements take SELU's negative saturation, and an affine map keeps
     mean 0 and variance 1 (PyTorch's a and b). Identity unless ``training`` (default False, as PyTorch's).
 
     >>> alpha_dropout(vkml.ones(3)).tolist()  # doctest: +SKIP
@@ -140,7 +147,9 @@ def feature_alpha_dropout(input, p: float = 0.5, training: bool = False, inplace
 
 
 def rrelu(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False, inplace: bool = False):
-    """Randomized leaky ReLU: ``x`` for x >= 0, else ``a·x`` with ``a`` drawn uniform in [lower, upper) per element
+    """Randomized leaky ReLU.
+
+    ``x`` for x >= 0, else ``a·x`` with ``a`` drawn uniform in [lower, upper) per element
     while ``training``; ``leaky_relu(x, (lower + upper) / 2)`` otherwise. The gradient is 1 or ``a``.
 
     >>> rrelu(vkml.tensor([-2.0, 1.0]), 0.25, 0.25).tolist()  # doctest: +SKIP
@@ -169,6 +178,24 @@ def rrelu_(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool
     return rrelu(input, lower, upper, training, inplace=True)
 
 
+def defer_value_check(op: str, guard, bad, message: str, error=ValueError) -> None:
+    """``error(message)`` if any of the bool tensor ``bad`` is True, raised when a result computed through
+    ``guard`` is read (reading ``bad`` here would wait for the device), as ``cross_entropy``'s index check."""
+    if bad.numel() == 0:
+        return
+    flag = bad.any()
+    called = f" (called at {checks.user_line()})"
+
+    def describe(values):
+        return f"'{op}'{called}: {message}" if values[0] else None
+
+    if guard.node.realized:
+        if flag.item():
+            raise error(f"'{op}': {message}")
+        return
+    checks.defer(guard.node, (flag.node,), describe, error)
+
+
 # ---------------------------------------------------------------------- distances
 
 
@@ -180,7 +207,9 @@ def _float_tensor(op: str, name: str, x) -> None:
 
 
 def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
-    """``sum(x1/‖x1‖ · x2/‖x2‖)`` over ``dim`` after broadcasting, each norm clamped below at ``eps``
+    """Cosine similarity of ``x1`` and ``x2`` along ``dim``.
+
+    ``sum(x1/‖x1‖ · x2/‖x2‖)`` over ``dim`` after broadcasting, each norm clamped below at ``eps``
     (PyTorch's formula: normalise first, then the dot product).
 
     >>> cosine_similarity(vkml.tensor([[1.0, 0.0]]), vkml.tensor([[1.0, 1.0]])).tolist()  # doctest: +SKIP
@@ -234,7 +263,9 @@ def pdist(input, p: float = 2.0):
 
 
 def bilinear(input1, input2, weight, bias=None):
-    """``y[..., o] = Σ_ij input1[..., i] · weight[o, i, j] · input2[..., j] + bias[o]``: one ``matmul`` of
+    """The bilinear map ``x1ᵀ A x2 + b`` over the last dims.
+
+    ``y[..., o] = Σ_ij input1[..., i] · weight[o, i, j] · input2[..., j] + bias[o]``: one ``matmul`` of
     input1 with the weight, then a product with input2 summed over j.
 
     >>> bilinear(vkml.ones(2, 3), vkml.ones(2, 4), vkml.ones(5, 3, 4)).shape  # doctest: +SKIP
@@ -288,7 +319,9 @@ def embedding_bag(
     include_last_offset: bool = False,
     padding_idx=None,
 ):
-    """Sums, means or maxima of bags of ``weight``'s rows: the rows of a 2-D ``input`` (B, N), or the runs of a
+    """Sums, means or maxima of bags of embeddings.
+
+    The bags of ``weight``'s rows are the rows of a 2-D ``input`` (B, N), or the runs of a
     1-D ``input`` that ``offsets`` starts.
 
     No gather and no reading of ``offsets``: each index's bag is the count of offsets at or before
@@ -367,6 +400,22 @@ def embedding_bag(
         # bag of position k: the last offset at or before k
         bag_of = (starts <= functions.reshape(_positions(n, flat.device), n, 1)).long().sum(1) - 1
         member = functions.reshape(bag_of, 1, n) == functions.reshape(_positions(bags, flat.device), bags, 1)
+        if offsets.shape[0]:
+            first, last = offsets[0], offsets[-1]
+            defer_value_check(
+                "embedding_bag",
+                member,
+                first != 0,
+                "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from position 0",
+                RuntimeError,
+            )
+            defer_value_check(
+                "embedding_bag",
+                member,
+                last > n,
+                f"offsets[-1] can not be greater than input's length {n}",
+                RuntimeError,
+            )
     if used is not None:
         member = member & functions.reshape(used, 1, n)
     if mode == "max":
@@ -393,7 +442,9 @@ def _positions(n: int, device):
 
 
 def local_response_norm(input, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0):
-    """``x / (k + alpha/size · Σ x²)^beta``, the sum over ``size`` neighbouring channels (dim 1), zero-padded
+    """Local response normalisation over neighbouring channels.
+
+    ``x / (k + alpha/size · Σ x²)^beta``, the sum over ``size`` neighbouring channels (dim 1), zero-padded
     ``size//2`` before and ``(size-1)//2`` after, as PyTorch's.
 
     The window sum adds ``size`` shifted slices of the padded squares in channel order; PyTorch's
@@ -419,7 +470,9 @@ def local_response_norm(input, size: int, alpha: float = 1e-4, beta: float = 0.7
 
 
 def gumbel_softmax(logits, tau: float = 1, hard: bool = False, eps: float = 1e-10, dim: int = -1):
-    """``softmax((logits + g) / tau, dim)`` with Gumbel(0, 1) noise ``g`` from ``vkml.manual_seed``'s generator;
+    """A sample of the Gumbel-softmax distribution over ``dim``, soft or one-hot.
+
+    ``softmax((logits + g) / tau, dim)`` with Gumbel(0, 1) noise ``g`` from ``vkml.manual_seed``'s generator;
     ``hard`` returns the one-hot argmax with the soft sample's gradient (``y_hard - y_soft.detach() + y_soft``).
 
     >>> gumbel_softmax(vkml.zeros(2, 3), hard=True).sum(-1).tolist()  # doctest: +SKIP

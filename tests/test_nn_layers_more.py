@@ -131,7 +131,11 @@ def test_module_reprs_and_attributes_match_torch():
 
 def test_implicit_softmax_dim_warns_and_picks_torch_dim():
     x = _x((2, 3, 4))
-    for mine, ref in [(nn.Softmax(), torch.nn.Softmax()), (nn.LogSoftmax(), torch.nn.LogSoftmax())]:
+    for mine, ref in [
+        (nn.Softmax(), torch.nn.Softmax()),
+        (nn.LogSoftmax(), torch.nn.LogSoftmax()),
+        (nn.Softmin(), torch.nn.Softmin()),
+    ]:
         with pytest.warns(UserWarning, match="Implicit dimension choice"):
             got = mine(vkml.tensor(x)).numpy()
         with pytest.warns(UserWarning):

@@ -444,11 +444,11 @@ from .functional_norm import (  # noqa: E402, F401
 )
 
 # ---------------------------------------------------------------------- issue 18: more layers and losses
-# (vkml/nn/functional_more.py, functional_losses_more.py), and softmax, log_softmax and softmin with
+# (vkml/nn/functional_more.py, functional_losses_more.py), and softmax and log_softmax with
 # PyTorch's dim=None, _stacklevel and dtype arguments (vkml/nn/layers_more.py)
 for _part in (_more, _losses_more):
     for _name in _part.FUNCTIONS:
         globals()[_name] = getattr(_part, _name)
-for _name in ("softmax", "log_softmax", "softmin"):
+for _name in ("softmax", "log_softmax"):
     globals()[_name] = getattr(_layers_more, _name)
 del _part, _name

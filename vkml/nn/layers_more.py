@@ -12,33 +12,23 @@ vkml's generator.
 from __future__ import annotations
 
 import math
-import warnings
 
 from ..frontend import creation
 from ..frontend import operators as functions
+from . import activation, init
 from . import functional as F
 from . import functional_more as FM
-from . import init
 from .layers import Linear
 from .module import Module, Parameter, _set_data
 
 # ---------------------------------------------------------------------- softmax layers
 
 
-def _softmax_dim(name: str, ndim: int, stacklevel: int) -> int:
-    """PyTorch's implicit dim (deprecated, with its warning): 0 for 0-, 1- and 3-D inputs, else 1."""
-    warnings.warn(
-        f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X as an argument.",
-        stacklevel=stacklevel,
-    )
-    return 0 if ndim in (0, 1, 3) else 1
-
-
 def softmax(input, dim=None, _stacklevel: int = 3, dtype=None):
     """``vkml.softmax`` with ``torch.nn.functional.softmax``'s arguments: without ``dim``, PyTorch's implicit
     dim and warning; ``dtype`` casts the input first."""
     if dim is None:
-        dim = _softmax_dim("softmax", input.ndim, _stacklevel)
+        dim = activation.softmax_dim("softmax", input.ndim, _stacklevel)
     x = functions.cast(input, dtype) if dtype is not None else input
     return functions.softmax(x, dim)
 
@@ -46,17 +36,9 @@ def softmax(input, dim=None, _stacklevel: int = 3, dtype=None):
 def log_softmax(input, dim=None, _stacklevel: int = 3, dtype=None):
     """``vkml.log_softmax`` with ``torch.nn.functional.log_softmax``'s arguments (see ``softmax``)."""
     if dim is None:
-        dim = _softmax_dim("log_softmax", input.ndim, _stacklevel)
+        dim = activation.softmax_dim("log_softmax", input.ndim, _stacklevel)
     x = functions.cast(input, dtype) if dtype is not None else input
     return functions.log_softmax(x, dim)
-
-
-def softmin(input, dim=None, _stacklevel: int = 3, dtype=None):
-    """``softmax(-input)`` with ``torch.nn.functional.softmin``'s arguments (see ``softmax``)."""
-    if dim is None:
-        dim = _softmax_dim("softmin", input.ndim, _stacklevel)
-    x = functions.cast(input, dtype) if dtype is not None else input
-    return functions.softmax(functions.neg(x), dim)
 
 
 class Softmax(Module):

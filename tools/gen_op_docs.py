@@ -1326,6 +1326,20 @@ EXTRA.update(
             "reduction='mean')",
             "two or three `pairwise_distance`s, a clamp, then `mean` or `sum`",
         ),
+        "ctc_loss": _issue18(
+            "ctc_loss",
+            "loss",
+            "vkml.nn.CTCLoss(blank=0, reduction='mean', zero_infinity=False)",
+            "the alpha recursion in log space: per step a 3-way logsumexp (max-shifted `exp`s, a sum, `log`) plus the "
+            "emission; PyTorch's CPU kernel runs the same recursion, so results agree to a few ulp",
+            special="An impossible alignment (input too short) gives inf, or 0 with `zero_infinity`. A target label "
+            "out of [0, C) " + _NOT_READ,
+            divergence="The gradient with respect to `log_probs` is the true one, -(state occupancy); PyTorch's "
+            "backward adds exp(log_probs), assuming they come from `log_softmax`: through `log_softmax` (the usual "
+            "use) both give the same gradient of the logits. Out-of-range labels raise (PyTorch reads out of "
+            "bounds). Input lengths given as a tensor are not checked against T.",
+            gradient="Through the ops it is built of (the recursion's steps); NaN-free for unreachable states.",
+        ),
         "triplet_margin_with_distance_loss": _issue18(
             "triplet_margin_with_distance_loss",
             "loss",

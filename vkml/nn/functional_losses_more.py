@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..frontend import creation
 from ..frontend import operators as functions
+from ..ir import types as T
 from . import activation
 from . import functional as F
 from . import functional_more as FM
@@ -355,7 +358,174 @@ def triplet_margin_with_distance_loss(
     return F._reduce(loss, reduction, "triplet_margin_with_distance_loss")
 
 
+# ---------------------------------------------------------------------- CTC
+
+
+def _lengths(op: str, name: str, lengths, batch: int, device):
+    """(int64 tensor of the lengths on ``device``, their Python values or None when given as a tensor)."""
+    if isinstance(lengths, functions._tensor.Tensor):
+        if lengths.dtype.is_float or lengths.dtype is T.bool_:
+            raise RuntimeError(f"'{op}': {name} must be integral, got {lengths.dtype.name}")
+        flat = functions.reshape(lengths, -1)
+        if flat.shape[0] != batch:
+            raise RuntimeError(f"'{op}': {name} must be of size batch_size")
+        return flat.long(), None
+    values = [int(v) for v in (lengths if isinstance(lengths, (list, tuple)) else [lengths])]
+    if len(values) != batch:
+        raise RuntimeError(f"'{op}': {name} must be of size batch_size")
+    return creation.tensor(values, dtype=T.int64, device=device), values
+
+
+def _logsumexp_guarded(terms, dim=None):
+    """log(Σ exp) of the tensors ``terms`` (elementwise), or of ``terms`` along ``dim``, with -inf where every
+    term is -inf and no NaN in value or gradient: the shift by the max is detached (the result does not
+    depend on it), and the log only sees positive sums."""
+    if dim is None:
+        m = terms[0]
+        for t in terms[1:]:
+            m = functions.maximum(m, t)
+    else:
+        m = functions.amax(terms, dim, keepdim=True)
+    m = m.detach()
+    m = functions.where(m == -math.inf, 0.0, m)
+    if dim is None:
+        total = functions.exp(terms[0] - m)
+        for t in terms[1:]:
+            total = total + functions.exp(t - m)
+    else:
+        total = functions.exp(terms - m).sum(dim, keepdim=True)
+    positive = total > 0
+    out = functions.where(positive, functions.log(functions.where(positive, total, 1.0)) + m, -math.inf)
+    return out if dim is None else functions.squeeze(out, dim)
+
+
+def ctc_loss(
+    log_probs,
+    targets,
+    input_lengths,
+    target_lengths,
+    blank: int = 0,
+    reduction: str = "mean",
+    zero_infinity: bool = False,
+):
+    """Connectionist temporal classification loss of ``log_probs`` (T, N, C) or (T, C) against target sequences.
+
+    The forward (alpha) recursion of Graves et al. in log space over the extended labels
+    (blank, t1, blank, t2, ..., blank): one step per time t, each a guarded 3-way logsumexp of
+    shifted alphas plus the emissions, frozen after each sample's input length. Targets are
+    (N, S) padded rows or, with the lengths given, one concatenated 1-D tensor. 'mean' divides
+    each loss by its target length (at least 1), then averages; ``zero_infinity`` zeroes
+    infinite losses and their gradients.
+
+    Cost: a Python loop over T building O(T) small ops, and an (T, N, S, C) select for the
+    emissions: meant for the sequence lengths of a training batch, not thousands of steps.
+
+    >>> lp = vkml.zeros(3, 1, 2)  # doctest: +SKIP
+    >>> ctc_loss(lp, vkml.tensor([[1]]), (3,), (1,), reduction="none").shape  # doctest: +SKIP
+    (1,)
+    """
+    op = "ctc_loss"
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if log_probs.ndim not in (2, 3) or not log_probs.dtype.is_float:
+        raise RuntimeError(f"'{op}': log_probs must be a (T, N, C) or (T, C) float tensor, got {log_probs.shape}")
+    unbatched = log_probs.ndim == 2
+    if unbatched:
+        log_probs = functions.unsqueeze(log_probs, 1)
+        if targets.ndim == 1:
+            targets = functions.unsqueeze(targets, 0)
+    steps, batch, classes = log_probs.shape
+    if not 0 <= blank < classes:
+        raise RuntimeError(f"'{op}': blank must be in label range, got {blank} for {classes} classes")
+    if targets.dtype.is_float or targets.dtype is T.bool_:
+        raise RuntimeError(f"'{op}': targets must be integral, got {targets.dtype.name}")
+    device = log_probs.device
+    in_len, in_values = _lengths(op, "input_lengths", input_lengths, batch, device)
+    tgt_len, tgt_values = _lengths(op, "target_lengths", target_lengths, batch, device)
+    if in_values is not None and any(v > steps or v < 0 for v in in_values):
+        bad = next(v for v in in_values if v > steps or v < 0)
+        raise RuntimeError(f"'{op}': Expected input_lengths to have value at most {steps}, but got value {bad}")
+    if targets.ndim == 1:  # concatenated: the lengths' values place each target (PyTorch reads them too)
+        values = tgt_values if tgt_values is not None else [int(v) for v in tgt_len.tolist()]
+        if sum(values) > targets.shape[0]:
+            raise RuntimeError(f"'{op}': targets has {targets.shape[0]} values, fewer than the target lengths' sum")
+        width = max(values + [1])
+        starts = np.cumsum([0] + values[:-1])
+        flat = np.array([[starts[n] + k if k < values[n] else 0 for k in range(width)] for n in range(batch)], np.int64)
+        targets = (
+            functions.getitem(targets, (flat,))
+            if targets.shape[0]
+            else creation.zeros(batch, width, dtype=T.int64, device=device)
+        )
+        tgt_values = values
+    elif targets.ndim != 2 or targets.shape[0] != batch:
+        raise RuntimeError(f"'{op}': targets must be (N, S) or 1-D, got shape {targets.shape} for batch {batch}")
+    width = targets.shape[1]
+    if tgt_values is not None and max(tgt_values + [0]) > width:
+        raise RuntimeError(
+            f"'{op}': Expected tensor to have size at least {max(tgt_values)} at dimension 1, but got size {width} "
+            "for argument #2 'targets'"
+        )
+    positions = F._class_indices(max(width, 1), device)[:width]
+    counted = functions.unsqueeze(positions, 0) < functions.unsqueeze(tgt_len, 1)  # (N, S)
+    labels = functions.where(counted, targets, -1)
+    hits = F._checked_hits(op, labels, classes, -1, _range_error(op), IndexError, ignore_index=-1)  # (N, S, C)
+    # emissions: log p of each target label (T, N, S) and of the blank (T, N, 1), interleaved as the
+    # extended labels (T, N, 2S + 1)
+    label_emit = functions.where(functions.unsqueeze(hits, 0), functions.unsqueeze(log_probs, 2), 0.0).sum(-1)
+    blank_emit = log_probs.narrow(2, blank, 1)
+    pairs = functions.cat(
+        [functions.unsqueeze(blank_emit.expand(steps, batch, width), 3), functions.unsqueeze(label_emit, 3)], 3
+    )
+    emit = functions.cat([functions.reshape(pairs, steps, batch, 2 * width), blank_emit], 2)
+    length = 2 * width + 1
+    # a label state may skip the blank before it when its label differs from the previous label
+    if width > 1:
+        differs = targets.narrow(1, 1, width - 1) != targets.narrow(1, 0, width - 1)  # (N, S-1)
+        false = creation.zeros(batch, 1, dtype=T.bool_, device=device)
+        skip_label = functions.cat([false, differs], 1)  # (N, S)
+        skip = functions.cat(
+            [
+                functions.reshape(
+                    functions.cat(
+                        [functions.unsqueeze(false.expand(batch, width), 2), functions.unsqueeze(skip_label, 2)], 2
+                    ),
+                    batch,
+                    2 * width,
+                ),
+                false,
+            ],
+            1,
+        )
+    else:
+        skip = creation.zeros(batch, length, dtype=T.bool_, device=device)
+    state = F._class_indices(length, device)
+    start = functions.unsqueeze(state, 0) < functions.where(functions.unsqueeze(tgt_len, 1) > 0, 2, 1)
+    alpha = functions.where(start, emit[0], -math.inf)
+    none = creation.full((batch, 1), -math.inf, dtype=log_probs.dtype, device=device)
+    none2 = creation.full((batch, 2), -math.inf, dtype=log_probs.dtype, device=device)
+    for t in range(1, steps):
+        one_back = functions.cat([none, alpha.narrow(1, 0, length - 1)], 1)
+        two_back = functions.where(skip, functions.cat([none2, alpha.narrow(1, 0, length - 2)], 1), -math.inf)
+        step = _logsumexp_guarded([alpha, one_back, two_back]) + emit[t]
+        alpha = functions.where(functions.unsqueeze(in_len > t, 1), step, alpha)
+    end = functions.unsqueeze(2 * tgt_len, 1)
+    final = (functions.unsqueeze(state, 0) == end) | (functions.unsqueeze(state, 0) == end - 1)
+    loss = -_logsumexp_guarded(functions.where(final, alpha, -math.inf), 1)
+    if zero_infinity:
+        loss = functions.where(loss == math.inf, 0.0, loss)
+    if unbatched:
+        loss = functions.reshape(loss, ())
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    divisor = functions.clamp(tgt_len, min=1).to(loss.dtype)
+    return (loss / (divisor if not unbatched else functions.reshape(divisor, ()))).mean()
+
+
 FUNCTIONS = [
+    "ctc_loss",
     "poisson_nll_loss",
     "gaussian_nll_loss",
     "margin_ranking_loss",

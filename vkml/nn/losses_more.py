@@ -151,7 +151,25 @@ class TripletMarginWithDistanceLoss(_Loss):
         )
 
 
+class CTCLoss(_Loss):
+    def __init__(self, blank: int = 0, reduction: str = "mean", zero_infinity: bool = False):
+        super().__init__(None, None, reduction)
+        self.blank, self.zero_infinity = blank, zero_infinity
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        return FL.ctc_loss(
+            log_probs,
+            targets,
+            input_lengths,
+            target_lengths,
+            blank=self.blank,
+            reduction=self.reduction,
+            zero_infinity=self.zero_infinity,
+        )
+
+
 MODULES = [
+    "CTCLoss",
     "PoissonNLLLoss",
     "GaussianNLLLoss",
     "MarginRankingLoss",

@@ -296,10 +296,10 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     return F._reduce(loss, reduction, "multilabel_margin_loss")
 
 
-def _triplet_dims(anchor, positive, negative) -> None:
+def _triplet_dims(op: str, anchor, positive, negative) -> None:
     if not anchor.ndim == positive.ndim == negative.ndim:
         raise RuntimeError(
-            "The anchor, positive, and negative tensors are expected to have the same number of dimensions, but got: "
+            f"'{op}': The anchor, positive, and negative tensors are expected to have the same number of dimensions, but got: "
             f"anchor {anchor.ndim}D, positive {positive.ndim}D, and negative {negative.ndim}D inputs"
         )
 
@@ -327,7 +327,7 @@ def triplet_margin_loss(
     reduction = _reduction("triplet_margin_loss", size_average, reduce, reduction)
     if margin <= 0:
         raise ValueError(f"'triplet_margin_loss': margin must be greater than 0, got {margin}")
-    _triplet_dims(anchor, positive, negative)
+    _triplet_dims("triplet_margin_loss", anchor, positive, negative)
     d_pos = FM.pairwise_distance(anchor, positive, p, eps)
     d_neg = FM.pairwise_distance(anchor, negative, p, eps)
     if swap:
@@ -348,7 +348,7 @@ def triplet_margin_with_distance_loss(
         raise ValueError(f"'triplet_margin_with_distance_loss': {reduction} is not a valid value for reduction")
     if margin <= 0:
         raise ValueError(f"'triplet_margin_with_distance_loss': margin must be greater than 0, got {margin}")
-    _triplet_dims(anchor, positive, negative)
+    _triplet_dims("triplet_margin_with_distance_loss", anchor, positive, negative)
     distance = FM.pairwise_distance if distance_function is None else distance_function
     d_pos = distance(anchor, positive)
     d_neg = distance(anchor, negative)
@@ -426,7 +426,7 @@ def ctc_loss(
     """
     op = "ctc_loss"
     if reduction not in _REDUCTIONS:
-        raise ValueError(f"{reduction} is not a valid value for reduction")
+        raise ValueError(f"'{op}': {reduction} is not a valid value for reduction")
     if log_probs.ndim not in (2, 3) or not log_probs.dtype.is_float:
         raise RuntimeError(f"'{op}': log_probs must be a (T, N, C) or (T, C) float tensor, got {log_probs.shape}")
     unbatched = log_probs.ndim == 2

@@ -28,9 +28,9 @@ from . import functional as F
 _ALPHA_PRIME = 1.7580993408473766
 
 
-def _probability(p: float) -> None:
+def _probability(op: str, p: float) -> None:
     if p < 0.0 or p > 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        raise ValueError(f"'{op}': dropout probability has to be between 0 and 1, but got {p}")
 
 
 def _feature_mask(input, p: float, feature: bool):
@@ -45,7 +45,7 @@ def _dropout(op: str, input, p: float, training: bool, inplace: bool, alpha: boo
     """PyTorch's ``_dropout_impl``: identity when not training, p == 0 or empty; zeros for p == 1; else
     kept values scaled by 1/(1-p) (zeroed where dropped), or for ``alpha`` ``x·a·keep + b`` with SELU's
     negative saturation as the dropped value, so mean and variance stay (a, b as PyTorch's)."""
-    _probability(p)
+    _probability(op, p)
     if feature and input.ndim < 2:
         raise RuntimeError(f"'{op}': Feature dropout requires at least 2 dimensions in the input")
     if not training or p == 0 or input.numel() == 0:
@@ -76,7 +76,7 @@ def dropout1d(input, p: float = 0.5, training: bool = True, inplace: bool = Fals
     >>> dropout1d(vkml.ones(2, 3, 4), training=False).shape  # doctest: +SKIP
     (2, 3, 4)
     """
-    _probability(p)
+    _probability("dropout1d", p)
     if input.ndim not in (2, 3):
         raise RuntimeError(
             f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input. Note that dropout1d exists to "
@@ -97,7 +97,7 @@ def dropout3d(input, p: float = 0.5, training: bool = True, inplace: bool = Fals
     >>> dropout3d(vkml.ones(1, 2, 2, 2, 2), training=False).shape  # doctest: +SKIP
     (1, 2, 2, 2, 2)
     """
-    _probability(p)
+    _probability("dropout3d", p)
     if input.ndim not in (4, 5):
         warnings.warn(
             f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is deprecated and will result in an "
@@ -220,7 +220,9 @@ def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
     shape = functions.lazy.broadcast_shapes("cosine_similarity", tuple(x1.shape), tuple(x2.shape))
     ndim = max(len(shape), 1)
     if not -ndim <= dim < ndim:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {dim})")
+        raise IndexError(
+            f"'cosine_similarity': Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {dim})"
+        )
     a, b = functions.expand(x1, *shape), functions.expand(x2, *shape)
     na = functions.clamp(a.norm(2, dim=dim, keepdim=True), min=eps)
     nb = functions.clamp(b.norm(2, dim=dim, keepdim=True), min=eps)
@@ -340,29 +342,29 @@ def embedding_bag(
             f"have the same shape as the input ({tuple(input.shape)})"
         )
     if weight.ndim != 2:
-        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.ndim}")
+        raise ValueError(f"'embedding_bag': weight has to be a 2D Tensor, but got Tensor of dimension {weight.ndim}")
     if input.ndim == 2:
         if offsets is not None:
             raise ValueError(
-                "if input is 2D, then offsets has to be None, as input is treated is a mini-batch of fixed length "
+                "'embedding_bag': if input is 2D, then offsets has to be None, as input is treated is a mini-batch of fixed length "
                 f"sequences. However, found offsets of type {type(offsets)}"
             )
         bags, length = input.shape
         include_last_offset = False
     elif input.ndim == 1:
         if offsets is None:
-            raise ValueError("offsets has to be a 1D Tensor but got None")
+            raise ValueError("'embedding_bag': offsets has to be a 1D Tensor but got None")
         if offsets.ndim != 1:
-            raise ValueError("offsets has to be a 1D Tensor")
+            raise ValueError("'embedding_bag': offsets has to be a 1D Tensor")
         bags, length = None, input.shape[0]
     else:
-        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.ndim}")
+        raise ValueError(f"'embedding_bag': input has to be 1D or 2D Tensor, but got Tensor of dimension {input.ndim}")
     if mode not in ("sum", "mean", "max"):
-        raise ValueError("mode has to be one of sum, mean or max")
+        raise ValueError(f"'embedding_bag': mode has to be one of sum, mean or max, got {mode!r}")
     if mode == "max" and scale_grad_by_freq:
-        raise ValueError("max mode does not support scaling the gradient by the frequency")
+        raise ValueError("'embedding_bag': max mode does not support scaling the gradient by the frequency")
     if mode == "max" and sparse:
-        raise ValueError("max mode does not support sparse weights")
+        raise ValueError("'embedding_bag': max mode does not support sparse weights")
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(
             "embedding_bag: per_sample_weights was not None. per_sample_weights is only supported for mode='sum' "
@@ -454,7 +456,9 @@ def local_response_norm(input, size: int, alpha: float = 1e-4, beta: float = 0.7
     (1, 3, 2)
     """
     if input.ndim < 3:
-        raise ValueError(f"Expected 3D or higher dimensionality input (got {input.ndim} dimensions)")
+        raise ValueError(
+            f"'local_response_norm': Expected 3D or higher dimensionality input (got {input.ndim} dimensions)"
+        )
     if input.numel() == 0:
         return input
     channels = input.shape[1]

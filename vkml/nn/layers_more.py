@@ -95,7 +95,7 @@ class _DropoutNd(Module):
     def __init__(self, p: float = 0.5, inplace: bool = False):
         super().__init__()
         if p < 0 or p > 1:
-            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+            raise ValueError(f"{type(self).__name__}: dropout probability has to be between 0 and 1, but got {p}")
         self.p, self.inplace = p, inplace
 
     def extra_repr(self) -> str:
@@ -143,7 +143,9 @@ class _PadNd(Module):
 
     def forward(self, input):
         if self.dim_check and input.ndim not in (self.dims + 1, self.dims + 2):
-            raise ValueError(f"expected {self.dims + 1}D or {self.dims + 2}D input (got {input.ndim}D input)")
+            raise ValueError(
+                f"{type(self).__name__}: expected {self.dims + 1}D or {self.dims + 2}D input (got {input.ndim}D input)"
+            )
         return F.pad(input, self.padding, self.mode)
 
     def extra_repr(self) -> str:
@@ -272,7 +274,7 @@ class Bilinear(Module):
 
     def reset_parameters(self) -> None:
         if self.in1_features <= 0:
-            raise ValueError(f"in1_features must be > 0, but got (in1_features={self.in1_features})")
+            raise ValueError(f"Bilinear: in1_features must be > 0, but got (in1_features={self.in1_features})")
         bound = 1 / math.sqrt(self.in1_features)
         init.uniform_(self.weight, -bound, bound)
         if self.bias is not None:
@@ -354,10 +356,10 @@ class EmbeddingBag(Module):
         self.max_norm, self.norm_type, self.scale_grad_by_freq = max_norm, norm_type, scale_grad_by_freq
         if padding_idx is not None:
             if padding_idx > 0 and padding_idx >= num_embeddings:
-                raise AssertionError("padding_idx must be within num_embeddings")
+                raise AssertionError(f"EmbeddingBag: padding_idx must be within num_embeddings, got {padding_idx}")
             if padding_idx < 0:
                 if padding_idx < -num_embeddings:
-                    raise AssertionError("padding_idx must be within num_embeddings")
+                    raise AssertionError(f"EmbeddingBag: padding_idx must be within num_embeddings, got {padding_idx}")
                 padding_idx = num_embeddings + padding_idx
         self.padding_idx = padding_idx
         if _weight is None:
@@ -365,7 +367,7 @@ class EmbeddingBag(Module):
             self.reset_parameters()
         else:
             if list(_weight.shape) != [num_embeddings, embedding_dim]:
-                raise AssertionError("Shape of weight does not match num_embeddings and embedding_dim")
+                raise AssertionError("EmbeddingBag: Shape of weight does not match num_embeddings and embedding_dim")
             self.weight = Parameter(_weight)
         self.mode, self.sparse, self.include_last_offset = mode, sparse, include_last_offset
 
@@ -389,7 +391,7 @@ class EmbeddingBag(Module):
         padding_idx=None,
     ):
         if embeddings.ndim != 2:
-            raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
+            raise AssertionError("EmbeddingBag.from_pretrained: Embeddings parameter is expected to be 2-dimensional")
         rows, cols = embeddings.shape
         bag = cls(
             rows,

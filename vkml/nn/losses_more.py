@@ -84,7 +84,7 @@ class MultiMarginLoss(_WeightedLoss):
     ):
         super().__init__(weight, size_average, reduce, reduction)
         if p not in (1, 2):
-            raise ValueError("only p == 1 and p == 2 supported")
+            raise ValueError(f"MultiMarginLoss: only p == 1 and p == 2 supported, got {p}")
         if weight is not None and weight.ndim != 1:
             raise ValueError(f"MultiMarginLoss: expected weight to be None or 1D tensor, got {weight.ndim}D instead")
         self.p, self.margin = p, margin

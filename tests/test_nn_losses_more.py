@@ -380,3 +380,11 @@ def test_value_errors_are_raised_when_the_loss_is_read(gpu):
             vkml.ones(2, device=device), vkml.zeros(2, device=device), vkml.ones(2, device=device)
         )
         assert fine.item() == pytest.approx(0.5)
+
+
+def test_kl_div_mean_warns_as_torch():
+    x = vkml.tensor(_x((2, 3)))
+    with pytest.warns(UserWarning, match="'mean' divides the total loss by both the batch size and the support size"):
+        F.kl_div(x, x)
+    with pytest.warns(UserWarning, match="'mean' divides the total loss"):
+        nn.KLDivLoss()(x, x)

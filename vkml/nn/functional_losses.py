@@ -176,6 +176,13 @@ def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean
     >>> kl_div(vkml.tensor([0.0]), vkml.tensor([1.0])).item()  # doctest: +SKIP
     0.0
     """
+    if size_average is None and reduce is None and reduction == "mean":
+        warnings.warn(
+            "reduction: 'mean' divides the total loss by both the batch size and the support size.'batchmean' "
+            "divides only by the batch size, and aligns with the KL div math definition.'mean' will be changed to "
+            "behave the same as 'batchmean' in the next major release.",
+            stacklevel=2,
+        )
     reduction = F.legacy_reduction(size_average, reduce, reduction)
     _check_reduction("kl_div", reduction, _REDUCTIONS + ("batchmean",))
     if log_target:

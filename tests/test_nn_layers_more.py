@@ -230,6 +230,9 @@ def test_dropout_errors_match_torch():
         nn.AlphaDropout(-0.1)
     with pytest.raises(RuntimeError, match="dropout1d: Expected 2D or 3D input, but received a 4D input"):
         F.dropout1d(vkml.ones(1, 2, 3, 4))
+    assert F.feature_alpha_dropout(vkml.ones(3), 0.5).shape == (3,)  # checked only when a mask is drawn
+    with pytest.raises(RuntimeError, match="Feature dropout requires at least 2 dimensions in the input"):
+        F.feature_alpha_dropout(vkml.ones(3), 0.5, training=True)
     with pytest.warns(UserWarning, match="Received a 3-D input to dropout3d"):
         F.dropout3d(vkml.ones(2, 3, 4), training=False)
 

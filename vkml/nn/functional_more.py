@@ -46,10 +46,10 @@ def _dropout(op: str, input, p: float, training: bool, inplace: bool, alpha: boo
     kept values scaled by 1/(1-p) (zeroed where dropped), or for ``alpha`` ``x·a·keep + b`` with SELU's
     negative saturation as the dropped value, so mean and variance stay (a, b as PyTorch's)."""
     _probability(op, p)
-    if feature and input.ndim < 2:
-        raise RuntimeError(f"'{op}': Feature dropout requires at least 2 dimensions in the input")
     if not training or p == 0 or input.numel() == 0:
         return input
+    if feature and input.ndim < 2:  # checked only when a mask is drawn, as PyTorch's
+        raise RuntimeError(f"'{op}': Feature dropout requires at least 2 dimensions in the input")
 
     def apply(x):
         if p == 1:

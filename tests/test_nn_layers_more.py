@@ -354,3 +354,19 @@ def test_layer_errors_match_torch():
         F.local_response_norm(vkml.ones(2, 3), 2)
     with pytest.raises(ValueError, match="in1_features must be > 0"):
         nn.Bilinear(0, 2, 3)
+
+
+def test_dropout_inplace_writes_into_the_input_as_torch():
+    vkml.manual_seed(2)
+    for fn in (F.dropout, F.dropout2d, F.dropout1d, F.dropout3d):
+        x = vkml.ones(4, 8, 2, 2, 2) if fn is F.dropout3d else vkml.ones(4, 8, 4)
+        out = fn(x, 0.5, inplace=True)
+        assert out is x and set(np.unique(x.numpy())) == {0.0, 2.0}
+    x = vkml.ones(2, 3, 4)
+    assert F.dropout(x, 1.0, inplace=True) is x and not x.numpy().any()
+    layer, ref = nn.Dropout(0.2, inplace=True), torch.nn.Dropout(0.2, inplace=True)
+    assert repr(layer) == repr(ref) and repr(nn.Dropout()) == repr(torch.nn.Dropout())
+    x = vkml.ones(50)
+    assert layer(x) is x
+    with pytest.raises(ValueError, match="dropout probability has to be between 0 and 1, but got 2"):
+        F.dropout(x, 2)

@@ -16,7 +16,7 @@ import warnings
 import weakref
 
 from ..errors import DTypeError, ShapeError
-from ..frontend import creation
+from ..frontend import creation, mutation
 from ..frontend import operators as functions
 from ..frontend import random as vkrandom
 from ..frontend import shape as shape_ops
@@ -383,21 +383,25 @@ def embedding(input, weight):
     return functions.matmul(functions.cast(hits, weight.dtype), weight)
 
 
-def dropout(input, p: float = 0.5, training: bool = True):
+def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False):
     """While ``training``, zero elements with probability ``p`` (masks from ``vkml.manual_seed``'s generator) and
-    scale the others by 1/(1-p); otherwise return ``input``.
+    scale the others by 1/(1-p); otherwise return ``input``. ``inplace`` writes the result into ``input``.
 
     >>> dropout(vkml.ones(4), 0.5, training=False).tolist()  # doctest: +SKIP
     [1.0, 1.0, 1.0, 1.0]
     """
     if not 0 <= p <= 1:
-        raise ValueError(f"'dropout': p must be in [0, 1], got {p}")
+        raise ValueError(f"'dropout': dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0:
         return input
-    if p == 1:
-        return input * 0.0
-    keep = vkrandom.keep_mask(input.shape, p, input.device)
-    return functions.where(keep, input * (1.0 / (1.0 - p)), 0.0)
+
+    def apply(x):
+        if p == 1:
+            return x * 0.0
+        keep = vkrandom.keep_mask(x.shape, p, x.device)
+        return functions.where(keep, x * (1.0 / (1.0 - p)), 0.0)
+
+    return mutation.inplace(input, "dropout_", apply) if inplace else apply(input)
 
 
 # Attention (vkml/nn/functional_attention.py); imported last, as it only builds on the frontend.

@@ -16,6 +16,7 @@ import math
 import warnings
 
 from ..errors import ShapeError
+from ..frontend import mutation
 from ..frontend import operators as functions
 from ..frontend import random as vkrandom
 from . import functional as F
@@ -213,8 +214,6 @@ def dropout2d(input, p: float = 0.5, training: bool = True, inplace: bool = Fals
         raise RuntimeError(f"'dropout2d': Expected 3D or 4D input, got {input.ndim}D input")
     if not training or p == 0:
         return input
-    if p == 1:
-        return input * 0.0
     if input.ndim == 3:
         warnings.warn(
             "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout behavior is "
@@ -224,5 +223,11 @@ def dropout2d(input, p: float = 0.5, training: bool = True, inplace: bool = Fals
             stacklevel=2,
         )
     shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
-    keep = vkrandom.keep_mask(shape, p, input.device)
-    return functions.where(keep, input * (1.0 / (1.0 - p)), 0.0)
+
+    def apply(x):
+        if p == 1:
+            return x * 0.0
+        keep = vkrandom.keep_mask(shape, p, x.device)
+        return functions.where(keep, x * (1.0 / (1.0 - p)), 0.0)
+
+    return mutation.inplace(input, "dropout2d_", apply) if inplace else apply(input)

@@ -102,17 +102,17 @@ class Embedding(Module):
 class Dropout(Module):
     """Zero each element with probability ``p`` and scale the rest by 1/(1-p) while training; identity in eval()."""
 
-    def __init__(self, p: float = 0.5):
+    def __init__(self, p: float = 0.5, inplace: bool = False):
         super().__init__()
         if not 0 <= p <= 1:
-            raise ValueError(f"Dropout: p must be in [0, 1], got {p}")
-        self.p = p
+            raise ValueError(f"Dropout: dropout probability has to be between 0 and 1, but got {p}")
+        self.p, self.inplace = p, inplace
 
     def forward(self, input):
-        return F.dropout(input, self.p, self.training)
+        return F.dropout(input, self.p, self.training, self.inplace)
 
     def extra_repr(self) -> str:
-        return f"p={self.p}"
+        return f"p={self.p}, inplace={self.inplace}"
 
 
 class ReLU(Module):

@@ -153,7 +153,7 @@ class Dropout2d(Module):
         self.p, self.inplace = p, inplace
 
     def forward(self, input):
-        return FL.dropout2d(input, self.p, self.training)
+        return FL.dropout2d(input, self.p, self.training, self.inplace)
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"

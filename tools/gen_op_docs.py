@@ -371,7 +371,7 @@ EXTRA: dict[str, Extra] = {
     ),
     "dropout": Extra(
         "composite",
-        (_sig("vkml.nn.functional.dropout", nnf.dropout), "vkml.nn.Dropout(p=0.5)"),
+        (_sig("vkml.nn.functional.dropout", nnf.dropout), "vkml.nn.Dropout(p=0.5, inplace=False)"),
         nnf.dropout,
         precision="kept elements are multiplied by 1/(1-p) rounded to float32 (one rounding)",
         divergence="The masks come from vkml's generator: other positions than PyTorch's for the same seed.",
@@ -1132,7 +1132,7 @@ EXTRA.update(
         ),
         "dropout2d": Extra(
             "composite",
-            (_sig(_NN + "dropout2d", nnf.dropout2d), "vkml.nn.Dropout2d(p=0.5)"),
+            (_sig(_NN + "dropout2d", nnf.dropout2d), "vkml.nn.Dropout2d(p=0.5, inplace=False)"),
             nnf.dropout2d,
             precision="kept channels are multiplied by 1/(1-p) rounded to float32 (one rounding)",
             divergence="The masks come from vkml's generator: other channels than PyTorch's for the same seed.",

@@ -370,3 +370,30 @@ def test_dropout_inplace_writes_into_the_input_as_torch():
     assert layer(x) is x
     with pytest.raises(ValueError, match="dropout probability has to be between 0 and 1, but got 2"):
         F.dropout(x, 2)
+
+
+def test_embedding_padding_idx_matches_torch(gpu):
+    weight, idx = _x((6, 3)), np.array([[0, 2, 5], [2, 2, 1]], np.int64)
+    check(
+        lambda i, w: F.embedding(i, w, padding_idx=2),
+        lambda i, w: TF.embedding(i, w, padding_idx=2),
+        [idx, weight],
+        gpu,
+        rtol=1e-6,
+        atol=1e-6,
+        grad=[False, True],
+    )
+    mine, ref = nn.Embedding(6, 3, padding_idx=-1), torch.nn.Embedding(6, 3, padding_idx=-1)
+    assert repr(mine) == repr(ref) == "Embedding(6, 3, padding_idx=5)"
+    assert not mine.weight.numpy()[5].any() and mine.weight.numpy()[:5].all()
+    frozen = nn.Embedding.from_pretrained(vkml.tensor(weight), padding_idx=1)
+    assert repr(frozen) == repr(torch.nn.Embedding.from_pretrained(torch.tensor(weight), padding_idx=1))
+    assert (
+        frozen.weight.requires_grad is False
+        and nn.Embedding.from_pretrained(vkml.tensor(weight), False).weight.requires_grad
+    )
+    np.testing.assert_array_equal(frozen(vkml.tensor([1, 4])).numpy(), weight[[1, 4]])
+    with pytest.raises(AssertionError, match="Padding_idx must be within num_embeddings"):
+        nn.Embedding(6, 3, padding_idx=6)
+    with pytest.raises(NotImplementedError, match="'embedding': max_norm=1.0 is not supported"):
+        F.embedding(vkml.tensor([0]), vkml.tensor(weight), max_norm=1.0)

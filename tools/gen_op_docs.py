@@ -361,12 +361,16 @@ EXTRA: dict[str, Extra] = {
     ),
     "embedding": Extra(
         "composite",
-        (_sig("vkml.nn.functional.embedding", nnf.embedding), "vkml.nn.Embedding(num_embeddings, embedding_dim)"),
+        (
+            _sig("vkml.nn.functional.embedding", nnf.embedding),
+            "vkml.nn.Embedding(num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0, "
+            "scale_grad_by_freq=False, sparse=False, _weight=None, _freeze=False, device=None, dtype=None)",
+        ),
         nnf.embedding,
         precision="exact: each output is one row element (the other products are zeros)",
         special="A NaN or inf anywhere in `weight` makes every output NaN (0 × inf in the one-hot product).",
-        divergence="`padding_idx`, `max_norm` and sparse gradients are not supported; PyTorch copies rows, so only "
-        "a looked-up row's NaN or inf reaches its output.",
+        divergence="`max_norm`, `scale_grad_by_freq` and sparse gradients raise NotImplementedError; PyTorch copies "
+        "rows, so only a looked-up row's NaN or inf reaches its output.",
         gradient=THROUGH,
     ),
     "dropout": Extra(

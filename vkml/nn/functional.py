@@ -363,23 +363,44 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
     return out.to(input.dtype) if input.dtype is T.float16 else out
 
 
-def embedding(input, weight):
+def embedding(
+    input,
+    weight,
+    padding_idx=None,
+    max_norm=None,
+    norm_type: float = 2.0,
+    scale_grad_by_freq: bool = False,
+    sparse: bool = False,
+):
     """Rows of ``weight`` picked by the integer indices ``input``: a one-hot matrix times ``weight``.
 
     Cost: the one-hot product does N·V·D multiply-adds for N indices into V rows of width D
     (a gather would read N·D values); it needs no gather kernel, and its gradient — a one-hot
-    product too — adds every index's gradient into its row.
+    product too — adds every index's gradient into its row. ``padding_idx``'s row is read as
+    any other but gets no gradient, as PyTorch's.
 
     An index outside [0, num_embeddings) is PyTorch's IndexError naming the first such index
     (the one-hot product would otherwise give a silent zero row), raised when a result computed
-    through the lookup is read, as ``cross_entropy``'s.
+    through the lookup is read, as ``cross_entropy``'s. ``max_norm`` (which renormalises the
+    weight in place), ``scale_grad_by_freq`` and ``sparse=True`` raise NotImplementedError.
 
     >>> embedding(vkml.tensor([1]), vkml.tensor([[0.0], [5.0]])).tolist()  # doctest: +SKIP
     [[5.0]]
     """
     if weight.ndim != 2:
         raise ShapeError(f"'embedding': weight must be 2-D (num_embeddings, embedding_dim), got shape {weight.shape}")
-    hits = _checked_hits("embedding", input, weight.shape[0], -1, _out_of_bounds("embedding", "Index", weight.shape[0]))
+    for name, value in (("max_norm", max_norm), ("scale_grad_by_freq", scale_grad_by_freq), ("sparse", sparse)):
+        if value not in (None, False):
+            raise NotImplementedError(f"'embedding': {name}={value!r} is not supported")
+    num = weight.shape[0]
+    if padding_idx is not None:
+        if not -num <= padding_idx < num:
+            raise AssertionError(f"'embedding': Padding_idx must be within num_embeddings, got {padding_idx}")
+        padding_idx %= num
+        # the padding row's value, without its gradient: weight - weight.detach() is exactly 0
+        rows = functions.reshape(_class_indices(num, weight.device), num, 1)
+        weight = functions.where(rows == padding_idx, weight.detach(), weight)
+    hits = _checked_hits("embedding", input, num, -1, _out_of_bounds("embedding", "Index", num))
     return functions.matmul(functions.cast(hits, weight.dtype), weight)
 
 

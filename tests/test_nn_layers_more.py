@@ -306,8 +306,8 @@ def test_embedding_bag_errors_match_torch():
         F.embedding_bag(vkml.tensor([[0, 1]]), w, mode="min")
     with pytest.raises(NotImplementedError, match="per_sample_weights is only supported for mode='sum'"):
         F.embedding_bag(vkml.tensor([[0, 1]]), w, per_sample_weights=vkml.ones(1, 2))
-    with pytest.raises(NotImplementedError, match="'embedding_bag': max_norm=1.0 is not supported"):
-        F.embedding_bag(vkml.tensor([[0, 1]]), w, max_norm=1.0)
+    with pytest.raises(NotImplementedError, match="'embedding_bag': scale_grad_by_freq=True is not supported"):
+        F.embedding_bag(vkml.tensor([[0, 1]]), w, scale_grad_by_freq=True)
     with pytest.raises(AssertionError, match="padding_idx must be within num_embeddings"):
         nn.EmbeddingBag(4, 2, padding_idx=4)
     with pytest.raises(IndexError, match="Index 4 is out of bounds"):
@@ -395,5 +395,28 @@ def test_embedding_padding_idx_matches_torch(gpu):
     np.testing.assert_array_equal(frozen(vkml.tensor([1, 4])).numpy(), weight[[1, 4]])
     with pytest.raises(AssertionError, match="Padding_idx must be within num_embeddings"):
         nn.Embedding(6, 3, padding_idx=6)
-    with pytest.raises(NotImplementedError, match="'embedding': max_norm=1.0 is not supported"):
-        F.embedding(vkml.tensor([0]), vkml.tensor(weight), max_norm=1.0)
+    with pytest.raises(NotImplementedError, match="'embedding': sparse=True is not supported"):
+        F.embedding(vkml.tensor([0]), vkml.tensor(weight), sparse=True)
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0])
+def test_embedding_max_norm_renormalises_looked_up_rows_as_torch(norm_type, gpu):
+    weight = _x((5, 3), 3) * 2
+    for device in (CPU, gpu):
+        mine = nn.Embedding.from_pretrained(
+            vkml.tensor(weight, device=device), False, max_norm=1.5, norm_type=norm_type
+        )
+        ref = torch.nn.Embedding.from_pretrained(torch.tensor(weight), False, max_norm=1.5, norm_type=norm_type)
+        idx = [[0, 3], [3, 1]]
+        out = mine(vkml.tensor(idx, device=device))
+        want = ref(torch.tensor(idx))
+        out.sum().backward()
+        want.sum().backward()
+        np.testing.assert_allclose(out.numpy(), want.detach().numpy(), rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(mine.weight.numpy(), ref.weight.detach().numpy(), rtol=1e-6, atol=1e-6)
+        np.testing.assert_array_equal(mine.weight.grad.numpy(), ref.weight.grad.numpy())
+    bag = F.embedding_bag(vkml.tensor([0, 2, 4]), vkml.tensor(weight), vkml.tensor([0, 1]), max_norm=1.0, mode="sum")
+    want = TF.embedding_bag(
+        torch.tensor([0, 2, 4]), torch.tensor(weight), torch.tensor([0, 1]), max_norm=1.0, mode="sum"
+    )
+    np.testing.assert_allclose(bag.numpy(), want.numpy(), rtol=1e-6, atol=1e-6)

@@ -16,7 +16,7 @@ import warnings
 import weakref
 
 from ..errors import DTypeError, ShapeError
-from ..frontend import creation, mutation
+from ..frontend import autograd, creation, mutation
 from ..frontend import operators as functions
 from ..frontend import random as vkrandom
 from ..frontend import shape as shape_ops
@@ -381,27 +381,38 @@ def embedding(
 
     An index outside [0, num_embeddings) is PyTorch's IndexError naming the first such index
     (the one-hot product would otherwise give a silent zero row), raised when a result computed
-    through the lookup is read, as ``cross_entropy``'s. ``max_norm`` (which renormalises the
-    weight in place), ``scale_grad_by_freq`` and ``sparse=True`` raise NotImplementedError.
+    through the lookup is read, as ``cross_entropy``'s. ``max_norm`` scales the looked-up rows whose
+    norm exceeds it, in place in ``weight``, before the lookup (PyTorch's ``embedding_renorm_``);
+    ``scale_grad_by_freq`` and ``sparse=True`` raise NotImplementedError.
 
     >>> embedding(vkml.tensor([1]), vkml.tensor([[0.0], [5.0]])).tolist()  # doctest: +SKIP
     [[5.0]]
     """
     if weight.ndim != 2:
         raise ShapeError(f"'embedding': weight must be 2-D (num_embeddings, embedding_dim), got shape {weight.shape}")
-    for name, value in (("max_norm", max_norm), ("scale_grad_by_freq", scale_grad_by_freq), ("sparse", sparse)):
-        if value not in (None, False):
+    for name, value in (("scale_grad_by_freq", scale_grad_by_freq), ("sparse", sparse)):
+        if value:
             raise NotImplementedError(f"'embedding': {name}={value!r} is not supported")
     num = weight.shape[0]
-    if padding_idx is not None:
-        if not -num <= padding_idx < num:
-            raise AssertionError(f"'embedding': Padding_idx must be within num_embeddings, got {padding_idx}")
-        padding_idx %= num
-        # the padding row's value, without its gradient: weight - weight.detach() is exactly 0
-        rows = functions.reshape(_class_indices(num, weight.device), num, 1)
-        weight = functions.where(rows == padding_idx, weight.detach(), weight)
+    if padding_idx is not None and not -num <= padding_idx < num:
+        raise AssertionError(f"'embedding': Padding_idx must be within num_embeddings, got {padding_idx}")
     hits = _checked_hits("embedding", input, num, -1, _out_of_bounds("embedding", "Index", num))
+    if max_norm is not None:
+        renorm_rows(weight, hits.reshape(-1, num).any(0), max_norm, norm_type)
+    if padding_idx is not None:
+        # the padding row's value, without its gradient
+        rows = functions.reshape(_class_indices(num, weight.device), num, 1)
+        weight = functions.where(rows == padding_idx % num, weight.detach(), weight)
     return functions.matmul(functions.cast(hits, weight.dtype), weight)
+
+
+def renorm_rows(weight, used, max_norm: float, norm_type: float) -> None:
+    """PyTorch's ``embedding_renorm_``: the ``used`` rows of ``weight`` whose ``norm_type``-norm exceeds
+    ``max_norm`` are scaled, in place and without autograd, by max_norm / (norm + 1e-7)."""
+    with autograd.no_grad():
+        norms = weight.norm(norm_type, dim=1)
+        scale = functions.where(used & (norms > max_norm), max_norm / (norms + 1e-7), 1.0)
+        mutation.inplace(weight, "embedding_renorm_", lambda w: w * functions.unsqueeze(scale, 1))
 
 
 def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False):

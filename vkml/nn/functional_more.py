@@ -370,9 +370,9 @@ def embedding_bag(
             "embedding_bag: per_sample_weights was not None. per_sample_weights is only supported for mode='sum' "
             f"(got mode='{mode}'). Please open a feature request on GitHub."
         )
-    for name, value in (("max_norm", max_norm), ("scale_grad_by_freq", scale_grad_by_freq), ("sparse", sparse)):
-        if value not in (None, False):
-            raise NotImplementedError(f"'embedding_bag': {name}={value!r} is not supported (vkml has no {name})")
+    for name, value in (("scale_grad_by_freq", scale_grad_by_freq), ("sparse", sparse)):
+        if value:
+            raise NotImplementedError(f"'embedding_bag': {name}={value!r} is not supported")
     num = weight.shape[0]
     if padding_idx is not None:
         if not -num <= padding_idx < num:
@@ -381,7 +381,7 @@ def embedding_bag(
             )
         padding_idx %= num
     flat = functions.reshape(input, -1)
-    rows = F.embedding(flat, weight)  # (n, D)
+    rows = F.embedding(flat, weight, max_norm=max_norm, norm_type=norm_type)  # (n, D); renorms as PyTorch's
     used = None if padding_idx is None else flat != padding_idx
     if per_sample_weights is not None:
         rows = rows * functions.unsqueeze(functions.reshape(per_sample_weights, -1), 1)

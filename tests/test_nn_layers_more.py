@@ -306,8 +306,10 @@ def test_embedding_bag_errors_match_torch():
         F.embedding_bag(vkml.tensor([[0, 1]]), w, mode="min")
     with pytest.raises(NotImplementedError, match="per_sample_weights is only supported for mode='sum'"):
         F.embedding_bag(vkml.tensor([[0, 1]]), w, per_sample_weights=vkml.ones(1, 2))
-    with pytest.raises(NotImplementedError, match="'embedding_bag': scale_grad_by_freq=True is not supported"):
-        F.embedding_bag(vkml.tensor([[0, 1]]), w, scale_grad_by_freq=True)
+    with pytest.raises(NotImplementedError, match="'embedding_bag': sparse=True is not supported"):
+        F.embedding_bag(vkml.tensor([[0, 1]]), w, sparse=True)
+    with pytest.raises(ValueError, match="max mode does not support scaling the gradient by the frequency"):
+        F.embedding_bag(vkml.tensor([[0, 1]]), w, mode="max", scale_grad_by_freq=True)
     with pytest.raises(AssertionError, match="padding_idx must be within num_embeddings"):
         nn.EmbeddingBag(4, 2, padding_idx=4)
     with pytest.raises(IndexError, match="Index 4 is out of bounds"):
@@ -420,3 +422,18 @@ def test_embedding_max_norm_renormalises_looked_up_rows_as_torch(norm_type, gpu)
         torch.tensor([0, 2, 4]), torch.tensor(weight), torch.tensor([0, 1]), max_norm=1.0, mode="sum"
     )
     np.testing.assert_allclose(bag.numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_scale_grad_by_freq_matches_torch(gpu):
+    weight, idx = _x((6, 3)), np.array([[0, 2, 5, 2], [2, 2, 1, 0]], np.int64)
+    check(
+        lambda i, w: F.embedding(i, w, padding_idx=1, scale_grad_by_freq=True),
+        lambda i, w: TF.embedding(i, w, padding_idx=1, scale_grad_by_freq=True),
+        [idx, weight],
+        gpu,
+        rtol=1e-6,
+        atol=1e-6,
+        grad=[False, True],
+    )
+    with pytest.raises(NotImplementedError, match="'embedding_bag': scale_grad_by_freq=True is not supported"):
+        F.embedding_bag(vkml.tensor(idx), vkml.tensor(weight), scale_grad_by_freq=True)

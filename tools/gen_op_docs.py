@@ -369,8 +369,8 @@ EXTRA: dict[str, Extra] = {
         nnf.embedding,
         precision="exact: each output is one row element (the other products are zeros)",
         special="A NaN or inf anywhere in `weight` makes every output NaN (0 × inf in the one-hot product).",
-        divergence="`scale_grad_by_freq` and sparse gradients raise NotImplementedError; PyTorch copies rows, so "
-        "only a looked-up row's NaN or inf reaches its output.",
+        divergence="Sparse gradients raise NotImplementedError; PyTorch copies rows, so only a looked-up row's NaN "
+        "or inf reaches its output.",
         gradient=THROUGH,
     ),
     "dropout": Extra(
@@ -1240,7 +1240,8 @@ EXTRA.update(
             "`amax` (max)",
             special="An empty bag gives zeros; `padding_idx` entries count for nothing. An index out of range "
             + _NOT_READ,
-            divergence="`scale_grad_by_freq` and `sparse=True` raise NotImplementedError. Offsets that "
+            divergence="`sparse=True` raises NotImplementedError, and so does `scale_grad_by_freq` (PyTorch's CPU "
+            "kernel scales each row's gradient by another row's count). Offsets that "
             "PyTorch refuses (`offsets[0] != 0`, `offsets[-1]` past the input) raise its RuntimeError when a result is "
             "read; decreasing offsets are not checked (PyTorch fails on them too, with an internal assertion).",
             gradient="Through the ops it is built of: each index's row gets its bag's gradient (times its "

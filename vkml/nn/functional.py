@@ -383,16 +383,16 @@ def embedding(
     (the one-hot product would otherwise give a silent zero row), raised when a result computed
     through the lookup is read, as ``cross_entropy``'s. ``max_norm`` scales the looked-up rows whose
     norm exceeds it, in place in ``weight``, before the lookup (PyTorch's ``embedding_renorm_``);
-    ``scale_grad_by_freq`` and ``sparse=True`` raise NotImplementedError.
+    ``scale_grad_by_freq`` divides each row's gradient by its count in ``input`` (a second one-hot
+    product, for the gradient only); ``sparse=True`` raises NotImplementedError.
 
     >>> embedding(vkml.tensor([1]), vkml.tensor([[0.0], [5.0]])).tolist()  # doctest: +SKIP
     [[5.0]]
     """
     if weight.ndim != 2:
         raise ShapeError(f"'embedding': weight must be 2-D (num_embeddings, embedding_dim), got shape {weight.shape}")
-    for name, value in (("scale_grad_by_freq", scale_grad_by_freq), ("sparse", sparse)):
-        if value:
-            raise NotImplementedError(f"'embedding': {name}={value!r} is not supported")
+    if sparse:
+        raise NotImplementedError("'embedding': sparse=True is not supported (vkml has no sparse gradients)")
     num = weight.shape[0]
     if padding_idx is not None and not -num <= padding_idx < num:
         raise AssertionError(f"'embedding': Padding_idx must be within num_embeddings, got {padding_idx}")
@@ -403,7 +403,16 @@ def embedding(
         # the padding row's value, without its gradient
         rows = functions.reshape(_class_indices(num, weight.device), num, 1)
         weight = functions.where(rows == padding_idx % num, weight.detach(), weight)
-    return functions.matmul(functions.cast(hits, weight.dtype), weight)
+    picks = functions.cast(hits, weight.dtype)
+    out = functions.matmul(picks, weight)
+    if not scale_grad_by_freq or not autograd.is_grad_enabled() or not weight.requires_grad:
+        return out
+    # the same value, with each index's gradient divided by how often its row is looked up in
+    # ``input`` (PyTorch's scale_grad_by_freq): the gradient flows only through a product by
+    # hits / count, whose value is cancelled exactly (y - y.detach() is 0 for finite y)
+    counts = picks.reshape(-1, num).sum(0)
+    scaled = functions.matmul(picks / functions.where(hits, counts, 0.0).sum(-1, keepdim=True), weight)
+    return out.detach() + (scaled - scaled.detach())
 
 
 def renorm_rows(weight, used, max_norm: float, norm_type: float) -> None:

@@ -370,9 +370,12 @@ def embedding_bag(
             "embedding_bag: per_sample_weights was not None. per_sample_weights is only supported for mode='sum' "
             f"(got mode='{mode}'). Please open a feature request on GitHub."
         )
-    for name, value in (("scale_grad_by_freq", scale_grad_by_freq), ("sparse", sparse)):
-        if value:
-            raise NotImplementedError(f"'embedding_bag': {name}={value!r} is not supported")
+    if sparse:
+        raise NotImplementedError("'embedding_bag': sparse=True is not supported (vkml has no sparse gradients)")
+    if scale_grad_by_freq:
+        # PyTorch's CPU kernel scales each row's gradient by another row's count (its result is no
+        # frequency scaling that could be matched), so vkml refuses instead of guessing
+        raise NotImplementedError("'embedding_bag': scale_grad_by_freq=True is not supported")
     num = weight.shape[0]
     if padding_idx is not None:
         if not -num <= padding_idx < num:

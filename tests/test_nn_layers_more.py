@@ -361,7 +361,13 @@ def test_layer_errors_match_torch():
 def test_dropout_inplace_writes_into_the_input_as_torch():
     vkml.manual_seed(2)
     for fn in (F.dropout, F.dropout2d, F.dropout1d, F.dropout3d):
-        x = vkml.ones(4, 8, 2, 2, 2) if fn is F.dropout3d else vkml.ones(4, 8, 4)
+        x = (
+            vkml.ones(4, 8, 2, 2, 2)
+            if fn is F.dropout3d
+            else vkml.ones(4, 8, 2, 2)
+            if fn is F.dropout2d
+            else vkml.ones(4, 8, 4)
+        )
         out = fn(x, 0.5, inplace=True)
         assert out is x and set(np.unique(x.numpy())) == {0.0, 2.0}
     x = vkml.ones(2, 3, 4)
@@ -437,3 +443,37 @@ def test_scale_grad_by_freq_matches_torch(gpu):
     )
     with pytest.raises(NotImplementedError, match="'embedding_bag': scale_grad_by_freq=True is not supported"):
         F.embedding_bag(vkml.tensor(idx), vkml.tensor(weight), scale_grad_by_freq=True)
+
+
+INPLACE = [
+    ("relu_", (), {}),
+    ("elu_", (0.5,), {}),
+    ("selu_", (), {}),
+    ("celu_", (2.0,), {}),
+    ("leaky_relu_", (0.2,), {}),
+    ("hardtanh_", (-0.5, 0.5), {}),
+    ("threshold_", (0.1, -3.0), {}),
+]
+
+
+@pytest.mark.parametrize(("name", "args", "kwargs"), INPLACE, ids=[c[0] for c in INPLACE])
+def test_inplace_activations_write_into_the_input_as_torch(name, args, kwargs):
+    x = _x((3, 4))
+    mine, ref = vkml.tensor(x), torch.tensor(x)
+    assert getattr(F, name)(mine, *args, **kwargs) is mine
+    getattr(TF, name)(ref, *args, **kwargs)
+    np.testing.assert_allclose(mine.numpy(), ref.numpy(), rtol=2e-6, atol=1e-7)
+
+
+def test_relu_inplace_module_and_function_match_torch():
+    assert repr(nn.ReLU(inplace=True)) == repr(torch.nn.ReLU(inplace=True)) == "ReLU(inplace=True)"
+    assert repr(nn.ReLU()) == repr(torch.nn.ReLU())
+    x = vkml.tensor([-1.0, 2.0])
+    assert nn.ReLU(True)(x) is x and x.tolist() == [0.0, 2.0]
+    y = vkml.tensor([-3, 4])  # integers too, as PyTorch's
+    assert F.relu(y, inplace=True) is y and y.tolist() == [0, 4]
+    # gradients through an in-place relu of a computed value, as PyTorch's
+    w, wt = vkml.tensor([-1.0, 2.0, 3.0], requires_grad=True), torch.tensor([-1.0, 2.0, 3.0], requires_grad=True)
+    (F.relu(w * 2, inplace=True) * w).sum().backward()
+    (TF.relu(wt * 2, inplace=True) * wt).sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), wt.grad.numpy())

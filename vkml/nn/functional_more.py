@@ -196,6 +196,51 @@ def defer_value_check(op: str, guard, bad, message: str, error=ValueError) -> No
     checks.defer(guard.node, (flag.node,), describe, error)
 
 
+# ---------------------------------------------------------------------- inplace activations
+
+
+def relu(input, inplace: bool = False):
+    """``max(x, 0)`` (``vkml.relu``, any dtype), written into ``input`` when ``inplace``, as PyTorch's."""
+    if inplace:
+        return mutation.inplace(input, "relu_", functions.relu)
+    return functions.relu(input)
+
+
+def relu_(input):
+    """``relu`` written into ``input``."""
+    return relu(input, inplace=True)
+
+
+def elu_(input, alpha: float = 1.0):
+    """``elu`` written into ``input``."""
+    return activation.elu(input, alpha, inplace=True)
+
+
+def selu_(input):
+    """``selu`` written into ``input``."""
+    return activation.selu(input, inplace=True)
+
+
+def celu_(input, alpha: float = 1.0):
+    """``celu`` written into ``input``."""
+    return activation.celu(input, alpha, inplace=True)
+
+
+def leaky_relu_(input, negative_slope: float = 0.01):
+    """``leaky_relu`` written into ``input``."""
+    return activation.leaky_relu(input, negative_slope, inplace=True)
+
+
+def hardtanh_(input, min_val: float = -1.0, max_val: float = 1.0):
+    """``hardtanh`` written into ``input``."""
+    return activation.hardtanh(input, min_val, max_val, inplace=True)
+
+
+def threshold_(input, threshold: float, value: float):
+    """``threshold`` written into ``input``."""
+    return activation.threshold(input, threshold, value, inplace=True)
+
+
 # ---------------------------------------------------------------------- distances
 
 
@@ -505,6 +550,14 @@ def gumbel_softmax(logits, tau: float = 1, hard: bool = False, eps: float = 1e-1
 
 
 FUNCTIONS = [
+    "relu",
+    "relu_",
+    "elu_",
+    "selu_",
+    "celu_",
+    "leaky_relu_",
+    "hardtanh_",
+    "threshold_",
     "dropout1d",
     "dropout3d",
     "alpha_dropout",

@@ -188,8 +188,17 @@ class Dropout(Module):
 
 
 class ReLU(Module):
+    """``max(x, 0)``; ``inplace=True`` writes into the input, as PyTorch's."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
+
     def forward(self, input):
-        return F.relu(input)
+        return F.relu(input, inplace=self.inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
 
 
 class GELU(Module):

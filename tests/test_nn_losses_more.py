@@ -388,3 +388,21 @@ def test_kl_div_mean_warns_as_torch():
         F.kl_div(x, x)
     with pytest.warns(UserWarning, match="'mean' divides the total loss"):
         nn.KLDivLoss()(x, x)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_l1_and_mse_weight_match_torch(reduction):
+    x, t, w = _x((4, 3)), _x((4, 3), 1), _pos((4, 3), 2)
+    for vk, pt in [(F.l1_loss, TF.l1_loss), (F.mse_loss, TF.mse_loss)]:
+        check(
+            lambda x, t, w: vk(x, t, reduction=reduction, weight=w),
+            lambda x, t, w: pt(x, t, reduction=reduction, weight=w),
+            [x, t, w],
+            rtol=2e-6,
+            atol=2e-6,
+            grad=[True, True, False],
+        )
+        with pytest.raises(ValueError, match="Weights and input must have the same size"):
+            vk(vkml.tensor(x), vkml.tensor(t), weight=vkml.ones(3))
+    with pytest.warns(UserWarning, match="Using a target size \\(\\(3,\\)\\) that is different to the input size"):
+        F.mse_loss(vkml.tensor(x), vkml.tensor(t[0]))

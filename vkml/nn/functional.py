@@ -325,15 +325,41 @@ def legacy_reduction(size_average, reduce, reduction: str) -> str:
     return result
 
 
-def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):
-    """Mean (or sum) of squared differences, broadcast as PyTorch does.
+def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", weight=None):
+    """Mean (or sum) of squared differences, broadcast as PyTorch does (with its warning when the shapes
+    differ); ``weight`` (input's shape) scales each term, and 'mean' then divides by its sum.
 
     >>> mse_loss(vkml.tensor([1.0, 2.0]), vkml.tensor([1.0, 4.0])).item()  # doctest: +SKIP
     2.0
     """
+    target_size_warning(input, target)
     reduction = legacy_reduction(size_average, reduce, reduction)
     diff = input - target
-    return _reduce(diff * diff, reduction, "mse_loss")
+    return weighted_reduce(diff * diff, weight, input, reduction, "mse_loss")
+
+
+def target_size_warning(input, target) -> None:
+    """PyTorch's warning for l1_loss and mse_loss when ``target`` will broadcast against ``input``."""
+    if tuple(target.shape) != tuple(input.shape):
+        warnings.warn(
+            f"Using a target size ({tuple(target.shape)}) that is different to the input size "
+            f"({tuple(input.shape)}). This will likely lead to incorrect results due to broadcasting. "
+            "Please ensure they have the same size.",
+            stacklevel=3,
+        )
+
+
+def weighted_reduce(loss, weight, input, reduction: str, op: str):
+    """``_reduce(loss)``, or with ``weight`` (input's shape) PyTorch's weighted form: 'mean' is
+    Σ weight·loss / Σ weight."""
+    if weight is None:
+        return _reduce(loss, reduction, op)
+    if tuple(weight.shape) != tuple(input.shape):
+        raise ValueError(f"'{op}': Weights and input must have the same size.")
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"'{op}': Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', 'sum'.")
+    loss = loss * weight
+    return loss.sum() / weight.sum() if reduction == "mean" else _reduce(loss, reduction, op)
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-5):

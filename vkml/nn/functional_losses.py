@@ -124,15 +124,18 @@ def binary_cross_entropy_with_logits(
     return F._reduce(loss, reduction, "binary_cross_entropy_with_logits")
 
 
-def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):
-    """Mean (or sum) of absolute differences, broadcast as PyTorch does.
+def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", weight=None):
+    """Mean (or sum) of absolute differences, broadcast as PyTorch does (with its warning when the shapes
+    differ); ``weight`` (input's shape) scales each term, and 'mean' then divides by its sum.
 
     >>> l1_loss(vkml.tensor([1.0]), vkml.tensor([3.0])).item()  # doctest: +SKIP
     2.0
     """
+    F.target_size_warning(input, target)
     reduction = F.legacy_reduction(size_average, reduce, reduction)
-    _check_reduction("l1_loss", reduction)
-    return F._reduce(abs(input - target), reduction, "l1_loss")
+    if weight is None:
+        _check_reduction("l1_loss", reduction)
+    return F.weighted_reduce(abs(input - target), weight, input, reduction, "l1_loss")
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", beta: float = 1.0):

@@ -395,8 +395,8 @@ def test_l1_and_mse_weight_match_torch(reduction):
     x, t, w = _x((4, 3)), _x((4, 3), 1), _pos((4, 3), 2)
     for vk, pt in [(F.l1_loss, TF.l1_loss), (F.mse_loss, TF.mse_loss)]:
         check(
-            lambda x, t, w: vk(x, t, reduction=reduction, weight=w),
-            lambda x, t, w: pt(x, t, reduction=reduction, weight=w),
+            lambda x, t, w, vk=vk: vk(x, t, reduction=reduction, weight=w),
+            lambda x, t, w, pt=pt: pt(x, t, reduction=reduction, weight=w),
             [x, t, w],
             rtol=2e-6,
             atol=2e-6,

@@ -32,6 +32,12 @@ CASES = [
         lambda a, b: TF.cosine_similarity(a, b, dim=-1),
         lambda: [_x((3, 1, 4)), _x((2, 4), 1)],
     ),
+    (
+        "cosine similarity tiny and zero vectors",
+        F.cosine_similarity,
+        TF.cosine_similarity,
+        lambda: [np.array([[1e-9, 2e-9, 0.0], [1.0, 2.0, 3.0], [0, 0, 0]], np.float32), _x((3, 3), 1)],
+    ),
     ("pairwise distance", F.pairwise_distance, TF.pairwise_distance, lambda: [_x((4, 3)), _x((4, 3), 1)]),
     (
         "pairwise distance p1 keepdim",

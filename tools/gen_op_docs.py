@@ -1206,9 +1206,8 @@ EXTRA.update(
             "composite",
             "vkml.nn.CosineSimilarity(dim=1, eps=1e-08)",
             "two 2-norms (tree sums and `sqrt`), clamped at eps, two divisions, a product and a tree sum",
-            special="A vector of norm below eps is divided by eps.",
-            divergence="PyTorch clamps the norms in place under no_grad, so its gradient at a norm below eps "
-            "differs from this clamp's (zero there); elsewhere the formulas agree.",
+            special="A vector of norm below eps is divided by eps; the clamp passes the norm's gradient "
+            "unchanged, as PyTorch's (which clamps in place under no_grad), and a zero vector's norm has gradient 0.",
         ),
         "pairwise_distance": _issue18(
             "pairwise_distance",

@@ -269,9 +269,15 @@ def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
             f"'cosine_similarity': Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {dim})"
         )
     a, b = functions.expand(x1, *shape), functions.expand(x2, *shape)
-    na = functions.clamp(a.norm(2, dim=dim, keepdim=True), min=eps)
-    nb = functions.clamp(b.norm(2, dim=dim, keepdim=True), min=eps)
+    na, nb = _clamped_norm(a, dim, eps), _clamped_norm(b, dim, eps)
     return ((a / na) * (b / nb)).sum(dim)
+
+
+def _clamped_norm(x, dim: int, eps: float):
+    """max(‖x‖, eps) in value, with ‖x‖'s own gradient (PyTorch clamps the norm in place under no_grad, so its
+    gradient passes the clamp unchanged); n - n.detach() is exactly 0."""
+    n = x.norm(2, dim=dim, keepdim=True)
+    return n - n.detach() + functions.clamp(n.detach(), min=eps)
 
 
 def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False):

@@ -101,7 +101,7 @@ ELEMENTWISE = [
     ),
     (
         "bce logits pos_weight weight",
-        lambda x, t, w, p: F.binary_cross_entropy_with_logits(x, t, w, "none", p),
+        lambda x, t, w, p: F.binary_cross_entropy_with_logits(x, t, w, reduction="none", pos_weight=p),
         lambda x, t, w, p: TF.binary_cross_entropy_with_logits(x, t, w, reduction="none", pos_weight=p),
         lambda: [_x((4, 3)) * 5, _probs((4, 3), 1), np.abs(_x((4, 1), 2)), np.abs(_x((3,), 3)) + 0.5],
         {"grad": [True, True, False, False]},
@@ -109,7 +109,7 @@ ELEMENTWISE = [
     ("l1", F.l1_loss, TF.l1_loss, lambda: [_x((4, 3)), _x((4, 3), 1)], {}),
     (
         "l1 sum",
-        lambda x, t: F.l1_loss(x, t, "sum"),
+        lambda x, t: F.l1_loss(x, t, reduction="sum"),
         lambda x, t: TF.l1_loss(x, t, reduction="sum"),
         lambda: [_x((5,)), _x((5,), 1)],
         {},
@@ -117,7 +117,7 @@ ELEMENTWISE = [
     ("smooth l1", F.smooth_l1_loss, TF.smooth_l1_loss, lambda: [_x((6, 3)) * 2, _x((6, 3), 1)], {}),
     (
         "smooth l1 beta",
-        lambda x, t: F.smooth_l1_loss(x, t, "none", 0.3),
+        lambda x, t: F.smooth_l1_loss(x, t, reduction="none", beta=0.3),
         lambda x, t: TF.smooth_l1_loss(x, t, reduction="none", beta=0.3),
         lambda: [_x((6, 3)), _x((6, 3), 1)],
         {},
@@ -139,14 +139,14 @@ ELEMENTWISE = [
     ),
     (
         "kl batchmean",
-        lambda x, t: F.kl_div(x, t, "batchmean"),
+        lambda x, t: F.kl_div(x, t, reduction="batchmean"),
         lambda x, t: TF.kl_div(x, t, reduction="batchmean"),
         lambda: [np.log(_probs((4, 3), 0)), np.where(_x((4, 3), 2) > 0, _probs((4, 3), 1), 0).astype(np.float32)],
         {"grad": [True, False]},  # (PyTorch's target gradient is NaN at zero targets)
     ),
     (
         "kl log_target none",
-        lambda x, t: F.kl_div(x, t, "none", True),
+        lambda x, t: F.kl_div(x, t, reduction="none", log_target=True),
         lambda x, t: TF.kl_div(x, t, reduction="none", log_target=True),
         lambda: [_x((4, 3)), _x((4, 3), 1)],
         {},

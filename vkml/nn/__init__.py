@@ -130,3 +130,12 @@ for _name in _spatial.MODULES:
     globals()[_name] = getattr(_spatial, _name)
 __all__ += _spatial.MODULES
 del _name
+# Layers and losses of issue 18 (vkml/nn/layers_more.py, losses_more.py; one block, appended)
+from . import layers_more as _layers_more  # noqa: E402
+from . import losses_more as _losses_more  # noqa: E402
+
+for _part in (_layers_more, _losses_more):
+    for _name in _part.MODULES:
+        globals()[_name] = getattr(_part, _name)
+    __all__ += _part.MODULES
+del _part, _name

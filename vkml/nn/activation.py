@@ -11,6 +11,8 @@ of existing ones, with PyTorch's arguments; ``inplace=True`` writes the result i
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ..errors import ShapeError
@@ -137,10 +139,21 @@ def tanhshrink(input):
     return _apply("tanhshrink", input, False)
 
 
+def softmax_dim(name: str, ndim: int, stacklevel: int) -> int:
+    """PyTorch's implicit softmax dim (deprecated, with its warning): 0 for 0-, 1- and 3-D inputs, else 1."""
+    warnings.warn(
+        f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X as an argument.",
+        stacklevel=stacklevel,
+    )
+    return 0 if ndim in (0, 1, 3) else 1
+
+
 def softmin(input, dim: int | None = None, _stacklevel: int = 3, dtype=None):
-    """``softmax(-x, dim)``: precision and special values as ``softmax`` (docs/ops/softmax.md)."""
+    """``softmax(-x, dim)``: precision and special values as ``softmax`` (docs/ops/softmax.md).
+
+    Without ``dim``, PyTorch's implicit dim and warning (``softmax_dim``)."""
     if dim is None:
-        raise TypeError("'softmin': dim must be given (PyTorch's implicit dim is deprecated)")
+        dim = softmax_dim("softmin", input.ndim, _stacklevel)
     x = functions.cast(input, dtype) if dtype is not None else input
     return functions.softmax(functions.neg(x), dim)
 
@@ -318,7 +331,7 @@ class Softmin(Module):
         self.dim = dim
 
     def forward(self, input):
-        return softmin(input, self.dim)
+        return softmin(input, self.dim, _stacklevel=5)
 
 
 class GLU(Module):

@@ -12,10 +12,11 @@ nothing here computes on its own.
 from __future__ import annotations
 
 import functools
+import warnings
 import weakref
 
 from ..errors import DTypeError, ShapeError
-from ..frontend import creation
+from ..frontend import autograd, creation, mutation
 from ..frontend import operators as functions
 from ..frontend import random as vkrandom
 from ..frontend import shape as shape_ops
@@ -222,14 +223,25 @@ def _reduce(loss, reduction: str, op: str, count=None):
 
 
 def cross_entropy(
-    input, target, weight=None, ignore_index: int = -100, reduction: str = "mean", label_smoothing: float = 0.0
+    input,
+    target,
+    weight=None,
+    size_average=None,
+    ignore_index: int = -100,
+    reduce=None,
+    reduction: str = "mean",
+    label_smoothing: float = 0.0,
 ):
-    """Cross entropy of logits ``input`` (N, C, ...) or (C,) against class indices or class probabilities.
+    """Cross entropy of logits ``input`` (N, C, d1, ...) or (C,) against class indices or class probabilities.
 
     Integer targets pick the log-probability of their class by an elementwise comparison
-    with 0..C-1 (no gather kernel): ``-where(class == target, log_softmax(input), 0).sum(1)``.
-    Targets equal to ``ignore_index`` count for nothing, and 'mean' divides by the rest.
-    Float targets of ``input``'s shape are probabilities: ``-(target * log_softmax).sum(1)``.
+    with 0..C-1 (no gather kernel): ``-w[t] · where(class == t, log_softmax(input), 0).sum(1)``.
+    Targets equal to ``ignore_index`` count for nothing, and 'mean' divides by the summed
+    weights of the rest (their count without ``weight``), as ``nll_loss``. Float targets of
+    ``input``'s shape are probabilities: ``-(target · w · log_softmax).sum(1)``, and 'mean'
+    divides by the number of (n, d1, ...) positions; ``ignore_index`` does not apply to them.
+    ``label_smoothing`` ε mixes in ``-(ε/C)·Σ_c w_c·log_softmax`` as PyTorch's (for probability
+    targets: target·(1-ε) + ε/C).
 
     A class index outside [0, C) other than ``ignore_index`` is PyTorch's IndexError naming
     the first such index (the comparison would otherwise match no class and give a silent loss
@@ -243,23 +255,37 @@ def cross_entropy(
     >>> cross_entropy(vkml.zeros(2, 4), vkml.tensor([1, 3])).item()  # doctest: +SKIP
     1.3862943649291992
     """
-    if weight is not None:
-        raise NotImplementedError("'cross_entropy': class weights are not supported yet")
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"'cross_entropy': {reduction} is not a valid value for reduction")
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"'cross_entropy': label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if not isinstance(input, functions._tensor.Tensor) or not input.dtype.is_float:
+        raise RuntimeError(
+            f"'cross_entropy': expected a floating point input tensor, got {getattr(input, 'dtype', type(input).__name__)}"
+        )
+    if input.ndim == 0:
+        raise ValueError("'cross_entropy': Expected 1 or more dimensions (got 0)")
     unbatched = input.ndim == 1
     if unbatched:
         input, target = functions.unsqueeze(input, 0), functions.unsqueeze(target, 0)
-    logp = functions.log_softmax(input, 1)
     num_classes = input.shape[1]
+    if weight is not None and tuple(weight.shape) != (num_classes,):
+        raise RuntimeError(
+            f"'cross_entropy': weight tensor should be defined either for all {num_classes} classes or no classes "
+            f"but got weight tensor of shape: {list(weight.shape)}"
+        )
+    logp = functions.log_softmax(input, 1)
+    w = None if weight is None else functions.reshape(weight, num_classes, *([1] * (input.ndim - 2)))
+    weighted = logp if w is None else logp * w
     if target.dtype.is_float:
         if target.shape != input.shape:
             raise ShapeError(
                 f"'cross_entropy': probability targets need the input's shape {input.shape}, got {target.shape}"
             )
-        loss = -(target * logp).sum(1)
         if label_smoothing:
-            loss = (1 - label_smoothing) * loss - label_smoothing / num_classes * logp.sum(1)
+            target = target * (1 - label_smoothing) + label_smoothing / num_classes
+        loss = -(target * weighted).sum(1)
         count = None
     else:
         if target.shape != (input.shape[0],) + input.shape[2:]:
@@ -270,24 +296,70 @@ def cross_entropy(
         message = _out_of_bounds("cross_entropy", "Target", num_classes)
         hits = _checked_hits("cross_entropy", target, num_classes, 1, message, ignore_index=ignore_index)
         loss = -functions.where(hits, logp, 0.0).sum(1)
-        if label_smoothing:
-            loss = (1 - label_smoothing) * loss - label_smoothing / num_classes * logp.sum(1)
         valid = target != ignore_index
+        if w is None:
+            count = valid.sum()
+        else:
+            target_weight = functions.where(valid, functions.where(hits, w, 0.0).sum(1), 0.0)
+            loss = loss * target_weight
+            count = target_weight.sum()
+        if label_smoothing:
+            loss = (1 - label_smoothing) * loss - label_smoothing / num_classes * weighted.sum(1)
         loss = functions.where(valid, loss, 0.0)
-        count = valid.sum()
     if unbatched and reduction == "none":
         loss = functions.squeeze(loss, 0)
     return _reduce(loss, reduction, "cross_entropy", count)
 
 
-def mse_loss(input, target, reduction: str = "mean"):
-    """Mean (or sum) of squared differences, broadcast as PyTorch does.
+def legacy_reduction(size_average, reduce, reduction: str) -> str:
+    """PyTorch's deprecated ``size_average`` and ``reduce``: when either is given they decide the reduction
+    (both default True: 'mean'; reduce alone: 'sum'; reduce=False: 'none'), with PyTorch's warning."""
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    result = "mean" if size_average and reduce else "sum" if reduce else "none"
+    warnings.warn(
+        f"size_average and reduce args will be deprecated, please use reduction='{result}' instead.", stacklevel=3
+    )
+    return result
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", weight=None):
+    """Mean (or sum) of squared differences, broadcast as PyTorch does (with its warning when the shapes
+    differ); ``weight`` (input's shape) scales each term, and 'mean' then divides by its sum.
 
     >>> mse_loss(vkml.tensor([1.0, 2.0]), vkml.tensor([1.0, 4.0])).item()  # doctest: +SKIP
     2.0
     """
+    target_size_warning(input, target)
+    reduction = legacy_reduction(size_average, reduce, reduction)
     diff = input - target
-    return _reduce(diff * diff, reduction, "mse_loss")
+    return weighted_reduce(diff * diff, weight, input, reduction, "mse_loss")
+
+
+def target_size_warning(input, target) -> None:
+    """PyTorch's warning for l1_loss and mse_loss when ``target`` will broadcast against ``input``."""
+    if tuple(target.shape) != tuple(input.shape):
+        warnings.warn(
+            f"Using a target size ({tuple(target.shape)}) that is different to the input size "
+            f"({tuple(input.shape)}). This will likely lead to incorrect results due to broadcasting. "
+            "Please ensure they have the same size.",
+            stacklevel=3,
+        )
+
+
+def weighted_reduce(loss, weight, input, reduction: str, op: str):
+    """``_reduce(loss)``, or with ``weight`` (input's shape) PyTorch's weighted form: 'mean' is
+    Σ weight·loss / Σ weight."""
+    if weight is None:
+        return _reduce(loss, reduction, op)
+    if tuple(weight.shape) != tuple(input.shape):
+        raise ValueError(f"'{op}': Weights and input must have the same size.")
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"'{op}': Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', 'sum'.")
+    loss = loss * weight
+    return loss.sum() / weight.sum() if reduction == "mean" else _reduce(loss, reduction, op)
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
@@ -317,41 +389,86 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
     return out.to(input.dtype) if input.dtype in (T.float16, T.bfloat16) else out
 
 
-def embedding(input, weight):
+def embedding(
+    input,
+    weight,
+    padding_idx=None,
+    max_norm=None,
+    norm_type: float = 2.0,
+    scale_grad_by_freq: bool = False,
+    sparse: bool = False,
+):
     """Rows of ``weight`` picked by the integer indices ``input``: a one-hot matrix times ``weight``.
 
     Cost: the one-hot product does N·V·D multiply-adds for N indices into V rows of width D
     (a gather would read N·D values); it needs no gather kernel, and its gradient — a one-hot
-    product too — adds every index's gradient into its row.
+    product too — adds every index's gradient into its row. ``padding_idx``'s row is read as
+    any other but gets no gradient, as PyTorch's.
 
     An index outside [0, num_embeddings) is PyTorch's IndexError naming the first such index
     (the one-hot product would otherwise give a silent zero row), raised when a result computed
-    through the lookup is read, as ``cross_entropy``'s.
+    through the lookup is read, as ``cross_entropy``'s. ``max_norm`` scales the looked-up rows whose
+    norm exceeds it, in place in ``weight``, before the lookup (PyTorch's ``embedding_renorm_``);
+    ``scale_grad_by_freq`` divides each row's gradient by its count in ``input`` (a second one-hot
+    product, for the gradient only); ``sparse=True`` raises NotImplementedError.
 
     >>> embedding(vkml.tensor([1]), vkml.tensor([[0.0], [5.0]])).tolist()  # doctest: +SKIP
     [[5.0]]
     """
     if weight.ndim != 2:
         raise ShapeError(f"'embedding': weight must be 2-D (num_embeddings, embedding_dim), got shape {weight.shape}")
-    hits = _checked_hits("embedding", input, weight.shape[0], -1, _out_of_bounds("embedding", "Index", weight.shape[0]))
-    return functions.matmul(functions.cast(hits, weight.dtype), weight)
+    if sparse:
+        raise NotImplementedError("'embedding': sparse=True is not supported (vkml has no sparse gradients)")
+    num = weight.shape[0]
+    if padding_idx is not None and not -num <= padding_idx < num:
+        raise AssertionError(f"'embedding': Padding_idx must be within num_embeddings, got {padding_idx}")
+    hits = _checked_hits("embedding", input, num, -1, _out_of_bounds("embedding", "Index", num))
+    if max_norm is not None:
+        renorm_rows(weight, hits.reshape(-1, num).any(0), max_norm, norm_type)
+    if padding_idx is not None:
+        # the padding row's value, without its gradient
+        rows = functions.reshape(_class_indices(num, weight.device), num, 1)
+        weight = functions.where(rows == padding_idx % num, weight.detach(), weight)
+    picks = functions.cast(hits, weight.dtype)
+    out = functions.matmul(picks, weight)
+    if not scale_grad_by_freq or not autograd.is_grad_enabled() or not weight.requires_grad:
+        return out
+    # the same value, with each index's gradient divided by how often its row is looked up in
+    # ``input`` (PyTorch's scale_grad_by_freq): the gradient flows only through a product by
+    # hits / count, whose value is cancelled exactly (y - y.detach() is 0 for finite y)
+    counts = picks.reshape(-1, num).sum(0)
+    scaled = functions.matmul(picks / functions.where(hits, counts, 0.0).sum(-1, keepdim=True), weight)
+    return out.detach() + (scaled - scaled.detach())
 
 
-def dropout(input, p: float = 0.5, training: bool = True):
+def renorm_rows(weight, used, max_norm: float, norm_type: float) -> None:
+    """PyTorch's ``embedding_renorm_``: the ``used`` rows of ``weight`` whose ``norm_type``-norm exceeds
+    ``max_norm`` are scaled, in place and without autograd, by max_norm / (norm + 1e-7)."""
+    with autograd.no_grad():
+        norms = weight.norm(norm_type, dim=1)
+        scale = functions.where(used & (norms > max_norm), max_norm / (norms + 1e-7), 1.0)
+        mutation.inplace(weight, "embedding_renorm_", lambda w: w * functions.unsqueeze(scale, 1))
+
+
+def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False):
     """While ``training``, zero elements with probability ``p`` (masks from ``vkml.manual_seed``'s generator) and
-    scale the others by 1/(1-p); otherwise return ``input``.
+    scale the others by 1/(1-p); otherwise return ``input``. ``inplace`` writes the result into ``input``.
 
     >>> dropout(vkml.ones(4), 0.5, training=False).tolist()  # doctest: +SKIP
     [1.0, 1.0, 1.0, 1.0]
     """
     if not 0 <= p <= 1:
-        raise ValueError(f"'dropout': p must be in [0, 1], got {p}")
+        raise ValueError(f"'dropout': dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0:
         return input
-    if p == 1:
-        return input * 0.0
-    keep = vkrandom.keep_mask(input.shape, p, input.device)
-    return functions.where(keep, input * (1.0 / (1.0 - p)), 0.0)
+
+    def apply(x):
+        if p == 1:
+            return x * 0.0
+        keep = vkrandom.keep_mask(x.shape, p, x.device)
+        return functions.where(keep, x * (1.0 / (1.0 - p)), 0.0)
+
+    return mutation.inplace(input, "dropout_", apply) if inplace else apply(input)
 
 
 # Attention (vkml/nn/functional_attention.py); imported last, as it only builds on the frontend.
@@ -364,6 +481,9 @@ for _name in _activation.FUNCTIONS:
 del _name
 # ---------------------------------------------------------------------- convolution, pooling, normalisation
 # (vkml/nn/functional_layers.py and vkml/nn/functional_losses.py; imported last, as they import this module's helpers)
+from . import functional_losses_more as _losses_more  # noqa: E402  (issue 18, below)
+from . import functional_more as _more  # noqa: E402
+from . import layers_more as _layers_more  # noqa: E402
 from .functional_layers import (  # noqa: E402, F401
     adaptive_avg_pool2d,
     adaptive_max_pool2d,
@@ -416,3 +536,13 @@ from .functional_spatial import (  # noqa: E402, F401
     upsample_bilinear,
     upsample_nearest,
 )
+
+# ---------------------------------------------------------------------- issue 18: more layers and losses
+# (vkml/nn/functional_more.py, functional_losses_more.py), and softmax and log_softmax with
+# PyTorch's dim=None, _stacklevel and dtype arguments (vkml/nn/layers_more.py)
+for _part in (_more, _losses_more):
+    for _name in _part.FUNCTIONS:
+        globals()[_name] = getattr(_part, _name)
+for _name in ("softmax", "log_softmax"):
+    globals()[_name] = getattr(_layers_more, _name)
+del _part, _name

@@ -16,6 +16,7 @@ import math
 import warnings
 
 from ..errors import ShapeError
+from ..frontend import mutation
 from ..frontend import operators as functions
 from ..frontend import random as vkrandom
 from . import functional as F
@@ -36,7 +37,9 @@ def _check_reduction(op: str, reduction: str, allowed=_REDUCTIONS) -> None:
         raise ValueError(f"'{op}': {reduction} is not a valid value for reduction")
 
 
-def nll_loss(input, target, weight=None, ignore_index: int = -100, reduction: str = "mean"):
+def nll_loss(
+    input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None, reduction: str = "mean"
+):
     """Negative log-likelihood of log-probabilities ``input`` (N, C, ...) or (C,) at integer ``target`` classes.
 
     Each element's loss is ``-weight[t] · input[n, t]`` (0 where ``t == ignore_index``); 'mean'
@@ -45,6 +48,7 @@ def nll_loss(input, target, weight=None, ignore_index: int = -100, reduction: st
     >>> nll_loss(vkml.tensor([[-1.0, -2.0]]), vkml.tensor([1])).item()  # doctest: +SKIP
     2.0
     """
+    reduction = F.legacy_reduction(size_average, reduce, reduction)
     _check_reduction("nll_loss", reduction)
     unbatched = input.ndim == 1
     if unbatched:
@@ -79,7 +83,7 @@ def nll_loss(input, target, weight=None, ignore_index: int = -100, reduction: st
     return F._reduce(loss, reduction, "nll_loss", count)
 
 
-def binary_cross_entropy(input, target, weight=None, reduction: str = "mean"):
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction: str = "mean"):
     """``-weight · (target · log(input) + (1 - target) · log(1 - input))``, each log clamped at -100 as PyTorch's.
 
     Inputs outside [0, 1] give NaN here; PyTorch raises for them (reading the values would
@@ -88,6 +92,7 @@ def binary_cross_entropy(input, target, weight=None, reduction: str = "mean"):
     >>> binary_cross_entropy(vkml.tensor([0.5]), vkml.tensor([1.0])).item()  # doctest: +SKIP
     0.6931471824645996
     """
+    reduction = F.legacy_reduction(size_average, reduce, reduction)
     _check_reduction("binary_cross_entropy", reduction)
     _same_size("binary_cross_entropy", input, target)
     log_p = functions.clamp(functions.log(input), min=-100.0)
@@ -98,12 +103,15 @@ def binary_cross_entropy(input, target, weight=None, reduction: str = "mean"):
     return F._reduce(loss, reduction, "binary_cross_entropy")
 
 
-def binary_cross_entropy_with_logits(input, target, weight=None, reduction: str = "mean", pos_weight=None):
+def binary_cross_entropy_with_logits(
+    input, target, weight=None, size_average=None, reduce=None, reduction: str = "mean", pos_weight=None
+):
     """BCE of ``sigmoid(input)`` computed stably: ``(1 - t)·x + (1 + (pos_weight - 1)·t)·softplus(-x)``.
 
     >>> binary_cross_entropy_with_logits(vkml.tensor([0.0]), vkml.tensor([1.0])).item()  # doctest: +SKIP
     0.6931471824645996
     """
+    reduction = F.legacy_reduction(size_average, reduce, reduction)
     _check_reduction("binary_cross_entropy_with_logits", reduction)
     _same_size("binary_cross_entropy_with_logits", input, target)
     softplus = F.softplus(-input)  # log(1 + exp(-x)), exact -x where -x > 20
@@ -116,22 +124,27 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction: str 
     return F._reduce(loss, reduction, "binary_cross_entropy_with_logits")
 
 
-def l1_loss(input, target, reduction: str = "mean"):
-    """Mean (or sum) of absolute differences, broadcast as PyTorch does.
+def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", weight=None):
+    """Mean (or sum) of absolute differences, broadcast as PyTorch does (with its warning when the shapes
+    differ); ``weight`` (input's shape) scales each term, and 'mean' then divides by its sum.
 
     >>> l1_loss(vkml.tensor([1.0]), vkml.tensor([3.0])).item()  # doctest: +SKIP
     2.0
     """
-    _check_reduction("l1_loss", reduction)
-    return F._reduce(abs(input - target), reduction, "l1_loss")
+    F.target_size_warning(input, target)
+    reduction = F.legacy_reduction(size_average, reduce, reduction)
+    if weight is None:
+        _check_reduction("l1_loss", reduction)
+    return F.weighted_reduce(abs(input - target), weight, input, reduction, "l1_loss")
 
 
-def smooth_l1_loss(input, target, reduction: str = "mean", beta: float = 1.0):
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", beta: float = 1.0):
     """``0.5·d²/beta`` where ``|d| < beta``, else ``|d| - 0.5·beta`` (d = input - target); beta 0 is ``l1_loss``.
 
     >>> smooth_l1_loss(vkml.tensor([0.5, 3.0]), vkml.tensor([0.0, 0.0]), reduction="none").tolist()  # doctest: +SKIP
     [0.125, 2.5]
     """
+    reduction = F.legacy_reduction(size_average, reduce, reduction)
     _check_reduction("smooth_l1_loss", reduction)
     if beta < 0:
         raise RuntimeError("'smooth_l1_loss': smooth_l1_loss does not support negative values for beta.")
@@ -160,13 +173,21 @@ def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0, weigh
     return F._reduce(loss, reduction, "huber_loss")
 
 
-def kl_div(input, target, reduction: str = "mean", log_target: bool = False):
+def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean", log_target: bool = False):
     """``target · (log(target) - input)`` (0 where target is 0), or ``exp(t)·(t - input)`` with ``log_target``;
     'batchmean' divides the sum by the batch size.
 
     >>> kl_div(vkml.tensor([0.0]), vkml.tensor([1.0])).item()  # doctest: +SKIP
     0.0
     """
+    if size_average is None and reduce is None and reduction == "mean":
+        warnings.warn(
+            "reduction: 'mean' divides the total loss by both the batch size and the support size.'batchmean' "
+            "divides only by the batch size, and aligns with the KL div math definition.'mean' will be changed to "
+            "behave the same as 'batchmean' in the next major release.",
+            stacklevel=2,
+        )
+    reduction = F.legacy_reduction(size_average, reduce, reduction)
     _check_reduction("kl_div", reduction, _REDUCTIONS + ("batchmean",))
     if log_target:
         loss = functions.exp(target) * (target - input)
@@ -196,8 +217,6 @@ def dropout2d(input, p: float = 0.5, training: bool = True, inplace: bool = Fals
         raise RuntimeError(f"'dropout2d': Expected 3D or 4D input, got {input.ndim}D input")
     if not training or p == 0:
         return input
-    if p == 1:
-        return input * 0.0
     if input.ndim == 3:
         warnings.warn(
             "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout behavior is "
@@ -207,5 +226,11 @@ def dropout2d(input, p: float = 0.5, training: bool = True, inplace: bool = Fals
             stacklevel=2,
         )
     shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
-    keep = vkrandom.keep_mask(shape, p, input.device)
-    return functions.where(keep, input * (1.0 / (1.0 - p)), 0.0)
+
+    def apply(x):
+        if p == 1:
+            return x * 0.0
+        keep = vkrandom.keep_mask(shape, p, x.device)
+        return functions.where(keep, x * (1.0 / (1.0 - p)), 0.0)
+
+    return mutation.inplace(input, "dropout2d_", apply) if inplace else apply(input)

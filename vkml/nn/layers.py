@@ -15,9 +15,10 @@ from __future__ import annotations
 import math
 
 from ..frontend import creation
+from ..frontend import operators as functions
 from . import functional as F
 from . import init
-from .module import Module, Parameter
+from .module import Module, Parameter, _set_data
 
 
 class Linear(Module):
@@ -80,44 +81,124 @@ class LayerNorm(Module):
 
 
 class Embedding(Module):
-    """Rows of ``weight`` (standard normal at start) picked by integer indices; see ``functional.embedding``."""
+    """Rows of ``weight`` (standard normal at start, ``padding_idx``'s row zero) picked by integer indices; see
+    ``functional.embedding``."""
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, device=None):
+    def __init__(
+        self,
+        num_embeddings: int,
+        embedding_dim: int,
+        padding_idx=None,
+        max_norm=None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+        sparse: bool = False,
+        _weight=None,
+        _freeze: bool = False,
+        device=None,
+        dtype=None,
+    ):
         super().__init__()
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
-        self.weight = Parameter(creation.zeros(num_embeddings, embedding_dim, device=device))
-        self.reset_parameters()
+        if padding_idx is not None:
+            if padding_idx > 0 and padding_idx >= num_embeddings:
+                raise AssertionError(f"Embedding: Padding_idx must be within num_embeddings, got {padding_idx}")
+            if padding_idx < 0:
+                if padding_idx < -num_embeddings:
+                    raise AssertionError(f"Embedding: Padding_idx must be within num_embeddings, got {padding_idx}")
+                padding_idx = num_embeddings + padding_idx
+        self.padding_idx, self.max_norm, self.norm_type = padding_idx, max_norm, norm_type
+        self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
+        if _weight is None:
+            self.weight = Parameter(creation.zeros(num_embeddings, embedding_dim, dtype=dtype, device=device))
+            self.reset_parameters()
+        else:
+            if list(_weight.shape) != [num_embeddings, embedding_dim]:
+                raise AssertionError("Embedding: Shape of weight does not match num_embeddings and embedding_dim")
+            self.weight = Parameter(_weight, requires_grad=not _freeze)
 
     def reset_parameters(self) -> None:
-        """PyTorch's default: standard normal (``init.normal_``)."""
+        """PyTorch's default: standard normal (``init.normal_``), then ``padding_idx``'s row zeroed."""
         init.normal_(self.weight)
+        if self.padding_idx is not None:
+            rows = functions.reshape(creation.arange(self.num_embeddings, device=self.weight.device), -1, 1)
+            _set_data(self.weight, functions.where(rows == self.padding_idx, 0.0, self.weight))
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        embeddings,
+        freeze: bool = True,
+        padding_idx=None,
+        max_norm=None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+        sparse: bool = False,
+    ):
+        """An ``Embedding`` holding ``embeddings`` (not trained when ``freeze``), as PyTorch's."""
+        if embeddings.ndim != 2:
+            raise AssertionError("Embedding.from_pretrained: Embeddings parameter is expected to be 2-dimensional")
+        rows, cols = embeddings.shape
+        return cls(
+            rows,
+            cols,
+            padding_idx,
+            max_norm,
+            norm_type,
+            scale_grad_by_freq,
+            sparse,
+            _weight=embeddings,
+            _freeze=freeze,
+        )
 
     def forward(self, input):
-        return F.embedding(input, self.weight)
+        return F.embedding(
+            input, self.weight, self.padding_idx, self.max_norm, self.norm_type, self.scale_grad_by_freq, self.sparse
+        )
 
     def extra_repr(self) -> str:
-        return f"{self.num_embeddings}, {self.embedding_dim}"
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx}"
+        if self.max_norm is not None:
+            s += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            s += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq is not False:
+            s += f", scale_grad_by_freq={self.scale_grad_by_freq}"
+        if self.sparse is not False:
+            s += ", sparse=True"
+        return s
 
 
 class Dropout(Module):
     """Zero each element with probability ``p`` and scale the rest by 1/(1-p) while training; identity in eval()."""
 
-    def __init__(self, p: float = 0.5):
+    def __init__(self, p: float = 0.5, inplace: bool = False):
         super().__init__()
         if not 0 <= p <= 1:
-            raise ValueError(f"Dropout: p must be in [0, 1], got {p}")
-        self.p = p
+            raise ValueError(f"Dropout: dropout probability has to be between 0 and 1, but got {p}")
+        self.p, self.inplace = p, inplace
 
     def forward(self, input):
-        return F.dropout(input, self.p, self.training)
+        return F.dropout(input, self.p, self.training, self.inplace)
 
     def extra_repr(self) -> str:
-        return f"p={self.p}"
+        return f"p={self.p}, inplace={self.inplace}"
 
 
 class ReLU(Module):
+    """``max(x, 0)``; ``inplace=True`` writes into the input, as PyTorch's."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
+
     def forward(self, input):
-        return F.relu(input)
+        return F.relu(input, inplace=self.inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
 
 
 class GELU(Module):
@@ -143,22 +224,39 @@ class Sigmoid(Module):
 
 
 class CrossEntropyLoss(Module):
-    """``functional.cross_entropy`` as a module."""
+    """``functional.cross_entropy`` as a module; ``weight`` is a buffer (it moves with ``to()``), as PyTorch's."""
 
-    def __init__(self, ignore_index: int = -100, reduction: str = "mean", label_smoothing: float = 0.0):
+    def __init__(
+        self,
+        weight=None,
+        size_average=None,
+        ignore_index: int = -100,
+        reduce=None,
+        reduction: str = "mean",
+        label_smoothing: float = 0.0,
+    ):
         super().__init__()
-        self.ignore_index, self.reduction, self.label_smoothing = ignore_index, reduction, label_smoothing
+        self.register_buffer("weight", weight)
+        self.reduction = F.legacy_reduction(size_average, reduce, reduction)
+        self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
 
     def forward(self, input, target):
-        return F.cross_entropy(input, target, None, self.ignore_index, self.reduction, self.label_smoothing)
+        return F.cross_entropy(
+            input,
+            target,
+            self.weight,
+            ignore_index=self.ignore_index,
+            reduction=self.reduction,
+            label_smoothing=self.label_smoothing,
+        )
 
 
 class MSELoss(Module):
     """``functional.mse_loss`` as a module."""
 
-    def __init__(self, reduction: str = "mean"):
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean"):
         super().__init__()
-        self.reduction = reduction
+        self.reduction = F.legacy_reduction(size_average, reduce, reduction)
 
     def forward(self, input, target):
-        return F.mse_loss(input, target, self.reduction)
+        return F.mse_loss(input, target, reduction=self.reduction)

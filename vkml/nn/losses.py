@@ -12,63 +12,68 @@ from __future__ import annotations
 
 import math
 
+from . import functional as F
 from . import functional_losses as FL
 from .module import Module
 
 
 class _Loss(Module):
-    def __init__(self, reduction: str = "mean"):
+    """PyTorch's loss base: the deprecated ``size_average`` and ``reduce`` decide ``reduction`` when given."""
+
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean"):
         super().__init__()
-        self.reduction = reduction
+        self.reduction = F.legacy_reduction(size_average, reduce, reduction)
 
 
 class _WeightedLoss(_Loss):
-    def __init__(self, weight=None, reduction: str = "mean"):
-        super().__init__(reduction)
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
         self.register_buffer("weight", weight)
 
 
 class NLLLoss(_WeightedLoss):
-    def __init__(self, weight=None, ignore_index: int = -100, reduction: str = "mean"):
-        super().__init__(weight, reduction)
+    def __init__(self, weight=None, size_average=None, ignore_index: int = -100, reduce=None, reduction: str = "mean"):
+        super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index = ignore_index
 
     def forward(self, input, target):
-        return FL.nll_loss(input, target, self.weight, self.ignore_index, self.reduction)
+        return FL.nll_loss(input, target, self.weight, ignore_index=self.ignore_index, reduction=self.reduction)
 
 
 class BCELoss(_WeightedLoss):
     def forward(self, input, target):
-        return FL.binary_cross_entropy(input, target, self.weight, self.reduction)
+        return FL.binary_cross_entropy(input, target, self.weight, reduction=self.reduction)
 
 
 class BCEWithLogitsLoss(_Loss):
-    def __init__(self, weight=None, reduction: str = "mean", pos_weight=None):
-        super().__init__(reduction)
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction: str = "mean", pos_weight=None):
+        super().__init__(size_average, reduce, reduction)
         self.register_buffer("weight", weight)
         self.register_buffer("pos_weight", pos_weight)
 
     def forward(self, input, target):
-        return FL.binary_cross_entropy_with_logits(input, target, self.weight, self.reduction, self.pos_weight)
+        return FL.binary_cross_entropy_with_logits(
+            input, target, self.weight, reduction=self.reduction, pos_weight=self.pos_weight
+        )
 
 
 class L1Loss(_Loss):
     def forward(self, input, target):
-        return FL.l1_loss(input, target, self.reduction)
+        return FL.l1_loss(input, target, reduction=self.reduction)
 
 
 class SmoothL1Loss(_Loss):
-    def __init__(self, reduction: str = "mean", beta: float = 1.0):
-        super().__init__(reduction)
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean", beta: float = 1.0):
+        super().__init__(size_average, reduce, reduction)
         self.beta = beta
 
     def forward(self, input, target):
-        return FL.smooth_l1_loss(input, target, self.reduction, self.beta)
+        return FL.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
 
 
 class HuberLoss(_Loss):
     def __init__(self, reduction: str = "mean", delta: float = 1.0):
-        super().__init__(reduction)
+        super().__init__(reduction=reduction)
         self.delta = delta
 
     def forward(self, input, target):
@@ -76,12 +81,12 @@ class HuberLoss(_Loss):
 
 
 class KLDivLoss(_Loss):
-    def __init__(self, reduction: str = "mean", log_target: bool = False):
-        super().__init__(reduction)
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean", log_target: bool = False):
+        super().__init__(size_average, reduce, reduction)
         self.log_target = log_target
 
     def forward(self, input, target):
-        return FL.kl_div(input, target, self.reduction, self.log_target)
+        return FL.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
 
 
 class Identity(Module):
@@ -148,7 +153,7 @@ class Dropout2d(Module):
         self.p, self.inplace = p, inplace
 
     def forward(self, input):
-        return FL.dropout2d(input, self.p, self.training)
+        return FL.dropout2d(input, self.p, self.training, self.inplace)
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"

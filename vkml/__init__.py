@@ -385,3 +385,10 @@ __all__ += [
     "quantile",
     "nanquantile",
 ]
+# ---------------------------------------------------------------------- autograd namespace and grad modes
+# (vkml/frontend/autograd_api.py: vkml.autograd.grad / backward / Function, as torch.autograd)
+from .frontend import autograd_api as autograd  # noqa: E402
+from .frontend.autograd import inference_mode, is_inference_mode_enabled  # noqa: E402
+
+_sys.modules[__name__ + ".autograd"] = autograd  # `import vkml.autograd` finds the namespace
+__all__ += ["autograd", "inference_mode", "is_inference_mode_enabled"]

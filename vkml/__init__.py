@@ -392,3 +392,8 @@ from .frontend.autograd import inference_mode, is_inference_mode_enabled  # noqa
 
 _sys.modules[__name__ + ".autograd"] = autograd  # `import vkml.autograd` finds the namespace
 __all__ += ["autograd", "inference_mode", "is_inference_mode_enabled"]
+# ---------------------------------------------------------------------- default dtype and type predicates
+# (vkml/frontend/defaults.py)
+from .frontend.defaults import get_default_dtype, is_floating_point, is_tensor, set_default_dtype  # noqa: E402
+
+__all__ += ["get_default_dtype", "set_default_dtype", "is_tensor", "is_floating_point"]

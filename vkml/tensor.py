@@ -116,6 +116,10 @@ class Tensor:
     def dim(self) -> int:
         return self.ndim
 
+    def is_floating_point(self) -> bool:
+        """Whether the dtype is a float dtype (float32, float16), as ``torch.Tensor.is_floating_point``."""
+        return self.dtype.is_float
+
     def numel(self) -> int:
         return self.node.numel
 

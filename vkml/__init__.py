@@ -397,3 +397,13 @@ __all__ += ["autograd", "inference_mode", "is_inference_mode_enabled"]
 from .frontend.defaults import get_default_dtype, is_floating_point, is_tensor, set_default_dtype  # noqa: E402
 
 __all__ += ["get_default_dtype", "set_default_dtype", "is_tensor", "is_floating_point"]
+# ---------------------------------------------------------------------- mixed precision (vkml/frontend/amp.py)
+# Last: autocast wraps the public functions bound above, the Tensor methods and nn.functional's.
+from . import nn as _nn  # noqa: E402
+from .frontend import amp  # noqa: E402
+from .frontend.amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402
+from .nn import functional_layers as _functional_layers  # noqa: E402
+
+_sys.modules[__name__ + ".amp"] = amp  # `import vkml.amp` finds the namespace
+amp.install([_sys.modules[__name__], _nn.functional, autograd], Tensor, [(_functional_layers, "_conv")])
+__all__ += ["amp", "autocast", "is_autocast_enabled", "get_autocast_dtype"]

@@ -91,8 +91,8 @@ def test_twenty_steps_match_torch(name, kwargs):
         else:
             np.testing.assert_allclose(_value(state["state"][0][key]), value.numpy(), rtol=1e-5, atol=1e-6, err_msg=key)
     group, group_t = state["param_groups"][0], state_t["param_groups"][0]
-    assert list(group) == list(group_t) and group["params"] == group_t["params"] == [0]
-    assert {k: v for k, v in group.items() if k != "foreach"} == {k: v for k, v in group_t.items() if k != "foreach"}
+    assert set(group_t) <= set(group) and group["params"] == group_t["params"] == [0]
+    assert all(group[k] == v for k, v in group_t.items() if k != "foreach")  # every torch entry, same value
 
 
 # one case of each optimizer on the device: same bits as the CPU

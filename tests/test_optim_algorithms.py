@@ -296,3 +296,50 @@ def test_lbfgs_refuses_an_unknown_line_search():
     opt = vkml.optim.LBFGS([w], line_search_fn="backtracking")
     with pytest.raises(RuntimeError, match="only 'strong_wolfe' is supported"):
         opt.step(lambda: objective())
+
+
+def test_lbfgs_continues_from_torch_state():
+    """A step of torch's LBFGS, its state loaded into vkml's, a second step in each: the same result."""
+    (wt, objective_t), (w, objective) = _lbfgs_problem(torch), _lbfgs_problem(vkml)
+    opt_t = torch.optim.LBFGS([wt], lr=0.5, max_iter=3, history_size=3)
+    opt = vkml.optim.LBFGS([w], lr=0.5, max_iter=3, history_size=3)
+
+    def closure_t():
+        opt_t.zero_grad()
+        loss = objective_t()
+        loss.backward()
+        return loss
+
+    def closure():
+        opt.zero_grad()
+        loss = objective()
+        loss.backward()
+        return loss
+
+    opt_t.step(closure_t)
+    w.node = vkml.tensor(wt.detach().numpy()).node
+    opt.load_state_dict(opt_t.state_dict())
+    assert isinstance(opt.state[w]["ro"][0], float) and opt.state[w]["old_dirs"][0].shape == (4,)
+    opt_t.step(closure_t)
+    opt.step(closure)
+    np.testing.assert_allclose(w.numpy(), wt.detach().numpy(), rtol=1e-4, atol=1e-5)
+    assert opt.state[w]["n_iter"] == opt_t.state[wt]["n_iter"]
+
+
+def test_lbfgs_same_bits_on_vulkan(gpu):
+    def run(device):
+        g = np.random.default_rng(0)
+        a = vkml.tensor(g.standard_normal((6, 4)).astype(np.float32), device=device)
+        w = nn.Parameter(vkml.tensor(g.standard_normal(4).astype(np.float32), device=device))
+        opt = vkml.optim.LBFGS([w], max_iter=3, history_size=2, line_search_fn="strong_wolfe")
+
+        def closure():
+            opt.zero_grad()
+            loss = ((a @ w - 1.0) ** 2).sum()
+            loss.backward()
+            return loss
+
+        opt.step(closure)
+        return w.numpy()
+
+    assert_same_bits(run(gpu), run(CPU), "LBFGS parameters")

@@ -144,6 +144,8 @@ class LBFGS(Optimizer):
     [1.0, 1.0]
     """
 
+    _float_state = ("t", "H_diag", "ro", "al", "prev_loss")
+
     def __init__(
         self,
         params,

@@ -217,7 +217,7 @@ class Optimizer:
 
     def _loaded_state(self, key: str, value, param):
         if key in self._float_state:
-            return float(value.item()) if hasattr(value, "item") else float(value)
+            return _host_float(value)
         return _state_value(key, value, param)
 
     def update(self, param, grad, state: dict, group: dict):
@@ -251,6 +251,15 @@ def _state_value(key: str, value, param):
         out = tensor(array, device=param.device)
         return out.to(param.dtype) if out.dtype.is_float and param.dtype.is_float else out
     return value
+
+
+def _host_float(value):
+    """A saved scalar (a number or a 0-d tensor of any framework), or a list of them, as Python floats."""
+    if isinstance(value, list):
+        return [_host_float(v) for v in value]
+    if value is None:
+        return None
+    return float(value.item()) if hasattr(value, "item") else float(value)
 
 
 def _typename(x) -> str:

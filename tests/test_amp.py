@@ -35,6 +35,8 @@ OPS = {
     "cumsum": (lambda x, w: vkml.cumsum(x, 0), S, S),
     "exp": (lambda x, w: x.exp(), S, S),
     "pow": (lambda x, w: x**2, S, S),
+    "rtruediv": (lambda x, w: 1.0 / x, S, S),
+    "softmin": (lambda x, w: F.softmin(x, -1), S, S),
     "layer_norm": (lambda x, w: F.layer_norm(x, (4,)), S, S),
     "mse_loss": (lambda x, w: F.mse_loss(x, x * 0.5), S, S),
     "cross_entropy": (lambda x, w: F.cross_entropy(x, vkml.tensor([0, 1, 2, 3, 0, 1])), S, S),

@@ -245,6 +245,18 @@ def test_function_returning_an_input_keeps_the_input_a_leaf():
     y.sum().backward()
     assert x.grad.tolist() == [4.0, 4.0]
 
+    class Frozen(vkml.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.mark_non_differentiable(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    assert not Frozen.apply(x).requires_grad  # marked by the input's identity, which the result had
+
 
 def _bad_function(backward_result):
     class Bad(vkml.autograd.Function):

@@ -54,17 +54,17 @@ LOWER = frozenset(
     "__matmul__ __rmatmul__".split()
 )
 FLOAT32 = frozenset(
-    "acos asin cosh erfinv exp expm1 log log10 log2 log1p reciprocal rsqrt sinh tan pow __pow__ __rpow__ "
+    "acos asin cosh erfinv exp expm1 log log10 log2 log1p reciprocal rsqrt sinh tan pow __pow__ __rpow__ __rtruediv__ "
     "softplus layer_norm group_norm norm normalize cosine_similarity poisson_nll_loss cosine_embedding_loss "
     "nll_loss hinge_embedding_loss kl_div l1_loss smooth_l1_loss huber_loss mse_loss margin_ranking_loss "
     "multilabel_margin_loss soft_margin_loss triplet_margin_loss multi_margin_loss "
     "binary_cross_entropy_with_logits cross_entropy dist pdist cdist renorm logsumexp".split()
 )
-FLOAT32_UNLESS_DTYPE = frozenset("softmax log_softmax sum prod cumsum cumprod".split())
+FLOAT32_UNLESS_DTYPE = frozenset("softmax softmin log_softmax sum prod cumsum cumprod".split())
 BANNED = frozenset(["binary_cross_entropy"])
 # Tensor dunders that are ops of the lists; other dunders (+, *, indexing) are single ops that never
 # call another public function, so they stay unwrapped (and as fast as they were).
-_TENSOR_DUNDERS = ("__matmul__", "__rmatmul__", "__pow__", "__rpow__")
+_TENSOR_DUNDERS = ("__matmul__", "__rmatmul__", "__pow__", "__rpow__", "__rtruediv__")
 
 
 class _State(threading.local):

@@ -251,6 +251,9 @@ class Function:
         if not (is_grad_enabled() and any(needs)):
             return out
         outs = list(out) if isinstance(out, tuple) else [out]
+        differentiable = [
+            isinstance(o, Tensor) and o.dtype.is_float and id(o) not in ctx._non_differentiable for o in outs
+        ]
         inputs = {id(a) for a in args if isinstance(a, Tensor)}
         for i, o in enumerate(outs):
             if isinstance(o, Tensor) and (id(o) in inputs or o._ctx is not None):
@@ -259,7 +262,7 @@ class Function:
         parents = tuple(a if need else None for a, need in zip(args, needs))
         saved = tuple(a._saved() if isinstance(a, Tensor) else a for a in args)
         for i, o in enumerate(outs):
-            if not isinstance(o, Tensor) or not o.dtype.is_float or id(o) in ctx._non_differentiable:
+            if not differentiable[i]:
                 continue
             rule = _FunctionRule(cls, name, ctx, args, outs, i)
             node, owner, version = o._saved()

@@ -187,10 +187,12 @@ def test_grad_scaler_errors_and_state_dict():
     scaler.update(new_scale=8.0)
     assert scaler.get_scale() == 8.0
     half = nn.Parameter(vkml.ones(2, dtype=vkml.float16))
-    opt16 = vkml.optim.SGD([half], lr=0.1)
-    scaler.scale((half * half).sum()).backward()
+    opt16 = vkml.optim.SGD([w, half], lr=0.1)
+    opt16.zero_grad()
+    scaler.scale((w * w).sum() + (half * half).sum().float()).backward()
     with pytest.raises(ValueError, match="Attempting to unscale FP16 gradients."):
         scaler.unscale_(opt16)
+    assert w.grad.tolist() == (2 * w * 8.0).tolist()  # the float32 gradient listed before it stays scaled too
     fresh = vkml.amp.GradScaler("cpu")
     fresh.load_state_dict(scaler.state_dict())
     assert fresh.state_dict() == scaler.state_dict()

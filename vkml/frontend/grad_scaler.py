@@ -111,16 +111,14 @@ class GradScaler:
         if state["stage"] is OptState.STEPPED:
             raise RuntimeError("unscale_() is being called after step().")
         inv_scale = _f32(1.0 / self._scale)  # PyTorch: the reciprocal in float64, rounded to float32
+        grads = [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+        if any(g.dtype is T.float16 for g in grads):  # checked first: an error leaves every gradient as it was
+            raise ValueError("Attempting to unscale FP16 gradients.")
         flags = []
         with autograd.no_grad():
-            for group in optimizer.param_groups:
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    if p.grad.dtype is T.float16:
-                        raise ValueError("Attempting to unscale FP16 gradients.")
-                    flags.append(p.grad.isfinite().logical_not().any())
-                    p.grad.mul_(inv_scale)
+            for grad in grads:
+                flags.append(grad.isfinite().logical_not().any())
+                grad.mul_(inv_scale)
         state["found_inf"] = flags
         state["stage"] = OptState.UNSCALED
 

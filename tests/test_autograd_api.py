@@ -352,3 +352,9 @@ def test_inference_mode_and_grad_mode_decorators():
     with vkml.inference_mode(mode=True):
         assert not (w * 2).requires_grad
     assert vkml.autograd.no_grad is vkml.no_grad and vkml.autograd.inference_mode is vkml.inference_mode
+
+    @vkml.set_grad_enabled(False)
+    def without_grad():
+        return vkml.is_grad_enabled()
+
+    assert vkml.is_grad_enabled() and not without_grad() and vkml.is_grad_enabled()

@@ -71,7 +71,8 @@ def is_grad_enabled() -> bool:
 
 
 class set_grad_enabled:
-    """Turn recording on or off from now on, or for a ``with`` block (restored at its end).
+    """Turn recording on or off from now on, or for a ``with`` block (restored at its end), or for
+    the calls of a function it decorates (``@vkml.set_grad_enabled(False)``), as in PyTorch.
 
     >>> import vkml
     >>> with vkml.set_grad_enabled(False):
@@ -87,6 +88,16 @@ class set_grad_enabled:
 
     def __exit__(self, *exc) -> None:
         _mode.enabled = self.previous
+
+    def __call__(self, func):
+        _mode.enabled, mode = self.previous, _mode.enabled  # as a decorator it changes nothing now
+
+        @functools.wraps(func)
+        def decorated(*args, **kwargs):
+            with set_grad_enabled(mode):
+                return func(*args, **kwargs)
+
+        return decorated
 
 
 class no_grad(contextlib.ContextDecorator):

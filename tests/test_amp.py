@@ -221,3 +221,51 @@ def test_autocast_training_step_same_bits_on_vulkan(gpu):
 
     for got, want in zip(run(gpu), run(CPU)):
         assert_same_bits(got, want, "autocast step")
+
+
+class _Scale(vkml.autograd.Function):
+    """x @ w, with the dtypes its forward and backward saw recorded on the class."""
+
+    seen: list = []
+
+    @staticmethod
+    @vkml.amp.custom_fwd(device_type="cpu")
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        out = x @ w
+        _Scale.seen.append(("forward", out.dtype))
+        return out
+
+    @staticmethod
+    @vkml.amp.custom_bwd(device_type="cpu")
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        gx = g @ w.t()
+        _Scale.seen.append(("backward", gx.dtype))
+        return gx, x.t() @ g
+
+
+class _CastScale(_Scale):
+    @staticmethod
+    @vkml.amp.custom_fwd(device_type="cpu", cast_inputs=vkml.float32)
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        out = x @ w
+        _Scale.seen.append(("forward", out.dtype))
+        return out
+
+
+def test_custom_fwd_and_bwd_keep_the_forward_autocast_state_in_backward():
+    x = vkml.tensor(X, requires_grad=True)
+    w = vkml.tensor(W.T.copy(), requires_grad=True)
+    _Scale.seen.clear()
+    with vkml.autocast("cpu"):
+        out = _Scale.apply(x, w)
+    out.float().sum().backward()  # outside the region: custom_bwd re-enters the forward's autocast
+    assert _Scale.seen == [("forward", vkml.float16), ("backward", vkml.float16)]
+    assert x.grad.dtype is vkml.float32
+    _Scale.seen.clear()
+    with vkml.autocast("cpu"):
+        out = _CastScale.apply(x.half(), w)
+    out.sum().backward()
+    assert _Scale.seen == [("forward", vkml.float32), ("backward", vkml.float32)]

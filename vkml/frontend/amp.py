@@ -43,7 +43,7 @@ import warnings
 from ..ir import types as T
 from .grad_scaler import GradScaler
 
-__all__ = ["autocast", "GradScaler", "is_autocast_enabled", "get_autocast_dtype"]
+__all__ = ["autocast", "GradScaler", "custom_bwd", "custom_fwd", "is_autocast_enabled", "get_autocast_dtype"]
 
 DEVICE_TYPES = ("cpu", "vulkan")
 
@@ -119,17 +119,19 @@ class autocast:
             self._enabled = False
 
     def __enter__(self):
-        self._previous = (_state.dtypes, _state.cache_enabled)
+        # a region opened inside a wrapped op (a custom_bwd backward runs inside backward()) applies
+        # to the ops it contains: they are the program's ops, not the wrapped op's own
+        self._previous = (_state.dtypes, _state.cache_enabled, _state.inside)
         dtypes = dict(_state.dtypes)
         if self._enabled:
             dtypes[self.device_type] = self.fast_dtype
         else:
             dtypes.pop(self.device_type, None)
-        _state.dtypes, _state.cache_enabled = dtypes, self._cache_enabled
+        _state.dtypes, _state.cache_enabled, _state.inside = dtypes, self._cache_enabled, 0
         return self
 
     def __exit__(self, *exc) -> None:
-        _state.dtypes, _state.cache_enabled = self._previous
+        _state.dtypes, _state.cache_enabled, _state.inside = self._previous
         if not _state.dtypes:
             _state.cache.clear()  # leaving the outermost region: the casts of weights are dropped
 
@@ -140,6 +142,45 @@ class autocast:
                 return func(*args, **kwargs)
 
         return decorated
+
+
+def custom_fwd(fwd=None, *, device_type: str, cast_inputs=None):
+    """Decorator for a custom ``Function.forward`` (``torch.amp.custom_fwd``): it runs in the caller's
+    autocast state, or, with ``cast_inputs``, with autocast off and float inputs cast to that dtype
+    (when autocast is on). Pair it with ``custom_bwd`` on ``backward``."""
+    if fwd is None:
+        return functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
+
+    @functools.wraps(fwd)
+    def decorate_fwd(*args, **kwargs):
+        ctx = args[0]
+        ctx._dtype = get_autocast_dtype(device_type)
+        ctx._fwd_used_autocast = is_autocast_enabled(device_type)
+        if cast_inputs is None or not ctx._fwd_used_autocast:
+            return fwd(*args, **kwargs)
+        ctx._fwd_used_autocast = False
+        Tensor = _tensor_class()
+        rule = lambda t: t.to(cast_inputs) if t.dtype.is_float and t.device.kind == device_type else t  # noqa: E731
+        cast_args, cast_kwargs = _cast_all(args[1:], kwargs, rule, Tensor)
+        with autocast(device_type, enabled=False):
+            return fwd(ctx, *cast_args, **cast_kwargs)
+
+    return decorate_fwd
+
+
+def custom_bwd(bwd=None, *, device_type: str):
+    """Decorator for a custom ``Function.backward`` (``torch.amp.custom_bwd``): it runs in the autocast
+    state its ``custom_fwd`` forward ran in."""
+    if bwd is None:
+        return functools.partial(custom_bwd, device_type=device_type)
+
+    @functools.wraps(bwd)
+    def decorate_bwd(*args, **kwargs):
+        ctx = args[0]
+        with autocast(device_type, dtype=ctx._dtype, enabled=ctx._fwd_used_autocast):
+            return bwd(*args, **kwargs)
+
+    return decorate_bwd
 
 
 # ---------------------------------------------------------------------- the wrappers

@@ -565,7 +565,7 @@ def _method(name: str, fn) -> str:
 
 def _shape_calls(name: str, aliases: tuple[str, ...]) -> tuple[str, ...]:
     fn = getattr(shape_ops, name)
-    calls = [_sig(f"vkml.{name}", fn)] if getattr(vkml, name, None) is fn else []
+    calls = [_sig(f"vkml.{name}", fn)] if inspect.unwrap(getattr(vkml, name, None)) is fn else []  # autocast wraps it
     calls += [f"vkml.{a}(...)" for a in aliases if hasattr(vkml, a)]
     if name == "pad_nd":
         calls.append("vkml.nn.functional.pad(input, pad, mode='reflect' | 'replicate' | 'circular')")

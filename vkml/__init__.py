@@ -473,3 +473,27 @@ from .ir.types import bfloat16, float64, int8, int16, uint8  # noqa: E402
 double = float64
 short = int16
 __all__ += ["float64", "double", "uint8", "int8", "int16", "short", "bfloat16", "promote_types", "result_type"]
+# ---------------------------------------------------------------------- autograd namespace and grad modes
+# (vkml/frontend/autograd_api.py: vkml.autograd.grad / backward / Function, as torch.autograd)
+from .frontend import autograd_api as autograd  # noqa: E402
+from .frontend.autograd import inference_mode, is_inference_mode_enabled  # noqa: E402
+
+_sys.modules[__name__ + ".autograd"] = autograd  # `import vkml.autograd` finds the namespace
+__all__ += ["autograd", "inference_mode", "is_inference_mode_enabled"]
+# ---------------------------------------------------------------------- default dtype and type predicates
+# (vkml/frontend/defaults.py)
+from .frontend.defaults import get_default_dtype, is_floating_point, is_tensor, set_default_dtype  # noqa: E402
+
+__all__ += ["get_default_dtype", "set_default_dtype", "is_tensor", "is_floating_point"]
+
+# ---------------------------------------------------------------------- mixed precision (vkml/frontend/amp.py)
+# KEEP THIS BLOCK LAST (merges append above it): autocast wraps the public functions bound
+# above, the Tensor methods and nn.functional's.
+from . import nn as _nn  # noqa: E402
+from .frontend import amp  # noqa: E402
+from .frontend.amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402
+from .nn import functional_layers as _functional_layers  # noqa: E402
+
+_sys.modules[__name__ + ".amp"] = amp  # `import vkml.amp` finds the namespace
+amp.install([_sys.modules[__name__], _nn.functional, autograd], Tensor, [(_functional_layers, "_conv")])
+__all__ += ["amp", "autocast", "is_autocast_enabled", "get_autocast_dtype"]

@@ -123,6 +123,10 @@ class Tensor:
     def dim(self) -> int:
         return self.ndim
 
+    def is_floating_point(self) -> bool:
+        """Whether the dtype is a float dtype (float32, float16), as ``torch.Tensor.is_floating_point``."""
+        return self.dtype.is_float
+
     def numel(self) -> int:
         return self.node.numel
 
@@ -166,12 +170,15 @@ class Tensor:
             mutation.current(self)  # a view written through its storage takes its autograd history from its base's
         return self._ctx
 
-    def backward(self, gradient=None, retain_graph: bool = False) -> None:
-        """Add the gradient of this tensor to ``.grad`` of the leaves it depends on.
+    def backward(
+        self, gradient=None, retain_graph: bool | None = None, create_graph: bool = False, inputs=None
+    ) -> None:
+        """Add the gradient of this tensor to ``.grad`` of the leaves it depends on (of ``inputs`` only, if given).
 
         Records the gradient graph only: the gradients run when read or at the optimizer's
         ``step()`` (see vkml/frontend/autograd.py for the rule). ``gradient`` is needed unless the
-        tensor has one element.
+        tensor has one element. ``create_graph=True`` records the gradients' own graph (higher
+        derivatives); ``retain_graph`` defaults to it.
 
         >>> x = vkml.tensor([3.0], requires_grad=True)
         >>> (x * x).sum().backward(); x.grad.tolist()
@@ -179,7 +186,9 @@ class Tensor:
         """
         from .frontend import autograd
 
-        autograd.backward(self, gradient, retain_graph)
+        if inputs is not None:
+            inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+        autograd.backward(self, gradient, retain_graph, create_graph, inputs)
 
     def detach(self) -> Tensor:
         """The same values, cut off from autograd; shares storage with this tensor (a write through one is seen by the other)."""

@@ -57,6 +57,7 @@ class _GradMode(threading.local):
     ``backward`` itself) leaves another thread's recording on."""
 
     enabled = True  # every thread starts with recording on
+    inference = False  # inside vkml.inference_mode()
 
 
 _mode = _GradMode()
@@ -70,7 +71,8 @@ def is_grad_enabled() -> bool:
 
 
 class set_grad_enabled:
-    """Turn recording on or off from now on, or for a ``with`` block (restored at its end).
+    """Turn recording on or off from now on, or for a ``with`` block (restored at its end), or for
+    the calls of a function it decorates (``@vkml.set_grad_enabled(False)``), as in PyTorch.
 
     >>> import vkml
     >>> with vkml.set_grad_enabled(False):
@@ -87,9 +89,21 @@ class set_grad_enabled:
     def __exit__(self, *exc) -> None:
         _mode.enabled = self.previous
 
+    def __call__(self, func):
+        _mode.enabled, mode = self.previous, _mode.enabled  # as a decorator it changes nothing now
+
+        @functools.wraps(func)
+        def decorated(*args, **kwargs):
+            with set_grad_enabled(mode):
+                return func(*args, **kwargs)
+
+        return decorated
+
 
 class no_grad(contextlib.ContextDecorator):
     """Ops inside record nothing: results never require grad (evaluation, optimizer updates).
+
+    A context manager or a decorator, with or without parentheses (``@vkml.no_grad``), as in PyTorch.
 
     >>> import vkml
     >>> w = vkml.ones(2, requires_grad=True)
@@ -97,6 +111,11 @@ class no_grad(contextlib.ContextDecorator):
     ...     (w * 2).requires_grad
     False
     """
+
+    def __new__(cls, *args, **kwargs):
+        if len(args) == 1 and callable(args[0]) and not isinstance(args[0], bool):  # used as a bare decorator
+            return cls()(args[0])
+        return super().__new__(cls)
 
     def __enter__(self):
         self.previous, _mode.enabled = _mode.enabled, False
@@ -112,6 +131,39 @@ class enable_grad(no_grad):
     def __enter__(self):
         self.previous, _mode.enabled = _mode.enabled, True
         return self
+
+
+def is_inference_mode_enabled() -> bool:
+    """Whether this thread is inside ``vkml.inference_mode()``."""
+    return _mode.inference
+
+
+class inference_mode(no_grad):
+    """``no_grad`` for inference: ops inside record nothing (``mode=False``: changes nothing).
+
+    A context manager or a decorator (``@vkml.inference_mode()`` or ``@vkml.inference_mode``).
+    PyTorch also marks the tensors made inside as inference tensors, which autograd later refuses
+    to save; vkml does not mark them, so using them afterwards in a recorded computation works
+    where PyTorch raises. Nothing else differs: vkml's ``no_grad`` already skips all bookkeeping.
+
+    >>> import vkml
+    >>> w = vkml.ones(2, requires_grad=True)
+    >>> with vkml.inference_mode():
+    ...     (w * 2).requires_grad, vkml.is_inference_mode_enabled()
+    (False, True)
+    """
+
+    def __init__(self, mode: bool = True):
+        self.mode = bool(mode)
+
+    def __enter__(self):
+        self.previous = (_mode.enabled, _mode.inference)
+        if self.mode:
+            _mode.enabled, _mode.inference = False, True
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _mode.enabled, _mode.inference = self.previous
 
 
 class Context:
@@ -220,35 +272,39 @@ def _key(t, ctx) -> int:
     return id(ctx) if ctx is not None else id(t)
 
 
-def _graph_order(root) -> list:
-    """(tensor, context) of every value ``root`` was computed from that requires grad, users before operands.
+def _graph_order(roots) -> list:
+    """(tensor, context) of every value ``roots`` were computed from that requires grad, users before operands.
 
     A value is its context, not its handle: an in-place op gives a handle a new context, and
-    ops recorded before it keep the old one (``Context.parent_ctxs``).
+    ops recorded before it keep the old one (``Context.parent_ctxs``). Post-orders of successive
+    roots share one ``seen`` set, so each value still follows everything it was computed from.
     """
     order, seen = [], set()
-    stack = [((root, root._ctx), False)]
-    while stack:
-        item, done = stack.pop()
-        if done:
-            order.append(item)
-            continue
-        t, ctx = item
-        key = _key(t, ctx)
-        if key in seen:
-            continue
-        seen.add(key)
-        stack.append((item, True))
-        if ctx is None:
-            continue
-        if ctx.released:
-            raise RuntimeError(
-                f"backward(): trying to go through the graph a second time (at {ctx.name!r}); its saved "
-                "tensors were released by the first backward(). Pass retain_graph=True the first time."
+    for root in roots:
+        stack = [((root, root._ctx), False)]
+        while stack:
+            item, done = stack.pop()
+            if done:
+                order.append(item)
+                continue
+            t, ctx = item
+            key = _key(t, ctx)
+            if key in seen:
+                continue
+            seen.add(key)
+            stack.append((item, True))
+            if ctx is None:
+                continue
+            if ctx.released:
+                raise RuntimeError(
+                    f"backward(): trying to go through the graph a second time (at {ctx.name!r}); its saved "
+                    "tensors were released by the first backward(). Pass retain_graph=True the first time."
+                )
+            stack.extend(
+                ((p, pc), False)
+                for p, pc in zip(ctx.parents, ctx.parent_ctxs)
+                if p is not None and _key(p, pc) not in seen
             )
-        stack.extend(
-            ((p, pc), False) for p, pc in zip(ctx.parents, ctx.parent_ctxs) if p is not None and _key(p, pc) not in seen
-        )
     return order[::-1]
 
 
@@ -263,57 +319,122 @@ def _fit(grad, operand, op: str):
     return grad if grad.dtype is operand.dtype else grad.to(operand.dtype)
 
 
-def backward(root, gradient=None, retain_graph: bool = False) -> None:
-    """Add d(root)/d(leaf) to the ``.grad`` of every leaf ``root`` depends on (when it runs: see the module doc)."""
+def backward(root, gradient=None, retain_graph: bool | None = None, create_graph: bool = False, inputs=None) -> None:
+    """Add d(root)/d(leaf) to the ``.grad`` of every leaf ``root`` depends on (when it runs: see the module doc);
+    with ``inputs``, to those tensors' ``.grad`` only."""
+    run_backward([root], [gradient], retain_graph, create_graph, inputs=inputs)
+
+
+def _root_gradient(root, gradient, api: str, create_graph: bool):
     import vkml
 
     from ..errors import ShapeError
 
-    if not root.requires_grad:
-        raise RuntimeError("backward(): the tensor does not require grad and was not computed from one that does")
     if gradient is None:
         if root.numel() != 1:
             raise RuntimeError(
-                f"backward(): gradient can be implied only for one element, the tensor has shape {root.shape}"
+                f"{api}: gradient can be implied only for one element, the tensor has shape {root.shape}"
             )
-        gradient = vkml.ones_like(root)
-    elif not G.is_tensor(gradient):
-        gradient = vkml.full_like(root, gradient)
-    elif gradient.shape != root.shape:
-        raise ShapeError(f"backward(): gradient of shape {gradient.shape} for a tensor of shape {root.shape}")
-    order = _graph_order(root)
+        return vkml.ones_like(root)
+    if not G.is_tensor(gradient):
+        return vkml.full_like(root, gradient)
+    if gradient.shape != root.shape:
+        raise ShapeError(f"{api}: gradient of shape {gradient.shape} for a tensor of shape {root.shape}")
+    return gradient if create_graph else gradient.detach()
+
+
+def run_backward(
+    roots: list,
+    gradients: list,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    inputs=None,
+    accumulate: bool = True,
+    api: str = "backward()",
+) -> dict:
+    """The engine of ``backward()``, ``vkml.autograd.backward`` and ``vkml.autograd.grad``.
+
+    Walks the graph of ``roots`` (seeded with ``gradients``), once. ``accumulate``: add what reaches
+    each leaf — or, with ``inputs``, each of ``inputs`` — to its ``.grad``; otherwise only return
+    the gradient of each of ``inputs``, by ``_key``. ``create_graph``: the rules run with recording on,
+    on operands that keep their place in the graph, so the gradients can be differentiated again.
+    """
+    import vkml
+
+    if retain_graph is None:
+        retain_graph = create_graph
+    for i, root in enumerate(roots):
+        if not root.requires_grad:
+            raise RuntimeError(f"{api}: element {i} of tensors does not require grad and does not have a grad_fn")
+    seeds = [_root_gradient(r, g, api, create_graph) for r, g in zip(roots, gradients)]
+    targets = None if inputs is None else {_key(t, t.grad_fn): t for t in inputs}
+    order = _graph_order(roots)
     runs = config.backward_runs()
     if runs == "split":
-        realize(root)  # the forward starts on the device while the gradient graph is built
-    grads = {_key(root, root._ctx): gradient.detach()}
-    leaves = []
-    with no_grad():
+        realize(*roots)  # the forward starts on the device while the gradient graph is built
+    grads: dict = {}
+    for root, seed in zip(roots, seeds):
+        key = _key(root, root._ctx)
+        grads[key] = seed if key not in grads else grads[key] + seed
+    found, leaves = {}, []
+    with set_grad_enabled(create_graph):
         for t, ctx in order:
-            g = grads.pop(_key(t, ctx), None)
+            key = _key(t, ctx)
+            g = grads.pop(key, None)
+            if g is not None and targets is not None and key in targets:
+                found[key] = g
+                if accumulate:
+                    target = targets[key]
+                    target.grad = g if target.grad is None else target.grad + g
+                    leaves.append(target.grad)
             if ctx is None:
-                if g is not None:
+                if g is not None and accumulate and targets is None:
                     t.grad = g if t.grad is None else t.grad + g
                     leaves.append(t.grad)
                 continue
             if g is not None:
-                _apply_rule(ctx, g, grads, vkml)
+                _apply_rule(ctx, g, grads, vkml, create_graph)
             if not retain_graph:
                 ctx.release()
-    if runs == "split" and leaves:
-        realize(*leaves)  # the gradients start while the optimizer's update is built
+    results = leaves if accumulate else list(found.values())
+    if runs == "split" and results:
+        realize(*results)  # the gradients start while the optimizer's update is built
     elif runs == "end":
-        realize(root, *leaves)
-    _remember_root(root)
+        realize(*roots, *results)
+    if accumulate:
+        for root in roots:
+            _remember_root(root)
+    return found
 
 
-def _apply_rule(ctx: Context, g, grads: dict, namespace) -> None:
+def _rule_operand(saved, parent, parent_ctx, role, create_graph: bool):
+    """What a rule computes with for one operand: its saved value, version-checked; for ``create_graph``
+    linked to the graph (a leaf's own handle, a computed value's context) so second gradients reach it."""
+    from ..tensor import SavedTensor
+
+    value = SavedTensor(saved, role)
+    if not create_graph or parent is None:
+        return value
+    value.node  # noqa: B018  (raises PyTorch's error if the operand was written in place since)
+    if parent_ctx is None:
+        return parent
+    value._ctx, value._requires_grad = parent_ctx, True
+    return value
+
+
+def _apply_rule(ctx: Context, g, grads: dict, namespace, create_graph: bool = False) -> None:
     from ..tensor import SavedTensor
 
     needs = tuple(p is not None for p in ctx.parents)
     role = ("an operand of", ctx.name)
-    inputs = tuple(SavedTensor(s, role) if type(s) is tuple else s for s in ctx.saved)
+    inputs = tuple(
+        _rule_operand(s, p, pc, role, create_graph) if type(s) is tuple else s
+        for s, p, pc in zip(ctx.saved, ctx.parents, ctx.parent_ctxs)
+    )
     node, owner, version = ctx.output
     output = SavedTensor((node, owner(), version), ("output 0 of", ctx.name))
+    if create_graph:
+        output._ctx, output._requires_grad = ctx, True
     results = ctx.rule(G.GradContext(g, inputs, output, ctx.attrs, namespace, needs))
     if len(results) != len(ctx.parents):
         raise AssertionError(

@@ -23,7 +23,7 @@ from ..graph import build as lazy
 from ..ir import types as T
 from ..ops import random as threefry
 from ..ops.cast import bf16_bits_to_float, float_to_bf16_bits
-from ..ops.promotion import promote_types
+from ..ops.promotion import default_float, promote_types
 from . import operators as F
 from . import random as R
 from .creation import _device, _dtype, _size_args, full, tensor
@@ -61,7 +61,7 @@ def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad:
     m = n if m is None else m
     if m < 0:
         raise RuntimeError(f"'eye': m must be greater or equal to 0, got {m}")
-    dtype = _dtype(dtype) or T.float32
+    dtype = _dtype(dtype) or default_float()
     return _finish(tensor(np.eye(n, m, dtype=dtype.value_np), dtype=dtype, device=device), requires_grad)
 
 
@@ -100,7 +100,7 @@ def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad: 
     Integer dtypes compute in float64 and truncate toward zero, as PyTorch.
     """
     start, end = _number("linspace", "start", start), _number("linspace", "end", end)
-    dtype = _dtype(dtype) or T.float32
+    dtype = _dtype(dtype) or default_float()
     if dtype is T.bool_:
         raise RuntimeError("\"linspace_cpu\" not implemented for 'Bool'")
     values = _linspace_values("linspace", start, end, steps, dtype)
@@ -113,7 +113,7 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=N
     """``base ** linspace(start, end, steps)``: powers computed in the dtype's precision (float64 for integers)."""
     start, end = _number("logspace", "start", start), _number("logspace", "end", end)
     base = _number("logspace", "base", base)
-    dtype = _dtype(dtype) or T.float32
+    dtype = _dtype(dtype) or default_float()
     if dtype is T.bool_:
         raise RuntimeError("\"logspace_cpu\" not implemented for 'Bool'")
     exponents = _linspace_values("logspace", start, end, steps, dtype)
@@ -125,7 +125,7 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=N
 
 def empty(*size, dtype=None, device=None, requires_grad: bool = False, memory_format=None):
     """A tensor of ``size`` whose values are unspecified: in vkml, zeros (a constant, no memory written)."""
-    return _finish(full(_size_args(size), 0, dtype=_dtype(dtype) or T.float32, device=device), requires_grad)
+    return _finish(full(_size_args(size), 0, dtype=_dtype(dtype) or default_float(), device=device), requires_grad)
 
 
 def empty_like(input, *, dtype=None, device=None, requires_grad: bool = False, memory_format=None):
@@ -309,7 +309,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None,
     if size is None:
         raise TypeError("normal(): with float mean and std, size is required")
     shape = _shape_of("normal", size)
-    dtype = _dtype(dtype) or T.float32
+    dtype = _dtype(dtype) or default_float()
     z = R.randn(shape, generator=generator, device=device)
     return _finish(F.cast(F.add(F.mul(z, float(std)), float(mean)), dtype), requires_grad)
 

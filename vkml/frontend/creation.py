@@ -10,7 +10,7 @@ from ..errors import DTypeError, OutOfMemoryError, ShapeError
 from ..graph import build as lazy
 from ..ir import types as T
 from ..ops.cast import float_to_bf16_bits, host_round
-from ..ops.promotion import scalar_dtype
+from ..ops.promotion import default_float, scalar_dtype
 from .devices import device as get_device
 from .dtypes import check_device_dtype
 
@@ -89,7 +89,7 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False):
         raise DTypeError(f"tensor(): cannot make a tensor from {type(data).__name__} with mixed or ragged content")
     if dtype is None:
         if array.dtype.kind == "f" and python_data:
-            dtype = T.float32
+            dtype = default_float()
         elif array.dtype.name not in _NUMPY_TO_VKML:
             raise DTypeError(f"tensor(): numpy dtype {array.dtype.name} has no vkml dtype")
         else:
@@ -201,12 +201,12 @@ def _filled(op: str, size, fill_value, dtype, device, requires_grad: bool):
 
 def zeros(*size, dtype=None, device=None, requires_grad: bool = False):
     """A tensor of zeros (float32 unless ``dtype`` says otherwise)."""
-    return _filled("zeros", _size_args(size), 0, _dtype(dtype) or T.float32, device, requires_grad)
+    return _filled("zeros", _size_args(size), 0, _dtype(dtype) or default_float(), device, requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad: bool = False):
     """A tensor of ones (float32 unless ``dtype`` says otherwise)."""
-    return _filled("ones", _size_args(size), 1, _dtype(dtype) or T.float32, device, requires_grad)
+    return _filled("ones", _size_args(size), 1, _dtype(dtype) or default_float(), device, requires_grad)
 
 
 def full_like(input, fill_value, dtype=None, device=None, requires_grad: bool = False):
@@ -257,7 +257,7 @@ def arange(start, end=None, step=1, dtype=None, device=None):
         raise ValueError(f"arange(): upper bound and lower bound inconsistent with step sign ({start}, {end}, {step})")
     n = max(0, math.ceil((end - start) / step))
     is_int = all(isinstance(v, int) for v in (start, end, step))
-    dtype = dtype or (T.int64 if is_int else T.float32)
+    dtype = dtype or (T.int64 if is_int else default_float())
     check_fits("arange", (n,), dtype, _device(device))
     values = (
         start + np.arange(n, dtype=np.float64) * step if not is_int else start + np.arange(n, dtype=np.int64) * step

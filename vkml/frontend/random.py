@@ -24,6 +24,7 @@ from ..errors import DTypeError
 from ..graph import build as lazy
 from ..graph.node import Node
 from ..ir import types as T
+from ..ops.promotion import default_float
 from .devices import device as get_device
 
 DEFAULT_SEED = 67280421310721  # PyTorch's default seed: unseeded programs are deterministic too
@@ -89,7 +90,7 @@ def random_tensor(kind: str, shape, dtype=None, device=None, generator: Generato
     from .creation import _dtype, check_fits
     from .operators import _wrap, cast
 
-    dtype = _dtype(dtype) or T.float32
+    dtype = _dtype(dtype) or default_float()
     if not dtype.is_float:
         raise DTypeError(f"random tensors are floating point, got dtype {dtype.name}")
     shape = tuple(shape)

@@ -17,7 +17,7 @@ from .. import config
 from ..errors import DeviceError, DTypeError, ShapeError
 from ..ir import types as T
 from ..ops.cast import host_round
-from ..ops.promotion import result_type, scalar_dtype
+from ..ops.promotion import default_float, result_type, scalar_dtype
 from ..ops.reduce import reduce_dtypes
 from ..ops.registry import REGISTRY
 from .node import Node
@@ -289,6 +289,12 @@ SCALAR_TYPES = frozenset((bool, int, float))  # the Python numbers an op takes a
 _binary_kinds: dict[tuple, tuple] = {}
 
 
+def forget_promotion_decisions() -> None:
+    """Drop the cached promotion decisions: they depend on the default float, which just changed."""
+    _binary_kinds.clear()
+    _elementwise_dtypes.cache_clear()
+
+
 def binary_fast(name: str, x, y) -> Node | None:
     """``elementwise`` of two same-shape tensors on one device, or of a tensor and a Python scalar,
     whose kinds were met before (None: anything else, for the general path, which checks).
@@ -347,7 +353,7 @@ def _elementwise_dtypes(name: str, kinds: tuple) -> tuple[T.DType, T.DType]:
     scalars = [k(0) for k in kinds if not isinstance(k, tuple)]  # a stand-in value of the scalar's type
     compute = result_type(dims, zero, scalars)
     if op.result == "float" and not compute.is_float:
-        compute = T.float32
+        compute = default_float()
     if compute not in op.dtypes:
         _refuse_float64(name, compute)
         shown = ", ".join(sorted({k[0].name if isinstance(k, tuple) else k.__name__ for k in kinds}))

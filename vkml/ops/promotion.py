@@ -24,7 +24,7 @@ _CATEGORY = {
     T.float32: 2,
     T.float64: 2,
 }
-_DEFAULT_OF_CATEGORY = {0: T.bool_, 1: T.int64, 2: T.float32}
+_DEFAULT_OF_CATEGORY = {0: T.bool_, 1: T.int64, 2: T.float32}  # 2: the default float (set_default_float)
 # Within a category the wider type wins; the pairs where neither holds the other are PyTorch's
 # exceptions: uint8 and int8 meet in int16, float16 and bfloat16 in float32.
 _RANK_IN_CATEGORY = {
@@ -57,14 +57,25 @@ def promote_types(a: T.DType, b: T.DType) -> T.DType:
     return a if _RANK_IN_CATEGORY[a] >= _RANK_IN_CATEGORY[b] else b
 
 
+def default_float() -> T.DType:
+    """The dtype of Python floats and of float results from integers (``torch.get_default_dtype``)."""
+    return _DEFAULT_OF_CATEGORY[2]
+
+
+def set_default_float(dtype: T.DType) -> None:
+    """Make ``dtype`` the default float; the graph's cached promotion decisions must be dropped too
+    (vkml/frontend/defaults.py does both)."""
+    _DEFAULT_OF_CATEGORY[2] = dtype
+
+
 def scalar_dtype(value) -> T.DType:
-    """The dtype PyTorch gives a Python scalar: bool, int64 or float32 (the default float)."""
+    """The dtype PyTorch gives a Python scalar: bool, int64 or the default float (float32 unless set)."""
     if isinstance(value, bool):
         return T.bool_
     if isinstance(value, int):
         return T.int64
     if isinstance(value, float):
-        return T.float32
+        return _DEFAULT_OF_CATEGORY[2]
     raise DTypeError(f"unsupported Python scalar {value!r} ({type(value).__name__})")
 
 
@@ -81,8 +92,6 @@ def result_type(dim_dtypes: list[T.DType], zero_dim_dtypes: list[T.DType], scala
             continue
         if state is None:
             state = _DEFAULT_OF_CATEGORY[_CATEGORY[best]] if is_scalar and best is not T.bool_ else best
-            if is_scalar and best is T.float32:
-                state = T.float32
         elif _CATEGORY[best] > _CATEGORY[state]:
             state = _DEFAULT_OF_CATEGORY[_CATEGORY[best]] if is_scalar else best
     return state

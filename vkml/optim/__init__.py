@@ -1,4 +1,4 @@
-"""Optimizers with PyTorch's names and arithmetic: ``SGD``, ``Adam``, ``AdamW``; a step is one submission.
+"""Optimizers with PyTorch's names, arguments and arithmetic; a step is one submission.
 
 >>> import vkml
 >>> net = vkml.nn.Linear(2, 1)
@@ -8,8 +8,29 @@
 """
 
 from . import lr_scheduler
+from .adadelta import Adadelta
+from .adagrad import Adagrad
 from .adam import Adam, AdamW
+from .adam_variants import Adamax, NAdam, RAdam
+from .asgd import ASGD, Rprop
+from .lbfgs import LBFGS
 from .optimizer import Optimizer
+from .rmsprop import RMSprop
 from .sgd import SGD
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "lr_scheduler"]
+__all__ = [
+    "Optimizer",
+    "SGD",
+    "Adam",
+    "AdamW",
+    "RMSprop",
+    "Adagrad",
+    "Adadelta",
+    "Adamax",
+    "NAdam",
+    "RAdam",
+    "ASGD",
+    "Rprop",
+    "LBFGS",
+    "lr_scheduler",
+]

@@ -6,11 +6,16 @@ import math
 
 from ..frontend.creation import zeros_like
 from ..frontend.operators import maximum
-from .optimizer import Optimizer
+from .optimizer import Optimizer, check_betas, check_hyper, maximized
 
 
 class Adam(Optimizer):
-    """Adam (Kingma & Ba) with bias correction; ``weight_decay`` adds ``wd * p`` to the gradient (L2).
+    """Adam (Kingma & Ba) with bias correction; ``weight_decay`` adds ``wd * p`` to the gradient (L2),
+    or with ``decoupled_weight_decay=True`` scales ``p`` by ``1 - lr * wd`` first (AdamW).
+
+    ``foreach``, ``fused`` and ``capturable`` only pick one of PyTorch's implementations of the
+    same arithmetic: vkml accepts and keeps them (its step is one fused submission either way, and
+    ``step`` stays a host number); ``differentiable=True`` raises NotImplementedError.
 
     >>> import vkml
     >>> w = vkml.nn.Parameter(vkml.ones(2))
@@ -20,26 +25,46 @@ class Adam(Optimizer):
     [0.9, 0.9]
     """
 
-    decoupled = False  # AdamW: decay the parameter itself instead
-
     def __init__(
         self,
         params,
         lr: float = 1e-3,
         betas: tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8,
-        weight_decay: float = 0.0,
+        weight_decay: float = 0,
         amsgrad: bool = False,
+        *,
+        foreach: bool | None = None,
+        maximize: bool = False,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
+        decoupled_weight_decay: bool = False,
     ):
-        if lr < 0 or eps < 0 or weight_decay < 0 or not all(0 <= b < 1 for b in betas):
-            raise ValueError(
-                f"{type(self).__name__}: invalid lr={lr}, betas={betas}, eps={eps} or weight_decay={weight_decay}"
-            )
-        defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay, "amsgrad": amsgrad}
+        check_hyper("learning rate", lr, message="learning rate")
+        check_hyper("epsilon", eps)
+        check_betas(betas)
+        check_hyper("weight_decay", weight_decay)
+        defaults = {
+            "lr": lr,
+            "betas": tuple(betas),
+            "eps": eps,
+            "weight_decay": weight_decay,
+            "amsgrad": amsgrad,
+            "maximize": maximize,
+            "foreach": foreach,
+            "capturable": capturable,
+            "differentiable": differentiable,
+            "fused": fused,
+            "decoupled_weight_decay": decoupled_weight_decay,
+        }
         super().__init__(params, defaults)
+        if fused and foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
 
     def update(self, param, grad, state: dict, group: dict):
         lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+        grad = maximized(grad, group)
         if not state:
             state["step"] = 0
             state["exp_avg"] = zeros_like(param)
@@ -48,11 +73,11 @@ class Adam(Optimizer):
                 state["max_exp_avg_sq"] = zeros_like(param)
         state["step"] += 1
         step = state["step"]
-        if wd and self.decoupled:
+        if wd != 0 and group["decoupled_weight_decay"]:
             param = param * (1 - lr * wd)
-        elif wd:
+        elif wd != 0:
             grad = grad + wd * param
-        exp_avg = state["exp_avg"] + (1 - beta1) * (grad - state["exp_avg"])  # torch's lerp, weight < 0.5
+        exp_avg = lerp(state["exp_avg"], grad, 1 - beta1)
         exp_avg_sq = state["exp_avg_sq"] * beta2 + ((1 - beta2) * grad) * grad  # torch's addcmul order
         state["exp_avg"], state["exp_avg_sq"] = exp_avg, exp_avg_sq
         if group["amsgrad"]:
@@ -65,8 +90,6 @@ class Adam(Optimizer):
 class AdamW(Adam):
     """Adam with decoupled weight decay (Loshchilov & Hutter): ``p *= 1 - lr * wd`` before the Adam step."""
 
-    decoupled = True
-
     def __init__(
         self,
         params,
@@ -75,5 +98,31 @@ class AdamW(Adam):
         eps: float = 1e-8,
         weight_decay: float = 1e-2,
         amsgrad: bool = False,
+        *,
+        maximize: bool = False,
+        foreach: bool | None = None,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
     ):
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad)
+        super().__init__(
+            params,
+            lr,
+            betas,
+            eps,
+            weight_decay,
+            amsgrad,
+            foreach=foreach,
+            maximize=maximize,
+            capturable=capturable,
+            differentiable=differentiable,
+            fused=fused,
+            decoupled_weight_decay=True,
+        )
+
+
+def lerp(start, end, weight: float):
+    """``torch.lerp(start, end, weight)`` for a Python weight, in its order: from the nearer end."""
+    if abs(weight) < 0.5:
+        return start + weight * (end - start)
+    return end - (end - start) * (1 - weight)

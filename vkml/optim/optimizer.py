@@ -17,6 +17,7 @@ backward and update of a training step run together in this one submission.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from typing import Any
 
@@ -25,35 +26,117 @@ from ..frontend.realize import realize
 
 
 class Optimizer:
-    """Base class: ``param_groups`` (dicts with "params" and hyper-parameters) and per-parameter ``state``."""
+    """Base class: ``param_groups`` (dicts with "params" and hyper-parameters) and per-parameter ``state``.
+
+    ``params`` is an iterable of tensors, of ``(name, tensor)`` pairs (the names go to the group's
+    ``"param_names"``) or of dicts (parameter groups), checked as PyTorch checks them.
+    """
 
     def __init__(self, params: Iterable, defaults: dict[str, Any]):
+        from ..tensor import Tensor
+
+        if isinstance(params, Tensor):
+            raise TypeError(
+                "params argument given to the optimizer should be an iterable of Tensors or dicts, but got "
+                f"{_typename(params)}"
+            )
+        if defaults.get("differentiable"):
+            raise NotImplementedError(
+                f"{type(self).__name__}: differentiable=True (autograd through the step) is not supported by vkml"
+            )
         self.defaults = dict(defaults)
         self.state: dict = {}
         self.param_groups: list[dict] = []
         groups = list(params)
         if not groups:
-            raise ValueError(f"{type(self).__name__} got an empty parameter list")
+            raise ValueError("optimizer got an empty parameter list")
         if not isinstance(groups[0], dict):
             groups = [{"params": groups}]
         for group in groups:
             self.add_param_group(group)
 
-    def add_param_group(self, group: dict) -> None:
-        params = group["params"]
-        params = [params] if hasattr(params, "node") else list(params)
+    def add_param_group(self, param_group: dict) -> None:
+        """Add a group: its own hyper-parameters, the optimizer's defaults for the others.
+
+        >>> import vkml
+        >>> w, b = vkml.nn.Parameter(vkml.ones(2)), vkml.nn.Parameter(vkml.ones(1))
+        >>> opt = vkml.optim.SGD([w], lr=0.1)
+        >>> opt.add_param_group({"params": b, "lr": 0.5})
+        >>> [g["lr"] for g in opt.param_groups]
+        [0.1, 0.5]
+        """
+        from ..tensor import Tensor
+
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, set):
+            raise TypeError(
+                "optimizer parameters need to be organized in ordered collections, but the ordering of tensors "
+                "in sets will change between runs. Please use a list instead."
+            )
+        else:
+            params = list(params)
+        names = [p[0] for p in params if isinstance(p, tuple)]
+        params = [p[1] if isinstance(p, tuple) else p for p in params]
+        group = dict(param_group)
+        group["params"] = params
+        if names:
+            if len(names) != len(params):
+                raise ValueError("all optimizer params should be with/without names. Some param names are missing")
+            group["param_names"] = names
         for p in params:
-            if not getattr(p, "requires_grad", False):
-                raise ValueError(f"{type(self).__name__}: every parameter must require grad ({p!r} does not)")
-        self.param_groups.append({**self.defaults, **group, "params": params})
+            if not isinstance(p, Tensor):
+                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is {_typename(p)}")
+            if not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+        if group.get("differentiable"):
+            raise NotImplementedError(
+                f"{type(self).__name__}: differentiable=True (autograd through the step) is not supported by vkml"
+            )
+        for name, default in self.defaults.items():
+            group.setdefault(name, default)
+        if len({id(p) for p in params}) != len(params):
+            warnings.warn(
+                "optimizer contains a parameter group with duplicate parameters; in future, this will cause an error",
+                stacklevel=2,
+            )
+        seen = set()
+        for other in self.param_groups:
+            seen.update(id(p) for p in other["params"])
+            if ("param_names" in group) != ("param_names" in other):
+                which = "with names" if "param_names" in group else "without names"
+                raise ValueError(
+                    "all optimizer param groups should be with/without names. "
+                    f"cannot add param group {which} to the optimizer"
+                )
+        if any(id(p) in seen for p in params):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(group)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Forget the gradients (set to None, as PyTorch's default; or to zeros)."""
-        from ..frontend.creation import zeros_like
+        """Forget the gradients: set them to None (PyTorch's default), or zero them in place.
 
+        >>> import vkml
+        >>> w = vkml.nn.Parameter(vkml.ones(2))
+        >>> opt = vkml.optim.SGD([w], lr=0.1)
+        >>> (w * w).sum().backward(); opt.zero_grad(set_to_none=False)
+        >>> w.grad.tolist()
+        [0.0, 0.0]
+        """
         for group in self.param_groups:
             for p in group["params"]:
-                p.grad = None if set_to_none or p.grad is None else zeros_like(p.grad)
+                if p.grad is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                else:
+                    with autograd.no_grad():
+                        p.grad = p.grad.detach() if p.grad.grad_fn is not None else p.grad
+                        p.grad.requires_grad_(False)
+                        p.grad.zero_()
 
     def step(self, closure=None):
         """Update every parameter that has a gradient; one submission, not waited for (see the module doc)."""
@@ -67,8 +150,10 @@ class Optimizer:
                 for p in group["params"]:
                     if p.grad is None:
                         continue
-                    state = self.state.setdefault(p, {})
+                    state = self.state.get(p, {})
                     new = self.update(p, p.grad.detach(), state, group)
+                    if state:  # as PyTorch, a parameter gets a state entry once its optimizer keeps any
+                        self.state[p] = state
                     updates.append((p, new))
                     targets += [new, p.grad, *(v for v in state.values() if hasattr(v, "node"))]
         targets += autograd.take_backward_roots()
@@ -120,11 +205,20 @@ class Optimizer:
         for key, value in state_dict["state"].items():
             if key in params:
                 param = params[key]
-                self.state[param] = {k: _state_value(k, v, param) for k, v in value.items()}
+                self.state[param] = {k: self._loaded_state(k, v, param) for k, v in value.items()}
         self.param_groups = [
             {**{k: v for k, v in saved.items() if k != "params"}, "params": group["params"]}
             for group, saved in zip(groups, saved_groups)
         ]
+
+    # state entries PyTorch keeps as 0-d float32 tensors and vkml as Python floats (rounded to float32
+    # as PyTorch's are), since the host computes with them (ASGD's eta and mu, NAdam's mu_product)
+    _float_state: tuple[str, ...] = ()
+
+    def _loaded_state(self, key: str, value, param):
+        if key in self._float_state:
+            return _host_float(value)
+        return _state_value(key, value, param)
 
     def update(self, param, grad, state: dict, group: dict):
         """The parameter's new value (a lazy tensor); updates ``state`` in place with lazy tensors."""
@@ -147,6 +241,8 @@ def _state_value(key: str, value, param):
         return int(value.item()) if hasattr(value, "item") else int(value)
     if isinstance(value, dict):
         return {k: _state_value(k, v, param) for k, v in value.items()}
+    if isinstance(value, list):  # LBFGS's history
+        return [_state_value(key, v, param) for v in value]
     if isinstance(value, Tensor):
         value = value.to(param.device)
         return value.to(param.dtype) if value.dtype.is_float and param.dtype.is_float else value
@@ -155,3 +251,36 @@ def _state_value(key: str, value, param):
         out = tensor(array, device=param.device)
         return out.to(param.dtype) if out.dtype.is_float and param.dtype.is_float else out
     return value
+
+
+def _host_float(value):
+    """A saved scalar (a number or a 0-d tensor of any framework), or a list of them, as Python floats."""
+    if isinstance(value, list):
+        return [_host_float(v) for v in value]
+    if value is None:
+        return None
+    return float(value.item()) if hasattr(value, "item") else float(value)
+
+
+def _typename(x) -> str:
+    """The name PyTorch's errors give an object's type (``torch.typename``'s role)."""
+    cls = type(x)
+    return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+
+
+def check_hyper(name: str, value, low: float = 0.0, message: str | None = None) -> None:
+    """PyTorch's check of one hyper-parameter: ``ValueError('Invalid <name>: <value>')`` below ``low``."""
+    if not low <= value:
+        raise ValueError(f"Invalid {message or name + ' value'}: {value}")
+
+
+def maximized(grad, group: dict):
+    """The gradient the update descends along: ``-grad`` when the group maximizes."""
+    return -grad if group["maximize"] else grad
+
+
+def check_betas(betas) -> None:
+    """PyTorch's check of Adam-style ``betas``: each in [0, 1)."""
+    for i, beta in enumerate(betas):
+        if not 0.0 <= beta < 1.0:
+            raise ValueError(f"Invalid beta parameter at index {i}: {beta}")

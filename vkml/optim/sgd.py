@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from .optimizer import Optimizer
+from .optimizer import Optimizer, check_hyper, maximized
 
 
 class SGD(Optimizer):
     """``p -= lr * g``, where g has weight decay added and goes through the momentum buffer.
+
+    ``foreach`` and ``fused`` only pick one of PyTorch's implementations of the same arithmetic:
+    vkml accepts and keeps them (one fused step either way); ``differentiable=True`` raises
+    NotImplementedError.
 
     >>> import vkml
     >>> w = vkml.nn.Parameter(vkml.ones(2))
@@ -20,23 +24,42 @@ class SGD(Optimizer):
         self,
         params,
         lr: float = 1e-3,
-        momentum: float = 0.0,
-        dampening: float = 0.0,
-        weight_decay: float = 0.0,
+        momentum: float = 0,
+        dampening: float = 0,
+        weight_decay: float = 0,
         nesterov: bool = False,
+        *,
+        maximize: bool = False,
+        foreach: bool | None = None,
+        differentiable: bool = False,
+        fused: bool | None = None,
     ):
-        if lr < 0 or momentum < 0 or weight_decay < 0:
-            raise ValueError(f"SGD: lr, momentum and weight_decay must be >= 0, got {lr}, {momentum}, {weight_decay}")
+        check_hyper("learning rate", lr, message="learning rate")
+        check_hyper("momentum", momentum)
+        check_hyper("weight_decay", weight_decay)
         if nesterov and (momentum <= 0 or dampening != 0):
-            raise ValueError("SGD: nesterov needs a momentum > 0 and zero dampening")
-        defaults = {"lr": lr, "momentum": momentum, "dampening": dampening, "weight_decay": weight_decay}
-        super().__init__(params, {**defaults, "nesterov": nesterov})
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        defaults = {
+            "lr": lr,
+            "momentum": momentum,
+            "dampening": dampening,
+            "weight_decay": weight_decay,
+            "nesterov": nesterov,
+            "maximize": maximize,
+            "foreach": foreach,
+            "differentiable": differentiable,
+            "fused": fused,
+        }
+        super().__init__(params, defaults)
+        if fused and foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
 
     def update(self, param, grad, state: dict, group: dict):
-        if group["weight_decay"]:
+        grad = maximized(grad, group)
+        if group["weight_decay"] != 0:
             grad = grad + group["weight_decay"] * param
         momentum = group["momentum"]
-        if momentum:
+        if momentum != 0:
             buf = state.get("momentum_buffer")
             buf = grad if buf is None else buf * momentum + (1 - group["dampening"]) * grad
             state["momentum_buffer"] = buf

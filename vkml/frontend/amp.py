@@ -1,0 +1,297 @@
+"""Automatic mixed precision: ``vkml.autocast`` / ``vkml.amp.autocast`` and ``vkml.amp.GradScaler``.
+
+Inside ``autocast(device_type, dtype=vkml.float16)``, ops called on tensors of that device type
+run in the precision PyTorch's CUDA autocast gives them:
+
+- ``LOWER`` (matmul, linear, convolutions, bmm, addmm, ...): float tensor arguments are cast to
+  float16, so the op runs — and returns — in float16;
+- ``FLOAT32`` (exp, log, pow, norms, layer/group norm, losses, ...): float16 arguments are cast
+  to float32; ``FLOAT32_UNLESS_DTYPE`` (softmax, log_softmax, sum, prod, cumsum, cumprod) the same
+  unless the call names a ``dtype``;
+- ``BANNED`` (``binary_cross_entropy``): raises PyTorch's error (use the ``with_logits`` form);
+- every other op runs in its inputs' dtype (with the usual promotion), as PyTorch's do.
+
+Like PyTorch's dispatcher, autocast acts on the op a program calls, not on the ops that op is
+built of: each public function (``vkml.*``, ``vkml.nn.functional.*``, ``vkml.autograd.*``) and
+``Tensor`` method is wrapped once, at import (``install``), and while one runs autocast is off
+for the ops inside it. ``nn`` modules are Python code calling those functions, so their ops
+autocast one by one, as PyTorch's do. ``backward()`` runs with autocast off. Weights (leaves that
+require grad) are cast once per autocast region (``cache_enabled``).
+
+The same lists apply to ``device_type="cpu"`` and ``"vulkan"``: vkml's CPU backend is the bit-exact
+oracle of its Vulkan one, so both take PyTorch's CUDA lists (PyTorch's CPU autocast has others).
+float16 is the only lower precision (vkml has no bfloat16): the default ``dtype`` is float16 for
+both device types, and another ``dtype`` warns and disables autocast, as PyTorch does for a
+dtype a device type does not support.
+
+>>> import vkml
+>>> w, x = vkml.ones(4, 4, requires_grad=True), vkml.ones(2, 4)
+>>> with vkml.autocast(device_type="cpu"):
+...     y = x @ w
+...     p = y.softmax(-1)
+>>> y.dtype, p.dtype
+(vkml.float16, vkml.float32)
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+import warnings
+
+from ..ir import types as T
+from .grad_scaler import GradScaler
+
+__all__ = ["autocast", "GradScaler", "custom_bwd", "custom_fwd", "is_autocast_enabled", "get_autocast_dtype"]
+
+DEVICE_TYPES = ("cpu", "vulkan")
+
+# PyTorch's CUDA autocast lists (aten/src/ATen/autocast_mode.cpp), as far as vkml has the ops.
+LOWER = frozenset(
+    "matmul mm bmm addmm addmv addr baddbmm addbmm mv einsum chain_matmul linear conv1d conv2d conv3d "
+    "conv_transpose1d conv_transpose2d conv_transpose3d prelu scaled_dot_product_attention _conv "
+    "__matmul__ __rmatmul__".split()
+)
+FLOAT32 = frozenset(
+    "acos asin cosh erfinv exp expm1 log log10 log2 log1p reciprocal rsqrt sinh tan pow __pow__ __rpow__ __rtruediv__ "
+    "softplus layer_norm group_norm norm normalize cosine_similarity poisson_nll_loss cosine_embedding_loss "
+    "nll_loss hinge_embedding_loss kl_div l1_loss smooth_l1_loss huber_loss mse_loss margin_ranking_loss "
+    "multilabel_margin_loss soft_margin_loss triplet_margin_loss multi_margin_loss "
+    "binary_cross_entropy_with_logits cross_entropy dist pdist cdist renorm logsumexp".split()
+)
+FLOAT32_UNLESS_DTYPE = frozenset("softmax softmin log_softmax sum prod cumsum cumprod".split())
+BANNED = frozenset(["binary_cross_entropy"])
+# Tensor dunders that are ops of the lists; other dunders (+, *, indexing) are single ops that never
+# call another public function, so they stay unwrapped (and as fast as they were).
+_TENSOR_DUNDERS = ("__matmul__", "__rmatmul__", "__pow__", "__rpow__", "__rtruediv__")
+
+
+class _State(threading.local):
+    """Autocast is per thread, as in PyTorch."""
+
+    def __init__(self):
+        self.dtypes: dict = {}  # device type -> lower dtype, for the device types autocast is on for
+        self.inside = 0  # > 0 while a wrapped op runs: the ops it is built of do not autocast
+        self.cache: dict = {}  # id(weight) -> (weight, its node, the cast), for one outermost region
+        self.cache_enabled = True
+
+
+_state = _State()
+
+
+def is_autocast_enabled(device_type: str = "vulkan") -> bool:
+    """Whether autocast is on for ``device_type`` in this thread."""
+    return device_type in _state.dtypes
+
+
+def get_autocast_dtype(device_type: str) -> T.DType:
+    """The lower precision dtype autocast uses for ``device_type`` (float16)."""
+    return _state.dtypes.get(device_type, T.float16)
+
+
+class autocast:
+    """Run the ops inside in mixed precision (see the module doc); a context manager or a decorator.
+
+    ``device_type`` is ``"cpu"`` or ``"vulkan"`` (the ``kind`` of ``vkml.device``); ``dtype``
+    defaults to float16; ``enabled=False`` turns autocast off inside (also within an outer
+    region); ``cache_enabled`` (default True) casts each weight once per region.
+    """
+
+    def __init__(self, device_type: str, dtype=None, enabled: bool = True, cache_enabled: bool | None = None):
+        if not isinstance(device_type, str):
+            raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+        if device_type not in DEVICE_TYPES:
+            raise RuntimeError(
+                f"User specified an unsupported autocast device_type '{device_type}' "
+                f"(vkml's device types: {', '.join(DEVICE_TYPES)})"
+            )
+        self.device_type = device_type
+        self.fast_dtype = T.float16 if dtype is None else dtype
+        self._enabled = bool(enabled)
+        self._cache_enabled = True if cache_enabled is None else bool(cache_enabled)
+        if self._enabled and self.fast_dtype is not T.float16:
+            warnings.warn(
+                f"In {device_type} autocast, but the target dtype is not supported (vkml's lower precision is "
+                "float16). Disabling autocast.",
+                stacklevel=2,
+            )
+            self._enabled = False
+
+    def __enter__(self):
+        # a region opened inside a wrapped op (a custom_bwd backward runs inside backward()) applies
+        # to the ops it contains: they are the program's ops, not the wrapped op's own
+        self._previous = (_state.dtypes, _state.cache_enabled, _state.inside)
+        dtypes = dict(_state.dtypes)
+        if self._enabled:
+            dtypes[self.device_type] = self.fast_dtype
+        else:
+            dtypes.pop(self.device_type, None)
+        _state.dtypes, _state.cache_enabled, _state.inside = dtypes, self._cache_enabled, 0
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _state.dtypes, _state.cache_enabled, _state.inside = self._previous
+        if not _state.dtypes:
+            _state.cache.clear()  # leaving the outermost region: the casts of weights are dropped
+
+    def __call__(self, func):
+        @functools.wraps(func)
+        def decorated(*args, **kwargs):
+            with autocast(self.device_type, self.fast_dtype, self._enabled, self._cache_enabled):
+                return func(*args, **kwargs)
+
+        return decorated
+
+
+def custom_fwd(fwd=None, *, device_type: str, cast_inputs=None):
+    """Decorator for a custom ``Function.forward`` (``torch.amp.custom_fwd``): it runs in the caller's
+    autocast state, or, with ``cast_inputs``, with autocast off and float inputs cast to that dtype
+    (when autocast is on). Pair it with ``custom_bwd`` on ``backward``."""
+    if fwd is None:
+        return functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
+
+    @functools.wraps(fwd)
+    def decorate_fwd(*args, **kwargs):
+        ctx = args[0]
+        ctx._dtype = get_autocast_dtype(device_type)
+        ctx._fwd_used_autocast = is_autocast_enabled(device_type)
+        if cast_inputs is None or not ctx._fwd_used_autocast:
+            return fwd(*args, **kwargs)
+        ctx._fwd_used_autocast = False
+        Tensor = _tensor_class()
+        rule = lambda t: t.to(cast_inputs) if t.dtype.is_float and t.device.kind == device_type else t  # noqa: E731
+        cast_args, cast_kwargs = _cast_all(args[1:], kwargs, rule, Tensor)
+        with autocast(device_type, enabled=False):
+            return fwd(ctx, *cast_args, **cast_kwargs)
+
+    return decorate_fwd
+
+
+def custom_bwd(bwd=None, *, device_type: str):
+    """Decorator for a custom ``Function.backward`` (``torch.amp.custom_bwd``): it runs in the autocast
+    state its ``custom_fwd`` forward ran in."""
+    if bwd is None:
+        return functools.partial(custom_bwd, device_type=device_type)
+
+    @functools.wraps(bwd)
+    def decorate_bwd(*args, **kwargs):
+        ctx = args[0]
+        with autocast(device_type, dtype=ctx._dtype, enabled=ctx._fwd_used_autocast):
+            return bwd(*args, **kwargs)
+
+    return decorate_bwd
+
+
+# ---------------------------------------------------------------------- the wrappers
+
+
+def _tensor_class():
+    from ..tensor import Tensor
+
+    return Tensor
+
+
+def _device_dtype(args, kwargs, Tensor):
+    """The autocast dtype for the device of the first tensor argument (None: autocast is off there)."""
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, (list, tuple)):
+            value = next((v for v in value if isinstance(v, Tensor)), None)
+        if isinstance(value, Tensor):
+            return _state.dtypes.get(value.device.kind)
+    return None
+
+
+def _cast(t, dtype):
+    if t.dtype is dtype:
+        return t
+    if _state.cache_enabled and t.is_leaf and t.requires_grad:
+        hit = _state.cache.get(id(t))
+        if hit is not None and hit[0] is t and hit[1] is t.node:
+            return hit[2]
+        out = t.to(dtype)
+        _state.cache[id(t)] = (t, t.node, out)
+        return out
+    return t.to(dtype)
+
+
+def _cast_all(args, kwargs, rule, Tensor):
+    def one(v):
+        if isinstance(v, Tensor):
+            return rule(v)
+        if isinstance(v, (list, tuple)) and any(isinstance(x, Tensor) for x in v):
+            return type(v)(rule(x) if isinstance(x, Tensor) else x for x in v)
+        return v
+
+    return tuple(one(a) for a in args), {k: one(v) for k, v in kwargs.items()}
+
+
+def _wrap(fn, name: str):
+    """``fn`` with its autocast rule (from its name's list) and autocast off for the ops inside it."""
+    if name in LOWER:
+        kind = "lower"
+    elif name in FLOAT32:
+        kind = "float32"
+    elif name in FLOAT32_UNLESS_DTYPE:
+        kind = "float32_unless_dtype"
+    elif name in BANNED:
+        kind = "banned"
+    else:
+        kind = "inside"
+
+    @functools.wraps(fn)
+    def autocast_op(*args, **kwargs):
+        state = _state
+        if not state.dtypes or state.inside:
+            return fn(*args, **kwargs)
+        Tensor = _tensor_class()
+        dtype = _device_dtype(args, kwargs, Tensor) if kind != "inside" else None
+        if dtype is not None:
+            if kind == "lower":
+                args, kwargs = _cast_all(args, kwargs, lambda t: _cast(t, dtype) if t.dtype.is_float else t, Tensor)
+            elif kind == "float32" or (kind == "float32_unless_dtype" and kwargs.get("dtype") is None):
+                args, kwargs = _cast_all(
+                    args, kwargs, lambda t: _cast(t, T.float32) if t.dtype is T.float16 else t, Tensor
+                )
+            elif kind == "banned":
+                raise RuntimeError(
+                    f"torch.nn.functional.{name} and torch.nn.BCELoss are unsafe to autocast.\n"
+                    "Many models use a sigmoid layer right before the binary cross entropy layer.\n"
+                    "In this case, combine the two layers using torch.nn.functional.binary_cross_entropy_with_logits\n"
+                    "or torch.nn.BCEWithLogitsLoss.  binary_cross_entropy_with_logits and BCEWithLogits are\n"
+                    "safe to autocast."
+                )
+        state.inside += 1
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            state.inside -= 1
+
+    autocast_op.__wrapped_by_autocast__ = True
+    return autocast_op
+
+
+def install(namespaces: list, tensor_class, extra: list) -> None:
+    """Wrap every public function of ``namespaces`` and every public method of ``tensor_class``
+    (plus the list dunders and ``extra`` (module, name) pairs), once; aliases share one wrapper."""
+    wrapped: dict[int, object] = {}
+
+    def wrapper_of(fn, name):
+        if getattr(fn, "__wrapped_by_autocast__", False):
+            return fn
+        key = id(fn)
+        if key not in wrapped:
+            wrapped[key] = _wrap(fn, name)
+        return wrapped[key]
+
+    for module in namespaces:
+        for name in list(getattr(module, "__all__", None) or vars(module)):
+            fn = getattr(module, name, None)
+            if name.startswith("_") or not inspect.isfunction(fn):
+                continue
+            setattr(module, name, wrapper_of(fn, name))
+    for module, name in extra:
+        setattr(module, name, wrapper_of(getattr(module, name), name))
+    for name, fn in list(vars(tensor_class).items()):
+        if inspect.isfunction(fn) and (not name.startswith("_") or name in _TENSOR_DUNDERS):
+            setattr(tensor_class, name, wrapper_of(fn, name))

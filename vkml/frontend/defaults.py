@@ -1,0 +1,70 @@
+"""The default float dtype (``set_default_dtype`` / ``get_default_dtype``) and the type predicates
+``is_tensor`` / ``is_floating_point``, as in PyTorch.
+
+The default float is what Python floats become (``vkml.tensor([1.5])``, ``x_int * 0.5``), what
+float creation functions make without a ``dtype`` (``zeros``, ``rand``, ``arange(0.5, ...)``,
+the parameters of ``nn`` layers) and what integer inputs of float ops give (``int / int``,
+``sqrt(int)``). vkml's float dtypes are float32 (the default) and float16. Like PyTorch's, the
+setting is process-wide.
+
+>>> import vkml
+>>> vkml.get_default_dtype()
+vkml.float32
+>>> vkml.set_default_dtype(vkml.float16)
+>>> vkml.tensor([1.5]).dtype, (vkml.arange(3) / 2).dtype
+(vkml.float16, vkml.float16)
+>>> vkml.set_default_dtype(vkml.float32)
+"""
+
+from __future__ import annotations
+
+from ..graph import build as lazy
+from ..ir import types as T
+from ..ops import promotion
+
+
+def get_default_dtype() -> T.DType:
+    """The default float dtype: float32 unless ``set_default_dtype`` changed it."""
+    return promotion.default_float()
+
+
+def set_default_dtype(d: T.DType) -> None:
+    """Make ``d`` (float32 or float16) the default float dtype, for the whole process.
+
+    Anything but a float dtype raises PyTorch's TypeError; a float dtype vkml's tensors do not
+    have raises NotImplementedError.
+    """
+    if not isinstance(d, T.DType) or not d.is_float:
+        raise TypeError("only floating-point types are supported as the default type")
+    if d not in (T.float32, T.float16):
+        raise NotImplementedError(f"set_default_dtype: vkml has no {d.name} tensors (float32 and float16 only)")
+    if d is promotion.default_float():
+        return
+    promotion.set_default_float(d)
+    lazy.forget_promotion_decisions()
+
+
+def is_tensor(obj) -> bool:
+    """Whether ``obj`` is a vkml ``Tensor`` (``nn.Parameter`` included).
+
+    >>> import vkml
+    >>> vkml.is_tensor(vkml.ones(1)), vkml.is_tensor([1.0])
+    (True, False)
+    """
+    from ..tensor import Tensor
+
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(input) -> bool:
+    """Whether ``input``'s dtype is a float dtype (float32, float16).
+
+    >>> import vkml
+    >>> vkml.is_floating_point(vkml.ones(1)), vkml.ones(1, dtype=vkml.int64).is_floating_point()
+    (True, False)
+    """
+    if not is_tensor(input):
+        raise TypeError(
+            f"is_floating_point(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}"
+        )
+    return input.dtype.is_float

@@ -1,0 +1,69 @@
+"""Adagrad, as ``torch.optim.Adagrad`` computes it (single-tensor path), operation for operation."""
+
+from __future__ import annotations
+
+from ..frontend.creation import full_like
+from .optimizer import Optimizer, check_hyper, maximized
+
+
+class Adagrad(Optimizer):
+    """Divide by the root of the sum of squared gradients (Duchi et al.); the step size decays as
+    ``lr / (1 + (step - 1) * lr_decay)``; the sum starts at ``initial_accumulator_value``.
+
+    ``foreach`` and ``fused`` are accepted and kept (they only pick an implementation in PyTorch);
+    ``differentiable=True`` raises NotImplementedError. Sparse gradients do not exist in vkml.
+
+    >>> import vkml
+    >>> w = vkml.nn.Parameter(vkml.ones(2))
+    >>> opt = Adagrad([w], lr=0.5)
+    >>> (w * w).sum().backward(); opt.step()
+    >>> [round(v, 4) for v in w.tolist()]
+    [0.5, 0.5]
+    """
+
+    def __init__(
+        self,
+        params,
+        lr: float = 1e-2,
+        lr_decay: float = 0,
+        weight_decay: float = 0,
+        initial_accumulator_value: float = 0,
+        eps: float = 1e-10,
+        foreach: bool | None = None,
+        *,
+        maximize: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
+    ):
+        check_hyper("learning rate", lr, message="learning rate")
+        check_hyper("lr_decay", lr_decay)
+        check_hyper("weight_decay", weight_decay)
+        check_hyper("initial_accumulator_value", initial_accumulator_value)
+        check_hyper("epsilon", eps)
+        defaults = {
+            "lr": lr,
+            "lr_decay": lr_decay,
+            "eps": eps,
+            "weight_decay": weight_decay,
+            "initial_accumulator_value": initial_accumulator_value,
+            "foreach": foreach,
+            "maximize": maximize,
+            "differentiable": differentiable,
+            "fused": fused,
+        }
+        super().__init__(params, defaults)
+        if fused and foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+    def update(self, param, grad, state: dict, group: dict):
+        if not state:
+            state["step"] = 0
+            # PyTorch starts every group's sum at the optimizer's default, not the group's value
+            state["sum"] = full_like(param, self.defaults["initial_accumulator_value"])
+        state["step"] += 1
+        grad = maximized(grad, group)
+        if group["weight_decay"] != 0:
+            grad = grad + group["weight_decay"] * param
+        clr = group["lr"] / (1 + (state["step"] - 1) * group["lr_decay"])
+        total = state["sum"] = state["sum"] + grad * grad
+        return param + ((-clr) * grad) / (total.sqrt() + group["eps"])

@@ -1,0 +1,81 @@
+"""RMSprop, as ``torch.optim.RMSprop`` computes it (single-tensor path), operation for operation."""
+
+from __future__ import annotations
+
+from ..frontend.creation import zeros_like
+from .adam import lerp
+from .optimizer import Optimizer, check_hyper, maximized
+
+
+class RMSprop(Optimizer):
+    """Divide the gradient by a running root mean square (Hinton); ``centered`` subtracts the
+    squared running mean of the gradient first, ``momentum`` keeps a buffer of the steps.
+
+    ``foreach`` and ``capturable`` are accepted and kept (they only pick an implementation in
+    PyTorch); ``differentiable=True`` raises NotImplementedError.
+
+    >>> import vkml
+    >>> w = vkml.nn.Parameter(vkml.ones(2))
+    >>> opt = RMSprop([w], lr=0.01, momentum=0.9, centered=True)
+    >>> (w * w).sum().backward(); opt.step()
+    >>> sorted(opt.state[w])
+    ['grad_avg', 'momentum_buffer', 'square_avg', 'step']
+    """
+
+    def __init__(
+        self,
+        params,
+        lr: float = 1e-2,
+        alpha: float = 0.99,
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        momentum: float = 0,
+        centered: bool = False,
+        capturable: bool = False,
+        foreach: bool | None = None,
+        maximize: bool = False,
+        differentiable: bool = False,
+    ):
+        check_hyper("learning rate", lr, message="learning rate")
+        check_hyper("epsilon", eps)
+        check_hyper("momentum", momentum)
+        check_hyper("weight_decay", weight_decay)
+        check_hyper("alpha", alpha)
+        defaults = {
+            "lr": lr,
+            "momentum": momentum,
+            "alpha": alpha,
+            "eps": eps,
+            "centered": centered,
+            "weight_decay": weight_decay,
+            "capturable": capturable,
+            "foreach": foreach,
+            "maximize": maximize,
+            "differentiable": differentiable,
+        }
+        super().__init__(params, defaults)
+
+    def update(self, param, grad, state: dict, group: dict):
+        alpha, momentum = group["alpha"], group["momentum"]
+        if not state:
+            state["step"] = 0
+            state["square_avg"] = zeros_like(param)
+            if momentum > 0:
+                state["momentum_buffer"] = zeros_like(param)
+            if group["centered"]:
+                state["grad_avg"] = zeros_like(param)
+        state["step"] += 1
+        grad = maximized(grad, group)
+        if group["weight_decay"] != 0:
+            grad = grad + group["weight_decay"] * param
+        square_avg = state["square_avg"] = state["square_avg"] * alpha + ((1 - alpha) * grad) * grad
+        if group["centered"]:
+            grad_avg = state["grad_avg"] = lerp(state["grad_avg"], grad, 1 - alpha)
+            avg = (square_avg - grad_avg * grad_avg).sqrt()  # torch's addcmul(value=-1): the same bits
+        else:
+            avg = square_avg.sqrt()
+        avg = avg + group["eps"]
+        if momentum > 0:
+            buf = state["momentum_buffer"] = state["momentum_buffer"] * momentum + grad / avg
+            return param + (-group["lr"]) * buf
+        return param + ((-group["lr"]) * grad) / avg

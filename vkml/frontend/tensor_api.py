@@ -604,17 +604,15 @@ def install_methods(cls) -> None:
     for name in _UNARY:
         if name + "_" not in cls.__dict__ and hasattr(F, name):
             setattr(cls, name + "_", _inplace(name + "_", getattr(F, name)))
-    cls.is_floating_point = lambda self: self.dtype.is_float
-    cls.is_complex = lambda self: False
-    cls.is_sparse = property(lambda self: False)
-    cls.pin_memory = _pin_memory
-    cls.share_memory_ = _share_memory_
-    cls.is_pinned = lambda self, device=None: False
-
-
-def _pin_memory(self, device=None):
-    """The tensor itself: vkml's uploads go through its own staging memory, so pinning has no effect."""
-    return self
+    extras = {
+        "is_floating_point": lambda self: self.dtype.is_float,
+        "is_complex": lambda self: False,
+        "is_sparse": property(lambda self: False),
+        "share_memory_": _share_memory_,
+    }
+    for name, value in extras.items():
+        if name not in cls.__dict__:  # another module's definition (vkml/frontend/defaults.py) wins
+            setattr(cls, name, value)
 
 
 def _share_memory_(self):

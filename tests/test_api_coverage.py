@@ -1,0 +1,124 @@
+"""vkml has PyTorch's commonly used names (tools/api_coverage.py), and docs/coverage.md says what it lacks."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _load_tool():
+    spec = importlib.util.spec_from_file_location("api_coverage", ROOT / "tools" / "api_coverage.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the file runs
+    spec.loader.exec_module(module)
+    return module
+
+
+cov = _load_tool()
+
+# Tier-1 names vkml lacks today. The list may only shrink: a name added to vkml must leave it (the
+# test fails until it does), and a tier-1 name missing that is not listed here fails too.
+KNOWN_MISSING = {
+    "torch.Size",
+    "torch.bfloat16",
+    "torch.cos",
+    "torch.double",
+    "torch.dtype",
+    "torch.float64",
+    "torch.from_numpy",
+    "torch.inference_mode",
+    "torch.is_tensor",
+    "torch.numel",
+    "torch.sin",
+    "torch.uint8",
+    "torch.Tensor.__index__",
+    "torch.Tensor.__iter__",
+    "torch.Tensor.cuda",
+    "torch.Tensor.double",
+    "torch.Tensor.is_cuda",
+    "torch.Tensor.register_hook",
+    "torch.Tensor.retain_grad",
+    "torch.autograd.Function",
+    "torch.autograd.backward",
+    "torch.autograd.grad",
+    "torch.cuda.empty_cache",
+    "torch.cuda.is_available",
+    "torch.cuda.manual_seed",
+    "torch.cuda.manual_seed_all",
+    "torch.cuda.max_memory_allocated",
+    "torch.cuda.memory_allocated",
+    "torch.cuda.synchronize",
+    "torch.nn.LogSoftmax",
+    "torch.nn.Softmax",
+    "torch.nn.functional.cosine_similarity",
+    "torch.testing.assert_close",
+}
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return cov.compare()
+
+
+def test_every_tier1_name_exists_except_the_known_missing(rows):
+    missing = cov.missing_tier1(rows)
+    new_gaps = sorted(missing - KNOWN_MISSING)
+    assert not new_gaps, f"tier-1 names vkml lacks: {new_gaps}"
+    now_present = sorted(KNOWN_MISSING - missing)
+    assert not now_present, f"vkml has these now: remove them from KNOWN_MISSING: {now_present}"
+
+
+def test_coverage_page_is_current(rows):
+    text = cov.render(rows)
+    assert cov.PAGE.read_text() == text, f"docs/coverage.md is stale: run `{cov.COMMAND}`"
+
+
+def test_curated_names_are_pytorch_names_in_one_tier():
+    """A typo in a tier list would silently put a name nowhere; a name in two tiers would be ambiguous."""
+    snapshot = cov.load_snapshot()
+    for ns in cov.NAMESPACES:
+        lists = [ns.tier1.split(), ns.tier2.split(), ns.tier3.split()]
+        listed = [name for names in lists for name in names]
+        assert len(listed) == len(set(listed)), (ns.torch, sorted({n for n in listed if listed.count(n) > 1}))
+        unknown = [name for name in listed if name not in snapshot[ns.torch]]
+        assert not unknown, (ns.torch, unknown)
+        excluded = [name for name in listed if cov.excluded_reason(name)]
+        assert not excluded, (ns.torch, excluded)
+
+
+def test_tier1_names_exist_in_the_installed_torch():
+    """The snapshot may come from a newer torch than a machine has; tier 1 must hold for the older one too."""
+    import torch
+
+    for ns in cov.NAMESPACES:
+        owner = torch.Tensor if ns.torch == "torch.Tensor" else importlib.import_module(ns.torch)
+        absent = [name for name in ns.tier1.split() if not hasattr(owner, name)]
+        assert not absent, (ns.torch, absent)
+
+
+def test_exclusions_have_reasons_and_keep_tensor_operators():
+    assert cov.excluded_reason("_foo") == "private (a leading underscore)"
+    assert cov.excluded_reason("__init_subclass__") == "private (a leading underscore)"
+    assert cov.excluded_reason("__add__") is None and cov.excluded_reason("__getitem__") is None
+    assert cov.excluded_reason("view_as_real").startswith("complex")
+    assert cov.excluded_reason("to_sparse") == "sparse layouts"
+    assert cov.excluded_reason("quantize_per_tensor") == "quantization"
+    # real ops whose names look like an excluded area stay in
+    for name in ("quantile", "nanquantile", "isreal", "trace", "index_select"):
+        assert cov.excluded_reason(name) is None, name
+
+
+def test_a_missing_tier1_name_is_reported(monkeypatch):
+    """The comparison sees vkml's side as it is: take a name away and it is missing, in tier 1, first."""
+    import vkml.nn
+
+    monkeypatch.delattr(vkml.nn, "Linear")
+    rows = {row.namespace.torch: row for row in cov.compare()}
+    assert rows["torch.nn"].missing[1][0] == "Linear"
+    assert "torch.nn.Linear" in cov.missing_tier1(list(rows.values()))
+    assert "Missing, tier 1 (" in cov.render(list(rows.values()))

@@ -177,7 +177,7 @@ NAMESPACES = (
         "torch.optim",
         "vkml.optim",
         2,
-        tier1="SGD Adam AdamW Optimizer lr_scheduler",
+        tier1="SGD Adam AdamW Optimizer lr_scheduler Adadelta RMSprop",
     ),
     Namespace(
         "torch.optim.lr_scheduler",

@@ -30,10 +30,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import json
 import re
 import sys
 import types
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,6 +55,9 @@ class Namespace:
     tier3: str = ""  # names of a default-tier-2 namespace that are legacy or internal
     only: str = ""  # when set, the namespace is compared on these names alone
     note: str = ""
+    # For a class: makes an instance from the library's root module (torch or vkml), whose
+    # attributes set in __init__ count as the class's names.
+    instance: Callable | None = None
 
 
 # Operators a Tensor gets from Python syntax. They are public API although they start with "__".
@@ -73,13 +78,13 @@ NAMESPACES = (
         "torch",
         "vkml",
         3,
-        tier1="tensor zeros ones arange randn rand randint manual_seed no_grad cat stack float32 long float int64 "
+        tier1="tensor zeros ones arange randn rand randint rand_like mul manual_seed no_grad cat stack float32 long float int64 "
         "bool device Tensor save load exp log sqrt tanh sigmoid relu softmax matmul sum mean max min argmax where "
         "clamp flatten zeros_like ones_like randn_like full tril triu multinomial from_numpy linspace eye abs pow "
         "sin cos empty randperm allclose cumsum topk sort gather einsum bmm mm split chunk reshape transpose "
         "permute squeeze unsqueeze set_grad_enabled enable_grad int32 float64 double int uint8 float16 half "
         "bfloat16 is_tensor numel inference_mode dtype Generator Size",
-        tier2="mul add sub div neg square rsqrt reciprocal exp2 expm1 log2 log10 log1p floor ceil round trunc frac "
+        tier2="add sub div neg square rsqrt reciprocal exp2 expm1 log2 log10 log1p floor ceil round trunc frac "
         "sign tan asin acos atan atan2 sinh cosh asinh acosh atanh erf erfc erfinv lgamma digamma logit "
         "log_softmax logsumexp logaddexp hypot fmod remainder floor_divide maximum minimum fmax fmin lerp "
         "addcmul addcdiv addmm addmv baddbmm outer dot mv cross cdist dist norm std var std_mean var_mean median "
@@ -88,7 +93,7 @@ NAMESPACES = (
         "isinf isfinite isclose nan_to_num equal masked_fill masked_select index_select index_add index_copy "
         "index_fill scatter scatter_add scatter_reduce take take_along_dim roll flip fliplr flipud rot90 "
         "repeat_interleave tile broadcast_to broadcast_tensors meshgrid narrow diag diag_embed diagonal trace "
-        "tril_indices triu_indices full_like empty_like rand_like randint_like normal bernoulli poisson "
+        "tril_indices triu_indices full_like empty_like randint_like normal bernoulli poisson "
         "get_default_dtype set_default_dtype is_floating_point is_grad_enabled seed initial_seed get_rng_state "
         "set_rng_state use_deterministic_algorithms set_printoptions set_num_threads get_num_threads count_nonzero "
         "nonzero argwhere logical_and logical_or logical_not logical_xor bitwise_and bitwise_or bitwise_xor "
@@ -104,6 +109,7 @@ NAMESPACES = (
         "torch.Tensor",
         "vkml.Tensor",
         3,
+        instance=lambda lib: lib.zeros(1),
         tier1="shape size view reshape to item backward grad requires_grad requires_grad_ detach numpy cpu float "
         "long int bool dtype device dim numel sum mean max min argmax eq view_as contiguous transpose permute "
         "unsqueeze squeeze flatten split chunk masked_fill clone copy_ fill_ zero_ normal_ uniform_ data t T exp "
@@ -155,6 +161,23 @@ NAMESPACES = (
         "adaptive_avg_pool2d softplus l1_loss smooth_l1_loss kl_div batch_norm cosine_similarity",
         tier3="has_torch_function has_torch_function_unary has_torch_function_variadic "
         "assert_int_or_pair upsample upsample_nearest upsample_bilinear",
+    ),
+    Namespace(
+        "torch.nn.Module",
+        "vkml.nn.Module",
+        2,
+        tier1="parameters named_parameters state_dict load_state_dict train eval to apply zero_grad register_buffer "
+        "children modules named_modules training cuda cpu forward requires_grad_ add_module buffers named_buffers",
+        tier3="dump_patches call_super_init T_destination",
+        instance=lambda lib: lib.nn.Module(),
+    ),
+    Namespace(
+        "torch.optim.Optimizer",
+        "vkml.optim.Optimizer",
+        2,
+        tier1="zero_grad step param_groups state_dict load_state_dict state add_param_group defaults",
+        tier3="OptimizerPostHook OptimizerPreHook profile_hook_step",
+        instance=lambda lib: lib.optim.SGD([lib.zeros(1, requires_grad=True)], lr=0.1),
     ),
     Namespace(
         "torch.nn.init",
@@ -285,6 +308,17 @@ def _own(namespace: str, value) -> bool:
     return module.startswith((namespace, "torch._C")) or module in ("", "torch", "torch.functional")
 
 
+def _class_names(cls, instance) -> dict[str, str]:
+    """Public names of a class and of one instance of it (attributes set in __init__ count)."""
+    names = {}
+    for name in set(dir(cls)) | set(dir(instance)):
+        if name.startswith("_") and not (cls.__name__ == "Tensor" and name.startswith("__")):
+            continue
+        raw = inspect.getattr_static(instance, name, None)
+        names[name] = "method" if callable(raw) and not isinstance(raw, property | type) else "attribute"
+    return names
+
+
 def read_torch() -> dict:
     """PyTorch's public names per namespace, with their kinds: {"version": ..., namespace: {name: kind}}."""
     import torch
@@ -292,12 +326,8 @@ def read_torch() -> dict:
     out: dict = {"version": torch.__version__.split("+")[0]}
     for ns in NAMESPACES:
         names: dict[str, str] = {}
-        if ns.torch == "torch.Tensor":
-            for name in dir(torch.Tensor):
-                if name.startswith("_") and not name.startswith("__"):
-                    continue
-                raw = torch.Tensor.__dict__.get(name) or getattr(torch._C.TensorBase, name, None)
-                names[name] = "method" if callable(raw) and not isinstance(raw, property) else "property"
+        if ns.instance:
+            names = _class_names(_resolve(torch, ns.torch), ns.instance(torch))
         else:
             module = importlib.import_module(ns.torch)
             wanted = ns.only.split() if ns.only else dir(module)
@@ -315,6 +345,14 @@ def read_torch() -> dict:
     return out
 
 
+def _resolve(root, dotted: str):
+    """``torch.nn.Module`` from the torch module and "torch.nn.Module" (or the same under vkml)."""
+    value = root
+    for part in dotted.split(".")[1:]:
+        value = getattr(value, part)
+    return value
+
+
 def load_snapshot() -> dict:
     return json.loads(SNAPSHOT.read_text())
 
@@ -324,11 +362,15 @@ def load_snapshot() -> dict:
 
 def vkml_names(ns: Namespace) -> set[str] | None:
     """The public names ``ns.vkml`` has, or None when vkml has no such namespace."""
-    if ns.vkml == "vkml.Tensor":
+    if ns.instance:
         import vkml
 
-        # dir of an instance: attributes set in __init__ count, and no property is evaluated.
-        return set(dir(vkml.zeros(1))) | set(dir(vkml.Tensor))
+        try:
+            cls = _resolve(vkml, ns.vkml)
+        except AttributeError:
+            return None
+        # dir of an instance as well: attributes set in __init__ count; no property is evaluated.
+        return set(dir(cls)) | set(dir(ns.instance(vkml)))
     try:
         module = importlib.import_module(ns.vkml)
     except ModuleNotFoundError:

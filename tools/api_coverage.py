@@ -269,6 +269,14 @@ EXCLUDED = (
 _KEPT_DUNDERS = frozenset((_TENSOR_DUNDER_TIER1 + " " + _TENSOR_DUNDER_TIER2).split())
 
 
+# Arguments PyTorch keeps only for old code: not counted as missing.
+DEPRECATED_ARGUMENTS = frozenset(("size_average", "reduce"))
+
+
+def counted_argument(name: str) -> bool:
+    return not name.startswith("_") and name not in DEPRECATED_ARGUMENTS
+
+
 def excluded_reason(name: str) -> str | None:
     if name in _KEPT_DUNDERS:
         return None
@@ -323,7 +331,7 @@ def read_torch() -> dict:
     """PyTorch's public names per namespace, with their kinds: {"version": ..., namespace: {name: kind}}."""
     import torch
 
-    out: dict = {"version": torch.__version__.split("+")[0]}
+    out: dict = {"version": torch.__version__.split("+")[0], "signatures": {}}
     for ns in NAMESPACES:
         names: dict[str, str] = {}
         if ns.instance:
@@ -342,7 +350,35 @@ def read_torch() -> dict:
                     continue
                 names[name] = _kind(value)
         out[ns.torch] = dict(sorted(names.items()))
+        owner = _resolve(torch, ns.torch) if ns.instance else importlib.import_module(ns.torch)
+        signatures = {}
+        for name in out[ns.torch]:
+            params = parameters(getattr(owner, name, None))
+            if params is not None:
+                signatures[name] = params
+        out["signatures"][ns.torch] = signatures
     return out
+
+
+def parameters(value) -> list[str] | None:
+    """The named parameters of a function, or of a class's __init__ (self left out); None where Python
+    cannot tell (a C function) or where ``**kwargs`` takes any name."""
+    if isinstance(value, type):
+        value = value.__init__
+    if not callable(value):
+        return None
+    try:
+        signature = inspect.signature(value)
+    except (TypeError, ValueError):
+        return None
+    kinds = [p.kind for p in signature.parameters.values()]
+    if inspect.Parameter.VAR_KEYWORD in kinds:
+        return None
+    return [
+        p.name
+        for p in signature.parameters.values()
+        if p.name != "self" and p.kind is not inspect.Parameter.VAR_POSITIONAL
+    ]
 
 
 def _resolve(root, dotted: str):
@@ -388,6 +424,8 @@ class Row:
     present: dict[int, list[str]] = field(default_factory=lambda: {1: [], 2: [], 3: []})
     missing: dict[int, list[str]] = field(default_factory=lambda: {1: [], 2: [], 3: []})
     excluded: dict[str, list[str]] = field(default_factory=dict)
+    # per tier, (name, PyTorch arguments vkml's same-named function or class lacks)
+    missing_arguments: dict[int, list[tuple[str, list[str]]]] = field(default_factory=lambda: {1: [], 2: [], 3: []})
 
 
 def tier_of(ns: Namespace, name: str) -> int:
@@ -402,23 +440,41 @@ def _order(ns: Namespace, tier: int) -> dict[str, int]:
     return {name: i for i, name in enumerate(listed)}
 
 
+def vkml_owner(ns: Namespace):
+    import vkml
+
+    if ns.instance:
+        return _resolve(vkml, ns.vkml)
+    return importlib.import_module(ns.vkml)
+
+
 def compare(snapshot: dict | None = None) -> list[Row]:
     snapshot = snapshot or load_snapshot()
     rows = []
     for ns in NAMESPACES:
         have = vkml_names(ns)
         row = Row(ns, have is not None)
+        signatures = snapshot["signatures"].get(ns.torch, {})
         for name in snapshot[ns.torch]:
             reason = excluded_reason(name)
             if reason:
                 row.excluded.setdefault(reason, []).append(name)
                 continue
             tier = tier_of(ns, name)
-            (row.present if have and name in have else row.missing)[tier].append(name)
+            present = bool(have) and name in have
+            (row.present if present else row.missing)[tier].append(name)
+            # Operators are called by syntax, never with keywords: their parameter names do not matter.
+            if present and name in signatures and not name.startswith("__"):
+                ours = parameters(getattr(vkml_owner(ns), name))
+                if ours is not None:
+                    lacking = [a for a in signatures[name] if a not in ours and counted_argument(a)]
+                    if lacking:
+                        row.missing_arguments[tier].append((name, lacking))
         for tier in (1, 2, 3):
             order = _order(ns, tier)
             for group in (row.present, row.missing):
                 group[tier].sort(key=lambda n, order=order: (order.get(n, len(order)), n))
+            row.missing_arguments[tier].sort(key=lambda item, order=order: (order.get(item[0], len(order)), item[0]))
         rows.append(row)
     return rows
 
@@ -426,6 +482,16 @@ def compare(snapshot: dict | None = None) -> list[Row]:
 def missing_tier1(rows: list[Row] | None = None) -> set[str]:
     """Tier-1 names vkml lacks, as "namespace.name"."""
     return {f"{row.namespace.torch}.{n}" for row in rows or compare() for n in row.missing[1]}
+
+
+def missing_tier1_arguments(rows: list[Row] | None = None) -> set[str]:
+    """Arguments of tier-1 names that vkml's same-named function or class lacks, as "namespace.name(argument)"."""
+    return {
+        f"{row.namespace.torch}.{name}({argument})"
+        for row in rows or compare()
+        for name, arguments in row.missing_arguments[1]
+        for argument in arguments
+    }
 
 
 # -- the page -----------------------------------------------------------------------------------
@@ -456,6 +522,10 @@ def render(rows: list[Row] | None = None, snapshot: dict | None = None) -> str:
         "less common public API, tier 3 legacy, backend-specific and internal names (not in the headline). "
         "tests/test_api_coverage.py fails on a tier-1 name missing that its KNOWN_MISSING list does not name.",
         "",
+        "Arguments: where both sides are Python functions or classes (not C builtins) and vkml's takes no "
+        "`**kwargs`, the page lists the parameters of PyTorch's that vkml's lacks (deprecated `size_average`/`reduce` "
+        "and private ones left out); tier-1 gaps are held by the test's KNOWN_MISSING_ARGUMENTS the same way.",
+        "",
         "| namespace | vkml | tier 1 | tier 2 | headline (1+2) | tier 3 | excluded |",
         "|---|---|---|---|---|---|---|",
     ]
@@ -482,6 +552,10 @@ def render(rows: list[Row] | None = None, snapshot: dict | None = None) -> str:
                 lines += [f"{title} ({len(row.missing[tier])}): {_names(row.missing[tier])}", ""]
         if not any(row.missing.values()):
             lines += ["Nothing missing.", ""]
+        for tier in (1, 2):
+            if row.missing_arguments[tier]:
+                listed = ", ".join(f"`{name}({', '.join(args)})`" for name, args in row.missing_arguments[tier])
+                lines += [f"Arguments vkml lacks, tier {tier} ({len(row.missing_arguments[tier])}): {listed}", ""]
         for reason, names in sorted(row.excluded.items()):
             lines += [f"Excluded, {reason} ({len(names)}): {_names(names)}", ""]
     return "\n".join(lines).rstrip() + "\n"

@@ -112,8 +112,8 @@ def test_program_runs_as_written_with_dropout_and_shuffling(name, monkeypatch):
         monkeypatch.setattr(program, "SHUFFLE", True)
     model = program.build()
     assert any(isinstance(m, program.nn.Dropout) and m.p == 0.5 for m in model.modules())
-    result = program.train(model, steps=STEPS)
-    assert len(result["losses"]) == STEPS and all(math.isfinite(x) for x in result["losses"])
+    result = program.train(model, steps=2)
+    assert len(result["losses"]) == 2 and all(math.isfinite(x) for x in result["losses"])
 
 
 def test_shim_gives_each_library_the_same_names(monkeypatch):

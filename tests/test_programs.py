@@ -1,0 +1,123 @@
+"""Ordinary PyTorch programs (tests/programs/) run under vkml as under PyTorch, by their import lines alone.
+
+Each program's model is built under PyTorch; its initial state_dict is loaded into the vkml
+model; both train on the same data for a few steps on the CPU, and every loss and metric must
+agree (rtol 1e-4). A program that cannot run on vkml yet is a strict xfail naming the missing
+feature: when the feature lands the test fails until the mark is removed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+PROGRAMS = Path(__file__).resolve().parent / "programs"
+STEPS = 3
+# Random draws during training come from different generators in the two libraries: the
+# comparison runs without them (the Dropout layers stay in the model, with p = 0).
+DETERMINISTIC = {"DROPOUT": 0.0, "SHUFFLE": False}
+
+
+def _load(name: str, backend: str, monkeypatch):
+    """Import tests/programs/<name>.py afresh with its shim giving ``backend``'s modules."""
+    monkeypatch.setenv("PROGRAMS_BACKEND", backend)
+    monkeypatch.syspath_prepend(str(PROGRAMS))
+    modules = {}
+    for module_name in ("shim", name):
+        spec = importlib.util.spec_from_file_location(module_name, PROGRAMS / f"{module_name}.py")
+        module = importlib.util.module_from_spec(spec)
+        monkeypatch.setitem(sys.modules, module_name, module)  # the program's `from shim import` finds this one
+        spec.loader.exec_module(module)
+        modules[module_name] = module
+    assert modules["shim"].BACKEND == backend
+    program = modules[name]
+    for constant, value in DETERMINISTIC.items():
+        if hasattr(program, constant):
+            monkeypatch.setattr(program, constant, value)
+    return program
+
+
+def _numbers(result) -> list[float]:
+    """Every number in a program's result, flattened in order (booleans and ints included)."""
+    if isinstance(result, dict):
+        return [x for key in sorted(result) for x in _numbers(result[key])]
+    if isinstance(result, list | tuple):
+        return [x for item in result for x in _numbers(item)]
+    if isinstance(result, str):
+        return [float(ord(c)) for c in result]
+    return [float(result)]
+
+
+def _compare(name: str, monkeypatch):
+    import vkml
+
+    on_torch = _load(name, "torch", monkeypatch)
+    model = on_torch.build()
+    initial = {key: value.detach().numpy().copy() for key, value in model.state_dict().items()}
+    expected = on_torch.train(model, steps=STEPS)
+
+    on_vkml = _load(name, "vkml", monkeypatch)
+    model = on_vkml.build()
+    model.load_state_dict({key: vkml.tensor(value) for key, value in initial.items()})
+    got = on_vkml.train(model, steps=STEPS)
+
+    assert sorted(got) == sorted(expected)
+    assert len(got["losses"]) == STEPS and all(math.isfinite(x) for x in got["losses"])
+    np.testing.assert_allclose(_numbers(got), _numbers(expected), rtol=1e-4, atol=1e-6, err_msg=name)
+
+
+def _missing(feature: str, error: type[Exception] = AttributeError):
+    """Strict, and only for the error a missing feature raises (a wrong number still fails)."""
+    return pytest.mark.xfail(strict=True, raises=error, reason=f"vkml lacks {feature}")
+
+
+CASES = [
+    pytest.param("mlp_classifier", id="mlp_classifier"),
+    pytest.param("cnn_batchnorm", id="cnn_batchnorm", marks=_missing("torch.from_numpy")),
+    pytest.param("char_lstm", id="char_lstm"),
+    pytest.param("transformer_lm", id="transformer_lm", marks=_missing("torch.sin and torch.cos")),
+    pytest.param("gpt_attention", id="gpt_attention"),
+    pytest.param(
+        "conv_autoencoder",
+        id="conv_autoencoder",
+        marks=_missing("nn.ReLU's inplace argument: nn.ReLU(True)", TypeError),
+    ),
+    pytest.param("regression_manual_sgd", id="regression_manual_sgd"),
+    pytest.param("checkpoint_resume", id="checkpoint_resume"),
+    pytest.param("mnist_style", id="mnist_style", marks=_missing("torch.cuda.is_available and optim.Adadelta")),
+    pytest.param(
+        "autograd_tutorial",
+        id="autograd_tutorial",
+        marks=_missing("torch.autograd.Function, torch.autograd.grad and torch.sin"),
+    ),
+]
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_program_matches_pytorch(name, monkeypatch):
+    _compare(name, monkeypatch)
+
+
+def test_program_runs_as_written_with_dropout_and_shuffling(monkeypatch):
+    """Without the comparison's overrides: live dropout masks and shuffled batches from vkml's generator."""
+    program = _load("mlp_classifier", "vkml", monkeypatch)
+    monkeypatch.setattr(program, "DROPOUT", 0.5)
+    monkeypatch.setattr(program, "SHUFFLE", True)
+    model = program.build()
+    assert any(isinstance(m, program.nn.Dropout) and m.p == 0.5 for m in model.modules())
+    result = program.train(model, steps=2)
+    assert len(result["losses"]) == 2 and all(math.isfinite(x) for x in result["losses"])
+
+
+def test_shim_gives_each_library_the_same_names(monkeypatch):
+    import torch
+
+    import vkml
+
+    assert _load("mlp_classifier", "torch", monkeypatch).torch is torch
+    assert _load("mlp_classifier", "vkml", monkeypatch).torch is vkml

@@ -45,7 +45,7 @@ IDIOMS = {
     ],
     "boolean_mask_select": lambda torch, nn, F: _data(torch)[0][_data(torch)[0] > 0].tolist(),
     "size_compares_to_tuple": lambda torch, nn, F: (_data(torch)[0].size() == (4, 3), _data(torch)[0].size(1)),
-    "tensor_as_python_index": lambda torch, nn, F: ([10, 20, 30][torch.tensor(1)], list(range(torch.tensor(2)))),
+    "tensor_as_python_index": lambda torch, nn, F: [[10, 20, 30][torch.tensor(1)], *range(torch.tensor(2))],
     "to_device_non_blocking": lambda torch, nn, F: _data(torch)[0].to("cpu", non_blocking=True).tolist(),
     "module_repr": lambda torch, nn, F: repr(_model(torch, nn)),
     "tensor_repr": lambda torch, nn, F: repr(torch.tensor([1.0, 2.5, -3.0])),
@@ -79,17 +79,7 @@ def _missing(feature: str, error: type[Exception]):
 
 
 XFAIL = {
-    "format_spec_on_loss": _missing("Tensor.__format__ refuses a format spec ('{loss:.4f}')", TypeError),
-    "tensor_as_python_index": _missing("no Tensor.__index__ (list[t], range(t))", TypeError),
-    "to_device_non_blocking": _missing("Tensor.to has no non_blocking argument", TypeError),
     "tensor_repr": _missing("repr(tensor) differs from PyTorch's", AssertionError),
-    "softmax_module": _missing("no nn.Softmax", AttributeError),
-    "log_softmax_module": _missing("no nn.LogSoftmax", AttributeError),
-    "cross_entropy_class_weights": _missing("nn.CrossEntropyLoss has no weight argument", TypeError),
-    "embedding_padding_idx": _missing("nn.Embedding has no padding_idx argument", TypeError),
-    "dropout_inplace_argument": _missing("nn.Dropout has no inplace argument", TypeError),
-    "relu_inplace_positional": _missing("nn.ReLU has no inplace argument", TypeError),
-    "adamw_fused_flag": _missing("optim.AdamW has no fused argument", TypeError),
 }
 
 

@@ -78,18 +78,14 @@ def _missing(feature: str, error: type[Exception] = AttributeError):
 
 CASES = [
     pytest.param("mlp_classifier", id="mlp_classifier"),
-    pytest.param("cnn_batchnorm", id="cnn_batchnorm", marks=_missing("torch.from_numpy")),
+    pytest.param("cnn_batchnorm", id="cnn_batchnorm"),
     pytest.param("char_lstm", id="char_lstm"),
     pytest.param("transformer_lm", id="transformer_lm", marks=_missing("torch.sin and torch.cos")),
     pytest.param("gpt_attention", id="gpt_attention"),
-    pytest.param(
-        "conv_autoencoder",
-        id="conv_autoencoder",
-        marks=_missing("nn.ReLU's inplace argument: nn.ReLU(True)", TypeError),
-    ),
+    pytest.param("conv_autoencoder", id="conv_autoencoder"),
     pytest.param("regression_manual_sgd", id="regression_manual_sgd"),
     pytest.param("checkpoint_resume", id="checkpoint_resume"),
-    pytest.param("mnist_style", id="mnist_style", marks=_missing("torch.cuda.is_available and optim.Adadelta")),
+    pytest.param("mnist_style", id="mnist_style"),
     pytest.param(
         "autograd_tutorial",
         id="autograd_tutorial",

@@ -205,3 +205,40 @@ def test_format_of_a_zero_dim_tensor_is_its_values():
     assert f"{vkml.tensor([1.0])}" == str(vkml.tensor([1.0]))  # no spec: the repr, as object.__format__
     with pytest.raises(TypeError, match="unsupported format string"):
         f"{vkml.tensor([1.0, 2.0]):.2f}"
+
+
+def test_gradient_hooks_and_retained_gradients_follow_pytorch(dev):
+    def run(lib, make):
+        seen = []
+        x = make([1.0, 2.0, 3.0], requires_grad=True)
+        handle = x.register_hook(lambda g: g * 2)  # a leaf's hook changes what .grad receives
+        y = x * x
+        y.retain_grad()
+        y.register_hook(lambda g: seen.append(g.tolist()))  # observes, returns None
+        z = (y * 3.0).sum()
+        z.backward(retain_graph=True)
+        first = (x.grad.tolist(), y.grad.tolist(), y.retains_grad, x.retains_grad)
+        handle.remove()
+        z.backward()  # no leaf hook now; both gradients accumulate
+        return first, x.grad.tolist(), y.grad.tolist(), seen
+
+    got = run(vkml, lambda v, **kw: vkml.tensor(v, device=dev, **kw))
+    want = run(torch, lambda v, **kw: torch.tensor(v, **kw))
+    assert got == want
+    with pytest.raises(RuntimeError, match="doesn't require gradient"):
+        vkml.ones(2).register_hook(lambda g: g)
+    with pytest.raises(RuntimeError, match="requires_grad=False"):
+        vkml.ones(2).retain_grad()
+
+
+def test_iteration_numel_size_and_dtype_type():
+    x = vkml.arange(6).reshape(2, 3)
+    assert [row.tolist() for row in x] == [[0, 1, 2], [3, 4, 5]]
+    with pytest.raises(TypeError, match="iteration over a 0-d tensor"):
+        iter(vkml.tensor(1.0))
+    assert vkml.numel(x) == torch.numel(torch.zeros(2, 3)) == 6
+    size = vkml.Size([2, 3])
+    assert size == (2, 3) == torch.Size([2, 3]) and size.numel() == 6 and repr(size) == "vkml.Size([2, 3])"
+    assert isinstance(x.dtype, vkml.dtype) and isinstance(vkml.float32, vkml.dtype)
+    with pytest.raises(TypeError):
+        vkml.Size([2.5])

@@ -407,9 +407,22 @@ __all__ += [
     "reset_peak_memory_stats",
 ]
 # ---------------------------------------------------------------------- small composites (vkml/frontend/tensor_api.py)
-from .frontend.tensor_api import addcdiv, addcmul, broadcast_to, clamp_max, clamp_min, positive, rsub, select  # noqa: E402
+from .frontend.tensor_api import (  # noqa: E402
+    Size,
+    addcdiv,
+    addcmul,
+    broadcast_to,
+    clamp_max,
+    clamp_min,
+    numel,
+    positive,
+    rsub,
+    select,
+)
+from .ir.types import DType as dtype  # noqa: E402  (isinstance(x.dtype, vkml.dtype), as torch.dtype)
 
-__all__ += ["addcdiv", "addcmul", "broadcast_to", "clamp_max", "clamp_min", "positive", "rsub", "select"]
+__all__ += ["Size", "dtype", "numel", "addcdiv", "addcmul", "broadcast_to", "clamp_max", "clamp_min", "positive"]
+__all__ += ["rsub", "select"]
 # Scatter reductions, index_*, masked_select/masked_scatter, take/put (vkml/frontend/index_ops.py)
 from .frontend import index_ops as _index_ops  # noqa: E402
 

@@ -14,7 +14,7 @@ import copy
 import numpy as np
 
 from .errors import DTypeError, ShapeError
-from .frontend import indexing, interop, mutation, pointwise
+from .frontend import autograd, indexing, interop, mutation, pointwise
 from .frontend import operators as F
 from .graph import build as lazy
 from .graph.node import Node
@@ -46,6 +46,8 @@ class Tensor:
         "_gradview",
         "_vhidden",
         "_dataview",
+        "_grad_hooks",  # Tensor.register_hook's hooks: {handle id: (grad_fn then, hook)}
+        "_retained_ctx",  # the context whose gradient retain_grad() keeps in .grad
         "__weakref__",
     )
     __hash__ = object.__hash__
@@ -158,6 +160,27 @@ class Tensor:
         self.requires_grad = requires_grad
         return self
 
+    def register_hook(self, hook):
+        """Call ``hook(grad)`` when this tensor's gradient is computed; a tensor it returns replaces
+        the gradient. Returns a handle; ``handle.remove()`` takes the hook out.
+
+        >>> import vkml
+        >>> x = vkml.ones(2, requires_grad=True)
+        >>> _ = x.register_hook(lambda g: g * 2)
+        >>> (x * 3).sum().backward(); x.grad.tolist()
+        [6.0, 6.0]
+        """
+        return autograd.register_hook(self, hook)
+
+    def retain_grad(self) -> None:
+        """Keep this non-leaf tensor's gradient in ``.grad`` after ``backward()`` (a leaf keeps it anyway)."""
+        autograd.retain_grad(self)
+
+    @property
+    def retains_grad(self) -> bool:
+        """Whether ``retain_grad()`` was called on this non-leaf tensor (for its current history)."""
+        return self._ctx is not None and getattr(self, "_retained_ctx", None) is self._ctx
+
     @property
     def is_leaf(self) -> bool:
         """True unless the tensor was computed by a recorded op (one whose operand required grad)."""
@@ -184,8 +207,6 @@ class Tensor:
         >>> (x * x).sum().backward(); x.grad.tolist()
         [6.0]
         """
-        from .frontend import autograd
-
         if inputs is not None:
             inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
         autograd.backward(self, gradient, retain_graph, create_graph, inputs)

@@ -49,6 +49,7 @@ from collections.abc import Callable
 from .. import config
 from ..ops import grads as G
 from ..ops.registry import REGISTRY
+from .hooks import RemovableHandle
 from .realize import realize
 
 
@@ -381,6 +382,8 @@ def run_backward(
         for t, ctx in order:
             key = _key(t, ctx)
             g = grads.pop(key, None)
+            if g is not None:
+                g = _run_hooks(t, ctx, g)
             if g is not None and targets is not None and key in targets:
                 found[key] = g
                 if accumulate:
@@ -393,6 +396,8 @@ def run_backward(
                     leaves.append(t.grad)
                 continue
             if g is not None:
+                if accumulate and _retains(t, ctx):  # Tensor.retain_grad(): a non-leaf keeps its gradient
+                    t.grad = g if t.grad is None else t.grad + g
                 _apply_rule(ctx, g, grads, vkml, create_graph)
             if not retain_graph:
                 ctx.release()
@@ -405,6 +410,45 @@ def run_backward(
         for root in roots:
             _remember_root(root)
     return found
+
+
+def _run_hooks(t, ctx, g):
+    """``g`` after the hooks ``Tensor.register_hook`` put on ``t`` while it had context ``ctx``:
+    each is called with the gradient, and one that returns a tensor replaces it (PyTorch's rule)."""
+    hooks = getattr(t, "_grad_hooks", None)
+    if not hooks:
+        return g
+    for hook_ctx, hook in list(hooks.values()):
+        if hook_ctx is ctx:
+            replaced = hook(g)
+            if replaced is not None:
+                g = replaced
+    return g
+
+
+def _retains(t, ctx) -> bool:
+    return getattr(t, "_retained_ctx", None) is ctx
+
+
+def register_hook(t, hook):
+    """``Tensor.register_hook``: ``hook(grad)`` runs when the gradient with respect to ``t`` is
+    computed; a tensor it returns is used instead. Returns a handle whose ``remove()`` undoes it."""
+    if not t.requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    hooks = getattr(t, "_grad_hooks", None)
+    if hooks is None:
+        hooks = t._grad_hooks = {}
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = (t.grad_fn, hook)
+    return handle
+
+
+def retain_grad(t) -> None:
+    """``Tensor.retain_grad``: a non-leaf tensor keeps its gradient in ``.grad`` after ``backward()``."""
+    if not t.requires_grad:
+        raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+    if t.grad_fn is not None:
+        t._retained_ctx = t.grad_fn
 
 
 def _rule_operand(saved, parent, parent_ctx, role, create_graph: bool):

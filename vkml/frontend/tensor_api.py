@@ -553,9 +553,57 @@ def _wide_draw(shape, span: int, generator, device):
     return bits if span == 1 << 63 else pointwise.remainder(bits, span)
 
 
+# ---------------------------------------------------------------------- torch.Size, numel, iteration
+
+
+class Size(tuple):
+    """A shape: a tuple of ints, with ``numel()`` (PyTorch's ``torch.Size``).
+
+    ``Tensor.shape`` and ``Tensor.size()`` return plain tuples in vkml (equal to a ``Size`` of the
+    same ints); ``Size`` exists for code that builds shapes with it.
+
+    >>> import vkml
+    >>> s = vkml.Size([2, 3])
+    >>> s, s.numel(), s == (2, 3)
+    (vkml.Size([2, 3]), 6, True)
+    """
+
+    def __new__(cls, sizes=()):
+        values = tuple(sizes)
+        if any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in values):
+            bad = next(v for v in values if isinstance(v, bool) or not isinstance(v, (int, np.integer)))
+            raise TypeError(
+                f"Size() takes an iterable of 'int' (item {values.index(bad)} is '{bad.__class__.__name__}')"
+            )
+        return super().__new__(cls, (int(v) for v in values))
+
+    def numel(self) -> int:
+        return math.prod(self)
+
+    def __repr__(self) -> str:
+        return f"vkml.Size({list(self)})"
+
+
+def numel(input) -> int:
+    """The number of elements of ``input``.
+
+    >>> import vkml
+    >>> vkml.numel(vkml.zeros(2, 3))
+    6
+    """
+    return F._tensor_node("numel", input).numel
+
+
+def _iter(self):
+    """The tensor's slices along dim 0 (PyTorch: ``iter(self.unbind(0))``); a 0-dim tensor raises."""
+    if not self.shape:
+        raise TypeError("iteration over a 0-d tensor")
+    return iter(S.unbind(self, 0))
+
+
 # ---------------------------------------------------------------------- installing
 
-FUNCTIONS = ["clamp_min", "clamp_max", "select", "addcmul", "addcdiv", "rsub", "positive", "broadcast_to"]
+FUNCTIONS = ["clamp_min", "clamp_max", "select", "addcmul", "addcdiv", "rsub", "positive", "broadcast_to", "numel"]
 
 _METHODS = [
     "ndimension",
@@ -578,7 +626,7 @@ _METHODS = [
     "geometric_",
     "log_normal_",
     "random_",
-    *FUNCTIONS,
+    *(name for name in FUNCTIONS if name != "numel"),  # Tensor.numel() is tensor.py's
 ]
 
 
@@ -588,6 +636,7 @@ def install_methods(cls) -> None:
     for name in _METHODS:
         if name not in cls.__dict__:
             setattr(cls, name, module[name])
+    cls.__iter__ = _iter
     cls.itemsize = property(_itemsize_property)
     cls.nbytes = property(_nbytes_property)
     cls.H = property(H)

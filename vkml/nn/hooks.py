@@ -1,23 +1,8 @@
-"""The handle ``Module.register_forward_hook`` and ``register_forward_pre_hook`` return."""
+"""The handle ``Module.register_forward_hook`` and ``register_forward_pre_hook`` return (one class
+for modules and tensors: vkml/frontend/hooks.py)."""
 
 from __future__ import annotations
 
+from ..frontend.hooks import RemovableHandle
 
-class RemovableHandle:
-    """What ``register_forward_hook`` returns: ``handle.remove()`` takes the hook out again."""
-
-    _next_id = 0
-
-    def __init__(self, hooks: dict):
-        self._hooks = hooks
-        self.id = RemovableHandle._next_id
-        RemovableHandle._next_id += 1
-
-    def remove(self) -> None:
-        self._hooks.pop(self.id, None)
-
-    def __enter__(self) -> RemovableHandle:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.remove()
+__all__ = ["RemovableHandle"]

@@ -385,3 +385,14 @@ __all__ += [
     "quantile",
     "nanquantile",
 ]
+# ---------------------------------------------------------------------- transcendental functions
+# (vkml/frontend/transcendental.py): sin ... erfinv, their arc* aliases, and vkml.special.
+from .frontend import transcendental as _transcendental  # noqa: E402
+
+for _name in _transcendental.TENSOR_METHODS:
+    globals()[_name] = getattr(_transcendental, _name)
+__all__ += _transcendental.TENSOR_METHODS
+del _name
+special = _transcendental.special
+_sys.modules[__name__ + ".special"] = special  # `import vkml.special` finds the namespace
+__all__ += ["special"]

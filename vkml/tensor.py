@@ -629,3 +629,23 @@ from .frontend import statistics as _statistics  # noqa: E402
 for _module in (_statistics, _scans, _selection):
     for _name in _module.TENSOR_METHODS:
         setattr(Tensor, _name, getattr(_module, _name))
+
+# Trigonometric, hyperbolic, error-function and logarithm methods (vkml/frontend/transcendental.py),
+# with their in-place forms (``x.sin_()``).
+from .frontend import transcendental as _transcendental  # noqa: E402
+
+
+def _install_transcendental_methods() -> None:
+    for name in _transcendental.TENSOR_METHODS:
+        setattr(Tensor, name, getattr(_transcendental, name))
+    for name in _transcendental.INPLACE_METHODS:
+        fn = getattr(_transcendental, name)
+
+        def method(self, *args, _fn=fn, _name=name + "_", **kwargs):
+            return mutation.inplace(self, _name, lambda t, *a: _fn(t, *a, **kwargs), *args)
+
+        method.__name__ = name + "_"
+        setattr(Tensor, name + "_", method)
+
+
+_install_transcendental_methods()

@@ -14,6 +14,8 @@ so the CPU interpreter and every Vulkan driver produce the same bits.
 | rsqrt | two correct roundings (bit-equal to torch.rsqrt) |
 | exp, exp2, expm1, log, log2, log1p, pow | ≤ 1 ulp |
 | sigmoid, tanh, softplus, erf, gelu, gelu_tanh | ≤ 2 ulp (measured ≤ 1) |
+| sin, cos, tan, asin, acos, atan, atan2, sinc, sinh, cosh, asinh, acosh, atanh, log10, logit | ≤ 1 ulp |
+| erfc, erfinv | ≤ 2 ulp |
 
 "ulp" is the float32 ulp of the correctly rounded result, counted in the integer order of
 float32 bit patterns, so for subnormal results it is the absolute 2^-149.
@@ -24,15 +26,19 @@ invalid operation (0/0, sqrt(-1), log(-1), pow(-8, 1/3)) gives 0xFFC00000. Selec
 functions (maximum, minimum, clamp, relu, sign) pass a NaN through unchanged.
 
 Layout: ``bits`` (float32 fields, rounding to float32), ``dd`` (double-float arithmetic),
-``exact``, ``f16``, ``explog``, ``power``, ``special``.
+``exact``, ``f16``, ``explog``, ``power``, ``special``, ``trig`` (Payne-Hanek reduction, sin, cos,
+tan, their inverses), ``hyperbolic`` (with log10 and logit), ``erfs`` (erfc, erfinv).
 """
 
 from ...ir import builder as _builder
+from .erfs import erfc, erfinv
 from .exact import abs, clamp, clamp_max, clamp_min, div, maximum, minimum, relu, rsqrt, sign, sqrt
 from .explog import exp, exp2, expm1, log, log1p, log2
 from .f16 import f16_to_f32, f32_to_f16
+from .hyperbolic import acosh, asinh, atanh, cosh, log10, logit, sinh
 from .power import pow
 from .special import erf, gelu, gelu_tanh, sigmoid, softplus, tanh
+from .trig import acos, asin, atan, atan2, cos, sin, sinc, tan
 
 _builder.float_division = div  # `a / b` on float IR values builds this division
 
@@ -63,4 +69,21 @@ __all__ = [
     "sqrt",
     "f16_to_f32",
     "f32_to_f16",
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "atan2",
+    "sinc",
+    "sinh",
+    "cosh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "log10",
+    "logit",
+    "erfc",
+    "erfinv",
 ]

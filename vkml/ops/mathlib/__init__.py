@@ -15,7 +15,7 @@ so the CPU interpreter and every Vulkan driver produce the same bits.
 | exp, exp2, expm1, log, log2, log1p, pow | ≤ 1 ulp |
 | sigmoid, tanh, softplus, erf, gelu, gelu_tanh | ≤ 2 ulp (measured ≤ 1) |
 | sin, cos, tan, asin, acos, atan, atan2, sinc, sinh, cosh, asinh, acosh, atanh, log10, logit | ≤ 1 ulp |
-| erfc, erfinv | ≤ 2 ulp |
+| erfc, erfinv | ≤ 1 ulp |
 
 "ulp" is the float32 ulp of the correctly rounded result, counted in the integer order of
 float32 bit patterns, so for subnormal results it is the absolute 2^-149.

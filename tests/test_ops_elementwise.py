@@ -400,7 +400,6 @@ def test_documented_values(name):
 def test_every_elementwise_divergence_is_asserted():
     from test_ops_elementwise_more import DIVERGENCES_ASSERTED
     from test_ops_transcendental import DOCUMENTED as MORE
-
     from test_ops_trig import DIVERGENCES_ASSERTED as TRIG_DIVERGENCES
 
     covered = set(_ops_of(DOCUMENTED)) | set(_ops_of(MORE)) | DIVERGENCES_ASSERTED | TRIG_DIVERGENCES

@@ -9,8 +9,8 @@ quadrant, the other 94 the fraction, which becomes a double-float r in [-pi/4, p
 truncation error is below 2^-70 absolute; the closest a float32 comes to a multiple of pi/2 is
 about 2^-29 away, so r keeps at least 40 correct bits). Below pi/4 the argument is used as it is.
 
-sin and cos of r are polynomials: sin r = r + r^3 S(r^2), cos r = 1 - r^2/2 + r^4 C(r^2), with
-r^2/2 formed exactly; atan t = t + t^3 A(t^2) on |t| <= tan(pi/8) after t -> (t-1)/(t+1).
+sin and cos of r are polynomials: sin r = r - r^3/6 + r^5 S(r^2), cos r = 1 - r^2/2 + r^4 C(r^2),
+with r^3/6 and r^2/2 formed as double-floats; atan t = t + t^3 A(t^2) on |t| <= tan(pi/8) after t -> (t-1)/(t+1).
 Coefficients: near-minimax fits (Lawson's iteration), rounded to float32 one at a time.
 """
 
@@ -35,7 +35,7 @@ from .bits import (
     to_bits,
     u32,
 )
-from .dd import div_dd, fast_two_sum, horner, mul_dd_const, recip, two_prod, two_sum
+from .dd import div_dd, fast_two_sum, horner, mul_dd, mul_dd_const, recip, two_prod, two_sum
 from .exact import div, sqrt
 
 
@@ -67,8 +67,9 @@ QUARTERS = (
 )
 PIO4 = float.fromhex("0x1.921fb6p-1")  # pi/4 rounded up: below it the argument needs no reduction
 TAN_PI_8 = float.fromhex("0x1.a8279ap-2")
-# (sin r - r) / r^3 in z = r^2 on [0, (pi/4)^2] (relative error 2^-25)
-SIN_S = _hex("-0x1.555556p-3", "0x1.11123cp-7", "-0x1.a15408p-13", "0x1.c3079ap-19")
+# sin r = r - r^3/6 + r^5 S(r^2): -1/6 as a float32 pair, S on z = r^2 in [0, (pi/4)^2] (2^-31.7 relative)
+SIN_SIXTH = _hex("-0x1.555556p-3", "0x1.555556p-28")
+SIN_S = _hex("0x1.11110ep-7", "-0x1.a01328p-13", "0x1.6d8286p-19")
 # (cos r - 1 + r^2/2) / r^4 in z = r^2 on [0, (pi/4)^2] (relative error 2^-24)
 COS_C = _hex("0x1.555554p-5", "-0x1.6c1244p-10", "0x1.9b8f60p-16")
 # (atan t - t) / t^3 in z = t^2 on [0, tan(pi/8)^2] (relative error 2^-25)
@@ -146,11 +147,17 @@ def reduce_half_pi(x: Value) -> tuple[Value, Value, Value, Value]:
 
 
 def sin_cos_dd(r_hi: Value, r_lo: Value) -> tuple[Value, Value, Value, Value]:
-    """sin r and cos r as double-floats (s_hi, s_lo, c_hi, c_lo) for |r| <= pi/4 (about 2^-27 relative)."""
-    z = r_hi * r_hi
-    s_hi, s_lo = fast_two_sum(r_hi, r_lo + r_hi * z * horner(z, SIN_S))
+    """sin r and cos r as double-floats (s_hi, s_lo, c_hi, c_lo) for |r| <= pi/4 (about 2^-30 relative).
+
+    sin's -r^3/6 is a double-float product (rounded, it alone would cost tan up to 1.03 ulp).
+    """
     w_hi, w_lo = two_prod(r_hi, r_hi)
-    w_lo = w_lo + 2.0 * r_hi * r_lo
+    w_lo = w_lo + 2.0 * r_hi * r_lo  # r^2
+    z = w_hi
+    c_hi, c_lo = mul_dd(w_hi, w_lo, r_hi, r_lo)  # r^3
+    t_hi, t_lo = mul_dd_const(c_hi, c_lo, SIN_SIXTH[0], SIN_SIXTH[1])
+    s_hi, s_lo = two_sum(r_hi, t_hi)
+    s_hi, s_lo = fast_two_sum(s_hi, s_lo + (r_lo + t_lo + c_hi * z * horner(z, SIN_S)))
     h_hi, h_lo = w_hi * 0.5, w_lo * 0.5
     c_hi, c_lo = fast_two_sum(f32(1.0), -h_hi)
     c_hi, c_lo = fast_two_sum(c_hi, c_lo + (z * z * horner(z, COS_C) - h_lo))

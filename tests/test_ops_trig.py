@@ -17,7 +17,16 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 import torch
-from optest import F32_SPECIALS, assert_same_bits, assert_ulp, f16_ulp_distance, from_torch, to_torch, weighted_grad
+from optest import (
+    F32_SPECIALS,
+    assert_same_bits,
+    assert_ulp,
+    f16_ulp_distance,
+    from_torch,
+    to_torch,
+    ulp32,
+    weighted_grad,
+)
 
 import vkml
 from vkml.ops.registry import REGISTRY
@@ -74,6 +83,14 @@ def _near_half_pi_multiples(n: int) -> np.ndarray:
     return np.concatenate([x, up])
 
 
+def _gamma_inputs(s, n):
+    """Positive arguments (negative ones: test_lgamma_digamma_negative_arguments), the zeros 1 and 2 and
+    digamma's root 1.4616 included."""
+    near = np.concatenate([1 + _uniform(s, n // 8, -0.05, 0.05), 2 + _uniform(s + 1, n // 8, -0.05, 0.05)])
+    near = np.concatenate([near, 1.4616321 + _uniform(s + 2, n // 8, -0.02, 0.02)])
+    return np.concatenate([_uniform(s, n // 4, 0, 12), _spread(s + 3, n - n // 4 - near.size, -140, 127, False), near])
+
+
 @dataclass(frozen=True)
 class Op:
     vk: Callable
@@ -117,6 +134,8 @@ OPS = {
         1,
         lambda s, n: np.concatenate([_uniform(s, n // 2, -8, 8), _spread(s, n // 2, -20, 30)]),
     ),
+    "lgamma": Op(vkml.lgamma, torch.lgamma, _torch64(torch.lgamma), 1, lambda s, n: _gamma_inputs(s, n)),
+    "digamma": Op(vkml.digamma, torch.digamma, _torch64(torch.digamma), 1, lambda s, n: _gamma_inputs(s, n)),
     "deg2rad": Op(vkml.deg2rad, torch.deg2rad, _deg2rad64, 0.5, lambda s, n: _spread(s, n, -140, 128)),
     "rad2deg": Op(vkml.rad2deg, torch.rad2deg, _rad2deg64, 0.5, lambda s, n: _spread(s, n, -140, 128)),
 }
@@ -128,7 +147,7 @@ TORCH_DIVERGES = {"sinc"}
 EARLY_OVERFLOW = {"sinh", "cosh"}
 TRIG_OPS = set(OPS) | {"atan2"}
 # Registered divergences from PyTorch that a test here asserts (tests/test_ops_elementwise.py counts them).
-DIVERGENCES_ASSERTED = {"sinc", "logit", "sinh", "cosh"}
+DIVERGENCES_ASSERTED = {"sinc", "logit", "sinh", "cosh", "digamma"}
 
 
 def _specials() -> np.ndarray:
@@ -180,7 +199,10 @@ def test_close_to_torch_float32(name):
     ok = np.isfinite(want)
     if name == "logit":
         ok &= np.abs(x - 0.5) > 0.1  # PyTorch's x / (1 - x) rounds before the logarithm, which cancels there
-    bound = 64 if name in ("logit", "erfinv", "sinc") else 4  # PyTorch's logit and erfinv cancel near 1/2 and 1
+    if name in ("lgamma", "digamma"):
+        ok &= np.abs(want) > 0.5  # PyTorch's float32 kernels lose relative accuracy near the zeros
+    # PyTorch's logit and erfinv cancel near 1/2 and 1, its lgamma and digamma near their zeros
+    bound = 64 if name in ("logit", "erfinv", "sinc", "lgamma", "digamma") else 4
     assert_ulp(got[ok], want[ok].astype(np.float64), bound, f"{name} against torch float32", inputs=x[ok])
 
 
@@ -427,11 +449,12 @@ GRAD_INPUTS = {
     "log1p": (-0.9, 5.0),
     "sinh": (-5.0, 5.0),
     "cosh": (-5.0, 5.0),
+    "lgamma": (0.1, 6.0),
 }
 GRAD_TESTED = set(OPS) | {"atan2"}
 
 
-@pytest.mark.parametrize("name", sorted(OPS))
+@pytest.mark.parametrize("name", sorted(set(OPS) - {"digamma"}))
 def test_gradient_matches_torch(name):
     lo, hi = GRAD_INPUTS.get(name, (-3.0, 3.0))
     x = _uniform(30, 64, lo, hi)
@@ -476,3 +499,33 @@ def test_every_new_op_is_registered_and_tested_here():
         op.name for op in REGISTRY.values() if op.body is not None and op.body.__module__ == transcendental.__name__
     }
     assert mine == TRIG_OPS
+
+
+def test_lgamma_digamma_negative_arguments_within_an_ulp_plus_2_to_minus_27(gpu):
+    # The reflection formula cancels near the functions' negative zeros: the bound there is absolute.
+    x = -np.concatenate([_uniform(40, 6000, 0, 12), _spread(41, 2000, -140, 30, False)])
+    x = np.concatenate([x, np.array([-1.0, -2.0, -1e10, -0.5, -2.4570247, -2.7476826, -0.0], F32)])
+    for name in ("lgamma", "digamma"):
+        got, on_gpu = _both(getattr(vkml, name), [x], gpu)
+        want = _torch64(getattr(torch, name))(x)
+        assert_same_bits(on_gpu, got, f"{name} on Vulkan")
+        with np.errstate(over="ignore"):
+            rounded = want.astype(F32)  # -1/x overflows float32 for tiny x
+        assert np.array_equal(np.isnan(got), np.isnan(want)) and np.array_equal(np.isinf(got), np.isinf(rounded)), name
+        fin = np.isfinite(rounded)
+        allowed = ulp32(want[fin]) + 2.0**-27
+        excess = np.abs(got[fin].astype(np.float64) - want[fin]) - allowed
+        assert excess.max() <= 0, f"{name}: x={x[fin][np.argmax(excess)]!r} beyond 1 ulp + 2^-27"
+        torch32 = from_torch(getattr(torch, name)(to_torch(x)))
+        assert_same_bits(got[~fin], torch32[~fin], f"{name}: poles and NaN against torch")
+
+
+def test_digamma_is_not_differentiable_and_says_so():
+    x = vkml.tensor([0.5, 2.0], requires_grad=True)
+    y = vkml.digamma(x).sum()
+    with pytest.raises(NotImplementedError, match="polygamma"):
+        y.backward()
+    assert x.grad is None
+    torch_x = torch.tensor([0.5, 2.0], requires_grad=True)
+    torch.digamma(torch_x).sum().backward()  # PyTorch has polygamma(1, x): the documented divergence
+    assert torch_x.grad is not None

@@ -22,6 +22,7 @@ erf, erfc, erfinv = _unary("erf"), _unary("erfc"), _unary("erfinv")
 log2, log10, log1p, expm1, exp2 = (_unary(n) for n in ("log2", "log10", "log1p", "expm1", "exp2"))
 sinc, deg2rad, rad2deg = _unary("sinc"), _unary("deg2rad"), _unary("rad2deg")
 atan2 = _binary("atan2")
+lgamma, digamma = _unary("lgamma"), _unary("digamma")
 
 # PyTorch's numpy-style aliases
 arcsin, arccos, arctan, arctan2 = asin, acos, atan, atan2
@@ -81,6 +82,8 @@ TENSOR_METHODS = [
     "sinc",
     "deg2rad",
     "rad2deg",
+    "lgamma",
+    "digamma",
 ]
 # In-place forms: every method above has one in PyTorch.
 INPLACE_METHODS = list(TENSOR_METHODS)
@@ -99,6 +102,9 @@ def _special_namespace() -> types.ModuleType:
         "exp2": exp2,
         "log1p": log1p,
         "sinc": sinc,
+        "gammaln": lgamma,
+        "digamma": digamma,
+        "psi": digamma,
         "xlogy": _pointwise.xlogy,
         "round": _pointwise.round,
         "logsumexp": F.logsumexp,

@@ -304,3 +304,34 @@ register(
         grad=_grad_logit,
     )
 )
+
+
+# ---------------------------------------------------------------------- gamma functions
+
+
+def _grad_digamma(c):
+    raise NotImplementedError(
+        "the derivative of 'digamma' is polygamma(1, x), which vkml does not implement yet; "
+        "digamma (and lgamma's second derivative) cannot be differentiated"
+    )
+
+
+_unary(
+    "lgamma",
+    lambda a: M.lgamma(a),
+    "log |Gamma(input)|.",
+    "x > 0: ≤ 1 ulp of the correctly rounded result; x < 0: ≤ 1 ulp plus 2^-27 absolute (mathlib.lgamma)",
+    "lgamma(±0) = inf, lgamma(n) = inf for negative integers n, lgamma(±inf) = inf, NaN gives NaN.",
+    lambda c: (c.g * c.inputs[0].digamma(),),
+)
+_unary(
+    "digamma",
+    lambda a: M.digamma(a),
+    "The digamma function, d/dx log Gamma(x).",
+    "x > 0: ≤ 1 ulp of the correctly rounded result; x < 0: ≤ 1 ulp plus 2^-27 absolute (mathlib.digamma)",
+    "digamma(+0) = -inf, digamma(-0) = inf, digamma(n) = NaN for negative integers n and -inf, "
+    "digamma(inf) = inf, NaN gives NaN (as PyTorch).",
+    _grad_digamma,
+    divergence="Not differentiable: its derivative, polygamma(1, x), is not implemented (backward raises "
+    "NotImplementedError).",
+)

@@ -264,6 +264,22 @@ def sinpi_dd(a: Value) -> tuple[Value, Value, Value]:
     return o_hi, o_lo, big | eq(r, 0.0)
 
 
+def cospi_dd(a: Value) -> tuple[Value, Value]:
+    """cos(pi*a) as a double-float for a finite a >= 0 below 2^23: a = n + r exactly,
+    cos(pi a) = (-1)^n cos(pi r), and for |r| > 1/4, cos(pi r) = sin(pi (1/2 - |r|))."""
+    n = round_even(a)
+    r = from_bits(to_bits(a - n) & ABS_MASK)  # exact
+    half = n * 0.5
+    odd = ~eq(half, floor(half))
+    far = r > 0.25
+    v = select(far, 0.5 - r, r)  # exact (Sterbenz)
+    p_hi, p_lo = mul_dd_const(v, f32(0.0), PI[0], PI[1])
+    p_hi, p_lo = fast_two_sum(p_hi, p_lo)
+    s_hi, s_lo, c_hi, c_lo = sin_cos_dd(p_hi, p_lo)
+    o_hi, o_lo = select(far, s_hi, c_hi), select(far, s_lo, c_lo)
+    return select(odd, -o_hi, o_hi), select(odd, -o_lo, o_lo)
+
+
 @float32_only
 def sinc(x: Value) -> Value:
     """The normalised sinc: sin(pi x) / (pi x), 1 at 0.

@@ -1166,6 +1166,9 @@ def _calls(op: OpDef) -> list[str]:
         calls.append(f"vkml.{op.signature}")
         aliases = [a for a in vkml.__all__ if a != op.name and getattr(vkml, a) is getattr(vkml, op.name)]
         calls += [f"vkml.{a}(...)" for a in aliases]
+        calls += [
+            f"vkml.special.{a}(...)" for a in vkml.special.__all__ if getattr(vkml.special, a) is getattr(vkml, op.name)
+        ]
     if hasattr(vkml.Tensor, op.name):
         params = op.signature.partition("(")[2].rstrip(")").split(", ")[1:]  # drop `input`
         calls.append(f"Tensor.{op.name}({', '.join(params)})")

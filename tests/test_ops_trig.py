@@ -231,6 +231,15 @@ def test_atan2_over_special_pairs_and_random_quadrants(gpu):
     assert vkml.arctan2 is vkml.atan2
 
 
+def test_atan2_wants_two_tensors_as_torch():
+    x = vkml.tensor([1.0, 2.0])
+    for call in (lambda: vkml.atan2(x, 1.0), lambda: vkml.atan2(1.0, x), lambda: x.atan2(2)):
+        with pytest.raises(TypeError, match="must be Tensor"):
+            call()
+    with pytest.raises(TypeError, match="must be Tensor"):
+        torch.atan2(torch.ones(2), 1.0)
+
+
 # (op, input, expected) from the registry's special-value text
 DOCUMENTED = [
     ("sin", -0.0, -0.0),

@@ -21,7 +21,22 @@ sinh, cosh, asinh, acosh, atanh = (_unary(n) for n in ("sinh", "cosh", "asinh", 
 erf, erfc, erfinv = _unary("erf"), _unary("erfc"), _unary("erfinv")
 log2, log10, log1p, expm1, exp2 = (_unary(n) for n in ("log2", "log10", "log1p", "expm1", "exp2"))
 sinc, deg2rad, rad2deg = _unary("sinc"), _unary("deg2rad"), _unary("rad2deg")
-atan2 = _binary("atan2")
+_atan2 = _binary("atan2")
+
+
+def atan2(input, other):
+    """The angle of the point (other, input) in (-pi, pi], broadcast; see docs/ops/atan2.md.
+
+    As PyTorch, both operands must be tensors (a Python number is a TypeError).
+    """
+    for position, (name, x) in enumerate((("input", input), ("other", other))):
+        if not isinstance(x, F._tensor.Tensor):
+            raise TypeError(
+                f"atan2(): argument '{name}' (position {position + 1}) must be Tensor, not {type(x).__name__}"
+            )
+    return _atan2(input, other)
+
+
 lgamma, digamma = _unary("lgamma"), _unary("digamma")
 
 # PyTorch's numpy-style aliases

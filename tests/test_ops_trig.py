@@ -538,3 +538,69 @@ def test_digamma_is_not_differentiable_and_says_so():
     torch_x = torch.tensor([0.5, 2.0], requires_grad=True)
     torch.digamma(torch_x).sum().backward()  # PyTorch has polygamma(1, x): the documented divergence
     assert torch_x.grad is not None
+
+
+# ---------------------------------------------------------------------- vkml.dsl
+
+
+DSL_NAMES = (
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "erfc",
+    "erfinv",
+    "log10",
+    "sinc",
+    "lgamma",
+    "digamma",
+)
+
+
+def _dsl_op(name: str, scale: float | None = None):
+    from vkml import dsl
+
+    fn = getattr(dsl, name)
+    if scale is None:
+        return vkml.elementwise(lambda v: fn(v), name=f"dsl_{name}")
+    return vkml.elementwise(lambda v: fn(v) * scale, name=f"dsl_grad_{name}")
+
+
+def test_dsl_functions_give_the_ops_bits_and_torchs_gradients():
+    from vkml import dsl
+
+    x = _uniform(50, 40, 1.05, 1.9) * np.where(np.arange(40) % 2, 1, -1).astype(F32)
+    x = np.abs(x)  # in every function's domain except acosh, asin, acos, atanh, erfinv (NaN there: same bits)
+    for name in DSL_NAMES:
+        op = _dsl_op(name)
+        assert_same_bits(op(vkml.tensor(x)).numpy(), getattr(vkml, name)(vkml.tensor(x)).numpy(), f"dsl.{name}")
+    # A sample of the derived gradients (each DSL rule is one line of vkml/dsl/autodiff.py, the op's
+    # formula again; every function costs two kernel compiles here, so not all of them are run).
+    y = _uniform(51, 40, 0.1, 0.9)
+    for name in ("sin", "tan", "acosh", "erfinv", "sinc", "lgamma"):
+        op = _dsl_op(name, 1.0)
+        v = vkml.tensor(y + 1.0 if name == "acosh" else y, requires_grad=True)
+        op(v).sum().backward()
+        t = to_torch(y + 1.0 if name == "acosh" else y).requires_grad_(True)
+        getattr(torch, name)(t).sum().backward()
+        np.testing.assert_allclose(v.grad.numpy(), from_torch(t.grad), rtol=3e-5, atol=1e-6, err_msg=f"dsl.{name}")
+    op = vkml.elementwise(lambda a, b: dsl.atan2(a, b), name="dsl_atan2")
+    assert_same_bits(
+        op(vkml.tensor(y), vkml.tensor(x)).numpy(), vkml.atan2(vkml.tensor(y), vkml.tensor(x)).numpy(), "dsl.atan2"
+    )
+
+
+def test_dsl_digamma_is_not_differentiable_and_says_so():
+    from vkml import dsl
+    from vkml.dsl.autodiff import NotDifferentiable
+
+    op = vkml.elementwise(lambda v: dsl.digamma(v), name="dsl_digamma_grad")
+    with pytest.raises(NotDifferentiable, match="polygamma"):
+        op(vkml.tensor([1.5, 2.5], requires_grad=True)).sum().backward()

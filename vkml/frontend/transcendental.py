@@ -63,8 +63,6 @@ def logit(input, eps: float | None = None):
     return _elementwise("logit", input, lo, hi)
 
 
-expit = F.sigmoid
-
 TENSOR_METHODS = [
     "sin",
     "cos",

@@ -78,6 +78,8 @@ REACHED_THROUGH = {
         "vkml.nn.ELU, vkml.nn.SELU, vkml.nn.CELU",
     ],
     "hardtanh": ["vkml.nn.functional.relu6(input, inplace=False)", "vkml.nn.Hardtanh, vkml.nn.ReLU6"],
+    "trigamma": ["vkml.polygamma(1, input)", "Tensor.polygamma(1)", "vkml.special.polygamma(1, input)"],
+    "digamma": ["vkml.polygamma(0, input)", "Tensor.polygamma(0)"],
 }
 RESULT_DTYPE = {
     "promote": "the promoted dtype of the operands (PyTorch's rules)",

@@ -637,9 +637,9 @@ from .frontend import transcendental as _transcendental  # noqa: E402
 
 def _install_transcendental_methods() -> None:
     for name in _transcendental.TENSOR_METHODS:
-        setattr(Tensor, name, getattr(_transcendental, name))
+        setattr(Tensor, name, _transcendental.METHODS[name])
     for name in _transcendental.INPLACE_METHODS:
-        fn = getattr(_transcendental, name)
+        fn = _transcendental.METHODS[name]
 
         def method(self, *args, _fn=fn, _name=name + "_", **kwargs):
             return mutation.inplace(self, _name, lambda t, *a: _fn(t, *a, **kwargs), *args)

@@ -363,7 +363,7 @@ _MATH_FUNCTIONS = {
     "log10": "Base-10 logarithm (≤ 1 ulp). Differentiable.",
     "sinc": "sin(pi x) / (pi x), 1 at 0 (≤ 1 ulp). Differentiable.",
     "lgamma": "log |Gamma(x)| (≤ 1 ulp for x > 0). Differentiable.",
-    "digamma": "d/dx log Gamma(x) (≤ 1 ulp for x > 0). Not differentiable (polygamma(1, x) is missing).",
+    "digamma": "d/dx log Gamma(x) (≤ 1 ulp for x > 0). Differentiable once (polygamma(2, x) is missing).",
 }
 for _name, _doc in _MATH_FUNCTIONS.items():
     globals()[_name] = _math_function(_name, _doc)

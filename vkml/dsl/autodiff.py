@@ -17,7 +17,7 @@ Supported (the rules follow PyTorch's derivative formulas, ties and NaN cases in
 ``+ - * /``, unary ``-``, ``where``/``select``, ``exp exp2 expm1 log log2 log1p sqrt rsqrt
 tanh sigmoid erf gelu gelu_tanh softplus pow abs maximum minimum clamp clamp_min clamp_max
 relu div convert const``, ``sin cos tan asin acos atan atan2 sinh cosh asinh acosh atanh erfc
-erfinv log10 sinc lgamma`` (``digamma`` is traced but its derivative is not implemented); comparisons, ``isnan``, ``sign floor ceil trunc round_even`` and
+erfinv log10 sinc lgamma digamma`` (digamma once: its second derivative is not implemented); comparisons, ``isnan``, ``sign floor ceil trunc round_even`` and
 bool/integer operators have zero gradient. Anything else (``bitcast``, ``shuffle_xor``, loops,
 ifs, index-space functions, builder or mathlib functions called directly) cannot be traced:
 the error says so and suggests ``backward=``.
@@ -397,10 +397,10 @@ def _sinc_grad(n, g):
     return (_select(record("eq", x, 0.0), 0.0, g * d),)
 
 
-def _digamma_grad(n, g):
+def _trigamma_grad(n, g):
     raise NotDifferentiable(
-        "cannot differentiate dsl.digamma: its derivative, polygamma(1, x), is not implemented; "
-        "pass backward=... to @vkml.elementwise"
+        "cannot differentiate dsl.digamma twice: the derivative of polygamma(1, x), polygamma(2, x), is "
+        "not implemented; pass backward=... to @vkml.elementwise"
     )
 
 
@@ -425,6 +425,7 @@ PRIMS.update(
         "log10": Prim(M.log10, 1, lambda n, g: (g / (n.args[0] * math.log(10)),)),
         "sinc": Prim(M.sinc, 1, _sinc_grad),
         "lgamma": Prim(M.lgamma, 1, lambda n, g: (g * record("digamma", n.args[0]),)),
-        "digamma": Prim(M.digamma, 1, _digamma_grad),
+        "digamma": Prim(M.digamma, 1, lambda n, g: (g * record("trigamma", n.args[0]),)),
+        "trigamma": Prim(M.trigamma, 1, _trigamma_grad),
     }
 )

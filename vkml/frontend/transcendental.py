@@ -39,6 +39,27 @@ def atan2(input, other):
 
 lgamma, digamma = _unary("lgamma"), _unary("digamma")
 
+
+def polygamma(n, input):
+    """The n-th derivative of digamma: n = 0 is digamma, n = 1 trigamma; see docs/ops/trigamma.md.
+
+    Divergence from PyTorch: n >= 2 raises NotImplementedError (vkml has no routine for them yet).
+    """
+    if type(n) is not int:
+        raise TypeError(f"polygamma(): argument 'n' (position 1) must be int, not {type(n).__name__}")
+    if n < 0:
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
+    if n == 0:
+        return digamma(input)
+    if n == 1:
+        return _elementwise("trigamma", input)
+    raise NotImplementedError(f"polygamma(n, x) is implemented for n = 0 and n = 1 only, not n = {n}")
+
+
+def _polygamma_method(self, n):
+    return polygamma(n, self)
+
+
 # PyTorch's numpy-style aliases
 arcsin, arccos, arctan, arctan2 = asin, acos, atan, atan2
 arcsinh, arccosh, arctanh = asinh, acosh, atanh
@@ -97,9 +118,12 @@ TENSOR_METHODS = [
     "rad2deg",
     "lgamma",
     "digamma",
+    "polygamma",
 ]
 # In-place forms: every method above has one in PyTorch.
 INPLACE_METHODS = list(TENSOR_METHODS)
+# The Tensor method of each name (``x.polygamma(n)`` takes n after the tensor, the function before it).
+METHODS = {name: globals()[name] for name in TENSOR_METHODS} | {"polygamma": _polygamma_method}
 
 
 def _special_namespace() -> types.ModuleType:
@@ -118,6 +142,7 @@ def _special_namespace() -> types.ModuleType:
         "gammaln": lgamma,
         "digamma": digamma,
         "psi": digamma,
+        "polygamma": polygamma,
         "xlogy": _pointwise.xlogy,
         "round": _pointwise.round,
         "logsumexp": F.logsumexp,

@@ -309,10 +309,10 @@ register(
 # ---------------------------------------------------------------------- gamma functions
 
 
-def _grad_digamma(c):
+def _grad_trigamma(c):
     raise NotImplementedError(
-        "the derivative of 'digamma' is polygamma(1, x), which vkml does not implement yet; "
-        "digamma (and lgamma's second derivative) cannot be differentiated"
+        "the derivative of polygamma(1, x) is polygamma(2, x), which vkml does not implement; "
+        "polygamma(1, x) (and digamma's second derivative) cannot be differentiated"
     )
 
 
@@ -331,7 +331,17 @@ _unary(
     "x > 0: ≤ 1 ulp of the correctly rounded result; x < 0: ≤ 1 ulp plus 2^-27 absolute (mathlib.digamma)",
     "digamma(+0) = -inf, digamma(-0) = inf, digamma(n) = NaN for negative integers n and -inf, "
     "digamma(inf) = inf, NaN gives NaN (as PyTorch).",
-    _grad_digamma,
-    divergence="Not differentiable: its derivative, polygamma(1, x), is not implemented (backward raises "
-    "NotImplementedError).",
+    lambda c: (c.g * c.F.polygamma(1, c.inputs[0]),),
+)
+_unary(
+    "trigamma",
+    lambda a: M.trigamma(a),
+    "polygamma(1, input): the second derivative of log Gamma.",
+    "≤ 1 ulp of the correctly rounded result (mathlib.trigamma)",
+    "trigamma(±0) = inf, trigamma(inf) = 0, trigamma(-inf) = NaN, NaN gives NaN.",
+    _grad_trigamma,
+    divergence="At the negative integers (its poles) vkml gives inf; PyTorch gives large finite values "
+    "(polygamma(1, -1) = 1.29e15). Not differentiable: its derivative, polygamma(2, x), is not implemented "
+    "(backward raises NotImplementedError).",
+    torch_name="polygamma",
 )

@@ -17,6 +17,7 @@ so the CPU interpreter and every Vulkan driver produce the same bits.
 | sin, cos, tan, asin, acos, atan, atan2, sinc, sinh, cosh, asinh, acosh, atanh, log10, logit | ≤ 1 ulp |
 | erfc, erfinv | ≤ 1 ulp |
 | lgamma, digamma | ≤ 1 ulp for x > 0; ≤ 1 ulp + 2^-27 absolute for x < 0 |
+| trigamma | ≤ 1 ulp |
 
 "ulp" is the float32 ulp of the correctly rounded result, counted in the integer order of
 float32 bit patterns, so for subnormal results it is the absolute 2^-149.
@@ -28,7 +29,7 @@ functions (maximum, minimum, clamp, relu, sign) pass a NaN through unchanged.
 
 Layout: ``bits`` (float32 fields, rounding to float32), ``dd`` (double-float arithmetic),
 ``exact``, ``f16``, ``explog``, ``power``, ``special``, ``trig`` (Payne-Hanek reduction, sin, cos,
-tan, their inverses), ``hyperbolic`` (with log10 and logit), ``erfs`` (erfc, erfinv), ``gamma`` (lgamma, digamma).
+tan, their inverses), ``hyperbolic`` (with log10 and logit), ``erfs`` (erfc, erfinv), ``gamma`` (lgamma, digamma, trigamma).
 """
 
 from ...ir import builder as _builder
@@ -36,7 +37,7 @@ from .erfs import erfc, erfinv
 from .exact import abs, clamp, clamp_max, clamp_min, div, maximum, minimum, relu, rsqrt, sign, sqrt
 from .explog import exp, exp2, expm1, log, log1p, log2
 from .f16 import f16_to_f32, f32_to_f16
-from .gamma import digamma, lgamma
+from .gamma import digamma, lgamma, trigamma
 from .hyperbolic import acosh, asinh, atanh, cosh, log10, logit, sinh
 from .power import pow
 from .special import erf, gelu, gelu_tanh, sigmoid, softplus, tanh
@@ -90,4 +91,5 @@ __all__ = [
     "erfinv",
     "lgamma",
     "digamma",
+    "trigamma",
 ]

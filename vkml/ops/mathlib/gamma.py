@@ -1,4 +1,4 @@
-"""lgamma and digamma, double-float evaluation rounded once.
+"""lgamma, digamma and trigamma, double-float evaluation rounded once.
 
 x >= 8: Stirling's series (y - 1/2) log y - y + log(2 pi)/2 + 1/(12y) - 1/(360y^3) + ... with the
 leading terms as double-floats. 0 < x < 8: lgamma(x) = lgamma(x + 8) - log(x (x+1) ... (x+7)), the
@@ -239,4 +239,75 @@ def digamma(x: Value) -> Value:
     out = select(x < 0.0, negative, p_hi + p_lo)
     out = select(a < TINY, div(f32(-1.0), x), out)  # -1/x - gamma rounds to -1/x; ±0 give ∓inf
     out = select(eq(x, float("inf")), x, select(eq(x, float("-inf")), f32_bits(DEFAULT_NAN_BITS), out))
+    return select(isnan(x), quiet(x), out)
+
+
+# psi_1(y) = 1/y + 1/(2y^2) + (1/y^3) * TRIGAMMA_SERIES(1/y^2) for y >= 8
+TRIGAMMA_SERIES = _hex("0x1.555556p-3", "-0x1.111112p-5", "0x1.861862p-6", "-0x1.111112p-5")
+
+
+def _trigamma_positive(a: Value) -> tuple[Value, Value]:
+    """psi_1(a) as a double-float for 2^-30 <= a (finite): psi_1(a) = psi_1(a + 8) + sum 1/(a + k)^2."""
+    small = a < 8.0
+    x = select(small, a, f32(1.0))
+    s_hi, s_lo = f32(0.0), f32(0.0)
+    for k in range(8):
+        t_hi, t_lo = two_sum(x, f32(float(k)))
+        q_hi, q_lo = div_dd(f32(1.0), f32(0.0), t_hi, t_lo)
+        p_hi, p_lo = mul_dd(q_hi, q_lo, q_hi, q_lo)
+        s_hi, e = two_sum(s_hi, p_hi)
+        s_lo = s_lo + (e + p_lo)
+    y_hi, y_lo = two_sum(x, f32(8.0))
+    y_hi = select(small, y_hi, select(a > 2.0**100, f32(2.0**100), a))
+    y_lo = select(small, y_lo, f32(0.0))
+    i_hi, i_lo = div_dd(f32(1.0), f32(0.0), y_hi, y_lo)
+    z = i_hi * i_hi
+    h, l = two_sum(i_hi, z * 0.5)
+    g_lo = l + (i_lo + i_hi * i_lo + i_hi * z * horner(z, TRIGAMMA_SERIES))
+    r_hi, r_lo = two_sum(h, select(small, s_hi, f32(0.0)))
+    return r_hi, r_lo + (g_lo + select(small, s_lo, f32(0.0)))
+
+
+@float32_only
+def trigamma(x: Value) -> Value:
+    """The trigamma function psi_1(x) = d^2/dx^2 log Gamma(x) (PyTorch's polygamma(1, x)).
+
+    Precision: ≤ 1 ulp of the correctly rounded result for every input but the poles (x < 0 goes
+    through the reflection psi_1(x) = pi^2 / sin^2(pi x) - psi_1(-x) + 1/x^2, whose terms do not
+    cancel: the result is at least 5 pi^2 / 6).
+    Special values: trigamma(±0) = +inf, trigamma(+inf) = 0, trigamma(-inf) = NaN, +inf at the
+    negative integers (the poles); a NaN comes back quieted.
+    Divergence from PyTorch: at the negative integers PyTorch returns large finite values
+    (polygamma(1, -1) = 1.29e15); vkml returns +inf.
+
+    Example: ``y = trigamma(x)``.
+    """
+    a = from_bits(to_bits(x) & ABS_MASK)
+    finite = a < float("inf")
+    a_c = select(finite & (a >= TINY), a, f32(1.0))
+    p_hi, p_lo = _trigamma_positive(select(a_c > 2.0**100, f32(1.0), a_c))
+    # x < 0, a = -x: pi^2 / sin^2(pi a) - psi_1(a) + 1/a^2
+    a_r = select(a_c < 2.0**23, a_c, f32(0.5))
+    s_hi, s_lo, s_zero = sinpi_dd(a_r)
+    s_neg = s_hi < 0.0
+    s_hi, s_lo = select(s_neg, -s_hi, s_hi), select(s_neg, -s_lo, s_lo)
+    s_hi = select(eq(s_hi, 0.0), f32(1.0), s_hi)
+    d_hi, d_lo = div_dd(f32(PI[0]), f32(PI[1]), s_hi, s_lo)  # pi / |sin(pi a)|
+    c_hi, c_lo = mul_dd(d_hi, d_lo, d_hi, d_lo)
+    r_hi, r_lo = div_dd(f32(1.0), f32(0.0), a_c, f32(0.0))
+    q_hi, q_lo = mul_dd(r_hi, r_lo, r_hi, r_lo)
+    h, l = two_sum(c_hi, -p_hi)
+    h2, l2 = two_sum(h, q_hi)
+    negative = h2 + (l2 + (l + c_lo - p_lo + q_lo))
+    negative = select(s_zero | eq(floor(a_c), a_c) | (a >= 2.0**23), f32(float("inf")), negative)
+    positive = select(a > 2.0**100, div(f32(1.0), a_c), p_hi + p_lo)  # 1/a + 1/(2a^2) rounds to 1/a
+    out = select(x < 0.0, negative, positive)
+    # |x| < 2^-30: 1/x^2 (+ pi^2/6, below half an ulp), as 2^128 / (x 2^64)^2 in double-float, rounded once
+    xs = select(a < TINY, a, f32(TINY)) * 2.0**64
+    xs = select(xs < 1.0, f32(1.0), xs)  # below 2^-64 the result overflows anyway
+    w_hi, w_lo = two_prod(xs, xs)
+    v_hi, v_lo = div_dd(f32(1.0), f32(0.0), w_hi, w_lo)
+    inverse_square = (v_hi + v_lo) * 2.0**64 * 2.0**64
+    out = select(a < 2.0**-64, f32(float("inf")), select(a < TINY, inverse_square, out))
+    out = select(eq(x, float("inf")), f32(0.0), select(eq(x, float("-inf")), f32_bits(DEFAULT_NAN_BITS), out))
     return select(isnan(x), quiet(x), out)

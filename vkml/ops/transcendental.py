@@ -342,6 +342,6 @@ _unary(
     _grad_trigamma,
     divergence="At the negative integers (its poles) vkml gives inf; PyTorch gives large finite values "
     "(polygamma(1, -1) = 1.29e15). Not differentiable: its derivative, polygamma(2, x), is not implemented "
-    "(backward raises NotImplementedError).",
+    "(backward raises NotImplementedError); vkml.polygamma(n, x) for n >= 2 raises NotImplementedError too.",
     torch_name="polygamma",
 )

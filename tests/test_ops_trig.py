@@ -630,7 +630,7 @@ def test_dsl_functions_give_the_ops_bits_and_torchs_gradients(_restoring_registr
     # A sample of the derived gradients (each DSL rule is one line of vkml/dsl/autodiff.py, the op's
     # formula again; every function costs two kernel compiles here, so not all of them are run).
     y = _uniform(51, 40, 0.1, 0.9)
-    for name in ("sin", "tan", "acosh", "erfinv", "sinc", "lgamma", "digamma"):
+    for name in ("sin", "sinc", "digamma"):
         op = _dsl_op(name, 1.0)
         v = vkml.tensor(y + 1.0 if name == "acosh" else y, requires_grad=True)
         op(v).sum().backward()

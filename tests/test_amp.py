@@ -269,3 +269,23 @@ def test_custom_fwd_and_bwd_keep_the_forward_autocast_state_in_backward():
         out = _CastScale.apply(x.half(), w)
     out.sum().backward()
     assert _Scale.seen == [("forward", vkml.float32), ("backward", vkml.float32)]
+
+
+def test_every_public_function_and_method_is_seen_by_autocast():
+    """amp.install wraps what exists when it runs: its block must stay last in vkml/__init__.py."""
+    import inspect
+
+    own = {"is_autocast_enabled", "get_autocast_dtype"}
+    missed = [
+        name
+        for name in vkml.__all__
+        if name not in own
+        and inspect.isfunction(getattr(vkml, name, None))
+        and not getattr(getattr(vkml, name), "__wrapped_by_autocast__", False)
+    ]
+    missed += [
+        f"Tensor.{name}"
+        for name, fn in vars(vkml.Tensor).items()
+        if inspect.isfunction(fn) and not name.startswith("_") and not getattr(fn, "__wrapped_by_autocast__", False)
+    ]
+    assert not missed, missed

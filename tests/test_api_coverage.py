@@ -23,10 +23,7 @@ cov = _load_tool()
 
 # Tier-1 names vkml lacks today. The list may only shrink: a name added to vkml must leave it (the
 # test fails until it does), and a tier-1 name missing that is not listed here fails too.
-KNOWN_MISSING = {
-    "torch.cos",
-    "torch.sin",
-}
+KNOWN_MISSING: set[str] = set()
 
 # Arguments of tier-1 names that vkml's function or class lacks, held the same way.
 KNOWN_MISSING_ARGUMENTS = {

@@ -261,8 +261,10 @@ def test_every_differentiable_op_has_a_rule_and_a_case():
     assert not_differentiable == allowed, sorted(not_differentiable - allowed)
     assert {"add", "mul", "exp", "sum", "amax", "gelu"} <= differentiable
     from test_ops_elementwise_more import GRAD_TESTED
+    from test_ops_trig import GRAD_TESTED as TRIG_GRAD_TESTED
 
     tested = {c.name for c in CASES} | GRAD_TESTED  # issue 17's ops: their gradients are checked there
+    tested |= TRIG_GRAD_TESTED  # sin ... erfinv: tests/test_ops_trig.py
     untested = {"to_device", "scatter_legacy_reduce"}  # the latter raises as PyTorch (tests/test_index_ops.py)
     assert differentiable | set(RULES) - untested <= tested, sorted((differentiable | set(RULES)) - tested)
 

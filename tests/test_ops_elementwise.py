@@ -109,6 +109,9 @@ def test_every_elementwise_op_is_tested_somewhere():
     from test_ops_elementwise_more import NEW_OPS
 
     tested |= NEW_OPS  # issue 17's ops: tests/test_ops_elementwise_more.py checks each
+    from test_ops_trig import TRIG_OPS
+
+    tested |= TRIG_OPS  # sin ... erfinv: tests/test_ops_trig.py checks each
     registered = {op.name for op in REGISTRY.values() if op.kind == "elementwise"}
     assert registered <= tested, f"elementwise ops without a test: {sorted(registered - tested)}"
 
@@ -397,8 +400,9 @@ def test_documented_values(name):
 def test_every_elementwise_divergence_is_asserted():
     from test_ops_elementwise_more import DIVERGENCES_ASSERTED
     from test_ops_transcendental import DOCUMENTED as MORE
+    from test_ops_trig import DIVERGENCES_ASSERTED as TRIG_DIVERGENCES
 
-    covered = set(_ops_of(DOCUMENTED)) | set(_ops_of(MORE)) | DIVERGENCES_ASSERTED
+    covered = set(_ops_of(DOCUMENTED)) | set(_ops_of(MORE)) | DIVERGENCES_ASSERTED | TRIG_DIVERGENCES
     with_divergence = {op.name for op in REGISTRY.values() if op.kind == "elementwise" and op.divergence}
     assert with_divergence <= covered, f"divergences without a test: {sorted(with_divergence - covered)}"
 

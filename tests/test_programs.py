@@ -71,26 +71,17 @@ def _compare(name: str, monkeypatch):
     np.testing.assert_allclose(_numbers(got), _numbers(expected), rtol=1e-4, atol=1e-6, err_msg=name)
 
 
-def _missing(feature: str, error: type[Exception] = AttributeError):
-    """Strict, and only for the error a missing feature raises (a wrong number still fails)."""
-    return pytest.mark.xfail(strict=True, raises=error, reason=f"vkml lacks {feature}")
-
-
 CASES = [
     pytest.param("mlp_classifier", id="mlp_classifier"),
     pytest.param("cnn_batchnorm", id="cnn_batchnorm"),
     pytest.param("char_lstm", id="char_lstm"),
-    pytest.param("transformer_lm", id="transformer_lm", marks=_missing("torch.sin and torch.cos")),
+    pytest.param("transformer_lm", id="transformer_lm"),
     pytest.param("gpt_attention", id="gpt_attention"),
     pytest.param("conv_autoencoder", id="conv_autoencoder"),
     pytest.param("regression_manual_sgd", id="regression_manual_sgd"),
     pytest.param("checkpoint_resume", id="checkpoint_resume"),
     pytest.param("mnist_style", id="mnist_style"),
-    pytest.param(
-        "autograd_tutorial",
-        id="autograd_tutorial",
-        marks=_missing("torch.autograd.Function, torch.autograd.grad and torch.sin"),
-    ),
+    pytest.param("autograd_tutorial", id="autograd_tutorial"),
 ]
 
 

@@ -78,6 +78,8 @@ REACHED_THROUGH = {
         "vkml.nn.ELU, vkml.nn.SELU, vkml.nn.CELU",
     ],
     "hardtanh": ["vkml.nn.functional.relu6(input, inplace=False)", "vkml.nn.Hardtanh, vkml.nn.ReLU6"],
+    "trigamma": ["vkml.polygamma(1, input)", "Tensor.polygamma(1)", "vkml.special.polygamma(1, input)"],
+    "digamma": ["vkml.polygamma(0, input)", "Tensor.polygamma(0)"],
 }
 RESULT_DTYPE = {
     "promote": "the promoted dtype of the operands (PyTorch's rules)",
@@ -1955,6 +1957,9 @@ def _calls(op: OpDef) -> list[str]:
         calls.append(f"vkml.{op.signature}")
         aliases = [a for a in vkml.__all__ if a != op.name and getattr(vkml, a) is getattr(vkml, op.name)]
         calls += [f"vkml.{a}(...)" for a in aliases]
+        calls += [
+            f"vkml.special.{a}(...)" for a in vkml.special.__all__ if getattr(vkml.special, a) is getattr(vkml, op.name)
+        ]
     if hasattr(vkml.Tensor, op.name):
         params = op.signature.partition("(")[2].rstrip(")").split(", ")[1:]  # drop `input`
         calls.append(f"Tensor.{op.name}({', '.join(params)})")

@@ -499,6 +499,18 @@ from .frontend.defaults import get_default_dtype, is_floating_point, is_tensor, 
 
 __all__ += ["get_default_dtype", "set_default_dtype", "is_tensor", "is_floating_point"]
 
+# ---------------------------------------------------------------------- transcendental functions
+# (vkml/frontend/transcendental.py): sin ... erfinv, their arc* aliases, and vkml.special.
+from .frontend import transcendental as _transcendental  # noqa: E402
+
+for _name in _transcendental.TENSOR_METHODS:
+    globals()[_name] = getattr(_transcendental, _name)
+__all__ += _transcendental.TENSOR_METHODS
+del _name
+special = _transcendental.special
+_sys.modules[__name__ + ".special"] = special  # `import vkml.special` finds the namespace
+__all__ += ["special"]
+
 # ---------------------------------------------------------------------- mixed precision (vkml/frontend/amp.py)
 # KEEP THIS BLOCK LAST (merges append above it): autocast wraps the public functions bound
 # above, the Tensor methods and nn.functional's.

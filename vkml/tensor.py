@@ -778,3 +778,22 @@ from .frontend import sorting as _sorting  # noqa: E402
 for _module in (_sorting, _counting, _combining):
     for _name in _module.TENSOR_METHODS:
         setattr(Tensor, _name, getattr(_module, _name))
+# Trigonometric, hyperbolic, error-function and logarithm methods (vkml/frontend/transcendental.py),
+# with their in-place forms (``x.sin_()``).
+from .frontend import transcendental as _transcendental  # noqa: E402
+
+
+def _install_transcendental_methods() -> None:
+    for name in _transcendental.TENSOR_METHODS:
+        setattr(Tensor, name, _transcendental.METHODS[name])
+    for name in _transcendental.INPLACE_METHODS:
+        fn = _transcendental.METHODS[name]
+
+        def method(self, *args, _fn=fn, _name=name + "_", **kwargs):
+            return mutation.inplace(self, _name, lambda t, *a: _fn(t, *a, **kwargs), *args)
+
+        method.__name__ = name + "_"
+        setattr(Tensor, name + "_", method)
+
+
+_install_transcendental_methods()

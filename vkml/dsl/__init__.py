@@ -333,3 +333,45 @@ __all__ = [
     "where",
     "workgroup_id",
 ]
+
+
+# Trigonometric, hyperbolic, error and gamma functions (the math library's routines, the same bits as
+# vkml.sin and the rest on every device).
+def _math_function(name: str, doc: str):
+    def fn(x):
+        return _AD.apply(name, x)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+_MATH_FUNCTIONS = {
+    "sin": "Sine, Payne-Hanek reduction over the whole float32 range (≤ 1 ulp). Differentiable.",
+    "cos": "Cosine, Payne-Hanek reduction over the whole float32 range (≤ 1 ulp). Differentiable.",
+    "tan": "Tangent (≤ 1 ulp). Differentiable.",
+    "asin": "Arcsine (≤ 1 ulp). Differentiable.",
+    "acos": "Arccosine (≤ 1 ulp). Differentiable.",
+    "atan": "Arctangent (≤ 1 ulp). Differentiable.",
+    "sinh": "Hyperbolic sine (≤ 1 ulp). Differentiable.",
+    "cosh": "Hyperbolic cosine (≤ 1 ulp). Differentiable.",
+    "asinh": "Inverse hyperbolic sine (≤ 1 ulp). Differentiable.",
+    "acosh": "Inverse hyperbolic cosine (≤ 1 ulp). Differentiable.",
+    "atanh": "Inverse hyperbolic tangent (≤ 1 ulp). Differentiable.",
+    "erfc": "1 - erf(x), accurate in the right tail (≤ 1 ulp). Differentiable.",
+    "erfinv": "The inverse error function (≤ 1 ulp). Differentiable.",
+    "log10": "Base-10 logarithm (≤ 1 ulp). Differentiable.",
+    "sinc": "sin(pi x) / (pi x), 1 at 0 (≤ 1 ulp). Differentiable.",
+    "lgamma": "log |Gamma(x)| (≤ 1 ulp for x > 0). Differentiable.",
+    "digamma": "d/dx log Gamma(x) (≤ 1 ulp for x > 0). Differentiable once (polygamma(2, x) is missing).",
+}
+for _name, _doc in _MATH_FUNCTIONS.items():
+    globals()[_name] = _math_function(_name, _doc)
+
+
+def atan2(y, x):
+    """The angle of the point (x, y) in (-pi, pi] (≤ 1 ulp). Differentiable."""
+    return _AD.apply("atan2", y, x)
+
+
+__all__ += [*_MATH_FUNCTIONS, "atan2"]

@@ -16,7 +16,8 @@ same ``vkml.dsl`` functions on IR values.
 Supported (the rules follow PyTorch's derivative formulas, ties and NaN cases included):
 ``+ - * /``, unary ``-``, ``where``/``select``, ``exp exp2 expm1 log log2 log1p sqrt rsqrt
 tanh sigmoid erf gelu gelu_tanh softplus pow abs maximum minimum clamp clamp_min clamp_max
-relu div convert const``; comparisons, ``isnan``, ``sign floor ceil trunc round_even`` and
+relu div convert const``, ``sin cos tan asin acos atan atan2 sinh cosh asinh acosh atanh erfc
+erfinv log10 sinc lgamma digamma`` (digamma once: its second derivative is not implemented); comparisons, ``isnan``, ``sign floor ceil trunc round_even`` and
 bool/integer operators have zero gradient. Anything else (``bitcast``, ``shuffle_xor``, loops,
 ifs, index-space functions, builder or mathlib functions called directly) cannot be traced:
 the error says so and suggests ``backward=``.
@@ -377,3 +378,54 @@ def emit(expr: Sym, inputs: list[Value]) -> Value:
             args = (B.as_value(args[0], dtype=node.dtype), *args[1:])  # constant operands only
         values[id(node)] = PRIMS[node.op].impl(*coerce(node.op, args))
     return values[id(expr)]
+
+
+# ---------------------------------------------------------------- trigonometric, hyperbolic, error and gamma
+# functions (vkml/ops/mathlib/trig.py, hyperbolic.py, erfs.py, gamma.py), with PyTorch's derivatives
+
+
+def _atan2_grads(n, g):
+    y, x = n.args
+    r = x * x + y * y
+    return (g * x / r, -(g * y) / r)
+
+
+def _sinc_grad(n, g):
+    x = n.args[0]
+    px = x * math.pi
+    d = (px * record("cos", px) - record("sin", px)) / (px * x)
+    return (_select(record("eq", x, 0.0), 0.0, g * d),)
+
+
+def _trigamma_grad(n, g):
+    raise NotDifferentiable(
+        "cannot differentiate dsl.digamma twice: the derivative of polygamma(1, x), polygamma(2, x), is "
+        "not implemented; pass backward=... to @vkml.elementwise"
+    )
+
+
+PRIMS.update(
+    {
+        "sin": Prim(M.sin, 1, lambda n, g: (g * record("cos", n.args[0]),)),
+        "cos": Prim(M.cos, 1, lambda n, g: (-(g * record("sin", n.args[0])),)),
+        "tan": Prim(M.tan, 1, lambda n, g: (g * (n * n + 1.0),)),
+        "asin": Prim(M.asin, 1, lambda n, g: (g * record("rsqrt", 1.0 - n.args[0] * n.args[0]),)),
+        "acos": Prim(M.acos, 1, lambda n, g: (-(g * record("rsqrt", 1.0 - n.args[0] * n.args[0])),)),
+        "atan": Prim(M.atan, 1, lambda n, g: (g / (n.args[0] * n.args[0] + 1.0),)),
+        "atan2": Prim(M.atan2, 2, _atan2_grads),
+        "sinh": Prim(M.sinh, 1, lambda n, g: (g * record("cosh", n.args[0]),)),
+        "cosh": Prim(M.cosh, 1, lambda n, g: (g * record("sinh", n.args[0]),)),
+        "asinh": Prim(M.asinh, 1, lambda n, g: (g * record("rsqrt", n.args[0] * n.args[0] + 1.0),)),
+        "acosh": Prim(M.acosh, 1, lambda n, g: (g * record("rsqrt", n.args[0] * n.args[0] - 1.0),)),
+        "atanh": Prim(M.atanh, 1, lambda n, g: (g / (1.0 - n.args[0] * n.args[0]),)),
+        "erfc": Prim(
+            M.erfc, 1, lambda n, g: (g * record("exp", -(n.args[0] * n.args[0])) * (-2 / math.sqrt(math.pi)),)
+        ),
+        "erfinv": Prim(M.erfinv, 1, lambda n, g: (g * record("exp", n * n) * (math.sqrt(math.pi) / 2),)),
+        "log10": Prim(M.log10, 1, lambda n, g: (g / (n.args[0] * math.log(10)),)),
+        "sinc": Prim(M.sinc, 1, _sinc_grad),
+        "lgamma": Prim(M.lgamma, 1, lambda n, g: (g * record("digamma", n.args[0]),)),
+        "digamma": Prim(M.digamma, 1, lambda n, g: (g * record("trigamma", n.args[0]),)),
+        "trigamma": Prim(M.trigamma, 1, _trigamma_grad),
+    }
+)

@@ -14,6 +14,10 @@ so the CPU interpreter and every Vulkan driver produce the same bits.
 | rsqrt | two correct roundings (bit-equal to torch.rsqrt) |
 | exp, exp2, expm1, log, log2, log1p, pow | ≤ 1 ulp |
 | sigmoid, tanh, softplus, erf, gelu, gelu_tanh | ≤ 2 ulp (measured ≤ 1) |
+| sin, cos, tan, asin, acos, atan, atan2, sinc, sinh, cosh, asinh, acosh, atanh, log10, logit | ≤ 1 ulp |
+| erfc, erfinv | ≤ 1 ulp |
+| lgamma, digamma | ≤ 1 ulp for x > 0; ≤ 1 ulp + 2^-27 absolute for x < 0 |
+| trigamma | ≤ 1 ulp |
 
 "ulp" is the float32 ulp of the correctly rounded result, counted in the integer order of
 float32 bit patterns, so for subnormal results it is the absolute 2^-149.
@@ -24,18 +28,23 @@ invalid operation (0/0, sqrt(-1), log(-1), pow(-8, 1/3)) gives 0xFFC00000. Selec
 functions (maximum, minimum, clamp, relu, sign) pass a NaN through unchanged.
 
 Layout: ``bits`` (float32 fields, rounding to float32), ``dd`` (double-float arithmetic),
-``exact``, ``f16``, ``explog``, ``power``, ``special``.
+``exact``, ``f16``, ``explog``, ``power``, ``special``, ``trig`` (Payne-Hanek reduction, sin, cos,
+tan, their inverses), ``hyperbolic`` (with log10 and logit), ``erfs`` (erfc, erfinv), ``gamma`` (lgamma, digamma, trigamma).
 """
 
 from ...ir import builder as _builder
 from . import exact as _exact
 from . import f64 as _f64
 from .bf16 import bf16_to_f32, f32_to_bf16, round_bf16
+from .erfs import erfc, erfinv
 from .exact import rsqrt
 from .explog import exp, exp2, expm1, log, log1p, log2
 from .f16 import f16_to_f32, f32_to_f16
+from .gamma import digamma, lgamma, trigamma
+from .hyperbolic import acosh, asinh, atanh, cosh, log10, logit, sinh
 from .power import pow
 from .special import erf, gelu, gelu_tanh, sigmoid, softplus, tanh
+from .trig import acos, asin, atan, atan2, cos, sin, sinc, tan
 
 
 def _by_width(name: str):
@@ -101,4 +110,24 @@ __all__ = [
     "sqrt",
     "f16_to_f32",
     "f32_to_f16",
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "atan2",
+    "sinc",
+    "sinh",
+    "cosh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "log10",
+    "logit",
+    "erfc",
+    "erfinv",
+    "lgamma",
+    "digamma",
+    "trigamma",
 ]

@@ -1,0 +1,159 @@
+"""Trigonometric, hyperbolic, error-function and logarithm operators with PyTorch's names (issue 17),
+their ``arc*`` aliases, and the ``vkml.special`` namespace (PyTorch's ``torch.special``).
+
+Each function records one registered elementwise op (vkml/ops/transcendental.py); tensor.py installs
+the names in ``TENSOR_METHODS`` as Tensor methods and those in ``INPLACE_METHODS`` as ``x.name_()``.
+"""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+
+from ..ir import types as T
+from . import operators as F
+from . import pointwise as _pointwise
+from .operators import _binary, _elementwise, _tensor_node, _unary
+
+sin, cos, tan, asin, acos, atan = (_unary(n) for n in ("sin", "cos", "tan", "asin", "acos", "atan"))
+sinh, cosh, asinh, acosh, atanh = (_unary(n) for n in ("sinh", "cosh", "asinh", "acosh", "atanh"))
+erf, erfc, erfinv = _unary("erf"), _unary("erfc"), _unary("erfinv")
+log2, log10, log1p, expm1, exp2 = (_unary(n) for n in ("log2", "log10", "log1p", "expm1", "exp2"))
+sinc, deg2rad, rad2deg = _unary("sinc"), _unary("deg2rad"), _unary("rad2deg")
+_atan2 = _binary("atan2")
+
+
+def atan2(input, other):
+    """The angle of the point (other, input) in (-pi, pi], broadcast; see docs/ops/atan2.md.
+
+    As PyTorch, both operands must be tensors (a Python number is a TypeError).
+    """
+    for position, (name, x) in enumerate((("input", input), ("other", other))):
+        if not isinstance(x, F._tensor.Tensor):
+            raise TypeError(
+                f"atan2(): argument '{name}' (position {position + 1}) must be Tensor, not {type(x).__name__}"
+            )
+    return _atan2(input, other)
+
+
+lgamma, digamma = _unary("lgamma"), _unary("digamma")
+
+
+def polygamma(n, input):
+    """The n-th derivative of digamma: n = 0 is digamma, n = 1 trigamma; see docs/ops/trigamma.md.
+
+    Divergence from PyTorch: n >= 2 raises NotImplementedError (vkml has no routine for them yet).
+    """
+    if type(n) is not int:
+        raise TypeError(f"polygamma(): argument 'n' (position 1) must be int, not {type(n).__name__}")
+    if n < 0:
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
+    if n == 0:
+        return digamma(input)
+    if n == 1:
+        return _elementwise("trigamma", input)
+    raise NotImplementedError(f"polygamma(n, x) is implemented for n = 0 and n = 1 only, not n = {n}")
+
+
+def _polygamma_method(self, n):
+    return polygamma(n, self)
+
+
+# PyTorch's numpy-style aliases
+arcsin, arccos, arctan, arctan2 = asin, acos, atan, atan2
+arcsinh, arccosh, arctanh = asinh, acosh, atanh
+
+
+def logit(input, eps: float | None = None):
+    """``log(p / (1 - p))`` with ``p = input`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given.
+
+    As PyTorch: ``eps=None`` (or a negative eps) clamps nothing; the bounds are ``eps`` and ``1 - eps``
+    in the input's float dtype. See docs/ops/logit.md.
+    """
+    node = _tensor_node("logit", input)
+    if eps is not None and not isinstance(eps, (int, float)):
+        raise TypeError(f"logit(): argument 'eps' must be float, not {type(eps).__name__}")
+    if eps is None or eps < 0:
+        lo, hi = float("-inf"), float("inf")
+    else:
+        kind = np.float16 if node.dtype is T.float16 else np.float32
+        lo = kind(eps)
+        hi = float(kind(kind(1.0) - lo))
+        lo = float(lo)
+    return _elementwise("logit", input, lo, hi)
+
+
+TENSOR_METHODS = [
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "atan2",
+    "arcsin",
+    "arccos",
+    "arctan",
+    "arctan2",
+    "sinh",
+    "cosh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "arcsinh",
+    "arccosh",
+    "arctanh",
+    "erf",
+    "erfc",
+    "erfinv",
+    "log2",
+    "log10",
+    "log1p",
+    "expm1",
+    "exp2",
+    "logit",
+    "sinc",
+    "deg2rad",
+    "rad2deg",
+    "lgamma",
+    "digamma",
+    "polygamma",
+]
+# In-place forms: every method above has one in PyTorch.
+INPLACE_METHODS = list(TENSOR_METHODS)
+# The Tensor method of each name (``x.polygamma(n)`` takes n after the tensor, the function before it).
+METHODS = {name: globals()[name] for name in TENSOR_METHODS} | {"polygamma": _polygamma_method}
+
+
+def _special_namespace() -> types.ModuleType:
+    """``vkml.special``: the functions of ``torch.special`` that vkml has, under PyTorch's names."""
+    ns = types.ModuleType("vkml.special", "PyTorch's torch.special names for the vkml functions that exist.")
+    names = {
+        "expit": F.sigmoid,
+        "logit": logit,
+        "erf": erf,
+        "erfc": erfc,
+        "erfinv": erfinv,
+        "expm1": expm1,
+        "exp2": exp2,
+        "log1p": log1p,
+        "sinc": sinc,
+        "gammaln": lgamma,
+        "digamma": digamma,
+        "psi": digamma,
+        "polygamma": polygamma,
+        "xlogy": _pointwise.xlogy,
+        "round": _pointwise.round,
+        "logsumexp": F.logsumexp,
+        "softmax": F.softmax,
+        "log_softmax": F.log_softmax,
+    }
+    for name, fn in names.items():
+        setattr(ns, name, fn)
+    ns.__all__ = sorted(names)
+    return ns
+
+
+special = _special_namespace()
+__all__ = TENSOR_METHODS

@@ -367,3 +367,20 @@ def test_real_binaries_are_used() -> None:
         path = tools.tool_path(name)
         assert path.parent.name == "bin" and path.parent.parent.name == "cmeel.prefix"
         assert not path.read_bytes()[:2] == b"#!"  # a compiled binary, not a Python launcher script
+
+
+def test_float32_to_float64_is_exact_where_float32_subnormals_may_flush() -> None:
+    """NVIDIA's OpFConvert flushes a float32 subnormal to zero (the H200 turned 1e-45 into 0.0);
+    without DenormPreserve 32 the convert goes through the integer significand instead."""
+    kb = KernelBuilder("widen", local_size=(64, 1, 1))
+    a, out = kb.buffer("a", T.float32, "read"), kb.buffer("out", T.float64, "write")
+    with kb:
+        i = global_id(0)
+        out[i] = convert(a[i], T.float64)
+    kernel = kb.finish()
+    flushing = DeviceFeatures(**{**DeviceFeatures.h200_like().__dict__, "denorm_preserve_float32": False})
+    preserving = DeviceFeatures(**{**flushing.__dict__, "denorm_preserve_float32": True})
+    exact = compile_kernel(kernel, flushing).asm  # validated by spirv-val on the way
+    assert "OpConvertUToF" in exact and "OpULessThan" in exact and "OpFConvert" in exact
+    plain = compile_kernel(kernel, preserving).asm
+    assert "OpConvertUToF" not in plain

@@ -6,7 +6,6 @@ values, versions, flags or the error it raised; vkml must observe the same.
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 
@@ -155,6 +154,17 @@ def _observe(program, L, dev):
         return ("RuntimeError", str(e).split(":")[0].split(".")[0])
 
 
+def _assert_close(got, want):
+    if isinstance(want, (list, tuple)):
+        assert isinstance(got, (list, tuple)) and len(got) == len(want), (got, want)
+        for g, w in zip(got, want):
+            _assert_close(g, w)
+    elif isinstance(want, float):
+        assert got == pytest.approx(want, rel=1e-6, abs=1e-7), (got, want)
+    else:
+        assert got == want, (got, want)
+
+
 @pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.__name__.strip("_"))
 def test_same_as_torch(program, gpu):
     want = _observe(program, torch, "cpu")
@@ -162,7 +172,9 @@ def test_same_as_torch(program, gpu):
         got = _observe(program, vkml, dev)
         assert got[0] == want[0], (got, want)
         if got[0] == "ok":
-            np.testing.assert_equal(got[1], want[1])
+            # Values within float32 rounding of PyTorch's (its CPU kernels change between releases:
+            # the GPU machine's older torch fuses differently); structure, versions and flags exactly.
+            _assert_close(got[1], want[1])
         else:
             assert got[1] == want[1], (got, want)
 

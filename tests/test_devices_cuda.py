@@ -130,7 +130,8 @@ def test_best_device_warns_once_about_a_device_that_fails_to_open(monkeypatch, g
 
 def test_best_device_warns_about_an_unusable_device(monkeypatch, gpu):
     broken = {"index": 1, "name": "broken", "device_type": "discrete_gpu", "usable": False, "error": "bad ICD"}
-    real = devices.vulkan_device_reports()
+    # The real device ranked below the broken one (a CPU driver), so best_device tries the broken first.
+    real = [dict(r, device_type="cpu") for r in devices.vulkan_device_reports()]
     monkeypatch.setattr(devices, "_warned", set())
     monkeypatch.setattr(devices, "_best", None)
     monkeypatch.setattr(devices, "vulkan_device_reports", lambda: [*real, broken])

@@ -197,13 +197,14 @@ def test_a_failure_reported_at_the_wait_raises_device_error_naming_the_run(dev):
     x = vkml.tensor(DATA, device=dev)
     y = (x * 2.0).realize()
     recordings = dev.recordings
-    real = recordings.lib
+    real, spin = recordings.lib, recordings.spin_seconds
     recordings.lib = _FailingWaits(real)
+    recordings.spin_seconds = 0  # a GPU polls the fence first (vkGetFenceStatus): go straight to the wait
     try:
         with pytest.raises(DeviceError, match=r"vulkan:\d: submission \d+ \(1 dispatches.*VK_ERROR_DEVICE_LOST"):
             y.numpy()
     finally:
-        recordings.lib = real
+        recordings.lib, recordings.spin_seconds = real, spin
         for fences, serial in zip(recordings.fences, recordings.serials):  # let the real work finish
             if serial:
                 real.vkWaitForFences(recordings.device, 1, fences, 1, 1 << 62)

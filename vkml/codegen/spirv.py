@@ -299,12 +299,35 @@ class _FunctionEmitter(MemoryEmitter, MatrixEmitter):
 
     def _emit_convert(self, ins: Instr) -> None:
         src, dst = ins.args[0].dtype, ins.result.dtype
+        if self.bits_compare and src is T.float32 and dst is T.float64:
+            self._emit_exact_f32_to_f64(ins)
+            return
         opcode_ = convert_opcode(src, dst)
         if opcode_ == "OpUConvert" and dst.is_signed:  # OpUConvert must produce an unsigned type
             wide = self.op(opcode_, self.temp("zero_extended"), self.mod.unsigned(dst.bits), self.use(ins.args[0]))
             self.op("OpBitcast", self.result_id(ins.result), self.mod.scalar(dst), wide)
             return
         self.op(opcode_, self.result_id(ins.result), self.mod.scalar(dst), self.use(ins.args[0]))
+
+    def _emit_exact_f32_to_f64(self, ins: Instr) -> None:
+        """float32 -> float64 on a device that may flush float32 subnormals (no DenormPreserve 32):
+        NVIDIA's OpFConvert turns 1e-45 into 0.0, while the IR's convert is exact. A subnormal or
+        zero converts through its integer significand, m * 2^-149 (exact in float64), signed by
+        the sign bit; every other value through OpFConvert."""
+        x, mod = self.use(ins.args[0]), self.mod
+        u32, f64, boolean = mod.scalar(T.uint32), mod.scalar(T.float64), mod.scalar(T.bool_)
+        bits = self.op("OpBitcast", self.temp("bits"), u32, x)
+        magnitude = self.op("OpBitwiseAnd", self.temp("magnitude"), u32, bits, mod.uint(0x7FFFFFFF))
+        significand = self.op("OpConvertUToF", self.temp("significand"), f64, magnitude)
+        tiny = self.op("OpFMul", self.temp("tiny"), f64, significand, mod.constant(T.float64, 2.0**-149))
+        self.mod.decorate(tiny, "NoContraction")
+        negative = self.op("OpShiftRightLogical", self.temp("sign"), u32, bits, mod.uint(31))
+        is_negative = self.op("OpINotEqual", self.temp("is_negative"), boolean, negative, mod.uint(0))
+        negated = self.op("OpFNegate", self.temp("negated"), f64, tiny)
+        signed = self.op("OpSelect", self.temp("signed_tiny"), f64, is_negative, negated, tiny)
+        converted = self.op("OpFConvert", self.temp("converted"), f64, x)
+        is_tiny = self.op("OpULessThan", self.temp("is_tiny"), boolean, magnitude, mod.uint(0x00800000))
+        self.op("OpSelect", self.result_id(ins.result), f64, is_tiny, signed, converted)
 
     def _emit_neg(self, ins: Instr) -> None:
         dtype = ins.result.dtype

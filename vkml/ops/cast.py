@@ -120,7 +120,7 @@ def cast_value(x: Value, src: T.DType, dst: T.DType) -> Value:
         elif x.dtype is c:
             f = x
         else:
-            f = _f64_to_f32(x) if c is T.float32 else B.convert(x, c)  # f32 -> f64 is exact
+            f = _f64_to_f32(x) if c is T.float32 else B.convert(x, c)  # f32 -> f64 is exact (codegen sees to it)
         return narrow(f, dst)
     if x.dtype.is_float:  # float -> int
         if dst in NARROW_INTS:

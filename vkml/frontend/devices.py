@@ -3,6 +3,10 @@
 Device indices follow the Vulkan loader's enumeration order, which is not stable across
 machines or driver installs: prefer ``best_device()`` in code meant to run anywhere.
 
+The Vulkan runtime (its modules, the codegen they use, cffi) is imported by the first call that
+asks for a Vulkan device or its reports, not by ``import vkml``: a program on the CPU device never
+loads it, and the import no longer pays for it before the first line of user code.
+
     >>> import vkml
     >>> vkml.device("cpu")
     device('cpu')
@@ -13,8 +17,6 @@ from __future__ import annotations
 from ..errors import DeviceError
 from ..runtime.base import Device
 from ..runtime.cpu import CPU
-from ..runtime.vulkan import backend as vulkan_runtime
-from ..runtime.vulkan import reports as vulkan_reports
 
 
 def vulkan_device_reports() -> list[dict]:
@@ -22,6 +24,8 @@ def vulkan_device_reports() -> list[dict]:
 
     Returns [] when no Vulkan loader or driver is installed.
     """
+    from ..runtime.vulkan import reports as vulkan_reports  # here: see the module docstring
+
     return vulkan_reports.vulkan_device_reports()
 
 
@@ -41,12 +45,16 @@ def device(spec) -> Device:
     if name == "vulkan":
         name = "vulkan:0"
     if name.startswith("vulkan:") and name[7:].isdigit():
+        from ..runtime.vulkan import backend as vulkan_runtime  # here: see the module docstring
+
         return vulkan_runtime.device(int(name[7:]))  # the one registry: one VulkanDevice per physical device
     raise DeviceError(f"unknown device {spec!r}: use 'cpu' or 'vulkan:N'")
 
 
 def best_device() -> Device:
     """A discrete GPU if there is one, else integrated, else any Vulkan device, else the CPU."""
+    from ..runtime.vulkan import reports as vulkan_reports
+
     reports = vulkan_device_reports()
     if not reports:
         return CPU

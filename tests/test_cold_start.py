@@ -5,11 +5,23 @@ Timing is bench/bench_cold_start.py's business (docs/benchmarks.md); these tests
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import struct
 import subprocess
 import sys
+import threading
 from pathlib import Path
+
+import numpy as np
+import pytest
+from test_cache_faults import forget_memory
+
+import vkml
+from vkml.errors import CompileError, DeviceError
+from vkml.runtime.counters import snapshot
+from vkml.runtime.vulkan.kernel_cache import MAGIC
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -78,3 +90,127 @@ print(vkml.softmax(a @ a, dim=-1).numpy().round(4).tolist(), "vkml.runtime.vulka
 """
     out = _python(code).strip()
     assert out.endswith("False"), out
+
+
+# ---------------------------------------------------------------------------- parallel compilation
+
+A = (np.arange(24 * 24, dtype=np.float32).reshape(24, 24) - 250) / 300
+
+
+def workload(dev) -> list[np.ndarray]:
+    """Four new kernels in one realize (a matmul, row and column reductions, a fused softmax)."""
+    a = vkml.tensor(A, device=dev)
+    outs = [vkml.softmax(a @ a, dim=-1), (a * 2.5 + 1).exp().sum(0), a.amax(1)]
+    vkml.realize(*outs)
+    return [out.numpy() for out in outs]
+
+
+def fresh_compile(gpu, monkeypatch, folder: Path, threads: int) -> tuple[list[np.ndarray], dict, list[str]]:
+    """The workload compiled from nothing with ``threads``: (results, counter deltas, threads that built)."""
+    monkeypatch.setenv("VKML_CACHE_DIR", str(folder))
+    monkeypatch.setenv("VKML_COMPILE_THREADS", str(threads))
+    forget_memory(gpu)
+    builders: list[str] = []
+    real_build = gpu.pipelines._build
+
+    def build(*args):
+        builders.append(threading.current_thread().name)
+        return real_build(*args)
+
+    monkeypatch.setattr(gpu.pipelines, "_build", build)
+    before = snapshot()
+    results = workload(gpu)
+    after = snapshot()
+    monkeypatch.setattr(gpu.pipelines, "_build", real_build)
+    return results, {key: after[key] - before[key] for key in after}, builders
+
+
+def cache_files(folder: Path) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in (folder / "kernels").glob("*.spv")}
+
+
+def test_parallel_compile_makes_the_same_kernels_and_bits(gpu, tmp_path, monkeypatch) -> None:
+    serial, serial_counts, serial_builders = fresh_compile(gpu, monkeypatch, tmp_path / "serial", 1)
+    parallel, parallel_counts, parallel_builders = fresh_compile(gpu, monkeypatch, tmp_path / "parallel", 4)
+    forget_memory(gpu)
+    assert set(serial_builders) == {"MainThread"} and len(serial_builders) == 4
+    assert len(parallel_builders) == 4 and all(name.startswith("vkml-compile") for name in parallel_builders)
+    for counts in (serial_counts, parallel_counts):
+        assert counts["kernels_compiled"] == counts["pipelines_created"] == 4
+        assert counts["submissions"] == 1
+    # The same SPIR-V under the same keys, and the same bits as one after another and as the CPU.
+    assert cache_files(tmp_path / "serial") == cache_files(tmp_path / "parallel")
+    assert len(cache_files(tmp_path / "parallel")) == 4
+    for ours, theirs, reference in zip(serial, parallel, workload(vkml.device("cpu"))):
+        assert ours.tobytes() == theirs.tobytes() == reference.tobytes()
+
+
+def _failing_compiler(gpu, monkeypatch, names: set[str]) -> None:
+    real = gpu.kernels.compiler
+
+    def compiler(kernel, features, *rest):
+        if kernel.name in names:
+            raise CompileError(f"forced failure compiling {kernel.name}")
+        return real(kernel, features, *rest)
+
+    monkeypatch.setattr(gpu.kernels, "compiler", compiler)
+
+
+@pytest.mark.parametrize("failing", [{"MM_24x24"}, {"MM_24x24", "R_mul_div_sum_exp_24x24"}], ids=["one", "two"])
+def test_a_failing_compile_raises_as_without_threads(gpu, tmp_path, monkeypatch, failing) -> None:
+    raised = {}
+    for threads in (1, 4):
+        monkeypatch.setenv("VKML_CACHE_DIR", str(tmp_path / f"cache{threads}"))
+        monkeypatch.setenv("VKML_COMPILE_THREADS", str(threads))
+        forget_memory(gpu)
+        _failing_compiler(gpu, monkeypatch, failing)
+        with pytest.raises(CompileError) as caught:
+            workload(gpu)
+        raised[threads] = (type(caught.value), str(caught.value))
+        monkeypatch.undo()
+    assert raised[1] == raised[4]
+    assert "forced failure compiling MM_24x24" in raised[4][1]  # the first failing kernel in dispatch order
+    # The process and the device are intact: the same work now compiles and gives the CPU's bits.
+    monkeypatch.setenv("VKML_CACHE_DIR", str(tmp_path / "after"))
+    forget_memory(gpu)
+    for ours, reference in zip(workload(gpu), workload(vkml.device("cpu"))):
+        assert ours.tobytes() == reference.tobytes()
+    forget_memory(gpu)
+
+
+def _signed_entry(path: Path, spirv: bytes) -> None:
+    """Replace the SPIR-V of the entry at ``path``, with a correct checksum (what a forger can write)."""
+    data = path.read_bytes()
+    body = data[len(MAGIC) + 32 :]
+    (length,) = struct.unpack_from("<I", body)
+    body = body[: 4 + length] + spirv
+    path.write_bytes(MAGIC + hashlib.sha256(body).digest() + body)
+
+
+def test_damaged_entries_are_rebuilt_during_a_parallel_compile(gpu, tmp_path, monkeypatch) -> None:
+    folder = tmp_path / "cache"
+    expected, _, _ = fresh_compile(gpu, monkeypatch, folder, 1)
+    good = cache_files(folder)
+    damaged = sorted(good)[:3]
+    kernels = folder / "kernels"
+    (kernels / damaged[0]).write_bytes(good[damaged[0]][:-5])  # truncated: fails its checksum
+    header = struct.pack("<5I", 0x07230203, 0x00010300, 0, 64, 0)
+    _signed_entry(kernels / damaged[1], header + bytes(64))  # checksum right, spirv-val rejects it
+    # The third passes every check, but the driver refuses it once (as a driver may refuse a forged module).
+    refused: list[str] = []
+    real_create = gpu.pipelines.create
+
+    def create(name, buffer_count, binary):
+        if binary.from_disk and binary.spirv == good[damaged[2]][-len(binary.spirv) :] and not refused:
+            refused.append(name)
+            raise DeviceError(f"vkCreateComputePipelines ({name}) refused the module")
+        return real_create(name, buffer_count, binary)
+
+    monkeypatch.setattr(gpu.pipelines, "create", create)
+    results, counts, builders = fresh_compile(gpu, monkeypatch, folder, 4)
+    forget_memory(gpu)
+    assert refused and all(name.startswith("vkml-compile") for name in builders)
+    assert counts["cache_entries_rejected"] == 3 and counts["kernels_compiled"] == 3
+    assert cache_files(folder) == good  # each rebuilt entry is the one compiled before
+    for ours, reference in zip(results, expected):
+        assert ours.tobytes() == reference.tobytes()

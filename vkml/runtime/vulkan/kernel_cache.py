@@ -54,7 +54,7 @@ from ...errors import CompileError
 from ...ir import lru
 from ...ir import types as T
 from ...ir.core import Kernel
-from ..counters import counters
+from ..counters import count
 from .dump import dump_kernel
 
 MAGIC = b"VKMLSPV2"
@@ -321,7 +321,7 @@ class DiskBudget:
             with contextlib.suppress(OSError):
                 os.unlink(path)
                 total -= size
-                counters["cache_files_evicted"] += 1
+                count("cache_files_evicted")
         return total
 
 
@@ -368,7 +368,7 @@ class KernelCache:
         if rebuild:
             self._memory.pop(key)
             remove_entry(path)
-            counters["cache_entries_rejected"] += 1
+            count("cache_entries_rejected")
         else:
             found = self._memory.get(key)
             if found is not None:
@@ -380,7 +380,7 @@ class KernelCache:
                 self.compiler(kernel, self.features, by_address) if by_address else self.compiler(kernel, self.features)
             )
             found = KernelBinary.from_compiled(compiled)
-            counters["kernels_compiled"] += 1
+            count("kernels_compiled")
             self._write(path, found.to_bytes(key))
         self._memory.put(key, found)
         dump_kernel(kernel, ir_text, found.spirv, self.features, key, by_address)
@@ -398,7 +398,7 @@ class KernelCache:
             return found
         if data is not None or os.path.lexists(path):
             remove_entry(path)
-            counters["cache_entries_rejected"] += 1
+            count("cache_entries_rejected")
         return None
 
     def _valid(self, binary: KernelBinary) -> bool:

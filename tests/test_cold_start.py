@@ -92,6 +92,18 @@ print(vkml.softmax(a @ a, dim=-1).numpy().round(4).tolist(), "vkml.runtime.vulka
     assert out.endswith("False"), out
 
 
+def test_the_c_parser_loads_only_for_a_device_with_cooperative_matrix2(gpu) -> None:
+    """vkml/runtime/vulkan/newer_api.py's structs (and pycparser, to declare them) serve that extension alone."""
+    report = next(r for r in vkml.vulkan_device_reports() if f"vulkan:{r['index']}" == gpu.name)
+    code = f"""
+import sys, vkml
+a = vkml.tensor([[1.0, 2.0], [3.0, 4.0]], device={gpu.name!r})
+vkml.softmax(a @ a, dim=-1).numpy()
+print("pycparser" in sys.modules)
+"""
+    assert _python(code).strip() == str("VK_NV_cooperative_matrix2" in report["extensions"])
+
+
 # ---------------------------------------------------------------------------- parallel compilation
 
 A = (np.arange(24 * 24, dtype=np.float32).reshape(24, 24) - 250) / 300
@@ -214,3 +226,18 @@ def test_damaged_entries_are_rebuilt_during_a_parallel_compile(gpu, tmp_path, mo
     assert cache_files(folder) == good  # each rebuilt entry is the one compiled before
     for ours, reference in zip(results, expected):
         assert ours.tobytes() == reference.tobytes()
+
+
+# ---------------------------------------------------------------------------- the benchmark's samples
+
+
+def test_start_benchmark_samples_compile_cold_and_nothing_warm(gpu) -> None:
+    import bench_cold_start
+
+    a = vkml.tensor(bench_cold_start.input_matrix())
+    expected = vkml.softmax(a @ a, dim=-1)
+    for cache, compiled in (("cold", 2), ("warm", 0)):
+        samples, result = bench_cold_start.vkml_samples(gpu.name, 1, cache)
+        assert [sample["kernels compiled"] for sample in samples] == [compiled]
+        assert set(samples[0]) >= {"import", "device", "first result", "total", "cpu"}
+        assert result.tobytes() == expected.numpy().tobytes()  # the CPU's bits

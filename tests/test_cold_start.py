@@ -12,6 +12,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -241,3 +242,25 @@ def test_start_benchmark_samples_compile_cold_and_nothing_warm(gpu) -> None:
         assert [sample["kernels compiled"] for sample in samples] == [compiled]
         assert set(samples[0]) >= {"import", "device", "first result", "total", "cpu"}
         assert result.tobytes() == expected.numpy().tobytes()  # the CPU's bits
+
+
+def test_matrix_types_stay_interned_when_threads_ask_at_once(monkeypatch) -> None:
+    """Compile threads emit conversions between cooperative-matrix types (``MatrixType.like``): one object per type."""
+    from vkml.ir import types as T
+
+    real = T.MatrixType
+
+    def slow(*args):  # widens the window between the lookup and the store, as a thread switch would
+        time.sleep(0.05)
+        return real(*args)
+
+    monkeypatch.setattr(T, "_MATRIX_TYPES", {})
+    monkeypatch.setattr(T, "MatrixType", slow)
+    found: list = []
+    threads = [threading.Thread(target=lambda: found.append(T.matrix_type(T.float16, 16, 16, "acc"))) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(found) == 4 and all(t is found[0] for t in found)
+    assert T.matrix_type(T.float16, 16, 16, "acc") is found[0]

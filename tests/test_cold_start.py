@@ -264,3 +264,34 @@ def test_matrix_types_stay_interned_when_threads_ask_at_once(monkeypatch) -> Non
         thread.join()
     assert len(found) == 4 and all(t is found[0] for t in found)
     assert T.matrix_type(T.float16, 16, 16, "acc") is found[0]
+
+
+# ---------------------------------------------------------------------------- the warm path
+
+
+def test_an_entry_read_again_is_validated_once_per_process(gpu, tmp_path, monkeypatch) -> None:
+    from vkml.runtime.vulkan import kernel_cache
+
+    folder = tmp_path / "cache"
+    expected, _, _ = fresh_compile(gpu, monkeypatch, folder, 1)  # compiled here: codegen validated each
+    validated: list[bytes] = []
+    real_validate = kernel_cache.spirv_tools.validate
+
+    def validate(spirv, target_env, *rest):
+        validated.append(spirv)
+        return real_validate(spirv, target_env, *rest)
+
+    monkeypatch.setattr(kernel_cache.spirv_tools, "validate", validate)
+    results, counts, _ = fresh_compile(gpu, monkeypatch, folder, 4)  # memory levels dropped: read from disk
+    assert counts["kernels_compiled"] == 0 and validated == []
+    # Bytes changed on disk are other bytes: validated (and here rejected, then rebuilt) as ever.
+    victim = sorted((folder / "kernels").glob("*.spv"))[0]
+    header = struct.pack("<5I", 0x07230203, 0x00010300, 0, 64, 0)
+    _signed_entry(victim, header + bytes(64))
+    results, counts, _ = fresh_compile(gpu, monkeypatch, folder, 4)
+    forget_memory(gpu)
+    # The forged entry's check, then codegen's of the kernel compiled in its place; no other entry's.
+    assert validated[0] == header + bytes(64) and len(validated) == 2
+    assert counts["cache_entries_rejected"] == 1 and counts["kernels_compiled"] == 1
+    for ours, reference in zip(results, expected):
+        assert ours.tobytes() == reference.tobytes()

@@ -40,6 +40,7 @@ LIMITS: dict[str, tuple[int, int | None]] = {
     "compiled_spirv": (1024, 64 << 20),  # codegen's SPIR-V and assembly (codegen/spirv.py)
     "templates": (1024, None),  # lowered kernel templates (schedule.py)
     "plans": (256, None),  # realize recipes (plan_cache.py)
+    "validated_spirv": (4096, None),  # digests of SPIR-V that passed spirv-val in this process (kernel_cache.py)
 }
 
 

@@ -331,6 +331,17 @@ disk_budget = DiskBudget()
 # ---------------------------------------------------------------- the cache
 
 
+# SPIR-V that passed spirv-val in this process, by the SHA-256 of its bytes and the target
+# environment: an entry read from disk again (after the memory level dropped it, or by a second
+# device) is not validated again. Validity depends on those bytes alone, so an entry changed
+# on disk since has another digest and is validated afresh.
+_validated = lru.LRU("validated_spirv")
+
+
+def _validated_key(spirv: bytes, target_env: str) -> tuple[bytes, str]:
+    return hashlib.sha256(spirv).digest(), target_env
+
+
 class KernelCache:
     """IR → ``KernelBinary`` for one set of device features: memory, then disk, then codegen.
 
@@ -380,6 +391,8 @@ class KernelCache:
                 self.compiler(kernel, self.features, by_address) if by_address else self.compiler(kernel, self.features)
             )
             found = KernelBinary.from_compiled(compiled)
+            if self.compiler is default_compiler:  # codegen validated it (a hand compiler may not have)
+                _validated.put(_validated_key(found.spirv, self.features.target_env), True)
             count("kernels_compiled")
             self._write(path, found.to_bytes(key))
         self._memory.put(key, found)
@@ -402,10 +415,15 @@ class KernelCache:
         return None
 
     def _valid(self, binary: KernelBinary) -> bool:
+        """Whether ``binary``'s SPIR-V passes spirv-val (once per process for the same bytes: ``_validated``)."""
+        seen = _validated_key(binary.spirv, self.features.target_env)
+        if _validated.get(seen):
+            return True
         try:
             spirv_tools.validate(binary.spirv, self.features.target_env)
         except CompileError:
             return False
+        _validated.put(seen, True)
         return True
 
     @staticmethod

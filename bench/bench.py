@@ -35,6 +35,7 @@ for path in (str(ROOT), str(TOOLS)):
         sys.path.insert(0, path)
 
 import numpy as np  # noqa: E402
+from bench_cold_start import measure_start_rows  # noqa: E402
 from bench_report import Row, phases_table, results_table, seconds_text, summary, to_json  # noqa: E402
 from bench_special import measure_compile, measure_graph, measure_training  # noqa: E402
 from bench_timing import (  # noqa: E402
@@ -54,6 +55,7 @@ SPECIAL = {
     "graph1000": lambda ctx, reps, budget: measure_graph(ctx, 1000, reps, budget),
     "mlp_train_step": measure_training,
     "compile": measure_compile,
+    "cold_start": measure_start_rows,  # new processes; the one entry gives the cold_start and warm_start rows
 }
 # The slow naive matmuls go after the rows about Python overhead, so that a --deadline cuts them first.
 MATMULS = [name for name in WORKLOADS if name.startswith("matmul")]
@@ -62,6 +64,7 @@ ORDER = [
     "graph100",
     "graph1000",
     "compile",
+    "cold_start",
     "mlp_train_step",
     *MATMULS,
     *OP_WORKLOADS,

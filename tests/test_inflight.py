@@ -238,8 +238,19 @@ def test_training_bits_equal_the_synchronous_runtime(gpu, monkeypatch, runs):
     assert _train(gpu, 4) == synchronous
 
 
+def _fresh_descriptor_pool(gpu) -> None:
+    """Start from an empty descriptor pool: one that earlier tests on this device filled would overflow
+    mid-loop, and the run after an overflow folds the pools, waiting for the work in flight."""
+    gpu.synchronize()
+    gpu.descriptors._sets_left = 0  # the next set opens a second pool...
+    (vkml.ones(7, device=gpu) * 3).numpy()
+    (vkml.ones(7, device=gpu) * 3).numpy()  # ...and this run folds both into one, empty (nothing in flight)
+    assert len(gpu.descriptors.pools) == 1
+
+
 def test_a_training_step_waits_once_for_its_loss(gpu, monkeypatch):
     monkeypatch.setenv("VKML_BACKWARD_RUNS", "split")
+    _fresh_descriptor_pool(gpu)
     vkml.manual_seed(0)
     net = nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Linear(16, 3)).to(gpu)
     opt = vkml.optim.Adam(net.parameters(), lr=0.01)

@@ -6,12 +6,11 @@
 14.0
 """
 
-from . import (  # noqa: F401  (vkml.nn: layers, losses, functional; vkml.optim: SGD, Adam, AdamW)
-    dsl,  # vkml.dsl: the functions custom operators are written with
-    nn,
-    optim,
-    utils,  # vkml.utils.data: datasets, samplers, DataLoader
-)
+# The operators before vkml.dsl's modules: dsl.elementwise imports them back.
+from .frontend import operators as _operators  # noqa: F401
+
+# isort: split
+from . import dsl  # noqa: F401  (vkml.dsl: the functions custom operators are written with)
 from . import ops as _ops  # noqa: F401  (registers every operator)
 from .config import VERSION as __version__  # noqa: F401  (torch.__version__ has it)
 from .dsl.elementwise import elementwise
@@ -510,6 +509,27 @@ del _name
 special = _transcendental.special
 _sys.modules[__name__ + ".special"] = special  # `import vkml.special` finds the namespace
 __all__ += ["special"]
+
+# ---------------------------------------------------------------------- lazy submodules
+# vkml.nn (layers, losses, functional), vkml.optim (SGD, Adam, AdamW) and vkml.utils (utils.data:
+# datasets, samplers, DataLoader) load on first use: `vkml.nn.Linear`, `import vkml.nn` and
+# `from vkml import nn` all work after `import vkml`. A first tensor op needs none of them, and
+# they (with multiprocessing, which the DataLoader imports) were a third of `import vkml`
+# (bench/bench_cold_start.py measures it).
+import importlib as _importlib  # noqa: E402
+
+_LAZY_SUBMODULES = ("nn", "optim", "utils")
+
+
+def __getattr__(name: str):
+    if name in _LAZY_SUBMODULES:
+        return _importlib.import_module(f"{__name__}.{name}")  # binds vkml.<name>: asked once
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY_SUBMODULES))
+
 
 # ---------------------------------------------------------------------- mixed precision (vkml/frontend/amp.py)
 # KEEP THIS BLOCK LAST (merges append above it): autocast wraps the public functions bound

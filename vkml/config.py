@@ -16,6 +16,7 @@ exception is ``VKML_EAGER``, which every op asks about: vkml reads it once, at i
 | ``VKML_MATMUL_COOPMAT`` | ``matmul_coopmat()`` | ``0``: float16 matmul keeps the scalar tiles (the CPU's bits) on devices with cooperative matrices too. Default ``1``: it runs on them where the device has them, within the bound docs/ops/matmul.md states |
 | ``VKML_MATMUL_COOPMAT2`` | ``matmul_coopmat2()`` | ``0``: float16 matmul does not take the workgroup-scope VK_NV_cooperative_matrix2 template (kernels_matmul_coopmat2) and runs on the subgroup-scope one instead. Default ``1``: the plain product of two row-major float16 matrices takes it where the device has it. ``VKML_MATMUL_COOPMAT=0`` turns off both |
 | ``VKML_MATMUL_COOPMAT2_SHAPE`` | ``matmul_coopmat2_shape()`` | the shape of that template's kernel, as its mode string writes it (e.g. ``128x128x64 t128 u2 g16``: tile, invocations, K-steps per loop iteration, tile rows walked together); unset: ``kernels_matmul_coopmat2.DEFAULT``. For measuring shapes; ``u`` and ``g`` keep the bits (the same blocks of k in the same order) |
+| ``VKML_COMPILE_THREADS`` | ``compile_threads()`` | how many kernels one realize compiles at once when it meets several new ones (vkml/runtime/vulkan/pipelines.py): default the CPU count, at most 8; ``1``: one after another |
 | ``VKML_MATMUL_FMA`` | ``matmul_fma()`` | on GPUs with the large matmul tiles, whether matmul fuses its multiply-adds (about 1.5x faster there; results within 2γ_K Σ|a||b| of the CPU's instead of equal to them): ``auto`` (default) for products of at least 2^27 multiply-adds, ``1`` for every size, ``0`` never (every device then gives the CPU's bits). docs/ops/matmul.md |
 
     >>> import os; os.environ["VKML_CACHE_DIR"] = "/tmp/vkml-cache"
@@ -187,3 +188,18 @@ def backward_runs() -> str:
     """
     raw = os.environ.get("VKML_BACKWARD_RUNS", "split").strip().lower()
     return raw if raw in BACKWARD_RUNS else "split"
+
+
+def compile_threads() -> int:
+    """``VKML_COMPILE_THREADS``: kernels compiled at once by one realize; default ``min(8, CPU count)``.
+
+    >>> compile_threads() >= 1
+    True
+    """
+    raw = os.environ.get("VKML_COMPILE_THREADS", "").strip()
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    # Past 8 the GIL-bound half (emitting SPIR-V text) is the limit, not the tools or the driver.
+    return value if value >= 1 else max(1, min(8, os.cpu_count() or 1))

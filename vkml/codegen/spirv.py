@@ -583,14 +583,14 @@ def compile_kernel(kernel: Kernel, features: DeviceFeatures, by_address: Iterabl
     if cached is not None:
         return cached
     started = time.perf_counter()
-    ir_text = _ir_text(kernel)
     asm = ""
     try:
-        _verify(kernel, ir_text)
+        _verify(kernel)
         asm, used = _emit_module(kernel, features, by_address)
-        spirv = tools.assemble_and_validate(asm, features.target_env, ir=ir_text)
+        spirv = tools.assemble_and_validate(asm, features.target_env)
     except CompileError as e:
-        e.ir, e.assembly = e.ir or ir_text, e.assembly or asm
+        # The IR text is printed only for the error: printing costs about what verifying does.
+        e.ir, e.assembly = e.ir or _ir_text(kernel), e.assembly or asm
         raise
     layout, _ = push_layout(kernel)
     slots, push_size = address_layout(kernel, by_address)
@@ -617,8 +617,8 @@ def _ir_text(kernel: Kernel) -> str:
         return f"<kernel {kernel.name!r}: IR text printer unavailable>"
 
 
-def _verify(kernel: Kernel, ir_text: str) -> None:
+def _verify(kernel: Kernel) -> None:
     try:
         verify_kernel(kernel)
     except IRError as e:
-        raise CompileError(f"kernel {kernel.name!r} failed IR verification: {e}", ir=ir_text) from e
+        raise CompileError(f"kernel {kernel.name!r} failed IR verification: {e}", ir=_ir_text(kernel)) from e

@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 from ..runtime.base import Device
-from ..runtime.vulkan import backend as vulkan_runtime
 from . import devices
 from . import memory as _memory
 from . import random as _random
@@ -28,7 +27,7 @@ def is_available() -> bool:
 
 def is_initialized() -> bool:
     """Whether this process has opened a Vulkan device yet."""
-    return bool(vulkan_runtime.opened_devices())
+    return bool(_opened_vulkan_devices())
 
 
 def device_count() -> int:
@@ -80,7 +79,7 @@ def manual_seed_all(seed: int) -> None:
 
 def empty_cache() -> None:
     """Give the memory blocks that hold no live tensor back to the driver, on every Vulkan device opened."""
-    for opened in vulkan_runtime.opened_devices():
+    for opened in _opened_vulkan_devices():
         opened.empty_cache()
 
 
@@ -119,3 +118,12 @@ def reset_peak_memory_stats(device=None) -> None:
 def is_bf16_supported(including_emulation: bool = True) -> bool:
     """False: vkml has no bfloat16 tensors yet (programs then pick float16 or float32)."""
     return False
+
+
+def _opened_vulkan_devices() -> list:
+    """The Vulkan devices opened so far; none when the runtime was never loaded (devices.py loads it
+    on first use, so asking must not load it either)."""
+    import sys
+
+    backend = sys.modules.get("vkml.runtime.vulkan.backend")
+    return [] if backend is None else backend.opened_devices()

@@ -15,14 +15,32 @@ the same object.
 
 from __future__ import annotations
 
+import importlib
 import warnings
 
 from ..errors import DeviceError
 from ..runtime.base import Device
 from ..runtime.cpu import CPU
-from ..runtime.vulkan import backend as vulkan_runtime
-from ..runtime.vulkan import instance as vulkan_instance
-from ..runtime.vulkan import reports as vulkan_reports
+
+# The Vulkan runtime (its modules, the codegen they use, cffi) is imported by the first call that
+# asks for a Vulkan device or its reports, not by ``import vkml``: a program on the CPU device
+# never loads it. ``devices.vulkan_runtime`` and its kin still name the modules (PEP 562).
+_VULKAN_MODULES = {
+    "vulkan_runtime": "vkml.runtime.vulkan.backend",
+    "vulkan_instance": "vkml.runtime.vulkan.instance",
+    "vulkan_reports": "vkml.runtime.vulkan.reports",
+}
+
+
+def __getattr__(name: str):
+    module = _VULKAN_MODULES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return importlib.import_module(module)
+
+
+def _vulkan(name: str):
+    return importlib.import_module(_VULKAN_MODULES[name])
 
 
 def vulkan_device_reports() -> list[dict]:
@@ -30,7 +48,7 @@ def vulkan_device_reports() -> list[dict]:
 
     Returns [] when no Vulkan loader or driver is installed.
     """
-    return vulkan_reports.vulkan_device_reports()
+    return _vulkan("vulkan_reports").vulkan_device_reports()
 
 
 class _DeviceType(type):
@@ -80,7 +98,7 @@ def _named(spec, index: int | None) -> Device:
         return _best_vulkan(spec)
     kind, _, number = name.partition(":")
     if kind in ("vulkan", "cuda") and number.isdigit():
-        return vulkan_runtime.device(int(number))  # the one registry: one VulkanDevice per physical device
+        return _vulkan("vulkan_runtime").device(int(number))  # the one registry: one VulkanDevice per physical device
     raise DeviceError(f"unknown device {spec!r}: use 'cpu', 'cuda', 'cuda:N' or 'vulkan:N'")
 
 
@@ -95,7 +113,7 @@ def best_device() -> Device:
 
 
 def _reason() -> str:
-    reason = vulkan_instance.unavailable_reason()
+    reason = _vulkan("vulkan_instance").unavailable_reason()
     return f" ({reason})" if reason else ""
 
 
@@ -127,17 +145,19 @@ def _open_best() -> Device | None:
     """The best Vulkan device that opens, or None; warns about each one present that fails."""
     global _best
     reports = vulkan_device_reports()
-    if not reports and vulkan_instance.loader_present() and vulkan_instance.unavailable_reason():
+    if not reports and _vulkan("vulkan_instance").loader_present() and _vulkan("vulkan_instance").unavailable_reason():
         _warn_once(f"vkml: the Vulkan loader is installed but Vulkan failed to start{_reason()}; using the cpu")
     # By kind alone, usable or not: a broken discrete GPU is named even when an integrated one works.
-    for report in sorted(reports, key=lambda r: (vulkan_reports.device_rank({**r, "usable": True}), r["index"])):
+    for report in sorted(
+        reports, key=lambda r: (_vulkan("vulkan_reports").device_rank({**r, "usable": True}), r["index"])
+    ):
         label = f"vulkan:{report['index']} ({report.get('name', '?')})"
         if not report.get("usable"):
             why = report.get("error") or "it lacks Vulkan 1.1 or a compute queue"
             _warn_once(f"vkml: {label} cannot be used: {why}")
             continue
         try:
-            _best = vulkan_runtime.device(report["index"])
+            _best = _vulkan("vulkan_runtime").device(report["index"])
             return _best
         except Exception as exc:  # a driver that lists a device it cannot open: try the next one
             _warn_once(f"vkml: {label} failed to open: {type(exc).__name__}: {exc}")

@@ -49,6 +49,7 @@ LIMITS: dict[str, tuple[int, int | None]] = {
     # (tests/test_cache_memory.py; about 1.9x on the CPU after 150 steps at the defaults).
     "templates": (256, None),
     "plans": (64, None),
+    "validated_spirv": (4096, None),  # digests of SPIR-V that passed spirv-val in this process (kernel_cache.py)
 }
 
 

@@ -27,7 +27,9 @@ head (``kernel mm local_size(256, 1, 1) subgroup_size(32) {``); cooperative-matr
 ``cm_shared_load a_tile[%4], 40, row`` and ``cm_tensor_load a[%row0], %col0, 8192, 8192, clamp``.
 
 The parser builds what the text says without judging it (``verify`` does that), so golden
-kernels for verifier tests can be written as text too.
+kernels for verifier tests can be written as text too. lark is imported by the first parse, not
+with this module: every kernel compiled is printed (its text is the cache key), few are parsed,
+and lark with its grammar loader is a large part of ``import vkml`` otherwise.
 """
 
 from __future__ import annotations
@@ -35,15 +37,18 @@ from __future__ import annotations
 import functools
 from fractions import Fraction
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from lark import Lark, Token, Tree
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from ..errors import IRError
 from . import types as T
 from .core import ACCESS_MODES, Block, BufferDecl, If, Instr, Kernel, Loop, ParamDecl, SharedDecl, Value
 from .instructions import MATRIX_MEMORY_OPS, MATRIX_TENSOR_OPS, SPECS
+
+if TYPE_CHECKING:
+    from lark import Lark, Token, Tree
+    from lark.exceptions import UnexpectedInput
 
 INDENT = "  "
 TYPE_COLUMN_MAX = 56  # lines longer than this do not push the whole kernel's type column right
@@ -290,6 +295,8 @@ def _print_block(block: Block, depth: int, name: ValueNames, lines: list) -> Non
 
 @functools.cache
 def _parser() -> Lark:
+    from lark import Lark  # here, not at the top: see the module docstring
+
     grammar = (Path(__file__).parent / "grammar.lark").read_text()
     return Lark(grammar, parser="lalr", propagate_positions=True)
 
@@ -300,8 +307,11 @@ def parse_kernel(text: str) -> Kernel:
     >>> parse_kernel(print_kernel(kernel)) == kernel
     True
     """
+    parser = _parser()  # imports lark
+    from lark.exceptions import UnexpectedInput
+
     try:
-        tree = _parser().parse(text)
+        tree = parser.parse(text)
     except UnexpectedInput as e:
         raise IRError(_syntax_message(e, text)) from None
     return _KernelReader(text).kernel(tree.children[0])
@@ -328,6 +338,8 @@ def _describe_terminal(name: str) -> str:
 
 
 def _syntax_message(e: UnexpectedInput, text: str) -> str:
+    from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken  # lark is loaded: we parsed
+
     where = f"line {e.line}, column {e.column}"
     if isinstance(e, UnexpectedCharacters):
         what = f"unexpected character {text[e.pos_in_stream]!r}"
@@ -358,11 +370,14 @@ class _KernelReader:
     """Turns the parse tree into IR objects, defining values in text order."""
 
     def __init__(self, text: str):
+        from lark import Token  # lark is loaded: a reader exists only for a parse tree
+
+        self.token_type = Token
         self.text = text
         self.values: dict[str, Value] = {}
 
     def fail(self, at, message: str):
-        line, column = (at.line, at.column) if isinstance(at, Token) else (at.meta.line, at.meta.column)
+        line, column = (at.line, at.column) if isinstance(at, self.token_type) else (at.meta.line, at.meta.column)
         raise IRError(f"IR text, line {line}, column {column}: {message}{_point_at(self.text, line, column)}")
 
     def dtype(self, tok: Token) -> T.DType | T.MatrixType:
@@ -468,7 +483,7 @@ class _KernelReader:
         for operand in operands:
             if operand is None:  # the grammar's placeholder when there are no operands
                 continue
-            if isinstance(operand, Token):
+            if isinstance(operand, self.token_type):
                 args.append(self.use(operand))
             elif operand.data == "indexed":
                 attrs.append(str(operand.children[0]))

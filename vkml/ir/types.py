@@ -164,9 +164,10 @@ def matrix_type(elem: DType, rows: int, cols: int, use: str, scope: str = "subgr
     if bad or rows < 1 or cols < 1:
         raise TypeError(f"no cooperative matrix of {elem!r} {rows}x{cols} for use {use!r} and scope {scope!r}")
     key = (elem.name, int(rows), int(cols), use, scope)
-    if key not in _MATRIX_TYPES:
-        _MATRIX_TYPES[key] = MatrixType(elem, int(rows), int(cols), use, scope)
-    return _MATRIX_TYPES[key]
+    found = _MATRIX_TYPES.get(key)
+    if found is None:  # setdefault: threads compiling kernels at once (runtime pipelines) get one object
+        found = _MATRIX_TYPES.setdefault(key, MatrixType(elem, int(rows), int(cols), use, scope))
+    return found
 
 
 def is_matrix(t) -> bool:

@@ -28,6 +28,8 @@ that the driver refused, and were removed to be rebuilt, vkml/runtime/vulkan/ker
 
 from __future__ import annotations
 
+import threading
+
 from ..ir import lru
 
 KEYS = (
@@ -52,6 +54,16 @@ KEYS = (
 
 counters: dict[str, int] = dict.fromkeys(KEYS, 0)
 lru.counters = counters  # the bounded caches count their evictions here (vkml/ir/lru.py)
+
+
+_lock = threading.Lock()
+
+
+def count(key: str, n: int = 1) -> None:
+    """Add ``n`` to ``counters[key]`` under a lock: what threads that compile kernels side by side
+    (vkml/runtime/vulkan/pipelines.py, ``Pipelines.prepare``) count, so no increment is lost."""
+    with _lock:
+        counters[key] += n
 
 
 def reset_counters() -> None:

@@ -356,6 +356,8 @@ class VulkanDevice(Device):
             self._submit(slot, False, dispatches, written, blocks, timer)
             counters["recordings_reused"] += 1
             return self._finish_run(dispatches, launched, barriers, launched_at, timer)
+        # New kernels are compiled side by side before recording starts (the loop below looks them up).
+        self.pipelines.prepare(dispatches)
         slot, command_buffer = recordings.begin()
         if timer is not None:
             timer.begin(command_buffer, len(dispatches))

@@ -54,7 +54,7 @@ from ...errors import CompileError
 from ...ir import lru
 from ...ir import types as T
 from ...ir.core import Kernel
-from ..counters import counters
+from ..counters import count
 from .dump import dump_kernel
 
 MAGIC = b"VKMLSPV2"
@@ -321,7 +321,7 @@ class DiskBudget:
             with contextlib.suppress(OSError):
                 os.unlink(path)
                 total -= size
-                counters["cache_files_evicted"] += 1
+                count("cache_files_evicted")
         return total
 
 
@@ -329,6 +329,17 @@ disk_budget = DiskBudget()
 
 
 # ---------------------------------------------------------------- the cache
+
+
+# SPIR-V that passed spirv-val in this process, by the SHA-256 of its bytes and the target
+# environment: an entry read from disk again (after the memory level dropped it, or by a second
+# device) is not validated again. Validity depends on those bytes alone, so an entry changed
+# on disk since has another digest and is validated afresh.
+_validated = lru.LRU("validated_spirv")
+
+
+def _validated_key(spirv: bytes, target_env: str) -> tuple[bytes, str]:
+    return hashlib.sha256(spirv).digest(), target_env
 
 
 class KernelCache:
@@ -368,7 +379,7 @@ class KernelCache:
         if rebuild:
             self._memory.pop(key)
             remove_entry(path)
-            counters["cache_entries_rejected"] += 1
+            count("cache_entries_rejected")
         else:
             found = self._memory.get(key)
             if found is not None:
@@ -380,7 +391,9 @@ class KernelCache:
                 self.compiler(kernel, self.features, by_address) if by_address else self.compiler(kernel, self.features)
             )
             found = KernelBinary.from_compiled(compiled)
-            counters["kernels_compiled"] += 1
+            if self.compiler is default_compiler:  # codegen validated it (a hand compiler may not have)
+                _validated.put(_validated_key(found.spirv, self.features.target_env), True)
+            count("kernels_compiled")
             self._write(path, found.to_bytes(key))
         self._memory.put(key, found)
         dump_kernel(kernel, ir_text, found.spirv, self.features, key, by_address)
@@ -398,14 +411,19 @@ class KernelCache:
             return found
         if data is not None or os.path.lexists(path):
             remove_entry(path)
-            counters["cache_entries_rejected"] += 1
+            count("cache_entries_rejected")
         return None
 
     def _valid(self, binary: KernelBinary) -> bool:
+        """Whether ``binary``'s SPIR-V passes spirv-val (once per process for the same bytes: ``_validated``)."""
+        seen = _validated_key(binary.spirv, self.features.target_env)
+        if _validated.get(seen):
+            return True
         try:
             spirv_tools.validate(binary.spirv, self.features.target_env)
         except CompileError:
             return False
+        _validated.put(seen, True)
         return True
 
     @staticmethod

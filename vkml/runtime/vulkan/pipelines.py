@@ -21,6 +21,18 @@ drivers crash on foreign data). A file that fails, or that the driver refuses, i
 An entry whose SPIR-V the driver rejects (a forged or damaged disk-cache entry) is removed and
 compiled again from the IR (``Pipelines._build``).
 
+A run that meets several kernels no cache has builds them side by side first
+(``Pipelines.prepare``, up to ``config.compile_threads()`` threads): emitting the assembly is
+Python and holds the GIL, but ``spirv-as``/``spirv-val`` run as subprocesses and the driver's
+``vkCreateComputePipelines`` (cffi releases the GIL around it) run outside it, so one kernel's
+tools and driver compile overlap the next kernel's emission. The threads share only what is
+made for it: the LRU caches and the disk budget have locks, layouts are made under
+``_layouts_lock``, counters go through ``counters.count``, and a ``VkPipelineCache`` created
+without the externally-synchronized flag may be used by several threads at once (Vulkan spec).
+The caller holds the device lock throughout, so no recording or submission runs meanwhile. A
+kernel whose build fails there is left to ``lookup``, which builds it again in dispatch order and
+raises as a run without threads would.
+
 Memory is bounded (vkml/ir/lru.py): pipelines by IR text and the per-kernel-object entries
 are LRU caches. A VkPipeline is destroyed only once nothing refers to its ``Pipeline`` (no
 cache, no kept recording: the recordings hold the pipelines they bound) and every submission
@@ -39,6 +51,8 @@ import os
 import struct
 import threading
 import weakref
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,7 +61,8 @@ from ...errors import CompileError, DeviceError, DTypeError
 from ...ir import lru
 from ...ir import types as T
 from ...ir.core import Kernel
-from ..counters import counters
+from ..base import Dispatch
+from ..counters import count
 from . import pipeline_stats
 from .instance import check, vk
 from .kernel_cache import (
@@ -266,6 +281,7 @@ class Pipelines:
         self._reap_lock = threading.Lock()
         self._set_layouts: dict[int, object] = {}
         self._pipeline_layouts: dict[tuple[int, int], object] = {}
+        self._layouts_lock = threading.RLock()  # one layout per key, also when ``prepare``'s threads ask at once
         self.max_push = int(logical.limits["maxPushConstantsSize"])
         # Ask the driver to keep register counts and the like (runtime/pipeline_stats.py); set it before
         # the pipelines of interest are created. Only where the device was created with the feature.
@@ -282,11 +298,43 @@ class Pipelines:
         if pipeline is None:
             pipeline = self._build(kernel, text, ())
             self._by_text.put(text, pipeline)
+        return self._remember(kernel, pipeline)
+
+    def _remember(self, kernel: Kernel, pipeline: Pipeline) -> KernelEntry:
+        """The entry of ``kernel`` object, kept until the kernel dies or the LRU drops it."""
         plan = tuple((b.name, b.dtype, b.access != "write", b.access != "read") for b in kernel.buffers)
         entry = KernelEntry(pipeline, plan, kernel.name, weakref.ref(kernel))
         key = id(kernel)
         self._by_object.put(key, (weakref.ref(kernel, lambda _ref, key=key: self._forget(key, _ref)), entry))
         return entry
+
+    def prepare(self, dispatches: Iterable[Dispatch]) -> None:
+        """Build, several at a time, the pipelines of the dispatches' kernels that no cache holds.
+
+        Dispatches with an empty grid are left out (a run skips them, compiling nothing). See the
+        module docstring. Afterwards ``lookup`` finds each of them in the caches. Nothing is
+        raised here: a kernel whose build failed is not cached, and its ``lookup`` raises the error.
+        """
+        by_object = self._by_object  # a kernel seen before is the common case: one dict test each
+        new = [d.kernel for d in dispatches if id(d.kernel) not in by_object and all(d.grid)]
+        if len(new) < 2:
+            return
+        threads = config.compile_threads()
+        if threads < 2:
+            return
+        missing: dict[str, Kernel] = {}
+        for kernel in new:
+            text = kernel_ir_text(kernel)
+            if text not in missing and text not in self._by_text:
+                missing[text] = kernel
+        if len(missing) < 2:
+            return
+        with ThreadPoolExecutor(max_workers=min(threads, len(missing)), thread_name_prefix="vkml-compile") as pool:
+            builds = [(text, kernel, pool.submit(self._build, kernel, text, ())) for text, kernel in missing.items()]
+        for text, kernel, build in builds:  # every build is done: the pool's exit waited for them
+            if build.exception() is None:
+                self._by_text.put(text, build.result())
+                self._remember(kernel, build.result())
 
     def _forget(self, key: int, ref: weakref.ref) -> None:
         """A kernel died: drop its entry (unless the id already names a newer kernel's)."""
@@ -354,7 +402,7 @@ class Pipelines:
         result = lib.vkCreateComputePipelines(device, self.cache_file.handle, 1, info, ffi.NULL, handle)
         lib.vkDestroyShaderModule(device, module[0], ffi.NULL)
         check(result, f"vkCreateComputePipelines ({name})")
-        counters["pipelines_created"] += 1
+        count("pipelines_created")
         self.cache_file.dirty = True
         pipeline = Pipeline(
             handle=handle[0],
@@ -389,9 +437,13 @@ class Pipelines:
             self._retired.extend(waiting)
         for handle in done:
             self.logical.lib.vkDestroyPipeline(self.logical.handle, handle, self.logical.ffi.NULL)
-            counters["pipelines_destroyed"] += 1
+            count("pipelines_destroyed")
 
     def _set_layout(self, buffer_count: int):
+        with self._layouts_lock:
+            return self._set_layout_locked(buffer_count)
+
+    def _set_layout_locked(self, buffer_count: int):
         found = self._set_layouts.get(buffer_count)
         if found is None:
             api = vk()
@@ -409,6 +461,10 @@ class Pipelines:
         return found
 
     def _pipeline_layout(self, buffer_count: int, push_size: int):
+        with self._layouts_lock:
+            return self._pipeline_layout_locked(buffer_count, push_size)
+
+    def _pipeline_layout_locked(self, buffer_count: int, push_size: int):
         key = (buffer_count, push_size)
         found = self._pipeline_layouts.get(key)
         if found is None:

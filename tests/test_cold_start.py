@@ -1,0 +1,299 @@
+"""Cold start: what ``import vkml`` loads, and the same kernels when a realize compiles in parallel.
+
+Timing is bench/bench_cold_start.py's business (docs/benchmarks.md); these tests assert no time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import struct
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_cache_faults import forget_memory
+
+import vkml
+from vkml.errors import CompileError, DeviceError
+from vkml.runtime.counters import snapshot
+from vkml.runtime.vulkan.kernel_cache import MAGIC
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _python(code: str, **env: str) -> str:
+    """Run ``code`` in a fresh interpreter that imports this checkout's vkml; its stdout."""
+    environment = {**os.environ, "PYTHONPATH": str(REPO_ROOT), **env}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=environment, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+# ---------------------------------------------------------------------------- import vkml
+
+
+# vkml.nn is imported by `import vkml` after all: autocast wraps nn.functional's functions there
+# (vkml/frontend/amp.py), so that `F.linear` inside an autocast region is seen.
+DEFERRED = ("vkml.optim", "vkml.utils", "lark", "multiprocessing", "vkml.runtime.vulkan", "cffi")
+
+
+def test_import_vkml_defers_what_a_first_op_does_not_need() -> None:
+    code = f"import json, sys, vkml; print(json.dumps([m for m in {list(DEFERRED)!r} if m in sys.modules]))"
+    assert json.loads(_python(code)) == []
+
+
+def test_deferred_submodules_work_as_attributes_and_imports() -> None:
+    code = """
+import vkml
+print(vkml.nn.Linear.__name__, vkml.optim.SGD.__name__, vkml.utils.data.DataLoader.__name__)
+from vkml import nn, optim, utils
+import vkml.nn.functional as F
+print(nn is vkml.nn, optim is vkml.optim, utils is vkml.utils, F is vkml.nn.functional)
+print(all(name in dir(vkml) for name in ("nn", "optim", "utils", "tensor", "softmax")))
+try:
+    vkml.no_such_name
+except AttributeError as error:
+    print(error)
+"""
+    assert _python(code).splitlines() == [
+        "Linear SGD DataLoader",
+        "True True True True",
+        "True",
+        "module 'vkml' has no attribute 'no_such_name'",
+    ]
+
+
+def test_the_parser_imports_lark_when_first_used() -> None:
+    code = """
+import sys, vkml
+from vkml import ir
+kernel = ir.parse("kernel k local_size(1, 1, 1) {\\n  buffer out: f32 write\\n}\\n")
+print("lark" in sys.modules, kernel.name)
+try:
+    ir.parse("kernel k local_size(1, 1, 1) {\\n  buffer out: f32 wrte\\n}\\n")
+except Exception as error:
+    print(type(error).__name__, "line 2" in str(error))
+"""
+    assert _python(code).splitlines() == ["True k", "IRError True"]
+
+
+def test_cpu_work_never_loads_the_vulkan_runtime() -> None:
+    code = """
+import sys, vkml
+a = vkml.tensor([[1.0, 2.0], [3.0, 4.0]], device="cpu")
+print(vkml.softmax(a @ a, dim=-1).numpy().round(4).tolist(), "vkml.runtime.vulkan" in sys.modules)
+"""
+    out = _python(code).strip()
+    assert out.endswith("False"), out
+
+
+def test_the_c_parser_loads_only_for_a_device_with_cooperative_matrix2(gpu) -> None:
+    """vkml/runtime/vulkan/newer_api.py's structs (and pycparser, to declare them) serve that extension alone."""
+    report = next(r for r in vkml.vulkan_device_reports() if f"vulkan:{r['index']}" == gpu.name)
+    code = f"""
+import sys, vkml
+a = vkml.tensor([[1.0, 2.0], [3.0, 4.0]], device={gpu.name!r})
+vkml.softmax(a @ a, dim=-1).numpy()
+print("pycparser" in sys.modules)
+"""
+    assert _python(code).strip() == str("VK_NV_cooperative_matrix2" in report["extensions"])
+
+
+# ---------------------------------------------------------------------------- parallel compilation
+
+A = (np.arange(24 * 24, dtype=np.float32).reshape(24, 24) - 250) / 300
+
+
+def workload(dev) -> list[np.ndarray]:
+    """Four new kernels in one realize (a matmul, row and column reductions, a fused softmax)."""
+    a = vkml.tensor(A, device=dev)
+    outs = [vkml.softmax(a @ a, dim=-1), (a * 2.5 + 1).exp().sum(0), a.amax(1)]
+    vkml.realize(*outs)
+    return [out.numpy() for out in outs]
+
+
+def fresh_compile(gpu, monkeypatch, folder: Path, threads: int) -> tuple[list[np.ndarray], dict, list[str]]:
+    """The workload compiled from nothing with ``threads``: (results, counter deltas, threads that built)."""
+    monkeypatch.setenv("VKML_CACHE_DIR", str(folder))
+    monkeypatch.setenv("VKML_COMPILE_THREADS", str(threads))
+    forget_memory(gpu)
+    builders: list[str] = []
+    real_build = gpu.pipelines._build
+
+    def build(*args):
+        builders.append(threading.current_thread().name)
+        return real_build(*args)
+
+    monkeypatch.setattr(gpu.pipelines, "_build", build)
+    before = snapshot()
+    results = workload(gpu)
+    after = snapshot()
+    monkeypatch.setattr(gpu.pipelines, "_build", real_build)
+    return results, {key: after[key] - before[key] for key in after}, builders
+
+
+def cache_files(folder: Path) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in (folder / "kernels").glob("*.spv")}
+
+
+def test_parallel_compile_makes_the_same_kernels_and_bits(gpu, tmp_path, monkeypatch) -> None:
+    serial, serial_counts, serial_builders = fresh_compile(gpu, monkeypatch, tmp_path / "serial", 1)
+    parallel, parallel_counts, parallel_builders = fresh_compile(gpu, monkeypatch, tmp_path / "parallel", 4)
+    forget_memory(gpu)
+    assert set(serial_builders) == {"MainThread"} and len(serial_builders) == 4
+    assert len(parallel_builders) == 4 and all(name.startswith("vkml-compile") for name in parallel_builders)
+    for counts in (serial_counts, parallel_counts):
+        assert counts["kernels_compiled"] == counts["pipelines_created"] == 4
+        assert counts["submissions"] == 1
+    # The same SPIR-V under the same keys, and the same bits as one after another and as the CPU.
+    assert cache_files(tmp_path / "serial") == cache_files(tmp_path / "parallel")
+    assert len(cache_files(tmp_path / "parallel")) == 4
+    for ours, theirs, reference in zip(serial, parallel, workload(vkml.device("cpu"))):
+        assert ours.tobytes() == theirs.tobytes() == reference.tobytes()
+
+
+def _failing_compiler(gpu, monkeypatch, names: set[str]) -> None:
+    real = gpu.kernels.compiler
+
+    def compiler(kernel, features, *rest):
+        if kernel.name in names:
+            raise CompileError(f"forced failure compiling {kernel.name}")
+        return real(kernel, features, *rest)
+
+    monkeypatch.setattr(gpu.kernels, "compiler", compiler)
+
+
+@pytest.mark.parametrize("failing", [{"MM_24x24"}, {"MM_24x24", "R_mul_div_sum_exp_24x24"}], ids=["one", "two"])
+def test_a_failing_compile_raises_as_without_threads(gpu, tmp_path, monkeypatch, failing) -> None:
+    raised = {}
+    for threads in (1, 4):
+        monkeypatch.setenv("VKML_CACHE_DIR", str(tmp_path / f"cache{threads}"))
+        monkeypatch.setenv("VKML_COMPILE_THREADS", str(threads))
+        forget_memory(gpu)
+        _failing_compiler(gpu, monkeypatch, failing)
+        with pytest.raises(CompileError) as caught:
+            workload(gpu)
+        raised[threads] = (type(caught.value), str(caught.value))
+        monkeypatch.undo()
+    assert raised[1] == raised[4]
+    assert "forced failure compiling MM_24x24" in raised[4][1]  # the first failing kernel in dispatch order
+    # The process and the device are intact: the same work now compiles and gives the CPU's bits.
+    monkeypatch.setenv("VKML_CACHE_DIR", str(tmp_path / "after"))
+    forget_memory(gpu)
+    for ours, reference in zip(workload(gpu), workload(vkml.device("cpu"))):
+        assert ours.tobytes() == reference.tobytes()
+    forget_memory(gpu)
+
+
+def _signed_entry(path: Path, spirv: bytes) -> None:
+    """Replace the SPIR-V of the entry at ``path``, with a correct checksum (what a forger can write)."""
+    data = path.read_bytes()
+    body = data[len(MAGIC) + 32 :]
+    (length,) = struct.unpack_from("<I", body)
+    body = body[: 4 + length] + spirv
+    path.write_bytes(MAGIC + hashlib.sha256(body).digest() + body)
+
+
+def test_damaged_entries_are_rebuilt_during_a_parallel_compile(gpu, tmp_path, monkeypatch) -> None:
+    folder = tmp_path / "cache"
+    expected, _, _ = fresh_compile(gpu, monkeypatch, folder, 1)
+    good = cache_files(folder)
+    damaged = sorted(good)[:3]
+    kernels = folder / "kernels"
+    (kernels / damaged[0]).write_bytes(good[damaged[0]][:-5])  # truncated: fails its checksum
+    header = struct.pack("<5I", 0x07230203, 0x00010300, 0, 64, 0)
+    _signed_entry(kernels / damaged[1], header + bytes(64))  # checksum right, spirv-val rejects it
+    # The third passes every check, but the driver refuses it once (as a driver may refuse a forged module).
+    refused: list[str] = []
+    real_create = gpu.pipelines.create
+
+    def create(name, buffer_count, binary):
+        if binary.from_disk and binary.spirv == good[damaged[2]][-len(binary.spirv) :] and not refused:
+            refused.append(name)
+            raise DeviceError(f"vkCreateComputePipelines ({name}) refused the module")
+        return real_create(name, buffer_count, binary)
+
+    monkeypatch.setattr(gpu.pipelines, "create", create)
+    results, counts, builders = fresh_compile(gpu, monkeypatch, folder, 4)
+    forget_memory(gpu)
+    assert refused and all(name.startswith("vkml-compile") for name in builders)
+    assert counts["cache_entries_rejected"] == 3 and counts["kernels_compiled"] == 3
+    assert cache_files(folder) == good  # each rebuilt entry is the one compiled before
+    for ours, reference in zip(results, expected):
+        assert ours.tobytes() == reference.tobytes()
+
+
+# ---------------------------------------------------------------------------- the benchmark's samples
+
+
+def test_start_benchmark_samples_compile_cold_and_nothing_warm(gpu) -> None:
+    import bench_cold_start
+
+    a = vkml.tensor(bench_cold_start.input_matrix())
+    expected = vkml.softmax(a @ a, dim=-1)
+    for cache, compiled in (("cold", 2), ("warm", 0)):
+        samples, result = bench_cold_start.vkml_samples(gpu.name, 1, cache)
+        assert [sample["kernels compiled"] for sample in samples] == [compiled]
+        assert set(samples[0]) >= {"import", "device", "first result", "total", "cpu"}
+        assert result.tobytes() == expected.numpy().tobytes()  # the CPU's bits
+
+
+def test_matrix_types_stay_interned_when_threads_ask_at_once(monkeypatch) -> None:
+    """Compile threads emit conversions between cooperative-matrix types (``MatrixType.like``): one object per type."""
+    from vkml.ir import types as T
+
+    real = T.MatrixType
+
+    def slow(*args):  # widens the window between the lookup and the store, as a thread switch would
+        time.sleep(0.05)
+        return real(*args)
+
+    monkeypatch.setattr(T, "_MATRIX_TYPES", {})
+    monkeypatch.setattr(T, "MatrixType", slow)
+    found: list = []
+    threads = [threading.Thread(target=lambda: found.append(T.matrix_type(T.float16, 16, 16, "acc"))) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(found) == 4 and all(t is found[0] for t in found)
+    assert T.matrix_type(T.float16, 16, 16, "acc") is found[0]
+
+
+# ---------------------------------------------------------------------------- the warm path
+
+
+def test_an_entry_read_again_is_validated_once_per_process(gpu, tmp_path, monkeypatch) -> None:
+    from vkml.runtime.vulkan import kernel_cache
+
+    folder = tmp_path / "cache"
+    expected, _, _ = fresh_compile(gpu, monkeypatch, folder, 1)  # compiled here: codegen validated each
+    validated: list[bytes] = []
+    real_validate = kernel_cache.spirv_tools.validate
+
+    def validate(spirv, target_env, *rest):
+        validated.append(spirv)
+        return real_validate(spirv, target_env, *rest)
+
+    monkeypatch.setattr(kernel_cache.spirv_tools, "validate", validate)
+    results, counts, _ = fresh_compile(gpu, monkeypatch, folder, 4)  # memory levels dropped: read from disk
+    assert counts["kernels_compiled"] == 0 and validated == []
+    # Bytes changed on disk are other bytes: validated (and here rejected, then rebuilt) as ever.
+    victim = sorted((folder / "kernels").glob("*.spv"))[0]
+    header = struct.pack("<5I", 0x07230203, 0x00010300, 0, 64, 0)
+    _signed_entry(victim, header + bytes(64))
+    results, counts, _ = fresh_compile(gpu, monkeypatch, folder, 4)
+    forget_memory(gpu)
+    # The forged entry's check, then codegen's of the kernel compiled in its place; no other entry's.
+    assert validated[0] == header + bytes(64) and len(validated) == 2
+    assert counts["cache_entries_rejected"] == 1 and counts["kernels_compiled"] == 1
+    for ours, reference in zip(results, expected):
+        assert ours.tobytes() == reference.tobytes()

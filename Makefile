@@ -5,13 +5,16 @@ PYTHON := .venv/bin/python
 LINT_PATHS := vkml tests tools bench extra examples
 # Extra pytest arguments, e.g. `make test ARGS="-k reduce -x"`.
 ARGS ?=
+# pytest-xdist workers: one per core, at most 4 (each holds torch and a Vulkan device); the suite
+# outgrew one core (10.5 minutes serial on a 2-core machine).
+WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ "$$n" -gt 4 ] && n=4; echo $$n)
 
 .DEFAULT_GOAL := help
 .PHONY: help setup test test-all demo lint format clean distclean
 
 help:
 	@echo "make demo       set up, then run vkml's demo"
-	@echo "make test       set up, then run the test suite (ARGS=... goes to pytest)"
+	@echo "make test       set up, then run the test suite (ARGS=... goes to pytest, WORKERS=n processes)"
 	@echo "make test-all   the suite plus the exhaustive and stress checks (long: an hour or more)"
 	@echo "make lint       ruff check and ruff format --check"
 	@echo "make format     ruff format and ruff check --fix"
@@ -22,11 +25,11 @@ setup:
 	@bash tools/setup.sh test
 
 test: setup
-	$(PYTHON) -m pytest -q $(ARGS)
+	$(PYTHON) -m pytest -q -n $(WORKERS) $(ARGS)
 
 # -m "" lifts pyproject's marker filter: every exhaustive and stress test runs too.
 test-all: setup
-	$(PYTHON) -m pytest -q -m "" $(ARGS)
+	$(PYTHON) -m pytest -q -n $(WORKERS) -m "" $(ARGS)
 
 demo:
 	@bash tools/setup.sh runtime

@@ -42,7 +42,11 @@ class MaxPool1d(_MaxPoolNd):
         )
 
 
-class AvgPool2d(Module):
+class _AvgPoolNd(Module):
+    """The average pools of 2 and 3 spatial dims: PyTorch's arguments, kept as given; ``_pool`` is the function."""
+
+    _pool = None
+
     def __init__(
         self,
         kernel_size,
@@ -59,7 +63,7 @@ class AvgPool2d(Module):
         self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
 
     def forward(self, input):
-        return FL.avg_pool2d(
+        return type(self)._pool(
             input,
             self.kernel_size,
             self.stride,
@@ -71,6 +75,10 @@ class AvgPool2d(Module):
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool2d(_AvgPoolNd):
+    _pool = staticmethod(FL.avg_pool2d)
 
 
 class AvgPool1d(Module):

@@ -14,7 +14,7 @@ from . import functional_layers as FL
 from . import functional_spatial as FS
 from .conv import _ConvNd
 from .module import Module
-from .pooling import _MaxPoolNd
+from .pooling import _AvgPoolNd, _MaxPoolNd
 
 # ---------------------------------------------------------------------- convolution
 
@@ -124,35 +124,8 @@ class MaxPool3d(_MaxPoolNd):
         )
 
 
-class AvgPool3d(Module):
-    def __init__(
-        self,
-        kernel_size,
-        stride=None,
-        padding=0,
-        ceil_mode: bool = False,
-        count_include_pad: bool = True,
-        divisor_override=None,
-    ):
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding, self.ceil_mode = padding, ceil_mode
-        self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
-
-    def forward(self, input):
-        return FS.avg_pool3d(
-            input,
-            self.kernel_size,
-            self.stride,
-            self.padding,
-            self.ceil_mode,
-            self.count_include_pad,
-            self.divisor_override,
-        )
-
-    def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+class AvgPool3d(_AvgPoolNd):
+    _pool = staticmethod(FS.avg_pool3d)
 
 
 class _AdaptiveAvgPoolNd(Module):

@@ -29,7 +29,9 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 def _python(code: str, **env: str) -> str:
     """Run ``code`` in a fresh interpreter that imports this checkout's vkml; its stdout."""
-    environment = {**os.environ, "PYTHONPATH": str(REPO_ROOT), **env}
+    # This checkout first, then whatever path the caller had (a machine may carry its packages there).
+    path = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
+    environment = {**os.environ, "PYTHONPATH": path, **env}
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=environment, timeout=120, check=False
     )

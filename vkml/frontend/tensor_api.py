@@ -18,7 +18,6 @@ import math
 
 import numpy as np
 
-from ..errors import DTypeError, ShapeError
 from ..graph import build as lazy
 from ..ir import types as T
 from . import construction as C
@@ -56,10 +55,6 @@ def element_size(self) -> int:
     >>> vkml.zeros(2, dtype=vkml.float16).element_size()
     2
     """
-    return _itemsize(self.dtype)
-
-
-def _itemsize_property(self) -> int:
     return _itemsize(self.dtype)
 
 
@@ -637,7 +632,7 @@ def install_methods(cls) -> None:
         if name not in cls.__dict__:
             setattr(cls, name, module[name])
     cls.__iter__ = _iter
-    cls.itemsize = property(_itemsize_property)
+    cls.itemsize = property(element_size)
     cls.nbytes = property(_nbytes_property)
     cls.H = property(H)
     cls.mH = property(mH)
@@ -668,6 +663,3 @@ def _share_memory_(self):
     """The tensor itself: a vkml tensor's memory is never copied between processes (DataLoader
     workers send batches back as arrays)."""
     return self
-
-
-assert DTypeError and ShapeError  # re-exported for the checks above

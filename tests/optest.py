@@ -11,6 +11,7 @@ tail is carried up unchanged, and no identity element ever enters a combine.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -208,6 +209,21 @@ def result_arrays(result) -> list[np.ndarray]:
     """The arrays of an op's result: one tensor, or a tuple (named or not) of them, torch's or vkml's."""
     parts = result if isinstance(result, tuple) else (result,)
     return [from_torch(p) if isinstance(p, torch.Tensor) else p.numpy() for p in parts]
+
+
+def assert_device_gives_cpu_bits(fn, x_np: np.ndarray, device, name: str, grad_seed: int | None = None) -> None:
+    """``fn(vkml, x)`` on ``device`` returns the CPU's bits, every result array; with ``grad_seed``
+    the gradient of the weighted values (``weighted_grad``) too."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cpu = result_arrays(fn(vkml, vkml.tensor(x_np)))
+        dev = result_arrays(fn(vkml, vkml.tensor(x_np, device=device)))
+    assert len(dev) == len(cpu), name
+    for c, d in zip(cpu, dev, strict=True):
+        assert_same_bits(d, c, name)
+    if grad_seed is not None:
+        cpu_grad = weighted_grad(vkml, fn, x_np, seed=grad_seed)
+        assert_same_bits(weighted_grad(vkml, fn, x_np, device, seed=grad_seed), cpu_grad, name + " gradient")
 
 
 def vk(a: np.ndarray) -> vkml.Tensor:

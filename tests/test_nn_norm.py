@@ -92,6 +92,12 @@ NORMS = {
         [(2, 3, 3, 4)] * 3,
     ),
     "instancenorm unbatched": (lambda: nn.InstanceNorm1d(3), lambda: torch.nn.InstanceNorm1d(3), [(3, 5)] * 3),
+    "bn3d": (lambda: nn.BatchNorm3d(2), lambda: torch.nn.BatchNorm3d(2), [(2, 2, 2, 3, 2)] * 3),
+    "instancenorm3d unbatched": (
+        lambda: nn.InstanceNorm3d(2, affine=True),
+        lambda: torch.nn.InstanceNorm3d(2, affine=True),
+        [(2, 3, 2, 2)] * 3,
+    ),
     "rmsnorm": (lambda: nn.RMSNorm((3, 4)), lambda: torch.nn.RMSNorm((3, 4)), [(2, 3, 4)] * 3),
 }
 
@@ -113,6 +119,8 @@ def test_norm_reprs_and_state_match_torch():
         (nn.BatchNorm1d(3, affine=False, momentum=None), torch.nn.BatchNorm1d(3, affine=False, momentum=None)),
         (nn.GroupNorm(2, 4, affine=False), torch.nn.GroupNorm(2, 4, affine=False)),
         (nn.InstanceNorm2d(3), torch.nn.InstanceNorm2d(3)),
+        (nn.BatchNorm3d(3), torch.nn.BatchNorm3d(3)),
+        (nn.InstanceNorm3d(3, affine=True), torch.nn.InstanceNorm3d(3, affine=True)),
         (nn.RMSNorm(4), torch.nn.RMSNorm(4)),
     ]
     if "bias" in inspect.signature(torch.nn.BatchNorm2d).parameters:  # PyTorch 2.13 added BatchNorm's bias=

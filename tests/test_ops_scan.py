@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 from optest import (
+    assert_device_gives_cpu_bits,
     assert_same_bits,
     in_layout,
     lowered,
@@ -130,13 +131,8 @@ def test_gradients_match_torch(case):
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_vulkan_gives_the_cpu_bits(case, gpu):
     name, make, fn, differentiable = case
-    x = make()
-    cpu = result_arrays(fn(vkml, vkml.tensor(x)))
-    dev = result_arrays(fn(vkml, vkml.tensor(x, device=gpu)))
-    for c, d in zip(cpu, dev, strict=True):
-        assert_same_bits(d, c, name)
-    if differentiable and name in ("cumsum", "cumprod_zeros", "cummax", "logcumsumexp"):
-        assert_same_bits(_grad_of(vkml, fn, x, gpu), _grad_of(vkml, fn, x, vkml.device("cpu")), name + " gradient")
+    grad_seed = 77 if differentiable and name in ("cumsum", "cumprod_zeros", "cummax", "logcumsumexp") else None
+    assert_device_gives_cpu_bits(fn, make(), gpu, name, grad_seed)
 
 
 def hillis_steele(x: np.ndarray, combine) -> np.ndarray:

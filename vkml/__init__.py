@@ -19,7 +19,7 @@ from .errors import CompileError, DeviceError, DTypeError, OutOfMemoryError, Sha
 from .frontend import creation as _creation
 from .frontend.autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .frontend.creation import arange, full, full_like, ones, ones_like, zeros, zeros_like
-from .frontend.devices import best_device, device, vulkan_device_reports
+from .frontend.devices import best_device, device, get_default_device, set_default_device, vulkan_device_reports
 from .frontend.indexing import gather, index_select, nonzero, scatter, scatter_add, take_along_dim
 from .frontend.operators import (
     abs,
@@ -115,6 +115,8 @@ __all__ = [
     "Generator",
     "device",
     "best_device",
+    "get_default_device",
+    "set_default_device",
     "vulkan_device_reports",
     "realize",
     "set_eager",
@@ -509,6 +511,13 @@ del _name
 special = _transcendental.special
 _sys.modules[__name__ + ".special"] = special  # `import vkml.special` finds the namespace
 __all__ += ["special"]
+
+# ---------------------------------------------------------------------- PyTorch's second names and small
+# helpers (vkml/frontend/torch_names.py): multiply, greater, ..., pi, dist, cov, trapezoid, rng state.
+from .frontend import torch_names as _torch_names  # noqa: E402
+
+_torch_names.install_functions(globals())
+__all__ += _torch_names.PUBLIC
 
 # ---------------------------------------------------------------------- lazy submodules
 # vkml.nn (layers, losses, functional), vkml.optim (SGD, Adam, AdamW) and vkml.utils (utils.data:

@@ -797,3 +797,9 @@ def _install_transcendental_methods() -> None:
 
 
 _install_transcendental_methods()
+
+# PyTorch's second names as methods (x.multiply, x.greater_, ...), tril_/triu_, `in`, reversed(), +x
+# (vkml/frontend/torch_names.py).
+from .frontend import torch_names as _torch_names  # noqa: E402
+
+_torch_names.install_methods(Tensor)

@@ -12,6 +12,7 @@ from ..ir import types as T
 from ..ops.cast import float_to_bf16_bits, host_round
 from ..ops.promotion import default_float, scalar_dtype
 from .devices import device as get_device
+from .devices import get_default_device
 from .dtypes import check_device_dtype
 
 _NUMPY_TO_VKML = {
@@ -29,7 +30,7 @@ _NUMPY_TO_VKML = {
 
 
 def _device(device):
-    return get_device(device if device is not None else "cpu")
+    return get_default_device() if device is None else get_device(device)
 
 
 def check_fits(op: str, shape: tuple, dtype: T.DType, device) -> None:

@@ -102,6 +102,29 @@ def _named(spec, index: int | None) -> Device:
     raise DeviceError(f"unknown device {spec!r}: use 'cpu', 'cuda', 'cuda:N' or 'vulkan:N'")
 
 
+_default: Device | None = None  # set_default_device's choice; None is the CPU
+
+
+def set_default_device(device) -> None:
+    """Make ``device`` where factory functions (``zeros``, ``tensor``, ``rand``, ``nn`` layers'
+    parameters, ...) put tensors when no ``device`` is given, as ``torch.set_default_device``;
+    ``None`` restores the CPU. Process-wide, like PyTorch's. Ops on existing tensors stay on
+    their operands' device.
+
+    >>> import vkml
+    >>> vkml.set_default_device("cpu")
+    >>> vkml.get_default_device().name
+    'cpu'
+    """
+    global _default
+    _default = None if device is None else _named(device, None)
+
+
+def get_default_device() -> Device:
+    """The device factory functions use when none is given (the CPU unless ``set_default_device``)."""
+    return CPU if _default is None else _default
+
+
 def best_device() -> Device:
     """A discrete GPU if there is one, else integrated, else any Vulkan device, else the CPU.
 

@@ -57,7 +57,7 @@ def from_numpy(ndarray):
             f"can't convert np.ndarray of type numpy.{ndarray.dtype.type.__name__}. "
             f"The only supported types are: {supported}."
         )
-    return creation.tensor(ndarray)
+    return creation.tensor(ndarray, device="cpu")  # numpy's memory is the host's, whatever the default device
 
 
 def as_tensor(data, dtype=None, device=None):

@@ -26,6 +26,7 @@ from ..graph.node import Node
 from ..ir import types as T
 from ..ops.promotion import default_float
 from .devices import device as get_device
+from .devices import get_default_device
 
 DEFAULT_SEED = 67280421310721  # PyTorch's default seed: unseeded programs are deterministic too
 _U32 = 1 << 32
@@ -97,7 +98,7 @@ def random_tensor(kind: str, shape, dtype=None, device=None, generator: Generato
     numel = 1
     for s in shape:
         numel *= s
-    dev = get_device(device if device is not None else "cpu")
+    dev = get_default_device() if device is None else get_device(device)
     check_fits("randn" if kind == "normal" else "rand", shape, dtype, dev)
     if numel >= _U32:  # threefry's counter word is the element's index
         raise ValueError(f"random tensors index their elements with 32 bits: {numel} elements is too many")

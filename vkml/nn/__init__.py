@@ -82,9 +82,11 @@ from .losses import (  # noqa: E402
 from .normalization import (  # noqa: E402
     BatchNorm1d,
     BatchNorm2d,
+    BatchNorm3d,
     GroupNorm,
     InstanceNorm1d,
     InstanceNorm2d,
+    InstanceNorm3d,
     RMSNorm,
 )
 from .pooling import (  # noqa: E402
@@ -107,8 +109,10 @@ __all__ += [
     "AdaptiveMaxPool2d",
     "BatchNorm1d",
     "BatchNorm2d",
+    "BatchNorm3d",
     "InstanceNorm1d",
     "InstanceNorm2d",
+    "InstanceNorm3d",
     "GroupNorm",
     "RMSNorm",
     "Flatten",

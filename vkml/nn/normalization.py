@@ -116,6 +116,12 @@ class BatchNorm2d(_BatchNorm):
     _dims = (4,)
 
 
+class BatchNorm3d(_BatchNorm):
+    """Batch normalisation of (N, C, D, H, W); see ``functional.batch_norm``."""
+
+    _dims = (5,)
+
+
 class _InstanceNorm(_NormBase):
     def __init__(
         self,
@@ -159,6 +165,12 @@ class InstanceNorm2d(_InstanceNorm):
     """Instance normalisation of (N, C, H, W) or (C, H, W); no affine and no running statistics by default."""
 
     _dims = (3, 4)
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance normalisation of (N, C, D, H, W) or (C, D, H, W); no affine and no running statistics by default."""
+
+    _dims = (4, 5)
 
 
 class GroupNorm(Module):

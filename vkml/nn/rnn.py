@@ -20,6 +20,7 @@ from ..frontend import operators as functions
 from ..frontend import random as vkrandom
 from . import init
 from .module import Module, Parameter
+from .utils import rnn as rnn_utils
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
@@ -250,7 +251,21 @@ class _RNNBase(Module):
             raise RuntimeError(f"Expected hidden size {want}, got {tuple(h.shape)}")
         return h
 
-    def _run(self, input, hx):
+    def _run_packed(self, packed, hx):
+        """A PackedSequence through the layers: each sequence stops at its own length (its state then
+        stays, as PyTorch's packed kernels give), the output packed like the input."""
+        padded, lengths = rnn_utils.pad_packed_sequence(packed)
+        steps, batch = padded.shape[0], padded.shape[1]
+        lengths = lengths.numpy()
+        running = [creation.tensor((lengths > t).reshape(batch, 1), device=padded.device) for t in range(steps)]
+        out, h_n, c_n = self._run(padded, hx, running)
+        data = rnn_utils.pack_time_major(out, packed.batch_sizes, packed.sorted_indices)
+        return packed._replace(data=data), h_n, c_n
+
+    def _run(self, input, hx, running=None):
+        """``running[t]``: a (batch, 1) bool tensor, whether each sequence is still running at step ``t``
+        (packed input, then time-major whatever ``batch_first``); None when every sequence runs every step."""
+        batch_first = self.batch_first and running is None
         if input.ndim not in (2, 3):
             raise ValueError(f"{self._name}: Expected input to be 2D or 3D, got {input.ndim}D tensor instead")
         if input.shape[-1] != self.input_size:
@@ -260,7 +275,7 @@ class _RNNBase(Module):
         batched = input.ndim == 3
         if not batched:
             x = functions.unsqueeze(input, 1)
-        elif self.batch_first:
+        elif batch_first:
             x = functions.transpose(input, 0, 1)
         else:
             x = input
@@ -283,7 +298,12 @@ class _RNNBase(Module):
                 order = range(steps - 1, -1, -1) if direction else range(steps)
                 hs = [None] * steps
                 for t in order:
-                    h, c = _step(self.mode, x_proj[t], h, c, weights[2], weights[3])
+                    h_new, c_new = _step(self.mode, x_proj[t], h, c, weights[2], weights[3])
+                    if running is None:
+                        h, c = h_new, c_new
+                    else:  # a finished sequence keeps its state; its padded output is never read
+                        h = functions.where(running[t], h_new, h)
+                        c = functions.where(running[t], c_new, c) if lstm else None
                     hs[t] = functions.unsqueeze(h, 0)
                 outputs.append(functions.cat(hs, 0))
                 last_h.append(functions.unsqueeze(h, 0))
@@ -299,7 +319,7 @@ class _RNNBase(Module):
             x = functions.squeeze(x, 1)
             h_n = functions.squeeze(h_n, 1)
             c_n = None if c_n is None else functions.squeeze(c_n, 1)
-        elif self.batch_first:
+        elif batch_first:
             x = functions.transpose(x, 0, 1)
         return x, h_n, c_n
 
@@ -327,7 +347,8 @@ class RNN(_RNNBase):
         )
 
     def forward(self, input, hx=None):
-        out, h, _ = self._run(input, hx)
+        run = self._run_packed if isinstance(input, rnn_utils.PackedSequence) else self._run
+        out, h, _ = run(input, hx)
         return out, h
 
 
@@ -357,7 +378,8 @@ class LSTM(_RNNBase):
         self.proj_size = 0
 
     def forward(self, input, hx=None):
-        out, h, c = self._run(input, hx)
+        run = self._run_packed if isinstance(input, rnn_utils.PackedSequence) else self._run
+        out, h, c = run(input, hx)
         return out, (h, c)
 
 
@@ -383,5 +405,6 @@ class GRU(_RNNBase):
         )
 
     def forward(self, input, hx=None):
-        out, h, _ = self._run(input, hx)
+        run = self._run_packed if isinstance(input, rnn_utils.PackedSequence) else self._run
+        out, h, _ = run(input, hx)
         return out, h

@@ -43,6 +43,7 @@ import contextlib
 import functools
 import inspect
 import threading
+import warnings
 import weakref
 from collections.abc import Callable
 
@@ -165,6 +166,82 @@ class inference_mode(no_grad):
 
     def __exit__(self, *exc) -> None:
         _mode.enabled, _mode.inference = self.previous
+
+
+class _AnomalyMode:
+    """``detect_anomaly`` / ``set_detect_anomaly``: process-wide, as PyTorch's."""
+
+    enabled = False
+    check_nan = True
+
+
+def is_anomaly_enabled() -> bool:
+    return _AnomalyMode.enabled
+
+
+def is_anomaly_check_nan_enabled() -> bool:
+    return _AnomalyMode.check_nan
+
+
+class set_detect_anomaly:
+    """Turn anomaly detection on or off (a function call, or a context that restores the old mode).
+
+    With it on, backward checks every gradient a rule computes and raises PyTorch's error naming
+    the op whose backward made a NaN (``check_nan``). Each check reads the gradient back: a
+    debugging mode, slow as PyTorch's is.
+    """
+
+    def __init__(self, mode: bool, check_nan: bool = True):
+        self.previous = (_AnomalyMode.enabled, _AnomalyMode.check_nan)
+        _AnomalyMode.enabled, _AnomalyMode.check_nan = bool(mode), bool(check_nan)
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc) -> None:
+        _AnomalyMode.enabled, _AnomalyMode.check_nan = self.previous
+
+
+class detect_anomaly(contextlib.ContextDecorator):
+    """A context (or decorator) with anomaly detection on; see ``set_detect_anomaly``.
+
+    >>> import vkml
+    >>> x = vkml.tensor([0.0], requires_grad=True)
+    >>> import warnings; warnings.simplefilter("ignore")
+    >>> with vkml.autograd.detect_anomaly():
+    ...     vkml.sqrt(x * 0 - 1).sum().backward()
+    Traceback (most recent call last):
+    RuntimeError: Function 'SqrtBackward0' returned nan values in its 0th output.
+    """
+
+    def __init__(self, check_nan: bool = True):
+        self.check_nan = check_nan
+
+    def __enter__(self) -> None:
+        warnings.warn(
+            "Anomaly Detection has been enabled. This mode will increase the runtime and should only be enabled "
+            "for debugging.",
+            UserWarning,
+            stacklevel=2,
+        )
+        self.previous = (_AnomalyMode.enabled, _AnomalyMode.check_nan)
+        _AnomalyMode.enabled, _AnomalyMode.check_nan = True, self.check_nan
+
+    def __exit__(self, *exc) -> None:
+        _AnomalyMode.enabled, _AnomalyMode.check_nan = self.previous
+
+
+def torch_backward_name(name: str) -> str:
+    """PyTorch's name of an op's backward node: ``"max_pool2d"`` -> ``"MaxPool2DBackward0"``."""
+    if name.endswith("Backward"):  # a custom Function's, already its class name
+        return name
+    return "".join(part[:1].upper() + part[1:] for part in name.split("_")) + "Backward0"
+
+
+def _check_anomaly(ctx, results) -> None:
+    for i, grad in enumerate(results):
+        if grad is not None and hasattr(grad, "dtype") and grad.dtype.is_float and bool((grad != grad).any()):
+            raise RuntimeError(f"Function '{torch_backward_name(ctx.name)}' returned nan values in its {i}th output.")
 
 
 class Context:
@@ -480,6 +557,8 @@ def _apply_rule(ctx: Context, g, grads: dict, namespace, create_graph: bool = Fa
     if create_graph:
         output._ctx, output._requires_grad = ctx, True
     results = ctx.rule(G.GradContext(g, inputs, output, ctx.attrs, namespace, needs))
+    if _AnomalyMode.enabled and _AnomalyMode.check_nan:
+        _check_anomaly(ctx, results)
     if len(results) != len(ctx.parents):
         raise AssertionError(
             f"the gradient rule of {ctx.name!r} gave {len(results)} gradients for {len(needs)} operands"

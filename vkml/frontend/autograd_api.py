@@ -18,11 +18,15 @@ from ..ops import grads as G
 from . import autograd as engine
 from .autograd import (
     Context,
+    detect_anomaly,
     enable_grad,
     inference_mode,
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
     is_grad_enabled,
     is_inference_mode_enabled,
     no_grad,
+    set_detect_anomaly,
     set_grad_enabled,
 )
 from .creation import zeros_like
@@ -38,6 +42,13 @@ __all__ = [
     "is_inference_mode_enabled",
     "no_grad",
     "set_grad_enabled",
+    "Variable",
+    "gradcheck",
+    "gradgradcheck",
+    "detect_anomaly",
+    "set_detect_anomaly",
+    "is_anomaly_enabled",
+    "is_anomaly_check_nan_enabled",
 ]
 
 
@@ -319,3 +330,7 @@ def _expandable(shape: tuple, target: tuple) -> bool:
     if len(shape) > len(target):
         return False
     return all(s == t or s == 1 for s, t in zip(shape[::-1], target[::-1]))
+
+
+# gradcheck, gradgradcheck and the legacy Variable (vkml/frontend/gradcheck.py, which calls grad above)
+from .gradcheck import GradcheckError, Variable, gradcheck, gradgradcheck  # noqa: E402, F401

@@ -145,3 +145,16 @@ def test_aligned_windows_keep_their_vector_loads(cpu_tuning):
     assert _accesses(lazy, "vload") == {"in1": 4}
     (unaligned,) = lowered((x * 3.0)[1025:2049] + 1.0)
     assert _accesses(unaligned, "vload") == {} and _accesses(unaligned, "load") == {"in1": 4}
+
+
+@pytest.mark.parametrize("dtype", ["float16", "int64", "uint8"])
+def test_windows_of_other_widths_at_every_residue(dev, dtype):
+    """Binding alignments of 8, 2 and 16 elements: every residue modulo 16 and both ends read right,
+    within the bound of a float32 window (a zero offset is the third structure: int64's alignment
+    is below the vector width, so an aligned start can be a nonzero offset in its alias)."""
+    data = (np.arange(1000) % 251).astype(dtype)
+    x = vkml.tensor(data, device=dev)
+    before = counters["plans"]
+    for i in list(range(0, 40)) + [500, 934, 935, 936]:  # 936: the window ends at the end
+        np.testing.assert_array_equal((x[i : i + 64] + 1).numpy(), data[i : i + 64] + data.dtype.type(1))
+    assert counters["plans"] - before <= 3

@@ -79,13 +79,14 @@ def _window_of_buffer(base: Node, stack: ViewStack) -> Node | None:
     An alias keeps a window's kernels independent of the buffer it is cut from (its size, its
     int64 reach) and makes a contiguous window at an aligned start (``x[i:i + n]``, a row block)
     the alias itself: no copy, as PyTorch's slices share storage. An alias begins at a multiple
-    of the device's binding alignment ``a``; any other window gets an alias whose length depends
-    only on the span it reads (rounded up to ``a``, plus ``a``), placed below its first element,
-    so the kernels see one leaf size and an offset — a kernel parameter — in ``[1, 2a)``: a window
-    of one shape has these two structures at every offset (three where the offset's alignment to
-    the vector width can differ, ``View.grouped_values``; the buffer's start or an unaligned end
-    can add one more). Realized buffers never change (writes make new nodes, docs/mutation.md),
-    so an alias of one stays valid as long as it lives, and it keeps its parent alive.
+    of the device's binding alignment ``a``. Any other window gets an alias whose length depends
+    only on the span it reads and the buffer's length modulo ``a``, placed just below its first
+    element, so its kernels see one leaf size and an offset, which is a kernel parameter. A
+    window of one shape thus has two structures at every offset, the alias itself and the view
+    of one (three where the offset's alignment to the vector width can differ,
+    ``View.grouped_values``, and one more at the buffer's first element, where no alias starts
+    below). Realized buffers never change (writes make new nodes, docs/mutation.md), so an
+    alias of one stays valid as long as it lives, and it keeps its parent alive.
     """
     bottom = stack.views[0]
     extent = bottom.extent()
@@ -105,9 +106,10 @@ def _window_of_buffer(base: Node, stack: ViewStack) -> Node | None:
             window = Node("buffer", (), None, rebased.shape, base.dtype, device)
             window.buffer = buffer
             return window
-    span = -(-ext // align) * align + align
-    # The highest aligned start below lo (an offset of at least 1: a nonzero offset either way)
-    # whose alias fits the buffer; it covers [lo, hi] as span - ext >= align.
+    # As long as the span rounded up plus the alignment, and congruent to the buffer's length: the
+    # highest aligned start below lo (an offset of at least 1: nonzero either way) whose alias fits
+    # the buffer covers [lo, hi], also where the alias has to end at the buffer's end.
+    span = -(-ext // align) * align + align + numel % align
     start = (min(lo - 1, numel - span) // align) * align
     if start < 0 or start + span <= hi or span >= numel:
         return None  # at the buffer's start, or a window most of the buffer: the view of the buffer

@@ -3,7 +3,7 @@
 A view's offset and mask bounds are kernel parameters (vkml/graph/view.py ``structure``,
 vkml/kernels/lowering.py ``Lowering.view_values``), so ``x[i] = v``, ``x[:, j] = v``,
 ``cache[:, :, t] = k`` and ``(x * 2)[i:i + n]`` replay one plan over every position but a few
-(those whose residues modulo the vector width, or whose bounds at an edge, differ). The bits
+(an offset of zero, or aligned to the vector width where vector groups could pass). The bits
 are the old path's: with the views' parameter budget at 0 every view bakes its values as
 constants, as before, and the tests compare both, and numpy.
 """
@@ -242,12 +242,18 @@ def test_baked_views_do_not_replay_a_plan_with_other_values():
 
 def test_view_structure_keeps_what_lowering_decides():
     view = graph_view.View((8, 128), (128, 1), 5 * 128 + 3, ((0, 8), (2, 127)))
-    same = graph_view.View((8, 128), (128, 1), 9 * 128 + 7, ((0, 8), (6, 123)))
+    same = graph_view.View((8, 128), (128, 1), 9 * 128 + 6, ((0, 8), (7, 132)))  # other residues too
     assert view.structure() == same.structure()
-    assert view.value_count() == 3
-    aligned = graph_view.View((8, 128), (128, 1), 9 * 128 + 4, ((0, 8), (6, 123)))
-    assert aligned.structure() != view.structure()  # offset residue: whether vector groups pass
+    assert view.value_count() == 2  # the offset and the lower bound of the cut dim
+    assert graph_view.View((8, 128), (128, 1), 9 * 128 + 6, ((0, 8), (7, 131))).structure() != view.structure()
+    aligned = graph_view.View((8, 128), (128, 1), 9 * 128 + 4, ((0, 8), (4, 129)))
+    assert aligned.structure() != view.structure()  # an aligned offset lets vector groups pass
+    first = graph_view.View((8, 128), (128, 1), 0, ((0, 1), (0, 128)))
+    last = graph_view.View((8, 128), (128, 1), 0, ((7, 8), (0, 128)))
+    assert first.structure() == last.structure()  # a region at an edge: the code of any other row
     assert graph_view.View((8, 128), (128, 1), 0).structure() != graph_view.View((8, 128), (128, 1), 4).structure()
+    odd = [graph_view.View((8, 127), (127, 1), i).structure() for i in range(1, 9)]
+    assert len(set(odd)) == 1  # no vector group passes a view 127 wide: its offset decides nothing
     assert graph_view.WIDE_REACH == kernels_index.WIDE_INDEX_EXTENT
     far = graph_view.View((8,), (1,), 1 << 31)
     assert far.structure() != graph_view.View((8,), (1,), 4).structure()  # int64 indices

@@ -76,34 +76,49 @@ def view_node(node: Node, edit) -> Node:
 def _window_of_buffer(base: Node, stack: ViewStack) -> Node | None:
     """The view over a realized buffer, rebased on an alias of the part of the buffer it reads.
 
-    A window at a fresh offset (``x[i:i + n]``, a row block, a KV cache slot) would otherwise
-    carry its offset into the kernels' structure and compile anew at every offset. An alias
-    begins at the aligned position at or below the first element read (the device's binding
-    alignment), so what the kernels see is the offset modulo that alignment and the window's
-    span: a handful of structures for every offset. Realized buffers never change (writes make
-    new nodes, docs/mutation.md), so an alias of one stays valid as long as it lives, and it
-    keeps its parent alive. A contiguous window is the alias itself: no copy, as PyTorch's
-    slices share storage.
+    An alias keeps a window's kernels independent of the buffer it is cut from (its size, its
+    int64 reach) and makes a contiguous window at an aligned start (``x[i:i + n]``, a row block)
+    the alias itself: no copy, as PyTorch's slices share storage. An alias begins at a multiple
+    of the device's binding alignment ``a``. Any other window gets an alias whose length depends
+    only on the span it reads and the buffer's length modulo ``a``, placed just below its first
+    element, so its kernels see one leaf size and an offset, which is a kernel parameter. A
+    window of one shape thus has two structures at every offset, the alias itself and the view
+    of one (three where the offset's alignment to the vector width can differ,
+    ``View.grouped_values``, and one more at the buffer's first element, where no alias starts
+    below). Realized buffers never change (writes make new nodes, docs/mutation.md), so an
+    alias of one stays valid as long as it lives, and it keeps its parent alive.
     """
     bottom = stack.views[0]
     extent = bottom.extent()
     if extent is None:
         return None
+    lo, hi = extent
     device = base.device
     align = device.alias_alignment(base.dtype)
-    start = extent[0] - extent[0] % align
-    if start <= 0:
-        return None
-    span = extent[1] + 1 - start
-    rebased = ViewStack((replace(bottom, offset=bottom.offset - start), *stack.views[1:]))
-    whole = rebased.is_contiguous and math.prod(rebased.shape) == span
+    numel = base.numel
+    ext = hi + 1 - lo
+    if lo % align == 0:
+        rebased = ViewStack((replace(bottom, offset=bottom.offset - lo), *stack.views[1:]))
+        if rebased.is_contiguous and math.prod(rebased.shape) == ext:  # the window is the alias
+            buffer = device.alias(base.buffer, lo, ext) if ext < numel else None
+            if buffer is None:
+                return None
+            window = Node("buffer", (), None, rebased.shape, base.dtype, device)
+            window.buffer = buffer
+            return window
+    # As long as the span rounded up plus the alignment, and congruent to the buffer's length: the
+    # highest aligned start below lo (an offset of at least 1: nonzero either way) whose alias fits
+    # the buffer covers [lo, hi], also where the alias has to end at the buffer's end.
+    span = -(-ext // align) * align + align + numel % align
+    start = (min(lo - 1, numel - span) // align) * align
+    if start < 0 or start + span <= hi or span >= numel:
+        return None  # at the buffer's start, or a window most of the buffer: the view of the buffer
     buffer = device.alias(base.buffer, start, span)
     if buffer is None:
         return None
-    window = Node("buffer", (), None, rebased.shape if whole else (span,), base.dtype, device)
+    rebased = ViewStack((replace(bottom, offset=bottom.offset - start), *stack.views[1:]))
+    window = Node("buffer", (), None, (span,), base.dtype, device)
     window.buffer = buffer
-    if whole:
-        return window
     return Node("view", (window,), rebased, rebased.shape, base.dtype, device)
 
 

@@ -8,9 +8,10 @@ of the one below (``views[0]`` addresses the buffer itself). reshape, permute, e
 slice, flip and pad are all cheap edits of the top view, so they never copy data.
 
 A view's offset and mask bounds are values, not structure: ``ViewStack.structure`` is what a
-kernel's code depends on (shapes, strides, which offsets and bounds are nonzero or cut, their
-residues modulo the vector width), and kernels take the values as parameters
-(vkml/kernels/lowering.py), so a slice or a write at a fresh position compiles nothing new.
+kernel's code depends on (shapes, strides, whether the offset is nonzero, which dims the mask
+cuts, whether the values are aligned to the vector width where vector groups could use it), and
+kernels take the values as parameters (vkml/kernels/lowering.py), so a slice or a write at a
+fresh position compiles nothing new.
 """
 
 from __future__ import annotations
@@ -68,31 +69,52 @@ class View:
             hi += max(first * stride, (stop - 1) * stride)
         return lo, hi
 
+    def grouped_values(self) -> tuple[bool, bool]:
+        """Whether the offset, and the innermost mask's bounds, travel in units of ``VECTOR_WIDTH``
+        (a kernel parameter holds ``value // VECTOR_WIDTH``; of a mask, its lower bound alone).
+
+        A value does where aligned groups of positions could pass this view (``lowering.group_modes``:
+        innermost size a multiple of the width; for the offset also innermost stride 1 and outer
+        strides multiples of the width) and the value is a multiple of the width: then the groups do
+        pass (as far as this value decides), and the grouped code reads the parameter as is. Any
+        other value travels whole and decides nothing, so it is not structure at all.
+        """
+        width = VECTOR_WIDTH
+        if not self.shape or self.shape[-1] % width:
+            return (False, False)
+        offset = (
+            self.offset % width == 0
+            and self.strides[-1] == 1
+            and all(st % width == 0 for st, s in zip(self.strides[:-1], self.shape[:-1]) if s != 1)
+        )
+        if not self.mask:
+            return (offset, False)
+        lo, hi = self.mask[-1]
+        return (offset, lo % width == 0 and hi % width == 0)
+
     def structure(self) -> tuple:
         """What lowering decides from this view, without the values of its offset and mask bounds.
 
-        Kept: shape and strides; whether the offset is nonzero and whether each mask bound cuts
-        (a bound at 0 or at the size emits no test); the offset and the innermost bounds modulo
-        ``VECTOR_WIDTH`` (whether aligned groups pass, ``lowering.group_modes``); whether the view
-        reaches ``WIDE_REACH`` (int64 indices). The values travel as kernel parameters.
+        Kept: shape and strides; whether the offset is nonzero; for each dim the mask cuts, the
+        length it keeps (its lower bound is the value; a dim cut at its start and one cut at its
+        end share the code, lowering.py ``_view_level``); ``grouped_values`` (whether aligned groups pass, ``lowering.group_modes``); whether
+        the view reaches ``WIDE_REACH`` (int64 indices). The values travel as kernel parameters, so
+        a view at any offset has at most two structures: aligned to the vector width or not (one
+        where no vector group can pass it).
         """
         if not self.offset and self.mask is None:  # the common view: nothing left out (its reach is its strides')
             return (self.shape, self.strides)
-        width = VECTOR_WIDTH
-        offset = None if self.offset == 0 else self.offset % width
-        mask = self.mask
-        if mask:
-            *outer, (lo, hi) = mask
-            cuts = [(a > 0, b < s) for (a, b), s in zip(outer, self.shape)]
-            mask = (*cuts, (lo > 0, hi < self.shape[-1], lo % width, hi % width))
+        mask = None
+        if self.mask:
+            mask = tuple(max(0, b - a) if a > 0 or b < s else None for (a, b), s in zip(self.mask, self.shape))
         reach = abs(self.offset) + sum((s - 1) * abs(st) for s, st in zip(self.shape, self.strides) if s) + 1
-        return (self.shape, self.strides, offset, mask, reach >= WIDE_REACH)
+        return (self.shape, self.strides, self.offset != 0, mask, self.grouped_values(), reach >= WIDE_REACH)
 
     def value_count(self) -> int:
-        """The parameters ``structure`` leaves out: a nonzero offset, and each mask bound that cuts."""
+        """The parameters ``structure`` leaves out: a nonzero offset, and the lower bound of each dim its mask cuts."""
         count = 1 if self.offset else 0
         for (lo, hi), s in zip(self.mask or (), self.shape):
-            count += (lo > 0) + (hi < s)
+            count += lo > 0 or hi < s
         return count
 
     def permute(self, order: tuple[int, ...]) -> View:

@@ -200,15 +200,18 @@ def _view_level(view: View, multi: tuple, valid: Value | None, values=None) -> t
     """Linear index below ``view`` of its position ``multi``, and validity (``view.mask``).
 
     ``values(field)``, where given, is the offset (field -1) or mask bound (2 * dim, + 1 for the
-    upper) as a kernel value; else they are constants. Which of them appear depends only on
-    ``View.structure`` (a zero offset or a bound that cuts nothing emits nothing).
+    upper; only lower bounds are asked for) as a kernel value; else they are constants. Which of
+    them appear depends only on ``View.structure``: a zero offset emits nothing, nor does a dim the
+    mask does not cut; a dim it cuts tests ``lo <= i < lo + (hi - lo)`` with ``lo`` a value and the
+    length a constant (a bound at 0 or at the size holds everywhere), so that a region at the first
+    or the last row has the code of any other row, and takes one parameter.
     """
     if view.mask:
         for d, (i, (lo, hi), s) in enumerate(zip(multi, view.mask, view.shape)):
-            if lo > 0:
-                valid = _and(valid, i >= (values(2 * d) if values else _u32(lo)))
-            if hi < s:
-                valid = _and(valid, i < (values(2 * d + 1) if values else _u32(hi)))
+            if lo > 0 or hi < s:
+                start = values(2 * d) if values else _u32(lo)
+                valid = _and(valid, i >= start)
+                valid = _and(valid, i < start + _u32(max(0, hi - lo)))
     lin = (values(-1) if values else _u32(view.offset)) if view.offset else None
     for i, st in zip(multi, view.strides):
         if st:
@@ -353,11 +356,12 @@ class Lowering:
         """``values(level, scale, width)`` for ``_view_index``: view ``node``'s offsets and mask bounds as
         parameters; None where the scheduler baked them (its ``baked`` set holds the node: constants then).
 
-        One parameter per value, whatever the grouping: the offset and the innermost bounds travel
-        as ``value // VECTOR_WIDTH`` (their residues are structure), which a level in aligned groups
+        One parameter per value, whatever the grouping: the offset and the innermost bounds that
+        ``View.grouped_values`` marks (multiples of the width where aligned groups could pass: that
+        is structure) travel as ``value // VECTOR_WIDTH``, which a level in aligned groups
         (``_in_groups`` divides them by the width) reads as is and any other rebuilds as
-        ``p * VECTOR_WIDTH + residue`` — in the index type, whose wrapping keeps negative offsets
-        right. Other bounds travel as they are.
+        ``p * VECTOR_WIDTH`` — in the index type, whose wrapping keeps negative offsets right.
+        Every other value travels as it is, whatever its residue: one kernel for every position.
         """
         if id(node) in self.baked:
             return None
@@ -366,20 +370,18 @@ class Lowering:
         def at_level(level: int, scale: int, width: int):
             view = views[level]
             last = 2 * (len(view.shape) - 1)
+            grouped = view.grouped_values()
 
             def value(field: int) -> Value:
-                divisor = VECTOR_WIDTH if field == -1 or field >= last else 1
+                marked = grouped[0] if field == -1 else field >= last and grouped[1]
+                divisor = VECTOR_WIDTH if marked else 1
                 param = self._view_param(node, level, field, divisor)
-                if divisor == 1:
-                    return param
-                raw = view.offset if field == -1 else view.mask[field // 2][field % 2]
-                divided = scale if field == -1 else width
+                divided = scale if field == -1 else (width if field >= last else 1)
+                # A level in aligned groups divides only values group_modes found aligned: marked ones.
                 assert divided in (1, divisor), "aligned groups are VECTOR_WIDTH wide"
-                if divided == divisor:  # divided by _in_groups: exact (group_modes)
+                if divided == divisor:  # divided by _in_groups (exact), or by neither
                     return param
-                rest = raw % divisor
-                scaled = param * _u32(divisor)
-                return scaled + _u32(rest) if rest else scaled
+                return param * _u32(divisor)
 
             return value
 

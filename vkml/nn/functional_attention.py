@@ -1,7 +1,9 @@
 """``scaled_dot_product_attention`` with ``torch.nn.functional``'s name, arguments and masking rules.
 
-Today a composite: ``softmax(q @ kᵀ · scale + mask) @ v`` with the score matrix materialised
-between two matmuls (a fused kernel that keeps scores on chip is issue 18's goal, not done).
+One fused kernel (vkml/kernels/attention.py) computes the forward pass: the (L, S) scores never
+reach memory. It saves each row's log-sum-exp, from which the backward pass recomputes the
+softmax weights (as composite ops, deterministic). Dropout, float64 and a mask that requires grad
+take the composite path (``softmax(q @ kᵀ · scale + mask) @ v``).
 
 >>> import vkml
 >>> q = vkml.ones(1, 2, 4)
@@ -12,13 +14,21 @@ between two matmuls (a fused kernel that keeps scores on chip is issue 18's goal
 from __future__ import annotations
 
 import math
+import weakref
 
 import numpy as np
 
+from ..dsl.kernel import KernelCall, KernelOutput
 from ..frontend import creation
 from ..frontend import operators as functions
 from ..frontend import random as vkrandom
+from ..frontend.autograd_api import Function
+from ..frontend.operators import _wrap
+from ..graph.node import Node
 from ..ir import types as T
+from ..kernels import attention as fused
+from ..kernels.index import WIDE_INDEX_EXTENT
+from ..kernels.tuning import tuning_for
 
 
 def _check_inputs(query, key, value, attn_mask, dropout_p: float, is_causal: bool, enable_gqa: bool) -> None:
@@ -118,21 +128,37 @@ def scaled_dot_product_attention(
     whatever the module's training mode, as PyTorch. A row whose every score is -inf (all
     masked) gives zeros, as PyTorch's math path (its ``_safe_softmax``), not NaN.
 
-    Today a composite: the (L, S) scores are written to memory between the two matmuls.
+    One fused kernel computes the forward pass without writing the (L, S) scores to memory (a
+    flash-attention scheme: each workgroup walks the keys in blocks with a running max and sum).
+    The backward pass recomputes the weights from the saved log-sum-exp with composite ops.
+    ``dropout_p`` > 0, float64 inputs, a float mask that requires grad, head sizes whose tiles
+    exceed the device's shared memory, and tensors of 2^31 elements or more take the composite
+    path (scores in memory).
 
-    Precision: two matmuls (each within matmul's bound, docs/ops/matmul.md), one rounding of the
-    product by ``scale``, vkml's softmax (docs/ops/softmax.md); PyTorch scales q and k by
-    sqrt(scale) each and may use a fused CPU kernel, so last bits differ.
+    Precision: the fused kernel computes in float32 whatever the input dtype (float16 and
+    bfloat16 are rounded once, at the output): scores as ascending-order dot products times
+    ``scale``, exp and log within 1 ulp, the online softmax's rescalings, and one division per
+    output. The order differs from the composite's, so the bits differ from it and from
+    PyTorch; tests/test_attention_fused.py checks against PyTorch's math path within
+    atol = rtol = 2e-6 (float32 inputs) and 1e-3 (float16, one rounding of the result). The
+    bits are the same on every device and every run.
 
     >>> q = vkml.ones(2, 3)
     >>> scaled_dot_product_attention(q, q, q, is_causal=True).shape  # doctest: +SKIP
     (2, 3)
     """
     _check_inputs(query, key, value, attn_mask, dropout_p, is_causal, enable_gqa)
+    scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
+    if _fuses(query, key, value, attn_mask, dropout_p, enable_gqa):
+        return _FusedAttention.apply(query, key, value, attn_mask, scale_factor, is_causal, enable_gqa)
+    return _composite(query, key, value, attn_mask, dropout_p, is_causal, scale_factor, enable_gqa)
+
+
+def _composite(query, key, value, attn_mask, dropout_p: float, is_causal: bool, scale_factor: float, enable_gqa: bool):
+    """The composite path: the (L, S) scores and weights are written to memory between two matmuls."""
     if enable_gqa:
         key = _repeat_heads(key, query.shape[-3])
         value = _repeat_heads(value, query.shape[-3])
-    scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
     scores = functions.matmul(query, functions.transpose(key, -2, -1)) * scale_factor
     if is_causal:
         attn_mask = causal_mask(query.shape[-2], key.shape[-2], query.device)
@@ -151,3 +177,154 @@ def scaled_dot_product_attention(
         keep = vkrandom.keep_mask(weights.shape, dropout_p, weights.device)
         weights = functions.where(keep, weights * (1.0 / (1.0 - dropout_p)), 0.0)
     return functions.matmul(weights, value)
+
+
+def _fuses(query, key, value, attn_mask, dropout_p: float, enable_gqa: bool) -> bool:
+    """Whether the fused kernel computes this call (else the composite does; the docstring says when)."""
+    if dropout_p > 0.0 or query.dtype not in (T.float32, T.float16, T.bfloat16):
+        return False
+    if attn_mask is not None and attn_mask.requires_grad:
+        return False
+    sizes = (query.shape[-2], key.shape[-2], query.shape[-1], value.shape[-1])
+    if 0 in sizes or 0 in query.shape or 0 in key.shape or 0 in value.shape:
+        return False
+    features = getattr(query.device, "features", None)
+    if features is not None and fused.shared_bytes(sizes[2], sizes[3]) > features.max_compute_shared_memory_size:
+        return False
+    batch = _batch_shape(query, key, value, enable_gqa)
+    biggest = max(query.numel(), key.numel(), value.numel(), math.prod(batch) * sizes[0] * max(sizes[1], sizes[3]))
+    return biggest < WIDE_INDEX_EXTENT
+
+
+def _batch_shape(query, key, value, enable_gqa: bool) -> tuple:
+    def batch_of(t) -> tuple:
+        return t.shape[:-3] + (query.shape[-3],) if enable_gqa else t.shape[:-2]
+
+    return tuple(np.broadcast_shapes(query.shape[:-2], batch_of(key), batch_of(value)))
+
+
+def _operand(shape: tuple, batch: tuple, gqa: bool = False) -> fused.Operand:
+    """How a contiguous tensor of ``shape`` (batch dims, then two) is read over ``batch``: per batch dim
+    its stride (0 where it broadcasts) and, with ``gqa``, the heads dim (the last) divided by the groups."""
+    lead = (1,) * (len(batch) - (len(shape) - 2)) + tuple(shape[:-2])
+    strides, step = [], shape[-1] * shape[-2]
+    for size in reversed(lead):
+        strides.append(step if size > 1 else 0)
+        step *= size
+    divisors = [1] * len(batch)
+    if gqa and lead[-1] > 1:
+        divisors[-1] = batch[-1] // lead[-1]
+    return fused.Operand(tuple(reversed(strides)), tuple(divisors))
+
+
+def _mask_strides(shape: tuple, rank: int) -> tuple:
+    padded = (1,) * (rank - len(shape)) + tuple(shape)
+    strides, step = [], 1
+    for size in reversed(padded):
+        strides.append(step if size > 1 else 0)
+        step *= size
+    return tuple(reversed(strides))
+
+
+def _fused_forward(query, key, value, attn_mask, scale: float, is_causal: bool, enable_gqa: bool):
+    """The fused kernel's output (..., L, Ev) and each row's log-sum-exp (..., L, float32), as lazy tensors."""
+    batch = _batch_shape(query, key, value, enable_gqa)
+    L, S, E, Ev = query.shape[-2], key.shape[-2], query.shape[-1], value.shape[-1]
+    mask_kind, mask_dtype, mask_strides = "none", None, ()
+    if attn_mask is not None:
+        mask_kind = "bool" if attn_mask.dtype is T.bool_ else "float"
+        mask_dtype, mask_strides = attn_mask.dtype, _mask_strides(attn_mask.shape, len(batch) + 2)
+    shape = fused.AttentionShape(
+        dtype=query.dtype,
+        batch=batch,
+        query_len=L,
+        key_len=S,
+        head_dim=E,
+        value_dim=Ev,
+        query=_operand(query.shape, batch),
+        key=_operand(key.shape, batch, enable_gqa),
+        value=_operand(value.shape, batch, enable_gqa),
+        causal=bool(is_causal),
+        mask=mask_kind,
+        mask_dtype=mask_dtype,
+        mask_strides=mask_strides,
+        subgroup=min(tuning_for(query.device).subgroup, fused.LANES),
+    )
+    kernel = fused.cached_forward_kernel(shape)
+    tensors = [query, key, value] + ([attn_mask] if attn_mask is not None else [])
+    names = ["q", "k", "v"] + (["mask"] if attn_mask is not None else [])
+    out_specs = [((*batch, L, Ev), query.dtype), ((*batch, L), T.float32)]
+    call = KernelCall(kernel, shape.grid, [*names, "scale"], ["out", "lse"], out_specs, {"scale": scale})
+    srcs = tuple(t.node for t in tensors)
+    outs = [
+        Node("kernel", srcs, KernelOutput(call, i), spec_shape, dtype, query.device)
+        for i, (spec_shape, dtype) in enumerate(out_specs)
+    ]
+    call.out_nodes = [weakref.ref(n) for n in outs]
+    return _wrap(outs[0]), _wrap(outs[1])
+
+
+def _sum_to(grad, shape: tuple):
+    """``grad`` summed over the dims it broadcast ``shape`` along (PyTorch's sum_to_size)."""
+    extra = grad.ndim - len(shape)
+    if extra:
+        grad = functions.sum(grad, tuple(range(extra)))
+    dims = tuple(d for d, (g, s) in enumerate(zip(grad.shape, shape)) if s == 1 and g != 1)
+    if dims:
+        grad = functions.sum(grad, dims, keepdim=True)
+    return grad
+
+
+def _sum_heads(grad, heads: int):
+    """A gradient over repeated heads (dim -3 of ``heads * groups``) summed back per head."""
+    groups = grad.shape[-3] // heads
+    if groups == 1:
+        return grad
+    lead, s, e = grad.shape[:-3], grad.shape[-2], grad.shape[-1]
+    return functions.sum(functions.reshape(grad, *lead, heads, groups, s, e), -3)
+
+
+class _FusedAttention(Function):
+    """The fused forward kernel; the backward recomputes the weights from the saved log-sum-exp.
+
+    With P = exp(S - lse) (zeros in a row with no unmasked key), D = rowsum(dO · O):
+    dV = Pᵀ dO, dS = P · (dO Vᵀ - D), dQ = dS K · scale, dK = dSᵀ Q · scale, in float32, each
+    summed over the batch dims (and GQA head groups) its input broadcast along.
+    """
+
+    @staticmethod
+    def forward(ctx, query, key, value, attn_mask, scale, is_causal, enable_gqa):
+        out, lse = _fused_forward(query, key, value, attn_mask, scale, is_causal, enable_gqa)
+        ctx.save_for_backward(query, key, value, attn_mask, out, lse)
+        ctx.options = (scale, is_causal, enable_gqa)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        query, key, value, attn_mask, out, lse = ctx.saved_tensors
+        scale, is_causal, enable_gqa = ctx.options
+        dtype = query.dtype
+        q, k, v, o, g = (functions.cast(t, T.float32) for t in (query, key, value, out, grad))
+        if enable_gqa:
+            k, v = _repeat_heads(k, q.shape[-3]), _repeat_heads(v, q.shape[-3])
+        scores = functions.matmul(q, functions.transpose(k, -2, -1)) * scale
+        if is_causal:
+            attn_mask = causal_mask(q.shape[-2], k.shape[-2], q.device)
+        if attn_mask is not None and attn_mask.dtype is T.bool_:
+            scores = functions.where(attn_mask, scores, float("-inf"))
+        elif attn_mask is not None:  # rounded to the query's dtype first, as the forward kernel
+            scores = scores + functions.cast(functions.cast(attn_mask, dtype), T.float32)
+        lse = functions.unsqueeze(lse, -1)
+        weights = functions.where(lse == float("-inf"), 0.0, (scores - lse).exp())
+        d_value = functions.matmul(functions.transpose(weights, -2, -1), g)
+        d_weights = functions.matmul(g, functions.transpose(v, -2, -1))
+        rows = functions.sum(g * o, -1, keepdim=True)
+        d_scores = weights * (d_weights - rows)
+        d_query = functions.matmul(d_scores, k) * scale
+        d_key = functions.matmul(functions.transpose(d_scores, -2, -1), q) * scale
+        if enable_gqa:
+            d_key, d_value = _sum_heads(d_key, key.shape[-3]), _sum_heads(d_value, value.shape[-3])
+        grads = [
+            functions.cast(_sum_to(d, t.shape), dtype) for d, t in ((d_query, query), (d_key, key), (d_value, value))
+        ]
+        return (*grads, None, None, None, None)

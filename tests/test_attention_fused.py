@@ -1,0 +1,169 @@
+"""The fused scaled_dot_product_attention kernel: one dispatch, PyTorch's results within the stated bound, same bits everywhere.
+
+The shapes span several key blocks and row blocks of the kernel (vkml/kernels/attention.py: 8 rows,
+16 keys a block) and a value width past one lane's 16 columns, so the online softmax's rescaling,
+the padding rows and keys, and the second accumulator are all exercised.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from optest import assert_same_bits
+
+import vkml
+import vkml.nn as nn
+import vkml.nn.functional as VF
+from vkml.kernels import attention as fused
+
+CPU = vkml.device("cpu")
+TF = torch.nn.functional
+# Measured against PyTorch in float64: float32 within 6e-7 on unit-scale
+# data, float16 within one float16 rounding of the result; docs/ops/scaled_dot_product_attention.md.
+TOLERANCE = {"float32": 2e-6, "float16": 1e-3}
+
+
+def _case(name: str, dtype: str = "float32"):
+    """(q, k, v, keyword arguments) as numpy arrays for case ``name``."""
+    g = np.random.default_rng(11)
+    heads = 4 if name == "gqa" else 2
+    kv_heads = 2 if name == "gqa" else heads
+    L, S = (21, 35) if name != "causal_tall" else (37, 20)
+    q = g.standard_normal((2, heads, L, 8)).astype(dtype)
+    k = g.standard_normal((2, kv_heads, S, 8)).astype(dtype)
+    v = g.standard_normal((2, kv_heads, S, 19)).astype(dtype)
+    kwargs = {}
+    if name in ("causal", "causal_tall"):
+        kwargs["is_causal"] = True
+    if name == "gqa":
+        kwargs["enable_gqa"] = True
+    if name == "bool_mask":
+        mask = g.random((2, 1, L, S)) < 0.6
+        mask[0, 0, 3] = False  # a row with no key: zeros, as PyTorch's math path
+        kwargs["attn_mask"] = mask
+    if name == "float_mask":
+        mask = np.where(g.random((L, S)) < 0.3, -np.inf, g.standard_normal((L, S))).astype(dtype)
+        mask[5] = -np.inf
+        kwargs["attn_mask"] = mask
+        kwargs["scale"] = 0.7
+    return q, k, v, kwargs
+
+
+CASES = ["plain", "causal", "causal_tall", "gqa", "bool_mask", "float_mask"]
+
+
+def _vkml(arrays, kwargs, device, requires_grad=False):
+    tensors = [vkml.tensor(a, device=device, requires_grad=requires_grad) for a in arrays]
+    vk_kwargs = {k: vkml.tensor(v, device=device) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
+    return tensors, VF.scaled_dot_product_attention(*tensors, **vk_kwargs)
+
+
+def _torch(arrays, kwargs, requires_grad=False):
+    tensors = [torch.from_numpy(a.astype(np.float64)).requires_grad_(requires_grad) for a in arrays]
+    pt_kwargs = {
+        k: torch.from_numpy(v.astype(np.float64) if v.dtype != bool else v) if isinstance(v, np.ndarray) else v
+        for k, v in kwargs.items()
+    }
+    return tensors, TF.scaled_dot_product_attention(*tensors, **pt_kwargs)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("name", CASES)
+def test_fused_matches_torch(name, dtype):
+    q, k, v, kwargs = _case(name, dtype)
+    _, out = _vkml((q, k, v), kwargs, CPU)
+    _, ref = _torch((q, k, v), kwargs)
+    tol = TOLERANCE[dtype]
+    got = out.numpy()
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(got.astype(np.float64), ref.numpy(), rtol=tol, atol=tol, err_msg=name)
+    if name == "bool_mask":
+        assert not got[0, :, 3].any()
+    if name == "float_mask":
+        assert not got[:, :, 5].any()
+
+
+@pytest.mark.parametrize("name", ["causal_tall", "gqa", "bool_mask", "float_mask"])
+def test_fused_gradients_match_torch(name):
+    q, k, v, kwargs = _case(name)
+    vk_in, out = _vkml((q, k, v), kwargs, CPU, requires_grad=True)
+    pt_in, ref = _torch((q, k, v), kwargs, requires_grad=True)
+    upstream = np.random.default_rng(2).standard_normal(ref.shape).astype(np.float32)
+    out.backward(vkml.tensor(upstream))
+    ref.backward(torch.from_numpy(upstream.astype(np.float64)))
+    for what, a, b in zip("qkv", vk_in, pt_in, strict=True):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-5, err_msg=f"{name}: d{what}")
+
+
+@pytest.mark.parametrize("device_kind", ["cpu", "gpu"])
+def test_forward_is_one_fused_kernel(device_kind, gpu):
+    """The forward of realized inputs is one dispatch of the attention kernel, with no buffer for the scores."""
+    device = CPU if device_kind == "cpu" else gpu
+    q, k, v, kwargs = _case("bool_mask")
+    tensors = [vkml.tensor(a, device=device).realize() for a in (q, k, v)]
+    mask = vkml.tensor(kwargs["attn_mask"], device=device).realize()
+    out = VF.scaled_dot_product_attention(*tensors, attn_mask=mask)
+    vkml.debug.reset_counters()
+    seen = []
+    vkml.debug.kernel_listeners.append(seen.append)
+    try:
+        out.realize()
+    finally:
+        vkml.debug.kernel_listeners.remove(seen.append)
+    assert vkml.debug.counters()["dispatches"] == 1
+    assert vkml.debug.counters()["submissions"] == 1
+    (kernel,) = seen
+    assert kernel.name.startswith("attention_")
+    assert sorted(b.name for b in kernel.buffers) == ["k", "lse", "mask", "out", "q", "v"]
+
+
+@pytest.mark.parametrize(("name", "dtype"), [("gqa", "float16"), ("bool_mask", "float32"), ("float_mask", "float32")])
+def test_fused_vulkan_equals_cpu(name, dtype, gpu):
+    q, k, v, kwargs = _case(name, dtype)
+    kwargs.setdefault("is_causal", name == "gqa")
+    _, cpu = _vkml((q, k, v), kwargs, CPU)
+    _, on_gpu = _vkml((q, k, v), kwargs, gpu)
+    assert_same_bits(on_gpu.numpy(), cpu.numpy(), f"{name} {dtype} on {gpu.name}")
+
+
+def test_fused_results_are_deterministic():
+    q, k, v, kwargs = _case("causal")
+    first = _vkml((q, k, v), kwargs, CPU, requires_grad=True)
+    second = _vkml((q, k, v), kwargs, CPU, requires_grad=True)
+    for _, out in (first, second):
+        out.sum().backward()
+    assert_same_bits(first[1].numpy(), second[1].numpy(), "forward")
+    for a, b in zip(first[0], second[0], strict=True):
+        assert_same_bits(a.grad.numpy(), b.grad.numpy(), "gradient")
+
+
+def test_multihead_attention_without_weights_uses_the_fused_kernel():
+    """nn.MultiheadAttention with need_weights=False goes through the fused kernel, as PyTorch's fast path."""
+    vkml.manual_seed(0)
+    mha = nn.MultiheadAttention(8, 2)
+    x = vkml.randn(5, 3, 8)
+    seen = []
+    vkml.debug.kernel_listeners.append(seen.append)
+    try:
+        mha(x, x, x, need_weights=False)[0].realize()
+    finally:
+        vkml.debug.kernel_listeners.remove(seen.append)
+    assert sum(kernel.name.startswith("attention_") for kernel in seen) == 1
+
+
+def test_shared_memory_of_the_kernel_matches_its_shape():
+    """``shared_bytes`` (what the front end checks against the device) is what the kernel declares."""
+    shape = fused.AttentionShape(
+        dtype=vkml.float32,
+        batch=(2,),
+        query_len=3,
+        key_len=5,
+        head_dim=24,
+        value_dim=40,
+        query=fused.Operand((72,), (1,)),
+        key=fused.Operand((120,), (1,)),
+        value=fused.Operand((200,), (1,)),
+    )
+    kernel = fused.forward_kernel(shape)
+    assert sum(4 * s.size for s in kernel.shared) == fused.shared_bytes(24, 40) == shape.shared_bytes

@@ -139,7 +139,7 @@ def scaled_dot_product_attention(
     bfloat16 are rounded once, at the output): scores as ascending-order dot products times
     ``scale``, exp and log within 1 ulp, the online softmax's rescalings, and one division per
     output. The order differs from the composite's, so the bits differ from it and from
-    PyTorch; tests/test_attention_fused.py checks against PyTorch's math path within
+    PyTorch; tests/test_attention_fused.py checks against PyTorch in float64 within
     atol = rtol = 2e-6 (float32 inputs) and 1e-3 (float16, one rounding of the result). The
     bits are the same on every device and every run.
 

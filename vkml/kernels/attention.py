@@ -161,6 +161,39 @@ def _batch_offsets(batch_index: Value, shape: AttentionShape, operands: list[Ope
     return offsets
 
 
+def stage(tile, src, dtype: T.DType, src_base: Value, first: Value, limit: int, width: int, pitch: int, rows: int):
+    """tile[i * pitch + j] = src[src_base + (first + i) * width + j] in float32 for i < rows, j < width;
+    0 for rows at or past ``limit`` (the workgroup's invocations take the elements in turn)."""
+    with B.range_(B.convert(B.local_id(0), T.uint32), _u32(rows * width), _u32(THREADS)) as t:
+        i = t / _u32(width)
+        j = t - i * _u32(width)
+        at = first + i
+        inside = at < _u32(limit)
+        loaded = load_value(src[src_base + B.select(inside, at, _u32(0)) * _u32(width) + j], dtype)
+        tile[i * _u32(pitch) + j] = B.select(inside, loaded, _f32(0.0))
+
+
+def masked_score(shape: AttentionShape, dot: Value, scale: Value, row: Value, col: Value, mask, mask_base) -> Value:
+    """The score of query ``row`` and key ``col`` from their dot product: times ``scale``, plus a float
+    mask; -inf where the key is masked (bool mask, causal, ``col`` past S) or ``row`` is past L."""
+    L, S = shape.query_len, shape.key_len
+    s = dot * scale
+    valid = (col < _u32(S)) & (row < _u32(L))
+    if shape.causal:
+        valid = valid & (col <= row)
+    if mask is not None:
+        ms = shape.mask_strides
+        at = mask_base + B.select(valid, row, _u32(0)) * _u32(ms[-2]) + B.select(valid, col, _u32(0)) * _u32(ms[-1])
+        if shape.mask == "bool":
+            valid = valid & mask[at]
+        else:
+            bias = load_value(mask[at], shape.mask_dtype)
+            if shape.dtype.nbytes < shape.mask_dtype.nbytes:
+                bias = narrow(bias, shape.dtype)
+            s = s + bias
+    return B.select(valid, s, _f32(NEG_INF))
+
+
 def forward_kernel(shape: AttentionShape) -> Kernel:
     """The fused forward kernel for ``shape``: buffers q, k, v (, mask), out, lse; parameter ``scale``."""
     dt = shape.dtype
@@ -195,18 +228,7 @@ def forward_kernel(shape: AttentionShape) -> Kernel:
             offsets = _batch_offsets(b, shape, operands)
             q_base, k_base, v_base = offsets[:3]
 
-            def stage(tile, src, src_base, first, limit, width, pitch, rows):
-                """tile[i * pitch + j] = src row ``first + i`` element j (0 past ``limit``), i < rows, j < width."""
-                with B.range_(lid, _u32(rows * width), _u32(THREADS)) as t:
-                    i = t / _u32(width)
-                    j = t - i * _u32(width)
-                    at = first + i
-                    inside = at < _u32(limit)
-                    loaded = load_value(src[src_base + B.select(inside, at, _u32(0)) * _u32(width) + j], dt)
-                    tile[i * _u32(pitch) + j] = B.select(inside, loaded, _f32(0.0))
-
-            stage(q_tile, q, q_base, row0, L, E, E, ROWS)
-            row_in = B.select(row < _u32(L), row, _u32(L - 1))  # a padding row reads row L - 1's mask
+            stage(q_tile, q, dt, q_base, row0, L, E, E, ROWS)
             blocks = -(-S // LANES)
             end = _u32(blocks)
             if shape.causal:  # blocks past the workgroup's last row hold no unmasked key
@@ -216,29 +238,13 @@ def forward_kernel(shape: AttentionShape) -> Kernel:
             def block(kb_i, m, l, *acc):
                 key0 = kb_i * _u32(LANES)
                 B.barrier()  # the previous block's tiles (and the query tile's stores) are done with
-                stage(k_tile, k, k_base, key0, S, E, E + 1, LANES)
-                stage(v_tile, v, v_base, key0, S, Ev, Ev, LANES)
+                stage(k_tile, k, dt, k_base, key0, S, E, E + 1, LANES)
+                stage(v_tile, v, dt, v_base, key0, S, Ev, Ev, LANES)
                 B.barrier()
                 (dot,) = B.loop(
                     0, E, 1, (_f32(-0.0),), lambda e, s: s + q_tile[r * _u32(E) + e] * k_tile[c * _u32(E + 1) + e]
                 )
-                s = dot * scale
-                col = key0 + c
-                valid = col < _u32(S)
-                if shape.causal:
-                    valid = valid & (col <= row)
-                if mask is not None:
-                    col_in = B.select(valid, col, _u32(0))
-                    ms = shape.mask_strides
-                    at = offsets[3] + row_in * _u32(ms[-2]) + col_in * _u32(ms[-1])
-                    if shape.mask == "bool":
-                        valid = valid & mask[at]
-                    else:
-                        bias = load_value(mask[at], shape.mask_dtype)
-                        if dt.nbytes < shape.mask_dtype.nbytes:
-                            bias = narrow(bias, dt)
-                        s = s + bias
-                s = B.select(valid, s, _f32(NEG_INF))
+                s = masked_score(shape, dot, scale, row, key0 + c, mask, offsets[3] if mask is not None else None)
                 m_new = _max(m, _row_combine(s, _max, c, base, max_tree, shape.subgroup))
                 dead = B.eq(m_new, _f32(NEG_INF))  # no unmasked key so far: keep zeros
                 p = B.select(dead, _f32(0.0), M.exp(s - m_new))

@@ -27,8 +27,10 @@ from ..frontend.operators import _wrap
 from ..graph.node import Node
 from ..ir import types as T
 from ..kernels import attention as fused
+from ..kernels import attention_backward as fused_backward
 from ..kernels.index import WIDE_INDEX_EXTENT
 from ..kernels.tuning import tuning_for
+from ..runtime.base import Dispatch
 
 
 def _check_inputs(query, key, value, attn_mask, dropout_p: float, is_causal: bool, enable_gqa: bool) -> None:
@@ -226,21 +228,20 @@ def _mask_strides(shape: tuple, rank: int) -> tuple:
     return tuple(reversed(strides))
 
 
-def _fused_forward(query, key, value, attn_mask, scale: float, is_causal: bool, enable_gqa: bool):
-    """The fused kernel's output (..., L, Ev) and each row's log-sum-exp (..., L, float32), as lazy tensors."""
+def _attention_shape(query, key, value, attn_mask, is_causal: bool, enable_gqa: bool) -> fused.AttentionShape:
+    """What the fused kernels' code depends on, for these operands."""
     batch = _batch_shape(query, key, value, enable_gqa)
-    L, S, E, Ev = query.shape[-2], key.shape[-2], query.shape[-1], value.shape[-1]
     mask_kind, mask_dtype, mask_strides = "none", None, ()
     if attn_mask is not None:
         mask_kind = "bool" if attn_mask.dtype is T.bool_ else "float"
         mask_dtype, mask_strides = attn_mask.dtype, _mask_strides(attn_mask.shape, len(batch) + 2)
-    shape = fused.AttentionShape(
+    return fused.AttentionShape(
         dtype=query.dtype,
         batch=batch,
-        query_len=L,
-        key_len=S,
-        head_dim=E,
-        value_dim=Ev,
+        query_len=query.shape[-2],
+        key_len=key.shape[-2],
+        head_dim=query.shape[-1],
+        value_dim=value.shape[-1],
         query=_operand(query.shape, batch),
         key=_operand(key.shape, batch, enable_gqa),
         value=_operand(value.shape, batch, enable_gqa),
@@ -250,18 +251,109 @@ def _fused_forward(query, key, value, attn_mask, scale: float, is_causal: bool, 
         mask_strides=mask_strides,
         subgroup=min(tuning_for(query.device).subgroup, fused.LANES),
     )
-    kernel = fused.cached_forward_kernel(shape)
-    tensors = [query, key, value] + ([attn_mask] if attn_mask is not None else [])
-    names = ["q", "k", "v"] + (["mask"] if attn_mask is not None else [])
-    out_specs = [((*batch, L, Ev), query.dtype), ((*batch, L), T.float32)]
-    call = KernelCall(kernel, shape.grid, [*names, "scale"], ["out", "lse"], out_specs, {"scale": scale})
-    srcs = tuple(t.node for t in tensors)
+
+
+class _Call(KernelCall):
+    """One dispatch of a fused kernel; an output not realized with it keeps its buffer for a later realize.
+
+    The forward's log-sum-exp is read by the backward, after ``out`` was realized on its own (``loss.item()``,
+    then ``backward()``): it is then a buffer of that realize's submission, not a second dispatch.
+    """
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.kept: dict[int, object] = {}
+
+    def lower(self, node: Node, outputs: dict) -> list:
+        if id(node) in outputs:  # a sibling output's dispatch in this same realize wrote it
+            return []
+        if node.arg.index in self.kept:  # written by an earlier realize's submission
+            outputs[id(node)] = self.kept.pop(node.arg.index)
+            return []
+        device = node.device
+        tensor_names = [n for n in self.input_names if n not in self.params]
+        buffers = {name: (s.buffer if s.realized else outputs[id(s)]) for name, s in zip(tensor_names, node.srcs)}
+        for index, (name, ref, (shape, dtype)) in enumerate(zip(self.output_names, self.out_nodes, self.out_specs)):
+            buf = device.allocate(dtype, math.prod(shape))
+            sibling = ref()
+            if sibling is not None and not sibling.realized:
+                outputs[id(sibling)] = buf  # read there if the sibling is realized with this dispatch
+                if sibling is not node:
+                    self.kept[index] = buf  # read here if it is realized later
+            buffers[name] = buf
+        return [Dispatch(self.kernel, self.grid, buffers, dict(self.params))]
+
+
+def _dispatch(kernel, grid, inputs: dict, params: dict, out_specs: dict, device) -> list:
+    """Lazy tensors for the outputs of one dispatch of ``kernel`` (a graph node each, run by the scheduler
+    in the realize's one submission); ``inputs``: buffer name -> Tensor, ``out_specs``: name -> (shape, dtype)."""
+    call = _Call(kernel, grid, [*inputs, *params], list(out_specs), list(out_specs.values()), params)
+    srcs = tuple(t.node for t in inputs.values())
     outs = [
-        Node("kernel", srcs, KernelOutput(call, i), spec_shape, dtype, query.device)
-        for i, (spec_shape, dtype) in enumerate(out_specs)
+        Node("kernel", srcs, KernelOutput(call, i), shape, dtype, device)
+        for i, (shape, dtype) in enumerate(out_specs.values())
     ]
     call.out_nodes = [weakref.ref(n) for n in outs]
-    return _wrap(outs[0]), _wrap(outs[1])
+    return [_wrap(n) for n in outs]
+
+
+def _inputs(query, key, value, attn_mask, **more) -> dict:
+    named = {"q": query, "k": key, "v": value}
+    named.update({k: v for k, v in more.items() if k != "mask"})
+    if attn_mask is not None:
+        named["mask"] = attn_mask
+    return named
+
+
+def _fused_forward(query, key, value, attn_mask, scale: float, is_causal: bool, enable_gqa: bool):
+    """The fused kernel's output (..., L, Ev) and each row's log-sum-exp (..., L, float32), as lazy tensors."""
+    shape = _attention_shape(query, key, value, attn_mask, is_causal, enable_gqa)
+    L, Ev = shape.query_len, shape.value_dim
+    specs = {"out": ((*shape.batch, L, Ev), query.dtype), "lse": ((*shape.batch, L), T.float32)}
+    kernel = fused.cached_forward_kernel(shape)
+    out, lse = _dispatch(
+        kernel, shape.grid, _inputs(query, key, value, attn_mask), {"scale": scale}, specs, query.device
+    )
+    return out, lse
+
+
+def _backward_fuses(query, key, value, shape: fused.AttentionShape) -> bool:
+    """Whether the fused backward kernels apply: no broadcast batch dims (GQA's fewer key/value heads
+    aside), and tiles that fit the device's shared memory."""
+    kv_batch = shape.batch[:-1] + (shape.batch[-1] // fused_backward.groups_of(shape),) if shape.batch else ()
+    if query.shape[:-2] != shape.batch or key.shape[:-2] != kv_batch or value.shape[:-2] != kv_batch:
+        return False
+    features = getattr(query.device, "features", None)
+    need = fused_backward.shared_bytes(shape.head_dim, shape.value_dim)
+    return features is None or need <= features.max_compute_shared_memory_size
+
+
+def _fused_backward(query, key, value, attn_mask, out, lse, grad, scale: float, is_causal: bool, enable_gqa: bool):
+    """(dq, dk, dv) in float32 from the two backward kernels (vkml/kernels/attention_backward.py)."""
+    shape = _attention_shape(query, key, value, attn_mask, is_causal, enable_gqa)
+    L, S, E, Ev = shape.query_len, shape.key_len, shape.head_dim, shape.value_dim
+    grad = functions.cast(grad, query.dtype)
+    delta = functions.sum(functions.cast(grad, T.float32) * functions.cast(out, T.float32), -1)
+    inputs = _inputs(query, key, value, attn_mask, grad=grad, lse=lse, delta=delta)
+    dq_kernel, dkv_kernel = fused_backward.cached_kernels(shape)
+    device = query.device
+    (d_query,) = _dispatch(
+        dq_kernel,
+        fused_backward.grid_of(shape, keys=False),
+        inputs,
+        {"scale": scale},
+        {"dq": ((*shape.batch, L, E), T.float32)},
+        device,
+    )
+    d_key, d_value = _dispatch(
+        dkv_kernel,
+        fused_backward.grid_of(shape, keys=True),
+        inputs,
+        {"scale": scale},
+        {"dk": ((*key.shape[:-2], S, E), T.float32), "dv": ((*value.shape[:-2], S, Ev), T.float32)},
+        device,
+    )
+    return d_query, d_key, d_value
 
 
 def _sum_to(grad, shape: tuple):
@@ -303,28 +395,35 @@ class _FusedAttention(Function):
     def backward(ctx, grad):
         query, key, value, attn_mask, out, lse = ctx.saved_tensors
         scale, is_causal, enable_gqa = ctx.options
-        dtype = query.dtype
-        q, k, v, o, g = (functions.cast(t, T.float32) for t in (query, key, value, out, grad))
-        if enable_gqa:
-            k, v = _repeat_heads(k, q.shape[-3]), _repeat_heads(v, q.shape[-3])
-        scores = functions.matmul(q, functions.transpose(k, -2, -1)) * scale
-        if is_causal:
-            attn_mask = causal_mask(q.shape[-2], k.shape[-2], q.device)
-        if attn_mask is not None and attn_mask.dtype is T.bool_:
-            scores = functions.where(attn_mask, scores, float("-inf"))
-        elif attn_mask is not None:  # rounded to the query's dtype first, as the forward kernel
-            scores = scores + functions.cast(functions.cast(attn_mask, dtype), T.float32)
-        lse = functions.unsqueeze(lse, -1)
-        weights = functions.where(lse == float("-inf"), 0.0, (scores - lse).exp())
-        d_value = functions.matmul(functions.transpose(weights, -2, -1), g)
-        d_weights = functions.matmul(g, functions.transpose(v, -2, -1))
-        rows = functions.sum(g * o, -1, keepdim=True)
-        d_scores = weights * (d_weights - rows)
-        d_query = functions.matmul(d_scores, k) * scale
-        d_key = functions.matmul(functions.transpose(d_scores, -2, -1), q) * scale
-        if enable_gqa:
-            d_key, d_value = _sum_heads(d_key, key.shape[-3]), _sum_heads(d_value, value.shape[-3])
-        grads = [
-            functions.cast(_sum_to(d, t.shape), dtype) for d, t in ((d_query, query), (d_key, key), (d_value, value))
-        ]
-        return (*grads, None, None, None, None)
+        shape = _attention_shape(query, key, value, attn_mask, is_causal, enable_gqa)
+        if _backward_fuses(query, key, value, shape):
+            grads = _fused_backward(query, key, value, attn_mask, out, lse, grad, scale, is_causal, enable_gqa)
+            return (*(functions.cast(g, query.dtype) for g in grads), None, None, None, None)
+        return _composite_backward(query, key, value, attn_mask, out, lse, grad, scale, is_causal, enable_gqa)
+
+
+def _composite_backward(query, key, value, attn_mask, out, lse, grad, scale: float, is_causal: bool, enable_gqa: bool):
+    """The backward of inputs with broadcast batch dims: the same formulas as composite ops."""
+    dtype = query.dtype
+    q, k, v, o, g = (functions.cast(t, T.float32) for t in (query, key, value, out, grad))
+    if enable_gqa:
+        k, v = _repeat_heads(k, q.shape[-3]), _repeat_heads(v, q.shape[-3])
+    scores = functions.matmul(q, functions.transpose(k, -2, -1)) * scale
+    if is_causal:
+        attn_mask = causal_mask(q.shape[-2], k.shape[-2], q.device)
+    if attn_mask is not None and attn_mask.dtype is T.bool_:
+        scores = functions.where(attn_mask, scores, float("-inf"))
+    elif attn_mask is not None:  # rounded to the query's dtype first, as the forward kernel
+        scores = scores + functions.cast(functions.cast(attn_mask, dtype), T.float32)
+    lse = functions.unsqueeze(lse, -1)
+    weights = functions.where(lse == float("-inf"), 0.0, (scores - lse).exp())
+    d_value = functions.matmul(functions.transpose(weights, -2, -1), g)
+    d_weights = functions.matmul(g, functions.transpose(v, -2, -1))
+    rows = functions.sum(g * o, -1, keepdim=True)
+    d_scores = weights * (d_weights - rows)
+    d_query = functions.matmul(d_scores, k) * scale
+    d_key = functions.matmul(functions.transpose(d_scores, -2, -1), q) * scale
+    if enable_gqa:
+        d_key, d_value = _sum_heads(d_key, key.shape[-3]), _sum_heads(d_value, value.shape[-3])
+    grads = [functions.cast(_sum_to(d, t.shape), dtype) for d, t in ((d_query, query), (d_key, key), (d_value, value))]
+    return (*grads, None, None, None, None)

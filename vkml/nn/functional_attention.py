@@ -1,9 +1,10 @@
 """``scaled_dot_product_attention`` with ``torch.nn.functional``'s name, arguments and masking rules.
 
 One fused kernel (vkml/kernels/attention.py) computes the forward pass: the (L, S) scores never
-reach memory. It saves each row's log-sum-exp, from which the backward pass recomputes the
-softmax weights (as composite ops, deterministic). Dropout, float64 and a mask that requires grad
-take the composite path (``softmax(q @ kᵀ · scale + mask) @ v``).
+reach memory. It saves each row's log-sum-exp, from which two fused backward kernels
+(vkml/kernels/attention_backward.py) recompute the weights block by block. Dropout, float64 and a
+mask that requires grad take the composite path (``softmax(q @ kᵀ · scale + mask) @ v``); inputs
+with broadcast batch dims take a composite backward (the same formulas as tensor ops).
 
 >>> import vkml
 >>> q = vkml.ones(1, 2, 4)
@@ -132,18 +133,20 @@ def scaled_dot_product_attention(
 
     One fused kernel computes the forward pass without writing the (L, S) scores to memory (a
     flash-attention scheme: each workgroup walks the keys in blocks with a running max and sum).
-    The backward pass recomputes the weights from the saved log-sum-exp with composite ops.
-    ``dropout_p`` > 0, float64 inputs, a float mask that requires grad, head sizes whose tiles
-    exceed the device's shared memory, and tensors of 2^31 elements or more take the composite
-    path (scores in memory).
+    The backward pass is two fused kernels (dQ; dK and dV) that recompute the weights block by
+    block from the saved log-sum-exp. ``dropout_p`` > 0, float64 inputs, a float mask that
+    requires grad, head sizes whose tiles exceed the device's shared memory, and tensors of 2^31
+    elements or more take the composite path (scores in memory); inputs whose batch dims
+    broadcast (GQA's fewer key/value heads aside) take a composite backward.
 
     Precision: the fused kernel computes in float32 whatever the input dtype (float16 and
     bfloat16 are rounded once, at the output): scores as ascending-order dot products times
     ``scale``, exp and log within 1 ulp, the online softmax's rescalings, and one division per
     output. The order differs from the composite's, so the bits differ from it and from
     PyTorch; tests/test_attention_fused.py checks against PyTorch in float64 within
-    atol = rtol = 2e-6 (float32 inputs) and 1e-3 (float16, one rounding of the result). The
-    bits are the same on every device and every run.
+    atol = rtol = 2e-6 (float32 inputs) and 1e-3 (float16, one rounding of the result), and
+    the gradients within 1e-5 (float32) and 2e-3 (float16). The bits are the same on every
+    device and every run.
 
     >>> q = vkml.ones(2, 3)
     >>> scaled_dot_product_attention(q, q, q, is_causal=True).shape  # doctest: +SKIP
@@ -381,7 +384,8 @@ class _FusedAttention(Function):
 
     With P = exp(S - lse) (zeros in a row with no unmasked key), D = rowsum(dO · O):
     dV = Pᵀ dO, dS = P · (dO Vᵀ - D), dQ = dS K · scale, dK = dSᵀ Q · scale, in float32, each
-    summed over the batch dims (and GQA head groups) its input broadcast along.
+    summed over the batch dims (and GQA head groups) its input broadcast along: by the two
+    backward kernels, or as composite ops where a batch dim broadcasts.
     """
 
     @staticmethod

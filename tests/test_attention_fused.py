@@ -204,3 +204,17 @@ def test_shared_memory_of_the_kernel_matches_its_shape():
     )
     kernel = fused.forward_kernel(shape)
     assert sum(4 * s.size for s in kernel.shared) == fused.shared_bytes(24, 40) == shape.shared_bytes
+
+
+def test_plan_is_replayed_with_the_new_scale():
+    """A graph with the fused kernel is plan-cached like any other; a replay dispatches its own call's scale."""
+    q, k, v, _ = _case("plain")
+    results = []
+    for scale in (0.3, 0.7):
+        vkml.debug.reset_counters()
+        _, out = _vkml((q, k, v), {"scale": scale}, CPU)
+        results.append((out.numpy(), vkml.debug.counters()["plan_replays"]))
+        _, ref = _torch((q, k, v), {"scale": scale})
+        np.testing.assert_allclose(results[-1][0], ref.numpy(), rtol=2e-6, atol=2e-6)
+    assert results[1][1] == 1  # the second realize replayed the first one's plan
+    assert not np.array_equal(results[0][0], results[1][0])

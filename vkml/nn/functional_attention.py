@@ -263,8 +263,9 @@ class _Call(KernelCall):
     then ``backward()``): it is then a buffer of that realize's submission, not a second dispatch.
     """
 
-    def __init__(self, *args):
+    def __init__(self, structure: tuple, *args):
         super().__init__(*args)
+        self.structure = structure  # what the kernel's code and buffers depend on: the plan cache's key
         self.kept: dict[int, object] = {}
 
     def lower(self, node: Node, outputs: dict) -> list:
@@ -287,13 +288,24 @@ class _Call(KernelCall):
         return [Dispatch(self.kernel, self.grid, buffers, dict(self.params))]
 
 
-def _dispatch(kernel, grid, inputs: dict, params: dict, out_specs: dict, device) -> list:
+class _Output(KernelOutput):
+    """Output ``index`` of a ``_Call``: its structure keys the plan cache (a new call of the same structure,
+    other values of its parameters, replays the plan; ``bind`` lowers each call's own node)."""
+
+    __slots__ = ()
+
+    @property
+    def structure(self) -> tuple:
+        return (self.call.structure, self.index)
+
+
+def _dispatch(structure: tuple, kernel, grid, inputs: dict, params: dict, out_specs: dict, device) -> list:
     """Lazy tensors for the outputs of one dispatch of ``kernel`` (a graph node each, run by the scheduler
     in the realize's one submission); ``inputs``: buffer name -> Tensor, ``out_specs``: name -> (shape, dtype)."""
-    call = _Call(kernel, grid, [*inputs, *params], list(out_specs), list(out_specs.values()), params)
+    call = _Call(structure, kernel, grid, [*inputs, *params], list(out_specs), list(out_specs.values()), params)
     srcs = tuple(t.node for t in inputs.values())
     outs = [
-        Node("kernel", srcs, KernelOutput(call, i), shape, dtype, device)
+        Node("kernel", srcs, _Output(call, i), shape, dtype, device)
         for i, (shape, dtype) in enumerate(out_specs.values())
     ]
     call.out_nodes = [weakref.ref(n) for n in outs]
@@ -315,7 +327,13 @@ def _fused_forward(query, key, value, attn_mask, scale: float, is_causal: bool, 
     specs = {"out": ((*shape.batch, L, Ev), query.dtype), "lse": ((*shape.batch, L), T.float32)}
     kernel = fused.cached_forward_kernel(shape)
     out, lse = _dispatch(
-        kernel, shape.grid, _inputs(query, key, value, attn_mask), {"scale": scale}, specs, query.device
+        ("attention", shape),
+        kernel,
+        shape.grid,
+        _inputs(query, key, value, attn_mask),
+        {"scale": scale},
+        specs,
+        query.device,
     )
     return out, lse
 
@@ -341,6 +359,7 @@ def _fused_backward(query, key, value, attn_mask, out, lse, grad, scale: float, 
     dq_kernel, dkv_kernel = fused_backward.cached_kernels(shape)
     device = query.device
     (d_query,) = _dispatch(
+        ("attention dq", shape),
         dq_kernel,
         fused_backward.grid_of(shape, keys=False),
         inputs,
@@ -349,6 +368,7 @@ def _fused_backward(query, key, value, attn_mask, out, lse, grad, scale: float, 
         device,
     )
     d_key, d_value = _dispatch(
+        ("attention dkv", shape),
         dkv_kernel,
         fused_backward.grid_of(shape, keys=True),
         inputs,

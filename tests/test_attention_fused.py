@@ -218,3 +218,14 @@ def test_plan_is_replayed_with_the_new_scale():
         np.testing.assert_allclose(results[-1][0], ref.numpy(), rtol=2e-6, atol=2e-6)
     assert results[1][1] == 1  # the second realize replayed the first one's plan
     assert not np.array_equal(results[0][0], results[1][0])
+
+
+@pytest.mark.parametrize("which", ["key", "mask"])
+def test_operands_on_two_devices_raise_naming_the_op(which, gpu):
+    """The fused kernel reads every operand in one dispatch: mixed devices raise at the call, as PyTorch."""
+    q = vkml.ones(1, 3, 4)
+    key = q.to(gpu) if which == "key" else q
+    mask = (vkml.ones(3, 3, device=gpu) > 0) if which == "mask" else None
+    with pytest.raises(vkml.DeviceError, match="'scaled_dot_product_attention' operands are on different devices"):
+        VF.scaled_dot_product_attention(q, key, q, attn_mask=mask)
+    assert q.tolist() == [[[1.0] * 4] * 3]

@@ -25,6 +25,7 @@ from ..frontend import operators as functions
 from ..frontend import random as vkrandom
 from ..frontend.autograd_api import Function
 from ..frontend.operators import _wrap
+from ..graph import build as lazy
 from ..graph.node import Node
 from ..ir import types as T
 from ..kernels import attention as fused
@@ -41,6 +42,8 @@ def _check_inputs(query, key, value, attn_mask, dropout_p: float, is_causal: boo
             f"'{op}': expected query, key, and value to all be at least 2 dimensional, got query.dim: "
             f"{query.ndim} key.dim: {key.ndim} and value.dim: {value.ndim}"
         )
+    operands = [query, key, value] + ([attn_mask] if attn_mask is not None else [])
+    lazy.check_devices(op, [t.node for t in operands])  # the fused kernel reads them all in one dispatch
     if not (query.dtype.is_float and query.dtype == key.dtype == value.dtype):
         raise RuntimeError(
             f"'{op}': expected query, key, and value to have the same float dtype, got query.dtype: "

@@ -229,3 +229,16 @@ def test_operands_on_two_devices_raise_naming_the_op(which, gpu):
     with pytest.raises(vkml.DeviceError, match="'scaled_dot_product_attention' operands are on different devices"):
         VF.scaled_dot_product_attention(q, key, q, attn_mask=mask)
     assert q.tolist() == [[[1.0] * 4] * 3]
+
+
+def test_gradient_with_create_graph_is_differentiable():
+    """create_graph=True records the gradient (through the composite ops), so a gradient penalty matches torch."""
+    q, k, v, kwargs = _case("causal")
+    vk_in, out = _vkml((q, k, v), kwargs, CPU, requires_grad=True)
+    pt_in, ref = _torch((q, k, v), kwargs, requires_grad=True)
+    (g,) = vkml.autograd.grad(out.sum(), [vk_in[0]], create_graph=True)
+    (g * g).sum().backward()
+    (pg,) = torch.autograd.grad(ref.sum(), [pt_in[0]], create_graph=True)
+    (pg * pg).sum().backward()
+    for what, a, b in zip("qkv", vk_in, pt_in, strict=True):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-5, err_msg=f"d{what}")

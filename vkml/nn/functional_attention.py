@@ -23,7 +23,9 @@ from ..dsl.kernel import KernelCall, KernelOutput
 from ..frontend import creation
 from ..frontend import operators as functions
 from ..frontend import random as vkrandom
+from ..frontend.autograd import is_grad_enabled
 from ..frontend.autograd_api import Function
+from ..frontend.autograd_api import grad as autograd_grad
 from ..frontend.operators import _wrap
 from ..graph import build as lazy
 from ..graph.node import Node
@@ -422,11 +424,21 @@ class _FusedAttention(Function):
     def backward(ctx, grad):
         query, key, value, attn_mask, out, lse = ctx.saved_tensors
         scale, is_causal, enable_gqa = ctx.options
+        if is_grad_enabled():  # create_graph=True: a gradient that is itself differentiable
+            return _recorded_backward(query, key, value, attn_mask, grad, scale, is_causal, enable_gqa)
         shape = _attention_shape(query, key, value, attn_mask, is_causal, enable_gqa)
         if _backward_fuses(query, key, value, shape):
             grads = _fused_backward(query, key, value, attn_mask, out, lse, grad, scale, is_causal, enable_gqa)
             return (*(functions.cast(g, query.dtype) for g in grads), None, None, None, None)
         return _composite_backward(query, key, value, attn_mask, out, lse, grad, scale, is_causal, enable_gqa)
+
+
+def _recorded_backward(query, key, value, attn_mask, grad, scale: float, is_causal: bool, enable_gqa: bool):
+    """The gradients through the composite forward, recorded (for higher derivatives; the kernels' are not)."""
+    inputs = [t for t in (query, key, value) if t.requires_grad]
+    out = _composite(query, key, value, attn_mask, 0.0, is_causal, scale, enable_gqa)
+    found = iter(autograd_grad(out, inputs, grad, create_graph=True, allow_unused=True))
+    return (*(next(found) if t.requires_grad else None for t in (query, key, value)), None, None, None, None)
 
 
 def _composite_backward(query, key, value, attn_mask, out, lse, grad, scale: float, is_causal: bool, enable_gqa: bool):

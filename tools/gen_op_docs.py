@@ -406,7 +406,8 @@ EXTRA: dict[str, Extra] = {
         "saved per-row log-sum-exp, no (L, S) matrix in memory: dV = Pᵀ dO, dS = P · (dO Vᵀ - rowsum(dO · O)), "
         "dQ = dS K · scale, dK = dSᵀ Q · scale, in float32, rounded once to the inputs' dtype; within 1e-5 "
         "(float32) and 2e-3 (float16) of PyTorch in float64. Broadcast batch dims: the same formulas as composite "
-        "ops. Composite path: through the ops it is built of.",
+        "ops. With create_graph=True the gradients come from the composite forward, recorded (differentiable again). "
+        "Composite path: through the ops it is built of.",
     ),
     "full_like": Extra("creation", (_sig("vkml.full_like", vkml.full_like),), vkml.full_like, gradient=LEAF),
     "zeros_like": Extra("creation", (_sig("vkml.zeros_like", vkml.zeros_like),), vkml.zeros_like, gradient=LEAF),

@@ -96,8 +96,7 @@ class AttentionShape:
 
     @property
     def shared_bytes(self) -> int:
-        e, ev = self.head_dim, self.value_dim
-        return 4 * (ROWS * e + LANES * (e + 1) + LANES * ev + 3 * THREADS)
+        return shared_bytes(self.head_dim, self.value_dim)
 
 
 def shared_bytes(head_dim: int, value_dim: int) -> int:

@@ -152,10 +152,12 @@ def test_forward_is_one_fused_kernel(device_kind, gpu):
 def test_fused_vulkan_equals_cpu(name, dtype, gpu):
     """Forward and, for two cases, the backward kernels give the same bits on lavapipe as on the CPU."""
     q, k, v, kwargs = _case(name, dtype)
-    kwargs.setdefault("is_causal", name == "gqa")
+    if name == "gqa":  # causal, with dropout: the kernels' random keep masks agree too
+        kwargs.update(is_causal=True, dropout_p=0.25)
     grads = name != "float_mask"
     results = []
     for device in (CPU, gpu):
+        vkml.manual_seed(7)
         tensors, out = _vkml((q, k, v), kwargs, device, requires_grad=grads)
         if grads:
             out.sum().backward()
@@ -242,3 +244,31 @@ def test_gradient_with_create_graph_is_differentiable():
     (pg * pg).sum().backward()
     for what, a, b in zip("qkv", vk_in, pt_in, strict=True):
         np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-5, err_msg=f"d{what}")
+
+
+def test_dropout_is_fused_and_drops_what_the_composite_drops():
+    """dropout_p > 0 runs in the kernels, drawing keep masks by keep_mask's rule: the composite path's
+    results (and gradients) for the same seed, within the bound."""
+    from vkml.nn import functional_attention
+
+    q, k, v, _ = _case("gqa")
+    results = []
+    for fused_path in (True, False):
+        vkml.manual_seed(3)
+        tensors = [vkml.tensor(a, requires_grad=True) for a in (q, k, v)]
+        seen = []
+        vkml.debug.kernel_listeners.append(seen.append)
+        try:
+            if fused_path:
+                out = VF.scaled_dot_product_attention(*tensors, dropout_p=0.3, is_causal=True, enable_gqa=True)
+            else:
+                out = functional_attention._composite(*tensors, None, 0.3, True, 8**-0.5, True)
+            out.sum().backward()
+        finally:
+            vkml.debug.kernel_listeners.remove(seen.append)
+        results.append([out.numpy()] + [t.grad.numpy() for t in tensors])
+        assert any(kernel.name.startswith("attention_") for kernel in seen) == fused_path
+    for what, a, b in zip(("out", "dq", "dk", "dv"), *results):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5, err_msg=what)
+    undropped = _vkml((q, k, v), {"is_causal": True, "enable_gqa": True}, CPU)[1].numpy()
+    assert np.abs(results[0][0] - undropped).max() > 0.1  # weights were dropped

@@ -399,8 +399,8 @@ EXTRA: dict[str, Extra] = {
         special="A row whose every score is -inf after masking gives zeros, as PyTorch's math path, not NaN; "
         "a NaN in q, k or v makes its rows NaN.",
         divergence="PyTorch multiplies q and k by sqrt(scale) each and picks a fused or math CPU kernel, so last "
-        "bits differ; dropout masks come from vkml's generator, and dropout_p > 0 takes the composite path "
-        "(scores in memory).",
+        "bits differ; dropout masks come from vkml's generator (drawn in the kernels by the rule of F.dropout's "
+        "keep_mask: the composite path's masks for the same seed).",
         gradient="Fused path: two kernels (vkml/kernels/attention_backward.py: dQ by query blocks; dK and dV by key "
         "blocks, over each GQA head of the group in turn) recompute each block's weights P = exp(S - lse) from the "
         "saved per-row log-sum-exp, no (L, S) matrix in memory: dV = Pᵀ dO, dS = P · (dO Vᵀ - rowsum(dO · O)), "

@@ -39,6 +39,7 @@ from ..ir.core import Kernel, Value
 from ..ir.verify import verify_kernel
 from ..ops import mathlib as M
 from ..ops.cast import load_value, narrow, store_value
+from ..ops.random import random_value
 from .index import _u32
 from .lowering import fold_grid, linear_workgroup
 
@@ -64,7 +65,8 @@ class AttentionShape:
     ``batch``: the broadcast batch dims; ``query_len`` L, ``key_len`` S, ``head_dim`` E (query
     and key), ``value_dim`` Ev; ``mask``: "none", "bool" or "float" (a float mask of
     ``mask_dtype``, narrowed to ``dtype`` first where that is narrower, as the composite does);
-    ``mask_strides``: the mask's strides over (batch..., L, S); ``subgroup``: shuffle levels.
+    ``mask_strides``: the mask's strides over (batch..., L, S); ``subgroup``: shuffle levels;
+    ``dropout``: the kernels take ``DROPOUT_PARAMS`` and drop weights as ``Dropout.apply`` says.
     """
 
     dtype: T.DType
@@ -81,6 +83,7 @@ class AttentionShape:
     mask_dtype: T.DType | None = None
     mask_strides: tuple[int, ...] = ()
     subgroup: int = 1
+    dropout: bool = False
 
     @property
     def batch_count(self) -> int:
@@ -102,6 +105,28 @@ class AttentionShape:
 def shared_bytes(head_dim: int, value_dim: int) -> int:
     """Shared memory the forward kernel takes for these head sizes (a device must have as much)."""
     return 4 * (ROWS * head_dim + LANES * (head_dim + 1) + LANES * value_dim + 3 * THREADS)
+
+
+DROPOUT_PARAMS = ("key0", "key1", "offset", "dropout_p", "keep_scale")
+
+
+class Dropout:
+    """The dropout of a kernel's weights: element (b, i, j) of the (..., L, S) weights is kept where the
+    uniform random value of linear index (b·L + i)·S + j under the generator's key is at least
+    ``dropout_p`` (``vkml.frontend.random.keep_mask``'s rule, so the composite drops the same ones),
+    and then multiplied by ``keep_scale`` = 1 / (1 - p) rounded to float32."""
+
+    def __init__(self, kb: B.KernelBuilder, shape: AttentionShape):
+        self.shape = shape
+        self.key0, self.key1, self.offset = (kb.param(n, T.uint32) for n in DROPOUT_PARAMS[:3])
+        self.p, self.scale = (kb.param(n, T.float32) for n in DROPOUT_PARAMS[3:])
+
+    def keep(self, batch: Value, row: Value, col: Value) -> Value:
+        index = (batch * _u32(self.shape.query_len) + row) * _u32(self.shape.key_len) + col
+        return random_value("uniform", index, self.key0, self.key1, self.offset) >= self.p
+
+    def apply(self, keep: Value, weight: Value) -> Value:
+        return B.select(keep, weight * self.scale, _f32(0.0))
 
 
 def _f32(v: float) -> Value:
@@ -205,6 +230,7 @@ def forward_kernel(shape: AttentionShape) -> Kernel:
     out = kb.buffer("out", T.storage(dt), "write")
     lse = kb.buffer("lse", T.float32, "write")
     scale = kb.param("scale", T.float32)
+    dropout = Dropout(kb, shape) if shape.dropout else None
     q_tile = kb.shared("q_tile", T.float32, ROWS * E)
     k_tile = kb.shared("k_tile", T.float32, LANES * (E + 1))
     v_tile = kb.shared("v_tile", T.float32, LANES * Ev)
@@ -248,7 +274,8 @@ def forward_kernel(shape: AttentionShape) -> Kernel:
                 dead = B.eq(m_new, _f32(NEG_INF))  # no unmasked key so far: keep zeros
                 p = B.select(dead, _f32(0.0), M.exp(s - m_new))
                 alpha = B.select(dead, _f32(1.0), M.exp(m - m_new))
-                p_tile[lid] = p
+                # The sum l takes every weight; the output only the kept ones (dropout after softmax).
+                p_tile[lid] = dropout.apply(dropout.keep(b, row, key0 + c), p) if dropout else p
                 l_new = l * alpha + _row_combine(p, _add, c, base, sum_tree, shape.subgroup)
                 B.barrier()
                 cols = [

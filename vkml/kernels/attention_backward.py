@@ -34,6 +34,7 @@ from .attention import (
     ROWS,
     THREADS,
     AttentionShape,
+    Dropout,
     Operand,
     _batch_offsets,
     _f32,
@@ -109,6 +110,7 @@ def query_kernel(shape: AttentionShape) -> Kernel:
     bufs = _common(kb, shape)
     dq = kb.buffer("dq", T.float32, "write")
     scale = kb.param("scale", T.float32)
+    dropout = Dropout(kb, shape) if shape.dropout else None
     q_tile = kb.shared("q_tile", T.float32, ROWS * E)
     g_tile = kb.shared("g_tile", T.float32, ROWS * Ev)
     k_tile = kb.shared("k_tile", T.float32, LANES * (E + 1))
@@ -148,6 +150,8 @@ def query_kernel(shape: AttentionShape) -> Kernel:
                 s = masked_score(shape, dot, scale, row, key0 + c, bufs["mask"], mask_base)
                 p = _weights(s, lse_row)
                 dp = _dot(Ev, g_tile, r * _u32(Ev), v_tile, c * _u32(Ev + 1))
+                if dropout:  # the gradient reaches the weights the forward kept, scaled as they were
+                    dp = dropout.apply(dropout.keep(b, row, key0 + c), dp)
                 ds_tile[lid] = p * (dp - delta_row)
                 B.barrier()
 
@@ -175,6 +179,7 @@ def key_kernel(shape: AttentionShape) -> Kernel:
     dk = kb.buffer("dk", T.float32, "write")
     dv = kb.buffer("dv", T.float32, "write")
     scale = kb.param("scale", T.float32)
+    dropout = Dropout(kb, shape) if shape.dropout else None
     k_tile = kb.shared("k_tile", T.float32, ROWS * E)
     v_tile = kb.shared("v_tile", T.float32, ROWS * Ev)
     q_tile = kb.shared("q_tile", T.float32, LANES * (E + 1))
@@ -228,7 +233,12 @@ def key_kernel(shape: AttentionShape) -> Kernel:
                     s = masked_score(shape, dot, scale, query, key, bufs["mask"], mask_base)
                     p = _weights(s, lse_tile[c])
                     dp = _dot(Ev, g_tile, c * _u32(Ev + 1), v_tile, r * _u32(Ev))
-                    p_tile[lid] = p
+                    if dropout:  # dV takes the kept weights; dS the kept part of dP, scaled as in the forward
+                        keep = dropout.keep(bq, query, key)
+                        p_tile[lid] = dropout.apply(keep, p)
+                        dp = dropout.apply(keep, dp)
+                    else:
+                        p_tile[lid] = p
                     ds_tile[lid] = p * (dp - delta_tile[c])
                     B.barrier()
                     n_dk = len(dk_cols)

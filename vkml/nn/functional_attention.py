@@ -2,9 +2,10 @@
 
 One fused kernel (vkml/kernels/attention.py) computes the forward pass: the (L, S) scores never
 reach memory. It saves each row's log-sum-exp, from which two fused backward kernels
-(vkml/kernels/attention_backward.py) recompute the weights block by block. Dropout, float64 and a
-mask that requires grad take the composite path (``softmax(q @ kᵀ · scale + mask) @ v``); inputs
-with broadcast batch dims take a composite backward (the same formulas as tensor ops).
+(vkml/kernels/attention_backward.py) recompute the weights block by block; dropout draws its keep
+masks inside the kernels. dropout_p = 1, float64 and a mask that requires grad take the composite
+path (``softmax(q @ kᵀ · scale + mask) @ v``); inputs with broadcast batch dims take a composite
+backward (the same formulas as tensor ops).
 
 >>> import vkml
 >>> q = vkml.ones(1, 2, 4)
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import math
 import weakref
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -139,10 +141,11 @@ def scaled_dot_product_attention(
     One fused kernel computes the forward pass without writing the (L, S) scores to memory (a
     flash-attention scheme: each workgroup walks the keys in blocks with a running max and sum).
     The backward pass is two fused kernels (dQ; dK and dV) that recompute the weights block by
-    block from the saved log-sum-exp. ``dropout_p`` > 0, float64 inputs, a float mask that
-    requires grad, head sizes whose tiles exceed the device's shared memory, and tensors of 2^31
-    elements or more take the composite path (scores in memory); inputs whose batch dims
-    broadcast (GQA's fewer key/value heads aside) take a composite backward.
+    block from the saved log-sum-exp. Dropout is drawn inside the kernels by ``F.dropout``'s
+    rule (the composite path's masks for the same seed). ``dropout_p`` = 1, float64 inputs, a
+    float mask that requires grad, head sizes whose tiles exceed the device's shared memory, and
+    tensors of 2^31 elements or more take the composite path (scores in memory); inputs whose
+    batch dims broadcast (GQA's fewer key/value heads aside) take a composite backward.
 
     Precision: the fused kernel computes in float32 whatever the input dtype (float16 and
     bfloat16 are rounded once, at the output): scores as ascending-order dot products times
@@ -160,12 +163,26 @@ def scaled_dot_product_attention(
     _check_inputs(query, key, value, attn_mask, dropout_p, is_causal, enable_gqa)
     scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
     if _fuses(query, key, value, attn_mask, dropout_p, enable_gqa):
-        return _FusedAttention.apply(query, key, value, attn_mask, scale_factor, is_causal, enable_gqa)
+        words = vkrandom.default_generator.next_key() if dropout_p > 0.0 else None  # keep_mask's draw
+        options = _Options(scale_factor, bool(is_causal), enable_gqa, float(dropout_p), words)
+        return _FusedAttention.apply(query, key, value, attn_mask, options)
     return _composite(query, key, value, attn_mask, dropout_p, is_causal, scale_factor, enable_gqa)
 
 
-def _composite(query, key, value, attn_mask, dropout_p: float, is_causal: bool, scale_factor: float, enable_gqa: bool):
-    """The composite path: the (L, S) scores and weights are written to memory between two matmuls."""
+def _composite(
+    query,
+    key,
+    value,
+    attn_mask,
+    dropout_p: float,
+    is_causal: bool,
+    scale_factor: float,
+    enable_gqa: bool,
+    generator=None,
+):
+    """The composite path: the (L, S) scores and weights are written to memory between two matmuls.
+
+    ``generator``: where dropout's key comes from (default: the default generator)."""
     if enable_gqa:
         key = _repeat_heads(key, query.shape[-3])
         value = _repeat_heads(value, query.shape[-3])
@@ -184,14 +201,14 @@ def _composite(query, key, value, attn_mask, dropout_p: float, is_causal: bool, 
     if dropout_p == 1.0:
         weights = weights * 0.0
     elif dropout_p > 0.0:  # F.dropout's rule, written here since functional.py re-exports this module
-        keep = vkrandom.keep_mask(weights.shape, dropout_p, weights.device)
+        keep = vkrandom.keep_mask(weights.shape, dropout_p, weights.device, generator)
         weights = functions.where(keep, weights * (1.0 / (1.0 - dropout_p)), 0.0)
     return functions.matmul(weights, value)
 
 
 def _fuses(query, key, value, attn_mask, dropout_p: float, enable_gqa: bool) -> bool:
     """Whether the fused kernel computes this call (else the composite does; the docstring says when)."""
-    if dropout_p > 0.0 or query.dtype not in (T.float32, T.float16, T.bfloat16):
+    if dropout_p == 1.0 or query.dtype not in (T.float32, T.float16, T.bfloat16):
         return False
     if attn_mask is not None and attn_mask.requires_grad:
         return False
@@ -236,8 +253,45 @@ def _mask_strides(shape: tuple, rank: int) -> tuple:
     return tuple(reversed(strides))
 
 
-def _attention_shape(query, key, value, attn_mask, is_causal: bool, enable_gqa: bool) -> fused.AttentionShape:
+@dataclass(frozen=True)
+class _Options:
+    """A fused call's arguments besides the tensors; ``words``: dropout's generator key (None without dropout)."""
+
+    scale: float
+    is_causal: bool
+    enable_gqa: bool
+    dropout_p: float = 0.0
+    words: tuple | None = None
+
+    def params(self) -> dict:
+        """The kernels' parameters: ``scale``, and dropout's key, probability and 1 / (1 - p)."""
+        if self.words is None:
+            return {"scale": self.scale}
+        key0, key1, offset = (w % (1 << 32) for w in self.words)
+        p = self.dropout_p
+        return {
+            "scale": self.scale,
+            "key0": key0,
+            "key1": key1,
+            "offset": offset,
+            "dropout_p": p,
+            "keep_scale": 1 / (1 - p),
+        }
+
+
+class _Replay:
+    """A generator that hands out one saved key: the composite paths drop what the forward kernel dropped."""
+
+    def __init__(self, words: tuple):
+        self.words = words
+
+    def next_key(self) -> tuple:
+        return self.words
+
+
+def _attention_shape(query, key, value, attn_mask, options: _Options) -> fused.AttentionShape:
     """What the fused kernels' code depends on, for these operands."""
+    is_causal, enable_gqa = options.is_causal, options.enable_gqa
     batch = _batch_shape(query, key, value, enable_gqa)
     mask_kind, mask_dtype, mask_strides = "none", None, ()
     if attn_mask is not None:
@@ -258,6 +312,7 @@ def _attention_shape(query, key, value, attn_mask, is_causal: bool, enable_gqa: 
         mask_dtype=mask_dtype,
         mask_strides=mask_strides,
         subgroup=min(tuning_for(query.device).subgroup, fused.LANES),
+        dropout=options.words is not None,
     )
 
 
@@ -325,9 +380,9 @@ def _inputs(query, key, value, attn_mask, **more) -> dict:
     return named
 
 
-def _fused_forward(query, key, value, attn_mask, scale: float, is_causal: bool, enable_gqa: bool):
+def _fused_forward(query, key, value, attn_mask, options: _Options):
     """The fused kernel's output (..., L, Ev) and each row's log-sum-exp (..., L, float32), as lazy tensors."""
-    shape = _attention_shape(query, key, value, attn_mask, is_causal, enable_gqa)
+    shape = _attention_shape(query, key, value, attn_mask, options)
     L, Ev = shape.query_len, shape.value_dim
     specs = {"out": ((*shape.batch, L, Ev), query.dtype), "lse": ((*shape.batch, L), T.float32)}
     kernel = fused.cached_forward_kernel(shape)
@@ -336,7 +391,7 @@ def _fused_forward(query, key, value, attn_mask, scale: float, is_causal: bool, 
         kernel,
         shape.grid,
         _inputs(query, key, value, attn_mask),
-        {"scale": scale},
+        options.params(),
         specs,
         query.device,
     )
@@ -354,9 +409,9 @@ def _backward_fuses(query, key, value, shape: fused.AttentionShape) -> bool:
     return features is None or need <= features.max_compute_shared_memory_size
 
 
-def _fused_backward(query, key, value, attn_mask, out, lse, grad, scale: float, is_causal: bool, enable_gqa: bool):
+def _fused_backward(query, key, value, attn_mask, out, lse, grad, options: _Options):
     """(dq, dk, dv) in float32 from the two backward kernels (vkml/kernels/attention_backward.py)."""
-    shape = _attention_shape(query, key, value, attn_mask, is_causal, enable_gqa)
+    shape = _attention_shape(query, key, value, attn_mask, options)
     L, S, E, Ev = shape.query_len, shape.key_len, shape.head_dim, shape.value_dim
     grad = functions.cast(grad, query.dtype)
     delta = functions.sum(functions.cast(grad, T.float32) * functions.cast(out, T.float32), -1)
@@ -368,7 +423,7 @@ def _fused_backward(query, key, value, attn_mask, out, lse, grad, scale: float, 
         dq_kernel,
         fused_backward.grid_of(shape, keys=False),
         inputs,
-        {"scale": scale},
+        options.params(),
         {"dq": ((*shape.batch, L, E), T.float32)},
         device,
     )
@@ -377,7 +432,7 @@ def _fused_backward(query, key, value, attn_mask, out, lse, grad, scale: float, 
         dkv_kernel,
         fused_backward.grid_of(shape, keys=True),
         inputs,
-        {"scale": scale},
+        options.params(),
         {"dk": ((*key.shape[:-2], S, E), T.float32), "dv": ((*value.shape[:-2], S, Ev), T.float32)},
         device,
     )
@@ -414,35 +469,40 @@ class _FusedAttention(Function):
     """
 
     @staticmethod
-    def forward(ctx, query, key, value, attn_mask, scale, is_causal, enable_gqa):
-        out, lse = _fused_forward(query, key, value, attn_mask, scale, is_causal, enable_gqa)
+    def forward(ctx, query, key, value, attn_mask, options):
+        out, lse = _fused_forward(query, key, value, attn_mask, options)
         ctx.save_for_backward(query, key, value, attn_mask, out, lse)
-        ctx.options = (scale, is_causal, enable_gqa)
+        ctx.options = options
         return out
 
     @staticmethod
     def backward(ctx, grad):
         query, key, value, attn_mask, out, lse = ctx.saved_tensors
-        scale, is_causal, enable_gqa = ctx.options
+        options = ctx.options
         if is_grad_enabled():  # create_graph=True: a gradient that is itself differentiable
-            return _recorded_backward(query, key, value, attn_mask, grad, scale, is_causal, enable_gqa)
-        shape = _attention_shape(query, key, value, attn_mask, is_causal, enable_gqa)
-        if _backward_fuses(query, key, value, shape):
-            grads = _fused_backward(query, key, value, attn_mask, out, lse, grad, scale, is_causal, enable_gqa)
-            return (*(functions.cast(g, query.dtype) for g in grads), None, None, None, None)
-        return _composite_backward(query, key, value, attn_mask, out, lse, grad, scale, is_causal, enable_gqa)
+            grads = _recorded_backward(query, key, value, attn_mask, grad, options)
+        elif _backward_fuses(query, key, value, _attention_shape(query, key, value, attn_mask, options)):
+            grads = _fused_backward(query, key, value, attn_mask, out, lse, grad, options)
+            grads = [functions.cast(g, query.dtype) for g in grads]
+        else:
+            grads = _composite_backward(query, key, value, attn_mask, out, lse, grad, options)
+        return (*grads, None, None)
 
 
-def _recorded_backward(query, key, value, attn_mask, grad, scale: float, is_causal: bool, enable_gqa: bool):
+def _recorded_backward(query, key, value, attn_mask, grad, options: _Options) -> list:
     """The gradients through the composite forward, recorded (for higher derivatives; the kernels' are not)."""
     inputs = [t for t in (query, key, value) if t.requires_grad]
-    out = _composite(query, key, value, attn_mask, 0.0, is_causal, scale, enable_gqa)
+    replay = None if options.words is None else _Replay(options.words)
+    out = _composite(
+        query, key, value, attn_mask, options.dropout_p, options.is_causal, options.scale, options.enable_gqa, replay
+    )
     found = iter(autograd_grad(out, inputs, grad, create_graph=True, allow_unused=True))
-    return (*(next(found) if t.requires_grad else None for t in (query, key, value)), None, None, None, None)
+    return [next(found) if t.requires_grad else None for t in (query, key, value)]
 
 
-def _composite_backward(query, key, value, attn_mask, out, lse, grad, scale: float, is_causal: bool, enable_gqa: bool):
+def _composite_backward(query, key, value, attn_mask, out, lse, grad, options: _Options) -> list:
     """The backward of inputs with broadcast batch dims: the same formulas as composite ops."""
+    scale, is_causal, enable_gqa = options.scale, options.is_causal, options.enable_gqa
     dtype = query.dtype
     q, k, v, o, g = (functions.cast(t, T.float32) for t in (query, key, value, out, grad))
     if enable_gqa:
@@ -456,13 +516,17 @@ def _composite_backward(query, key, value, attn_mask, out, lse, grad, scale: flo
         scores = scores + functions.cast(functions.cast(attn_mask, dtype), T.float32)
     lse = functions.unsqueeze(lse, -1)
     weights = functions.where(lse == float("-inf"), 0.0, (scores - lse).exp())
-    d_value = functions.matmul(functions.transpose(weights, -2, -1), g)
-    d_weights = functions.matmul(g, functions.transpose(v, -2, -1))
+    kept_weights, d_weights = weights, functions.matmul(g, functions.transpose(v, -2, -1))
+    if options.words is not None:  # the forward kernel's dropout: the same key, the same kept weights
+        keep = vkrandom.keep_mask(weights.shape, options.dropout_p, weights.device, _Replay(options.words))
+        keep_scale = options.params()["keep_scale"]
+        kept_weights = functions.where(keep, weights * keep_scale, 0.0)
+        d_weights = functions.where(keep, d_weights * keep_scale, 0.0)
+    d_value = functions.matmul(functions.transpose(kept_weights, -2, -1), g)
     rows = functions.sum(g * o, -1, keepdim=True)
     d_scores = weights * (d_weights - rows)
     d_query = functions.matmul(d_scores, k) * scale
     d_key = functions.matmul(functions.transpose(d_scores, -2, -1), q) * scale
     if enable_gqa:
         d_key, d_value = _sum_heads(d_key, key.shape[-3]), _sum_heads(d_value, value.shape[-3])
-    grads = [functions.cast(_sum_to(d, t.shape), dtype) for d, t in ((d_query, query), (d_key, key), (d_value, value))]
-    return (*grads, None, None, None, None)
+    return [functions.cast(_sum_to(d, t.shape), dtype) for d, t in ((d_query, query), (d_key, key), (d_value, value))]

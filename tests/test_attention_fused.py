@@ -1,6 +1,7 @@
-"""The fused scaled_dot_product_attention kernel: one dispatch, PyTorch's results within the stated bound, same bits everywhere.
+"""The fused scaled_dot_product_attention kernels: one dispatch forward, two backward, PyTorch's results within the
+stated bound, the same bits everywhere.
 
-The shapes span several key blocks and row blocks of the kernel (vkml/kernels/attention.py: 8 rows,
+The shapes span several key blocks and row blocks of the kernels (vkml/kernels/attention.py: 8 rows,
 16 keys a block) and a value width past one lane's 16 columns, so the online softmax's rescaling,
 the padding rows and keys, and the second accumulator are all exercised.
 """

@@ -385,18 +385,29 @@ EXTRA: dict[str, Extra] = {
         gradient=THROUGH,
     ),
     "scaled_dot_product_attention": Extra(
-        "composite",
+        "fused",
         (
             _sig("vkml.nn.functional.scaled_dot_product_attention", nnf.scaled_dot_product_attention),
-            "vkml.nn.MultiheadAttention(embed_dim, num_heads, ...)",
+            "vkml.nn.MultiheadAttention(embed_dim, num_heads, ...) with need_weights=False",
+            "vkml.nn.TransformerEncoderLayer, vkml.nn.TransformerDecoderLayer, vkml.nn.Transformer",
         ),
         nnf.scaled_dot_product_attention,
-        precision="two `matmul`s (each within matmul's bound), one rounding of the product by `scale`, `softmax`; "
-        "the (L, S) scores are materialised in memory (not yet one fused kernel)",
-        special="A row whose every score is -inf after masking gives zeros, as PyTorch's math path, not NaN.",
-        divergence="PyTorch multiplies q and k by sqrt(scale) each and may take a fused CPU kernel, so last bits "
-        "differ; dropout masks come from vkml's generator.",
-        gradient=THROUGH,
+        precision="fused: float32 throughout (ascending-order dot products, exp and log within 1 ulp, the online "
+        "softmax's rescalings, one division per output), one rounding to float16/bfloat16 at the output; within "
+        "atol = rtol = 2e-6 (float32) and 1e-3 (float16) of PyTorch in float64 on unit-scale data "
+        "(tests/test_attention_fused.py); the same bits on every device and run, other bits than the composite's",
+        special="A row whose every score is -inf after masking gives zeros, as PyTorch's math path, not NaN; "
+        "a NaN in q, k or v makes its rows NaN.",
+        divergence="PyTorch multiplies q and k by sqrt(scale) each and picks a fused or math CPU kernel, so last "
+        "bits differ; dropout masks come from vkml's generator (drawn in the kernels by the rule of F.dropout's "
+        "keep_mask: the composite path's masks for the same seed).",
+        gradient="Fused path: two kernels (vkml/kernels/attention_backward.py: dQ by query blocks; dK and dV by key "
+        "blocks, over each GQA head of the group in turn) recompute each block's weights P = exp(S - lse) from the "
+        "saved per-row log-sum-exp, no (L, S) matrix in memory: dV = Pᵀ dO, dS = P · (dO Vᵀ - rowsum(dO · O)), "
+        "dQ = dS K · scale, dK = dSᵀ Q · scale, in float32, rounded once to the inputs' dtype; within 1e-5 "
+        "(float32) and 2e-3 (float16) of PyTorch in float64. Broadcast batch dims: the same formulas as composite "
+        "ops. With create_graph=True the gradients come from the composite forward, recorded (differentiable again). "
+        "Composite path: through the ops it is built of.",
     ),
     "full_like": Extra("creation", (_sig("vkml.full_like", vkml.full_like),), vkml.full_like, gradient=LEAF),
     "zeros_like": Extra("creation", (_sig("vkml.zeros_like", vkml.zeros_like),), vkml.zeros_like, gradient=LEAF),

@@ -1,7 +1,11 @@
 """``scaled_dot_product_attention`` with ``torch.nn.functional``'s name, arguments and masking rules.
 
-Today a composite: ``softmax(q @ kᵀ · scale + mask) @ v`` with the score matrix materialised
-between two matmuls (a fused kernel that keeps scores on chip is issue 18's goal, not done).
+One fused kernel (vkml/kernels/attention.py) computes the forward pass: the (L, S) scores never
+reach memory. It saves each row's log-sum-exp, from which two fused backward kernels
+(vkml/kernels/attention_backward.py) recompute the weights block by block; dropout draws its keep
+masks inside the kernels. dropout_p = 1, float64 and a mask that requires grad take the composite
+path (``softmax(q @ kᵀ · scale + mask) @ v``); inputs with broadcast batch dims take a composite
+backward (the same formulas as tensor ops).
 
 >>> import vkml
 >>> q = vkml.ones(1, 2, 4)
@@ -12,13 +16,27 @@ between two matmuls (a fused kernel that keeps scores on chip is issue 18's goal
 from __future__ import annotations
 
 import math
+import weakref
+from dataclasses import dataclass
 
 import numpy as np
 
+from ..dsl.kernel import KernelCall, KernelOutput
 from ..frontend import creation
 from ..frontend import operators as functions
 from ..frontend import random as vkrandom
+from ..frontend.autograd import is_grad_enabled
+from ..frontend.autograd_api import Function
+from ..frontend.autograd_api import grad as autograd_grad
+from ..frontend.operators import _wrap
+from ..graph import build as lazy
+from ..graph.node import Node
 from ..ir import types as T
+from ..kernels import attention as fused
+from ..kernels import attention_backward as fused_backward
+from ..kernels.index import WIDE_INDEX_EXTENT
+from ..kernels.tuning import tuning_for
+from ..runtime.base import Dispatch
 
 
 def _check_inputs(query, key, value, attn_mask, dropout_p: float, is_causal: bool, enable_gqa: bool) -> None:
@@ -28,6 +46,8 @@ def _check_inputs(query, key, value, attn_mask, dropout_p: float, is_causal: boo
             f"'{op}': expected query, key, and value to all be at least 2 dimensional, got query.dim: "
             f"{query.ndim} key.dim: {key.ndim} and value.dim: {value.ndim}"
         )
+    operands = [query, key, value] + ([attn_mask] if attn_mask is not None else [])
+    lazy.check_devices(op, [t.node for t in operands])  # the fused kernel reads them all in one dispatch
     if not (query.dtype.is_float and query.dtype == key.dtype == value.dtype):
         raise RuntimeError(
             f"'{op}': expected query, key, and value to have the same float dtype, got query.dtype: "
@@ -118,21 +138,54 @@ def scaled_dot_product_attention(
     whatever the module's training mode, as PyTorch. A row whose every score is -inf (all
     masked) gives zeros, as PyTorch's math path (its ``_safe_softmax``), not NaN.
 
-    Today a composite: the (L, S) scores are written to memory between the two matmuls.
+    One fused kernel computes the forward pass without writing the (L, S) scores to memory (a
+    flash-attention scheme: each workgroup walks the keys in blocks with a running max and sum).
+    The backward pass is two fused kernels (dQ; dK and dV) that recompute the weights block by
+    block from the saved log-sum-exp. Dropout is drawn inside the kernels by ``F.dropout``'s
+    rule (the composite path's masks for the same seed). ``dropout_p`` = 1, float64 inputs, a
+    float mask that requires grad, head sizes whose tiles exceed the device's shared memory, and
+    tensors of 2^31 elements or more take the composite path (scores in memory); inputs whose
+    batch dims broadcast (GQA's fewer key/value heads aside) take a composite backward.
 
-    Precision: two matmuls (each within matmul's bound, docs/ops/matmul.md), one rounding of the
-    product by ``scale``, vkml's softmax (docs/ops/softmax.md); PyTorch scales q and k by
-    sqrt(scale) each and may use a fused CPU kernel, so last bits differ.
+    Precision: the fused kernel computes in float32 whatever the input dtype (float16 and
+    bfloat16 are rounded once, at the output): scores as ascending-order dot products times
+    ``scale``, exp and log within 1 ulp, the online softmax's rescalings, and one division per
+    output. The order differs from the composite's, so the bits differ from it and from
+    PyTorch; tests/test_attention_fused.py checks against PyTorch in float64 within
+    atol = rtol = 2e-6 (float32 inputs) and 1e-3 (float16, one rounding of the result), and
+    the gradients within 1e-5 (float32) and 2e-3 (float16). The bits are the same on every
+    device and every run.
 
     >>> q = vkml.ones(2, 3)
     >>> scaled_dot_product_attention(q, q, q, is_causal=True).shape  # doctest: +SKIP
     (2, 3)
     """
     _check_inputs(query, key, value, attn_mask, dropout_p, is_causal, enable_gqa)
+    scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
+    if _fuses(query, key, value, attn_mask, dropout_p, enable_gqa):
+        words = vkrandom.default_generator.next_key() if dropout_p > 0.0 else None  # keep_mask's draw
+        options = _Options(scale_factor, bool(is_causal), enable_gqa, float(dropout_p), words)
+        return _FusedAttention.apply(query, key, value, attn_mask, options)
+    return _composite(query, key, value, attn_mask, dropout_p, is_causal, scale_factor, enable_gqa)
+
+
+def _composite(
+    query,
+    key,
+    value,
+    attn_mask,
+    dropout_p: float,
+    is_causal: bool,
+    scale_factor: float,
+    enable_gqa: bool,
+    generator=None,
+):
+    """The composite path: the (L, S) scores and weights are written to memory between two matmuls.
+
+    ``generator``: where dropout's key comes from (default: the default generator)."""
     if enable_gqa:
         key = _repeat_heads(key, query.shape[-3])
         value = _repeat_heads(value, query.shape[-3])
-    scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
     scores = functions.matmul(query, functions.transpose(key, -2, -1)) * scale_factor
     if is_causal:
         attn_mask = causal_mask(query.shape[-2], key.shape[-2], query.device)
@@ -148,6 +201,332 @@ def scaled_dot_product_attention(
     if dropout_p == 1.0:
         weights = weights * 0.0
     elif dropout_p > 0.0:  # F.dropout's rule, written here since functional.py re-exports this module
-        keep = vkrandom.keep_mask(weights.shape, dropout_p, weights.device)
+        keep = vkrandom.keep_mask(weights.shape, dropout_p, weights.device, generator)
         weights = functions.where(keep, weights * (1.0 / (1.0 - dropout_p)), 0.0)
     return functions.matmul(weights, value)
+
+
+def _fuses(query, key, value, attn_mask, dropout_p: float, enable_gqa: bool) -> bool:
+    """Whether the fused kernel computes this call (else the composite does; the docstring says when)."""
+    if dropout_p == 1.0 or query.dtype not in (T.float32, T.float16, T.bfloat16):
+        return False
+    if attn_mask is not None and attn_mask.requires_grad:
+        return False
+    sizes = (query.shape[-2], key.shape[-2], query.shape[-1], value.shape[-1])
+    if 0 in sizes or 0 in query.shape or 0 in key.shape or 0 in value.shape:
+        return False
+    features = getattr(query.device, "features", None)
+    if features is not None and fused.shared_bytes(sizes[2], sizes[3]) > features.max_compute_shared_memory_size:
+        return False
+    batch = _batch_shape(query, key, value, enable_gqa)
+    biggest = max(query.numel(), key.numel(), value.numel(), math.prod(batch) * sizes[0] * max(sizes[1], sizes[3]))
+    return biggest < WIDE_INDEX_EXTENT
+
+
+def _batch_shape(query, key, value, enable_gqa: bool) -> tuple:
+    def batch_of(t) -> tuple:
+        return t.shape[:-3] + (query.shape[-3],) if enable_gqa else t.shape[:-2]
+
+    return tuple(np.broadcast_shapes(query.shape[:-2], batch_of(key), batch_of(value)))
+
+
+def _operand(shape: tuple, batch: tuple, gqa: bool = False) -> fused.Operand:
+    """How a contiguous tensor of ``shape`` (batch dims, then two) is read over ``batch``: per batch dim
+    its stride (0 where it broadcasts) and, with ``gqa``, the heads dim (the last) divided by the groups."""
+    lead = (1,) * (len(batch) - (len(shape) - 2)) + tuple(shape[:-2])
+    strides, step = [], shape[-1] * shape[-2]
+    for size in reversed(lead):
+        strides.append(step if size > 1 else 0)
+        step *= size
+    divisors = [1] * len(batch)
+    if gqa and lead[-1] > 1:
+        divisors[-1] = batch[-1] // lead[-1]
+    return fused.Operand(tuple(reversed(strides)), tuple(divisors))
+
+
+def _mask_strides(shape: tuple, rank: int) -> tuple:
+    padded = (1,) * (rank - len(shape)) + tuple(shape)
+    strides, step = [], 1
+    for size in reversed(padded):
+        strides.append(step if size > 1 else 0)
+        step *= size
+    return tuple(reversed(strides))
+
+
+@dataclass(frozen=True)
+class _Options:
+    """A fused call's arguments besides the tensors; ``words``: dropout's generator key (None without dropout)."""
+
+    scale: float
+    is_causal: bool
+    enable_gqa: bool
+    dropout_p: float = 0.0
+    words: tuple | None = None
+
+    def params(self) -> dict:
+        """The kernels' parameters: ``scale``, and dropout's key, probability and 1 / (1 - p)."""
+        if self.words is None:
+            return {"scale": self.scale}
+        key0, key1, offset = (w % (1 << 32) for w in self.words)
+        p = self.dropout_p
+        return {
+            "scale": self.scale,
+            "key0": key0,
+            "key1": key1,
+            "offset": offset,
+            "dropout_p": p,
+            "keep_scale": 1 / (1 - p),
+        }
+
+
+class _Replay:
+    """A generator that hands out one saved key: the composite paths drop what the forward kernel dropped."""
+
+    def __init__(self, words: tuple):
+        self.words = words
+
+    def next_key(self) -> tuple:
+        return self.words
+
+
+def _attention_shape(query, key, value, attn_mask, options: _Options) -> fused.AttentionShape:
+    """What the fused kernels' code depends on, for these operands."""
+    is_causal, enable_gqa = options.is_causal, options.enable_gqa
+    batch = _batch_shape(query, key, value, enable_gqa)
+    mask_kind, mask_dtype, mask_strides = "none", None, ()
+    if attn_mask is not None:
+        mask_kind = "bool" if attn_mask.dtype is T.bool_ else "float"
+        mask_dtype, mask_strides = attn_mask.dtype, _mask_strides(attn_mask.shape, len(batch) + 2)
+    return fused.AttentionShape(
+        dtype=query.dtype,
+        batch=batch,
+        query_len=query.shape[-2],
+        key_len=key.shape[-2],
+        head_dim=query.shape[-1],
+        value_dim=value.shape[-1],
+        query=_operand(query.shape, batch),
+        key=_operand(key.shape, batch, enable_gqa),
+        value=_operand(value.shape, batch, enable_gqa),
+        causal=bool(is_causal),
+        mask=mask_kind,
+        mask_dtype=mask_dtype,
+        mask_strides=mask_strides,
+        subgroup=min(tuning_for(query.device).subgroup, fused.LANES),
+        dropout=options.words is not None,
+    )
+
+
+class _Call(KernelCall):
+    """One dispatch of a fused kernel; an output not realized with it keeps its buffer for a later realize.
+
+    The forward's log-sum-exp is read by the backward, after ``out`` was realized on its own (``loss.item()``,
+    then ``backward()``): it is then a buffer of that realize's submission, not a second dispatch.
+    """
+
+    def __init__(self, structure: tuple, *args):
+        super().__init__(*args)
+        self.structure = structure  # what the kernel's code and buffers depend on: the plan cache's key
+        self.kept: dict[int, object] = {}
+
+    def lower(self, node: Node, outputs: dict) -> list:
+        if id(node) in outputs:  # a sibling output's dispatch in this same realize wrote it
+            return []
+        if node.arg.index in self.kept:  # written by an earlier realize's submission
+            outputs[id(node)] = self.kept.pop(node.arg.index)
+            return []
+        device = node.device
+        tensor_names = [n for n in self.input_names if n not in self.params]
+        buffers = {name: (s.buffer if s.realized else outputs[id(s)]) for name, s in zip(tensor_names, node.srcs)}
+        for index, (name, ref, (shape, dtype)) in enumerate(zip(self.output_names, self.out_nodes, self.out_specs)):
+            buf = device.allocate(dtype, math.prod(shape))
+            sibling = ref()
+            if sibling is not None and not sibling.realized:
+                outputs[id(sibling)] = buf  # read there if the sibling is realized with this dispatch
+                if sibling is not node:
+                    self.kept[index] = buf  # read here if it is realized later
+            buffers[name] = buf
+        return [Dispatch(self.kernel, self.grid, buffers, dict(self.params))]
+
+
+class _Output(KernelOutput):
+    """Output ``index`` of a ``_Call``: its structure keys the plan cache (a new call of the same structure,
+    other values of its parameters, replays the plan; ``bind`` lowers each call's own node)."""
+
+    __slots__ = ()
+
+    @property
+    def structure(self) -> tuple:
+        return (self.call.structure, self.index)
+
+
+def _dispatch(structure: tuple, kernel, grid, inputs: dict, params: dict, out_specs: dict, device) -> list:
+    """Lazy tensors for the outputs of one dispatch of ``kernel`` (a graph node each, run by the scheduler
+    in the realize's one submission); ``inputs``: buffer name -> Tensor, ``out_specs``: name -> (shape, dtype)."""
+    call = _Call(structure, kernel, grid, [*inputs, *params], list(out_specs), list(out_specs.values()), params)
+    srcs = tuple(t.node for t in inputs.values())
+    outs = [
+        Node("kernel", srcs, _Output(call, i), shape, dtype, device)
+        for i, (shape, dtype) in enumerate(out_specs.values())
+    ]
+    call.out_nodes = [weakref.ref(n) for n in outs]
+    return [_wrap(n) for n in outs]
+
+
+def _inputs(query, key, value, attn_mask, **more) -> dict:
+    named = {"q": query, "k": key, "v": value}
+    named.update({k: v for k, v in more.items() if k != "mask"})
+    if attn_mask is not None:
+        named["mask"] = attn_mask
+    return named
+
+
+def _fused_forward(query, key, value, attn_mask, options: _Options):
+    """The fused kernel's output (..., L, Ev) and each row's log-sum-exp (..., L, float32), as lazy tensors."""
+    shape = _attention_shape(query, key, value, attn_mask, options)
+    L, Ev = shape.query_len, shape.value_dim
+    specs = {"out": ((*shape.batch, L, Ev), query.dtype), "lse": ((*shape.batch, L), T.float32)}
+    kernel = fused.cached_forward_kernel(shape)
+    out, lse = _dispatch(
+        ("attention", shape),
+        kernel,
+        shape.grid,
+        _inputs(query, key, value, attn_mask),
+        options.params(),
+        specs,
+        query.device,
+    )
+    return out, lse
+
+
+def _backward_fuses(query, key, value, shape: fused.AttentionShape) -> bool:
+    """Whether the fused backward kernels apply: no broadcast batch dims (GQA's fewer key/value heads
+    aside), and tiles that fit the device's shared memory."""
+    kv_batch = shape.batch[:-1] + (shape.batch[-1] // fused_backward.groups_of(shape),) if shape.batch else ()
+    if query.shape[:-2] != shape.batch or key.shape[:-2] != kv_batch or value.shape[:-2] != kv_batch:
+        return False
+    features = getattr(query.device, "features", None)
+    need = fused_backward.shared_bytes(shape.head_dim, shape.value_dim)
+    return features is None or need <= features.max_compute_shared_memory_size
+
+
+def _fused_backward(query, key, value, attn_mask, out, lse, grad, options: _Options):
+    """(dq, dk, dv) in float32 from the two backward kernels (vkml/kernels/attention_backward.py)."""
+    shape = _attention_shape(query, key, value, attn_mask, options)
+    L, S, E, Ev = shape.query_len, shape.key_len, shape.head_dim, shape.value_dim
+    grad = functions.cast(grad, query.dtype)
+    delta = functions.sum(functions.cast(grad, T.float32) * functions.cast(out, T.float32), -1)
+    inputs = _inputs(query, key, value, attn_mask, grad=grad, lse=lse, delta=delta)
+    dq_kernel, dkv_kernel = fused_backward.cached_kernels(shape)
+    device = query.device
+    (d_query,) = _dispatch(
+        ("attention dq", shape),
+        dq_kernel,
+        fused_backward.grid_of(shape, keys=False),
+        inputs,
+        options.params(),
+        {"dq": ((*shape.batch, L, E), T.float32)},
+        device,
+    )
+    d_key, d_value = _dispatch(
+        ("attention dkv", shape),
+        dkv_kernel,
+        fused_backward.grid_of(shape, keys=True),
+        inputs,
+        options.params(),
+        {"dk": ((*key.shape[:-2], S, E), T.float32), "dv": ((*value.shape[:-2], S, Ev), T.float32)},
+        device,
+    )
+    return d_query, d_key, d_value
+
+
+def _sum_to(grad, shape: tuple):
+    """``grad`` summed over the dims it broadcast ``shape`` along (PyTorch's sum_to_size)."""
+    extra = grad.ndim - len(shape)
+    if extra:
+        grad = functions.sum(grad, tuple(range(extra)))
+    dims = tuple(d for d, (g, s) in enumerate(zip(grad.shape, shape)) if s == 1 and g != 1)
+    if dims:
+        grad = functions.sum(grad, dims, keepdim=True)
+    return grad
+
+
+def _sum_heads(grad, heads: int):
+    """A gradient over repeated heads (dim -3 of ``heads * groups``) summed back per head."""
+    groups = grad.shape[-3] // heads
+    if groups == 1:
+        return grad
+    lead, s, e = grad.shape[:-3], grad.shape[-2], grad.shape[-1]
+    return functions.sum(functions.reshape(grad, *lead, heads, groups, s, e), -3)
+
+
+class _FusedAttention(Function):
+    """The fused forward kernel; the backward recomputes the weights from the saved log-sum-exp.
+
+    With P = exp(S - lse) (zeros in a row with no unmasked key), D = rowsum(dO · O):
+    dV = Pᵀ dO, dS = P · (dO Vᵀ - D), dQ = dS K · scale, dK = dSᵀ Q · scale, in float32, each
+    summed over the batch dims (and GQA head groups) its input broadcast along: by the two
+    backward kernels, or as composite ops where a batch dim broadcasts.
+    """
+
+    @staticmethod
+    def forward(ctx, query, key, value, attn_mask, options):
+        out, lse = _fused_forward(query, key, value, attn_mask, options)
+        ctx.save_for_backward(query, key, value, attn_mask, out, lse)
+        ctx.options = options
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        query, key, value, attn_mask, out, lse = ctx.saved_tensors
+        options = ctx.options
+        if is_grad_enabled():  # create_graph=True: a gradient that is itself differentiable
+            grads = _recorded_backward(query, key, value, attn_mask, grad, options)
+        elif _backward_fuses(query, key, value, _attention_shape(query, key, value, attn_mask, options)):
+            grads = _fused_backward(query, key, value, attn_mask, out, lse, grad, options)
+            grads = [functions.cast(g, query.dtype) for g in grads]
+        else:
+            grads = _composite_backward(query, key, value, attn_mask, out, lse, grad, options)
+        return (*grads, None, None)
+
+
+def _recorded_backward(query, key, value, attn_mask, grad, options: _Options) -> list:
+    """The gradients through the composite forward, recorded (for higher derivatives; the kernels' are not)."""
+    inputs = [t for t in (query, key, value) if t.requires_grad]
+    replay = None if options.words is None else _Replay(options.words)
+    out = _composite(
+        query, key, value, attn_mask, options.dropout_p, options.is_causal, options.scale, options.enable_gqa, replay
+    )
+    found = iter(autograd_grad(out, inputs, grad, create_graph=True, allow_unused=True))
+    return [next(found) if t.requires_grad else None for t in (query, key, value)]
+
+
+def _composite_backward(query, key, value, attn_mask, out, lse, grad, options: _Options) -> list:
+    """The backward of inputs with broadcast batch dims: the same formulas as composite ops."""
+    scale, is_causal, enable_gqa = options.scale, options.is_causal, options.enable_gqa
+    dtype = query.dtype
+    q, k, v, o, g = (functions.cast(t, T.float32) for t in (query, key, value, out, grad))
+    if enable_gqa:
+        k, v = _repeat_heads(k, q.shape[-3]), _repeat_heads(v, q.shape[-3])
+    scores = functions.matmul(q, functions.transpose(k, -2, -1)) * scale
+    if is_causal:
+        attn_mask = causal_mask(q.shape[-2], k.shape[-2], q.device)
+    if attn_mask is not None and attn_mask.dtype is T.bool_:
+        scores = functions.where(attn_mask, scores, float("-inf"))
+    elif attn_mask is not None:  # rounded to the query's dtype first, as the forward kernel
+        scores = scores + functions.cast(functions.cast(attn_mask, dtype), T.float32)
+    lse = functions.unsqueeze(lse, -1)
+    weights = functions.where(lse == float("-inf"), 0.0, (scores - lse).exp())
+    kept_weights, d_weights = weights, functions.matmul(g, functions.transpose(v, -2, -1))
+    if options.words is not None:  # the forward kernel's dropout: the same key, the same kept weights
+        keep = vkrandom.keep_mask(weights.shape, options.dropout_p, weights.device, _Replay(options.words))
+        keep_scale = options.params()["keep_scale"]
+        kept_weights = functions.where(keep, weights * keep_scale, 0.0)
+        d_weights = functions.where(keep, d_weights * keep_scale, 0.0)
+    d_value = functions.matmul(functions.transpose(kept_weights, -2, -1), g)
+    rows = functions.sum(g * o, -1, keepdim=True)
+    d_scores = weights * (d_weights - rows)
+    d_query = functions.matmul(d_scores, k) * scale
+    d_key = functions.matmul(functions.transpose(d_scores, -2, -1), q) * scale
+    if enable_gqa:
+        d_key, d_value = _sum_heads(d_key, key.shape[-3]), _sum_heads(d_value, value.shape[-3])
+    return [functions.cast(_sum_to(d, t.shape), dtype) for d, t in ((d_query, query), (d_key, key), (d_value, value))]

@@ -118,8 +118,10 @@ def _trace(roots: list[Node], mode_of_matmul, mark: int) -> tuple[list[Node], tu
                     arg = node.arg.structure  # offsets and mask bounds are parameters, as constants' values
                 else:
                     arg = node.arg
-                    if op == "kernel":  # a user's kernel allocates its own outputs
-                        cacheable = False
+                    if op == "kernel":  # a user's kernel allocates its own outputs; a fused op's names its structure
+                        arg = getattr(arg, "structure", None)
+                        if arg is None:
+                            cacheable = False
                 emit((op, arg, node.shape, node.dtype, refs))
                 node.trace_pos = n
                 n += 1

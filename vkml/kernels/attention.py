@@ -1,0 +1,312 @@
+"""The fused attention kernel: softmax(q @ kᵀ · scale + mask) @ v without writing the scores.
+
+One workgroup owns ``ROWS`` query rows of one batch entry (all batch dims flattened, heads
+included) and walks the keys in blocks of ``LANES``, in ascending order: the flash-attention
+scheme. Per block it stages the key block (rows padded by one word, so the lanes of a row read
+distinct banks) and the value block in shared memory; lane ``c`` of row ``r`` computes the
+score of key ``c`` (Σ_e q[r, e] · k[c, e] in ascending e from -0.0, each product and sum
+rounded, then one rounding by ``scale``), masks it, and the row's lanes combine their scores:
+
+    m' = max(m, max_c s_c)      p_c = exp(s_c - m')      α = exp(m - m')
+    l' = l · α + Σ_c p_c        acc_j' = acc_j · α + Σ_c p_c · v[c, j]  (c ascending)
+
+Lane ``c`` keeps the accumulators of output columns c, c + LANES, ...; at the end
+out = acc / l (a row with no unmasked key, l = 0, gives zeros, as PyTorch's math path) and the
+row's log-sum-exp m + log(l) (-inf for such a row) is stored for the backward pass.
+
+The row combines (max, sum) follow one fixed tree over the ``LANES`` lanes — neighbours pair
+level by level — whatever does them: ``shuffle_xor`` for the levels inside a subgroup, shared
+memory for the rest. So the order of every operation is fixed by the shapes alone, and every
+device (the CPU interpreter included) gives the same bits. The order differs from the
+composite's (softmax, then a matmul), so the bits differ from it: docs/ops/scaled_dot_product_attention.md
+gives the bound.
+
+Batch dims are index arithmetic: each operand is read at its own (contiguous) shape through
+per-dim strides, 0 where it broadcasts; with ``enable_gqa`` a key/value head serves
+``groups`` query heads (its batch index is divided by ``groups``). A mask is read the same way,
+its query and key dims through their own strides (0 where it broadcasts).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+from ..ir import builder as B
+from ..ir import types as T
+from ..ir.core import Kernel, Value
+from ..ir.verify import verify_kernel
+from ..ops import mathlib as M
+from ..ops.cast import load_value, narrow, store_value
+from ..ops.random import random_value
+from .index import _u32
+from .lowering import fold_grid, linear_workgroup
+
+ROWS = 8  # query rows per workgroup
+LANES = 16  # lanes per row = keys per block
+THREADS = ROWS * LANES
+NEG_INF = float("-inf")
+
+
+@dataclass(frozen=True)
+class Operand:
+    """How one input is read: per batch dim its element stride (0: broadcast) and the divisor of
+    the batch index (``enable_gqa``'s groups on the heads dim, else 1)."""
+
+    strides: tuple[int, ...]
+    divisors: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class AttentionShape:
+    """Everything the forward kernel's code depends on (its cache key).
+
+    ``batch``: the broadcast batch dims; ``query_len`` L, ``key_len`` S, ``head_dim`` E (query
+    and key), ``value_dim`` Ev; ``mask``: "none", "bool" or "float" (a float mask of
+    ``mask_dtype``, narrowed to ``dtype`` first where that is narrower, as the composite does);
+    ``mask_strides``: the mask's strides over (batch..., L, S); ``subgroup``: shuffle levels;
+    ``dropout``: the kernels take ``DROPOUT_PARAMS`` and drop weights as ``Dropout.apply`` says.
+    """
+
+    dtype: T.DType
+    batch: tuple[int, ...]
+    query_len: int
+    key_len: int
+    head_dim: int
+    value_dim: int
+    query: Operand
+    key: Operand
+    value: Operand
+    causal: bool = False
+    mask: str = "none"
+    mask_dtype: T.DType | None = None
+    mask_strides: tuple[int, ...] = ()
+    subgroup: int = 1
+    dropout: bool = False
+
+    @property
+    def batch_count(self) -> int:
+        return math.prod(self.batch)
+
+    @property
+    def row_blocks(self) -> int:
+        return -(-self.query_len // ROWS)
+
+    @property
+    def grid(self) -> tuple[int, int, int]:
+        return fold_grid(self.batch_count * self.row_blocks)
+
+    @property
+    def shared_bytes(self) -> int:
+        return shared_bytes(self.head_dim, self.value_dim)
+
+
+def shared_bytes(head_dim: int, value_dim: int) -> int:
+    """Shared memory the forward kernel takes for these head sizes (a device must have as much)."""
+    return 4 * (ROWS * head_dim + LANES * (head_dim + 1) + LANES * value_dim + 3 * THREADS)
+
+
+DROPOUT_PARAMS = ("key0", "key1", "offset", "dropout_p", "keep_scale")
+
+
+class Dropout:
+    """The dropout of a kernel's weights: element (b, i, j) of the (..., L, S) weights is kept where the
+    uniform random value of linear index (b·L + i)·S + j under the generator's key is at least
+    ``dropout_p`` (``vkml.frontend.random.keep_mask``'s rule, so the composite drops the same ones),
+    and then multiplied by ``keep_scale`` = 1 / (1 - p) rounded to float32."""
+
+    def __init__(self, kb: B.KernelBuilder, shape: AttentionShape):
+        self.shape = shape
+        self.key0, self.key1, self.offset = (kb.param(n, T.uint32) for n in DROPOUT_PARAMS[:3])
+        self.p, self.scale = (kb.param(n, T.float32) for n in DROPOUT_PARAMS[3:])
+
+    def keep(self, batch: Value, row: Value, col: Value) -> Value:
+        index = (batch * _u32(self.shape.query_len) + row) * _u32(self.shape.key_len) + col
+        return random_value("uniform", index, self.key0, self.key1, self.offset) >= self.p
+
+    def apply(self, keep: Value, weight: Value) -> Value:
+        return B.select(keep, weight * self.scale, _f32(0.0))
+
+
+def _f32(v: float) -> Value:
+    return B.const(v, T.float32)
+
+
+def _max(a: Value, b: Value) -> Value:
+    """max(a, b) that propagates a NaN (of either side)."""
+    m = B.select(b > a, b, a)
+    return B.select(B.isnan(b), b, m)
+
+
+def _add(a: Value, b: Value) -> Value:
+    return a + b
+
+
+def _row_combine(value: Value, combine, lane: Value, base: Value, tree, subgroup: int) -> Value:
+    """``combine`` over the ``LANES`` lanes of a row (``lane`` = this lane, ``base`` = the row's first
+    slot of ``tree``), neighbours paired level by level; every lane of the row gets the result.
+
+    Levels inside a subgroup use ``shuffle_xor``; the rest read the subgroup results from shared
+    memory (a barrier follows the writes; the caller's next barrier separates the reads from the
+    next writes). The lower lane's value is always the left operand, so both give the same bits.
+    """
+    bit = 1
+    while bit < min(subgroup, LANES):
+        partner = B.shuffle_xor(value, bit)
+        is_left = B.eq(lane & _u32(bit), _u32(0))
+        value = B.select(is_left, combine(value, partner), combine(partner, value))
+        bit *= 2
+    if bit >= LANES:
+        return value
+    tree[base + lane] = value
+    B.barrier()
+    parts = [tree[base + _u32(g * bit)] for g in range(LANES // bit)]
+    while len(parts) > 1:
+        parts = [combine(parts[i], parts[i + 1]) for i in range(0, len(parts), 2)]
+    return parts[0]
+
+
+def _batch_offsets(batch_index: Value, shape: AttentionShape, operands: list[Operand]) -> list[Value]:
+    """Each operand's element offset of batch entry ``batch_index`` (row-major over ``shape.batch``)."""
+    offsets: list[Value] = [_u32(0) for _ in operands]
+    rest = batch_index
+    for d in reversed(range(len(shape.batch))):
+        size = shape.batch[d]
+        if size == 1:
+            continue
+        index = rest % _u32(size) if d > 0 else rest
+        rest = rest / _u32(size)
+        for i, op in enumerate(operands):
+            if op.strides[d] == 0:
+                continue
+            scaled = index / _u32(op.divisors[d]) if op.divisors[d] > 1 else index
+            offsets[i] = offsets[i] + scaled * _u32(op.strides[d])
+    return offsets
+
+
+def stage(tile, src, dtype: T.DType, src_base: Value, first: Value, limit: int, width: int, pitch: int, rows: int):
+    """tile[i * pitch + j] = src[src_base + (first + i) * width + j] in float32 for i < rows, j < width;
+    0 for rows at or past ``limit`` (the workgroup's invocations take the elements in turn)."""
+    with B.range_(B.convert(B.local_id(0), T.uint32), _u32(rows * width), _u32(THREADS)) as t:
+        i = t / _u32(width)
+        j = t - i * _u32(width)
+        at = first + i
+        inside = at < _u32(limit)
+        loaded = load_value(src[src_base + B.select(inside, at, _u32(0)) * _u32(width) + j], dtype)
+        tile[i * _u32(pitch) + j] = B.select(inside, loaded, _f32(0.0))
+
+
+def masked_score(shape: AttentionShape, dot: Value, scale: Value, row: Value, col: Value, mask, mask_base) -> Value:
+    """The score of query ``row`` and key ``col`` from their dot product: times ``scale``, plus a float
+    mask; -inf where the key is masked (bool mask, causal, ``col`` past S) or ``row`` is past L."""
+    L, S = shape.query_len, shape.key_len
+    s = dot * scale
+    valid = (col < _u32(S)) & (row < _u32(L))
+    if shape.causal:
+        valid = valid & (col <= row)
+    if mask is not None:
+        ms = shape.mask_strides
+        at = mask_base + B.select(valid, row, _u32(0)) * _u32(ms[-2]) + B.select(valid, col, _u32(0)) * _u32(ms[-1])
+        if shape.mask == "bool":
+            valid = valid & mask[at]
+        else:
+            bias = load_value(mask[at], shape.mask_dtype)
+            if shape.dtype.nbytes < shape.mask_dtype.nbytes:
+                bias = narrow(bias, shape.dtype)
+            s = s + bias
+    return B.select(valid, s, _f32(NEG_INF))
+
+
+def forward_kernel(shape: AttentionShape) -> Kernel:
+    """The fused forward kernel for ``shape``: buffers q, k, v (, mask), out, lse; parameter ``scale``."""
+    dt = shape.dtype
+    L, S, E, Ev = shape.query_len, shape.key_len, shape.head_dim, shape.value_dim
+    kb = B.KernelBuilder(f"attention_{'x'.join(map(str, shape.batch)) or 'scalar'}_{L}x{S}x{E}x{Ev}", (THREADS, 1, 1))
+    q = kb.buffer("q", T.storage(dt))
+    k = kb.buffer("k", T.storage(dt))
+    v = kb.buffer("v", T.storage(dt))
+    mask = kb.buffer("mask", T.storage(shape.mask_dtype)) if shape.mask != "none" else None
+    out = kb.buffer("out", T.storage(dt), "write")
+    lse = kb.buffer("lse", T.float32, "write")
+    scale = kb.param("scale", T.float32)
+    dropout = Dropout(kb, shape) if shape.dropout else None
+    q_tile = kb.shared("q_tile", T.float32, ROWS * E)
+    k_tile = kb.shared("k_tile", T.float32, LANES * (E + 1))
+    v_tile = kb.shared("v_tile", T.float32, LANES * Ev)
+    p_tile = kb.shared("p_tile", T.float32, THREADS)
+    max_tree = kb.shared("max_tree", T.float32, THREADS)
+    sum_tree = kb.shared("sum_tree", T.float32, THREADS)
+    accumulators = -(-Ev // LANES)
+    with kb:
+        lid = B.convert(B.local_id(0), T.uint32)
+        r, c = lid >> _u32(LANES.bit_length() - 1), lid & _u32(LANES - 1)
+        base = r * _u32(LANES)
+        w = linear_workgroup(shape.grid)
+        with B.if_(w < _u32(shape.batch_count * shape.row_blocks)):
+            b = w / _u32(shape.row_blocks)
+            row0 = (w - b * _u32(shape.row_blocks)) * _u32(ROWS)
+            row = row0 + r
+            operands = [shape.query, shape.key, shape.value]
+            if mask is not None:
+                operands.append(Operand(shape.mask_strides[:-2], (1,) * len(shape.batch)))
+            offsets = _batch_offsets(b, shape, operands)
+            q_base, k_base, v_base = offsets[:3]
+
+            stage(q_tile, q, dt, q_base, row0, L, E, E, ROWS)
+            blocks = -(-S // LANES)
+            end = _u32(blocks)
+            if shape.causal:  # blocks past the workgroup's last row hold no unmasked key
+                needed = (row0 + _u32(ROWS - 1)) / _u32(LANES) + _u32(1)
+                end = B.select(needed < end, needed, end)
+
+            def block(kb_i, m, l, *acc):
+                key0 = kb_i * _u32(LANES)
+                B.barrier()  # the previous block's tiles (and the query tile's stores) are done with
+                stage(k_tile, k, dt, k_base, key0, S, E, E + 1, LANES)
+                stage(v_tile, v, dt, v_base, key0, S, Ev, Ev, LANES)
+                B.barrier()
+                (dot,) = B.loop(
+                    0, E, 1, (_f32(-0.0),), lambda e, s: s + q_tile[r * _u32(E) + e] * k_tile[c * _u32(E + 1) + e]
+                )
+                s = masked_score(shape, dot, scale, row, key0 + c, mask, offsets[3] if mask is not None else None)
+                m_new = _max(m, _row_combine(s, _max, c, base, max_tree, shape.subgroup))
+                dead = B.eq(m_new, _f32(NEG_INF))  # no unmasked key so far: keep zeros
+                p = B.select(dead, _f32(0.0), M.exp(s - m_new))
+                alpha = B.select(dead, _f32(1.0), M.exp(m - m_new))
+                # The sum l takes every weight; the output only the kept ones (dropout after softmax).
+                p_tile[lid] = dropout.apply(dropout.keep(b, row, key0 + c), p) if dropout else p
+                l_new = l * alpha + _row_combine(p, _add, c, base, sum_tree, shape.subgroup)
+                B.barrier()
+                cols = [
+                    B.select(c + _u32(a * LANES) < _u32(Ev), c + _u32(a * LANES), _u32(0)) for a in range(accumulators)
+                ]
+
+                def step(cc, *sums):
+                    weight = p_tile[base + cc]
+                    return tuple(total + weight * v_tile[cc * _u32(Ev) + j] for total, j in zip(sums, cols))
+
+                sums = B.loop(0, LANES, 1, tuple(_f32(-0.0) for _ in range(accumulators)), step)
+                return (m_new, l_new, *(a * alpha + s_ for a, s_ in zip(acc, sums)))
+
+            inits = (_f32(NEG_INF), _f32(0.0), *(_f32(0.0) for _ in range(accumulators)))
+            m, l, *acc = B.loop(_u32(0), end, _u32(1), inits, block)
+            with B.if_(row < _u32(L)):
+                empty = B.eq(l, _f32(0.0))
+                out_row = (b * _u32(L) + row) * _u32(Ev)
+                for a, total in enumerate(acc):
+                    j = c + _u32(a * LANES)
+                    value = B.select(empty, _f32(0.0), total / l)
+                    with B.if_(j < _u32(Ev)):
+                        out[out_row + j] = store_value(narrow(value, dt), dt)
+                with B.if_(B.eq(c, _u32(0))):
+                    lse[b * _u32(L) + row] = B.select(empty, _f32(NEG_INF), m + M.log(l))
+    kernel = kb.finish()
+    verify_kernel(kernel)
+    return kernel
+
+
+@functools.lru_cache(maxsize=64)
+def cached_forward_kernel(shape: AttentionShape) -> Kernel:
+    """``forward_kernel(shape)``, built once per shape (bounded: shapes that change every step)."""
+    return forward_kernel(shape)

@@ -1,0 +1,278 @@
+"""The fused attention backward: two kernels that recompute the weights from the saved log-sum-exp.
+
+With P = exp(S - lse) (the softmax weights; 0 at a masked score and in a row with no unmasked key)
+and D = rowsum(dO · O) (computed before, one float32 per query row):
+
+    dS = P · (dO Vᵀ - D)      dQ = dS K · scale      dK = dSᵀ Q · scale      dV = Pᵀ dO
+
+- ``query_kernel`` (dQ): as the forward, a workgroup owns ``ROWS`` query rows and walks the key
+  blocks in ascending order; lane ``c`` adds the dS-weighted keys into its dQ columns
+  c, c + LANES, ...
+- ``key_kernel`` (dK, dV): a workgroup owns ``ROWS`` keys of one key/value batch entry and walks
+  the query blocks in ascending order — for each query head of its group in turn (``enable_gqa``)
+  — so a key's gradient sums over its group's heads in a fixed order, with no atomics.
+
+Neither writes an (L, S) matrix. The scores are computed exactly as the forward computes them
+(``attention.masked_score``), and every sum runs in an order fixed by the shapes, so every device
+gives the same bits. These kernels take inputs whose batch dims are the full batch (or, for keys
+and values, the full batch with fewer heads under ``enable_gqa``); a broadcast batch takes the
+composite backward (vkml/nn/functional_attention.py).
+"""
+
+from __future__ import annotations
+
+import functools
+
+from ..ir import builder as B
+from ..ir import types as T
+from ..ir.core import Kernel, Value
+from ..ir.verify import verify_kernel
+from ..ops import mathlib as M
+from .attention import (
+    LANES,
+    NEG_INF,
+    ROWS,
+    THREADS,
+    AttentionShape,
+    Dropout,
+    Operand,
+    _batch_offsets,
+    _f32,
+    masked_score,
+    stage,
+)
+from .index import _u32
+from .lowering import fold_grid, linear_workgroup
+
+
+def _batch_name(shape: AttentionShape) -> str:
+    return "x".join(map(str, shape.batch)) or "scalar"
+
+
+def _weights(s: Value, lse_row: Value) -> Value:
+    """P = exp(s - lse): 0 where the score is masked or the row has no unmasked key (lse = -inf)."""
+    dead = B.eq(s, _f32(NEG_INF)) | B.eq(lse_row, _f32(NEG_INF))
+    return B.select(dead, _f32(0.0), M.exp(s - lse_row))
+
+
+def _dot(length: int, a, a_at, b, b_at) -> Value:
+    """Σ_i a[a_at + i] · b[b_at + i] in ascending i from -0.0 (shared tiles)."""
+    (total,) = B.loop(0, length, 1, (_f32(-0.0),), lambda i, acc: acc + a[a_at + i] * b[b_at + i])
+    return total
+
+
+def _columns(lane: Value, width: int) -> list[Value]:
+    """The columns lane ``lane`` owns: lane, lane + LANES, ... (clamped to stay in range; not stored past ``width``)."""
+    cols = []
+    for a in range(-(-width // LANES)):
+        col = lane + _u32(a * LANES)
+        cols.append(B.select(col < _u32(width), col, _u32(0)))
+    return cols
+
+
+def _store_columns(buf, row_at: Value, lane: Value, width: int, values) -> None:
+    for a, value in enumerate(values):
+        col = lane + _u32(a * LANES)
+        with B.if_(col < _u32(width)):
+            buf[row_at + col] = value
+
+
+def grid_of(shape: AttentionShape, keys: bool) -> tuple[int, int, int]:
+    """The kernels' grids: query row blocks per batch entry (dQ) or key blocks per key batch entry (dK, dV)."""
+    if keys:
+        return fold_grid(key_batch_count(shape) * -(-shape.key_len // ROWS))
+    return fold_grid(shape.batch_count * shape.row_blocks)
+
+
+def key_batch_count(shape: AttentionShape) -> int:
+    """Batch entries of the keys: the full batch, heads divided by the GQA groups."""
+    return shape.batch_count // groups_of(shape)
+
+
+def groups_of(shape: AttentionShape) -> int:
+    return shape.key.divisors[-1] if shape.batch else 1
+
+
+def _common(kb: B.KernelBuilder, shape: AttentionShape):
+    dt = shape.dtype
+    bufs = {name: kb.buffer(name, T.storage(dt)) for name in ("q", "k", "v", "grad")}
+    bufs["mask"] = kb.buffer("mask", T.storage(shape.mask_dtype)) if shape.mask != "none" else None
+    bufs["lse"] = kb.buffer("lse", T.float32)
+    bufs["delta"] = kb.buffer("delta", T.float32)
+    return bufs
+
+
+def query_kernel(shape: AttentionShape) -> Kernel:
+    """dQ (float32, the full batch's (..., L, E)): buffers q, k, v, grad, (mask,) lse, delta, dq; parameter scale."""
+    dt = shape.dtype
+    L, S, E, Ev = shape.query_len, shape.key_len, shape.head_dim, shape.value_dim
+    kb = B.KernelBuilder(f"attention_dq_{_batch_name(shape)}_{L}x{S}x{E}x{Ev}", (THREADS, 1, 1))
+    bufs = _common(kb, shape)
+    dq = kb.buffer("dq", T.float32, "write")
+    scale = kb.param("scale", T.float32)
+    dropout = Dropout(kb, shape) if shape.dropout else None
+    q_tile = kb.shared("q_tile", T.float32, ROWS * E)
+    g_tile = kb.shared("g_tile", T.float32, ROWS * Ev)
+    k_tile = kb.shared("k_tile", T.float32, LANES * (E + 1))
+    v_tile = kb.shared("v_tile", T.float32, LANES * (Ev + 1))
+    ds_tile = kb.shared("ds_tile", T.float32, THREADS)
+    grid = grid_of(shape, keys=False)
+    with kb:
+        lid = B.convert(B.local_id(0), T.uint32)
+        r, c = lid >> _u32(LANES.bit_length() - 1), lid & _u32(LANES - 1)
+        w = linear_workgroup(grid)
+        with B.if_(w < _u32(shape.batch_count * shape.row_blocks)):
+            b = w / _u32(shape.row_blocks)
+            row0 = (w - b * _u32(shape.row_blocks)) * _u32(ROWS)
+            row = row0 + r
+            operands = [shape.query, shape.key, shape.value]
+            if bufs["mask"] is not None:
+                operands.append(Operand(shape.mask_strides[:-2], (1,) * len(shape.batch)))
+            offsets = _batch_offsets(b, shape, operands)
+            mask_base = offsets[3] if bufs["mask"] is not None else None
+            stage(q_tile, bufs["q"], dt, offsets[0], row0, L, E, E, ROWS)
+            stage(g_tile, bufs["grad"], dt, b * _u32(L * Ev), row0, L, Ev, Ev, ROWS)
+            row_in = b * _u32(L) + B.select(row < _u32(L), row, _u32(0))
+            lse_row, delta_row = bufs["lse"][row_in], bufs["delta"][row_in]
+            end = _u32(-(-S // LANES))
+            if shape.causal:
+                needed = (row0 + _u32(ROWS - 1)) / _u32(LANES) + _u32(1)
+                end = B.select(needed < end, needed, end)
+            cols = _columns(c, E)
+
+            def block(kb_i, *acc):
+                key0 = kb_i * _u32(LANES)
+                B.barrier()
+                stage(k_tile, bufs["k"], dt, offsets[1], key0, S, E, E + 1, LANES)
+                stage(v_tile, bufs["v"], dt, offsets[2], key0, S, Ev, Ev + 1, LANES)
+                B.barrier()
+                dot = _dot(E, q_tile, r * _u32(E), k_tile, c * _u32(E + 1))
+                s = masked_score(shape, dot, scale, row, key0 + c, bufs["mask"], mask_base)
+                p = _weights(s, lse_row)
+                dp = _dot(Ev, g_tile, r * _u32(Ev), v_tile, c * _u32(Ev + 1))
+                if dropout:  # the gradient reaches the weights the forward kept, scaled as they were
+                    dp = dropout.apply(dropout.keep(b, row, key0 + c), dp)
+                ds_tile[lid] = p * (dp - delta_row)
+                B.barrier()
+
+                def step(cc, *sums):
+                    weight = ds_tile[r * _u32(LANES) + cc]
+                    return tuple(t + weight * k_tile[cc * _u32(E + 1) + e] for t, e in zip(sums, cols))
+
+                sums = B.loop(0, LANES, 1, tuple(_f32(-0.0) for _ in cols), step)
+                return tuple(a + s_ for a, s_ in zip(acc, sums))
+
+            acc = B.loop(_u32(0), end, _u32(1), tuple(_f32(0.0) for _ in cols), block)
+            with B.if_(row < _u32(L)):
+                _store_columns(dq, (b * _u32(L) + row) * _u32(E), c, E, [a * scale for a in acc])
+    kernel = kb.finish()
+    verify_kernel(kernel)
+    return kernel
+
+
+def key_kernel(shape: AttentionShape) -> Kernel:
+    """dK and dV (float32, at the keys' and values' batch): buffers q, k, v, grad, (mask,) lse, delta, dk, dv."""
+    dt = shape.dtype
+    L, S, E, Ev = shape.query_len, shape.key_len, shape.head_dim, shape.value_dim
+    kb = B.KernelBuilder(f"attention_dkv_{_batch_name(shape)}_{L}x{S}x{E}x{Ev}", (THREADS, 1, 1))
+    bufs = _common(kb, shape)
+    dk = kb.buffer("dk", T.float32, "write")
+    dv = kb.buffer("dv", T.float32, "write")
+    scale = kb.param("scale", T.float32)
+    dropout = Dropout(kb, shape) if shape.dropout else None
+    k_tile = kb.shared("k_tile", T.float32, ROWS * E)
+    v_tile = kb.shared("v_tile", T.float32, ROWS * Ev)
+    q_tile = kb.shared("q_tile", T.float32, LANES * (E + 1))
+    g_tile = kb.shared("g_tile", T.float32, LANES * (Ev + 1))
+    lse_tile = kb.shared("lse_tile", T.float32, LANES)
+    delta_tile = kb.shared("delta_tile", T.float32, LANES)
+    p_tile = kb.shared("p_tile", T.float32, THREADS)
+    ds_tile = kb.shared("ds_tile", T.float32, THREADS)
+    groups = groups_of(shape)
+    key_blocks = -(-S // ROWS)
+    grid = grid_of(shape, keys=True)
+    with kb:
+        lid = B.convert(B.local_id(0), T.uint32)
+        r, c = lid >> _u32(LANES.bit_length() - 1), lid & _u32(LANES - 1)
+        w = linear_workgroup(grid)
+        with B.if_(w < _u32(key_batch_count(shape) * key_blocks)):
+            bk = w / _u32(key_blocks)
+            key0 = (w - bk * _u32(key_blocks)) * _u32(ROWS)
+            key = key0 + r
+            # Key batch entry bk serves query batch entries (bk // Hk) * H + (bk % Hk) * groups + g.
+            heads_k = shape.batch[-1] // groups if shape.batch else 1
+            outer = bk / _u32(heads_k)
+            first_query_batch = outer * _u32(heads_k * groups) + (bk - outer * _u32(heads_k)) * _u32(groups)
+            kv_offsets = _batch_offsets(first_query_batch, shape, [shape.key, shape.value])
+            stage(k_tile, bufs["k"], dt, kv_offsets[0], key0, S, E, E, ROWS)
+            stage(v_tile, bufs["v"], dt, kv_offsets[1], key0, S, Ev, Ev, ROWS)
+            dk_cols, dv_cols = _columns(c, E), _columns(c, Ev)
+            query_blocks = -(-L // LANES)
+            start = (key0 / _u32(LANES)) if shape.causal else _u32(0)  # earlier queries see none of these keys
+
+            def head(g, *acc):
+                bq = first_query_batch + g
+                mask_base = None
+                if bufs["mask"] is not None:
+                    mask_op = Operand(shape.mask_strides[:-2], (1,) * len(shape.batch))
+                    (mask_base,) = _batch_offsets(bq, shape, [mask_op])
+                (q_base,) = _batch_offsets(bq, shape, [shape.query])
+
+                def block(qb, *acc):
+                    query0 = qb * _u32(LANES)
+                    query = query0 + c
+                    B.barrier()
+                    stage(q_tile, bufs["q"], dt, q_base, query0, L, E, E + 1, LANES)
+                    stage(g_tile, bufs["grad"], dt, bq * _u32(L * Ev), query0, L, Ev, Ev + 1, LANES)
+                    with B.if_(lid < _u32(LANES)):
+                        at = bq * _u32(L) + B.select(query0 + lid < _u32(L), query0 + lid, _u32(0))
+                        lse_tile[lid] = bufs["lse"][at]
+                        delta_tile[lid] = bufs["delta"][at]
+                    B.barrier()
+                    dot = _dot(E, q_tile, c * _u32(E + 1), k_tile, r * _u32(E))
+                    s = masked_score(shape, dot, scale, query, key, bufs["mask"], mask_base)
+                    p = _weights(s, lse_tile[c])
+                    dp = _dot(Ev, g_tile, c * _u32(Ev + 1), v_tile, r * _u32(Ev))
+                    if dropout:  # dV takes the kept weights; dS the kept part of dP, scaled as in the forward
+                        keep = dropout.keep(bq, query, key)
+                        p_tile[lid] = dropout.apply(keep, p)
+                        dp = dropout.apply(keep, dp)
+                    else:
+                        p_tile[lid] = p
+                    ds_tile[lid] = p * (dp - delta_tile[c])
+                    B.barrier()
+                    n_dk = len(dk_cols)
+
+                    def step(cc, *sums):
+                        at = r * _u32(LANES) + cc
+                        weight, d_weight = p_tile[at], ds_tile[at]
+                        new_dk = [t + d_weight * q_tile[cc * _u32(E + 1) + e] for t, e in zip(sums[:n_dk], dk_cols)]
+                        new_dv = [t + weight * g_tile[cc * _u32(Ev + 1) + j] for t, j in zip(sums[n_dk:], dv_cols)]
+                        return (*new_dk, *new_dv)
+
+                    sums = B.loop(0, LANES, 1, tuple(_f32(-0.0) for _ in range(len(acc))), step)
+                    return tuple(a + s_ for a, s_ in zip(acc, sums))
+
+                return B.loop(start, _u32(query_blocks), _u32(1), acc, block)
+
+            acc = B.loop(_u32(0), _u32(groups), _u32(1), tuple(_f32(0.0) for _ in dk_cols + dv_cols), head)
+            with B.if_(key < _u32(S)):
+                _store_columns(dk, (bk * _u32(S) + key) * _u32(E), c, E, [a * scale for a in acc[: len(dk_cols)]])
+                _store_columns(dv, (bk * _u32(S) + key) * _u32(Ev), c, Ev, acc[len(dk_cols) :])
+    kernel = kb.finish()
+    verify_kernel(kernel)
+    return kernel
+
+
+@functools.lru_cache(maxsize=64)
+def cached_kernels(shape: AttentionShape) -> tuple[Kernel, Kernel]:
+    """(query_kernel, key_kernel) of ``shape``, built once per shape."""
+    return query_kernel(shape), key_kernel(shape)
+
+
+def shared_bytes(head_dim: int, value_dim: int) -> int:
+    """Shared memory the larger of the two backward kernels takes."""
+    e, ev = head_dim, value_dim
+    dq = ROWS * e + ROWS * ev + LANES * (e + 1) + LANES * (ev + 1) + THREADS
+    dkv = ROWS * e + ROWS * ev + LANES * (e + 1) + LANES * (ev + 1) + 2 * LANES + 2 * THREADS
+    return 4 * max(dq, dkv)

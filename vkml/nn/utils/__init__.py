@@ -1,7 +1,21 @@
 """``torch.nn.utils``'s helpers: gradient clipping, parameters as one flat vector, ``rnn`` (padding and packing)."""
 
 from . import rnn
-from .clip_grad import clip_grad_norm_, clip_grad_value_
+from .clip_grad import clip_grad_norm, clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_, get_total_norm
 from .convert_parameters import parameters_to_vector, vector_to_parameters
+from .weight_norms import remove_spectral_norm, remove_weight_norm, spectral_norm, weight_norm
 
-__all__ = ["rnn", "clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters"]
+__all__ = [
+    "rnn",
+    "clip_grad_norm",
+    "clip_grad_norm_",
+    "clip_grad_value_",
+    "clip_grads_with_norm_",
+    "get_total_norm",
+    "parameters_to_vector",
+    "vector_to_parameters",
+    "weight_norm",
+    "remove_weight_norm",
+    "spectral_norm",
+    "remove_spectral_norm",
+]

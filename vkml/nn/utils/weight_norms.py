@@ -1,0 +1,190 @@
+"""``torch.nn.utils.weight_norm`` and ``spectral_norm`` (the hook-based forms), with their ``remove_*``.
+
+Each replaces a module's parameter by others and recomputes the weight before every forward
+(a forward pre-hook), under the same parameter and buffer names as PyTorch, so state dicts
+load both ways:
+
+- ``weight_norm``: ``weight = g * v / ||v||`` with the norm over every dim but ``dim``;
+  parameters ``<name>_g`` and ``<name>_v``.
+- ``spectral_norm``: ``weight = weight_orig / sigma``, sigma the largest singular value of the
+  weight (as a matrix of ``dim`` by the rest) estimated by power iteration: in training mode
+  each forward runs ``n_power_iterations`` steps and updates the buffers ``<name>_u`` and
+  ``<name>_v`` in place; in eval mode it uses them as they are. The first ``u`` is drawn from
+  vkml's generator (PyTorch's generator differs: load a state dict for PyTorch's exact values).
+
+>>> import vkml
+>>> import warnings; warnings.simplefilter("ignore", FutureWarning)
+>>> lin = vkml.nn.utils.weight_norm(vkml.nn.Linear(3, 2))
+>>> sorted(name for name, _ in lin.named_parameters())
+['bias', 'weight_g', 'weight_v']
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from ...frontend import operators as F
+from ...frontend import shape
+from ...frontend.autograd import no_grad
+from ...frontend.random import randn
+from ..module import Parameter
+
+
+def _norm_except_dim(v, dim: int | None):
+    if dim is None or dim == -1 and v.ndim == 0:
+        return F.sqrt(F.sum(v * v))
+    dim = dim % v.ndim if v.ndim else 0
+    others = tuple(d for d in range(v.ndim) if d != dim)
+    return F.sqrt(F.sum(v * v, others, True)) if others else F.abs(v)
+
+
+class WeightNorm:
+    """The pre-hook ``weight_norm`` installs (PyTorch's class name), holding ``name`` and ``dim``."""
+
+    def __init__(self, name: str, dim: int | None):
+        self.name, self.dim = name, dim
+
+    def compute_weight(self, module):
+        g, v = getattr(module, self.name + "_g"), getattr(module, self.name + "_v")
+        return v * (g / _norm_except_dim(v, self.dim))
+
+    @staticmethod
+    def apply(module, name: str, dim: int | None):
+        for hook in module._forward_pre_hooks.values():
+            if isinstance(hook, WeightNorm) and hook.name == name:
+                raise RuntimeError(f"Cannot register two weight_norm hooks on the same parameter {name}")
+        weight = getattr(module, name, None)
+        if not isinstance(weight, Parameter):
+            raise ValueError(f"weight_norm: module has no parameter {name!r}")
+        fn = WeightNorm(name, dim)
+        del module._parameters[name]
+        with no_grad():
+            module.register_parameter(name + "_g", Parameter(_norm_except_dim(weight, dim).detach().clone()))
+            module.register_parameter(name + "_v", Parameter(weight.detach().clone()))
+        object.__setattr__(module, name, fn.compute_weight(module))
+        module.register_forward_pre_hook(fn)
+        return fn
+
+    def remove(self, module) -> None:
+        with no_grad():
+            weight = self.compute_weight(module).detach().clone()
+        del module._parameters[self.name + "_g"]
+        del module._parameters[self.name + "_v"]
+        module.__dict__.pop(self.name, None)
+        module.register_parameter(self.name, Parameter(weight))
+
+    def __call__(self, module, inputs) -> None:
+        object.__setattr__(module, self.name, self.compute_weight(module))
+
+
+def weight_norm(module, name: str = "weight", dim: int | None = 0):
+    """Reparametrize ``module.<name>`` as ``g * v / ||v||`` (norm over every dim but ``dim``; ``None``:
+    the whole tensor); returns the module. PyTorch deprecates this form for
+    ``parametrizations.weight_norm`` and warns (FutureWarning); so does vkml."""
+    warnings.warn(
+        "`torch.nn.utils.weight_norm` is deprecated in favor of `torch.nn.utils.parametrizations.weight_norm`.",
+        FutureWarning,
+        stacklevel=2,
+    )
+    WeightNorm.apply(module, name, dim)
+    return module
+
+
+def remove_weight_norm(module, name: str = "weight"):
+    """Undo ``weight_norm``: ``module.<name>`` is a plain parameter again, holding the current weight."""
+    for key, hook in list(module._forward_pre_hooks.items()):
+        if isinstance(hook, WeightNorm) and hook.name == name:
+            hook.remove(module)
+            del module._forward_pre_hooks[key]
+            return module
+    raise ValueError(f"weight_norm of '{name}' not found in {module}")
+
+
+def _normalize(x, eps: float):
+    return x / F.clamp(F.sqrt(F.sum(x * x)), min=eps)
+
+
+class SpectralNorm:
+    """The pre-hook ``spectral_norm`` installs (PyTorch's class name)."""
+
+    def __init__(self, name: str, n_power_iterations: int, dim: int, eps: float):
+        if n_power_iterations <= 0:
+            raise ValueError(
+                f"Expected n_power_iterations to be positive, but got n_power_iterations={n_power_iterations}"
+            )
+        self.name, self.n_power_iterations, self.dim, self.eps = name, n_power_iterations, dim, eps
+
+    def reshape_weight_to_matrix(self, weight):
+        if self.dim != 0:
+            order = [self.dim, *(d for d in range(weight.ndim) if d != self.dim)]
+            weight = weight.permute(*order)
+        return weight.reshape(weight.shape[0], -1)
+
+    def compute_weight(self, module, do_power_iteration: bool):
+        weight = getattr(module, self.name + "_orig")
+        u, v = getattr(module, self.name + "_u"), getattr(module, self.name + "_v")
+        matrix = self.reshape_weight_to_matrix(weight)
+        if do_power_iteration:
+            with no_grad():
+                for _ in range(self.n_power_iterations):
+                    v.copy_(_normalize(shape.mv(F.transpose(matrix, 0, 1), u), self.eps))
+                    u.copy_(_normalize(shape.mv(matrix, v), self.eps))
+                # clones: the buffers change in place next step, and backward reads these values
+                u, v = F.clone(u), F.clone(v)
+        sigma = F.sum(u * shape.mv(matrix, v))
+        return weight / sigma
+
+    @staticmethod
+    def apply(module, name: str, n_power_iterations: int, dim: int, eps: float):
+        for hook in module._forward_pre_hooks.values():
+            if isinstance(hook, SpectralNorm) and hook.name == name:
+                raise RuntimeError(f"Cannot register two spectral_norm hooks on the same parameter {name}")
+        weight = getattr(module, name, None)
+        if not isinstance(weight, Parameter):
+            raise ValueError(f"spectral_norm: module has no parameter {name!r}")
+        fn = SpectralNorm(name, n_power_iterations, dim, eps)
+        with no_grad():
+            matrix = fn.reshape_weight_to_matrix(weight)
+            h, w = matrix.shape
+            u = _normalize(randn(h, dtype=weight.dtype, device=weight.device), eps)
+            v = _normalize(randn(w, dtype=weight.dtype, device=weight.device), eps)
+        del module._parameters[name]
+        module.register_parameter(name + "_orig", weight)
+        object.__setattr__(module, name, weight.detach())
+        module.register_buffer(name + "_u", u)
+        module.register_buffer(name + "_v", v)
+        module.register_forward_pre_hook(fn)
+        return fn
+
+    def remove(self, module) -> None:
+        with no_grad():
+            weight = self.compute_weight(module, do_power_iteration=False).detach().clone()
+        del module._parameters[self.name + "_orig"]
+        del module._buffers[self.name + "_u"]
+        del module._buffers[self.name + "_v"]
+        module.__dict__.pop(self.name, None)
+        module.register_parameter(self.name, Parameter(weight))
+
+    def __call__(self, module, inputs) -> None:
+        object.__setattr__(module, self.name, self.compute_weight(module, do_power_iteration=module.training))
+
+
+def spectral_norm(module, name: str = "weight", n_power_iterations: int = 1, eps: float = 1e-12, dim=None):
+    """Divide ``module.<name>`` by its spectral norm before each forward; returns the module.
+
+    ``dim`` defaults to 0, or 1 for the transposed convolutions, as PyTorch's.
+    """
+    if dim is None:
+        dim = 1 if type(module).__name__.startswith("ConvTranspose") else 0
+    SpectralNorm.apply(module, name, n_power_iterations, dim, eps)
+    return module
+
+
+def remove_spectral_norm(module, name: str = "weight"):
+    """Undo ``spectral_norm``: ``module.<name>`` is a plain parameter again, holding the normalized weight."""
+    for key, hook in list(module._forward_pre_hooks.items()):
+        if isinstance(hook, SpectralNorm) and hook.name == name:
+            hook.remove(module)
+            del module._forward_pre_hooks[key]
+            return module
+    raise ValueError(f"spectral_norm of '{name}' not found in {module}")

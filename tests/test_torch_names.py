@@ -192,3 +192,25 @@ def test_set_default_device_moves_factories_not_ops(gpu):
     finally:
         vkml.set_default_device(None)
     assert vkml.get_default_device().name == "cpu" and vkml.ones(1).device.name == "cpu"
+
+
+def test_optimizer_hooks_run_as_torchs():
+    calls = []
+    for lib in (torch, vkml):
+        w = lib.nn.Parameter(lib.ones(2))
+        opt = lib.optim.SGD([w], lr=0.5)
+        name = lib.__name__
+        pre = opt.register_step_pre_hook(lambda o, args, kwargs, name=name: calls.append((name, "pre")))
+        opt.register_step_post_hook(lambda o, args, kwargs, name=name: calls.append((name, "post")))
+        opt.register_state_dict_post_hook(lambda o, sd: {**sd, "extra": 1})
+        opt.register_load_state_dict_pre_hook(lambda o, sd: {k: v for k, v in sd.items() if k != "extra"})
+        w.grad = lib.ones(2)
+        opt.step()
+        pre.remove()
+        opt.step()
+        state = opt.state_dict()
+        assert state["extra"] == 1
+        opt.load_state_dict(state)
+        assert w.tolist() == [0.0, 0.0]
+    assert calls[:3] == [("torch", "pre"), ("torch", "post"), ("torch", "post")]
+    assert calls[3:] == [("vkml", "pre"), ("vkml", "post"), ("vkml", "post")]

@@ -452,15 +452,22 @@ class Module:
         """
         if destination is None:
             destination = OrderedDict()
+        for hook in list(self.__dict__.get("_state_dict_pre_hooks", {}).values()):
+            hook(self, prefix, keep_vars)
         for name, param in self._parameters.items():
             if param is not None:
                 destination[prefix + name] = param if keep_vars else param.detach()
         for name, buffer in self._buffers.items():
             if buffer is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = buffer if keep_vars else buffer.detach()
+        if self._has_extra_state():
+            destination[prefix + "_extra_state"] = self.get_extra_state()
         for name, module in self._modules.items():
             if module is not None:
                 module.state_dict(destination=destination, prefix=f"{prefix}{name}.", keep_vars=keep_vars)
+        for hook in list(self.__dict__.get("_state_dict_hooks", {}).values()):
+            if hook(self, destination, prefix, {}) is not None:
+                raise RuntimeError("state_dict post-hook must return None")
         return destination
 
     def _local_state(self) -> dict[str, Tensor]:
@@ -471,9 +478,21 @@ class Module:
         return state
 
     def _match_state(
-        self, state_dict: Mapping, prefix: str, loads: list, missing: list, unexpected: list, errors: list
+        self,
+        state_dict: Mapping,
+        prefix: str,
+        loads: list,
+        missing: list,
+        unexpected: list,
+        errors: list,
+        extras: list | None = None,
     ):
         """PyTorch's ``_load_from_state_dict`` walk, without writing: collects what to load and what is wrong."""
+        for hook in list(self.__dict__.get("_load_state_dict_pre_hooks", {}).values()):
+            hook(self, state_dict, prefix, {}, True, missing, unexpected, errors)
+        extras = [] if extras is None else extras
+        if self._has_extra_state() and prefix + "_extra_state" not in state_dict:
+            missing.append(prefix + "_extra_state")
         local = self._local_state()
         for name, target in local.items():
             key = prefix + name
@@ -492,18 +511,21 @@ class Module:
             if not key.startswith(prefix):
                 continue
             head, dot, _ = key[len(prefix) :].partition(".")
-            if (dot and head not in self._modules) or (not dot and head not in local):
+            if not dot and head == "_extra_state" and self._has_extra_state():
+                extras.append((self, state_dict[key]))
+            elif (dot and head not in self._modules) or (not dot and head not in local):
                 unexpected.append(key)
         for name, module in self._modules.items():
             if module is not None:
-                module._match_state(state_dict, f"{prefix}{name}.", loads, missing, unexpected, errors)
+                module._match_state(state_dict, f"{prefix}{name}.", loads, missing, unexpected, errors, extras)
 
     def load_state_dict(self, state_dict: Mapping, strict: bool = True, assign: bool = False) -> _IncompatibleKeys:
         """Copy values into the parameters and persistent buffers, keeping every tensor object.
 
         Values may be vkml tensors, numpy arrays or torch tensors; they are cast to each
         target's dtype and device (as ``copy_``). ``strict``: missing or unexpected keys
-        raise. Unlike PyTorch, nothing is written when an error is raised.
+        raise. Unlike PyTorch, nothing is written when an error is raised — unless load post-hooks
+        are registered: then PyTorch's order (write, call the hooks, which may forgive keys, check).
 
         >>> net = vkml.nn.Linear(2, 2)
         >>> net.load_state_dict(net.state_dict())
@@ -513,8 +535,27 @@ class Module:
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         if assign:
             raise NotImplementedError("load_state_dict: assign=True is not supported; values are copied in place")
-        loads, missing, unexpected, errors = [], [], [], []
-        self._match_state(state_dict, "", loads, missing, unexpected, errors)
+        loads, missing, unexpected, errors, extras = [], [], [], [], []
+        self._match_state(state_dict, "", loads, missing, unexpected, errors, extras)
+        result = _IncompatibleKeys(missing, unexpected)
+        post_hooks = [
+            (module, hook)
+            for module in self.modules()
+            for hook in list(module.__dict__.get("_load_state_dict_post_hooks", {}).values())
+        ]
+        if post_hooks and not errors:
+            # PyTorch's order: values written, post-hooks (which may forgive keys), then the strict check
+            self._write_loaded(loads, extras)
+            for module, hook in post_hooks:
+                hook(module, result)
+            self._raise_load_errors(strict, result.missing_keys, result.unexpected_keys, errors)
+            return result
+        self._raise_load_errors(strict, missing, unexpected, errors)
+        self._write_loaded(loads, extras)
+        return result
+
+    def _raise_load_errors(self, strict: bool, missing: list, unexpected: list, errors: list) -> None:
+        errors = list(errors)
         if strict:
             if unexpected:
                 errors.insert(
@@ -524,10 +565,99 @@ class Module:
                 errors.insert(0, "Missing key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in missing)))
         if errors:
             raise RuntimeError(f"Error(s) in loading state_dict for {self._get_name()}:\n\t" + "\n\t".join(errors))
+
+    @staticmethod
+    def _write_loaded(loads: list, extras: list) -> None:
         converted = [(target, converted_like(values, target)) for target, values in loads]
         for target, value in converted:
             _set_data(target, value)
-        return _IncompatibleKeys(missing, unexpected)
+        for module, state in extras:
+            module.set_extra_state(state)
+
+    # ------------------------------------------------------------------ state hooks, extra state, misc
+    def _hook_table(self, name: str) -> OrderedDict:
+        table = self.__dict__.get(name)
+        if table is None:
+            table = OrderedDict()
+            object.__setattr__(self, name, table)
+        return table
+
+    def _register_state_hook(self, table: str, hook: Callable) -> RemovableHandle:
+        hooks = self._hook_table(table)
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        return handle
+
+    def register_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """``hook(module, prefix, keep_vars)`` before ``state_dict()`` collects this module's entries."""
+        return self._register_state_hook("_state_dict_pre_hooks", hook)
+
+    def register_state_dict_post_hook(self, hook: Callable) -> RemovableHandle:
+        """``hook(module, state_dict, prefix, local_metadata)`` after this module's entries are in; it edits
+        ``state_dict`` in place (vkml keeps no metadata: ``local_metadata`` is an empty dict)."""
+        return self._register_state_hook("_state_dict_hooks", hook)
+
+    def register_load_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """``hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+        error_msgs)`` before this module's entries are matched; it may edit ``state_dict`` in place."""
+        return self._register_state_hook("_load_state_dict_pre_hooks", hook)
+
+    def register_load_state_dict_post_hook(self, hook: Callable) -> RemovableHandle:
+        """``hook(module, incompatible_keys)`` after ``load_state_dict``; it may edit the key lists."""
+        return self._register_state_hook("_load_state_dict_post_hooks", hook)
+
+    def get_extra_state(self) -> Any:
+        """Override (with ``set_extra_state``) to keep extra state under ``"_extra_state"`` in ``state_dict``."""
+        raise RuntimeError(
+            "Reached a code path in Module.get_extra_state() that should never be called. Please file an issue at "
+            "https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml to report this bug."
+        )
+
+    def set_extra_state(self, state: Any) -> None:
+        """Override to restore what ``get_extra_state`` returned."""
+        raise RuntimeError(
+            "Reached a code path in Module.set_extra_state() that should never be called. Please file an issue at "
+            "https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml to report this bug."
+        )
+
+    def _has_extra_state(self) -> bool:
+        return type(self).get_extra_state is not Module.get_extra_state
+
+    def set_submodule(self, target: str, module: Module, strict: bool = False) -> None:
+        """Put ``module`` at dotted path ``target``; ``strict``: the last name must already exist."""
+        if not target:
+            raise ValueError("Cannot set the submodule without a target name!")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        *path, name = target.split(".")
+        parent = self.get_submodule(".".join(path))
+        if strict and not hasattr(parent, name):
+            raise AttributeError(f"{parent._get_name()} has no attribute `{name}`")
+        if hasattr(parent, name) and not isinstance(getattr(parent, name), Module):
+            raise AttributeError(f"`{name}` is not an nn.Module")
+        setattr(parent, name, module)
+
+    def to_empty(self, *, device, recurse: bool = True) -> Module:
+        """Move parameters and buffers to ``device`` without their values (PyTorch leaves them
+        uninitialized; vkml fills zeros, its ``empty``)."""
+        target = devices.device(device)
+        return self._apply_to_tensors(lambda t: creation.zeros(t.shape, dtype=t.dtype, device=target))
+
+    def type(self, dst_type) -> Module:
+        """Cast every parameter and buffer to ``dst_type`` (a dtype), in place."""
+        if not isinstance(dst_type, T.DType):
+            raise TypeError(f"type(): dst_type must be a vkml dtype, got {dst_type!r}")
+        return self._apply_to_tensors(lambda t: t.detach().to(dst_type))
+
+    def share_memory(self) -> Module:
+        """This module itself. vkml's DataLoader workers send batches, never parameters, so there is no
+        shared-memory copy to make (PyTorch moves the storages to shared memory for multiprocessing)."""
+        return self
+
+    def compile(self, *args, **kwargs) -> None:
+        """As ``torch.nn.Module.compile``, but nothing to do: vkml already fuses each realize's graph into
+        kernels (see ``vkml.compile``, the identity)."""
+        return None
 
     # ------------------------------------------------------------------ conversion
     def _apply_to_tensors(self, convert: Callable[[Tensor], Tensor]) -> Module:

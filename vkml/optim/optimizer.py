@@ -17,11 +17,14 @@ backward and update of a training step run together in this one submission.
 
 from __future__ import annotations
 
+import functools
 import warnings
+from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
 from ..frontend import autograd
+from ..frontend.hooks import RemovableHandle
 from ..frontend.realize import realize
 
 
@@ -31,6 +34,49 @@ class Optimizer:
     ``params`` is an iterable of tensors, of ``(name, tensor)`` pairs (the names go to the group's
     ``"param_names"``) or of dicts (parameter groups), checked as PyTorch checks them.
     """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "step" in cls.__dict__:  # every optimizer's own step runs the step hooks
+            cls.step = _with_step_hooks(cls.__dict__["step"])
+
+    def _hook_table(self, name: str) -> OrderedDict:
+        table = self.__dict__.get(name)
+        if table is None:
+            table = self.__dict__[name] = OrderedDict()
+        return table
+
+    def _register(self, table: str, hook, prepend: bool = False) -> RemovableHandle:
+        hooks = self._hook_table(table)
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        if prepend:
+            hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_step_pre_hook(self, hook) -> RemovableHandle:
+        """``hook(optimizer, args, kwargs)`` before each ``step``; returning ``(args, kwargs)`` replaces them."""
+        return self._register("_optimizer_step_pre_hooks", hook)
+
+    def register_step_post_hook(self, hook) -> RemovableHandle:
+        """``hook(optimizer, args, kwargs)`` after each ``step``."""
+        return self._register("_optimizer_step_post_hooks", hook)
+
+    def register_state_dict_pre_hook(self, hook, prepend: bool = False) -> RemovableHandle:
+        """``hook(optimizer)`` before ``state_dict()`` builds its result."""
+        return self._register("_optimizer_state_dict_pre_hooks", hook, prepend)
+
+    def register_state_dict_post_hook(self, hook, prepend: bool = False) -> RemovableHandle:
+        """``hook(optimizer, state_dict)`` after ``state_dict()``; a returned dict replaces the result."""
+        return self._register("_optimizer_state_dict_post_hooks", hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook, prepend: bool = False) -> RemovableHandle:
+        """``hook(optimizer, state_dict)`` before ``load_state_dict``; a returned dict is loaded instead."""
+        return self._register("_optimizer_load_state_dict_pre_hooks", hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook, prepend: bool = False) -> RemovableHandle:
+        """``hook(optimizer)`` after ``load_state_dict``."""
+        return self._register("_optimizer_load_state_dict_post_hooks", hook, prepend)
 
     def __init__(self, params: Iterable, defaults: dict[str, Any]):
         from ..tensor import Tensor
@@ -175,6 +221,8 @@ class Optimizer:
         >>> vkml.optim.SGD([w], lr=0.1).state_dict()["param_groups"][0]["params"]
         [0]
         """
+        for hook in list(self._hook_table("_optimizer_state_dict_pre_hooks").values()):
+            hook(self)
         index: dict[int, int] = {}
         groups = []
         for group in self.param_groups:
@@ -183,7 +231,12 @@ class Optimizer:
             packed = {k: v for k, v in group.items() if k != "params"}
             groups.append({**packed, "params": [index[id(p)] for p in group["params"]]})
         state = {index[id(p)]: dict(s) for p, s in self.state.items() if id(p) in index}
-        return {"state": state, "param_groups": groups}
+        result = {"state": state, "param_groups": groups}
+        for hook in list(self._hook_table("_optimizer_state_dict_post_hooks").values()):
+            replaced = hook(self, result)
+            if replaced is not None:
+                result = replaced
+        return result
 
     def load_state_dict(self, state_dict: dict) -> None:
         """Take the state and hyper-parameters of ``state_dict`` (from vkml's or PyTorch's ``state_dict()``).
@@ -191,6 +244,10 @@ class Optimizer:
         Tensors (vkml, torch or numpy) become vkml tensors on their parameter's device, float ones
         in its dtype; ``step`` becomes an int. Groups keep this optimizer's parameters.
         """
+        for hook in list(self._hook_table("_optimizer_load_state_dict_pre_hooks").values()):
+            replaced = hook(self, state_dict)
+            if replaced is not None:
+                state_dict = replaced
         groups, saved_groups = self.param_groups, list(state_dict["param_groups"])
         if len(groups) != len(saved_groups):
             raise ValueError("loaded state dict has a different number of parameter groups")
@@ -210,6 +267,8 @@ class Optimizer:
             {**{k: v for k, v in saved.items() if k != "params"}, "params": group["params"]}
             for group, saved in zip(groups, saved_groups)
         ]
+        for hook in list(self._hook_table("_optimizer_load_state_dict_post_hooks").values()):
+            hook(self)
 
     # state entries PyTorch keeps as 0-d float32 tensors and vkml as Python floats (rounded to float32
     # as PyTorch's are), since the host computes with them (ASGD's eta and mu, NAdam's mu_product)
@@ -230,6 +289,34 @@ class Optimizer:
             lines.append(f"Parameter Group {i}")
             lines += [f"    {k}: {v}" for k, v in sorted(group.items()) if k != "params"]
         return "\n".join(lines + [")"])
+
+
+def _with_step_hooks(step):
+    """``step`` running the optimizer's step pre- and post-hooks around it, once per call (a subclass's
+    step calling ``super().step()`` runs them once)."""
+
+    @functools.wraps(step)
+    def run(self, *args, **kwargs):
+        if self.__dict__.get("_in_step"):
+            return step(self, *args, **kwargs)
+        for hook in list(self._hook_table("_optimizer_step_pre_hooks").values()):
+            result = hook(self, args, kwargs)
+            if result is not None:
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise RuntimeError(
+                        f"{hook} must return None or a tuple of (new_args, new_kwargs), but got {result}."
+                    )
+                args, kwargs = result
+        self.__dict__["_in_step"] = True
+        try:
+            out = step(self, *args, **kwargs)
+        finally:
+            self.__dict__["_in_step"] = False
+        for hook in list(self._hook_table("_optimizer_step_post_hooks").values()):
+            hook(self, args, kwargs)
+        return out
+
+    return run
 
 
 def _state_value(key: str, value, param):
@@ -284,3 +371,6 @@ def check_betas(betas) -> None:
     for i, beta in enumerate(betas):
         if not 0.0 <= beta < 1.0:
             raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
+
+
+Optimizer.step = _with_step_hooks(Optimizer.step)

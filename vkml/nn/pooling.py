@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from . import functional_layers as FL
+from . import functional_pooling as FP
 from .module import Module
 
 
@@ -119,3 +120,76 @@ class AdaptiveMaxPool2d(Module):
 
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"
+
+
+# ---------------------------------------------------------------------- power-average pooling, max unpooling
+# (vkml/nn/functional_pooling.py)
+
+
+class _LPPoolNd(Module):
+    """PyTorch's ``_LPPoolNd``: the arguments kept as given; ``_fn`` is the function, given a float ``norm_type``."""
+
+    _fn = None
+
+    def __init__(self, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False):
+        super().__init__()
+        self.norm_type, self.kernel_size, self.stride, self.ceil_mode = norm_type, kernel_size, stride, ceil_mode
+
+    def forward(self, input):
+        return type(self)._fn(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+    def extra_repr(self) -> str:
+        return (
+            f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, stride={self.stride}, "
+            f"ceil_mode={self.ceil_mode}"
+        )
+
+
+class LPPool1d(_LPPoolNd):
+    _fn = staticmethod(FP.lp_pool1d)
+
+
+class LPPool2d(_LPPoolNd):
+    _fn = staticmethod(FP.lp_pool2d)
+
+
+class LPPool3d(_LPPoolNd):
+    _fn = staticmethod(FP.lp_pool3d)
+
+
+class _MaxUnpoolNd(Module):
+    """PyTorch's ``_MaxUnpoolNd``: kernel, stride (default the kernel) and padding as ``_n``-tuples."""
+
+    _n = 2
+    _fn = None
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        n = self._n
+        self.kernel_size = FP._expand(kernel_size, n)
+        self.stride = FP._expand(stride if stride is not None else kernel_size, n)
+        self.padding = FP._expand(padding, n)
+
+    def forward(self, input, indices, output_size=None):
+        return type(self)._fn(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    _n = 1
+    _fn = staticmethod(FP.max_unpool1d)
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    _n = 2
+    _fn = staticmethod(FP.max_unpool2d)
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    _n = 3
+    _fn = staticmethod(FP.max_unpool3d)
+
+
+MODULES = ["LPPool1d", "LPPool2d", "LPPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]

@@ -13,6 +13,10 @@ from .module import Module
 
 
 class _MaxPoolNd(Module):
+    """The max pools of 1, 2 and 3 spatial dims: PyTorch's arguments, kept as given; ``_pool`` is the function."""
+
+    _pool = None
+
     def __init__(
         self, kernel_size, stride=None, padding=0, dilation=1, return_indices: bool = False, ceil_mode: bool = False
     ):
@@ -22,6 +26,11 @@ class _MaxPoolNd(Module):
         self.padding, self.dilation = padding, dilation
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
 
+    def forward(self, input):
+        return type(self)._pool(
+            input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode, self.return_indices
+        )
+
     def extra_repr(self) -> str:
         return (
             f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
@@ -30,17 +39,11 @@ class _MaxPoolNd(Module):
 
 
 class MaxPool2d(_MaxPoolNd):
-    def forward(self, input):
-        return FL.max_pool2d(
-            input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode, self.return_indices
-        )
+    _pool = staticmethod(FL.max_pool2d)
 
 
 class MaxPool1d(_MaxPoolNd):
-    def forward(self, input):
-        return FL.max_pool1d(
-            input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode, self.return_indices
-        )
+    _pool = staticmethod(FL.max_pool1d)
 
 
 class _AvgPoolNd(Module):
@@ -98,28 +101,44 @@ class AvgPool1d(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-class AdaptiveAvgPool2d(Module):
+class _AdaptiveAvgPoolNd(Module):
+    """The adaptive average pools of 1, 2 and 3 dims; ``_fn`` is the function."""
+
+    _fn = None
+
     def __init__(self, output_size):
         super().__init__()
         self.output_size = output_size
 
     def forward(self, input):
-        return FL.adaptive_avg_pool2d(input, self.output_size)
+        return type(self)._fn(input, self.output_size)
 
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"
 
 
-class AdaptiveMaxPool2d(Module):
+class _AdaptiveMaxPoolNd(Module):
+    """The adaptive max pools of 1, 2 and 3 dims; ``_fn`` is the function."""
+
+    _fn = None
+
     def __init__(self, output_size, return_indices: bool = False):
         super().__init__()
         self.output_size, self.return_indices = output_size, return_indices
 
     def forward(self, input):
-        return FL.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+        return type(self)._fn(input, self.output_size, self.return_indices)
 
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
+    _fn = staticmethod(FL.adaptive_avg_pool2d)
+
+
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
+    _fn = staticmethod(FL.adaptive_max_pool2d)
 
 
 # ---------------------------------------------------------------------- power-average pooling, max unpooling

@@ -117,7 +117,7 @@ class _Sequence(Function):
     @staticmethod
     def backward(ctx, g):
         if is_grad_enabled():  # create_graph=True: differentiate the steps' own ops, recorded anew
-            return _Sequence._recorded_backward(ctx, g)
+            return _recorded_backward(ctx, g)
         mode, reverse = ctx.mode, ctx.reverse
         x_proj, h0, c0, w_hh, hs, kept = ctx.values
         steps, size = len(hs), h0.shape[-1]
@@ -234,9 +234,6 @@ def _recorded_backward(ctx, g):
     for i, value in zip(wanted, found):
         grads[i] = value
     return tuple(grads)
-
-
-_Sequence._recorded_backward = staticmethod(_recorded_backward)
 
 
 def _tail(packed, start: int):

@@ -175,7 +175,6 @@ ERRORS = [
     ("unpool int32 indices", lambda m, o, i: m.max_unpool2d(o, i.int(), 2), RuntimeError),
     ("unpool3d float indices", lambda m, o, i: m.max_unpool3d(o, i.float(), 2), RuntimeError),
     ("unpool shapes differ", lambda m, o, i: m.max_unpool2d(o, i[..., :1], 2), RuntimeError),
-    ("unpool output too small", lambda m, o, i: m.max_unpool2d(o, i, 2, output_size=(3, 3)), RuntimeError),
     ("unpool 2-D input", lambda m, o, i: m.max_unpool2d(o[0, 0], i[0, 0], 2), RuntimeError),
     ("unpool output_size out of range", lambda m, o, i: m.max_unpool2d(o, i, 2, output_size=(6, 6)), ValueError),
     ("unpool output_size length", lambda m, o, i: m.max_unpool2d(o, i, 2, output_size=(5,)), ValueError),
@@ -200,6 +199,13 @@ BAD_INDEX = [
     ("unpool index too large", lambda m, o, i: m.max_unpool2d(o, i, 2), RuntimeError, 16, (_OUT, _IDX)),
     ("unpool index negative", lambda m, o, i: m.max_unpool2d(o, i, 2), RuntimeError, -1, (_OUT, _IDX)),
     ("unpool3d index too large", lambda m, o, i: m.max_unpool3d(o, i, 2), RuntimeError, 99, (_OUT3, _IDX3)),
+    (
+        "unpool output too small",
+        lambda m, o, i: m.max_unpool2d(o, i, 2, output_size=(3, 3)),
+        RuntimeError,
+        9,
+        (_OUT, np.zeros_like(_IDX)),
+    ),
     ("unpool1d index too large", lambda m, o, i: m.max_unpool1d(o, i, 2), RuntimeError, 4, (_OUT1, _IDX1)),
 ]
 

@@ -149,3 +149,85 @@ def test_dropout_between_layers_only_in_training():
 def test_rnn_errors(make, error, words):
     with pytest.raises(error, match=words):
         make()
+
+
+# name -> (module factory, LSTM): the sequence layers whose steps run in vkml/nn/rnn.py's _Sequence
+SEQUENCES = {
+    "rnn_tanh": (lambda m: m.RNN(IN, HID, 2), False),
+    "rnn_relu_reverse": (lambda m: m.RNN(IN, HID, nonlinearity="relu", bidirectional=True), False),
+    "lstm": (lambda m: m.LSTM(IN, HID), True),
+    "lstm_bidirectional": (lambda m: m.LSTM(IN, HID, bidirectional=True), True),
+    "gru_2_layers": (lambda m: m.GRU(IN, HID, 2), False),
+}
+
+
+def _input_and_state_gradients(name: str, lib, device=None, second_order: bool = False):
+    """Gradients of a loss of every output with respect to the input and the initial states, and
+    with ``second_order`` the gradient of a penalty on the input's gradient with respect to W_hh."""
+    make, lstm = SEQUENCES[name]
+    torch.manual_seed(0)
+    pt = make(torch.nn)
+    m = pt if lib is torch else make(nn)
+    if lib is not torch:
+        m.load_state_dict(pt.state_dict())
+        m.to(device)
+    g = np.random.default_rng(7)
+    states = (2 if m.bidirectional or m.num_layers == 2 else 1, BATCH, HID)
+    arrays = [_randn(g, STEPS, BATCH, IN), _randn(g, *states), _randn(g, *states)]
+    if lib is torch:
+        x, h0, c0 = (torch.tensor(a, requires_grad=True) for a in arrays)
+    else:
+        x, h0, c0 = (vkml.tensor(a, device=device, requires_grad=True) for a in arrays)
+    out, state = m(x, (h0, c0) if lstm else h0)
+    finals = list(state) if lstm else [state]
+    loss = (out * out).sum() + sum((s * s * 0.5).sum() for s in finals)
+    inputs = [x, h0, c0] if lstm else [x, h0]
+    grads = lib.autograd.grad(loss, inputs, create_graph=second_order)
+    numpy = (lambda t: t.detach().numpy()) if lib is torch else (lambda t: t.numpy())
+    if not second_order:
+        return [numpy(v) for v in grads]
+    (grads[0] * grads[0]).sum().backward()
+    return [numpy(v) for v in grads] + [numpy(m.weight_hh_l0.grad)]
+
+
+@pytest.mark.parametrize("name", sorted(set(SEQUENCES) - {"lstm"}))
+def test_input_state_and_second_order_gradients_match_torch(name):
+    second = name == "lstm_bidirectional"  # create_graph differentiates the steps' ops: one case is enough
+    got = _input_and_state_gradients(name, vkml, CPU, second)
+    want = _input_and_state_gradients(name, torch, None, second)
+    for k, (a, b) in enumerate(zip(got, want, strict=True)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=f"{name}: gradient {k}")
+
+
+def test_sequence_gradients_vulkan_equals_cpu(gpu):
+    # GRU's fused steps run on Vulkan in test_rnn_vulkan_equals_cpu; here LSTM's, with the states' gradients
+    cpu = _input_and_state_gradients("lstm", vkml, CPU)
+    on_gpu = _input_and_state_gradients("lstm", vkml, gpu)
+    for k, (a, b) in enumerate(zip(on_gpu, cpu, strict=True)):
+        assert_same_bits(a, b, f"gradient {k} on {gpu.name}")
+
+
+# Kernels per time step, forward and forward + backward (docs/nn.md): one matmul and one
+# elementwise kernel per step and direction (RNN: the matmul alone, its epilogue applies tanh).
+STEP_KERNELS = {"RNN": (1, 3), "LSTM": (2, 4), "GRU": (2, 4)}
+
+
+@pytest.mark.parametrize("name", sorted(STEP_KERNELS))
+def test_kernels_per_time_step(name):
+    def dispatches(steps: int, backward: bool) -> int:
+        vkml.manual_seed(0)
+        m = getattr(nn, name)(IN, HID, device=CPU)  # the plan's kernels; a device may split a matmul
+        x = vkml.randn(steps, BATCH, IN, device=CPU, requires_grad=backward)
+        vkml.realize(x, *m.parameters())
+        vkml.debug.reset_counters()
+        out = m(x)[0]
+        if backward:
+            (out * out).sum().backward()
+            vkml.realize(x.grad, *(p.grad for p in m.parameters()))
+        else:
+            vkml.realize(out)
+        return vkml.debug.counters()["dispatches"]
+
+    for backward, bound in zip((False, True), STEP_KERNELS[name]):
+        per_step = dispatches(3, backward) - dispatches(2, backward)
+        assert per_step <= bound, f"{name} {'forward + backward' if backward else 'forward'}: {per_step} per step"

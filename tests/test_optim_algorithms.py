@@ -170,6 +170,15 @@ BAD = [
     ("ASGD", {"weight_decay": -0.1}),
     ("Rprop", {"etas": (1.5, 1.2)}),
     ("LBFGS", {"lr": -1.0}),
+    # several bad arguments: the one PyTorch checks first is named (vkml/optim/optimizer.py, check_args)
+    ("Adam", {"lr": -1.0, "eps": -1.0, "betas": (1.0, 1.0), "weight_decay": -1.0}),
+    ("Adam", {"eps": -1.0, "betas": (1.0, 1.0)}),
+    ("Adagrad", {"eps": -1.0, "initial_accumulator_value": -1.0, "weight_decay": -1.0}),
+    ("Adadelta", {"rho": 2.0, "eps": -1.0, "weight_decay": -1.0}),
+    ("RMSprop", {"eps": -1.0, "momentum": -1.0, "alpha": -1.0}),
+    ("RMSprop", {"weight_decay": -1.0, "alpha": -1.0}),
+    ("NAdam", {"weight_decay": -1.0, "momentum_decay": -1.0}),
+    ("SGD", {"momentum": -1.0, "weight_decay": -1.0}),
 ]
 
 

@@ -1927,6 +1927,45 @@ EXTRA.update(
 )
 
 
+# ---------------------------------------------------------------------- issue 18: power-average pooling, max unpooling
+# (vkml/nn/functional_pooling.py)
+
+EXTRA.update(
+    {
+        **{
+            f"lp_pool{n}d": _issue18(
+                f"lp_pool{n}d",
+                "composite",
+                f"vkml.nn.LPPool{n}d(norm_type, kernel_size, stride=None, ceil_mode=False)",
+                f"PyTorch's composite: `pow`, `avg_pool{n}d`, a product by the window size, `pow` by 1/p",
+                special="Negative elements with a fractional p, or a window whose powers sum below 0 (odd p), give "
+                "NaN, as PyTorch's (no absolute value is taken). p = ±inf is the max (min) of |x| over each window, "
+                "as PyTorch since 2.12 (before, the formula gave ones).",
+                gradient="Through the ops it is built of; a window whose powers sum to 0 gets gradient 0 "
+                "(`relu`'s, as PyTorch's).",
+            )
+            for n in (1, 2, 3)
+        },
+        **{
+            f"max_unpool{n}d": _issue18(
+                f"max_unpool{n}d",
+                "composite",
+                f"vkml.nn.MaxUnpool{n}d(kernel_size, stride=None, padding=0)",
+                "exact: each element is copied to its index",
+                special="Repeated indices: the last element in row-major order wins, as PyTorch's CPU kernel (its "
+                "GPU kernel leaves the winner unspecified). An index outside the output plane is PyTorch's "
+                "RuntimeError at the call.",
+                divergence="The indices are read back to the host at the call (they choose the positions): one "
+                "submission per call when they are not computed yet.",
+                gradient="Every element gets the output's gradient at its index, an overwritten one too (a gather), "
+                "as PyTorch's.",
+            )
+            for n in (1, 2, 3)
+        },
+    }
+)
+
+
 # ---------------------------------------------------------------------- docstring notes
 
 

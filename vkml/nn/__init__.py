@@ -143,3 +143,10 @@ for _part in (_layers_more, _losses_more):
         globals()[_name] = getattr(_part, _name)
     __all__ += _part.MODULES
 del _part, _name
+# Power-average pooling and max unpooling of issue 18 (vkml/nn/pooling.py, appended block)
+from . import pooling as _pooling  # noqa: E402
+
+for _name in _pooling.MODULES:
+    globals()[_name] = getattr(_pooling, _name)
+__all__ += _pooling.MODULES
+del _name

@@ -546,3 +546,9 @@ for _part in (_more, _losses_more):
 for _name in ("softmax", "log_softmax"):
     globals()[_name] = getattr(_layers_more, _name)
 del _part, _name
+# Power-average pooling and max unpooling of issue 18 (vkml/nn/functional_pooling.py).
+from . import functional_pooling as _pooling  # noqa: E402
+
+for _name in _pooling.FUNCTIONS:
+    globals()[_name] = getattr(_pooling, _name)
+del _name

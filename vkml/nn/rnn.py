@@ -1,9 +1,10 @@
 """Recurrent layers with ``torch.nn``'s names, arguments, parameter names and initialisation.
 
 RNNCell, LSTMCell, GRUCell (one step) and RNN, LSTM, GRU (a sequence, ``num_layers`` deep,
-optionally bidirectional). Each step is a composite of matmuls and elementwise ops; the input
-projection of a whole layer is one matmul before the time loop. A torch module's
-``state_dict`` loads and gives torch's outputs within float32 rounding (tests/test_nn_rnn.py).
+optionally bidirectional). The input projection of a whole layer is one matmul before the time
+loop; each step is one matmul and one elementwise kernel, forward and backward (``_Sequence``;
+docs/nn.md gives the counts). A torch module's ``state_dict`` loads and gives torch's outputs
+and gradients within float32 rounding (tests/test_nn_rnn.py).
 
 >>> import vkml
 >>> out, (h, c) = LSTM(4, 6, num_layers=2)(vkml.ones(5, 3, 4))
@@ -18,6 +19,8 @@ import math
 from ..frontend import creation
 from ..frontend import operators as functions
 from ..frontend import random as vkrandom
+from ..frontend.autograd_api import Function, FunctionCtx, enable_grad, is_grad_enabled
+from ..frontend.autograd_api import grad as autograd_grad
 from . import init
 from .module import Module, Parameter
 from .utils import rnn as rnn_utils
@@ -30,28 +33,223 @@ def _linear(x, weight, bias):
     return out if bias is None else out + bias
 
 
+def _gate(t, i: int, size: int):
+    return t[..., i * size : (i + 1) * size]
+
+
+def _fresh(value):
+    """A function giving ``value`` as a new node at every call: ``value`` itself, or ``value()``.
+
+    Why: the scheduler computes a node that several expressions read, once its expression is
+    large, in a kernel of its own (vkml/schedule/scheduler.py, RECOMPUTE_LIMIT), while a node read
+    once is inlined. A step's elementwise work reads some values several times (LSTM's new c,
+    GRU's n, a state that is a view of last step's result); building each read anew keeps the step
+    one kernel. Equal expressions compute equal bits.
+    """
+    return value if callable(value) else lambda: value
+
+
 def _step(mode: str, x_proj, h, c, w_hh, b_hh):
-    """One time step from the input's projection ``x_proj`` (x W_ihᵀ + b_ih): the new (h, c) (c only for LSTM)."""
+    """One time step from the input's projection ``x_proj`` (x W_ihᵀ + b_ih): the new (h, c) (c
+    only for LSTM; ``c`` may be a function giving it, see ``_fresh``) and what the sequence keeps
+    (LSTM: the gates before their nonlinearities and the (2, batch, hidden) tensor of h and c;
+    GRU: the hidden projection h W_hhᵀ + b_hh).
+
+    A step is one matmul (h W_hhᵀ, with the bias and the gate sums in its epilogue) and one
+    elementwise kernel (the gates' nonlinearities and the state update); LSTM's h and c leave
+    that kernel as one tensor. The formulas and their order of operations are PyTorch's.
+    """
     h_proj = _linear(h, w_hh, b_hh)
     if mode == "RNN_TANH":
-        return functions.tanh(x_proj + h_proj), None
+        return functions.tanh(x_proj + h_proj), None, None
     if mode == "RNN_RELU":
-        return functions.relu(x_proj + h_proj), None
+        return functions.relu(x_proj + h_proj), None, None
     size = h.shape[-1]
-
-    def gate(t, i):
-        return t[..., i * size : (i + 1) * size]
-
     if mode == "LSTM":
-        gates = x_proj + h_proj
-        i, f = functions.sigmoid(gate(gates, 0)), functions.sigmoid(gate(gates, 1))
-        g, o = functions.tanh(gate(gates, 2)), functions.sigmoid(gate(gates, 3))
-        c = f * c + i * g
-        return o * functions.tanh(c), c
-    r = functions.sigmoid(gate(x_proj, 0) + gate(h_proj, 0))
-    z = functions.sigmoid(gate(x_proj, 1) + gate(h_proj, 1))
-    n = functions.tanh(gate(x_proj, 2) + r * gate(h_proj, 2))
-    return (1.0 - z) * n + z * h, None
+        gates, c = x_proj + h_proj, _fresh(c)
+
+        def new_c():  # c' = f c + i g
+            i, f = functions.sigmoid(_gate(gates, 0, size)), functions.sigmoid(_gate(gates, 1, size))
+            return f * c() + i * functions.tanh(_gate(gates, 2, size))
+
+        h = functions.sigmoid(_gate(gates, 3, size)) * functions.tanh(new_c())
+        hc = functions.cat([functions.unsqueeze(h, 0), functions.unsqueeze(new_c(), 0)], 0)
+        return hc[0], hc[1], (gates, hc)
+
+    def new_n():  # n = tanh(x_n + r (h W_hnᵀ + b_hn)), r = sigmoid(x_r + h W_hrᵀ + b_hr)
+        r = functions.sigmoid(_gate(x_proj, 0, size) + _gate(h_proj, 0, size))
+        return functions.tanh(_gate(x_proj, 2, size) + r * _gate(h_proj, 2, size))
+
+    z = functions.sigmoid(_gate(x_proj, 1, size) + _gate(h_proj, 1, size))
+    return (h - new_n()) * z + new_n(), None, h_proj  # h' = (h - n) z + n
+
+
+class _Sequence(Function):
+    """One layer and direction over the whole sequence, with a written backward (as cuDNN's).
+
+    Forward: ``_step`` per time step. The result is one tensor, so that one backward call gets
+    every gradient: every step's h (T, batch, hidden), or for LSTM every step's (h, c) pair
+    (T, 2, batch, hidden).
+
+    Backward, per step from the last: one elementwise kernel writes the gradients of the step's
+    gates and the part of the state's gradient that skips the matmul (LSTM: f·dc, GRU: z·dh),
+    packed in one tensor, and one matmul the part reaching the previous h through W_hh. After
+    the loop, W_hh's gradient is one matmul over all steps, b_hh's one sum, and x_proj's gradient
+    every step's gates' gradient stacked (its own backward is one matmul for W_ih, one for x).
+    The gradients are PyTorch's formulas; values read several times are built anew (``_fresh``).
+    """
+
+    @staticmethod
+    def forward(ctx, x_proj, h0, c0, w_hh, b_hh, mode: str, reverse: bool):
+        steps = x_proj.shape[0]
+        h, c = h0, c0
+        hs, kept = [None] * steps, [None] * steps
+        for t in range(steps - 1, -1, -1) if reverse else range(steps):
+            first = t == (steps - 1 if reverse else 0)
+            h, c, kept[t] = _step(
+                mode, x_proj[t], h, c if first or mode != "LSTM" else _c_before(kept, t, reverse), w_hh, b_hh
+            )
+            hs[t] = h
+        rows = [functions.unsqueeze(kept[t][1] if mode == "LSTM" else hs[t], 0) for t in range(steps)]
+        ctx.mode, ctx.reverse, ctx.values = mode, reverse, (x_proj, h0, c0, w_hh, hs, kept)
+        ctx.inputs = (x_proj, h0, c0, w_hh, b_hh)
+        return functions.cat(rows, 0)
+
+    @staticmethod
+    def backward(ctx, g):
+        if is_grad_enabled():  # create_graph=True: differentiate the steps' own ops, recorded anew
+            return _recorded_backward(ctx, g)
+        mode, reverse = ctx.mode, ctx.reverse
+        x_proj, h0, c0, w_hh, hs, kept = ctx.values
+        steps, size = len(hs), h0.shape[-1]
+
+        def previous(t: int):
+            """The step the forward ran before t, or None at the first."""
+            p = t + 1 if reverse else t - 1
+            return None if p < 0 or p >= steps else p
+
+        def c_of(t):  # a new view of the c that step t wrote (c0 before the first): see _fresh
+            return (lambda: c0) if t is None else (lambda: kept[t][1][1])
+
+        def h_of(t):
+            return h0 if t is None else hs[t]
+
+        d_x, d_h = [None] * steps, [None] * steps  # gradients of x_proj[t] and of step t's h projection
+        skip = dh_mm = None  # the state's gradient from the later step: beside the matmul, through it
+        g_h, g_c = (g[:, 0], g[:, 1]) if mode == "LSTM" else (g, None)
+        for t in range(steps) if reverse else range(steps - 1, -1, -1):
+            later = (skip, dh_mm)
+
+            def dh(t=t, later=later):  # the gradient reaching h_t
+                skip, dh_mm = later
+                if skip is None:
+                    return g_h[t]
+                return g_h[t] + (skip() + dh_mm if mode == "GRU" else dh_mm)  # GRU: z·dh skips W_hh
+
+            if mode == "LSTM":
+                gates, c_prev, c_t = kept[t][0], c_of(previous(t)), c_of(t)
+
+                def act(k, gates=gates):
+                    return (functions.tanh if k == 2 else functions.sigmoid)(_gate(gates, k, size))
+
+                def dc(t=t, later=later, c_t=c_t, act=act, dh=dh):  # the gradient reaching c_t
+                    tc2 = functions.tanh(c_t()) * functions.tanh(c_t())  # tanh's gradient reads it twice
+                    base = g_c[t] if later[0] is None else g_c[t] + later[0]()
+                    return base + dh() * act(3) * (1 - tc2)
+
+                def sig_grad(k, act=act):
+                    y = act(k)
+                    return y * (1 - y)
+
+                parts = [
+                    dc() * act(2) * sig_grad(0),
+                    dc() * c_prev() * sig_grad(1),
+                    dc() * act(0) * (1 - act(2) * act(2)),
+                    dh() * functions.tanh(c_t()) * sig_grad(3),
+                    dc() * act(1),
+                ]
+                packed = functions.cat(parts, -1)
+                d_x[t] = d_h[t] = packed[..., : 4 * size]
+                skip = _tail(packed, 4 * size)
+            elif mode == "GRU":
+                h_proj, xp, h_prev = kept[t], x_proj[t], h_of(previous(t))
+
+                def r(xp=xp, h_proj=h_proj):
+                    return functions.sigmoid(_gate(xp, 0, size) + _gate(h_proj, 0, size))
+
+                def z(xp=xp, h_proj=h_proj):
+                    return functions.sigmoid(_gate(xp, 1, size) + _gate(h_proj, 1, size))
+
+                def n(xp=xp, h_proj=h_proj, r=r):
+                    return functions.tanh(_gate(xp, 2, size) + r() * _gate(h_proj, 2, size))
+
+                def dn(dh=dh, z=z, n=n):  # the gradient reaching n's argument
+                    return dh() * (1 - z()) * (1 - n() * n())
+
+                packed = functions.cat(
+                    [
+                        dn(),
+                        dn() * _gate(h_proj, 2, size) * (r() * (1 - r())),
+                        dh() * (h_prev - n()) * (z() * (1 - z())),
+                        dn() * r(),
+                        dh() * z(),
+                    ],
+                    -1,
+                )
+                d_h[t] = packed[..., size : 4 * size]  # (dr, dz, dn·r)
+                d_x[t] = functions.cat([packed[..., size : 3 * size], packed[..., :size]], -1)  # (dr, dz, dn)
+                skip = _tail(packed, 4 * size)
+            else:
+                h_t = hs[t]
+                d = dh() * (1 - h_t * h_t) if mode == "RNN_TANH" else functions.where(h_t > 0, dh(), 0.0)
+                d_x[t] = d_h[t] = d
+                skip = _nothing
+            dh_mm = functions.matmul(d_h[t], w_hh)
+        needs = ctx.needs_input_grad
+        grads = [None] * 7
+        if needs[0]:
+            grads[0] = functions.cat([functions.unsqueeze(d, 0) for d in d_x], 0)
+        if needs[1]:
+            grads[1] = skip() + dh_mm if mode == "GRU" else dh_mm
+        if mode == "LSTM" and needs[2]:
+            grads[2] = skip()
+        if needs[3] or needs[4]:
+            stacked = functions.cat(d_h, 0)  # (T·batch, gates)
+            if needs[3]:
+                h_prev = functions.cat([h_of(previous(t)) for t in range(steps)], 0)
+                grads[3] = functions.matmul(functions.transpose(stacked, 0, 1), h_prev)
+            if needs[4]:
+                grads[4] = stacked.sum(0)
+        return tuple(grads)
+
+
+def _recorded_backward(ctx, g):
+    """The gradients as a graph of the steps' ops (a gradient of the gradient needs one): the
+    forward recomputed with recording on, then differentiated with ``create_graph``."""
+    args = ctx.inputs
+    wanted = [i for i, need in enumerate(ctx.needs_input_grad[:5]) if need]
+    with enable_grad():
+        rows = _Sequence.forward(FunctionCtx((False,) * 7), *args, ctx.mode, ctx.reverse)
+        found = autograd_grad(rows, [args[i] for i in wanted], g, create_graph=True, allow_unused=True)
+    grads = [None] * 7
+    for i, value in zip(wanted, found):
+        grads[i] = value
+    return tuple(grads)
+
+
+def _tail(packed, start: int):
+    """A function giving a new view of ``packed[..., start:]`` (see ``_fresh``)."""
+    return lambda: packed[..., start:]
+
+
+def _nothing():
+    return None
+
+
+def _c_before(kept, t: int, reverse: bool):
+    """A function giving a new view of the c that the step before t wrote (see ``_fresh``)."""
+    p = t + 1 if reverse else t - 1
+    return lambda: kept[p][1][1]
 
 
 def _mode(name: str, nonlinearity: str) -> str:
@@ -126,7 +324,7 @@ class _CellBase(Module):
     def _cell(self, input, hx):
         x, states, batched = self._inputs(input, hx)
         c = states[1] if len(states) > 1 else None
-        h, c = _step(self.mode, _linear(x, self.weight_ih, self.bias_ih), states[0], c, self.weight_hh, self.bias_hh)
+        h, c, _ = _step(self.mode, _linear(x, self.weight_ih, self.bias_ih), states[0], c, self.weight_hh, self.bias_hh)
         if not batched:
             h = functions.squeeze(h, 0)
             c = None if c is None else functions.squeeze(c, 0)
@@ -262,6 +460,20 @@ class _RNNBase(Module):
         data = rnn_utils.pack_time_major(out, packed.batch_sizes, packed.sorted_indices)
         return packed._replace(data=data), h_n, c_n
 
+    def _masked_steps(self, x_proj, h, c, weights, running, reverse: bool, outputs: list):
+        """The steps of one layer and direction over a packed batch: ``running[t]`` picks, per
+        sequence, the new state or the old one (its padded output is never read). Appends the
+        (T, batch, hidden) outputs to ``outputs``; returns the last (h, c)."""
+        steps = x_proj.shape[0]
+        hs = [None] * steps
+        for t in range(steps - 1, -1, -1) if reverse else range(steps):
+            h_new, c_new, _ = _step(self.mode, x_proj[t], h, c, weights[2], weights[3])
+            h = functions.where(running[t], h_new, h)
+            c = functions.where(running[t], c_new, c) if c is not None else None
+            hs[t] = functions.unsqueeze(h, 0)
+        outputs.append(functions.cat(hs, 0))
+        return h, c
+
     def _run(self, input, hx, running=None):
         """``running[t]``: a (batch, 1) bool tensor, whether each sequence is still running at step ``t``
         (packed input, then time-major whatever ``batch_first``); None when every sequence runs every step."""
@@ -295,20 +507,21 @@ class _RNNBase(Module):
                 index = layer * directions + direction
                 h, c = h0[index], c0[index] if lstm else None
                 x_proj = _linear(x, weights[0], weights[1])  # every step's input projection in one matmul
-                order = range(steps - 1, -1, -1) if direction else range(steps)
-                hs = [None] * steps
-                for t in order:
-                    h_new, c_new = _step(self.mode, x_proj[t], h, c, weights[2], weights[3])
-                    if running is None:
-                        h, c = h_new, c_new
-                    else:  # a finished sequence keeps its state; its padded output is never read
-                        h = functions.where(running[t], h_new, h)
-                        c = functions.where(running[t], c_new, c) if lstm else None
-                    hs[t] = functions.unsqueeze(h, 0)
-                outputs.append(functions.cat(hs, 0))
-                last_h.append(functions.unsqueeze(h, 0))
+                if running is not None:  # packed: autograd through the steps, a finished sequence keeps its state
+                    h, c = self._masked_steps(x_proj, h, c, weights, running, bool(direction), outputs)
+                    last_h.append(functions.unsqueeze(h, 0))
+                    if lstm:
+                        last_c.append(functions.unsqueeze(c, 0))
+                    continue
+                rows = _Sequence.apply(x_proj, h, c, weights[2], weights[3], self.mode, bool(direction))
+                last = 0 if direction else steps - 1
                 if lstm:
-                    last_c.append(functions.unsqueeze(c, 0))
+                    outputs.append(rows[:, 0])
+                    last_h.append(rows[last : last + 1, 0])
+                    last_c.append(rows[last : last + 1, 1])
+                else:
+                    outputs.append(rows)
+                    last_h.append(rows[last : last + 1])
             x = outputs[0] if directions == 1 else functions.cat(outputs, 2)
             if self.dropout > 0 and self.training and layer < self.num_layers - 1:
                 keep = vkrandom.keep_mask(x.shape, self.dropout, x.device)

@@ -14,7 +14,7 @@ from . import functional_layers as FL
 from . import functional_spatial as FS
 from .conv import _ConvNd
 from .module import Module
-from .pooling import _AvgPoolNd, _MaxPoolNd
+from .pooling import _AdaptiveAvgPoolNd, _AdaptiveMaxPoolNd, _AvgPoolNd, _MaxPoolNd
 
 # ---------------------------------------------------------------------- convolution
 
@@ -118,42 +118,11 @@ class ConvTranspose3d(_ConvTransposeNd):
 
 
 class MaxPool3d(_MaxPoolNd):
-    def forward(self, input):
-        return FS.max_pool3d(
-            input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode, self.return_indices
-        )
+    _pool = staticmethod(FS.max_pool3d)
 
 
 class AvgPool3d(_AvgPoolNd):
     _pool = staticmethod(FS.avg_pool3d)
-
-
-class _AdaptiveAvgPoolNd(Module):
-    _fn = None
-
-    def __init__(self, output_size):
-        super().__init__()
-        self.output_size = output_size
-
-    def forward(self, input):
-        return type(self)._fn(input, self.output_size)
-
-    def extra_repr(self) -> str:
-        return f"output_size={self.output_size}"
-
-
-class _AdaptiveMaxPoolNd(Module):
-    _fn = None
-
-    def __init__(self, output_size, return_indices: bool = False):
-        super().__init__()
-        self.output_size, self.return_indices = output_size, return_indices
-
-    def forward(self, input):
-        return type(self)._fn(input, self.output_size, self.return_indices)
-
-    def extra_repr(self) -> str:
-        return f"output_size={self.output_size}"
 
 
 class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):

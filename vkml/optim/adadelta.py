@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..frontend.creation import zeros_like
-from .optimizer import Optimizer, check_hyper, maximized
+from .optimizer import Optimizer, check_args, maximized
 
 
 class Adadelta(Optimizer):
@@ -33,11 +33,7 @@ class Adadelta(Optimizer):
         maximize: bool = False,
         differentiable: bool = False,
     ):
-        check_hyper("learning rate", lr, message="learning rate")
-        if not 0.0 <= rho <= 1.0:
-            raise ValueError(f"Invalid rho value: {rho}")
-        check_hyper("epsilon", eps)
-        check_hyper("weight_decay", weight_decay)
+        check_args(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay)
         defaults = {
             "lr": lr,
             "rho": rho,

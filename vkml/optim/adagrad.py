@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..frontend.creation import full_like
-from .optimizer import Optimizer, check_hyper, maximized
+from .optimizer import Optimizer, check_args, check_fused_foreach, maximized
 
 
 class Adagrad(Optimizer):
@@ -35,11 +35,13 @@ class Adagrad(Optimizer):
         differentiable: bool = False,
         fused: bool | None = None,
     ):
-        check_hyper("learning rate", lr, message="learning rate")
-        check_hyper("lr_decay", lr_decay)
-        check_hyper("weight_decay", weight_decay)
-        check_hyper("initial_accumulator_value", initial_accumulator_value)
-        check_hyper("epsilon", eps)
+        check_args(
+            lr=lr,
+            lr_decay=lr_decay,
+            weight_decay=weight_decay,
+            initial_accumulator_value=initial_accumulator_value,
+            eps=eps,
+        )
         defaults = {
             "lr": lr,
             "lr_decay": lr_decay,
@@ -52,8 +54,7 @@ class Adagrad(Optimizer):
             "fused": fused,
         }
         super().__init__(params, defaults)
-        if fused and foreach:
-            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+        check_fused_foreach(fused, foreach)
 
     def update(self, param, grad, state: dict, group: dict):
         if not state:

@@ -6,7 +6,7 @@ import math
 
 from ..frontend.creation import zeros_like
 from ..frontend.operators import maximum
-from .optimizer import Optimizer, check_betas, check_hyper, maximized
+from .optimizer import Optimizer, check_args, check_fused_foreach, maximized
 
 
 class Adam(Optimizer):
@@ -41,10 +41,7 @@ class Adam(Optimizer):
         fused: bool | None = None,
         decoupled_weight_decay: bool = False,
     ):
-        check_hyper("learning rate", lr, message="learning rate")
-        check_hyper("epsilon", eps)
-        check_betas(betas)
-        check_hyper("weight_decay", weight_decay)
+        check_args(lr=lr, eps=eps, betas=betas, weight_decay=weight_decay)
         defaults = {
             "lr": lr,
             "betas": tuple(betas),
@@ -59,8 +56,7 @@ class Adam(Optimizer):
             "decoupled_weight_decay": decoupled_weight_decay,
         }
         super().__init__(params, defaults)
-        if fused and foreach:
-            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+        check_fused_foreach(fused, foreach)
 
     def update(self, param, grad, state: dict, group: dict):
         lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]

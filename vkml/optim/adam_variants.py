@@ -7,7 +7,7 @@ import numpy as np
 from ..frontend.creation import zeros_like
 from ..frontend.operators import maximum
 from .adam import lerp
-from .optimizer import Optimizer, check_betas, check_hyper, maximized
+from .optimizer import Optimizer, check_args, maximized
 
 # The implementation-only flags (PyTorch picks a loop, a multi-tensor kernel or a graph-capturable
 # form with them; the arithmetic is the same): vkml accepts and keeps them; every step is one fused
@@ -57,10 +57,7 @@ class Adamax(Optimizer):
         differentiable: bool = False,
         capturable: bool = False,
     ):
-        check_hyper("learning rate", lr, message="learning rate")
-        check_hyper("epsilon", eps)
-        check_betas(betas)
-        check_hyper("weight_decay", weight_decay)
+        check_args(lr=lr, eps=eps, betas=betas, weight_decay=weight_decay)
         defaults = {
             "lr": lr,
             "betas": tuple(betas),
@@ -121,11 +118,7 @@ class NAdam(Optimizer):
         capturable: bool = False,
         differentiable: bool = False,
     ):
-        check_hyper("learning rate", lr, message="learning rate")
-        check_hyper("epsilon", eps)
-        check_betas(betas)
-        check_hyper("weight_decay", weight_decay)
-        check_hyper("momentum_decay", momentum_decay)
+        check_args(lr=lr, eps=eps, betas=betas, weight_decay=weight_decay, momentum_decay=momentum_decay)
         defaults = {
             "lr": lr,
             "betas": tuple(betas),
@@ -190,10 +183,7 @@ class RAdam(Optimizer):
         capturable: bool = False,
         differentiable: bool = False,
     ):
-        check_hyper("learning rate", lr, message="learning rate")
-        check_hyper("epsilon", eps)
-        check_betas(betas)
-        check_hyper("weight_decay", weight_decay)
+        check_args(lr=lr, eps=eps, betas=betas, weight_decay=weight_decay)
         defaults = {
             "lr": lr,
             "betas": tuple(betas),

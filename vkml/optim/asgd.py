@@ -6,7 +6,7 @@ import numpy as np
 
 from ..frontend.creation import full_like, zeros_like
 from ..frontend.operators import where
-from .optimizer import Optimizer, check_hyper, maximized
+from .optimizer import Optimizer, check_args, maximized
 
 
 class ASGD(Optimizer):
@@ -40,8 +40,7 @@ class ASGD(Optimizer):
         differentiable: bool = False,
         capturable: bool = False,
     ):
-        check_hyper("learning rate", lr, message="learning rate")
-        check_hyper("weight_decay", weight_decay)
+        check_args(lr=lr, weight_decay=weight_decay)
         defaults = {
             "lr": lr,
             "lambd": lambd,
@@ -105,9 +104,7 @@ class Rprop(Optimizer):
         maximize: bool = False,
         differentiable: bool = False,
     ):
-        check_hyper("learning rate", lr, message="learning rate")
-        if not 0.0 < etas[0] < 1.0 < etas[1]:
-            raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
+        check_args(lr=lr, etas=etas)
         defaults = {
             "lr": lr,
             "etas": tuple(etas),

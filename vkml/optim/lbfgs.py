@@ -15,7 +15,7 @@ import numpy as np
 from ..frontend import autograd
 from ..frontend.creation import zeros
 from ..frontend.operators import cat
-from .optimizer import Optimizer
+from .optimizer import Optimizer, check_args
 
 
 def _f32(x: float) -> float:
@@ -157,8 +157,7 @@ class LBFGS(Optimizer):
         history_size: int = 100,
         line_search_fn: str | None = None,
     ):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        check_args(lr=lr)
         if max_eval is None:
             max_eval = max_iter * 5 // 4
         defaults = {

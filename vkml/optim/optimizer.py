@@ -361,6 +361,49 @@ def check_hyper(name: str, value, low: float = 0.0, message: str | None = None) 
         raise ValueError(f"Invalid {message or name + ' value'}: {value}")
 
 
+# The constructor arguments PyTorch's optimizers check, by keyword: how each is checked.
+_CHECKS = {
+    "lr": lambda v: check_hyper("learning rate", v, message="learning rate"),
+    "eps": lambda v: check_hyper("epsilon", v),
+    "betas": lambda v: check_betas(v),
+    "rho": lambda v: _check_rho(v),
+    "etas": lambda v: _check_etas(v),
+}
+
+
+def check_args(**values) -> None:
+    """PyTorch's constructor checks of the given arguments, in the order given (its order, so the
+    first bad one is the one named): ``lr`` ('Invalid learning rate: -1.0'), ``eps`` ('Invalid
+    epsilon value'), ``betas``, ``rho``, ``etas``, and any other non-negative hyper-parameter
+    ('Invalid <name> value').
+
+    >>> check_args(lr=0.1, weight_decay=-1)
+    Traceback (most recent call last):
+    ValueError: Invalid weight_decay value: -1
+    """
+    for name, value in values.items():
+        check = _CHECKS.get(name)
+        if check is None:
+            check_hyper(name, value)
+        else:
+            check(value)
+
+
+def check_fused_foreach(fused, foreach) -> None:
+    if fused and foreach:
+        raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+
+def _check_rho(rho) -> None:
+    if not 0.0 <= rho <= 1.0:
+        raise ValueError(f"Invalid rho value: {rho}")
+
+
+def _check_etas(etas) -> None:
+    if not 0.0 < etas[0] < 1.0 < etas[1]:
+        raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
+
+
 def maximized(grad, group: dict):
     """The gradient the update descends along: ``-grad`` when the group maximizes."""
     return -grad if group["maximize"] else grad

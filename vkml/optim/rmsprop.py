@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..frontend.creation import zeros_like
 from .adam import lerp
-from .optimizer import Optimizer, check_hyper, maximized
+from .optimizer import Optimizer, check_args, maximized
 
 
 class RMSprop(Optimizer):
@@ -36,11 +36,7 @@ class RMSprop(Optimizer):
         maximize: bool = False,
         differentiable: bool = False,
     ):
-        check_hyper("learning rate", lr, message="learning rate")
-        check_hyper("epsilon", eps)
-        check_hyper("momentum", momentum)
-        check_hyper("weight_decay", weight_decay)
-        check_hyper("alpha", alpha)
+        check_args(lr=lr, eps=eps, momentum=momentum, weight_decay=weight_decay, alpha=alpha)
         defaults = {
             "lr": lr,
             "momentum": momentum,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .optimizer import Optimizer, check_hyper, maximized
+from .optimizer import Optimizer, check_args, check_fused_foreach, maximized
 
 
 class SGD(Optimizer):
@@ -34,9 +34,7 @@ class SGD(Optimizer):
         differentiable: bool = False,
         fused: bool | None = None,
     ):
-        check_hyper("learning rate", lr, message="learning rate")
-        check_hyper("momentum", momentum)
-        check_hyper("weight_decay", weight_decay)
+        check_args(lr=lr, momentum=momentum, weight_decay=weight_decay)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         defaults = {
@@ -51,8 +49,7 @@ class SGD(Optimizer):
             "fused": fused,
         }
         super().__init__(params, defaults)
-        if fused and foreach:
-            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+        check_fused_foreach(fused, foreach)
 
     def update(self, param, grad, state: dict, group: dict):
         grad = maximized(grad, group)

@@ -1,8 +1,8 @@
 """Trigonometric, hyperbolic, error-function and logarithm operators with PyTorch's names (issue 17),
 their ``arc*`` aliases, and the ``vkml.special`` namespace (PyTorch's ``torch.special``).
 
-Each function records one registered elementwise op (vkml/ops/transcendental.py); tensor.py installs
-the names in ``TENSOR_METHODS`` as Tensor methods and those in ``INPLACE_METHODS`` as ``x.name_()``.
+Each function records one registered elementwise op (vkml/ops/transcendental.py); ``EXPORTS`` says how
+users reach it (vkml/frontend/public.py binds it).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import numpy as np
 from ..ir import types as T
 from . import operators as F
 from . import pointwise as _pointwise
+from .exports import Export
 from .operators import _binary, _elementwise, _tensor_node, _unary
 
 sin, cos, tan, asin, acos, atan = (_unary(n) for n in ("sin", "cos", "tan", "asin", "acos", "atan"))
@@ -84,46 +85,44 @@ def logit(input, eps: float | None = None):
     return _elementwise("logit", input, lo, hi)
 
 
-TENSOR_METHODS = [
-    "sin",
-    "cos",
-    "tan",
-    "asin",
-    "acos",
-    "atan",
-    "atan2",
-    "arcsin",
-    "arccos",
-    "arctan",
-    "arctan2",
-    "sinh",
-    "cosh",
-    "asinh",
-    "acosh",
-    "atanh",
-    "arcsinh",
-    "arccosh",
-    "arctanh",
-    "erf",
-    "erfc",
-    "erfinv",
-    "log2",
-    "log10",
-    "log1p",
-    "expm1",
-    "exp2",
-    "logit",
-    "sinc",
-    "deg2rad",
-    "rad2deg",
-    "lgamma",
-    "digamma",
-    "polygamma",
-]
-# In-place forms: every method above has one in PyTorch.
-INPLACE_METHODS = list(TENSOR_METHODS)
-# The Tensor method of each name (``x.polygamma(n)`` takes n after the tensor, the function before it).
-METHODS = {name: globals()[name] for name in TENSOR_METHODS} | {"polygamma": _polygamma_method}
+# The public names: each is vkml.<name>, Tensor.<name> and Tensor.<name>_, as in PyTorch;
+# ``x.polygamma(n)`` takes n after the tensor, the function before it.
+EXPORTS = (
+    Export("sin", method=True, inplace=True),
+    Export("cos", method=True, inplace=True),
+    Export("tan", method=True, inplace=True),
+    Export("asin", method=True, inplace=True),
+    Export("acos", method=True, inplace=True),
+    Export("atan", method=True, inplace=True),
+    Export("atan2", method=True, inplace=True),
+    Export("arcsin", method=True, inplace=True),
+    Export("arccos", method=True, inplace=True),
+    Export("arctan", method=True, inplace=True),
+    Export("arctan2", method=True, inplace=True),
+    Export("sinh", method=True, inplace=True),
+    Export("cosh", method=True, inplace=True),
+    Export("asinh", method=True, inplace=True),
+    Export("acosh", method=True, inplace=True),
+    Export("atanh", method=True, inplace=True),
+    Export("arcsinh", method=True, inplace=True),
+    Export("arccosh", method=True, inplace=True),
+    Export("arctanh", method=True, inplace=True),
+    Export("erf", method=True, inplace=True),
+    Export("erfc", method=True, inplace=True),
+    Export("erfinv", method=True, inplace=True),
+    Export("log2", method=True, inplace=True),
+    Export("log10", method=True, inplace=True),
+    Export("log1p", method=True, inplace=True),
+    Export("expm1", method=True, inplace=True),
+    Export("exp2", method=True, inplace=True),
+    Export("logit", method=True, inplace=True),
+    Export("sinc", method=True, inplace=True),
+    Export("deg2rad", method=True, inplace=True),
+    Export("rad2deg", method=True, inplace=True),
+    Export("lgamma", method=True, inplace=True),
+    Export("digamma", method=True, inplace=True),
+    Export("polygamma", method=_polygamma_method, inplace=True),
+)
 
 
 def _special_namespace() -> types.ModuleType:
@@ -156,4 +155,3 @@ def _special_namespace() -> types.ModuleType:
 
 
 special = _special_namespace()
-__all__ = TENSOR_METHODS

@@ -3,10 +3,13 @@ in-place forms, from the declarations of the modules that define the ops.
 
 An op declares how a user reaches it once, where it is defined:
 
-a face module lists ``EXPORTS``, one ``Export`` per public name (``Export("floor", method=True,
-inplace=True)``: ``vkml.floor``, ``Tensor.floor`` and ``Tensor.floor_``; vkml/frontend/exports.py).
+- a face module lists ``EXPORTS``, one ``Export`` per public name (``Export("floor", method=True,
+  inplace=True)``: ``vkml.floor``, ``Tensor.floor`` and ``Tensor.floor_``; vkml/frontend/exports.py);
+- a registered op whose public function is the plain one (``vkml.sin(input)`` records the op ``sin``)
+  says so in its ``OpDef`` (``public=Public(aliases=("arcsin",))``, vkml/ops/registry.py), and
+  ``function`` makes that function: adding such an op takes its definition alone.
 
-``install`` walks ``MODULES`` in order and binds everything; vkml/__init__.py calls it as its last
+``install`` walks ``MODULES`` in order, then the registry, and binds everything; vkml/__init__.py calls it as its last
 statement, and it ends by letting autocast (vkml/frontend/amp.py) wrap what is public, so nothing
 bound by the installer escapes the wrapping.
 """
@@ -14,8 +17,11 @@ bound by the installer escapes the wrapping.
 from __future__ import annotations
 
 import importlib
+import re
 
+from ..ops.registry import REGISTRY
 from . import mutation
+from . import operators as F
 from .exports import Export
 
 # The face modules that export ops, in the order they are installed: a later module's method replaces
@@ -52,14 +58,42 @@ def inplace_method(name: str, fn):
     return method
 
 
+_FUNCTIONS: dict[str, object] = {}  # op name -> its public function: one object, however often asked for
+
+
+def function(name: str):
+    """The public function of the registered op ``name`` (``OpDef.public``): its signature's tensors in,
+    the op recorded; aliases and ``vkml.special`` share it."""
+    if name not in _FUNCTIONS:
+        op = REGISTRY[name]
+        if op.public is None:
+            raise ValueError(f"op {name!r} declares no public function (OpDef.public)")
+        params = re.fullmatch(r"\w+\(([^)]*)\)", op.signature)
+        arity = len(params.group(1).split(", ")) if params and "=" not in op.signature else 0
+        if arity not in (1, 2):
+            raise ValueError(f"op {name!r}: a plain public function takes one or two tensors, not {op.signature}")
+        _FUNCTIONS[name] = F._unary(name) if arity == 1 else F._binary(name)
+    return _FUNCTIONS[name]
+
+
+def registry_exports() -> list[tuple[Export, object]]:
+    """The (Export, function) of every registered op that declares its public names."""
+    out = []
+    for op in REGISTRY.values():
+        if op.public is not None:
+            for name in (op.name, *op.public.aliases):
+                out.append((Export(name, method=op.public.method, inplace=op.public.inplace), function(op.name)))
+    return out
+
+
 def exports() -> list[tuple[Export, object]]:
-    """Every (Export, what vkml.<name> is) in install order."""
+    """Every (Export, what vkml.<name> is) in install order: the face modules', then the registry's."""
     out = []
     for module_name in MODULES:
         module = importlib.import_module(f"{__package__}.{module_name}")
         for export in module.EXPORTS:
             out.append((export, getattr(module, export.name, None) if export.value is None else export.value))
-    return out
+    return out + registry_exports()
 
 
 def install(namespace: dict, tensor_class) -> list[str]:

@@ -14,6 +14,11 @@ Kinds:
 - ``composite``: built from other ops by ``impl`` (softmax, matmul, ...).
 - ``creation``: makes a tensor from Python values.
 
+Public names: an op whose public function is the plain one (``vkml.sin(input)`` records ``sin``,
+``vkml.atan2(input, other)`` records ``atan2``, with nothing to check first) says how users reach
+it in ``public`` (``Public``): the face makes ``vkml.<name>``, its aliases, the ``Tensor`` method
+and the in-place form from that (vkml/frontend/public.py), with no face code of its own.
+
 Gradients: ``grad(ctx) -> tuple`` gives one gradient (a Tensor, or None) per operand, written
 with tensor methods and operators and the functions of ``ctx.F`` (see ``vkml/ops/grads.py``
 for the context and the rules of composite and movement ops). An op without ``grad`` is not
@@ -34,6 +39,15 @@ INT_DTYPES = (T.int32, T.int64, T.uint8, T.int8, T.int16)
 NUMERIC_DTYPES = FLOAT_DTYPES + INT_DTYPES
 ALL_DTYPES = NUMERIC_DTYPES + (T.bool_,)
 BACKENDS = ("cpu", "vulkan")
+
+
+@dataclass(frozen=True)
+class Public:
+    """The public names of a registered op whose public function is the plain one (see the module's text)."""
+
+    method: bool = True  # Tensor.<name> (and Tensor.<alias>)
+    inplace: bool = True  # Tensor.<name>_ (and Tensor.<alias>_): the result written into the tensor
+    aliases: tuple[str, ...] = ()  # more names of the same function (PyTorch's numpy-style arcsin for asin)
 
 
 @dataclass(frozen=True)
@@ -60,6 +74,9 @@ class OpDef:
     # bits across devices (a GPU may hand back its canonical NaN), so for NaN inputs such a result may
     # differ between devices; the parity tests compare these ops on non-NaN inputs only.
     reads_nan_sign: bool = False
+    # vkml.<name> (and its Tensor method, in-place form, aliases) made from the registry alone; None:
+    # the face defines the op's public function (it checks arguments, or the op is reached otherwise)
+    public: Public | None = None
 
 
 REGISTRY: dict[str, OpDef] = {}

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..ir.builder import select
 from . import mathlib as M
-from .registry import NUMERIC_DTYPES, OpDef, register
+from .registry import NUMERIC_DTYPES, OpDef, Public, register
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -30,7 +30,11 @@ _EARLY_OVERFLOW = (
 )
 
 
-def _unary(name, fn, summary, precision, special, grad, divergence="", torch_name=None):
+_PUBLIC = Public()  # vkml.<name>, Tensor.<name>, Tensor.<name>_
+
+
+def _unary(name, fn, summary, precision, special, grad, divergence="", torch_name=None, public=_PUBLIC):
+    # vkml.<name>(input), Tensor.<name>() and Tensor.<name>_() are made from the OpDef (``public``)
     register(
         OpDef(
             name,
@@ -45,6 +49,7 @@ def _unary(name, fn, summary, precision, special, grad, divergence="", torch_nam
             divergence=divergence,
             torch_name=torch_name,
             grad=grad,
+            public=public,
         )
     )
 
@@ -107,6 +112,7 @@ _unary(
     "≤ 1 ulp of the correctly rounded result (mathlib.asin)",
     "asin(x) for |x| > 1 is NaN; asin(-0.0) = -0.0; NaN gives NaN.",
     lambda c: (c.g * (1 - c.inputs[0] * c.inputs[0]).rsqrt(),),
+    public=Public(aliases=("arcsin",)),
 )
 _unary(
     "acos",
@@ -115,6 +121,7 @@ _unary(
     "≤ 1 ulp of the correctly rounded result (mathlib.acos)",
     "acos(x) for |x| > 1 is NaN; NaN gives NaN.",
     lambda c: (-(c.g * (1 - c.inputs[0] * c.inputs[0]).rsqrt()),),
+    public=Public(aliases=("arccos",)),
 )
 _unary(
     "atan",
@@ -123,6 +130,7 @@ _unary(
     "≤ 1 ulp of the correctly rounded result (mathlib.atan)",
     "atan(±inf) = ±pi/2 (rounded to float32), atan(-0.0) = -0.0, NaN gives NaN.",
     lambda c: (c.g / (c.inputs[0] * c.inputs[0] + 1),),
+    public=Public(aliases=("arctan",)),
 )
 register(
     OpDef(
@@ -194,6 +202,7 @@ _unary(
     "≤ 1 ulp of the correctly rounded result (mathlib.asinh)",
     "asinh(±inf) = ±inf, asinh(-0.0) = -0.0, NaN gives NaN.",
     lambda c: (c.g * (c.inputs[0] * c.inputs[0] + 1).rsqrt(),),
+    public=Public(aliases=("arcsinh",)),
 )
 _unary(
     "acosh",
@@ -202,6 +211,7 @@ _unary(
     "≤ 1 ulp of the correctly rounded result (mathlib.acosh)",
     "acosh(x < 1) = NaN, acosh(1) = 0, acosh(inf) = inf, NaN gives NaN.",
     lambda c: (c.g * (c.inputs[0] * c.inputs[0] - 1).rsqrt(),),
+    public=Public(aliases=("arccosh",)),
 )
 _unary(
     "atanh",
@@ -210,6 +220,7 @@ _unary(
     "≤ 1 ulp of the correctly rounded result (mathlib.atanh)",
     "atanh(±1) = ±inf, atanh(x) for |x| > 1 is NaN, atanh(-0.0) = -0.0, NaN gives NaN.",
     lambda c: (c.g / (1 - c.inputs[0] * c.inputs[0]),),
+    public=Public(aliases=("arctanh",)),
 )
 
 # ---------------------------------------------------------------------- error functions
@@ -344,4 +355,5 @@ _unary(
     "(polygamma(1, -1) = 1.29e15). Not differentiable: its derivative, polygamma(2, x), is not implemented "
     "(backward raises NotImplementedError); vkml.polygamma(n, x) for n >= 2 raises NotImplementedError too.",
     torch_name="polygamma",
+    public=None,  # reached through vkml.polygamma(1, input)
 )

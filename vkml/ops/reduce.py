@@ -182,6 +182,8 @@ register(
         "through its sum instead). Of +0 and -0 either may come back.",
         divergence="Not a PyTorch op: amax is the maximum with PyTorch's rules.",
         torch_name="amax",
+        reached_through=("vkml.softmax, vkml.log_softmax and vkml.logsumexp (vkml.frontend.operators._shift_max)",),
+        no_grad="Not differentiable: only softmax, log_softmax and logsumexp use it, and their own rules differentiate them.",
     )
 )
 register(

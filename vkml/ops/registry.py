@@ -74,6 +74,14 @@ class OpDef:
     # bits across devices (a GPU may hand back its canonical NaN), so for NaN inputs such a result may
     # differ between devices; the parity tests compare these ops on non-NaN inputs only.
     reads_nan_sign: bool = False
+    # The docs page (tools/gen_op_docs.py): the Python operator that calls the op ("a + b"; Tensor's dunder
+    # methods are the truth), the public calls that reach it besides vkml.<name> and Tensor.<name>,
+    # PyTorch's call where it is not torch.<torch_name>, and why it has no gradient where ``grad`` is None
+    # for another reason than a bool or index result.
+    operator: str = ""
+    reached_through: tuple[str, ...] = ()
+    torch_call: str = ""
+    no_grad: str = ""
     # vkml.<name> (and its Tensor method, in-place form, aliases) made from the registry alone; None:
     # the face defines the op's public function (it checks arguments, or the op is reached otherwise)
     public: Public | None = None

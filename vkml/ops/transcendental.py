@@ -33,7 +33,7 @@ _EARLY_OVERFLOW = (
 _PUBLIC = Public()  # vkml.<name>, Tensor.<name>, Tensor.<name>_
 
 
-def _unary(name, fn, summary, precision, special, grad, divergence="", torch_name=None, public=_PUBLIC):
+def _unary(name, fn, summary, precision, special, grad, divergence="", torch_name=None, public=_PUBLIC, **kw):
     # vkml.<name>(input), Tensor.<name>() and Tensor.<name>_() are made from the OpDef (``public``)
     register(
         OpDef(
@@ -50,6 +50,7 @@ def _unary(name, fn, summary, precision, special, grad, divergence="", torch_nam
             torch_name=torch_name,
             grad=grad,
             public=public,
+            **kw,
         )
     )
 
@@ -343,6 +344,7 @@ _unary(
     "digamma(+0) = -inf, digamma(-0) = inf, digamma(n) = NaN for negative integers n and -inf, "
     "digamma(inf) = inf, NaN gives NaN (as PyTorch).",
     lambda c: (c.g * c.F.polygamma(1, c.inputs[0]),),
+    reached_through=("vkml.polygamma(0, input)", "Tensor.polygamma(0)"),
 )
 _unary(
     "trigamma",
@@ -355,5 +357,6 @@ _unary(
     "(polygamma(1, -1) = 1.29e15). Not differentiable: its derivative, polygamma(2, x), is not implemented "
     "(backward raises NotImplementedError); vkml.polygamma(n, x) for n >= 2 raises NotImplementedError too.",
     torch_name="polygamma",
-    public=None,  # reached through vkml.polygamma(1, input)
+    reached_through=("vkml.polygamma(1, input)", "Tensor.polygamma(1)", "vkml.special.polygamma(1, input)"),
+    public=None,  # reached through vkml.polygamma(1, input) alone
 )

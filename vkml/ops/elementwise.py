@@ -219,6 +219,7 @@ register(
         divergence=_F16_SCALAR,
         grad=lambda c: (c.g, c.g),
         operator="a + b",
+        recompute=True,
     )
 )
 register(
@@ -232,6 +233,7 @@ register(
         divergence=_F16_SCALAR,
         grad=lambda c: (c.g, -c.g),
         operator="a - b",
+        recompute=True,
     )
 )
 register(
@@ -245,6 +247,7 @@ register(
         special=_NAN_PROPAGATES + " 0 * inf is NaN. Integers wrap.",
         grad=_grad_mul,
         operator="a * b",
+        recompute=True,
     )
 )
 register(
@@ -274,6 +277,7 @@ register(
         special="Flips the sign bit: neg(0.0) = -0.0, NaN stays NaN.",
         grad=lambda c: (-c.g,),
         operator="-a",
+        recompute=True,
     )
 )
 register(
@@ -385,6 +389,7 @@ register(
         dtypes=ALL_DTYPES,
         result="custom",
         body=lambda c, a, b: B.select(c, a, b),
+        condition=True,
         special="A pure select: NaN in the unselected input does not matter.",
         grad=_grad_where,
     )

@@ -74,6 +74,16 @@ class OpDef:
     # bits across devices (a GPU may hand back its canonical NaN), so for NaN inputs such a result may
     # differ between devices; the parity tests compare these ops on non-NaN inputs only.
     reads_nan_sign: bool = False
+    # What the graph builder and the kernels need to know, as facts of the op (never its name):
+    # reduce: the value over no elements (None: an empty reduction is PyTorch's error); a combine of one
+    # instruction (more subgroup results combined serially); values combined with their index and the
+    # index returned (argmax, argmin). elementwise: operand 0 is a bool condition outside promotion
+    # (where); cheap enough that a row kernel computes it twice rather than store it (add, sub, ...).
+    identity: object = None
+    cheap_combine: bool = False
+    arg: bool = False
+    condition: bool = False
+    recompute: bool = False
     # The docs page (tools/gen_op_docs.py): the Python operator that calls the op ("a + b"; Tensor's dunder
     # methods are the truth), the public calls that reach it besides vkml.<name> and Tensor.<name>,
     # PyTorch's call where it is not torch.<torch_name>, and why it has no gradient where ``grad`` is None

@@ -359,7 +359,7 @@ class Signature:
     like the constants' values, unless they are past the budget (then baked, and in the key).
     """
 
-    def __init__(self, root: Node, chain: list[Node], stored: list[Node], leaf_ids, mode: str):
+    def __init__(self, root: Node, chain: list[Node], stored: list[Node], leaf_ids, mode):
         self.leaves: list[Node] = []
         self.consts: list[Node] = []
         self.views: list[Node] = []  # inlined views with values (offsets, mask bounds)
@@ -445,10 +445,10 @@ class Signature:
         return (n.op, n.arg, n.shape, n.dtype.name, sources)
 
 
-def _lower_group(root: Node, chain: list[Node], leaf_ids, mode: str, baked) -> kernels.GroupTemplate:
+def _lower_group(root: Node, chain: list[Node], leaf_ids, mode, baked) -> kernels.GroupTemplate:
     # Index arithmetic is 64-bit only where the group's shapes need it.
     with index_arithmetic(needs_wide_index(root, leaf_ids)):
-        if mode.startswith("matmul"):
+        if isinstance(mode, kernels_matmul.MODES):
             return kernels_matmul.lower(root, chain[-1], leaf_ids, baked, mode)
         return _lower_elementwise_or_reduce(root, chain, leaf_ids, mode, baked)
 

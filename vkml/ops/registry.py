@@ -3,7 +3,10 @@
 An ``OpDef`` says what an op is (its kind and IR body), which dtypes it takes and returns,
 and what a user needs to know (precision, NaN/inf behaviour, divergences from PyTorch).
 The tensor front end, the scheduler, the backends' parity test, the docs generator and
-``vkml-dump-spirv`` all read this table; nothing lists the ops a second time.
+``vkml-dump-spirv`` all read this table, and nothing lists a registered op a second time by name:
+what they need to know of an op is a field here. The ops the face composes from these (softmax,
+conv2d, sort, ...) have their page text in ``vkml/ops/docs/`` and their public names in their
+module's ``EXPORTS`` (vkml/frontend/public.py).
 
 Kinds:
 - ``elementwise``: ``body(*values) -> Value`` on scalars already converted to the compute

@@ -13,12 +13,11 @@ class Export(NamedTuple):
     """One public name of an op defined in a face module.
 
     >>> Export("floor", method=True, inplace=True)  # vkml.floor, Tensor.floor, Tensor.floor_
-    Export(name='floor', function=True, method=True, inplace=True, replace=True, value=None)
+    Export(name='floor', function=True, method=True, inplace=True, value=None)
     """
 
     name: str
     function: bool = True  # vkml.<name>, listed in vkml.__all__
     method: object = False  # Tensor.<name>: True for the function itself, or the method (a function or property)
     inplace: bool = False  # Tensor.<name>_: the method's result written into the tensor (mutation.inplace)
-    replace: bool = True  # False: a Tensor attribute of that name already there (class body, earlier module) wins
     value: object = None  # what vkml.<name> is, where it is not the module's attribute ``name``

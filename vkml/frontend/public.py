@@ -9,9 +9,9 @@ An op declares how a user reaches it once, where it is defined:
   says so in its ``OpDef`` (``public=Public(aliases=("arcsin",))``, vkml/ops/registry.py), and
   ``function`` makes that function: adding such an op takes its definition alone.
 
-``install`` walks ``MODULES`` in order, then the registry, and binds everything; vkml/__init__.py calls it as its last
-statement, and it ends by letting autocast (vkml/frontend/amp.py) wrap what is public, so nothing
-bound by the installer escapes the wrapping.
+``install`` walks ``MODULES`` in order, then the registry, and binds everything. vkml/__init__.py
+calls it in its last block, right before autocast (vkml/frontend/amp.py) wraps what is public, so
+every op bound here is wrapped.
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ from . import mutation
 from . import operators as F
 from .exports import Export
 
-# The face modules that export ops, in the order they are installed: a later module's method replaces
-# an earlier one's of the same name unless its Export says ``replace=False``.
+# The face modules that export ops, in the order they are installed. A method replaces one of the
+# same name in Tensor's class body (shape's ``flatten`` the argument-free one); two declarations of
+# one name are an error of the declarations (tests/test_public.py).
 MODULES = (
     "operators",
     "creation",
@@ -105,8 +106,8 @@ def install(namespace: dict, tensor_class) -> list[str]:
             if export.name not in public:
                 public.append(export.name)
         method = fn if export.method is True else export.method
-        if method is not False and (export.replace or export.name not in vars(tensor_class)):
+        if method is not False:
             setattr(tensor_class, export.name, method)
-        if export.inplace and (export.replace or export.name + "_" not in vars(tensor_class)):
+        if export.inplace:
             setattr(tensor_class, export.name + "_", inplace_method(export.name + "_", method or fn))
     return public

@@ -35,6 +35,7 @@ from vkml.kernels.matmul import (
     coopmat2 as kernels_matmul_coopmat2,
 )
 from vkml.kernels.matmul.coopmat import Shape
+from vkml.kernels.matmul.tiled import MatmulConfig
 from vkml.schedule import scheduler as schedule
 
 H200 = DeviceFeatures.h200_like()
@@ -134,13 +135,13 @@ def test_a_device_with_cooperative_matrices_gets_them_enabled_and_selected():
 def test_the_mode_names_the_template(coopmat_on_cpu):
     a, b = f16_operands((8, 4), (4, 8), seed=1)
     node = (vkml.tensor(a) @ vkml.tensor(b)).node
-    text = matmul_templates.mode(node)
-    assert text == "matmul coopmat 32 128x128x32 sg64x32 v4"  # the interpreter takes 32-wide subgroups
-    assert kernels_matmul_coopmat.parse_mode(text) == (32, kernels_matmul_coopmat.DEFAULT)
+    mode = matmul_templates.mode(node)
+    assert mode == kernels_matmul_coopmat.Mode(32, kernels_matmul_coopmat.DEFAULT)  # the interpreter: 32 lanes
+    assert str(mode) == "matmul coopmat 32 128x128x32 sg64x32 v4"
     other = Shape(256, 128, 16, 64, 64, 1)
-    assert kernels_matmul_coopmat.parse_mode(kernels_matmul_coopmat.mode(H200, other)) == (32, other)
+    assert kernels_matmul_coopmat.mode(H200, other) == kernels_matmul_coopmat.Mode(32, other)
     node32 = (vkml.tensor(a.astype(np.float32)) @ vkml.tensor(b)).node
-    assert matmul_templates.mode(node32).startswith("matmul ") and "coopmat" not in matmul_templates.mode(node32)
+    assert isinstance(matmul_templates.mode(node32), MatmulConfig)  # the scalar tiles
 
 
 # ---------------------------------------------------------------- the interpreted kernel is the oracle
@@ -284,7 +285,7 @@ def test_every_candidate_gives_the_scalar_bits(shape, coopmat_on_cpu, monkeypatc
     # Tails in m, k and n; k and n multiples of 4: groups of four staged as vectors where the shape says so.
     a, b = f16_operands((shape.bm + 9, shape.bk + 8), (shape.bk + 8, shape.bn + 4), seed=shape.bm + shape.sub_m)
     product = vkml.tensor(a) @ vkml.tensor(b)
-    assert matmul_templates.mode(product.node).endswith(str(shape))
+    assert matmul_templates.mode(product.node).shape == shape
     assert_same_bits(product.numpy(), ordered_matmul(a, b), str(shape))
     assert coopmat_on_cpu and all(name.startswith("MMC") for name in coopmat_on_cpu), coopmat_on_cpu
     kernel = _kernel(a.shape, b.shape, shape=shape)

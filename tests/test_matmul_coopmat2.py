@@ -109,16 +109,16 @@ def test_only_plain_products_of_stored_matrices_fit():
     assert not kernels_matmul_coopmat2.fits((x @ w).node, _with(max_storage_buffer_range=1024))
 
 
-def test_the_mode_prefers_coopmat2_and_parses_back(coopmat2_on_cpu):
+def test_the_mode_prefers_coopmat2(coopmat2_on_cpu):
     a, b = f16_operands((8, 4), (4, 8), seed=2)
-    text = matmul_templates.mode((vkml.tensor(a) @ vkml.tensor(b)).node)
-    assert text == "matmul coopmat2 32 128x128x64 t128 g16"
-    assert kernels_matmul_coopmat2.parse_mode(text) == (32, kernels_matmul_coopmat2.DEFAULT)
+    mode = matmul_templates.mode((vkml.tensor(a) @ vkml.tensor(b)).node)
+    assert mode == kernels_matmul_coopmat2.Mode(32, kernels_matmul_coopmat2.DEFAULT)
+    assert str(mode) == "matmul coopmat2 32 128x128x64 t128 g16"
     other = kernels_matmul_coopmat2.Shape(128, 256, 64, 256, 8)
-    assert kernels_matmul_coopmat2.parse_mode(kernels_matmul_coopmat2.mode(H200, other)) == (32, other)
+    assert kernels_matmul_coopmat2.mode(H200, other) == kernels_matmul_coopmat2.Mode(32, other)
     unrolled = kernels_matmul_coopmat2.Shape(unroll=2)
     assert str(unrolled) == "128x128x64 t128 u2 g16"
-    assert kernels_matmul_coopmat2.parse_mode(kernels_matmul_coopmat2.mode(H200, unrolled)) == (32, unrolled)
+    assert kernels_matmul_coopmat2.Shape.parse(str(unrolled)) == unrolled  # VKML_MATMUL_COOPMAT2_SHAPE's form
     for bad in ("128x128 t128", "128x128x64 t128 q2", "128x128x64 u0"):
         with pytest.raises(ValueError):
             kernels_matmul_coopmat2.Shape.parse(bad)
@@ -127,7 +127,9 @@ def test_the_mode_prefers_coopmat2_and_parses_back(coopmat2_on_cpu):
 def test_the_shape_variable_picks_the_shape(coopmat2_on_cpu, monkeypatch):
     a, b = f16_operands((8, 4), (4, 8), seed=2)
     monkeypatch.setenv("VKML_MATMUL_COOPMAT2_SHAPE", " 128x128x64  t128 u2 g8 ")
-    assert matmul_templates.mode((vkml.tensor(a) @ vkml.tensor(b)).node) == "matmul coopmat2 32 128x128x64 t128 u2 g8"
+    assert (
+        str(matmul_templates.mode((vkml.tensor(a) @ vkml.tensor(b)).node)) == "matmul coopmat2 32 128x128x64 t128 u2 g8"
+    )
 
 
 # ---------------------------------------------------------------- the interpreted kernel

@@ -18,6 +18,7 @@ from test_matmul import _dispatches, _matmul_kernel, ordered_matmul
 import vkml
 from vkml.codegen import compile_kernel
 from vkml.codegen.features import DeviceFeatures
+from vkml.kernels import matmul as matmul_templates
 from vkml.kernels.matmul import tiled as kernels_matmul
 from vkml.kernels.matmul.tiled import MatmulConfig, choose_config, skinny_config
 
@@ -109,7 +110,7 @@ def test_staging_only_invocations_change_no_bits(config, monkeypatch, gpu):
     for device in ("cpu", gpu):
         got = (vkml.tensor(a, device=device) @ vkml.tensor(b, device=device)).numpy()
         assert_same_bits(got, want, f"{config} on {device}")
-    assert kernels_matmul.parse_mode(f"matmul {config}") == config
+    assert matmul_templates.mode((vkml.tensor(a) @ vkml.tensor(b)).node) == config
     assert config.threads == max(config.invocations, config.owners)
 
 

@@ -294,3 +294,18 @@ def test_trace_walks_in_threads_do_not_mix():
     finally:
         sys.setswitchinterval(interval)
     assert not failures
+
+
+def test_a_recipe_names_its_parts():
+    # Steps, buffer and parameter references are named tuples: read by field, not by position.
+    x = vkml.arange(6, dtype=vkml.float32).reshape(2, 3)
+    y = x.T * 2.0 + 1.0  # a view's offsets and a constant reach the kernel as parameters
+    order, _ = plan_cache.trace([y.node], matmul_templates.mode)
+    recipe = schedule.compile_recipe(schedule.Plan([y.node], order))
+    (step,) = recipe.steps
+    assert isinstance(step, plan_cache.Step) and step.kernel is not None
+    sources = {ref.source for ref in step.buffers}
+    assert sources == {plan_cache.LEAF, plan_cache.OUT}
+    assert all(isinstance(ref, plan_cache.ParamRef) for ref in step.params)
+    (output,) = recipe.outputs
+    assert order[output.position] is y.node and output.numel == 6

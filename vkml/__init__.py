@@ -16,75 +16,15 @@ from .config import VERSION as __version__  # noqa: F401  (torch.__version__ has
 from .dsl.elementwise import elementwise
 from .dsl.kernel import kernel
 from .errors import CompileError, DeviceError, DTypeError, OutOfMemoryError, ShapeError
-from .frontend import creation as _creation
 from .frontend.autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
-from .frontend.creation import arange, full, full_like, ones, ones_like, zeros, zeros_like
 from .frontend.devices import best_device, device, get_default_device, set_default_device, vulkan_device_reports
-from .frontend.indexing import gather, index_select, nonzero, scatter, scatter_add, take_along_dim
-from .frontend.operators import (
-    abs,
-    add,
-    amax,
-    amin,
-    argmax,
-    argmin,
-    cat,
-    clamp,
-    clip,
-    clone,
-    constant_pad_nd,
-    div,
-    eq,
-    exp,
-    expand,
-    flip,
-    ge,
-    gt,
-    le,
-    log,
-    log_softmax,
-    logical_and,
-    logical_not,
-    logical_or,
-    logsumexp,
-    lt,
-    masked_fill,
-    matmul,
-    max,
-    maximum,
-    mean,
-    min,
-    minimum,
-    mul,
-    ne,
-    neg,
-    permute,
-    pow,
-    prod,
-    relu,
-    reshape,
-    rsqrt,
-    sigmoid,
-    sign,
-    softmax,
-    sqrt,
-    squeeze,
-    sub,
-    sum,
-    tanh,
-    transpose,
-    unsqueeze,
-    where,
-)
-from .frontend.random import Generator, manual_seed, rand, rand_like, randn, randn_like
+from .frontend.random import Generator, manual_seed
 from .frontend.realize import realize, set_eager
 from .frontend.serialization import load, save
 from .ir.types import bool_ as bool  # noqa: A001
 from .ir.types import float16, float32, int32, int64
 from .tensor import Tensor
 
-# The submodule vkml.tensor shadowed the creation function of the same name: bind it again.
-tensor = _creation.tensor
 half = float16
 float = float32  # noqa: A001
 long = int64
@@ -94,24 +34,11 @@ __all__ = [
     "Tensor",
     "elementwise",
     "kernel",
-    "tensor",
-    "zeros",
-    "ones",
-    "full",
-    "arange",
-    "full_like",
-    "zeros_like",
-    "ones_like",
     "no_grad",
     "enable_grad",
     "set_grad_enabled",
     "is_grad_enabled",
-    "constant_pad_nd",
     "manual_seed",
-    "rand",
-    "randn",
-    "rand_like",
-    "randn_like",
     "Generator",
     "device",
     "best_device",
@@ -136,257 +63,17 @@ __all__ = [
     "float",
     "long",
     "int",
-    "abs",
-    "add",
-    "amax",
-    "amin",
-    "argmax",
-    "argmin",
-    "cat",
-    "clamp",
-    "clip",
-    "div",
-    "eq",
-    "exp",
-    "expand",
-    "flip",
-    "ge",
-    "gt",
-    "le",
-    "log",
-    "log_softmax",
-    "logical_and",
-    "logical_not",
-    "logical_or",
-    "logsumexp",
-    "lt",
-    "matmul",
-    "max",
-    "maximum",
-    "mean",
-    "min",
-    "minimum",
-    "mul",
-    "ne",
-    "neg",
-    "permute",
-    "pow",
-    "prod",
-    "relu",
-    "reshape",
-    "rsqrt",
-    "sigmoid",
-    "sign",
-    "softmax",
-    "sqrt",
-    "squeeze",
-    "sub",
-    "sum",
-    "tanh",
-    "transpose",
-    "unsqueeze",
-    "where",
-    "clone",
-    "masked_fill",
-    "gather",
-    "index_select",
-    "nonzero",
-    "scatter",
-    "scatter_add",
-    "take_along_dim",
 ]
 
-# Shape and construction ops (vkml/frontend/shape.py)
-from .frontend.shape import (  # noqa: E402
-    addmm,
-    addmv,
-    atleast_1d,
-    atleast_2d,
-    atleast_3d,
-    baddbmm,
-    bmm,
-    cartesian_prod,
-    chunk,
-    column_stack,
-    diag,
-    diag_embed,
-    diagonal,
-    dot,
-    dstack,
-    einsum,
-    flatten,
-    fliplr,
-    flipud,
-    ger,
-    hsplit,
-    hstack,
-    meshgrid,
-    mm,
-    moveaxis,
-    movedim,
-    mv,
-    narrow,
-    outer,
-    repeat_interleave,
-    roll,
-    rot90,
-    row_stack,
-    split,
-    stack,
-    swapaxes,
-    swapdims,
-    t,
-    tensor_split,
-    tensordot,
-    tile,
-    trace,
-    tril,
-    tril_indices,
-    triu,
-    triu_indices,
-    unbind,
-    unflatten,
-    vsplit,
-    vstack,
-)
-
-__all__ += [  # noqa: PLE0605
-    "addmm",
-    "addmv",
-    "atleast_1d",
-    "atleast_2d",
-    "atleast_3d",
-    "baddbmm",
-    "bmm",
-    "cartesian_prod",
-    "chunk",
-    "column_stack",
-    "diag",
-    "diag_embed",
-    "diagonal",
-    "dot",
-    "dstack",
-    "einsum",
-    "flatten",
-    "fliplr",
-    "flipud",
-    "ger",
-    "hsplit",
-    "hstack",
-    "meshgrid",
-    "mm",
-    "moveaxis",
-    "movedim",
-    "mv",
-    "narrow",
-    "outer",
-    "repeat_interleave",
-    "roll",
-    "rot90",
-    "row_stack",
-    "split",
-    "stack",
-    "swapaxes",
-    "swapdims",
-    "t",
-    "tensor_split",
-    "tensordot",
-    "tile",
-    "trace",
-    "tril",
-    "tril_indices",
-    "triu",
-    "triu_indices",
-    "unbind",
-    "unflatten",
-    "vsplit",
-    "vstack",
-]
-
-# More creation ops (vkml/frontend/construction.py)
-from .frontend.construction import (  # noqa: E402
-    bernoulli,
-    empty,
-    empty_like,
-    eye,
-    linspace,
-    logspace,
-    multinomial,
-    normal,
-    randint,
-    randint_like,
-    randperm,
-)
-
-__all__ += [
-    "bernoulli",
-    "empty",
-    "empty_like",
-    "eye",
-    "linspace",
-    "logspace",
-    "multinomial",
-    "normal",
-    "randint",
-    "randint_like",
-    "randperm",
-]
-# Pointwise operators of issue 17 (vkml/frontend/pointwise.py): every name it exports, as vkml.<name>.
-from .frontend import pointwise as _pointwise  # noqa: E402
-
-for _name in _pointwise.TENSOR_METHODS:
-    globals()[_name] = getattr(_pointwise, _name)
-__all__ += _pointwise.TENSOR_METHODS
-del _name
-# ---------------------------------------------------------------------- statistics, norms and scans
-# (vkml/frontend/statistics.py, scans.py; vkml.linalg and vkml.return_types as PyTorch's namespaces)
+# ---------------------------------------------------------------------- vkml.linalg and vkml.return_types
+# (PyTorch's namespaces for the ops of vkml/frontend/statistics.py, scans.py, selection.py, sorting.py)
 import sys as _sys  # noqa: E402
 
 from .frontend import linalg, return_types  # noqa: E402
-from .frontend.scans import cummax, cummin, cumprod, cumsum, logcumsumexp  # noqa: E402
-from .frontend.selection import kthvalue, median, mode, nanmedian, nanquantile, quantile  # noqa: E402
-from .frontend.statistics import (  # noqa: E402
-    all,  # noqa: A004
-    aminmax,
-    any,  # noqa: A004
-    count_nonzero,
-    nanmean,
-    nansum,
-    norm,
-    std,
-    std_mean,
-    var,
-    var_mean,
-)
 
 _sys.modules[__name__ + ".linalg"] = linalg  # `import vkml.linalg` finds the namespace
 _sys.modules[__name__ + ".return_types"] = return_types
-__all__ += [
-    "linalg",
-    "return_types",
-    "var",
-    "std",
-    "var_mean",
-    "std_mean",
-    "all",
-    "any",
-    "count_nonzero",
-    "nansum",
-    "nanmean",
-    "aminmax",
-    "norm",
-    "cumsum",
-    "cumprod",
-    "cummax",
-    "cummin",
-    "logcumsumexp",
-    "kthvalue",
-    "median",
-    "nanmedian",
-    "mode",
-    "quantile",
-    "nanquantile",
-]
+__all__ += ["linalg", "return_types"]
 # ---------------------------------------------------------------------- device memory (vkml/frontend/memory.py)
 from .frontend.memory import (  # noqa: E402
     empty_cache,
@@ -407,42 +94,6 @@ __all__ += [
     "memory_stats",
     "reset_peak_memory_stats",
 ]
-# ---------------------------------------------------------------------- small composites (vkml/frontend/tensor_api.py)
-from .frontend.tensor_api import (  # noqa: E402
-    Size,
-    addcdiv,
-    addcmul,
-    broadcast_to,
-    clamp_max,
-    clamp_min,
-    numel,
-    positive,
-    rsub,
-    select,
-)
-from .ir.types import DType as dtype  # noqa: E402  (isinstance(x.dtype, vkml.dtype), as torch.dtype)
-
-__all__ += ["Size", "dtype", "numel", "addcdiv", "addcmul", "broadcast_to", "clamp_max", "clamp_min", "positive"]
-__all__ += ["rsub", "select"]
-# Scatter reductions, index_*, masked_select/masked_scatter, take/put (vkml/frontend/index_ops.py)
-from .frontend import index_ops as _index_ops  # noqa: E402
-
-for _name in _index_ops.FUNCTIONS:
-    globals()[_name] = getattr(_index_ops, _name)
-__all__ += _index_ops.FUNCTIONS
-del _name
-# Sorting, searching and counting of issue 17 (vkml/frontend/sorting.py, searching.py, counting.py,
-# combining.py).
-from .frontend import combining as _combining  # noqa: E402
-from .frontend import counting as _counting  # noqa: E402
-from .frontend import searching as _searching  # noqa: E402
-from .frontend import sorting as _sorting  # noqa: E402
-
-for _module in (_sorting, _searching, _counting, _combining):
-    for _name in _module.PUBLIC:
-        globals()[_name] = getattr(_module, _name)
-    __all__ += _module.PUBLIC
-del _module, _name
 # ---------------------------------------------------------------------- PyTorch programs' surroundings
 # (issue 19): numpy/DLPack interop, "cuda" device names and torch.cuda's functions, torch.backends'
 # switches, matmul precision, determinism, compile, testing (docs/interop.md, docs/devices.md).
@@ -464,6 +115,10 @@ for _module_name, _module in (("cuda", cuda), ("testing", testing), ("backends",
 for _module_name in ("cudnn", "cuda", "mps"):
     _sys.modules[f"{__name__}.backends.{_module_name}"] = getattr(backends, _module_name)
 del _module_name, _module
+from .frontend.tensor_api import Size  # noqa: E402
+from .ir.types import DType as dtype  # noqa: E402  (isinstance(x.dtype, vkml.dtype), as torch.dtype)
+
+__all__ += ["Size", "dtype"]
 __all__ += [
     "cuda",
     "testing",
@@ -500,24 +155,12 @@ from .frontend.defaults import get_default_dtype, is_floating_point, is_tensor, 
 
 __all__ += ["get_default_dtype", "set_default_dtype", "is_tensor", "is_floating_point"]
 
-# ---------------------------------------------------------------------- transcendental functions
-# (vkml/frontend/transcendental.py): sin ... erfinv, their arc* aliases, and vkml.special.
+# ---------------------------------------------------------------------- vkml.special (vkml/frontend/transcendental.py)
 from .frontend import transcendental as _transcendental  # noqa: E402
 
-for _name in _transcendental.TENSOR_METHODS:
-    globals()[_name] = getattr(_transcendental, _name)
-__all__ += _transcendental.TENSOR_METHODS
-del _name
 special = _transcendental.special
 _sys.modules[__name__ + ".special"] = special  # `import vkml.special` finds the namespace
 __all__ += ["special"]
-
-# ---------------------------------------------------------------------- PyTorch's second names and small
-# helpers (vkml/frontend/torch_names.py): multiply, greater, ..., pi, dist, cov, trapezoid, rng state.
-from .frontend import torch_names as _torch_names  # noqa: E402
-
-_torch_names.install_functions(globals())
-__all__ += _torch_names.PUBLIC
 
 # ---------------------------------------------------------------------- lazy submodules
 # vkml.nn (layers, losses, functional), vkml.optim (SGD, Adam, AdamW) and vkml.utils (utils.data:
@@ -540,14 +183,19 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY_SUBMODULES))
 
 
-# ---------------------------------------------------------------------- mixed precision (vkml/frontend/amp.py)
-# KEEP THIS BLOCK LAST (merges append above it): autocast wraps the public functions bound
-# above, the Tensor methods and nn.functional's.
+# ---------------------------------------------------------------------- the public ops, then autocast
+# KEEP THIS BLOCK LAST. Every op is bound here, from the ``EXPORTS`` of the modules that define it
+# (vkml/frontend/public.py): vkml.<name> (``tensor`` replaces the submodule vkml.tensor), __all__,
+# the Tensor methods and their in-place forms. Autocast then wraps the public functions bound above,
+# the Tensor methods and nn.functional's; a function bound after it would escape the wrapping
+# (tests/test_amp.py checks that nothing does).
 from . import nn as _nn  # noqa: E402
 from .frontend import amp  # noqa: E402
+from .frontend import public as _public  # noqa: E402
 from .frontend.amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402
 from .nn import functional_layers as _functional_layers  # noqa: E402
 
+__all__ += _public.install(globals(), Tensor)
 _sys.modules[__name__ + ".amp"] = amp  # `import vkml.amp` finds the namespace
 amp.install([_sys.modules[__name__], _nn.functional, autograd], Tensor, [(_functional_layers, "_conv")])
 __all__ += ["amp", "autocast", "is_autocast_enabled", "get_autocast_dtype"]

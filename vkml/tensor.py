@@ -13,7 +13,7 @@ import copy
 
 import numpy as np
 
-from .errors import DTypeError, ShapeError
+from .errors import DTypeError
 from .frontend import autograd, indexing, interop, mutation, pointwise
 from .frontend import operators as F
 from .graph import build as lazy
@@ -714,92 +714,3 @@ class SavedTensor(Tensor):
 
     def numel(self) -> int:
         return self._node.numel
-
-
-def _install_methods() -> None:
-    """Give Tensor a method for every function of ``functions`` whose first argument is a tensor."""
-    for name in F.TENSOR_METHODS:
-        if not hasattr(Tensor, name):
-            setattr(Tensor, name, getattr(F, name))
-
-
-_install_methods()
-
-
-def _install_pointwise_methods() -> None:
-    """Methods of vkml/frontend/pointwise.py, and their in-place forms (``x.floor_()``)."""
-    for name in pointwise.TENSOR_METHODS:
-        if not hasattr(Tensor, name):
-            setattr(Tensor, name, getattr(pointwise, name))
-    for name in pointwise.INPLACE_METHODS:
-        fn = getattr(pointwise, name)
-
-        def method(self, *args, _fn=fn, _name=name + "_", **kwargs):
-            return mutation.inplace(self, _name, lambda t, *a: _fn(t, *a, **kwargs), *args)
-
-        method.__name__ = name + "_"
-        setattr(Tensor, name + "_", method)
-
-
-_install_pointwise_methods()
-assert ShapeError  # re-exported for users of vkml.tensor
-
-# Shape and construction methods (vkml/frontend/shape.py): narrow, split, flatten(start, end), mT, ...
-from .frontend import construction as _construction  # noqa: E402
-from .frontend import shape as _shape  # noqa: E402
-
-_shape.install_methods(Tensor)
-_construction.install_methods(Tensor)
-
-# Sizes in bytes, new_* constructors, strides, in-place comparisons, random fills (vkml/frontend/tensor_api.py).
-from .frontend import tensor_api as _tensor_api  # noqa: E402
-
-_tensor_api.install_methods(Tensor)
-
-# Statistics and scans (vkml/frontend/statistics.py, scans.py): methods with PyTorch's names.
-from .frontend import scans as _scans  # noqa: E402
-from .frontend import selection as _selection  # noqa: E402
-from .frontend import statistics as _statistics  # noqa: E402
-
-for _module in (_statistics, _scans, _selection):
-    for _name in _module.TENSOR_METHODS:
-        setattr(Tensor, _name, getattr(_module, _name))
-
-# Scatter reductions, index_*, masked_select/masked_scatter, take/put (vkml/frontend/index_ops.py).
-from .frontend import index_ops as _index_ops  # noqa: E402
-
-for _name in _index_ops.TENSOR_METHODS:
-    setattr(Tensor, _name, getattr(_index_ops, _name))
-# Sorting, searching and counting (vkml/frontend/sorting.py, counting.py, combining.py).
-from .frontend import combining as _combining  # noqa: E402
-from .frontend import counting as _counting  # noqa: E402
-from .frontend import sorting as _sorting  # noqa: E402
-
-for _module in (_sorting, _counting, _combining):
-    for _name in _module.TENSOR_METHODS:
-        setattr(Tensor, _name, getattr(_module, _name))
-# Trigonometric, hyperbolic, error-function and logarithm methods (vkml/frontend/transcendental.py),
-# with their in-place forms (``x.sin_()``).
-from .frontend import transcendental as _transcendental  # noqa: E402
-
-
-def _install_transcendental_methods() -> None:
-    for name in _transcendental.TENSOR_METHODS:
-        setattr(Tensor, name, _transcendental.METHODS[name])
-    for name in _transcendental.INPLACE_METHODS:
-        fn = _transcendental.METHODS[name]
-
-        def method(self, *args, _fn=fn, _name=name + "_", **kwargs):
-            return mutation.inplace(self, _name, lambda t, *a: _fn(t, *a, **kwargs), *args)
-
-        method.__name__ = name + "_"
-        setattr(Tensor, name + "_", method)
-
-
-_install_transcendental_methods()
-
-# PyTorch's second names as methods (x.multiply, x.greater_, ...), tril_/triu_, `in`, reversed(), +x
-# (vkml/frontend/torch_names.py).
-from .frontend import torch_names as _torch_names  # noqa: E402
-
-_torch_names.install_methods(Tensor)

@@ -32,6 +32,7 @@ from collections.abc import Callable
 from ..ir import builder as _B
 from ..ir.types import bool_, float16, float32, int32, int64, uint32
 from ..ops import mathlib as _M
+from ..ops.registry import REGISTRY as _REGISTRY
 from . import autodiff as _AD
 
 # ---------------------------------------------------------------- differentiable math
@@ -336,37 +337,20 @@ __all__ = [
 
 
 # Trigonometric, hyperbolic, error and gamma functions (the math library's routines, the same bits as
-# vkml.sin and the rest on every device).
-def _math_function(name: str, doc: str):
+# vkml.sin and the rest on every device): one for every op whose OpDef says ``public=Public(dsl=True)``,
+# documented from that OpDef.
+def _math_function(op):
     def fn(x):
-        return _AD.apply(name, x)
+        return _AD.apply(op.name, x)
 
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = doc
+    fn.__name__ = fn.__qualname__ = op.name
+    fn.__doc__ = f"{op.summary} Precision: {op.precision}. Differentiable (vkml/dsl/autodiff.py)."
     return fn
 
 
-_MATH_FUNCTIONS = {
-    "sin": "Sine, Payne-Hanek reduction over the whole float32 range (≤ 1 ulp). Differentiable.",
-    "cos": "Cosine, Payne-Hanek reduction over the whole float32 range (≤ 1 ulp). Differentiable.",
-    "tan": "Tangent (≤ 1 ulp). Differentiable.",
-    "asin": "Arcsine (≤ 1 ulp). Differentiable.",
-    "acos": "Arccosine (≤ 1 ulp). Differentiable.",
-    "atan": "Arctangent (≤ 1 ulp). Differentiable.",
-    "sinh": "Hyperbolic sine (≤ 1 ulp). Differentiable.",
-    "cosh": "Hyperbolic cosine (≤ 1 ulp). Differentiable.",
-    "asinh": "Inverse hyperbolic sine (≤ 1 ulp). Differentiable.",
-    "acosh": "Inverse hyperbolic cosine (≤ 1 ulp). Differentiable.",
-    "atanh": "Inverse hyperbolic tangent (≤ 1 ulp). Differentiable.",
-    "erfc": "1 - erf(x), accurate in the right tail (≤ 1 ulp). Differentiable.",
-    "erfinv": "The inverse error function (≤ 1 ulp). Differentiable.",
-    "log10": "Base-10 logarithm (≤ 1 ulp). Differentiable.",
-    "sinc": "sin(pi x) / (pi x), 1 at 0 (≤ 1 ulp). Differentiable.",
-    "lgamma": "log |Gamma(x)| (≤ 1 ulp for x > 0). Differentiable.",
-    "digamma": "d/dx log Gamma(x) (≤ 1 ulp for x > 0). Differentiable once (polygamma(2, x) is missing).",
-}
-for _name, _doc in _MATH_FUNCTIONS.items():
-    globals()[_name] = _math_function(_name, _doc)
+_MATH_FUNCTIONS = [op.name for op in _REGISTRY.values() if op.public is not None and op.public.dsl]
+for _name in _MATH_FUNCTIONS:
+    globals()[_name] = _math_function(_REGISTRY[_name])
 
 
 def atan2(y, x):

@@ -16,9 +16,16 @@ from ..graph import build as lazy
 from ..ir import types as T
 from ..ops.promotion import result_type
 from . import operators as F
+from .exports import Export
 
-TENSOR_METHODS = ["diff", "cross", "kron"]
-PUBLIC = ["diff", "cross", "kron", "block_diag", "cdist"]
+# The public names of this module's ops (vkml/frontend/public.py binds them).
+EXPORTS = (
+    Export("diff", method=True),
+    Export("cross", method=True),
+    Export("kron", method=True),
+    Export("block_diag"),
+    Export("cdist"),
+)
 
 
 def _along(x, dim: int, start: int, stop: int):

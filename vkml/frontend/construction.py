@@ -27,6 +27,7 @@ from ..ops.promotion import default_float, promote_types
 from . import operators as F
 from . import random as R
 from .creation import _device, _dtype, _size_args, full, tensor
+from .exports import Export
 from .shape import triu
 
 
@@ -366,7 +367,17 @@ def multinomial(input, num_samples: int, replacement: bool = False, *, generator
     return F.reshape(picks, num_samples) if len(node.shape) == 1 else picks
 
 
-def install_methods(cls) -> None:
-    """Give ``Tensor`` PyTorch's methods of this module: ``x.bernoulli()``, ``x.multinomial(n)``."""
-    cls.bernoulli = bernoulli
-    cls.multinomial = multinomial
+# The public names (vkml/frontend/public.py binds them): ``x.bernoulli()``, ``x.multinomial(n)`` too.
+EXPORTS = (
+    Export("bernoulli", method=True),
+    Export("empty"),
+    Export("empty_like"),
+    Export("eye"),
+    Export("linspace"),
+    Export("logspace"),
+    Export("multinomial", method=True),
+    Export("normal"),
+    Export("randint"),
+    Export("randint_like"),
+    Export("randperm"),
+)

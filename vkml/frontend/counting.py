@@ -18,10 +18,16 @@ from ..ir import types as T
 from . import operators as F
 from . import searching, sorting
 from .creation import arange
+from .exports import Export
 from .indexing import scatter_add_positions
 
-TENSOR_METHODS = ["unique", "unique_consecutive", "bincount", "histc"]
-PUBLIC = TENSOR_METHODS
+# The public names of this module's ops (vkml/frontend/public.py binds them).
+EXPORTS = (
+    Export("unique", method=True),
+    Export("unique_consecutive", method=True),
+    Export("bincount", method=True),
+    Export("histc", method=True),
+)
 
 
 def _moved(array: np.ndarray, dim: int | None) -> np.ndarray:

@@ -14,6 +14,19 @@ from ..ops.promotion import default_float, scalar_dtype
 from .devices import device as get_device
 from .devices import get_default_device
 from .dtypes import check_device_dtype
+from .exports import Export
+
+# The public names of this module's ops (vkml/frontend/public.py binds them).
+EXPORTS = (
+    Export("tensor"),
+    Export("zeros"),
+    Export("ones"),
+    Export("full"),
+    Export("arange"),
+    Export("full_like"),
+    Export("zeros_like"),
+    Export("ones_like"),
+)
 
 _NUMPY_TO_VKML = {
     "float64": T.float64,

@@ -32,39 +32,29 @@ from . import indexing as _ix
 from . import mutation
 from . import operators as F
 from .autograd import differentiable
+from .exports import Export
 
-TENSOR_METHODS = [
-    "scatter_reduce",
-    "scatter_reduce_",
-    "index_add",
-    "index_add_",
-    "index_copy",
-    "index_copy_",
-    "index_fill",
-    "index_fill_",
-    "index_reduce",
-    "index_reduce_",
-    "masked_select",
-    "masked_scatter",
-    "masked_scatter_",
-    "take",
-    "put",
-    "put_",
-    "argwhere",
-]
-FUNCTIONS = [
-    "scatter_reduce",
-    "index_add",
-    "index_copy",
-    "index_fill",
-    "index_reduce",
-    "masked_select",
-    "masked_scatter",
-    "take",
-    "put",
-    "argwhere",
-    "index_put",
-]
+# The public names of this module's ops (vkml/frontend/public.py binds them).
+EXPORTS = (
+    Export("scatter_reduce", method=True),
+    Export("index_add", method=True),
+    Export("index_copy", method=True),
+    Export("index_fill", method=True),
+    Export("index_reduce", method=True),
+    Export("masked_select", method=True),
+    Export("masked_scatter", method=True),
+    Export("take", method=True),
+    Export("put", method=True),
+    Export("argwhere", method=True),
+    Export("index_put"),
+    Export("scatter_reduce_", function=False, method=True),
+    Export("index_add_", function=False, method=True),
+    Export("index_copy_", function=False, method=True),
+    Export("index_fill_", function=False, method=True),
+    Export("index_reduce_", function=False, method=True),
+    Export("masked_scatter_", function=False, method=True),
+    Export("put_", function=False, method=True),
+)
 _SCATTER_REDUCES = ("sum", "prod", "mean", "amax", "amin")
 _INDEX_REDUCES = ("prod", "mean", "amax", "amin")
 

@@ -34,6 +34,18 @@ from ..ir import types as T
 from ..ops import grads as G
 from . import operators as F
 from .autograd import differentiable
+from .exports import Export
+
+# The public names of this module's ops (vkml/frontend/public.py binds them; Tensor's methods of these
+# names are tensor.py's).
+EXPORTS = (
+    Export("gather"),
+    Export("index_select"),
+    Export("nonzero"),
+    Export("scatter"),
+    Export("scatter_add"),
+    Export("take_along_dim"),
+)
 
 _LOCAL = 64  # invocations per workgroup of the kernels below
 _INT32_MAX = 2**31 - 1

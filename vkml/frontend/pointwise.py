@@ -3,7 +3,7 @@ comparisons of closeness, bit operations.
 
 Each function checks its arguments eagerly and records one registered elementwise op
 (vkml/ops/elementwise_more.py) or composes existing ones; tensor.py installs the functions
-named in ``TENSOR_METHODS`` as Tensor methods.
+named in ``EXPORTS`` as vkml.<name> and Tensor methods.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import numpy as np
 from ..ir import types as T
 from . import mutation
 from . import operators as F
+from .exports import Export
 from .operators import _binary, _elementwise, _tensor_node, _unary
 
 floor, ceil, trunc = (_unary(n) for n in ("floor", "ceil", "trunc"))
@@ -184,74 +185,46 @@ def float_power(input, exponent):
     return F.pow(input, exponent)
 
 
-TENSOR_METHODS = [
-    "floor",
-    "ceil",
-    "trunc",
-    "fix",
-    "round",
-    "frac",
-    "sgn",
-    "signbit",
-    "copysign",
-    "square",
-    "reciprocal",
-    "fmod",
-    "remainder",
-    "floor_divide",
-    "true_divide",
-    "lerp",
-    "logaddexp",
-    "logaddexp2",
-    "xlogy",
-    "hypot",
-    "isnan",
-    "isinf",
-    "isposinf",
-    "isneginf",
-    "isfinite",
-    "isreal",
-    "isclose",
-    "allclose",
-    "equal",
-    "nan_to_num",
-    "float_power",
-    "fmax",
-    "fmin",
-    "bitwise_and",
-    "bitwise_or",
-    "bitwise_xor",
-    "bitwise_not",
-    "bitwise_left_shift",
-    "bitwise_right_shift",
-    "logical_xor",
-]
-# In-place forms (``x.floor_()``): the function computed and written back into the tensor.
-INPLACE_METHODS = [
-    "floor",
-    "ceil",
-    "trunc",
-    "round",
-    "frac",
-    "sgn",
-    "copysign",
-    "square",
-    "reciprocal",
-    "fmod",
-    "remainder",
-    "floor_divide",
-    "lerp",
-    "xlogy",
-    "hypot",
-    "nan_to_num",
-    "fmax",
-    "fmin",
-    "bitwise_and",
-    "bitwise_or",
-    "bitwise_xor",
-    "bitwise_not",
-    "bitwise_left_shift",
-    "bitwise_right_shift",
-    "logical_xor",
-]
-__all__ = TENSOR_METHODS + ["div_rounded"]
+# The public names: vkml.<name>, Tensor.<name> and, with inplace, Tensor.<name>_ (``x.floor_()``).
+EXPORTS = (
+    Export("floor", method=True, inplace=True),
+    Export("ceil", method=True, inplace=True),
+    Export("trunc", method=True, inplace=True),
+    Export("fix", method=True),
+    Export("round", method=True, inplace=True),
+    Export("frac", method=True, inplace=True),
+    Export("sgn", method=True, inplace=True),
+    Export("signbit", method=True),
+    Export("copysign", method=True, inplace=True),
+    Export("square", method=True, inplace=True),
+    Export("reciprocal", method=True, inplace=True),
+    Export("fmod", method=True, inplace=True),
+    Export("remainder", method=True, inplace=True),
+    Export("floor_divide", method=True, inplace=True),
+    Export("true_divide", method=True),
+    Export("lerp", method=True, inplace=True),
+    Export("logaddexp", method=True),
+    Export("logaddexp2", method=True),
+    Export("xlogy", method=True, inplace=True),
+    Export("hypot", method=True, inplace=True),
+    Export("isnan", method=True),
+    Export("isinf", method=True),
+    Export("isposinf", method=True),
+    Export("isneginf", method=True),
+    Export("isfinite", method=True),
+    Export("isreal", method=True),
+    Export("isclose", method=True),
+    Export("allclose", method=True),
+    Export("equal", method=True),
+    Export("nan_to_num", method=True, inplace=True),
+    Export("float_power", method=True),
+    Export("fmax", method=True, inplace=True),
+    Export("fmin", method=True, inplace=True),
+    Export("bitwise_and", method=True, inplace=True),
+    Export("bitwise_or", method=True, inplace=True),
+    Export("bitwise_xor", method=True, inplace=True),
+    Export("bitwise_not", method=True, inplace=True),
+    Export("bitwise_left_shift", method=True, inplace=True),
+    Export("bitwise_right_shift", method=True, inplace=True),
+    Export("logical_xor", method=True, inplace=True),
+)

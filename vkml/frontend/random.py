@@ -27,6 +27,15 @@ from ..ir import types as T
 from ..ops.promotion import default_float
 from .devices import device as get_device
 from .devices import get_default_device
+from .exports import Export
+
+# The public names of this module's ops (vkml/frontend/public.py binds them).
+EXPORTS = (
+    Export("rand"),
+    Export("rand_like"),
+    Export("randn"),
+    Export("randn_like"),
+)
 
 DEFAULT_SEED = 67280421310721  # PyTorch's default seed: unseeded programs are deterministic too
 _U32 = 1 << 32

@@ -20,9 +20,17 @@ from ..ops.cast import work_dtype
 from . import operators as F
 from . import return_types
 from .creation import arange
+from .exports import Export
 from .statistics import dim_or_axis
 
-TENSOR_METHODS = ["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"]
+# The public names of this module's ops (vkml/frontend/public.py binds them).
+EXPORTS = (
+    Export("cummax", method=True),
+    Export("cummin", method=True),
+    Export("cumprod", method=True),
+    Export("cumsum", method=True),
+    Export("logcumsumexp", method=True),
+)
 
 
 def _narrow(x, dim: int, start: int, length: int):

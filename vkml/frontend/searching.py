@@ -19,9 +19,15 @@ from ..graph import build as lazy
 from ..ir import types as T
 from ..ops.promotion import result_type
 from . import operators as F
+from .exports import Export
 from .sorting import grid_for, invocation, key_dtype, sorted_positions, take_sorted
 
-PUBLIC = ["searchsorted", "bucketize", "isin"]
+# The public names of this module's ops (vkml/frontend/public.py binds them).
+EXPORTS = (
+    Export("searchsorted"),
+    Export("bucketize"),
+    Export("isin"),
+)
 
 
 def _make_search(right: bool, with_sorter: bool, nan_last: bool):

@@ -25,12 +25,21 @@ from ..ir import types as T
 from . import operators as F
 from . import searching, sorting
 from .creation import arange, full_like
+from .exports import Export
 from .return_types import kthvalue as kthvalue_t
 from .return_types import median as median_t
 from .return_types import mode as mode_t
 from .return_types import nanmedian as nanmedian_t
 
-TENSOR_METHODS = ["kthvalue", "median", "nanmedian", "mode", "quantile", "nanquantile"]
+# The public names of this module's ops (vkml/frontend/public.py binds them).
+EXPORTS = (
+    Export("kthvalue", method=True),
+    Export("median", method=True),
+    Export("mode", method=True),
+    Export("nanmedian", method=True),
+    Export("nanquantile", method=True),
+    Export("quantile", method=True),
+)
 
 
 def _isnan(x):

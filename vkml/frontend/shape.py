@@ -26,6 +26,7 @@ from ..ir import types as T
 from ..ops.promotion import promote_types
 from . import operators as F
 from .creation import _dtype, tensor
+from .exports import Export
 
 
 def _t(op: str, x):
@@ -1130,25 +1131,71 @@ def triu_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None
 
 # ---------------------------------------------------------------------- Tensor methods
 
-# Tensor methods with the function's arguments after ``self`` (PyTorch's method names).
-TENSOR_METHODS = (
-    "narrow split chunk tensor_split hsplit vsplit unbind flatten unflatten movedim moveaxis swapaxes swapdims t "
-    "view_as reshape_as expand_as repeat repeat_interleave roll fliplr flipud rot90 tril triu diagonal diag "
-    "diag_embed trace outer ger mm bmm mv dot addmm baddbmm addmv"
-).split()
-
 
 def _tile_method(self, *dims):
     """``Tensor.tile(dims)``, also as ``x.tile(2, 3)``."""
     return tile(self, dims[0] if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims)
 
 
-def install_methods(cls) -> None:
-    """Give ``Tensor`` the methods of this module (``flatten`` replaces the argument-free one)."""
-    for name in TENSOR_METHODS:
-        setattr(cls, name, globals()[name])
-    cls.tile = _tile_method
-    cls.mT = property(mT)
+# The public names (vkml/frontend/public.py binds them); a method takes the function's arguments after
+# ``self``, as PyTorch's (``flatten`` replaces the argument-free one of tensor.py).
+EXPORTS = (
+    Export("addmm", method=True),
+    Export("addmv", method=True),
+    Export("atleast_1d"),
+    Export("atleast_2d"),
+    Export("atleast_3d"),
+    Export("baddbmm", method=True),
+    Export("bmm", method=True),
+    Export("cartesian_prod"),
+    Export("chunk", method=True),
+    Export("column_stack"),
+    Export("diag", method=True),
+    Export("diag_embed", method=True),
+    Export("diagonal", method=True),
+    Export("dot", method=True),
+    Export("dstack"),
+    Export("einsum"),
+    Export("flatten", method=True),
+    Export("fliplr", method=True),
+    Export("flipud", method=True),
+    Export("ger", method=True),
+    Export("hsplit", method=True),
+    Export("hstack"),
+    Export("meshgrid"),
+    Export("mm", method=True),
+    Export("moveaxis", method=True),
+    Export("movedim", method=True),
+    Export("mv", method=True),
+    Export("narrow", method=True),
+    Export("outer", method=True),
+    Export("repeat_interleave", method=True),
+    Export("roll", method=True),
+    Export("rot90", method=True),
+    Export("row_stack"),
+    Export("split", method=True),
+    Export("stack"),
+    Export("swapaxes", method=True),
+    Export("swapdims", method=True),
+    Export("t", method=True),
+    Export("tensor_split", method=True),
+    Export("tensordot"),
+    Export("trace", method=True),
+    Export("tril", method=True),
+    Export("tril_indices"),
+    Export("triu", method=True),
+    Export("triu_indices"),
+    Export("unbind", method=True),
+    Export("unflatten", method=True),
+    Export("vsplit", method=True),
+    Export("vstack"),
+    Export("view_as", function=False, method=True),
+    Export("reshape_as", function=False, method=True),
+    Export("expand_as", function=False, method=True),
+    Export("repeat", function=False, method=True),
+    Export("tile", method=_tile_method),  # also as x.tile(2, 3)
+    Export("mT", function=False, method=property(mT)),
+)
 
 
 # ---------------------------------------------------------------------- padding by reflection, replication, wrapping

@@ -37,10 +37,16 @@ from ..ops import grads as G
 from . import operators as F
 from . import return_types
 from .autograd import differentiable
+from .exports import Export
 from .realize import realize
 
-TENSOR_METHODS = ["sort", "argsort", "msort", "topk"]
-PUBLIC = TENSOR_METHODS
+# The public names of this module's ops (vkml/frontend/public.py binds them).
+EXPORTS = (
+    Export("sort", method=True),
+    Export("argsort", method=True),
+    Export("msort", method=True),
+    Export("topk", method=True),
+)
 
 _LOCAL = 64  # invocations per workgroup of the kernels below
 # The bytes of intermediate (keys, positions) buffers a sort leaves pending before it runs the stages

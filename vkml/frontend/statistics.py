@@ -21,9 +21,23 @@ from ..ir import types as T
 from ..ops.cast import work_dtype
 from . import operators as F
 from . import return_types
+from .exports import Export
 from .operators import _dim_or_axis as dim_or_axis
 
-TENSOR_METHODS = ["var", "std", "all", "any", "count_nonzero", "nansum", "nanmean", "aminmax", "norm"]
+# The public names of this module's ops (vkml/frontend/public.py binds them).
+EXPORTS = (
+    Export("all", method=True),
+    Export("aminmax", method=True),
+    Export("any", method=True),
+    Export("count_nonzero", method=True),
+    Export("nanmean", method=True),
+    Export("nansum", method=True),
+    Export("norm", method=True),
+    Export("std", method=True),
+    Export("std_mean"),
+    Export("var", method=True),
+    Export("var_mean"),
+)
 
 
 def _float_input(op: str, input, message: str):

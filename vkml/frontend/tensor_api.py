@@ -26,6 +26,7 @@ from . import operators as F
 from . import random as R
 from . import shape as S
 from .creation import _dtype, arange, full, tensor
+from .exports import Export
 
 # Bytes of one element as PyTorch counts them (bool is one byte there, whatever a device stores).
 _ITEMSIZE = {"bool": 1}
@@ -441,22 +442,6 @@ def unfold(self, dimension: int, size: int, step: int):
     return S.movedim(picked, d + 1, -1) if d + 1 != len(shape) else picked
 
 
-# ---------------------------------------------------------------------- in-place forms
-
-
-def _inplace(name: str, fn):
-    def method(self, *args, **kwargs):
-        return mutation.inplace(self, name, lambda t, *a: fn(t, *a, **kwargs), *args)
-
-    method.__name__ = name
-    method.__doc__ = f"In-place ``{name[:-1]}``: the result written into this tensor, which is returned."
-    return method
-
-
-_COMPARISONS = {"lt": F.lt, "le": F.le, "gt": F.gt, "ge": F.ge, "eq": F.eq, "ne": F.ne}
-_UNARY = ("relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs", "sign", "reciprocal")
-
-
 # ---------------------------------------------------------------------- random fills
 
 
@@ -596,70 +581,65 @@ def _iter(self):
     return iter(S.unbind(self, 0))
 
 
-# ---------------------------------------------------------------------- installing
-
-FUNCTIONS = ["clamp_min", "clamp_max", "select", "addcmul", "addcdiv", "rsub", "positive", "broadcast_to", "numel"]
-
-_METHODS = [
-    "ndimension",
-    "nelement",
-    "element_size",
-    "type",
-    "type_as",
-    "new_full",
-    "new_zeros",
-    "new_ones",
-    "new_empty",
-    "new_tensor",
-    "stride",
-    "storage_offset",
-    "is_contiguous",
-    "sum_to_size",
-    "unfold",
-    "bernoulli_",
-    "exponential_",
-    "geometric_",
-    "log_normal_",
-    "random_",
-    *(name for name in FUNCTIONS if name != "numel"),  # Tensor.numel() is tensor.py's
-]
-
-
-def install_methods(cls) -> None:
-    """Give ``Tensor`` this module's methods, properties and in-place forms."""
-    module = globals()
-    for name in _METHODS:
-        if name not in cls.__dict__:
-            setattr(cls, name, module[name])
-    cls.__iter__ = _iter
-    cls.itemsize = property(element_size)
-    cls.nbytes = property(_nbytes_property)
-    cls.H = property(H)
-    cls.mH = property(mH)
-    for name, fn in (
-        ("clamp_min_", clamp_min),
-        ("clamp_max_", clamp_max),
-        ("addcmul_", addcmul),
-        ("addcdiv_", addcdiv),
-    ):
-        setattr(cls, name, _inplace(name, fn))
-    for name, fn in _COMPARISONS.items():
-        setattr(cls, name + "_", _inplace(name + "_", fn))
-    for name in _UNARY:
-        if name + "_" not in cls.__dict__ and hasattr(F, name):
-            setattr(cls, name + "_", _inplace(name + "_", getattr(F, name)))
-    extras = {
-        "is_floating_point": lambda self: self.dtype.is_float,
-        "is_complex": lambda self: False,
-        "is_sparse": property(lambda self: False),
-        "share_memory_": _share_memory_,
-    }
-    for name, value in extras.items():
-        if name not in cls.__dict__:  # another module's definition (vkml/frontend/defaults.py) wins
-            setattr(cls, name, value)
+# ---------------------------------------------------------------------- the public names
 
 
 def _share_memory_(self):
     """The tensor itself: a vkml tensor's memory is never copied between processes (DataLoader
     workers send batches back as arrays)."""
     return self
+
+
+def _is_complex(self) -> bool:
+    return False
+
+
+def _is_sparse(self) -> bool:
+    return False
+
+
+# The public names (vkml/frontend/public.py binds them): functions, methods, properties, in-place forms.
+EXPORTS = (
+    Export("clamp_min", method=True, inplace=True),
+    Export("clamp_max", method=True, inplace=True),
+    Export("select", method=True),
+    Export("addcmul", method=True, inplace=True),
+    Export("addcdiv", method=True, inplace=True),
+    Export("rsub", method=True),
+    Export("positive", method=True),
+    Export("broadcast_to", method=True),
+    Export("numel"),  # Tensor.numel() is tensor.py's
+    *(
+        Export(name, function=False, method=True)
+        for name in (
+            "ndimension",
+            "nelement",
+            "element_size",
+            "type",
+            "type_as",
+            "new_full",
+            "new_zeros",
+            "new_ones",
+            "new_empty",
+            "new_tensor",
+            "stride",
+            "storage_offset",
+            "is_contiguous",
+            "sum_to_size",
+            "unfold",
+            "bernoulli_",
+            "exponential_",
+            "geometric_",
+            "log_normal_",
+            "random_",
+        )
+    ),
+    Export("__iter__", function=False, method=_iter),
+    Export("itemsize", function=False, method=property(element_size)),
+    Export("nbytes", function=False, method=property(_nbytes_property)),
+    Export("H", function=False, method=property(H)),
+    Export("mH", function=False, method=property(mH)),
+    Export("is_complex", function=False, method=_is_complex),
+    Export("is_sparse", function=False, method=property(_is_sparse)),
+    Export("share_memory_", function=False, method=_share_memory_),
+)

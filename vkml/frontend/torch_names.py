@@ -26,7 +26,8 @@ from ..ir import types as T
 from ..ops.promotion import default_float
 from . import creation, interop, mutation, random, shape, statistics
 from . import operators as F
-from .tensor_api import Size, broadcast_to
+from .exports import Export
+from .tensor_api import Size, broadcast_to, positive
 
 # PyTorch's second name -> vkml's first (each is a function, a Tensor method and an in-place method).
 ALIASES = {
@@ -46,7 +47,6 @@ pi = math.pi
 e = math.e
 inf = math.inf
 nan = math.nan
-newaxis = None
 
 
 def _check_tensor(op: str, name: str, value) -> None:
@@ -401,7 +401,6 @@ PUBLIC = [
     "e",
     "inf",
     "nan",
-    "newaxis",
     "broadcast_shapes",
     "broadcast_tensors",
     "dist",
@@ -423,42 +422,40 @@ PUBLIC = [
 trapz = trapezoid
 
 
-def install_functions(namespace: dict) -> None:
-    """Bind PUBLIC in ``namespace`` (vkml's globals): aliases take their first name's function."""
-    for alias, first in ALIASES.items():
-        namespace[alias] = namespace[first]
-    for name in PUBLIC:
-        if name not in ALIASES:
-            namespace[name] = globals()[name]
+def tril_(self, diagonal: int = 0):
+    """In-place ``tril``."""
+    return mutation.inplace(self, "tril_", shape.tril, diagonal)
 
 
-def install_methods(cls) -> None:
-    """The aliases as ``Tensor`` methods (and ``x.multiply_()`` ...), ``tril_``/``triu_``, ``dist``,
-    ``is_nonzero``, and the ``in``, ``reversed()`` and unary ``+`` operators."""
-    for alias, first in ALIASES.items():
-        setattr(cls, alias, getattr(cls, first))
-        if hasattr(cls, first + "_"):
-            setattr(cls, alias + "_", getattr(cls, first + "_"))
+def triu_(self, diagonal: int = 0):
+    """In-place ``triu``."""
+    return mutation.inplace(self, "triu_", shape.triu, diagonal)
 
-    def tril_(self, diagonal: int = 0):
-        return mutation.inplace(self, "tril_", shape.tril, diagonal)
 
-    def triu_(self, diagonal: int = 0):
-        return mutation.inplace(self, "triu_", shape.triu, diagonal)
+def _contains(self, element) -> bool:
+    """``element in t``: whether any element equals ``element`` (a number or a tensor), as PyTorch."""
+    from ..tensor import Tensor
 
-    def contains(self, element) -> bool:
-        """``element in t``: whether any element equals ``element`` (a number or a tensor), as PyTorch."""
-        if isinstance(element, (cls, int, float, bool)):
-            return bool(F.eq(self, element).any())
-        raise RuntimeError(
-            f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a {type(element).__name__}."
-        )
+    if isinstance(element, (Tensor, int, float, bool)):
+        return bool(F.eq(self, element).any())
+    raise RuntimeError(
+        f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a {type(element).__name__}."
+    )
 
-    def reversed_(self):
-        """``reversed(t)``: ``t`` flipped along dim 0 (a 0-d tensor is itself), as PyTorch."""
-        return self if self.ndim == 0 else F.flip(self, (0,))
 
-    cls.tril_, cls.triu_ = tril_, triu_
-    cls.dist, cls.is_nonzero = dist, is_nonzero
-    cls.__contains__, cls.__reversed__ = contains, reversed_
-    cls.__pos__ = cls.positive
+def _reversed(self):
+    """``reversed(t)``: ``t`` flipped along dim 0 (a 0-d tensor is itself), as PyTorch."""
+    return self if self.ndim == 0 else F.flip(self, (0,))
+
+
+# The public names (vkml/frontend/public.py binds them): each alias is its first name's function, method
+# and in-place method; the helpers are functions; a few are methods or operators only.
+EXPORTS = (
+    *(Export(alias, method=True, inplace=True, value=getattr(F, first)) for alias, first in ALIASES.items()),
+    *(Export(name, method=name in ("dist", "is_nonzero")) for name in PUBLIC if name not in ALIASES),
+    Export("tril_", function=False, method=tril_),
+    Export("triu_", function=False, method=triu_),
+    Export("__contains__", function=False, method=_contains),
+    Export("__reversed__", function=False, method=_reversed),
+    Export("__pos__", function=False, method=positive),
+)

@@ -1,8 +1,9 @@
-"""Trigonometric, hyperbolic, error-function and logarithm operators with PyTorch's names (issue 17),
-their ``arc*`` aliases, and the ``vkml.special`` namespace (PyTorch's ``torch.special``).
+"""The trigonometric, error-function and gamma operators that check their arguments first (atan2, logit,
+polygamma), and the ``vkml.special`` namespace (PyTorch's ``torch.special``).
 
-Each function records one registered elementwise op (vkml/ops/transcendental.py); tensor.py installs
-the names in ``TENSOR_METHODS`` as Tensor methods and those in ``INPLACE_METHODS`` as ``x.name_()``.
+Each function records one registered elementwise op (vkml/ops/transcendental.py); ``EXPORTS`` says how
+users reach it (vkml/frontend/public.py binds it). The plain ones (sin ... digamma and their ``arc*``
+aliases) have no code here: their OpDefs declare their public names.
 """
 
 from __future__ import annotations
@@ -14,13 +15,10 @@ import numpy as np
 from ..ir import types as T
 from . import operators as F
 from . import pointwise as _pointwise
-from .operators import _binary, _elementwise, _tensor_node, _unary
+from . import public
+from .exports import Export
+from .operators import _binary, _elementwise, _tensor_node
 
-sin, cos, tan, asin, acos, atan = (_unary(n) for n in ("sin", "cos", "tan", "asin", "acos", "atan"))
-sinh, cosh, asinh, acosh, atanh = (_unary(n) for n in ("sinh", "cosh", "asinh", "acosh", "atanh"))
-erf, erfc, erfinv = _unary("erf"), _unary("erfc"), _unary("erfinv")
-log2, log10, log1p, expm1, exp2 = (_unary(n) for n in ("log2", "log10", "log1p", "expm1", "exp2"))
-sinc, deg2rad, rad2deg = _unary("sinc"), _unary("deg2rad"), _unary("rad2deg")
 _atan2 = _binary("atan2")
 
 
@@ -37,9 +35,6 @@ def atan2(input, other):
     return _atan2(input, other)
 
 
-lgamma, digamma = _unary("lgamma"), _unary("digamma")
-
-
 def polygamma(n, input):
     """The n-th derivative of digamma: n = 0 is digamma, n = 1 trigamma; see docs/ops/trigamma.md.
 
@@ -50,7 +45,7 @@ def polygamma(n, input):
     if n < 0:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
     if n == 0:
-        return digamma(input)
+        return _elementwise("digamma", input)
     if n == 1:
         return _elementwise("trigamma", input)
     raise NotImplementedError(f"polygamma(n, x) is implemented for n = 0 and n = 1 only, not n = {n}")
@@ -60,9 +55,7 @@ def _polygamma_method(self, n):
     return polygamma(n, self)
 
 
-# PyTorch's numpy-style aliases
-arcsin, arccos, arctan, arctan2 = asin, acos, atan, atan2
-arcsinh, arccosh, arctanh = asinh, acosh, atanh
+arctan2 = atan2  # PyTorch's numpy-style alias (arcsin ... are OpDef.public aliases)
 
 
 def logit(input, eps: float | None = None):
@@ -84,46 +77,15 @@ def logit(input, eps: float | None = None):
     return _elementwise("logit", input, lo, hi)
 
 
-TENSOR_METHODS = [
-    "sin",
-    "cos",
-    "tan",
-    "asin",
-    "acos",
-    "atan",
-    "atan2",
-    "arcsin",
-    "arccos",
-    "arctan",
-    "arctan2",
-    "sinh",
-    "cosh",
-    "asinh",
-    "acosh",
-    "atanh",
-    "arcsinh",
-    "arccosh",
-    "arctanh",
-    "erf",
-    "erfc",
-    "erfinv",
-    "log2",
-    "log10",
-    "log1p",
-    "expm1",
-    "exp2",
-    "logit",
-    "sinc",
-    "deg2rad",
-    "rad2deg",
-    "lgamma",
-    "digamma",
-    "polygamma",
-]
-# In-place forms: every method above has one in PyTorch.
-INPLACE_METHODS = list(TENSOR_METHODS)
-# The Tensor method of each name (``x.polygamma(n)`` takes n after the tensor, the function before it).
-METHODS = {name: globals()[name] for name in TENSOR_METHODS} | {"polygamma": _polygamma_method}
+# The public names of the ops defined here: each is vkml.<name>, Tensor.<name> and Tensor.<name>_, as in
+# PyTorch; ``x.polygamma(n)`` takes n after the tensor, the function before it. sin ... digamma, whose
+# public function is the plain one, declare theirs in their OpDef (vkml/ops/transcendental.py).
+EXPORTS = (
+    Export("atan2", method=True, inplace=True),
+    Export("arctan2", method=True, inplace=True),
+    Export("logit", method=True, inplace=True),
+    Export("polygamma", method=_polygamma_method, inplace=True),
+)
 
 
 def _special_namespace() -> types.ModuleType:
@@ -132,16 +94,16 @@ def _special_namespace() -> types.ModuleType:
     names = {
         "expit": F.sigmoid,
         "logit": logit,
-        "erf": erf,
-        "erfc": erfc,
-        "erfinv": erfinv,
-        "expm1": expm1,
-        "exp2": exp2,
-        "log1p": log1p,
-        "sinc": sinc,
-        "gammaln": lgamma,
-        "digamma": digamma,
-        "psi": digamma,
+        "erf": public.function("erf"),
+        "erfc": public.function("erfc"),
+        "erfinv": public.function("erfinv"),
+        "expm1": public.function("expm1"),
+        "exp2": public.function("exp2"),
+        "log1p": public.function("log1p"),
+        "sinc": public.function("sinc"),
+        "gammaln": public.function("lgamma"),
+        "digamma": public.function("digamma"),
+        "psi": public.function("digamma"),
         "polygamma": polygamma,
         "xlogy": _pointwise.xlogy,
         "round": _pointwise.round,
@@ -156,4 +118,3 @@ def _special_namespace() -> types.ModuleType:
 
 
 special = _special_namespace()
-__all__ = TENSOR_METHODS

@@ -274,13 +274,14 @@ def elementwise(name: str, operands: list, device=None) -> Node:
         shape = broadcast_shapes(name, *(n.shape for n in nodes))
     if dev is None:
         dev = device
-    if name == "where":
+    condition = REGISTRY[name].condition  # operand 0 is a bool condition, outside promotion (where)
+    if condition:
         if type(operands[0]) is Node and operands[0].dtype is not T.bool_:
-            raise DTypeError(f"'where': condition must be a bool tensor, got {operands[0].dtype.name}")
+            raise DTypeError(f"'{name}': condition must be a bool tensor, got {operands[0].dtype.name}")
         compute, out_dtype = _elementwise_dtypes(name, tuple(kinds[1:]))
     else:
         compute, out_dtype = _elementwise_dtypes(name, tuple(kinds))
-    if len(operands) == 2 and same and name != "where":
+    if len(operands) == 2 and same and not condition:
         x, y = operands
         first = type(x) is Node
         tensor, other = (x, y) if first else (y, x)
@@ -294,7 +295,7 @@ def elementwise(name: str, operands: list, device=None) -> Node:
         else:
             # A Python scalar keeps float32 precision inside a float16 op, as PyTorch's CPU scalars do:
             # the constant is not rounded to float16 (parameters travel as float32).
-            srcs.append(const_node(o, T.bool_ if (name == "where" and i == 0) else compute, shape, dev, name))
+            srcs.append(const_node(o, T.bool_ if (condition and i == 0) else compute, shape, dev, name))
     return Node("elementwise", tuple(srcs), (name, compute), shape, out_dtype, dev)
 
 
@@ -445,10 +446,9 @@ def reduce(name: str, node: Node, dim, keepdim: bool, op: str | None = None) -> 
     _, out_dtype = reduce_dtypes(name, node.dtype)
     n = math.prod(node.shape[a] for a in axes)
     if n == 0:
-        empty = {"sum": 0, "prod": 1}
-        if name not in empty:
-            _raise_empty_reduction(op, name, node.shape, dims)
-        result = const_node(empty[name], out_dtype, kept_shape, node.device)
+        if opdef.identity is None:
+            _raise_empty_reduction(op, opdef.arg, node.shape, dims)
+        result = const_node(opdef.identity, out_dtype, kept_shape, node.device)
     elif not axes:  # a 0-d tensor: every reduction of one element is that element, or index 0
         if opdef.result == "int64":
             result = const_node(0, T.int64, kept_shape, node.device)
@@ -461,11 +461,11 @@ def reduce(name: str, node: Node, dim, keepdim: bool, op: str | None = None) -> 
     return result
 
 
-def _raise_empty_reduction(op: str, name: str, shape: tuple[int, ...], dims) -> None:
+def _raise_empty_reduction(op: str, arg: bool, shape: tuple[int, ...], dims) -> None:
     """PyTorch's errors for a reduction without identity (max, argmax, ...) over no elements."""
     if dims is None:
-        # PyTorch: RuntimeError for amax/amin/max/min, IndexError for argmax/argmin
-        error = IndexError if name in ("argmax", "argmin") else RuntimeError
+        # PyTorch: RuntimeError for amax/amin/max/min, IndexError for argmax/argmin (``arg``)
+        error = IndexError if arg else RuntimeError
         raise error(
             f"'{op}': Expected reduction dim to be specified for input.numel() == 0 (shape {shape}). "
             "Specify the reduction dim with the 'dim' argument."

@@ -466,9 +466,10 @@ class Lowering:
         if op == "elementwise":
             name, cdtype = node.arg
             args = [cast_value(self.value(s, idx), s.dtype, cdtype) for s in node.srcs]
-            if name == "where":
+            opdef = REGISTRY[name]
+            if opdef.condition:  # a bool condition, not converted to the compute dtype
                 args[0] = cast_value(self.value(node.srcs[0], idx), node.srcs[0].dtype, T.bool_)
-            out = REGISTRY[name].body(*args)
+            out = opdef.body(*args)
             if node.dtype is cdtype:  # a float16/bfloat16 result rounds, a uint8/int8/int16 one wraps, per op
                 out = narrow(out, cdtype)
             return out

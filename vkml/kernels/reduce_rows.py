@@ -57,8 +57,7 @@ FINAL_PASS_MAX_CHUNKS = 64  # a blocks-mode pass over at most this many chunks p
 # would afford 16 on 512-lane rows; a NaN-propagating max of ~10 instructions would not, so
 # the bound suits both (bench/tune_kernels.py; figures in docs/benchmarks.md).
 SERIAL_SHARED_MAX = 8
-SERIAL_SHARED_MAX_CHEAP = 16
-CHEAP_COMBINES = ("sum", "prod")
+SERIAL_SHARED_MAX_CHEAP = 16  # for an OpDef.cheap_combine
 
 
 @dataclass(frozen=True)
@@ -166,11 +165,12 @@ class _Reduction:
         self.name, self.axes = red.arg
         self.src = red.srcs[0]
         self.acc, _ = reduce_dtypes(self.name, self.src.dtype)
-        self.is_arg = self.name in ("argmax", "argmin")
-        self.combine = REGISTRY[self.name].combine
-        self.serial_max = SERIAL_SHARED_MAX_CHEAP if self.name in CHEAP_COMBINES else SERIAL_SHARED_MAX
+        opdef = REGISTRY[self.name]
+        self.is_arg = opdef.arg
+        self.combine = opdef.combine
+        self.serial_max = SERIAL_SHARED_MAX_CHEAP if opdef.cheap_combine else SERIAL_SHARED_MAX
         self.acc_types = (self.acc, T.int64) if self.is_arg else (self.acc,)
-        key = REGISTRY[self.name].int_key
+        key = opdef.int_key
         self.key = key if key is not None and self.acc is T.float32 and not self.is_arg else None
         if self.key is not None:  # the tree pairs integer keys (ops/reduce.py IntKey)
             self.acc_types = (self.key.dtype,)
@@ -551,13 +551,10 @@ def _contiguous_vectors(r: _Reduction, o, lid):
         yield at, row_vectors + at
 
 
-# Elementwise ops cheap enough to compute twice: a row written by ``_store_row_reloaded``.
-RECOMPUTED_OPS = frozenset({"add", "sub", "mul", "neg"})
-
-
 def _cheap_per_element(L: Lowering, root: Node, red: Node, computed: frozenset = frozenset()) -> bool:
     """Whether ``root``'s work at each element of a row, past what is uniform over the row and the
-    nodes in ``computed`` (ids), is a few of ``RECOMPUTED_OPS`` and casts on loads (layer norm's
+    nodes in ``computed`` (ids), is a few ops cheap enough to compute twice (``OpDef.recompute``: a row
+    written by ``_store_row_reloaded``) and casts on loads (layer norm's
     (x - mean) * rstd * w + b; softmax's e * (1 / sum(e)) past e; not exp(x - max))."""
     stack, seen = [root], set()
     while stack:
@@ -568,7 +565,7 @@ def _cheap_per_element(L: Lowering, root: Node, red: Node, computed: frozenset =
         if node.op == "view" and is_row_broadcast(node, red):
             continue  # the row's mean or rstd: computed once
         if node.op not in ("elementwise", "view", "cast") or (
-            node.op == "elementwise" and node.arg[0] not in RECOMPUTED_OPS
+            node.op == "elementwise" and not REGISTRY[node.arg[0]].recompute
         ):
             return False
         stack.extend(node.srcs)

@@ -218,6 +218,8 @@ register(
         special=_NAN_PROPAGATES + " inf + -inf is NaN. Integers wrap.",
         divergence=_F16_SCALAR,
         grad=lambda c: (c.g, c.g),
+        operator="a + b",
+        recompute=True,
     )
 )
 register(
@@ -230,6 +232,8 @@ register(
         special=_NAN_PROPAGATES + " inf - inf is NaN. Integers wrap.",
         divergence=_F16_SCALAR,
         grad=lambda c: (c.g, -c.g),
+        operator="a - b",
+        recompute=True,
     )
 )
 register(
@@ -242,6 +246,8 @@ register(
         body=lambda a, b: (a & b) if a.dtype is T.bool_ else a * b,
         special=_NAN_PROPAGATES + " 0 * inf is NaN. Integers wrap.",
         grad=_grad_mul,
+        operator="a * b",
+        recompute=True,
     )
 )
 register(
@@ -257,6 +263,8 @@ register(
         divergence="`scalar / tensor` divides once; PyTorch computes reciprocal(x) * scalar, two roundings, "
         "so about a quarter of float32 results differ from PyTorch by 1 ulp.",
         grad=_grad_div,
+        operator="a / b",
+        reached_through=("vkml.true_divide(input, other)", "Tensor.true_divide(other)"),
     )
 )
 register(
@@ -268,6 +276,8 @@ register(
         body=lambda a: -a,
         special="Flips the sign bit: neg(0.0) = -0.0, NaN stays NaN.",
         grad=lambda c: (-c.g,),
+        operator="-a",
+        recompute=True,
     )
 )
 register(
@@ -279,6 +289,7 @@ register(
         body=_abs,
         special="abs(-0.0) = 0.0; abs(NaN) = NaN; abs(INT_MIN) = INT_MIN (wraps, as PyTorch).",
         grad=lambda c: (c.g * c.inputs[0].sign(),),
+        operator="abs(a)",
     )
 )
 register(
@@ -304,6 +315,7 @@ register(
         special="C99 special cases: pow(x, 0) = 1 even for NaN x, pow(1, y) = 1 even for NaN y, "
         "(-8)^(1/3) = NaN, 0^-1 = inf, (-0)^-1 = -inf. Integer negative exponents give 0 unless |x| = 1.",
         grad=_grad_pow,
+        operator="a ** b",
     )
 )
 register(
@@ -353,6 +365,7 @@ register(
         body=_clamp_min,
         special="NaN input or NaN bound gives NaN.",
         grad=_grad_clamp_min,
+        reached_through=("vkml.clamp(input, min=min)", "Tensor.clamp(min=min)"),
     )
 )
 register(
@@ -364,6 +377,7 @@ register(
         body=_clamp_max,
         special="NaN input or NaN bound gives NaN.",
         grad=_grad_clamp_max,
+        reached_through=("vkml.clamp(input, max=max)", "Tensor.clamp(max=max)"),
     )
 )
 register(
@@ -375,6 +389,7 @@ register(
         dtypes=ALL_DTYPES,
         result="custom",
         body=lambda c, a, b: B.select(c, a, b),
+        condition=True,
         special="A pure select: NaN in the unselected input does not matter.",
         grad=_grad_where,
     )
@@ -397,6 +412,7 @@ for _name, _op, _sym in (
             result="bool",
             body=_cmp(_op),
             special=_CMP_NAN,
+            operator=f"a {_sym} b",
         )
     )
 register(
@@ -445,7 +461,7 @@ register(
 )
 
 
-def _float_op(name, fn, summary, precision, special, divergence="", torch_name=None, grad=None):
+def _float_op(name, fn, summary, precision, special, divergence="", torch_name=None, grad=None, **kw):
     register(
         OpDef(
             name,
@@ -460,6 +476,7 @@ def _float_op(name, fn, summary, precision, special, divergence="", torch_name=N
             divergence=divergence,
             torch_name=torch_name,
             grad=grad,
+            **kw,
         )
     )
 
@@ -533,6 +550,8 @@ _float_op(
     "gelu_tanh(NaN) = NaN.",
     divergence="gelu_tanh(-inf) = -0.0 (the limit); PyTorch gives NaN.",
     grad=_grad_gelu_tanh,
+    reached_through=("vkml.nn.functional.gelu(input, approximate='tanh')",),
+    torch_call="torch.nn.functional.gelu(approximate='tanh')",
 )
 _float_op(
     "softplus",

@@ -558,10 +558,10 @@ def _op(name, signature, summary, body, **kw):
     register(OpDef(name, "elementwise", signature, summary, body=body, **kw))
 
 
-for _name, _prim, _what in (
-    ("floor", B.floor, "toward -inf"),
-    ("ceil", B.ceil, "toward +inf"),
-    ("trunc", B.trunc, "toward zero"),
+for _name, _prim, _what, _through in (
+    ("floor", B.floor, "toward -inf", ()),
+    ("ceil", B.ceil, "toward +inf", ()),
+    ("trunc", B.trunc, "toward zero", ("vkml.fix(input)", "Tensor.fix()")),
 ):
     _op(
         _name,
@@ -570,6 +570,7 @@ for _name, _prim, _what in (
         _rounding(_prim),
         special=_ROUNDING + " The sign of a zero result is the input's (ceil(-0.5) = -0.0).",
         grad=_zeros_grad,
+        reached_through=_through,
     )
 _op(
     "round",
@@ -589,6 +590,7 @@ _op(
     special="NaN gives NaN; a product that overflows gives inf/10^d = inf (as PyTorch).",
     torch_name="round",
     grad=_grad_round_decimals,
+    reached_through=("vkml.round(input, decimals=d) for d > 0", "Tensor.round(decimals=d)"),
 )
 _op(
     "round_neg_decimals",
@@ -600,6 +602,7 @@ _op(
     special="NaN gives NaN.",
     torch_name="round",
     grad=_grad_round_decimals,
+    reached_through=("vkml.round(input, decimals=d) for d < 0", "Tensor.round(decimals=d)"),
 )
 _op(
     "frac",
@@ -682,6 +685,7 @@ _op(
     "(PyTorch's formula); remainder(-0.0, y) = -0.0.",
     divergence=_TORCH_FMOD + _INT_DIV_ZERO,
     grad=_grad_remainder,
+    operator="a % b",
 )
 _op(
     "floor_divide",
@@ -697,6 +701,8 @@ _op(
     "its steps to float16, so floor_divide(65504, -7.25) is -9040 here (the floor, -9036, rounded to even) and "
     "-9032 there.",
     grad=_zeros_grad,
+    operator="a // b",
+    reached_through=("vkml.div(input, other, rounding_mode='floor')",),
 )
 _op(
     "div_trunc",
@@ -708,6 +714,7 @@ _op(
     divergence=_INT_DIV_ZERO,
     torch_name="div",
     grad=_zeros_grad,
+    reached_through=("vkml.div(input, other, rounding_mode='trunc')",),
 )
 for _name, _fn, _what in (
     ("isnan", _isnan, "True where input is NaN."),
@@ -821,6 +828,7 @@ for _name, _prim, _sym in (("bitwise_and", "and", "&"), ("bitwise_or", "or", "|"
         _bit(_prim),
         dtypes=INT_DTYPES + (T.bool_,),
         special="Integers only: float tensors are PyTorch's error.",
+        operator=f"a {_sym} b",
     )
 _op(
     "bitwise_not",
@@ -828,6 +836,7 @@ _op(
     "Bitwise not of an integer tensor; logical not of a bool tensor.",
     lambda a: ~a,
     dtypes=INT_DTYPES + (T.bool_,),
+    operator="~a",
 )
 _op(
     "bitwise_left_shift",
@@ -836,6 +845,7 @@ _op(
     _shift_left,
     dtypes=INT_DTYPES,
     special="A count below 0 or at least the bit width gives 0 (as PyTorch); bits shifted out are lost.",
+    operator="a << b",
 )
 _op(
     "bitwise_right_shift",
@@ -844,6 +854,7 @@ _op(
     _shift_right,
     dtypes=INT_DTYPES,
     special="A count below 0 or at least the bit width shifts by width - 1 (0 or -1, as PyTorch).",
+    operator="a >> b",
 )
 _op(
     "logical_xor",
@@ -900,6 +911,12 @@ _op(
     torch_name="nn.functional.elu",
     grad=_grad_elu,
     **_ACT,
+    reached_through=(
+        "vkml.nn.functional.elu(input, alpha=1.0, inplace=False)",
+        "vkml.nn.functional.selu(input, inplace=False)",
+        "vkml.nn.functional.celu(input, alpha=1.0, inplace=False)",
+        "vkml.nn.ELU, vkml.nn.SELU, vkml.nn.CELU",
+    ),
 )
 _op(
     "hardtanh",
@@ -910,6 +927,7 @@ _op(
     torch_name="nn.functional.hardtanh",
     grad=_grad_hardtanh,
     **_ACT,
+    reached_through=("vkml.nn.functional.relu6(input, inplace=False)", "vkml.nn.Hardtanh, vkml.nn.ReLU6"),
 )
 _op(
     "hardsigmoid",

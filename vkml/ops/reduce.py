@@ -126,6 +126,8 @@ register(
         dtypes=NUMERIC_DTYPES + (T.bool_,),
         result="sum",
         combine=lambda a, b: a + b,
+        identity=0,
+        cheap_combine=True,
         precision=f"exact tree order: {_TREE}; error ≤ γ_⌈log2 n⌉·Σ|x|",
         special="NaN anywhere gives NaN; inf + -inf gives NaN; sum([]) = 0; a sum of -0.0 is -0.0. "
         "float16 accumulates in float32 and rounds once; int32 and bool sum to int64.",
@@ -143,6 +145,8 @@ register(
         dtypes=NUMERIC_DTYPES + (T.bool_,),
         result="sum",
         combine=lambda a, b: a * b,
+        identity=1,
+        cheap_combine=True,
         precision=f"exact tree order: {_TREE}",
         special="NaN anywhere gives NaN; inf * 0 gives NaN; prod([]) = 1. int32 and bool multiply in int64.",
         divergence="float16 multiplies in float32 and rounds once; PyTorch rounds to float16 after every step.",
@@ -182,6 +186,8 @@ register(
         "through its sum instead). Of +0 and -0 either may come back.",
         divergence="Not a PyTorch op: amax is the maximum with PyTorch's rules.",
         torch_name="amax",
+        reached_through=("vkml.softmax, vkml.log_softmax and vkml.logsumexp (vkml.frontend.operators._shift_max)",),
+        no_grad="Not differentiable: only softmax, log_softmax and logsumexp use it, and their own rules differentiate them.",
     )
 )
 register(
@@ -208,6 +214,7 @@ register(
         "Index of the maximum (int64).",
         result="int64",
         combine=_argmax,
+        arg=True,
         special="The index of the first NaN if any, else of the first maximum.",
     )
 )
@@ -219,6 +226,7 @@ register(
         "Index of the minimum (int64).",
         result="int64",
         combine=_argmin,
+        arg=True,
         special="The index of the first NaN if any, else of the first minimum.",
     )
 )

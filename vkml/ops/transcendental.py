@@ -13,7 +13,7 @@ import numpy as np
 
 from ..ir.builder import select
 from . import mathlib as M
-from .registry import NUMERIC_DTYPES, OpDef, register
+from .registry import NUMERIC_DTYPES, OpDef, Public, register
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -30,7 +30,12 @@ _EARLY_OVERFLOW = (
 )
 
 
-def _unary(name, fn, summary, precision, special, grad, divergence="", torch_name=None):
+_PUBLIC = Public()  # vkml.<name>, Tensor.<name>, Tensor.<name>_
+_PUBLIC_DSL = Public(dsl=True)  # and vkml.dsl.<name>
+
+
+def _unary(name, fn, summary, precision, special, grad, divergence="", torch_name=None, public=_PUBLIC, **kw):
+    # vkml.<name>(input), Tensor.<name>() and Tensor.<name>_() are made from the OpDef (``public``)
     register(
         OpDef(
             name,
@@ -45,6 +50,8 @@ def _unary(name, fn, summary, precision, special, grad, divergence="", torch_nam
             divergence=divergence,
             torch_name=torch_name,
             grad=grad,
+            public=public,
+            **kw,
         )
     )
 
@@ -83,6 +90,7 @@ _unary(
     "≤ 1 ulp of the correctly rounded result over the whole float32 range (mathlib.sin)",
     _TRIG_NAN.format("sin") + " sin(-0.0) = -0.0.",
     lambda c: (c.g * c.inputs[0].cos(),),
+    public=_PUBLIC_DSL,
 )
 _unary(
     "cos",
@@ -91,6 +99,7 @@ _unary(
     "≤ 1 ulp of the correctly rounded result over the whole float32 range (mathlib.cos)",
     _TRIG_NAN.format("cos"),
     lambda c: (c.g * -c.inputs[0].sin(),),
+    public=_PUBLIC_DSL,
 )
 _unary(
     "tan",
@@ -99,6 +108,7 @@ _unary(
     "≤ 1 ulp of the correctly rounded result over the whole float32 range (mathlib.tan)",
     _TRIG_NAN.format("tan") + " tan(-0.0) = -0.0.",
     lambda c: (c.g * (1 + c.output * c.output),),
+    public=_PUBLIC_DSL,
 )
 _unary(
     "asin",
@@ -107,6 +117,7 @@ _unary(
     "≤ 1 ulp of the correctly rounded result (mathlib.asin)",
     "asin(x) for |x| > 1 is NaN; asin(-0.0) = -0.0; NaN gives NaN.",
     lambda c: (c.g * (1 - c.inputs[0] * c.inputs[0]).rsqrt(),),
+    public=Public(aliases=("arcsin",), dsl=True),
 )
 _unary(
     "acos",
@@ -115,6 +126,7 @@ _unary(
     "≤ 1 ulp of the correctly rounded result (mathlib.acos)",
     "acos(x) for |x| > 1 is NaN; NaN gives NaN.",
     lambda c: (-(c.g * (1 - c.inputs[0] * c.inputs[0]).rsqrt()),),
+    public=Public(aliases=("arccos",), dsl=True),
 )
 _unary(
     "atan",
@@ -123,6 +135,7 @@ _unary(
     "≤ 1 ulp of the correctly rounded result (mathlib.atan)",
     "atan(±inf) = ±pi/2 (rounded to float32), atan(-0.0) = -0.0, NaN gives NaN.",
     lambda c: (c.g / (c.inputs[0] * c.inputs[0] + 1),),
+    public=Public(aliases=("arctan",), dsl=True),
 )
 register(
     OpDef(
@@ -149,6 +162,7 @@ _unary(
     divergence="PyTorch computes sin(pi·x) with pi·x rounded first: sinc of a nonzero integer n is about "
     "±2.8e-8/n there (sinc(1) = -2.78e-8) instead of 0, and large arguments lose their digits; vkml reduces "
     "x exactly, so vkml's result is the accurate one.",
+    public=_PUBLIC_DSL,
 )
 _unary(
     "deg2rad",
@@ -177,6 +191,7 @@ _unary(
     "sinh(±inf) = ±inf, overflow to ±inf beyond ±89.416, sinh(-0.0) = -0.0, NaN gives NaN.",
     lambda c: (c.g * c.inputs[0].cosh(),),
     divergence=_EARLY_OVERFLOW.format("sinh"),
+    public=_PUBLIC_DSL,
 )
 _unary(
     "cosh",
@@ -186,6 +201,7 @@ _unary(
     "cosh(±inf) = inf, overflow to inf beyond ±89.416, NaN gives NaN.",
     lambda c: (c.g * c.inputs[0].sinh(),),
     divergence=_EARLY_OVERFLOW.format("cosh"),
+    public=_PUBLIC_DSL,
 )
 _unary(
     "asinh",
@@ -194,6 +210,7 @@ _unary(
     "≤ 1 ulp of the correctly rounded result (mathlib.asinh)",
     "asinh(±inf) = ±inf, asinh(-0.0) = -0.0, NaN gives NaN.",
     lambda c: (c.g * (c.inputs[0] * c.inputs[0] + 1).rsqrt(),),
+    public=Public(aliases=("arcsinh",), dsl=True),
 )
 _unary(
     "acosh",
@@ -202,6 +219,7 @@ _unary(
     "≤ 1 ulp of the correctly rounded result (mathlib.acosh)",
     "acosh(x < 1) = NaN, acosh(1) = 0, acosh(inf) = inf, NaN gives NaN.",
     lambda c: (c.g * (c.inputs[0] * c.inputs[0] - 1).rsqrt(),),
+    public=Public(aliases=("arccosh",), dsl=True),
 )
 _unary(
     "atanh",
@@ -210,6 +228,7 @@ _unary(
     "≤ 1 ulp of the correctly rounded result (mathlib.atanh)",
     "atanh(±1) = ±inf, atanh(x) for |x| > 1 is NaN, atanh(-0.0) = -0.0, NaN gives NaN.",
     lambda c: (c.g / (1 - c.inputs[0] * c.inputs[0]),),
+    public=Public(aliases=("arctanh",), dsl=True),
 )
 
 # ---------------------------------------------------------------------- error functions
@@ -229,6 +248,7 @@ _unary(
     "≤ 1 ulp of the correctly rounded result (mathlib.erfc)",
     "erfc(-inf) = 2, erfc(inf) = 0, erfc(±0) = 1, NaN gives NaN.",
     lambda c: (c.g * (-_TWO_OVER_SQRT_PI * (-(c.inputs[0] * c.inputs[0])).exp()),),
+    public=_PUBLIC_DSL,
 )
 _unary(
     "erfinv",
@@ -237,6 +257,7 @@ _unary(
     "≤ 1 ulp of the correctly rounded result (mathlib.erfinv)",
     "erfinv(±1) = ±inf, erfinv(x) for |x| > 1 is NaN, erfinv(-0.0) = -0.0, NaN gives NaN.",
     lambda c: (c.g * (_SQRT_PI_OVER_2 * (c.output * c.output).exp()),),
+    public=_PUBLIC_DSL,
 )
 
 # ---------------------------------------------------------------------- logarithms and exponentials
@@ -256,6 +277,7 @@ _unary(
     "≤ 1 ulp of the correctly rounded result (mathlib.log10)",
     "log10(x < 0) = NaN, log10(±0) = -inf, log10(inf) = inf, NaN gives NaN.",
     lambda c: (c.g / (c.inputs[0] * _LN10),),
+    public=_PUBLIC_DSL,
 )
 _unary(
     "log1p",
@@ -323,6 +345,7 @@ _unary(
     "x > 0: ≤ 1 ulp of the correctly rounded result; x < 0: ≤ 1 ulp plus 2^-27 absolute (mathlib.lgamma)",
     "lgamma(±0) = inf, lgamma(n) = inf for negative integers n, lgamma(±inf) = inf, NaN gives NaN.",
     lambda c: (c.g * c.inputs[0].digamma(),),
+    public=_PUBLIC_DSL,
 )
 _unary(
     "digamma",
@@ -332,6 +355,8 @@ _unary(
     "digamma(+0) = -inf, digamma(-0) = inf, digamma(n) = NaN for negative integers n and -inf, "
     "digamma(inf) = inf, NaN gives NaN (as PyTorch).",
     lambda c: (c.g * c.F.polygamma(1, c.inputs[0]),),
+    reached_through=("vkml.polygamma(0, input)", "Tensor.polygamma(0)"),
+    public=_PUBLIC_DSL,
 )
 _unary(
     "trigamma",
@@ -344,4 +369,6 @@ _unary(
     "(polygamma(1, -1) = 1.29e15). Not differentiable: its derivative, polygamma(2, x), is not implemented "
     "(backward raises NotImplementedError); vkml.polygamma(n, x) for n >= 2 raises NotImplementedError too.",
     torch_name="polygamma",
+    reached_through=("vkml.polygamma(1, input)", "Tensor.polygamma(1)", "vkml.special.polygamma(1, input)"),
+    public=None,  # reached through vkml.polygamma(1, input) alone
 )

@@ -29,13 +29,14 @@ from __future__ import annotations
 import itertools
 import threading
 from collections import OrderedDict
+from typing import NamedTuple
 
 from ..graph.node import Node
 from ..ir import lru
 from ..runtime.base import Dispatch
 from ..runtime.counters import counters
 
-LEAF, OUT, TEMP, CUSTOM = 0, 1, 2, 3  # where a kernel's buffer comes from (see ``Recipe.steps``)
+LEAF, OUT, TEMP, CUSTOM = 0, 1, 2, 3  # where a kernel's buffer comes from (``BufferRef.source``)
 
 _recipes: OrderedDict = OrderedDict()
 
@@ -132,31 +133,76 @@ def _trace(roots: list[Node], mode_of_matmul, mark: int) -> tuple[list[Node], tu
     return order, tuple(key)
 
 
+class Output(NamedTuple):
+    """A buffer the plan writes for the node at ``position``."""
+
+    position: int
+    dtype: object
+    numel: int
+
+
+class BufferRef(NamedTuple):
+    """A kernel's buffer ``name``: from ``source`` LEAF (``index``: the position of a realized node), OUT
+    (an output index), TEMP (a temporary's index) or CUSTOM (the position of a user kernel's output)."""
+
+    name: str
+    source: int
+    index: int
+
+
+class ViewParam(NamedTuple):
+    """A view's offset (``field`` -1) or mask bound (2 * dim, + 1 for the upper) at ``level`` of the view at
+    ``position``, floor-divided by ``divisor``, modulo 2^``bits`` where ``bits`` is nonzero (``view_value``)."""
+
+    position: int
+    level: int
+    field: int
+    divisor: int
+    bits: int
+
+
+class ParamRef(NamedTuple):
+    """A kernel's parameter ``name``: the constant at position ``at`` (an int), or a ``ViewParam``."""
+
+    name: str
+    at: int | ViewParam
+
+
+class Step(NamedTuple):
+    """One dispatch. A user kernel's step is (None, its node's position, None, None): it lowers that node."""
+
+    kernel: object
+    grid: object
+    buffers: tuple[BufferRef, ...] | None
+    params: tuple[ParamRef, ...] | None
+
+
+class Baked(NamedTuple):
+    """A constant (the repr of its value: -0.0 differs from 0.0, NaN equals NaN) or view (its ViewStack)
+    built into a kernel's code, checked by value when the recipe is reused."""
+
+    position: int
+    value: object
+
+
 class Recipe:
     """A lowered plan in terms of positions in the ``trace`` order.
 
-    - ``outputs``: one (position, dtype, numel) per buffer the plan writes for a node.
+    - ``outputs``: one ``Output`` per buffer the plan writes for a node.
     - ``temps``: one (dtype, numel) per temporary buffer.
-    - ``steps``: one (kernel, grid, buffer refs, param refs) per dispatch; a buffer ref is
-      (name, LEAF, position of a realized node) | (name, OUT, output index) | (name, TEMP,
-      temp index) | (name, CUSTOM, position of a user kernel's output); a param ref is
-      (name, position of a constant) or (name, (position of a view, level, field, divisor,
-      bits)): the view's offset (field -1) or mask bound (2 * dim, + 1 for the upper) floor-divided
-      by divisor, modulo 2^bits where bits is nonzero (``view_value``). A step (None, position, None, None) lowers the user
-      kernel node at that position (such plans are never cached).
-    - ``custom_roots``: positions of user kernel nodes that become buffers.
-    - ``baked``: (position, value) of constants (the repr of their value: -0.0 differs from 0.0, NaN
-      equals NaN) and views (their ViewStack) built into a kernel's code.
+    - ``steps``: one ``Step`` per dispatch (its ``BufferRef``s and ``ParamRef``s).
+    - ``custom_roots``: positions of user kernel nodes that become buffers (such plans are never cached).
+    - ``baked``: the ``Baked`` constants and views.
     """
 
     __slots__ = ("outputs", "temps", "steps", "custom_roots", "baked")
 
     def __init__(self):
-        self.outputs: list[tuple] = []
+        self.outputs: list[Output] = []
         self.temps: list[tuple] = []
-        self.steps: list[tuple] = []
+        self.steps: list[Step] = []
         self.custom_roots: list[int] = []
-        self.baked: list[tuple[int, object]] = []
+        self.baked: list[Baked] = []
 
 
 def bind(recipe: Recipe, order: list[Node], device) -> tuple[list[Dispatch], list, list]:
@@ -201,7 +247,7 @@ def bind(recipe: Recipe, order: list[Node], device) -> tuple[list[Dispatch], lis
 
 
 def view_value(stack, level: int, field: int, divisor: int, bits: int) -> int:
-    """A view parameter's value (``Recipe.steps``): an offset or mask bound of level ``level`` of ``stack``."""
+    """A view parameter's value (``ViewParam``): an offset or mask bound of level ``level`` of ``stack``."""
     view = stack.views[level]
     value = view.offset if field == -1 else view.mask[field // 2][field % 2]
     value //= divisor

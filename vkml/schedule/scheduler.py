@@ -359,7 +359,7 @@ class Signature:
     like the constants' values, unless they are past the budget (then baked, and in the key).
     """
 
-    def __init__(self, root: Node, chain: list[Node], stored: list[Node], leaf_ids, mode: str):
+    def __init__(self, root: Node, chain: list[Node], stored: list[Node], leaf_ids, mode):
         self.leaves: list[Node] = []
         self.consts: list[Node] = []
         self.views: list[Node] = []  # inlined views with values (offsets, mask bounds)
@@ -445,10 +445,10 @@ class Signature:
         return (n.op, n.arg, n.shape, n.dtype.name, sources)
 
 
-def _lower_group(root: Node, chain: list[Node], leaf_ids, mode: str, baked) -> kernels.GroupTemplate:
+def _lower_group(root: Node, chain: list[Node], leaf_ids, mode, baked) -> kernels.GroupTemplate:
     # Index arithmetic is 64-bit only where the group's shapes need it.
     with index_arithmetic(needs_wide_index(root, leaf_ids)):
-        if mode.startswith("matmul"):
+        if isinstance(mode, kernels_matmul.MODES):
             return kernels_matmul.lower(root, chain[-1], leaf_ids, baked, mode)
         return _lower_elementwise_or_reduce(root, chain, leaf_ids, mode, baked)
 
@@ -568,45 +568,46 @@ def compile_recipe(plan: Plan) -> plan_cache.Recipe:
     slot: dict[int, int] = {}  # node -> its index in recipe.outputs
     for g in _dependency_order(groups):
         if g.root.op == "kernel":  # a user's @vkml.kernel binds its own buffers (vkml/dsl/kernel.py)
-            recipe.steps.append((None, position[id(g.root)], None, None))
+            recipe.steps.append(plan_cache.Step(None, position[id(g.root)], None, None))
             recipe.custom_roots.append(position[id(g.root)])
             continue
         for n in g.outputs:
             slot[id(n)] = len(recipe.outputs)
-            recipe.outputs.append((position[id(n)], n.dtype, n.numel))
+            recipe.outputs.append(plan_cache.Output(position[id(n)], n.dtype, n.numel))
         if g.root.numel == 0:
             continue
         template = g.template()
         first_temp = len(recipe.temps)
         recipe.temps += template.temps
         consts = g.sig.consts
-        recipe.baked += [(position[id(n)], repr(n.arg)) for n in consts if id(n) in g.sig.baked]
-        recipe.baked += [(position[id(n)], n.arg) for n in g.sig.views if id(n) in g.sig.baked]
+        recipe.baked += [plan_cache.Baked(position[id(n)], repr(n.arg)) for n in consts if id(n) in g.sig.baked]
+        recipe.baked += [plan_cache.Baked(position[id(n)], n.arg) for n in g.sig.views if id(n) in g.sig.baked]
         for kt in template.kernels:
             buffer_refs = []
+            BufferRef = plan_cache.BufferRef
             for name, (kind, pos) in kt.buffers.items():
                 if kind == "leaf":
                     leaf = g.sig.leaves[pos]
                     if leaf.realized:
-                        buffer_refs.append((name, plan_cache.LEAF, position[id(leaf)]))
+                        buffer_refs.append(BufferRef(name, plan_cache.LEAF, position[id(leaf)]))
                     elif id(leaf) in slot:
-                        buffer_refs.append((name, plan_cache.OUT, slot[id(leaf)]))
+                        buffer_refs.append(BufferRef(name, plan_cache.OUT, slot[id(leaf)]))
                     else:  # written by a user's kernel
-                        buffer_refs.append((name, plan_cache.CUSTOM, position[id(leaf)]))
+                        buffer_refs.append(BufferRef(name, plan_cache.CUSTOM, position[id(leaf)]))
                 elif kind == "out":
-                    buffer_refs.append((name, plan_cache.OUT, slot[id(g.outputs[pos])]))
+                    buffer_refs.append(BufferRef(name, plan_cache.OUT, slot[id(g.outputs[pos])]))
                 else:
-                    buffer_refs.append((name, plan_cache.TEMP, first_temp + pos))
+                    buffer_refs.append(BufferRef(name, plan_cache.TEMP, first_temp + pos))
             param_refs = tuple(
-                (
+                plan_cache.ParamRef(
                     name,
                     position[id(consts[pos])]
                     if pos.__class__ is int
-                    else (position[id(g.sig.views[pos[0]])], *pos[1:]),
+                    else plan_cache.ViewParam(position[id(g.sig.views[pos[0]])], *pos[1:]),
                 )
                 for name, pos in kt.params.items()
             )
-            recipe.steps.append((kt.kernel, kt.grid, tuple(buffer_refs), param_refs))
+            recipe.steps.append(plan_cache.Step(kt.kernel, kt.grid, tuple(buffer_refs), param_refs))
     return recipe
 
 

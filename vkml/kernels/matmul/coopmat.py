@@ -5,7 +5,7 @@ Chosen (``applies``) for a product of two float16 operands on a device that list
 Vulkan memory model and enough shared memory; everywhere else kernels_matmul's scalar
 tiles run (lavapipe has no cooperative matrices). ``VKML_MATMUL_COOPMAT=0`` turns it off.
 
-The shape (``Shape``, named in the mode string; ``DEFAULT`` unless a sweep swaps it) is the
+The shape (``Shape``, part of the mode; ``DEFAULT`` unless a sweep swaps it) is the
 one measured fastest in hand-written SPIR-V (reference/vulkan.md): 8 subgroups own a 128×128 tile of C; per K-step of 32 they stage a 128×32 tile of A
 (row-major, rows padded to 40 halves) and a 32×128 tile of B (row-major, rows padded to 136)
 in shared memory, double-buffered as in the scalar template (45 KiB with the epilogue's
@@ -68,7 +68,7 @@ class Shape:
     (``shared_vstore``), 1 element by element; ``epilogue``: the epilogue's blocks of shared
     memory per subgroup, 1 (store, barrier, read, barrier: two workgroup barriers per
     accumulator) or 2 (accumulators alternate between two blocks: one barrier each, for 1 KiB
-    more per subgroup). Printed in the mode string (``e2``; 1 is not printed) and parsed back.
+    more per subgroup). Printed in the mode's text (``e2``; 1 is not printed); ``parse`` reads that text.
 
     >>> Shape(), Shape.parse("256x128x16 sg64x64 v4").subgroups, Shape.parse("128x128x16 sg64x32 v4 e2").epilogue
     (Shape(128x128x32 sg64x32 v4), 8, 2)
@@ -186,19 +186,24 @@ def applies(features, a_dtype: T.DType, b_dtype: T.DType) -> bool:
     )
 
 
-def mode(features, shape: Shape | None = None) -> str:
-    """The scheduler's mode string: it keys the template cache, so it names the subgroup size and the shape.
+@dataclass(frozen=True)
+class Mode:
+    """The scheduler's mode of a group this template lowers: it keys the template cache as it is.
 
-    >>> mode(DeviceFeatures.h200_like())
+    >>> str(Mode(32, DEFAULT))
     'matmul coopmat 32 128x128x32 sg64x32 v4'
     """
-    return f"{MODE} {features.subgroup_size if features is not None else 32} {shape or DEFAULT}"
+
+    subgroup_size: int
+    shape: Shape
+
+    def __str__(self) -> str:
+        return f"{MODE} {self.subgroup_size} {self.shape}"
 
 
-def parse_mode(text: str) -> tuple[int, Shape]:
-    """The subgroup size and shape that ``mode``'s string names."""
-    words = text.removeprefix(MODE).split()
-    return int(words[0]), Shape.parse(" ".join(words[1:]))
+def mode(features, shape: Shape | None = None) -> Mode:
+    """The mode of a group on a device with ``features``: its subgroup size and the shape of the tiles."""
+    return Mode(features.subgroup_size if features is not None else 32, shape or DEFAULT)
 
 
 @dataclass

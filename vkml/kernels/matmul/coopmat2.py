@@ -49,7 +49,7 @@ MODE = "matmul coopmat2"
 class Shape:
     """The workgroup's tile of C (``bm``×``bn``), its K-step ``bk``, its invocations, the tile rows
     walked together (``group``) and the K-steps per loop iteration (``unroll``, printed only when
-    not 1). Printed in the mode string and parsed back (the words after the tile in any order).
+    not 1). Printed in the mode's text; ``parse`` reads it (VKML_MATMUL_COOPMAT2_SHAPE; words after the tile in any order).
 
     >>> Shape(), Shape.parse("128x256x64 t256 g8").threads, Shape.parse("128x128x64 t128 u2 g16").unroll
     (Shape(128x128x64 t128 g16), 256, 2)
@@ -126,23 +126,24 @@ def fits(mm: Node, features) -> bool:
     return largest <= features.max_storage_buffer_range
 
 
-def mode(features, shape: Shape = DEFAULT) -> str:
-    """The scheduler's mode string (it keys the template cache).
+@dataclass(frozen=True)
+class Mode:
+    """The scheduler's mode of a group this template lowers: it keys the template cache as it is.
 
-    >>> mode(DeviceFeatures.h200_like())
+    >>> str(Mode(32, DEFAULT))
     'matmul coopmat2 32 128x128x64 t128 g16'
     """
-    return f"{MODE} {features.subgroup_size if features is not None else 32} {shape}"
+
+    subgroup_size: int
+    shape: Shape
+
+    def __str__(self) -> str:
+        return f"{MODE} {self.subgroup_size} {self.shape}"
 
 
-def parse_mode(text: str) -> tuple[int, Shape]:
-    """The subgroup size and shape that ``mode``'s string names.
-
-    >>> parse_mode("matmul coopmat2 32 128x128x64 t128 u2 g16")
-    (32, Shape(128x128x64 t128 u2 g16))
-    """
-    words = text.removeprefix(MODE).split()
-    return int(words[0]), Shape.parse(" ".join(words[1:]))
+def mode(features, shape: Shape = DEFAULT) -> Mode:
+    """The mode of a group on a device with ``features``: its subgroup size and the shape of the tiles."""
+    return Mode(features.subgroup_size if features is not None else 32, shape)
 
 
 def lowers(root: Node, mm: Node, leaves) -> bool:

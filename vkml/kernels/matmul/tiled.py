@@ -246,16 +246,6 @@ def _shrunk(side: int, size: int) -> int:
     return side
 
 
-def parse_mode(text: str) -> MatmulConfig:
-    """The ``MatmulConfig`` named by ``mode``'s string."""
-    tile, per_thread, *flags = text.split()[1].split("/")
-    bm, bn, bk = (int(v) for v in tile.split("x"))
-    tm, tn = (int(v) for v in per_thread.split("x"))
-    invocations = next((int(f[1:]) for f in flags if f.startswith("i")), 0)
-    pad = next((int(f[3:]) for f in flags if f.startswith("pad")), ROW_PAD)
-    return MatmulConfig(bm, bn, bk, tm, tn, "fma" in flags, "packed" in flags, invocations, pad)
-
-
 def computed_operands(node: Node, is_loaded) -> list[Node]:
     """The nodes under matmul operand ``node`` to realize before the matmul kernel runs.
 

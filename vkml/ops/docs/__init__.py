@@ -1,0 +1,17 @@
+"""The pages of the public ops outside the registry, by family (``PAGES``: name -> ``OpDoc``).
+
+tools/gen_op_docs.py renders docs/ops/ from these and from ``REGISTRY``; nothing else reads them, so
+``import vkml`` does not load this package.
+"""
+
+from __future__ import annotations
+
+from . import core, indexing, layers, layers_more, shape, sorting, spatial, statistics
+from .page import OpDoc
+
+PAGES: dict[str, OpDoc] = {}
+for _family in (core, shape, statistics, sorting, layers, indexing, spatial, layers_more):
+    for _name, _doc in _family.PAGES.items():
+        if _name in PAGES:
+            raise ValueError(f"{_name!r} has two pages ({_family.__name__} and another family)")
+        PAGES[_name] = _doc

@@ -1,0 +1,243 @@
+"""The pages of the layers of a CNN (vkml/nn/functional_*.py)."""
+
+from __future__ import annotations
+
+from .page import THROUGH, OpDoc, nnf, sig
+
+PAGES: dict[str, OpDoc] = {}
+_NN = "vkml.nn.functional."
+_WINDOWS = "Padding and windows are views (index arithmetic); "
+PAGES.update(
+    {
+        "conv2d": OpDoc(
+            "composite",
+            (
+                sig(_NN + "conv2d", nnf.conv2d),
+                "vkml.nn.Conv2d(in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, "
+                "bias=True, padding_mode='zeros')",
+            ),
+            nnf.conv2d,
+            precision="im2col and `matmul`, the contract's named exception (as `matmul`): each output starts from "
+            "-0.0 and adds its K = C/groups·kh·kw float32 products in ascending (channel, kernel row, kernel column) "
+            "order, every product and sum rounded, then adds the bias (one rounding). The order depends on the shapes "
+            "alone: the CPU's bits on every device where `matmul` keeps them (all sizes on lavapipe; products under "
+            "2^27 multiply-adds on GPUs with the large tiles). Bound: |computed - exact| <= γ_(K+1) (|b| + Σ |w||x|), "
+            "γ_n = nu/(1 - nu), u = 2^-24",
+            special="As `matmul`: NaN and inf propagate through products and sums (0 × inf is NaN, so an inf in "
+            "the input makes NaN wherever a zero weight meets it, as PyTorch). Zero padding reads +0.0.",
+            divergence="PyTorch (oneDNN, or its own im2col and BLAS) sums in another order: results differ in the "
+            "last bits, within both orders' bounds. The modules' `padding_mode` ('zeros', 'reflect', 'replicate', "
+            "'circular') pads as `F.pad` does, before the windows are taken.",
+            gradient="Through the ops it is built of: the weight's gradient is a `matmul` of the upstream gradient "
+            "and the columns, the input's a `matmul` whose columns are added back into the positions each window "
+            "read (the views' gradients).",
+        ),
+        "conv1d": OpDoc(
+            "composite",
+            (
+                sig(_NN + "conv1d", nnf.conv1d),
+                "vkml.nn.Conv1d(in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, "
+                "bias=True, padding_mode='zeros')",
+            ),
+            nnf.conv1d,
+            precision="as `conv2d` with K = C/groups·k",
+            gradient=THROUGH,
+        ),
+        "max_pool2d": OpDoc(
+            "composite",
+            (sig(_NN + "max_pool2d", nnf.max_pool2d), "vkml.nn.MaxPool2d(kernel_size, stride=None, ...)"),
+            nnf.max_pool2d,
+            precision="exact: " + _WINDOWS.lower() + "each output is the selected element",
+            special="A NaN in a window is its result (the last NaN is selected, as PyTorch's); padding is -inf and "
+            "never selected.",
+            gradient="Each window's gradient goes to one element, its first maximum in row-major order (or last "
+            "NaN), as PyTorch's; overlapping windows add.",
+        ),
+        "max_pool1d": OpDoc(
+            "composite",
+            (sig(_NN + "max_pool1d", nnf.max_pool1d), "vkml.nn.MaxPool1d(kernel_size, stride=None, ...)"),
+            nnf.max_pool1d,
+            precision="exact",
+            special="As `max_pool2d`.",
+            gradient="As `max_pool2d`.",
+        ),
+        "avg_pool2d": OpDoc(
+            "composite",
+            (sig(_NN + "avg_pool2d", nnf.avg_pool2d), "vkml.nn.AvgPool2d(kernel_size, stride=None, ...)"),
+            nnf.avg_pool2d,
+            precision=_WINDOWS + "the tree sum of each window, then one division by the divisor",
+            special="NaN or inf in a window propagates to its result.",
+            divergence="PyTorch sums each window in row-major order: the last bits may differ.",
+            gradient=THROUGH,
+        ),
+        "avg_pool1d": OpDoc(
+            "composite",
+            (sig(_NN + "avg_pool1d", nnf.avg_pool1d), "vkml.nn.AvgPool1d(kernel_size, stride=None, ...)"),
+            nnf.avg_pool1d,
+            precision="as `avg_pool2d`",
+            gradient=THROUGH,
+        ),
+        "adaptive_avg_pool2d": OpDoc(
+            "composite",
+            (sig(_NN + "adaptive_avg_pool2d", nnf.adaptive_avg_pool2d), "vkml.nn.AdaptiveAvgPool2d(output_size)"),
+            nnf.adaptive_avg_pool2d,
+            precision="`mean` (size 1), `avg_pool2d` (even windows) or two 0/1 `matmul`s and one division",
+            special="NaN or inf propagates to the windows that hold it; with uneven windows, an inf also makes NaN "
+            "in windows of the same rows or columns (0 × inf in the 0/1 products).",
+            gradient=THROUGH,
+        ),
+        "adaptive_max_pool2d": OpDoc(
+            "composite",
+            (
+                sig(_NN + "adaptive_max_pool2d", nnf.adaptive_max_pool2d),
+                "vkml.nn.AdaptiveMaxPool2d(output_size, return_indices=False)",
+            ),
+            nnf.adaptive_max_pool2d,
+            precision="exact",
+            special="As `max_pool2d`.",
+            gradient="As `max_pool2d`.",
+        ),
+        "batch_norm": OpDoc(
+            "composite",
+            (
+                sig(_NN + "batch_norm", nnf.batch_norm),
+                "vkml.nn.BatchNorm1d(num_features, ...)",
+                "vkml.nn.BatchNorm2d(num_features, ...)",
+            ),
+            nnf.batch_norm,
+            precision="two `mean`s (two-pass biased variance), `rsqrt` and products; PyTorch's kernel uses other "
+            "orders, so the last bits may differ",
+            special="A NaN or inf in a channel makes that channel's outputs NaN while training.",
+            gradient=THROUGH,
+        ),
+        "instance_norm": OpDoc(
+            "composite",
+            (
+                sig(_NN + "instance_norm", nnf.instance_norm),
+                "vkml.nn.InstanceNorm1d(...)",
+                "vkml.nn.InstanceNorm2d(...)",
+            ),
+            nnf.instance_norm,
+            precision="as `batch_norm`, per sample and channel",
+            gradient=THROUGH,
+        ),
+        "group_norm": OpDoc(
+            "composite",
+            (sig(_NN + "group_norm", nnf.group_norm), "vkml.nn.GroupNorm(num_groups, num_channels, eps=1e-05)"),
+            nnf.group_norm,
+            precision="as `layer_norm`, per sample and group",
+            gradient=THROUGH,
+        ),
+        "rms_norm": OpDoc(
+            "composite",
+            (sig(_NN + "rms_norm", nnf.rms_norm), "vkml.nn.RMSNorm(normalized_shape, eps=None)"),
+            nnf.rms_norm,
+            precision="a `mean` of squares, `rsqrt` and products",
+            gradient=THROUGH,
+        ),
+        "normalize": OpDoc(
+            "composite",
+            (sig(_NN + "normalize", nnf.normalize),),
+            nnf.normalize,
+            precision="a tree sum, a root (`sqrt` for p = 2), a clamp and one division",
+            special="A zero vector gives zeros, and zero gradient (PyTorch's subgradient).",
+            gradient=THROUGH,
+        ),
+        "nll_loss": OpDoc(
+            "loss",
+            (
+                sig(_NN + "nll_loss", nnf.nll_loss),
+                "vkml.nn.NLLLoss(weight=None, size_average=None, ignore_index=-100, reduce=None, reduction='mean')",
+            ),
+            nnf.nll_loss,
+            precision="a select, tree sums and one division by the summed weights",
+            special="A target out of [0, C) (not `ignore_index`) is PyTorch's IndexError, raised when a result is read.",
+            gradient=THROUGH,
+        ),
+        "binary_cross_entropy": OpDoc(
+            "loss",
+            (
+                sig(_NN + "binary_cross_entropy", nnf.binary_cross_entropy),
+                "vkml.nn.BCELoss(weight=None, size_average=None, reduce=None, reduction='mean')",
+            ),
+            nnf.binary_cross_entropy,
+            precision="two `log`s clamped at -100, products, then `mean` or `sum`",
+            divergence="An input outside [0, 1] gives NaN; PyTorch raises RuntimeError (checking would read the "
+            "values, a stall in every step).",
+            gradient=THROUGH,
+        ),
+        "binary_cross_entropy_with_logits": OpDoc(
+            "loss",
+            (
+                sig(_NN + "binary_cross_entropy_with_logits", nnf.binary_cross_entropy_with_logits),
+                "vkml.nn.BCEWithLogitsLoss(weight=None, size_average=None, reduce=None, reduction='mean', pos_weight=None)",
+            ),
+            nnf.binary_cross_entropy_with_logits,
+            precision="`softplus`, products and sums, then `mean` or `sum`",
+            gradient=THROUGH,
+        ),
+        "l1_loss": OpDoc(
+            "loss",
+            (sig(_NN + "l1_loss", nnf.l1_loss), "vkml.nn.L1Loss(size_average=None, reduce=None, reduction='mean')"),
+            nnf.l1_loss,
+            precision="a difference, `abs`, then `mean` or `sum`",
+            gradient=THROUGH,
+        ),
+        "smooth_l1_loss": OpDoc(
+            "loss",
+            (
+                sig(_NN + "smooth_l1_loss", nnf.smooth_l1_loss),
+                "vkml.nn.SmoothL1Loss(size_average=None, reduce=None, reduction='mean', beta=1.0)",
+            ),
+            nnf.smooth_l1_loss,
+            precision="a difference, a select between the square and linear pieces, then `mean` or `sum`",
+            gradient=THROUGH,
+        ),
+        "huber_loss": OpDoc(
+            "loss",
+            (sig(_NN + "huber_loss", nnf.huber_loss), "vkml.nn.HuberLoss(reduction='mean', delta=1.0)"),
+            nnf.huber_loss,
+            precision="a difference, a select between the square and linear pieces, then `mean` or `sum`",
+            gradient=THROUGH,
+        ),
+        "kl_div": OpDoc(
+            "loss",
+            (
+                sig(_NN + "kl_div", nnf.kl_div),
+                "vkml.nn.KLDivLoss(size_average=None, reduce=None, reduction='mean', log_target=False)",
+            ),
+            nnf.kl_div,
+            precision="`log` (or `exp`), products, then a tree sum",
+            special="0 · log(0) counts as 0; a negative or NaN target gives NaN (PyTorch's xlogy).",
+            divergence="The gradient with respect to a zero target is finite; PyTorch's is NaN.",
+            gradient=THROUGH,
+        ),
+        "unfold": OpDoc(
+            "composite",
+            (sig(_NN + "unfold", nnf.unfold), "vkml.nn.Unfold(kernel_size, dilation=1, padding=0, stride=1)"),
+            nnf.unfold,
+            gradient="Through the views it is built of: each column's gradient adds back into the position it read.",
+        ),
+        "fold": OpDoc(
+            "composite",
+            (
+                sig(_NN + "fold", nnf.fold),
+                "vkml.nn.Fold(output_size, kernel_size, dilation=1, padding=0, stride=1)",
+            ),
+            nnf.fold,
+            precision="each output adds the blocks that cover it in kernel order (one rounding per block after "
+            "the first); exact where blocks do not overlap",
+            divergence="PyTorch adds overlapping blocks in block order: where more than two overlap, the last bits "
+            "may differ.",
+            gradient=THROUGH,
+        ),
+        "dropout2d": OpDoc(
+            "composite",
+            (sig(_NN + "dropout2d", nnf.dropout2d), "vkml.nn.Dropout2d(p=0.5, inplace=False)"),
+            nnf.dropout2d,
+            precision="kept channels are multiplied by 1/(1-p) rounded to float32 (one rounding)",
+            divergence="The masks come from vkml's generator: other channels than PyTorch's for the same seed.",
+            gradient=THROUGH,
+        ),
+    }
+)

@@ -1,0 +1,161 @@
+"""The pages of the shape and construction ops (vkml/frontend/shape.py, construction.py)."""
+
+from __future__ import annotations
+
+from .page import LEAF, THROUGH, Listed, OpDoc, method, sig, vkml
+
+PAGES: dict[str, OpDoc] = {}
+construction_ops = vkml.frontend.construction
+shape_ops = vkml.frontend.shape
+
+MATMUL_ORDER = "as `matmul`: each output adds its float32 products in ascending k from -0.0 (docs/ops/matmul.md)"
+# name -> (kind, aliases, precision, special, divergence); every page's gradient is its parts'
+SHAPE_OPS = {
+    "stack": ("movement", (), "", "", ""),
+    "hstack": ("movement", (), "", "", ""),
+    "vstack": ("movement", ("row_stack",), "", "", ""),
+    "dstack": ("movement", (), "", "", ""),
+    "column_stack": ("movement", (), "", "", ""),
+    "atleast_1d": ("movement", (), "", "", ""),
+    "atleast_2d": ("movement", (), "", "", ""),
+    "atleast_3d": ("movement", (), "", "", ""),
+    "split": ("movement", (), "", "", ""),
+    "chunk": ("movement", (), "", "", ""),
+    "tensor_split": ("movement", (), "", "", ""),
+    "hsplit": ("movement", (), "", "", ""),
+    "vsplit": ("movement", (), "", "", ""),
+    "unbind": ("movement", (), "", "", ""),
+    "narrow": ("movement", (), "", "", ""),
+    "flatten": ("movement", (), "", "", ""),
+    "unflatten": ("movement", (), "", "", ""),
+    "movedim": ("movement", ("moveaxis",), "", "", ""),
+    "swapaxes": ("movement", (), "", "", ""),
+    "swapdims": ("movement", (), "", "", ""),
+    "t": ("movement", (), "", "", ""),
+    "mT": ("movement", (), "", "", ""),
+    "view_as": ("movement", (), "", "", ""),
+    "reshape_as": ("movement", (), "", "", ""),
+    "expand_as": ("movement", (), "", "", ""),
+    "repeat": ("movement", (), "", "", ""),
+    "tile": ("movement", (), "", "", ""),
+    "repeat_interleave": ("movement", (), "", "", ""),
+    "roll": ("movement", (), "", "", ""),
+    "fliplr": ("movement", (), "", "", ""),
+    "flipud": ("movement", (), "", "", ""),
+    "rot90": ("movement", (), "", "", ""),
+    "tril": ("movement", (), "", "Kept elements are moved, never changed; the others are +0 (False for bool).", ""),
+    "triu": ("movement", (), "", "Kept elements are moved, never changed; the others are +0 (False for bool).", ""),
+    "diagonal": (
+        "movement",
+        (),
+        "",
+        "",
+        "The result is a view written through only where the two dims flatten as a view of the storage; "
+        "PyTorch's is always a view.",
+    ),
+    "diag": ("movement", (), "", "Off-diagonal elements of a made matrix are +0.", ""),
+    "diag_embed": ("movement", (), "", "Off-diagonal elements are +0.", ""),
+    "meshgrid": ("movement", (), "", "", "Without `indexing`, PyTorch warns and uses 'ij'; vkml uses 'ij' silently."),
+    "cartesian_prod": ("movement", (), "", "", ""),
+    "pad_nd": (
+        "movement",
+        (),
+        "",
+        "",
+        "'circular' with a pad larger than what cropping leaves is an error; PyTorch reads memory outside the input.",
+    ),
+    "tril_indices": ("creation", (), "", "", ""),
+    "triu_indices": ("creation", (), "", "", ""),
+    "trace": ("composite", (), "the diagonal summed over `sum`'s pairwise tree", "As `sum`.", ""),
+    "outer": ("composite", ("ger",), "one correctly rounded product per element (the same bits as PyTorch)", "", ""),
+    "mm": ("composite", (), MATMUL_ORDER, "As `matmul`.", "As `matmul` (BLAS sums in another order)."),
+    "bmm": ("composite", (), MATMUL_ORDER, "As `matmul`.", "As `matmul` (BLAS sums in another order)."),
+    "mv": ("composite", (), MATMUL_ORDER, "As `matmul`.", "As `matmul` (BLAS sums in another order)."),
+    "dot": ("composite", (), MATMUL_ORDER, "As `matmul`.", "As `matmul` (BLAS sums in another order)."),
+    "addmm": ("composite", (), MATMUL_ORDER + ", then the scaled sum", "`beta=0` ignores `input` (NaN included).", ""),
+    "baddbmm": (
+        "composite",
+        (),
+        MATMUL_ORDER + ", then the scaled sum",
+        "`beta=0` ignores `input` (NaN included).",
+        "",
+    ),
+    "addmv": ("composite", (), MATMUL_ORDER + ", then the scaled sum", "`beta=0` ignores `input` (NaN included).", ""),
+    "tensordot": ("composite", (), MATMUL_ORDER, "As `matmul`.", ""),
+    "einsum": (
+        "composite",
+        (),
+        "a contraction of two operands is a `matmul` (ascending k from -0.0), other sums `sum`'s pairwise tree "
+        "(the lowering is described above)",
+        "As `matmul` and `sum`.",
+        "Other summation orders than PyTorch's (which also uses BLAS): float results differ in the last bits.",
+    ),
+}
+
+
+def _shape_calls(name: str, aliases: tuple[str, ...]) -> tuple[object, ...]:
+    fn = getattr(shape_ops, name)
+    calls = [Listed(sig(f"vkml.{name}", fn), getattr(vkml, name), fn)]
+    calls += [Listed(f"vkml.{a}(...)", getattr(vkml, a)) for a in aliases]
+    if name == "pad_nd":
+        calls.append("vkml.nn.functional.pad(input, pad, mode='reflect' | 'replicate' | 'circular')")
+    elif name == "mT":
+        calls.append("Tensor.mT")
+    elif name == "tile":
+        calls.append("Tensor.tile(dims) or Tensor.tile(*dims)")
+    else:
+        calls.append(Listed(method(name, fn), getattr(vkml.Tensor, name)))
+    calls += [Listed(method(a, fn), getattr(vkml.Tensor, a)) for a in aliases]
+    return tuple(calls)
+
+
+for _name, (_kind, _aliases, _precision, _special, _divergence) in SHAPE_OPS.items():
+    PAGES[_name] = OpDoc(
+        _kind,
+        _shape_calls(_name, _aliases),
+        getattr(shape_ops, _name),
+        precision=_precision or OpDoc.precision,
+        special=_special,
+        divergence=_divergence,
+        gradient=LEAF if _kind == "creation" else THROUGH,
+    )
+
+RANDOM_VALUES = "The same seed gives other values than PyTorch's generator; the same bits on every vkml device."
+# name -> (precision, divergence): the creation ops of vkml/frontend/construction.py
+CONSTRUCTION_OPS = {
+    "eye": ("exact", ""),
+    "linspace": (
+        "PyTorch's scalar formula in the dtype's precision (start + i·step, then end - (n-1-i)·step)",
+        "PyTorch's vectorized CPU loop rounds some float elements differently: within an ulp of the larger end.",
+    ),
+    "logspace": ("`base ** e` in the dtype's precision, e as `linspace`'s", "As `linspace`, through the exponents."),
+    "empty": ("exact", "The values are zeros (PyTorch's are whatever the memory held)."),
+    "empty_like": ("exact", "The values are zeros (PyTorch's are whatever the memory held)."),
+    "randint": (
+        "exact: a function of the seed and the draw's offset",
+        RANDOM_VALUES + " Ranges wider than 2^40 values raise; PyTorch takes any int64 range.",
+    ),
+    "randint_like": ("exact: a function of the seed and the draw's offset", RANDOM_VALUES),
+    "randperm": ("exact: a function of the seed and the draw's offset", RANDOM_VALUES),
+    "bernoulli": (
+        "exact: a function of the seed and the draw's offset",
+        RANDOM_VALUES + " Probabilities in a tensor are not read back: outside [0, 1] is no error.",
+    ),
+    "normal": ("`randn`'s values times std plus mean (two roundings)", RANDOM_VALUES),
+    "multinomial": (
+        "exact: a function of the seed, the draw's offset and the weights",
+        RANDOM_VALUES + " The weights are not read back: negative, NaN or all-zero rows are no error. Without "
+        "replacement the ranking costs n² comparisons a row.",
+    ),
+}
+for _name, (_precision, _divergence) in CONSTRUCTION_OPS.items():
+    _fn = getattr(construction_ops, _name)
+    PAGES[_name] = OpDoc(
+        "creation",
+        (sig(f"vkml.{_name}", _fn),) + ((f"Tensor.{_name}(...)",) if _name in ("bernoulli", "multinomial") else ()),
+        _fn,
+        precision=_precision,
+        special="Values are made, not moved: see the text above.",
+        divergence=_divergence,
+        gradient="Differentiable in tensor `mean` and `std` (PyTorch's is not)." if _name == "normal" else LEAF,
+    )

@@ -346,6 +346,8 @@ def _tiny_x_exp_x(x):
 
 
 def _silu(x):
+    if x.dtype is T.float64:
+        return M.silu64(x)  # double-double, within 1 ulp (mathlib/f64math.py)
     return B.select(x < -80.0, _tiny_x_exp_x(x), M.div(x, 1.0 + M.exp(-x)))
 
 

@@ -1,11 +1,13 @@
-"""Which operators take float64, one table.
+"""Which operators take float64, two tables.
 
-float64 is computed as float64 (never narrowed to float32). An op takes it only where its
-float64 result is exact IEEE arithmetic: add, sub, mul and compares are IR primitives; div and
-sqrt are correctly rounded on int64 significands (mathlib/f64.py); the rest only select, round
-to an integer or compare. Every other op refuses a float64 operand with NotImplementedError
-naming the op (vkml/graph/build.py): vkml has no float64 exp, log, tanh, ... within a stated
-bound yet, and computing them in float32 would silently lose precision.
+float64 is computed as float64 (never narrowed to float32). ``FLOAT64_OPS`` are exact IEEE
+arithmetic: add, sub, mul and compares are IR primitives; div and sqrt are correctly rounded on
+int64 significands (mathlib/f64.py); the rest only select, round to an integer or compare.
+``FLOAT64_MATH`` are the transcendental functions with a float64 routine within a stated bound
+(mathlib/f64math.py, f64trig.py), each bound measured against mpmath by tests/test_mathlib_f64.py;
+the op page shows it after the float32 one. Every other op refuses a float64 operand with
+NotImplementedError naming the op (vkml/graph/build.py): computing it in float32 would silently
+lose precision.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..ir import types as T
-from . import elementwise, elementwise_more, reduce  # noqa: F401 - the ops this table extends
+from . import elementwise, elementwise_more, reduce, transcendental  # noqa: F401 - the ops these tables extend
 from .registry import REGISTRY
 
 FLOAT64_OPS = (
@@ -68,6 +70,33 @@ FLOAT64_OPS = (
     "argmin",
 )
 
+_ONE_ULP = "≤ 1 ulp of the correctly rounded float64 result (measured worst case 1 ulp)"
+
+# op -> its float64 precision (the float64 routine's docstring in mathlib/f64math.py says how)
+FLOAT64_MATH = {
+    "exp": _ONE_ULP + ", subnormal results included",
+    "exp2": _ONE_ULP + "; exact for integers",
+    "expm1": _ONE_ULP,
+    "log": _ONE_ULP,
+    "log2": _ONE_ULP + "; exact for powers of two",
+    "log10": _ONE_ULP,
+    "log1p": _ONE_ULP,
+    "tanh": _ONE_ULP,
+    "sigmoid": _ONE_ULP,
+    "softplus": _ONE_ULP + " (beta = 1; another beta adds the rounding of one division)",
+    "silu": _ONE_ULP,
+    "sinh": _ONE_ULP,
+    "cosh": _ONE_ULP,
+    "asinh": _ONE_ULP,
+    "acosh": _ONE_ULP,
+    "atanh": _ONE_ULP,
+}
+
 for _name in FLOAT64_OPS:
     _op = REGISTRY[_name]
     REGISTRY[_name] = replace(_op, dtypes=_op.dtypes + (T.float64,))
+for _name, _precision in FLOAT64_MATH.items():
+    _op = REGISTRY[_name]
+    REGISTRY[_name] = replace(
+        _op, dtypes=_op.dtypes + (T.float64,), precision=f"{_op.precision}; float64: {_precision}"
+    )

@@ -35,6 +35,7 @@ tan, their inverses), ``hyperbolic`` (with log10 and logit), ``erfs`` (erfc, erf
 from ...ir import builder as _builder
 from . import exact as _exact
 from . import f64 as _f64
+from . import f64math as _f64m
 from .bf16 import bf16_to_f32, f32_to_bf16, round_bf16
 from .erfs import erfc, erfinv
 from .exact import rsqrt
@@ -78,6 +79,31 @@ def clamp_max(x, hi):
 
 
 clamp_min.__doc__, clamp_max.__doc__ = _exact.clamp_min.__doc__, _exact.clamp_max.__doc__
+
+
+# float64 operands of the transcendental functions go to their float64 routines (f64math, f64trig);
+# the docstring stays the float32 one, and the float64 bound is on the function in f64math/f64trig.
+def _with_f64(f32_fn, f64_fn):
+    def dispatch(x, *args, **kwargs):
+        return f64_fn(x, *args, **kwargs) if x.dtype is _f64.F64 else f32_fn(x, *args, **kwargs)
+
+    dispatch.__name__ = dispatch.__qualname__ = f32_fn.__name__
+    dispatch.__doc__ = f32_fn.__doc__
+    dispatch.f64 = f64_fn
+    return dispatch
+
+
+exp, exp2, expm1 = _with_f64(exp, _f64m.exp), _with_f64(exp2, _f64m.exp2), _with_f64(expm1, _f64m.expm1)
+log, log2, log10 = _with_f64(log, _f64m.log), _with_f64(log2, _f64m.log2), _with_f64(log10, _f64m.log10)
+log1p = _with_f64(log1p, _f64m.log1p)
+tanh, sigmoid, softplus = (
+    _with_f64(tanh, _f64m.tanh),
+    _with_f64(sigmoid, _f64m.sigmoid),
+    _with_f64(softplus, _f64m.softplus),
+)
+sinh, cosh = _with_f64(sinh, _f64m.sinh), _with_f64(cosh, _f64m.cosh)
+asinh, acosh, atanh = _with_f64(asinh, _f64m.asinh), _with_f64(acosh, _f64m.acosh), _with_f64(atanh, _f64m.atanh)
+silu64 = _f64m.silu
 _builder.float_division = div  # `a / b` on float IR values builds this division
 
 __all__ = [

@@ -90,6 +90,13 @@ FLOAT64_MATH = {
     "asinh": _ONE_ULP,
     "acosh": _ONE_ULP,
     "atanh": _ONE_ULP,
+    "sin": _ONE_ULP + ", huge arguments included (Payne-Hanek reduction)",
+    "cos": _ONE_ULP + ", huge arguments included (Payne-Hanek reduction)",
+    "tan": _ONE_ULP + ", huge arguments included (Payne-Hanek reduction)",
+    "asin": _ONE_ULP,
+    "acos": _ONE_ULP,
+    "atan": _ONE_ULP,
+    "atan2": _ONE_ULP,
 }
 
 for _name in FLOAT64_OPS:

@@ -866,7 +866,7 @@ _op(
     "x / (1 + exp(-x)) (also called swish).",
     _silu,
     precision="exp ≤ 1 ulp, then a sum and a correctly rounded division: ≤ 3 ulp",
-    special="silu(-inf) = -0.0, silu(inf) = inf, NaN gives NaN.",
+    special="silu(-inf) = NaN (-inf / inf, as PyTorch), silu(inf) = inf, NaN gives NaN.",
     torch_name="nn.functional.silu",
     grad=_grad_silu,
     **_ACT,

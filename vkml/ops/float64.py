@@ -68,6 +68,7 @@ FLOAT64_OPS = (
     "amin",
     "argmax",
     "argmin",
+    "shift_max",  # the row maximum softmax, log_softmax and logsumexp subtract (select only)
 )
 
 _ONE_ULP = "≤ 1 ulp of the correctly rounded float64 result (measured worst case 1 ulp)"
@@ -97,6 +98,7 @@ FLOAT64_MATH = {
     "acos": _ONE_ULP,
     "atan": _ONE_ULP,
     "atan2": _ONE_ULP,
+    "pow": _ONE_ULP + " for finite nonzero results; exact where the result is a float64",
 }
 
 for _name in FLOAT64_OPS:

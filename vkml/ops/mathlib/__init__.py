@@ -106,7 +106,7 @@ sinh, cosh = _with_f64(sinh, _f64m.sinh), _with_f64(cosh, _f64m.cosh)
 asinh, acosh, atanh = _with_f64(asinh, _f64m.asinh), _with_f64(acosh, _f64m.acosh), _with_f64(atanh, _f64m.atanh)
 sin, cos, tan = _with_f64(sin, _f64t.sin), _with_f64(cos, _f64t.cos), _with_f64(tan, _f64t.tan)
 asin, acos, atan = _with_f64(asin, _f64t.asin), _with_f64(acos, _f64t.acos), _with_f64(atan, _f64t.atan)
-atan2 = _with_f64(atan2, _f64t.atan2)
+atan2, pow = _with_f64(atan2, _f64t.atan2), _with_f64(pow, _f64m.pow)  # noqa: A001
 silu64 = _f64m.silu
 _builder.float_division = div  # `a / b` on float IR values builds this division
 

@@ -331,7 +331,8 @@ def silu(x: Value) -> Value:
     """x * sigmoid(x) for float64, in double-double.
 
     Precision: ≤ 1 ulp of the correctly rounded result.
-    Special values: silu(-inf) = -0.0, silu(+inf) = +inf, silu(±0) = ±0; a NaN comes back quieted.
+    Special values: silu(-inf) = NaN (-inf / inf, as PyTorch), silu(+inf) = +inf, silu(±0) = ±0, 0 below
+    -760 (as -0.0); a NaN comes back quieted.
     """
     k, hi, lo, e_hi, e_lo = _exp_neg_abs(x)
     d_hi, d_lo = two_sum(f64(1.0), e_hi)
@@ -345,7 +346,10 @@ def silu(x: Value) -> Value:
     t_hi, t_lo = two_prod(xs, hi)
     tail = scale(t_hi + (t_lo + xs * lo), k)  # x e^x for x < -40 (x*hi is in [2^-20, 2^11])
     out = select(x < -40.0, tail, near)
+    out = select(x < -760.0, -f64(0.0), out)  # x e^x underflows from -752 on
     out = select(_abs(x) < 2.0**900, out, select(x > 0.0, x, -f64(0.0)))
+    out = select(eq(x, 0.0), x, out)
+    out = select(eq(x, float("-inf")), _nan(), out)  # -inf / (1 + inf), as PyTorch
     return select(isnan(x), _quiet(x), out)
 
 
@@ -489,3 +493,57 @@ def atanh(x: Value) -> Value:
     out = select(eq(a, 1.0), _inf(), out)
     out = select(a > 1.0, _nan(), out)
     return select(isnan(x), _quiet(x), _with_sign_of(out, x))
+
+
+# ---------------------------------------------------------------- pow
+
+_Y_LIMIT = 2.0**64  # beyond this, y*log|x| saturates for every x != 1 anyway
+_T_LIMIT = 1100.0  # |y*log|x|| beyond this is certain overflow or underflow
+
+
+def _is_integer(a: Value) -> Value:
+    """Whether a float64 0 <= a < 2^52 is an integer (false for NaN): adding 2^52 rounds it to one."""
+    return eq((a + 2.0**52) - 2.0**52, a)
+
+
+def pow(x: Value, y: Value) -> Value:  # noqa: A001 - PyTorch's name
+    """x raised to the power y, float64: e^(y * log|x|) with log|x| and the product in double-double.
+
+    Precision: ≤ 1 ulp of the correctly rounded result for finite, nonzero results; exact where
+    the result is a float64 (integer powers of small integers, ...).
+    Special values: as C99 Annex F and PyTorch (the float32 ``pow``'s table): pow(x, ±0) = 1 even
+    for NaN x; pow(1, y) = 1 even for NaN y; pow(-1, ±inf) = 1; pow(x < 0 finite, non-integer y)
+    = NaN; an odd integer y keeps the sign of x; pow(±0, y < 0) = +inf unless y is an odd
+    integer; pow(±inf, y < 0) = 0; otherwise a NaN operand gives NaN (the first one, quieted).
+    """
+    y = y if isinstance(y, Value) else f64(float(y))
+    ax, ay = _abs(x), _abs(y)
+    y_int = _is_integer(ay) | (ay >= 2.0**52)  # true for ±inf, false for NaN
+    odd = y_int & (ay < 2.0**53) & ~_is_integer(select(ay < 2.0**53, ay, f64(0.0)) * 0.5)
+
+    y_c = select(ay < _Y_LIMIT, y, select(y < 0.0, f64(-_Y_LIMIT), f64(_Y_LIMIT)))
+    l_hi, l_lo = log_dd(_positive_finite(ax))
+    p_hi, p_lo = two_prod(y_c, l_hi)
+    t_hi, t_lo = fast_two_sum(p_hi, p_lo + y_c * l_lo)
+    in_range = (t_hi < _T_LIMIT) & (t_hi > -_T_LIMIT)
+    t_lo = select(in_range, t_lo, f64(0.0))
+    t_hi = select(in_range, t_hi, select(t_hi > 0.0, f64(_T_LIMIT), f64(-_T_LIMIT)))
+    k, r_hi, r_lo = reduce_exp(t_hi)
+    r_hi, r_lo = fast_two_sum(r_hi, r_lo + t_lo)
+    e_hi, e_lo = exp_parts(r_hi, r_lo)
+    mag = scale(e_hi + e_lo, k)
+
+    inf, zero = _inf(), f64(0.0)
+    y_neg = y < 0.0
+    mag = select(eq(ax, 0.0), select(y_neg, inf, zero), mag)
+    mag = select(eq(to_bits(ax), INF_BITS), select(y_neg, zero, inf), mag)
+    to_inf = eq(ax < 1.0, y_neg)  # |x| < 1 with y = -inf, or |x| > 1 with y = +inf
+    mag = select(eq(to_bits(ay), INF_BITS), select(eq(ax, 1.0), f64(1.0), select(to_inf, inf, zero)), mag)
+    sign = select(odd, to_bits(x) & SIGN_BIT, i64(0))
+    out = from_bits(to_bits(mag) | sign)
+
+    negative_base = (x < 0.0) & (x > float("-inf"))
+    out = select(negative_base & ~y_int, _nan(), out)
+    out = select(isnan(y), _quiet(y), out)
+    out = select(isnan(x), _quiet(x), out)
+    return select(eq(x, 1.0) | eq(y, 0.0), f64(1.0), out)

@@ -101,6 +101,19 @@ FLOAT64_MATH = {
     "pow": _ONE_ULP + " for finite nonzero results; exact where the result is a float64",
 }
 
+_EARLY_OVERFLOW = (
+    "float64: PyTorch's vectorized float64 {0} (tensors of 16 or more elements) overflows to inf for "
+    "709.78 < |x| <= 710.4758, where the result is finite; its scalar path and vkml give the finite result."
+)
+# op -> how PyTorch's float64 kernel differs (vkml keeps the accurate value; the op page shows it)
+FLOAT64_DIVERGENCE = {
+    "sinh": _EARLY_OVERFLOW.format("sinh"),
+    "cosh": _EARLY_OVERFLOW.format("cosh"),
+    "sigmoid": "float64: PyTorch's float64 sigmoid is 0 below about -709.78 (1 / (1 + inf)); vkml gives the "
+    "subnormal result, e^x to within its rounding, down to -745.13.",
+    "log1p": "float64: PyTorch's float64 log1p(±5e-324) is 0; vkml gives ±5e-324 (log1p(x) rounds to x there).",
+}
+
 for _name in FLOAT64_OPS:
     _op = REGISTRY[_name]
     REGISTRY[_name] = replace(_op, dtypes=_op.dtypes + (T.float64,))

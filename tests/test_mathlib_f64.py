@@ -108,6 +108,14 @@ def _softplus(v):
     return v if v > 20 else mpmath.log1p(mpmath.exp(v))
 
 
+def _erfc(v):
+    return mpmath.erfc(v) if abs(v) < 100 else mpmath.mpf(0 if v > 0 else 2)  # mpmath overflows far out
+
+
+def _gelu(v):
+    return v * _erfc(-v / mpmath.sqrt(2)) / 2
+
+
 # name -> (mpmath function, inputs beyond the log-uniform sweep, thresholds and specials)
 UNARY = {
     "exp": (mpmath.exp, lambda: uniform(1, -746, 710)),
@@ -135,6 +143,9 @@ UNARY = {
     "asin": (mpmath.asin, lambda: np.concatenate([uniform(27, -1, 1), 1 - log_uniform(28, -53, -1, signed=False)])),
     "acos": (mpmath.acos, lambda: np.concatenate([uniform(29, -1, 1), 1 - log_uniform(30, -53, -1)])),
     "atan": (mpmath.atan, lambda: uniform(31, -10, 10)),
+    "erf": (mpmath.erf, lambda: np.concatenate([uniform(32, -7, 7), neighbours(1.25 ** np.arange(10.0))])),
+    "erfc": (_erfc, lambda: np.concatenate([uniform(33, -7, 30), neighbours(1.25 ** np.arange(16.0))])),
+    "gelu": (_gelu, lambda: np.concatenate([uniform(34, -40, 10), neighbours(np.sqrt(2) * 1.25 ** np.arange(16.0))])),
 }
 ROUTINES = {"silu": M.silu64}
 
@@ -206,7 +217,7 @@ def test_pow_is_exact_where_the_result_is_a_float64():
 
 
 def _public(name):
-    if name in ("silu", "softplus"):
+    if name in ("silu", "softplus", "gelu"):
         return getattr(vkml.nn.functional, name), getattr(torch.nn.functional, name)
     return getattr(vkml, name), getattr(torch, name)
 
@@ -238,6 +249,10 @@ def test_special_values_like_torch(name):
     # Finite nonzero inputs are judged against mpmath above: torch's vectorized float64 kernels
     # are 1 ulp off at times, overflow early (sinh(710.47)) or flush subnormals (log1p(5e-324)).
     special = np.any([~np.isfinite(a) | (a == 0) for a in args], axis=0)
+    if name == "gelu":  # the documented divergence: vkml gives the limits, PyTorch NaN for -inf
+        infinite = np.isinf(args[0])
+        _assert_same_bits(got.numpy()[infinite], np.where(args[0][infinite] > 0, INF, -0.0), "gelu(±inf)")
+        special &= ~infinite
     if name == "pow":
         special |= (np.abs(args[0]) == 1) | ((args[0] < 0) & (args[1] != np.round(args[1])))
     _assert_same_bits(got.numpy()[special], want[special], f"{name} specials")

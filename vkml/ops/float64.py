@@ -98,6 +98,9 @@ FLOAT64_MATH = {
     "acos": _ONE_ULP,
     "atan": _ONE_ULP,
     "atan2": _ONE_ULP,
+    "erf": _ONE_ULP,
+    "erfc": _ONE_ULP + ", subnormal results included",
+    "gelu": _ONE_ULP + " (approximate='none'; the tanh form has no float64 routine)",
     "pow": _ONE_ULP + " for finite nonzero results; exact where the result is a float64",
 }
 

@@ -35,6 +35,7 @@ tan, their inverses), ``hyperbolic`` (with log10 and logit), ``erfs`` (erfc, erf
 from ...ir import builder as _builder
 from . import exact as _exact
 from . import f64 as _f64
+from . import f64erf as _f64e
 from . import f64math as _f64m
 from . import f64trig as _f64t
 from .bf16 import bf16_to_f32, f32_to_bf16, round_bf16
@@ -107,6 +108,7 @@ asinh, acosh, atanh = _with_f64(asinh, _f64m.asinh), _with_f64(acosh, _f64m.acos
 sin, cos, tan = _with_f64(sin, _f64t.sin), _with_f64(cos, _f64t.cos), _with_f64(tan, _f64t.tan)
 asin, acos, atan = _with_f64(asin, _f64t.asin), _with_f64(acos, _f64t.acos), _with_f64(atan, _f64t.atan)
 atan2, pow = _with_f64(atan2, _f64t.atan2), _with_f64(pow, _f64m.pow)  # noqa: A001
+erf, erfc, gelu = _with_f64(erf, _f64e.erf), _with_f64(erfc, _f64e.erfc), _with_f64(gelu, _f64e.gelu)
 silu64 = _f64m.silu
 _builder.float_division = div  # `a / b` on float IR values builds this division
 

@@ -108,6 +108,10 @@ def _softplus(v):
     return v if v > 20 else mpmath.log1p(mpmath.exp(v))
 
 
+def _softplus_exact(v):
+    return mpmath.log1p(mpmath.exp(v))
+
+
 def _erfc(v):
     return mpmath.erfc(v) if abs(v) < 100 else mpmath.mpf(0 if v > 0 else 2)  # mpmath overflows far out
 
@@ -145,9 +149,10 @@ UNARY = {
     "atan": (mpmath.atan, lambda: uniform(31, -10, 10)),
     "erf": (mpmath.erf, lambda: np.concatenate([uniform(32, -7, 7), neighbours(1.25 ** np.arange(10.0))])),
     "erfc": (_erfc, lambda: np.concatenate([uniform(33, -7, 30), neighbours(1.25 ** np.arange(16.0))])),
+    "logsigmoid": (lambda v: -_softplus_exact(-v), lambda: uniform(35, -760, 760)),
     "gelu": (_gelu, lambda: np.concatenate([uniform(34, -40, 10), neighbours(np.sqrt(2) * 1.25 ** np.arange(16.0))])),
 }
-ROUTINES = {"silu": M.silu64}
+ROUTINES = {"silu": M.silu64, "logsigmoid": lambda x: 0.0 - M.softplus(-x, 1.0, INF)}
 
 
 def _routine(name):
@@ -217,7 +222,7 @@ def test_pow_is_exact_where_the_result_is_a_float64():
 
 
 def _public(name):
-    if name in ("silu", "softplus", "gelu"):
+    if name in ("silu", "softplus", "gelu", "logsigmoid"):
         return getattr(vkml.nn.functional, name), getattr(torch.nn.functional, name)
     return getattr(vkml, name), getattr(torch, name)
 
@@ -299,3 +304,31 @@ def test_unary_on_many_random_inputs(name):
     x = np.concatenate([log_uniform(1000 + k, n=1 << 15), rng(2000 + k).uniform(lo, hi, 1 << 15)])
     got = evaluate(_routine(name), x)
     assert_within_ulp(got, mp_reference(UNARY[name][0], x), _bound(name), (x,), name)
+
+
+def test_activations_composed_of_them_take_float64():
+    g = rng(600)
+    x = np.concatenate([g.normal(size=200) * 5, log_uniform(601, n=60), SPECIALS])
+    vx, tx = vkml.tensor(x), torch.from_numpy(x)
+    nnf, tnf = vkml.nn.functional, torch.nn.functional
+    same_bits = {
+        "hardtanh": (nnf.hardtanh(vx, -1.1, 2.3), tnf.hardtanh(tx, -1.1, 2.3)),
+        "leaky_relu": (nnf.leaky_relu(vx, 0.013), tnf.leaky_relu(tx, 0.013)),
+        "threshold": (nnf.threshold(vx, 0.3, -7.1), tnf.threshold(tx, 0.3, -7.1)),
+        "softsign": (nnf.softsign(vx), tnf.softsign(tx)),
+        "hardsigmoid": (nnf.hardsigmoid(vx), tnf.hardsigmoid(tx)),
+        "hardswish": (nnf.hardswish(vx), tnf.hardswish(tx)),
+        "elu": (nnf.elu(vx, 1.3), tnf.elu(tx, 1.3)),
+        "selu": (nnf.selu(vx), tnf.selu(tx)),
+        "deg2rad": (vkml.deg2rad(vx), torch.deg2rad(tx)),
+        "rad2deg": (vkml.rad2deg(vx), torch.rad2deg(tx)),
+        "frac": (vkml.frac(vx), torch.frac(tx)),
+        "fmax": (vkml.fmax(vx, vx.flip(0)), torch.fmax(tx, tx.flip(0))),
+        "fmin": (vkml.fmin(vx, vx.flip(0)), torch.fmin(tx, tx.flip(0))),
+    }
+    for name, (got, want) in same_bits.items():
+        assert got.dtype is vkml.float64, name
+        _assert_same_bits(got.numpy(), want.numpy(), name)
+    # expm1 and tanh within 1 ulp where PyTorch's are too: close, not bit-equal
+    for got, want in ((nnf.celu(vx, 0.7), tnf.celu(tx, 0.7)), (nnf.tanhshrink(vx), tnf.tanhshrink(tx))):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-15, atol=1e-15)

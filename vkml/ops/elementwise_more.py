@@ -332,11 +332,13 @@ def _hardtanh(x, lo, hi):
 
 
 def _hardsigmoid(x):
-    return M.div(M.clamp(x + 3.0, f32(0.0), f32(6.0)), f32(6.0))
+    zero, six = B.const(0.0, x.dtype), B.const(6.0, x.dtype)  # float32, or float64
+    return M.div(M.clamp(x + 3.0, zero, six), six)
 
 
 def _hardswish(x):
-    return M.div(x * M.clamp(x + 3.0, f32(0.0), f32(6.0)), f32(6.0))
+    zero, six = B.const(0.0, x.dtype), B.const(6.0, x.dtype)
+    return M.div(x * M.clamp(x + 3.0, zero, six), six)
 
 
 def _tiny_x_exp_x(x):
@@ -361,6 +363,8 @@ def _softsign(x):
 
 
 def _logsigmoid(x):
+    if x.dtype is T.float64:
+        return 0.0 - M.softplus(-x, 1.0, float("inf"))  # within 1 ulp; 0 - 0 is +0, as PyTorch
     # PyTorch: min(x, 0) - log1p(exp(-|x|))
     return B.select(x < 0.0, x, f32(0.0)) - M.log1p(M.exp(-M.abs(x)))
 

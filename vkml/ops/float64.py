@@ -69,6 +69,15 @@ FLOAT64_OPS = (
     "argmax",
     "argmin",
     "shift_max",  # the row maximum softmax, log_softmax and logsumexp subtract (select only)
+    # activations that only select, clamp or scale once
+    "hardtanh",
+    "leaky_relu",
+    "threshold",
+    "hardsigmoid",  # PyTorch's formula: one rounded sum, a clamp, a correctly rounded division
+    "hardswish",  # ... and one product
+    "frac",
+    "fmax",
+    "fmin",
 )
 
 _ONE_ULP = "≤ 1 ulp of the correctly rounded float64 result (measured worst case 1 ulp)"
@@ -102,6 +111,14 @@ FLOAT64_MATH = {
     "erfc": _ONE_ULP + ", subnormal results included",
     "gelu": _ONE_ULP + " (approximate='none'; the tanh form has no float64 routine)",
     "pow": _ONE_ULP + " for finite nonzero results; exact where the result is a float64",
+    # composed of the above, with PyTorch's float64 formula
+    "elu": "expm1 ≤ 1 ulp, then products each correctly rounded; negcoef = alpha·scale formed in float64, "
+    "as PyTorch's double kernel",
+    "logsigmoid": _ONE_ULP + " (-softplus(-x) without a threshold)",
+    "softsign": "one rounded sum and one correctly rounded division (PyTorch's formula)",
+    "tanhshrink": "tanh ≤ 1 ulp, then one difference (large relative error near 0, as PyTorch)",
+    "deg2rad": "one correctly rounded product by float64(pi/180): the bits of PyTorch",
+    "rad2deg": "one correctly rounded product by float64(180/pi): the bits of PyTorch",
 }
 
 _EARLY_OVERFLOW = (

@@ -111,6 +111,7 @@ FLOAT64_MATH = {
     "erfc": _ONE_ULP + ", subnormal results included",
     "gelu": _ONE_ULP + " (approximate='none'; the tanh form has no float64 routine)",
     "pow": _ONE_ULP + " for finite nonzero results; exact where the result is a float64",
+    "rsqrt": "1 / sqrt(x), two correct roundings: the bits of PyTorch's double kernel",
     # composed of the above, with PyTorch's float64 formula
     "elu": "expm1 ≤ 1 ulp, then products each correctly rounded; negcoef = alpha·scale formed in float64, "
     "as PyTorch's double kernel",

@@ -5,7 +5,9 @@ documents its precision (``Precision:``), its NaN/inf behaviour (``Special value
 ``Divergence from PyTorch:``; the docs generator reads those lines.
 
 All functions take and return float32 IR values (float16 is computed in float32 and narrowed
-with ``f32_to_f16``). Only add/sub/mul, compares, select, bit and integer operations are used,
+with ``f32_to_f16``); the transcendental ones dispatch float64 operands to their float64 twins
+(``f64math``, ``f64trig``, ``f64erf``: each within 1 ulp of float64, built on the double-double
+arithmetic of ``f64dd``; vkml/ops/float64.py lists them with their bounds). Only add/sub/mul, compares, select, bit and integer operations are used,
 so the CPU interpreter and every Vulkan driver produce the same bits.
 
 | function | precision |
@@ -109,6 +111,7 @@ sin, cos, tan = _with_f64(sin, _f64t.sin), _with_f64(cos, _f64t.cos), _with_f64(
 asin, acos, atan = _with_f64(asin, _f64t.asin), _with_f64(acos, _f64t.acos), _with_f64(atan, _f64t.atan)
 atan2, pow = _with_f64(atan2, _f64t.atan2), _with_f64(pow, _f64m.pow)  # noqa: A001
 erf, erfc, gelu = _with_f64(erf, _f64e.erf), _with_f64(erfc, _f64e.erfc), _with_f64(gelu, _f64e.gelu)
+rsqrt = _with_f64(rsqrt, lambda x: _f64.div(_f64._f64(1.0), _f64.sqrt(x)))  # 1/sqrt(x), as PyTorch's double
 silu64 = _f64m.silu
 _builder.float_division = div  # `a / b` on float IR values builds this division
 

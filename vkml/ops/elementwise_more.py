@@ -364,7 +364,9 @@ def _softsign(x):
 
 def _logsigmoid(x):
     if x.dtype is T.float64:
-        return 0.0 - M.softplus(-x, 1.0, float("inf"))  # within 1 ulp; 0 - 0 is +0, as PyTorch
+        # -softplus(-x) within 1 ulp; a zero is +0, as PyTorch (a select: lavapipe folds 0.0 - v to -v)
+        s = M.softplus(-x, 1.0, float("inf"))
+        return B.select(B.eq(s, 0.0), B.const(0.0, x.dtype), -s)
     # PyTorch: min(x, 0) - log1p(exp(-|x|))
     return B.select(x < 0.0, x, f32(0.0)) - M.log1p(M.exp(-M.abs(x)))
 

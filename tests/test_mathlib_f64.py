@@ -335,5 +335,10 @@ def test_activations_composed_of_them_take_float64():
         assert got.dtype is vkml.float64, name
         _assert_same_bits(got.numpy(), want.numpy(), name)
     # expm1 and tanh within 1 ulp where PyTorch's are too: close, not bit-equal
-    for got, want in ((nnf.celu(vx, 0.7), tnf.celu(tx, 0.7)), (nnf.tanhshrink(vx), tnf.tanhshrink(tx))):
+    # softplus above its op's threshold of 20: log1p(exp(-x)) is kept (e^-20 relative matters in float64)
+    pairs = [(nnf.celu(vx, 0.7), tnf.celu(tx, 0.7)), (nnf.tanhshrink(vx), tnf.tanhshrink(tx))]
+    z = np.concatenate([x, [41.0, 50.0, 60.0, 79.0]])  # beta*z in (20, 40]
+    vz, tz = vkml.tensor(z), torch.from_numpy(z)
+    pairs.append((nnf.softplus(vz, beta=0.5, threshold=40.0), tnf.softplus(tz, beta=0.5, threshold=40.0)))
+    for got, want in pairs:
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-15, atol=1e-15)

@@ -137,6 +137,7 @@ UNARY = {
     "sigmoid": (_sigmoid, lambda: uniform(10, -760, 45)),
     "silu": (lambda v: v * _sigmoid(v), lambda: uniform(11, -760, 45)),
     "softplus": (_softplus, lambda: uniform(12, -760, 45)),
+    "mish": (lambda v: v * mpmath.tanh(_softplus_exact(v)), lambda: uniform(36, -770, 45)),
     "sinh": (mpmath.sinh, lambda: np.concatenate([uniform(13, -712, 712), uniform(14, -3, 3)])),
     "cosh": (mpmath.cosh, lambda: np.concatenate([uniform(15, -712, 712), uniform(16, -3, 3)])),
     "asinh": (mpmath.asinh, lambda: log_uniform(17, -30, 30)),
@@ -153,7 +154,7 @@ UNARY = {
     "logsigmoid": (lambda v: -_softplus_exact(-v), lambda: uniform(35, -760, 760)),
     "gelu": (_gelu, lambda: np.concatenate([uniform(34, -40, 10), neighbours(np.sqrt(2) * 1.25 ** np.arange(16.0))])),
 }
-ROUTINES = {"silu": M.silu64, "logsigmoid": REGISTRY["logsigmoid"].body}
+ROUTINES = {"silu": M.silu64, "mish": M.mish64, "logsigmoid": REGISTRY["logsigmoid"].body}
 
 
 def _routine(name):
@@ -223,7 +224,7 @@ def test_pow_is_exact_where_the_result_is_a_float64():
 
 
 def _public(name):
-    if name in ("silu", "softplus", "gelu", "logsigmoid"):
+    if name in ("silu", "softplus", "gelu", "logsigmoid", "mish"):
         return getattr(vkml.nn.functional, name), getattr(torch.nn.functional, name)
     return getattr(vkml, name), getattr(torch, name)
 

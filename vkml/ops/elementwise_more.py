@@ -354,6 +354,8 @@ def _silu(x):
 
 
 def _mish(x):
+    if x.dtype is T.float64:
+        return M.mish64(x)  # double-double, within 1 ulp (mathlib/f64math.py)
     # tanh(softplus(x)) = exp(x)·(1 - O(exp(x))) for very negative x
     return B.select(x < -80.0, _tiny_x_exp_x(x), x * M.tanh(M.softplus(x)))
 

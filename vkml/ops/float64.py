@@ -95,6 +95,7 @@ FLOAT64_MATH = {
     "sigmoid": _ONE_ULP,
     "softplus": _ONE_ULP + " (beta = 1; another beta adds the rounding of one division)",
     "silu": _ONE_ULP,
+    "mish": _ONE_ULP,
     "sinh": _ONE_ULP,
     "cosh": _ONE_ULP,
     "asinh": _ONE_ULP,

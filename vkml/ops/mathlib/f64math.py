@@ -547,3 +547,30 @@ def pow(x: Value, y: Value) -> Value:  # noqa: A001 - PyTorch's name
     out = select(isnan(y), _quiet(y), out)
     out = select(isnan(x), _quiet(x), out)
     return select(eq(x, 1.0) | eq(y, 0.0), f64(1.0), out)
+
+
+def mish(x: Value) -> Value:
+    """x * tanh(softplus(x)) for float64, as x * n / (n + 2) with n = e^x (e^x + 2) in double-double.
+
+    Precision: ≤ 1 ulp of the correctly rounded result.
+    Special values: mish(-inf) = NaN (-inf * 0, as PyTorch), mish(+inf) = +inf, mish(±0) = ±0,
+    -0.0 below -760; a NaN comes back quieted.
+    """
+    c = _clamp(x, -760.0, 40.0)
+    k, hi, lo = exp_reduced(c)
+    p = pow2(select(k > -58, k, i64(-58)))
+    e_hi, e_lo = hi * p, lo * p  # e^x as a dd for x in [-40, 40]
+    t_hi, t_lo = two_sum(e_hi, f64(2.0))
+    n_hi, n_lo = mul_dd(e_hi, e_lo, t_hi, t_lo + e_lo)
+    d_hi, d_lo = two_sum(n_hi, f64(2.0))
+    q_hi, q_lo = div_dd(n_hi, n_lo, d_hi, d_lo + n_lo)
+    p_hi, p_lo = two_prod(c, q_hi)
+    near = p_hi + (p_lo + c * q_lo)
+    # below -40, tanh(softplus(x)) = e^x (1 - e^x/2 + ...) is e^x to 2^-58: x e^x, scaled once
+    t_hi, t_lo = two_prod(c, hi)
+    tail = scale(t_hi + (t_lo + c * lo), k)
+    out = select(x < -40.0, tail, near)
+    out = select(x < -760.0, -f64(0.0), select(x > 40.0, x, out))  # above 40, 1 - 2e^-80 rounds to 1
+    out = select(eq(x, 0.0), x, out)
+    out = select(eq(x, float("-inf")), _nan(), out)
+    return select(isnan(x), _quiet(x), out)

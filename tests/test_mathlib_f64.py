@@ -109,6 +109,10 @@ def _softplus(v):
     return v if v > 20 else mpmath.log1p(mpmath.exp(v))
 
 
+def _sinc(v):
+    return mpmath.mpf(1) if v == 0 else mpmath.sinpi(v) / (mpmath.pi * v)
+
+
 def _softplus_exact(v):
     return mpmath.log1p(mpmath.exp(v))
 
@@ -149,6 +153,7 @@ UNARY = {
     "asin": (mpmath.asin, lambda: np.concatenate([uniform(27, -1, 1), 1 - log_uniform(28, -53, -1, signed=False)])),
     "acos": (mpmath.acos, lambda: np.concatenate([uniform(29, -1, 1), 1 - log_uniform(30, -53, -1)])),
     "atan": (mpmath.atan, lambda: uniform(31, -10, 10)),
+    "sinc": (_sinc, lambda: np.concatenate([uniform(37, -10, 10), neighbours(np.arange(-20.0, 20.0, 0.5))])),
     "erf": (mpmath.erf, lambda: np.concatenate([uniform(32, -7, 7), neighbours(1.25 ** np.arange(10.0))])),
     "erfc": (_erfc, lambda: np.concatenate([uniform(33, -7, 30), neighbours(1.25 ** np.arange(16.0))])),
     "logsigmoid": (lambda v: -_softplus_exact(-v), lambda: uniform(35, -760, 760)),

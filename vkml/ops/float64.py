@@ -108,6 +108,7 @@ FLOAT64_MATH = {
     "acos": _ONE_ULP,
     "atan": _ONE_ULP,
     "atan2": _ONE_ULP,
+    "sinc": _ONE_ULP + ", near its zeros too (x reduced exactly mod 2)",
     "erf": _ONE_ULP,
     "erfc": _ONE_ULP + ", subnormal results included",
     "gelu": _ONE_ULP + " (approximate='none'; the tanh form has no float64 routine)",

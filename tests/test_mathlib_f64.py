@@ -20,6 +20,7 @@ import vkml
 from vkml.ir.interp.reference import evaluate
 from vkml.ops import mathlib as M
 from vkml.ops.float64 import FLOAT64_MATH
+from vkml.ops.mathlib.f64erf import GELU_BETA, GELU_KAPPA
 from vkml.ops.registry import REGISTRY
 
 NAN, INF = float("nan"), float("inf")
@@ -109,6 +110,11 @@ def _softplus(v):
     return v if v > 20 else mpmath.log1p(mpmath.exp(v))
 
 
+def _gelu_tanh(v):  # PyTorch's formula with its double constants, as v * sigmoid(2 b (v + k v^3))
+    b, k = mpmath.mpf(GELU_BETA), mpmath.mpf(GELU_KAPPA)
+    return v / (1 + mpmath.exp(-2 * b * (v + k * v**3)))
+
+
 def _sinc(v):
     return mpmath.mpf(1) if v == 0 else mpmath.sinpi(v) / (mpmath.pi * v)
 
@@ -154,10 +160,14 @@ UNARY = {
     "acos": (mpmath.acos, lambda: np.concatenate([uniform(29, -1, 1), 1 - log_uniform(30, -53, -1)])),
     "atan": (mpmath.atan, lambda: uniform(31, -10, 10)),
     "sinc": (_sinc, lambda: np.concatenate([uniform(37, -10, 10), neighbours(np.arange(-20.0, 20.0, 0.5))])),
-    "erf": (mpmath.erf, lambda: np.concatenate([uniform(32, -7, 7), neighbours(1.25 ** np.arange(10.0))])),
-    "erfc": (_erfc, lambda: np.concatenate([uniform(33, -7, 30), neighbours(1.25 ** np.arange(16.0))])),
+    "erf": (mpmath.erf, lambda: np.concatenate([uniform(32, -7, 7), neighbours(0.5 * 1.25 ** np.arange(12.0))])),
+    "erfc": (_erfc, lambda: np.concatenate([uniform(33, -7, 30), neighbours(0.5 * 1.25 ** np.arange(19.0))])),
     "logsigmoid": (lambda v: -_softplus_exact(-v), lambda: uniform(35, -760, 760)),
-    "gelu": (_gelu, lambda: np.concatenate([uniform(34, -40, 10), neighbours(np.sqrt(2) * 1.25 ** np.arange(16.0))])),
+    "gelu_tanh": (_gelu_tanh, lambda: np.concatenate([uniform(38, -25, 10), uniform(39, -3, 3)])),
+    "gelu": (
+        _gelu,
+        lambda: np.concatenate([uniform(34, -40, 10), neighbours(-np.sqrt(0.5) * 1.25 ** np.arange(19.0))]),
+    ),
 }
 ROUTINES = {"silu": M.silu64, "mish": M.mish64, "logsigmoid": REGISTRY["logsigmoid"].body}
 
@@ -229,6 +239,11 @@ def test_pow_is_exact_where_the_result_is_a_float64():
 
 
 def _public(name):
+    if name == "gelu_tanh":
+        return (
+            lambda x: vkml.nn.functional.gelu(x, approximate="tanh"),
+            lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
+        )
     if name in ("silu", "softplus", "gelu", "logsigmoid", "mish"):
         return getattr(vkml.nn.functional, name), getattr(torch.nn.functional, name)
     return getattr(vkml, name), getattr(torch, name)
@@ -261,9 +276,9 @@ def test_special_values_like_torch(name):
     # Finite nonzero inputs are judged against mpmath above: torch's vectorized float64 kernels
     # are 1 ulp off at times, overflow early (sinh(710.47)) or flush subnormals (log1p(5e-324)).
     special = np.any([~np.isfinite(a) | (a == 0) for a in args], axis=0)
-    if name == "gelu":  # the documented divergence: vkml gives the limits, PyTorch NaN for -inf
+    if name in ("gelu", "gelu_tanh"):  # the documented divergence: vkml gives the limits, PyTorch NaN for -inf
         infinite = np.isinf(args[0])
-        _assert_same_bits(got.numpy()[infinite], np.where(args[0][infinite] > 0, INF, -0.0), "gelu(±inf)")
+        _assert_same_bits(got.numpy()[infinite], np.where(args[0][infinite] > 0, INF, -0.0), f"{name}(±inf)")
         special &= ~infinite
     if name == "pow":
         special |= (np.abs(args[0]) == 1) | ((args[0] < 0) & (args[1] != np.round(args[1])))

@@ -112,6 +112,7 @@ asin, acos, atan = _with_f64(asin, _f64t.asin), _with_f64(acos, _f64t.acos), _wi
 atan2, pow = _with_f64(atan2, _f64t.atan2), _with_f64(pow, _f64m.pow)  # noqa: A001
 sinc = _with_f64(sinc, _f64t.sinc)
 erf, erfc, gelu = _with_f64(erf, _f64e.erf), _with_f64(erfc, _f64e.erfc), _with_f64(gelu, _f64e.gelu)
+gelu_tanh = _with_f64(gelu_tanh, _f64e.gelu_tanh)
 rsqrt = _with_f64(rsqrt, lambda x: _f64.div(_f64._f64(1.0), _f64.sqrt(x)))  # 1/sqrt(x), as PyTorch's double
 silu64, mish64 = _f64m.silu, _f64m.mish
 _builder.float_division = div  # `a / b` on float IR values builds this division

@@ -21,7 +21,7 @@ import math
 from ...ir.builder import eq, isnan, select
 from ...ir.core import Value
 from .f64 import _quiet
-from .f64dd import f64, fast_two_sum, horner, i64, mul_dd, mul_dd_const, pow2, scale, two_prod, two_sum
+from .f64dd import div_dd, f64, fast_two_sum, horner, i64, mul_dd, mul_dd_const, pow2, scale, two_prod, two_sum
 from .f64math import _abs, _with_sign_of, exp_parts, reduce_exp
 
 TWO_OVER_SQRT_PI = (float.fromhex("0x1.20dd750429b6dp+0"), float.fromhex("0x1.1ae3a914fed80p-56"))
@@ -627,5 +627,53 @@ def gelu(x: Value) -> Value:
     right = r_hi + (r_lo + xs * f_lo)
     out = select(x < 0.0, left, right)
     out = select(a < 64.0, out, select(x < 0.0, -f64(0.0), x))
+    out = select(eq(x, 0.0), x, out)
+    return select(isnan(x), _quiet(x), out)
+
+
+# PyTorch's double constants: M_SQRT2 * M_2_SQRTPI * 0.5 (sqrt(2/pi) rounded as it forms it) and 0.044715
+GELU_BETA = 1.41421356237309504880 * 1.12837916709551257390 * 0.5
+GELU_KAPPA = 0.044715
+
+
+def gelu_tanh(x: Value) -> Value:
+    """GELU's tanh approximation for float64, 0.5 x (1 + tanh(b (x + k x^3))) with PyTorch's
+    double constants b and k, evaluated as x * sigmoid(v), v = 2 b (x + k x^3) a double-double.
+
+    Precision: ≤ 1 ulp of the correctly rounded value of PyTorch's formula, relative accuracy
+    included in the left tail where 1 + tanh(...) cancels (PyTorch's own gives -0.0 below about -7).
+    Special values: gelu_tanh(±0) = ±0, gelu_tanh(+inf) = +inf, gelu_tanh(-inf) = -0.0 (the limit,
+    as float32 ``gelu_tanh``), -0.0 below about -22; a NaN comes back quieted.
+    """
+    a = _abs(x)
+    xs = select(a < 1e30, x, f64(1.0))
+    s_hi, s_lo = two_prod(xs, xs)
+    c_hi, c_lo = mul_dd(s_hi, s_lo, xs, f64(0.0))  # x^3
+    k_hi, k_lo = mul_dd_const(c_hi, c_lo, GELU_KAPPA, 0.0)
+    w_hi, w_lo = two_sum(xs, k_hi)
+    w_hi, w_lo = fast_two_sum(w_hi, w_lo + k_lo)
+    v_hi, v_lo = mul_dd_const(w_hi, w_lo, 2.0 * GELU_BETA, 0.0)  # 2b exact
+    # e^-|v| = 2^k (hi + lo), |v| clamped to 760 (the result underflows well before)
+    negative = v_hi < 0.0
+    m_hi = -_abs(v_hi)
+    m_lo = select(negative, v_lo, -v_lo)
+    clamped = m_hi < -760.0
+    m_hi, m_lo = select(clamped, f64(-760.0), m_hi), select(clamped, f64(0.0), m_lo)
+    k, r_hi, r_lo = reduce_exp(m_hi)
+    r_hi, r_lo = fast_two_sum(r_hi, r_lo + m_lo)
+    hi, lo = exp_parts(r_hi, r_lo)
+    p = pow2(select(k > -58, k, i64(-58)))
+    e_hi, e_lo = hi * p, lo * p
+    d_hi, d_lo = two_sum(f64(1.0), e_hi)
+    n_hi, n_lo = select(negative, e_hi, f64(1.0)), select(negative, e_lo, f64(0.0))
+    q_hi, q_lo = div_dd(n_hi, n_lo, d_hi, d_lo + e_lo)
+    t_hi, t_lo = two_prod(xs, q_hi)
+    near = t_hi + (t_lo + xs * q_lo)
+    # v below -40: sigmoid(v) = e^v to 2^-57, x e^v scaled once (x*hi is at most 2^6 in size here)
+    u_hi, u_lo = two_prod(xs, hi)
+    tail = scale(u_hi + (u_lo + xs * lo), k)
+    out = select(m_hi < -40.0, select(negative, tail, near), near)
+    out = select(clamped & negative, -f64(0.0), out)
+    out = select(a < 1e30, out, select(x > 0.0, x, -f64(0.0)))
     out = select(eq(x, 0.0), x, out)
     return select(isnan(x), _quiet(x), out)

@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import ShapeError
 from ..frontend import creation, mutation
 from ..frontend import operators as functions
+from ..ir.types import float64
 from .module import Module, Parameter
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -54,7 +55,11 @@ def _f32(value: float) -> float:
 
 def _elu(op: str, input, alpha: float, scale: float, input_scale: float, inplace: bool):
     # PyTorch's kernel multiplies by negcoef = alpha·scale, formed in float32 from float32 operands
-    negcoef = _f32(np.float32(alpha) * np.float32(scale))
+    # (in float64 for a float64 input, as its double kernel does)
+    if getattr(input, "dtype", None) is float64:
+        negcoef = float(alpha) * float(scale)
+    else:
+        negcoef = _f32(np.float32(alpha) * np.float32(scale))
     _float_input(op, input)
     if inplace:
         return mutation.inplace(

@@ -63,6 +63,9 @@ def softplus(input, beta: float = 1.0, threshold: float = 20.0):
     x = functions.cast(input, T.float32) if node.dtype in (T.float16, T.bfloat16) else input
     scaled = x * float(beta)
     smooth = functions._elementwise("softplus", scaled)
+    if threshold > 20 and node.dtype is T.float64:
+        # the op returns z itself above 20; log1p(exp(-z)) (up to e^-20 relative) matters in float64
+        smooth = smooth + functions.where(scaled > 20.0, (-scaled).exp().log1p(), 0.0)
     if beta != 1:
         smooth = smooth / float(beta)
     out = functions.where(scaled > float(threshold), x, smooth)

@@ -332,11 +332,13 @@ def _hardtanh(x, lo, hi):
 
 
 def _hardsigmoid(x):
-    return M.div(M.clamp(x + 3.0, f32(0.0), f32(6.0)), f32(6.0))
+    zero, six = B.const(0.0, x.dtype), B.const(6.0, x.dtype)  # float32, or float64
+    return M.div(M.clamp(x + 3.0, zero, six), six)
 
 
 def _hardswish(x):
-    return M.div(x * M.clamp(x + 3.0, f32(0.0), f32(6.0)), f32(6.0))
+    zero, six = B.const(0.0, x.dtype), B.const(6.0, x.dtype)
+    return M.div(x * M.clamp(x + 3.0, zero, six), six)
 
 
 def _tiny_x_exp_x(x):
@@ -346,10 +348,14 @@ def _tiny_x_exp_x(x):
 
 
 def _silu(x):
+    if x.dtype is T.float64:
+        return M.silu64(x)  # double-double, within 1 ulp (mathlib/f64math.py)
     return B.select(x < -80.0, _tiny_x_exp_x(x), M.div(x, 1.0 + M.exp(-x)))
 
 
 def _mish(x):
+    if x.dtype is T.float64:
+        return M.mish64(x)  # double-double, within 1 ulp (mathlib/f64math.py)
     # tanh(softplus(x)) = exp(x)·(1 - O(exp(x))) for very negative x
     return B.select(x < -80.0, _tiny_x_exp_x(x), x * M.tanh(M.softplus(x)))
 
@@ -359,6 +365,10 @@ def _softsign(x):
 
 
 def _logsigmoid(x):
+    if x.dtype is T.float64:
+        # -softplus(-x) within 1 ulp; a zero is +0, as PyTorch (a select: lavapipe folds 0.0 - v to -v)
+        s = M.softplus(-x, 1.0, float("inf"))
+        return B.select(B.eq(s, 0.0), B.const(0.0, x.dtype), -s)
     # PyTorch: min(x, 0) - log1p(exp(-|x|))
     return B.select(x < 0.0, x, f32(0.0)) - M.log1p(M.exp(-M.abs(x)))
 
@@ -875,7 +885,7 @@ _op(
     "x / (1 + exp(-x)) (also called swish).",
     _silu,
     precision="exp ≤ 1 ulp, then a sum and a correctly rounded division: ≤ 3 ulp",
-    special="silu(-inf) = -0.0, silu(inf) = inf, NaN gives NaN.",
+    special="silu(-inf) = NaN (-inf / inf, as PyTorch), silu(inf) = inf, NaN gives NaN.",
     torch_name="nn.functional.silu",
     grad=_grad_silu,
     **_ACT,

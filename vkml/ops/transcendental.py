@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from ..ir import types as T
 from ..ir.builder import select
 from . import mathlib as M
 from .registry import NUMERIC_DTYPES, OpDef, Public, register
@@ -22,6 +23,13 @@ _SQRT_PI_OVER_2 = math.sqrt(math.pi) / 2.0
 # PyTorch multiplies by these constants rounded to float32 (a wrapped double scalar in a float op).
 DEG2RAD = float(np.float32(math.pi / 180.0))
 RAD2DEG = float(np.float32(180.0 / math.pi))
+# ... and float64 ones rounded to float64 (its double kernel's M_PI / 180 and 180 / M_PI)
+DEG2RAD64, RAD2DEG64 = math.pi / 180.0, 180.0 / math.pi
+
+
+def _by_constant(c32: float, c64: float):
+    return lambda a: a * (c64 if a.dtype is T.float64 else c32)
+
 
 _TRIG_NAN = "{0}(±inf) = NaN, NaN gives NaN."
 _EARLY_OVERFLOW = (
@@ -166,7 +174,7 @@ _unary(
 )
 _unary(
     "deg2rad",
-    lambda a: a * DEG2RAD,
+    _by_constant(DEG2RAD, DEG2RAD64),
     "Degrees to radians: input · (pi / 180).",
     "one correctly rounded product by float32(pi/180): the bits of PyTorch",
     "NaN and ±inf pass through the product (deg2rad(±inf) = ±inf).",
@@ -174,7 +182,7 @@ _unary(
 )
 _unary(
     "rad2deg",
-    lambda a: a * RAD2DEG,
+    _by_constant(RAD2DEG, RAD2DEG64),
     "Radians to degrees: input · (180 / pi).",
     "one correctly rounded product by float32(180/pi): the bits of PyTorch",
     "NaN and ±inf pass through the product; very large inputs overflow to ±inf.",

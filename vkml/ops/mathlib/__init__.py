@@ -5,7 +5,9 @@ documents its precision (``Precision:``), its NaN/inf behaviour (``Special value
 ``Divergence from PyTorch:``; the docs generator reads those lines.
 
 All functions take and return float32 IR values (float16 is computed in float32 and narrowed
-with ``f32_to_f16``). Only add/sub/mul, compares, select, bit and integer operations are used,
+with ``f32_to_f16``); the transcendental ones dispatch float64 operands to their float64 twins
+(``f64math``, ``f64trig``, ``f64erf``: each within 1 ulp of float64, built on the double-double
+arithmetic of ``f64dd``; vkml/ops/float64.py lists them with their bounds). Only add/sub/mul, compares, select, bit and integer operations are used,
 so the CPU interpreter and every Vulkan driver produce the same bits.
 
 | function | precision |
@@ -35,6 +37,9 @@ tan, their inverses), ``hyperbolic`` (with log10 and logit), ``erfs`` (erfc, erf
 from ...ir import builder as _builder
 from . import exact as _exact
 from . import f64 as _f64
+from . import f64erf as _f64e
+from . import f64math as _f64m
+from . import f64trig as _f64t
 from .bf16 import bf16_to_f32, f32_to_bf16, round_bf16
 from .erfs import erfc, erfinv
 from .exact import rsqrt
@@ -78,6 +83,38 @@ def clamp_max(x, hi):
 
 
 clamp_min.__doc__, clamp_max.__doc__ = _exact.clamp_min.__doc__, _exact.clamp_max.__doc__
+
+
+# float64 operands of the transcendental functions go to their float64 routines (f64math, f64trig);
+# the docstring stays the float32 one, and the float64 bound is on the function in f64math/f64trig.
+def _with_f64(f32_fn, f64_fn):
+    def dispatch(x, *args, **kwargs):
+        return f64_fn(x, *args, **kwargs) if x.dtype is _f64.F64 else f32_fn(x, *args, **kwargs)
+
+    dispatch.__name__ = dispatch.__qualname__ = f32_fn.__name__
+    dispatch.__doc__ = f32_fn.__doc__
+    dispatch.f64 = f64_fn
+    return dispatch
+
+
+exp, exp2, expm1 = _with_f64(exp, _f64m.exp), _with_f64(exp2, _f64m.exp2), _with_f64(expm1, _f64m.expm1)
+log, log2, log10 = _with_f64(log, _f64m.log), _with_f64(log2, _f64m.log2), _with_f64(log10, _f64m.log10)
+log1p = _with_f64(log1p, _f64m.log1p)
+tanh, sigmoid, softplus = (
+    _with_f64(tanh, _f64m.tanh),
+    _with_f64(sigmoid, _f64m.sigmoid),
+    _with_f64(softplus, _f64m.softplus),
+)
+sinh, cosh = _with_f64(sinh, _f64m.sinh), _with_f64(cosh, _f64m.cosh)
+asinh, acosh, atanh = _with_f64(asinh, _f64m.asinh), _with_f64(acosh, _f64m.acosh), _with_f64(atanh, _f64m.atanh)
+sin, cos, tan = _with_f64(sin, _f64t.sin), _with_f64(cos, _f64t.cos), _with_f64(tan, _f64t.tan)
+asin, acos, atan = _with_f64(asin, _f64t.asin), _with_f64(acos, _f64t.acos), _with_f64(atan, _f64t.atan)
+atan2, pow = _with_f64(atan2, _f64t.atan2), _with_f64(pow, _f64m.pow)  # noqa: A001
+sinc = _with_f64(sinc, _f64t.sinc)
+erf, erfc, gelu = _with_f64(erf, _f64e.erf), _with_f64(erfc, _f64e.erfc), _with_f64(gelu, _f64e.gelu)
+gelu_tanh = _with_f64(gelu_tanh, _f64e.gelu_tanh)
+rsqrt = _with_f64(rsqrt, lambda x: _f64.div(_f64._f64(1.0), _f64.sqrt(x)))  # 1/sqrt(x), as PyTorch's double
+silu64, mish64 = _f64m.silu, _f64m.mish
 _builder.float_division = div  # `a / b` on float IR values builds this division
 
 __all__ = [

@@ -531,6 +531,12 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY_SUBMODULES))
 
 
+# ---------------------------------------------------------------------- capture and replay (vkml/frontend/jit.py)
+from .frontend.jit import JitError, jit  # noqa: E402
+
+__all__ += ["jit", "JitError"]
+
+
 # ---------------------------------------------------------------------- mixed precision (vkml/frontend/amp.py)
 # KEEP THIS BLOCK LAST (merges append above it): autocast wraps the public functions bound
 # above, the Tensor methods and nn.functional's.

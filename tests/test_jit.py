@@ -221,3 +221,47 @@ def test_capture_context_records_a_block_and_replays_it():
     np.testing.assert_array_equal(w.numpy(), expected)
     with pytest.raises(vkml.JitError, match="no recording fits"):
         g.replay(vkml.ones(4))
+
+
+def test_a_replay_with_constant_parameters_submits_an_earlier_recording_again(gpu):
+    model, opt = _setup(gpu, "sgd", dropout=False)
+
+    @vkml.jit
+    def step(x, y):
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    xs, ys = _batches(gpu, 2)
+    for i in range(6):
+        step(xs[i % 2], ys[i % 2]).item()  # reading the loss passes cross_entropy's check of the labels
+    debug.reset_counters()
+    for i in range(4):
+        step(xs[i % 2], ys[i % 2]).item()
+    counts = debug.counters()
+    # the two halves of the ping-pong are two recordings, each submitted again
+    assert counts["submissions"] == 4 and counts["recordings_reused"] == 4 and counts["plans"] == 0
+
+
+def test_a_replayed_step_still_refuses_labels_out_of_range_when_its_loss_is_read():
+    model, opt = _setup(vkml.device("cpu"), "sgd", dropout=False)
+
+    @vkml.jit
+    def step(x, y):
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    xs, ys = _batches("cpu", 1)
+    for _ in range(4):
+        step(xs[0], ys[0]).item()
+    replays = step.stats["replays"]
+    bad = vkml.tensor([0, 1, 7] + [0] * 9)
+    loss = step(xs[0], bad)
+    assert step.stats["replays"] == replays + 1
+    with pytest.raises(IndexError, match="out of bounds"):
+        loss.item()

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import itertools
 import sys
 import types
 import weakref
@@ -46,12 +47,16 @@ from ..ir import types as T
 from ..kernels import matmul as kernels_matmul
 from ..schedule import checks, plan_cache
 from ..schedule import scheduler as schedule
+from ..tensor import Tensor
 from . import autograd
 
 __all__ = ["jit", "capture", "JitError"]
 
 MAX_CAPTURES = 8  # captures per jit object before a changing signature raises
 MAX_WARMUP = 4  # calls that may each record different work before capture gives up
+
+
+_uids = itertools.count()
 
 
 class JitError(RuntimeError):
@@ -105,8 +110,6 @@ class _Recorder:
 
 
 def _is_tensor(x) -> bool:
-    from ..tensor import Tensor
-
     return isinstance(x, Tensor)
 
 
@@ -244,7 +247,7 @@ def _function_roots(fn) -> list:
 
 def _flatten(value, tensors: list):
     """``value`` with each tensor replaced by its index in ``tensors`` (appended): a template to rebuild it."""
-    if _is_tensor(value):
+    if isinstance(value, Tensor):
         tensors.append(value)
         return ("T", len(tensors) - 1)
     if isinstance(value, (list, tuple)):
@@ -252,6 +255,12 @@ def _flatten(value, tensors: list):
     if isinstance(value, dict):
         return (dict, {k: _flatten(v, tensors) for k, v in value.items()})
     return ("V", value)
+
+
+@functools.lru_cache(maxsize=16)
+def _tensors_template(count: int) -> tuple:
+    """``_flatten((args, {}), ...)`` of ``count`` tensor arguments (shared: compared, never changed)."""
+    return (tuple, [(tuple, [("T", i) for i in range(count)]), (dict, {})])
 
 
 def _rebuild(template, tensors: list):
@@ -269,8 +278,11 @@ def _rebuild(template, tensors: list):
 def _input_signature(tensors: list) -> tuple:
     """The structure of the argument tensors' graphs (trace order and key), their devices and flags."""
     nodes = [t.node for t in tensors]
+    extra = tuple([(n.device.name, t.requires_grad) for t, n in zip(tensors, nodes)])
+    if all(n.op == "buffer" for n in nodes) and len({id(n) for n in nodes}) == len(nodes):
+        # Realized arguments (a data loader's batches): the trace of each is the node alone.
+        return nodes, (tuple([(n.shape, n.dtype) for n in nodes]), extra)
     order, structure = plan_cache.trace(nodes, kernels_matmul.mode) if nodes else ([], ())
-    extra = tuple((t.device.name, t.requires_grad) for t in tensors)
     return order, (structure, extra)
 
 
@@ -361,12 +373,15 @@ class _Program:
         self.out_template = call.out_template
         self.guard = call.guard
         self.draw_generators = [g for g, _ in rec.draws]
+        self.uid = next(_uids)  # names this recording in command-buffer keys (an id() could be reused)
         self.fresh_buffers = 0
         written = {id(b) for d in self.dispatches for n, b in d.buffers.items() if _writes(d, n)}
         self._bind_slots(first, call, written)
         self._bind_inputs(call)
         self._bind_params(first, call)
         self._counters(first, call)
+        self.params_changing = self.input_params + self.draw_params + self.scalar_params
+        self.made_checks: list = []  # the checks the last replay made (vkml/schedule/checks.py)
         self._check_internal(written)
 
     # -- buffers
@@ -519,8 +534,6 @@ class _Program:
 
     def rebase(self) -> None:
         """Put plain tensors where the recorded call left views over lazy bases (see ``_bind_slots``)."""
-        from ..tensor import Tensor
-
         for (kind, holder, name), requires_grad, node in self._rebase:
             t = Tensor(node, requires_grad=requires_grad)
             setattr(holder, name, t) if kind == "attr" else holder.__setitem__(name, t)
@@ -558,12 +571,17 @@ class _Program:
         return found
 
     def replay(self, roots: _Roots, inputs: list, live: list) -> list:
+        # What changes from one replay to the next, gathered as it is bound: the command buffer
+        # recorded for the same values is found by this key, without walking every dispatch.
+        changes: list = [self.uid]
         for d, name, pos in self.input_buffers:
-            d.buffers[name] = inputs[pos].buffer
+            b = d.buffers[name] = inputs[pos].buffer
+            changes.append(getattr(b, "binding_key", None))
         for d, name, pos, ref in self.input_params:
             node = inputs[pos]
             d.params[name] = plan_cache.view_value(node.arg, *ref) if ref is not None else _param(node.arg)
         for (_, refs, _, _), b in zip(self.live_reads, live):
+            changes.append(getattr(b, "binding_key", None))
             for d, name in refs:
                 d.buffers[name] = b
         for state, name, delta in self.numbers:
@@ -577,6 +595,9 @@ class _Program:
             for d, name, key, dtype in self.scalar_params:
                 d.params[name] = _param(lazy._scalar_value(scalars[key], dtype))
         live_ids = {id(b) for b in live}
+        for check in self.made_checks:  # a check that passed never reads its values again: its buffers are free
+            if check.passed:
+                check.nodes = ()
         for s in self.slots:
             if s.last is None:
                 continue
@@ -585,6 +606,10 @@ class _Program:
                 for d, name in s.writes:
                     d.buffers[name] = target
                 s.last = target
+            changes.append(getattr(target, "binding_key", None))
+        for d, name, *_ in self.params_changing:
+            v = d.params[name]
+            changes.append((v.__class__, v if v else repr(v)))  # -0.0 is not 0.0
         carried = {}
         if checks.active():  # the checks the state read carries stay with what is computed from it
             for loc, *_ in self.live_reads:
@@ -592,7 +617,10 @@ class _Program:
                     if not c.passed:
                         carried[id(c)] = c
         del live
-        self.device.run(self.dispatches)
+        if self.device.kind == "vulkan":
+            self.device.run(self.dispatches, key=tuple(changes))
+        else:
+            self.device.run(self.dispatches)
         return self._publish(list(carried.values()))
 
     def _target(self, s: _Slot, live_ids: set):
@@ -611,8 +639,6 @@ class _Program:
         return b
 
     def _publish(self, carried: list) -> list:
-        from ..tensor import Tensor
-
         nodes = {}
         for s in self.slots:
             if s.last is not None:
@@ -639,6 +665,7 @@ class _Program:
                     t.requires_grad_(True)
                 setattr(holder, name, t) if kind == "attr" else holder.__setitem__(name, t)
         outs = [Tensor(nodes[id(s)]) for s in self.out_slots]
+        self.made_checks = made
         if made or checks.active():
             targets = [nodes[id(s)] for s in self.slots if s.last is not None]
             checks.submitted(made + carried, tuple(targets))
@@ -776,8 +803,12 @@ class _Captured:
         """(program, the arguments' trace order, live state buffers) of a recording that fits this call, or None."""
         if not self.programs:
             return None
-        tensors: list = []
-        template = _flatten((args, kwargs), tensors)
+        if not kwargs and all(isinstance(a, Tensor) for a in args):  # the usual call: tensors alone
+            tensors = list(args)
+            template = _tensors_template(len(args))
+        else:
+            tensors = []
+            template = _flatten((args, kwargs), tensors)
         inputs, signature = _input_signature(tensors)
         for program in self.programs:
             if program.arg_template == template and program.signature == signature:

@@ -38,6 +38,7 @@ import functools
 import gc
 import itertools
 import sys
+import threading
 import types
 import weakref
 
@@ -71,10 +72,14 @@ class _NotSteady(Exception):
 
 
 class _Recorder:
-    """Installed as ``scheduler.recorder`` while one call runs: it sees every realize, draw and read."""
+    """Installed as ``scheduler.recorder`` while one call runs: it sees every realize, draw and read.
+
+    Only the recording thread's: another thread's work meanwhile is neither recorded nor refused.
+    """
 
     def __init__(self, name: str):
         self.name = name
+        self.thread = threading.get_ident()
         self.dispatches: list = []
         self.sources: list = []  # per dispatch: {param name: (node, view ref or None)}
         self.devices: set = set()
@@ -82,6 +87,8 @@ class _Recorder:
         self.checks: list = []  # (check, its nodes) computed by the recorded realizes
 
     def realized(self, device, dispatches, recipe, order) -> None:
+        if threading.get_ident() != self.thread:
+            return
         if any(step[0] is None for step in recipe.steps):
             raise JitError(f"{self.name}: a user's @vkml.kernel inside a captured function is not supported")
         self.devices.add(device)
@@ -93,12 +100,18 @@ class _Recorder:
         self.dispatches += dispatches
 
     def checked(self, found) -> None:
+        if threading.get_ident() != self.thread:
+            return
         self.checks += [(c, c.nodes) for c in found]
 
     def drew(self, generator, nodes) -> None:
+        if threading.get_ident() != self.thread:
+            return
         self.draws.append((generator, nodes))
 
     def read(self, tensor) -> None:
+        if threading.get_ident() != self.thread:
+            return
         raise JitError(
             f"{self.name}: reading a tensor's values (.item(), .tolist(), .numpy(), bool(), printing) inside a "
             f"captured function is not supported: the replay runs without Python, so the value could not steer "

@@ -265,3 +265,29 @@ def test_a_replayed_step_still_refuses_labels_out_of_range_when_its_loss_is_read
     assert step.stats["replays"] == replays + 1
     with pytest.raises(IndexError, match="out of bounds"):
         loss.item()
+
+
+def test_state_the_function_cannot_reach_is_refused_with_a_hint():
+    w = vkml.ones(2, requires_grad=True)
+    holder = {"opt": vkml.optim.SGD([w], lr=1.0)}
+
+    calls = []
+
+    def step(x, opt):  # the parameter is reached through nothing the jit can see
+        calls.append(1)
+        opt.zero_grad()
+        (x * w).sum().backward()
+        opt.step()
+
+    g = vkml.jit.capture()
+    with pytest.raises(vkml.JitError, match="state="):
+        for _ in range(3):
+            with g.record(vkml.ones(2)):
+                step(vkml.ones(2), holder["opt"])
+    kept = vkml.jit.capture(state=holder["opt"])
+    for _ in range(2):
+        with kept.record(vkml.ones(2)):
+            step(vkml.ones(2), holder["opt"])
+    assert kept.ready
+    kept.replay(vkml.ones(2))
+    assert w.tolist() == [1.0 - len(calls) - 1] * 2  # every call ran, then one replay: each subtracts x

@@ -26,10 +26,11 @@ corrections, recomputed after the replay advances the step counts the call advan
 parameter that changes between calls raises ``JitError``: it is a Python value the replay cannot
 know.
 
-What the guard checks on every call (a mismatch recaptures, at most ``max_captures`` times):
-the structure of every tensor argument (shapes, dtypes, views, device, requires_grad), the other
-arguments (by ``==``), grad mode, the modules' ``training`` flags, the optimizers' hyper-parameters,
-the generators' seeds, and that every state tensor still holds the value the last call left.
+What the guard checks on every call (a call that fits no recording records anew; at most
+``max_captures`` recordings): the structure of every tensor argument (shapes, dtypes, views,
+device, requires_grad), the other arguments (by ``==``), grad mode, the modules' ``training``
+flags, the optimizers' hyper-parameters, and that every state tensor the work reads has the
+recorded size (it is read from wherever it is now: calls between replays may change it).
 """
 
 from __future__ import annotations
@@ -394,7 +395,7 @@ class _Program:
         self._bind_params(first, call)
         self._counters(first, call)
         self.params_changing = self.input_params + self.draw_params + self.scalar_params
-        self.made_checks: list = []  # the checks the last replay made (vkml/schedule/checks.py)
+        self.made_checks: list = []  # checks replays made and nobody read yet (vkml/schedule/checks.py)
         self._check_internal(written)
 
     # -- buffers
@@ -559,9 +560,10 @@ class _Program:
             # held by the dispatches' dicts n times, by the tuple in _internal once, by getrefcount's argument
             if sys.getrefcount(b) > n + 3:
                 raise JitError(
-                    f"{self.name}: a tensor of shape-size {b.numel} computed inside the captured function is kept "
-                    f"outside it without being returned (a global, a list, a module attribute); return it, or pass "
-                    f"its holder as state"
+                    f"{self.name}: a tensor of {b.numel} elements computed inside the captured function is kept "
+                    f"outside it without being returned (a global, a list, a module attribute, a parameter of a "
+                    f"module the function does not reach through its arguments, closure or globals); return it, "
+                    f"or pass its holder in state=..."
                 )
         self._internal = None
 
@@ -608,9 +610,12 @@ class _Program:
             for d, name, key, dtype in self.scalar_params:
                 d.params[name] = _param(lazy._scalar_value(scalars[key], dtype))
         live_ids = {id(b) for b in live}
+        open_checks = []
         for check in self.made_checks:  # a check that passed never reads its values again: its buffers are free
             if check.passed:
                 check.nodes = ()
+            else:
+                open_checks.append(check)
         for s in self.slots:
             if s.last is None:
                 continue
@@ -634,7 +639,7 @@ class _Program:
             self.device.run(self.dispatches, key=tuple(changes))
         else:
             self.device.run(self.dispatches)
-        return self._publish(list(carried.values()))
+        return self._publish(list(carried.values()), open_checks)
 
     def _target(self, s: _Slot, live_ids: set):
         """One of the slot's buffers that no tensor holds and the work does not read, else a new one."""
@@ -651,7 +656,7 @@ class _Program:
         s.mine[1 if s.mine[0] is s.last else 0] = b  # forget one a tensor keeps (not the one entries point to)
         return b
 
-    def _publish(self, carried: list) -> list:
+    def _publish(self, carried: list, open_checks: list) -> list:
         nodes = {}
         for s in self.slots:
             if s.last is not None:
@@ -678,7 +683,7 @@ class _Program:
                     t.requires_grad_(True)
                 setattr(holder, name, t) if kind == "attr" else holder.__setitem__(name, t)
         outs = [Tensor(nodes[id(s)]) for s in self.out_slots]
-        self.made_checks = made
+        self.made_checks = open_checks + made  # checks of earlier replays not read yet, then this one's
         if made or checks.active():
             targets = [nodes[id(s)] for s in self.slots if s.last is not None]
             checks.submitted(made + carried, tuple(targets))

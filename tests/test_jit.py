@@ -291,3 +291,24 @@ def test_state_the_function_cannot_reach_is_refused_with_a_hint():
     assert kept.ready
     kept.replay(vkml.ones(2))
     assert w.tolist() == [1.0 - len(calls) - 1] * 2  # every call ran, then one replay: each subtracts x
+
+
+def test_a_window_of_a_parameter_is_read_from_the_parameter_as_it_is_now(dev):
+    def run(jitted):
+        w = vkml.ones(8, requires_grad=True, device=dev)
+        opt = vkml.optim.SGD([w], lr=1.0)
+
+        def step(x):
+            opt.zero_grad()
+            loss = (x * w).sum() + (w[4:] * 2).sum()  # w[4:] of a realized w: a window of its buffer
+            loss.backward()
+            opt.step()
+            return loss
+
+        f = vkml.jit(step) if jitted else step
+        losses = [f(vkml.ones(8, device=dev)).item() for _ in range(5)]
+        return losses, w.tolist(), (f.stats if jitted else None)
+
+    plain, captured = run(False), run(True)
+    assert captured[:2] == plain[:2]
+    assert captured[2]["replays"] == 3

@@ -392,6 +392,7 @@ class _Program:
         written = {id(b) for d in self.dispatches for n, b in d.buffers.items() if _writes(d, n)}
         self._bind_slots(first, call, written)
         self._bind_inputs(call)
+        self._check_fixed(first, written)
         self._bind_params(first, call)
         self._counters(first, call)
         self.params_changing = self.input_params + self.draw_params + self.scalar_params
@@ -476,6 +477,7 @@ class _Program:
                 loc = by_before.get(id(b))
                 if loc is not None:
                     reads.setdefault(id(loc), (loc, [], b.numel, b.dtype))[1].append((d, name))
+        self._by_before = by_before
         # State the work reads is bound from the state tensors at every replay: a parameter holds
         # whatever buffer the last call (recorded or replayed, by any recording) left it.
         self.live_reads = [(loc, tuple(refs), numel, dtype) for loc, refs, numel, dtype in reads.values()]
@@ -490,6 +492,28 @@ class _Program:
                 pos = leaf_pos.get(id(b))
                 if pos is not None:
                     self.input_buffers.append((d, name, pos))
+
+    def _check_fixed(self, first: _Call, written: set) -> None:
+        """Refuse a buffer read from outside the work that is neither an argument's nor bound from state,
+        yet differs between the two calls: a replay would read the recorded one, stale."""
+        bound = {(id(d), name) for d, name, _ in self.input_buffers}
+        bound.update((id(d), name) for _, refs, _, _ in self.live_reads for d, name in refs)
+        self.alias_reads = []  # (dispatch, name, location, start, numel, parent numel, dtype): a window of state
+        for d, d_first in zip(self.dispatches, first.recorder.dispatches):
+            for name, b in d.buffers.items():
+                if id(b) in written or (id(d), name) in bound or b is d_first.buffers[name]:
+                    continue
+                parent = getattr(b, "parent", None)  # an alias: a window of a realized buffer, read in place
+                loc = None if parent is None else self._by_before.get(id(parent))
+                if loc is not None:
+                    self.alias_reads.append((d, name, loc, b.start, b.numel, parent.numel, parent.dtype))
+                    continue
+                raise JitError(
+                    f"{self.name}: kernel {d.kernel.name!r} reads a tensor of {b.numel} elements that changed "
+                    f"between calls but is neither an argument nor state the jit reaches whole (a view of a "
+                    f"parameter, or a tensor not reachable from the arguments, closure or globals: pass its "
+                    f"holder in state=...)"
+                )
 
     def _bind_params(self, first: _Call, call: _Call) -> None:
         node_pos = {id(n): i for i, n in enumerate(call.inputs)}
@@ -583,6 +607,11 @@ class _Program:
             if b.numel != numel or b.dtype is not dtype:
                 return None
             found.append(b)
+        for _, _, loc, _, _, numel, dtype in self.alias_reads:
+            t = _get(loc)
+            node = None if t is None else (t._node if t._base is None else t.node)
+            if node is None or not node.realized or node.buffer.numel != numel or node.buffer.dtype is not dtype:
+                return None
         return found
 
     def replay(self, roots: _Roots, inputs: list, live: list) -> list:
@@ -599,6 +628,10 @@ class _Program:
             changes.append(getattr(b, "binding_key", None))
             for d, name in refs:
                 d.buffers[name] = b
+        for d, name, loc, start, numel, _, _ in self.alias_reads:  # the same window of the state as it is now
+            t = _get(loc)
+            b = d.buffers[name] = self.device.alias((t._node if t._base is None else t.node).buffer, start, numel)
+            changes.append(getattr(b, "binding_key", None))
         for state, name, delta in self.numbers:
             state[name] += delta
         if self.draw_params:

@@ -32,7 +32,7 @@ def _batches(dev, n: int, rows: int = 12):
     return xs, ys
 
 
-def _train(dev, optimizer, dropout, jitted, steps=6):
+def _train(dev, optimizer, dropout, jitted, steps=5):
     model, opt = _setup(dev, optimizer, dropout)
 
     def step(x, y):

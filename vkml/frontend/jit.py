@@ -672,6 +672,16 @@ class _Program:
             self.device.run(self.dispatches, key=tuple(changes))
         else:
             self.device.run(self.dispatches)
+        # The entries of what was read let go of it: a state buffer another recording of this
+        # function may write next must be held by its tensor alone (``_target``), and an
+        # argument's buffer is not kept alive past the call.
+        for d, name, _ in self.input_buffers:
+            d.buffers[name] = None
+        for _, refs, _, _ in self.live_reads:
+            for d, name in refs:
+                d.buffers[name] = None
+        for d, name, *_ in self.alias_reads:
+            d.buffers[name] = None
         return self._publish(list(carried.values()), open_checks)
 
     def _target(self, s: _Slot, live_ids: set):

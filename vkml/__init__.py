@@ -183,6 +183,12 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY_SUBMODULES))
 
 
+# ---------------------------------------------------------------------- capture and replay (vkml/frontend/jit.py)
+from .frontend.jit import JitError, jit  # noqa: E402
+
+__all__ += ["jit", "JitError"]
+
+
 # ---------------------------------------------------------------------- the public ops, then autocast
 # KEEP THIS BLOCK LAST. Every op is bound here, from the ``EXPORTS`` of the modules that define it
 # (vkml/frontend/public.py): vkml.<name> (``tensor`` replaces the submodule vkml.tensor), __all__,

@@ -229,6 +229,8 @@ class Tensor:
 
     def _stored(self) -> np.ndarray:
         """The stored elements as a numpy array (bfloat16: its bits as int16)."""
+        if schedule.recorder is not None:  # a read inside vkml.jit's capture (vkml/frontend/jit.py) raises
+            schedule.recorder.read(self)
         self.realize()
         node = self.node
         checks.verify_read(node)  # raises the error of an op whose values were refused (vkml/schedule/checks.py)

@@ -25,6 +25,7 @@ from ..graph import build as lazy
 from ..graph.node import Node
 from ..ir import types as T
 from ..ops.promotion import default_float
+from ..schedule import scheduler as _scheduler
 from .devices import device as get_device
 from .devices import get_default_device
 from .exports import Export
@@ -113,6 +114,8 @@ def random_tensor(kind: str, shape, dtype=None, device=None, generator: Generato
         raise ValueError(f"random tensors index their elements with 32 bits: {numel} elements is too many")
     words = (generator or default_generator).next_key()
     srcs = tuple(lazy.const_node(w, T.int32, (), dev) for w in words)  # int32 bits: parameters of the kernel
+    if _scheduler.recorder is not None:  # vkml.jit draws again on replay (vkml/frontend/jit.py)
+        _scheduler.recorder.drew(generator or default_generator, srcs)
     out = _wrap(Node("random", srcs, kind, shape, T.float32, dev))
     return cast(out, dtype)
 

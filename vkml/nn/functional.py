@@ -22,6 +22,7 @@ from ..frontend import random as vkrandom
 from ..frontend import shape as shape_ops
 from ..ir import types as T
 from ..schedule import checks
+from ..schedule import scheduler as _scheduler
 
 relu = functions.relu
 softmax = functions.softmax
@@ -170,7 +171,10 @@ def _checked_hits(op: str, indices, size: int, dim: int, message, error=IndexErr
     _integer_indices(op, indices)
     hits = _hits(indices, size, dim)
     node, key = indices.node, (size, ignore_index)
-    if indices.numel() == 0 or key in _indices_passed.get(node, ()):
+    # Inside vkml.jit's capture the check is always made and never remembered: the recording
+    # replays it on every later call's indices (vkml/frontend/jit.py).
+    capturing = _scheduler.recorder is not None
+    if indices.numel() == 0 or (key in _indices_passed.get(node, ()) and not capturing):
         return hits
     flat = indices.reshape(-1)
     n = flat.shape[0]
@@ -181,7 +185,7 @@ def _checked_hits(op: str, indices, size: int, dim: int, message, error=IndexErr
     first = functions.where(bad, positions, n).amin()
     value = functions.where(positions == first, flat, 0).sum()
     called = f" (called at {checks.user_line()})"
-    remember = weakref.ref(node) if node.realized else None
+    remember = weakref.ref(node) if node.realized and not capturing else None
 
     def describe(values):
         if values[0] < n:

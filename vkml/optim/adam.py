@@ -68,7 +68,6 @@ class Adam(Optimizer):
             if group["amsgrad"]:
                 state["max_exp_avg_sq"] = zeros_like(param)
         state["step"] += 1
-        step = state["step"]
         if wd != 0 and group["decoupled_weight_decay"]:
             param = param * (1 - lr * wd)
         elif wd != 0:
@@ -78,9 +77,14 @@ class Adam(Optimizer):
         state["exp_avg"], state["exp_avg_sq"] = exp_avg, exp_avg_sq
         if group["amsgrad"]:
             exp_avg_sq = state["max_exp_avg_sq"] = maximum(state["max_exp_avg_sq"], exp_avg_sq)
-        step_size = lr / (1 - beta1**step)
-        denom = exp_avg_sq.sqrt() / math.sqrt(1 - beta2**step) + eps
-        return param + ((-step_size) * exp_avg) / denom
+        neg_step_size, bias_correction2_sqrt = self._jit_scalars(group, state)
+        denom = exp_avg_sq.sqrt() / bias_correction2_sqrt + eps
+        return param + (neg_step_size * exp_avg) / denom
+
+    def _jit_scalars(self, group: dict, state: dict) -> tuple[float, float]:
+        """The per-step numbers of ``update`` at ``state["step"]`` (vkml.jit recomputes them on replay)."""
+        lr, (beta1, beta2), step = group["lr"], group["betas"], state["step"]
+        return -(lr / (1 - beta1**step)), math.sqrt(1 - beta2**step)
 
 
 class AdamW(Adam):

@@ -74,6 +74,8 @@ BROADCAST_RECOMPUTE_LIMIT = 3
 _WIDEST_PARAM_NBYTES = 8  # a 64-bit scalar parameter
 
 _templates: OrderedDict = OrderedDict()
+# vkml.jit's recorder while a capture runs (vkml/frontend/jit.py): told of every realize's dispatches.
+recorder = None
 # Held while a realize plans, by any device's: the template and plan caches are shared by every
 # device, and so is the recursion limit that planning raises. Taken inside a device's lock.
 _planning = threading.RLock()
@@ -686,6 +688,8 @@ def realize(*targets: Node) -> None:
             if nodes:
                 _realize_on(device, nodes)
     if found or carried:
+        if recorder is not None and found:
+            recorder.checked(found)
         checks.submitted([*found, *carried], targets)
 
 
@@ -703,6 +707,8 @@ def _realize_on(device, nodes: list[Node]) -> None:
             plan_cache.store(key, recipe)
             counters["plans"] += 1
     dispatches, outs, temps = plan_cache.bind(recipe, order, device)
+    if recorder is not None:
+        recorder.realized(device, dispatches, recipe, order)
     if dispatches:
         debug.record_dispatches(device.name, dispatches)
         if debug.timing_wanted():  # VKML_DEBUG or vkml.profiler: each dispatch timed, reported

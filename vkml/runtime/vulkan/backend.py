@@ -322,16 +322,19 @@ class VulkanDevice(Device):
 
     # ------------------------------------------------------------------ kernels
 
-    def run(self, dispatches: list[Dispatch], timestamps: bool = False) -> list[float] | None:
+    def run(self, dispatches: list[Dispatch], timestamps: bool = False, key=None) -> list[float] | None:
         """Record all dispatches into one command buffer and submit it once. See the module docstring.
 
         With ``timestamps`` (or inside ``timestamped()``) it returns each dispatch's GPU seconds
         (``vkml.runtime.vulkan.timestamps``; 0.0 for a dispatch with an empty grid), else None.
+        ``key``: the caller's own fingerprint of the batch, in place of ``fingerprint(dispatches)``;
+        it must differ whenever a kernel, grid, buffer's memory range or dtype, or parameter does
+        (vkml.jit's replays know which few entries change, vkml/frontend/jit.py).
         """
         with self.lock:  # command buffers, fences, descriptor pools and the pipeline caches are the device's
-            return self._run(dispatches, timestamps)
+            return self._run(dispatches, timestamps, key)
 
-    def _run(self, dispatches: list[Dispatch], timestamps: bool) -> list[float] | None:
+    def _run(self, dispatches: list[Dispatch], timestamps: bool, given_key=None) -> list[float] | None:
         timestamps = timestamps or bool(self._timestamp_sinks)
         if not dispatches:
             return [] if timestamps else None
@@ -348,7 +351,7 @@ class VulkanDevice(Device):
             recordings.wait_all()  # the pools are about to be replaced: no set may be in use
         self.descriptors.begin_run()
         recordings.check_token(self._recording_token())
-        key = fingerprint(dispatches, timestamps)
+        key = fingerprint(dispatches, timestamps) if given_key is None else ("given", timestamps, given_key)
         slot = recordings.find(key)
         timer = self.timestamp_queries if timestamps else None
         if slot is not None:  # the same batch on the same memory as a recent run: submit its recording again

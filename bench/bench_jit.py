@@ -1,0 +1,99 @@
+"""Host time of the demo's training step, uncaptured and replayed by ``vkml.jit`` (docs/jit.md).
+
+    .venv/bin/python bench/bench_jit.py [--device vulkan:0] [--width 64 --batch 60] [--steps 200]
+
+The step is the demo's (vkml/demo.py: 2 → width → width → 3, ReLU, dropout 0.1, Adam,
+cross-entropy) without its ``loss.item()``; ``--width 4096 --batch 4096`` is issue 7's MLP. For
+each side it prints, per step: the host's wall time from the call to its return with the device
+idle at each call (a ``synchronize()`` before, untimed), the calling thread's CPU time for the
+same (what the host spends, whatever else the machine runs), the wall time of a step
+back to back (the device's time included: ``synchronize()`` after the last), and the
+submissions a step makes. It also checks that both sides' losses have the same bits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import vkml  # noqa: E402
+import vkml.nn.functional as F  # noqa: E402
+from vkml import debug, demo  # noqa: E402
+
+
+def _side(device, width: int, batch: int, steps: int, jitted: bool) -> dict:
+    x_all, y_all = demo.make_spirals(points_per_class=max(300, batch))
+    batches = 3
+    x = vkml.tensor(x_all[: batch * batches], device=device)
+    y = vkml.tensor(y_all[: batch * batches], device=device)
+    model = demo.make_model(device, width=width)
+    opt = vkml.optim.Adam(model.parameters(), lr=0.01)
+
+    def step(xb, yb):
+        loss = F.cross_entropy(model(xb), yb)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    f = vkml.jit(step) if jitted else step
+    views = [(x[i * batch : (i + 1) * batch], y[i * batch : (i + 1) * batch]) for i in range(batches)]
+    losses = [f(*views[i % batches]).item() for i in range(2 * batches + 2)]  # warm-up: compiles, captures
+    wall = cpu = 0.0
+    for i in range(steps):
+        device.synchronize()
+        w0, c0 = time.perf_counter(), time.thread_time()
+        loss = f(*views[i % batches])
+        cpu += time.thread_time() - c0
+        wall += time.perf_counter() - w0
+        if i % 16 == 0:
+            losses.append(loss.item())  # reading the loss passes cross_entropy's label check
+    device.synchronize()
+    debug.reset_counters()
+    start = time.perf_counter()
+    for i in range(steps):
+        loss = f(*views[i % batches])
+        if i % 16 == 15:
+            losses.append(loss.item())  # a loop that logs its loss now and then (unread checks pile up)
+    device.synchronize()
+    back_to_back = (time.perf_counter() - start) / steps
+    submissions = debug.counters()["submissions"] / steps
+    return {
+        "idle_wall_us": 1e6 * wall / steps,
+        "thread_cpu_us": 1e6 * cpu / steps,
+        "back_to_back_us": 1e6 * back_to_back,
+        "submissions": submissions,
+        "losses": np.array(losses, np.float32).view(np.uint32),
+        "stats": getattr(f, "stats", None),
+    }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default=None)
+    parser.add_argument("--width", type=int, default=demo.WIDTH)
+    parser.add_argument("--batch", type=int, default=demo.BATCH)
+    parser.add_argument("--steps", type=int, default=200)
+    args = parser.parse_args(argv)
+    device = vkml.device(args.device) if args.device else vkml.best_device()
+    print(f"{device.name}: width {args.width}, batch {args.batch}, {args.steps} steps")
+    sides = {name: _side(device, args.width, args.batch, args.steps, name == "jit") for name in ("plain", "jit")}
+    for name, r in sides.items():
+        print(
+            f"  {name:5}  host {r['idle_wall_us']:9.1f} us (thread CPU {r['thread_cpu_us']:8.1f} us)  "
+            f"back to back {r['back_to_back_us']:9.1f} us/step  {r['submissions']:.2f} submissions/step"
+        )
+    print(f"  jit stats: {sides['jit']['stats']}")
+    same = np.array_equal(sides["plain"]["losses"], sides["jit"]["losses"])
+    print(f"  losses bit for bit equal: {same}")
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

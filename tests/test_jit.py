@@ -1,0 +1,314 @@
+"""vkml.jit: capture a training step once, replay it in one submission with the uncaptured step's bits."""
+
+import numpy as np
+import pytest
+
+import vkml
+import vkml.nn as nn
+import vkml.nn.functional as F
+from vkml import debug, demo
+
+
+@pytest.fixture(params=["cpu", "gpu"])
+def dev(request):
+    return vkml.device("cpu") if request.param == "cpu" else request.getfixturevalue("gpu")
+
+
+def _setup(dev, optimizer: str, dropout: bool, width: int = 8):
+    vkml.manual_seed(0)
+    layers = [nn.Linear(2, width), nn.ReLU()] + ([nn.Dropout(0.25)] if dropout else []) + [nn.Linear(width, 3)]
+    model = nn.Sequential(*layers).to(dev)
+    if optimizer == "adam":
+        opt = vkml.optim.Adam(model.parameters(), lr=0.01)
+    else:
+        opt = vkml.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    return model, opt
+
+
+def _batches(dev, n: int, rows: int = 12):
+    g = np.random.default_rng(1)
+    xs = [vkml.tensor(g.standard_normal((rows, 2)).astype(np.float32), device=dev) for _ in range(n)]
+    ys = [vkml.tensor(g.integers(0, 3, rows), device=dev) for _ in range(n)]
+    return xs, ys
+
+
+def _train(dev, optimizer, dropout, jitted, steps=5):
+    model, opt = _setup(dev, optimizer, dropout)
+
+    def step(x, y):
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    f = vkml.jit(step) if jitted else step
+    xs, ys = _batches(dev, 3)
+    losses, submissions = [], []
+    for i in range(steps):
+        before = debug.counters()["submissions"]
+        losses.append(f(xs[i % 3], ys[i % 3]))
+        submissions.append(debug.counters()["submissions"] - before)
+    bits = [np.float32(t.item()).view(np.uint32) for t in losses]
+    state = [p.numpy().view(np.uint32).copy() for p in model.parameters()]
+    state += [v.numpy().view(np.uint32).copy() for s in opt.state.values() for v in s.values() if hasattr(v, "node")]
+    grads = [p.grad.numpy().view(np.uint32).copy() for p in model.parameters()]
+    return bits, state, grads, submissions, (f.stats if jitted else None)
+
+
+@pytest.mark.parametrize("optimizer, dropout", [("sgd", False), ("adam", True)])
+def test_replayed_steps_have_the_bits_of_uncaptured_steps_in_one_submission(dev, optimizer, dropout):
+    plain = _train(dev, optimizer, dropout, jitted=False)
+    captured = _train(dev, optimizer, dropout, jitted=True)
+    assert captured[0] == plain[0]  # every step's loss
+    assert all(np.array_equal(a, b) for a, b in zip(captured[1], plain[1], strict=True))  # parameters, moments
+    assert all(np.array_equal(a, b) for a, b in zip(captured[2], plain[2], strict=True))  # gradients
+    stats = captured[4]
+    assert stats["replays"] >= 2 and stats["captures"] == 1
+    replayed = captured[3][-stats["replays"] :]
+    assert replayed == [1] * len(replayed)  # one submission per replayed step
+    assert max(plain[3]) > 1
+
+
+def test_the_demo_step_replays_in_one_submission_with_the_same_losses(gpu):
+    data = demo.make_spirals()
+    runs = []
+    for jitted in (False, True):
+        model = demo.make_model(gpu, width=16)
+        opt = vkml.optim.Adam(model.parameters(), lr=0.01)
+        x = vkml.tensor(data[0][: demo.BATCH * 3], device=gpu)
+        y = vkml.tensor(data[1][: demo.BATCH * 3], device=gpu)
+
+        def step(xb, yb, model=model, opt=opt):  # demo.train_step without its .item()
+            loss = F.cross_entropy(model(xb), yb)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            return loss
+
+        f = vkml.jit(step) if jitted else step
+        losses, counts = [], []
+        for i in range(10):  # the batch at offset 0 is a view, the others windows: two recordings
+            batch = slice((i % 3) * demo.BATCH, (i % 3 + 1) * demo.BATCH)
+            before = debug.counters()["submissions"]
+            losses.append(f(x[batch], y[batch]))
+            counts.append(debug.counters()["submissions"] - before)
+        runs.append(([np.float32(t.item()).view(np.uint32) for t in losses], counts, f))
+    assert runs[1][0] == runs[0][0]
+    stats = runs[1][2].stats
+    assert stats["captures"] == 2 and stats["replays"] == 5
+    assert runs[1][1][-3:] == [1, 1, 1]  # one submission per replayed step
+
+
+def test_a_shape_change_records_again_and_keeps_both_recordings():
+    dev = vkml.device("cpu")
+    w = vkml.ones(3, requires_grad=True)
+    opt = vkml.optim.SGD([w], lr=0.5)
+
+    @vkml.jit
+    def step(x):
+        loss = (x * w).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    small, large = vkml.ones(2, 3, device=dev), vkml.ones(4, 3, device=dev)
+    for _ in range(3):
+        step(small)
+    assert step.stats["captures"] == 1
+    for _ in range(3):
+        step(large)
+    assert step.stats["captures"] == 2
+    replays = step.stats["replays"]
+    step(small)
+    assert step.stats["replays"] == replays + 1  # the first recording still fits
+    # every step subtracted 0.5 * rows from each weight: 2, 2, 2, 4, 4, 4, 2 rows
+    assert w.tolist() == [1 - 0.5 * 20] * 3
+
+
+def test_max_captures_bounds_recording_anew():
+    @vkml.jit(max_captures=1)
+    def double(x):
+        return x * 2
+
+    for _ in range(2):
+        double(vkml.ones(2))
+    assert double(vkml.ones(2)).tolist() == [2.0, 2.0]
+    with pytest.raises(vkml.JitError, match="max_captures"):
+        double(vkml.ones(3))
+
+
+def test_reading_a_value_inside_a_capture_raises_a_clear_error():
+    @vkml.jit
+    def f(x):
+        y = x * 2
+        if y.sum().item() > 0:  # control flow on a value: the replay could not follow it
+            return y
+        return -y
+
+    with pytest.raises(vkml.JitError, match=r"reading a tensor's values \(\.item\(\)"):
+        f(vkml.ones(3))
+    assert f.__wrapped__(vkml.ones(3)).tolist() == [2.0, 2.0, 2.0]  # nothing left half-recorded
+    assert (vkml.ones(2) + 1).tolist() == [2.0, 2.0]
+
+
+def test_a_changing_python_number_raises():
+    scale = [1.0]
+
+    @vkml.jit
+    def f(x):
+        scale[0] += 1
+        return x * scale[0]
+
+    f(vkml.ones(2))
+    with pytest.raises(vkml.JitError, match="changed between calls"):
+        f(vkml.ones(2))
+
+
+def test_replays_take_new_inputs_and_never_overwrite_a_kept_result():
+    @vkml.jit
+    def f(x, y):
+        return x * y + 1
+
+    a, b = vkml.tensor([1.0, 2.0]), vkml.tensor([3.0, 4.0])
+    kept = [f(a, b) for _ in range(5)]
+    assert f.stats["replays"] == 3
+    assert all(k.tolist() == [4.0, 9.0] for k in kept)
+    assert f(b, b).tolist() == [10.0, 17.0]
+    assert f(vkml.tensor([0.5, 0.0]), a).tolist() == [1.5, 1.0]
+    assert all(k.tolist() == [4.0, 9.0] for k in kept)
+
+
+def test_a_parameter_changed_between_calls_is_read_as_it_is_now():
+    w = vkml.ones(2, requires_grad=True)
+    opt = vkml.optim.SGD([w], lr=1.0)
+
+    @vkml.jit
+    def step(x):
+        opt.zero_grad()
+        (x * w).sum().backward()
+        opt.step()
+
+    for _ in range(3):
+        step(vkml.ones(2))
+    with vkml.no_grad():
+        w.copy_(vkml.tensor([10.0, 20.0]))
+    step(vkml.ones(2))
+    assert step.stats["replays"] >= 2
+    assert w.tolist() == [9.0, 19.0]
+
+
+def test_capture_context_records_a_block_and_replays_it():
+    w = nn.Parameter(vkml.zeros(3))
+    opt = vkml.optim.SGD([w], lr=0.1)
+    g = vkml.jit.capture(state=(w, opt))
+    xs = [vkml.tensor([1.0, 2.0, 3.0]) * k for k in range(1, 6)]
+    for x in xs:
+        if g.ready:
+            (loss,) = g.replay(x)
+        else:
+            with g.record(x):
+                loss = ((x - w) ** 2).sum()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                g.returns(loss)
+    assert g.stats["replays"] == 3
+    expected = np.zeros(3, np.float32)
+    for x in xs:
+        expected = expected - np.float32(0.1) * (np.float32(-2) * (x.numpy() - expected))
+    np.testing.assert_array_equal(w.numpy(), expected)
+    with pytest.raises(vkml.JitError, match="no recording fits"):
+        g.replay(vkml.ones(4))
+
+
+def test_a_replay_with_constant_parameters_submits_an_earlier_recording_again(gpu):
+    model, opt = _setup(gpu, "sgd", dropout=False)
+
+    @vkml.jit
+    def step(x, y):
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    xs, ys = _batches(gpu, 2)
+    for i in range(6):
+        step(xs[i % 2], ys[i % 2]).item()  # reading the loss passes cross_entropy's check of the labels
+    debug.reset_counters()
+    for i in range(4):
+        step(xs[i % 2], ys[i % 2]).item()
+    counts = debug.counters()
+    # the two halves of the ping-pong are two recordings, each submitted again
+    assert counts["submissions"] == 4 and counts["recordings_reused"] == 4 and counts["plans"] == 0
+
+
+def test_a_replayed_step_still_refuses_labels_out_of_range_when_its_loss_is_read():
+    model, opt = _setup(vkml.device("cpu"), "sgd", dropout=False)
+
+    @vkml.jit
+    def step(x, y):
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    xs, ys = _batches("cpu", 1)
+    for _ in range(4):
+        step(xs[0], ys[0]).item()
+    replays = step.stats["replays"]
+    bad = vkml.tensor([0, 1, 7] + [0] * 9)
+    loss = step(xs[0], bad)
+    assert step.stats["replays"] == replays + 1
+    with pytest.raises(IndexError, match="out of bounds"):
+        loss.item()
+
+
+def test_state_the_function_cannot_reach_is_refused_with_a_hint():
+    w = vkml.ones(2, requires_grad=True)
+    holder = {"opt": vkml.optim.SGD([w], lr=1.0)}
+
+    calls = []
+
+    def step(x, opt):  # the parameter is reached through nothing the jit can see
+        calls.append(1)
+        opt.zero_grad()
+        (x * w).sum().backward()
+        opt.step()
+
+    g = vkml.jit.capture()
+    with pytest.raises(vkml.JitError, match="state="):
+        for _ in range(3):
+            with g.record(vkml.ones(2)):
+                step(vkml.ones(2), holder["opt"])
+    kept = vkml.jit.capture(state=holder["opt"])
+    for _ in range(2):
+        with kept.record(vkml.ones(2)):
+            step(vkml.ones(2), holder["opt"])
+    assert kept.ready
+    kept.replay(vkml.ones(2))
+    assert w.tolist() == [1.0 - len(calls) - 1] * 2  # every call ran, then one replay: each subtracts x
+
+
+def test_a_window_of_a_parameter_is_read_from_the_parameter_as_it_is_now(dev):
+    def run(jitted):
+        w = vkml.ones(8, requires_grad=True, device=dev)
+        opt = vkml.optim.SGD([w], lr=1.0)
+
+        def step(x):
+            opt.zero_grad()
+            loss = (x * w).sum() + (w[4:] * 2).sum()  # w[4:] of a realized w: a window of its buffer
+            loss.backward()
+            opt.step()
+            return loss
+
+        f = vkml.jit(step) if jitted else step
+        losses = [f(vkml.ones(8, device=dev)).item() for _ in range(5)]
+        return losses, w.tolist(), (f.stats if jitted else None)
+
+    plain, captured = run(False), run(True)
+    assert captured[:2] == plain[:2]
+    assert captured[2]["replays"] == 3

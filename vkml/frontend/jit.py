@@ -1,0 +1,1012 @@
+"""``vkml.jit``: record a step's submissions once, replay them with new inputs (docs/jit.md).
+
+A training step builds the same graph every call: the plan cache already skips planning, but
+the graph itself (forward, autograd, the optimizer's update) is still built in Python, node by
+node. ``vkml.jit(fn)`` runs ``fn`` normally while recording every realize (its dispatches: kernel,
+grid, buffers, parameters); once two consecutive calls record the same work, later calls skip
+``fn`` and run the recorded dispatches as one submission.
+
+Every buffer of the recording has a role, found by comparing the two recorded calls:
+
+- an input's buffer (or a view parameter of an input): taken from each call's arguments;
+- state: a tensor reachable from the arguments, the function's closure and globals, or
+  ``state=`` (parameters, their ``.grad``, a module's buffers, an optimizer's state) whose value
+  the call replaced. Each such slot has two buffers: a replay reads the current one and writes the
+  other (ping-pong), so nothing is read after it was overwritten. The other one is reused only if
+  no tensor outside still holds it (its reference count): otherwise a fresh buffer takes its
+  place, so a value the caller kept never changes;
+- the returned tensors: slots too, new ``Tensor`` objects every call;
+- the rest (intermediates) are the recording's own and overwritten by every replay; a tensor
+  computed inside and kept outside without being returned or reachable is refused at capture.
+
+Every kernel parameter is either constant (equal in both recorded calls), an input view's
+offset or bound, a random draw's key words (``vkml.Generator`` draws again on replay, in the same
+order), or an optimizer's per-step scalar (``Optimizer._jit_scalars``, e.g. Adam's bias
+corrections, recomputed after the replay advances the step counts the call advanced). Any other
+parameter that changes between calls raises ``JitError``: it is a Python value the replay cannot
+know.
+
+What the guard checks on every call (a call that fits no recording records anew; at most
+``max_captures`` recordings): the structure of every tensor argument (shapes, dtypes, views,
+device, requires_grad), the other arguments (by ``==``), grad mode, the modules' ``training``
+flags, the optimizers' hyper-parameters, and that every state tensor the work reads has the
+recorded size (it is read from wherever it is now: calls between replays may change it).
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+import itertools
+import sys
+import threading
+import types
+import weakref
+
+from ..graph import build as lazy
+from ..graph.node import Node
+from ..ir import types as T
+from ..kernels import matmul as kernels_matmul
+from ..schedule import checks, plan_cache
+from ..schedule import scheduler as schedule
+from ..tensor import Tensor
+from . import autograd
+
+__all__ = ["jit", "capture", "JitError"]
+
+MAX_CAPTURES = 8  # captures per jit object before a changing signature raises
+MAX_WARMUP = 4  # calls that may each record different work before capture gives up
+
+
+_uids = itertools.count()
+
+
+class JitError(RuntimeError):
+    """What breaks a capture: a read of values inside it, a changing Python value, an unknown tensor."""
+
+
+class _NotSteady(Exception):
+    """Two recorded calls did the same kernels but not on the same kind of state: record another."""
+
+
+# ---------------------------------------------------------------------- recording one call
+
+
+class _Recorder:
+    """Installed as ``scheduler.recorder`` while one call runs: it sees every realize, draw and read.
+
+    Only the recording thread's: another thread's work meanwhile is neither recorded nor refused.
+    """
+
+    def __init__(self, name: str):
+        self.name = name
+        self.thread = threading.get_ident()
+        self.dispatches: list = []
+        self.sources: list = []  # per dispatch: {param name: (node, view ref or None)}
+        self.devices: set = set()
+        self.draws: list = []  # (generator, key nodes)
+        self.checks: list = []  # (check, its nodes) computed by the recorded realizes
+
+    def realized(self, device, dispatches, recipe, order) -> None:
+        if threading.get_ident() != self.thread:
+            return
+        if any(step[0] is None for step in recipe.steps):
+            raise JitError(f"{self.name}: a user's @vkml.kernel inside a captured function is not supported")
+        self.devices.add(device)
+        for step in recipe.steps:  # one dispatch per step (no step of a user's kernel: refused above)
+            sources = {}
+            for name, p in step[3]:
+                sources[name] = (order[p], None) if p.__class__ is int else (order[p[0]], p[1:])
+            self.sources.append(sources)
+        self.dispatches += dispatches
+
+    def checked(self, found) -> None:
+        if threading.get_ident() != self.thread:
+            return
+        self.checks += [(c, c.nodes) for c in found]
+
+    def drew(self, generator, nodes) -> None:
+        if threading.get_ident() != self.thread:
+            return
+        self.draws.append((generator, nodes))
+
+    def read(self, tensor) -> None:
+        if threading.get_ident() != self.thread:
+            return
+        raise JitError(
+            f"{self.name}: reading a tensor's values (.item(), .tolist(), .numpy(), bool(), printing) inside a "
+            f"captured function is not supported: the replay runs without Python, so the value could not steer "
+            f"it. Read it after the call (return the tensor), or call the function without vkml.jit"
+        )
+
+
+# ---------------------------------------------------------------------- where state lives
+
+
+def _is_tensor(x) -> bool:
+    return isinstance(x, Tensor)
+
+
+def _is_module(x) -> bool:
+    return hasattr(x, "_parameters") and hasattr(x, "_modules") and hasattr(x, "_buffers")
+
+
+def _is_optimizer(x) -> bool:
+    return hasattr(x, "param_groups") and hasattr(x, "state") and hasattr(x, "step")
+
+
+class _Roots:
+    """The objects whose tensors are state: found from the arguments, closure, globals and ``state=``."""
+
+    def __init__(self, objects):
+        self.tensors: dict[int, object] = {}  # id -> tensor (parameters and plain tensors: mutated in place)
+        self.modules: dict[int, object] = {}
+        self.optimizers: dict[int, object] = {}
+        for obj in objects:
+            self._add(obj, 0)
+
+    def _add(self, obj, depth: int) -> None:
+        if depth > 3 or obj is None:
+            return
+        if _is_tensor(obj):
+            self.tensors.setdefault(id(obj), obj)
+        elif _is_module(obj):
+            if id(obj) in self.modules:
+                return
+            for m in obj.modules():
+                self.modules[id(m)] = m
+                for p in m._parameters.values():
+                    if p is not None:
+                        self.tensors.setdefault(id(p), p)
+        elif _is_optimizer(obj):
+            if id(obj) in self.optimizers:
+                return
+            self.optimizers[id(obj)] = obj
+            for group in obj.param_groups:
+                for p in group["params"]:
+                    self.tensors.setdefault(id(p), p)
+        elif isinstance(obj, (list, tuple)):
+            for x in obj:
+                self._add(x, depth + 1)
+        elif isinstance(obj, dict):
+            for x in obj.values():
+                self._add(x, depth + 1)
+
+    def locations(self) -> dict:
+        """key -> (kind, holder, name): every place a state tensor sits now."""
+        out = {}
+        for t in self.tensors.values():
+            out[("t", id(t))] = ("tensor", t, None)
+            out[("g", id(t))] = ("attr", t, "grad")
+        for m in self.modules.values():
+            for name in m._buffers:
+                out[("b", id(m), name)] = ("item", m._buffers, name)
+        for opt in self.optimizers.values():
+            for state in opt.state.values():
+                for name, value in state.items():
+                    if _is_tensor(value):
+                        out[("s", id(state), name)] = ("item", state, name)
+        return out
+
+    def numbers(self) -> dict:
+        """(id(state), name) -> (state dict, name, value): the optimizers' host counters (Adam's ``step``)."""
+        out = {}
+        for opt in self.optimizers.values():
+            for state in opt.state.values():
+                for name, value in state.items():
+                    if value.__class__ in (int, float):
+                        out[(id(state), name)] = (state, name, value)
+        return out
+
+    def scalars(self) -> dict:
+        """Per-step scalars of the optimizers as they would be used now: key -> value."""
+        out = {}
+        for opt in self.optimizers.values():
+            fn = getattr(opt, "_jit_scalars", None)
+            if fn is None:
+                continue
+            for gi, group in enumerate(opt.param_groups):
+                for p in group["params"]:
+                    state = opt.state.get(p)
+                    if state:
+                        for j, v in enumerate(fn(group, state)):
+                            out[(id(opt), gi, id(p), j)] = v
+        return out
+
+    def guard(self) -> tuple:
+        """What the recording assumed of the modules, optimizers and generators besides tensors."""
+        training = tuple(m.training for m in self.modules.values())
+        hyper = tuple(
+            tuple((k, v) for k, v in g.items() if k != "params" and k != "param_names")
+            for opt in self.optimizers.values()
+            for g in opt.param_groups
+        )
+        return training, hyper, autograd.is_grad_enabled()
+
+
+def _get(loc):
+    kind, holder, name = loc
+    if kind == "tensor":
+        return holder
+    if kind == "attr":
+        return getattr(holder, name)
+    return holder.get(name)
+
+
+def _function_roots(fn) -> list:
+    """Objects ``fn`` can reach besides its arguments: defaults, closure cells and the globals it names."""
+    out = []
+    code = getattr(fn, "__code__", None)
+    if fn.__closure__:
+        for cell in fn.__closure__:
+            try:
+                out.append(cell.cell_contents)
+            except ValueError:  # an empty cell
+                pass
+    out += list(getattr(fn, "__defaults__", None) or ())
+    out += list((getattr(fn, "__kwdefaults__", None) or {}).values())
+    if code is not None:
+        g = getattr(fn, "__globals__", {})
+        out += [g[n] for n in code.co_names if n in g and not isinstance(g[n], (types.ModuleType, type))]
+    if isinstance(fn, functools.partial):
+        out += [*fn.args, *fn.keywords.values()]
+    self_ = getattr(fn, "__self__", None)
+    if self_ is not None:
+        out.append(self_)
+    return out
+
+
+# ---------------------------------------------------------------------- one recorded call
+
+
+def _flatten(value, tensors: list):
+    """``value`` with each tensor replaced by its index in ``tensors`` (appended): a template to rebuild it."""
+    if isinstance(value, Tensor):
+        tensors.append(value)
+        return ("T", len(tensors) - 1)
+    if isinstance(value, (list, tuple)):
+        return (type(value), [_flatten(v, tensors) for v in value])
+    if isinstance(value, dict):
+        return (dict, {k: _flatten(v, tensors) for k, v in value.items()})
+    return ("V", value)
+
+
+@functools.lru_cache(maxsize=16)
+def _tensors_template(count: int) -> tuple:
+    """``_flatten((args, {}), ...)`` of ``count`` tensor arguments (shared: compared, never changed)."""
+    return (tuple, [(tuple, [("T", i) for i in range(count)]), (dict, {})])
+
+
+def _rebuild(template, tensors: list):
+    kind, body = template
+    if kind == "T":
+        return tensors[body]
+    if kind == "V":
+        return body
+    if kind is dict:
+        return {k: _rebuild(v, tensors) for k, v in body.items()}
+    items = [_rebuild(v, tensors) for v in body]
+    return kind(items) if kind in (list, tuple) else kind(*items)  # a named tuple takes its fields
+
+
+def _input_signature(tensors: list) -> tuple:
+    """The structure of the argument tensors' graphs (trace order and key), their devices and flags."""
+    nodes = [t.node for t in tensors]
+    extra = tuple([(n.device.name, t.requires_grad) for t, n in zip(tensors, nodes)])
+    if all(n.op == "buffer" for n in nodes) and len({id(n) for n in nodes}) == len(nodes):
+        # Realized arguments (a data loader's batches): the trace of each is the node alone.
+        return nodes, (tuple([(n.shape, n.dtype) for n in nodes]), extra)
+    order, structure = plan_cache.trace(nodes, kernels_matmul.mode) if nodes else ([], ())
+    return order, (structure, extra)
+
+
+class _Call:
+    """What one normal call of the function did, for ``_Program`` to compare and bind."""
+
+    def __init__(self, roots: _Roots, args_tensors: list, arg_template, recorder: _Recorder):
+        self.arg_template = arg_template
+        self.inputs, self.signature = _input_signature(args_tensors)
+        self.before = {k: _get(loc) for k, loc in roots.locations().items()}
+        self.before_nodes = {k: (None if v is None else v.node) for k, v in self.before.items()}
+        self.numbers_before = {k: v[2] for k, v in roots.numbers().items()}
+        self.guard = roots.guard()
+        self.recorder = recorder
+
+    def finish(self, roots: _Roots, result) -> None:
+        self.locations = roots.locations()
+        self.after = {k: _get(loc) for k, loc in self.locations.items()}
+        self.after_nodes = {k: (None if v is None else v.node) for k, v in self.after.items()}  # a parameter is
+        # the same object call after call: its node of this moment is what the next call reads
+        self.outputs: list = []
+        self.out_template = _flatten(result, self.outputs)
+        self.numbers = roots.numbers()
+        self.scalars = roots.scalars()
+
+
+def _realize_state(roots: _Roots, extra=()) -> None:
+    """Realize every state tensor (and ``extra``) that is lazy: a recording ends with them as buffers."""
+    lazy_ones = [v for loc in roots.locations().values() if (v := _get(loc)) is not None and not v.node.realized]
+    lazy_ones += [t for t in extra if not t.node.realized]
+    if lazy_ones:
+        from .realize import realize
+
+        realize(*lazy_ones)
+
+
+# ---------------------------------------------------------------------- the program
+
+
+class _Slot:
+    """A value the replay writes that outlives it: a state tensor's place, an output, a check's node.
+
+    ``mine`` holds the slot's two buffers; a replay writes one that no tensor holds (``_target``)."""
+
+    __slots__ = ("key", "loc", "mine", "last", "writes", "shape", "dtype", "same_object", "requires_grad")
+
+    def __init__(self, key, loc, last, other, shape, dtype):
+        self.key, self.loc = key, loc
+        self.mine = [last, other]
+        self.last = last  # the buffer the dispatches' write entries point to now
+        self.shape, self.dtype = shape, dtype
+        self.writes: list = []  # (dispatch, name) that write the slot
+        self.same_object = True
+        self.requires_grad = False
+
+
+def _same_work(a: _Recorder, b: _Recorder) -> bool:
+    if len(a.dispatches) != len(b.dispatches) or a.devices != b.devices or len(a.draws) != len(b.draws):
+        return False
+    for da, db in zip(a.dispatches, b.dispatches):
+        if da.kernel is not db.kernel or tuple(da.grid) != tuple(db.grid) or da.buffers.keys() != db.buffers.keys():
+            return False
+        if da.params.keys() != db.params.keys():
+            return False
+        for name, buf in da.buffers.items():
+            other = db.buffers[name]
+            if other.numel != buf.numel or other.dtype is not buf.dtype:
+                return False
+    return all(ga is gb for (ga, _), (gb, _) in zip(a.draws, b.draws))
+
+
+def _same_value(x, y) -> bool:
+    return type(x) is type(y) and (x == y if x else repr(x) == repr(y)) or (x != x and y != y)
+
+
+class _Program:
+    """The second of two equal recorded calls, with a role for every buffer and parameter."""
+
+    def __init__(self, name: str, first: _Call, call: _Call):
+        self.name = name
+        rec = call.recorder
+        if len(rec.devices) != 1:
+            raise JitError(f"{name}: the captured work runs on {len(rec.devices)} devices; vkml.jit needs exactly one")
+        (self.device,) = rec.devices
+        self.dispatches = rec.dispatches
+        self.signature = call.signature
+        self.arg_template = call.arg_template
+        self.out_template = call.out_template
+        self.guard = call.guard
+        self.draw_generators = [g for g, _ in rec.draws]
+        self.uid = next(_uids)  # names this recording in command-buffer keys (an id() could be reused)
+        self.fresh_buffers = 0
+        written = {id(b) for d in self.dispatches for n, b in d.buffers.items() if _writes(d, n)}
+        self._bind_slots(first, call, written)
+        self._bind_inputs(call)
+        self._check_fixed(first, written)
+        self._bind_params(first, call)
+        self._counters(first, call)
+        self.params_changing = self.input_params + self.draw_params + self.scalar_params
+        self.made_checks: list = []  # checks replays made and nobody read yet (vkml/schedule/checks.py)
+        self._check_internal(written)
+
+    # -- buffers
+    def _bind_slots(self, first: _Call, call: _Call, written: set) -> None:
+        slots: dict = {}  # id(buffer written) -> slot
+        by_before: dict = {}  # id(buffer of a state tensor before the call) -> its location
+        self.state_slots: list[_Slot] = []
+        self._rebase: list = []  # (location, requires_grad, node): views to replace by plain tensors
+        for key, loc in call.locations.items():
+            before_node = call.before_nodes.get(key)
+            if before_node is not None and before_node.realized:
+                by_before.setdefault(id(before_node.buffer), loc)
+            after = call.after.get(key)
+            before = call.before.get(key)
+            if after is None:
+                if before is not None:
+                    self.state_slots.append(_Slot(key, loc, None, None, (), None))
+                continue
+            node = after.node
+            if before is not None and node is before_node:
+                continue  # unchanged
+            if not node.realized or id(node.buffer) not in written:
+                raise JitError(
+                    f"{self.name}: a state tensor of shape {after.shape} was given a value the captured work did "
+                    f"not compute (assigned from an argument or built outside); vkml.jit cannot replay it"
+                )
+            prev = first.after_nodes.get(key)
+            if prev is None or not prev.realized or prev.buffer is node.buffer or id(node.buffer) in slots:
+                raise _NotSteady  # the earlier call set it up differently (an optimizer's first step)
+            slot = _Slot(key, loc, node.buffer, prev.buffer, after.shape, after.dtype)
+            slot.same_object = before is after
+            slot.requires_grad = after.requires_grad
+            if after._base is not None:
+                if slot.same_object:
+                    raise JitError(
+                        f"{self.name}: a view of shape {after.shape} is updated as state; vkml.jit cannot replay it"
+                    )
+                # A gradient may be a view of a lazy base (a sum reshaped) that keeps the step's
+                # intermediates alive; replays hand out plain tensors, and so does this call.
+                self._rebase.append((loc, after.requires_grad, node))
+            slots[id(node.buffer)] = slot
+            self.state_slots.append(slot)
+        self.out_slots: list = []
+        for i, (t, t_first) in enumerate(zip(call.outputs, first.outputs)):
+            buf = t.node.buffer if t.node.realized else None
+            if buf is None or id(buf) not in written:
+                raise JitError(
+                    f"{self.name}: output {i} (shape {t.shape}) was not computed by the captured work; vkml.jit "
+                    f"returns only tensors the function computes"
+                )
+            slot = slots.get(id(buf))
+            if slot is None:
+                slot = _Slot(("o", i), None, buf, t_first.node.buffer, t.shape, t.dtype)
+                slots[id(buf)] = slot
+            self.out_slots.append(slot)
+        self.check_slots = []
+        for (check, nodes), (_, nodes_first) in zip(call.recorder.checks, first.recorder.checks):
+            made = []
+            for n, n_first in zip(nodes, nodes_first):
+                slot = slots.get(id(n.buffer))
+                if slot is None:
+                    slot = slots[id(n.buffer)] = _Slot(
+                        ("c", len(slots)), None, n.buffer, n_first.buffer, n.shape, n.dtype
+                    )
+                made.append(slot)
+            self.check_slots.append((check.describe, check.error, made))
+        self.slots = list({id(s): s for s in slots.values()}.values())
+        for s in self.slots:
+            if s.mine[1] is s.mine[0] or s.mine[1].numel != s.mine[0].numel:
+                raise _NotSteady
+        reads: dict = {}  # id(location tuple) -> (location, [(dispatch, name)], numel, dtype)
+        for d in self.dispatches:
+            for name, b in d.buffers.items():
+                s = slots.get(id(b))
+                if s is not None:
+                    s.writes.append((d, name))
+                    continue
+                loc = by_before.get(id(b))
+                if loc is not None:
+                    reads.setdefault(id(loc), (loc, [], b.numel, b.dtype))[1].append((d, name))
+        self._by_before = by_before
+        # State the work reads is bound from the state tensors at every replay: a parameter holds
+        # whatever buffer the last call (recorded or replayed, by any recording) left it.
+        self.live_reads = [(loc, tuple(refs), numel, dtype) for loc, refs, numel, dtype in reads.values()]
+        for s in self.slots:
+            s.writes = tuple(s.writes)
+
+    def _bind_inputs(self, call: _Call) -> None:
+        leaf_pos = {id(n.buffer): i for i, n in enumerate(call.inputs) if n.realized}
+        self.input_buffers = []  # (dispatch, name, position in the inputs' trace)
+        for d in self.dispatches:
+            for name, b in d.buffers.items():
+                pos = leaf_pos.get(id(b))
+                if pos is not None:
+                    self.input_buffers.append((d, name, pos))
+
+    def _check_fixed(self, first: _Call, written: set) -> None:
+        """Refuse a buffer read from outside the work that is neither an argument's nor bound from state,
+        yet differs between the two calls: a replay would read the recorded one, stale."""
+        bound = {(id(d), name) for d, name, _ in self.input_buffers}
+        bound.update((id(d), name) for _, refs, _, _ in self.live_reads for d, name in refs)
+        self.alias_reads = []  # (dispatch, name, location, start, numel, parent numel, dtype): a window of state
+        for d, d_first in zip(self.dispatches, first.recorder.dispatches):
+            for name, b in d.buffers.items():
+                if id(b) in written or (id(d), name) in bound or b is d_first.buffers[name]:
+                    continue
+                parent = getattr(b, "parent", None)  # an alias: a window of a realized buffer, read in place
+                loc = None if parent is None else self._by_before.get(id(parent))
+                if loc is not None:
+                    self.alias_reads.append((d, name, loc, b.start, b.numel, parent.numel, parent.dtype))
+                    continue
+                raise JitError(
+                    f"{self.name}: kernel {d.kernel.name!r} reads a tensor of {b.numel} elements that changed "
+                    f"between calls but is neither an argument nor state the jit reaches whole (a view of a "
+                    f"parameter, or a tensor not reachable from the arguments, closure or globals: pass its "
+                    f"holder in state=...)"
+                )
+
+    def _bind_params(self, first: _Call, call: _Call) -> None:
+        node_pos = {id(n): i for i, n in enumerate(call.inputs)}
+        draw_of = {id(n): (i, w) for i, (_, nodes) in enumerate(call.recorder.draws) for w, n in enumerate(nodes)}
+        candidates: dict = {}
+        for key, v in call.scalars.items():
+            v0 = first.scalars.get(key)
+            if v0 is not None:
+                candidates.setdefault((v0, v), key)
+        self.input_params, self.draw_params, self.scalar_params = [], [], []
+        for i, (d, d_first) in enumerate(zip(self.dispatches, first.recorder.dispatches)):
+            for name, (node, ref) in call.recorder.sources[i].items():
+                if id(node) in node_pos:
+                    self.input_params.append((d, name, node_pos[id(node)], ref))
+                    continue
+                if ref is None and id(node) in draw_of:
+                    self.draw_params.append((d, name, *draw_of[id(node)]))
+                    continue
+                now, then = d.params[name], d_first.params[name]
+                if _same_value(now, then):
+                    continue
+                key = None if ref is not None else _match(candidates, then, now, node.dtype)
+                if key is None:
+                    raise JitError(
+                        f"{self.name}: a Python number that feeds kernel {d.kernel.name!r} changed between calls "
+                        f"({then!r} then {now!r}) and is not an input, a random draw or an optimizer's step count; "
+                        f"vkml.jit cannot replay it. Pass the value as a tensor argument (or an optimizer the function "
+                        f"reaches otherwise in state=...)"
+                    )
+                self.scalar_params.append((d, name, key, node.dtype))
+
+    def _counters(self, first: _Call, call: _Call) -> None:
+        self.numbers = []  # (state dict, name, delta)
+        for key, (state, name, value) in call.numbers.items():
+            before = call.numbers_before.get(key)
+            if before is None or before == value:
+                continue
+            delta = value - before
+            before_first = first.numbers_before.get(key)
+            after_first = first.numbers.get(key)
+            if before_first is None or after_first is None or after_first[2] - before_first != delta:
+                raise JitError(f"{self.name}: the optimizer's {name!r} changed by different amounts on two calls")
+            self.numbers.append((state, name, delta))
+
+    def _check_internal(self, written: set) -> None:
+        """Refuse a recording whose intermediates are held outside (they would change under the holder)."""
+        slot_buffers = {id(s.last) for s in self.slots}
+        uses: dict = {}
+        for d in self.dispatches:
+            for b in d.buffers.values():
+                uses[id(b)] = uses.get(id(b), 0) + 1
+        self._internal = [(b, uses[id(b)]) for d in self.dispatches for b in d.buffers.values()]
+        self._internal = list(
+            {id(b): (b, n) for b, n in self._internal if id(b) in written and id(b) not in slot_buffers}.values()
+        )
+
+    def rebase(self) -> None:
+        """Put plain tensors where the recorded call left views over lazy bases (see ``_bind_slots``)."""
+        for (kind, holder, name), requires_grad, node in self._rebase:
+            t = Tensor(node, requires_grad=requires_grad)
+            setattr(holder, name, t) if kind == "attr" else holder.__setitem__(name, t)
+        self._rebase = []
+
+    def verify_internal(self) -> None:
+        if any(sys.getrefcount(b) > n + 3 for b, n in self._internal):
+            gc.collect()  # autograd's graphs hold cycles: what only they hold goes now
+        for b, n in self._internal:
+            # held by the dispatches' dicts n times, by the tuple in _internal once, by getrefcount's argument
+            if sys.getrefcount(b) > n + 3:
+                raise JitError(
+                    f"{self.name}: a tensor of {b.numel} elements computed inside the captured function is kept "
+                    f"outside it without being returned (a global, a list, a module attribute, a parameter of a "
+                    f"module the function does not reach through its arguments, closure or globals); return it, "
+                    f"or pass its holder in state=..."
+                )
+        self._internal = None
+
+    # -- replay
+    def live(self) -> list | None:
+        """The buffers the state tensors hold now, one per ``live_reads`` entry; None if one does not fit."""
+        found = []
+        for loc, _, numel, dtype in self.live_reads:
+            t = _get(loc)
+            if t is None:
+                return None
+            node = t._node if t._base is None else t.node
+            if not node.realized:
+                t.realize()
+                node = t.node
+            b = node.buffer
+            if b.numel != numel or b.dtype is not dtype:
+                return None
+            found.append(b)
+        for _, _, loc, _, _, numel, dtype in self.alias_reads:
+            t = _get(loc)
+            node = None if t is None else (t._node if t._base is None else t.node)
+            if node is None or not node.realized or node.buffer.numel != numel or node.buffer.dtype is not dtype:
+                return None
+        return found
+
+    def replay(self, roots: _Roots, inputs: list, live: list) -> list:
+        # What changes from one replay to the next, gathered as it is bound: the command buffer
+        # recorded for the same values is found by this key, without walking every dispatch.
+        changes: list = [self.uid]
+        for d, name, pos in self.input_buffers:
+            b = d.buffers[name] = inputs[pos].buffer
+            changes.append(getattr(b, "binding_key", None))
+        for d, name, pos, ref in self.input_params:
+            node = inputs[pos]
+            d.params[name] = plan_cache.view_value(node.arg, *ref) if ref is not None else _param(node.arg)
+        for (_, refs, _, _), b in zip(self.live_reads, live):
+            changes.append(getattr(b, "binding_key", None))
+            for d, name in refs:
+                d.buffers[name] = b
+        for d, name, loc, start, numel, _, _ in self.alias_reads:  # the same window of the state as it is now
+            t = _get(loc)
+            b = d.buffers[name] = self.device.alias((t._node if t._base is None else t.node).buffer, start, numel)
+            changes.append(getattr(b, "binding_key", None))
+        for state, name, delta in self.numbers:
+            state[name] += delta
+        if self.draw_params:
+            words = [g.next_key() for g in self.draw_generators]
+            for d, name, i, w in self.draw_params:
+                d.params[name] = _param(lazy._scalar_value(words[i][w], T.int32))
+        if self.scalar_params:
+            scalars = roots.scalars()
+            for d, name, key, dtype in self.scalar_params:
+                d.params[name] = _param(lazy._scalar_value(scalars[key], dtype))
+        live_ids = {id(b) for b in live}
+        open_checks = []
+        for check in self.made_checks:  # a check that passed never reads its values again: its buffers are free
+            if check.passed:
+                check.nodes = ()
+            else:
+                open_checks.append(check)
+        for s in self.slots:
+            if s.last is None:
+                continue
+            target = self._target(s, live_ids)
+            if target is not s.last:
+                for d, name in s.writes:
+                    d.buffers[name] = target
+                s.last = target
+            changes.append(getattr(target, "binding_key", None))
+        for d, name, *_ in self.params_changing:
+            v = d.params[name]
+            changes.append((v.__class__, v if v else repr(v)))  # -0.0 is not 0.0
+        carried = {}
+        if checks.active():  # the checks the state read carries stay with what is computed from it
+            for loc, *_ in self.live_reads:
+                for c in checks._unverified.get(_get(loc)._node, ()):
+                    if not c.passed:
+                        carried[id(c)] = c
+        del live
+        if self.device.kind == "vulkan":
+            self.device.run(self.dispatches, key=tuple(changes))
+        else:
+            self.device.run(self.dispatches)
+        # The entries of what was read let go of it: a state buffer another recording of this
+        # function may write next must be held by its tensor alone (``_target``), and an
+        # argument's buffer is not kept alive past the call.
+        for d, name, _ in self.input_buffers:
+            d.buffers[name] = None
+        for _, refs, _, _ in self.live_reads:
+            for d, name in refs:
+                d.buffers[name] = None
+        for d, name, *_ in self.alias_reads:
+            d.buffers[name] = None
+        return self._publish(list(carried.values()), open_checks)
+
+    def _target(self, s: _Slot, live_ids: set):
+        """One of the slot's buffers that no tensor holds and the work does not read, else a new one."""
+        for b in s.mine:  # not enumerate: its tuple would hold b once more
+            if id(b) in live_ids:
+                continue
+            # Held by s.mine, by getrefcount's argument, by the loop's variable and, if written last
+            # time, by s.last and the dispatches' write entries: any other holder is a tensor whose
+            # value must stay.
+            if sys.getrefcount(b) <= (3 if b is not s.last else 4 + len(s.writes)):
+                return b
+        b = self.device.allocate(s.dtype, s.mine[0].numel)
+        self.fresh_buffers += 1
+        s.mine[1 if s.mine[0] is s.last else 0] = b  # forget one a tensor keeps (not the one entries point to)
+        return b
+
+    def _publish(self, carried: list, open_checks: list) -> list:
+        nodes = {}
+        for s in self.slots:
+            if s.last is not None:
+                n = Node("buffer", (), None, s.shape, s.dtype, self.device)
+                n.buffer = s.last
+                nodes[id(s)] = n
+        made = []
+        if self.check_slots:
+            for describe, error, slots in self.check_slots:
+                made.append(checks.Check(_nothing, tuple(nodes[id(s)] for s in slots), describe, error))
+        for s in self.state_slots:
+            kind, holder, name = s.loc
+            if s.last is None:
+                setattr(holder, name, None) if kind == "attr" else holder.__setitem__(name, None)
+                continue
+            node = nodes[id(s)]
+            if kind == "tensor" or s.same_object:
+                t = _get(s.loc)
+                t._node = node
+                t._vcount += 1
+            else:
+                t = Tensor(node)
+                if s.requires_grad:
+                    t.requires_grad_(True)
+                setattr(holder, name, t) if kind == "attr" else holder.__setitem__(name, t)
+        outs = [Tensor(nodes[id(s)]) for s in self.out_slots]
+        self.made_checks = open_checks + made  # checks of earlier replays not read yet, then this one's
+        if made or checks.active():
+            targets = [nodes[id(s)] for s in self.slots if s.last is not None]
+            checks.submitted(made + carried, tuple(targets))
+        return outs
+
+
+_nothing = Node("buffer", (), None, (), None, None)  # a guard nothing computes through (replayed checks are done)
+
+
+def _param(value):
+    return int(value) if value.__class__ is bool else value
+
+
+def _match(candidates: dict, then, now, dtype):
+    for (v0, v1), key in candidates.items():
+        a, b = lazy._scalar_value(v0, dtype), lazy._scalar_value(v1, dtype)
+        if _same_value(a, then) and _same_value(b, now):
+            return key
+    return None
+
+
+def _writes(d, name: str) -> bool:
+    return name in _written_names(d.kernel)
+
+
+def _written_names(kernel) -> frozenset:
+    """Names of the buffers ``kernel`` writes (its declarations say so)."""
+    found = _WRITTEN.get(id(kernel))
+    if found is None or found[0]() is not kernel:
+        names = frozenset(b.name for b in kernel.buffers if b.access != "read")
+        found = _WRITTEN[id(kernel)] = (weakref.ref(kernel), names)
+    return found[1]
+
+
+_WRITTEN: dict = {}  # id(kernel) -> (weak reference, names written)
+
+
+# ---------------------------------------------------------------------- the public objects
+
+
+class _Captured:
+    """The recording, guard and replay shared by ``jit`` (a function) and ``capture`` (a block)."""
+
+    def __init__(self, name: str, fn, state, max_captures: int):
+        self.name = name
+        self.fn = fn
+        self.state = tuple(state) if isinstance(state, (list, tuple)) else (state,)
+        self.max_captures = max_captures
+        self.programs: list[_Program] = []  # one per argument signature seen (at most max_captures)
+        self.previous: list[_Call] = []  # the last recorded call of each signature not captured yet
+        self.warmup = 0
+        self.stats = {"recorded_calls": 0, "captures": 0, "replays": 0, "fresh_buffers": 0}
+        self._open: tuple | None = None
+
+    @property
+    def ready(self) -> bool:
+        """Whether a recording is held: a call with the same signature replays it."""
+        return bool(self.programs)
+
+    # -- recording
+    def _start(self, args, kwargs, extra_roots=()) -> None:
+        if len(self.programs) >= self.max_captures:
+            raise JitError(
+                f"{self.name}: {len(self.programs)} recordings held (max_captures) and this call fits none: the "
+                f"arguments' shapes, dtypes, views or devices, or the modules' and optimizers' settings keep changing"
+            )
+        if schedule.recorder is not None:
+            raise JitError(f"{self.name}: captures do not nest (another capture is recording)")
+        tensors: list = []
+        template = _flatten((args, kwargs), tensors)
+        objects = [v for v in (*args, *kwargs.values()) if not _is_tensor(v)]
+        roots = _Roots([*objects, *extra_roots, *self.state])
+        for t in tensors:  # an argument is an input, never state
+            roots.tensors.pop(id(t), None)
+        _realize_state(roots)
+        recorder = _Recorder(self.name)
+        call = _Call(roots, tensors, template, recorder)
+        self._open = (roots, call, tensors, [t._node for t in tensors])
+        schedule.recorder = recorder
+
+    def _finish(self, box: list, failed: bool):
+        result = box.pop()
+        roots, call, tensors, nodes = self._open
+        self._open = None
+        try:
+            if not failed:
+                outs: list = []
+                _flatten(result, outs)
+                _realize_state(roots, outs)
+        finally:
+            schedule.recorder = None
+        if failed:
+            return None
+        # Every call returns tensors without autograd history, recorded or replayed alike: a replay
+        # has none to give, and a recorded call's graph would keep its intermediates alive.
+        result = _detached(result)
+        self.stats["recorded_calls"] += 1
+        for t, n in zip(tensors, nodes):
+            if t._node is not n:
+                raise JitError(
+                    f"{self.name}: the captured code writes into its argument of shape {t.shape}; pass what it "
+                    f"updates as state (state=...), not as an argument"
+                )
+        call.finish(roots, result)
+        same = [c for c in self.previous if c.signature == call.signature and c.arg_template == call.arg_template]
+        previous = same[0] if same else None
+        self.previous = [c for c in self.previous if c is not previous][-self.max_captures :] + [call]
+        program = None
+        if previous is not None and previous.guard == call.guard and _same_work(previous.recorder, call.recorder):
+            try:
+                program = _Program(self.name, previous, call)
+            except _NotSteady:
+                program = None
+        if program is not None:
+            self.previous.remove(call)
+            outs_now = list(call.outputs)
+            del previous, same, call, result, outs
+            program.rebase()
+            program.verify_internal()
+            program.roots = roots
+            self.programs.append(program)
+            self.warmup = 0
+            self.stats["captures"] += 1
+            return _rebuild(program.out_template, outs_now)
+        self.warmup += 1
+        if self.warmup > MAX_WARMUP:
+            raise JitError(
+                f"{self.name}: {self.warmup} calls in a row recorded different work (kernels, shapes or random "
+                f"draws change every call); vkml.jit replays only work that repeats"
+            )
+        return result
+
+    # -- replay
+    def _lookup(self, args, kwargs):
+        """(program, the arguments' trace order, live state buffers) of a recording that fits this call, or None."""
+        if not self.programs:
+            return None
+        if not kwargs and all(isinstance(a, Tensor) for a in args):  # the usual call: tensors alone
+            tensors = list(args)
+            template = _tensors_template(len(args))
+        else:
+            tensors = []
+            template = _flatten((args, kwargs), tensors)
+        inputs, signature = _input_signature(tensors)
+        for program in self.programs:
+            if program.arg_template == template and program.signature == signature:
+                if program.roots.guard() == program.guard:
+                    live = program.live()
+                    if live is not None:
+                        return program, inputs, live
+        return None
+
+    def _replay(self, found) -> list:
+        program, inputs, live = found
+        del found
+        outs = program.replay(program.roots, inputs, live)
+        self.stats["replays"] += 1
+        self.stats["fresh_buffers"] = sum(p.fresh_buffers for p in self.programs)
+        return _rebuild(program.out_template, outs)
+
+
+def _detached(value):
+    if _is_tensor(value):
+        return value.detach() if value.requires_grad or value.grad_fn is not None else value
+    if isinstance(value, (list, tuple)):
+        items = [_detached(v) for v in value]
+        return type(value)(items) if type(value) in (list, tuple) else type(value)(*items)
+    if isinstance(value, dict):
+        return {k: _detached(v) for k, v in value.items()}
+    return value
+
+
+class jit:  # noqa: N801  (a decorator, spelled as torch.jit's functions are)
+    """Record ``fn``'s work on its first calls, then replay it in one submission per call (docs/jit.md).
+
+    >>> step = vkml.jit(lambda x: (x * 2).sum())   # doctest: +SKIP
+    >>> for x in batches: loss = step(x)           # doctest: +SKIP
+
+    ``state``: objects (modules, optimizers, tensors) the function updates besides those reachable
+    from its arguments, closure and globals. ``max_captures``: how many times a changing signature
+    may record anew before ``JitError``. Returned tensors are new tensors without autograd history.
+    """
+
+    def __init__(self, fn=None, *, state=(), max_captures: int = MAX_CAPTURES):
+        if fn is not None and not callable(fn):
+            raise TypeError(f"vkml.jit: expected a function, got {type(fn).__name__}")
+        self._state, self._max = state, max_captures
+        self._fn = fn
+        if fn is not None:
+            functools.update_wrapper(self, fn)
+            name = getattr(fn, "__qualname__", type(fn).__name__)
+            self._captured = _Captured(f"vkml.jit({name})", fn, state, max_captures)
+
+    def __call__(self, *args, **kwargs):
+        if self._fn is None:  # @vkml.jit(state=...): this call gets the function
+            return jit(args[0], state=self._state, max_captures=self._max)
+        c = self._captured
+        found = c._lookup(args, kwargs)
+        if found is not None:
+            return c._replay(found)
+        c._start(args, kwargs, _function_roots(self._fn))
+        try:
+            box = [self._fn(*args, **kwargs)]
+        except BaseException:
+            c._finish([None], failed=True)
+            raise
+        return c._finish(box, failed=False)  # the box, emptied there: this frame keeps no autograd graph alive
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else functools.partial(self, obj)
+
+    @property
+    def stats(self) -> dict:
+        """``recorded_calls``, ``captures``, ``replays`` and ``fresh_buffers`` (slots that could not be reused)."""
+        return dict(self._captured.stats)
+
+
+class capture:  # noqa: N801
+    """Capture a block of code that is not a function (docs/jit.md).
+
+    >>> g = vkml.jit.capture(state=(model, opt))          # doctest: +SKIP
+    >>> for x, y in batches:                               # doctest: +SKIP
+    ...     if g.ready:
+    ...         loss, = g.replay(x, y)
+    ...     else:
+    ...         with g.record(x, y):
+    ...             loss = F.mse_loss(model(x), y); opt.zero_grad(); loss.backward(); opt.step()
+    ...             g.returns(loss)
+    """
+
+    def __init__(self, *, state=(), max_captures: int = MAX_CAPTURES):
+        self._captured = _Captured("vkml.jit.capture", None, state, max_captures)
+        self._result = None
+
+    @property
+    def ready(self) -> bool:
+        """Whether ``replay`` can run (two recordings of the block did the same work)."""
+        return self._captured.ready
+
+    @property
+    def stats(self) -> dict:
+        return dict(self._captured.stats)
+
+    def returns(self, *tensors) -> None:
+        """Inside ``record``: the tensors ``replay`` returns (new ones each replay)."""
+        self._result = tensors
+
+    def record(self, *inputs):
+        """A context that runs its block normally, recording it; ``inputs`` are what ``replay`` takes anew."""
+        return _Recording(self, inputs)
+
+    def replay(self, *inputs) -> tuple:
+        """Run the recorded work with ``inputs`` in place of the recorded ones; the tensors given to ``returns``."""
+        c = self._captured
+        if not c.programs:
+            raise JitError("vkml.jit.capture: nothing to replay yet; record the block (twice: see docs/jit.md)")
+        found = c._lookup(inputs, {})
+        if found is None:
+            raise JitError(
+                "vkml.jit.capture: no recording fits these inputs (their shapes, dtypes, views or devices) or the "
+                "state; record the block with them"
+            )
+        return c._replay(found)
+
+
+class _Recording:
+    def __init__(self, owner: capture, inputs):
+        self.owner, self.inputs = owner, inputs
+
+    def __enter__(self):
+        self.owner._result = ()
+        self.owner._captured._start(self.inputs, {})
+        return self.owner
+
+    def __exit__(self, kind, value, tb) -> bool:
+        c = self.owner._captured
+        result, self.owner._result = self.owner._result, None
+        self.owner._last = c._finish([result], failed=kind is not None)
+        return False
+
+
+jit.capture = capture  # vkml.jit.capture: the same machinery for a block
+jit.JitError = JitError

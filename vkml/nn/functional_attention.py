@@ -34,6 +34,7 @@ from ..graph.node import Node
 from ..ir import types as T
 from ..kernels import attention as fused
 from ..kernels import attention_backward as fused_backward
+from ..kernels import attention_coopmat as fused_coopmat
 from ..kernels.index import WIDE_INDEX_EXTENT
 from ..kernels.tuning import tuning_for
 from ..runtime.base import Dispatch
@@ -385,11 +386,16 @@ def _fused_forward(query, key, value, attn_mask, options: _Options):
     shape = _attention_shape(query, key, value, attn_mask, options)
     L, Ev = shape.query_len, shape.value_dim
     specs = {"out": ((*shape.batch, L, Ev), query.dtype), "lse": ((*shape.batch, L), T.float32)}
-    kernel = fused.cached_forward_kernel(shape)
+    kernel, grid, structure = fused.cached_forward_kernel(shape), shape.grid, ("attention", shape)
+    features = getattr(query.device, "features", None)
+    if fused_coopmat.applies(features, shape):  # float16 on matrix units: within the page's bound
+        config = fused_coopmat.config_of(features, shape)
+        kernel, grid = fused_coopmat.cached_forward_kernel(shape, config), fused_coopmat.grid(shape, config)
+        structure = ("attention coopmat", shape, config)
     out, lse = _dispatch(
-        ("attention", shape),
+        structure,
         kernel,
-        shape.grid,
+        grid,
         _inputs(query, key, value, attn_mask),
         options.params(),
         specs,

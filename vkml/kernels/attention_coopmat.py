@@ -103,7 +103,7 @@ def config_for(shape: AttentionShape, shared_limit: int, invocations: int = 1024
 
 
 def config_of(features, shape: AttentionShape) -> Config | None:
-    """``config_for`` with the limits of a device with ``features`` (None: the CPU interpreter, an H200's)."""
+    """``config_for`` with the limits of a device with ``features`` (None: the CPU interpreter, 48 KiB of shared memory)."""
     if features is None:
         return config_for(shape, 49152)
     return config_for(shape, features.max_compute_shared_memory_size, features.max_workgroup_invocations)

@@ -155,7 +155,20 @@ def scaled_dot_product_attention(
     PyTorch; tests/test_attention_fused.py checks against PyTorch in float64 within
     atol = rtol = 2e-6 (float32 inputs) and 1e-3 (float16, one rounding of the result), and
     the gradients within 1e-5 (float32) and 2e-3 (float16). The bits are the same on every
-    device and every run.
+    device and every run, with one exception:
+
+    On a device with cooperative matrices (VK_KHR_cooperative_matrix's 16×16×16 float16 shape,
+    32-wide subgroups) float16 inputs take a forward whose q @ kᵀ and weights @ v
+    products run on matrix units (vkml/kernels/attention_coopmat.py; ``VKML_ATTENTION_COOPMAT=0``
+    keeps the scalar kernel). Its weights are rounded to float16 before they multiply v, as
+    flash attention does (the row sums take them in float32), and the device sums the products
+    of each 16-block in its own order, so its bits differ from the CPU's, within
+    |out - exact| <= (2^-10 + 4γ_(E+16)·|scale|·maxⱼ Σₑ|qₑ·kⱼₑ|)·Σⱼ wⱼ·|vⱼ| + ½ ulp(out) of the
+    exact attention (w the exact weights, E the head dim rounded up to a multiple of 16,
+    γ_n = n·2^-24 / (1 - n·2^-24)); the same bits on every run. tests/test_attention_coopmat.py
+    checks the CPU-interpreted kernel within it. Masks, causal masking, dropout and GQA work
+    there as in the scalar kernel; float32 and bfloat16 inputs keep the scalar kernel (Vulkan
+    has no TF32), and so does the backward.
 
     >>> q = vkml.ones(2, 3)
     >>> scaled_dot_product_attention(q, q, q, is_causal=True).shape  # doctest: +SKIP

@@ -150,6 +150,17 @@ def test_the_interpreted_kernel_is_within_the_bound(name, coopmat_on_cpu):
     np.testing.assert_allclose(got.astype(np.float64), np.nan_to_num(want), rtol=2e-3, atol=2e-3)
 
 
+def test_nan_rows_as_pytorch(coopmat_on_cpu):
+    q, k, v, _ = _arrays("plain", seed=4)
+    q[0, 0, 3, 5] = np.nan  # that row of that head
+    k[0, 1, 10, 2] = np.nan  # every row of the other head
+    _, out = _run((q, k, v), {})
+    got = out.numpy()
+    want = torch.nn.functional.scaled_dot_product_attention(*(torch.tensor(a, dtype=torch.float64) for a in (q, k, v)))
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want.numpy()))
+    assert np.isnan(got[0, 0, 3]).all() and np.isnan(got[0, 1]).all() and not np.isnan(np.delete(got[0, 0], 3, 0)).any()
+
+
 def test_dropout_drops_what_the_scalar_kernel_drops(coopmat_on_cpu, monkeypatch):
     q, k, v, _ = _arrays("plain", seed=7)
     vkml.manual_seed(3)

@@ -115,6 +115,7 @@ def test_selection_follows_the_device_features_and_the_switch(monkeypatch):
     for change in (
         {"cooperative_matrix": False},
         {"subgroup_size": 64},
+        {"subgroup_ops": 0x1},  # no shuffles
         {"vulkan_memory_model": False},
         {"max_compute_shared_memory_size": 2048},
     ):

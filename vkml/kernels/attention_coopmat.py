@@ -1,7 +1,7 @@
 """The fused attention forward on cooperative matrices: float16 q, k, v on a device with VK_KHR_cooperative_matrix.
 
 Chosen (``applies``) for float16 inputs on a device that lists the 16×16×16 float16 × float16 →
-float32 subgroup shape, has 32-wide subgroups, the Vulkan memory model and room for a
+float32 subgroup shape, has 32-wide subgroups with shuffles, the Vulkan memory model and room for a
 ``Config``'s shared memory; everywhere else (float32 and bfloat16 inputs, lavapipe, the CPU) the
 scalar kernel of vkml/kernels/attention.py runs. ``VKML_ATTENTION_COOPMAT=0`` turns it off.
 Masks, causal masking, dropout, GQA and broadcast batch dims are taken as the scalar kernel
@@ -123,6 +123,7 @@ def applies(features, shape: AttentionShape) -> bool:
     return (
         features.has_matrix_shape(MATRIX, MATRIX, MATRIX)
         and features.subgroup_size == SUBGROUP
+        and features.subgroup_shuffle  # a row's two invocations combine by shuffle_xor
         and features.vulkan_memory_model
         and features.float16
         and features.storage_buffer_16bit

@@ -87,7 +87,8 @@ def _arrays(name: str, seed: int):
         heads, S = 4, 100
         mask = np.where(g.random((L, S)) < 0.3, -np.inf, g.standard_normal((L, S))).astype(np.float16)
         kwargs.update(attn_mask=mask, enable_gqa=True, scale=0.3)
-    q = (g.standard_normal((1, heads, L, E)) * 1.5).astype(np.float16)
+    batch = 2 if name == "gqa_float_mask" else 1  # k and v broadcast along the first batch dim
+    q = (g.standard_normal((batch, heads, L, E)) * 1.5).astype(np.float16)
     k = (g.standard_normal((1, kv_heads, S, E)) * 1.5).astype(np.float16)
     v = g.standard_normal((1, kv_heads, S, Ev)).astype(np.float16)
     return q, k, v, kwargs

@@ -51,11 +51,12 @@ def bound_ratio(got: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray, ca
     w = np.exp(s - s.max(-1, keepdims=True))
     w /= w.sum(-1, keepdims=True)
     exact = w @ v
-    c_w, c_s = attention_coopmat.bound(q.shape[-1])
+    c_w, c_s, c_v = attention_coopmat.bound(q.shape[-1])
     magnitude = scale * (np.abs(q) @ np.abs(k).T).max(-1, keepdims=True)
     top = np.abs(exact.astype(np.float16))
     ulp = (np.nextafter(top, np.float16(np.inf)) - top).astype(np.float64)
-    allowed = (c_w + c_s * magnitude) * (w @ np.abs(v)) + ulp / 2
+    unmasked = np.tril(np.ones(s.shape)) if causal else np.ones(s.shape)
+    allowed = (c_w + c_s * magnitude) * (w @ np.abs(v)) + c_v * (unmasked @ np.abs(v)) + ulp / 2
     return float((np.abs(got[0, 0].astype(np.float64) - exact) / allowed).max())
 
 

@@ -65,11 +65,11 @@ def _exact(q, k, v, kwargs):
     total = e.sum(-1, keepdims=True)
     w = np.divide(e, total, out=np.zeros_like(e), where=total > 0)
     out = w @ v
-    c_w, c_s = coopmat.bound(q.shape[-1])
+    c_w, c_s, c_v = coopmat.bound(q.shape[-1])
     magnitude = abs(scale) * (np.abs(q) @ np.swapaxes(np.abs(k), -1, -2)).max(-1, keepdims=True)
     spread = np.abs(out.astype(np.float16))
     ulp = (np.nextafter(spread, np.float16(np.inf)) - spread).astype(np.float64)
-    return out, (c_w + c_s * magnitude) * (w @ np.abs(v)) + ulp / 2
+    return out, (c_w + c_s * magnitude) * (w @ np.abs(v)) + c_v * (allowed @ np.abs(v)) + ulp / 2
 
 
 def _arrays(name: str, seed: int):

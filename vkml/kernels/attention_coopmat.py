@@ -310,20 +310,23 @@ U16 = 2.0**-11  # float16's unit roundoff
 U32 = 2.0**-24
 
 
-def bound(head_dim: int) -> tuple[float, float]:
-    """The page's bound: (c_w, c_s) such that |out - exact| <= (c_w + c_s·|scale|·maxⱼ Σₑ|q_e k_je|)·Σⱼ w_j|v_j|
-    plus half a float16 ulp of the output, w the exact weights (docs/ops/scaled_dot_product_attention.md).
+def bound(head_dim: int) -> tuple[float, float, float]:
+    """The page's bound: (c_w, c_s, c_v) such that
+    |out - exact| <= (c_w + c_s·|scale|·maxⱼ Σₑ|q_e k_je|)·Σⱼ w_j|v_j| + c_v·Σⱼ|v_j| plus half a float16 ulp of
+    the output, w the exact weights, j over the unmasked keys (docs/ops/scaled_dot_product_attention.md).
 
-    c_w = 2⁻¹⁰: the float16 weights (2⁻¹¹) and the float32 rescalings, exp and division, with room;
+    c_w = 2⁻¹⁰: the float16 weights (2⁻¹¹ relative) and the float32 rescalings, exp and division, with room;
     c_s = 4γ_(E+16): a score's error on a device (2γ_(E+16)·Σ|q k|, matmul's device bound) moves each
-    weight relative to the others by at most twice that.
+    weight relative to the others by at most twice that;
+    c_v = 2⁻²⁵: a weight below float16's normal range (2⁻¹⁴; weights are at most 1 before the final
+    division by the row sum, which is at least 1) is rounded by up to 2⁻²⁵ absolute, not relative.
 
-    >>> bound(64)[0] == 2.0**-10
-    True
+    >>> bound(64)[0] == 2.0**-10, bound(64)[2] == 2.0**-25
+    (True, True)
     """
     n = _padded(head_dim) + MATRIX
     gamma = n * U32 / (1 - n * U32)
-    return 2 * U16, 4 * gamma
+    return 2 * U16, 4 * gamma, 2.0**-25
 
 
 __all__ = [

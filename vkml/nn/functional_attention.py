@@ -163,9 +163,10 @@ def scaled_dot_product_attention(
     keeps the scalar kernel). Its weights are rounded to float16 before they multiply v, as
     flash attention does (the row sums take them in float32), and the device sums the products
     of each 16-block in its own order, so its bits differ from the CPU's, within
-    |out - exact| <= (2^-10 + 4γ_(E+16)·|scale|·maxⱼ Σₑ|qₑ·kⱼₑ|)·Σⱼ wⱼ·|vⱼ| + ½ ulp(out) of the
-    exact attention (w the exact weights, E the head dim rounded up to a multiple of 16,
-    γ_n = n·2^-24 / (1 - n·2^-24)); the same bits on every run. tests/test_attention_coopmat.py
+    |out - exact| <= (2^-10 + 4γ_(E+16)·|scale|·maxⱼ Σₑ|qₑ·kⱼₑ|)·Σⱼ wⱼ·|vⱼ| + 2^-25·Σⱼ|vⱼ| + ½ ulp(out)
+    of the exact attention (w the exact weights, j over the unmasked keys, E the head dim
+    rounded up to a multiple of 16, γ_n = n·2^-24 / (1 - n·2^-24); the 2^-25 term is the
+    absolute rounding of weights below float16's normal range); the same bits on every run. tests/test_attention_coopmat.py
     checks the CPU-interpreted kernel within it. Masks, causal masking, dropout and GQA work
     there as in the scalar kernel; float32 and bfloat16 inputs keep the scalar kernel (Vulkan
     has no TF32), and so does the backward (from this forward's output and log-sum-exp, its

@@ -179,6 +179,21 @@ def test_dropout_drops_what_the_scalar_kernel_drops(coopmat_on_cpu, monkeypatch)
     assert np.all(np.abs(got.astype(np.float64) - scalar) <= tol / 0.6 + np.abs(scalar) * 2.0**-11)
 
 
+def test_a_large_dropout_scale_does_not_overflow_the_float16_weights(coopmat_on_cpu, monkeypatch):
+    """dropout_p = 0.99999 keeps weights scaled by 1e5, past float16's range: the kernel scales after P V."""
+    q, k = np.zeros((1, 1, 64, 16), np.float16), np.zeros((1, 1, 64, 16), np.float16)  # every weight 1
+    v = np.random.default_rng(0).standard_normal((1, 1, 64, 16)).astype(np.float16)
+    results = []
+    for forced in (True, False):
+        if not forced:
+            monkeypatch.setattr(coopmat, "applies", lambda features, shape: False)
+        vkml.manual_seed(15)  # a seed that keeps one weight of this shape
+        results.append(_run((q, k, v), {"dropout_p": 0.99999})[1].numpy())
+    got, scalar = results
+    assert coopmat_on_cpu[0].startswith("attention_cm_") and np.abs(scalar).max() > 1000
+    np.testing.assert_allclose(got.astype(np.float64), scalar.astype(np.float64), rtol=2e-3, atol=0)
+
+
 def test_the_backward_takes_the_saved_log_sum_exp(coopmat_on_cpu):
     q, k, v, kwargs = _arrays("causal", seed=5)
     q, k, v = (a[:, :, :32, :32] for a in (q, k, v))

@@ -19,10 +19,11 @@ and each subgroup keeps its 16 × E block as A matrices; per key block:
    ascending): scale and mask them as the scalar kernel (``masked_score``), combine the row max
    (``shuffle_xor``, the even invocation's value on the left), p = exp(s - m'), α = exp(m - m');
    the row sum l' = l·α + Σ p takes the float32 weights; the weights that multiply V are rounded
-   to float16 (after dropout), as flash attention does, and written to shared memory;
+   to float16 (dropped ones to 0), as flash attention does, and written to shared memory;
 4. each subgroup computes its 16 × Ev block of P V on matrices (from -0.0, keys ascending in
    blocks of 16) into shared memory, and each invocation adds its columns (c ≡ h mod 2) to its
-   float32 accumulators: acc' = acc·α + (P V).
+   float32 accumulators: acc' = acc·α + (P V) (times dropout's 1 / (1 - p): after the product, so
+   that a kept weight cannot pass float16's range).
 
 At the end out = acc / l (zeros where l = 0: a row with no unmasked key) and the row's
 log-sum-exp m + log(l) is stored for the backward kernels, which are the scalar ones.
@@ -260,8 +261,9 @@ def forward_kernel(shape: AttentionShape, config: Config) -> Kernel:
                 def weigh(i, total_):
                     col = i * _u32(PER_ROW) + half
                     p = B.select(dead, _f32(0.0), M.exp(so_tile[s_row + col] - m_new))
-                    # The sum l takes every weight; the product with V only the kept ones (dropout after softmax).
-                    kept = dropout.apply(dropout.keep(b, row, key0 + col), p) if dropout else p
+                    # The sum l takes every weight; the product with V only the kept ones (dropout after softmax),
+                    # scaled by 1 / (1 - p) only after it: scaled first, a weight could pass float16's range.
+                    kept = B.select(dropout.keep(b, row, key0 + col), p, _f32(0.0)) if dropout else p
                     qp_tile[p_row + col] = M.f32_to_f16(kept)
                     return (total_ + p,)
 
@@ -278,7 +280,10 @@ def forward_kernel(shape: AttentionShape, config: Config) -> Kernel:
                         product = B.matrix_mul_add(p_t, v_t, product)
                     so_tile.store_matrix(s_first + _u32(MATRIX * j), product, sp, "row")
                 B.barrier()
-                new = [a * alpha + so_tile[s_row + _u32(PER_ROW * i) + half] for i, a in enumerate(acc)]
+                parts = [so_tile[s_row + _u32(PER_ROW * i) + half] for i in range(columns)]
+                if dropout:
+                    parts = [part * dropout.scale for part in parts]
+                new = [a * alpha + part for a, part in zip(acc, parts)]
                 return (m_new, l_new, *new)
 
             inits = (_f32(NEG_INF), _f32(0.0), *(_f32(0.0) for _ in range(columns)))

@@ -18,6 +18,7 @@ exception is ``VKML_EAGER``, which every op asks about: vkml reads it once, at i
 | ``VKML_MATMUL_COOPMAT2_SHAPE`` | ``matmul_coopmat2_shape()`` | the shape of that template's kernel, as its mode string writes it (e.g. ``128x128x64 t128 u2 g16``: tile, invocations, K-steps per loop iteration, tile rows walked together); unset: ``kernels_matmul_coopmat2.DEFAULT``. For measuring shapes; ``u`` and ``g`` keep the bits (the same blocks of k in the same order) |
 | ``VKML_COMPILE_THREADS`` | ``compile_threads()`` | how many kernels one realize compiles at once when it meets several new ones (vkml/runtime/vulkan/pipelines.py): default the CPU count, at most 8; ``1``: one after another |
 | ``VKML_MATMUL_FMA`` | ``matmul_fma()`` | on GPUs with the large matmul tiles, whether matmul fuses its multiply-adds (about 1.5x faster there; results within 2γ_K Σ|a||b| of the CPU's instead of equal to them): ``auto`` (default) for products of at least 2^27 multiply-adds, ``1`` for every size, ``0`` never (every device then gives the CPU's bits). docs/ops/matmul.md |
+| ``VKML_ATTENTION_COOPMAT`` | ``attention_coopmat()`` | ``0``: the fused attention forward keeps the scalar kernel (the CPU's bits) on devices with cooperative matrices too. Default ``1``: float16 inputs run on them where the device has them, within the bound docs/ops/scaled_dot_product_attention.md states |
 
     >>> import os; os.environ["VKML_CACHE_DIR"] = "/tmp/vkml-cache"
     >>> str(cache_dir())
@@ -147,6 +148,14 @@ def matmul_coopmat() -> bool:
     deterministic per device); ``0`` keeps the scalar tiles and so the CPU's bits.
     """
     return _switch("VKML_MATMUL_COOPMAT", True)
+
+
+def attention_coopmat() -> bool:
+    """Whether the fused attention forward may run on cooperative matrices where the device has them
+    (``VKML_ATTENTION_COOPMAT``, on by default): float16 inputs, within the op page's bound; ``0`` keeps
+    the scalar kernel and so the CPU's bits.
+    """
+    return _switch("VKML_ATTENTION_COOPMAT", True)
 
 
 def matmul_coopmat2() -> bool:

@@ -34,6 +34,7 @@ from ..graph.node import Node
 from ..ir import types as T
 from ..kernels import attention as fused
 from ..kernels import attention_backward as fused_backward
+from ..kernels import attention_coopmat as fused_coopmat
 from ..kernels.index import WIDE_INDEX_EXTENT
 from ..kernels.tuning import tuning_for
 from ..runtime.base import Dispatch
@@ -154,7 +155,22 @@ def scaled_dot_product_attention(
     PyTorch; tests/test_attention_fused.py checks against PyTorch in float64 within
     atol = rtol = 2e-6 (float32 inputs) and 1e-3 (float16, one rounding of the result), and
     the gradients within 1e-5 (float32) and 2e-3 (float16). The bits are the same on every
-    device and every run.
+    device and every run, with one exception:
+
+    On a device with cooperative matrices (VK_KHR_cooperative_matrix's 16×16×16 float16 shape,
+    32-wide subgroups) float16 inputs take a forward whose q @ kᵀ and weights @ v
+    products run on matrix units (vkml/kernels/attention_coopmat.py; ``VKML_ATTENTION_COOPMAT=0``
+    keeps the scalar kernel). Its weights are rounded to float16 before they multiply v, as
+    flash attention does (the row sums take them in float32), and the device sums the products
+    of each 16-block in its own order, so its bits differ from the CPU's, within
+    |out - exact| <= (2^-10 + 4γ_(E+16)·|scale|·maxⱼ Σₑ|qₑ·kⱼₑ|)·Σⱼ wⱼ·|vⱼ| + 2^-25·Σⱼ|vⱼ| + ½ ulp(out)
+    of the exact attention (w the exact weights, j over the unmasked keys, E the head dim
+    rounded up to a multiple of 16, γ_n = n·2^-24 / (1 - n·2^-24); the 2^-25 term is the
+    absolute rounding of weights below float16's normal range); the same bits on every run. tests/test_attention_coopmat.py
+    checks the CPU-interpreted kernel within it. Masks, causal masking, dropout and GQA work
+    there as in the scalar kernel; float32 and bfloat16 inputs keep the scalar kernel (Vulkan
+    has no TF32), and so does the backward (from this forward's output and log-sum-exp, its
+    gradients stay within the 2e-3 above).
 
     >>> q = vkml.ones(2, 3)
     >>> scaled_dot_product_attention(q, q, q, is_causal=True).shape  # doctest: +SKIP
@@ -385,11 +401,16 @@ def _fused_forward(query, key, value, attn_mask, options: _Options):
     shape = _attention_shape(query, key, value, attn_mask, options)
     L, Ev = shape.query_len, shape.value_dim
     specs = {"out": ((*shape.batch, L, Ev), query.dtype), "lse": ((*shape.batch, L), T.float32)}
-    kernel = fused.cached_forward_kernel(shape)
+    kernel, grid, structure = fused.cached_forward_kernel(shape), shape.grid, ("attention", shape)
+    features = getattr(query.device, "features", None)
+    if fused_coopmat.applies(features, shape):  # float16 on matrix units: within the page's bound
+        config = fused_coopmat.config_of(features, shape)
+        kernel, grid = fused_coopmat.cached_forward_kernel(shape, config), fused_coopmat.grid(shape, config)
+        structure = ("attention coopmat", shape, config)
     out, lse = _dispatch(
-        ("attention", shape),
+        structure,
         kernel,
-        shape.grid,
+        grid,
         _inputs(query, key, value, attn_mask),
         options.params(),
         specs,

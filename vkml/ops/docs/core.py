@@ -282,7 +282,9 @@ PAGES: dict[str, OpDoc] = {
         precision="fused: float32 throughout (ascending-order dot products, exp and log within 1 ulp, the online "
         "softmax's rescalings, one division per output), one rounding to float16/bfloat16 at the output; within "
         "atol = rtol = 2e-6 (float32) and 1e-3 (float16) of PyTorch in float64 on unit-scale data "
-        "(tests/test_attention_fused.py); the same bits on every device and run, other bits than the composite's",
+        "(tests/test_attention_fused.py); the same bits on every device and run, other bits than the composite's; "
+        "float16 on a device with cooperative matrices: float16 weights times v on matrix units, within the "
+        "bound below (tests/test_attention_coopmat.py)",
         special="A row whose every score is -inf after masking gives zeros, as PyTorch's math path, not NaN; "
         "a NaN in q, k or v makes its rows NaN.",
         divergence="PyTorch multiplies q and k by sqrt(scale) each and picks a fused or math CPU kernel, so last "

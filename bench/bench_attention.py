@@ -1,0 +1,117 @@
+"""Time the fused scaled_dot_product_attention forward on one device (GPU timestamps), with and without
+cooperative matrices, beside PyTorch's where CUDA is there:
+
+    .venv/bin/python bench/bench_attention.py                       # B4 H8 T1024 D64 float16 and float32
+    .venv/bin/python bench/bench_attention.py --seq 4096 --causal --dtype float32
+    .venv/bin/python bench/bench_attention.py --batch 1 --heads 1 --seq 64 --repeats 1   # lavapipe: a check
+
+Each line: the shape, the path (``VKML_ATTENTION_COOPMAT`` 1 or 0: the variable picks the
+kernel on each call; float32 and devices without cooperative matrices take the scalar kernel
+either way), the GPU time (median of the repeats, after a warm-up that compiles), and the
+largest error of the first (batch, head) entry relative to the bound the op's page states
+for the cooperative-matrix kernel (float64 reference): it must stay ≤ 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+import numpy as np
+
+import vkml
+import vkml.nn.functional as VF
+from vkml.kernels import attention_coopmat
+
+WARM_UP_S = 0.5
+
+
+def time_forward(tensors, causal: bool, device, repeats: int) -> float:
+    started = time.perf_counter()
+    VF.scaled_dot_product_attention(*tensors, is_causal=causal).realize()  # compile
+    while time.perf_counter() - started < WARM_UP_S:
+        VF.scaled_dot_product_attention(*tensors, is_causal=causal).realize()
+    seconds = []
+    for _ in range(repeats):
+        with device.timestamped() as runs:
+            VF.scaled_dot_product_attention(*tensors, is_causal=causal).realize()
+        seconds.append(sum(sum(run) for run in runs))
+    return statistics.median(seconds)
+
+
+def bound_ratio(got: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -> float:
+    """max |got - exact| / bound over the first (batch, head) entry."""
+    q, k, v = (x[0, 0].astype(np.float64) for x in (q, k, v))
+    scale = 1 / np.sqrt(q.shape[-1])
+    s = scale * (q @ k.T)
+    if causal:
+        s = np.where(np.tril(np.ones(s.shape, bool)), s, -np.inf)
+    w = np.exp(s - s.max(-1, keepdims=True))
+    w /= w.sum(-1, keepdims=True)
+    exact = w @ v
+    c_w, c_s, c_v = attention_coopmat.bound(q.shape[-1])
+    magnitude = scale * (np.abs(q) @ np.abs(k).T).max(-1, keepdims=True)
+    top = np.abs(exact.astype(np.float16))
+    ulp = (np.nextafter(top, np.float16(np.inf)) - top).astype(np.float64)
+    unmasked = np.tril(np.ones(s.shape)) if causal else np.ones(s.shape)
+    allowed = (c_w + c_s * magnitude) * (w @ np.abs(v)) + c_v * (unmasked @ np.abs(v)) + ulp / 2
+    return float((np.abs(got[0, 0].astype(np.float64) - exact) / allowed).max())
+
+
+def time_torch(arrays, causal: bool, repeats: int) -> float | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    tq, tk, tv = (torch.tensor(a, device="cuda") for a in arrays)
+    for _ in range(10):
+        torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=causal)
+    seconds = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=causal)
+        end.record()
+        torch.cuda.synchronize()
+        seconds.append(start.elapsed_time(end) / 1e3)
+    return statistics.median(seconds)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batch", type=int, default=4)
+    parser.add_argument("--heads", type=int, default=8)
+    parser.add_argument("--seq", type=int, default=1024)
+    parser.add_argument("--dim", type=int, default=64)
+    parser.add_argument("--dtype", action="append", choices=["float16", "float32"], help="default: both")
+    parser.add_argument("--causal", action="store_true")
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--device", default=None, help="a Vulkan device (default: the best one)")
+    args = parser.parse_args()
+    device = vkml.device(args.device) if args.device else vkml.best_device()
+    if device.kind != "vulkan":
+        raise SystemExit("needs a Vulkan device (GPU timestamps)")
+    rng = np.random.default_rng(0)
+    size = (args.batch, args.heads, args.seq, args.dim)
+    print(f"{device.name}: B{args.batch} H{args.heads} T{args.seq} D{args.dim}{' causal' if args.causal else ''}")
+    for dtype in args.dtype or ["float16", "float32"]:
+        arrays = [rng.standard_normal(size).astype(dtype) for _ in range(3)]
+        tensors = [vkml.tensor(a, device=device) for a in arrays]
+        for switch in ("1", "0"):
+            os.environ["VKML_ATTENTION_COOPMAT"] = switch
+            seconds = time_forward(tensors, args.causal, device, args.repeats)
+            got = VF.scaled_dot_product_attention(*tensors, is_causal=args.causal).numpy()
+            ratio = bound_ratio(got, *arrays, args.causal)
+            print(f"{dtype:8s} VKML_ATTENTION_COOPMAT={switch}: {seconds * 1e3:9.3f} ms  error/bound {ratio:.3f}")
+        os.environ.pop("VKML_ATTENTION_COOPMAT")
+        theirs = time_torch(arrays, args.causal, args.repeats)
+        if theirs is not None:
+            print(f"{dtype:8s} torch (CUDA):               {theirs * 1e3:9.3f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -510,6 +510,11 @@ special = _transcendental.special
 _sys.modules[__name__ + ".special"] = special  # `import vkml.special` finds the namespace
 __all__ += ["special"]
 
+# ---------------------------------------------------------------------- printing (vkml/frontend/printing.py)
+from .frontend.printing import set_printoptions  # noqa: E402
+
+__all__ += ["set_printoptions"]
+
 # ---------------------------------------------------------------------- lazy submodules
 # vkml.nn (layers, losses, functional), vkml.optim (SGD, Adam, AdamW) and vkml.utils (utils.data:
 # datasets, samplers, DataLoader) load on first use: `vkml.nn.Linear`, `import vkml.nn` and

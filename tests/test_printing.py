@@ -6,6 +6,8 @@ as ``vkml.`` in dtype names; on lavapipe the text is the CPU's with ``device='vu
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -227,6 +229,11 @@ def _modules(lib):
     ]
 
 
+def _without_norm_bias(text: str) -> str:
+    # the norm layers' bias= field is newer than PyTorch 2.11 (the GPU machine's): compared without it
+    return re.sub(r"(affine=\w+), bias=\w+", r"\1", text)
+
+
 def test_module_repr_is_pytorchs():
     for expected, got in zip(_modules(torch), _modules(vkml), strict=True):
-        assert repr(got) == repr(expected)
+        assert _without_norm_bias(repr(got)) == _without_norm_bias(repr(expected))

@@ -114,6 +114,21 @@ def test_set_printoptions_rejects_an_unknown_profile():
     assert repr(vkml.tensor([1.5])) == "tensor([1.5000])"
 
 
+def _double(lib):
+    """One custom Function, of the same class name in each library (its grad_fn is named after it)."""
+
+    class Double(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    return Double
+
+
 def test_autograd_suffixes_and_parameter():
     for lib in (torch, vkml):
         lib.manual_seed(0)
@@ -129,6 +144,11 @@ def test_autograd_suffixes_and_parameter():
                 repr(y.exp()),
                 repr(x + 1),
                 repr(x.detach()),
+                repr(x.view(4)),
+                repr(x.float()),
+                repr(x.to(lib.float16)),
+                repr(x @ x),
+                repr(_double(lib).apply(x)),
                 repr(lib.nn.Parameter(lib.ones(2))),
                 str(lib.nn.Parameter(lib.ones(2), requires_grad=False)),
             ]

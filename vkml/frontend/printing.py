@@ -222,14 +222,24 @@ def _add_suffixes(text: str, suffixes: list[str], indent: int) -> str:
 # ---------------------------------------------------------------------- the whole text
 
 
+# vkml op names whose PyTorch backward node is named after another ATen op
+_ATEN_NAMES = {"cast": "ToCopy", "reshape": "View", "matmul": "Mm"}
+
+
 def grad_fn_name(ctx) -> str:
     """PyTorch's spelling of a grad_fn's class for vkml's op name: ``mul`` -> ``MulBackward0``.
 
-    vkml records one context per public op, named after the op; PyTorch names its backward node
+    vkml records one context per op it builds, named after the op; PyTorch names its backward node
     after the ATen op, which is the same name for the ops both libraries share (mul, add, sum, exp,
-    relu, mm, ...).
+    relu, ...). A composite vkml builds from other ops shows its last op (``mean`` ends in
+    ``DivBackward0``, PyTorch's ``MeanBackward0``). A ``vkml.autograd.Function``'s context is
+    named ``<Class>Backward`` already, as PyTorch names it.
     """
-    return "".join(part[:1].upper() + part[1:] for part in str(ctx.name).split("_")) + "Backward0"
+    name = str(ctx.name)
+    if name.endswith("Backward"):
+        return name
+    name = _ATEN_NAMES.get(name, name)
+    return "".join(part[:1].upper() + part[1:] for part in name.split("_")) + "Backward0"
 
 
 def _default_device_name() -> str:

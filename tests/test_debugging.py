@@ -42,8 +42,8 @@ def _work(device):
 
 
 _SUMMARY = (
-    r"vkml: realize on {device}: (\d+) kernels, (\d+) dispatches, 1 submission, (\d+) B bound, (\d+) B up, "
-    r"(\d+) B down, [\d.]+ ms \w+, [\d.]+ ms wall, (planned|plan replayed), \d+ kernels compiled"
+    r"vkml: realize on {device}: (\d+) kernels, (\d+) dispatches, 1 submission, ([\d.]+ \w+) bound, ([\d.]+ \w+) up, "
+    r"([\d.]+ \w+) down, [\d.]+ ms \w+, [\d.]+ ms wall, (planned|plan replayed), \d+ kernels compiled"
 )
 _KERNEL_LINE = r"^\s+\d+\s+[\d.]+ ms  (\S+)  grid \("
 
@@ -58,11 +58,12 @@ def test_vkml_debug_reports_each_realize_on_stderr(dev, monkeypatch, capsys, lev
     assert got == second == expected  # timing changes no result
     summaries = re.findall(_SUMMARY.format(device=dev.name), err)
     assert len(summaries) == 2 and summaries[1][5] == "plan replayed"
-    kernels, dispatches, bound, up, down = map(int, summaries[1][:5])
+    kernels, dispatches = map(int, summaries[1][:2])
+    bound, up, down = summaries[1][2:5]  # the first line counts the transfers since any earlier line
     # the softmax kernel binds x (4x8 float32: 128 B) and writes its row maxima and row sums (16 B
     # each); the total binds x, both and its result (4 B). Between the two realizes: x uploaded,
     # the first total downloaded.
-    assert (bound, up, down) == ((128 + 16 + 16) + (128 + 16 + 16 + 4), 128, 4)
+    assert (bound, up, down) == (f"{(128 + 16 + 16) + (128 + 16 + 16 + 4)} B", "128 B", "4 B")
     names = [name for device, name, _, _ in list(debug.recent_kernels)[-kernels:] if device == dev.name]
     assert kernels == dispatches == len(names) == 2
     lines = re.findall(_KERNEL_LINE, err, flags=re.M)

@@ -257,3 +257,13 @@ def _without_norm_bias(text: str) -> str:
 def test_module_repr_is_pytorchs():
     for expected, got in zip(_modules(torch), _modules(vkml), strict=True):
         assert _without_norm_bias(repr(got)) == _without_norm_bias(repr(expected))
+
+
+def test_a_subclass_prints_its_name():
+    class Mine(vkml.Tensor):
+        pass
+
+    class MineT(torch.Tensor):
+        pass
+
+    assert repr(Mine(vkml.ones(2).node)) == repr(torch.ones(2).as_subclass(MineT)).replace("MineT", "Mine")

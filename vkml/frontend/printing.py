@@ -251,8 +251,9 @@ def _default_device_name() -> str:
 
 def tensor_repr(t) -> str:
     """``repr(t)`` as PyTorch writes it (module docstring)."""
-    # a subclass prints its own name, as in PyTorch; a Parameter's repr adds its own header
-    plain = type(t).__name__ in ("Tensor", "Parameter")
+    # a user's subclass prints its own name, as in PyTorch; vkml's own (Parameter, whose repr adds
+    # its header, and the tensors autograd saves) print as tensors
+    plain = type(t).__module__.split(".")[0] == "vkml"
     prefix = "tensor(" if plain else f"{type(t).__name__}("
     indent = len(prefix)
     suffixes = []

@@ -41,23 +41,66 @@ def _work(device):
 # ---------------------------------------------------------------------- VKML_DEBUG
 
 
-def test_vkml_debug_reports_each_realize_on_stderr(dev, monkeypatch, capsys):
+_SUMMARY = (
+    r"vkml: realize on {device}: (\d+) kernels, (\d+) dispatches, 1 submission, ([\d.]+ \w+) bound, ([\d.]+ \w+) up, "
+    r"([\d.]+ \w+) down, [\d.]+ ms \w+, [\d.]+ ms wall, (planned|plan replayed), \d+ kernels compiled"
+)
+_KERNEL_LINE = r"^\s+\d+\s+[\d.]+ ms  (\S+)  grid \("
+
+
+@pytest.mark.parametrize("level", [1, 2])
+def test_vkml_debug_reports_each_realize_on_stderr(dev, monkeypatch, capsys, level):
     expected = _work(dev).item()
-    monkeypatch.setenv("VKML_DEBUG", "1")
+    monkeypatch.setenv("VKML_DEBUG", str(level))
     got = _work(dev).item()
     second = _work(dev).item()
     err = capsys.readouterr().err
     assert got == second == expected  # timing changes no result
-    summaries = re.findall(
-        rf"vkml: realize on {dev.name}: (\d+) kernels, (\d+) dispatches, 1 submission, [\d.]+ ms \w+, [\d.]+ ms wall, "
-        r"(planned|plan replayed), \d+ kernels compiled",
-        err,
-    )
-    assert len(summaries) == 2 and summaries[1][2] == "plan replayed"
-    kernels, dispatches = int(summaries[1][0]), int(summaries[1][1])
+    summaries = re.findall(_SUMMARY.format(device=dev.name), err)
+    assert len(summaries) == 2 and summaries[1][5] == "plan replayed"
+    kernels, dispatches = map(int, summaries[1][:2])
+    bound, up, down = summaries[1][2:5]  # the first line counts the transfers since any earlier line
+    # the softmax kernel binds x (4x8 float32: 128 B) and writes its row maxima and row sums (16 B
+    # each); the total binds x, both and its result (4 B). Between the two realizes: x uploaded,
+    # the first total downloaded.
+    assert (bound, up, down) == (f"{(128 + 16 + 16) + (128 + 16 + 16 + 4)} B", "128 B", "4 B")
     names = [name for device, name, _, _ in list(debug.recent_kernels)[-kernels:] if device == dev.name]
-    lines = re.findall(r"^\s+\d+\s+[\d.]+ ms  (\S+)  grid \(", err, flags=re.M)
-    assert kernels == dispatches == len(names) and lines[-kernels:] == names
+    assert kernels == dispatches == len(names) == 2
+    lines = re.findall(_KERNEL_LINE, err, flags=re.M)
+    assert lines[-kernels:] == names if level == 2 else lines == []  # level 1: the summary alone
+
+
+_LEVEL3 = """
+import numpy as np, vkml
+x = vkml.tensor(np.linspace(-2, 2, 32, dtype=np.float32).reshape(4, 8), device={device!r})
+y = x.softmax(1) * 2
+z = y.sum()
+z.item()
+"""
+
+
+def test_vkml_debug_3_lists_each_kernels_ops_with_the_users_line(dev, tmp_path):
+    script = tmp_path / "user_script.py"
+    script.write_text(_LEVEL3.format(device=dev.name))
+    env = {
+        **os.environ,
+        "VKML_DEBUG": "3",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
+    done = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    err = done.stderr
+    assert len(re.findall(_SUMMARY.format(device=dev.name), err)) == 1
+    kernels = re.findall(_KERNEL_LINE, err, flags=re.M)
+    assert len(kernels) == 2
+    # under each kernel line, its fused ops with the line of user_script.py that made each
+    blocks = re.split(_KERNEL_LINE, err, flags=re.M)[2::2]
+    ops = [re.findall(r"^\s+(\w+)\s+\([\d, ]*\) float32  at user_script\.py:(\d+)$", b, flags=re.M) for b in blocks]
+    assert [name for name, _ in ops[0]] == ["shift_max", "view", "sub", "exp", "sum"]
+    assert {line for _, line in ops[0]} == {"4"}  # all of softmax's first kernel: y = x.softmax(1) * 2
+    assert ("mul", "4") in ops[1] and ("sum", "5") in ops[1]  # the * 2 on line 4 fused into z = y.sum()
 
 
 def test_vkml_debug_off_prints_nothing(capsys, monkeypatch):

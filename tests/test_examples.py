@@ -6,9 +6,12 @@ import os
 import re
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import numpy as np
+
+import vkml
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -32,13 +35,42 @@ def test_modules_and_buffers(gpu):
     assert _run("modules_and_buffers.py", "--steps", "4", "--device", gpu.name) == on_cpu
 
 
-def test_cnn_classifier(gpu):
-    on_cpu = _run("cnn_classifier.py", "--steps", "4")
+def _load_example(script: str) -> types.ModuleType:
+    module = types.ModuleType(script.removesuffix(".py"))
+    path = ROOT / "examples" / script
+    exec(compile(path.read_text(), str(path), "exec"), module.__dict__)
+    return module
+
+
+def test_cnn_classifier(gpu, tmp_path, capsys):
+    short = ("--steps", "6", "--batch", "64", "--synthetic", "--no-progress")
+    whole = tmp_path / "whole.ckpt"
+    on_cpu = _run("cnn_classifier.py", *short, "--checkpoint", str(whole))
     first, last = map(float, re.search(r"loss: (\S+) -> (\S+)", on_cpu).groups())
     assert last < first
-    assert "batches tracked: 4 |" in on_cpu and "(0): Conv2d(1, 8, kernel_size=(3, 3)" in on_cpu
+    assert "batches tracked: 6 |" in on_cpu and "(0): Conv2d(1, 8, kernel_size=(3, 3)" in on_cpu
     # The same bits on Vulkan: every printed loss is the same.
-    assert _run("cnn_classifier.py", "--steps", "4", "--device", gpu.name) == on_cpu
+    assert _run("cnn_classifier.py", *short, "--device", gpu.name).replace(f"checkpoint: {whole} at step 6\n", "") == (
+        on_cpu.replace(f"checkpoint: {whole} at step 6\n", "")
+    )
+    # Stopped after 3 steps (mid-epoch: 4 batches an epoch) and resumed: the run's bits, BatchNorm's
+    # running statistics and the momentum buffers included, and the same printed losses.
+    cnn, stopped = _load_example("cnn_classifier.py"), tmp_path / "stopped.ckpt"
+    run = {"steps": 6, "device": "cpu", "batch": 64, "synthetic": True, "progress": False, "checkpoint": str(stopped)}
+    cnn.main(**run, stop_after=3)
+    cnn.main(**run, resume=True)
+    resumed = capsys.readouterr().out
+    step_lines = [line for line in on_cpu.splitlines() if line.startswith("step ")]
+    assert [line for line in resumed.splitlines() if line.startswith("step ")] == step_lines
+    a, b = vkml.load(whole), vkml.load(stopped)
+    assert a["losses"] == b["losses"] and a["step"] == b["step"] == 6 and a["scheduler"] == b["scheduler"]
+    for name, value in a["model"].items():
+        assert value.numpy().tobytes() == b["model"][name].numpy().tobytes(), name
+    for key, state in a["optimizer"]["state"].items():
+        assert (
+            state["momentum_buffer"].numpy().tobytes()
+            == b["optimizer"]["state"][key]["momentum_buffer"].numpy().tobytes()
+        )
 
 
 def _numbers(text: str) -> list[float]:

@@ -162,6 +162,16 @@ special = _transcendental.special
 _sys.modules[__name__ + ".special"] = special  # `import vkml.special` finds the namespace
 __all__ += ["special"]
 
+# ---------------------------------------------------------------------- printing (vkml/frontend/printing.py)
+from .frontend.printing import set_printoptions  # noqa: E402
+
+__all__ += ["set_printoptions"]
+
+# ---------------------------------------------------------------------- the default generator's state (vkml/frontend/rng_state.py)
+from .frontend.rng_state import get_rng_state, set_rng_state  # noqa: E402
+
+__all__ += ["get_rng_state", "set_rng_state"]
+
 # ---------------------------------------------------------------------- lazy submodules
 # vkml.nn (layers, losses, functional), vkml.optim (SGD, Adam, AdamW) and vkml.utils (utils.data:
 # datasets, samplers, DataLoader) load on first use: `vkml.nn.Linear`, `import vkml.nn` and

@@ -45,14 +45,25 @@ def record_dispatches(device_name: str, dispatches) -> None:
 run_listeners: list = []
 
 
+def level() -> int:
+    """``VKML_DEBUG``: 0 (quiet), 1 (a line per realize), 2 (and a line per kernel), 3 (and its ops)."""
+    return config.debug_level()
+
+
 def timing_wanted() -> bool:
     """Whether realizes time each dispatch: ``VKML_DEBUG`` >= 1, or a profiler is recording."""
     return bool(run_listeners) or config.debug_level() >= 1
 
 
-def run_timed(device, dispatches, planned: bool) -> None:
+# bytes_uploaded and bytes_downloaded when the last VKML_DEBUG line was printed: each line counts
+# the transfers since the one before (uploads of a step's inputs, downloads of the last results)
+_transfers_seen = {"bytes_uploaded": 0, "bytes_downloaded": 0}
+
+
+def run_timed(device, dispatches, planned: bool, groups=None) -> None:
     """``device.run(dispatches)`` with each dispatch timed (GPU timestamps on Vulkan, wall clock on the
-    CPU), handed to ``run_listeners`` and, under ``VKML_DEBUG``, printed to stderr.
+    CPU), handed to ``run_listeners`` and, under ``VKML_DEBUG``, printed to stderr. ``groups``: the
+    fused groups (``scheduler.fused_groups``), for ``VKML_DEBUG=3``.
 
     Timing makes the host wait for each run, so the overlap of Python and GPU work is lost while it is on.
     """
@@ -66,27 +77,96 @@ def run_timed(device, dispatches, planned: bool) -> None:
     wall = time.perf_counter() - host_start
     for listener in list(run_listeners):
         listener(device.name, dispatches, seconds, host_start)
-    if config.debug_level() >= 1:
+    debug_level = config.debug_level()
+    if debug_level >= 1:
         after = _counters.snapshot()
-        print(run_report(device.name, dispatches, seconds, wall, planned, after, before), file=sys.stderr)
+        # max(0, ...): reset_counters() may have zeroed the counters since the last line
+        moved = tuple(max(0, after[key] - _transfers_seen[key]) for key in _transfers_seen)
+        _transfers_seen.update((key, after[key]) for key in _transfers_seen)
+        report = run_report(device.name, dispatches, seconds, wall, planned, after, before, debug_level, groups, moved)
+        print(report, file=sys.stderr)
 
 
-def run_report(device_name: str, dispatches, seconds, wall: float, planned: bool, after: dict, before: dict) -> str:
-    """What ``VKML_DEBUG=1`` prints for one realize on one device: a summary line, then one line per dispatch."""
+def _size(nbytes: int) -> str:
+    for unit in ("B", "KiB", "MiB"):
+        if nbytes < 1024 or unit == "MiB":
+            return f"{nbytes} {unit}" if unit == "B" else f"{nbytes:.1f} {unit}"
+        nbytes /= 1024
+    raise AssertionError("unreachable")
+
+
+def run_report(
+    device_name: str,
+    dispatches,
+    seconds,
+    wall: float,
+    planned: bool,
+    after: dict,
+    before: dict,
+    debug_level: int = 2,
+    groups=None,
+    transfers: tuple[int, int] = (0, 0),
+) -> str:
+    """What ``VKML_DEBUG`` prints for one realize on one device.
+
+    Level 1: one summary line: kernels, dispatches, submissions, the bytes the kernels bind
+    (every buffer each dispatch reads or writes, counted once per dispatch), the bytes uploaded
+    and downloaded since the previous line, GPU time (timestamps; the interpreter's wall clock on
+    the CPU), wall time, whether the plan was made or replayed, kernels compiled. Level 2: and a
+    line per dispatch. Level 3: and under each dispatch the ops fused into its kernel, each with
+    the user's source line (recorded when ``VKML_DEBUG=3`` is set before vkml is imported).
+    """
     launched = after["dispatches"] - before["dispatches"]
     compiled = after["kernels_compiled"] - before["kernels_compiled"]
     timer = "GPU" if device_name != "cpu" else "interpreter"
     total = "n/a (no timestamps)" if seconds is None else f"{sum(seconds) * 1e3:.3f} ms {timer}"
     plan = "planned" if planned else "plan replayed"
+    bound = sum(b.nbytes for d in dispatches for b in d.buffers.values())
+    uploaded, downloaded = transfers
     lines = [
         f"vkml: realize on {device_name}: {len(dispatches)} kernels, {launched} dispatches, "
-        f"{after['submissions'] - before['submissions']} submission, {total}, {wall * 1e3:.3f} ms wall, "
+        f"{after['submissions'] - before['submissions']} submission, {_size(bound)} bound, "
+        f"{_size(uploaded)} up, {_size(downloaded)} down, {total}, {wall * 1e3:.3f} ms wall, "
         f"{plan}, {compiled} kernels compiled"
     ]
+    if debug_level < 2:
+        return lines[0]
+    owners = _group_of_each_dispatch(groups, len(dispatches)) if debug_level >= 3 else None
     for i, d in enumerate(dispatches):
         took = "      -" if seconds is None else f"{seconds[i] * 1e3:7.3f}"
         lines.append(f"  {i:3d} {took} ms  {d.kernel.name}  grid {tuple(d.grid)} x {tuple(d.kernel.local_size)}")
+        if owners is not None and owners[i] is not None:
+            lines += [f"        {_op_text(n)}" for n in owners[i] if _shown(n)]
+    if debug_level >= 3 and owners is None:
+        lines.append("  (the fused groups do not match the dispatches one to one: listed by group)")
+        for k, (_, members) in enumerate(groups or ()):
+            lines.append(f"  group {k}")
+            lines += [f"        {_op_text(n)}" for n in members if _shown(n)]
     return "\n".join(lines)
+
+
+def _group_of_each_dispatch(groups, count: int):
+    """Per dispatch, the nodes of its group (None for a group's second and later passes); None when
+    the groups' dispatch counts do not add up to ``count``."""
+    if groups is None or sum(n for n, _ in groups) != count:
+        return None
+    owners: list = []
+    for n, members in groups:
+        owners += [members] + [None] * (n - 1) if n else []
+    return owners
+
+
+def _shown(node) -> bool:
+    """Whether a fused node is an op of the user's: not a scalar constant or its broadcast (a kernel parameter)."""
+    return node.op != "const" and not (node.op == "view" and node.srcs and node.srcs[0].op == "const")
+
+
+def _op_text(node) -> str:
+    """One fused op: its name, shape and dtype, and the user's line that made it."""
+    name = node.arg[0] if node.op in ("elementwise", "reduce") else node.op
+    shape = "(" + ", ".join(map(str, node.shape)) + ("," if len(node.shape) == 1 else "") + ")"
+    where = node.origin or "source unknown: set VKML_DEBUG=3 before importing vkml"
+    return f"{name:<12} {shape} {node.dtype.name}  at {where}"
 
 
 # ---------------------------------------------------------------------- the lazy graph of a tensor

@@ -14,7 +14,7 @@ import copy
 import numpy as np
 
 from .errors import DTypeError
-from .frontend import autograd, indexing, interop, mutation, pointwise
+from .frontend import autograd, indexing, interop, mutation, pointwise, printing
 from .frontend import operators as F
 from .graph import build as lazy
 from .graph.node import Node
@@ -250,12 +250,8 @@ class Tensor:
         return self._host_values().tolist()
 
     def __repr__(self) -> str:
-        grad = ", requires_grad=True" if self._requires_grad else ""
-        if self.node.realized and self.numel() <= 64:
-            body = np.array2string(self._host_values(), separator=", ")
-            return f"tensor({body}, dtype={self.dtype.name}, device={self.device.name!r}{grad})"
-        state = "" if self.node.realized else ", lazy"
-        return f"<Tensor shape={self.shape} dtype={self.dtype.name} device={self.device.name}{state}{grad}>"
+        """PyTorch's text: ``tensor([1., 2.], requires_grad=True)`` (vkml/frontend/printing.py); realizes the tensor."""
+        return printing.tensor_repr(self)
 
     def __format__(self, format_spec: str) -> str:
         """A 0-dim tensor formats as its value (``f"{loss:.4f}"``); others as ``object`` does, as PyTorch."""

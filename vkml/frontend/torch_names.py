@@ -3,7 +3,7 @@
 Aliases (``multiply`` for ``mul``, ``greater`` for ``gt``, ...) are the same functions and
 methods under PyTorch's other name, in-place forms included. The helpers are composites of
 existing ops (``dist``, ``cov``, ``corrcoef``, ``trapezoid``, ``broadcast_tensors``) or
-host-side bookkeeping with PyTorch's behaviour (``seed``, ``get_rng_state``, ``can_cast``,
+host-side bookkeeping with PyTorch's behaviour (``seed``, ``can_cast``,
 ``is_nonzero``, ``set_num_threads``).
 
 >>> import vkml
@@ -338,36 +338,6 @@ def initial_seed() -> int:
     return random.default_generator.initial_seed()
 
 
-def get_rng_state():
-    """The default generator's state as a uint8 tensor (``torch.get_rng_state``), for ``set_rng_state``.
-
-    vkml's state is the seed and the draw counter, 16 bytes little-endian (PyTorch's Mersenne
-    Twister state is 5,056 bytes: the two are not interchangeable).
-
-    >>> import vkml
-    >>> state = vkml.get_rng_state()
-    >>> a = vkml.rand(2).tolist()
-    >>> vkml.set_rng_state(state)
-    >>> vkml.rand(2).tolist() == a
-    True
-    """
-    seed_value, offset = random.default_generator.get_state()
-    raw = np.array([seed_value, offset], dtype="<u8").view(np.uint8)
-    return creation.tensor(raw.copy(), dtype=T.uint8)
-
-
-def set_rng_state(new_state) -> None:
-    """Restore the default generator from a ``get_rng_state()`` tensor."""
-    _check_tensor("set_rng_state", "new_state", new_state)
-    if new_state.dtype is not T.uint8 or tuple(new_state.shape) != (16,):
-        raise RuntimeError(
-            "set_rng_state: expected the 16-element uint8 tensor get_rng_state() returns, got "
-            f"{new_state.dtype.name} of shape {tuple(new_state.shape)}"
-        )
-    words = np.ascontiguousarray(new_state.numpy()).view("<u8")
-    random.default_generator.set_state((int(words[0]), int(words[1])))
-
-
 # ---------------------------------------------------------------------- threads
 
 _num_threads: int | None = None
@@ -414,8 +384,6 @@ PUBLIC = [
     "asarray",
     "seed",
     "initial_seed",
-    "get_rng_state",
-    "set_rng_state",
     "set_num_threads",
     "get_num_threads",
 ]

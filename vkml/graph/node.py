@@ -26,9 +26,33 @@ in the order ``become_buffer`` states.
 from __future__ import annotations
 
 import math
+import os
+import sys
 
+from .. import config
 from ..ir.types import DType
 from ..runtime.base import Buffer, Device
+
+# VKML_DEBUG=3 names the user's source line of every op in its report of the fused groups
+# (vkml/debug.py). Read once, at import: a node has no way to learn its line later, and reading
+# the environment for every node would cost more than building the node. Tests set it directly.
+RECORD_ORIGINS = config.debug_level() >= 3
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def user_line() -> str | None:
+    """``file:line`` of the innermost caller outside the vkml package: the user's line that made the op."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    path = frame.f_code.co_filename
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:  # another drive (Windows)
+        relative = path
+    return f"{relative if not relative.startswith('..') else path}:{frame.f_lineno}"
 
 
 class Node:
@@ -57,7 +81,8 @@ class Node:
         self.dtype = dtype
         self.device = device
         self.buffer: Buffer | None = None
-        self.origin = origin  # "op at file:line" of the user's call, for errors at realize
+        # "file:line" of the user's call that made the node, under VKML_DEBUG=3 (RECORD_ORIGINS)
+        self.origin = origin if origin is not None or not RECORD_ORIGINS else user_line()
         self.trace_mark = 0
 
     @property

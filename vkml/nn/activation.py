@@ -235,10 +235,16 @@ class Hardsigmoid(_Inplace):
     def forward(self, input):
         return hardsigmoid(input, self.inplace)
 
+    def extra_repr(self) -> str:
+        return ""  # PyTorch's repr shows no inplace flag here
+
 
 class Hardswish(_Inplace):
     def forward(self, input):
         return hardswish(input, self.inplace)
+
+    def extra_repr(self) -> str:
+        return ""  # PyTorch's repr shows no inplace flag here
 
 
 class ELU(_Inplace):
@@ -249,6 +255,9 @@ class ELU(_Inplace):
     def forward(self, input):
         return elu(input, self.alpha, self.inplace)
 
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
 
 class CELU(_Inplace):
     def __init__(self, alpha: float = 1.0, inplace: bool = False):
@@ -257,6 +266,9 @@ class CELU(_Inplace):
 
     def forward(self, input):
         return celu(input, self.alpha, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
 
 
 class LeakyReLU(_Inplace):
@@ -267,6 +279,9 @@ class LeakyReLU(_Inplace):
     def forward(self, input):
         return leaky_relu(input, self.negative_slope, self.inplace)
 
+    def extra_repr(self) -> str:
+        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
+
 
 class Hardtanh(_Inplace):
     def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
@@ -276,6 +291,9 @@ class Hardtanh(_Inplace):
     def forward(self, input):
         return hardtanh(input, self.min_val, self.max_val, self.inplace)
 
+    def extra_repr(self) -> str:
+        return f"min_val={self.min_val}, max_val={self.max_val}" + (", inplace=True" if self.inplace else "")
+
 
 class Threshold(_Inplace):
     def __init__(self, threshold: float, value: float, inplace: bool = False):
@@ -284,6 +302,9 @@ class Threshold(_Inplace):
 
     def forward(self, input):
         return threshold(input, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"threshold={self.threshold}, value={self.value}" + (", inplace=True" if self.inplace else "")
 
 
 class Softsign(Module):
@@ -309,6 +330,9 @@ class Hardshrink(Module):
     def forward(self, input):
         return hardshrink(input, self.lambd)
 
+    def extra_repr(self) -> str:
+        return str(self.lambd)
+
 
 class Softshrink(Module):
     def __init__(self, lambd: float = 0.5):
@@ -317,6 +341,9 @@ class Softshrink(Module):
 
     def forward(self, input):
         return softshrink(input, self.lambd)
+
+    def extra_repr(self) -> str:
+        return str(self.lambd)
 
 
 class Softplus(Module):
@@ -329,6 +356,9 @@ class Softplus(Module):
 
         return functional.softplus(input, self.beta, self.threshold)
 
+    def extra_repr(self) -> str:
+        return f"beta={self.beta}, threshold={self.threshold}"
+
 
 class Softmin(Module):
     def __init__(self, dim: int | None = None):
@@ -338,6 +368,9 @@ class Softmin(Module):
     def forward(self, input):
         return softmin(input, self.dim, _stacklevel=5)
 
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
 
 class GLU(Module):
     def __init__(self, dim: int = -1):
@@ -346,6 +379,9 @@ class GLU(Module):
 
     def forward(self, input):
         return glu(input, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
 
 
 class PReLU(Module):
@@ -358,6 +394,9 @@ class PReLU(Module):
 
     def forward(self, input):
         return prelu(input, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"
 
 
 FUNCTIONS = [

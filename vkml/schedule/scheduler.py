@@ -712,11 +712,44 @@ def _realize_on(device, nodes: list[Node]) -> None:
     if dispatches:
         debug.record_dispatches(device.name, dispatches)
         if debug.timing_wanted():  # VKML_DEBUG or vkml.profiler: each dispatch timed, reported
-            debug.run_timed(device, dispatches, planned)
+            groups = fused_groups(nodes, order) if debug.level() >= 3 else None
+            debug.run_timed(device, dispatches, planned, groups)
         else:
             device.run(dispatches)
     plan_cache.finish(recipe, order, outs)
     del temps
+
+
+def fused_groups(nodes: list[Node], order: list[Node]) -> list[tuple[int, list[Node]]]:
+    """The kernel groups of a realize of ``nodes``, in dispatch order, for ``VKML_DEBUG=3``: each as
+    (its number of dispatches, the nodes its kernels compute, sources first).
+
+    Planned again from the graph (a replayed plan keeps positions, not groups); a node recomputed
+    by two kernels is listed in both. Called before the nodes are realized.
+    """
+    with _planning, _deep_enough(len(order)):
+        plan = Plan(nodes, order)
+        leaf_ids = set(plan.roots)
+        ordered = _dependency_order([_Group(plan, root, leaf_ids) for root in plan.groups()])
+        counts = [
+            1 if g.root.op == "kernel" else 0 if g.root.numel == 0 else len(g.template().kernels) for g in ordered
+        ]
+    position = {id(n): i for i, n in enumerate(plan.nodes)}
+    result = []
+    for g, count in zip(ordered, counts):
+        members: dict[int, Node] = {}
+        stack = list(g.outputs) + list(g.chain)
+        while stack:
+            n = stack.pop()
+            if n.realized or id(n) in members:
+                continue
+            owner = plan.produced_by.get(id(n), n if id(n) in plan.roots else None)
+            if owner is not None and owner is not g.root:
+                continue  # another kernel writes it; this one loads it
+            members[id(n)] = n
+            stack.extend(n.srcs)
+        result.append((count, sorted(members.values(), key=lambda n: position.get(id(n), -1))))
+    return result
 
 
 def clear_template_cache() -> None:

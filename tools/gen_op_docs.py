@@ -1914,6 +1914,20 @@ EXTRA.update(
         ),
     }
 )
+# Tensor.view(dtype), a bit reinterpretation (vkml/frontend/dtype_view.py).
+from vkml.frontend.dtype_view import view_dtype  # noqa: E402
+
+EXTRA["view"] = Extra(
+    "movement",
+    ("Tensor.view(*shape)", "Tensor.view(dtype)"),
+    view_dtype,
+    precision="exact: the bits are kept (a float16 NaN's payload may be quieted on its way through float32)",
+    divergence="A view between dtypes of different element sizes is a new tensor built from the input's bits: "
+    "writes to it or to the input do not reach the other (PyTorch's share storage). Of one element size it is "
+    "a view, as PyTorch's.",
+    gradient="Not differentiable: the result never requires grad (PyTorch's `view.dtype` is not differentiable); "
+    "`view(*shape)` is `reshape`'s rule.",
+)
 
 
 # ---------------------------------------------------------------------- docstring notes

@@ -479,8 +479,13 @@ class Tensor:
     def reshape(self, *shape):
         return F.reshape(self, *shape)
 
-    def view(self, *shape):
-        """``reshape`` that must be a view of this tensor's storage (PyTorch's error otherwise)."""
+    def view(self, *shape, dtype=None):
+        """``reshape`` that must be a view of this tensor's storage (PyTorch's error otherwise);
+        ``view(dtype)``: the same bits read as ``dtype`` (vkml/frontend/dtype_view.py)."""
+        if dtype is not None or (len(shape) == 1 and isinstance(shape[0], T.DType)):
+            if shape and dtype is not None:
+                raise TypeError("view() received an invalid combination of arguments: both a shape and dtype=")
+            return view_dtype(self, dtype if dtype is not None else shape[0])
         out = F.reshape(self, *shape)  # checks the shape
         if not mutation.viewable(self, out.shape):
             raise RuntimeError(
@@ -797,3 +802,5 @@ def _install_transcendental_methods() -> None:
 
 
 _install_transcendental_methods()
+# view(dtype): a bit reinterpretation (vkml/frontend/dtype_view.py); Tensor.view calls it.
+from .frontend.dtype_view import view_dtype  # noqa: E402

@@ -221,6 +221,16 @@ def cast_node(node: Node, dtype: T.DType) -> Node:
     return Node("cast", (node,), None, node.shape, dtype, node.device)
 
 
+def bitcast_node(node: Node, dtype: T.DType) -> Node:
+    """``node``'s bits read as ``dtype`` of the same element size (``Tensor.view(dtype)``): a cast
+    node whose ``arg`` is ``"bits"``, so it fuses wherever a conversion does."""
+    if node.dtype is dtype:
+        return node
+    if node.dtype.nbytes != dtype.nbytes:
+        raise ValueError(f"bitcast_node: {node.dtype.name} and {dtype.name} differ in size")
+    return Node("cast", (node,), "bits", node.shape, dtype, node.device)
+
+
 def _folds(value, dtype: T.DType) -> bool:
     """Whether converting constant ``value`` to ``dtype`` on the host gives the cast op's value:
     not for a float outside an integer dtype's range (inf, NaN, 1e30), which the op defines."""

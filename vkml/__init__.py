@@ -531,6 +531,10 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY_SUBMODULES))
 
 
+# ---------------------------------------------------------------- dtype limits (vkml/frontend/dtype_info.py)
+from .frontend.dtype_info import finfo, iinfo  # noqa: E402
+
+__all__ += ["finfo", "iinfo"]
 # ---------------------------------------------------------------------- mixed precision (vkml/frontend/amp.py)
 # KEEP THIS BLOCK LAST (merges append above it): autocast wraps the public functions bound
 # above, the Tensor methods and nn.functional's.

@@ -1,0 +1,91 @@
+"""``vkml.finfo`` and ``vkml.iinfo``: the numeric limits of a dtype, as ``torch.finfo``/``torch.iinfo``.
+
+The attributes, their Python types (``dtype`` is the dtype's name, a str, as PyTorch's), the
+repr and the TypeErrors are PyTorch's.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..ir import types as T
+from .defaults import get_default_dtype
+
+# (mantissa bits without the hidden one, largest exponent, smallest normal exponent) of each float dtype
+_FLOATS = {
+    "float16": (10, 15, -14),
+    "bfloat16": (7, 127, -126),
+    "float32": (23, 127, -126),
+    "float64": (52, 1023, -1022),
+}
+
+
+def _check(fn: str, dtype) -> None:
+    if not isinstance(dtype, T.DType) or dtype is T.uint32:  # uint32 is an IR type, no tensor dtype
+        raise TypeError(f"{fn}(): argument 'type' (position 1) must be vkml.dtype, not {type(dtype).__name__}")
+
+
+def _g(value) -> str:
+    return f"{float(value):g}"
+
+
+class finfo:  # noqa: N801 - PyTorch's name
+    """The limits of a float dtype (default: the default dtype), as ``torch.finfo``.
+
+    >>> import vkml
+    >>> vkml.finfo(vkml.float16).max, vkml.finfo(vkml.bfloat16).eps
+    (65504.0, 0.0078125)
+    """
+
+    __hash__ = None  # PyTorch's finfo compares equal by value and is not hashable
+
+    def __init__(self, type=None):  # noqa: A002 - PyTorch's argument name
+        dtype = get_default_dtype() if type is None else type
+        _check("finfo", dtype)
+        if not dtype.is_float:
+            raise TypeError("vkml.finfo() requires a floating point input type. Use vkml.iinfo to handle 'vkml.finfo'")
+        mantissa, emax, emin = _FLOATS[dtype.name]
+        self.bits = dtype.bits
+        self.eps = 2.0**-mantissa
+        self.max = (2.0 - 2.0**-mantissa) * 2.0**emax
+        self.min = -self.max
+        self.tiny = self.smallest_normal = 2.0**emin
+        self.resolution = 10.0 ** -math.floor(-math.log10(self.eps))
+        self.dtype = dtype.name
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, finfo) and self.dtype == other.dtype
+
+    def __repr__(self) -> str:
+        return (
+            f"finfo(resolution={_g(self.resolution)}, min={_g(self.min)}, max={_g(self.max)}, eps={_g(self.eps)}, "
+            f"smallest_normal={_g(self.smallest_normal)}, tiny={_g(self.tiny)}, dtype={self.dtype})"
+        )
+
+
+class iinfo:  # noqa: N801 - PyTorch's name
+    """The limits of an integer dtype, as ``torch.iinfo``.
+
+    >>> import vkml
+    >>> vkml.iinfo(vkml.uint8).max, vkml.iinfo(vkml.int16).min
+    (255, -32768)
+    """
+
+    __hash__ = None
+
+    def __init__(self, type):  # noqa: A002 - PyTorch's argument name
+        _check("iinfo", type)
+        if type is T.bool_:
+            raise TypeError("vkml.bool is not supported by vkml.iinfo")
+        if not type.is_int:
+            raise TypeError("vkml.iinfo() requires an integer input type. Use vkml.finfo to handle 'vkml.iinfo'")
+        self.bits = type.bits
+        self.min = -(2 ** (type.bits - 1)) if type.is_signed else 0
+        self.max = 2 ** (type.bits - 1) - 1 if type.is_signed else 2**type.bits - 1
+        self.dtype = type.name
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, iinfo) and self.dtype == other.dtype
+
+    def __repr__(self) -> str:
+        return f"iinfo(min={_g(self.min)}, max={_g(self.max)}, dtype={self.dtype})"

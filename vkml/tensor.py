@@ -455,21 +455,33 @@ class Tensor:
         return pointwise.floor_divide(o, self)
 
     def __eq__(self, o):  # noqa: D105 - elementwise, as in PyTorch
+        if not isinstance(o, _OPERANDS):  # None, a str, a list: False, as PyTorch's (Python's identity test)
+            return NotImplemented
         return F.eq(self, o)
 
     def __ne__(self, o):
+        if not isinstance(o, _OPERANDS):
+            return NotImplemented
         return F.ne(self, o)
 
     def __lt__(self, o):
+        if not isinstance(o, _OPERANDS):  # Python's TypeError, as PyTorch's
+            return NotImplemented
         return F.lt(self, o)
 
     def __le__(self, o):
+        if not isinstance(o, _OPERANDS):  # Python's TypeError, as PyTorch's
+            return NotImplemented
         return F.le(self, o)
 
     def __gt__(self, o):
+        if not isinstance(o, _OPERANDS):  # Python's TypeError, as PyTorch's
+            return NotImplemented
         return F.gt(self, o)
 
     def __ge__(self, o):
+        if not isinstance(o, _OPERANDS):  # Python's TypeError, as PyTorch's
+            return NotImplemented
         return F.ge(self, o)
 
     def __getitem__(self, index):
@@ -802,5 +814,8 @@ def _install_transcendental_methods() -> None:
 
 
 _install_transcendental_methods()
+# What ``==`` and ``!=`` compare elementwise; anything else (None, a str, a list) compares by identity,
+# as in PyTorch (``x == None`` is False). numpy values and complex numbers go on to the op, which says what it takes.
+_OPERANDS = (Tensor, bool, int, float, complex, np.generic, np.ndarray)
 # view(dtype): a bit reinterpretation (vkml/frontend/dtype_view.py); Tensor.view calls it.
 from .frontend.dtype_view import view_dtype  # noqa: E402

@@ -89,3 +89,46 @@ class iinfo:  # noqa: N801 - PyTorch's name
 
     def __repr__(self) -> str:
         return f"iinfo(min={_g(self.min)}, max={_g(self.max)}, dtype={self.dtype})"
+
+
+# ---------------------------------------------------------------- dtype names in PyTorch's messages
+
+# PyTorch's ScalarType name and C++ type name of each dtype, as its error messages print them.
+_SCALAR_TYPE = {
+    "float32": ("Float", "float"),
+    "float64": ("Double", "double"),
+    "float16": ("Half", "c10::Half"),
+    "bfloat16": ("BFloat16", "c10::BFloat16"),
+    "int64": ("Long", "long int"),
+    "int32": ("Int", "int"),
+    "int16": ("Short", "short int"),
+    "int8": ("Char", "signed char"),
+    "uint8": ("Byte", "unsigned char"),
+    "bool": ("Bool", "bool"),
+}
+
+
+def scalar_type_name(dtype: T.DType) -> str:
+    """PyTorch's ScalarType name (``Float``, ``Long``, ...) of ``dtype``."""
+    return _SCALAR_TYPE.get(dtype.name, (dtype.name,))[0]
+
+
+def check_matmul_dtypes(op: str, a: T.DType, b: T.DType, a_ndim: int, b_ndim: int) -> None:
+    """PyTorch's RuntimeError for a matrix product of two dtypes (it never promotes them), worded as
+    the kernel PyTorch's ``matmul`` reaches for those ranks words it (dot, addmv, mm or bmm) after
+    the public op's name; nothing if one dtype."""
+    if a is b:
+        return
+    name = scalar_type_name
+    if a_ndim == 1 and b_ndim == 1:
+        raise RuntimeError(f"{op}: dot : expected both vectors to have same dtype, but found {name(a)} and {name(b)}")
+    if b_ndim == 1:  # a matrix (or a folded batch of them) times a vector
+        raise RuntimeError(
+            f"{op}: addmv input tensors must have the same dtype, but got {name(b)}, {name(a)}, and {name(b)}"
+        )
+    if b_ndim == 2:  # a vector or a (folded) matrix times a matrix
+        cpp = {d: _SCALAR_TYPE.get(d.name, ("", d.name))[1] for d in (a, b)}
+        raise RuntimeError(f"{op}: expected m1 and m2 to have the same dtype, but got: {cpp[a]} != {cpp[b]}")
+    if a is T.bool_:  # PyTorch's bmm looks for a bool kernel first
+        raise RuntimeError(f"{op}: \"bmm\" not implemented for 'Bool'")
+    raise RuntimeError(f"{op}: expected scalar type {name(a)} but found {name(b)}")

@@ -20,6 +20,7 @@ from ..ops.cast import work_dtype
 from ..ops.promotion import promote_types
 from . import autograd
 from .autograd import differentiable
+from .dtype_info import check_matmul_dtypes
 from .dtypes import check_device_dtype
 
 TENSOR_METHODS = [
@@ -546,6 +547,7 @@ def matmul(input, other):
     lazy.check_devices("matmul", [a, b])
     if not a.shape or not b.shape:
         raise ShapeError(f"'matmul': both operands need at least 1 dim, got shapes {a.shape} and {b.shape}")
+    check_matmul_dtypes("matmul", a.dtype, b.dtype, len(a.shape), len(b.shape))  # PyTorch raises, never promotes
     if a.dtype is T.bool_ or b.dtype is T.bool_:
         raise DTypeError("'matmul' does not support bool tensors")
     x, y = input, other

@@ -1,0 +1,73 @@
+"""Where PyTorch refuses to mix dtypes (matrix products) or compares by identity (``x == None``)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import vkml
+
+DTYPES = ["float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool"]
+SHAPES = [((2,), (2,)), ((3, 2), (2,)), ((2,), (2, 3)), ((3, 2), (2, 3)), ((4, 3, 2), (2, 3)), ((3, 2), (4, 2, 3))]
+SHAPES += [((4, 3, 2), (2,)), ((4, 3, 2), (4, 2, 3))]
+
+
+def _both(shape, dtype):
+    return torch.ones(shape, dtype=getattr(torch, dtype)), vkml.ones(*shape, dtype=getattr(vkml, dtype))
+
+
+def _same_error(call_torch, call_vkml, op: str):
+    with pytest.raises(RuntimeError) as want:
+        call_torch()
+    with pytest.raises(RuntimeError) as got:
+        call_vkml()
+    assert str(got.value) == f"{op}: {want.value}"
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shapes", SHAPES, ids=str)
+def test_matmul_of_two_dtypes_raises_torch_s_error(shapes, dtype):
+    for first, second in (("float32", dtype), (dtype, "float32")):
+        ta, va = _both(shapes[0], first)
+        tb, vb = _both(shapes[1], second)
+        _same_error(lambda: ta @ tb, lambda: va @ vb, "matmul")
+
+
+def test_named_products_raise_torch_s_errors():
+    cases = [
+        ("mm", lambda L, a, b: L.mm(a, b), (2, 2), (2, 2)),
+        ("bmm", lambda L, a, b: L.bmm(a, b), (1, 2, 2), (1, 2, 2)),
+        ("mv", lambda L, a, b: L.mv(a, b), (2, 2), (2,)),
+        ("dot", lambda L, a, b: L.dot(a, b), (2,), (2,)),
+    ]
+    for op, call, sa, sb in cases:
+        ta, va = _both(sa, "float32")
+        tb, vb = _both(sb, "float64")
+        _same_error(lambda: call(torch, ta, tb), lambda: call(vkml, va, vb), op)
+
+
+def test_linear_of_two_dtypes_raises_torch_s_error():
+    for x_dtype, bias_dtype in (("float64", "float32"), ("float32", "float64"), ("float64", "float16")):
+        tx, vx = _both((3, 2), x_dtype)
+        tw, vw = _both((4, 2), "float32")
+        tb, vb = _both((4,), bias_dtype)
+        with pytest.raises(RuntimeError) as want:
+            torch.nn.functional.linear(tx, tw, tb)
+        with pytest.raises(RuntimeError) as got:
+            vkml.nn.functional.linear(vx, vw, vb)
+        assert str(got.value) == str(want.value)
+    with pytest.raises(RuntimeError, match="expected m1 and m2 to have the same dtype, but got: double != float"):
+        vkml.nn.functional.linear(vkml.ones(3, 2, dtype=vkml.float64), vkml.ones(4, 2))
+
+
+@pytest.mark.parametrize("other", [None, "a", [1.0, 1.0], (1, 2), object()], ids=repr)
+def test_comparing_with_a_non_number_is_identity_as_in_torch(other):
+    t, x = torch.ones(2), vkml.ones(2)
+    assert (x == other) is (t == other) is False and (other == x) is False
+    assert (x != other) is (t != other) is True
+    with pytest.raises(TypeError) as want:
+        t < other  # noqa: B015
+    with pytest.raises(TypeError) as got:
+        x < other  # noqa: B015
+    assert str(got.value) == str(want.value)
+    assert (x == 1).tolist() == [True, True]

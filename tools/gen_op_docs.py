@@ -436,8 +436,8 @@ EXTRA.update(
             vkml.float_power,
             precision="as `pow` in float32 (≤ 1 ulp)",
             special="As `pow`.",
-            divergence="PyTorch computes in float64 and returns float64; vkml has no float64 tensors and returns "
-            "float32.",
+            divergence="PyTorch computes in float64 and returns float64; vkml has float64 tensors but no float64 "
+            "`pow` within a stated error bound (docs/dtypes.md), so it computes in float32 and returns float32.",
             gradient="Through `pow` and the casts.",
         ),
         "softmin": Extra(
@@ -1042,8 +1042,6 @@ EXTRA.update(
             precision=_READ_BACK + "; weights are added on the device in index order (PyTorch's CPU order), "
             "each sum rounded",
             special="Empty input gives `minlength` zeros.",
-            divergence="PyTorch returns float64 for weights that are not float32; vkml has no float64 and adds "
-            "them in float32 (a float32 result).",
             gradient="Not differentiable (as PyTorch).",
         ),
         "histc": Extra(

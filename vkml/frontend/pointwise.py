@@ -171,7 +171,8 @@ def float_power(input, exponent):
     """``pow`` in float32 for every dtype (see docs/ops/float_power.md).
 
     Divergence from PyTorch: PyTorch computes float_power in float64 and returns float64; vkml has
-    no float64 pow (docs/dtypes.md), so it converts both operands to float32 and returns float32.
+    float64 tensors but no float64 pow within a stated error bound (docs/dtypes.md), so it converts
+    both operands to float32 and returns float32.
     """
     if isinstance(input, F._tensor.Tensor):
         input = F.cast(input, T.float32)

@@ -71,3 +71,60 @@ def test_comparing_with_a_non_number_is_identity_as_in_torch(other):
         x < other  # noqa: B015
     assert str(got.value) == str(want.value)
     assert (x == 1).tolist() == [True, True]
+
+
+# Divergences from PyTorch found by walking issue 17's list; each case gives PyTorch's dtype and values.
+_INTS = [[-7, -3, 0], [2, 5, 9]]
+_BOOLS = [[True, False, True], [False, False, True]]
+TORCH_CASES = {
+    "pad int with a float value": lambda L, d: L.nn.functional.pad(L.tensor(_INTS, device=d), (1, 2), value=-1.5),
+    "pad uint8 with 0.5": lambda L, d: L.nn.functional.pad(L.tensor(_INTS, device=d).to(L.uint8), (1, 0), value=0.5),
+    "pad bool with 2": lambda L, d: L.nn.functional.pad(L.tensor(_BOOLS, device=d), (0, 1, 1, 0), value=2),
+    "lt bool": lambda L, d: L.tensor(_BOOLS, device=d) < L.tensor(_BOOLS, device=d).flip(1),
+    "ge bool": lambda L, d: L.ge(L.tensor(_BOOLS, device=d), L.tensor(_BOOLS, device=d).flip(0)),
+    "gt bool scalar": lambda L, d: L.tensor(_BOOLS, device=d) > False,
+    "amax bool": lambda L, d: L.tensor(_BOOLS, device=d).amax(1),
+    "min bool": lambda L, d: L.tensor(_BOOLS, device=d).min(),
+    "max bool dim": lambda L, d: tuple(L.max(L.tensor(_BOOLS, device=d), 0)),
+    "min bool dim keepdim": lambda L, d: tuple(L.tensor(_BOOLS, device=d).min(1, keepdim=True)),
+    "all uint8": lambda L, d: L.tensor(_INTS, device=d).to(L.uint8).all(1),
+    "any uint8": lambda L, d: L.tensor(_INTS, device=d).to(L.uint8).any(),
+    "max axis": lambda L, d: tuple(L.tensor(_INTS, device=d).max(axis=1)),
+    "argmin axis": lambda L, d: L.argmin(L.tensor(_INTS, device=d), axis=0),
+}
+
+
+def _values(result):
+    if isinstance(result, tuple):
+        return [_values(r) for r in result]
+    return (str(result.dtype).rpartition(".")[2], tuple(result.shape), result.tolist())
+
+
+@pytest.mark.parametrize("where", ["cpu", "gpu"])
+@pytest.mark.parametrize("name", list(TORCH_CASES))
+def test_gives_torch_s_dtype_and_values(name, where, request):
+    device = request.getfixturevalue("gpu") if where == "gpu" else vkml.device("cpu")
+    assert _values(TORCH_CASES[name](vkml, device)) == _values(TORCH_CASES[name](torch, "cpu"))
+
+
+ERROR_CASES = {
+    "pad uint8 with -1": lambda L: L.nn.functional.pad(L.tensor(_INTS).to(L.uint8), (1, 0), value=-1),
+    "argmax bool": lambda L: L.tensor(_BOOLS).argmax(),
+    "arange zero step": lambda L: L.arange(0, 5, 0),
+    "arange step sign": lambda L: L.arange(0, 5, -1),
+    "arange bool": lambda L: L.arange(3, dtype=L.bool),
+    "div rounding mode": lambda L: L.div(L.ones(2), 2, rounding_mode="round"),
+    "int // 0": lambda L: L.tensor([5, -3]) // 0,
+    "int % 0": lambda L: L.tensor([5, -3], dtype=L.uint8) % 0,
+    "fmod int by 0": lambda L: L.fmod(L.tensor([1, 2], dtype=L.int8), False),
+    "div trunc int by 0": lambda L: L.div(L.tensor([5, -3]), 0, rounding_mode="trunc"),
+    "div floor int by 0": lambda L: L.tensor([5, -3], dtype=L.int32).div(0, rounding_mode="floor"),
+}
+
+
+@pytest.mark.parametrize("name", list(ERROR_CASES))
+def test_raises_torch_s_error_type(name):
+    with pytest.raises(Exception) as want:
+        ERROR_CASES[name](torch)
+    with pytest.raises(type(want.value)):
+        ERROR_CASES[name](vkml)

@@ -249,12 +249,16 @@ def arange(start, end=None, step=1, dtype=None, device=None):
     if not all(math.isfinite(v) for v in (start, end, step)):
         raise RuntimeError(f"arange(): unsupported range: {start} -> {end} (step {step})")
     dtype = _dtype(dtype)
-    if dtype is not None and not dtype.is_float and dtype is not T.bool_:
+    if dtype is T.bool_:
+        raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool'")
+    if dtype is not None and not dtype.is_float:
         start, end, step = int(start), int(end), int(step)  # PyTorch truncates each to an integer first
     if step == 0:
-        raise ValueError("arange(): step must be nonzero")
+        raise RuntimeError("arange(): step must be nonzero")  # PyTorch's type
     if (end - start) * step < 0:
-        raise ValueError(f"arange(): upper bound and lower bound inconsistent with step sign ({start}, {end}, {step})")
+        raise RuntimeError(
+            f"arange(): upper bound and lower bound inconsistent with step sign ({start}, {end}, {step})"
+        )
     n = max(0, math.ceil((end - start) / step))
     is_int = all(isinstance(v, int) for v in (start, end, step))
     dtype = dtype or (T.int64 if is_int else default_float())

@@ -23,12 +23,33 @@ sgn, signbit, square, reciprocal = (_unary(n) for n in ("sgn", "signbit", "squar
 isnan, isinf, isposinf, isneginf, isfinite, isreal = (
     _unary(n) for n in ("isnan", "isinf", "isposinf", "isneginf", "isfinite", "isreal")
 )
-copysign, fmod, remainder, floor_divide = (_binary(n) for n in ("copysign", "fmod", "remainder", "floor_divide"))
+copysign = _binary("copysign")
 fmax, fmin, logaddexp, logaddexp2, xlogy, hypot = (
     _binary(n) for n in ("fmax", "fmin", "logaddexp", "logaddexp2", "xlogy", "hypot")
 )
 logical_xor = _binary("logical_xor")
 true_divide = F.div
+
+
+def _check_integer_divisor(op: str, input, other) -> None:
+    """PyTorch's RuntimeError for an integer division by a Python 0 (its CPU kernels raise
+    'ZeroDivisionError'; a float division gives inf or NaN)."""
+    if type(other) in (int, bool) and other == 0 and isinstance(input, F._tensor.Tensor) and not input.dtype.is_float:
+        raise RuntimeError(f"'{op}': ZeroDivisionError (an integer {input.dtype.name} tensor divided by 0)")
+
+
+def _integer_division(name: str):
+    op = _binary(name)
+
+    def fn(input, other):
+        _check_integer_divisor(name, input, other)
+        return op(input, other)
+
+    fn.__name__, fn.__doc__ = name, op.__doc__
+    return fn
+
+
+fmod, remainder, floor_divide = (_integer_division(n) for n in ("fmod", "remainder", "floor_divide"))
 
 
 def _integer_only(op: str, *operands) -> None:
@@ -94,10 +115,11 @@ def div_rounded(input, other, rounding_mode):
     if rounding_mode is None:
         return F.div(input, other)
     if rounding_mode == "trunc":
+        _check_integer_divisor("div", input, other)
         return _elementwise("div_trunc", input, other)
     if rounding_mode == "floor":
         return floor_divide(input, other)
-    raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
+    raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
 
 
 def lerp(input, end, weight):

@@ -362,6 +362,8 @@ def _elementwise_dtypes(name: str, kinds: tuple) -> tuple[T.DType, T.DType]:
     zero = [k[0] for k in kinds if isinstance(k, tuple) and not k[1]]
     scalars = [k(0) for k in kinds if not isinstance(k, tuple)]  # a stand-in value of the scalar's type
     compute = result_type(dims, zero, scalars)
+    if compute is T.bool_ and name in ("lt", "le", "gt", "ge"):  # PyTorch orders bools False < True
+        compute = T.uint8
     if op.result == "float" and not compute.is_float:
         compute = default_float()
     if compute not in op.dtypes:
@@ -421,12 +423,22 @@ def reduce_dims(op: str, dim, ndim: int) -> tuple[int, ...] | None:
     return tuple(sorted(axes))
 
 
+# Reductions PyTorch takes on bool tensors that vkml computes on their uint8 bytes.
+_BOOL_VIA_UINT8 = frozenset(("amax", "amin", "argmax", "argmin"))
+
+
 def reduce(name: str, node: Node, dim, keepdim: bool, op: str | None = None) -> Node:
     """Reduction ``name`` over ``dim`` (None: all dims), keeping or dropping the reduced dims.
 
     ``op`` is the public function the user called (``max`` for ``amax``), for error messages.
     """
     op = op or name
+    if node.dtype is T.bool_ and name in _BOOL_VIA_UINT8:
+        if op in ("argmax", "argmin"):
+            raise RuntimeError(f"{op}(): does not support bool input")  # PyTorch's; max(dim) takes bool
+        # bool orders as 0 < 1: reduced as uint8, whose 0 and 1 are the same bytes
+        out = reduce(name, cast_node(node, T.uint8), dim, keepdim, op)
+        return cast_node(out, T.bool_) if out.dtype is T.uint8 else out
     opdef = REGISTRY[name]
     if node.dtype not in opdef.dtypes:
         _refuse_float64(op, node.dtype)

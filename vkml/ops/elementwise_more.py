@@ -24,8 +24,9 @@ _TORCH_FMOD = (
     "where a/b overflows (fmod(1, 1e-45)); vkml is exact, as C's fmod and numpy.fmod. "
 )
 _INT_DIV_ZERO = (
-    "An integer divisor of 0 gives 0 here; PyTorch raises RuntimeError 'ZeroDivisionError' "
-    "(vkml would have to read the divisor back to raise eagerly)."
+    "An integer tensor divided by a Python 0 raises PyTorch's RuntimeError 'ZeroDivisionError' at the op; "
+    "a 0 inside an integer divisor tensor gives 0 here, where PyTorch raises (vkml would have to read the "
+    "divisor back to raise eagerly)."
 )
 
 

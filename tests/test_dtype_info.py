@@ -8,7 +8,7 @@ import torch
 import vkml
 
 FLOATS = ["float32", "float16", "bfloat16", "float64"]
-INTS = ["uint8", "int8", "int16", "int32", "int64"]
+INTS = ["uint8", "int8", "int16", "uint16", "int32", "int64"]
 
 
 @pytest.mark.parametrize("name", FLOATS)

@@ -60,7 +60,9 @@ def test_linear_of_two_dtypes_raises_torch_s_error():
         vkml.nn.functional.linear(vkml.ones(3, 2, dtype=vkml.float64), vkml.ones(4, 2))
 
 
-@pytest.mark.parametrize("other", [None, "a", [1.0, 1.0], (1, 2), object()], ids=repr)
+@pytest.mark.parametrize(
+    "other", [None, "a", [1.0, 1.0], (1, 2), object()], ids=["None", "str", "list", "tuple", "object"]
+)
 def test_comparing_with_a_non_number_is_identity_as_in_torch(other):
     t, x = torch.ones(2), vkml.ones(2)
     assert (x == other) is (t == other) is False and (other == x) is False

@@ -18,6 +18,7 @@ PAIRS = {
     vkml.int64: torch.int64,
     vkml.int32: torch.int32,
     vkml.int16: torch.int16,
+    vkml.uint16: torch.uint16,
     vkml.int8: torch.int8,
     vkml.uint8: torch.uint8,
     vkml.bool: torch.bool,

@@ -533,8 +533,9 @@ def __dir__() -> list[str]:
 
 # ---------------------------------------------------------------- dtype limits (vkml/frontend/dtype_info.py)
 from .frontend.dtype_info import finfo, iinfo  # noqa: E402
+from .ir.types import uint16  # noqa: E402  (movement, conversion and creation only, as PyTorch's)
 
-__all__ += ["finfo", "iinfo"]
+__all__ += ["finfo", "iinfo", "uint16"]
 # ---------------------------------------------------------------------- mixed precision (vkml/frontend/amp.py)
 # KEEP THIS BLOCK LAST (merges append above it): autocast wraps the public functions bound
 # above, the Tensor methods and nn.functional's.

@@ -23,7 +23,7 @@ _NUMPY_TO_VKML = {
     "int16": T.int16,
     "int8": T.int8,
     "uint8": T.uint8,
-    "uint16": T.int32,
+    "uint16": T.uint16,
     "bool": T.bool_,
 }
 
@@ -62,7 +62,7 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False):
     """A tensor holding a copy of ``data`` (nested lists, numbers, numpy arrays).
 
     Default dtypes follow PyTorch: Python floats give float32, ints int64, bools bool; a numpy
-    array or scalar keeps its dtype (float64 stays float64, uint8 uint8; uint16 becomes int32).
+    array or scalar keeps its dtype (float64 stays float64, uint8 uint8, uint16 uint16).
 
     >>> tensor([[1, 2], [3, 4]]).dtype
     vkml.int64
@@ -156,8 +156,9 @@ def _check_python_values_fit(array: np.ndarray, dtype) -> None:
         # A float past the largest value is refused even when it truncates into range (127.5 for int8).
         top = float(info.max) if dtype.bits < 32 else float(info.max) + 1
         bad = ~np.isfinite(values) | (values < info.min) | (values >= top if dtype.bits >= 32 else values > top)
-    elif dtype is T.uint8:  # PyTorch lets negative ints down to -255 wrap into uint8 (-1 is 255)
-        bad = (values < -255) | (values > 255)
+    elif dtype in (T.uint8, T.uint16):  # PyTorch lets negative ints down to -255 wrap into uint8 (-1 is 255)
+        top = int(info.max)
+        bad = (values < -top) | (values > top)
     else:
         bad = (values < info.min) | (values > info.max)
     if bad.any():

@@ -104,6 +104,7 @@ _SCALAR_TYPE = {
     "int16": ("Short", "short int"),
     "int8": ("Char", "signed char"),
     "uint8": ("Byte", "unsigned char"),
+    "uint16": ("UInt16", "unsigned short"),
     "bool": ("Bool", "bool"),
 }
 

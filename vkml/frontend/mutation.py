@@ -44,6 +44,7 @@ _TORCH_NAMES = {
     "int16": "Short",
     "int8": "Char",
     "uint8": "Byte",
+    "uint16": "UInt16",
     "bool": "Bool",
 }
 

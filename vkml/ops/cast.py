@@ -19,7 +19,7 @@ from ..ir.core import Value
 from . import mathlib as M
 
 NARROW_FLOATS = (T.float16, T.bfloat16)  # carried as float32
-NARROW_INTS = (T.uint8, T.int8, T.int16)  # carried as int32
+NARROW_INTS = (T.uint8, T.int8, T.int16, T.uint16)  # carried as int32
 
 
 def compute_dtype(dtype: T.DType) -> T.DType:

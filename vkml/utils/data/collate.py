@@ -26,7 +26,7 @@ from ...tensor import Tensor
 
 _NP_STR_OBJ = re.compile(r"[SaUO]")
 _ERROR = "default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; found {}"
-_WIDENED = {"uint16": "int32"}  # numpy dtypes vkml has no tensor dtype for
+_WIDENED: dict[str, str] = {}  # numpy dtypes vkml has no tensor dtype for, and what they become
 
 
 class HostBatch:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -130,3 +131,30 @@ def test_raises_torch_s_error_type(name):
         ERROR_CASES[name](torch)
     with pytest.raises(type(want.value)):
         ERROR_CASES[name](vkml)
+
+
+DIVISIONS = {
+    "//": lambda L, a, b: a // b,
+    "%": lambda L, a, b: a % b,
+    "fmod": lambda L, a, b: L.fmod(a, b),
+    "div trunc": lambda L, a, b: L.div(a, b, rounding_mode="trunc"),
+    "div floor": lambda L, a, b: a.div(b, rounding_mode="floor"),
+}
+
+
+@pytest.mark.parametrize("where", ["cpu", "gpu"])
+def test_integer_division_by_a_zero_in_a_tensor_raises_at_the_read(where, request):
+    device = request.getfixturevalue("gpu") if where == "gpu" else vkml.device("cpu")
+    for name, divide in DIVISIONS.items():
+        a, b = torch.tensor([5, -3, 7]), torch.tensor([2, 0, 3])
+        with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+            divide(torch, a, b)
+        x, y = vkml.tensor(a.numpy(), device=device), vkml.tensor(b.numpy(), device=device)
+        lazy = divide(vkml, x, y) + 1  # nothing is read yet: the check rides with the work
+        with pytest.raises(RuntimeError, match="'.*' \\(called at .*\\): ZeroDivisionError"):
+            lazy.tolist()
+        assert x.tolist() == [5, -3, 7] and y.tolist() == [2, 0, 3], name  # operands intact
+        ones = vkml.ones(3, dtype=vkml.int64, device=device)
+        assert divide(vkml, x, y + ones).tolist() == divide(torch, a, b + 1).tolist(), name
+        floats = divide(vkml, x.float(), y).tolist()  # a float division by 0 gives inf or NaN, no error
+        np.testing.assert_array_equal(floats, divide(torch, a.float(), b).tolist(), err_msg=name)

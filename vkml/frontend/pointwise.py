@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from ..ir import types as T
+from ..schedule import checks
 from . import mutation
 from . import operators as F
 from .operators import _binary, _elementwise, _tensor_node, _unary
@@ -38,12 +39,29 @@ def _check_integer_divisor(op: str, input, other) -> None:
         raise RuntimeError(f"'{op}': ZeroDivisionError (an integer {input.dtype.name} tensor divided by 0)")
 
 
+def _defer_zero_divisor_check(op: str, out, divisor) -> None:
+    """PyTorch's RuntimeError 'ZeroDivisionError' for an integer result whose divisor tensor holds a 0,
+    raised when ``out`` (or anything computed from it) is read: reading the divisor here would wait
+    for the device (vkml/schedule/checks.py, as cross_entropy's index check)."""
+    if out.dtype.is_float or not isinstance(divisor, F._tensor.Tensor) or divisor.numel() == 0:
+        return
+    flag = F.eq(divisor.detach(), 0).any()
+    message = f"'{op}' (called at {checks.user_line()}): ZeroDivisionError (an integer divisor holds 0)"
+    if out.node.realized:  # eager mode computed the result already: check now, at the op
+        if flag.item():
+            raise RuntimeError(message)
+        return
+    checks.defer(out.node, (flag.node,), lambda values: message if values[0] else None, RuntimeError)
+
+
 def _integer_division(name: str):
     op = _binary(name)
 
     def fn(input, other):
         _check_integer_divisor(name, input, other)
-        return op(input, other)
+        out = op(input, other)
+        _defer_zero_divisor_check(name, out, other)
+        return out
 
     fn.__name__, fn.__doc__ = name, op.__doc__
     return fn
@@ -116,7 +134,9 @@ def div_rounded(input, other, rounding_mode):
         return F.div(input, other)
     if rounding_mode == "trunc":
         _check_integer_divisor("div", input, other)
-        return _elementwise("div_trunc", input, other)
+        out = _elementwise("div_trunc", input, other)
+        _defer_zero_divisor_check("div", out, other)
+        return out
     if rounding_mode == "floor":
         return floor_divide(input, other)
     raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")

@@ -25,8 +25,9 @@ _TORCH_FMOD = (
 )
 _INT_DIV_ZERO = (
     "An integer tensor divided by a Python 0 raises PyTorch's RuntimeError 'ZeroDivisionError' at the op; "
-    "a 0 inside an integer divisor tensor gives 0 here, where PyTorch raises (vkml would have to read the "
-    "divisor back to raise eagerly)."
+    "a 0 inside an integer divisor tensor raises it when the result (or anything computed from it) is read, "
+    "naming the op and the calling line: reading the divisor at the op would wait for the device "
+    "(vkml/schedule/checks.py)."
 )
 
 

@@ -363,7 +363,7 @@ def _elementwise_dtypes(name: str, kinds: tuple) -> tuple[T.DType, T.DType]:
     scalars = [k(0) for k in kinds if not isinstance(k, tuple)]  # a stand-in value of the scalar's type
     compute = result_type(dims, zero, scalars)
     if compute is T.bool_ and name in ("lt", "le", "gt", "ge"):  # PyTorch orders bools False < True
-        compute = T.uint8
+        compute = T.int32  # as 0 and 1, in a type every device computes
     if op.result == "float" and not compute.is_float:
         compute = default_float()
     if compute not in op.dtypes:
@@ -423,7 +423,7 @@ def reduce_dims(op: str, dim, ndim: int) -> tuple[int, ...] | None:
     return tuple(sorted(axes))
 
 
-# Reductions PyTorch takes on bool tensors that vkml computes on their uint8 bytes.
+# Reductions PyTorch takes on bool tensors, which vkml computes on their values 0 and 1 as int32.
 _BOOL_VIA_UINT8 = frozenset(("amax", "amin", "argmax", "argmin"))
 
 
@@ -436,9 +436,9 @@ def reduce(name: str, node: Node, dim, keepdim: bool, op: str | None = None) -> 
     if node.dtype is T.bool_ and name in _BOOL_VIA_UINT8:
         if op in ("argmax", "argmin"):
             raise RuntimeError(f"{op}(): does not support bool input")  # PyTorch's; max(dim) takes bool
-        # bool orders as 0 < 1: reduced as uint8, whose 0 and 1 are the same bytes
-        out = reduce(name, cast_node(node, T.uint8), dim, keepdim, op)
-        return cast_node(out, T.bool_) if out.dtype is T.uint8 else out
+        # bool orders as 0 < 1 (int32: a type every device computes, unlike uint8)
+        out = reduce(name, cast_node(node, T.int32), dim, keepdim, op)
+        return cast_node(out, T.bool_) if out.dtype is T.int32 else out
     opdef = REGISTRY[name]
     if node.dtype not in opdef.dtypes:
         _refuse_float64(op, node.dtype)

@@ -53,3 +53,13 @@ def test_info_errors_are_torch_s(call):
     with pytest.raises(TypeError) as got:
         call(vkml)
     assert str(got.value) == str(want.value).replace("torch", "vkml")
+
+
+def test_can_cast_is_torch_s():
+    names = FLOATS + INTS + ["bool"]
+    for a in names:
+        for b in names:
+            want = torch.can_cast(getattr(torch, a), getattr(torch, b))
+            assert vkml.can_cast(getattr(vkml, a), getattr(vkml, b)) == want, (a, b)
+    with pytest.raises(TypeError):
+        vkml.can_cast("float32", vkml.int32)

@@ -158,3 +158,19 @@ def test_integer_division_by_a_zero_in_a_tensor_raises_at_the_read(where, reques
         assert divide(vkml, x, y + ones).tolist() == divide(torch, a, b + 1).tolist(), name
         floats = divide(vkml, x.float(), y).tolist()  # a float division by 0 gives inf or NaN, no error
         np.testing.assert_array_equal(floats, divide(torch, a.float(), b).tolist(), err_msg=name)
+
+
+ALIASES = {"absolute": "abs", "negative": "neg", "multiply": "mul", "subtract": "sub", "divide": "div"}
+ALIASES |= {"greater": "gt", "less": "lt", "greater_equal": "ge", "less_equal": "le", "not_equal": "ne"}
+
+
+@pytest.mark.parametrize("alias", list(ALIASES))
+def test_numpy_style_aliases_are_torch_s(alias):
+    t, x = torch.tensor([1.5, -2.0, 3.0]), vkml.tensor([1.5, -2.0, 3.0])
+    args = () if alias in ("absolute", "negative") else (2.0,)
+    assert getattr(vkml, alias)(x, *args).tolist() == getattr(torch, alias)(t, *args).tolist()
+    assert getattr(x, alias)(*args).tolist() == getattr(t, alias)(*args).tolist()
+    if alias in ("absolute", "negative", "multiply", "subtract", "divide"):
+        getattr(x, alias + "_")(*args)
+        getattr(t, alias + "_")(*args)
+        assert x.tolist() == t.tolist()

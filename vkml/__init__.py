@@ -532,10 +532,15 @@ def __dir__() -> list[str]:
 
 
 # ---------------------------------------------------------------- dtype limits (vkml/frontend/dtype_info.py)
-from .frontend.dtype_info import finfo, iinfo  # noqa: E402
+from .frontend.dtype_info import can_cast, finfo, iinfo  # noqa: E402
 from .ir.types import uint16  # noqa: E402  (movement, conversion and creation only, as PyTorch's)
 
-__all__ += ["finfo", "iinfo", "uint16"]
+__all__ += ["can_cast", "finfo", "iinfo", "uint16"]
+# PyTorch's NumPy-style aliases of the arithmetic and comparison ops (the same functions).
+absolute, negative, multiply, subtract, divide = abs, neg, mul, sub, div  # noqa: E402
+greater, less, greater_equal, less_equal, not_equal = gt, lt, ge, le, ne  # noqa: E402
+__all__ += ["absolute", "negative", "multiply", "subtract", "divide"]
+__all__ += ["greater", "less", "greater_equal", "less_equal", "not_equal"]
 # ---------------------------------------------------------------------- mixed precision (vkml/frontend/amp.py)
 # KEEP THIS BLOCK LAST (merges append above it): autocast wraps the public functions bound
 # above, the Tensor methods and nn.functional's.

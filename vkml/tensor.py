@@ -819,3 +819,19 @@ _install_transcendental_methods()
 _OPERANDS = (Tensor, bool, int, float, complex, np.generic, np.ndarray)
 # view(dtype): a bit reinterpretation (vkml/frontend/dtype_view.py); Tensor.view calls it.
 from .frontend.dtype_view import view_dtype  # noqa: E402
+
+# PyTorch's NumPy-style aliases of arithmetic and comparison methods, with their in-place forms.
+for _alias, _name in (
+    ("absolute", "abs"),
+    ("negative", "neg"),
+    ("multiply", "mul"),
+    ("subtract", "sub"),
+    ("divide", "div"),
+    ("greater", "gt"),
+    ("less", "lt"),
+    ("greater_equal", "ge"),
+    ("less_equal", "le"),
+    ("not_equal", "ne"),
+):
+    setattr(Tensor, _alias, getattr(Tensor, _name))
+    setattr(Tensor, _alias + "_", getattr(Tensor, _name + "_"))

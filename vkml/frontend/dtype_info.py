@@ -133,3 +133,21 @@ def check_matmul_dtypes(op: str, a: T.DType, b: T.DType, a_ndim: int, b_ndim: in
     if a is T.bool_:  # PyTorch's bmm looks for a bool kernel first
         raise RuntimeError(f"{op}: \"bmm\" not implemented for 'Bool'")
     raise RuntimeError(f"{op}: expected scalar type {name(a)} but found {name(b)}")
+
+
+def can_cast(from_: T.DType, to: T.DType) -> bool:
+    """Whether PyTorch's casting rules let an op write a ``from_`` result into a ``to`` tensor
+    (``torch.can_cast``): never from a float to an integer or bool, nor from an integer to bool.
+
+    >>> import vkml
+    >>> vkml.can_cast(vkml.float64, vkml.float16), vkml.can_cast(vkml.float32, vkml.int64)
+    (True, False)
+    """
+    for name, value in (("from_", from_), ("to", to)):
+        if not isinstance(value, T.DType) or value is T.uint32:
+            raise TypeError(f"can_cast(): argument '{name}' must be vkml.dtype, not {type(value).__name__}")
+
+    def kind(d: T.DType) -> int:
+        return 2 if d.is_float else (0 if d is T.bool_ else 1)
+
+    return kind(from_) <= kind(to)

@@ -44,9 +44,11 @@ def test_uint16_is_torch_s(where, request):
         assert got.tolist() == want.tolist(), name
 
 
-@pytest.mark.parametrize("other", DTYPES)
-def test_promotion_is_torch_s(other):
-    for a, b in ((vkml.uint16, getattr(vkml, other)), (getattr(vkml, other), vkml.uint16)):
+@pytest.mark.parametrize("unsigned", ["uint16", "uint32", "uint64"])
+@pytest.mark.parametrize("other", DTYPES + ["uint16", "uint32", "uint64"])
+def test_promotion_is_torch_s(other, unsigned):
+    u = getattr(vkml, unsigned)
+    for a, b in ((u, getattr(vkml, other)), (getattr(vkml, other), u)):
         try:
             want = torch.promote_types(getattr(torch, a.name), getattr(torch, b.name))
         except RuntimeError as e:
@@ -77,3 +79,19 @@ def test_uint16_saves_loads_and_collates(tmp_path):
     batch = vkml.utils.data.default_collate([VALUES[0], VALUES[1]])
     assert batch.dtype is vkml.uint16 and batch.tolist() == VALUES.tolist()
     assert vkml.from_numpy(VALUES).dtype is vkml.uint16
+
+
+@pytest.mark.parametrize("name", ["uint32", "uint64"])
+def test_uint32_and_uint64_are_dtypes_without_tensors(name):
+    dtype = getattr(vkml, name)
+    info, want = vkml.iinfo(dtype), torch.iinfo(getattr(torch, name))
+    assert (info.min, info.max, info.bits, repr(info)) == (want.min, want.max, want.bits, repr(want))
+    assert vkml.can_cast(dtype, vkml.int8) == torch.can_cast(getattr(torch, name), torch.int8)
+    for make in (
+        lambda: vkml.zeros(2, dtype=dtype),
+        lambda: vkml.tensor(np.zeros(2, dtype=name)),
+        lambda: vkml.ones(2).to(dtype),
+        lambda: vkml.ones(2).view(dtype),
+    ):
+        with pytest.raises(NotImplementedError, match=f"vkml has no {name} tensors"):
+            make()

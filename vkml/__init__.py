@@ -533,9 +533,12 @@ def __dir__() -> list[str]:
 
 # ---------------------------------------------------------------- dtype limits (vkml/frontend/dtype_info.py)
 from .frontend.dtype_info import can_cast, finfo, iinfo  # noqa: E402
-from .ir.types import uint16  # noqa: E402  (movement, conversion and creation only, as PyTorch's)
 
-__all__ += ["can_cast", "finfo", "iinfo", "uint16"]
+# uint16: movement, conversion, creation and PyTorch's few ops; uint32, uint64: dtype objects without
+# tensors (docs/dtypes.md)
+from .ir.types import uint16, uint32, uint64  # noqa: E402
+
+__all__ += ["can_cast", "finfo", "iinfo", "uint16", "uint32", "uint64"]
 # PyTorch's NumPy-style aliases of the arithmetic and comparison ops (the same functions).
 absolute, negative, multiply, subtract, divide = abs, neg, mul, sub, div  # noqa: E402
 greater, less, greater_equal, less_equal, not_equal = gt, lt, ge, le, ne  # noqa: E402

@@ -12,6 +12,7 @@ from ..ir import types as T
 from ..ops.cast import float_to_bf16_bits, host_round
 from ..ops.promotion import default_float, scalar_dtype
 from .devices import device as get_device
+from .dtype_info import refuse_no_tensor_dtype
 from .dtypes import check_device_dtype
 
 _NUMPY_TO_VKML = {
@@ -51,7 +52,10 @@ def check_fits(op: str, shape: tuple, dtype: T.DType, device) -> None:
 
 
 def _dtype(dtype) -> T.DType | None:
-    if dtype is None or isinstance(dtype, T.DType):
+    if isinstance(dtype, T.DType):
+        refuse_no_tensor_dtype("", dtype)
+        return dtype
+    if dtype is None:
         return dtype
     if isinstance(dtype, str):
         return T.by_name(dtype)
@@ -90,6 +94,8 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False):
     if dtype is None:
         if array.dtype.kind == "f" and python_data:
             dtype = default_float()
+        elif array.dtype.name in ("uint32", "uint64"):
+            refuse_no_tensor_dtype("tensor", T.uint32 if array.dtype.name == "uint32" else T.uint64)
         elif array.dtype.name not in _NUMPY_TO_VKML:
             raise DTypeError(f"tensor(): numpy dtype {array.dtype.name} has no vkml dtype")
         else:

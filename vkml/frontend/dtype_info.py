@@ -20,8 +20,21 @@ _FLOATS = {
 }
 
 
+# PyTorch's dtypes that vkml has as dtype objects but no tensors of (uint32 is also the kernel IR's type).
+NO_TENSORS = (T.uint32, T.uint64)
+
+
+def refuse_no_tensor_dtype(op: str, dtype) -> None:
+    """NotImplementedError at ``op`` for a dtype vkml has no tensors of (uint32, uint64)."""
+    if dtype is T.uint32 or dtype is T.uint64:
+        raise NotImplementedError(
+            f"{f'{op!r}: ' if op else ''}vkml has no {dtype.name} tensors (PyTorch's have few kernels too); use int64, or uint16 "
+            "for 16-bit data (docs/dtypes.md)"
+        )
+
+
 def _check(fn: str, dtype) -> None:
-    if not isinstance(dtype, T.DType) or dtype is T.uint32:  # uint32 is an IR type, no tensor dtype
+    if not isinstance(dtype, T.DType):
         raise TypeError(f"{fn}(): argument 'type' (position 1) must be vkml.dtype, not {type(dtype).__name__}")
 
 
@@ -144,7 +157,7 @@ def can_cast(from_: T.DType, to: T.DType) -> bool:
     (True, False)
     """
     for name, value in (("from_", from_), ("to", to)):
-        if not isinstance(value, T.DType) or value is T.uint32:
+        if not isinstance(value, T.DType):
             raise TypeError(f"can_cast(): argument '{name}' must be vkml.dtype, not {type(value).__name__}")
 
     def kind(d: T.DType) -> int:

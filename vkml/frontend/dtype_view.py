@@ -19,6 +19,7 @@ from ..ir import types as T
 from ..ops.bitview import INT_OF_SIZE
 from . import operators as F
 from . import shape as S
+from .dtype_info import refuse_no_tensor_dtype
 from .mutation import link_view, torch_name
 
 
@@ -45,7 +46,8 @@ def view_dtype(input, dtype: T.DType):
     >>> vkml.tensor([1.0]).view(vkml.uint8).tolist()
     [0, 0, 128, 63]
     """
-    if not isinstance(dtype, T.DType) or dtype is T.uint32:
+    refuse_no_tensor_dtype("view", dtype)
+    if not isinstance(dtype, T.DType):
         raise TypeError(f"view(): argument 'dtype' must be a vkml dtype, not {dtype!r}")
     node = input.node
     src, size, new = input.dtype, input.dtype.nbytes, dtype.nbytes

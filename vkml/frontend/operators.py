@@ -20,7 +20,7 @@ from ..ops.cast import work_dtype
 from ..ops.promotion import promote_types
 from . import autograd
 from .autograd import differentiable
-from .dtype_info import check_matmul_dtypes
+from .dtype_info import check_matmul_dtypes, refuse_no_tensor_dtype
 from .dtypes import check_device_dtype
 
 TENSOR_METHODS = [
@@ -252,8 +252,7 @@ def cast(input, dtype: T.DType):
     node = _tensor_node("to", input)
     if not isinstance(dtype, T.DType):
         raise DTypeError(f"'to': expected a vkml dtype, got {dtype!r}")
-    if dtype is T.uint32:
-        raise DTypeError("'to': uint32 is an IR type, not a tensor dtype")
+    refuse_no_tensor_dtype("to", dtype)
     check_device_dtype("to", dtype, node.device)
     return _wrap(lazy.cast_node(node, dtype)) if node.dtype is not dtype else input
 

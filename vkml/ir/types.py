@@ -64,6 +64,10 @@ uint16 = DType("uint16", "u16", "uint", 2)
 # 16 bits as int16, so no IR value and no SPIR-V type is ever bfloat16. Its numpy form is those bits (int16).
 bfloat16 = DType("bfloat16", "bf16", "float", 2)
 
+# PyTorch's uint64 as a dtype object only: no IR type and no vkml tensor has it (vkml/frontend/dtype_info.py
+# refuses it where a tensor would be made), so it is in none of the tables below.
+uint64 = DType("uint64", "u64", "uint", 8)
+
 # The IR's value types (ALL); then the types of buffer elements only (loaded, they are converted to a
 # wide integer); then the tensor dtypes that are no IR type at all.
 ALL = (float32, float16, int32, uint32, int64, bool_, float64)
@@ -81,6 +85,7 @@ _NUMPY_NAMES = {
     "int8": "int8",
     "int16": "int16",
     "uint16": "uint16",
+    "uint64": "uint64",
     "bfloat16": "int16",
 }
 _KNOWN = ALL + STORAGE_ONLY + TENSOR_ONLY

@@ -51,7 +51,7 @@ def category(dtype: T.DType) -> int:
 
 # PyTorch's ScalarType names, as its promotion error prints them.
 _SCALAR_TYPES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "uint16": "UInt16"}
-_SCALAR_TYPES |= {"int32": "Int", "int64": "Long", "uint32": "UInt32"}
+_SCALAR_TYPES |= {"int32": "Int", "int64": "Long", "uint32": "UInt32", "uint64": "UInt64"}
 
 
 def promote_types(a: T.DType, b: T.DType) -> T.DType:

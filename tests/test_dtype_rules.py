@@ -114,6 +114,7 @@ ERROR_CASES = {
     "pad uint8 with -1": lambda L: L.nn.functional.pad(L.tensor(_INTS).to(L.uint8), (1, 0), value=-1),
     "argmax bool": lambda L: L.tensor(_BOOLS).argmax(),
     "arange zero step": lambda L: L.arange(0, 5, 0),
+    "arange step truncated to 0": lambda L: L.arange(0, 1, 0.1, dtype=L.int64),
     "arange step sign": lambda L: L.arange(0, 5, -1),
     "arange bool": lambda L: L.arange(3, dtype=L.bool),
     "div rounding mode": lambda L: L.div(L.ones(2), 2, rounding_mode="round"),

@@ -258,10 +258,12 @@ def arange(start, end=None, step=1, dtype=None, device=None):
     dtype = _dtype(dtype)
     if dtype is T.bool_:
         raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool'")
+    given_step = step != 0
     if dtype is not None and not dtype.is_float:
         start, end, step = int(start), int(end), int(step)  # PyTorch truncates each to an integer first
     if step == 0:
-        raise RuntimeError("arange(): step must be nonzero")  # PyTorch's type
+        # PyTorch's types: RuntimeError for a zero step, ValueError for one an integer dtype truncated to 0
+        raise (ValueError if given_step else RuntimeError)("arange(): step must be nonzero")
     if (end - start) * step < 0:
         raise RuntimeError(
             f"arange(): upper bound and lower bound inconsistent with step sign ({start}, {end}, {step})"

@@ -51,11 +51,12 @@ def test_reachable_as_in_torch() -> None:
     assert vkml.utils.data is vdata and vkml.utils.data.DataLoader is vdata.DataLoader
 
 
-def test_default_collate_of_tensors_and_its_float32_rule() -> None:
+def test_default_collate_of_tensors_and_its_float64_rule() -> None:
     out = vdata.default_collate([vkml.tensor([1.0, 2.0]), vkml.tensor([3.0, 4.0])])
     assert out.shape == (2, 2) and out.tolist() == [[1.0, 2.0], [3.0, 4.0]]
-    assert vdata.default_collate([0.1, 0.2]).dtype == vkml.float32  # PyTorch: float64 (docs/data.md)
-    assert vdata.default_collate([np.float64(0.1)]).dtype == vkml.float32
+    for batch in ([0.1, 0.2], [np.float64(0.1)], [np.zeros(2)], [np.int8(1)], [np.zeros(2, np.uint8)], [np.int16(3)]):
+        got, want = vdata.default_collate(batch), tdata.default_collate(batch)
+        assert got.dtype.name == str(want.dtype).removeprefix("torch.") and got.tolist() == want.tolist()
     with pytest.raises(RuntimeError, match="stack expects each tensor to be equal size"):
         vdata.default_collate([vkml.ones(2), vkml.ones(3)])
     with pytest.raises(RuntimeError, match="each element in list of batch should be of equal size"):

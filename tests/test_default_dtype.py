@@ -18,6 +18,16 @@ def default_float16():
     vkml.set_default_dtype(vkml.float32)
 
 
+@pytest.fixture(params=["float16", "float64", "bfloat16"])
+def default_float(request):
+    """Each float dtype PyTorch takes as the default (float64 and bfloat16 were refused before)."""
+    torch.set_default_dtype(getattr(torch, request.param))
+    vkml.set_default_dtype(getattr(vkml, request.param))
+    yield getattr(vkml, request.param)
+    torch.set_default_dtype(torch.float32)
+    vkml.set_default_dtype(vkml.float32)
+
+
 CREATED = {
     "tensor": lambda ns: ns.tensor([1.5, 2.0]),
     "tensor_int": lambda ns: ns.tensor([1, 2]),
@@ -42,8 +52,8 @@ CREATED = {
 
 
 @pytest.mark.parametrize("name", sorted(CREATED))
-def test_float16_default_gives_torchs_dtypes(name, default_float16):
-    assert vkml.get_default_dtype() is vkml.float16
+def test_float_default_gives_torchs_dtypes(name, default_float):
+    assert vkml.get_default_dtype() is default_float
     assert CREATED[name](vkml).dtype.name == str(CREATED[name](torch).dtype).removeprefix("torch.")
 
 

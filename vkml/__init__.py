@@ -193,6 +193,15 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY_SUBMODULES))
 
 
+# ---------------------------------------------------------------- dtype limits (vkml/frontend/dtype_info.py)
+from .frontend.dtype_info import can_cast, finfo, iinfo  # noqa: E402
+
+# uint16: movement, conversion, creation and PyTorch's few ops; uint32, uint64: dtype objects without
+# tensors (docs/dtypes.md)
+from .ir.types import uint16, uint32, uint64  # noqa: E402
+
+__all__ += ["can_cast", "finfo", "iinfo", "uint16", "uint32", "uint64"]
+
 # ---------------------------------------------------------------------- capture and replay (vkml/frontend/jit.py)
 from .frontend.jit import JitError, jit  # noqa: E402
 

@@ -453,21 +453,33 @@ class Tensor:
         return pointwise.floor_divide(o, self)
 
     def __eq__(self, o):  # noqa: D105 - elementwise, as in PyTorch
+        if not isinstance(o, _OPERANDS):  # None, a str, a list: False, as PyTorch's (Python's identity test)
+            return NotImplemented
         return F.eq(self, o)
 
     def __ne__(self, o):
+        if not isinstance(o, _OPERANDS):
+            return NotImplemented
         return F.ne(self, o)
 
     def __lt__(self, o):
+        if not isinstance(o, _OPERANDS):  # Python's TypeError, as PyTorch's
+            return NotImplemented
         return F.lt(self, o)
 
     def __le__(self, o):
+        if not isinstance(o, _OPERANDS):  # Python's TypeError, as PyTorch's
+            return NotImplemented
         return F.le(self, o)
 
     def __gt__(self, o):
+        if not isinstance(o, _OPERANDS):  # Python's TypeError, as PyTorch's
+            return NotImplemented
         return F.gt(self, o)
 
     def __ge__(self, o):
+        if not isinstance(o, _OPERANDS):  # Python's TypeError, as PyTorch's
+            return NotImplemented
         return F.ge(self, o)
 
     def __getitem__(self, index):
@@ -477,8 +489,13 @@ class Tensor:
     def reshape(self, *shape):
         return F.reshape(self, *shape)
 
-    def view(self, *shape):
-        """``reshape`` that must be a view of this tensor's storage (PyTorch's error otherwise)."""
+    def view(self, *shape, dtype=None):
+        """``reshape`` that must be a view of this tensor's storage (PyTorch's error otherwise);
+        ``view(dtype)``: the same bits read as ``dtype`` (vkml/frontend/dtype_view.py)."""
+        if dtype is not None or (len(shape) == 1 and isinstance(shape[0], T.DType)):
+            if shape and dtype is not None:
+                raise TypeError("view() received an invalid combination of arguments: both a shape and dtype=")
+            return view_dtype(self, dtype if dtype is not None else shape[0])
         out = F.reshape(self, *shape)  # checks the shape
         if not mutation.viewable(self, out.shape):
             raise RuntimeError(
@@ -712,3 +729,10 @@ class SavedTensor(Tensor):
 
     def numel(self) -> int:
         return self._node.numel
+
+
+# What ``==`` and ``!=`` compare elementwise; anything else (None, a str, a list) compares by identity,
+# as in PyTorch (``x == None`` is False). numpy values and complex numbers go on to the op, which says what it takes.
+_OPERANDS = (Tensor, bool, int, float, complex, np.generic, np.ndarray)
+# view(dtype): a bit reinterpretation (vkml/frontend/dtype_view.py); Tensor.view calls it.
+from .frontend.dtype_view import view_dtype  # noqa: E402

@@ -59,6 +59,7 @@ DTYPE_FEATURES = {
     "uint8": ("int8", "storage_buffer_8bit"),
     "int8": ("int8", "storage_buffer_8bit"),
     "int16": ("int16", "storage_buffer_16bit"),
+    "uint16": ("int16", "storage_buffer_16bit"),
 }
 
 # SPIR-V version -> the spirv-tools target environment of the matching Vulkan version.

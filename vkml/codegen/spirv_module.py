@@ -28,6 +28,7 @@ SCALAR_IDS = {
     "uint8": "%uchar",
     "int8": "%char",
     "int16": "%short",
+    "uint16": "%ushort",
 }
 _SCALAR_DECLS = {
     "float32": "OpTypeFloat 32",
@@ -40,6 +41,7 @@ _SCALAR_DECLS = {
     "uint8": "OpTypeInt 8 0",
     "int8": "OpTypeInt 8 1",
     "int16": "OpTypeInt 16 1",
+    "uint16": "OpTypeInt 16 0",
 }
 
 
@@ -137,8 +139,8 @@ class ModuleBuilder:
 
     def unsigned(self, bits: int) -> str:
         """The unsigned integer type of ``bits`` (``%ulong`` has no IR dtype: OpUConvert needs it)."""
-        if bits == 32:
-            return self.scalar(T.uint32)
+        if bits in (16, 32):  # the IR's own types: one declaration per type (SPIR-V allows no duplicate)
+            return self.scalar(T.uint16 if bits == 16 else T.uint32)
         return self.define("%ulong" if bits == 64 else f"%uint{bits}", f"OpTypeInt {bits} 0")
 
     def vector(self, elem: DType, count: int) -> str:

@@ -60,11 +60,11 @@ def required_features(kernel: Kernel, features: DeviceFeatures, by_address: froz
         needs.add("float64")
     if T.int64 in dtypes:
         needs.add("int64")
-    if T.int16 in dtypes:
+    if dtypes & {T.int16, T.uint16}:
         needs.add("int16")
     if dtypes & {T.uint8, T.int8}:
         needs.add("int8")
-    if any(b.dtype in (T.float16, T.int16) for b in kernel.buffers):
+    if any(b.dtype in (T.float16, T.int16, T.uint16) for b in kernel.buffers):
         needs.add("storage_buffer_16bit")
     if any(b.dtype in (T.uint8, T.int8) for b in kernel.buffers):
         needs.add("storage_buffer_8bit")

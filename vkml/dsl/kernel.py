@@ -16,8 +16,8 @@ The function receives its inputs, then its outputs. A tensor argument arrives as
 is built once per combination of input shapes and dtypes). A Python number arrives as an IR
 value (a push constant: float -> float32, int -> int32, bool -> bool), so a new value does
 not rebuild the kernel. Values are loaded in their storage type (float16 stays float16;
-``dsl.convert`` widens it), except for the dtypes that are no IR type: uint8, int8 and int16
-load as int32 and bfloat16 as float32 (``x.dtype`` says so), and a store wraps or rounds back.
+``dsl.convert`` widens it), except for the dtypes that are no IR type: uint8, int8, int16 and
+uint16 load as int32 and bfloat16 as float32 (``x.dtype`` says so), and a store wraps or rounds back.
 
 ``outputs(*inputs)`` gives the outputs' ``(shape, dtype)`` (one pair or a list of them) from
 the inputs' ``TensorSpec`` (shape, dtype, numel) and the Python numbers; ``grid(*inputs)``
@@ -84,7 +84,7 @@ class TensorArg(TensorSpec):
     """A tensor inside a kernel: ``x[i]`` (flat index) or ``x[i, j, ...]`` loads, ``x[...] = v`` stores.
 
     A tensor of a dtype that is no IR value type is seen in its compute type (``dtype``): uint8,
-    int8 and int16 load as int32 and store wrapped, bfloat16 loads as float32 and stores rounded.
+    int8, int16 and uint16 load as int32 and store wrapped, bfloat16 loads as float32 and stores rounded.
     """
 
     def __init__(self, ref: B.BufferRef, shape: tuple[int, ...], tensor_dtype: T.DType | None = None):

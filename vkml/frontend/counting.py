@@ -136,8 +136,8 @@ def bincount(input, weights=None, minlength=0):
     ``input`` holds non-negative integers; counts are int64; the length is
     max(max(input) + 1, minlength).
     Reads ``input`` back (the length depends on it, as in PyTorch). float32 weights give float32
-    sums, added on the device in index order. PyTorch gives float64 for other weights; vkml has no
-    float64, so they are added in float32 (a float32 result).
+    sums, any other weights (converted exactly) float64 sums, as PyTorch; added on the device in
+    index order.
     """
     op = "bincount"
     node = F._tensor_node(op, input)
@@ -160,7 +160,7 @@ def bincount(input, weights=None, minlength=0):
             f"'{op}': weights should be 1-d and have the same length as input, got {tuple(wnode.shape)} "
             f"for input {tuple(node.shape)}"
         )
-    dtype = T.float32  # PyTorch: float64 unless the weights are float32; vkml has no float64
+    dtype = T.float32 if wnode.dtype is T.float32 else T.float64  # PyTorch's rule
     base = F._wrap(lazy.const_node(0, dtype, (length,), input.device))
     return scatter_add_positions(base, values, F.cast(weights.detach(), dtype))
 

@@ -13,6 +13,7 @@ from ..ops.cast import float_to_bf16_bits, host_round
 from ..ops.promotion import default_float, scalar_dtype
 from .devices import device as get_device
 from .devices import get_default_device
+from .dtype_info import refuse_no_tensor_dtype
 from .dtypes import check_device_dtype
 from .exports import Export
 
@@ -37,7 +38,7 @@ _NUMPY_TO_VKML = {
     "int16": T.int16,
     "int8": T.int8,
     "uint8": T.uint8,
-    "uint16": T.int32,
+    "uint16": T.uint16,
     "bool": T.bool_,
 }
 
@@ -65,7 +66,10 @@ def check_fits(op: str, shape: tuple, dtype: T.DType, device) -> None:
 
 
 def _dtype(dtype) -> T.DType | None:
-    if dtype is None or isinstance(dtype, T.DType):
+    if isinstance(dtype, T.DType):
+        refuse_no_tensor_dtype("", dtype)
+        return dtype
+    if dtype is None:
         return dtype
     if isinstance(dtype, str):
         return T.by_name(dtype)
@@ -76,7 +80,7 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False):
     """A tensor holding a copy of ``data`` (nested lists, numbers, numpy arrays).
 
     Default dtypes follow PyTorch: Python floats give float32, ints int64, bools bool; a numpy
-    array or scalar keeps its dtype (float64 stays float64, uint8 uint8; uint16 becomes int32).
+    array or scalar keeps its dtype (float64 stays float64, uint8 uint8, uint16 uint16).
 
     >>> tensor([[1, 2], [3, 4]]).dtype
     vkml.int64
@@ -104,6 +108,8 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False):
     if dtype is None:
         if array.dtype.kind == "f" and python_data:
             dtype = default_float()
+        elif array.dtype.name in ("uint32", "uint64"):
+            refuse_no_tensor_dtype("tensor", T.uint32 if array.dtype.name == "uint32" else T.uint64)
         elif array.dtype.name not in _NUMPY_TO_VKML:
             raise DTypeError(f"tensor(): numpy dtype {array.dtype.name} has no vkml dtype")
         else:
@@ -170,8 +176,9 @@ def _check_python_values_fit(array: np.ndarray, dtype) -> None:
         # A float past the largest value is refused even when it truncates into range (127.5 for int8).
         top = float(info.max) if dtype.bits < 32 else float(info.max) + 1
         bad = ~np.isfinite(values) | (values < info.min) | (values >= top if dtype.bits >= 32 else values > top)
-    elif dtype is T.uint8:  # PyTorch lets negative ints down to -255 wrap into uint8 (-1 is 255)
-        bad = (values < -255) | (values > 255)
+    elif dtype in (T.uint8, T.uint16):  # PyTorch lets negative ints down to -255 wrap into uint8 (-1 is 255)
+        top = int(info.max)
+        bad = (values < -top) | (values > top)
     else:
         bad = (values < info.min) | (values > info.max)
     if bad.any():
@@ -263,12 +270,18 @@ def arange(start, end=None, step=1, dtype=None, device=None):
     if not all(math.isfinite(v) for v in (start, end, step)):
         raise RuntimeError(f"arange(): unsupported range: {start} -> {end} (step {step})")
     dtype = _dtype(dtype)
-    if dtype is not None and not dtype.is_float and dtype is not T.bool_:
+    if dtype is T.bool_:
+        raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool'")
+    given_step = step != 0
+    if dtype is not None and not dtype.is_float:
         start, end, step = int(start), int(end), int(step)  # PyTorch truncates each to an integer first
     if step == 0:
-        raise ValueError("arange(): step must be nonzero")
+        # PyTorch's types: RuntimeError for a zero step, ValueError for one an integer dtype truncated to 0
+        raise (ValueError if given_step else RuntimeError)("arange(): step must be nonzero")
     if (end - start) * step < 0:
-        raise ValueError(f"arange(): upper bound and lower bound inconsistent with step sign ({start}, {end}, {step})")
+        raise RuntimeError(
+            f"arange(): upper bound and lower bound inconsistent with step sign ({start}, {end}, {step})"
+        )
     n = max(0, math.ceil((end - start) / step))
     is_int = all(isinstance(v, int) for v in (start, end, step))
     dtype = dtype or (T.int64 if is_int else default_float())

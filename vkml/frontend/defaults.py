@@ -4,8 +4,8 @@
 The default float is what Python floats become (``vkml.tensor([1.5])``, ``x_int * 0.5``), what
 float creation functions make without a ``dtype`` (``zeros``, ``rand``, ``arange(0.5, ...)``,
 the parameters of ``nn`` layers) and what integer inputs of float ops give (``int / int``,
-``sqrt(int)``). vkml's float dtypes are float32 (the default) and float16. Like PyTorch's, the
-setting is process-wide.
+``sqrt(int)``): float32 unless set to float64, float16 or bfloat16. Like PyTorch's, the setting
+is process-wide.
 
 >>> import vkml
 >>> vkml.get_default_dtype()
@@ -29,15 +29,11 @@ def get_default_dtype() -> T.DType:
 
 
 def set_default_dtype(d: T.DType) -> None:
-    """Make ``d`` (float32 or float16) the default float dtype, for the whole process.
-
-    Anything but a float dtype raises PyTorch's TypeError; a float dtype vkml's tensors do not
-    have raises NotImplementedError.
+    """Make ``d`` (any float dtype: float32, float64, float16, bfloat16) the default float dtype,
+    for the whole process. Anything but a float dtype raises PyTorch's TypeError.
     """
     if not isinstance(d, T.DType) or not d.is_float:
         raise TypeError("only floating-point types are supported as the default type")
-    if d not in (T.float32, T.float16):
-        raise NotImplementedError(f"set_default_dtype: vkml has no {d.name} tensors (float32 and float16 only)")
     if d is promotion.default_float():
         return
     promotion.set_default_float(d)

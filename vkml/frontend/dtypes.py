@@ -38,8 +38,17 @@ def promote_types(type1: T.DType, type2: T.DType) -> T.DType:
     vkml.int16
     """
     for name, value in (("type1", type1), ("type2", type2)):
-        if not isinstance(value, T.DType) or value is T.uint32:
+        if not isinstance(value, T.DType):
             raise TypeError(f"promote_types(): argument '{name}' must be a vkml dtype, not {value!r}")
+    unsigned = (T.uint32, T.uint64)  # dtype objects only (vkml/frontend/dtype_info.py): PyTorch's rule here
+    if type1 in unsigned or type2 in unsigned:
+        if type1 is type2 or type1.is_float or type2.is_float:
+            return type2 if type2.is_float else type1
+        names = promotion._SCALAR_TYPES
+        raise RuntimeError(
+            "Promotion for uint16, uint32, uint64 types is not supported, attempted to promote "
+            f"{names[type1.name]} and {names[type2.name]}"
+        )
     return promotion.promote_types(type1, type2)
 
 

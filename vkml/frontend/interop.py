@@ -44,7 +44,7 @@ _FROM_NUMPY = creation._NUMPY_TO_VKML
 def from_numpy(ndarray):
     """A tensor with a copy of ``ndarray``'s values (PyTorch's would share its memory: see the module text).
 
-    Each numpy dtype becomes its vkml dtype, as in ``vkml.tensor`` (uint16, which vkml lacks, becomes int32).
+    Each numpy dtype becomes its vkml dtype, as in ``vkml.tensor``.
 
     >>> from_numpy(np.array([1, 2])).dtype
     vkml.int64

@@ -44,6 +44,7 @@ _TORCH_NAMES = {
     "int16": "Short",
     "int8": "Char",
     "uint8": "Byte",
+    "uint16": "UInt16",
     "bool": "Bool",
 }
 
@@ -100,6 +101,8 @@ def apply_step(t, step: tuple):
         return F.permute(t, *step[1])
     if kind == "expand":
         return F.expand(t, *step[1])
+    if kind == "dtype":  # Tensor.view(dtype) of one element size
+        return t.view(step[1])
     return F._slice(t, step[1], step[2], step[3])
 
 
@@ -112,6 +115,8 @@ def edit_stack(stack: ViewStack, step: tuple) -> ViewStack:
         return stack.permute(step[1])
     if kind == "expand":
         return stack.expand(step[1])
+    if kind == "dtype":  # the same elements, read as another dtype of their size
+        return stack
     return stack.slice(step[1], step[2], step[3])
 
 
@@ -319,6 +324,8 @@ def _unapply(step: tuple, under, v):
     if kind == "permute":
         order = step[1]
         return F.permute(v, *(order.index(d) for d in range(len(order))))
+    if kind == "dtype":
+        return v.view(under.dtype)
     if v.shape == under.shape:  # a slice of every element
         return v
     if v.numel() == 0:

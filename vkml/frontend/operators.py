@@ -20,6 +20,7 @@ from ..ops.cast import work_dtype
 from ..ops.promotion import promote_types
 from . import autograd
 from .autograd import differentiable
+from .dtype_info import check_matmul_dtypes, refuse_no_tensor_dtype
 from .dtypes import check_device_dtype
 from .exports import Export
 
@@ -263,8 +264,7 @@ def cast(input, dtype: T.DType):
     node = _tensor_node("to", input)
     if not isinstance(dtype, T.DType):
         raise DTypeError(f"'to': expected a vkml dtype, got {dtype!r}")
-    if dtype is T.uint32:
-        raise DTypeError("'to': uint32 is an IR type, not a tensor dtype")
+    refuse_no_tensor_dtype("to", dtype)
     check_device_dtype("to", dtype, node.device)
     return _wrap(lazy.cast_node(node, dtype)) if node.dtype is not dtype else input
 
@@ -353,27 +353,29 @@ def _arg_reduction(name: str, input, dim, keepdim: bool, op: str):
     return _wrap(lazy.reduce(name, node, lazy.normalize_dim(op, dim, len(node.shape)), keepdim, op))
 
 
-def argmax(input, dim=None, keepdim=False):
+def argmax(input, dim=None, keepdim=False, *, axis=None):
     """Index (int64) of the first maximum — or of the first NaN — over ``dim`` (flattened when None)."""
-    return _arg_reduction("argmax", input, dim, keepdim, "argmax")
+    return _arg_reduction("argmax", input, _dim_or_axis("argmax", dim, axis), keepdim, "argmax")
 
 
-def argmin(input, dim=None, keepdim=False):
+def argmin(input, dim=None, keepdim=False, *, axis=None):
     """Index (int64) of the first minimum — or of the first NaN — over ``dim`` (flattened when None)."""
-    return _arg_reduction("argmin", input, dim, keepdim, "argmin")
+    return _arg_reduction("argmin", input, _dim_or_axis("argmin", dim, axis), keepdim, "argmin")
 
 
-def max(input, dim=None, keepdim=False):
+def max(input, dim=None, keepdim=False, *, axis=None):
     """``max(x)`` is ``amax``; ``max(x, dim)`` returns (values, indices) like PyTorch; ``max(x, y)`` is ``maximum``."""
     if isinstance(dim, _tensor.Tensor):
         return maximum(input, dim)
+    dim = _dim_or_axis("max", dim, axis)
     return _extreme("max", "amax", "argmax", _return_types.max, input, dim, keepdim)
 
 
-def min(input, dim=None, keepdim=False):
+def min(input, dim=None, keepdim=False, *, axis=None):
     """``min(x)`` is ``amin``; ``min(x, dim)`` returns (values, indices) like PyTorch; ``min(x, y)`` is ``minimum``."""
     if isinstance(dim, _tensor.Tensor):
         return minimum(input, dim)
+    dim = _dim_or_axis("min", dim, axis)
     return _extreme("min", "amin", "argmin", _return_types.min, input, dim, keepdim)
 
 
@@ -558,6 +560,7 @@ def matmul(input, other):
     lazy.check_devices("matmul", [a, b])
     if not a.shape or not b.shape:
         raise ShapeError(f"'matmul': both operands need at least 1 dim, got shapes {a.shape} and {b.shape}")
+    check_matmul_dtypes("matmul", a.dtype, b.dtype, len(a.shape), len(b.shape))  # PyTorch raises, never promotes
     if a.dtype is T.bool_ or b.dtype is T.bool_:
         raise DTypeError("'matmul' does not support bool tensors")
     x, y = input, other
@@ -828,6 +831,11 @@ def constant_pad_nd(input, pad, value=0.0):
     )
     grow = tuple((b if b > 0 else 0, a if a > 0 else 0) for b, a in amounts)
     padded = _view(cropped, lambda st: st.pad(grow)) if any(p != (0, 0) for p in grow) else cropped
+    if type(value) in (bool, int, float) and not node.dtype.is_float:
+        # PyTorch converts the fill to the tensor's dtype (it never promotes): ints truncate toward zero,
+        # bool takes its truth, and a value outside the dtype's range is its RuntimeError.
+        lazy.check_scalar_fits("constant_pad_nd", value, node.dtype)
+        value = bool(value) if node.dtype is T.bool_ else int(value)
     if value == 0 or padded is cropped:
         return padded
     inside = _view(_wrap(lazy.const_node(True, T.bool_, cropped.shape, node.device)), lambda st: st.pad(grow))

@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from ..ir import types as T
+from ..schedule import checks
 from . import mutation
 from . import operators as F
 from .exports import Export
@@ -24,12 +25,50 @@ sgn, signbit, square, reciprocal = (_unary(n) for n in ("sgn", "signbit", "squar
 isnan, isinf, isposinf, isneginf, isfinite, isreal = (
     _unary(n) for n in ("isnan", "isinf", "isposinf", "isneginf", "isfinite", "isreal")
 )
-copysign, fmod, remainder, floor_divide = (_binary(n) for n in ("copysign", "fmod", "remainder", "floor_divide"))
+copysign = _binary("copysign")
 fmax, fmin, logaddexp, logaddexp2, xlogy, hypot = (
     _binary(n) for n in ("fmax", "fmin", "logaddexp", "logaddexp2", "xlogy", "hypot")
 )
 logical_xor = _binary("logical_xor")
 true_divide = F.div
+
+
+def _check_integer_divisor(op: str, input, other) -> None:
+    """PyTorch's RuntimeError for an integer division by a Python 0 (its CPU kernels raise
+    'ZeroDivisionError'; a float division gives inf or NaN)."""
+    if type(other) in (int, bool) and other == 0 and isinstance(input, F._tensor.Tensor) and not input.dtype.is_float:
+        raise RuntimeError(f"'{op}': ZeroDivisionError (an integer {input.dtype.name} tensor divided by 0)")
+
+
+def _defer_zero_divisor_check(op: str, out, divisor) -> None:
+    """PyTorch's RuntimeError 'ZeroDivisionError' for an integer result whose divisor tensor holds a 0,
+    raised when ``out`` (or anything computed from it) is read: reading the divisor here would wait
+    for the device (vkml/schedule/checks.py, as cross_entropy's index check)."""
+    if out.dtype.is_float or not isinstance(divisor, F._tensor.Tensor) or divisor.numel() == 0:
+        return
+    flag = F.eq(divisor.detach(), 0).any()
+    message = f"'{op}' (called at {checks.user_line()}): ZeroDivisionError (an integer divisor holds 0)"
+    if out.node.realized:  # eager mode computed the result already: check now, at the op
+        if flag.item():
+            raise RuntimeError(message)
+        return
+    checks.defer(out.node, (flag.node,), lambda values: message if values[0] else None, RuntimeError)
+
+
+def _integer_division(name: str):
+    op = _binary(name)
+
+    def fn(input, other):
+        _check_integer_divisor(name, input, other)
+        out = op(input, other)
+        _defer_zero_divisor_check(name, out, other)
+        return out
+
+    fn.__name__, fn.__doc__ = name, op.__doc__
+    return fn
+
+
+fmod, remainder, floor_divide = (_integer_division(n) for n in ("fmod", "remainder", "floor_divide"))
 
 
 def _integer_only(op: str, *operands) -> None:
@@ -95,10 +134,13 @@ def div_rounded(input, other, rounding_mode):
     if rounding_mode is None:
         return F.div(input, other)
     if rounding_mode == "trunc":
-        return _elementwise("div_trunc", input, other)
+        _check_integer_divisor("div", input, other)
+        out = _elementwise("div_trunc", input, other)
+        _defer_zero_divisor_check("div", out, other)
+        return out
     if rounding_mode == "floor":
         return floor_divide(input, other)
-    raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
+    raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
 
 
 def lerp(input, end, weight):
@@ -169,19 +211,20 @@ def equal(input, other) -> bool:
 
 
 def float_power(input, exponent):
-    """``pow`` in float32 for every dtype (see docs/ops/float_power.md).
-
-    Divergence from PyTorch: PyTorch computes float_power in float64 and returns float64; vkml has
-    no float64 pow (docs/dtypes.md), so it converts both operands to float32 and returns float32.
+    """``pow`` computed in float64 and returned as float64, whatever the operands' dtypes, as PyTorch's
+    (see docs/ops/float_power.md). A device without float64 refuses it (DTypeError), as it refuses
+    every float64 tensor.
     """
     if isinstance(input, F._tensor.Tensor):
-        input = F.cast(input, T.float32)
+        input = F.cast(input, T.float64)
     if isinstance(exponent, F._tensor.Tensor):
-        exponent = F.cast(exponent, T.float32)
+        exponent = F.cast(exponent, T.float64)
     elif not isinstance(input, F._tensor.Tensor):
         raise TypeError("'float_power' needs at least one tensor operand")
     if isinstance(exponent, (int, float)) and not isinstance(exponent, bool):
         exponent = float(exponent)
+    if not isinstance(input, F._tensor.Tensor):
+        input = float(input)  # a Python float base with a float64 exponent tensor: float64
     return F.pow(input, exponent)
 
 

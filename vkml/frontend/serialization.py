@@ -41,7 +41,7 @@ _METADATA_KEY = "vkml"
 _TORCH_MAGICS = (b"PK\x03\x04", b"\x80")  # zip archive (torch >= 1.6), or a legacy pickle stream
 
 # Numpy dtypes that have no vkml dtype of the same name, and what they load as (as vkml.tensor does).
-_NARROWED = {"uint16": "int32"}
+_NARROWED: dict[str, str] = {}
 
 
 # ---------------------------------------------------------------------- save

@@ -26,6 +26,7 @@ from ..ir import types as T
 from ..ops.promotion import promote_types
 from . import operators as F
 from .creation import _dtype, tensor
+from .dtype_info import check_matmul_dtypes
 from .exports import Export
 
 
@@ -693,13 +694,6 @@ def outer(input, vec2):
 ger = outer
 
 
-def _same_dtype(op: str, a, b, names=("m1", "m2")):
-    if a.dtype is not b.dtype:
-        raise RuntimeError(
-            f"{op}: expected {names[0]} and {names[1]} to have the same dtype, but got: {a.dtype.name} != {b.dtype.name}"
-        )
-
-
 def mm(input, mat2):
     """The product of two matrices of one dtype (``matmul``'s order: ascending k, see docs/ops/matmul.md)."""
     a, b = _t("mm", input), _t("mm", mat2)
@@ -711,7 +705,7 @@ def mm(input, mat2):
         raise ShapeError(
             f"'mm': mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x{a.shape[1]} and {b.shape[0]}x{b.shape[1]})"
         )
-    _same_dtype("mm", a, b)
+    check_matmul_dtypes("mm", a.dtype, b.dtype, 2, 2)
     return F.matmul(input, mat2)
 
 
@@ -727,7 +721,7 @@ def bmm(input, mat2):
             f"'bmm': Expected size for first two dimensions of batch2 tensor to be: [{a.shape[0]}, {a.shape[2]}] but got: "
             f"[{b.shape[0]}, {b.shape[1]}]."
         )
-    _same_dtype("bmm", a, b)
+    check_matmul_dtypes("bmm", a.dtype, b.dtype, 3, 3)
     return F.matmul(input, mat2)
 
 
@@ -740,7 +734,7 @@ def mv(input, vec):
         raise ShapeError(
             f"'mv': size mismatch, got input ({a.shape[0]}), mat ({a.shape[0]}x{a.shape[1]}), vec ({v.shape[0]})"
         )
-    _same_dtype("mv", a, v, ("mat", "vec"))
+    check_matmul_dtypes("mv", a.dtype, v.dtype, 2, 1)
     return F.matmul(input, vec)
 
 
@@ -754,10 +748,7 @@ def dot(input, tensor):
             f"'dot': inconsistent tensor size, expected tensor [{a.shape[0]}] and src [{b.shape[0]}] to have the same number "
             f"of elements, but got {a.shape[0]} and {b.shape[0]} elements respectively"
         )
-    if a.dtype is not b.dtype:
-        raise RuntimeError(
-            f"dot : expected both vectors to have same dtype, but found {a.dtype.name} and {b.dtype.name}"
-        )
+    check_matmul_dtypes("dot", a.dtype, b.dtype, 1, 1)
     return F.matmul(input, tensor)
 
 

@@ -132,18 +132,25 @@ def _nonzero(op: str, input):
 def all(input, dim=None, keepdim=False, *, axis=None):
     """True where every element over ``dim`` is nonzero (NaN counts as nonzero); a bool tensor.
 
-    Any dtype. ``all`` of no elements is True. Exact: it counts the zeros with ``sum``.
+    Any dtype. ``all`` of no elements is True. Exact: it counts the zeros with ``sum``. A uint8
+    input gives uint8 (0 or 1), as PyTorch's.
     """
     zeros = F.logical_not(_nonzero("all", input))
-    return F.eq(F.sum(zeros, dim_or_axis("all", dim, axis), keepdim), 0)
+    return _uint8_stays(input, F.eq(F.sum(zeros, dim_or_axis("all", dim, axis), keepdim), 0))
+
+
+def _uint8_stays(input, truth):
+    """PyTorch's ``all``/``any`` of a uint8 tensor is uint8 (kept from before it had bool)."""
+    return F.cast(truth, T.uint8) if input.dtype is T.uint8 else truth
 
 
 def any(input, dim=None, keepdim=False, *, axis=None):
     """True where some element over ``dim`` is nonzero (NaN counts as nonzero); a bool tensor.
 
-    Any dtype. ``any`` of no elements is False. Exact: it counts the nonzeros with ``sum``.
+    Any dtype. ``any`` of no elements is False. Exact: it counts the nonzeros with ``sum``. A uint8
+    input gives uint8, as PyTorch's.
     """
-    return F.gt(F.sum(_nonzero("any", input), dim_or_axis("any", dim, axis), keepdim), 0)
+    return _uint8_stays(input, F.gt(F.sum(_nonzero("any", input), dim_or_axis("any", dim, axis), keepdim), 0))
 
 
 def count_nonzero(input, dim=None):

@@ -228,6 +228,8 @@ def _torch_layout(self) -> tuple[tuple[int, ...], int]:
                 0 if old == 1 and new != 1 else st for old, new, st in zip(shape, new_shape[lead:], strides)
             )
             shape = new_shape
+        elif kind == "dtype":  # view(dtype) of one element size: strides and offset unchanged
+            continue
         else:  # reshape: a view only where the strides allow one (mutation.viewable)
             new_shape = tuple(step[1])
             found = _compute_stride(shape, strides, new_shape)

@@ -3,7 +3,7 @@
 Aliases (``multiply`` for ``mul``, ``greater`` for ``gt``, ...) are the same functions and
 methods under PyTorch's other name, in-place forms included. The helpers are composites of
 existing ops (``dist``, ``cov``, ``corrcoef``, ``trapezoid``, ``broadcast_tensors``) or
-host-side bookkeeping with PyTorch's behaviour (``seed``, ``can_cast``,
+host-side bookkeeping with PyTorch's behaviour (``seed``,
 ``is_nonzero``, ``set_num_threads``).
 
 >>> import vkml
@@ -22,7 +22,6 @@ import secrets
 import numpy as np
 
 from ..graph import build as lazy
-from ..ir import types as T
 from ..ops.promotion import default_float
 from . import creation, interop, mutation, random, shape, statistics
 from . import operators as F
@@ -269,19 +268,6 @@ def _spacings(op: str, x, y, dim: int):
 # ---------------------------------------------------------------------- predicates and dtypes
 
 
-def can_cast(from_, to) -> bool:
-    """Whether PyTorch's in-place type rules allow ``from_`` values into a ``to`` tensor.
-
-    >>> import vkml
-    >>> vkml.can_cast(vkml.int32, vkml.float32), vkml.can_cast(vkml.float32, vkml.int32)
-    (True, False)
-    """
-    for name, d in (("from_", from_), ("to", to)):
-        if not isinstance(d, T.DType):
-            raise TypeError(f"can_cast(): argument '{name}' must be torch.dtype, not {type(d).__name__}")
-    return mutation.can_cast(from_, to)
-
-
 def is_nonzero(input) -> bool:
     """Whether the one element of ``input`` is not zero; raises for zero or several elements, as PyTorch.
 
@@ -379,7 +365,6 @@ PUBLIC = [
     "trapezoid",
     "trapz",
     "cumulative_trapezoid",
-    "can_cast",
     "is_nonzero",
     "asarray",
     "seed",

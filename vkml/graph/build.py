@@ -236,6 +236,16 @@ def cast_node(node: Node, dtype: T.DType) -> Node:
     return Node("cast", (node,), None, node.shape, dtype, node.device)
 
 
+def bitcast_node(node: Node, dtype: T.DType) -> Node:
+    """``node``'s bits read as ``dtype`` of the same element size (``Tensor.view(dtype)``): a cast
+    node whose ``arg`` is ``"bits"``, so it fuses wherever a conversion does."""
+    if node.dtype is dtype:
+        return node
+    if node.dtype.nbytes != dtype.nbytes:
+        raise ValueError(f"bitcast_node: {node.dtype.name} and {dtype.name} differ in size")
+    return Node("cast", (node,), "bits", node.shape, dtype, node.device)
+
+
 def _folds(value, dtype: T.DType) -> bool:
     """Whether converting constant ``value`` to ``dtype`` on the host gives the cast op's value:
     not for a float outside an integer dtype's range (inf, NaN, 1e30), which the op defines."""
@@ -368,6 +378,8 @@ def _elementwise_dtypes(name: str, kinds: tuple) -> tuple[T.DType, T.DType]:
     zero = [k[0] for k in kinds if isinstance(k, tuple) and not k[1]]
     scalars = [k(0) for k in kinds if not isinstance(k, tuple)]  # a stand-in value of the scalar's type
     compute = result_type(dims, zero, scalars)
+    if compute is T.bool_ and name in ("lt", "le", "gt", "ge"):  # PyTorch orders bools False < True
+        compute = T.int32  # as 0 and 1, in a type every device computes
     if op.result == "float" and not compute.is_float:
         compute = default_float()
     if compute not in op.dtypes:
@@ -427,12 +439,22 @@ def reduce_dims(op: str, dim, ndim: int) -> tuple[int, ...] | None:
     return tuple(sorted(axes))
 
 
+# Reductions PyTorch takes on bool tensors, which vkml computes on their values 0 and 1 as int32.
+_BOOL_VIA_UINT8 = frozenset(("amax", "amin", "argmax", "argmin"))
+
+
 def reduce(name: str, node: Node, dim, keepdim: bool, op: str | None = None) -> Node:
     """Reduction ``name`` over ``dim`` (None: all dims), keeping or dropping the reduced dims.
 
     ``op`` is the public function the user called (``max`` for ``amax``), for error messages.
     """
     op = op or name
+    if node.dtype is T.bool_ and name in _BOOL_VIA_UINT8:
+        if op in ("argmax", "argmin"):
+            raise RuntimeError(f"{op}(): does not support bool input")  # PyTorch's; max(dim) takes bool
+        # bool orders as 0 < 1 (int32: a type every device computes, unlike uint8)
+        out = reduce(name, cast_node(node, T.int32), dim, keepdim, op)
+        return cast_node(out, T.bool_) if out.dtype is T.int32 else out
     opdef = REGISTRY[name]
     if node.dtype not in opdef.dtypes:
         _refuse_float64(op, node.dtype)

@@ -26,7 +26,7 @@ NUMBERS = FLOATS + INTS
 BITS = INTS + (T.bool_,)
 # Types of buffer elements only (uint8, int8, int16; bfloat16 is held as int16): loaded, they are
 # converted to a wide integer and computed there (vkml/ops/cast.py); only `convert` takes them.
-STORAGE_INTS = (T.uint8, T.int8, T.int16)
+STORAGE_INTS = (T.uint8, T.int8, T.int16, T.uint16)
 
 
 @dataclass(frozen=True)

@@ -59,14 +59,19 @@ float64 = DType("float64", "f64", "float", 8)
 uint8 = DType("uint8", "u8", "uint", 1)
 int8 = DType("int8", "i8", "int", 1)
 int16 = DType("int16", "i16", "int", 2)
+uint16 = DType("uint16", "u16", "uint", 2)
 # bfloat16 is a storage type only: kernels carry it as float32 (vkml/ops/cast.py) and buffers hold its
 # 16 bits as int16, so no IR value and no SPIR-V type is ever bfloat16. Its numpy form is those bits (int16).
 bfloat16 = DType("bfloat16", "bf16", "float", 2)
 
+# PyTorch's uint64 as a dtype object only: no IR type and no vkml tensor has it (vkml/frontend/dtype_info.py
+# refuses it where a tensor would be made), so it is in none of the tables below.
+uint64 = DType("uint64", "u64", "uint", 8)
+
 # The IR's value types (ALL); then the types of buffer elements only (loaded, they are converted to a
 # wide integer); then the tensor dtypes that are no IR type at all.
 ALL = (float32, float16, int32, uint32, int64, bool_, float64)
-STORAGE_ONLY = (uint8, int8, int16)
+STORAGE_ONLY = (uint8, int8, int16, uint16)
 TENSOR_ONLY = (bfloat16,)
 _NUMPY_NAMES = {
     "float32": "float32",
@@ -79,6 +84,8 @@ _NUMPY_NAMES = {
     "uint8": "uint8",
     "int8": "int8",
     "int16": "int16",
+    "uint16": "uint16",
+    "uint64": "uint64",
     "bfloat16": "int16",
 }
 _KNOWN = ALL + STORAGE_ONLY + TENSOR_ONLY

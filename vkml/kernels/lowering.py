@@ -31,6 +31,7 @@ from ..ir import types as T
 from ..ir.core import Kernel, Value
 from ..ir.instructions import VECTOR_WIDTH
 from ..ops import mathlib as M
+from ..ops.bitview import reinterpret_value
 from ..ops.cast import cast_value, compute_dtype, load_value, narrow, storage_dtype, store_value
 from ..ops.random import random_value
 from ..ops.registry import REGISTRY
@@ -462,6 +463,8 @@ class Lowering:
             return self._masked(inner, valid, idx.valid)
         if op == "cast":
             src = node.srcs[0]
+            if node.arg == "bits":  # Tensor.view(dtype): the same bits read as another dtype of one size
+                return reinterpret_value(self.value(src, idx), src.dtype, node.dtype)
             return cast_value(self.value(src, idx), src.dtype, node.dtype)
         if op == "elementwise":
             name, cdtype = node.arg

@@ -20,6 +20,7 @@ from ..frontend import autograd, creation, mutation
 from ..frontend import operators as functions
 from ..frontend import random as vkrandom
 from ..frontend import shape as shape_ops
+from ..frontend.dtype_info import scalar_type_name
 from ..ir import types as T
 from ..schedule import checks
 from ..schedule import scheduler as _scheduler
@@ -102,8 +103,22 @@ def linear(input, weight, bias=None):
     >>> linear(vkml.ones(2, 3), vkml.ones(4, 3)).shape  # doctest: +SKIP
     (2, 4)
     """
+    if bias is not None:  # PyTorch's addmm checks, before matmul's (vkml/frontend/dtype_info.py)
+        _linear_dtypes(input, weight, bias)
     out = functions.matmul(input, functions.transpose(weight, 0, 1))
     return out if bias is None else out + bias
+
+
+def _linear_dtypes(input, weight, bias) -> None:
+    name, Tensor = scalar_type_name, functions._tensor.Tensor
+    if isinstance(bias, Tensor) and isinstance(weight, Tensor) and bias.dtype is not weight.dtype:
+        raise RuntimeError(
+            f"self and mat2 must have the same dtype, but got {name(bias.dtype)} and {name(weight.dtype)}"
+        )
+    if isinstance(input, Tensor) and isinstance(weight, Tensor) and input.ndim == 2 and input.dtype is not weight.dtype:
+        raise RuntimeError(
+            f"mat1 and mat2 must have the same dtype, but got {name(input.dtype)} and {name(weight.dtype)}"
+        )
 
 
 @functools.lru_cache(maxsize=64)

@@ -3,7 +3,7 @@
 In a kernel a float16 or bfloat16 tensor element is carried as a float32 value that is exactly
 representable in its dtype; it becomes 16 bits only when stored. So a cast to float16 or
 bfloat16 is a rounding (software narrowing, never OpFConvert), and the widening is free.
-Likewise a uint8, int8 or int16 element is carried as an int32 value inside the dtype's
+Likewise a uint8, int8, int16 or uint16 element is carried as an int32 value inside the dtype's
 range: an op's result is wrapped back into that range (two's complement, as PyTorch's
 uint8/int8/int16 arithmetic wraps), and it becomes 8 or 16 bits only when stored.
 float64 is carried as itself.
@@ -19,7 +19,7 @@ from ..ir.core import Value
 from . import mathlib as M
 
 NARROW_FLOATS = (T.float16, T.bfloat16)  # carried as float32
-NARROW_INTS = (T.uint8, T.int8, T.int16)  # carried as int32
+NARROW_INTS = (T.uint8, T.int8, T.int16, T.uint16)  # carried as int32
 
 
 def compute_dtype(dtype: T.DType) -> T.DType:

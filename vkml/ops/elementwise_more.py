@@ -24,8 +24,10 @@ _TORCH_FMOD = (
     "where a/b overflows (fmod(1, 1e-45)); vkml is exact, as C's fmod and numpy.fmod. "
 )
 _INT_DIV_ZERO = (
-    "An integer divisor of 0 gives 0 here; PyTorch raises RuntimeError 'ZeroDivisionError' "
-    "(vkml would have to read the divisor back to raise eagerly)."
+    "An integer tensor divided by a Python 0 raises PyTorch's RuntimeError 'ZeroDivisionError' at the op; "
+    "a 0 inside an integer divisor tensor raises it when the result (or anything computed from it) is read, "
+    "naming the op and the calling line: reading the divisor at the op would wait for the device "
+    "(vkml/schedule/checks.py)."
 )
 
 

@@ -16,6 +16,7 @@ _CATEGORY = {
     T.uint8: 1,
     T.int8: 1,
     T.int16: 1,
+    T.uint16: 1,
     T.int32: 1,
     T.uint32: 1,
     T.int64: 1,
@@ -32,6 +33,7 @@ _RANK_IN_CATEGORY = {
     T.uint8: 0,
     T.int8: 0,
     T.int16: 1,
+    T.uint16: 1,
     T.int32: 2,
     T.uint32: 3,
     T.int64: 4,
@@ -47,8 +49,19 @@ def category(dtype: T.DType) -> int:
     return _CATEGORY[dtype]
 
 
+# PyTorch's ScalarType names, as its promotion error prints them.
+_SCALAR_TYPES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "uint16": "UInt16"}
+_SCALAR_TYPES |= {"int32": "Int", "int64": "Long", "uint32": "UInt32", "uint64": "UInt64"}
+
+
 def promote_types(a: T.DType, b: T.DType) -> T.DType:
     """The smallest dtype both ``a`` and ``b`` convert to (``torch.promote_types``)."""
+    if T.uint16 in (a, b) and a is not b and not (a.is_float or b.is_float):
+        # PyTorch has no promotion of uint16 with another integer or bool dtype (only with floats)
+        raise RuntimeError(
+            "Promotion for uint16, uint32, uint64 types is not supported, attempted to promote "
+            f"{_SCALAR_TYPES[a.name]} and {_SCALAR_TYPES[b.name]}"
+        )
     ca, cb = _CATEGORY[a], _CATEGORY[b]
     if ca != cb:
         return a if ca > cb else b

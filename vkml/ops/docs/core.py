@@ -334,10 +334,8 @@ PAGES.update(
             "composite",
             (sig("vkml.float_power", vkml.float_power), "Tensor.float_power(exponent)"),
             vkml.float_power,
-            precision="as `pow` in float32 (≤ 1 ulp)",
-            special="As `pow`.",
-            divergence="PyTorch computes in float64 and returns float64; vkml has no float64 tensors and returns "
-            "float32.",
+            precision="as `pow` in float64 (≤ 1 ulp of float64); the result is float64, as PyTorch's",
+            special="As `pow`. A device without float64 (shaderFloat64) refuses it with DTypeError.",
             gradient="Through `pow` and the casts.",
         ),
         "softmin": OpDoc(

@@ -132,8 +132,6 @@ PAGES.update(
             precision=_READ_BACK + "; weights are added on the device in index order (PyTorch's CPU order), "
             "each sum rounded",
             special="Empty input gives `minlength` zeros.",
-            divergence="PyTorch returns float64 for weights that are not float32; vkml has no float64 and adds "
-            "them in float32 (a float32 result).",
             gradient="Not differentiable (as PyTorch).",
         ),
         "histc": OpDoc(

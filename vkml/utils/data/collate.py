@@ -2,8 +2,7 @@
 
 A batch of numbers, numpy arrays or tensors becomes one tensor with a new first dimension;
 dicts, lists, tuples and namedtuples are collated field by field; strings and bytes stay
-lists. One divergence (docs/data.md): Python floats, and numpy float64 values and arrays,
-collate to float32, vkml's default float (PyTorch gives float64, which vkml's devices lack).
+lists. Python floats give float64, numpy values keep their dtype, as PyTorch's.
 
 In a worker process the same rules build ``HostBatch`` leaves (a numpy array and the vkml
 dtype it will have) instead of tensors: workers never touch a device, and the main process
@@ -27,7 +26,7 @@ from ...tensor import Tensor
 
 _NP_STR_OBJ = re.compile(r"[SaUO]")
 _ERROR = "default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; found {}"
-_WIDENED = {"float64": "float32", "int8": "int32", "uint8": "int32", "int16": "int32", "uint16": "int32"}
+_WIDENED: dict[str, str] = {}  # numpy dtypes vkml has no tensor dtype for, and what they become
 
 
 class HostBatch:
@@ -120,7 +119,7 @@ def _collate(batch, leaves: _Leaves):
         if elem.shape == ():  # numpy scalars
             return leaves.array(np.array(batch))
     if isinstance(elem, float):
-        return leaves.array(np.array(batch, dtype=np.float64), "float32")
+        return leaves.array(np.array(batch, dtype=np.float64), "float64")
     if isinstance(elem, int):
         array = np.array(batch)
         return leaves.array(array, "bool" if array.dtype == np.bool_ else "int64")
@@ -154,7 +153,7 @@ def _collate(batch, leaves: _Leaves):
 
 
 def default_collate(batch):
-    """Collate a list of samples into a batch (PyTorch's rules; floats become float32, see the module doc).
+    """Collate a list of samples into a batch (PyTorch's rules: Python floats become float64).
 
     >>> default_collate([(1, "a"), (2, "b")])[0].tolist()
     [1, 2]

@@ -184,6 +184,12 @@ TORCH_DTYPES = {
 }
 
 
+def torch_at_least(major: int, minor: int) -> bool:
+    """Whether the oracle is PyTorch ``major.minor`` or newer. vkml follows the newest PyTorch's messages
+    and behaviour; a test that compares with an older one (the GPU machine runs 2.11) checks less."""
+    return tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2]) >= (major, minor)
+
+
 def to_torch(a: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(np.array(a, order="C", copy=True))  # keeps 0-dim arrays 0-dim
 

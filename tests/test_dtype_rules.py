@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from optest import torch_at_least
 
 import vkml
 
@@ -22,7 +23,8 @@ def _same_error(call, torch_args, vkml_args, op: str):
         call(torch, *torch_args)
     with pytest.raises(RuntimeError) as got:
         call(vkml, *vkml_args)
-    assert str(got.value) == f"{op}: {want.value}"
+    if torch_at_least(2, 13):  # older PyTorch words these errors differently ("expected scalar type ...")
+        assert str(got.value) == f"{op}: {want.value}"
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -128,6 +130,10 @@ ERROR_CASES = {
 
 @pytest.mark.parametrize("name", list(ERROR_CASES))
 def test_raises_torch_s_error_type(name):
+    if name == "arange step truncated to 0" and not torch_at_least(2, 13):
+        with pytest.raises(ValueError, match="step must be nonzero"):  # PyTorch 2.13's; older ones accept it
+            ERROR_CASES[name](vkml)
+        return
     with pytest.raises(Exception) as want:
         ERROR_CASES[name](torch)
     with pytest.raises(type(want.value)):

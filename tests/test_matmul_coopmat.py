@@ -140,7 +140,7 @@ def test_the_mode_names_the_template(coopmat_on_cpu):
     assert str(mode) == "matmul coopmat 32 128x128x32 sg64x32 v4"
     other = Shape(256, 128, 16, 64, 64, 1)
     assert kernels_matmul_coopmat.mode(H200, other) == kernels_matmul_coopmat.Mode(32, other)
-    node32 = (vkml.tensor(a.astype(np.float32)) @ vkml.tensor(b)).node
+    node32 = (vkml.tensor(a.astype(np.float32)) @ vkml.tensor(b.astype(np.float32))).node
     assert isinstance(matmul_templates.mode(node32), MatmulConfig)  # the scalar tiles
 
 

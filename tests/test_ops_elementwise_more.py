@@ -528,8 +528,8 @@ def test_documented_divergences():
         torch.full((64,), 65504.0, dtype=torch.float16), torch.full((64,), -7.25, dtype=torch.float16)
     )
     assert t[0].item() == -9032.0  # (its vectorized path; 64 elements take it)
-    # float_power is float32 (PyTorch: float64)
-    assert vkml.float_power(vkml.tensor([2]), 3).dtype is vkml.float32
+    # float_power computes and returns float64, as PyTorch's
+    assert vkml.float_power(vkml.tensor([2]), 3).dtype is vkml.float64
 
 
 # ---------------------------------------------------------------------- errors, as PyTorch's

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from optest import torch_at_least
 
 import vkml
 
@@ -38,7 +39,12 @@ CASES = {
 def test_uint16_is_torch_s(where, request):
     device = request.getfixturevalue("gpu") if where == "gpu" else vkml.device("cpu")
     for name, case in CASES.items():
-        want = case(torch, torch.from_numpy(VALUES.copy()))
+        try:
+            want = case(torch, torch.from_numpy(VALUES.copy()))
+        except NotImplementedError:
+            if torch_at_least(2, 13):
+                raise
+            continue  # an older PyTorch lacks this uint16 kernel: nothing to compare with
         got = case(vkml, vkml.tensor(VALUES, device=device))
         assert str(got.dtype) == str(want.dtype).replace("torch", "vkml"), name
         assert got.tolist() == want.tolist(), name

@@ -193,3 +193,25 @@ def test_an_aligned_window_realized_alone_is_its_alias(dev):
         np.testing.assert_array_equal(window.numpy(), DATA[start : start + 64])
         assert counters["dispatches"] - before == kernels
         assert window.node.realized
+
+
+def test_both_branches_give_the_same_bits_on_the_cpu_and_lavapipe(gpu, cpu_tuning):
+    """The run-time branch yields bool, float16 and float32 values (a where over windows of a mask,
+    a half tensor and a lazy value; a pad of a block) at aligned and unaligned offsets: the CPU
+    with vector groups as lavapipe has them and lavapipe give the same bits, and numpy's values."""
+    cpu_tuning(kernels_tuning.GPU_TUNING)
+    data = (np.arange(4096) % 7).astype(np.float16)
+    results = []
+    for dev in (vkml.device("cpu"), gpu):
+        x, mask = vkml.tensor(data, device=dev), vkml.tensor(data > 3, device=dev)
+        got = []
+        for i in (0, 1, 4, 5, 8):
+            chosen = vkml.where(mask[i : i + 64], x[i : i + 64] * 2, (x * 3)[i + 1 : i + 65])
+            want = np.where(data[i : i + 64] > 3, data[i : i + 64] * 2, data[i + 1 : i + 65] * 3)
+            np.testing.assert_array_equal(chosen.numpy(), want)
+            padded = vkml.nn.functional.pad(x.reshape(64, 64)[i : i + 8].float() * 1.5, (4, 4))
+            want = np.pad(data.reshape(64, 64)[i : i + 8].astype(np.float32) * np.float32(1.5), ((0, 0), (4, 4)))
+            np.testing.assert_array_equal(padded.numpy(), want)
+            got += [chosen.numpy(), padded.numpy()]
+        results.append(got)
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(*results))

@@ -2,8 +2,8 @@
 
 A view's offset and mask bounds are kernel parameters (vkml/graph/view.py ``structure``,
 vkml/kernels/lowering.py ``Lowering.view_values``), so ``x[i] = v``, ``x[:, j] = v``,
-``cache[:, :, t] = k`` and ``(x * 2)[i:i + n]`` replay one plan over every position but a few
-(an offset of zero, or aligned to the vector width where vector groups could pass). The bits
+``cache[:, :, t] = k`` and ``(x * 2)[i:i + n]`` replay one plan over every position (zero and
+aligned offsets included: the kernel tests alignment at run time, tests/test_view_offsets.py). The bits
 are the old path's: with the views' parameter budget at 0 every view bakes its values as
 constants, as before, and the tests compare both, and numpy.
 """
@@ -247,13 +247,16 @@ def test_view_structure_keeps_what_lowering_decides():
     assert view.value_count() == 2  # the offset and the lower bound of the cut dim
     assert graph_view.View((8, 128), (128, 1), 9 * 128 + 6, ((0, 8), (7, 131))).structure() != view.structure()
     aligned = graph_view.View((8, 128), (128, 1), 9 * 128 + 4, ((0, 8), (4, 129)))
-    assert aligned.structure() != view.structure()  # an aligned offset lets vector groups pass
+    assert aligned.structure() == view.structure()  # alignment is tested at run time, not structure
     first = graph_view.View((8, 128), (128, 1), 0, ((0, 1), (0, 128)))
     last = graph_view.View((8, 128), (128, 1), 0, ((7, 8), (0, 128)))
     assert first.structure() == last.structure()  # a region at an edge: the code of any other row
     assert graph_view.View((8, 128), (128, 1), 0).structure() != graph_view.View((8, 128), (128, 1), 4).structure()
-    odd = [graph_view.View((8, 127), (127, 1), i).structure() for i in range(1, 9)]
-    assert len(set(odd)) == 1  # no vector group passes a view 127 wide: its offset decides nothing
+    # Over a source of 4096 a zero offset is a parameter too (a slice at 0), over 1024 there is none.
+    at = [graph_view.View((8, 128), (128, 1), i).structure(4096) for i in range(9)]
+    assert len(set(at)) == 1 and graph_view.View((8, 128), (128, 1), 0).value_count(4096) == 1
+    assert graph_view.View((8, 128), (128, 1), 0).value_count(1024) == 0
+    assert graph_view.View((8, 128), (0, 1), 0).value_count(128) == 0  # a broadcast: nothing to shift
     assert graph_view.WIDE_REACH == kernels_index.WIDE_INDEX_EXTENT
     far = graph_view.View((8,), (1,), 1 << 31)
     assert far.structure() != graph_view.View((8,), (1,), 4).structure()  # int64 indices

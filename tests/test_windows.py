@@ -3,8 +3,8 @@
 Before, every offset was part of the kernels' structure: ``x[i:i + n].pow(2).sum()`` planned,
 lowered and compiled anew at every ``i`` (issue 20 measured 0.001 of PyTorch's speed). Now the
 view is rebased on an alias of the buffer that starts at an aligned position at or below ``i``
-(vkml/graph/build.py), and its offset in the alias is a kernel parameter: a window has a few
-structures at most, whatever ``i`` (tests/test_view_offsets.py counts them).
+(vkml/graph/build.py), and its offset in the alias is a kernel parameter: a window has one
+structure, whatever ``i`` (tests/test_view_offsets.py counts them).
 """
 
 from __future__ import annotations

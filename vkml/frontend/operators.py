@@ -575,6 +575,11 @@ def matmul(input, other):
         raise ShapeError(f"'matmul': shapes {a.shape} and {b.shape} cannot be multiplied ({k} != {k2})")
     batch = lazy.broadcast_shapes("matmul", x.shape[:-2], y.shape[:-2])
     result_dtype = promote_types(a.dtype, b.dtype)
+    if a.dtype is T.float16 and b.dtype is T.float16:
+        # Cooperative-matrix kernels load float16 buffers as stored (vectors, whole tiles): an aligned
+        # window of a realized tensor (x[i:i + n]) is given to them as its alias, not as a view.
+        for t in (x, y):
+            lazy.realize_as_alias(t.node)
     if result_dtype.is_float and k > 0 and result_dtype is not T.float64:  # the tiled kernel (kernels/matmul/tiled.py)
         # An integer operand is converted to float32 (as the sum below would): float16 widens in the kernel.
         xa, yb = (lazy.cast_node(t.node, T.float32) if not t.dtype.is_float else t.node for t in (x, y))

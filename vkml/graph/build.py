@@ -21,7 +21,7 @@ from ..ops.promotion import default_float, result_type, scalar_dtype
 from ..ops.reduce import reduce_dtypes
 from ..ops.registry import REGISTRY
 from .node import Node
-from .view import ViewStack
+from .view import View, ViewStack
 
 _eager_override: bool | None = None  # set_eager's choice; None: VKML_EAGER's, read at import
 _eager_from_env = config.eager()  # every op asks: reading the environment costs about 1 µs
@@ -77,16 +77,14 @@ def _window_of_buffer(base: Node, stack: ViewStack) -> Node | None:
     """The view over a realized buffer, rebased on an alias of the part of the buffer it reads.
 
     An alias keeps a window's kernels independent of the buffer it is cut from (its size, its
-    int64 reach) and makes a contiguous window at an aligned start (``x[i:i + n]``, a row block)
-    the alias itself: no copy, as PyTorch's slices share storage. An alias begins at a multiple
-    of the device's binding alignment ``a``. Any other window gets an alias whose length depends
-    only on the span it reads and the buffer's length modulo ``a``, placed just below its first
-    element, so its kernels see one leaf size and an offset, which is a kernel parameter. A
-    window of one shape thus has two structures at every offset, the alias itself and the view
-    of one (three where the offset's alignment to the vector width can differ,
-    ``View.grouped_values``, and one more at the buffer's first element, where no alias starts
-    below). Realized buffers never change (writes make new nodes, docs/mutation.md), so an
-    alias of one stays valid as long as it lives, and it keeps its parent alive.
+    int64 reach): it begins at a multiple of the device's binding alignment ``a``, just below the
+    window's first element, and its length depends only on the span the window reads and the
+    buffer's length modulo ``a``. So its kernels see one leaf size and an offset in the alias —
+    a kernel parameter, zero included (``View.shifts``: the alias is longer than the window) —
+    and a window of one shape has one structure at every offset; where the offset is a multiple
+    of the vector width the kernel still loads vectors (a run-time branch, lowering.py
+    ``group_plan``). Realized buffers never change (writes make new nodes, docs/mutation.md), so
+    an alias of one stays valid as long as it lives, and it keeps its parent alive.
     """
     bottom = stack.views[0]
     extent = bottom.extent()
@@ -97,22 +95,13 @@ def _window_of_buffer(base: Node, stack: ViewStack) -> Node | None:
     align = device.alias_alignment(base.dtype)
     numel = base.numel
     ext = hi + 1 - lo
-    if lo % align == 0:
-        rebased = ViewStack((replace(bottom, offset=bottom.offset - lo), *stack.views[1:]))
-        if rebased.is_contiguous and math.prod(rebased.shape) == ext:  # the window is the alias
-            buffer = device.alias(base.buffer, lo, ext) if ext < numel else None
-            if buffer is None:
-                return None
-            window = Node("buffer", (), None, rebased.shape, base.dtype, device)
-            window.buffer = buffer
-            return window
     # As long as the span rounded up plus the alignment, and congruent to the buffer's length: the
-    # highest aligned start below lo (an offset of at least 1: nonzero either way) whose alias fits
-    # the buffer covers [lo, hi], also where the alias has to end at the buffer's end.
+    # highest aligned start at or below lo whose alias fits the buffer covers [lo, hi], also
+    # where the alias has to end at the buffer's end.
     span = -(-ext // align) * align + align + numel % align
-    start = (min(lo - 1, numel - span) // align) * align
+    start = (min(lo, numel - span) // align) * align
     if start < 0 or start + span <= hi or span >= numel:
-        return None  # at the buffer's start, or a window most of the buffer: the view of the buffer
+        return None  # a window most of the buffer: the view of the buffer
     buffer = device.alias(base.buffer, start, span)
     if buffer is None:
         return None
@@ -120,6 +109,27 @@ def _window_of_buffer(base: Node, stack: ViewStack) -> Node | None:
     window = Node("buffer", (), None, (span,), base.dtype, device)
     window.buffer = buffer
     return Node("view", (window,), rebased, rebased.shape, base.dtype, device)
+
+
+def realize_as_alias(node: Node) -> bool:
+    """Make view ``node`` the alias of its realized source's memory that it is, if it is one: one
+    contiguous view at a start aligned to the binding alignment (``x[i:i + n]`` at such an ``i``, a
+    block of whole rows). Then realizing it copies nothing, as PyTorch's slices share storage;
+    ``_window_of_buffer`` keeps it a view until then, so that its kernels serve every offset.
+    """
+    srcs, stack = node.srcs, node.arg  # before op, as view_node reads them
+    if node.op != "view" or srcs[0].op != "buffer" or len(stack.views) != 1:
+        return False
+    base, view = srcs[0], stack.views[0]
+    if view.mask is not None or View.contiguous(view.shape).strides != view.strides or node.numel == 0:
+        return False
+    if view.offset % node.device.alias_alignment(node.dtype):
+        return False
+    buffer = node.device.alias(base.buffer, view.offset, node.numel)
+    if buffer is None:
+        return False
+    node.become_buffer(buffer)
+    return True
 
 
 @functools.lru_cache(maxsize=256)

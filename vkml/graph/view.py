@@ -8,18 +8,16 @@ of the one below (``views[0]`` addresses the buffer itself). reshape, permute, e
 slice, flip and pad are all cheap edits of the top view, so they never copy data.
 
 A view's offset and mask bounds are values, not structure: ``ViewStack.structure`` is what a
-kernel's code depends on (shapes, strides, whether the offset is nonzero, which dims the mask
-cuts, whether the values are aligned to the vector width where vector groups could use it), and
-kernels take the values as parameters (vkml/kernels/lowering.py), so a slice or a write at a
-fresh position compiles nothing new.
+kernel's code depends on (shapes, strides, whether the offset is a parameter, which dims the
+mask cuts and the lengths they keep), and kernels take the values as parameters, testing their
+alignment at run time where vector loads could use it (vkml/kernels/lowering.py), so a slice
+or a write at any position runs one kernel.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-
-from ..ir.instructions import VECTOR_WIDTH
 
 # kernels/index.py's WIDE_INDEX_EXTENT (a layer above): a view reaching this far from 0 makes its
 # kernel index in int64, so the structure says whether it does (tests/test_regions.py pins both equal).
@@ -69,50 +67,43 @@ class View:
             hi += max(first * stride, (stop - 1) * stride)
         return lo, hi
 
-    def grouped_values(self) -> tuple[bool, bool]:
-        """Whether the offset, and the innermost mask's bounds, travel in units of ``VECTOR_WIDTH``
-        (a kernel parameter holds ``value // VECTOR_WIDTH``; of a mask, its lower bound alone).
+    def reach(self) -> int:
+        """One past the farthest position below that the view's strides span from its offset (masks ignored)."""
+        return sum((s - 1) * abs(st) for s, st in zip(self.shape, self.strides) if s) + 1
 
-        A value does where aligned groups of positions could pass this view (``lowering.group_modes``:
-        innermost size a multiple of the width; for the offset also innermost stride 1 and outer
-        strides multiples of the width) and the value is a multiple of the width: then the groups do
-        pass (as far as this value decides), and the grouped code reads the parameter as is. Any
-        other value travels whole and decides nothing, so it is not structure at all.
+    def shifts(self, below: int | None) -> bool:
+        """Whether the offset is a kernel parameter: nonzero, or zero in a view that spans fewer than
+        the ``below`` positions of what it views (a slice at 0: another offset of the same shape
+        fits). So a slice at 0 has the code of a slice anywhere, while a broadcast, a permutation or
+        a pad of a whole tensor (nothing to shift) keeps taking no parameter. ``below`` None: unknown,
+        only a nonzero offset is one.
         """
-        width = VECTOR_WIDTH
-        if not self.shape or self.shape[-1] % width:
-            return (False, False)
-        offset = (
-            self.offset % width == 0
-            and self.strides[-1] == 1
-            and all(st % width == 0 for st, s in zip(self.strides[:-1], self.shape[:-1]) if s != 1)
-        )
-        if not self.mask:
-            return (offset, False)
-        lo, hi = self.mask[-1]
-        return (offset, lo % width == 0 and hi % width == 0)
+        return self.offset != 0 or (below is not None and self.reach() < below)
 
-    def structure(self) -> tuple:
-        """What lowering decides from this view, without the values of its offset and mask bounds.
+    def structure(self, below: int | None = None) -> tuple:
+        """What lowering decides from this view over ``below`` positions, without the values of its
+        offset and mask bounds.
 
-        Kept: shape and strides; whether the offset is nonzero; for each dim the mask cuts, the
-        length it keeps (its lower bound is the value; a dim cut at its start and one cut at its
-        end share the code, lowering.py ``_view_level``); ``grouped_values`` (whether aligned groups pass, ``lowering.group_modes``); whether
-        the view reaches ``WIDE_REACH`` (int64 indices). The values travel as kernel parameters, so
-        a view at any offset has at most two structures: aligned to the vector width or not (one
-        where no vector group can pass it).
+        Kept: shape and strides; whether the offset is a parameter (``shifts``); for each dim the
+        mask cuts, the length it keeps (its lower bound is the value; a dim cut at its start and
+        one cut at its end share the code, lowering.py ``_view_level``); whether the view reaches
+        ``WIDE_REACH`` (int64 indices). No residue or alignment of a value: where aligned vector
+        groups could pass the view, the kernel tests the values' alignment at run time
+        (lowering.py ``group_plan``), so a view at any offset has one structure.
         """
-        if not self.offset and self.mask is None:  # the common view: nothing left out (its reach is its strides')
+        shifts = self.shifts(below)
+        if not shifts and self.mask is None:  # the common view: nothing left out (its reach is its strides')
             return (self.shape, self.strides)
         mask = None
         if self.mask:
             mask = tuple(max(0, b - a) if a > 0 or b < s else None for (a, b), s in zip(self.mask, self.shape))
-        reach = abs(self.offset) + sum((s - 1) * abs(st) for s, st in zip(self.shape, self.strides) if s) + 1
-        return (self.shape, self.strides, self.offset != 0, mask, self.grouped_values(), reach >= WIDE_REACH)
+        reach = abs(self.offset) + self.reach()
+        return (self.shape, self.strides, shifts, mask, reach >= WIDE_REACH)
 
-    def value_count(self) -> int:
-        """The parameters ``structure`` leaves out: a nonzero offset, and the lower bound of each dim its mask cuts."""
-        count = 1 if self.offset else 0
+    def value_count(self, below: int | None = None) -> int:
+        """The parameters ``structure`` leaves out: the offset where it shifts, and the lower bound
+        of each dim its mask cuts."""
+        count = 1 if self.shifts(below) else 0
         for (lo, hi), s in zip(self.mask or (), self.shape):
             count += lo > 0 or hi < s
         return count
@@ -237,21 +228,31 @@ class ViewStack:
     def contiguous(shape: tuple[int, ...]) -> ViewStack:
         return ViewStack((View.contiguous(tuple(shape)),))
 
-    @property
-    def structure(self) -> tuple:
-        """``View.structure`` of each level: the stack as the plan and kernel caches key it."""
-        found = self.__dict__.get("_structure")
+    def below(self, level: int, source: int | None) -> int | None:
+        """How many positions level ``level`` views: the level below's, or ``source`` (the viewed node's numel)."""
+        return self.views[level - 1].numel if level else source
+
+    def structure(self, source: int | None = None) -> tuple:
+        """``View.structure`` of each level over ``source`` positions (the viewed node's numel): the
+        stack as the plan and kernel caches key it (they key the viewed node's shape too)."""
+        cache = self.__dict__.get("_structure")
+        if cache is None:
+            cache = {}
+            object.__setattr__(self, "_structure", cache)
+        found = cache.get(source)
         if found is None:
-            found = tuple([v.structure() for v in self.views])
-            object.__setattr__(self, "_structure", found)
+            found = cache[source] = tuple([v.structure(self.below(k, source)) for k, v in enumerate(self.views)])
         return found
 
-    def value_count(self) -> int:
+    def value_count(self, source: int | None = None) -> int:
         """Kernel parameters the stack's values take (``View.value_count`` summed)."""
-        found = self.__dict__.get("_value_count")
+        cache = self.__dict__.get("_value_count")
+        if cache is None:
+            cache = {}
+            object.__setattr__(self, "_value_count", cache)
+        found = cache.get(source)
         if found is None:
-            found = sum([v.value_count() for v in self.views])
-            object.__setattr__(self, "_value_count", found)
+            found = cache[source] = sum([v.value_count(self.below(k, source)) for k, v in enumerate(self.views)])
         return found
 
     @property

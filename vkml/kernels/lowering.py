@@ -14,9 +14,11 @@ back to one scalar load per position. Reductions are in ``kernels_reduce.py``.
 
 A view's offset and mask bounds are kernel parameters (``Lowering.view_values``), not IR
 constants: the structure key holds only what the code depends on (``ViewStack.structure``), so
-one kernel serves a slice, a pad or a write region at every position. A view whose values the
-scheduler bakes (past ``VIEW_PARAM_BUDGET_NBYTES``) keeps them as constants, and its values in
-the key.
+one kernel serves a slice, a pad or a write region at every position. Where aligned groups could
+pass a view if its values were multiples of the width, the kernel tests them at run time (a
+uniform branch, ``group_plan``): vector loads where they are, one load per position elsewhere.
+A view whose values the scheduler bakes (past ``VIEW_PARAM_BUDGET_NBYTES``) keeps them as
+constants, and its values in the key.
 """
 
 from __future__ import annotations
@@ -200,9 +202,10 @@ def _and(a: Value | None, b: Value | None) -> Value | None:
 def _view_level(view: View, multi: tuple, valid: Value | None, values=None) -> tuple[Value, Value | None]:
     """Linear index below ``view`` of its position ``multi``, and validity (``view.mask``).
 
-    ``values(field)``, where given, is the offset (field -1) or mask bound (2 * dim, + 1 for the
-    upper; only lower bounds are asked for) as a kernel value; else they are constants. Which of
-    them appear depends only on ``View.structure``: a zero offset emits nothing, nor does a dim the
+    ``values(field)``, where given, is the offset (field -1; None where it is no parameter,
+    ``View.shifts``) or mask bound (2 * dim, + 1 for the upper; only lower bounds are asked for) as
+    a kernel value; else they are constants. Which of them appear depends only on
+    ``View.structure``: an offset that is no parameter and zero emits nothing, nor does a dim the
     mask does not cut; a dim it cuts tests ``lo <= i < lo + (hi - lo)`` with ``lo`` a value and the
     length a constant (a bound at 0 or at the size holds everywhere), so that a region at the first
     or the last row has the code of any other row, and takes one parameter.
@@ -213,7 +216,10 @@ def _view_level(view: View, multi: tuple, valid: Value | None, values=None) -> t
                 start = values(2 * d) if values else _u32(lo)
                 valid = _and(valid, i >= start)
                 valid = _and(valid, i < start + _u32(max(0, hi - lo)))
-    lin = (values(-1) if values else _u32(view.offset)) if view.offset else None
+    if values:
+        lin = values(-1)
+    else:
+        lin = _u32(view.offset) if view.offset else None
     for i, st in zip(multi, view.strides):
         if st:
             term = i if st == 1 else i * _u32(st)
@@ -243,14 +249,16 @@ def _in_groups(view: View, width: int, inner_stride: int) -> View:
     """``view`` over groups of ``width`` along its innermost dim (whose stride becomes ``inner_stride``).
 
     Offsets and outer strides shrink by ``width`` when the groups map to groups below
-    (``inner_stride`` 1), and stay when the whole group maps to one position (0).
+    (``inner_stride`` 1), and stay when the whole group maps to one position (0). The innermost
+    mask keeps its length in groups (structure: its lower bound may be a parameter whose value
+    this view's happens not to be aligned, ``group_plan``).
     """
     scale = width if inner_stride else 1
     strides = tuple(st // scale for st in view.strides[:-1]) + (inner_stride,)
     mask = None
     if view.mask:
         lo, hi = view.mask[-1]
-        mask = tuple(view.mask[:-1]) + ((lo // width, hi // width),)
+        mask = tuple(view.mask[:-1]) + ((lo // width, lo // width + max(0, hi - lo) // width),)
     return View(_grouped(view.shape, width), strides, view.offset // scale, mask)
 
 
@@ -269,20 +277,61 @@ def group_modes(stack: ViewStack, width: int) -> tuple[str, ...] | None:
     >>> group_modes(ViewStack.contiguous((8, 4)).permute((1, 0)), 4) is None   # a transpose
     True
     """
+    return group_plan(stack, width)[0]
+
+
+def group_plan(stack: ViewStack, width: int, source: int | None = None) -> tuple[tuple[str, ...] | None, list]:
+    """``group_modes`` for a view whose values are kernel parameters (``source``: the viewed node's
+    numel; None: the values are constants, their alignment is known).
+
+    Returns the modes where the parameters are multiples of ``width``, and the parameters that
+    must be: ``(level, field)`` of each offset that shifts (``View.shifts``) on a level passed in
+    vector groups and each cut innermost mask's lower bound on a level passed (the mask's length
+    must be a multiple of the width by structure). The kernel tests those at run time
+    (``Lowering._checked_group``), so its code depends on the structure alone: one kernel for
+    the aligned offsets and all others.
+
+    >>> group_plan(ViewStack.contiguous((64,)).slice((3,), (35,), (1,)), 4, 64)
+    (('vector',), [(0, -1)])
+    """
     modes: list[str] = []
-    for view in reversed(stack.views):
+    checks: list[tuple[int, int]] = []
+    for level in reversed(range(len(stack.views))):
+        view = stack.views[level]
         if not view.shape or view.shape[-1] % width:
-            return None
-        if view.mask and (view.mask[-1][0] % width or view.mask[-1][1] % width):
-            return None
+            return None, []
+        if view.mask:
+            lo, hi = view.mask[-1]
+            if max(0, hi - lo) % width:
+                return None, []
+            if source is None and lo % width:
+                return None, []
+            if source is not None and (lo > 0 or hi < view.shape[-1]):
+                checks.append((level, 2 * (len(view.shape) - 1)))
         inner = view.strides[-1]
         if inner == 0:
-            return (*modes, "uniform")
+            return (*modes, "uniform"), checks
         outer = [st for st, size in zip(view.strides[:-1], view.shape[:-1]) if size != 1]
-        if inner != 1 or view.offset % width or any(st % width for st in outer):
-            return None
+        if inner != 1 or any(st % width for st in outer):
+            return None, []
+        if source is None:
+            if view.offset % width:
+                return None, []
+        elif view.shifts(stack.below(level, source)):
+            checks.append((level, -1))
         modes.append("vector")
-    return tuple(modes)
+    return tuple(modes), checks
+
+
+def _exact_quotient(value: Value, divisor: int, signed: bool) -> Value:
+    """``value / divisor`` for a multiple of ``divisor`` (a power of two) in the index type; ``signed``:
+    ``value`` may be negative (an offset, held modulo 2^32 by a uint32), so the quotient is too."""
+    shift = divisor.bit_length() - 1
+    quotient = value >> _u32(shift)  # arithmetic for int64 indices, logical for uint32
+    if signed and value.dtype is T.uint32:
+        sign = _u32(1 << (31 - shift))  # the quotient's sign bit: extend it
+        quotient = (quotient ^ sign) - sign
+    return quotient
 
 
 def _group_view_index(stack: ViewStack, modes, q: Value, valid: Value | None, width: int, multi=None, values=None):
@@ -357,45 +406,44 @@ class Lowering:
         """``values(level, scale, width)`` for ``_view_index``: view ``node``'s offsets and mask bounds as
         parameters; None where the scheduler baked them (its ``baked`` set holds the node: constants then).
 
-        One parameter per value, whatever the grouping: the offset and the innermost bounds that
-        ``View.grouped_values`` marks (multiples of the width where aligned groups could pass: that
-        is structure) travel as ``value // VECTOR_WIDTH``, which a level in aligned groups
-        (``_in_groups`` divides them by the width) reads as is and any other rebuilds as
-        ``p * VECTOR_WIDTH`` — in the index type, whose wrapping keeps negative offsets right.
-        Every other value travels as it is, whatever its residue: one kernel for every position.
+        One parameter per value, each as it is (in the index type, whose wrapping keeps negative
+        offsets right), whatever its residue: one kernel for every position. A level in aligned
+        groups (``_in_groups`` divides its offset by ``scale`` and its innermost bounds by
+        ``width``) reads those divided, exactly: it runs only where they are multiples of the width
+        (``group_plan`` names them, ``_checked_group`` tests them). An offset that does not shift
+        (``View.shifts``) is no parameter: ``value(-1)`` is None.
         """
         if id(node) in self.baked:
             return None
-        views = node.arg.views
+        stack = node.arg
+        source = node.srcs[0].numel
 
         def at_level(level: int, scale: int, width: int):
-            view = views[level]
+            view = stack.views[level]
             last = 2 * (len(view.shape) - 1)
-            grouped = view.grouped_values()
+            shifts = view.shifts(stack.below(level, source))
 
-            def value(field: int) -> Value:
-                marked = grouped[0] if field == -1 else field >= last and grouped[1]
-                divisor = VECTOR_WIDTH if marked else 1
-                param = self._view_param(node, level, field, divisor)
+            def value(field: int) -> Value | None:
+                if field == -1 and not shifts:
+                    return None
+                param = self._view_param(node, level, field)
                 divided = scale if field == -1 else (width if field >= last else 1)
-                # A level in aligned groups divides only values group_modes found aligned: marked ones.
-                assert divided in (1, divisor), "aligned groups are VECTOR_WIDTH wide"
-                if divided == divisor:  # divided by _in_groups (exact), or by neither
+                if divided == 1:
                     return param
-                return param * _u32(divisor)
+                return _exact_quotient(param, divided, signed=field == -1)
 
             return value
 
         return at_level
 
-    def _view_param(self, node: Node, level: int, field: int, divisor: int) -> Value:
+    def _view_param(self, node: Node, level: int, field: int) -> Value:
         key = (id(node), level, field)
         v = self._view_params.get(key)
         if v is None:
             dtype = index_dtype()
             name = f"v{len(self._view_params)}"
             bits = 32 if dtype is T.uint32 else 0  # uint32 parameters hold the value modulo 2^32
-            self.param_roles[name] = ("view", node, level, field, divisor, bits)
+            self.param_roles[name] = ("view", node, level, field, 1, bits)  # each value whole: divisor 1
             v = self._view_params[key] = self.kb.param(name, dtype)
         return v
 
@@ -453,14 +501,13 @@ class Lowering:
             src = node.srcs[0]  # one value per row: computed once per row, not once per position
             return self.value(src, Index(src.shape, lin=idx.row[0]))
         if op == "view" and idx.group is not None:
-            modes = group_modes(node.arg, idx.group[2])
+            modes, checks = self.group_plan(node, idx.group[2])
+            if checks:
+                return self._checked_group(node, idx, modes, checks)
             if modes is not None:
                 return self._grouped_view(node, idx, modes)
         if op == "view":
-            src = node.srcs[0]
-            lin, valid = _view_index(node.arg, idx, self.view_values(node))
-            inner = self.value(src, Index(src.shape, lin=lin, valid=valid))
-            return self._masked(inner, valid, idx.valid)
+            return self._scalar_view(node, idx)
         if op == "cast":
             src = node.srcs[0]
             if node.arg == "bits":  # Tensor.view(dtype): the same bits read as another dtype of one size
@@ -499,10 +546,11 @@ class Lowering:
 
     def f16_groups(self, node: Node) -> bool:
         """Whether aligned groups of VECTOR_WIDTH along ``node``'s innermost dim are aligned groups of a
-        float16 buffer (through views that keep them so): then ``f16_group_values`` loads each as one vector."""
+        float16 buffer (through views that keep them so whatever their values): then
+        ``f16_group_values`` loads each as one vector."""
         while node.dtype is T.float16 and not (node.realized or id(node) in self.leaves) and node.op == "view":
-            modes = group_modes(node.arg, VECTOR_WIDTH)
-            if modes is None or "uniform" in modes:
+            modes, checks = self.group_plan(node, VECTOR_WIDTH)
+            if modes is None or "uniform" in modes or checks:
                 return False
             node = node.srcs[0]
         return node.dtype is T.float16 and (node.realized or id(node) in self.leaves)
@@ -513,11 +561,52 @@ class Lowering:
         if node.realized or id(node) in self.leaves:
             ref = self._leaf(node)
             return [ref.vload(q, c) for c in range(VECTOR_WIDTH)]
-        modes = group_modes(node.arg, VECTOR_WIDTH)
+        modes, _ = self.group_plan(node, VECTOR_WIDTH)
         _, below, valid = _group_view_index(node.arg, modes, q, None, VECTOR_WIDTH, multi, self.view_values(node))
         if valid is not None:
             below = B.select(valid, below, _u32(0))
         return [self._masked(v, valid, None) for v in self.f16_group_values(node.srcs[0], below)]
+
+    def group_plan(self, node: Node, width: int) -> tuple[tuple[str, ...] | None, list]:
+        """``group_plan`` of view ``node``: its values are constants where the scheduler baked them."""
+        return group_plan(node.arg, width, None if id(node) in self.baked else node.srcs[0].numel)
+
+    def _scalar_view(self, node: Node, idx: Index) -> Value:
+        """The view's value at position ``idx``, followed down one position at a time."""
+        src = node.srcs[0]
+        lin, valid = _view_index(node.arg, idx, self.view_values(node))
+        inner = self.value(src, Index(src.shape, lin=lin, valid=valid))
+        return self._masked(inner, valid, idx.valid)
+
+    def _checked_group(self, node: Node, idx: Index, modes, checks) -> Value:
+        """The view's value at a grouped position where aligned groups pass only if the parameters
+        ``checks`` names are multiples of the width: a uniform branch on them (the same for every
+        invocation) between the grouped path and one position at a time, made once per group."""
+        q, k, width = idx.group
+
+        def branches() -> tuple[Value, ...]:
+            aligned = None
+            for level, which in checks:
+                param = self._view_param(node, level, which)
+                aligned = _and(aligned, B.eq(param & _u32(width - 1), _u32(0)))
+
+            def grouped() -> list[Value]:
+                at = [
+                    Index(idx.shape, valid=idx.valid, group=(q, c, width), group_multi=idx.group_multi)
+                    for c in range(width)
+                ]
+                return [self._grouped_view(node, i, modes) for i in at]
+
+            def scalar() -> list[Value]:
+                lin = q * _u32(width)
+                return [
+                    self._scalar_view(node, Index(idx.shape, lin=lin + _u32(c) if c else lin, valid=idx.valid))
+                    for c in range(width)
+                ]
+
+            return B.if_else(aligned, grouped, scalar)
+
+        return self.shared(("checked", id(node), idx.group_key), branches)[k]
 
     def _grouped_view(self, node: Node, idx: Index, modes) -> Value:
         """The view's value at a grouped position: the group goes down the views as a group."""

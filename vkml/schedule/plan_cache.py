@@ -87,7 +87,7 @@ def _trace(roots: list[Node], mode_of_matmul, mark: int) -> tuple[list[Node], tu
                             const.trace_mark, const.trace_pos, s.trace_pos = mark, n, n + 1
                             order += (const, s)
                             emit(("const", None, const.shape, const.dtype, ()))
-                            emit(("view", s.arg.structure, s.shape, s.dtype, n))
+                            emit(("view", s.arg.structure(const.numel), s.shape, s.dtype, n))
                             n += 2
                             continue
                     stack.append((s, reversed(srcs)))
@@ -116,7 +116,8 @@ def _trace(roots: list[Node], mode_of_matmul, mark: int) -> tuple[list[Node], tu
                 elif op == "const":
                     arg = None  # the value is a kernel parameter (baked values are checked by ``lookup``)
                 elif op == "view":
-                    arg = node.arg.structure  # offsets and mask bounds are parameters, as constants' values
+                    # Offsets and mask bounds are parameters, as constants' values.
+                    arg = node.arg.structure(srcs[0].numel)
                 else:
                     arg = node.arg
                     if op == "kernel":  # a user's kernel allocates its own outputs; a fused op's names its structure

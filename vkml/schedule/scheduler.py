@@ -49,6 +49,7 @@ import threading
 from collections import OrderedDict, defaultdict
 
 from .. import debug
+from ..graph.build import realize_as_alias
 from ..graph.node import Node, toposort
 from ..ir import lru
 from ..kernels import (
@@ -382,7 +383,7 @@ class Signature:
         int64 (decided as ``_lower_group`` decides it; only looked at when 8 bytes would not fit).
         """
         budget = kernels.VIEW_PARAM_BUDGET_NBYTES
-        counts = [n.arg.value_count() for n in self.views]
+        counts = [n.arg.value_count(n.srcs[0].numel) for n in self.views]
         nbytes = 8
         if sum(counts) * nbytes > budget and not needs_wide_index(root, leaf_ids):
             nbytes = 4
@@ -441,9 +442,10 @@ class Signature:
         numbers = self._numbers
         sources = tuple([numbers[id(s)] for s in n.srcs])
         if n.op == "view":
-            if n.arg.value_count():
+            source = n.srcs[0].numel
+            if n.arg.value_count(source):
                 self.views.append(n)
-            return ("view", n.arg.structure, n.shape, n.dtype.name, sources)
+            return ("view", n.arg.structure(source), n.shape, n.dtype.name, sources)
         return (n.op, n.arg, n.shape, n.dtype.name, sources)
 
 
@@ -695,6 +697,9 @@ def realize(*targets: Node) -> None:
 
 def _realize_on(device, nodes: list[Node]) -> None:
     """``realize`` of unrealized ``nodes`` of one device, under its lock."""
+    nodes = [n for n in nodes if not realize_as_alias(n)]  # an aligned window: no kernel, no copy
+    if not nodes:
+        return
     order, structure = plan_cache.trace(nodes, kernels_matmul.mode)
     key = None if structure is None else plan_cache.Key(_namespace(device), structure)
     planned = False

@@ -182,3 +182,17 @@ ERRORS = [
 def test_norm_errors_match_torch(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+def test_running_statistics_are_realized_with_the_step_not_kept_lazy():
+    """A loop that never reads BatchNorm's running statistics must not keep every batch alive."""
+    bn = nn.BatchNorm1d(3)
+    opt = vkml.optim.SGD(bn.parameters(), lr=0.1)
+    for step in range(3):
+        loss = bn(vkml.tensor(_x((4, 3), seed=step))).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        assert bn.running_mean.node.realized and bn.running_var.node.realized
+        assert bn.num_batches_tracked.node.realized
+    assert bn.num_batches_tracked.item() == 3

@@ -578,6 +578,13 @@ def _remember_root(root) -> None:
         _backward_roots.append(weakref.ref(root))
 
 
+def realize_at_next_step(t) -> None:
+    """Have the next optimizer step's submission realize ``t`` too (a side effect nobody reads, such
+    as BatchNorm's running statistics): its lazy graph, and the activations it holds, end there
+    instead of growing step after step until the value is read."""
+    _remember_root(t)
+
+
 def take_backward_roots() -> list:
     """The live tensors ``backward()`` ran on since the last call (the optimizer realizes them with its step)."""
     with _backward_roots_lock:

@@ -50,6 +50,7 @@ def _update(buffer, value, momentum: float) -> None:
     """buffer <- (1 - momentum) · buffer + momentum · value, in place and outside autograd."""
     with autograd.no_grad():
         buffer.copy_(buffer * (1.0 - momentum) + value.detach().to(buffer.dtype) * momentum)
+    autograd.realize_at_next_step(buffer)  # else a loop that never reads it keeps every batch alive
 
 
 def batch_norm(

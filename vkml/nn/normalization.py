@@ -9,7 +9,7 @@ parameters, buffers (running_mean, running_var, num_batches_tracked) and train/e
 
 from __future__ import annotations
 
-from ..frontend import creation
+from ..frontend import autograd, creation
 from ..ir import types as T
 from . import functional_norm as FN
 from . import init
@@ -75,6 +75,7 @@ class _NormBase(Module):
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             self.num_batches_tracked.add_(1)
+            autograd.realize_at_next_step(self.num_batches_tracked)
             if self.momentum is None:  # cumulative moving average
                 factor = 1.0 / float(self.num_batches_tracked.item())
         return factor

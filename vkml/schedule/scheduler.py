@@ -72,6 +72,11 @@ from . import checks, plan_cache
 
 RECOMPUTE_LIMIT = 12
 BROADCAST_RECOMPUTE_LIMIT = 3
+# The most buffers one fused kernel reads, whatever the device: a kernel binds each as a storage
+# buffer, and devices cap those per stage (lavapipe at 32, some drivers lower; vkml leaves room for
+# the outputs and index tables). A walk that would load more makes the next inlined expression a
+# kernel of its own. Fixed, not the device's limit, so every device fuses alike.
+MAX_KERNEL_LOADS = 24
 _WIDEST_PARAM_NBYTES = 8  # a 64-bit scalar parameter
 
 _templates: OrderedDict = OrderedDict()
@@ -154,6 +159,7 @@ class Plan:
         fused = {id(r) for r in chain}
         roots, consumers = self.roots, self.consumers  # the same dicts: _make_root below adds to roots
         seen, stack = set(), [root]
+        loads: set[int] = set()  # buffers this kernel reads so far (MAX_KERNEL_LOADS)
         while stack:
             node = stack.pop()
             if id(node) in seen or node.realized:
@@ -166,7 +172,10 @@ class Plan:
                     if not s.realized:
                         self._make_root(s)
                     continue
-                if s.realized or s_op == "const" or (s_id in roots and s_id not in fused):
+                if s_op == "const":
+                    continue
+                if s.realized or (s_id in roots and s_id not in fused):
+                    loads.add(s_id)
                     continue
                 if s_op == "reduce" or s_op == "matmul":
                     if s_id in fused:
@@ -186,6 +195,9 @@ class Plan:
                     self._make_root(s)
                 elif consumers[s_id] > 1 and self.cost(s) > RECOMPUTE_LIMIT:
                     self._make_root(s)
+                elif len(loads) + len(stack) >= MAX_KERNEL_LOADS:
+                    self._make_root(s)  # each pending node may load more: split before the bindings run out
+                    loads.add(s_id)
                 else:
                     stack.append(s)
 
@@ -662,7 +674,13 @@ def _deep_enough(depth: int):
 
 def _namespace(device) -> tuple:
     """What a plan depends on besides the graph's structure (tests and tuning runs change these)."""
-    limits = (RECOMPUTE_LIMIT, BROADCAST_RECOMPUTE_LIMIT, kernels.PARAM_BUDGET_NBYTES, kernels.VIEW_PARAM_BUDGET_NBYTES)
+    limits = (
+        RECOMPUTE_LIMIT,
+        BROADCAST_RECOMPUTE_LIMIT,
+        MAX_KERNEL_LOADS,
+        kernels.PARAM_BUDGET_NBYTES,
+        kernels.VIEW_PARAM_BUDGET_NBYTES,
+    )
     return (device.name, kernels_tuning.tuning_for(device), limits)
 
 

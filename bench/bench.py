@@ -46,7 +46,7 @@ from bench_timing import (  # noqa: E402
     time_vkml,
     time_wall_side_by_side,
 )
-from bench_workloads import OP_WORKLOADS, WORKLOADS, Case, Context  # noqa: E402
+from bench_workloads import LAYER_WORKLOADS, OP_WORKLOADS, WORKLOADS, Case, Context  # noqa: E402
 
 import vkml  # noqa: E402
 
@@ -57,16 +57,18 @@ SPECIAL = {
     "compile": measure_compile,
     "cold_start": measure_start_rows,  # new processes; the one entry gives the cold_start and warm_start rows
 }
-# The slow naive matmuls go after the rows about Python overhead, so that a --deadline cuts them first.
+# The slow naive matmuls and the layer rows go after the rows about Python overhead, so that a
+# --deadline cuts them first.
 MATMULS = [name for name in WORKLOADS if name.startswith("matmul")]
 ORDER = [
-    *(name for name in WORKLOADS if name not in MATMULS),
+    *(name for name in WORKLOADS if name not in MATMULS and name not in LAYER_WORKLOADS),
     "graph100",
     "graph1000",
     "compile",
     "cold_start",
     "mlp_train_step",
     *MATMULS,
+    *LAYER_WORKLOADS,
     *OP_WORKLOADS,
 ]
 

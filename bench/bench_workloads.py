@@ -357,3 +357,206 @@ WORKLOADS: dict[str, Callable[[Context], Case]] = {
     "matmul_skinny_m2": matmul_skinny_m2,
 }
 OP_WORKLOADS: dict[str, Callable[[Context], Case]] = {f"op:{name}": _op_case(name, *rest) for name, *rest in OP_SUITE}
+
+
+# ---------------------------------------------------------------------------- layers (issues 18 and 20)
+
+
+def _conv_flop(batch: int, cin: int, cout: int, height: int, width: int, taps: int = 9) -> float:
+    """2·N·O·H·W·C·taps: a stride-1, same-padded convolution's multiply-adds, counted twice."""
+    return 2.0 * batch * cout * height * width * cin * taps
+
+
+def _conv_shape(ctx: Context) -> tuple[int, int, int]:
+    """(batch, channels, side) of the conv rows: ResNet's first stage, or a lavapipe-sized stand-in."""
+    return (2, 8, 12) if ctx.quick else (64, 64, 56)
+
+
+def _conv2d(ctx: Context, dtype: str) -> Case:
+    """3×3 convolution, stride 1, padding 1, no bias: ResNet's stage-1 layer."""
+    import torch
+
+    batch, channels, side = _conv_shape(ctx)
+    x, tx = ctx.pair((batch, channels, side, side), dtype, tag="conv_x")
+    w, tw = ctx.pair((channels, channels, 3, 3), dtype, tag="conv_w")
+    return Case(
+        f"{batch}×{channels}×{side}² 3×3 {dtype}",
+        lambda: vkml.nn.functional.conv2d(x, w, padding=1),
+        {"eager": lambda: torch.nn.functional.conv2d(tx, tw, padding=1)},
+        Work(_conv_flop(batch, channels, channels, side, side), "FLOP"),
+        tolerance=1e-5 if dtype == F32 else 2e-3,
+        note="torch: TF32 off" if dtype == F32 else "float16 in and out",
+    )
+
+
+def conv2d_f32(ctx: Context) -> Case:
+    return _conv2d(ctx, F32)
+
+
+def conv2d_f16(ctx: Context) -> Case:
+    return _conv2d(ctx, F16)
+
+
+def basic_blocks(lib, x, params):
+    """ResNet basic blocks: relu(x + bn(conv(relu(bn(conv(x)))))), batch statistics (training mode).
+
+    ``params`` holds (w1, g1, b1, w2, g2, b2) per block; no running statistics, so that the
+    repetitions change no state and both sides do the same work each time.
+    """
+    F = lib.nn.functional
+    for w1, g1, b1, w2, g2, b2 in params:
+        y = F.relu(F.batch_norm(F.conv2d(x, w1, padding=1), None, None, g1, b1, training=True))
+        y = F.batch_norm(F.conv2d(y, w2, padding=1), None, None, g2, b2, training=True)
+        x = F.relu(x + y)
+    return x
+
+
+def _block_inputs(ctx: Context, blocks: int = 2):
+    batch, channels, side = _conv_shape(ctx)
+    x = ctx.pair((batch, channels, side, side), tag="block_x")
+    params = []
+    for i in range(blocks):
+        for j in (1, 2):
+            params.append(ctx.pair((channels, channels, 3, 3), tag=f"block{i}_w{j}"))
+            params.append(ctx.pair((channels,), positive=True, tag=f"block{i}_g{j}"))
+            params.append(ctx.pair((channels,), tag=f"block{i}_b{j}"))
+    ours = [tuple(p[0] for p in params[k : k + 6]) for k in range(0, len(params), 6)]
+    theirs = [tuple(p[1] for p in params[k : k + 6]) for k in range(0, len(params), 6)]
+    return (batch, channels, side), x, ours, theirs
+
+
+def resnet_block_fwd(ctx: Context) -> Case:
+    """Two ResNet basic blocks, forward, batch statistics."""
+    import torch
+
+    (batch, channels, side), (x, tx), ours, theirs = _block_inputs(ctx)
+    return Case(
+        f"2 blocks, {batch}×{channels}×{side}²",
+        lambda: basic_blocks(vkml, x, ours),
+        {"eager": lambda: basic_blocks(torch, tx, theirs)},
+        Work(4 * _conv_flop(batch, channels, channels, side, side), "FLOP"),
+        tolerance=1e-4,
+        note="conv3x3-BN-ReLU-conv3x3-BN + x, ReLU; BN on batch statistics; FLOP: the 4 convs only; torch: TF32 off",
+    )
+
+
+def resnet_block_train(ctx: Context) -> Case:
+    """Two ResNet basic blocks, forward and backward: the gradients of every weight for a given output gradient."""
+    import torch
+
+    (batch, channels, side), (x, tx), ours, theirs = _block_inputs(ctx)
+    g, tg = ctx.pair((batch, channels, side, side), tag="block_grad")
+    ours_flat = [p.detach().requires_grad_() for block in ours for p in block]
+    theirs_flat = [p.detach().requires_grad_() for block in theirs for p in block]
+
+    def step(lib, x, flat, g):
+        out = basic_blocks(lib, x, [tuple(flat[k : k + 6]) for k in range(0, len(flat), 6)])
+        return lib.autograd.grad(out, flat, g)
+
+    return Case(
+        f"2 blocks, {batch}×{channels}×{side}²",
+        lambda: step(vkml, x, ours_flat, g),
+        {"eager": lambda: step(torch, tx, theirs_flat, tg)},
+        Work(3 * 4 * _conv_flop(batch, channels, channels, side, side), "FLOP"),
+        tolerance=1e-4,
+        note="forward + autograd.grad of all 12 weights; compared: the first conv's weight gradient; "
+        "FLOP: the 4 convs' forward, input- and weight-gradient",
+    )
+
+
+def _activation(ctx: Context) -> tuple[tuple[int, int, int, int], object, object]:
+    shape = (2, 8, 24, 24) if ctx.quick else (64, 64, 112, 112)
+    return (shape, *ctx.pair(shape, tag="act"))
+
+
+def batch_norm_train(ctx: Context) -> Case:
+    """BatchNorm2d's training forward: batch statistics, affine, running statistics updated."""
+    import torch
+
+    shape, x, tx = _activation(ctx)
+    channels = shape[1]
+    w, tw = ctx.pair((channels,), positive=True, tag="bn_weight")
+    b, tb = ctx.pair((channels,), tag="bn_bias")
+    # Running statistics of their own per side: each repetition moves them, as nn.BatchNorm2d does.
+    stats = (vkml.zeros(channels, device=ctx.device), vkml.ones(channels, device=ctx.device))
+    torch_stats = (torch.zeros(channels, device=ctx.torch_device), torch.ones(channels, device=ctx.torch_device))
+
+    def ours():
+        # The updated statistics are realized with the output: PyTorch updates them eagerly, and
+        # vkml left alone would defer them, chaining one more pending update per repetition.
+        return (vkml.nn.functional.batch_norm(x, *stats, w, b, training=True), *stats)
+
+    def theirs():
+        return (torch.nn.functional.batch_norm(tx, *torch_stats, tw, tb, training=True), *torch_stats)
+
+    elements = int(np.prod(shape))
+    return Case(
+        "×".join(map(str, shape)),
+        ours,
+        {"eager": theirs},
+        Work(2 * 4 * elements, "B"),
+        tolerance=1e-5,
+        note="running statistics updated and realized too; rate: the input read once, the output written once",
+    )
+
+
+def max_pool2d(ctx: Context) -> Case:
+    """3×3 max pool, stride 2, padding 1: ResNet's stem pool."""
+    import torch
+
+    shape, x, tx = _activation(ctx)
+    elements = int(np.prod(shape))
+    out_elements = shape[0] * shape[1] * ((shape[2] + 1) // 2) * ((shape[3] + 1) // 2)
+    return Case(
+        "×".join(map(str, shape)),
+        lambda: vkml.nn.functional.max_pool2d(x, 3, 2, 1),
+        {"eager": lambda: torch.nn.functional.max_pool2d(tx, 3, 2, 1)},
+        Work(4 * (elements + out_elements), "B"),
+        tolerance=0.0,
+        note="rate: the input read once, the output written once",
+    )
+
+
+def _sdpa(ctx: Context, seq: int, dtype: str, causal: bool) -> Case:
+    """F.scaled_dot_product_attention(q, k, v), B4 H8 D64: issue 18's attention rows."""
+    import torch
+
+    shape = (1, 2, min(seq, 128), 64) if ctx.quick else (4, 8, seq, 64)
+    (q, tq), (k, tk), (v, tv) = (ctx.pair(shape, dtype, tag=f"sdpa_{name}") for name in "qkv")
+    batch, heads, length, dim = shape
+    flop = 4.0 * batch * heads * length * length * dim  # q @ k.T and weights @ v
+    return Case(
+        f"B{batch} H{heads} T{length} D{dim} {dtype}{' causal' if causal else ''}",
+        lambda: vkml.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal),
+        {"eager": lambda: torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=causal)},
+        Work(flop / 2 if causal else flop, "FLOP"),
+        tolerance=1e-5 if dtype == F32 else 2e-3,
+        note="torch: its own backend choice (flash / memory-efficient / math); FLOP of causal rows: the unmasked half",
+    )
+
+
+def sdpa_f16_1024(ctx: Context) -> Case:
+    return _sdpa(ctx, 1024, F16, causal=False)
+
+
+def sdpa_f32_1024(ctx: Context) -> Case:
+    return _sdpa(ctx, 1024, F32, causal=False)
+
+
+def sdpa_f16_4096_causal(ctx: Context) -> Case:
+    return _sdpa(ctx, 4096, F16, causal=True)
+
+
+# Run after the matmuls (bench.py's ORDER), so that --deadline cuts them before the cheap rows.
+LAYER_WORKLOADS: dict[str, Callable[[Context], Case]] = {
+    "conv2d_f32": conv2d_f32,
+    "conv2d_f16": conv2d_f16,
+    "resnet_block_fwd": resnet_block_fwd,
+    "resnet_block_train": resnet_block_train,
+    "batch_norm_train": batch_norm_train,
+    "max_pool2d": max_pool2d,
+    "sdpa_f16_1024": sdpa_f16_1024,
+    "sdpa_f32_1024": sdpa_f32_1024,
+    "sdpa_f16_4096_causal": sdpa_f16_4096_causal,
+}
+WORKLOADS.update(LAYER_WORKLOADS)

@@ -65,6 +65,18 @@ def test_select_takes_names_and_globs_and_refuses_unknown_names():
         bench.select("add,no-such-workload", None)
 
 
+def test_layer_rows_come_after_the_matmuls_and_select_alone():
+    names = bench.select(None, None)
+    assert names.index("conv2d_f32") > names.index("matmul_f16_8192")
+    assert bench.select("conv2d_*,sdpa_*", None) == [
+        "conv2d_f32",
+        "conv2d_f16",
+        "sdpa_f16_1024",
+        "sdpa_f32_1024",
+        "sdpa_f16_4096_causal",
+    ]
+
+
 class _Counting:
     """Stands in for a tensor and for the ``lib`` module: counts every op applied."""
 

@@ -223,3 +223,19 @@ def test_assert_close_checks_and_errors_match_torch(gpu):
         vkml.testing.assert_close(x, x + 1, msg="custom")
     with pytest.raises(AssertionError, match="^X: Tensor-likes"):
         vkml.testing.assert_close(x, x + 1, msg=lambda m: "X: " + m)
+
+
+def test_numpy_force_is_keyword_only_and_gives_torchs_values(dev):
+    values = np.array([1.5, -2.0, 3.25], np.float32)
+    ours = vkml.tensor(values, device=dev, requires_grad=True)
+    theirs = torch.tensor(values, requires_grad=True)
+    got, expected = ours.numpy(force=True), theirs.numpy(force=True)
+    assert got.dtype == expected.dtype and got.tobytes() == expected.tobytes()
+    for tensor in (ours, theirs):  # force is keyword-only in both
+        with pytest.raises(TypeError, match="positional argument"):
+            tensor.numpy(True)
+    with pytest.raises(TypeError) as caught:
+        ours.detach().to(vkml.bfloat16).numpy(force=True)
+    with pytest.raises(TypeError) as torch_caught:
+        theirs.detach().to(torch.bfloat16).numpy(force=True)
+    assert str(caught.value).startswith(str(torch_caught.value))

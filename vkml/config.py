@@ -17,6 +17,7 @@ exception is ``VKML_EAGER``, which every op asks about: vkml reads it once, at i
 | ``VKML_MATMUL_COOPMAT2`` | ``matmul_coopmat2()`` | ``0``: float16 matmul does not take the workgroup-scope VK_NV_cooperative_matrix2 template (kernels_matmul_coopmat2) and runs on the subgroup-scope one instead. Default ``1``: the plain product of two row-major float16 matrices takes it where the device has it. ``VKML_MATMUL_COOPMAT=0`` turns off both |
 | ``VKML_MATMUL_COOPMAT2_SHAPE`` | ``matmul_coopmat2_shape()`` | the shape of that template's kernel, as its mode string writes it (e.g. ``128x128x64 t128 u2 g16``: tile, invocations, K-steps per loop iteration, tile rows walked together); unset: ``kernels_matmul_coopmat2.DEFAULT``. For measuring shapes; ``u`` and ``g`` keep the bits (the same blocks of k in the same order) |
 | ``VKML_COMPILE_THREADS`` | ``compile_threads()`` | how many kernels one realize compiles at once when it meets several new ones (vkml/runtime/vulkan/pipelines.py): default the CPU count, at most 8; ``1``: one after another |
+| ``VKML_PROGRESS`` | ``progress()`` | a progress bar on stderr while one realize compiles several new kernels (tqdm when installed, else vkml/runtime/progress.py's own): ``1`` always, ``0`` never; unset: when stderr is a terminal and the compiles take over a second |
 | ``VKML_MATMUL_FMA`` | ``matmul_fma()`` | on GPUs with the large matmul tiles, whether matmul fuses its multiply-adds (about 1.5x faster there; results within 2γ_K Σ|a||b| of the CPU's instead of equal to them): ``auto`` (default) for products of at least 2^27 multiply-adds, ``1`` for every size, ``0`` never (every device then gives the CPU's bits). docs/ops/matmul.md |
 | ``VKML_ATTENTION_COOPMAT`` | ``attention_coopmat()`` | ``0``: the fused attention forward keeps the scalar kernel (the CPU's bits) on devices with cooperative matrices too. Default ``1``: float16 inputs run on them where the device has them, within the bound docs/ops/scaled_dot_product_attention.md states |
 
@@ -226,3 +227,17 @@ def compile_threads() -> int:
         value = 0
     # Past 8 the GIL-bound half (emitting SPIR-V text) is the limit, not the tools or the driver.
     return value if value >= 1 else max(1, min(8, os.cpu_count() or 1))
+
+
+def progress() -> bool | None:
+    """``VKML_PROGRESS``: ``True`` (``1``) show compile progress bars, ``False`` (``0``) never, ``None`` (unset): on a terminal.
+
+    >>> progress() in (True, False, None)
+    True
+    """
+    raw = os.environ.get("VKML_PROGRESS", "").strip().lower()
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    return None

@@ -248,3 +248,64 @@ def _dot(roots, numbers: dict) -> str:
         stack.extend(node.srcs)
     lines.append("}")
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------- the graph with its kernels
+
+# ``nodes -> [(dispatches, [nodes the kernel computes]), ...]`` in dispatch order: set by
+# vkml/schedule/scheduler.py when it is imported (debug sits below the scheduler and cannot import it).
+kernel_grouper = None
+
+
+def graph(tensors, path=None) -> str:
+    """The lazy graph behind ``tensors`` (a tensor or a sequence of them) as Graphviz dot, with the
+    ops each kernel of their realize would compute drawn inside one box per kernel (``cluster_k``,
+    in dispatch order, labelled with its number of dispatches). Nothing is realized.
+
+    ``path``: write the dot text there; when it ends in ``.svg``, write the dot text next to it
+    (``.dot``) and the SVG drawn by Graphviz's ``dot`` there (``RuntimeError`` when ``dot`` is not
+    installed). A ``.dot`` path also gets an SVG beside it when ``dot`` is installed.
+    Returns the dot text.
+    """
+    import os
+    import shutil
+    import subprocess
+
+    items = list(tensors) if isinstance(tensors, (list, tuple)) else [tensors]
+    roots = [getattr(t, "node", t) for t in items]
+    numbers: dict[int, int] = {}
+    body = _dot(roots, numbers).splitlines()[:-1]  # every node and edge; the closing brace comes last
+    by_device: dict[int, list] = {}
+    for root in roots:
+        if not root.realized:
+            by_device.setdefault(id(root.device), []).append(root)
+    placed: set[int] = set()
+    k = 0
+    for nodes in by_device.values():
+        for dispatches, members in kernel_grouper(nodes) if kernel_grouper is not None else ():
+            # A node recomputed by two kernels is drawn once, in the first (Graphviz boxes cannot share nodes).
+            inside = [numbers[id(n)] for n in members if id(n) in numbers and id(n) not in placed]
+            placed.update(id(n) for n in members)
+            body.append(f"  subgraph cluster_{k} {{")
+            body.append(f'    label="kernel {k} ({dispatches} dispatch{"es" if dispatches != 1 else ""})";')
+            body.append("    style=rounded; color=blue;")
+            body += [f"    n{i};" for i in inside]
+            body.append("  }")
+            k += 1
+    text = "\n".join([*body, "}"])
+    if path is None:
+        return text
+    path = os.fspath(path)
+    svg = path.endswith(".svg")
+    dot_path = path[: -len(".svg")] + ".dot" if svg else path
+    with open(dot_path, "w") as out:
+        out.write(text + "\n")
+    dot = shutil.which("dot")
+    if svg and dot is None:
+        raise RuntimeError(
+            f"graph(): writing {path!r} needs Graphviz's dot, which is not installed; {dot_path!r} written"
+        )
+    if dot is not None:
+        target = path if svg else os.path.splitext(path)[0] + ".svg"
+        subprocess.run([dot, "-Tsvg", dot_path, "-o", target], check=True, capture_output=True)
+    return text

@@ -22,6 +22,7 @@ import vkml.nn as nn
 import vkml.nn.functional as F
 
 from . import debug
+from .utils.progress import progress_bar
 
 CLASSES = 3
 POINTS_PER_CLASS = 300
@@ -30,7 +31,6 @@ BATCH = 60
 WIDTH = 64  # hidden units per layer
 EPOCHS = 12
 SEED = 0
-BAR_WIDTH = 24
 
 
 def make_spirals(points_per_class: int = POINTS_PER_CLASS, seed: int = SEED) -> tuple[np.ndarray, np.ndarray]:
@@ -78,11 +78,6 @@ def accuracy(model: nn.Module, x, y) -> float:
     return hit
 
 
-def _bar(done: int, total: int) -> str:
-    full = BAR_WIDTH * done // total
-    return "[" + "#" * full + "." * (BAR_WIDTH - full) + f"] {done:>2}/{total} steps"
-
-
 def train(device, data, epochs: int = EPOCHS, show: bool = True) -> History:
     """Train on ``device``; print a progress bar and one line per epoch when ``show``."""
     x, y = data
@@ -95,7 +90,16 @@ def train(device, data, epochs: int = EPOCHS, show: bool = True) -> History:
     live = show and sys.stdout.isatty()
     for epoch in range(1, epochs + 1):
         epoch_losses, step_seconds = [], 0.0
-        for step in range(steps):
+        # The shared bar (tqdm when installed), on stdout with the epoch lines; erased when the epoch ends.
+        bar = progress_bar(
+            range(steps),
+            desc=f"  epoch {epoch:>2}/{epochs}",
+            unit="step",
+            disable=not live,
+            leave=False,
+            file=sys.stdout,
+        )
+        for step in bar:
             batch = slice(step * BATCH, (step + 1) * BATCH)  # a view: no copy, no upload
             debug.reset_counters()
             start = time.perf_counter()
@@ -103,8 +107,7 @@ def train(device, data, epochs: int = EPOCHS, show: bool = True) -> History:
             step_seconds += time.perf_counter() - start
             counts = debug.counters()
             epoch_losses.append(value)
-            if live:
-                print(f"\r  epoch {epoch:>2}/{epochs} {_bar(step + 1, steps)}  loss {value:.4f}", end="", flush=True)
+            bar.set_postfix_str(f"loss {value:.4f}", refresh=False)
         history.losses += epoch_losses
         stats = {
             "loss": float(np.mean(epoch_losses)),
@@ -117,7 +120,7 @@ def train(device, data, epochs: int = EPOCHS, show: bool = True) -> History:
         history.epochs.append(stats)
         if show:
             print(
-                f"\r  epoch {epoch:>2}/{epochs} {_bar(steps, steps)}  loss {stats['loss']:.4f}  "
+                f"  epoch {epoch:>2}/{epochs}  loss {stats['loss']:.4f}  "
                 f"train {stats['train_acc']:6.1%}  test {stats['test_acc']:6.1%}  "
                 f"{stats['ms_per_step']:6.1f} ms/step  {stats['kernels']} kernels, "
                 f"{stats['submissions']} submission{'s' if stats['submissions'] != 1 else ''} per step"

@@ -221,8 +221,13 @@ class Tensor:
         schedule.realize(self.node)
         return self
 
-    def numpy(self) -> np.ndarray:
-        """The values as a new numpy array (realizes first). bfloat16 has none: PyTorch's TypeError."""
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """The values as a new numpy array (realizes first). bfloat16 has none: PyTorch's TypeError.
+
+        ``force`` is PyTorch's (detach, copy to the host): vkml always returns a host copy, so
+        ``force=True`` gives the same array. Unlike PyTorch, a tensor that requires grad or lives on
+        a Vulkan device converts without it (docs/interop.md).
+        """
         if self.dtype is T.bfloat16:
             raise TypeError("Got unsupported ScalarType BFloat16 (numpy has no bfloat16; use .float().numpy())")
         return self._stored()

@@ -780,3 +780,12 @@ def clear_template_cache() -> None:
     with _planning:
         _templates.clear()
         plan_cache.clear()
+
+
+def kernel_groups(nodes: list[Node]) -> list[tuple[int, list[Node]]]:
+    """``fused_groups`` of a realize of ``nodes`` (of one device) that has not run: for ``vkml.debug.graph``."""
+    nodes = [n for n in nodes if not n.realized]
+    return fused_groups(nodes, toposort(nodes)) if nodes else []
+
+
+debug.kernel_grouper = kernel_groups

@@ -1,5 +1,6 @@
-"""Utilities with ``torch.utils``'s names: ``vkml.utils.data`` (datasets, samplers, ``DataLoader``)."""
+"""Utilities with ``torch.utils``'s names: ``vkml.utils.data`` (datasets, samplers, ``DataLoader``);
+``vkml.utils.progress`` (progress bars, tqdm when installed)."""
 
-from . import data
+from . import data, progress
 
-__all__ = ["data"]
+__all__ = ["data", "progress"]

@@ -52,7 +52,7 @@ import struct
 import threading
 import weakref
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,6 +63,7 @@ from ...ir import types as T
 from ...ir.core import Kernel
 from ..base import Dispatch
 from ..counters import count
+from ..progress import compile_bar
 from . import pipeline_stats
 from .instance import check, vk
 from .kernel_cache import (
@@ -329,8 +330,15 @@ class Pipelines:
                 missing[text] = kernel
         if len(missing) < 2:
             return
+        bar = compile_bar(len(missing))  # None unless VKML_PROGRESS=1 or stderr is a terminal
         with ThreadPoolExecutor(max_workers=min(threads, len(missing)), thread_name_prefix="vkml-compile") as pool:
             builds = [(text, kernel, pool.submit(self._build, kernel, text, ())) for text, kernel in missing.items()]
+            if bar is not None:
+                try:
+                    for _ in as_completed(build for _, _, build in builds):
+                        bar.update(1)
+                finally:
+                    bar.close()
         for text, kernel, build in builds:  # every build is done: the pool's exit waited for them
             if build.exception() is None:
                 self._by_text.put(text, build.result())

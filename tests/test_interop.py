@@ -91,13 +91,15 @@ def test_dlpack_exports_cpu_tensors_to_numpy_and_torch():
     assert torch.from_dlpack(vkml.tensor([True, False])).tolist() == [True, False]
 
 
-def test_dlpack_of_a_vulkan_tensor_needs_a_cpu_request(gpu):
+def test_a_vulkan_tensor_reaches_torch_and_numpy_in_one_call(gpu):
     t = vkml.tensor([1.0, 2.0], device=gpu)
-    assert tuple(map(int, t.__dlpack_device__())) == (7, gpu.index)  # kDLVulkan
-    with pytest.raises(BufferError, match=r"on vulkan:\d+.*\.cpu\(\)"):
-        t.__dlpack__()
-    assert np.from_dlpack(t, device="cpu").tolist() == [1.0, 2.0]  # the consumer asked for a host copy
-    assert np.from_dlpack(t.cpu()).tolist() == [1.0, 2.0]
+    assert tuple(map(int, t.__dlpack_device__())) == (1, 0)  # kDLCPU: the capsule holds a host copy
+    assert torch.from_dlpack(t).tolist() == [1.0, 2.0]
+    assert torch.as_tensor(t).tolist() == [1.0, 2.0] and torch.tensor(t).dtype == torch.float32
+    assert np.from_dlpack(t).tolist() == [1.0, 2.0]
+    assert np.from_dlpack(t, device="cpu").tolist() == [1.0, 2.0]
+    back = vkml.from_dlpack(torch.from_dlpack(t)).to(gpu)  # and back, on the Vulkan device
+    assert back.device is gpu and back.tolist() == [1.0, 2.0]
 
 
 def test_dlpack_refuses_what_it_cannot_honour():

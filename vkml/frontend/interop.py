@@ -87,31 +87,27 @@ def as_tensor(data, dtype=None, device=None):
 
 
 def dlpack_device(tensor) -> tuple[DLDeviceType, int]:
-    """``Tensor.__dlpack_device__``: (kDLCPU, 0) on the CPU, (kDLVulkan, N) on ``vulkan:N``."""
-    dev = tensor.device
-    if dev.kind == "cpu":
-        return DLDeviceType.kDLCPU, 0
-    return DLDeviceType.kDLVulkan, dev.index
+    """``Tensor.__dlpack_device__``: (kDLCPU, 0) on every device — where the exported data lives.
+
+    ``__dlpack__`` hands out a host copy whatever the tensor's device (no DLPack consumer can read
+    Vulkan memory), so ``torch.from_dlpack(t)``, ``torch.as_tensor(t)`` and ``np.from_dlpack(t)``
+    take a Vulkan tensor in one call, as they take a CUDA one (theirs onto the CPU: ``.to("cuda")``
+    after, if wanted).
+    """
+    return DLDeviceType.kDLCPU, 0
 
 
 def dlpack(tensor, *, stream=None, max_version=None, dl_device=None, copy=None):
-    """``Tensor.__dlpack__``: a DLPack capsule of a new host copy of the values.
+    """``Tensor.__dlpack__``: a DLPack capsule of a new host copy of the values, on every device.
 
-    A CPU tensor exports at once; a Vulkan tensor exports when the consumer asks for the CPU
-    (``dl_device=(kDLCPU, 0)``, e.g. ``np.from_dlpack(t, device="cpu")``) and lets it copy. vkml
-    cannot hand out its own memory, so ``copy=False`` raises BufferError.
+    vkml cannot hand out its own memory, so ``copy=False`` raises BufferError, and a consumer that
+    asks for another device than the CPU is refused.
     """
     op = "__dlpack__"
     if copy is False:
         raise BufferError(f"{op}: vkml tensors are exported as a copy (copy=False cannot be honoured)")
-    wants_cpu = dl_device is not None and int(dl_device[0]) == DLDeviceType.kDLCPU
-    if dl_device is not None and not wants_cpu:
+    if dl_device is not None and int(dl_device[0]) != DLDeviceType.kDLCPU:
         raise BufferError(f"{op}: vkml exports to the CPU only, not to DLPack device {tuple(dl_device)}")
-    if tensor.device.kind != "cpu" and not wants_cpu:
-        raise BufferError(
-            f"{op}: the tensor is on {tensor.device.name}, whose memory DLPack consumers cannot read; "
-            f"call .cpu() first (or ask for dl_device=(kDLCPU, 0))"
-        )
     if tensor.requires_grad:
         raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
     array = np.ascontiguousarray(tensor.numpy())

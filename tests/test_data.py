@@ -316,3 +316,31 @@ def test_leaving_an_epoch_early_lets_the_workers_exit_on_their_own() -> None:
     processes = list(it.workers.processes)
     it._shutdown()
     assert [p.exitcode for p in processes] == [0, 0]
+
+
+def test_a_custom_collate_fn_gets_the_samples_as_torch_gives_them() -> None:
+    seen = {}
+
+    def collate(lib):
+        def fn(samples):
+            seen.setdefault(lib, []).append([(int(x), y) for x, y in samples])
+            xs = lib.stack([x for x, _ in samples]) if lib is vkml else torch.stack([x for x, _ in samples])
+            return {"x": xs * 2, "labels": [y for _, y in samples]}
+
+        return fn
+
+    class Pairs:
+        def __init__(self, lib):
+            self.lib = lib
+
+        def __len__(self):
+            return 5
+
+        def __getitem__(self, i):
+            return self.lib.tensor(i), f"item{i}"
+
+    got = list(vdata.DataLoader(Pairs(vkml), batch_size=2, collate_fn=collate(vkml)))
+    want = list(tdata.DataLoader(Pairs(torch), batch_size=2, collate_fn=collate(torch)))
+    assert seen[vkml] == seen[torch]
+    assert [b["labels"] for b in got] == [b["labels"] for b in want]
+    assert [b["x"].tolist() for b in got] == [b["x"].tolist() for b in want]

@@ -88,7 +88,7 @@ def test_the_demo_step_replays_in_one_submission_with_the_same_losses(gpu):
 
         f = vkml.jit(step) if jitted else step
         losses, counts = [], []
-        for i in range(10):  # the batch at offset 0 is a view, the others windows: two recordings
+        for i in range(10):  # a batch at any offset, 0 included, is one window structure: one recording
             batch = slice((i % 3) * demo.BATCH, (i % 3 + 1) * demo.BATCH)
             before = debug.counters()["submissions"]
             losses.append(f(x[batch], y[batch]))
@@ -96,7 +96,7 @@ def test_the_demo_step_replays_in_one_submission_with_the_same_losses(gpu):
         runs.append(([np.float32(t.item()).view(np.uint32) for t in losses], counts, f))
     assert runs[1][0] == runs[0][0]
     stats = runs[1][2].stats
-    assert stats["captures"] == 2 and stats["replays"] == 5
+    assert stats["captures"] == 1 and stats["replays"] == 7
     assert runs[1][1][-3:] == [1, 1, 1]  # one submission per replayed step
 
 
@@ -312,3 +312,26 @@ def test_a_window_of_a_parameter_is_read_from_the_parameter_as_it_is_now(dev):
     plain, captured = run(False), run(True)
     assert captured[:2] == plain[:2]
     assert captured[2]["replays"] == 3
+
+
+def test_a_window_argument_composed_with_a_broadcast_replays_at_each_offset(dev):
+    # The work broadcasts the argument's window: its kernel reads a view composed over the
+    # window's alias, whose offset follows the argument's (cross_entropy's labels do this).
+    data = vkml.arange(40, dtype=vkml.float32, device=dev) * 0.25
+    results = []
+    for jitted in (False, True):
+        w = vkml.ones(5, 3, device=dev, requires_grad=True)
+        opt = vkml.optim.SGD([w], lr=0.1)
+
+        def step(xb, w=w, opt=opt):
+            loss = (xb[:, None].expand(5, 3) * w).sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            return loss
+
+        f = vkml.jit(step) if jitted else step
+        out = [f(data[i * 5 : i * 5 + 5]) for i in range(7)]
+        results.append([np.float32(t.item()).view(np.uint32) for t in out] + [w.detach().numpy().tobytes()])
+    assert results[0] == results[1]
+    assert f.stats["replays"] >= 4

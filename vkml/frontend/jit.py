@@ -395,7 +395,7 @@ class _Program:
         self._check_fixed(first, written)
         self._bind_params(first, call)
         self._counters(first, call)
-        self.params_changing = self.input_params + self.draw_params + self.scalar_params
+        self.params_changing = self.input_params + self.derived_params + self.draw_params + self.scalar_params
         self.made_checks: list = []  # checks replays made and nobody read yet (vkml/schedule/checks.py)
         self._check_internal(written)
 
@@ -524,11 +524,17 @@ class _Program:
             if v0 is not None:
                 candidates.setdefault((v0, v), key)
         self.input_params, self.draw_params, self.scalar_params = [], [], []
+        self.derived_params = []  # (dispatch, name, input position, level, field, divisor, bits, delta)
         for i, (d, d_first) in enumerate(zip(self.dispatches, first.recorder.dispatches)):
             for name, (node, ref) in call.recorder.sources[i].items():
                 if id(node) in node_pos:
                     self.input_params.append((d, name, node_pos[id(node)], ref))
                     continue
+                if ref is not None:
+                    found = _derived_view_param(node, first.recorder.sources[i][name][0], ref, call, first, node_pos)
+                    if found is not None:
+                        self.derived_params.append((d, name, *found))
+                        continue
                 if ref is None and id(node) in draw_of:
                     self.draw_params.append((d, name, *draw_of[id(node)]))
                     continue
@@ -624,6 +630,9 @@ class _Program:
         for d, name, pos, ref in self.input_params:
             node = inputs[pos]
             d.params[name] = plan_cache.view_value(node.arg, *ref) if ref is not None else _param(node.arg)
+        for d, name, pos, level, field, divisor, bits, delta in self.derived_params:
+            value = (plan_cache.view_value(inputs[pos].arg, level, field, 1, 0) + delta) // divisor
+            d.params[name] = value % (1 << bits) if bits else value
         for (_, refs, _, _), b in zip(self.live_reads, live):
             changes.append(getattr(b, "binding_key", None))
             for d, name in refs:
@@ -734,6 +743,34 @@ class _Program:
 
 
 _nothing = Node("buffer", (), None, (), None, None)  # a guard nothing computes through (replayed checks are done)
+
+
+def _derived_view_param(node, node_first, ref, call: _Call, first: _Call, node_pos: dict):
+    """A view parameter of a view the realize composed over an argument's buffer (an argument's
+    window broadcast or reshaped inside the work): (input position, level, field, divisor, bits,
+    delta) where the raw value is the argument view's own at the same level and field plus
+    ``delta`` in both recorded calls; None if no argument view over the same buffer fits so.
+
+    Composing views keeps the lower view's offset as a term of the sum (the upper views, equal in
+    both calls, add the same amount), so a delta equal in both calls is the composition's."""
+    level, field, divisor, bits = ref
+    if node.op != "view" or node_first.op != "view" or not node.srcs or id(node.srcs[0]) not in node_pos:
+        return None
+    leaf = node.srcs[0]
+    raw = plan_cache.view_value(node.arg, level, field, 1, 0)
+    raw_first = plan_cache.view_value(node_first.arg, level, field, 1, 0)
+    for pos, inp in enumerate(call.inputs):
+        if inp.op != "view" or inp.srcs[0] is not leaf or level >= len(inp.arg.views):
+            continue
+        inp_first = first.inputs[pos]
+        try:
+            delta = raw - plan_cache.view_value(inp.arg, level, field, 1, 0)
+            delta_first = raw_first - plan_cache.view_value(inp_first.arg, level, field, 1, 0)
+        except TypeError:  # no mask at that level
+            continue
+        if delta == delta_first:
+            return pos, level, field, divisor, bits, delta
+    return None
 
 
 def _param(value):

@@ -568,8 +568,8 @@ class _Program:
         The words hold the bits the push constants would have held, so results do not change."""
         self.ring = None
         moved: dict = {}  # id(dispatch) -> (dispatch, [(name, dtype, source)])
-        if self.device.kind != "vulkan":
-            return
+        if self.device.kind != "vulkan" or not self.device.writes_mapped:
+            return  # a staged upload is a submission of its own and waits: cheaper to record anew
         for entry in self.draw_params:
             d, name = entry[0], entry[1]
             moved.setdefault(id(d), (d, []))[1].append((name, ("draw", entry[2], entry[3])))

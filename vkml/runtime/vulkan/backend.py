@@ -307,6 +307,11 @@ class VulkanDevice(Device):
             return self.memory.mapped and self.recordings.done(buffer.ready_serial)
 
     @property
+    def writes_mapped(self) -> bool:
+        """Whether the host writes buffer memory through a mapping: an upload submits no copy."""
+        return self.memory.choice.direct_upload
+
+    @property
     def last_submission(self) -> int:
         """The serial of the latest run submitted (``write_after`` takes it)."""
         return self.recordings.submitted

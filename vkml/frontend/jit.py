@@ -577,7 +577,7 @@ class _Program:
             d, name = entry[0], entry[1]
             moved.setdefault(id(d), (d, []))[1].append((name, ("scalar", entry[2], entry[3])))
         align = self.device.alias_alignment(T.uint32)
-        fills = []  # (word, numpy dtype, source)
+        fills = []  # (word, whether a float32, source)
         windows = []  # (dispatch, first word, words)
         kept_draws, kept_scalars = set(), set()
         start = 0
@@ -588,7 +588,7 @@ class _Program:
                 continue
             d.kernel = _scalars_variant(d.kernel, tuple(n for n, _ in names))
             for w, (n, src) in enumerate(names):
-                fills.append((start + w, decls[n].np, src))
+                fills.append((start + w, decls[n] is T.float32, src))
                 (kept_draws if src[0] == "draw" else kept_scalars).add((id(d), n))
                 del d.params[n]
             windows.append((d, start, len(names)))
@@ -611,12 +611,13 @@ class _Program:
         words = [g.next_key() for g in self.draw_generators] if self.draw_generators else None
         scalars = roots.scalars() if any(src[0] == "scalar" for _, _, src in self.ring_fills) else None
         out = self.ring_words
-        for at, np_dtype, (kind, a, b) in self.ring_fills:
+        for at, is_float, (kind, a, b) in self.ring_fills:
             if kind == "draw":
                 value = lazy._scalar_value(words[a][b], T.int32)
             else:
                 value = lazy._scalar_value(scalars[a], b)
-            out[at] = np.array(value, np_dtype).view(np.uint32)
+            # The bits the push constant held: a float32's, an integer's two's complement.
+            out[at] = np.float32(value).view(np.uint32) if is_float else int(value) & 0xFFFFFFFF
         self.device.write_after(self.ring[k], out, self.ring_serials[k])
         for d, window in self.ring_windows[k]:
             d.buffers[SCALARS] = window

@@ -611,13 +611,16 @@ class _Program:
         words = [g.next_key() for g in self.draw_generators] if self.draw_generators else None
         scalars = roots.scalars() if any(src[0] == "scalar" for _, _, src in self.ring_fills) else None
         out = self.ring_words
+        found: dict = {}  # (value, dtype, float32?) -> bits: the parameters of a group share their scalars
         for at, is_float, (kind, a, b) in self.ring_fills:
-            if kind == "draw":
-                value = lazy._scalar_value(words[a][b], T.int32)
-            else:
-                value = lazy._scalar_value(scalars[a], b)
-            # The bits the push constant held: a float32's, an integer's two's complement.
-            out[at] = np.float32(value).view(np.uint32) if is_float else int(value) & 0xFFFFFFFF
+            raw, dtype = (words[a][b], T.int32) if kind == "draw" else (scalars[a], b)
+            key = (raw if raw else repr(raw), dtype, is_float)  # -0.0 is not 0.0
+            bits = found.get(key)
+            if bits is None:
+                value = lazy._scalar_value(raw, dtype)
+                # The bits the push constant held: a float32's, an integer's two's complement.
+                bits = found[key] = int(np.float32(value).view(np.uint32)) if is_float else int(value) & 0xFFFFFFFF
+            out[at] = bits
         self.device.write_after(self.ring[k], out, self.ring_serials[k])
         for d, window in self.ring_windows[k]:
             d.buffers[SCALARS] = window

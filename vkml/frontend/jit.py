@@ -567,7 +567,7 @@ class _Program:
         complete (``RING`` entries: the host fills one while the device may still run the other).
         The words hold the bits the push constants would have held, so results do not change."""
         self.ring = None
-        moved: dict = {}  # id(dispatch) -> (dispatch, [(name, dtype, source)])
+        moved: dict = {}  # id(dispatch) -> (dispatch, [(name, source)])
         if self.device.kind != "vulkan" or not self.device.writes_mapped:
             return  # a staged upload is a submission of its own and waits: cheaper to record anew
         for entry in self.draw_params:
@@ -602,14 +602,16 @@ class _Program:
         self.ring_serials = [0] * RING
         self.ring_next = 0
         self.ring_fills = fills
+        self.ring_draws = any(src[0] == "draw" for _, _, src in fills)
+        self.ring_scalars = any(src[0] == "scalar" for _, _, src in fills)
         self.ring_words = np.zeros(start, np.uint32)
 
-    def _write_scalars(self, roots: _Roots) -> int:
-        """Fill the next ring entry with this replay's scalars and bind it; returns its index."""
+    def _write_scalars(self, roots: _Roots, words) -> int:
+        """Fill the next ring entry with this replay's scalars (``words``: the draws' key words)
+        and bind it; returns its index."""
         k = self.ring_next
         self.ring_next = (k + 1) % RING
-        words = [g.next_key() for g in self.draw_generators] if self.draw_generators else None
-        scalars = roots.scalars() if any(src[0] == "scalar" for _, _, src in self.ring_fills) else None
+        scalars = roots.scalars() if self.ring_scalars else None
         out = self.ring_words
         found: dict = {}  # (value, dtype, float32?) -> bits: the parameters of a group share their scalars
         for at, is_float, (kind, a, b) in self.ring_fills:
@@ -718,11 +720,13 @@ class _Program:
             changes.append(getattr(b, "binding_key", None))
         for state, name, delta in self.numbers:
             state[name] += delta
-        if self.ring is not None:  # before the draws below: the generators are advanced in order
-            ring_entry = self._write_scalars(roots)
+        words = None  # each generator draws once per replay, as in the recorded call
+        if self.draw_params or (self.ring is not None and self.ring_draws):
+            words = [g.next_key() for g in self.draw_generators]
+        if self.ring is not None:
+            ring_entry = self._write_scalars(roots, words)
             changes.append(ring_entry)
         if self.draw_params:
-            words = [g.next_key() for g in self.draw_generators]
             for d, name, i, w in self.draw_params:
                 d.params[name] = _param(lazy._scalar_value(words[i][w], T.int32))
         if self.scalar_params:

@@ -35,6 +35,7 @@ recorded size (it is read from wherever it is now: calls between replays may cha
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import gc
 import itertools
@@ -43,8 +44,11 @@ import threading
 import types
 import weakref
 
+import numpy as np
+
 from ..graph import build as lazy
 from ..graph.node import Node
+from ..ir import core as ir
 from ..ir import types as T
 from ..kernels import matmul as kernels_matmul
 from ..schedule import checks, plan_cache
@@ -395,7 +399,8 @@ class _Program:
         self._check_fixed(first, written)
         self._bind_params(first, call)
         self._counters(first, call)
-        self.params_changing = self.input_params + self.draw_params + self.scalar_params
+        self._buffer_scalars()
+        self.params_changing = self.input_params + self.derived_params + self.draw_params + self.scalar_params
         self.made_checks: list = []  # checks replays made and nobody read yet (vkml/schedule/checks.py)
         self._check_internal(written)
 
@@ -524,11 +529,17 @@ class _Program:
             if v0 is not None:
                 candidates.setdefault((v0, v), key)
         self.input_params, self.draw_params, self.scalar_params = [], [], []
+        self.derived_params = []  # (dispatch, name, input position, level, field, divisor, bits, delta)
         for i, (d, d_first) in enumerate(zip(self.dispatches, first.recorder.dispatches)):
             for name, (node, ref) in call.recorder.sources[i].items():
                 if id(node) in node_pos:
                     self.input_params.append((d, name, node_pos[id(node)], ref))
                     continue
+                if ref is not None:
+                    found = _derived_view_param(node, first.recorder.sources[i][name][0], ref, call, first, node_pos)
+                    if found is not None:
+                        self.derived_params.append((d, name, *found))
+                        continue
                 if ref is None and id(node) in draw_of:
                     self.draw_params.append((d, name, *draw_of[id(node)]))
                     continue
@@ -544,6 +555,78 @@ class _Program:
                         f"reaches otherwise in state=...)"
                     )
                 self.scalar_params.append((d, name, key, node.dtype))
+
+    def _buffer_scalars(self) -> None:
+        """On Vulkan, move the parameters that change on every replay (random keys, optimizer scalars)
+        from push constants into a small buffer the kernels read, so that one command buffer serves
+        every replay: push constants are recorded into it, buffer contents are not.
+
+        Each dispatch with such parameters runs a variant of its kernel (``_scalars_variant``) that
+        loads them from ``SCALARS`` bound to its own aligned window of a ring buffer. The host
+        writes a ring entry before the replay that reads it, once the replay that read it last is
+        complete (``RING`` entries: the host fills one while the device may still run the other).
+        The words hold the bits the push constants would have held, so results do not change."""
+        self.ring = None
+        moved: dict = {}  # id(dispatch) -> (dispatch, [(name, source)])
+        if self.device.kind != "vulkan" or not self.device.writes_mapped:
+            return  # a staged upload is a submission of its own and waits: cheaper to record anew
+        for entry in self.draw_params:
+            d, name = entry[0], entry[1]
+            moved.setdefault(id(d), (d, []))[1].append((name, ("draw", entry[2], entry[3])))
+        for entry in self.scalar_params:
+            d, name = entry[0], entry[1]
+            moved.setdefault(id(d), (d, []))[1].append((name, ("scalar", entry[2], entry[3])))
+        align = self.device.alias_alignment(T.uint32)
+        fills = []  # (word, whether a float32, source)
+        windows = []  # (dispatch, first word, words)
+        kept_draws, kept_scalars = set(), set()
+        start = 0
+        for d, names in moved.values():
+            decls = {p.name: p.dtype for p in d.kernel.params}
+            names = [(n, src) for n, src in names if decls.get(n) in _WORD_DTYPES]
+            if not names:
+                continue
+            d.kernel = _scalars_variant(d.kernel, tuple(n for n, _ in names))
+            for w, (n, src) in enumerate(names):
+                fills.append((start + w, decls[n] is T.float32, src))
+                (kept_draws if src[0] == "draw" else kept_scalars).add((id(d), n))
+                del d.params[n]
+            windows.append((d, start, len(names)))
+            start += -(-len(names) // align) * align
+        if not windows:
+            return
+        self.draw_params = [e for e in self.draw_params if (id(e[0]), e[1]) not in kept_draws]
+        self.scalar_params = [e for e in self.scalar_params if (id(e[0]), e[1]) not in kept_scalars]
+        self.ring = [self.device.allocate(T.uint32, start) for _ in range(RING)]
+        self.ring_windows = [[(d, self.device.alias(b, at, n)) for d, at, n in windows] for b in self.ring]
+        self.ring_serials = [0] * RING
+        self.ring_next = 0
+        self.ring_fills = fills
+        self.ring_draws = any(src[0] == "draw" for _, _, src in fills)
+        self.ring_scalars = any(src[0] == "scalar" for _, _, src in fills)
+        self.ring_words = np.zeros(start, np.uint32)
+
+    def _write_scalars(self, roots: _Roots, words) -> int:
+        """Fill the next ring entry with this replay's scalars (``words``: the draws' key words)
+        and bind it; returns its index."""
+        k = self.ring_next
+        self.ring_next = (k + 1) % RING
+        scalars = roots.scalars() if self.ring_scalars else None
+        out = self.ring_words
+        found: dict = {}  # (value, dtype, float32?) -> bits: the parameters of a group share their scalars
+        for at, is_float, (kind, a, b) in self.ring_fills:
+            raw, dtype = (words[a][b], T.int32) if kind == "draw" else (scalars[a], b)
+            key = (raw if raw else repr(raw), dtype, is_float)  # -0.0 is not 0.0
+            bits = found.get(key)
+            if bits is None:
+                value = lazy._scalar_value(raw, dtype)
+                # The bits the push constant held: a float32's, an integer's two's complement.
+                bits = found[key] = int(np.float32(value).view(np.uint32)) if is_float else int(value) & 0xFFFFFFFF
+            out[at] = bits
+        self.device.write_after(self.ring[k], out, self.ring_serials[k])
+        for d, window in self.ring_windows[k]:
+            d.buffers[SCALARS] = window
+        return k
 
     def _counters(self, first: _Call, call: _Call) -> None:
         self.numbers = []  # (state dict, name, delta)
@@ -624,6 +707,9 @@ class _Program:
         for d, name, pos, ref in self.input_params:
             node = inputs[pos]
             d.params[name] = plan_cache.view_value(node.arg, *ref) if ref is not None else _param(node.arg)
+        for d, name, pos, level, field, divisor, bits, delta in self.derived_params:
+            value = (plan_cache.view_value(inputs[pos].arg, level, field, 1, 0) + delta) // divisor
+            d.params[name] = value % (1 << bits) if bits else value
         for (_, refs, _, _), b in zip(self.live_reads, live):
             changes.append(getattr(b, "binding_key", None))
             for d, name in refs:
@@ -634,8 +720,13 @@ class _Program:
             changes.append(getattr(b, "binding_key", None))
         for state, name, delta in self.numbers:
             state[name] += delta
-        if self.draw_params:
+        words = None  # each generator draws once per replay, as in the recorded call
+        if self.draw_params or (self.ring is not None and self.ring_draws):
             words = [g.next_key() for g in self.draw_generators]
+        if self.ring is not None:
+            ring_entry = self._write_scalars(roots, words)
+            changes.append(ring_entry)
+        if self.draw_params:
             for d, name, i, w in self.draw_params:
                 d.params[name] = _param(lazy._scalar_value(words[i][w], T.int32))
         if self.scalar_params:
@@ -643,6 +734,8 @@ class _Program:
             for d, name, key, dtype in self.scalar_params:
                 d.params[name] = _param(lazy._scalar_value(scalars[key], dtype))
         live_ids = {id(b) for b in live}
+        if self.ring is not None or self.check_slots:
+            self._read_finished_checks()
         open_checks = []
         for check in self.made_checks:  # a check that passed never reads its values again: its buffers are free
             if check.passed:
@@ -670,6 +763,8 @@ class _Program:
         del live
         if self.device.kind == "vulkan":
             self.device.run(self.dispatches, key=tuple(changes))
+            if self.ring is not None:
+                self.ring_serials[ring_entry] = self.device.last_submission
         else:
             self.device.run(self.dispatches)
         # The entries of what was read let go of it: a state buffer another recording of this
@@ -683,6 +778,24 @@ class _Program:
         for d, name, *_ in self.alias_reads:
             d.buffers[name] = None
         return self._publish(list(carried.values()), open_checks)
+
+    def _read_finished_checks(self) -> None:
+        """Read the values of earlier replays' checks that the device has finished, as a read of
+        the tensors would (``checks.verify_read``; a refusal is kept, raised at that read), so that
+        their buffers are free again: each replay then writes the same buffers and reuses its
+        command buffer, where unread checks would take new buffers (new bindings) every replay.
+        Only where memory is mapped: the read is then a copy, with no submission and no wait."""
+        if self.device.kind != "vulkan":
+            return
+        for check in self.made_checks:
+            if check.passed or check.message is not None or not check.nodes:
+                continue
+            if not all(self.device.ready_now(n.buffer) for n in check.nodes):
+                continue
+            values = [self.device.download(n.buffer).reshape(n.shape).tolist() for n in check.nodes]
+            check.message = check.describe(values)
+            if check.message is None:
+                checks.passed(check)
 
     def _target(self, s: _Slot, live_ids: set):
         """One of the slot's buffers that no tensor holds and the work does not read, else a new one."""
@@ -734,6 +847,71 @@ class _Program:
 
 
 _nothing = Node("buffer", (), None, (), None, None)  # a guard nothing computes through (replayed checks are done)
+
+
+def _derived_view_param(node, node_first, ref, call: _Call, first: _Call, node_pos: dict):
+    """A view parameter of a view the realize composed over an argument's buffer (an argument's
+    window broadcast or reshaped inside the work): (input position, level, field, divisor, bits,
+    delta) where the raw value is the argument view's own at the same level and field plus
+    ``delta`` in both recorded calls; None if no argument view over the same buffer fits so.
+
+    Composing views keeps the lower view's offset as a term of the sum (the upper views, equal in
+    both calls, add the same amount), so a delta equal in both calls is the composition's."""
+    level, field, divisor, bits = ref
+    if node.op != "view" or node_first.op != "view" or not node.srcs or id(node.srcs[0]) not in node_pos:
+        return None
+    leaf = node.srcs[0]
+    raw = plan_cache.view_value(node.arg, level, field, 1, 0)
+    raw_first = plan_cache.view_value(node_first.arg, level, field, 1, 0)
+    for pos, inp in enumerate(call.inputs):
+        if inp.op != "view" or inp.srcs[0] is not leaf or level >= len(inp.arg.views):
+            continue
+        inp_first = first.inputs[pos]
+        try:
+            delta = raw - plan_cache.view_value(inp.arg, level, field, 1, 0)
+            delta_first = raw_first - plan_cache.view_value(inp_first.arg, level, field, 1, 0)
+        except TypeError:  # no mask at that level
+            continue
+        if delta == delta_first:
+            return pos, level, field, divisor, bits, delta
+    return None
+
+
+SCALARS = "jit_scalars"  # the buffer a kernel variant reads its per-replay scalars from
+RING = 2  # ring entries of scalar buffers per recording
+_WORD_DTYPES = (T.float32, T.int32, T.uint32)  # parameters of one 32-bit word: moved to the buffer
+_VARIANTS: dict = {}  # (id(kernel), names) -> (weak reference to the kernel, variant)
+
+
+def _scalars_variant(kernel, names: tuple):
+    """``kernel`` reading parameters ``names`` from buffer ``SCALARS`` (word i: names[i]'s bits).
+
+    The body is the same: each moved parameter's SSA value is now defined by a load (and a bitcast)
+    at the start instead of by the push constant. One variant per kernel and names, shared by
+    every dispatch and recording (each binds its own window of the buffer)."""
+    found = _VARIANTS.get((id(kernel), names))
+    if found is not None and found[0]() is kernel:
+        return found[1]
+    decls = {p.name: p for p in kernel.params}
+    prefix = []
+    for w, name in enumerate(names):
+        p = decls[name]
+        index = ir.Value(T.uint32)
+        prefix.append(ir.Instr("const", (), index, (np.uint32(w),)))
+        if p.dtype is T.uint32:
+            prefix.append(ir.Instr("load", (index,), p.value, (SCALARS,)))
+        else:
+            raw = ir.Value(T.uint32)
+            prefix.append(ir.Instr("load", (index,), raw, (SCALARS,)))
+            prefix.append(ir.Instr("bitcast", (raw,), p.value, (p.dtype.name,)))
+    variant = dataclasses.replace(
+        kernel,
+        buffers=(*kernel.buffers, ir.BufferDecl(SCALARS, T.uint32, "read")),
+        params=tuple(p for p in kernel.params if p.name not in names),
+        body=ir.Block([*prefix, *kernel.body.body], kernel.body.yields),
+    )
+    _VARIANTS[(id(kernel), names)] = (weakref.ref(kernel), variant)
+    return variant
 
 
 def _param(value):

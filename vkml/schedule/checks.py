@@ -110,6 +110,13 @@ def submitted(checks: list[Check], targets: tuple[Node, ...]) -> None:
         marks.extend(c for c in checks if c not in marks)
 
 
+def passed(check: Check) -> None:
+    """Mark ``check`` read and passed (its values were fine): nothing reads it again."""
+    check.passed = True
+    _pending.discard(check)
+    _open.discard(check)
+
+
 def verify_read(node: Node) -> None:
     """Before ``node``'s values are read: read its checks' values and raise the first refused one."""
     for check in _unverified.get(node, ()):

@@ -292,6 +292,30 @@ class VulkanDevice(Device):
         with self.lock:  # the staging memory
             self.transfers.upload(buffer.allocation, data)
 
+    def write_after(self, buffer: VulkanBuffer, words: np.ndarray, serial: int) -> None:
+        """Write ``words`` (as many as ``buffer`` holds, its storage dtype) into ``buffer`` once
+        submission ``serial``, the last that reads it, is complete (vkml.jit's scalars: unlike
+        ``upload`` it need not wait for every run that touched the buffer's memory block)."""
+        self._wait_for_host(lambda: serial)
+        with self.lock:  # the staging memory
+            self.transfers.upload(buffer.allocation, words)
+
+    def ready_now(self, buffer: VulkanBuffer) -> bool:
+        """Whether the run that wrote ``buffer`` last is complete (asked without waiting), and its
+        memory is mapped: a read of it then copies without a submission or a wait."""
+        with self.lock:
+            return self.memory.mapped and self.recordings.done(buffer.ready_serial)
+
+    @property
+    def writes_mapped(self) -> bool:
+        """Whether the host writes buffer memory through a mapping: an upload submits no copy."""
+        return self.memory.choice.direct_upload
+
+    @property
+    def last_submission(self) -> int:
+        """The serial of the latest run submitted (``write_after`` takes it)."""
+        return self.recordings.submitted
+
     def download(self, buffer: VulkanBuffer) -> np.ndarray:
         self._check_buffer(buffer, "download")
         out = np.empty(buffer.numel, dtype=buffer.storage)

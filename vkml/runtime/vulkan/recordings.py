@@ -173,6 +173,17 @@ class Recordings:
         result = self._wait(self.fences[slot])
         self._settle(result, self.serials[slot], self.labels[slot])
 
+    def done(self, serial: int) -> bool:
+        """Whether submission ``serial`` is complete, asking the fence without waiting."""
+        if serial <= self.completed:
+            return True
+        slot = self._first_pending_at(min(serial, self.submitted))
+        result = self.lib.vkGetFenceStatus(self.device, self.fences[slot][0])
+        if result == VK_NOT_READY:
+            return False
+        self._settle(result, self.serials[slot], self.labels[slot])
+        return serial <= self.completed
+
     def claim(self, serial: int) -> tuple | None:
         """Under the lock: what ``wait_claimed`` waits on, without the lock, for submission ``serial``;
         None when it is complete (counted as in ``wait_for``)."""

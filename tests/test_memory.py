@@ -58,7 +58,7 @@ def test_cpu_backend_releases_intermediates():
     x = vkml.tensor(np.ones((64, 64), dtype=np.float32))
     gc.collect()
     before = cpu.memory_stats()["allocated_bytes"]
-    for i in range(200):
+    for i in range(40):  # the memory check needs repeats, not many: each realize is ~0.1 s here
         (vkml.softmax(x * float(i), dim=1) + 1).sum().item()
     gc.collect()
     assert cpu.memory_stats()["allocated_bytes"] == before

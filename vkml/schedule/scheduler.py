@@ -159,9 +159,13 @@ class Plan:
         fused = {id(r) for r in chain}
         roots, consumers = self.roots, self.consumers  # the same dicts: _make_root below adds to roots
         seen, stack = set(), [root]
-        loads: set[int] = set()  # buffers this kernel reads so far (MAX_KERNEL_LOADS)
+        # MAX_KERNEL_LOADS: the buffers this kernel reads so far, and those its pending nodes will
+        # read directly (reserved when pushed): loads + reserved stays within the cap
+        loads: set[int] = set()
+        reserved, reserved_by = 0, {}
         while stack:
             node = stack.pop()
+            reserved -= reserved_by.pop(id(node), 0)
             if id(node) in seen or node.realized:
                 continue
             seen.add(id(node))
@@ -195,11 +199,25 @@ class Plan:
                     self._make_root(s)
                 elif consumers[s_id] > 1 and self.cost(s) > RECOMPUTE_LIMIT:
                     self._make_root(s)
-                elif len(loads) + len(stack) >= MAX_KERNEL_LOADS:
-                    self._make_root(s)  # each pending node may load more: split before the bindings run out
-                    loads.add(s_id)
                 else:
-                    stack.append(s)
+                    direct = self._direct_loads(s, loads)
+                    if len(loads) + reserved + direct > MAX_KERNEL_LOADS:
+                        self._make_root(s)  # its own kernel: this one reads its result, one buffer
+                        loads.add(s_id)
+                    else:
+                        reserved += direct
+                        reserved_by[s_id] = reserved_by.get(s_id, 0) + direct
+                        stack.append(s)
+
+    def _direct_loads(self, node: Node, loads: set[int]) -> int:
+        """Buffers inlining ``node`` makes a kernel read directly, beyond ``loads``."""
+        count = 0
+        for x in node.srcs:
+            if id(x) not in loads and x.op != "const" and (
+                x.realized or id(x) in self.roots or x.op in ("reduce", "matmul", "kernel")
+            ):
+                count += 1
+        return count
 
     def _is_loaded(self, node: Node) -> bool:
         return node.realized or id(node) in self.roots

@@ -186,3 +186,26 @@ def test_pool_module_reprs_match_torch():
         ("AdaptiveMaxPool2d", ((2, 3),), {}),
     ]:
         assert repr(getattr(nn, name)(*args, **kwargs)) == repr(getattr(torch.nn, name)(*args, **kwargs))
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_max_pool_values_fold_the_taps_as_torch(n, gpu):
+    """Without indices a max pool is one elementwise fold over strided views: NaN (the last), the
+    first of tied maxima (its sign bit, -0.0 before 0.0), padding and gradients as PyTorch's."""
+    x = _x((2, 2) + (7,) * n, 5)
+    flat = x.reshape(-1)
+    flat[[3, 20, 27]] = np.nan
+    flat[[5, 6]] = [-0.0, 0.0]
+    flat[[8, 9]] = [0.0, -0.0]
+    fn, tfn = getattr(F, f"max_pool{n}d"), getattr(TF, f"max_pool{n}d")
+    # gradients of overlapping windows add in another order than PyTorch's: within an ulp
+    check(lambda t: fn(t, 3, 2, 1), lambda t: tfn(t, 3, 2, 1), [x], gpu, rtol=1e-6, atol=1e-7)
+    got, want = fn(vkml.tensor(x), 3, 2, 1).numpy(), tfn(torch.tensor(x), 3, 2, 1).numpy()
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    finite = ~np.isnan(want)
+    np.testing.assert_array_equal(got[finite].view(np.uint32), want[finite].view(np.uint32))  # -0.0 kept
+    vkml_x = vkml.tensor(x, device=gpu)
+    vkml_x.realize()
+    before = vkml.runtime.counters.counters["dispatches"]
+    fn(vkml_x, 3, 2, 1).realize()
+    assert vkml.runtime.counters.counters["dispatches"] - before == 1

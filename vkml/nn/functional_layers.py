@@ -38,25 +38,34 @@ def _tuple(op: str, name: str, value, n: int) -> tuple[int, ...]:
     return tuple(int(v) for v in values)
 
 
-def _windows(x, kernel, stride, dilation, out_size, dim: int):
-    """The ``prod(kernel)`` windows of ``x`` (..., *spatial), concatenated along a new dim ``dim``.
+def _window_views(x, kernel, stride, dilation, out_size) -> list:
+    """The ``prod(kernel)`` strided views of ``x`` (..., *spatial) that make up its pooling windows.
 
-    Window (i, j) — i over the first spatial dim, j over the second, i-major — is the strided
-    view ``x[..., i·d0 :: s0][:o0], x[..., j·d1 :: s1][:o1]``; the result has the spatial dims
-    replaced by ``out_size`` and a dim of size ``prod(kernel)`` inserted at ``dim``. Every element
-    is a copy of an input element, so gradients add back into the positions each window read.
+    View (i, j) — i over the first spatial dim, j over the second, i-major — is
+    ``x[..., i·d0 :: s0][:o0], x[..., j·d1 :: s1][:o1]``: element (a, b) of view (i, j) is tap
+    (i, j) of output position (a, b). Each is a view (no copy), so an elementwise fold over them
+    is one kernel.
     """
     spatial = len(kernel)
     lead = x.ndim - spatial
-    parts = []
+    views = []
     for offsets in np.ndindex(*kernel):
         starts = [0] * lead + [o * d for o, d in zip(offsets, dilation)]
         stops = list(x.shape[:lead]) + [
             o * d + (n - 1) * s + 1 for o, d, n, s in zip(offsets, dilation, out_size, stride)
         ]
         steps = [1] * lead + list(stride)
-        view = functions._slice(x, tuple(starts), tuple(stops), tuple(steps))
-        parts.append(functions.unsqueeze(view, dim))
+        views.append(functions._slice(x, tuple(starts), tuple(stops), tuple(steps)))
+    return views
+
+
+def _windows(x, kernel, stride, dilation, out_size, dim: int):
+    """The ``prod(kernel)`` windows of ``x`` (..., *spatial), concatenated along a new dim ``dim``
+    (``_window_views``, stacked): the spatial dims replaced by ``out_size`` and a dim of size
+    ``prod(kernel)`` inserted at ``dim``. Every element is a copy of an input element, so gradients
+    add back into the positions each window read.
+    """
+    parts = [functions.unsqueeze(view, dim) for view in _window_views(x, kernel, stride, dilation, out_size)]
     return parts[0] if len(parts) == 1 else functions.cat(parts, dim)
 
 
@@ -267,12 +276,18 @@ def _max_pool(op, input, kernel_size, stride, padding, dilation, ceil_mode, retu
     )
     fill = -math.inf if input.dtype.is_float else int(np.iinfo(np.dtype(input.dtype.name)).min)
     x = _pool_input(input, padding, dilation, kernel, stride, out_size, fill)
+    if not return_indices:
+        # One elementwise kernel: the taps folded in order, each a strided view of the padded input
+        # (stacking them and reducing the short last dim wrote every window, then ran a row per output).
+        taps = _window_views(x, kernel, stride, dilation, out_size)
+        out = taps[0]
+        for tap in taps[1:]:
+            out = functions._elementwise("max_pool_step", out, tap)
+        return _fresh(out, input)
     windows = _windows(x, kernel, stride, dilation, out_size, input.ndim)  # (..., *out, taps)
     hit = _selected(windows)
     # -0.0 is the sum's identity: the picked value comes back with every bit, -0.0 included.
     out = functions.where(hit, windows, -0.0).sum(-1) if input.dtype.is_float else functions.amax(windows, -1)
-    if not return_indices:
-        return out
     spatial = tuple(input.shape[-n:])
     flat_index = creation.arange(math.prod(spatial), device=input.device).reshape(*spatial)
     index_windows = _windows(

@@ -563,5 +563,37 @@ _float_op(
     grad=lambda c: (c.F.where(c.inputs[0] > 20, c.g, c.g * c.inputs[0].sigmoid()),),
 )
 
+
+def _max_pool_step(running, tap):
+    """The running window maximum after one more tap, by PyTorch's pooling rule: a tap replaces it
+    when greater, or NaN (so the first maximum stays, and the last NaN)."""
+    if running.dtype is T.bool_:
+        return running | tap
+    if _float(running):
+        return B.select((tap > running) | B.isnan(tap), tap, running)
+    return B.select(tap > running, tap, running)
+
+
+def _grad_max_pool_step(c):
+    running, tap = c.inputs
+    take = (as_tensor(c, tap) > running) | (as_tensor(c, tap) != tap)
+    return c.F.where(take, 0.0, c.g), c.F.where(take, c.g, 0.0)
+
+
+register(
+    OpDef(
+        "max_pool_step",
+        "elementwise",
+        "max_pool_step(running, tap)",
+        "One tap of a pooling window's maximum: tap where tap > running or tap is NaN, else running.",
+        dtypes=ALL_DTYPES,
+        body=_max_pool_step,
+        special="A NaN tap replaces the running value; a NaN running value stays unless a later tap is NaN "
+        "(the window's last NaN, PyTorch's rule). Ties keep the running value (the first maximum, its bits).",
+        grad=_grad_max_pool_step,
+        reached_through=("vkml.nn.functional.max_pool1d/2d/3d (without return_indices)",),
+    )
+)
+
 CAST_DTYPES = (T.float32, T.float16, T.int32, T.int64, T.bool_)
 assert FLOAT_DTYPES  # re-exported for callers that build casts

@@ -213,8 +213,10 @@ class Plan:
         """Buffers inlining ``node`` makes a kernel read directly, beyond ``loads``."""
         count = 0
         for x in node.srcs:
-            if id(x) not in loads and x.op != "const" and (
-                x.realized or id(x) in self.roots or x.op in ("reduce", "matmul", "kernel")
+            if (
+                id(x) not in loads
+                and x.op != "const"
+                and (x.realized or id(x) in self.roots or x.op in ("reduce", "matmul", "kernel"))
             ):
                 count += 1
         return count

@@ -363,3 +363,84 @@ def test_activations_composed_of_them_take_float64():
     pairs.append((nnf.softplus(vz, beta=0.5, threshold=40.0), tnf.softplus(tz, beta=0.5, threshold=40.0)))
     for got, want in pairs:
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-15, atol=1e-15)
+
+
+# ---------------------------------------------------------------- the exact float64 ops
+
+
+def _exact_pairs() -> tuple[np.ndarray, np.ndarray]:
+    a, b = _special_pairs()
+    x, y = log_uniform(700, n=300), log_uniform(701, n=300)  # quotients over the whole range
+    g = rng(702)
+    return np.concatenate([a, x, g.normal(size=100) * 10]), np.concatenate([b, y, g.normal(size=100)])
+
+
+def _exact_ops(lib, a, b, w):
+    nnf = lib.nn.functional
+    return {
+        "copysign": lib.copysign(a, b),
+        "fmod": lib.fmod(a, b),
+        "remainder": lib.remainder(a, b),
+        "floor_divide": lib.floor_divide(a, b),
+        "div(trunc)": lib.div(a, b, rounding_mode="trunc"),
+        "nan_to_num": lib.nan_to_num(a),
+        "nan_to_num(1.5, 2.5, -3.5)": lib.nan_to_num(a, 1.5, 2.5, -3.5),
+        "hardshrink": nnf.hardshrink(a, 0.7),
+        "softshrink": nnf.softshrink(a, 0.7),
+        "lerp": lib.lerp(a, b, w),
+    }
+
+
+def test_exact_ops_give_the_bits_of_their_float64_formula():
+    a, b = _exact_pairs()
+    w = rng(703).uniform(-1.5, 2.5, len(a))
+    got = _exact_ops(vkml, vkml.tensor(a), vkml.tensor(b), vkml.tensor(w))
+    with np.errstate(all="ignore"):
+        mod = np.fmod(a, b)  # C's fmod, exact
+        d = b - a
+        want = {
+            "fmod": mod,
+            # PyTorch's formulas (its vectorized kernels round a/b first: NaN where it overflows)
+            "remainder": np.where((mod != 0) & ((b < 0) != (mod < 0)), mod + b, mod),
+            "lerp": np.where(np.abs(w) < 0.5, a + w * d, b - d * (1 - w)),  # no fused multiply-add
+        }
+    ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+    for name, t in _exact_ops(torch, ta, tb, torch.from_numpy(w)).items():
+        want.setdefault(name, t.numpy())
+    for name, v in got.items():
+        assert v.dtype is vkml.float64, name
+        _assert_same_bits(v.numpy(), want[name], name)
+    with np.errstate(all="ignore"):
+        fair = np.abs(a / b) < 2.0**52  # where torch's own remainder is exact
+    _assert_same_bits(got["remainder"].numpy()[fair], torch.remainder(ta, tb).numpy()[fair], "remainder vs torch")
+
+
+def test_exact_ops_same_bits_on_vulkan(gpu):
+    a, b = _exact_pairs()
+    w = rng(704).uniform(-1.5, 2.5, len(a))
+    cpu = _exact_ops(vkml, vkml.tensor(a), vkml.tensor(b), vkml.tensor(w))
+    dev = _exact_ops(vkml, vkml.tensor(a, device=gpu), vkml.tensor(b, device=gpu), vkml.tensor(w, device=gpu))
+    for name in cpu:
+        _assert_same_bits(dev[name].numpy(), cpu[name].numpy(), f"{name} on lavapipe against the CPU")
+
+
+def test_exact_ops_autograd_in_float64():
+    def f(lib, x, y):
+        nnf = lib.nn.functional
+        return (
+            lib.copysign(x, y) * lib.fmod(x, y)
+            + lib.remainder(x, y)
+            + lib.lerp(x, y, 0.3)
+            + nnf.hardshrink(x, 0.4) * nnf.softshrink(y, 0.2)
+            + lib.nan_to_num(x * y)
+        ).sum()
+
+    xs, ys = [0.3, -1.7, 2.5, 4.1], [0.7, 0.9, -1.1, -2.3]
+    x, y = vkml.tensor(np.array(xs), requires_grad=True), vkml.tensor(np.array(ys), requires_grad=True)
+    f(vkml, x, y).backward()
+    tx = torch.tensor(xs, dtype=torch.float64, requires_grad=True)
+    ty = torch.tensor(ys, dtype=torch.float64, requires_grad=True)
+    f(torch, tx, ty).backward()
+    assert x.grad.dtype is vkml.float64
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-15)
+    np.testing.assert_allclose(y.grad.numpy(), ty.grad.numpy(), rtol=1e-15)

@@ -14,6 +14,7 @@ from . import mathlib as M
 from .elementwise import _sign
 from .grads import as_tensor
 from .mathlib import dd
+from .mathlib import f64more as F64
 from .mathlib.bits import ABS_MASK, DEFAULT_NAN_BITS, SIGN_BIT, f32, f32_bits, from_bits, quiet, to_bits
 from .registry import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, OpDef, register
 
@@ -121,6 +122,8 @@ def _int_trunc_rem(a, b):
 
 
 def _fmod(a, b):
+    if a.dtype is T.float64:
+        return F64.fmod(a, b)
     if _float(a):
         return fmod_f32(a, b)
     return _int_trunc_rem(a, b)
@@ -143,12 +146,12 @@ def _floor_divide(a, b):
         return B.select(differ & B.ne(r, zero), q - B.const(1, a.dtype), q)
     # PyTorch's div_floor_floating (Python's float floor division)
     quotient = M.div(a, b)
-    mod = fmod_f32(a, b)
+    mod = _fmod(a, b)
     div = M.div(a - mod, b)
     div = B.select(B.ne(mod, 0.0) & B.ne(b < 0.0, mod < 0.0), div - 1.0, div)
     fl = B.floor(div)
     fl = B.select((div - fl) > 0.5, fl + 1.0, fl)
-    signed_zero = from_bits(to_bits(quotient) & SIGN_BIT)
+    signed_zero = _copysign(B.const(0.0, a.dtype), quotient)
     out = B.select(B.ne(div, 0.0), fl, signed_zero)
     return B.select(B.eq(b, 0.0), quotient, out)
 
@@ -177,6 +180,8 @@ def _signbit(a):
 
 
 def _copysign(a, b):
+    if a.dtype is T.float64:
+        return F64.copysign(a, b)
     return from_bits((to_bits(a) & ABS_MASK) | (to_bits(b) & SIGN_BIT))
 
 
@@ -380,12 +385,14 @@ def _threshold(x, th, value):
 
 
 def _hardshrink(x, lambd):
-    return B.select((x >= -lambd) & (x <= lambd), f32(0.0), x)
+    return B.select((x >= -lambd) & (x <= lambd), B.const(0.0, x.dtype), x)
 
 
 def _softshrink(x, lambd):
     # The zero is +0.0, as PyTorch's vectorized path gives (its scalar tail computes x·0, -0.0 for x < 0).
-    return B.select(x > lambd, x - lambd, B.select(x < -lambd, x + lambd, B.select(B.isnan(x), x, f32(0.0))))
+    return B.select(
+        x > lambd, x - lambd, B.select(x < -lambd, x + lambd, B.select(B.isnan(x), x, B.const(0.0, x.dtype)))
+    )
 
 
 def _tanhshrink(x):
@@ -393,7 +400,7 @@ def _tanhshrink(x):
 
 
 def _nan_to_num(x, nan, posinf, neginf):
-    out = B.select(B.eq(x, f32(INF)), posinf, B.select(B.eq(x, f32(-INF)), neginf, x))
+    out = B.select(B.eq(x, B.const(INF, x.dtype)), posinf, B.select(B.eq(x, B.const(-INF, x.dtype)), neginf, x))
     return B.select(B.isnan(x), nan, out)
 
 

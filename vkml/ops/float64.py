@@ -78,6 +78,16 @@ FLOAT64_OPS = (
     "frac",
     "fmax",
     "fmin",
+    # exact: bit operations, selects, and fmod by long division (mathlib/f64more.py)
+    "copysign",
+    "nan_to_num",
+    "hardshrink",
+    "softshrink",
+    "fmod",
+    "remainder",  # exact fmod, then one rounded sum (PyTorch's formula)
+    "floor_divide",  # PyTorch's div_floor_floating: exact fmod, correctly rounded divisions
+    "div_trunc",  # div(rounding_mode="trunc"): trunc of the correctly rounded quotient
+    "lerp",  # PyTorch's two-sided formula, each step rounded (no fused multiply-add)
 )
 
 _ONE_ULP = "≤ 1 ulp of the correctly rounded float64 result (measured worst case 1 ulp)"

@@ -444,3 +444,90 @@ def test_exact_ops_autograd_in_float64():
     assert x.grad.dtype is vkml.float64
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-15)
     np.testing.assert_allclose(y.grad.numpy(), ty.grad.numpy(), rtol=1e-15)
+
+
+# ---------------------------------------------------------------- logit, hypot, xlogy, logaddexp
+
+
+def _logit(v):
+    return mpmath.log(v / (1 - v)) if 0 < v < 1 else mpmath.nan
+
+
+ELEMENTARY = {  # op -> (mpmath function, inputs, bound in ulp of the result)
+    "logit": (
+        _logit,
+        lambda: (
+            np.concatenate(
+                [
+                    log_uniform(800, -1074, 0, signed=False, n=150),
+                    0.5 + log_uniform(801, -60, -2, n=100),
+                    1 - log_uniform(802, -53, -2, signed=False, n=100),
+                ]
+            ),
+        ),
+        1,
+    ),
+    "hypot": (lambda u, v: mpmath.sqrt(u * u + v * v), lambda: (log_uniform(803, n=300), log_uniform(804, n=300)), 1),
+    "xlogy": (lambda u, v: u * mpmath.log(v), lambda: (log_uniform(805, n=300), np.abs(log_uniform(806, n=300))), 2),
+}
+
+
+@pytest.mark.parametrize("name", list(ELEMENTARY))
+def test_elementary_within_stated_ulp_of_mpmath(name):
+    fn, inputs, bound = ELEMENTARY[name]
+    args = inputs()
+    assert f"≤ {bound} ulp" in FLOAT64_MATH[name]
+    got = getattr(vkml, name)(*(vkml.tensor(a) for a in args)).numpy()
+    assert_within_ulp(got, mp_reference(fn, *args), bound, args, name)
+
+
+@pytest.mark.parametrize("name", ["logaddexp", "logaddexp2"])
+def test_logaddexp_within_an_ulp_of_its_largest_term(name):
+    # PyTorch's formula max + log1p(exp(-|a - b|)) cancels where the result is near 0: the bound is
+    # in ulp of max(|a|, |b|, |result|), as the op page states
+    g = rng(810)
+    a = np.concatenate([g.normal(size=200) * 5, g.normal(size=100) * 700, log_uniform(811, n=60)])
+    b = np.concatenate([g.normal(size=200) * 5, g.normal(size=100) * 700, log_uniform(812, n=60)])
+    e = mpmath.e if name == "logaddexp" else 2
+    want = mp_reference(lambda u, v: mpmath.log(mpmath.power(e, u) + mpmath.power(e, v), e), a, b)
+    got = getattr(vkml, name)(vkml.tensor(a), vkml.tensor(b)).numpy()
+    assert "of max(|input|, |other|, |result|)" in FLOAT64_MATH[name]
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    scale = np.maximum(np.maximum(np.abs(a), np.abs(b)), np.abs(want))
+    assert np.max(np.abs(got - want) / np.spacing(scale)) <= 1, name
+
+
+def test_elementary_specials_like_torch_and_same_bits_on_vulkan(gpu):
+    a, b = _special_pairs()
+    x = np.concatenate([SPECIALS, [0.25, 0.75, 0.1, 0.9]])
+    for name in ("hypot", "xlogy", "logaddexp", "logaddexp2", "logit"):
+        args = (x,) if name == "logit" else (a, b)
+        got = getattr(vkml, name)(*(vkml.tensor(v) for v in args)).numpy()
+        want = getattr(torch, name)(*(torch.from_numpy(v) for v in args)).numpy()
+        special = np.any([~np.isfinite(v) | (v == 0) for v in args], axis=0)
+        if name == "logit":  # its ends and outside [0, 1]; inside, PyTorch rounds x / (1 - x) first
+            special |= (x >= 1) | (x < 0)
+        _assert_same_bits(got[special], want[special], f"{name} specials")
+        vulkan = getattr(vkml, name)(*(vkml.tensor(v, device=gpu) for v in args)).numpy()
+        _assert_same_bits(vulkan, got, f"{name} on lavapipe against the CPU")
+    for eps in (1e-6, 0.3):  # the clamp bounds are eps and 1 - eps in float64
+        got = vkml.logit(vkml.tensor(x), eps).numpy()
+        want = torch.logit(torch.from_numpy(x), eps).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-15, atol=0)
+
+
+def test_elementary_autograd_in_float64():
+    def f(lib, x, y):
+        return (lib.logit(x * 0.2 + 0.5) + lib.hypot(x, y) + lib.xlogy(x, y * y) + lib.logaddexp(x, y)).sum() + (
+            lib.logaddexp2(x, y).sum()
+        )
+
+    xs, ys = [0.3, -1.7, 2.4, 0.1], [0.7, 0.9, -1.1, -2.3]
+    x, y = vkml.tensor(np.array(xs), requires_grad=True), vkml.tensor(np.array(ys), requires_grad=True)
+    f(vkml, x, y).backward()
+    tx = torch.tensor(xs, dtype=torch.float64, requires_grad=True)
+    ty = torch.tensor(ys, dtype=torch.float64, requires_grad=True)
+    f(torch, tx, ty).backward()
+    assert x.grad.dtype is vkml.float64
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-14)
+    np.testing.assert_allclose(y.grad.numpy(), ty.grad.numpy(), rtol=1e-14)

@@ -237,29 +237,38 @@ def _fmin(a, b):
 # ---------------------------------------------------------------------- log-sum and hypot
 
 
+def _nan_any(a, b):
+    return F64.nan_of(a, b) if a.dtype is T.float64 else _nan_of(a, b)
+
+
 def _logaddexp(a, b):
     # PyTorch: a where both are the same infinity, else max + log1p(exp(-|a - b|))
     m = B.select(a < b, b, a)
     out = m + M.log1p(M.exp(-M.abs(a - b)))
-    out = B.select(B.isnan(a) | B.isnan(b), _nan_of(a, b), out)  # one NaN rule on every device
-    return B.select(B.eq(a, b) & B.eq(M.abs(a), f32(INF)), a, out)
+    out = B.select(B.isnan(a) | B.isnan(b), _nan_any(a, b), out)  # one NaN rule on every device
+    return B.select(B.eq(a, b) & B.eq(M.abs(a), B.const(INF, a.dtype)), a, out)
 
 
 _INV_LN2 = float.fromhex("0x1.715476p+0")  # 1/ln 2 rounded to float32, PyTorch's inv_log_2
+_INV_LN2_F64 = float.fromhex("0x1.71547652b82fep+0")  # ... and rounded to float64, its double one
 
 
 def _logaddexp2(a, b):
     m = B.select(a < b, b, a)
-    out = m + M.log1p(M.exp2(-M.abs(a - b))) * _INV_LN2
+    out = m + M.log1p(M.exp2(-M.abs(a - b))) * (_INV_LN2_F64 if a.dtype is T.float64 else _INV_LN2)
     # -|NaN| flips the NaN's sign, and which of two NaN operands an add returns is not fixed by
     # SPIR-V: one NaN rule on every device (found by the Vulkan parity test)
-    out = B.select(B.isnan(a) | B.isnan(b), _nan_of(a, b), out)
-    return B.select(B.eq(a, b) & B.eq(M.abs(a), f32(INF)), a, out)
+    out = B.select(B.isnan(a) | B.isnan(b), _nan_any(a, b), out)
+    return B.select(B.eq(a, b) & B.eq(M.abs(a), B.const(INF, a.dtype)), a, out)
 
 
 def _xlogy(x, y):
-    out = B.select(B.eq(x, 0.0), f32(0.0), x * M.log(y))
+    out = B.select(B.eq(x, 0.0), B.const(0.0, x.dtype), x * M.log(y))
     return B.select(B.isnan(y), y, out)
+
+
+def _hypot(x, y):
+    return F64.hypot(x, y) if x.dtype is T.float64 else hypot_f32(x, y)
 
 
 def hypot_f32(x, y):
@@ -812,7 +821,7 @@ _op(
     "hypot",
     "hypot(input, other)",
     "sqrt(input² + other²) without overflow or underflow.",
-    hypot_f32,
+    _hypot,
     dtypes=FLOAT_DTYPES,
     precision="≤ 1 ulp (double-float sum of squares, corrected square root)",
     special="hypot(±inf, y) = inf even for NaN y (C99); otherwise NaN gives NaN.",

@@ -134,6 +134,13 @@ FLOAT64_MATH = {
     "tanhshrink": "tanh ≤ 1 ulp, then one difference (large relative error near 0, as PyTorch)",
     "deg2rad": "one correctly rounded product by float64(pi/180): the bits of PyTorch",
     "rad2deg": "one correctly rounded product by float64(180/pi): the bits of PyTorch",
+    "logit": _ONE_ULP + ", near the zero at 1/2 too (mathlib/f64more.py)",
+    "hypot": _ONE_ULP + " (double-double sum of squares, corrected square root)",
+    "xlogy": "≤ 2 ulp (measured worst case 1 ulp): log ≤ 1 ulp, then one correctly rounded product (PyTorch's formula)",
+    "logaddexp": "≤ 1 ulp of max(|input|, |other|, |result|) (measured): PyTorch's formula "
+    "max + log1p(exp(-|a - b|)) with exp and log1p ≤ 1 ulp each; it cancels where the result is near 0",
+    "logaddexp2": "≤ 1 ulp of max(|input|, |other|, |result|) (measured): PyTorch's formula "
+    "max + log1p(exp2(-|a - b|))·(1/ln 2) with exp2 and log1p ≤ 1 ulp each; it cancels where the result is near 0",
 }
 
 _EARLY_OVERFLOW = (

@@ -9,8 +9,8 @@ from __future__ import annotations
 from ...ir.builder import const, eq, isnan, loop, select
 from ...ir.core import Value
 from . import f64dd as dd
-from .f64 import ABS_MASK, DEFAULT_NAN_BITS, I64, INF_BITS, SIGN_BIT, _quiet, from_bits, to_bits, unpack
-from .f64math import _int_to_f64
+from .f64 import ABS_MASK, DEFAULT_NAN_BITS, I64, INF_BITS, SIGN_BIT, _quiet, from_bits, sqrt, to_bits, unpack
+from .f64math import _int_to_f64, log1p_dd, log_dd
 
 
 def nan_of(x: Value, y: Value) -> Value:
@@ -56,3 +56,60 @@ def fmod(x: Value, y: Value) -> Value:
     out = select(ax < ay, x, out)
     invalid = isnan(x) | isnan(y) | (ax >= INF_BITS) | eq(ay, 0)
     return select(invalid, nan_of(x, y), out)
+
+
+def hypot(x: Value, y: Value) -> Value:
+    """sqrt(x² + y²) for float64 without overflow or underflow (the float64 twin of ``hypot_f32``).
+
+    Both are scaled by 2^-k (k from the larger one's exponent, so the larger lies in [1, 2), or
+    below 1 for a subnormal), the sum of squares is formed as a double-double (Dekker products,
+    exact sums), its square root is corrected by one Newton step with an exact residual and
+    scaled back by 2^k.
+    Precision: ≤ 1 ulp of the correctly rounded result (a subnormal result is rounded twice).
+    Special values: hypot(±inf, y) = inf even for a NaN y (C99); otherwise NaN gives NaN.
+    """
+    a, b = from_bits(to_bits(x) & ABS_MASK), from_bits(to_bits(y) & ABS_MASK)
+    big = select(a < b, b, a)
+    small = select(a < b, a, b)
+    k = (to_bits(big) >> 52) - 1023
+    k = select(k < -1022, const(-1022, I64), select(k > 1022, const(1022, I64), k))
+    down = dd.pow2(-k)
+    bs, ss = big * down, small * down
+    p1, e1 = dd.two_prod(bs, bs)
+    p2, e2 = dd.two_prod(ss, ss)
+    s_hi, s_lo = dd.two_sum(p1, p2)
+    h, low = dd.fast_two_sum(s_hi, s_lo + (e1 + e2))
+    safe_h = select(h > 0.0, h, dd.f64(1.0))
+    root = sqrt(safe_h)
+    r2, r2e = dd.two_prod(root, root)
+    residual = ((safe_h - r2) - r2e) + low
+    out = dd.scale(root + residual * (0.5 * dd.recip(root)), k)
+    inf = from_bits(const(INF_BITS, I64))
+    out = select(eq(big, 0.0), dd.f64(0.0), out)
+    out = select(isnan(x) | isnan(y), nan_of(x, y), out)
+    return select(eq(a, inf) | eq(b, inf), inf, out)
+
+
+def logit(x: Value) -> Value:
+    """log(x / (1 - x)) for float64, without cancellation: log(x) - log1p(-x) below 1/4, and
+    log1p((2x - 1) / (1 - x)) from 1/4 on (2x - 1 is exact there, 1 - x is an exact pair), each
+    as a double-double, rounded once.
+
+    Precision: ≤ 1 ulp of the correctly rounded result for every input in [0, 1], near the zero
+    at 1/2 too (PyTorch rounds x / (1 - x) first: up to hundreds of ulp off there).
+    Special values: logit(0) = -inf, logit(1) = +inf, x < 0 or x > 1 gives NaN; a NaN comes back
+    quieted.
+    """
+    inside = (x > 0.0) & (x < 1.0)
+    p = select(inside, x, dd.f64(0.5))
+    l_hi, l_lo = log_dd(p)
+    m_hi, m_lo = log1p_dd(-p, dd.f64(0.0))
+    low_hi, low_lo = dd.add_dd(l_hi, l_lo, -m_hi, -m_lo)
+    d_hi, d_lo = dd.two_sum(dd.f64(1.0), -p)
+    q_hi, q_lo = dd.div_dd(p * 2.0 - 1.0, dd.f64(0.0), d_hi, d_lo)
+    up_hi, up_lo = log1p_dd(q_hi, q_lo)
+    out = select(p < 0.25, low_hi + low_lo, up_hi + up_lo)
+    inf = from_bits(const(INF_BITS, I64))
+    out = select(eq(x, 0.0), -inf, select(eq(x, 1.0), inf, out))
+    out = select((x < 0.0) | (x > 1.0), from_bits(const(DEFAULT_NAN_BITS, I64)), out)
+    return select(isnan(x), _quiet(x), out)

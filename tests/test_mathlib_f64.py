@@ -467,6 +467,15 @@ ELEMENTARY = {  # op -> (mpmath function, inputs, bound in ulp of the result)
         ),
         1,
     ),
+    "erfinv": (
+        mpmath.erfinv,
+        lambda: (
+            np.concatenate(
+                [log_uniform(807, -1074, 0, n=100), uniform(808, -1, 1)[:100], 1 - log_uniform(809, -53, -1, n=100)]
+            ),
+        ),
+        2,
+    ),
     "hypot": (lambda u, v: mpmath.sqrt(u * u + v * v), lambda: (log_uniform(803, n=300), log_uniform(804, n=300)), 1),
     "xlogy": (lambda u, v: u * mpmath.log(v), lambda: (log_uniform(805, n=300), np.abs(log_uniform(806, n=300))), 2),
 }
@@ -500,13 +509,15 @@ def test_logaddexp_within_an_ulp_of_its_largest_term(name):
 def test_elementary_specials_like_torch_and_same_bits_on_vulkan(gpu):
     a, b = _special_pairs()
     x = np.concatenate([SPECIALS, [0.25, 0.75, 0.1, 0.9]])
-    for name in ("hypot", "xlogy", "logaddexp", "logaddexp2", "logit"):
-        args = (x,) if name == "logit" else (a, b)
+    for name in ("hypot", "xlogy", "logaddexp", "logaddexp2", "logit", "erfinv"):
+        args = (x,) if name in ("logit", "erfinv") else (a, b)
         got = getattr(vkml, name)(*(vkml.tensor(v) for v in args)).numpy()
         want = getattr(torch, name)(*(torch.from_numpy(v) for v in args)).numpy()
         special = np.any([~np.isfinite(v) | (v == 0) for v in args], axis=0)
         if name == "logit":  # its ends and outside [0, 1]; inside, PyTorch rounds x / (1 - x) first
             special |= (x >= 1) | (x < 0)
+        if name == "erfinv":
+            special |= np.abs(x) >= 1
         _assert_same_bits(got[special], want[special], f"{name} specials")
         vulkan = getattr(vkml, name)(*(vkml.tensor(v, device=gpu) for v in args)).numpy()
         _assert_same_bits(vulkan, got, f"{name} on lavapipe against the CPU")
@@ -518,9 +529,9 @@ def test_elementary_specials_like_torch_and_same_bits_on_vulkan(gpu):
 
 def test_elementary_autograd_in_float64():
     def f(lib, x, y):
-        return (lib.logit(x * 0.2 + 0.5) + lib.hypot(x, y) + lib.xlogy(x, y * y) + lib.logaddexp(x, y)).sum() + (
-            lib.logaddexp2(x, y).sum()
-        )
+        return (
+            lib.logit(x * 0.2 + 0.5) + lib.erfinv(x * 0.3) + lib.hypot(x, y) + lib.xlogy(x, y * y) + lib.logaddexp(x, y)
+        ).sum() + (lib.logaddexp2(x, y).sum())
 
     xs, ys = [0.3, -1.7, 2.4, 0.1], [0.7, 0.9, -1.1, -2.3]
     x, y = vkml.tensor(np.array(xs), requires_grad=True), vkml.tensor(np.array(ys), requires_grad=True)

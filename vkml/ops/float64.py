@@ -135,6 +135,8 @@ FLOAT64_MATH = {
     "deg2rad": "one correctly rounded product by float64(pi/180): the bits of PyTorch",
     "rad2deg": "one correctly rounded product by float64(180/pi): the bits of PyTorch",
     "logit": _ONE_ULP + ", near the zero at 1/2 too (mathlib/f64more.py)",
+    "erfinv": "≤ 2 ulp of the correctly rounded result (measured worst case 1 ulp), up to |x| = 1 - 2^-53 "
+    "(PyTorch's rational start, Newton steps with an erfc residual near ±1)",
     "hypot": _ONE_ULP + " (double-double sum of squares, corrected square root)",
     "xlogy": "≤ 2 ulp (measured worst case 1 ulp): log ≤ 1 ulp, then one correctly rounded product (PyTorch's formula)",
     "logaddexp": "≤ 1 ulp of max(|input|, |other|, |result|) (measured): PyTorch's formula "

@@ -137,6 +137,11 @@ FLOAT64_MATH = {
     "logit": _ONE_ULP + ", near the zero at 1/2 too (mathlib/f64more.py)",
     "erfinv": "≤ 2 ulp of the correctly rounded result (measured worst case 1 ulp), up to |x| = 1 - 2^-53 "
     "(PyTorch's rational start, Newton steps with an erfc residual near ±1)",
+    "digamma": "PyTorch's formula (its calc_digamma), each step correctly rounded, log and tan ≤ 1 ulp: within "
+    "2 ulp of max(|result|, 4) of PyTorch's float64 value (measured; most results are its bits), so as accurate as "
+    "PyTorch's (which cancels near digamma's zeros)",
+    "trigamma": "PyTorch's formula (its calc_trigamma), each step correctly rounded, sin ≤ 1 ulp: within 2 ulp of "
+    "PyTorch's float64 value (measured worst case 1 ulp), large finite values at the negative integers as PyTorch's",
     "hypot": _ONE_ULP + " (double-double sum of squares, corrected square root)",
     "xlogy": "≤ 2 ulp (measured worst case 1 ulp): log ≤ 1 ulp, then one correctly rounded product (PyTorch's formula)",
     "logaddexp": "≤ 1 ulp of max(|input|, |other|, |result|) (measured): PyTorch's formula "

@@ -572,3 +572,31 @@ def test_digamma_and_trigamma_follow_pytorchs_float64_formula(gpu):
     np.testing.assert_allclose(
         xs.grad.numpy(), torch.polygamma(1, torch.tensor([0.3, 2.5, -1.5], dtype=torch.float64)).numpy(), rtol=1e-15
     )
+
+
+def test_lgamma_within_its_stated_bound(gpu):
+    assert "x > 0: ≤ 2 ulp" in FLOAT64_MATH["lgamma"] and "x < 0: ≤ 2 ulp of max(|result|, 1)" in FLOAT64_MATH["lgamma"]
+    pos = np.concatenate(
+        [
+            log_uniform(830, -70, 40, signed=False, n=150),
+            uniform(831, 0.5, 2.5)[:150],
+            log_uniform(832, 890, 1023, signed=False, n=20),
+        ]
+    )
+    got = vkml.lgamma(vkml.tensor(pos)).numpy()
+    assert_within_ulp(got, mp_reference(mpmath.loggamma, pos), 2, (pos,), "lgamma, x > 0")
+    neg = -np.concatenate([uniform(833, 0, 20)[:200], log_uniform(834, -70, 10, signed=False, n=60)])
+    want = mp_reference(lambda v: mpmath.log(abs(mpmath.gamma(v))), neg)
+    got = vkml.lgamma(vkml.tensor(neg)).numpy()
+    assert np.max(np.abs(got - want) / np.spacing(np.maximum(np.abs(want), 1.0))) <= 2
+    x = np.concatenate([SPECIALS, [-1.0, -2.0, -3.5, 1e306, -1e306]])
+    got = vkml.lgamma(vkml.tensor(x))
+    special = ~np.isfinite(x) | (x == 0) | ((x < 0) & (x == np.round(x))) | (np.abs(x) > 1e300)
+    _assert_same_bits(got.numpy()[special], torch.lgamma(torch.from_numpy(x)).numpy()[special], "lgamma specials")
+    both = np.concatenate([pos, neg, x])
+    cpu = vkml.lgamma(vkml.tensor(both)).numpy()
+    _assert_same_bits(vkml.lgamma(vkml.tensor(both, device=gpu)).numpy(), cpu, "lgamma on lavapipe against the CPU")
+    xs = vkml.tensor(np.array([0.3, 2.5, -1.5]), requires_grad=True)  # its derivative, digamma, in float64
+    vkml.lgamma(xs).sum().backward()
+    want = torch.digamma(torch.tensor([0.3, 2.5, -1.5], dtype=torch.float64)).numpy()
+    np.testing.assert_allclose(xs.grad.numpy(), want, rtol=1e-15)

@@ -142,6 +142,8 @@ FLOAT64_MATH = {
     "PyTorch's (which cancels near digamma's zeros)",
     "trigamma": "PyTorch's formula (its calc_trigamma), each step correctly rounded, sin ≤ 1 ulp: within 2 ulp of "
     "PyTorch's float64 value (measured worst case 1 ulp), large finite values at the negative integers as PyTorch's",
+    "lgamma": "x > 0: ≤ 2 ulp of the correctly rounded result (measured worst case 1 ulp); x < 0: ≤ 2 ulp of "
+    "max(|result|, 1) (the reflection cancels near lgamma's negative zeros; measured worst case 1)",
     "hypot": _ONE_ULP + " (double-double sum of squares, corrected square root)",
     "xlogy": "≤ 2 ulp (measured worst case 1 ulp): log ≤ 1 ulp, then one correctly rounded product (PyTorch's formula)",
     "logaddexp": "≤ 1 ulp of max(|input|, |other|, |result|) (measured): PyTorch's formula "

@@ -118,6 +118,7 @@ rsqrt = _with_f64(rsqrt, lambda x: _f64.div(_f64._f64(1.0), _f64.sqrt(x)))  # 1/
 silu64, mish64 = _f64m.silu, _f64m.mish
 logit, erfinv = _with_f64(logit, _f64x.logit), _with_f64(erfinv, _f64x.erfinv)
 digamma, trigamma = _with_f64(digamma, _f64x.digamma), _with_f64(trigamma, _f64x.trigamma)
+lgamma = _with_f64(lgamma, _f64x.lgamma)
 _builder.float_division = div  # `a / b` on float IR values builds this division
 
 __all__ = [

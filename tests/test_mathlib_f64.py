@@ -363,3 +363,240 @@ def test_activations_composed_of_them_take_float64():
     pairs.append((nnf.softplus(vz, beta=0.5, threshold=40.0), tnf.softplus(tz, beta=0.5, threshold=40.0)))
     for got, want in pairs:
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-15, atol=1e-15)
+
+
+# ---------------------------------------------------------------- the exact float64 ops
+
+
+def _exact_pairs() -> tuple[np.ndarray, np.ndarray]:
+    a, b = _special_pairs()
+    x, y = log_uniform(700, n=300), log_uniform(701, n=300)  # quotients over the whole range
+    g = rng(702)
+    return np.concatenate([a, x, g.normal(size=100) * 10]), np.concatenate([b, y, g.normal(size=100)])
+
+
+def _exact_ops(lib, a, b, w):
+    nnf = lib.nn.functional
+    return {
+        "copysign": lib.copysign(a, b),
+        "fmod": lib.fmod(a, b),
+        "remainder": lib.remainder(a, b),
+        "floor_divide": lib.floor_divide(a, b),
+        "div(trunc)": lib.div(a, b, rounding_mode="trunc"),
+        "nan_to_num": lib.nan_to_num(a),
+        "nan_to_num(1.5, 2.5, -3.5)": lib.nan_to_num(a, 1.5, 2.5, -3.5),
+        "hardshrink": nnf.hardshrink(a, 0.7),
+        "softshrink": nnf.softshrink(a, 0.7),
+        "lerp": lib.lerp(a, b, w),
+    }
+
+
+def test_exact_ops_give_the_bits_of_their_float64_formula():
+    a, b = _exact_pairs()
+    w = rng(703).uniform(-1.5, 2.5, len(a))
+    got = _exact_ops(vkml, vkml.tensor(a), vkml.tensor(b), vkml.tensor(w))
+    with np.errstate(all="ignore"):
+        mod = np.fmod(a, b)  # C's fmod, exact
+        d = b - a
+        want = {
+            "fmod": mod,
+            # PyTorch's formulas (its vectorized kernels round a/b first: NaN where it overflows)
+            "remainder": np.where((mod != 0) & ((b < 0) != (mod < 0)), mod + b, mod),
+            "lerp": np.where(np.abs(w) < 0.5, a + w * d, b - d * (1 - w)),  # no fused multiply-add
+        }
+    ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+    for name, t in _exact_ops(torch, ta, tb, torch.from_numpy(w)).items():
+        want.setdefault(name, t.numpy())
+    for name, v in got.items():
+        assert v.dtype is vkml.float64, name
+        _assert_same_bits(v.numpy(), want[name], name)
+    with np.errstate(all="ignore"):
+        fair = np.abs(a / b) < 2.0**52  # where torch's own remainder is exact
+    _assert_same_bits(got["remainder"].numpy()[fair], torch.remainder(ta, tb).numpy()[fair], "remainder vs torch")
+
+
+def test_exact_ops_same_bits_on_vulkan(gpu):
+    a, b = _exact_pairs()
+    w = rng(704).uniform(-1.5, 2.5, len(a))
+    cpu = _exact_ops(vkml, vkml.tensor(a), vkml.tensor(b), vkml.tensor(w))
+    dev = _exact_ops(vkml, vkml.tensor(a, device=gpu), vkml.tensor(b, device=gpu), vkml.tensor(w, device=gpu))
+    for name in cpu:
+        _assert_same_bits(dev[name].numpy(), cpu[name].numpy(), f"{name} on lavapipe against the CPU")
+
+
+def test_exact_ops_autograd_in_float64():
+    def f(lib, x, y):
+        nnf = lib.nn.functional
+        return (
+            lib.copysign(x, y) * lib.fmod(x, y)
+            + lib.remainder(x, y)
+            + lib.lerp(x, y, 0.3)
+            + nnf.hardshrink(x, 0.4) * nnf.softshrink(y, 0.2)
+            + lib.nan_to_num(x * y)
+        ).sum()
+
+    xs, ys = [0.3, -1.7, 2.5, 4.1], [0.7, 0.9, -1.1, -2.3]
+    x, y = vkml.tensor(np.array(xs), requires_grad=True), vkml.tensor(np.array(ys), requires_grad=True)
+    f(vkml, x, y).backward()
+    tx = torch.tensor(xs, dtype=torch.float64, requires_grad=True)
+    ty = torch.tensor(ys, dtype=torch.float64, requires_grad=True)
+    f(torch, tx, ty).backward()
+    assert x.grad.dtype is vkml.float64
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-15)
+    np.testing.assert_allclose(y.grad.numpy(), ty.grad.numpy(), rtol=1e-15)
+
+
+# ---------------------------------------------------------------- logit, hypot, xlogy, logaddexp
+
+
+def _logit(v):
+    return mpmath.log(v / (1 - v)) if 0 < v < 1 else mpmath.nan
+
+
+ELEMENTARY = {  # op -> (mpmath function, inputs, bound in ulp of the result)
+    "logit": (
+        _logit,
+        lambda: (
+            np.concatenate(
+                [
+                    log_uniform(800, -1074, 0, signed=False, n=150),
+                    0.5 + log_uniform(801, -60, -2, n=100),
+                    1 - log_uniform(802, -53, -2, signed=False, n=100),
+                ]
+            ),
+        ),
+        1,
+    ),
+    "erfinv": (
+        mpmath.erfinv,
+        lambda: (
+            np.concatenate(
+                [log_uniform(807, -1074, 0, n=100), uniform(808, -1, 1)[:100], 1 - log_uniform(809, -53, -1, n=100)]
+            ),
+        ),
+        2,
+    ),
+    "hypot": (lambda u, v: mpmath.sqrt(u * u + v * v), lambda: (log_uniform(803, n=300), log_uniform(804, n=300)), 1),
+    "xlogy": (lambda u, v: u * mpmath.log(v), lambda: (log_uniform(805, n=300), np.abs(log_uniform(806, n=300))), 2),
+}
+
+
+@pytest.mark.parametrize("name", list(ELEMENTARY))
+def test_elementary_within_stated_ulp_of_mpmath(name):
+    fn, inputs, bound = ELEMENTARY[name]
+    args = inputs()
+    assert f"≤ {bound} ulp" in FLOAT64_MATH[name]
+    got = getattr(vkml, name)(*(vkml.tensor(a) for a in args)).numpy()
+    assert_within_ulp(got, mp_reference(fn, *args), bound, args, name)
+
+
+@pytest.mark.parametrize("name", ["logaddexp", "logaddexp2"])
+def test_logaddexp_within_an_ulp_of_its_largest_term(name):
+    # PyTorch's formula max + log1p(exp(-|a - b|)) cancels where the result is near 0: the bound is
+    # in ulp of max(|a|, |b|, |result|), as the op page states
+    g = rng(810)
+    a = np.concatenate([g.normal(size=200) * 5, g.normal(size=100) * 700, log_uniform(811, n=60)])
+    b = np.concatenate([g.normal(size=200) * 5, g.normal(size=100) * 700, log_uniform(812, n=60)])
+    e = mpmath.e if name == "logaddexp" else 2
+    want = mp_reference(lambda u, v: mpmath.log(mpmath.power(e, u) + mpmath.power(e, v), e), a, b)
+    got = getattr(vkml, name)(vkml.tensor(a), vkml.tensor(b)).numpy()
+    assert "of max(|input|, |other|, |result|)" in FLOAT64_MATH[name]
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    scale = np.maximum(np.maximum(np.abs(a), np.abs(b)), np.abs(want))
+    assert np.max(np.abs(got - want) / np.spacing(scale)) <= 1, name
+
+
+def test_elementary_specials_like_torch_and_same_bits_on_vulkan(gpu):
+    a, b = _special_pairs()
+    x = np.concatenate([SPECIALS, [0.25, 0.75, 0.1, 0.9]])
+    for name in ("hypot", "xlogy", "logaddexp", "logaddexp2", "logit", "erfinv"):
+        args = (x,) if name in ("logit", "erfinv") else (a, b)
+        got = getattr(vkml, name)(*(vkml.tensor(v) for v in args)).numpy()
+        want = getattr(torch, name)(*(torch.from_numpy(v) for v in args)).numpy()
+        special = np.any([~np.isfinite(v) | (v == 0) for v in args], axis=0)
+        if name == "logit":  # its ends and outside [0, 1]; inside, PyTorch rounds x / (1 - x) first
+            special |= (x >= 1) | (x < 0)
+        if name == "erfinv":
+            special |= np.abs(x) >= 1
+        _assert_same_bits(got[special], want[special], f"{name} specials")
+        vulkan = getattr(vkml, name)(*(vkml.tensor(v, device=gpu) for v in args)).numpy()
+        _assert_same_bits(vulkan, got, f"{name} on lavapipe against the CPU")
+    for eps in (1e-6, 0.3):  # the clamp bounds are eps and 1 - eps in float64
+        got = vkml.logit(vkml.tensor(x), eps).numpy()
+        want = torch.logit(torch.from_numpy(x), eps).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-15, atol=0)
+
+
+def test_elementary_autograd_in_float64():
+    def f(lib, x, y):
+        return (
+            lib.logit(x * 0.2 + 0.5) + lib.erfinv(x * 0.3) + lib.hypot(x, y) + lib.xlogy(x, y * y) + lib.logaddexp(x, y)
+        ).sum() + (lib.logaddexp2(x, y).sum())
+
+    xs, ys = [0.3, -1.7, 2.4, 0.1], [0.7, 0.9, -1.1, -2.3]
+    x, y = vkml.tensor(np.array(xs), requires_grad=True), vkml.tensor(np.array(ys), requires_grad=True)
+    f(vkml, x, y).backward()
+    tx = torch.tensor(xs, dtype=torch.float64, requires_grad=True)
+    ty = torch.tensor(ys, dtype=torch.float64, requires_grad=True)
+    f(torch, tx, ty).backward()
+    assert x.grad.dtype is vkml.float64
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-14)
+    np.testing.assert_allclose(y.grad.numpy(), ty.grad.numpy(), rtol=1e-14)
+
+
+def test_digamma_and_trigamma_follow_pytorchs_float64_formula(gpu):
+    x = np.concatenate([log_uniform(820, -1074, 1024, n=200), uniform(821, -20, 20)[:300], SPECIALS])
+    x = np.concatenate([x, np.arange(-4.0, 5.0), np.arange(-4.0, 5.0) + 0.5])
+    tx = torch.from_numpy(x)
+    got = {"digamma": vkml.digamma(vkml.tensor(x)), "trigamma": vkml.polygamma(1, vkml.tensor(x))}
+    want = {"digamma": torch.digamma(tx).numpy(), "trigamma": torch.polygamma(1, tx).numpy()}
+    for name, v in got.items():
+        assert v.dtype is vkml.float64
+        g, w = v.numpy(), want[name]
+        np.testing.assert_array_equal(np.isnan(g), np.isnan(w), err_msg=name)
+        finite = np.isfinite(w)
+        _assert_same_bits(g[~finite], w[~finite], f"{name} specials")
+        # the bound the op page states: log, tan and sin may differ from PyTorch's by 1 ulp
+        scale = np.maximum(np.abs(w[finite]), 4.0) if name == "digamma" else np.abs(w[finite])
+        assert np.max(np.abs(g[finite] - w[finite]) / np.spacing(scale)) <= 2, name
+        assert "within 2 ulp" in FLOAT64_MATH[name]
+    vulkan = {
+        "digamma": vkml.digamma(vkml.tensor(x, device=gpu)),
+        "trigamma": vkml.polygamma(1, vkml.tensor(x, device=gpu)),
+    }
+    for name, v in vulkan.items():
+        _assert_same_bits(v.numpy(), got[name].numpy(), f"{name} on lavapipe against the CPU")
+    # digamma's derivative is trigamma, in float64
+    xs = vkml.tensor(np.array([0.3, 2.5, -1.5]), requires_grad=True)
+    vkml.digamma(xs).sum().backward()
+    np.testing.assert_allclose(
+        xs.grad.numpy(), torch.polygamma(1, torch.tensor([0.3, 2.5, -1.5], dtype=torch.float64)).numpy(), rtol=1e-15
+    )
+
+
+def test_lgamma_within_its_stated_bound(gpu):
+    assert "x > 0: ≤ 2 ulp" in FLOAT64_MATH["lgamma"] and "x < 0: ≤ 2 ulp of max(|result|, 1)" in FLOAT64_MATH["lgamma"]
+    pos = np.concatenate(
+        [
+            log_uniform(830, -70, 40, signed=False, n=150),
+            uniform(831, 0.5, 2.5)[:150],
+            log_uniform(832, 890, 1023, signed=False, n=20),
+        ]
+    )
+    got = vkml.lgamma(vkml.tensor(pos)).numpy()
+    assert_within_ulp(got, mp_reference(mpmath.loggamma, pos), 2, (pos,), "lgamma, x > 0")
+    neg = -np.concatenate([uniform(833, 0, 20)[:200], log_uniform(834, -70, 10, signed=False, n=60)])
+    want = mp_reference(lambda v: mpmath.log(abs(mpmath.gamma(v))), neg)
+    got = vkml.lgamma(vkml.tensor(neg)).numpy()
+    assert np.max(np.abs(got - want) / np.spacing(np.maximum(np.abs(want), 1.0))) <= 2
+    x = np.concatenate([SPECIALS, [-1.0, -2.0, -3.5, 1e306, -1e306]])
+    got = vkml.lgamma(vkml.tensor(x))
+    special = ~np.isfinite(x) | (x == 0) | ((x < 0) & (x == np.round(x))) | (np.abs(x) > 1e300)
+    _assert_same_bits(got.numpy()[special], torch.lgamma(torch.from_numpy(x)).numpy()[special], "lgamma specials")
+    both = np.concatenate([pos, neg, x])
+    cpu = vkml.lgamma(vkml.tensor(both)).numpy()
+    _assert_same_bits(vkml.lgamma(vkml.tensor(both, device=gpu)).numpy(), cpu, "lgamma on lavapipe against the CPU")
+    xs = vkml.tensor(np.array([0.3, 2.5, -1.5]), requires_grad=True)  # its derivative, digamma, in float64
+    vkml.lgamma(xs).sum().backward()
+    want = torch.digamma(torch.tensor([0.3, 2.5, -1.5], dtype=torch.float64)).numpy()
+    np.testing.assert_allclose(xs.grad.numpy(), want, rtol=1e-15)

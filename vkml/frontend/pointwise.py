@@ -164,7 +164,11 @@ def nan_to_num(input, nan: float = 0.0, posinf: float | None = None, neginf: flo
     node = _tensor_node("nan_to_num", input)
     if not node.dtype.is_float:
         return F.clone(input)
-    big = 65504.0 if node.dtype is T.float16 else float(np.finfo(np.float32).max)
+    big = (
+        65504.0
+        if node.dtype is T.float16
+        else float(np.finfo(np.float64 if node.dtype is T.float64 else np.float32).max)
+    )
     posinf = big if posinf is None else float(posinf)
     neginf = -big if neginf is None else float(neginf)
     return _elementwise("nan_to_num", input, float(nan), posinf, neginf)

@@ -70,7 +70,7 @@ def logit(input, eps: float | None = None):
     if eps is None or eps < 0:
         lo, hi = float("-inf"), float("inf")
     else:
-        kind = np.float16 if node.dtype is T.float16 else np.float32
+        kind = {T.float16: np.float16, T.float64: np.float64}.get(node.dtype, np.float32)
         lo = kind(eps)
         hi = float(kind(kind(1.0) - lo))
         lo = float(lo)

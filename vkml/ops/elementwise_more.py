@@ -14,6 +14,7 @@ from . import mathlib as M
 from .elementwise import _sign
 from .grads import as_tensor
 from .mathlib import dd
+from .mathlib import f64more as F64
 from .mathlib.bits import ABS_MASK, DEFAULT_NAN_BITS, SIGN_BIT, f32, f32_bits, from_bits, quiet, to_bits
 from .registry import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, OpDef, register
 
@@ -121,6 +122,8 @@ def _int_trunc_rem(a, b):
 
 
 def _fmod(a, b):
+    if a.dtype is T.float64:
+        return F64.fmod(a, b)
     if _float(a):
         return fmod_f32(a, b)
     return _int_trunc_rem(a, b)
@@ -143,12 +146,12 @@ def _floor_divide(a, b):
         return B.select(differ & B.ne(r, zero), q - B.const(1, a.dtype), q)
     # PyTorch's div_floor_floating (Python's float floor division)
     quotient = M.div(a, b)
-    mod = fmod_f32(a, b)
+    mod = _fmod(a, b)
     div = M.div(a - mod, b)
     div = B.select(B.ne(mod, 0.0) & B.ne(b < 0.0, mod < 0.0), div - 1.0, div)
     fl = B.floor(div)
     fl = B.select((div - fl) > 0.5, fl + 1.0, fl)
-    signed_zero = from_bits(to_bits(quotient) & SIGN_BIT)
+    signed_zero = _copysign(B.const(0.0, a.dtype), quotient)
     out = B.select(B.ne(div, 0.0), fl, signed_zero)
     return B.select(B.eq(b, 0.0), quotient, out)
 
@@ -177,6 +180,8 @@ def _signbit(a):
 
 
 def _copysign(a, b):
+    if a.dtype is T.float64:
+        return F64.copysign(a, b)
     return from_bits((to_bits(a) & ABS_MASK) | (to_bits(b) & SIGN_BIT))
 
 
@@ -232,29 +237,38 @@ def _fmin(a, b):
 # ---------------------------------------------------------------------- log-sum and hypot
 
 
+def _nan_any(a, b):
+    return F64.nan_of(a, b) if a.dtype is T.float64 else _nan_of(a, b)
+
+
 def _logaddexp(a, b):
     # PyTorch: a where both are the same infinity, else max + log1p(exp(-|a - b|))
     m = B.select(a < b, b, a)
     out = m + M.log1p(M.exp(-M.abs(a - b)))
-    out = B.select(B.isnan(a) | B.isnan(b), _nan_of(a, b), out)  # one NaN rule on every device
-    return B.select(B.eq(a, b) & B.eq(M.abs(a), f32(INF)), a, out)
+    out = B.select(B.isnan(a) | B.isnan(b), _nan_any(a, b), out)  # one NaN rule on every device
+    return B.select(B.eq(a, b) & B.eq(M.abs(a), B.const(INF, a.dtype)), a, out)
 
 
 _INV_LN2 = float.fromhex("0x1.715476p+0")  # 1/ln 2 rounded to float32, PyTorch's inv_log_2
+_INV_LN2_F64 = float.fromhex("0x1.71547652b82fep+0")  # ... and rounded to float64, its double one
 
 
 def _logaddexp2(a, b):
     m = B.select(a < b, b, a)
-    out = m + M.log1p(M.exp2(-M.abs(a - b))) * _INV_LN2
+    out = m + M.log1p(M.exp2(-M.abs(a - b))) * (_INV_LN2_F64 if a.dtype is T.float64 else _INV_LN2)
     # -|NaN| flips the NaN's sign, and which of two NaN operands an add returns is not fixed by
     # SPIR-V: one NaN rule on every device (found by the Vulkan parity test)
-    out = B.select(B.isnan(a) | B.isnan(b), _nan_of(a, b), out)
-    return B.select(B.eq(a, b) & B.eq(M.abs(a), f32(INF)), a, out)
+    out = B.select(B.isnan(a) | B.isnan(b), _nan_any(a, b), out)
+    return B.select(B.eq(a, b) & B.eq(M.abs(a), B.const(INF, a.dtype)), a, out)
 
 
 def _xlogy(x, y):
-    out = B.select(B.eq(x, 0.0), f32(0.0), x * M.log(y))
+    out = B.select(B.eq(x, 0.0), B.const(0.0, x.dtype), x * M.log(y))
     return B.select(B.isnan(y), y, out)
+
+
+def _hypot(x, y):
+    return F64.hypot(x, y) if x.dtype is T.float64 else hypot_f32(x, y)
 
 
 def hypot_f32(x, y):
@@ -380,12 +394,14 @@ def _threshold(x, th, value):
 
 
 def _hardshrink(x, lambd):
-    return B.select((x >= -lambd) & (x <= lambd), f32(0.0), x)
+    return B.select((x >= -lambd) & (x <= lambd), B.const(0.0, x.dtype), x)
 
 
 def _softshrink(x, lambd):
     # The zero is +0.0, as PyTorch's vectorized path gives (its scalar tail computes x·0, -0.0 for x < 0).
-    return B.select(x > lambd, x - lambd, B.select(x < -lambd, x + lambd, B.select(B.isnan(x), x, f32(0.0))))
+    return B.select(
+        x > lambd, x - lambd, B.select(x < -lambd, x + lambd, B.select(B.isnan(x), x, B.const(0.0, x.dtype)))
+    )
 
 
 def _tanhshrink(x):
@@ -393,7 +409,7 @@ def _tanhshrink(x):
 
 
 def _nan_to_num(x, nan, posinf, neginf):
-    out = B.select(B.eq(x, f32(INF)), posinf, B.select(B.eq(x, f32(-INF)), neginf, x))
+    out = B.select(B.eq(x, B.const(INF, x.dtype)), posinf, B.select(B.eq(x, B.const(-INF, x.dtype)), neginf, x))
     return B.select(B.isnan(x), nan, out)
 
 
@@ -805,7 +821,7 @@ _op(
     "hypot",
     "hypot(input, other)",
     "sqrt(input² + other²) without overflow or underflow.",
-    hypot_f32,
+    _hypot,
     dtypes=FLOAT_DTYPES,
     precision="≤ 1 ulp (double-float sum of squares, corrected square root)",
     special="hypot(±inf, y) = inf even for NaN y (C99); otherwise NaN gives NaN.",

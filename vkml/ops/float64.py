@@ -78,6 +78,16 @@ FLOAT64_OPS = (
     "frac",
     "fmax",
     "fmin",
+    # exact: bit operations, selects, and fmod by long division (mathlib/f64more.py)
+    "copysign",
+    "nan_to_num",
+    "hardshrink",
+    "softshrink",
+    "fmod",
+    "remainder",  # exact fmod, then one rounded sum (PyTorch's formula)
+    "floor_divide",  # PyTorch's div_floor_floating: exact fmod, correctly rounded divisions
+    "div_trunc",  # div(rounding_mode="trunc"): trunc of the correctly rounded quotient
+    "lerp",  # PyTorch's two-sided formula, each step rounded (no fused multiply-add)
 )
 
 _ONE_ULP = "≤ 1 ulp of the correctly rounded float64 result (measured worst case 1 ulp)"
@@ -124,6 +134,22 @@ FLOAT64_MATH = {
     "tanhshrink": "tanh ≤ 1 ulp, then one difference (large relative error near 0, as PyTorch)",
     "deg2rad": "one correctly rounded product by float64(pi/180): the bits of PyTorch",
     "rad2deg": "one correctly rounded product by float64(180/pi): the bits of PyTorch",
+    "logit": _ONE_ULP + ", near the zero at 1/2 too (mathlib/f64more.py)",
+    "erfinv": "≤ 2 ulp of the correctly rounded result (measured worst case 1 ulp), up to |x| = 1 - 2^-53 "
+    "(PyTorch's rational start, Newton steps with an erfc residual near ±1)",
+    "digamma": "PyTorch's formula (its calc_digamma), each step correctly rounded, log and tan ≤ 1 ulp: within "
+    "2 ulp of max(|result|, 4) of PyTorch's float64 value (measured; most results are its bits), so as accurate as "
+    "PyTorch's (which cancels near digamma's zeros)",
+    "trigamma": "PyTorch's formula (its calc_trigamma), each step correctly rounded, sin ≤ 1 ulp: within 2 ulp of "
+    "PyTorch's float64 value (measured worst case 1 ulp), large finite values at the negative integers as PyTorch's",
+    "lgamma": "x > 0: ≤ 2 ulp of the correctly rounded result (measured worst case 1 ulp); x < 0: ≤ 2 ulp of "
+    "max(|result|, 1) (the reflection cancels near lgamma's negative zeros; measured worst case 1)",
+    "hypot": _ONE_ULP + " (double-double sum of squares, corrected square root)",
+    "xlogy": "≤ 2 ulp (measured worst case 1 ulp): log ≤ 1 ulp, then one correctly rounded product (PyTorch's formula)",
+    "logaddexp": "≤ 1 ulp of max(|input|, |other|, |result|) (measured): PyTorch's formula "
+    "max + log1p(exp(-|a - b|)) with exp and log1p ≤ 1 ulp each; it cancels where the result is near 0",
+    "logaddexp2": "≤ 1 ulp of max(|input|, |other|, |result|) (measured): PyTorch's formula "
+    "max + log1p(exp2(-|a - b|))·(1/ln 2) with exp2 and log1p ≤ 1 ulp each; it cancels where the result is near 0",
 }
 
 _EARLY_OVERFLOW = (

@@ -39,6 +39,7 @@ from . import exact as _exact
 from . import f64 as _f64
 from . import f64erf as _f64e
 from . import f64math as _f64m
+from . import f64more as _f64x
 from . import f64trig as _f64t
 from .bf16 import bf16_to_f32, f32_to_bf16, round_bf16
 from .erfs import erfc, erfinv
@@ -115,6 +116,9 @@ erf, erfc, gelu = _with_f64(erf, _f64e.erf), _with_f64(erfc, _f64e.erfc), _with_
 gelu_tanh = _with_f64(gelu_tanh, _f64e.gelu_tanh)
 rsqrt = _with_f64(rsqrt, lambda x: _f64.div(_f64._f64(1.0), _f64.sqrt(x)))  # 1/sqrt(x), as PyTorch's double
 silu64, mish64 = _f64m.silu, _f64m.mish
+logit, erfinv = _with_f64(logit, _f64x.logit), _with_f64(erfinv, _f64x.erfinv)
+digamma, trigamma = _with_f64(digamma, _f64x.digamma), _with_f64(trigamma, _f64x.trigamma)
+lgamma = _with_f64(lgamma, _f64x.lgamma)
 _builder.float_division = div  # `a / b` on float IR values builds this division
 
 __all__ = [

@@ -114,6 +114,12 @@ CASES = [
     binary("maximum", vkml.maximum, torch.maximum),
     binary("minimum", vkml.minimum, torch.minimum, shapes=((3, 5), (3, 5))),
     Case("maximum", vkml.maximum, torch.maximum, lambda g: [np.ones((2, 3), np.float32)] * 2),  # ties: half each
+    binary(
+        "max_pool_step",
+        lambda a, b: vkml.frontend.operators._elementwise("max_pool_step", a, b),
+        lambda a, b: torch.where((b > a) | torch.isnan(b), b, a),
+        shapes=((3, 5), (3, 5)),
+    ),
     Case("clamp", lambda x: x.clamp(-0.5, 0.7), lambda x: x.clamp(-0.5, 0.7), inputs(normal(3, 5))),
     Case("clamp", lambda x, lo, hi: vkml.clamp(x, lo, hi), lambda x, lo, hi: torch.clamp(x, lo, hi), _clamp_bounds),
     Case("clamp_min", lambda x: x.clamp(min=0.2), lambda x: x.clamp(min=0.2), inputs(normal(3, 5))),

@@ -43,6 +43,11 @@ BINARY = {
     "div": (vkml.div, torch.div),
     "maximum": (vkml.maximum, torch.maximum),
     "minimum": (vkml.minimum, torch.minimum),
+    # max pooling's fold step (no public name): torch's pooling rule written out with torch.where
+    "max_pool_step": (
+        lambda a, b: vkml.frontend.operators._elementwise("max_pool_step", a, b),
+        lambda a, b: torch.where((b > a) | torch.isnan(b), b, a),
+    ),
     "eq": (vkml.eq, torch.eq),
     "ne": (vkml.ne, torch.ne),
     "lt": (vkml.lt, torch.lt),

@@ -90,14 +90,19 @@ def weight_norm(module, name: str = "weight", dim: int | None = 0):
     return module
 
 
-def remove_weight_norm(module, name: str = "weight"):
-    """Undo ``weight_norm``: ``module.<name>`` is a plain parameter again, holding the current weight."""
+def _remove(module, kind: type, name: str, what: str):
+    """Take out ``module``'s pre-hook of class ``kind`` for parameter ``name``, restoring the parameter."""
     for key, hook in list(module._forward_pre_hooks.items()):
-        if isinstance(hook, WeightNorm) and hook.name == name:
+        if isinstance(hook, kind) and hook.name == name:
             hook.remove(module)
             del module._forward_pre_hooks[key]
             return module
-    raise ValueError(f"weight_norm of '{name}' not found in {module}")
+    raise ValueError(f"{what} of '{name}' not found in {module}")
+
+
+def remove_weight_norm(module, name: str = "weight"):
+    """Undo ``weight_norm``: ``module.<name>`` is a plain parameter again, holding the current weight."""
+    return _remove(module, WeightNorm, name, "weight_norm")
 
 
 def _normalize(x, eps: float):
@@ -182,9 +187,4 @@ def spectral_norm(module, name: str = "weight", n_power_iterations: int = 1, eps
 
 def remove_spectral_norm(module, name: str = "weight"):
     """Undo ``spectral_norm``: ``module.<name>`` is a plain parameter again, holding the normalized weight."""
-    for key, hook in list(module._forward_pre_hooks.items()):
-        if isinstance(hook, SpectralNorm) and hook.name == name:
-            hook.remove(module)
-            del module._forward_pre_hooks[key]
-            return module
-    raise ValueError(f"spectral_norm of '{name}' not found in {module}")
+    return _remove(module, SpectralNorm, name, "spectral_norm")

@@ -208,6 +208,18 @@ from .frontend.jit import JitError, jit  # noqa: E402
 __all__ += ["jit", "JitError"]
 
 
+# ---------------------------------------------------------------------- function transforms
+# (vkml/frontend/autograd_functional.py: vkml.autograd.functional; vkml/frontend/func.py: vkml.func)
+from .frontend import autograd_functional as _autograd_functional  # noqa: E402
+from .frontend import func  # noqa: E402
+from .frontend.func import vmap  # noqa: E402
+
+autograd.functional = _autograd_functional
+_sys.modules[__name__ + ".autograd.functional"] = _autograd_functional
+_sys.modules[__name__ + ".func"] = func
+__all__ += ["func", "vmap"]
+
+
 # ---------------------------------------------------------------------- the public ops, then autocast
 # KEEP THIS BLOCK LAST. Every op is bound here, from the ``EXPORTS`` of the modules that define it
 # (vkml/frontend/public.py): vkml.<name> (``tensor`` replaces the submodule vkml.tensor), __all__,

@@ -19,7 +19,7 @@ import importlib
 import warnings
 
 from ..errors import DeviceError
-from ..runtime.base import Device
+from ..runtime.base import DEFAULT_DEVICES, Device
 from ..runtime.cpu import CPU
 
 # The Vulkan runtime (its modules, the codegen they use, cffi) is imported by the first call that
@@ -121,7 +121,17 @@ def set_default_device(device) -> None:
 
 
 def get_default_device() -> Device:
-    """The device factory functions use when none is given (the CPU unless ``set_default_device``)."""
+    """The device factory functions use when none is given: the innermost ``with device:`` block's,
+    else ``set_default_device``'s, else the CPU.
+
+    >>> import vkml
+    >>> with vkml.device("cpu"):
+    ...     vkml.zeros(2).device.name
+    'cpu'
+    """
+    stack = getattr(DEFAULT_DEVICES, "stack", None)
+    if stack:
+        return stack[-1]
     return CPU if _default is None else _default
 
 

@@ -42,6 +42,10 @@ DEFAULT_SEED = 67280421310721  # PyTorch's default seed: unseeded programs are d
 _U32 = 1 << 32
 
 
+# Set while a draw must raise (vmap's randomness="error"): the reason, per thread.
+_forbidden = threading.local()
+
+
 class Generator:
     """A stream of random tensors: (seed, offset), the offset advancing one per draw.
 
@@ -73,6 +77,9 @@ class Generator:
 
     def next_key(self) -> tuple[int, int, int]:
         """(key word 0, key word 1, offset) for one draw; advances the offset."""
+        reason = getattr(_forbidden, "reason", None)
+        if reason is not None:  # inside vmap(randomness="error") (vkml/frontend/func.py)
+            raise RuntimeError(reason)
         with self._lock:
             offset = self._offset
             self._offset = (offset + 1) % _U32

@@ -42,6 +42,11 @@ class Dispatch:
     params: dict[str, int | float | np.generic] = field(default_factory=dict)
 
 
+# The devices of the ``with device:`` blocks this thread is in, innermost last (Device.__enter__);
+# vkml/frontend/devices.py get_default_device reads the top.
+DEFAULT_DEVICES = threading.local()
+
+
 class Device(ABC):
     """A place where tensors live and kernels run: ``cpu`` or ``vulkan:N``.
 
@@ -62,6 +67,19 @@ class Device(ABC):
     def type(self) -> str:
         """``"cpu"`` or ``"vulkan"``, as torch.device's ``type`` (a device named ``"cuda"`` is a ``"vulkan"`` one)."""
         return self.kind
+
+    def __enter__(self) -> Device:
+        """``with device:`` makes it the default device of factory functions in the block, on this
+        thread (PyTorch's ``with torch.device(...)``); blocks nest."""
+        stack = getattr(DEFAULT_DEVICES, "stack", None)
+        if stack is None:
+            stack = DEFAULT_DEVICES.stack = []
+        stack.append(self)
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        DEFAULT_DEVICES.stack.pop()
+        return False
 
     def __copy__(self) -> Device:
         return self  # one object per device: a copied tensor or module stays on the same device

@@ -1,0 +1,155 @@
+"""Uploads that overlap the GPU work in flight (vkml/runtime/vulkan/backend.py, memory.py, transfers.py).
+
+A training loop's ``x.to(device)`` must not wait for the previous step's GPU work: a new
+buffer gets a memory range no submitted work may still use, written through the mapping while
+the GPU runs; where it must reuse a range freed in flight (or the memory is not mapped) the
+data is staged and its copy queued behind that work. Counts are exact (decided from serial
+numbers, tests/test_inflight.py); the results are checked against the CPU backend's bits.
+"""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+
+import vkml
+import vkml.nn as nn
+import vkml.nn.functional as F
+from vkml.runtime.counters import counters, snapshot
+from vkml.runtime.vulkan.backend import VulkanDevice
+from vkml.runtime.vulkan.memory import MemoryChoice, RangeAllocator, disjoint
+from vkml.utils.data import DataLoader, TensorDataset
+
+N = 4096  # float32 elements: 16 KiB
+DATA = np.linspace(-2.0, 3.0, N, dtype=np.float32)
+
+
+def _delta(before: dict, key: str) -> int:
+    return counters[key] - before[key]
+
+
+def _slow_reader(x):
+    """A run that reads all of ``x`` for a while on lavapipe (16M products): long enough that a host
+    write into ``x``'s memory right after the submission would land while it still reads."""
+    return (x.reshape(-1, 1) * x.reshape(1, -1)).sum(1).realize()
+
+
+def _expected_of_slow_reader(dev) -> np.ndarray:
+    """Its CPU result; and its kernel compiled and tuned on ``dev`` (a first run may time variants and wait)."""
+    _slow_reader(vkml.tensor(DATA, device=dev)).numpy()
+    return _slow_reader(vkml.tensor(DATA)).numpy()
+
+
+def test_an_upload_that_must_reuse_a_range_freed_in_flight_is_queued_behind_the_run(gpu):
+    dev = VulkanDevice(gpu.index, block_size=2 * N * 4)  # room for two such buffers: x, then y
+    expected = _expected_of_slow_reader(dev)
+    gc.collect()
+    x = vkml.tensor(DATA, device=dev)
+    y = _slow_reader(x)  # in flight, reads x
+    freed = x.node.buffer.binding_key
+    del x  # (no gc.collect(): it takes long enough for the run to end)
+    before = snapshot()
+    z = vkml.tensor(np.full(N, 7.0, np.float32), device=dev)  # nothing else fits: x's range
+    waits, queued = _delta(before, "host_waits"), _delta(before, "transfer_submissions")
+    assert z.node.buffer.binding_key == freed
+    assert np.array_equal(y.numpy(), expected)  # the run read x, not z
+    assert np.array_equal(z.numpy(), np.full(N, 7.0, np.float32))
+    assert waits == 0 and queued == 1  # the copy was submitted behind the run, unwaited
+    dev.synchronize()
+
+
+def test_an_upload_into_a_buffer_a_run_still_reads_is_queued_behind_it(gpu):
+    dev = VulkanDevice(gpu.index)
+    expected = _expected_of_slow_reader(dev)
+    x = vkml.tensor(DATA, device=dev)
+    y = _slow_reader(x)  # in flight, reads x's buffer
+    before = snapshot()
+    dev.upload(x.node.buffer, -DATA)  # Device.upload into the buffer itself
+    waits, queued = _delta(before, "host_waits"), _delta(before, "transfer_submissions")
+    assert np.array_equal(y.numpy(), expected)
+    assert np.array_equal(dev.download(x.node.buffer), -DATA)
+    assert waits == 0 and queued == 1
+    dev.synchronize()
+
+
+def _train(device, batches: int, every: int, loader_seed: int = 1) -> tuple[list, list, list]:
+    """A DataLoader loop as PyTorch users write it; the loss read every ``every`` steps (0: never);
+    the host waits and queued copies of each step; the losses' and parameters' bits."""
+    vkml.manual_seed(0)
+    g = np.random.default_rng(0)
+    data = TensorDataset(
+        vkml.tensor(g.standard_normal((batches * 8, 6)).astype(np.float32)), vkml.tensor(g.integers(0, 3, batches * 8))
+    )
+    net = nn.Sequential(nn.Linear(6, 12), nn.ReLU(), nn.Linear(12, 3)).to(device)
+    opt = vkml.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+    loader = DataLoader(data, batch_size=8, shuffle=True, generator=vkml.Generator().manual_seed(loader_seed))
+    losses, steps = [], []
+    for step, (x, y) in enumerate(loader):
+        before = snapshot()
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        uploaded = (_delta(before, "host_waits"), getattr(device, "recordings", None) and device.recordings.pending)
+        loss = F.cross_entropy(net(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss)
+        if every and step % every == 0:
+            loss.item()
+        steps.append((*uploaded, _delta(before, "host_waits"), _delta(before, "transfer_submissions")))
+    bits = [np.float32(loss.item()).view(np.uint32) for loss in losses]
+    return bits, [p.numpy().view(np.uint32).tolist() for p in net.parameters()], steps
+
+
+class _Unmapped:
+    """Make ``dev``'s buffer memory look unmapped for writes (a discrete GPU without resizable BAR):
+    every upload is staged and its copy queued."""
+
+    def __init__(self, dev):
+        choice = dev.memory.choice
+        dev.memory.choice = MemoryChoice(choice.device_type, choice.device_type, False, True, choice.coherent)
+
+
+@pytest.mark.parametrize("memory", ["mapped", "unmapped"])
+def test_a_dataloader_step_waits_only_for_the_loss_it_reads(gpu, memory):
+    """Batch N+1 is on the device while step N's backward and update still run: written through
+    the mapping (mapped memory), or staged with its copy queued behind them (unmapped); the host
+    waited for nothing but each step's ``loss.item()`` (the forward). Over 10 steps the ring of
+    staging buffers wraps: a write into memory a run still used would change the bits."""
+    dev = VulkanDevice(gpu.index)
+    if memory == "unmapped":
+        _Unmapped(dev)
+    bits, params, steps = _train(dev, 10, every=1)
+    assert (bits, params) == _train(vkml.device("cpu"), 10, every=1)[:2]
+    for step, (upload_waits, pending, waits, queued) in enumerate(steps):
+        assert upload_waits == 0 and waits == 1, step
+        assert pending or step == 0, step  # step N's gradients and update were in flight meanwhile
+        if step:  # (the first step also uploads the optimizer's first scalars)
+            assert queued == (0 if memory == "mapped" else 2), step
+    dev.synchronize()
+
+
+@pytest.mark.parametrize("memory", ["mapped", "unmapped"])
+def test_a_loop_that_never_reads_gives_the_cpu_bits(gpu, memory):
+    """No ``loss.item()``: the host runs ahead until the recordings and transfer slots it reuses
+    make it wait for work a few steps back. Small blocks: uploads find idle ranges among many
+    freed in flight (mapped), or their copies reuse such ranges (unmapped)."""
+    dev = VulkanDevice(gpu.index, block_size=64 << 10)
+    if memory == "unmapped":
+        _Unmapped(dev)
+    bits, params, steps = _train(dev, 12, every=0, loader_seed=2)
+    assert (bits, params) == _train(vkml.device("cpu"), 12, every=0, loader_seed=2)[:2]
+    assert sum(step[3] for step in steps[1:]) == (0 if memory == "mapped" else 2 * 11)
+    dev.synchronize()
+
+
+def test_the_range_allocator_passes_over_ranges_to_avoid():
+    """The first fit that overlaps none of the given ranges (merged where they overlap or touch)."""
+    ranges = RangeAllocator(1024)
+    avoid = disjoint([(0, 100, 5), (90, 200, 3), (300, 320, 1)])
+    assert avoid == ([0, 300], [200, 320])
+    assert ranges.allocate(64, 64, avoid) == 320  # [256, 320) would overlap [300, 320)
+    assert ranges.allocate(100, 64, avoid) == 384  # [256, 356) passes the free range's end (320)
+    assert ranges.allocate(600, 64, avoid) is None
+    assert ranges.allocate(64, 64) == 0  # nothing to avoid: first fit

@@ -1,7 +1,8 @@
 """Submissions the host does not wait for (vkml/runtime/vulkan/recordings.py, vkml/runtime/vulkan/backend.py).
 
-A run returns once submitted; the host waits only to read results, to write or free memory
-in-flight work may use, to reuse a command buffer or replace descriptor pools still in use.
+A run returns once submitted; the host waits only to read results, to free memory in-flight
+work may use, to reuse a command buffer or replace descriptor pools still in use (uploads:
+tests/test_upload_overlap.py).
 Whether a wait is made is decided from serial numbers, not from what the device happens to
 have finished, so the ``host_waits`` and ``waits_skipped`` counts asserted here are exact.
 Each test that counts gets a device of its own (a fresh memory pool: ranges are predictable).

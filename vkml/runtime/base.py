@@ -99,7 +99,8 @@ class Device(ABC):
         """Run all dispatches in order, as one unit of work.
 
         It may return before they complete (Vulkan does): ``download`` still returns their
-        results, and ``upload`` and freeing buffers still wait for work that uses the memory.
+        results, an ``upload`` is still ordered after work that uses the memory, and freeing a
+        buffer still waits for it.
         """
 
     def synchronize(self) -> None:

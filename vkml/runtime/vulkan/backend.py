@@ -26,8 +26,9 @@ waits). The host waits only where it must (vkml/runtime/vulkan/recordings.py kee
   pools and ``synchronize()`` wait likewise.
 
 Threads: every method holds the device's lock (``Device.lock``), but for the host's waits of
-downloads, uploads and ``synchronize()``, which wait on their fence without it
-(``Recordings.claim``), so that other threads record and submit meanwhile.
+downloads, ``write_after`` and ``synchronize()``, which wait on their fence without it
+(``Recordings.claim``), so that other threads record and submit meanwhile. (An upload waits,
+under the lock, only for a transfer slot's previous copy.)
 
 Device memory needs no wait to be reused by later work: runs on the one queue are ordered by
 the barrier that ends each of them. A compute→compute barrier goes in only where a dispatch reads or writes a
@@ -329,8 +330,9 @@ class VulkanDevice(Device):
 
     def write_after(self, buffer: VulkanBuffer, words: np.ndarray, serial: int) -> None:
         """Write ``words`` (as many as ``buffer`` holds, its storage dtype) into ``buffer`` once
-        submission ``serial``, the last that reads it, is complete (vkml.jit's scalars: unlike
-        ``upload`` it need not wait for every run that touched the buffer's memory block)."""
+        submission ``serial``, the last that reads it, is complete (vkml.jit's scalars: a wait for
+        a known serial, then a write through the mapping, costs less than ``upload``'s queued
+        copy behind every run that touched the buffer's memory block)."""
         self._wait_for_host(lambda: serial)
         with self.lock:  # the staging memory
             self.transfers.upload(buffer.allocation, words)

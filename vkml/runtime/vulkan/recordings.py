@@ -21,8 +21,8 @@ flight is waited for before it is recorded again or submitted again.
 
 Besides the recording slots, ``TRANSFER_SLOTS`` command buffers take the copies of queued
 uploads (vkml/runtime/vulkan/transfers.py), round robin (``begin_transfer``): they share the
-serial numbers and fences, so a download or an upload that needs such a copy complete waits
-for it as for a run, and a run submitted after it is ordered after it on the queue.
+serial numbers and fences, so a download or a host write that needs such a copy complete
+waits for it as for a run, and a run submitted after it is ordered after it on the queue.
 
 A wait polls the fence (``vkGetFenceStatus``) for up to ``spin_seconds`` before it sleeps in
 ``vkWaitForFences``: on NVIDIA's driver a sleeping wait returns tens of µs after the work is

@@ -18,6 +18,7 @@ import vkml
 import vkml.nn as nn
 import vkml.nn.functional as F
 from vkml.runtime.counters import counters, snapshot
+from vkml.runtime.vulkan import transfers
 from vkml.runtime.vulkan.backend import VulkanDevice
 from vkml.runtime.vulkan.memory import MemoryChoice, RangeAllocator, disjoint
 from vkml.utils.data import DataLoader, TensorDataset
@@ -125,7 +126,7 @@ def test_a_dataloader_step_waits_only_for_the_loss_it_reads(gpu, memory):
     for step, (upload_waits, pending, waits, queued) in enumerate(steps):
         assert upload_waits == 0 and waits == 1, step
         assert pending or step == 0, step  # step N's gradients and update were in flight meanwhile
-        if step:  # (the first step also uploads the optimizer's first scalars)
+        if step:  # (the first step also uploads cross_entropy's class indices, kept from then on)
             assert queued == (0 if memory == "mapped" else 2), step
     dev.synchronize()
 
@@ -141,6 +142,20 @@ def test_a_loop_that_never_reads_gives_the_cpu_bits(gpu, memory):
     bits, params, steps = _train(dev, 12, every=0, loader_seed=2)
     assert (bits, params) == _train(vkml.device("cpu"), 12, every=0, loader_seed=2)[:2]
     assert sum(step[3] for step in steps[1:]) == (0 if memory == "mapped" else 2 * 11)
+    dev.synchronize()
+
+
+def test_a_queued_upload_larger_than_its_chunk_goes_round_the_ring(gpu, monkeypatch):
+    """16 chunks through 8 transfer slots: the ninth reuses the first slot's staging memory once
+    that copy is complete (the host waits for it), and so on."""
+    monkeypatch.setattr(transfers, "QUEUED_CHUNK", 1024)
+    dev = VulkanDevice(gpu.index)
+    _Unmapped(dev)
+    before = snapshot()
+    x = vkml.tensor(DATA, device=dev)
+    waits, queued = _delta(before, "host_waits"), _delta(before, "transfer_submissions")
+    assert np.array_equal(x.numpy(), DATA) and np.array_equal((x * 2.0).numpy(), DATA * np.float32(2.0))
+    assert queued == N * 4 // 1024 and waits == queued - len(dev.recordings.transfer_slots)
     dev.synchronize()
 
 

@@ -28,6 +28,9 @@ from .logical_device import LogicalDevice, Submitter
 from .memory import WHOLE_SIZE, Allocation, MemoryBlock, MemoryPool, align_up
 
 STAGING_CHUNK = 64 << 20
+# A queued upload's chunk: each transfer slot keeps a staging buffer up to this size, so the ring
+# holds at most TRANSFER_SLOTS times it (a loaded checkpoint goes through it chunk by chunk).
+QUEUED_CHUNK = 16 << 20
 # Bytes up to which a download reads an uncached mapping directly. Each CPU read of BAR memory is a
 # PCIe round trip: a 4 KiB read this way costs more than a staged copy (graph100's download in
 # bench/bench.py; docs/benchmarks.md), while a loss (4 bytes) need not wait for the step's tail.
@@ -97,8 +100,8 @@ class Transfers:
         nbytes = data.nbytes
         source = data.reshape(-1).view(np.uint8)
         serial = 0
-        for start in range(0, nbytes, STAGING_CHUNK):
-            size = min(STAGING_CHUNK, nbytes - start)
+        for start in range(0, nbytes, QUEUED_CHUNK):
+            size = min(QUEUED_CHUNK, nbytes - start)
             index, slot, command_buffer = recordings.begin_transfer()
             staging = self._ring_staging(index, size)
             self.ffi.memmove(staging.address, source[start : start + size], size)
@@ -158,7 +161,7 @@ class Transfers:
             # Where buffer memory is mapped and no staging type was chosen, that memory stages too.
             choice = self.pool.choice
             memory_type = choice.device_type if choice.staging_type is None else choice.staging_type
-            capacity = min(STAGING_CHUNK, max(align_up(size, 1 << 20), 1 << 20))
+            capacity = min(QUEUED_CHUNK, max(align_up(size, 1 << 20), 1 << 20))
             staging = self._ring[index] = MemoryBlock(self.logical, capacity, memory_type, mapped=True, dedicated=True)
         return staging
 

@@ -9,14 +9,15 @@ numbers, tests/test_inflight.py); the results are checked against the CPU backen
 
 from __future__ import annotations
 
-import gc
-
 import numpy as np
 import pytest
 
 import vkml
 import vkml.nn as nn
 import vkml.nn.functional as F
+from vkml.ir import types as T
+from vkml.ir.builder import KernelBuilder, const, global_id, if_, loop
+from vkml.runtime.base import Dispatch
 from vkml.runtime.counters import counters, snapshot
 from vkml.runtime.vulkan import transfers
 from vkml.runtime.vulkan.backend import VulkanDevice
@@ -31,46 +32,64 @@ def _delta(before: dict, key: str) -> int:
     return counters[key] - before[key]
 
 
-def _slow_reader(x):
-    """A run that reads all of ``x`` for a while on lavapipe (16M products): long enough that a host
-    write into ``x``'s memory right after the submission would land while it still reads."""
-    return (x.reshape(-1, 1) * x.reshape(1, -1)).sum(1).realize()
+def _reader_kernel():
+    """out[i] = the sum over j of x[j] * x[i]: every invocation reads all of x (16M products for
+    4096 elements, a while on lavapipe), so a host write into x's memory right after the
+    submission would land while the run still reads it."""
+    kb = KernelBuilder("upload_overlap_reader", (64, 1, 1))
+    x, out = kb.buffer("x", T.float32, "read"), kb.buffer("out", T.float32, "write")
+    n = kb.param("n", T.uint32)
+    with kb:
+        i = global_id(0)
+        with if_(i < n):
+            zero, one = const(0, T.uint32), const(1, T.uint32)
+            (total,) = loop(zero, n, one, [const(0.0, T.float32)], lambda j, acc: (acc + x[j] * x[i],))
+            out[i] = total
+    return kb.finish()
 
 
-def _expected_of_slow_reader(dev) -> np.ndarray:
-    """Its CPU result; and its kernel compiled and tuned on ``dev`` (a first run may time variants and wait)."""
-    _slow_reader(vkml.tensor(DATA, device=dev)).numpy()
-    return _slow_reader(vkml.tensor(DATA)).numpy()
+def _read(dev, kernel, x):
+    """Submit the reader over buffer ``x`` (returns at once); its output buffer."""
+    out = dev.allocate(T.float32, N)
+    dev.run([Dispatch(kernel, (N // 64, 1, 1), {"x": x, "out": out}, {"n": N})])
+    return out
+
+
+def _expected(dev, kernel) -> np.ndarray:
+    """The reader's result over DATA, once nothing else runs (and its pipeline made)."""
+    x = dev.upload_new(T.float32, DATA)
+    return dev.download(_read(dev, kernel, x))
 
 
 def test_an_upload_that_must_reuse_a_range_freed_in_flight_is_queued_behind_the_run(gpu):
-    dev = VulkanDevice(gpu.index, block_size=2 * N * 4)  # room for two such buffers: x, then y
-    expected = _expected_of_slow_reader(dev)
-    gc.collect()
-    x = vkml.tensor(DATA, device=dev)
-    y = _slow_reader(x)  # in flight, reads x
-    freed = x.node.buffer.binding_key
-    del x  # (no gc.collect(): it takes long enough for the run to end)
+    dev = VulkanDevice(gpu.index, block_size=2 * N * 4)  # room for two such buffers: x, then out
+    kernel = _reader_kernel()
+    expected = _expected(dev, kernel)
+    x = dev.upload_new(T.float32, DATA)
+    out = _read(dev, kernel, x)  # in flight, reads x
+    freed = x.binding_key
+    del x
     before = snapshot()
-    z = vkml.tensor(np.full(N, 7.0, np.float32), device=dev)  # nothing else fits: x's range
+    z = dev.upload_new(T.float32, np.full(N, 7.0, np.float32))  # nothing else fits: x's range
     waits, queued = _delta(before, "host_waits"), _delta(before, "transfer_submissions")
-    assert z.node.buffer.binding_key == freed
-    assert np.array_equal(y.numpy(), expected)  # the run read x, not z
-    assert np.array_equal(z.numpy(), np.full(N, 7.0, np.float32))
+    assert z.binding_key == freed
+    assert np.array_equal(dev.download(out), expected)  # the run read x, not z
+    assert np.array_equal(dev.download(z), np.full(N, 7.0, np.float32))
     assert waits == 0 and queued == 1  # the copy was submitted behind the run, unwaited
     dev.synchronize()
 
 
 def test_an_upload_into_a_buffer_a_run_still_reads_is_queued_behind_it(gpu):
     dev = VulkanDevice(gpu.index)
-    expected = _expected_of_slow_reader(dev)
-    x = vkml.tensor(DATA, device=dev)
-    y = _slow_reader(x)  # in flight, reads x's buffer
+    kernel = _reader_kernel()
+    expected = _expected(dev, kernel)
+    x = dev.upload_new(T.float32, DATA)
+    out = _read(dev, kernel, x)  # in flight, reads x
     before = snapshot()
-    dev.upload(x.node.buffer, -DATA)  # Device.upload into the buffer itself
+    dev.upload(x, DATA * np.float32(2.0))
     waits, queued = _delta(before, "host_waits"), _delta(before, "transfer_submissions")
-    assert np.array_equal(y.numpy(), expected)
-    assert np.array_equal(dev.download(x.node.buffer), -DATA)
+    assert np.array_equal(dev.download(out), expected)
+    assert np.array_equal(dev.download(x), DATA * np.float32(2.0))
     assert waits == 0 and queued == 1
     dev.synchronize()
 

@@ -178,6 +178,22 @@ def test_a_queued_upload_larger_than_its_chunk_goes_round_the_ring(gpu, monkeypa
     dev.synchronize()
 
 
+@pytest.mark.parametrize("memory", ["mapped", "unmapped"])
+def test_the_host_array_may_change_once_to_returns(gpu, memory):
+    """``.to(device, non_blocking=True)`` has copied the host data when it returns, also when the
+    copy itself is queued behind work in flight (PyTorch's pinned non-blocking copy has not)."""
+    dev = VulkanDevice(gpu.index)
+    if memory == "unmapped":
+        _Unmapped(dev)
+    array = DATA.copy()
+    host = vkml.from_numpy(array)  # shares array's memory
+    y = (vkml.tensor(DATA, device=dev) * 2.0).realize()  # in flight
+    x = host.to(dev, non_blocking=True)
+    array[:] = 0.0
+    assert np.array_equal(x.numpy(), DATA) and np.array_equal(y.numpy(), DATA * np.float32(2.0))
+    dev.synchronize()
+
+
 def test_the_range_allocator_passes_over_ranges_to_avoid():
     """The first fit that overlaps none of the given ranges (merged where they overlap or touch)."""
     ranges = RangeAllocator(1024)

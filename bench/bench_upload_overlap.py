@@ -15,8 +15,8 @@ big enough that a step's GPU work takes a while. It runs twice:
 
 For each it prints the median ms per step over the steps after the first few, the median host ms
 spent in the two ``.to(device)`` calls, and per step the host waits, the waits skipped (host
-reads and writes that went ahead while work was in flight) and the queued copies
-(``transfer_submissions``). ``--staged`` makes every upload a queued copy (the path of memory
+reads and writes that went ahead while work was in flight), the queued copies
+(``transfer_submissions``) and the command buffers submitted again (``recordings_reused``). ``--staged`` makes every upload a queued copy (the path of memory
 the host does not map: a discrete GPU without resizable BAR). ``--torch`` runs the same loop with
 PyTorch on CUDA (``pin_memory=True``, ``non_blocking=True``) when it has a GPU, for reference.
 """
@@ -81,7 +81,8 @@ def run_vkml(args, serialized: bool) -> dict:
         now = time.perf_counter()
         step_ms.append((now - last) * 1e3)
         last = now
-        rows.append([counters[k] - before[k] for k in ("host_waits", "waits_skipped", "transfer_submissions")])
+        keys = ("host_waits", "waits_skipped", "transfer_submissions", "recordings_reused")
+        rows.append([counters[k] - before[k] for k in keys])
     dev.synchronize()
     total = (time.perf_counter() - last) * 1e3  # the tail the last step left running
     steady = slice(WARMUP, None)
@@ -91,6 +92,7 @@ def run_vkml(args, serialized: bool) -> dict:
         "waits/step": statistics.mean(r[0] for r in rows[steady]),
         "skipped/step": statistics.mean(r[1] for r in rows[steady]),
         "queued/step": statistics.mean(r[2] for r in rows[steady]),
+        "reused/step": statistics.mean(r[3] for r in rows[steady]),
         "tail ms": total,
     }
 

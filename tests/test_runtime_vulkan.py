@@ -391,7 +391,8 @@ def test_staged_transfers_in_chunks(cache_dir, monkeypatch):
     choice = staged.memory.choice
     staging_type = choice.device_type
     staged.memory.choice = MemoryChoice(choice.device_type, staging_type, False, False, True)
-    monkeypatch.setattr(transfers_module, "STAGING_CHUNK", 256 << 10)
+    monkeypatch.setattr(transfers_module, "STAGING_CHUNK", 256 << 10)  # downloads
+    monkeypatch.setattr(transfers_module, "QUEUED_CHUNK", 256 << 10)  # uploads (copies queued behind the work)
     rng = np.random.default_rng(2)
     before = snapshot()
     for numel in (1, 1000, 300_001):  # the last one takes several chunks and a dedicated allocation

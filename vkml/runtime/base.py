@@ -99,6 +99,15 @@ class Device(ABC):
     def upload(self, buffer: Buffer, array: np.ndarray) -> None:
         """Copy a C-contiguous array of the buffer's dtype and size into it."""
 
+    def upload_new(self, dtype: DType, array: np.ndarray) -> Buffer:
+        """A new buffer of ``dtype`` holding ``array`` (C-contiguous, 1-D, of the dtype's storage).
+
+        A device may pick memory for it that the host can write while earlier work still runs."""
+        buffer = self.allocate(dtype, array.size)
+        if array.size:
+            self.upload(buffer, array)
+        return buffer
+
     @abstractmethod
     def download(self, buffer: Buffer) -> np.ndarray:
         """A new numpy array (1-D, buffer's dtype) with the buffer's contents."""
@@ -108,7 +117,8 @@ class Device(ABC):
         """Run all dispatches in order, as one unit of work.
 
         It may return before they complete (Vulkan does): ``download`` still returns their
-        results, and ``upload`` and freeing buffers still wait for work that uses the memory.
+        results, an ``upload`` is still ordered after work that uses the memory, and freeing a
+        buffer still waits for it.
         """
 
     def synchronize(self) -> None:

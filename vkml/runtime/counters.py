@@ -10,15 +10,17 @@ kernels; one per ``Device.run``), ``barriers`` (compute-to-compute barriers betw
 dispatches), ``kernels_compiled`` (IR → SPIR-V compilations, i.e. misses of both the memory
 and the disk cache), ``pipelines_created`` (driver pipeline compilations), ``bytes_uploaded``,
 ``bytes_downloaded``, ``transfer_submissions`` (queue submissions made only to copy data
-through a staging buffer; zero on devices whose memory the host maps directly), ``plans``
+through a staging buffer: downloads and uploads where the host does not map the memory, and
+uploads queued behind work that may still use their memory), ``plans``
 (realizes that planned and lowered their graph), ``plan_replays`` (realizes that reused the
 plan of an earlier graph of the same structure, vkml/schedule/plan_cache.py), ``recordings_reused``
 (runs that submitted an earlier run's command buffer again instead of recording one,
 vkml/runtime/vulkan/recordings.py; their dispatches and barriers are counted as if recorded),
 ``host_waits`` (times the host blocked until submitted work completed: a download of its
-results, an upload into or the freeing of memory it may use, a command buffer it holds,
-``synchronize``), ``waits_skipped`` (downloads and uploads that went ahead while submitted
-work was still running, because that work does not touch their memory),
+results, the freeing of memory it may use, a command buffer it holds (a transfer slot's
+too, with its staging memory), ``synchronize``; an upload never waits for runs),
+``waits_skipped`` (downloads, and uploads written through the mapping, that went ahead while
+submitted work was still running, because that work does not touch their memory),
 ``cache_entries_rejected`` (kernel-cache files that were not a valid entry for their key, or
 that the driver refused, and were removed to be rebuilt, vkml/runtime/vulkan/kernel_cache.py),
 ``cache_files_evicted`` (cache files removed to keep the folder within its byte budget),

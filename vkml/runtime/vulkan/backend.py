@@ -12,14 +12,23 @@
 waits). The host waits only where it must (vkml/runtime/vulkan/recordings.py keeps the fences):
 
 - a download waits for the submission that wrote the buffer (``VulkanBuffer.ready_serial``);
-- an upload waits for the last submission that bound any range of the buffer's memory block
-  (``MemoryBlock.last_use``): a range freed while in flight and handed out again is covered;
+- an upload never waits for runs: where submitted work may still use the memory it writes, it
+  is queued behind that work instead (``Transfers.upload_queued``: the data is staged, the
+  copy submitted with a serial, which then is the buffer's ``ready_serial``), and only the
+  staging memory of a transfer slot still in flight is waited for. An upload into a new
+  buffer (``upload_new``, what ``vkml.tensor`` and ``.to(device)`` do) gets memory no
+  submitted work may still use where such a range is free, and writes it straight through the
+  mapping, while the GPU runs; it is queued only where it must reuse a range freed in flight
+  (per range: ``MemoryBlock.freed``), or where the memory is not mapped. An upload into an
+  existing buffer is queued while any run that bound its memory block may be in flight
+  (``MemoryBlock.last_use``);
 - freeing a memory block, reusing a command buffer still in flight, replacing the descriptor
   pools and ``synchronize()`` wait likewise.
 
 Threads: every method holds the device's lock (``Device.lock``), but for the host's waits of
-downloads, uploads and ``synchronize()``, which wait on their fence without it
-(``Recordings.claim``), so that other threads record and submit meanwhile.
+downloads, ``write_after`` and ``synchronize()``, which wait on their fence without it
+(``Recordings.claim``), so that other threads record and submit meanwhile. (An upload waits,
+under the lock, only for a transfer slot's previous copy.)
 
 Device memory needs no wait to be reused by later work: runs on the one queue are ordered by
 the barrier that ends each of them. A compute→compute barrier goes in only where a dispatch reads or writes a
@@ -95,7 +104,7 @@ def storage_dtype(dtype: T.DType) -> np.dtype:
 class VulkanBuffer(Buffer):
     """``numel`` elements of ``dtype`` in a range of a device memory block; freed when dropped."""
 
-    def __init__(self, device: VulkanDevice, dtype: T.DType, numel: int):
+    def __init__(self, device: VulkanDevice, dtype: T.DType, numel: int, for_host: bool = False):
         self.device = device
         self.dtype = dtype
         self.numel = numel
@@ -106,7 +115,8 @@ class VulkanBuffer(Buffer):
             block, offset, size = device._empty_block(), 0, device._empty_block().size
             self.hazard_key = None  # nothing to read or write: never a hazard
         else:
-            self.allocation = device.memory.allocate(self.device_nbytes, f" for {numel} {dtype.name} elements")
+            what = f" for {numel} {dtype.name} elements"
+            self.allocation = device.memory.allocate(self.device_nbytes, what, for_host)
             block, offset = self.allocation.block, self.allocation.offset
             size = min(self.device_nbytes, device.max_storage_buffer_range)
             self.hazard_key = (block.id, offset)
@@ -195,6 +205,7 @@ class VulkanDevice(Device):
         # An evicted pipeline is destroyed only after the submissions that may use it (runtime/pipelines.py).
         self.pipelines.progress = lambda recordings=self.recordings: (recordings.submitted, recordings.completed)
         self.memory.wait_for = self.recordings.wait_for
+        self.memory.completed = lambda recordings=self.recordings: recordings.completed
         self.timestamp_queries = TimestampQueries(self.logical)
         self._timestamp_sinks: list[list] = []  # see timestamped()
         self._empty: MemoryBlock | None = None
@@ -286,16 +297,42 @@ class VulkanDevice(Device):
         if buffer.numel == 0:
             return
         data = np.ascontiguousarray(array.reshape(-1), dtype=buffer.storage)
-        # In-flight work may read or write this memory: runs submitted from now on cannot (they would
-        # bind this buffer, which the caller is writing), so waiting for the last one until now will do.
-        self._wait_for_host(lambda: buffer.block.last_use)
-        with self.lock:  # the staging memory
+        with self.lock:  # the staging memory, the serials
+            # Any run that bound the buffer's memory block may still use the buffer: runs submitted
+            # from now on cannot (they would bind this buffer, which the caller is writing).
+            self._write(buffer, data, buffer.block.last_use)
+
+    def upload_new(self, dtype: T.DType, array: np.ndarray) -> VulkanBuffer:
+        """A new buffer holding ``array`` (of ``dtype``'s storage, as ``upload`` takes it): its
+        memory is a range no submitted work may still use where one is free, written at once."""
+        array = np.asarray(array)
+        if array.dtype != dtype.np:
+            raise DTypeError(f"upload: array of {array.dtype} into a {dtype.name} buffer on {self.name}")
+        with self.lock:  # the memory pool, the staging memory, the serials
+            buffer = VulkanBuffer(self, dtype, array.size, for_host=True)
+            if array.size:
+                data = np.ascontiguousarray(array.reshape(-1), dtype=buffer.storage)
+                self._write(buffer, data, buffer.allocation.busy)
+        return buffer
+
+    def _write(self, buffer: VulkanBuffer, data: np.ndarray, busy: int) -> None:
+        """Write ``data`` into ``buffer``, whose memory submission ``busy`` may be the last to use:
+        through the mapping if that one is complete, else by a copy queued behind it. Under the lock."""
+        recordings = self.recordings
+        if self.memory.choice.direct_upload and busy <= recordings.completed:
+            if recordings.pending:
+                counters["waits_skipped"] += 1  # written while runs that do not use this memory go on
             self.transfers.upload(buffer.allocation, data)
+            return
+        serial = self.transfers.upload_queued(buffer.allocation, data, recordings)
+        buffer.ready_serial = serial  # a download, or a later write, waits for the copy
+        buffer.block.last_use = max(buffer.block.last_use, serial)
 
     def write_after(self, buffer: VulkanBuffer, words: np.ndarray, serial: int) -> None:
         """Write ``words`` (as many as ``buffer`` holds, its storage dtype) into ``buffer`` once
-        submission ``serial``, the last that reads it, is complete (vkml.jit's scalars: unlike
-        ``upload`` it need not wait for every run that touched the buffer's memory block)."""
+        submission ``serial``, the last that reads it, is complete (vkml.jit's scalars: a wait for
+        a known serial, then a write through the mapping, costs less than ``upload``'s queued
+        copy behind every run that touched the buffer's memory block)."""
         self._wait_for_host(lambda: serial)
         with self.lock:  # the staging memory
             self.transfers.upload(buffer.allocation, words)

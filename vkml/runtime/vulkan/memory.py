@@ -41,6 +41,10 @@ MEMORY_ALLOCATE_DEVICE_ADDRESS = 0x00000002
 # Blocks are large so that allocations rarely reach the driver; smaller on small heaps.
 LARGE_BLOCK_SIZE = 256 * MiB
 SMALL_BLOCK_SIZE = 64 * MiB
+# A block keeps at most this many ranges freed in flight (MemoryBlock.freed); past it, those whose
+# work is complete are dropped, and if that is not enough the block counts as freed in flight
+# whole until the latest of them (a loop that never waits cannot grow the list).
+FREED_LIMIT = 4096
 
 
 def align_up(value: int, alignment: int) -> int:
@@ -56,13 +60,18 @@ class RangeAllocator:
         self._ends: list[int] = [capacity]
         self.used = 0
 
-    def allocate(self, size: int, alignment: int) -> int | None:
-        """The offset of a free ``size``-byte range aligned to ``alignment``, or None if none fits."""
+    def allocate(self, size: int, alignment: int, avoid: tuple | None = None) -> int | None:
+        """The offset of a free ``size``-byte range aligned to ``alignment``, or None if none fits.
+
+        ``avoid``: ranges the result must not overlap (free or not), as ``disjoint`` gives them."""
         starts, ends = self._starts, self._ends
         for i in range(len(starts)):  # every realize allocates its outputs here: no temporary lists
             start, end = starts[i], ends[i]
             offset = (start + alignment - 1) // alignment * alignment
             stop = offset + size
+            if avoid is not None:
+                offset = _past(avoid, offset, size, alignment, end)
+                stop = offset + size
             if stop > end:
                 continue
             if offset > start:  # the alignment gap stays free, and what follows the range
@@ -105,6 +114,30 @@ class RangeAllocator:
     @property
     def empty(self) -> bool:
         return self.used == 0
+
+
+def disjoint(ranges) -> tuple[list[int], list[int]]:
+    """``(start, stop, ...)`` ranges merged where they overlap or touch: (starts, stops), sorted."""
+    starts: list[int] = []
+    stops: list[int] = []
+    for start, stop, *_ in sorted(ranges):
+        if stops and start <= stops[-1]:
+            stops[-1] = max(stops[-1], stop)
+        else:
+            starts.append(start)
+            stops.append(stop)
+    return starts, stops
+
+
+def _past(avoid: tuple, offset: int, size: int, alignment: int, end: int) -> int:
+    """The first aligned offset from ``offset`` whose ``size`` bytes overlap no range of ``avoid``
+    (or one whose range passes ``end``)."""
+    starts, stops = avoid
+    i = bisect.bisect_right(stops, offset)  # the first range that ends after offset
+    while i < len(starts) and starts[i] < offset + size <= end:
+        offset = (stops[i] + alignment - 1) // alignment * alignment
+        i = bisect.bisect_right(stops, offset, i)
+    return offset
 
 
 @dataclass(frozen=True)
@@ -185,6 +218,10 @@ class MemoryBlock:
         self.id = next(MemoryBlock._ids)
         self.size = size
         self.last_use = 0  # serial of the last submission that bound this block (vkml/runtime/vulkan/recordings.py)
+        # Ranges given back while submitted work may still use them: (start, stop, serial of the
+        # last submission that may). Kernels may reuse such a range at once (the queue orders them);
+        # the host may write it only once that serial is complete (``MemoryPool.allocate``'s for_host).
+        self.freed: list[tuple[int, int, int]] = []
         self.dedicated = dedicated
         self.logical = logical
         self.buffer = create_storage_buffer(logical, size)
@@ -252,12 +289,19 @@ def create_storage_buffer(logical: LogicalDevice, size: int):
 
 @dataclass(eq=False)
 class Allocation:
-    """``size`` bytes at ``offset`` in ``block`` (``reserved`` bytes taken, after alignment)."""
+    """``size`` bytes at ``offset`` in ``block`` (``reserved`` bytes taken, after alignment).
+
+    ``busy``: the last submission that may use the range, so the host writes it only once that
+    one is complete. Set when it is allocated for the host to write (``for_host``): the latest
+    submission that may still use a range an earlier buffer gave back there; and when it is
+    released: the block's last use then, which covers every submission that bound it.
+    """
 
     block: MemoryBlock
     offset: int
     size: int
     reserved: int
+    busy: int = 0
 
 
 class MemoryPool:
@@ -304,6 +348,9 @@ class MemoryPool:
         # submitted work may still use must not be freed. Ranges need no wait: work on the one
         # queue is ordered, so a range freed while in flight is only ever reused by later work.
         self.wait_for = lambda serial: None
+        # The highest submission serial known to be complete (the device sets it): ranges freed
+        # before it are idle, the host may write them (``allocate``'s for_host).
+        self.completed = lambda: 0
 
     @property
     def mapped(self) -> bool:
@@ -314,8 +361,14 @@ class MemoryPool:
     def reserved_bytes(self) -> int:
         return sum(b.size for b in (*self.blocks, *self.dedicated, *self.spare, *self.spare_blocks))
 
-    def allocate(self, nbytes: int, what: str = "") -> Allocation:
-        """``nbytes`` (> 0) of device memory; raises OutOfMemoryError naming the size."""
+    def allocate(self, nbytes: int, what: str = "", for_host: bool = False) -> Allocation:
+        """``nbytes`` (> 0) of device memory; raises OutOfMemoryError naming the size.
+
+        ``for_host``: the host is about to write it (an upload). Then the first fit among the
+        shared blocks' ranges that no submitted work may still use is taken, if one is free, and
+        the allocation's ``busy`` says which submission the host must see complete before it
+        writes (0: none): a range freed while in flight is reused by the next upload only if
+        nothing idle fits, and never touches work on other ranges."""
         self._drain()
         reserved = align_up(nbytes, self.alignment)
         if reserved > min(self.max_allocation, self.max_buffer):
@@ -327,24 +380,34 @@ class MemoryPool:
         if reserved > self.block_size // 2:
             block = self._take_spare(reserved) or self._new_block(reserved, dedicated=True, nbytes=nbytes, what=what)
             self.dedicated.add(block)
-            return self._account(Allocation(block, 0, nbytes, reserved))
+            return self._account(Allocation(block, 0, nbytes, reserved), for_host)
+        if for_host:
+            completed = self.completed()
+            for block in self.blocks:
+                freed = block.freed = [entry for entry in block.freed if entry[2] > completed]
+                offset = block.ranges.allocate(reserved, self.alignment, disjoint(freed) if freed else None)
+                if offset is not None:
+                    return self._account(Allocation(block, offset, nbytes, reserved))
         for block in self.blocks:
             offset = block.ranges.allocate(reserved, self.alignment)
             if offset is not None:
-                return self._account(Allocation(block, offset, nbytes, reserved))
+                return self._account(Allocation(block, offset, nbytes, reserved), for_host)
         block = self.spare_blocks.pop() if self.spare_blocks else None
         block = block or self._new_block(self.block_size, dedicated=False, nbytes=nbytes, what=what)
         self.blocks.append(block)
         offset = block.ranges.allocate(reserved, self.alignment)
-        return self._account(Allocation(block, offset, nbytes, reserved))
+        return self._account(Allocation(block, offset, nbytes, reserved), for_host)
 
     def release(self, allocation: Allocation) -> None:
         """Queue an allocation's range for return (buffer finalizers call this).
 
         Finalizers run whenever the garbage collector does, which can be in the middle of
         ``allocate`` editing a block's free list: so they only queue, and the pool returns
-        queued ranges at its next ``allocate`` or ``stats`` (a deque's append is atomic).
+        queued ranges at its next ``allocate`` or ``stats`` (a deque's append is atomic). The
+        block's last use now is the last submission that may use the range: nothing submitted
+        after the buffer died binds it.
         """
+        allocation.busy = allocation.block.last_use
         self._pending.append(allocation)
 
     def _drain(self) -> None:
@@ -358,6 +421,13 @@ class MemoryPool:
         self.allocated_bytes -= allocation.size
         self.allocations -= 1
         block = allocation.block
+        if allocation.busy > self.completed():
+            if block.dedicated:
+                self._freed_in_flight(block, 0, block.size, allocation.busy)
+            else:
+                self._freed_in_flight(
+                    block, allocation.offset, allocation.offset + allocation.reserved, allocation.busy
+                )
         if block.dedicated:
             self.dedicated.discard(block)
             if self._spare_bytes() + block.size <= self.spare_limit:
@@ -373,6 +443,15 @@ class MemoryPool:
             else:
                 self._destroy(block)
 
+    def _freed_in_flight(self, block: MemoryBlock, start: int, stop: int, serial: int) -> None:
+        freed = block.freed
+        freed.append((start, stop, serial))
+        if len(freed) > FREED_LIMIT:
+            completed = self.completed()
+            freed[:] = [entry for entry in freed if entry[2] > completed]
+            if len(freed) > FREED_LIMIT // 2:
+                freed[:] = [(0, block.size, max(entry[2] for entry in freed))]
+
     def _destroy(self, block: MemoryBlock) -> None:
         self.wait_for(block.last_use)
         block.destroy()
@@ -380,7 +459,10 @@ class MemoryPool:
     def _spare_bytes(self) -> int:
         return sum(b.size for b in self.spare) + sum(b.size for b in self.spare_blocks)
 
-    def _account(self, allocation: Allocation) -> Allocation:
+    def _account(self, allocation: Allocation, for_host: bool = False) -> Allocation:
+        if for_host:  # the latest submission that may still use a range freed in flight under it
+            start, stop = allocation.offset, allocation.offset + allocation.reserved
+            allocation.busy = max((s for a, b, s in allocation.block.freed if a < stop and start < b), default=0)
         self.allocated_bytes += allocation.size
         self.allocations += 1
         self.peak_bytes = max(self.peak_bytes, self.allocated_bytes)

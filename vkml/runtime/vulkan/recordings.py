@@ -19,6 +19,11 @@ once every command submitted before it on the queue is complete, so waiting for 
 pending submission at or after serial ``n`` completes everything up to ``n``. A slot still in
 flight is waited for before it is recorded again or submitted again.
 
+Besides the recording slots, ``TRANSFER_SLOTS`` command buffers take the copies of queued
+uploads (vkml/runtime/vulkan/transfers.py), round robin (``begin_transfer``): they share the
+serial numbers and fences, so a download or a host write that needs such a copy complete
+waits for it as for a run, and a run submitted after it is ordered after it on the queue.
+
 A wait polls the fence (``vkGetFenceStatus``) for up to ``spin_seconds`` before it sleeps in
 ``vkWaitForFences``: on NVIDIA's driver a sleeping wait returns tens of µs after the work is
 done, a third of a 2^24-float ``a + b`` with its synchronize (bench/bench.py's wall columns;
@@ -47,6 +52,10 @@ from .physical_device import PHYSICAL_DEVICE_TYPE_CPU
 # A training step makes a few submissions (forward, backward, update), and each batch of a
 # dataset sliced at its own offset is its own structure: room for several steps' worth.
 SLOTS = 16
+# Copies of uploads queued behind in-flight work, each with its own staging memory: a training
+# loop uploads a batch or two a step, so a slot is reused a few steps later, when its copy is
+# long complete (reusing a slot still pending waits for it).
+TRANSFER_SLOTS = 8
 VK_SUCCESS, VK_NOT_READY = 0, 1
 SPIN_US_ON_GPUS = 2000
 
@@ -69,17 +78,20 @@ class Recordings:
     to be complete; ``serials[slot]`` is the serial of the slot's last submission.
     """
 
-    def __init__(self, logical: LogicalDevice, slots: int = SLOTS):
+    def __init__(self, logical: LogicalDevice, slots: int = SLOTS, transfer_slots: int = TRANSFER_SLOTS):
         vk = vk_instance.vk()
         ffi = logical.ffi
         self.lib = logical.lib
         self.device = logical.handle
         self.queue = logical.queue
         self.pool = logical.create_command_pool()
+        self.transfer_slots = list(range(slots, slots + transfer_slots))  # after the recording slots
+        self.next_transfer = 0  # index in transfer_slots of the next one begin_transfer takes
+        slots += transfer_slots  # every list below is per slot, over both kinds
         self.buffers = [logical.allocate_command_buffer(self.pool) for _ in range(slots)]
-        self.keys: list = [None] * slots
+        self.keys: list = [None] * slots  # a transfer slot's stays None: find never returns it
         self.payloads: list = [None] * slots  # what the run that recorded a slot reported, and its kernels
-        self.recent = list(range(slots))  # least recently used first
+        self.recent = list(range(slots - transfer_slots))  # recording slots, least recently used first
         self.token = None
         self._logical = logical
         self.fences = [ffi.new("VkFence[1]", [logical.create_fence()]) for _ in range(slots)]
@@ -130,6 +142,18 @@ class Recordings:
         vk_instance.check(self.lib.vkResetCommandBuffer(command_buffer, 0), "vkResetCommandBuffer")
         vk_instance.check(self.lib.vkBeginCommandBuffer(command_buffer, self._begin), "vkBeginCommandBuffer")
         return slot, command_buffer
+
+    def begin_transfer(self) -> tuple[int, int, object]:
+        """The next transfer slot (round robin), once its last copy is complete, reset and begun:
+        (its index among the transfer slots, the slot, the command buffer to record into)."""
+        index = self.next_transfer
+        self.next_transfer = (index + 1) % len(self.transfer_slots)
+        slot = self.transfer_slots[index]
+        self.wait_for(self.serials[slot])  # its command buffer and its staging memory are free after
+        command_buffer = self.buffers[slot]
+        vk_instance.check(self.lib.vkResetCommandBuffer(command_buffer, 0), "vkResetCommandBuffer")
+        vk_instance.check(self.lib.vkBeginCommandBuffer(command_buffer, self._begin), "vkBeginCommandBuffer")
+        return index, slot, command_buffer
 
     def remember(self, slot: int, key: tuple, payload: tuple) -> None:
         """Keep ``slot``'s recording for ``key``; ``payload`` must hold the dispatches' kernels (ids are in the key)."""

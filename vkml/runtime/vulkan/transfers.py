@@ -9,6 +9,13 @@ Staged copies go through one host-visible staging buffer (grown up to ``STAGING_
 transfers are copied chunk by chunk), recorded into their own command buffer and submitted
 on the compute queue. Barriers at both ends of a staged copy order it against kernels
 submitted before and after it (barriers reach across submissions on one queue).
+
+Queued uploads (``upload_queued``) are how the host writes memory that submitted work may
+still use without waiting for it: the data goes to the staging memory of one of the
+recordings' transfer slots (round robin, each slot's staging buffer its own, reused once the
+slot's last copy is complete), and the copy is submitted behind that work, ordered after it
+by the barrier that opens the copy, with a serial number like a run's. The host returns at
+once; a download or a later host write of that memory waits for the copy's serial.
 """
 
 from __future__ import annotations
@@ -21,6 +28,9 @@ from .logical_device import LogicalDevice, Submitter
 from .memory import WHOLE_SIZE, Allocation, MemoryBlock, MemoryPool, align_up
 
 STAGING_CHUNK = 64 << 20
+# A queued upload's chunk: each transfer slot keeps a staging buffer up to this size, so the ring
+# holds at most TRANSFER_SLOTS times it (a loaded checkpoint goes through it chunk by chunk).
+QUEUED_CHUNK = 16 << 20
 # Bytes up to which a download reads an uncached mapping directly. Each CPU read of BAR memory is a
 # PCIe round trip: a 4 KiB read this way costs more than a staged copy (graph100's download in
 # bench/bench.py; docs/benchmarks.md), while a loss (4 bytes) need not wait for the step's tail.
@@ -37,6 +47,7 @@ class Transfers:
         self.atom = int(logical.limits["nonCoherentAtomSize"])
         self._submitter: Submitter | None = None
         self._staging: MemoryBlock | None = None
+        self._ring: dict[int, MemoryBlock] = {}  # index of a transfer slot -> its staging memory
         self._region = self.ffi.new("VkBufferCopy*")
         api = vk()
         self._before = self._memory_barrier(
@@ -81,6 +92,28 @@ class Transfers:
                 self._copy(staging.buffer, 0, allocation.block.buffer, allocation.offset + start, size)
         counters["bytes_uploaded"] += nbytes
 
+    def upload_queued(self, allocation: Allocation, data: np.ndarray, recordings) -> int:
+        """Copy the bytes of the C-contiguous ``data`` into ``allocation`` by copies submitted behind
+        every submission so far, through transfer slots of ``recordings``; the last copy's serial.
+
+        The host waits only for a transfer slot still in flight (``Recordings.begin_transfer``)."""
+        nbytes = data.nbytes
+        source = data.reshape(-1).view(np.uint8)
+        serial = 0
+        for start in range(0, nbytes, QUEUED_CHUNK):
+            size = min(QUEUED_CHUNK, nbytes - start)
+            index, slot, command_buffer = recordings.begin_transfer()
+            staging = self._ring_staging(index, size)
+            self.ffi.memmove(staging.address, source[start : start + size], size)
+            self._flush_staging(staging, size)
+            self._record_copy(
+                command_buffer, staging.buffer, 0, allocation.block.buffer, allocation.offset + start, size
+            )
+            serial = recordings.submit(slot, True, f"a queued upload of {size} bytes")
+            counters["transfer_submissions"] += 1
+        counters["bytes_uploaded"] += nbytes
+        return serial
+
     def download(self, allocation: Allocation, out: np.ndarray) -> None:
         """Fill the C-contiguous ``out`` with the first ``out.nbytes`` bytes of ``allocation``."""
         nbytes = out.nbytes
@@ -103,6 +136,9 @@ class Transfers:
         if self._staging is not None:
             self._staging.destroy()
             self._staging = None
+        for block in self._ring.values():
+            block.destroy()
+        self._ring = {}
 
     # ------------------------------------------------------------------ staging
 
@@ -116,11 +152,29 @@ class Transfers:
             )
         return self._staging
 
+    def _ring_staging(self, index: int, size: int) -> MemoryBlock:
+        """Transfer slot ``index``'s staging memory, at least ``size`` bytes (its last copy is complete)."""
+        staging = self._ring.get(index)
+        if staging is None or staging.size < size:
+            if staging is not None:
+                staging.destroy()
+            # Where buffer memory is mapped and no staging type was chosen, that memory stages too.
+            choice = self.pool.choice
+            memory_type = choice.device_type if choice.staging_type is None else choice.staging_type
+            capacity = min(QUEUED_CHUNK, max(align_up(size, 1 << 20), 1 << 20))
+            staging = self._ring[index] = MemoryBlock(self.logical, capacity, memory_type, mapped=True, dedicated=True)
+        return staging
+
     def _copy(self, src_buffer, src_offset: int, dst_buffer, dst_offset: int, size: int) -> None:
         if self._submitter is None:
             self._submitter = Submitter(self.logical)
+        self._record_copy(self._submitter.begin(), src_buffer, src_offset, dst_buffer, dst_offset, size)
+        self._submitter.submit_and_wait()
+        counters["transfer_submissions"] += 1
+
+    def _record_copy(self, command_buffer, src_buffer, src_offset: int, dst_buffer, dst_offset: int, size: int) -> None:
+        """A copy between barriers that order it after and before everything on the queue."""
         lib = self.lib
-        command_buffer = self._submitter.begin()
         stages = self._all_stages
         lib.vkCmdPipelineBarrier(
             command_buffer, stages, self._transfer_stage, 0, 1, self._before, 0, self.ffi.NULL, 0, self.ffi.NULL
@@ -132,12 +186,11 @@ class Transfers:
         lib.vkCmdPipelineBarrier(
             command_buffer, self._transfer_stage, stages, 0, 1, self._after, 0, self.ffi.NULL, 0, self.ffi.NULL
         )
-        self._submitter.submit_and_wait()
-        counters["transfer_submissions"] += 1
 
     def _staging_coherent(self) -> bool:
-        flags = self.logical.info.memory_types[self.pool.choice.staging_type][0]
-        return bool(flags & 0x4)
+        choice = self.pool.choice
+        memory_type = choice.device_type if choice.staging_type is None else choice.staging_type
+        return bool(self.logical.info.memory_types[memory_type][0] & 0x4)
 
     def _flush_staging(self, staging: MemoryBlock, size: int) -> None:
         if not self._staging_coherent():

@@ -345,7 +345,8 @@ class _MultiProcessIter:
 class DataLoader:
     """Batches of ``dataset``: PyTorch's arguments and defaults (see docs/data.md for the few differences).
 
-    ``pin_memory`` is accepted and does nothing: vkml stages host data for its devices itself.
+    ``pin_memory`` is accepted and does nothing: vkml stages host data for its devices itself,
+    and a batch's ``.to(device)`` does not wait for the GPU work in flight (docs/data.md).
 
     >>> import vkml
     >>> loader = DataLoader(range(5), batch_size=2)

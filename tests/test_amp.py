@@ -103,8 +103,8 @@ def _cast_weight(linear_out):
 
 
 def test_autocast_arguments_nesting_and_decorator():
-    with pytest.raises(RuntimeError, match="unsupported autocast device_type 'cuda'"):
-        vkml.autocast("cuda")
+    with pytest.raises(RuntimeError, match="unsupported autocast device_type 'tpu'"):
+        vkml.autocast("tpu")
     with pytest.warns(UserWarning, match="Disabling autocast"):
         disabled = vkml.autocast("cpu", dtype=vkml.float32)
     x, w = vkml.tensor(X), vkml.tensor(W)
@@ -289,3 +289,26 @@ def test_every_public_function_and_method_is_seen_by_autocast():
         if inspect.isfunction(fn) and not name.startswith("_") and not getattr(fn, "__wrapped_by_autocast__", False)
     ]
     assert not missed, missed
+
+
+def test_cuda_names_the_vulkan_device_type(gpu):
+    """``autocast("cuda")``, ``GradScaler("cuda")`` and the older ``torch.cuda.amp`` spellings, as
+    AMP training scripts write them, run on the Vulkan device (vkml.device("cuda") is one)."""
+    import warnings
+
+    x = vkml.ones(2, 2, device=gpu)
+    with vkml.autocast(device_type="cuda", dtype=vkml.float16):
+        assert vkml.amp.is_autocast_enabled("cuda") and (x @ x).dtype is vkml.float16
+    assert vkml.amp.GradScaler("cuda").is_enabled()
+    with pytest.warns(FutureWarning, match="deprecated"):
+        old = vkml.cuda.amp.autocast()
+    with old:
+        assert (x @ x).dtype is vkml.float16
+    assert (x @ x).dtype is vkml.float32
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        scaler = vkml.cuda.amp.GradScaler(init_scale=8.0)
+    assert scaler.get_scale() == 8.0
+    import vkml.cuda.amp as cuda_amp
+
+    assert cuda_amp.GradScaler is vkml.cuda.amp.GradScaler

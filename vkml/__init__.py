@@ -208,13 +208,16 @@ from .frontend.jit import JitError, jit  # noqa: E402
 __all__ += ["jit", "JitError"]
 
 
-# ---------------------------------------------------------------------- function transforms
+# ---------------------------------------------------------------------- function transforms, torch.cuda.amp
 # (vkml/frontend/autograd_functional.py: vkml.autograd.functional; vkml/frontend/func.py: vkml.func)
 from .frontend import autograd_functional as _autograd_functional  # noqa: E402
+from .frontend import cuda_amp as _cuda_amp  # noqa: E402
 from .frontend import func  # noqa: E402
 from .frontend.func import vmap  # noqa: E402
 
 autograd.functional = _autograd_functional
+cuda.amp = _cuda_amp  # torch.cuda.amp's older spellings
+_sys.modules[__name__ + ".cuda.amp"] = _cuda_amp
 _sys.modules[__name__ + ".autograd.functional"] = _autograd_functional
 _sys.modules[__name__ + ".func"] = func
 __all__ += ["func", "vmap"]

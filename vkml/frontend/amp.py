@@ -47,6 +47,12 @@ __all__ = ["autocast", "GradScaler", "custom_bwd", "custom_fwd", "is_autocast_en
 
 DEVICE_TYPES = ("cpu", "vulkan")
 
+
+def _device_type(name: str) -> str:
+    """ "cuda" names the Vulkan device type, as ``vkml.device("cuda")`` names a Vulkan device."""
+    return "vulkan" if name == "cuda" else name
+
+
 # PyTorch's CUDA autocast lists (aten/src/ATen/autocast_mode.cpp), as far as vkml has the ops.
 LOWER = frozenset(
     "matmul mm bmm addmm addmv addr baddbmm addbmm mv einsum chain_matmul linear conv1d conv2d conv3d "
@@ -82,12 +88,12 @@ _state = _State()
 
 def is_autocast_enabled(device_type: str = "vulkan") -> bool:
     """Whether autocast is on for ``device_type`` in this thread."""
-    return device_type in _state.dtypes
+    return _device_type(device_type) in _state.dtypes
 
 
 def get_autocast_dtype(device_type: str) -> T.DType:
     """The lower precision dtype autocast uses for ``device_type`` (float16)."""
-    return _state.dtypes.get(device_type, T.float16)
+    return _state.dtypes.get(_device_type(device_type), T.float16)
 
 
 class autocast:
@@ -101,6 +107,7 @@ class autocast:
     def __init__(self, device_type: str, dtype=None, enabled: bool = True, cache_enabled: bool | None = None):
         if not isinstance(device_type, str):
             raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+        device_type = _device_type(device_type)
         if device_type not in DEVICE_TYPES:
             raise RuntimeError(
                 f"User specified an unsupported autocast device_type '{device_type}' "

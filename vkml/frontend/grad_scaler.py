@@ -44,7 +44,7 @@ class GradScaler:
     """Scale the loss so float16 gradients do not underflow; unscale them before the optimizer step,
     skip the step when a gradient is inf or NaN, and adapt the scale (``update``).
 
-    ``device`` is ``"cpu"`` or ``"vulkan"`` (default); ``enabled=False`` makes every method a
+    ``device`` is ``"cpu"`` or ``"vulkan"`` (default; ``"cuda"`` means it); ``enabled=False`` makes every method a
     pass-through, as in PyTorch.
     """
 
@@ -57,6 +57,8 @@ class GradScaler:
         growth_interval: int = 2000,
         enabled: bool = True,
     ) -> None:
+        if device == "cuda":  # the Vulkan device type, as vkml.device("cuda") is a Vulkan device
+            device = "vulkan"
         if device not in ("cpu", "vulkan"):
             raise RuntimeError(f"GradScaler: unsupported device '{device}' (vkml's device types: cpu, vulkan)")
         self._device = device

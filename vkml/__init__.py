@@ -115,7 +115,7 @@ for _module_name, _module in (("cuda", cuda), ("testing", testing), ("backends",
 for _module_name in ("cudnn", "cuda", "mps"):
     _sys.modules[f"{__name__}.backends.{_module_name}"] = getattr(backends, _module_name)
 del _module_name, _module
-from .frontend.tensor_api import Size  # noqa: E402
+from .frontend.size import Size  # noqa: E402
 from .ir.types import DType as dtype  # noqa: E402  (isinstance(x.dtype, vkml.dtype), as torch.dtype)
 
 __all__ += ["Size", "dtype"]

@@ -16,6 +16,7 @@ import numpy as np
 from .errors import DTypeError
 from .frontend import autograd, indexing, interop, mutation, pointwise, printing
 from .frontend import operators as F
+from .frontend.size import Size, as_size
 from .graph import build as lazy
 from .graph.node import Node
 from .ir import types as T
@@ -104,11 +105,12 @@ class Tensor:
         mutation.assign_node(self, value)
 
     @property
-    def shape(self) -> tuple[int, ...]:
-        return self.node.shape
+    def shape(self) -> Size:
+        return as_size(self.node.shape)
 
     def size(self, dim: int | None = None):
-        return self.shape if dim is None else self.shape[lazy.normalize_dim("size", dim, self.ndim)]
+        shape = self.node.shape
+        return as_size(shape) if dim is None else shape[lazy.normalize_dim("size", dim, len(shape))]
 
     @property
     def dtype(self) -> T.DType:

@@ -538,34 +538,6 @@ def _wide_draw(shape, span: int, generator, device):
 # ---------------------------------------------------------------------- torch.Size, numel, iteration
 
 
-class Size(tuple):
-    """A shape: a tuple of ints, with ``numel()`` (PyTorch's ``torch.Size``).
-
-    ``Tensor.shape`` and ``Tensor.size()`` return plain tuples in vkml (equal to a ``Size`` of the
-    same ints); ``Size`` exists for code that builds shapes with it.
-
-    >>> import vkml
-    >>> s = vkml.Size([2, 3])
-    >>> s, s.numel(), s == (2, 3)
-    (vkml.Size([2, 3]), 6, True)
-    """
-
-    def __new__(cls, sizes=()):
-        values = tuple(sizes)
-        if any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in values):
-            bad = next(v for v in values if isinstance(v, bool) or not isinstance(v, (int, np.integer)))
-            raise TypeError(
-                f"Size() takes an iterable of 'int' (item {values.index(bad)} is '{bad.__class__.__name__}')"
-            )
-        return super().__new__(cls, (int(v) for v in values))
-
-    def numel(self) -> int:
-        return math.prod(self)
-
-    def __repr__(self) -> str:
-        return f"vkml.Size({list(self)})"
-
-
 def numel(input) -> int:
     """The number of elements of ``input``.
 

@@ -26,7 +26,8 @@ from ..ops.promotion import default_float
 from . import creation, interop, mutation, random, shape, statistics
 from . import operators as F
 from .exports import Export
-from .tensor_api import Size, broadcast_to, positive
+from .size import Size
+from .tensor_api import broadcast_to, positive
 
 # PyTorch's second name -> vkml's first (each is a function, a Tensor method and an in-place method).
 ALIASES = {

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from ..frontend import autograd, creation, devices
+from ..frontend.size import as_size
 from ..ir import types as T
 from ..tensor import Tensor
 from .hooks import RemovableHandle
@@ -502,7 +503,7 @@ class Module:
             values = checkpoint_values(state_dict[key], key)
             if tuple(values.shape) != target.shape:
                 errors.append(
-                    f"size mismatch for {key}: copying a param with shape {tuple(values.shape)} from checkpoint, "
+                    f"size mismatch for {key}: copying a param with shape {as_size(tuple(values.shape))} from checkpoint, "
                     f"the shape in current model is {target.shape}."
                 )
                 continue

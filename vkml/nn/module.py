@@ -34,6 +34,7 @@ from ..frontend import autograd, creation, devices
 from ..frontend.size import as_size
 from ..ir import types as T
 from ..tensor import Tensor
+from .backward_hooks import with_backward_hooks
 from .hooks import RemovableHandle
 from .loading import _IncompatibleKeys, checkpoint_values, converted_like
 
@@ -119,14 +120,28 @@ class Module:
         object.__setattr__(self, "_forward_hooks_with_kwargs", set())
         object.__setattr__(self, "_forward_pre_hooks_with_kwargs", set())
         object.__setattr__(self, "_forward_hooks_always_called", set())
+        object.__setattr__(self, "_backward_pre_hooks", OrderedDict())
+        object.__setattr__(self, "_backward_hooks", OrderedDict())
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
-        if not (self._forward_pre_hooks or self._forward_hooks):
+        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks):
             return self.forward(*args, **kwargs)
         return self._call_with_hooks(args, kwargs)
+
+    def _forward_with_backward_hooks(self, *args, **kwargs):
+        if not (self._backward_hooks or self._backward_pre_hooks):
+            return self.forward(*args, **kwargs)
+        return with_backward_hooks(
+            self,
+            self.forward,
+            args,
+            kwargs,
+            list(self._backward_pre_hooks.values()),
+            list(self._backward_hooks.values()),
+        )
 
     def _call_with_hooks(self, args: tuple, kwargs: dict):
         for hook_id, hook in list(self._forward_pre_hooks.items()):
@@ -143,7 +158,7 @@ class Module:
                 if result is not None:
                     args = result if isinstance(result, tuple) else (result,)
         try:
-            output = self.forward(*args, **kwargs)
+            output = self._forward_with_backward_hooks(*args, **kwargs)
         except Exception:
             self._call_always_called_hooks(args, kwargs)
             raise
@@ -202,6 +217,51 @@ class Module:
         if always_call:
             self._forward_hooks_always_called.add(handle.id)
         return handle
+
+    def register_full_backward_pre_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """Call ``hook(module, grad_output)`` when the gradient with respect to the module's output is
+        computed; a non-None result replaces ``grad_output`` (vkml/nn/backward_hooks.py).
+
+        >>> import vkml
+        >>> lin = vkml.nn.Linear(2, 1)
+        >>> handle = lin.register_full_backward_pre_hook(lambda m, grad_output: (grad_output[0] * 2,))
+        >>> handle.remove()
+        """
+        handle = RemovableHandle(self._backward_pre_hooks)
+        self._add_hook(self._backward_pre_hooks, handle.id, hook, prepend)
+        return handle
+
+    def register_full_backward_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """Call ``hook(module, grad_input, grad_output)`` when the gradients with respect to the module's
+        inputs are computed; a non-None result replaces ``grad_input`` (vkml/nn/backward_hooks.py:
+        modules called with one input requiring grad and returning one tensor).
+
+        >>> import vkml
+        >>> lin = vkml.nn.Linear(2, 1)
+        >>> seen = []
+        >>> handle = lin.register_full_backward_hook(lambda m, gi, go: seen.append(go[0].shape))
+        >>> lin(vkml.ones(2, requires_grad=True)).sum().backward()
+        >>> seen
+        [vkml.Size([1])]
+        """
+        handle = RemovableHandle(self._backward_hooks)
+        self._add_hook(self._backward_hooks, handle.id, hook, prepend)
+        return handle
+
+    def register_backward_hook(self, hook: Callable) -> RemovableHandle:
+        """PyTorch's deprecated non-full backward hook, given the full hook's arguments.
+
+        PyTorch's ``grad_input`` here is that of the module's last autograd node (for ``Linear``,
+        the gradients of its addmm's operands), which vkml does not reproduce: it warns and registers
+        ``hook`` as ``register_full_backward_hook`` does, with ``grad_input`` the gradients of the
+        module's inputs.
+        """
+        warnings.warn(
+            "vkml: register_backward_hook is deprecated in PyTorch and registered as register_full_backward_hook "
+            "(grad_input holds the gradients of the module's inputs, not those of its last operation)",
+            stacklevel=2,
+        )
+        return self.register_full_backward_hook(hook)
 
     @staticmethod
     def _add_hook(hooks: OrderedDict, hook_id: int, hook: Callable, prepend: bool) -> None:

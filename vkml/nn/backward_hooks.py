@@ -1,0 +1,116 @@
+"""Module backward hooks: ``register_full_backward_hook`` and ``register_full_backward_pre_hook``.
+
+As in PyTorch, a call of a module with backward hooks passes its tensor inputs and its output
+through identity functions: the output's gives the gradient with respect to the output
+(``grad_output``, which pre-hooks may replace), the input's the gradient with respect to the
+input (``grad_input``, which full hooks see and may replace). Where no input requires grad the
+full hooks fire at the output, with ``grad_input`` all None and PyTorch's warning.
+
+vkml runs a custom Function's backward once per output (vkml/frontend/autograd_api.py), so the
+hooks can see one tensor output and one input that requires grad; a call with several (a
+module returning a tuple of tensors, or two inputs requiring grad) raises NotImplementedError
+rather than firing the hooks with partial gradients.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from ..frontend.autograd import is_grad_enabled
+from ..frontend.autograd_api import Function
+from ..tensor import Tensor
+
+__all__ = ["with_backward_hooks"]
+
+
+class _HookCall:
+    """One forward call's hooks and the gradients they exchange."""
+
+    def __init__(self, module, pre_hooks: list, hooks: list, inputs: int, tracked: int | None):
+        self.module, self.pre_hooks, self.hooks = module, pre_hooks, hooks
+        self.inputs, self.tracked = inputs, tracked  # tracked: the index of the input requiring grad
+        self.grad_output: tuple = ()
+
+    def on_output(self, grad):
+        self.grad_output = (grad,)
+        for hook in self.pre_hooks:
+            result = hook(self.module, self.grad_output)
+            if result is not None:
+                result = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+                if len(result) != 1:
+                    raise RuntimeError(
+                        f"Backward pre hook returned an invalid number of grad_output, got {len(result)}, but expected 1"
+                    )
+                self.grad_output = result
+        if self.tracked is None and self.hooks:
+            warnings.warn(
+                "Full backward hook is firing when gradients are computed with respect to module outputs since no "
+                "inputs require gradients. See https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
+                "#torch.nn.Module.register_full_backward_hook for more details.",
+                stacklevel=2,
+            )
+            for hook in self.hooks:
+                hook(self.module, (None,) * self.inputs, self.grad_output)
+        return self.grad_output[0]
+
+    def on_input(self, grad):
+        grad_input = [None] * self.inputs
+        grad_input[self.tracked] = grad
+        for hook in self.hooks:
+            result = hook(self.module, tuple(grad_input), self.grad_output)
+            if result is not None:
+                result = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+                if len(result) != self.inputs:
+                    raise RuntimeError(
+                        f"Backward hook returned an invalid number of grad_input, got {len(result)}, but expected "
+                        f"{self.inputs}"
+                    )
+                grad_input = list(result)
+        return grad_input[self.tracked]
+
+
+class _OutputHook(Function):
+    @staticmethod
+    def forward(ctx, x, call):
+        ctx.call = call
+        return x
+
+    @staticmethod
+    def backward(ctx, grad):
+        return ctx.call.on_output(grad), None
+
+
+class _InputHook(Function):
+    @staticmethod
+    def forward(ctx, x, call):
+        ctx.call = call
+        return x
+
+    @staticmethod
+    def backward(ctx, grad):
+        return ctx.call.on_input(grad), None
+
+
+def with_backward_hooks(module, forward, args: tuple, kwargs: dict, pre_hooks: list, hooks: list):
+    """``forward(*args, **kwargs)`` with the module's backward hooks wired around it (module text)."""
+    if not is_grad_enabled():
+        return forward(*args, **kwargs)
+    positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+    tracked = [i for i in positions if args[i].requires_grad]
+    if len(tracked) > 1:
+        raise NotImplementedError(
+            f"backward hooks of {type(module).__name__}: vkml hooks modules called with one input that requires "
+            f"grad; this call has {len(tracked)}"
+        )
+    call = _HookCall(module, pre_hooks, hooks, len(positions), positions.index(tracked[0]) if tracked else None)
+    if tracked:
+        args = tuple(_InputHook.apply(a, call) if i == tracked[0] else a for i, a in enumerate(args))
+    output = forward(*args, **kwargs)
+    if isinstance(output, Tensor):
+        return _OutputHook.apply(output, call) if output.requires_grad else output
+    if any(isinstance(o, Tensor) and o.requires_grad for o in (output if isinstance(output, (tuple, list)) else ())):
+        raise NotImplementedError(
+            f"backward hooks of {type(module).__name__}: vkml hooks modules that return one tensor; this one "
+            f"returned a {type(output).__name__}"
+        )
+    return output

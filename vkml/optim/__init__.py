@@ -7,7 +7,7 @@
 >>> loss.backward(); opt.step(); opt.zero_grad()
 """
 
-from . import lr_scheduler
+from . import lr_scheduler, swa_utils
 from .adadelta import Adadelta
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
@@ -33,4 +33,5 @@ __all__ = [
     "Rprop",
     "LBFGS",
     "lr_scheduler",
+    "swa_utils",
 ]

@@ -47,7 +47,7 @@ import weakref
 import numpy as np
 
 from ..graph import build as lazy
-from ..graph.node import Node
+from ..graph.node import Node, Op
 from ..ir import core as ir
 from ..ir import types as T
 from ..kernels import matmul as kernels_matmul
@@ -816,7 +816,7 @@ class _Program:
         nodes = {}
         for s in self.slots:
             if s.last is not None:
-                n = Node("buffer", (), None, s.shape, s.dtype, self.device)
+                n = Node(Op.BUFFER, (), None, s.shape, s.dtype, self.device)
                 n.buffer = s.last
                 nodes[id(s)] = n
         made = []
@@ -846,7 +846,7 @@ class _Program:
         return outs
 
 
-_nothing = Node("buffer", (), None, (), None, None)  # a guard nothing computes through (replayed checks are done)
+_nothing = Node(Op.BUFFER, (), None, (), None, None)  # a guard nothing computes through (replayed checks are done)
 
 
 def _derived_view_param(node, node_first, ref, call: _Call, first: _Call, node_pos: dict):

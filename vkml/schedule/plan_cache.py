@@ -31,7 +31,7 @@ import threading
 from collections import OrderedDict
 from typing import NamedTuple
 
-from ..graph.node import Node
+from ..graph.node import Node, Op
 from ..ir import lru
 from ..runtime.base import Dispatch
 from ..runtime.counters import counters
@@ -62,6 +62,8 @@ _walks = itertools.count(1)  # a new mark per walk (Node.trace_mark starts at 0:
 
 
 def _trace(roots: list[Node], mode_of_matmul, mark: int) -> tuple[list[Node], tuple | None]:
+    VIEW, CONST, KERNEL = Op.VIEW, Op.CONST, Op.KERNEL  # locals: read for every node
+    ELEMENTWISE, MATMUL = Op.ELEMENTWISE, Op.MATMUL
     order: list[Node] = []
     key: list = []
     emit = key.append
@@ -80,26 +82,26 @@ def _trace(roots: list[Node], mode_of_matmul, mark: int) -> tuple[list[Node], tu
                 s.trace_mark = mark
                 srcs = s.srcs
                 if srcs:
-                    if s.op == "view":
+                    if s.op == VIEW:
                         const = srcs[0]
-                        if const.op == "const" and const.trace_mark != mark:
+                        if const.op == CONST and const.trace_mark != mark:
                             # A broadcast constant (every scalar operand has one): both emitted at once, as pushes and pops would.
                             const.trace_mark, const.trace_pos, s.trace_pos = mark, n, n + 1
                             order += (const, s)
-                            emit(("const", None, const.shape, const.dtype, ()))
-                            emit(("view", s.arg.structure(const.numel), s.shape, s.dtype, n))
+                            emit((CONST, None, const.shape, const.dtype, ()))
+                            emit((VIEW, s.arg.structure(const.numel), s.shape, s.dtype, n))
                             n += 2
                             continue
                     stack.append((s, reversed(srcs)))
                     break
                 # No sources (a buffer, a constant): emitted at once, where a push and a pop would emit it.
                 op = s.op
-                if op == "kernel":
+                if op == KERNEL:
                     cacheable = False
                 s.trace_pos = n
                 n += 1
                 order.append(s)
-                emit((op, None if op == "const" else s.arg, s.shape, s.dtype, ()))
+                emit((op, None if op == CONST else s.arg, s.shape, s.dtype, ()))
             else:  # every source is emitted
                 stack.pop()
                 op, srcs = node.op, node.srcs
@@ -109,18 +111,18 @@ def _trace(roots: list[Node], mode_of_matmul, mark: int) -> tuple[list[Node], tu
                     refs = srcs[0].trace_pos
                 else:
                     refs = tuple([s.trace_pos for s in srcs])
-                if op == "elementwise":
+                if op == ELEMENTWISE:
                     arg = node.arg
-                elif op == "matmul":
+                elif op == MATMUL:
                     arg = mode_of_matmul(node)
-                elif op == "const":
+                elif op == CONST:
                     arg = None  # the value is a kernel parameter (baked values are checked by ``lookup``)
-                elif op == "view":
+                elif op == VIEW:
                     # Offsets and mask bounds are parameters, as constants' values.
                     arg = node.arg.structure(srcs[0].numel)
                 else:
                     arg = node.arg
-                    if op == "kernel":  # a user's kernel allocates its own outputs; a fused op's names its structure
+                    if op == KERNEL:  # a user's kernel allocates its own outputs; a fused op's names its structure
                         arg = getattr(arg, "structure", None)
                         if arg is None:
                             cacheable = False

@@ -50,7 +50,7 @@ from collections import OrderedDict, defaultdict
 
 from .. import debug
 from ..graph.build import realize_as_alias
-from ..graph.node import Node, toposort
+from ..graph.node import Node, Op, toposort
 from ..ir import lru
 from ..kernels import (
     lowering as kernels,
@@ -66,6 +66,7 @@ from ..kernels import (
     tuning as kernels_tuning,
 )
 from ..kernels.index import index_arithmetic, needs_wide_index
+from ..kernels.lowering import GroupMode
 from ..runtime.base import Buffer, Dispatch
 from ..runtime.counters import counters
 from . import checks, plan_cache
@@ -96,7 +97,7 @@ def _consumer_counts(nodes: list[Node]) -> dict[int, int]:
 
 
 def _inline_kind(node: Node) -> bool:
-    return node.op in ("elementwise", "cast") or (node.op == "view" and node.arg.is_contiguous)
+    return node.op in (Op.ELEMENTWISE, Op.CAST) or (node.op == Op.VIEW and node.arg.is_contiguous)
 
 
 class Plan:
@@ -123,9 +124,9 @@ class Plan:
 
     def cost(self, node: Node) -> int:
         """Number of nodes inlined to compute ``node`` (roots and leaves count 1)."""
-        if node.op == "const" or (node.op == "view" and node.srcs[0].op == "const"):
+        if node.op == Op.CONST or (node.op == Op.VIEW and node.srcs[0].op == Op.CONST):
             return 0  # a broadcast constant is a parameter: free to recompute anywhere
-        if node.realized or id(node) in self.roots or node.op in ("reduce", "matmul"):
+        if node.realized or id(node) in self.roots or node.op in (Op.REDUCE, Op.MATMUL):
             return 1
         known = self._cost.get(id(node))
         if known is None:
@@ -146,7 +147,7 @@ class Plan:
             return
         self._claimed.add(id(root))
         main = self._main_reduce(root)
-        chain = [] if main is None else [main] if main.op == "matmul" else self._chain(main)
+        chain = [] if main is None else [main] if main.op == Op.MATMUL else self._chain(main)
         if main is None:
             chain = self._whole_row_chain(root)
             if chain:
@@ -172,27 +173,27 @@ class Plan:
             node_op = node.op
             for s in node.srcs:
                 s_id, s_op = id(s), s.op
-                if node_op == "kernel" or s_op == "kernel":  # a user's @vkml.kernel reads and writes whole buffers
+                if node_op == Op.KERNEL or s_op == Op.KERNEL:  # a user's @vkml.kernel reads and writes whole buffers
                     if not s.realized:
                         self._make_root(s)
                     continue
-                if s_op == "const":
+                if s_op == Op.CONST:
                     continue
                 if s.realized or (s_id in roots and s_id not in fused):
                     loads.add(s_id)
                     continue
-                if s_op == "reduce" or s_op == "matmul":
+                if s_op == Op.REDUCE or s_op == Op.MATMUL:
                     if s_id in fused:
                         stack.append(s)
                     else:
                         self._make_root(s)
                     continue
-                if node_op == "matmul":  # operand elements are loaded many times: compute them once
+                if node_op == Op.MATMUL:  # operand elements are loaded many times: compute them once
                     for operand in kernels_matmul.computed_operands(s, self._is_loaded):
                         self._make_root(operand)
                     if s_id in roots:
                         continue
-                broadcast = node_op == "view" and node.numel > s.numel
+                broadcast = node_op == Op.VIEW and node.numel > s.numel
                 if broadcast and id(node) in self._row_results:
                     stack.append(s)
                 elif broadcast and self.cost(s) > BROADCAST_RECOMPUTE_LIMIT:
@@ -215,8 +216,8 @@ class Plan:
         for x in node.srcs:
             if (
                 id(x) not in loads
-                and x.op != "const"
-                and (x.realized or id(x) in self.roots or x.op in ("reduce", "matmul", "kernel"))
+                and x.op != Op.CONST
+                and (x.realized or id(x) in self.roots or x.op in (Op.REDUCE, Op.MATMUL, Op.KERNEL))
             ):
                 count += 1
         return count
@@ -226,7 +227,7 @@ class Plan:
 
     def _main_reduce(self, root: Node) -> Node | None:
         """The reduction (or matmul) ``root``'s kernel computes: root itself, or one under a same-size expression."""
-        if root.op in ("reduce", "matmul"):
+        if root.op in (Op.REDUCE, Op.MATMUL):
             return root
         if not _inline_kind(root):
             return None
@@ -236,7 +237,7 @@ class Plan:
             for s in node.srcs:
                 if s.realized or id(s) in self.roots:
                     continue
-                if s.op in ("reduce", "matmul"):
+                if s.op in (Op.REDUCE, Op.MATMUL):
                     found.append(s)
                 elif _inline_kind(s) and self.consumers[id(s)] == 1:  # shared nodes are read elsewhere too
                     stack.append(s)
@@ -251,7 +252,7 @@ class Plan:
     def _whole_row_chain(self, root: Node) -> list[Node]:
         """Rule 7: the reductions ``root`` reads broadcast over their rows, when ``root`` has the rows' shape
         and a row fits one chunk of the device's rows kernel; else []."""
-        if root.op not in ("elementwise", "cast"):
+        if root.op not in (Op.ELEMENTWISE, Op.CAST):
             return []
         red = self._first_row_broadcast(root)
         if red is None or not kernels_reduce.row_in_one_chunk(red, kernels_tuning.tuning_for(root.device)):
@@ -266,9 +267,9 @@ class Plan:
             if id(node) in seen or node.realized or node.shape != root.shape:
                 continue
             seen.add(id(node))
-            if node.op in ("elementwise", "cast"):
+            if node.op in (Op.ELEMENTWISE, Op.CAST):
                 stack.extend(node.srcs)
-            elif node.op == "view" and node.numel > node.srcs[0].numel:
+            elif node.op == Op.VIEW and node.numel > node.srcs[0].numel:
                 for r in self._row_reductions(node.srcs[0], None):
                     if r.srcs[0].shape == root.shape and kernels.is_row_broadcast(node, r):
                         return r
@@ -287,13 +288,13 @@ class Plan:
         stack, seen = [start], set()
         while stack:
             node = stack.pop()
-            if id(node) in seen or node.realized or node.op == "const":
+            if id(node) in seen or node.realized or node.op == Op.CONST:
                 continue
             seen.add(id(node))
-            if node.op in ("elementwise", "cast") and node.shape == red.srcs[0].shape:
+            if node.op in (Op.ELEMENTWISE, Op.CAST) and node.shape == red.srcs[0].shape:
                 stack.extend(node.srcs)
                 continue
-            if node.op == "view" and kernels.is_row_broadcast(node, red):
+            if node.op == Op.VIEW and kernels.is_row_broadcast(node, red):
                 inner = self._row_reductions(node.srcs[0], red)
                 if inner:
                     views.append(node)
@@ -322,7 +323,7 @@ class Plan:
             seen.add(id(node))
             if id(node) in targets:
                 return True
-            if through_reductions or node.op not in ("reduce", "matmul"):
+            if through_reductions or node.op not in (Op.REDUCE, Op.MATMUL):
                 stack.extend(node.srcs)
         return False
 
@@ -331,11 +332,13 @@ class Plan:
         out, stack = [], [node]
         while stack:
             n = stack.pop()
-            if n.realized or n.op == "const" or (n.op == "view" and n.srcs[0].op == "const"):
+            if n.realized or n.op == Op.CONST or (n.op == Op.VIEW and n.srcs[0].op == Op.CONST):
                 continue
-            if n.op == "reduce":
+            if n.op == Op.REDUCE:
                 like = red if red is not None else (out[0] if out else n)
-                same_rows = n.arg[1] == like.arg[1] and n.shape == like.shape and n.srcs[0].shape == like.srcs[0].shape
+                same_rows = (
+                    n.arg.axes == like.arg.axes and n.shape == like.shape and n.srcs[0].shape == like.srcs[0].shape
+                )
                 if not same_rows or id(n) in self.produced_by:
                     return []
                 out.append(n)
@@ -468,12 +471,12 @@ class Signature:
         if is_leaf:
             self.leaves.append(n)
             return ("leaf", n.shape, n.dtype.name)
-        if n.op == "const":
+        if n.op == Op.CONST:
             self.consts.append(n)
             return ("const", n.shape, n.dtype.name)
         numbers = self._numbers
         sources = tuple([numbers[id(s)] for s in n.srcs])
-        if n.op == "view":
+        if n.op == Op.VIEW:
             source = n.srcs[0].numel
             if n.arg.value_count(source):
                 self.views.append(n)
@@ -489,14 +492,16 @@ def _lower_group(root: Node, chain: list[Node], leaf_ids, mode, baked) -> kernel
         return _lower_elementwise_or_reduce(root, chain, leaf_ids, mode, baked)
 
 
-def _lower_elementwise_or_reduce(root: Node, chain: list[Node], leaf_ids, mode: str, baked) -> kernels.GroupTemplate:
+def _lower_elementwise_or_reduce(
+    root: Node, chain: list[Node], leaf_ids, mode: GroupMode, baked
+) -> kernels.GroupTemplate:
     if not chain:
         return kernels.lower_elementwise(root, leaf_ids, baked)
-    if mode == "blocks":
+    if mode is GroupMode.BLOCKS:
         return kernels_reduce.lower_blocks(root, chain[-1], leaf_ids, baked)
-    if mode == "whole_rows":
+    if mode is GroupMode.WHOLE_ROWS:
         return kernels_reduce.lower_rows(root, chain, chain, leaf_ids, baked, whole_rows=True)
-    if mode == "columns":
+    if mode is GroupMode.COLUMNS:
         return kernels_reduce_columns.lower_columns(root, chain[-1], leaf_ids, baked)
     return kernels_reduce.lower_rows(root, chain, chain[:-1], leaf_ids, baked)
 
@@ -564,18 +569,20 @@ class _Group:
         self.root = root
         self.chain = plan.chains.get(id(root), [])
         stored = self.chain[:-1]
-        if self.chain and self.chain[-1].op == "matmul":  # the mode names the tiles (they depend on the device)
+        if self.chain and self.chain[-1].op == Op.MATMUL:  # the mode names the tiles (they depend on the device)
             self.mode = kernels_matmul.mode(self.chain[-1])
         elif self.chain and id(root) in plan.whole_rows:
-            self.mode, stored = "whole_rows", self.chain
+            self.mode, stored = GroupMode.WHOLE_ROWS, self.chain
         else:
-            self.mode = kernels_reduce.choose_mode(self.chain[-1], len(self.chain)) if self.chain else "elementwise"
+            self.mode = (
+                kernels_reduce.choose_mode(self.chain[-1], len(self.chain)) if self.chain else GroupMode.ELEMENTWISE
+            )
             if (
-                self.mode in ("rows", "blocks")
+                self.mode in (GroupMode.ROWS, GroupMode.BLOCKS)
                 and len(self.chain) == 1
                 and kernels_reduce_columns.columns_fit(self.chain[0])
             ):
-                self.mode = "columns"  # rule 8: a lone reduction over a strided axis
+                self.mode = GroupMode.COLUMNS  # rule 8: a lone reduction over a strided axis
         self.outputs = [root] + stored
         # Everything realized by other groups of this plan is loaded; this group's own outputs are computed.
         self.leaf_ids = _LoadedIds(leaf_ids, {id(n) for n in self.outputs})
@@ -603,7 +610,7 @@ def compile_recipe(plan: Plan) -> plan_cache.Recipe:
     recipe = plan_cache.Recipe()
     slot: dict[int, int] = {}  # node -> its index in recipe.outputs
     for g in _dependency_order(groups):
-        if g.root.op == "kernel":  # a user's @vkml.kernel binds its own buffers (vkml/dsl/kernel.py)
+        if g.root.op == Op.KERNEL:  # a user's @vkml.kernel binds its own buffers (vkml/dsl/kernel.py)
             recipe.steps.append(plan_cache.Step(None, position[id(g.root)], None, None))
             recipe.custom_roots.append(position[id(g.root)])
             continue
@@ -775,7 +782,7 @@ def fused_groups(nodes: list[Node], order: list[Node]) -> list[tuple[int, list[N
         leaf_ids = set(plan.roots)
         ordered = _dependency_order([_Group(plan, root, leaf_ids) for root in plan.groups()])
         counts = [
-            1 if g.root.op == "kernel" else 0 if g.root.numel == 0 else len(g.template().kernels) for g in ordered
+            1 if g.root.op == Op.KERNEL else 0 if g.root.numel == 0 else len(g.template().kernels) for g in ordered
         ]
     position = {id(n): i for i, n in enumerate(plan.nodes)}
     result = []

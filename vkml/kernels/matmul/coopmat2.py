@@ -35,7 +35,7 @@ import math
 from dataclasses import dataclass
 
 from ... import config as vkml_config
-from ...graph.node import Node
+from ...graph.node import Node, Op
 from ...ir import builder as B
 from ...ir import types as T
 from ...ir.core import Value
@@ -120,7 +120,7 @@ def fits(mm: Node, features) -> bool:
     a, b = mm.srcs
     if len(a.shape) != 2 or len(b.shape) != 2 or 0 in (*a.shape, *b.shape):
         return False
-    if any(not s.realized and s.op in ("view", "cast", "const") for s in (a, b)):
+    if any(not s.realized and s.op in (Op.VIEW, Op.CAST, Op.CONST) for s in (a, b)):
         return False
     largest = 2 * max(a.numel, b.numel, a.shape[0] * b.shape[1])
     return largest <= features.max_storage_buffer_range

@@ -38,7 +38,7 @@ import math
 from dataclasses import dataclass, replace
 
 from ... import config as vkml_config
-from ...graph.node import Node
+from ...graph.node import Node, Op
 from ...ir import builder as B
 from ...ir import types as T
 from ...ir.core import Value
@@ -257,9 +257,9 @@ def computed_operands(node: Node, is_loaded) -> list[Node]:
     found, stack = [], [node]
     while stack:
         n = stack.pop()
-        if n.realized or is_loaded(n) or n.op == "const" or n in found:
+        if n.realized or is_loaded(n) or n.op == Op.CONST or n in found:
             continue
-        if n.op == "view" or (n.op == "cast" and n.dtype.is_float):
+        if n.op == Op.VIEW or (n.op == Op.CAST and n.dtype.is_float):
             stack.extend(n.srcs)
         else:
             found.append(n)
@@ -318,9 +318,9 @@ class _Staging:
 def _contiguous_along_k(operand: Node, is_a: bool) -> bool:
     """Whether neighbouring k of ``operand`` are neighbours in memory (default: row-major operands)."""
     node = operand
-    while node.op == "cast":
+    while node.op == Op.CAST:
         node = node.srcs[0]
-    if node.op == "view" and len(node.arg.views) == 1:
+    if node.op == Op.VIEW and len(node.arg.views) == 1:
         strides = node.arg.views[0].strides
         k_stride, outer_stride = (strides[-1], strides[-2]) if is_a else (strides[-2], strides[-1])
         if abs(k_stride) == 1 or abs(outer_stride) == 1:

@@ -312,3 +312,21 @@ def test_a_recipe_names_its_parts():
     assert all(isinstance(ref, plan_cache.ParamRef) for ref in step.params)
     (output,) = recipe.outputs
     assert order[output.position] is y.node and output.numel == 6
+
+
+def test_a_group_keys_a_loaded_result_as_a_buffer():
+    """The template key is the plan key's walk over one group (plan_cache.group_structure), with what
+    the group loads taken as buffers: reading a result computed in the same realize or a realized
+    tensor of that shape is one template, and the group's key has the plan key's entries."""
+    schedule.clear_template_cache()
+    x = vkml.tensor(_data(0))
+    total = x.sum(0)
+    vkml.realize(total, total.exp() * 2)  # the product's kernel loads the sum's result
+    lowered = len(schedule._templates)
+    done = x.sum(0).realize()
+    (done.exp() * 2).realize()  # the same kernels, the sum read from its buffer
+    assert len(schedule._templates) == lowered == 2
+    root = done.exp().neg().node
+    order, key = plan_cache.group_structure(root, matmul_templates.mode, set())
+    assert order == toposort([root])  # one source a node: both walks take the same order
+    assert key == plan_cache.trace([root], matmul_templates.mode)[1]

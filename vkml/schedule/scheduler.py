@@ -393,22 +393,32 @@ class Plan:
 class Signature:
     """The structure of one group, as a cache key, and its leaves, constants and views in a fixed order.
 
+    The group is walked by ``plan_cache.group_structure``, the walk of the plan key, so one walker
+    describes a graph's structure for both caches.
+
     A view is described by ``ViewStack.structure``: its offsets and mask bounds are parameters
     like the constants' values, unless they are past the budget (then baked, and in the key).
     """
 
     def __init__(self, root: Node, chain: list[Node], stored: list[Node], leaf_ids, mode):
+        fused = {id(r) for r in chain}
+        order, walk = plan_cache.group_structure(root, kernels_matmul.mode, _GroupLeaves(leaf_ids, fused))
         self.leaves: list[Node] = []
         self.consts: list[Node] = []
         self.views: list[Node] = []  # inlined views with values (offsets, mask bounds)
-        self._numbers: dict[int, int] = {}
-        fused = {id(r) for r in chain}
-        walk = self._walk(root, leaf_ids, fused)
+        for n in order:  # classified as the walk took them: realized or loaded leaves, constants, views
+            if n.realized or (id(n) in leaf_ids and id(n) not in fused):
+                self.leaves.append(n)
+            elif n.op == Op.CONST:
+                self.consts.append(n)
+            elif n.op == Op.VIEW and n.arg.value_count(n.srcs[0].numel):
+                self.views.append(n)
         self.baked = self._over_budget() | self._views_over_budget(root, leaf_ids)
         baked_values = tuple((i, repr(n.arg)) for i, n in enumerate(self.consts) if id(n) in self.baked)
         baked_views = tuple((i, n.arg) for i, n in enumerate(self.views) if id(n) in self.baked)
-        chain_at = tuple(self._numbers[id(r)] for r in chain)
-        stored_at = tuple(self._numbers[id(r)] for r in stored)
+        position = {id(n): i for i, n in enumerate(order)}
+        chain_at = tuple(position[id(r)] for r in chain)
+        stored_at = tuple(position[id(r)] for r in stored)
         self.key = (mode, walk, chain_at, stored_at, baked_values, baked_views)
 
     def _views_over_budget(self, root: Node, leaf_ids) -> frozenset[int]:
@@ -439,49 +449,6 @@ class Signature:
             if used > kernels.PARAM_BUDGET_NBYTES:
                 baked.add(id(n))
         return frozenset(baked)
-
-    def _walk(self, node: Node, leaf_ids, fused) -> tuple:
-        """Describe the group's nodes in post-order; every node is numbered when it is described.
-
-        This runs for every group of every realize (the key is looked up before anything is
-        lowered), so a node's leafness is decided once, on entry, and carried to its exit.
-        """
-        numbers = self._numbers
-        out = []
-        stack: list[tuple[Node, bool | None]] = [(node, None)]  # None: enter the node; else exit, with is_leaf
-        while stack:
-            n, is_leaf = stack.pop()
-            n_id = id(n)
-            if is_leaf is not None:
-                numbers[n_id] = len(numbers)
-                out.append(self._describe(n, is_leaf))
-                continue
-            if n_id in numbers:
-                continue
-            numbers[n_id] = -1  # visiting
-            is_leaf = (n.realized or n_id in leaf_ids) and n_id not in fused
-            stack.append((n, is_leaf))
-            if not is_leaf:
-                for s in reversed(n.srcs):
-                    if id(s) not in numbers:
-                        stack.append((s, None))
-        return tuple(out)
-
-    def _describe(self, n: Node, is_leaf: bool) -> tuple:
-        if is_leaf:
-            self.leaves.append(n)
-            return ("leaf", n.shape, n.dtype.name)
-        if n.op == Op.CONST:
-            self.consts.append(n)
-            return ("const", n.shape, n.dtype.name)
-        numbers = self._numbers
-        sources = tuple([numbers[id(s)] for s in n.srcs])
-        if n.op == Op.VIEW:
-            source = n.srcs[0].numel
-            if n.arg.value_count(source):
-                self.views.append(n)
-            return ("view", n.arg.structure(source), n.shape, n.dtype.name, sources)
-        return (n.op, n.arg, n.shape, n.dtype.name, sources)
 
 
 def _lower_group(root: Node, chain: list[Node], leaf_ids, mode, baked) -> kernels.GroupTemplate:
@@ -545,6 +512,20 @@ class _TemplateKey:
 
     def __eq__(self, other) -> bool:
         return isinstance(other, _TemplateKey) and self._hash == other._hash and self.parts == other.parts
+
+
+class _GroupLeaves:
+    """Ids of the unrealized nodes a group's kernels load (``in`` only): ``loaded`` but the chain's reductions,
+    which the group computes; the leaves of its ``plan_cache.group_structure`` walk."""
+
+    __slots__ = ("_loaded", "_fused")
+
+    def __init__(self, loaded, fused: set[int]):
+        self._loaded = loaded
+        self._fused = fused
+
+    def __contains__(self, node_id: int) -> bool:
+        return node_id in self._loaded and node_id not in self._fused
 
 
 class _LoadedIds:

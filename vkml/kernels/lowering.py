@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import enum
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ..graph.node import Node, Op
 from ..graph.view import View, ViewStack
@@ -89,13 +90,41 @@ class GroupMode(enum.Enum):
     COLUMNS = "columns"
 
 
+class BufferKind(enum.Enum):
+    """What a kernel's buffer binds: a node it loads, a node it writes, or a temporary of its group."""
+
+    LEAF = "leaf"
+    OUT = "out"
+    TEMP = "temp"
+
+
+class BufferRole(NamedTuple):
+    """A kernel buffer's role: its ``kind`` and ``what`` it binds (the node; a temporary's index). Once the
+    template is indexed (``scheduler._indexed``), a node is its position among the group's leaves or outputs."""
+
+    kind: BufferKind
+    what: object
+
+
+class ViewRole(NamedTuple):
+    """A kernel parameter holding a value of ``view`` (the node; once indexed, its position among the group's
+    views): its offset (``field`` -1) or a mask bound at ``level``, as ``plan_cache.ViewParam`` computes it."""
+
+    view: object
+    level: int
+    field: int
+    divisor: int
+    bits: int
+
+
 @dataclass
 class KernelTemplate:
-    """A kernel and the roles of its buffers and parameters (see ``Lowering``)."""
+    """A kernel and the roles of its buffers and parameters (see ``Lowering``): a parameter's role is the
+    constant node it holds (once indexed, the constant's position) or a ``ViewRole``."""
 
     kernel: Kernel
     grid: tuple[int, int, int]
-    buffers: dict[str, tuple]
+    buffers: dict[str, BufferRole]
     params: dict[str, object]
 
 
@@ -381,9 +410,8 @@ class Lowering:
         self.kb = B.KernelBuilder(name, local_size)
         self.leaves = leaves  # ids of nodes computed by earlier kernels of this realize: loaded, not inlined
         self.baked = baked  # ids of constants emitted as IR constants instead of parameters
-        self.roles: dict[str, tuple] = {}  # binding name -> ("leaf", node) | ("out", node) | ("temp", j)
-        # parameter name -> const node | ("view", view node, level, field, divisor, bits): see view_values
-        self.param_roles: dict[str, object] = {}
+        self.roles: dict[str, BufferRole] = {}  # binding name -> its role
+        self.param_roles: dict[str, object] = {}  # parameter name -> const node | ViewRole (see view_values)
         self._leaf_refs: dict[int, B.BufferRef] = {}
         self._params: dict[int, Value] = {}
         self._view_params: dict[tuple, Value] = {}
@@ -392,7 +420,7 @@ class Lowering:
         self.fused: dict[int, Value] = {}  # a fused reduce node -> its result in this kernel
         self._per_group: dict[tuple, object] = {}  # what all positions of a group share, by value ids
 
-    def bind_buffer(self, dtype: T.DType, access: str, prefix: str, role: tuple) -> B.BufferRef:
+    def bind_buffer(self, dtype: T.DType, access: str, prefix: str, role: BufferRole) -> B.BufferRef:
         name = f"{prefix}{len(self.roles)}"
         self.roles[name] = role
         return self.kb.buffer(name, storage_dtype(dtype), access)  # bfloat16 is held as int16 bits
@@ -404,7 +432,9 @@ class Lowering:
     def _leaf(self, node: Node) -> B.BufferRef:
         ref = self._leaf_refs.get(id(node))
         if ref is None:
-            ref = self._leaf_refs[id(node)] = self.bind_buffer(node.dtype, "read", "in", ("leaf", node))
+            ref = self._leaf_refs[id(node)] = self.bind_buffer(
+                node.dtype, "read", "in", BufferRole(BufferKind.LEAF, node)
+            )
         return ref
 
     def _param(self, node: Node) -> Value:
@@ -461,7 +491,7 @@ class Lowering:
             dtype = index_dtype()
             name = f"v{len(self._view_params)}"
             bits = 32 if dtype is T.uint32 else 0  # uint32 parameters hold the value modulo 2^32
-            self.param_roles[name] = ("view", node, level, field, 1, bits)  # each value whole: divisor 1
+            self.param_roles[name] = ViewRole(node, level, field, 1, bits)  # each value whole: divisor 1
             v = self._view_params[key] = self.kb.param(name, dtype)
         return v
 
@@ -708,7 +738,7 @@ def lower_elementwise(root: Node, leaves, baked=frozenset(), tuning: Tuning | No
     L = Lowering(kernel_name(root, "E"), (local, 1, 1), leaves, baked)
     workgroups = -(-groups // span)
     grid = fold_grid(workgroups)
-    out_ref = L.bind_buffer(root.dtype, "write", "out", ("out", root))
+    out_ref = L.bind_buffer(root.dtype, "write", "out", BufferRole(BufferKind.OUT, root))
 
     def compute(q: Value, group_multi=None) -> list[Value]:
         if width == 1:

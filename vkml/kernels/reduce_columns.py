@@ -37,6 +37,8 @@ from ..graph.node import Node, Op
 from ..ir import builder as B
 from ..ir import types as T
 from .lowering import (
+    BufferKind,
+    BufferRole,
     GroupTemplate,
     Index,
     Lowering,
@@ -180,11 +182,17 @@ def _columns_pass(L: Lowering, r: _Reduction, root: Node, lay: ColumnsLayout, n:
     grid = fold_grid(workgroups * splits)
     assert r.width == 1  # the innermost axis is kept: no vectors along the reduced one
     tree = [L.kb.shared(f"blocks_{i}", t, lay.lanes) for i, t in enumerate(r.acc_types)] if nb > 1 else []
-    refs = [L.bind_buffer(t, "read", "part", ("temp", j)) for t, j in zip(r.acc_types, parts)] if parts else None
+    refs = (
+        [L.bind_buffer(t, "read", "part", BufferRole(BufferKind.TEMP, j)) for t, j in zip(r.acc_types, parts)]
+        if parts
+        else None
+    )
     if parts_out:
-        outs = [L.bind_buffer(t, "write", "part", ("temp", j)) for t, j in zip(r.acc_types, parts_out)]
+        outs = [
+            L.bind_buffer(t, "write", "part", BufferRole(BufferKind.TEMP, j)) for t, j in zip(r.acc_types, parts_out)
+        ]
     else:
-        out_ref = L.bind_buffer(root.dtype, "write", "out", ("out", root))
+        out_ref = L.bind_buffer(root.dtype, "write", "out", BufferRole(BufferKind.OUT, root))
     width_shift = lay.outputs.bit_length() - 1
     with L.kb:
         lid = local_index()

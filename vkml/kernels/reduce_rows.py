@@ -35,6 +35,8 @@ from ..ir import types as T
 from ..ops.cast import cast_value, narrow
 from ..ops.reduce import reduce_dtypes
 from .lowering import (
+    BufferKind,
+    BufferRole,
     GroupMode,
     GroupTemplate,
     Index,
@@ -377,8 +379,8 @@ def lower_rows(
     L = Lowering(kernel_name(root, "R"), (layout.lanes, 1, 1), leaves, baked)
     depth = nchunks.bit_length() if nchunks > 1 else 0
     reductions = [_Reduction(L, red, str(i), layout, depth, tuning) for i, red in enumerate(chain)]
-    out_ref = L.bind_buffer(root.dtype, "write", "out", ("out", root))
-    stored_refs = [(red, L.bind_buffer(red.dtype, "write", "out", ("out", red))) for red in stored]
+    out_ref = L.bind_buffer(root.dtype, "write", "out", BufferRole(BufferKind.OUT, root))
+    stored_refs = [(red, L.bind_buffer(red.dtype, "write", "out", BufferRole(BufferKind.OUT, red))) for red in stored]
     with L.kb:
         o = linear_workgroup(grid)
         with B.if_(o < _u32(outer)):  # uniform per workgroup, so the barriers inside are legal
@@ -459,14 +461,19 @@ def lower_blocks(root: Node, red: Node, leaves, baked=frozenset(), tuning: Tunin
         r = _Reduction(L, red, "", layout, depth, tuning)
         if parts is not None:  # later passes read the previous pass's partial results
             r.n, r.width = width, 1
-            refs = [L.bind_buffer(t, "read", "part", ("temp", j)) for t, j in zip(r.acc_types, parts)]
+            refs = [
+                L.bind_buffer(t, "read", "part", BufferRole(BufferKind.TEMP, j)) for t, j in zip(r.acc_types, parts)
+            ]
         if nblocks == 1:
-            out = L.bind_buffer(root.dtype, "write", "out", ("out", root))
+            out = L.bind_buffer(root.dtype, "write", "out", BufferRole(BufferKind.OUT, root))
         else:
             first = len(group.temps)
             group.temps += [(t, outer * nblocks) for t in r.acc_types]
             parts_out = list(range(first, len(group.temps)))
-            outs = [L.bind_buffer(t, "write", "part", ("temp", j)) for t, j in zip(r.acc_types, parts_out)]
+            outs = [
+                L.bind_buffer(t, "write", "part", BufferRole(BufferKind.TEMP, j))
+                for t, j in zip(r.acc_types, parts_out)
+            ]
         grid = fold_grid(outer * nblocks)
         with L.kb:
             wg = linear_workgroup(grid)

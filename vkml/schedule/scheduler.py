@@ -66,7 +66,7 @@ from ..kernels import (
     tuning as kernels_tuning,
 )
 from ..kernels.index import index_arithmetic, needs_wide_index
-from ..kernels.lowering import GroupMode
+from ..kernels.lowering import BufferKind, GroupMode, ViewRole
 from ..runtime.base import Buffer, Dispatch
 from ..runtime.counters import counters
 from . import checks, plan_cache
@@ -482,13 +482,13 @@ def _indexed(group: kernels.GroupTemplate, sig: Signature, outputs: list[Node]) 
     indexed = []
     for kt in group.kernels:
         buffers = {}
-        for name, (kind, what) in kt.buffers.items():
-            pos = {"leaf": leaf_pos, "out": out_pos}.get(kind)
-            buffers[name] = (kind, pos[id(what)] if pos is not None else what)
+        for name, role in kt.buffers.items():
+            pos = {BufferKind.LEAF: leaf_pos, BufferKind.OUT: out_pos}.get(role.kind)
+            buffers[name] = role if pos is None else role._replace(what=pos[id(role.what)])
         params = {}
         for name, role in kt.params.items():
-            if isinstance(role, tuple):  # ("view", node, level, field, divisor, bits): by the view's position
-                params[name] = (view_pos[id(role[1])], *role[2:])
+            if isinstance(role, ViewRole):  # by the view's position
+                params[name] = role._replace(view=view_pos[id(role.view)])
             else:
                 params[name] = const_pos[id(role)]
         indexed.append(kernels.KernelTemplate(kt.kernel, kt.grid, buffers, params))
@@ -610,7 +610,7 @@ def compile_recipe(plan: Plan) -> plan_cache.Recipe:
             buffer_refs = []
             BufferRef = plan_cache.BufferRef
             for name, (kind, pos) in kt.buffers.items():
-                if kind == "leaf":
+                if kind is BufferKind.LEAF:
                     leaf = g.sig.leaves[pos]
                     if leaf.realized:
                         buffer_refs.append(BufferRef(name, plan_cache.LEAF, position[id(leaf)]))
@@ -618,7 +618,7 @@ def compile_recipe(plan: Plan) -> plan_cache.Recipe:
                         buffer_refs.append(BufferRef(name, plan_cache.OUT, slot[id(leaf)]))
                     else:  # written by a user's kernel
                         buffer_refs.append(BufferRef(name, plan_cache.CUSTOM, position[id(leaf)]))
-                elif kind == "out":
+                elif kind is BufferKind.OUT:
                     buffer_refs.append(BufferRef(name, plan_cache.OUT, slot[id(g.outputs[pos])]))
                 else:
                     buffer_refs.append(BufferRef(name, plan_cache.TEMP, first_temp + pos))
@@ -627,7 +627,9 @@ def compile_recipe(plan: Plan) -> plan_cache.Recipe:
                     name,
                     position[id(consts[pos])]
                     if pos.__class__ is int
-                    else plan_cache.ViewParam(position[id(g.sig.views[pos[0]])], *pos[1:]),
+                    else plan_cache.ViewParam(
+                        position[id(g.sig.views[pos.view])], pos.level, pos.field, pos.divisor, pos.bits
+                    ),
                 )
                 for name, pos in kt.params.items()
             )

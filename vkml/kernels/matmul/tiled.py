@@ -44,6 +44,8 @@ from ...ir import types as T
 from ...ir.core import Value
 from ...ops.cast import narrow
 from ..lowering import (
+    BufferKind,
+    BufferRole,
     GroupTemplate,
     Index,
     Lowering,
@@ -364,7 +366,7 @@ def lower_matmul(root: Node, mm: Node, leaves, baked, config: MatmulConfig) -> G
     total = math.prod(batch) * tiles_m * tiles_n
     grid = fold_grid(total)
     L = Lowering(kernel_name(root, "MM"), (threads, 1, 1), leaves, baked)
-    out_ref = L.bind_buffer(root.dtype, "write", "out", ("out", root))
+    out_ref = L.bind_buffer(root.dtype, "write", "out", BufferRole(BufferKind.OUT, root))
     a_stride, b_stride = bm + config.pad, bn + config.pad
     k_steps = -(-k_size // bk)
     buffers = 2 if k_steps > 1 else 1  # double buffering: the next tile is stored while this one is read

@@ -208,13 +208,12 @@ def _convert_grad(n, g):
 # tracer would write takes it from there: the rule runs on Syms, whose operators and methods record
 # (``_SYM_METHODS``), with ``_SymF`` as its ``ctx.F``. The ops of ``OWN_RULES`` keep a rule of their
 # own, because their OpDef's rounds differently or handles Python-number operands, ties or errors
-# otherwise: div (recomputes a / b), exp2, rsqrt, sigmoid, erf, erfc, erfinv, gelu, gelu_tanh (another
-# association or formula), softplus (beta, threshold), pow, clamp, maximum, minimum, sinc (Python
-# numbers, ties), atan2, trigamma (NotDifferentiable, not NotImplementedError). Moving one onto its
+# otherwise: exp2, rsqrt, sigmoid, erf, erfc, erfinv, gelu, gelu_tanh, atan2 (another association or
+# formula), softplus (beta, threshold), pow, clamp, maximum, minimum, sinc (Python numbers, ties,
+# == on operands, which a Sym does not record), trigamma (NotDifferentiable, not NotImplementedError). Moving one onto its
 # OpDef changes the bits of custom ops' gradients that use it (tests/test_custom_grad.py holds the list).
 OWN_RULES = frozenset(
     (
-        "div",
         "exp2",
         "rsqrt",
         "sigmoid",
@@ -271,7 +270,7 @@ PRIMS: dict[str, Prim] = {
     "add": Prim(operator.add, 2, _opdef_grad("add", 2)),
     "sub": Prim(operator.sub, 2, _opdef_grad("sub", 2)),
     "mul": Prim(operator.mul, 2, _opdef_grad("mul", 2)),
-    "div": Prim(operator.truediv, 2, lambda n, g: (g / n.args[1], -g * (n / n.args[1]))),
+    "div": Prim(operator.truediv, 2, _opdef_grad("div", 2)),
     "neg": Prim(operator.neg, 1, _opdef_grad("neg", 1)),
     "select": Prim(B.select, 3, lambda n, g: (None, _zero_unless(n.args[0], g), _select(n.args[0], 0.0, g))),
     "convert": Prim(B.convert, 1, _convert_grad),

@@ -94,13 +94,13 @@ class _Recorder:
     def realized(self, device, dispatches, recipe, order) -> None:
         if threading.get_ident() != self.thread:
             return
-        if any(step[0] is None for step in recipe.steps):
+        if any(step.kernel is None for step in recipe.steps):
             raise JitError(f"{self.name}: a user's @vkml.kernel inside a captured function is not supported")
         self.devices.add(device)
         for step in recipe.steps:  # one dispatch per step (no step of a user's kernel: refused above)
             sources = {}
-            for name, p in step[3]:
-                sources[name] = (order[p], None) if p.__class__ is int else (order[p[0]], p[1:])
+            for name, p in step.params:  # ParamRefs: a constant's position, or a ViewParam
+                sources[name] = (order[p], None) if p.__class__ is int else (order[p.position], p[1:])
             self.sources.append(sources)
         self.dispatches += dispatches
 

@@ -1,8 +1,10 @@
-"""graph.toposort: every reachable node once, sources before users, in a fixed documented order."""
+"""graph.toposort: every reachable node once, sources before users, in a fixed documented order; typed nodes."""
 
 import random
 
-from vkml.graph.node import Node, toposort
+import vkml
+from vkml.graph.node import Cast, Cat, Elementwise, Matmul, Node, Op, Random, Reduce, toposort
+from vkml.graph.view import ViewStack
 from vkml.ir import types as T
 from vkml.runtime.cpu import CPU
 
@@ -50,3 +52,29 @@ def test_toposort_handles_chains_deeper_than_the_recursion_limit():
     for _ in range(5000):
         node = Node("elementwise", (node,), None, (1,), T.float32, CPU)
     assert len(toposort([node])) == 5001
+
+
+def test_every_node_the_frontend_builds_has_an_op_constant_and_its_named_arg():
+    """Node.op is one of the Op constants and each op's arg its named type (vkml/graph/node.py)."""
+    x = vkml.ones(2, 3)
+    out = (
+        vkml.cat([x * 2, x.int().float()], 0).sum(0, keepdim=True)
+        + (x @ x.t()).sum()
+        + vkml.rand(1, 3)
+        + x.view(vkml.int32).view(vkml.float32).max(0).values
+    )
+    args = {
+        Op.ELEMENTWISE: Elementwise,
+        Op.REDUCE: Reduce,
+        Op.CAST: Cast,
+        Op.CAT: Cat,
+        Op.MATMUL: Matmul,
+        Op.RANDOM: Random,
+        Op.VIEW: ViewStack,
+    }
+    nodes = toposort([out.node])
+    assert {n.op for n in nodes} >= set(args) | {Op.CONST}
+    for n in nodes:
+        assert type(n.op) is Op and n.op in Op.ALL, n
+        if n.op in args:
+            assert type(n.arg) is args[n.op], n

@@ -10,9 +10,10 @@ import pytest
 import vkml
 from vkml import debug
 from vkml.graph import build as lazy
-from vkml.graph.node import Node, toposort
+from vkml.graph.node import Elementwise, Node, Op, toposort
 from vkml.kernels import lowering as kernels
 from vkml.kernels import matmul as matmul_templates
+from vkml.ops.registry import REGISTRY
 from vkml.schedule import plan_cache
 from vkml.schedule import scheduler as schedule
 
@@ -206,7 +207,9 @@ def test_trace_order_is_toposort_order():
                 pool += [const] * int(rng.integers(1, 3))
                 continue
             srcs = tuple(pool[int(i)] for i in rng.integers(0, len(pool), int(rng.integers(1, 4))))
-            pool.append(Node("elementwise", srcs, ("add", srcs[0].dtype), (4, 8), srcs[0].dtype, device))
+            pool.append(
+                Node(Op.ELEMENTWISE, srcs, Elementwise(REGISTRY["add"], srcs[0].dtype), (4, 8), srcs[0].dtype, device)
+            )
         roots = [pool[int(i)] for i in rng.integers(3, len(pool), 2)] if len(pool) > 4 else [pool[-1]]
         order, key = plan_cache.trace(roots, matmul_templates.mode)
         assert order == toposort(roots)
@@ -220,10 +223,10 @@ def test_the_key_names_each_source_even_where_the_order_is_the_same():
 
     def graph(neg_reads_p: bool):
         a, b = vkml.tensor(_data(0)).node, vkml.tensor(_data(1)).node
-        p = Node("elementwise", (a, b), ("mul", f32), (4, 8), f32, cpu)
-        q = Node("elementwise", (a, b), ("add", f32), (4, 8), f32, cpu)
-        neg = Node("elementwise", (p if neg_reads_p else q,), ("neg", f32), (4, 8), f32, cpu)
-        return Node("elementwise", (neg, p, q), ("where", f32), (4, 8), f32, cpu)
+        p = Node(Op.ELEMENTWISE, (a, b), Elementwise(REGISTRY["mul"], f32), (4, 8), f32, cpu)
+        q = Node(Op.ELEMENTWISE, (a, b), Elementwise(REGISTRY["add"], f32), (4, 8), f32, cpu)
+        neg = Node(Op.ELEMENTWISE, (p if neg_reads_p else q,), Elementwise(REGISTRY["neg"], f32), (4, 8), f32, cpu)
+        return Node(Op.ELEMENTWISE, (neg, p, q), Elementwise(REGISTRY["where"], f32), (4, 8), f32, cpu)
 
     (order_p, key_p), (order_q, key_q) = (plan_cache.trace([graph(w)], matmul_templates.mode) for w in (True, False))
     assert [n.arg for n in order_p] == [n.arg for n in order_q]
@@ -242,7 +245,7 @@ def test_trace_marks_on_shared_nodes_never_leak_between_walks():
             pool.append(lazy.const_node(float(rng.random()), vkml.float32, (4, 8), cpu))
             continue
         srcs = tuple(pool[int(i)] for i in rng.integers(0, len(pool), int(rng.integers(1, 4))))
-        pool.append(Node("elementwise", srcs, ("add", vkml.float32), (4, 8), vkml.float32, cpu))
+        pool.append(Node(Op.ELEMENTWISE, srcs, Elementwise(REGISTRY["add"], vkml.float32), (4, 8), vkml.float32, cpu))
     realized = 0
     for step in range(60):
         roots = [pool[int(i)] for i in rng.integers(0, len(pool), int(rng.integers(1, 4)))]
@@ -309,3 +312,21 @@ def test_a_recipe_names_its_parts():
     assert all(isinstance(ref, plan_cache.ParamRef) for ref in step.params)
     (output,) = recipe.outputs
     assert order[output.position] is y.node and output.numel == 6
+
+
+def test_a_group_keys_a_loaded_result_as_a_buffer():
+    """The template key is the plan key's walk over one group (plan_cache.group_structure), with what
+    the group loads taken as buffers: reading a result computed in the same realize or a realized
+    tensor of that shape is one template, and the group's key has the plan key's entries."""
+    schedule.clear_template_cache()
+    x = vkml.tensor(_data(0))
+    total = x.sum(0)
+    vkml.realize(total, total.exp() * 2)  # the product's kernel loads the sum's result
+    lowered = len(schedule._templates)
+    done = x.sum(0).realize()
+    (done.exp() * 2).realize()  # the same kernels, the sum read from its buffer
+    assert len(schedule._templates) == lowered == 2
+    root = done.exp().neg().node
+    order, key = plan_cache.group_structure(root, matmul_templates.mode, set())
+    assert order == toposort([root])  # one source a node: both walks take the same order
+    assert key == plan_cache.trace([root], matmul_templates.mode)[1]

@@ -163,7 +163,7 @@ def _shown(node) -> bool:
 
 def _op_text(node) -> str:
     """One fused op: its name, shape and dtype, and the user's line that made it."""
-    name = node.arg[0] if node.op in ("elementwise", "reduce") else node.op
+    name = node.arg.op.name if node.op in ("elementwise", "reduce") else node.op
     shape = "(" + ", ".join(map(str, node.shape)) + ("," if len(node.shape) == 1 else "") + ")"
     where = node.origin or "source unknown: set VKML_DEBUG=3 before importing vkml"
     return f"{name:<12} {shape} {node.dtype.name}  at {where}"
@@ -181,7 +181,7 @@ def dump_graph(*tensors, format: str = "text", file=None) -> str:  # noqa: A002 
 
     >>> import vkml
     >>> print(vkml.debug.dump_graph(vkml.ones(2) * 2))  # doctest: +ELLIPSIS
-    %0 elementwise (2,) float32 cpu  ('mul', vkml.float32)
+    %0 elementwise (2,) float32 cpu  Elementwise('mul', vkml.float32)
       %1 view (2,) float32 cpu  ViewStack(...
         %2 const () float32 cpu  1.0
       %3 view (2,) float32 cpu  ViewStack(...

@@ -37,6 +37,7 @@ from ..ir import builder as B
 from ..ir import types as T
 from ..ir.core import Value
 from ..ops import mathlib as M
+from ..ops.grads import GradContext
 from ..ops.registry import REGISTRY
 
 _state = threading.local()
@@ -201,28 +202,89 @@ def _convert_grad(n, g):
     return (g if x.dtype.is_float and n.dtype.is_float else None,)
 
 
+# ---------------------------------------------------------------- derivatives written once, on the OpDef
+#
+# An op whose OpDef.grad (written with tensor operators, methods and ctx.F) gives the derivative this
+# tracer would write takes it from there: the rule runs on Syms, whose operators and methods record
+# (``_SYM_METHODS``), with ``_SymF`` as its ``ctx.F``. The ops of ``OWN_RULES`` keep a rule of their
+# own, because their OpDef's rounds differently or handles Python-number operands, ties or errors
+# otherwise: exp2, rsqrt, sigmoid, erf, erfc, erfinv, gelu, gelu_tanh, atan2 (another association or
+# formula), softplus (beta, threshold), pow, clamp, maximum, minimum, sinc (Python numbers, ties,
+# == on operands, which a Sym does not record), trigamma (NotDifferentiable, not NotImplementedError). Moving one onto its
+# OpDef changes the bits of custom ops' gradients that use it (tests/test_custom_grad.py holds the list).
+OWN_RULES = frozenset(
+    (
+        "exp2",
+        "rsqrt",
+        "sigmoid",
+        "erf",
+        "erfc",
+        "erfinv",
+        "gelu",
+        "gelu_tanh",
+        "softplus",
+        "pow",
+        "clamp",
+        "maximum",
+        "minimum",
+        "sinc",
+        "atan2",
+        "trigamma",
+    )
+)
+_SYM_METHODS = ("cos", "sin", "cosh", "sinh", "rsqrt", "sign", "digamma", "exp", "log", "tanh", "sigmoid")
+for _name in _SYM_METHODS:
+    setattr(Sym, _name, lambda a, _op=_name: record(_op, a))
+
+
+class _SymF:
+    """``ctx.F`` for an OpDef's gradient rule run on Syms: the few vkml functions those rules call."""
+
+    @staticmethod
+    def where(condition, x, y) -> Sym:
+        return record("select", condition, x, y)
+
+    @staticmethod
+    def polygamma(n: int, x) -> Sym:
+        if n != 1:
+            raise NotDifferentiable(f"cannot differentiate through polygamma({n}, x)")
+        return record("trigamma", x)
+
+
+def _opdef_grad(name: str, nvalues: int) -> Callable:
+    """The Prim gradient of ``name``: its OpDef's ``grad`` rule, run on the recorded node's Syms."""
+    rule = REGISTRY[name].grad
+
+    def grad(n: Sym, g: Sym) -> tuple:
+        inputs = n.args[:nvalues]
+        return tuple(rule(GradContext(g, inputs, n, {}, _SymF, (True,) * nvalues)))
+
+    grad.from_opdef = name  # what tests/test_custom_grad.py checks
+    return grad
+
+
 _LN2 = math.log(2)
 
 PRIMS: dict[str, Prim] = {
     # arithmetic (the operators on IR values)
-    "add": Prim(operator.add, 2, lambda n, g: (g, g)),
-    "sub": Prim(operator.sub, 2, lambda n, g: (g, -g)),
-    "mul": Prim(operator.mul, 2, lambda n, g: (g * n.args[1], g * n.args[0])),
-    "div": Prim(operator.truediv, 2, lambda n, g: (g / n.args[1], -g * (n / n.args[1]))),
-    "neg": Prim(operator.neg, 1, lambda n, g: (-g,)),
+    "add": Prim(operator.add, 2, _opdef_grad("add", 2)),
+    "sub": Prim(operator.sub, 2, _opdef_grad("sub", 2)),
+    "mul": Prim(operator.mul, 2, _opdef_grad("mul", 2)),
+    "div": Prim(operator.truediv, 2, _opdef_grad("div", 2)),
+    "neg": Prim(operator.neg, 1, _opdef_grad("neg", 1)),
     "select": Prim(B.select, 3, lambda n, g: (None, _zero_unless(n.args[0], g), _select(n.args[0], 0.0, g))),
     "convert": Prim(B.convert, 1, _convert_grad),
     "const": Prim(B.const, 0),
     # the math library, differentiated as whole functions
-    "exp": Prim(M.exp, 1, lambda n, g: (g * n,)),
+    "exp": Prim(M.exp, 1, _opdef_grad("exp", 1)),
     "exp2": Prim(M.exp2, 1, lambda n, g: (g * n * _LN2,)),
-    "expm1": Prim(M.expm1, 1, lambda n, g: (g * (n + 1.0),)),
-    "log": Prim(M.log, 1, lambda n, g: (g / n.args[0],)),
-    "log2": Prim(M.log2, 1, lambda n, g: (g / (n.args[0] * _LN2),)),
-    "log1p": Prim(M.log1p, 1, lambda n, g: (g / (n.args[0] + 1.0),)),
-    "sqrt": Prim(M.sqrt, 1, lambda n, g: (g / (n * 2.0),)),
+    "expm1": Prim(M.expm1, 1, _opdef_grad("expm1", 1)),
+    "log": Prim(M.log, 1, _opdef_grad("log", 1)),
+    "log2": Prim(M.log2, 1, _opdef_grad("log2", 1)),
+    "log1p": Prim(M.log1p, 1, _opdef_grad("log1p", 1)),
+    "sqrt": Prim(M.sqrt, 1, _opdef_grad("sqrt", 1)),
     "rsqrt": Prim(M.rsqrt, 1, lambda n, g: (g * (n * n * n) * -0.5,)),
-    "tanh": Prim(M.tanh, 1, lambda n, g: (g * (1.0 - n * n),)),
+    "tanh": Prim(M.tanh, 1, _opdef_grad("tanh", 1)),
     "sigmoid": Prim(M.sigmoid, 1, lambda n, g: (g * ((1.0 - n) * n),)),
     "erf": Prim(M.erf, 1, lambda n, g: (g * record("exp", -(n.args[0] * n.args[0])) * (2 / math.sqrt(math.pi)),)),
     "gelu": Prim(M.gelu, 1, _gelu_grad),
@@ -230,11 +292,11 @@ PRIMS: dict[str, Prim] = {
     "softplus": Prim(M.softplus, 1, _softplus_grad),
     # the built-in ops' own bodies (integer and float), so dsl.maximum is vkml.maximum
     "pow": Prim(REGISTRY["pow"].body, 2, _pow_grads),
-    "abs": Prim(REGISTRY["abs"].body, 1, lambda n, g: (g * record("sign", n.args[0]),)),
+    "abs": Prim(REGISTRY["abs"].body, 1, _opdef_grad("abs", 1)),
     "maximum": Prim(REGISTRY["maximum"].body, 2, _maximum_grads),
     "minimum": Prim(REGISTRY["minimum"].body, 2, _minimum_grads),
     "clamp": Prim(lambda x, lo, hi: _clamp_impl(x, lo, hi), 3, _clamp_grads),
-    "relu": Prim(REGISTRY["relu"].body, 1, lambda n, g: (_select(n <= 0.0, 0.0, g),)),
+    "relu": Prim(REGISTRY["relu"].body, 1, _opdef_grad("relu", 1)),
     # zero gradient
     "sign": Prim(REGISTRY["sign"].body, 1),
     "floor": Prim(B.floor, 1),
@@ -406,26 +468,26 @@ def _trigamma_grad(n, g):
 
 PRIMS.update(
     {
-        "sin": Prim(M.sin, 1, lambda n, g: (g * record("cos", n.args[0]),)),
-        "cos": Prim(M.cos, 1, lambda n, g: (-(g * record("sin", n.args[0])),)),
-        "tan": Prim(M.tan, 1, lambda n, g: (g * (n * n + 1.0),)),
-        "asin": Prim(M.asin, 1, lambda n, g: (g * record("rsqrt", 1.0 - n.args[0] * n.args[0]),)),
-        "acos": Prim(M.acos, 1, lambda n, g: (-(g * record("rsqrt", 1.0 - n.args[0] * n.args[0])),)),
-        "atan": Prim(M.atan, 1, lambda n, g: (g / (n.args[0] * n.args[0] + 1.0),)),
+        "sin": Prim(M.sin, 1, _opdef_grad("sin", 1)),
+        "cos": Prim(M.cos, 1, _opdef_grad("cos", 1)),
+        "tan": Prim(M.tan, 1, _opdef_grad("tan", 1)),
+        "asin": Prim(M.asin, 1, _opdef_grad("asin", 1)),
+        "acos": Prim(M.acos, 1, _opdef_grad("acos", 1)),
+        "atan": Prim(M.atan, 1, _opdef_grad("atan", 1)),
         "atan2": Prim(M.atan2, 2, _atan2_grads),
-        "sinh": Prim(M.sinh, 1, lambda n, g: (g * record("cosh", n.args[0]),)),
-        "cosh": Prim(M.cosh, 1, lambda n, g: (g * record("sinh", n.args[0]),)),
-        "asinh": Prim(M.asinh, 1, lambda n, g: (g * record("rsqrt", n.args[0] * n.args[0] + 1.0),)),
-        "acosh": Prim(M.acosh, 1, lambda n, g: (g * record("rsqrt", n.args[0] * n.args[0] - 1.0),)),
-        "atanh": Prim(M.atanh, 1, lambda n, g: (g / (1.0 - n.args[0] * n.args[0]),)),
+        "sinh": Prim(M.sinh, 1, _opdef_grad("sinh", 1)),
+        "cosh": Prim(M.cosh, 1, _opdef_grad("cosh", 1)),
+        "asinh": Prim(M.asinh, 1, _opdef_grad("asinh", 1)),
+        "acosh": Prim(M.acosh, 1, _opdef_grad("acosh", 1)),
+        "atanh": Prim(M.atanh, 1, _opdef_grad("atanh", 1)),
         "erfc": Prim(
             M.erfc, 1, lambda n, g: (g * record("exp", -(n.args[0] * n.args[0])) * (-2 / math.sqrt(math.pi)),)
         ),
         "erfinv": Prim(M.erfinv, 1, lambda n, g: (g * record("exp", n * n) * (math.sqrt(math.pi) / 2),)),
-        "log10": Prim(M.log10, 1, lambda n, g: (g / (n.args[0] * math.log(10)),)),
+        "log10": Prim(M.log10, 1, _opdef_grad("log10", 1)),
         "sinc": Prim(M.sinc, 1, _sinc_grad),
-        "lgamma": Prim(M.lgamma, 1, lambda n, g: (g * record("digamma", n.args[0]),)),
-        "digamma": Prim(M.digamma, 1, lambda n, g: (g * record("trigamma", n.args[0]),)),
+        "lgamma": Prim(M.lgamma, 1, _opdef_grad("lgamma", 1)),
+        "digamma": Prim(M.digamma, 1, _opdef_grad("digamma", 1)),
         "trigamma": Prim(M.trigamma, 1, _trigamma_grad),
     }
 )

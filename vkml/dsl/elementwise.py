@@ -148,7 +148,7 @@ class CustomOp:
     def __call__(self, *args, **kwargs):
         operands = self.operands(args, kwargs)
         node = lazy.elementwise(self.name, [_node(v) for v in operands])
-        result = self.result_dtype(node.arg[1])
+        result = self.result_dtype(node.arg.compute)
         if result is not node.dtype:
             node = Node(node.op, node.srcs, node.arg, node.shape, result, node.device)
         return autograd.record(self.name, operands, _wrap(node))
@@ -250,10 +250,12 @@ def _replace(op: OpDef) -> None:
 
 
 def _unregister(name: str) -> None:
-    # Only custom names come here. Kernels lowered for the old definition are cached by op name
-    # (vkml/schedule/scheduler.py), so they must go too, or a redefined op would run its old body.
+    # Only custom names come here. Nodes hold their OpDef (vkml/graph/node.py), so kernels lowered for
+    # the old definition are keyed by it and never reused for the new one; they go to free them. So do
+    # the remembered binary promotion decisions, which hold the old OpDef in the node argument they give.
     if REGISTRY.pop(name, None) is not None:
         schedule.clear_template_cache()
+        lazy.forget_promotion_decisions()
 
 
 def remove(op: CustomOp) -> None:

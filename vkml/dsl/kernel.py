@@ -42,7 +42,7 @@ from collections.abc import Callable
 from ..errors import DTypeError, IRError, ShapeError
 from ..frontend.operators import _wrap
 from ..graph import build as lazy
-from ..graph.node import Node
+from ..graph.node import Node, Op
 from ..ir import builder as B
 from ..ir import types as T
 from ..ir.core import Kernel, Value
@@ -210,7 +210,7 @@ class CustomKernel:
         }
         call = KernelCall(kernel, self._grid(specs, out_specs), names, all_names[len(names) :], out_specs, params)
         outs = [
-            Node("kernel", tuple(tensors), KernelOutput(call, k), shape, dtype, device)
+            Node(Op.KERNEL, tuple(tensors), KernelOutput(call, k), shape, dtype, device)
             for k, (shape, dtype) in enumerate(out_specs)
         ]
         call.out_nodes = [weakref.ref(n) for n in outs]

@@ -47,7 +47,7 @@ import weakref
 import numpy as np
 
 from ..graph import build as lazy
-from ..graph.node import Node
+from ..graph.node import Node, Op
 from ..ir import core as ir
 from ..ir import types as T
 from ..kernels import matmul as kernels_matmul
@@ -94,13 +94,13 @@ class _Recorder:
     def realized(self, device, dispatches, recipe, order) -> None:
         if threading.get_ident() != self.thread:
             return
-        if any(step[0] is None for step in recipe.steps):
+        if any(step.kernel is None for step in recipe.steps):
             raise JitError(f"{self.name}: a user's @vkml.kernel inside a captured function is not supported")
         self.devices.add(device)
         for step in recipe.steps:  # one dispatch per step (no step of a user's kernel: refused above)
             sources = {}
-            for name, p in step[3]:
-                sources[name] = (order[p], None) if p.__class__ is int else (order[p[0]], p[1:])
+            for name, p in step.params:  # ParamRefs: a constant's position, or a ViewParam
+                sources[name] = (order[p], None) if p.__class__ is int else (order[p.position], p[1:])
             self.sources.append(sources)
         self.dispatches += dispatches
 
@@ -816,7 +816,7 @@ class _Program:
         nodes = {}
         for s in self.slots:
             if s.last is not None:
-                n = Node("buffer", (), None, s.shape, s.dtype, self.device)
+                n = Node(Op.BUFFER, (), None, s.shape, s.dtype, self.device)
                 n.buffer = s.last
                 nodes[id(s)] = n
         made = []
@@ -846,7 +846,7 @@ class _Program:
         return outs
 
 
-_nothing = Node("buffer", (), None, (), None, None)  # a guard nothing computes through (replayed checks are done)
+_nothing = Node(Op.BUFFER, (), None, (), None, None)  # a guard nothing computes through (replayed checks are done)
 
 
 def _derived_view_param(node, node_first, ref, call: _Call, first: _Call, node_pos: dict):

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import DTypeError, ShapeError
 from ..graph import build as lazy
-from ..graph.node import Node
+from ..graph.node import Cat, Matmul, Node, Op
 from ..ir import types as T
 from ..ops import grads as _grads
 from ..ops.cast import work_dtype
@@ -285,8 +285,15 @@ def _from_numpy(array: np.ndarray, device, dtype: T.DType | None = None, op: str
     """A tensor of ``array``'s elements (of ``dtype``, whose storage they are: bfloat16 bits as int16)."""
     dtype = dtype or T.from_numpy(array.dtype)
     check_device_dtype(op, dtype, device)
+<<<<<<< HEAD
     buf = device.upload_new(dtype, np.ascontiguousarray(array).reshape(-1))
     node = Node("buffer", (), None, array.shape, dtype, device)
+=======
+    buf = device.allocate(dtype, array.size)
+    if array.size:
+        device.upload(buf, np.ascontiguousarray(array).reshape(-1))
+    node = Node(Op.BUFFER, (), None, array.shape, dtype, device)
+>>>>>>> h/typed
     node.buffer = buf
     from ..tensor import Tensor
 
@@ -582,7 +589,7 @@ def matmul(input, other):
         # An integer operand is converted to float32 (as the sum below would): float16 widens in the kernel.
         xa, yb = (lazy.cast_node(t.node, T.float32) if not t.dtype.is_float else t.node for t in (x, y))
         xa, yb = lazy.expand_to(xa, (*batch, m, k)), lazy.expand_to(yb, (*batch, k, n))
-        out = _wrap(Node("matmul", (xa, yb), "float32", (*batch, m, n), result_dtype, xa.device))
+        out = _wrap(Node(Op.MATMUL, (xa, yb), Matmul(T.float32), (*batch, m, n), result_dtype, xa.device))
     else:  # integers (exact in any order), float64 (the sum's tree) and k == 0 (zeros): a sum of products
         wide = T.float32 if result_dtype in (T.float16, T.bfloat16) else result_dtype
         xa = expand(reshape(cast(x, wide), *x.shape[:-1], 1, k), *batch, m, n, k)
@@ -743,7 +750,7 @@ def cat(tensors, dim: int = 0):
     shape[d] = builtins_sum(n.shape[d] for n in parts)
     if len(parts) == 1:
         return _wrap(parts[0])
-    return _wrap(Node("cat", tuple(parts), d, tuple(shape), dtype, dev))
+    return _wrap(Node(Op.CAT, tuple(parts), Cat(d), tuple(shape), dtype, dev))
 
 
 def builtins_sum(values):

@@ -22,7 +22,7 @@ import threading
 
 from ..errors import DTypeError
 from ..graph import build as lazy
-from ..graph.node import Node
+from ..graph.node import Node, Op, Random
 from ..ir import types as T
 from ..ops.promotion import default_float
 from ..schedule import scheduler as _scheduler
@@ -123,7 +123,7 @@ def random_tensor(kind: str, shape, dtype=None, device=None, generator: Generato
     srcs = tuple(lazy.const_node(w, T.int32, (), dev) for w in words)  # int32 bits: parameters of the kernel
     if _scheduler.recorder is not None:  # vkml.jit draws again on replay (vkml/frontend/jit.py)
         _scheduler.recorder.drew(generator or default_generator, srcs)
-    out = _wrap(Node("random", srcs, kind, shape, T.float32, dev))
+    out = _wrap(Node(Op.RANDOM, srcs, Random(kind), shape, T.float32, dev))
     return cast(out, dtype)
 
 

@@ -20,8 +20,12 @@ from ..ops.cast import host_round
 from ..ops.promotion import default_float, result_type, scalar_dtype
 from ..ops.reduce import reduce_dtypes
 from ..ops.registry import REGISTRY
-from .node import Node
+from .node import BITS_CAST, VALUE_CAST, Elementwise, Node, Op, Reduce
 from .view import View, ViewStack
+
+# The node kinds, as globals: every op a user writes builds two or three nodes here, and reading a
+# class attribute (Op.VIEW) costs about 30 ns more than a global.
+_BUFFER, _CAST, _CONST, _ELEMENTWISE, _REDUCE, _VIEW = Op.BUFFER, Op.CAST, Op.CONST, Op.ELEMENTWISE, Op.REDUCE, Op.VIEW
 
 _eager_override: bool | None = None  # set_eager's choice; None: VKML_EAGER's, read at import
 _eager_from_env = config.eager()  # every op asks: reading the environment costs about 1 µs
@@ -59,18 +63,18 @@ def broadcast_shapes(op: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
 def view_node(node: Node, edit) -> Node:
     """A view node over ``node``'s storage, with ``edit`` applied to its ViewStack."""
     srcs, arg = node.srcs, node.arg  # before op: another thread may be realizing node (Node.become_buffer)
-    if node.op == "view":
+    if node.op == _VIEW:
         base, stack = srcs[0], arg
     else:
         base, stack = node, ViewStack.contiguous(node.shape)
     stack = edit(stack)
     if stack.is_contiguous and stack.shape == base.shape:
         return base
-    if base.op == "buffer":  # read after srcs and arg: base.buffer is set before op turns "buffer"
+    if base.op == _BUFFER:  # read after srcs and arg: base.buffer is set before op turns "buffer"
         window = _window_of_buffer(base, stack)
         if window is not None:
             return window
-    return Node("view", (base,), stack, stack.shape, base.dtype, base.device)
+    return Node(_VIEW, (base,), stack, stack.shape, base.dtype, base.device)
 
 
 def _window_of_buffer(base: Node, stack: ViewStack) -> Node | None:
@@ -106,9 +110,9 @@ def _window_of_buffer(base: Node, stack: ViewStack) -> Node | None:
     if buffer is None:
         return None
     rebased = ViewStack((replace(bottom, offset=bottom.offset - start), *stack.views[1:]))
-    window = Node("buffer", (), None, (span,), base.dtype, device)
+    window = Node(_BUFFER, (), None, (span,), base.dtype, device)
     window.buffer = buffer
-    return Node("view", (window,), rebased, rebased.shape, base.dtype, device)
+    return Node(_VIEW, (window,), rebased, rebased.shape, base.dtype, device)
 
 
 def realize_as_alias(node: Node) -> bool:
@@ -118,7 +122,7 @@ def realize_as_alias(node: Node) -> bool:
     ``_window_of_buffer`` keeps it a view until then, so that its kernels serve every offset.
     """
     srcs, stack = node.srcs, node.arg  # before op, as view_node reads them
-    if node.op != "view" or srcs[0].op != "buffer" or len(stack.views) != 1:
+    if node.op != _VIEW or srcs[0].op != _BUFFER or len(stack.views) != 1:
         return False
     base, view = srcs[0], stack.views[0]
     if view.mask is not None or View.contiguous(view.shape).strides != view.strides or node.numel == 0:
@@ -149,9 +153,9 @@ def _broadcast_stack(from_shape: tuple[int, ...], to_shape: tuple[int, ...]) -> 
 def expand_to(node: Node, shape: tuple[int, ...]) -> Node:
     if node.shape == shape:
         return node
-    if node.op != "view":  # the same stack view_node would build below, from a cache
+    if node.op != _VIEW:  # the same stack view_node would build below, from a cache
         stack = _broadcast_stack(node.shape, tuple(shape))
-        return Node("view", (node,), stack, stack.shape, node.dtype, node.device)
+        return Node(_VIEW, (node,), stack, stack.shape, node.dtype, node.device)
     lead = len(shape) - len(node.shape)
     if lead:
         node = view_node(node, lambda st: st.reshape((1,) * lead + node.shape))
@@ -159,11 +163,11 @@ def expand_to(node: Node, shape: tuple[int, ...]) -> Node:
 
 
 def const_node(value, dtype: T.DType, shape: tuple[int, ...], device, op: str = "") -> Node:
-    scalar = Node("const", (), _scalar_value(value, dtype, op), (), dtype, device)
+    scalar = Node(_CONST, (), _scalar_value(value, dtype, op), (), dtype, device)
     if not shape:
         return scalar
     stack = _broadcast_stack((), tuple(shape))  # what expand_to builds for a 0-dim node, without its checks
-    return Node("view", (scalar,), stack, stack.shape, dtype, device)
+    return Node(_VIEW, (scalar,), stack, stack.shape, dtype, device)
 
 
 # Floats at or beyond this magnitude round to ±inf in float32 (2^128 - 2^103: half an ulp past the
@@ -237,23 +241,23 @@ def cast_node(node: Node, dtype: T.DType) -> Node:
     if node.dtype is dtype:
         return node
     value = node.arg  # before op: another thread may be realizing node (Node.become_buffer)
-    if node.op == "const" and _folds(value, dtype):
+    if node.op == _CONST and _folds(value, dtype):
         if dtype.is_float and type(value) is float:  # the value the source dtype holds, then the target's
             value = host_round(host_round(value, node.dtype) if node.dtype.is_float else value, dtype)
         elif dtype.is_float:
             value = host_round(float(value), dtype) if dtype in (T.float16, T.bfloat16) else value
-        return Node("const", (), _scalar_value(value, dtype), node.shape, dtype, node.device)
-    return Node("cast", (node,), None, node.shape, dtype, node.device)
+        return Node(_CONST, (), _scalar_value(value, dtype), node.shape, dtype, node.device)
+    return Node(_CAST, (node,), VALUE_CAST, node.shape, dtype, node.device)
 
 
 def bitcast_node(node: Node, dtype: T.DType) -> Node:
     """``node``'s bits read as ``dtype`` of the same element size (``Tensor.view(dtype)``): a cast
-    node whose ``arg`` is ``"bits"``, so it fuses wherever a conversion does."""
+    node whose ``arg`` is ``BITS_CAST``, so it fuses wherever a conversion does."""
     if node.dtype is dtype:
         return node
     if node.dtype.nbytes != dtype.nbytes:
         raise ValueError(f"bitcast_node: {node.dtype.name} and {dtype.name} differ in size")
-    return Node("cast", (node,), "bits", node.shape, dtype, node.device)
+    return Node(_CAST, (node,), BITS_CAST, node.shape, dtype, node.device)
 
 
 def _folds(value, dtype: T.DType) -> bool:
@@ -294,7 +298,8 @@ def elementwise(name: str, operands: list, device=None) -> Node:
         shape = broadcast_shapes(name, *(n.shape for n in nodes))
     if dev is None:
         dev = device
-    condition = REGISTRY[name].condition  # operand 0 is a bool condition, outside promotion (where)
+    opdef = REGISTRY[name]
+    condition = opdef.condition  # operand 0 is a bool condition, outside promotion (where)
     if condition:
         if type(operands[0]) is Node and operands[0].dtype is not T.bool_:
             raise DTypeError(f"'{name}': condition must be a bool tensor, got {operands[0].dtype.name}")
@@ -307,7 +312,10 @@ def elementwise(name: str, operands: list, device=None) -> Node:
         tensor, other = (x, y) if first else (y, x)
         if type(tensor) is Node and (type(other) is Node or type(other) in SCALAR_TYPES):
             kind = other.dtype if type(other) is Node else type(other)
-            _binary_kinds[(name, tensor.dtype, tensor.shape != (), kind, first)] = ((name, compute), out_dtype)
+            _binary_kinds[(name, tensor.dtype, tensor.shape != (), kind, first)] = (
+                Elementwise(opdef, compute),
+                out_dtype,
+            )
     srcs = []
     for i, o in enumerate(operands):
         if type(o) is Node:
@@ -316,12 +324,12 @@ def elementwise(name: str, operands: list, device=None) -> Node:
             # A Python scalar keeps float32 precision inside a float16 op, as PyTorch's CPU scalars do:
             # the constant is not rounded to float16 (parameters travel as float32).
             srcs.append(const_node(o, T.bool_ if (condition and i == 0) else compute, shape, dev, name))
-    return Node("elementwise", tuple(srcs), (name, compute), shape, out_dtype, dev)
+    return Node(_ELEMENTWISE, tuple(srcs), Elementwise(opdef, compute), shape, out_dtype, dev)
 
 
 SCALAR_TYPES = frozenset((bool, int, float))  # the Python numbers an op takes as a scalar operand
 # (name, dtype of the tensor, whether it has dims, dtype or Python type of the other operand, which is first)
-# -> ((name, compute dtype), result dtype): what ``elementwise`` decided for a binary op of those kinds.
+# -> (Elementwise arg, result dtype): what ``elementwise`` decided for a binary op of those kinds.
 _binary_kinds: dict[tuple, tuple] = {}
 
 
@@ -358,8 +366,8 @@ def binary_fast(name: str, x, y) -> Node | None:
         return None
     arg, out_dtype = decided
     if kind.__class__ is type:  # a Python scalar: a broadcast constant of the compute dtype
-        other = const_node(other, arg[1], shape, dev, name)
-    return Node("elementwise", (tensor, other) if first else (other, tensor), arg, shape, out_dtype, dev)
+        other = const_node(other, arg.compute, shape, dev, name)
+    return Node(_ELEMENTWISE, (tensor, other) if first else (other, tensor), arg, shape, out_dtype, dev)
 
 
 def _promotion_kind(operand) -> tuple | type:
@@ -487,7 +495,7 @@ def reduce(name: str, node: Node, dim, keepdim: bool, op: str | None = None) -> 
         else:
             result = cast_node(node, out_dtype)
     else:
-        result = Node("reduce", (node,), (name, axes), kept_shape, out_dtype, node.device)
+        result = Node(_REDUCE, (node,), Reduce(opdef, axes), kept_shape, out_dtype, node.device)
     if out_shape != result.shape:
         result = view_node(result, lambda st: st.reshape(out_shape))
     return result

@@ -1,21 +1,28 @@
 """The lazy graph: one ``Node`` per op result, realized into a device buffer on demand.
 
-Node ops:
-- ``buffer``: realized data (``buffer`` holds the device Buffer, contiguous in ``shape``).
+A node's ``op`` is an ``Op`` (one of ten constants, each a ``str``: ``node.op == "view"`` holds for ``Op.VIEW``) and
+its ``arg`` the named type of that op; nothing reads an ``arg`` by position:
+- ``buffer``: realized data (``buffer`` holds the device Buffer, contiguous in ``shape``); ``arg`` None.
 - ``const``: one scalar broadcast to ``shape`` (``arg`` = the Python value); becomes a kernel parameter.
-- ``elementwise``: ``arg`` = (op name, compute dtype); sources have this node's shape.
-- ``cast``: ``arg`` = None; converts the source to this node's dtype.
-- ``reduce``: ``arg`` = (op name, reduced axes); ``shape`` keeps the reduced dims as size 1.
+- ``elementwise``: ``arg`` = ``Elementwise(op, compute)``: the ``OpDef`` and the dtype it computes in;
+  sources have this node's shape.
+- ``cast``: ``arg`` = ``Cast(bits)``: converts the source's value to this node's dtype, or reads its
+  bits as this dtype of the same size (``bits``, ``Tensor.view(dtype)``).
+- ``reduce``: ``arg`` = ``Reduce(op, axes)``: the ``OpDef`` and the reduced axes; ``shape`` keeps the
+  reduced dims as size 1.
 - ``view``: ``arg`` = ViewStack over the source's logical (contiguous) index; movement ops.
-- ``cat``: ``arg`` = dim; sources of one dtype, equal except along ``dim``.
-- ``matmul``: ``arg`` = "float32" (the accumulator); sources A (..., M, K) and B (..., K, N) of
+- ``cat``: ``arg`` = ``Cat(dim)``; sources of one dtype, equal except along ``dim``.
+- ``matmul``: ``arg`` = ``Matmul(accumulate)`` (float32); sources A (..., M, K) and B (..., K, N) of
   float dtypes, with the batch dims of this node (views broadcast them); the products are
   added in ascending k (vkml/kernels/matmul/tiled.py).
-- ``random``: ``arg`` = "uniform" | "uniform_f16" | "normal"; sources: three int32 scalar
+- ``random``: ``arg`` = ``Random(distribution)`` ("uniform", "uniform_f16", "normal"); sources: three int32 scalar
   constants (key words and offset, vkml/frontend/random.py), so they reach kernels as parameters; the
   value at linear index i is ``vkml.ops.random.random_value``.
 - ``kernel``: an output of a user's ``@vkml.kernel`` (``arg`` = its ``KernelOutput``, vkml/dsl/kernel.py);
   sources are the kernel's tensor inputs, realized before it runs as a dispatch of its own.
+
+The named types are tuples, so they key the plan and template caches as they are (an ``OpDef``
+compares and hashes by identity: one object per registered op).
 
 When a node is realized it turns into a ``buffer`` node in place and drops its sources, so
 intermediates are freed as soon as no tensor or graph refers to them. That happens under
@@ -28,10 +35,95 @@ from __future__ import annotations
 import math
 import os
 import sys
+from typing import ClassVar, NamedTuple
 
 from .. import config
 from ..ir.types import DType
+from ..ops.registry import OpDef
 from ..runtime.base import Buffer, Device
+
+
+class Op(str):
+    """What a node computes: one of the ten constants below (the module's text says each one's ``arg``).
+
+    A ``str``, so ``node.op == "view"`` holds for ``Op.VIEW``, and no ``enum.Enum``: reading an Enum
+    class's member goes through its metaclass's Python ``__getattr__`` hook (CPython 3.11), about 0.15 µs
+    a read, seven times a plain class attribute; the graph builder reads these for every op a user
+    writes and the plan key for every node of every realize.
+    """
+
+    __slots__ = ()
+    BUFFER: ClassVar[Op]
+    CONST: ClassVar[Op]
+    ELEMENTWISE: ClassVar[Op]
+    CAST: ClassVar[Op]
+    REDUCE: ClassVar[Op]
+    VIEW: ClassVar[Op]
+    CAT: ClassVar[Op]
+    MATMUL: ClassVar[Op]
+    RANDOM: ClassVar[Op]
+    KERNEL: ClassVar[Op]
+    ALL: ClassVar[tuple[Op, ...]]
+
+    def __repr__(self) -> str:
+        return f"Op.{self.upper()}"
+
+
+Op.ALL = tuple(
+    Op(name)
+    for name in ("buffer", "const", "elementwise", "cast", "reduce", "view", "cat", "matmul", "random", "kernel")
+)
+for _op in Op.ALL:
+    setattr(Op, _op.upper(), _op)
+_BUFFER = Op.BUFFER  # a global read by ``Node.realized`` (which runs everywhere) without the class lookup
+
+
+class Elementwise(NamedTuple):
+    """An elementwise node's ``arg``: the op, and the dtype its body computes in (float32 for float16)."""
+
+    op: OpDef
+    compute: DType
+
+    def __repr__(self) -> str:
+        return f"Elementwise({self.op.name!r}, {self.compute!r})"
+
+
+class Reduce(NamedTuple):
+    """A reduction node's ``arg``: the op, and the reduced axes (sorted)."""
+
+    op: OpDef
+    axes: tuple[int, ...]
+
+    def __repr__(self) -> str:
+        return f"Reduce({self.op.name!r}, {self.axes!r})"
+
+
+class Cast(NamedTuple):
+    """A cast node's ``arg``: ``bits`` reads the source's bits as the node's dtype of the same size."""
+
+    bits: bool
+
+
+class Cat(NamedTuple):
+    """A cat node's ``arg``: the dim its sources are joined along."""
+
+    dim: int
+
+
+class Matmul(NamedTuple):
+    """A matmul node's ``arg``: the dtype its products are added in."""
+
+    accumulate: DType
+
+
+class Random(NamedTuple):
+    """A random node's ``arg``: its distribution, a key of ``vkml.ops.random.KINDS``."""
+
+    distribution: str
+
+
+VALUE_CAST = Cast(False)
+BITS_CAST = Cast(True)
 
 # VKML_DEBUG=3 names the user's source line of every op in its report of the fused groups
 # (vkml/debug.py). Read once, at import: a node has no way to learn its line later, and reading
@@ -72,7 +164,7 @@ class Node:
     )
 
     def __init__(
-        self, op: str, srcs: tuple, arg, shape: tuple[int, ...], dtype: DType, device: Device, origin: str | None = None
+        self, op: Op, srcs: tuple, arg, shape: tuple[int, ...], dtype: DType, device: Device, origin: str | None = None
     ):
         self.op = op
         self.srcs = srcs
@@ -91,7 +183,7 @@ class Node:
 
     @property
     def realized(self) -> bool:
-        return self.op == "buffer"
+        return self.op == _BUFFER
 
     def become_buffer(self, buffer: Buffer) -> None:
         # In this order, for threads that read a node while another realizes it (under the
@@ -99,7 +191,7 @@ class Node:
         # once ``buffer`` is set, and ``srcs`` and ``arg`` are dropped only after, so a reader
         # that reads them before ``op`` gets those of the op it sees (``lazy.view_node``).
         self.buffer = buffer
-        self.op = "buffer"
+        self.op = Op.BUFFER
         self.srcs, self.arg = (), None
 
     def __repr__(self) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 
-from ..graph.node import Node
+from ..graph.node import Node, Op
 from ..graph.view import View
 from ..ir import builder as B
 from ..ir import types as T
@@ -72,7 +72,7 @@ def needs_wide_index(root: Node, leaves) -> bool:
             return True
         if node.realized or id(node) in leaves:
             continue
-        if node.op == "view" and any(
+        if node.op == Op.VIEW and any(
             v.numel >= WIDE_INDEX_EXTENT or _extent(v) >= WIDE_INDEX_EXTENT for v in node.arg.views
         ):
             return True

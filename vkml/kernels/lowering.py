@@ -24,9 +24,11 @@ constants, and its values in the key.
 from __future__ import annotations
 
 import contextlib
+import enum
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
-from ..graph.node import Node
+from ..graph.node import Node, Op
 from ..graph.view import View, ViewStack
 from ..ir import builder as B
 from ..ir import types as T
@@ -36,7 +38,6 @@ from ..ops import mathlib as M
 from ..ops.bitview import reinterpret_value
 from ..ops.cast import cast_value, compute_dtype, load_value, narrow, storage_dtype, store_value
 from ..ops.random import random_value
-from ..ops.registry import REGISTRY
 from .index import _u32, index_dtype, local_index
 from .tuning import Tuning, tuning_for
 
@@ -71,13 +72,59 @@ def param_dtype(dtype: T.DType) -> T.DType:
     return T.uint32 if dtype is T.bool_ else compute_dtype(dtype)
 
 
+class GroupMode(enum.Enum):
+    """How a group without a matmul is lowered (a matmul group's mode is its template's frozen dataclass,
+    vkml/kernels/matmul/). Keys the template and plan caches as it is.
+
+    - ``ELEMENTWISE``: no reduction (``lower_elementwise``);
+    - ``ROWS``: a row of each reduction per workgroup, a chain of them sharing the kernel (reduce_rows);
+    - ``BLOCKS``: few long rows split over aligned blocks, one dispatch a pass (reduce_rows);
+    - ``WHOLE_ROWS``: an elementwise root over rows that fit one chunk, with the reductions it reads (reduce_rows);
+    - ``COLUMNS``: a lone reduction that keeps the innermost axis (reduce_columns).
+    """
+
+    ELEMENTWISE = "elementwise"
+    ROWS = "rows"
+    BLOCKS = "blocks"
+    WHOLE_ROWS = "whole_rows"
+    COLUMNS = "columns"
+
+
+class BufferKind(enum.Enum):
+    """What a kernel's buffer binds: a node it loads, a node it writes, or a temporary of its group."""
+
+    LEAF = "leaf"
+    OUT = "out"
+    TEMP = "temp"
+
+
+class BufferRole(NamedTuple):
+    """A kernel buffer's role: its ``kind`` and ``what`` it binds (the node; a temporary's index). Once the
+    template is indexed (``scheduler._indexed``), a node is its position among the group's leaves or outputs."""
+
+    kind: BufferKind
+    what: object
+
+
+class ViewRole(NamedTuple):
+    """A kernel parameter holding a value of ``view`` (the node; once indexed, its position among the group's
+    views): its offset (``field`` -1) or a mask bound at ``level``, as ``plan_cache.ViewParam`` computes it."""
+
+    view: object
+    level: int
+    field: int
+    divisor: int
+    bits: int
+
+
 @dataclass
 class KernelTemplate:
-    """A kernel and the roles of its buffers and parameters (see ``Lowering``)."""
+    """A kernel and the roles of its buffers and parameters (see ``Lowering``): a parameter's role is the
+    constant node it holds (once indexed, the constant's position) or a ``ViewRole``."""
 
     kernel: Kernel
     grid: tuple[int, int, int]
-    buffers: dict[str, tuple]
+    buffers: dict[str, BufferRole]
     params: dict[str, object]
 
 
@@ -363,9 +410,8 @@ class Lowering:
         self.kb = B.KernelBuilder(name, local_size)
         self.leaves = leaves  # ids of nodes computed by earlier kernels of this realize: loaded, not inlined
         self.baked = baked  # ids of constants emitted as IR constants instead of parameters
-        self.roles: dict[str, tuple] = {}  # binding name -> ("leaf", node) | ("out", node) | ("temp", j)
-        # parameter name -> const node | ("view", view node, level, field, divisor, bits): see view_values
-        self.param_roles: dict[str, object] = {}
+        self.roles: dict[str, BufferRole] = {}  # binding name -> its role
+        self.param_roles: dict[str, object] = {}  # parameter name -> const node | ViewRole (see view_values)
         self._leaf_refs: dict[int, B.BufferRef] = {}
         self._params: dict[int, Value] = {}
         self._view_params: dict[tuple, Value] = {}
@@ -374,7 +420,7 @@ class Lowering:
         self.fused: dict[int, Value] = {}  # a fused reduce node -> its result in this kernel
         self._per_group: dict[tuple, object] = {}  # what all positions of a group share, by value ids
 
-    def bind_buffer(self, dtype: T.DType, access: str, prefix: str, role: tuple) -> B.BufferRef:
+    def bind_buffer(self, dtype: T.DType, access: str, prefix: str, role: BufferRole) -> B.BufferRef:
         name = f"{prefix}{len(self.roles)}"
         self.roles[name] = role
         return self.kb.buffer(name, storage_dtype(dtype), access)  # bfloat16 is held as int16 bits
@@ -386,7 +432,9 @@ class Lowering:
     def _leaf(self, node: Node) -> B.BufferRef:
         ref = self._leaf_refs.get(id(node))
         if ref is None:
-            ref = self._leaf_refs[id(node)] = self.bind_buffer(node.dtype, "read", "in", ("leaf", node))
+            ref = self._leaf_refs[id(node)] = self.bind_buffer(
+                node.dtype, "read", "in", BufferRole(BufferKind.LEAF, node)
+            )
         return ref
 
     def _param(self, node: Node) -> Value:
@@ -443,7 +491,7 @@ class Lowering:
             dtype = index_dtype()
             name = f"v{len(self._view_params)}"
             bits = 32 if dtype is T.uint32 else 0  # uint32 parameters hold the value modulo 2^32
-            self.param_roles[name] = ("view", node, level, field, 1, bits)  # each value whole: divisor 1
+            self.param_roles[name] = ViewRole(node, level, field, 1, bits)  # each value whole: divisor 1
             v = self._view_params[key] = self.kb.param(name, dtype)
         return v
 
@@ -495,40 +543,39 @@ class Lowering:
             lin = idx.lin if idx.valid is None else B.select(idx.valid, idx.lin, _u32(0))
             return self.load(self._leaf(node), node.dtype, lin)
         op = node.op
-        if op == "const":
+        if op == Op.CONST:
             return self._param(node)
-        if op == "view" and idx.row is not None and is_row_broadcast(node, idx.row[1]):
+        if op == Op.VIEW and idx.row is not None and is_row_broadcast(node, idx.row[1]):
             src = node.srcs[0]  # one value per row: computed once per row, not once per position
             return self.value(src, Index(src.shape, lin=idx.row[0]))
-        if op == "view" and idx.group is not None:
+        if op == Op.VIEW and idx.group is not None:
             modes, checks = self.group_plan(node, idx.group[2])
             if checks:
                 return self._checked_group(node, idx, modes, checks)
             if modes is not None:
                 return self._grouped_view(node, idx, modes)
-        if op == "view":
+        if op == Op.VIEW:
             return self._scalar_view(node, idx)
-        if op == "cast":
+        if op == Op.CAST:
             src = node.srcs[0]
-            if node.arg == "bits":  # Tensor.view(dtype): the same bits read as another dtype of one size
+            if node.arg.bits:  # Tensor.view(dtype): the same bits read as another dtype of one size
                 return reinterpret_value(self.value(src, idx), src.dtype, node.dtype)
             return cast_value(self.value(src, idx), src.dtype, node.dtype)
-        if op == "elementwise":
-            name, cdtype = node.arg
+        if op == Op.ELEMENTWISE:
+            opdef, cdtype = node.arg
             args = [cast_value(self.value(s, idx), s.dtype, cdtype) for s in node.srcs]
-            opdef = REGISTRY[name]
             if opdef.condition:  # a bool condition, not converted to the compute dtype
                 args[0] = cast_value(self.value(node.srcs[0], idx), node.srcs[0].dtype, T.bool_)
             out = opdef.body(*args)
             if node.dtype is cdtype:  # a float16/bfloat16 result rounds, a uint8/int8/int16 one wraps, per op
                 out = narrow(out, cdtype)
             return out
-        if op == "cat":
+        if op == Op.CAT:
             return self._cat(node, idx)
-        if op == "random":  # sources: key and call-offset constants (int32 bits), so they travel as parameters
+        if op == Op.RANDOM:  # sources: key and call-offset constants (int32 bits), so they travel as parameters
             words = [B.bitcast(self.value(s, idx), T.uint32) for s in node.srcs]
             # The stream is counted by the element's index modulo 2^32 (threefry's counter word).
-            return random_value(node.arg, B.convert(idx.lin, T.uint32), *words)
+            return random_value(node.arg.distribution, B.convert(idx.lin, T.uint32), *words)
         raise AssertionError(f"cannot inline {node!r}")
 
     def value_f16(self, node: Node, idx: Index) -> Value:
@@ -538,7 +585,7 @@ class Lowering:
         if node.dtype is T.float16 and (node.realized or id(node) in self.leaves):
             lin = idx.lin if idx.valid is None else B.select(idx.valid, idx.lin, _u32(0))
             return self._leaf(node)[lin]
-        if node.dtype is T.float16 and node.op == "view":
+        if node.dtype is T.float16 and node.op == Op.VIEW:
             src = node.srcs[0]
             lin, valid = _view_index(node.arg, idx, self.view_values(node))
             return self._masked(self.value_f16(src, Index(src.shape, lin=lin, valid=valid)), valid, idx.valid)
@@ -548,7 +595,7 @@ class Lowering:
         """Whether aligned groups of VECTOR_WIDTH along ``node``'s innermost dim are aligned groups of a
         float16 buffer (through views that keep them so whatever their values): then
         ``f16_group_values`` loads each as one vector."""
-        while node.dtype is T.float16 and not (node.realized or id(node) in self.leaves) and node.op == "view":
+        while node.dtype is T.float16 and not (node.realized or id(node) in self.leaves) and node.op == Op.VIEW:
             modes, checks = self.group_plan(node, VECTOR_WIDTH)
             if modes is None or "uniform" in modes or checks:
                 return False
@@ -636,7 +683,7 @@ class Lowering:
         return B.select(valid, inner, zero)
 
     def _cat(self, node: Node, idx: Index) -> Value:
-        dim, multi, result, start = node.arg, idx.multi, None, 0
+        dim, multi, result, start = node.arg.dim, idx.multi, None, 0
         for src in node.srcs:
             size = src.shape[dim]
             if size == 0:
@@ -658,9 +705,9 @@ def kernel_name(root: Node, prefix: str) -> str:
         if id(n) in seen:
             continue
         seen.add(id(n))
-        if n.op in ("elementwise", "reduce"):
-            names.append(n.arg[0])
-        elif n.op == "cast":
+        if n.op == Op.ELEMENTWISE or n.op == Op.REDUCE:
+            names.append(n.arg.op.name)
+        elif n.op == Op.CAST:
             names.append("to_" + n.dtype.short)
         stack.extend(n.srcs)
     shape = "x".join(str(s) for s in root.shape) or "scalar"
@@ -691,7 +738,7 @@ def lower_elementwise(root: Node, leaves, baked=frozenset(), tuning: Tuning | No
     L = Lowering(kernel_name(root, "E"), (local, 1, 1), leaves, baked)
     workgroups = -(-groups // span)
     grid = fold_grid(workgroups)
-    out_ref = L.bind_buffer(root.dtype, "write", "out", ("out", root))
+    out_ref = L.bind_buffer(root.dtype, "write", "out", BufferRole(BufferKind.OUT, root))
 
     def compute(q: Value, group_multi=None) -> list[Value]:
         if width == 1:

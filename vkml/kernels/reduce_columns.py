@@ -33,10 +33,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from ..graph.node import Node
+from ..graph.node import Node, Op
 from ..ir import builder as B
 from ..ir import types as T
 from .lowering import (
+    BufferKind,
+    BufferRole,
     GroupTemplate,
     Index,
     Lowering,
@@ -95,7 +97,7 @@ def columns_fit(red: Node, tuning: Tuning | None = None) -> bool:
     True
     """
     src = red.srcs[0]
-    axes = set(red.arg[1])
+    axes = set(red.arg.axes)
     ndim = len(src.shape)
     if not axes or ndim - 1 in axes:
         return False
@@ -111,12 +113,12 @@ def _innermost_unit_stride(src: Node) -> bool:
         if id(node) in seen or node.realized:
             continue
         seen.add(id(node))
-        if node.op == "view":
+        if node.op == Op.VIEW:
             views = node.arg.views
             if len(views) == 1 and node.shape == src.shape and abs(views[0].strides[-1]) not in (0, 1):
                 return False
             stack.extend(node.srcs)
-        elif node.op in ("elementwise", "cast"):
+        elif node.op in (Op.ELEMENTWISE, Op.CAST):
             stack.extend(node.srcs)
     return True
 
@@ -146,7 +148,7 @@ def lower_columns(root: Node, red: Node, leaves, baked=frozenset(), tuning: Tuni
     """
     tuning = tuning or tuning_for(root.device)
     outer = red.numel
-    width, parts, pass_no = math.prod(red.srcs[0].shape[a] for a in red.arg[1]), None, 0
+    width, parts, pass_no = math.prod(red.srcs[0].shape[a] for a in red.arg.axes), None, 0
     group = GroupTemplate([])
     while True:
         lay = columns_layout(width, outer, tuning)
@@ -180,11 +182,17 @@ def _columns_pass(L: Lowering, r: _Reduction, root: Node, lay: ColumnsLayout, n:
     grid = fold_grid(workgroups * splits)
     assert r.width == 1  # the innermost axis is kept: no vectors along the reduced one
     tree = [L.kb.shared(f"blocks_{i}", t, lay.lanes) for i, t in enumerate(r.acc_types)] if nb > 1 else []
-    refs = [L.bind_buffer(t, "read", "part", ("temp", j)) for t, j in zip(r.acc_types, parts)] if parts else None
+    refs = (
+        [L.bind_buffer(t, "read", "part", BufferRole(BufferKind.TEMP, j)) for t, j in zip(r.acc_types, parts)]
+        if parts
+        else None
+    )
     if parts_out:
-        outs = [L.bind_buffer(t, "write", "part", ("temp", j)) for t, j in zip(r.acc_types, parts_out)]
+        outs = [
+            L.bind_buffer(t, "write", "part", BufferRole(BufferKind.TEMP, j)) for t, j in zip(r.acc_types, parts_out)
+        ]
     else:
-        out_ref = L.bind_buffer(root.dtype, "write", "out", ("out", root))
+        out_ref = L.bind_buffer(root.dtype, "write", "out", BufferRole(BufferKind.OUT, root))
     width_shift = lay.outputs.bit_length() - 1
     with L.kb:
         lid = local_index()

@@ -29,13 +29,15 @@ import contextlib
 import math
 from dataclasses import dataclass
 
-from ..graph.node import Node
+from ..graph.node import Node, Op
 from ..ir import builder as B
 from ..ir import types as T
 from ..ops.cast import cast_value, narrow
 from ..ops.reduce import reduce_dtypes
-from ..ops.registry import REGISTRY
 from .lowering import (
+    BufferKind,
+    BufferRole,
+    GroupMode,
     GroupTemplate,
     Index,
     Lowering,
@@ -162,10 +164,9 @@ class _Reduction:
 
     def __init__(self, L: Lowering, red: Node, tag: str, layout: Layout, depth: int, tuning: Tuning):
         self.red, self.L = red, L
-        self.name, self.axes = red.arg
+        opdef, self.axes = red.arg
         self.src = red.srcs[0]
-        self.acc, _ = reduce_dtypes(self.name, self.src.dtype)
-        opdef = REGISTRY[self.name]
+        self.acc, _ = reduce_dtypes(opdef.name, self.src.dtype)
         self.is_arg = opdef.arg
         self.combine = opdef.combine
         self.serial_max = SERIAL_SHARED_MAX_CHEAP if opdef.cheap_combine else SERIAL_SHARED_MAX
@@ -345,7 +346,7 @@ def _range_tree(r: _Reduction, load_lane, nchunks: int, base=None, lane=None):
 
 def row_in_one_chunk(red: Node, tuning: Tuning) -> bool:
     """Whether a rows kernel holds a whole row of ``red`` in its lanes' registers (one chunk)."""
-    n = math.prod(red.srcs[0].shape[a] for a in red.arg[1])
+    n = math.prod(red.srcs[0].shape[a] for a in red.arg.axes)
     return n <= reduce_layout(n, tuning, whole_row=True).block
 
 
@@ -368,7 +369,7 @@ def lower_rows(
     """
     tuning = tuning or tuning_for(root.device)
     last = chain[-1]
-    n = math.prod(last.srcs[0].shape[a] for a in last.arg[1])
+    n = math.prod(last.srcs[0].shape[a] for a in last.arg.axes)
     layout = reduce_layout(n, tuning, whole_row=True)
     nchunks = -(-n // layout.block)
     if whole_rows and (nchunks > 1 or root.shape != last.srcs[0].shape):
@@ -378,8 +379,8 @@ def lower_rows(
     L = Lowering(kernel_name(root, "R"), (layout.lanes, 1, 1), leaves, baked)
     depth = nchunks.bit_length() if nchunks > 1 else 0
     reductions = [_Reduction(L, red, str(i), layout, depth, tuning) for i, red in enumerate(chain)]
-    out_ref = L.bind_buffer(root.dtype, "write", "out", ("out", root))
-    stored_refs = [(red, L.bind_buffer(red.dtype, "write", "out", ("out", red))) for red in stored]
+    out_ref = L.bind_buffer(root.dtype, "write", "out", BufferRole(BufferKind.OUT, root))
+    stored_refs = [(red, L.bind_buffer(red.dtype, "write", "out", BufferRole(BufferKind.OUT, red))) for red in stored]
     with L.kb:
         o = linear_workgroup(grid)
         with B.if_(o < _u32(outer)):  # uniform per workgroup, so the barriers inside are legal
@@ -447,7 +448,7 @@ def lower_blocks(root: Node, red: Node, leaves, baked=frozenset(), tuning: Tunin
     """
     tuning = tuning or tuning_for(root.device)
     group = GroupTemplate([])
-    width, pass_no, parts = math.prod(red.srcs[0].shape[a] for a in red.arg[1]), 0, None
+    width, pass_no, parts = math.prod(red.srcs[0].shape[a] for a in red.arg.axes), 0, None
     outer = red.numel
     while True:
         layout = reduce_layout(width, tuning)
@@ -460,14 +461,19 @@ def lower_blocks(root: Node, red: Node, leaves, baked=frozenset(), tuning: Tunin
         r = _Reduction(L, red, "", layout, depth, tuning)
         if parts is not None:  # later passes read the previous pass's partial results
             r.n, r.width = width, 1
-            refs = [L.bind_buffer(t, "read", "part", ("temp", j)) for t, j in zip(r.acc_types, parts)]
+            refs = [
+                L.bind_buffer(t, "read", "part", BufferRole(BufferKind.TEMP, j)) for t, j in zip(r.acc_types, parts)
+            ]
         if nblocks == 1:
-            out = L.bind_buffer(root.dtype, "write", "out", ("out", root))
+            out = L.bind_buffer(root.dtype, "write", "out", BufferRole(BufferKind.OUT, root))
         else:
             first = len(group.temps)
             group.temps += [(t, outer * nblocks) for t in r.acc_types]
             parts_out = list(range(first, len(group.temps)))
-            outs = [L.bind_buffer(t, "write", "part", ("temp", j)) for t, j in zip(r.acc_types, parts_out)]
+            outs = [
+                L.bind_buffer(t, "write", "part", BufferRole(BufferKind.TEMP, j))
+                for t, j in zip(r.acc_types, parts_out)
+            ]
         grid = fold_grid(outer * nblocks)
         with L.kb:
             wg = linear_workgroup(grid)
@@ -502,13 +508,13 @@ def lower_blocks(root: Node, red: Node, leaves, baked=frozenset(), tuning: Tunin
         width, pass_no, parts = nblocks, pass_no + 1, parts_out
 
 
-def choose_mode(red: Node, chain_length: int, tuning: Tuning | None = None) -> str:
-    """``rows`` unless a single reduction has few long rows (then ``blocks`` spreads them over the device)."""
+def choose_mode(red: Node, chain_length: int, tuning: Tuning | None = None) -> GroupMode:
+    """``ROWS`` unless a single reduction has few long rows (then ``BLOCKS`` spreads them over the device)."""
     tuning = tuning or tuning_for(red.device)
-    n = math.prod(red.srcs[0].shape[a] for a in red.arg[1])
+    n = math.prod(red.srcs[0].shape[a] for a in red.arg.axes)
     if chain_length > 1 or n <= reduce_layout(n, tuning).block or red.numel >= ROWS_MODE_MIN_ROWS:
-        return "rows"
-    return "blocks"
+        return GroupMode.ROWS
+    return GroupMode.BLOCKS
 
 
 def _stages_row(r: _Reduction, results, tuning: Tuning) -> bool:
@@ -559,13 +565,13 @@ def _cheap_per_element(L: Lowering, root: Node, red: Node, computed: frozenset =
     stack, seen = [root], set()
     while stack:
         node = stack.pop()
-        if id(node) in seen or node.realized or id(node) in L.leaves or node.op == "const" or id(node) in computed:
+        if id(node) in seen or node.realized or id(node) in L.leaves or node.op == Op.CONST or id(node) in computed:
             continue
         seen.add(id(node))
-        if node.op == "view" and is_row_broadcast(node, red):
+        if node.op == Op.VIEW and is_row_broadcast(node, red):
             continue  # the row's mean or rstd: computed once
-        if node.op not in ("elementwise", "view", "cast") or (
-            node.op == "elementwise" and not REGISTRY[node.arg[0]].recompute
+        if node.op not in (Op.ELEMENTWISE, Op.VIEW, Op.CAST) or (
+            node.op == Op.ELEMENTWISE and not node.arg.op.recompute
         ):
             return False
         stack.extend(node.srcs)

@@ -30,7 +30,7 @@ from ..frontend.autograd_api import Function
 from ..frontend.autograd_api import grad as autograd_grad
 from ..frontend.operators import _wrap
 from ..graph import build as lazy
-from ..graph.node import Node
+from ..graph.node import Node, Op
 from ..ir import types as T
 from ..kernels import attention as fused
 from ..kernels import attention_backward as fused_backward
@@ -381,7 +381,7 @@ def _dispatch(structure: tuple, kernel, grid, inputs: dict, params: dict, out_sp
     call = _Call(structure, kernel, grid, [*inputs, *params], list(out_specs), list(out_specs.values()), params)
     srcs = tuple(t.node for t in inputs.values())
     outs = [
-        Node("kernel", srcs, _Output(call, i), shape, dtype, device)
+        Node(Op.KERNEL, srcs, _Output(call, i), shape, dtype, device)
         for i, (shape, dtype) in enumerate(out_specs.values())
     ]
     call.out_nodes = [weakref.ref(n) for n in outs]

@@ -54,7 +54,10 @@ class Public:
     dsl: bool = False  # vkml.dsl.<name> too: the op's body for custom ops (its derivative is vkml/dsl/autodiff.py's)
 
 
-@dataclass(frozen=True)
+# eq=False: an OpDef compares and hashes by identity (one object per registered op). Graph nodes hold
+# it in their ``arg`` (vkml/graph/node.py), which keys the plan and template caches: hashing every
+# field there on every realize would cost more than the key's other parts together.
+@dataclass(frozen=True, eq=False)
 class OpDef:
     name: str
     kind: str
@@ -99,6 +102,9 @@ class OpDef:
     # vkml.<name> (and its Tensor method, in-place form, aliases) made from the registry alone; None:
     # the face defines the op's public function (it checks arguments, or the op is reached otherwise)
     public: Public | None = None
+
+    def __repr__(self) -> str:
+        return f"<OpDef {self.name}>"
 
 
 REGISTRY: dict[str, OpDef] = {}

@@ -13,7 +13,8 @@ The key is exact, not a hash: every node's op, argument (a view's ``structure`` 
 offsets and mask bounds, the reduced axes, the op name and compute dtype; a constant's dtype
 but not its value), shape, dtype and sources by position, and the positions of the targets.
 Constants and views whose values a kernel bakes in (past the parameter budgets) are checked
-by value when a recipe is reused.
+by value when a recipe is reused. The same walk, over one group, keys the group's kernel
+template (``group_structure``, read by ``scheduler.Signature``).
 
     >>> import vkml
     >>> from vkml import debug
@@ -31,7 +32,7 @@ import threading
 from collections import OrderedDict
 from typing import NamedTuple
 
-from ..graph.node import Node
+from ..graph.node import Node, Op
 from ..ir import lru
 from ..runtime.base import Dispatch
 from ..runtime.counters import counters
@@ -47,21 +48,44 @@ def trace(roots: list[Node], mode_of_matmul) -> tuple[list[Node], tuple | None]:
     One walk does both: it is the order ``toposort`` gives (tests/test_plan_cache.py checks
     it), and each node, when emitted, adds (op, argument, shape, dtype, source positions) to
     the key. ``mode_of_matmul(node)`` names a matmul's tiles, which depend on the device.
-
-    Every realize walks its whole graph here, so the walk keeps its marks on the nodes (a
-    node whose ``trace_mark`` is this walk's was seen, ``trace_pos`` is its position once
-    emitted) rather than in a dict by id: about half the time. The lock keeps two threads'
-    walks from overwriting each other's marks.
     """
     with _trace_lock:
-        return _trace(roots, mode_of_matmul, next(_walks))
+        order, key, cacheable = _walk(roots, mode_of_matmul, None, reversed, next(_walks))
+    return order, tuple(key) if cacheable else None
+
+
+def group_structure(root: Node, mode_of_matmul, loaded) -> tuple[list[Node], tuple]:
+    """The nodes of a kernel group, sources before users, and the group's structure: the template key's part.
+
+    The walk of ``trace`` (one describes a graph's structure for both keys), from the group's
+    root, with the nodes in ``loaded`` (ids: results of other kernels, or realized) taken as
+    leaves: a ``buffer`` entry each, whether computed or realized, so one template serves both.
+    Sources are taken in order (``trace`` takes them last first, as dispatches go): the group's
+    leaves, constants and views are numbered so, and that numbering names the kernel's bindings
+    and parameters.
+    """
+    with _trace_lock:
+        order, key, _ = _walk([root], mode_of_matmul, loaded, iter, next(_walks))
+    return order, tuple(key)
 
 
 _trace_lock = threading.Lock()
 _walks = itertools.count(1)  # a new mark per walk (Node.trace_mark starts at 0: never seen)
 
 
-def _trace(roots: list[Node], mode_of_matmul, mark: int) -> tuple[list[Node], tuple | None]:
+def _walk(roots: list[Node], mode_of_matmul, loaded, sources_in, mark: int) -> tuple[list[Node], list, bool]:
+    """Post-order from ``roots`` (the last first), each node's sources in the order ``sources_in`` gives.
+
+    Returns the nodes, one key entry each (then the roots' positions), and whether a user kernel,
+    which allocates its outputs, keeps the structure from being cached.
+
+    Every realize walks its whole graph here, so the walk keeps its marks on the nodes (a
+    node whose ``trace_mark`` is this walk's was seen, ``trace_pos`` is its position once
+    emitted) rather than in a dict by id: about half the time. The lock keeps two threads'
+    walks from overwriting each other's marks.
+    """
+    VIEW, CONST, KERNEL, BUFFER = Op.VIEW, Op.CONST, Op.KERNEL, Op.BUFFER  # locals: read for every node
+    ELEMENTWISE, MATMUL = Op.ELEMENTWISE, Op.MATMUL
     order: list[Node] = []
     key: list = []
     emit = key.append
@@ -71,35 +95,45 @@ def _trace(roots: list[Node], mode_of_matmul, mark: int) -> tuple[list[Node], tu
         if root.trace_mark == mark:
             continue
         root.trace_mark = mark
-        stack = [(root, reversed(root.srcs))]
+        stack = [(root, sources_in(root.srcs))]
         while stack:
             node, sources = stack[-1]
             for s in sources:
                 if s.trace_mark == mark:
                     continue
                 s.trace_mark = mark
+                if loaded is not None and id(s) in loaded:  # another kernel's result: a leaf of the group
+                    s.trace_pos = n
+                    n += 1
+                    order.append(s)
+                    emit((BUFFER, None, s.shape, s.dtype, ()))
+                    continue
                 srcs = s.srcs
                 if srcs:
-                    if s.op == "view":
+                    if s.op == VIEW:
                         const = srcs[0]
-                        if const.op == "const" and const.trace_mark != mark:
+                        if (
+                            const.op == CONST
+                            and const.trace_mark != mark
+                            and (loaded is None or id(const) not in loaded)
+                        ):
                             # A broadcast constant (every scalar operand has one): both emitted at once, as pushes and pops would.
                             const.trace_mark, const.trace_pos, s.trace_pos = mark, n, n + 1
                             order += (const, s)
-                            emit(("const", None, const.shape, const.dtype, ()))
-                            emit(("view", s.arg.structure(const.numel), s.shape, s.dtype, n))
+                            emit((CONST, None, const.shape, const.dtype, ()))
+                            emit((VIEW, s.arg.structure(const.numel), s.shape, s.dtype, n))
                             n += 2
                             continue
-                    stack.append((s, reversed(srcs)))
+                    stack.append((s, sources_in(srcs)))
                     break
                 # No sources (a buffer, a constant): emitted at once, where a push and a pop would emit it.
                 op = s.op
-                if op == "kernel":
+                if op == KERNEL:
                     cacheable = False
                 s.trace_pos = n
                 n += 1
                 order.append(s)
-                emit((op, None if op == "const" else s.arg, s.shape, s.dtype, ()))
+                emit((op, None if op == CONST else s.arg, s.shape, s.dtype, ()))
             else:  # every source is emitted
                 stack.pop()
                 op, srcs = node.op, node.srcs
@@ -109,18 +143,18 @@ def _trace(roots: list[Node], mode_of_matmul, mark: int) -> tuple[list[Node], tu
                     refs = srcs[0].trace_pos
                 else:
                     refs = tuple([s.trace_pos for s in srcs])
-                if op == "elementwise":
+                if op == ELEMENTWISE:
                     arg = node.arg
-                elif op == "matmul":
+                elif op == MATMUL:
                     arg = mode_of_matmul(node)
-                elif op == "const":
+                elif op == CONST:
                     arg = None  # the value is a kernel parameter (baked values are checked by ``lookup``)
-                elif op == "view":
+                elif op == VIEW:
                     # Offsets and mask bounds are parameters, as constants' values.
                     arg = node.arg.structure(srcs[0].numel)
                 else:
                     arg = node.arg
-                    if op == "kernel":  # a user's kernel allocates its own outputs; a fused op's names its structure
+                    if op == KERNEL:  # a user's kernel allocates its own outputs; a fused op's names its structure
                         arg = getattr(arg, "structure", None)
                         if arg is None:
                             cacheable = False
@@ -128,10 +162,8 @@ def _trace(roots: list[Node], mode_of_matmul, mark: int) -> tuple[list[Node], tu
                 node.trace_pos = n
                 n += 1
                 order.append(node)
-    if not cacheable:
-        return order, None
     emit(tuple([r.trace_pos for r in roots]))
-    return order, tuple(key)
+    return order, key, cacheable
 
 
 class Output(NamedTuple):

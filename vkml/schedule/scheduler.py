@@ -50,7 +50,7 @@ from collections import OrderedDict, defaultdict
 
 from .. import debug
 from ..graph.build import realize_as_alias
-from ..graph.node import Node, toposort
+from ..graph.node import Node, Op, toposort
 from ..ir import lru
 from ..kernels import (
     lowering as kernels,
@@ -66,6 +66,7 @@ from ..kernels import (
     tuning as kernels_tuning,
 )
 from ..kernels.index import index_arithmetic, needs_wide_index
+from ..kernels.lowering import BufferKind, GroupMode, ViewRole
 from ..runtime.base import Buffer, Dispatch
 from ..runtime.counters import counters
 from . import checks, plan_cache
@@ -96,7 +97,7 @@ def _consumer_counts(nodes: list[Node]) -> dict[int, int]:
 
 
 def _inline_kind(node: Node) -> bool:
-    return node.op in ("elementwise", "cast") or (node.op == "view" and node.arg.is_contiguous)
+    return node.op in (Op.ELEMENTWISE, Op.CAST) or (node.op == Op.VIEW and node.arg.is_contiguous)
 
 
 class Plan:
@@ -123,9 +124,9 @@ class Plan:
 
     def cost(self, node: Node) -> int:
         """Number of nodes inlined to compute ``node`` (roots and leaves count 1)."""
-        if node.op == "const" or (node.op == "view" and node.srcs[0].op == "const"):
+        if node.op == Op.CONST or (node.op == Op.VIEW and node.srcs[0].op == Op.CONST):
             return 0  # a broadcast constant is a parameter: free to recompute anywhere
-        if node.realized or id(node) in self.roots or node.op in ("reduce", "matmul"):
+        if node.realized or id(node) in self.roots or node.op in (Op.REDUCE, Op.MATMUL):
             return 1
         known = self._cost.get(id(node))
         if known is None:
@@ -146,7 +147,7 @@ class Plan:
             return
         self._claimed.add(id(root))
         main = self._main_reduce(root)
-        chain = [] if main is None else [main] if main.op == "matmul" else self._chain(main)
+        chain = [] if main is None else [main] if main.op == Op.MATMUL else self._chain(main)
         if main is None:
             chain = self._whole_row_chain(root)
             if chain:
@@ -172,27 +173,27 @@ class Plan:
             node_op = node.op
             for s in node.srcs:
                 s_id, s_op = id(s), s.op
-                if node_op == "kernel" or s_op == "kernel":  # a user's @vkml.kernel reads and writes whole buffers
+                if node_op == Op.KERNEL or s_op == Op.KERNEL:  # a user's @vkml.kernel reads and writes whole buffers
                     if not s.realized:
                         self._make_root(s)
                     continue
-                if s_op == "const":
+                if s_op == Op.CONST:
                     continue
                 if s.realized or (s_id in roots and s_id not in fused):
                     loads.add(s_id)
                     continue
-                if s_op == "reduce" or s_op == "matmul":
+                if s_op == Op.REDUCE or s_op == Op.MATMUL:
                     if s_id in fused:
                         stack.append(s)
                     else:
                         self._make_root(s)
                     continue
-                if node_op == "matmul":  # operand elements are loaded many times: compute them once
+                if node_op == Op.MATMUL:  # operand elements are loaded many times: compute them once
                     for operand in kernels_matmul.computed_operands(s, self._is_loaded):
                         self._make_root(operand)
                     if s_id in roots:
                         continue
-                broadcast = node_op == "view" and node.numel > s.numel
+                broadcast = node_op == Op.VIEW and node.numel > s.numel
                 if broadcast and id(node) in self._row_results:
                     stack.append(s)
                 elif broadcast and self.cost(s) > BROADCAST_RECOMPUTE_LIMIT:
@@ -215,8 +216,8 @@ class Plan:
         for x in node.srcs:
             if (
                 id(x) not in loads
-                and x.op != "const"
-                and (x.realized or id(x) in self.roots or x.op in ("reduce", "matmul", "kernel"))
+                and x.op != Op.CONST
+                and (x.realized or id(x) in self.roots or x.op in (Op.REDUCE, Op.MATMUL, Op.KERNEL))
             ):
                 count += 1
         return count
@@ -226,7 +227,7 @@ class Plan:
 
     def _main_reduce(self, root: Node) -> Node | None:
         """The reduction (or matmul) ``root``'s kernel computes: root itself, or one under a same-size expression."""
-        if root.op in ("reduce", "matmul"):
+        if root.op in (Op.REDUCE, Op.MATMUL):
             return root
         if not _inline_kind(root):
             return None
@@ -236,7 +237,7 @@ class Plan:
             for s in node.srcs:
                 if s.realized or id(s) in self.roots:
                     continue
-                if s.op in ("reduce", "matmul"):
+                if s.op in (Op.REDUCE, Op.MATMUL):
                     found.append(s)
                 elif _inline_kind(s) and self.consumers[id(s)] == 1:  # shared nodes are read elsewhere too
                     stack.append(s)
@@ -251,7 +252,7 @@ class Plan:
     def _whole_row_chain(self, root: Node) -> list[Node]:
         """Rule 7: the reductions ``root`` reads broadcast over their rows, when ``root`` has the rows' shape
         and a row fits one chunk of the device's rows kernel; else []."""
-        if root.op not in ("elementwise", "cast"):
+        if root.op not in (Op.ELEMENTWISE, Op.CAST):
             return []
         red = self._first_row_broadcast(root)
         if red is None or not kernels_reduce.row_in_one_chunk(red, kernels_tuning.tuning_for(root.device)):
@@ -266,9 +267,9 @@ class Plan:
             if id(node) in seen or node.realized or node.shape != root.shape:
                 continue
             seen.add(id(node))
-            if node.op in ("elementwise", "cast"):
+            if node.op in (Op.ELEMENTWISE, Op.CAST):
                 stack.extend(node.srcs)
-            elif node.op == "view" and node.numel > node.srcs[0].numel:
+            elif node.op == Op.VIEW and node.numel > node.srcs[0].numel:
                 for r in self._row_reductions(node.srcs[0], None):
                     if r.srcs[0].shape == root.shape and kernels.is_row_broadcast(node, r):
                         return r
@@ -287,13 +288,13 @@ class Plan:
         stack, seen = [start], set()
         while stack:
             node = stack.pop()
-            if id(node) in seen or node.realized or node.op == "const":
+            if id(node) in seen or node.realized or node.op == Op.CONST:
                 continue
             seen.add(id(node))
-            if node.op in ("elementwise", "cast") and node.shape == red.srcs[0].shape:
+            if node.op in (Op.ELEMENTWISE, Op.CAST) and node.shape == red.srcs[0].shape:
                 stack.extend(node.srcs)
                 continue
-            if node.op == "view" and kernels.is_row_broadcast(node, red):
+            if node.op == Op.VIEW and kernels.is_row_broadcast(node, red):
                 inner = self._row_reductions(node.srcs[0], red)
                 if inner:
                     views.append(node)
@@ -322,7 +323,7 @@ class Plan:
             seen.add(id(node))
             if id(node) in targets:
                 return True
-            if through_reductions or node.op not in ("reduce", "matmul"):
+            if through_reductions or node.op not in (Op.REDUCE, Op.MATMUL):
                 stack.extend(node.srcs)
         return False
 
@@ -331,11 +332,13 @@ class Plan:
         out, stack = [], [node]
         while stack:
             n = stack.pop()
-            if n.realized or n.op == "const" or (n.op == "view" and n.srcs[0].op == "const"):
+            if n.realized or n.op == Op.CONST or (n.op == Op.VIEW and n.srcs[0].op == Op.CONST):
                 continue
-            if n.op == "reduce":
+            if n.op == Op.REDUCE:
                 like = red if red is not None else (out[0] if out else n)
-                same_rows = n.arg[1] == like.arg[1] and n.shape == like.shape and n.srcs[0].shape == like.srcs[0].shape
+                same_rows = (
+                    n.arg.axes == like.arg.axes and n.shape == like.shape and n.srcs[0].shape == like.srcs[0].shape
+                )
                 if not same_rows or id(n) in self.produced_by:
                     return []
                 out.append(n)
@@ -390,22 +393,32 @@ class Plan:
 class Signature:
     """The structure of one group, as a cache key, and its leaves, constants and views in a fixed order.
 
+    The group is walked by ``plan_cache.group_structure``, the walk of the plan key, so one walker
+    describes a graph's structure for both caches.
+
     A view is described by ``ViewStack.structure``: its offsets and mask bounds are parameters
     like the constants' values, unless they are past the budget (then baked, and in the key).
     """
 
     def __init__(self, root: Node, chain: list[Node], stored: list[Node], leaf_ids, mode):
+        fused = {id(r) for r in chain}
+        order, walk = plan_cache.group_structure(root, kernels_matmul.mode, _GroupLeaves(leaf_ids, fused))
         self.leaves: list[Node] = []
         self.consts: list[Node] = []
         self.views: list[Node] = []  # inlined views with values (offsets, mask bounds)
-        self._numbers: dict[int, int] = {}
-        fused = {id(r) for r in chain}
-        walk = self._walk(root, leaf_ids, fused)
+        for n in order:  # classified as the walk took them: realized or loaded leaves, constants, views
+            if n.realized or (id(n) in leaf_ids and id(n) not in fused):
+                self.leaves.append(n)
+            elif n.op == Op.CONST:
+                self.consts.append(n)
+            elif n.op == Op.VIEW and n.arg.value_count(n.srcs[0].numel):
+                self.views.append(n)
         self.baked = self._over_budget() | self._views_over_budget(root, leaf_ids)
         baked_values = tuple((i, repr(n.arg)) for i, n in enumerate(self.consts) if id(n) in self.baked)
         baked_views = tuple((i, n.arg) for i, n in enumerate(self.views) if id(n) in self.baked)
-        chain_at = tuple(self._numbers[id(r)] for r in chain)
-        stored_at = tuple(self._numbers[id(r)] for r in stored)
+        position = {id(n): i for i, n in enumerate(order)}
+        chain_at = tuple(position[id(r)] for r in chain)
+        stored_at = tuple(position[id(r)] for r in stored)
         self.key = (mode, walk, chain_at, stored_at, baked_values, baked_views)
 
     def _views_over_budget(self, root: Node, leaf_ids) -> frozenset[int]:
@@ -437,49 +450,6 @@ class Signature:
                 baked.add(id(n))
         return frozenset(baked)
 
-    def _walk(self, node: Node, leaf_ids, fused) -> tuple:
-        """Describe the group's nodes in post-order; every node is numbered when it is described.
-
-        This runs for every group of every realize (the key is looked up before anything is
-        lowered), so a node's leafness is decided once, on entry, and carried to its exit.
-        """
-        numbers = self._numbers
-        out = []
-        stack: list[tuple[Node, bool | None]] = [(node, None)]  # None: enter the node; else exit, with is_leaf
-        while stack:
-            n, is_leaf = stack.pop()
-            n_id = id(n)
-            if is_leaf is not None:
-                numbers[n_id] = len(numbers)
-                out.append(self._describe(n, is_leaf))
-                continue
-            if n_id in numbers:
-                continue
-            numbers[n_id] = -1  # visiting
-            is_leaf = (n.realized or n_id in leaf_ids) and n_id not in fused
-            stack.append((n, is_leaf))
-            if not is_leaf:
-                for s in reversed(n.srcs):
-                    if id(s) not in numbers:
-                        stack.append((s, None))
-        return tuple(out)
-
-    def _describe(self, n: Node, is_leaf: bool) -> tuple:
-        if is_leaf:
-            self.leaves.append(n)
-            return ("leaf", n.shape, n.dtype.name)
-        if n.op == "const":
-            self.consts.append(n)
-            return ("const", n.shape, n.dtype.name)
-        numbers = self._numbers
-        sources = tuple([numbers[id(s)] for s in n.srcs])
-        if n.op == "view":
-            source = n.srcs[0].numel
-            if n.arg.value_count(source):
-                self.views.append(n)
-            return ("view", n.arg.structure(source), n.shape, n.dtype.name, sources)
-        return (n.op, n.arg, n.shape, n.dtype.name, sources)
-
 
 def _lower_group(root: Node, chain: list[Node], leaf_ids, mode, baked) -> kernels.GroupTemplate:
     # Index arithmetic is 64-bit only where the group's shapes need it.
@@ -489,14 +459,16 @@ def _lower_group(root: Node, chain: list[Node], leaf_ids, mode, baked) -> kernel
         return _lower_elementwise_or_reduce(root, chain, leaf_ids, mode, baked)
 
 
-def _lower_elementwise_or_reduce(root: Node, chain: list[Node], leaf_ids, mode: str, baked) -> kernels.GroupTemplate:
+def _lower_elementwise_or_reduce(
+    root: Node, chain: list[Node], leaf_ids, mode: GroupMode, baked
+) -> kernels.GroupTemplate:
     if not chain:
         return kernels.lower_elementwise(root, leaf_ids, baked)
-    if mode == "blocks":
+    if mode is GroupMode.BLOCKS:
         return kernels_reduce.lower_blocks(root, chain[-1], leaf_ids, baked)
-    if mode == "whole_rows":
+    if mode is GroupMode.WHOLE_ROWS:
         return kernels_reduce.lower_rows(root, chain, chain, leaf_ids, baked, whole_rows=True)
-    if mode == "columns":
+    if mode is GroupMode.COLUMNS:
         return kernels_reduce_columns.lower_columns(root, chain[-1], leaf_ids, baked)
     return kernels_reduce.lower_rows(root, chain, chain[:-1], leaf_ids, baked)
 
@@ -510,13 +482,13 @@ def _indexed(group: kernels.GroupTemplate, sig: Signature, outputs: list[Node]) 
     indexed = []
     for kt in group.kernels:
         buffers = {}
-        for name, (kind, what) in kt.buffers.items():
-            pos = {"leaf": leaf_pos, "out": out_pos}.get(kind)
-            buffers[name] = (kind, pos[id(what)] if pos is not None else what)
+        for name, role in kt.buffers.items():
+            pos = {BufferKind.LEAF: leaf_pos, BufferKind.OUT: out_pos}.get(role.kind)
+            buffers[name] = role if pos is None else role._replace(what=pos[id(role.what)])
         params = {}
         for name, role in kt.params.items():
-            if isinstance(role, tuple):  # ("view", node, level, field, divisor, bits): by the view's position
-                params[name] = (view_pos[id(role[1])], *role[2:])
+            if isinstance(role, ViewRole):  # by the view's position
+                params[name] = role._replace(view=view_pos[id(role.view)])
             else:
                 params[name] = const_pos[id(role)]
         indexed.append(kernels.KernelTemplate(kt.kernel, kt.grid, buffers, params))
@@ -542,6 +514,20 @@ class _TemplateKey:
         return isinstance(other, _TemplateKey) and self._hash == other._hash and self.parts == other.parts
 
 
+class _GroupLeaves:
+    """Ids of the unrealized nodes a group's kernels load (``in`` only): ``loaded`` but the chain's reductions,
+    which the group computes; the leaves of its ``plan_cache.group_structure`` walk."""
+
+    __slots__ = ("_loaded", "_fused")
+
+    def __init__(self, loaded, fused: set[int]):
+        self._loaded = loaded
+        self._fused = fused
+
+    def __contains__(self, node_id: int) -> bool:
+        return node_id in self._loaded and node_id not in self._fused
+
+
 class _LoadedIds:
     """Ids of the nodes a group loads: the plan's roots but the group's own outputs (``in`` only).
 
@@ -564,18 +550,20 @@ class _Group:
         self.root = root
         self.chain = plan.chains.get(id(root), [])
         stored = self.chain[:-1]
-        if self.chain and self.chain[-1].op == "matmul":  # the mode names the tiles (they depend on the device)
+        if self.chain and self.chain[-1].op == Op.MATMUL:  # the mode names the tiles (they depend on the device)
             self.mode = kernels_matmul.mode(self.chain[-1])
         elif self.chain and id(root) in plan.whole_rows:
-            self.mode, stored = "whole_rows", self.chain
+            self.mode, stored = GroupMode.WHOLE_ROWS, self.chain
         else:
-            self.mode = kernels_reduce.choose_mode(self.chain[-1], len(self.chain)) if self.chain else "elementwise"
+            self.mode = (
+                kernels_reduce.choose_mode(self.chain[-1], len(self.chain)) if self.chain else GroupMode.ELEMENTWISE
+            )
             if (
-                self.mode in ("rows", "blocks")
+                self.mode in (GroupMode.ROWS, GroupMode.BLOCKS)
                 and len(self.chain) == 1
                 and kernels_reduce_columns.columns_fit(self.chain[0])
             ):
-                self.mode = "columns"  # rule 8: a lone reduction over a strided axis
+                self.mode = GroupMode.COLUMNS  # rule 8: a lone reduction over a strided axis
         self.outputs = [root] + stored
         # Everything realized by other groups of this plan is loaded; this group's own outputs are computed.
         self.leaf_ids = _LoadedIds(leaf_ids, {id(n) for n in self.outputs})
@@ -603,7 +591,7 @@ def compile_recipe(plan: Plan) -> plan_cache.Recipe:
     recipe = plan_cache.Recipe()
     slot: dict[int, int] = {}  # node -> its index in recipe.outputs
     for g in _dependency_order(groups):
-        if g.root.op == "kernel":  # a user's @vkml.kernel binds its own buffers (vkml/dsl/kernel.py)
+        if g.root.op == Op.KERNEL:  # a user's @vkml.kernel binds its own buffers (vkml/dsl/kernel.py)
             recipe.steps.append(plan_cache.Step(None, position[id(g.root)], None, None))
             recipe.custom_roots.append(position[id(g.root)])
             continue
@@ -622,7 +610,7 @@ def compile_recipe(plan: Plan) -> plan_cache.Recipe:
             buffer_refs = []
             BufferRef = plan_cache.BufferRef
             for name, (kind, pos) in kt.buffers.items():
-                if kind == "leaf":
+                if kind is BufferKind.LEAF:
                     leaf = g.sig.leaves[pos]
                     if leaf.realized:
                         buffer_refs.append(BufferRef(name, plan_cache.LEAF, position[id(leaf)]))
@@ -630,7 +618,7 @@ def compile_recipe(plan: Plan) -> plan_cache.Recipe:
                         buffer_refs.append(BufferRef(name, plan_cache.OUT, slot[id(leaf)]))
                     else:  # written by a user's kernel
                         buffer_refs.append(BufferRef(name, plan_cache.CUSTOM, position[id(leaf)]))
-                elif kind == "out":
+                elif kind is BufferKind.OUT:
                     buffer_refs.append(BufferRef(name, plan_cache.OUT, slot[id(g.outputs[pos])]))
                 else:
                     buffer_refs.append(BufferRef(name, plan_cache.TEMP, first_temp + pos))
@@ -639,7 +627,9 @@ def compile_recipe(plan: Plan) -> plan_cache.Recipe:
                     name,
                     position[id(consts[pos])]
                     if pos.__class__ is int
-                    else plan_cache.ViewParam(position[id(g.sig.views[pos[0]])], *pos[1:]),
+                    else plan_cache.ViewParam(
+                        position[id(g.sig.views[pos.view])], pos.level, pos.field, pos.divisor, pos.bits
+                    ),
                 )
                 for name, pos in kt.params.items()
             )
@@ -775,7 +765,7 @@ def fused_groups(nodes: list[Node], order: list[Node]) -> list[tuple[int, list[N
         leaf_ids = set(plan.roots)
         ordered = _dependency_order([_Group(plan, root, leaf_ids) for root in plan.groups()])
         counts = [
-            1 if g.root.op == "kernel" else 0 if g.root.numel == 0 else len(g.template().kernels) for g in ordered
+            1 if g.root.op == Op.KERNEL else 0 if g.root.numel == 0 else len(g.template().kernels) for g in ordered
         ]
     position = {id(n): i for i, n in enumerate(plan.nodes)}
     result = []

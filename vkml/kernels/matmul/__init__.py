@@ -17,7 +17,7 @@ from .tiled import computed_operands
 
 __all__ = ["MODES", "computed_operands", "lower", "mode"]
 
-# The mode of a matmul group, one type per template (the other groups' modes are words: "rows", ...).
+# The mode of a matmul group, one type per template (the other groups' is a ``lowering.GroupMode``).
 MODES = (tiled.MatmulConfig, coopmat.Mode, coopmat2.Mode)
 Mode = tiled.MatmulConfig | coopmat.Mode | coopmat2.Mode
 

@@ -49,7 +49,17 @@ from ...ir import builder as B
 from ...ir import types as T
 from ...ir.core import Value
 from ...ir.instructions import VECTOR_WIDTH
-from ..lowering import GroupTemplate, Index, Lowering, _u32, fold_grid, kernel_name, linear_workgroup
+from ..lowering import (
+    BufferKind,
+    BufferRole,
+    GroupTemplate,
+    Index,
+    Lowering,
+    _u32,
+    fold_grid,
+    kernel_name,
+    linear_workgroup,
+)
 from .tiled import _clamp, _contiguous_along_k, _maybe_if, _plus, store_output, tile_of
 
 MODE = "matmul coopmat"
@@ -335,7 +345,7 @@ def lower_matmul_coopmat(
     k_steps = max(1, -(-k_size // bk))
     L = Lowering(kernel_name(root, "MMC"), (threads, 1, 1), leaves, baked)
     L.kb.subgroup_size = subgroup_size
-    out_ref = L.bind_buffer(root.dtype, "write", "out", ("out", root))
+    out_ref = L.bind_buffer(root.dtype, "write", "out", BufferRole(BufferKind.OUT, root))
     c_block = L.kb.shared("c_block", T.float32, shape.epilogue * shape.subgroups * MATRIX * MATRIX)
     with L.kb:
         wg = linear_workgroup(grid)

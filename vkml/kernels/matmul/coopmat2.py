@@ -35,11 +35,11 @@ import math
 from dataclasses import dataclass
 
 from ... import config as vkml_config
-from ...graph.node import Node
+from ...graph.node import Node, Op
 from ...ir import builder as B
 from ...ir import types as T
 from ...ir.core import Value
-from ..lowering import GroupTemplate, Lowering, _u32, fold_grid, kernel_name, linear_workgroup
+from ..lowering import BufferKind, BufferRole, GroupTemplate, Lowering, _u32, fold_grid, kernel_name, linear_workgroup
 from .tiled import _maybe_if
 
 MODE = "matmul coopmat2"
@@ -120,7 +120,7 @@ def fits(mm: Node, features) -> bool:
     a, b = mm.srcs
     if len(a.shape) != 2 or len(b.shape) != 2 or 0 in (*a.shape, *b.shape):
         return False
-    if any(not s.realized and s.op in ("view", "cast", "const") for s in (a, b)):
+    if any(not s.realized and s.op in (Op.VIEW, Op.CAST, Op.CONST) for s in (a, b)):
         return False
     largest = 2 * max(a.numel, b.numel, a.shape[0] * b.shape[1])
     return largest <= features.max_storage_buffer_range
@@ -174,7 +174,7 @@ def lower_matmul_coopmat2(root: Node, mm: Node, leaves, baked, subgroup_size: in
     L = Lowering(kernel_name(root, "MMW"), (shape.threads, 1, 1), leaves, baked)
     L.kb.subgroup_size = subgroup_size  # the matrix instructions' verifier and codegen check it
     a_ref, b_ref = L.leaf(a), L.leaf(b)
-    out_ref = L.bind_buffer(root.dtype, "write", "out", ("out", root))
+    out_ref = L.bind_buffer(root.dtype, "write", "out", BufferRole(BufferKind.OUT, root))
     # "inside" where whole tiles cover a tensor: no clamping to pay for (the prototype's 8192³ kernel).
     a_edge = "inside" if m_size % bm == 0 and k_size % bk == 0 else "clamp"
     b_edge = "inside" if k_size % bk == 0 and n_size % bn == 0 else "clamp"

@@ -38,12 +38,14 @@ import math
 from dataclasses import dataclass, replace
 
 from ... import config as vkml_config
-from ...graph.node import Node
+from ...graph.node import Node, Op
 from ...ir import builder as B
 from ...ir import types as T
 from ...ir.core import Value
 from ...ops.cast import narrow
 from ..lowering import (
+    BufferKind,
+    BufferRole,
     GroupTemplate,
     Index,
     Lowering,
@@ -257,9 +259,9 @@ def computed_operands(node: Node, is_loaded) -> list[Node]:
     found, stack = [], [node]
     while stack:
         n = stack.pop()
-        if n.realized or is_loaded(n) or n.op == "const" or n in found:
+        if n.realized or is_loaded(n) or n.op == Op.CONST or n in found:
             continue
-        if n.op == "view" or (n.op == "cast" and n.dtype.is_float):
+        if n.op == Op.VIEW or (n.op == Op.CAST and n.dtype.is_float):
             stack.extend(n.srcs)
         else:
             found.append(n)
@@ -318,9 +320,9 @@ class _Staging:
 def _contiguous_along_k(operand: Node, is_a: bool) -> bool:
     """Whether neighbouring k of ``operand`` are neighbours in memory (default: row-major operands)."""
     node = operand
-    while node.op == "cast":
+    while node.op == Op.CAST:
         node = node.srcs[0]
-    if node.op == "view" and len(node.arg.views) == 1:
+    if node.op == Op.VIEW and len(node.arg.views) == 1:
         strides = node.arg.views[0].strides
         k_stride, outer_stride = (strides[-1], strides[-2]) if is_a else (strides[-2], strides[-1])
         if abs(k_stride) == 1 or abs(outer_stride) == 1:
@@ -364,7 +366,7 @@ def lower_matmul(root: Node, mm: Node, leaves, baked, config: MatmulConfig) -> G
     total = math.prod(batch) * tiles_m * tiles_n
     grid = fold_grid(total)
     L = Lowering(kernel_name(root, "MM"), (threads, 1, 1), leaves, baked)
-    out_ref = L.bind_buffer(root.dtype, "write", "out", ("out", root))
+    out_ref = L.bind_buffer(root.dtype, "write", "out", BufferRole(BufferKind.OUT, root))
     a_stride, b_stride = bm + config.pad, bn + config.pad
     k_steps = -(-k_size // bk)
     buffers = 2 if k_steps > 1 else 1  # double buffering: the next tile is stored while this one is read

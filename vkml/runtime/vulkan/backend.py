@@ -73,7 +73,7 @@ from .kernel_cache import KernelCache
 from .logical_device import LogicalDevice
 from .memory import Allocation, MemoryBlock, MemoryPool
 from .pipelines import Pipelines
-from .recordings import Recordings, fingerprint
+from .recordings import Recorded, Recordings, fingerprint
 from .reports import device_rank, physical_device_count, physical_device_info, vulkan_device_reports
 from .timestamps import TimestampQueries
 from .transfers import Transfers
@@ -416,10 +416,10 @@ class VulkanDevice(Device):
         slot = recordings.find(key)
         timer = self.timestamp_queries if timestamps else None
         if slot is not None:  # the same batch on the same memory as a recent run: submit its recording again
-            launched, barriers, launched_at, _, written, blocks = recordings.payloads[slot]
-            self._submit(slot, False, dispatches, written, blocks, timer)
+            done: Recorded = recordings.payloads[slot]
+            self._submit(slot, False, dispatches, done.written, done.blocks, timer)
             counters["recordings_reused"] += 1
-            return self._finish_run(dispatches, launched, barriers, launched_at, timer)
+            return self._finish_run(dispatches, done.launched, done.barriers, done.launched_at, timer)
         # New kernels are compiled side by side before recording starts (the loop below looks them up).
         self.pipelines.prepare(dispatches)
         slot, command_buffer = recordings.begin()
@@ -480,8 +480,8 @@ class VulkanDevice(Device):
         recordings.check_token(self._recording_token())  # this recording may have replaced the query pool
         if timer is None:
             launched_at = None
-        payload = (launched, barriers, launched_at, ([d.kernel for d in dispatches], bound_pipelines), outputs, blocks)
-        recordings.remember(slot, key, payload)
+        kept = ([d.kernel for d in dispatches], bound_pipelines)
+        recordings.remember(slot, key, Recorded(launched, barriers, launched_at, kept, outputs, blocks))
         return self._finish_run(dispatches, launched, barriers, launched_at, timer)
 
     def _submit(self, slot: int, end: bool, dispatches, outputs: list, blocks: tuple, timer) -> None:

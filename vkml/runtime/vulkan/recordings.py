@@ -41,6 +41,7 @@ never reset: a submission on its slot takes another fence (``_fence_for``).
 from __future__ import annotations
 
 import time
+from typing import NamedTuple
 
 from ... import config
 from ...errors import DeviceError
@@ -58,6 +59,23 @@ SLOTS = 16
 TRANSFER_SLOTS = 8
 VK_SUCCESS, VK_NOT_READY = 0, 1
 SPIN_US_ON_GPUS = 2000
+
+
+class Recorded(NamedTuple):
+    """What the run that recorded a slot reported, for a run that submits the slot again.
+
+    ``launched`` and ``barriers``: how many dispatches were recorded and barriers between them (the
+    run's report); ``launched_at``: each launched dispatch's index, where timestamps were taken (else None);
+    ``kept``: the dispatches' kernels and bound pipelines, alive while the recording refers to them;
+    ``written``: the buffers the batch writes; ``blocks``: the memory blocks it binds.
+    """
+
+    launched: int
+    barriers: int
+    launched_at: list[int] | None
+    kept: tuple
+    written: object
+    blocks: tuple
 
 
 def fingerprint(dispatches, timestamps: bool) -> tuple:
@@ -155,7 +173,7 @@ class Recordings:
         vk_instance.check(self.lib.vkBeginCommandBuffer(command_buffer, self._begin), "vkBeginCommandBuffer")
         return index, slot, command_buffer
 
-    def remember(self, slot: int, key: tuple, payload: tuple) -> None:
+    def remember(self, slot: int, key: tuple, payload: Recorded) -> None:
         """Keep ``slot``'s recording for ``key``; ``payload`` must hold the dispatches' kernels (ids are in the key)."""
         self.keys[slot], self.payloads[slot] = key, payload
 

@@ -285,15 +285,8 @@ def _from_numpy(array: np.ndarray, device, dtype: T.DType | None = None, op: str
     """A tensor of ``array``'s elements (of ``dtype``, whose storage they are: bfloat16 bits as int16)."""
     dtype = dtype or T.from_numpy(array.dtype)
     check_device_dtype(op, dtype, device)
-<<<<<<< HEAD
     buf = device.upload_new(dtype, np.ascontiguousarray(array).reshape(-1))
-    node = Node("buffer", (), None, array.shape, dtype, device)
-=======
-    buf = device.allocate(dtype, array.size)
-    if array.size:
-        device.upload(buf, np.ascontiguousarray(array).reshape(-1))
     node = Node(Op.BUFFER, (), None, array.shape, dtype, device)
->>>>>>> h/typed
     node.buffer = buf
     from ..tensor import Tensor
 

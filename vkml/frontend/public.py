@@ -46,6 +46,8 @@ MODULES = (
     "combining",
     "transcendental",
     "torch_names",
+    "dense_linalg",
+    "linalg_ops",
 )
 
 

@@ -48,6 +48,7 @@ MODULES = (
     "torch_names",
     "dense_linalg",
     "linalg_ops",
+    "legacy_names",
 )
 
 

@@ -33,7 +33,18 @@ slogdet = namedtuple("slogdet", ["sign", "logabsdet"])
 qr = namedtuple("qr", ["Q", "R"])
 svd = namedtuple("svd", ["U", "S", "V"])
 triangular_solve = namedtuple("triangular_solve", ["solution", "cloned_coefficient"])
-_LINALG = ["linalg_inv_ex", "linalg_cholesky_ex", "linalg_solve_ex", "linalg_slogdet", "linalg_qr", "linalg_eigh"]
+frexp = namedtuple("frexp", ["mantissa", "exponent"])
+histogram = namedtuple("histogram", ["hist", "bin_edges"])
+_LINALG = [
+    "frexp",
+    "histogram",
+    "linalg_inv_ex",
+    "linalg_cholesky_ex",
+    "linalg_solve_ex",
+    "linalg_slogdet",
+    "linalg_qr",
+    "linalg_eigh",
+]
 _LINALG += ["linalg_svd", "linalg_lstsq", "slogdet", "qr", "svd", "triangular_solve"]
 
 __all__ = ["max", "min", "aminmax", "cummax", "cummin", "kthvalue", "median", "nanmedian", "mode", "sort", "topk"]

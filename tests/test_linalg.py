@@ -208,6 +208,33 @@ def test_errors_match_torch(case):
     assert str(mine.value) == str(theirs.value)
 
 
+def test_non_finite_inputs_as_torch():
+    nan = np.array([[np.nan, 1.0], [1.0, 1.0]], dtype=np.float32)
+    for fn in (
+        lambda m, a: m.linalg.inv(a),
+        lambda m, a: m.linalg.det(a),
+        lambda m, a: m.linalg.slogdet(a).sign,
+        lambda m, a: m.linalg.slogdet(a).logabsdet,
+        lambda m, a: m.linalg.solve(a, m.ones(2)),
+        lambda m, a: m.linalg.inv_ex(a).info,
+    ):
+        np.testing.assert_array_equal(fn(vkml, vkml.tensor(nan)).numpy(), fn(torch, torch.tensor(nan)).numpy())
+    for fn in (lambda m, a: m.linalg.svdvals(a), lambda m, a: m.linalg.pinv(a), lambda m, a: m.linalg.matrix_rank(a)):
+        with pytest.raises(torch.linalg.LinAlgError) as theirs:
+            fn(torch, torch.tensor(nan))
+        with pytest.raises(vkml.linalg.LinAlgError) as mine:
+            fn(vkml, vkml.tensor(nan))
+        assert str(mine.value) == str(theirs.value)
+
+
+def test_empty_matrices_and_batches_as_torch():
+    for shape in ((0, 3, 3), (2, 0, 0)):
+        for fn in (lambda m, a: m.linalg.inv(a), lambda m, a: m.linalg.det(a), lambda m, a: m.linalg.cholesky(a)):
+            got, want = fn(vkml, vkml.zeros(shape)), fn(torch, torch.zeros(shape))
+            assert tuple(got.shape) == tuple(want.shape)
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
 def test_ex_variants_report_info_as_torch():
     for m in (vkml, torch):
         inverse, info = m.linalg.inv_ex(m.tensor(np.stack([np.eye(2), SINGULAR])))

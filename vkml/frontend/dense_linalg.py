@@ -92,6 +92,21 @@ def _info(values, like):
     return creation.tensor(np.asarray(values, dtype=np.int32), dtype=T.int32, device=like.device)
 
 
+def _matrices(a: np.ndarray) -> np.ndarray:
+    """A batch of matrices as one flat batch (an empty batch and 0x0 matrices included)."""
+    return a.reshape((math.prod(a.shape[:-2]), *a.shape[-2:]))
+
+
+def _svd(op: str, a: np.ndarray, **kwargs):
+    """numpy's SVD, with PyTorch's LinAlgError where it does not converge (a non-finite input)."""
+    try:
+        return np.linalg.svd(a, **kwargs)
+    except np.linalg.LinAlgError:
+        raise LinAlgError(
+            "linalg.svd: The algorithm failed to converge because the input matrix contained non-finite values."
+        ) from None
+
+
 def _batch_prefix(A, index: int) -> str:
     return f"(Batch element {index}): " if A.ndim > 2 else ""
 
@@ -120,7 +135,7 @@ def _lu_info(a: np.ndarray) -> int:
 def _inverse(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(inverses, info) of a batch of square float64 matrices; a singular one's inverse is NaN."""
     batch = a.shape[:-2]
-    flat = a.reshape(-1, *a.shape[-2:])
+    flat = _matrices(a)
     info = np.zeros(len(flat), dtype=np.int32)
     try:
         out = np.linalg.inv(flat)
@@ -130,8 +145,9 @@ def _inverse(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             try:
                 out[i] = np.linalg.inv(m)
             except np.linalg.LinAlgError:
+                # LAPACK's info: a zero pivot; a NaN pivot is not zero, so NaN inputs give NaN and info 0
                 out[i] = np.nan
-                info[i] = _lu_info(m) or m.shape[-1]
+                info[i] = _lu_info(m)
     return out.reshape(a.shape), info.reshape(batch)
 
 
@@ -210,7 +226,7 @@ def _cofactor(A, d):
     if not bool(F.eq(d, 0).any()):
         return F.mul(F.unsqueeze(F.unsqueeze(d, -1), -1), _mT(inv(A)))
     a = _host(A)
-    u, s, vh = np.linalg.svd(a)
+    u, s, vh = _svd("linalg.det", a)
     n = s.shape[-1]
     prods = np.stack([np.prod(np.delete(s, i, axis=-1), axis=-1) for i in range(n)], axis=-1) if n else s
     scale = np.linalg.det(u) * np.linalg.det(vh)
@@ -220,7 +236,10 @@ def _cofactor(A, d):
 class _Det(Function):
     @staticmethod
     def forward(ctx, A):
-        d = _upload(np.linalg.det(_host(A)), A)
+        a = _host(A)
+        with np.errstate(invalid="ignore"):
+            d = np.where(np.isnan(a).any(axis=(-2, -1)), np.nan, np.linalg.det(a))  # numpy's det of NaN is 0
+        d = _upload(d, A)
         ctx.save_for_backward(A, d)
         return d
 
@@ -233,7 +252,11 @@ class _Det(Function):
 class _Slogdet(Function):
     @staticmethod
     def forward(ctx, A):
-        sign, logabs = np.linalg.slogdet(_host(A))
+        a = _host(A)
+        with np.errstate(invalid="ignore"):
+            sign, logabs = np.linalg.slogdet(a)
+        nan = np.isnan(a).any(axis=(-2, -1))
+        sign, logabs = np.where(nan, 0.0, sign), np.where(nan, np.nan, logabs)  # PyTorch's (0, NaN)
         sign, logabs = _upload(sign, A), _upload(logabs, A)
         ctx.mark_non_differentiable(sign)
         ctx.set_materialize_grads(False)
@@ -261,7 +284,16 @@ class _Solve(Function):
                 f"torch.linalg.solve: {_batch_prefix(A, int(bad[0]))}The solver failed because the input matrix "
                 "is singular."
             )
-        X = _upload(np.linalg.solve(a, b), B)
+        try:
+            x = np.linalg.solve(a, b)
+        except np.linalg.LinAlgError:  # non-finite values numpy calls singular: NaN, as LAPACK
+            x = np.full(b.shape, np.nan)  # the batches are broadcast by the caller
+            for i in np.ndindex(*a.shape[:-2]):
+                try:
+                    x[i] = np.linalg.solve(a[i], b[i])
+                except np.linalg.LinAlgError:
+                    pass
+        X = _upload(x, B)
         ctx.save_for_backward(A, X)
         return X
 
@@ -298,7 +330,7 @@ class _Cholesky(Function):
     @staticmethod
     def forward(ctx, A, op, check):
         a = _host(A)
-        flat = a.reshape(-1, *a.shape[-2:])
+        flat = _matrices(a)
         L = np.empty_like(flat)
         info = np.zeros(len(flat), dtype=np.int32)
         for i, m in enumerate(flat):
@@ -408,7 +440,7 @@ class _SVD(Function):
 
     @staticmethod
     def forward(ctx, A, full_matrices):
-        u, s, vh = np.linalg.svd(_host(A), full_matrices=full_matrices)
+        u, s, vh = _svd("linalg.svd", _host(A), full_matrices=full_matrices)
         U, S, Vh = _upload(u, A), _upload(s, A), _upload(vh, A)
         ctx.save_for_backward(A, U, S, Vh)
         ctx.full = full_matrices
@@ -506,7 +538,7 @@ class _Pinv(Function):
                 winv = np.where(np.abs(w) > tol, 1.0 / np.where(w == 0, 1, w), 0.0)
             p = (v * winv[..., None, :]) @ np.swapaxes(v, -1, -2)
         else:
-            u, s, vh = np.linalg.svd(a, full_matrices=False)
+            u, s, vh = _svd("linalg.pinv", a, full_matrices=False)
             tol = _tolerance(s, A, atol, rtol)
             sinv = np.where(s > tol, 1.0 / np.where(s == 0, 1, s), 0.0)
             p = np.swapaxes(vh, -1, -2) @ (sinv[..., :, None] * np.swapaxes(u, -1, -2))
@@ -531,7 +563,12 @@ class _Lstsq(Function):
         b = np.broadcast_to(b, (*batch, *b.shape[-2:])).reshape(-1, *b.shape[-2:])
         x = np.empty((len(a), a.shape[-1], b.shape[-1]))
         for i in range(len(a)):
-            x[i] = np.linalg.lstsq(a[i], b[i], rcond=rcond)[0]
+            try:
+                x[i] = np.linalg.lstsq(a[i], b[i], rcond=rcond)[0]
+            except np.linalg.LinAlgError:
+                raise LinAlgError(
+                    "linalg.svd: The algorithm failed to converge because the input matrix contained non-finite values."
+                ) from None
         X = _upload(x.reshape(*batch, a.shape[-1], b.shape[-1]), A)
         ctx.save_for_backward(A, B)
         return X
@@ -746,7 +783,7 @@ def svdvals(A, *, driver=None):
             f"torch.{op}: keyword argument `driver=` is only supported on CUDA inputs with cuSOLVER backend."
         )
     if not A.requires_grad:
-        return _upload(np.linalg.svd(_host(A), compute_uv=False), A)
+        return _upload(_svd(op, _host(A), compute_uv=False), A)
     return _SVD.apply(A, False)[1]
 
 
@@ -792,7 +829,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
         rcond = float(np.finfo(_NUMPY[A.dtype.name]).eps) * max(m, n)
     X = _Lstsq.apply(A, Bm, float(rcond))
     a = _host(A)
-    s = np.linalg.svd(a, compute_uv=False)
+    s = _svd(op, a, compute_uv=False)
     tol = float(rcond) * (s[..., :1] if s.shape[-1] else np.zeros((*s.shape[:-1], 1)))
     ranks = np.sum(s > tol, axis=-1)
     empty = creation.tensor([], dtype=A.dtype, device=A.device)
@@ -818,7 +855,7 @@ def matrix_rank(A, tol=None, hermitian: bool = False, *, atol=None, rtol=None):
     if tol is not None:
         atol, rtol = tol, 0.0 if rtol is None else rtol
     a = _host(A)
-    s = np.abs(np.linalg.eigvalsh(a)) if hermitian else np.linalg.svd(a, compute_uv=False)
+    s = np.abs(np.linalg.eigvalsh(a)) if hermitian else _svd(op, a, compute_uv=False)
     if hermitian:
         s = -np.sort(-s, axis=-1)
     ranks = np.sum(s > _tolerance(s, A, atol, rtol), axis=-1)
@@ -928,6 +965,8 @@ def cholesky_solve(input, input2, upper: bool = False):
     """X with A X = ``input`` where A = L L^T from the Cholesky factor ``input2`` (``upper``: A = U^T U),
     as ``torch.cholesky_solve``: two triangular solves (the factor's other triangle is not read)."""
     op = "cholesky_solve"
+    if getattr(input, "ndim", 2) < 2:
+        raise RuntimeError(f"b should have at least 2 dimensions, but has {input.ndim} dimensions instead")
     _check(op, input, "B", square=False)
     _check(op, input2, "A")
     _same_dtype(op, input2, input)

@@ -112,7 +112,7 @@ class _MatrixExp(Function):
     @staticmethod
     def forward(ctx, A):
         a = D._host(A)
-        flat = a.reshape(-1, *a.shape[-2:])
+        flat = D._matrices(a)
         out = np.stack([_expm(m) for m in flat]) if len(flat) else flat
         ctx.save_for_backward(A)
         return D._upload(out.reshape(a.shape), A)
@@ -171,7 +171,7 @@ def multi_dot(tensors):
         if t.dtype is not tensors[0].dtype:
             raise RuntimeError(
                 f"{op}(): all tensors must have be the same dtype but tensor 0 is "
-                f"{D._torch_name(tensors[0].dtype).lower()} and tensor {i} {D._torch_name(t.dtype).lower()}"
+                f"{_CPP_NAMES.get(tensors[0].dtype.name)} and tensor {i} {_CPP_NAMES.get(t.dtype.name)}"
             )
     mats = list(tensors)
     if first == 1:
@@ -193,6 +193,18 @@ def multi_dot(tensors):
     if last == 1:
         return F.squeeze(out, -1)
     return out
+
+
+# PyTorch's C++ type names, as its multi_dot error prints them
+_CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16"}
+_CPP_NAMES |= {
+    "int64": "long int",
+    "int32": "int",
+    "int16": "short int",
+    "int8": "signed char",
+    "uint8": "unsigned char",
+}
+_CPP_NAMES |= {"bool": "bool"}
 
 
 def _chain_order(dims: list[int]) -> list[list[int]]:

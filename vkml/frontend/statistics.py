@@ -297,6 +297,9 @@ def _singular_value_norm(op: str, A, ord, dims, keepdim: bool, dtype):
     (``linalg.svdvals``, computed on the host: vkml/frontend/dense_linalg.py)."""
     from .dense_linalg import svdvals
 
+    if A.dtype.nbytes < 4:  # float16/bfloat16: PyTorch's LAPACK-backed norms refuse them
+        names = {"float16": "Half", "bfloat16": "BFloat16"}
+        raise RuntimeError(f"{op}: Low precision dtypes not supported. Got {names.get(A.dtype.name, A.dtype.name)}")
     x, out_dtype = _norm_work(op, A, dtype)
     rest = [d for d in range(len(x.shape)) if d not in dims]
     moved = F.permute(x, (*rest, *dims))

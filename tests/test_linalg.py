@@ -110,6 +110,19 @@ CASES = [
         lambda m, a, b: m.linalg.tensorsolve(a, b),
         True,
     ),
+    ("lu_factor", (A3,), lambda m, a: m.linalg.lu_factor(a), True),
+    ("lu_factor_ex", (A3,), lambda m, a: m.linalg.lu_factor_ex(a), True),
+    ("lu_tall", (TALL,), lambda m, a: m.linalg.lu(a), True),
+    ("lu_wide", (WIDE,), lambda m, a: m.linalg.lu(a), True),
+    ("lu_solve", (A3, RHS), lambda m, a, b: m.linalg.lu_solve(*m.linalg.lu_factor(a), b), True),
+    (
+        "lu_solve_adjoint_right",
+        (A3, RHS.transpose(0, 2, 1).copy()),
+        lambda m, a, b: m.linalg.lu_solve(*m.linalg.lu_factor(a), b, left=False, adjoint=True),
+        True,
+    ),
+    ("torch_lu_solve", (A3, RHS), lambda m, a, b: m.lu_solve(b, *m.lu(a)), True),
+    ("lu_unpack", (TALL,), lambda m, a: m.lu_unpack(*m.linalg.lu_factor(a)), True),
     ("cholesky_solve", (RHS, CHOL), lambda m, b, c: m.cholesky_solve(b, c), True),
     ("cholesky_solve_upper", (RHS, CHOL.transpose(0, 2, 1).copy()), lambda m, b, c: b.cholesky_solve(c, True), True),
     ("cholesky_inverse", (CHOL,), lambda m, c: m.cholesky_inverse(c), True),
@@ -194,6 +207,9 @@ ERRORS = [
     ("vander_bool", lambda m: m.linalg.vander(m.tensor([True, False]))),
     ("vander_n1", lambda m: m.linalg.vander(m.ones(2), N=1)),
     ("cholesky_inverse_vector", lambda m: m.cholesky_inverse(m.ones(3))),
+    ("lu_factor_singular", lambda m: m.linalg.lu_factor(m.tensor(np.stack([np.eye(2), SINGULAR])))),
+    ("lu_factor_no_pivot", lambda m: m.linalg.lu_factor(m.eye(2), pivot=False)),
+    ("lu_solve_vector", lambda m: m.linalg.lu_solve(*m.linalg.lu_factor(m.eye(2)), m.ones(2))),
 ]
 
 
@@ -241,6 +257,8 @@ def test_ex_variants_report_info_as_torch():
         assert info.tolist() == [0, 2] and str(info.dtype).endswith("int32")
         L, info = m.linalg.cholesky_ex(m.tensor(BATCH_NOT_PD))
         assert info.tolist() == [0, 2]
+        LU, pivots, info = m.linalg.lu_factor_ex(m.tensor(np.stack([np.eye(2), SINGULAR])))
+        assert info.tolist() == [0, 2] and pivots.tolist() == [[1, 2], [2, 2]]
     L, _ = vkml.linalg.cholesky_ex(vkml.tensor(NOT_PD))
     assert L.tolist() == torch.linalg.cholesky_ex(torch.tensor(NOT_PD)).L.tolist()  # LAPACK's partial factor
     with pytest.raises(vkml.linalg.LinAlgError, match="order 2"):

@@ -862,6 +862,214 @@ def matrix_rank(A, tol=None, hermitian: bool = False, *, atol=None, rtol=None):
     return creation.tensor(np.asarray(ranks, dtype=np.int64), dtype=T.int64, device=A.device)
 
 
+# ---------------------------------------------------------------------- LU
+
+
+def _getrf(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """LU with partial pivoting of one float64 m x n matrix, LAPACK getf2's steps: (packed LU, 1-based pivots,
+    info). A zero pivot sets info (its column, once) and is left unscaled, as LAPACK leaves it."""
+    a = a.copy()
+    m, n = a.shape
+    k = min(m, n)
+    piv = np.zeros(k, dtype=np.int32)
+    info = 0
+    for j in range(k):
+        p = j + int(np.argmax(np.abs(a[j:, j])))
+        piv[j] = p + 1
+        if a[p, j] != 0:
+            if p != j:
+                a[[j, p]] = a[[p, j]]
+            a[j + 1 :, j] /= a[j, j]
+        elif info == 0:
+            info = j + 1
+        a[j + 1 :, j + 1 :] -= np.outer(a[j + 1 :, j], a[j, j + 1 :])
+    return a, piv, info
+
+
+def _permutation(piv: np.ndarray, m: int) -> np.ndarray:
+    """P (m x m) with A = P L U from LAPACK's row swaps: row i was swapped with row piv[i] - 1, in order."""
+    perm = np.arange(m)
+    for i, p in enumerate(piv):
+        perm[[i, p - 1]] = perm[[p - 1, i]]
+    P = np.zeros((m, m))
+    P[perm, np.arange(m)] = 1.0
+    return P
+
+
+class _LUFactor(Function):
+    """(LU, pivots, info); backward: P L^-T [tril(L^T gL, -1) + triu(gU U^T)] U^-T (PyTorch's) for a square
+    matrix, a rectangular one split into its square LU and the rest."""
+
+    @staticmethod
+    def forward(ctx, A, op, check):
+        a = _host(A)
+        flat = _matrices(a)
+        m, n = a.shape[-2:]
+        lu = np.empty_like(flat)
+        piv = np.zeros((len(flat), min(m, n)), dtype=np.int32)
+        info = np.zeros(len(flat), dtype=np.int32)
+        perms = np.empty((len(flat), m, m))
+        for i, mat in enumerate(flat):
+            lu[i], piv[i], info[i] = _getrf(mat)
+            perms[i] = _permutation(piv[i], m)
+            if check and info[i]:
+                raise RuntimeError(
+                    f"{op}: {_batch_prefix(A, i)}U[{info[i]},{info[i]}] is zero and using it on lu_solve would result "
+                    "in a division by zero. If you still want to perform the factorization, consider calling "
+                    "linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)"
+                )
+        batch = a.shape[:-2]
+        LU = _upload(lu.reshape(a.shape), A)
+        ctx.P = _upload(perms.reshape(*batch, m, m), A)
+        ctx.save_for_backward(LU)
+        pivots = creation.tensor(piv.reshape(*batch, min(m, n)), dtype=T.int32, device=A.device)
+        return LU, pivots, _info(info.reshape(batch), A)
+
+    @staticmethod
+    def backward(ctx, gLU, _gpiv, _ginfo):
+        (LU,) = ctx.saved_tensors
+        m, n = LU.shape[-2], LU.shape[-1]
+        k = min(m, n)
+        eye = construction.eye(m, k, dtype=LU.dtype, device=LU.device)
+        L = F.add(shape.tril(shape.narrow(LU, -1, 0, k), -1), eye)
+        U = shape.triu(shape.narrow(LU, -2, 0, k))
+        gL = shape.tril(shape.narrow(gLU, -1, 0, k), -1)
+        gU = shape.triu(shape.narrow(gLU, -2, 0, k))
+        if m == n:
+            return F.matmul(ctx.P, _lu_square_backward(L, U, gL, gU)), None, None
+        if m < n:  # A = P L [U1 U2]: [X Y] with X = P L U1 square and U2 = L^-1 P^T Y
+            U1, U2 = shape.narrow(U, -1, 0, m), shape.narrow(U, -1, m, n - m)
+            gU1, gU2 = shape.narrow(gU, -1, 0, m), shape.narrow(gU, -1, m, n - m)
+            gY = solve_triangular(_mT(L), gU2, upper=True, unitriangular=True)
+            gX = _lu_square_backward(L, U1, F.sub(gL, F.matmul(gY, _mT(U2))), gU1)
+            return F.matmul(ctx.P, F.cat([gX, gY], -1)), None, None
+        # m > n: P^T A = [L1 U; L2 U]: the top is a square LU, L2 = (P^T A)_2 U^-1
+        L1, L2 = shape.narrow(L, -2, 0, n), shape.narrow(L, -2, n, m - n)
+        gL1, gL2 = shape.narrow(gL, -2, 0, n), shape.narrow(gL, -2, n, m - n)
+        gB2 = solve_triangular(_mT(U), gL2, upper=False, left=False)
+        gB1 = _lu_square_backward(L1, U, gL1, F.sub(gU, F.matmul(_mT(L2), gB2)))
+        return F.matmul(ctx.P, F.cat([gB1, gB2], -2)), None, None
+
+
+def _lu_square_backward(L, U, gL, gU):
+    """gB of B = L U (square, L unit lower): L^-T [tril(L^T gL, -1) + triu(gU U^T)] U^-T (PyTorch's formula)."""
+    inner = F.add(shape.tril(F.matmul(_mT(L), gL), -1), shape.triu(F.matmul(gU, _mT(U))))
+    gB = solve_triangular(_mT(L), inner, upper=True, unitriangular=True)
+    return solve_triangular(_mT(U), gB, upper=False, left=False)
+
+
+def _check_pivot(op: str, pivot: bool) -> None:
+    if not pivot:
+        raise RuntimeError(f"{op}: LU without pivoting is not implemented on the CPU")
+
+
+def lu_factor(A, *, pivot: bool = True):
+    """(LU, pivots) of each matrix, LAPACK's packed form (1-based int32 pivots), as ``torch.linalg.lu_factor``;
+    a zero pivot raises PyTorch's RuntimeError (``lu_factor_ex`` reports it as info instead)."""
+    op = "torch.linalg.lu_factor"
+    _check("linalg.lu_factor", A, square=False)
+    _check_pivot("linalg.lu_factor", pivot)
+    LU, pivots, _ = _LUFactor.apply(A, op, True)
+    return return_types.linalg_lu_factor(LU, pivots)
+
+
+def lu_factor_ex(A, *, pivot: bool = True, check_errors: bool = False):
+    """(LU, pivots, info), as ``torch.linalg.lu_factor_ex``: info = k > 0 when U[k, k] is zero."""
+    _check("linalg.lu_factor_ex", A, square=False)
+    _check_pivot("linalg.lu_factor_ex", pivot)
+    return return_types.linalg_lu_factor_ex(*_LUFactor.apply(A, "torch.linalg.lu_factor_ex", check_errors))
+
+
+def lu_unpack(LU_data, LU_pivots, unpack_data: bool = True, unpack_pivots: bool = True):  # noqa: N803
+    """(P, L, U) from ``lu_factor``'s packed form, as ``torch.lu_unpack`` (an unrequested part is empty)."""
+    _check("lu_unpack", LU_data, "LU_data", square=False)
+    m, n = LU_data.shape[-2], LU_data.shape[-1]
+    k = min(m, n)
+    empty = creation.tensor([], dtype=LU_data.dtype, device=LU_data.device)
+    L = U = P = empty
+    if unpack_data:
+        eye = construction.eye(m, k, dtype=LU_data.dtype, device=LU_data.device)
+        L = F.add(shape.tril(shape.narrow(LU_data, -1, 0, k), -1), eye)
+        U = shape.triu(shape.narrow(LU_data, -2, 0, k))
+    if unpack_pivots:
+        piv = np.asarray(LU_pivots._host_values(), dtype=np.int64).reshape(-1, LU_pivots.shape[-1])
+        perms = np.stack([_permutation(p, m) for p in piv]) if len(piv) else np.zeros((0, m, m))
+        P = _upload(perms.reshape(*LU_pivots.shape[:-1], m, m), LU_data)
+    return return_types.lu_unpack(P, L, U)
+
+
+def lu(A, *, pivot: bool = True):
+    """(P, L, U) with A = P L U, as ``torch.linalg.lu`` (L unit lower m x k, U upper k x n)."""
+    _check("linalg.lu", A, square=False)
+    _check_pivot("linalg.lu", pivot)
+    LU, pivots, _ = _LUFactor.apply(A, "linalg.lu", False)
+    return return_types.linalg_lu(*lu_unpack(LU, pivots))
+
+
+class _LUSolve(Function):
+    """X with A X = B (``adjoint``: A^T X = B) for A = P L U from its packed factors; the gradient reaches LU
+    through A's: gL = tril(P^T gA U^T, -1), gU = triu(L^T P^T gA)."""
+
+    @staticmethod
+    def forward(ctx, LU, pivots, B, adjoint):
+        P, L, U = (t for t in lu_unpack(LU.detach(), pivots))
+        p, lo, up, b = _host(P), _host(L), _host(U), _host(B)
+        if adjoint:  # A^T = U^T L^T P^T
+            y = _triangular_solve(np.swapaxes(up, -1, -2), b, False, False)
+            y = _triangular_solve(np.swapaxes(lo, -1, -2), y, True, True)
+            x = p @ y
+        else:
+            y = _triangular_solve(lo, np.swapaxes(p, -1, -2) @ b, False, True)
+            x = _triangular_solve(up, y, True, False)
+        X = _upload(x, B)
+        ctx.save_for_backward(LU, X)
+        ctx.pivots, ctx.adjoint, ctx.P, ctx.L, ctx.U = pivots, adjoint, P, L, U
+        return X
+
+    @staticmethod
+    def backward(ctx, g):
+        LU, X = ctx.saved_tensors
+        gB = _LUSolve.apply(LU, ctx.pivots, g, not ctx.adjoint)
+        gA = F.neg(F.matmul(X, _mT(gB)) if ctx.adjoint else F.matmul(gB, _mT(X)))
+        PtgA = F.matmul(_mT(ctx.P), gA)
+        gLU = F.add(shape.tril(F.matmul(PtgA, _mT(ctx.U)), -1), shape.triu(F.matmul(_mT(ctx.L), PtgA)))
+        return gLU, None, gB, None
+
+
+def lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False):
+    """X with A X = B (``adjoint``: A^T X = B; ``left=False``: X A = B) from ``lu_factor``'s (LU, pivots),
+    as ``torch.linalg.lu_solve``."""
+    op = "linalg.lu_solve"
+    _check(op, LU, "LU")
+    _check(op, B, "B", square=False)
+    _same_dtype(op, LU, B)
+    if not left:
+        return _mT(lu_solve(LU, pivots, _mT(B), adjoint=not adjoint))
+    if B.shape[-2] != LU.shape[-1]:
+        raise RuntimeError(
+            f"{op}: Incompatible shapes of A and B for the equation AX = B "
+            f"({LU.shape[-2]}x{LU.shape[-1]} and {B.shape[-2]}x{B.shape[-1]})"
+        )
+    batch = tuple(np.broadcast_shapes(tuple(LU.shape[:-2]), tuple(B.shape[:-2])))
+    LU = F.expand(LU, (*batch, *LU.shape[-2:])) if tuple(LU.shape[:-2]) != batch else LU
+    pivots = F.expand(pivots, (*batch, pivots.shape[-1])) if tuple(pivots.shape[:-1]) != batch else pivots
+    B = F.expand(B, (*batch, *B.shape[-2:])) if tuple(B.shape[:-2]) != batch else B
+    return _LUSolve.apply(LU, pivots, B, bool(adjoint))
+
+
+def legacy_lu(A, pivot: bool = True, get_infos: bool = False):
+    """``torch.lu`` (deprecated in PyTorch): (LU, pivots), plus info with ``get_infos`` (then no error)."""
+    _check("lu", A, square=False)
+    _check_pivot("linalg.lu_factor", pivot)
+    LU, pivots, info = _LUFactor.apply(A, "torch.linalg.lu_factor", not get_infos)
+    return return_types.lu_with_info(LU, pivots, info) if get_infos else (LU, pivots)
+
+
+def legacy_lu_solve(input, LU_data, LU_pivots):  # noqa: N803
+    """``torch.lu_solve`` (deprecated in PyTorch): ``torch.linalg.lu_solve(LU_data, LU_pivots, input)``."""
+    return lu_solve(LU_data, LU_pivots, input)
+
+
 # ---------------------------------------------------------------------- torch.* legacy names
 
 
@@ -1015,6 +1223,10 @@ LINALG = {
     "pinv": pinv,
     "lstsq": lstsq,
     "matrix_rank": matrix_rank,
+    "lu_factor": lu_factor,
+    "lu_factor_ex": lu_factor_ex,
+    "lu": lu,
+    "lu_solve": lu_solve,
 }
 
 # The torch.* legacy names and Tensor methods (vkml/frontend/public.py binds them).
@@ -1030,4 +1242,7 @@ EXPORTS = (
     Export("cholesky_solve", method=True),
     Export("cholesky_inverse", method=True),
     Export("triangular_solve", method=True),
+    Export("lu", method=legacy_lu, value=legacy_lu),
+    Export("lu_solve", method=legacy_lu_solve, value=legacy_lu_solve),
+    Export("lu_unpack"),
 )

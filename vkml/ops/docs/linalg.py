@@ -171,6 +171,38 @@ PAGES: dict[str, OpDoc] = {
         "None (an int64 result).",
         precision="the count of singular values above the tolerance, from float64 singular values",
     ),
+    "linalg_lu_factor": _host(
+        (
+            sig("vkml.linalg.lu_factor", _D.lu_factor),
+            sig("vkml.linalg.lu_factor_ex", _D.lu_factor_ex),
+            sig("vkml.lu", _D.legacy_lu),
+            "Tensor.lu(pivot=True, get_infos=False)",
+        ),
+        _D.lu_factor,
+        "PyTorch's: P L^-T [tril(L^T gL, -1) + triu(gU U^T)] U^-T for a square matrix; a rectangular one is split "
+        "into its square LU and the rest (L^-1 P^T A2, or A2 U^-1). Differentiable again.",
+        special="A zero pivot raises PyTorch's RuntimeError in lu_factor (info in lu_factor_ex, get_infos in "
+        "torch.lu); pivot=False raises PyTorch's CPU error. Pivots are LAPACK's: 1-based int32. " + _NAN,
+        precision="LU with partial pivoting, LAPACK getf2's steps, in float64 on the host, rounded once",
+        divergence="PyTorch's LAPACK uses the blocked recursive getrf: the same pivots except for near-ties.",
+    ),
+    "linalg_lu": _host(
+        (sig("vkml.linalg.lu", _D.lu), sig("vkml.lu_unpack", _D.lu_unpack)),
+        _D.lu,
+        "Through `linalg_lu_factor`'s rule and the `tril`/`triu` of the unpacking.",
+        precision="as `linalg_lu_factor`; P is exact",
+    ),
+    "linalg_lu_solve": _host(
+        (
+            sig("vkml.linalg.lu_solve", _D.lu_solve),
+            sig("vkml.lu_solve", _D.legacy_lu_solve),
+            "Tensor.lu_solve(LU_data, LU_pivots)",
+        ),
+        _D.lu_solve,
+        "gB = lu_solve(LU, pivots, g, adjoint=not adjoint); LU's through A's gradient -gB X^T: "
+        "gL = tril(P^T gA U^T, -1), gU = triu(L^T P^T gA), as PyTorch's.",
+        precision="two triangular substitutions in float64 on the host, rounded once",
+    ),
     "linalg_matrix_exp": _host(
         (
             sig("vkml.linalg.matrix_exp", _O.matrix_exp),

@@ -145,6 +145,32 @@ CASES = [
     ("i0", lambda m: m.i0(m.tensor([0.0, 1.0, -5.0, 30.0]))),
     ("i0_int", lambda m: m.i0(m.tensor([0, 2]))),
     ("renorm", lambda m: m.renorm(t(m, X), 2, 1, 1.5)),
+    ("alias_copy", lambda m: m.alias_copy(t(m, M23))),
+    ("detach_copy", lambda m: m.detach_copy(t(m, M23))),
+    ("diagonal_copy", lambda m: m.diagonal_copy(t(m, X), 1, 1, 2)),
+    ("expand_copy", lambda m: m.expand_copy(t(m, V3[:, None].copy()), (3, 4))),
+    ("narrow_copy", lambda m: t(m, X).narrow_copy(2, 1, 3)),
+    ("permute_copy", lambda m: m.permute_copy(t(m, X), (2, 0, 1))),
+    ("select_copy", lambda m: m.select_copy(t(m, X), 1, 2)),
+    ("slice_copy", lambda m: m.slice_copy(t(m, X), 2, 1, 5, 2)),
+    ("split_copy", lambda m: m.split_copy(t(m, X), 4, 2)),
+    ("split_with_sizes_copy", lambda m: m.split_with_sizes_copy(t(m, X), [1, 5], 2)),
+    ("squeeze_copy", lambda m: m.squeeze_copy(t(m, X[:1]), 0)),
+    ("t_copy", lambda m: m.t_copy(t(m, M23))),
+    ("transpose_copy", lambda m: m.transpose_copy(t(m, X), 0, 2)),
+    ("unbind_copy", lambda m: m.unbind_copy(t(m, M23), 1)),
+    ("unfold_copy", lambda m: m.unfold_copy(t(m, X), 2, 3, 2)),
+    ("unsqueeze_copy", lambda m: m.unsqueeze_copy(t(m, M23), 1)),
+    ("view_copy", lambda m: m.view_copy(t(m, M23), (3, 2))),
+    ("view_copy_dtype", lambda m: m.view_copy(t(m, M23), m.int32)),
+    ("slice_scatter", lambda m: m.slice_scatter(t(m, X), m.ones(2, 3, 3), 2, 0, 6, 2)),
+    ("select_scatter", lambda m: t(m, X).select_scatter(m.zeros(2, 6), 1, 0)),
+    ("diagonal_scatter", lambda m: m.diagonal_scatter(t(m, X), m.ones(2, 3), 1, 1, 2)),
+    ("adjoint", lambda m: m.adjoint(t(m, X))),
+    ("adjoint_method", lambda m: t(m, M23).adjoint()),
+    ("frobenius_norm", lambda m: m.frobenius_norm(t(m, X), (1, 2), True)),
+    ("nuclear_norm", lambda m: m.nuclear_norm(t(m, X))),
+    ("nuclear_norm_dim", lambda m: m.nuclear_norm(t(m, X), (0, 2), True)),
     ("renorm_method_", lambda m: t(m, M23).renorm_(1, 0, 1.0)),
 ]
 
@@ -157,6 +183,7 @@ def _numpy(x) -> np.ndarray:
     return x.detach().numpy() if isinstance(x, torch.Tensor) else x.numpy()
 
 
+@pytest.mark.filterwarnings("ignore:.*is deprecated")
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_matches_torch(case):
     name, fn = case
@@ -225,6 +252,7 @@ def test_legacy_tensor_types_construct_check_and_convert():
 
 
 def test_predicates_and_typename_match_torch():
+    assert vkml.get_device(vkml.ones(1)) == torch.get_device(torch.ones(1)) == -1
     for m in (vkml, torch):
         assert m.is_signed(m.ones(1)) and m.is_signed(m.ones(1, dtype=m.int8))
         assert not m.is_signed(m.ones(1, dtype=m.uint8)) and not m.is_signed(m.ones(1, dtype=m.bool))
@@ -246,6 +274,7 @@ ERRORS = [
     ("inner_shapes", lambda m: m.inner(m.ones(2, 3), m.ones(2)), RuntimeError),
     ("feature_dropout_1d", lambda m: m.feature_dropout(m.ones(3), 0.5, True), RuntimeError),
     ("renorm_p0", lambda m: m.renorm(m.ones(2, 2), 0, 0, 1.0), RuntimeError),
+    ("slice_scatter_shape", lambda m: m.slice_scatter(m.zeros(3, 4), m.ones(3, 1), 1, 0, 2), RuntimeError),
 ]
 
 

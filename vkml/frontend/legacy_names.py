@@ -152,6 +152,174 @@ def unsafe_split(input, split_size, dim: int = 0):
     return shape.split(input, split_size, dim)
 
 
+# ---------------------------------------------------------------------- the *_copy views and the *_scatter writes
+
+
+def _copied(result):
+    """A view op's result as new tensors (each of a tuple), as PyTorch's ``*_copy`` functions return."""
+    return tuple(F.clone(r) for r in result) if isinstance(result, (tuple, list)) else F.clone(result)
+
+
+def alias_copy(input):
+    """``torch.alias_copy``: a copy of ``input``."""
+    return _copied(input)
+
+
+def detach_copy(input):
+    """``torch.detach_copy``: a detached copy of ``input``."""
+    return _copied(input.detach())
+
+
+def diagonal_copy(input, offset: int = 0, dim1: int = 0, dim2: int = 1):
+    """``torch.diagonal_copy``: ``torch.diagonal`` as a new tensor."""
+    return _copied(shape.diagonal(input, offset, dim1, dim2))
+
+
+def expand_copy(input, size, *, implicit: bool = False):
+    """``torch.expand_copy``: ``input.expand(size)`` as a new tensor."""
+    return _copied(F.expand(input, tuple(size)))
+
+
+def narrow_copy(input, dim: int, start: int, length: int):
+    """``torch.narrow_copy``: ``torch.narrow`` as a new tensor."""
+    return _copied(shape.narrow(input, dim, start, length))
+
+
+def permute_copy(input, dims):
+    """``torch.permute_copy``: ``torch.permute`` as a new tensor."""
+    return _copied(F.permute(input, tuple(dims)))
+
+
+def select_copy(input, dim: int, index: int):
+    """``torch.select_copy``: ``torch.select`` as a new tensor."""
+    return _copied(input.select(dim, index))
+
+
+def slice_copy(input, dim: int = 0, start=None, end=None, step: int = 1):
+    """``torch.slice_copy``: ``input[start:end:step]`` along ``dim`` as a new tensor."""
+    return _copied(_slice(input, dim, start, end, step))
+
+
+def split_copy(input, split_size, dim: int = 0):
+    """``torch.split_copy``: ``torch.split``'s pieces as new tensors."""
+    return _copied(shape.split(input, split_size, dim))
+
+
+def split_with_sizes_copy(input, split_sizes, dim: int = 0):
+    """``torch.split_with_sizes_copy``: ``torch.split_with_sizes``'s pieces as new tensors."""
+    return _copied(shape.split(input, list(split_sizes), dim))
+
+
+def squeeze_copy(input, dim=None):
+    """``torch.squeeze_copy``: ``torch.squeeze`` as a new tensor."""
+    return _copied(F.squeeze(input, dim))
+
+
+def t_copy(input):
+    """``torch.t_copy``: ``torch.t`` as a new tensor."""
+    return _copied(shape.t(input))
+
+
+def transpose_copy(input, dim0: int, dim1: int):
+    """``torch.transpose_copy``: ``torch.transpose`` as a new tensor."""
+    return _copied(F.transpose(input, dim0, dim1))
+
+
+def unbind_copy(input, dim: int = 0):
+    """``torch.unbind_copy``: ``torch.unbind``'s slices as new tensors."""
+    return _copied(shape.unbind(input, dim))
+
+
+def unfold_copy(input, dimension: int, size: int, step: int):
+    """``torch.unfold_copy``: ``Tensor.unfold`` as a new tensor."""
+    return _copied(input.unfold(dimension, size, step))
+
+
+def unsqueeze_copy(input, dim: int):
+    """``torch.unsqueeze_copy``: ``torch.unsqueeze`` as a new tensor."""
+    return _copied(F.unsqueeze(input, dim))
+
+
+def view_copy(input, size):
+    """``torch.view_copy``: ``input.view(size)`` (a shape or a dtype) as a new tensor."""
+    return _copied(input.view(size) if isinstance(size, T.DType) else input.view(*_as_sizes(size)))
+
+
+def _as_sizes(size):
+    return (size,) if isinstance(size, int) else tuple(size)
+
+
+def _slice(input, dim: int, start, end, step: int):
+    d = dim % input.ndim
+    index = [slice(None)] * input.ndim
+    index[d] = slice(start, end, step)
+    return input[tuple(index)]
+
+
+def _scatter(op: str, input, src, view):
+    """A copy of ``input`` with ``src`` written into ``view(copy)``: PyTorch's functional ``*_scatter``."""
+    _tensor(op, "input", input)
+    _tensor(op, "src", src)
+    out = F.clone(input)
+    target = view(out)
+    if tuple(target.shape) != tuple(src.shape):
+        raise RuntimeError(
+            f"expected src to have a size equal to the slice of self. src size = {list(src.shape)}, "
+            f"slice size = {list(target.shape)}"
+        )
+    target.copy_(src)
+    return out
+
+
+def slice_scatter(input, src, dim: int = 0, start=None, end=None, step: int = 1):
+    """A copy of ``input`` with ``src`` written into its slice ``start:end:step`` along ``dim``, as
+    ``torch.slice_scatter``."""
+    return _scatter("slice_scatter", input, src, lambda t: _slice(t, dim, start, end, step))
+
+
+def select_scatter(input, src, dim: int, index: int):
+    """A copy of ``input`` with ``src`` written at ``index`` of ``dim``, as ``torch.select_scatter``."""
+    return _scatter("select_scatter", input, src, lambda t: t.select(dim, index))
+
+
+def diagonal_scatter(input, src, offset: int = 0, dim1: int = 0, dim2: int = 1):
+    """A copy of ``input`` with ``src`` written on its diagonal, as ``torch.diagonal_scatter``."""
+    return _scatter("diagonal_scatter", input, src, lambda t: shape.diagonal(t, offset, dim1, dim2))
+
+
+def adjoint(input):
+    """The conjugate transpose of the last two dims (a view; real tensors: ``mT``), as ``torch.adjoint``."""
+    return input.mH
+
+
+def frobenius_norm(input, dim, keepdim: bool = False):
+    """``torch.frobenius_norm`` (deprecated in PyTorch): ``torch.linalg.vector_norm(input, 2, dim, keepdim)``."""
+    from . import statistics
+
+    return statistics.vector_norm(input, 2, dim, keepdim)
+
+
+def nuclear_norm(input, dim=None, keepdim: bool = False):
+    """``torch.nuclear_norm`` (deprecated in PyTorch): the sum of singular values over ``dim`` (the last two
+    dims by default; ``nuclear_norm(x, True)`` is keepdim), ``torch.linalg.matrix_norm(input, 'nuc', ...)``."""
+    from . import statistics
+
+    if isinstance(dim, bool):
+        dim, keepdim = None, dim
+    return statistics.matrix_norm(input, "nuc", (-2, -1) if dim is None else tuple(dim), keepdim)
+
+
+def get_device(input) -> int:
+    """``torch.get_device``: ``input.get_device()`` (-1 on the CPU)."""
+    _tensor("get_device", "input", input)
+    return input.get_device()
+
+
+def _fix_(self):
+    """In-place ``fix`` (``trunc``)."""
+    return mutation.inplace(self, "fix_", lambda t: t.fix())
+
+
 # ---------------------------------------------------------------------- torch.* layers and losses
 
 
@@ -454,7 +622,7 @@ INPLACE_FUNCTIONS = (
     "abs acos acosh arccos arccosh arcsin arcsinh arctan arctanh asin asinh atan atanh ceil clamp clamp_max "
     "clamp_min clip cos cosh deg2rad erf erfc exp exp2 expm1 floor frac log log10 log1p log2 logit "
     "nan_to_num neg negative rad2deg reciprocal relu round rsqrt sigmoid sin sinc sinh sqrt square tan tanh "
-    "trunc xlogy zero fill index_put gcd lcm ldexp i0"
+    "trunc xlogy zero fill index_put gcd lcm ldexp i0 fix"
 ).split()
 
 
@@ -923,14 +1091,18 @@ _FUNCTIONS = (
     "bilinear cosine_similarity pairwise_distance pdist kl_div margin_ranking_loss cosine_embedding_loss "
     "hinge_embedding_loss triplet_margin_loss poisson_nll_loss binary_cross_entropy_with_logits ctc_loss "
     "diagflat dsplit unravel_index combinations histogram hann_window hamming_window blackman_window "
-    "bartlett_window kaiser_window"
+    "bartlett_window kaiser_window alias_copy detach_copy diagonal_copy expand_copy narrow_copy permute_copy "
+    "select_copy slice_copy split_copy split_with_sizes_copy squeeze_copy t_copy transpose_copy unbind_copy "
+    "unfold_copy unsqueeze_copy view_copy slice_scatter select_scatter diagonal_scatter frobenius_norm nuclear_norm "
+    "get_device"
 ).split()
 # functions that are also Tensor methods (and, with True, in-place methods Tensor.<name>_)
 _METHODS = {
     "ravel": False, "is_signed": False, "is_same_size": False, "gcd": True, "lcm": True, "heaviside": True,
     "frexp": False, "ldexp": True, "nextafter": True, "inner": False, "vdot": False, "addr": True, "addbmm": True,
     "diagflat": False, "dsplit": False, "i0": True, "renorm": True, "hardshrink": False, "prelu": False,
-    "histogram": False, "unsafe_chunk": False, "unsafe_split": False,
+    "histogram": False, "unsafe_chunk": False, "unsafe_split": False, "adjoint": False,
+    "slice_scatter": False, "select_scatter": False, "diagonal_scatter": False, "narrow_copy": False,
 }  # fmt: skip
 
 EXPORTS = (
@@ -939,4 +1111,5 @@ EXPORTS = (
     *(Export(name, method=True, inplace=inplace) for name, inplace in _METHODS.items()),
     *(Export(name + "_", value=_inplace_function(name + "_")) for name in INPLACE_FUNCTIONS),
     *(Export(name, value=cls) for name, cls in ((c.__name__, c) for c in LEGACY_TYPES)),
+    Export("fix_", function=False, method=_fix_),
 )

@@ -19,7 +19,10 @@ _ALIASES = (
     "dropout alpha_dropout feature_dropout feature_alpha_dropout pixel_shuffle pixel_unshuffle channel_shuffle "
     "prelu selu celu rrelu threshold hardshrink bilinear cosine_similarity pairwise_distance pdist kl_div "
     "margin_ranking_loss cosine_embedding_loss hinge_embedding_loss triplet_margin_loss poisson_nll_loss "
-    "binary_cross_entropy_with_logits ctc_loss"
+    "binary_cross_entropy_with_logits ctc_loss alias_copy detach_copy diagonal_copy expand_copy narrow_copy "
+    "permute_copy select_copy slice_copy split_copy split_with_sizes_copy squeeze_copy t_copy transpose_copy "
+    "unbind_copy unfold_copy unsqueeze_copy view_copy slice_scatter select_scatter diagonal_scatter adjoint "
+    "frobenius_norm nuclear_norm get_device"
 ).split()
 
 
@@ -63,7 +66,9 @@ PAGES: dict[str, OpDoc] = {
         + ("vkml.<op>_(input, ...) for the in-place Tensor methods (vkml.relu_, vkml.clamp_, vkml.zero_, ...)",),
         vkml.frontend.legacy_names,
         "as the op each one calls (see its page: conv2d, batch_norm, kl_div, ...)",
-        special="The torch.* losses take `reduction` as PyTorch's integer (0 none, 1 mean, 2 sum) and default to 0, "
+        special="The `*_copy` functions return their view op's result as new tensors; the `*_scatter` ones a copy "
+        "of input with src written into the view (src must have the view's shape, PyTorch's error otherwise). "
+        "The torch.* losses take `reduction` as PyTorch's integer (0 none, 1 mean, 2 sum) and default to 0, "
         "as PyTorch's binding; `torch.batch_norm` and `torch.instance_norm` take weight and bias before the running "
         "statistics, `torch.embedding` the weight first, `torch.dropout` a required `train`.",
         divergence="`rrelu`'s `generator` raises NotImplementedError. `cudnn_enabled` is accepted and ignored, as on "

@@ -163,7 +163,8 @@ def _raise_singular(op: str, A, info: np.ndarray) -> None:
 
 
 def _cholesky(a: np.ndarray) -> tuple[np.ndarray, int]:
-    """Lower Cholesky factor of one float64 matrix by columns (LAPACK potf2's order) and its ``info``.
+    """Lower Cholesky factor of one float64 matrix by columns (LAPACK potf2's order) and its ``info``, for the
+    matrices LAPACK's potrf refuses (their partial factor).
 
     Only the lower triangle is read. On failure at column j (1-based ``info``), column j holds the
     non-positive pivot and the columns after it the input's lower triangle, as LAPACK leaves them.
@@ -277,22 +278,19 @@ class _Solve(Function):
     @staticmethod
     def forward(ctx, A, B):
         a, b = _host(A), _host(B)
-        _, info = _inverse(a)
-        bad = np.flatnonzero(info.reshape(-1))
-        if len(bad):
-            raise LinAlgError(
-                f"torch.linalg.solve: {_batch_prefix(A, int(bad[0]))}The solver failed because the input matrix "
-                "is singular."
-            )
         try:
             x = np.linalg.solve(a, b)
-        except np.linalg.LinAlgError:  # non-finite values numpy calls singular: NaN, as LAPACK
+        except np.linalg.LinAlgError:  # a singular matrix, or non-finite values (NaN results, as LAPACK's)
             x = np.full(b.shape, np.nan)  # the batches are broadcast by the caller
-            for i in np.ndindex(*a.shape[:-2]):
+            for n, i in enumerate(np.ndindex(*a.shape[:-2])):
                 try:
                     x[i] = np.linalg.solve(a[i], b[i])
                 except np.linalg.LinAlgError:
-                    pass
+                    if _lu_info(a[i]):
+                        raise LinAlgError(
+                            f"torch.linalg.solve: {_batch_prefix(A, n)}The solver failed because the input matrix "
+                            "is singular."
+                        ) from None
         X = _upload(x, B)
         ctx.save_for_backward(A, X)
         return X
@@ -331,11 +329,18 @@ class _Cholesky(Function):
     def forward(ctx, A, op, check):
         a = _host(A)
         flat = _matrices(a)
-        L = np.empty_like(flat)
         info = np.zeros(len(flat), dtype=np.int32)
-        for i, m in enumerate(flat):
-            L[i], info[i] = _cholesky(m)
-            if check and info[i]:
+        try:  # LAPACK potrf on the lower triangle; the loop only where it fails, for LAPACK's partial factor
+            L = np.linalg.cholesky(flat)
+        except np.linalg.LinAlgError:
+            L = np.empty_like(flat)
+            for i, m in enumerate(flat):
+                try:
+                    L[i] = np.linalg.cholesky(m)
+                except np.linalg.LinAlgError:
+                    L[i], info[i] = _cholesky(m)
+        for i in np.flatnonzero(info):
+            if check:
                 raise LinAlgError(
                     f"{op}: {_batch_prefix(A, i)}The factorization could not be completed because the input is "
                     f"not positive-definite (the leading minor of order {info[i]} is not positive-definite)."

@@ -299,3 +299,13 @@ def test_i0_gradient_is_i1():
     vkml.i0(x).sum().backward()
     torch.i0(y).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), y.grad.numpy(), rtol=1e-6)
+
+
+def test_cuda_legacy_types_make_tensors_on_the_gpu(gpu):
+    # old programs: Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor; Tensor(n, 1).fill_(1.0)
+    x = vkml.cuda.FloatTensor(2, 1).fill_(1.0)
+    assert x.device == gpu and x.dtype is vkml.float32 and x.tolist() == [[1.0], [1.0]]
+    assert isinstance(x, vkml.cuda.FloatTensor) and not isinstance(x, vkml.FloatTensor)
+    assert not isinstance(vkml.ones(1), vkml.cuda.FloatTensor)
+    assert vkml.cuda.LongTensor([1, 2]).dtype is vkml.int64
+    assert repr(vkml.cuda.FloatTensor) == "<class 'vkml.cuda.FloatTensor'>"

@@ -1022,18 +1022,25 @@ def renorm(input, p, dim: int, maxnorm):
 
 
 class _LegacyTensorType(type):
-    """The metaclass of ``vkml.FloatTensor`` and its kind: ``isinstance(x, vkml.FloatTensor)`` is whether x is
-    a float32 tensor on the CPU (a Vulkan tensor is PyTorch's ``torch.cuda.FloatTensor``), and calling the
-    class makes a tensor of that dtype, as PyTorch's legacy constructors."""
+    """The metaclass of ``vkml.FloatTensor`` and its kind (and of ``vkml.cuda.FloatTensor``'s).
+
+    ``isinstance(x, vkml.FloatTensor)`` is whether x is a float32 tensor on the CPU (a Vulkan tensor is
+    PyTorch's ``torch.cuda.FloatTensor``: ``isinstance(x, vkml.cuda.FloatTensor)``), and calling the class
+    makes a tensor of that dtype, on the CPU (``vkml.cuda.*``: on ``"cuda"``, the best Vulkan device), as
+    PyTorch's legacy constructors: ``FloatTensor(2, 3)`` (zeros here; PyTorch's are uninitialized),
+    ``FloatTensor([1, 2])``, ``FloatTensor(size)``, ``FloatTensor()`` (empty), ``FloatTensor(tensor)``
+    (the tensor itself when its dtype matches).
+    """
 
     def __instancecheck__(cls, obj) -> bool:
         from ..tensor import Tensor
 
-        return isinstance(obj, Tensor) and obj.dtype is cls.dtype and obj.device.kind == "cpu"
+        return isinstance(obj, Tensor) and obj.dtype is cls.dtype and (obj.device.kind != "cpu") == cls.is_cuda
 
     def __call__(cls, *args, device=None):
         from ..tensor import Tensor
 
+        device = device if device is not None else ("cuda" if cls.is_cuda else "cpu")
         if len(args) == 1 and isinstance(args[0], Tensor):
             if args[0].dtype is not cls.dtype:
                 raise TypeError(f"expected {cls.dtype.name} (got {args[0].dtype.name})")
@@ -1049,7 +1056,7 @@ class _LegacyTensorType(type):
         return creation.zeros(sizes, dtype=cls.dtype, device=device)
 
     def __repr__(cls) -> str:
-        return f"<class 'vkml.{cls.__name__}'>"
+        return f"<class '{cls.__module__}.{cls.__name__}'>"
 
 
 def _is_size(value) -> bool:
@@ -1058,24 +1065,22 @@ def _is_size(value) -> bool:
     return isinstance(value, Size)
 
 
-def _legacy_type(name: str, dtype):
-    return _LegacyTensorType(name, (), {"dtype": dtype, "__module__": "vkml", "is_legacy_tensor_type": True})
+_LEGACY_DTYPES = {
+    "FloatTensor": T.float32, "DoubleTensor": T.float64, "HalfTensor": T.float16, "BFloat16Tensor": T.bfloat16,
+    "ByteTensor": T.uint8, "CharTensor": T.int8, "ShortTensor": T.int16, "IntTensor": T.int32,
+    "LongTensor": T.int64, "BoolTensor": T.bool_,
+}  # fmt: skip
 
 
-FloatTensor = _legacy_type("FloatTensor", T.float32)
-DoubleTensor = _legacy_type("DoubleTensor", T.float64)
-HalfTensor = _legacy_type("HalfTensor", T.float16)
-BFloat16Tensor = _legacy_type("BFloat16Tensor", T.bfloat16)
-ByteTensor = _legacy_type("ByteTensor", T.uint8)
-CharTensor = _legacy_type("CharTensor", T.int8)
-ShortTensor = _legacy_type("ShortTensor", T.int16)
-IntTensor = _legacy_type("IntTensor", T.int32)
-LongTensor = _legacy_type("LongTensor", T.int64)
-BoolTensor = _legacy_type("BoolTensor", T.bool_)
-LEGACY_TYPES = (
-    FloatTensor, DoubleTensor, HalfTensor, BFloat16Tensor, ByteTensor, CharTensor, ShortTensor, IntTensor,
-    LongTensor, BoolTensor,
-)  # fmt: skip
+def _legacy_type(name: str, dtype, cuda: bool):
+    namespace = {"dtype": dtype, "is_cuda": cuda, "__module__": "vkml.cuda" if cuda else "vkml"}
+    return _LegacyTensorType(name, (), {**namespace, "is_legacy_tensor_type": True})
+
+
+LEGACY_TYPES = tuple(_legacy_type(name, dtype, False) for name, dtype in _LEGACY_DTYPES.items())
+# vkml.cuda.FloatTensor and its kind (vkml/frontend/cuda.py binds them)
+CUDA_TYPES = {name: _legacy_type(name, dtype, True) for name, dtype in _LEGACY_DTYPES.items()}
+globals().update({c.__name__: c for c in LEGACY_TYPES})
 
 
 # ---------------------------------------------------------------------- exports

@@ -145,6 +145,28 @@ CASES = [
     ("i0", lambda m: m.i0(m.tensor([0.0, 1.0, -5.0, 30.0]))),
     ("i0_int", lambda m: m.i0(m.tensor([0, 2]))),
     ("renorm", lambda m: m.renorm(t(m, X), 2, 1, 1.5)),
+    ("gradient", lambda m: m.gradient(t(m, P))),
+    ("gradient_spacing_edge2", lambda m: m.gradient(t(m, P), spacing=[0.5, 2.0], edge_order=2)),
+    (
+        "gradient_coordinates",
+        lambda m: m.gradient(t(m, P), spacing=(t(m, np.array([0, 0.5, 1.5, 1.7, 3], np.float32)),), dim=1),
+    ),
+    (
+        "gradient_coordinates_edge2",
+        lambda m: m.gradient(t(m, P), spacing=(t(m, np.array([0, 1, 1.5, 4], np.float32)),), dim=0, edge_order=2),
+    ),
+    ("gradient_int", lambda m: m.gradient(m.tensor([1, 4, 9, 16]))),
+    ("convolution", lambda m: m.convolution(t(m, X), t(m, W1), None, [1], [1], [1], False, [0], 1)),
+    (
+        "convolution_transposed",
+        lambda m: m.convolution(
+            t(m, IMG), t(m, W2.transpose(1, 0, 2, 3).copy()), None, [2, 2], [0, 0], [1, 1], True, [1, 1], 1
+        ),
+    ),
+    (
+        "conv_tbc",
+        lambda m: m.conv_tbc(t(m, X.transpose(2, 0, 1).copy()), t(m, W1.transpose(2, 1, 0).copy()), m.zeros(4), 1),
+    ),
     ("alias_copy", lambda m: m.alias_copy(t(m, M23))),
     ("detach_copy", lambda m: m.detach_copy(t(m, M23))),
     ("diagonal_copy", lambda m: m.diagonal_copy(t(m, X), 1, 1, 2)),
@@ -309,3 +331,17 @@ def test_cuda_legacy_types_make_tensors_on_the_gpu(gpu):
     assert not isinstance(vkml.ones(1), vkml.cuda.FloatTensor)
     assert vkml.cuda.LongTensor([1, 2]).dtype is vkml.int64
     assert repr(vkml.cuda.FloatTensor) == "<class 'vkml.cuda.FloatTensor'>"
+
+
+def test_set_default_tensor_type_sets_the_default_dtype_and_device(gpu):
+    dtype, device = vkml.get_default_dtype(), vkml.get_default_device()
+    try:
+        vkml.set_default_tensor_type(vkml.DoubleTensor)
+        assert vkml.ones(1).dtype is vkml.float64 and vkml.ones(1).device.kind == "cpu"
+        vkml.set_default_tensor_type("torch.cuda.FloatTensor")
+        assert vkml.ones(1).dtype is vkml.float32 and vkml.ones(1).device == gpu
+        with pytest.raises(TypeError, match="floating-point"):
+            vkml.set_default_tensor_type(vkml.LongTensor)
+    finally:
+        vkml.set_default_dtype(dtype)
+        vkml.set_default_device(device)

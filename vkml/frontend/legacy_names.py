@@ -856,6 +856,124 @@ def histogram(input, bins=100, *, range=None, weight=None, density: bool = False
     return return_types.histogram(hist_t, edge_t)
 
 
+def gradient(input, *, spacing=1, dim=None, edge_order: int = 1):
+    """The derivative of ``input`` sampled on a grid, one tensor per dim, as ``torch.gradient`` (numpy's rule):
+    central differences inside, one-sided differences of order ``edge_order`` (1 or 2) at the ends;
+    ``spacing`` a number, one number per dim, or one coordinate tensor per dim (unevenly spaced samples)."""
+    op = "torch.gradient"
+    _tensor(op, "input", input)
+    if edge_order not in (1, 2):
+        raise RuntimeError(f"{op} only supports edge_order=1 and edge_order=2.")
+    dims = list(range(input.ndim)) if dim is None else ([dim] if isinstance(dim, int) else list(dim))
+    dims = [d % input.ndim for d in dims]
+    if isinstance(spacing, (list, tuple)):
+        if len(spacing) != len(dims):
+            raise RuntimeError(
+                f"{op} expected spacing to be unspecified, a scalar or it's spacing and dim arguments to have the "
+                f"same length, but got a spacing argument of length {len(spacing)} and a dim argument of length "
+                f"{len(dims)}."
+            )
+        spacings = list(spacing)
+    else:
+        spacings = [spacing] * len(dims)
+    x = input if input.dtype.is_float else F.cast(input, default_float())
+    out = []
+    for d, h in zip(dims, spacings):
+        n = x.shape[d]
+        if n < edge_order + 1:
+            raise RuntimeError(f"{op} expected each dimension size to be at least edge_order+1")
+        out.append(_gradient_along(x, d, n, h, edge_order))
+    return tuple(out)
+
+
+def _gradient_along(x, d: int, n: int, h, edge_order: int):
+    def part(start, length):
+        return shape.narrow(x, d, start, length)
+
+    if _is_tensor(h):  # coordinates: numpy's second-order formula for uneven samples
+        view = [1] * x.ndim
+        dx = F.sub(shape.narrow(h, 0, 1, n - 1), shape.narrow(h, 0, 0, n - 1))
+        dx1, dx2 = shape.narrow(dx, 0, 0, n - 2), shape.narrow(dx, 0, 1, n - 2)
+        view[d] = n - 2
+
+        def shaped(t):
+            return F.reshape(t, tuple(view))
+
+        a = shaped(F.neg(F.div(dx2, F.mul(dx1, F.add(dx1, dx2)))))
+        b = shaped(F.div(F.sub(dx2, dx1), F.mul(dx1, dx2)))
+        c = shaped(F.div(dx1, F.mul(dx2, F.add(dx1, dx2))))
+        inner = F.add(F.add(F.mul(a, part(0, n - 2)), F.mul(b, part(1, n - 2))), F.mul(c, part(2, n - 2)))
+        if edge_order == 1:
+            first = F.div(F.sub(part(1, 1), part(0, 1)), dx[0])
+            last = F.div(F.sub(part(n - 1, 1), part(n - 2, 1)), dx[n - 2])
+        else:
+            e1, e2 = dx[0], dx[1]
+            first = F.add(
+                F.add(
+                    F.mul(part(0, 1), F.neg(F.div(F.add(F.mul(e1, 2), e2), F.mul(e1, F.add(e1, e2))))),
+                    F.mul(part(1, 1), F.div(F.add(e1, e2), F.mul(e1, e2))),
+                ),
+                F.mul(part(2, 1), F.neg(F.div(e1, F.mul(e2, F.add(e1, e2))))),
+            )
+            e1, e2 = dx[n - 3], dx[n - 2]
+            last = F.add(
+                F.add(
+                    F.mul(part(n - 3, 1), F.div(e2, F.mul(e1, F.add(e1, e2)))),
+                    F.mul(part(n - 2, 1), F.neg(F.div(F.add(e2, e1), F.mul(e1, e2)))),
+                ),
+                F.mul(part(n - 1, 1), F.div(F.add(F.mul(e2, 2), e1), F.mul(e2, F.add(e1, e2)))),
+            )
+        return F.cat([first, inner, last], d)
+    inner = F.div(F.sub(part(2, n - 2), part(0, n - 2)), F.mul(h, 2.0) if _is_tensor(h) else 2.0 * h)
+    if edge_order == 1:
+        first = F.div(F.sub(part(1, 1), part(0, 1)), h)
+        last = F.div(F.sub(part(n - 1, 1), part(n - 2, 1)), h)
+    else:
+        first = F.div(F.sub(F.sub(F.mul(part(1, 1), 4.0), F.mul(part(0, 1), 3.0)), part(2, 1)), 2.0 * h)
+        last = F.div(F.add(F.sub(F.mul(part(n - 1, 1), 3.0), F.mul(part(n - 2, 1), 4.0)), part(n - 3, 1)), 2.0 * h)
+    return F.cat([first, inner, last], d)
+
+
+def convolution(input, weight, bias, stride, padding, dilation, transposed: bool, output_padding, groups: int):
+    """``torch.convolution``: ``conv{1,2,3}d`` or ``conv_transpose{1,2,3}d`` by the input's dims and ``transposed``."""
+    _tensor("convolution", "input", input)
+    dims = input.ndim - 2
+    if dims not in (1, 2, 3):
+        raise RuntimeError(f"convolution: expected a 3-D, 4-D or 5-D input, got {input.ndim}-D")
+    nnf = _nnf()
+    if transposed:
+        fn = getattr(nnf, f"conv_transpose{dims}d")
+        return fn(input, weight, bias, stride, padding, output_padding, groups, dilation)
+    return getattr(nnf, f"conv{dims}d")(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv_tbc(input, weight, bias, pad: int = 0):
+    """``torch.conv_tbc``: a 1-d convolution of a (time, batch, channels) input with a (width, in, out) weight."""
+    _tensor("conv_tbc", "input", input)
+    out = _nnf().conv1d(F.permute(input, (1, 2, 0)), F.permute(weight, (2, 1, 0)), bias, 1, pad)
+    return F.permute(out, (2, 0, 1))
+
+
+def set_default_tensor_type(t):
+    """``torch.set_default_tensor_type`` (deprecated in PyTorch): the default float dtype and device from a legacy
+    type (``vkml.cuda.FloatTensor``) or its name (``'torch.cuda.DoubleTensor'``); only float types, as PyTorch."""
+    from . import defaults, devices
+
+    if isinstance(t, str):
+        name = t.rsplit(".", 1)[-1]
+        if name not in _LEGACY_DTYPES:
+            raise TypeError(f"invalid type: '{t}'")
+        cls = CUDA_TYPES[name] if ".cuda." in t else globals()[name]
+    else:
+        cls = t
+    if not getattr(cls, "is_legacy_tensor_type", False):
+        raise TypeError(f"invalid type: '{t}'")
+    if not cls.dtype.is_float:
+        raise TypeError("only floating-point types are supported as the default type")
+    defaults.set_default_dtype(cls.dtype)
+    devices.set_default_device("cuda" if cls.is_cuda else "cpu")
+
+
 # ---------------------------------------------------------------------- i0 and the windows
 
 
@@ -1099,7 +1217,7 @@ _FUNCTIONS = (
     "bartlett_window kaiser_window alias_copy detach_copy diagonal_copy expand_copy narrow_copy permute_copy "
     "select_copy slice_copy split_copy split_with_sizes_copy squeeze_copy t_copy transpose_copy unbind_copy "
     "unfold_copy unsqueeze_copy view_copy slice_scatter select_scatter diagonal_scatter frobenius_norm nuclear_norm "
-    "get_device"
+    "get_device gradient convolution conv_tbc set_default_tensor_type"
 ).split()
 # functions that are also Tensor methods (and, with True, in-place methods Tensor.<name>_)
 _METHODS = {

@@ -22,7 +22,7 @@ _ALIASES = (
     "binary_cross_entropy_with_logits ctc_loss alias_copy detach_copy diagonal_copy expand_copy narrow_copy "
     "permute_copy select_copy slice_copy split_copy split_with_sizes_copy squeeze_copy t_copy transpose_copy "
     "unbind_copy unfold_copy unsqueeze_copy view_copy slice_scatter select_scatter diagonal_scatter adjoint "
-    "frobenius_norm nuclear_norm get_device"
+    "frobenius_norm nuclear_norm get_device convolution conv_tbc set_default_tensor_type"
 ).split()
 
 
@@ -115,6 +115,16 @@ PAGES: dict[str, OpDoc] = {
         "numpy.i0 in float64 on the host, rounded once",
         special="i0(±inf) = inf; NaN gives NaN; integer inputs give the default float dtype.",
         gradient="g · I1(x), I1 from its power series in float64 on the host (first order only).",
+    ),
+    "gradient": _page(
+        "composite",
+        (sig("vkml.gradient", _L.gradient),),
+        _L.gradient,
+        "numpy's formulas: (f[i+1] - f[i-1]) / 2h inside, (f[1] - f[0]) / h or the second-order "
+        "(-3f[0] + 4f[1] - f[2]) / 2h at the ends; uneven coordinates use numpy's weighted three-point formula; "
+        "each a few rounded operations",
+        special="Each dim needs edge_order + 1 samples, as PyTorch; integer inputs give the default float dtype.",
+        divergence="PyTorch may order the same operations differently: the last bits may differ.",
     ),
     "heaviside": _page(
         "elementwise",

@@ -48,6 +48,8 @@ CASES = [
     ("detach", lambda m: m.detach(t(m, M23))),
     ("split_with_sizes", lambda m: m.split_with_sizes(t(m, X), [2, 4], 2)),
     ("unsafe_chunk", lambda m: m.unsafe_chunk(t(m, X), 2, 2)),
+    ("split_with_sizes_method", lambda m: t(m, X).split_with_sizes([3, 3], -1)),
+    ("unsafe_split_with_sizes", lambda m: m.unsafe_split_with_sizes(t(m, X), [1, 2], 1)),
     ("unsafe_split", lambda m: m.unsafe_split(t(m, X), 4, 2)),
     ("conv1d", lambda m: m.conv1d(t(m, X), t(m, W1), None, 1, 1)),
     ("conv2d", lambda m: m.conv2d(t(m, IMG), t(m, W2), t(m, np.ones(4, np.float32)), 2)),

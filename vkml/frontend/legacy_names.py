@@ -142,6 +142,11 @@ def split_with_sizes(input, split_sizes, dim: int = 0):
     return shape.split(input, list(split_sizes), dim)
 
 
+def unsafe_split_with_sizes(input, split_sizes, dim: int = 0):
+    """``torch.unsafe_split_with_sizes``: ``torch.split_with_sizes``."""
+    return shape.split(input, list(split_sizes), dim)
+
+
 def unsafe_chunk(input, chunks: int, dim: int = 0):
     """``torch.unsafe_chunk``: ``torch.chunk`` (vkml's pieces are views with autograd's checks either way)."""
     return shape.chunk(input, chunks, dim)
@@ -1224,7 +1229,8 @@ _METHODS = {
     "ravel": False, "is_signed": False, "is_same_size": False, "gcd": True, "lcm": True, "heaviside": True,
     "frexp": False, "ldexp": True, "nextafter": True, "inner": False, "vdot": False, "addr": True, "addbmm": True,
     "diagflat": False, "dsplit": False, "i0": True, "renorm": True, "hardshrink": False, "prelu": False,
-    "histogram": False, "unsafe_chunk": False, "unsafe_split": False, "adjoint": False,
+    "histogram": False, "unsafe_chunk": False, "unsafe_split": False, "adjoint": False, "split_with_sizes": False,
+    "unsafe_split_with_sizes": False,
     "slice_scatter": False, "select_scatter": False, "diagonal_scatter": False, "narrow_copy": False,
 }  # fmt: skip
 

@@ -13,7 +13,7 @@ _HOST_NOTE = (
 )
 
 _ALIASES = (
-    "concat concatenate detach split_with_sizes unsafe_chunk unsafe_split conv1d conv2d conv3d conv_transpose1d "
+    "concat concatenate detach split_with_sizes unsafe_split_with_sizes unsafe_chunk unsafe_split conv1d conv2d conv3d conv_transpose1d "
     "conv_transpose2d conv_transpose3d max_pool1d max_pool2d max_pool3d max_pool1d_with_indices avg_pool1d "
     "adaptive_avg_pool1d adaptive_max_pool1d batch_norm layer_norm group_norm instance_norm rms_norm embedding "
     "dropout alpha_dropout feature_dropout feature_alpha_dropout pixel_shuffle pixel_unshuffle channel_shuffle "

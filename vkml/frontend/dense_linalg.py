@@ -3,15 +3,16 @@
 Where they run: these are small dense factorizations (LU, Cholesky, QR, symmetric eigen, SVD) whose
 pivoting and convergence loops do not map onto vkml's kernels. Each op realizes its input, copies
 it to the host, computes in float64 with numpy (``numpy.linalg``, i.e. LAPACK; the triangular
-solve, the LU used for the singularity check and the Cholesky are short numpy loops here), rounds
-once to the input dtype and uploads the result to the input's device. The device never runs them;
+solve and the LU factorization are short numpy loops here, as is the Cholesky of a matrix LAPACK
+refuses, for its partial factor), rounds once to the input dtype and uploads the result to the
+input's device. The device never runs them;
 the cost is a realize, a download and an upload per call (a synchronisation point). Because the
 host computes every one, the result has the same bits whatever the device (the CPU backend,
 lavapipe, a GPU), for the same input bits. Computing in float64 makes a float32 result at least
 as accurate as PyTorch's float32 LAPACK call; the last bits may differ from PyTorch's.
 
-The gradients are PyTorch's formulas (its ``FunctionsManual.cpp`` derivations, rewritten here)
-composed of vkml ops and of these ops, so they are differentiable again (``create_graph``) except
+The gradients are PyTorch's formulas (the standard derivations PyTorch uses, written here with
+vkml ops) composed of vkml ops and of these ops, so they are differentiable again (``create_graph``) except
 where a page says otherwise. Matmul-based compositions (``multi_dot``, ``matrix_power``, the
 norms) run on the device (vkml/frontend/linalg_ops.py).
 

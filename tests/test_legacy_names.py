@@ -275,6 +275,15 @@ def test_legacy_tensor_types_construct_check_and_convert():
         vkml.LongTensor(x)
 
 
+def test_tensor_new_is_the_legacy_constructor_of_its_dtype_and_device():
+    for m in (vkml, torch):
+        x = m.ones(2, dtype=m.float64)
+        assert tuple(x.new(2, 3).shape) == (2, 3) and tuple(x.new(m.Size([4])).shape) == (4,)
+        assert tuple(x.new().shape) == (0,) and str(x.new([1, 2]).dtype).endswith("float64")
+        assert x.new((2, 3)).tolist() == [2.0, 3.0]
+        assert x.new(2).zero_().tolist() == [0.0, 0.0]
+
+
 def test_predicates_and_typename_match_torch():
     assert vkml.get_device(vkml.ones(1)) == torch.get_device(torch.ones(1)) == -1
     for m in (vkml, torch):

@@ -1161,25 +1161,37 @@ class _LegacyTensorType(type):
         return isinstance(obj, Tensor) and obj.dtype is cls.dtype and (obj.device.kind != "cpu") == cls.is_cuda
 
     def __call__(cls, *args, device=None):
-        from ..tensor import Tensor
-
         device = device if device is not None else ("cuda" if cls.is_cuda else "cpu")
-        if len(args) == 1 and isinstance(args[0], Tensor):
-            if args[0].dtype is not cls.dtype:
-                raise TypeError(f"expected {cls.dtype.name} (got {args[0].dtype.name})")
-            return args[0]
-        if len(args) == 1 and not isinstance(args[0], int) and not _is_size(args[0]):
-            return creation.tensor(args[0], dtype=cls.dtype, device=device)
-        sizes = tuple(args[0]) if len(args) == 1 and _is_size(args[0]) else args
-        for s in sizes:
-            if isinstance(s, bool) or not isinstance(s, int):
-                raise TypeError(f"{cls.__name__}(): expected sizes as ints or data as a sequence, got {args!r}")
-        if not sizes:
-            return creation.tensor([], dtype=cls.dtype, device=device)
-        return creation.zeros(sizes, dtype=cls.dtype, device=device)
+        return _legacy_new(cls.__name__, cls.dtype, device, args)
 
     def __repr__(cls) -> str:
         return f"<class '{cls.__module__}.{cls.__name__}'>"
+
+
+def _legacy_new(name: str, dtype, device, args):
+    """PyTorch's legacy constructor: sizes (ints or a Size) give a new tensor (zeros here; PyTorch's are
+    uninitialized), other data is copied, no argument gives an empty tensor, a tensor of the dtype is itself."""
+    from ..tensor import Tensor
+
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        if args[0].dtype is not dtype:
+            raise TypeError(f"expected {dtype.name} (got {args[0].dtype.name})")
+        return args[0]
+    if len(args) == 1 and not isinstance(args[0], int) and not _is_size(args[0]):
+        return creation.tensor(args[0], dtype=dtype, device=device)
+    sizes = tuple(args[0]) if len(args) == 1 and _is_size(args[0]) else args
+    for s in sizes:
+        if isinstance(s, bool) or not isinstance(s, int):
+            raise TypeError(f"{name}(): expected sizes as ints or data as a sequence, got {args!r}")
+    if not sizes:
+        return creation.tensor([], dtype=dtype, device=device)
+    return creation.zeros(sizes, dtype=dtype, device=device)
+
+
+def _tensor_new(self, *args):
+    """``Tensor.new(...)``: the legacy constructor with this tensor's dtype and device (``x.new(2, 3)``,
+    ``x.new([1, 2])``, ``x.new()``), as PyTorch's."""
+    return _legacy_new("new", self.dtype, self.device, args)
 
 
 def _is_size(value) -> bool:
@@ -1241,4 +1253,5 @@ EXPORTS = (
     *(Export(name + "_", value=_inplace_function(name + "_")) for name in INPLACE_FUNCTIONS),
     *(Export(name, value=cls) for name, cls in ((c.__name__, c) for c in LEGACY_TYPES)),
     Export("fix_", function=False, method=_fix_),
+    Export("new", function=False, method=_tensor_new),
 )

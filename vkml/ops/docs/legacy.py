@@ -63,10 +63,17 @@ PAGES: dict[str, OpDoc] = {
     "torch_functional_names": _page(
         "alias",
         tuple(sig(f"vkml.{name}", getattr(_L, name)) for name in _ALIASES)
-        + ("vkml.<op>_(input, ...) for the in-place Tensor methods (vkml.relu_, vkml.clamp_, vkml.zero_, ...)",),
+        + (
+            "vkml.<op>_(input, ...) for the in-place Tensor methods (vkml.relu_, vkml.clamp_, vkml.zero_, ...)",
+            "vkml.FloatTensor(*sizes) / vkml.FloatTensor(data) and the other legacy types (Double, Half, BFloat16, "
+            "Byte, Char, Short, Int, Long, Bool), vkml.cuda.FloatTensor(...) on the GPU",
+            "Tensor.new(*sizes) / Tensor.new(data): the legacy constructor with the tensor's dtype and device",
+        ),
         vkml.frontend.legacy_names,
         "as the op each one calls (see its page: conv2d, batch_norm, kl_div, ...)",
-        special="The `*_copy` functions return their view op's result as new tensors; the `*_scatter` ones a copy "
+        special="The legacy constructors give zeros for sizes (PyTorch's memory is uninitialized); "
+        "`isinstance(x, vkml.FloatTensor)` is float32 on the CPU, `vkml.cuda.FloatTensor` float32 on a GPU. "
+        "The `*_copy` functions return their view op's result as new tensors; the `*_scatter` ones a copy "
         "of input with src written into the view (src must have the view's shape, PyTorch's error otherwise). "
         "The torch.* losses take `reduction` as PyTorch's integer (0 none, 1 mean, 2 sum) and default to 0, "
         "as PyTorch's binding; `torch.batch_norm` and `torch.instance_norm` take weight and bias before the running "

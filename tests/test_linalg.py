@@ -317,3 +317,24 @@ def test_lavapipe_gives_the_cpus_bits(gpu):
         (v0, g0), (v1, g1) = results
         assert v0.tobytes() == v1.tobytes(), name
         assert g0.tobytes() == g1.tobytes(), name
+
+
+# second derivatives (create_graph) by finite differences: each backward is made of vkml ops and these ops
+# (lu_solve in the default run: its second derivative once missed LU's part; the others with make test-all)
+GRADGRAD = [
+    pytest.param(("solve", lambda a, b: vkml.linalg.solve(a, b)), marks=pytest.mark.stress, id="solve"),
+    pytest.param(("lu_solve", lambda a, b: vkml.linalg.lu_solve(*vkml.linalg.lu_factor(a), b)), id="lu_solve"),
+    pytest.param(
+        ("cholesky_of_spd", lambda a, b: vkml.linalg.cholesky(a @ a.mT + 3 * vkml.eye(3, dtype=a.dtype)) @ b),
+        marks=pytest.mark.stress,
+        id="cholesky_of_spd",
+    ),
+    pytest.param(("qr", lambda a, b: vkml.linalg.qr(a).R @ b), marks=pytest.mark.stress, id="qr"),
+]
+
+
+@pytest.mark.parametrize("case", GRADGRAD)
+def test_second_derivatives_by_finite_differences(case):
+    _, fn = case
+    inputs = [vkml.tensor(A3[0], requires_grad=True), vkml.tensor(RHS[0], requires_grad=True)]
+    assert vkml.autograd.gradgradcheck(fn, inputs, eps=1e-6, atol=1e-4)

@@ -1029,16 +1029,18 @@ class _LUSolve(Function):
             x = _triangular_solve(up, y, True, False)
         X = _upload(x, B)
         ctx.save_for_backward(LU, X)
-        ctx.pivots, ctx.adjoint, ctx.P, ctx.L, ctx.U = pivots, adjoint, P, L, U
+        ctx.pivots, ctx.adjoint, ctx.P = pivots, adjoint, P
         return X
 
     @staticmethod
     def backward(ctx, g):
         LU, X = ctx.saved_tensors
+        # L and U from the saved LU through tril/triu, so that a second derivative reaches LU through them too
+        L, U = F.add(shape.tril(LU, -1), _eye_like(LU)), shape.triu(LU)
         gB = _LUSolve.apply(LU, ctx.pivots, g, not ctx.adjoint)
         gA = F.neg(F.matmul(X, _mT(gB)) if ctx.adjoint else F.matmul(gB, _mT(X)))
         PtgA = F.matmul(_mT(ctx.P), gA)
-        gLU = F.add(shape.tril(F.matmul(PtgA, _mT(ctx.U)), -1), shape.triu(F.matmul(_mT(ctx.L), PtgA)))
+        gLU = F.add(shape.tril(F.matmul(PtgA, _mT(U)), -1), shape.triu(F.matmul(_mT(L), PtgA)))
         return gLU, None, gB, None
 
 

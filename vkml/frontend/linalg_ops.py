@@ -262,6 +262,26 @@ def vander(x, *, N: int | None = None):  # noqa: N803 - PyTorch's name
     return F.cat([ones, powers], -1)
 
 
+def torch_vander(x, N: int | None = None, increasing: bool = False):  # noqa: N803 - PyTorch's name
+    """``torch.vander``: the Vandermonde matrix of a 1-D tensor, decreasing powers x^(N-1) .. x^0 unless
+    ``increasing``; bool and integer inputs give int64, as PyTorch."""
+    op = "vander"
+    _tensor(op, "x", x)
+    if x.ndim != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    n = x.shape[0] if N is None else N
+    if n < 0:
+        raise RuntimeError("N must be non-negative.")
+    dtype = x.dtype if x.dtype.is_float else T.int64
+    x = F.cast(x, dtype)
+    ones = F.add(F.mul(F.unsqueeze(x, -1), 0), 1)
+    if n <= 1:
+        out = ones if n == 1 else shape.narrow(ones, -1, 0, 0)
+    else:
+        out = F.cat([ones, scans.cumprod(F.expand(F.unsqueeze(x, -1), (x.shape[0], n - 1)), -1)], -1)
+    return out if increasing else F.flip(out, (-1,))
+
+
 def linalg_diagonal(A, *, offset: int = 0, dim1: int = -2, dim2: int = -1):
     """``torch.linalg.diagonal``: ``torch.diagonal`` with the last two dims by default."""
     return shape.diagonal(A, offset, dim1, dim2)
@@ -364,4 +384,5 @@ EXPORTS = (
     Export("matrix_power", method=True),
     Export("matrix_exp", method=True),
     Export("chain_matmul"),
+    Export("vander", value=torch_vander),
 )

@@ -241,6 +241,13 @@ PAGES: dict[str, OpDoc] = {
         "x^j as running products (`cumprod`), each rounded, as PyTorch's",
         special="Bool inputs and N <= 1 raise, as PyTorch; integer inputs give int64.",
     ),
+    "vander": _composite(
+        (sig("vkml.vander", _O.torch_vander),),
+        _O.torch_vander,
+        "x^j as running products (`cumprod`), each rounded, then flipped unless increasing",
+        special="x must be 1-D; N = 0 gives an (n, 0) tensor, N = 1 ones; bool and integer inputs give int64, "
+        "as PyTorch.",
+    ),
     "linalg_vecdot": _composite(
         (sig("vkml.linalg.vecdot", _O.vecdot),),
         _O.vecdot,

@@ -1065,6 +1065,22 @@ def lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False):
     return _LUSolve.apply(LU, pivots, B, bool(adjoint))
 
 
+def geqrf(input):
+    """(a, tau): LAPACK geqrf's Householder QR (R on and above the diagonal, the reflectors below it), as
+    ``torch.geqrf``; on the host (numpy's raw QR). Not differentiable, as PyTorch's."""
+    _check("geqrf", input, "input", square=False)
+    a = _host(input)
+    flat = _matrices(a)
+    k = min(a.shape[-2], a.shape[-1])
+    out, taus = np.empty_like(flat), np.empty((len(flat), k))
+    for i, m in enumerate(flat):
+        h, taus[i] = np.linalg.qr(m, mode="raw")
+        out[i] = h.T  # numpy gives LAPACK's Fortran-order array transposed
+    return return_types.geqrf(
+        _upload(out.reshape(a.shape), input).detach(), _upload(taus.reshape(*a.shape[:-2], k), input).detach()
+    )
+
+
 def legacy_lu(A, pivot: bool = True, get_infos: bool = False):
     """``torch.lu`` (deprecated in PyTorch): (LU, pivots), plus info with ``get_infos`` (then no error)."""
     _check("lu", A, square=False)
@@ -1253,4 +1269,5 @@ EXPORTS = (
     Export("lu", method=legacy_lu, value=legacy_lu),
     Export("lu_solve", method=legacy_lu_solve, value=legacy_lu_solve),
     Export("lu_unpack"),
+    Export("geqrf", method=True),
 )

@@ -356,6 +356,63 @@ def tensorsolve(A, B, dims=None):
     return F.reshape(X, x_shape)
 
 
+def _reflectors(op: str, A, tau):
+    """V (m x n: A's strict lower part with a unit diagonal, the Householder vectors as columns), checked."""
+    _tensor(op, "A", A)
+    _tensor(op, "tau", tau)
+    if A.ndim < 2:
+        raise RuntimeError(f"torch.{op}: input must have at least 2 dimensions.")
+    if tau.ndim != A.ndim - 1:
+        raise RuntimeError(f"torch.{op}: input.dim() must be greater than tau.dim() by 1")
+    m, n = A.shape[-2], A.shape[-1]
+    if tau.shape[-1] > n:
+        raise RuntimeError(f"torch.{op}: input.shape[-1] must be greater than or equal to tau.shape[-1]")
+    eye = construction.eye(m, n, dtype=A.dtype, device=A.device)
+    return F.add(shape.tril(A, -1), eye), m, n
+
+
+def _apply_reflectors(V, tau, X, transpose: bool):
+    """H_1 ... H_k X (``transpose``: H_k ... H_1 X), H_i = I - tau_i v_i v_i^T: one rank-1 update per reflector,
+    on the device, so autograd differentiates it through the ops."""
+    k = tau.shape[-1]
+    order = range(k) if transpose else range(k - 1, -1, -1)
+    for i in order:
+        v = shape.narrow(V, -1, i, 1)  # (..., m, 1)
+        t = F.unsqueeze(F.unsqueeze(tau[..., i], -1), -1)
+        X = F.sub(X, F.mul(t, F.matmul(v, F.matmul(F.transpose(v, -2, -1), X))))
+    return X
+
+
+def householder_product(A, tau):
+    """The first n columns of H_1 ... H_k (H_i = I - tau_i v_i v_i^T, v_i in A's columns below the diagonal, as
+    LAPACK's geqrf leaves them), as ``torch.linalg.householder_product`` (LAPACK orgqr): computed on the device
+    by rank-1 updates, differentiable through them."""
+    op = "linalg.householder_product"
+    V, m, n = _reflectors(op, A, tau)
+    if m < n:
+        raise RuntimeError(f"torch.{op}: input.shape[-2] must be greater than or equal to input.shape[-1]")
+    eye = construction.eye(m, n, dtype=A.dtype, device=A.device)
+    return _apply_reflectors(V, tau, F.expand(eye, tuple(A.shape)), transpose=False)
+
+
+def orgqr(input, tau):
+    """``torch.orgqr``: ``torch.linalg.householder_product``."""
+    return householder_product(input, tau)
+
+
+def ormqr(input, input2, input3, left: bool = True, transpose: bool = False):
+    """Q @ C (``left=False``: C @ Q; ``transpose``: Q^T) with Q the product of the Householder reflectors in
+    (``input``, ``input2``), as ``torch.ormqr`` (LAPACK ormqr), on the device."""
+    op = "ormqr"
+    V, m, _ = _reflectors(op, input, input2)
+    C = input3
+    _tensor(op, "other", C)
+    if left:
+        return _apply_reflectors(V, input2, C, transpose)
+    # C Q = (Q^T C^T)^T, C Q^T = (Q C^T)^T
+    return F.transpose(_apply_reflectors(V, input2, F.transpose(C, -2, -1), not transpose), -2, -1)
+
+
 def legacy_matrix_power(input, n: int):
     """``torch.matrix_power``: ``torch.linalg.matrix_power``."""
     return matrix_power(input, n)
@@ -378,6 +435,7 @@ LINALG = {
     "cond": cond,
     "tensorinv": tensorinv,
     "tensorsolve": tensorsolve,
+    "householder_product": householder_product,
 }
 
 EXPORTS = (
@@ -385,4 +443,6 @@ EXPORTS = (
     Export("matrix_exp", method=True),
     Export("chain_matmul"),
     Export("vander", value=torch_vander),
+    Export("orgqr", method=True),
+    Export("ormqr", method=True),
 )

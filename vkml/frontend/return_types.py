@@ -38,6 +38,7 @@ linalg_lu_factor_ex = namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"]
 linalg_lu = namedtuple("linalg_lu", ["P", "L", "U"])
 lu_unpack = namedtuple("lu_unpack", ["P", "L", "U"])
 lu_with_info = namedtuple("_lu_with_info", ["LU", "pivots", "info"])
+geqrf = namedtuple("geqrf", ["a", "tau"])
 frexp = namedtuple("frexp", ["mantissa", "exponent"])
 histogram = namedtuple("histogram", ["hist", "bin_edges"])
 _LINALG = [

@@ -248,6 +248,22 @@ PAGES: dict[str, OpDoc] = {
         special="x must be 1-D; N = 0 gives an (n, 0) tensor, N = 1 ones; bool and integer inputs give int64, "
         "as PyTorch.",
     ),
+    "linalg_householder_product": _composite(
+        (
+            sig("vkml.linalg.householder_product", _O.householder_product),
+            sig("vkml.orgqr", _O.orgqr),
+            sig("vkml.ormqr", _O.ormqr),
+        ),
+        _O.householder_product,
+        "one rank-1 update X - tau_i v_i (v_i^T X) per reflector, on the device (`matmul`s)",
+        divergence="LAPACK's orgqr/ormqr apply the reflectors in blocks: the last bits may differ.",
+    ),
+    "geqrf": _host(
+        (sig("vkml.geqrf", _D.geqrf), "Tensor.geqrf()"),
+        _D.geqrf,
+        "None, as PyTorch (geqrf is not differentiable there either).",
+        precision="LAPACK geqrf in float64 on the host (numpy's raw QR), rounded once",
+    ),
     "linalg_vecdot": _composite(
         (sig("vkml.linalg.vecdot", _O.vecdot),),
         _O.vecdot,

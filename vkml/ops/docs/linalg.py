@@ -42,6 +42,9 @@ def _composite(calls, target, precision: str, special: str = "", divergence: str
     )
 
 
+_NO_CONVERGENCE = (
+    "NaN or inf in the input raises `vkml.linalg.LinAlgError` with PyTorch's text (the SVD does not converge)."
+)
 _SINGULAR = "A singular matrix raises `vkml.linalg.LinAlgError` (a RuntimeError) with PyTorch's text. " + _NAN
 PAGES: dict[str, OpDoc] = {
     "linalg_inv": _host(
@@ -148,6 +151,7 @@ PAGES: dict[str, OpDoc] = {
         _D.svd,
         "PyTorch's formula (U, S and Vh; full_matrices' extra columns carry none); repeated singular values make "
         "the vectors' gradient inf/NaN, as PyTorch's.",
+        special=_NO_CONVERGENCE,
         divergence="LAPACK gesdd in float64 (PyTorch's CPU driver). `driver=` is CUDA-only in PyTorch and raises "
         "its error here." + _SIGNS,
     ),
@@ -156,12 +160,13 @@ PAGES: dict[str, OpDoc] = {
         _D.pinv,
         "PyTorch's pinv_backward (products of A, pinv(A) and g): differentiable again.",
         special="Singular values at or below max(atol, rtol · s_max) are dropped; rtol defaults to eps · max(m, n) "
-        "(0 when atol > 0 is given), as PyTorch. " + _NAN,
+        "(0 when atol > 0 is given), as PyTorch. " + _NO_CONVERGENCE,
     ),
     "linalg_lstsq": _host(
         (sig("vkml.linalg.lstsq", _D.lstsq),),
         _D.lstsq,
         "Of the solution, through pinv(A) as PyTorch's: gA from pinv's gradient of g B^T, gB = pinv(A)^T g.",
+        special=_NO_CONVERGENCE,
         divergence="The solution is LAPACK gelsd's whatever the driver (PyTorch's default on CPU is gelsy: "
         "rank-deficient systems may get another minimiser). The other fields follow PyTorch's driver rules.",
     ),
@@ -169,6 +174,7 @@ PAGES: dict[str, OpDoc] = {
         (sig("vkml.linalg.matrix_rank", _D.matrix_rank),),
         _D.matrix_rank,
         "None (an int64 result).",
+        special=_NO_CONVERGENCE,
         precision="the count of singular values above the tolerance, from float64 singular values",
     ),
     "linalg_lu_factor": _host(

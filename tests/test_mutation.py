@@ -522,3 +522,13 @@ def test_contiguous_of_a_non_contiguous_view_is_a_copy():
         same.add_(1.0)
         copy.add_(5.0)
         np.testing.assert_array_equal(x.numpy(), np.pad(np.ones((2, 4), np.float32), ((1, 0), (0, 0))))
+
+
+def test_views_of_an_expand_that_adds_leading_dims():
+    # replaying the view chain once lost the new leading dims (IndexError in a later permute), so a float64
+    # matmul with such an operand (its sum-of-products path reshapes it) failed
+    x = vkml.arange(12.0).reshape(4, 3)
+    y = x.expand(2, 4, 3).transpose(-1, -2).unsqueeze(-3)
+    assert y.tolist() == torch.arange(12.0).reshape(4, 3).expand(2, 4, 3).transpose(-1, -2).unsqueeze(-3).tolist()
+    eye = vkml.eye(4, 3, dtype=vkml.float64).expand(2, 4, 3)
+    assert vkml.matmul(vkml.ones(2, 1, 4, dtype=vkml.float64), eye).tolist() == [[[1.0, 1.0, 1.0]]] * 2

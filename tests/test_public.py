@@ -18,7 +18,8 @@ def _unwrap_autocast(fn):
 
 def test_every_export_is_bound_where_it_says():
     for export, fn in public.exports():
-        assert fn is not None or export.method not in (True, False), export
+        # vkml.newaxis is None, as torch.newaxis (numpy's alias for x[:, None])
+        assert fn is not None or export.method not in (True, False) or export.name == "newaxis", export
         if export.function:
             assert export.name in vkml.__all__, export
             assert _unwrap_autocast(getattr(vkml, export.name)) is fn, export

@@ -246,7 +246,7 @@ def render_call(call) -> str | None:
 def extra_page(name: str, extra: OpDoc) -> str:
     doc = inspect.getdoc(resolve(extra.target)) or ""
     summary, _, rest = doc.partition("\n")
-    rows = [("kind", extra.kind), ("backends", "cpu, vulkan"), ("precision", extra.precision)]
+    rows = [("kind", extra.kind), ("backends", extra.backends), ("precision", extra.precision)]
     lines = [GENERATED, "", f"# {name}", "", summary, ""]
     lines += _call_list([c for c in map(render_call, extra.calls) if c is not None])
     lines += _table(rows) + [""]

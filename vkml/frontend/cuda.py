@@ -127,3 +127,10 @@ def _opened_vulkan_devices() -> list:
 
     backend = sys.modules.get("vkml.runtime.vulkan.backend")
     return [] if backend is None else backend.opened_devices()
+
+
+# The legacy tensor types of torch.cuda (torch.cuda.FloatTensor(2, 3), isinstance checks), defined with
+# vkml.FloatTensor's in vkml/frontend/legacy_names.py
+from .legacy_names import CUDA_TYPES  # noqa: E402
+
+globals().update(CUDA_TYPES)

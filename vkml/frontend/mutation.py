@@ -114,6 +114,9 @@ def edit_stack(stack: ViewStack, step: tuple) -> ViewStack:
     if kind == "permute":
         return stack.permute(step[1])
     if kind == "expand":
+        extra = len(step[1]) - len(stack.shape)
+        if extra:  # expand adds leading dims: the view's rank grows first (View.expand keeps its rank)
+            stack = stack.reshape((1,) * extra + tuple(stack.shape))
         return stack.expand(step[1])
     if kind == "dtype":  # the same elements, read as another dtype of their size
         return stack

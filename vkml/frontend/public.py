@@ -46,6 +46,9 @@ MODULES = (
     "combining",
     "transcendental",
     "torch_names",
+    "dense_linalg",
+    "linalg_ops",
+    "legacy_names",
 )
 
 

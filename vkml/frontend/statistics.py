@@ -278,8 +278,8 @@ def _matrix_norm(op: str, A, ord, dim, keepdim: bool, dtype):
         raise RuntimeError(f"'{op}': dims must be different, got ({d0}, {d1})")
     if ord == "fro":
         return _vector_norm(op, A, 2, (d0, d1), keepdim, dtype)
-    if ord in ("nuc", 2, -2):
-        raise NotImplementedError(f"'{op}': ord={ord!r} needs singular values, which vkml does not compute yet")
+    if ord in ("nuc", 2, -2) and not isinstance(ord, bool):
+        return _singular_value_norm(op, A, ord, (d0, d1), keepdim, dtype)
     if isinstance(ord, bool) or ord not in (1, -1, math.inf, -math.inf):
         raise RuntimeError(f"'{op}': Order {ord!r} not supported (supported: 'fro', 1, -1, inf, -inf)")
     x, out_dtype = _norm_work(op, A, dtype)
@@ -292,11 +292,32 @@ def _matrix_norm(op: str, A, ord, dim, keepdim: bool, dtype):
     return F.cast(out, out_dtype)
 
 
+def _singular_value_norm(op: str, A, ord, dims, keepdim: bool, dtype):
+    """'nuc' (the sum), 2 (the largest) or -2 (the smallest) of the singular values over ``dims``
+    (``linalg.svdvals``, computed on the host: vkml/frontend/dense_linalg.py)."""
+    from .dense_linalg import svdvals
+
+    if A.dtype.nbytes < 4:  # float16/bfloat16: PyTorch's LAPACK-backed norms refuse them
+        names = {"float16": "Half", "bfloat16": "BFloat16"}
+        raise RuntimeError(f"{op}: Low precision dtypes not supported. Got {names.get(A.dtype.name, A.dtype.name)}")
+    x, out_dtype = _norm_work(op, A, dtype)
+    rest = [d for d in range(len(x.shape)) if d not in dims]
+    moved = F.permute(x, (*rest, *dims))
+    s = svdvals(moved)
+    out = F.sum(s, -1) if ord == "nuc" else F._reduce("amax" if ord == 2 else "amin", s, -1, False, op)
+    if keepdim:
+        for d in sorted(dims):
+            out = F.unsqueeze(out, d)
+    return F.cast(out, out_dtype)
+
+
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
-    """The matrix norm over the two dims ``dim``: 'fro', 1, -1, inf, -inf (PyTorch's ``torch.linalg.matrix_norm``).
+    """The matrix norm over the two dims ``dim``: 'fro', 'nuc', 1, -1, 2, -2, inf, -inf (PyTorch's
+    ``torch.linalg.matrix_norm``).
 
     'fro' is the vector 2-norm over both dims; 1 / -1 the max / min column sum of |A|; inf /
-    -inf the max / min row sum. 'nuc', 2 and -2 need singular values: NotImplementedError.
+    -inf the max / min row sum; 'nuc', 2 and -2 the sum, max and min of the singular values
+    (``linalg.svdvals``, computed on the host).
     """
     return _matrix_norm("linalg.matrix_norm", A, ord, dim, keepdim, dtype)
 
@@ -330,10 +351,12 @@ def linalg_norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
 
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     """``torch.norm``: 'fro' (or None) is the 2-norm over ``dim`` (every element when None); a number p
-    is ``linalg.vector_norm`` with ord p. 'nuc' needs singular values: NotImplementedError.
+    is ``linalg.vector_norm`` with ord p; 'nuc' the nuclear norm over ``dim`` (the last two dims by default).
     """
     if p == "nuc":
-        raise NotImplementedError("'norm': p='nuc' needs singular values, which vkml does not compute yet")
+        if dim is None:
+            dim = (-2, -1)
+        return _matrix_norm("norm", input, "nuc", tuple(dim), keepdim, dtype)
     if p is None or p == "fro":
         p = 2
     if isinstance(p, str):

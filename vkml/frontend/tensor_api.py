@@ -94,6 +94,8 @@ def type(self, dtype=None, non_blocking: bool = False, **kwargs):  # noqa: A001 
     """
     if dtype is None:
         return f"vkml.{mutation.torch_name(self.dtype)}Tensor"
+    if getattr(dtype, "is_legacy_tensor_type", False):  # vkml.FloatTensor and its kind (frontend/legacy_names.py)
+        dtype = dtype.dtype
     if isinstance(dtype, str):
         name = dtype.rsplit(".", 1)[-1]
         if name not in _TYPE_NAMES:

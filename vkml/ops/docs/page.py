@@ -72,6 +72,7 @@ class OpDoc:
     special: str = ""
     divergence: str = ""
     gradient: str = ""  # a key of vkml.ops.grads.RULES, or what to say instead
+    backends: str = "cpu, vulkan"  # where it computes (the host factorizations: "host (numpy float64) ...")
 
 
 def sig(prefix: str, target: Ref) -> Sig:

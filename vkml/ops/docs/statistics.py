@@ -116,7 +116,8 @@ PAGES.update(
             _STATS.norm,
             precision="as `linalg_vector_norm`",
             special="As `linalg_vector_norm`.",
-            divergence="p='nuc' raises NotImplementedError (vkml computes no singular values yet).",
+            divergence="PyTorch sums in another order: the last bits may differ. p='nuc' takes the singular values "
+            "of `linalg_svdvals` (computed on the host in float64).",
             gradient="As `linalg_vector_norm`.",
         ),
         "linalg_vector_norm": OpDoc(
@@ -138,7 +139,8 @@ PAGES.update(
             precision="'fro' as `linalg_vector_norm` over both dims; ±1 and ±inf: tree sums of |A| along columns or "
             "rows, then their exact max or min",
             special="NaN anywhere in a matrix gives NaN.",
-            divergence="ord 'nuc', 2 and -2 raise NotImplementedError (vkml computes no singular values yet).",
+            divergence="ord 'nuc', 2 and -2 are the sum, max and min of `linalg_svdvals` (computed on the host in "
+            "float64, rounded once): the last bits may differ from PyTorch's float32 LAPACK.",
             gradient=THROUGH,
         ),
         "linalg_norm": OpDoc(
@@ -147,7 +149,7 @@ PAGES.update(
             _STATS.linalg_norm,
             precision="as `linalg_vector_norm` (one dim, or every element) or `linalg_matrix_norm` (two dims)",
             special="As those functions.",
-            divergence="Matrix ords 'nuc', 2 and -2 raise NotImplementedError.",
+            divergence="Matrix ords 'nuc', 2 and -2 as `linalg_matrix_norm`.",
             gradient=THROUGH,
         ),
         "cumsum": OpDoc(

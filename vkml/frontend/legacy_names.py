@@ -28,6 +28,7 @@ from . import creation, dtypes, mutation, shape
 from . import operators as F
 from .autograd_api import Function
 from .exports import Export
+from .size import Size
 
 
 def _nnf():
@@ -1195,8 +1196,6 @@ def _tensor_new(self, *args):
 
 
 def _is_size(value) -> bool:
-    from .tensor_api import Size
-
     return isinstance(value, Size)
 
 

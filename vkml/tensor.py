@@ -528,7 +528,14 @@ class Tensor:
     def unsqueeze(self, dim: int):
         return F.unsqueeze(self, dim)
 
-    def flip(self, dims):
+    def flip(self, *args, dims=None):
+        """``flip(dims)``, or PyTorch's method form ``x.flip(0, 1)`` with the dims as arguments."""
+        if dims is None:
+            if not args:
+                raise TypeError("flip() missing 1 required positional argument: 'dims'")
+            dims = args[0] if len(args) == 1 else args
+        elif args:
+            raise TypeError("flip() got multiple values for argument 'dims'")
         return F.flip(self, dims)
 
     def flatten(self):

@@ -49,6 +49,13 @@ ERRORS = [
     ("add_int_bool_alpha", lambda m, x, y, i, b: m.add(i, i, alpha=True), RuntimeError),
     ("sub_bool_alpha", lambda m, x, y, i, b: m.sub(b, b, alpha=True), RuntimeError),
     ("flip_no_dims", lambda m, x, y, i, b: x.flip(), TypeError),
+    # a dtype an op refuses is PyTorch's RuntimeError (vkml's DTypeError is also a TypeError)
+    ("mean_of_int", lambda m, x, y, i, b: i.mean(), RuntimeError),
+    ("neg_of_bool", lambda m, x, y, i, b: -b, RuntimeError),
+    ("where_float_condition", lambda m, x, y, i, b: m.where(x, x, y), RuntimeError),
+    ("rand_negative_size", lambda m, x, y, i, b: m.rand(2, -1), RuntimeError),
+    ("randn_float_size", lambda m, x, y, i, b: m.randn(2.5), TypeError),
+    ("item_of_many", lambda m, x, y, i, b: x.item(), RuntimeError),
 ]
 
 

@@ -13,7 +13,7 @@ import copy
 
 import numpy as np
 
-from .errors import DTypeError
+from .errors import DTypeError, ShapeError
 from .frontend import autograd, indexing, interop, mutation, pointwise, printing
 from .frontend import operators as F
 from .graph import build as lazy
@@ -248,7 +248,8 @@ class Tensor:
 
     def item(self):
         if self.numel() != 1:
-            raise ValueError(f"item(): only a tensor with one element can be converted, this one has {self.numel()}")
+            # PyTorch's RuntimeError; a ShapeError is also the ValueError vkml raised before
+            raise ShapeError(f"item(): a Tensor with {self.numel()} elements cannot be converted to Scalar")
         return self._host_values().reshape(()).item()
 
     def tolist(self):

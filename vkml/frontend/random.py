@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 
-from ..errors import DTypeError
+from ..errors import DTypeError, ShapeError
 from ..graph import build as lazy
 from ..graph.node import Node
 from ..ir import types as T
@@ -91,8 +91,10 @@ def manual_seed(seed: int) -> Generator:
 def _shape(size) -> tuple[int, ...]:
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
-    if any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in size):
-        raise ValueError(f"sizes must be non-negative integers, got {size}")
+    if any(isinstance(s, bool) or not isinstance(s, int) for s in size):
+        raise TypeError(f"size must be a tuple of ints, got {size}")  # PyTorch's class
+    if any(s < 0 for s in size):  # PyTorch's RuntimeError (a ShapeError is also the ValueError it was)
+        raise ShapeError(f"Trying to create tensor with negative dimension: sizes must be non-negative, got {size}")
     return tuple(size)
 
 

@@ -129,3 +129,30 @@ def test_dtype_attributes_as_torch(name):
         want.is_complex,
         want.itemsize,
     )
+
+
+# (id, fn(m)): creation with PyTorch's size= keyword (and numpy ints as sizes): shape and dtype as torch's
+CREATION = [
+    ("zeros_size_kw", lambda m: m.zeros(size=(2, 3))),
+    ("ones_size_kw", lambda m: m.ones(size=[4], dtype=m.int32)),
+    ("empty_size_kw", lambda m: m.empty(size=(3,))),
+    ("rand_size_kw", lambda m: m.rand(size=(2, 2))),
+    ("randn_size_kw", lambda m: m.randn(size=(5,), dtype=m.float64)),
+    ("rand_numpy_int", lambda m: m.rand(np.int64(3), 2)),
+]
+
+
+@pytest.mark.parametrize("case", CREATION, ids=[c[0] for c in CREATION])
+def test_creation_size_keyword(case):
+    name, fn = case
+    got, want = fn(vkml), fn(torch)
+    assert tuple(got.shape) == tuple(want.shape), name
+    assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1], name
+    if name.startswith(("zeros", "ones")):
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_size_keyword_and_positional_sizes_clash_as_torch():
+    for m in (torch, vkml):
+        with pytest.raises(TypeError, match="multiple values for argument 'size'"):
+            m.zeros(2, size=(2,))

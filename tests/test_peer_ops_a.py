@@ -40,6 +40,8 @@ CASES = [
     ("flip_varargs", lambda m, x, y, i, b: x.flip(0, 1)),
     ("flip_dims_keyword", lambda m, x, y, i, b: x.flip(dims=(1,))),
     ("flip_int", lambda m, x, y, i, b: i.flip(1)),
+    ("cat_axis", lambda m, x, y, i, b: m.cat([x, y], axis=1)),
+    ("cat_axis_promotes", lambda m, x, y, i, b: m.cat((i, x), axis=0)),
 ]
 
 # (id, fn, PyTorch's exception class)
@@ -156,3 +158,13 @@ def test_size_keyword_and_positional_sizes_clash_as_torch():
     for m in (torch, vkml):
         with pytest.raises(TypeError, match="multiple values for argument 'size'"):
             m.zeros(2, size=(2,))
+
+
+def test_arange_requires_grad_as_torch():
+    for m in (torch, vkml):
+        t = m.arange(0.0, 2.0, 0.5, requires_grad=True)
+        assert t.requires_grad and t.is_leaf
+        (g,) = m.autograd.grad((t * t).sum(), [t])
+        np.testing.assert_array_equal(g.numpy(), [0.0, 1.0, 2.0, 3.0])
+        with pytest.raises(RuntimeError):  # only float tensors can require grad
+            m.arange(3, requires_grad=True)

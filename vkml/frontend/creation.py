@@ -274,8 +274,9 @@ def ones_like(input, dtype=None, device=None, requires_grad: bool = False):
     return _full_like("ones_like", input, 1, dtype, device, requires_grad)
 
 
-def arange(start, end=None, step=1, dtype=None, device=None):
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool = False):
     """Values from ``start`` to ``end`` (exclusive) by ``step``, computed as PyTorch does (in float64).
+    ``requires_grad`` makes the result a leaf that requires grad (a float dtype only, as PyTorch).
 
     >>> arange(3).tolist()
     [0, 1, 2]
@@ -305,4 +306,4 @@ def arange(start, end=None, step=1, dtype=None, device=None):
     values = (
         start + np.arange(n, dtype=np.float64) * step if not is_int else start + np.arange(n, dtype=np.int64) * step
     )
-    return tensor(values.astype(dtype.value_np), dtype=dtype, device=device)
+    return tensor(values.astype(dtype.value_np), dtype=dtype, device=device, requires_grad=requires_grad)

@@ -772,9 +772,18 @@ def flip(input, dims):
     return _view(input, lambda st: st.flip(norm))
 
 
+def cat(tensors, dim: int = 0, *, axis=None):
+    """Concatenate along ``dim`` (``axis=`` is PyTorch's alias); shapes must match elsewhere. Dtypes promote as in PyTorch."""
+    if axis is not None:
+        if dim != 0:
+            raise TypeError(f"'cat': got both 'dim' and its alias 'axis' ({dim!r}, {axis!r})")
+        dim = axis
+    return _cat(tensors, dim)
+
+
 @differentiable("cat", inputs=("tensors",))
-def cat(tensors, dim: int = 0):
-    """Concatenate along ``dim``; shapes must match elsewhere. Dtypes promote as in PyTorch."""
+def _cat(tensors, dim: int):
+    """``cat`` with its dim settled: the op autograd records."""
     nodes = [_tensor_node("cat", t) for t in tensors]
     if not nodes:
         raise ValueError("'cat' needs at least one tensor")

@@ -13,8 +13,12 @@ class ShapeError(ValueError, RuntimeError):
     """
 
 
-class DTypeError(TypeError):
-    """A dtype an op cannot accept, or a type mismatch inside a kernel."""
+class DTypeError(TypeError, RuntimeError):
+    """A dtype an op cannot accept, or a type mismatch inside a kernel.
+
+    Also a RuntimeError: PyTorch raises RuntimeError for a dtype its op refuses (``mean`` of an
+    int tensor, ``where`` with a float condition, ``-`` of a bool tensor), so ``except RuntimeError``
+    written for PyTorch catches it."""
 
 
 class CompileError(RuntimeError):

@@ -13,7 +13,7 @@ import copy
 
 import numpy as np
 
-from .errors import DTypeError
+from .errors import DTypeError, ShapeError
 from .frontend import autograd, indexing, interop, mutation, pointwise, printing
 from .frontend import operators as F
 from .frontend.size import Size, as_size
@@ -250,7 +250,8 @@ class Tensor:
 
     def item(self):
         if self.numel() != 1:
-            raise ValueError(f"item(): only a tensor with one element can be converted, this one has {self.numel()}")
+            # PyTorch's RuntimeError; a ShapeError is also the ValueError vkml raised before
+            raise ShapeError(f"item(): a Tensor with {self.numel()} elements cannot be converted to Scalar")
         return self._host_values().reshape(()).item()
 
     def tolist(self):
@@ -530,7 +531,14 @@ class Tensor:
     def unsqueeze(self, dim: int):
         return F.unsqueeze(self, dim)
 
-    def flip(self, dims):
+    def flip(self, *args, dims=None):
+        """``flip(dims)``, or PyTorch's method form ``x.flip(0, 1)`` with the dims as arguments."""
+        if dims is None:
+            if not args:
+                raise TypeError("flip() missing 1 required positional argument: 'dims'")
+            dims = args[0] if len(args) == 1 else args
+        elif args:
+            raise TypeError("flip() got multiple values for argument 'dims'")
         return F.flip(self, dims)
 
     def flatten(self):

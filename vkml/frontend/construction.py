@@ -26,7 +26,7 @@ from ..ops.cast import bf16_bits_to_float, float_to_bf16_bits
 from ..ops.promotion import default_float, promote_types
 from . import operators as F
 from . import random as R
-from .creation import _device, _dtype, _size_args, full, tensor
+from .creation import _device, _dtype, _size_args, full, size_keyword, tensor
 from .exports import Export
 from .shape import triu
 
@@ -124,8 +124,9 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=N
     return _finish(tensor(values, dtype=dtype, device=device), requires_grad)
 
 
-def empty(*size, dtype=None, device=None, requires_grad: bool = False, memory_format=None):
+def empty(*size, dtype=None, device=None, requires_grad: bool = False, memory_format=None, **size_kw):
     """A tensor of ``size`` whose values are unspecified: in vkml, zeros (a constant, no memory written)."""
+    size = size_keyword("empty", size, size_kw)
     return _finish(full(_size_args(size), 0, dtype=_dtype(dtype) or default_float(), device=device), requires_grad)
 
 

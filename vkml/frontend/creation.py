@@ -186,6 +186,20 @@ def _check_python_values_fit(array: np.ndarray, dtype) -> None:
         raise RuntimeError(f"tensor(): value {value!r} cannot be converted to type {dtype.name} without overflow")
 
 
+def size_keyword(op: str, size: tuple, kwargs: dict) -> tuple:
+    """The positional sizes, or PyTorch's keyword form ``zeros(size=(2, 3))`` found in ``kwargs``.
+
+    Any other keyword is Python's TypeError for an unknown argument, as a plain signature gives.
+    """
+    if "size" in kwargs:
+        if size:
+            raise TypeError(f"{op}() got multiple values for argument 'size'")
+        size = (kwargs.pop("size"),)
+    if kwargs:
+        raise TypeError(f"{op}() got an unexpected keyword argument {next(iter(kwargs))!r}")
+    return size
+
+
 def _size_args(size) -> tuple[int, ...]:
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
@@ -220,13 +234,15 @@ def _filled(op: str, size, fill_value, dtype, device, requires_grad: bool):
     return out
 
 
-def zeros(*size, dtype=None, device=None, requires_grad: bool = False):
-    """A tensor of zeros (float32 unless ``dtype`` says otherwise)."""
+def zeros(*size, dtype=None, device=None, requires_grad: bool = False, **size_kw):
+    """A tensor of zeros (float32 unless ``dtype`` says otherwise); ``size=`` may name the sizes."""
+    size = size_keyword("zeros", size, size_kw)
     return _filled("zeros", _size_args(size), 0, _dtype(dtype) or default_float(), device, requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad: bool = False):
-    """A tensor of ones (float32 unless ``dtype`` says otherwise)."""
+def ones(*size, dtype=None, device=None, requires_grad: bool = False, **size_kw):
+    """A tensor of ones (float32 unless ``dtype`` says otherwise); ``size=`` may name the sizes."""
+    size = size_keyword("ones", size, size_kw)
     return _filled("ones", _size_args(size), 1, _dtype(dtype) or default_float(), device, requires_grad)
 
 
@@ -258,8 +274,9 @@ def ones_like(input, dtype=None, device=None, requires_grad: bool = False):
     return _full_like("ones_like", input, 1, dtype, device, requires_grad)
 
 
-def arange(start, end=None, step=1, dtype=None, device=None):
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool = False):
     """Values from ``start`` to ``end`` (exclusive) by ``step``, computed as PyTorch does (in float64).
+    ``requires_grad`` makes the result a leaf that requires grad (a float dtype only, as PyTorch).
 
     >>> arange(3).tolist()
     [0, 1, 2]
@@ -289,4 +306,4 @@ def arange(start, end=None, step=1, dtype=None, device=None):
     values = (
         start + np.arange(n, dtype=np.float64) * step if not is_int else start + np.arange(n, dtype=np.int64) * step
     )
-    return tensor(values.astype(dtype.value_np), dtype=dtype, device=device)
+    return tensor(values.astype(dtype.value_np), dtype=dtype, device=device, requires_grad=requires_grad)

@@ -24,6 +24,12 @@ from .dtype_info import check_matmul_dtypes, refuse_no_tensor_dtype
 from .dtypes import check_device_dtype
 from .exports import Export
 
+
+def _where_method(self, condition, other):
+    """``Tensor.where(condition, other)``: this tensor where ``condition`` holds, else ``other`` (PyTorch's order)."""
+    return where(condition, self, other)
+
+
 # The public names of this module's ops (vkml/frontend/public.py binds them).
 EXPORTS = (
     Export("abs", method=True, inplace=True),
@@ -78,7 +84,7 @@ EXPORTS = (
     Export("tanh", method=True, inplace=True),
     Export("transpose"),
     Export("unsqueeze"),
-    Export("where", method=True),
+    Export("where", method=_where_method),
 )
 
 
@@ -168,6 +174,42 @@ def _binary(name):
 
 
 add, sub, mul, _divide = _binary("add"), _binary("sub"), _binary("mul"), _binary("div")
+_plain_add, _plain_sub = add, sub
+
+
+def _alpha_scaled(op: str, plain, input, other, alpha):
+    """``alpha * other`` in the dtype of ``plain(input, other)``, with PyTorch's checks of ``alpha``.
+
+    An integer or bool result takes no float alpha, and only a bool result a bool alpha (PyTorch's
+    RuntimeErrors). The product is rounded before the add, as ``add_``'s; PyTorch's CPU may fuse
+    the two into one rounding, so a result can differ from it in the last bit.
+    """
+    if isinstance(alpha, (_tensor.Tensor, np.generic)):
+        alpha = alpha.item()
+    dtype = plain(input, other).dtype  # lazy: only the result's dtype (and the operands' checks)
+    if not dtype.is_float and isinstance(alpha, float):
+        raise RuntimeError(
+            f"'{op}': For integral input tensors, argument alpha must not be a floating point number (got {alpha})"
+        )
+    if isinstance(alpha, bool) and dtype is not T.bool_:
+        raise RuntimeError(f"'{op}': Boolean alpha only supported for Boolean results (got {dtype.name})")
+    if isinstance(other, _tensor.Tensor):
+        return cast(mul(cast(other, dtype), alpha), dtype)  # a bool result keeps bool: b * 2 is int64
+    return other * alpha
+
+
+def add(input, other, *, alpha=1):
+    """``input + alpha * other`` with broadcasting, correctly rounded; see docs/ops/add.md."""
+    if type(alpha) is not int or alpha != 1:  # alpha=True is PyTorch's error on a non-bool result
+        other = _alpha_scaled("add", _plain_add, input, other, alpha)
+    return _plain_add(input, other)
+
+
+def sub(input, other, *, alpha=1):
+    """``input - alpha * other`` with broadcasting, correctly rounded; see docs/ops/sub.md."""
+    if type(alpha) is not int or alpha != 1:
+        other = _alpha_scaled("sub", _plain_sub, input, other, alpha)
+    return _plain_sub(input, other)
 
 
 def div(input, other, *, rounding_mode=None):
@@ -469,9 +511,9 @@ def _shift_by_max(x, dim, op: str):
     return x - m, m
 
 
-@differentiable("softmax")
-def softmax(input, dim: int):
+def softmax(input, dim: int, dtype=None):
     """exp(x - max) * (1 / sum(exp(x - max))) over ``dim``. All -inf rows give NaN, as PyTorch.
+    ``dtype`` casts the input first, as PyTorch's.
 
     The quotient is a product by the row's reciprocal, correctly rounded once per row, not a
     correctly rounded division per element: a deliberate, bounded divergence from PyTorch's
@@ -496,6 +538,12 @@ def softmax(input, dim: int):
     and quotient are one kernel that reads x once and computes each exp once (vkml/schedule/scheduler.py,
     rule 7), and the reciprocal once per row; longer rows take two. Both give the same bits.
     """
+    return _softmax(input if dtype is None else cast(input, dtype), dim)
+
+
+@differentiable("softmax")
+def _softmax(input, dim: int):
+    """``softmax`` of an input already in the dtype asked for: the op autograd records."""
     x, dtype = _float_work(input, "softmax")
     dim = lazy.normalize_dim("softmax", dim, x.ndim)
     if x.numel() == 0:  # no rows, or rows of no elements: nothing to normalise (PyTorch's empty result)
@@ -505,9 +553,14 @@ def softmax(input, dim: int):
     return cast(e * div(1.0, sum(e, dim, keepdim=True)), dtype)
 
 
+def log_softmax(input, dim: int, dtype=None):
+    """x - max - log(sum(exp(x - max))) over ``dim``; ``dtype`` casts the input first, as PyTorch's."""
+    return _log_softmax(input if dtype is None else cast(input, dtype), dim)
+
+
 @differentiable("log_softmax")
-def log_softmax(input, dim: int):
-    """x - max - log(sum(exp(x - max))) over ``dim``."""
+def _log_softmax(input, dim: int):
+    """``log_softmax`` of an input already in the dtype asked for: the op autograd records."""
     x, dtype = _float_work(input, "log_softmax")
     dim = lazy.normalize_dim("log_softmax", dim, x.ndim)
     if x.numel() == 0:  # no rows, or rows of no elements: nothing to normalise (PyTorch's empty result)
@@ -717,9 +770,18 @@ def flip(input, dims):
     return _view(input, lambda st: st.flip(norm))
 
 
+def cat(tensors, dim: int = 0, *, axis=None):
+    """Concatenate along ``dim`` (``axis=`` is PyTorch's alias); shapes must match elsewhere. Dtypes promote as in PyTorch."""
+    if axis is not None:
+        if dim != 0:
+            raise TypeError(f"'cat': got both 'dim' and its alias 'axis' ({dim!r}, {axis!r})")
+        dim = axis
+    return _cat(tensors, dim)
+
+
 @differentiable("cat", inputs=("tensors",))
-def cat(tensors, dim: int = 0):
-    """Concatenate along ``dim``; shapes must match elsewhere. Dtypes promote as in PyTorch."""
+def _cat(tensors, dim: int):
+    """``cat`` with its dim settled: the op autograd records."""
     nodes = [_tensor_node("cat", t) for t in tensors]
     if not nodes:
         raise ValueError("'cat' needs at least one tensor")

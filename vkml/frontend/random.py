@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import threading
 
-from ..errors import DTypeError
+import numpy as np
+
+from ..errors import DTypeError, ShapeError
 from ..graph import build as lazy
 from ..graph.node import Node, Op, Random
 from ..ir import types as T
@@ -95,12 +97,22 @@ def manual_seed(seed: int) -> Generator:
     return default_generator.manual_seed(seed)
 
 
+def _size_keyword(op: str, size: tuple, kwargs: dict) -> tuple:
+    """``creation.size_keyword``: the sizes, or PyTorch's ``size=`` keyword (imported when called, as
+    ``random_tensor`` imports creation's helpers)."""
+    from .creation import size_keyword
+
+    return size_keyword(op, size, kwargs)
+
+
 def _shape(size) -> tuple[int, ...]:
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
-    if any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in size):
-        raise ValueError(f"sizes must be non-negative integers, got {size}")
-    return tuple(size)
+    if any(isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer)) for s in size):
+        raise TypeError(f"size must be a tuple of ints, got {size}")  # PyTorch's class
+    if any(s < 0 for s in size):  # PyTorch's RuntimeError (a ShapeError is also the ValueError it was)
+        raise ShapeError(f"Trying to create tensor with negative dimension: sizes must be non-negative, got {size}")
+    return tuple(int(s) for s in size)
 
 
 def random_tensor(kind: str, shape, dtype=None, device=None, generator: Generator | None = None):
@@ -127,23 +139,25 @@ def random_tensor(kind: str, shape, dtype=None, device=None, generator: Generato
     return cast(out, dtype)
 
 
-def rand(*size, generator: Generator | None = None, dtype=None, device=None, requires_grad: bool = False):
+def rand(*size, generator: Generator | None = None, dtype=None, device=None, requires_grad: bool = False, **size_kw):
     """Uniform values in [0, 1): multiples of 2^-24 (float16: of 2^-11, so none rounds up to 1).
 
     >>> vkml.rand(2, 3).shape  # doctest: +SKIP
     (2, 3)
     """
+    size = _size_keyword("rand", size, size_kw)
     kind = "uniform_f16" if dtype is T.float16 or dtype == "float16" else "uniform"
     out = random_tensor(kind, _shape(size), dtype, device, generator)
     return out.requires_grad_() if requires_grad else out
 
 
-def randn(*size, generator: Generator | None = None, dtype=None, device=None, requires_grad: bool = False):
+def randn(*size, generator: Generator | None = None, dtype=None, device=None, requires_grad: bool = False, **size_kw):
     """Standard normal values (Box–Muller on 24-bit uniforms: |x| < 5.8, the tails beyond are cut).
 
     >>> vkml.randn(4, device="cpu").dtype  # doctest: +SKIP
     vkml.float32
     """
+    size = _size_keyword("randn", size, size_kw)
     out = random_tensor("normal", _shape(size), dtype, device, generator)
     return out.requires_grad_() if requires_grad else out
 

@@ -42,6 +42,19 @@ class DType:
     def is_signed(self) -> bool:
         return self.kind == "int"
 
+    # PyTorch's torch.dtype attributes, for user code (``if t.dtype.is_floating_point: ...``)
+    @property
+    def is_floating_point(self) -> bool:
+        return self.kind == "float"
+
+    @property
+    def is_complex(self) -> bool:
+        return False  # vkml has no complex dtype
+
+    @property
+    def itemsize(self) -> int:
+        return self.nbytes
+
     def __repr__(self) -> str:
         return f"vkml.{self.name}"
 

@@ -205,18 +205,22 @@ _F16_SCALAR = (
     "A Python float in a float16 op keeps float32 precision (PyTorch's CPU rounds it to float16 first "
     "for add and sub, but not for mul and div); vkml does the same for all four."
 )
+_ALPHA = (
+    " With ``alpha`` (not 1), ``alpha * other`` is rounded before the {}, where PyTorch's CPU and CUDA kernels "
+    "fuse the two into one rounding: a float result can differ from PyTorch's in the last bit."
+)
 _CMP_NAN = "Comparisons with NaN are False, except `ne`, which is True (IEEE 754, as PyTorch)."
 
 register(
     OpDef(
         "add",
         "elementwise",
-        "add(input, other)",
+        "add(input, other, *, alpha=1)",
         "Sum of two tensors, broadcast.",
         dtypes=ALL_DTYPES,
         body=lambda a, b: (a | b) if a.dtype is T.bool_ else a + b,
         special=_NAN_PROPAGATES + " inf + -inf is NaN. Integers wrap.",
-        divergence=_F16_SCALAR,
+        divergence=_F16_SCALAR + _ALPHA.format("addition"),
         grad=lambda c: (c.g, c.g),
         operator="a + b",
         recompute=True,
@@ -226,11 +230,11 @@ register(
     OpDef(
         "sub",
         "elementwise",
-        "sub(input, other)",
+        "sub(input, other, *, alpha=1)",
         "Difference of two tensors, broadcast.",
         body=lambda a, b: a - b,
         special=_NAN_PROPAGATES + " inf - inf is NaN. Integers wrap.",
-        divergence=_F16_SCALAR,
+        divergence=_F16_SCALAR + _ALPHA.format("subtraction"),
         grad=lambda c: (c.g, -c.g),
         operator="a - b",
         recompute=True,

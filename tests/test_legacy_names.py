@@ -356,3 +356,20 @@ def test_set_default_tensor_type_sets_the_default_dtype_and_device(gpu):
     finally:
         vkml.set_default_dtype(dtype)
         vkml.set_default_device(device)
+
+
+def test_tensor_class_is_the_legacy_constructor():
+    """``torch.Tensor(out, in)`` then an init, as older custom layers write their parameters."""
+    import torch
+
+    for args in [(2, 3), ([1, 2],), (), (vkml.Size([2, 0]),), ([[1.5], [2.5]],)]:
+        torch_args = tuple(torch.Size(a) if isinstance(a, vkml.Size) else a for a in args)
+        ours, theirs = vkml.Tensor(*args), torch.Tensor(*torch_args)
+        assert tuple(ours.shape) == tuple(theirs.shape) and ours.dtype is vkml.float32
+        if theirs.numel() and args and not isinstance(args[0], int):
+            np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    weight = vkml.nn.Parameter(vkml.Tensor(4, 3))
+    vkml.nn.init.kaiming_uniform_(weight)
+    assert weight.requires_grad and weight.shape == (4, 3) and float(weight.abs().sum()) > 0
+    with pytest.raises(TypeError):
+        vkml.Tensor(2, 3, dtype=vkml.int32)

@@ -53,7 +53,13 @@ class Tensor:
     )
     __hash__ = object.__hash__
 
-    def __init__(self, node: Node, requires_grad: bool = False):
+    def __init__(self, node: Node = None, requires_grad: bool = False, *more, **kwargs):
+        if not isinstance(node, Node):  # vkml.Tensor(2, 3), vkml.Tensor([1.0, 2.0]): PyTorch's legacy constructor
+            args = () if node is None else (node,)
+            if requires_grad is not False:  # a second positional size, not the flag
+                args += (requires_grad,)
+            node = _legacy_node(args + more, kwargs)
+            requires_grad = False
         self._node = node
         self._base = None
         self._vcount = 0
@@ -751,3 +757,20 @@ class SavedTensor(Tensor):
 _OPERANDS = (Tensor, bool, int, float, complex, np.generic, np.ndarray)
 # view(dtype): a bit reinterpretation (vkml/frontend/dtype_view.py); Tensor.view calls it.
 from .frontend.dtype_view import view_dtype  # noqa: E402
+
+
+def _legacy_node(args: tuple, kwargs: dict) -> Node:
+    """The node of ``torch.Tensor(*args)``: sizes give zeros of the default dtype (PyTorch's are
+    uninitialized), data is copied, no argument gives an empty tensor; ``device=`` is accepted."""
+    from .frontend.defaults import get_default_dtype
+    from .frontend.devices import get_default_device
+    from .frontend.legacy_names import _legacy_new
+
+    unknown = set(kwargs) - {"device"}
+    if unknown:
+        raise TypeError(f"Tensor(): got an unexpected keyword argument {sorted(unknown)[0]!r}")
+    device = kwargs.get("device")
+    device = get_default_device() if device is None else device
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        return args[0].node
+    return _legacy_new("Tensor", get_default_dtype(), device, args).node

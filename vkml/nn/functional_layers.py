@@ -33,8 +33,10 @@ def _tuple(op: str, name: str, value, n: int) -> tuple[int, ...]:
     values = tuple(value)
     if len(values) == 1:
         values = values * n
-    if len(values) != n or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values):
+    if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values):
         raise TypeError(f"'{op}': {name} must be an int or a tuple of {n} ints, got {value!r}")
+    if len(values) != n:  # PyTorch's RuntimeError (its argument parser takes any int list)
+        raise RuntimeError(f"'{op}': {name} must be a single int or a tuple of {n} ints, got {value!r}")
     return tuple(int(v) for v in values)
 
 
@@ -65,8 +67,27 @@ def _windows(x, kernel, stride, dilation, out_size, dim: int):
     ``prod(kernel)`` inserted at ``dim``. Every element is a copy of an input element, so gradients
     add back into the positions each window read.
     """
+    if dim == x.ndim and tuple(stride) == tuple(kernel) and all(d == 1 for d in dilation) and math.prod(kernel) > 1:
+        return _tiled_windows(x, kernel, out_size)
     parts = [functions.unsqueeze(view, dim) for view in _window_views(x, kernel, stride, dilation, out_size)]
     return parts[0] if len(parts) == 1 else functions.cat(parts, dim)
+
+
+def _tiled_windows(x, kernel, out_size):
+    """``_windows`` where the windows tile the input (stride = kernel, no dilation): a crop, a reshape
+    and a permute, not ``prod(kernel)`` views joined by ``cat`` (which grows with the kernel: a
+    global pool is one window of every element). Element (..., a, b, i·kw + j) is x[..., a·kh + i,
+    b·kw + j] as in ``_windows``, so a reduction over the last dim sees the same values in the same
+    order."""
+    n = len(kernel)
+    lead = x.ndim - n
+    stops = tuple(x.shape[:lead]) + tuple(o * k for o, k in zip(out_size, kernel))
+    if stops != tuple(x.shape):
+        x = functions._slice(x, (0,) * x.ndim, stops, (1,) * x.ndim)
+    split = list(x.shape[:lead]) + [v for o, k in zip(out_size, kernel) for v in (o, k)]
+    order = list(range(lead)) + [lead + 2 * i for i in range(n)] + [lead + 2 * i + 1 for i in range(n)]
+    tiles = functions.permute(functions.reshape(x, *split), *order)
+    return functions.reshape(tiles, *x.shape[:lead], *out_size, math.prod(kernel))
 
 
 def _fresh(result, input):

@@ -48,6 +48,19 @@ OPS = [
     ("global avg_pool2d", [(2, 2, 5, 7)], lambda t, x: _F(t).avg_pool2d(x, kernel_size=(5, 7))),
     ("avg_pool2d crops the rest", [(1, 2, 5, 7)], lambda t, x: _F(t).avg_pool2d(x, 2)),
     ("avg_pool2d ceil", [(1, 1, 5, 7)], lambda t, x: _F(t).avg_pool2d(x, 2, ceil_mode=True, count_include_pad=False)),
+    # uint8 bilinear: PyTorch's fixed-point kernel, bit for bit
+    (
+        "uint8 bilinear",
+        [(1, 3, 9, 11)],
+        lambda t, x: _F(t).interpolate((60 * x).relu().type(t.uint8), size=(5, 17), mode="bilinear"),
+    ),
+    (
+        "uint8 bilinear corners",
+        [(2, 1, 6, 5)],
+        lambda t, x: _F(t).interpolate(
+            (60 * x).relu().type(t.uint8), scale_factor=1.7, mode="bilinear", align_corners=True
+        ),
+    ),
     (
         "max_pool2d values and indices tiled",  # (values + int64 indices is float32: both checked, and the gradient)
         [(1, 2, 6, 7)],
@@ -82,7 +95,9 @@ def test_matches_torch_on_cpu(name, shapes, call):
 
 
 ON_VULKAN = [
-    o for o in OPS if o[0] in ("reflect crop to empty", "tuple beside ints", "two ellipses", "global avg_pool2d")
+    o
+    for o in OPS
+    if o[0] in ("reflect crop to empty", "tuple beside ints", "two ellipses", "global avg_pool2d", "uint8 bilinear")
 ]
 
 

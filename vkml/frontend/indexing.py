@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 
 import numpy as np
 
@@ -130,9 +131,28 @@ def combine_kernel(mode: str, wide: bool):
 # ---------------------------------------------------------------------- the host's map
 
 
+def sequence_as_tuple(index):
+    """PyTorch's (NumPy's old) rule: a list index shorter than 32 that holds a tensor, a sequence, a
+    slice, ``None`` or ``...`` is read as a tuple of indices (x[[[0], [1]]] is x[[0], [1]]), with
+    PyTorch's deprecation warning; any other index is returned as it is."""
+    if not isinstance(index, list) or len(index) >= 32:
+        return index
+    if any(
+        i is None or i is Ellipsis or isinstance(i, (_tensor.Tensor, list, tuple, slice, np.ndarray)) for i in index
+    ):
+        warnings.warn(
+            "Using a non-tuple sequence for multidimensional indexing is deprecated; use x[tuple(seq)] instead of x[seq]",
+            UserWarning,
+            stacklevel=3,
+        )
+        return tuple(index)
+    return index
+
+
 def is_advanced(index) -> bool:
     items = index if isinstance(index, tuple) else (index,)
-    return any(isinstance(i, (_tensor.Tensor, list, np.ndarray, bool)) for i in items)
+    # a tuple inside the index tuple is a sequence of indices, as a list (x[(1, 0), :] == x[[1, 0], :])
+    return any(isinstance(i, (_tensor.Tensor, list, tuple, np.ndarray, bool)) for i in items)
 
 
 def _as_array(op: str, item):
@@ -144,12 +164,16 @@ def _as_array(op: str, item):
             )
         array = item.numpy()
         return array if array.dtype == np.bool_ else array.astype(np.int64)
-    if isinstance(item, (list, np.ndarray)):
+    if isinstance(item, (list, tuple, np.ndarray)):
         array = np.asarray(item)
         if array.dtype == np.bool_:
             return array
         if array.size == 0:
             return array.astype(np.int64)
+        if isinstance(item, (list, tuple)) and np.issubdtype(array.dtype, np.floating):
+            # PyTorch makes a Python sequence of floats an int64 index, truncating toward zero
+            # (a float *tensor* stays an IndexError, above)
+            return np.trunc(array).astype(np.int64)
         if not np.issubdtype(array.dtype, np.integer):
             raise IndexError(f"'{op}': indices must be integers or bools, got {item!r}")
         return array.astype(np.int64)

@@ -283,7 +283,7 @@ def where(condition, input=None, other=None):
 def clamp(input, min=None, max=None):
     """Clamp into ``[min, max]`` with PyTorch's NaN rules (a NaN bound makes every output NaN)."""
     if min is None and max is None:
-        raise ValueError("'clamp': at least one of min and max must be given")
+        raise RuntimeError("'clamp': At least one of 'min' or 'max' must not be None")  # PyTorch's class
     min, max = (v.item() if isinstance(v, np.generic) else v for v in (min, max))
     if max is None:
         out = _elementwise("clamp_min", input, min)
@@ -821,6 +821,7 @@ def getitem(input, index):
     Advanced indices (tensors, lists, bools) follow PyTorch's shape rules; see vkml/frontend/indexing.py.
     """
     node = _tensor_node("__getitem__", input)
+    index = _indexing.sequence_as_tuple(index)
     if _indexing.is_advanced(index):
         return _indexing.getitem(input, index)
     if not isinstance(index, tuple):
@@ -830,8 +831,18 @@ def getitem(input, index):
         raise IndexError(f"too many indices for a tensor of {len(node.shape)} dims: {index}")
     ellipses = [k for k, i in enumerate(index) if i is Ellipsis]  # (not ``in``: == of a tensor is elementwise)
     if ellipses:
-        e = ellipses[0]
-        index = index[:e] + (slice(None),) * (len(node.shape) - n_real) + index[e + 1 :]
+        e, k = ellipses[0], len(node.shape) - n_real
+        rest = index[e + 1 :]
+        if len(ellipses) > 1:
+            # PyTorch lets every ``...`` skip k dims: after the first there are none left, so a later
+            # one is a no-op when k == 0 or nothing but ``...`` follows it, and an index after it fails
+            later = rest.index(Ellipsis)
+            if k and any(i is not Ellipsis for i in rest[later:]):
+                raise IndexError(
+                    f"'__getitem__': an index after a second '...' is out of range for {len(node.shape)} dims"
+                )
+            rest = tuple(i for i in rest if i is not Ellipsis)
+        index = index[:e] + (slice(None),) * k + rest
     index = index + (slice(None),) * (len(node.shape) - len([i for i in index if i is not None]))
     starts, stops, steps, final_shape, d = [], [], [], [], 0
     for item in index:
@@ -879,8 +890,13 @@ def constant_pad_nd(input, pad, value=0.0):
     node = _tensor_node("constant_pad_nd", input)
     pad = tuple(int(p) for p in pad)
     nd = len(node.shape)
-    if len(pad) % 2 or len(pad) // 2 > nd:
-        raise ValueError(f"'constant_pad_nd': pad {pad} must be (before, after) pairs for at most {nd} dims")
+    if len(pad) % 2:  # PyTorch's RuntimeError, for both checks
+        raise RuntimeError(f"'constant_pad_nd': Padding length must be divisible by 2, got pad {pad}")
+    if len(pad) // 2 > nd:
+        raise RuntimeError(
+            f"'constant_pad_nd': Padding length should be less than or equal to two times the input dimension but "
+            f"got padding length {len(pad)} and input of dimension {nd}"
+        )
     amounts = [(0, 0)] * nd
     for k in range(len(pad) // 2):
         amounts[nd - 1 - k] = (pad[2 * k], pad[2 * k + 1])

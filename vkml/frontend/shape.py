@@ -1259,6 +1259,8 @@ def _pad_dim(x, d: int, before: int, after: int, mode: str):
     size = n + before + after
     if size < 0:
         raise RuntimeError(f"pad: the padded size of dim {d} would be {size}")
+    if size == 0:  # cropped away entirely: an empty slice, as PyTorch (no runs to join)
+        return _narrow(x, d, 0, 0)
     positions = []
     for j in range(size):
         p = j - before

@@ -33,8 +33,10 @@ def _tuple(op: str, name: str, value, n: int) -> tuple[int, ...]:
     values = tuple(value)
     if len(values) == 1:
         values = values * n
-    if len(values) != n or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values):
+    if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values):
         raise TypeError(f"'{op}': {name} must be an int or a tuple of {n} ints, got {value!r}")
+    if len(values) != n:  # PyTorch's RuntimeError (its argument parser takes any int list)
+        raise RuntimeError(f"'{op}': {name} must be a single int or a tuple of {n} ints, got {value!r}")
     return tuple(int(v) for v in values)
 
 
@@ -65,8 +67,27 @@ def _windows(x, kernel, stride, dilation, out_size, dim: int):
     ``prod(kernel)`` inserted at ``dim``. Every element is a copy of an input element, so gradients
     add back into the positions each window read.
     """
+    if dim == x.ndim and tuple(stride) == tuple(kernel) and all(d == 1 for d in dilation) and math.prod(kernel) > 1:
+        return _tiled_windows(x, kernel, out_size)
     parts = [functions.unsqueeze(view, dim) for view in _window_views(x, kernel, stride, dilation, out_size)]
     return parts[0] if len(parts) == 1 else functions.cat(parts, dim)
+
+
+def _tiled_windows(x, kernel, out_size):
+    """``_windows`` where the windows tile the input (stride = kernel, no dilation): a crop, a reshape
+    and a permute, not ``prod(kernel)`` views joined by ``cat`` (which grows with the kernel: a
+    global pool is one window of every element). Element (..., a, b, i·kw + j) is x[..., a·kh + i,
+    b·kw + j] as in ``_windows``, so a reduction over the last dim sees the same values in the same
+    order."""
+    n = len(kernel)
+    lead = x.ndim - n
+    stops = tuple(x.shape[:lead]) + tuple(o * k for o, k in zip(out_size, kernel))
+    if stops != tuple(x.shape):
+        x = functions._slice(x, (0,) * x.ndim, stops, (1,) * x.ndim)
+    split = list(x.shape[:lead]) + [v for o, k in zip(out_size, kernel) for v in (o, k)]
+    order = list(range(lead)) + [lead + 2 * i for i in range(n)] + [lead + 2 * i + 1 for i in range(n)]
+    tiles = functions.permute(functions.reshape(x, *split), *order)
+    return functions.reshape(tiles, *x.shape[:lead], *out_size, math.prod(kernel))
 
 
 def _fresh(result, input):
@@ -336,6 +357,27 @@ def max_pool1d(
     return _max_pool("max_pool1d", input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 1)
 
 
+# Windows of more elements than this that do not tile the input are summed one dim at a time: one
+# kernel joining prod(kernel) strided views grows past what compiles quickly (an 8x8x8 window: 512).
+_SEPARABLE_SUM = 64
+
+
+def _window_sums(x, kernel, stride, dilation, out_size):
+    """The sum of each window of ``x`` (..., *spatial): the tree sum of its elements (row-major), or,
+    for a large window that does not tile the input, the tree sums along the last dim, then along
+    each earlier dim in turn (a sum of sums: the same values, added in another order)."""
+    n = len(kernel)
+    tiles = tuple(stride) == tuple(kernel) and all(d == 1 for d in dilation)
+    if math.prod(kernel) <= _SEPARABLE_SUM or tiles:
+        return _windows(x, kernel, stride, dilation, out_size, x.ndim).sum(-1)
+    for d in reversed(range(n)):  # a window of one element in every dim but d
+        only = [(kernel[i], stride[i], dilation[i]) if i == d else (1, 1, 1) for i in range(n)]
+        sizes = tuple(out_size[i] if i == d else x.shape[x.ndim - n + i] for i in range(n))
+        k, s, dd = zip(*only)
+        x = _windows(x, k, s, dd, sizes, x.ndim).sum(-1)
+    return x
+
+
 def _avg_pool(op, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, n: int):
     kernel, stride, padding, dilation, out_size = _pool_geometry(
         op, input, kernel_size, stride, padding, 1, ceil_mode, n
@@ -347,7 +389,7 @@ def _avg_pool(op, input, kernel_size, stride, padding, ceil_mode, count_include_
     # float16 and bfloat16 sum in float32 and round once, after the division
     wide = input.float() if input.dtype in (T.float16, T.bfloat16) else input
     x = _pool_input(wide, padding, dilation, kernel, stride, out_size, 0.0)
-    sums = _windows(x, kernel, stride, dilation, out_size, input.ndim).sum(-1)
+    sums = _window_sums(x, kernel, stride, dilation, out_size)
     if divisor_override is not None:
         return sums / float(divisor_override)
     # PyTorch's divisor: the window clipped to the padded input (count_include_pad) or to the input
@@ -373,7 +415,8 @@ def avg_pool2d(
 ):
     """The mean of each window of ``input`` (N, C, H, W) or (C, H, W); ``stride`` defaults to the kernel.
 
-    Each window's sum (a tree sum of its kh·kw elements) is divided once by PyTorch's divisor:
+    Each window's sum (a tree sum of its kh·kw elements; over 64 elements, where stride ≠ kernel,
+    the tree sums of each dim in turn) is divided once by PyTorch's divisor:
     ``divisor_override``, else the window's size clipped to the padded input
     (``count_include_pad=True``) or to the input itself.
 

@@ -371,6 +371,58 @@ def _resample(x, dim: int, taps):
     return total
 
 
+def _int16_linear_taps(in_size: int, out_size: int, align_corners: bool, scale):
+    """PyTorch's uint8 bilinear weights (``compute_index_ranges_int16_weights``, no antialias): per output,
+    two source indices and a triangle filter's weights, normalised in float64, then fixed point with the
+    most fractional bits (``precision``) that keep the largest weight below 2^15.
+
+    Returns (indices (out, 2), int32 weights (out, 2), precision). A missing second tap has weight 0.
+    """
+    if align_corners:
+        scale_ = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+    else:
+        scale_ = 1.0 / scale if scale is not None and scale > 0 else in_size / out_size
+    delta = 0.5 if align_corners else 0.0  # PyTorch's align_corners_delta for uint8 without antialias
+    index = np.zeros((out_size, 2), np.int64)
+    weight = np.zeros((out_size, 2), np.float64)
+    for i in range(out_size):
+        center = scale_ * (i + 0.5 - delta)
+        lo = max(int(center - 1.0 + 0.5 + delta), 0)  # support 1: C's truncation toward zero, as PyTorch
+        n = min(max(min(int(center + 1.0 + 0.5 + delta), in_size) - lo, 0), 2)
+        w = [max(0.0, 1.0 - abs(j + lo - center + 0.5 - delta)) for j in range(n)]
+        total = sum(w)
+        for j in range(n):
+            index[i, j], weight[i, j] = lo + j, (w[j] / total if total != 0.0 else w[j])
+        index[i, n:] = min(lo, in_size - 1)
+    largest = weight.max(initial=0.0)
+    precision = 0
+    while precision < 22 and int(0.5 + largest * (1 << (precision + 1))) < (1 << 15):
+        precision += 1
+    v = weight * (1 << precision)
+    fixed = np.where(v < 0, np.trunc(v - 0.5), np.trunc(v + 0.5)).astype(np.int32)
+    return index, fixed, precision
+
+
+def _uint8_bilinear(input, spatial, out, align_corners: bool, scales):
+    """``interpolate(mode='bilinear')`` of uint8 as PyTorch's CPU kernel: separable, the last dim first, each
+    pass an int32 fixed-point sum of two taps, rounded half up by the shift and saturated to uint8 before the
+    next pass (a dim of unchanged size is skipped). Exact integer arithmetic: the same bits everywhere."""
+    x = input
+    for k in reversed(range(len(spatial))):
+        if spatial[k] == out[k]:
+            continue
+        index, fixed, precision = _int16_linear_taps(spatial[k], out[k], align_corners, scales[k])
+        shape = [1] * x.ndim
+        shape[2 + k] = -1
+        wide = x.to(T.int32)
+        acc = creation.tensor(np.int32(1 << (precision - 1)) if precision else np.int32(0), device=x.device)
+        for j in range(2):
+            w = creation.tensor(fixed[:, j].reshape(shape), device=x.device)
+            acc = acc + _gather(wide, {2 + k: index[:, j]}) * w
+        x = functions.clamp(acc >> precision, 0, 255).to(T.uint8)
+    return x
+
+
 def interpolate(
     input,
     size=None,
@@ -468,6 +520,8 @@ def interpolate(
         raise RuntimeError(
             f"'interpolate': Input and output sizes should be greater than 0, but got input ({given}) output ({asked})"
         )
+    if input.dtype is T.uint8 and mode == "bilinear":
+        return FL._fresh(_uint8_bilinear(input, spatial, out, align_corners, scales), input)
     if not input.dtype.is_float and mode not in ("nearest", "nearest-exact"):
         raise NotImplementedError(f"'interpolate': mode {mode!r} is not implemented for {input.dtype.name}")
     if mode in ("nearest", "nearest-exact"):

@@ -65,7 +65,9 @@ PAGES.update(
             "composite",
             (sig(_NN + "avg_pool2d", nnf.avg_pool2d), "vkml.nn.AvgPool2d(kernel_size, stride=None, ...)"),
             nnf.avg_pool2d,
-            precision=_WINDOWS + "the tree sum of each window, then one division by the divisor",
+            precision=_WINDOWS + "the tree sum of each window, then one division by the divisor; a window of more "
+            "than 64 elements that does not tile the input (stride ≠ kernel) sums dim by dim, the last first, each a "
+            "tree sum",
             special="NaN or inf in a window propagates to its result.",
             divergence="PyTorch sums each window in row-major order: the last bits may differ.",
             gradient=THROUGH,

@@ -107,15 +107,18 @@ PAGES.update(
             ),
             nnf.interpolate,
             precision="'nearest', 'nearest-exact': exact, PyTorch's CPU source indices (its bits). 'linear', "
-            "'bilinear', 'bicubic', 'trilinear': " + _SEPARABLE + ". 'area': `adaptive_avg_pool`",
+            "'bilinear', 'bicubic', 'trilinear': " + _SEPARABLE + ". 'area': `adaptive_avg_pool`. uint8 "
+            "'bilinear': PyTorch's fixed-point CPU kernel (int16 weights, each dim rounded and saturated to uint8 in "
+            "turn), exact: its bits",
             special="NaN and inf propagate to the outputs whose taps read them; a weight of 0 times inf is NaN, as "
             "in PyTorch's kernels.",
             divergence="PyTorch's CPU kernels contract parts of the weighted sums (and of the bicubic "
             "coefficients) into fused multiply-adds, differently by path (output size, channels-last, ISA): "
             "linear modes agree within a few ulp, not bit for bit. The 2-D 'nearest' kernel copies when the output "
             "size equals the input's and halves indices when it is twice it, whatever the scale factor (PyTorch's "
-            "CPU `nearest_idx`; its 1-D and 3-D kernels do not): vkml does the same. `antialias=True` and mode "
-            "'lanczos' raise NotImplementedError.",
+            "CPU `nearest_idx`; its 1-D and 3-D kernels do not): vkml does the same. `antialias=True`, mode "
+            "'lanczos' and integer inputs in modes other than 'nearest', 'nearest-exact' and (uint8) 'bilinear' "
+            "raise NotImplementedError.",
             gradient="Through a gather per tap and dim (its gradient adds back into the positions read, in index "
             "order) and the products by the weights.",
         ),

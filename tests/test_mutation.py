@@ -522,3 +522,10 @@ def test_contiguous_of_a_non_contiguous_view_is_a_copy():
         same.add_(1.0)
         copy.add_(5.0)
         np.testing.assert_array_equal(x.numpy(), np.pad(np.ones((2, 4), np.float32), ((1, 0), (0, 0))))
+
+
+def test_indexing_a_view_of_an_expand_that_adds_leading_dims() -> None:
+    # the view chain replays expand((2, 3, 3)) on a 2-d stack: the new dims are size-1 dims first
+    eye = vkml.eye(3)
+    picked = eye.expand(2, 3, 3).mT[..., 1]
+    np.testing.assert_array_equal(picked.numpy(), np.eye(3, dtype=np.float32)[1][None].repeat(2, 0))

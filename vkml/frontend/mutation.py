@@ -114,6 +114,9 @@ def edit_stack(stack: ViewStack, step: tuple) -> ViewStack:
     if kind == "permute":
         return stack.permute(step[1])
     if kind == "expand":
+        lead = len(step[1]) - len(stack.shape)  # expand may add leading dims: first as size-1 dims
+        if lead:
+            stack = stack.reshape((1,) * lead + tuple(stack.shape))
         return stack.expand(step[1])
     if kind == "dtype":  # the same elements, read as another dtype of their size
         return stack

@@ -1,0 +1,74 @@
+"""``vkml.distributions``: PyTorch's ``torch.distributions`` on vkml tensors.
+
+Parameters, ``log_prob``, ``entropy``, moments and ``kl_divergence`` compute what PyTorch
+computes, with gradients; samples come from vkml's generator (``vkml.manual_seed`` makes them
+reproducible, the same on every device; they are not PyTorch's numbers). docs/distributions.md
+lists what exists and where vkml differs.
+
+>>> import vkml
+>>> from vkml.distributions import Categorical
+>>> m = Categorical(probs=vkml.tensor([0.1, 0.9]))
+>>> action = m.sample()
+>>> tuple(m.log_prob(action).shape)
+()
+"""
+
+from . import constraints, kl, transforms
+from .bernoulli import Bernoulli
+from .categorical import Categorical
+from .distribution import Distribution
+from .exp_family import ExponentialFamily
+from .exponential import Exponential
+from .independent import Independent
+from .kl import kl_divergence, register_kl
+from .laplace import Laplace
+from .log_normal import LogNormal
+from .multivariate_normal import MultivariateNormal
+from .normal import Normal
+from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
+from .transformed_distribution import TransformedDistribution
+from .transforms import (
+    AbsTransform,
+    AffineTransform,
+    ComposeTransform,
+    ExpTransform,
+    PowerTransform,
+    SigmoidTransform,
+    SoftmaxTransform,
+    TanhTransform,
+    Transform,
+    identity_transform,
+)
+from .uniform import Uniform
+
+__all__ = [
+    "AbsTransform",
+    "AffineTransform",
+    "Bernoulli",
+    "Categorical",
+    "ComposeTransform",
+    "Distribution",
+    "ExpTransform",
+    "Exponential",
+    "ExponentialFamily",
+    "Independent",
+    "Laplace",
+    "LogNormal",
+    "MultivariateNormal",
+    "Normal",
+    "OneHotCategorical",
+    "OneHotCategoricalStraightThrough",
+    "PowerTransform",
+    "SigmoidTransform",
+    "SoftmaxTransform",
+    "TanhTransform",
+    "Transform",
+    "TransformedDistribution",
+    "Uniform",
+    "constraints",
+    "identity_transform",
+    "kl",
+    "kl_divergence",
+    "register_kl",
+    "transforms",
+]

@@ -141,7 +141,7 @@ def _quantities(D, lib, case: str):
 
 # Each case compiles a few dozen kernels (~0.25 s each on the CPU backend): the default suite runs
 # one of each family, the rest run under -m stress.
-DEFAULT_CASES = ("Normal", "Categorical-logits", "MultivariateNormal-tril", "Independent-Normal")
+DEFAULT_CASES = ("Normal", "Categorical-logits", "MultivariateNormal-tril")
 
 
 @pytest.mark.parametrize(
@@ -206,7 +206,7 @@ KL_PARAMS = {
     "cov": COV,
     "tril": np.linalg.cholesky(COV * 0.5 + np.eye(3, dtype=np.float32)).astype(np.float32),
 }
-DEFAULT_KL = ("Normal-Normal", "Categorical-Categorical", "MultivariateNormal-MultivariateNormal")
+DEFAULT_KL = ("Normal-Normal", "MultivariateNormal-MultivariateNormal")
 
 
 @pytest.mark.parametrize(
@@ -333,36 +333,48 @@ def test_shapes_expand_and_enumerate_support_match_torch() -> None:
     assert got == expected
 
 
-def test_samples_have_the_distributions_moments_and_support() -> None:
+LOC2, SCALE2 = np.array([1.0, -2.0], np.float32), np.array([0.5, 2.0], np.float32)
+# name -> (distribution, its mean, its variance); samples of shape (n, 2)
+SAMPLED = {
+    "Normal": (lambda: VD.Normal(vkml.tensor(LOC2), vkml.tensor(SCALE2)), [1.0, -2.0], [0.25, 4.0]),
+    "Laplace": (lambda: VD.Laplace(vkml.tensor(LOC2), vkml.tensor(SCALE2)), [1.0, -2.0], [0.5, 8.0]),
+    "Exponential": (lambda: VD.Exponential(vkml.tensor(SCALE2)), [2.0, 0.5], [4.0, 0.25]),
+    "Uniform": (lambda: VD.Uniform(vkml.tensor(LOC2), vkml.tensor(LOC2 + SCALE2)), [1.25, -1.0], [0.25 / 12, 4.0 / 12]),
+    "Bernoulli": (lambda: VD.Bernoulli(probs=vkml.tensor([0.2, 0.7])), [0.2, 0.7], [0.16, 0.21]),
+    "Categorical": (lambda: VD.Categorical(probs=vkml.tensor([[0.2, 0.8], [0.5, 0.5]])), [0.8, 0.5], [0.16, 0.25]),
+    "MultivariateNormal": (
+        lambda: VD.MultivariateNormal(vkml.tensor(LOC2), covariance_matrix=vkml.tensor([[1.0, 0.5], [0.5, 2.0]])),
+        [1.0, -2.0],
+        [1.0, 2.0],
+    ),
+    "LogNormal": (
+        lambda: VD.LogNormal(vkml.tensor([0.0, 0.5]), vkml.tensor([0.25, 0.1])),
+        [1.0317, 1.6570],
+        [0.0687, 0.0276],
+    ),
+}
+DEFAULT_SAMPLED = ("Categorical", "MultivariateNormal")
+
+
+@pytest.mark.parametrize(
+    "name", [c if c in DEFAULT_SAMPLED else pytest.param(c, marks=pytest.mark.stress) for c in SAMPLED]
+)
+def test_samples_have_the_distributions_moments_and_support(name: str) -> None:
     n = 4000
+    make, mean, var = SAMPLED[name]
     vkml.manual_seed(3)
-    loc, scale = vkml.tensor([1.0, -2.0]), vkml.tensor([0.5, 2.0])
-    checks = {
-        "Normal": (VD.Normal(loc, scale), [1.0, -2.0], [0.25, 4.0]),
-        "Laplace": (VD.Laplace(loc, scale), [1.0, -2.0], [0.5, 8.0]),
-        "Exponential": (VD.Exponential(scale), [2.0, 0.5], [4.0, 0.25]),
-        "Uniform": (VD.Uniform(loc, loc + scale), [1.25, -1.0], [0.25 / 12, 4.0 / 12]),
-        "Bernoulli": (VD.Bernoulli(probs=vkml.tensor([0.2, 0.7])), [0.2, 0.7], [0.16, 0.21]),
-        "Categorical": (VD.Categorical(probs=vkml.tensor([[0.2, 0.8], [0.5, 0.5]])), [0.8, 0.5], [0.16, 0.25]),
-        "MultivariateNormal": (
-            VD.MultivariateNormal(loc, covariance_matrix=vkml.tensor([[1.0, 0.5], [0.5, 2.0]])),
-            [1.0, -2.0],
-            [1.0, 2.0],
-        ),
-    }
-    for name, (d, mean, var) in checks.items():
-        x = d.sample((n,))
-        assert tuple(x.shape) == (n, 2), name
-        assert bool(d.support.check(x).all()), name
-        values = x.numpy().astype(np.float64)
-        # 6 standard errors: the mean, and the variance (its error from the fourth moment)
-        for got, want, v in zip(values.mean(0), mean, var):
-            assert abs(got - want) < 6 * math.sqrt(v / n), (name, got, want)
-        np.testing.assert_allclose(values.var(0), var, rtol=0.2, err_msg=name)
+    d = make()
+    x = d.sample((n,))
+    assert tuple(x.shape) == (n, 2)
+    assert bool(d.support.check(x).all())
+    values = x.numpy().astype(np.float64)
+    for got, want, v in zip(values.mean(0), mean, var):
+        assert abs(got - want) < 6 * math.sqrt(v / n), (got, want)  # 6 standard errors
+    np.testing.assert_allclose(values.var(0), var, rtol=0.2)
     vkml.manual_seed(11)
-    first = VD.Normal(loc, scale).sample((5,)).numpy()
+    first = make().sample((5,)).numpy()
     vkml.manual_seed(11)
-    np.testing.assert_array_equal(VD.Normal(loc, scale).sample((5,)).numpy(), first)
+    np.testing.assert_array_equal(make().sample((5,)).numpy(), first)
 
 
 def test_rsample_is_reparameterised() -> None:
@@ -384,9 +396,9 @@ def _policy_params():
 def test_reinforce_policy_gradient_matches_torch() -> None:
     # pytorch/examples reinforcement_learning/reinforce.py: Categorical(probs), log_prob(action),
     # policy loss -log_prob * normalised return, Adam; the actions are fixed, the rest is the program's
-    states = np.random.default_rng(6).standard_normal((3, 5, 4)).astype(np.float32)  # episodes x steps
-    actions = np.random.default_rng(8).integers(0, 2, (3, 5))
-    rewards = np.ones(5, np.float32)
+    states = np.random.default_rng(6).standard_normal((2, 4, 4)).astype(np.float32)  # episodes x steps
+    actions = np.random.default_rng(8).integers(0, 2, (2, 4))
+    rewards = np.ones(4, np.float32)
     finals = {}
     for lib, D in ((torch, TD), (vkml, VD)):
         net = lib.nn.Sequential(lib.nn.Linear(4, 8), lib.nn.ReLU(), lib.nn.Linear(8, 2), lib.nn.Softmax(dim=1))
@@ -436,8 +448,7 @@ def test_vae_loss_with_normal_and_kl_divergence_matches_torch() -> None:
         prior = D.Normal(lib.zeros_like(mu), lib.ones_like(mu))
         recon = lib.nn.functional.binary_cross_entropy(lib.sigmoid(dec(z)), lib.tensor(x), reduction="sum")
         kl = D.kl_divergence(q, prior).sum()
-        log_q = q.log_prob(z).sum() - prior.log_prob(z).sum()  # the Monte-Carlo form of the same KL
-        loss = recon + kl + 0.1 * log_q
+        loss = recon + kl
         loss.backward()
         grads[lib] = [loss.detach().numpy()] + [p.grad.numpy() for p in [*enc.parameters(), *dec.parameters()]]
     for t_g, v_g in zip(grads[torch], grads[vkml]):

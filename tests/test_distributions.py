@@ -109,6 +109,19 @@ CASES = {
         LOC - 0.25,
         "",
     ),
+    "Cauchy": (lambda D, p: D.Cauchy(p["loc"], p["scale"]), {"loc": LOC, "scale": SCALE}, LOC + 1.5, "cdf icdf"),
+    "HalfNormal": (lambda D, p: D.HalfNormal(p["scale"]), {"scale": SCALE}, SCALE * 0.7, "cdf icdf"),
+    "Gumbel": (lambda D, p: D.Gumbel(p["loc"], p["scale"]), {"loc": LOC, "scale": SCALE}, LOC + 0.2, ""),
+    "Geometric": (lambda D, p: D.Geometric(probs=p["probs"]), {"probs": P01}, np.array([0, 2, 5], np.float32), ""),
+    "Gamma": (lambda D, p: D.Gamma(p["c"], p["rate"]), {"c": SCALE * 2, "rate": SCALE}, SCALE, ""),
+    "Chi2": (lambda D, p: D.Chi2(p["df"]), {"df": SCALE * 3}, SCALE + 1, ""),
+    "Beta": (lambda D, p: D.Beta(p["c1"], p["c0"]), {"c1": SCALE * 2, "c0": SCALE + 1}, P01, ""),
+    "Dirichlet": (
+        lambda D, p: D.Dirichlet(p["c"]),
+        {"c": PROBS * 3},
+        (PROBS / PROBS.sum(-1, keepdims=True)).astype(np.float32),
+        "",
+    ),
     "TransformedDistribution": (
         lambda D, p: D.TransformedDistribution(
             D.Normal(p["loc"], p["scale"]), [D.AffineTransform(1.0, 2.0), D.SigmoidTransform()]
@@ -192,6 +205,14 @@ KL_PAIRS = {
     "Laplace-Laplace": (lambda D, t: D.Laplace(t["a"], t["s"]), lambda D, t: D.Laplace(t["b"], t["s2"])),
     "Uniform-Normal": (lambda D, t: D.Uniform(t["a"], t["a"] + t["s"]), lambda D, t: D.Normal(t["b"], t["s2"])),
     "Exponential-Normal": (lambda D, t: D.Exponential(t["s"]), lambda D, t: D.Normal(t["b"], t["s2"])),
+    "Beta-Beta": (lambda D, t: D.Beta(t["s"], t["s2"]), lambda D, t: D.Beta(t["s2"], t["s"] + 1)),
+    "Dirichlet-Dirichlet": (lambda D, t: D.Dirichlet(t["p2"]), lambda D, t: D.Dirichlet(t["p2"] * 2 + 0.5)),
+    "Gamma-Gamma": (lambda D, t: D.Gamma(t["s"], t["s2"]), lambda D, t: D.Gamma(t["s2"], t["s"])),
+    "Gumbel-Gumbel": (lambda D, t: D.Gumbel(t["a"], t["s"]), lambda D, t: D.Gumbel(t["b"], t["s2"])),
+    "Geometric-Geometric": (lambda D, t: D.Geometric(probs=t["q1"]), lambda D, t: D.Geometric(logits=t["a"])),
+    "HalfNormal-HalfNormal": (lambda D, t: D.HalfNormal(t["s"]), lambda D, t: D.HalfNormal(t["s2"])),
+    "Cauchy-Cauchy": (lambda D, t: D.Cauchy(t["a"], t["s"]), lambda D, t: D.Cauchy(t["b"], t["s2"])),
+    "LogNormal-LogNormal": (lambda D, t: D.LogNormal(t["a"], t["s"]), lambda D, t: D.LogNormal(t["b"], t["s2"])),
     "Normal-Laplace": (lambda D, t: D.Normal(t["a"], t["s"]), lambda D, t: D.Laplace(t["b"], t["s2"])),
 }
 KL_PARAMS = {
@@ -347,6 +368,11 @@ SAMPLED = {
         [1.0, -2.0],
         [1.0, 2.0],
     ),
+    "Gamma": (lambda: VD.Gamma(vkml.tensor([0.5, 3.0]), vkml.tensor([1.0, 2.0])), [0.5, 1.5], [0.5, 0.75]),
+    "Beta": (lambda: VD.Beta(vkml.tensor([0.5, 2.0]), vkml.tensor([0.5, 6.0])), [0.5, 0.25], [0.125, 0.0208333]),
+    "Dirichlet": (lambda: VD.Dirichlet(vkml.tensor([1.0, 3.0])), [0.25, 0.75], [0.0375, 0.0375]),
+    "Gumbel": (lambda: VD.Gumbel(vkml.tensor(LOC2), vkml.tensor(SCALE2)), [1.2886, -0.8456], [0.4112, 6.5797]),
+    "Geometric": (lambda: VD.Geometric(probs=vkml.tensor([0.5, 0.2])), [1.0, 4.0], [2.0, 20.0]),
     "LogNormal": (
         lambda: VD.LogNormal(vkml.tensor([0.0, 0.5]), vkml.tensor([0.25, 0.1])),
         [1.0317, 1.6570],
@@ -490,3 +516,19 @@ def test_same_bits_on_cpu_and_vulkan(gpu) -> None:
         )
     for cpu_value, gpu_value in zip(*results):
         np.testing.assert_array_equal(gpu_value, cpu_value)
+
+
+def test_gamma_rsample_refuses_a_concentration_gradient_it_cannot_give() -> None:
+    concentration = vkml.tensor([2.0], requires_grad=True)
+    rate = vkml.tensor([1.5], requires_grad=True)
+    with pytest.raises(NotImplementedError, match="Gamma.rsample: the gradient with respect to the concentration"):
+        VD.Gamma(concentration, rate).rsample()
+
+
+@pytest.mark.stress
+def test_gamma_rsample_differentiates_with_respect_to_the_rate() -> None:
+    rate = vkml.tensor([1.5], requires_grad=True)
+    vkml.manual_seed(2)
+    x = VD.Gamma(vkml.tensor([2.0]), rate).rsample((3,))
+    x.sum().backward()  # x = g / rate: d/d rate = -x / rate
+    np.testing.assert_allclose(rate.grad.numpy(), [-(x.detach() / 1.5).sum().item()], rtol=1e-5)

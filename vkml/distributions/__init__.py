@@ -15,10 +15,17 @@ lists what exists and where vkml differs.
 
 from . import constraints, kl, transforms
 from .bernoulli import Bernoulli
+from .beta import Beta
 from .categorical import Categorical
+from .cauchy import Cauchy
+from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
 from .exponential import Exponential
+from .gamma import Chi2, Gamma
+from .geometric import Geometric
+from .gumbel import Gumbel
+from .half_normal import HalfNormal
 from .independent import Independent
 from .kl import kl_divergence, register_kl
 from .laplace import Laplace
@@ -42,6 +49,14 @@ from .transforms import (
 from .uniform import Uniform
 
 __all__ = [
+    "HalfNormal",
+    "Gumbel",
+    "Geometric",
+    "Gamma",
+    "Dirichlet",
+    "Chi2",
+    "Cauchy",
+    "Beta",
     "AbsTransform",
     "AffineTransform",
     "Bernoulli",

@@ -43,7 +43,7 @@ class MultivariateNormal(Distribution):
     >>> from vkml.distributions import MultivariateNormal
     >>> d = MultivariateNormal(vkml.zeros(2), covariance_matrix=vkml.eye(2) * 4)
     >>> round(d.entropy().item(), 4)
-    4.2241
+    4.2242
     """
 
     arg_constraints = {

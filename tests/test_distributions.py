@@ -122,6 +122,7 @@ CASES = {
         (PROBS / PROBS.sum(-1, keepdims=True)).astype(np.float32),
         "",
     ),
+    "Poisson": (lambda D, p: D.Poisson(p["rate"]), {"rate": SCALE * 3}, np.array([0, 2, 5], np.float32), ""),
     "TransformedDistribution": (
         lambda D, p: D.TransformedDistribution(
             D.Normal(p["loc"], p["scale"]), [D.AffineTransform(1.0, 2.0), D.SigmoidTransform()]
@@ -139,7 +140,7 @@ def _quantities(D, lib, case: str):
     d = builder(D, tensors)
     make_value = torch.tensor if lib is torch else vkml.tensor
     out = {"log_prob": d.log_prob(make_value(value))}
-    if case != "TransformedDistribution" and case != "LogNormal":
+    if case not in ("TransformedDistribution", "LogNormal", "Poisson"):  # PyTorch has none for these
         out["entropy"] = d.entropy()
     if case != "TransformedDistribution":
         out["mean"], out["variance"], out["stddev"] = d.mean, d.variance, d.stddev
@@ -213,6 +214,7 @@ KL_PAIRS = {
     "HalfNormal-HalfNormal": (lambda D, t: D.HalfNormal(t["s"]), lambda D, t: D.HalfNormal(t["s2"])),
     "Cauchy-Cauchy": (lambda D, t: D.Cauchy(t["a"], t["s"]), lambda D, t: D.Cauchy(t["b"], t["s2"])),
     "LogNormal-LogNormal": (lambda D, t: D.LogNormal(t["a"], t["s"]), lambda D, t: D.LogNormal(t["b"], t["s2"])),
+    "Poisson-Poisson": (lambda D, t: D.Poisson(t["s"]), lambda D, t: D.Poisson(t["s2"])),
     "Normal-Laplace": (lambda D, t: D.Normal(t["a"], t["s"]), lambda D, t: D.Laplace(t["b"], t["s2"])),
 }
 KL_PARAMS = {
@@ -371,6 +373,7 @@ SAMPLED = {
     "Gamma": (lambda: VD.Gamma(vkml.tensor([0.5, 3.0]), vkml.tensor([1.0, 2.0])), [0.5, 1.5], [0.5, 0.75]),
     "Beta": (lambda: VD.Beta(vkml.tensor([0.5, 2.0]), vkml.tensor([0.5, 6.0])), [0.5, 0.25], [0.125, 0.0208333]),
     "Dirichlet": (lambda: VD.Dirichlet(vkml.tensor([1.0, 3.0])), [0.25, 0.75], [0.0375, 0.0375]),
+    "Poisson": (lambda: VD.Poisson(vkml.tensor([3.0, 40.0])), [3.0, 40.0], [3.0, 40.0]),
     "Gumbel": (lambda: VD.Gumbel(vkml.tensor(LOC2), vkml.tensor(SCALE2)), [1.2886, -0.8456], [0.4112, 6.5797]),
     "Geometric": (lambda: VD.Geometric(probs=vkml.tensor([0.5, 0.2])), [1.0, 4.0], [2.0, 20.0]),
     "LogNormal": (

@@ -33,6 +33,7 @@ from .log_normal import LogNormal
 from .multivariate_normal import MultivariateNormal
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
+from .poisson import Poisson
 from .transformed_distribution import TransformedDistribution
 from .transforms import (
     AbsTransform,
@@ -49,6 +50,7 @@ from .transforms import (
 from .uniform import Uniform
 
 __all__ = [
+    "Poisson",
     "HalfNormal",
     "Gumbel",
     "Geometric",

@@ -123,6 +123,18 @@ CASES = {
         "",
     ),
     "Poisson": (lambda D, p: D.Poisson(p["rate"]), {"rate": SCALE * 3}, np.array([0, 2, 5], np.float32), ""),
+    "StudentT": (
+        lambda D, p: D.StudentT(p["df"], p["loc"], p["scale"]),
+        {"df": SCALE * 4, "loc": LOC, "scale": SCALE},
+        LOC + 0.5,
+        "",
+    ),
+    "MixtureSameFamily": (
+        lambda D, p: D.MixtureSameFamily(D.Categorical(logits=p["logits"]), D.Normal(p["loc"], p["scale"])),
+        {"logits": LOGITS[:, :3], "loc": np.stack([LOC, LOC[::-1]]), "scale": np.stack([SCALE, SCALE + 0.5])},
+        np.array([0.3, -0.7], np.float32),
+        "cdf",
+    ),
     "TransformedDistribution": (
         lambda D, p: D.TransformedDistribution(
             D.Normal(p["loc"], p["scale"]), [D.AffineTransform(1.0, 2.0), D.SigmoidTransform()]
@@ -140,14 +152,15 @@ def _quantities(D, lib, case: str):
     d = builder(D, tensors)
     make_value = torch.tensor if lib is torch else vkml.tensor
     out = {"log_prob": d.log_prob(make_value(value))}
-    if case not in ("TransformedDistribution", "LogNormal", "Poisson"):  # PyTorch has none for these
+    if case not in ("TransformedDistribution", "LogNormal", "Poisson", "MixtureSameFamily"):  # PyTorch has none
         out["entropy"] = d.entropy()
     if case != "TransformedDistribution":
         out["mean"], out["variance"], out["stddev"] = d.mean, d.variance, d.stddev
-    if case not in ("Uniform", "TransformedDistribution") and not case.startswith("Bernoulli"):
+    if case not in ("Uniform", "TransformedDistribution", "MixtureSameFamily") and not case.startswith("Bernoulli"):
         out["mode"] = d.mode
     if "cdf" in extra:
         out["cdf"] = d.cdf(make_value(value))
+    if "icdf" in extra:
         out["icdf"] = d.icdf(make_value(np.full(value.shape, 0.3, np.float32)))
     shapes = (tuple(d.batch_shape), tuple(d.event_shape))
     return tensors, out, shapes
@@ -374,6 +387,15 @@ SAMPLED = {
     "Beta": (lambda: VD.Beta(vkml.tensor([0.5, 2.0]), vkml.tensor([0.5, 6.0])), [0.5, 0.25], [0.125, 0.0208333]),
     "Dirichlet": (lambda: VD.Dirichlet(vkml.tensor([1.0, 3.0])), [0.25, 0.75], [0.0375, 0.0375]),
     "Poisson": (lambda: VD.Poisson(vkml.tensor([3.0, 40.0])), [3.0, 40.0], [3.0, 40.0]),
+    "StudentT": (lambda: VD.StudentT(vkml.tensor([5.0, 10.0]), vkml.tensor(LOC2)), [1.0, -2.0], [5 / 3, 1.25]),
+    "MixtureSameFamily": (
+        lambda: VD.MixtureSameFamily(
+            VD.Categorical(probs=vkml.tensor([0.25, 0.75])),
+            VD.Independent(VD.Normal(vkml.tensor([[0.0, 1.0], [4.0, -1.0]]), vkml.ones(2, 2)), 1),
+        ),
+        [3.0, -0.5],
+        [4.0, 1.75],
+    ),
     "Gumbel": (lambda: VD.Gumbel(vkml.tensor(LOC2), vkml.tensor(SCALE2)), [1.2886, -0.8456], [0.4112, 6.5797]),
     "Geometric": (lambda: VD.Geometric(probs=vkml.tensor([0.5, 0.2])), [1.0, 4.0], [2.0, 20.0]),
     "LogNormal": (

@@ -30,10 +30,12 @@ from .independent import Independent
 from .kl import kl_divergence, register_kl
 from .laplace import Laplace
 from .log_normal import LogNormal
+from .mixture_same_family import MixtureSameFamily
 from .multivariate_normal import MultivariateNormal
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
 from .poisson import Poisson
+from .studentT import StudentT
 from .transformed_distribution import TransformedDistribution
 from .transforms import (
     AbsTransform,
@@ -50,6 +52,8 @@ from .transforms import (
 from .uniform import Uniform
 
 __all__ = [
+    "MixtureSameFamily",
+    "StudentT",
     "Poisson",
     "HalfNormal",
     "Gumbel",

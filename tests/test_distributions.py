@@ -135,6 +135,18 @@ CASES = {
         np.array([0.3, -0.7], np.float32),
         "cdf",
     ),
+    "RelaxedBernoulli": (
+        lambda D, p: D.RelaxedBernoulli(p["t"], logits=p["logits"]),
+        {"t": np.array(0.7, np.float32), "logits": LOC},
+        P01,
+        "",
+    ),
+    "RelaxedOneHotCategorical": (
+        lambda D, p: D.RelaxedOneHotCategorical(p["t"], probs=p["probs"]),
+        {"t": np.array(0.5, np.float32), "probs": PROBS},
+        (PROBS / PROBS.sum(-1, keepdims=True)).astype(np.float32),
+        "",
+    ),
     "TransformedDistribution": (
         lambda D, p: D.TransformedDistribution(
             D.Normal(p["loc"], p["scale"]), [D.AffineTransform(1.0, 2.0), D.SigmoidTransform()]
@@ -146,17 +158,20 @@ CASES = {
 }
 
 
+TRANSFORMED = ("TransformedDistribution", "RelaxedBernoulli", "RelaxedOneHotCategorical")  # no moments
+
+
 def _quantities(D, lib, case: str):
     builder, params, value, extra = CASES[case]
     tensors = {k: _make(lib, v, grad=v.dtype.kind == "f") for k, v in params.items()}
     d = builder(D, tensors)
     make_value = torch.tensor if lib is torch else vkml.tensor
     out = {"log_prob": d.log_prob(make_value(value))}
-    if case not in ("TransformedDistribution", "LogNormal", "Poisson", "MixtureSameFamily"):  # PyTorch has none
+    if case not in ("LogNormal", "Poisson", "MixtureSameFamily", *TRANSFORMED):  # PyTorch has none
         out["entropy"] = d.entropy()
-    if case != "TransformedDistribution":
+    if case not in TRANSFORMED:
         out["mean"], out["variance"], out["stddev"] = d.mean, d.variance, d.stddev
-    if case not in ("Uniform", "TransformedDistribution", "MixtureSameFamily") and not case.startswith("Bernoulli"):
+    if case not in ("Uniform", "MixtureSameFamily", *TRANSFORMED) and not case.startswith("Bernoulli"):
         out["mode"] = d.mode
     if "cdf" in extra:
         out["cdf"] = d.cdf(make_value(value))

@@ -35,6 +35,8 @@ from .multivariate_normal import MultivariateNormal
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
 from .poisson import Poisson
+from .relaxed_bernoulli import RelaxedBernoulli
+from .relaxed_categorical import RelaxedOneHotCategorical
 from .studentT import StudentT
 from .transformed_distribution import TransformedDistribution
 from .transforms import (
@@ -52,6 +54,8 @@ from .transforms import (
 from .uniform import Uniform
 
 __all__ = [
+    "RelaxedBernoulli",
+    "RelaxedOneHotCategorical",
     "MixtureSameFamily",
     "StudentT",
     "Poisson",

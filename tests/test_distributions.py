@@ -147,6 +147,18 @@ CASES = {
         (PROBS / PROBS.sum(-1, keepdims=True)).astype(np.float32),
         "",
     ),
+    "Binomial": (
+        lambda D, p: D.Binomial(p["n"], probs=p["probs"]),
+        {"n": np.array([5.0, 5.0, 5.0], np.float32), "probs": P01},
+        np.array([0, 2, 5], np.float32),
+        "",
+    ),
+    "Multinomial": (
+        lambda D, p: D.Multinomial(5, logits=p["logits"]),
+        {"logits": LOGITS},
+        np.array([[1, 2, 0, 2], [0, 0, 5, 0]], np.float32),
+        "",
+    ),
     "TransformedDistribution": (
         lambda D, p: D.TransformedDistribution(
             D.Normal(p["loc"], p["scale"]), [D.AffineTransform(1.0, 2.0), D.SigmoidTransform()]
@@ -171,7 +183,7 @@ def _quantities(D, lib, case: str):
         out["entropy"] = d.entropy()
     if case not in TRANSFORMED:
         out["mean"], out["variance"], out["stddev"] = d.mean, d.variance, d.stddev
-    if case not in ("Uniform", "MixtureSameFamily", *TRANSFORMED) and not case.startswith("Bernoulli"):
+    if case not in ("Uniform", "MixtureSameFamily", "Multinomial", *TRANSFORMED) and not case.startswith("Bernoulli"):
         out["mode"] = d.mode
     if "cdf" in extra:
         out["cdf"] = d.cdf(make_value(value))
@@ -243,6 +255,7 @@ KL_PAIRS = {
     "Cauchy-Cauchy": (lambda D, t: D.Cauchy(t["a"], t["s"]), lambda D, t: D.Cauchy(t["b"], t["s2"])),
     "LogNormal-LogNormal": (lambda D, t: D.LogNormal(t["a"], t["s"]), lambda D, t: D.LogNormal(t["b"], t["s2"])),
     "Poisson-Poisson": (lambda D, t: D.Poisson(t["s"]), lambda D, t: D.Poisson(t["s2"])),
+    "Binomial-Binomial": (lambda D, t: D.Binomial(4, probs=t["q1"]), lambda D, t: D.Binomial(4, logits=t["a"])),
     "Normal-Laplace": (lambda D, t: D.Normal(t["a"], t["s"]), lambda D, t: D.Laplace(t["b"], t["s2"])),
 }
 KL_PARAMS = {
@@ -411,6 +424,8 @@ SAMPLED = {
         [3.0, -0.5],
         [4.0, 1.75],
     ),
+    "Binomial": (lambda: VD.Binomial(vkml.tensor([3.0, 10.0]), probs=vkml.tensor([0.5, 0.2])), [1.5, 2.0], [0.75, 1.6]),
+    "Multinomial": (lambda: VD.Multinomial(6, probs=vkml.tensor([0.25, 0.75])), [1.5, 4.5], [1.125, 1.125]),
     "Gumbel": (lambda: VD.Gumbel(vkml.tensor(LOC2), vkml.tensor(SCALE2)), [1.2886, -0.8456], [0.4112, 6.5797]),
     "Geometric": (lambda: VD.Geometric(probs=vkml.tensor([0.5, 0.2])), [1.0, 4.0], [2.0, 20.0]),
     "LogNormal": (

@@ -16,6 +16,7 @@ lists what exists and where vkml differs.
 from . import constraints, kl, transforms
 from .bernoulli import Bernoulli
 from .beta import Beta
+from .binomial import Binomial
 from .categorical import Categorical
 from .cauchy import Cauchy
 from .dirichlet import Dirichlet
@@ -31,6 +32,7 @@ from .kl import kl_divergence, register_kl
 from .laplace import Laplace
 from .log_normal import LogNormal
 from .mixture_same_family import MixtureSameFamily
+from .multinomial import Multinomial
 from .multivariate_normal import MultivariateNormal
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
@@ -54,6 +56,8 @@ from .transforms import (
 from .uniform import Uniform
 
 __all__ = [
+    "Binomial",
+    "Multinomial",
     "RelaxedBernoulli",
     "RelaxedOneHotCategorical",
     "MixtureSameFamily",

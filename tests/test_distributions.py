@@ -587,3 +587,36 @@ def test_gamma_rsample_differentiates_with_respect_to_the_rate() -> None:
     x = VD.Gamma(vkml.tensor([2.0]), rate).rsample((3,))
     x.sum().backward()  # x = g / rate: d/d rate = -x / rate
     np.testing.assert_allclose(rate.grad.numpy(), [-(x.detach() / 1.5).sum().item()], rtol=1e-5)
+
+
+TRANSFORMS = {
+    "ExpTransform": (lambda D: D.ExpTransform(), (2, 3)),
+    "PowerTransform": (lambda D: D.PowerTransform(2.5), (2, 3)),
+    "SigmoidTransform": (lambda D: D.SigmoidTransform(), (2, 3)),
+    "TanhTransform": (lambda D: D.TanhTransform(), (2, 3)),
+    "SoftplusTransform": (lambda D: D.SoftplusTransform(), (2, 3)),
+    "AffineTransform": (lambda D: D.AffineTransform(0.5, -2.0), (2, 3)),
+    "StickBreakingTransform": (lambda D: D.StickBreakingTransform(), (2, 3)),
+    "IndependentTransform": (lambda D: D.IndependentTransform(D.SigmoidTransform(), 1), (2, 3)),
+    "ComposeTransform": (lambda D: D.ComposeTransform([D.AffineTransform(1.0, 3.0), D.ExpTransform()]), (2, 3)),
+    "inverse": (lambda D: D.ExpTransform().inv, (2, 3)),
+}
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize("name", list(TRANSFORMS))
+def test_transforms_match_torch(name: str) -> None:
+    make, shape = TRANSFORMS[name]
+    x = np.abs(RNG.standard_normal(shape)).astype(np.float32) + 0.1  # in every domain here
+    tv, tt = make(VD), make(TD)
+    yv, yt = tv(vkml.tensor(x)), tt(torch.tensor(x))
+    np.testing.assert_allclose(yv.numpy(), yt.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(tv.inv(yv).numpy(), tt.inv(yt).numpy(), rtol=1e-4, atol=1e-5)
+    ladj_v = tv.log_abs_det_jacobian(vkml.tensor(x), yv)
+    ladj_t = tt.log_abs_det_jacobian(torch.tensor(x), yt)
+    np.testing.assert_allclose(ladj_v.numpy(), ladj_t.numpy(), rtol=1e-5, atol=1e-5)
+    assert (tv.domain.event_dim, tv.codomain.event_dim, tv.bijective) == (
+        tt.domain.event_dim,
+        tt.codomain.event_dim,
+        tt.bijective,
+    )

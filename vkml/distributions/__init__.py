@@ -46,9 +46,13 @@ from .transforms import (
     AffineTransform,
     ComposeTransform,
     ExpTransform,
+    IndependentTransform,
+    LowerCholeskyTransform,
     PowerTransform,
     SigmoidTransform,
     SoftmaxTransform,
+    SoftplusTransform,
+    StickBreakingTransform,
     TanhTransform,
     Transform,
     identity_transform,
@@ -56,6 +60,10 @@ from .transforms import (
 from .uniform import Uniform
 
 __all__ = [
+    "IndependentTransform",
+    "LowerCholeskyTransform",
+    "SoftplusTransform",
+    "StickBreakingTransform",
     "Binomial",
     "Multinomial",
     "RelaxedBernoulli",

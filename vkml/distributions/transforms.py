@@ -2,8 +2,9 @@
 
 vkml has: ``Transform`` (and its ``.inv``), ``ComposeTransform``, ``identity_transform``,
 ``ExpTransform``, ``PowerTransform``, ``SigmoidTransform``, ``TanhTransform``, ``AbsTransform``,
-``AffineTransform``, ``SoftmaxTransform``. ``cache_size=1`` keeps the last ``(x, y)`` pair, as
-PyTorch's.
+``SoftplusTransform``, ``AffineTransform``, ``SoftmaxTransform``, ``StickBreakingTransform``,
+``LowerCholeskyTransform``, ``IndependentTransform``. ``cache_size=1`` keeps the last ``(x, y)``
+pair, as PyTorch's.
 """
 
 from __future__ import annotations
@@ -509,3 +510,147 @@ class SoftmaxTransform(Transform):
 
     def _inverse(self, y):
         return y.log()
+
+
+class SoftplusTransform(Transform):
+    """y = log(1 + exp(x))."""
+
+    domain = constraints.real
+    codomain = constraints.positive
+    bijective = True
+    sign = +1
+
+    def __eq__(self, other):
+        return isinstance(other, SoftplusTransform)
+
+    __hash__ = object.__hash__
+
+    def _call(self, x):
+        return _vk.nn.functional.softplus(x)
+
+    def _inverse(self, y):
+        return (-y).expm1().neg().log() + y
+
+    def log_abs_det_jacobian(self, x, y):
+        return -_vk.nn.functional.softplus(-x)
+
+
+class IndependentTransform(Transform):
+    """``base_transform`` with its ``reinterpreted_batch_ndims`` rightmost dims counted as event dims."""
+
+    def __init__(self, base_transform: Transform, reinterpreted_batch_ndims: int, cache_size: int = 0):
+        super().__init__(cache_size=cache_size)
+        self.base_transform = base_transform.with_cache(cache_size)
+        self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return IndependentTransform(self.base_transform, self.reinterpreted_batch_ndims, cache_size=cache_size)
+
+    @constraints.dependent_property(is_discrete=False)
+    def domain(self):
+        return constraints.independent(self.base_transform.domain, self.reinterpreted_batch_ndims)
+
+    @constraints.dependent_property(is_discrete=False)
+    def codomain(self):
+        return constraints.independent(self.base_transform.codomain, self.reinterpreted_batch_ndims)
+
+    @property
+    def bijective(self):
+        return self.base_transform.bijective
+
+    @property
+    def sign(self):
+        return self.base_transform.sign
+
+    def _call(self, x):
+        if x.dim() < self.domain.event_dim:
+            raise ValueError("Too few dimensions on input")
+        return self.base_transform(x)
+
+    def _inverse(self, y):
+        if y.dim() < self.codomain.event_dim:
+            raise ValueError("Too few dimensions on input")
+        return self.base_transform.inv(y)
+
+    def log_abs_det_jacobian(self, x, y):
+        result = self.base_transform.log_abs_det_jacobian(x, y)
+        return _sum_rightmost(result, self.reinterpreted_batch_ndims)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__name__}({self.base_transform!r}, {self.reinterpreted_batch_ndims})"
+
+    def forward_shape(self, shape):
+        return self.base_transform.forward_shape(shape)
+
+    def inverse_shape(self, shape):
+        return self.base_transform.inverse_shape(shape)
+
+
+class LowerCholeskyTransform(Transform):
+    """A real square matrix to a lower Cholesky factor: strict lower triangle kept, diagonal exponentiated."""
+
+    domain = constraints.independent(constraints.real, 2)
+    codomain = constraints.lower_cholesky
+
+    def __eq__(self, other):
+        return isinstance(other, LowerCholeskyTransform)
+
+    __hash__ = object.__hash__
+
+    def _call(self, x):
+        return x.tril(-1) + _vk.diag_embed(x.diagonal(dim1=-2, dim2=-1).exp())
+
+    def _inverse(self, y):
+        return y.tril(-1) + _vk.diag_embed(y.diagonal(dim1=-2, dim2=-1).log())
+
+
+class StickBreakingTransform(Transform):
+    """R^(K-1) to the K-simplex by stick breaking (bijective; the event grows by one)."""
+
+    domain = constraints.real_vector
+    codomain = constraints.simplex
+    bijective = True
+
+    def __eq__(self, other):
+        return isinstance(other, StickBreakingTransform)
+
+    __hash__ = object.__hash__
+
+    @staticmethod
+    def _offset(n: int, like):
+        return n + 1 - _vk.ones(n, dtype=like.dtype, device=like.device).cumsum(-1)
+
+    def _call(self, x):
+        offset = self._offset(x.shape[-1], x)
+        finfo = _vk.finfo(x.dtype)
+        z = _vk.clamp(_vk.sigmoid(x - offset.log()), min=finfo.tiny, max=1.0 - finfo.eps)
+        z_cumprod = (1 - z).cumprod(-1)
+        pad = _vk.nn.functional.pad
+        return pad(z, [0, 1], value=1) * pad(z_cumprod, [1, 0], value=1)
+
+    def _inverse(self, y):
+        y_crop = y[..., :-1]
+        offset = y.shape[-1] - _vk.ones(y_crop.shape[-1], dtype=y.dtype, device=y.device).cumsum(-1)
+        sf = 1 - y_crop.cumsum(-1)
+        sf = _vk.clamp(sf, min=_vk.finfo(y.dtype).tiny)  # sf is y's last entry, in exact arithmetic
+        return y_crop.log() - sf.log() + offset.log()
+
+    def log_abs_det_jacobian(self, x, y):
+        offset = self._offset(x.shape[-1], x)
+        x = x - offset.log()
+        return (-x + _vk.nn.functional.logsigmoid(x) + y[..., :-1].log()).sum(-1)
+
+    def forward_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        return tuple(shape[:-1]) + (shape[-1] + 1,)
+
+    def inverse_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        return tuple(shape[:-1]) + (shape[-1] - 1,)
+
+
+__all__ += ["IndependentTransform", "LowerCholeskyTransform", "SoftplusTransform", "StickBreakingTransform"]

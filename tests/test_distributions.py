@@ -620,3 +620,20 @@ def test_transforms_match_torch(name: str) -> None:
         tt.codomain.event_dim,
         tt.bijective,
     )
+
+
+def test_biject_to_and_transform_to_pick_torchs_transforms() -> None:
+    for registry in ("biject_to", "transform_to"):
+        for name in ("real", "positive", "unit_interval", "simplex", "lower_cholesky", "real_vector"):
+            picked = []
+            for D in (VD, TD):
+                try:
+                    picked.append(repr(getattr(D, registry)(getattr(D.constraints, name))))
+                except NotImplementedError as error:  # biject_to(lower_cholesky), in both
+                    picked.append(str(error))
+            assert picked[0] == picked[1], (registry, name)
+    interval = VD.transform_to(VD.constraints.interval(-1.0, 3.0))
+    y = interval(vkml.tensor([-50.0, 0.0, 50.0]))
+    assert bool((y >= -1).all()) and bool((y <= 3).all())
+    with pytest.raises(NotImplementedError, match="Cannot transform _PositiveDefinite constraints"):
+        VD.biject_to(VD.constraints.positive_definite)

@@ -19,6 +19,7 @@ from .beta import Beta
 from .binomial import Binomial
 from .categorical import Categorical
 from .cauchy import Cauchy
+from .constraint_registry import biject_to, transform_to
 from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
@@ -60,6 +61,8 @@ from .transforms import (
 from .uniform import Uniform
 
 __all__ = [
+    "biject_to",
+    "transform_to",
     "IndependentTransform",
     "LowerCholeskyTransform",
     "SoftplusTransform",

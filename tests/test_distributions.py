@@ -159,6 +159,10 @@ CASES = {
         np.array([[1, 2, 0, 2], [0, 0, 5, 0]], np.float32),
         "",
     ),
+    "HalfCauchy": (lambda D, p: D.HalfCauchy(p["scale"]), {"scale": SCALE}, SCALE * 0.7, "cdf icdf"),
+    "Pareto": (lambda D, p: D.Pareto(p["scale"], p["alpha"]), {"scale": SCALE, "alpha": SCALE + 2.5}, SCALE * 1.5, ""),
+    "Weibull": (lambda D, p: D.Weibull(p["scale"], p["c"]), {"scale": SCALE, "c": SCALE + 1.5}, SCALE * 0.8, ""),
+    "InverseGamma": (lambda D, p: D.InverseGamma(p["c"], p["rate"]), {"c": SCALE + 2.5, "rate": SCALE}, SCALE, ""),
     "TransformedDistribution": (
         lambda D, p: D.TransformedDistribution(
             D.Normal(p["loc"], p["scale"]), [D.AffineTransform(1.0, 2.0), D.SigmoidTransform()]
@@ -426,6 +430,8 @@ SAMPLED = {
     ),
     "Binomial": (lambda: VD.Binomial(vkml.tensor([3.0, 10.0]), probs=vkml.tensor([0.5, 0.2])), [1.5, 2.0], [0.75, 1.6]),
     "Multinomial": (lambda: VD.Multinomial(6, probs=vkml.tensor([0.25, 0.75])), [1.5, 4.5], [1.125, 1.125]),
+    "Weibull": (lambda: VD.Weibull(vkml.tensor([1.0, 2.0]), vkml.tensor([1.0, 2.0])), [1.0, 1.7725], [1.0, 0.8584]),
+    "Pareto": (lambda: VD.Pareto(vkml.tensor([1.0, 2.0]), vkml.tensor([6.0, 5.0])), [1.2, 2.5], [0.06, 0.4167]),
     "Gumbel": (lambda: VD.Gumbel(vkml.tensor(LOC2), vkml.tensor(SCALE2)), [1.2886, -0.8456], [0.4112, 6.5797]),
     "Geometric": (lambda: VD.Geometric(probs=vkml.tensor([0.5, 0.2])), [1.0, 4.0], [2.0, 20.0]),
     "LogNormal": (

@@ -163,6 +163,12 @@ CASES = {
     "Pareto": (lambda D, p: D.Pareto(p["scale"], p["alpha"]), {"scale": SCALE, "alpha": SCALE + 2.5}, SCALE * 1.5, ""),
     "Weibull": (lambda D, p: D.Weibull(p["scale"], p["c"]), {"scale": SCALE, "c": SCALE + 1.5}, SCALE * 0.8, ""),
     "InverseGamma": (lambda D, p: D.InverseGamma(p["c"], p["rate"]), {"c": SCALE + 2.5, "rate": SCALE}, SCALE, ""),
+    "NegativeBinomial": (
+        lambda D, p: D.NegativeBinomial(p["n"], logits=p["logits"]),
+        {"n": SCALE * 3, "logits": LOC},
+        np.array([0, 2, 5], np.float32),
+        "",
+    ),
     "TransformedDistribution": (
         lambda D, p: D.TransformedDistribution(
             D.Normal(p["loc"], p["scale"]), [D.AffineTransform(1.0, 2.0), D.SigmoidTransform()]
@@ -183,7 +189,7 @@ def _quantities(D, lib, case: str):
     d = builder(D, tensors)
     make_value = torch.tensor if lib is torch else vkml.tensor
     out = {"log_prob": d.log_prob(make_value(value))}
-    if case not in ("LogNormal", "Poisson", "MixtureSameFamily", *TRANSFORMED):  # PyTorch has none
+    if case not in ("LogNormal", "Poisson", "NegativeBinomial", "MixtureSameFamily", *TRANSFORMED):  # no entropy
         out["entropy"] = d.entropy()
     if case not in TRANSFORMED:
         out["mean"], out["variance"], out["stddev"] = d.mean, d.variance, d.stddev
@@ -432,6 +438,11 @@ SAMPLED = {
     "Multinomial": (lambda: VD.Multinomial(6, probs=vkml.tensor([0.25, 0.75])), [1.5, 4.5], [1.125, 1.125]),
     "Weibull": (lambda: VD.Weibull(vkml.tensor([1.0, 2.0]), vkml.tensor([1.0, 2.0])), [1.0, 1.7725], [1.0, 0.8584]),
     "Pareto": (lambda: VD.Pareto(vkml.tensor([1.0, 2.0]), vkml.tensor([6.0, 5.0])), [1.2, 2.5], [0.06, 0.4167]),
+    "NegativeBinomial": (
+        lambda: VD.NegativeBinomial(vkml.tensor([2.0, 5.0]), probs=vkml.tensor([0.5, 0.2])),
+        [2.0, 1.25],
+        [4.0, 1.5625],
+    ),
     "Gumbel": (lambda: VD.Gumbel(vkml.tensor(LOC2), vkml.tensor(SCALE2)), [1.2886, -0.8456], [0.4112, 6.5797]),
     "Geometric": (lambda: VD.Geometric(probs=vkml.tensor([0.5, 0.2])), [1.0, 4.0], [2.0, 20.0]),
     "LogNormal": (

@@ -37,6 +37,7 @@ from .log_normal import LogNormal
 from .mixture_same_family import MixtureSameFamily
 from .multinomial import Multinomial
 from .multivariate_normal import MultivariateNormal
+from .negative_binomial import NegativeBinomial
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
 from .pareto import Pareto
@@ -65,6 +66,7 @@ from .uniform import Uniform
 from .weibull import Weibull
 
 __all__ = [
+    "NegativeBinomial",
     "HalfCauchy",
     "InverseGamma",
     "Pareto",

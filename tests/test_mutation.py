@@ -532,3 +532,10 @@ def test_views_of_an_expand_that_adds_leading_dims():
     assert y.tolist() == torch.arange(12.0).reshape(4, 3).expand(2, 4, 3).transpose(-1, -2).unsqueeze(-3).tolist()
     eye = vkml.eye(4, 3, dtype=vkml.float64).expand(2, 4, 3)
     assert vkml.matmul(vkml.ones(2, 1, 4, dtype=vkml.float64), eye).tolist() == [[[1.0, 1.0, 1.0]]] * 2
+
+
+def test_indexing_a_view_of_an_expand_that_adds_leading_dims() -> None:
+    # the view chain replays expand((2, 3, 3)) on a 2-d stack: the new dims are size-1 dims first
+    eye = vkml.eye(3)
+    picked = eye.expand(2, 3, 3).mT[..., 1]
+    np.testing.assert_array_equal(picked.numpy(), np.eye(3, dtype=np.float32)[1][None].repeat(2, 0))

@@ -85,6 +85,7 @@ FACE = (
     "vkml.nn",
     "vkml.optim",
     "vkml.utils",
+    "vkml.distributions",
     "vkml.cli",
     "vkml.demo",
     "vkml.doctor",

@@ -271,6 +271,13 @@ NAMESPACES = (
         "(`vkml.memory_allocated`, ...: docs/memory.md); a script that calls `torch.cuda.X` needs `vkml.cuda.X`.",
     ),
     Namespace("torch.testing", "vkml.testing", 2, tier1="assert_close", only="assert_close"),
+    Namespace(
+        "torch.distributions",
+        "vkml.distributions",
+        2,
+        tier1="Categorical Normal Distribution kl_divergence",
+        note="docs/distributions.md: which distributions and transforms vkml has, and where it differs.",
+    ),
 )
 
 # (reason, pattern). A name matching a pattern is left out of the comparison, whatever its tier.

@@ -1,0 +1,135 @@
+"""``Binomial(total_count=1, probs=None, logits=None)``, as ``torch.distributions.Binomial``.
+
+Sampling is exact: the successes among max(total_count) Bernoulli draws per element, the draws
+past an element's own count masked off (memory grows with the largest count).
+"""
+
+from __future__ import annotations
+
+import vkml as _vk
+
+from . import constraints
+from .distribution import Distribution
+from .utils import _size, broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+
+__all__ = ["Binomial"]
+
+
+def _clamp_by_zero(x):
+    # max(x, 0) whose gradient at 0 is 1/2, as PyTorch's
+    return (x.clamp(min=0) + x - x.clamp(max=0)) / 2
+
+
+class Binomial(Distribution):
+    """Successes in ``total_count`` Bernoulli(probs) trials.
+
+    >>> import vkml
+    >>> from vkml.distributions import Binomial
+    >>> round(Binomial(10, probs=vkml.tensor(0.5)).log_prob(vkml.tensor(5.0)).exp().item(), 4)
+    0.2461
+    """
+
+    arg_constraints = {
+        "total_count": constraints.nonnegative_integer,
+        "probs": constraints.unit_interval,
+        "logits": constraints.real,
+    }
+    has_enumerate_support = True
+
+    def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
+        if (probs is None) == (logits is None):
+            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        if probs is not None:
+            self.total_count, self.probs = broadcast_all(total_count, probs)
+            self.total_count = self.total_count.type_as(self.probs)
+        else:
+            self.total_count, self.logits = broadcast_all(total_count, logits)
+            self.total_count = self.total_count.type_as(self.logits)
+        self._param = self.probs if probs is not None else self.logits
+        batch_shape = self._param.size()
+        super().__init__(batch_shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(Binomial, _instance)
+        batch_shape = _size(batch_shape)
+        new.total_count = self.total_count.expand(batch_shape)
+        if "probs" in self.__dict__:
+            new.probs = self.probs.expand(batch_shape)
+            new._param = new.probs
+        if "logits" in self.__dict__:
+            new.logits = self.logits.expand(batch_shape)
+            new._param = new.logits
+        super(Binomial, new).__init__(batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @constraints.dependent_property(is_discrete=True, event_dim=0)
+    def support(self):
+        return constraints.integer_interval(0, self.total_count)
+
+    @property
+    def mean(self):
+        return self.total_count * self.probs
+
+    @property
+    def mode(self):
+        return ((self.total_count + 1) * self.probs).floor().clamp(max=self.total_count)
+
+    @property
+    def variance(self):
+        return self.total_count * self.probs * (1 - self.probs)
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=True)
+
+    @property
+    def param_shape(self):
+        return self._param.size()
+
+    def sample(self, sample_shape=()):
+        shape = tuple(self._extended_shape(sample_shape))
+        with _vk.no_grad():
+            counts = self.total_count.expand(shape)
+            probs = self.probs.expand(shape)
+            trials = int(counts.max().item()) if counts.numel() else 0
+            if trials == 0:
+                return _vk.zeros(shape, dtype=probs.dtype, device=probs.device)
+            index = _vk.arange(trials, dtype=probs.dtype, device=probs.device).reshape((trials,) + (1,) * len(shape))
+            u = _vk.rand((trials, *shape), dtype=probs.dtype, device=probs.device)
+            return ((u < probs) & (index < counts)).to(probs.dtype).sum(0)
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        log_factorial_n = _vk.lgamma(self.total_count + 1)
+        log_factorial_k = _vk.lgamma(value + 1)
+        log_factorial_nmk = _vk.lgamma(self.total_count - value + 1)
+        # k log p + (n - k) log(1 - p) = k logit - n log(1 + e^logit), computed without overflow
+        normalize_term = (
+            self.total_count * _clamp_by_zero(self.logits)
+            + self.total_count * _vk.log1p(_vk.exp(-_vk.abs(self.logits)))
+            - log_factorial_n
+        )
+        return value * self.logits - log_factorial_k - log_factorial_nmk - normalize_term
+
+    def entropy(self):
+        total_count = int(self.total_count.max().item())
+        if not self.total_count.min().item() == total_count:
+            raise NotImplementedError("Inhomogeneous total count not supported by `entropy`.")
+        log_prob = self.log_prob(self.enumerate_support(False))
+        return -(_vk.exp(log_prob) * log_prob).sum(0)
+
+    def enumerate_support(self, expand: bool = True):
+        total_count = int(self.total_count.max().item())
+        if not self.total_count.min().item() == total_count:
+            raise NotImplementedError("Inhomogeneous total count not supported by `enumerate_support`.")
+        values = _vk.arange(1 + total_count, dtype=self._param.dtype, device=self._param.device)
+        values = values.view((-1,) + (1,) * len(self._batch_shape))
+        if expand:
+            values = values.expand((-1,) + tuple(self._batch_shape))
+        return values

@@ -1,0 +1,155 @@
+"""``MultivariateNormal(loc, covariance_matrix=None, precision_matrix=None, scale_tril=None)``.
+
+As ``torch.distributions.MultivariateNormal``. The Cholesky factor and the triangular solves
+come from ``vkml/frontend/distributions_linalg.py`` (vkml's ops, a column at a time).
+"""
+
+from __future__ import annotations
+
+import math
+
+import vkml as _vk
+
+from ..frontend import distributions_linalg as _linalg
+from . import constraints
+from .distribution import Distribution
+from .utils import _size, _standard_normal, lazy_property
+
+__all__ = ["MultivariateNormal"]
+
+
+def _batch_mv(bmat, bvec):
+    """Matrix times vector, batched and broadcast."""
+    return _vk.matmul(bmat, bvec.unsqueeze(-1)).squeeze(-1)
+
+
+def _batch_mahalanobis(bL, bx):
+    """The squared Mahalanobis distance x^T (L L^T)^-1 x, batched and broadcast over L and x."""
+    return _linalg.solve_lower_vector(bL, bx).pow(2).sum(-1)
+
+
+def _precision_to_scale_tril(P):
+    """The lower factor of P^-1, through the Cholesky factor of P flipped (as PyTorch computes it)."""
+    Lf = _linalg.cholesky(_vk.flip(P, (-2, -1)))
+    L_inv = _vk.transpose(_vk.flip(Lf, (-2, -1)), -2, -1)
+    Id = _vk.eye(P.shape[-1], dtype=P.dtype, device=P.device)
+    return _linalg.solve_triangular(L_inv, Id.expand(tuple(L_inv.shape)), upper=False)
+
+
+class MultivariateNormal(Distribution):
+    """The normal distribution of vectors, by one of covariance, precision or lower Cholesky factor.
+
+    >>> import vkml
+    >>> from vkml.distributions import MultivariateNormal
+    >>> d = MultivariateNormal(vkml.zeros(2), covariance_matrix=vkml.eye(2) * 4)
+    >>> round(d.entropy().item(), 4)
+    4.2242
+    """
+
+    arg_constraints = {
+        "loc": constraints.real_vector,
+        "covariance_matrix": constraints.positive_definite,
+        "precision_matrix": constraints.positive_definite,
+        "scale_tril": constraints.lower_cholesky,
+    }
+    support = constraints.real_vector
+    has_rsample = True
+
+    def __init__(self, loc, covariance_matrix=None, precision_matrix=None, scale_tril=None, validate_args=None):
+        if loc.dim() < 1:
+            raise ValueError("loc must be at least one-dimensional.")
+        if (covariance_matrix is not None) + (scale_tril is not None) + (precision_matrix is not None) != 1:
+            raise ValueError("Exactly one of covariance_matrix or precision_matrix or scale_tril may be specified.")
+        if scale_tril is not None:
+            if scale_tril.dim() < 2:
+                raise ValueError(
+                    "scale_tril matrix must be at least two-dimensional, with optional leading batch dimensions"
+                )
+            batch_shape = _vk.broadcast_shapes(tuple(scale_tril.shape[:-2]), tuple(loc.shape[:-1]))
+            self.scale_tril = scale_tril.expand(tuple(batch_shape) + (-1, -1))
+        elif covariance_matrix is not None:
+            if covariance_matrix.dim() < 2:
+                raise ValueError(
+                    "covariance_matrix must be at least two-dimensional, with optional leading batch dimensions"
+                )
+            batch_shape = _vk.broadcast_shapes(tuple(covariance_matrix.shape[:-2]), tuple(loc.shape[:-1]))
+            self.covariance_matrix = covariance_matrix.expand(tuple(batch_shape) + (-1, -1))
+        else:
+            if precision_matrix.dim() < 2:
+                raise ValueError(
+                    "precision_matrix must be at least two-dimensional, with optional leading batch dimensions"
+                )
+            batch_shape = _vk.broadcast_shapes(tuple(precision_matrix.shape[:-2]), tuple(loc.shape[:-1]))
+            self.precision_matrix = precision_matrix.expand(tuple(batch_shape) + (-1, -1))
+        self.loc = loc.expand(tuple(batch_shape) + (-1,))
+        event_shape = self.loc.shape[-1:]
+        super().__init__(batch_shape, event_shape, validate_args=validate_args)
+        if scale_tril is not None:
+            self._unbroadcasted_scale_tril = scale_tril
+        elif covariance_matrix is not None:
+            self._unbroadcasted_scale_tril = _linalg.cholesky(covariance_matrix)
+        else:
+            self._unbroadcasted_scale_tril = _precision_to_scale_tril(precision_matrix)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(MultivariateNormal, _instance)
+        batch_shape = _size(batch_shape)
+        loc_shape = tuple(batch_shape) + tuple(self.event_shape)
+        cov_shape = loc_shape + tuple(self.event_shape)
+        new.loc = self.loc.expand(loc_shape)
+        new._unbroadcasted_scale_tril = self._unbroadcasted_scale_tril
+        for name in ("covariance_matrix", "scale_tril", "precision_matrix"):
+            if name in self.__dict__:
+                setattr(new, name, self.__dict__[name].expand(cov_shape))
+        super(MultivariateNormal, new).__init__(batch_shape, self.event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @lazy_property
+    def scale_tril(self):
+        shape = tuple(self._batch_shape) + tuple(self._event_shape) * 2
+        return self._unbroadcasted_scale_tril.expand(shape)
+
+    @lazy_property
+    def covariance_matrix(self):
+        L = self._unbroadcasted_scale_tril
+        shape = tuple(self._batch_shape) + tuple(self._event_shape) * 2
+        return _vk.matmul(L, L.mT).expand(shape)
+
+    @lazy_property
+    def precision_matrix(self):
+        shape = tuple(self._batch_shape) + tuple(self._event_shape) * 2
+        return _linalg.cholesky_inverse(self._unbroadcasted_scale_tril).expand(shape)
+
+    @property
+    def mean(self):
+        return self.loc
+
+    @property
+    def mode(self):
+        return self.loc
+
+    @property
+    def variance(self):
+        shape = tuple(self._batch_shape) + tuple(self._event_shape)
+        return self._unbroadcasted_scale_tril.pow(2).sum(-1).expand(shape)
+
+    def rsample(self, sample_shape=()):
+        shape = self._extended_shape(sample_shape)
+        eps = _standard_normal(shape, dtype=self.loc.dtype, device=self.loc.device)
+        return self.loc + _batch_mv(self._unbroadcasted_scale_tril, eps)
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        diff = value - self.loc
+        M = _batch_mahalanobis(self._unbroadcasted_scale_tril, diff)
+        half_log_det = self._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+        return -0.5 * (self._event_shape[0] * math.log(2 * math.pi) + M) - half_log_det
+
+    def entropy(self):
+        half_log_det = self._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+        H = 0.5 * self._event_shape[0] * (1.0 + math.log(2 * math.pi)) + half_log_det
+        if len(self._batch_shape) == 0:
+            return H
+        return H.expand(tuple(self._batch_shape))

@@ -1,0 +1,90 @@
+"""What pytorch/examples' programs needed beyond the rest of the suite (tests/programs/ runs three of them).
+
+Each check is one a program of pytorch/examples ran into: the word language model's
+``model.rnn.flatten_parameters()``, the device choice through ``torch.accelerator`` and
+``torch.xpu``, the siamese network's deprecated ``nn.init.xavier_uniform``, and fast neural
+style's ``style.repeat(...)`` followed by an in-place ``div_`` (repeat gives new memory).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import vkml
+import vkml.nn as nn
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU", "RNN"])
+def test_rnn_flatten_parameters_and_all_weights_match_pytorch(kind):
+    theirs = getattr(torch.nn, kind)(3, 4, num_layers=2, bidirectional=True)
+    ours = getattr(nn, kind)(3, 4, num_layers=2, bidirectional=True)
+    ours.load_state_dict({k: vkml.tensor(v.detach().numpy()) for k, v in theirs.state_dict().items()})
+    assert ours.flatten_parameters() is None
+    assert [[p.shape for p in layer] for layer in ours.all_weights] == [
+        [tuple(p.shape) for p in layer] for layer in theirs.all_weights
+    ]
+    for mine, real in zip(sum(ours.all_weights, []), sum(theirs.all_weights, [])):
+        np.testing.assert_array_equal(mine.detach().numpy(), real.detach().numpy())
+    assert all(isinstance(p, nn.Parameter) for p in sum(ours.all_weights, []))
+    without_bias = nn.GRU(2, 3, bias=False)
+    assert [len(layer) for layer in without_bias.all_weights] == [2]
+
+
+def test_accelerator_names_the_device_cuda_names(gpu):
+    import vkml.accelerator
+    import vkml.xpu
+
+    assert vkml.accelerator.is_available() is vkml.cuda.is_available() is True
+    device = vkml.accelerator.current_accelerator()
+    assert device == vkml.device("cuda") and device.type == "vulkan"
+    assert vkml.accelerator.current_device_index() == vkml.accelerator.current_device_idx() == device.index
+    assert vkml.accelerator.device_count() == vkml.cuda.device_count()
+    vkml.accelerator.set_device_index(device.index)
+    with pytest.raises(NotImplementedError, match="set_device_index"):
+        vkml.accelerator.set_device_index(device.index + 7)
+    # the pytorch/examples idiom: a tensor moved there computes there
+    x = vkml.ones(3).to(device) * 2
+    vkml.accelerator.synchronize()
+    assert x.device == device and x.tolist() == [2.0, 2.0, 2.0]
+    assert vkml.xpu.is_available() is False and vkml.xpu.device_count() == 0
+
+
+@pytest.mark.parametrize("name", ["xavier_uniform", "xavier_normal", "kaiming_uniform", "orthogonal", "normal"])
+def test_deprecated_init_names_warn_and_initialise(name):
+    vkml.manual_seed(3)
+    expected = getattr(nn.init, name + "_")(nn.Parameter(vkml.zeros(4, 5)))
+    vkml.manual_seed(3)
+    weight = nn.Parameter(vkml.zeros(4, 5))
+    with pytest.warns(FutureWarning, match=f"`nn.init.{name}` is now deprecated in favor of `nn.init.{name}_`"):
+        out = getattr(nn.init, name)(weight)
+    assert out is weight
+    np.testing.assert_array_equal(weight.detach().numpy(), expected.detach().numpy())
+    with pytest.warns(FutureWarning):
+        getattr(torch.nn.init, name)(torch.zeros(4, 5))  # the same warning class as PyTorch
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        lambda t: t.repeat(2, 1, 1, 1),  # fast neural style's style image, one copy per batch entry
+        lambda t: t.repeat(1, 1, 1),
+        lambda t: t.tile((1,)),
+        lambda t: t.repeat_interleave(1, dim=0),
+        lambda t: t[:1].repeat_interleave(2, dim=0),
+        lambda t: t.repeat_interleave(1),
+    ],
+)
+@pytest.mark.parametrize("device_kind", ["cpu", "gpu"])
+def test_repeat_gives_new_memory_that_takes_in_place_writes(op, device_kind, request):
+    device = request.getfixturevalue("gpu") if device_kind == "gpu" else vkml.device("cpu")
+    values = np.arange(12, dtype=np.float32).reshape(3, 2, 2)
+    ours, theirs = vkml.tensor(values, device=device), torch.tensor(values)
+    out, expected = op(ours), op(theirs)
+    out.div_(255.0)  # formerly refused (stride-0 view) or written through into the input
+    expected.div_(255.0)
+    np.testing.assert_array_equal(out.numpy(), expected.numpy())
+    np.testing.assert_array_equal(ours.numpy(), values)
+    ours.add_(1)  # and a write to the input leaves the repeat alone
+    np.testing.assert_array_equal(out.numpy(), expected.numpy())

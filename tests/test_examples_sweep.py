@@ -88,3 +88,37 @@ def test_repeat_gives_new_memory_that_takes_in_place_writes(op, device_kind, req
     np.testing.assert_array_equal(ours.numpy(), values)
     ours.add_(1)  # and a write to the input leaves the repeat alone
     np.testing.assert_array_equal(out.numpy(), expected.numpy())
+
+
+def test_dropout2d_on_2d_input_warns_and_masks_each_element_as_pytorch():
+    """mnist_rnn puts nn.Dropout2d after an LSTM's (N, C) output: PyTorch warns and drops elements."""
+    import vkml.nn.functional as F
+
+    x = vkml.ones(64, 32)
+    with pytest.warns(UserWarning, match="Received a 2-D input to dropout2d, which is deprecated"):
+        out = nn.Dropout2d(0.5)(x)
+    values = out.numpy()
+    assert set(np.unique(values)) == {0.0, 2.0}
+    # element-wise, not row- or column-wise: neither a row nor a column is all one value
+    assert 0 < (values == 0).mean() < 1 and len({tuple(r) for r in values}) > 2
+    assert not all((c == c[0]).all() for c in values.T)
+    with pytest.warns(UserWarning, match="2-D input"):
+        assert F.dropout2d(x, 0.5, training=False) is x
+    with pytest.warns(UserWarning, match="1-D input"), pytest.raises(RuntimeError, match="at least 2 dimensions"):
+        F.dropout2d(vkml.ones(3), 0.5)
+    with pytest.warns(UserWarning, match="1-D input"):
+        assert F.dropout2d(vkml.ones(3), 1.0).tolist() == [0.0, 0.0, 0.0]
+    with pytest.warns(UserWarning, match="assuming that channel-wise 1D dropout"):  # warned in eval too
+        F.dropout2d(vkml.ones(2, 3, 4), 0.5, training=False)
+
+
+def test_range_indexes_as_a_list_of_ints():
+    """mnist_forward_forward's overlay: x_[range(x.shape[0]), y] = x.max()."""
+    values = np.arange(12, dtype=np.float32).reshape(4, 3)
+    ours, theirs = vkml.tensor(values), torch.tensor(values)
+    labels = [2, 0, 1, 1]
+    ours[range(ours.shape[0]), vkml.tensor(labels)] = ours.max()
+    theirs[range(theirs.shape[0]), torch.tensor(labels)] = theirs.max()
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    np.testing.assert_array_equal(ours[range(1, 4, 2)].numpy(), theirs[range(1, 4, 2)].numpy())
+    np.testing.assert_array_equal(ours[:, range(0)].numpy(), theirs[:, range(0)].numpy())

@@ -132,7 +132,7 @@ def combine_kernel(mode: str, wide: bool):
 
 def is_advanced(index) -> bool:
     items = index if isinstance(index, tuple) else (index,)
-    return any(isinstance(i, (_tensor.Tensor, list, np.ndarray, bool)) for i in items)
+    return any(isinstance(i, (_tensor.Tensor, list, range, np.ndarray, bool)) for i in items)
 
 
 def _as_array(op: str, item):
@@ -144,7 +144,7 @@ def _as_array(op: str, item):
             )
         array = item.numpy()
         return array if array.dtype == np.bool_ else array.astype(np.int64)
-    if isinstance(item, (list, np.ndarray)):
+    if isinstance(item, (list, range, np.ndarray)):  # a range is a sequence of ints, as in PyTorch
         array = np.asarray(item)
         if array.dtype == np.bool_:
             return array

@@ -122,3 +122,26 @@ def test_range_indexes_as_a_list_of_ints():
     np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
     np.testing.assert_array_equal(ours[range(1, 4, 2)].numpy(), theirs[range(1, 4, 2)].numpy())
     np.testing.assert_array_equal(ours[:, range(0)].numpy(), theirs[:, range(0)].numpy())
+
+
+def test_a_repeated_training_step_reuses_the_cpu_interpreters_programs(monkeypatch):
+    """The forward-forward layer's step: its reductions' programs are several MiB each, and a bound
+    smaller than one step's programs made every step compile them all again (5x the time)."""
+    from vkml.ir.interp import compiled
+
+    compiles = []
+    original = compiled._compile
+    monkeypatch.setattr(
+        compiled, "_compile", lambda kernel, dead: compiles.append(kernel.name) or original(kernel, dead)
+    )
+    vkml.manual_seed(0)
+    layer = nn.Linear(20, 16)
+    x = vkml.randn(16, 20)
+    counts = []
+    for _ in range(3):
+        x_direction = x / (x.norm(2, 1, keepdim=True) + 1e-4)
+        loss = vkml.relu(vkml.mm(x_direction, layer.weight.T) + layer.bias.unsqueeze(0)).pow(2).mean(1).mean()
+        loss.backward()
+        loss.item(), layer.weight.grad.sum().item()
+        counts.append(len(compiles))
+    assert counts[0] > 0 and counts[2] == counts[1], compiles[counts[1] :]

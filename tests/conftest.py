@@ -93,6 +93,8 @@ LONG_RUNNING = (
     "tests/test_examples.py::test_modules_and_buffers",
     "tests/test_programs.py::test_program_matches_pytorch[gpt_attention]",
     "tests/test_programs.py::test_program_matches_pytorch[mnist_style]",
+    "tests/test_programs.py::test_program_matches_pytorch[word_language_model]",
+    "tests/test_programs.py::test_program_matches_pytorch[fast_neural_style]",
     "tests/test_threads.py::test_threads_realize_shared_graphs_with_single_thread_bits[cpu]",
     "tests/test_ops_trig.py::test_dsl_functions_give_the_ops_bits_and_torchs_gradients",
     "tests/test_nn_rnn.py::test_rnn_vulkan_equals_cpu[gru_bidirectional_batch_first]",

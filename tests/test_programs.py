@@ -82,6 +82,9 @@ CASES = [
     pytest.param("checkpoint_resume", id="checkpoint_resume"),
     pytest.param("mnist_style", id="mnist_style"),
     pytest.param("autograd_tutorial", id="autograd_tutorial"),
+    pytest.param("word_language_model", id="word_language_model"),
+    pytest.param("fast_neural_style", id="fast_neural_style"),
+    pytest.param("forward_forward", id="forward_forward"),
 ]
 
 

@@ -223,6 +223,15 @@ _sys.modules[__name__ + ".func"] = func
 __all__ += ["func", "vmap"]
 
 
+# ---------------------------------------------------------------- vkml.accelerator and vkml.xpu
+# (vkml/frontend/accelerator.py: the device-agnostic check pytorch/examples' programs start with)
+from .frontend.accelerator import accelerator, xpu  # noqa: E402
+
+_sys.modules[__name__ + ".accelerator"] = accelerator
+_sys.modules[__name__ + ".xpu"] = xpu
+__all__ += ["accelerator", "xpu"]
+
+
 # ---------------------------------------------------------------------- the public ops, then autocast
 # KEEP THIS BLOCK LAST. Every op is bound here, from the ``EXPORTS`` of the modules that define it
 # (vkml/frontend/public.py): vkml.<name> (``tensor`` replaces the submodule vkml.tensor), __all__,

@@ -152,7 +152,7 @@ def sequence_as_tuple(index):
 def is_advanced(index) -> bool:
     items = index if isinstance(index, tuple) else (index,)
     # a tuple inside the index tuple is a sequence of indices, as a list (x[(1, 0), :] == x[[1, 0], :])
-    return any(isinstance(i, (_tensor.Tensor, list, tuple, np.ndarray, bool)) for i in items)
+    return any(isinstance(i, (_tensor.Tensor, list, tuple, range, np.ndarray, bool)) for i in items)
 
 
 def _as_array(op: str, item):
@@ -164,7 +164,7 @@ def _as_array(op: str, item):
             )
         array = item.numpy()
         return array if array.dtype == np.bool_ else array.astype(np.int64)
-    if isinstance(item, (list, tuple, np.ndarray)):
+    if isinstance(item, (list, tuple, range, np.ndarray)):  # a range is a sequence of ints, as in PyTorch
         array = np.asarray(item)
         if array.dtype == np.bool_:
             return array

@@ -436,7 +436,11 @@ def repeat(input, *sizes):
     # before each dim, and the reshape merges each pair (a copy only where it must be one).
     paired = F.reshape(input, *[v for s in shape for v in (1, s)])
     expanded = F.expand(paired, *[v for r, s in zip(sizes, shape) for v in (r, s)])
-    return F.reshape(expanded, *final)
+    out = F.reshape(expanded, *final)
+    # PyTorch's repeat always returns new memory; where the reshape could stay a view (all-1
+    # repeats, or repeats only on leading new dims) the result would share input's storage, so an
+    # in-place write to one would show in the other (and on the stride-0 dims, refuse to run).
+    return F.clone(out) if out._base is not None else out
 
 
 def tile(input, dims):
@@ -493,7 +497,9 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         raise RuntimeError("'repeat_interleave': Repeats must be non-negative")
     shape = input.shape
     wide = F.expand(F.unsqueeze(input, d + 1), *shape[: d + 1], r, *shape[d + 1 :])
-    return _check_output_size(F.reshape(wide, *shape[:d], size * r, *shape[d + 1 :]), d, output_size)
+    out = F.reshape(wide, *shape[:d], size * r, *shape[d + 1 :])
+    # New memory, as PyTorch's: the reshape stays a view of input for r == 1 or a dim of size 1
+    return _check_output_size(F.clone(out) if out._base is not None else out, d, output_size)
 
 
 def _check_output_size(out, d: int, output_size):

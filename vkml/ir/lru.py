@@ -40,8 +40,10 @@ LIMITS: dict[str, tuple[int, int | None]] = {
     "pipelines": (512, None),
     "kernel_entries": (512, None),  # per kernel object: pipeline and dispatch plan (runtime/pipelines.py)
     # The CPU's compiled interpreter programs (ir/interp/compiled.py): about 1 KiB of closures
-    # and slots per instruction, which is their weight.
-    "programs": (256, 8 << 20),
+    # and slots per instruction, which is their weight. A reduction's program has thousands of
+    # instructions (several MiB): the bound must hold one training step's programs, or every step
+    # compiles them again (a forward-forward step of two Linear layers took 5x as long at 8 MiB).
+    "programs": (256, 32 << 20),
     "compiled_spirv": (256, 16 << 20),  # codegen's SPIR-V and assembly (codegen/spirv.py)
     # Lowered kernel templates (schedule/scheduler.py) and realize recipes (schedule/plan_cache.py).
     # Both hold kernels (their IR, and through them the CPU's programs): a training loop with a new

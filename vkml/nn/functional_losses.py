@@ -206,17 +206,22 @@ def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean
 
 def dropout2d(input, p: float = 0.5, training: bool = True, inplace: bool = False):
     """Zero whole channels (each (n, c) plane of (N, C, H, W)) with probability ``p``, scaling the others by
-    1/(1-p), while ``training``. A 3-D input is read as (N, C, L), with PyTorch's warning.
+    1/(1-p), while ``training``. A 3-D input is read as (N, C, L), with PyTorch's warning; other
+    ranks warn too and mask over their first two dims (a 2-D input element by element).
 
     >>> dropout2d(vkml.ones(1, 2, 2, 2), training=False).shape  # doctest: +SKIP
     (1, 2, 2, 2)
     """
     if not 0 <= p <= 1:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if input.ndim not in (3, 4):
-        raise RuntimeError(f"'dropout2d': Expected 3D or 4D input, got {input.ndim}D input")
-    if not training or p == 0:
-        return input
+    if input.ndim not in (3, 4):  # PyTorch warns, then masks over the first two dims (mnist_rnn's (N, C))
+        warnings.warn(
+            f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is deprecated and will result in an "
+            "error in a future release. To retain the behavior and silence this warning, please use dropout "
+            "instead. Note that dropout2d exists to provide channel-wise dropout on inputs with 2 spatial "
+            "dimensions, a channel dimension, and an optional batch dimension (i.e. 3D or 4D inputs).",
+            stacklevel=2,
+        )
     if input.ndim == 3:
         warnings.warn(
             "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout behavior is "
@@ -225,6 +230,10 @@ def dropout2d(input, p: float = 0.5, training: bool = True, inplace: bool = Fals
             "(C, H, W). To maintain the 1D channel-wise dropout behavior, please switch to using dropout1d instead.",
             stacklevel=2,
         )
+    if not training or p == 0 or input.numel() == 0:
+        return input
+    if input.ndim < 2 and p != 1:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
 
     def apply(x):

@@ -299,3 +299,36 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator: Generator | None = N
     if rows < cols:
         q = q.T
     return _from_host(tensor, (q * gain).astype(np.float32).reshape(tensor.shape))
+
+
+# ---------------------------------------------------------------- the deprecated names without "_"
+# Older programs (pytorch/examples' siamese network: `nn.init.xavier_uniform(m.weight)`) still call
+# them; as PyTorch's, each warns (FutureWarning) that it is deprecated and does what the "_" form does.
+
+
+def _deprecated(new):
+    old = new.__name__[:-1]
+
+    def deprecated_init(*args, **kwargs):
+        warnings.warn(
+            f"`nn.init.{old}` is now deprecated in favor of `nn.init.{new.__name__}`.", FutureWarning, stacklevel=2
+        )
+        return new(*args, **kwargs)
+
+    deprecated_init.__name__ = deprecated_init.__qualname__ = old
+    deprecated_init.__doc__ = f"Deprecated: warns, then ``{new.__name__}``."
+    return deprecated_init
+
+
+uniform = _deprecated(uniform_)
+normal = _deprecated(normal_)
+constant = _deprecated(constant_)
+eye = _deprecated(eye_)
+dirac = _deprecated(dirac_)
+xavier_uniform = _deprecated(xavier_uniform_)
+xavier_normal = _deprecated(xavier_normal_)
+kaiming_uniform = _deprecated(kaiming_uniform_)
+kaiming_normal = _deprecated(kaiming_normal_)
+orthogonal = _deprecated(orthogonal_)
+__all__ += ["uniform", "normal", "constant", "eye", "dirac", "xavier_uniform", "xavier_normal"]
+__all__ += ["kaiming_uniform", "kaiming_normal", "orthogonal"]

@@ -419,6 +419,24 @@ class _RNNBase(Module):
         for weight in self.parameters():
             init.uniform_(weight, -stdv, stdv)
 
+    def flatten_parameters(self) -> None:
+        """Does nothing, as PyTorch's does off cuDNN: each weight already is its own buffer here.
+
+        Programs call it after loading or moving a model (pytorch/examples' word language
+        model); the weights it would pack are read where they are at every step.
+        """
+
+    @property
+    def all_weights(self) -> list[list[Parameter]]:
+        """The parameters by layer and direction, each list in registration order (as PyTorch's)."""
+        directions = 2 if self.bidirectional else 1
+        kinds = ("weight_ih", "weight_hh", "bias_ih", "bias_hh") if self.bias else ("weight_ih", "weight_hh")
+        return [
+            [getattr(self, f"{kind}_l{layer}{suffix}") for kind in kinds]
+            for layer in range(self.num_layers)
+            for suffix in ("", "_reverse")[:directions]
+        ]
+
     def extra_repr(self) -> str:
         text = f"{self.input_size}, {self.hidden_size}"
         if self.num_layers != 1:  # torch's repr leaves nonlinearity out

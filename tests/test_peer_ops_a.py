@@ -8,6 +8,8 @@ attributes ``is_floating_point``, ``is_complex``, ``itemsize``.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -169,3 +171,23 @@ def test_arange_requires_grad_as_torch():
         np.testing.assert_array_equal(g.numpy(), [0.0, 1.0, 2.0, 3.0])
         with pytest.raises(RuntimeError):  # only float tensors can require grad
             m.arange(3, requires_grad=True)
+
+
+def test_deprecated_alpha_first_overload_as_torch():
+    """``p.data.add_(-lr, p.grad)`` (older optimizers): alpha first, with PyTorch's warning."""
+    results = []
+    for m in (torch, vkml):  # PyTorch warns once per process: only vkml's warning is checked
+        p, g = m.ones(3), m.tensor([1.0, 2.0, 3.0])
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            p.add_(-0.5, g)
+            q = m.sub(p, 2, g)
+        if m is vkml:
+            assert [str(w.message).split(":")[0] for w in caught] == [
+                "This overload of add_ is deprecated",
+                "This overload of sub is deprecated",
+            ]
+        results.append((p.tolist(), q.tolist()))
+    assert results[0] == results[1]
+    with pytest.raises(TypeError):
+        vkml.add(vkml.ones(3), vkml.ones(3), vkml.ones(3))

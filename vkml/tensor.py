@@ -582,10 +582,14 @@ class Tensor:
         """Write ``src`` (broadcast, converted to this dtype and device) into this tensor; returns it."""
         return mutation.copy_(self, src)
 
-    def add_(self, other, *, alpha=1) -> Tensor:
+    def add_(self, other, *rest, alpha=1) -> Tensor:
+        if rest:  # add_(alpha, other): PyTorch's deprecated overload, with its warning
+            other, alpha = F._legacy_alpha("add_", other, rest, alpha)
         return mutation.inplace(self, "add_", F.add, other if alpha == 1 else other * alpha)
 
-    def sub_(self, other, *, alpha=1) -> Tensor:
+    def sub_(self, other, *rest, alpha=1) -> Tensor:
+        if rest:
+            other, alpha = F._legacy_alpha("sub_", other, rest, alpha)
         return mutation.inplace(self, "sub_", F.sub, other if alpha == 1 else other * alpha)
 
     def mul_(self, other) -> Tensor:

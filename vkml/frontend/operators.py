@@ -8,6 +8,7 @@ combines); this module only shapes graphs.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -198,15 +199,33 @@ def _alpha_scaled(op: str, plain, input, other, alpha):
     return other * alpha
 
 
-def add(input, other, *, alpha=1):
+def _legacy_alpha(op: str, other, rest: tuple, alpha):
+    """PyTorch's deprecated overload ``add(alpha, other)`` (``p.data.add_(-lr, grad)`` in older
+    optimizers): (other, alpha), with PyTorch's warning; any other extra argument is a TypeError."""
+    if len(rest) != 1 or not isinstance(rest[0], _tensor.Tensor) or isinstance(other, _tensor.Tensor):
+        raise TypeError(f"{op}() takes 2 positional arguments (input, other) but {2 + len(rest)} were given")
+    warnings.warn(
+        f"This overload of {op} is deprecated:\n\t{op}(Number alpha, Tensor other)\nConsider using one of the "
+        f"following signatures instead:\n\t{op}(Tensor other, *, Number alpha = 1)",
+        UserWarning,
+        stacklevel=3,
+    )
+    return rest[0], other
+
+
+def add(input, other, *rest, alpha=1):
     """``input + alpha * other`` with broadcasting, correctly rounded; see docs/ops/add.md."""
+    if rest:
+        other, alpha = _legacy_alpha("add", other, rest, alpha)
     if type(alpha) is not int or alpha != 1:  # alpha=True is PyTorch's error on a non-bool result
         other = _alpha_scaled("add", _plain_add, input, other, alpha)
     return _plain_add(input, other)
 
 
-def sub(input, other, *, alpha=1):
+def sub(input, other, *rest, alpha=1):
     """``input - alpha * other`` with broadcasting, correctly rounded; see docs/ops/sub.md."""
+    if rest:
+        other, alpha = _legacy_alpha("sub", other, rest, alpha)
     if type(alpha) is not int or alpha != 1:
         other = _alpha_scaled("sub", _plain_sub, input, other, alpha)
     return _plain_sub(input, other)

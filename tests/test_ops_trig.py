@@ -567,14 +567,10 @@ def test_polygamma_orders_and_trigamma_divergences():
         vkml.polygamma(-1, vkml.tensor(x))
     with pytest.raises(RuntimeError, match="negative n"):
         torch.polygamma(-1, to_torch(x))
-    with pytest.raises(NotImplementedError, match="n = 2"):
-        vkml.polygamma(2, vkml.tensor(x))
-    # its derivative, polygamma(2, x), is missing: backward says so (PyTorch differentiates it)
+    # its derivative is polygamma(2, x) (tests/test_polygamma_zeta.py checks its values)
     t = vkml.tensor([0.5, 2.0], requires_grad=True)
-    y = vkml.polygamma(1, t).sum()
-    with pytest.raises(NotImplementedError, match="polygamma"):
-        y.backward()
-    assert t.grad is None
+    vkml.polygamma(1, t).sum().backward()
+    assert_ulp(t.grad.numpy(), from_torch(torch.polygamma(2, torch.tensor([0.5, 2.0]))).astype(np.float64), 2, "grad")
 
 
 # ---------------------------------------------------------------------- vkml.dsl

@@ -8,6 +8,8 @@ aliases) have no code here: their OpDefs declare their public names.
 
 from __future__ import annotations
 
+import decimal
+import math
 import types
 
 import numpy as np
@@ -38,7 +40,7 @@ def atan2(input, other):
 def polygamma(n, input):
     """The n-th derivative of digamma: n = 0 is digamma, n = 1 trigamma; see docs/ops/trigamma.md.
 
-    Divergence from PyTorch: n >= 2 raises NotImplementedError (vkml has no routine for them yet).
+    n >= 2: (-1)^(n+1) n! zeta(n + 1, x); see docs/ops/polygamma.md.
     """
     if type(n) is not int:
         raise TypeError(f"polygamma(): argument 'n' (position 1) must be int, not {type(n).__name__}")
@@ -48,7 +50,21 @@ def polygamma(n, input):
         return _elementwise("digamma", input)
     if n == 1:
         return _elementwise("trigamma", input)
-    raise NotImplementedError(f"polygamma(n, x) is implemented for n = 0 and n = 1 only, not n = {n}")
+    # n! as its natural logarithm, a float32 pair (exact integer arithmetic, then the log to 40 digits)
+    log_fact = decimal.Context(prec=40).ln(decimal.Decimal(math.factorial(n)))
+    hi = float(np.float32(float(log_fact)))
+    lo = float(np.float32(float(log_fact - decimal.Decimal(hi))))
+    return _elementwise("polygamma", input, float(n + 1), hi, lo)
+
+
+def zeta(input, other):
+    """The Hurwitz zeta function zeta(x, q) = sum_{k >= 0} (q + k)^-x (torch.special.zeta); see docs/ops/zeta.md.
+
+    As PyTorch, either operand may be a Python number, not both.
+    """
+    if not isinstance(input, F._tensor.Tensor) and not isinstance(other, F._tensor.Tensor):
+        raise TypeError("zeta(): at least one of 'self' and 'other' must be a Tensor")
+    return _elementwise("zeta", input, other)
 
 
 def _polygamma_method(self, n):
@@ -105,6 +121,7 @@ def _special_namespace() -> types.ModuleType:
         "digamma": public.function("digamma"),
         "psi": public.function("digamma"),
         "polygamma": polygamma,
+        "zeta": zeta,
         "xlogy": _pointwise.xlogy,
         "round": _pointwise.round,
         "logsumexp": F.logsumexp,

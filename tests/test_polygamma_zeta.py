@@ -80,8 +80,8 @@ def test_zeta_same_bits_on_lavapipe(gpu):
     _check_polygamma(5, np.concatenate([_sample(5, 30), SPECIALS])[regular], got[regular])
 
 
-@pytest.mark.stress
-@pytest.mark.parametrize("n", [2, 3, 7])
+@pytest.mark.stress  # minutes: the mpmath reference of 2^20 values
+@pytest.mark.parametrize("n", [2, 7])
 def test_polygamma_float16_exhaustive_and_float32_sample(n):
     # every finite float16 but the poles, and 2^20 float32 inputs (the mpmath reference takes minutes)
     x16 = np.arange(65536, dtype=np.uint16).view(np.float16)
@@ -90,9 +90,19 @@ def test_polygamma_float16_exhaustive_and_float32_sample(n):
     with np.errstate(over="ignore"):
         assert_same_bits(vkml.polygamma(n, vkml.tensor(x16)).numpy(), got32.astype(np.float16), "float16")
     _check_polygamma(n, x16.astype(F32), got32)
-    x = _sample(100 + n, 1 << 18)
-    x = np.concatenate([x, _sample(200 + n, 1 << 18)])
+    x = _sample(100 + n, (1 << 20) // 3 + 1)
     _check_polygamma(n, x, vkml.polygamma(n, vkml.tensor(x)).numpy())
+
+
+def test_polygamma_divergence_where_torch_overflows_n_factorial():
+    # PyTorch's float32 kernel forms exp(lgamma(n + 1)) first: inf for n >= 35 (35! > 3.4e38), NaN where
+    # its zeta underflows to 0 as well
+    x = np.array([5.0, 40.0], F32)
+    theirs = torch.polygamma(35, torch.from_numpy(x)).numpy()
+    assert np.isinf(theirs[0]) and np.isnan(theirs[1])
+    got = vkml.polygamma(35, vkml.tensor(x)).numpy()
+    _check_polygamma(35, x, got)
+    assert np.isfinite(got).all()
 
 
 def test_polygamma_gradient_as_torch():
@@ -129,14 +139,16 @@ def test_zeta_against_mpmath_and_torch():
     # finite values against mpmath, then Cephes' special values against torch, in one call
     s = np.array([2.0, 2.5, 3.0, 1.5, 4.0, 1.01, 10.0, 3.0, 2.0, 3.0, 7.0, 300.0], F32)
     q = np.array([1.0, 0.5, 2.0, 3.0, 1e-3, 1.0, 5.0, -1.5, -1.5, -2.25, 40.0, 1.25], F32)
-    s2 = np.array([1.0, 0.5, 2.0, 2.5, np.inf, np.nan, 2.0, 2.0, 2.0, 1e30, 1e30, 3e38], F32)
-    q2 = np.array([1.0, 1.0, 0.0, -1.5, 2.0, 1.0, np.inf, np.nan, -2.0, 0.5, 1.0, 0.999], F32)
+    s2 = np.array([1.0, 0.5, 2.0, 2.5, np.inf, np.nan, 2.0, 2.0, 2.0, 1e30, 1e30, 1e30], F32)
+    q2 = np.array([1.0, 1.0, 0.0, -1.5, 2.0, 1.0, np.inf, np.nan, -2.0, 0.5, 1.0, 2.0], F32)
     got = vkml.special.zeta(vkml.tensor(np.stack([s, s2])), vkml.tensor(np.stack([q, q2]))).numpy()
     with mp.workprec(80):
         want = np.array([float(mp.zeta(float(a), float(b))) for a, b in zip(s, q)])
     assert (np.abs(got[0] - want) <= _ulp(want)).all(), (got[0], want)
     want2 = torch.special.zeta(torch.from_numpy(s2), torch.from_numpy(q2)).numpy()
-    assert_same_bits(got[1], want2, "special values")
+    assert_same_bits(got[1, :-1], want2[:-1], "special values")
+    # divergence: where every term underflows PyTorch's Cephes loop gives NaN (0 * inf); the sum is 0
+    assert np.isnan(want2[-1]) and got[1, -1] == 0.0
     # no derivative in x, as PyTorch (raised when the graph is built, before any kernel runs)
     w = vkml.tensor([2.5], requires_grad=True)
     with pytest.raises(NotImplementedError, match="zeta"):

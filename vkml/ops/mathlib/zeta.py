@@ -124,7 +124,8 @@ def _positive(s: Value, q: DD, logc: DD) -> tuple[Value, Value, Value]:
     l_b = _add(logc, fast_two_sum(*mul_dd_f(lg[0], lg[1], -s)))  # log(c y^-s)
     l_a = _add(_add(logc, _mul(lg, two_sum(f32(1.0), -s))), _neg(_log_dd(two_sum(s, f32(-1.0)))))
     # the Euler-Maclaurin bracket 1/2 + sum_j B_2j/(2j)! u_j, u_j = s(s+1)...(s+2j-2) y^(1-2j)
-    r = fast_two_sum(*div_dd(f32(1.0), f32(0.0), y[0], y[1]))
+    huge = y[0] > 2.0**100  # there the corrections are below 2^-96 of 1/2 (and div_dd needs y < 2^100)
+    r = fast_two_sum(*div_dd(f32(1.0), f32(0.0), select(huge, f32(2.0**100), y[0]), select(huge, f32(0.0), y[1])))
     r2 = _mul(r, r)
     # (the terms from j = 3 on are below 2^-10 of the bracket for y >= max(16, s): float32 suffices there)
     s_b = select(s > 4.0 * MAX_TERMS, f32(4.0 * MAX_TERMS), s)  # beyond the bound: kept finite only

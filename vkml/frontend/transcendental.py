@@ -8,13 +8,12 @@ aliases) have no code here: their OpDefs declare their public names.
 
 from __future__ import annotations
 
-import decimal
-import math
 import types
 
 import numpy as np
 
 from ..ir import types as T
+from ..ops.mathlib.zeta import log_factorial
 from . import operators as F
 from . import pointwise as _pointwise
 from . import public
@@ -50,11 +49,8 @@ def polygamma(n, input):
         return _elementwise("digamma", input)
     if n == 1:
         return _elementwise("trigamma", input)
-    # n! as its natural logarithm, a float32 pair (exact integer arithmetic, then the log to 40 digits)
-    log_fact = decimal.Context(prec=40).ln(decimal.Decimal(math.factorial(n)))
-    hi = float(np.float32(float(log_fact)))
-    lo = float(np.float32(float(log_fact - decimal.Decimal(hi))))
-    return _elementwise("polygamma", input, float(n + 1), hi, lo)
+    # n + 1 and n! (as its logarithm, a float32 pair) are parameters: one kernel serves every n
+    return _elementwise("polygamma", input, float(n + 1), *log_factorial(n))
 
 
 def zeta(input, other):

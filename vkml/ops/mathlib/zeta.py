@@ -14,6 +14,8 @@ seconds, the CPU interpreter runs it in a fraction of one).
 
 from __future__ import annotations
 
+import decimal
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -59,6 +61,25 @@ EULER_MACLAURIN = [_pair(_B[2 * j] / _FACTORIAL[2 * j]) for j in range(1, BERNOU
 # as float32 (their terms are below 2^-19 for |r| <= 0.36, so float32 rounding costs 2^-43 at most)
 EXP_DD = [_pair(Fraction(1, _FACTORIAL[k])) for k in range(2, 6)]
 EXP_TAIL = [float(np.float32(1.0 / _FACTORIAL[k])) for k in range(6, 14)]
+
+
+_PI_40 = decimal.Decimal("3.141592653589793238462643383279502884197")
+
+
+def log_factorial(n: int) -> tuple[float, float]:
+    """log(n!) as a float32 pair hi + lo (to about 2^-48 relative): exact n! for n <= 300, else Stirling's
+    series n log n - n + log(2 pi n)/2 + 1/(12n) - 1/(360n^3) + 1/(1260n^5), 40 digits either way."""
+    ctx = decimal.Context(prec=40)
+    if n <= 300:
+        value = ctx.ln(decimal.Decimal(math.factorial(n)))
+    else:
+        d = decimal.Decimal(n)
+        value = ctx.subtract(ctx.multiply(d, ctx.ln(d)), d)
+        value = ctx.add(value, ctx.divide(ctx.ln(ctx.multiply(2 * _PI_40, d)), 2))
+        for k, c in ((1, 12), (3, -360), (5, 1260)):
+            value = ctx.add(value, ctx.divide(1, c * d**k))
+    hi = float(np.float32(float(value)))
+    return hi, float(np.float32(float(value - decimal.Decimal(hi))))
 
 
 def _add(a: DD, b: DD) -> DD:

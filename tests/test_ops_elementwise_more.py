@@ -214,6 +214,27 @@ def test_round_decimals_extremes(decimals, gpu):
         check(f"round(decimals={decimals})", [values], *fns, gpu=gpu)
 
 
+def _round_decimals_float64_inputs() -> np.ndarray:
+    rng = np.random.default_rng(17)
+    spread = rng.standard_normal(400) * 10.0 ** rng.integers(-25, 25, 400)
+    # ties after the scaling (0.125 -> 1.25 at d = 1), decimal fractions just off a tie, the range's ends
+    ties = np.array([0.5, 1.5, 2.5, -2.5, 0.125, -0.375, 0.05, 0.15, 0.25, 0.35, 1.005, 2.675, 12345.5, 150.0])
+    ends = np.array([1e308, -1.7976931348623157e308, 5e-324, -1e-300, 2.0**52 + 0.5, 2.0**53, 4.5e15])
+    return np.concatenate([spread, ties, ties * 1e-3, ends, [0.0, -0.0, np.inf, -np.inf, np.nan]])
+
+
+def test_round_decimals_float64_bits_of_torch(gpu):
+    # PyTorch's double kernel: nearbyint(x * 10^d) / 10^d (d > 0), nearbyint(x / 10^-d) * 10^-d (d < 0), with
+    # 10^|d| = std::pow(10, |d|) as a double; past 10^308 it is inf (NaN or ±0 results, as PyTorch's)
+    x = _round_decimals_float64_inputs()
+    for d in (1, 2, 3, 7, 15, 16, 22, 23, 100, 308, 309, 400, -1, -2, -5, -16, -22, -23, -308, -309, -400):
+        want = torch.round(torch.from_numpy(x), decimals=d).numpy()
+        for device in ("cpu", gpu):
+            got = vkml.round(vkml.tensor(x, device=device), decimals=d).numpy()
+            assert got.dtype == np.float64
+            assert_same_bits(got, want, f"round(float64, decimals={d}) on {device}")
+
+
 def test_sgn_float32(gpu):
     check("sgn", [EDGE], torch.sgn, vkml.sgn, gpu=gpu, keep=~np.isnan(EDGE))  # NaN: see the divergences
 

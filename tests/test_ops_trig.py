@@ -164,9 +164,10 @@ TORCH_DIVERGES = {"sinc"}
 # PyTorch's vectorized float32 sinh and cosh compute exp(|x|) first, so they overflow from 88.72 on;
 # vkml's result is finite up to 89.416 (the true overflow point).
 EARLY_OVERFLOW = {"sinh", "cosh"}
-TRIG_OPS = set(OPS) | {"atan2"}
-# Registered divergences from PyTorch that a test here asserts (tests/test_ops_elementwise.py counts them).
-DIVERGENCES_ASSERTED = {"sinc", "logit", "sinh", "cosh", "trigamma"}
+TRIG_OPS = set(OPS) | {"atan2", "polygamma", "zeta"}  # the last two: tests/test_polygamma_zeta.py
+# Registered divergences from PyTorch that a test asserts (tests/test_ops_elementwise.py counts them);
+# polygamma's and zeta's: tests/test_polygamma_zeta.py.
+DIVERGENCES_ASSERTED = {"sinc", "logit", "sinh", "cosh", "trigamma", "polygamma", "zeta"}
 
 
 def _specials() -> np.ndarray:
@@ -420,12 +421,13 @@ ALIASES = {
 
 
 def test_every_op_is_a_function_a_method_and_an_inplace_method_as_in_torch():
-    for name in sorted(TRIG_OPS - {"trigamma"} | {"polygamma"} | set(ALIASES)):
+    for name in sorted(TRIG_OPS - {"trigamma", "zeta"} | set(ALIASES)):  # zeta: torch.special.zeta alone
         assert hasattr(torch, name) and hasattr(vkml, name), name
         assert hasattr(torch.Tensor, name) and hasattr(vkml.Tensor, name), name
         assert hasattr(torch.Tensor, name + "_") and hasattr(vkml.Tensor, name + "_"), name
     for alias, name in ALIASES.items():
         assert getattr(vkml, alias) is getattr(vkml, name)
+    assert not hasattr(torch, "zeta") and not hasattr(vkml, "zeta") and hasattr(vkml.special, "zeta")
 
 
 def test_inplace_forms_write_the_result_and_keep_the_dtype_rule():
@@ -486,9 +488,10 @@ GRAD_INPUTS = {
     "lgamma": (0.1, 6.0),
     "digamma": (0.1, 6.0),
 }
-GRAD_TESTED = set(OPS) | {"atan2"}
+GRAD_TESTED = TRIG_OPS
 
 
+# trigamma's gradient: test_polygamma_orders_and_trigamma_divergences
 @pytest.mark.parametrize("name", sorted(set(OPS) - {"trigamma"}))
 def test_gradient_matches_torch(name):
     lo, hi = GRAD_INPUTS.get(name, (-3.0, 3.0))
@@ -567,14 +570,10 @@ def test_polygamma_orders_and_trigamma_divergences():
         vkml.polygamma(-1, vkml.tensor(x))
     with pytest.raises(RuntimeError, match="negative n"):
         torch.polygamma(-1, to_torch(x))
-    with pytest.raises(NotImplementedError, match="n = 2"):
-        vkml.polygamma(2, vkml.tensor(x))
-    # its derivative, polygamma(2, x), is missing: backward says so (PyTorch differentiates it)
+    # its derivative is polygamma(2, x) (tests/test_polygamma_zeta.py checks its values)
     t = vkml.tensor([0.5, 2.0], requires_grad=True)
-    y = vkml.polygamma(1, t).sum()
-    with pytest.raises(NotImplementedError, match="polygamma"):
-        y.backward()
-    assert t.grad is None
+    vkml.polygamma(1, t).sum().backward()
+    assert_ulp(t.grad.numpy(), from_torch(torch.polygamma(2, torch.tensor([0.5, 2.0]))).astype(np.float64), 2, "grad")
 
 
 # ---------------------------------------------------------------------- vkml.dsl

@@ -113,7 +113,8 @@ def _calls(op: OpDef) -> list[str]:
             f"vkml.special.{a}(...)" for a in vkml.special.__all__ if getattr(vkml.special, a) is getattr(vkml, op.name)
         ]
     if hasattr(vkml.Tensor, op.name):
-        params = op.signature.partition("(")[2].rstrip(")").split(", ")[1:]  # drop `input`
+        params = op.signature.partition("(")[2].rstrip(")").split(", ")
+        params.remove("input") if "input" in params else params.pop(0)  # the tensor is self (polygamma(n, input))
         calls.append(f"Tensor.{op.name}({', '.join(params)})")
     if hasattr(nnf, op.name):
         calls.append(_sig(f"vkml.nn.functional.{op.name}", getattr(nnf, op.name)))

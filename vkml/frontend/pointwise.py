@@ -113,7 +113,12 @@ def round(input, *, decimals: int = 0):
         return _elementwise("round", input)
     if not node.dtype.is_float:
         raise NotImplementedError(f"\"round_cpu\" not implemented for '{mutation.torch_name(node.dtype)}'")
-    scale = float(np.float32(10.0 ** abs(decimals))) if abs(decimals) < 39 else math.inf
+    # PyTorch's scale: std::pow(10, |d|) as a double (Python's float ** is the same C pow), cast to the
+    # op's math type (float32 for float16, bfloat16 and float32); past the double range it is inf
+    if node.dtype is T.float64:
+        scale = 10.0 ** abs(decimals) if abs(decimals) < 309 else math.inf
+    else:
+        scale = float(np.float32(10.0 ** abs(decimals))) if abs(decimals) < 39 else math.inf
     return _elementwise("round_decimals" if decimals > 0 else "round_neg_decimals", input, scale)
 
 

@@ -13,6 +13,7 @@ import types
 import numpy as np
 
 from ..ir import types as T
+from ..ops.mathlib.zeta import log_factorial
 from . import operators as F
 from . import pointwise as _pointwise
 from . import public
@@ -38,7 +39,7 @@ def atan2(input, other):
 def polygamma(n, input):
     """The n-th derivative of digamma: n = 0 is digamma, n = 1 trigamma; see docs/ops/trigamma.md.
 
-    Divergence from PyTorch: n >= 2 raises NotImplementedError (vkml has no routine for them yet).
+    n >= 2: (-1)^(n+1) n! zeta(n + 1, x); see docs/ops/polygamma.md.
     """
     if type(n) is not int:
         raise TypeError(f"polygamma(): argument 'n' (position 1) must be int, not {type(n).__name__}")
@@ -48,7 +49,18 @@ def polygamma(n, input):
         return _elementwise("digamma", input)
     if n == 1:
         return _elementwise("trigamma", input)
-    raise NotImplementedError(f"polygamma(n, x) is implemented for n = 0 and n = 1 only, not n = {n}")
+    # n + 1 and n! (as its logarithm, a float32 pair) are parameters: one kernel serves every n
+    return _elementwise("polygamma", input, float(n + 1), *log_factorial(n))
+
+
+def zeta(input, other):
+    """The Hurwitz zeta function zeta(x, q) = sum_{k >= 0} (q + k)^-x (torch.special.zeta); see docs/ops/zeta.md.
+
+    As PyTorch, either operand may be a Python number, not both.
+    """
+    if not isinstance(input, F._tensor.Tensor) and not isinstance(other, F._tensor.Tensor):
+        raise TypeError("zeta(): at least one of 'self' and 'other' must be a Tensor")
+    return _elementwise("zeta", input, other)
 
 
 def _polygamma_method(self, n):
@@ -105,6 +117,7 @@ def _special_namespace() -> types.ModuleType:
         "digamma": public.function("digamma"),
         "psi": public.function("digamma"),
         "polygamma": polygamma,
+        "zeta": zeta,
         "xlogy": _pointwise.xlogy,
         "round": _pointwise.round,
         "logsumexp": F.logsumexp,

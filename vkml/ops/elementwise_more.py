@@ -53,7 +53,8 @@ def _rounding(prim):
 
 
 def _round_decimals(x, p):
-    # PyTorch: nearbyint(x * 10^d) / 10^d, each step rounded in float32 (p = 10^d as float32)
+    # PyTorch: nearbyint(x * 10^d) / 10^d, each step rounded in float32 (p = 10^d as float32), in float64
+    # for float64 (p = 10^d as a double)
     return M.div(B.round_even(x * p), p)
 
 
@@ -611,7 +612,7 @@ _op(
 _op(
     "round_decimals",
     "round_decimals(input, scale)",
-    "round(input, decimals=d) for d > 0: round_even(x·10^d) / 10^d in float32, as PyTorch.",
+    "round(input, decimals=d) for d > 0: round_even(x·10^d) / 10^d in float32 (float64 for float64), as PyTorch.",
     _round_decimals,
     dtypes=FLOAT_DTYPES,
     precision="exact as PyTorch's formula: the product and the quotient are each correctly rounded",
@@ -623,7 +624,7 @@ _op(
 _op(
     "round_neg_decimals",
     "round_neg_decimals(input, scale)",
-    "round(input, decimals=d) for d < 0: round_even(x / 10^-d) · 10^-d in float32, as PyTorch.",
+    "round(input, decimals=d) for d < 0: round_even(x / 10^-d) · 10^-d in float32 (float64 for float64), as PyTorch.",
     _round_neg_decimals,
     dtypes=FLOAT_DTYPES,
     precision="exact as PyTorch's formula: the quotient and the product are each correctly rounded",

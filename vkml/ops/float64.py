@@ -88,6 +88,8 @@ FLOAT64_OPS = (
     "floor_divide",  # PyTorch's div_floor_floating: exact fmod, correctly rounded divisions
     "div_trunc",  # div(rounding_mode="trunc"): trunc of the correctly rounded quotient
     "lerp",  # PyTorch's two-sided formula, each step rounded (no fused multiply-add)
+    "round_decimals",  # PyTorch's formula: one exact product or correctly rounded division, an exact round
+    "round_neg_decimals",
 )
 
 _ONE_ULP = "≤ 1 ulp of the correctly rounded float64 result (measured worst case 1 ulp)"

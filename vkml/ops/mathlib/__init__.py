@@ -20,6 +20,7 @@ so the CPU interpreter and every Vulkan driver produce the same bits.
 | erfc, erfinv | ≤ 1 ulp |
 | lgamma, digamma | ≤ 1 ulp for x > 0; ≤ 1 ulp + 2^-27 absolute for x < 0 |
 | trigamma | ≤ 1 ulp |
+| zeta, polygamma (n >= 2) | ≤ 1 ulp for q > 0, s <= 256; for q < 0 plus 2^-36 of the largest term |
 
 "ulp" is the float32 ulp of the correctly rounded result, counted in the integer order of
 float32 bit patterns, so for subnormal results it is the absolute 2^-149.
@@ -31,7 +32,8 @@ functions (maximum, minimum, clamp, relu, sign) pass a NaN through unchanged.
 
 Layout: ``bits`` (float32 fields, rounding to float32), ``dd`` (double-float arithmetic),
 ``exact``, ``f16``, ``explog``, ``power``, ``special``, ``trig`` (Payne-Hanek reduction, sin, cos,
-tan, their inverses), ``hyperbolic`` (with log10 and logit), ``erfs`` (erfc, erfinv), ``gamma`` (lgamma, digamma, trigamma).
+tan, their inverses), ``hyperbolic`` (with log10 and logit), ``erfs`` (erfc, erfinv), ``gamma`` (lgamma, digamma, trigamma), ``zeta``
+(Hurwitz zeta, polygamma).
 """
 
 from ...ir import builder as _builder
@@ -51,6 +53,7 @@ from .hyperbolic import acosh, asinh, atanh, cosh, log10, logit, sinh
 from .power import pow
 from .special import erf, gelu, gelu_tanh, sigmoid, softplus, tanh
 from .trig import acos, asin, atan, atan2, cos, sin, sinc, tan
+from .zeta import polygamma, zeta
 
 
 def _by_width(name: str):
@@ -171,4 +174,6 @@ __all__ = [
     "lgamma",
     "digamma",
     "trigamma",
+    "zeta",
+    "polygamma",
 ]

@@ -654,3 +654,13 @@ def test_biject_to_and_transform_to_pick_torchs_transforms() -> None:
     assert bool((y >= -1).all()) and bool((y <= 3).all())
     with pytest.raises(NotImplementedError, match="Cannot transform _PositiveDefinite constraints"):
         VD.biject_to(VD.constraints.positive_definite)
+
+
+def test_positive_semidefinite_constraint_as_torch():
+    import torch.distributions.constraints as torch_constraints
+
+    from vkml.distributions import constraints
+
+    for m in ([[2.0, 0.0], [0.0, 1.0]], [[1.0, 2.0], [2.0, 1.0]], [[0.0, 0.0], [0.0, 1.0]], [[1.0, 2.0], [0.0, 1.0]]):
+        ours = constraints.positive_semidefinite.check(vkml.tensor(m)).tolist()
+        assert ours == torch_constraints.positive_semidefinite.check(torch.tensor(m)).tolist(), m

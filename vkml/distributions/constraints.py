@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import vkml as _vk
 
-from ..frontend import distributions_linalg
+from ..frontend import dense_linalg
 
 __all__ = [
     "Constraint",
@@ -290,9 +290,10 @@ class _Symmetric(_Square):
 
 class _PositiveSemidefinite(_Symmetric):
     def check(self, value):
-        raise NotImplementedError(
-            "constraints.positive_semidefinite.check: needs eigenvalues (torch.linalg.eigvalsh), which vkml lacks"
-        )
+        sym_check = super().check(value)
+        if not bool(sym_check.all()):
+            return sym_check
+        return dense_linalg.eigvalsh(value).ge(0).all(-1)
 
 
 class _PositiveDefinite(_Symmetric):
@@ -300,7 +301,7 @@ class _PositiveDefinite(_Symmetric):
         sym_check = super().check(value)
         if not bool(sym_check.all()):
             return sym_check
-        return distributions_linalg.cholesky_ex(value).info.eq(0)
+        return dense_linalg.cholesky_ex(value).info.eq(0)
 
 
 class MixtureSameFamilyConstraint(Constraint):

@@ -12,7 +12,7 @@ import warnings
 
 import vkml as _vk
 
-from ..frontend import distributions_linalg as _linalg
+from ..frontend import dense_linalg as _linalg
 from .bernoulli import Bernoulli
 from .beta import Beta
 from .binomial import Binomial

@@ -1,7 +1,7 @@
 """``MultivariateNormal(loc, covariance_matrix=None, precision_matrix=None, scale_tril=None)``.
 
 As ``torch.distributions.MultivariateNormal``. The Cholesky factor and the triangular solves
-come from ``vkml/frontend/distributions_linalg.py`` (vkml's ops, a column at a time).
+are ``vkml.linalg``'s (vkml/frontend/dense_linalg.py: the host, in float64).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import math
 
 import vkml as _vk
 
-from ..frontend import distributions_linalg as _linalg
+from ..frontend import dense_linalg as _linalg
 from . import constraints
 from .distribution import Distribution
 from .utils import _size, _standard_normal, lazy_property
@@ -25,7 +25,7 @@ def _batch_mv(bmat, bvec):
 
 def _batch_mahalanobis(bL, bx):
     """The squared Mahalanobis distance x^T (L L^T)^-1 x, batched and broadcast over L and x."""
-    return _linalg.solve_lower_vector(bL, bx).pow(2).sum(-1)
+    return _linalg.solve_triangular(bL, bx.unsqueeze(-1), upper=False).squeeze(-1).pow(2).sum(-1)
 
 
 def _precision_to_scale_tril(P):

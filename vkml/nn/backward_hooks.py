@@ -69,26 +69,17 @@ class _HookCall:
         return grad_input[self.tracked]
 
 
-class _OutputHook(Function):
+class _Hook(Function):
+    """The identity, whose backward hands its gradient to ``call.on_input`` or ``call.on_output``."""
+
     @staticmethod
-    def forward(ctx, x, call):
-        ctx.call = call
+    def forward(ctx, x, call, side: str):
+        ctx.hand_over = getattr(call, side)
         return x
 
     @staticmethod
     def backward(ctx, grad):
-        return ctx.call.on_output(grad), None
-
-
-class _InputHook(Function):
-    @staticmethod
-    def forward(ctx, x, call):
-        ctx.call = call
-        return x
-
-    @staticmethod
-    def backward(ctx, grad):
-        return ctx.call.on_input(grad), None
+        return ctx.hand_over(grad), None, None
 
 
 def with_backward_hooks(module, forward, args: tuple, kwargs: dict, pre_hooks: list, hooks: list):
@@ -104,10 +95,10 @@ def with_backward_hooks(module, forward, args: tuple, kwargs: dict, pre_hooks: l
         )
     call = _HookCall(module, pre_hooks, hooks, len(positions), positions.index(tracked[0]) if tracked else None)
     if tracked:
-        args = tuple(_InputHook.apply(a, call) if i == tracked[0] else a for i, a in enumerate(args))
+        args = tuple(_Hook.apply(a, call, "on_input") if i == tracked[0] else a for i, a in enumerate(args))
     output = forward(*args, **kwargs)
     if isinstance(output, Tensor):
-        return _OutputHook.apply(output, call) if output.requires_grad else output
+        return _Hook.apply(output, call, "on_output") if output.requires_grad else output
     if any(isinstance(o, Tensor) and o.requires_grad for o in (output if isinstance(output, (tuple, list)) else ())):
         raise NotImplementedError(
             f"backward hooks of {type(module).__name__}: vkml hooks modules that return one tensor; this one "

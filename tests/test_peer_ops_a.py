@@ -191,3 +191,17 @@ def test_deprecated_alpha_first_overload_as_torch():
     assert results[0] == results[1]
     with pytest.raises(TypeError):
         vkml.add(vkml.ones(3), vkml.ones(3), vkml.ones(3))
+
+
+def test_split_size_and_softmax_axis_keywords_as_torch():
+    got, want = [], []
+    for m, out in ((vkml, got), (torch, want)):
+        x = m.arange(6.0)
+        out.append([t.tolist() for t in x.split(split_size=4)])
+        out.append([t.tolist() for t in m.split(x, split_size_or_sections=4)])
+        out.append(m.softmax(x, axis=0).tolist())
+        out.append(x.softmax(axis=0).tolist())
+    assert got[:2] == want[:2]
+    np.testing.assert_allclose(got[2:], want[2:], rtol=1e-6)
+    with pytest.raises(TypeError):
+        vkml.softmax(vkml.ones(2))

@@ -530,9 +530,9 @@ def _shift_by_max(x, dim, op: str):
     return x - m, m
 
 
-def softmax(input, dim: int, dtype=None):
-    """exp(x - max) * (1 / sum(exp(x - max))) over ``dim``. All -inf rows give NaN, as PyTorch.
-    ``dtype`` casts the input first, as PyTorch's.
+def softmax(input, dim: int = None, dtype=None, *, axis: int = None):
+    """exp(x - max) * (1 / sum(exp(x - max))) over ``dim`` (``axis=`` is PyTorch's alias). All -inf
+    rows give NaN, as PyTorch. ``dtype`` casts the input first, as PyTorch's.
 
     The quotient is a product by the row's reciprocal, correctly rounded once per row, not a
     correctly rounded division per element: a deliberate, bounded divergence from PyTorch's
@@ -557,6 +557,12 @@ def softmax(input, dim: int, dtype=None):
     and quotient are one kernel that reads x once and computes each exp once (vkml/schedule/scheduler.py,
     rule 7), and the reciprocal once per row; longer rows take two. Both give the same bits.
     """
+    if axis is not None:
+        if dim is not None:
+            raise TypeError("softmax() received both dim and its alias axis")
+        dim = axis
+    if dim is None:
+        raise TypeError("softmax() missing 1 required positional argument: 'dim'")
     return _softmax(input if dtype is None else cast(input, dtype), dim)
 
 

@@ -189,12 +189,20 @@ def _pieces(input, d: int, sizes) -> tuple:
     return tuple(out)
 
 
-def split(tensor, split_size_or_sections, dim: int = 0):
+def split(tensor, split_size_or_sections=None, dim: int = 0, *, split_size=None):
     """Views of ``split_size_or_sections``-long pieces of ``dim`` (the last may be shorter), or of the listed sizes.
+
+    ``split_size=`` is the keyword ``Tensor.split`` has in PyTorch.
 
     >>> [t.tolist() for t in split(vkml.arange(5), 2)]  # doctest: +SKIP
     [[0, 1], [2, 3], [4]]
     """
+    if split_size is not None:
+        if split_size_or_sections is not None:
+            raise TypeError("split() got multiple values for argument 'split_size'")
+        split_size_or_sections = split_size
+    if split_size_or_sections is None:
+        raise TypeError("split() missing 1 required positional argument: 'split_size_or_sections'")
     node = _t("split", tensor)
     d = _dim("split", dim, len(node.shape))
     if not node.shape:

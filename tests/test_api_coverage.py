@@ -27,7 +27,6 @@ KNOWN_MISSING: set[str] = set()
 
 # Arguments of tier-1 names that vkml's function or class lacks, held the same way.
 KNOWN_MISSING_ARGUMENTS = {
-    "torch.nn.LayerNorm(dtype)",
     "torch.nn.Module.modules(remove_duplicate)",
     "torch.save(pickle_module)",
     "torch.save(pickle_protocol)",

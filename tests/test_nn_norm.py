@@ -196,3 +196,9 @@ def test_running_statistics_are_realized_with_the_step_not_kept_lazy():
         assert bn.running_mean.node.realized and bn.running_var.node.realized
         assert bn.num_batches_tracked.node.realized
     assert bn.num_batches_tracked.item() == 3
+
+
+def test_layer_norm_takes_a_dtype_as_torch():
+    layer = vkml.nn.LayerNorm(4, dtype=vkml.float16)
+    assert layer.weight.dtype is vkml.float16 and layer.bias.dtype is vkml.float16
+    assert layer(vkml.ones(2, 4, dtype=vkml.float16)).dtype is vkml.float16

@@ -58,17 +58,23 @@ class LayerNorm(Module):
     """Normalise over the last dims to mean 0, variance 1 (biased), then scale and shift (weight 1, bias 0)."""
 
     def __init__(
-        self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True, device=None
+        self,
+        normalized_shape,
+        eps: float = 1e-5,
+        elementwise_affine: bool = True,
+        bias: bool = True,
+        device=None,
+        dtype=None,
     ):
         super().__init__()
         shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
         self.normalized_shape, self.eps = shape, eps
         if elementwise_affine:
-            self.weight = Parameter(creation.ones(shape, device=device))
+            self.weight = Parameter(creation.ones(shape, device=device, dtype=dtype))
         else:
             self.register_parameter("weight", None)
         if elementwise_affine and bias:
-            self.bias = Parameter(creation.zeros(shape, device=device))
+            self.bias = Parameter(creation.zeros(shape, device=device, dtype=dtype))
         else:
             self.register_parameter("bias", None)
 

@@ -559,10 +559,10 @@ def softmax(input, dim: int = None, dtype=None, *, axis: int = None):
     """
     if axis is not None:
         if dim is not None:
-            raise TypeError("softmax() received both dim and its alias axis")
+            raise TypeError("'softmax': received both dim and its alias axis")
         dim = axis
     if dim is None:
-        raise TypeError("softmax() missing 1 required positional argument: 'dim'")
+        raise TypeError("'softmax': argument 'dim' must be an int, got None")
     return _softmax(input if dtype is None else cast(input, dtype), dim)
 
 

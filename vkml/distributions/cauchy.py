@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import math
-from numbers import Number
 
 import vkml as _vk
 
 from . import constraints
 from .distribution import Distribution
-from .utils import _size, broadcast_all
+from .utils import expand_loc_scale, set_loc_scale
 
 __all__ = ["Cauchy"]
 
@@ -27,21 +26,10 @@ class Cauchy(Distribution):
     has_rsample = True
 
     def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        if isinstance(loc, Number) and isinstance(scale, Number):
-            batch_shape = _vk.Size()
-        else:
-            batch_shape = self.loc.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        super().__init__(set_loc_scale(self, loc, scale), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Cauchy, _instance)
-        batch_shape = _size(batch_shape)
-        new.loc = self.loc.expand(batch_shape)
-        new.scale = self.scale.expand(batch_shape)
-        super(Cauchy, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return expand_loc_scale(self, Cauchy, batch_shape, _instance)
 
     @property
     def mean(self):

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import math
-from numbers import Number
 
 import vkml as _vk
 
 from . import constraints
 from .exp_family import ExponentialFamily
-from .utils import _size, _standard_normal, broadcast_all
+from .utils import _standard_normal, expand_loc_scale, set_loc_scale
 
 __all__ = ["Normal"]
 
@@ -45,21 +44,10 @@ class Normal(ExponentialFamily):
         return self.stddev.pow(2)
 
     def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        if isinstance(loc, Number) and isinstance(scale, Number):
-            batch_shape = _vk.Size()
-        else:
-            batch_shape = self.loc.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        super().__init__(set_loc_scale(self, loc, scale), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Normal, _instance)
-        batch_shape = _size(batch_shape)
-        new.loc = self.loc.expand(batch_shape)
-        new.scale = self.scale.expand(batch_shape)
-        super(Normal, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return expand_loc_scale(self, Normal, batch_shape, _instance)
 
     def sample(self, sample_shape=()):
         with _vk.no_grad():

@@ -33,6 +33,24 @@ def broadcast_all(*values):
     return _vk.broadcast_tensors(*tensors)
 
 
+def set_loc_scale(dist, loc, scale) -> _vk.Size:
+    """``dist.loc`` and ``dist.scale`` broadcast together; the batch shape (``()`` for two numbers),
+    as the location-scale families (Normal, Laplace, Cauchy) set them up."""
+    dist.loc, dist.scale = broadcast_all(loc, scale)
+    return _vk.Size() if isinstance(loc, Number) and isinstance(scale, Number) else dist.loc.size()
+
+
+def expand_loc_scale(dist, cls, batch_shape, _instance):
+    """``dist.expand(batch_shape)`` for a location-scale family ``cls`` (PyTorch's checks of subclasses)."""
+    new = dist._get_checked_instance(cls, _instance)
+    batch_shape = _size(batch_shape)
+    new.loc = dist.loc.expand(batch_shape)
+    new.scale = dist.scale.expand(batch_shape)
+    super(cls, new).__init__(batch_shape, validate_args=False)
+    new._validate_args = dist._validate_args
+    return new
+
+
 def _standard_normal(shape, dtype, device):
     return _vk.randn(tuple(shape), dtype=dtype, device=device)
 

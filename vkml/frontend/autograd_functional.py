@@ -20,6 +20,7 @@ are detached.
 from __future__ import annotations
 
 from . import autograd as engine
+from .autograd_api import _tensor_class
 from .autograd_api import grad as _grad
 from .creation import zeros_like
 from .shape import stack
@@ -31,12 +32,6 @@ _STRATEGY_MESSAGE = (
     'Expected strategy to be either "forward-mode" or "reverse-mode". Hint: If your function has more outputs '
     'than inputs, "forward-mode" tends to be more performant. Otherwise, prefer to use "reverse-mode".'
 )
-
-
-def _tensor_class():
-    from ..tensor import Tensor
-
-    return Tensor
 
 
 def _as_tuple(value, what: str, api: str) -> tuple[bool, tuple]:

@@ -32,6 +32,7 @@ import threading
 
 from . import autograd as engine
 from . import random as R
+from .autograd_api import _tensor_class
 from .autograd_api import grad as _grad
 from .creation import zeros_like
 from .shape import stack
@@ -54,12 +55,6 @@ def _level():
             yield
     finally:
         _state.depth -= 1
-
-
-def _tensor_class():
-    from ..tensor import Tensor
-
-    return Tensor
 
 
 # ---------------------------------------------------------------------- pytrees

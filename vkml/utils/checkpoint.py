@@ -20,14 +20,9 @@ from __future__ import annotations
 import warnings
 
 from ..frontend.autograd import no_grad
+from ..frontend.autograd_api import _tensor_class
 
 __all__ = ["checkpoint", "checkpoint_sequential"]
-
-
-def _tensor_class():
-    from ..tensor import Tensor
-
-    return Tensor
 
 
 def _reentrant(use_reentrant, api: str) -> bool:

@@ -2,7 +2,7 @@
 
     python3 bench/realize_phases.py [ROW ...] [--profile] [--device vulkan:0]
 
-Rows: conv2d_f16, add_2^24, bn_train, maxpool, sum_2^28, softmax (default: all). For each,
+Rows: conv2d_f16, add_2^24, bn_train, maxpool, sum_2^28, softmax, sdpa_f16 (default: all). For each,
 after 3 untimed runs, 10 timed ones print the medians of: graph build (the op calls), realize
 (schedule, lower, record, submit, wait), the synchronise after it, the GPU time (timestamps),
 the time inside ``device.run`` and before its first call, and the counters that moved; then 20
@@ -49,6 +49,8 @@ def cases(device) -> dict:
     made["sum_2^28"] = lambda: big.sum()
     s = t((8192, 8192))
     made["softmax"] = lambda: s.softmax(-1)
+    q, k, v = (t((4, 8, 1024, 64), "float16") for _ in range(3))
+    made["sdpa_f16"] = lambda: F.scaled_dot_product_attention(q, k, v)
     return made
 
 

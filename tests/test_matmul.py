@@ -370,3 +370,31 @@ def test_two_layers_are_two_dispatches():
     assert _dispatches(y) == 2
     h = ordered_matmul(x.numpy(), w1.numpy().T)
     assert_same_bits(y.numpy(), ordered_matmul(np.maximum(h, 0), w2.numpy().T), "two layers")
+
+
+# ---------------------------------------------------------------- split k
+
+
+def test_split_k_chunks_depend_on_the_shape_alone():
+    from vkml.frontend.operators import split_k_chunks
+
+    assert split_k_chunks(1, 576, 64, 200704) == 28  # a 3×3 conv's weight gradient at batch 64: 9 tiles
+    assert split_k_chunks(1, 4096, 4096, 4096) == 1  # enough tiles
+    assert split_k_chunks(1, 64, 64, 4095) == 1  # k too short for two chunks of 2048
+    assert split_k_chunks(1, 8, 8, 2 * 4099) == 2  # 4099 is prime: the only divisor that fits
+    assert split_k_chunks(300, 8, 8, 1 << 20) == 1  # a batch that fills the GPU already
+
+
+@pytest.mark.parametrize("where", ["cpu", "vulkan"])
+def test_a_split_product_adds_its_chunks_over_the_sum_tree(where, gpu):
+    """(16, 8192) @ (8192, 8) splits k in 4: the same bits as the 4 chunk products added by ``sum``, on
+    every device (the order is the shapes'), within the page's bound of the float64 product."""
+    device = gpu if where == "vulkan" else vkml.device("cpu")
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((16, 8192), np.float32), rng.standard_normal((8192, 8), np.float32)
+    got = (vkml.tensor(a, device=device) @ vkml.tensor(b, device=device)).numpy()
+    chunks = [vkml.tensor(a[:, i : i + 2048]) @ vkml.tensor(b[i : i + 2048]) for i in range(0, 8192, 2048)]
+    assert_same_bits(got, vkml.stack(chunks).sum(0).numpy(), "split product")
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    gamma = (2048 + 3) * 2.0**-24
+    assert np.all(np.abs(got - exact) <= gamma * (np.abs(a).astype(np.float64) @ np.abs(b)))

@@ -133,11 +133,13 @@ def test_a_device_with_cooperative_matrices_gets_them_enabled_and_selected():
 
 
 def test_the_mode_names_the_template(coopmat_on_cpu):
-    a, b = f16_operands((8, 4), (4, 8), seed=1)
+    a, b = f16_operands((128, 4), (4, 128), seed=1)
     node = (vkml.tensor(a) @ vkml.tensor(b)).node
     mode = matmul_templates.mode(node)
     assert mode == kernels_matmul_coopmat.Mode(32, kernels_matmul_coopmat.DEFAULT)  # the interpreter: 32 lanes
     assert str(mode) == "matmul coopmat 32 128x128x32 sg64x32 v4"
+    skinny = matmul_templates.mode((vkml.tensor(a) @ vkml.tensor(b[:, :64].copy())).node)
+    assert str(skinny) == "matmul coopmat 32 64x64x64 sg32x32 v4"  # a side of 64: smaller tiles
     other = Shape(256, 128, 16, 64, 64, 1)
     assert kernels_matmul_coopmat.mode(H200, other) == kernels_matmul_coopmat.Mode(32, other)
     node32 = (vkml.tensor(a.astype(np.float32)) @ vkml.tensor(b.astype(np.float32))).node

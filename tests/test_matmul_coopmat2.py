@@ -110,10 +110,15 @@ def test_only_plain_products_of_stored_matrices_fit():
 
 
 def test_the_mode_prefers_coopmat2(coopmat2_on_cpu):
-    a, b = f16_operands((8, 4), (4, 8), seed=2)
+    a, b = f16_operands((256, 4), (4, 384), seed=2)
     mode = matmul_templates.mode((vkml.tensor(a) @ vkml.tensor(b)).node)
     assert mode == kernels_matmul_coopmat2.Mode(32, kernels_matmul_coopmat2.DEFAULT)
     assert str(mode) == "matmul coopmat2 32 128x128x64 t128 g16"
+    # A side a 128 tile would pass the edge of (N = 64 here: conv2d's im2col product) takes a 64 tile.
+    skinny = matmul_templates.mode((vkml.tensor(a) @ vkml.tensor(b[:, :64].copy())).node)
+    assert str(skinny) == "matmul coopmat2 32 128x64x64 t128 g16"
+    small = matmul_templates.mode((vkml.tensor(a[:8]) @ vkml.tensor(b[:, :8].copy())).node)
+    assert str(small) == "matmul coopmat2 32 64x64x64 t64 g16"
     other = kernels_matmul_coopmat2.Shape(128, 256, 64, 256, 8)
     assert kernels_matmul_coopmat2.mode(H200, other) == kernels_matmul_coopmat2.Mode(32, other)
     unrolled = kernels_matmul_coopmat2.Shape(unroll=2)
@@ -146,6 +151,31 @@ def test_the_interpreted_kernel_gives_the_sequential_sums_rounded_to_nearest_eve
     assert edges == ({"inside"} if (m, k, n) == (128, 128, 128) else {"clamp"})
 
 
+def test_a_reshaped_computed_operand_is_loaded_as_stored(coopmat2_on_cpu):
+    """conv2d's im2col matrix is a reshape of the windows' cat: the kernel reads the cat's buffer."""
+    a, b = f16_operands((6, 8, 24), (24, 40), seed=5)
+    x = vkml.tensor(a)
+    lhs = (x + 1.0).reshape(48, 24)
+    assert kernels_matmul_coopmat2.fits((lhs @ vkml.tensor(b)).node, H200)
+    assert not kernels_matmul_coopmat2.fits((x[:, ::2].reshape(24, 24) @ vkml.tensor(b)).node, H200)  # strided
+    kernels: list = []
+    got = _kernels(kernels, lambda: (lhs @ vkml.tensor(b)).numpy())
+    assert len(kernels) == 2 and kernels[1].name.startswith("MMW_"), [k.name for k in kernels]  # the add, then
+    assert_same_bits(got, sequential_f16((a.astype(np.float32) + 1).astype(np.float16).reshape(48, 24), b), "reshape")
+
+
+def test_a_consumer_runs_after_the_product(coopmat2_on_cpu):
+    """The template computes the plain product only: a bias and an activation get a kernel of their own,
+    rather than moving the product to the subgroup-scope template with a fused epilogue."""
+    a, b = f16_operands((40, 24), (24, 40), seed=6)
+    bias = np.linspace(-1, 1, 40).astype(np.float16)
+    kernels: list = []
+    got = _kernels(kernels, lambda: vkml.relu(vkml.tensor(a) @ vkml.tensor(b) + vkml.tensor(bias)).numpy())
+    assert [kernel.name for kernel in kernels] == ["MMW_40x40", "E_relu_add_40x40"]
+    want = np.maximum((sequential_f16(a, b).astype(np.float32) + bias.astype(np.float32)).astype(np.float16), 0)
+    assert_same_bits(got, want, "product, then bias and relu")
+
+
 @pytest.mark.parametrize("m, k, n", [(130, 448, 129), (45, 70, 40), (128, 256, 128)])
 def test_unrolled_k_steps_give_the_same_sums(m, k, n, coopmat2_on_cpu, monkeypatch):
     """u2 and u3: whole loop iterations, then the K-steps left one at a time (448 = 2·192 + 64, 70 < 128)."""
@@ -166,14 +196,6 @@ def test_unrolled_k_steps_give_the_same_sums(m, k, n, coopmat2_on_cpu, monkeypat
         }
         steps = [constants[id(loop.step)] for loop in loops]
         assert steps == [64 * unroll] * whole + [64] * (len(loops) - whole)
-
-
-def test_fused_consumers_take_the_subgroup_scope_template(coopmat2_on_cpu):
-    a, b = f16_operands((40, 24), (24, 36), seed=3)
-    kernels: list = []
-    got = _kernels(kernels, lambda: vkml.relu(vkml.tensor(a) @ vkml.tensor(b)).numpy())
-    assert [kernel.name[:4] for kernel in kernels] == ["MMC_"]
-    assert_same_bits(got, np.maximum(sequential_f16(a, b), np.float16(0)), "relu(a @ b)")
 
 
 def test_grouped_tiles_visit_every_tile_once():

@@ -657,10 +657,14 @@ def matmul(input, other):
         for t in (x, y):
             lazy.realize_as_alias(t.node)
     if result_dtype.is_float and k > 0 and result_dtype is not T.float64:  # the tiled kernel (kernels/matmul/tiled.py)
-        # An integer operand is converted to float32 (as the sum below would): float16 widens in the kernel.
-        xa, yb = (lazy.cast_node(t.node, T.float32) if not t.dtype.is_float else t.node for t in (x, y))
-        xa, yb = lazy.expand_to(xa, (*batch, m, k)), lazy.expand_to(yb, (*batch, k, n))
-        out = _wrap(Node(Op.MATMUL, (xa, yb), Matmul(T.float32), (*batch, m, n), result_dtype, xa.device))
+        chunks = split_k_chunks(math.prod(batch), m, n, k)
+        if chunks > 1:  # few outputs, long sums: chunks of k in parallel, their float32 sums added by ``sum``
+            xs = transpose(reshape(x, *x.shape[:-1], chunks, k // chunks), -3, -2)
+            ys = reshape(y, *y.shape[:-2], chunks, k // chunks, n)
+            partial = _product(xs, ys, (*batch, chunks), m, k // chunks, n, T.float32)
+            out = cast(sum(partial, -3), result_dtype)
+        else:
+            out = _product(x, y, batch, m, k, n, result_dtype)
     else:  # integers (exact in any order), float64 (the sum's tree) and k == 0 (zeros): a sum of products
         wide = T.float32 if result_dtype in (T.float16, T.bfloat16) else result_dtype
         xa = expand(reshape(cast(x, wide), *x.shape[:-1], 1, k), *batch, m, n, k)
@@ -671,6 +675,40 @@ def matmul(input, other):
     if squeeze_b:
         out = squeeze(out, -1)
     return out
+
+
+def _product(x, y, batch: tuple, m: int, k: int, n: int, result_dtype: T.DType):
+    """The matmul node of ``x`` (..., m, k) and ``y`` (..., k, n) broadcast to ``batch``: float32 products
+    added in ascending k from -0.0, rounded once to ``result_dtype`` (kernels/matmul/)."""
+    # An integer operand is converted to float32 (as matmul's sum of products would): float16 widens in the kernel.
+    xa, yb = (lazy.cast_node(t.node, T.float32) if not t.dtype.is_float else t.node for t in (x, y))
+    xa, yb = lazy.expand_to(xa, (*batch, m, k)), lazy.expand_to(yb, (*batch, k, n))
+    return _wrap(Node(Op.MATMUL, (xa, yb), Matmul(T.float32), (*batch, m, n), result_dtype, xa.device))
+
+
+SPLIT_K_TILES = 256  # products with fewer 64×64 output tiles than this may split k (about two per GPU core)
+SPLIT_K_CHUNK = 2048  # the shortest chunk of k a split leaves
+
+
+def split_k_chunks(batch_count: int, m: int, n: int, k: int) -> int:
+    """How many chunks of k a float matmul of ``batch_count`` products of (m, k) @ (k, n) adds separately.
+
+    A product with few outputs and a long k (a weight gradient: 576 × 200704 @ 200704 × 64 for a
+    3×3 convolution of 64 channels at batch 64) would leave a GPU's cores idle, each output tile's
+    k walked by one workgroup. Split, chunk c of the k products is its own product (float32,
+    ascending k from -0.0), and the chunks' float32 results are added by ``sum``'s fixed tree, then
+    rounded once. The count depends on the shape alone, so every device computes the same order
+    (docs/ops/matmul.md): the largest divisor of k that is at most ``SPLIT_K_TILES`` / tiles and
+    leaves chunks of at least ``SPLIT_K_CHUNK``; 1 (no split) for every other product.
+
+    >>> split_k_chunks(1, 576, 64, 200704), split_k_chunks(1, 4096, 4096, 4096), split_k_chunks(1, 64, 64, 4096)
+    (28, 1, 2)
+    """
+    tiles = batch_count * -(-m // 64) * -(-n // 64)
+    if tiles >= SPLIT_K_TILES or k < 2 * SPLIT_K_CHUNK:
+        return 1
+    most = -(-SPLIT_K_TILES // tiles) if -(-SPLIT_K_TILES // tiles) < k // SPLIT_K_CHUNK else k // SPLIT_K_CHUNK
+    return next((c for c in range(most, 1, -1) if k % c == 0), 1)
 
 
 # ---------------------------------------------------------------------- movement

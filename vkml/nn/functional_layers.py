@@ -138,6 +138,31 @@ def _conv_operands(op, input, weight, bias, n: int) -> None:
         )
 
 
+def _conv_product(x, weight, kernel, stride, dilation, out_size):
+    """One group's convolution as one 2-D product: (O, C·taps) @ (C·taps, N·L), L = prod(out_size).
+
+    The im2col matrix is built with the channels first (the windows of x viewed as (C, N, *spatial),
+    stacked along a new dim after C), so that it is a row-major matrix whose row (c, tap) is
+    channel-major, tap-minor, weight.reshape(O, C·taps)'s column order: each output adds its products
+    in ascending (c, tap), the order of the page; its kernel reads x and writes the matrix along the
+    last spatial dim. One long product (64 × 576 @ 576 × 200704 for 64 channels at batch 64) keeps a
+    GPU busy where the per-sample products (64 × 576 @ 576 × 3136, 64 of them) did not. The result
+    (O, N, *out) is returned as the view (N, O, *out).
+    """
+    n = len(kernel)
+    batch, channels, out_channels = x.shape[0], x.shape[1], weight.shape[0]
+    first = functions.permute(x, 1, 0, *range(2, n + 2))  # (C, N, *spatial): a view
+    views = []
+    for offsets in np.ndindex(*kernel):
+        starts = [0, 0] + [o * d for o, d in zip(offsets, dilation)]
+        stops = [channels, batch] + [o * d + (m - 1) * s + 1 for o, d, m, s in zip(offsets, dilation, out_size, stride)]
+        views.append(functions.unsqueeze(functions._slice(first, tuple(starts), tuple(stops), (1, 1, *stride)), 1))
+    cols = views[0] if len(views) == 1 else functions.cat(views, 1)  # (C, taps, N, *out)
+    cols = functions.reshape(cols, channels * len(views), batch * math.prod(out_size))
+    out = functions.matmul(functions.reshape(weight, out_channels, -1), cols)  # (O, N·L)
+    return functions.transpose(functions.reshape(out, out_channels, batch, *out_size), 0, 1)
+
+
 def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, padding_mode="zeros"):
     _conv_operands(op, input, weight, bias, n)
     unbatched = input.ndim == n + 1
@@ -197,6 +222,12 @@ def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, pa
     x = _pad_mode(op, input, pads, padding_mode)
     batch = input.shape[0]
     taps = math.prod(kernel)
+    if groups == 1:
+        out = _conv_product(x, weight, kernel, stride, dilation, out_size)
+        if bias is not None:
+            out = out + functions.reshape(bias, out_channels, *([1] * n))
+        out = functions.clone(out)  # PyTorch's layout: (N, O, *out) in row-major order
+        return functions.squeeze(out, 0) if unbatched else out
     # cols: (N, C, taps, *out) -> (N, groups, C/groups · taps, L); row (c, tap) of a group is its
     # channel-major, tap-minor place, which is exactly weight.reshape(O, C/groups · taps)'s column order.
     cols = _windows(x, kernel, stride, dilation, out_size, 2)

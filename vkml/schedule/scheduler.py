@@ -242,6 +242,8 @@ class Plan:
                 elif _inline_kind(s) and self.consumers[id(s)] == 1:  # shared nodes are read elsewhere too
                     stack.append(s)
         if len(found) == 1 and self.consumers[id(found[0])] == 1 and found[0].numel == root.numel:
+            if found[0].op == Op.MATMUL and isinstance(kernels_matmul.mode(found[0]), kernels_matmul.coopmat2.Mode):
+                return None  # the workgroup-scope template computes the plain product only: its consumers run after
             return found[0]
         return None
 

@@ -33,10 +33,10 @@ def mode(node: Node) -> Mode:
     features = getattr(node.device, "features", None)
     if coopmat.applies(features, a.dtype, b.dtype):
         # coopmat2 falls back to the subgroup-scope template for the groups it does not lower.
-        shape = coopmat2.chosen_shape()  # DEFAULT unless VKML_MATMUL_COOPMAT2_SHAPE says
+        shape = coopmat2.chosen_shape(a.shape[-2], b.shape[-1])
         if coopmat2.applies(features, a.dtype, b.dtype, shape) and coopmat2.fits(node, features):
             return coopmat2.mode(features, shape)
-        return coopmat.mode(features)
+        return coopmat.mode(features, coopmat.shape_for(a.shape[-2], b.shape[-1]))
     return tiled.choose_config(features, a.shape[-2], b.shape[-1], a.shape[-1])
 
 

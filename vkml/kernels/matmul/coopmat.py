@@ -164,6 +164,21 @@ CANDIDATES = (
 )
 
 
+# For a product with a side of at most 64 (conv2d's products: 64 output channels): DEFAULT's 128×128
+# tiles leave half of each tile past the edge; on the H200 200704×576 @ 576×64 took 350 µs in them
+# and 191 µs in these (docs/benchmarks.md, session 10).
+SMALL_SIDE = Shape(64, 64, 64, 32, 32)
+
+
+def shape_for(m: int, n: int) -> Shape:
+    """The tiles for an ``m`` × ``n`` product: ``SMALL_SIDE`` where a side is at most 64, else ``DEFAULT``.
+
+    >>> shape_for(4096, 4096) == DEFAULT, shape_for(200704, 64) == SMALL_SIDE
+    (True, True)
+    """
+    return SMALL_SIDE if min(m, n) <= SMALL_SIDE.bm else DEFAULT
+
+
 def shared_bytes(shape: Shape | None = None) -> int:
     """The shared memory ``shape`` (default: DEFAULT) needs, in bytes."""
     return (shape or DEFAULT).shared_bytes()

@@ -89,10 +89,36 @@ class Shape:
 DEFAULT = Shape()  # extra/proto_coopmat2.py's "128x128x64 t128 g16 f32", the best measured (docs/benchmarks.md)
 
 
-def chosen_shape() -> Shape:
-    """The shape ``VKML_MATMUL_COOPMAT2_SHAPE`` names, else ``DEFAULT``."""
+# Where a tile of 128 would pass the edge of M or N, one of 64 that divides it (or covers a side of at most
+# 64) takes its place: the loads past an edge clamp, and on the H200 a product with N = 64 (conv2d's
+# im2col product, 200704×576 @ 576×64) ran at 16 TFLOP/s in 128×128 tiles against 157 in 128×64 ones,
+# cuBLAS's speed (docs/benchmarks.md, session 10); 128×64 and 64×64 tiles took 128 and 64 invocations there.
+HALF_SIDE = 64
+
+
+def _side(size: int, full: int) -> int:
+    """The tile side for a dimension of ``size``: ``full`` unless a half side avoids clamped loads."""
+    if size % full == 0:
+        return full
+    return HALF_SIDE if size <= HALF_SIDE or size % HALF_SIDE == 0 else full
+
+
+def chosen_shape(m: int | None = None, n: int | None = None) -> Shape:
+    """The shape ``VKML_MATMUL_COOPMAT2_SHAPE`` names, else ``DEFAULT`` with each side of the tile halved
+    where that spares the product clamped loads (``m`` × ``n``: the product's size; None: DEFAULT's side).
+
+    >>> chosen_shape(4096, 4096), chosen_shape(200704, 64), chosen_shape(64, 64), chosen_shape(100, 100)
+    (Shape(128x128x64 t128 g16), Shape(128x64x64 t128 g16), Shape(64x64x64 t64 g16), Shape(128x128x64 t128 g16))
+    """
     text = vkml_config.matmul_coopmat2_shape()
-    return Shape.parse(text) if text else DEFAULT
+    if text:
+        return Shape.parse(text)
+    bm = DEFAULT.bm if m is None else _side(m, DEFAULT.bm)
+    bn = DEFAULT.bn if n is None else _side(n, DEFAULT.bn)
+    if (bm, bn) == (DEFAULT.bm, DEFAULT.bn):
+        return DEFAULT
+    threads = DEFAULT.threads if max(bm, bn) > HALF_SIDE else HALF_SIDE
+    return Shape(bm, bn, DEFAULT.bk, threads, DEFAULT.group)
 
 
 def applies(features, a_dtype: T.DType, b_dtype: T.DType, shape: Shape = DEFAULT) -> bool:
@@ -114,13 +140,26 @@ def applies(features, a_dtype: T.DType, b_dtype: T.DType, shape: Shape = DEFAULT
     )
 
 
+def stored(operand: Node) -> Node:
+    """The node whose buffer holds ``operand`` in row-major order: the source of a view that only
+    reshapes a computed tensor (conv2d's 2-D im2col matrix), else ``operand`` itself."""
+    if operand.realized or operand.op != Op.VIEW:
+        return operand
+    (source,) = operand.srcs
+    views = operand.arg.views
+    if len(views) == 1 and views[0].is_contiguous and source.numel == operand.numel and source.op != Op.VIEW:
+        return source
+    return operand
+
+
 def fits(mm: Node, features) -> bool:
-    """Whether product node ``mm`` is one this template computes: 2-D operands loaded as stored (no view,
-    cast or constant between them and a buffer), each buffer within one descriptor's range."""
+    """Whether product node ``mm`` is one this template computes: 2-D operands loaded as stored (no view
+    but a reshape of a computed tensor, no cast or constant between them and a buffer), each buffer within
+    one descriptor's range."""
     a, b = mm.srcs
     if len(a.shape) != 2 or len(b.shape) != 2 or 0 in (*a.shape, *b.shape):
         return False
-    if any(not s.realized and s.op in (Op.VIEW, Op.CAST, Op.CONST) for s in (a, b)):
+    if any(not s.realized and s.op in (Op.VIEW, Op.CAST, Op.CONST) for s in map(stored, (a, b))):
         return False
     largest = 2 * max(a.numel, b.numel, a.shape[0] * b.shape[1])
     return largest <= features.max_storage_buffer_range
@@ -148,7 +187,7 @@ def mode(features, shape: Shape = DEFAULT) -> Mode:
 
 def lowers(root: Node, mm: Node, leaves) -> bool:
     """Whether this template lowers the group: the product alone (no fused consumer), its operands loaded."""
-    return root is mm and all(s.realized or id(s) in leaves for s in mm.srcs)
+    return root is mm and all(s.realized or id(s) in leaves for s in map(stored, mm.srcs))
 
 
 def grouped_tile(w: Value, tiles: tuple[int, int], group: int) -> tuple[Value, Value]:
@@ -173,7 +212,7 @@ def lower_matmul_coopmat2(root: Node, mm: Node, leaves, baked, subgroup_size: in
     grid = fold_grid(total)
     L = Lowering(kernel_name(root, "MMW"), (shape.threads, 1, 1), leaves, baked)
     L.kb.subgroup_size = subgroup_size  # the matrix instructions' verifier and codegen check it
-    a_ref, b_ref = L.leaf(a), L.leaf(b)
+    a_ref, b_ref = L.leaf(stored(a)), L.leaf(stored(b))  # dims are the operands': a reshape keeps the order
     out_ref = L.bind_buffer(root.dtype, "write", "out", BufferRole(BufferKind.OUT, root))
     # "inside" where whole tiles cover a tensor: no clamping to pay for (the prototype's 8192³ kernel).
     a_edge = "inside" if m_size % bm == 0 and k_size % bk == 0 else "clamp"

@@ -17,7 +17,9 @@ PAGES.update(
                 "bias=True, padding_mode='zeros')",
             ),
             nnf.conv2d,
-            precision="im2col and `matmul`, the contract's named exception (as `matmul`): each output starts from "
+            precision="im2col and `matmul`, the contract's named exception (as `matmul`; with one group the whole "
+            "batch is one product, (O, C·kh·kw) @ (C·kh·kw, N·H_out·W_out), with more each group's sample is "
+            "one): each output starts from "
             "-0.0 and adds its K = C/groups·kh·kw float32 products in ascending (channel, kernel row, kernel column) "
             "order, every product and sum rounded, then adds the bias (one rounding). The order depends on the shapes "
             "alone: the CPU's bits on every device where `matmul` keeps them (all sizes on lavapipe; products under "

@@ -165,8 +165,8 @@ CANDIDATES = (
 
 
 # For a product with a side of at most 64 (conv2d's products: 64 output channels): DEFAULT's 128×128
-# tiles leave half of each tile past the edge; on the H200 200704×576 @ 576×64 took 350 µs in them
-# and 191 µs in these (docs/benchmarks.md, session 10).
+# tiles leave half of each tile past the edge; these took about half the time on such a product
+# (docs/benchmarks.md, session 10: .scratch-style probe of 200704×576 @ 576×64 per shape).
 SMALL_SIDE = Shape(64, 64, 64, 32, 32)
 
 

@@ -90,9 +90,9 @@ DEFAULT = Shape()  # extra/proto_coopmat2.py's "128x128x64 t128 g16 f32", the be
 
 
 # Where a tile of 128 would pass the edge of M or N, one of 64 that divides it (or covers a side of at most
-# 64) takes its place: the loads past an edge clamp, and on the H200 a product with N = 64 (conv2d's
-# im2col product, 200704×576 @ 576×64) ran at 16 TFLOP/s in 128×128 tiles against 157 in 128×64 ones,
-# cuBLAS's speed (docs/benchmarks.md, session 10); 128×64 and 64×64 tiles took 128 and 64 invocations there.
+# 64) takes its place: loads past an edge clamp, and clamped tiles ran a product with N = 64 (conv2d's)
+# ten times slower than 128×64 tiles, which matched cuBLAS (docs/benchmarks.md, session 10, has the
+# figures per shape); 128×64 and 64×64 tiles take 128 and 64 invocations.
 HALF_SIDE = 64
 
 

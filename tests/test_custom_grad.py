@@ -203,6 +203,14 @@ def test_derived_gradients_match_central_finite_differences():
         np.testing.assert_allclose(grads[i], fd, rtol=2e-3, atol=2e-3, err_msg=f"input {i}")
 
 
+def test_gradient_passes_through_convert_as_through_a_cast():
+    # dsl.convert's rule used to unpack its (value, dtype) arguments as one: any gradient through it raised
+    op = vkml.elementwise(
+        lambda x: dsl.convert(dsl.exp(dsl.convert(x, vkml.float64)), vkml.float32) + x * x, name="through64"
+    )
+    _check_against_torch(op, lambda t: t.double().exp().float() + t * t, [_normal(9, 3)])
+
+
 def test_python_scalars_get_no_gradient_and_defaults_work():
     @vkml.elementwise
     def leaky(x, slope=0.1):
@@ -316,8 +324,9 @@ def test_loops_and_ifs_cannot_be_derived():
 def test_each_derivative_is_written_once():
     """Every traceable op with a gradient takes it from its OpDef's rule: the tracer writes none of its own."""
     assert not hasattr(autodiff, "OWN_RULES")
+    assert autodiff.PRIMS["convert"].grad.from_rule == "cast"  # a cast: the tensors' cast rule (ops.grads.RULES)
     for name, prim in autodiff.PRIMS.items():
-        if prim.grad is None or name == "convert":  # zero gradient; convert is a cast, not an OpDef
+        if prim.grad is None or name == "convert":  # zero gradient, or the cast
             continue
         opdef = "where" if name == "select" else name  # dsl.where records select
         assert REGISTRY[opdef].grad is not None, name

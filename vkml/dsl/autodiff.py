@@ -36,7 +36,7 @@ from ..ir import builder as B
 from ..ir import types as T
 from ..ir.core import Value
 from ..ops import mathlib as M
-from ..ops.grads import GradContext
+from ..ops.grads import RULES, GradContext
 from ..ops.registry import REGISTRY
 
 _state = threading.local()
@@ -131,11 +131,6 @@ class Prim:
     grad: Callable | None = None
 
 
-def _convert_grad(n, g):
-    (x,) = n.args
-    return (g if x.dtype.is_float and n.dtype.is_float else None,)
-
-
 # ---------------------------------------------------------------- derivatives written once, on the OpDef
 #
 # Every derivative is its op's OpDef.grad (written with tensor operators, methods and ctx.F), run on
@@ -172,11 +167,15 @@ class _SymF:
         return record("trigamma", x)
 
 
-def _run_opdef_rule(name: str, inputs: tuple, n: Sym, g: Sym, attrs: dict) -> tuple:
+def _run_rule(rule: Callable, inputs: tuple, n: Sym, g: Sym, attrs: dict) -> tuple:
     # An operand wants a gradient when it is a float Sym; a Python number, a bound left out (None)
     # or an integer value gets none, as a tensor rule's ``needs`` says for its operands.
     needs = tuple(isinstance(a, Sym) and a.dtype.is_float for a in inputs)
-    return tuple(REGISTRY[name].grad(GradContext(g, inputs, n, attrs, _SymF, needs)))
+    return tuple(rule(GradContext(g, inputs, n, attrs, _SymF, needs)))
+
+
+def _run_opdef_rule(name: str, inputs: tuple, n: Sym, g: Sym, attrs: dict) -> tuple:
+    return _run_rule(REGISTRY[name].grad, inputs, n, g, attrs)
 
 
 def _opdef_grad(name: str, nvalues: int, attrs: tuple[str, ...] = ()) -> Callable:
@@ -209,6 +208,16 @@ def _clamp_grad(n: Sym, g: Sym) -> tuple:
 
 
 _clamp_grad.from_opdef = "clamp"
+
+
+def _convert_grad(n: Sym, g: Sym) -> tuple:
+    # dsl.convert(x, dtype) is a cast: the rule of the tensors' cast (ops.grads.RULES), g in x's dtype.
+    # (Only a float x gets a gradient and only a float result passes one: the tracer drops the rest.)
+    return _run_rule(RULES["cast"], n.args[:1], n, g, {})
+
+
+_convert_grad.from_rule = "cast"
+Sym.to = lambda a, dtype: a if dtype is a.dtype else record("convert", a, dtype)  # the cast rule's g.to
 
 
 PRIMS: dict[str, Prim] = {

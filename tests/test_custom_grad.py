@@ -211,6 +211,16 @@ def test_gradient_passes_through_convert_as_through_a_cast():
     _check_against_torch(op, lambda t: t.double().exp().float() + t * t, [_normal(9, 3)])
 
 
+def test_a_bodys_python_equality_is_traced_as_the_ir_reads_it():
+    # == on IR values is identity (False here, so the body is 3x); the OpDef rules' == records, but
+    # only while a rule runs: the derived gradient is 3, never the 2 of an elementwise comparison.
+    op = vkml.elementwise(lambda x, y: dsl.where(x == y, x * 2.0, x * 3.0), name="pyeq")
+    x = vkml.tensor([1.0, 2.0], requires_grad=True)
+    out = op(x, vkml.tensor([1.0, 2.0]))
+    out.sum().backward()
+    assert out.tolist() == [3.0, 6.0] and x.grad.tolist() == [3.0, 3.0]
+
+
 def test_python_scalars_get_no_gradient_and_defaults_work():
     @vkml.elementwise
     def leaky(x, slope=0.1):

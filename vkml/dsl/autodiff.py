@@ -105,13 +105,25 @@ for _name in ("lt", "le", "gt", "ge"):
     setattr(Sym, f"__{_name}__", _operator(_name))
 Sym.__neg__ = lambda a: record("neg", a)
 Sym.__invert__ = lambda a: record("not", a)
-# == and != record too (the OpDef gradient rules compare operands: x == 0, a == b); a Sym still
-# hashes by identity, and the tracer keys its tables by id(), never by ==.
-Sym.__eq__ = _operator("eq")
-Sym.__ne__ = _operator("ne")
-Sym.__hash__ = object.__hash__
-Sym.__pow__ = _operator("pow")
-Sym.__rpow__ = _operator("pow", swap=True)
+
+
+def _in_rules(op: str, swap: bool = False):
+    # == != and ** record only while an OpDef gradient rule runs (x == 0, a == b, a ** (b - 1) there).
+    # In a user's body they stay what they are on IR values, where the body runs first: == and != by
+    # identity (vkml/ir/builder.py), ** undefined; so tracing never reads a body otherwise than the IR.
+    recording = _operator(op, swap)
+
+    def method(a, b):
+        return recording(a, b) if getattr(_state, "in_rule", False) else NotImplemented
+
+    return method
+
+
+Sym.__eq__ = _in_rules("eq")
+Sym.__ne__ = _in_rules("ne")
+Sym.__hash__ = object.__hash__  # by identity; the tracer keys its tables by id() anyway
+Sym.__pow__ = _in_rules("pow")
+Sym.__rpow__ = _in_rules("pow", swap=True)
 Sym.stands_for_tensor = True  # ops.grads.is_tensor: an operand, not a Python number
 
 
@@ -171,7 +183,12 @@ def _run_rule(rule: Callable, inputs: tuple, n: Sym, g: Sym, attrs: dict) -> tup
     # An operand wants a gradient when it is a float Sym; a Python number, a bound left out (None)
     # or an integer value gets none, as a tensor rule's ``needs`` says for its operands.
     needs = tuple(isinstance(a, Sym) and a.dtype.is_float for a in inputs)
-    return tuple(rule(GradContext(g, inputs, n, attrs, _SymF, needs)))
+    previous = getattr(_state, "in_rule", False)
+    _state.in_rule = True
+    try:
+        return tuple(rule(GradContext(g, inputs, n, attrs, _SymF, needs)))
+    finally:
+        _state.in_rule = previous
 
 
 def _run_opdef_rule(name: str, inputs: tuple, n: Sym, g: Sym, attrs: dict) -> tuple:

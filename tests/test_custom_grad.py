@@ -57,57 +57,77 @@ def _positive(shape, seed):
     return np.random.default_rng(seed).uniform(0.2, 4.0, shape).astype(np.float32)
 
 
-_GELU_TANH = lambda x: torch.nn.functional.gelu(x, approximate="tanh")  # noqa: E731
+# name: (the DSL function, how the module — torch or vkml — spells it, the inputs' maker)
 UNARY = {
-    "exp": (dsl.exp, torch.exp, _normal),
-    "exp2": (dsl.exp2, torch.exp2, _normal),
-    "expm1": (dsl.expm1, torch.expm1, _normal),
-    "log": (dsl.log, torch.log, _positive),
-    "log2": (dsl.log2, torch.log2, _positive),
-    "log1p": (dsl.log1p, torch.log1p, _positive),
-    "sqrt": (dsl.sqrt, torch.sqrt, _positive),
-    "rsqrt": (dsl.rsqrt, torch.rsqrt, _positive),
-    "tanh": (dsl.tanh, torch.tanh, _normal),
-    "sigmoid": (dsl.sigmoid, torch.sigmoid, _normal),
-    "erf": (dsl.erf, torch.erf, _normal),
-    "gelu": (dsl.gelu, torch.nn.functional.gelu, _normal),
-    "gelu_tanh": (dsl.gelu_tanh, _GELU_TANH, _normal),
-    "softplus": (dsl.softplus, torch.nn.functional.softplus, lambda s, k: _normal(s, k, 12.0)),
-    "abs": (dsl.abs, torch.abs, _normal),
-    "relu": (dsl.relu, torch.relu, _normal),
-    "neg": (lambda x: -x, torch.neg, _normal),
-    "sign": (dsl.sign, torch.sign, _normal),
-    "floor": (dsl.floor, torch.floor, _normal),
+    "exp": (dsl.exp, lambda m: m.exp, _normal),
+    "exp2": (dsl.exp2, lambda m: m.exp2, _normal),
+    "expm1": (dsl.expm1, lambda m: m.expm1, _normal),
+    "log": (dsl.log, lambda m: m.log, _positive),
+    "log2": (dsl.log2, lambda m: m.log2, _positive),
+    "log1p": (dsl.log1p, lambda m: m.log1p, _positive),
+    "sqrt": (dsl.sqrt, lambda m: m.sqrt, _positive),
+    "rsqrt": (dsl.rsqrt, lambda m: m.rsqrt, _positive),
+    "tanh": (dsl.tanh, lambda m: m.tanh, _normal),
+    "sigmoid": (dsl.sigmoid, lambda m: m.sigmoid, _normal),
+    "erf": (dsl.erf, lambda m: m.erf, _normal),
+    "erfc": (dsl.erfc, lambda m: m.erfc, _normal),
+    "erfinv": (dsl.erfinv, lambda m: m.erfinv, lambda s, k: np.tanh(_normal(s, k, 1.0))),
+    "sinc": (dsl.sinc, lambda m: m.sinc, _normal),
+    "gelu": (dsl.gelu, lambda m: m.nn.functional.gelu, _normal),
+    "gelu_tanh": (dsl.gelu_tanh, lambda m: lambda x: m.nn.functional.gelu(x, approximate="tanh"), _normal),
+    "softplus": (dsl.softplus, lambda m: m.nn.functional.softplus, lambda s, k: _normal(s, k, 12.0)),
+    "softplus_beta": (
+        lambda x: dsl.softplus(x, beta=2.0, threshold=5.0),
+        lambda m: lambda x: m.nn.functional.softplus(x, beta=2.0, threshold=5.0),
+        _normal,
+    ),
+    "abs": (dsl.abs, lambda m: m.abs, _normal),
+    "relu": (dsl.relu, lambda m: m.relu, _normal),
+    "neg": (lambda x: -x, lambda m: m.neg, _normal),
+    "sign": (dsl.sign, lambda m: m.sign, _normal),
+    "floor": (dsl.floor, lambda m: m.floor, _normal),
 }
 
 
 @pytest.mark.parametrize("name", sorted(UNARY))
-def test_derived_gradient_of_each_function_matches_torch(name):
-    fn, torch_fn, make = UNARY[name]
+def test_derived_gradient_of_each_function_matches_torch_and_the_ops_own(name):
+    # The tracer runs the op's OpDef rule, so a custom op's gradient is the built-in op's, bit for bit.
+    fn, spelled, make = UNARY[name]
     op = vkml.elementwise(lambda x: fn(x), name=f"g_{name}")
-    _check_against_torch(op, torch_fn, [make((6, 7), 1)])
+    x = make((6, 7), 1)
+    _check_against_torch(op, spelled(torch), [x])
+    upstream = _normal((6, 7), 11)
+    _, (got,) = _grads(op, [x], upstream)
+    _, (want,) = _grads(spelled(vkml), [x], upstream)
+    assert_same_bits(got, want, f"dsl.{name} against vkml's own gradient")
 
 
 BINARY = {
-    "add": (lambda a, b: a + b, torch.add),
-    "sub": (lambda a, b: a - b, torch.sub),
-    "mul": (lambda a, b: a * b, torch.mul),
-    "div": (lambda a, b: a / b, torch.div),
-    "dsl.div": (dsl.div, torch.div),
-    "pow": (dsl.pow, torch.pow),
-    "maximum": (dsl.maximum, torch.maximum),
-    "minimum": (dsl.minimum, torch.minimum),
+    "add": (lambda a, b: a + b, lambda m: m.add),
+    "sub": (lambda a, b: a - b, lambda m: m.sub),
+    "mul": (lambda a, b: a * b, lambda m: m.mul),
+    "div": (lambda a, b: a / b, lambda m: m.div),
+    "dsl.div": (dsl.div, lambda m: m.div),
+    "pow": (dsl.pow, lambda m: m.pow),
+    "maximum": (dsl.maximum, lambda m: m.maximum),
+    "minimum": (dsl.minimum, lambda m: m.minimum),
+    "atan2": (dsl.atan2, lambda m: m.atan2),
 }
 
 
 @pytest.mark.parametrize("name", sorted(BINARY))
 def test_derived_gradient_of_binary_functions_matches_torch_with_broadcasting(name):
-    fn, torch_fn = BINARY[name]
+    fn, spelled = BINARY[name]
     op = vkml.elementwise(lambda a, b: fn(a, b), name=f"g_{name.replace('.', '_')}")
     a, b = _positive((4, 5), 2), _positive((5,), 3)
     if name in ("maximum", "minimum"):
         b[:2] = a[0, :2]  # ties: PyTorch gives half the gradient to each side
-    _check_against_torch(op, torch_fn, [a, b])
+    _check_against_torch(op, spelled(torch), [a, b])
+    upstream = _normal((4, 5), 11)
+    _, got = _grads(op, [a, b], upstream)
+    _, want = _grads(spelled(vkml), [a, b], upstream)
+    for i in range(2):
+        assert_same_bits(got[i], want[i], f"{name}: gradient {i} against vkml's own")
 
 
 def test_pow_special_points_follow_torch():
@@ -126,6 +146,8 @@ def test_clamp_gradient_follows_torch_in_every_case():
     lo = np.float32([0.0, nan, 0.0, 1.0, 1.0, 1.0, 2.0, 3.0, 3.0, 0.0, 0.5, 0.0])
     hi = np.float32([2.0, 2.0, nan, 1.0, 1.0, 1.0, 1.0, 2.0, 2.0, 2.0, 3.0, 2.0])
     _check_against_torch(op, torch.clamp, [x, lo, hi])
+    # vkml.clamp runs the same rule (x < lo == hi and NaN operands gave lo or hi a gradient before)
+    _check_against_torch(vkml.clamp, torch.clamp, [x, lo, hi])
     lower = vkml.elementwise(lambda x, lo: dsl.clamp_min(x, lo), name="clampmin")
     _check_against_torch(lower, lambda a, b: torch.clamp(a, min=b), [x, lo])
     upper = vkml.elementwise(lambda x, hi: dsl.clamp_max(x, hi), name="clampmax")
@@ -148,9 +170,21 @@ def _smooth_torch(x, a, b):
     return x * torch.sigmoid(a * x) + torch.tanh(b) * torch.log1p(x * x) - torch.exp(-x * x) / (b * b + 1.0)
 
 
+def _smooth_vkml(x, a, b):
+    return x * vkml.sigmoid(a * x) + vkml.tanh(b) * vkml.log1p(x * x) - vkml.exp(-x * x) / (b * b + 1.0)
+
+
 def test_a_composite_body_matches_torch_autograd_of_the_same_formula():
     op = vkml.elementwise(_smooth, name="smooth")
-    _check_against_torch(op, _smooth_torch, [_normal((3, 8), 4), _normal((3, 1), 5), _normal((8,), 6)])
+    arrays = [_normal((3, 8), 4), _normal((3, 1), 5), _normal((8,), 6)]
+    _check_against_torch(op, _smooth_torch, arrays)
+    # and has the bits of vkml's autograd through the same formula: the same rules, the same roundings
+    # (unbroadcast operands: a broadcast one's gradient is summed in another order there)
+    arrays, upstream = [_normal((3, 8), k) for k in (4, 5, 6)], _normal((3, 8), 7)
+    _, got = _grads(op, arrays, upstream)
+    _, want = _grads(_smooth_vkml, arrays, upstream)
+    for i in range(3):
+        assert_same_bits(got[i], want[i], f"gradient {i} against vkml's autograd")
 
 
 def test_derived_gradients_match_central_finite_differences():
@@ -167,6 +201,24 @@ def test_derived_gradients_match_central_finite_differences():
         f_minus = op(*(vkml.tensor(v) for v in minus)).numpy().astype(np.float64)
         fd = (f_plus - f_minus) / (np.float64(plus[i] - minus[i]))
         np.testing.assert_allclose(grads[i], fd, rtol=2e-3, atol=2e-3, err_msg=f"input {i}")
+
+
+def test_gradient_passes_through_convert_as_through_a_cast():
+    # dsl.convert's rule used to unpack its (value, dtype) arguments as one: any gradient through it raised
+    op = vkml.elementwise(
+        lambda x: dsl.convert(dsl.exp(dsl.convert(x, vkml.float64)), vkml.float32) + x * x, name="through64"
+    )
+    _check_against_torch(op, lambda t: t.double().exp().float() + t * t, [_normal(9, 3)])
+
+
+def test_a_bodys_python_equality_is_traced_as_the_ir_reads_it():
+    # == on IR values is identity (False here, so the body is 3x); the OpDef rules' == records, but
+    # only while a rule runs: the derived gradient is 3, never the 2 of an elementwise comparison.
+    op = vkml.elementwise(lambda x, y: dsl.where(x == y, x * 2.0, x * 3.0), name="pyeq")
+    x = vkml.tensor([1.0, 2.0], requires_grad=True)
+    out = op(x, vkml.tensor([1.0, 2.0]))
+    out.sum().backward()
+    assert out.tolist() == [3.0, 6.0] and x.grad.tolist() == [3.0, 3.0]
 
 
 def test_python_scalars_get_no_gradient_and_defaults_work():
@@ -201,8 +253,21 @@ def test_gradient_kernel_fuses_into_one_dispatch(monkeypatch):
     assert debug.counters()["dispatches"] == 1
 
 
+def _rules(x, a, b):
+    # _smooth and the OpDef rules that compare and select (x == 0, ties, bounds, a zero base)
+    return (
+        _smooth(x, a, b)
+        + dsl.gelu(x)
+        + dsl.pow(b * b + 0.5, x * 0.25)
+        + dsl.clamp(x, -1.0, a)
+        + dsl.maximum(x, b)
+        + dsl.sinc(a)
+        + dsl.atan2(x, b)
+    )
+
+
 def test_vulkan_gradients_equal_cpu_bit_for_bit(gpu):
-    op = vkml.elementwise(_smooth, name="smooth_vk")
+    op = vkml.elementwise(_rules, name="rules_vk")
     arrays = [_normal(300, 1), _normal(300, 2), _normal(300, 3)]
     upstream = _normal(300, 4)
     cpu_out, cpu_grads = _grads(op, arrays, upstream)
@@ -267,13 +332,18 @@ def test_loops_and_ifs_cannot_be_derived():
 
 
 def test_each_derivative_is_written_once():
-    """A traceable op with an OpDef gradient takes its derivative from the OpDef, unless it is one of
-    autodiff.OWN_RULES, whose two rules round differently (moving one changes custom ops' bits)."""
-    own = set()
+    """Every traceable op with a gradient takes it from its OpDef's rule: the tracer writes none of its own."""
+    assert not hasattr(autodiff, "OWN_RULES")
+    assert autodiff.PRIMS["convert"].grad.from_rule == "cast"  # a cast: the tensors' cast rule (ops.grads.RULES)
     for name, prim in autodiff.PRIMS.items():
-        op = REGISTRY.get(name)
-        if prim.grad is None or op is None or op.grad is None:
+        if prim.grad is None or name == "convert":  # zero gradient, or the cast
             continue
-        if getattr(prim.grad, "from_opdef", None) != name:
-            own.add(name)
-    assert own == autodiff.OWN_RULES
+        opdef = "where" if name == "select" else name  # dsl.where records select
+        assert REGISTRY[opdef].grad is not None, name
+        assert getattr(prim.grad, "from_opdef", None) == opdef, name
+
+
+def test_digamma_cannot_be_differentiated_twice():
+    # trigamma's OpDef rule asks ctx.F for polygamma(2, x), which the tracer does not have
+    with pytest.raises(autodiff.NotDifferentiable, match=r"dsl.digamma twice.*backward="):
+        autodiff.gradient_exprs(lambda x: autodiff.apply("trigamma", x), 1)

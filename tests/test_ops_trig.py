@@ -626,8 +626,8 @@ def test_dsl_functions_give_the_ops_bits_and_torchs_gradients(_restoring_registr
     for name in DSL_NAMES:
         op = _dsl_op(name)
         assert_same_bits(op(vkml.tensor(x)).numpy(), getattr(vkml, name)(vkml.tensor(x)).numpy(), f"dsl.{name}")
-    # A sample of the derived gradients (each DSL rule is one line of vkml/dsl/autodiff.py, the op's
-    # formula again; every function costs two kernel compiles here, so not all of them are run).
+    # A sample of the derived gradients (each is the op's OpDef rule, run by vkml/dsl/autodiff.py;
+    # every function costs two kernel compiles here, so not all of them are run).
     y = _uniform(51, 40, 0.1, 0.9)
     for name in ("sin", "sinc", "digamma"):
         op = _dsl_op(name, 1.0)

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
+import sys
 from collections import Counter
+from pathlib import Path
 
 import pytest
+from optest import F32_SPECIALS, assert_same_bits
 
 import vkml
 from vkml.frontend import public
@@ -88,3 +92,34 @@ def test_an_elementwise_op_is_one_definition(cube_op):
     z = Handle(vkml.tensor([3.0]).node)
     assert Handle.test_cube_(z) is z and z.tolist() == [27.0]
     assert "test_cube" not in vars(vkml.Tensor)  # the real Tensor is left as it was
+
+
+def _docs_generator():
+    path = Path(__file__).resolve().parent.parent / "tools" / "gen_op_docs.py"
+    spec = importlib.util.spec_from_file_location("gen_op_docs", path)
+    if spec.name in sys.modules:  # loaded by tests/test_op_docs.py
+        return sys.modules[spec.name]
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the file runs
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_an_elementwise_op_gets_its_page_and_asks_for_its_table_line(cube_op, monkeypatch):
+    # The rest of "one definition plus one line in a table-driven op test": its docs page is rendered
+    # from the OpDef (and docs/ops/ is stale until tools/gen_op_docs.py writes it) ...
+    gen = _docs_generator()
+    page = gen.registry_page(cube_op)
+    for text in ("# test_cube", "input * input * input.", "| precision | two roundings |", "c.g * 3.0 * c.inputs[0]"):
+        assert text in page, text
+    assert "test_cube.md" in gen.stale_files()
+    # ... and the elementwise ops' completeness check asks for its line, after which the table runs it.
+    import test_ops_elementwise as table
+
+    with pytest.raises(AssertionError, match="test_cube"):
+        table.test_every_elementwise_op_is_tested_somewhere()
+    cube = next(fn for export, fn in public.exports() if export.name == "test_cube")
+    monkeypatch.setitem(table.UNARY, "test_cube", (cube, lambda t: t * t * t))
+    table.test_every_elementwise_op_is_tested_somewhere()
+    got, want, keep = table.run_unary("test_cube", F32_SPECIALS)
+    assert_same_bits(got[keep], want[keep], "test_cube against torch")

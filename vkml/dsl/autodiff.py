@@ -13,7 +13,7 @@ same ``vkml.dsl`` functions on IR values.
     >>> [g.op for g in grads]          # d/dx = g*y*exp(x), d/dy = g*exp(x)
     ['mul', 'mul']
 
-Supported (the rules follow PyTorch's derivative formulas, ties and NaN cases included):
+Supported (each rule is the op's OpDef ``grad``, PyTorch's formula, ties and NaN cases included):
 ``+ - * /``, unary ``-``, ``where``/``select``, ``exp exp2 expm1 log log2 log1p sqrt rsqrt
 tanh sigmoid erf gelu gelu_tanh softplus pow abs maximum minimum clamp clamp_min clamp_max
 relu div convert const``, ``sin cos tan asin acos atan atan2 sinh cosh asinh acosh atanh erfc
@@ -26,7 +26,6 @@ the error says so and suggests ``backward=``.
 from __future__ import annotations
 
 import contextlib
-import math
 import operator
 import threading
 from collections.abc import Callable
@@ -37,7 +36,7 @@ from ..ir import builder as B
 from ..ir import types as T
 from ..ir.core import Value
 from ..ops import mathlib as M
-from ..ops.grads import GradContext
+from ..ops.grads import RULES, GradContext
 from ..ops.registry import REGISTRY
 
 _state = threading.local()
@@ -108,6 +107,26 @@ Sym.__neg__ = lambda a: record("neg", a)
 Sym.__invert__ = lambda a: record("not", a)
 
 
+def _in_rules(op: str, swap: bool = False):
+    # == != and ** record only while an OpDef gradient rule runs (x == 0, a == b, a ** (b - 1) there).
+    # In a user's body they stay what they are on IR values, where the body runs first: == and != by
+    # identity (vkml/ir/builder.py), ** undefined; so tracing never reads a body otherwise than the IR.
+    recording = _operator(op, swap)
+
+    def method(a, b):
+        return recording(a, b) if getattr(_state, "in_rule", False) else NotImplemented
+
+    return method
+
+
+Sym.__eq__ = _in_rules("eq")
+Sym.__ne__ = _in_rules("ne")
+Sym.__hash__ = object.__hash__  # by identity; the tracer keys its tables by id() anyway
+Sym.__pow__ = _in_rules("pow")
+Sym.__rpow__ = _in_rules("pow", swap=True)
+Sym.stands_for_tensor = True  # ops.grads.is_tensor: an operand, not a Python number
+
+
 # ---------------------------------------------------------------- the primitives
 
 
@@ -124,114 +143,12 @@ class Prim:
     grad: Callable | None = None
 
 
-def _select(c, a, b):
-    return record("select", c, a, b)
-
-
-def _zero_unless(cond, g):
-    return _select(cond, g, 0.0)
-
-
-def _maximum_grads(n, g):
-    a, b = n.args
-    tie = _select(record("eq", a, b), g * 0.5, g)  # PyTorch splits the gradient of a tie
-    return (_select(a < b, 0.0, tie), _select(a > b, 0.0, tie))
-
-
-def _minimum_grads(n, g):
-    a, b = n.args
-    tie = _select(record("eq", a, b), g * 0.5, g)
-    return (_select(a > b, 0.0, tie), _select(a < b, 0.0, tie))
-
-
-def _clamp_grads(n, g):
-    # PyTorch's clamp_backward_min_max: x inside [lo, hi] inclusive; lo only while lo < hi, hi
-    # where x > hi or lo > hi; so x < lo == hi gives no gradient to anyone (measured, torch 2.x).
-    x, lo, hi = n.args
-    if lo is None and hi is None:
-        return (g, None, None)
-    if lo is None:
-        return (_zero_unless(x <= hi, g), None, _zero_unless(x > hi, g))
-    if hi is None:
-        return (_zero_unless(x >= lo, g), _zero_unless(x < lo, g), None)
-    return (
-        _zero_unless((x >= lo) & (x <= hi), g),
-        _zero_unless((x < lo) & (lo < hi), g),
-        _zero_unless((x > hi) | (lo > hi), g),
-    )
-
-
-def _pow_grads(n, g):
-    x, y = n.args
-    dx = g * y * record("pow", x, y - 1.0)
-    dy = g * n * record("log", x)
-    if isinstance(y, Sym):
-        dx = _select(record("eq", y, 0.0), 0.0, dx)
-        dy = _select(record("eq", x, 0.0) & (y >= 0.0), 0.0, dy)
-    elif y == 0:
-        dx = None
-    return (dx, dy)
-
-
-def _gelu_grad(n, g):
-    (x,) = n.args
-    cdf = (record("erf", x * (1 / math.sqrt(2))) + 1.0) * 0.5
-    pdf = record("exp", x * x * -0.5) * (1 / math.sqrt(2 * math.pi))
-    return (g * (cdf + x * pdf),)
-
-
-def _gelu_tanh_grad(n, g):
-    (x,) = n.args
-    beta, kappa = math.sqrt(2 / math.pi), 0.044715
-    x_sq = x * x
-    inner = (x + x_sq * x * kappa) * beta
-    t = record("tanh", inner)
-    left_derivative = (t + 1.0) * 0.5
-    right_derivative = x * 0.5 * (1.0 - t * t) * beta * (x_sq * (3 * kappa) + 1.0)
-    return (g * (left_derivative + right_derivative),)
-
-
-def _softplus_grad(n, g):
-    x, beta, threshold = n.args
-    z = x * beta if beta != 1 else x
-    return (_select(z > threshold, g, g * record("sigmoid", z)),)
-
-
-def _convert_grad(n, g):
-    (x,) = n.args
-    return (g if x.dtype.is_float and n.dtype.is_float else None,)
-
-
 # ---------------------------------------------------------------- derivatives written once, on the OpDef
 #
-# An op whose OpDef.grad (written with tensor operators, methods and ctx.F) gives the derivative this
-# tracer would write takes it from there: the rule runs on Syms, whose operators and methods record
-# (``_SYM_METHODS``), with ``_SymF`` as its ``ctx.F``. The ops of ``OWN_RULES`` keep a rule of their
-# own, because their OpDef's rounds differently or handles Python-number operands, ties or errors
-# otherwise: exp2, rsqrt, sigmoid, erf, erfc, erfinv, gelu, gelu_tanh, atan2 (another association or
-# formula), softplus (beta, threshold), pow, clamp, maximum, minimum, sinc (Python numbers, ties,
-# == on operands, which a Sym does not record), trigamma (NotDifferentiable, not NotImplementedError). Moving one onto its
-# OpDef changes the bits of custom ops' gradients that use it (tests/test_custom_grad.py holds the list).
-OWN_RULES = frozenset(
-    (
-        "exp2",
-        "rsqrt",
-        "sigmoid",
-        "erf",
-        "erfc",
-        "erfinv",
-        "gelu",
-        "gelu_tanh",
-        "softplus",
-        "pow",
-        "clamp",
-        "maximum",
-        "minimum",
-        "sinc",
-        "atan2",
-        "trigamma",
-    )
-)
+# Every derivative is its op's OpDef.grad (written with tensor operators, methods and ctx.F), run on
+# Syms: their operators and methods record (``_SYM_METHODS``), ``_SymF`` is the rule's ``ctx.F``, and
+# ``ops.grads.is_tensor`` counts a Sym as a tensor (``stands_for_tensor``). So a custom op's gradient
+# is the formula of the built-in op's, rounded the same way, and no derivative is written twice.
 _SYM_METHODS = ("cos", "sin", "cosh", "sinh", "rsqrt", "sign", "digamma", "exp", "log", "tanh", "sigmoid")
 for _name in _SYM_METHODS:
     setattr(Sym, _name, lambda a, _op=_name: record(_op, a))
@@ -245,25 +162,80 @@ class _SymF:
         return record("select", condition, x, y)
 
     @staticmethod
+    def full_like(like: Sym, value) -> Sym:
+        return record("const", value, like.dtype)
+
+    @staticmethod
+    def zeros_like(like: Sym) -> Sym:
+        return record("const", 0.0, like.dtype)
+
+    @staticmethod
     def polygamma(n: int, x) -> Sym:
-        if n != 1:
-            raise NotDifferentiable(f"cannot differentiate through polygamma({n}, x)")
+        if n != 1:  # trigamma's rule asks for polygamma(2, x), which mathlib does not trace
+            raise NotDifferentiable(
+                "cannot differentiate dsl.digamma twice: the derivative of polygamma(1, x), polygamma(2, x), is "
+                "not implemented; pass backward=... to @vkml.elementwise"
+            )
         return record("trigamma", x)
 
 
-def _opdef_grad(name: str, nvalues: int) -> Callable:
-    """The Prim gradient of ``name``: its OpDef's ``grad`` rule, run on the recorded node's Syms."""
-    rule = REGISTRY[name].grad
+def _run_rule(rule: Callable, inputs: tuple, n: Sym, g: Sym, attrs: dict) -> tuple:
+    # An operand wants a gradient when it is a float Sym; a Python number, a bound left out (None)
+    # or an integer value gets none, as a tensor rule's ``needs`` says for its operands.
+    needs = tuple(isinstance(a, Sym) and a.dtype.is_float for a in inputs)
+    previous = getattr(_state, "in_rule", False)
+    _state.in_rule = True
+    try:
+        return tuple(rule(GradContext(g, inputs, n, attrs, _SymF, needs)))
+    finally:
+        _state.in_rule = previous
+
+
+def _run_opdef_rule(name: str, inputs: tuple, n: Sym, g: Sym, attrs: dict) -> tuple:
+    return _run_rule(REGISTRY[name].grad, inputs, n, g, attrs)
+
+
+def _opdef_grad(name: str, nvalues: int, attrs: tuple[str, ...] = ()) -> Callable:
+    """The Prim gradient of ``name``: its OpDef's ``grad`` rule, run on the recorded node's Syms.
+
+    ``attrs`` names the node's arguments after its values (Python numbers such as softplus's beta),
+    handed to the rule as ``ctx.attrs``.
+    """
 
     def grad(n: Sym, g: Sym) -> tuple:
-        inputs = n.args[:nvalues]
-        return tuple(rule(GradContext(g, inputs, n, {}, _SymF, (True,) * nvalues)))
+        return _run_opdef_rule(name, n.args[:nvalues], n, g, dict(zip(attrs, n.args[nvalues:])))
 
     grad.from_opdef = name  # what tests/test_custom_grad.py checks
     return grad
 
 
-_LN2 = math.log(2)
+def _clamp_grad(n: Sym, g: Sym) -> tuple:
+    # dsl.clamp records one node whose bounds may be None; its gradient is the rule of the op that
+    # vkml.clamp records for those bounds (clamp, clamp_min or clamp_max), as the tensor path does.
+    x, lo, hi = n.args
+    if lo is None and hi is None:
+        return (g, None, None)
+    if lo is None:
+        gx, ghi = _run_opdef_rule("clamp_max", (x, hi), n, g, {})
+        return (gx, None, ghi)
+    if hi is None:
+        gx, glo = _run_opdef_rule("clamp_min", (x, lo), n, g, {})
+        return (gx, glo, None)
+    return _run_opdef_rule("clamp", (x, lo, hi), n, g, {})
+
+
+_clamp_grad.from_opdef = "clamp"
+
+
+def _convert_grad(n: Sym, g: Sym) -> tuple:
+    # dsl.convert(x, dtype) is a cast: the rule of the tensors' cast (ops.grads.RULES), g in x's dtype.
+    # (Only a float x gets a gradient and only a float result passes one: the tracer drops the rest.)
+    return _run_rule(RULES["cast"], n.args[:1], n, g, {})
+
+
+_convert_grad.from_rule = "cast"
+Sym.to = lambda a, dtype: a if dtype is a.dtype else record("convert", a, dtype)  # the cast rule's g.to
+
 
 PRIMS: dict[str, Prim] = {
     # arithmetic (the operators on IR values)
@@ -272,30 +244,30 @@ PRIMS: dict[str, Prim] = {
     "mul": Prim(operator.mul, 2, _opdef_grad("mul", 2)),
     "div": Prim(operator.truediv, 2, _opdef_grad("div", 2)),
     "neg": Prim(operator.neg, 1, _opdef_grad("neg", 1)),
-    "select": Prim(B.select, 3, lambda n, g: (None, _zero_unless(n.args[0], g), _select(n.args[0], 0.0, g))),
+    "select": Prim(B.select, 3, _opdef_grad("where", 3)),  # dsl.where
     "convert": Prim(B.convert, 1, _convert_grad),
     "const": Prim(B.const, 0),
     # the math library, differentiated as whole functions
     "exp": Prim(M.exp, 1, _opdef_grad("exp", 1)),
-    "exp2": Prim(M.exp2, 1, lambda n, g: (g * n * _LN2,)),
+    "exp2": Prim(M.exp2, 1, _opdef_grad("exp2", 1)),
     "expm1": Prim(M.expm1, 1, _opdef_grad("expm1", 1)),
     "log": Prim(M.log, 1, _opdef_grad("log", 1)),
     "log2": Prim(M.log2, 1, _opdef_grad("log2", 1)),
     "log1p": Prim(M.log1p, 1, _opdef_grad("log1p", 1)),
     "sqrt": Prim(M.sqrt, 1, _opdef_grad("sqrt", 1)),
-    "rsqrt": Prim(M.rsqrt, 1, lambda n, g: (g * (n * n * n) * -0.5,)),
+    "rsqrt": Prim(M.rsqrt, 1, _opdef_grad("rsqrt", 1)),
     "tanh": Prim(M.tanh, 1, _opdef_grad("tanh", 1)),
-    "sigmoid": Prim(M.sigmoid, 1, lambda n, g: (g * ((1.0 - n) * n),)),
-    "erf": Prim(M.erf, 1, lambda n, g: (g * record("exp", -(n.args[0] * n.args[0])) * (2 / math.sqrt(math.pi)),)),
-    "gelu": Prim(M.gelu, 1, _gelu_grad),
-    "gelu_tanh": Prim(M.gelu_tanh, 1, _gelu_tanh_grad),
-    "softplus": Prim(M.softplus, 1, _softplus_grad),
+    "sigmoid": Prim(M.sigmoid, 1, _opdef_grad("sigmoid", 1)),
+    "erf": Prim(M.erf, 1, _opdef_grad("erf", 1)),
+    "gelu": Prim(M.gelu, 1, _opdef_grad("gelu", 1)),
+    "gelu_tanh": Prim(M.gelu_tanh, 1, _opdef_grad("gelu_tanh", 1)),
+    "softplus": Prim(M.softplus, 1, _opdef_grad("softplus", 1, ("beta", "threshold"))),
     # the built-in ops' own bodies (integer and float), so dsl.maximum is vkml.maximum
-    "pow": Prim(REGISTRY["pow"].body, 2, _pow_grads),
+    "pow": Prim(REGISTRY["pow"].body, 2, _opdef_grad("pow", 2)),
     "abs": Prim(REGISTRY["abs"].body, 1, _opdef_grad("abs", 1)),
-    "maximum": Prim(REGISTRY["maximum"].body, 2, _maximum_grads),
-    "minimum": Prim(REGISTRY["minimum"].body, 2, _minimum_grads),
-    "clamp": Prim(lambda x, lo, hi: _clamp_impl(x, lo, hi), 3, _clamp_grads),
+    "maximum": Prim(REGISTRY["maximum"].body, 2, _opdef_grad("maximum", 2)),
+    "minimum": Prim(REGISTRY["minimum"].body, 2, _opdef_grad("minimum", 2)),
+    "clamp": Prim(lambda x, lo, hi: _clamp_impl(x, lo, hi), 3, _clamp_grad),
     "relu": Prim(REGISTRY["relu"].body, 1, _opdef_grad("relu", 1)),
     # zero gradient
     "sign": Prim(REGISTRY["sign"].body, 1),
@@ -443,51 +415,15 @@ def emit(expr: Sym, inputs: list[Value]) -> Value:
 
 
 # ---------------------------------------------------------------- trigonometric, hyperbolic, error and gamma
-# functions (vkml/ops/mathlib/trig.py, hyperbolic.py, erfs.py, gamma.py), with PyTorch's derivatives
-
-
-def _atan2_grads(n, g):
-    y, x = n.args
-    r = x * x + y * y
-    return (g * x / r, -(g * y) / r)
-
-
-def _sinc_grad(n, g):
-    x = n.args[0]
-    px = x * math.pi
-    d = (px * record("cos", px) - record("sin", px)) / (px * x)
-    return (_select(record("eq", x, 0.0), 0.0, g * d),)
-
-
-def _trigamma_grad(n, g):
-    raise NotDifferentiable(
-        "cannot differentiate dsl.digamma twice: the derivative of polygamma(1, x), polygamma(2, x), is "
-        "not implemented; pass backward=... to @vkml.elementwise"
-    )
-
+# functions: every op whose OpDef says ``public=Public(dsl=True)`` (vkml.dsl makes its function from the
+# same OpDef), with the OpDef's body and rule; atan2, and trigamma (digamma's derivative), besides.
 
 PRIMS.update(
     {
-        "sin": Prim(M.sin, 1, _opdef_grad("sin", 1)),
-        "cos": Prim(M.cos, 1, _opdef_grad("cos", 1)),
-        "tan": Prim(M.tan, 1, _opdef_grad("tan", 1)),
-        "asin": Prim(M.asin, 1, _opdef_grad("asin", 1)),
-        "acos": Prim(M.acos, 1, _opdef_grad("acos", 1)),
-        "atan": Prim(M.atan, 1, _opdef_grad("atan", 1)),
-        "atan2": Prim(M.atan2, 2, _atan2_grads),
-        "sinh": Prim(M.sinh, 1, _opdef_grad("sinh", 1)),
-        "cosh": Prim(M.cosh, 1, _opdef_grad("cosh", 1)),
-        "asinh": Prim(M.asinh, 1, _opdef_grad("asinh", 1)),
-        "acosh": Prim(M.acosh, 1, _opdef_grad("acosh", 1)),
-        "atanh": Prim(M.atanh, 1, _opdef_grad("atanh", 1)),
-        "erfc": Prim(
-            M.erfc, 1, lambda n, g: (g * record("exp", -(n.args[0] * n.args[0])) * (-2 / math.sqrt(math.pi)),)
-        ),
-        "erfinv": Prim(M.erfinv, 1, lambda n, g: (g * record("exp", n * n) * (math.sqrt(math.pi) / 2),)),
-        "log10": Prim(M.log10, 1, _opdef_grad("log10", 1)),
-        "sinc": Prim(M.sinc, 1, _sinc_grad),
-        "lgamma": Prim(M.lgamma, 1, _opdef_grad("lgamma", 1)),
-        "digamma": Prim(M.digamma, 1, _opdef_grad("digamma", 1)),
-        "trigamma": Prim(M.trigamma, 1, _trigamma_grad),
+        op.name: Prim(op.body, 1, _opdef_grad(op.name, 1))
+        for op in REGISTRY.values()
+        if op.public is not None and op.public.dsl
     }
 )
+PRIMS["atan2"] = Prim(M.atan2, 2, _opdef_grad("atan2", 2))
+PRIMS["trigamma"] = Prim(M.trigamma, 1, _opdef_grad("trigamma", 1))

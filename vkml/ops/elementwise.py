@@ -154,12 +154,15 @@ def _grad_minimum(c):
 
 
 def _grad_clamp(c):
-    # The gradient goes to whichever of x, min, max the output took (max wins when min > max).
+    # PyTorch's clamp_backward_min_max: x inside [lo, hi] inclusive; lo only while lo < hi, hi where
+    # x > hi or lo > hi. So x < lo == hi gives no gradient to anyone, nor does a NaN in any operand.
     x, lo, hi = c.inputs
     g, F = c.g, c.F
+    lo_t = as_tensor(c, lo)
     inside = (x >= lo) & (x <= hi)
-    below = (x < lo) & (as_tensor(c, lo) <= hi)
-    return F.where(inside, g, 0.0), F.where(below, g, 0.0), F.where(~inside & ~below, g, 0.0)
+    below = (x < lo) & (lo_t < hi)
+    above = (x > hi) | (lo_t > hi)
+    return F.where(inside, g, 0.0), F.where(below, g, 0.0), F.where(above, g, 0.0)
 
 
 def _grad_clamp_min(c):
@@ -194,6 +197,14 @@ def _grad_gelu_tanh(c):
     left_derivative = 0.5 * (1 + t)
     right_derivative = (0.5 * x) * (1 - t * t) * beta * (1 + 3 * kappa * x_sq)
     return (c.g * (left_derivative + right_derivative),)
+
+
+def _grad_softplus(c):
+    # The registered op has beta = 1, threshold = 20; vkml.dsl.softplus hands other ones in as attrs.
+    (x,) = c.inputs
+    beta, threshold = c.attrs.get("beta", 1), c.attrs.get("threshold", 20)
+    z = x if beta == 1 else x * beta
+    return (c.F.where(z > threshold, c.g, c.g * z.sigmoid()),)
 
 
 _INV_SQRT_2PI = 0.3989422804014327
@@ -564,7 +575,7 @@ _float_op(
     "≤ 2 ulp (see mathlib.softplus)",
     "softplus(-inf) = 0, softplus(inf) = inf.",
     torch_name="nn.functional.softplus",
-    grad=lambda c: (c.F.where(c.inputs[0] > 20, c.g, c.g * c.inputs[0].sigmoid()),),
+    grad=_grad_softplus,
 )
 
 

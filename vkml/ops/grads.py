@@ -38,7 +38,10 @@ class GradContext:
 
 def is_tensor(x) -> bool:
     # Asked of the class: reading a saved tensor's node checks its version (vkml/tensor.py, SavedTensor).
-    return hasattr(type(x), "shape") and hasattr(type(x), "node")
+    # A symbol of the DSL's tracer (vkml/dsl/autodiff.py, Sym) stands for a tensor: the tracer runs
+    # the OpDef rules on symbols.
+    cls = type(x)
+    return (hasattr(cls, "shape") and hasattr(cls, "node")) or getattr(cls, "stands_for_tensor", False)
 
 
 def as_tensor(c: GradContext, x):

@@ -51,7 +51,7 @@ class Public:
     method: bool = True  # Tensor.<name> (and Tensor.<alias>)
     inplace: bool = True  # Tensor.<name>_ (and Tensor.<alias>_): the result written into the tensor
     aliases: tuple[str, ...] = ()  # more names of the same function (PyTorch's numpy-style arcsin for asin)
-    dsl: bool = False  # vkml.dsl.<name> too: the op's body for custom ops (its derivative is vkml/dsl/autodiff.py's)
+    dsl: bool = False  # vkml.dsl.<name> too: the op's body for custom ops (its derivative is the OpDef's grad)
 
 
 # eq=False: an OpDef compares and hashes by identity (one object per registered op). Graph nodes hold

@@ -232,6 +232,13 @@ _sys.modules[__name__ + ".xpu"] = xpu
 __all__ += ["accelerator", "xpu"]
 
 
+# ---------------------------------------------------------------- vkml.sparse (sparse COO tensors: docs/sparse.md)
+from .frontend import sparse  # noqa: E402
+
+_sys.modules[__name__ + ".sparse"] = sparse
+__all__ += ["sparse"]
+
+
 # ---------------------------------------------------------------------- the public ops, then autocast
 # KEEP THIS BLOCK LAST. Every op is bound here, from the ``EXPORTS`` of the modules that define it
 # (vkml/frontend/public.py): vkml.<name> (``tensor`` replaces the submodule vkml.tensor), __all__,

@@ -233,10 +233,12 @@ __all__ += ["accelerator", "xpu"]
 
 
 # ---------------------------------------------------------------- vkml.sparse (sparse COO tensors: docs/sparse.md)
-from .frontend import sparse  # noqa: E402
+# and vkml.fft (its real helpers; the transforms need complex dtypes: docs/fft.md)
+from .frontend import fft, sparse  # noqa: E402
 
 _sys.modules[__name__ + ".sparse"] = sparse
-__all__ += ["sparse"]
+_sys.modules[__name__ + ".fft"] = fft
+__all__ += ["sparse", "fft"]
 
 
 # ---------------------------------------------------------------------- the public ops, then autocast

@@ -254,6 +254,9 @@ class SparseTensor(Tensor):
             raise NotImplementedError("to_sparse: vkml takes no arguments for a tensor that is already sparse")
         return self
 
+    def to_sparse_coo(self) -> SparseTensor:
+        return self
+
     def to(self, *args, **kwargs) -> SparseTensor:
         device, dtype, copy = parse_to(args, kwargs)
         values, indices = self._sp_values, self._sp_indices
@@ -801,6 +804,32 @@ def sparse_log_softmax(input, dim: int, dtype=None) -> SparseTensor:
     return _sparse_softmax("log_softmax", F.log_softmax, input, dim, dtype)
 
 
+# A dense tensor's sparse-only methods raise PyTorch's errors (its sparse_dim() is 0, dense_dim() its ndim).
+def _expects_sparse(name: str, what: str = "sparse coordinate tensor"):
+    def method(self):
+        raise RuntimeError(f"{name} expected {what} layout but got Strided")
+
+    method.__name__ = name
+    method.__doc__ = f"A sparse tensor's ``{name}()``; a dense tensor raises PyTorch's RuntimeError."
+    return method
+
+
+def _dense_no_sparse_parts(name: str):
+    def method(self):
+        raise NotImplementedError(f"Could not run '{name}' with a dense (strided) tensor: it is a sparse tensor's")
+
+    method.__name__ = name
+    return method
+
+
+def _dense_sparse_dim(self) -> int:
+    return 0
+
+
+def _dense_dense_dim(self) -> int:
+    return self.ndim
+
+
 EXPORTS = (
     Export("sparse_coo_tensor"),
     Export("spmm"),
@@ -809,4 +838,14 @@ EXPORTS = (
     Export("layout", method=property(_dense_layout), value=layout),
     Export("to_sparse", function=False, method=to_sparse),
     Export("to_dense", function=False, method=to_dense),
+    Export("to_sparse_coo", function=False, method=to_sparse),
+    Export("coalesce", function=False, method=_expects_sparse("coalesce")),
+    Export("is_coalesced", function=False, method=_expects_sparse("is_coalesced")),
+    Export("indices", function=False, method=_expects_sparse("indices")),
+    Export("values", function=False, method=_expects_sparse("values", "sparse tensor")),
+    Export("_indices", function=False, method=_dense_no_sparse_parts("_indices")),
+    Export("_values", function=False, method=_dense_no_sparse_parts("_values")),
+    Export("_nnz", function=False, method=_dense_no_sparse_parts("_nnz")),
+    Export("sparse_dim", function=False, method=_dense_sparse_dim),
+    Export("dense_dim", function=False, method=_dense_dense_dim),
 )

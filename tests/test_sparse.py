@@ -77,6 +77,14 @@ CASES = [
     ("facts", lambda m: (_s(m).shape, _s(m).size(1), _s(m)._nnz(), _s(m).sparse_dim(), _s(m).dense_dim())),
     ("more_facts", lambda m: (_s(m).dim(), _s(m).numel(), len(_s(m)), _s(m).is_sparse, m.ones(1).is_sparse)),
     ("layouts", lambda m: (_s(m).layout is m.sparse_coo, m.ones(1).layout is m.strided, _s(m).is_coalesced())),
+    (
+        "dense_sparse_dims",
+        lambda m: (m.ones(2, 3).sparse_dim(), m.ones(2, 3).dense_dim(), m.ones(2, 3).to_sparse_coo()),
+    ),
+    # pygcn's deprecated constructor: the values' dtype is kept whatever the type's name
+    ("legacy_float", lambda m: m.sparse.FloatTensor(m.tensor(IND), m.tensor(VAL), m.Size([3, 3]))),
+    ("legacy_int_values", lambda m: m.sparse.FloatTensor(m.tensor(IND), m.tensor([1, 2, 3, 4, 5]))),
+    ("legacy_shape", lambda m: m.sparse.DoubleTensor(2, 3)),
 ]
 
 
@@ -121,9 +129,11 @@ def _compare(got, want) -> None:
 def test_matches_pytorch(case):
     _, fn = case
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # PyTorch's warning that it checks no sparse invariants
+        # PyTorch's warning that it checks no sparse invariants; both libraries' on the legacy constructors
+        warnings.simplefilter("ignore")
         want = _plain(fn(torch))
-    _compare(_plain(fn(vkml)), want)
+        got = _plain(fn(vkml))
+    _compare(got, want)
 
 
 def _grads(m, op, leaf: bool):
@@ -184,6 +194,15 @@ ERRORS = [
     ("mm_shape", lambda m: m.mm(_s(m), m.ones(4, 2)), RuntimeError, "Expected dim 0 size 3, got 4"),
     ("add_sizes", lambda m: _s(m) + m.ones(3, 4).to_sparse(), RuntimeError, "expected sizes of 'self' and 'other'"),
     ("int_grad", lambda m: m.sparse_coo_tensor(IND, [1] * 5, requires_grad=True), RuntimeError, "floating point"),
+    ("dense_coalesce", lambda m: m.ones(2).coalesce(), RuntimeError, "coalesce expected sparse coordinate tensor"),
+    (
+        "dense_values",
+        lambda m: m.ones(2).values(),
+        RuntimeError,
+        "values expected sparse tensor layout but got Strided",
+    ),
+    ("legacy_int32", lambda m: m.sparse.FloatTensor(m.tensor(IND).int(), m.tensor(VAL), (3, 3)), RuntimeError, "int64"),
+    ("legacy_int32_no_size", lambda m: m.sparse.FloatTensor(m.tensor(IND).int(), m.tensor(VAL)), RuntimeError, "Long"),
 ]
 
 
@@ -194,9 +213,17 @@ def test_errors_match_pytorch(case):
         warnings.simplefilter("ignore")
         with pytest.raises(error, match=None) as want:
             fn(torch)
-    with pytest.raises(error) as got:
+    with pytest.raises(error) as got, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         fn(vkml)
     assert text in str(want.value) and text in str(got.value)
+
+
+def test_operands_on_two_devices_raise_as_pytorchs(gpu):
+    s, d = _s(vkml), vkml.ones(3, 2, device=gpu)
+    for fn in (lambda: vkml.sparse.mm(s, d), lambda: s + _s(vkml).to(gpu)):
+        with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+            fn()
 
 
 def test_vkml_refuses_what_it_does_not_compute():

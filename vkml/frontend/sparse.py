@@ -4,10 +4,13 @@
 
 from __future__ import annotations
 
-from .sparse_coo import addmm
+from .sparse_coo import LEGACY_CONSTRUCTORS, addmm
 from .sparse_coo import sparse_log_softmax as log_softmax
 from .sparse_coo import sparse_mm as mm
 from .sparse_coo import sparse_softmax as softmax
 from .sparse_coo import sparse_sum as sum  # noqa: A004
 
 __all__ = ["mm", "addmm", "sum", "softmax", "log_softmax"]
+
+# torch.sparse.FloatTensor(indices, values, size) and the other deprecated constructors (pygcn uses them)
+globals().update(LEGACY_CONSTRUCTORS)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import sys
+import warnings
 
 import numpy as np
 
@@ -30,6 +31,7 @@ from . import operators as F
 from . import shape as S
 from .creation import tensor as _make_tensor
 from .creation import zeros
+from .dense_linalg import _torch_name
 from .exports import Export
 from .index_ops import index_add, index_copy
 from .indexing import index_select
@@ -508,6 +510,7 @@ def _sparse_add(a: SparseTensor, b: SparseTensor, alpha) -> SparseTensor:
         )
     if a.sparse_dim() != b.sparse_dim():
         raise NotImplementedError("add of sparse tensors with different sparse_dim: vkml adds equal layouts only")
+    _same_device(a, b)
     bv = b._sp_values if alpha == 1 else F.mul(b._sp_values, alpha)
     dtype = promote_types(a.dtype, bv.dtype)
     ha, hb = a._host(), b._host()
@@ -520,7 +523,7 @@ def _sparse_add(a: SparseTensor, b: SparseTensor, alpha) -> SparseTensor:
     # Each output entry is a's value, b's, or a + b where both name it (PyTorch's CPU merge): selected
     # from the values padded with one zero row, so no output adds a zero it does not have.
     parts = []
-    for values, take in ((a._sp_values, take_a), (F.to_device(bv, device), take_b)):
+    for values, take in ((a._sp_values, take_a), (bv, take_b)):
         padded = F.cat([F.cast(values, dtype), zeros((1, *values.shape[1:]), dtype=dtype, device=device)], 0)
         parts.append(index_select(padded, 0, _index_tensor(np.where(take >= 0, take, values.shape[0]), device)))
     shape = (len(take_a),) + (1,) * (len(a._sp_size) - ha.shape[0])
@@ -552,6 +555,13 @@ def _merge(ha: np.ndarray, hb: np.ndarray):
     return np.array(take_a, dtype=np.int64), np.array(take_b, dtype=np.int64)
 
 
+def _same_device(a: Tensor, b: Tensor) -> None:
+    if a.device != b.device:  # PyTorch's RuntimeError: tensors never move on their own
+        raise RuntimeError(
+            f"Expected all tensors to be on the same device, but found at least two devices, {a.device} and {b.device}!"
+        )
+
+
 def _check_mm(op: str, s: SparseTensor, d: Tensor) -> None:
     if s.sparse_dim() != 2 or s.dense_dim() != 0:
         raise NotImplementedError(f"{op}: vkml multiplies 2-D sparse tensors with 0 dense dimensions only")
@@ -565,10 +575,7 @@ def _check_mm(op: str, s: SparseTensor, d: Tensor) -> None:
         raise RuntimeError(f"expected scalar type {_torch_type(s.dtype)} but found {_torch_type(d.dtype)}")
 
 
-def _torch_type(dtype) -> str:
-    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long"}.get(
-        dtype.name, dtype.name
-    )
+_torch_type = _torch_name  # PyTorch's scalar type names (Float, Long, ...)
 
 
 def _spmm(op: str, s: SparseTensor, d: Tensor, sparse_grad: bool) -> Tensor:
@@ -579,7 +586,7 @@ def _spmm(op: str, s: SparseTensor, d: Tensor, sparse_grad: bool) -> Tensor:
             f"{op}: the gradient of a sparse leaf tensor through {op} is dense in PyTorch; vkml gives a sparse "
             "leaf's gradient through torch.sparse.mm only (or build the tensor from values that require grad)"
         )
-    d = F.to_device(d, s.device) if d.device != s.device else d
+    _same_device(s, d)
     out = zeros((s._sp_size[0], d.shape[1]), dtype=s.dtype, device=s.device)
     if s._nnz() == 0:
         return out
@@ -802,6 +809,60 @@ def sparse_softmax(input, dim: int, dtype=None) -> SparseTensor:
 def sparse_log_softmax(input, dim: int, dtype=None) -> SparseTensor:
     """``torch.sparse.log_softmax``: log_softmax over the specified entries of each slice."""
     return _sparse_softmax("log_softmax", F.log_softmax, input, dim, dtype)
+
+
+def _legacy_constructor(name: str, dtype):
+    """``torch.sparse.<name>``: PyTorch's deprecated constructors (pygcn's ``torch.sparse.FloatTensor(i, v, shape)``).
+
+    As PyTorch's: ``(indices, values[, size])`` keeps the values' dtype (the type's name does not cast) and
+    takes int64 indices only; ``(*sizes)`` makes an empty sparse tensor of the type's dtype. Each warns."""
+
+    def constructor(*args, device=None):
+        if args and isinstance(args[0], Tensor):
+            if len(args) not in (2, 3) or not isinstance(args[1], Tensor):
+                raise TypeError(f"torch.sparse.{name}(): expected (indices, values) or (indices, values, size)")
+            indices, values = args[0], args[1]
+            if indices.dtype is not T.int64:  # PyTorch's two texts, by form
+                if len(args) == 2:
+                    raise RuntimeError(f"expected scalar type Long but found {_torch_type(indices.dtype)}")
+                raise RuntimeError("indices must be an int64 tensor")
+            form = "indices, values, shape" if len(args) == 3 else "indices, values"
+            warnings.warn(
+                f"torch.sparse.SparseTensor({form}, *, device=) is deprecated.  Please use "
+                f"torch.sparse_coo_tensor({form}, dtype=, device=).",
+                UserWarning,
+                stacklevel=2,
+            )
+            return sparse_coo_tensor(indices, values, args[2] if len(args) == 3 else None, device=device)
+        size = tuple(as_size(args[0] if len(args) == 1 and not isinstance(args[0], (int, np.integer)) else args))
+        warnings.warn(
+            "torch.sparse.SparseTensor(shape, *, device=) is deprecated.  Please use "
+            "torch.sparse_coo_tensor(shape, dtype=, device=).",
+            UserWarning,
+            stacklevel=2,
+        )
+        size = size or (0,)
+        empty = zeros((len(size), 0), dtype=T.int64)
+        return sparse_coo_tensor(empty, zeros(0, dtype=dtype), size, device=device)
+
+    constructor.__name__ = constructor.__qualname__ = name
+    return constructor
+
+
+LEGACY_CONSTRUCTORS = {
+    name: _legacy_constructor(name, dtype)
+    for name, dtype in (
+        ("FloatTensor", T.float32),
+        ("DoubleTensor", T.float64),
+        ("HalfTensor", T.float16),
+        ("BFloat16Tensor", T.bfloat16),
+        ("LongTensor", T.int64),
+        ("IntTensor", T.int32),
+        ("ShortTensor", T.int16),
+        ("CharTensor", T.int8),
+        ("ByteTensor", T.uint8),
+    )
+}
 
 
 # A dense tensor's sparse-only methods raise PyTorch's errors (its sparse_dim() is 0, dense_dim() its ndim).

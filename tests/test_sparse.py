@@ -159,6 +159,9 @@ def _grads(m, op, leaf: bool):
         ("dense_times_sparse", lambda m, s, d: (d.t() @ s).t(), False),
         ("to_dense", lambda m, s, d: s.to_dense()[:, :2] * d[:3], False),
         ("coalesce", lambda m, s, d: m.sparse.mm(s.coalesce(), d), False),
+        ("dense_to_sparse", lambda m, s, d: m.sparse.mm(s, d.to_sparse().to_dense()), False),
+        ("sum_rows", lambda m, s, d: m.sparse.sum(s, 1).to_dense()[:, None] * d, False),
+        ("addmm", lambda m, s, d: m.addmm(d, s, d, beta=0.5, alpha=-2), False),
     ],
 )
 def test_gradients_match_pytorch(name, op, leaf):

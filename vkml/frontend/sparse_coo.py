@@ -101,7 +101,9 @@ class SparseTensor(Tensor):
 
     # _sp_own: the values are this tensor's own leaf (made with requires_grad=True), so the tensor is a
     # leaf whose .grad is sparse; values given by the user that require grad make a non-leaf, as PyTorch's.
-    __slots__ = ("_sp_indices", "_sp_values", "_sp_size", "_sp_coalesced", "_sp_host", "_sp_own")
+    # _sp_index: the int64 index tensors the composites use (rows, columns, linear positions), made once
+    # per tensor from the host indices: a training loop's spmm uploads them once, not every step.
+    __slots__ = ("_sp_indices", "_sp_values", "_sp_size", "_sp_coalesced", "_sp_host", "_sp_own", "_sp_index")
 
     # No node: a dense op on a sparse tensor raises (PyTorch's NotImplementedError) instead of densifying.
     node = property(_no_node)
@@ -116,6 +118,7 @@ class SparseTensor(Tensor):
         self._sp_coalesced = bool(coalesced)
         self._sp_host = host  # the indices as a numpy array, once read
         self._sp_own = False
+        self._sp_index = {}
 
     # ---------------------------------------------------------------- facts
     @property
@@ -176,6 +179,18 @@ class SparseTensor(Tensor):
         if not self._sp_coalesced:
             raise RuntimeError("Cannot get values on an uncoalesced tensor, please call .coalesce() first")
         return self._sp_values
+
+    def _index(self, what: str) -> Tensor:
+        """The device index tensor ``what`` ("rows", "cols" of a 2-D tensor; "linear": row-major positions)."""
+        if what not in self._sp_index:
+            host, sd = self._host(), self.sparse_dim()
+            array = {
+                "rows": lambda: host[0],
+                "cols": lambda: host[1],
+                "linear": lambda: _linear(host, self._sp_size[:sd]),
+            }
+            self._sp_index[what] = _index_tensor(array[what](), self.device)
+        return self._sp_index[what]
 
     def _host(self) -> np.ndarray:
         if self._sp_host is None:
@@ -499,7 +514,7 @@ def _to_dense(s: SparseTensor) -> Tensor:
     sparse_size, dense_size = s._sp_size[:sd], s._sp_size[sd:]
     flat = zeros((math.prod(sparse_size), *dense_size), dtype=values.dtype, device=values.device)
     if s._nnz():
-        flat = index_add(flat, 0, _index_tensor(_linear(s._host(), sparse_size), values.device), values)
+        flat = index_add(flat, 0, s._index("linear"), values)
     return F.reshape(flat, s._sp_size)
 
 
@@ -590,8 +605,7 @@ def _spmm(op: str, s: SparseTensor, d: Tensor, sparse_grad: bool) -> Tensor:
     out = zeros((s._sp_size[0], d.shape[1]), dtype=s.dtype, device=s.device)
     if s._nnz() == 0:
         return out
-    host = s._host()
-    rows, cols = _index_tensor(host[0], s.device), _index_tensor(host[1], s.device)
+    rows, cols = s._index("rows"), s._index("cols")
     terms = F.mul(F.unsqueeze(s._sp_values, 1), index_select(d, 0, cols))
     return index_add(out, 0, rows, terms)
 

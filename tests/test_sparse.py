@@ -7,6 +7,7 @@ Each case is written once for both libraries (``m`` is ``vkml`` or ``torch``).
 
 from __future__ import annotations
 
+import io
 import warnings
 
 import numpy as np
@@ -239,6 +240,7 @@ def test_vkml_refuses_what_it_does_not_compute():
         (lambda: s * vkml.ones(3, 3), "scalars only"),
         (lambda: vkml.sparse.mm(s, s), "two sparse tensors"),
         (lambda: s.to_sparse(1), "already sparse"),
+        (lambda: vkml.save({"adj": s}, io.BytesIO()), "adj is a sparse COO tensor"),
     ]:
         with pytest.raises(NotImplementedError, match=text):
             fn()

@@ -321,6 +321,9 @@ class SparseTensor(Tensor):
     def __deepcopy__(self, memo):
         return self.clone()
 
+    def __copy__(self):
+        return _coo(self._sp_indices, self._sp_values, self._sp_size, self._sp_coalesced, self._sp_host)
+
     # ---------------------------------------------------------------- shape
     def t(self) -> SparseTensor:
         if self.sparse_dim() != 2 or len(self._sp_size) > 2:

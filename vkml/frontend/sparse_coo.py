@@ -583,8 +583,6 @@ def _same_device(a: Tensor, b: Tensor) -> None:
 def _check_mm(op: str, s: SparseTensor, d: Tensor) -> None:
     if s.sparse_dim() != 2 or s.dense_dim() != 0:
         raise NotImplementedError(f"{op}: vkml multiplies 2-D sparse tensors with 0 dense dimensions only")
-    if d.is_sparse:
-        raise NotImplementedError(f"{op} of two sparse tensors: vkml multiplies a sparse tensor by a dense one only")
     if len(d.shape) != 2:
         raise RuntimeError(f"{op}: mat2 must be a matrix, got {len(d.shape)}-D tensor")
     if d.shape[0] != s._sp_size[1]:
@@ -613,7 +611,40 @@ def _spmm(op: str, s: SparseTensor, d: Tensor, sparse_grad: bool) -> Tensor:
     return index_add(out, 0, rows, terms)
 
 
+def _sparse_sparse(a: SparseTensor, b: SparseTensor) -> SparseTensor:
+    """``a @ b`` of two 2-D sparse tensors: a coalesced sparse result, as PyTorch's.
+
+    Every pair of entries a[i, k], b[k, j] gives one product (gathered values, multiplied on the device);
+    the products of one (i, j) add in pair order onto zeros: a's entries in entry order, then b's entries
+    of row k in entry order (for coalesced operands: ascending k)."""
+    for t in (a, b):
+        if t.sparse_dim() != 2 or t.dense_dim() != 0:
+            raise NotImplementedError("mm: vkml multiplies 2-D sparse tensors with 0 dense dimensions only")
+    (n, k), (k2, m) = a._sp_size, b._sp_size
+    if k != k2:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({n}x{k} and {k2}x{m})")
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"mat1 dtype {_torch_type(a.dtype)} does not match mat2 dtype {_torch_type(b.dtype)}")
+    _same_device(a, b)
+    ha, hb = a._host(), b._host()
+    order = np.argsort(hb[0], kind="stable")  # b's entries by row, entry order within a row
+    starts = np.searchsorted(hb[0][order], np.arange(k + 1))
+    counts = (starts[1:] - starts[:-1])[ha[1]]  # for each entry of a: the entries of b in its column's row
+    pair_a = np.repeat(np.arange(ha.shape[1]), counts)
+    offsets = np.arange(len(pair_a)) - np.repeat(np.cumsum(counts) - counts, counts)
+    pair_b = order[starts[ha[1]][pair_a] + offsets] if len(pair_a) else np.zeros(0, np.int64)
+    keys, _, inverse = _unique_columns(np.stack([ha[0][pair_a], hb[1][pair_b]]).reshape(2, -1))
+    device = a.device
+    products = F.mul(
+        index_select(a._sp_values, 0, _index_tensor(pair_a, device)),
+        index_select(b._sp_values, 0, _index_tensor(pair_b, device)),
+    )
+    return _coo(_index_tensor(keys, device), _segment_sum(products, inverse, keys.shape[1]), (n, m), True, keys)
+
+
 def _mm(op: str, a, b, sparse_grad: bool = False) -> Tensor:
+    if isinstance(a, SparseTensor) and isinstance(b, SparseTensor):
+        return _sparse_sparse(a, b)
     if isinstance(a, SparseTensor):
         return _spmm(op, a, b, sparse_grad)
     if not isinstance(a, Tensor) or len(a.shape) != 2:
@@ -765,11 +796,10 @@ def sparse_sum(input, dim=None, dtype=None):
 
 
 def sparse_mm(mat1, mat2, reduce=None) -> Tensor:
-    """``torch.sparse.mm``: sparse @ dense (a sparse leaf's gradient is sparse, on its pattern)."""
+    """``torch.sparse.mm``: sparse @ dense, dense @ sparse (dense results) or sparse @ sparse (a coalesced
+    sparse result); a sparse leaf's gradient is sparse, on its pattern."""
     if reduce not in (None, "sum"):
         raise NotImplementedError(f"torch.sparse.mm: vkml has reduce='sum' only, got {reduce!r}")
-    if isinstance(mat1, SparseTensor) and isinstance(mat2, SparseTensor):
-        raise NotImplementedError("torch.sparse.mm of two sparse tensors: vkml multiplies sparse by dense only")
     return _mm("mm", mat1, mat2, sparse_grad=True)
 
 

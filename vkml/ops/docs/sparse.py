@@ -64,13 +64,15 @@ PAGES: dict[str, OpDoc] = {
             "vkml.matmul(sparse, dense)",
             "sparse @ dense",
             "dense @ sparse",
+            "sparse @ sparse",
         ),
         _S.sparse_mm,
         _ORDER + ". Computed as `index_add(zeros, 0, row, values[:, None] * dense[col])` (dense @ sparse: the "
         "transpose of sparse.t() @ dense.t())",
         special="NaN and inf propagate through the products as in a dense matmul of the entries; positions with "
         "no entry are exactly 0 (never 0 * inf).",
-        divergence="Two sparse operands raise NotImplementedError (PyTorch returns a sparse product). `mm`/`@` of "
+        divergence="Two sparse operands give a coalesced sparse product, as PyTorch's: every pair of entries "
+        "a[i, k], b[k, j] multiplied, the products of one (i, j) added in pair order onto zeros. `mm`/`@` of "
         "a sparse leaf that requires grad raise NotImplementedError: PyTorch gives that leaf a dense gradient "
         "there, vkml's sparse tensors have sparse gradients only (torch.sparse.mm's). " + _INDEX_NOTE,
         gradient="Through gather, mul and index_add: the dense operand gets `S^T g`, the values `g[row] . "

@@ -361,10 +361,16 @@ class SparseTensor(Tensor):
 
     # ---------------------------------------------------------------- arithmetic
     def mul(self, other) -> SparseTensor:
-        if isinstance(other, Tensor) and (other.is_sparse or other.shape != ()):
-            raise NotImplementedError(
-                "mul of a sparse tensor by a tensor: vkml multiplies sparse tensors by scalars only"
-            )
+        """sparse * scalar, sparse * dense (broadcast to this shape): each entry times the value at its position."""
+        if isinstance(other, Tensor) and other.is_sparse:
+            raise NotImplementedError("mul of two sparse tensors: vkml multiplies a sparse tensor by a dense one only")
+        if isinstance(other, Tensor) and other.shape != ():
+            _same_device(self, other)
+            sd = self.sparse_dim()
+            whole = F.reshape(other.expand(*self._sp_size), (-1, *self._sp_size[sd:]))
+            other = index_select(whole, 0, self._index("linear")) if self._nnz() else whole[:0]
+            if len(self._sp_values.shape) < len(other.shape):
+                other = F.reshape(other, self._sp_values.shape)
         return _coo(self._sp_indices, F.mul(self._sp_values, other), self._sp_size, self._sp_coalesced, self._sp_host)
 
     __mul__ = mul

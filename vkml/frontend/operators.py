@@ -377,6 +377,8 @@ def _reduce(name: str, input, dim, keepdim: bool, op: str):
 def _reduction(name):
     def fn(input, dim=None, keepdim=False, *, dtype=None, axis=None):
         dim = _dim_or_axis(name, dim, axis)
+        if name == "sum" and type(input) is not _tensor.Tensor and _sparse_operand(input) is not None:
+            return input._sparse_dispatch("sum", input, dim, keepdim, dtype=dtype)  # torch.sum(sparse)
         if dtype is None:
             return _reduce(name, input, dim, keepdim, name)
         if name in ("amax", "amin"):

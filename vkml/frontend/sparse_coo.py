@@ -674,6 +674,8 @@ def dispatch(op: str, *args, **kwargs):
         return _matmul(op, *args)
     if op == "addmm":
         return addmm(*args, **kwargs)
+    if op == "sum":
+        return args[0].sum(*args[1:], **kwargs)
     raise NotImplementedError(f"Could not run '{op}' with a sparse COO tensor (docs/sparse.md)")
 
 

@@ -85,12 +85,15 @@ PAGES: dict[str, OpDoc] = {
         special="`beta=0` ignores `input` (NaN included), as the dense addmm.",
     ),
     "sparse_sum": _page(
-        (sig("vkml.sparse.sum", _S.sparse_sum), "Tensor.sum(dim=None) of a sparse tensor"),
+        (
+            sig("vkml.sparse.sum", _S.sparse_sum),
+            "vkml.sum(sparse, dim=None)",
+            "Tensor.sum(dim=None) of a sparse tensor",
+        ),
         _S.sparse_sum,
         "all dims: the values summed as `vkml.sum` sums (its fixed tree); some dims: the entries that meet in one "
         "remaining index add in entry order onto zeros",
-        divergence="`vkml.sum(sparse)` (the dense function) raises NotImplementedError; PyTorch sums. "
-        "`keepdim=True` raises NotImplementedError.",
+        divergence="`keepdim=True` raises NotImplementedError.",
     ),
     "sparse_softmax": _page(
         (sig("vkml.sparse.softmax", _S.sparse_softmax), sig("vkml.sparse.log_softmax", _S.sparse_log_softmax)),

@@ -232,6 +232,15 @@ _sys.modules[__name__ + ".xpu"] = xpu
 __all__ += ["accelerator", "xpu"]
 
 
+# ---------------------------------------------------------------- vkml.sparse (sparse COO tensors: docs/sparse.md)
+# and vkml.fft (its real helpers; the transforms need complex dtypes: docs/fft.md)
+from .frontend import fft, sparse  # noqa: E402
+
+_sys.modules[__name__ + ".sparse"] = sparse
+_sys.modules[__name__ + ".fft"] = fft
+__all__ += ["sparse", "fft"]
+
+
 # ---------------------------------------------------------------------- the public ops, then autocast
 # KEEP THIS BLOCK LAST. Every op is bound here, from the ``EXPORTS`` of the modules that define it
 # (vkml/frontend/public.py): vkml.<name> (``tensor`` replaces the submodule vkml.tensor), __all__,

@@ -112,6 +112,15 @@ def _tensor_node(op: str, x) -> Node:
     return x.node
 
 
+def _sparse_operand(*operands):
+    """The first sparse COO operand (vkml/frontend/sparse_coo.py), or None: an op with a sparse form
+    hands it over (``operand._sparse_dispatch``); every other op raises reaching for its node."""
+    for o in operands:
+        if getattr(o, "is_sparse", False) is True:
+            return o
+    return None
+
+
 def _elementwise(name: str, *operands):
     # Every op a user writes passes here: one pass over the operands finds their nodes and
     # whether autograd has anything to record (a tensor operand that requires grad).
@@ -368,6 +377,8 @@ def _reduce(name: str, input, dim, keepdim: bool, op: str):
 def _reduction(name):
     def fn(input, dim=None, keepdim=False, *, dtype=None, axis=None):
         dim = _dim_or_axis(name, dim, axis)
+        if name == "sum" and type(input) is not _tensor.Tensor and _sparse_operand(input) is not None:
+            return input._sparse_dispatch("sum", input, dim, keepdim, dtype=dtype)  # torch.sum(sparse)
         if dtype is None:
             return _reduce(name, input, dim, keepdim, name)
         if name in ("amax", "amin"):
@@ -632,6 +643,9 @@ def matmul(input, other):
     float64 and adds the k products over the contract's fixed pairwise tree (as ``sum``).
     Example: ``vkml.ones(2, 3) @ vkml.ones(3, 4)`` is a 2×4 tensor of 3.0.
     """
+    sparse = _sparse_operand(input, other)
+    if sparse is not None:
+        return sparse._sparse_dispatch("matmul", input, other)
     a, b = _tensor_node("matmul", input), _tensor_node("matmul", other)
     lazy.check_devices("matmul", [a, b])
     if not a.shape or not b.shape:

@@ -92,6 +92,11 @@ class _Encoder:
     def _tensor(self, t: Tensor, path: str) -> dict:
         from ..nn.module import Parameter
 
+        if t.is_sparse:  # PyTorch saves sparse COO tensors; vkml's format has no record for them yet
+            raise NotImplementedError(
+                f"save: {path or 'the tensor'} is a sparse COO tensor, which vkml does not save (save its "
+                "_indices() and _values(), or .to_dense())"
+            )
         record = {"dtype": t.dtype.name, "device": t.device.name}
         if t.requires_grad:
             record["requires_grad"] = True

@@ -710,6 +710,9 @@ ger = outer
 
 def mm(input, mat2):
     """The product of two matrices of one dtype (``matmul``'s order: ascending k, see docs/ops/matmul.md)."""
+    sparse = F._sparse_operand(input, mat2)
+    if sparse is not None:  # a sparse COO operand: vkml/frontend/sparse_coo.py
+        return sparse._sparse_dispatch("mm", input, mat2)
     a, b = _t("mm", input), _t("mm", mat2)
     if len(a.shape) != 2:
         raise RuntimeError("'mm': self must be a matrix")
@@ -792,6 +795,9 @@ def _broadcasts_to(op: str, input, product) -> None:
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """``beta * input + alpha * (mat1 @ mat2)``, ``input`` broadcast to the product's shape."""
+    sparse = F._sparse_operand(mat1, mat2)
+    if sparse is not None:  # a sparse COO operand: vkml/frontend/sparse_coo.py
+        return sparse._sparse_dispatch("addmm", input, mat1, mat2, beta=beta, alpha=alpha)
     _t("addmm", input)
     prod = mm(mat1, mat2)
     if input.dtype is not prod.dtype:

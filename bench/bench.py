@@ -98,6 +98,13 @@ def measure_case(name: str, case: Case, ctx: Context, repeats: int, budget_s: fl
         theirs.result = None
         ours_wall, theirs_wall = time_wall_side_by_side(case.vkml, ctx.device, fn, ctx.torch_device, repeats, budget_s)
         error = relative_error(ours_values, theirs_values)
+        passed = error <= case.tolerance
+        note = case.note
+        if case.reference is not None:  # both sides against float64: a cancelling sum has no float32 answer
+            wide = _numpy(case.reference())
+            ours_off, theirs_off = relative_error(ours_values, wide), relative_error(theirs_values, wide)
+            passed = passed or ours_off <= 2 * theirs_off
+            note = f"{note}; vs float64: vkml {ours_off:.1e}, PyTorch {theirs_off:.1e}"
         work = case.work
         ratio = ours.gpu.median / theirs.gpu.median if ours.gpu.median and theirs.gpu.median else None
         rows.append(
@@ -121,8 +128,8 @@ def measure_case(name: str, case: Case, ctx: Context, repeats: int, budget_s: fl
                 rel_error=error,
                 tolerance=case.tolerance,
                 samples=(len(ours.gpu.seconds), len(theirs.gpu.seconds)),
-                status="ok" if error <= case.tolerance else "mismatch",
-                note=case.note,
+                status="ok" if passed else "mismatch",
+                note=note,
             )
         )
     return rows

@@ -28,10 +28,24 @@ def _float(x):
 
 def _normalized(x, dims, eps):
     """(x - mean) · rsqrt(var + eps) over ``dims`` (biased variance), and the mean and variance."""
-    mean = x.mean(dims, keepdim=True)
+    mean = _mean(x, dims)
     centred = x - mean
-    var = (centred * centred).mean(dims, keepdim=True)
+    var = _mean(centred * centred, dims)
     return centred * functions.rsqrt(var + eps), mean, var
+
+
+def _mean(x, dims):
+    """``x.mean(dims, keepdim=True)``; over (N, *spatial) of an (N, C, *spatial) ``x`` (batch norm's
+    statistics) as two sums: each sample's channel row over its positions (contiguous rows), then
+    those N sums in turn over the batch, each over ``sum``'s tree. A GPU reads the rows at memory
+    speed where one reduction over (N, *spatial) strides across the channels (docs/ops/batch_norm.md
+    states the order)."""
+    if x.ndim < 3 or tuple(dims) != (0, *range(2, x.ndim)):
+        return x.mean(dims, keepdim=True)
+    batch, channels = x.shape[0], x.shape[1]
+    rows = functions.reshape(x, batch, channels, -1).sum(-1)  # (N, C)
+    total = rows.sum(0)
+    return functions.reshape(total / (x.numel() // channels), 1, channels, *([1] * (x.ndim - 2)))
 
 
 def _channel_shape(input):

@@ -110,7 +110,9 @@ PAGES.update(
             ),
             nnf.batch_norm,
             precision="two `mean`s (two-pass biased variance), `rsqrt` and products; PyTorch's kernel uses other "
-            "orders, so the last bits may differ",
+            "orders, so the last bits may differ. With spatial dims, each mean is a `sum` over each sample's "
+            "positions (one row of N·C), then a `sum` of those N row sums over the batch (each over `sum`'s "
+            "tree), divided by N·H·W: the order depends on the shape alone",
             special="A NaN or inf in a channel makes that channel's outputs NaN while training.",
             gradient=THROUGH,
         ),

@@ -8,6 +8,7 @@ from collections import Counter
 import pytest
 
 import vkml
+from vkml.frontend import operators as F
 from vkml.frontend import public
 from vkml.ops.registry import FLOAT_DTYPES, REGISTRY, OpDef, Public, register
 
@@ -64,7 +65,7 @@ def cube_op():
     )
     yield op
     REGISTRY.pop(op.name)
-    public._FUNCTIONS.pop(op.name, None)
+    F._PLAIN.pop(op.name, None)
 
 
 def test_an_elementwise_op_is_one_definition(cube_op):
@@ -88,3 +89,39 @@ def test_an_elementwise_op_is_one_definition(cube_op):
     z = Handle(vkml.tensor([3.0]).node)
     assert Handle.test_cube_(z) is z and z.tolist() == [27.0]
     assert "test_cube" not in vars(vkml.Tensor)  # the real Tensor is left as it was
+
+
+def test_a_plain_op_has_one_public_function():
+    # F.<name> (the face's own calls), vkml.<name> and its aliases are the one function OpDef.public makes,
+    # and no face module exports a second one-op wrapper (that op belongs in its OpDef's ``public``)
+    declared = [op for op in REGISTRY.values() if op.public is not None]
+    assert len(declared) > 60
+    for op in declared:
+        fn = public.function(op.name)
+        assert getattr(F, op.name) is fn, op.name
+        for name in (op.name, *op.public.aliases):
+            assert _unwrap_autocast(getattr(vkml, name)) is fn, name
+            assert (name in vars(vkml.Tensor)) is op.public.method, name
+            assert (name + "_" in vars(vkml.Tensor)) is op.public.inplace, name
+    wrappers = [
+        export.name
+        for export, fn in public.exports()[: -len(public.registry_exports())]
+        if getattr(fn, "__qualname__", "").startswith(("_unary.<locals>", "_binary.<locals>"))
+    ]
+    assert wrappers == []
+
+
+@pytest.mark.parametrize(
+    ("method", "args", "expected"),
+    [
+        ("neg_", (), [-1.5, 2.0]),
+        ("negative_", (), [-1.5, 2.0]),
+        ("mul_", (2.0,), [3.0, -4.0]),
+        ("fix_", (), [1.0, -2.0]),
+    ],
+)
+def test_inplace_forms_made_from_the_opdef(method, args, expected):
+    # these were written by hand in the face (Tensor.neg_, Tensor.mul_, legacy fix_) before OpDef.public made them
+    x = vkml.tensor([1.5, -2.0])
+    assert getattr(x, method)(*args) is x and x.tolist() == expected
+    assert _unwrap_autocast(vars(vkml.Tensor)[method]).__kwdefaults__["_name"] == method  # named in its errors

@@ -125,3 +125,21 @@ def test_inplace_forms_made_from_the_opdef(method, args, expected):
     x = vkml.tensor([1.5, -2.0])
     assert getattr(x, method)(*args) is x and x.tolist() == expected
     assert _unwrap_autocast(vars(vkml.Tensor)[method]).__kwdefaults__["_name"] == method  # named in its errors
+
+
+@pytest.mark.parametrize("name", ["logical_and_", "logical_or_", "logical_xor_", "logical_not_", "true_divide_"])
+def test_inplace_forms_as_torch(name):
+    # PyTorch's Tensor.logical_and_ (or_, not_) writes the truth values in the tensor's own dtype; true_divide_
+    # is div_ (an integer tensor cannot hold the float quotient)
+    import torch
+
+    cases = [([1.5, 0.0, -2.0, 0.0], [0.5, 2.0, 3.0, 1.0])]
+    if name != "true_divide_":
+        cases.append(([1, 0, 2, 0], [True, False, True, True]))
+    for values, other in cases:
+        x, expected = vkml.tensor(values), torch.tensor(values)
+        args = () if name == "logical_not_" else (vkml.tensor(other),)
+        torch_args = () if name == "logical_not_" else (torch.tensor(other),)
+        assert getattr(x, name)(*args) is x
+        getattr(expected, name)(*torch_args)
+        assert x.dtype.name == str(expected.dtype).removeprefix("torch.") and x.tolist() == expected.tolist()

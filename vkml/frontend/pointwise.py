@@ -235,7 +235,7 @@ EXPORTS = (
     Export("fmod", method=True, inplace=True),
     Export("remainder", method=True, inplace=True),
     Export("floor_divide", method=True, inplace=True),
-    Export("true_divide", method=True),
+    Export("true_divide", method=True, inplace=True),
     Export("lerp", method=True, inplace=True),
     Export("isclose", method=True),
     Export("allclose", method=True),

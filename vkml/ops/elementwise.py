@@ -435,7 +435,7 @@ register(
         dtypes=ALL_DTYPES,
         result="bool",
         body=_logical("and"),
-        public=Public(inplace=False),
+        public=Public(),
     )
 )
 register(
@@ -447,7 +447,7 @@ register(
         dtypes=ALL_DTYPES,
         result="bool",
         body=_logical("or"),
-        public=Public(inplace=False),
+        public=Public(),
     )
 )
 register(
@@ -459,7 +459,7 @@ register(
         dtypes=ALL_DTYPES,
         result="bool",
         body=lambda a: ~_truth(a),
-        public=Public(inplace=False),
+        public=Public(),
     )
 )
 register(

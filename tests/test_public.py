@@ -103,12 +103,25 @@ def test_a_plain_op_has_one_public_function():
             assert _unwrap_autocast(getattr(vkml, name)) is fn, name
             assert (name in vars(vkml.Tensor)) is op.public.method, name
             assert (name + "_" in vars(vkml.Tensor)) is op.public.inplace, name
+    plain_code = (F._unary("any").__code__, F._binary("any").__code__)  # what every one-op wrapper runs
     wrappers = [
         export.name
         for export, fn in public.exports()[: -len(public.registry_exports())]
-        if getattr(fn, "__qualname__", "").startswith(("_unary.<locals>", "_binary.<locals>"))
+        if getattr(fn, "__code__", None) in plain_code
     ]
     assert wrappers == []
+
+
+def test_a_wrong_call_names_the_op():
+    # Python's TypeError names the function by its __qualname__: PyTorch's "exp() takes 1 positional argument
+    # but 2 were given", not the maker's "_unary.<locals>.fn()"
+    x = vkml.ones(2)
+    with pytest.raises(TypeError, match=r"^exp\(\) takes 1 positional argument but 2 were given$"):
+        vkml.exp(x, x)
+    with pytest.raises(TypeError, match=r"^eq\(\) missing 1 required positional argument: 'other'$"):
+        x.eq()
+    with pytest.raises(TypeError, match=r"^floor\(\) takes 1 positional argument but 2 were given$"):
+        x.floor_(x)
 
 
 @pytest.mark.parametrize(

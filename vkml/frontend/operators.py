@@ -116,7 +116,7 @@ def _unary(name):
     def fn(input):
         return _elementwise(name, input)
 
-    fn.__name__ = name
+    fn.__name__ = fn.__qualname__ = name  # a wrong call is "exp() takes 1 positional argument ...", as PyTorch
     fn.__doc__ = f"Elementwise ``{name}``; see docs/ops/{name}.md. Example: ``vkml.{name}(vkml.tensor([1.0, 2.0]))``."
     return fn
 
@@ -149,7 +149,7 @@ def _binary(name):
                     return _wrap(node)
         return _elementwise(name, input, other)
 
-    fn.__name__ = name
+    fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``{name}`` with broadcasting; see docs/ops/{name}.md. Example: ``vkml.{name}(x, y)``."
     return fn
 

@@ -12,6 +12,7 @@ import pytest
 from optest import F32_SPECIALS, assert_same_bits
 
 import vkml
+from vkml.frontend import operators as F
 from vkml.frontend import public
 from vkml.ops.registry import FLOAT_DTYPES, REGISTRY, OpDef, Public, register
 
@@ -68,7 +69,7 @@ def cube_op():
     )
     yield op
     REGISTRY.pop(op.name)
-    public._FUNCTIONS.pop(op.name, None)
+    F._PLAIN.pop(op.name, None)
 
 
 def test_an_elementwise_op_is_one_definition(cube_op):
@@ -123,3 +124,70 @@ def test_an_elementwise_op_gets_its_page_and_asks_for_its_table_line(cube_op, mo
     table.test_every_elementwise_op_is_tested_somewhere()
     got, want, keep = table.run_unary("test_cube", F32_SPECIALS)
     assert_same_bits(got[keep], want[keep], "test_cube against torch")
+
+
+def test_a_plain_op_has_one_public_function():
+    # F.<name> (the face's own calls), vkml.<name> and its aliases are the one function OpDef.public makes,
+    # and no face module exports a second one-op wrapper (that op belongs in its OpDef's ``public``)
+    declared = [op for op in REGISTRY.values() if op.public is not None]
+    assert len(declared) > 60
+    for op in declared:
+        fn = public.function(op.name)
+        assert getattr(F, op.name) is fn, op.name
+        for name in (op.name, *op.public.aliases):
+            assert _unwrap_autocast(getattr(vkml, name)) is fn, name
+            assert (name in vars(vkml.Tensor)) is op.public.method, name
+            assert (name + "_" in vars(vkml.Tensor)) is op.public.inplace, name
+    plain_code = (F._unary("any").__code__, F._binary("any").__code__)  # what every one-op wrapper runs
+    wrappers = [
+        export.name
+        for export, fn in public.exports()[: -len(public.registry_exports())]
+        if getattr(fn, "__code__", None) in plain_code
+    ]
+    assert wrappers == []
+
+
+def test_a_wrong_call_names_the_op():
+    # Python's TypeError names the function by its __qualname__: PyTorch's "exp() takes 1 positional argument
+    # but 2 were given", not the maker's "_unary.<locals>.fn()"
+    x = vkml.ones(2)
+    with pytest.raises(TypeError, match=r"^exp\(\) takes 1 positional argument but 2 were given$"):
+        vkml.exp(x, x)
+    with pytest.raises(TypeError, match=r"^eq\(\) missing 1 required positional argument: 'other'$"):
+        x.eq()
+    with pytest.raises(TypeError, match=r"^floor\(\) takes 1 positional argument but 2 were given$"):
+        x.floor_(x)
+
+
+@pytest.mark.parametrize(
+    ("method", "args", "expected"),
+    [
+        ("neg_", (), [-1.5, 2.0]),
+        ("negative_", (), [-1.5, 2.0]),
+        ("mul_", (2.0,), [3.0, -4.0]),
+        ("fix_", (), [1.0, -2.0]),
+    ],
+)
+def test_inplace_forms_made_from_the_opdef(method, args, expected):
+    # these were written by hand in the face (Tensor.neg_, Tensor.mul_, legacy fix_) before OpDef.public made them
+    x = vkml.tensor([1.5, -2.0])
+    assert getattr(x, method)(*args) is x and x.tolist() == expected
+    assert _unwrap_autocast(vars(vkml.Tensor)[method]).__kwdefaults__["_name"] == method  # named in its errors
+
+
+@pytest.mark.parametrize("name", ["logical_and_", "logical_or_", "logical_xor_", "logical_not_", "true_divide_"])
+def test_inplace_forms_as_torch(name):
+    # PyTorch's Tensor.logical_and_ (or_, not_) writes the truth values in the tensor's own dtype; true_divide_
+    # is div_ (an integer tensor cannot hold the float quotient)
+    import torch
+
+    cases = [([1.5, 0.0, -2.0, 0.0], [0.5, 2.0, 3.0, 1.0])]
+    if name != "true_divide_":
+        cases.append(([1, 0, 2, 0], [True, False, True, True]))
+    for values, other in cases:
+        x, expected = vkml.tensor(values), torch.tensor(values)
+        args = () if name == "logical_not_" else (vkml.tensor(other),)
+        torch_args = () if name == "logical_not_" else (torch.tensor(other),)
+        assert getattr(x, name)(*args) is x
+        getattr(expected, name)(*torch_args)
+        assert x.dtype.name == str(expected.dtype).removeprefix("torch.") and x.tolist() == expected.tolist()

@@ -592,9 +592,6 @@ class Tensor:
             other, alpha = F._legacy_alpha("sub_", other, rest, alpha)
         return mutation.inplace(self, "sub_", F.sub, other if alpha == 1 else other * alpha)
 
-    def mul_(self, other) -> Tensor:
-        return mutation.inplace(self, "mul_", F.mul, other)
-
     def div_(self, other, *, rounding_mode=None) -> Tensor:
         return mutation.inplace(self, "div_", lambda t, o: F.div(t, o, rounding_mode=rounding_mode), other)
 
@@ -605,9 +602,6 @@ class Tensor:
         return mutation.inplace(self, "clamp_", F.clamp, min, max)
 
     clip_ = clamp_
-
-    def neg_(self) -> Tensor:
-        return mutation.inplace(self, "neg_", F.neg)
 
     def fill_(self, value) -> Tensor:
         return mutation.fill_(self, value)

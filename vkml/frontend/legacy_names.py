@@ -321,11 +321,6 @@ def get_device(input) -> int:
     return input.get_device()
 
 
-def _fix_(self):
-    """In-place ``fix`` (``trunc``)."""
-    return mutation.inplace(self, "fix_", lambda t: t.fix())
-
-
 # ---------------------------------------------------------------------- torch.* layers and losses
 
 
@@ -1251,6 +1246,5 @@ EXPORTS = (
     *(Export(name, method=True, inplace=inplace) for name, inplace in _METHODS.items()),
     *(Export(name + "_", value=_inplace_function(name + "_")) for name in INPLACE_FUNCTIONS),
     *(Export(name, value=cls) for name, cls in ((c.__name__, c) for c in LEGACY_TYPES)),
-    Export("fix_", function=False, method=_fix_),
     Export("new", function=False, method=_tensor_new),
 )

@@ -8,6 +8,7 @@ combines); this module only shapes graphs.
 from __future__ import annotations
 
 import math
+import re
 import warnings
 
 import numpy as np
@@ -19,6 +20,7 @@ from ..ir import types as T
 from ..ops import grads as _grads
 from ..ops.cast import work_dtype
 from ..ops.promotion import promote_types
+from ..ops.registry import REGISTRY
 from . import autograd
 from .autograd import differentiable
 from .dtype_info import check_matmul_dtypes, refuse_no_tensor_dtype
@@ -33,7 +35,6 @@ def _where_method(self, condition, other):
 
 # The public names of this module's ops (vkml/frontend/public.py binds them).
 EXPORTS = (
-    Export("abs", method=True, inplace=True),
     Export("add", method=True),
     Export("amax", method=True),
     Export("amin", method=True),
@@ -45,44 +46,23 @@ EXPORTS = (
     Export("clone"),
     Export("constant_pad_nd"),
     Export("div", method=True),
-    Export("eq", method=True, inplace=True),
-    Export("exp", method=True, inplace=True),
     Export("expand"),
     Export("flip"),
-    Export("ge", method=True, inplace=True),
-    Export("gt", method=True, inplace=True),
-    Export("le", method=True, inplace=True),
-    Export("log", method=True, inplace=True),
     Export("log_softmax", method=True),
-    Export("logical_and", method=True),
-    Export("logical_not", method=True),
-    Export("logical_or", method=True),
     Export("logsumexp", method=True),
-    Export("lt", method=True, inplace=True),
     Export("masked_fill", method=True),
     Export("matmul", method=True),
     Export("max", method=True),
-    Export("maximum", method=True),
     Export("mean", method=True),
     Export("min", method=True),
-    Export("minimum", method=True),
-    Export("mul", method=True),
-    Export("ne", method=True, inplace=True),
-    Export("neg", method=True),
     Export("permute"),
     Export("pow", method=True),
     Export("prod", method=True),
-    Export("relu", method=True, inplace=True),
     Export("reshape"),
-    Export("rsqrt", method=True, inplace=True),
-    Export("sigmoid", method=True, inplace=True),
-    Export("sign", method=True, inplace=True),
     Export("softmax", method=True),
-    Export("sqrt", method=True, inplace=True),
     Export("squeeze"),
     Export("sub", method=True),
     Export("sum", method=True),
-    Export("tanh", method=True, inplace=True),
     Export("transpose"),
     Export("unsqueeze"),
     Export("where", method=_where_method),
@@ -145,7 +125,7 @@ def _unary(name):
     def fn(input):
         return _elementwise(name, input)
 
-    fn.__name__ = name
+    fn.__name__ = fn.__qualname__ = name  # a wrong call is "exp() takes 1 positional argument ...", as PyTorch
     fn.__doc__ = f"Elementwise ``{name}``; see docs/ops/{name}.md. Example: ``vkml.{name}(vkml.tensor([1.0, 2.0]))``."
     return fn
 
@@ -178,13 +158,38 @@ def _binary(name):
                     return _wrap(node)
         return _elementwise(name, input, other)
 
-    fn.__name__ = name
+    fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``{name}`` with broadcasting; see docs/ops/{name}.md. Example: ``vkml.{name}(x, y)``."
     return fn
 
 
-add, sub, mul, _divide = _binary("add"), _binary("sub"), _binary("mul"), _binary("div")
-_plain_add, _plain_sub = add, sub
+_PLAIN: dict[str, object] = {}  # op name -> its public function: one object, however often asked for
+
+
+def plain_function(name: str):
+    """The public function of the registered op ``name`` whose OpDef declares ``public`` (vkml/ops/registry.py):
+    its signature's one or two tensors in, the op recorded. vkml.<name>, its aliases, the Tensor methods
+    (vkml/frontend/public.py) and ``vkml.special`` share it."""
+    if name not in _PLAIN:
+        op = REGISTRY[name]
+        if op.public is None:
+            raise ValueError(f"op {name!r} declares no public function (OpDef.public)")
+        params = re.fullmatch(r"\w+\(([^)]*)\)", op.signature)
+        arity = len(params.group(1).split(", ")) if params and "=" not in op.signature else 0
+        if arity not in (1, 2):
+            raise ValueError(f"op {name!r}: a plain public function takes one or two tensors, not {op.signature}")
+        _PLAIN[name] = _unary(name) if arity == 1 else _binary(name)
+    return _PLAIN[name]
+
+
+# The face's own code calls a plain op as this module's attribute (F.exp, F.eq, F.floor): bound here, once,
+# for every registered op that declares ``public`` (importing vkml.ops filled the registry). Nothing in this
+# module defines one of these names again (tests/test_public.py).
+globals().update({op.name: plain_function(op.name) for op in REGISTRY.values() if op.public is not None})
+# this module's own calls of them (ruff cannot see the names bound above)
+_mul, _maximum, _minimum, _exp, _log = (plain_function(n) for n in ("mul", "maximum", "minimum", "exp", "log"))
+
+_plain_add, _plain_sub, _divide = _binary("add"), _binary("sub"), _binary("div")
 
 
 def _alpha_scaled(op: str, plain, input, other, alpha):
@@ -204,7 +209,7 @@ def _alpha_scaled(op: str, plain, input, other, alpha):
     if isinstance(alpha, bool) and dtype is not T.bool_:
         raise RuntimeError(f"'{op}': Boolean alpha only supported for Boolean results (got {dtype.name})")
     if isinstance(other, _tensor.Tensor):
-        return cast(mul(cast(other, dtype), alpha), dtype)  # a bool result keeps bool: b * 2 is int64
+        return cast(_mul(cast(other, dtype), alpha), dtype)  # a bool result keeps bool: b * 2 is int64
     return other * alpha
 
 
@@ -260,16 +265,8 @@ def div(input, other, *, rounding_mode=None):
             lazy.check_scalar_fits("div", other, T.float32)  # PyTorch's OverflowError past 64 bits
         mantissa, exponent = math.frexp(other)
         if mantissa in (0.5, -0.5) and -126 <= exponent - 1 <= 126:  # (abs is the tensor op here)
-            return mul(input, 1.0 / other)
+            return _mul(input, 1.0 / other)
     return _divide(input, other)
-
-
-maximum, minimum = _binary("maximum"), _binary("minimum")
-eq, ne, lt, le, gt, ge = (_binary(n) for n in ("eq", "ne", "lt", "le", "gt", "ge"))
-logical_and, logical_or = _binary("logical_and"), _binary("logical_or")
-neg, abs, sign, relu = _unary("neg"), _unary("abs"), _unary("sign"), _unary("relu")
-exp, log, sqrt, rsqrt, tanh, sigmoid = (_unary(n) for n in ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid"))
-logical_not = _unary("logical_not")
 
 
 def pow(input, exponent):
@@ -281,7 +278,7 @@ def pow(input, exponent):
     exponent = exponent.item() if isinstance(exponent, np.generic) else exponent
     if type(exponent) in (int, float) and isinstance(input, _tensor.Tensor) and exponent == 2:
         if input.dtype.is_float or (type(exponent) is int and input.dtype is not T.bool_):
-            return mul(input, input)
+            return _mul(input, input)
     out = _elementwise("pow", input, exponent)
     if type(exponent) in (int, float) and out.dtype is not T.float32:
         # PyTorch converts the exponent to an integer or float16 result's dtype, and checks it fits
@@ -436,7 +433,7 @@ def argmin(input, dim=None, keepdim=False, *, axis=None):
 def max(input, dim=None, keepdim=False, *, axis=None):
     """``max(x)`` is ``amax``; ``max(x, dim)`` returns (values, indices) like PyTorch; ``max(x, y)`` is ``maximum``."""
     if isinstance(dim, _tensor.Tensor):
-        return maximum(input, dim)
+        return _maximum(input, dim)
     dim = _dim_or_axis("max", dim, axis)
     return _extreme("max", "amax", "argmax", _return_types.max, input, dim, keepdim)
 
@@ -444,7 +441,7 @@ def max(input, dim=None, keepdim=False, *, axis=None):
 def min(input, dim=None, keepdim=False, *, axis=None):
     """``min(x)`` is ``amin``; ``min(x, dim)`` returns (values, indices) like PyTorch; ``min(x, y)`` is ``minimum``."""
     if isinstance(dim, _tensor.Tensor):
-        return minimum(input, dim)
+        return _minimum(input, dim)
     dim = _dim_or_axis("min", dim, axis)
     return _extreme("min", "amin", "argmin", _return_types.min, input, dim, keepdim)
 
@@ -507,7 +504,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None):
     n = _reduced_count(node, dim)
     wide = cast(input, work_dtype(node.dtype))
     total = sum(wide, dim, keepdim)
-    out = div(total, float(n)) if n else mul(total, float("nan"))
+    out = div(total, float(n)) if n else _mul(total, float("nan"))
     return cast(out, node.dtype)
 
 
@@ -585,7 +582,7 @@ def _softmax(input, dim: int):
     if x.numel() == 0:  # no rows, or rows of no elements: nothing to normalise (PyTorch's empty result)
         return cast(x, dtype)
     shifted, _ = _shift_by_max(x, dim, "softmax")
-    e = exp(shifted)
+    e = _exp(shifted)
     return cast(e * div(1.0, sum(e, dim, keepdim=True)), dtype)
 
 
@@ -602,7 +599,7 @@ def _log_softmax(input, dim: int):
     if x.numel() == 0:  # no rows, or rows of no elements: nothing to normalise (PyTorch's empty result)
         return cast(x, dtype)
     shifted, _ = _shift_by_max(x, dim, "log_softmax")
-    return cast(shifted - log(sum(exp(shifted), dim, keepdim=True)), dtype)
+    return cast(shifted - _log(sum(_exp(shifted), dim, keepdim=True)), dtype)
 
 
 def logsumexp(input, dim=None, keepdim: bool = False, *, axis=None):
@@ -626,7 +623,7 @@ def _logsumexp(input, dim, keepdim: bool = False):
         return cast(sum(x, dim, keepdim) + float("-inf"), dtype)
     _, m = _shift_by_max(x, dim, "logsumexp")
     m = where(abs(m) == float("inf"), 0.0, m)
-    out = log(sum(exp(x - m), dim, keepdim=True)) + m
+    out = _log(sum(_exp(x - m), dim, keepdim=True)) + m
     if not keepdim:
         out = squeeze(out, dim)
     return cast(out, dtype)

@@ -2,8 +2,10 @@
 comparisons of closeness, bit operations.
 
 Each function checks its arguments eagerly and records one registered elementwise op
-(vkml/ops/elementwise_more.py) or composes existing ones; tensor.py installs the functions
-named in ``EXPORTS`` as vkml.<name> and Tensor methods.
+(vkml/ops/elementwise_more.py) or composes existing ones; vkml/frontend/public.py installs the
+functions named in ``EXPORTS`` as vkml.<name> and Tensor methods. The plain ones (floor, isnan,
+copysign, hypot, ...: nothing to check before the op is recorded) have no code here: their OpDefs
+declare their public names (``OpDef.public``).
 """
 
 from __future__ import annotations
@@ -17,19 +19,8 @@ from ..schedule import checks
 from . import mutation
 from . import operators as F
 from .exports import Export
-from .operators import _binary, _elementwise, _tensor_node, _unary
+from .operators import _binary, _elementwise, _tensor_node
 
-floor, ceil, trunc = (_unary(n) for n in ("floor", "ceil", "trunc"))
-fix = trunc
-sgn, signbit, square, reciprocal = (_unary(n) for n in ("sgn", "signbit", "square", "reciprocal"))
-isnan, isinf, isposinf, isneginf, isfinite, isreal = (
-    _unary(n) for n in ("isnan", "isinf", "isposinf", "isneginf", "isfinite", "isreal")
-)
-copysign = _binary("copysign")
-fmax, fmin, logaddexp, logaddexp2, xlogy, hypot = (
-    _binary(n) for n in ("fmax", "fmin", "logaddexp", "logaddexp2", "xlogy", "hypot")
-)
-logical_xor = _binary("logical_xor")
 true_divide = F.div
 
 
@@ -200,10 +191,10 @@ def isclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: b
     if not a.dtype.is_float:  # PyTorch measures integer differences in the default float dtype (no wrapping)
         input, other = F.cast(input, T.float32), F.cast(other, T.float32)
     if equal_nan and a.dtype.is_float:
-        close = F.logical_or(close, F.logical_and(isnan(input), isnan(other)))
+        close = F.logical_or(close, F.logical_and(F.isnan(input), F.isnan(other)))
     allowed = F.abs(F.mul(other, float(rtol))) + float(atol)
     actual = F.abs(F.sub(input, other))
-    return F.logical_or(close, F.logical_and(isfinite(actual), F.le(actual, allowed)))
+    return F.logical_or(close, F.logical_and(F.isfinite(actual), F.le(actual, allowed)))
 
 
 def allclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
@@ -239,44 +230,22 @@ def float_power(input, exponent):
 
 # The public names: vkml.<name>, Tensor.<name> and, with inplace, Tensor.<name>_ (``x.floor_()``).
 EXPORTS = (
-    Export("floor", method=True, inplace=True),
-    Export("ceil", method=True, inplace=True),
-    Export("trunc", method=True, inplace=True),
-    Export("fix", method=True),
     Export("round", method=True, inplace=True),
     Export("frac", method=True, inplace=True),
-    Export("sgn", method=True, inplace=True),
-    Export("signbit", method=True),
-    Export("copysign", method=True, inplace=True),
-    Export("square", method=True, inplace=True),
-    Export("reciprocal", method=True, inplace=True),
     Export("fmod", method=True, inplace=True),
     Export("remainder", method=True, inplace=True),
     Export("floor_divide", method=True, inplace=True),
-    Export("true_divide", method=True),
+    Export("true_divide", method=True, inplace=True),
     Export("lerp", method=True, inplace=True),
-    Export("logaddexp", method=True),
-    Export("logaddexp2", method=True),
-    Export("xlogy", method=True, inplace=True),
-    Export("hypot", method=True, inplace=True),
-    Export("isnan", method=True),
-    Export("isinf", method=True),
-    Export("isposinf", method=True),
-    Export("isneginf", method=True),
-    Export("isfinite", method=True),
-    Export("isreal", method=True),
     Export("isclose", method=True),
     Export("allclose", method=True),
     Export("equal", method=True),
     Export("nan_to_num", method=True, inplace=True),
     Export("float_power", method=True),
-    Export("fmax", method=True, inplace=True),
-    Export("fmin", method=True, inplace=True),
     Export("bitwise_and", method=True, inplace=True),
     Export("bitwise_or", method=True, inplace=True),
     Export("bitwise_xor", method=True, inplace=True),
     Export("bitwise_not", method=True, inplace=True),
     Export("bitwise_left_shift", method=True, inplace=True),
     Export("bitwise_right_shift", method=True, inplace=True),
-    Export("logical_xor", method=True, inplace=True),
 )

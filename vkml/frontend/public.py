@@ -7,7 +7,8 @@ An op declares how a user reaches it once, where it is defined:
   inplace=True)``: ``vkml.floor``, ``Tensor.floor`` and ``Tensor.floor_``; vkml/frontend/exports.py);
 - a registered op whose public function is the plain one (``vkml.sin(input)`` records the op ``sin``)
   says so in its ``OpDef`` (``public=Public(aliases=("arcsin",))``, vkml/ops/registry.py), and
-  ``function`` makes that function: adding such an op takes its definition alone.
+  ``function`` makes that function (vkml/frontend/operators.py, which binds it as ``F.<name>`` for the
+  face's own calls): adding such an op takes its definition alone.
 
 ``install`` walks ``MODULES`` in order, then the registry, and binds everything. vkml/__init__.py
 calls it in its last block, right before autocast (vkml/frontend/amp.py) wraps what is public, so
@@ -17,7 +18,6 @@ every op bound here is wrapped.
 from __future__ import annotations
 
 import importlib
-import re
 
 from ..ops.registry import REGISTRY
 from . import mutation
@@ -64,22 +64,9 @@ def inplace_method(name: str, fn):
     return method
 
 
-_FUNCTIONS: dict[str, object] = {}  # op name -> its public function: one object, however often asked for
-
-
-def function(name: str):
-    """The public function of the registered op ``name`` (``OpDef.public``): its signature's tensors in,
-    the op recorded; aliases and ``vkml.special`` share it."""
-    if name not in _FUNCTIONS:
-        op = REGISTRY[name]
-        if op.public is None:
-            raise ValueError(f"op {name!r} declares no public function (OpDef.public)")
-        params = re.fullmatch(r"\w+\(([^)]*)\)", op.signature)
-        arity = len(params.group(1).split(", ")) if params and "=" not in op.signature else 0
-        if arity not in (1, 2):
-            raise ValueError(f"op {name!r}: a plain public function takes one or two tensors, not {op.signature}")
-        _FUNCTIONS[name] = F._unary(name) if arity == 1 else F._binary(name)
-    return _FUNCTIONS[name]
+# The public function of a registered op that declares ``public``: made once by the module that holds the
+# recording functions (F.exp is vkml.exp; aliases and ``vkml.special`` share it).
+function = F.plain_function
 
 
 def registry_exports() -> list[tuple[Export, object]]:

@@ -481,7 +481,7 @@ def geometric_(self, p: float, *, generator=None):
 
     def make():
         u = R.rand(self.shape, generator=generator, device=self.device)
-        trials = pointwise.ceil(F.div(F.log(F.sub(1.0, u)), math.log1p(-p)))
+        trials = F.ceil(F.div(F.log(F.sub(1.0, u)), math.log1p(-p)))
         return F.clamp(trials, min=1.0)
 
     return mutation.fill_with(self, "geometric_", make, False)

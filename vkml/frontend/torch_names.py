@@ -29,18 +29,11 @@ from .exports import Export
 from .size import Size
 from .tensor_api import broadcast_to, positive
 
-# PyTorch's second name -> vkml's first (each is a function, a Tensor method and an in-place method).
+# PyTorch's second name -> vkml's first (each is a function, a Tensor method and an in-place method). The
+# second names of plain ops (absolute, negative, multiply, greater, ...) are in their OpDef's ``public``.
 ALIASES = {
-    "absolute": "abs",
-    "negative": "neg",
-    "multiply": "mul",
     "subtract": "sub",
     "divide": "div",
-    "greater": "gt",
-    "less": "lt",
-    "greater_equal": "ge",
-    "less_equal": "le",
-    "not_equal": "ne",
 }
 
 pi = math.pi

@@ -118,7 +118,7 @@ def _special_namespace() -> types.ModuleType:
         "psi": public.function("digamma"),
         "polygamma": polygamma,
         "zeta": zeta,
-        "xlogy": _pointwise.xlogy,
+        "xlogy": public.function("xlogy"),
         "round": _pointwise.round,
         "logsumexp": F.logsumexp,
         "softmax": F.softmax,

@@ -10,7 +10,7 @@ from ..ir import builder as B
 from ..ir import types as T
 from . import mathlib as M
 from .grads import as_tensor, is_tensor
-from .registry import ALL_DTYPES, FLOAT_DTYPES, NUMERIC_DTYPES, OpDef, register
+from .registry import ALL_DTYPES, FLOAT_DTYPES, NUMERIC_DTYPES, OpDef, Public, register
 
 
 def _float(v) -> bool:
@@ -263,6 +263,7 @@ register(
         grad=_grad_mul,
         operator="a * b",
         recompute=True,
+        public=Public(aliases=("multiply",)),
     )
 )
 register(
@@ -293,6 +294,7 @@ register(
         grad=lambda c: (-c.g,),
         operator="-a",
         recompute=True,
+        public=Public(aliases=("negative",)),
     )
 )
 register(
@@ -305,6 +307,7 @@ register(
         special="abs(-0.0) = 0.0; abs(NaN) = NaN; abs(INT_MIN) = INT_MIN (wraps, as PyTorch).",
         grad=lambda c: (c.g * c.inputs[0].sign(),),
         operator="abs(a)",
+        public=Public(aliases=("absolute",)),
     )
 )
 register(
@@ -317,6 +320,7 @@ register(
         special="sign(±0.0) = ±0.0 is not kept: both give +0.0.",
         divergence="sign(NaN) is NaN (numpy's rule; PyTorch returns 0.0, pytorch#41245).",
         grad=lambda c: (c.F.zeros_like(c.g),),
+        public=Public(),
     )
 )
 register(
@@ -344,6 +348,7 @@ register(
         special="A NaN on either side gives NaN.",
         divergence="maximum(+0.0, -0.0) is +0.0 in either order (IEEE 754-2019); PyTorch's sign depends on its vector path.",
         grad=_grad_maximum,
+        public=Public(inplace=False),
     )
 )
 register(
@@ -357,6 +362,7 @@ register(
         special="A NaN on either side gives NaN.",
         divergence="minimum(+0.0, -0.0) is -0.0 in either order (IEEE 754-2019); PyTorch's sign depends on its vector path.",
         grad=_grad_minimum,
+        public=Public(inplace=False),
     )
 )
 register(
@@ -409,13 +415,13 @@ register(
         grad=_grad_where,
     )
 )
-for _name, _op, _sym in (
-    ("eq", "eq", "=="),
-    ("ne", "ne", "!="),
-    ("lt", "lt", "<"),
-    ("le", "le", "<="),
-    ("gt", "gt", ">"),
-    ("ge", "ge", ">="),
+for _name, _op, _sym, _aliases in (
+    ("eq", "eq", "==", ()),
+    ("ne", "ne", "!=", ("not_equal",)),
+    ("lt", "lt", "<", ("less",)),
+    ("le", "le", "<=", ("less_equal",)),
+    ("gt", "gt", ">", ("greater",)),
+    ("ge", "ge", ">=", ("greater_equal",)),
 ):
     register(
         OpDef(
@@ -428,6 +434,7 @@ for _name, _op, _sym in (
             body=_cmp(_op),
             special=_CMP_NAN,
             operator=f"a {_sym} b",
+            public=Public(aliases=_aliases),
         )
     )
 register(
@@ -439,6 +446,7 @@ register(
         dtypes=ALL_DTYPES,
         result="bool",
         body=_logical("and"),
+        public=Public(),
     )
 )
 register(
@@ -450,6 +458,7 @@ register(
         dtypes=ALL_DTYPES,
         result="bool",
         body=_logical("or"),
+        public=Public(),
     )
 )
 register(
@@ -461,6 +470,7 @@ register(
         dtypes=ALL_DTYPES,
         result="bool",
         body=lambda a: ~_truth(a),
+        public=Public(),
     )
 )
 register(
@@ -472,6 +482,7 @@ register(
         body=_relu,
         special="relu(NaN) = NaN, relu(-0.0) = -0.0 (as PyTorch CPU), relu(-inf) = 0.",
         grad=lambda c: (c.F.where(c.output <= 0, 0.0, c.g),),
+        public=Public(),
     )
 )
 
@@ -503,6 +514,7 @@ _float_op(
     "≤ 1 ulp of the float64 result",
     "exp(-inf) = 0, exp(inf) = inf, overflow (x > 88.72) gives inf, NaN gives NaN.",
     grad=lambda c: (c.g * c.output,),
+    public=Public(),
 )
 _float_op(
     "log",
@@ -511,6 +523,7 @@ _float_op(
     "≤ 1 ulp of the float64 result",
     "log(x < 0) = NaN, log(±0) = -inf, log(inf) = inf, NaN gives NaN.",
     grad=lambda c: (c.g / c.inputs[0],),
+    public=Public(),
 )
 _float_op(
     "sqrt",
@@ -521,6 +534,7 @@ _float_op(
     divergence="vkml's sqrt is correctly rounded; PyTorch's CPU build (AVX-512 path) is 1 ulp off on about "
     "0.7% of float32 inputs.",
     grad=lambda c: (c.g / (2 * c.output),),
+    public=Public(),
 )
 _float_op(
     "rsqrt",
@@ -529,6 +543,7 @@ _float_op(
     "see mathlib.rsqrt",
     "rsqrt(±0) = ±inf, rsqrt(x < 0) = NaN, rsqrt(inf) = 0.",
     grad=lambda c: (-0.5 * c.g * (c.output * c.output * c.output),),
+    public=Public(),
 )
 _float_op(
     "tanh",
@@ -537,6 +552,7 @@ _float_op(
     "≤ 2 ulp away from 0 (see mathlib.tanh)",
     "tanh(±inf) = ±1, tanh(-0.0) = -0.0, NaN gives NaN.",
     grad=lambda c: (c.g * (1 - c.output * c.output),),
+    public=Public(),
 )
 _float_op(
     "sigmoid",
@@ -545,6 +561,7 @@ _float_op(
     "≤ 2 ulp (see mathlib.sigmoid)",
     "sigmoid(-inf) = 0, sigmoid(inf) = 1, never NaN for finite input.",
     grad=lambda c: (c.g * (1 - c.output) * c.output,),
+    public=Public(),
 )
 _float_op(
     "gelu",

@@ -16,7 +16,7 @@ from .grads import as_tensor
 from .mathlib import dd
 from .mathlib import f64more as F64
 from .mathlib.bits import ABS_MASK, DEFAULT_NAN_BITS, SIGN_BIT, f32, f32_bits, from_bits, quiet, to_bits
-from .registry import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, OpDef, register
+from .registry import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, OpDef, Public, register
 
 F32, U32, I32 = T.float32, T.uint32, T.int32
 INF = float("inf")
@@ -583,14 +583,20 @@ _NAN = "NaN in any input gives NaN."
 _ROUNDING = "Integers pass through unchanged. ±0, ±inf and NaN are returned as they are."
 
 
+# The public names of the plain ops below (vkml.<name>(input[, other]) records the op, with nothing to check
+# first): vkml.<name>, Tensor.<name> and, unless inplace=False, Tensor.<name>_ (vkml/frontend/public.py).
+_PUBLIC = Public()
+_FUNCTION_AND_METHOD = Public(inplace=False)
+
+
 def _op(name, signature, summary, body, **kw):
     register(OpDef(name, "elementwise", signature, summary, body=body, **kw))
 
 
-for _name, _prim, _what, _through in (
-    ("floor", B.floor, "toward -inf", ()),
-    ("ceil", B.ceil, "toward +inf", ()),
-    ("trunc", B.trunc, "toward zero", ("vkml.fix(input)", "Tensor.fix()")),
+for _name, _prim, _what, _through, _aliases in (
+    ("floor", B.floor, "toward -inf", (), ()),
+    ("ceil", B.ceil, "toward +inf", (), ()),
+    ("trunc", B.trunc, "toward zero", ("vkml.fix(input)", "Tensor.fix()"), ("fix",)),
 ):
     _op(
         _name,
@@ -600,6 +606,7 @@ for _name, _prim, _what, _through in (
         special=_ROUNDING + " The sign of a zero result is the input's (ceil(-0.5) = -0.0).",
         grad=_zeros_grad,
         reached_through=_through,
+        public=Public(aliases=_aliases),
     )
 _op(
     "round",
@@ -650,6 +657,7 @@ _op(
     special="As `sign`: sgn(±0.0) = +0.0.",
     divergence="sgn(NaN) is NaN (as vkml.sign); PyTorch returns 0.0.",
     grad=_zeros_grad,
+    public=_PUBLIC,
 )
 _op(
     "signbit",
@@ -662,6 +670,7 @@ _op(
     divergence="The sign of a NaN is not kept on every device (NVIDIA's driver returns its canonical NaN, sign "
     "clear, for a float16 NaN), so signbit of a NaN may differ between devices; PyTorch reads the bit.",
     reads_nan_sign=True,
+    public=_FUNCTION_AND_METHOD,
 )
 _op(
     "copysign",
@@ -674,6 +683,7 @@ _op(
     "may give either sign there.",
     grad=_grad_copysign,
     reads_nan_sign=True,
+    public=_PUBLIC,
 )
 _op(
     "square",
@@ -682,6 +692,7 @@ _op(
     lambda a: a * a,
     special="square(NaN) = NaN; integers wrap.",
     grad=lambda c: (c.g * (2 * c.inputs[0]),),
+    public=_PUBLIC,
 )
 _op(
     "reciprocal",
@@ -692,6 +703,7 @@ _op(
     precision="correctly rounded (mathlib.div)",
     special="reciprocal(±0) = ±inf, reciprocal(±inf) = ±0, NaN gives NaN.",
     grad=lambda c: (-c.g * (c.output * c.output),),
+    public=_PUBLIC,
 )
 _op(
     "fmod",
@@ -760,6 +772,7 @@ for _name, _fn, _what in (
         dtypes=ALL_DTYPES,
         result="bool",
         special="Integer and bool inputs are always finite.",
+        public=_FUNCTION_AND_METHOD,
     )
 _op(
     "isreal",
@@ -769,6 +782,7 @@ _op(
     dtypes=ALL_DTYPES,
     result="bool",
     special="True also for NaN and inf (they are real).",
+    public=_FUNCTION_AND_METHOD,
 )
 _op(
     "fmax",
@@ -778,6 +792,7 @@ _op(
     dtypes=ALL_DTYPES,
     special="NaN only where both are NaN; fmax(+0.0, -0.0) = +0.0.",
     grad=_grad_fmax,
+    public=_PUBLIC,
 )
 _op(
     "fmin",
@@ -787,6 +802,7 @@ _op(
     dtypes=ALL_DTYPES,
     special="NaN only where both are NaN; fmin(+0.0, -0.0) = -0.0.",
     grad=_grad_fmin,
+    public=_PUBLIC,
 )
 _op(
     "logaddexp",
@@ -797,6 +813,7 @@ _op(
     precision="≤ 4 ulp of max(|a|, |b|) (max + log1p(exp(-|a - b|)), exp and log1p ≤ 1 ulp each)",
     special="Equal infinities give that infinity; -inf with finite x gives x; NaN gives NaN.",
     grad=_grad_logaddexp,
+    public=_FUNCTION_AND_METHOD,
 )
 _op(
     "logaddexp2",
@@ -807,6 +824,7 @@ _op(
     precision="≤ 4 ulp of max(|a|, |b|) (max + log1p(exp2(-|a - b|))·(1/ln 2))",
     special="Equal infinities give that infinity; NaN gives NaN.",
     grad=_grad_logaddexp2,
+    public=_FUNCTION_AND_METHOD,
 )
 _op(
     "xlogy",
@@ -817,6 +835,7 @@ _op(
     precision="log ≤ 1 ulp, then one product",
     special="xlogy(0, y) = 0 for any y but NaN (also y = 0 and y = inf); xlogy(x, NaN) = NaN.",
     grad=_grad_xlogy,
+    public=_PUBLIC,
 )
 _op(
     "hypot",
@@ -827,6 +846,7 @@ _op(
     precision="≤ 1 ulp (double-float sum of squares, corrected square root)",
     special="hypot(±inf, y) = inf even for NaN y (C99); otherwise NaN gives NaN.",
     grad=_grad_hypot,
+    public=_PUBLIC,
 )
 _op(
     "nan_to_num",
@@ -893,6 +913,7 @@ _op(
     dtypes=ALL_DTYPES,
     result="bool",
     special="NaN is nonzero, so True.",
+    public=_PUBLIC,
 )
 
 # ---------------------------------------------------------------------- activations (vkml.nn.functional)

@@ -263,3 +263,31 @@ def test_the_device_runs_the_path_its_features_choose(gpu):
         assert attention and not any(n.startswith("attention_cm_") for n in attention), names
         _, cpu = _run((q, k, v), kwargs)
         assert_same_bits(first, cpu.numpy(), "the scalar kernel on the device")
+
+
+def test_the_weights_exp_is_within_its_bound_and_passes_specials():
+    """weight_exp (the cooperative-matrix kernel's e^x for x <= 0): relative error below 2^-22 + |x|·2^-23
+    against float64, -inf and values below 2^-126 give +0.0, ±0.0 gives 1 (within the bound), NaN gives NaN."""
+    from vkml.ir.builder import KernelBuilder, global_id
+    from vkml.ir.interp import reference as interp
+    from vkml.kernels.attention_coopmat import weight_exp
+
+    kb = KernelBuilder("weight_exp", local_size=(64, 1, 1))
+    x, out = kb.buffer("x", T.float32, "read"), kb.buffer("out", T.float32, "write")
+    with kb:
+        i = global_id(0)
+        out[i] = weight_exp(x[i])
+    kernel = kb.finish()
+    rng = np.random.default_rng(4)
+    values = np.concatenate(
+        [-rng.exponential(3.0, 4000), -rng.uniform(0, 87.3, 4000), [0.0, -0.0, -np.inf, np.nan, -87.4, -200.0]]
+    ).astype(np.float32)
+    values = np.concatenate([values, np.zeros(-len(values) % 64, np.float32)])
+    got = np.zeros_like(values)
+    interp.run(kernel, (len(values) // 64, 1, 1), {"x": values, "out": got}, {})
+    exact = np.exp(values.astype(np.float64))
+    normal = exact >= 2.0**-126
+    bound = 2.0**-22 + np.abs(values[normal].astype(np.float64)) * 2.0**-23  # the fit, then t = x·log2(e)
+    assert np.all(np.abs(got[normal] - exact[normal]) <= bound * exact[normal])
+    assert np.all(got[~normal & ~np.isnan(values)] == 0.0) and np.isnan(got[np.isnan(values)]).all()
+    assert np.all(np.abs(got[values == 0.0] - 1.0) <= 2.0**-22)  # ±0.0 (and the padding)

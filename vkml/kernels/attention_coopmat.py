@@ -17,7 +17,8 @@ and each subgroup keeps its 16 × E block as A matrices; per key block:
    accumulators from -0.0, E ascending in blocks of 16) into shared memory (float32);
 3. two invocations per row take the row's scores (invocation h the columns c ≡ h mod 2,
    ascending): scale and mask them as the scalar kernel (``masked_score``), combine the row max
-   (``shuffle_xor``, the even invocation's value on the left), p = exp(s - m'), α = exp(m - m');
+   (``shuffle_xor``, the even invocation's value on the left), p = exp(s - m'), α = exp(m - m')
+   (``weight_exp``: arguments are never positive, and the bound leaves room for a shorter routine);
    the row sum l' = l·α + Σ p takes the float32 weights; the weights that multiply V are rounded
    to float16 (dropped ones to 0), as flash attention does, and written to shared memory;
 4. each subgroup computes its 16 × Ev block of P V on matrices (from -0.0, keys ascending in
@@ -48,6 +49,8 @@ from ..ir.instructions import VECTOR_WIDTH as VECTOR
 from ..ir.verify import verify_kernel
 from ..ops import mathlib as M
 from ..ops.cast import narrow, store_value
+from ..ops.mathlib.bits import pow2, quiet, round_to_int
+from ..ops.mathlib.explog import LOG2E
 from .attention import NEG_INF, AttentionShape, Dropout, Operand, _batch_offsets, _f32, _max, masked_score
 from .index import _u32
 from .lowering import fold_grid, linear_workgroup
@@ -135,6 +138,38 @@ def applies(features, shape: AttentionShape) -> bool:
 
 def grid(shape: AttentionShape, config: Config) -> tuple[int, int, int]:
     return fold_grid(shape.batch_count * -(-shape.query_len // config.rows))
+
+
+# 2^f for f in [-1/2, 1/2], relative error below 2^-22 evaluated in float32 (a least-squares fit on
+# Chebyshev nodes, coefficients rounded to float32; Horner, no fused multiply-add).
+_EXP2_HALF = (
+    1.0000001192092896,
+    0.6931469440460205,
+    0.24022121727466583,
+    0.05550742521882057,
+    0.009675459936261177,
+    0.0013266970636323094,
+)
+
+
+def weight_exp(x: Value) -> Value:
+    """e^x for the weights' arguments x <= 0 (a score, or the last row maximum, minus the new one).
+
+    Relative error below 2^-22 + |x|·2^-23 (the polynomial's, then t = x·log2(e)'s: the rounded constant
+    and product; at most 2^-16 where the result is normal): far inside the page's 2^-10 per weight, of which the weights' rounding
+    to float16 (2^-11) takes half, in about a third of the contract's 1-ulp exp's instructions. e^x below 2^-126 (and -inf) gives
+    +0.0: within ``bound``'s absolute 2^-25 per weight. NaN gives NaN, quieted (as the contract's exp). Every value is made by float32
+    adds, multiplies and bit operations, so every device and the CPU interpreter agree on its bits.
+    """
+    t = x * _f32(LOG2E)
+    inside = t > _f32(-126.0)  # false for -inf and NaN
+    reduced = B.select(inside, t, _f32(0.0))
+    k, k_int = round_to_int(reduced)
+    f = reduced - k  # exact: the nearest integer of a float32 below 2^22 in magnitude
+    p = _f32(_EXP2_HALF[-1])
+    for c in reversed(_EXP2_HALF[:-1]):
+        p = p * f + _f32(c)
+    return B.select(B.isnan(x), quiet(x), B.select(inside, p * pow2(k_int), _f32(0.0)))
 
 
 def _stage(tile, src, base: Value, first: Value, limit: int, width: int, pitch: int, rows: int, threads: int, vector):
@@ -256,11 +291,11 @@ def forward_kernel(shape: AttentionShape, config: Config) -> Kernel:
                 (top,) = B.loop(_u32(0), _u32(keys // PER_ROW), _u32(1), (_f32(NEG_INF),), scan)
                 m_new = _max(m, _pair(top, _max, half))
                 dead = B.eq(m_new, _f32(NEG_INF))  # no unmasked key so far: keep zeros
-                alpha = B.select(dead, _f32(1.0), M.exp(m - m_new))
+                alpha = B.select(dead, _f32(1.0), weight_exp(m - m_new))
 
                 def weigh(i, total_):
                     col = i * _u32(PER_ROW) + half
-                    p = B.select(dead, _f32(0.0), M.exp(so_tile[s_row + col] - m_new))
+                    p = B.select(dead, _f32(0.0), weight_exp(so_tile[s_row + col] - m_new))
                     # The sum l takes every weight; the product with V only the kept ones (dropout after softmax),
                     # scaled by 1 / (1 - p) only after it: scaled first, a weight could pass float16's range.
                     kept = B.select(dropout.keep(b, row, key0 + col), p, _f32(0.0)) if dropout else p

@@ -291,7 +291,8 @@ PAGES: dict[str, OpDoc] = {
         "atol = rtol = 2e-6 (float32) and 1e-3 (float16) of PyTorch in float64 on unit-scale data "
         "(tests/test_attention_fused.py); the same bits on every device and run, other bits than the composite's; "
         "float16 on a device with cooperative matrices: float16 weights times v on matrix units, within the "
-        "bound below (tests/test_attention_coopmat.py)",
+        "bound below (tests/test_attention_coopmat.py); there the weights' e^x is a shorter routine for x <= 0 "
+        "(relative error below 2^-22 + |x|·2^-23, inside that bound; vkml/kernels/attention_coopmat.py weight_exp)",
         special="A row whose every score is -inf after masking gives zeros, as PyTorch's math path, not NaN; "
         "a NaN in q, k or v makes its rows NaN.",
         divergence="PyTorch multiplies q and k by sqrt(scale) each and picks a fused or math CPU kernel, so last "

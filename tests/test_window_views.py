@@ -17,7 +17,9 @@ import torch
 
 import vkml
 import vkml.nn.functional as F
+from vkml.graph.node import Op
 from vkml.graph.view import View, ViewStack
+from vkml.runtime.counters import counters
 
 RNG = np.random.default_rng(1820)
 
@@ -250,6 +252,23 @@ def test_window_and_strided_gradients_as_torch():
         ((x.unfold(0, 3, 3) * lib.tensor(weights)).sum() + (y[1:].as_strided((3, 3), (2, 1)) ** 2).sum()).backward()
         grads.append((x.grad.tolist(), y.grad.tolist()))
     assert grads[0] == grads[1]
+
+
+def test_conv2d_im2col_is_one_view_node():
+    """One conv2d records a handful of nodes (was 14: nine slices, a cat, ...), one kernel forward."""
+    x, w = vkml.zeros(1, 2, 6, 6).realize(), vkml.zeros(3, 2, 3, 3).realize()
+    out = F.conv2d(x, w, padding=1, stride=(2, 1))
+    nodes, stack = {}, [out.node]
+    while stack:
+        n = stack.pop()
+        if id(n) not in nodes and not n.realized:
+            nodes[id(n)] = n
+            stack.extend(n.srcs)
+    ops = sorted(str(n.op) for n in nodes.values())
+    assert Op.CAT not in ops and len(ops) <= 4, ops
+    before = counters["dispatches"]
+    out.realize()
+    assert counters["dispatches"] - before == 1
 
 
 def test_unfold_gradient_adds_taps_in_order(dev):

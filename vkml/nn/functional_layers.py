@@ -21,6 +21,7 @@ import numpy as np
 from ..frontend import creation, indexing, mutation
 from ..frontend import operators as functions
 from ..frontend import shape as shape_ops
+from ..frontend import windows as _window_ops
 from ..ir import types as T
 
 _PAD_MODES = ("zeros", "reflect", "replicate", "circular")
@@ -71,6 +72,16 @@ def _windows(x, kernel, stride, dilation, out_size, dim: int):
         return _tiled_windows(x, kernel, out_size)
     parts = [functions.unsqueeze(view, dim) for view in _window_views(x, kernel, stride, dilation, out_size)]
     return parts[0] if len(parts) == 1 else functions.cat(parts, dim)
+
+
+def _columns(x, kernel, stride, dilation):
+    """im2col of ``x`` (N, C, *spatial): (N, C, *kernel, *out), element (n, c, *tap, *o) being
+    ``x[n, c, *(o·stride + tap·dilation)]``. One window view (vkml/frontend/windows.py): no copy
+    and one graph node, where a ``cat`` of ``prod(kernel)`` shifted slices took ~3 ops a tap. Its
+    gradient adds the taps back in ascending order, as the slices' did: the same bits."""
+    n = len(kernel)
+    cols = _window_ops.window(x, tuple(range(2, 2 + n)), tuple(kernel), tuple(stride), tuple(dilation))
+    return functions.permute(cols, 0, 1, *range(2 + n, 2 + 2 * n), *range(2, 2 + n))
 
 
 def _tiled_windows(x, kernel, out_size):
@@ -199,7 +210,7 @@ def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, pa
     taps = math.prod(kernel)
     # cols: (N, C, taps, *out) -> (N, groups, C/groups · taps, L); row (c, tap) of a group is its
     # channel-major, tap-minor place, which is exactly weight.reshape(O, C/groups · taps)'s column order.
-    cols = _windows(x, kernel, stride, dilation, out_size, 2)
+    cols = _columns(x, kernel, stride, dilation)
     length = math.prod(out_size)
     cols = functions.reshape(cols, batch, groups, per_group * taps, length)
     w = functions.reshape(weight, groups, out_channels // groups, per_group * taps)
@@ -213,8 +224,8 @@ def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, pa
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):
     """2-D convolution (cross-correlation) of ``input`` (N, C, H, W) or (C, H, W) with ``weight`` (O, C/groups, kh, kw).
 
-    Computed as im2col and one batched matmul: the kh·kw shifted strided views of the zero-padded
-    input are concatenated into columns (views: no copy until the matmul reads them), and each
+    Computed as im2col and one batched matmul: one window view of the zero-padded input gives the
+    columns (``Tensor.unfold``'s view over both spatial dims: no copy, the matmul reads them), and each
     output element is the matmul's sum of its C/groups·kh·kw products in ascending (channel,
     kernel row, kernel column) order, starting from -0.0, then the bias added once. The order is
     fixed, so CPU and Vulkan give the same bits (docs/ops/conv2d.md); PyTorch's order differs,
@@ -608,7 +619,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     x = functions.unsqueeze(input, 0) if unbatched else input
     kernel, dilation, padding, stride, out = _blocks("unfold", x.shape[2:], kernel_size, dilation, padding, stride)
     x = _pad_mode("unfold", x, [(p, p) for p in padding], "zeros")
-    cols = _windows(x, kernel, stride, dilation, out, 2)
+    cols = _columns(x, kernel, stride, dilation)
     cols = functions.reshape(cols, x.shape[0], x.shape[1] * math.prod(kernel), math.prod(out))
     return _fresh(functions.squeeze(cols, 0) if unbatched else cols, input)
 

@@ -146,6 +146,23 @@ def _t_views(L):
     return x.tolist(), x.stride(), x.is_contiguous(), col.tolist(), flat.tolist(), x._version
 
 
+def _views_before_t_(L):
+    x = L.arange(6.0).reshape(2, 3)
+    v, w = x[0], x[:, 1:]
+    x.t_()  # views taken before keep their layout in the storage
+    return v.stride(), w.stride(), w.storage_offset(), v.is_contiguous(), w.contiguous().tolist()
+
+
+def _saved_view_before_t_(L):
+    a = L.ones(2, 3, requires_grad=True)
+    x = a * 1
+    v = x[0]
+    x.t_()
+    y = v * v
+    v.mul_(2)  # a write to what y saved, through a view taken before the t_
+    y.sum().backward()
+
+
 def _swaps(L):
     x = L.zeros(2, 3, 4)
     x.swapdims_(0, 2)
@@ -214,6 +231,8 @@ def _resize_grad(L):
         _strided_overlap_write,
         _unsqueeze_versions,
         _t_views,
+        _views_before_t_,
+        _saved_view_before_t_,
         _swaps,
         _t_3d,
         _leaf,

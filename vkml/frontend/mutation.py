@@ -78,6 +78,7 @@ def link_view(out, input, step: tuple):
 
 def viewable(t, shape: tuple[int, ...]) -> bool:
     """Whether ``t`` reshaped to ``shape`` is a view of its storage in PyTorch (strides allow it), not a copy."""
+    _windows.rehome(t)
     base = t._base
     if base is None:
         return True
@@ -180,6 +181,7 @@ def current_value(owner, chain: tuple):
 
 def contiguous(t):
     """``t`` if its elements lie in row-major order in its storage (PyTorch: no copy), else a clone."""
+    _windows.rehome(t)
     base = t._base
     if base is None:
         return t
@@ -232,6 +234,7 @@ def assign_node(t, node) -> None:
 
 def check_writable(t) -> None:
     """PyTorch's refusals of an in-place op on ``t``, raised before anything changes."""
+    _windows.rehome(t)
     base = t._base
     if autograd.is_grad_enabled():
         if base is None:

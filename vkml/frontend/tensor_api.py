@@ -209,6 +209,7 @@ def _compute_stride(old_shape, old_strides, new_shape):
 def _torch_layout(self) -> tuple[tuple[int, ...], int]:
     """(strides, storage offset) as PyTorch reports them: the view steps from the owner replayed
     with PyTorch's stride rules (vkml's own views keep what its kernels need, not these)."""
+    windows.rehome(self)
     base = self._base
     if base is None:
         return _torch_strides(self.shape), 0

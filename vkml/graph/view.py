@@ -5,7 +5,8 @@ A ``View`` maps a multi-index of its ``shape`` to a linear index ``offset + Σ i
 valid region per dim (padding: outside it the value is the pad value, not a load). A
 ``ViewStack`` composes views: the linear index of an upper view is unravelled by the shape
 of the one below (``views[0]`` addresses the buffer itself). reshape, permute, expand,
-slice, flip and pad are all cheap edits of the top view, so they never copy data.
+slice, flip, pad, windows (``Tensor.unfold``, im2col: strides that may overlap) and
+``as_strided`` are all cheap edits of the top view (or a new level), so they never copy data.
 
 A view's offset and mask bounds are values, not structure: ``ViewStack.structure`` is what a
 kernel's code depends on (shapes, strides, whether the offset is a parameter, which dims the

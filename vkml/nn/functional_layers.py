@@ -1,9 +1,9 @@
 """Convolution, pooling and normalisation layers as composites of vkml's views, ``cat`` and ``matmul``.
 
 Re-exported by ``vkml.nn.functional`` with ``torch.nn.functional``'s names and defaults. Nothing
-here has a kernel of its own: a window of a convolution or a pooling is ``kh·kw`` shifted,
-strided views of the padded input (index arithmetic, no copies), concatenated along a new dim
-("im2col"); a convolution is then one batched ``matmul`` per group, a pooling one reduction.
+here has a kernel of its own: the windows of a convolution or a pooling are one window view
+of the padded input (``Tensor.unfold`` over every spatial dim: index arithmetic, no copies;
+"im2col"); a convolution is then one batched ``matmul`` per group, a pooling one reduction.
 Gradients come from the ops used, so both are differentiable in input and weight.
 
 >>> import vkml

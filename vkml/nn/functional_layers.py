@@ -22,7 +22,9 @@ from ..frontend import creation, indexing, mutation
 from ..frontend import operators as functions
 from ..frontend import shape as shape_ops
 from ..frontend import windows as _window_ops
+from ..frontend.autograd import differentiable
 from ..ir import types as T
+from ..ops import grads as G
 
 _PAD_MODES = ("zeros", "reflect", "replicate", "circular")
 
@@ -313,13 +315,7 @@ def _max_pool(op, input, kernel_size, stride, padding, dilation, ceil_mode, retu
     fill = -math.inf if input.dtype.is_float else int(np.iinfo(np.dtype(input.dtype.name)).min)
     x = _pool_input(input, padding, dilation, kernel, stride, out_size, fill)
     if not return_indices:
-        # One elementwise kernel: the taps folded in order, each a strided view of the padded input
-        # (stacking them and reducing the short last dim wrote every window, then ran a row per output).
-        taps = _window_views(x, kernel, stride, dilation, out_size)
-        out = taps[0]
-        for tap in taps[1:]:
-            out = functions._elementwise("max_pool_step", out, tap)
-        return _fresh(out, input)
+        return _fresh(_max_pool_values(x, kernel, stride, dilation, out_size), input)
     windows = _windows(x, kernel, stride, dilation, out_size, input.ndim)  # (..., *out, taps)
     hit = _selected(windows)
     # -0.0 is the sum's identity: the picked value comes back with every bit, -0.0 included.
@@ -331,6 +327,37 @@ def _max_pool(op, input, kernel_size, stride, padding, dilation, ceil_mode, retu
     )
     indices = functions.where(hit, index_windows, 0).sum(-1)
     return out, indices
+
+
+@differentiable("max_pool_windows", inputs=("x",))
+def _max_pool_values(x, kernel, stride, dilation, out_size):
+    """The window maxima of padded ``x``: one elementwise kernel, the taps folded in order, each a
+    strided view of ``x`` (stacking them and reducing the short last dim wrote every window, then
+    ran a row per output). Its gradient (``_max_pool_grad``) is not the fold's chain of selects,
+    two kernels a tap."""
+    taps = _window_views(x, kernel, stride, dilation, out_size)
+    out = taps[0]
+    for tap in taps[1:]:
+        out = functions._elementwise("max_pool_step", out, tap)
+    return out
+
+
+def _max_pool_grad(c):
+    """The gradient to the element each window picks (``_selected``: PyTorch's first maximum or last
+    NaN), folded back over the window view: an argmax, a NaN test and one elementwise kernel. The
+    taps are added in ascending order, as the select chain's gradients reached ``x``: the same bits."""
+    (x,) = c.inputs
+    kernel, stride, dilation = c.attrs["kernel"], c.attrs["stride"], c.attrs["dilation"]
+    n = len(kernel)
+    dims = tuple(range(x.ndim - n, x.ndim))
+    windows = _window_ops.window(x, dims, tuple(kernel), tuple(stride), tuple(dilation))
+    flat = functions.reshape(windows, *windows.shape[: x.ndim], math.prod(kernel))
+    g = functions.where(_selected(flat), functions.unsqueeze(c.g, -1), 0.0)
+    g = functions.reshape(g, *windows.shape)
+    return (G.fold_windows(c.F, g, x, dims, kernel, stride, dilation),)
+
+
+G.RULES["max_pool_windows"] = _max_pool_grad
 
 
 def _selected(windows):

@@ -175,12 +175,10 @@ def _spread(F, g, dim: int, offset: int, step: int, length: int):
     return F.constant_pad_nd(g, _pads_for(g.ndim, dim, offset, length - offset - span))
 
 
-def _window(c: GradContext):
-    """Each window tap's gradient spread back to the positions it read, the taps added in ascending
-    row-major order (the order of the shifted slices im2col was built of before: the same bits)."""
-    (x,) = c.inputs
-    g, F = c.g, c.F
-    dims, sizes, steps, dilations = c.attrs["dims"], c.attrs["sizes"], c.attrs["steps"], c.attrs["dilations"]
+def fold_windows(F, g, x, dims, sizes, steps, dilations):
+    """The gradient of ``x`` from ``g``, the gradient of its windows (``Tensor.unfold`` over ``dims``:
+    (..., counts, ..., *sizes)): each tap's gradient spread back to the positions it read, the taps
+    added in ascending row-major order."""
     lead = g.ndim - len(dims)
     total = None
     for taps in itertools.product(*(range(k) for k in sizes)):
@@ -188,7 +186,14 @@ def _window(c: GradContext):
         for d, k, s, dl in zip(dims, taps, steps, dilations):
             block = _spread(F, block, d, k * dl, s, x.shape[d])
         total = block if total is None else total + block
-    return (F.zeros_like(x) if total is None or g.numel() == 0 else total,)
+    return F.zeros_like(x) if total is None or g.numel() == 0 else total
+
+
+def _window(c: GradContext):
+    """``fold_windows`` in ascending tap order (the order of the shifted slices im2col was built of
+    before: the same bits)."""
+    a = c.attrs
+    return (fold_windows(c.F, c.g, c.inputs[0], a["dims"], a["sizes"], a["steps"], a["dilations"]),)
 
 
 def _pad(c: GradContext):

@@ -261,6 +261,15 @@ def test_write_through_overlapping_windows_raises():
     assert x.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0] and x._version == 0
 
 
+def test_inplace_view_method_errors_leave_the_tensor_as_it_was():
+    x = vkml.arange(6.0)
+    with pytest.raises(IndexError, match="unsqueeze"):
+        x.unsqueeze_(5)
+    y = vkml.arange(6.0)[2:]
+    y.as_strided_((6,), (1,), 0)  # checked against the storage, not the view's 4 elements
+    assert x._base is None and x._version == 0 and x.shape == (6,) and y.tolist() == list(map(float, range(6)))
+
+
 def test_window_and_strided_gradients_as_torch():
     data = RNG.standard_normal(9).astype(np.float32)
     weights = RNG.standard_normal((3, 3)).astype(np.float32)

@@ -116,7 +116,7 @@ def _strided_args(op: str, input, size, stride, storage_offset):
     if offset < 0:
         raise RuntimeError(f"Tensor: invalid storage offset {offset}")
     owner = input._base if input._base is not None else input
-    if any(step[0] == "dtype" for step in input._chain or ()) if input._base is not None else False:
+    if owner is not input and any(step[0] == "dtype" for step in input._chain):
         raise NotImplementedError(f"'{op}': a view taken with Tensor.view(dtype) has no storage of its dtype here")
     need = 0 if 0 in size else offset + sum((s - 1) * st for s, st in zip(size, stride)) + 1
     storage = owner.numel()
@@ -264,9 +264,13 @@ def _owner_of(t, prefix: tuple = ()):
     return owner
 
 
-def _adopt(t, op: str, make):
-    """Make ``t`` the view ``make(t)`` (a linked view of ``t``) in place, bumping its storage's version."""
+def _adopt(t, op: str, make, checked: bool = False):
+    """Make ``t`` the view ``make(t)`` (a linked view of ``t``) in place, bumping its storage's version.
+    ``checked``: the caller has checked the arguments against ``t``'s storage (as_strided_, resize_)."""
     _check_inplace_view(t, op)
+    if not checked:
+        with autograd.no_grad():
+            make(_tensor.Tensor(t.node))  # the op's own errors (a dim out of range), before anything changes
     owner = _owner_of(t)
     mutation.current(t)
     # The op's operand is a handle of its own on t's current view: autograd keeps operands, and t's
@@ -321,7 +325,7 @@ def t_(self):
 def as_strided_(self, size, stride, storage_offset=None):
     """In-place ``as_strided``: this tensor becomes that view of its storage."""
     _strided_args("as_strided_", self, size, stride, storage_offset)
-    return _adopt(self, "as_strided_", lambda t: as_strided(t, size, stride, storage_offset))
+    return _adopt(self, "as_strided_", lambda t: as_strided(t, size, stride, storage_offset), checked=True)
 
 
 def resize_(self, *sizes, memory_format=None):
@@ -356,7 +360,7 @@ def resize_(self, *sizes, memory_format=None):
             grown = F.cat([flat, F._wrap(lazy.const_node(0, self.dtype, (need - self.numel(),), self.device))], 0)
         self._node = grown.node  # the storage grows: views taken before read its first elements
         _owner_of(self, (("strided", old, _torch_contiguous(old), 0),))
-    return _adopt(self, "resize_", lambda t: as_strided(t, shape, _torch_contiguous(shape), offset))
+    return _adopt(self, "resize_", lambda t: as_strided(t, shape, _torch_contiguous(shape), offset), checked=True)
 
 
 def resize_as_(self, the_template, memory_format=None):

@@ -197,6 +197,19 @@ CASES = [
     Case("slice", lambda x: x[1:, ::2], lambda x: x[1:, ::2], inputs(normal(4, 7))),
     Case("slice", lambda x: x[..., 1, None, 3:8:3], lambda x: x[..., 1, None, 3:8:3], inputs(normal(2, 3, 9))),
     Case("slice", lambda x: x[-1], lambda x: x[-1], inputs(normal(4, 3))),
+    Case("window", lambda x: x.unfold(1, 3, 2), lambda x: x.unfold(1, 3, 2), inputs(normal(3, 8))),
+    Case(
+        "max_pool_windows",
+        lambda x: VF.max_pool2d(x, 3, 2, 1),
+        lambda x: torch.nn.functional.max_pool2d(x, 3, 2, 1),
+        inputs(normal(1, 2, 6, 5)),
+    ),
+    Case(
+        "as_strided",
+        lambda x: x.as_strided((3, 4), (2, 1), 1),
+        lambda x: x.as_strided((3, 4), (2, 1), 1),
+        inputs(normal(4, 4)),
+    ),
     Case(
         "pad",
         lambda x: vkml.constant_pad_nd(x, (1, 2, 0, 1)),

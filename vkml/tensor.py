@@ -694,10 +694,10 @@ class Tensor:
         through ``.data`` since does not raise, and the rule reads the storage's current value,
         as PyTorch's does.
         """
-        base = self._base
-        if base is None:
+        if self._base is None:
             return (self._node, self, (self._vcount - self._vhidden, self._vcount, ()))
-        node = self.node
+        node = self.node  # first: a view whose base handed its storage on moves to the new owner
+        base = self._base
         return (node, base, (base._vcount - base._vhidden, base._vcount, self._chain))
 
 

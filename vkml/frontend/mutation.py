@@ -78,6 +78,7 @@ def link_view(out, input, step: tuple):
 
 def viewable(t, shape: tuple[int, ...]) -> bool:
     """Whether ``t`` reshaped to ``shape`` is a view of its storage in PyTorch (strides allow it), not a copy."""
+    _windows.rehome(t)
     base = t._base
     if base is None:
         return True
@@ -103,6 +104,10 @@ def apply_step(t, step: tuple):
         return F.expand(t, *step[1])
     if kind == "dtype":  # Tensor.view(dtype) of one element size
         return t.view(step[1])
+    if kind == "window":
+        return _windows.window(t, *step[1:])
+    if kind == "strided":  # always a chain's first step: t is the owner
+        return _windows.as_strided(t, step[1], step[2], step[3])
     return F._slice(t, step[1], step[2], step[3])
 
 
@@ -120,11 +125,18 @@ def edit_stack(stack: ViewStack, step: tuple) -> ViewStack:
         return stack.expand(step[1])
     if kind == "dtype":  # the same elements, read as another dtype of their size
         return stack
+    if kind == "window":
+        for d, k, s, dl in zip(*step[1:]):
+            stack = stack.window(d, k, s, dl)
+        return stack
+    if kind == "strided":
+        return stack.strided(step[1], step[2], step[3])
     return stack.slice(step[1], step[2], step[3])
 
 
 def refresh(t):
     """``t``'s node after a write to its storage: its view chain replayed on the owner's new value."""
+    _windows.rehome(t)  # its base may have handed its storage on (an in-place view method)
     base = t._base
     record = t._gradview and base._requires_grad
     with autograd.set_grad_enabled(record):
@@ -169,6 +181,7 @@ def current_value(owner, chain: tuple):
 
 def contiguous(t):
     """``t`` if its elements lie in row-major order in its storage (PyTorch: no copy), else a clone."""
+    _windows.rehome(t)
     base = t._base
     if base is None:
         return t
@@ -221,6 +234,7 @@ def assign_node(t, node) -> None:
 
 def check_writable(t) -> None:
     """PyTorch's refusals of an in-place op on ``t``, raised before anything changes."""
+    _windows.rehome(t)
     base = t._base
     if autograd.is_grad_enabled():
         if base is None:
@@ -239,6 +253,26 @@ def check_writable(t) -> None:
         for step in t._chain:
             if step[0] == "expand" and math.prod(step[1]) > math.prod(step[2]):
                 raise RuntimeError(_OVERLAP)
+        if any(step[0] in ("window", "strided") for step in t._chain) and _overlaps(base, t._chain):
+            raise RuntimeError(_OVERLAP)
+
+
+def _overlaps(base, chain: tuple) -> bool:
+    """Whether two elements of the view ``chain`` of ``base`` are one storage element (windows that
+    overlap, an as_strided view with such strides). PyTorch writes through those element by element
+    in memory order (its result depends on that order); vkml refuses, with its overlap error."""
+    stack = ViewStack.contiguous(base.shape)
+    for step in chain:
+        stack = edit_stack(stack, step)
+    top = stack.top
+    if len(stack.views) > 1:
+        return True
+    reach = 0  # sufficient test: with dims sorted by stride, each stride passes the reach of the smaller ones
+    for stride, size in sorted((abs(st), n) for st, n in zip(top.strides, top.shape) if n > 1):
+        if stride <= reach or stride == 0:
+            return True
+        reach += stride * (size - 1)
+    return False
 
 
 def _alias(t):
@@ -301,6 +335,17 @@ def write(t, value) -> None:
     # A write through detach() or .data is invisible to autograd, as in PyTorch: the base keeps
     # its history (a parameter stays a leaf).
     with autograd.set_grad_enabled(autograd.is_grad_enabled() and t._gradview):
+        if any(step[0] in ("window", "strided") for step in t._chain):
+            # Windows and as_strided views: the positions of the storage they show (none twice,
+            # check_writable) written from the flat value, whatever the steps between.
+            old = _alias(base)
+            positions = _windows.storage_positions(t)
+            flat = _indexing.write_positions(F.reshape(old, old.numel()), F.reshape(value, value.numel()), positions)
+            new = F.reshape(flat, *base.shape)
+            _set_owner(base, new if t._gradview else _tensor.Tensor(new.node))
+            if t._dataview:
+                base._vhidden += 1
+            return
         below = [_alias(base)]
         for step in t._chain[:-1]:
             below.append(apply_step(below[-1], step))
@@ -465,3 +510,4 @@ def setitem(t, index, value) -> None:
 from .. import tensor as _tensor  # noqa: E402
 from . import indexing as _indexing  # noqa: E402
 from . import random as _random  # noqa: E402
+from . import windows as _windows  # noqa: E402

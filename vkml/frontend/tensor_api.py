@@ -21,11 +21,11 @@ import numpy as np
 from ..graph import build as lazy
 from ..ir import types as T
 from . import construction as C
-from . import indexing, mutation, pointwise
+from . import mutation, pointwise, windows
 from . import operators as F
 from . import random as R
 from . import shape as S
-from .creation import _dtype, arange, full, tensor
+from .creation import _dtype, full, tensor
 from .exports import Export
 
 # Bytes of one element as PyTorch counts them (bool is one byte there, whatever a device stores).
@@ -209,6 +209,7 @@ def _compute_stride(old_shape, old_strides, new_shape):
 def _torch_layout(self) -> tuple[tuple[int, ...], int]:
     """(strides, storage offset) as PyTorch reports them: the view steps from the owner replayed
     with PyTorch's stride rules (vkml's own views keep what its kernels need, not these)."""
+    windows.rehome(self)
     base = self._base
     if base is None:
         return _torch_strides(self.shape), 0
@@ -232,6 +233,13 @@ def _torch_layout(self) -> tuple[tuple[int, ...], int]:
             shape = new_shape
         elif kind == "dtype":  # view(dtype) of one element size: strides and offset unchanged
             continue
+        elif kind == "window":  # each dim's windows: count at step·stride, elements at dilation·stride
+            for d, k, st, dl in zip(*step[1:]):
+                n = (shape[d] - dl * (k - 1) - 1) // st + 1
+                shape = shape[:d] + (n,) + shape[d + 1 :] + (k,)
+                strides = strides[:d] + (strides[d] * st,) + strides[d + 1 :] + (strides[d] * dl,)
+        elif kind == "strided":  # as_strided: its own strides and offset in the storage
+            shape, strides, offset = tuple(step[1]), tuple(step[2]), step[3]
         else:  # reshape: a view only where the strides allow one (mutation.viewable)
             new_shape = tuple(step[1])
             found = _compute_stride(shape, strides, new_shape)
@@ -416,34 +424,14 @@ def sum_to_size(self, *size):
 
 
 def unfold(self, dimension: int, size: int, step: int):
-    """Every window of ``size`` elements along ``dimension``, ``step`` apart, as a new last dim.
-
-    Divergence: PyTorch returns a view; vkml returns the same values as a tensor of its own,
-    so a write into the result does not reach ``self`` (overlapping windows are rarely written
-    through; PyTorch refuses many such writes). Stated on docs/mutation.md.
+    """Every window of ``size`` elements along ``dimension``, ``step`` apart, as a new last dim: a view
+    of this tensor's storage, as PyTorch's (vkml/frontend/windows.py).
 
     >>> import vkml
     >>> vkml.arange(5).unfold(0, 2, 2).tolist()
     [[0, 1], [2, 3]]
     """
-    node = F._tensor_node("unfold", self)
-    ndim = len(node.shape)
-    d = lazy.normalize_dim("unfold", dimension, max(ndim, 1))
-    length = node.shape[d] if ndim else 1
-    if step <= 0:
-        raise RuntimeError(f"step is {step} but must be > 0")
-    if size < 0 or size > length:
-        raise RuntimeError(f"maximum size for tensor at dimension {d} is {length} but size is {size}")
-    source = self if ndim else F.reshape(self, 1)
-    windows = (length - size) // step + 1
-    # Window i, element j reads position i * step + j of the dim: one index_select, so the
-    # gradient (index_select's: a sum of every window's share back into its positions) follows.
-    starts = F.mul(arange(windows, device=self.device), step)
-    index = F.add(F.reshape(starts, windows, 1), F.reshape(arange(size, device=self.device), 1, size))
-    picked = indexing.index_select(source, d, F.reshape(index, windows * size))
-    shape = tuple(source.shape)
-    picked = F.reshape(picked, *shape[:d], windows, size, *shape[d + 1 :])
-    return S.movedim(picked, d + 1, -1) if d + 1 != len(shape) else picked
+    return windows.unfold(self, dimension, size, step)
 
 
 # ---------------------------------------------------------------------- random fills

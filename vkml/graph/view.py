@@ -5,7 +5,8 @@ A ``View`` maps a multi-index of its ``shape`` to a linear index ``offset + Σ i
 valid region per dim (padding: outside it the value is the pad value, not a load). A
 ``ViewStack`` composes views: the linear index of an upper view is unravelled by the shape
 of the one below (``views[0]`` addresses the buffer itself). reshape, permute, expand,
-slice, flip and pad are all cheap edits of the top view, so they never copy data.
+slice, flip, pad, windows (``Tensor.unfold``, im2col: strides that may overlap) and
+``as_strided`` are all cheap edits of the top view (or a new level), so they never copy data.
 
 A view's offset and mask bounds are values, not structure: ``ViewStack.structure`` is what a
 kernel's code depends on (shapes, strides, whether the offset is a parameter, which dims the
@@ -159,6 +160,27 @@ class View:
             return self
         return View(tuple(shape), self.strides, offset, tuple(mask))
 
+    def window(self, dim: int, size: int, step: int, dilation: int = 1) -> View | None:
+        """Overlapping windows along ``dim`` (PyTorch's ``Tensor.unfold`` with a dilation): ``dim``
+        becomes the window count ``n = (length - dilation·(size - 1) - 1) // step + 1`` and a last dim
+        of ``size`` is appended; element (..., i, ..., k) reads position ``i·step + k·dilation`` of
+        ``dim``. Strides only (windows may overlap: a view is read, never written, by its kernel).
+        None where the mask cuts ``dim`` (validity along it is no box in (i, k)): ``ViewStack.window``
+        then puts the windows on a level of their own.
+        """
+        length, stride = self.shape[dim], self.strides[dim]
+        if self.mask and self.mask[dim] != (0, length):
+            return None
+        n = (length - dilation * (size - 1) - 1) // step + 1
+        shape = self.shape[:dim] + (n,) + self.shape[dim + 1 :] + (size,)
+        # size-1 dims keep stride 0, as every other edit makes them (structure keys compare strides)
+        strides = self.strides[:dim] + (stride * step if n > 1 else 0,) + self.strides[dim + 1 :]
+        strides += (stride * dilation if size > 1 else 0,)
+        mask = None
+        if self.mask:
+            mask = self.mask[:dim] + ((0, n),) + self.mask[dim + 1 :] + ((0, size),)
+        return View(shape, strides, self.offset, mask)
+
     def reshape(self, shape: tuple[int, ...]) -> View | None:
         """The same view under a new shape without a new layer, or None if impossible."""
         if self.mask is not None:
@@ -290,6 +312,23 @@ class ViewStack:
 
     def pad(self, pads) -> ViewStack:
         return self._replace_top(self.top.pad(tuple(pads)))
+
+    def window(self, dim: int, size: int, step: int, dilation: int = 1) -> ViewStack:
+        """``View.window`` of the top view, or of a new row-major level over it where its mask cuts ``dim``."""
+        found = self.top.window(dim, size, step, dilation)
+        if found is not None:
+            return self._replace_top(found)
+        return ViewStack(self.views + (View.contiguous(self.shape).window(dim, size, step, dilation),))
+
+    def strided(self, shape: tuple[int, ...], strides: tuple[int, ...], offset: int) -> ViewStack:
+        """PyTorch's ``as_strided`` over this stack's row-major order: element ``i`` reads position
+        ``offset + Σ i_d·strides[d]`` of the stack's elements taken row-major (the caller checks the
+        bounds). Replaces a top view that is row-major itself, else adds a level."""
+        strides = tuple(st if s != 1 else 0 for s, st in zip(shape, strides))
+        view = View(tuple(shape), strides, offset)
+        if self.top.is_contiguous:
+            return self._replace_top(view)
+        return ViewStack(self.views + (view,))
 
     def then(self, upper: ViewStack) -> ViewStack:
         """This stack followed by ``upper`` (whose bottom addresses this stack's shape)."""

@@ -1,9 +1,9 @@
 """Convolution, pooling and normalisation layers as composites of vkml's views, ``cat`` and ``matmul``.
 
 Re-exported by ``vkml.nn.functional`` with ``torch.nn.functional``'s names and defaults. Nothing
-here has a kernel of its own: a window of a convolution or a pooling is ``kh·kw`` shifted,
-strided views of the padded input (index arithmetic, no copies), concatenated along a new dim
-("im2col"); a convolution is then one batched ``matmul`` per group, a pooling one reduction.
+here has a kernel of its own: the windows of a convolution or a pooling are one window view
+of the padded input (``Tensor.unfold`` over every spatial dim: index arithmetic, no copies;
+"im2col"); a convolution is then one batched ``matmul`` per group, a pooling one reduction.
 Gradients come from the ops used, so both are differentiable in input and weight.
 
 >>> import vkml
@@ -21,7 +21,10 @@ import numpy as np
 from ..frontend import creation, indexing, mutation
 from ..frontend import operators as functions
 from ..frontend import shape as shape_ops
+from ..frontend import windows as _window_ops
+from ..frontend.autograd import differentiable
 from ..ir import types as T
+from ..ops import grads as G
 
 _PAD_MODES = ("zeros", "reflect", "replicate", "circular")
 
@@ -62,15 +65,29 @@ def _window_views(x, kernel, stride, dilation, out_size) -> list:
 
 
 def _windows(x, kernel, stride, dilation, out_size, dim: int):
-    """The ``prod(kernel)`` windows of ``x`` (..., *spatial), concatenated along a new dim ``dim``
-    (``_window_views``, stacked): the spatial dims replaced by ``out_size`` and a dim of size
-    ``prod(kernel)`` inserted at ``dim``. Every element is a copy of an input element, so gradients
-    add back into the positions each window read.
+    """The ``prod(kernel)`` windows of ``x`` (..., *spatial) along a new dim ``dim`` (``_window_views``,
+    stacked): the spatial dims replaced by ``out_size`` and a dim of size ``prod(kernel)`` inserted at
+    ``dim``. As a last dim, one window view (vkml/frontend/windows.py), else a ``cat``. Gradients add
+    back into the positions each window read, taps in ascending order.
     """
     if dim == x.ndim and tuple(stride) == tuple(kernel) and all(d == 1 for d in dilation) and math.prod(kernel) > 1:
         return _tiled_windows(x, kernel, out_size)
+    if dim == x.ndim:  # one window view (the taps row-major in its last dims), not a cat of shifted slices
+        n = len(kernel)
+        cols = _window_ops.window(x, tuple(range(x.ndim - n, x.ndim)), tuple(kernel), tuple(stride), tuple(dilation))
+        return functions.reshape(cols, *cols.shape[: x.ndim], math.prod(kernel))
     parts = [functions.unsqueeze(view, dim) for view in _window_views(x, kernel, stride, dilation, out_size)]
     return parts[0] if len(parts) == 1 else functions.cat(parts, dim)
+
+
+def _columns(x, kernel, stride, dilation):
+    """im2col of ``x`` (N, C, *spatial): (N, C, *kernel, *out), element (n, c, *tap, *o) being
+    ``x[n, c, *(o·stride + tap·dilation)]``. One window view (vkml/frontend/windows.py): no copy
+    and one graph node, where a ``cat`` of ``prod(kernel)`` shifted slices took ~3 ops a tap. Its
+    gradient adds the taps back in ascending order, as the slices' did: the same bits."""
+    n = len(kernel)
+    cols = _window_ops.window(x, tuple(range(2, 2 + n)), tuple(kernel), tuple(stride), tuple(dilation))
+    return functions.permute(cols, 0, 1, *range(2 + n, 2 + 2 * n), *range(2, 2 + n))
 
 
 def _tiled_windows(x, kernel, out_size):
@@ -141,24 +158,22 @@ def _conv_operands(op, input, weight, bias, n: int) -> None:
 def _conv_product(x, weight, kernel, stride, dilation, out_size):
     """One group's convolution as one 2-D product: (O, C·taps) @ (C·taps, N·L), L = prod(out_size).
 
-    The im2col matrix is built with the channels first (the windows of x viewed as (C, N, *spatial),
-    stacked along a new dim after C), so that it is a row-major matrix whose row (c, tap) is
-    channel-major, tap-minor, weight.reshape(O, C·taps)'s column order: each output adds its products
-    in ascending (c, tap), the order of the page; its kernel reads x and writes the matrix along the
-    last spatial dim. One long product (64 × 576 @ 576 × 200704 for 64 channels at batch 64) keeps a
-    GPU busy where the per-sample products (64 × 576 @ 576 × 3136, 64 of them) did not. The result
-    (O, N, *out) is returned as the view (N, O, *out).
+    The im2col matrix is the windows of x viewed channels first, (C, *kernel, N, *out) (one window
+    view), computed into a buffer of its own so that a matrix template loads it as stored: its rows
+    (c, tap) are channel-major, tap-minor, weight.reshape(O, C·taps)'s column order, so each output
+    adds its products in ascending (c, tap), the order of the page, and its kernel reads x and writes
+    the matrix along the last spatial dim. One long product (64 × 576 @ 576 × 200704 for 64 channels
+    at batch 64) keeps a GPU busy where the per-sample products (64 × 576 @ 576 × 3136, 64 of them)
+    did not. The result (O, N, *out) is returned as the view (N, O, *out).
     """
     n = len(kernel)
     batch, channels, out_channels = x.shape[0], x.shape[1], weight.shape[0]
     first = functions.permute(x, 1, 0, *range(2, n + 2))  # (C, N, *spatial): a view
-    views = []
-    for offsets in np.ndindex(*kernel):
-        starts = [0, 0] + [o * d for o, d in zip(offsets, dilation)]
-        stops = [channels, batch] + [o * d + (m - 1) * s + 1 for o, d, m, s in zip(offsets, dilation, out_size, stride)]
-        views.append(functions.unsqueeze(functions._slice(first, tuple(starts), tuple(stops), (1, 1, *stride)), 1))
-    cols = views[0] if len(views) == 1 else functions.cat(views, 1)  # (C, taps, N, *out)
-    cols = functions.reshape(cols, channels * len(views), batch * math.prod(out_size))
+    cols = _window_ops.window(first, tuple(range(2, 2 + n)), tuple(kernel), tuple(stride), tuple(dilation))
+    cols = functions.permute(cols, 0, *range(2 + n, 2 + 2 * n), 1, *range(2, 2 + n))  # (C, *kernel, N, *out)
+    # Computed, not a view (x·1 is x for every value, signed zeros and NaN included): one load of x per
+    # element here, where a product reading the windows would gather them once per tile of outputs.
+    cols = functions.reshape(functions.mul(cols, 1.0), channels * math.prod(kernel), batch * math.prod(out_size))
     out = functions.matmul(functions.reshape(weight, out_channels, -1), cols)  # (O, N·L)
     return functions.transpose(functions.reshape(out, out_channels, batch, *out_size), 0, 1)
 
@@ -230,7 +245,7 @@ def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, pa
         return functions.squeeze(out, 0) if unbatched else out
     # cols: (N, C, taps, *out) -> (N, groups, C/groups · taps, L); row (c, tap) of a group is its
     # channel-major, tap-minor place, which is exactly weight.reshape(O, C/groups · taps)'s column order.
-    cols = _windows(x, kernel, stride, dilation, out_size, 2)
+    cols = _columns(x, kernel, stride, dilation)
     length = math.prod(out_size)
     cols = functions.reshape(cols, batch, groups, per_group * taps, length)
     w = functions.reshape(weight, groups, out_channels // groups, per_group * taps)
@@ -244,8 +259,8 @@ def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, pa
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):
     """2-D convolution (cross-correlation) of ``input`` (N, C, H, W) or (C, H, W) with ``weight`` (O, C/groups, kh, kw).
 
-    Computed as im2col and one batched matmul: the kh·kw shifted strided views of the zero-padded
-    input are concatenated into columns (views: no copy until the matmul reads them), and each
+    Computed as im2col and one batched matmul: one window view of the zero-padded input gives the
+    columns (``Tensor.unfold``'s view over both spatial dims: no copy, the matmul reads them), and each
     output element is the matmul's sum of its C/groups·kh·kw products in ascending (channel,
     kernel row, kernel column) order, starting from -0.0, then the bias added once. The order is
     fixed, so CPU and Vulkan give the same bits (docs/ops/conv2d.md); PyTorch's order differs,
@@ -329,13 +344,7 @@ def _max_pool(op, input, kernel_size, stride, padding, dilation, ceil_mode, retu
     fill = -math.inf if input.dtype.is_float else int(np.iinfo(np.dtype(input.dtype.name)).min)
     x = _pool_input(input, padding, dilation, kernel, stride, out_size, fill)
     if not return_indices:
-        # One elementwise kernel: the taps folded in order, each a strided view of the padded input
-        # (stacking them and reducing the short last dim wrote every window, then ran a row per output).
-        taps = _window_views(x, kernel, stride, dilation, out_size)
-        out = taps[0]
-        for tap in taps[1:]:
-            out = functions._elementwise("max_pool_step", out, tap)
-        return _fresh(out, input)
+        return _fresh(_max_pool_values(x, kernel, stride, dilation, out_size), input)
     windows = _windows(x, kernel, stride, dilation, out_size, input.ndim)  # (..., *out, taps)
     hit = _selected(windows)
     # -0.0 is the sum's identity: the picked value comes back with every bit, -0.0 included.
@@ -347,6 +356,37 @@ def _max_pool(op, input, kernel_size, stride, padding, dilation, ceil_mode, retu
     )
     indices = functions.where(hit, index_windows, 0).sum(-1)
     return out, indices
+
+
+@differentiable("max_pool_windows", inputs=("x",))
+def _max_pool_values(x, kernel, stride, dilation, out_size):
+    """The window maxima of padded ``x``: one elementwise kernel, the taps folded in order, each a
+    strided view of ``x`` (stacking them and reducing the short last dim wrote every window, then
+    ran a row per output). Its gradient (``_max_pool_grad``) is not the fold's chain of selects,
+    two kernels a tap."""
+    taps = _window_views(x, kernel, stride, dilation, out_size)
+    out = taps[0]
+    for tap in taps[1:]:
+        out = functions._elementwise("max_pool_step", out, tap)
+    return out
+
+
+def _max_pool_grad(c):
+    """The gradient to the element each window picks (``_selected``: PyTorch's first maximum or last
+    NaN), folded back over the window view: an argmax, a NaN test and one elementwise kernel. The
+    taps are added in ascending order, as the select chain's gradients reached ``x``: the same bits."""
+    (x,) = c.inputs
+    kernel, stride, dilation = c.attrs["kernel"], c.attrs["stride"], c.attrs["dilation"]
+    n = len(kernel)
+    dims = tuple(range(x.ndim - n, x.ndim))
+    windows = _window_ops.window(x, dims, tuple(kernel), tuple(stride), tuple(dilation))
+    flat = functions.reshape(windows, *windows.shape[: x.ndim], math.prod(kernel))
+    g = functions.where(_selected(flat), functions.unsqueeze(c.g, -1), 0.0)
+    g = functions.reshape(g, *windows.shape)
+    return (G.fold_windows(c.F, g, x, dims, kernel, stride, dilation),)
+
+
+G.RULES["max_pool_windows"] = _max_pool_grad
 
 
 def _selected(windows):
@@ -639,7 +679,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     x = functions.unsqueeze(input, 0) if unbatched else input
     kernel, dilation, padding, stride, out = _blocks("unfold", x.shape[2:], kernel_size, dilation, padding, stride)
     x = _pad_mode("unfold", x, [(p, p) for p in padding], "zeros")
-    cols = _windows(x, kernel, stride, dilation, out, 2)
+    cols = _columns(x, kernel, stride, dilation)
     cols = functions.reshape(cols, x.shape[0], x.shape[1] * math.prod(kernel), math.prod(out))
     return _fresh(functions.squeeze(cols, 0) if unbatched else cols, input)
 

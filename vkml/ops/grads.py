@@ -19,6 +19,7 @@ along and casts it to the operand's dtype, so no rule does either.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -166,6 +167,38 @@ def _slice(c: GradContext):
     return (g,)
 
 
+def _spread(F, g, dim: int, offset: int, step: int, length: int):
+    """``g``'s elements along ``dim`` placed at offset, offset + step, ... of a dim of ``length``, zeros between."""
+    count = g.shape[dim]
+    if step > 1 and count > 1:  # step - 1 zeros after each element, the trailing ones dropped
+        g = F.constant_pad_nd(g.unsqueeze(dim + 1), _pads_for(g.ndim + 1, dim + 1, 0, step - 1))
+        g = g.reshape(*g.shape[:dim], count * step, *g.shape[dim + 2 :])
+        g = F.constant_pad_nd(g, _pads_for(g.ndim, dim, 0, 1 - step))
+    span = g.shape[dim]
+    return F.constant_pad_nd(g, _pads_for(g.ndim, dim, offset, length - offset - span))
+
+
+def fold_windows(F, g, x, dims, sizes, steps, dilations):
+    """The gradient of ``x`` from ``g``, the gradient of its windows (``Tensor.unfold`` over ``dims``:
+    (..., counts, ..., *sizes)): each tap's gradient spread back to the positions it read, the taps
+    added in ascending row-major order."""
+    lead = g.ndim - len(dims)
+    total = None
+    for taps in itertools.product(*(range(k) for k in sizes)):
+        block = g[(slice(None),) * lead + taps]
+        for d, k, s, dl in zip(dims, taps, steps, dilations):
+            block = _spread(F, block, d, k * dl, s, x.shape[d])
+        total = block if total is None else total + block
+    return F.zeros_like(x) if total is None or g.numel() == 0 else total
+
+
+def _window(c: GradContext):
+    """``fold_windows`` in ascending tap order (the order of the shifted slices im2col was built of
+    before: the same bits)."""
+    a = c.attrs
+    return (fold_windows(c.F, c.g, c.inputs[0], a["dims"], a["sizes"], a["steps"], a["dilations"]),)
+
+
 def _pad(c: GradContext):
     return (c.F.constant_pad_nd(c.g, [-p for p in c.attrs["pad"]]),)
 
@@ -207,6 +240,7 @@ RULES: dict[str, Callable] = {
     "flip": _flip,
     "slice": _slice,
     "pad": _pad,
+    "window": _window,
     "cat": _cat,
     "cast": _cast,
     "to_device": _to_device,

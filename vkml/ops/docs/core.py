@@ -372,3 +372,56 @@ PAGES.update(
         ),
     }
 )
+
+# Strided window views and the in-place view methods (vkml/frontend/windows.py).
+_windows = vkml.frontend.windows
+PAGES.update(
+    {
+        "as_strided": OpDoc(
+            "movement",
+            (
+                sig("vkml.as_strided", _windows.as_strided),
+                "Tensor.as_strided(size, stride, storage_offset=None)",
+                "Tensor.as_strided_(size, stride, storage_offset=None)",
+                sig("vkml.as_strided_copy", _windows.as_strided_copy),
+            ),
+            _windows.as_strided,
+            divergence="vkml keeps the tensors its ops make row-major, where PyTorch may keep an input's layout "
+            "(`x.t().clone()`, an elementwise result of a permuted input): `as_strided` of such a tensor reads its "
+            "row-major order here. A write through a view two of whose elements are one storage element raises "
+            "PyTorch's overlap RuntimeError (PyTorch raises it for stride 0, and runs other overlapping writes "
+            "element by element in memory order). NotImplementedError for a view taken with `view(dtype)`.",
+            gradient="as_strided",
+        ),
+        "tensor_unfold": OpDoc(
+            "movement",
+            ("Tensor.unfold(dimension, size, step)",),
+            _windows.unfold,
+            divergence="A write through overlapping windows (step < size) raises PyTorch's overlap RuntimeError, "
+            "where PyTorch runs it element by element in memory order (its result depends on that order); writes "
+            "through windows that do not overlap, or through a part of the windows that shows no element twice, "
+            "reach the tensor as in PyTorch.",
+            gradient="window",
+        ),
+        "inplace_views": OpDoc(
+            "movement",
+            (
+                "Tensor.unsqueeze_(dim)",
+                "Tensor.squeeze_(dim=None)",
+                "Tensor.t_()",
+                "Tensor.transpose_(dim0, dim1)",
+                "Tensor.swapdims_(dim0, dim1)",
+                "Tensor.swapaxes_(axis0, axis1)",
+                "Tensor.resize_(*sizes)",
+                "Tensor.resize_as_(the_template)",
+            ),
+            _windows,
+            divergence="`resize_` that grows a view past its storage raises NotImplementedError; a tensor that "
+            "owns its storage grows it with zeros (PyTorch's new elements are uninitialised). Changing the view "
+            "of a leaf that requires grad under `no_grad` raises NotImplementedError (PyTorch allows it there; "
+            "with grad enabled both raise PyTorch's leaf error).",
+            gradient="Through `reshape` and `permute` (`as_strided` for `resize_`): the tensor's history gains "
+            "the view op, as PyTorch's grad_fn does; its storage's version is bumped.",
+        ),
+    }
+)

@@ -53,7 +53,8 @@ PAGES.update(
             special="A NaN in a window is its result (the last NaN is selected, as PyTorch's); padding is -inf and "
             "never selected.",
             gradient="Each window's gradient goes to one element, its first maximum in row-major order (or last "
-            "NaN), as PyTorch's; overlapping windows add.",
+            "NaN), as PyTorch's; overlapping windows add, in ascending kernel-tap order (an argmax over the window "
+            "view and one elementwise kernel).",
         ),
         "max_pool1d": OpDoc(
             "composite",

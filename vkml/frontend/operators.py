@@ -830,7 +830,31 @@ def _cat(tensors, dim: int):
     shape[d] = builtins_sum(n.shape[d] for n in parts)
     if len(parts) == 1:
         return _wrap(parts[0])
-    return _wrap(Node(Op.CAT, tuple(parts), Cat(d), tuple(shape), dtype, dev))
+    return _wrap(_cat_tree(parts, d, dtype, dev))
+
+
+# The most sources one cat node joins. A kernel binds every buffer it reads, and devices cap those
+# per stage (lavapipe at 32): a cat of more tensors is a tree of cats, so the scheduler can give a
+# subtree a kernel of its own (scheduler.MAX_KERNEL_LOADS) and no kernel binds past the cap.
+CAT_FANIN = 8
+
+
+def _cat_tree(parts, d: int, dtype, dev) -> Node:
+    """``parts`` joined along ``d`` by cat nodes of at most ``CAT_FANIN`` sources each (the same values)."""
+    while len(parts) > CAT_FANIN:
+        joined = []
+        for i in range(0, len(parts), CAT_FANIN):
+            chunk = parts[i : i + CAT_FANIN]
+            if len(chunk) == 1:
+                joined.append(chunk[0])
+                continue
+            shape = list(chunk[0].shape)
+            shape[d] = builtins_sum(n.shape[d] for n in chunk)
+            joined.append(Node(Op.CAT, tuple(chunk), Cat(d), tuple(shape), dtype, dev))
+        parts = joined
+    shape = list(parts[0].shape)
+    shape[d] = builtins_sum(n.shape[d] for n in parts)
+    return Node(Op.CAT, tuple(parts), Cat(d), tuple(shape), dtype, dev)
 
 
 def builtins_sum(values):

@@ -1,0 +1,120 @@
+"""What running tinygrad's layer, optimizer and tensor suites against PyTorch found: each case runs on
+torch and on vkml (CPU, and lavapipe where a kernel is concerned) and must give torch's values or error.
+
+Covered: a ``cat`` of more tensors than a kernel may bind (a convolution with a 7x7 kernel is a cat of
+49 windows; lavapipe allows 32 storage buffers per kernel), the functional convolutions' errors for
+a bad string padding, and an optimizer given a parameter twice in one group (updated twice).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import vkml
+from vkml.schedule import scheduler
+
+RNG = np.random.default_rng(7)
+X = RNG.standard_normal((1, 2, 9, 9)).astype(np.float32)
+W7 = RNG.standard_normal((3, 2, 7, 7)).astype(np.float32)
+ROWS = RNG.standard_normal((40, 3)).astype(np.float32)
+
+
+def _slices(m, device):
+    x = m.tensor(ROWS, **({} if device is None else {"device": device}))
+    return [x[i : i + 1] for i in range(40)]
+
+
+# (id, fn(m, device)): values that cross kernels of many sources; compared to torch's
+WIDE = [
+    ("cat_40_slices", lambda m, d: m.cat(_slices(m, d), 0)),
+    ("cat_40_slices_dim1", lambda m, d: m.cat([s.t() for s in _slices(m, d)], 1) * 2),
+    ("stack_40", lambda m, d: m.stack(_slices(m, d), 2)),
+    (
+        "conv2d_7x7",
+        lambda m, d: m.nn.functional.conv2d(
+            m.tensor(X, **({} if d is None else {"device": d})),
+            m.tensor(W7, **({} if d is None else {"device": d})),
+            padding=2,
+        ),
+    ),
+    ("unfold_6x6", lambda m, d: m.nn.functional.unfold(m.tensor(X, **({} if d is None else {"device": d})), 6)),
+]
+
+
+def _max_bindings(out) -> int:
+    recipe = scheduler.compile_recipe(scheduler.Plan([out.node]))
+    return max(len(step.buffers or ()) for step in recipe.steps)
+
+
+@pytest.mark.parametrize("case", WIDE, ids=[c[0] for c in WIDE])
+def test_wide_kernels_bind_at_most_32_buffers(case):
+    name, fn = case
+    out = fn(vkml, None)
+    assert _max_bindings(out) <= 32, name
+    np.testing.assert_allclose(out.numpy(), fn(torch, None).numpy(), rtol=1e-5, atol=1e-5, err_msg=name)
+
+
+@pytest.mark.parametrize("case", WIDE[::2], ids=[c[0] for c in WIDE[::2]])
+def test_wide_kernels_on_vulkan(case, gpu):
+    name, fn = case
+    got = fn(vkml, gpu).cpu().numpy()
+    np.testing.assert_array_equal(got, fn(vkml, None).numpy(), err_msg=name)  # the CPU's bits
+    np.testing.assert_allclose(got, fn(torch, None).numpy(), rtol=1e-5, atol=1e-5, err_msg=name)
+
+
+def test_cat_of_many_has_torch_gradients():
+    grads = []
+    for m in (vkml, torch):
+        parts = [m.tensor(ROWS[i : i + 1], requires_grad=True) for i in range(20)]
+        out = m.cat(parts, 0)
+        (out * m.tensor(ROWS[:20])).sum().backward()
+        grads.append(np.concatenate([p.grad.numpy() for p in parts]))
+    np.testing.assert_array_equal(grads[0], grads[1])
+
+
+# (id, fn(m)): PyTorch's exception class for each
+ERRORS = [
+    (
+        "conv2d_same_strided",
+        lambda m: m.nn.functional.conv2d(m.tensor(X), m.tensor(W7[..., :3, :3]), stride=2, padding="same"),
+        RuntimeError,
+    ),
+    (
+        "conv1d_bad_padding_string",
+        lambda m: m.nn.functional.conv1d(m.tensor(X[0]), m.tensor(W7[:, :, 0, :3]), padding="full"),
+        RuntimeError,
+    ),
+    ("Conv2d_same_strided", lambda m: m.nn.Conv2d(2, 3, 3, stride=2, padding="same"), ValueError),
+    ("Conv2d_bad_padding_string", lambda m: m.nn.Conv2d(2, 3, 3, padding="full"), ValueError),
+]
+
+
+@pytest.mark.parametrize("case", ERRORS, ids=[c[0] for c in ERRORS])
+def test_errors_as_torch(case):
+    name, fn, cls = case
+    with pytest.raises(cls):
+        fn(torch)
+    with pytest.raises(cls):
+        fn(vkml)
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW"])
+def test_duplicate_parameter_is_updated_twice(name):
+    """PyTorch warns, then steps a parameter listed twice twice (its update loop is in place)."""
+    finals = []
+    for m in (vkml, torch):
+        w = m.tensor(ROWS[:2], requires_grad=True)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            opt = getattr(m.optim, name)([w, w], lr=0.1)
+        assert any("duplicate parameters" in str(c.message) for c in caught)
+        for _ in range(3):
+            opt.zero_grad()
+            (w * w).sum().backward()
+            opt.step()
+        finals.append(w.detach().numpy())
+    np.testing.assert_allclose(finals[0], finals[1], rtol=1e-6, atol=1e-7)

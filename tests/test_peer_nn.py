@@ -3,7 +3,8 @@ torch and on vkml (CPU, and lavapipe where a kernel is concerned) and must give 
 
 Covered: a ``cat`` of more tensors than a kernel may bind (a convolution with a 7x7 kernel is a cat of
 49 windows; lavapipe allows 32 storage buffers per kernel), the functional convolutions' errors for
-a bad string padding, and an optimizer given a parameter twice in one group (updated twice).
+a bad string padding, an optimizer given a parameter twice in one group (updated twice), ragged
+nested lists (PyTorch's ValueError), creation without a size (TypeError), and ``Tensor.cauchy_``.
 """
 
 from __future__ import annotations
@@ -90,6 +91,16 @@ ERRORS = [
     ),
     ("Conv2d_same_strided", lambda m: m.nn.Conv2d(2, 3, 3, stride=2, padding="same"), ValueError),
     ("Conv2d_bad_padding_string", lambda m: m.nn.Conv2d(2, 3, 3, padding="full"), ValueError),
+    ("tensor_ragged", lambda m: m.tensor([[1, 2], [3]]), ValueError),
+    ("tensor_ragged_deep", lambda m: m.tensor([[[1.0, 1.0, 1.0], [1.0, 1.0]]]), ValueError),
+    ("tensor_scalar_among_lists", lambda m: m.tensor([[1], [1], 1]), TypeError),
+    ("zeros_no_size", lambda m: m.zeros(), TypeError),
+    ("ones_no_size", lambda m: m.ones(dtype=m.float32), TypeError),
+    ("empty_no_size", lambda m: m.empty(), TypeError),
+    ("rand_no_size", lambda m: m.rand(), TypeError),
+    ("randn_no_size", lambda m: m.randn(), TypeError),
+    ("cauchy_of_int", lambda m: m.zeros(2, dtype=m.int64).cauchy_(), RuntimeError),
+    ("cauchy_zero_sigma", lambda m: m.zeros(2).cauchy_(sigma=0.0), RuntimeError),
 ]
 
 
@@ -100,6 +111,24 @@ def test_errors_as_torch(case):
         fn(torch)
     with pytest.raises(cls):
         fn(vkml)
+
+
+def test_ragged_message_as_torch():
+    with pytest.raises(ValueError, match=r"expected sequence of length 2 at dim 1 \(got 1\)"):
+        vkml.tensor([[1, 2], [3]])
+    assert vkml.zeros(()).shape == vkml.zeros([]).shape == ()  # an empty size is still a 0-d tensor
+
+
+@pytest.mark.parametrize("on_vulkan", [False, True], ids=["cpu", "vulkan"])
+def test_cauchy_fills_with_torch_distribution(on_vulkan, request):
+    """Quantiles of Cauchy(median=1, sigma=2) over 4000 draws: median 1, quartiles at 1 -+ 2 (torch has the same law)."""
+    device = request.getfixturevalue("gpu") if on_vulkan else "cpu"
+    x = vkml.zeros(4000, device=device)
+    assert x.cauchy_(1.0, 2.0) is x
+    q1, median, q3 = np.percentile(x.cpu().numpy(), [25, 50, 75])
+    assert abs(median - 1.0) < 0.2 and abs(q1 + 1.0) < 0.3 and abs(q3 - 3.0) < 0.3, (q1, median, q3)
+    half = vkml.zeros(3, dtype=vkml.float16, device=device).cauchy_()
+    assert half.dtype == vkml.float16 and bool(half.isfinite().all())
 
 
 @pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW"])
@@ -118,3 +147,8 @@ def test_duplicate_parameter_is_updated_twice(name):
             opt.step()
         finals.append(w.detach().numpy())
     np.testing.assert_allclose(finals[0], finals[1], rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", ["bool", "uint8", "int8", "int64", "float16", "bfloat16", "float32", "float64"])
+def test_dtype_is_signed_as_torch(name):
+    assert getattr(vkml, name).is_signed == getattr(torch, name).is_signed

@@ -4,7 +4,8 @@ torch and on vkml (CPU, and lavapipe where a kernel is concerned) and must give 
 Covered: a ``cat`` of more tensors than a kernel may bind (a convolution with a 7x7 kernel is a cat of
 49 windows; lavapipe allows 32 storage buffers per kernel), the functional convolutions' errors for
 a bad string padding, an optimizer given a parameter twice in one group (updated twice), ragged
-nested lists (PyTorch's ValueError), creation without a size (TypeError), and ``Tensor.cauchy_``.
+nested lists (PyTorch's ValueError), creation without a size (TypeError), ``Tensor.cauchy_``, index
+errors (a float, an int8/int16 tensor: IndexError; ``del t[i]``: TypeError) and uint8 masks.
 """
 
 from __future__ import annotations
@@ -99,6 +100,13 @@ ERRORS = [
     ("empty_no_size", lambda m: m.empty(), TypeError),
     ("rand_no_size", lambda m: m.rand(), TypeError),
     ("randn_no_size", lambda m: m.randn(), TypeError),
+    ("index_float", lambda m: m.zeros(3, 3)[0.0], IndexError),
+    ("index_float_after_slice", lambda m: m.zeros(3, 3)[:, 1.0], IndexError),
+    ("index_object", lambda m: m.zeros(3)[object()], IndexError),
+    ("index_int16_tensor", lambda m: m.zeros(3)[m.tensor([1], dtype=m.int16)], IndexError),
+    ("index_put_int8_tensor", lambda m: m.zeros(3).__setitem__(m.tensor([1], dtype=m.int8), 1.0), IndexError),
+    ("delitem", lambda m: m.zeros(3).__delitem__(0), TypeError),
+    ("fill_through_byte_mask", lambda m: m.zeros(3).__setitem__(m.tensor([1, 0, 1], dtype=m.uint8), 1.0), RuntimeError),
     ("cauchy_of_int", lambda m: m.zeros(2, dtype=m.int64).cauchy_(), RuntimeError),
     ("cauchy_zero_sigma", lambda m: m.zeros(2).cauchy_(sigma=0.0), RuntimeError),
 ]
@@ -111,6 +119,23 @@ def test_errors_as_torch(case):
         fn(torch)
     with pytest.raises(cls):
         fn(vkml)
+
+
+def test_uint8_index_is_a_mask_as_torch():
+    """PyTorch reads a uint8 index tensor as a mask (and warns that it is deprecated)."""
+    got = []
+    for m in (vkml, torch):
+        x = m.tensor(ROWS[:4])
+        mask = m.tensor([1, 0, 1, 1], dtype=m.uint8)
+        with warnings.catch_warnings(record=True) as caught:  # PyTorch warns once per process
+            warnings.simplefilter("always")
+            picked = x[mask]
+            x[mask] = m.zeros(3, 3)  # several values: index_put_ (one value is masked_fill_'s error, below)
+        if m is vkml:
+            assert len(caught) == 2 and all("uint8 is now deprecated" in str(c.message) for c in caught)
+        got.append((picked.numpy(), x.numpy()))
+    for a, b in zip(got[0], got[1], strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_ragged_message_as_torch():

@@ -914,7 +914,7 @@ def getitem(input, index):
             i %= size
             starts.append(i), stops.append(i + 1), steps.append(1)
         else:
-            raise TypeError(f"'__getitem__': unsupported index {item!r} (ints, slices, None and ... are supported)")
+            raise _indexing.unsupported_index("__getitem__", item)
         d += 1
     return reshape(_slice(input, tuple(starts), tuple(stops), tuple(steps)), *final_shape)
 

@@ -487,6 +487,11 @@ def geometric_(self, p: float, *, generator=None):
     return mutation.fill_with(self, "geometric_", make, False)
 
 
+def _delitem(self, index):
+    """``del t[i]``: PyTorch's TypeError (a tensor's size is fixed)."""
+    raise TypeError("Tensor does not support deleting items")
+
+
 def cauchy_(self, median: float = 0.0, sigma: float = 1.0, *, generator=None):
     """Cauchy values: ``median + sigma * tan(pi * (u - 0.5))`` for a uniform ``u`` in [0, 1), as PyTorch."""
     if not sigma > 0:
@@ -631,4 +636,5 @@ EXPORTS = (
     Export("is_complex", function=False, method=_is_complex),
     Export("is_sparse", function=False, method=property(_is_sparse)),
     Export("share_memory_", function=False, method=_share_memory_),
+    Export("__delitem__", function=False, method=_delitem),
 )

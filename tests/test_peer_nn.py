@@ -5,7 +5,8 @@ Covered: a ``cat`` of more tensors than a kernel may bind (a convolution with a 
 49 windows; lavapipe allows 32 storage buffers per kernel), the functional convolutions' errors for
 a bad string padding, an optimizer given a parameter twice in one group (updated twice), ragged
 nested lists (PyTorch's ValueError), creation without a size (TypeError), ``Tensor.cauchy_``, index
-errors (a float, an int8/int16 tensor: IndexError; ``del t[i]``: TypeError) and uint8 masks.
+errors (a float, an int8/int16 tensor: IndexError; ``del t[i]``: TypeError), uint8 masks, and an
+``alpha`` (SGD's ``lr``) past the dtype's range (float16 parameters with lr=1e10: RuntimeError).
 """
 
 from __future__ import annotations
@@ -78,6 +79,12 @@ def test_cat_of_many_has_torch_gradients():
     np.testing.assert_array_equal(grads[0], grads[1])
 
 
+def _sgd_step(m, **options):
+    p = m.zeros(2, dtype=m.float16, requires_grad=True)
+    p.grad = m.ones(2, dtype=m.float16)
+    m.optim.SGD([p], **options).step()
+
+
 # (id, fn(m)): PyTorch's exception class for each
 ERRORS = [
     (
@@ -107,6 +114,14 @@ ERRORS = [
     ("index_put_int8_tensor", lambda m: m.zeros(3).__setitem__(m.tensor([1], dtype=m.int8), 1.0), IndexError),
     ("delitem", lambda m: m.zeros(3).__delitem__(0), TypeError),
     ("fill_through_byte_mask", lambda m: m.zeros(3).__setitem__(m.tensor([1, 0, 1], dtype=m.uint8), 1.0), RuntimeError),
+    (
+        "add_alpha_past_half",
+        lambda m: m.zeros(2, dtype=m.float16).add(m.ones(2, dtype=m.float16), alpha=7e4),
+        RuntimeError,
+    ),
+    ("sub_alpha_past_int8", lambda m: m.zeros(2, dtype=m.int8).sub(m.ones(2, dtype=m.int8), alpha=300), RuntimeError),
+    ("sgd_lr_past_half", lambda m: _sgd_step(m, lr=1e10), RuntimeError),
+    ("sgd_weight_decay_past_half", lambda m: _sgd_step(m, lr=0.1, weight_decay=1e6), RuntimeError),
     ("cauchy_of_int", lambda m: m.zeros(2, dtype=m.int64).cauchy_(), RuntimeError),
     ("cauchy_zero_sigma", lambda m: m.zeros(2).cauchy_(sigma=0.0), RuntimeError),
 ]

@@ -194,6 +194,8 @@ def _alpha_scaled(op: str, plain, input, other, alpha):
         )
     if isinstance(alpha, bool) and dtype is not T.bool_:
         raise RuntimeError(f"'{op}': Boolean alpha only supported for Boolean results (got {dtype.name})")
+    if dtype.is_signed:  # PyTorch converts alpha to the result's dtype, checked (an unsigned one wraps it)
+        lazy.check_scalar_fits(op, alpha, dtype)
     if isinstance(other, _tensor.Tensor):
         return cast(mul(cast(other, dtype), alpha), dtype)  # a bool result keeps bool: b * 2 is int64
     return other * alpha

@@ -220,8 +220,6 @@ def size_keyword(op: str, size: tuple, kwargs: dict) -> tuple:
         size = (kwargs.pop("size"),)
     if kwargs:
         raise TypeError(f"{op}() got an unexpected keyword argument {next(iter(kwargs))!r}")
-    if not size:  # PyTorch's: no sizes at all is no shape (a 0-d tensor is zeros(()) or zeros([]))
-        raise TypeError(f'{op}() missing 1 required positional arguments: "size"')
     return size
 
 

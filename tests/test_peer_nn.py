@@ -6,7 +6,8 @@ Covered: a ``cat`` of more tensors than a kernel may bind (a convolution with a 
 a bad string padding, an optimizer given a parameter twice in one group (updated twice), ragged
 nested lists (PyTorch's ValueError), ``Tensor.cauchy_``, index
 errors (a float, an int8/int16 tensor: IndexError; ``del t[i]``: TypeError), uint8 masks, and an
-``alpha`` (SGD's ``lr``) past the dtype's range (float16 parameters with lr=1e10: RuntimeError).
+``alpha`` (SGD's ``lr``) past the dtype's range (float16 parameters with lr=1e10: RuntimeError), and
+the checks of an assigned ``.grad`` (a tensor of the same dtype and size).
 """
 
 from __future__ import annotations
@@ -117,11 +118,13 @@ ERRORS = [
     ("sub_alpha_past_int8", lambda m: m.zeros(2, dtype=m.int8).sub(m.ones(2, dtype=m.int8), alpha=300), RuntimeError),
     ("sgd_lr_past_half", lambda m: _sgd_step(m, lr=1e10), RuntimeError),
     ("sgd_weight_decay_past_half", lambda m: _sgd_step(m, lr=0.1, weight_decay=1e6), RuntimeError),
+    ("grad_of_other_size", lambda m: setattr(m.zeros(2, requires_grad=True), "grad", m.zeros(3)), RuntimeError),
     (
         "grad_of_other_dtype",
         lambda m: setattr(m.zeros(2, requires_grad=True), "grad", m.zeros(2).double()),
         RuntimeError,
     ),
+    ("grad_not_a_tensor", lambda m: setattr(m.zeros(2, requires_grad=True), "grad", 1.0), TypeError),
     ("cauchy_of_int", lambda m: m.zeros(2, dtype=m.int64).cauchy_(), RuntimeError),
     ("cauchy_zero_sigma", lambda m: m.zeros(2).cauchy_(sigma=0.0), RuntimeError),
 ]

@@ -37,7 +37,7 @@ class Tensor:
     # view was taken through ``.data``.
     __slots__ = (
         "_node",
-        "grad",
+        "_grad",
         "_requires_grad",
         "_ctx",
         "_base",
@@ -64,7 +64,7 @@ class Tensor:
         self._base = None
         self._vcount = 0
         self._vhidden = 0
-        self.grad: Tensor | None = None  # set by backward() on leaves that require grad
+        self._grad: Tensor | None = None  # set by backward() on leaves that require grad
         self._ctx = None  # the autograd Context of the op that made this tensor (None: a leaf)
         self._requires_grad = False
         if requires_grad:
@@ -146,6 +146,31 @@ class Tensor:
         return self.shape[0]
 
     # ------------------------------------------------------------------ autograd (vkml/frontend/autograd.py)
+    @property
+    def grad(self) -> Tensor | None:
+        """The gradient backward() accumulated here (leaves that require grad; ``retain_grad()`` tensors)."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        # PyTorch's checks of an assigned gradient: a tensor (or None) of this tensor's dtype and size
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(
+                    f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}"
+                )
+            if value.dtype != self.dtype:
+                raise RuntimeError(
+                    f"grad: attempting to assign a gradient with dtype {value.dtype.name} to a tensor of dtype "
+                    f"{self.dtype.name}"
+                )
+            if tuple(value.shape) != tuple(self.shape):
+                raise RuntimeError(
+                    f"grad: attempting to assign a gradient of size {list(value.shape)} to a tensor of size "
+                    f"{list(self.shape)}. Please ensure that the gradient and the tensor are the same size"
+                )
+        self._grad = value
+
     @property
     def requires_grad(self) -> bool:
         """Whether backward() computes a gradient for this tensor (only floating point tensors can)."""

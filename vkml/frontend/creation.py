@@ -104,6 +104,7 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False):
         if (np.abs(array) >= 2.0**63).any():
             _refuse_wide_ints(data, dtype is not None)
     if array.dtype == object:
+        _raise_ragged(data)
         raise DTypeError(f"tensor(): cannot make a tensor from {type(data).__name__} with mixed or ragged content")
     if dtype is None:
         if array.dtype.kind == "f" and python_data:
@@ -134,6 +135,28 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False):
     if requires_grad:
         out.requires_grad = True
     return out
+
+
+def _raise_ragged(data) -> None:
+    """PyTorch's ValueError for nested sequences of unequal lengths: the sizes are read down the first
+    elements, then every sequence at dim ``d`` must have ``sizes[d]`` elements. Returns where the
+    nesting is even (the content is mixed instead: the caller's TypeError)."""
+    sizes, first = [], data
+    while isinstance(first, (list, tuple)):
+        sizes.append(len(first))
+        if not first:
+            break
+        first = first[0]
+
+    def walk(seq, d: int) -> None:
+        if d >= len(sizes) or not isinstance(seq, (list, tuple)):
+            return
+        if len(seq) != sizes[d]:
+            raise ValueError(f"tensor(): expected sequence of length {sizes[d]} at dim {d} (got {len(seq)})")
+        for item in seq:
+            walk(item, d + 1)
+
+    walk(data, 0)
 
 
 def _wide_python_ints(array: np.ndarray, dtype, data) -> np.ndarray:

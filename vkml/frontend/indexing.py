@@ -158,11 +158,16 @@ def is_advanced(index) -> bool:
 def _as_array(op: str, item):
     """An index item as numpy sees it: tensors and lists become int64 or bool arrays."""
     if isinstance(item, _tensor.Tensor):
-        if item.dtype.is_float:
+        if item.dtype not in (T.int64, T.int32, T.uint8, T.bool_):  # PyTorch's list: int8, int16 and floats fail
             raise IndexError(
                 f"'{op}': tensors used as indices must be long, int, byte or bool tensors, got {item.dtype.name}"
             )
         array = item.numpy()
+        if item.dtype is T.uint8:  # PyTorch reads a byte tensor as a mask, with a deprecation warning
+            warnings.warn(
+                "indexing with dtype vkml.uint8 is now deprecated, please use a dtype vkml.bool instead.", stacklevel=3
+            )
+            return array.astype(np.bool_)
         return array if array.dtype == np.bool_ else array.astype(np.int64)
     if isinstance(item, (list, tuple, range, np.ndarray)):  # a range is a sequence of ints, as in PyTorch
         array = np.asarray(item)
@@ -181,7 +186,18 @@ def _as_array(op: str, item):
         raise ValueError(f"'{op}': slice step must be positive, got {item.step}")
     if item is None or item is Ellipsis or isinstance(item, (slice, bool, int, np.integer)):
         return item
-    raise TypeError(f"'{op}': unsupported index {item!r} (ints, slices, None, ..., tensors, lists and bools are)")
+    raise unsupported_index(op, item)
+
+
+def unsupported_index(op: str, item) -> Exception:
+    """PyTorch's error for an index of no supported kind: IndexError, but TypeError for a string (which
+    PyTorch tries to read as a sequence of values)."""
+    if isinstance(item, str):
+        return TypeError(f"'{op}': unsupported index {item!r} (ints, slices, None, ..., tensors, lists and bools are)")
+    return IndexError(
+        f"'{op}': only integers, slices (`:`), ellipsis (`...`), None and long or byte tensors are valid indices "
+        f"(got {type(item).__name__})"
+    )
 
 
 def plan(op: str, shape: tuple[int, ...], index) -> np.ndarray:
@@ -356,16 +372,31 @@ G.RULES["index_accumulate"] = _accumulate_grad
 
 def setitem(target, index, value) -> None:
     """``target[index] = value`` with an advanced index."""
+    _refuse_byte_mask_fill("__setitem__", index, value)
     flat = plan("__setitem__", target.shape, index)
     if not isinstance(value, _tensor.Tensor):
         value = F._wrap(lazy.const_node(F._node(value), target.dtype, (), target.device))
     mutation.inplace(target, "__setitem__", lambda t: index_put(t, flat, value, False))
 
 
+def _refuse_byte_mask_fill(op: str, index, value) -> None:
+    """PyTorch writes a single value (a scalar or 0-d tensor) through a mask with ``masked_fill_``,
+    which takes bool masks alone: a uint8 index then fails, while a value of several elements
+    goes through ``index_put_``, which reads the uint8 tensor as a (deprecated) mask."""
+    if isinstance(value, _tensor.Tensor) and value.ndim:
+        return
+    items = index if isinstance(index, tuple) else (index,)
+    if any(isinstance(i, _tensor.Tensor) and i.dtype is T.uint8 for i in items):
+        raise RuntimeError(
+            f"'{op}': masked_fill_ only supports boolean masks, but got mask with dtype unsigned char (uint8)"
+        )
+
+
 def index_put_(target, indices, values, accumulate: bool = False):
     """``target[indices] = values`` (``+=`` with ``accumulate``, repeated indices summed in index order); returns ``target``."""
     if not isinstance(indices, (tuple, list)):
         raise TypeError(f"index_put_(): indices must be a tuple of tensors, got {type(indices).__name__}")
+    _refuse_byte_mask_fill("index_put_", tuple(indices), values)
     flat = plan("index_put_", target.shape, tuple(indices))
     # float16 with accumulate rounds after each add, as PyTorch's CPU index_put_ (2048 + 1 + 1 = 2048)
     return mutation.inplace(target, "index_put_", lambda t: index_put(t, flat, values, accumulate, wide=False))

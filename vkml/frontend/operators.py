@@ -208,6 +208,8 @@ def _alpha_scaled(op: str, plain, input, other, alpha):
         )
     if isinstance(alpha, bool) and dtype is not T.bool_:
         raise RuntimeError(f"'{op}': Boolean alpha only supported for Boolean results (got {dtype.name})")
+    if dtype.is_signed:  # PyTorch converts alpha to the result's dtype, checked (an unsigned one wraps it)
+        lazy.check_scalar_fits(op, alpha, dtype)
     if isinstance(other, _tensor.Tensor):
         return cast(_mul(cast(other, dtype), alpha), dtype)  # a bool result keeps bool: b * 2 is int64
     return other * alpha
@@ -879,7 +881,31 @@ def _cat(tensors, dim: int):
     shape[d] = builtins_sum(n.shape[d] for n in parts)
     if len(parts) == 1:
         return _wrap(parts[0])
-    return _wrap(Node(Op.CAT, tuple(parts), Cat(d), tuple(shape), dtype, dev))
+    return _wrap(_cat_tree(parts, d, dtype, dev))
+
+
+# The most sources one cat node joins. A kernel binds every buffer it reads, and devices cap those
+# per stage (lavapipe at 32): a cat of more tensors is a tree of cats, so the scheduler can give a
+# subtree a kernel of its own (scheduler.MAX_KERNEL_LOADS) and no kernel binds past the cap.
+CAT_FANIN = 8
+
+
+def _cat_tree(parts, d: int, dtype, dev) -> Node:
+    """``parts`` joined along ``d`` by cat nodes of at most ``CAT_FANIN`` sources each (the same values)."""
+    while len(parts) > CAT_FANIN:
+        joined = []
+        for i in range(0, len(parts), CAT_FANIN):
+            chunk = parts[i : i + CAT_FANIN]
+            if len(chunk) == 1:
+                joined.append(chunk[0])
+                continue
+            shape = list(chunk[0].shape)
+            shape[d] = builtins_sum(n.shape[d] for n in chunk)
+            joined.append(Node(Op.CAT, tuple(chunk), Cat(d), tuple(shape), dtype, dev))
+        parts = joined
+    shape = list(parts[0].shape)
+    shape[d] = builtins_sum(n.shape[d] for n in parts)
+    return Node(Op.CAT, tuple(parts), Cat(d), tuple(shape), dtype, dev)
 
 
 def builtins_sum(values):
@@ -939,7 +965,7 @@ def getitem(input, index):
             i %= size
             starts.append(i), stops.append(i + 1), steps.append(1)
         else:
-            raise TypeError(f"'__getitem__': unsupported index {item!r} (ints, slices, None and ... are supported)")
+            raise _indexing.unsupported_index("__getitem__", item)
         d += 1
     return reshape(_slice(input, tuple(starts), tuple(stops), tuple(steps)), *final_shape)
 

@@ -3,7 +3,7 @@
 Sizes in bytes (``element_size``, ``nbytes``), the ``new_*`` constructors, strides as
 PyTorch reports them, ``clamp_min``/``clamp_max``, ``select``, ``addcmul``/``addcdiv``, the
 in-place comparisons and unary ops (``x.lt_(y)``, ``x.relu_()``), the random fills
-(``bernoulli_``, ``exponential_``, ``random_``, ``geometric_``, ``log_normal_``) and
+(``bernoulli_``, ``exponential_``, ``random_``, ``geometric_``, ``log_normal_``, ``cauchy_``) and
 ``unfold``. Each is a composite of the ops in ``operators.py``.
 
 >>> import vkml
@@ -475,6 +475,23 @@ def geometric_(self, p: float, *, generator=None):
     return mutation.fill_with(self, "geometric_", make, False)
 
 
+def _delitem(self, index):
+    """``del t[i]``: PyTorch's TypeError (a tensor's size is fixed)."""
+    raise TypeError("Tensor does not support deleting items")
+
+
+def cauchy_(self, median: float = 0.0, sigma: float = 1.0, *, generator=None):
+    """Cauchy values: ``median + sigma * tan(pi * (u - 0.5))`` for a uniform ``u`` in [0, 1), as PyTorch."""
+    if not sigma > 0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
+
+    def make():
+        u = R.rand(self.shape, generator=generator, device=self.device)
+        return F.add(F.mul(F.mul(F.sub(u, 0.5), math.pi).tan(), float(sigma)), float(median))
+
+    return mutation.fill_with(self, "cauchy_", make, True)
+
+
 def log_normal_(self, mean: float = 1.0, std: float = 2.0, *, generator=None):
     """``exp`` of normal values with ``mean`` and ``std``."""
     if not std > 0:
@@ -596,6 +613,7 @@ EXPORTS = (
             "geometric_",
             "log_normal_",
             "random_",
+            "cauchy_",
         )
     ),
     Export("__iter__", function=False, method=_iter),
@@ -606,4 +624,5 @@ EXPORTS = (
     Export("is_complex", function=False, method=_is_complex),
     Export("is_sparse", function=False, method=property(_is_sparse)),
     Export("share_memory_", function=False, method=_share_memory_),
+    Export("__delitem__", function=False, method=_delitem),
 )

@@ -40,7 +40,9 @@ class DType:
 
     @property
     def is_signed(self) -> bool:
-        return self.kind == "int"
+        # PyTorch's torch.dtype.is_signed: floats and signed integers. Every IR use asks it of an
+        # integer type (conversions, shifts, comparisons), where it tells int from uint.
+        return self.kind in ("int", "float")
 
     # PyTorch's torch.dtype attributes, for user code (``if t.dtype.is_floating_point: ...``)
     @property

@@ -213,12 +213,12 @@ def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, pa
         if padding == "valid":
             pads = [(0, 0)] * n
         elif padding == "same":
-            if any(s != 1 for s in stride):
-                raise ValueError(f"'{op}': padding='same' is not supported for strided convolutions")
+            if any(s != 1 for s in stride):  # PyTorch's functional form raises RuntimeError (the module ValueError)
+                raise RuntimeError(f"'{op}': padding='same' is not supported for strided convolutions")
             # PyTorch's split: the odd element of the total goes after
             pads = [(d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2) for d, k in zip(dilation, kernel)]
         else:
-            raise ValueError(f"'{op}': Invalid padding string: {padding!r}")
+            raise RuntimeError(f"'{op}': Invalid padding string: {padding!r}")
     else:
         pads = [(p, p) for p in _tuple(op, "padding", padding, n)]
         if any(p < 0 for p, _ in pads):

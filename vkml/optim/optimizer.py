@@ -191,13 +191,19 @@ class Optimizer:
             with autograd.enable_grad():
                 loss = closure()
         updates, targets = [], []
+        pending: dict[int, Any] = {}
         with autograd.no_grad():
             for group in self.param_groups:
                 for p in group["params"]:
                     if p.grad is None:
                         continue
+                    if id(p) in pending:
+                        # a parameter listed twice in a group is updated twice, the second update
+                        # from the first's result and state, as PyTorch's in-place loop does
+                        p.node = pending[id(p)].node
                     state = self.state.get(p, {})
                     new = self.update(p, p.grad.detach(), state, group)
+                    pending[id(p)] = new
                     if state:  # as PyTorch, a parameter gets a state entry once its optimizer keeps any
                         self.state[p] = state
                     updates.append((p, new))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..graph.build import check_scalar_fits
 from .optimizer import Optimizer, check_args, check_fused_foreach, maximized
 
 
@@ -52,6 +53,9 @@ class SGD(Optimizer):
         check_fused_foreach(fused, foreach)
 
     def update(self, param, grad, state: dict, group: dict):
+        # PyTorch's alphas (weight decay, nesterov's momentum, -lr), checked before the state changes
+        for alpha in (group["weight_decay"], group["momentum"] if group["nesterov"] else 0, -group["lr"]):
+            _alpha_fits(alpha, param)
         grad = maximized(grad, group)
         if group["weight_decay"] != 0:
             grad = grad + group["weight_decay"] * param
@@ -62,3 +66,10 @@ class SGD(Optimizer):
             state["momentum_buffer"] = buf
             grad = grad + momentum * buf if group["nesterov"] else buf
         return param + (-group["lr"]) * grad
+
+
+def _alpha_fits(alpha, param) -> None:
+    """PyTorch's SGD adds with ``add(..., alpha=)``, which refuses an alpha the parameter's dtype cannot
+    hold (lr=1e10 on float16 parameters): its RuntimeError, before any parameter changes."""
+    if param.dtype.is_floating_point:
+        check_scalar_fits("SGD.step", alpha, param.dtype)

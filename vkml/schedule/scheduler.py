@@ -212,6 +212,10 @@ class Plan:
 
     def _direct_loads(self, node: Node, loads: set[int]) -> int:
         """Buffers inlining ``node`` makes a kernel read directly, beyond ``loads``."""
+        if node.op == Op.CAT:
+            # each source of a cat reads at least one buffer of its own (a slice of a realized tensor
+            # is a leaf of its own): counted so, a cat past the cap becomes a kernel of its own
+            return len(node.srcs)
         count = 0
         for x in node.srcs:
             if (

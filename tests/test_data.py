@@ -104,6 +104,17 @@ def test_samplers_lengths_contents_and_errors() -> None:
                 make(module)
 
 
+def test_random_sampler_with_replacement_draws_lazily() -> None:
+    """minGPT's trainer: RandomSampler(replacement=True, num_samples=int(1e10)), iterated a few
+    batches; the draws come as they are taken, not all 1e10 at once (PyTorch draws 32 at a time)."""
+    sampler = vdata.RandomSampler(range(5), replacement=True, num_samples=int(1e10))
+    loader = vdata.DataLoader(range(5), sampler=sampler, batch_size=4, shuffle=False)
+    batches = iter(loader)
+    first = [next(batches).tolist() for _ in range(3)]
+    assert all(len(b) == 4 and set(b) <= set(range(5)) for b in first)
+    assert len(list(vdata.RandomSampler(range(5), replacement=True, num_samples=70))) == 70
+
+
 def _batches(loader):
     return [_as_lists(b) for b in loader]
 

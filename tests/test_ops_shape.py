@@ -512,6 +512,25 @@ def test_writes_through_views_reach_the_source_like_torch(name, edit):
     assert_same_bits(x.numpy(), from_torch(tx), name)
 
 
+# Ops whose result may equal the input (a whole-turn roll, rot90 by 0) still give new memory, as
+# PyTorch's: makemore's MLP writes into `torch.roll(idx, 1, 1)` with idx of one column.
+NEW_MEMORY = [
+    ("roll by a whole turn", lambda L, x: L.roll(x, 1, 0)),
+    ("roll by 0", lambda L, x: x.roll(0, 1)),
+    ("roll flat by the size", lambda L, x: L.roll(x, 3)),
+    ("rot90 by 4", lambda L, x: L.rot90(x, 4)),
+]
+
+
+@pytest.mark.parametrize("name, edit", NEW_MEMORY, ids=[v[0] for v in NEW_MEMORY])
+def test_writes_to_a_result_that_equals_the_input_do_not_reach_it(name, edit):
+    data = np.arange(3, dtype=np.int64).reshape(1, 3)
+    x, tx = vkml.tensor(data), torch.tensor(data)
+    edit(vkml, x)[0, 0] = 9
+    edit(torch, tx)[0, 0] = 9
+    assert x.tolist() == tx.tolist() == data.tolist(), name
+
+
 # ---------------------------------------------------------------------- every dtype; index sets; atleast_*
 
 SINGLE = [

@@ -85,6 +85,10 @@ CASES = [
     pytest.param("word_language_model", id="word_language_model"),
     pytest.param("fast_neural_style", id="fast_neural_style"),
     pytest.param("forward_forward", id="forward_forward"),
+    # GPT-sized programs compile a few hundred kernels on the CPU interpreter: over 15 s each on
+    # CI's 2 cores, so they run with `make test-all` (their fixes have short tests of their own)
+    pytest.param("nanogpt", id="nanogpt", marks=pytest.mark.stress),
+    pytest.param("makemore", id="makemore", marks=pytest.mark.stress),
 ]
 
 

@@ -86,6 +86,7 @@ FACE = (
     "vkml.optim",
     "vkml.utils",
     "vkml.distributions",
+    "vkml.distributed",
     "vkml.cli",
     "vkml.demo",
     "vkml.doctor",

@@ -180,7 +180,7 @@ __all__ += ["get_rng_state", "set_rng_state"]
 # (bench/bench_cold_start.py measures it).
 import importlib as _importlib  # noqa: E402
 
-_LAZY_SUBMODULES = ("nn", "optim", "utils", "distributions")
+_LAZY_SUBMODULES = ("nn", "optim", "utils", "distributions", "distributed")
 
 
 def __getattr__(name: str):

@@ -540,7 +540,9 @@ def roll(input, shifts, dims=None):
         k = shift % size if size else 0
         if k and node.shape:
             out = F.cat([_narrow(out, d, size - k, k), _narrow(out, d, 0, size - k)], d)
-    return out
+    # New memory, as PyTorch's, also when every shift is a whole turn: makemore's MLP writes
+    # into the rolled index tensor, which must not write into the caller's
+    return F.clone(out) if out is input else out
 
 
 # ---------------------------------------------------------------------- flips and rotations
@@ -581,7 +583,7 @@ def rot90(input, k: int = 1, dims=(0, 1)):
         return F.flip(input, (d0, d1))
     if k == 3:
         return F.transpose(F.flip(input, (d0,)), d0, d1)
-    return input
+    return F.clone(input)  # new memory, as for the other k and PyTorch's
 
 
 # ---------------------------------------------------------------------- triangles and diagonals

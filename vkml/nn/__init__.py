@@ -150,3 +150,7 @@ for _name in _pooling.MODULES:
     globals()[_name] = getattr(_pooling, _name)
 __all__ += _pooling.MODULES
 del _name
+# vkml.nn.parallel: DistributedDataParallel and DataParallel for one device (nanoGPT imports them)
+from . import parallel  # noqa: E402
+
+__all__ += ["parallel"]

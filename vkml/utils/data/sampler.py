@@ -81,7 +81,11 @@ class RandomSampler(Sampler):
         n = len(self.data_source)
         rng = _rng(self.generator)
         if self.replacement:
-            yield from rng.integers(0, n, size=self.num_samples).tolist()
+            # drawn a chunk at a time, as PyTorch does: num_samples may be far more than memory
+            # holds (minGPT's trainer asks for 1e10 and stops when it has trained enough)
+            for _ in range(self.num_samples // 32):
+                yield from rng.integers(0, n, size=32).tolist()
+            yield from rng.integers(0, n, size=self.num_samples % 32).tolist()
             return
         for _ in range(self.num_samples // n):
             yield from rng.permutation(n).tolist()

@@ -49,6 +49,7 @@ MODULES = (
     "dense_linalg",
     "linalg_ops",
     "legacy_names",
+    "view_inplace",
 )
 
 

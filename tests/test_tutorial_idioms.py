@@ -1,0 +1,78 @@
+"""Idioms of the official PyTorch tutorials that vkml lacked: the graph of ``grad_fn``
+(``next_functions``, ``name()``, as the "Neural Networks" tutorial prints it), the in-place view
+ops (``target.unsqueeze_(-1)`` of the char-RNN generation tutorial) and ``out=``
+(``torch.add(x, y, out=result)`` of the tensor tutorials). Each is compared with PyTorch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import vkml
+
+
+def _edges(fn):
+    """A grad_fn's edges as names: ``[("MulBackward0", ...), "AccumulateGrad", None]``, recursively."""
+    if fn is None:
+        return None
+    name = fn.name().split("::")[-1]
+    return (name, [_edges(next_fn) for next_fn, _ in fn.next_functions]) if fn.next_functions else name
+
+
+def test_grad_fn_next_functions_walks_the_graph_as_pytorch():
+    def graph(lib):
+        w = lib.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        x = lib.tensor([[0.5, -1.0]])
+        loss = (lib.relu(x @ w) * 3.0).exp()
+        return w, loss
+
+    (_, tl), (vw, vl) = graph(torch), graph(vkml)
+    assert _edges(vl.grad_fn) == _edges(tl.grad_fn)
+    assert vl.grad_fn.name() == "ExpBackward0" and repr(vl.grad_fn).startswith("<ExpBackward0 object at 0x")
+    leaf = vl.grad_fn.next_functions[0][0].next_functions[0][0].next_functions[0][0].next_functions[1][0]
+    assert leaf.variable is vw and repr(leaf).startswith("<AccumulateGrad object at 0x")
+    vl.sum().backward()
+    tl.sum().backward()
+    assert _edges(vl.grad_fn) == _edges(tl.grad_fn)  # the edges stay after backward frees the graph
+
+
+@pytest.mark.parametrize(
+    "name, args",
+    [
+        ("unsqueeze_", (-1,)),
+        ("squeeze_", ()),
+        ("squeeze_", (0,)),
+        ("t_", ()),
+        ("transpose_", (0, 1)),
+        ("swapdims_", (1, 0)),
+    ],
+)
+def test_inplace_view_ops_match_pytorch(name, args):
+    def run(lib):
+        values = np.arange(6, dtype=np.float32).reshape(1, 6) if name.startswith("squeeze") else None
+        values = values if values is not None else np.arange(6, dtype=np.float32).reshape(2, 3)
+        x = lib.tensor(values)
+        same = getattr(x, name)(*args) is x
+        owner = [same, list(x.shape), x.tolist()]
+        y = lib.tensor(values)
+        view = y[:]  # a view: the op changes its shape, writes through it still reach y
+        getattr(view, name)(*args)
+        view += 1
+        w = lib.tensor(values, requires_grad=True)
+        h = w * 2
+        getattr(h, name)(*args)
+        (h * lib.arange(h.numel(), dtype=lib.float32).reshape(h.shape)).sum().backward()
+        return owner, list(view.shape), y.tolist(), w.grad.tolist(), h.grad_fn.next_functions[0][0].name()
+
+    assert run(vkml) == run(torch)
+
+
+def test_inplace_view_op_on_a_leaf_that_requires_grad_raises_as_pytorch():
+    w = vkml.zeros(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place"):
+        w.unsqueeze_(0)
+    assert w.shape == (3,)
+    with vkml.no_grad():
+        w.unsqueeze_(0)
+    assert w.shape == (1, 3) and w.requires_grad

@@ -76,3 +76,65 @@ def test_inplace_view_op_on_a_leaf_that_requires_grad_raises_as_pytorch():
     with vkml.no_grad():
         w.unsqueeze_(0)
     assert w.shape == (1, 3) and w.requires_grad
+
+
+def test_out_keyword_writes_the_result_as_pytorch(recwarn):
+    def run(lib):
+        x = lib.arange(12, dtype=lib.float32).reshape(3, 4)
+        result = lib.empty(3, 4)
+        same = lib.add(x, 1, out=result) is result
+        y3 = lib.zeros(3, 3)
+        lib.matmul(x, x.T, out=y3)
+        doubles = lib.zeros(3, 4, dtype=lib.float64)  # float32 result, converted up
+        lib.mul(x, x, out=doubles)
+        empty = lib.empty(0)
+        lib.sum(x, 1, out=empty)  # no elements: resized without a warning
+        values, indices = lib.empty(0), lib.empty(0, dtype=lib.int64)
+        named = lib.max(x, 1, out=(values, indices))
+        row = x[1].clone()
+        lib.sub(row, 1, out=x[0])  # a view: writes reach the base
+        return (
+            same,
+            result.tolist(),
+            y3.tolist(),
+            doubles.dtype.is_floating_point,
+            doubles.tolist(),
+            empty.tolist(),
+            (
+                named[0] is values,
+                named.indices is indices,
+                values.tolist(),
+                indices.tolist(),
+                x.tolist(),
+            ),
+        )
+
+    assert run(vkml) == run(torch)
+
+
+def test_out_keyword_errors_and_resize_warning_as_pytorch():
+    for lib in (torch, vkml):
+        x = lib.ones(3, requires_grad=True)
+        out = lib.empty(3)
+        with pytest.raises(RuntimeError, match=r"add\(\): functions with out=\.\.\. arguments don't support automatic"):
+            lib.add(x, 1, out=out)
+        with lib.no_grad():
+            assert lib.add(x, 1, out=out) is out and out.tolist() == [2.0, 2.0, 2.0]
+        ints = lib.zeros(3, dtype=lib.int64)
+        with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type Long"):
+            lib.add(x.detach(), 0.5, out=ints)
+        assert ints.tolist() == [0, 0, 0]
+        small = lib.zeros(2)
+        with pytest.warns(
+            UserWarning, match=r"resized since it had shape \[2\], which does not match the required output shape \[3\]"
+        ):
+            lib.add(x.detach(), 1, out=small)
+        assert small.tolist() == [2.0, 2.0, 2.0]
+
+
+def test_out_keyword_on_lavapipe(gpu):
+    x = vkml.arange(6, dtype=vkml.float32, device=gpu).reshape(2, 3)
+    out = vkml.empty(2, 2, device=gpu)
+    assert vkml.matmul(x, x.T, out=out) is out
+    expected = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(out.cpu().numpy(), expected @ expected.T)

@@ -85,6 +85,8 @@ CASES = [
     pytest.param("word_language_model", id="word_language_model"),
     pytest.param("fast_neural_style", id="fast_neural_style"),
     pytest.param("forward_forward", id="forward_forward"),
+    pytest.param("nn_tutorial", id="nn_tutorial"),
+    pytest.param("neural_style", id="neural_style"),
 ]
 
 

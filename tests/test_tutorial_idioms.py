@@ -138,3 +138,19 @@ def test_out_keyword_on_lavapipe(gpu):
     assert vkml.matmul(x, x.T, out=out) is out
     expected = np.arange(6, dtype=np.float32).reshape(2, 3)
     np.testing.assert_array_equal(out.cpu().numpy(), expected @ expected.T)
+
+
+def test_generator_takes_a_device_as_pytorch():
+    """The char-RNN classification tutorial splits its data with
+    ``random_split(data, [.85, .15], generator=torch.Generator(device=device).manual_seed(2024))``."""
+    import torch.utils.data
+
+    import vkml.utils.data
+
+    for lib in (torch, vkml):
+        g = lib.Generator(device=lib.device("cpu")).manual_seed(2024)
+        assert str(g.device) == "cpu" and str(lib.Generator().device) == "cpu"
+        split = lib.utils.data.random_split
+        parts = split(list(range(7)), [0.85, 0.15], generator=lib.Generator(device="cpu").manual_seed(2024))
+        assert [len(p) for p in parts] == [6, 1]
+        assert sorted(parts[0].indices + parts[1].indices) == list(range(7))

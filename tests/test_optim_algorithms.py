@@ -352,3 +352,24 @@ def test_lbfgs_same_bits_on_vulkan(gpu):
         return w.numpy()
 
     assert_same_bits(run(gpu), run(CPU), "LBFGS parameters")
+
+
+@pytest.mark.parametrize("line_search_fn", [None, "strong_wolfe"])
+def test_lbfgs_keeps_its_graphs_one_iteration_deep(line_search_fn):
+    """The neural-style tutorial's LBFGS ran 20 closures in minutes: each direction was a lazy
+    graph over the whole history, compiled anew every iteration. The state and the parameters
+    are realized as the iterations go."""
+    w, objective = _lbfgs_problem(vkml)
+    opt = vkml.optim.LBFGS([w], lr=0.5, max_iter=6, history_size=3, line_search_fn=line_search_fn)
+
+    def closure():
+        opt.zero_grad()
+        loss = objective()
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    state = opt.state[w]
+    assert state["n_iter"] > 3 and len(state["old_dirs"]) > 1
+    assert w.node.realized and state["d"].node.realized
+    assert all(v.node.realized for v in state["old_dirs"] + state["old_stps"])

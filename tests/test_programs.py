@@ -89,6 +89,8 @@ CASES = [
     # CI's 2 cores, so they run with `make test-all` (their fixes have short tests of their own)
     pytest.param("nanogpt", id="nanogpt", marks=pytest.mark.stress),
     pytest.param("makemore", id="makemore", marks=pytest.mark.stress),
+    pytest.param("nn_tutorial", id="nn_tutorial"),
+    pytest.param("neural_style", id="neural_style"),
 ]
 
 

@@ -18,7 +18,10 @@ from vkml.ops.registry import FLOAT_DTYPES, REGISTRY, OpDef, Public, register
 
 
 def _unwrap_autocast(fn):
-    return inspect.unwrap(fn, stop=lambda f: not getattr(f, "__wrapped_by_autocast__", False))
+    # autocast's wrapper, and out='s (vkml/frontend/out_arg.py) below it
+    return inspect.unwrap(
+        fn, stop=lambda f: not (getattr(f, "__wrapped_by_autocast__", False) or getattr(f, "__wrapped_by_out__", False))
+    )
 
 
 def test_every_export_is_bound_where_it_says():

@@ -249,11 +249,13 @@ __all__ += ["sparse", "fft"]
 # (tests/test_amp.py checks that nothing does).
 from . import nn as _nn  # noqa: E402
 from .frontend import amp  # noqa: E402
+from .frontend import out_arg as _out_arg  # noqa: E402
 from .frontend import public as _public  # noqa: E402
 from .frontend.amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402
 from .nn import functional_layers as _functional_layers  # noqa: E402
 
 __all__ += _public.install(globals(), Tensor)
+_out_arg.install(globals())  # PyTorch's out= keyword on the functions that take it
 _sys.modules[__name__ + ".amp"] = amp  # `import vkml.amp` finds the namespace
 amp.install([_sys.modules[__name__], _nn.functional, autograd], Tensor, [(_functional_layers, "_conv")])
 __all__ += ["amp", "autocast", "is_autocast_enabled", "get_autocast_dtype"]

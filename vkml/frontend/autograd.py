@@ -51,6 +51,7 @@ from .. import config
 from ..ops import grads as G
 from ..ops.registry import REGISTRY
 from .hooks import RemovableHandle
+from .printing import grad_fn_name
 from .realize import realize
 
 
@@ -244,13 +245,23 @@ def _check_anomaly(ctx, results) -> None:
             raise RuntimeError(f"Function '{torch_backward_name(ctx.name)}' returned nan values in its {i}th output.")
 
 
+class _OpName(str):
+    """A context's op name (``"mul"``), which vkml reads as a string, and called, PyTorch's
+    ``grad_fn.name()``: the name of the node's class (``"MulBackward0"``)."""
+
+    __slots__ = ()
+
+    def __call__(self) -> str:
+        return grad_fn_name(self)
+
+
 class Context:
     """How one tensor was made: its op's rule, its operands, its other arguments."""
 
-    __slots__ = ("name", "rule", "parents", "parent_ctxs", "saved", "output", "attrs")
+    __slots__ = ("name", "rule", "parents", "parent_ctxs", "saved", "output", "attrs", "_next_after_release")
 
     def __init__(self, name: str, rule: Callable, parents: tuple, saved: tuple, output, attrs: dict):
-        self.name = name
+        self.name = _OpName(name)
         self.rule = rule
         self.parents = parents  # per operand: the tensor gradients flow to, or None
         # per operand: the parent's context when this op was recorded. An in-place op gives a
@@ -269,10 +280,52 @@ class Context:
 
     def release(self) -> None:
         """Drop the operands, so the forward graph can be freed once backward() has used it."""
+        # PyTorch's graph keeps its edges after backward frees the saved tensors: so does this one
+        self._next_after_release = self.next_functions
         self.parents = self.parent_ctxs = self.saved = self.output = None
 
+    @property
+    def next_functions(self) -> tuple:
+        """PyTorch's edges to the operands' nodes, one ``(node, 0)`` per operand: the context the
+        operand had when this op was recorded, an ``AccumulateGrad`` for a leaf that requires grad,
+        ``None`` for an operand no gradient flows to."""
+        if self.parents is None:
+            return self._next_after_release
+        edges = []
+        for parent, ctx in zip(self.parents, self.parent_ctxs, strict=True):
+            if parent is None:
+                edges.append((None, 0))
+            elif ctx is not None:
+                edges.append((ctx, 0))
+            else:
+                edges.append((AccumulateGrad(parent), 0))
+        return tuple(edges)
+
     def __repr__(self) -> str:
-        return f"<{self.name} backward{' (released)' if self.released else ''}>"
+        return f"<{grad_fn_name(self)} object at {id(self):#x}>"
+
+
+class AccumulateGrad:
+    """The node a leaf's gradient reaches the leaf through (``grad_fn.next_functions``): its
+    ``variable`` is the leaf; it has no edges of its own."""
+
+    __slots__ = ("variable",)
+    next_functions = ()
+
+    def __init__(self, variable):
+        self.variable = variable
+
+    def name(self) -> str:
+        return "torch::autograd::AccumulateGrad"
+
+    def __eq__(self, other) -> bool:  # one per leaf in PyTorch: two edges to one leaf compare equal
+        return isinstance(other, AccumulateGrad) and other.variable is self.variable
+
+    def __hash__(self) -> int:
+        return id(self.variable)
+
+    def __repr__(self) -> str:
+        return f"<AccumulateGrad object at {id(self):#x}>"
 
 
 def rule_for(name: str) -> Callable | None:

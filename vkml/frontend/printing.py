@@ -235,7 +235,7 @@ def grad_fn_name(ctx) -> str:
     ``DivBackward0``, PyTorch's ``MeanBackward0``). A ``vkml.autograd.Function``'s context is
     named ``<Class>Backward`` already, as PyTorch names it.
     """
-    name = str(ctx.name)
+    name = str(getattr(ctx, "name", ctx))  # a context, or its name
     if name.endswith("Backward"):
         return name
     name = _ATEN_NAMES.get(name, name)

@@ -56,9 +56,18 @@ class Generator:
     (1, 0)
     """
 
-    def __init__(self, seed: int = DEFAULT_SEED):
+    def __init__(self, seed: int = DEFAULT_SEED, *, device=None):
         self._lock = threading.Lock()  # threads drawing at once each get an offset of their own
+        # PyTorch's generators belong to a device (``torch.Generator(device=device)``, as the
+        # char-RNN tutorial makes one for random_split). vkml's draws are the same on every
+        # device, so the device is only checked and reported (``Generator.device``).
+        self._device = None if device is None else get_device(device)
         self.manual_seed(seed)
+
+    @property
+    def device(self):
+        """The device given at construction (the CPU by default, as PyTorch's)."""
+        return get_device("cpu") if self._device is None else self._device
 
     def manual_seed(self, seed: int) -> Generator:
         """Restart from ``seed`` (any integer; taken modulo 2^64)."""

@@ -15,6 +15,7 @@ import numpy as np
 from ..frontend import autograd
 from ..frontend.creation import zeros
 from ..frontend.operators import cat
+from ..frontend.realize import realize
 from .optimizer import Optimizer, check_args
 
 
@@ -187,6 +188,7 @@ class LBFGS(Optimizer):
             n = p.numel()
             p.node = (p + t * d[offset : offset + n].reshape(p.shape)).node
             offset += n
+        realize(*self._params)  # else each parameter's graph grows by one update per evaluation
 
     def _directional_evaluate(self, closure, start: list, d, t: float):
         """(loss, flat gradient) at the parameters ``start`` + t d; the parameters go back to ``start``."""
@@ -253,11 +255,15 @@ class LBFGS(Optimizer):
                 q = -flat_grad
                 for i in range(len(old_dirs) - 1, -1, -1):
                     al[i] = _f32(_dot(old_stps[i], q) * ro[i])
-                    q = q + (-al[i]) * old_dirs[i]
+                    q = realize(q + (-al[i]) * old_dirs[i])  # one small kernel per pair, the same each time
                 d = q * h_diag
                 for i in range(len(old_dirs)):
                     be_i = _f32(_dot(old_dirs[i], d) * ro[i])
-                    d = d + _f32(al[i] - be_i) * old_stps[i]
+                    d = realize(d + _f32(al[i] - be_i) * old_stps[i])
+                # Each direction is built from the history, which was built from the directions
+                # before it: realized as it goes, the graphs stay one update deep instead of
+                # growing (and compiling anew) with every iteration.
+                realize(*old_dirs[-1:], *old_stps[-1:])
             prev_flat_grad, prev_loss = flat_grad, loss
             t = min(1.0, _f32(1.0 / flat_grad.abs().sum().item())) * lr if state["n_iter"] == 1 else lr
             gtd = _f32(_dot(flat_grad, d))

@@ -1,0 +1,164 @@
+"""``out=``: PyTorch's keyword that writes a function's result into a given tensor
+(``torch.add(x, y, out=result)``, ``torch.matmul(a, b, out=c)``, ``torch.max(x, 1, out=(v, i))``).
+
+vkml's functions compute a new tensor; ``install`` wraps each public function that takes ``out=``
+in PyTorch (``OUT_NAMES``) so that it then writes the result into ``out`` and returns ``out``,
+with PyTorch's rules:
+
+- under grad mode, an argument that requires grad (``out`` included) raises PyTorch's
+  ``RuntimeError`` (``functions with out=... arguments don't support automatic differentiation``);
+- the result converts to ``out``'s dtype where an in-place op's would (int to float, float32 to
+  float64); float to int, or anything to bool, raises ``result type Float can't be cast to the
+  desired output type Long``;
+- an ``out`` of another shape is resized: silently when it has no elements, else with PyTorch's
+  deprecation ``UserWarning``. vkml resizes a tensor that owns its storage; a view of another
+  shape raises ``RuntimeError``;
+- a function of several results takes a tuple of tensors and returns that tuple (the named tuple
+  the function returns, where it returns one).
+
+**Diverges** in one way: the wrapped function takes ``out=`` in each of its overloads, where
+PyTorch refuses it for a few (``torch.sum(x, out=o)`` without ``dim`` is a ``TypeError`` there).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import warnings
+
+from . import autograd, mutation
+
+# vkml.<name> functions whose PyTorch function documents ``out=`` (torch 2.x docstrings), and those
+# it takes ``out=`` in its usual overload (sum and prod with a dim, softmax, the clamps, ...).
+OUT_NAMES = frozenset(
+    """
+    abs acos acosh add addbmm addcdiv addcmul addmm addmv addr all amax amin aminmax any arange asin
+    asinh atan atan2 atanh baddbmm bernoulli bitwise_and bitwise_left_shift bitwise_not bitwise_or
+    bitwise_right_shift bitwise_xor bmm bucketize cat ceil chain_matmul cholesky cholesky_inverse
+    cholesky_solve clamp clip column_stack concat concatenate copysign cos cosh cross cummax cummin
+    cumprod cumsum deg2rad diag diff digamma div divide dot dstack empty eq erf erfc erfinv exp exp2
+    expm1 eye fix float_power floor floor_divide fmax fmin fmod frac frexp full gather gcd ge geqrf ger
+    greater greater_equal gt heaviside histc histogram hstack hypot i0 index_select inner inverse
+    isneginf isposinf kron kthvalue lcm ldexp le lerp less less_equal lgamma linspace log log10 log1p
+    log2 logaddexp logaddexp2 logcumsumexp logical_and logical_not logical_or logical_xor logit
+    logspace logsumexp lt lu lu_solve lu_unpack masked_select matmul matrix_power max maximum mean
+    median min minimum mm mode msort mul multinomial multiply mv nan_to_num nanmean nanmedian
+    nanquantile narrow_copy ne neg negative nextafter nonzero norm normal not_equal ones ormqr outer
+    polygamma pow qr quantile rad2deg rand randint randn randperm reciprocal remainder renorm round
+    row_stack rsqrt searchsorted sgn sigmoid sign signbit sin sinc sinh sort sqrt square stack std
+    std_mean sub subtract svd take_along_dim tan tanh topk triangular_solve tril triu trunc var
+    var_mean vdot vstack where xlogy zeros
+    sum prod softmax log_softmax clamp_min clamp_max threshold index_add scatter take tensordot
+    hardshrink nansum
+    """.split()
+)
+
+_RESIZED = (
+    "An output with one or more elements was resized since it had shape {old}, which does not match the "
+    "required output shape {new}. This behavior is deprecated, and in a future PyTorch release outputs will "
+    "not be resized unless they have zero elements. You can explicitly reuse an out tensor t by resizing it, "
+    "inplace, to zero elements with t.resize_(0)."
+)
+
+
+def _tensors(values):
+    for v in values:
+        if isinstance(v, list | tuple):
+            yield from _tensors(v)
+        elif hasattr(v, "requires_grad") and hasattr(v, "_node"):
+            yield v
+
+
+def _write(name: str, out, result) -> None:
+    """``result`` into ``out`` by PyTorch's out= rules (above)."""
+    if not hasattr(out, "_node"):
+        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if out.device != result.device:
+        raise RuntimeError(
+            f"{name}(): expected the out tensor on device {result.device}, but it is on device {out.device}"
+        )
+    if not mutation.can_cast(result.dtype, out.dtype):
+        raise RuntimeError(
+            f"result type {mutation.torch_name(result.dtype)} can't be cast to the desired output type "
+            f"{mutation.torch_name(out.dtype)}"
+        )
+    with autograd.no_grad():
+        value = result.to(out.dtype)
+        if tuple(out.shape) == tuple(result.shape):
+            mutation.copy_(out, value)
+            return
+        if out._base is not None:
+            raise RuntimeError(
+                f"{name}(): out is a view of shape {list(out.shape)}, the result has shape {list(result.shape)}: "
+                "vkml resizes only a tensor that owns its storage"
+            )
+        if out.numel() != 0:
+            warnings.warn(_RESIZED.format(old=list(out.shape), new=list(result.shape)), UserWarning, stacklevel=4)
+        out._node = value.node
+        out._vcount += 1
+
+
+def with_out(fn, name: str):
+    """``fn`` taking PyTorch's ``out=`` keyword (the module docstring's rules)."""
+
+    @functools.wraps(fn)
+    def function(*args, out=None, **kwargs):
+        if out is None:
+            return fn(*args, **kwargs)
+        outs = tuple(out) if isinstance(out, list | tuple) else (out,)
+        if autograd.is_grad_enabled() and any(
+            t.requires_grad for t in (*_tensors(args), *_tensors(kwargs.values()), *_tensors(outs))
+        ):
+            raise RuntimeError(
+                f"{name}(): functions with out=... arguments don't support automatic differentiation, "
+                "but one of the arguments requires grad."
+            )
+        result = fn(*args, **kwargs)
+        results = tuple(result) if isinstance(result, tuple) else (result,)
+        if isinstance(out, list | tuple) != isinstance(result, tuple) or len(outs) != len(results):
+            raise TypeError(f"{name}(): out must be {len(results)} tensor(s), got {out!r}")
+        for o, r in zip(outs, results, strict=True):
+            _write(name, o, r)
+        if not isinstance(result, tuple):
+            return out
+        return type(result)(*outs) if hasattr(result, "_fields") else tuple(outs)
+
+    function.__signature__ = _signature_with_out(fn)
+    function.__wrapped_by_out__ = True
+    return function
+
+
+def _signature_with_out(fn):
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    params = [p for p in sig.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    extra = [p for p in sig.parameters.values() if p.kind is inspect.Parameter.VAR_KEYWORD]
+    out = inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, default=None)
+    try:
+        return sig.replace(parameters=[*params, out, *extra])
+    except ValueError:
+        return None
+
+
+def install(namespace: dict) -> None:
+    """Wrap ``namespace``'s (vkml's globals) functions of ``OUT_NAMES`` that do not take ``out`` themselves.
+
+    A function bound under several names (``abs`` and ``absolute``) gets one wrapper for all of
+    them, so aliases stay one object (docs/ops lists them by that).
+    """
+    wrappers = {}
+    for name in sorted(OUT_NAMES):
+        fn = namespace.get(name)
+        if fn is None or not callable(fn) or id(fn) in wrappers:
+            continue
+        try:
+            if "out" in inspect.signature(fn).parameters:
+                continue
+        except (TypeError, ValueError):
+            pass
+        wrappers[id(fn)] = with_out(fn, name)
+    for name, value in list(namespace.items()):
+        if not name.startswith("_") and id(value) in wrappers:
+            namespace[name] = wrappers[id(value)]

@@ -706,7 +706,7 @@ class _Program:
             changes.append(getattr(b, "binding_key", None))
         for d, name, pos, ref in self.input_params:
             node = inputs[pos]
-            d.params[name] = plan_cache.view_value(node.arg, *ref) if ref is not None else _param(node.arg)
+            d.params[name] = plan_cache.view_value(node.arg, *ref) if ref is not None else _param(node.arg.value)
         for d, name, pos, level, field, divisor, bits, delta in self.derived_params:
             value = (plan_cache.view_value(inputs[pos].arg, level, field, 1, 0) + delta) // divisor
             d.params[name] = value % (1 << bits) if bits else value

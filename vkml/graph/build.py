@@ -20,7 +20,7 @@ from ..ops.cast import host_round
 from ..ops.promotion import default_float, result_type, scalar_dtype
 from ..ops.reduce import reduce_dtypes
 from ..ops.registry import REGISTRY
-from .node import BITS_CAST, VALUE_CAST, Elementwise, Node, Op, Reduce
+from .node import BITS_CAST, VALUE_CAST, Const, Elementwise, Node, Op, Reduce
 from .view import View, ViewStack
 
 # The node kinds, as globals: every op a user writes builds two or three nodes here, and reading a
@@ -163,7 +163,7 @@ def expand_to(node: Node, shape: tuple[int, ...]) -> Node:
 
 
 def const_node(value, dtype: T.DType, shape: tuple[int, ...], device, op: str = "") -> Node:
-    scalar = Node(_CONST, (), _scalar_value(value, dtype, op), (), dtype, device)
+    scalar = Node(_CONST, (), Const(_scalar_value(value, dtype, op)), (), dtype, device)
     if not shape:
         return scalar
     stack = _broadcast_stack((), tuple(shape))  # what expand_to builds for a 0-dim node, without its checks
@@ -240,13 +240,14 @@ def _scalar_value_checked(value, dtype: T.DType, op: str):
 def cast_node(node: Node, dtype: T.DType) -> Node:
     if node.dtype is dtype:
         return node
-    value = node.arg  # before op: another thread may be realizing node (Node.become_buffer)
-    if node.op == _CONST and _folds(value, dtype):
+    arg = node.arg  # before op: another thread may be realizing node (Node.become_buffer)
+    if node.op == _CONST and _folds(arg.value, dtype):
+        value = arg.value
         if dtype.is_float and type(value) is float:  # the value the source dtype holds, then the target's
             value = host_round(host_round(value, node.dtype) if node.dtype.is_float else value, dtype)
         elif dtype.is_float:
             value = host_round(float(value), dtype) if dtype in (T.float16, T.bfloat16) else value
-        return Node(_CONST, (), _scalar_value(value, dtype), node.shape, dtype, node.device)
+        return Node(_CONST, (), Const(_scalar_value(value, dtype)), node.shape, dtype, node.device)
     return Node(_CAST, (node,), VALUE_CAST, node.shape, dtype, node.device)
 
 

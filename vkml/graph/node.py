@@ -3,7 +3,8 @@
 A node's ``op`` is an ``Op`` (one of ten constants, each a ``str``: ``node.op == "view"`` holds for ``Op.VIEW``) and
 its ``arg`` the named type of that op; nothing reads an ``arg`` by position:
 - ``buffer``: realized data (``buffer`` holds the device Buffer, contiguous in ``shape``); ``arg`` None.
-- ``const``: one scalar broadcast to ``shape`` (``arg`` = the Python value); becomes a kernel parameter.
+- ``const``: one scalar broadcast to ``shape`` (``arg`` = ``Const(value)``, the Python value); becomes a kernel
+  parameter.
 - ``elementwise``: ``arg`` = ``Elementwise(op, compute)``: the ``OpDef`` and the dtype it computes in;
   sources have this node's shape.
 - ``cast``: ``arg`` = ``Cast(bits)``: converts the source's value to this node's dtype, or reads its
@@ -76,6 +77,12 @@ Op.ALL = tuple(
 for _op in Op.ALL:
     setattr(Op, _op.upper(), _op)
 _BUFFER = Op.BUFFER  # a global read by ``Node.realized`` (which runs everywhere) without the class lookup
+
+
+class Const(NamedTuple):
+    """A constant node's ``arg``: its Python value (a float, int or bool, as ``build._scalar_value`` made it)."""
+
+    value: float | int | bool
 
 
 class Elementwise(NamedTuple):

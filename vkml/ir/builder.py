@@ -13,6 +13,17 @@
 Arithmetic operators on ``Value`` emit instructions into the innermost open block. Python
 numbers next to a Value become constants of its type. Python control flow cannot look at an
 IR value (``bool(v)`` raises): use ``select``/``where`` or ``if_`` / ``range_``.
+
+Common subexpressions are merged here, as instructions are emitted, and nowhere later: emitting a
+pure instruction (kind "pure", "index" or "const" in the instruction table: arithmetic, compares,
+conversions, constants, invocation ids) whose op, operands, attributes and result type equal those
+of one already emitted in the current block, or in a block around it of the same kernel, returns
+that instruction's result instead of a new one. Such a result dominates every later statement of
+its block and of the blocks opened inside (structured control flow), and a pure instruction's value
+depends on its operands alone, so the bits are those a second instruction would give. Never merged:
+loads (memory may be written in between), stores, barriers, subgroup and cooperative-matrix
+instructions, anything of a sibling branch or of a block already closed (it does not dominate),
+and anything across two kernels (a kernel built while another is open starts its own table).
 """
 
 from __future__ import annotations
@@ -35,6 +46,47 @@ def _stack() -> list[Block]:
     if st is None:
         st = _state.stack = []
     return st
+
+
+class _KernelValues(dict):
+    """The merged values of a kernel's top block; a lookup goes no further out than this table."""
+
+
+def _tables() -> list[dict]:
+    """Per open block (parallel to ``_stack()``): merge key -> the pure value the block defines."""
+    tables = getattr(_state, "tables", None)
+    if tables is None:
+        tables = _state.tables = []
+    return tables
+
+
+def _open(block: Block, table: dict | None = None) -> None:
+    _stack().append(block)
+    _tables().append({} if table is None else table)
+
+
+def _close() -> None:
+    _stack().pop()
+    _tables().pop()
+
+
+# The kinds of instruction whose result is a function of their operands and attributes alone.
+_MERGED_KINDS = frozenset(("pure", "index", "const"))
+
+
+def _merge_key(op: str, args: tuple, attrs: tuple, rtype) -> tuple:
+    # A numpy scalar by its dtype and bytes: -0.0 and 0.0, NaN payloads and 1 vs 1.0 stay apart.
+    # Other attributes (axes, type names) by type and value: True and 1 stay apart.
+    attrs = tuple((a.dtype.str, a.tobytes()) if isinstance(a, np.generic) else (type(a), a) for a in attrs)
+    return (op, rtype, args, attrs)
+
+
+def _merged(key: tuple) -> Value | None:
+    for table in reversed(_tables()):
+        found = table.get(key)
+        if found is not None or isinstance(table, _KernelValues):
+            return found
+    return None
 
 
 def _current() -> Block:
@@ -64,8 +116,18 @@ def emit(op: str, *args: Value, attrs: tuple = ()) -> Value | None:
 
 
 def _append(op: str, args, attrs: tuple, rtype) -> Value | None:
+    args = tuple(args)
+    spec = SPECS.get(op)
+    key = None
+    if rtype is not None and spec is not None and spec.kind in _MERGED_KINDS:
+        key = _merge_key(op, args, attrs, rtype)
+        found = _merged(key)
+        if found is not None:  # the module's text: an equal pure instruction dominates this point
+            return found
     result = Value(rtype) if rtype is not None else None
-    _current().body.append(Instr(op, tuple(args), result, attrs))
+    _current().body.append(Instr(op, args, result, attrs))
+    if key is not None:
+        _tables()[-1][key] = result
     return result
 
 
@@ -485,11 +547,11 @@ def _check_index(index: Value, what: str) -> None:
 
 def _run_block(fn, *args) -> tuple[Block, tuple[Value, ...]]:
     block = Block()
-    _stack().append(block)
+    _open(block)
     try:
         out = fn(*args)
     finally:
-        _stack().pop()
+        _close()
     if out is None:
         out = ()
     elif isinstance(out, Value) or not isinstance(out, (tuple, list)):
@@ -504,11 +566,11 @@ def if_(cond: Value):
     block = Block()
     stmt = If(as_value(cond, dtype=T.bool_), block, Block(), ())
     _current().body.append(stmt)
-    _stack().append(block)
+    _open(block)
     try:
         yield
     finally:
-        _stack().pop()
+        _close()
 
 
 def if_else(cond: Value, then_fn, else_fn) -> tuple[Value, ...]:
@@ -543,11 +605,11 @@ def range_(start, end=None, step=1):
     index = Value(start.dtype)
     body = Block()
     _current().body.append(Loop(start, end, step, index, (), (), body, ()))
-    _stack().append(body)
+    _open(body)
     try:
         yield index
     finally:
-        _stack().pop()
+        _close()
 
 
 def loop(start, end, step, inits, body_fn) -> tuple[Value, ...]:
@@ -580,6 +642,7 @@ class KernelBuilder:
         self.params: list[ParamDecl] = []
         self.shared_arrays: list[SharedDecl] = []
         self.body = Block()
+        self._values = _KernelValues()
 
     def _unique(self, name: str) -> None:
         taken = {d.name for d in (*self.buffers, *self.params, *self.shared_arrays)}
@@ -607,11 +670,11 @@ class KernelBuilder:
         return SharedRef(decl)
 
     def __enter__(self) -> KernelBuilder:
-        _stack().append(self.body)
+        _open(self.body, self._values)  # entered again, it goes on merging with what the body holds
         return self
 
     def __exit__(self, *exc) -> None:
-        _stack().pop()
+        _close()
 
     def finish(self) -> Kernel:
         return Kernel(

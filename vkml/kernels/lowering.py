@@ -440,7 +440,8 @@ class Lowering:
     def _param(self, node: Node) -> Value:
         if id(node) in self.baked:  # past the parameter budget: the value is part of the kernel
             dtype = param_dtype(node.dtype) if node.dtype is not T.bool_ else T.bool_
-            value = dtype.np.type(node.arg) if dtype.is_float else node.arg  # rounded as a parameter would be
+            value = node.arg.value
+            value = dtype.np.type(value) if dtype.is_float else value  # rounded as a parameter would be
             return B.const(value, dtype)
         v = self._params.get(id(node))
         if v is None:

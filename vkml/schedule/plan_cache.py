@@ -270,7 +270,7 @@ def bind(recipe: Recipe, order: list[Node], device) -> tuple[list[Dispatch], lis
             if p.__class__ is not int:
                 params[name] = view_value(order[p[0]].arg, *p[1:])
                 continue
-            value = order[p].arg
+            value = order[p].arg.value
             params[name] = int(value) if value.__class__ is bool else value  # bool constants hold Python bools
         dispatches.append(Dispatch(kernel, grid, buffers, params))
     if by_id is not None:

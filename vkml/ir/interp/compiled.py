@@ -122,7 +122,6 @@ class Program:
         self.slots: dict[Value, int] = {}
         self.template: list = []  # a fresh chunk's slots: constants filled in, the rest None
         self.consts: set[Value] = set()
-        self.alias = repeated_values(kernel.body)  # computed once, read through the first value's slot
         self.local_1d = kernel.local_size[1] == kernel.local_size[2] == 1
         self.params = [(self._slot(p.value), p.value) for p in kernel.params]
         self.forms: dict[Value, dict] = {p.value: {p.value: 1} for p in kernel.params}
@@ -138,8 +137,6 @@ class Program:
             for term in self.forms.get(i.args[0], ())
             if isinstance(term, Value)
         }
-        # A value standing in for repeats lives as long as they may be read (the plain liveness does not see them).
-        self.keep |= set(self.alias) | set(self.alias.values())
         self.written = {i.attrs[0] for i in instrs if i.op in ("store", "vstore")}
         self.dead_after = dead_after
         self.group_size = math.prod(kernel.local_size)
@@ -169,7 +166,6 @@ class Program:
     # ---------------------------------------------------------------- compiling
 
     def _slot(self, value: Value) -> int:
-        value = self.alias.get(value, value)
         if value not in self.slots:
             self.slots[value] = len(self.template)
             self.template.append(None)
@@ -262,8 +258,6 @@ class Program:
         spec = SPECS.get(op)
         if spec is None or spec.kind == "matrix" or op == "subgroup_id":
             raise _Unsupported(instr)  # cooperative matrices: one value per subgroup, the plain interpreter's
-        if instr.result in self.alias:
-            return None
         args = tuple(self._slot(a) for a in instr.args)
         result = self._slot(instr.result) if instr.result is not None else None
         if op == "const":
@@ -320,8 +314,7 @@ class Program:
         if instr.op not in _SWAPPED:
             return None
         for side in (0, 1):
-            arg = self.alias.get(instr.args[side], instr.args[side])
-            other = self.alias.get(instr.args[1 - side], instr.args[1 - side])
+            arg, other = instr.args[side], instr.args[1 - side]
             if self._lane_form(arg) and other in self.defs and self.defs[other].op == "const":
                 return side, 1 - side
         return None
@@ -334,19 +327,15 @@ class Program:
         local_id`` and its bounds check ``< n`` become a view and, where the chunk lies inside the
         bounds, a uniform True. A slow path or an undecided comparison computes the lanes (``_value``).
         """
-        candidates = {
-            r for r, i in self.defs.items() if r not in self.alias and i.op in _LANE_OPS and self._lane_form(r)
-        }
+        candidates = {r for r, i in self.defs.items() if i.op in _LANE_OPS and self._lane_form(r)}
         needs: list[tuple[Value, Value | None]] = []  # (value, the result of the step that reads it)
         for i in instrs:
-            if i.result in self.alias:
-                continue  # a repeat runs no step
             kind = SPECS[i.op].kind if i.op in SPECS else None
             ranged = self._ranged_compare(i)
             for k, a in enumerate(i.args):
                 if (kind == "memory" and k == 0) or (ranged is not None and k == ranged[0]):
                     continue
-                needs.append((self.alias.get(a, a), i.result))
+                needs.append((a, i.result))
         for stmt in walk(body):
             if isinstance(stmt, If):
                 read = (stmt.cond, *stmt.then.yields, *stmt.orelse.yields)
@@ -354,8 +343,8 @@ class Program:
                 read = (stmt.start, stmt.end, stmt.step, *stmt.inits, *stmt.body.yields)
             else:
                 continue
-            needs.extend((self.alias.get(a, a), None) for a in read)
-        needs.extend((self.alias.get(a, a), None) for a in body.yields)
+            needs.extend((a, None) for a in read)
+        needs.extend((a, None) for a in body.yields)
         deferred = set(candidates)
         changed = True
         while changed:
@@ -370,7 +359,7 @@ class Program:
         """Positions of ``instr``'s operands whose array its ufunc may overwrite with the result.
 
         An operand qualifies when this instruction is its last use (``dead``), it is not a
-        constant or a value kept for an access's index or a repeat, and the ufunc computes the
+        constant or a value kept for an access's index, and the ufunc computes the
         operand's own dtype from these operand types (dtype resolution does not depend on
         shapes, so a one-lane trial decides). At run time the array must also be owned by
         nothing else (``_owned``). Writing the result over an operand that dies here keeps the
@@ -453,44 +442,6 @@ def _combine(a: dict, b: dict, sign: int) -> dict:
     for k, c in b.items():
         out[k] = out.get(k, 0) + sign * c
     return {k: c for k, c in out.items() if c != 0}
-
-
-def repeated_values(body: Block) -> dict[Value, Value]:
-    """Results of instructions that repeat an earlier one in scope, each mapped to that earlier result.
-
-    A repeat has the same op, operands (after mapping) and attributes as an instruction that
-    dominates it; pure, index and constant instructions are functions of those alone, so the
-    earlier result holds the same bits for every lane (the generated kernels repeat index
-    arithmetic and constants freely).
-    """
-    alias: dict[Value, Value] = {}
-
-    def key(instr: Instr):
-        kind = SPECS[instr.op].kind if instr.op in SPECS else None
-        if instr.result is None or kind not in ("pure", "index", "const"):
-            return None
-        attrs = tuple((a.dtype.str, a.tobytes()) if isinstance(a, np.generic) else a for a in instr.attrs)
-        return (instr.op, instr.result.dtype.name, tuple(alias.get(a, a) for a in instr.args), attrs)
-
-    def visit(block: Block, seen: dict) -> None:
-        seen = dict(seen)  # what a nested block computes is not in scope after it
-        for stmt in block.body:
-            if isinstance(stmt, Instr):
-                k = key(stmt)
-                if k is None:
-                    continue
-                if k in seen:
-                    alias[stmt.result] = seen[k]
-                else:
-                    seen[k] = stmt.result
-            elif isinstance(stmt, If):
-                visit(stmt.then, seen)
-                visit(stmt.orelse, seen)
-            elif isinstance(stmt, Loop):
-                visit(stmt.body, seen)
-
-    visit(body, {})
-    return alias
 
 
 # ---------------------------------------------------------------- the cache

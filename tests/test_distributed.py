@@ -53,10 +53,12 @@ def test_one_rank_ddp_step_matches_the_module_and_torch(monkeypatch):
         torch.manual_seed(0)
         # PyTorch's DDP of one rank computes what its module does (and its constructor takes seconds
         # to import what it needs): the module under DataParallel stands for it
+        # (with CUDA hidden, as on CI: a GPU machine's DataParallel would move the module to its GPU)
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
         tmodel = TDP(torch.nn.Linear(3, 2))
         vmodel = DistributedDataParallel(vkml.nn.Linear(3, 2))
         assert list(vmodel.state_dict()) == list(tmodel.state_dict()) == ["module.weight", "module.bias"]
-        vmodel.load_state_dict({k: vkml.tensor(v.detach().numpy()) for k, v in tmodel.state_dict().items()})
+        vmodel.load_state_dict({k: vkml.tensor(v.detach().cpu().numpy()) for k, v in tmodel.state_dict().items()})
         x = np.arange(6, dtype=np.float32).reshape(2, 3)
         with vmodel.no_sync():
             assert not vmodel.require_backward_grad_sync
@@ -66,7 +68,9 @@ def test_one_rank_ddp_step_matches_the_module_and_torch(monkeypatch):
             grad = lib.tensor(np.ones(2, np.float32))
             lib.distributed.all_reduce(grad, op=lib.distributed.ReduceOp.SUM)
             assert grad.tolist() == [1.0, 1.0]
-        np.testing.assert_allclose(vmodel.module.weight.grad.numpy(), tmodel.module.weight.grad.numpy(), rtol=1e-6)
+        np.testing.assert_allclose(
+            vmodel.module.weight.grad.numpy(), tmodel.module.weight.grad.cpu().numpy(), rtol=1e-6
+        )
         with pytest.raises(NotImplementedError, match="world_size=2"):
             vdist.destroy_process_group()
             vdist.init_process_group("gloo", world_size=2, rank=0)

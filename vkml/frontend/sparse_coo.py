@@ -77,9 +77,10 @@ def _unsupported_name() -> str:
             break
         frame = frame.f_back
     for name, local in reversed(names):
-        if name == "fn" and isinstance(local, str):  # operators' _unary/_binary/_reduction: the op's name
+        if name in ("fn", "function") and isinstance(local, str):  # _unary/_binary/_reduction, out_arg: the op's name
             return local
-        if not name.startswith("_") and name not in ("fn", "method", "wrapper", "autocast_op", "inner", "<lambda>"):
+        skipped = ("fn", "function", "method", "wrapper", "autocast_op", "inner", "<lambda>")
+        if not name.startswith("_") and name not in skipped:
             return name
     return "this operation"
 

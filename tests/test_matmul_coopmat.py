@@ -375,3 +375,16 @@ def test_the_sweep_tool_times_or_checks_a_shape(gpu):
     else:
         assert "no float16 cooperative matrices, nothing to time" in run.stdout
         assert "fits an H200" in line, line
+
+
+def test_a_split_float16_product_keeps_float32_chunks(coopmat_on_cpu):
+    """(4, 4096) @ (4096, 4) float16 splits k in 2 (matmul's split_k_chunks): the chunks run on the
+    matrix template with float32 results (no float16 rounding per chunk), then ``sum`` adds them. On the
+    interpreter (the scalar order) that is the float32 composition, rounded once to float16."""
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((4, 4096)).astype(np.float16)
+    b = rng.standard_normal((4096, 4)).astype(np.float16)
+    got = (vkml.tensor(a) @ vkml.tensor(b)).numpy()
+    assert got.dtype == np.float16 and any(name.startswith("MMC_") for name in coopmat_on_cpu)
+    wide = [vkml.tensor(a[:, i : i + 2048]).float() @ vkml.tensor(b[i : i + 2048]).float() for i in (0, 2048)]
+    assert_same_bits(got, vkml.stack(wide).sum(0).half().numpy(), "split float16 product")

@@ -81,3 +81,79 @@ def test_conv_columns_kernel_divides_once_per_group():
     groups = sum(op == "vstore" for op in ops)
     grouped = out[:-1] + (out[-1] // width,)
     assert groups >= 1 and ops.count("idiv") == ops.count("irem") == groups * (len(grouped) - 1)
+
+
+def _f16_cases(lib, x):
+    pad = lib.nn.functional.pad
+    return [x.permute(2, 0, 1), x.transpose(1, 2), pad(x, (1, 3)), pad(x, (2, 1)).unfold(2, 3, 2)]
+
+
+@pytest.mark.parametrize("device", ["cpu", "vulkan"])
+def test_float16_views_are_copied_as_stored(device, request):
+    """A float16 view of a float16 buffer is stored as loaded (no float32 round trip): the values are
+    PyTorch's copies', special values, subnormals and -0.0 included."""
+    dev = vkml.device("cpu") if device == "cpu" else request.getfixturevalue("gpu")
+    bits = RNG.integers(0, 1 << 16, (2, 3, 8), dtype=np.uint16)
+    bits[0, 0, :6] = [0x7C01, 0xFE00, 0x8000, 0x0001, 0x7C00, 0x83FF]  # NaNs, -0.0, subnormals, inf
+    data = bits.view(np.float16)
+    x = vkml.tensor(data, device=dev).realize()
+    for got, want in zip(_f16_cases(vkml, x), _f16_cases(torch, torch.tensor(data))):
+        vkml.realize(got)
+        got, want = got.numpy(), want.numpy()
+        nan = np.isnan(want)
+        np.testing.assert_array_equal(np.isnan(got), nan)
+        np.testing.assert_array_equal(got.view(np.uint16)[~nan], want.view(np.uint16)[~nan])
+
+
+def test_float16_copy_kernel_does_not_round():
+    cpu = vkml.device("cpu")
+    kernels_tuning.set_tuning(cpu, kernels_tuning.tuning_from_features(DeviceFeatures.h200_like()))
+    try:
+        x = vkml.tensor(RNG.standard_normal((4, 32, 64)).astype(np.float16), device=cpu).realize()
+        (copy,) = schedule.lower(schedule.Plan([x.transpose(1, 2).node]))[0]
+    finally:
+        kernels_tuning.set_tuning(cpu, None)
+    counts, elements = C.per_element(copy, x.numel())
+    # index arithmetic alone: the float32 round trip took ~40 integer instructions an element
+    assert counts["conversion"] == 0 and counts["float"] == 0 and counts["int"] / elements < 8
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_conv_copies_its_columns_as_bits(dtype, gpu):
+    """conv2d's columns of a 16-bit float input are its bit patterns copied (``_columns_matrix``): the
+    forward and both gradients are PyTorch's to half precision, and the same bits on CPU and Vulkan."""
+    data = [RNG.standard_normal(s).astype(np.float32) for s in ((2, 3, 6, 7), (4, 3, 3, 2))]
+    data[0][0, 0, 0, :2] = [-0.0, 1e-6]  # a signed zero, a float16 subnormal
+    results = []
+    for dev in (vkml.device("cpu"), gpu):
+        x, w = (vkml.tensor(a, device=dev).to(getattr(vkml, dtype)).requires_grad_() for a in data)
+        out = F.conv2d(x, w, padding=(1, 2), dilation=(1, 2))
+        (out.float() ** 2).sum().backward()
+        results.append([t.float().numpy() for t in (out, x.grad, w.grad)])
+    tx, tw = (torch.tensor(a).to(getattr(torch, dtype)).float().requires_grad_() for a in data)
+    tout = torch.nn.functional.conv2d(tx, tw, padding=(1, 2), dilation=(1, 2))
+    (tout**2).sum().backward()
+    for got, on_gpu, want in zip(*results, (tout, tx.grad, tw.grad)):
+        np.testing.assert_array_equal(got, on_gpu)
+        want = want.detach().numpy()
+        finite = np.isfinite(want)
+        np.testing.assert_array_equal(np.isfinite(got), finite)
+        np.testing.assert_allclose(got[finite], want[finite], rtol=0.05, atol=0.05 * np.abs(want[finite]).max())
+
+
+def test_half_conv_columns_kernel_keeps_float16():
+    """The float16 columns kernel loads and stores float16 bit patterns: no conversion, no float32
+    rounding back (the software rounding took ~60 integer instructions an element)."""
+    cpu = vkml.device("cpu")
+    kernels_tuning.set_tuning(cpu, kernels_tuning.tuning_from_features(DeviceFeatures.h200_like()))
+    try:
+        x, w = (
+            vkml.tensor(RNG.standard_normal(s).astype(np.float16), device=cpu).realize()
+            for s in ((2, 8, 6, 8), (4, 8, 3, 3))
+        )
+        dispatches, _, _ = schedule.lower(schedule.Plan([F.conv2d(x, w, padding=1).node]))
+    finally:
+        kernels_tuning.set_tuning(cpu, None)
+    (columns,) = [d for d in dispatches if d.kernel.name.endswith("8x3x3x2x6x8")]
+    counts, elements = C.per_element(columns, 8 * 9 * 2 * 6 * 8)
+    assert counts["conversion"] == 0 and counts["int"] / elements < 30

@@ -35,7 +35,7 @@ from ..ir import types as T
 from ..ir.core import Kernel, Value
 from ..ir.instructions import VECTOR_WIDTH
 from ..ops import mathlib as M
-from ..ops.bitview import reinterpret_value
+from ..ops.bitview import reinterpret_f16, reinterpret_value
 from ..ops.cast import cast_value, compute_dtype, load_value, narrow, storage_dtype, store_value
 from ..ops.random import random_value
 from .index import _u32, index_dtype, local_index
@@ -652,6 +652,8 @@ class Lowering:
         if op == Op.CAST:
             src = node.srcs[0]
             if node.arg.bits:  # Tensor.view(dtype): the same bits read as another dtype of one size
+                if src.dtype is T.float16 and node.dtype is not T.float16 and self.f16_copy(src):
+                    return reinterpret_f16(self.value_f16(src, idx), node.dtype)  # the bits as loaded
                 return reinterpret_value(self.value(src, idx), src.dtype, node.dtype)
             return cast_value(self.value(src, idx), src.dtype, node.dtype)
         if op == Op.ELEMENTWISE:
@@ -682,6 +684,8 @@ class Lowering:
             src = node.srcs[0]
             lin, valid = _view_index(node.arg, idx, self.view_values(node))
             return self._masked(self.value_f16(src, Index(src.shape, lin=lin, valid=valid)), valid, idx.valid)
+        if node.dtype is T.float16 and node.op == Op.CAST and node.arg.bits:  # 16 bits read as a float16
+            return B.f16_from_bits(B.bitcast(self.value(node.srcs[0], idx), T.uint32))
         return M.f32_to_f16(self.value(node, idx))
 
     def f16_groups(self, node: Node) -> bool:
@@ -706,6 +710,13 @@ class Lowering:
         if valid is not None:
             below = B.select(valid, below, _u32(0))
         return [self._masked(v, valid, None) for v in self.f16_group_values(node.srcs[0], below)]
+
+    def f16_copy(self, node: Node) -> bool:
+        """Whether ``node`` is a float16 buffer or float16 views of one: its values are the buffer's float16
+        elements (or the pad's +0.0), which a kernel may store as loaded, with no rounding from float32."""
+        while node.dtype is T.float16 and node.op == Op.VIEW and not (node.realized or id(node) in self.leaves):
+            node = node.srcs[0]
+        return node.dtype is T.float16 and (node.realized or id(node) in self.leaves)
 
     def group_plan(self, node: Node, width: int) -> tuple[tuple[str, ...] | None, list]:
         """``group_plan`` of view ``node``: its values are constants where the scheduler baked them."""
@@ -833,13 +844,29 @@ def lower_elementwise(root: Node, leaves, baked=frozenset(), tuning: Tuning | No
     grid = fold_grid(workgroups)
     out_ref = L.bind_buffer(root.dtype, "write", "out", BufferRole(BufferKind.OUT, root))
 
+    # A float16 view of a float16 buffer (a permute or a pad made contiguous) is copied as float16:
+    # no conversion to float32 and rounding back (the software rounding of store_value), and the bits as
+    # stored, a signaling NaN's included, as PyTorch's copy keeps them.
+    # So is a bit view as float16 (Tensor.view(float16)) of 16-bit integers: their bits, stored.
+    views = root.dtype is T.float16 and L.f16_copy(root)
+    copy = views or (root.dtype is T.float16 and root.op == Op.CAST and root.arg.bits)
+    vectors = views and width == VECTOR_WIDTH and L.f16_groups(root)
+
     def compute(q: Value, group_multi=None) -> list[Value]:
+        if vectors:
+            return L.f16_group_values(root, q, group_multi)
         if width == 1:
-            return [L.value(root, Index(root.shape, lin=q))]
-        return [L.value(root, Index(root.shape, group=(q, k, width), group_multi=group_multi)) for k in range(width)]
+            return [(L.value_f16 if copy else L.value)(root, Index(root.shape, lin=q))]
+        at = [Index(root.shape, group=(q, k, width), group_multi=group_multi) for k in range(width)]
+        return [(L.value_f16 if copy else L.value)(root, i) for i in at]
 
     def store(q: Value, values: list[Value]) -> None:
-        if width == 1:
+        if copy:  # float16 values as stored
+            if width == 1:
+                out_ref[q] = values[0]
+            else:
+                out_ref.store4(q, values)
+        elif width == 1:
             L.store(out_ref, root.dtype, q, values[0])
         else:
             L.store_vector(out_ref, root.dtype, q, values)

@@ -59,3 +59,9 @@ def reinterpret_value(x: Value, src: T.DType, dst: T.DType) -> Value:
     if src is dst:
         return x
     return _from_bits(_bits(x, src), dst)
+
+
+def reinterpret_f16(h: Value, dst: T.DType) -> Value:
+    """A float16 value ``h`` as loaded (an f16, not its float32 compute value) read as ``dst`` (16 bits):
+    its bits as stored, with no float32 round trip (which costs a software rounding and may quiet a NaN)."""
+    return _from_bits(B.bitcast(B.f16_to_bits(h), T.int32), dst)

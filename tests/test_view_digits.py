@@ -89,20 +89,23 @@ def _f16_cases(lib, x):
 
 
 @pytest.mark.parametrize("device", ["cpu", "vulkan"])
-def test_float16_views_are_copied_as_stored(device, request):
-    """A float16 view of a float16 buffer is stored as loaded (no float32 round trip): the values are
-    PyTorch's copies', special values, subnormals and -0.0 included."""
+def test_half_views_are_copied_as_stored(device, request):
+    """A float16 (bfloat16) view of a float16 (bfloat16) buffer is stored as loaded (no float32 round
+    trip): the values are PyTorch's copies', special values, subnormals and -0.0 included."""
     dev = vkml.device("cpu") if device == "cpu" else request.getfixturevalue("gpu")
     bits = RNG.integers(0, 1 << 16, (2, 3, 8), dtype=np.uint16)
-    bits[0, 0, :6] = [0x7C01, 0xFE00, 0x8000, 0x0001, 0x7C00, 0x83FF]  # NaNs, -0.0, subnormals, inf
-    data = bits.view(np.float16)
-    x = vkml.tensor(data, device=dev).realize()
-    for got, want in zip(_f16_cases(vkml, x), _f16_cases(torch, torch.tensor(data))):
-        vkml.realize(got)
-        got, want = got.numpy(), want.numpy()
-        nan = np.isnan(want)
-        np.testing.assert_array_equal(np.isnan(got), nan)
-        np.testing.assert_array_equal(got.view(np.uint16)[~nan], want.view(np.uint16)[~nan])
+    bits[0, 0, :6] = [0x7C01, 0xFE00, 0x8000, 0x0001, 0x7C00, 0x83FF]  # NaNs, -0.0, subnormals, inf (float16)
+    bits[1, 0, :5] = [0x7F81, 0xFFC0, 0x8000, 0x0001, 0x7F80]  # NaNs, -0.0, a subnormal, inf (bfloat16)
+    for dtype in ("float16", "bfloat16"):
+        x = vkml.tensor(bits.view(np.int16), device=dev).view(getattr(vkml, dtype)).realize()
+        t = torch.tensor(bits.view(np.int16)).view(getattr(torch, dtype))
+        for got, want in zip(_f16_cases(vkml, x), _f16_cases(torch, t)):
+            vkml.realize(got)
+            got, want = got.view(vkml.int16).numpy(), want.view(torch.int16).numpy()
+            nan = np.isnan(torch.tensor(want).view(getattr(torch, dtype)).float().numpy())
+            got_nan = np.isnan(torch.tensor(got).view(getattr(torch, dtype)).float().numpy())
+            np.testing.assert_array_equal(got_nan, nan)
+            np.testing.assert_array_equal(got[~nan], want[~nan])
 
 
 def test_float16_copy_kernel_does_not_round():

@@ -35,7 +35,7 @@ from ..ir import types as T
 from ..ir.core import Kernel, Value
 from ..ir.instructions import VECTOR_WIDTH
 from ..ops import mathlib as M
-from ..ops.bitview import reinterpret_f16, reinterpret_value
+from ..ops.bitview import reinterpret_stored, reinterpret_value
 from ..ops.cast import cast_value, compute_dtype, load_value, narrow, storage_dtype, store_value
 from ..ops.random import random_value
 from .index import _u32, index_dtype, local_index
@@ -652,8 +652,8 @@ class Lowering:
         if op == Op.CAST:
             src = node.srcs[0]
             if node.arg.bits:  # Tensor.view(dtype): the same bits read as another dtype of one size
-                if src.dtype is T.float16 and node.dtype is not T.float16 and self.f16_copy(src):
-                    return reinterpret_f16(self.value_f16(src, idx), node.dtype)  # the bits as loaded
+                if node.dtype is not src.dtype and self.stored_copy(src):  # the bits as loaded
+                    return reinterpret_stored(self.value_stored(src, idx), src.dtype, node.dtype)
                 return reinterpret_value(self.value(src, idx), src.dtype, node.dtype)
             return cast_value(self.value(src, idx), src.dtype, node.dtype)
         if op == Op.ELEMENTWISE:
@@ -711,12 +711,34 @@ class Lowering:
             below = B.select(valid, below, _u32(0))
         return [self._masked(v, valid, None) for v in self.f16_group_values(node.srcs[0], below)]
 
-    def f16_copy(self, node: Node) -> bool:
-        """Whether ``node`` is a float16 buffer or float16 views of one: its values are the buffer's float16
-        elements (or the pad's +0.0), which a kernel may store as loaded, with no rounding from float32."""
-        while node.dtype is T.float16 and node.op == Op.VIEW and not (node.realized or id(node) in self.leaves):
+    def stored_copy(self, node: Node) -> bool:
+        """Whether ``node`` is a float16 (bfloat16) buffer or views of one: its values are the buffer's
+        elements (or the pad's +0.0), which a kernel may store as loaded (``value_stored``), with no
+        rounding from float32."""
+        dtype = node.dtype
+        if dtype is not T.float16 and dtype is not T.bfloat16:
+            return False
+        while node.dtype is dtype and node.op == Op.VIEW and not (node.realized or id(node) in self.leaves):
             node = node.srcs[0]
-        return node.dtype is T.float16 and (node.realized or id(node) in self.leaves)
+        return node.dtype is dtype and (node.realized or id(node) in self.leaves)
+
+    def value_stored(self, node: Node, idx: Index) -> Value:
+        """``node`` (float16 or bfloat16) at ``idx`` as its stored bits: ``value_f16`` (an f16), and for
+        bfloat16 its int16 pattern sign-extended to int32 (the IR has no int16 constants for the pad),
+        by the same walk: loaded as stored through leaves and views, a bit view of 16-bit integers as
+        their bits, rounded in software from anything else."""
+        if node.dtype is T.float16:
+            return self.value_f16(node, idx)
+        if node.realized or id(node) in self.leaves:
+            lin = idx.lin if idx.valid is None else B.select(idx.valid, idx.lin, _u32(0))
+            return B.convert(self._leaf(node)[lin], T.int32)
+        if node.op == Op.VIEW:
+            src = node.srcs[0]
+            lin, valid = _view_index(node.arg, idx, self.view_values(node))
+            return self._masked(self.value_stored(src, Index(src.shape, lin=lin, valid=valid)), valid, idx.valid)
+        if node.op == Op.CAST and node.arg.bits:  # 16 bits read as a bfloat16 (int32, as int16 computes)
+            return self.value(node.srcs[0], idx)
+        return B.convert(store_value(self.value(node, idx), node.dtype), T.int32)
 
     def group_plan(self, node: Node, width: int) -> tuple[tuple[str, ...] | None, list]:
         """``group_plan`` of view ``node``: its values are constants where the scheduler baked them."""
@@ -848,20 +870,23 @@ def lower_elementwise(root: Node, leaves, baked=frozenset(), tuning: Tuning | No
     # no conversion to float32 and rounding back (the software rounding of store_value), and the bits as
     # stored, a signaling NaN's included, as PyTorch's copy keeps them.
     # So is a bit view as float16 (Tensor.view(float16)) of 16-bit integers: their bits, stored.
-    views = root.dtype is T.float16 and L.f16_copy(root)
-    copy = views or (root.dtype is T.float16 and root.op == Op.CAST and root.arg.bits)
-    vectors = views and width == VECTOR_WIDTH and L.f16_groups(root)
+    half = root.dtype is T.float16 or root.dtype is T.bfloat16
+    views = L.stored_copy(root)
+    copy = views or (half and root.op == Op.CAST and root.arg.bits)
+    vectors = views and root.dtype is T.float16 and width == VECTOR_WIDTH and L.f16_groups(root)
 
     def compute(q: Value, group_multi=None) -> list[Value]:
         if vectors:
             return L.f16_group_values(root, q, group_multi)
         if width == 1:
-            return [(L.value_f16 if copy else L.value)(root, Index(root.shape, lin=q))]
+            return [(L.value_stored if copy else L.value)(root, Index(root.shape, lin=q))]
         at = [Index(root.shape, group=(q, k, width), group_multi=group_multi) for k in range(width)]
-        return [(L.value_f16 if copy else L.value)(root, i) for i in at]
+        return [(L.value_stored if copy else L.value)(root, i) for i in at]
 
     def store(q: Value, values: list[Value]) -> None:
-        if copy:  # float16 values as stored
+        if copy:  # float16 values (bfloat16 bits) as stored
+            if root.dtype is T.bfloat16:
+                values = [B.convert(v, T.int16) for v in values]
             if width == 1:
                 out_ref[q] = values[0]
             else:

@@ -298,7 +298,8 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups: in
     """2-D convolution (cross-correlation) of ``input`` (N, C, H, W) or (C, H, W) with ``weight`` (O, C/groups, kh, kw).
 
     Computed as im2col and one batched matmul: one window view of the zero-padded input gives the
-    columns (``Tensor.unfold``'s view over both spatial dims: no copy, the matmul reads them), and each
+    columns (``Tensor.unfold``'s view over both spatial dims; with one group one kernel writes them as a
+    matrix, a 16-bit float input's as its bit patterns, and the matmul reads that), and each
     output element is the matmul's sum of its C/groups·kh·kw products in ascending (channel,
     kernel row, kernel column) order, starting from -0.0, then the bias added once. The order is
     fixed, so CPU and Vulkan give the same bits (docs/ops/conv2d.md); PyTorch's order differs,

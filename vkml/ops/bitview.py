@@ -61,7 +61,9 @@ def reinterpret_value(x: Value, src: T.DType, dst: T.DType) -> Value:
     return _from_bits(_bits(x, src), dst)
 
 
-def reinterpret_f16(h: Value, dst: T.DType) -> Value:
-    """A float16 value ``h`` as loaded (an f16, not its float32 compute value) read as ``dst`` (16 bits):
-    its bits as stored, with no float32 round trip (which costs a software rounding and may quiet a NaN)."""
-    return _from_bits(B.bitcast(B.f16_to_bits(h), T.int32), dst)
+def reinterpret_stored(h: Value, src: T.DType, dst: T.DType) -> Value:
+    """A float16 or bfloat16 element ``h`` as stored (an f16; bfloat16's bits in an int32), not its
+    float32 compute value, read as ``dst`` of the same size: its bits, with no float32 round trip
+    (which costs a software rounding and may quiet a NaN)."""
+    bits = B.bitcast(B.f16_to_bits(h), T.int32) if src is T.float16 else h
+    return _from_bits(bits, dst)

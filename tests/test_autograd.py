@@ -205,6 +205,14 @@ CASES = [
         inputs(normal(1, 2, 6, 5)),
     ),
     Case(
+        "conv_columns",  # conv2d's im2col matrix (its gradient folds the windows back)
+        lambda x, w: VF.conv2d(x, w, padding=1, stride=(2, 1), dilation=(1, 2)),
+        lambda x, w: torch.nn.functional.conv2d(x, w, padding=1, stride=(2, 1), dilation=(1, 2)),
+        inputs(normal(2, 2, 5, 6), normal(3, 2, 2, 3)),
+        rtol=1e-5,
+        atol=1e-5,
+    ),
+    Case(
         "as_strided",
         lambda x: x.as_strided((3, 4), (2, 1), 1),
         lambda x: x.as_strided((3, 4), (2, 1), 1),

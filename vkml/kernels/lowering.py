@@ -35,7 +35,7 @@ from ..ir import types as T
 from ..ir.core import Kernel, Value
 from ..ir.instructions import VECTOR_WIDTH
 from ..ops import mathlib as M
-from ..ops.bitview import reinterpret_value
+from ..ops.bitview import reinterpret_stored, reinterpret_value
 from ..ops.cast import cast_value, compute_dtype, load_value, narrow, storage_dtype, store_value
 from ..ops.random import random_value
 from .index import _u32, index_dtype, local_index
@@ -193,6 +193,13 @@ class Index:
 
     @property
     def multi(self) -> tuple:
+        if self._multi is None and self.group is not None and self.shape and self.shape[-1] % self.group[2] == 0:
+            # the group's multi-index in groups, then its innermost digit times the width plus k:
+            # the divisions are the group's, shared by its positions, not each position's own
+            q, k, width = self.group
+            outer = self.group_multi or unravel(q, _grouped(self.shape, width))
+            last = outer[-1] * _u32(width) if self.shape[-1] != width else _u32(0)
+            self._multi = (*outer[:-1], last + _u32(k) if k else last)
         if self._multi is None:
             self._multi = unravel(self.lin, self.shape)
         return self._multi
@@ -246,6 +253,77 @@ def _and(a: Value | None, b: Value | None) -> Value | None:
     return a & b
 
 
+def _view_valid(view: View, multi: tuple, valid: Value | None, values=None) -> Value | None:
+    """``valid`` and ``view.mask`` at ``multi`` (``_view_level``'s validity alone)."""
+    if view.mask:
+        for d, (i, (lo, hi), s) in enumerate(zip(multi, view.mask, view.shape)):
+            if lo > 0 or hi < s:
+                start = values(2 * d) if values else _u32(lo)
+                length = _u32(max(0, hi - lo))
+                if index_dtype() is T.uint32:
+                    # one unsigned compare: i - start wraps past the length where i < start, and
+                    # start + length <= s < 2^32, so it is below the length exactly where both bounds hold
+                    valid = _and(valid, (i - start) < length)
+                else:
+                    valid = _and(valid, i >= start)
+                    valid = _and(valid, i < start + length)
+    return valid
+
+
+def _digits(view: View, multi: tuple, shape: tuple, offset: int | None) -> tuple | None:
+    """The multi-index in ``shape`` (row-major) of ``view``'s linear index at ``multi`` computed
+    without a division, or None where that needs one (``offset``: the view's offset, None where it
+    is a kernel parameter).
+
+    Each stride of the view that is a multiple ``a·c`` of the row-major stride ``c`` of one dim of
+    ``shape`` moves that dim's digit by ``a`` a step. Where every digit stays in ``[0, size)`` over
+    the view's whole box (its mask ignored: a masked position's index is never loaded), the digits
+    are the mixed-radix form of the linear index, which is unique: exactly what ``unravel`` of
+    the linear index gives, with no division or remainder. So a window over a padded tensor (im2col:
+    digit ``i·step + k·dilation``) reaches the level below as sums.
+
+    >>> _digits(View((5,), (1,)), (None,), (2, 3), 0) is None  # a run of 5 over rows of 3: it divides
+    True
+    """
+    if offset is None or offset < 0 or 0 in shape or 0 in view.shape:
+        return None
+    row = _strides(shape)
+    rest, first = offset, []
+    for size in reversed(shape):
+        first.append(rest % size)
+        rest //= size
+    if rest:
+        return None
+    first.reverse()
+    low, high, terms = list(first), list(first), [[] for _ in shape]
+    for i, size, stride in zip(multi, view.shape, view.strides):
+        if not stride or size == 1:
+            continue
+        dims = [d for d, c in enumerate(row) if c and stride % c == 0 and c <= abs(stride)]
+        if not dims:
+            return None
+        d = dims[0]  # the largest such stride: row-major strides fall along the dims
+        a = stride // row[d]
+        low[d] += min(0, a * (size - 1))
+        high[d] += max(0, a * (size - 1))
+        terms[d].append((i, a))
+    if any(lo < 0 or hi >= size for lo, hi, size in zip(low, high, shape)):
+        return None
+    out = []
+    for start, parts in zip(first, terms):
+        # positive steps first, then the negative ones subtracted: no partial sum leaves [0, size)
+        # below the digit's own value, so uint32 indices never wrap
+        acc = _u32(start) if start or not parts else None
+        for i, a in sorted(parts, key=lambda t: t[1] < 0):
+            term = i if abs(a) == 1 else i * _u32(abs(a))
+            if a > 0:
+                acc = term if acc is None else acc + term
+            else:
+                acc = acc - term
+        out.append(acc)
+    return tuple(out)
+
+
 def _view_level(view: View, multi: tuple, valid: Value | None, values=None) -> tuple[Value, Value | None]:
     """Linear index below ``view`` of its position ``multi``, and validity (``view.mask``).
 
@@ -257,12 +335,7 @@ def _view_level(view: View, multi: tuple, valid: Value | None, values=None) -> t
     length a constant (a bound at 0 or at the size holds everywhere), so that a region at the first
     or the last row has the code of any other row, and takes one parameter.
     """
-    if view.mask:
-        for d, (i, (lo, hi), s) in enumerate(zip(multi, view.mask, view.shape)):
-            if lo > 0 or hi < s:
-                start = values(2 * d) if values else _u32(lo)
-                valid = _and(valid, i >= start)
-                valid = _and(valid, i < start + _u32(max(0, hi - lo)))
+    valid = _view_valid(view, multi, valid, values)
     if values:
         lin = values(-1)
     else:
@@ -282,10 +355,22 @@ def _view_index(stack, idx: Index, values=None) -> tuple[Value, Value | None]:
     multi, valid = idx.multi, idx.valid
     lin = None
     for k in reversed(range(len(stack.views))):
-        lin, valid = _view_level(stack.views[k], multi, valid, values and values(k, 1, 1))
+        view, at = stack.views[k], values and values(k, 1, 1)
+        digits = _digits(view, multi, stack.views[k - 1].shape, _constant_offset(view, at)) if k else None
+        if digits is not None:  # the level below's multi-index as sums: no division
+            valid, multi = _view_valid(view, multi, valid, at), digits
+            continue
+        lin, valid = _view_level(view, multi, valid, at)
         if k:
             multi = unravel(lin, stack.views[k - 1].shape)
     return lin, valid
+
+
+def _constant_offset(view: View, values) -> int | None:
+    """``view``'s offset where the kernel's code holds it (0 where it is no parameter), None where it is one."""
+    if values is None:
+        return view.offset
+    return None if values(-1) is not None else 0
 
 
 def _grouped(shape: tuple, width: int) -> tuple:
@@ -392,7 +477,14 @@ def _group_view_index(stack: ViewStack, modes, q: Value, valid: Value | None, wi
     for level, mode in zip(levels, modes):
         scale = width if mode == "vector" else 1  # what _in_groups divides the offset by
         view = _in_groups(stack.views[level], width, 1 if mode == "vector" else 0)
-        lin, valid = _view_level(view, multi, valid, values and values(level, scale, width))
+        at = values and values(level, scale, width)
+        if level and mode == "vector":
+            below = _grouped(stack.views[level - 1].shape, width)
+            digits = _digits(view, multi, below, _constant_offset(view, at))
+            if digits is not None:  # the groups below as sums of these: no division
+                valid, multi = _view_valid(view, multi, valid, at), digits
+                continue
+        lin, valid = _view_level(view, multi, valid, at)
         if mode == "uniform":
             if level:  # the rest of the way is a plain view of one position
                 lower = ViewStack(stack.views[:level])
@@ -560,6 +652,8 @@ class Lowering:
         if op == Op.CAST:
             src = node.srcs[0]
             if node.arg.bits:  # Tensor.view(dtype): the same bits read as another dtype of one size
+                if node.dtype is not src.dtype and self.stored_copy(src):  # the bits as loaded
+                    return reinterpret_stored(self.value_stored(src, idx), src.dtype, node.dtype)
                 return reinterpret_value(self.value(src, idx), src.dtype, node.dtype)
             return cast_value(self.value(src, idx), src.dtype, node.dtype)
         if op == Op.ELEMENTWISE:
@@ -590,6 +684,8 @@ class Lowering:
             src = node.srcs[0]
             lin, valid = _view_index(node.arg, idx, self.view_values(node))
             return self._masked(self.value_f16(src, Index(src.shape, lin=lin, valid=valid)), valid, idx.valid)
+        if node.dtype is T.float16 and node.op == Op.CAST and node.arg.bits:  # 16 bits read as a float16
+            return B.f16_from_bits(B.bitcast(self.value(node.srcs[0], idx), T.uint32))
         return M.f32_to_f16(self.value(node, idx))
 
     def f16_groups(self, node: Node) -> bool:
@@ -614,6 +710,35 @@ class Lowering:
         if valid is not None:
             below = B.select(valid, below, _u32(0))
         return [self._masked(v, valid, None) for v in self.f16_group_values(node.srcs[0], below)]
+
+    def stored_copy(self, node: Node) -> bool:
+        """Whether ``node`` is a float16 (bfloat16) buffer or views of one: its values are the buffer's
+        elements (or the pad's +0.0), which a kernel may store as loaded (``value_stored``), with no
+        rounding from float32."""
+        dtype = node.dtype
+        if dtype is not T.float16 and dtype is not T.bfloat16:
+            return False
+        while node.dtype is dtype and node.op == Op.VIEW and not (node.realized or id(node) in self.leaves):
+            node = node.srcs[0]
+        return node.dtype is dtype and (node.realized or id(node) in self.leaves)
+
+    def value_stored(self, node: Node, idx: Index) -> Value:
+        """``node`` (float16 or bfloat16) at ``idx`` as its stored bits: ``value_f16`` (an f16), and for
+        bfloat16 its int16 pattern sign-extended to int32 (the IR has no int16 constants for the pad),
+        by the same walk: loaded as stored through leaves and views, a bit view of 16-bit integers as
+        their bits, rounded in software from anything else."""
+        if node.dtype is T.float16:
+            return self.value_f16(node, idx)
+        if node.realized or id(node) in self.leaves:
+            lin = idx.lin if idx.valid is None else B.select(idx.valid, idx.lin, _u32(0))
+            return B.convert(self._leaf(node)[lin], T.int32)
+        if node.op == Op.VIEW:
+            src = node.srcs[0]
+            lin, valid = _view_index(node.arg, idx, self.view_values(node))
+            return self._masked(self.value_stored(src, Index(src.shape, lin=lin, valid=valid)), valid, idx.valid)
+        if node.op == Op.CAST and node.arg.bits:  # 16 bits read as a bfloat16 (int32, as int16 computes)
+            return self.value(node.srcs[0], idx)
+        return B.convert(store_value(self.value(node, idx), node.dtype), T.int32)
 
     def group_plan(self, node: Node, width: int) -> tuple[tuple[str, ...] | None, list]:
         """``group_plan`` of view ``node``: its values are constants where the scheduler baked them."""
@@ -741,13 +866,32 @@ def lower_elementwise(root: Node, leaves, baked=frozenset(), tuning: Tuning | No
     grid = fold_grid(workgroups)
     out_ref = L.bind_buffer(root.dtype, "write", "out", BufferRole(BufferKind.OUT, root))
 
+    # A float16 view of a float16 buffer (a permute or a pad made contiguous) is copied as float16:
+    # no conversion to float32 and rounding back (the software rounding of store_value), and the bits as
+    # stored, a signaling NaN's included, as PyTorch's copy keeps them.
+    # So is a bit view as float16 (Tensor.view(float16)) of 16-bit integers: their bits, stored.
+    half = root.dtype is T.float16 or root.dtype is T.bfloat16
+    views = L.stored_copy(root)
+    copy = views or (half and root.op == Op.CAST and root.arg.bits)
+    vectors = views and root.dtype is T.float16 and width == VECTOR_WIDTH and L.f16_groups(root)
+
     def compute(q: Value, group_multi=None) -> list[Value]:
+        if vectors:
+            return L.f16_group_values(root, q, group_multi)
         if width == 1:
-            return [L.value(root, Index(root.shape, lin=q))]
-        return [L.value(root, Index(root.shape, group=(q, k, width), group_multi=group_multi)) for k in range(width)]
+            return [(L.value_stored if copy else L.value)(root, Index(root.shape, lin=q))]
+        at = [Index(root.shape, group=(q, k, width), group_multi=group_multi) for k in range(width)]
+        return [(L.value_stored if copy else L.value)(root, i) for i in at]
 
     def store(q: Value, values: list[Value]) -> None:
-        if width == 1:
+        if copy:  # float16 values (bfloat16 bits) as stored
+            if root.dtype is T.bfloat16:
+                values = [B.convert(v, T.int16) for v in values]
+            if width == 1:
+                out_ref[q] = values[0]
+            else:
+                out_ref.store4(q, values)
+        elif width == 1:
             L.store(out_ref, root.dtype, q, values[0])
         else:
             L.store_vector(out_ref, root.dtype, q, values)

@@ -23,6 +23,7 @@ from ..frontend import operators as functions
 from ..frontend import shape as shape_ops
 from ..frontend import windows as _window_ops
 from ..frontend.autograd import differentiable
+from ..graph import build as lazy
 from ..ir import types as T
 from ..ops import grads as G
 
@@ -166,16 +167,53 @@ def _conv_product(x, weight, kernel, stride, dilation, out_size):
     at batch 64) keeps a GPU busy where the per-sample products (64 × 576 @ 576 × 3136, 64 of them)
     did not. The result (O, N, *out) is returned as the view (N, O, *out).
     """
-    n = len(kernel)
-    batch, channels, out_channels = x.shape[0], x.shape[1], weight.shape[0]
-    first = functions.permute(x, 1, 0, *range(2, n + 2))  # (C, N, *spatial): a view
-    cols = _window_ops.window(first, tuple(range(2, 2 + n)), tuple(kernel), tuple(stride), tuple(dilation))
-    cols = functions.permute(cols, 0, *range(2 + n, 2 + 2 * n), 1, *range(2, 2 + n))  # (C, *kernel, N, *out)
-    # Computed, not a view (x·1 is x for every value, signed zeros and NaN included): one load of x per
-    # element here, where a product reading the windows would gather them once per tile of outputs.
-    cols = functions.reshape(functions.mul(cols, 1.0), channels * math.prod(kernel), batch * math.prod(out_size))
+    batch, out_channels = x.shape[0], weight.shape[0]
+    cols = _columns_matrix(x, tuple(kernel), tuple(stride), tuple(dilation))
     out = functions.matmul(functions.reshape(weight, out_channels, -1), cols)  # (O, N·L)
     return functions.transpose(functions.reshape(out, out_channels, batch, *out_size), 0, 1)
+
+
+@differentiable("conv_columns", inputs=("x",))
+def _columns_matrix(x, kernel, stride, dilation):
+    """``_conv_product``'s im2col matrix (C·taps, N·L) of ``x`` (N, C, *spatial), computed, not a view:
+    one load of x per element here, where a product reading the windows would gather them once per tile
+    of outputs. Its rows are (c, *tap), its columns (n, *out). A float16 or bfloat16 x is copied as its
+    16-bit patterns (an int16 ``x·1``: the same bits, the pad's +0.0 included), not through float32 and a
+    software rounding back; any other x as ``x·1.0`` (x for every value, signed zeros and NaN included).
+    The gradient (``_columns_matrix_grad``) folds the windows back, taps in ascending order."""
+    n = len(kernel)
+    first = functions.permute(x, 1, 0, *range(2, n + 2))  # (C, N, *spatial): a view
+    cols = _window_ops.window(first, tuple(range(2, 2 + n)), kernel, stride, dilation)
+    cols = functions.permute(cols, 0, *range(2 + n, 2 + 2 * n), 1, *range(2, 2 + n))  # (C, *kernel, N, *out)
+    if x.dtype in (T.float16, T.bfloat16):
+        cols = functions._wrap(lazy.bitcast_node(functions.mul(_bits16(cols), 1).node, x.dtype))
+    else:
+        cols = functions.mul(cols, 1.0)
+    return functions.reshape(cols, x.shape[1] * math.prod(kernel), -1)
+
+
+def _bits16(t):
+    """``t``'s 16-bit float patterns as int16 (a bit view: no copy, no gradient)."""
+    return functions._wrap(lazy.bitcast_node(t.node, T.int16))
+
+
+def _columns_matrix_grad(c):
+    """The gradient of ``_columns_matrix``'s x: the columns' gradient folded back over the window view
+    (``fold_windows``, taps in ascending order), as the permutes, the window view and ``x·1``'s gradients
+    composed gave it (``g·1`` is ``g``): the same bits."""
+    (x,) = c.inputs
+    kernel, stride, dilation = c.attrs["kernel"], c.attrs["stride"], c.attrs["dilation"]
+    n = len(kernel)
+    first_shape = (x.shape[1], x.shape[0], *x.shape[2:])
+    out = tuple((s - d * (k - 1) - 1) // st + 1 for s, k, st, d in zip(x.shape[2:], kernel, stride, dilation))
+    g = functions.reshape(c.g, first_shape[0], *kernel, x.shape[0], *out)  # (C, *kernel, N, *out)
+    g = functions.permute(g, 0, 1 + n, *range(2 + n, 2 + 2 * n), *range(1, 1 + n))  # (C, N, *out, *kernel)
+    first = functions.permute(x, 1, 0, *range(2, n + 2))
+    g = G.fold_windows(c.F, g, first, tuple(range(2, 2 + n)), kernel, stride, dilation)
+    return (functions.permute(g, 1, 0, *range(2, n + 2)),)
+
+
+G.RULES["conv_columns"] = _columns_matrix_grad
 
 
 def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, padding_mode="zeros"):
@@ -260,7 +298,8 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups: in
     """2-D convolution (cross-correlation) of ``input`` (N, C, H, W) or (C, H, W) with ``weight`` (O, C/groups, kh, kw).
 
     Computed as im2col and one batched matmul: one window view of the zero-padded input gives the
-    columns (``Tensor.unfold``'s view over both spatial dims: no copy, the matmul reads them), and each
+    columns (``Tensor.unfold``'s view over both spatial dims; with one group one kernel writes them as a
+    matrix, a 16-bit float input's as its bit patterns, and the matmul reads that), and each
     output element is the matmul's sum of its C/groups·kh·kw products in ascending (channel,
     kernel row, kernel column) order, starting from -0.0, then the bias added once. The order is
     fixed, so CPU and Vulkan give the same bits (docs/ops/conv2d.md); PyTorch's order differs,

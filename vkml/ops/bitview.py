@@ -59,3 +59,11 @@ def reinterpret_value(x: Value, src: T.DType, dst: T.DType) -> Value:
     if src is dst:
         return x
     return _from_bits(_bits(x, src), dst)
+
+
+def reinterpret_stored(h: Value, src: T.DType, dst: T.DType) -> Value:
+    """A float16 or bfloat16 element ``h`` as stored (an f16; bfloat16's bits in an int32), not its
+    float32 compute value, read as ``dst`` of the same size: its bits, with no float32 round trip
+    (which costs a software rounding and may quiet a NaN)."""
+    bits = B.bitcast(B.f16_to_bits(h), T.int32) if src is T.float16 else h
+    return _from_bits(bits, dst)

@@ -261,7 +261,8 @@ def computed_operands(node: Node, is_loaded) -> list[Node]:
         n = stack.pop()
         if n.realized or is_loaded(n) or n.op == Op.CONST or n in found:
             continue
-        if n.op == Op.VIEW or (n.op == Op.CAST and n.dtype.is_float):
+        # (a bit view as a float is computed: a float16 one is stored as its bits, read as float16 here)
+        if n.op == Op.VIEW or (n.op == Op.CAST and n.dtype.is_float and not n.arg.bits):
             stack.extend(n.srcs)
         else:
             found.append(n)

@@ -158,6 +158,9 @@ def test_a_reshaped_computed_operand_is_loaded_as_stored(coopmat2_on_cpu):
     lhs = (x + 1.0).reshape(48, 24)
     assert kernels_matmul_coopmat2.fits((lhs @ vkml.tensor(b)).node, H200)
     assert not kernels_matmul_coopmat2.fits((x[:, ::2].reshape(24, 24) @ vkml.tensor(b)).node, H200)  # strided
+    bits = ((x.view(vkml.int16) * 1).view(vkml.float16)).reshape(48, 24)  # conv2d's float16 columns: a bit view
+    assert kernels_matmul_coopmat2.fits((bits @ vkml.tensor(b)).node, H200)
+    assert not kernels_matmul_coopmat2.fits((x.float().half().reshape(48, 24) @ vkml.tensor(b)).node, H200)
     kernels: list = []
     got = _kernels(kernels, lambda: (lhs @ vkml.tensor(b)).numpy())
     assert len(kernels) == 2 and kernels[1].name.startswith("MMW_"), [k.name for k in kernels]  # the add, then

@@ -159,7 +159,10 @@ def fits(mm: Node, features) -> bool:
     a, b = mm.srcs
     if len(a.shape) != 2 or len(b.shape) != 2 or 0 in (*a.shape, *b.shape):
         return False
-    if any(not s.realized and s.op in (Op.VIEW, Op.CAST, Op.CONST) for s in map(stored, (a, b))):
+    # A value cast or a constant is folded into the loads; a bit view (conv2d's float16 columns, copied as
+    # int16) is computed into a buffer first (tiled.computed_operands), which this template then reads.
+    folded = [s for s in map(stored, (a, b)) if not s.realized and s.op in (Op.VIEW, Op.CAST, Op.CONST)]
+    if any(not (s.op == Op.CAST and s.arg.bits) for s in folded):
         return False
     largest = 2 * max(a.numel, b.numel, a.shape[0] * b.shape[1])
     return largest <= features.max_storage_buffer_range

@@ -177,16 +177,17 @@ class _Sequence(Function):
                 d_x[t] = d_h[t] = packed[..., : 4 * size]
                 skip = _tail(packed, 4 * size)
             elif mode == "GRU":
-                h_proj, xp, h_prev = kept[t], x_proj[t], h_of(previous(t))
+                h_proj, h_prev = kept[t], h_of(previous(t))
+                xp = [_gate(x_proj[t], k, size) for k in range(3)]  # one view node each, as g_ht
 
                 def r(xp=xp, h_proj=h_proj):
-                    return functions.sigmoid(_gate(xp, 0, size) + _gate(h_proj, 0, size))
+                    return functions.sigmoid(xp[0] + _gate(h_proj, 0, size))
 
                 def z(xp=xp, h_proj=h_proj):
-                    return functions.sigmoid(_gate(xp, 1, size) + _gate(h_proj, 1, size))
+                    return functions.sigmoid(xp[1] + _gate(h_proj, 1, size))
 
                 def n(xp=xp, h_proj=h_proj, r=r):
-                    return functions.tanh(_gate(xp, 2, size) + r() * _gate(h_proj, 2, size))
+                    return functions.tanh(xp[2] + r() * _gate(h_proj, 2, size))
 
                 def dn(dh=dh, z=z, n=n):  # the gradient reaching n's argument
                     return dh() * (1 - z()) * (1 - n() * n())

@@ -231,3 +231,48 @@ def test_kernels_per_time_step(name):
     for backward, bound in zip((False, True), STEP_KERNELS[name]):
         per_step = dispatches(3, backward) - dispatches(2, backward)
         assert per_step <= bound, f"{name} {'forward + backward' if backward else 'forward'}: {per_step} per step"
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU"])
+def test_a_recurrent_training_loop_compiles_nothing_after_its_first_iteration(name, monkeypatch):
+    """The kernels of a training step do not depend on the sequence's length (each time step's
+    backward kernel read step t's rows of the output's gradient, GRU's of its input projection,
+    through views whose offsets, past the kernel's parameter budget, were baked in: a new kernel
+    per step), and the second iteration of a fixed shape lowers, plans and compiles nothing."""
+    from vkml.ir.interp import compiled as interp_compiled
+    from vkml.schedule import scheduler as schedule
+
+    programs = []
+    compile_program = interp_compiled._compile
+    monkeypatch.setattr(
+        interp_compiled, "_compile", lambda kernel, dead: programs.append(kernel) or compile_program(kernel, dead)
+    )
+    vkml.manual_seed(0)
+    rnn, head = getattr(nn, name)(IN, HID, batch_first=True, device=CPU), nn.Linear(HID, 2, device=CPU)
+    optimizer = vkml.optim.SGD([*rnn.parameters(), *head.parameters()], lr=0.1)
+    target = vkml.zeros(BATCH, 2, device=CPU)
+    vkml.realize(target, *optimizer.param_groups[0]["params"])  # else the first graph holds their initialisation
+
+    def iteration(steps: int) -> tuple[int, int, int]:
+        """Templates lowered, plans made and CPU programs compiled by one training iteration."""
+        x = vkml.randn(BATCH, steps, IN, device=CPU)
+        vkml.realize(x)
+        templates, plans, compiled = len(schedule._templates), vkml.debug.counters()["plans"], len(programs)
+        loss = nn.functional.mse_loss(head(rnn(x)[0][:, -1]), target)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        loss.item()
+        return (
+            len(schedule._templates) - templates,
+            vkml.debug.counters()["plans"] - plans,
+            len(programs) - compiled,
+        )
+
+    schedule.clear_template_cache()
+    iteration(2)
+    assert iteration(2) == (0, 0, 0)
+    # A new length plans anew, with new kernels only where a shape holds the length (the input
+    # projection, the stacked outputs, W_hh's gradient): as many for 3 steps as for 4.
+    longer = iteration(3)[0]
+    assert iteration(4)[0] == longer

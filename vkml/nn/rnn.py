@@ -139,12 +139,17 @@ class _Sequence(Function):
         g_h, g_c = (g[:, 0], g[:, 1]) if mode == "LSTM" else (g, None)
         for t in range(steps) if reverse else range(steps - 1, -1, -1):
             later = (skip, dh_mm)
+            # Step t's rows of g, each one view node however often read: a view's offset (t) is a
+            # kernel parameter only within a small budget, past it baked into the kernel, so views
+            # of g built anew per read made every step's kernel a new one (recompiled per step).
+            g_ht = g_h[t]
+            g_ct = None if g_c is None else g_c[t]
 
-            def dh(t=t, later=later):  # the gradient reaching h_t
+            def dh(later=later, g_ht=g_ht):  # the gradient reaching h_t
                 skip, dh_mm = later
                 if skip is None:
-                    return g_h[t]
-                return g_h[t] + (skip() + dh_mm if mode == "GRU" else dh_mm)  # GRU: z·dh skips W_hh
+                    return g_ht
+                return g_ht + (skip() + dh_mm if mode == "GRU" else dh_mm)  # GRU: z·dh skips W_hh
 
             if mode == "LSTM":
                 gates, c_prev, c_t = kept[t][0], c_of(previous(t)), c_of(t)
@@ -152,9 +157,9 @@ class _Sequence(Function):
                 def act(k, gates=gates):
                     return (functions.tanh if k == 2 else functions.sigmoid)(_gate(gates, k, size))
 
-                def dc(t=t, later=later, c_t=c_t, act=act, dh=dh):  # the gradient reaching c_t
+                def dc(later=later, c_t=c_t, act=act, dh=dh, g_ct=g_ct):  # the gradient reaching c_t
                     tc2 = functions.tanh(c_t()) * functions.tanh(c_t())  # tanh's gradient reads it twice
-                    base = g_c[t] if later[0] is None else g_c[t] + later[0]()
+                    base = g_ct if later[0] is None else g_ct + later[0]()
                     return base + dh() * act(3) * (1 - tc2)
 
                 def sig_grad(k, act=act):
@@ -172,16 +177,17 @@ class _Sequence(Function):
                 d_x[t] = d_h[t] = packed[..., : 4 * size]
                 skip = _tail(packed, 4 * size)
             elif mode == "GRU":
-                h_proj, xp, h_prev = kept[t], x_proj[t], h_of(previous(t))
+                h_proj, h_prev = kept[t], h_of(previous(t))
+                xp = [_gate(x_proj[t], k, size) for k in range(3)]  # one view node each, as g_ht
 
                 def r(xp=xp, h_proj=h_proj):
-                    return functions.sigmoid(_gate(xp, 0, size) + _gate(h_proj, 0, size))
+                    return functions.sigmoid(xp[0] + _gate(h_proj, 0, size))
 
                 def z(xp=xp, h_proj=h_proj):
-                    return functions.sigmoid(_gate(xp, 1, size) + _gate(h_proj, 1, size))
+                    return functions.sigmoid(xp[1] + _gate(h_proj, 1, size))
 
                 def n(xp=xp, h_proj=h_proj, r=r):
-                    return functions.tanh(_gate(xp, 2, size) + r() * _gate(h_proj, 2, size))
+                    return functions.tanh(xp[2] + r() * _gate(h_proj, 2, size))
 
                 def dn(dh=dh, z=z, n=n):  # the gradient reaching n's argument
                     return dh() * (1 - z()) * (1 - n() * n())

@@ -342,10 +342,11 @@ def record(name: str, operands, out, attrs: dict | None = None):
     """Give ``out`` the context of op ``name`` if grad mode is on and an operand requires grad; returns ``out``."""
     if not _mode.enabled or not out.dtype.is_float:
         return out
-    if not any(_requires_grad(x) for x in operands):  # the usual case: nothing to record
-        return out
+    # one requires_grad read per operand (a view's reads its base's history: Tensor.requires_grad)
     parents = tuple(x if _requires_grad(x) else None for x in operands)
-    if all(p is None for p in parents) or any(x is out for x in operands):
+    if parents.count(None) == len(parents):  # the usual case: nothing to record
+        return out
+    if any(x is out for x in operands):
         return out
     rule = rule_for(name)
     if rule is None:
@@ -367,6 +368,32 @@ def _flatten(values) -> list:
     return flat
 
 
+def _binder(signature: inspect.Signature) -> Callable:
+    """``signature.bind(*args, **kwargs)`` with defaults applied, as a dict in the signature's order,
+    for arguments the function has already accepted: a signature of plain parameters binds by
+    position and name without ``inspect``'s checks (they cost more than most ops' recording)."""
+    params = list(signature.parameters.values())
+    plain = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    if not all(p.kind in plain for p in params):
+
+        def general(args, kwargs) -> dict:
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            return dict(bound.arguments)
+
+        return general
+    names = [p.name for p in params]
+    defaults = [p.default for p in params]
+
+    def plain_bind(args, kwargs) -> dict:
+        bound = dict(zip(names, args))
+        for n, d in zip(names[len(args) :], defaults[len(args) :]):
+            bound[n] = kwargs.get(n, d)
+        return bound
+
+    return plain_bind
+
+
 def differentiable(name: str, inputs: tuple[str, ...] = ("input",)):
     """Decorator for a front-end function that is one op for autograd (rule ``ops.grads.RULES[name]``).
 
@@ -377,6 +404,7 @@ def differentiable(name: str, inputs: tuple[str, ...] = ("input",)):
 
     def wrap(fn):
         signature = inspect.signature(fn)
+        arguments = _binder(signature)
 
         @functools.wraps(fn)
         def recorded(*args, **kwargs):
@@ -384,10 +412,9 @@ def differentiable(name: str, inputs: tuple[str, ...] = ("input",)):
                 return fn(*args, **kwargs)
             with no_grad():
                 out = fn(*args, **kwargs)
-            bound = signature.bind(*args, **kwargs)
-            bound.apply_defaults()
-            operands = _flatten(bound.arguments[p] for p in inputs)
-            attrs = {k: v for k, v in bound.arguments.items() if k not in inputs}
+            bound = arguments(args, kwargs)  # fn took these arguments: they bind
+            operands = _flatten(bound[p] for p in inputs)
+            attrs = {k: v for k, v in bound.items() if k not in inputs}
             return record(name, operands, out, attrs)
 
         return recorded

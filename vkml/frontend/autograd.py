@@ -368,6 +368,25 @@ def _flatten(values) -> list:
     return flat
 
 
+_NEVER_GRAD = frozenset((int, float, bool, str, type(None)))  # arguments that are no tensor
+
+
+def _any_requires_grad(values) -> bool:
+    """Whether a value, or an element of a list or tuple value, requires grad (``_flatten``'s one
+    level): the sizes and flags most arguments are skip the attribute lookup."""
+    for v in values:
+        kind = type(v)
+        if kind in _NEVER_GRAD:
+            continue
+        if isinstance(v, (list, tuple)):
+            for w in v:
+                if type(w) not in _NEVER_GRAD and _requires_grad(w):
+                    return True
+        elif _requires_grad(v):
+            return True
+    return False
+
+
 def _binder(signature: inspect.Signature) -> Callable:
     """``signature.bind(*args, **kwargs)`` with defaults applied, as a dict in the signature's order,
     for arguments the function has already accepted: a signature of plain parameters binds by
@@ -408,7 +427,7 @@ def differentiable(name: str, inputs: tuple[str, ...] = ("input",)):
 
         @functools.wraps(fn)
         def recorded(*args, **kwargs):
-            if not _mode.enabled or not any(_requires_grad(v) for v in _flatten([*args, *kwargs.values()])):
+            if not _mode.enabled or not (_any_requires_grad(args) or _any_requires_grad(kwargs.values())):
                 return fn(*args, **kwargs)
             with no_grad():
                 out = fn(*args, **kwargs)

@@ -479,13 +479,13 @@ def reduce(name: str, node: Node, dim, keepdim: bool, op: str | None = None) -> 
         _refuse_float64(op, node.dtype)
         allowed = ", ".join(t.name for t in opdef.dtypes)
         raise DTypeError(f"'{op}' does not support dtype {node.dtype.name} (supported: {allowed})")
-    ndim = len(node.shape)
-    dims = reduce_dims(op, dim, ndim)
-    axes = tuple(range(ndim)) if dims is None or ndim == 0 else dims
-    kept_shape = tuple(1 if d in axes else s for d, s in enumerate(node.shape))
-    out_shape = kept_shape if keepdim else tuple(s for d, s in enumerate(node.shape) if d not in axes)
+    dims = reduce_dims(op, dim, len(node.shape))
+    axes, kept_shape, out_shape, n = _reduce_shapes(node.shape, dims, bool(keepdim))
     _, out_dtype = reduce_dtypes(name, node.dtype)
-    n = math.prod(node.shape[a] for a in axes)
+    if n and axes and out_shape != kept_shape:  # the usual case: a reduction, its reduced dims dropped
+        result = Node(_REDUCE, (node,), Reduce(opdef, axes), kept_shape, out_dtype, node.device)
+        stack = _reshape_stack(kept_shape, out_shape)  # what view_node makes of a new node, from a cache
+        return Node(_VIEW, (result,), stack, out_shape, out_dtype, node.device)
     if n == 0:
         if opdef.identity is None:
             _raise_empty_reduction(op, opdef.arg, node.shape, dims)
@@ -500,6 +500,23 @@ def reduce(name: str, node: Node, dim, keepdim: bool, op: str | None = None) -> 
     if out_shape != result.shape:
         result = view_node(result, lambda st: st.reshape(out_shape))
     return result
+
+
+@functools.lru_cache(maxsize=1024)
+def _reduce_shapes(shape: tuple[int, ...], dims: tuple[int, ...] | None, keepdim: bool) -> tuple:
+    """(axes reduced, shape with them kept as 1, result shape, elements per result) of a reduction
+    of ``shape`` over checked ``dims`` (None: every dim): a function of its arguments, cached."""
+    ndim = len(shape)
+    axes = tuple(range(ndim)) if dims is None or ndim == 0 else dims
+    kept_shape = tuple(1 if d in axes else s for d, s in enumerate(shape))
+    out_shape = kept_shape if keepdim else tuple(s for d, s in enumerate(shape) if d not in axes)
+    return axes, kept_shape, out_shape, math.prod(shape[a] for a in axes)
+
+
+@functools.lru_cache(maxsize=1024)
+def _reshape_stack(from_shape: tuple[int, ...], to_shape: tuple[int, ...]) -> ViewStack:
+    """``view_node``'s stack reshaping a contiguous ``from_shape`` to ``to_shape`` (immutable, shared)."""
+    return ViewStack.contiguous(from_shape).reshape(to_shape)
 
 
 def _raise_empty_reduction(op: str, arg: bool, shape: tuple[int, ...], dims) -> None:

@@ -389,11 +389,11 @@ def _any_requires_grad(values) -> bool:
 
 def _binder(signature: inspect.Signature) -> Callable:
     """``signature.bind(*args, **kwargs)`` with defaults applied, as a dict in the signature's order,
-    for arguments the function has already accepted: a signature of plain parameters binds by
-    position and name without ``inspect``'s checks (they cost more than most ops' recording)."""
+    for arguments the function has already accepted: a signature without ``**kwargs`` binds by
+    position and name without ``inspect``'s checks (they cost more than most ops' recording); a
+    ``*args`` parameter takes the positions left, as a tuple."""
     params = list(signature.parameters.values())
-    plain = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    if not all(p.kind in plain for p in params):
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
 
         def general(args, kwargs) -> dict:
             bound = signature.bind(*args, **kwargs)
@@ -401,13 +401,26 @@ def _binder(signature: inspect.Signature) -> Callable:
             return dict(bound.arguments)
 
         return general
-    names = [p.name for p in params]
-    defaults = [p.default for p in params]
+    # per parameter: (name, default, 0 keyword only / 1 positional or keyword / 2 *args)
+    table = [
+        (
+            p.name,
+            p.default,
+            2 if p.kind is inspect.Parameter.VAR_POSITIONAL else int(p.kind is not inspect.Parameter.KEYWORD_ONLY),
+        )
+        for p in params
+    ]
 
     def plain_bind(args, kwargs) -> dict:
-        bound = dict(zip(names, args))
-        for n, d in zip(names[len(args) :], defaults[len(args) :]):
-            bound[n] = kwargs.get(n, d)
+        bound, i = {}, 0
+        for name, default, kind in table:
+            if kind == 2:
+                bound[name], i = tuple(args[i:]), len(args)
+            elif kind and i < len(args):
+                bound[name] = args[i]
+                i += 1
+            else:
+                bound[name] = kwargs.get(name, default)
         return bound
 
     return plain_bind

@@ -4,8 +4,10 @@ import inspect
 
 import numpy as np
 import pytest
+import torch
 
 import vkml
+from vkml.errors import ShapeError
 from vkml.frontend.autograd import _binder
 from vkml.graph import build
 from vkml.graph.view import View, contiguous_strides
@@ -59,3 +61,17 @@ def test_differentiable_reshape_records_shape():
     assert y.grad_fn is not None
     (y * vkml.arange(6.0).reshape(3, 2)).sum().backward()
     np.testing.assert_array_equal(w.grad.numpy(), np.arange(6.0, dtype=np.float32).reshape(2, 3))
+
+
+@pytest.mark.parametrize("shapes", [((2, 1), (1, 3)), ((4,), (2, 1), ()), ((2, 3), (3, 2)), ()])
+def test_broadcast_shapes_as_torch(shapes):
+    try:
+        expected = tuple(torch.broadcast_shapes(*shapes))
+    except RuntimeError:
+        with pytest.raises(ShapeError, match="cannot be broadcast"):
+            build.broadcast_shapes("add", *shapes)
+        with pytest.raises(ShapeError, match="cannot be broadcast"):  # a second time: no cached answer
+            build.broadcast_shapes("add", *shapes)
+        return
+    assert build.broadcast_shapes("add", *shapes) == expected
+    assert build.broadcast_shapes("add", *shapes) == expected

@@ -255,13 +255,17 @@ class _OpName(str):
         return grad_fn_name(self)
 
 
+_OP_NAMES: dict[str, _OpName] = {}
+
+
 class Context:
     """How one tensor was made: its op's rule, its operands, its other arguments."""
 
     __slots__ = ("name", "rule", "parents", "parent_ctxs", "saved", "output", "attrs", "_next_after_release")
 
     def __init__(self, name: str, rule: Callable, parents: tuple, saved: tuple, output, attrs: dict):
-        self.name = _OpName(name)
+        found = _OP_NAMES.get(name)  # one immutable name per op, shared by its contexts
+        self.name = found if found is not None else _OP_NAMES.setdefault(name, _OpName(name))
         self.rule = rule
         self.parents = parents  # per operand: the tensor gradients flow to, or None
         # per operand: the parent's context when this op was recorded. An in-place op gives a

@@ -48,6 +48,12 @@ def check_devices(op: str, nodes: list[Node]):
 def broadcast_shapes(op: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
     if shapes and all(s == shapes[0] for s in shapes):
         return tuple(shapes[0])  # the common case of an op over same-shape tensors: nothing to check
+    try:
+        found = _broadcast_shape(shapes)  # shapes that broadcast: their result, once per combination
+    except TypeError:  # a shape given as a list
+        found = None
+    if found is not None:
+        return found
     ndim = max((len(s) for s in shapes), default=0)
     out = []
     for d in range(ndim):
@@ -56,6 +62,20 @@ def broadcast_shapes(op: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
         if len(sizes) > 1:
             shown = " and ".join(str(tuple(s)) for s in shapes)
             raise ShapeError(f"'{op}': shapes {shown} cannot be broadcast (dim {d - ndim}: sizes {sorted(sizes)})")
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=1024)
+def _broadcast_shape(shapes: tuple) -> tuple[int, ...] | None:
+    """The broadcast of ``shapes``, or None where they do not broadcast (``broadcast_shapes`` raises)."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for d in range(ndim):
+        sizes = {s[len(s) - ndim + d] for s in shapes if len(s) - ndim + d >= 0}
+        sizes.discard(1)
+        if len(sizes) > 1:
+            return None
         out.append(sizes.pop() if sizes else 1)
     return tuple(out)
 

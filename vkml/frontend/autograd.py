@@ -255,13 +255,17 @@ class _OpName(str):
         return grad_fn_name(self)
 
 
+_OP_NAMES: dict[str, _OpName] = {}
+
+
 class Context:
     """How one tensor was made: its op's rule, its operands, its other arguments."""
 
     __slots__ = ("name", "rule", "parents", "parent_ctxs", "saved", "output", "attrs", "_next_after_release")
 
     def __init__(self, name: str, rule: Callable, parents: tuple, saved: tuple, output, attrs: dict):
-        self.name = _OpName(name)
+        found = _OP_NAMES.get(name)  # one immutable name per op, shared by its contexts
+        self.name = found if found is not None else _OP_NAMES.setdefault(name, _OpName(name))
         self.rule = rule
         self.parents = parents  # per operand: the tensor gradients flow to, or None
         # per operand: the parent's context when this op was recorded. An in-place op gives a
@@ -342,10 +346,11 @@ def record(name: str, operands, out, attrs: dict | None = None):
     """Give ``out`` the context of op ``name`` if grad mode is on and an operand requires grad; returns ``out``."""
     if not _mode.enabled or not out.dtype.is_float:
         return out
-    if not any(_requires_grad(x) for x in operands):  # the usual case: nothing to record
-        return out
+    # one requires_grad read per operand (a view's reads its base's history: Tensor.requires_grad)
     parents = tuple(x if _requires_grad(x) else None for x in operands)
-    if all(p is None for p in parents) or any(x is out for x in operands):
+    if parents.count(None) == len(parents):  # the usual case: nothing to record
+        return out
+    if any(x is out for x in operands):
         return out
     rule = rule_for(name)
     if rule is None:
@@ -367,6 +372,64 @@ def _flatten(values) -> list:
     return flat
 
 
+_NEVER_GRAD = frozenset((int, float, bool, str, type(None)))  # arguments that are no tensor
+
+
+def _any_requires_grad(values) -> bool:
+    """Whether a value, or an element of a list or tuple value, requires grad (``_flatten``'s one
+    level): the sizes and flags most arguments are skip the attribute lookup."""
+    for v in values:
+        kind = type(v)
+        if kind in _NEVER_GRAD:
+            continue
+        if isinstance(v, (list, tuple)):
+            for w in v:
+                if type(w) not in _NEVER_GRAD and _requires_grad(w):
+                    return True
+        elif _requires_grad(v):
+            return True
+    return False
+
+
+def _binder(signature: inspect.Signature) -> Callable:
+    """``signature.bind(*args, **kwargs)`` with defaults applied, as a dict in the signature's order,
+    for arguments the function has already accepted: a signature without ``**kwargs`` binds by
+    position and name without ``inspect``'s checks (they cost more than most ops' recording); a
+    ``*args`` parameter takes the positions left, as a tuple."""
+    params = list(signature.parameters.values())
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+
+        def general(args, kwargs) -> dict:
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            return dict(bound.arguments)
+
+        return general
+    # per parameter: (name, default, 0 keyword only / 1 positional or keyword / 2 *args)
+    table = [
+        (
+            p.name,
+            p.default,
+            2 if p.kind is inspect.Parameter.VAR_POSITIONAL else int(p.kind is not inspect.Parameter.KEYWORD_ONLY),
+        )
+        for p in params
+    ]
+
+    def plain_bind(args, kwargs) -> dict:
+        bound, i = {}, 0
+        for name, default, kind in table:
+            if kind == 2:
+                bound[name], i = tuple(args[i:]), len(args)
+            elif kind and i < len(args):
+                bound[name] = args[i]
+                i += 1
+            else:
+                bound[name] = kwargs.get(name, default)
+        return bound
+
+    return plain_bind
+
+
 def differentiable(name: str, inputs: tuple[str, ...] = ("input",)):
     """Decorator for a front-end function that is one op for autograd (rule ``ops.grads.RULES[name]``).
 
@@ -377,17 +440,17 @@ def differentiable(name: str, inputs: tuple[str, ...] = ("input",)):
 
     def wrap(fn):
         signature = inspect.signature(fn)
+        arguments = _binder(signature)
 
         @functools.wraps(fn)
         def recorded(*args, **kwargs):
-            if not _mode.enabled or not any(_requires_grad(v) for v in _flatten([*args, *kwargs.values()])):
+            if not _mode.enabled or not (_any_requires_grad(args) or _any_requires_grad(kwargs.values())):
                 return fn(*args, **kwargs)
             with no_grad():
                 out = fn(*args, **kwargs)
-            bound = signature.bind(*args, **kwargs)
-            bound.apply_defaults()
-            operands = _flatten(bound.arguments[p] for p in inputs)
-            attrs = {k: v for k, v in bound.arguments.items() if k not in inputs}
+            bound = arguments(args, kwargs)  # fn took these arguments: they bind
+            operands = _flatten(bound[p] for p in inputs)
+            attrs = {k: v for k, v in bound.items() if k not in inputs}
             return record(name, operands, out, attrs)
 
         return recorded

@@ -48,6 +48,12 @@ def check_devices(op: str, nodes: list[Node]):
 def broadcast_shapes(op: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
     if shapes and all(s == shapes[0] for s in shapes):
         return tuple(shapes[0])  # the common case of an op over same-shape tensors: nothing to check
+    try:
+        found = _broadcast_shape(shapes)  # shapes that broadcast: their result, once per combination
+    except TypeError:  # a shape given as a list
+        found = None
+    if found is not None:
+        return found
     ndim = max((len(s) for s in shapes), default=0)
     out = []
     for d in range(ndim):
@@ -56,6 +62,20 @@ def broadcast_shapes(op: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
         if len(sizes) > 1:
             shown = " and ".join(str(tuple(s)) for s in shapes)
             raise ShapeError(f"'{op}': shapes {shown} cannot be broadcast (dim {d - ndim}: sizes {sorted(sizes)})")
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=1024)
+def _broadcast_shape(shapes: tuple) -> tuple[int, ...] | None:
+    """The broadcast of ``shapes``, or None where they do not broadcast (``broadcast_shapes`` raises)."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for d in range(ndim):
+        sizes = {s[len(s) - ndim + d] for s in shapes if len(s) - ndim + d >= 0}
+        sizes.discard(1)
+        if len(sizes) > 1:
+            return None
         out.append(sizes.pop() if sizes else 1)
     return tuple(out)
 
@@ -479,13 +499,13 @@ def reduce(name: str, node: Node, dim, keepdim: bool, op: str | None = None) -> 
         _refuse_float64(op, node.dtype)
         allowed = ", ".join(t.name for t in opdef.dtypes)
         raise DTypeError(f"'{op}' does not support dtype {node.dtype.name} (supported: {allowed})")
-    ndim = len(node.shape)
-    dims = reduce_dims(op, dim, ndim)
-    axes = tuple(range(ndim)) if dims is None or ndim == 0 else dims
-    kept_shape = tuple(1 if d in axes else s for d, s in enumerate(node.shape))
-    out_shape = kept_shape if keepdim else tuple(s for d, s in enumerate(node.shape) if d not in axes)
+    dims = reduce_dims(op, dim, len(node.shape))
+    axes, kept_shape, out_shape, n = _reduce_shapes(node.shape, dims, bool(keepdim))
     _, out_dtype = reduce_dtypes(name, node.dtype)
-    n = math.prod(node.shape[a] for a in axes)
+    if n and axes and out_shape != kept_shape:  # the usual case: a reduction, its reduced dims dropped
+        result = Node(_REDUCE, (node,), Reduce(opdef, axes), kept_shape, out_dtype, node.device)
+        stack = _reshape_stack(kept_shape, out_shape)  # what view_node makes of a new node, from a cache
+        return Node(_VIEW, (result,), stack, out_shape, out_dtype, node.device)
     if n == 0:
         if opdef.identity is None:
             _raise_empty_reduction(op, opdef.arg, node.shape, dims)
@@ -500,6 +520,23 @@ def reduce(name: str, node: Node, dim, keepdim: bool, op: str | None = None) -> 
     if out_shape != result.shape:
         result = view_node(result, lambda st: st.reshape(out_shape))
     return result
+
+
+@functools.lru_cache(maxsize=1024)
+def _reduce_shapes(shape: tuple[int, ...], dims: tuple[int, ...] | None, keepdim: bool) -> tuple:
+    """(axes reduced, shape with them kept as 1, result shape, elements per result) of a reduction
+    of ``shape`` over checked ``dims`` (None: every dim): a function of its arguments, cached."""
+    ndim = len(shape)
+    axes = tuple(range(ndim)) if dims is None or ndim == 0 else dims
+    kept_shape = tuple(1 if d in axes else s for d, s in enumerate(shape))
+    out_shape = kept_shape if keepdim else tuple(s for d, s in enumerate(shape) if d not in axes)
+    return axes, kept_shape, out_shape, math.prod(shape[a] for a in axes)
+
+
+@functools.lru_cache(maxsize=1024)
+def _reshape_stack(from_shape: tuple[int, ...], to_shape: tuple[int, ...]) -> ViewStack:
+    """``view_node``'s stack reshaping a contiguous ``from_shape`` to ``to_shape`` (immutable, shared)."""
+    return ViewStack.contiguous(from_shape).reshape(to_shape)
 
 
 def _raise_empty_reduction(op: str, arg: bool, shape: tuple[int, ...], dims) -> None:

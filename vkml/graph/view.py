@@ -25,12 +25,34 @@ from dataclasses import dataclass
 WIDE_REACH = 1 << 31
 
 
+# Row-major strides and views by shape: every op's result, reshape and contiguity test asks for
+# them, a program uses few shapes, and both are immutable, so they are made once per shape. The
+# dicts are emptied when full (a loop whose shapes change every step); dict reads and writes
+# are atomic, so threads may share them.
+_SHAPE_CACHE_ENTRIES = 4096
+_STRIDES: dict[tuple[int, ...], tuple[int, ...]] = {}
+_CONTIGUOUS: dict[tuple[int, ...], View] = {}
+
+
+def _remember(cache: dict, shape: tuple, value):
+    if type(shape) is tuple and all(
+        type(s) is int for s in shape
+    ):  # never a key of numpy ints whose results would be theirs
+        if len(cache) >= _SHAPE_CACHE_ENTRIES:
+            cache.clear()
+        cache[shape] = value
+    return value
+
+
 def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    found = _STRIDES.get(shape) if type(shape) is tuple else None
+    if found is not None:
+        return found
     strides, acc = [], 1
     for s in reversed(shape):
         strides.append(acc if s != 1 else 0)
         acc *= s
-    return tuple(reversed(strides))
+    return _remember(_STRIDES, shape, tuple(reversed(strides)))
 
 
 @dataclass(frozen=True)
@@ -42,7 +64,11 @@ class View:
 
     @staticmethod
     def contiguous(shape: tuple[int, ...]) -> View:
-        return View(tuple(shape), contiguous_strides(tuple(shape)))
+        shape = tuple(shape)
+        found = _CONTIGUOUS.get(shape)
+        if found is not None:
+            return found
+        return _remember(_CONTIGUOUS, shape, View(shape, contiguous_strides(shape)))
 
     @property
     def numel(self) -> int:

@@ -1,0 +1,77 @@
+"""The host-side shortcuts of graph building give what the general code gives (issue 20)."""
+
+import inspect
+
+import numpy as np
+import pytest
+import torch
+
+import vkml
+from vkml.errors import ShapeError
+from vkml.frontend.autograd import _binder
+from vkml.graph import build
+from vkml.graph.view import View, contiguous_strides
+
+
+def _f1(input, *shape): ...
+def _f2(input, dim=None, keepdim=False, *, dtype=None): ...
+def _f3(a, /, b, *rest, c=3, d): ...
+def _f4(tensors, dim=0, **rest): ...
+
+
+@pytest.mark.parametrize(
+    "fn, args, kwargs",
+    [
+        (_f1, (1, 2, 3), {}),
+        (_f1, (1,), {}),
+        (_f2, (1,), {"keepdim": True}),
+        (_f2, (1, 2), {"dtype": 5}),
+        (_f3, (1, 2, 3, 4), {"d": 9}),
+        (_f3, (1,), {"b": 2, "d": 1}),
+        (_f4, ([1, 2],), {"dim": 1, "x": 2}),
+    ],
+)
+def test_binder_binds_as_inspect(fn, args, kwargs):
+    bound = inspect.signature(fn).bind(*args, **kwargs)
+    bound.apply_defaults()
+    got = _binder(inspect.signature(fn))(args, kwargs)
+    assert list(got.items()) == list(bound.arguments.items())
+
+
+def test_shape_caches_keep_python_ints():
+    shape = (np.int64(3), np.int64(4))
+    assert contiguous_strides(shape) == (4, 1)
+    assert all(type(s) is int for s in contiguous_strides((3, 4)))
+    assert View.contiguous([2, 5]) == View((2, 5), (5, 1))
+    assert View.contiguous((2, 5)) is View.contiguous((2, 5))
+
+
+@pytest.mark.parametrize("dim, keepdim", [(1, False), ((0, 2), False), (1, True), (None, False), ((), False)])
+def test_reduce_nodes_as_general_path(dim, keepdim):
+    x = vkml.arange(24.0).reshape(2, 3, 4)
+    node = build.reduce("sum", x.node, build.reduce_dims("sum", dim, 3), keepdim)
+    expected = x.numpy().sum(axis=dim if dim != () else None, keepdims=keepdim)
+    assert node.shape == expected.shape
+    np.testing.assert_array_equal(vkml.Tensor(node).numpy(), expected)
+
+
+def test_differentiable_reshape_records_shape():
+    w = vkml.ones(2, 3, requires_grad=True)
+    y = vkml.reshape(w, 3, 2)
+    assert y.grad_fn is not None
+    (y * vkml.arange(6.0).reshape(3, 2)).sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), np.arange(6.0, dtype=np.float32).reshape(2, 3))
+
+
+@pytest.mark.parametrize("shapes", [((2, 1), (1, 3)), ((4,), (2, 1), ()), ((2, 3), (3, 2)), ()])
+def test_broadcast_shapes_as_torch(shapes):
+    try:
+        expected = tuple(torch.broadcast_shapes(*shapes))
+    except RuntimeError:
+        with pytest.raises(ShapeError, match="cannot be broadcast"):
+            build.broadcast_shapes("add", *shapes)
+        with pytest.raises(ShapeError, match="cannot be broadcast"):  # a second time: no cached answer
+            build.broadcast_shapes("add", *shapes)
+        return
+    assert build.broadcast_shapes("add", *shapes) == expected
+    assert build.broadcast_shapes("add", *shapes) == expected

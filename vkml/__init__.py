@@ -232,6 +232,17 @@ _sys.modules[__name__ + ".xpu"] = xpu
 __all__ += ["accelerator", "xpu"]
 
 
+# ---------------------------------------------------------------- vkml.cpu and vkml.cpu.amp
+# (vkml/frontend/cpu.py: torch.cpu's device-agnostic answers; cpu_amp.py: its deprecated amp spellings)
+from .frontend import cpu  # noqa: E402
+from .frontend import cpu_amp as _cpu_amp  # noqa: E402
+
+cpu.amp = _cpu_amp
+_sys.modules[__name__ + ".cpu"] = cpu
+_sys.modules[__name__ + ".cpu.amp"] = _cpu_amp
+__all__ += ["cpu"]
+
+
 # ---------------------------------------------------------------- vkml.sparse (sparse COO tensors: docs/sparse.md)
 # and vkml.fft (its real helpers; the transforms need complex dtypes: docs/fft.md)
 from .frontend import fft, sparse  # noqa: E402

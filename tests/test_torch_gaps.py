@@ -68,3 +68,35 @@ def test_cpu_namespace_matches_torch():
         scaler = vkml.cpu.amp.GradScaler(init_scale=8.0)
     assert scaler.get_scale() == 8.0
 
+
+def _inference_story(lib):
+    """What a program sees of inference tensors: is_inference(), and which uses raise."""
+    seen = []
+    w = lib.ones(2, requires_grad=True)
+    with lib.inference_mode():
+        x = lib.ones(2)
+        seen += [x.is_inference(), (w * 2).is_inference(), w.view(2).is_inference(), x.view(2).is_inference()]
+        seen.append(_outcome(lambda: x.add_(1)))
+    with lib.inference_mode(False):
+        seen.append(lib.ones(2).is_inference())
+    seen += [lib.ones(2).is_inference(), lib.is_inference(x), x[0].is_inference(), x.detach().is_inference()]
+    seen += [(x * 3).is_inference(), x.clone().is_inference()]
+    seen.append(_outcome(lambda: (w + x).sum().backward() or w))  # add saves neither operand
+    for use in (
+        lambda: (w * x).sum().backward(),
+        lambda: lib.nn.functional.linear(x, w.unsqueeze(0)).sum().backward(),
+        lambda: x.add_(1),
+        lambda: x[0].fill_(3),
+        lambda: x.requires_grad_(),
+    ):
+        with pytest.raises(RuntimeError) as info:
+            use()
+        seen.append(str(info.value)[:40])
+    with lib.no_grad():
+        seen.append(_outcome(lambda: x.mul_(2)))
+    seen.append((x.clone() * w).sum().backward())  # a clone is a normal tensor
+    return seen
+
+
+def test_inference_tensors_are_marked_and_refused_as_torch():
+    assert _inference_story(vkml) == _inference_story(torch)

@@ -145,10 +145,10 @@ __all__ += ["float64", "double", "uint8", "int8", "int16", "short", "bfloat16", 
 # ---------------------------------------------------------------------- autograd namespace and grad modes
 # (vkml/frontend/autograd_api.py: vkml.autograd.grad / backward / Function, as torch.autograd)
 from .frontend import autograd_api as autograd  # noqa: E402
-from .frontend.autograd import inference_mode, is_inference_mode_enabled  # noqa: E402
+from .frontend.autograd import inference_mode, is_inference, is_inference_mode_enabled  # noqa: E402
 
 _sys.modules[__name__ + ".autograd"] = autograd  # `import vkml.autograd` finds the namespace
-__all__ += ["autograd", "inference_mode", "is_inference_mode_enabled"]
+__all__ += ["autograd", "inference_mode", "is_inference", "is_inference_mode_enabled"]
 # ---------------------------------------------------------------------- default dtype and type predicates
 # (vkml/frontend/defaults.py)
 from .frontend.defaults import get_default_dtype, is_floating_point, is_tensor, set_default_dtype  # noqa: E402

@@ -67,6 +67,8 @@ class Tensor:
         self._grad: Tensor | None = None  # set by backward() on leaves that require grad
         self._ctx = None  # the autograd Context of the op that made this tensor (None: a leaf)
         self._requires_grad = False
+        if autograd._mode.inference:  # an inference tensor (vkml/frontend/autograd.py)
+            autograd.mark_inference(self)
         if requires_grad:
             self.requires_grad = True
 
@@ -186,6 +188,8 @@ class Tensor:
             )
         if not value and self._ctx is not None:
             raise RuntimeError("requires_grad: a tensor computed from others keeps it; use detach() instead")
+        if value:
+            autograd.check_inference_write(self, "requires_grad")
         self._requires_grad = bool(value)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
@@ -360,6 +364,10 @@ class Tensor:
 
     def is_pinned(self, device=None) -> bool:
         return False
+
+    def is_inference(self) -> bool:
+        """Whether this tensor was made inside ``vkml.inference_mode()`` (``vkml.is_inference``)."""
+        return autograd.is_inference(self)
 
     def get_device(self) -> int:
         """The Vulkan device's index, -1 on the CPU (as PyTorch)."""
@@ -747,6 +755,8 @@ class SavedTensor(Tensor):
         owner = self._owner
         if owner is None:
             return self._node
+        if autograd._inference_owners and autograd.is_inference_owner(owner):
+            raise RuntimeError(autograd.INFERENCE_SAVED)
         visible, writes, chain = self._expected
         if owner._vcount == writes:
             return self._node

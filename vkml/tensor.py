@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import copy
+import weakref
 
 import numpy as np
 
@@ -356,14 +357,26 @@ class Tensor:
         return self.device.kind == "cpu"
 
     def pin_memory(self, device=None) -> Tensor:
-        """This CPU tensor itself: vkml stages host data for its devices itself, so there is no pinned
-        memory to copy into (``is_pinned()`` stays False). A Vulkan tensor raises, as a CUDA one does."""
+        """A copy of this CPU tensor in "pinned" memory, as PyTorch's: a new tensor (a write to it
+        does not reach this one) whose ``is_pinned()`` is True. vkml stages host data for its devices
+        itself, so the copy is a lazy ``clone`` and costs nothing until used. Without a Vulkan
+        device (PyTorch: without an accelerator) it raises, and so does a Vulkan tensor."""
         if self.device.kind != "cpu":
             raise RuntimeError(f"cannot pin a tensor on {self.device.name}: only CPU tensors can be pinned")
-        return self
+        from .frontend import cuda
+
+        if not cuda.is_available():
+            raise RuntimeError("Cannot access accelerator device when none is available.")
+        if self.is_pinned():
+            return self
+        out = F.clone(self)
+        _pinned[id(out)] = out
+        return out
 
     def is_pinned(self, device=None) -> bool:
-        return False
+        """Whether this tensor's storage was made by ``pin_memory()`` (a view of it is pinned too)."""
+        owner = self if self._base is None else self._base
+        return _pinned.get(id(owner)) is owner
 
     def is_inference(self) -> bool:
         """Whether this tensor was made inside ``vkml.inference_mode()`` (``vkml.is_inference``)."""
@@ -787,6 +800,8 @@ class SavedTensor(Tensor):
 
 # What ``==`` and ``!=`` compare elementwise; anything else (None, a str, a list) compares by identity,
 # as in PyTorch (``x == None`` is False). numpy values and complex numbers go on to the op, which says what it takes.
+# The tensors pin_memory() made, keyed by id (a Tensor's == is elementwise); an entry goes with its tensor.
+_pinned: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 _OPERANDS = (Tensor, bool, int, float, complex, np.generic, np.ndarray)
 # view(dtype): a bit reinterpretation (vkml/frontend/dtype_view.py); Tensor.view calls it.
 from .frontend.dtype_view import view_dtype  # noqa: E402

@@ -205,16 +205,17 @@ def test_deterministic_algorithms_switch():
         vkml.use_deterministic_algorithms(False)
 
 
-def test_compile_returns_the_callable_unchanged():
+def test_compile_wraps_as_torch_and_keeps_the_callable():
     model = nn.Linear(2, 2)
-    assert vkml.compile(model) is model
-    assert vkml.compile(model, mode="max-autotune", fullgraph=True, dynamic=False, backend="inductor") is model
+    for compiled in (vkml.compile(model), vkml.compile(model, mode="max-autotune", fullgraph=True, backend="inductor")):
+        assert compiled._orig_mod is model and compiled.weight is model.weight  # PyTorch's OptimizedModule
+    assert vkml.compile(model, disable=True) is model
 
     def step(x):
         return x * 2
 
-    assert vkml.compile(step, options={"trace.enabled": True}) is step
-    assert vkml.compile(mode="reduce-overhead")(step) is step  # the decorator form
+    for compiled in (vkml.compile(step, options={"trace.enabled": True}), vkml.compile(mode="reduce-overhead")(step)):
+        assert compiled.__wrapped__ is step and compiled(3) == 6  # a function calling step, as PyTorch's
     with pytest.raises(RuntimeError, match="Either mode or options"):
         vkml.compile(step, mode="default", options={})
     with pytest.raises(TypeError):

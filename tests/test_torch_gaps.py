@@ -100,3 +100,47 @@ def _inference_story(lib):
 
 def test_inference_tensors_are_marked_and_refused_as_torch():
     assert _inference_story(vkml) == _inference_story(torch)
+
+
+def _compiled_story(lib):
+    """What a program sees of compile(module): the wrapper's names, keys, forwarding and modes."""
+    lib.manual_seed(0)
+    net = lib.nn.Sequential(lib.nn.Linear(2, 3), lib.nn.ReLU())
+    net.scale = 5
+    fast = lib.compile(net)  # PyTorch traces on the first call only: nothing here calls it
+    seen = [isinstance(fast, lib.nn.Module), type(fast).__name__, fast._orig_mod is net, fast.scale, len(fast)]
+    seen += [list(fast.state_dict()), [n for n, _ in fast.named_parameters()], [n for n, _ in fast.named_modules()]]
+    seen.append(next(fast.parameters()) is net[0].weight)
+    fast.eval()
+    seen += [fast.training, net.training]
+    fast.train()
+    fast.scale, fast.extra = 9, 1
+    seen += [fast.training, net.training, net.scale, net.extra, repr(fast)]
+    seen.append(_outcome(lambda: fast.load_state_dict(net.state_dict())))
+    fast.load_state_dict(fast.state_dict())
+    return seen
+
+
+@pytest.mark.stress  # torch.compile's first use imports dynamo: ~10 s
+def test_compile_returns_torchs_optimized_module_shape():
+    assert _compiled_story(vkml) == _compiled_story(torch)
+
+
+def test_compile_wraps_a_module_under_orig_mod():
+    net = vkml.nn.Sequential(vkml.nn.Linear(2, 3), vkml.nn.ReLU())
+    fast = vkml.compile(net)
+    assert list(fast.state_dict()) == ["_orig_mod." + k for k in net.state_dict()]
+    assert [n for n, _ in fast.named_modules()] == [
+        "",
+        *("_orig_mod" + ("." + n if n else "") for n, _ in net.named_modules()),
+    ]
+    fast.eval()
+    assert not net.training and not fast.training and len(fast) == 2
+    fast.load_state_dict(fast.state_dict())
+    with pytest.raises(RuntimeError, match="Missing key"):  # PyTorch's: the keys lack the prefix
+        fast.load_state_dict(net.state_dict())
+    net, x = vkml.nn.Linear(2, 3), vkml.ones(1, 2)
+    fast = vkml.compile(net)
+    assert fast(x).tolist() == net(x).tolist()
+    fast(x).sum().backward()
+    assert net.weight.grad.tolist() == [[1.0, 1.0]] * 3

@@ -14,7 +14,7 @@ from dataclasses import replace
 import numpy as np
 
 from .. import config
-from ..errors import DeviceError, DTypeError, ShapeError
+from ..errors import DeviceError, DTypeError, DTypeNotImplementedError, ShapeError
 from ..ir import types as T
 from ..ops.cast import host_round
 from ..ops.promotion import default_float, result_type, scalar_dtype
@@ -380,6 +380,15 @@ def _promotion_kind(operand) -> tuple | type:
     return type(operand)
 
 
+# PyTorch's own words (and a RuntimeError, not its NotImplementedError) where it refuses a bool operand
+# other than with "... not implemented for 'Bool'"
+_BOOL_REFUSALS = {
+    "neg": "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a tensor, "
+    "use the `~` or `logical_not()` operator instead.",
+    "relu": "Boolean inputs not supported for relu",
+}
+
+
 @functools.lru_cache(maxsize=1024)
 def _elementwise_dtypes(name: str, kinds: tuple) -> tuple[T.DType, T.DType]:
     """(compute dtype, result dtype) of op ``name``; ``kinds`` has one entry per value operand.
@@ -405,6 +414,12 @@ def _elementwise_dtypes(name: str, kinds: tuple) -> tuple[T.DType, T.DType]:
         _refuse_float64(name, compute)
         shown = ", ".join(sorted({k[0].name if isinstance(k, tuple) else k.__name__ for k in kinds}))
         allowed = ", ".join(t.name for t in op.dtypes)
+        if compute is T.bool_ and name in _BOOL_REFUSALS:  # PyTorch's RuntimeError
+            raise DTypeError(_BOOL_REFUSALS[name])
+        if compute is T.bool_:  # PyTorch's class: its op has no bool kernel
+            raise DTypeNotImplementedError(
+                f"\"{name}\" not implemented for 'Bool' ('{name}' does not support dtype bool; supported: {allowed})"
+            )
         raise DTypeError(f"'{name}' does not support dtype {compute.name} (operands: {shown}; supported: {allowed})")
     return compute, T.bool_ if op.result == "bool" else compute
 

@@ -7,6 +7,7 @@ import torch
 
 import vkml
 
+
 class _Raised:
     """An outcome that raised: equal to another whose class it is an instance of, on either side (vkml's
     errors subclass PyTorch's builtin ones: a DTypeError is a TypeError and a RuntimeError)."""
@@ -208,3 +209,36 @@ def test_bool_operands_compute_or_raise_as_torch(where, request):
     assert b.clone().sign_().tolist() == [True, False, True] and b.clone().pow_(False).tolist() == [True] * 3
     with pytest.raises(RuntimeError):  # PyTorch's: the int64 square cannot be written into a bool tensor
         b.clone().square_()
+
+
+# A float16 tensor's op with a Python scalar: PyTorch's CPU converts the scalar to float16 first,
+# except a product's scalar and a divisor (read in float32); ``s / h`` is ``h.reciprocal() * s``.
+_F16_OPS = {
+    "add": lambda a, s: a + s,
+    "rsub": lambda a, s: s - a,
+    "rmul": lambda a, s: s * a,
+    "div": lambda a, s: a / s,
+    "rdiv": lambda a, s: s / a,
+    "rpow": lambda a, s: s**a,
+    "floordiv": lambda a, s: a // s,
+    "rfloordiv": lambda a, s: s // a,
+    "rem": lambda a, s: a % s,
+    "eq": lambda a, s: a == s,
+}
+_F16_SCALARS = (1e10, 7e4, 65520.0, 1e-8, 3e-5)
+
+
+@pytest.mark.parametrize("where", ["cpu", "gpu"])
+def test_python_scalars_meet_float16_as_in_torch(where, request):
+    import numpy as np
+
+    device = request.getfixturevalue("gpu") if where == "gpu" else vkml.device("cpu")
+    values = np.array([0.5, 1.0, -3.0, 2.0, 0.0, 1000.0, -0.25, 3.1406, -7.5e-5, 60000.0], np.float16)
+    ours, theirs = vkml.tensor(values, device=device), torch.tensor(values)
+    for name, op in _F16_OPS.items():
+        for s in _F16_SCALARS:  # one kernel per op: the scalar is its parameter
+            got, expected = op(ours, s).float().numpy(), op(theirs, s).float().numpy()
+            assert np.array_equal(got, expected, equal_nan=True), (name, s)
+    with pytest.raises(RuntimeError, match="cannot be converted"):  # PyTorch's: the exponent does not fit
+        ours**7e4
+

@@ -444,7 +444,10 @@ class Tensor:
         return F.div(self, o)
 
     def __rtruediv__(self, o):
-        return F.div(o, self)
+        # PyTorch's ``o / t`` is ``t.reciprocal() * o`` (two roundings: 3.0 / t is not div(3.0, t))
+        if isinstance(o, Tensor):
+            return F.div(o, self)
+        return F.mul(F.reciprocal(self), o)
 
     def __pow__(self, o):
         return F.pow(self, o)

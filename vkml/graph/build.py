@@ -321,11 +321,34 @@ def elementwise(name: str, operands: list, device=None) -> Node:
     for i, o in enumerate(operands):
         if type(o) is Node:
             srcs.append(o if o.shape == shape else expand_to(o, shape))
+        elif condition and i == 0:
+            srcs.append(const_node(o, T.bool_, shape, dev, name))
         else:
-            # A Python scalar keeps float32 precision inside a float16 op, as PyTorch's CPU scalars do:
-            # the constant is not rounded to float16 (parameters travel as float32).
-            srcs.append(const_node(o, T.bool_ if (condition and i == 0) else compute, shape, dev, name))
+            srcs.append(const_node(_scalar_operand(o, compute, name, i), compute, shape, dev, name))
     return Node(_ELEMENTWISE, tuple(srcs), Elementwise(opdef, compute), shape, out_dtype, dev)
+
+
+# PyTorch's CPU converts a Python scalar operand of these float16 or bfloat16 ops, at these operand
+# positions, to that dtype (through float32) before the op: 1e10 + h is inf, 7e4 // h NaN (inf // h).
+# Its other kernels read the scalar in float32 (a product's, a divisor, an activation's parameter),
+# as vkml's float32 parameters do; ``s / h`` is ``h.reciprocal() * s`` there (vkml/tensor.py).
+_REDUCED_FLOATS = frozenset((T.float16, T.bfloat16))
+_BOTH = (0, 1)
+_ROUNDED_SCALAR = {
+    **dict.fromkeys(("add", "sub", "remainder", "fmod", "pow", "eq", "ne", "lt", "le", "gt", "ge"), _BOTH),
+    **dict.fromkeys(("div", "div_trunc", "floor_divide"), (0,)),
+}
+
+
+def _scalar_operand(value, compute: T.DType, name: str, index: int):
+    """Python scalar ``value``, operand ``index`` of op ``name``, as PyTorch's CPU takes it (see above)."""
+    if compute not in _REDUCED_FLOATS or type(value) is bool or index not in _ROUNDED_SCALAR.get(name, ()):
+        return value
+    if type(value) is int and not _INT_OPERAND_RANGE[0] <= value < _INT_OPERAND_RANGE[1]:
+        return value  # const_node raises PyTorch's OverflowError
+    with np.errstate(over="ignore"):
+        f32 = np.float32(value)
+    return host_round(float(f32), compute)
 
 
 SCALAR_TYPES = frozenset((bool, int, float))  # the Python numbers an op takes as a scalar operand
@@ -367,7 +390,7 @@ def binary_fast(name: str, x, y) -> Node | None:
         return None
     arg, out_dtype = decided
     if kind.__class__ is type:  # a Python scalar: a broadcast constant of the compute dtype
-        other = const_node(other, arg.compute, shape, dev, name)
+        other = const_node(_scalar_operand(other, arg.compute, name, 1 if first else 0), arg.compute, shape, dev, name)
     return Node(_ELEMENTWISE, (tensor, other) if first else (other, tensor), arg, shape, out_dtype, dev)
 
 

@@ -242,3 +242,30 @@ def test_python_scalars_meet_float16_as_in_torch(where, request):
     with pytest.raises(RuntimeError, match="cannot be converted"):  # PyTorch's: the exponent does not fit
         ours**7e4
 
+
+@pytest.mark.parametrize("where", ["cpu", "gpu"])
+def test_poisson_samples_match_the_rates_and_every_device(where, request):
+    import numpy as np
+
+    device = request.getfixturevalue("gpu") if where == "gpu" else vkml.device("cpu")
+    rates = np.repeat(np.array([0.0, 0.3, 4.0, 60.0, 2500.0], np.float32), 2000)
+    vkml.manual_seed(7)
+    on_device = vkml.poisson(vkml.tensor(rates, device=device))
+    vkml.manual_seed(7)
+    on_cpu = vkml.poisson(vkml.tensor(rates))
+    assert on_device.device is device and on_device.dtype is vkml.float32
+    counts = on_device.numpy()
+    assert np.array_equal(counts, on_cpu.numpy())  # the same bits: the draws are, and the host samples them
+    for rate, group in zip(rates[::2000], counts.reshape(5, 2000)):
+        assert (group == np.round(group)).all() and (group >= 0).all()
+        n = len(group)  # mean within 5 standard errors, variance (= the rate) within 5 of its own
+        assert abs(group.mean() - rate) <= 5 * np.sqrt(rate / n)
+        assert abs(group.var() - rate) <= 5 * np.sqrt((2 * rate**2 + rate) / n)
+    r = vkml.tensor([0.5, 3.0], requires_grad=True)
+    vkml.poisson(r).sum().backward()  # PyTorch's gradient: zero
+    assert r.grad.tolist() == torch.zeros(2).tolist() and vkml.poisson(r).grad_fn.name() == "PoissonBackward0"
+    for bad in ([-1.0], [float("nan")], [1, 2]):
+        assert _outcome(lambda b=bad: vkml.poisson(vkml.tensor(b))) == _outcome(
+            lambda b=bad: torch.poisson(torch.tensor(b))
+        )
+    assert vkml.poisson(vkml.tensor([2.0], dtype=vkml.float16)).dtype is vkml.float16

@@ -269,3 +269,19 @@ def test_poisson_samples_match_the_rates_and_every_device(where, request):
             lambda b=bad: torch.poisson(torch.tensor(b))
         )
     assert vkml.poisson(vkml.tensor([2.0], dtype=vkml.float16)).dtype is vkml.float16
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "new_zeros()",
+        "new_ones()",
+        "new_empty()",
+        "new_empty(())",
+        "new_zeros([])",
+        "new_zeros(size=(3,))",
+        "sum_to_size()",
+    ],
+)
+def test_new_tensor_methods_take_sizes_as_torch(call):
+    assert _outcome(lambda: eval("vkml.ones(2)." + call)) == _outcome(lambda: eval("torch.ones(2)." + call))

@@ -312,7 +312,7 @@ def main(
         return out
 
     model = GPT(Config(len(chars), block_size=block_size, n_layer=n_layer, n_embd=n_embd)).to(device)
-    model = torch.compile(model)  # vkml: the model itself (it fuses lazily)
+    model = torch.compile(model)  # vkml: an OptimizedModule wrapper that only calls it (it fuses lazily)
     optimizer = make_optimizer(model)
     warmup = max(1, steps // 10) if warmup is None else warmup
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(warmup, steps))

@@ -39,10 +39,19 @@ def test_the_pytorch_device_idiom_runs_on_the_gpu(gpu):
     assert back.device is CPU and not back.is_cuda and back.get_device() == -1 and back.tolist() == [1.0, 2.0]
 
 
-def test_pin_memory_then_to_cuda_as_programs_write_it(gpu):
+def test_pin_memory_then_to_cuda_as_programs_write_it(gpu, monkeypatch):
     x = vkml.tensor([1, 2, 3])
     pinned = x.pin_memory()
-    assert pinned is x and not pinned.is_pinned()  # nothing to pin: vkml stages host data itself
+    # PyTorch's: a pinned copy (a write to it does not reach x), pinned once
+    assert pinned is not x and pinned.is_pinned() and not x.is_pinned() and pinned.pin_memory() is pinned
+    assert pinned[1:].is_pinned() and pinned.device is x.device
+    pinned[0] = 7
+    assert x.tolist() == [1, 2, 3] and pinned.tolist() == [7, 2, 3]
+    pinned[0] = 1
+    monkeypatch.setattr(vkml.cuda, "is_available", lambda: False)  # PyTorch without an accelerator
+    with pytest.raises(RuntimeError, match="Cannot access accelerator device when none is available"):
+        x.pin_memory()
+    monkeypatch.undo()
     moved = pinned.to("cuda", non_blocking=True)
     assert moved.device is gpu and moved.tolist() == [1, 2, 3]
     with pytest.raises(RuntimeError, match=r"cannot pin a tensor on vulkan:\d"):
@@ -196,16 +205,17 @@ def test_deterministic_algorithms_switch():
         vkml.use_deterministic_algorithms(False)
 
 
-def test_compile_returns_the_callable_unchanged():
+def test_compile_wraps_as_torch_and_keeps_the_callable():
     model = nn.Linear(2, 2)
-    assert vkml.compile(model) is model
-    assert vkml.compile(model, mode="max-autotune", fullgraph=True, dynamic=False, backend="inductor") is model
+    for compiled in (vkml.compile(model), vkml.compile(model, mode="max-autotune", fullgraph=True, backend="inductor")):
+        assert compiled._orig_mod is model and compiled.weight is model.weight  # PyTorch's OptimizedModule
+    assert vkml.compile(model, disable=True) is model
 
     def step(x):
         return x * 2
 
-    assert vkml.compile(step, options={"trace.enabled": True}) is step
-    assert vkml.compile(mode="reduce-overhead")(step) is step  # the decorator form
+    for compiled in (vkml.compile(step, options={"trace.enabled": True}), vkml.compile(mode="reduce-overhead")(step)):
+        assert compiled.__wrapped__ is step and compiled(3) == 6  # a function calling step, as PyTorch's
     with pytest.raises(RuntimeError, match="Either mode or options"):
         vkml.compile(step, mode="default", options={})
     with pytest.raises(TypeError):

@@ -15,7 +15,7 @@ SHAPES += [((4, 3, 2), (2,)), ((4, 3, 2), (4, 2, 3))]
 
 
 def _both(shape, dtype):
-    return torch.ones(shape, dtype=getattr(torch, dtype)), vkml.ones(*shape, dtype=getattr(vkml, dtype))
+    return torch.ones(shape, dtype=getattr(torch, dtype)), vkml.ones(shape, dtype=getattr(vkml, dtype))
 
 
 def _same_error(call, torch_args, vkml_args, op: str):

@@ -456,29 +456,34 @@ def test_python_scalar_promotion_like_torch(dtype, scalar):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32])
-def test_scalar_divided_by_tensor_is_one_correctly_rounded_division(dtype):
-    # Divergence: PyTorch's `2.5 / x` is `x.reciprocal() * 2.5` (two roundings); vkml divides once.
+def test_scalar_divided_by_tensor_is_reciprocal_times_scalar_as_torch(dtype):
+    # PyTorch's `2.5 / x` is `x.reciprocal() * 2.5` (two roundings), not one division
     x = random_floats(2000, seed=16).astype(dtype)
     x = x[x != 0]
     for scalar in (2.5, 0.1, -7):
         got = (scalar / vk(x)).numpy()
-        want = (np.float32(scalar) / x.astype(np.float32)).astype(np.float16 if dtype == np.float16 else np.float32)
-        assert_same_bits(got, want, f"{scalar} / {np.dtype(dtype).name} tensor")
+        assert_same_bits(got, from_torch(scalar / to_torch(x)), f"{scalar} / {np.dtype(dtype).name} tensor")
 
 
-def test_float16_with_python_scalar_computes_in_float32_and_rounds_once():
-    # As PyTorch CPU's mul and div: float(x) op float32(scalar), rounded once to float16. PyTorch's
-    # add and sub round the scalar to float16 first (1/3 -> 0.33325); vkml keeps float32 for all four.
+def test_float16_with_python_scalar_as_torch():
+    # PyTorch CPU's mul and div: float(x) op float32(scalar), rounded once to float16; its add and sub
+    # round the scalar to float16 first (1/3 -> 0.33325), then compute in float32 and round once
     x = np.arange(-2048, 2048, dtype=np.float16) * np.float16(0.37)
     x32 = x.astype(np.float32)
     for scalar in (0.1, 2.5, 1 / 3):
-        s32 = np.float32(scalar)
-        for name, op in (("+", np.add), ("-", np.subtract), ("*", np.multiply), ("/", np.divide)):
+        s32, s16 = np.float32(scalar), np.float32(np.float16(scalar))
+        for name, op, s in (
+            ("+", np.add, s16),
+            ("-", np.subtract, s16),
+            ("*", np.multiply, s32),
+            ("/", np.divide, s32),
+        ):
             got = {"+": vk(x) + scalar, "-": vk(x) - scalar, "*": vk(x) * scalar, "/": vk(x) / scalar}[name].numpy()
             assert got.dtype == np.float16
-            assert_same_bits(got, op(x32, s32).astype(np.float16), f"float16 {name} {scalar}")
-        assert_same_bits((vk(x) * scalar).numpy(), from_torch(to_torch(x) * scalar), f"float16 * {scalar} vs torch")
-        assert_same_bits((vk(x) / scalar).numpy(), from_torch(to_torch(x) / scalar), f"float16 / {scalar} vs torch")
+            assert_same_bits(got, op(x32, s).astype(np.float16), f"float16 {name} {scalar}")
+            want = {"+": to_torch(x) + scalar, "-": to_torch(x) - scalar, "*": to_torch(x) * scalar}
+            want["/"] = to_torch(x) / scalar
+            assert_same_bits(got, from_torch(want[name]), f"float16 {name} {scalar} vs torch")
 
 
 def test_broadcast_mismatch_names_op_and_shapes():

@@ -106,7 +106,7 @@ def _check_grads(name, inputs, torch_fn, vkml_fn, gpu, keep):
     results = []
     for device in (CPU, gpu):
         vt = [vkml.tensor(a, device=device, requires_grad=True) for a in inputs]
-        vkml_fn(*vt).backward(vkml.ones(*out.shape, device=device))
+        vkml_fn(*vt).backward(vkml.ones(out.shape, device=device))
         results.append([v.grad.numpy() if v.grad is not None else np.zeros(v.shape, np.float32) for v in vt])
     same_shape = all(np.shape(a) == np.shape(inputs[0]) for a in inputs)
     for i, (got, on_gpu, t) in enumerate(zip(*results, tt)):

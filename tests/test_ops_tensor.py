@@ -254,7 +254,7 @@ def test_a_binary_op_met_again_builds_what_the_general_path_builds(name):
     from vkml.graph import build as lazy
 
     dtypes = [vkml.bool, vkml.float16, vkml.float32, vkml.int32, vkml.int64]
-    tensors = [vkml.ones(*shape, dtype=d).node for d in dtypes for shape in ((), (3,))]
+    tensors = [vkml.ones(shape, dtype=d).node for d in dtypes for shape in ((), (3,))]
     scalars = [True, 3, -2.5]
     pairs = [(x, y) for x in tensors for y in tensors if x.shape == y.shape]
     pairs += [(x, s) for x in tensors for s in scalars] + [(s, x) for x in tensors for s in scalars]

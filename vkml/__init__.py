@@ -145,10 +145,10 @@ __all__ += ["float64", "double", "uint8", "int8", "int16", "short", "bfloat16", 
 # ---------------------------------------------------------------------- autograd namespace and grad modes
 # (vkml/frontend/autograd_api.py: vkml.autograd.grad / backward / Function, as torch.autograd)
 from .frontend import autograd_api as autograd  # noqa: E402
-from .frontend.autograd import inference_mode, is_inference_mode_enabled  # noqa: E402
+from .frontend.autograd import inference_mode, is_inference, is_inference_mode_enabled  # noqa: E402
 
 _sys.modules[__name__ + ".autograd"] = autograd  # `import vkml.autograd` finds the namespace
-__all__ += ["autograd", "inference_mode", "is_inference_mode_enabled"]
+__all__ += ["autograd", "inference_mode", "is_inference", "is_inference_mode_enabled"]
 # ---------------------------------------------------------------------- default dtype and type predicates
 # (vkml/frontend/defaults.py)
 from .frontend.defaults import get_default_dtype, is_floating_point, is_tensor, set_default_dtype  # noqa: E402
@@ -230,6 +230,17 @@ from .frontend.accelerator import accelerator, xpu  # noqa: E402
 _sys.modules[__name__ + ".accelerator"] = accelerator
 _sys.modules[__name__ + ".xpu"] = xpu
 __all__ += ["accelerator", "xpu"]
+
+
+# ---------------------------------------------------------------- vkml.cpu and vkml.cpu.amp
+# (vkml/frontend/cpu.py: torch.cpu's device-agnostic answers; cpu_amp.py: its deprecated amp spellings)
+from .frontend import cpu  # noqa: E402
+from .frontend import cpu_amp as _cpu_amp  # noqa: E402
+
+cpu.amp = _cpu_amp
+_sys.modules[__name__ + ".cpu"] = cpu
+_sys.modules[__name__ + ".cpu.amp"] = _cpu_amp
+__all__ += ["cpu"]
 
 
 # ---------------------------------------------------------------- vkml.sparse (sparse COO tensors: docs/sparse.md)

@@ -21,6 +21,11 @@ class DTypeError(TypeError, RuntimeError):
     written for PyTorch catches it."""
 
 
+class DTypeNotImplementedError(DTypeError, NotImplementedError):
+    """A dtype PyTorch has no kernel of the op for (``abs`` of a bool tensor): PyTorch's
+    NotImplementedError ("... not implemented for 'Bool'"), and vkml's DTypeError."""
+
+
 class CompileError(RuntimeError):
     """A kernel failed to verify, assemble or validate. Carries what is needed to see why."""
 

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import copy
+import weakref
 
 import numpy as np
 
@@ -67,6 +68,8 @@ class Tensor:
         self._grad: Tensor | None = None  # set by backward() on leaves that require grad
         self._ctx = None  # the autograd Context of the op that made this tensor (None: a leaf)
         self._requires_grad = False
+        if autograd._mode.inference:  # an inference tensor (vkml/frontend/autograd.py)
+            autograd.mark_inference(self)
         if requires_grad:
             self.requires_grad = True
 
@@ -186,6 +189,8 @@ class Tensor:
             )
         if not value and self._ctx is not None:
             raise RuntimeError("requires_grad: a tensor computed from others keeps it; use detach() instead")
+        if value:
+            autograd.check_inference_write(self, "requires_grad")
         self._requires_grad = bool(value)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
@@ -352,14 +357,30 @@ class Tensor:
         return self.device.kind == "cpu"
 
     def pin_memory(self, device=None) -> Tensor:
-        """This CPU tensor itself: vkml stages host data for its devices itself, so there is no pinned
-        memory to copy into (``is_pinned()`` stays False). A Vulkan tensor raises, as a CUDA one does."""
+        """A copy of this CPU tensor in "pinned" memory, as PyTorch's: a new tensor (a write to it
+        does not reach this one) whose ``is_pinned()`` is True. vkml stages host data for its devices
+        itself, so the copy is a lazy ``clone`` and costs nothing until used. Without a Vulkan
+        device (PyTorch: without an accelerator) it raises, and so does a Vulkan tensor."""
         if self.device.kind != "cpu":
             raise RuntimeError(f"cannot pin a tensor on {self.device.name}: only CPU tensors can be pinned")
-        return self
+        from .frontend import cuda
+
+        if not cuda.is_available():
+            raise RuntimeError("Cannot access accelerator device when none is available.")
+        if self.is_pinned():
+            return self
+        out = F.clone(self)
+        _pinned[id(out)] = out
+        return out
 
     def is_pinned(self, device=None) -> bool:
-        return False
+        """Whether this tensor's storage was made by ``pin_memory()`` (a view of it is pinned too)."""
+        owner = self if self._base is None else self._base
+        return _pinned.get(id(owner)) is owner
+
+    def is_inference(self) -> bool:
+        """Whether this tensor was made inside ``vkml.inference_mode()`` (``vkml.is_inference``)."""
+        return autograd.is_inference(self)
 
     def get_device(self) -> int:
         """The Vulkan device's index, -1 on the CPU (as PyTorch)."""
@@ -423,7 +444,10 @@ class Tensor:
         return F.div(self, o)
 
     def __rtruediv__(self, o):
-        return F.div(o, self)
+        # PyTorch's ``o / t`` is ``t.reciprocal() * o`` (two roundings: 3.0 / t is not div(3.0, t))
+        if isinstance(o, Tensor):
+            return F.div(o, self)
+        return F.mul(F.reciprocal(self), o)
 
     def __pow__(self, o):
         return F.pow(self, o)
@@ -747,6 +771,8 @@ class SavedTensor(Tensor):
         owner = self._owner
         if owner is None:
             return self._node
+        if autograd._inference_owners and autograd.is_inference_owner(owner):
+            raise RuntimeError(autograd.INFERENCE_SAVED)
         visible, writes, chain = self._expected
         if owner._vcount == writes:
             return self._node
@@ -777,6 +803,8 @@ class SavedTensor(Tensor):
 
 # What ``==`` and ``!=`` compare elementwise; anything else (None, a str, a list) compares by identity,
 # as in PyTorch (``x == None`` is False). numpy values and complex numbers go on to the op, which says what it takes.
+# The tensors pin_memory() made, keyed by id (a Tensor's == is elementwise); an entry goes with its tensor.
+_pinned: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 _OPERANDS = (Tensor, bool, int, float, complex, np.generic, np.ndarray)
 # view(dtype): a bit reinterpretation (vkml/frontend/dtype_view.py); Tensor.view calls it.
 from .frontend.dtype_view import view_dtype  # noqa: E402

@@ -145,9 +145,12 @@ class inference_mode(no_grad):
     """``no_grad`` for inference: ops inside record nothing (``mode=False``: changes nothing).
 
     A context manager or a decorator (``@vkml.inference_mode()`` or ``@vkml.inference_mode``).
-    PyTorch also marks the tensors made inside as inference tensors, which autograd later refuses
-    to save; vkml does not mark them, so using them afterwards in a recorded computation works
-    where PyTorch raises. Nothing else differs: vkml's ``no_grad`` already skips all bookkeeping.
+    The tensors made inside are inference tensors, as in PyTorch (``is_inference()``, also their
+    views): outside the region an in-place write to one, or ``requires_grad_()``, raises
+    PyTorch's RuntimeError, and so does a gradient rule reading one as a saved value. PyTorch
+    raises that last one when the op is recorded; vkml when backward reads the value (the op
+    records its operands, and only its rule knows which values it uses), so ``w + x`` works in
+    both and ``(w * x).sum().backward()`` raises in both.
 
     >>> import vkml
     >>> w = vkml.ones(2, requires_grad=True)
@@ -167,6 +170,51 @@ class inference_mode(no_grad):
 
     def __exit__(self, *exc) -> None:
         _mode.enabled, _mode.inference = self.previous
+
+
+# The storage owners made inside inference_mode (Tensor.__init__ adds them): a view's owner is its
+# base, so a view of an inference tensor is one too, and a tensor made inside from a normal one's
+# storage (a view) is not, as in PyTorch. Keyed by id (a Tensor's == is elementwise); an entry goes with
+# its tensor, so a reused id is never found.
+_inference_owners: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+INFERENCE_SAVED = (
+    "Inference tensors cannot be saved for backward. Please do not use Tensors created in inference mode in "
+    "computation tracked by autograd. To work around this, you can make a clone to get a normal tensor and use "
+    "it in autograd, or use `torch.no_grad()` instead of `torch.inference_mode()`."
+)
+
+
+def mark_inference(t) -> None:
+    _inference_owners[id(t)] = t
+
+
+def is_inference_owner(owner) -> bool:
+    return _inference_owners.get(id(owner)) is owner
+
+
+def is_inference(input) -> bool:
+    """Whether ``input`` was made inside ``vkml.inference_mode()`` (or views such a tensor's storage).
+
+    >>> import vkml
+    >>> with vkml.inference_mode():
+    ...     x = vkml.ones(2)
+    >>> x.is_inference(), vkml.ones(2).is_inference()
+    (True, False)
+    """
+    return is_inference_owner(input if input._base is None else input._base)
+
+
+def check_inference_write(t, what: str = "inplace") -> None:
+    """PyTorch's refusal to write (or set requires_grad on) an inference tensor outside inference_mode."""
+    if _mode.inference or not _inference_owners or not is_inference(t):
+        return
+    if what == "requires_grad":
+        raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
+    raise RuntimeError(
+        "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone to get a "
+        "normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for more details."
+    )
 
 
 class _AnomalyMode:

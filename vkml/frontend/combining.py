@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 
-from ..errors import DTypeError
+from ..errors import DTypeError, DTypeNotImplementedError
 from ..graph import build as lazy
 from ..ir import types as T
 from ..ops.promotion import result_type
@@ -79,6 +79,8 @@ def _cross(op: str, input, other, dim):
         raise RuntimeError(
             f"'{op}': expected both inputs to have the same dtype, got {a.dtype.name} and {b.dtype.name}"
         )
+    if a.dtype is T.bool_:  # PyTorch's class and words (vkml's products would subtract bools)
+        raise DTypeNotImplementedError(f"\"{op}\" not implemented for 'Bool'")
     if len(a.shape) != len(b.shape):  # PyTorch broadcasts sizes, not numbers of dims
         raise RuntimeError(
             f"'{op}': inputs must have the same number of dimensions, got {len(a.shape)} and {len(b.shape)}"

@@ -10,6 +10,8 @@ deterministic algorithms and ``vkml.compile``, with PyTorch's names and what eac
 
 from __future__ import annotations
 
+import functools
+import sys
 import types
 import warnings
 
@@ -110,12 +112,15 @@ def compile(
     isolate_recompiles: bool = False,
     shapes_spec=None,
 ):
-    """``torch.compile``'s signature; returns ``model`` itself (a module or a function), unchanged.
+    """``torch.compile``: a module comes back wrapped as PyTorch's ``OptimizedModule``, a function as a
+    function that calls it (its ``__wrapped__``); ``disable=True`` returns ``model`` itself.
 
-    vkml needs no compile step to fuse: every program is lazy already, and each realize fuses its
-    graph into kernels and reuses the plan of an earlier graph of the same structure
-    (vkml/schedule/plan_cache.py). Capturing a whole step once and replaying it comes with
-    ``vkml.jit``. Called without a model it returns a decorator, as ``torch.compile`` does.
+    The wrapper is PyTorch's shape, not a compiler: ``_orig_mod`` is the module, calls and attributes
+    go to it, and ``state_dict`` keys start with ``_orig_mod.`` (vkml/nn/compiled.py). vkml needs no
+    compile step to fuse: every program is lazy already, and each realize fuses its graph into kernels
+    and reuses the plan of an earlier graph of the same structure (vkml/schedule/plan_cache.py).
+    Capturing a whole step once and replaying it comes with ``vkml.jit``. Called without a model it
+    returns a decorator, as ``torch.compile`` does.
 
     >>> step = compile(lambda x: x * 2, mode="max-autotune")
     >>> step(3)
@@ -124,7 +129,31 @@ def compile(
     if mode is not None and options is not None:
         raise RuntimeError("Either mode or options can be specified, but both can't be specified at the same time.")
     if model is None:
-        return lambda fn: fn
+        return functools.partial(
+            compile,
+            fullgraph=fullgraph,
+            dynamic=dynamic,
+            backend=backend,
+            mode=mode,
+            options=options,
+            disable=disable,
+            name=name,
+            recompile_limit=recompile_limit,
+            isolate_recompiles=isolate_recompiles,
+            shapes_spec=shapes_spec,
+        )
     if not callable(model):
         raise RuntimeError(f"compile(): model must be a callable, got {type(model).__name__}")
-    return model
+    if disable:
+        return model
+    nn = sys.modules.get("vkml.nn.module")  # loaded already when model is a module (vkml.nn loads lazily)
+    if nn is not None and isinstance(model, nn.Module):
+        from ..nn.compiled import OptimizedModule
+
+        return OptimizedModule(model)
+
+    @functools.wraps(model)
+    def compiled(*args, **kwargs):
+        return model(*args, **kwargs)
+
+    return compiled

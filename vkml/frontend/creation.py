@@ -103,6 +103,10 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False):
         # numpy makes floats of Python ints past int64 mixed with others: find them (only past 2**63)
         if (np.abs(array) >= 2.0**63).any():
             _refuse_wide_ints(data, dtype is not None)
+    if array.dtype == object and 0 in _first_sizes(data):
+        # PyTorch reads the shape down the first elements and, with no element to store, checks no
+        # other sequence: tensor([[], [[]]]) is a (2, 0) float tensor
+        array = np.zeros(_first_sizes(data))
     if array.dtype == object:
         _raise_ragged(data)
         raise DTypeError(f"tensor(): cannot make a tensor from {type(data).__name__} with mixed or ragged content")
@@ -137,16 +141,22 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False):
     return out
 
 
-def _raise_ragged(data) -> None:
-    """PyTorch's ValueError for nested sequences of unequal lengths: the sizes are read down the first
-    elements, then every sequence at dim ``d`` must have ``sizes[d]`` elements. Returns where the
-    nesting is even (the content is mixed instead: the caller's TypeError)."""
+def _first_sizes(data) -> list[int]:
+    """The lengths of ``data`` and of its first elements, down to the first non-sequence or empty one."""
     sizes, first = [], data
     while isinstance(first, (list, tuple)):
         sizes.append(len(first))
         if not first:
             break
         first = first[0]
+    return sizes
+
+
+def _raise_ragged(data) -> None:
+    """PyTorch's ValueError for nested sequences of unequal lengths: the sizes are read down the first
+    elements, then every sequence at dim ``d`` must have ``sizes[d]`` elements. Returns where the
+    nesting is even (the content is mixed instead: the caller's TypeError)."""
+    sizes = _first_sizes(data)
 
     def walk(seq, d: int) -> None:
         if d >= len(sizes) or not isinstance(seq, (list, tuple)):
@@ -212,7 +222,8 @@ def _check_python_values_fit(array: np.ndarray, dtype) -> None:
 def size_keyword(op: str, size: tuple, kwargs: dict) -> tuple:
     """The positional sizes, or PyTorch's keyword form ``zeros(size=(2, 3))`` found in ``kwargs``.
 
-    Any other keyword is Python's TypeError for an unknown argument, as a plain signature gives.
+    Any other keyword is Python's TypeError for an unknown argument, as a plain signature gives, and
+    no size at all is PyTorch's TypeError.
     """
     if "size" in kwargs:
         if size:
@@ -220,6 +231,12 @@ def size_keyword(op: str, size: tuple, kwargs: dict) -> tuple:
         size = (kwargs.pop("size"),)
     if kwargs:
         raise TypeError(f"{op}() got an unexpected keyword argument {next(iter(kwargs))!r}")
+    if not size:  # PyTorch has no default size: zeros() is a TypeError, zeros(()) the 0-d tensor
+        if op in ("rand", "randn"):
+            raise TypeError(
+                f"{op}() received an invalid combination of arguments - got (), but expected (tuple of ints size)"
+            )
+        raise TypeError(f'{op}() missing 1 required positional arguments: "size"')
     return size
 
 

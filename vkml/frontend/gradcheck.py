@@ -169,7 +169,7 @@ def gradgradcheck(
     differentiable = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
     outputs = _outputs(func(*inputs))
     if grad_outputs is None:
-        grad_outputs = [randn(*o.shape, dtype=o.dtype, device=o.device) for o in outputs]
+        grad_outputs = [randn(o.shape, dtype=o.dtype, device=o.device) for o in outputs]
     else:
         grad_outputs = [grad_outputs] if isinstance(grad_outputs, Tensor) else list(grad_outputs)
 

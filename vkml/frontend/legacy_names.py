@@ -650,8 +650,8 @@ def _integer_pair(op: str, input, other):
         other = creation.tensor(other, device=input.device)
     dtype = dtypes.result_type(input, other)
     for t in (input, other):
-        if t.dtype.is_float or t.dtype is T.bool_:
-            raise RuntimeError(f"\"{op}_cpu\" not implemented for '{mutation.torch_name(t.dtype)}'")
+        if t.dtype.is_float or t.dtype is T.bool_:  # PyTorch's NotImplementedError (a RuntimeError)
+            raise NotImplementedError(f"\"{op}_cpu\" not implemented for '{mutation.torch_name(t.dtype)}'")
     return input, other, dtype
 
 
@@ -718,6 +718,9 @@ def nextafter(input, other):
     """The next float after ``input`` towards ``other``, as ``torch.nextafter``: exact, on the host (numpy)."""
     _tensor("nextafter", "input", input)
     _tensor("nextafter", "other", other)
+    for t in (input, other):
+        if not t.dtype.is_float:  # PyTorch's class and words
+            raise NotImplementedError(f"\"nextafter_cpu\" not implemented for '{mutation.torch_name(t.dtype)}'")
     if not input.dtype.is_float or input.dtype is not other.dtype:
         raise RuntimeError(
             f"nextafter: expected both inputs of the same floating dtype, got {mutation.torch_name(input.dtype)} "

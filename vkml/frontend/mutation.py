@@ -234,6 +234,7 @@ def assign_node(t, node) -> None:
 
 def check_writable(t) -> None:
     """PyTorch's refusals of an in-place op on ``t``, raised before anything changes."""
+    autograd.check_inference_write(t)
     _windows.rehome(t)
     base = t._base
     if autograd.is_grad_enabled():

@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 
-from ..errors import DTypeError, ShapeError
+from ..errors import DTypeError, DTypeNotImplementedError, ShapeError
 from ..graph import build as lazy
 from ..graph.node import Cat, Matmul, Node, Op
 from ..ir import types as T
@@ -121,9 +121,27 @@ def _elementwise(name: str, *operands):
     return autograd.record(name, operands, out) if wants_grad else out
 
 
+# PyTorch's results of unary ops whose OpDef takes no bool: sign and sgn of a bool tensor are its
+# values, square is the int64 product (as PyTorch's pow(x, 2)). Checked before the op, for bool
+# tensors only (any other op on a bool tensor the registry refuses raises PyTorch's NotImplementedError).
+_BOOL_UNARY = {
+    "sign": lambda x: _tensor.Tensor(x.node),
+    "sgn": lambda x: _tensor.Tensor(x.node),
+    "square": lambda x: _elementwise("mul", cast(x, T.int64), cast(x, T.int64)),
+}
+
+
 def _unary(name):
     def fn(input):
         return _elementwise(name, input)
+
+    if name in _BOOL_UNARY:
+        rule = _BOOL_UNARY[name]
+
+        def fn(input):  # noqa: F811  (the same function, with the bool rule first)
+            if isinstance(input, _tensor.Tensor) and input.dtype is T.bool_:
+                return rule(input)
+            return _elementwise(name, input)
 
     fn.__name__ = fn.__qualname__ = name  # a wrong call is "exp() takes 1 positional argument ...", as PyTorch
     fn.__doc__ = f"Elementwise ``{name}``; see docs/ops/{name}.md. Example: ``vkml.{name}(vkml.tensor([1.0, 2.0]))``."
@@ -278,6 +296,10 @@ def pow(input, exponent):
     tensor and the int 2.
     """
     exponent = exponent.item() if isinstance(exponent, np.generic) else exponent
+    if type(exponent) is bool and isinstance(input, _tensor.Tensor) and input.dtype is T.bool_:
+        # PyTorch's bool ** bool: x ** True is x, x ** False is True (its pow has no bool kernel
+        # for a bool tensor exponent, which the registry refuses with its NotImplementedError)
+        return _tensor.Tensor(input.node) if exponent else _elementwise("logical_or", input, True)
     if type(exponent) in (int, float) and isinstance(input, _tensor.Tensor) and exponent == 2:
         if input.dtype.is_float or (type(exponent) is int and input.dtype is not T.bool_):
             return _mul(input, input)
@@ -521,8 +543,8 @@ def _float_work(input, op: str, integers: bool = False):
     """
     node = _tensor_node(op, input)
     if not node.dtype.is_float:
-        if not integers:
-            raise DTypeError(f"'{op}': expected a floating point tensor, got {node.dtype.name}")
+        if not integers:  # PyTorch's NotImplementedError: its kernel has no integer or bool form
+            raise DTypeNotImplementedError(f"'{op}': expected a floating point tensor, got {node.dtype.name}")
         return cast(input, T.float32), T.float32
     return cast(input, work_dtype(node.dtype)), node.dtype
 
@@ -650,8 +672,8 @@ def matmul(input, other):
     if not a.shape or not b.shape:
         raise ShapeError(f"'matmul': both operands need at least 1 dim, got shapes {a.shape} and {b.shape}")
     check_matmul_dtypes("matmul", a.dtype, b.dtype, len(a.shape), len(b.shape))  # PyTorch raises, never promotes
-    if a.dtype is T.bool_ or b.dtype is T.bool_:
-        raise DTypeError("'matmul' does not support bool tensors")
+    if a.dtype is T.bool_ or b.dtype is T.bool_:  # PyTorch's class: no bool kernel
+        raise DTypeNotImplementedError("'matmul' does not support bool tensors: \"dot\" not implemented for 'Bool'")
     x, y = input, other
     squeeze_a, squeeze_b = len(a.shape) == 1, len(b.shape) == 1
     if squeeze_a:

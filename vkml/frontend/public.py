@@ -51,6 +51,7 @@ MODULES = (
     "legacy_names",
     "sparse_coo",
     "windows",
+    "poisson",
 )
 
 

@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from ..errors import DTypeError, ShapeError
+from ..errors import DTypeError, DTypeNotImplementedError, ShapeError
 from ..graph import build as lazy
 from ..ir import types as T
 from ..ops.promotion import promote_types
@@ -693,6 +693,8 @@ def trace(input):
     node = _t("trace", input)
     if len(node.shape) != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {len(node.shape)}")
+    if node.dtype is T.bool_:  # PyTorch's (its sum of a bool diagonal would be int64)
+        raise DTypeNotImplementedError("\"trace\" not implemented for 'Bool'")
     return F.sum(diagonal(input))
 
 

@@ -114,7 +114,14 @@ def type_as(self, other):
 # ---------------------------------------------------------------------- new_* constructors
 
 
+def _size_keyword(kwargs: dict) -> tuple:
+    """PyTorch's ``new_zeros(size=(2, 3))``: the sizes given by keyword, as the positional form."""
+    return (kwargs.pop("size"),) if "size" in kwargs else ()
+
+
 def _size(op: str, size) -> tuple[int, ...]:
+    if not size:  # PyTorch's: no default size (new_zeros(()) is the 0-d tensor)
+        raise TypeError(f'{op}() missing 1 required positional arguments: "size"')
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
     if any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) for s in size):
@@ -140,18 +147,34 @@ def new_zeros(self, *size, dtype=None, device=None, requires_grad: bool = False,
     >>> vkml.ones(2, dtype=vkml.int64).new_zeros(3).tolist()
     [0, 0, 0]
     """
-    return new_full(self, _size("new_zeros", size), 0, dtype=dtype, device=device, requires_grad=requires_grad)
+    return new_full(
+        self,
+        _size("new_zeros", size or _size_keyword(kwargs)),
+        0,
+        dtype=dtype,
+        device=device,
+        requires_grad=requires_grad,
+    )
 
 
 def new_ones(self, *size, dtype=None, device=None, requires_grad: bool = False, **kwargs):
     """Ones of ``size`` with this tensor's dtype and device unless given."""
-    return new_full(self, _size("new_ones", size), 1, dtype=dtype, device=device, requires_grad=requires_grad)
+    return new_full(
+        self,
+        _size("new_ones", size or _size_keyword(kwargs)),
+        1,
+        dtype=dtype,
+        device=device,
+        requires_grad=requires_grad,
+    )
 
 
 def new_empty(self, *size, dtype=None, device=None, requires_grad: bool = False, **kwargs):
     """A tensor of ``size`` with this tensor's dtype and device; vkml's ``empty`` is zeros (documented there)."""
     return C.empty(
-        *_size("new_empty", size),
+        _size(
+            "new_empty", size or _size_keyword(kwargs)
+        ),  # one tuple: () is the 0-d tensor (empty() alone is a TypeError)
         dtype=_dtype(dtype) or self.dtype,
         device=device or self.device,
         requires_grad=requires_grad,

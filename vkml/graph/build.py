@@ -14,7 +14,7 @@ from dataclasses import replace
 import numpy as np
 
 from .. import config
-from ..errors import DeviceError, DTypeError, ShapeError
+from ..errors import DeviceError, DTypeError, DTypeNotImplementedError, ShapeError
 from ..ir import types as T
 from ..ops.cast import host_round
 from ..ops.promotion import default_float, result_type, scalar_dtype
@@ -341,11 +341,34 @@ def elementwise(name: str, operands: list, device=None) -> Node:
     for i, o in enumerate(operands):
         if type(o) is Node:
             srcs.append(o if o.shape == shape else expand_to(o, shape))
+        elif condition and i == 0:
+            srcs.append(const_node(o, T.bool_, shape, dev, name))
         else:
-            # A Python scalar keeps float32 precision inside a float16 op, as PyTorch's CPU scalars do:
-            # the constant is not rounded to float16 (parameters travel as float32).
-            srcs.append(const_node(o, T.bool_ if (condition and i == 0) else compute, shape, dev, name))
+            srcs.append(const_node(_scalar_operand(o, compute, name, i), compute, shape, dev, name))
     return Node(_ELEMENTWISE, tuple(srcs), Elementwise(opdef, compute), shape, out_dtype, dev)
+
+
+# PyTorch's CPU converts a Python scalar operand of these float16 or bfloat16 ops, at these operand
+# positions, to that dtype (through float32) before the op: 1e10 + h is inf, 7e4 // h NaN (inf // h).
+# Its other kernels read the scalar in float32 (a product's, a divisor, an activation's parameter),
+# as vkml's float32 parameters do; ``s / h`` is ``h.reciprocal() * s`` there (vkml/tensor.py).
+_REDUCED_FLOATS = frozenset((T.float16, T.bfloat16))
+_BOTH = (0, 1)
+_ROUNDED_SCALAR = {
+    **dict.fromkeys(("add", "sub", "remainder", "fmod", "pow", "eq", "ne", "lt", "le", "gt", "ge"), _BOTH),
+    **dict.fromkeys(("div", "div_trunc", "floor_divide"), (0,)),
+}
+
+
+def _scalar_operand(value, compute: T.DType, name: str, index: int):
+    """Python scalar ``value``, operand ``index`` of op ``name``, as PyTorch's CPU takes it (see above)."""
+    if compute not in _REDUCED_FLOATS or type(value) is bool or index not in _ROUNDED_SCALAR.get(name, ()):
+        return value
+    if type(value) is int and not _INT_OPERAND_RANGE[0] <= value < _INT_OPERAND_RANGE[1]:
+        return value  # const_node raises PyTorch's OverflowError
+    with np.errstate(over="ignore"):
+        f32 = np.float32(value)
+    return host_round(float(f32), compute)
 
 
 SCALAR_TYPES = frozenset((bool, int, float))  # the Python numbers an op takes as a scalar operand
@@ -387,7 +410,7 @@ def binary_fast(name: str, x, y) -> Node | None:
         return None
     arg, out_dtype = decided
     if kind.__class__ is type:  # a Python scalar: a broadcast constant of the compute dtype
-        other = const_node(other, arg.compute, shape, dev, name)
+        other = const_node(_scalar_operand(other, arg.compute, name, 1 if first else 0), arg.compute, shape, dev, name)
     return Node(_ELEMENTWISE, (tensor, other) if first else (other, tensor), arg, shape, out_dtype, dev)
 
 
@@ -398,6 +421,15 @@ def _promotion_kind(operand) -> tuple | type:
     if type(operand) not in (bool, int, float):
         scalar_dtype(operand)  # raises the error naming the unsupported value
     return type(operand)
+
+
+# PyTorch's own words (and a RuntimeError, not its NotImplementedError) where it refuses a bool operand
+# other than with "... not implemented for 'Bool'"
+_BOOL_REFUSALS = {
+    "neg": "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a tensor, "
+    "use the `~` or `logical_not()` operator instead.",
+    "relu": "Boolean inputs not supported for relu",
+}
 
 
 @functools.lru_cache(maxsize=1024)
@@ -425,6 +457,12 @@ def _elementwise_dtypes(name: str, kinds: tuple) -> tuple[T.DType, T.DType]:
         _refuse_float64(name, compute)
         shown = ", ".join(sorted({k[0].name if isinstance(k, tuple) else k.__name__ for k in kinds}))
         allowed = ", ".join(t.name for t in op.dtypes)
+        if compute is T.bool_ and name in _BOOL_REFUSALS:  # PyTorch's RuntimeError
+            raise DTypeError(_BOOL_REFUSALS[name])
+        if compute is T.bool_:  # PyTorch's class: its op has no bool kernel
+            raise DTypeNotImplementedError(
+                f"\"{name}\" not implemented for 'Bool' ('{name}' does not support dtype bool; supported: {allowed})"
+            )
         raise DTypeError(f"'{name}' does not support dtype {compute.name} (operands: {shown}; supported: {allowed})")
     return compute, T.bool_ if op.result == "bool" else compute
 

@@ -275,9 +275,10 @@ register(
         result="float",
         body=lambda a, b: M.div(a, b),
         precision="correctly rounded (bit-equal to numpy float32)",
-        special="x/0 is ±inf by the signs of x and 0; 0/0, inf/inf and NaN inputs give NaN.",
-        divergence="`scalar / tensor` divides once; PyTorch computes reciprocal(x) * scalar, two roundings, "
-        "so about a quarter of float32 results differ from PyTorch by 1 ulp.",
+        special="x/0 is ±inf by the signs of x and 0; 0/0, inf/inf and NaN inputs give NaN. The operator "
+        "`scalar / tensor` is `reciprocal(tensor) * scalar`, two roundings, as PyTorch's; `vkml.div(scalar, tensor)` "
+        "divides once. A float16 or bfloat16 tensor's Python-number dividend is rounded to its dtype first, as "
+        "PyTorch's CPU does (a divisor stays float32).",
         grad=_grad_div,
         operator="a / b",
         reached_through=("vkml.true_divide(input, other)", "Tensor.true_divide(other)"),

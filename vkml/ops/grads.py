@@ -229,6 +229,11 @@ def _clone(c: GradContext):
     return (c.g,)
 
 
+def _zero(c: GradContext):
+    """PyTorch's gradient of a sample with respect to its parameters where it defines none (poisson): zero."""
+    return (c.F.zeros_like(c.g),)
+
+
 RULES: dict[str, Callable] = {
     "matmul": _matmul,
     "softmax": _softmax,
@@ -245,4 +250,5 @@ RULES: dict[str, Callable] = {
     "cast": _cast,
     "to_device": _to_device,
     "clone": _clone,
+    "poisson": _zero,
 }

@@ -159,3 +159,16 @@ for _name, (_precision, _divergence) in CONSTRUCTION_OPS.items():
         divergence=_divergence,
         gradient="Differentiable in tensor `mean` and `std` (PyTorch's is not)." if _name == "normal" else LEAF,
     )
+
+_poisson = vkml.frontend.poisson.poisson
+PAGES["poisson"] = OpDoc(
+    "creation",
+    (sig("vkml.poisson", _poisson),),
+    _poisson,
+    precision="inversion of the Poisson CDF (float64 on the host) at a 48-bit uniform made of two `rand` draws",
+    special="A rate of 0 gives 0; a negative or NaN rate raises PyTorch's RuntimeError.",
+    divergence=RANDOM_VALUES + " An infinite rate raises (PyTorch returns an undefined value). The rates are "
+    "read back and sampled on the host: a sample costs about sqrt(rate) steps, so rates in the millions are slow.",
+    gradient="poisson",
+    backends="host (numpy float64), from the device's draws; the result is copied to the rates' device",
+)

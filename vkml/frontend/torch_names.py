@@ -278,6 +278,18 @@ def is_nonzero(input) -> bool:
     return bool(input)
 
 
+def _assert(condition, message) -> None:
+    """``torch._assert``: raise AssertionError(message) where ``condition`` is false (a tensor by its truth).
+
+    Models written for torch.fx tracing (torchvision's ViT) check shapes with it.
+
+    >>> import vkml
+    >>> vkml._assert(vkml.tensor(True), "never raised")
+    """
+    if not condition:
+        raise AssertionError(message)
+
+
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad: bool = False):
     """``obj`` as a tensor, sharing memory where it can, as ``torch.asarray``.
 

@@ -1,0 +1,90 @@
+"""Idioms of torchvision's model code (torchvision/models, torchvision/ops) that vkml must run as PyTorch does."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import vkml
+
+
+def test_assert_raises_assertion_error_with_message():
+    # torchvision's VisionTransformer checks shapes with torch._assert
+    vkml._assert(vkml.tensor(True), "unused")
+    vkml._assert(3 % 1 == 0, "unused")
+    with pytest.raises(AssertionError, match="Wrong image height! Expected 32 but got 16!"):
+        vkml._assert(16 == 32, "Wrong image height! Expected 32 but got 16!")
+    with pytest.raises(AssertionError, match="all zero"):
+        vkml._assert(vkml.tensor(0.0), "all zero")
+    assert "_assert" not in vkml.__all__ and "_assert" not in torch.__all__
+
+
+def _frozen_batchnorm(lib):
+    """torchvision.ops.FrozenBatchNorm2d's state handling: buffers only, and a checkpoint's
+    num_batches_tracked dropped by an overridden _load_from_state_dict."""
+
+    class FrozenBatchNorm2d(lib.nn.Module):
+        def __init__(self, num_features: int, eps: float = 1e-5):
+            super().__init__()
+            self.eps = eps
+            self.register_buffer("weight", lib.ones(num_features))
+            self.register_buffer("bias", lib.zeros(num_features))
+            self.register_buffer("running_mean", lib.zeros(num_features))
+            self.register_buffer("running_var", lib.ones(num_features))
+
+        def _load_from_state_dict(
+            self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+        ):
+            num_batches_tracked_key = prefix + "num_batches_tracked"
+            if num_batches_tracked_key in state_dict:
+                del state_dict[num_batches_tracked_key]
+            super()._load_from_state_dict(
+                state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+            )
+
+        def forward(self, x):
+            scale = self.weight.reshape(1, -1, 1, 1) * (self.running_var.reshape(1, -1, 1, 1) + self.eps).rsqrt()
+            return x * scale + (self.bias.reshape(1, -1, 1, 1) - self.running_mean.reshape(1, -1, 1, 1) * scale)
+
+    return lib.nn.Sequential(lib.nn.Conv2d(2, 3, 1, bias=False), FrozenBatchNorm2d(3))
+
+
+def test_overridden_load_from_state_dict_edits_a_copy_and_loads():
+    trained = torch.nn.Sequential(torch.nn.Conv2d(2, 3, 1, bias=False), torch.nn.BatchNorm2d(3))
+    with torch.no_grad():
+        for t in (trained[1].weight, trained[1].bias, trained[1].running_mean):
+            t.copy_(torch.randn(3))
+        trained[1].running_var.copy_(torch.rand(3) + 0.5)
+    checkpoint = trained.state_dict()
+    x = np.random.default_rng(0).standard_normal((1, 2, 3, 3)).astype(np.float32)
+    results = []
+    for lib, convert in ((torch, lambda v: v), (vkml, lambda v: vkml.tensor(v.numpy()))):
+        model = _frozen_batchnorm(lib)
+        state = {key: convert(value) for key, value in checkpoint.items()}
+        keys = model.load_state_dict(state)  # strict: num_batches_tracked is gone before the check
+        assert keys.missing_keys == [] and keys.unexpected_keys == []
+        assert "1.num_batches_tracked" in state  # the caller's dict is not edited
+        results.append(model(lib.tensor(x)).detach().numpy())
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-5, atol=1e-6)
+
+
+def test_load_from_state_dict_called_alone_writes_and_reports():
+    # PyTorch's base method: this module's own entries, written at once, unexpected keys under strict
+    for lib in (torch, vkml):
+        layer = lib.nn.Linear(2, 1)
+        missing, unexpected, errors = [], [], []
+        state = {"fc.weight": lib.ones(1, 2), "fc.extra": lib.ones(1)}
+        layer._load_from_state_dict(state, "fc.", {}, True, missing, unexpected, errors)
+        assert (missing, unexpected, errors) == (["fc.bias"], ["fc.extra"], [])
+        assert layer.weight.tolist() == [[1.0, 1.0]]
+
+
+def test_load_state_dict_error_leaves_overridden_module_unwritten():
+    model = _frozen_batchnorm(vkml)
+    before = model[1].running_mean.tolist()
+    state = {"0.weight": vkml.ones(3, 2, 1, 1), "1.weight": vkml.ones(3), "1.bias": vkml.ones(3)}
+    state |= {"1.running_mean": vkml.ones(3), "1.running_var": vkml.ones(4)}
+    with pytest.raises(RuntimeError, match="size mismatch for 1.running_var"):
+        model.load_state_dict(state)
+    assert model[1].running_mean.tolist() == before and model[0].weight.abs().sum().item() != 6.0

@@ -88,3 +88,34 @@ def test_load_state_dict_error_leaves_overridden_module_unwritten():
     with pytest.raises(RuntimeError, match="size mismatch for 1.running_var"):
         model.load_state_dict(state)
     assert model[1].running_mean.tolist() == before and model[0].weight.abs().sum().item() != 6.0
+
+
+@pytest.mark.parametrize(
+    ("shape", "size", "scale_factor", "mode", "align_corners"),
+    [
+        ((2, 3, 17, 23), (5, 9), None, "bilinear", False),  # torchvision's resize: a downscale
+        ((1, 2, 8, 8), (13, 5), None, "bicubic", True),  # up along one dim, down along the other
+        ((1, 1, 12, 7), None, (0.37, 1.7), "bicubic", False),
+    ],
+)
+def test_interpolate_antialias_matches_pytorch(shape, size, scale_factor, mode, align_corners):
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    kwargs = dict(size=size, scale_factor=scale_factor, mode=mode, align_corners=align_corners, antialias=True)
+    xt = torch.tensor(x, requires_grad=True)
+    expected = torch.nn.functional.interpolate(xt, **kwargs)
+    g = np.random.default_rng(1).standard_normal(tuple(expected.shape)).astype(np.float32)
+    expected.backward(torch.tensor(g))
+    xv = vkml.tensor(x, requires_grad=True)
+    got = vkml.nn.functional.interpolate(xv, **kwargs)
+    got.backward(vkml.tensor(g))
+    # PyTorch's weights are computed in float32 with its build's contractions: within a few ulp
+    np.testing.assert_allclose(got.numpy(), expected.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(xv.grad.numpy(), xt.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_interpolate_antialias_same_bits_on_vulkan(gpu):
+    x = vkml.tensor(np.random.default_rng(2).standard_normal((1, 2, 11, 9)).astype(np.float32))
+    for mode in ("bilinear", "bicubic"):
+        on_cpu = vkml.nn.functional.interpolate(x, size=(4, 5), mode=mode, antialias=True).numpy()
+        on_gpu = vkml.nn.functional.interpolate(x.to(gpu), size=(4, 5), mode=mode, antialias=True).cpu().numpy()
+        np.testing.assert_array_equal(on_gpu, on_cpu)

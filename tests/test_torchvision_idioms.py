@@ -119,3 +119,29 @@ def test_interpolate_antialias_same_bits_on_vulkan(gpu):
         on_cpu = vkml.nn.functional.interpolate(x, size=(4, 5), mode=mode, antialias=True).numpy()
         on_gpu = vkml.nn.functional.interpolate(x.to(gpu), size=(4, 5), mode=mode, antialias=True).cpu().numpy()
         np.testing.assert_array_equal(on_gpu, on_cpu)
+
+
+def test_nn_modules_paths_hold_the_layers_and_private_bases():
+    import vkml.nn as nn
+    from vkml.nn.modules.utils import _pair, _quadruple, _single, _triple
+
+    # torchvision's split_normalization_params, and copied layers' imports, name these paths
+    norm_classes = (
+        nn.modules.batchnorm._BatchNorm,
+        nn.LayerNorm,
+        nn.GroupNorm,
+        nn.modules.instancenorm._InstanceNorm,
+        nn.LocalResponseNorm,
+    )
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.InstanceNorm2d(4, affine=True), nn.Linear(2, 2))
+    norm = [type(m).__name__ for m in model.modules() if isinstance(m, norm_classes)]
+    assert norm == ["BatchNorm2d", "InstanceNorm2d"]
+    assert isinstance(model[0], nn.modules.conv._ConvNd) and nn.modules.Conv2d is nn.Conv2d
+    for name in ("CrossEntropyLoss", "MSELoss", "NLLLoss", "L1Loss"):  # the loss bases as PyTorch's
+        for base in ("_Loss", "_WeightedLoss"):
+            expected = issubclass(getattr(torch.nn, name), getattr(torch.nn.modules.loss, base))
+            assert issubclass(getattr(nn, name), getattr(nn.modules.loss, base)) == expected, (name, base)
+    assert nn.modules.container.Sequential is nn.Sequential and nn.modules.module.Module is nn.Module
+    for ours, theirs in ((_single, "_single"), (_pair, "_pair"), (_triple, "_triple"), (_quadruple, "_quadruple")):
+        reference = getattr(torch.nn.modules.utils, theirs)
+        assert ours(3) == reference(3) and ours([1, 2]) == reference([1, 2])

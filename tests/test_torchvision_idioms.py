@@ -145,3 +145,15 @@ def test_nn_modules_paths_hold_the_layers_and_private_bases():
     for ours, theirs in ((_single, "_single"), (_pair, "_pair"), (_triple, "_triple"), (_quadruple, "_quadruple")):
         reference = getattr(torch.nn.modules.utils, theirs)
         assert ours(3) == reference(3) and ours([1, 2]) == reference([1, 2])
+
+
+def test_sample_dirichlet_draws_on_the_simplex():
+    # torchvision.transforms.v2.MixUp: lam = float(torch._sample_dirichlet(torch.tensor([alpha, alpha]))[0])
+    vkml.manual_seed(0)
+    draws = vkml._sample_dirichlet(vkml.tensor([[0.5, 0.5]] * 64 + [[2.0, 6.0]] * 64))
+    values = draws.numpy()
+    assert draws.shape == (128, 2) and (values >= 0).all()
+    np.testing.assert_allclose(values.sum(1), 1.0, rtol=1e-6)
+    assert abs(values[64:, 0].mean() - 0.25) < 0.06  # mean alpha / sum(alpha)
+    with pytest.raises(TypeError, match="_sample_dirichlet"):
+        vkml._sample_dirichlet([0.5, 0.5])

@@ -582,7 +582,7 @@ ERRORS = [
     (lambda: F.interpolate(vkml.ones(1, 1, 4, 4)), ValueError, "either size or scale_factor"),
     (lambda: F.interpolate(vkml.ones(1, 1, 4, 4), size=3, antialias=True), ValueError, "Anti-alias option"),
     (
-        lambda: F.interpolate(vkml.ones(1, 1, 4, 4), size=3, mode="bilinear", antialias=True),
+        lambda: F.interpolate(vkml.ones(1, 1, 4, 4, dtype=vkml.uint8), size=3, mode="bilinear", antialias=True),
         NotImplementedError,
         "antialias",
     ),

@@ -91,6 +91,9 @@ CASES = [
     pytest.param("makemore", id="makemore", marks=pytest.mark.stress),
     pytest.param("nn_tutorial", id="nn_tutorial"),
     pytest.param("neural_style", id="neural_style"),
+    # two CNNs of a dozen distinct layer shapes each, forward and backward: ~25 s of CPU on the
+    # interpreter, so with `make test-all` too (tests/test_torchvision_idioms.py holds its fixes' tests)
+    pytest.param("torchvision_models", id="torchvision_models", marks=pytest.mark.stress),
 ]
 
 

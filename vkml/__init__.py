@@ -270,3 +270,5 @@ _out_arg.install(globals())  # PyTorch's out= keyword on the functions that take
 _sys.modules[__name__ + ".amp"] = amp  # `import vkml.amp` finds the namespace
 amp.install([_sys.modules[__name__], _nn.functional, autograd], Tensor, [(_functional_layers, "_conv")])
 __all__ += ["amp", "autocast", "is_autocast_enabled", "get_autocast_dtype"]
+
+from .frontend.torch_names import _assert, _sample_dirichlet  # noqa: E402, F401  (outside __all__ as in torch)

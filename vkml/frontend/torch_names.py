@@ -278,6 +278,36 @@ def is_nonzero(input) -> bool:
     return bool(input)
 
 
+def _assert(condition, message) -> None:
+    """``torch._assert``: raise AssertionError(message) where ``condition`` is false (a tensor by its truth).
+
+    Models written for torch.fx tracing (torchvision's ViT) check shapes with it.
+
+    >>> import vkml
+    >>> vkml._assert(vkml.tensor(True), "never raised")
+    """
+    if not condition:
+        raise AssertionError(message)
+
+
+def _sample_dirichlet(input, generator=None):
+    """``torch._sample_dirichlet``: one Dirichlet draw per row of concentrations (the last dim).
+
+    torchvision's MixUp and CutMix draw their mixing weight with it; the draws come from vkml's
+    generator (not PyTorch's stream).
+
+    >>> import vkml
+    >>> round(vkml._sample_dirichlet(vkml.tensor([0.5, 0.5])).sum().item(), 5)
+    1.0
+    """
+    from ..distributions.dirichlet import _sample_dirichlet as sample  # vkml.distributions loads on first use
+
+    _check_tensor("_sample_dirichlet", "self", input)
+    if generator is not None:
+        raise NotImplementedError("_sample_dirichlet: generator= is not supported; draws use the default generator")
+    return sample(input)
+
+
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad: bool = False):
     """``obj`` as a tensor, sharing memory where it can, as ``torch.asarray``.
 

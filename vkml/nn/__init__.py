@@ -154,3 +154,5 @@ del _name
 from . import parallel  # noqa: E402
 
 __all__ += ["parallel"]
+# vkml.nn.modules: the layers under PyTorch's module paths (nn.modules.batchnorm._BatchNorm, ...)
+from . import modules  # noqa: E402, F401

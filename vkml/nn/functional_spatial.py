@@ -13,6 +13,7 @@ has a kernel of its own; gradients come from the ops used.
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 
@@ -360,6 +361,48 @@ def _cubic_taps(in_size: int, out_size: int, align_corners: bool, scale):
     return [(np.clip(index - 1 + j, 0, in_size - 1), w.astype(_F32)) for j, w in enumerate(weights)]
 
 
+def _antialias_taps(in_size: int, out_size: int, align_corners: bool, scale, cubic: bool):
+    """(index, weight) taps of PyTorch's antialiased kernel (``_compute_index_ranges_weights`` with
+    ``antialias``): per output, the source range [xmin, xmin + xsize) under a triangle (bilinear) or
+    Keys' A = -0.5 (bicubic) filter stretched by the scale when downsampling, normalised by its float32
+    sum. Rows narrower than the widest are padded with weight-0 taps on xmin: the same sums for finite
+    inputs. Float32 steps as PyTorch's CPU code (``center`` float, the double terms rounded where it
+    stores); a weight may still differ from PyTorch's in its last bit."""
+    f = _F32
+    s = _area_scale(in_size, out_size, align_corners, scale)
+    half = f(2 if cubic else 1)
+    support = half * s if s >= f(1) else half
+    invscale = f(1.0 / float(s)) if s >= f(1) else f(1)
+    width = int(math.ceil(float(support))) * 2 + 1
+    index = np.zeros((width, out_size), np.int64)
+    weight = np.zeros((width, out_size), f)
+    a = f(-0.5)
+    for i in range(out_size):
+        center = f(float(s) * (i + 0.5))
+        xmin = max(int(float(center - support) + 0.5), 0)
+        xsize = min(int(float(center + support) + 0.5), in_size) - xmin
+        ws = []
+        for j in range(xsize):
+            x = abs(f((float(f(j + xmin) - center) + 0.5) * float(invscale)))
+            if cubic:  # Keys' polynomials, contracted into fused multiply-adds as PyTorch's build
+                if x < f(1):
+                    ws.append(_fma32(_fma32(a + f(2), x, -(a + f(3))) * x, x, f(1)))
+                elif x < f(2):
+                    ws.append(_fma32(_fma32(_fma32(a, x, f(-5) * a), x, f(8) * a), x, f(-4) * a))
+                else:
+                    ws.append(f(0))
+            else:
+                ws.append(f(1) - x if x < f(1) else f(0))
+        total = f(0)
+        for w in ws:
+            total = f(total + w)
+        index[:, i] = xmin
+        for j, w in enumerate(ws):
+            index[j, i] = xmin + j
+            weight[j, i] = f(w / total) if total != 0 else w
+    return [(index[j], weight[j]) for j in range(width)]
+
+
 def _resample(x, dim: int, taps):
     """Σ_j x[.., taps[j].index, ..] · taps[j].weight along ``dim``, added left to right (PyTorch's order)."""
     shape = [1] * x.ndim
@@ -441,7 +484,10 @@ def interpolate(
     ``recompute_scale_factor`` is not True, else in/out; ``align_corners`` maps corner to corner),
     and the weighted sum is separable: the last dim first, each dim's terms added left to right,
     which is the nesting of PyTorch's kernel. float16 computes in float32 and rounds once.
-    ``antialias=True`` raises NotImplementedError.
+    ``antialias=True`` ('bilinear', 'bicubic', float 4-D) weighs every source element under the
+    filter widened by the downscale, as PyTorch's CPU kernel (weights on the host to within a rounding
+    of PyTorch's, the same order of sums; a non-finite element next to a row's range still meets a
+    0 weight); 'lanczos' and uint8 antialiasing raise NotImplementedError.
 
     >>> interpolate(vkml.ones(1, 1, 2), scale_factor=2).shape  # doctest: +SKIP
     (1, 1, 4)
@@ -499,7 +545,10 @@ def interpolate(
                 "'interpolate': Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and "
                 "requires a 4-D tensor as input"
             )
-        raise NotImplementedError("'interpolate': antialias=True is not supported by vkml")
+        if mode == "lanczos":
+            raise NotImplementedError("'interpolate': mode 'lanczos' is not supported by vkml")
+        if not input.dtype.is_float:
+            raise NotImplementedError(f"'interpolate': antialias=True is not supported by vkml for {input.dtype.name}")
     if mode == "lanczos":
         raise NotImplementedError("'interpolate': mode 'lanczos' is not supported by vkml")
     needed = _MODE_DIMS.get(mode)
@@ -529,6 +578,8 @@ def interpolate(
         picks = {2 + k: _nearest_taps(s, o, f, exact, dim) for k, (s, o, f) in enumerate(zip(spatial, out, scales))}
         return FL._fresh(_gather_repeats(input, picks), input)
     taps = _cubic_taps if mode == "bicubic" else _linear_taps
+    if antialias:
+        taps = functools.partial(_antialias_taps, cubic=mode == "bicubic")
     x = input.float() if input.dtype is T.float16 else input
     for k in reversed(range(dim)):  # the last dim innermost, as PyTorch's nested sum
         x = _resample(x, 2 + k, taps(spatial[k], out[k], align_corners, scales[k]))

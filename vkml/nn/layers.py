@@ -18,6 +18,7 @@ from ..frontend import creation
 from ..frontend import operators as functions
 from . import functional as F
 from . import init
+from .losses import _Loss, _WeightedLoss
 from .module import Module, Parameter, _set_data
 
 
@@ -229,7 +230,7 @@ class Sigmoid(Module):
         return F.sigmoid(input)
 
 
-class CrossEntropyLoss(Module):
+class CrossEntropyLoss(_WeightedLoss):
     """``functional.cross_entropy`` as a module; ``weight`` is a buffer (it moves with ``to()``), as PyTorch's."""
 
     def __init__(
@@ -241,9 +242,7 @@ class CrossEntropyLoss(Module):
         reduction: str = "mean",
         label_smoothing: float = 0.0,
     ):
-        super().__init__()
-        self.register_buffer("weight", weight)
-        self.reduction = F.legacy_reduction(size_average, reduce, reduction)
+        super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
 
     def forward(self, input, target):
@@ -257,12 +256,8 @@ class CrossEntropyLoss(Module):
         )
 
 
-class MSELoss(Module):
+class MSELoss(_Loss):
     """``functional.mse_loss`` as a module."""
-
-    def __init__(self, size_average=None, reduce=None, reduction: str = "mean"):
-        super().__init__()
-        self.reduction = F.legacy_reduction(size_average, reduce, reduction)
 
     def forward(self, input, target):
         return F.mse_loss(input, target, reduction=self.reduction)

@@ -38,6 +38,10 @@ from .backward_hooks import with_backward_hooks
 from .hooks import RemovableHandle
 from .loading import _IncompatibleKeys, checkpoint_values, converted_like
 
+# The (loads, extras) lists of the load_state_dict walks in progress: Module._load_from_state_dict
+# collects into the innermost, so that nothing is written unless the whole walk succeeds.
+_LOAD_WALKS: list[tuple[list, list]] = []
+
 
 class Parameter(Tensor):
     """A tensor a ``Module`` trains: a leaf that requires grad (unless told not to).
@@ -548,21 +552,47 @@ class Module:
         errors: list,
         extras: list | None = None,
     ):
-        """PyTorch's ``_load_from_state_dict`` walk, without writing: collects what to load and what is wrong."""
-        for hook in list(self.__dict__.get("_load_state_dict_pre_hooks", {}).values()):
-            hook(self, state_dict, prefix, {}, True, missing, unexpected, errors)
+        """PyTorch's ``load`` walk, without writing: each module's ``_load_from_state_dict`` (an override
+        included) collects what to load into ``loads`` and ``extras`` and what is wrong."""
         extras = [] if extras is None else extras
+        _LOAD_WALKS.append((loads, extras))
+        try:
+            self._load_from_state_dict(state_dict, prefix, {}, True, missing, unexpected, errors)
+        finally:
+            _LOAD_WALKS.pop()
+        for name, module in self._modules.items():
+            if module is not None:
+                module._match_state(state_dict, f"{prefix}{name}.", loads, missing, unexpected, errors, extras)
+
+    def _load_from_state_dict(
+        self,
+        state_dict: Mapping,
+        prefix: str,
+        local_metadata: dict,
+        strict: bool,
+        missing_keys: list,
+        unexpected_keys: list,
+        error_msgs: list,
+    ) -> None:
+        """This module's own parameters and buffers from ``state_dict`` (children are not visited).
+
+        Modules override it to edit ``state_dict`` before calling it (torchvision's FrozenBatchNorm2d
+        drops ``num_batches_tracked``). Inside ``load_state_dict`` the values are collected and written
+        after the whole walk; called on its own it writes them at once, as PyTorch."""
+        for hook in list(self.__dict__.get("_load_state_dict_pre_hooks", {}).values()):
+            hook(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
+        loads, extras = _LOAD_WALKS[-1] if _LOAD_WALKS else ([], [])
         if self._has_extra_state() and prefix + "_extra_state" not in state_dict:
-            missing.append(prefix + "_extra_state")
+            missing_keys.append(prefix + "_extra_state")
         local = self._local_state()
         for name, target in local.items():
             key = prefix + name
             if key not in state_dict:
-                missing.append(key)
+                missing_keys.append(key)
                 continue
             values = checkpoint_values(state_dict[key], key)
             if tuple(values.shape) != target.shape:
-                errors.append(
+                error_msgs.append(
                     f"size mismatch for {key}: copying a param with shape {as_size(tuple(values.shape))} from checkpoint, "
                     f"the shape in current model is {target.shape}."
                 )
@@ -574,11 +604,10 @@ class Module:
             head, dot, _ = key[len(prefix) :].partition(".")
             if not dot and head == "_extra_state" and self._has_extra_state():
                 extras.append((self, state_dict[key]))
-            elif (dot and head not in self._modules) or (not dot and head not in local):
-                unexpected.append(key)
-        for name, module in self._modules.items():
-            if module is not None:
-                module._match_state(state_dict, f"{prefix}{name}.", loads, missing, unexpected, errors, extras)
+            elif strict and ((dot and head not in self._modules) or (not dot and head not in local)):
+                unexpected_keys.append(key)
+        if not _LOAD_WALKS:
+            self._write_loaded(loads, extras)
 
     def load_state_dict(self, state_dict: Mapping, strict: bool = True, assign: bool = False) -> _IncompatibleKeys:
         """Copy values into the parameters and persistent buffers, keeping every tensor object.
@@ -597,6 +626,8 @@ class Module:
         if assign:
             raise NotImplementedError("load_state_dict: assign=True is not supported; values are copied in place")
         loads, missing, unexpected, errors, extras = [], [], [], [], []
+        # a copy, as PyTorch: an overridden _load_from_state_dict may delete or add keys
+        state_dict = OrderedDict(state_dict)
         self._match_state(state_dict, "", loads, missing, unexpected, errors, extras)
         result = _IncompatibleKeys(missing, unexpected)
         post_hooks = [

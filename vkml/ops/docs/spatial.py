@@ -116,7 +116,10 @@ PAGES.update(
             "coefficients) into fused multiply-adds, differently by path (output size, channels-last, ISA): "
             "linear modes agree within a few ulp, not bit for bit. The 2-D 'nearest' kernel copies when the output "
             "size equals the input's and halves indices when it is twice it, whatever the scale factor (PyTorch's "
-            "CPU `nearest_idx`; its 1-D and 3-D kernels do not): vkml does the same. `antialias=True`, mode "
+            "CPU `nearest_idx`; its 1-D and 3-D kernels do not): vkml does the same. `antialias=True` (float "
+            "'bilinear' and 'bicubic') sums every source element under the filter widened by the downscale, with "
+            "PyTorch's weights to within a rounding; PyTorch's kernel gives a constant output when the width is 1 "
+            "(a size-1 last dim resized along the height), vkml the resampled column. Antialiased uint8, mode "
             "'lanczos' and integer inputs in modes other than 'nearest', 'nearest-exact' and (uint8) 'bilinear' "
             "raise NotImplementedError.",
             gradient="Through a gather per tap and dim (its gradient adds back into the positions read, in index "

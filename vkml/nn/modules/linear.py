@@ -1,0 +1,5 @@
+"""``torch.nn.modules.linear``."""
+
+from ._export import export
+
+export(globals(), ["Identity", "Linear", "Bilinear", "LazyLinear"])

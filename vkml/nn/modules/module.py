@@ -1,0 +1,5 @@
+"""``torch.nn.modules.module``."""
+
+from ._export import export
+
+export(globals(), ["Module"])

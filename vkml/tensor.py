@@ -16,6 +16,7 @@ import numpy as np
 
 from .errors import DTypeError, ShapeError
 from .frontend import autograd, indexing, interop, mutation, pointwise, printing
+from .frontend import memory_format as _memory_format
 from .frontend import operators as F
 from .frontend.size import Size, as_size
 from .graph import build as lazy
@@ -330,6 +331,7 @@ class Tensor:
         """PyTorch's forms: ``to(dtype)``, ``to(device, dtype=None)``, ``to(tensor)`` (its device and dtype),
         each with ``non_blocking`` and ``copy``. Casts follow PyTorch (float→int truncates); a device
         is left by an explicit copy. ``"cuda"`` names a Vulkan device (docs/devices.md)."""
+        _memory_format.check("to", kwargs.get("memory_format"), self.ndim)
         device, dtype, copy = interop.parse_to(args, kwargs)
         out = self
         if device is not None:
@@ -417,8 +419,10 @@ class Tensor:
     def bool(self) -> Tensor:
         return F.cast(self, T.bool_)
 
-    def contiguous(self) -> Tensor:
-        """This tensor if its elements are in row-major order in its storage, else a copy (as PyTorch)."""
+    def contiguous(self, memory_format=None) -> Tensor:
+        """This tensor if its elements are in row-major order in its storage, else a copy (as PyTorch).
+        ``memory_format`` is checked and needs no copy (vkml/frontend/memory_format.py)."""
+        _memory_format.check("contiguous", memory_format, self.ndim)
         return mutation.contiguous(self)
 
     # ------------------------------------------------------------------ operators
@@ -622,6 +626,7 @@ class Tensor:
 
     def clone(self, *, memory_format=None) -> Tensor:
         """A copy with its own storage (free: nodes are immutable); gradients flow back to this tensor."""
+        _memory_format.check("clone", memory_format, self.ndim)
         return F.clone(self)
 
     def detach_(self) -> Tensor:

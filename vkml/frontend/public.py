@@ -50,6 +50,7 @@ MODULES = (
     "linalg_ops",
     "legacy_names",
     "sparse_coo",
+    "memory_format",
     "windows",
     "poisson",
 )

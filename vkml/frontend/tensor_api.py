@@ -21,6 +21,7 @@ import numpy as np
 from ..graph import build as lazy
 from ..ir import types as T
 from . import construction as C
+from . import memory_format as _memory_format
 from . import mutation, pointwise, windows
 from . import operators as F
 from . import random as R
@@ -307,6 +308,9 @@ def is_contiguous(self, memory_format=None) -> bool:
     >>> x.is_contiguous(), x.t().is_contiguous(), x[1:].is_contiguous()
     (True, False, True)
     """
+    _memory_format.check("is_contiguous", memory_format)
+    if memory_format is not None and memory_format.rank is not None:  # channels last: answered for row-major
+        return is_contiguous(self) and _memory_format.is_contiguous_in(tuple(self.shape), memory_format)
     if self._base is None or self.numel() == 0:
         return True
     strides = _torch_layout(self)[0]

@@ -30,7 +30,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from ..frontend import autograd, creation, devices
+from ..frontend import autograd, creation, devices, memory_format
 from ..frontend.size import as_size
 from ..ir import types as T
 from ..tensor import Tensor
@@ -797,6 +797,8 @@ class Module:
     def _parse_to(args: tuple, kwargs: dict):
         device, dtype = kwargs.pop("device", None), kwargs.pop("dtype", None)
         kwargs.pop("non_blocking", None)
+        # PyTorch converts the 4-D (5-D) parameters; vkml's layout needs no conversion (memory_format.py)
+        memory_format.check("to", kwargs.pop("memory_format", None))
         if kwargs:
             raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
         if len(args) > 2:

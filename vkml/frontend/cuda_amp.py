@@ -22,35 +22,45 @@ from .grad_scaler import GradScaler as _GradScaler
 __all__ = ["GradScaler", "autocast", "custom_bwd", "custom_fwd"]
 
 
-class autocast(amp.autocast):
-    """``torch.cuda.amp.autocast(enabled, dtype, cache_enabled)``: ``vkml.autocast("cuda", ...)``."""
+def deprecated_spellings(device_type: str, default_dtype: T.DType) -> tuple[type, type]:
+    """``torch.<device_type>.amp``'s ``autocast`` and ``GradScaler``: ``vkml.amp``'s on ``device_type``, with
+    PyTorch's defaults and its FutureWarning naming the ``torch.amp`` spelling (shared by vkml.cpu.amp)."""
 
-    def __init__(self, enabled: bool = True, dtype=T.float16, cache_enabled: bool = True):
-        warnings.warn(
-            "`torch.cuda.amp.autocast(args...)` is deprecated. Please use `torch.amp.autocast('cuda', args...)` instead.",
-            FutureWarning,
-            stacklevel=2,
-        )
-        super().__init__("cuda", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+    class autocast(amp.autocast):  # noqa: N801  (PyTorch's name)
+        __doc__ = f"``torch.{device_type}.amp.autocast(enabled, dtype, cache_enabled)``: ``vkml.autocast({device_type!r}, ...)``."
+
+        def __init__(self, enabled: bool = True, dtype=default_dtype, cache_enabled: bool = True):
+            warnings.warn(
+                f"`torch.{device_type}.amp.autocast(args...)` is deprecated. "
+                f"Please use `torch.amp.autocast('{device_type}', args...)` instead.",
+                FutureWarning,
+                stacklevel=2,
+            )
+            super().__init__(device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+
+    class GradScaler(_GradScaler):
+        __doc__ = f"``torch.{device_type}.amp.GradScaler(...)``: ``vkml.amp.GradScaler({device_type!r}, ...)``."
+
+        def __init__(
+            self,
+            init_scale: float = 2.0**16,
+            growth_factor: float = 2.0,
+            backoff_factor: float = 0.5,
+            growth_interval: int = 2000,
+            enabled: bool = True,
+        ) -> None:
+            warnings.warn(
+                f"`torch.{device_type}.amp.GradScaler(args...)` is deprecated. "
+                f"Please use `torch.amp.GradScaler('{device_type}', args...)` instead.",
+                FutureWarning,
+                stacklevel=2,
+            )
+            super().__init__(device_type, init_scale, growth_factor, backoff_factor, growth_interval, enabled)
+
+    return autocast, GradScaler
 
 
-class GradScaler(_GradScaler):
-    """``torch.cuda.amp.GradScaler(...)``: ``vkml.amp.GradScaler("cuda", ...)``."""
-
-    def __init__(
-        self,
-        init_scale: float = 2.0**16,
-        growth_factor: float = 2.0,
-        backoff_factor: float = 0.5,
-        growth_interval: int = 2000,
-        enabled: bool = True,
-    ) -> None:
-        warnings.warn(
-            "`torch.cuda.amp.GradScaler(args...)` is deprecated. Please use `torch.amp.GradScaler('cuda', args...)` instead.",
-            FutureWarning,
-            stacklevel=2,
-        )
-        super().__init__("cuda", init_scale, growth_factor, backoff_factor, growth_interval, enabled)
+autocast, GradScaler = deprecated_spellings("cuda", T.float16)
 
 
 def custom_fwd(fwd=None, *, cast_inputs=None):

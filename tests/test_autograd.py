@@ -8,6 +8,7 @@ and on Vulkan (lavapipe here), and the two must agree bit for bit.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -259,7 +260,9 @@ def run_torch(case: Case, arrays, upstream):
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{c.name}-{i}" for i, c in enumerate(CASES)])
 def test_gradient_matches_torch_and_vulkan_equals_cpu(case: Case, gpu):
-    g = np.random.default_rng(abs(hash(case.name)) % 1000)
+    # a fixed seed per name: hash() of a str changes with every process (PYTHONHASHSEED), and some draws
+    # made a sum cancel past the case's tolerance now and then
+    g = np.random.default_rng(zlib.crc32(case.name.encode()) % 1000)
     arrays = case.make(g)
     out_shape = tuple(case.pt(*(torch.from_numpy(a) for a in arrays)).shape)
     upstream = g.standard_normal(out_shape).astype(np.float32)

@@ -742,7 +742,8 @@ def split_k_chunks(batch_count: int, m: int, n: int, k: int) -> int:
     tiles = batch_count * -(-m // 64) * -(-n // 64)
     if tiles >= SPLIT_K_TILES or k < 2 * SPLIT_K_CHUNK:
         return 1
-    most = -(-SPLIT_K_TILES // tiles) if -(-SPLIT_K_TILES // tiles) < k // SPLIT_K_CHUNK else k // SPLIT_K_CHUNK
+    wanted, longest = -(-SPLIT_K_TILES // tiles), k // SPLIT_K_CHUNK
+    most = wanted if wanted < longest else longest  # ``min`` is vkml.min in this module
     return next((c for c in range(most, 1, -1) if k % c == 0), 1)
 
 

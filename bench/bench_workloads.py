@@ -158,6 +158,33 @@ def sum_axis0(ctx: Context) -> Case:
     )
 
 
+def window_offset(ctx: Context) -> Case:
+    """Sum of squares of a 65,536-element window at a new offset every call (issue 20: no compile per offset).
+
+    The offset is a kernel parameter, so after the first call no kernel is lowered or compiled again; before,
+    each offset was a new kernel (PyTorch/vkml 0.001).
+    """
+    n, width = _n(ctx, 1 << 24, 1 << 20), 65536
+    x, tx = ctx.pair((n,), tag="a")
+    offset = [0]  # vkml's calls move it; PyTorch's take the window vkml took last (the results compare)
+
+    def ours():
+        offset[0] = (offset[0] + 1) % (n - width)
+        return (x[offset[0] : offset[0] + width] ** 2).sum()
+
+    def theirs():
+        return (tx[offset[0] : offset[0] + width] ** 2).sum()
+
+    return Case(
+        f"{width} of {_elements(n)}",
+        ours,
+        {"eager": theirs},
+        Work(4 * width, "B"),
+        tolerance=1e-5,
+        note="a fresh offset each call: a parameter, not a new kernel",
+    )
+
+
 def softmax(ctx: Context) -> Case:
     rows, cols = (512, 1024) if ctx.quick else (8192, 8192)
     x, tx = ctx.pair((rows, cols), tag="rows")
@@ -348,6 +375,7 @@ WORKLOADS: dict[str, Callable[[Context], Case]] = {
     "sum": total,
     "sum_axis0": sum_axis0,
     "softmax": softmax,
+    "window_offset": window_offset,
     "layer_norm": layer_norm,
     "matmul_f32_4096": matmul_f32_4096,
     "matmul_f32_4096_nt": matmul_f32_4096_nt,

@@ -197,6 +197,7 @@ CONFIGS = [
     MatmulConfig(1, 32, 16, 1, 1),  # row-vector tiles
     MatmulConfig(128, 128, 8, 8, 8, fused=True),  # the interpreter rounds mul_add twice: the same bits
     MatmulConfig(64, 32, 8, 4, 2, packed=True),  # adjacent rows and columns per invocation
+    MatmulConfig(64, 128, 8, 8, 8, packed=True),  # NARROW_GPU_TILES: a side of 64 (conv2d's products)
 ]
 
 

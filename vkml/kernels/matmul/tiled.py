@@ -137,6 +137,17 @@ INTERPRETER_TILES = TileFamily(16, 16, 2, 2, 8)  # CPU reference: many lanes, fe
 SMALL_GPU_TILES = TileFamily(16, 16, 4, 4, 8)  # lavapipe and other devices with modest limits
 # 32-wide subgroups, ≥ 48 KiB shared memory (packed measured fastest there: bench/bench_matmul_tiles.py)
 LARGE_GPU_TILES = TileFamily(16, 16, 8, 8, 8, packed=True)
+# The same devices, for a product with a side of at most NARROW_SIDE or a K of at most NARROW_K (a
+# convolution's products: 64 output channels, or the input gradient's K of 64 channels): 8×16
+# invocations with 8×8 outputs each, where the large family would shrink to 4×8 outputs an invocation
+# (a side of 64) or fill 128×128 tiles whose short K leaves the stores as the time. The order of each
+# output's sum is K's alone, so the bits are the large family's. float32 on the H200
+# (bench/bench_matmul_tiles.py's method, docs/benchmarks.md session 11): 64×576 @ 576×200704
+# 675 → 444 µs, 576×64 @ 64×200704 1148 → 663 µs, conv2d's split weight gradient 1236 → 970 µs;
+# 4096³ stays on the large family (3.70 ms there, 3.84 ms on this one).
+NARROW_GPU_TILES = TileFamily(8, 16, 8, 8, 8, packed=True)
+NARROW_SIDE = 64
+NARROW_K = 128
 # With the large tiles and VKML_MATMUL_FMA=auto, products of at least this many multiply-adds
 # (512³) fuse them: below it a matmul is a few microseconds either way, and keeping the CPU's
 # bits there lets small models (the demo's) reproduce the CPU reference's training bit for bit.
@@ -160,7 +171,9 @@ def choose_config(features, m: int, n: int, k: int) -> MatmulConfig:
     >>> str(choose_config(DeviceFeatures.h200_like(), 4096, 4096, 4096))
     '128x128x8/8x8/fma/packed'
     >>> str(choose_config(DeviceFeatures.h200_like(), 64, 64, 64))  # small: the CPU's bits
-    '64x64x8/4x4/packed'
+    '64x64x8/8x4/packed'
+    >>> str(choose_config(DeviceFeatures.h200_like(), 64, 200704, 576))  # conv2d's product: NARROW_GPU_TILES
+    '64x128x8/8x8/fma/packed'
     """
     fused = False
     if features is None:
@@ -170,7 +183,7 @@ def choose_config(features, m: int, n: int, k: int) -> MatmulConfig:
         and features.max_compute_shared_memory_size >= 48 * 1024
         and features.max_workgroup_invocations >= 256
     ):
-        family = LARGE_GPU_TILES
+        family = NARROW_GPU_TILES if min(m, n) <= NARROW_SIDE or k <= NARROW_K else LARGE_GPU_TILES
         policy = vkml_config.matmul_fma()
         fused = policy == "on" or (policy == "auto" and m * n * k >= FMA_MIN_MULTIPLY_ADDS)
     else:
@@ -182,7 +195,7 @@ def choose_config(features, m: int, n: int, k: int) -> MatmulConfig:
     wn, tn = _fit(n, wn, family.tn)
     bk = min(family.bk, pow2ceil(max(k, 1)))
     config = MatmulConfig(wm * tm, wn * tn, bk, tm, tn, fused, family.packed)
-    if family is LARGE_GPU_TILES:
+    if family in (LARGE_GPU_TILES, NARROW_GPU_TILES):
         config = skinny_config(m, n, k, fused) or config
     while features is not None and config.shared_bytes > features.max_compute_shared_memory_size and config.bk > 1:
         config = replace(config, bk=config.bk // 2)

@@ -141,10 +141,9 @@ LARGE_GPU_TILES = TileFamily(16, 16, 8, 8, 8, packed=True)
 # convolution's products: 64 output channels, or the input gradient's K of 64 channels): 8×16
 # invocations with 8×8 outputs each, where the large family would shrink to 4×8 outputs an invocation
 # (a side of 64) or fill 128×128 tiles whose short K leaves the stores as the time. The order of each
-# output's sum is K's alone, so the bits are the large family's. float32 on the H200
-# (bench/bench_matmul_tiles.py's method, docs/benchmarks.md session 11): 64×576 @ 576×200704
-# 675 → 444 µs, 576×64 @ 64×200704 1148 → 663 µs, conv2d's split weight gradient 1236 → 970 µs;
-# 4096³ stays on the large family (3.70 ms there, 3.84 ms on this one).
+# output's sum is K's alone, so the bits are the large family's. Measured per shape in
+# docs/benchmarks.md (session 11): a third to two fifths less time on conv2d's products, while square
+# products with a long K stay faster on the large family.
 NARROW_GPU_TILES = TileFamily(8, 16, 8, 8, 8, packed=True)
 NARROW_SIDE = 64
 NARROW_K = 128

@@ -15,6 +15,8 @@ import sys
 import types
 import warnings
 
+from . import sdpa_backends
+
 _PRECISIONS = ("highest", "high", "medium")
 _state = {"precision": "highest", "deterministic": False, "warn_only": False}
 
@@ -47,7 +49,11 @@ def _mps_unavailable() -> bool:
 # reached through Vulkan only by MoltenVK, which appears as a Vulkan device).
 backends = types.ModuleType("vkml.backends", "PyTorch's torch.backends switches, accepted by vkml (docs/devices.md).")
 backends.cudnn = _Settings(enabled=True, benchmark=False, deterministic=False, allow_tf32=True)
-backends.cuda = _Settings(matmul=_MatmulSettings())
+backends.cuda = _Settings(
+    matmul=_MatmulSettings(),
+    # which scaled_dot_product_attention implementations may run (vkml/frontend/sdpa_backends.py)
+    **{name: getattr(sdpa_backends, name) for name in sdpa_backends.__all__ if name != "SDPBackend"},
+)
 backends.mps = _Settings(is_available=_mps_unavailable, is_built=_mps_unavailable)
 
 

@@ -1,4 +1,5 @@
-"""``MultiheadAttention`` with ``torch.nn``'s names, arguments, parameter names and initialisation.
+"""``MultiheadAttention`` with ``torch.nn``'s names, arguments, parameter names and initialisation; and,
+as ``torch.nn.attention``, ``sdpa_kernel`` and ``SDPBackend`` (vkml/frontend/sdpa_backends.py).
 
 A torch ``MultiheadAttention``'s ``state_dict`` loads into vkml's of the same arguments and
 gives torch's outputs within float32 rounding (tests/test_nn_attention.py).
@@ -17,6 +18,7 @@ import math
 from ..frontend import creation
 from ..frontend import operators as functions
 from ..frontend import random as vkrandom
+from ..frontend.sdpa_backends import SDPBackend, sdpa_kernel  # noqa: F401  (torch.nn.attention's names)
 from ..ir import types as T
 from . import functional as F
 from . import init

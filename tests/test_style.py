@@ -87,6 +87,7 @@ FACE = (
     "vkml.utils",
     "vkml.distributions",
     "vkml.distributed",
+    "vkml.multiprocessing",
     "vkml.cli",
     "vkml.demo",
     "vkml.doctor",

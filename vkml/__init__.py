@@ -98,7 +98,7 @@ __all__ += [
 # (issue 19): numpy/DLPack interop, "cuda" device names and torch.cuda's functions, torch.backends'
 # switches, matmul precision, determinism, compile, testing (docs/interop.md, docs/devices.md).
 from .frontend import compat as _compat  # noqa: E402
-from .frontend import cuda, profiler, testing  # noqa: E402
+from .frontend import compiler, cuda, profiler, testing, version  # noqa: E402
 from .frontend.compat import (  # noqa: E402
     are_deterministic_algorithms_enabled,
     compile,  # noqa: A004
@@ -110,17 +110,21 @@ from .frontend.compat import (  # noqa: E402
 from .frontend.interop import as_tensor, from_dlpack, from_numpy  # noqa: E402
 
 backends = _compat.backends
-for _module_name, _module in (("cuda", cuda), ("testing", testing), ("backends", backends), ("profiler", profiler)):
+_faces = (("cuda", cuda), ("testing", testing), ("backends", backends), ("profiler", profiler))
+_faces += (("compiler", compiler), ("version", version))  # torch.compiler's decorators, torch.version's strings
+for _module_name, _module in _faces:
     _sys.modules[f"{__name__}.{_module_name}"] = _module  # `import vkml.cuda` finds the namespace
 for _module_name in ("cudnn", "cuda", "mps"):
     _sys.modules[f"{__name__}.backends.{_module_name}"] = getattr(backends, _module_name)
-del _module_name, _module
+del _module_name, _module, _faces
 from .frontend.size import Size  # noqa: E402
 from .ir.types import DType as dtype  # noqa: E402  (isinstance(x.dtype, vkml.dtype), as torch.dtype)
 
 __all__ += ["Size", "dtype"]
 __all__ += [
     "cuda",
+    "compiler",
+    "version",
     "testing",
     "profiler",
     "backends",
@@ -180,7 +184,7 @@ __all__ += ["get_rng_state", "set_rng_state"]
 # (bench/bench_cold_start.py measures it).
 import importlib as _importlib  # noqa: E402
 
-_LAZY_SUBMODULES = ("nn", "optim", "utils", "distributions", "distributed")
+_LAZY_SUBMODULES = ("nn", "optim", "utils", "distributions", "distributed", "multiprocessing")
 
 
 def __getattr__(name: str):

@@ -156,3 +156,6 @@ from . import parallel  # noqa: E402
 __all__ += ["parallel"]
 # vkml.nn.modules: the layers under PyTorch's module paths (nn.modules.batchnorm._BatchNorm, ...)
 from . import modules  # noqa: E402, F401
+
+# torch.jit's TorchScript names (script, trace, ignore, ...) as attributes of vkml.jit (vkml/nn/torchscript.py)
+from . import torchscript as _torchscript  # noqa: E402, F401

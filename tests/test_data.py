@@ -355,3 +355,14 @@ def test_a_custom_collate_fn_gets_the_samples_as_torch_gives_them() -> None:
     assert seen[vkml] == seen[torch]
     assert [b["labels"] for b in got] == [b["labels"] for b in want]
     assert [b["x"].tolist() for b in got] == [b["x"].tolist() for b in want]
+
+
+def test_pytorch_tensors_from_a_kept_torchvision_style_dataset_collate():
+    # A program that swapped `import torch` for vkml but kept torchvision: its transforms make torch tensors.
+    samples = [(torch.arange(6, dtype=torch.float32).reshape(2, 3) * i, torch.tensor(i)) for i in range(4)]
+    samples[0][0].requires_grad_(True)  # exported by value all the same
+    x, y = next(iter(vkml.utils.data.DataLoader(samples, batch_size=4)))
+    assert isinstance(x, vkml.Tensor) and x.dtype == vkml.float32 and y.dtype == vkml.int64
+    np.testing.assert_array_equal(x.numpy(), np.stack([s[0].detach().numpy() for s in samples]))
+    assert y.tolist() == [0, 1, 2, 3]
+    assert vkml.utils.data.default_convert(torch.ones(2, dtype=torch.float16)).dtype == vkml.float16

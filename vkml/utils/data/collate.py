@@ -2,7 +2,8 @@
 
 A batch of numbers, numpy arrays or tensors becomes one tensor with a new first dimension;
 dicts, lists, tuples and namedtuples are collated field by field; strings and bytes stay
-lists. Python floats give float64, numpy values keep their dtype, as PyTorch's.
+lists. Python floats give float64, numpy values keep their dtype, as PyTorch's. Another library's
+tensors (PyTorch's, from a torchvision dataset a program kept) are collated as the arrays they hold.
 
 In a worker process the same rules build ``HostBatch`` leaves (a numpy array and the vkml
 dtype it will have) instead of tensors: workers never touch a device, and the main process
@@ -103,11 +104,33 @@ def _check_equal_shapes(batch: list[Tensor]) -> None:
             )
 
 
+def _foreign_tensor(value) -> bool:
+    """Another library's tensor: PyTorch's, as torchvision's ``transforms.ToTensor()`` makes them in a dataset a
+    program kept when it swapped ``import torch`` for vkml. It exports its values by DLPack."""
+    return not isinstance(value, (Tensor, np.ndarray)) and hasattr(value, "__dlpack__") and hasattr(value, "shape")
+
+
+def _host_array(value) -> np.ndarray:
+    """A foreign tensor's values as a numpy array (a view where the library allows; its dtype kept)."""
+    if hasattr(value, "detach"):  # PyTorch refuses to export a tensor that requires grad
+        value = value.detach()
+    if hasattr(value, "cpu"):
+        value = value.cpu()
+    try:
+        return np.from_dlpack(value)
+    except (TypeError, BufferError, RuntimeError) as error:
+        raise TypeError(
+            f"default_collate: cannot read a {type(value).__name__} of dtype {value.dtype}: {error}"
+        ) from None
+
+
 def _collate(batch, leaves: _Leaves):
     elem = batch[0]
     elem_type = type(elem)
     if isinstance(elem, Tensor):
         return leaves.stack(list(batch))
+    if _foreign_tensor(elem):  # collated as the numpy arrays they hold
+        return _collate([_host_array(e) for e in batch], leaves)
     if elem_type.__module__ == "numpy" and elem_type.__name__ not in ("str_", "string_", "bytes_"):
         if elem_type.__name__ in ("ndarray", "memmap"):
             if _NP_STR_OBJ.search(elem.dtype.str) is not None:
@@ -167,6 +190,8 @@ def default_convert(data):
     elem_type = type(data)
     if isinstance(data, Tensor):
         return data
+    if _foreign_tensor(data):
+        return default_convert(_host_array(data))
     if elem_type.__module__ == "numpy" and elem_type.__name__ not in ("str_", "string_", "bytes_"):
         if elem_type.__name__ == "ndarray" and _NP_STR_OBJ.search(data.dtype.str) is not None:
             return data

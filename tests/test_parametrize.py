@@ -127,7 +127,7 @@ def test_weight_norm_loads_the_hook_based_state_dict():
 
 def test_spectral_norm_matches_pytorch_in_training_and_eval(gpu):
     theirs = torch.nn.utils.parametrizations.spectral_norm(torch.nn.Linear(5, 4))
-    state = {k: v.detach().numpy() for k, v in theirs.state_dict().items()}
+    state = {k: v.detach().numpy().copy() for k, v in theirs.state_dict().items()}  # torch updates _u in place
     x = RNG.standard_normal((3, 5)).astype(np.float32)
     want = [theirs(torch.tensor(x)).detach().numpy() for _ in range(2)]  # two power-iteration steps
     want_u = theirs.parametrizations.weight[0]._u.numpy()
@@ -153,3 +153,35 @@ def test_spectral_norm_picks_dim_1_for_transposed_convolutions():
     layer = vkml.nn.utils.parametrizations.spectral_norm(vkml.nn.ConvTranspose2d(2, 3, 3))
     assert layer.parametrizations.weight[0].dim == 1
     assert tuple(layer.parametrizations.weight[0]._u.shape) == (3,)
+
+
+@pytest.mark.parametrize(
+    ("shape", "orthogonal_map", "trivial"),
+    [((3, 3), None, True), ((3, 3), "cayley", False), ((4, 4), "householder", True), ((5, 3), None, False)],
+)
+def test_orthogonal_matches_pytorch(shape, orthogonal_map, trivial):
+    start = RNG.standard_normal(shape).astype(np.float32)
+    results = []
+    for lib in (vkml, torch):
+        layer = lib.nn.Linear(1, 1)
+        layer.weight = lib.nn.Parameter(lib.tensor(start))
+        lib.nn.utils.parametrizations.orthogonal(layer, orthogonal_map=orthogonal_map, use_trivialization=trivial)
+        weight = layer.weight
+        (weight * lib.tensor(start)).sum().backward()
+        grads = {n: p.grad.numpy() for n, p in layer.named_parameters() if p.grad is not None}
+        results.append((weight.detach().numpy(), grads, sorted(layer.state_dict())))
+    (ours, our_grads, our_keys), (theirs, their_grads, their_keys) = results
+    assert our_keys == their_keys
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)
+    for name, grad in their_grads.items():
+        np.testing.assert_allclose(our_grads[name], grad, rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+def test_orthogonal_keeps_a_tall_weight_orthogonal_and_checks_its_arguments():
+    layer = vkml.nn.utils.parametrizations.orthogonal(vkml.nn.Linear(3, 5))  # weight 5 x 3: a random base
+    w = layer.weight.detach().numpy()
+    np.testing.assert_allclose(w.T @ w, np.eye(3), atol=1e-5)
+    with pytest.raises(ValueError, match='orthogonal_map has to be one of "matrix_exp", "cayley", "householder"'):
+        vkml.nn.utils.parametrizations.orthogonal(vkml.nn.Linear(2, 2), orthogonal_map="qr")
+    with pytest.raises(ValueError, match="Expected a matrix or batch of matrices. Got a tensor of 1 dimensions"):
+        vkml.nn.utils.parametrizations.orthogonal(vkml.nn.Linear(2, 2), "bias")

@@ -47,7 +47,10 @@ import warnings
 import weakref
 from collections.abc import Callable
 
+import vkml
+
 from .. import config
+from ..errors import ShapeError
 from ..ops import grads as G
 from ..ops.registry import REGISTRY
 from .hooks import RemovableHandle
@@ -568,10 +571,6 @@ def backward(root, gradient=None, retain_graph: bool | None = None, create_graph
 
 
 def _root_gradient(root, gradient, api: str, create_graph: bool):
-    import vkml
-
-    from ..errors import ShapeError
-
     if gradient is None:
         if root.numel() != 1:
             raise RuntimeError(
@@ -601,8 +600,6 @@ def run_backward(
     the gradient of each of ``inputs``, by ``_key``. ``create_graph``: the rules run with recording on,
     on operands that keep their place in the graph, so the gradients can be differentiated again.
     """
-    import vkml
-
     if retain_graph is None:
         retain_graph = create_graph
     for i, root in enumerate(roots):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import weakref
 
 from ..ops import grads as G
+from ..tensor import SavedTensor, Tensor
 from . import autograd as engine
 from .autograd import (
     Context,
@@ -53,8 +54,7 @@ __all__ = [
 
 
 def _tensor_class():
-    from ..tensor import Tensor
-
+    """The Tensor class (autograd_functional.py and func.py ask for it by this name)."""
     return Tensor
 
 
@@ -184,8 +184,6 @@ class FunctionCtx:
 
         In a backward that records (``create_graph=True``) they are the tensors themselves, so the
         gradient can be differentiated through them."""
-        from ..tensor import SavedTensor
-
         out = []
         for item in self._to_save:
             if item is None:

@@ -31,7 +31,9 @@ import numpy as np
 
 from ..errors import DeviceError
 from ..ir import types as T
+from ..nn.module import Parameter
 from ..tensor import Tensor
+from .creation import tensor
 from .devices import device as get_device
 
 __all__ = ["save", "load"]
@@ -90,8 +92,6 @@ class _Encoder:
         )
 
     def _tensor(self, t: Tensor, path: str) -> dict:
-        from ..nn.module import Parameter
-
         if t.is_sparse:  # PyTorch saves sparse COO tensors; vkml's format has no record for them yet
             raise NotImplementedError(
                 f"save: {path or 'the tensor'} is a sparse COO tensor, which vkml does not save (save its "
@@ -199,9 +199,6 @@ class _Placer:
         self.map_location = map_location
 
     def tensor(self, array: np.ndarray, dtype_name: str | None, location: str, requires_grad=False, parameter=False):
-        from ..nn.module import Parameter
-        from .creation import tensor
-
         dtype = _vkml_dtype(dtype_name or array.dtype.name)
         target, ml = location, self.map_location
         if callable(ml) and not isinstance(ml, (str, dict)) and not hasattr(ml, "allocate"):
@@ -219,8 +216,6 @@ class _Placer:
 
     @staticmethod
     def _make(array: np.ndarray, dtype: T.DType, location) -> Tensor:
-        from .creation import tensor
-
         try:
             dev = get_device(location)
         except DeviceError as e:

@@ -18,6 +18,7 @@ from .devices import get_default_device
 from .dtype_info import refuse_no_tensor_dtype
 from .dtypes import check_device_dtype
 from .exports import Export
+from .size import Size
 
 # The public names of this module's ops (vkml/frontend/public.py binds them).
 EXPORTS = (
@@ -342,3 +343,22 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool
         start + np.arange(n, dtype=np.float64) * step if not is_int else start + np.arange(n, dtype=np.int64) * step
     )
     return tensor(values.astype(dtype.value_np), dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def legacy_new(name: str, dtype, device, args):
+    """PyTorch's legacy constructor (``vkml.Tensor(2, 3)``, ``vkml.FloatTensor(...)``, ``x.new(...)``): sizes
+    (ints or a Size) give a new tensor (zeros here; PyTorch's are uninitialized), other data is copied, no
+    argument gives an empty tensor, a tensor of the dtype is itself."""
+    if len(args) == 1 and isinstance(args[0], _tensor.Tensor):
+        if args[0].dtype is not dtype:
+            raise TypeError(f"expected {dtype.name} (got {args[0].dtype.name})")
+        return args[0]
+    if len(args) == 1 and not isinstance(args[0], int) and not isinstance(args[0], Size):
+        return tensor(args[0], dtype=dtype, device=device)
+    sizes = tuple(args[0]) if len(args) == 1 and isinstance(args[0], Size) else args
+    for s in sizes:
+        if isinstance(s, bool) or not isinstance(s, int):
+            raise TypeError(f"{name}(): expected sizes as ints or data as a sequence, got {args!r}")
+    if not sizes:
+        return tensor([], dtype=dtype, device=device)
+    return zeros(sizes, dtype=dtype, device=device)

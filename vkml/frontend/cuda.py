@@ -19,7 +19,7 @@ from . import random as _random
 
 
 def _usable_reports() -> list[dict]:
-    return [r for r in devices.vulkan_device_reports() if r.get("usable")]
+    return devices.usable_vulkan_reports()
 
 
 def is_available() -> bool:

@@ -74,6 +74,11 @@ class device(metaclass=_DeviceType):  # noqa: N801 - torch.device's name
         return _named(spec, index)
 
 
+def usable_vulkan_reports() -> list[dict]:
+    """The reports of the Vulkan devices vkml can use: ``vkml.cuda.is_available()`` is whether there is one."""
+    return [r for r in vulkan_device_reports() if r.get("usable")]
+
+
 def _named(spec, index: int | None) -> Device:
     if isinstance(spec, Device) and index is None:
         return spec

@@ -31,7 +31,6 @@ from . import creation, defaults, devices, dtypes, mutation, return_types, shape
 from . import operators as F
 from .autograd_api import Function
 from .exports import Export
-from .size import Size
 
 
 def _tensor(op: str, name: str, value) -> None:
@@ -1132,38 +1131,16 @@ class _LegacyTensorType(type):
 
     def __call__(cls, *args, device=None):
         device = device if device is not None else ("cuda" if cls.is_cuda else "cpu")
-        return _legacy_new(cls.__name__, cls.dtype, device, args)
+        return creation.legacy_new(cls.__name__, cls.dtype, device, args)
 
     def __repr__(cls) -> str:
         return f"<class '{cls.__module__}.{cls.__name__}'>"
 
 
-def _legacy_new(name: str, dtype, device, args):
-    """PyTorch's legacy constructor: sizes (ints or a Size) give a new tensor (zeros here; PyTorch's are
-    uninitialized), other data is copied, no argument gives an empty tensor, a tensor of the dtype is itself."""
-    if len(args) == 1 and isinstance(args[0], Tensor):
-        if args[0].dtype is not dtype:
-            raise TypeError(f"expected {dtype.name} (got {args[0].dtype.name})")
-        return args[0]
-    if len(args) == 1 and not isinstance(args[0], int) and not _is_size(args[0]):
-        return creation.tensor(args[0], dtype=dtype, device=device)
-    sizes = tuple(args[0]) if len(args) == 1 and _is_size(args[0]) else args
-    for s in sizes:
-        if isinstance(s, bool) or not isinstance(s, int):
-            raise TypeError(f"{name}(): expected sizes as ints or data as a sequence, got {args!r}")
-    if not sizes:
-        return creation.tensor([], dtype=dtype, device=device)
-    return creation.zeros(sizes, dtype=dtype, device=device)
-
-
 def _tensor_new(self, *args):
     """``Tensor.new(...)``: the legacy constructor with this tensor's dtype and device (``x.new(2, 3)``,
     ``x.new([1, 2])``, ``x.new()``), as PyTorch's."""
-    return _legacy_new("new", self.dtype, self.device, args)
-
-
-def _is_size(value) -> bool:
-    return isinstance(value, Size)
+    return creation.legacy_new("new", self.dtype, self.device, args)
 
 
 _LEGACY_DTYPES = {

@@ -16,6 +16,7 @@ import numpy as np
 
 from .errors import DTypeError, ShapeError
 from .frontend import autograd, creation, defaults, devices, indexing, interop, mutation, pointwise, printing
+from .frontend import backward as _backward
 from .frontend import memory_format as _memory_format
 from .frontend import operators as F
 from .frontend.size import Size, as_size
@@ -248,7 +249,7 @@ class Tensor:
         """
         if inputs is not None:
             inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
-        autograd.backward(self, gradient, retain_graph, create_graph, inputs)
+        _backward.backward(self, gradient, retain_graph, create_graph, inputs)
 
     def detach(self) -> Tensor:
         """The same values, cut off from autograd; shares storage with this tensor (a write through one is seen by the other)."""

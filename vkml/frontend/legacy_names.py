@@ -27,7 +27,7 @@ from ..ir import types as T
 from ..nn import functional as _nnf
 from ..ops.promotion import default_float
 from ..tensor import Tensor
-from . import creation, defaults, devices, dtypes, mutation, return_types, shape, statistics
+from . import creation, defaults, devices, mutation, return_types, shape, statistics, type_queries
 from . import operators as F
 from .autograd_api import Function
 from .exports import Export
@@ -631,7 +631,7 @@ def _integer_pair(op: str, input, other):
     _tensor(op, "input", input)
     if not _is_tensor(other):
         other = creation.tensor(other, device=input.device)
-    dtype = dtypes.result_type(input, other)
+    dtype = type_queries.result_type(input, other)
     for t in (input, other):
         if t.dtype.is_float or t.dtype is T.bool_:  # PyTorch's NotImplementedError (a RuntimeError)
             raise NotImplementedError(f"\"{op}_cpu\" not implemented for '{mutation.torch_name(t.dtype)}'")

@@ -267,6 +267,11 @@ def print_kernel(k: Kernel) -> str:
     return "\n".join(out) + "\n"
 
 
+# str(kernel) is its text form. The printer is written on core.py's classes, so core.py cannot
+# import it: the method is bound here, and vkml/ir/__init__.py imports this module with core.
+Kernel.__str__ = print_kernel
+
+
 def _print_block(block: Block, depth: int, name: ValueNames, lines: list) -> None:
     pad = INDENT * depth
     for stmt in block.body:

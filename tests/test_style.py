@@ -225,6 +225,97 @@ def test_no_import_inside_a_function_below_the_face() -> None:
     )
 
 
+# An import inside a function, anywhere in vkml, says why it waits for the function to run, with one
+# of these reasons after "# lazy:" on its line. Dodging an import cycle is not one: the face's modules
+# name each other at their top (`from .. import tensor as _tensor` in a module that loads while
+# tensor.py does), or the piece both need moves (docs/architecture.md, "Imports").
+LAZY_REASONS = (
+    "off import vkml's path",  # kept off `import vkml` (tests/test_cold_start.py): nn.compiled, distributions, ...
+    "optional dependency",  # a package vkml runs without (torch, tqdm, a missing libvulkan)
+    "names given at run time",  # importlib with a name from data (public.MODULES, the user's module)
+)
+LAZY_MARKER = re.compile(r"#\s*lazy:\s*(.*)$")
+
+
+def _unmarked_local_imports(source: str, module: str, is_package: bool) -> list[str]:
+    """Each import inside a function of ``source`` that needs a reason and has none: an import
+    statement of a vkml module, or an ``importlib.import_module`` / ``__import__`` call (its name
+    is computed), whose lines carry no ``# lazy: <one of LAZY_REASONS>``."""
+    lines = source.splitlines()
+
+    def marked(node: ast.AST) -> bool:
+        for text in lines[node.lineno - 1 : node.end_lineno]:
+            found = LAZY_MARKER.search(text)
+            if found and found.group(1).startswith(LAZY_REASONS):
+                return True
+        return False
+
+    unmarked = []
+    for function in ast.walk(ast.parse(source)):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(function):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                needs_reason = bool(imported_vkml_modules(ast.unparse(node), module, is_package))
+            elif isinstance(node, ast.Call):
+                called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+                needs_reason = called in ("import_module", "__import__")
+            else:
+                continue
+            if needs_reason and not marked(node):
+                unmarked.append(f"{node.lineno}: {lines[node.lineno - 1].strip()}")
+    return sorted(set(unmarked), key=lambda line: int(line.partition(":")[0]))
+
+
+def test_every_import_inside_a_function_says_why() -> None:
+    unmarked = [
+        f"{path.relative_to(REPO_ROOT)}:{line}"
+        for path in sorted(PACKAGE_DIR.rglob("*.py"))
+        for line in _unmarked_local_imports(path.read_text(), module_name(path), path.name == "__init__.py")
+    ]
+    assert not unmarked, (
+        "an import inside a function without '# lazy: <reason>' (reasons: "
+        + ", ".join(LAZY_REASONS)
+        + "); a cycle is no reason: import at the top, or move what both modules need:\n"
+        + "\n".join(unmarked)
+    )
+
+
+@pytest.mark.parametrize(
+    ("source", "unmarked"),
+    [
+        ("def f():\n    from ..tensor import Tensor\n", ["2: from ..tensor import Tensor"]),
+        ("def f():\n    import vkml\n", ["2: import vkml"]),
+        (
+            "class C:\n    def m(self):\n        from . import creation  # cycle\n",
+            ["3: from . import creation  # cycle"],
+        ),
+        (
+            "def f():\n    from ..tensor import Tensor  # lazy: because\n",
+            ["2: from ..tensor import Tensor  # lazy: because"],
+        ),
+        ("def f():\n    from ..distributions import kl  # lazy: off import vkml's path\n", []),
+        ("def f():\n    return importlib.import_module(name)\n", ["2: return importlib.import_module(name)"]),
+        ("def f():\n    return importlib.import_module(name)  # lazy: names given at run time\n", []),
+        ("def f():\n    import torch\n    from numpy import ndarray\n", []),
+        ("from ..tensor import Tensor\n\ndef f():\n    return Tensor\n", []),
+    ],
+    ids=[
+        "tensor",
+        "package",
+        "method",
+        "other-reason",
+        "marked",
+        "importlib",
+        "importlib-marked",
+        "third-party",
+        "top",
+    ],
+)
+def test_local_import_scan_finds_unmarked_imports(source: str, unmarked: list[str]) -> None:
+    assert _unmarked_local_imports(source, "vkml.frontend.example", False) == unmarked
+
+
 # GPU models may be named only where a device's tuning is decided: comments elsewhere state
 # invariants, and measurements live in docs/benchmarks.md with their device and date.
 GPU_MODEL = re.compile(r"\b(H[12]00|A[1-9]0{2}|V100|L40S?|RTX|GeForce|Quadro|Radeon|RX ?[5-9][0-9]{3}|Arc A[0-9]{3})\b")

@@ -187,7 +187,7 @@ _LAZY_SUBMODULES = ("nn", "optim", "utils", "distributions", "distributed")
 
 def __getattr__(name: str):
     if name in _LAZY_SUBMODULES:
-        return _importlib.import_module(f"{__name__}.{name}")  # binds vkml.<name>: asked once
+        return _importlib.import_module(f"{__name__}.{name}")  # lazy: off import vkml's path (binds vkml.<name>)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

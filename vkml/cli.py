@@ -58,7 +58,7 @@ def _op_function(name: str):
     if ":" in name:
         module, _, attr = name.partition(":")
         sys.path.insert(0, str(Path.cwd()))
-        return getattr(importlib.import_module(module), attr)
+        return getattr(importlib.import_module(module), attr)  # lazy: names given at run time (the user's)
     for space in (vkml, vkml.nn.functional if hasattr(vkml, "nn") else None):
         if space is not None and hasattr(space, name):
             return getattr(space, name)

@@ -36,11 +36,11 @@ def __getattr__(name: str):
     module = _VULKAN_MODULES.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return importlib.import_module(module)
+    return importlib.import_module(module)  # lazy: off import vkml's path (the Vulkan runtime)
 
 
 def _vulkan(name: str):
-    return importlib.import_module(_VULKAN_MODULES[name])
+    return importlib.import_module(_VULKAN_MODULES[name])  # lazy: off import vkml's path (the Vulkan runtime)
 
 
 def vulkan_device_reports() -> list[dict]:

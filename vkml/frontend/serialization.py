@@ -140,7 +140,7 @@ def save(obj: Any, f: str | os.PathLike | IO[bytes]) -> None:
     >>> import io, vkml
     >>> vkml.save(vkml.nn.Linear(2, 1).state_dict(), io.BytesIO())
     """
-    import safetensors.numpy
+    import safetensors.numpy  # lazy: off import vkml's path
 
     encoder = _Encoder()
     structure = encoder.encode(obj, "")
@@ -274,7 +274,7 @@ def _key(key):
 def _bfloat16_arrays(data: bytes) -> dict[str, np.ndarray]:
     """A safetensors file's tensors where some are bfloat16 (numpy has none): those widened to float32, exactly
     (``_BFloat16Array``, so that a file from another library loads them as bfloat16)."""
-    import safetensors.numpy
+    import safetensors.numpy  # lazy: off import vkml's path
 
     (size,) = struct.unpack("<Q", data[:8])
     header = json.loads(data[8 : 8 + size])
@@ -313,7 +313,7 @@ def _repack(entries: dict[str, tuple[dict, bytes]]) -> bytes:
 
 
 def _load_safetensors(data: bytes, metadata: dict, placer: _Placer):
-    import safetensors.numpy
+    import safetensors.numpy  # lazy: off import vkml's path
 
     try:
         arrays = safetensors.numpy.load(data)
@@ -343,7 +343,7 @@ def _load_safetensors(data: bytes, metadata: dict, placer: _Placer):
 
 def _from_torch(obj, placer: _Placer, converted: dict):
     """Torch tensors become vkml tensors (Parameters stay Parameters); containers are rebuilt around them."""
-    import torch
+    import torch  # lazy: optional dependency
 
     if isinstance(obj, torch.Tensor):
         if id(obj) not in converted:
@@ -387,7 +387,7 @@ def load(f: str | os.PathLike | IO[bytes], map_location=None, weights_only: bool
         return _load_safetensors(data, metadata, placer)
     if data.startswith(_TORCH_MAGICS):
         try:
-            import torch
+            import torch  # lazy: optional dependency
         except ImportError:
             raise RuntimeError("load: this is a PyTorch checkpoint; reading it needs torch installed") from None
         obj = torch.load(io.BytesIO(data), map_location="cpu", weights_only=weights_only)

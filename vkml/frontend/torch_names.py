@@ -297,7 +297,7 @@ def _sample_dirichlet(input, generator=None):
     >>> round(vkml._sample_dirichlet(vkml.tensor([0.5, 0.5])).sum().item(), 5)
     1.0
     """
-    from ..distributions.dirichlet import _sample_dirichlet as sample  # vkml.distributions loads on first use
+    from ..distributions.dirichlet import _sample_dirichlet as sample  # lazy: off import vkml's path
 
     _check_tensor("_sample_dirichlet", "self", input)
     if generator is not None:

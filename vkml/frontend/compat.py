@@ -11,11 +11,9 @@ deterministic algorithms and ``vkml.compile``, with PyTorch's names and what eac
 from __future__ import annotations
 
 import functools
+import sys
 import types
 import warnings
-
-from ..nn.compiled import OptimizedModule
-from ..nn.module import Module
 
 _PRECISIONS = ("highest", "high", "medium")
 _state = {"precision": "highest", "deterministic": False, "warn_only": False}
@@ -148,7 +146,10 @@ def compile(
         raise RuntimeError(f"compile(): model must be a callable, got {type(model).__name__}")
     if disable:
         return model
-    if isinstance(model, Module):
+    nn = sys.modules.get("vkml.nn.module")  # loaded already when model is a module (vkml.nn loads lazily)
+    if nn is not None and isinstance(model, nn.Module):
+        from ..nn.compiled import OptimizedModule  # lazy: off import vkml's path
+
         return OptimizedModule(model)
 
     @functools.wraps(model)

@@ -24,13 +24,18 @@ import warnings
 import numpy as np
 
 from ..ir import types as T
-from ..nn import functional as _nnf
+from ..nn import functional as _nn_functional
 from ..ops.promotion import default_float
 from ..tensor import Tensor
 from . import creation, defaults, devices, mutation, return_types, shape, statistics, type_queries
 from . import operators as F
 from .autograd_api import Function
 from .exports import Export
+
+
+def _nnf():
+    """vkml.nn.functional, whose functions the torch.<name> spellings below call."""
+    return _nn_functional
 
 
 def _tensor(op: str, name: str, value) -> None:
@@ -311,109 +316,109 @@ def get_device(input) -> int:
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):
     """``torch.conv1d``: ``torch.nn.functional.conv1d``."""
-    return _nnf.conv1d(input, weight, bias, stride, padding, dilation, groups)
+    return _nnf().conv1d(input, weight, bias, stride, padding, dilation, groups)
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):
     """``torch.conv2d``: ``torch.nn.functional.conv2d``."""
-    return _nnf.conv2d(input, weight, bias, stride, padding, dilation, groups)
+    return _nnf().conv2d(input, weight, bias, stride, padding, dilation, groups)
 
 
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):
     """``torch.conv3d``: ``torch.nn.functional.conv3d``."""
-    return _nnf.conv3d(input, weight, bias, stride, padding, dilation, groups)
+    return _nnf().conv3d(input, weight, bias, stride, padding, dilation, groups)
 
 
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups: int = 1, dilation=1):
     """``torch.conv_transpose1d``: ``torch.nn.functional.conv_transpose1d``."""
-    return _nnf.conv_transpose1d(input, weight, bias, stride, padding, output_padding, groups, dilation)
+    return _nnf().conv_transpose1d(input, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups: int = 1, dilation=1):
     """``torch.conv_transpose2d``: ``torch.nn.functional.conv_transpose2d``."""
-    return _nnf.conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation)
+    return _nnf().conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups: int = 1, dilation=1):
     """``torch.conv_transpose3d``: ``torch.nn.functional.conv_transpose3d``."""
-    return _nnf.conv_transpose3d(input, weight, bias, stride, padding, output_padding, groups, dilation)
+    return _nnf().conv_transpose3d(input, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
 def max_pool1d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode: bool = False):
     """``torch.max_pool1d``: ``torch.nn.functional.max_pool1d`` (an empty stride is the kernel size)."""
-    return _nnf.max_pool1d(input, kernel_size, _pool_stride(stride), padding, dilation, ceil_mode)
+    return _nnf().max_pool1d(input, kernel_size, _pool_stride(stride), padding, dilation, ceil_mode)
 
 
 def max_pool2d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode: bool = False):
     """``torch.max_pool2d``: ``torch.nn.functional.max_pool2d`` (an empty stride is the kernel size)."""
-    return _nnf.max_pool2d(input, kernel_size, _pool_stride(stride), padding, dilation, ceil_mode)
+    return _nnf().max_pool2d(input, kernel_size, _pool_stride(stride), padding, dilation, ceil_mode)
 
 
 def max_pool3d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode: bool = False):
     """``torch.max_pool3d``: ``torch.nn.functional.max_pool3d`` (an empty stride is the kernel size)."""
-    return _nnf.max_pool3d(input, kernel_size, _pool_stride(stride), padding, dilation, ceil_mode)
+    return _nnf().max_pool3d(input, kernel_size, _pool_stride(stride), padding, dilation, ceil_mode)
 
 
 def max_pool1d_with_indices(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode: bool = False):
     """``torch.max_pool1d_with_indices``: (values, indices) of ``max_pool1d``."""
-    return _nnf.max_pool1d(input, kernel_size, _pool_stride(stride), padding, dilation, ceil_mode, True)
+    return _nnf().max_pool1d(input, kernel_size, _pool_stride(stride), padding, dilation, ceil_mode, True)
 
 
 def avg_pool1d(input, kernel_size, stride=(), padding=0, ceil_mode: bool = False, count_include_pad: bool = True):
     """``torch.avg_pool1d``: ``torch.nn.functional.avg_pool1d`` (an empty stride is the kernel size)."""
-    return _nnf.avg_pool1d(input, kernel_size, _pool_stride(stride), padding, ceil_mode, count_include_pad)
+    return _nnf().avg_pool1d(input, kernel_size, _pool_stride(stride), padding, ceil_mode, count_include_pad)
 
 
 def adaptive_avg_pool1d(input, output_size):
     """``torch.adaptive_avg_pool1d``: ``torch.nn.functional.adaptive_avg_pool1d``."""
-    return _nnf.adaptive_avg_pool1d(input, output_size)
+    return _nnf().adaptive_avg_pool1d(input, output_size)
 
 
 def adaptive_max_pool1d(input, output_size):
     """``torch.adaptive_max_pool1d``: (values, indices), as ``torch.nn.functional.adaptive_max_pool1d``
     with ``return_indices=True``."""
-    return _nnf.adaptive_max_pool1d(input, output_size, True)
+    return _nnf().adaptive_max_pool1d(input, output_size, True)
 
 
 def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):
     """``torch.batch_norm`` (its argument order: weight and bias first): ``torch.nn.functional.batch_norm``."""
-    return _nnf.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+    return _nnf().batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-05, cudnn_enable: bool = True):
     """``torch.layer_norm``: ``torch.nn.functional.layer_norm``."""
-    return _nnf.layer_norm(input, normalized_shape, weight, bias, eps)
+    return _nnf().layer_norm(input, normalized_shape, weight, bias, eps)
 
 
 def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-05, cudnn_enabled: bool = True):
     """``torch.group_norm``: ``torch.nn.functional.group_norm``."""
-    return _nnf.group_norm(input, num_groups, weight, bias, eps)
+    return _nnf().group_norm(input, num_groups, weight, bias, eps)
 
 
 def instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled):
     """``torch.instance_norm`` (weight and bias first): ``torch.nn.functional.instance_norm``."""
-    return _nnf.instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
+    return _nnf().instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """``torch.rms_norm``: ``torch.nn.functional.rms_norm``."""
-    return _nnf.rms_norm(input, normalized_shape, weight, eps)
+    return _nnf().rms_norm(input, normalized_shape, weight, eps)
 
 
 def embedding(weight, indices, padding_idx: int = -1, scale_grad_by_freq: bool = False, sparse: bool = False):
     """``torch.embedding`` (weight first; padding_idx -1 is none): ``torch.nn.functional.embedding``."""
     padding = None if padding_idx is None or padding_idx == -1 else padding_idx
-    return _nnf.embedding(indices, weight, padding, None, 2.0, scale_grad_by_freq, sparse)
+    return _nnf().embedding(indices, weight, padding, None, 2.0, scale_grad_by_freq, sparse)
 
 
 def dropout(input, p: float, train: bool):
     """``torch.dropout`` (``train`` required): ``torch.nn.functional.dropout``."""
-    return _nnf.dropout(input, p, train)
+    return _nnf().dropout(input, p, train)
 
 
 def alpha_dropout(input, p: float, train: bool):
     """``torch.alpha_dropout``: ``torch.nn.functional.alpha_dropout``."""
-    return _nnf.alpha_dropout(input, p, train)
+    return _nnf().alpha_dropout(input, p, train)
 
 
 def _feature_shape_check(op: str, input) -> None:
@@ -439,13 +444,13 @@ def _feature(input, p: float, train: bool, alpha: bool):
     if p < 0 or p > 1:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if alpha:
-        return _nnf.feature_alpha_dropout(input, p, train)
+        return _nnf().feature_alpha_dropout(input, p, train)
     if not train or p == 0:
         return input
     # the mask of one value per (sample, channel), broadcast over the other dims, as PyTorch's feature noise
     noise_shape = (*input.shape[:2], *([1] * (input.ndim - 2)))
     keep = creation.ones(noise_shape, dtype=input.dtype, device=input.device)
-    keep = _nnf.dropout(keep, p, True)
+    keep = _nnf().dropout(keep, p, True)
     return F.mul(input, keep)
 
 
@@ -466,49 +471,49 @@ feature_alpha_dropout_ = _inplace_layer("feature_alpha_dropout_", feature_alpha_
 
 def pixel_shuffle(input, upscale_factor: int):
     """``torch.pixel_shuffle``: ``torch.nn.functional.pixel_shuffle``."""
-    return _nnf.pixel_shuffle(input, upscale_factor)
+    return _nnf().pixel_shuffle(input, upscale_factor)
 
 
 def pixel_unshuffle(input, downscale_factor: int):
     """``torch.pixel_unshuffle``: ``torch.nn.functional.pixel_unshuffle``."""
-    return _nnf.pixel_unshuffle(input, downscale_factor)
+    return _nnf().pixel_unshuffle(input, downscale_factor)
 
 
 def channel_shuffle(input, groups: int):
     """``torch.channel_shuffle``: ``torch.nn.functional.channel_shuffle``."""
-    return _nnf.channel_shuffle(input, groups)
+    return _nnf().channel_shuffle(input, groups)
 
 
 def prelu(input, weight):
     """``torch.prelu``: ``torch.nn.functional.prelu``."""
-    return _nnf.prelu(input, weight)
+    return _nnf().prelu(input, weight)
 
 
 def selu(input):
     """``torch.selu``: ``torch.nn.functional.selu``."""
-    return _nnf.selu(input)
+    return _nnf().selu(input)
 
 
 def celu(input, alpha: float = 1.0):
     """``torch.celu``: ``torch.nn.functional.celu``."""
-    return _nnf.celu(input, alpha)
+    return _nnf().celu(input, alpha)
 
 
 def rrelu(input, lower: float = 0.125, upper: float = 1.0 / 3.0, training: bool = False, generator=None):
     """``torch.rrelu``: ``torch.nn.functional.rrelu`` (a ``generator`` other than None is not supported)."""
     if generator is not None:
         raise NotImplementedError("rrelu(): the generator argument is not supported by vkml; seed vkml instead")
-    return _nnf.rrelu(input, lower, upper, training)
+    return _nnf().rrelu(input, lower, upper, training)
 
 
 def threshold(input, threshold: float, value: float):  # noqa: A002 - PyTorch's argument name
     """``torch.threshold``: ``torch.nn.functional.threshold``."""
-    return _nnf.threshold(input, threshold, value)
+    return _nnf().threshold(input, threshold, value)
 
 
 def hardshrink(input, lambd: float = 0.5):
     """``torch.hardshrink``: ``torch.nn.functional.hardshrink``."""
-    return _nnf.hardshrink(input, lambd)
+    return _nnf().hardshrink(input, lambd)
 
 
 selu_ = _inplace_layer("selu_", selu)
@@ -519,47 +524,47 @@ threshold_ = _inplace_layer("threshold_", threshold)
 
 def bilinear(input1, input2, weight, bias=None):
     """``torch.bilinear``: ``torch.nn.functional.bilinear``."""
-    return _nnf.bilinear(input1, input2, weight, bias)
+    return _nnf().bilinear(input1, input2, weight, bias)
 
 
 def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-08):
     """``torch.cosine_similarity``: ``torch.nn.functional.cosine_similarity``."""
-    return _nnf.cosine_similarity(x1, x2, dim, eps)
+    return _nnf().cosine_similarity(x1, x2, dim, eps)
 
 
 def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-06, keepdim: bool = False):
     """``torch.pairwise_distance``: ``torch.nn.functional.pairwise_distance``."""
-    return _nnf.pairwise_distance(x1, x2, p, eps, keepdim)
+    return _nnf().pairwise_distance(x1, x2, p, eps, keepdim)
 
 
 def pdist(input, p: float = 2.0):
     """``torch.pdist``: ``torch.nn.functional.pdist``."""
-    return _nnf.pdist(input, p)
+    return _nnf().pdist(input, p)
 
 
 def kl_div(input, target, reduction: int = 0, *, log_target: bool = False):
     """``torch.kl_div`` (``reduction`` an integer: 0 none, 1 mean, 2 sum): ``torch.nn.functional.kl_div``."""
     with warnings.catch_warnings():  # PyTorch's torch.kl_div does not warn about 'mean' (F.kl_div does)
         warnings.simplefilter("ignore", UserWarning)
-        return _nnf.kl_div(input, target, reduction=_reduction("kl_div", reduction), log_target=log_target)
+        return _nnf().kl_div(input, target, reduction=_reduction("kl_div", reduction), log_target=log_target)
 
 
 def margin_ranking_loss(input1, input2, target, margin: float = 0.0, reduction: int = 0):
     """``torch.margin_ranking_loss`` (integer ``reduction``): ``torch.nn.functional.margin_ranking_loss``."""
     red = _reduction("margin_ranking_loss", reduction)
-    return _nnf.margin_ranking_loss(input1, input2, target, margin, reduction=red)
+    return _nnf().margin_ranking_loss(input1, input2, target, margin, reduction=red)
 
 
 def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, reduction: int = 0):
     """``torch.cosine_embedding_loss`` (integer ``reduction``): ``torch.nn.functional.cosine_embedding_loss``."""
     red = _reduction("cosine_embedding_loss", reduction)
-    return _nnf.cosine_embedding_loss(input1, input2, target, margin, reduction=red)
+    return _nnf().cosine_embedding_loss(input1, input2, target, margin, reduction=red)
 
 
 def hinge_embedding_loss(input, target, margin: float = 1.0, reduction: int = 0):
     """``torch.hinge_embedding_loss`` (integer ``reduction``): ``torch.nn.functional.hinge_embedding_loss``."""
     red = _reduction("hinge_embedding_loss", reduction)
-    return _nnf.hinge_embedding_loss(input, target, margin, reduction=red)
+    return _nnf().hinge_embedding_loss(input, target, margin, reduction=red)
 
 
 def triplet_margin_loss(
@@ -574,21 +579,21 @@ def triplet_margin_loss(
 ):
     """``torch.triplet_margin_loss`` (integer ``reduction``): ``torch.nn.functional.triplet_margin_loss``."""
     red = _reduction("triplet_margin_loss", reduction)
-    return _nnf.triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, reduction=red)
+    return _nnf().triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, reduction=red)
 
 
 def poisson_nll_loss(input, target, log_input, full, eps, reduction):
     """``torch.poisson_nll_loss`` (every argument required, integer ``reduction``):
     ``torch.nn.functional.poisson_nll_loss``."""
     red = _reduction("poisson_nll_loss", reduction)
-    return _nnf.poisson_nll_loss(input, target, log_input, full, eps=eps, reduction=red)
+    return _nnf().poisson_nll_loss(input, target, log_input, full, eps=eps, reduction=red)
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None, reduction: int = 0):
     """``torch.binary_cross_entropy_with_logits`` (pos_weight before reduction, an integer):
     ``torch.nn.functional.binary_cross_entropy_with_logits``."""
     red = _reduction("binary_cross_entropy_with_logits", reduction)
-    return _nnf.binary_cross_entropy_with_logits(input, target, weight, reduction=red, pos_weight=pos_weight)
+    return _nnf().binary_cross_entropy_with_logits(input, target, weight, reduction=red, pos_weight=pos_weight)
 
 
 def ctc_loss(
@@ -596,7 +601,7 @@ def ctc_loss(
 ):
     """``torch.ctc_loss`` (integer ``reduction``): ``torch.nn.functional.ctc_loss``."""
     red = _reduction("ctc_loss", reduction)
-    return _nnf.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, red, zero_infinity)
+    return _nnf().ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, red, zero_infinity)
 
 
 # ---------------------------------------------------------------------- in-place torch.<op>_(input, ...)
@@ -921,16 +926,17 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed: bool
     dims = input.ndim - 2
     if dims not in (1, 2, 3):
         raise RuntimeError(f"convolution: expected a 3-D, 4-D or 5-D input, got {input.ndim}-D")
+    nnf = _nnf()
     if transposed:
-        fn = getattr(_nnf, f"conv_transpose{dims}d")
+        fn = getattr(nnf, f"conv_transpose{dims}d")
         return fn(input, weight, bias, stride, padding, output_padding, groups, dilation)
-    return getattr(_nnf, f"conv{dims}d")(input, weight, bias, stride, padding, dilation, groups)
+    return getattr(nnf, f"conv{dims}d")(input, weight, bias, stride, padding, dilation, groups)
 
 
 def conv_tbc(input, weight, bias, pad: int = 0):
     """``torch.conv_tbc``: a 1-d convolution of a (time, batch, channels) input with a (width, in, out) weight."""
     _tensor("conv_tbc", "input", input)
-    out = _nnf.conv1d(F.permute(input, (1, 2, 0)), F.permute(weight, (2, 1, 0)), bias, 1, pad)
+    out = _nnf().conv1d(F.permute(input, (1, 2, 0)), F.permute(weight, (2, 1, 0)), bias, 1, pad)
     return F.permute(out, (2, 0, 1))
 
 

@@ -48,7 +48,8 @@ def test_pin_memory_then_to_cuda_as_programs_write_it(gpu, monkeypatch):
     pinned[0] = 7
     assert x.tolist() == [1, 2, 3] and pinned.tolist() == [7, 2, 3]
     pinned[0] = 1
-    monkeypatch.setattr(vkml.cuda, "is_available", lambda: False)  # PyTorch without an accelerator
+    monkeypatch.setattr(devices, "vulkan_device_reports", lambda: [])  # PyTorch without an accelerator
+    assert not vkml.cuda.is_available()
     with pytest.raises(RuntimeError, match="Cannot access accelerator device when none is available"):
         x.pin_memory()
     monkeypatch.undo()

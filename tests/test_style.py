@@ -3,8 +3,9 @@
 Layers, bottom to top (docs/architecture.md): errors and config are leaves; ir/; codegen/ and
 ops/ on ir/; runtime/ on codegen/; graph/ on ops/ and runtime/'s base types; kernels/ on graph/
 and ops/; schedule/ on kernels/ and runtime/; the face (tensor.py, frontend/, dsl/, nn/, optim/,
-utils/) on top. Every package below the face has a rule; the layers form no cycle, and no
-module below the face hides a vkml import inside a function.
+utils/) on top. Every package below the face has a rule; the layers form no cycle, no
+module below the face hides a vkml import inside a function, and an import inside a function
+anywhere in vkml says why it waits (``# lazy: <reason>``).
 """
 
 from __future__ import annotations
@@ -93,10 +94,7 @@ FACE = (
     "vkml.doctor",
 )
 # Imports inside a function below the face, each with the reason it is not a cycle dodge.
-LOCAL_IMPORTS_ALLOWED = {
-    # str(kernel) prints the text form, which is written on top of the data structures it prints
-    ("vkml/ir/core.py", "vkml.ir.text.print_kernel"),
-}
+LOCAL_IMPORTS_ALLOWED: set[tuple[str, str]] = set()
 
 
 def _is_within(module: str, package: str) -> bool:
@@ -227,6 +225,108 @@ def test_no_import_inside_a_function_below_the_face() -> None:
     assert not hidden, "an import inside a function hides a cycle; move it up or fix the layering:\n" + "\n".join(
         hidden
     )
+
+
+# An import inside a function, anywhere in vkml, says why it waits for the function to run, with one
+# of these reasons after "# lazy:" on its line. Dodging an import cycle is not one: the face's modules
+# name each other at their top (`from .. import tensor as _tensor` in a module that loads while
+# tensor.py does), or the piece both need moves (docs/architecture.md, "Imports").
+LAZY_REASONS = (
+    "off import vkml's path",  # kept off `import vkml` (tests/test_cold_start.py): nn.compiled, distributions, ...
+    "optional dependency",  # a package vkml runs without (torch, tqdm, a missing libvulkan)
+    "names given at run time",  # importlib with a name from data (public.MODULES, the user's module)
+)
+LAZY_MARKER = re.compile(r"#\s*lazy:\s*(.*)$")
+
+
+def _unmarked_local_imports(source: str, module: str, is_package: bool) -> list[str]:
+    """Each import inside a function of ``source`` that needs a reason and has none: an import
+    statement of a vkml module, or an ``importlib.import_module`` / ``__import__`` call (its name
+    is computed), whose lines carry no ``# lazy: <one of LAZY_REASONS>``."""
+    lines = source.splitlines()
+
+    def marked(node: ast.AST) -> bool:
+        for text in lines[node.lineno - 1 : node.end_lineno]:
+            found = LAZY_MARKER.search(text)
+            if found and found.group(1).startswith(LAZY_REASONS):
+                return True
+        return False
+
+    unmarked = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if in_function and isinstance(child, (ast.Import, ast.ImportFrom)):
+                needs_reason = bool(imported_vkml_modules(ast.unparse(child), module, is_package))
+            elif in_function and isinstance(child, ast.Call):
+                called = child.func.attr if isinstance(child.func, ast.Attribute) else getattr(child.func, "id", "")
+                needs_reason = called in ("import_module", "__import__")
+            else:
+                needs_reason = False
+            if needs_reason and not marked(child):
+                unmarked.append(f"{child.lineno}: {lines[child.lineno - 1].strip()}")
+            visit(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+    visit(ast.parse(source), False)
+    return sorted(set(unmarked), key=lambda line: int(line.partition(":")[0]))
+
+
+# A line that may hold an import the scan must judge: an indented import without a marker, or a call
+# by name. Only files with one are parsed (parsing all of vkml/ costs seconds on a CI machine).
+_MAYBE_LOCAL_IMPORT = re.compile(
+    rf"^[ \t]+(from|import)\s(?!.*#\s*lazy:\s*({'|'.join(map(re.escape, LAZY_REASONS))}))|import_module|__import__",
+    re.M,
+)
+
+
+def test_every_import_inside_a_function_says_why() -> None:
+    unmarked = []
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        source = path.read_text()
+        if _MAYBE_LOCAL_IMPORT.search(source):
+            found = _unmarked_local_imports(source, module_name(path), path.name == "__init__.py")
+            unmarked += [f"{path.relative_to(REPO_ROOT)}:{line}" for line in found]
+    assert not unmarked, (
+        "an import inside a function without '# lazy: <reason>' (reasons: "
+        + ", ".join(LAZY_REASONS)
+        + "); a cycle is no reason: import at the top, or move what both modules need:\n"
+        + "\n".join(unmarked)
+    )
+
+
+@pytest.mark.parametrize(
+    ("source", "unmarked"),
+    [
+        ("def f():\n    from ..tensor import Tensor\n", ["2: from ..tensor import Tensor"]),
+        ("def f():\n    import vkml\n", ["2: import vkml"]),
+        (
+            "class C:\n    def m(self):\n        from . import creation  # cycle\n",
+            ["3: from . import creation  # cycle"],
+        ),
+        (
+            "def f():\n    from ..tensor import Tensor  # lazy: because\n",
+            ["2: from ..tensor import Tensor  # lazy: because"],
+        ),
+        ("def f():\n    from ..distributions import kl  # lazy: off import vkml's path\n", []),
+        ("def f():\n    return importlib.import_module(name)\n", ["2: return importlib.import_module(name)"]),
+        ("def f():\n    return importlib.import_module(name)  # lazy: names given at run time\n", []),
+        ("def f():\n    import torch\n    from numpy import ndarray\n", []),
+        ("from ..tensor import Tensor\n\ndef f():\n    return Tensor\n", []),
+    ],
+    ids=[
+        "tensor",
+        "package",
+        "method",
+        "other-reason",
+        "marked",
+        "importlib",
+        "importlib-marked",
+        "third-party",
+        "top",
+    ],
+)
+def test_local_import_scan_finds_unmarked_imports(source: str, unmarked: list[str]) -> None:
+    assert _unmarked_local_imports(source, "vkml.frontend.example", False) == unmarked
 
 
 # GPU models may be named only where a device's tuning is decided: comments elsewhere state

@@ -140,7 +140,8 @@ __all__ += [
 ]
 
 # ---------------------------------------------------------------- the dtypes of issue 17 (docs/dtypes.md)
-from .frontend.dtypes import promote_types, result_type  # noqa: E402
+from .frontend.dtypes import promote_types  # noqa: E402
+from .frontend.type_queries import result_type  # noqa: E402
 from .ir.types import bfloat16, float64, int8, int16, uint8  # noqa: E402
 
 double = float64
@@ -154,8 +155,9 @@ from .frontend.autograd import inference_mode, is_inference, is_inference_mode_e
 _sys.modules[__name__ + ".autograd"] = autograd  # `import vkml.autograd` finds the namespace
 __all__ += ["autograd", "inference_mode", "is_inference", "is_inference_mode_enabled"]
 # ---------------------------------------------------------------------- default dtype and type predicates
-# (vkml/frontend/defaults.py)
-from .frontend.defaults import get_default_dtype, is_floating_point, is_tensor, set_default_dtype  # noqa: E402
+# (vkml/frontend/defaults.py, type_queries.py)
+from .frontend.defaults import get_default_dtype, set_default_dtype  # noqa: E402
+from .frontend.type_queries import is_floating_point, is_tensor  # noqa: E402
 
 __all__ += ["get_default_dtype", "set_default_dtype", "is_tensor", "is_floating_point"]
 
@@ -189,7 +191,7 @@ _LAZY_SUBMODULES = ("nn", "optim", "utils", "distributions", "distributed", "mul
 
 def __getattr__(name: str):
     if name in _LAZY_SUBMODULES:
-        return _importlib.import_module(f"{__name__}.{name}")  # binds vkml.<name>: asked once
+        return _importlib.import_module(f"{__name__}.{name}")  # lazy: off import vkml's path (binds vkml.<name>)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

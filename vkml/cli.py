@@ -13,11 +13,24 @@ Set ``VKML_DUMP_SPIRV=DIR`` to write every kernel vkml compiles (IR, .spvasm, .s
 from __future__ import annotations
 
 import argparse
+import importlib
+import inspect
 import runpy
 import sys
 from pathlib import Path
 
 import numpy as np
+
+import vkml
+import vkml.ir
+
+from . import debug
+from .codegen import compile_kernel
+from .codegen.features import DeviceFeatures
+from .frontend import operators as functions
+from .graph import build as lazy
+from .ops.registry import REGISTRY
+from .schedule import scheduler as schedule
 
 EXAMPLES = """examples:
   vkml-dump-spirv add --shape 64,128 --dtype float32          # an elementwise op's kernel
@@ -33,10 +46,6 @@ or module:function for a custom op.
 
 
 def _features(device_name: str | None):
-    import vkml
-
-    from .codegen.features import DeviceFeatures
-
     if device_name and device_name != "cpu":
         return vkml.device(device_name).features
     reports = vkml.vulkan_device_reports()
@@ -46,36 +55,23 @@ def _features(device_name: str | None):
 
 
 def _op_function(name: str):
-    import vkml
-
-    from .ops.registry import REGISTRY
-
     if ":" in name:
         module, _, attr = name.partition(":")
         sys.path.insert(0, str(Path.cwd()))
-        import importlib
-
-        return getattr(importlib.import_module(module), attr)
+        return getattr(importlib.import_module(module), attr)  # lazy: names given at run time (the user's)
     for space in (vkml, vkml.nn.functional if hasattr(vkml, "nn") else None):
         if space is not None and hasattr(space, name):
             return getattr(space, name)
     if name in REGISTRY:
-        from .frontend import operators as functions
-        from .graph import build as lazy
-
         return lambda *xs: functions._wrap(lazy.elementwise(name, [x.node for x in xs]))
     raise SystemExit(f"vkml-dump-spirv: unknown op {name!r} (see docs/ops/ for the list)")
 
 
 def _arity(name: str, fn) -> int:
-    from .ops.registry import REGISTRY
-
     op = REGISTRY.get(name)
     if op is not None and op.body is not None:
         return op.body.__code__.co_argcount
     if ":" in name:  # a custom op or kernel: its inputs are the parameters without defaults
-        import inspect
-
         return sum(p.default is p.empty for p in inspect.signature(fn).parameters.values())
     if name in ("matmul", "maximum", "minimum", "add", "sub", "mul", "div", "pow"):
         return 2
@@ -83,10 +79,6 @@ def _arity(name: str, fn) -> int:
 
 
 def _kernels_of_op(args) -> list:
-    import vkml
-
-    from .schedule import scheduler as schedule
-
     shape = tuple(int(s) for s in args.shape.split(",")) if args.shape else (16,)
     dtype = vkml.ir.types.by_name(args.dtype)
     fn = _op_function(args.op)
@@ -105,8 +97,6 @@ def _kernels_of_op(args) -> list:
 
 
 def print_kernel(kernel, features, out=None) -> None:
-    from .codegen import compile_kernel
-
     out = out or sys.stdout
     compiled = compile_kernel(kernel, features)
     out.write(f"; ==== kernel {kernel.name} ====\n; ---- IR ----\n")
@@ -135,12 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     features = _features(args.device)
 
     if args.ir_file:
-        import vkml.ir
-
         kernels = [vkml.ir.parse(Path(args.ir_file).read_text())]
     elif args.run:
-        from . import debug
-
         seen, kernels = set(), []
 
         def collect(kernel):

@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import time
 from collections import deque
@@ -267,9 +269,7 @@ def graph(tensors, path=None) -> str:
     installed). A ``.dot`` path also gets an SVG beside it when ``dot`` is installed.
     Returns the dot text.
     """
-    import os
-    import shutil
-    import subprocess
+    import shutil  # lazy: off import vkml's path
 
     items = list(tensors) if isinstance(tensors, (list, tuple)) else [tensors]
     roots = [getattr(t, "node", t) for t in items]

@@ -15,7 +15,8 @@ import weakref
 import numpy as np
 
 from .errors import DTypeError, ShapeError
-from .frontend import autograd, indexing, interop, mutation, pointwise, printing
+from .frontend import autograd, creation, defaults, devices, indexing, interop, mutation, pointwise, printing
+from .frontend import backward as _backward
 from .frontend import memory_format as _memory_format
 from .frontend import operators as F
 from .frontend.size import Size, as_size
@@ -248,7 +249,7 @@ class Tensor:
         """
         if inputs is not None:
             inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
-        autograd.backward(self, gradient, retain_graph, create_graph, inputs)
+        _backward.backward(self, gradient, retain_graph, create_graph, inputs)
 
     def detach(self) -> Tensor:
         """The same values, cut off from autograd; shares storage with this tensor (a write through one is seen by the other)."""
@@ -365,9 +366,7 @@ class Tensor:
         device (PyTorch: without an accelerator) it raises, and so does a Vulkan tensor."""
         if self.device.kind != "cpu":
             raise RuntimeError(f"cannot pin a tensor on {self.device.name}: only CPU tensors can be pinned")
-        from .frontend import cuda
-
-        if not cuda.is_available():
+        if not devices.usable_vulkan_reports():  # vkml.cuda.is_available()
             raise RuntimeError("Cannot access accelerator device when none is available.")
         if self.is_pinned():
             return self
@@ -818,15 +817,11 @@ from .frontend.dtype_view import view_dtype  # noqa: E402
 def _legacy_node(args: tuple, kwargs: dict) -> Node:
     """The node of ``torch.Tensor(*args)``: sizes give zeros of the default dtype (PyTorch's are
     uninitialized), data is copied, no argument gives an empty tensor; ``device=`` is accepted."""
-    from .frontend.defaults import get_default_dtype
-    from .frontend.devices import get_default_device
-    from .frontend.legacy_names import _legacy_new
-
     unknown = set(kwargs) - {"device"}
     if unknown:
         raise TypeError(f"Tensor(): got an unexpected keyword argument {sorted(unknown)[0]!r}")
     device = kwargs.get("device")
-    device = get_default_device() if device is None else device
+    device = devices.get_default_device() if device is None else device
     if len(args) == 1 and isinstance(args[0], Tensor):
         return args[0].node
-    return _legacy_new("Tensor", get_default_dtype(), device, args).node
+    return creation.legacy_new("Tensor", defaults.get_default_dtype(), device, args).node

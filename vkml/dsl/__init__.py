@@ -34,6 +34,7 @@ from ..ir.types import bool_, float16, float32, int32, int64, uint32
 from ..ops import mathlib as _M
 from ..ops.registry import REGISTRY as _REGISTRY
 from . import autodiff as _AD
+from . import kernel as _kernel
 
 # ---------------------------------------------------------------- differentiable math
 
@@ -272,9 +273,7 @@ def shared(size: int, dtype):
     """
     if _AD.is_tracing():
         raise _AD.not_traceable("shared")
-    from .kernel import shared_array
-
-    return shared_array(size, dtype)
+    return _kernel.shared_array(size, dtype)
 
 
 __all__ = [

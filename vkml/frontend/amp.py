@@ -41,6 +41,7 @@ import threading
 import warnings
 
 from ..ir import types as T
+from ..tensor import Tensor
 from .grad_scaler import GradScaler
 
 __all__ = ["autocast", "GradScaler", "custom_bwd", "custom_fwd", "is_autocast_enabled", "get_autocast_dtype"]
@@ -166,7 +167,6 @@ def custom_fwd(fwd=None, *, device_type: str, cast_inputs=None):
         if cast_inputs is None or not ctx._fwd_used_autocast:
             return fwd(*args, **kwargs)
         ctx._fwd_used_autocast = False
-        Tensor = _tensor_class()
         rule = lambda t: t.to(cast_inputs) if t.dtype.is_float and t.device.kind == device_type else t  # noqa: E731
         cast_args, cast_kwargs = _cast_all(args[1:], kwargs, rule, Tensor)
         with autocast(device_type, enabled=False):
@@ -191,12 +191,6 @@ def custom_bwd(bwd=None, *, device_type: str):
 
 
 # ---------------------------------------------------------------------- the wrappers
-
-
-def _tensor_class():
-    from ..tensor import Tensor
-
-    return Tensor
 
 
 def _device_dtype(args, kwargs, Tensor):
@@ -251,7 +245,6 @@ def _wrap(fn, name: str):
         state = _state
         if not state.dtypes or state.inside:
             return fn(*args, **kwargs)
-        Tensor = _tensor_class()
         dtype = _device_dtype(args, kwargs, Tensor) if kind != "inside" else None
         if dtype is not None:
             if kind == "lower":

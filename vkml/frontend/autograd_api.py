@@ -15,7 +15,8 @@ from __future__ import annotations
 import weakref
 
 from ..ops import grads as G
-from . import autograd as engine
+from ..tensor import SavedTensor, Tensor
+from . import backward as backward_engine
 from .autograd import (
     Context,
     detect_anomaly,
@@ -53,8 +54,7 @@ __all__ = [
 
 
 def _tensor_class():
-    from ..tensor import Tensor
-
+    """The Tensor class (autograd_functional.py and func.py ask for it by this name)."""
     return Tensor
 
 
@@ -110,12 +110,12 @@ def grad(
     for t in inputs:
         if not t.requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
-    found = engine.run_backward(
+    found = backward_engine.run_backward(
         outputs, grads, retain_graph, create_graph, inputs=inputs, accumulate=False, api="grad()"
     )
     results = []
     for i, t in enumerate(inputs):
-        g = found.get(engine._key(t, t.grad_fn))
+        g = found.get(backward_engine._key(t, t.grad_fn))
         if g is None:
             if not allow_unused:
                 raise RuntimeError(
@@ -153,7 +153,9 @@ def backward(
         inputs = _as_list(inputs, "inputs")
         if not inputs:
             raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
-    engine.run_backward(tensors, _gradients(tensors, grad_tensors, "backward()"), retain_graph, create_graph, inputs)
+    backward_engine.run_backward(
+        tensors, _gradients(tensors, grad_tensors, "backward()"), retain_graph, create_graph, inputs
+    )
 
 
 class FunctionCtx:
@@ -184,8 +186,6 @@ class FunctionCtx:
 
         In a backward that records (``create_graph=True``) they are the tensors themselves, so the
         gradient can be differentiated through them."""
-        from ..tensor import SavedTensor
-
         out = []
         for item in self._to_save:
             if item is None:

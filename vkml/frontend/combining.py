@@ -16,6 +16,7 @@ from ..graph import build as lazy
 from ..ir import types as T
 from ..ops.promotion import result_type
 from . import operators as F
+from .creation import zeros
 from .exports import Export
 
 # The public names of this module's ops (vkml/frontend/public.py binds them).
@@ -155,8 +156,6 @@ def block_diag(*tensors):
             )
         blocks.append(F.reshape(t, *((1, 1) if not node.shape else (1, -1) if len(node.shape) == 1 else node.shape)))
     if not blocks:
-        from .creation import zeros
-
         return zeros(1, 0)
     lazy.check_devices(op, [b.node for b in blocks])
     dtype = result_type([b.dtype for b in blocks], [], [])

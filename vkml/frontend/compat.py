@@ -154,7 +154,7 @@ def compile(
         return model
     nn = sys.modules.get("vkml.nn.module")  # loaded already when model is a module (vkml.nn loads lazily)
     if nn is not None and isinstance(model, nn.Module):
-        from ..nn.compiled import OptimizedModule
+        from ..nn.compiled import OptimizedModule  # lazy: off import vkml's path
 
         return OptimizedModule(model)
 

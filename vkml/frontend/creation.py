@@ -6,16 +6,19 @@ import math
 
 import numpy as np
 
+from .. import tensor as _tensor
 from ..errors import DTypeError, OutOfMemoryError, ShapeError
 from ..graph import build as lazy
 from ..ir import types as T
 from ..ops.cast import float_to_bf16_bits, host_round
 from ..ops.promotion import default_float, scalar_dtype
+from . import operators as _operators
 from .devices import device as get_device
 from .devices import get_default_device
 from .dtype_info import refuse_no_tensor_dtype
 from .dtypes import check_device_dtype
 from .exports import Export
+from .size import Size
 
 # The public names of this module's ops (vkml/frontend/public.py binds them).
 EXPORTS = (
@@ -85,11 +88,8 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False):
     >>> tensor([[1, 2], [3, 4]]).dtype
     vkml.int64
     """
-    from ..tensor import Tensor
-    from .operators import _from_numpy
-
     dtype = _dtype(dtype)
-    if isinstance(data, Tensor):
+    if isinstance(data, _tensor.Tensor):
         dtype = dtype or data.dtype
         data = data._host_values()
     try:
@@ -135,7 +135,7 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False):
         raise OutOfMemoryError(
             f"tensor(): converting {array.size} elements to {dtype.name} ran out of memory"
         ) from None
-    out = _from_numpy(converted, dev, dtype)
+    out = _operators._from_numpy(converted, dev, dtype)
     if requires_grad:
         out.requires_grad = True
     return out
@@ -256,8 +256,6 @@ def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False)
 
 
 def _filled(op: str, size, fill_value, dtype, device, requires_grad: bool):
-    from .operators import _wrap
-
     shape = _size_args((size,) if isinstance(size, (int, np.integer)) else tuple(size))
     value = fill_value.item() if isinstance(fill_value, np.generic) else fill_value
     dtype = _dtype(dtype) or scalar_dtype(value)
@@ -268,7 +266,7 @@ def _filled(op: str, size, fill_value, dtype, device, requires_grad: bool):
     dev = _device(device)
     check_device_dtype(op, dtype, dev)
     check_fits(op, shape, dtype, dev)
-    out = _wrap(lazy.const_node(value, dtype, shape, dev))
+    out = _operators._wrap(lazy.const_node(value, dtype, shape, dev))
     if requires_grad:
         out.requires_grad = True
     return out
@@ -296,9 +294,7 @@ def full_like(input, fill_value, dtype=None, device=None, requires_grad: bool = 
 
 
 def _full_like(op: str, input, fill_value, dtype, device, requires_grad: bool):
-    from ..tensor import Tensor
-
-    if not isinstance(input, Tensor):
+    if not isinstance(input, _tensor.Tensor):
         raise TypeError(f"'{op}': argument 'input' must be a vkml.Tensor, not {type(input).__name__}")
     dtype = _dtype(dtype) or input.dtype
     return _filled(op, input.shape, fill_value, dtype, device or input.device, requires_grad)
@@ -347,3 +343,22 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool
         start + np.arange(n, dtype=np.float64) * step if not is_int else start + np.arange(n, dtype=np.int64) * step
     )
     return tensor(values.astype(dtype.value_np), dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def legacy_new(name: str, dtype, device, args):
+    """PyTorch's legacy constructor (``vkml.Tensor(2, 3)``, ``vkml.FloatTensor(...)``, ``x.new(...)``): sizes
+    (ints or a Size) give a new tensor (zeros here; PyTorch's are uninitialized), other data is copied, no
+    argument gives an empty tensor, a tensor of the dtype is itself."""
+    if len(args) == 1 and isinstance(args[0], _tensor.Tensor):
+        if args[0].dtype is not dtype:
+            raise TypeError(f"expected {dtype.name} (got {args[0].dtype.name})")
+        return args[0]
+    if len(args) == 1 and not isinstance(args[0], int) and not isinstance(args[0], Size):
+        return tensor(args[0], dtype=dtype, device=device)
+    sizes = tuple(args[0]) if len(args) == 1 and isinstance(args[0], Size) else args
+    for s in sizes:
+        if isinstance(s, bool) or not isinstance(s, int):
+            raise TypeError(f"{name}(): expected sizes as ints or data as a sequence, got {args!r}")
+    if not sizes:
+        return tensor([], dtype=dtype, device=device)
+    return zeros(sizes, dtype=dtype, device=device)

@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from ..runtime.base import Device
 from . import devices
 from . import memory as _memory
@@ -17,7 +19,7 @@ from . import random as _random
 
 
 def _usable_reports() -> list[dict]:
-    return [r for r in devices.vulkan_device_reports() if r.get("usable")]
+    return devices.usable_vulkan_reports()
 
 
 def is_available() -> bool:
@@ -123,8 +125,6 @@ def is_bf16_supported(including_emulation: bool = True) -> bool:
 def _opened_vulkan_devices() -> list:
     """The Vulkan devices opened so far; none when the runtime was never loaded (devices.py loads it
     on first use, so asking must not load it either)."""
-    import sys
-
     backend = sys.modules.get("vkml.runtime.vulkan.backend")
     return [] if backend is None else backend.opened_devices()
 

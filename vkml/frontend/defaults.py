@@ -1,5 +1,5 @@
-"""The default float dtype (``set_default_dtype`` / ``get_default_dtype``) and the type predicates
-``is_tensor`` / ``is_floating_point``, as in PyTorch.
+"""The default float dtype (``set_default_dtype`` / ``get_default_dtype``), as in PyTorch (the type
+predicates ``is_tensor`` and ``is_floating_point`` are in type_queries.py).
 
 The default float is what Python floats become (``vkml.tensor([1.5])``, ``x_int * 0.5``), what
 float creation functions make without a ``dtype`` (``zeros``, ``rand``, ``arange(0.5, ...)``,
@@ -38,29 +38,3 @@ def set_default_dtype(d: T.DType) -> None:
         return
     promotion.set_default_float(d)
     lazy.forget_promotion_decisions()
-
-
-def is_tensor(obj) -> bool:
-    """Whether ``obj`` is a vkml ``Tensor`` (``nn.Parameter`` included).
-
-    >>> import vkml
-    >>> vkml.is_tensor(vkml.ones(1)), vkml.is_tensor([1.0])
-    (True, False)
-    """
-    from ..tensor import Tensor
-
-    return isinstance(obj, Tensor)
-
-
-def is_floating_point(input) -> bool:
-    """Whether ``input``'s dtype is a float dtype (float32, float16).
-
-    >>> import vkml
-    >>> vkml.is_floating_point(vkml.ones(1)), vkml.ones(1, dtype=vkml.int64).is_floating_point()
-    (True, False)
-    """
-    if not is_tensor(input):
-        raise TypeError(
-            f"is_floating_point(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}"
-        )
-    return input.dtype.is_float

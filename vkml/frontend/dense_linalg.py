@@ -28,6 +28,7 @@ import math
 import numpy as np
 
 from ..ir import types as T
+from ..tensor import Tensor
 from . import construction, creation, return_types, shape
 from . import operators as F
 from .autograd_api import Function
@@ -50,8 +51,6 @@ def _torch_name(dtype) -> str:
 
 def _check(op: str, A, name: str = "A", square: bool = True) -> None:
     """PyTorch's checks of a linalg input: a Tensor, at least 2-D, float32/float64, square if asked."""
-    from ..tensor import Tensor
-
     if not isinstance(A, Tensor):
         raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(A).__name__}")
     if A.ndim < 2:
@@ -658,8 +657,6 @@ def solve(A, B, *, left: bool = True):
 
 
 def _check_vector(op: str, B) -> None:
-    from ..tensor import Tensor
-
     if not isinstance(B, Tensor):
         raise TypeError(f"{op}(): argument 'B' must be Tensor, not {type(B).__name__}")
     if B.ndim < 1:

@@ -36,11 +36,11 @@ def __getattr__(name: str):
     module = _VULKAN_MODULES.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return importlib.import_module(module)
+    return importlib.import_module(module)  # lazy: off import vkml's path (the Vulkan runtime)
 
 
 def _vulkan(name: str):
-    return importlib.import_module(_VULKAN_MODULES[name])
+    return importlib.import_module(_VULKAN_MODULES[name])  # lazy: off import vkml's path (the Vulkan runtime)
 
 
 def vulkan_device_reports() -> list[dict]:
@@ -72,6 +72,11 @@ class device(metaclass=_DeviceType):  # noqa: N801 - torch.device's name
 
     def __new__(cls, spec, index: int | None = None) -> Device:
         return _named(spec, index)
+
+
+def usable_vulkan_reports() -> list[dict]:
+    """The reports of the Vulkan devices vkml can use: ``vkml.cuda.is_available()`` is whether there is one."""
+    return [r for r in vulkan_device_reports() if r.get("usable")]
 
 
 def _named(spec, index: int | None) -> Device:

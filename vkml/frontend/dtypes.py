@@ -50,23 +50,3 @@ def promote_types(type1: T.DType, type2: T.DType) -> T.DType:
             f"{names[type1.name]} and {names[type2.name]}"
         )
     return promotion.promote_types(type1, type2)
-
-
-def result_type(tensor1, tensor2) -> T.DType:
-    """The dtype an arithmetic op on ``tensor1`` and ``tensor2`` (tensors or Python numbers) gives, as
-    ``torch.result_type``: tensors with dims outrank 0-dim tensors, which outrank Python scalars.
-
-    >>> vkml.result_type(vkml.tensor([1], dtype=vkml.uint8), 1000)
-    vkml.uint8
-    """
-    from ..tensor import Tensor
-
-    dims, zero_dim, scalars = [], [], []
-    for value in (tensor1, tensor2):
-        if isinstance(value, Tensor):
-            (dims if value.ndim else zero_dim).append(value.dtype)
-        elif type(value) in (bool, int, float):
-            scalars.append(value)
-        else:
-            raise TypeError(f"result_type(): expected a Tensor or a Python number, got {type(value).__name__}")
-    return promotion.result_type(dims, zero_dim, scalars)

@@ -22,7 +22,10 @@ from typing import Any
 
 import numpy as np
 
+import vkml
+
 from ..ir import types as T
+from ..tensor import Tensor
 from . import autograd
 
 
@@ -91,8 +94,6 @@ class GradScaler:
         """``outputs`` (a tensor, or an iterable of them) times the current scale."""
         if not self._enabled:
             return outputs
-        from ..tensor import Tensor
-
         if self._scale is None:
             self._scale, self._growth_tracker = _f32(self._init_scale), self._init_growth_tracker
         if isinstance(outputs, Tensor):
@@ -125,8 +126,6 @@ class GradScaler:
         state["stage"] = OptState.UNSCALED
 
     def _found_inf(self, state: dict) -> bool:
-        import vkml
-
         flags = state["found_inf"]
         if not flags:
             return False

@@ -17,19 +17,17 @@ import warnings
 
 import numpy as np
 
+from ..tensor import Tensor
+from . import autograd_api
+from .creation import tensor
+from .random import randn
+
 
 class GradcheckError(RuntimeError):
     """gradcheck's failure, as ``torch.autograd.gradcheck.GradcheckError``."""
 
 
-def _tensor_class():
-    from ..tensor import Tensor
-
-    return Tensor
-
-
 def _outputs(result) -> list:
-    Tensor = _tensor_class()
     parts = result if isinstance(result, (tuple, list)) else (result,)
     return [p for p in parts if isinstance(p, Tensor)]
 
@@ -55,15 +53,11 @@ def _numerical(func, inputs: tuple, index: int, eps: float, n_out: list) -> list
 
 
 def _like(x, flat: np.ndarray):
-    from .creation import tensor
-
     return tensor(flat.reshape(x.shape).astype(x.dtype.value_np), device=x.device, requires_grad=x.requires_grad)
 
 
 def _analytical(func, inputs: tuple, differentiable: list[int]) -> tuple[list, list[list[np.ndarray]]]:
     """Per output k and differentiable input i, the (numel(out), numel(in)) Jacobian from backward."""
-    from .autograd_api import grad
-
     outputs = _outputs(func(*inputs))
     jacobians = []
     for out in outputs:
@@ -72,7 +66,9 @@ def _analytical(func, inputs: tuple, differentiable: list[int]) -> tuple[list, l
         if out.requires_grad:
             flat = out.reshape(-1)
             for row in range(n):
-                grads = grad(flat[row], [inputs[i] for i in differentiable], retain_graph=True, allow_unused=True)
+                grads = autograd_api.grad(
+                    flat[row], [inputs[i] for i in differentiable], retain_graph=True, allow_unused=True
+                )
                 for slot, g in enumerate(grads):
                     if g is not None:
                         per_input[slot][row] = g.numpy().astype(np.float64).reshape(-1)
@@ -106,7 +102,6 @@ def gradcheck(
     """
     if check_forward_ad or check_batched_grad or check_batched_forward_grad:
         raise NotImplementedError("gradcheck: vkml has no forward-mode AD or batched gradients (vmap)")
-    Tensor = _tensor_class()
     inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
     differentiable = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
     if not differentiable:
@@ -161,10 +156,6 @@ def gradgradcheck(
     ``grad_outputs`` default to random float64 values from vkml's generator (PyTorch's come
     from its own); they take part in the check as constants.
     """
-    from .autograd_api import grad
-    from .random import randn
-
-    Tensor = _tensor_class()
     inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
     differentiable = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
     outputs = _outputs(func(*inputs))
@@ -176,7 +167,7 @@ def gradgradcheck(
     def first_gradients(*args):
         outs = _outputs(func(*args))
         wrt = [args[i] for i in differentiable]
-        grads = grad(outs, wrt, grad_outputs, create_graph=True, allow_unused=True)
+        grads = autograd_api.grad(outs, wrt, grad_outputs, create_graph=True, allow_unused=True)
         return tuple(g for g in grads if g is not None)
 
     return gradcheck(first_gradients, inputs, eps=eps, atol=atol, rtol=rtol, raise_exception=raise_exception)
@@ -184,7 +175,7 @@ def gradgradcheck(
 
 class _VariableMeta(type):
     def __instancecheck__(cls, obj) -> bool:
-        return isinstance(obj, _tensor_class())
+        return isinstance(obj, Tensor)
 
 
 class Variable(metaclass=_VariableMeta):
@@ -192,7 +183,7 @@ class Variable(metaclass=_VariableMeta):
     ``requires_grad`` as asked; ``isinstance(t, Variable)`` holds for every tensor, as in PyTorch."""
 
     def __new__(cls, data, requires_grad: bool = False, volatile: bool = False):
-        if not isinstance(data, _tensor_class()):
+        if not isinstance(data, Tensor):
             raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
         out = data.detach()
         return out.requires_grad_(requires_grad) if requires_grad else out

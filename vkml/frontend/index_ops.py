@@ -24,6 +24,7 @@ import math
 
 import numpy as np
 
+from .. import tensor as _tensor
 from ..errors import DeviceError
 from ..graph import build as lazy
 from ..ir import types as T
@@ -498,7 +499,3 @@ def argwhere(input):
 def index_put(input, indices, values, accumulate: bool = False):
     """``input`` with ``values`` written (added, with ``accumulate``) at ``indices``, as torch.index_put."""
     return _ix.index_put_(F.clone(input), indices, values, accumulate)
-
-
-# Last: tensor.py imports this module.
-from .. import tensor as _tensor  # noqa: E402

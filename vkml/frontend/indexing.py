@@ -28,6 +28,7 @@ import warnings
 import numpy as np
 
 from .. import dsl
+from .. import tensor as _tensor
 from ..dsl.kernel import MAX_WORKGROUPS, kernel
 from ..errors import ShapeError
 from ..graph import build as lazy
@@ -553,7 +554,6 @@ def nonzero(input, *, as_tuple: bool = False):
     return F._from_numpy(np.argwhere(values).astype(np.int64), input.device)
 
 
-# Last: these modules import tensor.py, which imports this one.
-from .. import tensor as _tensor  # noqa: E402
+# Last: loaded once this module's names exist (docs/architecture.md, "Imports and the load order").
 from . import index_ops as _index_ops  # noqa: E402
 from . import mutation  # noqa: E402

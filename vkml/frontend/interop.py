@@ -22,6 +22,7 @@ import enum
 
 import numpy as np
 
+from .. import tensor as _tensor
 from ..errors import DTypeError
 from ..ir import types as T
 from . import creation
@@ -68,9 +69,7 @@ def as_tensor(data, dtype=None, device=None):
     >>> as_tensor(x) is x
     True
     """
-    from ..tensor import Tensor
-
-    if isinstance(data, Tensor):
+    if isinstance(data, _tensor.Tensor):
         out = data
         if device is not None and get_device(device) is not out.device:
             out = out.to(device)
@@ -139,9 +138,7 @@ def from_dlpack(ext_tensor):
     >>> from_dlpack(np.arange(3)).tolist()
     [0, 1, 2]
     """
-    from ..tensor import Tensor
-
-    if isinstance(ext_tensor, Tensor):
+    if isinstance(ext_tensor, _tensor.Tensor):
         return ext_tensor.detach()
     producer = ext_tensor
     if type(ext_tensor).__name__ == "PyCapsule":
@@ -171,8 +168,6 @@ def from_dlpack(ext_tensor):
 
 def parse_to(args: tuple, kwargs: dict) -> tuple:
     """(device, dtype, copy) from ``Tensor.to``'s arguments in any of PyTorch's three forms."""
-    from ..tensor import Tensor
-
     kwargs = dict(kwargs)
     device, dtype = kwargs.pop("device", None), kwargs.pop("dtype", None)
     copy = kwargs.pop("copy", False)
@@ -181,7 +176,7 @@ def parse_to(args: tuple, kwargs: dict) -> tuple:
     if kwargs:
         raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
     rest = list(args)
-    if rest and isinstance(rest[0], Tensor):
+    if rest and isinstance(rest[0], _tensor.Tensor):
         other = rest.pop(0)
         device, dtype = other.device, other.dtype
     elif rest and isinstance(rest[0], (T.DType, str)) and _is_dtype(rest[0]):

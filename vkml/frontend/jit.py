@@ -55,6 +55,7 @@ from ..schedule import checks, plan_cache
 from ..schedule import scheduler as schedule
 from ..tensor import Tensor
 from . import autograd
+from .realize import realize
 
 __all__ = ["jit", "capture", "JitError"]
 
@@ -332,8 +333,6 @@ def _realize_state(roots: _Roots, extra=()) -> None:
     lazy_ones = [v for loc in roots.locations().values() if (v := _get(loc)) is not None and not v.node.realized]
     lazy_ones += [t for t in extra if not t.node.realized]
     if lazy_ones:
-        from .realize import realize
-
         realize(*lazy_ones)
 
 

@@ -19,28 +19,26 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 
 import numpy as np
 
 from ..ir import types as T
+from ..nn import functional as _nn_functional
 from ..ops.promotion import default_float
-from . import creation, dtypes, mutation, shape
+from ..tensor import Tensor
+from . import creation, defaults, devices, mutation, return_types, shape, statistics, type_queries
 from . import operators as F
 from .autograd_api import Function
 from .exports import Export
-from .size import Size
 
 
 def _nnf():
-    """vkml.nn.functional, loaded on first use (vkml/__init__.py defers vkml.nn for a fast start)."""
-    from ..nn import functional
-
-    return functional
+    """vkml.nn.functional, whose functions the torch.<name> spellings below call."""
+    return _nn_functional
 
 
 def _tensor(op: str, name: str, value) -> None:
-    from ..tensor import Tensor
-
     if not isinstance(value, Tensor):
         raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(value).__name__}")
 
@@ -85,8 +83,6 @@ def ravel(input):
 
 def typename(obj) -> str:
     """A tensor's type name (``x.type()``), else the object's ``module.qualname``, as ``torch.typename``."""
-    from ..tensor import Tensor
-
     if isinstance(obj, Tensor):
         return obj.type()
     module = getattr(obj, "__module__", "") or ""
@@ -128,8 +124,6 @@ def fill(input, value):
 
 
 def _is_tensor(value) -> bool:
-    from ..tensor import Tensor
-
     return isinstance(value, Tensor)
 
 
@@ -300,16 +294,12 @@ def adjoint(input):
 
 def frobenius_norm(input, dim, keepdim: bool = False):
     """``torch.frobenius_norm`` (deprecated in PyTorch): ``torch.linalg.vector_norm(input, 2, dim, keepdim)``."""
-    from . import statistics
-
     return statistics.vector_norm(input, 2, dim, keepdim)
 
 
 def nuclear_norm(input, dim=None, keepdim: bool = False):
     """``torch.nuclear_norm`` (deprecated in PyTorch): the sum of singular values over ``dim`` (the last two
     dims by default; ``nuclear_norm(x, True)`` is keepdim), ``torch.linalg.matrix_norm(input, 'nuc', ...)``."""
-    from . import statistics
-
     if isinstance(dim, bool):
         dim, keepdim = None, dim
     return statistics.matrix_norm(input, "nuc", (-2, -1) if dim is None else tuple(dim), keepdim)
@@ -554,8 +544,6 @@ def pdist(input, p: float = 2.0):
 
 def kl_div(input, target, reduction: int = 0, *, log_target: bool = False):
     """``torch.kl_div`` (``reduction`` an integer: 0 none, 1 mean, 2 sum): ``torch.nn.functional.kl_div``."""
-    import warnings
-
     with warnings.catch_warnings():  # PyTorch's torch.kl_div does not warn about 'mean' (F.kl_div does)
         warnings.simplefilter("ignore", UserWarning)
         return _nnf().kl_div(input, target, reduction=_reduction("kl_div", reduction), log_target=log_target)
@@ -648,7 +636,7 @@ def _integer_pair(op: str, input, other):
     _tensor(op, "input", input)
     if not _is_tensor(other):
         other = creation.tensor(other, device=input.device)
-    dtype = dtypes.result_type(input, other)
+    dtype = type_queries.result_type(input, other)
     for t in (input, other):
         if t.dtype.is_float or t.dtype is T.bool_:  # PyTorch's NotImplementedError (a RuntimeError)
             raise NotImplementedError(f"\"{op}_cpu\" not implemented for '{mutation.torch_name(t.dtype)}'")
@@ -690,8 +678,6 @@ def heaviside(input, values):
 def frexp(input):
     """(mantissa, exponent) with input = mantissa · 2^exponent and 0.5 <= |mantissa| < 1 (0, inf, NaN kept,
     exponent 0), as ``torch.frexp``: exact, on the host (numpy); the exponent is int32."""
-    from . import return_types
-
     _tensor("frexp", "input", input)
     if not input.dtype.is_float:
         raise RuntimeError(
@@ -787,8 +773,6 @@ def dsplit(input, indices_or_sections):
 def unravel_index(indices, shape):  # noqa: F811 - PyTorch's argument name (the module is not used here)
     """The coordinates of flat ``indices`` in a tensor of ``shape``, one int64 tensor per dim, as
     ``torch.unravel_index``."""
-    from ..tensor import Tensor
-
     if not isinstance(indices, Tensor):
         indices = creation.tensor(indices)
     if indices.dtype.is_float or indices.dtype is T.bool_:
@@ -831,8 +815,6 @@ def histogram(input, bins=100, *, range=None, weight=None, density: bool = False
     """(hist, bin_edges) of ``input``'s values, as ``torch.histogram`` (a CPU-only op in PyTorch): ``bins`` a
     count over ``range`` (the data's min and max by default) or a 1-D tensor of edges; on the host (numpy's
     rule, which is PyTorch's), in ``input``'s float dtype."""
-    from . import return_types
-
     _tensor("histogram", "input", input)
     if not input.dtype.is_float:
         raise RuntimeError(
@@ -961,8 +943,6 @@ def conv_tbc(input, weight, bias, pad: int = 0):
 def set_default_tensor_type(t):
     """``torch.set_default_tensor_type`` (deprecated in PyTorch): the default float dtype and device from a legacy
     type (``vkml.cuda.FloatTensor``) or its name (``'torch.cuda.DoubleTensor'``); only float types, as PyTorch."""
-    from . import defaults, devices
-
     if isinstance(t, str):
         name = t.rsplit(".", 1)[-1]
         if name not in _LEGACY_DTYPES:
@@ -1126,8 +1106,6 @@ def kaiser_window(
 def renorm(input, p, dim: int, maxnorm):
     """Each slice along ``dim`` whose ``p``-norm exceeds ``maxnorm`` scaled to norm ``maxnorm`` (by
     maxnorm / (norm + 1e-7), PyTorch's factor), as ``torch.renorm``."""
-    from . import statistics
-
     _tensor("renorm", "input", input)
     if p <= 0:
         raise RuntimeError(f"renorm: non-positive-norm not supported, got p={p}")
@@ -1155,46 +1133,20 @@ class _LegacyTensorType(type):
     """
 
     def __instancecheck__(cls, obj) -> bool:
-        from ..tensor import Tensor
-
         return isinstance(obj, Tensor) and obj.dtype is cls.dtype and (obj.device.kind != "cpu") == cls.is_cuda
 
     def __call__(cls, *args, device=None):
         device = device if device is not None else ("cuda" if cls.is_cuda else "cpu")
-        return _legacy_new(cls.__name__, cls.dtype, device, args)
+        return creation.legacy_new(cls.__name__, cls.dtype, device, args)
 
     def __repr__(cls) -> str:
         return f"<class '{cls.__module__}.{cls.__name__}'>"
 
 
-def _legacy_new(name: str, dtype, device, args):
-    """PyTorch's legacy constructor: sizes (ints or a Size) give a new tensor (zeros here; PyTorch's are
-    uninitialized), other data is copied, no argument gives an empty tensor, a tensor of the dtype is itself."""
-    from ..tensor import Tensor
-
-    if len(args) == 1 and isinstance(args[0], Tensor):
-        if args[0].dtype is not dtype:
-            raise TypeError(f"expected {dtype.name} (got {args[0].dtype.name})")
-        return args[0]
-    if len(args) == 1 and not isinstance(args[0], int) and not _is_size(args[0]):
-        return creation.tensor(args[0], dtype=dtype, device=device)
-    sizes = tuple(args[0]) if len(args) == 1 and _is_size(args[0]) else args
-    for s in sizes:
-        if isinstance(s, bool) or not isinstance(s, int):
-            raise TypeError(f"{name}(): expected sizes as ints or data as a sequence, got {args!r}")
-    if not sizes:
-        return creation.tensor([], dtype=dtype, device=device)
-    return creation.zeros(sizes, dtype=dtype, device=device)
-
-
 def _tensor_new(self, *args):
     """``Tensor.new(...)``: the legacy constructor with this tensor's dtype and device (``x.new(2, 3)``,
     ``x.new([1, 2])``, ``x.new()``), as PyTorch's."""
-    return _legacy_new("new", self.dtype, self.device, args)
-
-
-def _is_size(value) -> bool:
-    return isinstance(value, Size)
+    return creation.legacy_new("new", self.dtype, self.device, args)
 
 
 _LEGACY_DTYPES = {

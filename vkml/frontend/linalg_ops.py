@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from ..ir import types as T
+from ..tensor import Tensor
 from . import construction, pointwise, scans, shape, statistics
 from . import dense_linalg as D
 from . import operators as F
@@ -22,8 +23,6 @@ from .exports import Export
 
 
 def _tensor(op: str, name: str, value) -> None:
-    from ..tensor import Tensor
-
     if not isinstance(value, Tensor):
         raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(value).__name__}")
 

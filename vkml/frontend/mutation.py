@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 
+from .. import tensor as _tensor
 from ..errors import DTypeError, ShapeError
 from ..graph import build as lazy
 from ..graph.view import ViewStack, contiguous_strides
@@ -507,8 +508,7 @@ def setitem(t, index, value) -> None:
         fill_(view, value)
 
 
-# Last: these modules import tensor.py, which imports this one.
-from .. import tensor as _tensor  # noqa: E402
+# Last: loaded once this module's names exist (docs/architecture.md, "Imports and the load order").
 from . import indexing as _indexing  # noqa: E402
 from . import random as _random  # noqa: E402
 from . import windows as _windows  # noqa: E402

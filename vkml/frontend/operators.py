@@ -23,6 +23,7 @@ from ..ops.promotion import promote_types
 from ..ops.registry import REGISTRY
 from . import autograd
 from .autograd import differentiable
+from .devices import device as get_device
 from .dtype_info import check_matmul_dtypes, refuse_no_tensor_dtype
 from .dtypes import check_device_dtype
 from .exports import Export
@@ -363,8 +364,6 @@ def cast(input, dtype: T.DType):
 @differentiable("to_device")
 def to_device(input, device):
     """A copy of ``input`` on ``device`` (tensors never move on their own)."""
-    from .devices import device as get_device
-
     dev = get_device(device) if not hasattr(device, "allocate") else device
     node = _tensor_node("to", input)
     if dev is node.device:
@@ -379,9 +378,7 @@ def _from_numpy(array: np.ndarray, device, dtype: T.DType | None = None, op: str
     buf = device.upload_new(dtype, np.ascontiguousarray(array).reshape(-1))
     node = Node(Op.BUFFER, (), None, array.shape, dtype, device)
     node.buffer = buf
-    from ..tensor import Tensor
-
-    return Tensor(node)
+    return _tensor.Tensor(node)
 
 
 # ---------------------------------------------------------------------- reductions

@@ -86,7 +86,7 @@ def exports() -> list[tuple[Export, object]]:
     """Every (Export, what vkml.<name> is) in install order: the face modules', then the registry's."""
     out = []
     for module_name in MODULES:
-        module = importlib.import_module(f"{__package__}.{module_name}")
+        module = importlib.import_module(f"{__package__}.{module_name}")  # lazy: names given at run time (MODULES)
         for export in module.EXPORTS:
             out.append((export, getattr(module, export.name, None) if export.value is None else export.value))
     return out + registry_exports()

@@ -28,6 +28,8 @@ from ..graph.node import Node, Op, Random
 from ..ir import types as T
 from ..ops.promotion import default_float
 from ..schedule import scheduler as _scheduler
+from . import operators as _operators
+from .creation import _dtype, check_fits, size_keyword
 from .devices import device as get_device
 from .devices import get_default_device
 from .exports import Export
@@ -106,14 +108,6 @@ def manual_seed(seed: int) -> Generator:
     return default_generator.manual_seed(seed)
 
 
-def _size_keyword(op: str, size: tuple, kwargs: dict) -> tuple:
-    """``creation.size_keyword``: the sizes, or PyTorch's ``size=`` keyword (imported when called, as
-    ``random_tensor`` imports creation's helpers)."""
-    from .creation import size_keyword
-
-    return size_keyword(op, size, kwargs)
-
-
 def _shape(size) -> tuple[int, ...]:
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
@@ -126,9 +120,6 @@ def _shape(size) -> tuple[int, ...]:
 
 def random_tensor(kind: str, shape, dtype=None, device=None, generator: Generator | None = None):
     """A lazy tensor of ``kind`` ("uniform", "uniform_f16", "normal") random float32 values, cast to ``dtype``."""
-    from .creation import _dtype, check_fits
-    from .operators import _wrap, cast
-
     dtype = _dtype(dtype) or default_float()
     if not dtype.is_float:
         raise DTypeError(f"random tensors are floating point, got dtype {dtype.name}")
@@ -144,8 +135,8 @@ def random_tensor(kind: str, shape, dtype=None, device=None, generator: Generato
     srcs = tuple(lazy.const_node(w, T.int32, (), dev) for w in words)  # int32 bits: parameters of the kernel
     if _scheduler.recorder is not None:  # vkml.jit draws again on replay (vkml/frontend/jit.py)
         _scheduler.recorder.drew(generator or default_generator, srcs)
-    out = _wrap(Node(Op.RANDOM, srcs, Random(kind), shape, T.float32, dev))
-    return cast(out, dtype)
+    out = _operators._wrap(Node(Op.RANDOM, srcs, Random(kind), shape, T.float32, dev))
+    return _operators.cast(out, dtype)
 
 
 def rand(*size, generator: Generator | None = None, dtype=None, device=None, requires_grad: bool = False, **size_kw):
@@ -154,7 +145,7 @@ def rand(*size, generator: Generator | None = None, dtype=None, device=None, req
     >>> vkml.rand(2, 3).shape  # doctest: +SKIP
     (2, 3)
     """
-    size = _size_keyword("rand", size, size_kw)
+    size = size_keyword("rand", size, size_kw)
     kind = "uniform_f16" if dtype is T.float16 or dtype == "float16" else "uniform"
     out = random_tensor(kind, _shape(size), dtype, device, generator)
     return out.requires_grad_() if requires_grad else out
@@ -166,7 +157,7 @@ def randn(*size, generator: Generator | None = None, dtype=None, device=None, re
     >>> vkml.randn(4, device="cpu").dtype  # doctest: +SKIP
     vkml.float32
     """
-    size = _size_keyword("randn", size, size_kw)
+    size = size_keyword("randn", size, size_kw)
     out = random_tensor("normal", _shape(size), dtype, device, generator)
     return out.requires_grad_() if requires_grad else out
 

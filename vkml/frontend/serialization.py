@@ -31,7 +31,9 @@ import numpy as np
 
 from ..errors import DeviceError
 from ..ir import types as T
+from ..nn.module import Parameter
 from ..tensor import Tensor
+from .creation import tensor
 from .devices import device as get_device
 
 __all__ = ["save", "load"]
@@ -90,8 +92,6 @@ class _Encoder:
         )
 
     def _tensor(self, t: Tensor, path: str) -> dict:
-        from ..nn.module import Parameter
-
         if t.is_sparse:  # PyTorch saves sparse COO tensors; vkml's format has no record for them yet
             raise NotImplementedError(
                 f"save: {path or 'the tensor'} is a sparse COO tensor, which vkml does not save (save its "
@@ -140,7 +140,7 @@ def save(obj: Any, f: str | os.PathLike | IO[bytes]) -> None:
     >>> import io, vkml
     >>> vkml.save(vkml.nn.Linear(2, 1).state_dict(), io.BytesIO())
     """
-    import safetensors.numpy
+    import safetensors.numpy  # lazy: off import vkml's path
 
     encoder = _Encoder()
     structure = encoder.encode(obj, "")
@@ -199,9 +199,6 @@ class _Placer:
         self.map_location = map_location
 
     def tensor(self, array: np.ndarray, dtype_name: str | None, location: str, requires_grad=False, parameter=False):
-        from ..nn.module import Parameter
-        from .creation import tensor
-
         dtype = _vkml_dtype(dtype_name or array.dtype.name)
         target, ml = location, self.map_location
         if callable(ml) and not isinstance(ml, (str, dict)) and not hasattr(ml, "allocate"):
@@ -219,8 +216,6 @@ class _Placer:
 
     @staticmethod
     def _make(array: np.ndarray, dtype: T.DType, location) -> Tensor:
-        from .creation import tensor
-
         try:
             dev = get_device(location)
         except DeviceError as e:
@@ -279,7 +274,7 @@ def _key(key):
 def _bfloat16_arrays(data: bytes) -> dict[str, np.ndarray]:
     """A safetensors file's tensors where some are bfloat16 (numpy has none): those widened to float32, exactly
     (``_BFloat16Array``, so that a file from another library loads them as bfloat16)."""
-    import safetensors.numpy
+    import safetensors.numpy  # lazy: off import vkml's path
 
     (size,) = struct.unpack("<Q", data[:8])
     header = json.loads(data[8 : 8 + size])
@@ -318,7 +313,7 @@ def _repack(entries: dict[str, tuple[dict, bytes]]) -> bytes:
 
 
 def _load_safetensors(data: bytes, metadata: dict, placer: _Placer):
-    import safetensors.numpy
+    import safetensors.numpy  # lazy: off import vkml's path
 
     try:
         arrays = safetensors.numpy.load(data)
@@ -348,7 +343,7 @@ def _load_safetensors(data: bytes, metadata: dict, placer: _Placer):
 
 def _from_torch(obj, placer: _Placer, converted: dict):
     """Torch tensors become vkml tensors (Parameters stay Parameters); containers are rebuilt around them."""
-    import torch
+    import torch  # lazy: optional dependency
 
     if isinstance(obj, torch.Tensor):
         if id(obj) not in converted:
@@ -392,7 +387,7 @@ def load(f: str | os.PathLike | IO[bytes], map_location=None, weights_only: bool
         return _load_safetensors(data, metadata, placer)
     if data.startswith(_TORCH_MAGICS):
         try:
-            import torch
+            import torch  # lazy: optional dependency
         except ImportError:
             raise RuntimeError("load: this is a PyTorch checkpoint; reading it needs torch installed") from None
         obj = torch.load(io.BytesIO(data), map_location="cpu", weights_only=weights_only)

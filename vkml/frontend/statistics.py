@@ -19,8 +19,8 @@ import math
 from ..graph import build as lazy
 from ..ir import types as T
 from ..ops.cast import work_dtype
+from . import dense_linalg, return_types
 from . import operators as F
-from . import return_types
 from .exports import Export
 from .operators import _dim_or_axis as dim_or_axis
 
@@ -295,15 +295,13 @@ def _matrix_norm(op: str, A, ord, dim, keepdim: bool, dtype):
 def _singular_value_norm(op: str, A, ord, dims, keepdim: bool, dtype):
     """'nuc' (the sum), 2 (the largest) or -2 (the smallest) of the singular values over ``dims``
     (``linalg.svdvals``, computed on the host: vkml/frontend/dense_linalg.py)."""
-    from .dense_linalg import svdvals
-
     if A.dtype.nbytes < 4:  # float16/bfloat16: PyTorch's LAPACK-backed norms refuse them
         names = {"float16": "Half", "bfloat16": "BFloat16"}
         raise RuntimeError(f"{op}: Low precision dtypes not supported. Got {names.get(A.dtype.name, A.dtype.name)}")
     x, out_dtype = _norm_work(op, A, dtype)
     rest = [d for d in range(len(x.shape)) if d not in dims]
     moved = F.permute(x, (*rest, *dims))
-    s = svdvals(moved)
+    s = dense_linalg.svdvals(moved)
     out = F.sum(s, -1) if ord == "nuc" else F._reduce("amax" if ord == 2 else "amin", s, -1, False, op)
     if keepdim:
         for d in sorted(dims):

@@ -20,6 +20,8 @@ import math
 
 import numpy as np
 
+from ..tensor import Tensor
+
 # PyTorch's default (rtol, atol) per dtype name; integers and bool compare exactly.
 DEFAULT_TOLERANCES = {
     "float16": (1e-3, 1e-5),
@@ -78,8 +80,6 @@ def assert_close(
 
 
 def _is_tensor(value) -> bool:
-    from ..tensor import Tensor
-
     return isinstance(value, Tensor)
 
 

@@ -23,7 +23,8 @@ import numpy as np
 
 from ..graph import build as lazy
 from ..ops.promotion import default_float
-from . import creation, interop, mutation, random, shape, statistics
+from ..tensor import Tensor
+from . import creation, interop, mutation, random, scans, shape, statistics
 from . import operators as F
 from .exports import Export
 from .size import Size
@@ -43,8 +44,6 @@ nan = math.nan
 
 
 def _check_tensor(op: str, name: str, value) -> None:
-    from ..tensor import Tensor
-
     if not isinstance(value, Tensor):
         raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(value).__name__}")
 
@@ -224,8 +223,6 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim: int = -1):
     >>> vkml.cumulative_trapezoid(vkml.tensor([1.0, 2.0, 3.0])).tolist()
     [1.5, 4.0]
     """
-    from . import scans
-
     _check_tensor("cumulative_trapezoid", "y", y)
     if x is not None and dx is not None:
         raise TypeError("cumulative_trapezoid() received an invalid combination of arguments: x and dx both given")
@@ -300,7 +297,7 @@ def _sample_dirichlet(input, generator=None):
     >>> round(vkml._sample_dirichlet(vkml.tensor([0.5, 0.5])).sum().item(), 5)
     1.0
     """
-    from ..distributions.dirichlet import _sample_dirichlet as sample  # vkml.distributions loads on first use
+    from ..distributions.dirichlet import _sample_dirichlet as sample  # lazy: off import vkml's path
 
     _check_tensor("_sample_dirichlet", "self", input)
     if generator is not None:
@@ -320,8 +317,6 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad: bool = Fa
     >>> vkml.asarray(x) is x
     True
     """
-    from ..tensor import Tensor
-
     out = interop.as_tensor(obj, dtype=dtype, device=device)
     shares = out is obj or (isinstance(obj, np.ndarray) and out.device.kind == "cpu" and dtype is None)
     if copy is False and not shares:
@@ -411,8 +406,6 @@ def triu_(self, diagonal: int = 0):
 
 def _contains(self, element) -> bool:
     """``element in t``: whether any element equals ``element`` (a number or a tensor), as PyTorch."""
-    from ..tensor import Tensor
-
     if isinstance(element, (Tensor, int, float, bool)):
         return bool(F.eq(self, element).any())
     raise RuntimeError(

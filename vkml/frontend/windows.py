@@ -26,6 +26,7 @@ import weakref
 
 import numpy as np
 
+from .. import tensor as _tensor
 from ..graph import build as lazy
 from ..ops import grads as G
 from . import autograd, indexing, mutation
@@ -399,6 +400,3 @@ EXPORTS = (
         )
     ),
 )
-
-# Last: tensor.py imports this package's modules.
-from .. import tensor as _tensor  # noqa: E402

@@ -100,6 +100,7 @@ class SharedDecl:
     size: int
 
 
+# str(kernel) is its text form, bound by vkml/ir/text.py (the printer is written on these classes).
 @dataclass(eq=False)
 class Kernel:
     name: str
@@ -127,11 +128,6 @@ class Kernel:
     def vector_shared(self) -> frozenset[str]:
         """The shared arrays some ``shared_vstore`` writes: a device holds them as vectors of four."""
         return frozenset(s.attrs[0] for s in walk(self.body) if isinstance(s, Instr) and s.op == "shared_vstore")
-
-    def __str__(self) -> str:
-        from .text import print_kernel
-
-        return print_kernel(self)
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Kernel) and structure(self) == structure(other)

@@ -267,6 +267,11 @@ def print_kernel(k: Kernel) -> str:
     return "\n".join(out) + "\n"
 
 
+# str(kernel) is its text form. The printer is written on core.py's classes, so core.py cannot
+# import it: the method is bound here, and vkml/ir/__init__.py imports this module with core.
+Kernel.__str__ = print_kernel
+
+
 def _print_block(block: Block, depth: int, name: ValueNames, lines: list) -> None:
     pad = INDENT * depth
     for stmt in block.body:
@@ -295,7 +300,7 @@ def _print_block(block: Block, depth: int, name: ValueNames, lines: list) -> Non
 
 @functools.cache
 def _parser() -> Lark:
-    from lark import Lark  # here, not at the top: see the module docstring
+    from lark import Lark  # lazy: off import vkml's path (the module docstring says why)
 
     grammar = (Path(__file__).parent / "grammar.lark").read_text()
     return Lark(grammar, parser="lalr", propagate_positions=True)
@@ -308,7 +313,7 @@ def parse_kernel(text: str) -> Kernel:
     True
     """
     parser = _parser()  # imports lark
-    from lark.exceptions import UnexpectedInput
+    from lark.exceptions import UnexpectedInput  # lazy: off import vkml's path
 
     try:
         tree = parser.parse(text)
@@ -338,7 +343,11 @@ def _describe_terminal(name: str) -> str:
 
 
 def _syntax_message(e: UnexpectedInput, text: str) -> str:
-    from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken  # lark is loaded: we parsed
+    from lark.exceptions import (
+        UnexpectedCharacters,
+        UnexpectedEOF,
+        UnexpectedToken,
+    )  # lazy: off import vkml's path
 
     where = f"line {e.line}, column {e.column}"
     if isinstance(e, UnexpectedCharacters):
@@ -370,7 +379,7 @@ class _KernelReader:
     """Turns the parse tree into IR objects, defining values in text order."""
 
     def __init__(self, text: str):
-        from lark import Token  # lark is loaded: a reader exists only for a parse tree
+        from lark import Token  # lazy: off import vkml's path (loaded: a reader exists only for a parse tree)
 
         self.token_type = Token
         self.text = text

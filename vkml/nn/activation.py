@@ -19,6 +19,7 @@ from ..errors import ShapeError
 from ..frontend import creation, mutation
 from ..frontend import operators as functions
 from ..ir.types import float64
+from . import functional
 from .module import Module, Parameter
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -352,8 +353,6 @@ class Softplus(Module):
         self.beta, self.threshold = beta, threshold
 
     def forward(self, input):
-        from . import functional  # (functional imports this module's functions)
-
         return functional.softplus(input, self.beta, self.threshold)
 
     def extra_repr(self) -> str:

@@ -24,8 +24,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..frontend import autograd
+from ..frontend.creation import tensor
 from ..frontend.hooks import RemovableHandle
 from ..frontend.realize import realize
+from ..tensor import Tensor
 
 
 class Optimizer:
@@ -79,8 +81,6 @@ class Optimizer:
         return self._register("_optimizer_load_state_dict_post_hooks", hook, prepend)
 
     def __init__(self, params: Iterable, defaults: dict[str, Any]):
-        from ..tensor import Tensor
-
         if isinstance(params, Tensor):
             raise TypeError(
                 "params argument given to the optimizer should be an iterable of Tensors or dicts, but got "
@@ -111,8 +111,6 @@ class Optimizer:
         >>> [g["lr"] for g in opt.param_groups]
         [0.1, 0.5]
         """
-        from ..tensor import Tensor
-
         if not isinstance(param_group, dict):
             raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
         params = param_group["params"]
@@ -327,9 +325,6 @@ def _with_step_hooks(step):
 
 def _state_value(key: str, value, param):
     """One saved state entry, ready for ``param``'s updates: tensors on its device (floats in its dtype)."""
-    from ..frontend.creation import tensor
-    from ..tensor import Tensor
-
     if key == "step":
         return int(value.item()) if hasattr(value, "item") else int(value)
     if isinstance(value, dict):

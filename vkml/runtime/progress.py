@@ -117,7 +117,7 @@ def progress_bar(iterable: Iterable | None = None, **kwargs: Any) -> Any:
     ``disable``, ``file``, ``unit``, ``delay``, ``leave``.
     """
     try:
-        from tqdm import tqdm
+        from tqdm import tqdm  # lazy: optional dependency
     except ImportError:
         return Bar(iterable, **kwargs)
     return tqdm(iterable, **kwargs)

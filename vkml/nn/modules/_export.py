@@ -8,7 +8,7 @@ import importlib
 def export(namespace: dict, names: list[str], private: dict[str, str] | None = None) -> None:
     """Bind each of ``names`` that vkml.nn has (a name vkml lacks stays absent: AttributeError, as for any
     missing layer) and each private base from its vkml module (``{name: "vkml.nn.<module>"}``)."""
-    nn = importlib.import_module("vkml.nn")
+    nn = importlib.import_module("vkml.nn")  # lazy: names given at run time (vkml.nn is importing this)
     namespace.update({name: getattr(nn, name) for name in names if hasattr(nn, name)})
     for name, where in (private or {}).items():
-        namespace[name] = getattr(importlib.import_module(where), name)
+        namespace[name] = getattr(importlib.import_module(where), name)  # lazy: names given at run time

@@ -34,7 +34,7 @@ def _load() -> None:
         if "loaded" in _state:
             return
         try:
-            import vulkan as vk  # raises OSError when libvulkan is missing
+            import vulkan as vk  # lazy: optional dependency (OSError when libvulkan is missing)
 
             _state["loader"] = True
             api_version = REQUESTED_API_VERSION
@@ -104,7 +104,7 @@ def physical_devices() -> list:
 def raw():
     """``(ffi, lib)`` of the binding, for calls on prebuilt structs."""
     vk()
-    from vulkan._vulkan import ffi, lib
+    from vulkan._vulkan import ffi, lib  # lazy: optional dependency (vk() above loaded it)
 
     return ffi, lib
 

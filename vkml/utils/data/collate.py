@@ -22,6 +22,8 @@ import re
 
 import numpy as np
 
+from ...frontend.creation import tensor
+from ...frontend.operators import cat
 from ...ir import types as T
 from ...tensor import Tensor
 
@@ -58,13 +60,9 @@ class _Leaves:
     in_worker = False
 
     def array(self, array: np.ndarray, dtype: str | None = None, device: str = "cpu"):
-        from ...frontend.creation import tensor
-
         return tensor(array, dtype=dtype or _dtype_name(array), device=device)
 
     def stack(self, batch: list[Tensor]):
-        from ...frontend.operators import cat
-
         _check_equal_shapes(batch)
         return cat([t.unsqueeze(0) for t in batch])
 
@@ -245,8 +243,6 @@ def to_host(obj):
 
 def to_tensors(obj):
     """In the main process: every ``HostBatch`` leaf becomes a CPU tensor; containers walked."""
-    from ...frontend.creation import tensor
-
     if isinstance(obj, HostBatch):
         return tensor(obj.array, dtype=obj.dtype, device=obj.device)
     if isinstance(obj, dict):

@@ -8,6 +8,7 @@ import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ...frontend.creation import tensor
 from .sampler import _permutation
 
 
@@ -82,8 +83,6 @@ class TensorDataset(Dataset):
         return {"arrays": self._host_arrays(), "dtypes": [t.dtype.name for t in self.tensors], "devices": devices}
 
     def __setstate__(self, state: dict) -> None:
-        from ...frontend.creation import tensor
-
         # In the worker the tensors live on the CPU backend (numpy); batches still name the source device.
         self.tensors = tuple(tensor(a, dtype=d) for a, d in zip(state["arrays"], state["dtypes"]))
         self._host_cache = ([t.node for t in self.tensors], list(state["arrays"]))

@@ -1,0 +1,220 @@
+"""The backward engine: ``backward()`` walks the contexts that vkml/frontend/autograd.py recorded
+and runs each op's gradient rule (see autograd.py's docstring for when the work runs).
+
+Split from autograd.py because the rules read their operands as vkml/tensor.py's ``SavedTensor``:
+autograd.py is loaded before tensor.py (the operators' decorators need it), this module while
+tensor.py imports, so it names tensor.py as a module and reads ``SavedTensor`` when a rule runs.
+
+>>> import vkml
+>>> x = vkml.tensor([1.0, 2.0], requires_grad=True)
+>>> (x * x).sum().backward()
+>>> x.grad.tolist()
+[2.0, 4.0]
+"""
+
+from __future__ import annotations
+
+import vkml
+
+from .. import config
+from .. import tensor as _tensor
+from ..errors import ShapeError
+from ..ops import grads as G
+from . import autograd
+from .realize import realize
+
+
+def _key(t, ctx) -> int:
+    """What gradients are summed under: a computed value's context, a leaf's handle."""
+    return id(ctx) if ctx is not None else id(t)
+
+
+def _graph_order(roots) -> list:
+    """(tensor, context) of every value ``roots`` were computed from that requires grad, users before operands.
+
+    A value is its context, not its handle: an in-place op gives a handle a new context, and
+    ops recorded before it keep the old one (``Context.parent_ctxs``). Post-orders of successive
+    roots share one ``seen`` set, so each value still follows everything it was computed from.
+    """
+    order, seen = [], set()
+    for root in roots:
+        stack = [((root, root._ctx), False)]
+        while stack:
+            item, done = stack.pop()
+            if done:
+                order.append(item)
+                continue
+            t, ctx = item
+            key = _key(t, ctx)
+            if key in seen:
+                continue
+            seen.add(key)
+            stack.append((item, True))
+            if ctx is None:
+                continue
+            if ctx.released:
+                raise RuntimeError(
+                    f"backward(): trying to go through the graph a second time (at {ctx.name!r}); its saved "
+                    "tensors were released by the first backward(). Pass retain_graph=True the first time."
+                )
+            stack.extend(
+                ((p, pc), False)
+                for p, pc in zip(ctx.parents, ctx.parent_ctxs)
+                if p is not None and _key(p, pc) not in seen
+            )
+    return order[::-1]
+
+
+def _fit(grad, operand, op: str):
+    """``grad`` summed over the dims ``operand`` was broadcast along, in ``operand``'s dtype."""
+    if grad.shape != operand.shape:
+        grad = G.unbroadcast(grad, operand.shape)
+        if grad.shape != operand.shape:
+            raise AssertionError(
+                f"the gradient rule of {op!r} gave shape {grad.shape} for an operand of {operand.shape}"
+            )
+    return grad if grad.dtype is operand.dtype else grad.to(operand.dtype)
+
+
+def backward(root, gradient=None, retain_graph: bool | None = None, create_graph: bool = False, inputs=None) -> None:
+    """Add d(root)/d(leaf) to the ``.grad`` of every leaf ``root`` depends on (when it runs: see the module doc);
+    with ``inputs``, to those tensors' ``.grad`` only."""
+    run_backward([root], [gradient], retain_graph, create_graph, inputs=inputs)
+
+
+def _root_gradient(root, gradient, api: str, create_graph: bool):
+    if gradient is None:
+        if root.numel() != 1:
+            raise RuntimeError(
+                f"{api}: gradient can be implied only for one element, the tensor has shape {root.shape}"
+            )
+        return vkml.ones_like(root)
+    if not G.is_tensor(gradient):
+        return vkml.full_like(root, gradient)
+    if gradient.shape != root.shape:
+        raise ShapeError(f"{api}: gradient of shape {gradient.shape} for a tensor of shape {root.shape}")
+    return gradient if create_graph else gradient.detach()
+
+
+def run_backward(
+    roots: list,
+    gradients: list,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    inputs=None,
+    accumulate: bool = True,
+    api: str = "backward()",
+) -> dict:
+    """The engine of ``backward()``, ``vkml.autograd.backward`` and ``vkml.autograd.grad``.
+
+    Walks the graph of ``roots`` (seeded with ``gradients``), once. ``accumulate``: add what reaches
+    each leaf — or, with ``inputs``, each of ``inputs`` — to its ``.grad``; otherwise only return
+    the gradient of each of ``inputs``, by ``_key``. ``create_graph``: the rules run with recording on,
+    on operands that keep their place in the graph, so the gradients can be differentiated again.
+    """
+    if retain_graph is None:
+        retain_graph = create_graph
+    for i, root in enumerate(roots):
+        if not root.requires_grad:
+            raise RuntimeError(f"{api}: element {i} of tensors does not require grad and does not have a grad_fn")
+    seeds = [_root_gradient(r, g, api, create_graph) for r, g in zip(roots, gradients)]
+    targets = None if inputs is None else {_key(t, t.grad_fn): t for t in inputs}
+    order = _graph_order(roots)
+    runs = config.backward_runs()
+    if runs == "split":
+        realize(*roots)  # the forward starts on the device while the gradient graph is built
+    grads: dict = {}
+    for root, seed in zip(roots, seeds):
+        key = _key(root, root._ctx)
+        grads[key] = seed if key not in grads else grads[key] + seed
+    found, leaves = {}, []
+    with autograd.set_grad_enabled(create_graph):
+        for t, ctx in order:
+            key = _key(t, ctx)
+            g = grads.pop(key, None)
+            if g is not None:
+                g = _run_hooks(t, ctx, g)
+            if g is not None and targets is not None and key in targets:
+                found[key] = g
+                if accumulate:
+                    target = targets[key]
+                    target.grad = g if target.grad is None else target.grad + g
+                    leaves.append(target.grad)
+            if ctx is None:
+                if g is not None and accumulate and targets is None:
+                    t.grad = g if t.grad is None else t.grad + g
+                    leaves.append(t.grad)
+                continue
+            if g is not None:
+                if accumulate and _retains(t, ctx):  # Tensor.retain_grad(): a non-leaf keeps its gradient
+                    t.grad = g if t.grad is None else t.grad + g
+                _apply_rule(ctx, g, grads, vkml, create_graph)
+            if not retain_graph:
+                ctx.release()
+    results = leaves if accumulate else list(found.values())
+    if runs == "split" and results:
+        realize(*results)  # the gradients start while the optimizer's update is built
+    elif runs == "end":
+        realize(*roots, *results)
+    if accumulate:
+        for root in roots:
+            autograd._remember_root(root)
+    return found
+
+
+def _run_hooks(t, ctx, g):
+    """``g`` after the hooks ``Tensor.register_hook`` put on ``t`` while it had context ``ctx``:
+    each is called with the gradient, and one that returns a tensor replaces it (PyTorch's rule)."""
+    hooks = getattr(t, "_grad_hooks", None)
+    if not hooks:
+        return g
+    for hook_ctx, hook in list(hooks.values()):
+        if hook_ctx is ctx:
+            replaced = hook(g)
+            if replaced is not None:
+                g = replaced
+    return g
+
+
+def _retains(t, ctx) -> bool:
+    return getattr(t, "_retained_ctx", None) is ctx
+
+
+def _rule_operand(saved, parent, parent_ctx, role, create_graph: bool):
+    """What a rule computes with for one operand: its saved value, version-checked; for ``create_graph``
+    linked to the graph (a leaf's own handle, a computed value's context) so second gradients reach it."""
+    value = _tensor.SavedTensor(saved, role)
+    if not create_graph or parent is None:
+        return value
+    value.node  # noqa: B018  (raises PyTorch's error if the operand was written in place since)
+    if parent_ctx is None:
+        return parent
+    value._ctx, value._requires_grad = parent_ctx, True
+    return value
+
+
+def _apply_rule(ctx: autograd.Context, g, grads: dict, namespace, create_graph: bool = False) -> None:
+    needs = tuple(p is not None for p in ctx.parents)
+    role = ("an operand of", ctx.name)
+    inputs = tuple(
+        _rule_operand(s, p, pc, role, create_graph) if type(s) is tuple else s
+        for s, p, pc in zip(ctx.saved, ctx.parents, ctx.parent_ctxs)
+    )
+    node, owner, version = ctx.output
+    output = _tensor.SavedTensor((node, owner(), version), ("output 0 of", ctx.name))
+    if create_graph:
+        output._ctx, output._requires_grad = ctx, True
+    results = ctx.rule(G.GradContext(g, inputs, output, ctx.attrs, namespace, needs))
+    if autograd._AnomalyMode.enabled and autograd._AnomalyMode.check_nan:
+        autograd._check_anomaly(ctx, results)
+    if len(results) != len(ctx.parents):
+        raise AssertionError(
+            f"the gradient rule of {ctx.name!r} gave {len(results)} gradients for {len(needs)} operands"
+        )
+    for parent, parent_ctx, grad in zip(ctx.parents, ctx.parent_ctxs, results):
+        if parent is None or grad is None:
+            continue
+        grad = _fit(grad, parent, ctx.name)
+        key = _key(parent, parent_ctx)
+        previous = grads.get(key)
+        grads[key] = grad if previous is None else previous + grad

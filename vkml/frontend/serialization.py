@@ -6,8 +6,10 @@ and, in the header's ``__metadata__`` under the key ``"vkml"``, a JSON record of
 object's structure (dicts, lists, tuples, ints, floats, strings, booleans, None) with each
 tensor's vkml dtype, device and flags. Loading never runs code from the file: the record is
 data, the tensors are raw bytes. ``load`` also reads safetensors files written by other
-libraries (a flat dict of tensors) and PyTorch ``.pt``/``.pth`` checkpoints when torch is
-installed (through ``torch.load(weights_only=True)``). See docs/saving.md.
+libraries (a flat dict of tensors) and PyTorch ``.pt``/``.pth`` checkpoints: ``torch.save``'s zip
+format without torch (vkml/frontend/torch_checkpoint.py, weights only: tensors, numbers, strings and
+containers), the legacy format and ``weights_only=False`` through ``torch.load`` when torch is
+installed. See docs/saving.md.
 
 >>> import io, vkml
 >>> buffer = io.BytesIO()
@@ -20,6 +22,7 @@ installed (through ``torch.load(weights_only=True)``). See docs/saving.md.
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import os
@@ -33,6 +36,7 @@ from ..errors import DeviceError
 from ..ir import types as T
 from ..nn.module import Parameter
 from ..tensor import Tensor
+from . import torch_checkpoint
 from .creation import tensor
 from .devices import device as get_device
 
@@ -341,6 +345,10 @@ def _load_safetensors(data: bytes, metadata: dict, placer: _Placer):
         raise ValueError(f"load: the vkml record in the file is damaged ({type(e).__name__}: {e})") from None
 
 
+def _torch_installed() -> bool:
+    return importlib.util.find_spec("torch") is not None
+
+
 def _from_torch(obj, placer: _Placer, converted: dict):
     """Torch tensors become vkml tensors (Parameters stay Parameters); containers are rebuilt around them."""
     import torch  # lazy: optional dependency
@@ -364,6 +372,29 @@ def _from_torch(obj, placer: _Placer, converted: dict):
     return obj
 
 
+def _from_host(obj, placer: _Placer, converted: dict):
+    """``torch_checkpoint.read``'s tensors become vkml tensors, its dtypes vkml dtypes; containers are rebuilt."""
+    if isinstance(obj, torch_checkpoint.HostTensor):
+        if id(obj) not in converted:
+            converted[id(obj)] = placer.tensor(obj.array, obj.dtype, "cpu", obj.requires_grad, obj.parameter)
+        return converted[id(obj)]
+    if isinstance(obj, torch_checkpoint._DType):
+        return _vkml_dtype(str(obj))
+    if isinstance(obj, torch_checkpoint._Device):  # torch.device: vkml's device of that name where it exists
+        try:
+            return get_device(str(obj))
+        except DeviceError:
+            return str(obj)
+    if isinstance(obj, dict):
+        rebuilt = type(obj)((k, _from_host(v, placer, converted)) for k, v in obj.items())
+        if hasattr(obj, "__dict__"):  # a state dict's _metadata
+            rebuilt.__dict__.update(obj.__dict__)
+        return rebuilt
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return type(obj)(_from_host(v, placer, converted) for v in obj)
+    return obj
+
+
 def load(f: str | os.PathLike | IO[bytes], map_location=None, weights_only: bool = True) -> Any:
     """Read what ``vkml.save`` wrote, a safetensors file from any library, or a PyTorch checkpoint.
 
@@ -372,8 +403,10 @@ def load(f: str | os.PathLike | IO[bytes], map_location=None, weights_only: bool
     ``"cpu"`` or ``"vulkan:0"`` puts all there; a dict maps saved locations to new ones
     (``{"vulkan:1": "vulkan:0"}``); a callable ``fn(tensor, location)`` gets each tensor
     (on the CPU) with its saved location and returns the tensor to use, or None for the
-    default. ``weights_only`` matters only for PyTorch checkpoints, passed to
-    ``torch.load``; vkml's own format never unpickles anything.
+    default. ``weights_only`` matters only for PyTorch checkpoints: True (the default, as PyTorch's)
+    reads tensors, numbers, strings and containers without torch and refuses any other pickled
+    global; False hands the file to ``torch.load`` (needs torch; runs the file's code: only for files
+    you trust). vkml's own format never unpickles anything.
 
     >>> import io, vkml
     >>> buffer = io.BytesIO(); vkml.save([vkml.tensor([1, 2])], buffer); _ = buffer.seek(0)
@@ -385,11 +418,17 @@ def load(f: str | os.PathLike | IO[bytes], map_location=None, weights_only: bool
     metadata = _safetensors_metadata(data)
     if metadata is not None:
         return _load_safetensors(data, metadata, placer)
+    if torch_checkpoint.is_torch_zip(data) and (weights_only or not _torch_installed()):
+        # torch.save's zip format, read without torch, weights only (vkml/frontend/torch_checkpoint.py)
+        return _from_host(torch_checkpoint.read(data), placer, {})
     if data.startswith(_TORCH_MAGICS):
         try:
             import torch  # lazy: optional dependency
         except ImportError:
-            raise RuntimeError("load: this is a PyTorch checkpoint; reading it needs torch installed") from None
+            raise RuntimeError(
+                "load: this is a PyTorch checkpoint in the legacy format (torch.save before 1.6, or "
+                "_use_new_zipfile_serialization=False); reading it needs torch installed"
+            ) from None
         obj = torch.load(io.BytesIO(data), map_location="cpu", weights_only=weights_only)
         return _from_torch(obj, placer, {})
     raise ValueError("load: not a vkml checkpoint, a safetensors file or a PyTorch checkpoint")

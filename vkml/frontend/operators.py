@@ -200,6 +200,45 @@ def plain_function(name: str):
     return _PLAIN[name]
 
 
+def require_tensor(op: str, what: str, position: int, value) -> None:
+    """PyTorch's TypeError where its signature wants a Tensor and gets a Python number (or anything else)."""
+    if not isinstance(value, _tensor.Tensor):
+        raise TypeError(f"{op}(): argument '{what}' (position {position}) must be Tensor, not {type(value).__name__}")
+
+
+_NUMBER_OPERANDS = {"both": (True, True), "other": (False, True), "none": (False, False)}
+
+
+def _refusing_numbers(name: str, fn, numbers: str):
+    """``fn`` with PyTorch's TypeError for a Python number where ``OpDef.public.numbers`` wants a tensor
+    (torch.maximum(x, 1.0), torch.eq(1.0, x)); ``fn`` itself where both take one."""
+    input_ok, other_ok = _NUMBER_OPERANDS[numbers]
+    if input_ok and other_ok:
+        return fn
+
+    def public(input, other):
+        if not input_ok:
+            require_tensor(name, "input", 1, input)
+        if not other_ok:
+            require_tensor(name, "other", 2, other)
+        return fn(input, other)
+
+    public.__name__ = public.__qualname__ = name
+    public.__doc__ = fn.__doc__
+    return public
+
+
+_PUBLIC_PLAIN: dict[str, object] = {}
+
+
+def public_function(name: str):
+    """``vkml.<name>`` (and its Tensor method) of a registered op that declares ``public``: ``plain_function``
+    with PyTorch's refusal of a Python number where its signature wants a tensor (``Public.numbers``)."""
+    if name not in _PUBLIC_PLAIN:
+        _PUBLIC_PLAIN[name] = _refusing_numbers(name, plain_function(name), REGISTRY[name].public.numbers)
+    return _PUBLIC_PLAIN[name]
+
+
 # The face's own code calls a plain op as this module's attribute (F.exp, F.eq, F.floor): bound here, once,
 # for every registered op that declares ``public`` (importing vkml.ops filled the registry). Nothing in this
 # module defines one of these names again (tests/test_public.py).
@@ -317,6 +356,7 @@ def where(condition, input=None, other=None):
 
     ``where(condition)`` alone is ``nonzero(condition, as_tuple=True)`` (it reads the condition back).
     """
+    require_tensor("where", "condition", 1, condition)  # torch.where(True, x, y) is PyTorch's TypeError
     if input is None and other is None:
         return _indexing.nonzero(condition, as_tuple=True)
     input, other = (v.item() if isinstance(v, np.generic) else v for v in (input, other))
@@ -333,6 +373,13 @@ def clamp(input, min=None, max=None):
     """Clamp into ``[min, max]`` with PyTorch's NaN rules (a NaN bound makes every output NaN)."""
     if min is None and max is None:
         raise RuntimeError("'clamp': At least one of 'min' or 'max' must not be None")  # PyTorch's class
+    require_tensor("clamp", "input", 1, input)
+    if min is not None and max is not None and isinstance(min, _tensor.Tensor) != isinstance(max, _tensor.Tensor):
+        # PyTorch's overloads take two Number bounds or two Tensor bounds, never one of each
+        raise TypeError(
+            f"clamp(): min and max must both be Tensors or both be numbers, got "
+            f"({type(min).__name__}, {type(max).__name__})"
+        )
     min, max = (v.item() if isinstance(v, np.generic) else v for v in (min, max))
     if max is None:
         out = _elementwise("clamp_min", input, min)
@@ -457,6 +504,7 @@ def argmin(input, dim=None, keepdim=False, *, axis=None):
 def max(input, dim=None, keepdim=False, *, axis=None):
     """``max(x)`` is ``amax``; ``max(x, dim)`` returns (values, indices) like PyTorch; ``max(x, y)`` is ``maximum``."""
     if isinstance(dim, _tensor.Tensor):
+        require_tensor("max", "input", 1, input)
         return _maximum(input, dim)
     dim = _dim_or_axis("max", dim, axis)
     return _extreme("max", "amax", "argmax", _return_types.max, input, dim, keepdim)
@@ -465,6 +513,7 @@ def max(input, dim=None, keepdim=False, *, axis=None):
 def min(input, dim=None, keepdim=False, *, axis=None):
     """``min(x)`` is ``amin``; ``min(x, dim)`` returns (values, indices) like PyTorch; ``min(x, y)`` is ``minimum``."""
     if isinstance(dim, _tensor.Tensor):
+        require_tensor("min", "input", 1, input)
         return _minimum(input, dim)
     dim = _dim_or_axis("min", dim, axis)
     return _extreme("min", "amin", "argmin", _return_types.min, input, dim, keepdim)

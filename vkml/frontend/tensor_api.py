@@ -412,6 +412,7 @@ def rsub(input, other, *, alpha=1):
     With ``alpha`` other than 1, PyTorch fuses the product into the difference (as its ``add``
     and ``sub`` with ``alpha`` do); vkml rounds it first: within half an ulp of ``alpha * input``.
     """
+    F.require_tensor("rsub", "input", 1, input)  # PyTorch's rsub(1.0, x) is a TypeError
     return F.sub(other, input if alpha == 1 else F.mul(input, alpha))
 
 

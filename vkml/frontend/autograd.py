@@ -50,6 +50,7 @@ from collections.abc import Callable
 from .. import config
 from ..ops import grads as G
 from ..ops.registry import REGISTRY
+from . import memory_format
 from .hooks import RemovableHandle
 from .printing import grad_fn_name
 from .realize import realize
@@ -633,6 +634,8 @@ def run_backward(
                     leaves.append(target.grad)
             if ctx is None:
                 if g is not None and accumulate and targets is None:
+                    if t.grad is None and memory_format.ACTIVE and memory_format.format_of(t) is not None:
+                        g = g.clone(memory_format=memory_format.format_of(t))  # the leaf's layout (PyTorch's)
                     t.grad = g if t.grad is None else t.grad + g
                     leaves.append(t.grad)
                 continue

@@ -22,6 +22,7 @@ from ..ops.cast import work_dtype
 from ..ops.promotion import promote_types
 from ..ops.registry import REGISTRY
 from . import autograd
+from . import memory_format as _memory_format
 from .autograd import differentiable
 from .dtype_info import check_matmul_dtypes, refuse_no_tensor_dtype
 from .dtypes import check_device_dtype
@@ -118,6 +119,8 @@ def _elementwise(name: str, *operands):
     out = _tensor.Tensor(lazy.elementwise(name, nodes))
     if lazy.is_eager():
         out.realize()
+    if _memory_format.ACTIVE:  # a channels-last operand of the result's shape gives the result its format
+        _memory_format.propagate(out, *operands)
     return autograd.record(name, operands, out) if wants_grad else out
 
 
@@ -148,6 +151,11 @@ def _unary(name):
     return fn
 
 
+def _formatted(node: Node, *operands):
+    """``_wrap(node)`` in the channels-last format of its first operand of its shape (memory_format.py)."""
+    return _memory_format.propagate(_wrap(node), *operands)
+
+
 def _binary(name):
     def fn(input, other):
         # The usual case first (tensors that need no grad, or a tensor and a Python number): the
@@ -163,17 +171,17 @@ def _binary(name):
                     if not other._requires_grad:
                         node = lazy.binary_fast(name, a, b)
                         if node is not None:
-                            return _wrap(node)
+                            return _wrap(node) if not _memory_format.ACTIVE else _formatted(node, input, other)
                 elif type(other) in lazy.SCALAR_TYPES:
                     node = lazy.binary_fast(name, a, other)
                     if node is not None:
-                        return _wrap(node)
+                        return _wrap(node) if not _memory_format.ACTIVE else _formatted(node, input)
         elif type(other) is tensor and type(input) in lazy.SCALAR_TYPES:
             b = other._node if other._base is None else other.node
             if not other._requires_grad:
                 node = lazy.binary_fast(name, input, b)
                 if node is not None:
-                    return _wrap(node)
+                    return _wrap(node) if not _memory_format.ACTIVE else _formatted(node, other)
         return _elementwise(name, input, other)
 
     fn.__name__ = fn.__qualname__ = name
@@ -404,7 +412,10 @@ def cast(input, dtype: T.DType):
         raise DTypeError(f"'to': expected a vkml dtype, got {dtype!r}")
     refuse_no_tensor_dtype("to", dtype)
     check_device_dtype("to", dtype, node.device)
-    return _wrap(lazy.cast_node(node, dtype)) if node.dtype is not dtype else input
+    if node.dtype is dtype:
+        return input
+    out = _wrap(lazy.cast_node(node, dtype))
+    return _memory_format.propagate(out, input) if _memory_format.ACTIVE else out
 
 
 @differentiable("to_device")
@@ -1102,8 +1113,12 @@ def builtins_max(a, b):
 @differentiable("clone")
 def clone(input, *, memory_format=None):
     """A copy of ``input`` with storage of its own: the same node (nodes never change, writes make
-    new ones), so it costs nothing until one of the two is written."""
-    return _wrap(_tensor_node("clone", input))
+    new ones), so it costs nothing until one of the two is written. ``memory_format`` (default
+    preserve_format) is the copy's layout (vkml/frontend/memory_format.py)."""
+    out = _wrap(_tensor_node("clone", input))
+    if memory_format is None or memory_format is _memory_format.preserve_format:
+        return _memory_format.mark(out, _memory_format.format_of(input)) if _memory_format.ACTIVE else out
+    return _memory_format.mark(out, memory_format)
 
 
 def masked_fill(input, mask, value):

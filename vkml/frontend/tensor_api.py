@@ -230,14 +230,20 @@ def _compute_stride(old_shape, old_strides, new_shape):
     return tuple(new_strides) if view_d == -1 else None
 
 
+def _owner_strides(t) -> tuple[int, ...]:
+    """The strides of a tensor that owns its storage: row-major, or its channels-last format's."""
+    fmt = getattr(t, "_format", None)
+    return _torch_strides(t.shape) if fmt is None else _memory_format.strides_in(tuple(t.shape), fmt)
+
+
 def _torch_layout(self) -> tuple[tuple[int, ...], int]:
     """(strides, storage offset) as PyTorch reports them: the view steps from the owner replayed
     with PyTorch's stride rules (vkml's own views keep what its kernels need, not these)."""
     windows.rehome(self)
     base = self._base
     if base is None:
-        return _torch_strides(self.shape), 0
-    shape, strides, offset = tuple(base.shape), _torch_strides(base.shape), 0
+        return _owner_strides(self), 0
+    shape, strides, offset = tuple(base.shape), _owner_strides(base), 0
     for step in self._chain:
         kind = step[0]
         if kind == "slice":
@@ -309,12 +315,13 @@ def is_contiguous(self, memory_format=None) -> bool:
     (True, False, True)
     """
     _memory_format.check("is_contiguous", memory_format)
-    if memory_format is not None and memory_format.rank is not None:  # channels last: answered for row-major
-        return is_contiguous(self) and _memory_format.is_contiguous_in(tuple(self.shape), memory_format)
-    if self._base is None or self.numel() == 0:
-        return True
+    fmt = memory_format if memory_format is not None and memory_format.rank is not None else None
+    if fmt is not None and fmt.rank != self.ndim:
+        return False
+    if fmt is None and (self.numel() == 0 or (self._base is None and getattr(self, "_format", None) is None)):
+        return True  # PyTorch's empty tensor is contiguous; in a channels-last format its strides decide
     strides = _torch_layout(self)[0]
-    expected = _torch_strides(self.shape)
+    expected = _memory_format.strides_in(tuple(self.shape), fmt) if fmt is not None else _torch_strides(self.shape)
     return all(size <= 1 or st == want for st, want, size in zip(strides, expected, self.shape))
 
 

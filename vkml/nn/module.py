@@ -456,8 +456,10 @@ class Module:
             if module is not None:
                 yield from module.named_modules(memo, f"{prefix}.{name}" if prefix else name, remove_duplicate)
 
-    def modules(self) -> Iterator[Module]:
-        for _, module in self.named_modules():
+    def modules(self, remove_duplicate: bool = True) -> Iterator[Module]:
+        """Every module of the tree, this one first; a module reached twice is given once unless
+        ``remove_duplicate`` is False (PyTorch's argument)."""
+        for _, module in self.named_modules(remove_duplicate=remove_duplicate):
             yield module
 
     def named_children(self) -> Iterator[tuple[str, Module]]:

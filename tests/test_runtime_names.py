@@ -92,6 +92,13 @@ def test_cuda_random_state_streams_and_events():
     assert start.elapsed_time(end) >= 0 and end.query()
     with pytest.raises(RuntimeError, match="enable_timing"):
         vkml.cuda.Event().elapsed_time(end)
+    for device in ("cpu", "cuda"):
+        stream = vkml.Stream(device)
+        first, last = vkml.Event(device, enable_timing=True), vkml.Event(device, enable_timing=True)
+        first.record(stream)
+        stream.synchronize()
+        stream.record_event(last)
+        assert first.elapsed_time(last) >= 0 and stream.query() and stream == vkml.Stream(device)
 
 
 def test_nn_and_data_spellings():

@@ -62,6 +62,14 @@ def test_storage_and_constructor_answers_match_pytorch(call):
     assert call(vkml, vkml.tensor(data)) == call(torch, torch.tensor(data))
 
 
+def test_is_shared_follows_share_memory_as_pytorchs():
+    for m in (torch, vkml):
+        x = m.zeros(2, 3)
+        assert x.is_shared() is False
+        assert x.share_memory_() is x
+        assert (x.is_shared(), x[1].is_shared(), x.t().is_shared(), x.clone().is_shared()) == (True, True, True, False)
+
+
 def test_binomial_counts_successes_and_refuses_what_pytorch_refuses():
     vkml.manual_seed(0)
     count, prob = vkml.tensor([0.0, 4.0, 7.0, 7.0]), vkml.tensor([0.3, 0.0, 1.0, 0.5])

@@ -15,6 +15,7 @@ in-place comparisons and unary ops (``x.lt_(y)``, ``x.relu_()``), the random fil
 from __future__ import annotations
 
 import math
+import weakref
 
 import numpy as np
 
@@ -602,8 +603,27 @@ def _iter(self):
 
 def _share_memory_(self):
     """The tensor itself: a vkml tensor's memory is never copied between processes (DataLoader
-    workers send batches back as arrays)."""
+    workers send batches back as arrays). Its storage then reports ``is_shared()``, as PyTorch's."""
+    windows.rehome(self)
+    owner = self if self._base is None else self._base
+    if id(owner) not in _SHARED:
+        _SHARED.add(id(owner))
+        weakref.finalize(owner, _SHARED.discard, id(owner))
     return self
+
+
+# The ids of the storage owners share_memory_() was called on (a Tensor's == is elementwise, so no WeakSet
+# of tensors: each id leaves when its owner dies, before the id can be reused).
+_SHARED: set[int] = set()
+
+
+def _is_shared(self) -> bool:
+    """Whether ``share_memory_()`` was called on this tensor's storage; always True on a Vulkan device, as
+    PyTorch's answer for a CUDA tensor (``Tensor.is_shared``)."""
+    if self.device.type != "cpu":
+        return True
+    windows.rehome(self)
+    return id(self if self._base is None else self._base) in _SHARED
 
 
 def _is_complex(self) -> bool:
@@ -659,5 +679,6 @@ EXPORTS = (
     Export("is_complex", function=False, method=_is_complex),
     Export("is_sparse", function=False, method=property(_is_sparse)),
     Export("share_memory_", function=False, method=_share_memory_),
+    Export("is_shared", function=False, method=_is_shared),
     Export("__delitem__", function=False, method=_delitem),
 )

@@ -224,10 +224,13 @@ def _refusing_numbers(name: str, fn, numbers: str):
     if input_ok and other_ok:
         return fn
 
+    tensor = _tensor.Tensor
+
     def public(input, other):
-        if not input_ok:
+        # the usual call (tensors) pays one isinstance per checked operand, no further call
+        if not (input_ok or isinstance(input, tensor)):
             require_tensor(name, "input", 1, input)
-        if not other_ok:
+        if not (other_ok or isinstance(other, tensor)):
             require_tensor(name, "other", 2, other)
         return fn(input, other)
 

@@ -26,12 +26,7 @@ cov = _load_tool()
 KNOWN_MISSING: set[str] = set()
 
 # Arguments of tier-1 names that vkml's function or class lacks, held the same way.
-KNOWN_MISSING_ARGUMENTS = {
-    "torch.nn.Module.modules(remove_duplicate)",
-    "torch.save(pickle_module)",
-    "torch.save(pickle_protocol)",
-    "torch.utils.data.DataLoader(in_order)",
-}
+KNOWN_MISSING_ARGUMENTS: set[str] = set()
 
 
 @pytest.fixture(scope="module")

@@ -62,3 +62,77 @@ def test_is_contiguous_answers_for_the_row_major_layout():
         got = vkml.ones(*shape).is_contiguous(memory_format=vkml.channels_last)
         assert got == torch.ones(*shape).is_contiguous(memory_format=torch.channels_last), shape
     assert vkml.ones(2, 3, 4, 4).permute(0, 2, 3, 1).is_contiguous(memory_format=vkml.channels_last) is False
+
+
+# Each probe runs on both libraries on the same (2, 3, 4, 5) values x and its channels-last copy xc and
+# returns what PyTorch reports about the layout: the strides and contiguity of the result.
+LAYOUT_PROBES = {
+    "to": lambda m, x, xc: (xc.stride(), xc.is_contiguous(), xc.is_contiguous(memory_format=m.channels_last)),
+    "contiguous": lambda m, x, xc: (xc.contiguous().stride(), xc.contiguous().is_contiguous(), x.contiguous() is x),
+    "already": lambda m, x, xc: (
+        xc.to(memory_format=m.channels_last) is xc,
+        xc.contiguous(memory_format=m.channels_last) is xc,
+    ),
+    "views": lambda m, x, xc: (
+        xc[0].stride(),
+        xc.permute(0, 2, 3, 1).is_contiguous(),
+        xc.detach().stride(),
+        xc.data.stride(),
+    ),
+    "casts": lambda m, x, xc: (
+        xc.double().stride(),
+        xc.to(m.float16).stride(),
+        x.to(m.float64, memory_format=m.channels_last).stride(),
+    ),
+    "elementwise": lambda m, x, xc: ((xc + x).stride(), (x + xc).stride(), (xc * 2).stride(), m.relu(xc).stride()),
+    "broadcast": lambda m, x, xc: (
+        (m.ones(1, 3, 1, 1) + xc).stride(),
+        (m.ones(5) * xc).stride(),
+        m.where(xc > 0, xc, 0.0).stride(),
+    ),
+    "like": lambda m, x, xc: (
+        xc.clone().stride(),
+        m.empty_like(xc).stride(),
+        m.zeros_like(xc).stride(),
+        m.ones_like(xc, memory_format=m.contiguous_format).stride(),
+    ),
+    "empty": lambda m, x, xc: (
+        m.empty(2, 3, 4, 5, memory_format=m.channels_last).stride(),
+        m.zeros(2, 1, 4, 1).to(memory_format=m.channels_last).stride(),
+    ),
+    "reduction": lambda m, x, xc: (xc.sum(1, keepdim=True).stride(), x.clone(memory_format=m.channels_last).stride()),
+    "layers": lambda m, x, xc: (
+        m.nn.functional.conv2d(xc, m.ones(2, 3, 3, 3)).stride(),
+        m.nn.functional.conv2d(x, m.ones(2, 3, 3, 3).to(memory_format=m.channels_last)).stride(),
+        m.nn.functional.max_pool2d(xc, 2).stride(),
+        m.nn.functional.adaptive_avg_pool2d(xc, 1).stride(),
+        m.nn.functional.batch_norm(xc, m.zeros(3), m.ones(3)).stride(),
+    ),
+    "3d": lambda m, x, xc: (m.ones(2, 3, 2, 2, 2).to(memory_format=m.channels_last_3d).stride(),),
+}
+
+
+@pytest.mark.parametrize("probe", list(LAYOUT_PROBES))
+def test_strides_and_contiguity_follow_the_memory_format_as_pytorchs(probe):
+    data = np.arange(120, dtype=np.float32).reshape(2, 3, 4, 5) / 7
+    results = []
+    for m in (torch, vkml):
+        x = m.tensor(data)
+        results.append(LAYOUT_PROBES[probe](m, x, x.to(memory_format=m.channels_last)))
+    assert results[1] == results[0]
+
+
+def test_a_channels_last_model_trains_with_channels_last_gradients():
+    net = vkml.nn.Sequential(vkml.nn.Conv2d(3, 4, 3, padding=1), vkml.nn.ReLU())
+    plain = vkml.nn.Sequential(vkml.nn.Conv2d(3, 4, 3, padding=1), vkml.nn.ReLU())
+    plain.load_state_dict(net.state_dict())
+    net = net.to(memory_format=vkml.channels_last)
+    assert net[0].weight.stride() == (27, 1, 9, 3) and plain[0].weight.stride() == (27, 9, 3, 1)
+    x = vkml.tensor(np.linspace(-1, 1, 2 * 3 * 4 * 4, dtype=np.float32).reshape(2, 3, 4, 4))
+    out = net(x.to(memory_format=vkml.channels_last))
+    want = plain(x)
+    assert out.stride() == (64, 1, 16, 4) and np.array_equal(out.numpy(), want.numpy())
+    out.sum().backward()
+    want.sum().backward()
+    assert net[0].weight.grad.stride() == (27, 1, 9, 3)
+    assert np.array_equal(net[0].weight.grad.numpy(), plain[0].weight.grad.numpy())

@@ -73,6 +73,7 @@ def cube_op():
     yield op
     REGISTRY.pop(op.name)
     F._PLAIN.pop(op.name, None)
+    F._PUBLIC_PLAIN.pop(op.name, None)
 
 
 def test_an_elementwise_op_is_one_definition(cube_op):
@@ -130,13 +131,15 @@ def test_an_elementwise_op_gets_its_page_and_asks_for_its_table_line(cube_op, mo
 
 
 def test_a_plain_op_has_one_public_function():
-    # F.<name> (the face's own calls), vkml.<name> and its aliases are the one function OpDef.public makes,
-    # and no face module exports a second one-op wrapper (that op belongs in its OpDef's ``public``)
+    # F.<name> (the face's own calls), vkml.<name> and its aliases are the one function OpDef.public makes
+    # (vkml.<name> refusing a Python number where Public.numbers says PyTorch does), and no face module
+    # exports a second one-op wrapper (that op belongs in its OpDef's ``public``)
     declared = [op for op in REGISTRY.values() if op.public is not None]
     assert len(declared) > 60
     for op in declared:
         fn = public.function(op.name)
-        assert getattr(F, op.name) is fn, op.name
+        assert getattr(F, op.name) is F.plain_function(op.name), op.name
+        assert (fn is F.plain_function(op.name)) is (op.public.numbers == "both"), op.name
         for name in (op.name, *op.public.aliases):
             assert _unwrap_autocast(getattr(vkml, name)) is fn, name
             assert (name in vars(vkml.Tensor)) is op.public.method, name

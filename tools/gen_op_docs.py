@@ -124,6 +124,18 @@ def _calls(op: OpDef) -> list[str]:
     return calls
 
 
+_NUMBERS_NOTE = {
+    "other": "`input` must be a tensor: a Python number there is PyTorch's TypeError (`other` may be one).",
+    "none": "Both operands must be tensors: a Python number is PyTorch's TypeError (the face's own `F.{name}` takes one).",
+}
+
+
+def _numbers_note(op: OpDef) -> list[str]:
+    """The public function's refusal of Python numbers (``Public.numbers``), where it refuses any."""
+    note = _NUMBERS_NOTE.get(op.public.numbers) if op.public is not None else None
+    return [note.format(name=op.name), ""] if note else []
+
+
 def _call_list(calls) -> list[str]:
     return ["Called as:", ""] + [f"- `{call}`" for call in calls] + [""]
 
@@ -184,6 +196,7 @@ def registry_page(op: OpDef) -> str:
     ]
     lines = [GENERATED, "", f"# {op.name}", "", op.summary, ""]
     lines += _call_list(_calls(op))
+    lines += _numbers_note(op)
     lines += _table(rows) + [""]
     lines += ["## NaN, infinities and signed zeros", "", op.special or "Nothing beyond IEEE 754.", ""]
     lines += ["## Divergences from PyTorch", "", op.divergence or "None known.", ""]

@@ -52,6 +52,7 @@ class Tensor:
         "_dataview",
         "_grad_hooks",  # Tensor.register_hook's hooks: {handle id: (grad_fn then, hook)}
         "_retained_ctx",  # the context whose gradient retain_grad() keeps in .grad
+        "_format",  # the channels-last format PyTorch would report (vkml/frontend/memory_format.py); unset: none
         "__weakref__",
     )
     __hash__ = object.__hash__
@@ -332,7 +333,8 @@ class Tensor:
         """PyTorch's forms: ``to(dtype)``, ``to(device, dtype=None)``, ``to(tensor)`` (its device and dtype),
         each with ``non_blocking`` and ``copy``. Casts follow PyTorch (float→int truncates); a device
         is left by an explicit copy. ``"cuda"`` names a Vulkan device (docs/devices.md)."""
-        _memory_format.check("to", kwargs.get("memory_format"), self.ndim)
+        fmt = kwargs.get("memory_format")
+        _memory_format.check("to", fmt, self.ndim)
         device, dtype, copy = interop.parse_to(args, kwargs)
         out = self
         if device is not None:
@@ -341,7 +343,9 @@ class Tensor:
             out = F.cast(out, dtype)
         if copy and out is self:
             out = F.clone(self)
-        return out
+        if fmt is not None and fmt is not _memory_format.preserve_format:
+            return _memory_format.convert(out, fmt, copy=out is self)
+        return _memory_format.mark(out, _memory_format.format_of(self)) if out is not self else out
 
     def cpu(self, memory_format=None) -> Tensor:
         return self.to("cpu")
@@ -420,9 +424,15 @@ class Tensor:
 
     def contiguous(self, memory_format=None) -> Tensor:
         """This tensor if its elements are in row-major order in its storage, else a copy (as PyTorch).
-        ``memory_format`` is checked and needs no copy (vkml/frontend/memory_format.py)."""
+        ``memory_format`` (a channels-last one) asks for that layout instead (vkml/frontend/memory_format.py)."""
         _memory_format.check("contiguous", memory_format, self.ndim)
-        return mutation.contiguous(self)
+        if memory_format is _memory_format.preserve_format:
+            raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+        if memory_format is None or memory_format is _memory_format.contiguous_format:
+            if _memory_format.format_of(self) is not None and not self.is_contiguous():
+                return F.clone(self, memory_format=_memory_format.contiguous_format)
+            return mutation.contiguous(self)
+        return _memory_format.convert(self, memory_format, copy=True)
 
     # ------------------------------------------------------------------ operators
     def __add__(self, o):
@@ -626,7 +636,7 @@ class Tensor:
     def clone(self, *, memory_format=None) -> Tensor:
         """A copy with its own storage (free: nodes are immutable); gradients flow back to this tensor."""
         _memory_format.check("clone", memory_format, self.ndim)
-        return F.clone(self)
+        return F.clone(self, memory_format=memory_format)
 
     def detach_(self) -> Tensor:
         return mutation.detach_(self)

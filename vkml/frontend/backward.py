@@ -20,7 +20,7 @@ from .. import config
 from .. import tensor as _tensor
 from ..errors import ShapeError
 from ..ops import grads as G
-from . import autograd
+from . import autograd, memory_format
 from .realize import realize
 
 
@@ -142,6 +142,8 @@ def run_backward(
                     leaves.append(target.grad)
             if ctx is None:
                 if g is not None and accumulate and targets is None:
+                    if t.grad is None and memory_format.ACTIVE and memory_format.format_of(t) is not None:
+                        g = g.clone(memory_format=memory_format.format_of(t))  # the leaf's layout (PyTorch's)
                     t.grad = g if t.grad is None else t.grad + g
                     leaves.append(t.grad)
                 continue

@@ -24,6 +24,7 @@ from ..ir import types as T
 from ..ops import random as threefry
 from ..ops.cast import bf16_bits_to_float, float_to_bf16_bits
 from ..ops.promotion import default_float, promote_types
+from . import memory_format as _memory_format
 from . import operators as F
 from . import random as R
 from .creation import _device, _dtype, _size_args, full, size_keyword, tensor
@@ -127,14 +128,20 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=N
 def empty(*size, dtype=None, device=None, requires_grad: bool = False, memory_format=None, **size_kw):
     """A tensor of ``size`` whose values are unspecified: in vkml, zeros (a constant, no memory written)."""
     size = size_keyword("empty", size, size_kw)
-    return _finish(full(_size_args(size), 0, dtype=_dtype(dtype) or default_float(), device=device), requires_grad)
+    out = full(_size_args(size), 0, dtype=_dtype(dtype) or default_float(), device=device)
+    if memory_format is not None:
+        _memory_format.check("empty", memory_format, out.ndim)
+        if memory_format is _memory_format.preserve_format:
+            raise RuntimeError("preserve memory format is unsupported by the empty operator")  # PyTorch's
+        _memory_format.mark(out, memory_format)
+    return _finish(out, requires_grad)
 
 
 def empty_like(input, *, dtype=None, device=None, requires_grad: bool = False, memory_format=None):
     """``empty`` with ``input``'s shape, dtype and device (unless given): zeros in vkml."""
     node = F._tensor_node("empty_like", input)
     out = full(node.shape, 0, dtype=_dtype(dtype) or node.dtype, device=device or node.device)
-    return _finish(out, requires_grad)
+    return _finish(_memory_format.like("empty_like", out, input, memory_format), requires_grad)
 
 
 # ---------------------------------------------------------------------- random

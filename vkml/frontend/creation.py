@@ -12,6 +12,7 @@ from ..graph import build as lazy
 from ..ir import types as T
 from ..ops.cast import float_to_bf16_bits, host_round
 from ..ops.promotion import default_float, scalar_dtype
+from . import memory_format as _memory_format
 from . import operators as _operators
 from .devices import device as get_device
 from .devices import get_default_device
@@ -284,30 +285,31 @@ def ones(*size, dtype=None, device=None, requires_grad: bool = False, **size_kw)
     return _filled("ones", _size_args(size), 1, _dtype(dtype) or default_float(), device, requires_grad)
 
 
-def full_like(input, fill_value, dtype=None, device=None, requires_grad: bool = False):
+def full_like(input, fill_value, dtype=None, device=None, requires_grad: bool = False, *, memory_format=None):
     """``full`` with ``input``'s shape, and its dtype and device unless given.
 
     >>> full_like(zeros(2, dtype=int64), 7).tolist()  # doctest: +SKIP
     [7, 7]
     """
-    return _full_like("full_like", input, fill_value, dtype, device, requires_grad)
+    return _full_like("full_like", input, fill_value, dtype, device, requires_grad, memory_format)
 
 
-def _full_like(op: str, input, fill_value, dtype, device, requires_grad: bool):
+def _full_like(op: str, input, fill_value, dtype, device, requires_grad: bool, memory_format=None):
     if not isinstance(input, _tensor.Tensor):
         raise TypeError(f"'{op}': argument 'input' must be a vkml.Tensor, not {type(input).__name__}")
     dtype = _dtype(dtype) or input.dtype
-    return _filled(op, input.shape, fill_value, dtype, device or input.device, requires_grad)
+    out = _filled(op, input.shape, fill_value, dtype, device or input.device, requires_grad)
+    return _memory_format.like(op, out, input, memory_format)
 
 
-def zeros_like(input, dtype=None, device=None, requires_grad: bool = False):
+def zeros_like(input, dtype=None, device=None, requires_grad: bool = False, *, memory_format=None):
     """Zeros with ``input``'s shape, dtype and device (unless given). Example: ``vkml.zeros_like(x)``."""
-    return _full_like("zeros_like", input, 0, dtype, device, requires_grad)
+    return _full_like("zeros_like", input, 0, dtype, device, requires_grad, memory_format)
 
 
-def ones_like(input, dtype=None, device=None, requires_grad: bool = False):
+def ones_like(input, dtype=None, device=None, requires_grad: bool = False, *, memory_format=None):
     """Ones with ``input``'s shape, dtype and device (unless given). Example: ``vkml.ones_like(x)``."""
-    return _full_like("ones_like", input, 1, dtype, device, requires_grad)
+    return _full_like("ones_like", input, 1, dtype, device, requires_grad, memory_format)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool = False):

@@ -16,6 +16,7 @@ from ..runtime.base import Device
 from . import devices
 from . import memory as _memory
 from . import random as _random
+from . import rng_state as _rng_state
 
 
 def _usable_reports() -> list[dict]:
@@ -134,3 +135,185 @@ def _opened_vulkan_devices() -> list:
 from .legacy_names import CUDA_TYPES  # noqa: E402
 
 globals().update(CUDA_TYPES)
+
+
+# ---------------------------------------------------------------------- random state, device choice,
+# memory summary, streams and events (torch.cuda's names that checkpointing and timing code calls)
+
+
+def get_rng_state(device="cuda"):
+    """The state of the generator ``"cuda"`` draws from: vkml's one generator (``vkml.get_rng_state``)."""
+    _device(device)
+    return _rng_state.get_rng_state()
+
+
+def set_rng_state(new_state, device="cuda") -> None:
+    """Restore the state ``get_rng_state`` returned (the one generator of every device)."""
+    _device(device)
+    _rng_state.set_rng_state(new_state)
+
+
+def get_rng_state_all() -> list:
+    """One state per Vulkan device (``device_count()`` of them): the one generator's, each time."""
+    return [get_rng_state(i) for i in range(device_count())]
+
+
+def set_rng_state_all(new_states) -> None:
+    """Restore the states ``get_rng_state_all`` returned (the generator is one, so the last one wins)."""
+    for i, state in enumerate(new_states):
+        set_rng_state(state, i)
+
+
+def initial_seed() -> int:
+    """The seed the generator was last seeded with (``vkml.initial_seed``)."""
+    return _random.default_generator.initial_seed()
+
+
+def seed() -> None:
+    """Seed the generator from the operating system's entropy (``vkml.seed``)."""
+    import secrets
+
+    _random.default_generator.manual_seed(secrets.randbits(63))
+
+
+def seed_all() -> None:
+    """Same as ``seed``: there is one generator for every device."""
+    seed()
+
+
+def set_device(device) -> None:
+    """Select the device ``"cuda"`` names. vkml's ``"cuda"`` is ``best_device()``'s Vulkan device
+    (docs/devices.md): selecting it (or a negative index, PyTorch's no-op) is accepted; selecting
+    another is a NotImplementedError rather than a choice silently ignored (name ``"cuda:N"`` instead)."""
+    index = device if isinstance(device, int) else _device(device).index if device is not None else -1
+    if index < 0 or index == current_device():
+        return
+    if index >= device_count():
+        raise RuntimeError(
+            f"CUDA error: invalid device ordinal (vkml.cuda.set_device({device!r}): {device_count()} devices)"
+        )
+    raise NotImplementedError(
+        f"vkml.cuda.set_device({device!r}): vkml's 'cuda' is Vulkan device {current_device()}; name another one "
+        f"as 'cuda:{index}' (docs/devices.md)"
+    )
+
+
+def mem_get_info(device=None) -> tuple[int, int]:
+    """(free, total) bytes of a device's memory: total the device-local heaps the driver reports, free that
+    less what vkml holds (``memory_reserved``); other processes' use is not counted."""
+    found = _device(device)
+    heaps = devices.vulkan_device_reports()[found.index]["memory_heaps"]
+    total = sum(h["size"] for h in heaps if h.get("device_local"))
+    return max(total - memory_reserved(found), 0), total
+
+
+def memory_summary(device=None, abbreviated: bool = False) -> str:
+    """A table of ``memory_stats`` (current and peak bytes allocated and reserved), as ``torch.cuda.memory_summary``'s
+    text reports them (vkml keeps fewer counters than PyTorch's allocator)."""
+    stats = memory_stats(device)
+    found = _device(device)
+    lines = [
+        "=" * 75,
+        f" vkml memory summary, device {found.index} ({get_device_name(found.index)})",
+        "-" * 75,
+        f" {'metric':<40}{'current':>16}{'peak':>16}",
+        "-" * 75,
+        f" {'allocated bytes':<40}{stats['allocated_bytes.all.current']:>16}{stats['allocated_bytes.all.peak']:>16}",
+        f" {'reserved bytes':<40}{stats['reserved_bytes.all.current']:>16}{stats['reserved_bytes.all.peak']:>16}",
+        f" {'live allocations':<40}{stats['allocation.all.current']:>16}{'':>16}",
+        f" {'out-of-memory errors':<40}{stats['num_ooms']:>16}{'':>16}",
+        "=" * 75,
+    ]
+    return "\n".join(lines) + "\n"
+
+
+class Event:
+    """``torch.cuda.Event``: a point in a device's work. vkml submits each realize's work in order and
+    ``record`` waits for the device first, so an event is complete once recorded (``query()`` True) and
+    ``elapsed_time`` is the host's clock between two records, in milliseconds, work included."""
+
+    def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
+        self.enable_timing = enable_timing
+        self._time = None
+
+    def record(self, stream=None) -> None:
+        import time
+
+        synchronize()
+        self._time = time.perf_counter()
+
+    def query(self) -> bool:
+        return True
+
+    def synchronize(self) -> None:
+        return None
+
+    def wait(self, stream=None) -> None:
+        return None
+
+    def elapsed_time(self, end_event) -> float:
+        if not (self.enable_timing and end_event.enable_timing):
+            raise RuntimeError("Both events must be created with argument 'enable_timing=True'.")
+        if self._time is None or end_event._time is None:
+            raise RuntimeError("Both events must be recorded before calculating elapsed time.")
+        return (end_event._time - self._time) * 1000.0
+
+
+class Stream:
+    """``torch.cuda.Stream``: vkml has one queue of work per device, in order; every stream is that one
+    (``wait_stream``, ``wait_event`` have nothing to wait for, ``synchronize`` waits for the device)."""
+
+    def __init__(self, device=None, priority: int = 0, **kwargs):
+        self.device = _device(device)
+        self.priority = priority
+
+    def query(self) -> bool:
+        return True
+
+    def synchronize(self) -> None:
+        self.device.synchronize()
+
+    def wait_stream(self, stream) -> None:
+        return None
+
+    def wait_event(self, event) -> None:
+        return None
+
+    def record_event(self, event=None) -> Event:
+        event = Event() if event is None else event
+        event.record(self)
+        return event
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Stream) and other.device is self.device
+
+    def __hash__(self) -> int:
+        return hash(id(self.device))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+
+def current_stream(device=None) -> Stream:
+    """The stream work goes to: the device's one queue."""
+    return Stream(device)
+
+
+def default_stream(device=None) -> Stream:
+    return Stream(device)
+
+
+class stream:  # noqa: N801  (torch.cuda.stream's name)
+    """``with torch.cuda.stream(s):``: work inside goes to ``s``, which is the device's one queue in vkml."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def __enter__(self):
+        return self.stream
+
+    def __exit__(self, *exc) -> None:
+        return None

@@ -634,8 +634,7 @@ def _host_values(t) -> np.ndarray:
 
 def _integer_pair(op: str, input, other):
     _tensor(op, "input", input)
-    if not _is_tensor(other):
-        other = creation.tensor(other, device=input.device)
+    _tensor(op, "other", other)  # PyTorch's gcd and lcm take no Python number
     dtype = type_queries.result_type(input, other)
     for t in (input, other):
         if t.dtype.is_float or t.dtype is T.bool_:  # PyTorch's NotImplementedError (a RuntimeError)

@@ -2,12 +2,17 @@
 ``preserve_format`` and their type ``vkml.memory_format``.
 
 vkml keeps every tensor's elements in row-major order of its shape and lets its kernels choose how
-they walk them, so a memory format is a request vkml checks and then needs no copy for: ``x.to(
-memory_format=vkml.channels_last)``, ``x.contiguous(memory_format=...)``, ``x.clone(memory_format=
-...)`` and ``model.to(memory_format=...)`` give the same values, as PyTorch's do, and raise PyTorch's
-errors for a wrong rank or a value that is no memory format. ``x.is_contiguous(memory_format=
-vkml.channels_last)`` answers for vkml's row-major layout: True only where the two orders coincide
-(one channel, or one position), where PyTorch answers True after a conversion (docs/interop.md).
+they walk them, so a memory format changes no values and costs no copy. What it changes is what a
+tensor reports, as PyTorch's: a tensor made in a channels-last format (``x.to(memory_format=
+vkml.channels_last)``, ``x.contiguous(memory_format=...)``, ``x.clone(memory_format=...)``,
+``empty(..., memory_format=...)``, ``model.to(memory_format=...)``'s 4-D (5-D) parameters) carries
+the format (``Tensor._format``, on the tensor that owns its storage; None: row-major), and
+``stride()``, ``is_contiguous()`` and ``is_contiguous(memory_format=...)`` answer for it and for its
+views; ``contiguous()`` gives a row-major tensor again. The format passes on as PyTorch's does in the
+common cases: an elementwise result takes the format of its first operand of the result's shape (a
+broadcast bias leaves it to the other), a cast, ``clone()``, the ``*_like`` constructors keep it,
+``conv2d`` gives channels last when its input or weight is, batch norm and 2-D pooling keep their
+input's. Elsewhere (reductions, matmul, a gradient) a result is row-major (docs/interop.md).
 """
 
 from __future__ import annotations
@@ -55,6 +60,102 @@ def check(op: str, value, ndim: int | None = None) -> None:
         raise TypeError(f"{op}(): argument 'memory_format' must be vkml.memory_format, not {type(value).__name__}")
     if ndim is not None and value.rank is not None and ndim != value.rank:
         raise RuntimeError(f"required rank {value.rank} tensor to use {value.name} format")
+
+
+# Whether any tensor was ever given a channels-last format: until one is, the elementwise ops skip
+# looking for one (the common program never pays for the format's bookkeeping).
+ACTIVE = False
+
+
+def format_of(t) -> memory_format | None:
+    """The channels-last format ``t`` is laid out in as PyTorch would report it, None for row-major: its
+    own, or its storage owner's where ``t`` views it whole (detach(), .data, a dtype view)."""
+    base = t._base
+    if base is None:
+        return getattr(t, "_format", None)
+    if all(step[0] == "dtype" for step in t._chain) and tuple(base.shape) == tuple(t.shape):
+        return getattr(base, "_format", None)
+    return None
+
+
+def mark(t, fmt: memory_format | None):
+    """Give ``t`` (a tensor that owns its storage) the layout ``fmt`` (contiguous_format, None: row-major); returns it."""
+    global ACTIVE
+    if fmt is contiguous_format or fmt is preserve_format or (fmt is not None and fmt.rank != t.ndim):
+        fmt = None
+    if t._base is None:
+        t._format = fmt
+        ACTIVE = ACTIVE or fmt is not None
+    return t
+
+
+def propagate(out, *operands):
+    """``out`` (an elementwise result) in the format of the first tensor operand of its shape; returns ``out``."""
+    for o in operands:
+        if hasattr(o, "_node") and o.shape == out.shape:  # a Tensor (this module sits below tensor.py)
+            fmt = format_of(o)
+            if fmt is not None:
+                mark(out, fmt)
+            return out
+    return out
+
+
+def like(op: str, out, input, fmt):
+    """A ``*_like`` constructor's result ``out`` in ``fmt`` (default preserve_format: ``input``'s layout)."""
+    check(op, fmt, out.ndim)
+    if fmt is None or fmt is preserve_format:
+        return mark(out, format_of(input)) if ACTIVE else out
+    return mark(out, fmt)
+
+
+def keep(out, *sources):
+    """A layer's result (a tensor, or a tuple of them: values and indices) in the channels-last format of
+    the first of ``sources`` that has one and the result's rank (conv2d: input, then weight; pooling,
+    the input), as PyTorch's; ``out`` unchanged where none has one."""
+    if not ACTIVE:
+        return out
+    if isinstance(out, tuple):
+        return (
+            type(out)(*(keep(o, *sources) for o in out))
+            if hasattr(out, "_fields")
+            else tuple(keep(o, *sources) for o in out)
+        )
+    for src in sources:
+        fmt = format_of(src) if hasattr(src, "_node") and src.ndim == out.ndim else None
+        if fmt is not None:
+            if out._base is not None:  # a view of the layer's work: a tensor of its own to carry the format
+                out = out.clone(memory_format=fmt)
+            return mark(out, fmt)
+    return out
+
+
+def convert(t, fmt: memory_format, copy: bool):
+    """``t`` laid out in ``fmt`` (``x.to(memory_format=...)``, ``x.contiguous(memory_format=...)``): ``t`` itself
+    where it is in that layout already, else a clone in it (or, where ``copy`` is False and ``t`` is a new
+    tensor of the caller's that owns its storage, ``t`` given the format)."""
+    if fmt.rank is None:  # contiguous_format
+        if format_of(t) is None and t.is_contiguous():
+            return t
+    elif format_of(t) is fmt:
+        return t
+    if copy or t._base is not None:
+        return t.clone(memory_format=fmt)
+    return mark(t, fmt)
+
+
+def strides_in(shape: tuple[int, ...], fmt: memory_format | None) -> tuple[int, ...]:
+    """PyTorch's strides of a tensor of ``shape`` laid out in ``fmt`` (None: row-major).
+
+    >>> strides_in((2, 3, 4, 5), channels_last)
+    (60, 1, 15, 3)
+    """
+    n = len(shape)
+    order = [0, *range(2, n), 1] if fmt is not None and fmt.rank == n else list(range(n))
+    strides, step = [0] * n, 1
+    for d in reversed(order):
+        strides[d] = step
+        step *= shape[d] if fmt is not None else max(shape[d], 1)
+    return tuple(strides)
 
 
 def is_contiguous_in(shape: tuple[int, ...], fmt: memory_format) -> bool:

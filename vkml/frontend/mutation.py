@@ -246,6 +246,8 @@ def check_writable(t) -> None:
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
         elif t._requires_grad and t._ctx is None:  # a leaf whose storage was replaced by ``.data = ...``
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        elif t._gradview and _views_a_grad_leaf(t):
+            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
     if base is not None and base._base is not None:
         raise RuntimeError(
             "this view was taken before its base's storage was replaced by `.data = ...`; writing through it is "
@@ -257,6 +259,20 @@ def check_writable(t) -> None:
                 raise RuntimeError(_OVERLAP)
         if any(step[0] in ("window", "strided") for step in t._chain) and _overlaps(base, t._chain):
             raise RuntimeError(_OVERLAP)
+
+
+def _views_a_grad_leaf(t) -> bool:
+    """Whether view ``t`` was taken (through recorded view ops) from a leaf that requires grad which is
+    itself a view of a storage owner that does not (``arange(6).reshape(2, 3).requires_grad_()``): the
+    owner test of ``check_writable`` cannot see that leaf. Walks back at most one context per view step."""
+    ctx = t._ctx
+    for _ in t._chain:
+        if ctx is None or ctx.parents is None or len(ctx.parents) != 1 or ctx.parents[0] is None:
+            return False
+        parent, ctx = ctx.parents[0], ctx.parent_ctxs[0]
+        if ctx is None:
+            return parent._requires_grad
+    return False
 
 
 def _overlaps(base, chain: tuple) -> bool:

@@ -22,6 +22,7 @@ from ..ops.cast import work_dtype
 from ..ops.promotion import promote_types
 from ..ops.registry import REGISTRY
 from . import autograd
+from . import memory_format as _memory_format
 from .autograd import differentiable
 from .devices import device as get_device
 from .dtype_info import check_matmul_dtypes, refuse_no_tensor_dtype
@@ -119,6 +120,8 @@ def _elementwise(name: str, *operands):
     out = _tensor.Tensor(lazy.elementwise(name, nodes))
     if lazy.is_eager():
         out.realize()
+    if _memory_format.ACTIVE:  # a channels-last operand of the result's shape gives the result its format
+        _memory_format.propagate(out, *operands)
     return autograd.record(name, operands, out) if wants_grad else out
 
 
@@ -149,6 +152,11 @@ def _unary(name):
     return fn
 
 
+def _formatted(node: Node, *operands):
+    """``_wrap(node)`` in the channels-last format of its first operand of its shape (memory_format.py)."""
+    return _memory_format.propagate(_wrap(node), *operands)
+
+
 def _binary(name):
     def fn(input, other):
         # The usual case first (tensors that need no grad, or a tensor and a Python number): the
@@ -164,17 +172,17 @@ def _binary(name):
                     if not other._requires_grad:
                         node = lazy.binary_fast(name, a, b)
                         if node is not None:
-                            return _wrap(node)
+                            return _wrap(node) if not _memory_format.ACTIVE else _formatted(node, input, other)
                 elif type(other) in lazy.SCALAR_TYPES:
                     node = lazy.binary_fast(name, a, other)
                     if node is not None:
-                        return _wrap(node)
+                        return _wrap(node) if not _memory_format.ACTIVE else _formatted(node, input)
         elif type(other) is tensor and type(input) in lazy.SCALAR_TYPES:
             b = other._node if other._base is None else other.node
             if not other._requires_grad:
                 node = lazy.binary_fast(name, input, b)
                 if node is not None:
-                    return _wrap(node)
+                    return _wrap(node) if not _memory_format.ACTIVE else _formatted(node, other)
         return _elementwise(name, input, other)
 
     fn.__name__ = fn.__qualname__ = name
@@ -199,6 +207,48 @@ def plain_function(name: str):
             raise ValueError(f"op {name!r}: a plain public function takes one or two tensors, not {op.signature}")
         _PLAIN[name] = _unary(name) if arity == 1 else _binary(name)
     return _PLAIN[name]
+
+
+def require_tensor(op: str, what: str, position: int, value) -> None:
+    """PyTorch's TypeError where its signature wants a Tensor and gets a Python number (or anything else)."""
+    if not isinstance(value, _tensor.Tensor):
+        raise TypeError(f"{op}(): argument '{what}' (position {position}) must be Tensor, not {type(value).__name__}")
+
+
+_NUMBER_OPERANDS = {"both": (True, True), "other": (False, True), "none": (False, False)}
+
+
+def _refusing_numbers(name: str, fn, numbers: str):
+    """``fn`` with PyTorch's TypeError for a Python number where ``OpDef.public.numbers`` wants a tensor
+    (torch.maximum(x, 1.0), torch.eq(1.0, x)); ``fn`` itself where both take one."""
+    input_ok, other_ok = _NUMBER_OPERANDS[numbers]
+    if input_ok and other_ok:
+        return fn
+
+    tensor = _tensor.Tensor
+
+    def public(input, other):
+        # the usual call (tensors) pays one isinstance per checked operand, no further call
+        if not (input_ok or isinstance(input, tensor)):
+            require_tensor(name, "input", 1, input)
+        if not (other_ok or isinstance(other, tensor)):
+            require_tensor(name, "other", 2, other)
+        return fn(input, other)
+
+    public.__name__ = public.__qualname__ = name
+    public.__doc__ = fn.__doc__
+    return public
+
+
+_PUBLIC_PLAIN: dict[str, object] = {}
+
+
+def public_function(name: str):
+    """``vkml.<name>`` (and its Tensor method) of a registered op that declares ``public``: ``plain_function``
+    with PyTorch's refusal of a Python number where its signature wants a tensor (``Public.numbers``)."""
+    if name not in _PUBLIC_PLAIN:
+        _PUBLIC_PLAIN[name] = _refusing_numbers(name, plain_function(name), REGISTRY[name].public.numbers)
+    return _PUBLIC_PLAIN[name]
 
 
 # The face's own code calls a plain op as this module's attribute (F.exp, F.eq, F.floor): bound here, once,
@@ -318,6 +368,7 @@ def where(condition, input=None, other=None):
 
     ``where(condition)`` alone is ``nonzero(condition, as_tuple=True)`` (it reads the condition back).
     """
+    require_tensor("where", "condition", 1, condition)  # torch.where(True, x, y) is PyTorch's TypeError
     if input is None and other is None:
         return _indexing.nonzero(condition, as_tuple=True)
     input, other = (v.item() if isinstance(v, np.generic) else v for v in (input, other))
@@ -334,6 +385,13 @@ def clamp(input, min=None, max=None):
     """Clamp into ``[min, max]`` with PyTorch's NaN rules (a NaN bound makes every output NaN)."""
     if min is None and max is None:
         raise RuntimeError("'clamp': At least one of 'min' or 'max' must not be None")  # PyTorch's class
+    require_tensor("clamp", "input", 1, input)
+    if min is not None and max is not None and isinstance(min, _tensor.Tensor) != isinstance(max, _tensor.Tensor):
+        # PyTorch's overloads take two Number bounds or two Tensor bounds, never one of each
+        raise TypeError(
+            f"clamp(): min and max must both be Tensors or both be numbers, got "
+            f"({type(min).__name__}, {type(max).__name__})"
+        )
     min, max = (v.item() if isinstance(v, np.generic) else v for v in (min, max))
     if max is None:
         out = _elementwise("clamp_min", input, min)
@@ -358,7 +416,10 @@ def cast(input, dtype: T.DType):
         raise DTypeError(f"'to': expected a vkml dtype, got {dtype!r}")
     refuse_no_tensor_dtype("to", dtype)
     check_device_dtype("to", dtype, node.device)
-    return _wrap(lazy.cast_node(node, dtype)) if node.dtype is not dtype else input
+    if node.dtype is dtype:
+        return input
+    out = _wrap(lazy.cast_node(node, dtype))
+    return _memory_format.propagate(out, input) if _memory_format.ACTIVE else out
 
 
 @differentiable("to_device")
@@ -454,6 +515,7 @@ def argmin(input, dim=None, keepdim=False, *, axis=None):
 def max(input, dim=None, keepdim=False, *, axis=None):
     """``max(x)`` is ``amax``; ``max(x, dim)`` returns (values, indices) like PyTorch; ``max(x, y)`` is ``maximum``."""
     if isinstance(dim, _tensor.Tensor):
+        require_tensor("max", "input", 1, input)
         return _maximum(input, dim)
     dim = _dim_or_axis("max", dim, axis)
     return _extreme("max", "amax", "argmax", _return_types.max, input, dim, keepdim)
@@ -462,6 +524,7 @@ def max(input, dim=None, keepdim=False, *, axis=None):
 def min(input, dim=None, keepdim=False, *, axis=None):
     """``min(x)`` is ``amin``; ``min(x, dim)`` returns (values, indices) like PyTorch; ``min(x, y)`` is ``minimum``."""
     if isinstance(dim, _tensor.Tensor):
+        require_tensor("min", "input", 1, input)
         return _minimum(input, dim)
     dim = _dim_or_axis("min", dim, axis)
     return _extreme("min", "amin", "argmin", _return_types.min, input, dim, keepdim)
@@ -1050,8 +1113,12 @@ def builtins_max(a, b):
 @differentiable("clone")
 def clone(input, *, memory_format=None):
     """A copy of ``input`` with storage of its own: the same node (nodes never change, writes make
-    new ones), so it costs nothing until one of the two is written."""
-    return _wrap(_tensor_node("clone", input))
+    new ones), so it costs nothing until one of the two is written. ``memory_format`` (default
+    preserve_format) is the copy's layout (vkml/frontend/memory_format.py)."""
+    out = _wrap(_tensor_node("clone", input))
+    if memory_format is None or memory_format is _memory_format.preserve_format:
+        return _memory_format.mark(out, _memory_format.format_of(input)) if _memory_format.ACTIVE else out
+    return _memory_format.mark(out, memory_format)
 
 
 def masked_fill(input, mask, value):

@@ -50,6 +50,8 @@ def _integer_division(name: str):
     op = _binary(name)
 
     def fn(input, other):
+        if name == "fmod":  # PyTorch's fmod has no Scalar-input overload (remainder and floor_divide do)
+            F.require_tensor("fmod", "input", 1, input)
         _check_integer_divisor(name, input, other)
         out = op(input, other)
         _defer_zero_divisor_check(name, out, other)

@@ -53,6 +53,7 @@ MODULES = (
     "memory_format",
     "windows",
     "poisson",
+    "runtime_names",
 )
 
 
@@ -68,8 +69,10 @@ def inplace_method(name: str, fn):
 
 
 # The public function of a registered op that declares ``public``: made once by the module that holds the
-# recording functions (F.exp is vkml.exp; aliases and ``vkml.special`` share it).
-function = F.plain_function
+# recording functions (F.exp is vkml.exp; aliases and ``vkml.special`` share it). An op whose PyTorch
+# signature refuses a Python number somewhere (``Public.numbers``) has a public function that refuses it
+# there, and F.<name> takes one anywhere for the face's own calls.
+function = F.public_function
 
 
 def registry_exports() -> list[tuple[Export, object]]:

@@ -28,6 +28,7 @@ from ..graph.node import Node, Op, Random
 from ..ir import types as T
 from ..ops.promotion import default_float
 from ..schedule import scheduler as _scheduler
+from . import memory_format as _memory_format
 from . import operators as _operators
 from .creation import _dtype, check_fits, size_keyword
 from .devices import device as get_device
@@ -162,14 +163,18 @@ def randn(*size, generator: Generator | None = None, dtype=None, device=None, re
     return out.requires_grad_() if requires_grad else out
 
 
-def rand_like(input, dtype=None, device=None, generator: Generator | None = None):
-    """``rand`` with ``input``'s shape, dtype and device (unless given)."""
-    return rand(input.shape, generator=generator, dtype=dtype or input.dtype, device=device or input.device)
+def rand_like(input, dtype=None, device=None, generator: Generator | None = None, *, memory_format=None):
+    """``rand`` with ``input``'s shape, dtype and device (unless given); ``input``'s channels-last format
+    unless ``memory_format`` says otherwise."""
+    out = rand(input.shape, generator=generator, dtype=dtype or input.dtype, device=device or input.device)
+    return _memory_format.like("rand_like", out, input, memory_format)
 
 
-def randn_like(input, dtype=None, device=None, generator: Generator | None = None):
-    """``randn`` with ``input``'s shape, dtype and device (unless given)."""
-    return randn(input.shape, generator=generator, dtype=dtype or input.dtype, device=device or input.device)
+def randn_like(input, dtype=None, device=None, generator: Generator | None = None, *, memory_format=None):
+    """``randn`` with ``input``'s shape, dtype and device (unless given); ``input``'s channels-last format
+    unless ``memory_format`` says otherwise."""
+    out = randn(input.shape, generator=generator, dtype=dtype or input.dtype, device=device or input.device)
+    return _memory_format.like("randn_like", out, input, memory_format)
 
 
 def keep_mask(shape, p: float, device, generator: Generator | None = None):

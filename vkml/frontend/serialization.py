@@ -134,18 +134,31 @@ def _join(path: str, key) -> str:
     return f"{path}.{key}" if path else str(key)
 
 
-def save(obj: Any, f: str | os.PathLike | IO[bytes]) -> None:
+def save(
+    obj: Any,
+    f: str | os.PathLike | IO[bytes],
+    pickle_module: Any = None,
+    pickle_protocol: int = 2,
+    _use_new_zipfile_serialization: bool = True,
+    _disable_byteorder_record: bool = False,
+) -> None:
     """Write ``obj`` (tensors, state dicts, optimizer state, nested containers) to ``f`` as safetensors.
 
     ``f``: a path (str or os.PathLike) or a binary file object. Tensors are realized and their
     values stored with their dtype and device; nothing is pickled, so ``load`` of an untrusted
     file cannot run code. Raises TypeError for anything else, before writing a byte.
+    ``pickle_module`` and ``pickle_protocol`` (PyTorch's: the pickler it writes with) are taken and
+    checked; vkml pickles nothing, so they choose nothing, and the file is the same.
 
     >>> import io, vkml
     >>> vkml.save(vkml.nn.Linear(2, 1).state_dict(), io.BytesIO())
     """
     import safetensors.numpy  # lazy: off import vkml's path
 
+    if isinstance(pickle_protocol, bool) or not isinstance(pickle_protocol, int):
+        raise TypeError(f"save(): pickle_protocol must be an int, not {type(pickle_protocol).__name__}")
+    if pickle_module is not None and not callable(getattr(pickle_module, "Pickler", None)):
+        raise AttributeError(f"save(): pickle_module {pickle_module!r} has no attribute 'Pickler'")
     encoder = _Encoder()
     structure = encoder.encode(obj, "")
     metadata = {_METADATA_KEY: json.dumps({"version": FORMAT_VERSION, "object": structure}, separators=(",", ":"))}

@@ -15,6 +15,7 @@ in-place comparisons and unary ops (``x.lt_(y)``, ``x.relu_()``), the random fil
 from __future__ import annotations
 
 import math
+import weakref
 
 import numpy as np
 
@@ -230,14 +231,20 @@ def _compute_stride(old_shape, old_strides, new_shape):
     return tuple(new_strides) if view_d == -1 else None
 
 
+def _owner_strides(t) -> tuple[int, ...]:
+    """The strides of a tensor that owns its storage: row-major, or its channels-last format's."""
+    fmt = getattr(t, "_format", None)
+    return _torch_strides(t.shape) if fmt is None else _memory_format.strides_in(tuple(t.shape), fmt)
+
+
 def _torch_layout(self) -> tuple[tuple[int, ...], int]:
     """(strides, storage offset) as PyTorch reports them: the view steps from the owner replayed
     with PyTorch's stride rules (vkml's own views keep what its kernels need, not these)."""
     windows.rehome(self)
     base = self._base
     if base is None:
-        return _torch_strides(self.shape), 0
-    shape, strides, offset = tuple(base.shape), _torch_strides(base.shape), 0
+        return _owner_strides(self), 0
+    shape, strides, offset = tuple(base.shape), _owner_strides(base), 0
     for step in self._chain:
         kind = step[0]
         if kind == "slice":
@@ -309,12 +316,13 @@ def is_contiguous(self, memory_format=None) -> bool:
     (True, False, True)
     """
     _memory_format.check("is_contiguous", memory_format)
-    if memory_format is not None and memory_format.rank is not None:  # channels last: answered for row-major
-        return is_contiguous(self) and _memory_format.is_contiguous_in(tuple(self.shape), memory_format)
-    if self._base is None or self.numel() == 0:
-        return True
+    fmt = memory_format if memory_format is not None and memory_format.rank is not None else None
+    if fmt is not None and fmt.rank != self.ndim:
+        return False
+    if fmt is None and (self.numel() == 0 or (self._base is None and getattr(self, "_format", None) is None)):
+        return True  # PyTorch's empty tensor is contiguous; in a channels-last format its strides decide
     strides = _torch_layout(self)[0]
-    expected = _torch_strides(self.shape)
+    expected = _memory_format.strides_in(tuple(self.shape), fmt) if fmt is not None else _torch_strides(self.shape)
     return all(size <= 1 or st == want for st, want, size in zip(strides, expected, self.shape))
 
 
@@ -412,6 +420,7 @@ def rsub(input, other, *, alpha=1):
     With ``alpha`` other than 1, PyTorch fuses the product into the difference (as its ``add``
     and ``sub`` with ``alpha`` do); vkml rounds it first: within half an ulp of ``alpha * input``.
     """
+    F.require_tensor("rsub", "input", 1, input)  # PyTorch's rsub(1.0, x) is a TypeError
     return F.sub(other, input if alpha == 1 else F.mul(input, alpha))
 
 
@@ -594,8 +603,27 @@ def _iter(self):
 
 def _share_memory_(self):
     """The tensor itself: a vkml tensor's memory is never copied between processes (DataLoader
-    workers send batches back as arrays)."""
+    workers send batches back as arrays). Its storage then reports ``is_shared()``, as PyTorch's."""
+    windows.rehome(self)
+    owner = self if self._base is None else self._base
+    if id(owner) not in _SHARED:
+        _SHARED.add(id(owner))
+        weakref.finalize(owner, _SHARED.discard, id(owner))
     return self
+
+
+# The ids of the storage owners share_memory_() was called on (a Tensor's == is elementwise, so no WeakSet
+# of tensors: each id leaves when its owner dies, before the id can be reused).
+_SHARED: set[int] = set()
+
+
+def _is_shared(self) -> bool:
+    """Whether ``share_memory_()`` was called on this tensor's storage; always True on a Vulkan device, as
+    PyTorch's answer for a CUDA tensor (``Tensor.is_shared``)."""
+    if self.device.type != "cpu":
+        return True
+    windows.rehome(self)
+    return id(self if self._base is None else self._base) in _SHARED
 
 
 def _is_complex(self) -> bool:
@@ -651,5 +679,6 @@ EXPORTS = (
     Export("is_complex", function=False, method=_is_complex),
     Export("is_sparse", function=False, method=property(_is_sparse)),
     Export("share_memory_", function=False, method=_share_memory_),
+    Export("is_shared", function=False, method=_is_shared),
     Export("__delitem__", function=False, method=_delitem),
 )

@@ -201,6 +201,8 @@ def trapezoid(y, x=None, *, dx=None, dim: int = -1):
     _check_tensor("trapezoid", "y", y)
     if x is not None and dx is not None:
         raise TypeError("trapezoid() received an invalid combination of arguments: x and dx both given")
+    if x is not None and not isinstance(x, F._tensor.Tensor):  # PyTorch's overloads: a Tensor x, or a number dx=
+        raise TypeError(f"trapezoid(): argument 'x' (position 2) must be Tensor, not {type(x).__name__}")
     dim = lazy.normalize_dim("trapezoid", dim, y.ndim)
     n = y.shape[dim]
     if n == 0:
@@ -226,6 +228,8 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim: int = -1):
     _check_tensor("cumulative_trapezoid", "y", y)
     if x is not None and dx is not None:
         raise TypeError("cumulative_trapezoid() received an invalid combination of arguments: x and dx both given")
+    if x is not None and not isinstance(x, F._tensor.Tensor):  # PyTorch's overloads: a Tensor x, or a number dx=
+        raise TypeError(f"cumulative_trapezoid(): argument 'x' (position 2) must be Tensor, not {type(x).__name__}")
     dim = lazy.normalize_dim("cumulative_trapezoid", dim, y.ndim)
     n = y.shape[dim]
     if n == 0:

@@ -150,6 +150,13 @@ for _name in _pooling.MODULES:
     globals()[_name] = getattr(_pooling, _name)
 __all__ += _pooling.MODULES
 del _name
+# Fractional max pooling (vkml/nn/fractional_pool.py)
+from . import fractional_pool as _fractional_pool  # noqa: E402
+
+for _name in _fractional_pool.MODULES:
+    globals()[_name] = getattr(_fractional_pool, _name)
+__all__ += _fractional_pool.MODULES
+del _name
 # vkml.nn.parallel: DistributedDataParallel and DataParallel for one device (nanoGPT imports them)
 from . import parallel  # noqa: E402
 

@@ -285,8 +285,24 @@ class LeakyReLU(_Inplace):
 
 
 class Hardtanh(_Inplace):
-    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
+    def __init__(
+        self,
+        min_val: float = -1.0,
+        max_val: float = 1.0,
+        inplace: bool = False,
+        min_value: float | None = None,
+        max_value: float | None = None,
+    ):
         super().__init__(inplace)
+        # PyTorch's deprecated spellings, with its warning and its check
+        if min_value is not None:
+            warnings.warn("keyword argument `min_value` is deprecated and renamed to `min_val`", FutureWarning, 2)
+            min_val = min_value
+        if max_value is not None:
+            warnings.warn("keyword argument `max_value` is deprecated and renamed to `max_val`", FutureWarning, 2)
+            max_val = max_value
+        if max_val <= min_val:
+            raise AssertionError(f"max_val ({max_val}) must be greater than min_val ({min_val})")
         self.min_val, self.max_val = min_val, max_val
 
     def forward(self, input):

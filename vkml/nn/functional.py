@@ -574,3 +574,9 @@ from . import functional_pooling as _pooling  # noqa: E402
 for _name in _pooling.FUNCTIONS:
     globals()[_name] = getattr(_pooling, _name)
 del _name
+# Fractional max pooling (vkml/nn/fractional_pool.py)
+from . import fractional_pool as _fractional_pool  # noqa: E402
+
+for _name in _fractional_pool.FUNCTIONS:
+    globals()[_name] = getattr(_fractional_pool, _name)
+del _name

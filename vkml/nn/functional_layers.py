@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 from ..frontend import creation, indexing, mutation
+from ..frontend import memory_format as _memory_format
 from ..frontend import operators as functions
 from ..frontend import shape as shape_ops
 from ..frontend import windows as _window_ops
@@ -280,7 +281,7 @@ def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, pa
         if bias is not None:
             out = out + functions.reshape(bias, out_channels, *([1] * n))
         out = functions.clone(out)  # PyTorch's layout: (N, O, *out) in row-major order
-        return functions.squeeze(out, 0) if unbatched else out
+        return functions.squeeze(out, 0) if unbatched else _memory_format.keep(out, input, weight)
     # cols: (N, C, taps, *out) -> (N, groups, C/groups · taps, L); row (c, tap) of a group is its
     # channel-major, tap-minor place, which is exactly weight.reshape(O, C/groups · taps)'s column order.
     cols = _columns(x, kernel, stride, dilation)
@@ -291,7 +292,8 @@ def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, pa
     out = functions.reshape(out, batch, out_channels, *out_size)
     if bias is not None:
         out = out + functions.reshape(bias, out_channels, *([1] * n))
-    return functions.squeeze(out, 0) if unbatched else out
+    # channels last in (input, else weight), channels last out: PyTorch's
+    return functions.squeeze(out, 0) if unbatched else _memory_format.keep(out, input, weight)
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):
@@ -453,7 +455,8 @@ def max_pool2d(
     >>> max_pool2d(vkml.arange(16.0).reshape(1, 4, 4), 2).tolist()  # doctest: +SKIP
     [[[5.0, 7.0], [13.0, 15.0]]]
     """
-    return _max_pool("max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 2)
+    out = _max_pool("max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 2)
+    return _memory_format.keep(out, input)
 
 
 def max_pool1d(
@@ -533,9 +536,10 @@ def avg_pool2d(
     >>> avg_pool2d(vkml.ones(1, 2, 2), 2).tolist()  # doctest: +SKIP
     [[[1.0]]]
     """
-    return _avg_pool(
+    out = _avg_pool(
         "avg_pool2d", input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 2
     )
+    return _memory_format.keep(out, input)
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True):
@@ -663,7 +667,7 @@ def adaptive_avg_pool2d(input, output_size):
     >>> adaptive_avg_pool2d(vkml.ones(1, 4, 4), 1).tolist()  # doctest: +SKIP
     [[[1.0]]]
     """
-    return _adaptive_avg("adaptive_avg_pool2d", input, output_size, 2)
+    return _memory_format.keep(_adaptive_avg("adaptive_avg_pool2d", input, output_size, 2), input)
 
 
 def adaptive_max_pool2d(input, output_size, return_indices: bool = False):
@@ -675,7 +679,7 @@ def adaptive_max_pool2d(input, output_size, return_indices: bool = False):
     >>> adaptive_max_pool2d(vkml.arange(4.0).reshape(1, 2, 2), 1).tolist()  # doctest: +SKIP
     [[[3.0]]]
     """
-    return _adaptive_max("adaptive_max_pool2d", input, output_size, return_indices, 2)
+    return _memory_format.keep(_adaptive_max("adaptive_max_pool2d", input, output_size, return_indices, 2), input)
 
 
 # ---------------------------------------------------------------------- unfold and fold

@@ -78,6 +78,8 @@ def _set_data(tensor: Tensor, value: Tensor) -> Tensor:
     """
     with autograd.no_grad():
         tensor.node = value.detach().node
+    if memory_format.ACTIVE:  # the handle takes value's layout too (PyTorch's p.data = v takes its strides)
+        memory_format.mark(tensor, memory_format.format_of(value))
     return tensor
 
 
@@ -454,8 +456,10 @@ class Module:
             if module is not None:
                 yield from module.named_modules(memo, f"{prefix}.{name}" if prefix else name, remove_duplicate)
 
-    def modules(self) -> Iterator[Module]:
-        for _, module in self.named_modules():
+    def modules(self, remove_duplicate: bool = True) -> Iterator[Module]:
+        """Every module of the tree, this one first; a module reached twice is given once unless
+        ``remove_duplicate`` is False (PyTorch's argument)."""
+        for _, module in self.named_modules(remove_duplicate=remove_duplicate):
             yield module
 
     def named_children(self) -> Iterator[tuple[str, Module]]:
@@ -777,6 +781,7 @@ class Module:
         >>> lin.weight.dtype
         vkml.float16
         """
+        fmt = kwargs.get("memory_format")
         device, dtype = self._parse_to(args, kwargs)
         if dtype is not None and not dtype.is_float:
             raise TypeError(
@@ -789,6 +794,8 @@ class Module:
                 out = out.to(device)
             if dtype is not None and out.dtype.is_float:
                 out = out.to(dtype)
+            if fmt is not None and fmt.rank == out.ndim:  # PyTorch converts the 4-D (5-D) ones alone
+                out = out.contiguous(memory_format=fmt)
             return out
 
         return self._apply_to_tensors(convert)
@@ -797,7 +804,7 @@ class Module:
     def _parse_to(args: tuple, kwargs: dict):
         device, dtype = kwargs.pop("device", None), kwargs.pop("dtype", None)
         kwargs.pop("non_blocking", None)
-        # PyTorch converts the 4-D (5-D) parameters; vkml's layout needs no conversion (memory_format.py)
+        # PyTorch converts the 4-D (5-D) parameters to the format (Module.to; memory_format.py)
         memory_format.check("to", kwargs.pop("memory_format", None))
         if kwargs:
             raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")

@@ -349,7 +349,7 @@ register(
         special="A NaN on either side gives NaN.",
         divergence="maximum(+0.0, -0.0) is +0.0 in either order (IEEE 754-2019); PyTorch's sign depends on its vector path.",
         grad=_grad_maximum,
-        public=Public(inplace=False),
+        public=Public(inplace=False, numbers="none"),
     )
 )
 register(
@@ -363,7 +363,7 @@ register(
         special="A NaN on either side gives NaN.",
         divergence="minimum(+0.0, -0.0) is -0.0 in either order (IEEE 754-2019); PyTorch's sign depends on its vector path.",
         grad=_grad_minimum,
-        public=Public(inplace=False),
+        public=Public(inplace=False, numbers="none"),
     )
 )
 register(
@@ -435,7 +435,7 @@ for _name, _op, _sym, _aliases in (
             body=_cmp(_op),
             special=_CMP_NAN,
             operator=f"a {_sym} b",
-            public=Public(aliases=_aliases),
+            public=Public(aliases=_aliases, numbers="other"),
         )
     )
 register(
@@ -447,7 +447,7 @@ register(
         dtypes=ALL_DTYPES,
         result="bool",
         body=_logical("and"),
-        public=Public(),
+        public=Public(numbers="none"),
     )
 )
 register(
@@ -459,7 +459,7 @@ register(
         dtypes=ALL_DTYPES,
         result="bool",
         body=_logical("or"),
-        public=Public(),
+        public=Public(numbers="none"),
     )
 )
 register(

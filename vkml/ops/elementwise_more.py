@@ -683,7 +683,7 @@ _op(
     "may give either sign there.",
     grad=_grad_copysign,
     reads_nan_sign=True,
-    public=_PUBLIC,
+    public=Public(numbers="other"),
 )
 _op(
     "square",
@@ -792,7 +792,7 @@ _op(
     dtypes=ALL_DTYPES,
     special="NaN only where both are NaN; fmax(+0.0, -0.0) = +0.0.",
     grad=_grad_fmax,
-    public=_PUBLIC,
+    public=Public(numbers="none"),
 )
 _op(
     "fmin",
@@ -802,7 +802,7 @@ _op(
     dtypes=ALL_DTYPES,
     special="NaN only where both are NaN; fmin(+0.0, -0.0) = -0.0.",
     grad=_grad_fmin,
-    public=_PUBLIC,
+    public=Public(numbers="none"),
 )
 _op(
     "logaddexp",
@@ -813,7 +813,7 @@ _op(
     precision="≤ 4 ulp of max(|a|, |b|) (max + log1p(exp(-|a - b|)), exp and log1p ≤ 1 ulp each)",
     special="Equal infinities give that infinity; -inf with finite x gives x; NaN gives NaN.",
     grad=_grad_logaddexp,
-    public=_FUNCTION_AND_METHOD,
+    public=Public(inplace=False, numbers="none"),
 )
 _op(
     "logaddexp2",
@@ -824,7 +824,7 @@ _op(
     precision="≤ 4 ulp of max(|a|, |b|) (max + log1p(exp2(-|a - b|))·(1/ln 2))",
     special="Equal infinities give that infinity; NaN gives NaN.",
     grad=_grad_logaddexp2,
-    public=_FUNCTION_AND_METHOD,
+    public=Public(inplace=False, numbers="none"),
 )
 _op(
     "xlogy",
@@ -846,7 +846,7 @@ _op(
     precision="≤ 1 ulp (double-float sum of squares, corrected square root)",
     special="hypot(±inf, y) = inf even for NaN y (C99); otherwise NaN gives NaN.",
     grad=_grad_hypot,
-    public=_PUBLIC,
+    public=Public(numbers="none"),
 )
 _op(
     "nan_to_num",
@@ -913,7 +913,7 @@ _op(
     dtypes=ALL_DTYPES,
     result="bool",
     special="NaN is nonzero, so True.",
-    public=_PUBLIC,
+    public=Public(numbers="none"),
 )
 
 # ---------------------------------------------------------------------- activations (vkml.nn.functional)

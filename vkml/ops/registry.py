@@ -52,6 +52,10 @@ class Public:
     inplace: bool = True  # Tensor.<name>_ (and Tensor.<alias>_): the result written into the tensor
     aliases: tuple[str, ...] = ()  # more names of the same function (PyTorch's numpy-style arcsin for asin)
     dsl: bool = False  # vkml.dsl.<name> too: the op's body for custom ops (its derivative is the OpDef's grad)
+    # The operands the public function takes as a Python number, as PyTorch's signatures: "both", "other"
+    # (a Scalar overload for other only: torch.eq(1.0, x) is a TypeError), "none" (torch.maximum(x, 1.0) is
+    # one). The face's own calls (F.<name>) take numbers anywhere.
+    numbers: str = "both"
 
 
 # eq=False: an OpDef compares and hashes by identity (one object per registered op). Graph nodes hold

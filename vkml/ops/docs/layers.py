@@ -248,3 +248,31 @@ PAGES.update(
         ),
     }
 )
+# Fractional max pooling (vkml/nn/fractional_pool.py)
+_FRACTIONAL = (
+    "PyTorch's windows for the same `_random_samples`: each (sample, channel) plane's uniforms place the "
+    "windows of each dim at `int((i + u) * alpha) - int(u * alpha)`, alpha = (input - kernel) / (output - 1), "
+    "the last at input - kernel, computed on the host in the input's float type (float16 arithmetic for "
+    "float16, as PyTorch's CPU kernel; bfloat16 in float32). Without `_random_samples` they are drawn with "
+    "`vkml.rand`, so the windows differ from PyTorch's for the same seed; reading the samples back waits for "
+    "the device."
+)
+PAGES.update(
+    {
+        f"fractional_max_pool{n}d": OpDoc(
+            "composite",
+            (
+                sig(_NN + f"fractional_max_pool{n}d", getattr(nnf, f"fractional_max_pool{n}d")),
+                f"vkml.nn.FractionalMaxPool{n}d(kernel_size, output_size=None, output_ratio=None, "
+                "return_indices=False, _random_samples=None)",
+            ),
+            getattr(nnf, f"fractional_max_pool{n}d"),
+            precision="exact: each output is the selected element; `return_indices` gives its position in the "
+            "plane (" + ("t·H·W + h·W + w" if n == 3 else "h·W + w") + ")",
+            special="The first maximum of a window in row-major order, or its last NaN (PyTorch's scan).",
+            divergence=_FRACTIONAL,
+            gradient="Through `gather`: each output's gradient goes to its selected element; overlapping windows add.",
+        )
+        for n in (2, 3)
+    }
+)

@@ -9,7 +9,16 @@
 
 from .collate import default_collate, default_convert
 from .dataloader import DataLoader, WorkerInfo, get_worker_info
-from .dataset import ChainDataset, ConcatDataset, Dataset, IterableDataset, Subset, TensorDataset, random_split
+from .dataset import (
+    ChainDataset,
+    ConcatDataset,
+    Dataset,
+    IterableDataset,
+    StackDataset,
+    Subset,
+    TensorDataset,
+    random_split,
+)
 from .sampler import (
     BatchSampler,
     RandomSampler,
@@ -29,6 +38,7 @@ __all__ = [
     "RandomSampler",
     "Sampler",
     "SequentialSampler",
+    "StackDataset",
     "Subset",
     "SubsetRandomSampler",
     "TensorDataset",

@@ -373,6 +373,7 @@ class DataLoader:
         prefetch_factor: int | None = None,
         persistent_workers: bool = False,
         pin_memory_device: str = "",
+        in_order: bool = True,
     ) -> None:
         if num_workers < 0:
             raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable multiprocessing.")
@@ -423,6 +424,9 @@ class DataLoader:
         self.multiprocessing_context = multiprocessing_context
         self.generator = generator
         self.persistent_workers = persistent_workers
+        # PyTorch's in_order=False lets workers' batches come back as they finish; vkml's loader always
+        # yields them in the sampler's order, which that permits too
+        self.in_order = in_order
         auto = self._auto_collation
         self.collate_fn = (
             collate_fn if collate_fn is not None else (_collate.default_collate if auto else _collate.default_convert)

@@ -159,6 +159,54 @@ class Subset(Dataset):
         return len(self.indices)
 
 
+class StackDataset(Dataset):
+    """Several datasets of one length stacked: item i is the tuple of their items i (datasets given
+    positionally) or the dict of them by name (given as keywords), as ``torch.utils.data.StackDataset``.
+
+    >>> StackDataset([1, 2], ["a", "b"])[1], StackDataset(x=[1, 2], y=[3, 4])[0]
+    ((2, 'b'), {'x': 1, 'y': 3})
+    """
+
+    def __init__(self, *args: Dataset, **kwargs: Dataset) -> None:
+        if args and kwargs:
+            raise ValueError(
+                "Supported either ``tuple``- (via ``args``) or``dict``- (via ``kwargs``) like input/output, but both "
+                "types are given."
+            )
+        if not args and not kwargs:
+            raise ValueError("At least one dataset should be passed")
+        parts = list(args) if args else list(kwargs.values())
+        self._length = len(parts[0])
+        if any(len(d) != self._length for d in parts):
+            raise ValueError("Size mismatch between datasets")
+        self.datasets = args if args else kwargs
+
+    def __getitem__(self, index):
+        if isinstance(self.datasets, dict):
+            return {k: d[index] for k, d in self.datasets.items()}
+        return tuple(d[index] for d in self.datasets)
+
+    def __getitems__(self, indices: list) -> list:
+        named = isinstance(self.datasets, dict)
+        columns = {}
+        for key, d in self.datasets.items() if named else enumerate(self.datasets):
+            if callable(getattr(d, "__getitems__", None)):
+                items = d.__getitems__(indices)
+                if len(items) != len(indices):
+                    raise ValueError(
+                        f"Nested dataset's output size mismatch. Expected {len(indices)}, got {len(items)}"
+                    )
+            else:
+                items = [d[i] for i in indices]
+            columns[key] = items
+        if named:
+            return [{k: columns[k][j] for k in columns} for j in range(len(indices))]
+        return [tuple(columns[k][j] for k in columns) for j in range(len(indices))]
+
+    def __len__(self) -> int:
+        return self._length
+
+
 def random_split(dataset: Dataset, lengths: Sequence[int | float], generator=None) -> list[Subset]:
     """Split ``dataset`` at random into non-overlapping ``Subset``\\ s of the given lengths (or fractions).
 

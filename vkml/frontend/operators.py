@@ -779,7 +779,7 @@ def reshape(input, *shape):
         raise ShapeError(f"'reshape': shape {shape} is invalid for input of size {node.numel} (shape {node.shape})")
     if shape == node.shape:
         return input
-    return _mutation.link_reshape(_view(input, lambda st: st.reshape(shape)), input, shape)
+    return _mutation.link_reshape(_wrap(lazy.reshape_node(node, shape)), input, shape)
 
 
 @differentiable("permute")

@@ -97,6 +97,23 @@ def view_node(node: Node, edit) -> Node:
     return Node(_VIEW, (base,), stack, stack.shape, base.dtype, base.device)
 
 
+def reshape_node(node: Node, shape: tuple[int, ...]) -> Node:
+    """``view_node(node, lambda st: st.reshape(shape))`` for a checked ``shape`` of ``node``'s numel.
+
+    A node that is no view (a buffer, an op's result) gets the row-major stack of ``shape`` from
+    ``_reshape_stack``'s cache: a row-major view of a whole buffer is never a window of it
+    (``_window_of_buffer`` gives None where the alias would span the buffer), so the result is
+    ``view_node``'s, without its edits and its extent walk. A layer's reshapes of its operands
+    and of their statistics are mostly of this kind.
+    """
+    if node.op == _VIEW:
+        return view_node(node, lambda st: st.reshape(shape))
+    if shape == node.shape:
+        return node
+    stack = _reshape_stack(node.shape, shape)
+    return Node(_VIEW, (node,), stack, shape, node.dtype, node.device)
+
+
 def _window_of_buffer(base: Node, stack: ViewStack) -> Node | None:
     """The view over a realized buffer, rebased on an alias of the part of the buffer it reads.
 

@@ -82,12 +82,21 @@ def _broadcast_shape(shapes: tuple) -> tuple[int, ...] | None:
 
 def view_node(node: Node, edit) -> Node:
     """A view node over ``node``'s storage, with ``edit`` applied to its ViewStack."""
+    base, stack = view_base(node)
+    return view_of(base, edit(stack))
+
+
+def view_base(node: Node) -> tuple[Node, ViewStack]:
+    """The node whose storage ``node`` views, and the ViewStack that views it (``view_node``'s start)."""
     srcs, arg = node.srcs, node.arg  # before op: another thread may be realizing node (Node.become_buffer)
     if node.op == _VIEW:
-        base, stack = srcs[0], arg
-    else:
-        base, stack = node, ViewStack.contiguous(node.shape)
-    stack = edit(stack)
+        return srcs[0], arg
+    return node, ViewStack.contiguous(node.shape)
+
+
+def view_of(base: Node, stack: ViewStack) -> Node:
+    """The node of ``stack`` over ``base`` (from ``view_base``): ``base`` itself where the stack is
+    its row-major whole, a window of a realized buffer where it is one, else a view node."""
     if stack.is_contiguous and stack.shape == base.shape:
         return base
     if base.op == _BUFFER:  # read after srcs and arg: base.buffer is set before op turns "buffer"

@@ -14,6 +14,7 @@ Gradients come from the ops used, so both are differentiable in input and weight
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -54,11 +55,13 @@ def _window_views(x, kernel, stride, dilation, out_size) -> list:
     """
     lead = x.ndim - len(kernel)
     return [
-        functions._slice(x, *box) for box in _window_slices(tuple(x.shape), lead, kernel, stride, dilation, out_size)
+        functions._slice(x, *box)
+        for box in _window_slices(tuple(x.shape), lead, *map(tuple, (kernel, stride, dilation, out_size)))
     ]
 
 
-def _window_slices(shape, lead: int, kernel, stride, dilation, out_size) -> list:
+@functools.lru_cache(maxsize=256)
+def _window_slices(shape: tuple, lead: int, kernel: tuple, stride: tuple, dilation: tuple, out_size: tuple) -> tuple:
     """The (starts, stops, steps) of each of ``_window_views``' slices, in its order."""
     boxes = []
     for offsets in np.ndindex(*kernel):
@@ -68,7 +71,7 @@ def _window_slices(shape, lead: int, kernel, stride, dilation, out_size) -> list
         ]
         steps = [1] * lead + list(stride)
         boxes.append((tuple(starts), tuple(stops), tuple(steps)))
-    return boxes
+    return tuple(boxes)
 
 
 def _windows(x, kernel, stride, dilation, out_size, dim: int):
@@ -423,12 +426,24 @@ def _max_pool_values(x, kernel, stride, dilation, out_size):
     # On nodes: ``_window_views``' slices and the fold's ops build these nodes, one by one, without a
     # handle, a storage link and a grad check per tap (autograd sees this function as one op).
     node = x.node
-    lead = len(node.shape) - len(kernel)
+    base, stack = lazy.view_base(node)
+    boxes = _window_slices(node.shape, len(node.shape) - len(kernel), *map(tuple, (kernel, stride, dilation, out_size)))
+    key = (stack, boxes)
+    stacks = _TAP_STACKS.get(key)
+    if stacks is None:
+        if len(_TAP_STACKS) >= 256:
+            _TAP_STACKS.clear()
+        stacks = _TAP_STACKS[key] = [stack.slice(*box) for box in boxes]
     out = None
-    for starts, stops, steps in _window_slices(node.shape, lead, kernel, stride, dilation, out_size):
-        tap = lazy.view_node(node, lambda st, a=starts, b=stops, c=steps: st.slice(a, b, c))
+    for tap_stack in stacks:
+        tap = lazy.view_of(base, tap_stack)
         out = tap if out is None else lazy.elementwise("max_pool_step", [out, tap])
     return functions._wrap(out)
+
+
+# (ViewStack of the padded input, the taps' slices) -> each tap's ViewStack (immutable: shared). A
+# network pools few shapes; the slices of a masked (padded) view are most of a pooling's build.
+_TAP_STACKS: dict[tuple, list] = {}
 
 
 def _max_pool_grad(c):

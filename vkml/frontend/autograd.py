@@ -62,7 +62,11 @@ class _GradMode(threading.local):
 
 
 _mode = _GradMode()
-_backward_roots: list[weakref.ref] = []  # tensors backward() ran on since the last optimizer step
+# tensors backward() ran on (and buffers realize_at_next_step was given) since the last optimizer
+# step, by id: one entry per live tensor however often it comes back (a BatchNorm buffer, each
+# forward), so a loop without an optimizer step keeps it as long as its live tensors, not its steps
+_backward_roots: dict[int, weakref.ref] = {}
+_backward_roots_pruned = [0]  # the entries left by the last pruning of dead ones
 _backward_roots_lock = threading.Lock()
 
 
@@ -530,8 +534,14 @@ def retain_grad(t) -> None:
 
 def _remember_root(root) -> None:
     with _backward_roots_lock:
-        _backward_roots[:] = [r for r in _backward_roots if r() is not None]
-        _backward_roots.append(weakref.ref(root))
+        known = _backward_roots.get(id(root))
+        if known is not None and known() is root:
+            return
+        _backward_roots[id(root)] = weakref.ref(root)  # replaces a dead tensor's entry of the same id
+        if len(_backward_roots) > 2 * _backward_roots_pruned[0] + 16:  # dead entries: amortised O(1)
+            for key in [k for k, r in _backward_roots.items() if r() is None]:
+                del _backward_roots[key]
+            _backward_roots_pruned[0] = len(_backward_roots)
 
 
 def realize_at_next_step(t) -> None:
@@ -544,6 +554,7 @@ def realize_at_next_step(t) -> None:
 def take_backward_roots() -> list:
     """The live tensors ``backward()`` ran on since the last call (the optimizer realizes them with its step)."""
     with _backward_roots_lock:
-        roots = [r() for r in _backward_roots]
+        roots = [r() for r in _backward_roots.values()]
         _backward_roots.clear()
+        _backward_roots_pruned[0] = 0
     return [t for t in roots if t is not None]

@@ -137,6 +137,11 @@ _BOOL_UNARY = {
 
 def _unary(name):
     def fn(input):
+        # A tensor that needs no grad, of a kind met before: its node from lazy's fast path.
+        if type(input) is _tensor.Tensor and not input._requires_grad:
+            node = lazy.unary_fast(name, input._node if input._base is None else input.node)
+            if node is not None:
+                return _wrap(node)
         return _elementwise(name, input)
 
     if name in _BOOL_UNARY:
@@ -839,7 +844,7 @@ def reshape(input, *shape):
         raise ShapeError(f"'reshape': shape {shape} is invalid for input of size {node.numel} (shape {node.shape})")
     if shape == node.shape:
         return input
-    return _mutation.link_reshape(_view(input, lambda st: st.reshape(shape)), input, shape)
+    return _mutation.link_reshape(_wrap(lazy.reshape_node(node, shape)), input, shape)
 
 
 @differentiable("permute")

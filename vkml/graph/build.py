@@ -82,12 +82,21 @@ def _broadcast_shape(shapes: tuple) -> tuple[int, ...] | None:
 
 def view_node(node: Node, edit) -> Node:
     """A view node over ``node``'s storage, with ``edit`` applied to its ViewStack."""
+    base, stack = view_base(node)
+    return view_of(base, edit(stack))
+
+
+def view_base(node: Node) -> tuple[Node, ViewStack]:
+    """The node whose storage ``node`` views, and the ViewStack that views it (``view_node``'s start)."""
     srcs, arg = node.srcs, node.arg  # before op: another thread may be realizing node (Node.become_buffer)
     if node.op == _VIEW:
-        base, stack = srcs[0], arg
-    else:
-        base, stack = node, ViewStack.contiguous(node.shape)
-    stack = edit(stack)
+        return srcs[0], arg
+    return node, ViewStack.contiguous(node.shape)
+
+
+def view_of(base: Node, stack: ViewStack) -> Node:
+    """The node of ``stack`` over ``base`` (from ``view_base``): ``base`` itself where the stack is
+    its row-major whole, a window of a realized buffer where it is one, else a view node."""
     if stack.is_contiguous and stack.shape == base.shape:
         return base
     if base.op == _BUFFER:  # read after srcs and arg: base.buffer is set before op turns "buffer"
@@ -95,6 +104,23 @@ def view_node(node: Node, edit) -> Node:
         if window is not None:
             return window
     return Node(_VIEW, (base,), stack, stack.shape, base.dtype, base.device)
+
+
+def reshape_node(node: Node, shape: tuple[int, ...]) -> Node:
+    """``view_node(node, lambda st: st.reshape(shape))`` for a checked ``shape`` of ``node``'s numel.
+
+    A node that is no view (a buffer, an op's result) gets the row-major stack of ``shape`` from
+    ``_reshape_stack``'s cache: a row-major view of a whole buffer is never a window of it
+    (``_window_of_buffer`` gives None where the alias would span the buffer), so the result is
+    ``view_node``'s, without its edits and its extent walk. A layer's reshapes of its operands
+    and of their statistics are mostly of this kind.
+    """
+    if node.op == _VIEW:
+        return view_node(node, lambda st: st.reshape(shape))
+    if shape == node.shape:
+        return node
+    stack = _reshape_stack(node.shape, shape)
+    return Node(_VIEW, (node,), stack, shape, node.dtype, node.device)
 
 
 def _window_of_buffer(base: Node, stack: ViewStack) -> Node | None:
@@ -327,6 +353,10 @@ def elementwise(name: str, operands: list, device=None) -> Node:
         compute, out_dtype = _elementwise_dtypes(name, tuple(kinds[1:]))
     else:
         compute, out_dtype = _elementwise_dtypes(name, tuple(kinds))
+    if len(operands) == 2 and not same and not condition and type(operands[0]) is type(operands[1]) is Node:
+        _broadcast_kinds[(name, *kinds[0], *kinds[1])] = (Elementwise(opdef, compute), out_dtype)
+    elif len(operands) == 1 and type(operands[0]) is Node:
+        _unary_kinds[(name, *kinds[0])] = (Elementwise(opdef, compute), out_dtype)
     if len(operands) == 2 and same and not condition:
         x, y = operands
         first = type(x) is Node
@@ -375,11 +405,17 @@ SCALAR_TYPES = frozenset((bool, int, float))  # the Python numbers an op takes a
 # (name, dtype of the tensor, whether it has dims, dtype or Python type of the other operand, which is first)
 # -> (Elementwise arg, result dtype): what ``elementwise`` decided for a binary op of those kinds.
 _binary_kinds: dict[tuple, tuple] = {}
+# (name, dtype and whether it has dims of each operand) -> the same, for two tensors of different
+# shapes on one device (a broadcast: a layer's per-channel statistics and parameters), and of one tensor.
+_broadcast_kinds: dict[tuple, tuple] = {}
+_unary_kinds: dict[tuple, tuple] = {}
 
 
 def forget_promotion_decisions() -> None:
     """Drop the cached promotion decisions: they depend on the default float, which just changed."""
     _binary_kinds.clear()
+    _broadcast_kinds.clear()
+    _unary_kinds.clear()
     _elementwise_dtypes.cache_clear()
 
 
@@ -398,8 +434,10 @@ def binary_fast(name: str, x, y) -> Node | None:
         return None
     shape, dev = tensor.shape, tensor.device
     if type(other) is Node:
-        if other.shape != shape or other.device is not dev:
+        if other.device is not dev:
             return None
+        if other.shape != shape:
+            return _broadcast_fast(name, x, y)
         kind = other.dtype
     elif type(other) in SCALAR_TYPES:
         kind = type(other)
@@ -412,6 +450,33 @@ def binary_fast(name: str, x, y) -> Node | None:
     if kind.__class__ is type:  # a Python scalar: a broadcast constant of the compute dtype
         other = const_node(_scalar_operand(other, arg.compute, name, 1 if first else 0), arg.compute, shape, dev, name)
     return Node(_ELEMENTWISE, (tensor, other) if first else (other, tensor), arg, shape, out_dtype, dev)
+
+
+def _broadcast_fast(name: str, x: Node, y: Node) -> Node | None:
+    """``elementwise`` of two tensors of different shapes on one device, whose kinds were met
+    before and whose shapes broadcast (None: anything else, for the general path, which raises):
+    the general path's nodes, each operand expanded by ``expand_to``."""
+    decided = _broadcast_kinds.get((name, x.dtype, x.shape != (), y.dtype, y.shape != ()))
+    if decided is None:
+        return None
+    try:
+        shape = _broadcast_shape((x.shape, y.shape))
+    except TypeError:  # a shape given as a list
+        return None
+    if shape is None:
+        return None
+    arg, out_dtype = decided
+    srcs = (x if x.shape == shape else expand_to(x, shape), y if y.shape == shape else expand_to(y, shape))
+    return Node(_ELEMENTWISE, srcs, arg, shape, out_dtype, x.device)
+
+
+def unary_fast(name: str, x: Node) -> Node | None:
+    """``elementwise`` of one tensor whose kind was met before (None: for the general path)."""
+    decided = _unary_kinds.get((name, x.dtype, x.shape != ()))
+    if decided is None:
+        return None
+    arg, out_dtype = decided
+    return Node(_ELEMENTWISE, (x,), arg, x.shape, out_dtype, x.device)
 
 
 def _promotion_kind(operand) -> tuple | type:

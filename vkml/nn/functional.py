@@ -21,6 +21,7 @@ from ..frontend import operators as functions
 from ..frontend import random as vkrandom
 from ..frontend import shape as shape_ops
 from ..frontend.dtype_info import scalar_type_name
+from ..graph import build as lazy
 from ..ir import types as T
 from ..schedule import checks
 from ..schedule import scheduler as _scheduler
@@ -191,14 +192,22 @@ def _checked_hits(op: str, indices, size: int, dim: int, message, error=IndexErr
     capturing = _scheduler.recorder is not None
     if indices.numel() == 0 or (key in _indices_passed.get(node, ()) and not capturing):
         return hits
-    flat = indices.reshape(-1)
-    n = flat.shape[0]
-    positions = _class_indices(n, flat.device)  # 0 .. n-1, made once per length
-    bad = functions.logical_not((flat >= 0) & (flat < size))
+    # The check's ops, built on nodes: integer and bool values that nothing records or writes to,
+    # node for node those of ``indices.reshape(-1)``, ``>=``, ``&``, ``where``, ``amin`` ... (a dozen
+    # ops at each loss call, on each batch's new targets).
+    n = indices.numel()
+    flat = node if node.shape == (n,) else lazy.reshape_node(node, (n,))
+    positions = _class_indices(n, node.device).node  # 0 .. n-1, made once per length
+
+    def op(name, *operands):
+        return lazy.elementwise(name, list(operands))
+
+    bad = op("logical_not", op("bitwise_and", op("ge", flat, 0), op("lt", flat, size)))
     if ignore_index is not None:
-        bad = bad & (flat != ignore_index)
-    first = functions.where(bad, positions, n).amin()
-    value = functions.where(positions == first, flat, 0).sum()
+        bad = op("bitwise_and", bad, op("ne", flat, ignore_index))
+    first = lazy.reduce("amin", op("where", bad, positions, n), None, False)
+    value = functions._wrap(lazy.reduce("sum", op("where", op("eq", positions, first), flat, 0), None, False))
+    first = functions._wrap(first)
     called = f" (called at {checks.user_line()})"
     remember = weakref.ref(node) if node.realized and not capturing else None
 

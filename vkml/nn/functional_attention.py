@@ -15,6 +15,7 @@ backward (the same formulas as tensor ops).
 
 from __future__ import annotations
 
+import functools
 import math
 import weakref
 from dataclasses import dataclass
@@ -42,10 +43,11 @@ from ..runtime.base import Dispatch
 
 def _check_inputs(query, key, value, attn_mask, dropout_p: float, is_causal: bool, enable_gqa: bool) -> None:
     op = "scaled_dot_product_attention"
-    if query.ndim < 2 or key.ndim < 2 or value.ndim < 2:
+    qs, ks, vs = query.shape, key.shape, value.shape  # each read makes a Size: read once
+    if len(qs) < 2 or len(ks) < 2 or len(vs) < 2:
         raise RuntimeError(
             f"'{op}': expected query, key, and value to all be at least 2 dimensional, got query.dim: "
-            f"{query.ndim} key.dim: {key.ndim} and value.dim: {value.ndim}"
+            f"{len(qs)} key.dim: {len(ks)} and value.dim: {len(vs)}"
         )
     operands = [query, key, value] + ([attn_mask] if attn_mask is not None else [])
     lazy.check_devices(op, [t.node for t in operands])  # the fused kernel reads them all in one dispatch
@@ -54,14 +56,13 @@ def _check_inputs(query, key, value, attn_mask, dropout_p: float, is_causal: boo
             f"'{op}': expected query, key, and value to have the same float dtype, got query.dtype: "
             f"{query.dtype.name}, key.dtype: {key.dtype.name}, and value.dtype: {value.dtype.name}"
         )
-    if key.shape[-1] != query.shape[-1]:
+    if ks[-1] != qs[-1]:
         raise RuntimeError(
-            f"'{op}': query and key must have the same last dim (embedding size), got shapes "
-            f"{query.shape} and {key.shape}"
+            f"'{op}': query and key must have the same last dim (embedding size), got shapes {qs} and {ks}"
         )
-    if key.shape[-2] != value.shape[-2]:
+    if ks[-2] != vs[-2]:
         raise RuntimeError(
-            f"'{op}': key and value must have the same sequence length (dim -2), got shapes {key.shape} and {value.shape}"
+            f"'{op}': key and value must have the same sequence length (dim -2), got shapes {ks} and {vs}"
         )
     if not 0.0 <= dropout_p <= 1.0:
         raise ValueError(f"'{op}': dropout_p must be in [0, 1], got {dropout_p}")
@@ -73,25 +74,20 @@ def _check_inputs(query, key, value, attn_mask, dropout_p: float, is_causal: boo
             f"{attn_mask.dtype.name} and query.dtype: {query.dtype.name}"
         )
     if enable_gqa:
-        if query.ndim < 3 or key.ndim < 3 or value.ndim < 3:
+        if len(qs) < 3 or len(ks) < 3 or len(vs) < 3:
             raise RuntimeError(f"'{op}': enable_gqa=True needs a heads dim (-3) on query, key and value")
-        heads = query.shape[-3]
-        if heads % key.shape[-3] or heads % value.shape[-3]:
+        heads = qs[-3]
+        if heads % ks[-3] or heads % vs[-3]:
             raise RuntimeError(
-                f"'{op}': number of heads in key ({key.shape[-3]}) and value ({value.shape[-3]}) must divide "
+                f"'{op}': number of heads in key ({ks[-3]}) and value ({vs[-3]}) must divide "
                 f"the number of heads in query ({heads})"
             )
 
-    def batch_of(t) -> tuple:  # with enable_gqa, key and value heads are repeated to query's count
-        return t.shape[:-3] + (query.shape[-3],) if enable_gqa else t.shape[:-2]
-
-    try:
-        batch = np.broadcast_shapes(query.shape[:-2], batch_of(key), batch_of(value))
+    try:  # with enable_gqa, key and value heads are repeated to query's count
+        batch = _broadcast_batch(qs, ks, vs, enable_gqa)
     except ValueError:
-        raise RuntimeError(
-            f"'{op}': batch dims of query {query.shape}, key {key.shape} and value {value.shape} do not broadcast"
-        ) from None
-    scores = (*batch, query.shape[-2], key.shape[-2])
+        raise RuntimeError(f"'{op}': batch dims of query {qs}, key {ks} and value {vs} do not broadcast") from None
+    scores = (*batch, qs[-2], ks[-2])
     if attn_mask is not None and not _broadcasts_to(attn_mask.shape, scores):
         raise RuntimeError(f"'{op}': attn_mask of shape {attn_mask.shape} does not broadcast to the scores' {scores}")
 
@@ -246,10 +242,17 @@ def _fuses(query, key, value, attn_mask, dropout_p: float, enable_gqa: bool) -> 
 
 
 def _batch_shape(query, key, value, enable_gqa: bool) -> tuple:
-    def batch_of(t) -> tuple:
-        return t.shape[:-3] + (query.shape[-3],) if enable_gqa else t.shape[:-2]
+    return _broadcast_batch(query.node.shape, key.node.shape, value.node.shape, enable_gqa)
 
-    return tuple(np.broadcast_shapes(query.shape[:-2], batch_of(key), batch_of(value)))
+
+@functools.lru_cache(maxsize=256)
+def _broadcast_batch(query: tuple, key: tuple, value: tuple, enable_gqa: bool) -> tuple:
+    """The batch dims of attention over operands of these shapes (``_check_inputs`` checked they broadcast)."""
+
+    def batch_of(shape) -> tuple:
+        return shape[:-3] + (query[-3],) if enable_gqa else shape[:-2]
+
+    return tuple(np.broadcast_shapes(query[:-2], batch_of(key), batch_of(value)))
 
 
 def _operand(shape: tuple, batch: tuple, gqa: bool = False) -> fused.Operand:
@@ -311,7 +314,36 @@ class _Replay:
         return self.words
 
 
+# (operands' shapes and dtypes, the mask's, the options the code depends on, device) -> AttentionShape:
+# a model calls attention with few shapes, and each call needs it (forward, backward, whether it fuses)
+_SHAPES: dict[tuple, fused.AttentionShape] = {}
+_SHAPES_ENTRIES = 256
+
+
 def _attention_shape(query, key, value, attn_mask, options: _Options) -> fused.AttentionShape:
+    """What the fused kernels' code depends on, for these operands (``_attention_shape_of``'s, cached)."""
+    q, k, v = query.node, key.node, value.node
+    mask = None if attn_mask is None else attn_mask.node
+    cache_key = (
+        q.shape,
+        k.shape,
+        v.shape,
+        q.dtype,
+        None if mask is None else (mask.shape, mask.dtype),
+        options.is_causal,
+        options.enable_gqa,
+        options.words is not None,
+        q.device,
+    )
+    found = _SHAPES.get(cache_key)
+    if found is None:
+        if len(_SHAPES) >= _SHAPES_ENTRIES:
+            _SHAPES.clear()
+        found = _SHAPES[cache_key] = _attention_shape_of(query, key, value, attn_mask, options)
+    return found
+
+
+def _attention_shape_of(query, key, value, attn_mask, options: _Options) -> fused.AttentionShape:
     """What the fused kernels' code depends on, for these operands."""
     is_causal, enable_gqa = options.is_causal, options.enable_gqa
     batch = _batch_shape(query, key, value, enable_gqa)

@@ -14,6 +14,7 @@ Gradients come from the ops used, so both are differentiable in input and weight
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -53,17 +54,25 @@ def _window_views(x, kernel, stride, dilation, out_size) -> list:
     (i, j) of output position (a, b). Each is a view (no copy), so an elementwise fold over them
     is one kernel.
     """
-    spatial = len(kernel)
-    lead = x.ndim - spatial
-    views = []
+    lead = x.ndim - len(kernel)
+    return [
+        functions._slice(x, *box)
+        for box in _window_slices(tuple(x.shape), lead, *map(tuple, (kernel, stride, dilation, out_size)))
+    ]
+
+
+@functools.lru_cache(maxsize=256)
+def _window_slices(shape: tuple, lead: int, kernel: tuple, stride: tuple, dilation: tuple, out_size: tuple) -> tuple:
+    """The (starts, stops, steps) of each of ``_window_views``' slices, in its order."""
+    boxes = []
     for offsets in np.ndindex(*kernel):
         starts = [0] * lead + [o * d for o, d in zip(offsets, dilation)]
-        stops = list(x.shape[:lead]) + [
+        stops = list(shape[:lead]) + [
             o * d + (n - 1) * s + 1 for o, d, n, s in zip(offsets, dilation, out_size, stride)
         ]
         steps = [1] * lead + list(stride)
-        views.append(functions._slice(x, tuple(starts), tuple(stops), tuple(steps)))
-    return views
+        boxes.append((tuple(starts), tuple(stops), tuple(steps)))
+    return tuple(boxes)
 
 
 def _windows(x, kernel, stride, dilation, out_size, dim: int):
@@ -182,20 +191,31 @@ def _columns_matrix(x, kernel, stride, dilation):
     16-bit patterns (an int16 ``x·1``: the same bits, the pad's +0.0 included), not through float32 and a
     software rounding back; any other x as ``x·1.0`` (x for every value, signed zeros and NaN included).
     The gradient (``_columns_matrix_grad``) folds the windows back, taps in ascending order."""
+    # Built on nodes: the views and the copy of the public ops (permute, window, mul, reshape), node
+    # for node the graph those build, without a handle, a storage link and a grad check per step
+    # (nothing here is recorded: autograd sees this function as one op, and its temporaries are
+    # never written to).
     n = len(kernel)
-    first = functions.permute(x, 1, 0, *range(2, n + 2))  # (C, N, *spatial): a view
-    cols = _window_ops.window(first, tuple(range(2, 2 + n)), kernel, stride, dilation)
-    cols = functions.permute(cols, 0, *range(2 + n, 2 + 2 * n), 1, *range(2, 2 + n))  # (C, *kernel, N, *out)
-    if x.dtype in (T.float16, T.bfloat16):
-        cols = functions._wrap(lazy.bitcast_node(functions.mul(_bits16(cols), 1).node, x.dtype))
+    node = x.node
+    first = lazy.view_node(node, lambda st: st.permute((1, 0, *range(2, n + 2))))  # (C, N, *spatial)
+    dims = tuple(range(2, 2 + n))
+
+    def windows(stack):
+        for d, k, s, dl in zip(dims, kernel, stride, dilation):
+            stack = stack.window(d, k, s, dl)
+        return stack
+
+    cols = lazy.view_node(first, windows)
+    order = (0, *range(2 + n, 2 + 2 * n), 1, *range(2, 2 + n))
+    cols = lazy.view_node(cols, lambda st: st.permute(order))  # (C, *kernel, N, *out)
+    if node.dtype in (T.float16, T.bfloat16):
+        cols = lazy.bitcast_node(lazy.elementwise("mul", [lazy.bitcast_node(cols, T.int16), 1]), node.dtype)
     else:
-        cols = functions.mul(cols, 1.0)
-    return functions.reshape(cols, x.shape[1] * math.prod(kernel), -1)
-
-
-def _bits16(t):
-    """``t``'s 16-bit float patterns as int16 (a bit view: no copy, no gradient)."""
-    return functions._wrap(lazy.bitcast_node(t.node, T.int16))
+        cols = lazy.elementwise("mul", [cols, 1.0])
+    rows = node.shape[1] * math.prod(kernel)
+    if not rows:  # reshape's error for a -1 beside a 0
+        return functions.reshape(functions._wrap(cols), rows, -1)
+    return functions._wrap(lazy.reshape_node(cols, (rows, math.prod(cols.shape) // rows)))
 
 
 def _columns_matrix_grad(c):
@@ -405,11 +425,27 @@ def _max_pool_values(x, kernel, stride, dilation, out_size):
     strided view of ``x`` (stacking them and reducing the short last dim wrote every window, then
     ran a row per output). Its gradient (``_max_pool_grad``) is not the fold's chain of selects,
     two kernels a tap."""
-    taps = _window_views(x, kernel, stride, dilation, out_size)
-    out = taps[0]
-    for tap in taps[1:]:
-        out = functions._elementwise("max_pool_step", out, tap)
-    return out
+    # On nodes: ``_window_views``' slices and the fold's ops build these nodes, one by one, without a
+    # handle, a storage link and a grad check per tap (autograd sees this function as one op).
+    node = x.node
+    base, stack = lazy.view_base(node)
+    boxes = _window_slices(node.shape, len(node.shape) - len(kernel), *map(tuple, (kernel, stride, dilation, out_size)))
+    key = (stack, boxes)
+    stacks = _TAP_STACKS.get(key)
+    if stacks is None:
+        if len(_TAP_STACKS) >= 256:
+            _TAP_STACKS.clear()
+        stacks = _TAP_STACKS[key] = [stack.slice(*box) for box in boxes]
+    out = None
+    for tap_stack in stacks:
+        tap = lazy.view_of(base, tap_stack)
+        out = tap if out is None else lazy.elementwise("max_pool_step", [out, tap])
+    return functions._wrap(out)
+
+
+# (ViewStack of the padded input, the taps' slices) -> each tap's ViewStack (immutable: shared). A
+# network pools few shapes; the slices of a masked (padded) view are most of a pooling's build.
+_TAP_STACKS: dict[tuple, list] = {}
 
 
 def _max_pool_grad(c):

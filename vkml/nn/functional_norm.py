@@ -36,16 +36,22 @@ def _normalized(x, dims, eps):
 
 def _mean(x, dims):
     """``x.mean(dims, keepdim=True)``; over (N, *spatial) of an (N, C, *spatial) ``x`` (batch norm's
-    statistics) as two sums: each sample's channel row over its positions (contiguous rows), then
-    those N sums in turn over the batch, each over ``sum``'s tree. A GPU reads the rows at memory
-    speed where one reduction over (N, *spatial) strides across the channels (docs/ops/batch_norm.md
-    states the order)."""
+    statistics) as ``_channel_mean``'s two sums."""
     if x.ndim < 3 or tuple(dims) != (0, *range(2, x.ndim)):
         return x.mean(dims, keepdim=True)
+    return _channel_mean(x)[0]
+
+
+def _channel_mean(x):
+    """The mean of each channel of an (N, C, *spatial) ``x``, as (1, C, 1, ...) and as (C,) (one
+    node: the first is a view of the second), as two sums: each sample's channel row over its
+    positions (contiguous rows), then those N sums in turn over the batch, each over ``sum``'s
+    tree. A GPU reads the rows at memory speed where one reduction over (N, *spatial) strides
+    across the channels (docs/ops/batch_norm.md states the order)."""
     batch, channels = x.shape[0], x.shape[1]
     rows = functions.reshape(x, batch, channels, -1).sum(-1)  # (N, C)
-    total = rows.sum(0)
-    return functions.reshape(total / (x.numel() // channels), 1, channels, *([1] * (x.ndim - 2)))
+    flat = rows.sum(0) / (x.numel() // channels)
+    return functions.reshape(flat, 1, channels, *([1] * (x.ndim - 2))), flat
 
 
 def _channel_shape(input):
@@ -63,7 +69,10 @@ def _affine(out, weight, bias, shape):
 def _update(buffer, value, momentum: float) -> None:
     """buffer <- (1 - momentum) · buffer + momentum · value, in place and outside autograd."""
     with autograd.no_grad():
-        buffer.copy_(buffer * (1.0 - momentum) + value.detach().to(buffer.dtype) * momentum)
+        value = value.detach()
+        if value.dtype is not buffer.dtype:
+            value = value.to(buffer.dtype)
+        buffer.copy_(buffer * (1.0 - momentum) + value * momentum)
     autograd.realize_at_next_step(buffer)  # else a loop that never reads it keeps every batch alive
 
 
@@ -101,11 +110,19 @@ def batch_norm(
             raise ValueError(
                 f"'batch_norm': Expected more than 1 value per channel when training, got input size {input.shape}"
             )
-        out, mean, var = _normalized(x, dims, eps)
+        if input.ndim < 3:
+            out, mean, var = _normalized(x, dims, eps)
+            mean, var = functions.reshape(mean, channels), functions.reshape(var, channels)
+        else:  # _normalized's ops, with each statistic's (C,) node at hand for the updates
+            mean, flat_mean = _channel_mean(x)
+            centred = x - mean
+            var, flat_var = _channel_mean(centred * centred)
+            out = centred * functions.rsqrt(var + eps)
+            mean, var = flat_mean, flat_var
         if running_mean is not None:
-            _update(running_mean, functions.reshape(mean, channels), momentum)
+            _update(running_mean, mean, momentum)
         if running_var is not None:
-            _update(running_var, functions.reshape(var, channels) * (count / (count - 1)), momentum)
+            _update(running_var, var * (count / (count - 1)), momentum)
     else:
         if running_mean is None or running_var is None:
             raise RuntimeError("'batch_norm': running_mean and running_var must be defined in evaluation mode")

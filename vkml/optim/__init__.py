@@ -9,6 +9,7 @@
 
 from . import lr_scheduler, swa_utils
 from .adadelta import Adadelta
+from .adafactor import Adafactor
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
 from .adam_variants import Adamax, NAdam, RAdam
@@ -26,6 +27,7 @@ __all__ = [
     "RMSprop",
     "Adagrad",
     "Adadelta",
+    "Adafactor",
     "Adamax",
     "NAdam",
     "RAdam",

@@ -1,11 +1,13 @@
 """``torch.nn.utils``'s helpers: gradient clipping, parameters as one flat vector, ``rnn`` (padding and packing)."""
 
-from . import rnn
+from . import parametrizations, parametrize, rnn
 from .clip_grad import clip_grad_norm, clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_, get_total_norm
 from .convert_parameters import parameters_to_vector, vector_to_parameters
 from .weight_norms import remove_spectral_norm, remove_weight_norm, spectral_norm, weight_norm
 
 __all__ = [
+    "parametrizations",
+    "parametrize",
     "rnn",
     "clip_grad_norm",
     "clip_grad_norm_",

@@ -8,8 +8,9 @@ for a batch of timesteps by ``gather`` and reshaped to broadcast; ``torch.randin
 ``torch.randn_like`` noise; ``nn.Upsample`` and ``F.interpolate`` (nearest), a strided-conv
 downsample and skip connections joined by ``torch.cat``; ``F.mse_loss``; AdamW with
 ``clip_grad_norm_``; an EMA copy made by ``copy.deepcopy`` with ``requires_grad_(False)``, updated
-under ``torch.no_grad()`` by ``lerp_`` (parameters) and ``mul_``/``add_`` (a second, hand-written
-EMA), and ancestral sampling with the EMA model.
+under ``torch.no_grad()`` by ``torch._foreach_lerp_`` (as timm and diffusers do) and ``copy_``
+(buffers), a second, hand-written EMA by ``mul_``/``add_``, and ancestral sampling with the EMA
+model.
 
 The comparison with PyTorch draws timesteps and noise from numpy (``FIXED_NOISE``), since the two
 libraries' generators differ; run as written the program draws them with ``randint``/``randn_like``.
@@ -161,8 +162,8 @@ def make_images(n=16, seed=0):
 
 @torch.no_grad()
 def update_ema(ema_model, model, decay):
-    for ema_p, p in zip(ema_model.parameters(), model.parameters()):
-        ema_p.lerp_(p, 1.0 - decay)
+    ema_params, params = list(ema_model.parameters()), list(model.parameters())
+    torch._foreach_lerp_(ema_params, params, 1.0 - decay)
     for ema_b, b in zip(ema_model.buffers(), model.buffers()):
         ema_b.copy_(b)
 

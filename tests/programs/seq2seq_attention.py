@@ -141,7 +141,9 @@ def train(model, steps=5):
         seq_len = trg.size(1)
         token_accuracy = (predicted[:, :seq_len] == trg)[trg != PAD].float().mean().item()
         padded_attention = attention[
-            ~(torch.arange(src.size(1))[None, :] < lengths[:, None]).unsqueeze(1).expand_as(attention)
+            ~(torch.arange(src.size(1), device=src.device)[None, :] < lengths[:, None])
+            .unsqueeze(1)
+            .expand_as(attention)
         ]
     return {
         "losses": losses,

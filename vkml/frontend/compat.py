@@ -157,3 +157,66 @@ def compile(
         return model(*args, **kwargs)
 
     return compiled
+
+
+# The scaled_dot_product_attention backends PyTorch programs switch (torch.backends.cuda's enable_*_sdp,
+# sdp_kernel, and torch.nn.attention.sdpa_kernel, which vkml/nn/attention.py builds on these flags).
+# vkml has one attention implementation, its fused kernel (docs/ops/scaled_dot_product_attention.md),
+# and runs it while any of flash, memory-efficient, math or cuDNN is enabled, with the same bits under
+# each; with none enabled the call raises PyTorch's "No viable backend" RuntimeError.
+SDP_BACKENDS = ("flash", "mem_efficient", "math", "cudnn")
+sdp_enabled = dict.fromkeys(SDP_BACKENDS, True)
+
+
+def _sdp_switches(backend: str):
+    def enable(enabled: bool) -> None:
+        sdp_enabled[backend] = bool(enabled)
+
+    def is_enabled() -> bool:
+        return sdp_enabled[backend]
+
+    enable.__name__, is_enabled.__name__ = f"enable_{backend}_sdp", f"{backend}_sdp_enabled"
+    enable.__doc__ = f"Allow or forbid the {backend} scaled_dot_product_attention backend (PyTorch's switch)."
+    is_enabled.__doc__ = f"Whether the {backend} scaled_dot_product_attention backend is allowed."
+    return enable, is_enabled
+
+
+for _backend in SDP_BACKENDS:
+    _enable, _is_enabled = _sdp_switches(_backend)
+    setattr(backends.cuda, _enable.__name__, _enable)
+    setattr(backends.cuda, _is_enabled.__name__, _is_enabled)
+
+
+class _SdpKernel:
+    """``vkml.backends.cuda.sdp_kernel(...)``: the enabled backends for a ``with`` block (deprecated, as in PyTorch)."""
+
+    def __init__(self, enable_flash=True, enable_math=True, enable_mem_efficient=True, enable_cudnn=True):
+        warnings.warn(
+            "`torch.backends.cuda.sdp_kernel()` is deprecated. In the future, this context manager will be removed. "
+            "Please see `torch.nn.attention.sdpa_kernel()` for the new context manager, with updated signature.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        self._wanted = {"flash": enable_flash, "math": enable_math, "mem_efficient": enable_mem_efficient}
+        self._wanted["cudnn"] = enable_cudnn
+        self._saved = None
+
+    def __enter__(self):
+        self._saved = dict(sdp_enabled)
+        sdp_enabled.update((k, bool(v)) for k, v in self._wanted.items())
+        return self
+
+    def __exit__(self, *exc) -> None:
+        sdp_enabled.update(self._saved)
+
+
+backends.cuda.sdp_kernel = _SdpKernel
+
+
+def check_sdp_backend() -> None:
+    """PyTorch's error when every scaled_dot_product_attention backend is switched off."""
+    if not any(sdp_enabled.values()):
+        raise RuntimeError(
+            "No viable backend for scaled_dot_product_attention was found. This is likely due to turning off "
+            "every backend (flash, memory-efficient, math and cuDNN) with sdpa_kernel or the enable_*_sdp switches."
+        )

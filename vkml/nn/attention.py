@@ -273,3 +273,7 @@ class MultiheadAttention(Module):
             weights = None
         out = self.out_proj(out)
         return functions.reshape(out, tgt_len, bsz, embed_dim), weights
+
+
+# torch.nn.attention's backend choice lives beside the layer in torch's namespace (vkml/nn/sdpa_backends.py).
+from .sdpa_backends import WARN_FOR_UNFUSED_KERNELS, SDPBackend, sdpa_kernel  # noqa: E402, F401

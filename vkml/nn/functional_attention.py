@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..dsl.kernel import KernelCall, KernelOutput
-from ..frontend import creation
+from ..frontend import compat, creation
 from ..frontend import operators as functions
 from ..frontend import random as vkrandom
 from ..frontend.autograd import is_grad_enabled
@@ -147,6 +147,9 @@ def scaled_dot_product_attention(
     float mask that requires grad, head sizes whose tiles exceed the device's shared memory, and
     tensors of 2^31 elements or more take the composite path (scores in memory); inputs whose
     batch dims broadcast (GQA's fewer key/value heads aside) take a composite backward.
+    ``torch.nn.attention.sdpa_kernel`` and ``backends.cuda.enable_*_sdp`` choose nothing here: any of
+    the flash, memory-efficient, math and cuDNN backends runs this path, with the same bits; none
+    enabled is PyTorch's "No viable backend" RuntimeError.
 
     Precision: the fused kernel computes in float32 whatever the input dtype (float16 and
     bfloat16 are rounded once, at the output): scores as ascending-order dot products times
@@ -177,6 +180,7 @@ def scaled_dot_product_attention(
     (2, 3)
     """
     _check_inputs(query, key, value, attn_mask, dropout_p, is_causal, enable_gqa)
+    compat.check_sdp_backend()  # sdpa_kernel / enable_*_sdp left no backend on
     scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
     if _fuses(query, key, value, attn_mask, dropout_p, enable_gqa):
         words = vkrandom.default_generator.next_key() if dropout_p > 0.0 else None  # keep_mask's draw

@@ -52,7 +52,7 @@ backends.cudnn = _Settings(enabled=True, benchmark=False, deterministic=False, a
 backends.cuda = _Settings(
     matmul=_MatmulSettings(),
     # which scaled_dot_product_attention implementations may run (vkml/frontend/sdpa_backends.py)
-    **{name: getattr(sdpa_backends, name) for name in sdpa_backends.__all__ if name != "SDPBackend"},
+    **{name: getattr(sdpa_backends, name) for name in sdpa_backends.__all__ if name[0].islower()},
 )
 backends.mps = _Settings(is_available=_mps_unavailable, is_built=_mps_unavailable)
 

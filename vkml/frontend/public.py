@@ -54,6 +54,7 @@ MODULES = (
     "windows",
     "poisson",
     "runtime_names",
+    "foreach",
 )
 
 

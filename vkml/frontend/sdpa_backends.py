@@ -28,6 +28,7 @@ from collections.abc import Iterable
 
 __all__ = [
     "SDPBackend",
+    "WARN_FOR_UNFUSED_KERNELS",
     "sdpa_kernel",
     "enable_flash_sdp",
     "flash_sdp_enabled",
@@ -40,6 +41,9 @@ __all__ = [
     "sdp_kernel",
     "is_flash_attention_available",
 ]
+
+
+WARN_FOR_UNFUSED_KERNELS = False  # torch.nn.attention's flag: PyTorch warns why a fused kernel was not taken
 
 
 class SDPBackend(enum.IntEnum):

@@ -18,7 +18,7 @@ import math
 from ..frontend import creation
 from ..frontend import operators as functions
 from ..frontend import random as vkrandom
-from ..frontend.sdpa_backends import SDPBackend, sdpa_kernel  # noqa: F401  (torch.nn.attention's names)
+from ..frontend.sdpa_backends import WARN_FOR_UNFUSED_KERNELS, SDPBackend, sdpa_kernel  # noqa: F401  (torch.nn.attention's names)
 from ..ir import types as T
 from . import functional as F
 from . import init

@@ -176,6 +176,7 @@ class Plan:
                 if node_op == Op.KERNEL or s_op == Op.KERNEL:  # a user's @vkml.kernel reads and writes whole buffers
                     if not s.realized:
                         self._make_root(s)
+                    loads.add(s_id)
                     continue
                 if s_op == Op.CONST:
                     continue
@@ -187,6 +188,7 @@ class Plan:
                         stack.append(s)
                     else:
                         self._make_root(s)
+                        loads.add(s_id)  # read as a buffer like any other root: counted against the cap
                     continue
                 if node_op == Op.MATMUL:  # operand elements are loaded many times: compute them once
                     for operand in kernels_matmul.computed_operands(s, self._is_loaded):

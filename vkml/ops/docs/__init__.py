@@ -6,11 +6,39 @@ tools/gen_op_docs.py renders docs/ops/ from these and from ``REGISTRY``; nothing
 
 from __future__ import annotations
 
-from . import core, fft, indexing, layers, layers_more, legacy, linalg, shape, sorting, sparse, spatial, statistics
+from . import (
+    core,
+    fft,
+    foreach,
+    indexing,
+    layers,
+    layers_more,
+    legacy,
+    linalg,
+    shape,
+    sorting,
+    sparse,
+    spatial,
+    statistics,
+)
 from .page import OpDoc
 
 PAGES: dict[str, OpDoc] = {}
-for _family in (core, shape, statistics, sorting, layers, indexing, spatial, layers_more, linalg, legacy, sparse, fft):
+for _family in (
+    core,
+    shape,
+    statistics,
+    sorting,
+    layers,
+    indexing,
+    spatial,
+    layers_more,
+    linalg,
+    legacy,
+    sparse,
+    fft,
+    foreach,
+):
     for _name, _doc in _family.PAGES.items():
         if _name in PAGES:
             raise ValueError(f"{_name!r} has two pages ({_family.__name__} and another family)")

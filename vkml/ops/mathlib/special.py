@@ -1,13 +1,15 @@
 """Activation functions: sigmoid, tanh, softplus, erf, gelu (erf form), gelu_tanh.
 
 Each is evaluated as a double-float up to one final rounding, so the error stays well inside
-the 2-ulp contract (measured worst case 1 ulp). Where a result can be tiny the work is done on
+the 2-ulp contract (measured worst case 1 ulp); sigmoid and tanh divide with ``_quotient``,
+whose exact products come from 12-bit halves (an integer mask) rather than Dekker's splits. Where a result can be tiny the work is done on
 an unscaled mantissa and scaled by 2^k at the end (``scale``), so subnormal results are
 rounded once; "ulp" below is the float32 ulp of the correctly rounded result, and for
 subnormal results (|f| < 2^-126) the bound is absolute: 1 ulp = 2^-149.
 
 The tails use exact identities rather than cancelling subtractions:
-sigmoid(x) = e^x / (1 + e^x) for x < 0; tanh(x) = expm1(2x) / (expm1(2x) + 2);
+sigmoid(x) = e^x / (1 + e^x) for x < 0; tanh(x) = (1 - e^-2x) / (1 + e^-2x) with 1 - e^-2x
+exact near 0;
 gelu(x) = x + gelu(-x) and gelu_tanh(x) = x + gelu_tanh(-x) for x > 0; and for x < -0.75,
 gelu(x) = exp(-x^2/2) * S(x) with x^2 formed exactly, S smooth (a polynomial in 2/(2+|x|)).
 """
@@ -18,10 +20,21 @@ import numpy as np
 
 from ...ir.builder import eq, isnan, select
 from ...ir.core import Value
-from .bits import ABS_MASK, INF_BITS, SIGN_BIT, f32, float32_only, from_bits, i32, quiet, to_bits
+from .bits import (
+    ABS_MASK,
+    INF_BITS,
+    ROUNDER,
+    SIGN_BIT,
+    f32,
+    float32_only,
+    from_bits,
+    quiet,
+    round_and_pow2,
+    to_bits,
+)
 from .dd import div_dd, fast_two_sum, horner, mul_dd, mul_dd_const, mul_dd_f, scale, two_prod, two_sum
 from .exact import div
-from .explog import exp_parts, log1p_dd, minus_one, reduce_exp
+from .explog import LN2_HI, LN2_HI_LO, LOG2E, exp_parts, log1p_dd, reduce_exp
 
 
 def _hex(*values: str) -> list[float]:
@@ -130,14 +143,44 @@ def _logistic_fraction(n_hi: Value, n_lo: Value, e_hi: Value, e_lo: Value, k: Va
     return div_dd(n_hi, n_lo, d_hi, d_lo + scale(e_lo, k))
 
 
+# 1/d on [1, 2]: a - b*d within 5.9% (relative); one Newton step takes it within 0.35%.
+RECIP_A, RECIP_B = float.fromhex("0x1.69696ap+0"), float.fromhex("0x1.e1e1e2p-2")
+HALF_MASK = 0xFFFFF000  # keeps a float32's sign, exponent and leading 12 significand bits
+
+
+def _halve(v: Value) -> tuple[Value, Value]:
+    """v = hi + lo with hi the leading 12 significand bits (one integer and): the product of two
+    such halves has at most 24 bits, so it is exact. Cheaper than Veltkamp's ``split`` (4 float ops)."""
+    hi = from_bits(to_bits(v) & HALF_MASK)
+    return hi, v - hi
+
+
+def _quotient(n_hi: Value, n_lo: Value, d_hi: Value, d_lo: Value) -> Value:
+    """(n_hi + n_lo) / (d_hi + d_lo) rounded once, for d_hi in [1, 2], |d_lo| <= 2^-23 and
+    |n_lo| <= 2^-20 |n_hi| (error below 0.52 ulp).
+
+    y, the leading 12 bits of an approximate 1/d_hi, is exact in every product with a 12-bit
+    half, so the residual rho = 1 - d*y (|rho| < 2^-7.6) is formed to 2^-32 without Dekker's
+    products; 1/d = y * (1 + rho + rho^2 + rho^3) to 2^-30. The quotient is the exact product of
+    n_hi's leading half with y plus small corrections, so the one rounding is the last add's.
+    """
+    y = RECIP_A - RECIP_B * d_hi
+    y, _ = _halve(y * (2.0 - d_hi * y))
+    dh, dl = _halve(d_hi)
+    rho = ((1.0 - dh * y) - dl * y) - d_lo * y  # the first two products and the subtraction are exact
+    c = rho * (1.0 + rho * (1.0 + rho))
+    nh, nl = _halve(n_hi)
+    return nh * y + (nl * y + (n_hi * y * c + n_lo * y))
+
+
 @float32_only
 def sigmoid(x: Value) -> Value:
     """The logistic function 1 / (1 + exp(-x)).
 
     Precision: ≤ 2 ulp of the correctly rounded result for every input (measured worst case
-    1 ulp); computed as 1/(1+e^-x) for x >= 0 and e^x/(1+e^x) for x < 0, so the left tail
-    keeps its relative accuracy; where the result is subnormal (x below about -87.3) the ulp
-    is the absolute 2^-149.
+    1 ulp, on every float32 with ``-m exhaustive``); computed as 1/(1+e^-x) for x >= 0 and
+    e^x/(1+e^x) for x < 0, so the left tail keeps its relative accuracy; where the result is
+    subnormal (x below about -87.3) the ulp is the absolute 2^-149.
     Special values: sigmoid(-inf) = 0, sigmoid(+inf) = 1, never NaN for finite input;
     a NaN comes back quieted.
     Divergence from PyTorch: for -103.9 < x < -88.7 the result is the (subnormal) correctly
@@ -145,34 +188,48 @@ def sigmoid(x: Value) -> Value:
 
     Example: ``y = sigmoid(x)``.
     """
-    v = _clamp(-_abs(x), -110.0, 0.0)  # e^-110 is far below the subnormal range
-    e_hi, e_lo, k = _exp_dd(v, f32(0.0))
+    v = -_abs(x)
+    v = select(v > -110.0, v, f32(-110.0))  # NaN too; e^-110 is far below the subnormal range
+    # e^v = (s + tail) * 2^k, k in [-159, 0]: 2^(k + 40) from the rounding add, then 2^-40.
+    k, first = round_and_pow2(v * LOG2E, f32(ROUNDER + 40))
+    r_hi, r_lo = two_sum(v - k * LN2_HI, k * -LN2_HI_LO)  # v - k*LN2_HI is exact
+    e_hi, e_lo = fast_two_sum(*exp_parts(r_hi, r_lo))  # in [0.7, 1.42]
+    p = first * 2.0**-40  # 2^k: subnormal or zero where e^v cannot move 1 + e^v's rounding
+    d_hi, d_lo = fast_two_sum(f32(1.0), e_hi * p)
     negative = x < 0.0
-    n_hi = select(negative, e_hi, f32(1.0))
-    n_lo = select(negative, e_lo, f32(0.0))
-    q, c = _logistic_fraction(n_hi, n_lo, e_hi, e_lo, k)
-    out = scale(q + c, select(negative, k, i32(0)))
+    q = _quotient(select(negative, e_hi, f32(1.0)), select(negative, e_lo, f32(0.0)), d_hi, d_lo + e_lo * p)
+    # x < 0: the quotient times 2^k, exactly, then rounded once more where the result is subnormal.
+    out = select(negative, q * first * 2.0**-40, q)
     return select(isnan(x), quiet(x), out)
 
 
 @float32_only
 def tanh(x: Value) -> Value:
-    """Hyperbolic tangent, as expm1(2|x|) / (expm1(2|x|) + 2) with the sign of x.
+    """Hyperbolic tangent, as (1 - e^-2|x|) / (1 + e^-2|x|) with the sign of x.
 
     Precision: ≤ 2 ulp of the correctly rounded result for every input, relative accuracy
-    included near the zero at 0 and for subnormal x (measured worst case 1 ulp).
+    included near the zero at 0 and for subnormal x (measured worst case 1 ulp, on every
+    float32 with ``-m exhaustive``).
     Special values: tanh(±0) = ±0, tanh(±inf) = ±1, |x| > 9.011 gives ±1; a NaN comes back
     quieted.
 
     Example: ``y = tanh(x)``.
     """
-    a = _clamp(_abs(x), 0.0, 9.5)  # tanh rounds to 1 from 9.011 on
-    k, r_hi, r_lo = reduce_exp(a * 2.0, f32(0.0))
-    s, tail = exp_parts(r_hi, r_lo)
-    m_hi, m_lo = minus_one(s, tail, k)
-    d_hi, d_lo = two_sum(m_hi, f32(2.0))
-    q, c = div_dd(m_hi, m_lo, d_hi, d_lo + m_lo)
-    return select(isnan(x), quiet(x), _with_sign_of(q + c, x))
+    a = _abs(x)
+    v = select(a < 9.5, a, f32(9.5)) * -2.0  # NaN too; tanh rounds to 1 from 9.011 on
+    # e^v = (e_hi + e_lo) * 2^k, k in [-28, 0]. 1 - e^v keeps its relative accuracy near v = 0:
+    # there k = 0, r = v exactly, and e^v's error is that of its r^2 term alone.
+    k, p = round_and_pow2(v * LOG2E, f32(ROUNDER))
+    r_hi, r_lo = two_sum(v - k * LN2_HI, k * -LN2_HI_LO)  # v - k*LN2_HI is exact
+    e_hi, e_lo = fast_two_sum(*exp_parts(r_hi, r_lo))
+    e_hi, e_lo = e_hi * p, e_lo * p  # exact: p = 2^k and e_hi >= 2^-29
+    n_hi, n_lo = fast_two_sum(f32(1.0), -e_hi)
+    n_hi, n_lo = fast_two_sum(n_hi, n_lo - e_lo)  # 1 - e^v, normalised
+    d_hi, d_lo = fast_two_sum(f32(2.0), -n_hi)  # 1 + e^v = 2 - (1 - e^v), in [1, 2]
+    out = _quotient(n_hi, n_lo, d_hi, d_lo - n_lo)
+    # Below 2^-12, tanh(x) = x(1 - x^2/3 ...) is nearer x than half an ulp: x itself, subnormal x too.
+    out = select(a < 2.0**-12, a, out)
+    return select(isnan(x), quiet(x), _with_sign_of(out, x))
 
 
 @float32_only

@@ -31,8 +31,21 @@ from .bits import (
     quiet,
     round_and_pow2,
     to_bits,
+    u32,
 )
-from .dd import div_dd, fast_two_sum, horner, mul_dd, mul_dd_const, mul_dd_f, scale, two_prod, two_sum
+from .dd import (
+    div_dd,
+    fast_two_sum,
+    horner,
+    mul_dd,
+    mul_dd_const,
+    mul_dd_f,
+    normalise_divisor,
+    quotient_parts,
+    scale,
+    two_prod,
+    two_sum,
+)
 from .exact import div
 from .explog import LN2_HI, LN2_HI_LO, LOG2E, exp_parts, log1p_dd, reduce_exp
 
@@ -103,10 +116,11 @@ def _tail_poly(a: Value, center: float, table) -> tuple[Value, Value]:
     """P(2/(2+a) - center) as a double-float, for a >= 0.75 (the erf and gelu tails).
 
     The variable and the first two terms are carried as double-floats: with a rounded
-    variable, or a rounded c0 + c1*u, the sum would lose up to an ulp to cancellation.
+    variable, or a rounded c0 + c1*u, the sum would lose up to an ulp to cancellation. The
+    variable's own error, 2^-33 relative (``quotient_parts``), moves the sum by about 2^-32.
     """
-    d_hi, d_lo = two_sum(a, f32(2.0))
-    t_hi, t_lo = div_dd(f32(2.0), f32(0.0), d_hi, d_lo)
+    d_hi, d_lo, inverse = normalise_divisor(*two_sum(a, f32(2.0)))  # 2 + a = (d_hi + d_lo) / inverse
+    t_hi, t_lo = fast_two_sum(*quotient_parts(inverse * 2.0, f32(0.0), d_hi, d_lo))  # to 2^-33
     u_hi, u_lo = fast_two_sum(t_hi - center, t_lo)  # t_hi - center is exact (Sterbenz) or tiny-error
     (c0_hi, c0_lo), rest = table
     p_hi, p_lo = two_prod(f32(rest[0]), u_hi)
@@ -138,39 +152,18 @@ def _exp_dd(v_hi: Value, v_lo: Value) -> tuple[Value, Value, Value]:
 
 
 def _logistic_fraction(n_hi: Value, n_lo: Value, e_hi: Value, e_lo: Value, k: Value) -> tuple[Value, Value]:
-    """n / (1 + e * 2^k) as a double-float, for e * 2^k <= 1.5 (the sigmoid denominators)."""
+    """n / (1 + e * 2^k) as an unnormalised double-float (``quotient_parts``: 2^-33 relative),
+    for e * 2^k <= 1.5 (gelu_tanh's denominator)."""
     d_hi, d_lo = two_sum(f32(1.0), scale(e_hi, k))
-    return div_dd(n_hi, n_lo, d_hi, d_lo + scale(e_lo, k))
-
-
-# 1/d on [1, 2]: a - b*d within 5.9% (relative); one Newton step takes it within 0.35%.
-RECIP_A, RECIP_B = float.fromhex("0x1.69696ap+0"), float.fromhex("0x1.e1e1e2p-2")
-HALF_MASK = 0xFFFFF000  # keeps a float32's sign, exponent and leading 12 significand bits
-
-
-def _halve(v: Value) -> tuple[Value, Value]:
-    """v = hi + lo with hi the leading 12 significand bits (one integer and): the product of two
-    such halves has at most 24 bits, so it is exact. Cheaper than Veltkamp's ``split`` (4 float ops)."""
-    hi = from_bits(to_bits(v) & HALF_MASK)
-    return hi, v - hi
+    d_hi, d_lo, inverse = normalise_divisor(d_hi, d_lo + scale(e_lo, k))
+    return quotient_parts(n_hi * inverse, n_lo * inverse, d_hi, d_lo)
 
 
 def _quotient(n_hi: Value, n_lo: Value, d_hi: Value, d_lo: Value) -> Value:
-    """(n_hi + n_lo) / (d_hi + d_lo) rounded once, for d_hi in [1, 2], |d_lo| <= 2^-23 and
-    |n_lo| <= 2^-20 |n_hi| (error below 0.52 ulp).
-
-    y, the leading 12 bits of an approximate 1/d_hi, is exact in every product with a 12-bit
-    half, so the residual rho = 1 - d*y (|rho| < 2^-7.6) is formed to 2^-32 without Dekker's
-    products; 1/d = y * (1 + rho + rho^2 + rho^3) to 2^-30. The quotient is the exact product of
-    n_hi's leading half with y plus small corrections, so the one rounding is the last add's.
-    """
-    y = RECIP_A - RECIP_B * d_hi
-    y, _ = _halve(y * (2.0 - d_hi * y))
-    dh, dl = _halve(d_hi)
-    rho = ((1.0 - dh * y) - dl * y) - d_lo * y  # the first two products and the subtraction are exact
-    c = rho * (1.0 + rho * (1.0 + rho))
-    nh, nl = _halve(n_hi)
-    return nh * y + (nl * y + (n_hi * y * c + n_lo * y))
+    """(n_hi + n_lo) / (d_hi + d_lo) rounded once, for d_hi in [1, 2], |d_lo| <= 2^-22 and
+    |n_lo| <= 2^-20 |n_hi|: the pair of ``quotient_parts`` summed (error below 0.52 ulp)."""
+    p, c = quotient_parts(n_hi, n_lo, d_hi, d_lo)
+    return p + c
 
 
 @float32_only
@@ -329,7 +322,9 @@ def gelu(x: Value) -> Value:
     small = h + (l + m_lo)
     # |x| > 0.75: g = gelu(-|x|) = exp(-x^2/2) * S(-|x|); gelu(x) = g for x < 0, x + g for x > 0.
     a = _clamp(_abs(x), SMALL, 15.0)  # gelu(-15) is far below the subnormal range
-    w_hi, w_lo = two_prod(a, a)
+    # x^2 is the small branch's, limited to 15^2 as a is (the tail is not used below 0.75).
+    big = ~(q_hi < 225.0)  # NaN too
+    w_hi, w_lo = select(big, f32(225.0), q_hi), select(big, f32(0.0), q_lo)
     e_hi, e_lo, k = _exp_dd(w_hi * -0.5, w_lo * -0.5)
     s_hi, s_lo = _tail_poly(a, GELU_CENTER, GELU_TAIL)
     g_hi, g_lo = mul_dd(e_hi, e_lo, s_hi, s_lo)
@@ -374,4 +369,10 @@ def gelu_tanh(x: Value) -> Value:
     e_hi, e_lo, k = _exp_dd(v_hi, v_lo)
     n_hi, n_lo = mul_dd_f(e_hi, e_lo, w)
     q, c = _logistic_fraction(n_hi, n_lo, e_hi, e_lo, k)
-    return _finish_gelu(x, None, q, c, k)
+    out = _finish_gelu(x, None, q, c, k)
+    # |x| < 2^-60: x * (1/2 + 0.4x + ...) is x/2 rounded up (the rest is far below half an ulp and
+    # positive, x^2 * 0.4), which only a subnormal x/2 can need: halve x's bits with integer ops,
+    # where the quotient's 12-bit halves would not be exact.
+    b = to_bits(x) & ABS_MASK
+    halved = select(b < 0x01000000, (b + select(x > 0.0, u32(1), u32(0))) >> 1, b - 0x00800000)
+    return select(_abs(x) < 2.0**-60, _with_sign_of(from_bits(halved), x), out)

@@ -2,7 +2,8 @@
 
 log, sigmoid and tanh were rewritten for the issue rate (float32 arithmetic with exact 12-bit
 halves in place of double-float divisions; see mathlib/explog.py and mathlib/special.py), and
-erf's and gelu's tails divide the same way (``dd.quotient_parts``); sqrt estimates in float32
+erf's and gelu's tails divide the same way (``dd.quotient_parts``), silu is x times sigmoid's
+unrounded quotient; sqrt estimates in float32
 and rounds by an exact integer residual (its bits are tests/test_mathlib.py's). Each
 keeps its documented bound, checked here against a float64 reference on every 1999th float32
 of the range where the function is not constant (every float32 there with ``-m exhaustive``),
@@ -30,6 +31,7 @@ ROUTINES = {
     "erf": (erf64, 2, [(0x00000000, 0x40A00000)], 225),
     "gelu": (gelu64, 2, [(0x00000000, 0x41800000), (0x80000000, 0xC1800000)], 255),
     "gelu_tanh": (gelu_tanh64, 2, [(0x00000000, 0x41400000), (0x80000000, 0xC1400000)], 205),
+    "silu": (lambda x: x / (1.0 + np.exp(-x)), 2, [(0x00000000, 0x41A00000), (0x80000000, 0xC2DC0000)], 95),
 }
 SQRT_INSTRUCTIONS = 65  # sqrt is correctly rounded: tests/test_mathlib.py compares its bits with numpy's
 CHUNK = 1 << 22  # elements an interpreter call: bounds its memory
@@ -75,6 +77,7 @@ def test_same_bits_on_lavapipe(gpu):
     for name in [*ROUTINES, "sqrt"]:
         fn = {
             "gelu": vkml.nn.functional.gelu,
+            "silu": vkml.nn.functional.silu,
             "gelu_tanh": lambda t: vkml.nn.functional.gelu(t, approximate="tanh"),
         }.get(name) or getattr(vkml, name)
         cpu = fn(vkml.tensor(x)).numpy()

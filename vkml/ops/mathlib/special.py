@@ -22,10 +22,12 @@ from ...ir.builder import eq, isnan, select
 from ...ir.core import Value
 from .bits import (
     ABS_MASK,
+    DEFAULT_NAN_BITS,
     INF_BITS,
     ROUNDER,
     SIGN_BIT,
     f32,
+    f32_bits,
     float32_only,
     from_bits,
     quiet,
@@ -181,18 +183,47 @@ def sigmoid(x: Value) -> Value:
 
     Example: ``y = sigmoid(x)``.
     """
+    p, c, negative, first = _logistic(x)
+    q = p + c
+    out = select(negative, q * first * 2.0**-40, q)
+    return select(isnan(x), quiet(x), out)
+
+
+def _logistic(x: Value) -> tuple[Value, Value, Value, Value]:
+    """sigmoid(x) = (p + c) * (2^(k + 40) * 2^-40 where ``negative``, else 1): returns (p, c,
+    negative, 2^(k + 40)), p + c as ``quotient_parts`` gives it (2^-33 relative)."""
     v = -_abs(x)
     v = select(v > -110.0, v, f32(-110.0))  # NaN too; e^-110 is far below the subnormal range
-    # e^v = (s + tail) * 2^k, k in [-159, 0]: 2^(k + 40) from the rounding add, then 2^-40.
+    # e^v = (e_hi + e_lo) * 2^k, k in [-159, 0]: 2^(k + 40) from the rounding add, then 2^-40.
     k, first = round_and_pow2(v * LOG2E, f32(ROUNDER + 40))
     r_hi, r_lo = two_sum(v - k * LN2_HI, k * -LN2_HI_LO)  # v - k*LN2_HI is exact
     e_hi, e_lo = fast_two_sum(*exp_parts(r_hi, r_lo))  # in [0.7, 1.42]
     p = first * 2.0**-40  # 2^k: subnormal or zero where e^v cannot move 1 + e^v's rounding
     d_hi, d_lo = fast_two_sum(f32(1.0), e_hi * p)
     negative = x < 0.0
-    q = _quotient(select(negative, e_hi, f32(1.0)), select(negative, e_lo, f32(0.0)), d_hi, d_lo + e_lo * p)
-    # x < 0: the quotient times 2^k, exactly, then rounded once more where the result is subnormal.
-    out = select(negative, q * first * 2.0**-40, q)
+    q, c = quotient_parts(select(negative, e_hi, f32(1.0)), select(negative, e_lo, f32(0.0)), d_hi, d_lo + e_lo * p)
+    return q, c, negative, first
+
+
+@float32_only
+def silu(x: Value) -> Value:
+    """SiLU (swish), x * sigmoid(x) = x / (1 + exp(-x)).
+
+    Precision: ≤ 2 ulp of the correctly rounded result for every input (measured worst case
+    1 ulp on every float32 of [-110, 20] with ``-m exhaustive``): x times sigmoid's unrounded
+    quotient, two roundings; where the result is subnormal (x below about -87.3) the ulp is the
+    absolute 2^-149; below -110 it is -0.
+    Special values: silu(-inf) = NaN (-inf / inf, as PyTorch), silu(+inf) = +inf, x > 20
+    gives x; a NaN comes back quieted.
+
+    Example: ``y = silu(x)``.
+    """
+    p, c, negative, first = _logistic(x)
+    t = x * p + x * c
+    out = select(negative, t * first * 2.0**-40, t)
+    out = select(x > 20.0, x, out)  # e^-x < 2^-28: x itself, +inf and the largest floats too
+    out = select(x < -110.0, f32(-0.0), out)  # |x| e^x < 2^-151
+    out = select(eq(x, float("-inf")), f32_bits(DEFAULT_NAN_BITS), out)
     return select(isnan(x), quiet(x), out)
 
 

@@ -10,6 +10,8 @@ to nearest even, with no contraction into FMA: the IR's primitives promise exact
 
 from __future__ import annotations
 
+import numpy as np
+
 from ...ir.core import Value
 from .bits import f32, from_bits, pow2, to_bits
 
@@ -28,16 +30,26 @@ def fast_two_sum(a: Value, b: Value) -> tuple[Value, Value]:
     return s, b - (s - a)
 
 
-def split(a: Value) -> tuple[Value, Value]:
-    """Veltkamp's split: a = hi + lo with 12 significant bits each (|a| < 2^115)."""
+def split(a: Value | float) -> tuple[Value, Value]:
+    """Veltkamp's split: a = hi + lo with 12 significant bits each (|a| < 2^115).
+
+    A float32-exact Python float is split here, in numpy float32 (the same roundings as the
+    IR's), so a constant costs no instructions.
+    """
+    if isinstance(a, float):
+        v = np.float32(a)
+        c = v * np.float32(4097.0)
+        hi = c - (c - v)
+        return f32(float(hi)), f32(float(v - hi))
     c = a * 4097.0  # 2^12 + 1
     hi = c - (c - a)
     return hi, a - hi
 
 
-def two_prod(a: Value, b: Value) -> tuple[Value, Value]:
-    """(p, e) with p = fl(a * b) and p + e = a * b exactly (Dekker)."""
-    p = a * b
+def two_prod(a: Value | float, b: Value | float) -> tuple[Value, Value]:
+    """(p, e) with p = fl(a * b) and p + e = a * b exactly (Dekker). One operand may be a
+    float32-exact Python float (a constant: its split is made once, by ``split``)."""
+    p = b * a if isinstance(a, float) else a * b
     a_hi, a_lo = split(a)
     b_hi, b_lo = split(b)
     err = ((a_hi * b_hi - p) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo
@@ -58,7 +70,7 @@ def mul_dd(a_hi: Value, a_lo: Value, b_hi: Value, b_lo: Value) -> tuple[Value, V
 
 def mul_dd_const(a_hi: Value, a_lo: Value, c_hi: float, c_lo: float) -> tuple[Value, Value]:
     """(a_hi + a_lo) * (c_hi + c_lo) for a constant given as a float32 pair."""
-    p, e = two_prod(a_hi, f32(c_hi))
+    p, e = two_prod(a_hi, c_hi)
     return p, e + (a_hi * c_lo + a_lo * c_hi)
 
 

@@ -125,7 +125,7 @@ def _tail_poly(a: Value, center: float, table) -> tuple[Value, Value]:
     t_hi, t_lo = fast_two_sum(*quotient_parts(inverse * 2.0, f32(0.0), d_hi, d_lo))  # to 2^-33
     u_hi, u_lo = fast_two_sum(t_hi - center, t_lo)  # t_hi - center is exact (Sterbenz) or tiny-error
     (c0_hi, c0_lo), rest = table
-    p_hi, p_lo = two_prod(f32(rest[0]), u_hi)
+    p_hi, p_lo = two_prod(rest[0], u_hi)
     higher = u_hi * u_hi * horner(u_hi, rest[1:])
     hi, lo = two_sum(f32(c0_hi), p_hi)
     return hi, lo + (p_lo + rest[0] * u_lo + c0_lo + higher)
@@ -277,7 +277,7 @@ def softplus(x: Value, beta: float = 1.0, threshold: float = 20.0) -> Value:
     if beta32 == 1.0:
         z_hi, z_lo = x, f32(0.0)
     else:
-        z_hi, z_lo = two_prod(x, f32(beta32))
+        z_hi, z_lo = two_prod(x, beta32)
         z_lo = select(_abs(z_hi) < 2.0**100, z_lo, f32(0.0))  # NaN-free where z is huge or inf
     positive = z_hi > 0.0
     v_hi = _clamp(select(positive, -z_hi, z_hi), -110.0, 0.0)  # -|z|; e^-110 underflows anyway
@@ -314,7 +314,7 @@ def erf(x: Value) -> Value:
     tiny = _abs(x) < 2.0**-60
     xs = select(tiny, x * 2.0**64, x)
     z2 = x * x
-    p_hi, p_lo = two_prod(xs, f32(ERF_SMALL[0][0]))
+    p_hi, p_lo = two_prod(xs, ERF_SMALL[0][0])
     small = p_hi + (p_lo + xs * (ERF_SMALL[0][1] + z2 * horner(z2, ERF_SMALL[1])))
     small = select(tiny, small * 2.0**-64, small)
     # |x| > 0.75: 1 - erfc(|x|), erfc(z) = exp(-z^2) * U(2/(2+z)).

@@ -1,14 +1,14 @@
 """The contract's cheap float32 routines: their bounds on dense samples, their bits on Vulkan, their cost.
 
 log, sigmoid and tanh were rewritten for the issue rate (float32 arithmetic with exact 12-bit
-halves in place of double-float divisions; see mathlib/explog.py and mathlib/special.py), and
-erf's and gelu's tails divide the same way (``dd.quotient_parts``), silu is x times sigmoid's
-unrounded quotient; sqrt estimates in float32
-and rounds by an exact integer residual (its bits are tests/test_mathlib.py's). Each
-keeps its documented bound, checked here against a float64 reference on every 1999th float32
-of the range where the function is not constant (every float32 there with ``-m exhaustive``),
-computes the same bits on lavapipe as on the CPU interpreter, and keeps its instruction count
-(bench/count_instructions.py, the H200's kernel) under the figure it was rewritten to.
+halves in place of double-float divisions; see mathlib/explog.py and mathlib/special.py);
+erf's and gelu's tails divide the same way (``dd.quotient_parts``); silu and mish are x times an
+unrounded quotient from sigmoid's exp; sqrt estimates in float32 and rounds by an exact integer
+residual (its bits are tests/test_mathlib.py's). Each keeps its documented bound, checked here
+against a float64 reference on every 1999th float32 of the range where the function is not
+constant (every float32 there with ``-m exhaustive``), computes the same bits on lavapipe as on
+the CPU interpreter, and keeps its instruction count (bench/count_instructions.py, the H200's
+kernel) under the figure it was rewritten to.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ ROUTINES = {
     "gelu": (gelu64, 2, [(0x00000000, 0x41800000), (0x80000000, 0xC1800000)], 255),
     "gelu_tanh": (gelu_tanh64, 2, [(0x00000000, 0x41400000), (0x80000000, 0xC1400000)], 205),
     "silu": (lambda x: x / (1.0 + np.exp(-x)), 2, [(0x00000000, 0x41A00000), (0x80000000, 0xC2DC0000)], 95),
+    "mish": (lambda x: x * np.tanh(np.log1p(np.exp(x))), 2, [(0x00000000, 0x41A00000), (0x80000000, 0xC2DC0000)], 180),
 }
 SQRT_INSTRUCTIONS = 65  # sqrt is correctly rounded: tests/test_mathlib.py compares its bits with numpy's
 CHUNK = 1 << 22  # elements an interpreter call: bounds its memory
@@ -78,6 +79,7 @@ def test_same_bits_on_lavapipe(gpu):
         fn = {
             "gelu": vkml.nn.functional.gelu,
             "silu": vkml.nn.functional.silu,
+            "mish": vkml.nn.functional.mish,
             "gelu_tanh": lambda t: vkml.nn.functional.gelu(t, approximate="tanh"),
         }.get(name) or getattr(vkml, name)
         cpu = fn(vkml.tensor(x)).numpy()

@@ -51,7 +51,7 @@ from .f16 import f16_to_f32, f32_to_f16
 from .gamma import digamma, lgamma, trigamma
 from .hyperbolic import acosh, asinh, atanh, cosh, log10, logit, sinh
 from .power import pow
-from .special import erf, gelu, gelu_tanh, sigmoid, silu, softplus, tanh
+from .special import erf, gelu, gelu_tanh, mish, sigmoid, silu, softplus, tanh
 from .trig import acos, asin, atan, atan2, cos, sin, sinc, tan
 from .zeta import polygamma, zeta
 
@@ -144,6 +144,7 @@ __all__ = [
     "gelu_tanh",
     "sigmoid",
     "silu",
+    "mish",
     "softplus",
     "tanh",
     "div",

@@ -210,8 +210,8 @@ def silu(x: Value) -> Value:
     """SiLU (swish), x * sigmoid(x) = x / (1 + exp(-x)).
 
     Precision: ≤ 2 ulp of the correctly rounded result for every input (measured worst case
-    1 ulp on every float32 of [-110, 20] with ``-m exhaustive``): x times sigmoid's unrounded
-    quotient, two roundings; where the result is subnormal (x below about -87.3) the ulp is the
+    1 ulp on every 61st float32, both signs): x times sigmoid's unrounded quotient, two
+    roundings; where the result is subnormal (x below about -87.3) the ulp is the
     absolute 2^-149; below -110 it is -0.
     Special values: silu(-inf) = NaN (-inf / inf, as PyTorch), silu(+inf) = +inf, x > 20
     gives x; a NaN comes back quieted.

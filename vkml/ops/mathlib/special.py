@@ -38,6 +38,7 @@ from .bits import (
 from .dd import (
     div_dd,
     fast_two_sum,
+    halve,
     horner,
     mul_dd,
     mul_dd_const,
@@ -159,6 +160,16 @@ def _logistic_fraction(n_hi: Value, n_lo: Value, e_hi: Value, e_lo: Value, k: Va
     d_hi, d_lo = two_sum(f32(1.0), scale(e_hi, k))
     d_hi, d_lo, inverse = normalise_divisor(d_hi, d_lo + scale(e_lo, k))
     return quotient_parts(n_hi * inverse, n_lo * inverse, d_hi, d_lo)
+
+
+def _mul_halves(a_hi: Value, a_lo: Value, b_hi: Value, b_lo: Value) -> tuple[Value, Value]:
+    """(a_hi + a_lo) * (b_hi + b_lo) as an unnormalised pair (p, e), |e| < 2^-10 |p|, to about
+    2^-34 relative: p, the product of the 12-bit halves' leading parts, is exact, and the other
+    partial products are exact too, only their small sum is rounded. Six instructions fewer
+    than ``mul_dd`` (Dekker's product)."""
+    ah, al = halve(a_hi)
+    bh, bl = halve(b_hi)
+    return ah * bh, (ah * bl + al * bh) + (al * bl + (a_hi * b_lo + a_lo * b_hi))
 
 
 def _quotient(n_hi: Value, n_lo: Value, d_hi: Value, d_lo: Value) -> Value:
@@ -387,7 +398,7 @@ def gelu(x: Value) -> Value:
     # |x| <= 0.75: 0.5*x + x^2 * P(x^2) with x^2 exact.
     q_hi, q_lo = two_prod(x, x)
     p_hi, p_lo = _poly_dd(q_hi, PHI_SMALL)
-    m_hi, m_lo = mul_dd(q_hi, q_lo, p_hi, p_lo)
+    m_hi, m_lo = _mul_halves(q_hi, q_lo, p_hi, p_lo)
     h, l = two_sum(x * 0.5, m_hi)
     small = h + (l + m_lo)
     # |x| > 0.75: g = gelu(-|x|) = exp(-x^2/2) * S(-|x|); gelu(x) = g for x < 0, x + g for x > 0.
@@ -397,7 +408,7 @@ def gelu(x: Value) -> Value:
     w_hi, w_lo = select(big, f32(225.0), q_hi), select(big, f32(0.0), q_lo)
     e_hi, e_lo, k = _exp_dd(w_hi * -0.5, w_lo * -0.5)
     s_hi, s_lo = _tail_poly(a, GELU_CENTER, GELU_TAIL)
-    g_hi, g_lo = mul_dd(e_hi, e_lo, s_hi, s_lo)
+    g_hi, g_lo = _mul_halves(e_hi, e_lo, s_hi, s_lo)
     return _finish_gelu(x, small, g_hi, g_lo, k)
 
 

@@ -372,7 +372,7 @@ def erf(x: Value) -> Value:
     u_hi, u_lo = _tail_poly(z, ERFC_CENTER, ERFC_SCALED)
     q_hi, q_lo = two_prod(z, z)
     e_hi, e_lo, k = _exp_dd(-q_hi, -q_lo)
-    c_hi, c_lo = mul_dd(e_hi, e_lo, u_hi, u_lo)
+    c_hi, c_lo = _mul_halves(e_hi, e_lo, u_hi, u_lo)
     h, l = fast_two_sum(f32(1.0), -scale(c_hi, k))
     large = _with_sign_of(h + (l - scale(c_lo, k)), x)
     out = select(_abs(x) <= SMALL, small, large)

@@ -15,7 +15,7 @@ so the CPU interpreter and every Vulkan driver produce the same bits.
 | div, sqrt, f32_to_f16, f16_to_f32, abs, maximum, minimum, clamp, relu, sign | exact |
 | rsqrt | two correct roundings (bit-equal to torch.rsqrt) |
 | exp, exp2, expm1, log, log2, log1p, pow | ≤ 1 ulp |
-| sigmoid, tanh, softplus, erf, gelu, gelu_tanh | ≤ 2 ulp (measured ≤ 1) |
+| sigmoid, silu, mish, tanh, softplus, erf, gelu, gelu_tanh | ≤ 2 ulp (measured ≤ 1) |
 | sin, cos, tan, asin, acos, atan, atan2, sinc, sinh, cosh, asinh, acosh, atanh, log10, logit | ≤ 1 ulp |
 | erfc, erfinv | ≤ 1 ulp |
 | lgamma, digamma | ≤ 1 ulp for x > 0; ≤ 1 ulp + 2^-27 absolute for x < 0 |
@@ -51,7 +51,7 @@ from .f16 import f16_to_f32, f32_to_f16
 from .gamma import digamma, lgamma, trigamma
 from .hyperbolic import acosh, asinh, atanh, cosh, log10, logit, sinh
 from .power import pow
-from .special import erf, gelu, gelu_tanh, sigmoid, softplus, tanh
+from .special import erf, gelu, gelu_tanh, mish, sigmoid, silu, softplus, tanh
 from .trig import acos, asin, atan, atan2, cos, sin, sinc, tan
 from .zeta import polygamma, zeta
 
@@ -143,6 +143,8 @@ __all__ = [
     "gelu",
     "gelu_tanh",
     "sigmoid",
+    "silu",
+    "mish",
     "softplus",
     "tanh",
     "div",

@@ -10,6 +10,8 @@ to nearest even, with no contraction into FMA: the IR's primitives promise exact
 
 from __future__ import annotations
 
+import numpy as np
+
 from ...ir.core import Value
 from .bits import f32, from_bits, pow2, to_bits
 
@@ -28,16 +30,26 @@ def fast_two_sum(a: Value, b: Value) -> tuple[Value, Value]:
     return s, b - (s - a)
 
 
-def split(a: Value) -> tuple[Value, Value]:
-    """Veltkamp's split: a = hi + lo with 12 significant bits each (|a| < 2^115)."""
+def split(a: Value | float) -> tuple[Value, Value]:
+    """Veltkamp's split: a = hi + lo with 12 significant bits each (|a| < 2^115).
+
+    A float32-exact Python float is split here, in numpy float32 (the same roundings as the
+    IR's), so a constant costs no instructions.
+    """
+    if isinstance(a, float):
+        v = np.float32(a)
+        c = v * np.float32(4097.0)
+        hi = c - (c - v)
+        return f32(float(hi)), f32(float(v - hi))
     c = a * 4097.0  # 2^12 + 1
     hi = c - (c - a)
     return hi, a - hi
 
 
-def two_prod(a: Value, b: Value) -> tuple[Value, Value]:
-    """(p, e) with p = fl(a * b) and p + e = a * b exactly (Dekker)."""
-    p = a * b
+def two_prod(a: Value | float, b: Value | float) -> tuple[Value, Value]:
+    """(p, e) with p = fl(a * b) and p + e = a * b exactly (Dekker). One operand may be a
+    float32-exact Python float (a constant: its split is made once, by ``split``)."""
+    p = b * a if isinstance(a, float) else a * b
     a_hi, a_lo = split(a)
     b_hi, b_lo = split(b)
     err = ((a_hi * b_hi - p) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo
@@ -58,7 +70,7 @@ def mul_dd(a_hi: Value, a_lo: Value, b_hi: Value, b_lo: Value) -> tuple[Value, V
 
 def mul_dd_const(a_hi: Value, a_lo: Value, c_hi: float, c_lo: float) -> tuple[Value, Value]:
     """(a_hi + a_lo) * (c_hi + c_lo) for a constant given as a float32 pair."""
-    p, e = two_prod(a_hi, f32(c_hi))
+    p, e = two_prod(a_hi, c_hi)
     return p, e + (a_hi * c_lo + a_lo * c_hi)
 
 
@@ -101,3 +113,49 @@ def scale(x: Value, k: Value) -> Value:
     is exact, so a subnormal or overflowing result is rounded only once."""
     k1 = k >> 1
     return x * pow2(k1) * pow2(k - k1)
+
+
+HALF_MASK = 0xFFFFF000  # keeps a float32's sign, exponent and leading 12 significand bits
+# 1/d on [1, 2]: a - b*d within 5.9% (relative); one Newton step takes it within 0.35%.
+RECIP_SEED = (float.fromhex("0x1.69696ap+0"), float.fromhex("0x1.e1e1e2p-2"))
+
+
+def halve(v: Value) -> tuple[Value, Value]:
+    """v = hi + lo with hi the leading 12 significand bits (one integer and): the product of two
+    such halves has at most 24 bits, so it is exact. Cheaper than Veltkamp's ``split`` (4 float ops)."""
+    hi = from_bits(to_bits(v) & HALF_MASK)
+    return hi, v - hi
+
+
+def quotient_parts(
+    n_hi: Value, n_lo: Value, d_hi: Value, d_lo: Value, seed: tuple[float, float] = RECIP_SEED, terms: int = 3
+) -> tuple[Value, Value]:
+    """(n_hi + n_lo) / (d_hi + d_lo) as an unnormalised pair (p, c), |c| < 2^-7 |p|, accurate to
+    about 2^-33 relative; for d_hi in the range ``seed`` is fitted to ([1, 2] by default),
+    |d_lo| <= 2^-22 d_hi and |n_lo| <= 2^-20 |n_hi|.
+
+    y, the leading 12 bits of an approximate 1/d_hi (a linear seed and one Newton step), is exact
+    in every product with a 12-bit half, so the residual rho = 1 - d*y (|rho| < 2^-7.6) is formed
+    to 2^-32 without Dekker's products; 1/d = y * (1 + rho + ... + rho^terms), to 2^-30 with the
+    default three terms. p is the exact product of n_hi's leading half with y; c holds the rest.
+    Example: ``p, c = quotient_parts(n, f32(0.0), d_hi, d_lo)``; ``p + c`` is n/d rounded once.
+    """
+    a, b = seed
+    y = a - b * d_hi
+    y, _ = halve(y * (2.0 - d_hi * y))
+    dh, dl = halve(d_hi)
+    rho = ((1.0 - dh * y) - dl * y) - d_lo * y  # the first two products and the subtraction are exact
+    c = rho
+    for _ in range(terms - 1):
+        c = rho * (1.0 + c)
+    nh, nl = halve(n_hi)
+    p = nh * y
+    return p, nl * y + (n_hi * y * c + n_lo * y)
+
+
+def normalise_divisor(d_hi: Value, d_lo: Value) -> tuple[Value, Value, Value]:
+    """(d_hi * 2^-j, d_lo * 2^-j, 2^-j) with d_hi * 2^-j in [1, 2), for a positive normal d_hi
+    below 2^126 and |d_lo| not subnormal after scaling (integer operations on d_hi's fields)."""
+    u = to_bits(d_hi)
+    inverse = from_bits(0x7F000000 - (u & 0x7F800000))  # 2^-j, j the exponent of d_hi
+    return from_bits((u & 0x007FFFFF) | 0x3F800000), d_lo * inverse, inverse

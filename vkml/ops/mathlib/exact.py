@@ -1,31 +1,28 @@
 """Correctly rounded division and square root, and the small exact helpers ops share.
 
 Each function returns the bits numpy float32 computes on x86, built from exact IR primitives:
-sqrt (and division outside the normal range) work on integer significands, so the one rounding
-happens in ``round_pack``; division of normal quotients is float arithmetic (division.py).
+division outside the normal range works on integer significands, so the one rounding happens in
+``round_pack``; division of normal quotients is float arithmetic (division.py); sqrt estimates
+in float arithmetic and rounds by the sign of an exact integer residual.
 """
 
 from __future__ import annotations
 
-from ...ir.builder import bitcast, convert, eq, if_else, isnan, ne, select
+from ...ir.builder import bitcast, eq, if_else, isnan, ne, select
 from ...ir.core import Value
 from .bits import (
     ABS_MASK,
     DEFAULT_NAN_BITS,
-    F32,
     I32,
     INF_BITS,
     SIGN_BIT,
-    U32,
     f32,
     f32_bits,
     float32_only,
     from_bits,
     ifelse_i32,
-    ifelse_u32,
     quiet,
     round_pack,
-    round_to_int,
     to_bits,
     u32,
     unpack,
@@ -96,34 +93,38 @@ def sqrt(x: Value) -> Value:
     Example: ``r = sqrt(x)``.
     """
     u = to_bits(x)
-    mag = u & ABS_MASK
-    m, e = unpack(mag)
-    odd = eq(e & 1, 1)
-    # xs = m * 2^-23 in [1, 4) (m doubled for odd e), its exponent field set directly: exact, and
-    # no int->float conversion (1/8 of the add rate on Hopper).
-    xs = from_bits(m + ifelse_u32(odd, 0x3F800000, 0x3F000000))
-    m = select(odd, m << 1, m)  # now e is even and m in [2^23, 2^25)
-    e = e - ifelse_i32(odd, 1, 0)
-    # Float estimate of sqrt(m * 2^-23) (in [1, 2)) by three Newton steps on 1/sqrt.
-    y = from_bits(0x5F3759DF - (to_bits(xs) >> 1))
-    half_xs = xs * 0.5
-    for _ in range(3):
-        y = y * (1.5 - half_xs * y * y)
-    # t ~ sqrt(N) with N = m * 2^25 < 2^50; its error is a few units, so the residual
-    # N - t^2 is below 2^31 in magnitude and can be computed modulo 2^32.
-    t = convert(xs * y * 2.0**24, U32)
-    n_low = m << 25
-    r = bitcast(n_low - t * t, I32)
-    # One integer Newton step t += r / (2t), using 1/(2t) ~ y * 2^-25: t is then within 1.
-    _, step = round_to_int(convert(r, F32) * y * 2.0**-25)
-    t = bitcast(bitcast(t, I32) + step, U32)
-    r = n_low - t * t
-    over = bitcast(r, I32) < 0
-    rem = select(over, r + (t << 1) - 1, r)  # N - (t-1)^2 when t was one too big
-    t = select(over, t - 1, t)
-    out = round_pack(u32(0), t, 24, e >> 1, ne(rem, 0))
+    # A subnormal x is f * 2^-149 = 2f * 2^-150 with f its fraction: 2f as a float32 (exact, no
+    # conversion: 2^23 + f less 2^23, doubled), its square root's exponent then 75 lower.
+    subnormal = u < 0x00800000  # +0 too; negative x are overridden below
+    v = select(subnormal, to_bits((from_bits(u | 0x4B000000) - 8388608.0) * 2.0), u)
+    # v = m * 2^(2h) with m in [1, 4): the field of m is 127 or 128 by the parity of v's, and
+    # h = floor((field - 127) / 2) = ((field + 1) >> 1) - 64, added to the root's field at the end.
+    m = from_bits(((v & 0x00FFFFFF) ^ 0x00800000) + 0x3F800000)
+    # -64 << 23 and, for a subnormal, -(64 + 75) << 23, modulo 2^32.
+    field_add = ((v + 0x00800000) >> 24 << 23) + select(subnormal, u32(0xBA800000), u32(0xE0000000))
+    # sqrt(m) to within an ulp: two Newton steps on 1/sqrt from the bit seed (2^-17.7), then one
+    # on sqrt whose residual's rounding moves it by under half an ulp.
+    y = from_bits(0x5F3759DF - (to_bits(m) >> 1))
+    half_m = m * 0.5
+    for _ in range(2):
+        y = y * (1.5 - half_m * y * y)
+    s0 = m * y
+    s = s0 + (m - s0 * s0) * (y * 0.5)
+    s = select(s > 1.0, s, f32(1.0))  # sqrt(m) >= 1: the step below never leaves [1, 2)
+    s = select(s < 2.0, s, f32(float.fromhex("0x1.fffffep0")))
+    # Round exactly: with m = M * 2^-23 and s = S * 2^-23 (integers), r = M*2^23 - S^2 is below
+    # 2^27 in magnitude, so uint32 arithmetic modulo 2^32 gives it. sqrt(m) lies above the
+    # midpoint s + ulp/2 iff 4*M*2^23 > (2S + 1)^2, i.e. r > S; below s - ulp/2 iff r <= -S
+    # (never a tie: a midpoint has 25 bits, its square is no float32).
+    mb, sb = to_bits(m), to_bits(s)
+    big_m = ((mb & 0x007FFFFF) | 0x00800000) << ((mb >> 23) - 127)
+    big_s = (sb & 0x007FFFFF) | 0x00800000
+    r = bitcast((big_m << 23) - big_s * big_s, I32)
+    big_s = bitcast(big_s, I32)
+    step = select(r > big_s, u32(1), select(r <= -big_s, u32(0xFFFFFFFF), u32(0)))
+    out = from_bits(sb + step + field_add)
 
-    out = select(eq(mag, 0) | eq(u, INF_BITS), x, out)
+    out = select(eq(u & ABS_MASK, 0) | eq(u, INF_BITS), x, out)
     out = select(x < 0.0, f32_bits(DEFAULT_NAN_BITS), out)
     return select(isnan(x), quiet(x), out)
 

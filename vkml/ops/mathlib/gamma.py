@@ -199,7 +199,7 @@ def _digamma_positive(a: Value) -> tuple[Value, Value]:
     # near the root: c1 t + t^2 P(t), t = a - X0 as a double-float (a - X0_hi is exact)
     t_hi = a - DIGAMMA_ROOT[0]
     t_lo = f32(-DIGAMMA_ROOT[1])
-    p1, p1e = two_prod(t_hi, f32(DIGAMMA_C1[0]))
+    p1, p1e = two_prod(t_hi, DIGAMMA_C1[0])
     rest = p1e + (t_lo * DIGAMMA_C1[0] + t_hi * DIGAMMA_C1[1]) + t_hi * t_hi * horner(t_hi, DIGAMMA_NEAR_ROOT)
     root = (t_hi < ROOT_WINDOW) & (t_hi > -ROOT_WINDOW)
     return select(root, p1, hi), select(root, rest, lo)

@@ -1,13 +1,15 @@
 """Activation functions: sigmoid, tanh, softplus, erf, gelu (erf form), gelu_tanh.
 
 Each is evaluated as a double-float up to one final rounding, so the error stays well inside
-the 2-ulp contract (measured worst case 1 ulp). Where a result can be tiny the work is done on
+the 2-ulp contract (measured worst case 1 ulp); sigmoid and tanh divide with ``_quotient``,
+whose exact products come from 12-bit halves (an integer mask) rather than Dekker's splits. Where a result can be tiny the work is done on
 an unscaled mantissa and scaled by 2^k at the end (``scale``), so subnormal results are
 rounded once; "ulp" below is the float32 ulp of the correctly rounded result, and for
 subnormal results (|f| < 2^-126) the bound is absolute: 1 ulp = 2^-149.
 
 The tails use exact identities rather than cancelling subtractions:
-sigmoid(x) = e^x / (1 + e^x) for x < 0; tanh(x) = expm1(2x) / (expm1(2x) + 2);
+sigmoid(x) = e^x / (1 + e^x) for x < 0; tanh(x) = (1 - e^-2x) / (1 + e^-2x) with 1 - e^-2x
+exact near 0;
 gelu(x) = x + gelu(-x) and gelu_tanh(x) = x + gelu_tanh(-x) for x > 0; and for x < -0.75,
 gelu(x) = exp(-x^2/2) * S(x) with x^2 formed exactly, S smooth (a polynomial in 2/(2+|x|)).
 """
@@ -18,10 +20,37 @@ import numpy as np
 
 from ...ir.builder import eq, isnan, select
 from ...ir.core import Value
-from .bits import ABS_MASK, INF_BITS, SIGN_BIT, f32, float32_only, from_bits, i32, quiet, to_bits
-from .dd import div_dd, fast_two_sum, horner, mul_dd, mul_dd_const, mul_dd_f, scale, two_prod, two_sum
+from .bits import (
+    ABS_MASK,
+    DEFAULT_NAN_BITS,
+    INF_BITS,
+    ROUNDER,
+    SIGN_BIT,
+    f32,
+    f32_bits,
+    float32_only,
+    from_bits,
+    quiet,
+    round_and_pow2,
+    to_bits,
+    u32,
+)
+from .dd import (
+    div_dd,
+    fast_two_sum,
+    halve,
+    horner,
+    mul_dd,
+    mul_dd_const,
+    mul_dd_f,
+    normalise_divisor,
+    quotient_parts,
+    scale,
+    two_prod,
+    two_sum,
+)
 from .exact import div
-from .explog import exp_parts, log1p_dd, minus_one, reduce_exp
+from .explog import LN2_HI, LN2_HI_LO, LOG2E, exp_parts, log1p_dd, reduce_exp
 
 
 def _hex(*values: str) -> list[float]:
@@ -90,13 +119,14 @@ def _tail_poly(a: Value, center: float, table) -> tuple[Value, Value]:
     """P(2/(2+a) - center) as a double-float, for a >= 0.75 (the erf and gelu tails).
 
     The variable and the first two terms are carried as double-floats: with a rounded
-    variable, or a rounded c0 + c1*u, the sum would lose up to an ulp to cancellation.
+    variable, or a rounded c0 + c1*u, the sum would lose up to an ulp to cancellation. The
+    variable's own error, 2^-33 relative (``quotient_parts``), moves the sum by about 2^-32.
     """
-    d_hi, d_lo = two_sum(a, f32(2.0))
-    t_hi, t_lo = div_dd(f32(2.0), f32(0.0), d_hi, d_lo)
+    d_hi, d_lo, inverse = normalise_divisor(*two_sum(a, f32(2.0)))  # 2 + a = (d_hi + d_lo) / inverse
+    t_hi, t_lo = fast_two_sum(*quotient_parts(inverse * 2.0, f32(0.0), d_hi, d_lo))  # to 2^-33
     u_hi, u_lo = fast_two_sum(t_hi - center, t_lo)  # t_hi - center is exact (Sterbenz) or tiny-error
     (c0_hi, c0_lo), rest = table
-    p_hi, p_lo = two_prod(f32(rest[0]), u_hi)
+    p_hi, p_lo = two_prod(rest[0], u_hi)
     higher = u_hi * u_hi * horner(u_hi, rest[1:])
     hi, lo = two_sum(f32(c0_hi), p_hi)
     return hi, lo + (p_lo + rest[0] * u_lo + c0_lo + higher)
@@ -125,9 +155,28 @@ def _exp_dd(v_hi: Value, v_lo: Value) -> tuple[Value, Value, Value]:
 
 
 def _logistic_fraction(n_hi: Value, n_lo: Value, e_hi: Value, e_lo: Value, k: Value) -> tuple[Value, Value]:
-    """n / (1 + e * 2^k) as a double-float, for e * 2^k <= 1.5 (the sigmoid denominators)."""
+    """n / (1 + e * 2^k) as an unnormalised double-float (``quotient_parts``: 2^-33 relative),
+    for e * 2^k <= 1.5 (gelu_tanh's denominator)."""
     d_hi, d_lo = two_sum(f32(1.0), scale(e_hi, k))
-    return div_dd(n_hi, n_lo, d_hi, d_lo + scale(e_lo, k))
+    d_hi, d_lo, inverse = normalise_divisor(d_hi, d_lo + scale(e_lo, k))
+    return quotient_parts(n_hi * inverse, n_lo * inverse, d_hi, d_lo)
+
+
+def _mul_halves(a_hi: Value, a_lo: Value, b_hi: Value, b_lo: Value) -> tuple[Value, Value]:
+    """(a_hi + a_lo) * (b_hi + b_lo) as an unnormalised pair (p, e), |e| < 2^-10 |p|, to about
+    2^-34 relative: p, the product of the 12-bit halves' leading parts, is exact, and the other
+    partial products are exact too, only their small sum is rounded. Six instructions fewer
+    than ``mul_dd`` (Dekker's product)."""
+    ah, al = halve(a_hi)
+    bh, bl = halve(b_hi)
+    return ah * bh, (ah * bl + al * bh) + (al * bl + (a_hi * b_lo + a_lo * b_hi))
+
+
+def _quotient(n_hi: Value, n_lo: Value, d_hi: Value, d_lo: Value) -> Value:
+    """(n_hi + n_lo) / (d_hi + d_lo) rounded once, for d_hi in [1, 2], |d_lo| <= 2^-22 and
+    |n_lo| <= 2^-20 |n_hi|: the pair of ``quotient_parts`` summed (error below 0.52 ulp)."""
+    p, c = quotient_parts(n_hi, n_lo, d_hi, d_lo)
+    return p + c
 
 
 @float32_only
@@ -135,9 +184,9 @@ def sigmoid(x: Value) -> Value:
     """The logistic function 1 / (1 + exp(-x)).
 
     Precision: ≤ 2 ulp of the correctly rounded result for every input (measured worst case
-    1 ulp); computed as 1/(1+e^-x) for x >= 0 and e^x/(1+e^x) for x < 0, so the left tail
-    keeps its relative accuracy; where the result is subnormal (x below about -87.3) the ulp
-    is the absolute 2^-149.
+    1 ulp, on every float32 with ``-m exhaustive``); computed as 1/(1+e^-x) for x >= 0 and
+    e^x/(1+e^x) for x < 0, so the left tail keeps its relative accuracy; where the result is
+    subnormal (x below about -87.3) the ulp is the absolute 2^-149.
     Special values: sigmoid(-inf) = 0, sigmoid(+inf) = 1, never NaN for finite input;
     a NaN comes back quieted.
     Divergence from PyTorch: for -103.9 < x < -88.7 the result is the (subnormal) correctly
@@ -145,34 +194,116 @@ def sigmoid(x: Value) -> Value:
 
     Example: ``y = sigmoid(x)``.
     """
-    v = _clamp(-_abs(x), -110.0, 0.0)  # e^-110 is far below the subnormal range
-    e_hi, e_lo, k = _exp_dd(v, f32(0.0))
+    p, c, negative, first = _logistic(x)
+    q = p + c
+    out = select(negative, q * first * 2.0**-40, q)
+    return select(isnan(x), quiet(x), out)
+
+
+def _logistic(x: Value) -> tuple[Value, Value, Value, Value]:
+    """sigmoid(x) = (p + c) * (2^(k + 40) * 2^-40 where ``negative``, else 1): returns (p, c,
+    negative, 2^(k + 40)), p + c as ``quotient_parts`` gives it (2^-33 relative)."""
+    v = -_abs(x)
+    v = select(v > -110.0, v, f32(-110.0))  # NaN too; e^-110 is far below the subnormal range
+    # e^v = (e_hi + e_lo) * 2^k, k in [-159, 0]: 2^(k + 40) from the rounding add, then 2^-40.
+    k, first = round_and_pow2(v * LOG2E, f32(ROUNDER + 40))
+    r_hi, r_lo = two_sum(v - k * LN2_HI, k * -LN2_HI_LO)  # v - k*LN2_HI is exact
+    e_hi, e_lo = fast_two_sum(*exp_parts(r_hi, r_lo))  # in [0.7, 1.42]
+    p = first * 2.0**-40  # 2^k: subnormal or zero where e^v cannot move 1 + e^v's rounding
+    d_hi, d_lo = fast_two_sum(f32(1.0), e_hi * p)
     negative = x < 0.0
-    n_hi = select(negative, e_hi, f32(1.0))
-    n_lo = select(negative, e_lo, f32(0.0))
-    q, c = _logistic_fraction(n_hi, n_lo, e_hi, e_lo, k)
-    out = scale(q + c, select(negative, k, i32(0)))
+    q, c = quotient_parts(select(negative, e_hi, f32(1.0)), select(negative, e_lo, f32(0.0)), d_hi, d_lo + e_lo * p)
+    return q, c, negative, first
+
+
+@float32_only
+def silu(x: Value) -> Value:
+    """SiLU (swish), x * sigmoid(x) = x / (1 + exp(-x)).
+
+    Precision: ≤ 2 ulp of the correctly rounded result for every input (measured worst case
+    1 ulp on every 61st float32, both signs): x times sigmoid's unrounded quotient, two
+    roundings; where the result is subnormal (x below about -87.3) the ulp is the
+    absolute 2^-149; below -110 it is -0.
+    Special values: silu(-inf) = NaN (-inf / inf, as PyTorch), silu(+inf) = +inf, x > 20
+    gives x; a NaN comes back quieted.
+
+    Example: ``y = silu(x)``.
+    """
+    p, c, negative, first = _logistic(x)
+    t = x * p + x * c
+    out = select(negative, t * first * 2.0**-40, t)
+    out = select(x > 20.0, x, out)  # e^-x < 2^-28: x itself, +inf and the largest floats too
+    out = select(x < -110.0, f32(-0.0), out)  # |x| e^x < 2^-151
+    out = select(eq(x, float("-inf")), f32_bits(DEFAULT_NAN_BITS), out)
+    return select(isnan(x), quiet(x), out)
+
+
+@float32_only
+def mish(x: Value) -> Value:
+    """Mish, x * tanh(softplus(x)), from one exp of -|x|.
+
+    With t = sigmoid(-|x|) (sigmoid's quotient, <= 1/2): e^(-2 softplus(x)) = sigmoid(-x)^2, so
+    tanh(softplus(x)) = (1 - u^2) / (1 + u^2) with u = sigmoid(-x), which is 1 - t for x <= 0 and
+    t for x > 0. For x <= 0 the numerator is t * (2 - t), kept relative to the small t (and its
+    2^k apart, so a subnormal result is rounded once at the end); the denominators lie in [1, 2].
+    Precision: ≤ 2 ulp of the correctly rounded result (measured worst case 1 ulp on every
+    61st float32, both signs): x times an unrounded quotient of double-floats, two roundings;
+    where the result is subnormal (x below about -87) the ulp is the absolute 2^-149; below
+    -110 it is -0.
+    Special values: mish(-inf) = NaN (-inf * 0, as PyTorch), mish(+inf) = +inf, x > 20 gives
+    x; a NaN comes back quieted.
+
+    Example: ``y = mish(x)``.
+    """
+    p, c, _, first = _logistic(-_abs(x))  # sigmoid(-|x|) = (p + c) * 2^k
+    scale_k = first * 2.0**-40
+    t_hi, t_lo = p * scale_k, c * scale_k  # t (exact unless subnormal, where it no longer matters)
+    negative = x < 0.0
+    # The numerator as a product of double-floats: x <= 0: 2^-k t * (2 - t); x > 0: (1 - t)(1 + t).
+    # Then the denominator is 2 less the (scaled) numerator in both cases.
+    m_hi, m_lo = fast_two_sum(f32(1.0), -t_hi)
+    a_hi, a_lo = fast_two_sum(select(negative, p, m_hi), select(negative, c, m_lo - t_lo))
+    b_hi, b_lo = fast_two_sum(select(negative, f32(2.0), f32(1.0)), select(negative, -t_hi, t_hi))
+    b_lo = b_lo + select(negative, -t_lo, t_lo)
+    n_hi, n_lo = fast_two_sum(*mul_dd(a_hi, a_lo, b_hi, b_lo))
+    s = select(negative, scale_k, f32(1.0))
+    d_hi, d_lo = fast_two_sum(f32(2.0), -(n_hi * s))
+    q, r = quotient_parts(n_hi, n_lo, d_hi, d_lo - n_lo * s)
+    out = x * q + x * r
+    out = select(negative, out * first * 2.0**-40, out)
+    out = select(x > 20.0, x, out)  # 1 - tanh(softplus(x)) < 2^-56: x itself, +inf too
+    out = select(x < -110.0, f32(-0.0), out)  # |x| e^x < 2^-151
+    out = select(eq(x, float("-inf")), f32_bits(DEFAULT_NAN_BITS), out)
     return select(isnan(x), quiet(x), out)
 
 
 @float32_only
 def tanh(x: Value) -> Value:
-    """Hyperbolic tangent, as expm1(2|x|) / (expm1(2|x|) + 2) with the sign of x.
+    """Hyperbolic tangent, as (1 - e^-2|x|) / (1 + e^-2|x|) with the sign of x.
 
     Precision: ≤ 2 ulp of the correctly rounded result for every input, relative accuracy
-    included near the zero at 0 and for subnormal x (measured worst case 1 ulp).
+    included near the zero at 0 and for subnormal x (measured worst case 1 ulp, on every
+    float32 with ``-m exhaustive``).
     Special values: tanh(±0) = ±0, tanh(±inf) = ±1, |x| > 9.011 gives ±1; a NaN comes back
     quieted.
 
     Example: ``y = tanh(x)``.
     """
-    a = _clamp(_abs(x), 0.0, 9.5)  # tanh rounds to 1 from 9.011 on
-    k, r_hi, r_lo = reduce_exp(a * 2.0, f32(0.0))
-    s, tail = exp_parts(r_hi, r_lo)
-    m_hi, m_lo = minus_one(s, tail, k)
-    d_hi, d_lo = two_sum(m_hi, f32(2.0))
-    q, c = div_dd(m_hi, m_lo, d_hi, d_lo + m_lo)
-    return select(isnan(x), quiet(x), _with_sign_of(q + c, x))
+    a = _abs(x)
+    v = select(a < 9.5, a, f32(9.5)) * -2.0  # NaN too; tanh rounds to 1 from 9.011 on
+    # e^v = (e_hi + e_lo) * 2^k, k in [-28, 0]. 1 - e^v keeps its relative accuracy near v = 0:
+    # there k = 0, r = v exactly, and e^v's error is that of its r^2 term alone.
+    k, p = round_and_pow2(v * LOG2E, f32(ROUNDER))
+    r_hi, r_lo = two_sum(v - k * LN2_HI, k * -LN2_HI_LO)  # v - k*LN2_HI is exact
+    e_hi, e_lo = fast_two_sum(*exp_parts(r_hi, r_lo))
+    e_hi, e_lo = e_hi * p, e_lo * p  # exact: p = 2^k and e_hi >= 2^-29
+    n_hi, n_lo = fast_two_sum(f32(1.0), -e_hi)
+    n_hi, n_lo = fast_two_sum(n_hi, n_lo - e_lo)  # 1 - e^v, normalised
+    d_hi, d_lo = fast_two_sum(f32(2.0), -n_hi)  # 1 + e^v = 2 - (1 - e^v), in [1, 2]
+    out = _quotient(n_hi, n_lo, d_hi, d_lo - n_lo)
+    # Below 2^-12, tanh(x) = x(1 - x^2/3 ...) is nearer x than half an ulp: x itself, subnormal x too.
+    out = select(a < 2.0**-12, a, out)
+    return select(isnan(x), quiet(x), _with_sign_of(out, x))
 
 
 @float32_only
@@ -196,7 +327,7 @@ def softplus(x: Value, beta: float = 1.0, threshold: float = 20.0) -> Value:
     if beta32 == 1.0:
         z_hi, z_lo = x, f32(0.0)
     else:
-        z_hi, z_lo = two_prod(x, f32(beta32))
+        z_hi, z_lo = two_prod(x, beta32)
         z_lo = select(_abs(z_hi) < 2.0**100, z_lo, f32(0.0))  # NaN-free where z is huge or inf
     positive = z_hi > 0.0
     v_hi = _clamp(select(positive, -z_hi, z_hi), -110.0, 0.0)  # -|z|; e^-110 underflows anyway
@@ -233,7 +364,7 @@ def erf(x: Value) -> Value:
     tiny = _abs(x) < 2.0**-60
     xs = select(tiny, x * 2.0**64, x)
     z2 = x * x
-    p_hi, p_lo = two_prod(xs, f32(ERF_SMALL[0][0]))
+    p_hi, p_lo = two_prod(xs, ERF_SMALL[0][0])
     small = p_hi + (p_lo + xs * (ERF_SMALL[0][1] + z2 * horner(z2, ERF_SMALL[1])))
     small = select(tiny, small * 2.0**-64, small)
     # |x| > 0.75: 1 - erfc(|x|), erfc(z) = exp(-z^2) * U(2/(2+z)).
@@ -241,7 +372,7 @@ def erf(x: Value) -> Value:
     u_hi, u_lo = _tail_poly(z, ERFC_CENTER, ERFC_SCALED)
     q_hi, q_lo = two_prod(z, z)
     e_hi, e_lo, k = _exp_dd(-q_hi, -q_lo)
-    c_hi, c_lo = mul_dd(e_hi, e_lo, u_hi, u_lo)
+    c_hi, c_lo = _mul_halves(e_hi, e_lo, u_hi, u_lo)
     h, l = fast_two_sum(f32(1.0), -scale(c_hi, k))
     large = _with_sign_of(h + (l - scale(c_lo, k)), x)
     out = select(_abs(x) <= SMALL, small, large)
@@ -267,15 +398,17 @@ def gelu(x: Value) -> Value:
     # |x| <= 0.75: 0.5*x + x^2 * P(x^2) with x^2 exact.
     q_hi, q_lo = two_prod(x, x)
     p_hi, p_lo = _poly_dd(q_hi, PHI_SMALL)
-    m_hi, m_lo = mul_dd(q_hi, q_lo, p_hi, p_lo)
+    m_hi, m_lo = _mul_halves(q_hi, q_lo, p_hi, p_lo)
     h, l = two_sum(x * 0.5, m_hi)
     small = h + (l + m_lo)
     # |x| > 0.75: g = gelu(-|x|) = exp(-x^2/2) * S(-|x|); gelu(x) = g for x < 0, x + g for x > 0.
     a = _clamp(_abs(x), SMALL, 15.0)  # gelu(-15) is far below the subnormal range
-    w_hi, w_lo = two_prod(a, a)
+    # x^2 is the small branch's, limited to 15^2 as a is (the tail is not used below 0.75).
+    big = ~(q_hi < 225.0)  # NaN too
+    w_hi, w_lo = select(big, f32(225.0), q_hi), select(big, f32(0.0), q_lo)
     e_hi, e_lo, k = _exp_dd(w_hi * -0.5, w_lo * -0.5)
     s_hi, s_lo = _tail_poly(a, GELU_CENTER, GELU_TAIL)
-    g_hi, g_lo = mul_dd(e_hi, e_lo, s_hi, s_lo)
+    g_hi, g_lo = _mul_halves(e_hi, e_lo, s_hi, s_lo)
     return _finish_gelu(x, small, g_hi, g_lo, k)
 
 
@@ -317,4 +450,10 @@ def gelu_tanh(x: Value) -> Value:
     e_hi, e_lo, k = _exp_dd(v_hi, v_lo)
     n_hi, n_lo = mul_dd_f(e_hi, e_lo, w)
     q, c = _logistic_fraction(n_hi, n_lo, e_hi, e_lo, k)
-    return _finish_gelu(x, None, q, c, k)
+    out = _finish_gelu(x, None, q, c, k)
+    # |x| < 2^-60: x * (1/2 + 0.4x + ...) is x/2 rounded up (the rest is far below half an ulp and
+    # positive, x^2 * 0.4), which only a subnormal x/2 can need: halve x's bits with integer ops,
+    # where the quotient's 12-bit halves would not be exact.
+    b = to_bits(x) & ABS_MASK
+    halved = select(b < 0x01000000, (b + select(x > 0.0, u32(1), u32(0))) >> 1, b - 0x00800000)
+    return select(_abs(x) < 2.0**-60, _with_sign_of(from_bits(halved), x), out)

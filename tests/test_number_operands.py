@@ -65,8 +65,12 @@ def _outcome(m, call):
 
 @pytest.mark.parametrize("label", list(CASES))
 def test_python_numbers_accepted_and_refused_as_pytorch(label):
-    expected = _outcome(torch, CASES[label])
-    assert _outcome(vkml, CASES[label]) == expected
+    expected, got = _outcome(torch, CASES[label]), _outcome(vkml, CASES[label])
+    if isinstance(expected, list) and any(isinstance(v, float) for v in expected):
+        # transcendental values (xlogy's log) may differ by an ulp between PyTorch builds; both are in bound
+        assert got == pytest.approx(expected, rel=1e-6)
+    else:
+        assert got == expected
 
 
 def test_refusal_names_the_argument_and_face_calls_still_take_numbers():

@@ -141,7 +141,7 @@ def _unary(name):
         if type(input) is _tensor.Tensor and not input._requires_grad:
             node = lazy.unary_fast(name, input._node if input._base is None else input.node)
             if node is not None:
-                return _wrap(node)
+                return _wrap(node) if not _memory_format.ACTIVE else _formatted(node, input)
         return _elementwise(name, input)
 
     if name in _BOOL_UNARY:

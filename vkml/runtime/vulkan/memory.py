@@ -361,16 +361,31 @@ class MemoryPool:
     def reserved_bytes(self) -> int:
         return sum(b.size for b in (*self.blocks, *self.dedicated, *self.spare, *self.spare_blocks))
 
-    def allocate(self, nbytes: int, what: str = "", for_host: bool = False) -> Allocation:
-        """``nbytes`` (> 0) of device memory; raises OutOfMemoryError naming the size.
+    def allocate(self, nbytes: int, what: str | tuple = "", for_host: bool = False) -> Allocation:
+        """``nbytes`` (> 0) of device memory; raises OutOfMemoryError naming the size and ``what`` it
+        is for (a text, or (numel, dtype), spelt out only for the error).
 
         ``for_host``: the host is about to write it (an upload). Then the first fit among the
         shared blocks' ranges that no submitted work may still use is taken, if one is free, and
         the allocation's ``busy`` says which submission the host must see complete before it
         writes (0: none): a range freed while in flight is reused by the next upload only if
         nothing idle fits, and never touches work on other ranges."""
-        self._drain()
-        reserved = align_up(nbytes, self.alignment)
+        if self._pending:
+            self._drain()
+        alignment = self.alignment
+        reserved = (nbytes + alignment - 1) // alignment * alignment
+        if not for_host and reserved <= self.block_size // 2:
+            # The common case first (every realize's outputs): a range of a shared block, first fit.
+            for block in self.blocks:
+                offset = block.ranges.allocate(reserved, alignment)
+                if offset is not None:
+                    self.allocated_bytes += nbytes
+                    self.allocations += 1
+                    if self.allocated_bytes > self.peak_bytes:
+                        self.peak_bytes = self.allocated_bytes
+                    return Allocation(block, offset, nbytes, reserved)
+        if what.__class__ is tuple:
+            what = f" for {what[0]} {what[1].name} elements"
         if reserved > min(self.max_allocation, self.max_buffer):
             self.out_of_memory_errors += 1
             raise OutOfMemoryError(

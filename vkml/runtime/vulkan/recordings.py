@@ -89,6 +89,14 @@ def fingerprint(dispatches, timestamps: bool) -> tuple:
     return tuple(parts)
 
 
+def _label(label) -> str:
+    """A submission's label (``Recordings.submit``) as text."""
+    if isinstance(label, tuple):
+        count, kernel = label
+        return f"{count} dispatches, the first {kernel.name!r}"
+    return label
+
+
 class Recordings:
     """``SLOTS`` command buffers (least recently used re-recorded first), each with its fence.
 
@@ -108,6 +116,7 @@ class Recordings:
         slots += transfer_slots  # every list below is per slot, over both kinds
         self.buffers = [logical.allocate_command_buffer(self.pool) for _ in range(slots)]
         self.keys: list = [None] * slots  # a transfer slot's stays None: find never returns it
+        self._slot_of: dict = {}  # key -> its slot, for every non-None entry of keys: one hash, no scan
         self.payloads: list = [None] * slots  # what the run that recorded a slot reported, and its kernels
         self.recent = list(range(slots - transfer_slots))  # recording slots, least recently used first
         self.token = None
@@ -116,7 +125,7 @@ class Recordings:
         self._waiters: dict[int, int] = {}  # id(fence) -> threads waiting on it without the lock
         self._spare_fences: list = []  # fences taken off a slot while waited on, once nobody waits
         self.serials = [0] * slots
-        self.labels: list[str] = [""] * slots  # what each slot's last submission ran, for errors
+        self.labels: list = [""] * slots  # what each slot's last submission ran, for errors (``_label``)
         self.submitted = 0
         self.completed = 0
         self.name = f"vulkan:{logical.info.index}"
@@ -141,20 +150,22 @@ class Recordings:
         """Drop every recording: the next runs record afresh (tests use it to watch recording)."""
         self.keys = [None] * len(self.keys)
         self.payloads = [None] * len(self.payloads)
+        self._slot_of.clear()
 
     def find(self, key: tuple) -> int | None:
         """The slot holding a recording of ``key``'s batch, or None."""
-        for slot, held in enumerate(self.keys):
-            if held is not None and held == key:
-                self._touch(slot)
-                return slot
-        return None
+        slot = self._slot_of.get(key)
+        if slot is not None:
+            self._touch(slot)
+        return slot
 
     def begin(self) -> tuple[int, object]:
         """The least recently used slot, reset and begun: (slot, command buffer to record into)."""
         slot = self.recent[0]
         self.wait_for(self.serials[slot])  # a pending command buffer cannot be reset
         self._touch(slot)
+        if self.keys[slot] is not None:
+            del self._slot_of[self.keys[slot]]
         self.keys[slot] = self.payloads[slot] = None
         command_buffer = self.buffers[slot]
         vk_instance.check(self.lib.vkResetCommandBuffer(command_buffer, 0), "vkResetCommandBuffer")
@@ -175,12 +186,19 @@ class Recordings:
 
     def remember(self, slot: int, key: tuple, payload: Recorded) -> None:
         """Keep ``slot``'s recording for ``key``; ``payload`` must hold the dispatches' kernels (ids are in the key)."""
+        if self.keys[slot] is not None:
+            del self._slot_of[self.keys[slot]]
+        old = self._slot_of.get(key)
+        if old is not None:  # an equal batch recorded again (a caller that did not look first)
+            self.keys[old] = self.payloads[old] = None
         self.keys[slot], self.payloads[slot] = key, payload
+        self._slot_of[key] = slot
 
-    def submit(self, slot: int, end: bool, label: str) -> int:
+    def submit(self, slot: int, end: bool, label) -> int:
         """Submit ``slot``'s command buffer (ending its recording first if ``end``); returns its serial.
 
-        Does not wait; ``label`` says what it runs, for the error a failed wait raises.
+        Does not wait; ``label`` says what it runs, for the error a failed wait raises: a text, or
+        (dispatch count, first kernel), spelt out only then (every run submits, few fail).
         """
         lib = self.lib
         command_buffer = self.buffers[slot]
@@ -284,13 +302,13 @@ class Recordings:
             (s for s, n in enumerate(self.serials) if n >= serial and n > self.completed), key=self.serials.__getitem__
         )
 
-    def _settle(self, result: int, serial: int, label: str) -> None:
+    def _settle(self, result: int, serial: int, label) -> None:
         """Mark submission ``serial`` complete after a wait on its fence returned ``result``."""
         if result < 0:
             error = vk_instance.RESULT_NAMES.get(result, str(result))
             self.completed = self.submitted  # nothing of it can be waited for any more
             raise DeviceError(
-                f"{self.name}: submission {serial} ({label}) failed on the device: {error} "
+                f"{self.name}: submission {serial} ({_label(label)}) failed on the device: {error} "
                 "(reported when the host waited for its results)"
             )
         self.completed = max(self.completed, serial)

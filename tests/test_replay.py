@@ -1,0 +1,163 @@
+"""A realize that replays its plan on Vulkan submits a kept recording found by the plan's key
+(``plan_cache.replay_key``, ``VulkanDevice.run_again``) without making its dispatches: only where every
+binding and parameter is the one recorded, and what it computes is what a fresh recording computes."""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+import numpy as np
+
+import vkml
+from vkml import debug
+from vkml.kernels import matmul as kernels_matmul
+from vkml.runtime.vulkan.recordings import fingerprint
+from vkml.schedule import plan_cache, scheduler
+
+DATA = np.linspace(-2.0, 3.0, 1024, dtype=np.float32)
+
+
+def _reused() -> int:
+    return debug.counters()["recordings_reused"]
+
+
+def _step(x, k: float) -> np.ndarray:
+    return (x * k + 1.0).numpy()
+
+
+def _expected(data: np.ndarray, k: float) -> np.ndarray:
+    return data * np.float32(k) + np.float32(1.0)
+
+
+def test_the_same_graph_over_other_inputs_reads_them(gpu):
+    gc.collect()
+    a, b = vkml.tensor(DATA, device=gpu), vkml.tensor(DATA[::-1].copy() * 3, device=gpu)
+    for _ in range(2):  # each input's recording, then replays of both
+        for x in (a, b):
+            _step(x, 2.0)
+    debug.reset_counters()
+    for x, data in ((a, DATA), (b, DATA[::-1] * 3), (a, DATA)):
+        np.testing.assert_array_equal(_step(x, 2.0), _expected(data, 2.0))
+    assert _reused() == 3
+    gpu.upload(a.node.buffer, DATA + 5)  # the same memory, new contents: the replay reads them
+    np.testing.assert_array_equal(_step(a, 2.0), _expected(DATA + 5, 2.0))
+    assert _reused() == 4
+
+
+def test_a_freed_inputs_memory_taken_by_another_tensor_is_read_as_the_new_one(gpu):
+    gc.collect()
+    x = vkml.tensor(DATA, device=gpu)
+    for _ in range(2):
+        _step(x, 4.0)
+    memory = x.node.buffer.binding_key
+    del x
+    gc.collect()
+    y = vkml.tensor(DATA * -7, device=gpu)
+    assert y.node.buffer.binding_key == memory  # first fit hands out the freed range again
+    debug.reset_counters()
+    np.testing.assert_array_equal(_step(y, 4.0), _expected(DATA * -7, 4.0))
+    assert _reused() == 1  # the recording binds memory, which now holds y
+
+
+def test_parameters_and_view_offsets_pick_their_own_recording(gpu):
+    gc.collect()
+    x = vkml.tensor(DATA, device=gpu)
+    cases = [(k, s) for k in (0.0, -0.0, 3.0) for s in (1, 2)]  # a list: as dict keys 0.0 and -0.0 are one
+    for _ in range(2):
+        for k, s in cases:
+            (x[s : s + 512] * k).numpy()
+    debug.reset_counters()
+    for k, s in cases:
+        got = (x[s : s + 512] * k).numpy()
+        want = DATA[s : s + 512] * np.float32(k)
+        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))  # -0.0 is not 0.0
+    assert _reused() == len(cases)
+
+
+def test_temporaries_and_several_dispatches_replay(gpu):
+    gc.collect()
+    data = np.arange(1 << 14, dtype=np.float32) % 7
+    x = vkml.tensor(data, device=gpu)
+    for _ in range(2):
+        (x - x.sum() / x.numel()).numpy()
+    debug.reset_counters()
+    for shift in (0.0, 1.0):
+        gpu.upload(x.node.buffer, data + shift)
+        got = (x - x.sum() / x.numel()).numpy()
+        np.testing.assert_allclose(got, (data + shift) - (data + shift).mean(dtype=np.float64), atol=1e-5)
+    assert _reused() == 2
+
+
+def test_a_replayed_result_is_marked_with_its_submission(gpu):
+    gc.collect()
+    x = vkml.tensor(DATA, device=gpu)
+    for _ in range(2):
+        _step(x, 6.0)
+    debug.reset_counters()
+    y = (x * 6.0 + 1.0).realize()
+    assert _reused() == 1
+    assert y.node.buffer.ready_serial == gpu.last_submission  # a read waits for this run
+    np.testing.assert_array_equal(y.numpy(), _expected(DATA, 6.0))
+
+
+def _keys(gpu, t):
+    """(replay_key, fingerprint of the dispatches) of realizing ``t``, whose plan is cached; nothing runs."""
+    order, structure = plan_cache.trace([t.node], kernels_matmul.mode)
+    recipe = plan_cache.lookup(plan_cache.Key(scheduler._namespace(gpu), structure), order)
+    outs, temps = plan_cache.allocate(recipe, gpu)
+    dispatches = plan_cache.dispatches_of(recipe, order, outs, temps)
+    return plan_cache.replay_key(recipe, order, outs, temps), fingerprint(dispatches, False)
+
+
+def test_replay_keys_are_equal_exactly_where_fingerprints_are(gpu):
+    x, y = vkml.tensor(DATA, device=gpu), vkml.tensor(DATA, device=gpu)
+    variants = [
+        lambda: x * 2.0,
+        lambda: x * 2.0,
+        lambda: x * -0.0,
+        lambda: x * 0.0,
+        lambda: y * 2.0,
+        lambda: x[1:513] * 2.0,
+        lambda: x[2:514] * 2.0,
+        lambda: x[1:513] * 2.0,
+    ]
+    for v in variants:
+        v().realize()  # plans cached
+    gc.collect()
+    keys = [_keys(gpu, v()) for v in variants]  # each one's outputs freed before the next allocates
+    for i, (replay_i, print_i) in enumerate(keys):
+        for replay_j, print_j in keys[i + 1 :]:
+            assert (replay_i == replay_j) == (print_i == print_j)
+    assert keys[0] == keys[1] and keys[5] == keys[7]
+    assert keys[0][0] != keys[2][0] != keys[3][0] and keys[0][0] != keys[4][0] and keys[5][0] != keys[6][0]
+
+
+def test_no_replay_without_a_kept_recording_or_inside_timestamped(gpu):
+    x = vkml.tensor(DATA, device=gpu)
+    gpu.recordings.forget()
+    assert not gpu.run_again((object(),), [])
+    for _ in range(2):
+        _step(x, 8.0)
+    with gpu.timestamped() as runs:
+        np.testing.assert_array_equal(_step(x, 8.0), _expected(DATA, 8.0))
+    assert len(runs) == 1 and len(runs[0]) >= 1  # timed: through run(), which times each dispatch
+
+
+def test_threads_replaying_one_plan_read_their_own_inputs(gpu):
+    inputs = [vkml.tensor(DATA + i, device=gpu) for i in range(2)]
+    errors: list = []
+
+    def work(i: int) -> None:
+        try:
+            for _ in range(15):
+                np.testing.assert_array_equal(_step(inputs[i], 9.0), _expected(DATA + i, 9.0))
+        except Exception as e:  # reported by the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors

@@ -124,6 +124,10 @@ class Recordings:
         self.fences = [ffi.new("VkFence[1]", [logical.create_fence()]) for _ in range(slots)]
         self._waiters: dict[int, int] = {}  # id(fence) -> threads waiting on it without the lock
         self._spare_fences: list = []  # fences taken off a slot while waited on, once nobody waits
+        self._detached: dict[int, object] = {}  # id -> fence taken off its slot while threads wait on it
+        # serial -> the slot it was submitted on, while that slot's last: a slot is submitted again only
+        # once its last submission is complete, so a pending serial's entry is always here
+        self._slot_at: dict[int, int] = {}
         self.serials = [0] * slots
         self.labels: list = [""] * slots  # what each slot's last submission ran, for errors (``_label``)
         self.submitted = 0
@@ -211,6 +215,8 @@ class Recordings:
         vk_instance.check(lib.vkResetFences(self.device, 1, fences), "vkResetFences")
         vk_instance.check(lib.vkQueueSubmit(self.queue, 1, self._submit, fences[0]), "vkQueueSubmit")
         self.submitted += 1
+        self._slot_at.pop(self.serials[slot], None)
+        self._slot_at[self.submitted] = slot
         self.serials[slot] = self.submitted
         self.labels[slot] = label
         return self.submitted
@@ -261,17 +267,21 @@ class Recordings:
     def wait_claimed(self, claim: tuple, lock) -> None:
         """Wait, without holding ``lock`` (the device's), for what ``claim`` returned; then mark it complete."""
         fence, serial, label = claim
+        result = None
         try:
             result = self._wait(fence)
         finally:
+            # One lock for both: this runs between the GPU's finish and the caller's return.
             with lock:
                 left = self._waiters.pop(id(fence)) - 1
                 if left:
                     self._waiters[id(fence)] = left
-                elif all(f is not fence for f in self.fences):  # taken off its slot meanwhile
-                    self._spare_fences.append(fence)
-        with lock:
-            self._settle(result, serial, label)
+                else:
+                    detached = self._detached.pop(id(fence), None)
+                    if detached is not None:  # taken off its slot meanwhile (_fence_for)
+                        self._spare_fences.append(detached)
+                if result is not None:
+                    self._settle(result, serial, label)
 
     def _wait(self, fence) -> int:
         """Wait until ``fence`` signals: poll it for ``spin_seconds``, then sleep on it. The Vulkan result."""
@@ -289,6 +299,7 @@ class Recordings:
         """The slot's fence, to be reset for a submission: another one if a thread waits on it unlocked."""
         fence = self.fences[slot]
         if id(fence) in self._waiters:
+            self._detached[id(fence)] = fence
             if self._spare_fences:
                 fence = self._spare_fences.pop()
             else:
@@ -298,6 +309,9 @@ class Recordings:
 
     def _first_pending_at(self, serial: int) -> int:
         """The pending slot submitted first at or after ``serial``: its fence covers everything before it."""
+        slot = self._slot_at.get(serial)
+        if slot is not None and self.serials[slot] == serial:  # pending: still its slot's last (``_slot_at``)
+            return slot
         return min(
             (s for s, n in enumerate(self.serials) if n >= serial and n > self.completed), key=self.serials.__getitem__
         )

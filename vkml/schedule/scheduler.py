@@ -38,7 +38,9 @@ sharing; not the data, not the values of constants nor views' offsets and mask b
 travel as parameters: ``Signature``), so a loop
 that builds the same graph again reuses the same Kernel objects and compiled pipelines. A
 whole realize is cached the same way, one level up (vkml/schedule/plan_cache.py): a graph whose
-structure was realized before skips planning and lowering and binds the earlier recipe.
+structure was realized before skips planning and lowering and binds the earlier recipe; on
+Vulkan, where its buffers and parameters repeat too, the device submits its recording again,
+found by the recipe's key over them (``plan_cache.replay_key``) before any dispatch is made.
 """
 
 from __future__ import annotations

@@ -37,7 +37,8 @@ run ends with one barrier that makes its writes visible to the host, to transfer
 later runs (not counted in ``counters['barriers']``, which counts hazard barriers). A batch
 equal to a recent one (same kernels, grids and parameters on the same memory: a loop over a
 graph of one structure) submits that run's command buffer again instead of recording
-(vkml/runtime/vulkan/recordings.py).
+(vkml/runtime/vulkan/recordings.py); a realize of a cached plan finds it by the plan's key, before
+making any dispatch (``run_again``).
 
 Storage: bool elements are one uint32 (0/1) each on the device, converted on upload and
 download; float16 is 2 bytes.

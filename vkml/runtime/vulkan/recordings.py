@@ -11,7 +11,10 @@ holds: per dispatch the kernel object, the grid, every buffer's memory range and
 every parameter (zeros by their repr, so ``-0.0`` is not ``0.0``). Memory ranges are named by
 block ids, which are never reused, so an equal fingerprint means the very same bindings. A
 recording also refers to descriptor sets and the timestamp query pool; when either is
-replaced (``token`` changes) every recording is dropped.
+replaced (``token`` changes) every recording is dropped. A caller may name a batch by a key of its
+own that differs wherever the fingerprint would (``VulkanDevice.run(key=...)``): vkml.jit's replays,
+and a realize whose cached plan repeats (``plan_cache.replay_key``), which then finds and submits the
+recording without making its dispatches (``VulkanDevice.run_again``). Keys are found by a dict.
 
 Submissions do not wait (``submit``): each slot has its own fence and the serial number of its
 last submission, and the host waits (``wait_for``) only for the work it needs. A fence signals

@@ -23,6 +23,7 @@ Which memory type (``choose_memory``):
 from __future__ import annotations
 
 import bisect
+import heapq
 import itertools
 from collections import deque
 from dataclasses import dataclass
@@ -344,6 +345,14 @@ class MemoryPool:
         self.out_of_memory_errors = 0
         self.closed = False
         self._pending: deque[Allocation] = deque()  # released by finalizers, returned at the next allocate
+        # Ranges of shared blocks given back, by reserved size: heaps of (block id, offset, block). The
+        # next kernel output of that size takes the lowest (``allocate``), a choice that depends on which
+        # ranges are free, not on the order they were freed in: a loop that frees and makes the same
+        # sizes every step settles on the same ranges, step after step, and its runs on the same
+        # bindings (their recordings and descriptor sets are reused; first fit over the blocks' free
+        # ranges, split and coalesced between sizes, can drift instead). Handed back to the blocks'
+        # free ranges (``_return_sized``) before a new block is made, and by empty_cache.
+        self._sized: dict[int, list[tuple[int, int, MemoryBlock]]] = {}
         # Waits until a submission serial is complete (the device sets it): a block that
         # submitted work may still use must not be freed. Ranges need no wait: work on the one
         # queue is ordered, so a range freed while in flight is only ever reused by later work.
@@ -375,7 +384,16 @@ class MemoryPool:
         alignment = self.alignment
         reserved = (nbytes + alignment - 1) // alignment * alignment
         if not for_host and reserved <= self.block_size // 2:
-            # The common case first (every realize's outputs): a range of a shared block, first fit.
+            # The common case first (every realize's outputs): a range of this size freed last, or
+            # one of a shared block, first fit.
+            sized = self._sized.get(reserved)
+            if sized:
+                _, offset, block = heapq.heappop(sized)
+                self.allocated_bytes += nbytes
+                self.allocations += 1
+                if self.allocated_bytes > self.peak_bytes:
+                    self.peak_bytes = self.allocated_bytes
+                return Allocation(block, offset, nbytes, reserved)
             for block in self.blocks:
                 offset = block.ranges.allocate(reserved, alignment)
                 if offset is not None:
@@ -407,6 +425,9 @@ class MemoryPool:
             offset = block.ranges.allocate(reserved, self.alignment)
             if offset is not None:
                 return self._account(Allocation(block, offset, nbytes, reserved), for_host)
+        if self._sized:  # the ranges kept by size, coalesced with the free ones, before a new block
+            self._return_sized()
+            return self.allocate(nbytes, what, for_host)
         block = self.spare_blocks.pop() if self.spare_blocks else None
         block = block or self._new_block(self.block_size, dedicated=False, nbytes=nbytes, what=what)
         self.blocks.append(block)
@@ -450,7 +471,20 @@ class MemoryPool:
             else:
                 self._destroy(block)
             return
-        block.ranges.release(allocation.offset, allocation.reserved)
+        sized = self._sized.get(allocation.reserved)
+        if sized is None:
+            sized = self._sized[allocation.reserved] = []
+        heapq.heappush(sized, (block.id, allocation.offset, block))
+
+    def _return_sized(self) -> None:
+        """Give every range kept by size back to its block's free ranges; frees empty blocks beyond the first."""
+        sized, self._sized = self._sized, {}
+        for reserved, ranges in sized.items():
+            for _, offset, block in ranges:
+                self._return_range(block, offset, reserved)
+
+    def _return_range(self, block: MemoryBlock, offset: int, reserved: int) -> None:
+        block.ranges.release(offset, reserved)
         if block.ranges.empty and len(self.blocks) > 1:
             self.blocks.remove(block)
             if self._spare_bytes() + block.size <= self.spare_limit:
@@ -518,6 +552,7 @@ class MemoryPool:
         return block
 
     def _drop_empty_blocks(self) -> bool:
+        self._return_sized()
         empty = [b for b in self.blocks if b.ranges.empty] + self.spare + self.spare_blocks
         for block in empty:
             if block in self.blocks:

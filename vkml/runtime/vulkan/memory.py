@@ -6,7 +6,10 @@ offset and no per-tensor Vulkan object exists. Offsets respect
 ``minStorageBufferOffsetAlignment`` (and ``nonCoherentAtomSize`` for mapped memory). Where the
 device was created with ``bufferDeviceAddress``, every block's buffer also has a device
 address (``MemoryBlock.device_address``): kernels reach buffers larger than
-``maxStorageBufferRange`` through it.
+``maxStorageBufferRange`` through it. A freed range is kept for the next kernel output of its
+size (the lowest such range first: ``MemoryPool._sized``), as PyTorch's caching allocator does, so
+a loop's buffers settle on the same memory and its recorded command buffers are reused; kept
+ranges go back to first fit before a new block is made.
 
 Which memory type (``choose_memory``):
 - a DEVICE_LOCAL|HOST_VISIBLE type on the largest device-local heap (an integrated or CPU

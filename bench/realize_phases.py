@@ -1,13 +1,17 @@
 """Where a realize's wall time goes beyond the GPU's: build, realize, synchronise, per row.
 
-    python3 bench/realize_phases.py [ROW ...] [--profile] [--device vulkan:0]
+    python3 bench/realize_phases.py [ROW ...] [--profile] [--small] [--device vulkan:0]
 
 Rows: conv2d_f16, add_2^24, bn_train, maxpool, sum_2^28, softmax, sdpa_f16 (default: all). For each,
 after 3 untimed runs, 10 timed ones print the medians of: graph build (the op calls), realize
 (schedule, lower, record, submit, wait), the synchronise after it, the GPU time (timestamps),
 the time inside ``device.run`` and before its first call, and the counters that moved; then 20
-runs without timestamps give the wall time a user sees. ``--profile`` adds a cProfile of 20
-more runs. docs/benchmarks.md (session 9) has its numbers on the H200.
+runs without timestamps give the wall time a user sees, and 200 more the host's own time per
+realize: the realize's wall time less the time inside driver calls (Vulkan) or the
+interpreter (``device.run`` on the CPU), and how much of it comes before the submission.
+``--profile`` adds a cProfile of 20 more runs. ``--small`` takes shapes a CPU driver (lavapipe)
+or the CPU device runs in a moment, for the host's side. docs/benchmarks.md (session 9) has its
+numbers on the H200.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import io
 import pstats
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -29,34 +34,115 @@ import vkml  # noqa: E402
 from vkml.runtime.counters import counters  # noqa: E402
 
 
-def cases(device) -> dict:
+def cases(device, small: bool = False) -> dict:
+    """Each row's graph builder; it returns the tensors one realize computes."""
     F = vkml.nn.functional
     rng = np.random.default_rng(0)
 
     def t(shape, dtype="float32"):
         return vkml.tensor(rng.standard_normal(shape).astype(dtype), device=device).realize()
 
+    # --small: the same graphs on shapes lavapipe and the CPU device run in a moment
+    n, image, seq, square = (1 << 16, (8, 16, 16, 16), 64, 256) if small else (1 << 24, (64, 64, 112, 112), 1024, 8192)
     made = {}
-    x16, w16 = t((64, 64, 56, 56), "float16"), t((64, 64, 3, 3), "float16")
-    made["conv2d_f16"] = lambda: F.conv2d(x16, w16, padding=1)
-    a, b = t((1 << 24,)), t((1 << 24,))
-    made["add_2^24"] = lambda: a + b
-    xb, g, beta, mean = t((64, 64, 112, 112)), t((64,)), t((64,)), t((64,))
-    var = (t((64,)).abs() + 1).realize()
-    made["bn_train"] = lambda: F.batch_norm(xb, mean, var, g, beta, training=True)
-    made["maxpool"] = lambda: F.max_pool2d(xb, 3, 2, 1)
-    big = t((1 << 28,))
-    made["sum_2^28"] = lambda: big.sum()
-    s = t((8192, 8192))
-    made["softmax"] = lambda: s.softmax(-1)
-    q, k, v = (t((4, 8, 1024, 64), "float16") for _ in range(3))
-    made["sdpa_f16"] = lambda: F.scaled_dot_product_attention(q, k, v)
+    x16, w16 = t((image[0], 64, 28, 28) if small else (64, 64, 56, 56), "float16"), t((64, 64, 3, 3), "float16")
+    made["conv2d_f16"] = lambda: (F.conv2d(x16, w16, padding=1),)
+    a, b = t((n,)), t((n,))
+    made["add_2^24"] = lambda: (a + b,)
+    xb, g, beta, mean = t(image), t((image[1],)), t((image[1],)), t((image[1],))
+    var = (t((image[1],)).abs() + 1).realize()
+    # The running statistics are realized with the output, as bench.py's row and an optimizer step
+    # do: left lazy, each repetition would chain one more pending update and keep its batch alive.
+    made["bn_train"] = lambda: (F.batch_norm(xb, mean, var, g, beta, training=True), mean, var)
+    made["maxpool"] = lambda: (F.max_pool2d(xb, 3, 2, 1),)
+    big = t((n if small else 1 << 28,))
+    made["sum_2^28"] = lambda: (big.sum(),)
+    s = t((square, square))
+    made["softmax"] = lambda: (s.softmax(-1),)
+    q, k, v = (t((4, 8, seq, 64), "float16") for _ in range(3))
+    made["sdpa_f16"] = lambda: (F.scaled_dot_product_attention(q, k, v),)
     return made
+
+
+@contextmanager
+def driver_time(device):
+    """Yields [seconds inside the driver (Vulkan: every ``vk*`` call through the device's function
+    table) or the interpreter (CPU: ``device.run``), perf_counter at the last submission's start];
+    the caller zeroes the first between samples. The table is wrapped while the block runs."""
+    spent = [0.0, 0.0]
+    if device.kind != "vulkan":
+        run = device._run
+
+        def timed_run(*args, **kwargs):
+            start = spent[1] = time.perf_counter()
+            try:
+                return run(*args, **kwargs)
+            finally:
+                spent[0] += time.perf_counter() - start
+
+        device._run = timed_run
+        try:
+            yield spent
+        finally:
+            del device._run
+        return
+    lib = device.logical.lib
+    holders = [o for o in (device.logical, device.recordings, device.descriptors, device.transfers) if o.lib is lib]
+
+    class Timed:
+        def __getattr__(self, name):
+            function = getattr(lib, name)
+            if not callable(function):
+                return function
+
+            def timed(*args):
+                start = time.perf_counter()
+                if name == "vkQueueSubmit":
+                    spent[1] = start
+                try:
+                    return function(*args)
+                finally:
+                    spent[0] += time.perf_counter() - start
+
+            setattr(self, name, timed)
+            return timed
+
+    timed = Timed()
+    for holder in holders:
+        holder.lib = timed
+    try:
+        yield spent
+    finally:
+        for holder in holders:
+            holder.lib = lib
+
+
+def host_time(device, fn, repeats: int = 200) -> None:
+    """Print the median host time per realize outside the driver, and the part before the submission."""
+    outside, before = [], []
+    with driver_time(device) as spent:
+        for _ in range(repeats):
+            out = fn()
+            spent[0] = spent[1] = 0.0
+            t0 = time.perf_counter()
+            vkml.realize(*out)
+            t1 = time.perf_counter()
+            outside.append(t1 - t0 - spent[0])
+            before.append(spent[1] - t0 if spent[1] else float("nan"))
+            device.synchronize()
+            del out
+    outside.sort()
+    before.sort()
+    middle = repeats // 2
+    print(
+        f"  host per realize, outside the driver: median {outside[middle] * 1e6:.1f} µs "
+        f"({before[middle] * 1e6:.1f} µs before the submission)"
+    )
 
 
 def phases(device, fn) -> None:
     for _ in range(3):
-        vkml.realize(fn())
+        vkml.realize(*fn())
         device.synchronize()
     rows = []
     for _ in range(10):
@@ -65,7 +151,7 @@ def phases(device, fn) -> None:
             t0 = time.perf_counter()
             out = fn()
             t1 = time.perf_counter()
-            vkml.realize(out)
+            vkml.realize(*out)
             t2 = time.perf_counter()
             device.synchronize()
             t3 = time.perf_counter()
@@ -84,11 +170,12 @@ def phases(device, fn) -> None:
     walls = []
     for _ in range(20):
         t0 = time.perf_counter()
-        vkml.realize(fn())
+        vkml.realize(*fn())
         device.synchronize()
         walls.append(time.perf_counter() - t0)
     walls.sort()
     print(f"  wall without timestamps: min {walls[0] * 1e6:.0f} µs, median {walls[10] * 1e6:.0f} µs")
+    host_time(device, fn)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -96,9 +183,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("rows", nargs="*")
     parser.add_argument("--device", default=None)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--small", action="store_true", help="shapes a CPU driver runs in a moment")
     args = parser.parse_args(argv)
     device = vkml.device(args.device) if args.device else vkml.best_device()
-    made = cases(device)
+    made = cases(device, args.small)
     for name in args.rows or list(made):
         print(name)
         phases(device, made[name])
@@ -106,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
             profile = cProfile.Profile()
             profile.enable()
             for _ in range(20):
-                vkml.realize(made[name]())
+                vkml.realize(*made[name]())
                 device.synchronize()
             profile.disable()
             text = io.StringIO()

@@ -31,6 +31,8 @@ WIDE_REACH = 1 << 31
 # are atomic, so threads may share them.
 _SHAPE_CACHE_ENTRIES = 4096
 _STRIDES: dict[tuple[int, ...], tuple[int, ...]] = {}
+# View.structure by (shape, strides, offset, mask, below): the same bounds as the shape caches.
+_STRUCTURES: dict[tuple, tuple] = {}
 _CONTIGUOUS: dict[tuple[int, ...], View] = {}
 
 
@@ -109,7 +111,24 @@ class View:
 
     def structure(self, below: int | None = None) -> tuple:
         """What lowering decides from this view over ``below`` positions, without the values of its
-        offset and mask bounds.
+        offset and mask bounds (``_structure``), remembered by the view's fields: every realize keys its
+        plan by its views' structures, and a loop builds views equal to the last step's.
+
+        The same structure object comes back for equal views, so comparing two plan keys finds most
+        views identical without looking inside them. (A key only: views of numpy ints share it with
+        views of equal ints.)
+        """
+        key = (self.shape, self.strides, self.offset, self.mask, below)
+        found = _STRUCTURES.get(key)
+        if found is None:
+            found = self._structure(below)
+            if len(_STRUCTURES) >= _SHAPE_CACHE_ENTRIES:  # a loop whose views change every step
+                _STRUCTURES.clear()
+            _STRUCTURES[key] = found
+        return found
+
+    def _structure(self, below: int | None) -> tuple:
+        """``structure``, computed.
 
         Kept: shape and strides; whether the offset is a parameter (``shifts``); for each dim the
         mask cuts, the length it keeps (its lower bound is the value; a dim cut at its start and

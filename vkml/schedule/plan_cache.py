@@ -226,9 +226,10 @@ class Recipe:
     - ``steps``: one ``Step`` per dispatch (its ``BufferRef``s and ``ParamRef``s).
     - ``custom_roots``: positions of user kernel nodes that become buffers (such plans are never cached).
     - ``baked``: the ``Baked`` constants and views.
+    - ``replay``: what ``replay_key`` reads (made on its first call), False where a user kernel runs.
     """
 
-    __slots__ = ("outputs", "temps", "steps", "custom_roots", "baked")
+    __slots__ = ("outputs", "temps", "steps", "custom_roots", "baked", "replay")
 
     def __init__(self):
         self.outputs: list[Output] = []
@@ -236,6 +237,7 @@ class Recipe:
         self.steps: list[Step] = []
         self.custom_roots: list[int] = []
         self.baked: list[Baked] = []
+        self.replay: tuple | bool | None = None
 
 
 def bind(recipe: Recipe, order: list[Node], device) -> tuple[list[Dispatch], list, list]:
@@ -244,10 +246,24 @@ def bind(recipe: Recipe, order: list[Node], device) -> tuple[list[Dispatch], lis
     Returns (dispatches, output buffers by output index, temporaries). User kernel outputs are
     found in ``by_id`` (they allocate their own), which ``finish`` reads too.
     """
-    outs = [device.allocate(dtype, numel) for _, dtype, numel in recipe.outputs]
-    temps = [device.allocate(dtype, numel) for dtype, numel in recipe.temps]
+    outs, temps = allocate(recipe, device)
+    return dispatches_of(recipe, order, outs, temps), outs, temps
+
+
+def allocate(recipe: Recipe, device) -> tuple[list, list]:
+    """New output and temporary buffers for a run of ``recipe`` (``bind``'s)."""
+    allocate = device.allocate
+    return (
+        [allocate(dtype, numel) for _, dtype, numel in recipe.outputs],
+        [allocate(dtype, numel) for dtype, numel in recipe.temps],
+    )
+
+
+def dispatches_of(recipe: Recipe, order: list[Node], outs: list, temps: list) -> list[Dispatch]:
+    """``bind``'s dispatches over buffers ``allocate`` made; appends user kernels' outputs to ``outs``."""
     by_id = None
     dispatches: list[Dispatch] = []
+    # Every realize runs these loops, replayed or not: locals and inlined view_value keep them short.
     for kernel, grid, buffer_refs, param_refs in recipe.steps:
         if kernel is None:  # a user's @vkml.kernel binds its own buffers (vkml/dsl/kernel.py)
             if by_id is None:
@@ -267,20 +283,83 @@ def bind(recipe: Recipe, order: list[Node], device) -> tuple[list[Dispatch], lis
                 buffers[name] = by_id[id(order[index])]
         params = {}
         for name, p in param_refs:
-            if p.__class__ is not int:
-                params[name] = view_value(order[p[0]].arg, *p[1:])
+            if p.__class__ is int:
+                value = order[p].arg.value
+                params[name] = int(value) if value.__class__ is bool else value  # bool constants hold Python bools
                 continue
-            value = order[p].arg.value
-            params[name] = int(value) if value.__class__ is bool else value  # bool constants hold Python bools
+            position, level, field, divisor, bits = p  # view_value, inlined
+            view = order[position].arg.views[level]
+            value = (view.offset if field == -1 else view.mask[field // 2][field % 2]) // divisor
+            params[name] = value % (1 << bits) if bits else value
         dispatches.append(Dispatch(kernel, grid, buffers, params))
     if by_id is not None:
         for p in recipe.custom_roots:
             outs.append(by_id[id(order[p])])
-    return dispatches, outs, temps
+    return dispatches
+
+
+def replay_key(recipe: Recipe, order: list[Node], outs: list, temps: list) -> tuple | None:
+    """A key for a Vulkan recording of ``recipe``'s dispatches over these nodes and buffers
+    (``VulkanDevice.run(key=...)``, ``run_again``), made without making the dispatches: None where
+    the recipe runs a user's kernel, which makes its own.
+
+    The recipe itself (by identity: the key keeps it alive, so no other recipe takes its id) stands
+    for every kernel, grid and buffer and parameter name of its steps; then every buffer it binds,
+    by memory range (block ids are never reused) and dtype, and every parameter's value and type (a
+    zero by its repr: ``-0.0`` is not ``0.0``). So two keys are equal exactly when
+    ``recordings.fingerprint`` of the two runs' dispatches would be.
+    """
+    refs = recipe.replay
+    if refs is None:
+        refs = recipe.replay = _replay_refs(recipe)
+    if refs is False:
+        return None
+    leaves, param_refs = refs
+    parts: list = [recipe]
+    append = parts.append
+    for p in leaves:
+        buffer = order[p].buffer
+        append(buffer.binding_key)
+        append(buffer.dtype)
+    for buffer in outs:
+        append(buffer.binding_key)
+        append(buffer.dtype)
+    for buffer in temps:
+        append(buffer.binding_key)
+        append(buffer.dtype)
+    for p in param_refs:
+        if p.__class__ is int:
+            value = order[p].arg.value
+        else:
+            position, level, field, divisor, bits = p  # view_value, inlined as in dispatches_of
+            view = order[position].arg.views[level]
+            value = (view.offset if field == -1 else view.mask[field // 2][field % 2]) // divisor
+            if bits:
+                value %= 1 << bits
+        append(value.__class__)
+        append(value if value else repr(value))
+    return tuple(parts)
+
+
+def _replay_refs(recipe: Recipe) -> tuple | bool:
+    """(the positions of the realized nodes the steps bind, first use first; every step's parameter
+    sources in order), or False if a step runs a user's kernel."""
+    leaves: dict[int, None] = {}
+    params: list = []
+    for step in recipe.steps:
+        if step.kernel is None:
+            return False
+        for _, kind, index in step.buffers:
+            if kind == LEAF:
+                leaves[index] = None
+        params += [at for _, at in step.params]
+    return tuple(leaves), tuple(params)
 
 
 def view_value(stack, level: int, field: int, divisor: int, bits: int) -> int:
-    """A view parameter's value (``ViewParam``): an offset or mask bound of level ``level`` of ``stack``."""
+    """A view parameter's value (``ViewParam``): an offset or mask bound of level ``level`` of ``stack``.
+
+    ``bind`` computes the same inline."""
     view = stack.views[level]
     value = view.offset if field == -1 else view.mask[field // 2][field % 2]
     value //= divisor

@@ -38,7 +38,9 @@ sharing; not the data, not the values of constants nor views' offsets and mask b
 travel as parameters: ``Signature``), so a loop
 that builds the same graph again reuses the same Kernel objects and compiled pipelines. A
 whole realize is cached the same way, one level up (vkml/schedule/plan_cache.py): a graph whose
-structure was realized before skips planning and lowering and binds the earlier recipe.
+structure was realized before skips planning and lowering and binds the earlier recipe; on
+Vulkan, where its buffers and parameters repeat too, the device submits its recording again,
+found by the recipe's key over them (``plan_cache.replay_key``) before any dispatch is made.
 """
 
 from __future__ import annotations
@@ -747,7 +749,24 @@ def _realize_on(device, nodes: list[Node]) -> None:
                 recipe = compile_recipe(Plan(nodes, order))
             plan_cache.store(key, recipe)
             counters["plans"] += 1
-    dispatches, outs, temps = plan_cache.bind(recipe, order, device)
+    run_again = getattr(device, "run_again", None)
+    if run_again is not None and recorder is None and recipe.steps and not debug.timing_wanted():
+        # A Vulkan device keeps the command buffers of recent runs: the plan's key over these
+        # buffers finds one without making the dispatches, whose work then is only a miss's.
+        outs, temps = plan_cache.allocate(recipe, device)
+        key = plan_cache.replay_key(recipe, order, outs, temps)
+        if key is not None:
+            if run_again(key, outs + temps):
+                debug.record_dispatches(device.name, recipe.steps)  # a Step has its dispatch's kernel and grid
+            else:
+                dispatches = plan_cache.dispatches_of(recipe, order, outs, temps)
+                debug.record_dispatches(device.name, dispatches)
+                device.run(dispatches, key=key)
+            plan_cache.finish(recipe, order, outs)
+            return
+        dispatches = plan_cache.dispatches_of(recipe, order, outs, temps)
+    else:
+        dispatches, outs, temps = plan_cache.bind(recipe, order, device)
     if recorder is not None:
         recorder.realized(device, dispatches, recipe, order)
     if dispatches:

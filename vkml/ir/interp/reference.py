@@ -84,7 +84,7 @@ def run(
     grid = _check_grid(kernel, grid)
     arrays = _check_buffers(kernel, buffers)
     param_values = _check_params(kernel, params)
-    group_size = int(np.prod(kernel.local_size))
+    group_size = int(math.prod(kernel.local_size))  # not np.prod: per dispatch, and several µs on a tuple
     if group_size <= 0:
         raise IRError(f"kernel {kernel.name!r}: local_size {kernel.local_size} must be positive")
     total_groups = grid[0] * grid[1] * grid[2]
@@ -143,6 +143,10 @@ def evaluate(fn: Callable, *arrays: np.ndarray, local_size: int = 64) -> np.ndar
 
 
 def _check_grid(kernel: Kernel, grid) -> tuple[int, int, int]:
+    if grid.__class__ is tuple and len(grid) == 3:  # what the scheduler gives: checked without generators
+        x, y, z = grid
+        if x.__class__ is int and y.__class__ is int and z.__class__ is int and x >= 0 and y >= 0 and z >= 0:
+            return grid
     grid = tuple(grid)
     if len(grid) != 3 or any(not isinstance(g, (int, np.integer)) or g < 0 for g in grid):
         raise ValueError(f"kernel {kernel.name!r}: grid must be three non-negative ints, got {grid}")
@@ -157,7 +161,7 @@ def _check_buffers(kernel: Kernel, buffers: Mapping[str, np.ndarray]) -> dict[st
         if not isinstance(a, np.ndarray) or a.ndim != 1:
             shape = getattr(a, "shape", type(a).__name__)
             raise ValueError(f"kernel {kernel.name!r}: buffer {decl.name!r} must be a 1-D numpy array, got {shape}")
-        if a.dtype != decl.dtype.np:
+        if a.dtype != _scalar_type(decl.dtype)[0]:
             raise ValueError(
                 f"kernel {kernel.name!r}: buffer {decl.name!r} is declared {decl.dtype.name} but the array is {a.dtype}"
             )
@@ -177,19 +181,38 @@ def _check_params(kernel: Kernel, params: Mapping) -> dict[Value, np.ndarray]:
             raise ValueError(
                 f"kernel {kernel.name!r}: param {decl.name!r} = {given!r} does not fit {decl.dtype.name}: {e}"
             ) from None
-        values[decl.value] = np.array([scalar], dtype=decl.dtype.np)
+        values[decl.value] = np.array([scalar])  # of the scalar's own dtype, decl.dtype's
     return values
 
 
+# dtype name -> (numpy dtype, its scalar type, and for integers the range): every dispatch of the CPU
+# device checks each buffer's dtype and converts each parameter, and np.iinfo and DType.np build new
+# objects on each call.
+_SCALARS: dict[str, tuple] = {}
+
+
+def _scalar_type(dtype: T.DType) -> tuple:
+    found = _SCALARS.get(dtype.name)
+    if found is None:
+        np_dtype = dtype.np
+        if dtype.is_int:
+            info = np.iinfo(np_dtype)
+            found = (np_dtype, np_dtype.type, int(info.min), int(info.max))
+        else:
+            found = (np_dtype, np_dtype.type, None, None)
+        _SCALARS[dtype.name] = found
+    return found
+
+
 def _to_dtype(value, dtype: T.DType):
-    if dtype.is_int:
+    _, make, low, high = _scalar_type(dtype)
+    if low is not None:
         if isinstance(value, (bool, np.bool_)) or int(value) != value:
             raise ValueError("not an integer")
-        info = np.iinfo(dtype.np)
-        if not info.min <= int(value) <= info.max:
-            raise ValueError(f"outside [{info.min}, {info.max}]")
-        return dtype.np.type(int(value))
-    return dtype.np.type(value)
+        if not low <= int(value) <= high:
+            raise ValueError(f"outside [{low}, {high}]")
+        return make(int(value))
+    return make(value)
 
 
 def _check_names(kernel: Kernel, what: str, declared: set, given: set) -> None:

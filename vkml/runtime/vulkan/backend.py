@@ -37,7 +37,8 @@ run ends with one barrier that makes its writes visible to the host, to transfer
 later runs (not counted in ``counters['barriers']``, which counts hazard barriers). A batch
 equal to a recent one (same kernels, grids and parameters on the same memory: a loop over a
 graph of one structure) submits that run's command buffer again instead of recording
-(vkml/runtime/vulkan/recordings.py).
+(vkml/runtime/vulkan/recordings.py); a realize of a cached plan finds it by the plan's key, before
+making any dispatch (``run_again``).
 
 Storage: bool elements are one uint32 (0/1) each on the device, converted on upload and
 download; float16 is 2 bytes.
@@ -115,9 +116,9 @@ class VulkanBuffer(Buffer):
             block, offset, size = device._empty_block(), 0, device._empty_block().size
             self.hazard_key = None  # nothing to read or write: never a hazard
         else:
-            what = f" for {numel} {dtype.name} elements"
-            self.allocation = device.memory.allocate(self.device_nbytes, what, for_host)
-            block, offset = self.allocation.block, self.allocation.offset
+            # (numel, dtype): the pool spells it out only in an error message (every realize allocates)
+            self.allocation = allocation = device.memory.allocate(self.device_nbytes, (numel, dtype), for_host)
+            block, offset = allocation.block, allocation.offset
             size = min(self.device_nbytes, device.max_storage_buffer_range)
             self.hazard_key = (block.id, offset)
         self.block = block
@@ -395,6 +396,39 @@ class VulkanDevice(Device):
         with self.lock:  # command buffers, fences, descriptor pools and the pipeline caches are the device's
             return self._run(dispatches, timestamps, key)
 
+    def run_again(self, key, written) -> bool:
+        """Submit again the command buffer a ``run(dispatches, key=key)`` recorded, if it is kept, and
+        return True; else do nothing and return False (the caller then makes the dispatches and
+        runs them with that key). ``written``: buffers the dispatches write (more do no harm:
+        reads of them wait for this submission). Runs inside ``timestamped()`` are never replayed so.
+
+        What a realize whose plan and buffers repeat does instead of ``run`` (vkml/schedule/scheduler.py):
+        the same submission, without making its dispatches or their ``fingerprint``.
+        """
+        with self.lock:
+            if self._timestamp_sinks:
+                return False
+            recordings = self.recordings
+            if len(self.descriptors.pools) > 1:
+                recordings.wait_all()  # as _run: the pools are about to be replaced
+            self.descriptors.begin_run()
+            recordings.check_token(self._recording_token())
+            slot = recordings.find(("given", False, key))
+            if slot is None:
+                return False
+            done: Recorded = recordings.payloads[slot]
+            kernels = done.kept[0]
+            serial = recordings.submit(slot, False, (len(kernels), kernels[0]))
+            for buffer in written:
+                buffer.ready_serial = serial
+            for block in done.blocks:
+                block.last_use = serial
+            if not config.submit_async():
+                recordings.wait_for(serial)
+            counters["recordings_reused"] += 1
+            self._finish_run((), done.launched, done.barriers, None, None)
+            return True
+
     def _run(self, dispatches: list[Dispatch], timestamps: bool, given_key=None) -> list[float] | None:
         timestamps = timestamps or bool(self._timestamp_sinks)
         if not dispatches:
@@ -486,8 +520,7 @@ class VulkanDevice(Device):
 
     def _submit(self, slot: int, end: bool, dispatches, outputs: list, blocks: tuple, timer) -> None:
         """Submit a slot; mark what it writes and binds with its serial; wait if timed or synchronous."""
-        label = f"{len(dispatches)} dispatches, the first {dispatches[0].kernel.name!r}"
-        serial = self.recordings.submit(slot, end, label)
+        serial = self.recordings.submit(slot, end, (len(dispatches), dispatches[0].kernel))
         for position, name in outputs:
             dispatches[position].buffers[name].ready_serial = serial
         for block in blocks:

@@ -6,7 +6,10 @@ offset and no per-tensor Vulkan object exists. Offsets respect
 ``minStorageBufferOffsetAlignment`` (and ``nonCoherentAtomSize`` for mapped memory). Where the
 device was created with ``bufferDeviceAddress``, every block's buffer also has a device
 address (``MemoryBlock.device_address``): kernels reach buffers larger than
-``maxStorageBufferRange`` through it.
+``maxStorageBufferRange`` through it. A freed range is kept for the next kernel output of its
+size (the lowest such range first: ``MemoryPool._sized``), as PyTorch's caching allocator does, so
+a loop's buffers settle on the same memory and its recorded command buffers are reused; kept
+ranges go back to first fit before a new block is made.
 
 Which memory type (``choose_memory``):
 - a DEVICE_LOCAL|HOST_VISIBLE type on the largest device-local heap (an integrated or CPU
@@ -23,6 +26,7 @@ Which memory type (``choose_memory``):
 from __future__ import annotations
 
 import bisect
+import heapq
 import itertools
 from collections import deque
 from dataclasses import dataclass
@@ -344,6 +348,14 @@ class MemoryPool:
         self.out_of_memory_errors = 0
         self.closed = False
         self._pending: deque[Allocation] = deque()  # released by finalizers, returned at the next allocate
+        # Ranges of shared blocks given back, by reserved size: heaps of (block id, offset, block). The
+        # next kernel output of that size takes the lowest (``allocate``), a choice that depends on which
+        # ranges are free, not on the order they were freed in: a loop that frees and makes the same
+        # sizes every step settles on the same ranges, step after step, and its runs on the same
+        # bindings (their recordings and descriptor sets are reused; first fit over the blocks' free
+        # ranges, split and coalesced between sizes, can drift instead). Handed back to the blocks'
+        # free ranges (``_return_sized``) before a new block is made, and by empty_cache.
+        self._sized: dict[int, list[tuple[int, int, MemoryBlock]]] = {}
         # Waits until a submission serial is complete (the device sets it): a block that
         # submitted work may still use must not be freed. Ranges need no wait: work on the one
         # queue is ordered, so a range freed while in flight is only ever reused by later work.
@@ -361,16 +373,40 @@ class MemoryPool:
     def reserved_bytes(self) -> int:
         return sum(b.size for b in (*self.blocks, *self.dedicated, *self.spare, *self.spare_blocks))
 
-    def allocate(self, nbytes: int, what: str = "", for_host: bool = False) -> Allocation:
-        """``nbytes`` (> 0) of device memory; raises OutOfMemoryError naming the size.
+    def allocate(self, nbytes: int, what: str | tuple = "", for_host: bool = False) -> Allocation:
+        """``nbytes`` (> 0) of device memory; raises OutOfMemoryError naming the size and ``what`` it
+        is for (a text, or (numel, dtype), spelt out only for the error).
 
         ``for_host``: the host is about to write it (an upload). Then the first fit among the
         shared blocks' ranges that no submitted work may still use is taken, if one is free, and
         the allocation's ``busy`` says which submission the host must see complete before it
         writes (0: none): a range freed while in flight is reused by the next upload only if
         nothing idle fits, and never touches work on other ranges."""
-        self._drain()
-        reserved = align_up(nbytes, self.alignment)
+        if self._pending:
+            self._drain()
+        alignment = self.alignment
+        reserved = (nbytes + alignment - 1) // alignment * alignment
+        if not for_host and reserved <= self.block_size // 2:
+            # The common case first (every realize's outputs): a range of this size freed last, or
+            # one of a shared block, first fit.
+            sized = self._sized.get(reserved)
+            if sized:
+                _, offset, block = heapq.heappop(sized)
+                self.allocated_bytes += nbytes
+                self.allocations += 1
+                if self.allocated_bytes > self.peak_bytes:
+                    self.peak_bytes = self.allocated_bytes
+                return Allocation(block, offset, nbytes, reserved)
+            for block in self.blocks:
+                offset = block.ranges.allocate(reserved, alignment)
+                if offset is not None:
+                    self.allocated_bytes += nbytes
+                    self.allocations += 1
+                    if self.allocated_bytes > self.peak_bytes:
+                        self.peak_bytes = self.allocated_bytes
+                    return Allocation(block, offset, nbytes, reserved)
+        if what.__class__ is tuple:
+            what = f" for {what[0]} {what[1].name} elements"
         if reserved > min(self.max_allocation, self.max_buffer):
             self.out_of_memory_errors += 1
             raise OutOfMemoryError(
@@ -392,6 +428,9 @@ class MemoryPool:
             offset = block.ranges.allocate(reserved, self.alignment)
             if offset is not None:
                 return self._account(Allocation(block, offset, nbytes, reserved), for_host)
+        if self._sized:  # the ranges kept by size, coalesced with the free ones, before a new block
+            self._return_sized()
+            return self.allocate(nbytes, what, for_host)
         block = self.spare_blocks.pop() if self.spare_blocks else None
         block = block or self._new_block(self.block_size, dedicated=False, nbytes=nbytes, what=what)
         self.blocks.append(block)
@@ -435,7 +474,20 @@ class MemoryPool:
             else:
                 self._destroy(block)
             return
-        block.ranges.release(allocation.offset, allocation.reserved)
+        sized = self._sized.get(allocation.reserved)
+        if sized is None:
+            sized = self._sized[allocation.reserved] = []
+        heapq.heappush(sized, (block.id, allocation.offset, block))
+
+    def _return_sized(self) -> None:
+        """Give every range kept by size back to its block's free ranges; frees empty blocks beyond the first."""
+        sized, self._sized = self._sized, {}
+        for reserved, ranges in sized.items():
+            for _, offset, block in ranges:
+                self._return_range(block, offset, reserved)
+
+    def _return_range(self, block: MemoryBlock, offset: int, reserved: int) -> None:
+        block.ranges.release(offset, reserved)
         if block.ranges.empty and len(self.blocks) > 1:
             self.blocks.remove(block)
             if self._spare_bytes() + block.size <= self.spare_limit:
@@ -503,6 +555,7 @@ class MemoryPool:
         return block
 
     def _drop_empty_blocks(self) -> bool:
+        self._return_sized()
         empty = [b for b in self.blocks if b.ranges.empty] + self.spare + self.spare_blocks
         for block in empty:
             if block in self.blocks:

@@ -11,7 +11,10 @@ holds: per dispatch the kernel object, the grid, every buffer's memory range and
 every parameter (zeros by their repr, so ``-0.0`` is not ``0.0``). Memory ranges are named by
 block ids, which are never reused, so an equal fingerprint means the very same bindings. A
 recording also refers to descriptor sets and the timestamp query pool; when either is
-replaced (``token`` changes) every recording is dropped.
+replaced (``token`` changes) every recording is dropped. A caller may name a batch by a key of its
+own that differs wherever the fingerprint would (``VulkanDevice.run(key=...)``): vkml.jit's replays,
+and a realize whose cached plan repeats (``plan_cache.replay_key``), which then finds and submits the
+recording without making its dispatches (``VulkanDevice.run_again``). Keys are found by a dict.
 
 Submissions do not wait (``submit``): each slot has its own fence and the serial number of its
 last submission, and the host waits (``wait_for``) only for the work it needs. A fence signals
@@ -89,6 +92,14 @@ def fingerprint(dispatches, timestamps: bool) -> tuple:
     return tuple(parts)
 
 
+def _label(label) -> str:
+    """A submission's label (``Recordings.submit``) as text."""
+    if isinstance(label, tuple):
+        count, kernel = label
+        return f"{count} dispatches, the first {kernel.name!r}"
+    return label
+
+
 class Recordings:
     """``SLOTS`` command buffers (least recently used re-recorded first), each with its fence.
 
@@ -108,6 +119,7 @@ class Recordings:
         slots += transfer_slots  # every list below is per slot, over both kinds
         self.buffers = [logical.allocate_command_buffer(self.pool) for _ in range(slots)]
         self.keys: list = [None] * slots  # a transfer slot's stays None: find never returns it
+        self._slot_of: dict = {}  # key -> its slot, for every non-None entry of keys: one hash, no scan
         self.payloads: list = [None] * slots  # what the run that recorded a slot reported, and its kernels
         self.recent = list(range(slots - transfer_slots))  # recording slots, least recently used first
         self.token = None
@@ -115,8 +127,12 @@ class Recordings:
         self.fences = [ffi.new("VkFence[1]", [logical.create_fence()]) for _ in range(slots)]
         self._waiters: dict[int, int] = {}  # id(fence) -> threads waiting on it without the lock
         self._spare_fences: list = []  # fences taken off a slot while waited on, once nobody waits
+        self._detached: dict[int, object] = {}  # id -> fence taken off its slot while threads wait on it
+        # serial -> the slot it was submitted on, while that slot's last: a slot is submitted again only
+        # once its last submission is complete, so a pending serial's entry is always here
+        self._slot_at: dict[int, int] = {}
         self.serials = [0] * slots
-        self.labels: list[str] = [""] * slots  # what each slot's last submission ran, for errors
+        self.labels: list = [""] * slots  # what each slot's last submission ran, for errors (``_label``)
         self.submitted = 0
         self.completed = 0
         self.name = f"vulkan:{logical.info.index}"
@@ -141,20 +157,22 @@ class Recordings:
         """Drop every recording: the next runs record afresh (tests use it to watch recording)."""
         self.keys = [None] * len(self.keys)
         self.payloads = [None] * len(self.payloads)
+        self._slot_of.clear()
 
     def find(self, key: tuple) -> int | None:
         """The slot holding a recording of ``key``'s batch, or None."""
-        for slot, held in enumerate(self.keys):
-            if held is not None and held == key:
-                self._touch(slot)
-                return slot
-        return None
+        slot = self._slot_of.get(key)
+        if slot is not None:
+            self._touch(slot)
+        return slot
 
     def begin(self) -> tuple[int, object]:
         """The least recently used slot, reset and begun: (slot, command buffer to record into)."""
         slot = self.recent[0]
         self.wait_for(self.serials[slot])  # a pending command buffer cannot be reset
         self._touch(slot)
+        if self.keys[slot] is not None:
+            del self._slot_of[self.keys[slot]]
         self.keys[slot] = self.payloads[slot] = None
         command_buffer = self.buffers[slot]
         vk_instance.check(self.lib.vkResetCommandBuffer(command_buffer, 0), "vkResetCommandBuffer")
@@ -175,12 +193,19 @@ class Recordings:
 
     def remember(self, slot: int, key: tuple, payload: Recorded) -> None:
         """Keep ``slot``'s recording for ``key``; ``payload`` must hold the dispatches' kernels (ids are in the key)."""
+        if self.keys[slot] is not None:
+            del self._slot_of[self.keys[slot]]
+        old = self._slot_of.get(key)
+        if old is not None:  # an equal batch recorded again (a caller that did not look first)
+            self.keys[old] = self.payloads[old] = None
         self.keys[slot], self.payloads[slot] = key, payload
+        self._slot_of[key] = slot
 
-    def submit(self, slot: int, end: bool, label: str) -> int:
+    def submit(self, slot: int, end: bool, label) -> int:
         """Submit ``slot``'s command buffer (ending its recording first if ``end``); returns its serial.
 
-        Does not wait; ``label`` says what it runs, for the error a failed wait raises.
+        Does not wait; ``label`` says what it runs, for the error a failed wait raises: a text, or
+        (dispatch count, first kernel), spelt out only then (every run submits, few fail).
         """
         lib = self.lib
         command_buffer = self.buffers[slot]
@@ -193,6 +218,8 @@ class Recordings:
         vk_instance.check(lib.vkResetFences(self.device, 1, fences), "vkResetFences")
         vk_instance.check(lib.vkQueueSubmit(self.queue, 1, self._submit, fences[0]), "vkQueueSubmit")
         self.submitted += 1
+        self._slot_at.pop(self.serials[slot], None)
+        self._slot_at[self.submitted] = slot
         self.serials[slot] = self.submitted
         self.labels[slot] = label
         return self.submitted
@@ -243,17 +270,21 @@ class Recordings:
     def wait_claimed(self, claim: tuple, lock) -> None:
         """Wait, without holding ``lock`` (the device's), for what ``claim`` returned; then mark it complete."""
         fence, serial, label = claim
+        result = None
         try:
             result = self._wait(fence)
         finally:
+            # One lock for both: this runs between the GPU's finish and the caller's return.
             with lock:
                 left = self._waiters.pop(id(fence)) - 1
                 if left:
                     self._waiters[id(fence)] = left
-                elif all(f is not fence for f in self.fences):  # taken off its slot meanwhile
-                    self._spare_fences.append(fence)
-        with lock:
-            self._settle(result, serial, label)
+                else:
+                    detached = self._detached.pop(id(fence), None)
+                    if detached is not None:  # taken off its slot meanwhile (_fence_for)
+                        self._spare_fences.append(detached)
+                if result is not None:
+                    self._settle(result, serial, label)
 
     def _wait(self, fence) -> int:
         """Wait until ``fence`` signals: poll it for ``spin_seconds``, then sleep on it. The Vulkan result."""
@@ -271,6 +302,7 @@ class Recordings:
         """The slot's fence, to be reset for a submission: another one if a thread waits on it unlocked."""
         fence = self.fences[slot]
         if id(fence) in self._waiters:
+            self._detached[id(fence)] = fence
             if self._spare_fences:
                 fence = self._spare_fences.pop()
             else:
@@ -280,17 +312,20 @@ class Recordings:
 
     def _first_pending_at(self, serial: int) -> int:
         """The pending slot submitted first at or after ``serial``: its fence covers everything before it."""
+        slot = self._slot_at.get(serial)
+        if slot is not None and self.serials[slot] == serial:  # pending: still its slot's last (``_slot_at``)
+            return slot
         return min(
             (s for s, n in enumerate(self.serials) if n >= serial and n > self.completed), key=self.serials.__getitem__
         )
 
-    def _settle(self, result: int, serial: int, label: str) -> None:
+    def _settle(self, result: int, serial: int, label) -> None:
         """Mark submission ``serial`` complete after a wait on its fence returned ``result``."""
         if result < 0:
             error = vk_instance.RESULT_NAMES.get(result, str(result))
             self.completed = self.submitted  # nothing of it can be waited for any more
             raise DeviceError(
-                f"{self.name}: submission {serial} ({label}) failed on the device: {error} "
+                f"{self.name}: submission {serial} ({_label(label)}) failed on the device: {error} "
                 "(reported when the host waited for its results)"
             )
         self.completed = max(self.completed, serial)

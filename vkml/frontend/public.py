@@ -53,6 +53,7 @@ MODULES = (
     "memory_format",
     "windows",
     "poisson",
+    "special_functions",
 )
 
 

@@ -1,0 +1,69 @@
+"""Fit the Chebyshev series of vkml/ops/mathlib/f64special.py with mpmath (a developer tool).
+
+Each series is sum_k c_k T_k(t) over t in [-1, 1], t an affine map of x or of 1/x; the
+coefficients come from the discrete cosine transform of the function at N Chebyshev nodes,
+computed at 50 digits, and are cut where they fall below 2^-60 of the largest. Run it to
+print the tables:  python tools/fit_special.py
+"""
+
+from __future__ import annotations
+
+import mpmath as mp
+
+mp.mp.dps = 50
+
+
+def chebyshev(f, n: int = 80) -> list[float]:
+    """c_0 .. c_{n-1} of f(t) on [-1, 1] (c_0 halved, as the evaluation adds it whole)."""
+    nodes = [mp.cos(mp.pi * (j + mp.mpf(1) / 2) / n) for j in range(n)]
+    values = [f(t) for t in nodes]
+    coeffs = []
+    for k in range(n):
+        s = mp.fsum(v * mp.cos(mp.pi * k * (j + mp.mpf(1) / 2) / n) for j, v in enumerate(values))
+        coeffs.append(2 * s / n)
+    coeffs[0] /= 2
+    top = max(abs(c) for c in coeffs)
+    while abs(coeffs[-1]) < top * mp.mpf(2) ** -60:
+        coeffs.pop()
+    return [float(c) for c in coeffs]
+
+
+def _i0e(x):
+    return mp.besseli(0, x) * mp.exp(-x)
+
+
+def _i1e(x):
+    return mp.besseli(1, x) * mp.exp(-x)
+
+
+def _x(t, lo, hi):  # t in [-1, 1] -> x in [lo, hi]
+    return lo + (t + 1) * (hi - lo) / 2
+
+
+def _inv(t, c):  # t = c/x - 1 -> x = c / (t + 1); t = -1 is x = inf
+    return mp.inf if t == -1 else c / (t + 1)
+
+
+TABLES = {
+    # i0e(x) for 0 <= x <= 8, t = x/4 - 1
+    "I0E_NEAR": lambda t: _i0e(_x(t, 0, 8)),
+    # sqrt(x) i0e(x) for x >= 8, t = 16/x - 1
+    "I0E_FAR": lambda t: mp.sqrt(_inv(t, 16)) * _i0e(_inv(t, 16)),
+    # i1e(x) / x for 0 <= x <= 8 (x = 0: 1/2)
+    "I1E_NEAR": lambda t: mp.mpf(1) / 2 if _x(t, 0, 8) == 0 else _i1e(_x(t, 0, 8)) / _x(t, 0, 8),
+    # sqrt(x) i1e(x) for x >= 8
+    "I1E_FAR": lambda t: mp.sqrt(_inv(t, 16)) * _i1e(_inv(t, 16)),
+}
+
+
+def main() -> None:
+    for name, f in TABLES.items():
+        coeffs = chebyshev(f)
+        print(f"{name} = _hex(")
+        for c in coeffs:
+            print(f'    "{c.hex()}",')
+        print(")")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,592 @@
+"""torch.special's functions in float64: the normal distribution (ndtr, log_ndtr, ndtri), erfcx, the
+modified Bessel functions i0, i0e, i1, i1e, spherical_bessel_j0 and the orthogonal polynomials.
+
+Each routine takes and returns float64 IR values; float32 operands are converted to float64, computed
+here and rounded once (``float32``), so one routine serves every float dtype and a float32 result is
+within 1 ulp wherever the float64 one is within a few. Only add/sub/mul, compares, select, the
+correctly rounded division and square root of ``f64`` and the float64 routines of ``f64math``,
+``f64erf``, ``f64more`` and ``f64trig`` are used, so the CPU interpreter and Vulkan give the same bits.
+
+Methods (the bounds are measured against mpmath by tests/test_special.py; vkml/ops/special.py states
+them on the op pages):
+- ndtr(x) = erfc(-x/sqrt(2))/2 with x/sqrt(2) a double-double, so the left tail keeps its digits;
+- erfcx(x) = e^(x^2) erfc(x): below 1/2 the product (e^(x^2) from the exact x^2), on [1/2, 28] the g
+  of f64erf's erfc (erfc(u) = e^(-u^2) g(u), so g is erfcx), beyond the asymptotic series
+  1/(x sqrt(pi)) sum (-1)^k (2k-1)!!/(2x^2)^k; x < 0: 2 e^(x^2) - erfcx(-x);
+- log_ndtr(x) = log(erfcx(u)/2) - u^2 with u = -x/sqrt(2) for x < 0 (no underflow), log1p(-ndtr(-x))
+  for x >= 0;
+- ndtri(p): Newton steps on ndtr (near 1/2) or on log ndtr (the tails), see ``ndtri``;
+- i0e, i1e: Chebyshev series fitted with mpmath (tools/fit_special.py) in x/4 - 1 on [0, 8] and in
+  16/x - 1 beyond (of sqrt(x) i0e(x), sqrt(x) i1e(x)); i0, i1 times e^(|x|/2) twice (no early overflow);
+- the polynomials: PyTorch's recurrences and closed forms (its Math.h), each step in float64.
+"""
+
+from __future__ import annotations
+
+from ...ir import types as T
+from ...ir.builder import convert, eq, isnan, loop, select, trunc
+from ...ir.core import Value
+from .f64 import _quiet, sqrt
+from .f64dd import f64, fast_two_sum, i64, mul_dd_const, pow2, scale, two_prod, two_sum
+from .f64erf import _erfc_dd_parts, erf_small_dd, erfcx_large
+from .f64math import LN2, _abs, _inf, _nan, exp, exp_parts, log, log1p, log_dd, reduce_exp
+from .f64trig import acos, cos, sin
+
+F64 = T.float64
+
+
+def _hex(*values: str) -> tuple[float, ...]:
+    return tuple(float.fromhex(v) for v in values)
+
+
+SQRT1_2 = _hex("0x1.6a09e667f3bcdp-1", "-0x1.bdd3413b26456p-55")
+SQRT2 = _hex("0x1.6a09e667f3bcdp+0", "-0x1.bdd3413b26456p-54")
+INV_SQRT_PI = float.fromhex("0x1.20dd750429b6dp-1")
+SQRT_HALF_PI = float.fromhex("0x1.40d931ff62706p+0")
+SQRT_2PI = float.fromhex("0x1.40d931ff62706p+1")
+# Chebyshev coefficients (tools/fit_special.py): i0e(x) in t = x/4 - 1 on [0, 8]
+I0E_NEAR = _hex(
+    "0x1.5a84e9035a22ap-2",
+    "-0x1.37febc057cd8dp-2",
+    "0x1.5f7ac77ac88c0p-3",
+    "-0x1.84b70342d06eap-4",
+    "0x1.93e8acea8a32dp-5",
+    "-0x1.84e9ef121b6f0p-6",
+    "0x1.59961f3dde3ddp-7",
+    "-0x1.1b65e201aa849p-8",
+    "0x1.adc758a12100ep-10",
+    "-0x1.2e2fd1f15eb52p-11",
+    "0x1.8b51b74107cabp-13",
+    "-0x1.e2b2659c41d5ap-15",
+    "0x1.13f58be9a2859p-16",
+    "-0x1.2866fcba56427p-18",
+    "0x1.2bf24978cf4acp-20",
+    "-0x1.1ec638f227f8dp-22",
+    "0x1.03b769d4d6435p-24",
+    "-0x1.beaf68c0b30abp-27",
+    "0x1.6d903a454cb34p-29",
+    "-0x1.1d4fe13ae9556p-31",
+    "0x1.a98becc743c10p-34",
+    "-0x1.2fc957a946abcp-36",
+    "0x1.9fe2fe19bd324p-39",
+    "-0x1.1164c62ee1af0p-41",
+    "0x1.59b464b262627p-44",
+    "-0x1.a5022c297fbebp-47",
+    "0x1.ee6d893f65ebap-50",
+    "-0x1.184eb721ebbb4p-52",
+    "0x1.33362977da589p-55",
+    "-0x1.45cb72134d0efp-58",
+    "0x1.4ea63223aef14p-61",
+)
+# sqrt(x) i0e(x) in t = 16/x - 1 on [8, inf]
+I0E_FAR = _hex(
+    "0x1.9be62aca809cbp-2",
+    "0x1.b998ca2e59049p-9",
+    "0x1.20fa378999e52p-14",
+    "0x1.8412bc101c586p-19",
+    "0x1.b8007d9cd616ep-23",
+    "0x1.8569280d6d56dp-26",
+    "0x1.d2c64a9225b87p-29",
+    "0x1.0f9ccc0f46f75p-31",
+    "0x1.a24feabe8004fp-37",
+    "-0x1.1511d08397425p-35",
+    "-0x1.d0fd7357e7bf2p-37",
+    "-0x1.f904303178d66p-40",
+    "0x1.94347fa268cecp-41",
+    "0x1.b1c8c6b83c073p-42",
+    "0x1.156ff0d5fc545p-46",
+    "-0x1.75d99cf68bb32p-45",
+    "-0x1.583fe7e65629ap-47",
+    "0x1.12a919094e6d7p-48",
+    "0x1.fee7da3eafb1fp-50",
+    "-0x1.8aee7d908de38p-52",
+    "-0x1.4600babd21fe4p-52",
+    "0x1.3f3dd076041cdp-55",
+    "0x1.9be1812d98421p-55",
+    "-0x1.646da66119130p-58",
+    "-0x1.0adb754ca8b19p-57",
+    "0x1.24d48c789b293p-60",
+    "0x1.604db61ad3debp-60",
+)
+# i1e(x) / x in t = x/4 - 1 on [0, 8]
+I1E_NEAR = _hex(
+    "0x1.02a63724a7ffap-3",
+    "-0x1.694d10469192ep-3",
+    "0x1.a46dad536f53cp-4",
+    "-0x1.b1bbc537c9ebcp-5",
+    "0x1.951e3e7bb2349p-6",
+    "-0x1.5a29f7913a26ap-7",
+    "0x1.1065349d3a1b4p-8",
+    "-0x1.8cc620b3cd4a4p-10",
+    "0x1.0c95db6c6df7dp-11",
+    "-0x1.533cad3d694fep-13",
+    "0x1.911b542c70d0bp-15",
+    "-0x1.bd5f9b8debbcfp-17",
+    "0x1.d1c4ed511afc5p-19",
+    "-0x1.cc0798363992ap-21",
+    "0x1.ae344b347d108p-23",
+    "-0x1.7dd3e24b8c3e8p-25",
+    "0x1.4258e02395010p-27",
+    "-0x1.0361b28ea67e6p-29",
+    "0x1.8ea34b43fdf6cp-32",
+    "-0x1.2510397eb07dep-34",
+    "0x1.9cee2b21d3154p-37",
+    "-0x1.173835fb70366p-39",
+    "0x1.6af784779d955p-42",
+    "-0x1.c628e1c8f0b3bp-45",
+    "0x1.11d7f0615290cp-47",
+    "-0x1.3eaaa7e0d1573p-50",
+    "0x1.663e3e593bfacp-53",
+    "-0x1.857d0c38a0576p-56",
+    "0x1.99f2a0c3c4014p-59",
+    "-0x1.a21dbdbdd0288p-62",
+)
+# sqrt(x) i1e(x) in t = 16/x - 1 on [8, inf]
+I1E_FAR = _hex(
+    "0x1.8ea18b55b1514p-2",
+    "-0x1.3fda053fcdb4cp-7",
+    "-0x1.cfd7f804aa9a6p-14",
+    "-0x1.048df49ca0373p-18",
+    "-0x1.0dbfd2e9e5443p-22",
+    "-0x1.c415394bb46c1p-26",
+    "-0x1.0790b9ad53528p-28",
+    "-0x1.334ca5423dd80p-31",
+    "-0x1.4dcf9d4504c0cp-36",
+    "0x1.1e1a1f1587865p-35",
+    "0x1.f101f653c457bp-37",
+    "0x1.1e7d3f6439fa3p-39",
+    "-0x1.953e1076ab493p-41",
+    "-0x1.cbc458e73e255p-42",
+    "-0x1.7a9482e6d22a0p-46",
+    "0x1.80d3c26b3281ep-45",
+    "0x1.776e1762d31e8p-47",
+    "-0x1.12db5138afbc7p-48",
+    "-0x1.0efcd8bc4d22ap-49",
+    "0x1.7d68e5f04a2d1p-52",
+    "0x1.55915fceb588ap-52",
+    "-0x1.2806c9c773320p-55",
+    "-0x1.acea3b2532277p-55",
+    "0x1.45b8aea87b950p-58",
+    "0x1.1556db352e8e6p-57",
+    "-0x1.12e7f21d2c006p-60",
+    "-0x1.6ea1785f94461p-60",
+)
+
+
+def float32(fn):
+    """``fn`` (float64 -> float64) for a float32 operand: converted up, computed, rounded once."""
+
+    def f32(*xs: Value) -> Value:
+        return convert(fn(*(convert(x, F64) for x in xs)), T.float32)
+
+    return f32
+
+
+def _chebyshev(t: Value, coeffs) -> Value:
+    """sum_k c_k T_k(t) by Clenshaw's recurrence (c_0 taken whole)."""
+    b1, b2 = f64(0.0), f64(0.0)
+    for c in reversed(coeffs[1:]):
+        b1, b2 = (t + t) * b1 - b2 + c, b1
+    return t * b1 - b2 + coeffs[0]
+
+
+def _finish(x: Value, out: Value) -> Value:
+    return select(isnan(x), _quiet(x), out)
+
+
+# ---------------------------------------------------------------- the normal distribution and erfcx
+
+
+def _scaled_abs(x: Value) -> tuple[Value, Value, Value]:
+    """|x| clamped to 60 and u = |x|/sqrt(2) as a dd (exact product and the constant's low part)."""
+    a = _abs(x)
+    a = select(a < 60.0, a, f64(60.0))  # a NaN becomes 60: the callers restore NaN
+    u_hi, u_lo = mul_dd_const(a, f64(0.0), *SQRT1_2)
+    return a, u_hi, u_lo
+
+
+def ndtr(x: Value) -> Value:
+    """The standard normal CDF, erfc(-x/sqrt(2))/2.
+
+    Precision: ≤ 2 ulp of the correctly rounded result, the left tail (subnormal results) included.
+    Special values: ndtr(-inf) = 0, ndtr(inf) = 1, ndtr(±0) = 0.5; a NaN comes back quieted.
+    """
+    a, u_hi, u_lo = _scaled_abs(x)
+    k, m_hi, m_lo = _erfc_dd_parts(u_hi, u_lo)  # erfc(u) = 2^k (m_hi + m_lo)
+    tail = scale(m_hi + m_lo, k - 1)  # ndtr(-|x|)
+    p = pow2(select(k > -60, k - 1, i64(-61)))  # only |x| < 8 uses it: there k >= -48
+    h_hi, h_lo = two_sum(f64(1.0), -(m_hi * p))
+    upper = h_hi + (h_lo - m_lo * p)  # 1 - ndtr(-|x|)
+    return _finish(x, select(x < 0.0, tail, select(a < 8.0, upper, f64(1.0))))
+
+
+def _erfcx_dd(u_hi: Value, u_lo: Value) -> tuple[Value, Value]:
+    """erfcx(u) for a dd u >= 0 (u_hi may be inf): a dd below 28, beyond a float64 with lo = 0."""
+    small = u_hi < 0.5
+    us = select(small, u_hi, f64(0.25))
+    s_hi, s_lo = two_prod(us, us)
+    _, r_hi, r_lo = reduce_exp(s_hi)  # k = 0 for s < 1/4
+    e_hi, e_lo = exp_parts(*fast_two_sum(r_hi, r_lo + s_lo))
+    e1_hi, e1_lo = erf_small_dd(us, f64(0.0))  # erfc(u) = 1 - erf(u) for u < 1/2 (no digits lost)
+    n_hi, n_lo = two_sum(f64(1.0), -e1_hi)
+    n_hi, n_lo = fast_two_sum(n_hi, n_lo - e1_lo)
+    p_hi, p_lo = two_prod(e_hi, n_hi)
+    near_hi, near_lo = fast_two_sum(p_hi, p_lo + (e_hi * n_lo + e_lo * n_hi))
+    mid = (u_hi >= 0.5) & (u_hi < 28.0)
+    g_hi, g_lo = erfcx_large(select(mid, u_hi, f64(1.0)), select(mid, u_lo, f64(0.0)))
+    # u >= 28: 1/(u sqrt(pi)) (1 - z + 3z^2 - 15z^3 ...), z = 1/(2u^2) <= 2^-10.6: ten terms, 2^-70
+    far = u_hi >= 28.0
+    r = 1.0 / select(far, u_hi, f64(28.0))
+    z = 0.5 * r * r
+    series = f64(-34459425.0)
+    for c in (2027025.0, -135135.0, 10395.0, -945.0, 105.0, -15.0, 3.0, -1.0):
+        series = series * z + c
+    asym = r * INV_SQRT_PI * (series * z + 1.0)
+    hi = select(small, near_hi, select(far, asym, g_hi))
+    lo = select(small, near_lo, select(far, f64(0.0), g_lo))
+    return hi, lo
+
+
+def erfcx(x: Value) -> Value:
+    """The scaled complementary error function e^(x^2) erfc(x).
+
+    Precision: ≤ 2 ulp of the correctly rounded result.
+    Special values: erfcx(inf) = 0, erfcx(-inf) = inf, overflow to inf below -26.63; a NaN comes back quieted.
+    """
+    a = _abs(x)
+    g_hi, g_lo = _erfcx_dd(a, f64(0.0))
+    # x < 0: 2 e^(x^2) - erfcx(|x|), e^(x^2) = 2^k (e_hi + e_lo) from the exact x^2
+    b = select(a < 27.0, a, f64(27.0))
+    s_hi, s_lo = two_prod(b, b)
+    k, r_hi, r_lo = reduce_exp(s_hi)
+    e_hi, e_lo = exp_parts(*fast_two_sum(r_hi, r_lo + s_lo))
+    q = pow2(-(k + 1))  # k <= 1052
+    left = scale(e_hi + (e_lo - (g_hi + g_lo) * q), k + 1)
+    left = select(a < 27.0, left, _inf())
+    return _finish(x, select(x < 0.0, left, g_hi + g_lo))
+
+
+def _log_ndtr_negative(x: Value) -> tuple[Value, Value]:
+    """(log ndtr(x), ndtr(x)/phi(x)) for x < 0 (finite or -inf): log(erfcx(u)/2) - u^2, u = -x/sqrt(2),
+    and the Mills ratio sqrt(pi/2) erfcx(u), both without underflow."""
+    a = _abs(x)
+    huge = a > 1e150  # u^2 in plain float64 (it overflows to inf past 1.9e154, as the result does)
+    b = select(huge, f64(1.0), a)
+    u_hi, u_lo = mul_dd_const(b, f64(0.0), *SQRT1_2)
+    s_hi, s_lo = two_prod(u_hi, u_hi)
+    s_lo = s_lo + 2.0 * u_hi * u_lo
+    big_u = a * SQRT1_2[0]
+    u_hi = select(huge, big_u, u_hi)
+    s_hi = select(huge, big_u * big_u, s_hi)
+    s_lo = select(huge, f64(0.0), s_lo)
+    g_hi, g_lo = _erfcx_dd(u_hi, select(huge, f64(0.0), u_lo))
+    l_hi, l_lo = log_dd(select(g_hi > 0.0, g_hi, f64(1.0)))  # erfcx(u) > 0 but for u = inf
+    l_lo = l_lo + g_lo / g_hi
+    t_hi, t_lo = two_sum(-s_hi, l_hi - LN2)  # l_hi - ln2 < 0: no cancellation
+    out = t_hi + (t_lo + (l_lo - s_lo))
+    out = select(eq(a, float("inf")), -_inf(), out)
+    return out, g_hi * SQRT_HALF_PI
+
+
+def log_ndtr(x: Value) -> Value:
+    """log of the standard normal CDF, accurate in both tails.
+
+    Precision: ≤ 4 ulp of the correctly rounded result.
+    Special values: log_ndtr(-inf) = -inf, log_ndtr(inf) = -0.0 (log1p(-0)), -inf below -1.9e154 (x^2
+    overflows); a NaN comes back quieted.
+    """
+    neg, _ = _log_ndtr_negative(select(x < 0.0, x, f64(-1.0)))
+    pos = log1p(-ndtr(-select(x < 0.0, f64(0.0), x)))
+    return _finish(x, select(x < 0.0, neg, pos))
+
+
+# Abramowitz and Stegun 26.2.23: the quantile for q <= 1/2 within 4.5e-4 (the tails' start)
+_AS_C = (2.515517, 0.802853, 0.010328)
+_AS_D = (1.0, 1.432788, 0.189269, 0.001308)
+_NEWTON_STEPS = 3  # from 1e-3: 1e-7, 1e-14, then float64's rounding (quadratic convergence)
+
+
+def ndtri(p: Value) -> Value:
+    """The inverse of ndtr: the x with ndtr(x) = p.
+
+    With q = min(p, 1 - p) (1 - p exact for p >= 1/2) the root z <= 0 of ndtr(z) = q is found by
+    Newton steps (one loop, so the kernel holds its body once): for q >= 1/4 on erf(z/sqrt(2))/2 =
+    q - 1/2 (exact), from the series s + s^3/6 + 7s^5/120 in s = sqrt(2 pi)(q - 1/2), which keeps
+    the relative precision of z near 1/2; below, on log ndtr(z) = log q from Abramowitz and Stegun's
+    26.2.23, whose step is (log ndtr(z) - log q) times the Mills ratio (no underflow down to the
+    smallest subnormal q). ndtri(p) is z, or -z for p > 1/2.
+
+    Precision: ≤ 4 ulp of the correctly rounded result.
+    Special values: ndtri(0) = -inf, ndtri(1) = inf, p < 0 or p > 1 gives NaN; a NaN comes back quieted.
+    """
+    q = select(p < 0.5, p, 1.0 - p)
+    q = select((q > 0.0) & (q <= 0.5), q, f64(0.125))
+    central = q >= 0.25
+    d = q - 0.5  # exact for q >= 1/4
+    s = d * SQRT_2PI
+    s2 = s * s
+    near = s + s * s2 * (1.0 / 6.0 + s2 * (7.0 / 120.0))
+    lq = log(q)
+    t = sqrt(-2.0 * lq)
+    num = (_AS_C[2] * t + _AS_C[1]) * t + _AS_C[0]
+    den = ((_AS_D[3] * t + _AS_D[2]) * t + _AS_D[1]) * t + _AS_D[0]
+    start = select(central, near, num / den - t)
+
+    def step(_, z):
+        value, mills = _log_ndtr_negative(select(central, f64(-1.0), z))
+        tail = (value - lq) * mills
+        y = select(central, z, f64(0.0))
+        e_hi, e_lo = erf_small_dd(y * SQRT1_2[0], f64(0.0))  # |y| < 0.68: erf's small-argument series
+        middle = (0.5 * (e_hi + e_lo) - d) * exp(y * y * 0.5) * SQRT_2PI
+        return (z - select(central, middle, tail),)
+
+    (z,) = loop(0, _NEWTON_STEPS, 1, (start,), step)
+    out = select(p > 0.5, -z, z)
+    out = select(eq(p, 0.0), -_inf(), select(eq(p, 1.0), _inf(), out))
+    out = select((p < 0.0) | (p > 1.0), _nan(), out)
+    return _finish(p, out)
+
+
+# ---------------------------------------------------------------- modified Bessel functions
+
+
+def _bessel_parts(a: Value, near, far) -> Value:
+    """The fitted series at |x| = a: near(t) on [0, 8], far(t)/sqrt(a) beyond."""
+    inside = a <= 8.0
+    lo = _chebyshev(select(inside, a, f64(0.0)) * 0.25 - 1.0, near)
+    big = select(inside, f64(16.0), a)
+    hi = _chebyshev(16.0 / big - 1.0, far) / sqrt(big)
+    return lo, hi, inside
+
+
+def i0e(x: Value) -> Value:
+    """The exponentially scaled modified Bessel function of the first kind of order 0, e^-|x| I0(x).
+
+    Precision: ≤ 8 ulp of the correctly rounded result.
+    Special values: i0e(±inf) = 0, i0e(±0) = 1; a NaN comes back quieted.
+    """
+    a = _abs(x)
+    lo, hi, inside = _bessel_parts(a, I0E_NEAR, I0E_FAR)
+    return _finish(x, select(inside, lo, hi))
+
+
+def i0(x: Value) -> Value:
+    """The modified Bessel function of the first kind of order 0, I0(x) = i0e(x) e^|x|.
+
+    Precision: ≤ 8 ulp of the correctly rounded result.
+    Special values: overflow to inf beyond ±713.98, i0(±inf) = NaN (as PyTorch: its e^|x| / sqrt(|x|) is
+    inf/inf there); a NaN comes back quieted.
+    """
+    a = _abs(x)
+    half = exp(select(a < 800.0, a, f64(800.0)) * 0.5)
+    out = select(a < 800.0, i0e(x) * half * half, _inf())
+    return _finish(x, select(eq(a, float("inf")), _nan(), out))
+
+
+def i1e(x: Value) -> Value:
+    """The exponentially scaled modified Bessel function of the first kind of order 1, e^-|x| I1(x).
+
+    Precision: ≤ 8 ulp of the correctly rounded result.
+    Special values: i1e(±inf) = ±0, i1e(±0) = +0 (as PyTorch); a NaN comes back quieted.
+    """
+    a = _abs(x)
+    lo, hi, inside = _bessel_parts(a, I1E_NEAR, I1E_FAR)
+    v = select(inside, lo * a, hi)
+    return _finish(x, select(x < 0.0, -v, v))  # i1e(-0) = +0, as PyTorch
+
+
+def i1(x: Value) -> Value:
+    """The modified Bessel function of the first kind of order 1, I1(x) = i1e(x) e^|x|.
+
+    Precision: ≤ 8 ulp of the correctly rounded result.
+    Special values: overflow to ±inf beyond ±713.95, i1(±inf) = NaN (as PyTorch), i1(±0) = +0; a NaN comes
+    back quieted.
+    """
+    a = _abs(x)
+    half = exp(select(a < 800.0, a, f64(800.0)) * 0.5)
+    out = select(a < 800.0, i1e(x) * half * half, select(x < 0.0, -_inf(), _inf()))
+    return _finish(x, select(eq(a, float("inf")), _nan(), out))
+
+
+def spherical_bessel_j0(x: Value) -> Value:
+    """sin(x)/x, 1 at 0.
+
+    Precision: ≤ 2 ulp of the correctly rounded result.
+    Special values: spherical_bessel_j0(±inf) = 0 (as PyTorch); a NaN comes back quieted.
+    """
+    a = _abs(x)
+    z = x * x
+    series = f64(1.0 / _factorial(17))  # sum (-1)^k z^k / (2k+1)! to k = 8: z < 1/4 leaves 2^-60 of an ulp
+    for k in range(7, -1, -1):
+        series = series * (-z) + 1.0 / _factorial(2 * k + 1)
+    ratio = sin(x) / select(a < 0.5, f64(1.0), x)
+    out = select(a < 0.5, series, ratio)
+    return _finish(x, select(eq(a, float("inf")), f64(0.0), out))
+
+
+def _factorial(n: int) -> float:
+    out = 1
+    for k in range(2, n + 1):
+        out *= k
+    return float(out)
+
+
+# ---------------------------------------------------------------- orthogonal polynomials
+#
+# PyTorch's definitions (its Math.h): n is truncated to an integer (static_cast<int64_t>: on x86 a NaN,
+# an infinity or |n| >= 2^63 becomes INT64_MIN, so those give 0 as any negative n does); special
+# values of x first, then a closed form where PyTorch uses one, else the three-term recurrence run n
+# times (the loop runs no step where another branch gives the result).
+
+I64 = T.int64
+_TWO63 = 9223372036854775808.0
+
+
+def _degree(n: Value) -> Value:
+    """n truncated to int64 as PyTorch's static_cast on x86 (see above)."""
+    ok = _abs(n) < _TWO63
+    return select(ok, convert(trunc(select(ok, n, f64(0.0))), I64), i64(-(1 << 63)))
+
+
+def _odd(k: Value) -> Value:
+    return eq(k & 1, 1)
+
+
+def _recurrence(start: int, k: Value, runs: Value, p: Value, q: Value, step) -> Value:
+    """q after ``step(i, p, q) -> next`` for i = start .. k - 1 (none where ``runs`` is false)."""
+    end = select(runs, k, i64(start))
+
+    def body(i, p, q):
+        return q, step(i, p, q)
+
+    return loop(i64(start), end, i64(1), (p, q), body)[1]
+
+
+def _by_degree(k: Value, first: Value, recurred: Value) -> Value:
+    return select(eq(k, 0), f64(1.0), select(eq(k, 1), first, recurred))
+
+
+def _chebyshev_step(x: Value):
+    return lambda i, p, q: (x + x) * q - p
+
+
+def chebyshev_t(x: Value, n: Value) -> Value:
+    """The Chebyshev polynomial of the first kind T_n(x)."""
+    k, a = _degree(n), _abs(x)
+    closed = (k > 6) & (a < 1.0)
+    trig = cos(_int_f64(k) * acos(select(closed, x, f64(0.0))))
+    out = _by_degree(k, x, _recurrence(1, k, (k > 1) & ~closed, f64(1.0), x, _chebyshev_step(x)))
+    out = select(closed, trig, out)
+    out = select(eq(a, 1.0), select((x > 0.0) | ~_odd(k), f64(1.0), f64(-1.0)), out)
+    return select(k < 0, f64(0.0), out)
+
+
+def chebyshev_u(x: Value, n: Value) -> Value:
+    """The Chebyshev polynomial of the second kind U_n(x)."""
+    k, a = _degree(n), _abs(x)
+    nf = _int_f64(k)
+    closed = (k > 8) & (a < 1.0)
+    theta = acos(select(closed, x, f64(0.0)))
+    s = sin(theta)
+    trig = select(eq(s, 0.0), (nf + 1.0) * cos((nf + 1.0) * theta) / x, sin((nf + 1.0) * theta) / s)
+    out = _by_degree(k, x + x, _recurrence(1, k, (k > 1) & ~closed, f64(1.0), x + x, _chebyshev_step(x)))
+    out = select(closed, trig, out)
+    out = select(eq(a, 1.0), select((x > 0.0) | ~_odd(k), nf + 1.0, -(nf + 1.0)), out)
+    return select(k < 0, f64(0.0), out)
+
+
+def chebyshev_v(x: Value, n: Value) -> Value:
+    """The Chebyshev polynomial of the third kind V_n(x)."""
+    k, a = _degree(n), _abs(x)
+    nf = _int_f64(k)
+    alternating = select(_odd(k), -(nf + nf + 1.0), nf + nf + 1.0)
+    closed = (k > 8) & (a < 1.0)
+    theta = acos(select(closed, x, f64(0.0)))
+    trig = select(eq(sin(theta * 0.5), 1.0), alternating, cos((nf + 0.5) * theta) / cos(theta * 0.5))
+    first = x + x - 1.0
+    out = _by_degree(k, first, _recurrence(1, k, (k > 1) & ~closed, f64(1.0), first, _chebyshev_step(x)))
+    out = select(closed, trig, out)
+    out = select(eq(a, 1.0), select(x > 0.0, f64(1.0), alternating), out)
+    return select(k < 0, f64(0.0), out)
+
+
+def chebyshev_w(x: Value, n: Value) -> Value:
+    """The Chebyshev polynomial of the fourth kind W_n(x)."""
+    k, a = _degree(n), _abs(x)
+    nf = _int_f64(k)
+    at_one = select(x > 0.0, nf + nf + 1.0, select(_odd(k), f64(-1.0), f64(1.0)))
+    closed = (k > 8) & (a < 1.0)
+    theta = acos(select(closed, x, f64(0.0)))
+    trig = select(eq(cos(theta * 0.5), 1.0), at_one, sin((nf + 0.5) * theta) / sin(theta * 0.5))
+    first = x + x + 1.0
+    out = _by_degree(k, first, _recurrence(1, k, (k > 1) & ~closed, f64(1.0), first, _chebyshev_step(x)))
+    out = select(closed, trig, out)
+    out = select(eq(a, 1.0), at_one, out)
+    return select(k < 0, f64(0.0), out)
+
+
+def _shifted(fn):
+    def shifted(x: Value, n: Value) -> Value:
+        return fn(x + x - 1.0, n)
+
+    shifted.__doc__ = f"{fn.__doc__[:-1]} of 2x - 1 (PyTorch's shifted form, with the same branches)."
+    return shifted
+
+
+shifted_chebyshev_t = _shifted(chebyshev_t)
+shifted_chebyshev_u = _shifted(chebyshev_u)
+shifted_chebyshev_v = _shifted(chebyshev_v)
+shifted_chebyshev_w = _shifted(chebyshev_w)
+
+
+def hermite_h(x: Value, n: Value) -> Value:
+    """The physicists' Hermite polynomial H_n(x): H_{i+1} = 2x H_i - 2i H_{i-1}."""
+    k = _degree(n)
+
+    def step(i, p, q):
+        return (x + x) * q - _int_f64(i + i) * p
+
+    out = _by_degree(k, x + x, _recurrence(1, k, k > 1, f64(1.0), x + x, step))
+    return select(k < 0, f64(0.0), out)
+
+
+def hermite_he(x: Value, n: Value) -> Value:
+    """The probabilists' Hermite polynomial He_n(x): He_{i+1} = x He_i - i He_{i-1}."""
+    k = _degree(n)
+
+    def step(i, p, q):
+        return x * q - _int_f64(i) * p
+
+    out = _by_degree(k, x, _recurrence(1, k, k > 1, f64(1.0), x, step))
+    return select(k < 0, f64(0.0), out)
+
+
+def laguerre_l(x: Value, n: Value) -> Value:
+    """The Laguerre polynomial L_n(x): (i + 1) L_{i+1} = (2i + 1 - x) L_i - i L_{i-1}."""
+    k = _degree(n)
+    first = 1.0 - x
+
+    def step(i, p, q):
+        fi = _int_f64(i)
+        return ((fi + fi + first) * q - fi * p) / (fi + 1.0)
+
+    out = _by_degree(k, first, _recurrence(1, k, k > 1, f64(1.0), first, step))
+    out = select(eq(x, 0.0), f64(1.0), out)
+    return select(k < 0, f64(0.0), out)
+
+
+def legendre_p(x: Value, n: Value) -> Value:
+    """The Legendre polynomial P_n(x): (i + 1) P_{i+1} = (2i + 1) x P_i - i P_{i-1}."""
+    k, a = _degree(n), _abs(x)
+
+    def step(i, p, q):
+        fi = _int_f64(i)
+        return ((fi + fi + 1.0) * x * q - fi * p) / (fi + 1.0)
+
+    out = _by_degree(k, x, _recurrence(1, k, k > 1, f64(1.0), x, step))
+    out = select(eq(a, 1.0), select((x > 0.0) | ~_odd(k), f64(1.0), f64(-1.0)), out)
+    return select(k < 0, f64(0.0), out)
+
+
+def _int_f64(k: Value) -> Value:
+    return convert(k, F64)

@@ -120,7 +120,7 @@ _special(
     "ndtr",
     M.ndtr,
     "ndtr(input)",
-    "The standard normal cumulative distribution function, (1 + erf(input/sqrt(2)))/2.",
+    "The standard normal cumulative distribution function Phi(input) = erfc(-input/sqrt(2))/2.",
     "≤ 2 ulp of the correctly rounded result, the left tail's subnormal results included (mathlib.ndtr)",
     "ndtr(-inf) = 0, ndtr(inf) = 1, ndtr(±0) = 0.5, NaN gives NaN.",
     _grad_ndtr,

@@ -7,6 +7,7 @@ tools/gen_op_docs.py renders docs/ops/ from these and from ``REGISTRY``; nothing
 from __future__ import annotations
 
 from . import core, fft, indexing, layers, layers_more, legacy, linalg, shape, sorting, sparse, spatial, statistics
+from . import special as special_functions
 from .page import OpDoc
 
 PAGES: dict[str, OpDoc] = {}
@@ -15,3 +16,7 @@ for _family in (core, shape, statistics, sorting, layers, indexing, spatial, lay
         if _name in PAGES:
             raise ValueError(f"{_name!r} has two pages ({_family.__name__} and another family)")
         PAGES[_name] = _doc
+for _name, _doc in special_functions.PAGES.items():  # torch.special's composed functions
+    if _name in PAGES:
+        raise ValueError(f"{_name!r} has two pages")
+    PAGES[_name] = _doc

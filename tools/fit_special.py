@@ -44,6 +44,26 @@ def _inv(t, c):  # t = c/x - 1 -> x = c / (t + 1); t = -1 is x = inf
     return mp.inf if t == -1 else c / (t + 1)
 
 
+def _k_near(order: int):
+    def f(t):  # x^2 = 2 (t + 1) on [0, 4]; the log part taken out (x^order times the rest)
+        x2 = 2 * (t + 1)
+        if x2 == 0:
+            return -mp.euler if order == 0 else mp.mpf(1)
+        x = mp.sqrt(x2)
+        rest = mp.besselk(order, x) - (-1) ** (order + 1) * mp.log(x / 2) * mp.besseli(order, x)
+        return rest * x**order
+
+    return f
+
+
+def _k_far(order: int):
+    def f(t):  # sqrt(x) e^x K(x) for x = 4/(t + 1) in [2, inf]
+        x = _inv(t, 4)
+        return mp.sqrt(x) * mp.exp(x) * mp.besselk(order, x)
+
+    return f
+
+
 TABLES = {
     # i0e(x) for 0 <= x <= 8, t = x/4 - 1
     "I0E_NEAR": lambda t: _i0e(_x(t, 0, 8)),
@@ -53,6 +73,14 @@ TABLES = {
     "I1E_NEAR": lambda t: mp.mpf(1) / 2 if _x(t, 0, 8) == 0 else _i1e(_x(t, 0, 8)) / _x(t, 0, 8),
     # sqrt(x) i1e(x) for x >= 8
     "I1E_FAR": lambda t: mp.sqrt(_inv(t, 16)) * _i1e(_inv(t, 16)),
+    # K0(x) + log(x/2) I0(x) for 0 <= x <= 2, t = x^2/2 - 1
+    "K0_NEAR": _k_near(0),
+    # sqrt(x) e^x K0(x) for x >= 2, t = 4/x - 1
+    "K0_FAR": _k_far(0),
+    # x (K1(x) - log(x/2) I1(x)) for 0 <= x <= 2, t = x^2/2 - 1
+    "K1_NEAR": _k_near(1),
+    # sqrt(x) e^x K1(x) for x >= 2, t = 4/x - 1
+    "K1_FAR": _k_far(1),
 }
 
 

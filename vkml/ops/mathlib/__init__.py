@@ -21,7 +21,7 @@ so the CPU interpreter and every Vulkan driver produce the same bits.
 | lgamma, digamma | ≤ 1 ulp for x > 0; ≤ 1 ulp + 2^-27 absolute for x < 0 |
 | trigamma | ≤ 1 ulp |
 | zeta, polygamma (n >= 2) | ≤ 1 ulp for q > 0, s <= 256; for q < 0 plus 2^-36 of the largest term |
-| ndtr, ndtri, log_ndtr, erfcx, i0, i0e, i1, i1e, spherical_bessel_j0 | ≤ 1 ulp (computed in float64: f64special) |
+| ndtr, ndtri, log_ndtr, erfcx, i0, i0e, i1, i1e, the K Bessel functions, spherical_bessel_j0 | ≤ 1 ulp (computed in float64: f64special) |
 | the orthogonal polynomials (chebyshev_t ... legendre_p) | PyTorch's recurrences, each step in float64 |
 
 "ulp" is the float32 ulp of the correctly rounded result, counted in the integer order of
@@ -152,6 +152,10 @@ def _through_f64(fn):
 ndtr, ndtri, log_ndtr = _through_f64(_f64s.ndtr), _through_f64(_f64s.ndtri), _through_f64(_f64s.log_ndtr)
 erfcx, spherical_bessel_j0 = _through_f64(_f64s.erfcx), _through_f64(_f64s.spherical_bessel_j0)
 i0, i0e, i1, i1e = (_through_f64(f) for f in (_f64s.i0, _f64s.i0e, _f64s.i1, _f64s.i1e))
+modified_bessel_k0 = _through_f64(_f64s.modified_bessel_k0)
+modified_bessel_k1 = _through_f64(_f64s.modified_bessel_k1)
+scaled_modified_bessel_k0 = _through_f64(_f64s.scaled_modified_bessel_k0)
+scaled_modified_bessel_k1 = _through_f64(_f64s.scaled_modified_bessel_k1)
 chebyshev_t, chebyshev_u = _through_f64(_f64s.chebyshev_t), _through_f64(_f64s.chebyshev_u)
 chebyshev_v, chebyshev_w = _through_f64(_f64s.chebyshev_v), _through_f64(_f64s.chebyshev_w)
 shifted_chebyshev_t = _through_f64(_f64s.shifted_chebyshev_t)
@@ -223,6 +227,10 @@ __all__ = [
     "i0e",
     "i1",
     "i1e",
+    "modified_bessel_k0",
+    "modified_bessel_k1",
+    "scaled_modified_bessel_k0",
+    "scaled_modified_bessel_k1",
     "chebyshev_t",
     "chebyshev_u",
     "chebyshev_v",

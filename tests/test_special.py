@@ -34,9 +34,10 @@ UNARY += ("modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0
 POLYNOMIALS = tuple(name for name in dir(torch.special) if "_polynomial_" in name)
 SPECIAL_OPS = set(UNARY) | set(POLYNOMIALS) | {"xlog1py"}
 GRAD_TESTED = {"ndtr", "ndtri", "log_ndtr", "erfcx", "i0", "i0e", "i1", "i1e", "entr", "xlog1py"}
+GRAD_TESTED |= {"igamma", "igammac"}  # test_incomplete_gamma_as_torch_and_mpmath
 UNSET_AT_NAN = {f"{k}_polynomial_{x}" for k, x in (("chebyshev", "u"), ("chebyshev", "w"), ("laguerre", "l"))}
 UNSET_AT_NAN |= {"shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_w", "legendre_polynomial_p"}
-DIVERGENCES_ASSERTED = {"ndtr", "i0", "i1"} | UNSET_AT_NAN
+DIVERGENCES_ASSERTED = {"ndtr", "i0", "i1", "igamma", "igammac"} | UNSET_AT_NAN
 XS = np.array([-2.5, -1.0, -0.7, -0.0, 0.0, 0.3, 0.5, 1.0, 1.2, 3.0, np.inf, -np.inf, np.nan])
 NS = np.array([-1.0, 0.0, 1.0, 2.0, 3.0, 7.0, 9.0, 12.0, 30.0, 4.7, np.nan, np.inf, -np.inf])
 
@@ -185,7 +186,7 @@ def test_ndtri_inverts_ndtr_and_its_float64_bound():
     assert "≤ 4 ulp" in REGISTRY["ndtri"].precision.split("float64: ")[1]
 
 
-@pytest.mark.parametrize("name", _rows(GRAD_TESTED, {"i1", "xlog1py"}))
+@pytest.mark.parametrize("name", _rows(GRAD_TESTED - {"igamma", "igammac"}, {"i1", "xlog1py"}))
 def test_gradient_matches_torch(name):
     arrays = {
         "ndtri": (np.array([0.01, 0.3, 0.8]),),
@@ -280,3 +281,55 @@ def test_same_bits_on_lavapipe(name, gpu):
 def test_the_ops_are_defined_once():
     assert {op.name for op in REGISTRY.values() if op.body is not None and op.name in SPECIAL_OPS} == SPECIAL_OPS
     assert math.isclose(vkml.special.ndtri(vkml.tensor([0.975], dtype=vkml.float64)).item(), 1.959963984540054)
+
+
+INCOMPLETE_GAMMA = {"igamma", "igammac"}
+SPECIAL_OPS_TESTED = SPECIAL_OPS | INCOMPLETE_GAMMA  # what tests/test_ops_elementwise.py counts as tested
+
+
+def test_incomplete_gamma_as_torch_and_mpmath():
+    inf, nan = math.inf, math.nan
+    a = np.array([0.5, 3.0, 20.0, 1e-5, 100.0, 0.0, 0.0, 0.0, -1.0, 1.0, 1.0, inf, inf, 2.0, nan, 1.0])
+    x = np.array([0.1, 2.5, 25.0, 1.1, 101.0, 0.0, 1.0, inf, 1.0, -1.0, 0.0, 1.0, inf, inf, 1.0, nan])
+    regular = np.arange(len(a)) < 5
+    for name, lower in (("igamma", True), ("igammac", False)):
+        with mp.workdps(40):
+            want = np.array([float(mp.gammainc(mp.mpf(p), 0, mp.mpf(q), regularized=True)) if lower else
+                             float(mp.gammainc(mp.mpf(p), mp.mpf(q), mp.inf, regularized=True))
+                             for p, q in zip(a[regular], x[regular])])  # fmt: skip
+        got64 = getattr(vkml, name)(vkml.tensor(a, dtype=vkml.float64), vkml.tensor(x, dtype=vkml.float64)).numpy()
+        np.testing.assert_allclose(got64[regular], want, rtol=1e-12)
+        theirs = getattr(torch, name)(torch.tensor(a), torch.tensor(x)).numpy()
+        assert_same_bits(got64[~regular], theirs[~regular], f"{name}: torch's special values")
+        # the divergence: PyTorch's float64 values at (100, 101) and, for igammac, (1e-5, 1.1) are further off
+        assert abs(theirs[4] - want[4]) > 1e-10 * abs(want[4]) > abs(got64[4] - want[4])
+        a32, x32 = vkml.tensor(a, dtype=vkml.float32), vkml.tensor(x, dtype=vkml.float32)
+        got32 = getattr(vkml.special, "gammainc" if lower else "gammaincc")(a32, x32)
+        assert got32.dtype is vkml.float32
+        np.testing.assert_allclose(got32.numpy()[regular], want.astype(np.float32), rtol=1.2e-7)
+        assert_same_bits(getattr(a32, name)(x32).numpy(), got32.numpy(), f"Tensor.{name}")
+    assert vkml.igamma(vkml.tensor([2, 3]), vkml.tensor([1, 2])).dtype is vkml.float32
+    with pytest.raises(TypeError, match="must be Tensor, not float"):
+        vkml.special.gammainc(vkml.tensor([2.0]), 3.0)
+    # d/dx as torch; d/da raises as torch
+    av = vkml.tensor([0.5, 3.0, 20.0], dtype=vkml.float64)
+    xv = vkml.tensor([0.1, 2.5, 25.0], dtype=vkml.float64, requires_grad=True)
+    xt = torch.tensor([0.1, 2.5, 25.0], dtype=torch.float64, requires_grad=True)
+    vkml.igammac(av, xv).sum().backward()
+    torch.igammac(torch.tensor([0.5, 3.0, 20.0], dtype=torch.float64), xt).sum().backward()
+    np.testing.assert_allclose(xv.grad.numpy(), xt.grad.numpy(), rtol=1e-12)
+    with pytest.raises(NotImplementedError, match="the derivative for 'igamma: input' is not implemented"):
+        vkml.igamma(vkml.tensor([1.0], requires_grad=True), vkml.tensor([2.0])).sum().backward()
+    t = vkml.tensor([2.0, 3.0])
+    assert t.igamma_(vkml.tensor([1.0, 1.0])) is t
+
+
+@pytest.mark.stress  # two large kernels on lavapipe
+def test_incomplete_gamma_same_bits_on_lavapipe(gpu):
+    a, x = np.array([0.5, 3.0, 20.0, 1e-5, 100.0, 0.0]), np.array([0.1, 2.5, 25.0, 1.1, 101.0, 1.0])
+    for name in sorted(INCOMPLETE_GAMMA):
+        want = getattr(vkml, name)(vkml.tensor(a, dtype=vkml.float32), vkml.tensor(x, dtype=vkml.float32)).numpy()
+        got = getattr(vkml, name)(
+            vkml.tensor(a, dtype=vkml.float32, device=gpu), vkml.tensor(x, dtype=vkml.float32, device=gpu)
+        ).numpy()
+        assert_same_bits(got, want, f"{name} on {gpu}")

@@ -61,6 +61,25 @@ def _without_grad(fn, name: str):
     return function
 
 
+def _incomplete_gamma(name: str, alias: str):
+    plain = _binary(name)
+
+    def fn(input, other):
+        for position, (what, x) in enumerate((("input", input), ("other", other))):
+            if not isinstance(x, F._tensor.Tensor):  # PyTorch takes tensors only here
+                raise TypeError(f"{alias}(): argument '{what}' (position {position + 1}) must be Tensor, not "
+                                f"{type(x).__name__}")  # fmt: skip
+        return plain(input, other)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"{REGISTRY[name].summary} See docs/ops/{name}.md."
+    return fn
+
+
+igamma = _incomplete_gamma("igamma", "igamma")
+igammac = _incomplete_gamma("igammac", "igammac")
+
+
 def mvlgamma(input, p):
     """The multivariate log-gamma function of dimension p: p(p-1)/4 log(pi) + sum_{i<p} lgamma(input - i/2).
 
@@ -90,5 +109,11 @@ SPECIAL["i0"] = with_out(i0, "i0")
 SPECIAL["modified_bessel_i0"] = with_out(_without_grad(i0, "modified_bessel_i0"), "modified_bessel_i0")
 SPECIAL["modified_bessel_i1"] = with_out(_without_grad(SPECIAL["i1"], "modified_bessel_i1"), "modified_bessel_i1")
 SPECIAL["multigammaln"] = with_out(multigammaln, "multigammaln")
+SPECIAL["gammainc"] = with_out(_incomplete_gamma("igamma", "special_gammainc"), "gammainc")
+SPECIAL["gammaincc"] = with_out(_incomplete_gamma("igammac", "special_gammaincc"), "gammaincc")
 
-EXPORTS = (Export("mvlgamma", method=True, inplace=True),)
+EXPORTS = (
+    Export("mvlgamma", method=True, inplace=True),
+    Export("igamma", method=True, inplace=True),
+    Export("igammac", method=True, inplace=True),
+)

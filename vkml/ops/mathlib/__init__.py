@@ -164,6 +164,7 @@ shifted_chebyshev_v = _through_f64(_f64s.shifted_chebyshev_v)
 shifted_chebyshev_w = _through_f64(_f64s.shifted_chebyshev_w)
 hermite_h, hermite_he = _through_f64(_f64s.hermite_h), _through_f64(_f64s.hermite_he)
 laguerre_l, legendre_p = _through_f64(_f64s.laguerre_l), _through_f64(_f64s.legendre_p)
+igamma, igammac = _through_f64(_f64s.igamma), _through_f64(_f64s.igammac)
 _builder.float_division = div  # `a / b` on float IR values builds this division
 
 __all__ = [
@@ -243,4 +244,6 @@ __all__ = [
     "hermite_he",
     "laguerre_l",
     "legendre_p",
+    "igamma",
+    "igammac",
 ]

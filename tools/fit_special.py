@@ -64,6 +64,38 @@ def _k_far(order: int):
     return f
 
 
+def _near_x2(f):  # x^2 = 32 (t + 1) on [0, 64]
+    return lambda t: f(mp.sqrt(32 * (t + 1)))
+
+
+def _jy_far(order: int, which: str):
+    """P(x) or x Q(x) of J_n = sqrt(2/(pi x)) (P cos(chi) - Q sin(chi)), Y_n = sqrt(2/(pi x)) (P sin(chi) +
+    Q cos(chi)), chi = x - (2n + 1) pi/4, for x = sqrt(64 / ((t + 1)/2)) in [8, inf]."""
+
+    def f(t):
+        if t == -1:
+            return mp.mpf(1) if which == "P" else (-1 if order == 0 else 3) / mp.mpf(8)
+        x = mp.sqrt(128 / (t + 1))
+        chi = x - (2 * order + 1) * mp.pi / 4
+        j, y, scale = mp.besselj(order, x), mp.bessely(order, x), mp.sqrt(mp.pi * x / 2)
+        if which == "P":
+            return scale * (j * mp.cos(chi) + y * mp.sin(chi))
+        return x * scale * (-j * mp.sin(chi) + y * mp.cos(chi))
+
+    return f
+
+
+def _y_near(order: int):
+    def rest(x):
+        if x == 0:
+            return 2 / mp.pi * mp.euler if order == 0 else -(1 - 2 * mp.euler) / (2 * mp.pi)
+        if order == 0:
+            return mp.bessely(0, x) - 2 / mp.pi * mp.log(x / 2) * mp.besselj(0, x)
+        return (mp.bessely(1, x) - 2 / mp.pi * (mp.besselj(1, x) * mp.log(x / 2) - 1 / x)) / x
+
+    return _near_x2(rest)
+
+
 TABLES = {
     # i0e(x) for 0 <= x <= 8, t = x/4 - 1
     "I0E_NEAR": lambda t: _i0e(_x(t, 0, 8)),
@@ -81,6 +113,19 @@ TABLES = {
     "K1_NEAR": _k_near(1),
     # sqrt(x) e^x K1(x) for x >= 2, t = 4/x - 1
     "K1_FAR": _k_far(1),
+    # J0(x) in t = x^2/32 - 1 on [0, 8]
+    "J0_NEAR": _near_x2(lambda x: mp.besselj(0, x)),
+    # J1(x) / x in t = x^2/32 - 1 on [0, 8]
+    "J1_NEAR": _near_x2(lambda x: mp.mpf(1) / 2 if x == 0 else mp.besselj(1, x) / x),
+    # Y0(x) - (2/pi) log(x/2) J0(x) in t = x^2/32 - 1 on [0, 8]
+    "Y0_NEAR": _y_near(0),
+    # (Y1(x) - (2/pi) (log(x/2) J1(x) - 1/x)) / x in t = x^2/32 - 1 on [0, 8]
+    "Y1_NEAR": _y_near(1),
+    # the Hankel forms' P and x Q in t = 128/x^2 - 1 on [8, inf]
+    "P0_FAR": _jy_far(0, "P"),
+    "Q0_FAR": _jy_far(0, "Q"),
+    "P1_FAR": _jy_far(1, "P"),
+    "Q1_FAR": _jy_far(1, "Q"),
 }
 
 

@@ -214,6 +214,30 @@ for _name, _summary in (
         f"≤ 8 ulp of the correctly rounded result, normal results (mathlib.{_name})",
         "±0 gives inf, input < 0 gives NaN, inf gives 0 (as PyTorch), NaN gives NaN.",
     )
+_BESSEL_JY_DIVERGENCE = (
+    "PyTorch's float64 {0} is about 1e-8 off for moderate x ({0}(5) = {1} where the true value is {2}) and "
+    "loses the phase of large x entirely ({0}(1e20)); vkml is within its bound (float32: 1 ulp of max(|value|, 1))."
+)
+for _name, _summary, _bound, _specials, _theirs, _true in (
+    ("bessel_j0", "The Bessel function of the first kind of order 0.", "≤ 2^-48 absolute",
+     "J0(0) = 1, J0(±inf) = NaN (as PyTorch), NaN gives NaN.", "-0.1775967812", "-0.1775967713"),
+    ("bessel_j1", "The Bessel function of the first kind of order 1.", "≤ 2^-48 absolute",
+     "J1(±0) = ±0, J1(±inf) = NaN (as PyTorch), NaN gives NaN.", "-0.3275791437", "-0.3275791376"),
+    ("bessel_y0", "The Bessel function of the second kind of order 0.", "≤ 2^-48 of max(|Y0|, 1)",
+     "Y0(0) = -inf, input < 0 gives NaN, Y0(inf) = NaN (as PyTorch), NaN gives NaN.", "-0.3085176376", "-0.3085176252"),
+    ("bessel_y1", "The Bessel function of the second kind of order 1.", "≤ 2^-48 of max(|Y1|, 1)",
+     "Y1(0) = -inf, input < 0 gives NaN, Y1(inf) = NaN (as PyTorch), NaN gives NaN.", "0.1478631523", "0.1478631434"),
+):  # fmt: skip
+    _special(
+        _name,
+        getattr(M, _name),
+        f"{_name}(input)",
+        _summary,
+        f"{_bound}: fitted Chebyshev series up to 8, the Hankel forms beyond with x reduced exactly; the relative "
+        f"error grows near the function's zeros (mathlib.{_name})",
+        _specials,
+        divergence=_BESSEL_JY_DIVERGENCE.format(_name, _theirs, _true),
+    )
 _special(
     "spherical_bessel_j0",
     M.spherical_bessel_j0,

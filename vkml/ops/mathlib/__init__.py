@@ -165,6 +165,8 @@ shifted_chebyshev_w = _through_f64(_f64s.shifted_chebyshev_w)
 hermite_h, hermite_he = _through_f64(_f64s.hermite_h), _through_f64(_f64s.hermite_he)
 laguerre_l, legendre_p = _through_f64(_f64s.laguerre_l), _through_f64(_f64s.legendre_p)
 igamma, igammac = _through_f64(_f64s.igamma), _through_f64(_f64s.igammac)
+bessel_j0, bessel_j1 = _through_f64(_f64s.bessel_j0), _through_f64(_f64s.bessel_j1)
+bessel_y0, bessel_y1 = _through_f64(_f64s.bessel_y0), _through_f64(_f64s.bessel_y1)
 _builder.float_division = div  # `a / b` on float IR values builds this division
 
 __all__ = [
@@ -246,4 +248,8 @@ __all__ = [
     "legendre_p",
     "igamma",
     "igammac",
+    "bessel_j0",
+    "bessel_j1",
+    "bessel_y0",
+    "bessel_y1",
 ]

@@ -23,6 +23,8 @@ them on the op pages):
 
 from __future__ import annotations
 
+import math
+
 from ...ir import types as T
 from ...ir.builder import convert, eq, isnan, loop, select, trunc
 from ...ir.core import Value
@@ -258,6 +260,158 @@ K1_FAR = _hex(
     "0x1.4af1aa55c043fp-56",
     "-0x1.a8c5d42a4b314p-58",
     "0x1.151fbdb6907c6p-59",
+)
+
+# J0(x) in t = x^2/32 - 1 on [0, 8]
+J0_NEAR = _hex(
+    "0x1.4306e1f9314dbp-3",
+    "-0x1.1dd989ce98ea2p-7",
+    "0x1.0f8afb7d3a552p-2",
+    "-0x1.7afa2e9c62a9ep-2",
+    "0x1.43b8af58b7ffap-3",
+    "-0x1.1dd989ce98ea2p-5",
+    "0x1.3bd46ccab9da0p-8",
+    "-0x1.e300651cd3ae3p-12",
+    "0x1.104c067d74d17p-15",
+    "-0x1.d8f811cd3e853p-20",
+    "0x1.46c4a4b32aa3bp-24",
+    "-0x1.703bda6758f6fp-29",
+    "0x1.593076e904d04p-34",
+    "-0x1.1192067e71726p-39",
+    "0x1.73936aa3d0207p-45",
+    "-0x1.b5729d242acaep-51",
+    "0x1.c2c89ea282aaap-57",
+)
+# J1(x)/x in t = x^2/32 - 1 on [0, 8]
+J1_NEAR = _hex(
+    "0x1.4bf5ae47a6150p-4",
+    "-0x1.3119e17fdbffdp-3",
+    "0x1.49b9fb3408e33p-3",
+    "-0x1.52a8c7827daa8p-4",
+    "0x1.6bf2c1f5f71e1p-6",
+    "-0x1.de030538b55b0p-9",
+    "0x1.a8b56cedfe580p-12",
+    "-0x1.11188227a5012p-15",
+    "0x1.0a8a3a628fc7bp-19",
+    "-0x1.98f754605f635p-24",
+    "0x1.fac17c7273311p-29",
+    "-0x1.030d00d42d6f4p-33",
+    "0x1.bcc0916376113p-39",
+    "-0x1.453d2b4e985cbp-44",
+    "0x1.9a36afedba862p-50",
+    "-0x1.c2dff424052f8p-56",
+    "0x1.b3c9bd267e611p-62",
+)
+# Y0(x) - (2/pi) log(x/2) J0(x) in t = x^2/32 - 1 on [0, 8]
+Y0_NEAR = _hex(
+    "0x1.2aa30b02c96c3p-5",
+    "-0x1.1d00e3f66d8abp-2",
+    "0x1.2f27bb1f1965cp-2",
+    "0x1.9273ec4cc2256p-4",
+    "-0x1.b887fa1efddf1p-4",
+    "0x1.047f7de78a600p-5",
+    "-0x1.5241dfc56884bp-8",
+    "0x1.2047f52400bf2p-11",
+    "-0x1.604bd5a6f34eep-15",
+    "0x1.46050b95b78e9p-19",
+    "-0x1.da97b3e7182b1p-24",
+    "0x1.1772ee181831bp-28",
+    "-0x1.101c43f522727p-33",
+    "0x1.bdefdb7b2a420p-39",
+    "-0x1.37f65d9f56957p-44",
+    "0x1.792fea1881d6ep-50",
+    "-0x1.8e31f4edecff1p-56",
+    "0x1.7255df5229cfap-62",
+)
+# (Y1(x) - (2/pi) (log(x/2) J1(x) - 1/x)) / x in t = x^2/32 - 1 on [0, 8]
+Y1_NEAR = _hex(
+    "0x1.39c2893db065bp-5",
+    "-0x1.4f28600a6e8d9p-4",
+    "-0x1.976eb9baef98ap-6",
+    "0x1.88f30a1b0e1e6p-5",
+    "-0x1.2f873106a454bp-6",
+    "0x1.e26cb34c165e5p-9",
+    "-0x1.e533e7c658954p-12",
+    "0x1.555db4928876dp-15",
+    "-0x1.6541b43c631bcp-19",
+    "0x1.220a2b0de72e5p-23",
+    "-0x1.78d32d23d639fp-28",
+    "0x1.9136b53741514p-33",
+    "-0x1.64d1026e9c5f1p-38",
+    "0x1.0d3a959af1a85p-43",
+    "-0x1.5d36ea343b2b2p-49",
+    "0x1.89aa49b715ecdp-55",
+    "-0x1.855cdaf5b40dap-61",
+)
+# the Hankel forms' P0(x) and x Q0(x), P1(x) and x Q1(x) in t = 128/x^2 - 1 on [8, inf]
+P0_FAR = _hex(
+    "0x1.ffb944543151ep-1",
+    "-0x1.194ac5283c04ap-11",
+    "0x1.9cbe8b7395851p-19",
+    "-0x1.bc26938a82ce2p-25",
+    "0x1.c03a8b38ca73cp-30",
+    "-0x1.59ddcc28538a8p-34",
+    "0x1.6baf23642c655p-38",
+    "-0x1.e4a709e74825bp-42",
+    "0x1.85b481672b1eep-45",
+    "-0x1.6d432cb7153fep-48",
+    "0x1.84fff80b613c2p-51",
+    "-0x1.cdb3179595bbdp-54",
+    "0x1.2cca86c6338d9p-56",
+    "-0x1.a9240bf60d14bp-59",
+)
+Q0_FAR = _hex(
+    "-0x1.fdbbf76547cafp-4",
+    "0x1.1ed40c7bf4761p-11",
+    "-0x1.8e1017183d060p-18",
+    "0x1.34c3b3f0f3e19p-23",
+    "-0x1.8fc71e52a5280p-28",
+    "0x1.7334b27ad2886p-32",
+    "-0x1.c34f407df8ba4p-36",
+    "0x1.52763be90a889p-39",
+    "-0x1.2c827d7f6e2d5p-42",
+    "0x1.329f0c1b6c666p-45",
+    "-0x1.5fa3147b301c9p-48",
+    "0x1.bd9648f62c6b8p-51",
+    "-0x1.33cdb710c05d6p-53",
+    "0x1.cab223df72976p-56",
+    "-0x1.6d757f20d1676p-58",
+    "0x1.351cf3ac934b3p-60",
+    "-0x1.13e5616eb61b8p-62",
+)
+P1_FAR = _hex(
+    "0x1.003b2e82f5f12p+0",
+    "0x1.d7545f75d7da9p-11",
+    "-0x1.0b9505ce79bbap-18",
+    "0x1.0953cdc0829efp-24",
+    "-0x1.01454cf5d6ac0p-29",
+    "0x1.83c5742be2cc3p-34",
+    "-0x1.9171afe32fc02p-38",
+    "0x1.088a8b6783e50p-41",
+    "-0x1.a5ead8bea617fp-45",
+    "0x1.88e8192bcb004p-48",
+    "-0x1.a045d1e6aa4e8p-51",
+    "0x1.ebf5d803cd896p-54",
+    "-0x1.3f5b1671b84fbp-56",
+    "0x1.c1ff43803bc35p-59",
+)
+Q1_FAR = _hex(
+    "0x1.7f34213492af6p-2",
+    "-0x1.93d0e4fa70662p-11",
+    "0x1.eaa02bf61504bp-18",
+    "-0x1.681617e8645adp-23",
+    "0x1.c467999a69933p-28",
+    "-0x1.9c37875f5ebc0p-32",
+    "0x1.eeb91abca8164p-36",
+    "-0x1.6f877e53fb185p-39",
+    "0x1.43f8057a1761fp-42",
+    "-0x1.48ac416e30219p-45",
+    "0x1.772d4dd737bf2p-48",
+    "-0x1.d994b1fddb9f0p-51",
+    "0x1.46123a8bbc898p-53",
+    "-0x1.e48d4f144b8b2p-56",
+    "0x1.811d207bb2e69p-58",
+    "-0x1.4508fb9daded8p-60",
 )
 
 
@@ -555,6 +709,87 @@ def scaled_modified_bessel_k1(x: Value) -> Value:
     Special values: ±0 gives inf, x < 0 NaN, inf gives 0 (as PyTorch); a NaN comes back quieted.
     """
     return _k_specials(x, _bessel_k(x, 1)[1])
+
+
+_FRAC_2_PI = 0.6366197723675814  # 2/pi
+
+
+def _bessel_jy(x: Value, order: int) -> tuple[Value, Value]:
+    """(J(|x|), Y(|x|)) of the order (0 or 1) for finite |x| > 0: the fitted series in x^2 up to 8 (Y with
+    its log and 1/x terms added), beyond sqrt(2/(pi x)) (P cos(chi) -+ Q sin(chi)), chi = x - (2n+1) pi/4,
+    with cos(chi) and sin(chi) formed from sin(x) and cos(x) (reduced exactly, so large x keeps its phase)."""
+    a = _abs(x)
+    inside = a <= 8.0
+    b = select(inside & (a > 0.0), a, f64(1.0))
+    t = b * b * (1.0 / 32.0) - 1.0
+    logs = log(b * 0.5)
+    if order == 0:
+        j_near = _chebyshev(t, J0_NEAR)
+        y_near = _chebyshev(t, Y0_NEAR) + _FRAC_2_PI * logs * j_near
+    else:
+        j_near = _chebyshev(t, J1_NEAR) * b
+        y_near = _chebyshev(t, Y1_NEAR) * b + _FRAC_2_PI * (logs * j_near - 1.0 / b)
+    c = select(inside, f64(16.0), a)
+    u = 128.0 / (c * c) - 1.0
+    p = _chebyshev(u, P0_FAR if order == 0 else P1_FAR)
+    q = _chebyshev(u, Q0_FAR if order == 0 else Q1_FAR) / c
+    sx, cx = sin(c), cos(c)
+    # order 0: chi = x - pi/4, order 1: x - 3pi/4; sqrt(1/2) folded into sqrt(1/(pi x))
+    cos_chi, sin_chi = (cx + sx, sx - cx) if order == 0 else (sx - cx, -(cx + sx))
+    scale = sqrt(1.0 / (c * math.pi))
+    j_far = scale * (p * cos_chi - q * sin_chi)
+    y_far = scale * (p * sin_chi + q * cos_chi)
+    return select(inside, j_near, j_far), select(inside, y_near, y_far)
+
+
+def _bessel_j_finish(x: Value, j: Value, odd: bool) -> Value:
+    a = _abs(x)
+    out = select(x < 0.0, -j, j) if odd else j
+    out = select(eq(a, 0.0), f64(0.0) if odd else f64(1.0), out)
+    if odd:
+        out = select(eq(a, 0.0), x, out)  # J1(±0) = ±0
+    return _finish(x, select(eq(a, float("inf")), _nan(), out))  # NaN at ±inf, as PyTorch
+
+
+def _bessel_y_finish(x: Value, y: Value) -> Value:
+    out = select(eq(x, 0.0), -_inf(), select(x < 0.0, _nan(), y))
+    return _finish(x, select(eq(x, float("inf")), _nan(), out))  # NaN at inf, as PyTorch
+
+
+def bessel_j0(x: Value) -> Value:
+    """The Bessel function of the first kind of order 0.
+
+    Precision: ≤ 2^-48 absolute (relative error grows near J0's zeros, as PyTorch's).
+    Special values: J0(±inf) = NaN (as PyTorch), J0(0) = 1; a NaN comes back quieted.
+    """
+    return _bessel_j_finish(x, _bessel_jy(x, 0)[0], False)
+
+
+def bessel_j1(x: Value) -> Value:
+    """The Bessel function of the first kind of order 1 (odd).
+
+    Precision: ≤ 2^-48 absolute (relative error grows near J1's zeros, as PyTorch's).
+    Special values: J1(±inf) = NaN (as PyTorch), J1(±0) = ±0; a NaN comes back quieted.
+    """
+    return _bessel_j_finish(x, _bessel_jy(x, 1)[0], True)
+
+
+def bessel_y0(x: Value) -> Value:
+    """The Bessel function of the second kind of order 0.
+
+    Precision: ≤ 2^-48 of max(|Y0(x)|, 1) (relative error grows near Y0's zeros, as PyTorch's).
+    Special values: Y0(0) = -inf, Y0(x < 0) = NaN, Y0(inf) = NaN (as PyTorch); a NaN comes back quieted.
+    """
+    return _bessel_y_finish(x, _bessel_jy(x, 0)[1])
+
+
+def bessel_y1(x: Value) -> Value:
+    """The Bessel function of the second kind of order 1.
+
+    Precision: ≤ 2^-48 of max(|Y1(x)|, 1) (relative error grows near Y1's zeros, as PyTorch's).
+    Special values: Y1(0) = -inf, Y1(x < 0) = NaN, Y1(inf) = NaN (as PyTorch); a NaN comes back quieted.
+    """
+    return _bessel_y_finish(x, _bessel_jy(x, 1)[1])
 
 
 def spherical_bessel_j0(x: Value) -> Value:

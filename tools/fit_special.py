@@ -96,6 +96,36 @@ def _y_near(order: int):
     return _near_x2(rest)
 
 
+_ZETA2 = 2 * mp.sqrt(8) / 3  # zeta = (2/3) |x|^(3/2) at |x| = 2
+
+
+def _zeta_x(t):  # t = 2 zeta(2)/zeta - 1 -> |x| (t = -1 is infinity)
+    zeta = 2 * _ZETA2 / (t + 1)
+    return (3 * zeta / 2) ** (mp.mpf(2) / 3), zeta
+
+
+def _airy_right(t):  # 2 sqrt(pi) x^(1/4) e^zeta Ai(x) for x >= 2
+    if t == -1:
+        return mp.mpf(1)
+    x, zeta = _zeta_x(t)
+    return 2 * mp.sqrt(mp.pi) * x ** (mp.mpf(1) / 4) * mp.exp(zeta) * mp.airyai(x)
+
+
+def _airy_left(which: str):  # Ai(-y) = (P sin(theta) - Q cos(theta)) / (sqrt(pi) y^(1/4)), theta = zeta + pi/4
+    def f(t):
+        if t == -1:
+            return mp.mpf(1) if which == "P" else mp.mpf(5) / 72
+        y, zeta = _zeta_x(t)
+        theta = zeta + mp.pi / 4
+        scale = mp.sqrt(mp.pi) * y ** (mp.mpf(1) / 4)
+        a, b = mp.airyai(-y) * scale, mp.airybi(-y) * scale
+        if which == "P":
+            return a * mp.sin(theta) + b * mp.cos(theta)
+        return zeta * (-a * mp.cos(theta) + b * mp.sin(theta))
+
+    return f
+
+
 TABLES = {
     # i0e(x) for 0 <= x <= 8, t = x/4 - 1
     "I0E_NEAR": lambda t: _i0e(_x(t, 0, 8)),
@@ -126,6 +156,13 @@ TABLES = {
     "Q0_FAR": _jy_far(0, "Q"),
     "P1_FAR": _jy_far(1, "P"),
     "Q1_FAR": _jy_far(1, "Q"),
+    # Ai(x) in t = x/2 on [-2, 2]
+    "AI_NEAR": lambda t: mp.airyai(2 * t),
+    # 2 sqrt(pi) x^(1/4) e^zeta Ai(x) in t = 2 zeta(2)/zeta - 1, zeta = (2/3) x^(3/2), x >= 2
+    "AI_RIGHT": _airy_right,
+    # P and zeta Q of Ai(-y) = (P sin(zeta + pi/4) - Q cos(zeta + pi/4)) / (sqrt(pi) y^(1/4)), y >= 2
+    "AI_LEFT_P": _airy_left("P"),
+    "AI_LEFT_Q": _airy_left("Q"),
 }
 
 

@@ -20,7 +20,7 @@ from .out_arg import with_out
 
 _UNARY = ("ndtr", "ndtri", "log_ndtr", "erfcx", "i0e", "i1", "i1e", "spherical_bessel_j0", "entr")
 _UNARY += tuple(f"{scaled}modified_bessel_k{k}" for scaled in ("", "scaled_") for k in (0, 1))
-_UNARY += ("bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1")
+_UNARY += ("bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "airy_ai")
 _POLYNOMIALS = tuple(
     f"{kind}_polynomial_{letter}"
     for kind, letters in (

@@ -239,6 +239,18 @@ for _name, _summary, _bound, _specials, _theirs, _true in (
         divergence=_BESSEL_JY_DIVERGENCE.format(_name, _theirs, _true),
     )
 _special(
+    "airy_ai",
+    M.airy_ai,
+    "airy_ai(input)",
+    "The Airy function Ai(input).",
+    "|x| <= 2: ≤ 2^-50 absolute; x > 2: ≤ 2^-48 plus zeta·2^-51 relative (e^-zeta of the rounded zeta = "
+    "(2/3)x^1.5); x < -2: ≤ 2^-50 absolute plus the phase's rounding, about |x|^1.5·2^-52 (fitted Chebyshev "
+    "series and the asymptotic forms) (mathlib.airy_ai)",
+    "airy_ai(±inf) = NaN (as PyTorch), NaN gives NaN.",
+    divergence="PyTorch's float64 airy_ai is about 5e-9 off for moderate negative x (airy_ai(-3) = -0.3788142883 "
+    "where the true value is -0.3788142937); vkml is within its bound.",
+)
+_special(
     "spherical_bessel_j0",
     M.spherical_bessel_j0,
     "spherical_bessel_j0(input)",

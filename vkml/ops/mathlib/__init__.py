@@ -167,6 +167,7 @@ laguerre_l, legendre_p = _through_f64(_f64s.laguerre_l), _through_f64(_f64s.lege
 igamma, igammac = _through_f64(_f64s.igamma), _through_f64(_f64s.igammac)
 bessel_j0, bessel_j1 = _through_f64(_f64s.bessel_j0), _through_f64(_f64s.bessel_j1)
 bessel_y0, bessel_y1 = _through_f64(_f64s.bessel_y0), _through_f64(_f64s.bessel_y1)
+airy_ai = _through_f64(_f64s.airy_ai)
 _builder.float_division = div  # `a / b` on float IR values builds this division
 
 __all__ = [
@@ -252,4 +253,5 @@ __all__ = [
     "bessel_j1",
     "bessel_y0",
     "bessel_y1",
+    "airy_ai",
 ]

@@ -414,6 +414,134 @@ Q1_FAR = _hex(
     "-0x1.4508fb9daded8p-60",
 )
 
+# Ai(x) in t = x/2 on [-2, 2]
+AI_NEAR = _hex(
+    "0x1.0e264d11ad203p-2",
+    "-0x1.88bd607bd0258p-3",
+    "-0x1.d8ddc713567b7p-4",
+    "0x1.9ee4ac63d91bdp-4",
+    "-0x1.521236c75050ep-6",
+    "-0x1.58f23593afb59p-8",
+    "0x1.cd8c238b94cc6p-9",
+    "-0x1.2184bc5d249dep-11",
+    "-0x1.6dd77cc357cdbp-14",
+    "0x1.a33262e94ee69p-15",
+    "-0x1.b9b78d183faa0p-18",
+    "-0x1.90d31c8bb3074p-21",
+    "0x1.9c016a61d23a2p-22",
+    "-0x1.7c56ba983e78ap-25",
+    "-0x1.0c1c471028fd4p-28",
+    "0x1.fafae8526f0d6p-30",
+    "-0x1.a47c10656d97fp-33",
+    "-0x1.e37b4419a46ddp-37",
+    "0x1.ab1a51dd5dcb0p-38",
+    "-0x1.43af56a7b0920p-41",
+    "-0x1.39ba94a63b25bp-45",
+    "0x1.05be3c006d9b5p-46",
+    "-0x1.6ef3b0198c9a6p-50",
+    "-0x1.330deeb9fbb58p-54",
+    "0x1.e7ac41a93a2b0p-56",
+    "-0x1.3f1c5239f6fa4p-59",
+)
+# 2 sqrt(pi) x^(1/4) e^zeta Ai(x) in t = 2 zeta(2)/zeta - 1, zeta = (2/3) x^(3/2), on [2, inf]
+AI_RIGHT = _hex(
+    "0x1.f803f8dd4194fp-1",
+    "-0x1.e4badf92f0698p-7",
+    "0x1.8027b6119ca99p-11",
+    "-0x1.00f0eec77d5afp-14",
+    "0x1.caac670d169d2p-18",
+    "-0x1.efeb84cedc369p-21",
+    "0x1.346d52b669db2p-23",
+    "-0x1.aba96d0e939bcp-26",
+    "0x1.43a78ffb4b7e2p-28",
+    "-0x1.07707202858f2p-30",
+    "0x1.c834c8a5f387ap-33",
+    "-0x1.a0b1c6e6db0c8p-35",
+    "0x1.8eda827e9a573p-37",
+    "-0x1.8df6dfaa1aa23p-39",
+    "0x1.9c1e947dc07d1p-41",
+    "-0x1.b9591e92f35b6p-43",
+    "0x1.e74cc999dbc9ap-45",
+    "-0x1.14a33407d0d9dp-46",
+    "0x1.42441e5f90db4p-48",
+    "-0x1.8071c47eb60a8p-50",
+    "0x1.d4d85135aae64p-52",
+    "-0x1.23d2d8fabb65ep-53",
+    "0x1.72547d78958f2p-55",
+    "-0x1.de81ec63c2c96p-57",
+    "0x1.3a6e9fb7ca75bp-58",
+    "-0x1.a3e66c48282a9p-60",
+)
+# P and zeta Q of Ai(-y) = (P sin(zeta + pi/4) - Q cos(zeta + pi/4)) / (sqrt(pi) y^(1/4)), y >= 2
+AI_LEFT_P = _hex(
+    "0x1.fe5b251361eaap-1",
+    "-0x1.0eac103f5f5bcp-8",
+    "-0x1.affb3af5b171cp-11",
+    "0x1.8edf03580dd0fp-14",
+    "-0x1.399a93207c102p-19",
+    "-0x1.b0a1aaf92e498p-20",
+    "0x1.e1ceaf438450fp-22",
+    "-0x1.09ab127e26178p-24",
+    "-0x1.9ca5fd24a9109p-30",
+    "0x1.0a4cb1b19b32dp-28",
+    "-0x1.7892cd65bf040p-30",
+    "0x1.3e07461af8c55p-32",
+    "-0x1.7768f896a4aa4p-36",
+    "-0x1.ed2fd9eb7bdd5p-37",
+    "0x1.2e49ccba2b122p-37",
+    "-0x1.a1cffd03604ffp-39",
+    "0x1.7f86ba4adcb96p-41",
+    "-0x1.dae0aca71441bp-45",
+    "-0x1.a1507c0a649abp-45",
+    "0x1.25bbbec95497ap-45",
+    "-0x1.e8101421cbc2cp-47",
+    "0x1.242483d328816p-48",
+    "-0x1.a5a3fd88b2d95p-51",
+    "-0x1.8f2558139b7a3p-54",
+    "0x1.6b6037a3a2500p-53",
+    "-0x1.a2f861dbd8dd2p-54",
+    "0x1.586c84788ba51p-55",
+    "-0x1.aa8a8dd931b21p-57",
+    "0x1.3f4c65379cd4cp-59",
+)
+AI_LEFT_Q = _hex(
+    "0x1.10d6a5431da0cp-4",
+    "-0x1.d0d4d08c0e08fp-9",
+    "-0x1.2e149ac834eddp-11",
+    "0x1.0ef1c0d5b9721p-13",
+    "-0x1.5e8f44fe2b81cp-17",
+    "-0x1.df7f9830dc7fdp-20",
+    "0x1.f39e529dc69d2p-21",
+    "-0x1.b820686ebfedap-23",
+    "0x1.33d124b5aa471p-26",
+    "0x1.c68ca3494e79ep-28",
+    "-0x1.152707a389c19p-28",
+    "0x1.54bb121c5ab42p-30",
+    "-0x1.ee55cca0846acp-33",
+    "-0x1.a2be5dd031feep-38",
+    "0x1.bc8781ab79fb9p-36",
+    "-0x1.beaf880d8ece7p-37",
+    "0x1.235d5196694f4p-38",
+    "-0x1.e6354477c4629p-41",
+    "0x1.14a56cd2e1bd5p-51",
+    "0x1.e82764351b39cp-44",
+    "-0x1.2a5cb178f7781p-44",
+    "0x1.e193f4b008a4bp-46",
+    "-0x1.194610523b45fp-47",
+    "0x1.6340e9241c008p-50",
+    "0x1.87bf0d34bc03fp-52",
+    "-0x1.e1235e3ef7b4dp-52",
+    "0x1.0d34abca3ccdbp-52",
+    "-0x1.bb05787abbd33p-54",
+    "0x1.12706ee6bef2fp-55",
+    "-0x1.852b7de5ce084p-58",
+    "-0x1.719665cc137e7p-60",
+    "0x1.102e431988738p-59",
+    "-0x1.549fe369e989ep-60",
+    "0x1.3d3bb909631c2p-61",
+    "-0x1.d29205a97e37fp-63",
+)
+
 
 def float32(fn):
     """``fn`` (float64 -> float64) for a float32 operand: converted up, computed, rounded once."""
@@ -790,6 +918,34 @@ def bessel_y1(x: Value) -> Value:
     Special values: Y1(0) = -inf, Y1(x < 0) = NaN, Y1(inf) = NaN (as PyTorch); a NaN comes back quieted.
     """
     return _bessel_y_finish(x, _bessel_jy(x, 1)[1])
+
+
+_ZETA2 = 2.0 * math.sqrt(8.0) / 3.0  # zeta at |x| = 2
+
+
+def airy_ai(x: Value) -> Value:
+    """The Airy function Ai(x).
+
+    Precision: |x| <= 2: ≤ 2^-50 absolute; x > 2: ≤ 2^-48 plus zeta 2^-51 relative; x < -2: ≤ 2^-50 absolute
+    plus the phase's rounding, about |x|^1.5 2^-52 (zeta = (2/3)|x|^1.5 is formed in float64, as PyTorch's).
+    Special values: Ai(±inf) = NaN (as PyTorch); a NaN comes back quieted.
+    """
+    a = _abs(x)
+    near = _chebyshev(select(a <= 2.0, x, f64(0.0)) * 0.5, AI_NEAR)
+    b = select(a <= 2.0, f64(4.0), select(a < 1e200, a, f64(1e200)))
+    root = sqrt(b)
+    zeta = (2.0 / 3.0) * b * root
+    t = (2.0 * _ZETA2) / zeta - 1.0
+    quarter = sqrt(root)
+    half = exp(zeta * -0.5)  # e^-zeta in two halves: no early underflow
+    right = _chebyshev(t, AI_RIGHT) * half * half / (quarter * (2.0 * math.sqrt(math.pi)))
+    p = _chebyshev(t, AI_LEFT_P)
+    q = _chebyshev(t, AI_LEFT_Q) / zeta
+    sz, cz = sin(zeta), cos(zeta)
+    # sin(zeta + pi/4) = (sin + cos)/sqrt(2), cos(zeta + pi/4) = (cos - sin)/sqrt(2); 1/sqrt(2 pi) folded in
+    left = (p * (sz + cz) - q * (cz - sz)) / (quarter * math.sqrt(2.0 * math.pi))
+    out = select(a <= 2.0, near, select(x > 0.0, right, left))
+    return _finish(x, select(eq(a, float("inf")), _nan(), out))
 
 
 def spherical_bessel_j0(x: Value) -> Value:

@@ -115,9 +115,24 @@ DTYPE_TABLES = (
 _OTHER_DTYPE = re.compile(r"[\[-](int8|uint8|int16|uint16|int32|int64|bool|bfloat16|float64)[\]-]")
 
 
+# torch.special's ops (vkml/ops/special.py) are large float64 kernels (seconds to compile on lavapipe each):
+# their same-bits rows of the per-op table run with `make test-all`; tests/test_special.py checks a few
+# of them on lavapipe by default, the rest with -m stress.
+_SPECIAL_ROW = re.compile(r"test_vulkan_ops\.py::test_elementwise_op_same_bits_as_cpu\[(\w+)-")
+
+
+def _special_op_row(nodeid: str) -> bool:
+    from vkml.ops import special
+
+    match = _SPECIAL_ROW.search(nodeid)
+    return match is not None and match.group(1) in special.OPS
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
     for item in items:
-        if item.nodeid.startswith(LONG_RUNNING) or (
-            item.nodeid.startswith(DTYPE_TABLES) and _OTHER_DTYPE.search(item.nodeid)
+        if (
+            item.nodeid.startswith(LONG_RUNNING)
+            or (item.nodeid.startswith(DTYPE_TABLES) and _OTHER_DTYPE.search(item.nodeid))
+            or _special_op_row(item.nodeid)
         ):
             item.add_marker(pytest.mark.stress)

@@ -117,6 +117,9 @@ def test_every_elementwise_op_is_tested_somewhere():
     from test_ops_trig import TRIG_OPS
 
     tested |= TRIG_OPS  # sin ... erfinv: tests/test_ops_trig.py checks each
+    from test_special import SPECIAL_OPS_TESTED
+
+    tested |= SPECIAL_OPS_TESTED  # torch.special's ndtr ... legendre_polynomial_p: tests/test_special.py
     registered = {op.name for op in REGISTRY.values() if op.kind == "elementwise"}
     assert registered <= tested, f"elementwise ops without a test: {sorted(registered - tested)}"
 
@@ -406,8 +409,10 @@ def test_every_elementwise_divergence_is_asserted():
     from test_ops_elementwise_more import DIVERGENCES_ASSERTED
     from test_ops_transcendental import DOCUMENTED as MORE
     from test_ops_trig import DIVERGENCES_ASSERTED as TRIG_DIVERGENCES
+    from test_special import DIVERGENCES_ASSERTED as SPECIAL_DIVERGENCES
 
     covered = set(_ops_of(DOCUMENTED)) | set(_ops_of(MORE)) | DIVERGENCES_ASSERTED | TRIG_DIVERGENCES
+    covered |= SPECIAL_DIVERGENCES
     with_divergence = {op.name for op in REGISTRY.values() if op.kind == "elementwise" and op.divergence}
     assert with_divergence <= covered, f"divergences without a test: {sorted(with_divergence - covered)}"
 

@@ -11,7 +11,7 @@ cudnn_enabled)``, ``torch.embedding(weight, indices, ...)``, ``torch.dropout(inp
 The layers call vkml.nn.functional, imported on first call (``import vkml`` does not load vkml.nn).
 
 A few are computed on the host in float64 or exactly with numpy, as the factorizations of
-vkml/frontend/dense_linalg.py, and say so: ``gcd``, ``lcm``, ``frexp``, ``nextafter``, ``i0``,
+vkml/frontend/dense_linalg.py, and say so: ``gcd``, ``lcm``, ``frexp``, ``nextafter``,
 ``histogram`` (PyTorch's is a CPU-only op too) and the windows; the same bits on every device.
 """
 
@@ -29,7 +29,6 @@ from ..ops.promotion import default_float
 from ..tensor import Tensor
 from . import creation, defaults, devices, mutation, return_types, shape, statistics, type_queries
 from . import operators as F
-from .autograd_api import Function
 from .exports import Export
 
 
@@ -957,54 +956,7 @@ def set_default_tensor_type(t):
     devices.set_default_device("cuda" if cls.is_cuda else "cpu")
 
 
-# ---------------------------------------------------------------------- i0 and the windows
-
-
-def _i1(x: np.ndarray) -> np.ndarray:
-    """I1(x) in float64 by its power series sum (x/2)^(2k+1) / (k! (k+1)!) (all terms of one sign: no
-    cancellation), enough terms for |x| up to float32's range of I0."""
-    half = x / 2.0
-    term = half.copy()
-    total = term.copy()
-    sq = half * half
-    for k in range(1, 400):
-        term = term * sq / (k * (k + 1))
-        total = total + term
-        if np.all(np.abs(term) <= 1e-17 * np.abs(total)):
-            break
-    return total
-
-
-class _I0(Function):
-    @staticmethod
-    def forward(ctx, input):
-        values = _host_values(input).astype(np.float64)
-        ctx.save_for_backward(input)
-        out = np.i0(values)
-        return creation.tensor(
-            np.ascontiguousarray(out.astype(np.dtype(input.dtype.name))), dtype=input.dtype, device=input.device
-        )
-
-    @staticmethod
-    def backward(ctx, g):
-        (input,) = ctx.saved_tensors
-        values = _host_values(input).astype(np.float64)
-        with np.errstate(over="ignore", invalid="ignore"):
-            d = _i1(values)
-        d_t = creation.tensor(
-            np.ascontiguousarray(d.astype(np.dtype(input.dtype.name))), dtype=input.dtype, device=input.device
-        )
-        return F.mul(g, d_t)
-
-
-def i0(input):
-    """The modified Bessel function of the first kind of order 0, as ``torch.i0``: float64 on the host
-    (numpy), rounded once; integer inputs give the default float dtype. Gradient: I1(x), also on the host."""
-    _tensor("i0", "input", input)
-    x = input if input.dtype.is_float else F.cast(input, default_float())
-    if x.dtype.name not in ("float32", "float64"):
-        return F.cast(_I0.apply(F.cast(x, T.float32)), x.dtype)
-    return _I0.apply(x)
+# ---------------------------------------------------------------------- the windows
 
 
 def _window(op: str, window_length: int, periodic: bool, dtype, device, requires_grad: bool, values):
@@ -1188,7 +1140,7 @@ _FUNCTIONS = (
 _METHODS = {
     "ravel": False, "is_signed": False, "is_same_size": False, "gcd": True, "lcm": True, "heaviside": True,
     "frexp": False, "ldexp": True, "nextafter": True, "inner": False, "vdot": False, "addr": True, "addbmm": True,
-    "diagflat": False, "dsplit": False, "i0": True, "renorm": True, "hardshrink": False, "prelu": False,
+    "diagflat": False, "dsplit": False, "renorm": True, "hardshrink": False, "prelu": False,
     "histogram": False, "unsafe_chunk": False, "unsafe_split": False, "adjoint": False, "split_with_sizes": False,
     "unsafe_split_with_sizes": False,
     "slice_scatter": False, "select_scatter": False, "diagonal_scatter": False, "narrow_copy": False,

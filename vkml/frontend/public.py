@@ -55,6 +55,7 @@ MODULES = (
     "poisson",
     "runtime_names",
     "foreach",
+    "special_functions",
 )
 
 

@@ -17,6 +17,7 @@ from ..ops.mathlib.zeta import log_factorial
 from . import operators as F
 from . import pointwise as _pointwise
 from . import public
+from . import special_functions as _special_functions
 from .exports import Export
 from .operators import _binary, _elementwise, _tensor_node
 
@@ -124,6 +125,7 @@ def _special_namespace() -> types.ModuleType:
         "softmax": F.softmax,
         "log_softmax": F.log_softmax,
     }
+    names.update(_special_functions.SPECIAL)  # ndtr ... the orthogonal polynomials
     for name, fn in names.items():
         setattr(ns, name, fn)
     ns.__all__ = sorted(names)

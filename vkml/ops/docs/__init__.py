@@ -21,6 +21,7 @@ from . import (
     spatial,
     statistics,
 )
+from . import special as special_functions
 from .page import OpDoc
 
 PAGES: dict[str, OpDoc] = {}
@@ -43,3 +44,7 @@ for _family in (
         if _name in PAGES:
             raise ValueError(f"{_name!r} has two pages ({_family.__name__} and another family)")
         PAGES[_name] = _doc
+for _name, _doc in special_functions.PAGES.items():  # torch.special's composed functions
+    if _name in PAGES:
+        raise ValueError(f"{_name!r} has two pages")
+    PAGES[_name] = _doc

@@ -116,13 +116,6 @@ PAGES: dict[str, OpDoc] = {
         "`vkml.return_types.histogram(hist, bin_edges)`.",
         divergence="PyTorch's is CPU-only; this one takes tensors of any device.",
     ),
-    "i0": _host(
-        (sig("vkml.i0", _L.i0), "Tensor.i0()", "Tensor.i0_()"),
-        _L.i0,
-        "numpy.i0 in float64 on the host, rounded once",
-        special="i0(±inf) = inf; NaN gives NaN; integer inputs give the default float dtype.",
-        gradient="g · I1(x), I1 from its power series in float64 on the host (first order only).",
-    ),
     "gradient": _page(
         "composite",
         (sig("vkml.gradient", _L.gradient),),

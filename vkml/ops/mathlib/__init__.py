@@ -21,6 +21,8 @@ so the CPU interpreter and every Vulkan driver produce the same bits.
 | lgamma, digamma | ≤ 1 ulp for x > 0; ≤ 1 ulp + 2^-27 absolute for x < 0 |
 | trigamma | ≤ 1 ulp |
 | zeta, polygamma (n >= 2) | ≤ 1 ulp for q > 0, s <= 256; for q < 0 plus 2^-36 of the largest term |
+| ndtr, ndtri, log_ndtr, erfcx, i0, i0e, i1, i1e, the K Bessel functions, spherical_bessel_j0 | ≤ 1 ulp (computed in float64: f64special) |
+| the orthogonal polynomials (chebyshev_t ... legendre_p) | PyTorch's recurrences, each step in float64 |
 
 "ulp" is the float32 ulp of the correctly rounded result, counted in the integer order of
 float32 bit patterns, so for subnormal results it is the absolute 2^-149.
@@ -42,6 +44,7 @@ from . import f64 as _f64
 from . import f64erf as _f64e
 from . import f64math as _f64m
 from . import f64more as _f64x
+from . import f64special as _f64s
 from . import f64trig as _f64t
 from .bf16 import bf16_to_f32, f32_to_bf16, round_bf16
 from .erfs import erfc, erfinv
@@ -122,6 +125,49 @@ silu64, mish64 = _f64m.silu, _f64m.mish
 logit, erfinv = _with_f64(logit, _f64x.logit), _with_f64(erfinv, _f64x.erfinv)
 digamma, trigamma = _with_f64(digamma, _f64x.digamma), _with_f64(trigamma, _f64x.trigamma)
 lgamma = _with_f64(lgamma, _f64x.lgamma)
+
+
+def _through_f64(fn):
+    """``fn`` of f64special for float64 operands, and for float32 ones converted up and rounded once."""
+    narrow = _f64s.float32(fn)
+
+    # the operands spelled out: an op body's arity is its code's argument count (an op's operands)
+    if fn.__code__.co_argcount == 1:
+
+        def dispatch(x):
+            return fn(x) if x.dtype is _f64.F64 else narrow(x)
+
+    else:
+
+        def dispatch(x, n):
+            return fn(x, n) if x.dtype is _f64.F64 else narrow(x, n)
+
+    dispatch.__name__ = dispatch.__qualname__ = fn.__name__
+    dispatch.__doc__ = fn.__doc__
+    dispatch.f64 = fn
+    return dispatch
+
+
+# torch.special's functions (f64special): one float64 routine serves float32 too
+ndtr, ndtri, log_ndtr = _through_f64(_f64s.ndtr), _through_f64(_f64s.ndtri), _through_f64(_f64s.log_ndtr)
+erfcx, spherical_bessel_j0 = _through_f64(_f64s.erfcx), _through_f64(_f64s.spherical_bessel_j0)
+i0, i0e, i1, i1e = (_through_f64(f) for f in (_f64s.i0, _f64s.i0e, _f64s.i1, _f64s.i1e))
+modified_bessel_k0 = _through_f64(_f64s.modified_bessel_k0)
+modified_bessel_k1 = _through_f64(_f64s.modified_bessel_k1)
+scaled_modified_bessel_k0 = _through_f64(_f64s.scaled_modified_bessel_k0)
+scaled_modified_bessel_k1 = _through_f64(_f64s.scaled_modified_bessel_k1)
+chebyshev_t, chebyshev_u = _through_f64(_f64s.chebyshev_t), _through_f64(_f64s.chebyshev_u)
+chebyshev_v, chebyshev_w = _through_f64(_f64s.chebyshev_v), _through_f64(_f64s.chebyshev_w)
+shifted_chebyshev_t = _through_f64(_f64s.shifted_chebyshev_t)
+shifted_chebyshev_u = _through_f64(_f64s.shifted_chebyshev_u)
+shifted_chebyshev_v = _through_f64(_f64s.shifted_chebyshev_v)
+shifted_chebyshev_w = _through_f64(_f64s.shifted_chebyshev_w)
+hermite_h, hermite_he = _through_f64(_f64s.hermite_h), _through_f64(_f64s.hermite_he)
+laguerre_l, legendre_p = _through_f64(_f64s.laguerre_l), _through_f64(_f64s.legendre_p)
+igamma, igammac = _through_f64(_f64s.igamma), _through_f64(_f64s.igammac)
+bessel_j0, bessel_j1 = _through_f64(_f64s.bessel_j0), _through_f64(_f64s.bessel_j1)
+bessel_y0, bessel_y1 = _through_f64(_f64s.bessel_y0), _through_f64(_f64s.bessel_y1)
+airy_ai = _through_f64(_f64s.airy_ai)
 _builder.float_division = div  # `a / b` on float IR values builds this division
 
 __all__ = [
@@ -178,4 +224,36 @@ __all__ = [
     "trigamma",
     "zeta",
     "polygamma",
+    "ndtr",
+    "ndtri",
+    "log_ndtr",
+    "erfcx",
+    "spherical_bessel_j0",
+    "i0",
+    "i0e",
+    "i1",
+    "i1e",
+    "modified_bessel_k0",
+    "modified_bessel_k1",
+    "scaled_modified_bessel_k0",
+    "scaled_modified_bessel_k1",
+    "chebyshev_t",
+    "chebyshev_u",
+    "chebyshev_v",
+    "chebyshev_w",
+    "shifted_chebyshev_t",
+    "shifted_chebyshev_u",
+    "shifted_chebyshev_v",
+    "shifted_chebyshev_w",
+    "hermite_h",
+    "hermite_he",
+    "laguerre_l",
+    "legendre_p",
+    "igamma",
+    "igammac",
+    "bessel_j0",
+    "bessel_j1",
+    "bessel_y0",
+    "bessel_y1",
+    "airy_ai",
 ]

@@ -525,8 +525,8 @@ def erf_small_dd(x_hi: Value, x_lo: Value) -> tuple[Value, Value]:
     return mul_dd_const(p_hi, p_lo, TWO_OVER_SQRT_PI[0], TWO_OVER_SQRT_PI[1])
 
 
-def erfc_large(u_hi: Value, u_lo: Value) -> tuple[Value, Value, Value]:
-    """erfc(u) = 2^k (m_hi + m_lo) for a dd u in [0.5, 28]: (int64 k, m_hi, m_lo), m in [0.05, 2]."""
+def erfcx_large(u_hi: Value, u_lo: Value) -> tuple[Value, Value]:
+    """erfcx(u) = e^(u^2) erfc(u), the g of ``erfc_large``, as a dd for a dd u in [0.5, 28]."""
     row = G_TAYLOR[0]
     centre, c_hi, c_lo = f64(row[0]), f64(row[1]), f64(row[2])
     coeffs = [f64(c) for c in row[3:]]
@@ -543,7 +543,12 @@ def erfc_large(u_hi: Value, u_lo: Value) -> tuple[Value, Value, Value]:
     acc = coeffs[-1]
     for c in reversed(coeffs[:-1]):
         acc = acc * h + c
-    g_hi, g_lo = fast_two_sum(c_hi, h * acc + c_lo)
+    return fast_two_sum(c_hi, h * acc + c_lo)
+
+
+def erfc_large(u_hi: Value, u_lo: Value) -> tuple[Value, Value, Value]:
+    """erfc(u) = 2^k (m_hi + m_lo) for a dd u in [0.5, 28]: (int64 k, m_hi, m_lo), m in [0.05, 2]."""
+    g_hi, g_lo = erfcx_large(u_hi, u_lo)
     s_hi, s_lo = two_prod(u_hi, u_hi)
     s_lo = s_lo + 2.0 * u_hi * u_lo  # u^2
     k, r_hi, r_lo = reduce_exp(-s_hi)

@@ -10,7 +10,7 @@ from ..errors import DTypeError, OutOfMemoryError, ShapeError
 from ..graph import build as lazy
 from ..ir import types as T
 from ..ops.cast import float_to_bf16_bits, host_round
-from ..ops.promotion import default_float, scalar_dtype
+from ..ops.promotion import default_float, promote_types, scalar_dtype
 from .devices import device as get_device
 from .devices import get_default_device
 from .dtype_info import refuse_no_tensor_dtype
@@ -97,7 +97,11 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False):
     except ValueError:  # numpy >= 1.24 refuses ragged nesting instead of making an object array
         array = np.empty(0, object)
     python_data = not isinstance(data, (np.ndarray, np.generic))
-    if python_data and array.dtype.kind in "uO":
+    if python_data and dtype is None and array.ndim and array.dtype.kind in "fiub":
+        # numpy's dtype for a sequence is not PyTorch's: [np.float64(x)] or [t64, 1.0] is float64,
+        # [np.float16(x)] float16 (numpy gives floats of Python floats, float64, too)
+        dtype = _sequence_dtype(data, Tensor)
+    if python_data and (array.dtype == object or array.dtype.name == "uint64"):
         array = _wide_python_ints(array, dtype, data)
     elif python_data and array.dtype.kind == "f" and (dtype is None or dtype in (T.int32, T.int64)):
         # numpy makes floats of Python ints past int64 mixed with others: find them (only past 2**63)
@@ -139,6 +143,42 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False):
     if requires_grad:
         out.requires_grad = True
     return out
+
+
+def _sequence_dtype(data, tensor_type) -> T.DType | None:
+    """PyTorch's dtype for ``tensor(data)`` of nested sequences: every element's own dtype (a Python
+    float the default float, an int int64, a bool bool; a numpy scalar or array, or a tensor, its
+    dtype), promoted pairwise with ``promote_types``. None where an element is none of these
+    (``tensor()`` then reports it)."""
+    found: set[T.DType] = set()
+    stack = [data]
+    while stack:
+        seq = stack.pop()
+        kinds = set(map(type, seq))  # one pass at C speed; only other types look at the elements
+        for kind in kinds & {float, int, bool}:
+            found.add({float: default_float(), int: T.int64, bool: T.bool_}[kind])
+        if not kinds - {float, int, bool}:
+            continue
+        for item in seq:
+            if type(item) in (float, int, bool):
+                continue
+            if isinstance(item, tensor_type):
+                found.add(item.dtype)
+            elif isinstance(item, (np.generic, np.ndarray)):
+                if item.dtype.name not in _NUMPY_TO_VKML:
+                    return None
+                found.add(_NUMPY_TO_VKML[item.dtype.name])
+            elif isinstance(item, (list, tuple)):
+                stack.append(item)
+            else:
+                return None
+    if not found:
+        return None
+    dtypes = iter(sorted(found, key=lambda d: d.name))
+    result = next(dtypes)
+    for other in dtypes:
+        result = promote_types(result, other)
+    return result
 
 
 def _first_sizes(data) -> list[int]:

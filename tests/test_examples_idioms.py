@@ -13,6 +13,8 @@ import pytest
 import torch
 
 import vkml
+import vkml.nn as nn
+import vkml.nn.functional as F
 
 
 @pytest.mark.parametrize("op", [operator.mul, operator.add, operator.sub, operator.truediv, operator.lt])
@@ -66,3 +68,79 @@ def test_tensor_of_a_sequence_infers_the_dtype_as_pytorch(name):
             got, expected = vkml.tensor(data), torch.tensor(data)
     assert str(got.dtype).removeprefix("vkml.") == str(expected.dtype).removeprefix("torch."), name
     np.testing.assert_array_equal(got.numpy(), expected.numpy())
+
+
+def test_binary_cross_entropy_refuses_a_target_of_another_dtype():
+    p = vkml.tensor([0.3, 0.6])
+    for target, name in ((vkml.tensor([0, 1]), "Long"), (vkml.tensor([0.0, 1.0], dtype=vkml.float64), "Double")):
+        with pytest.raises(RuntimeError, match=f"binary_cross_entropy.*Found dtype {name} but expected Float"):
+            nn.BCELoss()(p, target)
+    with pytest.raises(NotImplementedError, match="binary_cross_entropy"):
+        F.binary_cross_entropy(vkml.tensor([1]), vkml.tensor([1]))
+    # weight is taken in the input's dtype, as PyTorch's
+    loss = F.binary_cross_entropy(p, vkml.tensor([0.0, 1.0]), weight=vkml.tensor([1.0, 2.0], dtype=vkml.float64))
+    expected = torch.nn.functional.binary_cross_entropy(
+        torch.tensor([0.3, 0.6]), torch.tensor([0.0, 1.0]), weight=torch.tensor([1.0, 2.0], dtype=torch.float64)
+    )
+    assert loss.dtype is vkml.float32 and loss.item() == pytest.approx(expected.item(), rel=1e-6)
+
+
+@pytest.mark.parametrize("bad", [1.5, -0.25, float("nan")])
+def test_binary_cross_entropy_refuses_an_input_outside_0_1_at_the_read(bad, gpu):
+    """It gave NaN; PyTorch raises. The check is computed with the loss and raised when it is read."""
+    for device in ("cpu", gpu):
+        p = vkml.tensor([0.5, bad], device=device)
+        target = vkml.tensor([1.0, 0.0], device=device)
+        loss = F.binary_cross_entropy(p, target, reduction="sum")
+        with pytest.raises(RuntimeError, match="binary_cross_entropy.*all elements of input should be between 0 and 1"):
+            loss.item()
+        # the inputs stay readable, and a good call afterwards works
+        assert p.numpy()[0] == 0.5
+        good = F.binary_cross_entropy(vkml.tensor([0.5, 0.25], device=device), target, reduction="sum")
+        assert good.item() == pytest.approx(-np.log(0.5) - np.log(0.75), rel=1e-6)
+
+
+def test_binary_cross_entropy_keeps_its_gradient_with_the_check():
+    p = vkml.tensor([0.25, 0.5], requires_grad=True)
+    F.binary_cross_entropy(p, vkml.tensor([1.0, 0.0])).backward()
+    tp = torch.tensor([0.25, 0.5], requires_grad=True)
+    torch.nn.functional.binary_cross_entropy(tp, torch.tensor([1.0, 0.0])).backward()
+    np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("loss", ["nll_loss", "cross_entropy"])
+def test_class_targets_must_be_int64_or_uint8(loss):
+    """An int32 target was taken; PyTorch's nll_loss and cross_entropy refuse it."""
+    scores = vkml.tensor([[-1.0, -2.0], [-0.5, -0.25]])
+    with pytest.raises(RuntimeError, match=f"{loss}.*expected target dtype to be Long or Byte, but got Int"):
+        getattr(F, loss)(scores, vkml.tensor([1, 0], dtype=vkml.int32))
+    for dtype in (vkml.int64, vkml.uint8):
+        got = getattr(F, loss)(scores, vkml.tensor([1, 0], dtype=dtype)).item()
+        expected = getattr(torch.nn.functional, loss)(torch.tensor(scores.numpy()), torch.tensor([1, 0])).item()
+        assert got == pytest.approx(expected, rel=1e-6)
+
+
+def _warnings(call) -> list[str]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        call()
+    return [str(w.message).split("(")[0] for w in caught if issubclass(w.category, UserWarning)]
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda lib, F: lib.tensor([3.0]).std(),
+        lambda lib, F: lib.tensor([3.0]).var(),
+        lambda lib, F: lib.std_mean(lib.ones(2, 3), 1, correction=3),
+        lambda lib, F: lib.tensor([3.0]).std(unbiased=False),
+        lambda lib, F: F.smooth_l1_loss(lib.tensor([0.5, 1.0]), lib.tensor([1.0])),
+        lambda lib, F: F.huber_loss(lib.tensor([0.5, 1.0]), lib.tensor([1.0])),
+        lambda lib, F: F.smooth_l1_loss(lib.tensor([0.5, 1.0]), lib.tensor([1.0, 0.0])),
+    ],
+    ids=["std", "var", "std_mean", "std_biased", "smooth_l1", "huber", "smooth_l1_same"],
+)
+def test_warns_where_pytorch_warns(call):
+    """std/var over one element (no degrees of freedom) and smooth_l1/huber with a broadcast target
+    warned nothing (NaN or a broadcast loss came back silently)."""
+    assert _warnings(lambda: call(vkml, F)) == _warnings(lambda: call(torch, torch.nn.functional))

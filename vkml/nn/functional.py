@@ -172,6 +172,17 @@ def _integer_indices(op: str, target) -> None:
         raise DTypeError(f"'{op}': class indices must be an integer tensor, got {target.dtype.name}")
 
 
+def _class_target_dtype(op: str, target) -> None:
+    """PyTorch's RuntimeError for class-index targets of nll_loss and cross_entropy that are neither
+    int64 nor uint8 (an int32 target is refused there, though other index ops take it)."""
+    if isinstance(target, functions._tensor.Tensor) and target.dtype not in (T.int64, T.uint8):
+        if target.dtype.is_float:
+            return  # _integer_indices' error (cross_entropy reads float targets as probabilities)
+        raise RuntimeError(
+            f"'{op}': expected target dtype to be Long or Byte, but got {scalar_type_name(target.dtype)}"
+        )
+
+
 def _checked_hits(op: str, indices, size: int, dim: int, message, error=IndexError, ignore_index=None):
     """``_hits(indices, size, dim)``, with PyTorch's IndexError for an index outside [0, size)
     (``ignore_index`` excepted), which would otherwise match no class and give silent zeros;
@@ -310,6 +321,7 @@ def cross_entropy(
         loss = -(target * weighted).sum(1)
         count = None
     else:
+        _class_target_dtype("cross_entropy", target)
         if target.shape != (input.shape[0],) + input.shape[2:]:
             raise ShapeError(
                 f"'cross_entropy': input of shape {input.shape} needs targets of shape "

@@ -144,3 +144,19 @@ def test_warns_where_pytorch_warns(call):
     """std/var over one element (no degrees of freedom) and smooth_l1/huber with a broadcast target
     warned nothing (NaN or a broadcast loss came back silently)."""
     assert _warnings(lambda: call(vkml, F)) == _warnings(lambda: call(torch, torch.nn.functional))
+
+
+def test_data_parallel_and_cudnn_queries_of_the_dcgan_example():
+    """dcgan's Generator calls nn.parallel.data_parallel(self.main, input, range(ngpu)) and older
+    examples wrap models in nn.DataParallel; neither name existed, nor backends.cudnn.is_available."""
+    main = nn.Sequential(nn.Linear(3, 2), nn.Tanh())
+    x = vkml.tensor([[0.5, -1.0, 2.0]])
+    expected = main(x).numpy()
+    np.testing.assert_array_equal(nn.parallel.data_parallel(main, x, range(1)).numpy(), expected)
+    np.testing.assert_array_equal(nn.parallel.data_parallel(main, (x,), [0], module_kwargs={}).numpy(), expected)
+    wrapped = nn.DataParallel(main)
+    np.testing.assert_array_equal(wrapped(x).numpy(), expected)
+    assert list(wrapped.state_dict()) == list(
+        torch.nn.DataParallel(torch.nn.Sequential(torch.nn.Linear(3, 2))).state_dict()
+    )
+    assert vkml.backends.cudnn.is_available() is False and vkml.backends.cudnn.version() is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -150,28 +151,25 @@ def _sequence_dtype(data, tensor_type) -> T.DType | None:
     float the default float, an int int64, a bool bool; a numpy scalar or array, or a tensor, its
     dtype), promoted pairwise with ``promote_types``. None where an element is none of these
     (``tensor()`` then reports it)."""
+    python = {float: default_float(), int: T.int64, bool: T.bool_}
     found: set[T.DType] = set()
-    stack = [data]
-    while stack:
-        seq = stack.pop()
-        kinds = set(map(type, seq))  # one pass at C speed; only other types look at the elements
-        for kind in kinds & {float, int, bool}:
-            found.add({float: default_float(), int: T.int64, bool: T.bool_}[kind])
-        if not kinds - {float, int, bool}:
-            continue
-        for item in seq:
-            if type(item) in (float, int, bool):
-                continue
-            if isinstance(item, tensor_type):
-                found.add(item.dtype)
-            elif isinstance(item, (np.generic, np.ndarray)):
-                if item.dtype.name not in _NUMPY_TO_VKML:
+    level = [data]
+    while level:  # one nesting level at a time; the types of a level are read in one pass at C speed
+        items = level[0] if len(level) == 1 else list(itertools.chain.from_iterable(level))
+        kinds = set(map(type, items))
+        found.update(python[kind] for kind in kinds & python.keys())
+        if kinds - python.keys() - {list, tuple}:
+            for item in items:
+                if type(item) in python or type(item) in (list, tuple):
+                    continue
+                if isinstance(item, tensor_type):
+                    found.add(item.dtype)
+                elif isinstance(item, (np.generic, np.ndarray)) and item.dtype.name in _NUMPY_TO_VKML:
+                    found.add(_NUMPY_TO_VKML[item.dtype.name])
+                else:
                     return None
-                found.add(_NUMPY_TO_VKML[item.dtype.name])
-            elif isinstance(item, (list, tuple)):
-                stack.append(item)
-            else:
-                return None
+        nested = kinds & {list, tuple}
+        level = [item for item in items if type(item) in nested] if nested else []
     if not found:
         return None
     dtypes = iter(sorted(found, key=lambda d: d.name))

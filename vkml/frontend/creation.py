@@ -81,7 +81,9 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False):
     """A tensor holding a copy of ``data`` (nested lists, numbers, numpy arrays).
 
     Default dtypes follow PyTorch: Python floats give float32, ints int64, bools bool; a numpy
-    array or scalar keeps its dtype (float64 stays float64, uint8 uint8, uint16 uint16).
+    array or scalar keeps its dtype (float64 stays float64, uint8 uint8, uint16 uint16). In a
+    sequence each element's own dtype counts and they promote as ``promote_types``
+    (``[np.float64(0.5), 1.0]`` is float64, ``[t_float64, 1.0]`` too).
 
     >>> tensor([[1, 2], [3, 4]]).dtype
     vkml.int64

@@ -184,3 +184,36 @@ def test_lbfgs_keeps_float64_scalars_for_float64_parameters():
     float32 parameters, whose 0-d tensors PyTorch rounds so); float64 runs drifted from PyTorch's by
     ~1e-9 at the first step."""
     np.testing.assert_allclose(_lbfgs_trace(vkml), _lbfgs_trace(torch), rtol=1e-13)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda lib, F: F.binary_cross_entropy_with_logits(lib.tensor([0.3, 0.6]), lib.tensor([0, 1])),
+        lambda lib, F: F.binary_cross_entropy_with_logits(lib.tensor([0, 1]), lib.tensor([0.3, 0.6])),
+        lambda lib, F: F.binary_cross_entropy_with_logits(
+            lib.tensor([0.3, 0.6]), lib.tensor([0.0, 1.0]), pos_weight=lib.tensor([2.0], dtype=lib.float64)
+        ),
+        lambda lib, F: F.binary_cross_entropy_with_logits(
+            lib.tensor([0.3, 0.6]), lib.tensor([0.0, 1.0], dtype=lib.float64)
+        ),
+        lambda lib, F: F.huber_loss(lib.tensor([0.3, 0.6]), lib.tensor([0.0, 1.0], dtype=lib.float64)),
+    ],
+    ids=["bce_logits_long_target", "bce_logits_long_input", "pos_weight_f64", "target_f64", "huber_target_f64"],
+)
+def test_loss_dtypes_and_refusals_as_pytorch(call):
+    """An integer target or input of binary_cross_entropy_with_logits gave a loss, where PyTorch
+    raises; a float64 pos_weight made the loss float64 and huber_loss's float64 target too."""
+
+    def outcome(lib, F):
+        try:
+            loss = call(lib, F)
+        except (RuntimeError, NotImplementedError) as e:
+            return type(e).__name__
+        return str(loss.dtype).split(".")[-1], loss.item()
+
+    got, expected = outcome(vkml, F), outcome(torch, torch.nn.functional)
+    if isinstance(expected, str):
+        assert got == expected
+    else:
+        assert got[0] == expected[0] and got[1] == pytest.approx(expected[1], rel=1e-6)

@@ -20,6 +20,8 @@ from ..frontend import mutation
 from ..frontend import operators as functions
 from ..frontend import random as vkrandom
 from ..frontend.dtype_info import scalar_type_name
+from ..frontend.dtypes import promote_types
+from ..ir import types as T
 from ..schedule import checks
 from . import functional as F
 
@@ -142,6 +144,21 @@ def binary_cross_entropy_with_logits(
     reduction = F.legacy_reduction(size_average, reduce, reduction)
     _check_reduction("binary_cross_entropy_with_logits", reduction)
     _same_size("binary_cross_entropy_with_logits", input, target)
+    if not input.dtype.is_float:
+        raise NotImplementedError(
+            f"\"binary_cross_entropy_with_logits\" not implemented for '{scalar_type_name(input.dtype)}'"
+        )
+    if not target.dtype.is_float and target.dtype is not T.bool_:  # bool: 'sub''s own error, as PyTorch's
+        raise RuntimeError(
+            f"'binary_cross_entropy_with_logits': result type {scalar_type_name(input.dtype)} can't be cast to "
+            f"the desired output type {scalar_type_name(target.dtype)}"
+        )
+    # PyTorch's loss has the dtype of input and target promoted; the weights scale it in place (no promotion)
+    dtype = promote_types(input.dtype, target.dtype)
+    if weight is not None and weight.dtype is not dtype:
+        weight = weight.to(dtype)
+    if pos_weight is not None and pos_weight.dtype is not dtype:
+        pos_weight = pos_weight.to(dtype)
     softplus = F.softplus(-input)  # log(1 + exp(-x)), exact -x where -x > 20
     if pos_weight is None:
         loss = (1.0 - target) * input + softplus
@@ -195,6 +212,8 @@ def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0, weigh
     if delta <= 0:
         raise RuntimeError("'huber_loss': huber_loss does not support non-positive values for delta.")
     F.target_size_warning(input, target)
+    if input.dtype.is_float and target.dtype is not input.dtype:
+        target = target.to(input.dtype)  # PyTorch's huber_loss computes in the input's dtype
     diff = input - target
     size = abs(diff)
     loss = functions.where(size < delta, 0.5 * diff * diff, delta * (size - 0.5 * delta))

@@ -124,7 +124,8 @@ def _warnings(call) -> list[str]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         call()
-    return [str(w.message).split("(")[0] for w in caught if issubclass(w.category, UserWarning)]
+    # the message, and whether it points at the caller's line (in this file), as PyTorch's does
+    return [(str(w.message).split("(")[0], w.filename == __file__) for w in caught if w.category is UserWarning]
 
 
 @pytest.mark.parametrize(

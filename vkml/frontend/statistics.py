@@ -22,6 +22,7 @@ from ..ir import types as T
 from ..ops.cast import work_dtype
 from . import operators as F
 from . import return_types
+from .caller import user_stacklevel
 from .exports import Export
 from .operators import _dim_or_axis as dim_or_axis
 
@@ -82,7 +83,7 @@ def _moments(op: str, input, dim, unbiased, keepdim: bool, correction, axis):
             f"{op}(): degrees of freedom is <= 0. Correction should be strictly less than the reduction factor "
             "(input numel divided by output numel).",
             UserWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
     x = F.cast(input, work_dtype(node.dtype))
     m = F.mean(x, dims, keepdim=True)

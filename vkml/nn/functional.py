@@ -20,6 +20,7 @@ from ..frontend import autograd, creation, mutation
 from ..frontend import operators as functions
 from ..frontend import random as vkrandom
 from ..frontend import shape as shape_ops
+from ..frontend.caller import user_stacklevel
 from ..frontend.dtype_info import scalar_type_name
 from ..ir import types as T
 from ..schedule import checks
@@ -379,7 +380,7 @@ def target_size_warning(input, target) -> None:
             f"Using a target size ({tuple(target.shape)}) that is different to the input size "
             f"({tuple(input.shape)}). This will likely lead to incorrect results due to broadcasting. "
             "Please ensure they have the same size.",
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
 
 

@@ -56,6 +56,10 @@ class Tensor:
         "__weakref__",
     )
     __hash__ = object.__hash__
+    # A numpy scalar or array on the left of an operator defers to the Tensor's reflected method
+    # (np.float64(0.5) * t is a Tensor, recorded for autograd, not an ndarray of t's values), as
+    # PyTorch's Tensor sets it.
+    __array_priority__ = 1000
 
     def __init__(self, node: Node = None, requires_grad: bool = False, *more, **kwargs):
         if not isinstance(node, Node):  # vkml.Tensor(2, 3), vkml.Tensor([1.0, 2.0]): PyTorch's legacy constructor

@@ -48,7 +48,14 @@ def _mps_unavailable() -> bool:
 # chosen without benchmarking and always deterministic); mps is never available (Apple's Metal is
 # reached through Vulkan only by MoltenVK, which appears as a Vulkan device).
 backends = types.ModuleType("vkml.backends", "PyTorch's torch.backends switches, accepted by vkml (docs/devices.md).")
-backends.cudnn = _Settings(enabled=True, benchmark=False, deterministic=False, allow_tf32=True)
+backends.cudnn = _Settings(
+    enabled=True,
+    benchmark=False,
+    deterministic=False,
+    allow_tf32=True,
+    is_available=_mps_unavailable,
+    version=lambda: None,
+)
 backends.cuda = _Settings(
     matmul=_MatmulSettings(),
     # which scaled_dot_product_attention implementations may run (vkml/frontend/sdpa_backends.py)

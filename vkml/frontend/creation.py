@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -11,7 +12,7 @@ from ..errors import DTypeError, OutOfMemoryError, ShapeError
 from ..graph import build as lazy
 from ..ir import types as T
 from ..ops.cast import float_to_bf16_bits, host_round
-from ..ops.promotion import default_float, scalar_dtype
+from ..ops.promotion import default_float, promote_types, scalar_dtype
 from . import memory_format as _memory_format
 from . import operators as _operators
 from .devices import device as get_device
@@ -84,7 +85,9 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False):
     """A tensor holding a copy of ``data`` (nested lists, numbers, numpy arrays).
 
     Default dtypes follow PyTorch: Python floats give float32, ints int64, bools bool; a numpy
-    array or scalar keeps its dtype (float64 stays float64, uint8 uint8, uint16 uint16).
+    array or scalar keeps its dtype (float64 stays float64, uint8 uint8, uint16 uint16). In a
+    sequence each element's own dtype counts and they promote as ``promote_types``
+    (``[np.float64(0.5), 1.0]`` is float64, ``[t_float64, 1.0]`` too).
 
     >>> tensor([[1, 2], [3, 4]]).dtype
     vkml.int64
@@ -98,7 +101,11 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False):
     except ValueError:  # numpy >= 1.24 refuses ragged nesting instead of making an object array
         array = np.empty(0, object)
     python_data = not isinstance(data, (np.ndarray, np.generic))
-    if python_data and array.dtype.kind in "uO":
+    if python_data and dtype is None and array.ndim and array.dtype.kind in "fiub":
+        # numpy's dtype for a sequence is not PyTorch's: [np.float64(x)] or [t64, 1.0] is float64,
+        # [np.float16(x)] float16 (numpy gives floats of Python floats, float64, too)
+        dtype = _sequence_dtype(data, _tensor.Tensor)
+    if python_data and (array.dtype == object or array.dtype.name == "uint64"):
         array = _wide_python_ints(array, dtype, data)
     elif python_data and array.dtype.kind == "f" and (dtype is None or dtype in (T.int32, T.int64)):
         # numpy makes floats of Python ints past int64 mixed with others: find them (only past 2**63)
@@ -140,6 +147,39 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False):
     if requires_grad:
         out.requires_grad = True
     return out
+
+
+def _sequence_dtype(data, tensor_type) -> T.DType | None:
+    """PyTorch's dtype for ``tensor(data)`` of nested sequences: every element's own dtype (a Python
+    float the default float, an int int64, a bool bool; a numpy scalar or array, or a tensor, its
+    dtype), promoted pairwise with ``promote_types``. None where an element is none of these
+    (``tensor()`` then reports it)."""
+    python = {float: default_float(), int: T.int64, bool: T.bool_}
+    found: set[T.DType] = set()
+    level = [data]
+    while level:  # one nesting level at a time; the types of a level are read in one pass at C speed
+        items = level[0] if len(level) == 1 else list(itertools.chain.from_iterable(level))
+        kinds = set(map(type, items))
+        found.update(python[kind] for kind in kinds & python.keys())
+        if kinds - python.keys() - {list, tuple}:
+            for item in items:
+                if type(item) in python or type(item) in (list, tuple):
+                    continue
+                if isinstance(item, tensor_type):
+                    found.add(item.dtype)
+                elif isinstance(item, (np.generic, np.ndarray)) and item.dtype.name in _NUMPY_TO_VKML:
+                    found.add(_NUMPY_TO_VKML[item.dtype.name])
+                else:
+                    return None
+        nested = kinds & {list, tuple}
+        level = [item for item in items if type(item) in nested] if nested else []
+    if not found:
+        return None
+    dtypes = iter(sorted(found, key=lambda d: d.name))
+    result = next(dtypes)
+    for other in dtypes:
+        result = promote_types(result, other)
+    return result
 
 
 def _first_sizes(data) -> list[int]:

@@ -15,12 +15,14 @@ variance, then rounded once.
 from __future__ import annotations
 
 import math
+import warnings
 
 from ..graph import build as lazy
 from ..ir import types as T
 from ..ops.cast import work_dtype
 from . import dense_linalg, return_types
 from . import operators as F
+from .caller import user_stacklevel
 from .exports import Export
 from .operators import _dim_or_axis as dim_or_axis
 
@@ -76,6 +78,13 @@ def _moments(op: str, input, dim, unbiased, keepdim: bool, correction, axis):
     dim, c = _correction(op, dim_or_axis(op, dim, axis), unbiased, correction)
     dims = lazy.reduce_dims(op, dim, len(node.shape))
     n = F._reduced_count(node, dims)
+    if n - c <= 0:
+        warnings.warn(
+            f"{op}(): degrees of freedom is <= 0. Correction should be strictly less than the reduction factor "
+            "(input numel divided by output numel).",
+            UserWarning,
+            stacklevel=user_stacklevel(),
+        )
     x = F.cast(input, work_dtype(node.dtype))
     m = F.mean(x, dims, keepdim=True)
     d = x - m

@@ -159,8 +159,9 @@ __all__ += _fractional_pool.MODULES
 del _name
 # vkml.nn.parallel: DistributedDataParallel and DataParallel for one device (nanoGPT imports them)
 from . import parallel  # noqa: E402
+from .parallel import DataParallel  # noqa: E402  (torch.nn.DataParallel, as PyTorch's nn exports it)
 
-__all__ += ["parallel"]
+__all__ += ["parallel", "DataParallel"]
 # vkml.nn.modules: the layers under PyTorch's module paths (nn.modules.batchnorm._BatchNorm, ...)
 from . import modules  # noqa: E402, F401
 

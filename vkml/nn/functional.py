@@ -20,6 +20,7 @@ from ..frontend import autograd, creation, mutation
 from ..frontend import operators as functions
 from ..frontend import random as vkrandom
 from ..frontend import shape as shape_ops
+from ..frontend.caller import user_stacklevel
 from ..frontend.dtype_info import scalar_type_name
 from ..graph import build as lazy
 from ..ir import types as T
@@ -173,6 +174,17 @@ def _integer_indices(op: str, target) -> None:
         raise DTypeError(f"'{op}': class indices must be an integer tensor, got {target.dtype.name}")
 
 
+def _class_target_dtype(op: str, target) -> None:
+    """PyTorch's RuntimeError for class-index targets of nll_loss and cross_entropy that are neither
+    int64 nor uint8 (an int32 target is refused there, though other index ops take it)."""
+    if isinstance(target, functions._tensor.Tensor) and target.dtype not in (T.int64, T.uint8):
+        if target.dtype.is_float:
+            return  # _integer_indices' error (cross_entropy reads float targets as probabilities)
+        raise RuntimeError(
+            f"'{op}': expected target dtype to be Long or Byte, but got {scalar_type_name(target.dtype)}"
+        )
+
+
 def _checked_hits(op: str, indices, size: int, dim: int, message, error=IndexError, ignore_index=None):
     """``_hits(indices, size, dim)``, with PyTorch's IndexError for an index outside [0, size)
     (``ignore_index`` excepted), which would otherwise match no class and give silent zeros;
@@ -319,6 +331,7 @@ def cross_entropy(
         loss = -(target * weighted).sum(1)
         count = None
     else:
+        _class_target_dtype("cross_entropy", target)
         if target.shape != (input.shape[0],) + input.shape[2:]:
             raise ShapeError(
                 f"'cross_entropy': input of shape {input.shape} needs targets of shape "
@@ -376,7 +389,7 @@ def target_size_warning(input, target) -> None:
             f"Using a target size ({tuple(target.shape)}) that is different to the input size "
             f"({tuple(input.shape)}). This will likely lead to incorrect results due to broadcasting. "
             "Please ensure they have the same size.",
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
 
 

@@ -19,6 +19,10 @@ from ..errors import ShapeError
 from ..frontend import mutation
 from ..frontend import operators as functions
 from ..frontend import random as vkrandom
+from ..frontend.dtype_info import scalar_type_name
+from ..frontend.dtypes import promote_types
+from ..ir import types as T
+from ..schedule import checks
 from . import functional as F
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -56,6 +60,7 @@ def nll_loss(
     if input.ndim < 2:
         raise ValueError(f"'nll_loss': Expected 1 or more dimensions (got {input.ndim})")
     num_classes = input.shape[1]
+    F._class_target_dtype("nll_loss", target)
     if tuple(target.shape) != (input.shape[0],) + tuple(input.shape[2:]):
         raise ShapeError(
             f"'nll_loss': input of shape {input.shape} needs targets of shape "
@@ -86,8 +91,10 @@ def nll_loss(
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction: str = "mean"):
     """``-weight · (target · log(input) + (1 - target) · log(1 - input))``, each log clamped at -100 as PyTorch's.
 
-    Inputs outside [0, 1] give NaN here; PyTorch raises for them (reading the values would
-    wait for the device).
+    As PyTorch's: ``target`` must have ``input``'s dtype (a RuntimeError names both), ``weight`` is
+    taken in ``input``'s dtype, and an input outside [0, 1] (NaN included) is a RuntimeError. That
+    one is raised when the loss is read, not at the call: reading the values here would wait for
+    the device (the check is computed with the loss, vkml/schedule/checks.py).
 
     >>> binary_cross_entropy(vkml.tensor([0.5]), vkml.tensor([1.0])).item()  # doctest: +SKIP
     0.6931471824645996
@@ -95,12 +102,35 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     reduction = F.legacy_reduction(size_average, reduce, reduction)
     _check_reduction("binary_cross_entropy", reduction)
     _same_size("binary_cross_entropy", input, target)
+    if not input.dtype.is_float:
+        raise NotImplementedError(f"\"binary_cross_entropy\" not implemented for '{scalar_type_name(input.dtype)}'")
+    if target.dtype is not input.dtype:
+        raise RuntimeError(
+            f"'binary_cross_entropy': Found dtype {scalar_type_name(target.dtype)} but expected "
+            f"{scalar_type_name(input.dtype)}"
+        )
     log_p = functions.clamp(functions.log(input), min=-100.0)
     log_q = functions.clamp(functions.log(1.0 - input), min=-100.0)
     loss = -(target * log_p + (1.0 - target) * log_q)
     if weight is not None:
-        loss = loss * weight
-    return F._reduce(loss, reduction, "binary_cross_entropy")
+        loss = loss * (weight if weight.dtype is input.dtype else weight.to(input.dtype))
+    loss = F._reduce(loss, reduction, "binary_cross_entropy")
+    _check_probabilities("binary_cross_entropy", input, loss)
+    return loss
+
+
+def _check_probabilities(op: str, input, loss) -> None:
+    """PyTorch's RuntimeError where ``input`` holds a value outside [0, 1] or NaN, raised at the
+    read of ``loss`` (computed with it, as nll_loss's class check; eager mode: now)."""
+    if input.numel() == 0:
+        return
+    bad = functions.logical_not((input >= 0.0) & (input <= 1.0)).any()
+    message = f"'{op}': all elements of input should be between 0 and 1 (called at {checks.user_line()})"
+    if loss.node.realized:  # eager mode computed the loss already: check now, at the op
+        if bad.item():
+            raise RuntimeError(message)
+        return
+    checks.defer(loss.node, (bad.node,), lambda values: message if values[0] else None, RuntimeError)
 
 
 def binary_cross_entropy_with_logits(
@@ -114,6 +144,21 @@ def binary_cross_entropy_with_logits(
     reduction = F.legacy_reduction(size_average, reduce, reduction)
     _check_reduction("binary_cross_entropy_with_logits", reduction)
     _same_size("binary_cross_entropy_with_logits", input, target)
+    if not input.dtype.is_float:
+        raise NotImplementedError(
+            f"\"binary_cross_entropy_with_logits\" not implemented for '{scalar_type_name(input.dtype)}'"
+        )
+    if not target.dtype.is_float and target.dtype is not T.bool_:  # bool: 'sub''s own error, as PyTorch's
+        raise RuntimeError(
+            f"'binary_cross_entropy_with_logits': result type {scalar_type_name(input.dtype)} can't be cast to "
+            f"the desired output type {scalar_type_name(target.dtype)}"
+        )
+    # PyTorch's loss has the dtype of input and target promoted; the weights scale it in place (no promotion)
+    dtype = promote_types(input.dtype, target.dtype)
+    if weight is not None and weight.dtype is not dtype:
+        weight = weight.to(dtype)
+    if pos_weight is not None and pos_weight.dtype is not dtype:
+        pos_weight = pos_weight.to(dtype)
     softplus = F.softplus(-input)  # log(1 + exp(-x)), exact -x where -x > 20
     if pos_weight is None:
         loss = (1.0 - target) * input + softplus
@@ -148,6 +193,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction: str
     _check_reduction("smooth_l1_loss", reduction)
     if beta < 0:
         raise RuntimeError("'smooth_l1_loss': smooth_l1_loss does not support negative values for beta.")
+    F.target_size_warning(input, target)
     diff = input - target
     size = abs(diff)
     if beta == 0:
@@ -165,6 +211,9 @@ def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0, weigh
     _check_reduction("huber_loss", reduction)
     if delta <= 0:
         raise RuntimeError("'huber_loss': huber_loss does not support non-positive values for delta.")
+    F.target_size_warning(input, target)
+    if input.dtype.is_float and target.dtype is not input.dtype:
+        target = target.to(input.dtype)  # PyTorch's huber_loss computes in the input's dtype
     diff = input - target
     size = abs(diff)
     loss = functions.where(size < delta, 0.5 * diff * diff, delta * (size - 0.5 * delta))

@@ -16,6 +16,7 @@ from ..frontend import autograd
 from ..frontend.creation import zeros
 from ..frontend.operators import cat
 from ..frontend.realize import realize
+from ..ir import types as T
 from .optimizer import Optimizer, check_args
 
 
@@ -228,6 +229,9 @@ class LBFGS(Optimizer):
         flat_grad = self._flat_grad()
         if flat_grad.abs().max().item() <= tolerance_grad:
             return orig_loss
+        # PyTorch keeps these scalars as 0-d tensors of the parameters' dtype: float32 rounding for
+        # float32 (and narrower) parameters, none for float64 ones (time_sequence_prediction's .double())
+        rnd = float if flat_grad.dtype is T.float64 else _f32
 
         d, t = state.get("d"), state.get("t")
         old_dirs, old_stps, ro = state.get("old_dirs"), state.get("old_stps"), state.get("ro")
@@ -242,31 +246,31 @@ class LBFGS(Optimizer):
             else:
                 y = flat_grad - prev_flat_grad
                 s = d * t
-                ys = _f32(_dot(y, s))
+                ys = rnd(_dot(y, s))
                 if ys > 1e-10:  # keep the pair only where the curvature is positive
                     if len(old_dirs) == history_size:
                         old_dirs.pop(0), old_stps.pop(0), ro.pop(0)
                     old_dirs.append(y)
                     old_stps.append(s)
-                    ro.append(_f32(1.0 / ys))
-                    h_diag = _f32(ys / _dot(y, y))
+                    ro.append(rnd(1.0 / ys))
+                    h_diag = rnd(ys / _dot(y, y))
                 # two-loop recursion: d = -H grad
                 al = state.setdefault("al", [None] * history_size)
                 q = -flat_grad
                 for i in range(len(old_dirs) - 1, -1, -1):
-                    al[i] = _f32(_dot(old_stps[i], q) * ro[i])
+                    al[i] = rnd(_dot(old_stps[i], q) * ro[i])
                     q = realize(q + (-al[i]) * old_dirs[i])  # one small kernel per pair, the same each time
                 d = q * h_diag
                 for i in range(len(old_dirs)):
-                    be_i = _f32(_dot(old_dirs[i], d) * ro[i])
-                    d = realize(d + _f32(al[i] - be_i) * old_stps[i])
+                    be_i = rnd(_dot(old_dirs[i], d) * ro[i])
+                    d = realize(d + rnd(al[i] - be_i) * old_stps[i])
                 # Each direction is built from the history, which was built from the directions
                 # before it: realized as it goes, the graphs stay one update deep instead of
                 # growing (and compiling anew) with every iteration.
                 realize(*old_dirs[-1:], *old_stps[-1:])
             prev_flat_grad, prev_loss = flat_grad, loss
-            t = min(1.0, _f32(1.0 / flat_grad.abs().sum().item())) * lr if state["n_iter"] == 1 else lr
-            gtd = _f32(_dot(flat_grad, d))
+            t = min(1.0, rnd(1.0 / flat_grad.abs().sum().item())) * lr if state["n_iter"] == 1 else lr
+            gtd = rnd(_dot(flat_grad, d))
             if gtd > -tolerance_change:  # not a descent direction
                 break
 

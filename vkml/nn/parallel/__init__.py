@@ -14,7 +14,7 @@ import contextlib
 from ... import distributed as _dist
 from ..module import Module
 
-__all__ = ["DataParallel", "DistributedDataParallel"]
+__all__ = ["DataParallel", "DistributedDataParallel", "data_parallel"]
 
 
 class DistributedDataParallel(Module):
@@ -79,3 +79,11 @@ class DataParallel(Module):
 
     def forward(self, *inputs, **kwargs):
         return self.module(*inputs, **kwargs)
+
+
+def data_parallel(module, inputs, device_ids=None, output_device=None, dim: int = 0, module_kwargs=None):
+    """PyTorch's functional ``DataParallel``: ``module`` called with ``inputs`` (a tensor or a tuple
+    of them) and ``module_kwargs`` on vkml's one device, the whole batch at once."""
+    if not isinstance(inputs, tuple):
+        inputs = (inputs,) if inputs is not None else ()
+    return module(*inputs, **(module_kwargs or {}))

@@ -169,8 +169,8 @@ PAGES.update(
             ),
             nnf.binary_cross_entropy,
             precision="two `log`s clamped at -100, products, then `mean` or `sum`",
-            divergence="An input outside [0, 1] gives NaN; PyTorch raises RuntimeError (checking would read the "
-            "values, a stall in every step).",
+            special="An input outside [0, 1] or NaN is PyTorch's RuntimeError, raised when the loss is read "
+            "(the check is computed with it, no stall).",
             gradient=THROUGH,
         ),
         "binary_cross_entropy_with_logits": OpDoc(

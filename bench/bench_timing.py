@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import vkml
+from vkml.runtime.counters import counters
 
 
 @dataclass
@@ -115,6 +116,7 @@ def spy_runs(device):
     """
     calls: list[tuple[float, float, int]] = []
     original = device.run
+    original_again = getattr(device, "run_again", None)
 
     def run(dispatches, *args, **kwargs):
         entered = time.perf_counter()
@@ -123,11 +125,24 @@ def spy_runs(device):
         finally:
             calls.append((entered, time.perf_counter(), len(dispatches)))
 
+    def run_again(key, written):
+        # A realize whose plan and buffers repeat submits its kept recording without making dispatches
+        # (VulkanDevice.run_again); the dispatches it launched are the counter's difference.
+        entered, before = time.perf_counter(), counters["dispatches"]
+        replayed = original_again(key, written)
+        if replayed:
+            calls.append((entered, time.perf_counter(), counters["dispatches"] - before))
+        return replayed
+
     device.run = run
+    if original_again is not None:
+        device.run_again = run_again
     try:
         yield calls
     finally:
         del device.run
+        if original_again is not None:
+            del device.run_again
 
 
 # ---------------------------------------------------------------------------- torch

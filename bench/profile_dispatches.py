@@ -39,8 +39,8 @@ def recorded_runs(device, action) -> list[list[tuple[str, tuple, float]]]:
     runs, original = [], device.run
     recorded_kernels.clear()
 
-    def run(dispatches, timestamps=False):
-        seconds = original(dispatches, timestamps=True)
+    def run(dispatches, timestamps=False, key=None):
+        seconds = original(dispatches, timestamps=True, key=key)
         runs.append([(d.kernel.name, tuple(d.grid), s) for d, s in zip(dispatches, seconds or [])])
         for d in dispatches:
             recorded_kernels.setdefault(d.kernel.name, d.kernel)
@@ -50,10 +50,11 @@ def recorded_runs(device, action) -> list[list[tuple[str, tuple, float]]]:
     while time.perf_counter() - started < WARM_UP_S:
         action()  # untimed: a GPU that has been idle runs slow until its clocks ramp up
     device.run = run
+    device.run_again = lambda key, written: False  # every run is made and timed: none replays a recording
     try:
         action()
     finally:
-        del device.run  # the instance attribute goes; the class's method is back
+        del device.run, device.run_again  # the instance attributes go; the class's methods are back
     return runs
 
 

@@ -163,3 +163,15 @@ def test_tune_kernels_variants_are_listable_and_apply_to_the_h200_tuning():
             pass  # a combination the device's tuning rules out: the tool prints it as skipped
     with pytest.raises(SystemExit, match="unknown variants"):
         tune_kernels.main(["--variants", "default,no such variant"])
+
+
+def test_spy_runs_sees_a_realize_that_replays_its_kept_recording(gpu):
+    # A repeated realize submits its kept recording through VulkanDevice.run_again, not run: the phases of
+    # bench.py's small graphs read the spy's calls (graph100 raised IndexError when it missed them).
+    a = vkml.tensor(np.arange(8, dtype=np.float32), device=gpu).realize()
+    for _ in range(3):
+        (a * 2 + 1).realize()
+    with bench_timing.spy_runs(gpu) as calls:
+        (a * 2 + 1).realize()
+    assert len(calls) == 1 and calls[0][2] >= 1 and calls[0][0] <= calls[0][1]
+    assert "run" not in vars(gpu) and "run_again" not in vars(gpu)  # the class's methods are back

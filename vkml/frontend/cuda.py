@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import sys
+import time
 
 from ..runtime.base import Device
 from . import devices
@@ -230,16 +231,16 @@ def memory_summary(device=None, abbreviated: bool = False) -> str:
 class Event:
     """``torch.cuda.Event``: a point in a device's work. vkml submits each realize's work in order and
     ``record`` waits for the device first, so an event is complete once recorded (``query()`` True) and
-    ``elapsed_time`` is the host's clock between two records, in milliseconds, work included."""
+    ``elapsed_time`` is the host's clock between two records, in milliseconds, work included.
+    (``torch.Event``, vkml/frontend/runtime_names.py, is this with a device of any kind.)"""
 
     def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
         self.enable_timing = enable_timing
         self._time = None
+        self.device = None  # the device "cuda" names, looked up when recorded
 
     def record(self, stream=None) -> None:
-        import time
-
-        synchronize()
+        (self.device or _device(None)).synchronize()
         self._time = time.perf_counter()
 
     def query(self) -> bool:
@@ -261,11 +262,15 @@ class Event:
 
 class Stream:
     """``torch.cuda.Stream``: vkml has one queue of work per device, in order; every stream is that one
-    (``wait_stream``, ``wait_event`` have nothing to wait for, ``synchronize`` waits for the device)."""
+    (``wait_stream``, ``wait_event`` have nothing to wait for, ``synchronize`` waits for the device).
+    (``torch.Stream``, vkml/frontend/runtime_names.py, is this with a device of any kind.)"""
 
     def __init__(self, device=None, priority: int = 0, **kwargs):
         self.device = _device(device)
         self.priority = priority
+
+    def _new_event(self) -> Event:
+        return Event()
 
     def query(self) -> bool:
         return True
@@ -280,15 +285,15 @@ class Stream:
         return None
 
     def record_event(self, event=None) -> Event:
-        event = Event() if event is None else event
+        event = self._new_event() if event is None else event
         event.record(self)
         return event
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, Stream) and other.device is self.device
+        return isinstance(other, Stream) and other.device == self.device
 
     def __hash__(self) -> int:
-        return hash(id(self.device))
+        return hash(str(self.device))
 
     def __enter__(self):
         return self

@@ -404,75 +404,25 @@ def _accelerator(device):
     return get_device(device)
 
 
-class Event:
-    """``torch.Event``: a point in a device's work. vkml runs each device's work in order and ``record``
-    waits for the device first, so a recorded event is complete (``query()`` True) and ``elapsed_time``
-    is the host's clock between two records, in milliseconds, the work between them included."""
+class Event(cuda.Event):
+    """``torch.Event``: ``torch.cuda.Event`` (vkml/frontend/cuda.py) on a device of any kind: ``record``
+    waits for that device, so a recorded event is complete and ``elapsed_time`` is the host's clock between
+    two records, in milliseconds, the work between them included."""
 
     def __init__(self, device=None, *, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
+        super().__init__(enable_timing, blocking, interprocess)
         self.device = _accelerator(device)
-        self.enable_timing = enable_timing
-        self._time = None
-
-    def record(self, stream=None) -> None:
-        import time
-
-        self.device.synchronize()
-        self._time = time.perf_counter()
-
-    def query(self) -> bool:
-        return True
-
-    def synchronize(self) -> None:
-        return None
-
-    def wait(self, stream=None) -> None:
-        return None
-
-    def elapsed_time(self, end_event) -> float:
-        if not (self.enable_timing and end_event.enable_timing):
-            raise RuntimeError("Both events must be created with argument 'enable_timing=True'.")
-        if self._time is None or end_event._time is None:
-            raise RuntimeError("Both events must be recorded before calculating elapsed time.")
-        return (end_event._time - self._time) * 1000.0
 
 
-class Stream:
-    """``torch.Stream``: vkml has one in-order queue of work per device, and every stream is that queue
-    (``wait_stream`` and ``wait_event`` have nothing to wait for; ``synchronize`` waits for the device)."""
+class Stream(cuda.Stream):
+    """``torch.Stream``: ``torch.cuda.Stream`` on a device of any kind (one in-order queue of work per device)."""
 
     def __init__(self, device=None, *, priority: int = 0, **kwargs):
         self.device = _accelerator(device)
         self.priority = priority
 
-    def query(self) -> bool:
-        return True
-
-    def synchronize(self) -> None:
-        self.device.synchronize()
-
-    def wait_stream(self, stream) -> None:
-        return None
-
-    def wait_event(self, event) -> None:
-        return None
-
-    def record_event(self, event=None) -> Event:
-        event = Event(self.device) if event is None else event
-        event.record(self)
-        return event
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, Stream) and other.device == self.device
-
-    def __hash__(self) -> int:
-        return hash(str(self.device))
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        return None
+    def _new_event(self) -> Event:
+        return Event(self.device)
 
 
 EXPORTS = (

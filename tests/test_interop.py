@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import operator
 import re
 
 import numpy as np
@@ -241,3 +242,18 @@ def test_numpy_force_is_keyword_only_and_gives_torchs_values(dev):
     with pytest.raises(TypeError) as torch_caught:
         theirs.detach().to(torch.bfloat16).numpy(force=True)
     assert str(caught.value).startswith(str(torch_caught.value))
+
+
+def test_a_numpy_array_right_of_an_operator_is_a_tensor_of_its_dtype():
+    # PyTorch's operators take an array on the right (t + a is float64 for a float64 a); its functions,
+    # an array on the left and <, > refuse it.
+    a = np.array([2.0, 4.0])
+    for op in (operator.add, operator.sub, operator.mul, operator.truediv, operator.pow, operator.eq, operator.mod):
+        got, want = op(vkml.ones(2) * 3, a), op(torch.ones(2) * 3, a)
+        assert isinstance(got, vkml.Tensor) and str(got.dtype)[5:] == str(want.dtype)[6:], op
+        assert got.tolist() == want.tolist(), op
+    assert isinstance(a == vkml.ones(2), vkml.Tensor)
+    with pytest.raises(TypeError):
+        a + vkml.ones(2)
+    with pytest.raises(TypeError):
+        vkml.ones(2) < a  # noqa: B015  (the comparison is what raises)

@@ -440,25 +440,25 @@ class Tensor:
 
     # ------------------------------------------------------------------ operators
     def __add__(self, o):
-        return F.add(self, o)
+        return F.add(self, _array_operand(self, o))
 
     def __radd__(self, o):
         return F.add(o, self)
 
     def __sub__(self, o):
-        return F.sub(self, o)
+        return F.sub(self, _array_operand(self, o))
 
     def __rsub__(self, o):
         return F.sub(o, self)
 
     def __mul__(self, o):
-        return F.mul(self, o)
+        return F.mul(self, _array_operand(self, o))
 
     def __rmul__(self, o):
         return F.mul(o, self)
 
     def __truediv__(self, o):
-        return F.div(self, o)
+        return F.div(self, _array_operand(self, o))
 
     def __rtruediv__(self, o):
         # PyTorch's ``o / t`` is ``t.reciprocal() * o`` (two roundings: 3.0 / t is not div(3.0, t))
@@ -467,7 +467,7 @@ class Tensor:
         return F.mul(F.reciprocal(self), o)
 
     def __pow__(self, o):
-        return F.pow(self, o)
+        return F.pow(self, _array_operand(self, o))
 
     def __rpow__(self, o):
         return F.pow(o, self)
@@ -521,18 +521,19 @@ class Tensor:
         return pointwise.bitwise_right_shift(o, self)
 
     def __mod__(self, o):
-        return pointwise.remainder(self, o)
+        return pointwise.remainder(self, _array_operand(self, o))
 
     def __rmod__(self, o):
         return pointwise.remainder(o, self)
 
     def __floordiv__(self, o):
-        return pointwise.floor_divide(self, o)
+        return pointwise.floor_divide(self, _array_operand(self, o))
 
     def __rfloordiv__(self, o):
         return pointwise.floor_divide(o, self)
 
     def __eq__(self, o):  # noqa: D105 - elementwise, as in PyTorch
+        o = _array_operand(self, o)
         if not isinstance(o, _OPERANDS):  # None, a str, a list: False, as PyTorch's (Python's identity test)
             return NotImplemented
         return F.eq(self, o)
@@ -824,6 +825,17 @@ class SavedTensor(Tensor):
 # The tensors pin_memory() made, keyed by id (a Tensor's == is elementwise); an entry goes with its tensor.
 _pinned: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 _OPERANDS = (Tensor, bool, int, float, complex, np.generic, np.ndarray)
+
+
+def _array_operand(tensor: Tensor, other):
+    """A numpy array on the right of ``tensor + a`` (and -, *, /, **, //, %, ==) as a tensor of its dtype on
+    ``tensor``'s device, as PyTorch's operators take it (``t + np.ones(2)`` is float64); anything else as given.
+    PyTorch's functions (``add(t, a)``) and comparisons other than == refuse an array, and so do vkml's."""
+    if isinstance(other, np.ndarray):
+        return creation.tensor(other, device=tensor.device)
+    return other
+
+
 # view(dtype): a bit reinterpretation (vkml/frontend/dtype_view.py); Tensor.view calls it.
 from .frontend.dtype_view import view_dtype  # noqa: E402
 

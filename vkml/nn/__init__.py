@@ -163,7 +163,14 @@ from .parallel import DataParallel  # noqa: E402  (torch.nn.DataParallel, as PyT
 
 __all__ += ["parallel", "DataParallel"]
 # vkml.nn.modules: the layers under PyTorch's module paths (nn.modules.batchnorm._BatchNorm, ...)
+# nn.AdaptiveLogSoftmaxWithLoss (vkml/nn/adaptive.py)
+from . import adaptive as _adaptive  # noqa: E402
 from . import modules  # noqa: E402, F401
 
 # torch.jit's TorchScript names (script, trace, ignore, ...) as attributes of vkml.jit (vkml/nn/torchscript.py)
 from . import torchscript as _torchscript  # noqa: E402, F401
+
+for _name in _adaptive.MODULES:
+    globals()[_name] = getattr(_adaptive, _name)
+__all__ += _adaptive.MODULES
+del _name

@@ -15,6 +15,7 @@ from .adam import Adam, AdamW
 from .adam_variants import Adamax, NAdam, RAdam
 from .asgd import ASGD, Rprop
 from .lbfgs import LBFGS
+from .muon import Muon
 from .optimizer import Optimizer
 from .rmsprop import RMSprop
 from .sgd import SGD
@@ -34,6 +35,7 @@ __all__ = [
     "ASGD",
     "Rprop",
     "LBFGS",
+    "Muon",
     "lr_scheduler",
     "swa_utils",
 ]

@@ -257,3 +257,10 @@ def test_a_numpy_array_right_of_an_operator_is_a_tensor_of_its_dtype():
         a + vkml.ones(2)
     with pytest.raises(TypeError):
         vkml.ones(2) < a  # noqa: B015  (the comparison is what raises)
+
+
+def test_numpy_ufuncs_on_a_tensor_give_a_tensor_as_pytorch():
+    for ufunc in (np.exp, np.abs, lambda x: np.greater(x, 0), lambda x: np.add(x, 1)):
+        got, want = ufunc(vkml.tensor([1.0, -2.0])), ufunc(torch.tensor([1.0, -2.0]))
+        assert isinstance(got, vkml.Tensor) and str(got.dtype)[5:] == str(want.dtype)[6:]
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)

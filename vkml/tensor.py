@@ -325,6 +325,13 @@ class Tensor:
     def __array__(self, dtype=None, copy=None):
         return interop.to_array(self, dtype, copy)
 
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        """A numpy ufunc's result on this tensor (``np.exp(t)``) as a tensor on the CPU device, as PyTorch's:
+        a bool result becomes uint8 there (its legacy rule), and so it does here."""
+        if array.dtype == np.bool_:
+            array = array.astype(np.uint8)
+        return creation.tensor(array, device="cpu")
+
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         """A DLPack capsule of a host copy of the values (vkml/frontend/interop.py)."""
         return interop.dlpack(self, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)

@@ -102,3 +102,12 @@ def test_clip_grad_family_writes_in_place_like_torch():
         vkml.nn.utils.clip_grad_norm(params_v, 1.0)
     vkml.nn.utils.clip_grad_value_(params_v, 0.01)
     assert float(held.abs().max()) <= 0.01
+
+
+def test_weight_norm_dim_minus_one_is_the_whole_tensors_norm_as_pytorch():
+    # dim=-1 is PyTorch's spelling of dim=None (one norm over the whole weight), in both forms
+    with pytest.warns(FutureWarning):
+        old = vkml.nn.utils.weight_norm(vkml.nn.Linear(3, 2), dim=-1)
+    assert tuple(old.weight_g.shape) == ()
+    new = vkml.nn.utils.parametrizations.weight_norm(vkml.nn.Linear(3, 2), dim=-1)
+    assert tuple(new.parametrizations.weight.original0.shape) == ()

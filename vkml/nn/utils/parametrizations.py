@@ -37,23 +37,9 @@ from ..functional_norm import normalize
 from ..module import Module
 from ..spatial import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from . import parametrize
+from .weight_norms import norm_except_dim
 
 __all__ = ["orthogonal", "spectral_norm", "weight_norm"]
-
-
-def norm_except_dim(v: Tensor, pow: float = 2, dim: int = 0) -> Tensor:  # noqa: A002  (PyTorch's name)
-    """``torch.norm_except_dim``: the ``pow``-norm of ``v`` over every dim but ``dim``, kept as size-1 dims
-    (``dim=-1``: over the whole tensor, a 0-d result).
-
-    >>> import vkml
-    >>> norm_except_dim(vkml.tensor([[3.0, 0.0], [0.0, 4.0]]), 2, 0).tolist()
-    [[3.0], [4.0]]
-    """
-    if dim == -1:
-        return v.norm(pow)
-    dim = dim % v.ndim if v.ndim else 0
-    others = tuple(d for d in range(v.ndim) if d != dim)
-    return v.norm(pow, others, True) if others else v.abs()
 
 
 class _WeightNorm(Module):

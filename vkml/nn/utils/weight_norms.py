@@ -30,23 +30,32 @@ from ...frontend.random import randn
 from ..module import Parameter
 
 
-def _norm_except_dim(v, dim: int | None):
-    if dim is None or dim == -1 and v.ndim == 0:
-        return F.sqrt(F.sum(v * v))
+def norm_except_dim(v, pow: float = 2, dim: int = 0):  # noqa: A002  (PyTorch's name)
+    """``torch.norm_except_dim``: the ``pow``-norm of ``v`` over every dim but ``dim``, kept as size-1 dims;
+    ``dim=-1`` (what ``weight_norm``'s ``dim=None`` becomes) is the whole tensor's, a 0-d result.
+
+    >>> import vkml
+    >>> norm_except_dim(vkml.tensor([[3.0, 0.0], [0.0, 4.0]]), 2, 0).tolist()
+    [[3.0], [4.0]]
+    """
+    if dim == -1:
+        return F.sqrt(F.sum(v * v)) if pow == 2 else v.norm(pow)
     dim = dim % v.ndim if v.ndim else 0
     others = tuple(d for d in range(v.ndim) if d != dim)
-    return F.sqrt(F.sum(v * v, others, True)) if others else F.abs(v)
+    if not others:
+        return F.abs(v)
+    return F.sqrt(F.sum(v * v, others, True)) if pow == 2 else v.norm(pow, others, True)
 
 
 class WeightNorm:
     """The pre-hook ``weight_norm`` installs (PyTorch's class name), holding ``name`` and ``dim``."""
 
     def __init__(self, name: str, dim: int | None):
-        self.name, self.dim = name, dim
+        self.name, self.dim = name, -1 if dim is None else dim  # -1: the whole tensor's norm, as PyTorch's
 
     def compute_weight(self, module):
         g, v = getattr(module, self.name + "_g"), getattr(module, self.name + "_v")
-        return v * (g / _norm_except_dim(v, self.dim))
+        return v * (g / norm_except_dim(v, 2, self.dim))
 
     @staticmethod
     def apply(module, name: str, dim: int | None):
@@ -59,7 +68,7 @@ class WeightNorm:
         fn = WeightNorm(name, dim)
         del module._parameters[name]
         with no_grad():
-            module.register_parameter(name + "_g", Parameter(_norm_except_dim(weight, dim).detach().clone()))
+            module.register_parameter(name + "_g", Parameter(norm_except_dim(weight, 2, fn.dim).detach().clone()))
             module.register_parameter(name + "_v", Parameter(weight.detach().clone()))
         object.__setattr__(module, name, fn.compute_weight(module))
         module.register_forward_pre_hook(fn)

@@ -19,12 +19,14 @@ import pytest
 PROGRAMS = Path(__file__).resolve().parent / "programs"
 STEPS = 3
 # Random draws during training come from different generators in the two libraries: the
-# comparison runs without them (the Dropout layers stay in the model, with p = 0).
-DETERMINISTIC = {"DROPOUT": 0.0, "SHUFFLE": False}
+# comparison runs without them (the Dropout layers stay in the model, with p = 0; drop-path off, the
+# weighted sampler and shuffling off, the diffusion noise fixed). Each is set where a program has it.
+DETERMINISTIC = {"DROPOUT": 0.0, "DROP_PATH": 0.0, "SHUFFLE": False, "SAMPLER": False, "FIXED_NOISE": True}
 
 
-def _load(name: str, backend: str, monkeypatch):
-    """Import tests/programs/<name>.py afresh with its shim giving ``backend``'s modules."""
+def _load(name: str, backend: str, monkeypatch, deterministic: bool = True, constants=None):
+    """Import tests/programs/<name>.py afresh with its shim giving ``backend``'s modules; ``deterministic``
+    turns its random draws off (``DETERMINISTIC``), ``constants`` sets others of its module constants."""
     monkeypatch.setenv("PROGRAMS_BACKEND", backend)
     monkeypatch.syspath_prepend(str(PROGRAMS))
     modules = {}
@@ -36,9 +38,12 @@ def _load(name: str, backend: str, monkeypatch):
         modules[module_name] = module
     assert modules["shim"].BACKEND == backend
     program = modules[name]
-    for constant, value in DETERMINISTIC.items():
-        if hasattr(program, constant):
-            monkeypatch.setattr(program, constant, value)
+    if deterministic:
+        for constant, value in DETERMINISTIC.items():
+            if hasattr(program, constant):
+                monkeypatch.setattr(program, constant, value)
+    for constant, value in (constants or {}).items():
+        monkeypatch.setattr(program, constant, value)
     return program
 
 

@@ -4,7 +4,7 @@ A DDPM U-Net, a BERT-style encoder classifier, a ViT, a GRU seq2seq with attenti
 sequences, and a tabular classifier that checkpoints and resumes: each model is built under
 PyTorch, its initial state_dict is loaded into the vkml model, both train on the same data for a
 few steps, and every loss and metric must agree. Random draws during training come from different
-generators in the two libraries, so the comparison turns them off (``OVERRIDES``: dropout and
+generators in the two libraries, so the comparison turns them off (tests/test_programs.py's ``DETERMINISTIC``: dropout and
 drop-path at 0, no shuffling or weighted sampling, DDPM noise from numpy); one more test runs each
 program as written, draws included, under vkml alone.
 
@@ -14,47 +14,11 @@ runs the smallest in a short form and the rest run with ``make test-all`` (``-m 
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
-
-PROGRAMS = Path(__file__).resolve().parent / "programs"
-OVERRIDES = {"DROPOUT": 0.0, "DROP_PATH": 0.0, "SHUFFLE": False, "SAMPLER": False, "FIXED_NOISE": True}
-
-
-def _load(name: str, backend: str, monkeypatch, deterministic=True, constants=None):
-    """Import tests/programs/<name>.py afresh with its shim giving ``backend``'s modules."""
-    monkeypatch.setenv("PROGRAMS_BACKEND", backend)
-    monkeypatch.syspath_prepend(str(PROGRAMS))
-    modules = {}
-    for module_name in ("shim", name):
-        spec = importlib.util.spec_from_file_location(module_name, PROGRAMS / f"{module_name}.py")
-        module = importlib.util.module_from_spec(spec)
-        monkeypatch.setitem(sys.modules, module_name, module)  # the program's `from shim import` finds this one
-        spec.loader.exec_module(module)
-        modules[module_name] = module
-    assert modules["shim"].BACKEND == backend
-    program = modules[name]
-    if deterministic:
-        for constant, value in OVERRIDES.items():
-            if hasattr(program, constant):
-                monkeypatch.setattr(program, constant, value)
-    for constant, value in (constants or {}).items():
-        monkeypatch.setattr(program, constant, value)
-    return program
-
-
-def _numbers(result) -> list[float]:
-    """Every number in a program's result, flattened in order (booleans and ints included)."""
-    if isinstance(result, dict):
-        return [x for key in sorted(result) for x in _numbers(result[key])]
-    if isinstance(result, list | tuple):
-        return [x for item in result for x in _numbers(item)]
-    return [float(result)]
+from test_programs import _load, _numbers
 
 
 def _run_both(name: str, steps: int, monkeypatch, device=None, constants=None):

@@ -38,25 +38,8 @@ _STORAGES = {
     "BoolStorage": ("bool", "?"),
     "UInt16Storage": ("uint16", "<u2"),
 }
-_DTYPES = {
-    "float64": "float64",
-    "double": "float64",
-    "float32": "float32",
-    "float": "float32",
-    "float16": "float16",
-    "half": "float16",
-    "bfloat16": "bfloat16",
-    "int64": "int64",
-    "long": "int64",
-    "int32": "int32",
-    "int": "int32",
-    "int16": "int16",
-    "short": "int16",
-    "int8": "int8",
-    "uint8": "uint8",
-    "bool": "bool",
-    "uint16": "uint16",
-}
+# torch.<dtype> globals: a pickled dtype is named by its canonical name, the one its storage's row above gives
+_DTYPES = frozenset(dtype for dtype, _ in _STORAGES.values())
 
 
 class HostTensor:
@@ -148,7 +131,7 @@ class _Unpickler(pickle.Unpickler):
         if module == "torch" and name in _STORAGES:
             return _StorageType(name)
         if module == "torch" and name in _DTYPES:
-            return _DType(_DTYPES[name])
+            return _DType(name)
         raise pickle.UnpicklingError(
             f"load: the checkpoint names {module}.{name}, which a weights-only load does not run (a PyTorch "
             "checkpoint of tensors, numbers, strings and containers loads without torch; for others install torch "

@@ -185,9 +185,47 @@ def _batch_offsets(batch_index: Value, shape: AttentionShape, operands: list[Ope
     return offsets
 
 
+UNROLLED_STAGING = 32  # elements an invocation stages at most as written-out loads (more: a loop)
+
+
+def fetch(src, dtype: T.DType, src_base: Value, first: Value, limit: int, width: int, rows: int) -> list[Value]:
+    """This invocation's elements of ``stage``'s block, in float32 (0 for rows at or past ``limit``), loaded all
+    before any is stored: the invocation then waits for memory once per block, and ``put`` may follow a whole
+    block later (the forward's prefetch)."""
+    tid, count = B.convert(B.local_id(0), T.uint32), rows * width
+    values = []
+    for n in range(-(-count // THREADS)):
+        t = tid + _u32(n * THREADS)
+        i = t / _u32(width)
+        at = first + i
+        inside = at < _u32(limit)
+        if (n + 1) * THREADS > count:
+            inside = inside & (t < _u32(count))
+        where = src_base + B.select(inside, at * _u32(width) + (t - i * _u32(width)), _u32(0))
+        values.append(B.select(inside, load_value(src[where], dtype), _f32(0.0)))
+    return values
+
+
+def put(tile, values: list[Value], width: int, pitch: int, rows: int) -> None:
+    """tile[i * pitch + j] = the ``fetch``ed values of this invocation."""
+    tid, count = B.convert(B.local_id(0), T.uint32), rows * width
+    for n, value in enumerate(values):
+        t = tid + _u32(n * THREADS)
+        i = t / _u32(width)
+        at = i * _u32(pitch) + (t - i * _u32(width))
+        if (n + 1) * THREADS > count:
+            with B.if_(t < _u32(count)):
+                tile[at] = value
+        else:
+            tile[at] = value
+
+
 def stage(tile, src, dtype: T.DType, src_base: Value, first: Value, limit: int, width: int, pitch: int, rows: int):
     """tile[i * pitch + j] = src[src_base + (first + i) * width + j] in float32 for i < rows, j < width;
     0 for rows at or past ``limit`` (the workgroup's invocations take the elements in turn)."""
+    if -(-rows * width // THREADS) <= UNROLLED_STAGING:
+        put(tile, fetch(src, dtype, src_base, first, limit, width, rows), width, pitch, rows)
+        return
     with B.range_(B.convert(B.local_id(0), T.uint32), _u32(rows * width), _u32(THREADS)) as t:
         i = t / _u32(width)
         j = t - i * _u32(width)
@@ -260,12 +298,26 @@ def forward_kernel(shape: AttentionShape) -> Kernel:
                 needed = (row0 + _u32(ROWS - 1)) / _u32(LANES) + _u32(1)
                 end = B.select(needed < end, needed, end)
 
-            def block(kb_i, m, l, *acc):
+            # The key and value blocks are fetched one block ahead (into registers, while the block before
+            # computes) where an invocation's share is small; else each block stages its own.
+            prefetch = -(-LANES * max(E, Ev) // THREADS) <= UNROLLED_STAGING
+            k_count = -(-LANES * E // THREADS)
+
+            def fetch_block(key0):
+                return fetch(k, dt, k_base, key0, S, E, LANES) + fetch(v, dt, v_base, key0, S, Ev, LANES)
+
+            def block(kb_i, m, l, *carried):
+                acc, fetched = carried[:accumulators], carried[accumulators:]
                 key0 = kb_i * _u32(LANES)
                 B.barrier()  # the previous block's tiles (and the query tile's stores) are done with
-                stage(k_tile, k, dt, k_base, key0, S, E, E + 1, LANES)
-                stage(v_tile, v, dt, v_base, key0, S, Ev, Ev, LANES)
+                if prefetch:
+                    put(k_tile, list(fetched[:k_count]), E, E + 1, LANES)
+                    put(v_tile, list(fetched[k_count:]), Ev, Ev, LANES)
+                else:
+                    stage(k_tile, k, dt, k_base, key0, S, E, E + 1, LANES)
+                    stage(v_tile, v, dt, v_base, key0, S, Ev, Ev, LANES)
                 B.barrier()
+                following = fetch_block(key0 + _u32(LANES)) if prefetch else []
                 (dot,) = B.loop(
                     0, E, 1, (_f32(-0.0),), lambda e, s: s + q_tile[r * _u32(E) + e] * k_tile[c * _u32(E + 1) + e]
                 )
@@ -287,10 +339,11 @@ def forward_kernel(shape: AttentionShape) -> Kernel:
                     return tuple(total + weight * v_tile[cc * _u32(Ev) + j] for total, j in zip(sums, cols))
 
                 sums = B.loop(0, LANES, 1, tuple(_f32(-0.0) for _ in range(accumulators)), step)
-                return (m_new, l_new, *(a * alpha + s_ for a, s_ in zip(acc, sums)))
+                return (m_new, l_new, *(a * alpha + s_ for a, s_ in zip(acc, sums)), *following)
 
             inits = (_f32(NEG_INF), _f32(0.0), *(_f32(0.0) for _ in range(accumulators)))
-            m, l, *acc = B.loop(_u32(0), end, _u32(1), inits, block)
+            inits += tuple(fetch_block(_u32(0))) if prefetch else ()
+            m, l, *acc = B.loop(_u32(0), end, _u32(1), inits, block)[: 2 + accumulators]
             with B.if_(row < _u32(L)):
                 empty = B.eq(l, _f32(0.0))
                 out_row = (b * _u32(L) + row) * _u32(Ev)

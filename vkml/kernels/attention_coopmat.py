@@ -39,6 +39,7 @@ run (fixed tiles, fixed order of the blocks and of the row combines).
 from __future__ import annotations
 
 import functools
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from .. import config as vkml_config
@@ -172,35 +173,83 @@ def weight_exp(x: Value) -> Value:
     return B.select(B.isnan(x), quiet(x), B.select(inside, p * pow2(k_int), _f32(0.0)))
 
 
-def _stage(tile, src, base: Value, first: Value, limit: int, width: int, pitch: int, rows: int, threads: int, vector):
-    """tile[i * pitch + j] = src[base + (first + i) * width + j] (float16 as stored) for i < rows and j below
-    ``width`` padded to 16; +0.0 for rows at or past ``limit`` and for the padding columns.
+@dataclass(frozen=True)
+class _Staging:
+    """How a block of ``rows`` rows of ``width`` float16 elements moves from a buffer to a shared tile.
 
-    ``vector``: the source's rows start on whole groups of 4 (``width`` and every batch stride are
-    multiples of 4): each invocation then moves aligned groups of 4, one 8-byte load and one 8-byte
-    shared store each (the tile is then held as vectors: its pitch is a multiple of 4).
+    Every invocation moves ``per_thread`` units (groups of 4 halves with ``vector``, else single
+    halves), unit ``t = tid + i·threads`` for i below ``per_thread``: ``fetch`` issues all of its
+    loads before ``put`` stores any, so an invocation waits for memory once per block, not once
+    per unit, and a fetch may run a whole block ahead of its put (the key/value prefetch).
     """
-    padded = _padded(width)
-    zero = B.const_bits(0, T.float16)
-    step = VECTOR if vector else 1
-    units = padded // step
-    with B.range_(B.convert(B.local_id(0), T.uint32), _u32(rows * units), _u32(threads)) as t:
-        i = t / _u32(units)
-        j = (t - i * _u32(units)) * _u32(step) if step > 1 else t - i * _u32(units)
-        at = first + i
-        inside = at < _u32(limit)
-        if padded != width:  # a group is wholly inside or past ``width``: both are multiples of 4
-            inside = inside & (j < _u32(width))
-        where = base + B.select(inside, at * _u32(width) + j, _u32(0))
-        if vector:
-            loaded = src.load4(where / _u32(VECTOR))
-            tile.store4((i * _u32(pitch) + j) / _u32(VECTOR), [B.select(inside, x, zero) for x in loaded])
-        else:
-            tile[i * _u32(pitch) + j] = B.select(inside, src[where], zero)
+
+    rows: int
+    width: int
+    pitch: int
+    threads: int
+    vector: bool
+
+    @property
+    def step(self) -> int:
+        return VECTOR if self.vector else 1
+
+    @property
+    def units(self) -> int:
+        return _padded(self.width) // self.step
+
+    @property
+    def per_thread(self) -> int:
+        return -(-(self.rows * self.units) // self.threads)
+
+    def _unit(self, tid: Value, i: int) -> tuple[Value, Value, Value]:
+        """(unit index, its tile row, its first column)."""
+        t = tid + _u32(i * self.threads)
+        row = t / _u32(self.units)
+        column = (t - row * _u32(self.units)) * _u32(self.step) if self.step > 1 else t - row * _u32(self.units)
+        return t, row, column
+
+    def fetch(self, src, tid: Value, base: Value, first: Value, limit: int) -> list[Value]:
+        """The values of ``src[base + (first + row) * width + column]`` for this invocation's units, as
+        ``put`` takes them: +0.0 for rows at or past ``limit``, for the padding columns and for units
+        past the block (when ``rows · units`` is not a multiple of ``threads``)."""
+        zero = B.const_bits(0, T.float16)
+        values: list[Value] = []
+        for i in range(self.per_thread):
+            t, row, column = self._unit(tid, i)
+            at = first + row
+            inside = (at < _u32(limit)) & (t < _u32(self.rows * self.units))
+            if _padded(self.width) != self.width:  # a group is wholly inside or past ``width``: both are multiples of 4
+                inside = inside & (column < _u32(self.width))
+            where = base + B.select(inside, at * _u32(self.width) + column, _u32(0))
+            loaded = src.load4(where / _u32(VECTOR)) if self.vector else (src[where],)
+            values.extend(B.select(inside, x, zero) for x in loaded)
+        return values
+
+    def put(self, tile, tid: Value, values: list[Value]) -> None:
+        """tile[row * pitch + column] = the fetched values of this invocation's units."""
+        for i in range(self.per_thread):
+            t, row, column = self._unit(tid, i)
+            chunk = values[i * self.step : (i + 1) * self.step]
+            at = row * _u32(self.pitch) + column
+            with _maybe_if(t < _u32(self.rows * self.units), (i + 1) * self.threads > self.rows * self.units):
+                if self.vector:
+                    tile.store4(at / _u32(VECTOR), chunk)
+                else:
+                    tile[at] = chunk[0]
+
+
+@contextmanager
+def _maybe_if(condition: Value, needed: bool):
+    """``B.if_(condition)`` where ``needed``, else no branch at all."""
+    if needed:
+        with B.if_(condition):
+            yield
+    else:
+        yield
 
 
 def _vector(operand: Operand, width: int) -> bool:
-    """Whether an operand's rows of ``width`` start on whole groups of 4 (``_stage``'s vector staging)."""
+    """Whether an operand's rows of ``width`` start on whole groups of 4 (``_Staging``'s vector moves)."""
     return width % VECTOR == 0 and all(s % VECTOR == 0 for s in operand.strides)
 
 
@@ -255,7 +304,10 @@ def forward_kernel(shape: AttentionShape, config: Config) -> Kernel:
             q_base, k_base, v_base = offsets[:3]
             mask_base = offsets[3] if mask is not None else None
 
-            _stage(qp_tile, q, q_base, row0, L, E, qp, rows, threads, _vector(shape.query, E))
+            q_staging = _Staging(rows, E, qp, threads, _vector(shape.query, E))
+            k_staging = _Staging(keys, E, kp, threads, _vector(shape.key, E))
+            v_staging = _Staging(keys, Ev, vp, threads, _vector(shape.value, Ev))
+            q_staging.put(qp_tile, tid, q_staging.fetch(q, tid, q_base, row0, L))
             B.barrier()
             q_first = sg * _u32(MATRIX * qp)
             q_m = [qp_tile.load_matrix(q_first + _u32(MATRIX * t), A_MATRIX, qp, "row") for t in range(E16 // MATRIX)]
@@ -267,12 +319,22 @@ def forward_kernel(shape: AttentionShape, config: Config) -> Kernel:
                 needed = (row0 + _u32(rows - 1)) / _u32(keys) + _u32(1)
                 end = B.select(needed < end, needed, end)
 
-            def block(kb_i, m, l, *acc):
+            k_count = k_staging.per_thread * k_staging.step
+
+            def fetch_block(key0):
+                """Block ``key0``'s keys and values, in registers (rows past S: zeros; reading a block past
+                the last one, as the last iteration's prefetch does, is harmless)."""
+                return k_staging.fetch(k, tid, k_base, key0, S) + v_staging.fetch(v, tid, v_base, key0, S)
+
+            def block(kb_i, m, l, *carried):
+                acc, fetched = carried[:columns], carried[columns:]
                 key0 = kb_i * _u32(keys)
                 B.barrier()  # the previous block's tiles (and the query matrices' loads) are done with
-                _stage(k_tile, k, k_base, key0, S, E, kp, keys, threads, _vector(shape.key, E))
-                _stage(v_tile, v, v_base, key0, S, Ev, vp, keys, threads, _vector(shape.value, Ev))
+                k_staging.put(k_tile, tid, list(fetched[:k_count]))
+                v_staging.put(v_tile, tid, list(fetched[k_count:]))
                 B.barrier()
+                # The next block's loads are issued now and wait in registers while this block computes.
+                following = fetch_block(key0 + _u32(keys))
                 zero = B.matrix_fill(B.const_bits(0x80000000, T.float32), ACC_MATRIX)
                 for j in range(keys // MATRIX):  # S = Q Kᵀ: Kᵀ is the key tile read column-major
                     scores = zero
@@ -282,27 +344,27 @@ def forward_kernel(shape: AttentionShape, config: Config) -> Kernel:
                     so_tile.store_matrix(s_first + _u32(MATRIX * j), scores, sp, "row")
                 B.barrier()
 
-                def scan(i, top):
-                    col = i * _u32(PER_ROW) + half
+                # The row's columns are written out (not a loop): their loads, exps and stores are independent,
+                # and the max and the sum still take them in ascending order.
+                top, scores = _f32(NEG_INF), []
+                for i in range(keys // PER_ROW):
+                    col = _u32(i * PER_ROW) + half
                     s = masked_score(shape, so_tile[s_row + col], scale, row, key0 + col, mask, mask_base)
-                    so_tile[s_row + col] = s  # read back by this same invocation below
-                    return (_max(top, s),)
-
-                (top,) = B.loop(_u32(0), _u32(keys // PER_ROW), _u32(1), (_f32(NEG_INF),), scan)
+                    scores.append(s)
+                    top = _max(top, s)
                 m_new = _max(m, _pair(top, _max, half))
                 dead = B.eq(m_new, _f32(NEG_INF))  # no unmasked key so far: keep zeros
                 alpha = B.select(dead, _f32(1.0), weight_exp(m - m_new))
 
-                def weigh(i, total_):
-                    col = i * _u32(PER_ROW) + half
-                    p = B.select(dead, _f32(0.0), weight_exp(so_tile[s_row + col] - m_new))
+                part = _f32(-0.0)
+                for i, s in enumerate(scores):
+                    col = _u32(i * PER_ROW) + half
+                    p = B.select(dead, _f32(0.0), weight_exp(s - m_new))
                     # The sum l takes every weight; the product with V only the kept ones (dropout after softmax),
                     # scaled by 1 / (1 - p) only after it: scaled first, a weight could pass float16's range.
                     kept = B.select(dropout.keep(b, row, key0 + col), p, _f32(0.0)) if dropout else p
                     qp_tile[p_row + col] = M.f32_to_f16(kept)
-                    return (total_ + p,)
-
-                (part,) = B.loop(_u32(0), _u32(keys // PER_ROW), _u32(1), (_f32(-0.0),), weigh)
+                    part = part + p
                 l_new = l * alpha + _pair(part, lambda x, y: x + y, half)
                 B.barrier()
                 p_m = [
@@ -319,10 +381,10 @@ def forward_kernel(shape: AttentionShape, config: Config) -> Kernel:
                 if dropout:
                     parts = [part * dropout.scale for part in parts]
                 new = [a * alpha + part for a, part in zip(acc, parts)]
-                return (m_new, l_new, *new)
+                return (m_new, l_new, *new, *following)
 
-            inits = (_f32(NEG_INF), _f32(0.0), *(_f32(0.0) for _ in range(columns)))
-            m, l, *acc = B.loop(_u32(0), end, _u32(1), inits, block)
+            inits = (_f32(NEG_INF), _f32(0.0), *(_f32(0.0) for _ in range(columns)), *fetch_block(_u32(0)))
+            m, l, *acc = B.loop(_u32(0), end, _u32(1), inits, block)[: 2 + columns]
             empty = B.eq(l, _f32(0.0))
             # The accumulators go through this invocation's own slots of the score tile, so that one loop
             # (not one division and narrowing per accumulator) stores the results.

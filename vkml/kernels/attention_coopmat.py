@@ -345,21 +345,20 @@ def forward_kernel(shape: AttentionShape, config: Config) -> Kernel:
                 B.barrier()
 
                 # The row's columns are written out (not a loop): their loads, exps and stores are independent,
-                # and the max and the sum still take them in ascending order.
-                top, scores = _f32(NEG_INF), []
-                for i in range(keys // PER_ROW):
-                    col = _u32(i * PER_ROW) + half
+                # and the max and the sum still take them in ascending order. The scores go back to shared
+                # memory rather than wait in registers, which the key/value prefetch needs.
+                top, columns_of_row = _f32(NEG_INF), [_u32(i * PER_ROW) + half for i in range(keys // PER_ROW)]
+                for col in columns_of_row:
                     s = masked_score(shape, so_tile[s_row + col], scale, row, key0 + col, mask, mask_base)
-                    scores.append(s)
+                    so_tile[s_row + col] = s  # read back by this same invocation below
                     top = _max(top, s)
                 m_new = _max(m, _pair(top, _max, half))
                 dead = B.eq(m_new, _f32(NEG_INF))  # no unmasked key so far: keep zeros
                 alpha = B.select(dead, _f32(1.0), weight_exp(m - m_new))
 
                 part = _f32(-0.0)
-                for i, s in enumerate(scores):
-                    col = _u32(i * PER_ROW) + half
-                    p = B.select(dead, _f32(0.0), weight_exp(s - m_new))
+                for col in columns_of_row:
+                    p = B.select(dead, _f32(0.0), weight_exp(so_tile[s_row + col] - m_new))
                     # The sum l takes every weight; the product with V only the kept ones (dropout after softmax),
                     # scaled by 1 / (1 - p) only after it: scaled first, a weight could pass float16's range.
                     kept = B.select(dropout.keep(b, row, key0 + col), p, _f32(0.0)) if dropout else p

@@ -345,6 +345,17 @@ def test_f32_to_f16_random_bits_and_edges():
     assert list(f16_bits_of(np.float32([e[0] for e in F16_EDGES]))) == [e[1] for e in F16_EDGES]
 
 
+def test_f32_to_f16_in_range_equals_f32_to_f16_within_its_domain():
+    """Every 101st float32 of the subnormal-to-normal crossing, random ones below 65520 and every NaN
+    of SPECIALS, both signs: the same bits as the general narrowing."""
+    crossing = np.arange(0x32F00000, 0x38900000, 101, dtype=np.uint64).astype(np.uint32)
+    in_range = np.random.default_rng(61).integers(0, 0x477FF000, 1 << 18, dtype=np.uint64).astype(np.uint32)
+    x = np.concatenate([crossing, in_range, np.uint32([0, 1, 0x3F800000, 0x38800000, 0x387FFFFF, 0x477FEFFF])])
+    x = np.concatenate([x, x | np.uint32(0x80000000)]).view(np.float32)
+    x = np.concatenate([x, SPECIALS[np.isnan(SPECIALS)]])
+    assert np.array_equal(evaluate(M.f32_to_f16_in_range, x).view(np.uint16), f16_bits_of(x))
+
+
 @pytest.mark.exhaustive
 def test_f32_to_f16_all_patterns():
     chunk = 1 << 24

@@ -362,7 +362,7 @@ def forward_kernel(shape: AttentionShape, config: Config) -> Kernel:
                     # The sum l takes every weight; the product with V only the kept ones (dropout after softmax),
                     # scaled by 1 / (1 - p) only after it: scaled first, a weight could pass float16's range.
                     kept = B.select(dropout.keep(b, row, key0 + col), p, _f32(0.0)) if dropout else p
-                    qp_tile[p_row + col] = M.f32_to_f16(kept)
+                    qp_tile[p_row + col] = M.f32_to_f16_in_range(kept)  # a weight: about 1 at most, or NaN
                     part = part + p
                 l_new = l * alpha + _pair(part, lambda x, y: x + y, half)
                 B.barrier()

@@ -12,7 +12,7 @@ so the CPU interpreter and every Vulkan driver produce the same bits.
 
 | function | precision |
 |---|---|
-| div, sqrt, f32_to_f16, f16_to_f32, abs, maximum, minimum, clamp, relu, sign | exact |
+| div, sqrt, f32_to_f16, f32_to_f16_in_range, f16_to_f32, abs, maximum, minimum, clamp, relu, sign | exact |
 | rsqrt | two correct roundings (bit-equal to torch.rsqrt) |
 | exp, exp2, expm1, log, log2, log1p, pow | ≤ 1 ulp |
 | sigmoid, silu, mish, tanh, softplus, erf, gelu, gelu_tanh | ≤ 2 ulp (measured ≤ 1) |
@@ -50,7 +50,7 @@ from .bf16 import bf16_to_f32, f32_to_bf16, round_bf16
 from .erfs import erfc, erfinv
 from .exact import rsqrt
 from .explog import exp, exp2, expm1, log, log1p, log2
-from .f16 import f16_to_f32, f32_to_f16
+from .f16 import f16_to_f32, f32_to_f16, f32_to_f16_in_range
 from .gamma import digamma, lgamma, trigamma
 from .hyperbolic import acosh, asinh, atanh, cosh, log10, logit, sinh
 from .power import pow
@@ -202,6 +202,7 @@ __all__ = [
     "sqrt",
     "f16_to_f32",
     "f32_to_f16",
+    "f32_to_f16_in_range",
     "sin",
     "cos",
     "tan",

@@ -185,6 +185,7 @@ def _batch_offsets(batch_index: Value, shape: AttentionShape, operands: list[Ope
     return offsets
 
 
+QUERY_REGISTERS = 128  # head dims up to this keep the query row in registers (forward)
 UNROLLED_STAGING = 32  # elements an invocation stages at most as written-out loads (more: a loop)
 
 
@@ -292,6 +293,12 @@ def forward_kernel(shape: AttentionShape) -> Kernel:
             q_base, k_base, v_base = offsets[:3]
 
             stage(q_tile, q, dt, q_base, row0, L, E, E, ROWS)
+            # The invocation's query row lives in registers where it is short: each step of its dot
+            # products then reads one key element from shared memory, not two elements.
+            q_in_registers = E <= QUERY_REGISTERS
+            if q_in_registers:
+                B.barrier()
+                q_row = [q_tile[r * _u32(E) + _u32(e)] for e in range(E)]
             blocks = -(-S // LANES)
             end = _u32(blocks)
             if shape.causal:  # blocks past the workgroup's last row hold no unmasked key
@@ -318,9 +325,14 @@ def forward_kernel(shape: AttentionShape) -> Kernel:
                     stage(v_tile, v, dt, v_base, key0, S, Ev, Ev, LANES)
                 B.barrier()
                 following = fetch_block(key0 + _u32(LANES)) if prefetch else []
-                (dot,) = B.loop(
-                    0, E, 1, (_f32(-0.0),), lambda e, s: s + q_tile[r * _u32(E) + e] * k_tile[c * _u32(E + 1) + e]
-                )
+                if q_in_registers:  # the same sum, e ascending from -0.0
+                    dot, k_row = _f32(-0.0), c * _u32(E + 1)
+                    for e, q_e in enumerate(q_row):
+                        dot = dot + q_e * k_tile[k_row + _u32(e)]
+                else:
+                    (dot,) = B.loop(
+                        0, E, 1, (_f32(-0.0),), lambda e, s: s + q_tile[r * _u32(E) + e] * k_tile[c * _u32(E + 1) + e]
+                    )
                 s = masked_score(shape, dot, scale, row, key0 + c, mask, offsets[3] if mask is not None else None)
                 m_new = _max(m, _row_combine(s, _max, c, base, max_tree, shape.subgroup))
                 dead = B.eq(m_new, _f32(NEG_INF))  # no unmasked key so far: keep zeros

@@ -25,7 +25,7 @@ import sys
 import weakref
 from collections.abc import Callable
 
-from ..graph.node import Node, toposort
+from ..graph.node import Node
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # vkml's folder
 
@@ -77,8 +77,20 @@ def reached(targets: tuple[Node, ...]) -> tuple[list[Check], list[Check]]:
 
     A check already refused raises here, before anything is computed from its op's results.
     """
-    order = toposort(list(targets))
-    ids = {id(n) for n in order}
+    # The graph's nodes by id; marks sit on realized nodes only (``submitted`` marks what a realize
+    # made), which have no sources: the leaves of the walk, and the targets.
+    ids: set[int] = set()
+    leaves: list[Node] = []
+    stack = list(targets)
+    while stack:
+        node = stack.pop()
+        if id(node) in ids:
+            continue
+        ids.add(id(node))
+        if node.srcs:
+            stack.extend(node.srcs)
+        else:
+            leaves.append(node)
     found = []
     for check in list(_pending):
         guard = check.guard()
@@ -86,19 +98,46 @@ def reached(targets: tuple[Node, ...]) -> tuple[list[Check], list[Check]]:
             _pending.discard(check)
         elif id(guard) in ids:
             found.append(check)
-    carried: list[Check] = []
-    for node in (*targets, *(s for n in order for s in n.srcs)):
-        for check in _unverified.get(node, ()):
-            if not check.passed and check not in carried and check not in found:
-                carried.append(check)
+    carried: dict[Check, None] = {}  # in order, each once (a Check hashes by identity)
+    if len(_unverified):
+        get = _unverified.get
+        for node in leaves:
+            for check in get(node, ()):
+                if not check.passed:
+                    carried[check] = None
+        for check in found:
+            carried.pop(check, None)
+        if carried:
+            # Read those the device has finished: a loop that never reads its loss would otherwise
+            # carry one more check at every step, and every realize, and every mark, would grow with
+            # the number of steps; once none is left open, a realize does not walk its graph here.
+            _read_finished(carried)
     for check in (*found, *carried):
         if check.message is not None:
             check.fail()
-    return found, carried
+    return found, list(carried)
+
+
+def _read_finished(carried: dict) -> None:
+    """Read the values of ``carried`` checks whose work the device has finished (a copy, with no wait;
+    ``ready_now``) and drop those that passed; a refusal is kept, and raised by the caller."""
+    for check in list(carried):
+        if check.message is not None or not check.nodes:
+            continue
+        device = check.nodes[0].device
+        ready = getattr(device, "ready_now", None)  # the CPU device has finished what it returned
+        if ready is not None and not all(ready(n.buffer) for n in check.nodes):
+            continue
+        values = [n.device.download(n.buffer).reshape(n.shape).tolist() for n in check.nodes]
+        check.message = check.describe(values)
+        if check.message is None:
+            passed(check)
+            del carried[check]
 
 
 def submitted(checks: list[Check], targets: tuple[Node, ...]) -> None:
     """After a realize of ``targets`` that computed or used ``checks``: a read of them verifies first."""
+    checks = list(dict.fromkeys(checks))
     _open.update(checks)
     # A check's own nodes are not marked: the mark would hold the check, which holds its nodes, and
     # a weak key whose value keeps it alive is never dropped (every later realize then pays a walk).
@@ -106,8 +145,12 @@ def submitted(checks: list[Check], targets: tuple[Node, ...]) -> None:
     for node in targets:
         if id(node) in own:
             continue
-        marks = _unverified.setdefault(node, [])
-        marks.extend(c for c in checks if c not in marks)
+        marks = _unverified.get(node)
+        if marks is None:
+            _unverified[node] = list(checks)
+        else:
+            known = set(marks)
+            marks.extend(c for c in checks if c not in known)
 
 
 def passed(check: Check) -> None:

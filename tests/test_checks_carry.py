@@ -65,3 +65,22 @@ def test_a_bad_index_in_an_unread_loop_still_raises(device):
         assert "Target 7 is out of bounds" in str(error)
     else:
         np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("labels", [[0, 2, 1], [0, 5, 1]])
+def test_the_same_labels_are_checked_until_one_check_passes(device, monkeypatch, labels):
+    made = []
+    defer = checks.defer
+    monkeypatch.setattr(checks, "defer", lambda *args, **kwargs: made.append(defer(*args, **kwargs)) or made[-1])
+    logits = vkml.tensor(np.linspace(-1, 1, 9, dtype=np.float32).reshape(3, 3), device=device)
+    target = vkml.tensor(labels, device=device).realize()
+    for _ in range(4):
+        loss = F.cross_entropy(logits, target).realize()  # never read
+        device.synchronize()
+    if max(labels) < 3:
+        assert len(made) == 1  # the first check passed: the later calls make none
+        assert loss.item() == pytest.approx(F.cross_entropy(logits.cpu(), target.cpu()).item())
+    else:
+        assert len(made) == 4  # a refused check is never a pass: every call checks, and the read raises
+        with pytest.raises(IndexError, match="Target 5 is out of bounds"):
+            loss.item()

@@ -119,20 +119,39 @@ def reached(targets: tuple[Node, ...]) -> tuple[list[Check], list[Check]]:
 
 
 def _read_finished(carried: dict) -> None:
-    """Read the values of ``carried`` checks whose work the device has finished (a copy, with no wait;
-    ``ready_now``) and drop those that passed; a refusal is kept, and raised by the caller."""
+    """Read the values of ``carried`` checks whose work the device has finished (``read_if_finished``)
+    and drop those that passed; a refusal is kept, and raised by the caller."""
     for check in list(carried):
-        if check.message is not None or not check.nodes:
-            continue
-        device = check.nodes[0].device
-        ready = getattr(device, "ready_now", None)  # the CPU device has finished what it returned
-        if ready is not None and not all(ready(n.buffer) for n in check.nodes):
-            continue
-        values = [n.device.download(n.buffer).reshape(n.shape).tolist() for n in check.nodes]
-        check.message = check.describe(values)
-        if check.message is None:
-            passed(check)
+        if read_if_finished(check):
             del carried[check]
+
+
+def read_if_finished(check: Check) -> bool:
+    """Read ``check``'s values if the device has finished computing them (``finished_values``), as a
+    read of a tensor it guards would; a refusal is kept, for that read or a realize to raise. Whether
+    it passed."""
+    if check.passed:
+        return True
+    if check.message is not None:
+        return False
+    values = finished_values(check.nodes)
+    if values is None:
+        return False
+    check.message = check.describe(values)
+    if check.message is None:
+        passed(check)
+    return check.passed
+
+
+def finished_values(nodes: tuple[Node, ...]) -> list | None:
+    """The values of ``nodes`` (a check's) if they are realized and the device has finished them (a
+    copy, with no wait: ``ready_now``; the CPU device has finished what it returned), else None."""
+    if not nodes or not all(n.realized for n in nodes):
+        return None
+    ready = getattr(nodes[0].device, "ready_now", None)
+    if ready is not None and not all(ready(n.buffer) for n in nodes):
+        return None
+    return [n.device.download(n.buffer).reshape(n.shape).tolist() for n in nodes]
 
 
 def submitted(checks: list[Check], targets: tuple[Node, ...]) -> None:

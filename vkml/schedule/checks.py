@@ -68,8 +68,11 @@ def defer(guard: Node, nodes: tuple[Node, ...], describe: Callable[[list], str |
 
 
 def active() -> bool:
-    """Whether a realize has checks to look for (the common case, none, costs this test only)."""
-    return bool(len(_pending) or len(_open))
+    """Whether a realize has checks to look for (the common case, none, costs this test only).
+
+    Read from the sets' references, not ``len`` (Python code in ``WeakSet``): a reference whose
+    check just died may still be there, which only costs that realize a look."""
+    return bool(_pending.data or _open.data)
 
 
 def reached(targets: tuple[Node, ...]) -> tuple[list[Check], list[Check]]:

@@ -13,9 +13,14 @@ bad position and its value) and a guard, the node every result of the op is comp
   and the user's line that called it. A refused check raises again on every later read of a
   marked node and at every realize that reaches its guard or a marked node, so no wrong value
   is handed out.
+- A realize that computes from marked nodes reads the checks they carry whose values the device
+  has finished (a copy, no wait; ``read_if_finished``): a loop that never reads its loss carries
+  only the checks still in flight, and a refused one raises at that realize, before anything is
+  computed from the refused op's results.
 
 A check that passed is done. Ops may remember passes for realized inputs (their values cannot
-change), so the same loaded labels are checked once.
+change), so the same loaded labels are checked once (``_checked_hits`` reads its last check of
+them when the device has finished it, without waiting for a read of the loss).
 """
 
 from __future__ import annotations

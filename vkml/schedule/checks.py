@@ -154,11 +154,14 @@ def read_if_finished(check: Check) -> bool:
 def finished_values(nodes: tuple[Node, ...]) -> list | None:
     """The values of ``nodes`` (a check's) if they are realized and the device has finished them (a
     copy, with no wait: ``ready_now``; the CPU device has finished what it returned), else None."""
-    if not nodes or not all(n.realized for n in nodes):
+    if not nodes:
         return None
-    ready = getattr(nodes[0].device, "ready_now", None)
-    if ready is not None and not all(ready(n.buffer) for n in nodes):
-        return None
+    for n in nodes:
+        if not n.realized:
+            return None
+        ready = getattr(n.device, "ready_now", None)
+        if ready is not None and not ready(n.buffer):
+            return None
     return [n.device.download(n.buffer).reshape(n.shape).tolist() for n in nodes]
 
 

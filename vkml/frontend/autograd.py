@@ -396,10 +396,18 @@ def record(name: str, operands, out, attrs: dict | None = None):
     """Give ``out`` the context of op ``name`` if grad mode is on and an operand requires grad; returns ``out``."""
     if not _mode.enabled or not out.dtype.is_float:
         return out
-    # one requires_grad read per operand (a view's reads its base's history: Tensor.requires_grad)
-    parents = tuple(x if _requires_grad(x) else None for x in operands)
-    if parents.count(None) == len(parents):  # the usual case: nothing to record
+    # one requires_grad read per operand (a view's reads its base's history: Tensor.requires_grad);
+    # a loop, not parents.count(None): that compares each tensor with None by Tensor.__eq__
+    parents, recorded = [], False
+    for x in operands:
+        if getattr(x, "requires_grad", False) is True:
+            parents.append(x)
+            recorded = True
+        else:
+            parents.append(None)
+    if not recorded:  # the usual case: nothing to record
         return out
+    parents = tuple(parents)
     if any(x is out for x in operands):
         return out
     rule = rule_for(name)

@@ -181,7 +181,9 @@ class Node:
         self.device = device
         self.buffer: Buffer | None = None
         # "file:line" of the user's call that made the node, under VKML_DEBUG=3 (RECORD_ORIGINS)
-        self.origin = origin if origin is not None or not RECORD_ORIGINS else user_line()
+        if RECORD_ORIGINS and origin is None:
+            origin = user_line()
+        self.origin = origin
         self.trace_mark = 0
 
     @property

@@ -11,6 +11,7 @@ nothing here computes on its own.
 
 from __future__ import annotations
 
+import collections
 import functools
 import warnings
 import weakref
@@ -202,6 +203,11 @@ def _checked_hits(op: str, indices, size: int, dim: int, message, error=IndexErr
     # Inside vkml.jit's capture the check is always made and never remembered: the recording
     # replays it on every later call's indices (vkml/frontend/jit.py).
     capturing = _scheduler.recorder is not None
+    earlier = _indices_checking.get(id(node)) if not capturing else None
+    if earlier is not None and earlier[0]() is node and earlier[1] == key and key not in _indices_passed.get(node, ()):
+        values = checks.finished_values(earlier[2])
+        if values is not None:
+            earlier[3](values)  # a pass is remembered in _indices_passed: no new check below
     if indices.numel() == 0 or (key in _indices_passed.get(node, ()) and not capturing):
         return hits
     # The check's ops, built on nodes: integer and bool values that nothing records or writes to,
@@ -236,11 +242,22 @@ def _checked_hits(op: str, indices, size: int, dim: int, message, error=IndexErr
             raise error(refused)
         return hits
     checks.defer(hits.node, (first.node, value.node), describe, error)
+    if remember is not None:
+        _indices_checking[id(node)] = (remember, key, (first.node, value.node), describe)
+        _indices_checking.move_to_end(id(node))
+        if len(_indices_checking) > 16:
+            _indices_checking.popitem(last=False)
     return hits
 
 
 # realized index tensor -> (size, ignore_index) pairs its values passed (a realized node's values never change)
 _indices_passed: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# id of a realized index tensor's node -> (a weak reference to it, (size, ignore_index), its latest check's
+# nodes and ``describe``), for the latest few: a loop that calls the loss on the same labels and never reads
+# it reads that check's values at the next call once the device has finished them, so the labels are
+# checked again only until one check passes. Bounded, not weak: a check's nodes not computed yet hold the
+# nodes their values are computed from, the labels'. Not the Check: an unread one keeps realizes looking.
+_indices_checking: collections.OrderedDict = collections.OrderedDict()
 
 
 def _hits(target, num_classes: int, dim: int):

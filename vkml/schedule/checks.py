@@ -13,9 +13,14 @@ bad position and its value) and a guard, the node every result of the op is comp
   and the user's line that called it. A refused check raises again on every later read of a
   marked node and at every realize that reaches its guard or a marked node, so no wrong value
   is handed out.
+- A realize that computes from marked nodes reads the checks they carry whose values the device
+  has finished (a copy, no wait; ``read_if_finished``): a loop that never reads its loss carries
+  only the checks still in flight, and a refused one raises at that realize, before anything is
+  computed from the refused op's results.
 
 A check that passed is done. Ops may remember passes for realized inputs (their values cannot
-change), so the same loaded labels are checked once.
+change), so the same loaded labels are checked once (``_checked_hits`` reads its last check of
+them when the device has finished it, without waiting for a read of the loss).
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import sys
 import weakref
 from collections.abc import Callable
 
-from ..graph.node import Node, toposort
+from ..graph.node import Node
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # vkml's folder
 
@@ -68,8 +73,11 @@ def defer(guard: Node, nodes: tuple[Node, ...], describe: Callable[[list], str |
 
 
 def active() -> bool:
-    """Whether a realize has checks to look for (the common case, none, costs this test only)."""
-    return bool(len(_pending) or len(_open))
+    """Whether a realize has checks to look for (the common case, none, costs this test only).
+
+    Read from the sets' references, not ``len`` (Python code in ``WeakSet``): a reference whose
+    check just died may still be there, which only costs that realize a look."""
+    return bool(_pending.data or _open.data)
 
 
 def reached(targets: tuple[Node, ...]) -> tuple[list[Check], list[Check]]:
@@ -77,8 +85,20 @@ def reached(targets: tuple[Node, ...]) -> tuple[list[Check], list[Check]]:
 
     A check already refused raises here, before anything is computed from its op's results.
     """
-    order = toposort(list(targets))
-    ids = {id(n) for n in order}
+    # The graph's nodes by id; marks sit on realized nodes only (``submitted`` marks what a realize
+    # made), which have no sources: the leaves of the walk, and the targets.
+    ids: set[int] = set()
+    leaves: list[Node] = []
+    stack = list(targets)
+    while stack:
+        node = stack.pop()
+        if id(node) in ids:
+            continue
+        ids.add(id(node))
+        if node.srcs:
+            stack.extend(node.srcs)
+        else:
+            leaves.append(node)
     found = []
     for check in list(_pending):
         guard = check.guard()
@@ -86,19 +106,68 @@ def reached(targets: tuple[Node, ...]) -> tuple[list[Check], list[Check]]:
             _pending.discard(check)
         elif id(guard) in ids:
             found.append(check)
-    carried: list[Check] = []
-    for node in (*targets, *(s for n in order for s in n.srcs)):
-        for check in _unverified.get(node, ()):
-            if not check.passed and check not in carried and check not in found:
-                carried.append(check)
+    carried: dict[Check, None] = {}  # in order, each once (a Check hashes by identity)
+    if len(_unverified):
+        get = _unverified.get
+        for node in leaves:
+            for check in get(node, ()):
+                if not check.passed:
+                    carried[check] = None
+        for check in found:
+            carried.pop(check, None)
+        if carried:
+            # Read those the device has finished: a loop that never reads its loss would otherwise
+            # carry one more check at every step, and every realize, and every mark, would grow with
+            # the number of steps; once none is left open, a realize does not walk its graph here.
+            _read_finished(carried)
     for check in (*found, *carried):
         if check.message is not None:
             check.fail()
-    return found, carried
+    return found, list(carried)
+
+
+def _read_finished(carried: dict) -> None:
+    """Read the values of ``carried`` checks whose work the device has finished (``read_if_finished``)
+    and drop those that passed; a refusal is kept, and raised by the caller."""
+    for check in list(carried):
+        if read_if_finished(check):
+            del carried[check]
+
+
+def read_if_finished(check: Check) -> bool:
+    """Read ``check``'s values if the device has finished computing them (``finished_values``), as a
+    read of a tensor it guards would; a refusal is kept, for that read or a realize to raise. Whether
+    it passed."""
+    if check.passed:
+        return True
+    if check.message is not None:
+        return False
+    values = finished_values(check.nodes)
+    if values is None:
+        return False
+    check.message = check.describe(values)
+    if check.message is None:
+        passed(check)
+    return check.passed
+
+
+def finished_values(nodes: tuple[Node, ...]) -> list | None:
+    """The values of ``nodes`` (a check's) if they are realized and the device has finished them (a
+    copy, with no wait: ``ready_now``; the CPU device has finished what it returned), else None."""
+    if not nodes:
+        return None
+    for n in nodes:
+        if not n.realized:
+            return None
+        ready = getattr(n.device, "ready_now", None)
+        if ready is not None and not ready(n.buffer):
+            return None
+    return [n.device.download(n.buffer).reshape(n.shape).tolist() for n in nodes]
 
 
 def submitted(checks: list[Check], targets: tuple[Node, ...]) -> None:
     """After a realize of ``targets`` that computed or used ``checks``: a read of them verifies first."""
+    checks = list(dict.fromkeys(checks))
     _open.update(checks)
     # A check's own nodes are not marked: the mark would hold the check, which holds its nodes, and
     # a weak key whose value keeps it alive is never dropped (every later realize then pays a walk).
@@ -106,8 +175,12 @@ def submitted(checks: list[Check], targets: tuple[Node, ...]) -> None:
     for node in targets:
         if id(node) in own:
             continue
-        marks = _unverified.setdefault(node, [])
-        marks.extend(c for c in checks if c not in marks)
+        marks = _unverified.get(node)
+        if marks is None:
+            _unverified[node] = list(checks)
+        else:
+            known = set(marks)
+            marks.extend(c for c in checks if c not in known)
 
 
 def passed(check: Check) -> None:

@@ -91,13 +91,15 @@ def _walk(roots: list[Node], mode_of_matmul, loaded, sources_in, mark: int) -> t
     emit = key.append
     cacheable = True
     n = 0  # len(order)
+    # The node being walked and the iterator over its sources are locals; the stack holds its users'
+    # (pushed on the way down, popped once it is emitted), so no step reads the stack's top again.
+    stack: list = []
     for root in reversed(roots):
         if root.trace_mark == mark:
             continue
         root.trace_mark = mark
-        stack = [(root, sources_in(root.srcs))]
-        while stack:
-            node, sources = stack[-1]
+        node, sources = root, sources_in(root.srcs)
+        while True:
             for s in sources:
                 if s.trace_mark == mark:
                     continue
@@ -124,7 +126,8 @@ def _walk(roots: list[Node], mode_of_matmul, loaded, sources_in, mark: int) -> t
                             emit((VIEW, s.arg.structure(const.numel), s.shape, s.dtype, n))
                             n += 2
                             continue
-                    stack.append((s, sources_in(srcs)))
+                    stack.append((node, sources))
+                    node, sources = s, sources_in(srcs)
                     break
                 # No sources (a buffer, a constant): emitted at once, where a push and a pop would emit it.
                 op = s.op
@@ -135,23 +138,23 @@ def _walk(roots: list[Node], mode_of_matmul, loaded, sources_in, mark: int) -> t
                 order.append(s)
                 emit((op, None if op == CONST else s.arg, s.shape, s.dtype, ()))
             else:  # every source is emitted
-                stack.pop()
                 op, srcs = node.op, node.srcs
-                if len(srcs) == 2:
+                count = len(srcs)
+                if count == 2:
                     refs = (srcs[0].trace_pos, srcs[1].trace_pos)
-                elif len(srcs) == 1:
+                elif count == 1:
                     refs = srcs[0].trace_pos
                 else:
                     refs = tuple([s.trace_pos for s in srcs])
                 if op == ELEMENTWISE:
                     arg = node.arg
+                elif op == VIEW:
+                    # Offsets and mask bounds are parameters, as constants' values.
+                    arg = node.arg.structure(srcs[0].numel)
                 elif op == MATMUL:
                     arg = mode_of_matmul(node)
                 elif op == CONST:
                     arg = None  # the value is a kernel parameter (baked values are checked by ``lookup``)
-                elif op == VIEW:
-                    # Offsets and mask bounds are parameters, as constants' values.
-                    arg = node.arg.structure(srcs[0].numel)
                 else:
                     arg = node.arg
                     if op == KERNEL:  # a user's kernel allocates its own outputs; a fused op's names its structure
@@ -162,6 +165,9 @@ def _walk(roots: list[Node], mode_of_matmul, loaded, sources_in, mark: int) -> t
                 node.trace_pos = n
                 n += 1
                 order.append(node)
+                if not stack:
+                    break
+                node, sources = stack.pop()
     emit(tuple([r.trace_pos for r in roots]))
     return order, key, cacheable
 

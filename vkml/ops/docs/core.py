@@ -235,7 +235,7 @@ PAGES: dict[str, OpDoc] = {
         nnf.cross_entropy,
         precision="`log_softmax`, a select, products by the class weights, tree sums and one division by the "
         "summed weights (the count of targets without `weight`)",
-        special="A target out of [0, C) (not `ignore_index`) is PyTorch's IndexError, raised when a result is read.",
+        special="A target out of [0, C) (not `ignore_index`) is PyTorch's IndexError, raised when a result is read, or by a later realize that computes from it once the device has checked the targets.",
         gradient=THROUGH,
     ),
     "mse_loss": OpDoc(

@@ -158,7 +158,7 @@ PAGES.update(
             ),
             nnf.nll_loss,
             precision="a select, tree sums and one division by the summed weights",
-            special="A target out of [0, C) (not `ignore_index`) is PyTorch's IndexError, raised when a result is read.",
+            special="A target out of [0, C) (not `ignore_index`) is PyTorch's IndexError, raised when a result is read, or by a later realize that computes from it once the device has checked the targets.",
             gradient=THROUGH,
         ),
         "binary_cross_entropy": OpDoc(

@@ -25,7 +25,7 @@ import pytest
 import vkml
 from vkml.codegen import spirv as codegen_spirv
 from vkml.runtime.counters import counters
-from vkml.runtime.vulkan import kernel_cache
+from vkml.runtime.vulkan import cache_secret, kernel_cache
 from vkml.runtime.vulkan.kernel_cache import MAGIC, KernelBinary, read_entry
 from vkml.runtime.vulkan.pipelines import PIPELINE_CACHE_MAGIC, PipelineCacheFile
 from vkml.schedule import scheduler as schedule
@@ -222,8 +222,10 @@ ENTRY_FAULTS = {
 
 
 def _valid_entry(path: Path) -> bool:
+    """Whether ``path`` holds a good entry of its folder (signed with that folder's key)."""
     data = read_entry(path, kernel_cache.MAX_ENTRY_BYTES)
-    return data is not None and KernelBinary.from_bytes(data, path.stem) is not None
+    secret = cache_secret.mac_key(path.parent.parent) or b""
+    return data is not None and KernelBinary.from_bytes(data, path.stem, secret) is not None
 
 
 @pytest.mark.parametrize("fault", sorted(ENTRY_FAULTS) + ["open_denied"])

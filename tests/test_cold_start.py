@@ -6,6 +6,7 @@ Timing is bench/bench_cold_start.py's business (docs/benchmarks.md); these tests
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 import struct
@@ -143,7 +144,8 @@ def fresh_compile(gpu, monkeypatch, folder: Path, threads: int) -> tuple[list[np
 
 
 def cache_files(folder: Path) -> dict[str, bytes]:
-    return {path.name: path.read_bytes() for path in (folder / "kernels").glob("*.spv")}
+    """Each entry's bytes after its MAC (each folder has a key of its own)."""
+    return {path.name: path.read_bytes()[len(MAGIC) + 32 :] for path in (folder / "kernels").glob("*.spv")}
 
 
 def test_parallel_compile_makes_the_same_kernels_and_bits(gpu, tmp_path, monkeypatch) -> None:
@@ -195,13 +197,14 @@ def test_a_failing_compile_raises_as_without_threads(gpu, tmp_path, monkeypatch,
     forget_memory(gpu)
 
 
-def _signed_entry(path: Path, spirv: bytes) -> None:
-    """Replace the SPIR-V of the entry at ``path``, with a correct checksum (what a forger can write)."""
+def _signed_entry(path: Path, spirv: bytes, secret: bytes = b"") -> None:
+    """Replace the SPIR-V of the entry at ``path``, signed with ``secret`` (the empty key: what anybody can
+    write; it is refused where the folder has a trusted key, and validated where it has none)."""
     data = path.read_bytes()
     body = data[len(MAGIC) + 32 :]
     (length,) = struct.unpack_from("<I", body)
     body = body[: 4 + length] + spirv
-    path.write_bytes(MAGIC + hashlib.sha256(body).digest() + body)
+    path.write_bytes(MAGIC + hmac.new(secret, body, hashlib.sha256).digest() + body)
 
 
 def test_damaged_entries_are_rebuilt_during_a_parallel_compile(gpu, tmp_path, monkeypatch) -> None:
@@ -212,7 +215,7 @@ def test_damaged_entries_are_rebuilt_during_a_parallel_compile(gpu, tmp_path, mo
     kernels = folder / "kernels"
     (kernels / damaged[0]).write_bytes(good[damaged[0]][:-5])  # truncated: fails its checksum
     header = struct.pack("<5I", 0x07230203, 0x00010300, 0, 64, 0)
-    _signed_entry(kernels / damaged[1], header + bytes(64))  # checksum right, spirv-val rejects it
+    _signed_entry(kernels / damaged[1], header + bytes(64))  # not signed with the folder's key: refused
     # The third passes every check, but the driver refuses it once (as a driver may refuse a forged module).
     refused: list[str] = []
     real_create = gpu.pipelines.create
@@ -273,11 +276,10 @@ def test_matrix_types_stay_interned_when_threads_ask_at_once(monkeypatch) -> Non
 # ---------------------------------------------------------------------------- the warm path
 
 
-def test_an_entry_read_again_is_validated_once_per_process(gpu, tmp_path, monkeypatch) -> None:
+def _watch_validation(monkeypatch) -> list[bytes]:
+    """The SPIR-V modules spirv-val is asked about from now on."""
     from vkml.runtime.vulkan import kernel_cache
 
-    folder = tmp_path / "cache"
-    expected, _, _ = fresh_compile(gpu, monkeypatch, folder, 1)  # compiled here: codegen validated each
     validated: list[bytes] = []
     real_validate = kernel_cache.spirv_tools.validate
 
@@ -286,6 +288,37 @@ def test_an_entry_read_again_is_validated_once_per_process(gpu, tmp_path, monkey
         return real_validate(spirv, target_env, *rest)
 
     monkeypatch.setattr(kernel_cache.spirv_tools, "validate", validate)
+    return validated
+
+
+def test_a_warm_process_lowers_and_validates_nothing(gpu, tmp_path, monkeypatch) -> None:
+    """Under the folder's trusted key, entries written after spirv-val passed are not validated again, and the
+    groups' kernels come from the template store: a new process runs neither lowering nor a tool."""
+    from vkml.runtime.vulkan import kernel_cache
+
+    folder = tmp_path / "cache"
+    expected, cold, _ = fresh_compile(gpu, monkeypatch, folder, 1)
+    assert cold["templates_lowered"] == 4 and cold["templates_loaded"] == 0
+    kernel_cache._validated.clear()  # as in a new process
+    validated = _watch_validation(monkeypatch)
+    results, warm, _ = fresh_compile(gpu, monkeypatch, folder, 4)
+    forget_memory(gpu)
+    assert validated == [] and warm["kernels_compiled"] == 0 and warm["cache_entries_rejected"] == 0
+    assert warm["templates_lowered"] == 0 and warm["templates_loaded"] == 4
+    for ours, reference in zip(results, expected):
+        assert ours.tobytes() == reference.tobytes()
+
+
+def test_an_entry_read_again_is_validated_once_per_process(gpu, tmp_path, monkeypatch) -> None:
+    """Where the folder has no trusted key (cache_secret.py), every entry read is validated, once per process."""
+    from vkml.runtime.vulkan import kernel_cache, template_store
+
+    monkeypatch.setattr(kernel_cache, "mac_key", lambda folder: None)
+    monkeypatch.setattr(template_store, "mac_key", lambda folder: None)
+    folder = tmp_path / "cache"
+    expected, _, _ = fresh_compile(gpu, monkeypatch, folder, 1)  # compiled here: codegen validated each
+    assert not (folder / "templates").exists()  # no template is stored without a trusted key
+    validated = _watch_validation(monkeypatch)
     results, counts, _ = fresh_compile(gpu, monkeypatch, folder, 4)  # memory levels dropped: read from disk
     assert counts["kernels_compiled"] == 0 and validated == []
     # Bytes changed on disk are other bytes: validated (and here rejected, then rebuilt) as ever.

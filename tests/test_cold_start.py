@@ -98,16 +98,41 @@ print(vkml.softmax(a @ a, dim=-1).numpy().round(4).tolist(), "vkml.runtime.vulka
     assert out.endswith("False"), out
 
 
-def test_the_c_parser_loads_only_for_a_device_with_cooperative_matrix2(gpu) -> None:
-    """vkml/runtime/vulkan/newer_api.py's structs (and pycparser, to declare them) serve that extension alone."""
-    report = next(r for r in vkml.vulkan_device_reports() if f"vulkan:{r['index']}" == gpu.name)
+def test_opening_a_device_never_loads_the_c_parser(gpu) -> None:
+    """vkml/runtime/vulkan/newer_api.py's structs come parsed ahead of time (newer_api_types.py): no device,
+    VK_NV_cooperative_matrix2's included, imports pycparser to declare them."""
     code = f"""
 import sys, vkml
+from vkml.runtime.vulkan import newer_api
 a = vkml.tensor([[1.0, 2.0], [3.0, 4.0]], device={gpu.name!r})
 vkml.softmax(a @ a, dim=-1).numpy()
+newer_api.ffi.sizeof("VkPhysicalDeviceCooperativeMatrix2FeaturesNV")
 print("pycparser" in sys.modules)
 """
-    assert _python(code).strip() == str("VK_NV_cooperative_matrix2" in report["extensions"])
+    assert _python(code).strip() == "False"
+
+
+def test_the_prebuilt_types_are_the_declarations() -> None:
+    """Every type of newer_api_types.py has the size and field offsets that parsing the declarations gives."""
+    from vkml.runtime.vulkan import newer_api
+
+    assert newer_api.prebuilt is not None and newer_api.ffi is newer_api.prebuilt
+    parsed = newer_api.parsed_ffi()
+
+    def named(ctype) -> str:  # the table names a struct by its tag where the parse names its typedef
+        return ctype.cname.replace("struct ", "")
+
+    for name in sorted(newer_api.DECLARED):
+        ours, theirs = newer_api.prebuilt.typeof(name), parsed.typeof(name)
+        assert (ours.kind, named(ours)) == (theirs.kind, named(theirs))
+        if ours.kind == "struct":
+            assert newer_api.prebuilt.sizeof(name) == parsed.sizeof(name)
+            fields = [(f, newer_api.prebuilt.offsetof(name, f)) for f, _ in ours.fields]
+            assert fields == [(f, parsed.offsetof(name, f)) for f, _ in theirs.fields]
+            assert [named(t.type) for _, t in ours.fields] == [named(t.type) for _, t in theirs.fields]
+        else:
+            assert named(ours.result) == named(theirs.result)
+            assert [named(a) for a in ours.args] == [named(a) for a in theirs.args]
 
 
 # ---------------------------------------------------------------------------- parallel compilation

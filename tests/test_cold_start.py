@@ -45,7 +45,16 @@ def _python(code: str, **env: str) -> str:
 
 # vkml.nn is imported by `import vkml` after all: autocast wraps nn.functional's functions there
 # (vkml/frontend/amp.py), so that `F.linear` inside an autocast region is seen.
-DEFERRED = ("vkml.optim", "vkml.utils", "vkml.distributions", "lark", "multiprocessing", "vkml.runtime.vulkan", "cffi")
+DEFERRED = (
+    "vkml.optim",
+    "vkml.utils",
+    "vkml.distributions",
+    "lark",
+    "multiprocessing",
+    "vkml.runtime.vulkan",
+    "cffi",
+    "zipfile",
+)
 
 
 def test_import_vkml_defers_what_a_first_op_does_not_need() -> None:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import json
 
 from ..graph.node import Op
 from ..ir import types as T
@@ -41,7 +40,7 @@ def _describe(value, out: list) -> None:
     if value is None or kind is bool or kind is int:
         out.append(repr(value))
     elif kind is str:
-        out.append(json.dumps(value))
+        out.append(repr(value))
     elif kind is float:
         out.append(value.hex())
     elif kind is tuple or kind is list:

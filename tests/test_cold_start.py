@@ -281,6 +281,7 @@ def test_start_benchmark_samples_compile_cold_and_nothing_warm(gpu) -> None:
     for cache, compiled in (("cold", 2), ("warm", 0)):
         samples, result = bench_cold_start.vkml_samples(gpu.name, 1, cache)
         assert [sample["kernels compiled"] for sample in samples] == [compiled]
+        assert [sample["templates lowered"] for sample in samples] == [compiled]  # warm: read from the disk
         assert set(samples[0]) >= {"import", "device", "first result", "total", "cpu"}
         assert result.tobytes() == expected.numpy().tobytes()  # the CPU's bits
 

@@ -24,6 +24,7 @@ from vkml.dsl import elementwise as custom
 from vkml.runtime.counters import counters
 from vkml.runtime.vulkan import cache_secret, template_store
 from vkml.runtime.vulkan.template_store import MAGIC, MAX_TEMPLATE_BYTES
+from vkml.schedule import scheduler as schedule
 
 
 def run(dev, op) -> np.ndarray:
@@ -324,3 +325,21 @@ def test_writers_racing_on_one_template_leave_a_whole_entry(gpu, cache):
             thread.join()
     assert all(seen) and _valid_template(path)
     assert not [p for p in (folder / "templates").iterdir() if p.suffix == ".tmp"]
+
+
+def test_a_lazy_kernel_is_the_kernel_its_text_describes(gpu, cache):
+    """A kernel read from the disk: its body is parsed on first use, and ``dataclasses.replace`` (vkml.jit's
+    variants) gives a plain Kernel."""
+    import dataclasses
+
+    from vkml.ir.core import Kernel
+    from vkml.ir.lazy_kernel import LazyKernel
+    from vkml.ir.text import parse_kernel
+
+    run(gpu, victim)
+    (template,) = [t for t in schedule._templates.values() if isinstance(t.kernels[0].kernel, LazyKernel)]
+    kernel = template.kernels[0].kernel
+    assert kernel._parsed is None  # nothing read its body to run it
+    assert kernel == parse_kernel(str(kernel)) and kernel._parsed is not None
+    renamed = dataclasses.replace(kernel, name="renamed")
+    assert type(renamed) is Kernel and renamed.name == "renamed" and renamed.body is kernel.body

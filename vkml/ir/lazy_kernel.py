@@ -28,6 +28,13 @@ class LazyKernel(Kernel):
     reading its body raises IRError (the text and the description came from one entry).
     """
 
+    def __new__(cls, *args, **fields):
+        # ``dataclasses.replace(kernel, ...)`` calls the class with every field of a Kernel (vkml.jit's
+        # variants do): what it makes is a plain Kernel, the text of the one replaced no longer its own.
+        if "body" in fields:
+            return Kernel(**fields)
+        return super().__new__(cls)
+
     def __init__(
         self,
         text: str,

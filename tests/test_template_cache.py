@@ -343,3 +343,33 @@ def test_a_lazy_kernel_is_the_kernel_its_text_describes(gpu, cache):
     assert kernel == parse_kernel(str(kernel)) and kernel._parsed is not None
     renamed = dataclasses.replace(kernel, name="renamed")
     assert type(renamed) is Kernel and renamed.name == "renamed" and renamed.body is kernel.body
+
+
+@pytest.mark.stress
+def test_processes_filling_one_folder_at_once_leave_a_warm_cache(gpu, tmp_path):
+    """Several new processes start on one empty folder at once (a job array): each gets the CPU's bits, and
+    a process started afterwards lowers and compiles nothing."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    code = f"""
+import json, numpy as np, vkml
+from vkml.runtime.counters import counters
+a = (np.arange(64, dtype=np.float32).reshape(8, 8) - 20) / 9
+x = vkml.tensor(a, device={gpu.name!r})
+out = vkml.softmax(x @ x, dim=-1).numpy()
+print(json.dumps([out.tobytes().hex(), counters["templates_lowered"], counters["kernels_compiled"]]))
+"""
+    env = {**os.environ, "PYTHONPATH": str(root), "VKML_CACHE_DIR": str(tmp_path / "cache")}
+
+    def start():
+        return subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
+
+    racing = [start() for _ in range(4)]
+    outputs = [json.loads(p.communicate(timeout=300)[0]) for p in racing]
+    (warm,) = [json.loads(start().communicate(timeout=300)[0])]
+    a = (np.arange(64, dtype=np.float32).reshape(8, 8) - 20) / 9
+    expected = vkml.softmax(vkml.tensor(a) @ vkml.tensor(a), dim=-1).numpy().tobytes().hex()
+    assert all(out[0] == expected for out in outputs) and warm[0] == expected
+    assert warm[1:] == [0, 0]

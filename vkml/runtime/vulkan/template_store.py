@@ -10,10 +10,11 @@ An entry is used only under the folder's trusted key (vkml/runtime/vulkan/cache_
 MAC says this user's vkml wrote it, so its kernels are the ones lowered for that structure; a
 template anybody could have written would name kernels of another computation, which the kernel
 cache would compile and run faithfully. Without a trusted key the store holds nothing. The key
-of an entry covers the scheduler's (the group's structure, the device's tuning, the lowering
-sources' fingerprint) and this device's features; the entry names its key and vkml's version
-inside, so a copied or stale entry is a miss. Any entry that fails a check is removed
-(``cache_entries_rejected``) and the group lowered again.
+of an entry covers the scheduler's (the group's structure, the device's tuning, the fusion
+limits), a hash of the lowering sources, the Python and numpy versions and this device's
+features; the entry names its key and vkml's version inside, so a copied or stale entry is a
+miss. Any entry that fails a check is removed (``cache_entries_rejected``) and the group lowered
+again.
 
 File format: ``MAGIC``, the HMAC-SHA256 of the rest under the folder's key, the UTF-8 JSON
 ``{"key", "version", "template"}``.
@@ -26,8 +27,11 @@ import hashlib
 import hmac
 import json
 import os
+import sys
 import threading
 from pathlib import Path
+
+import numpy as np
 
 from ... import config
 from ..counters import count
@@ -96,7 +100,9 @@ class TemplateStore:
 
     def __init__(self, kernels: KernelCache):
         self.kernels = kernels
-        self._prefix = repr(kernels.features).encode() + b"\0"
+        # Lowering computes constants with numpy, in this Python: their versions key the entries too.
+        versions = f"{sys.version}\0{np.__version__}\0"
+        self._prefix = (versions + repr(kernels.features)).encode() + b"\0"
 
     def key(self, structure: str) -> str:
         """The file key of a template whose scheduler key is ``structure`` on this device."""

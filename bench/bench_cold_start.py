@@ -67,7 +67,7 @@ np.save(sys.argv[2], out)
 from vkml.runtime.counters import counters
 print(json.dumps({{"import": imported - started, "device": opened - imported, "first result": done - opened,
        "total": done - started, "cpu": time.process_time() - cpu0 + times.children_user + times.children_system,
-       "kernels compiled": counters["kernels_compiled"]}}))
+       "kernels compiled": counters["kernels_compiled"], "templates lowered": counters["templates_lowered"]}}))
 """
 
 _TORCH_CHILD = f"""
@@ -172,7 +172,7 @@ def measure_start(vkml_device: str, torch_device: str, repeats: int) -> list[Row
                     f"after import: vkml {statistics.median(after_import):.3f} s, PyTorch "
                     f"{statistics.median(peer_after_import):.3f} s; CPU time (with children): vkml "
                     f"{_median(ours, 'cpu'):.3f} s, PyTorch {_median(theirs, 'cpu'):.3f} s; kernels compiled: "
-                    f"{_median(ours, 'kernels compiled'):g}"
+                    f"{_median(ours, 'kernels compiled'):g}, groups lowered: {_median(ours, 'templates lowered'):g}"
                 ),
                 phases={phase: _median(ours, phase) for phase in PHASES}
                 | {f"PyTorch {phase}": _median(theirs, phase) for phase in PHASES},

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
+import hmac
 import json
 import os
 import signal
@@ -25,7 +26,7 @@ import pytest
 import vkml
 from vkml.codegen import spirv as codegen_spirv
 from vkml.runtime.counters import counters
-from vkml.runtime.vulkan import kernel_cache
+from vkml.runtime.vulkan import cache_secret, kernel_cache
 from vkml.runtime.vulkan.kernel_cache import MAGIC, KernelBinary, read_entry
 from vkml.runtime.vulkan.pipelines import PIPELINE_CACHE_MAGIC, PipelineCacheFile
 from vkml.schedule import scheduler as schedule
@@ -104,17 +105,27 @@ def _body(data: bytes) -> tuple[dict, bytes]:
     return json.loads(body[4 : 4 + length]), body[4 + length :]
 
 
-def _signed(header: dict | bytes, spirv: bytes, magic: bytes = MAGIC) -> bytes:
-    """An entry with a correct checksum around ``header`` and ``spirv``: what a forger can make."""
+def _signed(header: dict | bytes, spirv: bytes, magic: bytes = MAGIC, secret: bytes = b"") -> bytes:
+    """An entry with a correct MAC under ``secret`` around ``header`` and ``spirv`` (the empty key: what
+    anybody can make; the folder's key: what this user's vkml, or a program of this user, can make)."""
     raw = header if isinstance(header, bytes) else json.dumps(header, sort_keys=True).encode()
     body = struct.pack("<I", len(raw)) + raw + spirv
-    return magic + hashlib.sha256(body).digest() + body
+    return magic + hmac.new(secret, body, hashlib.sha256).digest() + body
+
+
+def _folder_secret(path: Path) -> bytes:
+    """The MAC key of the folder holding entry ``path`` (the empty key where it has no trusted one)."""
+    return kernel_cache.mac_key(path.parent.parent) or b""
 
 
 def forged(path: Path, spirv=None, **changes) -> None:
+    """The entry changed and signed with its folder's own key, so that the checks past the MAC are what
+    refuse it. Changed SPIR-V comes with ``validated: false``: nothing vouches for it."""
     header, good_spirv = _body(path.read_bytes())
     header.update(changes)
-    path.write_bytes(_signed(header, good_spirv if spirv is None else spirv(good_spirv)))
+    if spirv is not None:
+        header["validated"] = False
+    path.write_bytes(_signed(header, good_spirv if spirv is None else spirv(good_spirv), secret=_folder_secret(path)))
 
 
 def _flip(data: bytes, at: int) -> bytes:
@@ -205,7 +216,10 @@ ENTRY_FAULTS = {
     "forged_unknown_dtype": lambda p, d, t: forged(p, push_constants=[["s0", "float128", 0]]),
     "forged_push_size_huge": lambda p, d, t: forged(p, push_size=1 << 20),
     "forged_push_beyond_size": lambda p, d, t: forged(p, push_size=4, push_constants=[["s0", "float32", 64]]),
-    "forged_header_not_json": lambda p, d, t: p.write_bytes(_signed(b"{not json", _body(p.read_bytes())[1])),
+    "forged_header_not_json": lambda p, d, t: p.write_bytes(
+        _signed(b"{not json", _body(p.read_bytes())[1], secret=_folder_secret(p))
+    ),
+    "signed_by_anybody": lambda p, d, t: p.write_bytes(_signed(*_body(p.read_bytes()))),
     "forged_header_length": lambda p, d, t: p.write_bytes(
         (lambda data: _signed(b"", b"")[:40] + struct.pack("<I", 1 << 30) + data[44:])(p.read_bytes())
     ),
@@ -222,8 +236,10 @@ ENTRY_FAULTS = {
 
 
 def _valid_entry(path: Path) -> bool:
+    """Whether ``path`` holds a good entry of its folder (signed with that folder's key)."""
     data = read_entry(path, kernel_cache.MAX_ENTRY_BYTES)
-    return data is not None and KernelBinary.from_bytes(data, path.stem) is not None
+    secret = cache_secret.mac_key(path.parent.parent) or b""
+    return data is not None and KernelBinary.from_bytes(data, path.stem, secret) is not None
 
 
 @pytest.mark.parametrize("fault", sorted(ENTRY_FAULTS) + ["open_denied"])
@@ -248,11 +264,15 @@ def test_a_bad_cache_entry_costs_a_recompile_never_a_wrong_result(gpu, cache, tm
         assert rejected >= 1 and counters["kernels_compiled"] > before["kernels_compiled"]
 
 
+@pytest.mark.parametrize("trusted", [True, False], ids=["folder_key", "no_trusted_key"])
 @pytest.mark.parametrize("fault", sorted(f for f in ENTRY_FAULTS if f.startswith("forged_") and "spirv" in f))
-def test_forged_spirv_is_refused_before_the_driver_sees_it(gpu, cache, tmp_path, monkeypatch, fault):
-    """A forger can sign an entry with the right key; spirv-val still stands between it and the driver
-    (one that crashes on malformed SPIR-V would otherwise take the process down)."""
+def test_forged_spirv_is_refused_before_the_driver_sees_it(gpu, cache, tmp_path, monkeypatch, fault, trusted):
+    """SPIR-V that nothing vouches for passes spirv-val before a driver sees it (one that crashes on malformed
+    SPIR-V would otherwise take the process down): an entry under the folder's key that does not say it was
+    validated, and any entry of a folder with no trusted key, which anybody could have signed."""
     folder, path, donor_path = cache
+    if not trusted:
+        monkeypatch.setattr(kernel_cache, "mac_key", lambda folder: None)
     ENTRY_FAULTS[fault](path, donor_path, tmp_path)
     forget_memory(gpu)
     rebuilds = []

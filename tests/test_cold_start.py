@@ -6,6 +6,7 @@ Timing is bench/bench_cold_start.py's business (docs/benchmarks.md); these tests
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 import struct
@@ -44,7 +45,16 @@ def _python(code: str, **env: str) -> str:
 
 # vkml.nn is imported by `import vkml` after all: autocast wraps nn.functional's functions there
 # (vkml/frontend/amp.py), so that `F.linear` inside an autocast region is seen.
-DEFERRED = ("vkml.optim", "vkml.utils", "vkml.distributions", "lark", "multiprocessing", "vkml.runtime.vulkan", "cffi")
+DEFERRED = (
+    "vkml.optim",
+    "vkml.utils",
+    "vkml.distributions",
+    "lark",
+    "multiprocessing",
+    "vkml.runtime.vulkan",
+    "cffi",
+    "zipfile",
+)
 
 
 def test_import_vkml_defers_what_a_first_op_does_not_need() -> None:
@@ -97,16 +107,41 @@ print(vkml.softmax(a @ a, dim=-1).numpy().round(4).tolist(), "vkml.runtime.vulka
     assert out.endswith("False"), out
 
 
-def test_the_c_parser_loads_only_for_a_device_with_cooperative_matrix2(gpu) -> None:
-    """vkml/runtime/vulkan/newer_api.py's structs (and pycparser, to declare them) serve that extension alone."""
-    report = next(r for r in vkml.vulkan_device_reports() if f"vulkan:{r['index']}" == gpu.name)
+def test_opening_a_device_never_loads_the_c_parser(gpu) -> None:
+    """vkml/runtime/vulkan/newer_api.py's structs come parsed ahead of time (newer_api_types.py): no device,
+    VK_NV_cooperative_matrix2's included, imports pycparser to declare them."""
     code = f"""
 import sys, vkml
+from vkml.runtime.vulkan import newer_api
 a = vkml.tensor([[1.0, 2.0], [3.0, 4.0]], device={gpu.name!r})
 vkml.softmax(a @ a, dim=-1).numpy()
+newer_api.ffi.sizeof("VkPhysicalDeviceCooperativeMatrix2FeaturesNV")
 print("pycparser" in sys.modules)
 """
-    assert _python(code).strip() == str("VK_NV_cooperative_matrix2" in report["extensions"])
+    assert _python(code).strip() == "False"
+
+
+def test_the_prebuilt_types_are_the_declarations() -> None:
+    """Every type of newer_api_types.py has the size and field offsets that parsing the declarations gives."""
+    from vkml.runtime.vulkan import newer_api
+
+    assert newer_api.prebuilt is not None and newer_api.ffi is newer_api.prebuilt
+    parsed = newer_api.parsed_ffi()
+
+    def named(ctype) -> str:  # the table names a struct by its tag where the parse names its typedef
+        return ctype.cname.replace("struct ", "")
+
+    for name in sorted(newer_api.DECLARED):
+        ours, theirs = newer_api.prebuilt.typeof(name), parsed.typeof(name)
+        assert (ours.kind, named(ours)) == (theirs.kind, named(theirs))
+        if ours.kind == "struct":
+            assert newer_api.prebuilt.sizeof(name) == parsed.sizeof(name)
+            fields = [(f, newer_api.prebuilt.offsetof(name, f)) for f, _ in ours.fields]
+            assert fields == [(f, parsed.offsetof(name, f)) for f, _ in theirs.fields]
+            assert [named(t.type) for _, t in ours.fields] == [named(t.type) for _, t in theirs.fields]
+        else:
+            assert named(ours.result) == named(theirs.result)
+            assert [named(a) for a in ours.args] == [named(a) for a in theirs.args]
 
 
 # ---------------------------------------------------------------------------- parallel compilation
@@ -143,7 +178,8 @@ def fresh_compile(gpu, monkeypatch, folder: Path, threads: int) -> tuple[list[np
 
 
 def cache_files(folder: Path) -> dict[str, bytes]:
-    return {path.name: path.read_bytes() for path in (folder / "kernels").glob("*.spv")}
+    """Each entry's bytes after its MAC (each folder has a key of its own)."""
+    return {path.name: path.read_bytes()[len(MAGIC) + 32 :] for path in (folder / "kernels").glob("*.spv")}
 
 
 def test_parallel_compile_makes_the_same_kernels_and_bits(gpu, tmp_path, monkeypatch) -> None:
@@ -195,13 +231,14 @@ def test_a_failing_compile_raises_as_without_threads(gpu, tmp_path, monkeypatch,
     forget_memory(gpu)
 
 
-def _signed_entry(path: Path, spirv: bytes) -> None:
-    """Replace the SPIR-V of the entry at ``path``, with a correct checksum (what a forger can write)."""
+def _signed_entry(path: Path, spirv: bytes, secret: bytes = b"") -> None:
+    """Replace the SPIR-V of the entry at ``path``, signed with ``secret`` (the empty key: what anybody can
+    write; it is refused where the folder has a trusted key, and validated where it has none)."""
     data = path.read_bytes()
     body = data[len(MAGIC) + 32 :]
     (length,) = struct.unpack_from("<I", body)
     body = body[: 4 + length] + spirv
-    path.write_bytes(MAGIC + hashlib.sha256(body).digest() + body)
+    path.write_bytes(MAGIC + hmac.new(secret, body, hashlib.sha256).digest() + body)
 
 
 def test_damaged_entries_are_rebuilt_during_a_parallel_compile(gpu, tmp_path, monkeypatch) -> None:
@@ -212,7 +249,7 @@ def test_damaged_entries_are_rebuilt_during_a_parallel_compile(gpu, tmp_path, mo
     kernels = folder / "kernels"
     (kernels / damaged[0]).write_bytes(good[damaged[0]][:-5])  # truncated: fails its checksum
     header = struct.pack("<5I", 0x07230203, 0x00010300, 0, 64, 0)
-    _signed_entry(kernels / damaged[1], header + bytes(64))  # checksum right, spirv-val rejects it
+    _signed_entry(kernels / damaged[1], header + bytes(64))  # not signed with the folder's key: refused
     # The third passes every check, but the driver refuses it once (as a driver may refuse a forged module).
     refused: list[str] = []
     real_create = gpu.pipelines.create
@@ -244,6 +281,7 @@ def test_start_benchmark_samples_compile_cold_and_nothing_warm(gpu) -> None:
     for cache, compiled in (("cold", 2), ("warm", 0)):
         samples, result = bench_cold_start.vkml_samples(gpu.name, 1, cache)
         assert [sample["kernels compiled"] for sample in samples] == [compiled]
+        assert [sample["templates lowered"] for sample in samples] == [compiled]  # warm: read from the disk
         assert set(samples[0]) >= {"import", "device", "first result", "total", "cpu"}
         assert result.tobytes() == expected.numpy().tobytes()  # the CPU's bits
 
@@ -273,11 +311,10 @@ def test_matrix_types_stay_interned_when_threads_ask_at_once(monkeypatch) -> Non
 # ---------------------------------------------------------------------------- the warm path
 
 
-def test_an_entry_read_again_is_validated_once_per_process(gpu, tmp_path, monkeypatch) -> None:
+def _watch_validation(monkeypatch) -> list[bytes]:
+    """The SPIR-V modules spirv-val is asked about from now on."""
     from vkml.runtime.vulkan import kernel_cache
 
-    folder = tmp_path / "cache"
-    expected, _, _ = fresh_compile(gpu, monkeypatch, folder, 1)  # compiled here: codegen validated each
     validated: list[bytes] = []
     real_validate = kernel_cache.spirv_tools.validate
 
@@ -286,6 +323,37 @@ def test_an_entry_read_again_is_validated_once_per_process(gpu, tmp_path, monkey
         return real_validate(spirv, target_env, *rest)
 
     monkeypatch.setattr(kernel_cache.spirv_tools, "validate", validate)
+    return validated
+
+
+def test_a_warm_process_lowers_and_validates_nothing(gpu, tmp_path, monkeypatch) -> None:
+    """Under the folder's trusted key, entries written after spirv-val passed are not validated again, and the
+    groups' kernels come from the template store: a new process runs neither lowering nor a tool."""
+    from vkml.runtime.vulkan import kernel_cache
+
+    folder = tmp_path / "cache"
+    expected, cold, _ = fresh_compile(gpu, monkeypatch, folder, 1)
+    assert cold["templates_lowered"] == 4 and cold["templates_loaded"] == 0
+    kernel_cache._validated.clear()  # as in a new process
+    validated = _watch_validation(monkeypatch)
+    results, warm, _ = fresh_compile(gpu, monkeypatch, folder, 4)
+    forget_memory(gpu)
+    assert validated == [] and warm["kernels_compiled"] == 0 and warm["cache_entries_rejected"] == 0
+    assert warm["templates_lowered"] == 0 and warm["templates_loaded"] == 4
+    for ours, reference in zip(results, expected):
+        assert ours.tobytes() == reference.tobytes()
+
+
+def test_an_entry_read_again_is_validated_once_per_process(gpu, tmp_path, monkeypatch) -> None:
+    """Where the folder has no trusted key (cache_secret.py), every entry read is validated, once per process."""
+    from vkml.runtime.vulkan import kernel_cache, template_store
+
+    monkeypatch.setattr(kernel_cache, "mac_key", lambda folder: None)
+    monkeypatch.setattr(template_store, "mac_key", lambda folder: None)
+    folder = tmp_path / "cache"
+    expected, _, _ = fresh_compile(gpu, monkeypatch, folder, 1)  # compiled here: codegen validated each
+    assert not (folder / "templates").exists()  # no template is stored without a trusted key
+    validated = _watch_validation(monkeypatch)
     results, counts, _ = fresh_compile(gpu, monkeypatch, folder, 4)  # memory levels dropped: read from disk
     assert counts["kernels_compiled"] == 0 and validated == []
     # Bytes changed on disk are other bytes: validated (and here rejected, then rebuilt) as ever.

@@ -18,7 +18,6 @@ from __future__ import annotations
 import collections
 import io
 import pickle
-import zipfile
 
 import numpy as np
 
@@ -118,7 +117,7 @@ _GLOBALS = {
 
 
 class _Unpickler(pickle.Unpickler):
-    def __init__(self, file, archive: zipfile.ZipFile, prefix: str, byteorder: str):
+    def __init__(self, file, archive: zipfile.ZipFile, prefix: str, byteorder: str):  # noqa: F821
         super().__init__(file)
         self.archive, self.prefix, self.byteorder = archive, prefix, byteorder
         self.storages: dict[str, _Storage] = {}
@@ -161,6 +160,8 @@ def is_torch_zip(data: bytes) -> bool:
     """Whether ``data`` is a zip archive holding a ``data.pkl`` (``torch.save``'s format)."""
     if not data.startswith(b"PK\x03\x04"):
         return False
+    import zipfile  # lazy: off import vkml's path (zipfile, with shutil, bz2 and lzma, serves checkpoints alone)
+
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             return any(name.endswith("/data.pkl") or name == "data.pkl" for name in archive.namelist())
@@ -170,6 +171,8 @@ def is_torch_zip(data: bytes) -> bool:
 
 def read(data: bytes):
     """The object a ``torch.save`` zip archive holds, tensors as ``HostTensor`` (see the module)."""
+    import zipfile  # lazy: off import vkml's path (see is_torch_zip)
+
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         names = archive.namelist()
         pickles = [n for n in names if n.endswith("/data.pkl") or n == "data.pkl"]

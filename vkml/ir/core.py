@@ -125,6 +125,10 @@ class Kernel:
                 return s
         raise KeyError(name)
 
+    def param_types(self) -> tuple[tuple[str, str], ...]:
+        """(name, dtype name) of each parameter: what a dispatch must give, without reading the body."""
+        return tuple((p.name, p.dtype.name) for p in self.params)
+
     def vector_shared(self) -> frozenset[str]:
         """The shared arrays some ``shared_vstore`` writes: a device holds them as vectors of four."""
         return frozenset(s.attrs[0] for s in walk(self.body) if isinstance(s, Instr) and s.op == "shared_vstore")

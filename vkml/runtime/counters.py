@@ -25,7 +25,10 @@ submitted work was still running, because that work does not touch their memory)
 that the driver refused, and were removed to be rebuilt, vkml/runtime/vulkan/kernel_cache.py),
 ``cache_files_evicted`` (cache files removed to keep the folder within its byte budget),
 ``cache_evictions`` (in-memory cache entries dropped to stay within their bounds, vkml/ir/lru.py),
-``pipelines_destroyed`` (VkPipelines destroyed once evicted and unused, vkml/runtime/vulkan/pipelines.py).
+``pipelines_destroyed`` (VkPipelines destroyed once evicted and unused, vkml/runtime/vulkan/pipelines.py),
+``templates_lowered`` (kernel groups lowered to IR: misses of the memory and the disk template caches),
+``templates_loaded`` (kernel groups whose lowered kernels were read from the disk instead,
+vkml/schedule/template_disk.py).
 """
 
 from __future__ import annotations
@@ -52,6 +55,8 @@ KEYS = (
     "cache_files_evicted",
     "cache_evictions",
     "pipelines_destroyed",
+    "templates_lowered",
+    "templates_loaded",
 )
 
 counters: dict[str, int] = dict.fromkeys(KEYS, 0)

@@ -71,7 +71,7 @@ from ..kernels.index import index_arithmetic, needs_wide_index
 from ..kernels.lowering import BufferKind, GroupMode, ViewRole
 from ..runtime.base import Buffer, Dispatch
 from ..runtime.counters import counters
-from . import checks, plan_cache
+from . import checks, plan_cache, template_disk
 
 RECOMPUTE_LIMIT = 12
 BROADCAST_RECOMPUTE_LIMIT = 3
@@ -583,8 +583,15 @@ class _Group:
         key = _TemplateKey((self.sig.key, kernels_tuning.tuning_for(self.root.device)))  # laid out per device
         found = _templates.get(key)
         if found is None:
-            lowered = _lower_group(self.root, self.chain, self.leaf_ids, self.mode, self.sig.baked)
-            found = _indexed(lowered, self.sig, self.outputs)
+            # Then the disk (a Vulkan device's): what an earlier process lowered for this structure.
+            device, limits = self.root.device, _limits()
+            found = template_disk.load(device, key.parts, limits, self.sig, len(self.outputs))
+            if found is None:
+                lowered = _lower_group(self.root, self.chain, self.leaf_ids, self.mode, self.sig.baked)
+                found = template_disk.save(device, key.parts, limits, _indexed(lowered, self.sig, self.outputs))
+                counters["templates_lowered"] += 1
+            else:
+                counters["templates_loaded"] += 1
             _templates[key] = found
             while len(_templates) > lru.LIMITS["templates"][0]:  # bounded: shapes that change every step
                 _templates.popitem(last=False)
@@ -692,16 +699,20 @@ def _deep_enough(depth: int):
         sys.setrecursionlimit(previous)
 
 
-def _namespace(device) -> tuple:
-    """What a plan depends on besides the graph's structure (tests and tuning runs change these)."""
-    limits = (
+def _limits() -> tuple:
+    """The fusion limits and parameter budgets (tests and tuning runs change these)."""
+    return (
         RECOMPUTE_LIMIT,
         BROADCAST_RECOMPUTE_LIMIT,
         MAX_KERNEL_LOADS,
         kernels.PARAM_BUDGET_NBYTES,
         kernels.VIEW_PARAM_BUDGET_NBYTES,
     )
-    return (device.name, kernels_tuning.tuning_for(device), limits)
+
+
+def _namespace(device) -> tuple:
+    """What a plan depends on besides the graph's structure."""
+    return (device.name, kernels_tuning.tuning_for(device), _limits())
 
 
 def realize(*targets: Node) -> None:

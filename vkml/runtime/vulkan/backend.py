@@ -68,6 +68,7 @@ from ...errors import DeviceError, DTypeError, ShapeError
 from ...ir import types as T
 from ..base import Buffer, Device, Dispatch
 from ..counters import counters
+from . import template_store
 from .descriptors import DescriptorSets
 from .instance import vk
 from .kernel_cache import KernelCache
@@ -76,6 +77,7 @@ from .memory import Allocation, MemoryBlock, MemoryPool
 from .pipelines import Pipelines
 from .recordings import Recorded, Recordings, fingerprint
 from .reports import device_rank, physical_device_count, physical_device_info, vulkan_device_reports
+from .template_store import TemplateStore
 from .timestamps import TimestampQueries
 from .transfers import Transfers
 
@@ -200,6 +202,8 @@ class VulkanDevice(Device):
         self.memory = MemoryPool(self.logical, block_size)
         self.transfers = Transfers(self.logical, self.memory)
         self.kernels = KernelCache(self.features, compiler)
+        self.template_store = TemplateStore(self.kernels)  # lowered kernels on disk (vkml/schedule/template_disk.py)
+        template_store.prefetch()  # the sources' hashes, which the first realize's cache keys need
         self.pipelines = Pipelines(self.logical, self.kernels)
         self.descriptors = DescriptorSets(self.logical)
         self.recordings = Recordings(self.logical)
@@ -631,8 +635,10 @@ def device(index: int = 0) -> VulkanDevice:
         with _devices_lock:
             found = _devices.get(index)
             if found is None:
-                reports = vulkan_device_reports()
-                if not 0 <= index < len(reports):
+                # The count alone: the reports query every physical device, the others included, and are
+                # made only to name them in the error.
+                if not 0 <= index < physical_device_count():
+                    reports = vulkan_device_reports()
                     have = ", ".join(f"vulkan:{r['index']} ({r['name']})" for r in reports) or "none"
                     raise DeviceError(f"no Vulkan device {index}: this machine has {have}")
                 found = _devices[index] = VulkanDevice(index)

@@ -24,16 +24,24 @@ recently used files (``DiskBudget``).
     >>> binary.spirv[:4]                             # doctest: +SKIP
     b'\\x03\\x02#\\x07'
 
-File format (``<cache>/kernels/<key>.spv``): ``MAGIC``, the SHA-256 of the rest, a 4-byte
-little-endian length, that many bytes of JSON (key, vkml version, push constants, push size,
-entry point, address slots), the SPIR-V words.
+Every entry carries an HMAC of its body under the folder's secret key
+(vkml/runtime/vulkan/cache_secret.py): an entry this user's vkml wrote after its SPIR-V passed
+spirv-val says so, and a later process hands it to the driver without running spirv-val again
+(a warm start runs no tool). Where the folder has no trusted key, entries are signed with the
+empty key and every entry read is validated first.
+
+File format (``<cache>/kernels/<key>.spv``): ``MAGIC``, the HMAC-SHA256 of the rest, a 4-byte
+little-endian length, that many bytes of JSON (key, vkml version, whether spirv-val passed it,
+push constants, push size, entry point, address slots), the SPIR-V words.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import hashlib
+import hmac
 import json
 import os
 import shutil
@@ -55,9 +63,10 @@ from ...ir import lru
 from ...ir import types as T
 from ...ir.core import Kernel
 from ..counters import count
+from .cache_secret import mac_key
 from .dump import dump_kernel
 
-MAGIC = b"VKMLSPV2"
+MAGIC = b"VKMLSPV3"
 SPIRV_MAGIC = 0x07230203
 # No kernel's SPIR-V comes near this; a larger file is not an entry (a symlink to /dev/zero, a hostile file).
 MAX_ENTRY_BYTES = 16 << 20
@@ -79,6 +88,9 @@ class KernelBinary:
     address_slots: tuple[tuple[int, int], ...] = ()  # (binding, byte offset) of each uint64 device address
     # Read from the disk cache rather than compiled in this process: a driver error rebuilds it (pipelines.py).
     from_disk: bool = field(default=False, compare=False)
+    # Its SPIR-V passed spirv-val: compiled by codegen (which validates), or read from an entry whose MAC
+    # verifies under the folder's trusted key and which says so (vkml/runtime/vulkan/cache_secret.py).
+    validated: bool = field(default=False, compare=False)
 
     @classmethod
     def from_compiled(cls, compiled) -> KernelBinary:
@@ -91,11 +103,15 @@ class KernelBinary:
             address_slots=tuple((int(b), int(o)) for b, o in getattr(compiled, "address_slots", ())),
         )
 
-    def to_bytes(self, key: str = "") -> bytes:
-        """The entry for cache key ``key``: the key and vkml's version travel inside the checksummed body."""
+    def to_bytes(self, key: str = "", secret: bytes | None = None) -> bytes:
+        """The entry for cache key ``key``: the key and vkml's version travel inside the MAC'd body.
+
+        ``secret``: the MAC key (default: the cache folder's, ``entry_secret``).
+        """
         header = {
             "key": key,
             "version": vkml_version(),
+            "validated": self.validated,
             "push_constants": [[name, dtype.name, offset] for name, dtype, offset in self.push_constants],
             "push_size": self.push_size,
             "entry_point": self.entry_point,
@@ -103,23 +119,25 @@ class KernelBinary:
         }
         header_bytes = json.dumps(header, sort_keys=True).encode()
         body = struct.pack("<I", len(header_bytes)) + header_bytes + self.spirv
-        return MAGIC + hashlib.sha256(body).digest() + body
+        return MAGIC + entry_mac(body, secret) + body
 
     @classmethod
-    def from_bytes(cls, data: bytes, key: str = "") -> KernelBinary | None:
+    def from_bytes(cls, data: bytes, key: str = "", secret: bytes | None = None) -> KernelBinary | None:
         """The binary stored in ``data`` for cache key ``key``, or None if it is damaged in any way,
-        names another key or another vkml version."""
+        names another key or another vkml version, or was not signed with ``secret`` (default: the
+        cache folder's). It counts as ``validated`` only where the secret is a trusted key."""
         try:
             if data[: len(MAGIC)] != MAGIC:
                 return None
+            secret = entry_secret() if secret is None else secret
             digest, body = data[len(MAGIC) : len(MAGIC) + 32], data[len(MAGIC) + 32 :]
-            if hashlib.sha256(body).digest() != digest:
+            if not hmac.compare_digest(entry_mac(body, secret), digest):
                 return None
             (length,) = struct.unpack_from("<I", body)
             if length > len(body) - 4:
                 return None
             header = json.loads(body[4 : 4 + length])
-            # A valid entry copied under another name is another kernel: the checksum cannot tell, the key can.
+            # A valid entry copied under another name is another kernel: the MAC cannot tell, the key can.
             if header["key"] != key or header["version"] != vkml_version():
                 return None
             spirv = body[4 + length :]
@@ -138,6 +156,7 @@ class KernelBinary:
                 entry_point=str(header["entry_point"]),
                 address_slots=address_slots,
                 from_disk=True,
+                validated=bool(secret) and header.get("validated") is True,
             )
         except Exception:  # noqa: BLE001  (whatever the bytes are, the answer is "not an entry")
             return None
@@ -148,7 +167,17 @@ class KernelBinary:
         A forged entry that passes every other check must still not make a dispatch miss a parameter.
         """
         given = sorted((name, dtype.name) for name, dtype, _ in self.push_constants)
-        return given == sorted((p.name, p.dtype.name) for p in kernel.params)
+        return given == sorted(kernel.param_types())
+
+
+def entry_secret() -> bytes:
+    """The MAC key of the cache folder's entries: its trusted key, or b"" where it has none (cache_secret.py)."""
+    return mac_key(config.cache_dir()) or b""
+
+
+def entry_mac(body: bytes, secret: bytes | None = None) -> bytes:
+    """HMAC-SHA256 of an entry's ``body`` under ``secret`` (default: ``entry_secret()``)."""
+    return hmac.new(entry_secret() if secret is None else secret, body, hashlib.sha256).digest()
 
 
 def kernel_ir_text(kernel: Kernel) -> str:
@@ -274,7 +303,7 @@ class DiskBudget:
     writes are seen at the next scan.
     """
 
-    SUFFIXES = (".spv", ".bin")
+    SUFFIXES = (".spv", ".bin", ".tpl")
 
     def __init__(self):
         self.total: int | None = None
@@ -295,7 +324,7 @@ class DiskBudget:
     def _files(self, folder: Path) -> list[tuple[float, int, Path]]:
         """(mtime, size, path) of every cache file (regular files only; links and the rest are not ours)."""
         found = []
-        for sub in ("kernels", "pipelines"):
+        for sub in ("kernels", "pipelines", "templates"):
             try:
                 names = os.listdir(folder / sub)
             except OSError:
@@ -392,6 +421,7 @@ class KernelCache:
             )
             found = KernelBinary.from_compiled(compiled)
             if self.compiler is default_compiler:  # codegen validated it (a hand compiler may not have)
+                found = dataclasses.replace(found, validated=True)
                 _validated.put(_validated_key(found.spirv, self.features.target_env), True)
             count("kernels_compiled")
             self._write(path, found.to_bytes(key))
@@ -402,12 +432,13 @@ class KernelCache:
     def _read(self, path: Path, key: str, kernel: Kernel) -> KernelBinary | None:
         """The entry at ``path`` for ``key``; a file there that is not one is removed (and counted).
 
-        An entry's SPIR-V passes spirv-val before any driver sees it, as a fresh compile does: a
-        forged entry with a good checksum and key must cost a recompile, not a driver crash.
+        An entry's SPIR-V passes spirv-val before any driver sees it, as a fresh compile does, unless
+        its MAC under the folder's trusted key says this user's vkml validated it when it wrote it:
+        a forged entry (which cannot have that MAC) must cost a recompile, not a driver crash.
         """
         data = read_entry(path, MAX_ENTRY_BYTES, touch=True)
         found = None if data is None else KernelBinary.from_bytes(data, key)
-        if found is not None and found.fits(kernel) and self._valid(found):
+        if found is not None and found.fits(kernel) and (found.validated or self._valid(found)):
             return found
         if data is not None or os.path.lexists(path):
             remove_entry(path)

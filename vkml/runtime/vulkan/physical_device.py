@@ -336,7 +336,7 @@ def query(index: int) -> PhysicalDeviceInfo:
     base = vk.vkGetPhysicalDeviceProperties(handle)
     api_version = min(base.apiVersion, vk_instance.instance_api_version())
     info = PhysicalDeviceInfo(index=index, handle=handle, api_version=api_version)
-    info.extensions = frozenset(e.extensionName for e in vk.vkEnumerateDeviceExtensionProperties(handle, None))
+    info.extensions = _device_extensions(handle, ffi, lib)
     api = info.api
 
     props = info.properties
@@ -373,6 +373,20 @@ def query(index: int) -> PhysicalDeviceInfo:
     if info.features.get("cooperativeMatrixFlexibleDimensions"):
         info.cooperative_matrix_flexible = _flexible_dimensions(handle)
     return info
+
+
+def _device_extensions(handle, ffi, lib) -> frozenset[str]:
+    """The device's extension names, read with raw calls: the binding's wrapper converts each name through a
+    ``dir()`` of its C type (a device has a hundred or more of them)."""
+    count = ffi.new("uint32_t*")
+    vk_instance.check(
+        lib.vkEnumerateDeviceExtensionProperties(handle, ffi.NULL, count, ffi.NULL),
+        "vkEnumerateDeviceExtensionProperties",
+    )
+    properties = ffi.new("VkExtensionProperties[]", count[0])
+    result = lib.vkEnumerateDeviceExtensionProperties(handle, ffi.NULL, count, properties)
+    vk_instance.check(result, "vkEnumerateDeviceExtensionProperties")
+    return frozenset(ffi.string(properties[i].extensionName).decode() for i in range(count[0]))
 
 
 def _query_chained_properties(info: PhysicalDeviceInfo, ffi, lib) -> None:

@@ -218,15 +218,42 @@ class _Roots:
                             out[(id(opt), gi, id(p), j)] = v
         return out
 
+    def scalar_sources(self, keys) -> tuple[list, list]:
+        """Where each of ``keys`` (keys of ``scalars``) comes from, to recompute only those on a replay:
+        ([(optimizer, group index, parameter)], per key (index in that list, position in the
+        optimizer's ``_jit_scalars``))."""
+        sources: list = []
+        index: dict = {}
+        for opt in self.optimizers.values():
+            for gi, group in enumerate(opt.param_groups):
+                for p in group["params"]:
+                    index[(id(opt), gi, id(p))] = (opt, gi, p)
+        at: dict = {}
+        out = []
+        for key in keys:
+            where = key[:3]
+            if where not in at:
+                at[where] = len(sources)
+                sources.append(index[where])
+            out.append((at[where], key[3]))
+        return sources, out
+
     def guard(self) -> tuple:
         """What the recording assumed of the modules, optimizers and generators besides tensors."""
-        training = tuple(m.training for m in self.modules.values())
+        training = tuple([m.training for m in self.modules.values()])
         hyper = tuple(
-            tuple((k, v) for k, v in g.items() if k != "params" and k != "param_names")
-            for opt in self.optimizers.values()
-            for g in opt.param_groups
+            [
+                tuple([(k, v) for k, v in g.items() if k != "params" and k != "param_names"])
+                for opt in self.optimizers.values()
+                for g in opt.param_groups
+            ]
         )
         return training, hyper, autograd.is_grad_enabled()
+
+
+def _scalar_values(sources: list) -> list:
+    """Each source's ``_jit_scalars`` as its optimizer would use them now (``_Roots.scalar_sources``)."""
+    return [opt._jit_scalars(opt.param_groups[gi], opt.state[p]) for opt, gi, p in sources]
 
 
 def _get(loc):
@@ -301,8 +328,33 @@ def _input_signature(tensors: list) -> tuple:
     if all(n.op == "buffer" for n in nodes) and len({id(n) for n in nodes}) == len(nodes):
         # Realized arguments (a data loader's batches): the trace of each is the node alone.
         return nodes, (tuple([(n.shape, n.dtype) for n in nodes]), extra)
+    key = tuple([id(n) for n in nodes])
+    found = _TRACES.get(key)
+    if found is not None:  # the same argument nodes as a recent call (a dataset's batches, views taken once)
+        refs, ops, at, structure = found
+        order = [r() for r in refs]
+        # Alive, each argument the very node traced then (an id is not reused while its object
+        # lives), and no node realized since (the only change a node's graph sees).
+        if all([n is not None and n.op == op for n, op in zip(order, ops)]) and all(
+            [order[i] is n for i, n in zip(at, nodes)]
+        ):
+            return order, (structure, extra)
     order, structure = plan_cache.trace(nodes, kernels_matmul.mode) if nodes else ([], ())
+    if len(_TRACES) >= TRACES_KEPT:
+        del _TRACES[next(iter(_TRACES))]
+    where = {id(n): i for i, n in enumerate(order)}
+    _TRACES[key] = (
+        tuple([weakref.ref(n) for n in order]),
+        tuple([n.op for n in order]),
+        [where[i] for i in key],
+        structure,
+    )
     return order, (structure, extra)
+
+
+TRACES_KEPT = 16  # argument graphs whose trace is kept (weakly), for calls that pass the same ones again
+_TRACES: dict = {}  # ids of the argument nodes -> (weak references to the trace's nodes, their ops, the
+# arguments' positions in it, its structure key)
 
 
 class _Call:
@@ -602,19 +654,48 @@ class _Program:
         self.ring_next = 0
         self.ring_fills = fills
         self.ring_draws = any(src[0] == "draw" for _, _, src in fills)
-        self.ring_scalars = any(src[0] == "scalar" for _, _, src in fills)
         self.ring_words = np.zeros(start, np.uint32)
 
-    def _write_scalars(self, roots: _Roots, words) -> int:
-        """Fill the next ring entry with this replay's scalars (``words``: the draws' key words)
-        and bind it; returns its index."""
+    def bind_roots(self, roots: _Roots) -> None:
+        """Where the optimizers' per-step scalars come from: only those the work takes are recomputed
+        on a replay (``_Roots.scalar_sources``), and the ring's fills name them by position."""
+        self.roots = roots
+        fills = self.ring_fills if self.ring is not None else []
+        keys = [src[1] for _, _, src in fills if src[0] == "scalar"] + [e[2] for e in self.scalar_params]
+        self.scalar_sources, where = roots.scalar_sources(keys)
+        where = iter(where)
+        # (word, whether a float32, whether a draw's key word, draw or source index, word or
+        # position in _jit_scalars, dtype)
+        self.ring_fills = [
+            (at, is_float, True, src[1], src[2], T.int32)
+            if src[0] == "draw"
+            else (at, is_float, False, *next(where), src[2])
+            for at, is_float, src in fills
+        ]
+        self.scalar_params = [(d, name, *next(where), dtype) for d, name, _, dtype in self.scalar_params]
+        self._release_reads()
+
+    def _release_reads(self) -> None:
+        """Let go of what the dispatches read from outside: a state buffer another recording of this
+        function may write next must be held by its tensor alone (``_target``), and an argument's
+        buffer is not kept alive past the call. A replay binds them again when it records."""
+        for d, name, _ in self.input_buffers:
+            d.buffers[name] = None
+        for _, refs, _, _ in self.live_reads:
+            for d, name in refs:
+                d.buffers[name] = None
+        for d, name, *_ in self.alias_reads:
+            d.buffers[name] = None
+
+    def _write_scalars(self, words, values) -> int:
+        """Fill the next ring entry with this replay's scalars (``words``: the draws' key words,
+        ``values``: ``_scalar_values`` of ``scalar_sources``) and bind it; returns its index."""
         k = self.ring_next
         self.ring_next = (k + 1) % RING
-        scalars = roots.scalars() if self.ring_scalars else None
         out = self.ring_words
         found: dict = {}  # (value, dtype, float32?) -> bits: the parameters of a group share their scalars
-        for at, is_float, (kind, a, b) in self.ring_fills:
-            raw, dtype = (words[a][b], T.int32) if kind == "draw" else (scalars[a], b)
+        for at, is_float, draw, a, b, dtype in self.ring_fills:
+            raw = words[a][b] if draw else values[a][b]
             key = (raw if raw else repr(raw), dtype, is_float)  # -0.0 is not 0.0
             bits = found.get(key)
             if bits is None:
@@ -696,42 +777,41 @@ class _Program:
                 return None
         return found
 
-    def replay(self, roots: _Roots, inputs: list, live: list) -> list:
-        # What changes from one replay to the next, gathered as it is bound: the command buffer
-        # recorded for the same values is found by this key, without walking every dispatch.
+    def replay(self, inputs: list, live: list) -> list:
+        # What changes from one replay to the next, gathered first: the command buffer recorded
+        # for the same values is found by this key, without walking every dispatch; the
+        # dispatches are bound only when none is kept (``Device.run_again``).
         changes: list = [self.uid]
-        for d, name, pos in self.input_buffers:
-            b = d.buffers[name] = inputs[pos].buffer
-            changes.append(getattr(b, "binding_key", None))
-        for d, name, pos, ref in self.input_params:
+        in_buffers = [inputs[pos].buffer for _, _, pos in self.input_buffers]
+        changes += [getattr(b, "binding_key", None) for b in in_buffers]
+        values = []  # the values of params_changing, in its order
+        for _, _, pos, ref in self.input_params:
             node = inputs[pos]
-            d.params[name] = plan_cache.view_value(node.arg, *ref) if ref is not None else _param(node.arg.value)
-        for d, name, pos, level, field, divisor, bits, delta in self.derived_params:
+            values.append(plan_cache.view_value(node.arg, *ref) if ref is not None else _param(node.arg.value))
+        for _, _, pos, level, field, divisor, bits, delta in self.derived_params:
             value = (plan_cache.view_value(inputs[pos].arg, level, field, 1, 0) + delta) // divisor
-            d.params[name] = value % (1 << bits) if bits else value
-        for (_, refs, _, _), b in zip(self.live_reads, live):
-            changes.append(getattr(b, "binding_key", None))
-            for d, name in refs:
-                d.buffers[name] = b
-        for d, name, loc, start, numel, _, _ in self.alias_reads:  # the same window of the state as it is now
+            values.append(value % (1 << bits) if bits else value)
+        changes += [getattr(b, "binding_key", None) for b in live]
+        aliases = []
+        for _, _, loc, start, numel, _, _ in self.alias_reads:  # the same window of the state as it is now
             t = _get(loc)
-            b = d.buffers[name] = self.device.alias((t._node if t._base is None else t.node).buffer, start, numel)
+            b = self.device.alias((t._node if t._base is None else t.node).buffer, start, numel)
+            aliases.append(b)
             changes.append(getattr(b, "binding_key", None))
         for state, name, delta in self.numbers:
             state[name] += delta
         words = None  # each generator draws once per replay, as in the recorded call
         if self.draw_params or (self.ring is not None and self.ring_draws):
             words = [g.next_key() for g in self.draw_generators]
+        scalars = _scalar_values(self.scalar_sources) if self.scalar_sources else None
         if self.ring is not None:
-            ring_entry = self._write_scalars(roots, words)
+            ring_entry = self._write_scalars(words, scalars)
             changes.append(ring_entry)
-        if self.draw_params:
-            for d, name, i, w in self.draw_params:
-                d.params[name] = _param(lazy._scalar_value(words[i][w], T.int32))
-        if self.scalar_params:
-            scalars = roots.scalars()
-            for d, name, key, dtype in self.scalar_params:
-                d.params[name] = _param(lazy._scalar_value(scalars[key], dtype))
+        for _, _, i, w in self.draw_params:
+            values.append(_param(lazy._scalar_value(words[i][w], T.int32)))
+        for _, _, a, j, dtype in self.scalar_params:
+            values.append(_param(lazy._scalar_value(scalars[a][j], dtype)))
+        changes += [(v.__class__, v if v else repr(v)) for v in values]  # -0.0 is not 0.0
         live_ids = {id(b) for b in live}
         if self.ring is not None or self.check_slots:
             self._read_finished_checks()
@@ -741,6 +821,8 @@ class _Program:
                 check.nodes = ()
             else:
                 open_checks.append(check)
+        written = []
+        target = None
         for s in self.slots:
             if s.last is None:
                 continue
@@ -749,33 +831,36 @@ class _Program:
                 for d, name in s.writes:
                     d.buffers[name] = target
                 s.last = target
+            written.append(target)
             changes.append(getattr(target, "binding_key", None))
-        for d, name, *_ in self.params_changing:
-            v = d.params[name]
-            changes.append((v.__class__, v if v else repr(v)))  # -0.0 is not 0.0
+        del target
         carried = {}
         if checks.active():  # the checks the state read carries stay with what is computed from it
             for loc, *_ in self.live_reads:
                 for c in checks._unverified.get(_get(loc)._node, ()):
                     if not c.passed:
                         carried[id(c)] = c
-        del live
-        if self.device.kind == "vulkan":
-            self.device.run(self.dispatches, key=tuple(changes))
-            if self.ring is not None:
-                self.ring_serials[ring_entry] = self.device.last_submission
+        device = self.device
+        if device.kind != "vulkan" or not device.run_again(tuple(changes), written):
+            for (d, name, _), b in zip(self.input_buffers, in_buffers):
+                d.buffers[name] = b
+            for (_, refs, _, _), b in zip(self.live_reads, live):
+                for d, name in refs:
+                    d.buffers[name] = b
+            for (d, name, *_), b in zip(self.alias_reads, aliases):
+                d.buffers[name] = b
+            for (d, name, *_), v in zip(self.params_changing, values):
+                d.params[name] = v
+            del live, in_buffers, aliases
+            if device.kind == "vulkan":
+                device.run(self.dispatches, key=tuple(changes))
+            else:
+                device.run(self.dispatches)
+            self._release_reads()
         else:
-            self.device.run(self.dispatches)
-        # The entries of what was read let go of it: a state buffer another recording of this
-        # function may write next must be held by its tensor alone (``_target``), and an
-        # argument's buffer is not kept alive past the call.
-        for d, name, _ in self.input_buffers:
-            d.buffers[name] = None
-        for _, refs, _, _ in self.live_reads:
-            for d, name in refs:
-                d.buffers[name] = None
-        for d, name, *_ in self.alias_reads:
-            d.buffers[name] = None
+            del live, in_buffers, aliases
+        if self.ring is not None:
+            self.ring_serials[ring_entry] = device.last_submission
         return self._publish(list(carried.values()), open_checks)
 
     def _read_finished_checks(self) -> None:
@@ -836,7 +921,17 @@ class _Program:
                 t = Tensor(node)
                 if s.requires_grad:
                     t.requires_grad_(True)
-                setattr(holder, name, t) if kind == "attr" else holder.__setitem__(name, t)
+                if kind == "item":
+                    holder[name] = t
+                elif name == "grad" and holder.__class__.grad is _GRAD and holder._base is None:
+                    # Tensor.grad's setter checks the dtype and size against the parameter's own:
+                    # those the recording's were, unless the parameter was given another.
+                    own = holder._node
+                    if own.shape != node.shape or own.dtype is not node.dtype:
+                        holder.grad = t  # PyTorch's error
+                    holder._grad = t
+                else:
+                    setattr(holder, name, t)
         outs = [Tensor(nodes[id(s)]) for s in self.out_slots]
         self.made_checks = open_checks + made  # checks of earlier replays not read yet, then this one's
         if made or checks.active():
@@ -845,6 +940,7 @@ class _Program:
         return outs
 
 
+_GRAD = Tensor.grad  # the property a replay's new gradients bypass where its checks hold
 _nothing = Node(Op.BUFFER, (), None, (), None, None)  # a guard nothing computes through (replayed checks are done)
 
 
@@ -1023,7 +1119,7 @@ class _Captured:
             del previous, same, call, result, outs
             program.rebase()
             program.verify_internal()
-            program.roots = roots
+            program.bind_roots(roots)
             self.programs.append(program)
             self.warmup = 0
             self.stats["captures"] += 1
@@ -1059,7 +1155,7 @@ class _Captured:
     def _replay(self, found) -> list:
         program, inputs, live = found
         del found
-        outs = program.replay(program.roots, inputs, live)
+        outs = program.replay(inputs, live)
         self.stats["replays"] += 1
         self.stats["fresh_buffers"] = sum(p.fresh_buffers for p in self.programs)
         return _rebuild(program.out_template, outs)

@@ -239,16 +239,26 @@ class _Roots:
         return sources, out
 
     def guard(self) -> tuple:
-        """What the recording assumed of the modules, optimizers and generators besides tensors."""
+        """What the recording assumed of the modules, optimizers and generators besides tensors.
+
+        An optimizer's hyper-parameters are taken as they are, but for those its ``_jit_covered(group)``
+        names (Adam's ``lr``): they reach the work only through ``_jit_scalars``, recomputed on every
+        replay, so a learning-rate scheduler does not record anew. Groups whose covered values were
+        equal may have been told apart by nothing at capture (their scalars were equal): which groups
+        are equal is part of the guard."""
         training = tuple([m.training for m in self.modules.values()])
-        hyper = tuple(
-            [
-                tuple([(k, v) for k, v in g.items() if k != "params" and k != "param_names"])
-                for opt in self.optimizers.values()
-                for g in opt.param_groups
-            ]
-        )
-        return training, hyper, autograd.is_grad_enabled()
+        hyper = []
+        covered = []
+        for opt in self.optimizers.values():
+            names_of = getattr(opt, "_jit_covered", None)
+            for g in opt.param_groups:
+                names = names_of(g) if names_of is not None else ()
+                hyper.append(
+                    tuple([(k, v) for k, v in g.items() if k != "params" and k != "param_names" and k not in names])
+                )
+                covered.append(tuple([(k, g[k]) for k in names]))
+        same = tuple([covered.index(c) for c in covered]) if len(covered) > 1 else ()
+        return training, tuple(hyper), same, autograd.is_grad_enabled()
 
 
 def _scalar_values(sources: list) -> list:
@@ -447,7 +457,7 @@ class _Program:
         written = {id(b) for d in self.dispatches for n, b in d.buffers.items() if _writes(d, n)}
         self._bind_slots(first, call, written)
         self._bind_inputs(call)
-        self._check_fixed(first, written)
+        self._check_fixed(first, call, written)
         self._bind_params(first, call)
         self._counters(first, call)
         self._buffer_scalars()
@@ -549,12 +559,14 @@ class _Program:
                 if pos is not None:
                     self.input_buffers.append((d, name, pos))
 
-    def _check_fixed(self, first: _Call, written: set) -> None:
+    def _check_fixed(self, first: _Call, call: _Call, written: set) -> None:
         """Refuse a buffer read from outside the work that is neither an argument's nor bound from state,
         yet differs between the two calls: a replay would read the recorded one, stale."""
         bound = {(id(d), name) for d, name, _ in self.input_buffers}
         bound.update((id(d), name) for _, refs, _, _ in self.live_reads for d, name in refs)
         self.alias_reads = []  # (dispatch, name, location, start, numel, parent numel, dtype): a window of state
+        self.window_reads = []  # (dispatch, name, position of an argument's view): the window of it the work cut
+        leaves = {id(n.buffer): n for n in call.inputs if n.realized}
         for d, d_first in zip(self.dispatches, first.recorder.dispatches):
             for name, b in d.buffers.items():
                 if id(b) in written or (id(d), name) in bound or b is d_first.buffers[name]:
@@ -563,6 +575,11 @@ class _Program:
                 loc = None if parent is None else self._by_before.get(id(parent))
                 if loc is not None:
                     self.alias_reads.append((d, name, loc, b.start, b.numel, parent.numel, parent.dtype))
+                    continue
+                leaf = None if parent is None else leaves.get(id(parent))
+                pos = None if leaf is None else _window_input(call, first, leaf, b, d_first.buffers[name])
+                if pos is not None:
+                    self.window_reads.append((d, name, pos))
                     continue
                 raise JitError(
                     f"{self.name}: kernel {d.kernel.name!r} reads a tensor of {b.numel} elements that changed "
@@ -684,7 +701,7 @@ class _Program:
         for _, refs, _, _ in self.live_reads:
             for d, name in refs:
                 d.buffers[name] = None
-        for d, name, *_ in self.alias_reads:
+        for d, name, *_ in self.alias_reads + self.window_reads:
             d.buffers[name] = None
 
     def _write_scalars(self, words, values) -> int:
@@ -798,6 +815,10 @@ class _Program:
             b = self.device.alias((t._node if t._base is None else t.node).buffer, start, numel)
             aliases.append(b)
             changes.append(getattr(b, "binding_key", None))
+        for _, _, pos in self.window_reads:  # the window of this call's argument, as the work cut it
+            b = _window_of(inputs[pos])
+            aliases.append(b)
+            changes.append(getattr(b, "binding_key", None))
         for state, name, delta in self.numbers:
             state[name] += delta
         words = None  # each generator draws once per replay, as in the recorded call
@@ -847,7 +868,7 @@ class _Program:
             for (_, refs, _, _), b in zip(self.live_reads, live):
                 for d, name in refs:
                     d.buffers[name] = b
-            for (d, name, *_), b in zip(self.alias_reads, aliases):
+            for (d, name, *_), b in zip(self.alias_reads + self.window_reads, aliases):
                 d.buffers[name] = b
             for (d, name, *_), v in zip(self.params_changing, values):
                 d.params[name] = v
@@ -942,6 +963,32 @@ class _Program:
 
 _GRAD = Tensor.grad  # the property a replay's new gradients bypass where its checks hold
 _nothing = Node(Op.BUFFER, (), None, (), None, None)  # a guard nothing computes through (replayed checks are done)
+
+
+def _window_of(node):
+    """The alias the graph builder cuts for a view of view node ``node``'s realized source, or None."""
+    window = lazy._window_of_buffer(node.srcs[0], node.arg)
+    return None if window is None else window.srcs[0].buffer
+
+
+def _window_input(call: _Call, first: _Call, leaf, b, b_first):
+    """The position of an argument's view over ``leaf`` (an argument's realized buffer) of which
+    ``b`` is the window the graph builder cut (``graph.build._window_of_buffer``: the work viewed
+    the argument anew, its gradient's transpose), the same in both recorded calls; None if none.
+    A replay cuts the window of its own argument so: its offset follows the argument's."""
+    for pos, n in enumerate(call.inputs):
+        if n.op != "view" or n.srcs[0] is not leaf:
+            continue
+        n_first = first.inputs[pos]
+        w, w_first = _window_of(n), _window_of(n_first)
+        if (
+            w is not None
+            and w_first is not None
+            and (w.start, w.numel) == (b.start, b.numel)
+            and (w_first.start, w_first.numel) == (getattr(b_first, "start", None), b_first.numel)
+        ):
+            return pos
+    return None
 
 
 def _derived_view_param(node, node_first, ref, call: _Call, first: _Call, node_pos: dict):
@@ -1051,6 +1098,7 @@ class _Captured:
         self.programs: list[_Program] = []  # one per argument signature seen (at most max_captures)
         self.previous: list[_Call] = []  # the last recorded call of each signature not captured yet
         self.warmup = 0
+        self._guard_changed = False  # whether the last recorded call's settings differed from the one before
         self.stats = {"recorded_calls": 0, "captures": 0, "replays": 0, "fresh_buffers": 0}
         self._open: tuple | None = None
 
@@ -1108,6 +1156,7 @@ class _Captured:
         previous = same[0] if same else None
         self.previous = [c for c in self.previous if c is not previous][-self.max_captures :] + [call]
         program = None
+        self._guard_changed = previous is not None and previous.guard != call.guard
         if previous is not None and previous.guard == call.guard and _same_work(previous.recorder, call.recorder):
             try:
                 program = _Program(self.name, previous, call)
@@ -1126,6 +1175,15 @@ class _Captured:
             return _rebuild(program.out_template, outs_now)
         self.warmup += 1
         if self.warmup > MAX_WARMUP:
+            if self._guard_changed:
+                raise JitError(
+                    f"{self.name}: {self.warmup} calls in a row ran with other settings than the call before (an "
+                    f"optimizer's hyper-parameters, such as a learning rate a scheduler sets every step, a module's "
+                    f"train()/eval(), grad mode): a recording holds them as constants, so vkml.jit replays only "
+                    f"work whose settings repeat. Adam's lr (AdamW's with weight_decay=0) may change between "
+                    f"replays; for the others, step the scheduler less often or call the function without "
+                    f"vkml.jit"
+                )
             raise JitError(
                 f"{self.name}: {self.warmup} calls in a row recorded different work (kernels, shapes or random "
                 f"draws change every call); vkml.jit replays only work that repeats"

@@ -439,3 +439,28 @@ def test_a_view_argument_over_a_tensor_realized_by_the_call_replays_at_each_offs
         results.append([np.float32(t.item()).view(np.uint32) for t in out] + [model.weight.detach().numpy().tobytes()])
     assert results[0] == results[1]
     assert f.stats["replays"] >= 4
+
+
+def test_gradients_kept_outside_are_never_overwritten_by_later_replays(dev):
+    # A replay writes each state slot's other buffer; one a kept tensor (last step's gradient, as
+    # PyTorch's zero_grad() leaves it to whoever holds it) still holds is replaced, not written.
+    model, opt = _setup(dev, "adam", dropout=False)
+
+    @vkml.jit
+    def step(x, y):
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    xs, ys = _batches(dev, 1)
+    for _ in range(4):
+        step(xs[0], ys[0])
+    kept = [p.grad for p in model.parameters()]
+    values = [t.numpy().copy() for t in kept]
+    for _ in range(3):
+        step(xs[0], ys[0])
+    assert all(np.array_equal(t.numpy(), v) for t, v in zip(kept, values, strict=True))
+    assert not np.array_equal(model[0].weight.grad.numpy(), values[0])
+    assert step.stats["fresh_buffers"] > 0

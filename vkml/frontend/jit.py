@@ -691,11 +691,13 @@ class _Program:
         ]
         self.scalar_params = [(d, name, *next(where), dtype) for d, name, _, dtype in self.scalar_params]
         self._release_reads()
+        self._prepare_publish()
 
     def _release_reads(self) -> None:
-        """Let go of what the dispatches read from outside: a state buffer another recording of this
-        function may write next must be held by its tensor alone (``_target``), and an argument's
-        buffer is not kept alive past the call. A replay binds them again when it records."""
+        """Let go of what the dispatches read from outside and of the slots they write: a state
+        buffer another recording of this function may write next must be held by its tensor alone
+        (the choice of a slot's buffer in ``replay`` counts its holders), and an argument's buffer
+        is not kept alive past the call. A replay binds them again when it records."""
         for d, name, _ in self.input_buffers:
             d.buffers[name] = None
         for _, refs, _, _ in self.live_reads:
@@ -703,6 +705,9 @@ class _Program:
                 d.buffers[name] = None
         for d, name, *_ in self.alias_reads + self.window_reads:
             d.buffers[name] = None
+        for s in self.slots:  # written ones too: a slot's buffers are held by its own lists alone
+            for d, name in s.writes:
+                d.buffers[name] = None
 
     def _write_scalars(self, words, values) -> int:
         """Fill the next ring entry with this replay's scalars (``words``: the draws' key words,
@@ -772,32 +777,41 @@ class _Program:
         self._internal = None
 
     # -- replay
-    def live(self) -> list | None:
-        """The buffers the state tensors hold now, one per ``live_reads`` entry; None if one does not fit."""
+    def live(self) -> tuple | None:
+        """(the buffers the state tensors hold now, one per ``live_reads`` entry, and their nodes);
+        None if one does not fit."""
         found = []
-        for loc, _, numel, dtype in self.live_reads:
-            t = _get(loc)
+        nodes = []
+        for (kind, holder, name), _, numel, dtype in self.live_reads:
+            if kind == "tensor":
+                t = holder
+            elif kind == "attr":
+                t = holder._grad if name == "grad" else getattr(holder, name)
+            else:
+                t = holder.get(name)
             if t is None:
                 return None
             node = t._node if t._base is None else t.node
-            if not node.realized:
+            if node.op != _BUFFER_OP:
                 t.realize()
                 node = t.node
             b = node.buffer
             if b.numel != numel or b.dtype is not dtype:
                 return None
             found.append(b)
+            nodes.append(node)
         for _, _, loc, _, _, numel, dtype in self.alias_reads:
             t = _get(loc)
             node = None if t is None else (t._node if t._base is None else t.node)
             if node is None or not node.realized or node.buffer.numel != numel or node.buffer.dtype is not dtype:
                 return None
-        return found
+        return found, nodes
 
-    def replay(self, inputs: list, live: list) -> list:
+    def replay(self, inputs: list, live: tuple) -> list:
         # What changes from one replay to the next, gathered first: the command buffer recorded
         # for the same values is found by this key, without walking every dispatch; the
         # dispatches are bound only when none is kept (``Device.run_again``).
+        live, live_nodes = live
         changes: list = [self.uid]
         in_buffers = [inputs[pos].buffer for _, _, pos in self.input_buffers]
         changes += [getattr(b, "binding_key", None) for b in in_buffers]
@@ -833,7 +847,6 @@ class _Program:
         for _, _, a, j, dtype in self.scalar_params:
             values.append(_param(lazy._scalar_value(scalars[a][j], dtype)))
         changes += [(v.__class__, v if v else repr(v)) for v in values]  # -0.0 is not 0.0
-        live_ids = {id(b) for b in live}
         if self.ring is not None or self.check_slots:
             self._read_finished_checks()
         open_checks = []
@@ -843,24 +856,29 @@ class _Program:
             else:
                 open_checks.append(check)
         written = []
-        target = None
+        getrefcount = sys.getrefcount
+        b = last = None
         for s in self.slots:
-            if s.last is None:
-                continue
-            target = self._target(s, live_ids)
-            if target is not s.last:
-                for d, name in s.writes:
-                    d.buffers[name] = target
-                s.last = target
-            written.append(target)
-            changes.append(getattr(target, "binding_key", None))
-        del target
+            last = s.last
+            mine = s.mine
+            b = mine[1] if mine[0] is last else mine[0]
+            # ``b`` (not written last time) is held by s.mine, ``b`` and getrefcount's argument;
+            # ``last`` also by s.last and ``last``. Any other holder is a tensor whose value must
+            # stay, or ``live`` (what the work reads, never to be written: held here so).
+            if getrefcount(b) > 3:
+                b = last if getrefcount(last) <= 4 else self._fresh(s)
+            s.last = b
+            written.append(b)
+        del b, last, mine
+        changes += [getattr(b, "binding_key", None) for b in written]
         carried = {}
         if checks.active():  # the checks the state read carries stay with what is computed from it
-            for loc, *_ in self.live_reads:
-                for c in checks._unverified.get(_get(loc)._node, ()):
+            unverified = checks._unverified
+            for node in live_nodes:
+                for c in unverified.get(node, ()):
                     if not c.passed:
                         carried[id(c)] = c
+        del live_nodes
         device = self.device
         if device.kind != "vulkan" or not device.run_again(tuple(changes), written):
             for (d, name, _), b in zip(self.input_buffers, in_buffers):
@@ -872,6 +890,9 @@ class _Program:
                 d.buffers[name] = b
             for (d, name, *_), v in zip(self.params_changing, values):
                 d.params[name] = v
+            for s, b in zip(self.slots, written):
+                for d, name in s.writes:
+                    d.buffers[name] = b
             del live, in_buffers, aliases
             if device.kind == "vulkan":
                 device.run(self.dispatches, key=tuple(changes))
@@ -882,7 +903,7 @@ class _Program:
             del live, in_buffers, aliases
         if self.ring is not None:
             self.ring_serials[ring_entry] = device.last_submission
-        return self._publish(list(carried.values()), open_checks)
+        return self._publish(written, list(carried.values()), open_checks)
 
     def _read_finished_checks(self) -> None:
         """Read the values of earlier replays' checks that the device has finished, as a read of
@@ -902,65 +923,88 @@ class _Program:
             if check.message is None:
                 checks.passed(check)
 
-    def _target(self, s: _Slot, live_ids: set):
-        """One of the slot's buffers that no tensor holds and the work does not read, else a new one."""
-        for b in s.mine:  # not enumerate: its tuple would hold b once more
-            if id(b) in live_ids:
-                continue
-            # Held by s.mine, by getrefcount's argument, by the loop's variable and, if written last
-            # time, by s.last and the dispatches' write entries: any other holder is a tensor whose
-            # value must stay.
-            if sys.getrefcount(b) <= (3 if b is not s.last else 4 + len(s.writes)):
-                return b
+    def _fresh(self, s: _Slot):
+        """A new buffer for slot ``s``, both of whose own a tensor holds or the work reads."""
+        b = self.device.allocate(s.dtype, s.mine[0].numel)
+        self.fresh_buffers += 1
+        s.mine[1 if s.mine[0] is s.last else 0] = b  # forget one a tensor keeps (not the one entries point to)
+        return b
         b = self.device.allocate(s.dtype, s.mine[0].numel)
         self.fresh_buffers += 1
         s.mine[1 if s.mine[0] is s.last else 0] = b  # forget one a tensor keeps (not the one entries point to)
         return b
 
-    def _publish(self, carried: list, open_checks: list) -> list:
-        nodes = {}
-        for s in self.slots:
-            if s.last is not None:
-                n = Node(Op.BUFFER, (), None, s.shape, s.dtype, self.device)
-                n.buffer = s.last
-                nodes[id(s)] = n
-        made = []
-        if self.check_slots:
-            for describe, error, slots in self.check_slots:
-                made.append(checks.Check(_nothing, tuple(nodes[id(s)] for s in slots), describe, error))
+    def _prepare_publish(self) -> None:
+        """What ``_publish`` does for each state slot, decided once: (how, holder, name, position in
+        ``slots`` or None, requires_grad). How: 0 the place takes None, 1 the tensor itself gets the
+        new value, 2 the tensor now at the place does, 3 a new gradient, 4 a new tensor in a dict,
+        5 a new tensor set as an attribute."""
+        at = {id(s): i for i, s in enumerate(self.slots)}
+        self._publish_state = []
         for s in self.state_slots:
             kind, holder, name = s.loc
             if s.last is None:
+                how = 0
+            elif kind == "tensor":
+                how = 1
+            elif s.same_object:
+                how = 2
+            elif kind == "item":
+                how = 4
+            elif name == "grad" and isinstance(holder, Tensor) and holder.__class__.grad is _GRAD:
+                how = 3
+            else:
+                how = 5
+            self._publish_state.append((how, s.loc, at.get(id(s)), s.requires_grad))
+        self._publish_outs = [at[id(s)] for s in self.out_slots]
+        self._publish_checks = [
+            (describe, error, [at[id(s)] for s in slots]) for describe, error, slots in self.check_slots
+        ]
+
+    def _publish(self, targets: list, carried: list, open_checks: list) -> list:
+        """Give the state places, the outputs and the checks their nodes over ``targets`` (the
+        buffers just written, one per slot)."""
+        device = self.device
+        nodes = [Node(_BUFFER_OP, (), None, s.shape, s.dtype, device) for s in self.slots]
+        for n, b in zip(nodes, targets):
+            n.buffer = b
+        made = [
+            checks.Check(_nothing, tuple([nodes[i] for i in at]), describe, error)
+            for describe, error, at in self._publish_checks
+        ]
+        for how, loc, i, requires_grad in self._publish_state:
+            kind, holder, name = loc
+            if how == 1 or how == 2:
+                t = holder if how == 1 else _get(loc)
+                t._node = nodes[i]
+                t._vcount += 1
+                continue
+            if how == 0:
                 setattr(holder, name, None) if kind == "attr" else holder.__setitem__(name, None)
                 continue
-            node = nodes[id(s)]
-            if kind == "tensor" or s.same_object:
-                t = _get(s.loc)
-                t._node = node
-                t._vcount += 1
+            node = nodes[i]
+            t = Tensor(node)
+            if requires_grad:
+                t.requires_grad_(True)
+            if how == 3 and holder._base is None:
+                # Tensor.grad's setter checks the dtype and size against the parameter's own:
+                # those the recording's were, unless the parameter was given another.
+                own = holder._node
+                if own.shape != node.shape or own.dtype is not node.dtype:
+                    holder.grad = t  # PyTorch's error
+                holder._grad = t
+            elif how == 4:
+                holder[name] = t
             else:
-                t = Tensor(node)
-                if s.requires_grad:
-                    t.requires_grad_(True)
-                if kind == "item":
-                    holder[name] = t
-                elif name == "grad" and holder.__class__.grad is _GRAD and holder._base is None:
-                    # Tensor.grad's setter checks the dtype and size against the parameter's own:
-                    # those the recording's were, unless the parameter was given another.
-                    own = holder._node
-                    if own.shape != node.shape or own.dtype is not node.dtype:
-                        holder.grad = t  # PyTorch's error
-                    holder._grad = t
-                else:
-                    setattr(holder, name, t)
-        outs = [Tensor(nodes[id(s)]) for s in self.out_slots]
+                setattr(holder, name, t)
+        outs = [Tensor(nodes[i]) for i in self._publish_outs]
         self.made_checks = open_checks + made  # checks of earlier replays not read yet, then this one's
         if made or checks.active():
-            targets = [nodes[id(s)] for s in self.slots if s.last is not None]
-            checks.submitted(made + carried, tuple(targets))
+            checks.submitted(made + carried, tuple(nodes))
         return outs
 
 
+_BUFFER_OP = Op.BUFFER
 _GRAD = Tensor.grad  # the property a replay's new gradients bypass where its checks hold
 _nothing = Node(Op.BUFFER, (), None, (), None, None)  # a guard nothing computes through (replayed checks are done)
 

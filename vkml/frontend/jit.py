@@ -681,14 +681,13 @@ class _Program:
         keys = [src[1] for _, _, src in fills if src[0] == "scalar"] + [e[2] for e in self.scalar_params]
         self.scalar_sources, where = roots.scalar_sources(keys)
         where = iter(where)
-        # (word, whether a float32, whether a draw's key word, draw or source index, word or
-        # position in _jit_scalars, dtype)
-        self.ring_fills = [
-            (at, is_float, True, src[1], src[2], T.int32)
-            if src[0] == "draw"
-            else (at, is_float, False, *next(where), src[2])
-            for at, is_float, src in fills
-        ]
+        # (whether a draw's key word, draw or source index, word or position in _jit_scalars,
+        # dtype, whether a float32) -> the ring words that take it: dispatches share a scalar
+        groups: dict = {}
+        for at, is_float, src in fills:
+            source = (True, src[1], src[2], T.int32) if src[0] == "draw" else (False, *next(where), src[2])
+            groups.setdefault((*source, is_float), []).append(at)
+        self.ring_fills = [(*source, tuple(ats)) for source, ats in groups.items()]
         self.scalar_params = [(d, name, *next(where), dtype) for d, name, _, dtype in self.scalar_params]
         self._release_reads()
         self._prepare_publish()
@@ -711,23 +710,18 @@ class _Program:
 
     def _write_scalars(self, words, values) -> int:
         """Fill the next ring entry with this replay's scalars (``words``: the draws' key words,
-        ``values``: ``_scalar_values`` of ``scalar_sources``) and bind it; returns its index."""
+        ``values``: ``_scalar_values`` of ``scalar_sources``); returns its index (the dispatches
+        bind its windows, ``ring_windows``, when the replay records)."""
         k = self.ring_next
         self.ring_next = (k + 1) % RING
         out = self.ring_words
-        found: dict = {}  # (value, dtype, float32?) -> bits: the parameters of a group share their scalars
-        for at, is_float, draw, a, b, dtype in self.ring_fills:
-            raw = words[a][b] if draw else values[a][b]
-            key = (raw if raw else repr(raw), dtype, is_float)  # -0.0 is not 0.0
-            bits = found.get(key)
-            if bits is None:
-                value = lazy._scalar_value(raw, dtype)
-                # The bits the push constant held: a float32's, an integer's two's complement.
-                bits = found[key] = int(np.float32(value).view(np.uint32)) if is_float else int(value) & 0xFFFFFFFF
-            out[at] = bits
+        for draw, a, b, dtype, is_float, ats in self.ring_fills:
+            value = lazy._scalar_value(words[a][b] if draw else values[a][b], dtype)
+            # The bits the push constant held: a float32's, an integer's two's complement.
+            bits = int(np.float32(value).view(np.uint32)) if is_float else int(value) & 0xFFFFFFFF
+            for at in ats:
+                out[at] = bits
         self.device.write_after(self.ring[k], out, self.ring_serials[k])
-        for d, window in self.ring_windows[k]:
-            d.buffers[SCALARS] = window
         return k
 
     def _counters(self, first: _Call, call: _Call) -> None:
@@ -893,6 +887,9 @@ class _Program:
             for s, b in zip(self.slots, written):
                 for d, name in s.writes:
                     d.buffers[name] = b
+            if self.ring is not None:
+                for d, window in self.ring_windows[ring_entry]:
+                    d.buffers[SCALARS] = window
             del live, in_buffers, aliases
             if device.kind == "vulkan":
                 device.run(self.dispatches, key=tuple(changes))

@@ -825,6 +825,11 @@ class _Program:
             changes.append(getattr(b, "binding_key", None))
         for _, _, pos in self.window_reads:  # the window of this call's argument, as the work cut it
             b = _window_of(inputs[pos])
+            if b is None:  # before anything changed: the state is as the call found it
+                raise JitError(
+                    f"{self.name}: the work reads a window of an argument of shape {tuple(inputs[pos].shape)} that "
+                    f"the recording cannot cut at this offset; call the function without vkml.jit"
+                )
             aliases.append(b)
             changes.append(getattr(b, "binding_key", None))
         for state, name, delta in self.numbers:

@@ -558,6 +558,9 @@ class _Program:
                 pos = leaf_pos.get(id(b))
                 if pos is not None:
                     self.input_buffers.append((d, name, pos))
+        self.input_positions = sorted({pos for _, _, pos in self.input_buffers})
+        self._own_inputs: dict = {}  # position -> the buffer new arguments are copied into (_stable_inputs)
+        self._last_inputs: dict = {}  # position -> binding key of the argument's buffer at the last replay
 
     def _check_fixed(self, first: _Call, call: _Call, written: set) -> None:
         """Refuse a buffer read from outside the work that is neither an argument's nor bound from state,
@@ -807,7 +810,10 @@ class _Program:
         # dispatches are bound only when none is kept (``Device.run_again``).
         live, live_nodes = live
         changes: list = [self.uid]
-        in_buffers = [inputs[pos].buffer for _, _, pos in self.input_buffers]
+        leaves = {pos: inputs[pos].buffer for pos in self.input_positions}
+        copies = self._stable_inputs(leaves) if self.device.kind == "vulkan" else ()
+        in_buffers = [leaves[pos] for _, _, pos in self.input_buffers]
+        del leaves
         changes += [getattr(b, "binding_key", None) for b in in_buffers]
         values = []  # the values of params_changing, in its order
         for _, _, pos, ref in self.input_params:
@@ -879,6 +885,9 @@ class _Program:
                         carried[id(c)] = c
         del live_nodes
         device = self.device
+        for source, target in copies:
+            device.copy_queued(source, target)
+        del copies
         if device.kind != "vulkan" or not device.run_again(tuple(changes), written):
             for (d, name, _), b in zip(self.input_buffers, in_buffers):
                 d.buffers[name] = b
@@ -924,6 +933,25 @@ class _Program:
             check.message = check.describe(values)
             if check.message is None:
                 checks.passed(check)
+
+    def _stable_inputs(self, leaves: dict) -> list:
+        """Put the recording's own buffer in ``leaves`` (input position -> buffer) for each argument
+        buffer that is new since the last replay (a batch uploaded every step): the replay copies
+        it there on the device first (the returned (argument's, own) pairs), and submits a command
+        buffer kept for its own buffers instead of recording one for every new batch. An argument
+        passed again (or a window of a tensor: a dataset sliced at a few offsets) is bound as it is."""
+        copies = []
+        last = self._last_inputs
+        for pos, b in leaves.items():
+            key = b.binding_key
+            if key != last.get(pos) and getattr(b, "parent", None) is None:
+                own = self._own_inputs.get(pos)
+                if own is None:
+                    own = self._own_inputs[pos] = self.device.allocate(b.dtype, b.numel)
+                copies.append((b, own))
+                leaves[pos] = own
+            last[pos] = key
+        return copies
 
     def _fresh(self, s: _Slot):
         """A new buffer for slot ``s``, both of whose own a tensor holds or the work reads."""

@@ -114,6 +114,17 @@ class Transfers:
         counters["bytes_uploaded"] += nbytes
         return serial
 
+    def copy_queued(self, source: Allocation, target: Allocation, nbytes: int, recordings) -> int:
+        """Copy ``nbytes`` from ``source`` into ``target`` on the device, behind every submission so
+        far, through a transfer slot of ``recordings``; the copy's serial (vkml.jit's arguments)."""
+        index, slot, command_buffer = recordings.begin_transfer()
+        self._record_copy(
+            command_buffer, source.block.buffer, source.offset, target.block.buffer, target.offset, nbytes
+        )
+        serial = recordings.submit(slot, True, f"a queued copy of {nbytes} bytes")
+        counters["transfer_submissions"] += 1
+        return serial
+
     def download(self, allocation: Allocation, out: np.ndarray) -> None:
         """Fill the C-contiguous ``out`` with the first ``out.nbytes`` bytes of ``allocation``."""
         nbytes = out.nbytes

@@ -495,3 +495,24 @@ def test_a_new_batch_every_step_reuses_the_recording_with_the_uncaptured_bits(de
     assert counts["submissions"] == 4
     if dev.kind == "vulkan":
         assert counts["recordings_reused"] == 4  # no replay recorded its command buffer anew
+
+
+def test_a_scheduler_stepped_inside_the_captured_function_raises_a_clear_error():
+    # A replay runs no Python: the scheduler inside would not step, and the lr would stay.
+    for name in ("Adam", "SGD"):
+        model = nn.Linear(2, 3)
+        opt = getattr(vkml.optim, name)(model.parameters(), lr=0.01)
+        sched = vkml.optim.lr_scheduler.ExponentialLR(opt, gamma=0.9)
+
+        @vkml.jit
+        def step(x, model=model, opt=opt, sched=sched):
+            loss = model(x).square().mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+            return loss
+
+        with pytest.raises(vkml.JitError, match="scheduler's step\\(\\) inside it"):
+            for _ in range(4):
+                step(vkml.ones(4, 2))

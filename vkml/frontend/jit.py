@@ -238,6 +238,16 @@ class _Roots:
             out.append((at[where], key[3]))
         return sources, out
 
+    def settings(self) -> tuple:
+        """Every optimizer's hyper-parameters, those ``guard`` leaves out included."""
+        return tuple(
+            [
+                tuple([(k, v) for k, v in g.items() if k != "params" and k != "param_names"])
+                for opt in self.optimizers.values()
+                for g in opt.param_groups
+            ]
+        )
+
     def guard(self) -> tuple:
         """What the recording assumed of the modules, optimizers and generators besides tensors.
 
@@ -377,6 +387,7 @@ class _Call:
         self.before_nodes = {k: (None if v is None else v.node) for k, v in self.before.items()}
         self.numbers_before = {k: v[2] for k, v in roots.numbers().items()}
         self.guard = roots.guard()
+        self.settings = roots.settings()
         self.recorder = recorder
 
     def finish(self, roots: _Roots, result) -> None:
@@ -388,6 +399,7 @@ class _Call:
         self.out_template = _flatten(result, self.outputs)
         self.numbers = roots.numbers()
         self.scalars = roots.scalars()
+        self.settings_changed = roots.settings() != self.settings  # by the call itself: a replay would not
 
 
 def _realize_state(roots: _Roots, extra=()) -> None:
@@ -1231,6 +1243,12 @@ class _Captured:
         self.previous = [c for c in self.previous if c is not previous][-self.max_captures :] + [call]
         program = None
         self._guard_changed = previous is not None and previous.guard != call.guard
+        if previous is not None and previous.settings_changed and call.settings_changed:
+            raise JitError(
+                f"{self.name}: the captured function changes an optimizer's hyper-parameters itself (a learning-rate "
+                f"scheduler's step() inside it): a replay runs no Python and would leave them as they are. Step the "
+                f"scheduler after the call, outside the function"
+            )
         if previous is not None and previous.guard == call.guard and _same_work(previous.recorder, call.recorder):
             try:
                 program = _Program(self.name, previous, call)

@@ -897,8 +897,8 @@ class _Program:
                         carried[id(c)] = c
         del live_nodes
         device = self.device
-        for source, target in copies:
-            device.copy_queued(source, target)
+        if copies:
+            device.copy_queued(copies)
         del copies
         if device.kind != "vulkan" or not device.run_again(tuple(changes), written):
             for (d, name, _), b in zip(self.input_buffers, in_buffers):

@@ -114,14 +114,16 @@ class Transfers:
         counters["bytes_uploaded"] += nbytes
         return serial
 
-    def copy_queued(self, source: Allocation, target: Allocation, nbytes: int, recordings) -> int:
-        """Copy ``nbytes`` from ``source`` into ``target`` on the device, behind every submission so
-        far, through a transfer slot of ``recordings``; the copy's serial (vkml.jit's arguments)."""
+    def copy_queued(self, copies: list, recordings) -> int:
+        """Copy on the device, for each (source allocation, target allocation, bytes) of ``copies``,
+        behind every submission so far, in one submission of a transfer slot of ``recordings``; its
+        serial (vkml.jit's new arguments)."""
         index, slot, command_buffer = recordings.begin_transfer()
-        self._record_copy(
-            command_buffer, source.block.buffer, source.offset, target.block.buffer, target.offset, nbytes
-        )
-        serial = recordings.submit(slot, True, f"a queued copy of {nbytes} bytes")
+        for source, target, nbytes in copies:
+            self._record_copy(
+                command_buffer, source.block.buffer, source.offset, target.block.buffer, target.offset, nbytes
+            )
+        serial = recordings.submit(slot, True, f"{len(copies)} queued copies")
         counters["transfer_submissions"] += 1
         return serial
 

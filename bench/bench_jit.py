@@ -1,15 +1,17 @@
 """Host time of the demo's training step, uncaptured and replayed by ``vkml.jit`` (docs/jit.md).
 
-    .venv/bin/python bench/bench_jit.py [--device vulkan:0] [--width 64 --batch 60] [--steps 200]
+    .venv/bin/python bench/bench_jit.py [--device vulkan:0] [--width 64 --batch 60] [--steps 200] [--fresh]
 
 The step is the demo's (vkml/demo.py: 2 → width → width → 3, ReLU, dropout 0.1, Adam,
-cross-entropy) without its ``loss.item()``; ``--width 4096 --batch 4096`` is issue 7's MLP. For
-each side it prints, per step: the host's wall time from the call to its return with the device
-idle at each call (a ``synchronize()`` before, untimed), the calling thread's CPU time for the
-same (what the host spends, whatever else the machine runs; mean and median), of which the
-driver's submission (vkResetFences + vkQueueSubmit), the wall time of a step
-back to back (the device's time included: ``synchronize()`` after the last), and the
-submissions a step makes. It also checks that both sides' losses have the same bits.
+cross-entropy) without its ``loss.item()``; ``--width 4096 --batch 4096`` is issue 7's MLP;
+``--fresh`` feeds it batches uploaded anew every step (a data loader's) instead of windows of
+one dataset tensor. For each side it prints, per step: the host's wall time from the call to
+its return with the device idle at each call (a ``synchronize()`` before, untimed), the calling
+thread's CPU time for the same (what the host spends, whatever else the machine runs; mean and
+median), of which the driver's submissions (vkResetFences + vkQueueSubmit, per call: runs and
+transfer copies alike), the wall time of a step back to back (the device's time included:
+``synchronize()`` after the last), and the submissions a step makes. It also checks that both
+sides' losses have the same bits.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ class _SubmitTimer:
         return 1e6 * self.seconds / self.calls if self.calls else None
 
 
-def _side(device, width: int, batch: int, steps: int, jitted: bool) -> dict:
+def _side(device, width: int, batch: int, steps: int, jitted: bool, fresh: bool = False) -> dict:
     x_all, y_all = demo.make_spirals(points_per_class=max(300, batch))
     batches = 3
     x = vkml.tensor(x_all[: batch * batches], device=device)
@@ -73,14 +75,24 @@ def _side(device, width: int, batch: int, steps: int, jitted: bool) -> dict:
 
     f = vkml.jit(step) if jitted else step
     views = [(x[i * batch : (i + 1) * batch], y[i * batch : (i + 1) * batch]) for i in range(batches)]
-    losses = [f(*views[i % batches]).item() for i in range(4 * batches + 2)]  # warm-up: compiles, captures
+
+    def batch_of(i: int):
+        """Step ``i``'s batch: a window of the dataset's tensors, or (``fresh``) new tensors uploaded
+        from the host, as a data loader's batches are."""
+        if not fresh:
+            return views[i % batches]
+        rows = slice((i % batches) * batch, (i % batches + 1) * batch)
+        return vkml.tensor(x_all[rows], device=device), vkml.tensor(y_all[rows], device=device)
+
+    losses = [f(*batch_of(i)).item() for i in range(4 * batches + 2)]  # warm-up: compiles, captures
     wall = cpu = 0.0
     cpus = []
     submit = _SubmitTimer(device)
     for i in range(steps):
+        args = batch_of(i)
         device.synchronize()
         w0, c0 = time.perf_counter(), time.thread_time()
-        loss = f(*views[i % batches])
+        loss = f(*args)
         cpus.append(time.thread_time() - c0)
         wall += time.perf_counter() - w0
         if i % 16 == 0:
@@ -91,7 +103,7 @@ def _side(device, width: int, batch: int, steps: int, jitted: bool) -> dict:
     debug.reset_counters()
     start = time.perf_counter()
     for i in range(steps):
-        loss = f(*views[i % batches])
+        loss = f(*batch_of(i))
         if i % 16 == 15:
             losses.append(loss.item())  # a loop that logs its loss now and then (unread checks pile up)
     device.synchronize()
@@ -115,10 +127,13 @@ def main(argv=None) -> int:
     parser.add_argument("--width", type=int, default=demo.WIDTH)
     parser.add_argument("--batch", type=int, default=demo.BATCH)
     parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--fresh", action="store_true", help="upload each batch anew, as a data loader's")
     args = parser.parse_args(argv)
     device = vkml.device(args.device) if args.device else vkml.best_device()
     print(f"{device.name}: width {args.width}, batch {args.batch}, {args.steps} steps")
-    sides = {name: _side(device, args.width, args.batch, args.steps, name == "jit") for name in ("plain", "jit")}
+    sides = {
+        name: _side(device, args.width, args.batch, args.steps, name == "jit", args.fresh) for name in ("plain", "jit")
+    }
     for name, r in sides.items():
         print(
             f"  {name:5}  host {r['idle_wall_us']:9.1f} us (thread CPU {r['thread_cpu_us']:8.1f} us, median "

@@ -103,15 +103,11 @@ def submitted(checks: list[Check], targets: tuple[Node, ...]) -> None:
     # A check's own nodes are not marked: the mark would hold the check, which holds its nodes, and
     # a weak key whose value keeps it alive is never dropped (every later realize then pays a walk).
     own = {id(n) for check in checks for n in check.nodes}
-    unique = list(dict.fromkeys(checks))  # a Check hashes and compares by identity
     for node in targets:
         if id(node) in own:
             continue
         marks = _unverified.setdefault(node, [])
-        if marks:
-            marks.extend([c for c in unique if c not in marks])
-        else:  # a node realized now (every target of a realize or a vkml.jit replay)
-            marks.extend(unique)
+        marks.extend(c for c in checks if c not in marks)
 
 
 def passed(check: Check) -> None:

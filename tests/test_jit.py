@@ -366,3 +366,153 @@ def test_a_window_argument_composed_with_a_broadcast_replays_at_each_offset(dev)
         results.append([np.float32(t.item()).view(np.uint32) for t in out] + [w.detach().numpy().tobytes()])
     assert results[0] == results[1]
     assert f.stats["replays"] >= 4
+
+
+# ---------------------------------------------------------------------- learning-rate schedulers
+
+
+def _scheduled(dev, jitted: bool, two_groups: bool, optimizer: str = "adam", steps: int = 9):
+    vkml.manual_seed(0)
+    model = nn.Sequential(nn.Linear(2, 8), nn.ReLU(), nn.Linear(8, 3)).to(dev)
+    params = [{"params": m.parameters()} for m in (model[0], model[2])] if two_groups else model.parameters()
+    cls = vkml.optim.Adam if optimizer == "adam" else vkml.optim.SGD
+    opt = cls(params, lr=0.01)
+    # Two groups keep equal learning rates while the step is captured (equal scalars: nothing told
+    # them apart), then part: the replay must not use one group's scalars for the other's.
+    factors = [lambda e: 0.9**e, lambda e: 0.9**e if e < 4 else 0.5 * 0.9**e]
+    sched = vkml.optim.lr_scheduler.LambdaLR(opt, factors if two_groups else factors[0])
+
+    def step(x, y):
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    f = vkml.jit(step) if jitted else step
+    xs, ys = _batches(dev, 1)
+    losses = []
+    for _ in range(steps):
+        losses.append(np.float32(f(xs[0], ys[0]).item()).view(np.uint32))
+        sched.step()
+    losses += [p.detach().numpy().view(np.uint32).tobytes() for p in model.parameters()]
+    return losses, (f.stats if jitted else None)
+
+
+@pytest.mark.parametrize("two_groups", [False, True])
+def test_adam_under_a_learning_rate_scheduler_replays_with_the_uncaptured_bits(dev, two_groups):
+    # Adam's lr reaches the work only through its per-step scalars, recomputed by each replay:
+    # a scheduler's new lr every step is not a new recording.
+    plain, _ = _scheduled(dev, False, two_groups)
+    captured, stats = _scheduled(dev, True, two_groups)
+    assert captured == plain
+    assert stats["replays"] >= 3 and stats["captures"] == 1 + two_groups  # the groups' parting records anew
+
+
+def test_a_scheduler_changing_a_constant_of_the_recording_raises_a_clear_error():
+    with pytest.raises(vkml.JitError, match="learning rate a scheduler sets every step"):
+        _scheduled(vkml.device("cpu"), True, False, optimizer="sgd")
+
+
+def test_a_view_argument_over_a_tensor_realized_by_the_call_replays_at_each_offset(dev):
+    # data is lazy when x is cut from it: the first call realizes it, so a call passing the same
+    # x again sees another graph (a trace kept from the first call must not serve it). The
+    # gradient's matmul then reads a window of data's buffer that the builder cuts per call: a
+    # replay cuts its argument's, at that argument's offset.
+    results = []
+    for jitted in (False, True):
+        data = vkml.arange(48, dtype=vkml.float32, device=dev).reshape(24, 2) * 0.125
+        batches = [data[2:10], data[8:16]]
+        vkml.manual_seed(0)
+        model = nn.Linear(2, 3).to(dev)
+        opt = vkml.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(x, model=model, opt=opt):
+            loss = model(x).square().mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            return loss
+
+        f = vkml.jit(step) if jitted else step
+        out = [f(batches[0]) for _ in range(3)] + [f(batches[i % 2]) for i in range(5)]
+        results.append([np.float32(t.item()).view(np.uint32) for t in out] + [model.weight.detach().numpy().tobytes()])
+    assert results[0] == results[1]
+    assert f.stats["replays"] >= 4
+
+
+def test_gradients_kept_outside_are_never_overwritten_by_later_replays(dev):
+    # A replay writes each state slot's other buffer; one a kept tensor (last step's gradient, as
+    # PyTorch's zero_grad() leaves it to whoever holds it) still holds is replaced, not written.
+    model, opt = _setup(dev, "adam", dropout=False)
+
+    @vkml.jit
+    def step(x, y):
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    xs, ys = _batches(dev, 1)
+    for _ in range(4):
+        step(xs[0], ys[0])
+    kept = [p.grad for p in model.parameters()]
+    values = [t.numpy().copy() for t in kept]
+    for _ in range(3):
+        step(xs[0], ys[0])
+    assert all(np.array_equal(t.numpy(), v) for t, v in zip(kept, values, strict=True))
+    assert not np.array_equal(model[0].weight.grad.numpy(), values[0])
+    assert step.stats["fresh_buffers"] > 0
+
+
+def test_a_new_batch_every_step_reuses_the_recording_with_the_uncaptured_bits(dev):
+    # A data loader's batch is a new tensor every step (new memory): the replay copies it into
+    # the recording's own input buffers on the device, so the kept command buffer serves it.
+    g = np.random.default_rng(3)
+    data = [(g.standard_normal((12, 2)).astype(np.float32), g.integers(0, 3, 12)) for _ in range(4)]
+    runs = []
+    for jitted in (False, True):
+        model, opt = _setup(dev, "adam", dropout=True)
+
+        def step(x, y, model=model, opt=opt):
+            loss = F.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            return loss
+
+        f = vkml.jit(step) if jitted else step
+        losses = []
+        for i in range(10):
+            if i == 6:
+                debug.reset_counters()
+            x, y = data[i % 4]
+            losses.append(np.float32(f(vkml.tensor(x, device=dev), vkml.tensor(y, device=dev)).item()).view(np.uint32))
+        runs.append(losses + [p.detach().numpy().tobytes() for p in model.parameters()])
+    assert runs[0] == runs[1]
+    counts = debug.counters()
+    assert counts["submissions"] == 4
+    if dev.kind == "vulkan":
+        assert counts["recordings_reused"] == 4  # no replay recorded its command buffer anew
+
+
+def test_a_scheduler_stepped_inside_the_captured_function_raises_a_clear_error():
+    # A replay runs no Python: the scheduler inside would not step, and the lr would stay.
+    for name in ("Adam", "SGD"):
+        model = nn.Linear(2, 3)
+        opt = getattr(vkml.optim, name)(model.parameters(), lr=0.01)
+        sched = vkml.optim.lr_scheduler.ExponentialLR(opt, gamma=0.9)
+
+        @vkml.jit
+        def step(x, model=model, opt=opt, sched=sched):
+            loss = model(x).square().mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+            return loss
+
+        with pytest.raises(vkml.JitError, match="scheduler's step\\(\\) inside it"):
+            for _ in range(4):
+                step(vkml.ones(4, 2))

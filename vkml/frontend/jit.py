@@ -218,15 +218,62 @@ class _Roots:
                             out[(id(opt), gi, id(p), j)] = v
         return out
 
-    def guard(self) -> tuple:
-        """What the recording assumed of the modules, optimizers and generators besides tensors."""
-        training = tuple(m.training for m in self.modules.values())
-        hyper = tuple(
-            tuple((k, v) for k, v in g.items() if k != "params" and k != "param_names")
-            for opt in self.optimizers.values()
-            for g in opt.param_groups
+    def scalar_sources(self, keys) -> tuple[list, list]:
+        """Where each of ``keys`` (keys of ``scalars``) comes from, to recompute only those on a replay:
+        ([(optimizer, group index, parameter)], per key (index in that list, position in the
+        optimizer's ``_jit_scalars``))."""
+        sources: list = []
+        index: dict = {}
+        for opt in self.optimizers.values():
+            for gi, group in enumerate(opt.param_groups):
+                for p in group["params"]:
+                    index[(id(opt), gi, id(p))] = (opt, gi, p)
+        at: dict = {}
+        out = []
+        for key in keys:
+            where = key[:3]
+            if where not in at:
+                at[where] = len(sources)
+                sources.append(index[where])
+            out.append((at[where], key[3]))
+        return sources, out
+
+    def settings(self) -> tuple:
+        """Every optimizer's hyper-parameters, those ``guard`` leaves out included."""
+        return tuple(
+            [
+                tuple([(k, v) for k, v in g.items() if k != "params" and k != "param_names"])
+                for opt in self.optimizers.values()
+                for g in opt.param_groups
+            ]
         )
-        return training, hyper, autograd.is_grad_enabled()
+
+    def guard(self) -> tuple:
+        """What the recording assumed of the modules, optimizers and generators besides tensors.
+
+        An optimizer's hyper-parameters are taken as they are, but for those its ``_jit_covered(group)``
+        names (Adam's ``lr``): they reach the work only through ``_jit_scalars``, recomputed on every
+        replay, so a learning-rate scheduler does not record anew. Groups whose covered values were
+        equal may have been told apart by nothing at capture (their scalars were equal): which groups
+        are equal is part of the guard."""
+        training = tuple([m.training for m in self.modules.values()])
+        hyper = []
+        covered = []
+        for opt in self.optimizers.values():
+            names_of = getattr(opt, "_jit_covered", None)
+            for g in opt.param_groups:
+                names = names_of(g) if names_of is not None else ()
+                hyper.append(
+                    tuple([(k, v) for k, v in g.items() if k != "params" and k != "param_names" and k not in names])
+                )
+                covered.append(tuple([(k, g[k]) for k in names]))
+        same = tuple([covered.index(c) for c in covered]) if len(covered) > 1 else ()
+        return training, tuple(hyper), same, autograd.is_grad_enabled()
+
+
+def _scalar_values(sources: list) -> list:
+    """Each source's ``_jit_scalars`` as its optimizer would use them now (``_Roots.scalar_sources``)."""
+    return [opt._jit_scalars(opt.param_groups[gi], opt.state[p]) for opt, gi, p in sources]
 
 
 def _get(loc):
@@ -301,8 +348,33 @@ def _input_signature(tensors: list) -> tuple:
     if all(n.op == "buffer" for n in nodes) and len({id(n) for n in nodes}) == len(nodes):
         # Realized arguments (a data loader's batches): the trace of each is the node alone.
         return nodes, (tuple([(n.shape, n.dtype) for n in nodes]), extra)
+    key = tuple([id(n) for n in nodes])
+    found = _TRACES.get(key)
+    if found is not None:  # the same argument nodes as a recent call (a dataset's batches, views taken once)
+        refs, ops, at, structure = found
+        order = [r() for r in refs]
+        # Alive, each argument the very node traced then (an id is not reused while its object
+        # lives), and no node realized since (the only change a node's graph sees).
+        if all([n is not None and n.op == op for n, op in zip(order, ops)]) and all(
+            [order[i] is n for i, n in zip(at, nodes)]
+        ):
+            return order, (structure, extra)
     order, structure = plan_cache.trace(nodes, kernels_matmul.mode) if nodes else ([], ())
+    if len(_TRACES) >= TRACES_KEPT:
+        del _TRACES[next(iter(_TRACES))]
+    where = {id(n): i for i, n in enumerate(order)}
+    _TRACES[key] = (
+        tuple([weakref.ref(n) for n in order]),
+        tuple([n.op for n in order]),
+        [where[i] for i in key],
+        structure,
+    )
     return order, (structure, extra)
+
+
+TRACES_KEPT = 16  # argument graphs whose trace is kept (weakly), for calls that pass the same ones again
+_TRACES: dict = {}  # ids of the argument nodes -> (weak references to the trace's nodes, their ops, the
+# arguments' positions in it, its structure key)
 
 
 class _Call:
@@ -315,6 +387,7 @@ class _Call:
         self.before_nodes = {k: (None if v is None else v.node) for k, v in self.before.items()}
         self.numbers_before = {k: v[2] for k, v in roots.numbers().items()}
         self.guard = roots.guard()
+        self.settings = roots.settings()
         self.recorder = recorder
 
     def finish(self, roots: _Roots, result) -> None:
@@ -326,6 +399,7 @@ class _Call:
         self.out_template = _flatten(result, self.outputs)
         self.numbers = roots.numbers()
         self.scalars = roots.scalars()
+        self.settings_changed = roots.settings() != self.settings  # by the call itself: a replay would not
 
 
 def _realize_state(roots: _Roots, extra=()) -> None:
@@ -395,7 +469,7 @@ class _Program:
         written = {id(b) for d in self.dispatches for n, b in d.buffers.items() if _writes(d, n)}
         self._bind_slots(first, call, written)
         self._bind_inputs(call)
-        self._check_fixed(first, written)
+        self._check_fixed(first, call, written)
         self._bind_params(first, call)
         self._counters(first, call)
         self._buffer_scalars()
@@ -496,13 +570,18 @@ class _Program:
                 pos = leaf_pos.get(id(b))
                 if pos is not None:
                     self.input_buffers.append((d, name, pos))
+        self.input_positions = sorted({pos for _, _, pos in self.input_buffers})
+        self._own_inputs: dict = {}  # position -> the buffer new arguments are copied into (_stable_inputs)
+        self._last_inputs: dict = {}  # position -> binding key of the argument's buffer at the last replay
 
-    def _check_fixed(self, first: _Call, written: set) -> None:
+    def _check_fixed(self, first: _Call, call: _Call, written: set) -> None:
         """Refuse a buffer read from outside the work that is neither an argument's nor bound from state,
         yet differs between the two calls: a replay would read the recorded one, stale."""
         bound = {(id(d), name) for d, name, _ in self.input_buffers}
         bound.update((id(d), name) for _, refs, _, _ in self.live_reads for d, name in refs)
         self.alias_reads = []  # (dispatch, name, location, start, numel, parent numel, dtype): a window of state
+        self.window_reads = []  # (dispatch, name, position of an argument's view): the window of it the work cut
+        leaves = {id(n.buffer): n for n in call.inputs if n.realized}
         for d, d_first in zip(self.dispatches, first.recorder.dispatches):
             for name, b in d.buffers.items():
                 if id(b) in written or (id(d), name) in bound or b is d_first.buffers[name]:
@@ -511,6 +590,11 @@ class _Program:
                 loc = None if parent is None else self._by_before.get(id(parent))
                 if loc is not None:
                     self.alias_reads.append((d, name, loc, b.start, b.numel, parent.numel, parent.dtype))
+                    continue
+                leaf = None if parent is None else leaves.get(id(parent))
+                pos = None if leaf is None else _window_input(call, first, leaf, b, d_first.buffers[name])
+                if pos is not None:
+                    self.window_reads.append((d, name, pos))
                     continue
                 raise JitError(
                     f"{self.name}: kernel {d.kernel.name!r} reads a tensor of {b.numel} elements that changed "
@@ -602,29 +686,57 @@ class _Program:
         self.ring_next = 0
         self.ring_fills = fills
         self.ring_draws = any(src[0] == "draw" for _, _, src in fills)
-        self.ring_scalars = any(src[0] == "scalar" for _, _, src in fills)
         self.ring_words = np.zeros(start, np.uint32)
 
-    def _write_scalars(self, roots: _Roots, words) -> int:
-        """Fill the next ring entry with this replay's scalars (``words``: the draws' key words)
-        and bind it; returns its index."""
+    def bind_roots(self, roots: _Roots) -> None:
+        """Where the optimizers' per-step scalars come from: only those the work takes are recomputed
+        on a replay (``_Roots.scalar_sources``), and the ring's fills name them by position."""
+        self.roots = roots
+        fills = self.ring_fills if self.ring is not None else []
+        keys = [src[1] for _, _, src in fills if src[0] == "scalar"] + [e[2] for e in self.scalar_params]
+        self.scalar_sources, where = roots.scalar_sources(keys)
+        where = iter(where)
+        # (whether a draw's key word, draw or source index, word or position in _jit_scalars,
+        # dtype, whether a float32) -> the ring words that take it: dispatches share a scalar
+        groups: dict = {}
+        for at, is_float, src in fills:
+            source = (True, src[1], src[2], T.int32) if src[0] == "draw" else (False, *next(where), src[2])
+            groups.setdefault((*source, is_float), []).append(at)
+        self.ring_fills = [(*source, tuple(ats)) for source, ats in groups.items()]
+        self.scalar_params = [(d, name, *next(where), dtype) for d, name, _, dtype in self.scalar_params]
+        self._release_reads()
+        self._prepare_publish()
+
+    def _release_reads(self) -> None:
+        """Let go of what the dispatches read from outside and of the slots they write: a state
+        buffer another recording of this function may write next must be held by its tensor alone
+        (the choice of a slot's buffer in ``replay`` counts its holders), and an argument's buffer
+        is not kept alive past the call. A replay binds them again when it records."""
+        for d, name, _ in self.input_buffers:
+            d.buffers[name] = None
+        for _, refs, _, _ in self.live_reads:
+            for d, name in refs:
+                d.buffers[name] = None
+        for d, name, *_ in self.alias_reads + self.window_reads:
+            d.buffers[name] = None
+        for s in self.slots:  # written ones too: a slot's buffers are held by its own lists alone
+            for d, name in s.writes:
+                d.buffers[name] = None
+
+    def _write_scalars(self, words, values) -> int:
+        """Fill the next ring entry with this replay's scalars (``words``: the draws' key words,
+        ``values``: ``_scalar_values`` of ``scalar_sources``); returns its index (the dispatches
+        bind its windows, ``ring_windows``, when the replay records)."""
         k = self.ring_next
         self.ring_next = (k + 1) % RING
-        scalars = roots.scalars() if self.ring_scalars else None
         out = self.ring_words
-        found: dict = {}  # (value, dtype, float32?) -> bits: the parameters of a group share their scalars
-        for at, is_float, (kind, a, b) in self.ring_fills:
-            raw, dtype = (words[a][b], T.int32) if kind == "draw" else (scalars[a], b)
-            key = (raw if raw else repr(raw), dtype, is_float)  # -0.0 is not 0.0
-            bits = found.get(key)
-            if bits is None:
-                value = lazy._scalar_value(raw, dtype)
-                # The bits the push constant held: a float32's, an integer's two's complement.
-                bits = found[key] = int(np.float32(value).view(np.uint32)) if is_float else int(value) & 0xFFFFFFFF
-            out[at] = bits
+        for draw, a, b, dtype, is_float, ats in self.ring_fills:
+            value = lazy._scalar_value(words[a][b] if draw else values[a][b], dtype)
+            # The bits the push constant held: a float32's, an integer's two's complement.
+            bits = int(np.float32(value).view(np.uint32)) if is_float else int(value) & 0xFFFFFFFF
+            for at in ats:
+                out[at] = bits
         self.device.write_after(self.ring[k], out, self.ring_serials[k])
-        for d, window in self.ring_windows[k]:
-            d.buffers[SCALARS] = window
         return k
 
     def _counters(self, first: _Call, call: _Call) -> None:
@@ -674,65 +786,84 @@ class _Program:
         self._internal = None
 
     # -- replay
-    def live(self) -> list | None:
-        """The buffers the state tensors hold now, one per ``live_reads`` entry; None if one does not fit."""
+    def live(self) -> tuple | None:
+        """(the buffers the state tensors hold now, one per ``live_reads`` entry, and their nodes);
+        None if one does not fit."""
         found = []
-        for loc, _, numel, dtype in self.live_reads:
-            t = _get(loc)
+        nodes = []
+        for (kind, holder, name), _, numel, dtype in self.live_reads:
+            if kind == "tensor":
+                t = holder
+            elif kind == "attr":
+                t = holder._grad if name == "grad" else getattr(holder, name)
+            else:
+                t = holder.get(name)
             if t is None:
                 return None
             node = t._node if t._base is None else t.node
-            if not node.realized:
+            if node.op != _BUFFER_OP:
                 t.realize()
                 node = t.node
             b = node.buffer
             if b.numel != numel or b.dtype is not dtype:
                 return None
             found.append(b)
+            nodes.append(node)
         for _, _, loc, _, _, numel, dtype in self.alias_reads:
             t = _get(loc)
             node = None if t is None else (t._node if t._base is None else t.node)
             if node is None or not node.realized or node.buffer.numel != numel or node.buffer.dtype is not dtype:
                 return None
-        return found
+        return found, nodes
 
-    def replay(self, roots: _Roots, inputs: list, live: list) -> list:
-        # What changes from one replay to the next, gathered as it is bound: the command buffer
-        # recorded for the same values is found by this key, without walking every dispatch.
+    def replay(self, inputs: list, live: tuple) -> list:
+        # What changes from one replay to the next, gathered first: the command buffer recorded
+        # for the same values is found by this key, without walking every dispatch; the
+        # dispatches are bound only when none is kept (``Device.run_again``).
+        live, live_nodes = live
         changes: list = [self.uid]
-        for d, name, pos in self.input_buffers:
-            b = d.buffers[name] = inputs[pos].buffer
-            changes.append(getattr(b, "binding_key", None))
-        for d, name, pos, ref in self.input_params:
+        leaves = {pos: inputs[pos].buffer for pos in self.input_positions}
+        copies = self._stable_inputs(leaves) if self.device.kind == "vulkan" else ()
+        in_buffers = [leaves[pos] for _, _, pos in self.input_buffers]
+        del leaves
+        changes += [getattr(b, "binding_key", None) for b in in_buffers]
+        values = []  # the values of params_changing, in its order
+        for _, _, pos, ref in self.input_params:
             node = inputs[pos]
-            d.params[name] = plan_cache.view_value(node.arg, *ref) if ref is not None else _param(node.arg.value)
-        for d, name, pos, level, field, divisor, bits, delta in self.derived_params:
+            values.append(plan_cache.view_value(node.arg, *ref) if ref is not None else _param(node.arg.value))
+        for _, _, pos, level, field, divisor, bits, delta in self.derived_params:
             value = (plan_cache.view_value(inputs[pos].arg, level, field, 1, 0) + delta) // divisor
-            d.params[name] = value % (1 << bits) if bits else value
-        for (_, refs, _, _), b in zip(self.live_reads, live):
-            changes.append(getattr(b, "binding_key", None))
-            for d, name in refs:
-                d.buffers[name] = b
-        for d, name, loc, start, numel, _, _ in self.alias_reads:  # the same window of the state as it is now
+            values.append(value % (1 << bits) if bits else value)
+        changes += [getattr(b, "binding_key", None) for b in live]
+        aliases = []
+        for _, _, loc, start, numel, _, _ in self.alias_reads:  # the same window of the state as it is now
             t = _get(loc)
-            b = d.buffers[name] = self.device.alias((t._node if t._base is None else t.node).buffer, start, numel)
+            b = self.device.alias((t._node if t._base is None else t.node).buffer, start, numel)
+            aliases.append(b)
+            changes.append(getattr(b, "binding_key", None))
+        for _, _, pos in self.window_reads:  # the window of this call's argument, as the work cut it
+            b = _window_of(inputs[pos])
+            if b is None:  # before anything changed: the state is as the call found it
+                raise JitError(
+                    f"{self.name}: the work reads a window of an argument of shape {tuple(inputs[pos].shape)} that "
+                    f"the recording cannot cut at this offset; call the function without vkml.jit"
+                )
+            aliases.append(b)
             changes.append(getattr(b, "binding_key", None))
         for state, name, delta in self.numbers:
             state[name] += delta
         words = None  # each generator draws once per replay, as in the recorded call
         if self.draw_params or (self.ring is not None and self.ring_draws):
             words = [g.next_key() for g in self.draw_generators]
+        scalars = _scalar_values(self.scalar_sources) if self.scalar_sources else None
         if self.ring is not None:
-            ring_entry = self._write_scalars(roots, words)
+            ring_entry = self._write_scalars(words, scalars)
             changes.append(ring_entry)
-        if self.draw_params:
-            for d, name, i, w in self.draw_params:
-                d.params[name] = _param(lazy._scalar_value(words[i][w], T.int32))
-        if self.scalar_params:
-            scalars = roots.scalars()
-            for d, name, key, dtype in self.scalar_params:
-                d.params[name] = _param(lazy._scalar_value(scalars[key], dtype))
-        live_ids = {id(b) for b in live}
+        for _, _, i, w in self.draw_params:
+            values.append(_param(lazy._scalar_value(words[i][w], T.int32)))
+        for _, _, a, j, dtype in self.scalar_params:
+            values.append(_param(lazy._scalar_value(scalars[a][j], dtype)))
+        changes += [(v.__class__, v if v else repr(v)) for v in values]  # -0.0 is not 0.0
         if self.ring is not None or self.check_slots:
             self._read_finished_checks()
         open_checks = []
@@ -741,42 +872,61 @@ class _Program:
                 check.nodes = ()
             else:
                 open_checks.append(check)
+        written = []
+        getrefcount = sys.getrefcount
+        b = last = None
         for s in self.slots:
-            if s.last is None:
-                continue
-            target = self._target(s, live_ids)
-            if target is not s.last:
-                for d, name in s.writes:
-                    d.buffers[name] = target
-                s.last = target
-            changes.append(getattr(target, "binding_key", None))
-        for d, name, *_ in self.params_changing:
-            v = d.params[name]
-            changes.append((v.__class__, v if v else repr(v)))  # -0.0 is not 0.0
+            last = s.last
+            mine = s.mine
+            b = mine[1] if mine[0] is last else mine[0]
+            # ``b`` (not written last time) is held by s.mine, ``b`` and getrefcount's argument;
+            # ``last`` also by s.last and ``last``. Any other holder is a tensor whose value must
+            # stay, or ``live`` (what the work reads, never to be written: held here so).
+            if getrefcount(b) > 3:
+                b = last if getrefcount(last) <= 4 else self._fresh(s)
+            s.last = b
+            written.append(b)
+        del b, last, mine
+        changes += [getattr(b, "binding_key", None) for b in written]
         carried = {}
         if checks.active():  # the checks the state read carries stay with what is computed from it
-            for loc, *_ in self.live_reads:
-                for c in checks._unverified.get(_get(loc)._node, ()):
+            unverified = checks._unverified
+            for node in live_nodes:
+                for c in unverified.get(node, ()):
                     if not c.passed:
                         carried[id(c)] = c
-        del live
-        if self.device.kind == "vulkan":
-            self.device.run(self.dispatches, key=tuple(changes))
+        del live_nodes
+        device = self.device
+        if copies:
+            device.copy_queued(copies)
+        del copies
+        if device.kind != "vulkan" or not device.run_again(tuple(changes), written):
+            for (d, name, _), b in zip(self.input_buffers, in_buffers):
+                d.buffers[name] = b
+            for (_, refs, _, _), b in zip(self.live_reads, live):
+                for d, name in refs:
+                    d.buffers[name] = b
+            for (d, name, *_), b in zip(self.alias_reads + self.window_reads, aliases):
+                d.buffers[name] = b
+            for (d, name, *_), v in zip(self.params_changing, values):
+                d.params[name] = v
+            for s, b in zip(self.slots, written):
+                for d, name in s.writes:
+                    d.buffers[name] = b
             if self.ring is not None:
-                self.ring_serials[ring_entry] = self.device.last_submission
+                for d, window in self.ring_windows[ring_entry]:
+                    d.buffers[SCALARS] = window
+            del live, in_buffers, aliases
+            if device.kind == "vulkan":
+                device.run(self.dispatches, key=tuple(changes))
+            else:
+                device.run(self.dispatches)
+            self._release_reads()
         else:
-            self.device.run(self.dispatches)
-        # The entries of what was read let go of it: a state buffer another recording of this
-        # function may write next must be held by its tensor alone (``_target``), and an
-        # argument's buffer is not kept alive past the call.
-        for d, name, _ in self.input_buffers:
-            d.buffers[name] = None
-        for _, refs, _, _ in self.live_reads:
-            for d, name in refs:
-                d.buffers[name] = None
-        for d, name, *_ in self.alias_reads:
-            d.buffers[name] = None
-        return self._publish(list(carried.values()), open_checks)
+            del live, in_buffers, aliases
+        if self.ring is not None:
+            self.ring_serials[ring_entry] = device.last_submission
+        return self._publish(written, list(carried.values()), open_checks)
 
     def _read_finished_checks(self) -> None:
         """Read the values of earlier replays' checks that the device has finished, as a read of
@@ -796,56 +946,135 @@ class _Program:
             if check.message is None:
                 checks.passed(check)
 
-    def _target(self, s: _Slot, live_ids: set):
-        """One of the slot's buffers that no tensor holds and the work does not read, else a new one."""
-        for b in s.mine:  # not enumerate: its tuple would hold b once more
-            if id(b) in live_ids:
-                continue
-            # Held by s.mine, by getrefcount's argument, by the loop's variable and, if written last
-            # time, by s.last and the dispatches' write entries: any other holder is a tensor whose
-            # value must stay.
-            if sys.getrefcount(b) <= (3 if b is not s.last else 4 + len(s.writes)):
-                return b
+    def _stable_inputs(self, leaves: dict) -> list:
+        """Put the recording's own buffer in ``leaves`` (input position -> buffer) for each argument
+        buffer that is new since the last replay (a batch uploaded every step): the replay copies
+        it there on the device first (the returned (argument's, own) pairs), and submits a command
+        buffer kept for its own buffers instead of recording one for every new batch. An argument
+        passed again (or a window of a tensor: a dataset sliced at a few offsets) is bound as it is."""
+        copies = []
+        last = self._last_inputs
+        for pos, b in leaves.items():
+            key = b.binding_key
+            if key != last.get(pos) and getattr(b, "parent", None) is None:
+                own = self._own_inputs.get(pos)
+                if own is None:
+                    own = self._own_inputs[pos] = self.device.allocate(b.dtype, b.numel)
+                copies.append((b, own))
+                leaves[pos] = own
+            last[pos] = key
+        return copies
+
+    def _fresh(self, s: _Slot):
+        """A new buffer for slot ``s``, both of whose own a tensor holds or the work reads."""
+        b = self.device.allocate(s.dtype, s.mine[0].numel)
+        self.fresh_buffers += 1
+        s.mine[1 if s.mine[0] is s.last else 0] = b  # forget one a tensor keeps (not the one entries point to)
+        return b
         b = self.device.allocate(s.dtype, s.mine[0].numel)
         self.fresh_buffers += 1
         s.mine[1 if s.mine[0] is s.last else 0] = b  # forget one a tensor keeps (not the one entries point to)
         return b
 
-    def _publish(self, carried: list, open_checks: list) -> list:
-        nodes = {}
-        for s in self.slots:
-            if s.last is not None:
-                n = Node(Op.BUFFER, (), None, s.shape, s.dtype, self.device)
-                n.buffer = s.last
-                nodes[id(s)] = n
-        made = []
-        if self.check_slots:
-            for describe, error, slots in self.check_slots:
-                made.append(checks.Check(_nothing, tuple(nodes[id(s)] for s in slots), describe, error))
+    def _prepare_publish(self) -> None:
+        """What ``_publish`` does for each state slot, decided once: (how, holder, name, position in
+        ``slots`` or None, requires_grad). How: 0 the place takes None, 1 the tensor itself gets the
+        new value, 2 the tensor now at the place does, 3 a new gradient, 4 a new tensor in a dict,
+        5 a new tensor set as an attribute."""
+        at = {id(s): i for i, s in enumerate(self.slots)}
+        self._publish_state = []
         for s in self.state_slots:
             kind, holder, name = s.loc
             if s.last is None:
+                how = 0
+            elif kind == "tensor":
+                how = 1
+            elif s.same_object:
+                how = 2
+            elif kind == "item":
+                how = 4
+            elif name == "grad" and isinstance(holder, Tensor) and holder.__class__.grad is _GRAD:
+                how = 3
+            else:
+                how = 5
+            self._publish_state.append((how, s.loc, at.get(id(s)), s.requires_grad))
+        self._publish_outs = [at[id(s)] for s in self.out_slots]
+        self._publish_checks = [
+            (describe, error, [at[id(s)] for s in slots]) for describe, error, slots in self.check_slots
+        ]
+
+    def _publish(self, targets: list, carried: list, open_checks: list) -> list:
+        """Give the state places, the outputs and the checks their nodes over ``targets`` (the
+        buffers just written, one per slot)."""
+        device = self.device
+        nodes = [Node(_BUFFER_OP, (), None, s.shape, s.dtype, device) for s in self.slots]
+        for n, b in zip(nodes, targets):
+            n.buffer = b
+        made = [
+            checks.Check(_nothing, tuple([nodes[i] for i in at]), describe, error)
+            for describe, error, at in self._publish_checks
+        ]
+        for how, loc, i, requires_grad in self._publish_state:
+            kind, holder, name = loc
+            if how == 1 or how == 2:
+                t = holder if how == 1 else _get(loc)
+                t._node = nodes[i]
+                t._vcount += 1
+                continue
+            if how == 0:
                 setattr(holder, name, None) if kind == "attr" else holder.__setitem__(name, None)
                 continue
-            node = nodes[id(s)]
-            if kind == "tensor" or s.same_object:
-                t = _get(s.loc)
-                t._node = node
-                t._vcount += 1
+            node = nodes[i]
+            t = Tensor(node)
+            if requires_grad:
+                t.requires_grad_(True)
+            if how == 3 and holder._base is None:
+                # Tensor.grad's setter checks the dtype and size against the parameter's own:
+                # those the recording's were, unless the parameter was given another.
+                own = holder._node
+                if own.shape != node.shape or own.dtype is not node.dtype:
+                    holder.grad = t  # PyTorch's error
+                holder._grad = t
+            elif how == 4:
+                holder[name] = t
             else:
-                t = Tensor(node)
-                if s.requires_grad:
-                    t.requires_grad_(True)
-                setattr(holder, name, t) if kind == "attr" else holder.__setitem__(name, t)
-        outs = [Tensor(nodes[id(s)]) for s in self.out_slots]
+                setattr(holder, name, t)
+        outs = [Tensor(nodes[i]) for i in self._publish_outs]
         self.made_checks = open_checks + made  # checks of earlier replays not read yet, then this one's
         if made or checks.active():
-            targets = [nodes[id(s)] for s in self.slots if s.last is not None]
-            checks.submitted(made + carried, tuple(targets))
+            checks.submitted(made + carried, tuple(nodes))
         return outs
 
 
+_BUFFER_OP = Op.BUFFER
+_GRAD = Tensor.grad  # the property a replay's new gradients bypass where its checks hold
 _nothing = Node(Op.BUFFER, (), None, (), None, None)  # a guard nothing computes through (replayed checks are done)
+
+
+def _window_of(node):
+    """The alias the graph builder cuts for a view of view node ``node``'s realized source, or None."""
+    window = lazy._window_of_buffer(node.srcs[0], node.arg)
+    return None if window is None else window.srcs[0].buffer
+
+
+def _window_input(call: _Call, first: _Call, leaf, b, b_first):
+    """The position of an argument's view over ``leaf`` (an argument's realized buffer) of which
+    ``b`` is the window the graph builder cut (``graph.build._window_of_buffer``: the work viewed
+    the argument anew, its gradient's transpose), the same in both recorded calls; None if none.
+    A replay cuts the window of its own argument so: its offset follows the argument's."""
+    for pos, n in enumerate(call.inputs):
+        if n.op != "view" or n.srcs[0] is not leaf:
+            continue
+        n_first = first.inputs[pos]
+        w, w_first = _window_of(n), _window_of(n_first)
+        if (
+            w is not None
+            and w_first is not None
+            and (w.start, w.numel) == (b.start, b.numel)
+            and (w_first.start, w_first.numel) == (getattr(b_first, "start", None), b_first.numel)
+        ):
+            return pos
+    return None
 
 
 def _derived_view_param(node, node_first, ref, call: _Call, first: _Call, node_pos: dict):
@@ -955,6 +1184,7 @@ class _Captured:
         self.programs: list[_Program] = []  # one per argument signature seen (at most max_captures)
         self.previous: list[_Call] = []  # the last recorded call of each signature not captured yet
         self.warmup = 0
+        self._guard_changed = False  # whether the last recorded call's settings differed from the one before
         self.stats = {"recorded_calls": 0, "captures": 0, "replays": 0, "fresh_buffers": 0}
         self._open: tuple | None = None
 
@@ -1012,6 +1242,13 @@ class _Captured:
         previous = same[0] if same else None
         self.previous = [c for c in self.previous if c is not previous][-self.max_captures :] + [call]
         program = None
+        self._guard_changed = previous is not None and previous.guard != call.guard
+        if previous is not None and previous.settings_changed and call.settings_changed:
+            raise JitError(
+                f"{self.name}: the captured function changes an optimizer's hyper-parameters itself (a learning-rate "
+                f"scheduler's step() inside it): a replay runs no Python and would leave them as they are. Step the "
+                f"scheduler after the call, outside the function"
+            )
         if previous is not None and previous.guard == call.guard and _same_work(previous.recorder, call.recorder):
             try:
                 program = _Program(self.name, previous, call)
@@ -1023,13 +1260,22 @@ class _Captured:
             del previous, same, call, result, outs
             program.rebase()
             program.verify_internal()
-            program.roots = roots
+            program.bind_roots(roots)
             self.programs.append(program)
             self.warmup = 0
             self.stats["captures"] += 1
             return _rebuild(program.out_template, outs_now)
         self.warmup += 1
         if self.warmup > MAX_WARMUP:
+            if self._guard_changed:
+                raise JitError(
+                    f"{self.name}: {self.warmup} calls in a row ran with other settings than the call before (an "
+                    f"optimizer's hyper-parameters, such as a learning rate a scheduler sets every step, a module's "
+                    f"train()/eval(), grad mode): a recording holds them as constants, so vkml.jit replays only "
+                    f"work whose settings repeat. Adam's lr (AdamW's with weight_decay=0) may change between "
+                    f"replays; for the others, step the scheduler less often or call the function without "
+                    f"vkml.jit"
+                )
             raise JitError(
                 f"{self.name}: {self.warmup} calls in a row recorded different work (kernels, shapes or random "
                 f"draws change every call); vkml.jit replays only work that repeats"
@@ -1059,7 +1305,7 @@ class _Captured:
     def _replay(self, found) -> list:
         program, inputs, live = found
         del found
-        outs = program.replay(program.roots, inputs, live)
+        outs = program.replay(inputs, live)
         self.stats["replays"] += 1
         self.stats["fresh_buffers"] = sum(p.fresh_buffers for p in self.programs)
         return _rebuild(program.out_template, outs)

@@ -86,6 +86,14 @@ class Adam(Optimizer):
         lr, (beta1, beta2), step = group["lr"], group["betas"], state["step"]
         return -(lr / (1 - beta1**step)), math.sqrt(1 - beta2**step)
 
+    def _jit_covered(self, group: dict) -> tuple[str, ...]:
+        """The hyper-parameters that reach ``update``'s work only through ``_jit_scalars``: a vkml.jit
+        replay recomputes them (a scheduler's ``lr``), so its guard does not hold them constant."""
+        lr, wd = group["lr"], group["weight_decay"]
+        if lr.__class__ is float and not (wd != 0 and group["decoupled_weight_decay"]):
+            return ("lr",)
+        return ()  # ``1 - lr * wd`` (decoupled weight decay) is a constant of the recording
+
 
 class AdamW(Adam):
     """Adam with decoupled weight decay (Loshchilov & Hutter): ``p *= 1 - lr * wd`` before the Adam step."""

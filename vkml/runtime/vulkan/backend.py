@@ -342,6 +342,26 @@ class VulkanDevice(Device):
         with self.lock:  # the staging memory
             self.transfers.upload(buffer.allocation, words)
 
+    def copy_queued(self, pairs: list) -> None:
+        """Copy each (source, target) buffer pair of ``pairs`` (as many elements, one dtype) on the
+        device, in one submission behind every run so far, which later runs see: vkml.jit's new
+        arguments into the buffers its kept command buffers bind, so that a replay does not record
+        anew for a new batch."""
+        copies = []
+        for source, target in pairs:
+            if source.dtype is not target.dtype or source.numel != target.numel:
+                raise ShapeError(f"copy_queued: {source!r} into {target!r} on {self.name}")
+            if source.device_nbytes:
+                copies.append((source.allocation, target.allocation, source.device_nbytes))
+        if not copies:
+            return
+        with self.lock:  # the transfer slots, the serials
+            serial = self.transfers.copy_queued(copies, self.recordings)
+            for source, target in pairs:
+                target.ready_serial = serial
+                for block in (source.block, target.block):  # no host write reuses either range before the copy
+                    block.last_use = max(block.last_use, serial)
+
     def ready_now(self, buffer: VulkanBuffer) -> bool:
         """Whether the run that wrote ``buffer`` last is complete (asked without waiting), and its
         memory is mapped: a read of it then copies without a submission or a wait."""

@@ -114,6 +114,19 @@ class Transfers:
         counters["bytes_uploaded"] += nbytes
         return serial
 
+    def copy_queued(self, copies: list, recordings) -> int:
+        """Copy on the device, for each (source allocation, target allocation, bytes) of ``copies``,
+        behind every submission so far, in one submission of a transfer slot of ``recordings``; its
+        serial (vkml.jit's new arguments)."""
+        index, slot, command_buffer = recordings.begin_transfer()
+        for source, target, nbytes in copies:
+            self._record_copy(
+                command_buffer, source.block.buffer, source.offset, target.block.buffer, target.offset, nbytes
+            )
+        serial = recordings.submit(slot, True, f"{len(copies)} queued copies")
+        counters["transfer_submissions"] += 1
+        return serial
+
     def download(self, allocation: Allocation, out: np.ndarray) -> None:
         """Fill the C-contiguous ``out`` with the first ``out.nbytes`` bytes of ``allocation``."""
         nbytes = out.nbytes

@@ -360,10 +360,48 @@ def _view_index(stack, idx: Index, values=None) -> tuple[Value, Value | None]:
         if digits is not None:  # the level below's multi-index as sums: no division
             valid, multi = _view_valid(view, multi, valid, at), digits
             continue
+        groups = _merged_groups(view, stack.views[k - 1].shape, at) if k and multi is not None else None
+        if groups is not None:  # a reshape that merges dims: each digit unravelled over its own dims
+            multi = tuple(v for i, group in zip(multi, groups) for v in unravel(i, group))
+            continue
         lin, valid = _view_level(view, multi, valid, at)
         if k:
             multi = unravel(lin, stack.views[k - 1].shape)
     return lin, valid
+
+
+def _merged_groups(view: View, below: tuple, values) -> tuple | None:
+    """The runs of ``below``'s dims that each of ``view``'s dims merges, where ``view`` is a plain
+    reshape of ``below`` that only merges neighbouring dims (contiguous, offset 0 in the code, no mask);
+    else None.
+
+    Its linear index then unravels in ``below`` to the concatenation of each digit unravelled over its
+    run (the digit is inside its dim, and its run's row-major form is the digit's mixed-radix form), so
+    a matmul operand (N, C·kh·kw, L) over a window view divides k over (C, kh, kw) and l over the output's
+    dims, and l's divisions do not depend on k: staging computes them once, before its loop over k.
+
+    >>> _merged_groups(View.contiguous((2, 6, 4)), (2, 3, 2, 4), None)
+    ((2,), (3, 2), (4,))
+    >>> _merged_groups(View.contiguous((4, 3)), (3, 4), None) is None  # a split across dims
+    True
+    """
+    if not view.is_contiguous or (values is not None and values(-1) is not None):
+        return None
+    groups, d = [], 0
+    for size in view.shape:
+        run, product = [], 1
+        while d < len(below) and (product < size or (below[d] == 1 and size == 1 and not run)):
+            run.append(below[d])
+            product *= below[d]
+            d += 1
+        if product != size:
+            return None
+        groups.append(tuple(run))
+    if any(s != 1 for s in below[d:]):
+        return None
+    if d < len(below) and groups:  # trailing dims of 1 below: digits 0
+        groups[-1] += below[d:]
+    return tuple(groups) if d == len(below) or groups else None
 
 
 def _constant_offset(view: View, values) -> int | None:

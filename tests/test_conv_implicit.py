@@ -148,3 +148,17 @@ def test_merged_groups_name_the_dims_each_digit_spans():
     assert _merged_groups(View.contiguous((6,)), (1, 6, 1), None) == ((1, 6, 1),)
     assert _merged_groups(View.contiguous((4, 3)), (3, 4), None) is None  # not a merge of neighbours
     assert _merged_groups(View((6,), (2,)), (12,), None) is None  # strided: not a reshape
+
+
+@pytest.mark.parametrize(
+    ("x_shape", "w_shape", "groups"), [((2, 4, 5, 5), (0, 4, 3, 3), 1), ((2, 4, 5, 5), (1, 2, 3, 3), 2)]
+)
+def test_fewer_output_channels_than_groups_is_pytorchs_error(x_shape, w_shape, groups):
+    """No output channel at all (the implicit product would return an empty tensor): PyTorch's RuntimeError."""
+    import torch
+
+    with pytest.raises(RuntimeError) as want:
+        torch.nn.functional.conv2d(torch.zeros(x_shape), torch.zeros(w_shape), groups=groups)
+    with pytest.raises(RuntimeError) as got:
+        F.conv2d(vkml.zeros(*x_shape), vkml.zeros(*w_shape), groups=groups)
+    assert str(want.value) in str(got.value)

@@ -303,6 +303,11 @@ def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, pa
     out_channels, per_group = weight.shape[0], weight.shape[1]
     kernel = tuple(weight.shape[2:])
     channels = input.shape[1]
+    if out_channels < groups:  # PyTorch's check before divisibility (no output channel at all included)
+        raise RuntimeError(
+            f"'{op}': Given groups={groups}, expected weight to be at least {groups} at dimension 0, "
+            f"but got weight of size {list(weight.shape)} instead"
+        )
     if out_channels % groups:
         raise RuntimeError(
             f"'{op}': Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "

@@ -242,27 +242,51 @@ def _fold_columns(F, columns, x, kernel, stride, dilation):
 G.RULES["conv_columns"] = _columns_matrix_grad
 
 
+# The implicit GEMM multiplies each sample apart (writing NCHW as it stores) where its output positions
+# fill the product's column tiles (up to 128 wide) to within 1/16; else, as for late ResNet stages (7², 14²,
+# 28² positions), the batch's columns make one long product and a layout kernel (a small one there) writes NCHW.
+PER_SAMPLE_TILE = 128
+
+
+def _per_sample(length: int) -> bool:
+    """Whether ``length`` output positions a sample waste at most 1/16 of the column tiles covering them.
+
+    >>> [_per_sample(n) for n in (3136, 1024, 784, 196, 49)]
+    [True, True, False, False, False]
+    """
+    covered = -(-length // PER_SAMPLE_TILE) * PER_SAMPLE_TILE
+    return covered * 16 <= length * 17
+
+
 @differentiable("conv_implicit", inputs=("x", "weight"))
 def _conv_implicit(x, weight, kernel, stride, dilation, out_size):
-    """One group's convolution as an implicit GEMM: (O, C·taps) @ (C·taps, L) for each sample, (N, O, *out).
+    """One group's convolution as an implicit GEMM, (N, O, *out): the product's B operand is the windows of
+    x (N, C, *spatial, padded), a view, so the matmul templates gather each element of a B tile from x by
+    index arithmetic as they stage it (k = (c, *tap) -> x[n, c, *(o·stride + tap·dilation)], the padding's
+    +0.0 from the view's mask), and no im2col matrix is written.
 
-    The product's B operand is the windows of x (N, C, *spatial, padded) viewed as (N, C·taps, L): a view,
-    so the matmul templates gather each element of a B tile from x by index arithmetic as they stage it
-    (k = (c, *tap) -> x[n, c, *(o·stride + tap·dilation)], the padding's +0.0 from the view's mask), and no
-    im2col matrix is written. Its rows are (c, *tap), channel-major, tap-minor, weight.reshape(O, C·taps)'s
-    column order, so each output adds its products in ascending (c, tap) from -0.0: ``_conv_product``'s
-    sums, the same bits. The result is the product's own (N, O, L) buffer: NCHW with no layout kernel, and
-    a bias added to it is computed at the product's store.
+    Where ``_per_sample(L)``: (O, C·taps) @ (C·taps, L) for each sample, B viewed as (N, C·taps, L); the
+    result is the product's own (N, O, L) buffer, NCHW with no layout kernel, and a bias added to it is
+    computed at the product's store. Else one product (O, C·taps) @ (C·taps, N·L) as ``_conv_product``'s,
+    B viewed as its columns, returned as the view (N, O, *out) of its result (the caller's bias or clone
+    is the layout kernel).
 
-    The gradients are ``_conv_product``'s, formula for formula (``_conv_implicit_grad``): the same bits
-    as the im2col form's, the weight's from the columns recomputed there.
+    B's rows are (c, *tap), channel-major, tap-minor, weight.reshape(O, C·taps)'s column order, so each
+    output adds its products in ascending (c, tap) from -0.0: ``_conv_product``'s sums, the same bits. The
+    gradients are ``_conv_product``'s, formula for formula (``_conv_implicit_grad``): the same bits as the
+    im2col form's, the weight's from the columns recomputed there.
     """
-    batch, out_channels = x.shape[0], weight.shape[0]
+    batch, out_channels, n = x.shape[0], weight.shape[0], len(kernel)
+    length = math.prod(out_size)
     cols = _columns(x, kernel, stride, dilation)  # (N, C, *kernel, *out): a view
     rows = x.shape[1] * math.prod(kernel)
-    cols = functions.reshape(cols, batch, rows, math.prod(out_size))
-    out = functions.matmul(functions.reshape(weight, out_channels, rows), cols)  # (N, O, L)
-    return functions.reshape(out, batch, out_channels, *out_size)
+    w = functions.reshape(weight, out_channels, rows)
+    if _per_sample(length):
+        out = functions.matmul(w, functions.reshape(cols, batch, rows, length))  # (N, O, L)
+        return functions.reshape(out, batch, out_channels, *out_size)
+    cols = functions.permute(cols, 1, *range(2, 2 + n), 0, *range(2 + n, 2 + 2 * n))  # (C, *kernel, N, *out)
+    out = functions.matmul(w, functions.reshape(cols, rows, batch * length))  # (O, N·L)
+    return functions.transpose(functions.reshape(out, out_channels, batch, *out_size), 0, 1)
 
 
 def _conv_implicit_grad(c):
@@ -352,9 +376,11 @@ def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, pa
     batch = input.shape[0]
     taps = math.prod(kernel)
     if groups == 1 and vkml_config.conv_implicit():
-        out = _conv_implicit(x, weight, kernel, stride, dilation, out_size)  # (N, O, *out), row-major
+        out = _conv_implicit(x, weight, kernel, stride, dilation, out_size)  # (N, O, *out)
         if bias is not None:
             out = out + functions.reshape(bias, out_channels, *([1] * n))
+        elif not out.is_contiguous():  # the long product's view: PyTorch's layout, (N, O, *out) row-major
+            out = functions.clone(out)
         return functions.squeeze(out, 0) if unbatched else _memory_format.keep(out, input, weight)
     if groups == 1:  # VKML_CONV_IMPLICIT=0: the im2col form
         out = _conv_product(x, weight, kernel, stride, dilation, out_size)

@@ -172,3 +172,25 @@ def test_fewer_output_channels_than_groups_is_pytorchs_error(x_shape, w_shape, g
     with pytest.raises(RuntimeError) as got:
         F.conv2d(vkml.zeros(*x_shape), vkml.zeros(*w_shape), groups=groups)
     assert str(want.value) in str(got.value)
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize(
+    ("x_shape", "w_shape", "dtype"),
+    [((4, 16, 28, 28), (32, 16, 3, 3), np.float32), ((2, 8, 32, 32), (16, 8, 3, 3), np.float16)],
+    ids=["long product", "per sample, float16"],
+)
+def test_larger_convolutions_keep_the_im2col_bits_on_vulkan(x_shape, w_shape, dtype, monkeypatch, kernels, gpu):
+    """Several tiles of each side and K-steps (ResNet-like 3×3 layers, scaled down): forward and gradients.
+    Where float16 runs on cooperative matrices (the two forms may take different templates, each summing a
+    block of k in the device's order) the two agree within the float16 rounding instead."""
+    case = ("larger", x_shape, w_shape, True, {"padding": 1})
+    new, _ = _conv(monkeypatch, kernels, gpu, "1", case, dtype)
+    old, _ = _conv(monkeypatch, kernels, gpu, "0", case, dtype)
+    matrices = dtype == np.float16 and coopmat.applies(getattr(gpu, "features", None), T.float16, T.float16)
+    for got, want, what in zip(new, old, ("output", "input gradient", "weight gradient")):
+        if matrices:
+            got, want = got.astype(np.float32), want.astype(np.float32)
+            np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-2 * np.abs(want).max(), err_msg=what)
+        else:
+            assert_same_bits(got, want, what)

@@ -407,9 +407,10 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups: in
 
     Computed as an implicit GEMM: one window view of the zero-padded input gives the columns
     (``Tensor.unfold``'s view over both spatial dims), which one batched matmul reads as its second
-    operand by index arithmetic, never written out, and writes (N, O, H_out, W_out) with the bias
-    added at its store (``VKML_CONV_IMPLICIT=0``: with one group a kernel writes the columns as a matrix,
-    a 16-bit float input's as its bit patterns, for one long product and a layout kernel). Each
+    operand by index arithmetic, never written out: one product a sample writing (N, O, H_out, W_out)
+    with the bias added at its store, or, where a sample's few output positions would leave its tiles
+    part empty, one long product and a layout kernel (``VKML_CONV_IMPLICIT=0``: with one group a kernel
+    writes the columns as a matrix, a 16-bit float input's as its bit patterns, for the long product). Each
     output element is the matmul's sum of its C/groups·kh·kw products in ascending (channel,
     kernel row, kernel column) order, starting from -0.0, then the bias added once. The order is
     fixed, so CPU and Vulkan give the same bits (docs/ops/conv2d.md); PyTorch's order differs,

@@ -20,6 +20,7 @@ from vkml.codegen import compile_kernel
 from vkml.codegen.features import DeviceFeatures
 from vkml.ir import types as T
 from vkml.ir.core import Instr, Loop, walk
+from vkml.kernels import lowering
 from vkml.kernels.lowering import _merged_groups
 from vkml.kernels.matmul import coopmat, tiled
 from vkml.schedule import scheduler as schedule
@@ -124,8 +125,18 @@ def test_the_cooperative_matrix_form_gives_the_im2col_bits_and_validates(monkeyp
         kernel = coopmat.lower_matmul_coopmat(root, mm, leaves, frozenset(), 32, shape).kernels[0].kernel
         compiled = compile_kernel(kernel, H200)  # spirv-val
         assert "OpCooperativeMatrixMulAddKHR" in compiled.asm
+        # A staging unit's 4 positions along a row of 16 share the row's digit, its bounds test and address.
+        monkeypatch.setattr(coopmat, "Index", lambda shape, lane=None, **given: lowering.Index(shape, **given))
+        apart = coopmat.lower_matmul_coopmat(root, mm, leaves, frozenset(), 32, shape).kernels[0].kernel
+        assert _loop_size(kernel) < _loop_size(apart), (_loop_size(kernel), _loop_size(apart))
     finally:
         schedule.clear_template_cache()
+
+
+def _loop_size(kernel) -> int:
+    """Instructions in the kernel's K loop."""
+    (loop,) = [s for s in walk(kernel.body) if isinstance(s, Loop)]
+    return sum(isinstance(s, Instr) for s in walk(loop.body))
 
 
 def test_the_scalar_kernel_divides_by_the_output_width_only_before_its_loop():

@@ -145,6 +145,10 @@ class Index:
     ``row = (o, red)`` says the position lies in row ``o`` of reduction ``red``'s source (a
     rows kernel's positions): a row broadcast of ``red``'s shape read there is its value at ``o``.
     Only elementwise ops pass an Index on, so a view that moves positions drops the tag.
+    ``lane = (base, c, width)`` says the innermost digit of ``multi`` is ``base + c``, ``base`` a multiple
+    of ``width`` and 0 <= c < width (element c of a matmul's staging unit): a view that merges that dim
+    from dims whose innermost size is a multiple of ``width`` unravels ``base`` alone, so the unit's
+    elements share every digit but the innermost (``_view_index``).
     """
 
     def __init__(
@@ -156,9 +160,10 @@ class Index:
         group: tuple | None = None,
         group_multi: tuple | None = None,
         row: tuple | None = None,
+        lane: tuple | None = None,
     ):
         self.shape, self._lin, self._multi, self.valid = tuple(shape), lin, multi, valid
-        self.group, self.group_multi, self.row = group, group_multi, row
+        self.group, self.group_multi, self.row, self.lane = group, group_multi, row, lane
 
     @property
     def key(self) -> tuple:
@@ -362,7 +367,14 @@ def _view_index(stack, idx: Index, values=None) -> tuple[Value, Value | None]:
             continue
         groups = _merged_groups(view, stack.views[k - 1].shape, at) if k and multi is not None else None
         if groups is not None:  # a reshape that merges dims: each digit unravelled over its own dims
-            multi = tuple(v for i, group in zip(multi, groups) for v in unravel(i, group))
+            digits = [unravel(i, group) for i, group in zip(multi, groups)]
+            lane = idx.lane if k == len(stack.views) - 1 else None
+            if lane is not None and groups[-1] and groups[-1][-1] % lane[2] == 0:
+                # base's innermost digit is a multiple of the width, so adding c < width carries nowhere
+                base, c, _ = lane
+                first = unravel(base, groups[-1])
+                digits[-1] = (*first[:-1], first[-1] + _u32(c) if c else first[-1])
+            multi = tuple(v for group_digits in digits for v in group_digits)
             continue
         lin, valid = _view_level(view, multi, valid, at)
         if k:

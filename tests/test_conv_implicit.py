@@ -139,7 +139,7 @@ def _loop_size(kernel) -> int:
     return sum(isinstance(s, Instr) for s in walk(loop.body))
 
 
-def test_the_scalar_kernel_divides_by_the_output_width_only_before_its_loop():
+def test_the_scalar_kernel_divides_by_the_output_width_only_before_its_loop(monkeypatch):
     """The B operand (N, C·kh·kw, L) unravels l = (oh, ow) apart from k (``_merged_groups``), so the
     divisions by the output width do not depend on k and are computed once, before the K loop; the
     H200's tiles fuse the multiply-adds of the whole batch's product, as the one long product did."""
@@ -156,6 +156,12 @@ def test_the_scalar_kernel_divides_by_the_output_width_only_before_its_loop():
     ]
     assert any(constants.get(s.args[1]) == 8 for s in everywhere)
     compile_kernel(kernel, H200)  # spirv-val
+    # An invocation stages its elements of B a few to one k (tiled._k_sharing): k is divided once for them.
+    monkeypatch.setattr(tiled, "K_SHARING", 1)
+    apart = tiled.lower_matmul(root, mm, leaves, frozenset(), config).kernels[0].kernel
+    (apart_loop,) = [s for s in walk(apart.body) if isinstance(s, Loop)]
+    apart_inside = [s for s in walk(apart_loop.body) if isinstance(s, Instr) and s.op in ("idiv", "irem")]
+    assert len(inside) < len(apart_inside), (len(inside), len(apart_inside))
     one = tiled.choose_config(H200, 64, 3136, 576)  # one sample's product of ResNet's stage 1
     assert not one.fused and tiled.fused_over_batch(one, H200, 64 * 64 * 3136 * 576).fused  # 64 of them
     assert tiled.fused_over_batch(one, H200, 64 * 3136 * 576) == one

@@ -321,13 +321,18 @@ class _Staging:
         along_k = _contiguous_along_k(operand, is_a)
         exact = extent % outer == 0  # no tile reaches past the operand's rows (columns)
         self.slots = []
+        share = _k_sharing(operand, along_k, outer, count, threads)
         for r in range(-(-count // threads)):
             e = _plus(tid, r * threads)
             present = None
             if (r + 1) * threads > count:  # a partial last round: spare invocations load element 0, store nothing
                 present = e < _u32(count)
                 e = B.select(present, e, _u32(0))
-            o, kk = (e / _u32(bk), e % _u32(bk)) if along_k else (e % _u32(outer), e / _u32(outer))
+            if share > 1:  # rounds r = q·share + j: unit u = tid + q·threads, its share elements one kk apart in o
+                u, j, per = _plus(tid, (r // share) * threads), r % share, outer // share
+                o, kk = _plus(u % _u32(per), j * per), u / _u32(per)
+            else:
+                o, kk = (e / _u32(bk), e % _u32(bk)) if along_k else (e % _u32(outer), e / _u32(outer))
             index, inside = _clamp(origin + o, extent, exact)
             self.slots.append((kk, index, inside, kk * _u32(self.row) + o, present))
 
@@ -348,6 +353,26 @@ class _Staging:
         for (_, _, _, address, present), v in zip(self.slots, values):
             with _maybe_if(present):
                 tile[address if buffer is None else buffer + address] = v
+
+
+# A gathered operand's invocation takes this many elements of one k a K-step (``_k_sharing``).
+K_SHARING = 4
+
+
+def _k_sharing(operand: Node, along_k: bool, outer: int, count: int, threads: int) -> int:
+    """How many of an invocation's staged elements share one k: up to ``K_SHARING`` for an operand staged across k
+    that is a view of several levels (a convolution's windows: each k is (channel, *tap), divided out of k
+    once for the elements sharing it), where whole rounds allow and runs of at least 8 neighbouring
+    invocations still read neighbouring elements (``outer / K_SHARING``: 32 with the H200's 128-wide
+    tiles, a warp); else 1 (each round its own k). The staged tile is the same, so are the sums."""
+    node = operand
+    while node.op == Op.CAST:
+        node = node.srcs[0]
+    gathered = node.op == Op.VIEW and len(node.arg.views) > 1
+    if along_k or not gathered or count % threads:
+        return 1
+    share = math.gcd(K_SHARING, count // threads)  # whole rounds: the invocation's rounds in runs of share
+    return share if outer % share == 0 and outer // share >= 8 else 1
 
 
 def _contiguous_along_k(operand: Node, is_a: bool) -> bool:

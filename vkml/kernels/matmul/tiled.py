@@ -363,7 +363,7 @@ def _k_sharing(operand: Node, along_k: bool, outer: int, count: int, threads: in
     """How many of an invocation's staged elements share one k: up to ``K_SHARING`` for an operand staged across k
     that is a view of several levels (a convolution's windows: each k is (channel, *tap), divided out of k
     once for the elements sharing it), where whole rounds allow and runs of at least 8 neighbouring
-    invocations still read neighbouring elements (``outer / K_SHARING``: 32 with the H200's 128-wide
+    invocations still read neighbouring elements (``outer / K_SHARING``: 32 with the large families' 128-wide
     tiles, a warp); else 1 (each round its own k). The staged tile is the same, so are the sums."""
     node = operand
     while node.op == Op.CAST:

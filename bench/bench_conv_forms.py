@@ -3,7 +3,8 @@
     python3 bench/bench_conv_forms.py [--full]
 
 ``--full`` is ResNet's stage 1 (64×64×56², 64→64 channels), else a tiny shape that runs on
-lavapipe. For float16 and float32 it times ``F.conv2d`` and the same multiply-adds as plain
+lavapipe. For float16 and float32 it times ``F.conv2d`` (both forms, ``VKML_CONV_IMPLICIT`` 1 and 0, with
+their gradients) and the same multiply-adds as plain
 products of stored operands — (64 × 576) @ (576 × N·H·W), (N·H·W × 576) @ (576 × 64), the
 batched W @ cols, a transposed operand — and the nine-window im2col alone: wall and GPU time
 (timestamps), medians of 15. docs/benchmarks.md (session 9) has its numbers on the H200.
@@ -11,6 +12,7 @@ batched W @ cols, a transposed operand — and the nine-window im2col alone: wal
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -23,15 +25,19 @@ from bench_timing import gpu_clock  # noqa: E402
 import vkml  # noqa: E402
 
 
+def _realize(out) -> None:
+    vkml.realize(*(out if isinstance(out, tuple) else (out,)))
+
+
 def timed(device, name: str, fn, repeats: int = 15) -> None:
     for _ in range(3):
-        vkml.realize(fn())
+        _realize(fn())
         device.synchronize()
     walls, gpus = [], []
     for _ in range(repeats):
         with gpu_clock(device) as stamps:
             t0 = time.perf_counter()
-            vkml.realize(fn())
+            _realize(fn())
             device.synchronize()
             walls.append(time.perf_counter() - t0)
         gpus.append(sum(sum(r) for r in stamps))
@@ -53,6 +59,20 @@ def main() -> int:
     def forms(dtype: str) -> None:  # each lambda runs inside timed(), before the next is made
         x, w = t((n, c, side, side), dtype), t((o, c, 3, 3), dtype)
         timed(device, f"conv2d {dtype}", lambda: F.conv2d(x, w, padding=1))
+        # The two forms of F.conv2d (VKML_CONV_IMPLICIT, read at each call): the implicit GEMM (one product
+        # reading the windows of x) against the im2col form (columns, product, layout), the same bits.
+        for form, flag in (("implicit GEMM", "1"), ("im2col", "0")):
+            os.environ["VKML_CONV_IMPLICIT"] = flag
+            timed(device, f"conv2d {form} {dtype}", lambda: F.conv2d(x, w, padding=1))
+            xg, wg = (a.clone().requires_grad_() for a in (x, w))
+            y = F.conv2d(xg, wg, padding=1)
+            g = vkml.ones_like(y)
+            timed(
+                device,
+                f"conv2d {form} gradients {dtype}",
+                lambda y=y, xg=xg, wg=wg, g=g: vkml.autograd.grad(y, (xg, wg), g, retain_graph=True),
+            )
+        os.environ.pop("VKML_CONV_IMPLICIT")
         w2, cols_t, cols, w_t = t((o, k), dtype), t((k, n * length), dtype), t((n * length, k), dtype), t((k, o), dtype)
         batched = t((n, k, length), dtype)
         timed(device, f"W(O,K) @ cols(K,NL) {dtype}", lambda: w2 @ cols_t)

@@ -20,6 +20,7 @@ from optest import assert_same_bits
 import vkml
 import vkml.nn.functional as VF
 from vkml import debug
+from vkml.nn import functional_layers
 from vkml.ops.registry import REGISTRY
 
 CPU = vkml.device("cpu")
@@ -206,12 +207,18 @@ CASES = [
         inputs(normal(1, 2, 6, 5)),
     ),
     Case(
-        "conv_columns",  # conv2d's im2col matrix (its gradient folds the windows back)
+        "conv_implicit",  # conv2d's implicit GEMM (its gradients: the im2col form's)
         lambda x, w: VF.conv2d(x, w, padding=1, stride=(2, 1), dilation=(1, 2)),
         lambda x, w: torch.nn.functional.conv2d(x, w, padding=1, stride=(2, 1), dilation=(1, 2)),
         inputs(normal(2, 2, 5, 6), normal(3, 2, 2, 3)),
         rtol=1e-5,
         atol=1e-5,
+    ),
+    Case(
+        "conv_columns",  # conv2d's im2col matrix (C·taps, N·L) (its gradient folds the windows back)
+        lambda x: functional_layers._columns_matrix(x, (2, 3), (2, 1), (1, 2)),
+        lambda x: torch.nn.functional.unfold(x, (2, 3), (1, 2), 0, (2, 1)).permute(1, 0, 2).reshape(12, -1),
+        inputs(normal(2, 2, 5, 6)),
     ),
     Case(
         "as_strided",

@@ -62,9 +62,11 @@ def test_digits_are_sums_only_where_no_digit_leaves_its_range():
         assert lowering._digits(View((5, 2), (2, 6)), (i, k), (2, 6), 0) is None  # 2·4 leaves a row of 6
 
 
-def test_conv_columns_kernel_divides_once_per_group():
+def test_conv_columns_kernel_divides_once_per_group(monkeypatch):
     """The im2col kernel unravels its own output position once per vector group (shared by the group's
-    elements) and reaches the padded input by sums: no other division or remainder."""
+    elements) and reaches the padded input by sums: no other division or remainder. (The im2col form:
+    the weight gradient's columns, and the forward with VKML_CONV_IMPLICIT=0.)"""
+    monkeypatch.setenv("VKML_CONV_IMPLICIT", "0")
     shape, out = (2, 8, 6, 8), (8, 3, 3, 2, 6, 8)  # columns (C, kh, kw, N, H', W')
     cpu = vkml.device("cpu")
     tuning = kernels_tuning.tuning_from_features(DeviceFeatures.h200_like())
@@ -144,9 +146,10 @@ def test_half_conv_copies_its_columns_as_bits(dtype, gpu):
         np.testing.assert_allclose(got[finite], want[finite], rtol=0.05, atol=0.05 * np.abs(want[finite]).max())
 
 
-def test_half_conv_columns_kernel_keeps_float16():
+def test_half_conv_columns_kernel_keeps_float16(monkeypatch):
     """The float16 columns kernel loads and stores float16 bit patterns: no conversion, no float32
     rounding back (the software rounding took ~60 integer instructions an element)."""
+    monkeypatch.setenv("VKML_CONV_IMPLICIT", "0")  # the im2col form
     cpu = vkml.device("cpu")
     kernels_tuning.set_tuning(cpu, kernels_tuning.tuning_from_features(DeviceFeatures.h200_like()))
     try:

@@ -18,8 +18,9 @@ exception is ``VKML_EAGER``, which every op asks about: vkml reads it once, at i
 | ``VKML_MATMUL_COOPMAT2_SHAPE`` | ``matmul_coopmat2_shape()`` | the shape of that template's kernel, as its mode string writes it (e.g. ``128x128x64 t128 u2 g16``: tile, invocations, K-steps per loop iteration, tile rows walked together); unset: ``kernels_matmul_coopmat2.DEFAULT``. For measuring shapes; ``u`` and ``g`` keep the bits (the same blocks of k in the same order) |
 | ``VKML_COMPILE_THREADS`` | ``compile_threads()`` | how many kernels one realize compiles at once when it meets several new ones (vkml/runtime/vulkan/pipelines.py): default the CPU count, at most 8; ``1``: one after another |
 | ``VKML_PROGRESS`` | ``progress()`` | a progress bar on stderr while one realize compiles several new kernels (tqdm when installed, else vkml/runtime/progress.py's own): ``1`` always, ``0`` never; unset: when stderr is a terminal and the compiles take over a second |
-| ``VKML_MATMUL_FMA`` | ``matmul_fma()`` | on GPUs with the large matmul tiles, whether matmul fuses its multiply-adds (about 1.5x faster there; results within 2γ_K Σ|a||b| of the CPU's instead of equal to them): ``auto`` (default) for products of at least 2^27 multiply-adds, ``1`` for every size, ``0`` never (every device then gives the CPU's bits). docs/ops/matmul.md |
+| ``VKML_MATMUL_FMA`` | ``matmul_fma()`` | on GPUs with the large matmul tiles, whether matmul fuses its multiply-adds (about 1.5x faster there; results within 2γ_K Σ|a||b| of the CPU's instead of equal to them): ``auto`` (default) for products of at least 2^27 multiply-adds (a batch's together), ``1`` for every size, ``0`` never (every device then gives the CPU's bits). docs/ops/matmul.md |
 | ``VKML_ATTENTION_COOPMAT`` | ``attention_coopmat()`` | ``0``: the fused attention forward keeps the scalar kernel (the CPU's bits) on devices with cooperative matrices too. Default ``1``: float16 inputs run on them where the device has them, within the bound docs/ops/scaled_dot_product_attention.md states |
+| ``VKML_CONV_IMPLICIT`` | ``conv_implicit()`` | ``0``: conv2d and conv1d with one group write their im2col matrix into a buffer, multiply it and lay the result out in a kernel each (the earlier form, kept for measuring). Default ``1``: one implicit-GEMM product reads the windows of the padded input by index arithmetic and writes (N, C, *out) with the bias added; the same sums, the same bits |
 
     >>> import os; os.environ["VKML_CACHE_DIR"] = "/tmp/vkml-cache"
     >>> str(cache_dir())
@@ -157,6 +158,16 @@ def attention_coopmat() -> bool:
     the scalar kernel and so the CPU's bits.
     """
     return _switch("VKML_ATTENTION_COOPMAT", True)
+
+
+def conv_implicit() -> bool:
+    """Whether a one-group convolution is one implicit-GEMM product (``VKML_CONV_IMPLICIT``, on by default).
+
+    ``0`` keeps the im2col form: the columns written by a kernel of their own, the product, and a layout
+    kernel. Both sum the same products in the same order (docs/ops/conv2d.md), so the switch is for
+    measuring: the bits stay.
+    """
+    return _switch("VKML_CONV_IMPLICIT", True)
 
 
 def matmul_coopmat2() -> bool:

@@ -145,6 +145,10 @@ class Index:
     ``row = (o, red)`` says the position lies in row ``o`` of reduction ``red``'s source (a
     rows kernel's positions): a row broadcast of ``red``'s shape read there is its value at ``o``.
     Only elementwise ops pass an Index on, so a view that moves positions drops the tag.
+    ``lane = (base, c, width)`` says the innermost digit of ``multi`` is ``base + c``, ``base`` a multiple
+    of ``width`` and 0 <= c < width (element c of a matmul's staging unit): a view that merges that dim
+    from dims whose innermost size is a multiple of ``width`` unravels ``base`` alone, so the unit's
+    elements share every digit but the innermost (``_view_index``).
     """
 
     def __init__(
@@ -156,9 +160,10 @@ class Index:
         group: tuple | None = None,
         group_multi: tuple | None = None,
         row: tuple | None = None,
+        lane: tuple | None = None,
     ):
         self.shape, self._lin, self._multi, self.valid = tuple(shape), lin, multi, valid
-        self.group, self.group_multi, self.row = group, group_multi, row
+        self.group, self.group_multi, self.row, self.lane = group, group_multi, row, lane
 
     @property
     def key(self) -> tuple:
@@ -360,10 +365,55 @@ def _view_index(stack, idx: Index, values=None) -> tuple[Value, Value | None]:
         if digits is not None:  # the level below's multi-index as sums: no division
             valid, multi = _view_valid(view, multi, valid, at), digits
             continue
+        groups = _merged_groups(view, stack.views[k - 1].shape, at) if k and multi is not None else None
+        if groups is not None:  # a reshape that merges dims: each digit unravelled over its own dims
+            digits = [unravel(i, group) for i, group in zip(multi, groups)]
+            lane = idx.lane if k == len(stack.views) - 1 else None
+            if lane is not None and groups[-1] and groups[-1][-1] % lane[2] == 0:
+                # base's innermost digit is a multiple of the width, so adding c < width carries nowhere
+                base, c, _ = lane
+                first = unravel(base, groups[-1])
+                digits[-1] = (*first[:-1], first[-1] + _u32(c) if c else first[-1])
+            multi = tuple(v for group_digits in digits for v in group_digits)
+            continue
         lin, valid = _view_level(view, multi, valid, at)
         if k:
             multi = unravel(lin, stack.views[k - 1].shape)
     return lin, valid
+
+
+def _merged_groups(view: View, below: tuple, values) -> tuple | None:
+    """The runs of ``below``'s dims that each of ``view``'s dims merges, where ``view`` is a plain
+    reshape of ``below`` that only merges neighbouring dims (contiguous, offset 0 in the code, no mask);
+    else None.
+
+    Its linear index then unravels in ``below`` to the concatenation of each digit unravelled over its
+    run (the digit is inside its dim, and its run's row-major form is the digit's mixed-radix form), so
+    a matmul operand (N, C·kh·kw, L) over a window view divides k over (C, kh, kw) and l over the output's
+    dims, and l's divisions do not depend on k: staging computes them once, before its loop over k.
+
+    >>> _merged_groups(View.contiguous((2, 6, 4)), (2, 3, 2, 4), None)
+    ((2,), (3, 2), (4,))
+    >>> _merged_groups(View.contiguous((4, 3)), (3, 4), None) is None  # a split across dims
+    True
+    """
+    if not view.is_contiguous or (values is not None and values(-1) is not None):
+        return None
+    groups, d = [], 0
+    for size in view.shape:
+        run, product = [], 1
+        while d < len(below) and (product < size or (below[d] == 1 and size == 1 and not run)):
+            run.append(below[d])
+            product *= below[d]
+            d += 1
+        if product != size:
+            return None
+        groups.append(tuple(run))
+    if any(s != 1 for s in below[d:]):
+        return None
+    if d < len(below) and groups:  # trailing dims of 1 below: digits 0
+        groups[-1] += below[d:]
+    return tuple(groups) if d == len(below) or groups else None
 
 
 def _constant_offset(view: View, values) -> int | None:

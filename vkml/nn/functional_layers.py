@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from .. import config as vkml_config
 from ..frontend import creation, indexing, mutation
 from ..frontend import memory_format as _memory_format
 from ..frontend import operators as functions
@@ -223,18 +224,91 @@ def _columns_matrix_grad(c):
     (``fold_windows``, taps in ascending order), as the permutes, the window view and ``x·1``'s gradients
     composed gave it (``g·1`` is ``g``): the same bits."""
     (x,) = c.inputs
-    kernel, stride, dilation = c.attrs["kernel"], c.attrs["stride"], c.attrs["dilation"]
+    return (_fold_columns(c.F, c.g, x, c.attrs["kernel"], c.attrs["stride"], c.attrs["dilation"]),)
+
+
+def _fold_columns(F, columns, x, kernel, stride, dilation):
+    """The gradient of x (N, C, *spatial) from its im2col matrix's gradient ``columns`` (C·taps, N·L)."""
     n = len(kernel)
     first_shape = (x.shape[1], x.shape[0], *x.shape[2:])
     out = tuple((s - d * (k - 1) - 1) // st + 1 for s, k, st, d in zip(x.shape[2:], kernel, stride, dilation))
-    g = functions.reshape(c.g, first_shape[0], *kernel, x.shape[0], *out)  # (C, *kernel, N, *out)
+    g = functions.reshape(columns, first_shape[0], *kernel, x.shape[0], *out)  # (C, *kernel, N, *out)
     g = functions.permute(g, 0, 1 + n, *range(2 + n, 2 + 2 * n), *range(1, 1 + n))  # (C, N, *out, *kernel)
     first = functions.permute(x, 1, 0, *range(2, n + 2))
-    g = G.fold_windows(c.F, g, first, tuple(range(2, 2 + n)), kernel, stride, dilation)
-    return (functions.permute(g, 1, 0, *range(2, n + 2)),)
+    g = G.fold_windows(F, g, first, tuple(range(2, 2 + n)), kernel, stride, dilation)
+    return functions.permute(g, 1, 0, *range(2, n + 2))
 
 
 G.RULES["conv_columns"] = _columns_matrix_grad
+
+
+# The implicit GEMM multiplies each sample apart (writing NCHW as it stores) where its output positions
+# fill the product's column tiles (up to 128 wide) to within 1/16; else, as for late ResNet stages (7², 14²,
+# 28² positions), the batch's columns make one long product and a layout kernel (a small one there) writes NCHW.
+PER_SAMPLE_TILE = 128
+
+
+def _per_sample(length: int) -> bool:
+    """Whether ``length`` output positions a sample waste at most 1/16 of the column tiles covering them.
+
+    >>> [_per_sample(n) for n in (3136, 1024, 784, 196, 49)]
+    [True, True, False, False, False]
+    """
+    covered = -(-length // PER_SAMPLE_TILE) * PER_SAMPLE_TILE
+    return covered * 16 <= length * 17
+
+
+@differentiable("conv_implicit", inputs=("x", "weight"))
+def _conv_implicit(x, weight, kernel, stride, dilation, out_size):
+    """One group's convolution as an implicit GEMM, (N, O, *out): the product's B operand is the windows of
+    x (N, C, *spatial, padded), a view, so the matmul templates gather each element of a B tile from x by
+    index arithmetic as they stage it (k = (c, *tap) -> x[n, c, *(o·stride + tap·dilation)], the padding's
+    +0.0 from the view's mask), and no im2col matrix is written.
+
+    Where ``_per_sample(L)``: (O, C·taps) @ (C·taps, L) for each sample, B viewed as (N, C·taps, L); the
+    result is the product's own (N, O, L) buffer, NCHW with no layout kernel, and a bias added to it is
+    computed at the product's store. Else one product (O, C·taps) @ (C·taps, N·L) as ``_conv_product``'s,
+    B viewed as its columns, returned as the view (N, O, *out) of its result (the caller's bias or clone
+    is the layout kernel).
+
+    B's rows are (c, *tap), channel-major, tap-minor, weight.reshape(O, C·taps)'s column order, so each
+    output adds its products in ascending (c, tap) from -0.0: ``_conv_product``'s sums, the same bits. The
+    gradients are ``_conv_product``'s, formula for formula (``_conv_implicit_grad``): the same bits as the
+    im2col form's, the weight's from the columns recomputed there.
+    """
+    batch, out_channels, n = x.shape[0], weight.shape[0], len(kernel)
+    length = math.prod(out_size)
+    cols = _columns(x, kernel, stride, dilation)  # (N, C, *kernel, *out): a view
+    rows = x.shape[1] * math.prod(kernel)
+    w = functions.reshape(weight, out_channels, rows)
+    if _per_sample(length):
+        out = functions.matmul(w, functions.reshape(cols, batch, rows, length))  # (N, O, L)
+        return functions.reshape(out, batch, out_channels, *out_size)
+    cols = functions.permute(cols, 1, *range(2, 2 + n), 0, *range(2 + n, 2 + 2 * n))  # (C, *kernel, N, *out)
+    out = functions.matmul(w, functions.reshape(cols, rows, batch * length))  # (O, N·L)
+    return functions.transpose(functions.reshape(out, out_channels, batch, *out_size), 0, 1)
+
+
+def _conv_implicit_grad(c):
+    """``_conv_product``'s gradients, as autograd composed them for its ops (the transpose, the reshapes,
+    ``matmul``'s rule and ``_columns_matrix_grad``): the weight's is (O, N·L) @ (N·L, C·taps) against the
+    im2col matrix, the input's the columns' gradient W^T @ g folded back."""
+    x, weight = c.inputs
+    kernel, stride, dilation = c.attrs["kernel"], c.attrs["stride"], c.attrs["dilation"]
+    out_channels = weight.shape[0]
+    g = functions.transpose(c.g, 0, 1)  # (O, N, *out)
+    g = functions.reshape(g, out_channels, math.prod(g.shape[1:]))  # (O, N·L)
+    gx = gw = None
+    if c.needs[1]:
+        cols = _columns_matrix(x, kernel, stride, dilation)
+        gw = functions.reshape(functions.matmul(g, functions.transpose(cols, -1, -2)), *weight.shape)
+    if c.needs[0]:
+        w = functions.reshape(weight, out_channels, math.prod(weight.shape[1:]))
+        gx = _fold_columns(c.F, functions.matmul(functions.transpose(w, -1, -2), g), x, kernel, stride, dilation)
+    return gx, gw
+
+
+G.RULES["conv_implicit"] = _conv_implicit_grad
 
 
 def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, padding_mode="zeros"):
@@ -253,6 +327,11 @@ def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, pa
     out_channels, per_group = weight.shape[0], weight.shape[1]
     kernel = tuple(weight.shape[2:])
     channels = input.shape[1]
+    if out_channels < groups:  # PyTorch's check before divisibility (no output channel at all included)
+        raise RuntimeError(
+            f"'{op}': Given groups={groups}, expected weight to be at least {groups} at dimension 0, "
+            f"but got weight of size {list(weight.shape)} instead"
+        )
     if out_channels % groups:
         raise RuntimeError(
             f"'{op}': Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
@@ -296,7 +375,14 @@ def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, pa
     x = _pad_mode(op, input, pads, padding_mode)
     batch = input.shape[0]
     taps = math.prod(kernel)
-    if groups == 1:
+    if groups == 1 and vkml_config.conv_implicit():
+        out = _conv_implicit(x, weight, kernel, stride, dilation, out_size)  # (N, O, *out)
+        if bias is not None:
+            out = out + functions.reshape(bias, out_channels, *([1] * n))
+        elif not out.is_contiguous():  # the long product's view: PyTorch's layout, (N, O, *out) row-major
+            out = functions.clone(out)
+        return functions.squeeze(out, 0) if unbatched else _memory_format.keep(out, input, weight)
+    if groups == 1:  # VKML_CONV_IMPLICIT=0: the im2col form
         out = _conv_product(x, weight, kernel, stride, dilation, out_size)
         if bias is not None:
             out = out + functions.reshape(bias, out_channels, *([1] * n))
@@ -319,9 +405,12 @@ def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, pa
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):
     """2-D convolution (cross-correlation) of ``input`` (N, C, H, W) or (C, H, W) with ``weight`` (O, C/groups, kh, kw).
 
-    Computed as im2col and one batched matmul: one window view of the zero-padded input gives the
-    columns (``Tensor.unfold``'s view over both spatial dims; with one group one kernel writes them as a
-    matrix, a 16-bit float input's as its bit patterns, and the matmul reads that), and each
+    Computed as an implicit GEMM: one window view of the zero-padded input gives the columns
+    (``Tensor.unfold``'s view over both spatial dims), which one batched matmul reads as its second
+    operand by index arithmetic, never written out: one product a sample writing (N, O, H_out, W_out)
+    with the bias added at its store, or, where a sample's few output positions would leave its tiles
+    part empty, one long product and a layout kernel (``VKML_CONV_IMPLICIT=0``: with one group a kernel
+    writes the columns as a matrix, a 16-bit float input's as its bit patterns, for the long product). Each
     output element is the matmul's sum of its C/groups·kh·kw products in ascending (channel,
     kernel row, kernel column) order, starting from -0.0, then the bias added once. The order is
     fixed, so CPU and Vulkan give the same bits (docs/ops/conv2d.md); PyTorch's order differs,

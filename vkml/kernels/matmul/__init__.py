@@ -37,7 +37,8 @@ def mode(node: Node) -> Mode:
         if coopmat2.applies(features, a.dtype, b.dtype, shape) and coopmat2.fits(node, features):
             return coopmat2.mode(features, shape)
         return coopmat.mode(features, coopmat.shape_for(a.shape[-2], b.shape[-1]))
-    return tiled.choose_config(features, a.shape[-2], b.shape[-1], a.shape[-1])
+    m, n, k = a.shape[-2], b.shape[-1], a.shape[-1]
+    return tiled.fused_over_batch(tiled.choose_config(features, m, n, k), features, node.numel * k)
 
 
 def lower(root: Node, mm: Node, leaves, baked, mode: Mode) -> GroupTemplate:
@@ -51,7 +52,9 @@ def lower(root: Node, mm: Node, leaves, baked, mode: Mode) -> GroupTemplate:
     if matrices and index_dtype() is not T.uint32:
         # The cooperative-matrix templates address tiles in 32 bits: 64-bit groups take scalar tiles.
         a, b = mm.srcs
-        config = tiled.choose_config(getattr(mm.device, "features", None), a.shape[-2], b.shape[-1], a.shape[-1])
+        features = getattr(mm.device, "features", None)
+        config = tiled.choose_config(features, a.shape[-2], b.shape[-1], a.shape[-1])
+        config = tiled.fused_over_batch(config, features, mm.numel * a.shape[-1])
         return tiled.lower_matmul(root, mm, leaves, baked, config)
     if isinstance(mode, coopmat2.Mode):
         if coopmat2.lowers(root, mm, leaves):

@@ -310,8 +310,15 @@ class _Staging:
                 group_multi = (*first[:-1], first[-1] / _u32(self.width))
                 values = L.f16_group_values(self.operand, Index(grouped, multi=group_multi).lin, group_multi)
             else:
-                units_at = (self.multi(batch_multi, index, k, c) for c in range(self.width))
-                values = [L.value_f16(self.operand, Index(shape, multi=m)) for m in units_at]
+                # A unit runs along the operand's innermost dim (A along k, B along n) from a multiple of its
+                # width: its elements share every other digit of a view that merges that dim (Index.lane).
+                base = self.multi(batch_multi, index, k, 0)[-1]
+                along_last = self.along_k == self.is_a and self.width > 1
+                values = []
+                for c in range(self.width):
+                    lane = (base, c, self.width) if along_last else None
+                    index_c = Index(shape, multi=self.multi(batch_multi, index, k, c), lane=lane)
+                    values.append(L.value_f16(self.operand, index_c))
             ok = inside if k_inside is None else (k_inside if inside is None else inside & k_inside)
             units.append([B.select(ok, v, fill) if ok is not None else v for v in values])
         return units

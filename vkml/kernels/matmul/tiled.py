@@ -13,7 +13,7 @@ output starts from -0.0 (the exact identity of IEEE addition) and adds the float
 ``a[k] · b[k]`` for k = 0, 1, …, K-1 one after the other, each product and each sum rounded
 (NoContraction). The order does not depend on the tile sizes, the device or the layout, so
 every configuration (and the CPU interpreter) gives the same bits. On GPUs with the large
-tiles, products of at least ``FMA_MIN_MULTIPLY_ADDS`` make each step one ``mul_add`` instead,
+tiles, products of at least ``FMA_MIN_MULTIPLY_ADDS`` (a batch's together) make each step one ``mul_add`` instead,
 which the device may round once (a fused multiply-add: twice the arithmetic rate); the order
 and the error bound stay, the bits may differ from the CPU's (``VKML_MATMUL_FMA``: ``0``
 never, ``1`` at every size).
@@ -177,11 +177,7 @@ def choose_config(features, m: int, n: int, k: int) -> MatmulConfig:
     fused = False
     if features is None:
         family = INTERPRETER_TILES
-    elif (
-        features.subgroup_size >= 32
-        and features.max_compute_shared_memory_size >= 48 * 1024
-        and features.max_workgroup_invocations >= 256
-    ):
+    elif _large_tiles(features):
         family = NARROW_GPU_TILES if min(m, n) <= NARROW_SIDE or k <= NARROW_K else LARGE_GPU_TILES
         policy = vkml_config.matmul_fma()
         fused = policy == "on" or (policy == "auto" and m * n * k >= FMA_MIN_MULTIPLY_ADDS)
@@ -199,6 +195,30 @@ def choose_config(features, m: int, n: int, k: int) -> MatmulConfig:
     while features is not None and config.shared_bytes > features.max_compute_shared_memory_size and config.bk > 1:
         config = replace(config, bk=config.bk // 2)
     return config
+
+
+def _large_tiles(features) -> bool:
+    """Whether a device gets the large (or narrow) tiles, and with them fused multiply-adds."""
+    return (
+        features.subgroup_size >= 32
+        and features.max_compute_shared_memory_size >= 48 * 1024
+        and features.max_workgroup_invocations >= 256
+    )
+
+
+def fused_over_batch(config: MatmulConfig, features, multiply_adds: int) -> MatmulConfig:
+    """``config`` fused where a batched product's ``multiply_adds`` (over the whole batch) reach
+    ``FMA_MIN_MULTIPLY_ADDS`` under ``VKML_MATMUL_FMA=auto`` on a device with the large tiles: a batch of
+    products is as long as their sum (conv2d's implicit GEMM, 64 products of 64 × 576 @ 576 × 3136,
+    fuses as its one long product of 64 × 576 @ 576 × 200704 does). ``choose_config`` sees one product.
+
+    >>> h200 = DeviceFeatures.h200_like()
+    >>> fused_over_batch(choose_config(h200, 64, 3136, 576), h200, 64 * 64 * 3136 * 576).fused
+    True
+    """
+    if config.fused or features is None or multiply_adds < FMA_MIN_MULTIPLY_ADDS or not _large_tiles(features):
+        return config
+    return replace(config, fused=True) if vkml_config.matmul_fma() == "auto" else config
 
 
 # Products the square tiles serve badly (issue 7), on large GPUs. K at most SHORT_K: the time
@@ -301,13 +321,18 @@ class _Staging:
         along_k = _contiguous_along_k(operand, is_a)
         exact = extent % outer == 0  # no tile reaches past the operand's rows (columns)
         self.slots = []
+        share = _k_sharing(operand, along_k, outer, count, threads)
         for r in range(-(-count // threads)):
             e = _plus(tid, r * threads)
             present = None
             if (r + 1) * threads > count:  # a partial last round: spare invocations load element 0, store nothing
                 present = e < _u32(count)
                 e = B.select(present, e, _u32(0))
-            o, kk = (e / _u32(bk), e % _u32(bk)) if along_k else (e % _u32(outer), e / _u32(outer))
+            if share > 1:  # rounds r = q·share + j: unit u = tid + q·threads, its share elements one kk apart in o
+                u, j, per = _plus(tid, (r // share) * threads), r % share, outer // share
+                o, kk = _plus(u % _u32(per), j * per), u / _u32(per)
+            else:
+                o, kk = (e / _u32(bk), e % _u32(bk)) if along_k else (e % _u32(outer), e / _u32(outer))
             index, inside = _clamp(origin + o, extent, exact)
             self.slots.append((kk, index, inside, kk * _u32(self.row) + o, present))
 
@@ -328,6 +353,26 @@ class _Staging:
         for (_, _, _, address, present), v in zip(self.slots, values):
             with _maybe_if(present):
                 tile[address if buffer is None else buffer + address] = v
+
+
+# A gathered operand's invocation takes this many elements of one k a K-step (``_k_sharing``).
+K_SHARING = 4
+
+
+def _k_sharing(operand: Node, along_k: bool, outer: int, count: int, threads: int) -> int:
+    """How many of an invocation's staged elements share one k: up to ``K_SHARING`` for an operand staged across k
+    that is a view of several levels (a convolution's windows: each k is (channel, *tap), divided out of k
+    once for the elements sharing it), where whole rounds allow and runs of at least 8 neighbouring
+    invocations still read neighbouring elements (``outer / K_SHARING``: 32 with the large families' 128-wide
+    tiles, a warp); else 1 (each round its own k). The staged tile is the same, so are the sums."""
+    node = operand
+    while node.op == Op.CAST:
+        node = node.srcs[0]
+    gathered = node.op == Op.VIEW and len(node.arg.views) > 1
+    if along_k or not gathered or count % threads:
+        return 1
+    share = math.gcd(K_SHARING, count // threads)  # whole rounds: the invocation's rounds in runs of share
+    return share if outer % share == 0 and outer // share >= 8 else 1
 
 
 def _contiguous_along_k(operand: Node, is_a: bool) -> bool:

@@ -62,7 +62,7 @@ PAGES: dict[str, OpDoc] = {
         "u = 2^-24 (the tree's would be γ_(⌈log2 K⌉+1)). float16 operands are exact in float32 and the result rounds "
         "once; integer matmul is exact (a sum of products over the tree). On GPUs that get "
         "the large tiles (32-wide subgroups, ≥ 48 KiB shared memory), a product of at least 2^27 "
-        "multiply-adds (m·n·k, e.g. 512³) does each step as one fused multiply-add instead (GLSL.std.450 Fma, "
+        "multiply-adds (m·n·k over the whole batch, e.g. 512³) does each step as one fused multiply-add instead (GLSL.std.450 Fma, "
         "rounded once where the driver fuses it, as NVIDIA's does; about 1.5x faster there): the same order, the same "
         "bits every run on that device, but not always the CPU's bits: within 2γ_K Σ|a||b| of them, plus K·2^-126 "
         "where the device flushes subnormal products to zero (NVIDIA's Fma does). Smaller products keep the CPU's bits "

@@ -17,9 +17,11 @@ PAGES.update(
                 "bias=True, padding_mode='zeros')",
             ),
             nnf.conv2d,
-            precision="im2col and `matmul`, the contract's named exception (as `matmul`; with one group the whole "
-            "batch is one product, (O, C·kh·kw) @ (C·kh·kw, N·H_out·W_out), with more each group's sample is "
-            "one): each output starts from "
+            precision="an implicit-GEMM `matmul`, the contract's named exception (as `matmul`; each sample's "
+            "(O/groups, C/groups·kh·kw) @ (C/groups·kh·kw, H_out·W_out) per group, the second operand read from the "
+            "padded input's windows, the batch's products counted together; with VKML_CONV_IMPLICIT=0 and one "
+            "group, im2col written out and one product (O, C·kh·kw) @ (C·kh·kw, N·H_out·W_out), the same sums): "
+            "each output starts from "
             "-0.0 and adds its K = C/groups·kh·kw float32 products in ascending (channel, kernel row, kernel column) "
             "order, every product and sum rounded, then adds the bias (one rounding). The order depends on the shapes "
             "alone: the CPU's bits on every device where `matmul` keeps them (all sizes on lavapipe; products under "
@@ -30,9 +32,9 @@ PAGES.update(
             divergence="PyTorch (oneDNN, or its own im2col and BLAS) sums in another order: results differ in the "
             "last bits, within both orders' bounds. The modules' `padding_mode` ('zeros', 'reflect', 'replicate', "
             "'circular') pads as `F.pad` does, before the windows are taken.",
-            gradient="Through the ops it is built of: the weight's gradient is a `matmul` of the upstream gradient "
-            "and the columns, the input's a `matmul` whose columns are added back into the positions each window "
-            "read (the views' gradients).",
+            gradient="The im2col form's, in both forms: the weight's gradient is a `matmul` of the upstream "
+            "gradient and the columns (written out for it), the input's a `matmul` whose columns are added back "
+            "into the positions each window read (the views' gradients).",
         ),
         "conv1d": OpDoc(
             "composite",

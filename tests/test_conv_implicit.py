@@ -9,6 +9,8 @@ cooperative-matrix template, whose implicit kernel must also pass spirv-val for 
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 from optest import assert_same_bits
@@ -23,6 +25,7 @@ from vkml.ir.core import Instr, Loop, walk
 from vkml.kernels import lowering
 from vkml.kernels.lowering import _merged_groups
 from vkml.kernels.matmul import coopmat, tiled
+from vkml.nn import functional_layers
 from vkml.schedule import scheduler as schedule
 
 H200 = DeviceFeatures.h200_like()
@@ -211,3 +214,20 @@ def test_larger_convolutions_keep_the_im2col_bits_on_vulkan(x_shape, w_shape, dt
             np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-2 * np.abs(want).max(), err_msg=what)
         else:
             assert_same_bits(got, want, what)
+
+
+def test_float16_keeps_the_im2col_form_where_products_take_workgroup_matrices(monkeypatch):
+    """The implicit form everywhere but float16 on a VK_NV_cooperative_matrix2 device (the columns'
+    product is faster there); VKML_CONV_IMPLICIT=0 turns it off everywhere."""
+
+    def operand(features, dtype):
+        return SimpleNamespace(device=SimpleNamespace(features=features), dtype=dtype)
+
+    def implicit(features, dtype):
+        return functional_layers._implicit_form(operand(features, dtype), operand(features, dtype))
+
+    h200, lavapipe = DeviceFeatures.h200_like(), DeviceFeatures.lavapipe_like()
+    assert (implicit(h200, T.float16), implicit(h200, T.float32), implicit(lavapipe, T.float16)) == (False, True, True)
+    assert implicit(None, T.float16)  # the CPU
+    monkeypatch.setenv("VKML_CONV_IMPLICIT", "0")
+    assert not implicit(h200, T.float32)

@@ -28,6 +28,7 @@ from ..frontend import windows as _window_ops
 from ..frontend.autograd import differentiable
 from ..graph import build as lazy
 from ..ir import types as T
+from ..kernels.matmul import coopmat2 as _coopmat2
 from ..ops import grads as G
 
 _PAD_MODES = ("zeros", "reflect", "replicate", "circular")
@@ -258,6 +259,20 @@ def _per_sample(length: int) -> bool:
     return covered * 16 <= length * 17
 
 
+def _implicit_form(x, weight) -> bool:
+    """Whether a one-group convolution takes the implicit-GEMM product (else the im2col form).
+
+    Both sum the same products in the same order. Where the device multiplies float16 operands on
+    workgroup-scope cooperative matrices (VK_NV_cooperative_matrix2), the columns' plain product
+    takes that template, and the gathered operand of the implicit form cannot (it takes the
+    subgroup-scope one): there the im2col form measured faster (docs/benchmarks.md, session 12), so
+    it stays. ``VKML_CONV_IMPLICIT=0`` turns the implicit form off everywhere.
+    """
+    if not vkml_config.conv_implicit():
+        return False
+    return not _coopmat2.applies(getattr(x.device, "features", None), x.dtype, weight.dtype)
+
+
 @differentiable("conv_implicit", inputs=("x", "weight"))
 def _conv_implicit(x, weight, kernel, stride, dilation, out_size):
     """One group's convolution as an implicit GEMM, (N, O, *out): the product's B operand is the windows of
@@ -375,7 +390,7 @@ def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, pa
     x = _pad_mode(op, input, pads, padding_mode)
     batch = input.shape[0]
     taps = math.prod(kernel)
-    if groups == 1 and vkml_config.conv_implicit():
+    if groups == 1 and _implicit_form(x, weight):
         out = _conv_implicit(x, weight, kernel, stride, dilation, out_size)  # (N, O, *out)
         if bias is not None:
             out = out + functions.reshape(bias, out_channels, *([1] * n))

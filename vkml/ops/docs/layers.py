@@ -19,7 +19,8 @@ PAGES.update(
             nnf.conv2d,
             precision="an implicit-GEMM `matmul`, the contract's named exception (as `matmul`; each sample's "
             "(O/groups, C/groups·kh·kw) @ (C/groups·kh·kw, H_out·W_out) per group, the second operand read from the "
-            "padded input's windows, the batch's products counted together; with VKML_CONV_IMPLICIT=0 and one "
+            "padded input's windows, the batch's products counted together; with VKML_CONV_IMPLICIT=0, or float16 on a "
+            "device with VK_NV_cooperative_matrix2 (faster there), and one "
             "group, im2col written out and one product (O, C·kh·kw) @ (C·kh·kw, N·H_out·W_out), the same sums): "
             "each output starts from "
             "-0.0 and adds its K = C/groups·kh·kw float32 products in ascending (channel, kernel row, kernel column) "

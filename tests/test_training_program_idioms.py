@@ -106,3 +106,42 @@ def test_hook_registered_before_an_inplace_write_fires_with_the_old_values_gradi
         y.sum().backward()
         seen[lib.__name__] = (calls, x.grad.tolist())
     assert seen["vkml"] == seen["torch"] == ([("after", [1.0, 1.0]), ("before", [3.0, 3.0])], [6.0, 6.0])
+
+
+FILL_DIAGONAL = [
+    ((3, 3), {}, "float32", -np.inf),
+    ((2, 4), {}, "float32", 7.0),
+    ((7, 3), {"wrap": True}, "float32", 1.0),
+    ((7, 3), {}, "float32", 1.0),
+    ((4, 3), {"wrap": True}, "float32", 1.0),  # one row taller than wide: nothing wraps
+    ((2, 2, 2), {}, "float32", 5.0),
+    ((3, 3), {}, "int32", 1.5),  # the value converts as fill_'s does
+    ((2, 2), {}, "bool", 2),
+]
+
+
+@pytest.mark.parametrize("shape, kwargs, dtype, value", FILL_DIAGONAL)
+def test_fill_diagonal_matches_pytorch(shape, kwargs, dtype, value):
+    """``sim.fill_diagonal_(float('-inf'))`` of an NT-Xent loss: vkml had no ``Tensor.fill_diagonal_``."""
+    start = np.arange(int(np.prod(shape))).reshape(shape) % 3
+    got = vkml.tensor(start, dtype=getattr(vkml, dtype))
+    want = torch.tensor(start, dtype=getattr(torch, dtype))
+    assert got.fill_diagonal_(value, **kwargs) is got
+    want.fill_diagonal_(value, **kwargs)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_fill_diagonal_errors_and_gradient_match_pytorch():
+    for lib in (vkml, torch):
+        with pytest.raises(RuntimeError, match="dimensions must larger than 1"):
+            lib.zeros(3).fill_diagonal_(1)
+        with pytest.raises(RuntimeError, match="all dimensions of input must be of equal length"):
+            lib.zeros(2, 3, 2).fill_diagonal_(1)
+    grads = []
+    for lib in (vkml, torch):
+        x = lib.ones(3, 3, requires_grad=True)
+        y = x * 2
+        y.fill_diagonal_(0.0)
+        (y * y).sum().backward()
+        grads.append(x.grad.tolist())
+    assert grads[0] == grads[1]

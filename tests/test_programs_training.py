@@ -44,9 +44,10 @@ PROGRAMS = {
 SHORT = {"actor_critic"}  # in the default suite
 
 
-def _run(name, backend, monkeypatch, initial=None, device=None):
+def _run(name, backend, monkeypatch, initial=None, device=None, constants=None):
     steps, _, draws = PROGRAMS[name]
-    program = _load(name, backend, monkeypatch, constants=None if device is None else {"DEVICE": device})
+    constants = dict(constants or {}, **({} if device is None else {"DEVICE": device}))
+    program = _load(name, backend, monkeypatch, constants=constants)
     if draws:
         _numpy_draws(program.torch, monkeypatch)
     if backend == "torch":
@@ -59,10 +60,10 @@ def _run(name, backend, monkeypatch, initial=None, device=None):
     return initial, program.train(model, steps=steps)
 
 
-def _compare(name, monkeypatch, device=None):
+def _compare(name, monkeypatch, device=None, constants=None):
     steps, rtol, _ = PROGRAMS[name]
-    initial, expected = _run(name, "torch", monkeypatch)
-    _, got = _run(name, "vkml", monkeypatch, initial, device)
+    initial, expected = _run(name, "torch", monkeypatch, constants=constants)
+    _, got = _run(name, "vkml", monkeypatch, initial, device, constants)
     assert sorted(got) == sorted(expected)
     assert len(got["losses"]) == steps and all(math.isfinite(x) for x in got["losses"])
     np.testing.assert_allclose(_numbers(got), _numbers(expected), rtol=rtol, atol=1e-6, err_msg=name)
@@ -73,6 +74,21 @@ def _compare(name, monkeypatch, device=None):
 )
 def test_program_matches_pytorch(name, monkeypatch):
     _compare(name, monkeypatch)
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize(
+    "name, constants",
+    [
+        ("gpt_amp_train", {"AMP_DTYPE": "float16"}),  # float16 autocast with the GradScaler enabled
+        ("char_gru_tbptt", {"CELL": "LSTM"}),  # repackage_hidden over the (h, c) tuple
+        ("simclr", {"MASK": "fill_diagonal_"}),
+        ("cifar_resnet", {"SCHEDULE": "multistep"}),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "-".join(map(str, v.values())),
+)
+def test_program_variant_matches_pytorch(name, constants, monkeypatch):
+    _compare(name, monkeypatch, constants=constants)
 
 
 @pytest.mark.stress

@@ -145,3 +145,35 @@ def test_fill_diagonal_errors_and_gradient_match_pytorch():
         (y * y).sum().backward()
         grads.append(x.grad.tolist())
     assert grads[0] == grads[1]
+
+
+def _critic(lib):
+    """A WGAN-GP critic: strided conv, LeakyReLU, Linear, with fixed weights."""
+    net = lib.nn.Sequential(lib.nn.Conv2d(1, 2, 3, 2, 1), lib.nn.LeakyReLU(0.2), lib.nn.Flatten(), lib.nn.Linear(8, 1))
+    rng = np.random.default_rng(0)
+    with lib.no_grad():
+        for p in net.parameters():
+            p.copy_(lib.tensor(rng.standard_normal(tuple(p.shape)).astype(np.float32) * 0.5))
+    return net
+
+
+def test_gradients_come_back_row_major_so_view_works_as_in_pytorch():
+    """WGAN-GP's ``gradients.view(gradients.size(0), -1)`` of a conv critic's input gradient, and
+    ``p.grad.view(-1)`` of a Linear weight: PyTorch's gradients are row-major there, vkml's were a
+    transposed product and a slice of a padded tensor, and ``view`` raised."""
+    results = []
+    for lib in (vkml, torch):
+        critic = _critic(lib)
+        rng = np.random.default_rng(1)
+        real, fake = (lib.tensor(rng.standard_normal((2, 1, 4, 4)).astype(np.float32)) for _ in range(2))
+        interp = (0.3 * real + 0.7 * fake).requires_grad_(True)
+        d = critic(interp)
+        (g,) = lib.autograd.grad(d, interp, grad_outputs=lib.ones_like(d), create_graph=True)
+        assert g.is_contiguous()
+        penalty = ((g.view(g.size(0), -1).norm(2, dim=1) - 1) ** 2).mean() * 10
+        (critic(fake).mean() - critic(real).mean() + penalty).backward()
+        grads = [p.grad for p in critic.parameters()]
+        assert all(g is None or g.is_contiguous() for g in grads)
+        flat = lib.cat([g.view(-1) for g in grads if g is not None])
+        results.append([penalty.item(), *flat.tolist()])
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-5, atol=1e-6)

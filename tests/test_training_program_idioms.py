@@ -177,3 +177,17 @@ def test_gradients_come_back_row_major_so_view_works_as_in_pytorch():
         flat = lib.cat([g.view(-1) for g in grads if g is not None])
         results.append([penalty.item(), *flat.tolist()])
     np.testing.assert_allclose(results[0], results[1], rtol=1e-5, atol=1e-6)
+
+
+def test_cuda_get_device_properties_reports_the_vulkan_device(gpu):
+    """``torch.cuda.get_device_properties(0).total_memory`` (a training script sizing its batch): vkml had
+    no ``get_device_properties``."""
+    props = vkml.cuda.get_device_properties(gpu.index)
+    assert props == vkml.cuda.get_device_properties(gpu)
+    assert props.name == vkml.cuda.get_device_name(gpu.index)
+    assert (props.major, props.minor) == vkml.cuda.get_device_capability(gpu.index)
+    assert props.total_memory == vkml.cuda.mem_get_info(gpu.index)[1] > 0
+    assert props.warp_size >= 1 and props.max_threads_per_block >= props.warp_size
+    assert not hasattr(props, "multi_processor_count")
+    with pytest.raises(ValueError, match="Expected a cuda device"):
+        vkml.cuda.get_device_properties("cpu")

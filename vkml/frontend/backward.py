@@ -170,6 +170,8 @@ def _dense_like(t, g):
     """``g`` in row-major order where ``t`` is: PyTorch's gradient layout contract for ``.grad``, and the
     layout its kernels give ``autograd.grad``'s results (a Linear weight's gradient is a transposed
     product here, a convolution input's a slice of a padded one), so ``grad.view(n, -1)`` works."""
+    if g._base is None and getattr(g, "_format", None) is None:
+        return g  # not a view, no memory format: row-major (is_contiguous's own first test, without its cost)
     if t.is_contiguous() and not g.is_contiguous():
         return g.contiguous()
     return g

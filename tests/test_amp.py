@@ -59,7 +59,7 @@ def test_autocast_gives_each_op_its_listed_dtype(name):
 
 def test_ops_inside_a_listed_or_unlisted_op_do_not_autocast():
     x = vkml.tensor(X).half()
-    with vkml.autocast("cpu"):
+    with vkml.autocast("cpu", dtype=vkml.float16):
         gelu = F.gelu(x)  # built of exp/tanh-like pieces: still float16, as PyTorch's kernel
         ce = F.cross_entropy(vkml.tensor(X), vkml.tensor([0, 1, 2, 3, 0, 1]))
     assert gelu.dtype is vkml.float16
@@ -70,7 +70,7 @@ def test_ops_inside_a_listed_or_unlisted_op_do_not_autocast():
 def test_linear_values_are_float16_math_and_gradients_reach_float32_leaves():
     x, w, b = vkml.tensor(X), vkml.tensor(W, requires_grad=True), vkml.tensor(B, requires_grad=True)
     xt, wt, bt = torch.tensor(X), torch.tensor(W, requires_grad=True), torch.tensor(B, requires_grad=True)
-    with vkml.autocast("cpu"):
+    with vkml.autocast("cpu", dtype=vkml.float16):
         y = F.linear(x, w, b)
         loss = F.cross_entropy(y, vkml.tensor([0, 1, 2, 0, 1, 2]))
     loss.backward()
@@ -87,12 +87,12 @@ def test_linear_values_are_float16_math_and_gradients_reach_float32_leaves():
 def test_weights_are_cast_once_per_region():
     lin = nn.Linear(4, 3)
     x = vkml.tensor(X)
-    with vkml.autocast("cpu"):
+    with vkml.autocast("cpu", dtype=vkml.float16):
         first, second = F.linear(x, lin.weight), F.linear(x, lin.weight)
         assert _cast_weight(first) is _cast_weight(second)  # one float16 copy of the weight
     with vkml.autocast("cpu", cache_enabled=False):
         assert _cast_weight(F.linear(x, lin.weight)) is not _cast_weight(F.linear(x, lin.weight))
-    with vkml.autocast("cpu"):
+    with vkml.autocast("cpu", dtype=vkml.float16):
         assert _cast_weight(F.linear(x, lin.weight)) is not _cast_weight(first)  # a new region casts again
 
 
@@ -113,18 +113,18 @@ def test_autocast_arguments_nesting_and_decorator():
     with vkml.autocast("vulkan"):
         assert (x @ w.t()).dtype is vkml.float32  # CPU tensors: autocast is on for vulkan only
         assert vkml.is_autocast_enabled("vulkan") and vkml.get_autocast_dtype("vulkan") is vkml.float16
-    with vkml.amp.autocast("cpu"):
+    with vkml.amp.autocast("cpu", dtype=vkml.float16):
         assert vkml.is_autocast_enabled("cpu")
         with vkml.autocast("cpu", enabled=False):
             assert (x @ w.t()).dtype is vkml.float32
         assert (x @ w.t()).dtype is vkml.float16
 
-    @vkml.autocast("cpu")
+    @vkml.autocast("cpu", dtype=vkml.float16)
     def forward(a, b):
         return a @ b.t()
 
     assert forward(x, w).dtype is vkml.float16 and not vkml.is_autocast_enabled("cpu")
-    with vkml.autocast("cpu"), pytest.raises(RuntimeError, match="unsafe to autocast"):
+    with vkml.autocast("cpu", dtype=vkml.float16), pytest.raises(RuntimeError, match="unsafe to autocast"):
         F.binary_cross_entropy(vkml.sigmoid(x), vkml.ones(6, 4))
 
 
@@ -203,7 +203,8 @@ def test_grad_scaler_errors_and_state_dict():
         vkml.amp.GradScaler("cpu", growth_factor=1.0)
 
 
-def test_autocast_training_step_same_bits_on_vulkan(gpu):
+@pytest.mark.parametrize("dtype", [vkml.float16, vkml.bfloat16], ids=str)
+def test_autocast_training_step_same_bits_on_vulkan(gpu, dtype):
     def run(device):
         vkml.manual_seed(0)
         net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3)).to(device)
@@ -212,7 +213,7 @@ def test_autocast_training_step_same_bits_on_vulkan(gpu):
         x, y = vkml.tensor(X, device=device), vkml.tensor([0, 1, 2, 0, 1, 2], device=device)
         for _ in range(2):
             opt.zero_grad()
-            with vkml.autocast(device.kind):
+            with vkml.autocast(device.kind, dtype=dtype):
                 loss = F.cross_entropy(net(x), y)
             scaler.scale(loss).backward()
             scaler.step(opt)
@@ -259,13 +260,13 @@ def test_custom_fwd_and_bwd_keep_the_forward_autocast_state_in_backward():
     x = vkml.tensor(X, requires_grad=True)
     w = vkml.tensor(W.T.copy(), requires_grad=True)
     _Scale.seen.clear()
-    with vkml.autocast("cpu"):
+    with vkml.autocast("cpu", dtype=vkml.float16):
         out = _Scale.apply(x, w)
     out.float().sum().backward()  # outside the region: custom_bwd re-enters the forward's autocast
     assert _Scale.seen == [("forward", vkml.float16), ("backward", vkml.float16)]
     assert x.grad.dtype is vkml.float32
     _Scale.seen.clear()
-    with vkml.autocast("cpu"):
+    with vkml.autocast("cpu", dtype=vkml.float16):
         out = _CastScale.apply(x.half(), w)
     out.sum().backward()
     assert _Scale.seen == [("forward", vkml.float32), ("backward", vkml.float32)]
@@ -313,3 +314,28 @@ def test_cuda_names_the_vulkan_device_type(gpu):
     import vkml.cuda.amp as cuda_amp
 
     assert cuda_amp.GradScaler is vkml.cuda.amp.GradScaler
+
+
+def test_bfloat16_autocast_and_the_cpu_default_match_pytorch():
+    """PyTorch's CPU autocast defaults to bfloat16 and runs it (it used to warn and turn off here);
+    float64 arguments are not autocast; the float32 list takes bfloat16 arguments up to float32."""
+    assert vkml.get_autocast_dtype("cpu") is vkml.bfloat16 and torch.get_autocast_dtype("cpu") is torch.bfloat16
+    assert vkml.get_autocast_dtype("cuda") is vkml.float16
+    x, w, b = vkml.tensor(X), vkml.tensor(W, requires_grad=True), vkml.tensor(B, requires_grad=True)
+    xt, wt, bt = torch.tensor(X), torch.tensor(W, requires_grad=True), torch.tensor(B, requires_grad=True)
+    target = [0, 1, 2, 0, 1, 2]
+    with vkml.autocast("cpu"):
+        assert vkml.is_autocast_enabled("cpu")
+        y = F.linear(x, w, b)
+        loss = F.cross_entropy(y, vkml.tensor(target))
+        double = vkml.tensor(X, dtype=vkml.float64) @ vkml.tensor(W, dtype=vkml.float64).t()
+    with torch.autocast("cpu"):
+        yt = torch.nn.functional.linear(xt, wt, bt)
+        loss_t = torch.nn.functional.cross_entropy(yt, torch.tensor(target))
+    loss.backward()
+    loss_t.backward()
+    assert (y.dtype, loss.dtype, double.dtype) == (vkml.bfloat16, vkml.float32, vkml.float64)
+    np.testing.assert_allclose(y.float().numpy(), yt.float().detach().numpy(), rtol=1e-2, atol=1e-2)
+    np.testing.assert_allclose(loss.item(), loss_t.item(), rtol=1e-3)
+    assert w.grad.dtype is vkml.float32
+    np.testing.assert_allclose(w.grad.numpy(), wt.grad.numpy(), rtol=2e-2, atol=2e-3)

@@ -1,12 +1,14 @@
 """Automatic mixed precision: ``vkml.autocast`` / ``vkml.amp.autocast`` and ``vkml.amp.GradScaler``.
 
-Inside ``autocast(device_type, dtype=vkml.float16)``, ops called on tensors of that device type
-run in the precision PyTorch's CUDA autocast gives them:
+Inside ``autocast(device_type, dtype=...)``, ops called on tensors of that device type
+run in the precision PyTorch's CUDA autocast gives them, with ``dtype`` (float16 or bfloat16) the
+lower precision:
 
-- ``LOWER`` (matmul, linear, convolutions, bmm, addmm, ...): float tensor arguments are cast to
-  float16, so the op runs — and returns — in float16;
-- ``FLOAT32`` (exp, log, pow, norms, layer/group norm, losses, ...): float16 arguments are cast
-  to float32; ``FLOAT32_UNLESS_DTYPE`` (softmax, log_softmax, sum, prod, cumsum, cumprod) the same
+- ``LOWER`` (matmul, linear, convolutions, bmm, addmm, ...): float32, float16 and bfloat16 tensor
+  arguments are cast to the lower dtype, so the op runs — and returns — in it (float64 ones are
+  left alone, as PyTorch leaves them);
+- ``FLOAT32`` (exp, log, pow, norms, layer/group norm, losses, ...): float16 and bfloat16 arguments
+  are cast to float32; ``FLOAT32_UNLESS_DTYPE`` (softmax, log_softmax, sum, prod, cumsum, cumprod) the same
   unless the call names a ``dtype``;
 - ``BANNED`` (``binary_cross_entropy``): raises PyTorch's error (use the ``with_logits`` form);
 - every other op runs in its inputs' dtype (with the usual promotion), as PyTorch's do.
@@ -20,13 +22,13 @@ require grad) are cast once per autocast region (``cache_enabled``).
 
 The same lists apply to ``device_type="cpu"`` and ``"vulkan"``: vkml's CPU backend is the bit-exact
 oracle of its Vulkan one, so both take PyTorch's CUDA lists (PyTorch's CPU autocast has others).
-float16 is the only lower precision (vkml has no bfloat16): the default ``dtype`` is float16 for
-both device types, and another ``dtype`` warns and disables autocast, as PyTorch does for a
-dtype a device type does not support.
+The lower precision is float16 or bfloat16; the default ``dtype`` is PyTorch's, bfloat16 for
+``"cpu"`` and float16 for ``"vulkan"`` (``"cuda"``), and another ``dtype`` warns and disables
+autocast, as PyTorch's CPU autocast does for a dtype it does not support.
 
 >>> import vkml
 >>> w, x = vkml.ones(4, 4, requires_grad=True), vkml.ones(2, 4)
->>> with vkml.autocast(device_type="cpu"):
+>>> with vkml.autocast(device_type="cpu", dtype=vkml.float16):
 ...     y = x @ w
 ...     p = y.softmax(-1)
 >>> y.dtype, p.dtype
@@ -47,6 +49,9 @@ from .grad_scaler import GradScaler
 __all__ = ["autocast", "GradScaler", "custom_bwd", "custom_fwd", "is_autocast_enabled", "get_autocast_dtype"]
 
 DEVICE_TYPES = ("cpu", "vulkan")
+# PyTorch's default lower precision per device type: CPU autocast's is bfloat16, CUDA's float16
+DEFAULT_DTYPES = {"cpu": T.bfloat16, "vulkan": T.float16}
+LOWER_DTYPES = (T.float16, T.bfloat16)
 
 
 def _device_type(name: str) -> str:
@@ -93,15 +98,18 @@ def is_autocast_enabled(device_type: str = "vulkan") -> bool:
 
 
 def get_autocast_dtype(device_type: str) -> T.DType:
-    """The lower precision dtype autocast uses for ``device_type`` (float16)."""
-    return _state.dtypes.get(_device_type(device_type), T.float16)
+    """The lower precision dtype autocast uses for ``device_type`` (PyTorch's default: bfloat16 for
+    ``"cpu"``, float16 for ``"vulkan"``/``"cuda"``)."""
+    device_type = _device_type(device_type)
+    return _state.dtypes.get(device_type, DEFAULT_DTYPES.get(device_type, T.float16))
 
 
 class autocast:
     """Run the ops inside in mixed precision (see the module doc); a context manager or a decorator.
 
     ``device_type`` is ``"cpu"`` or ``"vulkan"`` (the ``kind`` of ``vkml.device``); ``dtype``
-    defaults to float16; ``enabled=False`` turns autocast off inside (also within an outer
+    (float16 or bfloat16) defaults to bfloat16 on ``"cpu"`` and float16 on ``"vulkan"``, as in
+    PyTorch; ``enabled=False`` turns autocast off inside (also within an outer
     region); ``cache_enabled`` (default True) casts each weight once per region.
     """
 
@@ -115,13 +123,13 @@ class autocast:
                 f"(vkml's device types: {', '.join(DEVICE_TYPES)})"
             )
         self.device_type = device_type
-        self.fast_dtype = T.float16 if dtype is None else dtype
+        self.fast_dtype = DEFAULT_DTYPES[device_type] if dtype is None else dtype
         self._enabled = bool(enabled)
         self._cache_enabled = True if cache_enabled is None else bool(cache_enabled)
-        if self._enabled and self.fast_dtype is not T.float16:
+        if self._enabled and self.fast_dtype not in LOWER_DTYPES:
             warnings.warn(
-                f"In {device_type} autocast, but the target dtype is not supported (vkml's lower precision is "
-                "float16). Disabling autocast.",
+                f"In {device_type} autocast, but the target dtype is not supported. Disabling autocast.\n"
+                f"{device_type} autocast only supports dtypes of vkml.bfloat16, vkml.float16 currently.",
                 stacklevel=2,
             )
             self._enabled = False
@@ -248,10 +256,16 @@ def _wrap(fn, name: str):
         dtype = _device_dtype(args, kwargs, Tensor) if kind != "inside" else None
         if dtype is not None:
             if kind == "lower":
-                args, kwargs = _cast_all(args, kwargs, lambda t: _cast(t, dtype) if t.dtype.is_float else t, Tensor)
+                # PyTorch's is_eligible: a float tensor other than float64
+                args, kwargs = _cast_all(
+                    args,
+                    kwargs,
+                    lambda t: _cast(t, dtype) if t.dtype.is_float and t.dtype is not T.float64 else t,
+                    Tensor,
+                )
             elif kind == "float32" or (kind == "float32_unless_dtype" and kwargs.get("dtype") is None):
                 args, kwargs = _cast_all(
-                    args, kwargs, lambda t: _cast(t, T.float32) if t.dtype is T.float16 else t, Tensor
+                    args, kwargs, lambda t: _cast(t, T.float32) if t.dtype in LOWER_DTYPES else t, Tensor
                 )
             elif kind == "banned":
                 raise RuntimeError(

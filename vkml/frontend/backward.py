@@ -135,7 +135,7 @@ def run_backward(
             if g is not None:
                 g = _run_hooks(t, ctx, g)
             if g is not None and targets is not None and key in targets:
-                found[key] = g
+                g = found[key] = _dense_like(targets[key], g)
                 if accumulate:
                     target = targets[key]
                     target.grad = g if target.grad is None else target.grad + g
@@ -144,6 +144,8 @@ def run_backward(
                 if g is not None and accumulate and targets is None:
                     if t.grad is None and memory_format.ACTIVE and memory_format.format_of(t) is not None:
                         g = g.clone(memory_format=memory_format.format_of(t))  # the leaf's layout (PyTorch's)
+                    elif t.grad is None:
+                        g = _dense_like(t, g)
                     t.grad = g if t.grad is None else t.grad + g
                     leaves.append(t.grad)
                 continue
@@ -162,6 +164,17 @@ def run_backward(
         for root in roots:
             autograd._remember_root(root)
     return found
+
+
+def _dense_like(t, g):
+    """``g`` in row-major order where ``t`` is: PyTorch's gradient layout contract for ``.grad``, and the
+    layout its kernels give ``autograd.grad``'s results (a Linear weight's gradient is a transposed
+    product here, a convolution input's a slice of a padded one), so ``grad.view(n, -1)`` works."""
+    if g._base is None and getattr(g, "_format", None) is None:
+        return g  # not a view, no memory format: row-major (is_contiguous's own first test, without its cost)
+    if t.is_contiguous() and not g.is_contiguous():
+        return g.contiguous()
+    return g
 
 
 def _run_hooks(t, ctx, g):

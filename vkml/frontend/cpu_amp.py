@@ -1,8 +1,7 @@
 """``vkml.cpu.amp``: PyTorch's deprecated spellings ``torch.cpu.amp.autocast`` and ``GradScaler``.
 
 They are ``vkml.amp``'s on the CPU device type, with PyTorch's arguments, defaults (autocast's dtype
-is bfloat16, which ``vkml.autocast`` does not run: it warns and turns the region off, as it does
-for ``vkml.autocast("cpu", dtype=vkml.bfloat16)``; pass ``dtype=vkml.float16``) and FutureWarning.
+is bfloat16) and FutureWarning.
 
 >>> import warnings, vkml
 >>> with warnings.catch_warnings():

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import NamedTuple
 
 from ..runtime.base import Device
 from . import devices
@@ -63,6 +64,39 @@ def get_device_capability(device=None) -> tuple[int, int]:
     index = _device(device).index
     major, minor = devices.vulkan_device_reports()[index]["api_version"].split(".")[:2]
     return int(major), int(minor)
+
+
+class _DeviceProperties(NamedTuple):
+    """``torch.cuda.get_device_properties``'s record, for a Vulkan device (the fields Vulkan reports)."""
+
+    name: str
+    major: int  # the Vulkan API version, as get_device_capability gives it
+    minor: int
+    total_memory: int  # bytes of the device-local memory heaps
+    is_integrated: bool
+    is_multi_gpu_board: bool
+    warp_size: int  # the subgroup size
+    max_threads_per_block: int  # maxComputeWorkGroupInvocations
+
+
+def get_device_properties(device=None) -> _DeviceProperties:
+    """A device's properties (default: the one ``"cuda"`` names) under ``torch.cuda.get_device_properties``'
+    field names, from vulkan_device_reports(). CUDA-only fields (``multi_processor_count``,
+    ``L2_cache_size``, ``uuid``) are absent: Vulkan does not report them, and no number stands in."""
+    index = _device(device).index
+    report = devices.vulkan_device_reports()[index]
+    major, minor = get_device_capability(index)
+    limits, features = report["limits"], report["features"]
+    return _DeviceProperties(
+        name=report["name"],
+        major=major,
+        minor=minor,
+        total_memory=sum(h["size"] for h in report["memory_heaps"] if h.get("device_local")),
+        is_integrated=report["device_type"] == "integrated",
+        is_multi_gpu_board=False,
+        warp_size=int(features.get("subgroup_size") or limits["minSubgroupSize"]),
+        max_threads_per_block=int(limits["maxComputeWorkGroupInvocations"]),
+    )
 
 
 def synchronize(device=None) -> None:

@@ -303,6 +303,11 @@ def _alias(t):
     node = t.node  # first: a view rebuilds its context with its node
     a = _tensor.Tensor(node)
     a._ctx, a._requires_grad = t._ctx, t._requires_grad
+    hooks = getattr(t, "_grad_hooks", None)
+    if hooks:
+        # hooks registered before the write fire with the old value's gradient, as PyTorch's do: the
+        # alias carries that value's context into the graph (each hook fires for its own context alone)
+        a._grad_hooks = hooks
     return a
 
 

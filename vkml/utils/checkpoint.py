@@ -8,6 +8,17 @@ flags change in results is kept: with ``use_reentrant=True`` (PyTorch's default 
 is not given, with its warning) a segment none of whose tensor inputs requires grad returns a
 result without a graph — the parameters inside get no gradient — and warns, as PyTorch's does.
 
+PyTorch's recomputation is visible beyond the memory: the segment runs a second time when
+backward reaches it, so its side effects happen twice — a BatchNorm in training mode updates its
+running statistics (and ``num_batches_tracked``) again, forward hooks fire again. vkml replays
+the segment at the same moment (a hook on its outputs' gradients), under ``no_grad``, with the
+random state and autocast state of the forward restored for the replay and the random state
+put back after it, as PyTorch does; the replay's results are dropped, so the lazy graph computes
+only what its side effects write. PyTorch's replay stops once the segment's last saved tensor is
+recomputed (``early_stop``) and does not happen when the segment saved none; vkml's runs the
+whole segment, so a forward hook of the checkpointed module itself fires twice where PyTorch's
+fires once.
+
 >>> import vkml
 >>> from vkml.utils.checkpoint import checkpoint
 >>> x = vkml.tensor([1.0, 2.0], requires_grad=True)
@@ -17,8 +28,10 @@ result without a graph — the parameters inside get no gradient — and warns, 
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 
+from ..frontend import amp, random
 from ..frontend.autograd import no_grad
 from ..frontend.autograd_api import _tensor_class
 
@@ -70,12 +83,58 @@ def checkpoint(
             warnings.warn("None of the inputs have requires_grad=True. Gradients will be None", stacklevel=2)
             with no_grad():
                 return function(*args)
-        return function(*args)
+        return _replayed_in_backward(function, args, {}, preserve_rng_state, contextlib.nullcontext)
     if context_fn is not None:
-        forward_context, _ = context_fn()
+        forward_context, recompute_context = context_fn()
         with forward_context:
-            return function(*args, **kwargs)
-    return function(*args, **kwargs)
+            return _replayed_in_backward(function, args, kwargs, preserve_rng_state, lambda: recompute_context)
+    return _replayed_in_backward(function, args, kwargs, preserve_rng_state, contextlib.nullcontext)
+
+
+def _autocast_regions() -> list:
+    """The autocast regions open now, to reopen around the replay (backward runs with autocast off)."""
+    return [
+        amp.autocast(kind, dtype=amp.get_autocast_dtype(kind))
+        for kind in amp.DEVICE_TYPES
+        if amp.is_autocast_enabled(kind)
+    ]
+
+
+def _replayed_in_backward(function, args: tuple, kwargs: dict, preserve_rng_state: bool, recompute_context):
+    """``function(*args, **kwargs)``, run again for its side effects when backward reaches its outputs.
+
+    One replay per backward pass: with several outputs, the first whose gradient arrives replays,
+    the others of the same pass do not (an output seen twice starts a new pass)."""
+    tensor = _tensor_class()
+    rng_state = random.default_generator.get_state()
+    regions = _autocast_regions()
+    saved_args = tuple(a.detach() if isinstance(a, tensor) else a for a in args)
+    out = function(*args, **kwargs)
+    outputs = [
+        o for o in (out if isinstance(out, tuple | list) else (out,)) if isinstance(o, tensor) and o.requires_grad
+    ]
+    seen: set[int] = set()
+
+    def replay(index: int) -> None:
+        if not seen or index in seen:
+            seen.clear()
+            current = random.default_generator.get_state()
+            if preserve_rng_state:
+                random.default_generator.set_state(rng_state)
+            try:
+                with contextlib.ExitStack() as stack:
+                    for region in regions:
+                        stack.enter_context(region)
+                    stack.enter_context(recompute_context())
+                    stack.enter_context(no_grad())
+                    function(*saved_args, **kwargs)
+            finally:
+                random.default_generator.set_state(current)
+        seen.add(index)
+
+    for index, o in enumerate(outputs):
+        o.register_hook(lambda grad, index=index: replay(index))
+    return out
 
 
 def checkpoint_sequential(functions, segments: int, input, use_reentrant: bool | None = None, **kwargs):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .page import THROUGH, Listed, OpDoc, sig, vkml
+from .page import THROUGH, Listed, OpDoc, method, sig, vkml
 
 PAGES: dict[str, OpDoc] = {}
 _IX = vkml.frontend.indexing
@@ -189,4 +189,15 @@ PAGES.update(
             gradient=_WRITE_GRAD + " With `accumulate`, the input's gradient passes through.",
         ),
     }
+)
+
+
+PAGES["fill_diagonal_"] = OpDoc(
+    "indexing",
+    (method("fill_diagonal_", vkml.frontend.diagonal_fill.fill_diagonal_),),
+    vkml.frontend.diagonal_fill.fill_diagonal_,
+    precision="exact: `fill_value` converted to the tensor's dtype (PyTorch's rule), put in by `masked_fill_`.",
+    divergence="`wrap=True` follows the row-major positions of the tensor's shape; PyTorch's follows its storage, "
+    "which is the same for a contiguous tensor and may differ for a strided one.",
+    gradient="Zero at the filled positions; elsewhere the gradient passes through.",
 )

@@ -56,6 +56,7 @@ MODULES = (
     "runtime_names",
     "foreach",
     "special_functions",
+    "complex",
 )
 
 

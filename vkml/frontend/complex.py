@@ -28,7 +28,7 @@ import numpy as np
 from ..ir import types as T
 from ..ops.promotion import default_float
 from ..tensor import Tensor
-from . import creation, transcendental
+from . import creation, printing, transcendental
 from . import operators as F
 from . import random as R
 from . import shape as S
@@ -42,7 +42,22 @@ _COMPLEX_OF = {T.float32: T.complex64, T.float64: T.complex128}
 _REAL_OF = {T.complex64: T.float32, T.complex128: T.float64}
 _COMPLEX_SCALARS = (complex, np.complexfloating)
 # Entry points whose frame name is a wrapper's, not the op's: the guard names the op inside them.
-_WRAPPER_NAMES = frozenset({"wrapper", "wrapped", "method", "inner", "dunder", "call", "<lambda>", "decorated"})
+_WRAPPER_NAMES = frozenset(
+    {
+        "wrapper",
+        "wrapped",
+        "method",
+        "inner",
+        "dunder",
+        "call",
+        "<lambda>",
+        "decorated",
+        "autocast_op",
+        "dispatched",
+        "fn",
+        "function",
+    }
+)
 
 
 def _op_name() -> str:
@@ -52,6 +67,11 @@ def _op_name() -> str:
     while frame is not None and frame.f_globals.get("__name__", "").startswith("vkml"):
         if frame.f_code.co_name not in _WRAPPER_NAMES:
             name = frame.f_code.co_name
+        else:  # a function made for an op by name (the registry's public functions) holds the name
+            held = next((frame.f_locals[k] for k in ("name", "_name", "op") if k in frame.f_locals), None)
+            held = getattr(held, "name", held)
+            if isinstance(held, str):
+                name = held
         frame = frame.f_back
     return (name or "op").strip("_")
 
@@ -261,7 +281,8 @@ class ComplexTensor(Tensor):
     def __deepcopy__(self, memo: dict) -> ComplexTensor:
         found = memo.get(id(self))
         if found is None:
-            found = memo[id(self)] = type(self)(self._pair.__deepcopy__(memo))
+            found = memo[id(self)] = ComplexTensor.__new__(type(self))
+            ComplexTensor.__init__(found, self._pair.__deepcopy__(memo))
         return found
 
     def __reduce_ex__(self, protocol):
@@ -939,8 +960,19 @@ def _split(x, real: T.DType):
     return re, im
 
 
+_CXX = {"complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
+
+
 def _bilinear(op, a, b, name: str):
-    """``op(a, b)`` for a product linear in each operand, from the real products of the parts."""
+    """``op(a, b)`` for a product linear in each operand, from the real products of the parts; PyTorch's
+    matrix products take operands of one dtype only."""
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        raise TypeError(f"{name}(): expected Tensor operands, got {type(a).__name__} and {type(b).__name__}")
+    if a.dtype is not b.dtype:
+        raise RuntimeError(
+            f"expected m1 and m2 to have the same dtype, but got: {_CXX.get(a.dtype.name, a.dtype.name)} != "
+            f"{_CXX.get(b.dtype.name, b.dtype.name)}"
+        )
     real = result_real(name, a, b)
     (ar, ai), (br, bi) = _split(a, real), _split(b, real)
     if ai is None:
@@ -970,7 +1002,13 @@ def einsum(equation, *operands):
         operands = tuple(operands[0])
     if not any(isinstance(o, ComplexTensor) for o in operands):
         return S.einsum(equation, *operands)
-    real = _REAL_OF[T.complex128] if any(o.dtype in (T.float64, T.complex128) for o in operands) else T.float32
+    first = next(o for o in operands if isinstance(o, ComplexTensor))
+    for o in operands:
+        if o.dtype is not first.dtype:
+            raise RuntimeError(
+                f"expected scalar type {_TORCH_NAMES[first.dtype.name]} but found {_TORCH_NAMES.get(o.dtype.name) or _torch_real(o.dtype)}"
+            )
+    real = _REAL_OF[first.dtype]
     parts = [_parts(o, real) for o in operands]
     re = im = None
     choices = [(0,) if p[1] is None else (0, 1) for p in parts]
@@ -1153,40 +1191,41 @@ def rand(*size, dtype, generator=None, device=None, requires_grad=False, **kwarg
 # ---------------------------------------------------------------- printing
 
 
+class _ComplexFormatter:
+    """PyTorch's complex element text: the real parts and the imaginary parts each formatted as a float
+    tensor's (vkml/frontend/printing.py), joined as ``re+imj``."""
+
+    def __init__(self, values: np.ndarray):
+        self.real = printing._Formatter(values.real.reshape(-1), True)
+        self.imag = printing._Formatter(values.imag.reshape(-1), True)
+        self.max_width = self.real.max_width + self.imag.max_width + 2
+
+    def format(self, value) -> str:
+        value = np.complex128(value)
+        imag = (self.imag.format(float(value.imag)) + "j").lstrip()
+        real = self.real.format(float(value.real))
+        return real + imag if imag[0] in "+-" else real + "+" + imag
+
+
 def _repr(z: ComplexTensor) -> str:
     values = z.detach().numpy()
-    body = np.array2string(
-        values,
-        separator=", ",
-        prefix="tensor(",
-        formatter={"complexfloat": _format_complex},
-        threshold=1000,
-        edgeitems=3,
-    )
+    opts = printing.PRINT_OPTS
+    if values.size == 0:
+        body = "[]"
+    else:
+        summarize = values.size > opts.threshold
+        fmt = _ComplexFormatter(printing._summarized(values) if summarize else values)
+        body = printing._nested(values, len("tensor("), summarize, fmt)
     extra = []
+    if values.size == 0 and z.shape != (0,):
+        extra.append(f"size={tuple(z.shape)}")
     if z.device.name != "cpu":
         extra.append(f"device='{z.device.name}'")
     if z.dtype is not default_complex():
         extra.append(f"dtype={z.dtype!r}")
     if z.requires_grad:
         extra.append("requires_grad=True")
-    if not values.size:
-        body = "[]"
-        if z.shape != (0,):
-            extra.insert(0, f"size={tuple(z.shape)}")
-    return "tensor(" + body + "".join(", " + e for e in extra) + ")"
-
-
-def _format_complex(v) -> str:
-    def part(x):
-        if math.isnan(x) or math.isinf(x):
-            return repr(float(x)).replace("inf", "inf")
-        text = f"{x:.4f}"
-        return text
-
-    re, im = float(v.real), float(v.imag)
-    sign = "-" if im < 0 or (im == 0 and math.copysign(1.0, im) < 0) else "+"
-    return f"{part(re)}{sign}{part(abs(im))}j"
+    return printing._add_suffixes("tensor(" + body, extra, len("tensor("))
 
 
 def cat(tensors, dim: int = 0, *, axis=None):

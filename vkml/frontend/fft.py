@@ -33,7 +33,7 @@ def _scale(norm, n: int, inverse: bool) -> float:
     if norm is None:
         norm = "backward"
     if norm not in _NORMS:
-        raise ValueError(f'Invalid normalization mode: "{norm}"')
+        raise RuntimeError(f'Invalid normalization mode: "{norm}"')
     if norm == "ortho":
         return 1.0 / math.sqrt(n)
     return 1.0 / n if (norm == "backward") == inverse else 1.0
@@ -134,8 +134,13 @@ def _tensor_input(op: str, input):
 
 
 def _refuse_complex(op: str, input) -> None:
-    if isinstance(input, CX.ComplexTensor):
-        raise RuntimeError(f"{op} expects a real input tensor, but got {CX._TORCH_NAMES[input.dtype.name]}")
+    if isinstance(input, CX.ComplexTensor):  # PyTorch's three texts
+        got = CX._TORCH_NAMES[input.dtype.name]
+        if op in ("rfft", "ihfft"):
+            raise RuntimeError(f"{op} expects a real input tensor, but got {got}")
+        if op.startswith("rfft"):
+            raise RuntimeError(f"rfftn expects a real-valued input tensor, but got {got}")
+        raise RuntimeError(f"Only supports floating-point dtypes, but found: {got}")
 
 
 # kind, sign, inverse (the scale's direction), real input only, complex output

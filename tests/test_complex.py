@@ -1,0 +1,265 @@
+"""Complex tensors and the torch.fft transforms (vkml/frontend/complex.py, fft.py; docs/complex.md) against
+PyTorch: values, dtypes, PyTorch's gradients of real losses, views sharing storage, errors, a LLaMA rotary
+embedding and a Fourier layer trained a few steps; the same bits on the CPU and on Vulkan."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import vkml
+import vkml.nn as vnn
+
+
+def _v(t: torch.Tensor, device="cpu") -> vkml.Tensor:
+    return vkml.tensor(t.detach().numpy(), device=device)
+
+
+def _close(got, want, tol=2e-5):
+    want = want.detach().resolve_conj()
+    assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+    np.testing.assert_allclose(got.detach().numpy(), want.numpy(), rtol=tol, atol=tol)
+
+
+# each: f(module, z, w, x) with z, w complex64 (3, 4) and x float32 (3, 4)
+OPS = {
+    "add": lambda m, z, w, x: z + w - (x + z),
+    "mul": lambda m, z, w, x: z * w * x * 2.5,
+    "div": lambda m, z, w, x: z / w + x / z + z / x + 2 / z,
+    "scalars": lambda m, z, w, x: z * (1 - 2j) + 1j - x * 1j + (2 + 1j) / z,
+    "int_times_j": lambda m, z, w, x: m.arange(3) * 1j,
+    "float64": lambda m, z, w, x: z * x.double(),
+    "abs_angle_sgn": lambda m, z, w, x: m.complex(m.abs(z) + z.angle(), m.angle(w)) + z.sgn(),
+    "exp_log_sqrt": lambda m, z, w, x: z.exp() + m.log(w) + z.sqrt() + w.reciprocal() + z**2 + z**0.5,
+    "conj_parts": lambda m, z, w, x: m.complex(z.real, w.imag) + z.conj(),
+    "reductions": lambda m, z, w, x: z.sum(0) + m.mean(w, 0) + z.sum(),
+    "products": lambda m, z, w, x: z @ w.mT + m.einsum("ij,kj->ik", z, w),
+    "polar": lambda m, z, w, x: m.polar(x.abs(), x),
+    "views": lambda m, z, w, x: m.cat([z[1:, ::2].permute(1, 0).reshape(2, 2), m.stack([w[0, :2]] * 2)], 1),
+    "make": lambda m, z, w, x: m.tensor([1 + 2j, 3]) + m.ones(2, dtype=m.cfloat) + m.zeros(2, dtype=m.cfloat),
+}
+
+
+_SLOW_OPS = ("div", "exp_log_sqrt", "abs_angle_sgn")  # many kernels each: -m stress
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.stress) if n in _SLOW_OPS else n for n in sorted(OPS)]
+)
+def test_ops_match_pytorch(name):
+    torch.manual_seed(0)
+    zt, wt, xt = torch.randn(3, 4, dtype=torch.cfloat), torch.randn(3, 4, dtype=torch.cfloat), torch.randn(3, 4)
+    _close(OPS[name](vkml, _v(zt), _v(wt), _v(xt)), OPS[name](torch, zt, wt, xt))
+
+
+# real losses of complex intermediates: the gradients on the real leaves are PyTorch's (Wirtinger)
+LOSSES = {
+    "arith": lambda m, a, b: (m.view_as_complex(a) * m.view_as_complex(b) / (m.view_as_complex(b) + 3)).abs().sum(),
+    "abs_angle_at_0": lambda m, a, b: (m.view_as_complex(a * 0).abs() + m.view_as_complex(b * 0).angle()).sum(),
+    "exp_log_sqrt": lambda m, a, b: m.view_as_real(
+        m.view_as_complex(a).exp() + m.view_as_complex(b).log() + m.view_as_complex(a).sqrt()
+    ).sum(),
+    "polar_complex": lambda m, a, b: (m.polar(a[..., 0].abs(), b[..., 1]) * m.complex(a[..., 1], b[..., 0])).imag.sum(),
+    "products": lambda m, a, b: (
+        m.einsum("ij,kj->ik", m.view_as_complex(a), m.view_as_complex(b)).real.exp().sum()
+        + (m.view_as_complex(a) @ m.view_as_complex(b).mT).abs().sum()
+    ),
+    "fft": lambda m, a, b: (
+        m.fft.fft(m.view_as_complex(a), norm="ortho").abs().sum()
+        + m.fft.rfft2(b[..., 0]).real.sum()
+        + m.fft.irfft(m.view_as_complex(b), n=7).pow(2).sum()
+        + m.fft.hfft(m.view_as_complex(a)).sum()
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    "name", [n if n in ("arith", "fft") else pytest.param(n, marks=pytest.mark.stress) for n in sorted(LOSSES)]
+)
+def test_gradients_of_real_losses_match_pytorch(name):
+    torch.manual_seed(1)
+    a, b = torch.randn(3, 4, 2), torch.randn(3, 4, 2)
+    ta, tb = a.clone().requires_grad_(), b.clone().requires_grad_()
+    LOSSES[name](torch, ta, tb).backward()
+    va, vb = vkml.tensor(a.numpy(), requires_grad=True), vkml.tensor(b.numpy(), requires_grad=True)
+    LOSSES[name](vkml, va, vb).backward()
+    for got, want in ((va.grad, ta.grad), (vb.grad, tb.grad)):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.stress
+def test_complex_leaf_gradient_is_pytorchs():
+    zt = torch.randn(4, dtype=torch.cfloat, requires_grad=True)
+    z = vkml.tensor(zt.detach().numpy()).requires_grad_()
+    (zt * zt.conj() + zt.exp()).abs().sum().backward()
+    (z * z.conj() + z.exp()).abs().sum().backward()
+    assert z.is_leaf and z.grad.dtype is vkml.complex64
+    np.testing.assert_allclose(z.grad.numpy(), zt.grad.numpy(), rtol=1e-5)
+
+
+def _fft_cases():
+    for name in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft"):
+        for n, norm, dim in ((4, "ortho", 1), (7, "forward", 0)):
+            yield name, {"n": n, "norm": norm, "dim": dim}
+    for name in ("fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn", "irfftn", "hfftn", "ihfftn"):
+        for s, dim in ((None, None), ((-1, 3), (0, 2))):
+            yield name, {"s": s} | ({"dim": dim} if dim or not name.endswith("2") else {})
+
+
+def test_fft_family_matches_pytorch():
+    torch.manual_seed(2)
+    xt, zt = torch.randn(3, 6, 5), torch.randn(3, 6, 5, dtype=torch.cfloat)
+    for name, kwargs in _fft_cases():
+        for t in (xt, zt):
+            try:
+                want = getattr(torch.fft, name)(t, **kwargs)
+            except RuntimeError as e:  # rfft of a complex input: PyTorch's error
+                with pytest.raises(RuntimeError, match=str(e).split(",")[0]):
+                    getattr(vkml.fft, name)(_v(t), **kwargs)
+                continue
+            _close(getattr(vkml.fft, name)(_v(t), **kwargs), want, tol=3e-5)
+    for module in (torch, vkml):
+        with pytest.raises(RuntimeError, match="Invalid normalization mode"):
+            module.fft.fft(module.ones(4), norm="bad")
+        with pytest.raises(RuntimeError, match=r"Invalid number of data points \(0\)"):
+            module.fft.fft(module.ones(4), n=0)
+
+
+def test_views_share_storage_and_parts_are_settable():
+    x = vkml.zeros(3, 2)
+    z = vkml.view_as_complex(x)
+    x[1, 1] = 5.0
+    assert z[1].item() == 5j
+    z[0] = 1 + 2j
+    assert x[0].tolist() == [1.0, 2.0]
+    z.real = vkml.tensor([7.0, 8.0, 9.0])
+    z.imag[2] = -1.0
+    r = vkml.view_as_real(z)
+    r[1, 0] = 3.0
+    assert z.tolist() == [7 + 2j, 3 + 5j, 9 - 1j]
+    assert x.tolist() == [[7.0, 2.0], [3.0, 5.0], [9.0, -1.0]]
+    assert not z.is_conj() and z.conj().resolve_conj().tolist() == [7 - 2j, 3 - 5j, 9 + 1j]
+
+
+def test_dtypes_promotion_and_values_out():
+    z = vkml.tensor([1 + 2j, -3.5j])
+    assert z.dtype is vkml.complex64 is vkml.cfloat and vkml.cdouble is vkml.complex128
+    assert z.is_complex() and vkml.is_complex(z) and not vkml.is_complex(vkml.ones(1)) and not z.is_floating_point()
+    assert (z * 2.0).dtype is vkml.complex64  # a Python float keeps complex64
+    assert (vkml.ones(2, dtype=vkml.float64) + z).dtype is vkml.complex128
+    assert (vkml.arange(2) * 1j).dtype is vkml.complex64
+    assert vkml.from_numpy(np.array([1j], np.complex128)).dtype is vkml.complex128
+    assert z.numpy().dtype == np.complex64 and z[1].item() == -3.5j and z.tolist() == [1 + 2j, -3.5j]
+    assert repr(vkml.tensor([1 + 2j, -3.5j])) == repr(torch.tensor([1 + 2j, -3.5j]))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert z.float().tolist() == [1.0, 0.0]
+    assert "discards the imaginary part" in str(caught[0].message)
+    r = vkml.randn(20000, dtype=vkml.cfloat).numpy()  # PyTorch's split: each part of variance 1/2
+    assert abs(r.real.var() - 0.5) < 0.03 and abs(r.imag.var() - 0.5) < 0.03
+
+
+def test_unsupported_ops_raise_pytorchs_error_naming_the_op():
+    z = vkml.ones(3, dtype=vkml.cfloat)
+    for op, call in (("sin", lambda: z.sin()), ("sin", lambda: vkml.sin(z)), ("relu", lambda: vkml.relu(z))):
+        with pytest.raises(RuntimeError, match=f"\"{op}\" not implemented for 'ComplexFloat'"):
+            call()
+    with pytest.raises(RuntimeError, match="expected m1 and m2 to have the same dtype"):
+        z.reshape(1, 3) @ vkml.ones(3, 1)
+    with pytest.raises(RuntimeError, match="imag is not implemented for tensors with non-complex dtypes"):
+        vkml.imag(vkml.ones(2))
+    assert z.tolist() == [1, 1, 1]  # the tensor is intact
+
+
+# LLaMA's rotary embedding, as its authors wrote it (facebookresearch/llama, model.py)
+def _precompute_freqs_cis(torch, dim: int, end: int, theta: float = 10000.0):
+    freqs = 1.0 / (theta ** (torch.arange(0, dim, 2)[: (dim // 2)].float() / dim))
+    t = torch.arange(end, device=freqs.device)
+    freqs = torch.outer(t, freqs).float()
+    return torch.polar(torch.ones_like(freqs), freqs)
+
+
+def _reshape_for_broadcast(freqs_cis, x):
+    ndim = x.ndim
+    assert freqs_cis.shape == (x.shape[1], x.shape[-1])
+    shape = [d if i == 1 or i == ndim - 1 else 1 for i, d in enumerate(x.shape)]
+    return freqs_cis.view(*shape)
+
+
+def _apply_rotary_emb(torch, xq, xk, freqs_cis):
+    xq_ = torch.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
+    xk_ = torch.view_as_complex(xk.float().reshape(*xk.shape[:-1], -1, 2))
+    freqs_cis = _reshape_for_broadcast(freqs_cis, xq_)
+    xq_out = torch.view_as_real(xq_ * freqs_cis).flatten(3)
+    xk_out = torch.view_as_real(xk_ * freqs_cis).flatten(3)
+    return xq_out.type_as(xq), xk_out.type_as(xk)
+
+
+def test_llama_rotary_embedding_matches_pytorch_and_vulkan_bits(gpu):
+    torch.manual_seed(3)
+    q, k = torch.randn(2, 5, 3, 8, requires_grad=True), torch.randn(2, 5, 3, 8)
+    want_q, want_k = _apply_rotary_emb(torch, q, k, _precompute_freqs_cis(torch, 8, 16)[2:7])
+    (want_q * want_k).sum().backward()
+    bits = []
+    for device in ("cpu", gpu):
+        vq, vk = _v(q, device).requires_grad_(), _v(k, device)
+        freqs = _precompute_freqs_cis(vkml, 8, 16).to(device)[2:7]
+        got_q, got_k = _apply_rotary_emb(vkml, vq, vk, freqs)
+        (got_q * got_k).sum().backward()
+        _close(got_q, want_q, 1e-5)
+        _close(got_k, want_k, 1e-5)
+        np.testing.assert_allclose(vq.grad.numpy(), q.grad.numpy(), rtol=1e-5, atol=1e-5)
+        bits.append((got_q.detach().numpy(), vq.grad.numpy()))
+    for a, b in zip(*bits):
+        np.testing.assert_array_equal(a, b)
+
+
+class _SpectralConv2d:
+    """The Fourier layer of neuraloperator's FNO (Li et al.), as written there, for either module."""
+
+    def __init__(self, torch, nn, weights1, weights2, modes: int):
+        self.torch, self.modes = torch, modes
+        self.weights1, self.weights2 = nn.Parameter(weights1), nn.Parameter(weights2)
+
+    def __call__(self, x):
+        torch, m = self.torch, self.modes
+        x_ft = torch.fft.rfft2(x)
+        out_ft = torch.zeros(x.size(0), 2, x.size(-2), x.size(-1) // 2 + 1, dtype=torch.cfloat, device=x.device)
+        out_ft[:, :, :m, :m] = torch.einsum("bixy,ioxy->boxy", x_ft[:, :, :m, :m], self.weights1)
+        out_ft[:, :, -m:, :m] = torch.einsum("bixy,ioxy->boxy", x_ft[:, :, -m:, :m], self.weights2)
+        return torch.fft.irfft2(out_ft, s=(x.size(-2), x.size(-1)))
+
+
+@pytest.mark.stress
+def test_fourier_layer_trains_as_pytorchs(gpu):
+    torch.manual_seed(4)
+    w1, w2 = 0.25 * torch.rand(2, 2, 2, 2, dtype=torch.cfloat), 0.25 * torch.rand(2, 2, 2, 2, dtype=torch.cfloat)
+    x, y = torch.randn(3, 2, 6, 6), torch.randn(3, 2, 6, 6)
+    ref = _SpectralConv2d(torch, torch.nn, w1.clone(), w2.clone(), 2)
+    opt = torch.optim.Adam([ref.weights1, ref.weights2], lr=0.05)
+    want = []
+    for _ in range(3):
+        opt.zero_grad()
+        loss = ((ref(x) - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+        want.append(loss.item())
+    runs = []
+    for device in ("cpu", gpu):
+        layer = _SpectralConv2d(vkml, vnn, _v(w1, device), _v(w2, device), 2)
+        assert isinstance(layer.weights1, vnn.Parameter) and layer.weights1.dtype is vkml.cfloat
+        vopt = vkml.optim.Adam([layer.weights1, layer.weights2], lr=0.05)
+        got = []
+        for _ in range(3):
+            vopt.zero_grad()
+            loss = ((layer(_v(x, device)) - _v(y, device)) ** 2).mean()
+            loss.backward()
+            vopt.step()
+            got.append(loss.item())
+        np.testing.assert_allclose(got, want, rtol=1e-5)
+        _close(layer.weights1, ref.weights1, 1e-5)
+        runs.append(layer.weights2.detach().numpy())
+    np.testing.assert_array_equal(runs[0], runs[1])

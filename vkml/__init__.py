@@ -258,7 +258,7 @@ __all__ += ["complex64", "cfloat", "complex128", "cdouble"]
 
 
 # ---------------------------------------------------------------- vkml.sparse (sparse COO tensors: docs/sparse.md)
-# and vkml.fft (its real helpers; the transforms need complex dtypes: docs/fft.md)
+# and vkml.fft (docs/fft.md)
 from .frontend import fft, sparse  # noqa: E402
 
 _sys.modules[__name__ + ".sparse"] = sparse

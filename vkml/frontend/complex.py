@@ -603,6 +603,9 @@ class ComplexTensor(Tensor):
     def neg(self):
         return -self
 
+    def conj_physical_(self):
+        return conj_physical_(self)
+
     negative = neg
 
 
@@ -1332,13 +1335,19 @@ _AS_METHOD = (
 )
 
 
+def _mark(wrapper, orig) -> None:
+    """``wrapper`` stands for ``orig`` (its name and doc; ``inspect.unwrap`` finds ``orig``)."""
+    wrapper.__name__, wrapper.__doc__, wrapper.__wrapped__ = orig.__name__, orig.__doc__, orig
+    wrapper.__wrapped_by_complex__ = True
+
+
 def _dispatch_first(orig, impl):
     def dispatched(*args, **kwargs):
         if args and isinstance(args[0], ComplexTensor):
             return impl(*args, **kwargs)
         return orig(*args, **kwargs)
 
-    dispatched.__name__, dispatched.__doc__, dispatched.__wrapped__ = orig.__name__, orig.__doc__, orig
+    _mark(dispatched, orig)
     return dispatched
 
 
@@ -1348,7 +1357,7 @@ def _dispatch_binary(orig, impl):
             return impl(*args, **kwargs)
         return orig(*args, **kwargs)
 
-    dispatched.__name__, dispatched.__doc__, dispatched.__wrapped__ = orig.__name__, orig.__doc__, orig
+    _mark(dispatched, orig)
     return dispatched
 
 
@@ -1358,7 +1367,7 @@ def _dispatch_list(orig, impl):
             return impl(tensors, *args, **kwargs)
         return orig(tensors, *args, **kwargs)
 
-    dispatched.__name__, dispatched.__doc__, dispatched.__wrapped__ = orig.__name__, orig.__doc__, orig
+    _mark(dispatched, orig)
     return dispatched
 
 
@@ -1369,7 +1378,7 @@ def _dispatch_einsum(orig):
             return einsum(equation, *flat)
         return orig(equation, *operands)
 
-    dispatched.__name__, dispatched.__doc__, dispatched.__wrapped__ = orig.__name__, orig.__doc__, orig
+    _mark(dispatched, orig)
     return dispatched
 
 
@@ -1382,7 +1391,7 @@ def _dispatch_dtype(orig, impl):
             return impl(*args, **kwargs)
         return orig(*args, **kwargs)
 
-    dispatched.__name__, dispatched.__doc__, dispatched.__wrapped__ = orig.__name__, orig.__doc__, orig
+    _mark(dispatched, orig)
     return dispatched
 
 
@@ -1403,7 +1412,7 @@ def _like_dispatch(orig, make):
             return impl(input, *args, **kwargs)
         return orig(input, *args, **kwargs)
 
-    dispatched.__name__, dispatched.__doc__, dispatched.__wrapped__ = orig.__name__, orig.__doc__, orig
+    _mark(dispatched, orig)
     return dispatched
 
 
@@ -1427,7 +1436,7 @@ def _tensor_data(orig):
             return out
         return orig(data, *args, **kwargs)
 
-    dispatched.__name__, dispatched.__doc__, dispatched.__wrapped__ = orig.__name__, orig.__doc__, orig
+    _mark(dispatched, orig)
     return dispatched
 
 
@@ -1450,7 +1459,7 @@ def _from_numpy_dispatch(orig):
             return from_numpy_complex(ndarray)  # a copy: vkml tensors never share host memory (docs/interop)
         return orig(ndarray)
 
-    dispatched.__name__, dispatched.__doc__, dispatched.__wrapped__ = orig.__name__, orig.__doc__, orig
+    _mark(dispatched, orig)
     return dispatched
 
 
@@ -1491,16 +1500,24 @@ def install(namespace: dict, tensor_class) -> None:
     """Route vkml's public functions to the complex forms where an operand (or ``dtype=``) is complex.
 
     Called by vkml/__init__.py after the public ops are bound and before autocast wraps them."""
+    made: dict = {}  # one wrapper per function, so that aliases stay one object (vkml.abs is vkml.absolute)
+
+    def wrap(name, how, impl):
+        orig = namespace[name]
+        if id(orig) not in made:
+            made[id(orig)] = how(orig, impl)
+        namespace[name] = made[id(orig)]
+
     for name, impl in _BINARY.items():
-        namespace[name] = _dispatch_binary(namespace[name], impl)
+        wrap(name, _dispatch_binary, impl)
     for name, impl in _UNARY.items():
-        namespace[name] = _dispatch_first(namespace[name], impl)
+        wrap(name, _dispatch_first, impl)
     for name in _AS_METHOD:
         if name in namespace:
-            namespace[name] = _dispatch_first(namespace[name], _method_caller(name))
-    namespace["cat"] = _dispatch_list(namespace["cat"], cat)
-    namespace["concat"] = namespace["concatenate"] = namespace["cat"]
-    namespace["stack"] = _dispatch_list(namespace["stack"], stack)
+            wrap(name, _dispatch_first, _method_caller(name))
+    for name in ("cat", "concat", "concatenate"):
+        wrap(name, _dispatch_list, cat)
+    wrap("stack", _dispatch_list, stack)
     namespace["einsum"] = _dispatch_einsum(namespace["einsum"])
     namespace["angle"] = angle
     for name, make in (("zeros", zeros), ("ones", ones), ("randn", randn), ("rand", rand), ("empty", zeros)):
@@ -1531,8 +1548,36 @@ def install(namespace: dict, tensor_class) -> None:
     ):
         setattr(tensor_class, name, _scalar_dunder(getattr(tensor_class, name), impl))
     tensor_class.to = _to_dispatch(tensor_class.to)
+    tensor_class.cfloat = _real_to_complex(T.complex64)
+    tensor_class.cdouble = _real_to_complex(T.complex128)
     tensor_class.real = property(_real_part, _set_real_part)
     tensor_class.imag = property(_imag_part)
+
+
+def _real_to_complex(dtype: T.DType):
+    def method(self, memory_format=None):
+        return self.to(dtype)
+
+    method.__name__ = "cfloat" if dtype is T.complex64 else "cdouble"
+    method.__doc__ = f"``self.to({dtype!r})``: the values as the real parts of a complex tensor."
+    return method
+
+
+def view_as_real_copy(input):
+    """``view_as_real(input)`` as a new tensor (PyTorch's ``_copy`` form of the view)."""
+    return view_as_real(input).clone()
+
+
+def view_as_complex_copy(input):
+    """``view_as_complex(input)`` as a new tensor."""
+    return view_as_complex(input).clone()
+
+
+def conj_physical_(input):
+    """The conjugate written into ``input`` (a real tensor is unchanged)."""
+    if isinstance(input, ComplexTensor):
+        input._pair[..., 1] = F.neg(input._pair[..., 1])
+    return input
 
 
 def _method_caller(name: str):
@@ -1563,6 +1608,9 @@ EXPORTS = (
     Export("imag"),
     Export("conj", method=resolve_conj),
     Export("conj_physical", method=resolve_conj),
+    Export("conj_physical_", method=conj_physical_),
+    Export("view_as_real_copy"),
+    Export("view_as_complex_copy"),
     Export("resolve_conj", method=resolve_conj),
     Export("resolve_neg", method=resolve_conj),
     Export("is_conj", method=is_conj),

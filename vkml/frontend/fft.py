@@ -1,10 +1,10 @@
-"""``vkml.fft``: PyTorch's ``torch.fft``, as far as a library without complex dtypes can have it.
+"""``vkml.fft``: PyTorch's ``torch.fft``.
 
-vkml has no complex tensors (vkml/ir/types.py: ``is_complex`` is False for every dtype), so the
-transforms, whose results (``fft``, ``rfft``, ...) or inputs (``irfft``, ``hfft``, ...) are complex,
-raise NotImplementedError naming themselves, with PyTorch's signatures. The real helpers are here:
-``fftfreq`` and ``rfftfreq`` (the sample frequencies, as PyTorch rounds them) and ``fftshift`` and
-``ifftshift`` (rolls, differentiable). docs/fft.md.
+Each transform along one dim is one product with its DFT matrix (made in float64 on the host, the
+norm folded in, rounded once), applied to the interleaved (re, im) pairs of a complex input
+(vkml/frontend/complex.py) or to a real input: lazy, fused, differentiable through the product, the
+same bits on every device. The helpers ``fftfreq`` and ``rfftfreq`` (the sample frequencies, as
+PyTorch rounds them) and ``fftshift`` and ``ifftshift`` (rolls, differentiable). docs/fft.md.
 """
 
 from __future__ import annotations

@@ -263,3 +263,25 @@ def test_fourier_layer_trains_as_pytorchs(gpu):
         _close(layer.weights1, ref.weights1, 1e-5)
         runs.append(layer.weights2.detach().numpy())
     np.testing.assert_array_equal(runs[0], runs[1])
+
+
+@pytest.mark.stress
+def test_norms_closeness_clipping_and_checkpoints(tmp_path):
+    zt = torch.randn(3, 4, dtype=torch.cfloat)
+    z = _v(zt)
+    for p in ("fro", 1):
+        np.testing.assert_allclose(vkml.norm(z, p).item(), torch.norm(zt, p).item(), rtol=1e-5)
+    np.testing.assert_allclose(z.norm(dim=1).numpy(), zt.norm(dim=1).numpy(), rtol=1e-5)
+    assert vkml.allclose(z, z + 1e-9j) and not vkml.isclose(z, z * 1.1).any().item()
+    assert z.new_zeros(2).dtype is vkml.cfloat and z.new_zeros(2, dtype=vkml.float32).dtype is vkml.float32
+    p = vnn.Parameter(z.clone())
+    p.abs().sum().backward()
+    total = vnn.utils.clip_grad_norm_([p], 0.5)
+    np.testing.assert_allclose(total.item(), np.sqrt(12), rtol=1e-5)  # |grad| is 1 per element
+    np.testing.assert_allclose(p.grad.norm().item(), 0.5, rtol=1e-5)
+    torch.save({"w": torch.nn.Parameter(zt.to(torch.cdouble)), "b": zt[0]}, tmp_path / "t.pt")
+    loaded = vkml.load(tmp_path / "t.pt")
+    assert isinstance(loaded["w"], vnn.Parameter) and loaded["w"].dtype is vkml.cdouble
+    np.testing.assert_array_equal(loaded["b"].numpy(), zt[0].numpy())
+    vkml.save({"z": z}, tmp_path / "v.pt")
+    np.testing.assert_array_equal(vkml.load(tmp_path / "v.pt")["z"].numpy(), zt.numpy())

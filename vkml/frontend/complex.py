@@ -266,7 +266,8 @@ class ComplexTensor(Tensor):
     def __repr__(self) -> str:
         return _repr(self)
 
-    __str__ = __repr__
+    def __str__(self) -> str:
+        return self.__repr__()
 
     def __format__(self, format_spec: str) -> str:
         if self.ndim == 0 and format_spec:
@@ -605,6 +606,32 @@ class ComplexTensor(Tensor):
 
     def conj_physical_(self):
         return conj_physical_(self)
+
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False, **kwargs):
+        return _new(c_zeros, self, size, dtype, device, requires_grad)
+
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False, **kwargs):
+        return _new(ones, self, size, dtype, device, requires_grad)
+
+    new_empty = new_zeros
+
+    def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False, **kwargs):
+        dtype = dtype or self.dtype
+        if not dtype.is_complex:
+            return creation.full(size, fill_value, dtype=dtype, device=device or self.device)
+        return full(size, fill_value, dtype=dtype, device=device or self.device, requires_grad=requires_grad)
+
+    def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+        return from_numpy_complex(np.asarray(data), device or self.device, requires_grad, dtype or self.dtype)
+
+    def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        return isclose(self, other, rtol, atol, equal_nan)
+
+    def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        return allclose(self, other, rtol, atol, equal_nan)
+
+    def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
+        return norm(self, p, dim, keepdim, dtype)
 
     negative = neg
 
@@ -1159,7 +1186,7 @@ def _size_args(size) -> tuple:
     return tuple(int(s) for s in size)
 
 
-def zeros(*size, dtype, device=None, requires_grad=False, **kwargs):
+def c_zeros(*size, dtype, device=None, requires_grad=False, **kwargs):
     return ComplexTensor(
         creation.zeros(*_size_args(size), 2, dtype=_REAL_OF[dtype], device=device, requires_grad=requires_grad)
     )
@@ -1512,6 +1539,9 @@ def install(namespace: dict, tensor_class) -> None:
         wrap(name, _dispatch_binary, impl)
     for name, impl in _UNARY.items():
         wrap(name, _dispatch_first, impl)
+    wrap("isclose", _dispatch_binary, isclose)
+    wrap("allclose", _dispatch_binary, allclose)
+    wrap("norm", _dispatch_first, norm)
     for name in _AS_METHOD:
         if name in namespace:
             wrap(name, _dispatch_first, _method_caller(name))
@@ -1520,15 +1550,15 @@ def install(namespace: dict, tensor_class) -> None:
     wrap("stack", _dispatch_list, stack)
     namespace["einsum"] = _dispatch_einsum(namespace["einsum"])
     namespace["angle"] = angle
-    for name, make in (("zeros", zeros), ("ones", ones), ("randn", randn), ("rand", rand), ("empty", zeros)):
+    for name, make in (("zeros", c_zeros), ("ones", ones), ("randn", randn), ("rand", rand), ("empty", c_zeros)):
         namespace[name] = _dispatch_dtype(namespace[name], make)
     namespace["full"] = _dispatch_dtype(namespace["full"], full)
     for name, make in (
-        ("zeros_like", zeros),
+        ("zeros_like", c_zeros),
         ("ones_like", ones),
         ("randn_like", randn),
         ("rand_like", rand),
-        ("empty_like", zeros),
+        ("empty_like", c_zeros),
     ):
         namespace[name] = _like_dispatch(namespace[name], make)
     for name in ("tensor", "as_tensor"):
@@ -1578,6 +1608,52 @@ def conj_physical_(input):
     if isinstance(input, ComplexTensor):
         input._pair[..., 1] = F.neg(input._pair[..., 1])
     return input
+
+
+def _new(make, z: ComplexTensor, size, dtype, device, requires_grad):
+    dtype = dtype or z.dtype
+    device = device or z.device
+    if not dtype.is_complex:
+        real_make = creation.zeros if make is c_zeros else creation.ones
+        return real_make(*_size_args(size), dtype=dtype, device=device, requires_grad=requires_grad)
+    return make(*_size_args(size), dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """PyTorch's ``|input - other| <= atol + rtol * |other|`` with complex magnitudes (equal values always close)."""
+    if input.dtype is not other.dtype:
+        raise RuntimeError(f"{input.dtype.name} did not match {other.dtype.name}")
+    close = F.le(c_abs(sub(input, other)), F.add(F.mul(c_abs(other), rtol), atol))
+    close = F.logical_or(close, eq(input, other))
+    if equal_nan:
+        x, y = _xy(input)
+        u, v = _xy(other)
+        nan_a = F.logical_or(F.isnan(x), F.isnan(y))
+        nan_b = F.logical_or(F.isnan(u), F.isnan(v))
+        close = F.logical_or(close, F.logical_and(nan_a, nan_b))
+    return close
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
+    return bool(isclose(input, other, rtol, atol, equal_nan).all())
+
+
+def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+    """The 2-norm (``"fro"``, 2, None) of a complex tensor, that of its pair over ``dim`` and the pair dim; 1:
+    the sum of magnitudes; inf: their max. The result is real."""
+    if dtype is not None:
+        raise NotImplementedError("norm: dtype= is not supported for complex inputs by vkml")
+    dims = _logical_dims(input, dim)
+    if p in ("fro", 2, 2.0, None):
+        sq = F.mul(input._pair, input._pair)
+        out = F.sqrt(F.sum(F.sum(sq, -1), dims, keepdim=keepdim))
+        return out
+    mag = c_abs(input)
+    if p in (1, 1.0):
+        return F.sum(mag, dims, keepdim=keepdim)
+    if p == math.inf:
+        return F.amax(mag, dims, keepdim=keepdim)
+    raise NotImplementedError(f"norm: p={p!r} is not supported for complex inputs by vkml (2, 'fro', 1, inf are)")
 
 
 def _method_caller(name: str):

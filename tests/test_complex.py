@@ -285,3 +285,12 @@ def test_norms_closeness_clipping_and_checkpoints(tmp_path):
     np.testing.assert_array_equal(loaded["b"].numpy(), zt[0].numpy())
     vkml.save({"z": z}, tmp_path / "v.pt")
     np.testing.assert_array_equal(vkml.load(tmp_path / "v.pt")["z"].numpy(), zt.numpy())
+
+
+def test_long_transforms_split_into_short_ones():
+    # past 1024 points a composite length runs as Cooley-Tukey's four steps (docs/fft.md)
+    torch.manual_seed(5)
+    zt, xt = torch.randn(1100, dtype=torch.cfloat), torch.randn(1100)
+    _close(vkml.fft.fft(_v(zt), norm="ortho"), torch.fft.fft(zt, norm="ortho"), 1e-5)
+    _close(vkml.fft.irfft(_v(zt), n=1102), torch.fft.irfft(zt, n=1102), 1e-6)
+    _close(vkml.fft.rfft(_v(xt), n=1090), torch.fft.rfft(xt, n=1090), 3e-5)

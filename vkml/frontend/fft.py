@@ -18,7 +18,9 @@ from ..tensor import Tensor
 from . import complex as CX
 from . import operators as F
 from .creation import _dtype, tensor
+from .creation import zeros as creation_zeros
 from .defaults import get_default_dtype
+from .operators import cat
 from .shape import movedim, roll
 from .sparse_coo import strided
 
@@ -95,8 +97,82 @@ def _real_dtype(op: str, input):
     return get_default_dtype()  # integers and bools, as PyTorch: the default float
 
 
+# Above this length a transform is split into smaller ones (``_four_step``) where the length has a factor:
+# a direct matrix would cost (2n)^2 elements and an error growing with n.
+_DIRECT_MAX = 1024
+
+
+def _factor(n: int) -> int:
+    """The largest divisor of ``n`` up to its square root (1 for a prime)."""
+    for d in range(math.isqrt(n), 1, -1):
+        if n % d == 0:
+            return d
+    return 1
+
+
 def _along(op: str, input, dim: int, kind: str, n: int, sign: int, scale: float):
     """One transform of ``input`` (complex or real) along its dim ``dim`` (non-negative)."""
+    if n > _DIRECT_MAX and _factor(n) > 1:
+        return _split(op, input, dim, kind, n, sign, scale)
+    return _direct(op, input, dim, kind, n, sign, scale)
+
+
+def _split(op: str, input, dim: int, kind: str, n: int, sign: int, scale: float):
+    """A long transform from complex-to-complex ones of a composite length (``_four_step``): a real input
+    is the complex one's real part; a complex-to-real one reads the Hermitian-extended spectrum."""
+    length = input.shape[dim]
+    if kind == "c2r":
+        half = n // 2 + 1
+        pair = movedim(input._pair, dim, -2)[..., : min(length, half), :]
+        if pair.shape[-2] < half:
+            pad = creation_zeros(*pair.shape[:-2], half - pair.shape[-2], 2, dtype=pair.dtype, device=pair.device)
+            pair = cat([pair, pad], -2)
+        mirror = pair[..., 1 : n - half + 1, :].flip(-2) * tensor([1.0, -1.0], dtype=pair.dtype, device=pair.device)
+        full = CX.ComplexTensor(cat([pair, mirror], -2))
+        out = _four_step(op, full, full.ndim - 1, n, sign, scale)
+        return movedim(out.real, -1, dim)
+    out = _four_step(op, input, dim, n, sign, scale)
+    return out[(slice(None),) * dim + (slice(0, n // 2 + 1),)] if kind == "r2c" else out
+
+
+def _four_step(op: str, input, dim: int, n: int, sign: int, scale: float):
+    """The length-``n`` complex transform along ``dim`` as ``n1`` transforms of length ``n2``, twiddles, and
+    ``n2`` of length ``n1`` (Cooley-Tukey's four steps; ``n = n1 * n2``): input index ``t = t1 * n2 + t2``,
+    output index ``k = k1 + n1 * k2``."""
+    n1 = _factor(n)
+    n2 = n // n1
+    x = input.movedim(dim, -1)
+    length = x.shape[-1]
+    if length > n:
+        x = x[..., :n]
+    elif length < n:  # zeros past the input's end, as PyTorch pads
+        zeros = (CX.c_zeros if isinstance(x, CX.ComplexTensor) else creation_zeros)(
+            *x.shape[:-1], n - length, dtype=x.dtype, device=x.device
+        )
+        x = (CX.cat if isinstance(x, CX.ComplexTensor) else cat)([x, zeros], -1)
+    lead = tuple(x.shape[:-1])
+    x = x.reshape(*lead, n1, n2)
+    y = _along(op, x, len(lead), "c2c", n1, sign, 1.0)  # over t1: (.., k1, t2)
+    y = CX.mul(y, CX.ComplexTensor(_twiddles(n, n1, sign, scale, CX._REAL_OF[y.dtype], y.device)))
+    z = _along(op, y, len(lead) + 1, "c2c", n2, sign, 1.0)  # over t2: (.., k1, k2)
+    return z.transpose(-2, -1).reshape(*lead, n).movedim(-1, dim)
+
+
+def _twiddles(n: int, n1: int, sign: int, scale: float, dtype, device):
+    """exp(sign 2 pi i k1 t2 / n) * scale as (n1, n2, 2) pairs, kept with the matrices."""
+    key = ("twiddles", n, n1, sign, scale, dtype, device)
+    found = _MATRICES.get(key)
+    if found is None:
+        c, s = _cos_sin(n, n1, n // n1, sign)
+        found = tensor(np.stack([c * scale, s * scale], -1), dtype=dtype, device=device)
+        if len(_MATRICES) >= _MATRIX_CACHE:
+            _MATRICES.pop(next(iter(_MATRICES)))
+        _MATRICES[key] = found
+    return found
+
+
+def _direct(op: str, input, dim: int, kind: str, n: int, sign: int, scale: float):
+    """One transform along ``dim`` as one product with its matrix."""
     is_complex = isinstance(input, CX.ComplexTensor)
     real = _real_dtype(op, input)
     length = input.shape[dim]

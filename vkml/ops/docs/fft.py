@@ -40,11 +40,12 @@ def _transform(name: str) -> OpDoc:
         getattr(_FFT, name),
         precision="one matrix product per transformed dim with its DFT matrix (made in float64 on the host, the "
         "norm folded in, rounded once to the dtype): matmul's order and bound with K = 2n (complex input) or n "
-        "(real), so an error growing with n where PyTorch's FFT grows with log n (docs/fft.md)",
+        "(real), so an error growing with n where PyTorch's FFT grows with log n; past 1024 points a composite "
+        "length is split into shorter transforms and twiddles (Cooley-Tukey's four steps, docs/fft.md)",
         special="`n` (`s`) below the input size crop it, above it pad it with zeros (the matrix rows are "
         "dropped, nothing is padded); PyTorch's RuntimeErrors for a bad `norm`, `n < 1`, a complex input to a "
         "real-input transform.",
-        divergence="`out=` raises NotImplementedError. The work is O(n^2) per transformed dim (no FFT).",
+        divergence="`out=` raises NotImplementedError. The work is O(n^2) per transformed dim up to 1024 points.",
         gradient=THROUGH,
     )
 

@@ -294,3 +294,12 @@ def test_long_transforms_split_into_short_ones():
     _close(vkml.fft.fft(_v(zt), norm="ortho"), torch.fft.fft(zt, norm="ortho"), 1e-5)
     _close(vkml.fft.irfft(_v(zt), n=1102), torch.fft.irfft(zt, n=1102), 1e-6)
     _close(vkml.fft.rfft(_v(xt), n=1090), torch.fft.rfft(xt, n=1090), 3e-5)
+
+
+def test_real_makers_refuse_complex_dtypes_and_casts_make_complex():
+    for call in (lambda: vkml.eye(2, dtype=vkml.cfloat), lambda: vkml.arange(3, dtype=vkml.cfloat)):
+        with pytest.raises(RuntimeError, match="not implemented for 'ComplexFloat'"):
+            call()
+    assert vkml.ones(2).type(vkml.cfloat).tolist() == [1, 1]
+    assert vkml.full((2,), 1 + 1j).tolist() == [1 + 1j, 1 + 1j]
+    assert vkml.ones(2, dtype=vkml.float64).cfloat().dtype is vkml.complex64

@@ -20,7 +20,6 @@ RuntimeError (``"sin" not implemented for 'ComplexFloat'``); none reads the pair
 from __future__ import annotations
 
 import math
-import sys
 import warnings
 
 import numpy as np
@@ -32,6 +31,7 @@ from . import creation, printing, transcendental
 from . import operators as F
 from . import random as R
 from . import shape as S
+from .dtype_info import called_op, complex_not_implemented
 from .exports import Export
 from .size import Size
 from .tensor_api import broadcast_to
@@ -41,43 +41,14 @@ _TORCH_NAMES = {"complex64": "ComplexFloat", "complex128": "ComplexDouble"}
 _COMPLEX_OF = {T.float32: T.complex64, T.float64: T.complex128}
 _REAL_OF = {T.complex64: T.float32, T.complex128: T.float64}
 _COMPLEX_SCALARS = (complex, np.complexfloating)
-# Entry points whose frame name is a wrapper's, not the op's: the guard names the op inside them.
-_WRAPPER_NAMES = frozenset(
-    {
-        "wrapper",
-        "wrapped",
-        "method",
-        "inner",
-        "dunder",
-        "call",
-        "<lambda>",
-        "decorated",
-        "autocast_op",
-        "dispatched",
-        "fn",
-        "function",
-    }
-)
 
 
 def _op_name() -> str:
-    """The public vkml function the user called: the outermost vkml frame under user code."""
-    frame = sys._getframe(2)
-    name = None
-    while frame is not None and frame.f_globals.get("__name__", "").startswith("vkml"):
-        if frame.f_code.co_name not in _WRAPPER_NAMES:
-            name = frame.f_code.co_name
-        else:  # a function made for an op by name (the registry's public functions) holds the name
-            held = next((frame.f_locals[k] for k in ("name", "_name", "op") if k in frame.f_locals), None)
-            held = getattr(held, "name", held)
-            if isinstance(held, str):
-                name = held
-        frame = frame.f_back
-    return (name or "op").strip("_")
+    return called_op(3)
 
 
 def not_implemented(op: str, dtype: T.DType) -> RuntimeError:
-    return RuntimeError(f"\"{op}\" not implemented for '{_TORCH_NAMES[dtype.name]}'")
+    return complex_not_implemented(op, dtype)
 
 
 def _complex_dtype(real: T.DType, op: str) -> T.DType:
@@ -1422,6 +1393,20 @@ def _dispatch_dtype(orig, impl):
     return dispatched
 
 
+def _dispatch_full(orig):
+    """``full``: a complex ``dtype=`` or a complex fill value (the default complex dtype) makes a complex tensor."""
+
+    def dispatched(size, fill_value, *args, **kwargs):
+        dtype = kwargs.get("dtype")
+        if getattr(dtype, "kind", None) == "complex" or (dtype is None and isinstance(fill_value, _COMPLEX_SCALARS)):
+            kwargs["dtype"] = dtype or default_complex()
+            return full(size, fill_value, *args, **kwargs)
+        return orig(size, fill_value, *args, **kwargs)
+
+    _mark(dispatched, orig)
+    return dispatched
+
+
 def _like_impl(make):
     def impl(input, *, dtype=None, device=None, requires_grad=False, **kwargs):
         dtype = dtype or input.dtype
@@ -1523,6 +1508,18 @@ def _to_dispatch(orig):
     return to
 
 
+def _type_dispatch(orig):
+    """``Tensor.type(cfloat)``: as ``to``."""
+
+    def type(self, dtype=None, non_blocking: bool = False, **kwargs):
+        if getattr(dtype, "kind", None) == "complex":
+            return self.to(dtype)
+        return orig(self, dtype, non_blocking, **kwargs)
+
+    type.__name__, type.__doc__ = orig.__name__, orig.__doc__
+    return type
+
+
 def install(namespace: dict, tensor_class) -> None:
     """Route vkml's public functions to the complex forms where an operand (or ``dtype=``) is complex.
 
@@ -1552,7 +1549,7 @@ def install(namespace: dict, tensor_class) -> None:
     namespace["angle"] = angle
     for name, make in (("zeros", c_zeros), ("ones", ones), ("randn", randn), ("rand", rand), ("empty", c_zeros)):
         namespace[name] = _dispatch_dtype(namespace[name], make)
-    namespace["full"] = _dispatch_dtype(namespace["full"], full)
+    namespace["full"] = _dispatch_full(namespace["full"])
     for name, make in (
         ("zeros_like", c_zeros),
         ("ones_like", ones),
@@ -1578,6 +1575,7 @@ def install(namespace: dict, tensor_class) -> None:
     ):
         setattr(tensor_class, name, _scalar_dunder(getattr(tensor_class, name), impl))
     tensor_class.to = _to_dispatch(tensor_class.to)
+    tensor_class.type = _type_dispatch(tensor_class.type)
     tensor_class.cfloat = _real_to_complex(T.complex64)
     tensor_class.cdouble = _real_to_complex(T.complex128)
     tensor_class.real = property(_real_part, _set_real_part)

@@ -303,3 +303,21 @@ def test_real_makers_refuse_complex_dtypes_and_casts_make_complex():
     assert vkml.ones(2).type(vkml.cfloat).tolist() == [1, 1]
     assert vkml.full((2,), 1 + 1j).tolist() == [1 + 1j, 1 + 1j]
     assert vkml.ones(2, dtype=vkml.float64).cfloat().dtype is vkml.complex64
+
+
+@pytest.mark.stress
+def test_stft_and_istft_match_pytorch():
+    torch.manual_seed(6)
+    x = torch.randn(2, 90, requires_grad=True)
+    v = vkml.tensor(x.detach().numpy(), requires_grad=True)
+    for kwargs in ({"hop_length": 4, "normalized": True}, {"onesided": False}):
+        want = torch.stft(x, 16, window=torch.hann_window(16), return_complex=True, **kwargs)
+        got = vkml.stft(v, 16, window=vkml.hann_window(16), return_complex=True, **kwargs)
+        _close(got, want, 1e-5)
+        back = torch.istft(want, 16, window=torch.hann_window(16), length=90, **kwargs)
+        _close(vkml.istft(got, 16, window=vkml.hann_window(16), length=90, **kwargs), back, 1e-5)
+    want.abs().sum().backward()
+    got.abs().sum().backward()
+    np.testing.assert_allclose(v.grad.numpy(), x.grad.numpy(), rtol=1e-4, atol=1e-5)
+    with pytest.raises(RuntimeError, match="return_complex parameter be given"):
+        vkml.stft(v, 16)

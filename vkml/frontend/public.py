@@ -57,6 +57,7 @@ MODULES = (
     "foreach",
     "special_functions",
     "complex",
+    "stft",
 )
 
 

@@ -52,7 +52,28 @@ def _transform(name: str) -> OpDoc:
 
 _TRANSFORMS = [f"{p}fft{s}" for p in ("", "i", "r", "ir", "h", "ih") for s in ("", "2", "n")]
 
+
+def _short_time(name: str, what: str) -> OpDoc:
+    fn = getattr(vkml.frontend.stft, name)
+    return OpDoc(
+        "matmul",
+        (sig(f"vkml.{name}", fn), f"`Tensor.{name}(...)`"),
+        fn,
+        precision=f"{what}; each frame's transform as `vkml.fft`'s (docs/fft.md)",
+        special="PyTorch's errors (no `return_complex` for a real input to `stft`, a vanishing window envelope in "
+        "`istft`) and its warning for a missing window.",
+        divergence="`stft` of a complex input with `center=True` raises RuntimeError.",
+        gradient=THROUGH,
+    )
+
+
 PAGES: dict[str, OpDoc] = {
+    "stft": _short_time(
+        "stft", "frames (`unfold`, `center` padding with `pad_mode`) times the window, then `rfft`/`fft`"
+    ),
+    "istft": _short_time(
+        "istft", "`irfft`/`ifft` of each frame times the window, overlap-added (`fold`), over the squared window's sum"
+    ),
     **{name: _transform(name) for name in _TRANSFORMS},
     "fftfreq": _freq("fftfreq"),
     "rfftfreq": _freq("rfftfreq"),

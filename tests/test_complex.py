@@ -39,11 +39,13 @@ OPS = {
     "products": lambda m, z, w, x: z @ w.mT + m.einsum("ij,kj->ik", z, w),
     "polar": lambda m, z, w, x: m.polar(x.abs(), x),
     "views": lambda m, z, w, x: m.cat([z[1:, ::2].permute(1, 0).reshape(2, 2), m.stack([w[0, :2]] * 2)], 1),
+    "inplace_alpha": lambda m, z, w, x: z.clone().sub_(1j).add_(x, alpha=2) + z.sub(x, alpha=2) + m.sub(x, z),
+    "powers": lambda m, z, w, x: 2**z + x**1j + z**-2,
     "make": lambda m, z, w, x: m.tensor([1 + 2j, 3]) + m.ones(2, dtype=m.cfloat) + m.zeros(2, dtype=m.cfloat),
 }
 
 
-_SLOW_OPS = ("div", "exp_log_sqrt", "abs_angle_sgn")  # many kernels each: -m stress
+_SLOW_OPS = ("div", "exp_log_sqrt", "abs_angle_sgn", "powers")  # many kernels each: -m stress
 
 
 @pytest.mark.parametrize(

@@ -34,7 +34,6 @@ from . import shape as S
 from .dtype_info import called_op, complex_not_implemented
 from .exports import Export
 from .size import Size
-from .tensor_api import broadcast_to
 from .torch_names import broadcast_tensors
 
 _TORCH_NAMES = {"complex64": "ComplexFloat", "complex128": "ComplexDouble"}
@@ -322,7 +321,7 @@ class ComplexTensor(Tensor):
         return self if pair is self._pair else ComplexTensor(pair)
 
     def copy_(self, src, non_blocking: bool = False) -> ComplexTensor:
-        self._pair.copy_(_pair_of(broadcast_to(src, self.shape) if isinstance(src, Tensor) else src, "copy_", self))
+        self._pair.copy_(_pair_of(src.expand(*self.shape) if isinstance(src, Tensor) else src, "copy_", self))
         return self
 
     def zero_(self) -> ComplexTensor:
@@ -609,8 +608,11 @@ class ComplexTensor(Tensor):
 
 def _inplace(z: ComplexTensor, value) -> ComplexTensor:
     if value.dtype is not z.dtype:
-        raise RuntimeError(f"result type {_TORCH_NAMES.get(value.dtype.name)} can't be cast to the desired output type")
-    z._pair.copy_(_pair_of(broadcast_to(value, z.shape), "copy_", z))
+        raise RuntimeError(
+            f"result type {_TORCH_NAMES.get(value.dtype.name)} can't be cast to the desired output type "
+            f"{_TORCH_NAMES[z.dtype.name]}"
+        )
+    z._pair.copy_(_pair_of(value.expand(*z.shape), "copy_", z))
     return z
 
 
@@ -741,7 +743,7 @@ def _pair_of(value, op: str, like: ComplexTensor | None = None) -> Tensor:
 def add(input, other, *, alpha=1):
     """``input + alpha * other`` where either is complex (a tensor or a Python complex)."""
     if alpha != 1:
-        other = mul(other, alpha)
+        other = mul(other, alpha) if is_complex_value(other) or is_complex_value(alpha) else F.mul(other, alpha)
     real = result_real("add", input, other)
     (ar, ai), (br, bi) = _parts(input, real), _parts(other, real)
     re = F.add(ar, br) if isinstance(ar, Tensor) or isinstance(br, Tensor) else ar + br
@@ -810,9 +812,13 @@ def c_pow(input, exponent):
             return out
         if k == -1:
             return reciprocal(input)
-    if not isinstance(input, ComplexTensor):
+    if not isinstance(input, ComplexTensor):  # a real base (a tensor or a number) with a complex exponent
         real = result_real("pow", input, exponent)
-        input = _join(*_parts(input, real), like=exponent)  # noqa
+        re, _ = _parts(input, real)
+        like = exponent._pair if isinstance(exponent, ComplexTensor) else exponent
+        if not isinstance(re, Tensor):
+            re = creation.tensor(float(re), dtype=real, device=like.device)
+        input = _join(re, creation.zeros_like(re))
     return c_exp(mul(c_log(input), exponent))
 
 

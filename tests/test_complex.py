@@ -41,6 +41,9 @@ OPS = {
     "views": lambda m, z, w, x: m.cat([z[1:, ::2].permute(1, 0).reshape(2, 2), m.stack([w[0, :2]] * 2)], 1),
     "inplace_alpha": lambda m, z, w, x: z.clone().sub_(1j).add_(x, alpha=2) + z.sub(x, alpha=2) + m.sub(x, z),
     "powers": lambda m, z, w, x: 2**z + x**1j + z**-2,
+    "where_dot_cumsum": lambda m, z, w, x: (
+        m.where(x > 0, z, 1j) + m.dot(z[0], w[0]) + m.vdot(z[1], w[1]) + z.cumsum(1) + m.outer(z[0], w[0])[:3]
+    ),
     "make": lambda m, z, w, x: m.tensor([1 + 2j, 3]) + m.ones(2, dtype=m.cfloat) + m.zeros(2, dtype=m.cfloat),
 }
 
@@ -157,6 +160,10 @@ def test_dtypes_promotion_and_values_out():
     assert vkml.from_numpy(np.array([1j], np.complex128)).dtype is vkml.complex128
     assert z.numpy().dtype == np.complex64 and z[1].item() == -3.5j and z.tolist() == [1 + 2j, -3.5j]
     assert repr(vkml.tensor([1 + 2j, -3.5j])) == repr(torch.tensor([1 + 2j, -3.5j]))
+    assert repr(z.clone().requires_grad_().sum()).replace("vkml", "torch") == repr(
+        torch.tensor([1 + 2j, -3.5j], requires_grad=True).sum()
+    )
+    assert z.view(vkml.float32).tolist() == [1.0, 2.0, -0.0, -3.5] and vkml.ones(2).type_as(z).dtype is z.dtype
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         assert z.float().tolist() == [1.0, 0.0]

@@ -349,6 +349,8 @@ class ComplexTensor(Tensor):
         if len(shape) == 1 and isinstance(shape[0], T.DType):
             if shape[0] is self.dtype:
                 return self
+            if shape[0] is _REAL_OF[self.dtype] and self.ndim:  # the parts side by side: the last dim doubled
+                return self._pair.view(*self.shape[:-1], 2 * self.shape[-1])
             raise RuntimeError(f"view(dtype): vkml does not reinterpret {self.dtype.name} as {shape[0].name}")
         shape = _shape_args(shape)
         return ComplexTensor(self._pair.view(*_infer(self, shape), 2))
@@ -576,6 +578,21 @@ class ComplexTensor(Tensor):
 
     def conj_physical_(self):
         return conj_physical_(self)
+
+    def cumsum(self, dim, *, dtype=None):
+        out = ComplexTensor(self._pair.cumsum(_dim(self, dim)))
+        return out if dtype is None else out._cast(dtype, "cumsum")
+
+    def dot(self, other):
+        return dot(self, other)
+
+    def vdot(self, other):
+        return vdot(self, other)
+
+    def outer(self, vec2):
+        return outer(self, vec2)
+
+    ger = outer
 
     def new_zeros(self, *size, dtype=None, device=None, requires_grad=False, **kwargs):
         return _new(c_zeros, self, size, dtype, device, requires_grad)
@@ -1230,7 +1247,10 @@ def _repr(z: ComplexTensor) -> str:
         extra.append(f"device='{z.device.name}'")
     if z.dtype is not default_complex():
         extra.append(f"dtype={z.dtype!r}")
-    if z.requires_grad:
+    ctx = z.grad_fn
+    if ctx is not None:
+        extra.append(f"grad_fn=<{printing.grad_fn_name(ctx)}>")
+    elif z.requires_grad:
         extra.append("requires_grad=True")
     return printing._add_suffixes("tensor(" + body, extra, len("tensor("))
 
@@ -1336,6 +1356,7 @@ _AS_METHOD = (
     "detach",
     "numel",
     "adjoint",
+    "cumsum",
 )
 
 
@@ -1360,6 +1381,16 @@ def _dispatch_binary(orig, impl):
         if len(args) >= 2 and (is_complex_value(args[0]) or is_complex_value(args[1])):
             return impl(*args, **kwargs)
         return orig(*args, **kwargs)
+
+    _mark(dispatched, orig)
+    return dispatched
+
+
+def _dispatch_where(orig, impl):
+    def dispatched(condition, *args, **kwargs):
+        if len(args) == 2 and (is_complex_value(args[0]) or is_complex_value(args[1])):
+            return impl(condition, *args)
+        return orig(condition, *args, **kwargs)
 
     _mark(dispatched, orig)
     return dispatched
@@ -1526,6 +1557,26 @@ def _type_dispatch(orig):
     return type
 
 
+def _type_as_dispatch(orig):
+    def type_as(self, other):
+        if isinstance(other, ComplexTensor):
+            return self.to(other.dtype)
+        return orig(self, other)
+
+    type_as.__name__, type_as.__doc__ = orig.__name__, orig.__doc__
+    return type_as
+
+
+def _where_method(orig):
+    def where_method(self, condition, y):
+        if is_complex_value(self) or is_complex_value(y):
+            return where(condition, self, y)
+        return orig(self, condition, y)
+
+    where_method.__name__, where_method.__doc__ = orig.__name__, orig.__doc__
+    return where_method
+
+
 def install(namespace: dict, tensor_class) -> None:
     """Route vkml's public functions to the complex forms where an operand (or ``dtype=``) is complex.
 
@@ -1542,6 +1593,11 @@ def install(namespace: dict, tensor_class) -> None:
         wrap(name, _dispatch_binary, impl)
     for name, impl in _UNARY.items():
         wrap(name, _dispatch_first, impl)
+    wrap("dot", _dispatch_binary, dot)
+    wrap("vdot", _dispatch_binary, vdot)
+    wrap("outer", _dispatch_binary, outer)
+    wrap("ger", _dispatch_binary, outer)
+    wrap("where", _dispatch_where, where)
     wrap("isclose", _dispatch_binary, isclose)
     wrap("allclose", _dispatch_binary, allclose)
     wrap("norm", _dispatch_first, norm)
@@ -1582,6 +1638,8 @@ def install(namespace: dict, tensor_class) -> None:
         setattr(tensor_class, name, _scalar_dunder(getattr(tensor_class, name), impl))
     tensor_class.to = _to_dispatch(tensor_class.to)
     tensor_class.type = _type_dispatch(tensor_class.type)
+    tensor_class.type_as = _type_as_dispatch(tensor_class.type_as)
+    tensor_class.where = _where_method(tensor_class.where)
     tensor_class.cfloat = _real_to_complex(T.complex64)
     tensor_class.cdouble = _real_to_complex(T.complex128)
     tensor_class.real = property(_real_part, _set_real_part)
@@ -1658,6 +1716,42 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     if p == math.inf:
         return F.amax(mag, dims, keepdim=keepdim)
     raise NotImplementedError(f"norm: p={p!r} is not supported for complex inputs by vkml (2, 'fro', 1, inf are)")
+
+
+def where(condition, input, other):
+    """``where`` with a complex operand: the pairs chosen by ``condition`` (broadcast over the pair dim)."""
+    real = result_real("where", input, other) if isinstance(input, Tensor) or isinstance(other, Tensor) else None
+    real = real or _REAL_OF[default_complex()]
+    device = next(x.device for x in (input, other, condition) if isinstance(x, Tensor))
+    a, b = (_pair_of(v, "where", _like(real, device)) for v in (input, other))
+    return ComplexTensor(F.where(condition.unsqueeze(-1), a, b))
+
+
+def _one_dim_pair(op: str, a, b):
+    for v in (a, b):
+        if not isinstance(v, Tensor) or v.ndim != 1:
+            raise RuntimeError(f"1D tensors expected, but got {v.ndim if isinstance(v, Tensor) else 0}D and 1D tensors")
+    if a.dtype is not b.dtype:
+        raise RuntimeError(
+            f"{op} : expected both vectors to have same dtype, but found {_TORCH_NAMES.get(a.dtype.name, a.dtype.name)} "
+            f"and {_TORCH_NAMES.get(b.dtype.name, b.dtype.name)}"
+        )
+
+
+def dot(input, other):
+    """The sum of the products (no conjugation, PyTorch's ``dot``)."""
+    _one_dim_pair("dot", input, other)
+    return c_sum(mul(input, other))
+
+
+def vdot(input, other):
+    """The sum of the products with ``input`` conjugated."""
+    _one_dim_pair("vdot", input, other)
+    return c_sum(mul(conj(input), other))
+
+
+def outer(input, vec2):
+    return mul(input.unsqueeze(1), vec2.unsqueeze(0))
 
 
 def _method_caller(name: str):

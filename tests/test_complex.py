@@ -344,3 +344,34 @@ def test_same_bits_on_cpu_and_vulkan(gpu):
         results.append([vkml.view_as_real(out).numpy(), vkml.fft.irfft2(spectrum, s=(6, 5)).numpy()])
     for a, b in zip(*results):
         np.testing.assert_array_equal(a, b)
+
+
+class _ModesLayer(vnn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = vnn.Parameter(0.25 * vkml.rand(2, 2, 6, 4, dtype=vkml.cfloat))
+
+    def forward(self, x):
+        return vkml.fft.irfft2(vkml.einsum("bixy,ioxy->boxy", vkml.fft.rfft2(x), self.w), s=(6, 6))
+
+
+def _train_modes_layer(jit: bool, x, y) -> list:
+    vkml.manual_seed(0)
+    layer = _ModesLayer()
+    opt = vkml.optim.Adam(layer.parameters(), lr=0.05)
+
+    def step(x, y):
+        loss = ((layer(x) - y) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    step = vkml.jit(step) if jit else step
+    return [step(x, y).item() for _ in range(4)]
+
+
+@pytest.mark.stress
+def test_jit_replays_a_step_with_complex_parameters():
+    x, y = vkml.randn(3, 2, 6, 6), vkml.randn(3, 2, 6, 6)
+    assert _train_modes_layer(False, x, y) == _train_modes_layer(True, x, y)

@@ -27,7 +27,8 @@ from .sparse_coo import strided
 # The transforms as products with DFT matrices (docs/fft.md): the matrix of a length, direction and norm is
 # made once per device and dtype (float64 on the host, rounded once) and kept in this bounded table.
 _MATRICES: dict = {}
-_MATRIX_CACHE = 64
+_MATRIX_CACHE = 64  # entries, and at most this many elements in all (a 1024-point matrix has 4 Mi)
+_MATRIX_ELEMENTS = 16 << 20
 _NORMS = ("backward", "ortho", "forward")
 
 
@@ -81,10 +82,17 @@ def _matrix(kind: str, n: int, used: int, sign: int, scale: float, real_in: bool
         m = m[0::2]
     m = m * scale
     out = tensor(np.ascontiguousarray(m), dtype=dtype, device=device)
-    if len(_MATRICES) >= _MATRIX_CACHE:
-        _MATRICES.pop(next(iter(_MATRICES)))
-    _MATRICES[key] = out
+    _keep(key, out)
     return out
+
+
+def _keep(key, value) -> None:
+    """Keep ``value`` in the table, dropping the oldest entries past its bounds."""
+    _MATRICES[key] = value
+    while len(_MATRICES) > _MATRIX_CACHE or sum(v.numel() for v in _MATRICES.values()) > _MATRIX_ELEMENTS:
+        if len(_MATRICES) == 1:
+            break
+        _MATRICES.pop(next(iter(_MATRICES)))
 
 
 def _real_dtype(op: str, input):
@@ -165,9 +173,7 @@ def _twiddles(n: int, n1: int, sign: int, scale: float, dtype, device):
     if found is None:
         c, s = _cos_sin(n, n1, n // n1, sign)
         found = tensor(np.stack([c * scale, s * scale], -1), dtype=dtype, device=device)
-        if len(_MATRICES) >= _MATRIX_CACHE:
-            _MATRICES.pop(next(iter(_MATRICES)))
-        _MATRICES[key] = found
+        _keep(key, found)
     return found
 
 

@@ -103,6 +103,8 @@ def test_complex_leaf_gradient_is_pytorchs():
     (z * z.conj() + z.exp()).abs().sum().backward()
     assert z.is_leaf and z.grad.dtype is vkml.complex64
     np.testing.assert_allclose(z.grad.numpy(), zt.grad.numpy(), rtol=1e-5)
+    (g,) = vkml.autograd.grad((z * z.conj() + z.exp()).abs().sum(), [z])
+    np.testing.assert_allclose(g.numpy(), zt.grad.numpy(), rtol=1e-5)
 
 
 def _fft_cases(full: bool):

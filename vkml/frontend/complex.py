@@ -79,6 +79,11 @@ class ComplexTensor(Tensor):
         self._vcount = 0
         self._vhidden = 0
 
+    @staticmethod
+    def _from_pair(pair: Tensor) -> ComplexTensor:
+        """The complex tensor of ``pair`` (for face code that cannot import this module)."""
+        return ComplexTensor(pair)
+
     # ------------------------------------------------------------ what reaches for the node
     @property
     def node(self):

@@ -160,6 +160,9 @@ def test_dtypes_promotion_and_values_out():
     assert (vkml.ones(2, dtype=vkml.float64) + z).dtype is vkml.complex128
     assert (vkml.arange(2) * 1j).dtype is vkml.complex64
     assert vkml.from_numpy(np.array([1j], np.complex128)).dtype is vkml.complex128
+    assert vkml.promote_types(vkml.float64, vkml.complex64) is vkml.complex128
+    assert vkml.promote_types(vkml.int64, vkml.complex64) is vkml.complex64
+    assert vkml.result_type(vkml.ones(2), 1j) is vkml.complex64 and vkml.result_type(z, 1.0) is vkml.complex64
     assert z.numpy().dtype == np.complex64 and z[1].item() == -3.5j and z.tolist() == [1 + 2j, -3.5j]
     assert repr(vkml.tensor([1 + 2j, -3.5j])) == repr(torch.tensor([1 + 2j, -3.5j]))
     assert repr(z.clone().requires_grad_().sum()).replace("vkml", "torch") == repr(

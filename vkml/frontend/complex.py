@@ -1598,6 +1598,8 @@ def install(namespace: dict, tensor_class) -> None:
         wrap(name, _dispatch_binary, impl)
     for name, impl in _UNARY.items():
         wrap(name, _dispatch_first, impl)
+    namespace["promote_types"] = _promote_dispatch(namespace["promote_types"])
+    namespace["result_type"] = _result_type_dispatch(namespace["result_type"])
     wrap("dot", _dispatch_binary, dot)
     wrap("vdot", _dispatch_binary, vdot)
     wrap("outer", _dispatch_binary, outer)
@@ -1757,6 +1759,31 @@ def vdot(input, other):
 
 def outer(input, vec2):
     return mul(input.unsqueeze(1), vec2.unsqueeze(0))
+
+
+def _promote_dispatch(orig):
+    """``promote_types`` where a dtype is complex: the complex dtype of the promoted real parts (an integer or
+    bool dtype takes the complex one's)."""
+
+    def promote_types(type1, type2):
+        if getattr(type1, "kind", None) != "complex" and getattr(type2, "kind", None) != "complex":
+            return orig(type1, type2)
+        parts = [_REAL_OF[t] if t.is_complex else t for t in (type1, type2) if t.is_complex or t.is_float]
+        real = parts[0] if len(parts) == 1 else orig(*parts)
+        return _COMPLEX_OF[T.float64 if real is T.float64 else T.float32]
+
+    _mark(promote_types, orig)
+    return promote_types
+
+
+def _result_type_dispatch(orig):
+    def result_type(tensor1, tensor2):
+        if is_complex_value(tensor1) or is_complex_value(tensor2):
+            return _COMPLEX_OF[result_real("result_type", tensor1, tensor2)]
+        return orig(tensor1, tensor2)
+
+    _mark(result_type, orig)
+    return result_type
 
 
 def _method_caller(name: str):

@@ -959,6 +959,50 @@ def c_sqrt(input):
     return _join(re, F.copysign(im, y))
 
 
+def c_sin(input):
+    """``sin x cosh y + i cos x sinh y``."""
+    x, y = _xy(input)
+    return _join(F.mul(F.sin(x), F.cosh(y)), F.mul(F.cos(x), F.sinh(y)))
+
+
+def c_cos(input):
+    """``cos x cosh y - i sin x sinh y``."""
+    x, y = _xy(input)
+    return _join(F.mul(F.cos(x), F.cosh(y)), F.neg(F.mul(F.sin(x), F.sinh(y))))
+
+
+def c_sinh(input):
+    """``sinh x cos y + i cosh x sin y``."""
+    x, y = _xy(input)
+    return _join(F.mul(F.sinh(x), F.cos(y)), F.mul(F.cosh(x), F.sin(y)))
+
+
+def c_cosh(input):
+    """``cosh x cos y + i sinh x sin y``."""
+    x, y = _xy(input)
+    return _join(F.mul(F.cosh(x), F.cos(y)), F.mul(F.sinh(x), F.sin(y)))
+
+
+def c_tanh(input):
+    """``(tanh x + i tan y (1 - tanh^2 x)) / (1 + tanh^2 x tan^2 y)`` (Kahan's form: no overflow for large x)."""
+    x, y = _xy(input)
+    t, u = F.tanh(x), F.tan(y)
+    den = F.add(F.mul(F.mul(t, t), F.mul(u, u)), 1.0)
+    return _join(F.div(F.mul(t, F.add(F.mul(u, u), 1.0)), den), F.div(F.mul(u, F.sub(1.0, F.mul(t, t))), den))
+
+
+def rsqrt(input):
+    return reciprocal(c_sqrt(input))
+
+
+def log2(input):
+    return mul(c_log(input), 1.0 / math.log(2.0))
+
+
+def log10(input):
+    return mul(c_log(input), 1.0 / math.log(10.0))
+
+
 def square(input):
     return mul(input, input)
 
@@ -1296,6 +1340,14 @@ for _name, _fn in {
     "sqrt": c_sqrt,
     "reciprocal": reciprocal,
     "square": square,
+    "sin": c_sin,
+    "cos": c_cos,
+    "sinh": c_sinh,
+    "cosh": c_cosh,
+    "tanh": c_tanh,
+    "rsqrt": rsqrt,
+    "log2": log2,
+    "log10": log10,
     "sum": c_sum,
     "mean": c_mean,
     "matmul": matmul,
@@ -1333,6 +1385,14 @@ _UNARY = {
     "sqrt": c_sqrt,
     "reciprocal": reciprocal,
     "square": square,
+    "sin": c_sin,
+    "cos": c_cos,
+    "sinh": c_sinh,
+    "cosh": c_cosh,
+    "tanh": c_tanh,
+    "rsqrt": rsqrt,
+    "log2": log2,
+    "log10": log10,
     "sum": c_sum,
     "mean": c_mean,
     "neg": neg,

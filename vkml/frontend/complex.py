@@ -656,7 +656,7 @@ def _dim(z: ComplexTensor, dim: int, extra: int = 0) -> int:
 
 
 def _shape_args(shape) -> tuple:
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)) or (len(shape) == 1 and hasattr(shape[0], "__iter__")):
+    if len(shape) == 1 and hasattr(shape[0], "__iter__"):  # view((2, 3)), view(torch.Size([...]))
         return tuple(shape[0])
     return tuple(shape)
 
@@ -1224,7 +1224,7 @@ def _full(size, value: complex, dtype: T.DType, device, requires_grad: bool) -> 
 
 
 def _size_args(size) -> tuple:
-    if len(size) == 1 and isinstance(size[0], (tuple, list)) or (len(size) == 1 and hasattr(size[0], "__iter__")):
+    if len(size) == 1 and hasattr(size[0], "__iter__"):
         return tuple(int(s) for s in size[0])
     return tuple(int(s) for s in size)
 

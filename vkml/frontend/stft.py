@@ -14,11 +14,6 @@ from . import fft
 from .creation import ones
 from .exports import Export
 
-
-def _nn_functional():
-    return NF
-
-
 _NO_WINDOW = {
     "stft": "A window was not provided. A rectangular window will be applied,which is known to cause spectral "
     "leakage. Other windows such as torch.hann_window or torch.hamming_window are recommended to reduce spectral "
@@ -43,7 +38,7 @@ def _window(op: str, window, n_fft: int, win_length: int, like, device) -> Tenso
         )
     if win_length < n_fft:
         left = (n_fft - win_length) // 2
-        window = _nn_functional().pad(window, (left, n_fft - win_length - left))
+        window = NF.pad(window, (left, n_fft - win_length - left))
     return window
 
 
@@ -94,7 +89,7 @@ def stft(
         if isinstance(x, CX.ComplexTensor):
             raise RuntimeError('"stft" with center=True is not implemented for complex inputs by vkml')
         pad = n_fft // 2
-        x = _nn_functional().pad(x.unsqueeze(1), (pad, pad), mode=pad_mode).squeeze(1)
+        x = NF.pad(x.unsqueeze(1), (pad, pad), mode=pad_mode).squeeze(1)
     hop, win = _lengths("stft", n_fft, hop_length, win_length, x.shape[-1])
     w = _window("stft", window, n_fft, win, x.dtype if not isinstance(x, CX.ComplexTensor) else None, x.device)
     frames = x.unfold(-1, n_fft, hop) * w  # (batch, frames, n_fft)
@@ -153,7 +148,7 @@ def istft(
     w = _window("istft", window, n_fft, win, real_dtype, z.device)
     frames = frames * w
     total = n_fft + hop * (n_frames - 1)
-    functional = _nn_functional()
+    functional = NF
 
     def overlap_add(values):
         folded = functional.fold(

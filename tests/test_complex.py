@@ -384,3 +384,13 @@ def _train_modes_layer(jit: bool, x, y) -> list:
 def test_jit_replays_a_step_with_complex_parameters():
     x, y = vkml.randn(3, 2, 6, 6), vkml.randn(3, 2, 6, 6)
     assert _train_modes_layer(False, x, y) == _train_modes_layer(True, x, y)
+
+
+def test_default_collate_stacks_complex_samples():
+    from vkml.utils.data import default_collate
+
+    batch = default_collate(
+        [(np.array([1 + 2j], np.complex64), vkml.tensor([3j])), (np.array([1j], np.complex64), vkml.tensor([2.0 + 0j]))]
+    )
+    assert batch[0].dtype is vkml.cfloat and batch[0].tolist() == [[1 + 2j], [1j]]
+    assert batch[1].tolist() == [[3j], [2]]

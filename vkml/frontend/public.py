@@ -52,12 +52,12 @@ MODULES = (
     "sparse_coo",
     "memory_format",
     "windows",
+    "complex",
+    "stft",
     "poisson",
     "runtime_names",
     "foreach",
     "special_functions",
-    "complex",
-    "stft",
 )
 
 

@@ -18,10 +18,9 @@ from vkml.ops.registry import FLOAT_DTYPES, REGISTRY, OpDef, Public, register
 
 
 def _unwrap_autocast(fn):
-    # autocast's wrapper, and out='s (vkml/frontend/out_arg.py) below it
-    return inspect.unwrap(
-        fn, stop=lambda f: not (getattr(f, "__wrapped_by_autocast__", False) or getattr(f, "__wrapped_by_out__", False))
-    )
+    # autocast's wrapper, out='s (vkml/frontend/out_arg.py) and complex operands' (vkml/frontend/complex.py) below it
+    marks = ("__wrapped_by_autocast__", "__wrapped_by_out__", "__wrapped_by_complex__")
+    return inspect.unwrap(fn, stop=lambda f: not any(getattr(f, mark, False) for mark in marks))
 
 
 def test_every_export_is_bound_where_it_says():

@@ -249,8 +249,16 @@ _sys.modules[__name__ + ".cpu.amp"] = _cpu_amp
 __all__ += ["cpu"]
 
 
+# ---------------------------------------------------------------- complex dtypes (docs/complex.md)
+from .ir.types import complex64, complex128  # noqa: E402
+
+cfloat = complex64
+cdouble = complex128
+__all__ += ["complex64", "cfloat", "complex128", "cdouble"]
+
+
 # ---------------------------------------------------------------- vkml.sparse (sparse COO tensors: docs/sparse.md)
-# and vkml.fft (its real helpers; the transforms need complex dtypes: docs/fft.md)
+# and vkml.fft (docs/fft.md)
 from .frontend import fft, sparse  # noqa: E402
 
 _sys.modules[__name__ + ".sparse"] = sparse
@@ -266,12 +274,14 @@ __all__ += ["sparse", "fft"]
 # (tests/test_amp.py checks that nothing does).
 from . import nn as _nn  # noqa: E402
 from .frontend import amp  # noqa: E402
+from .frontend import complex as _complex  # noqa: E402
 from .frontend import out_arg as _out_arg  # noqa: E402
 from .frontend import public as _public  # noqa: E402
 from .frontend.amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402
 from .nn import functional_layers as _functional_layers  # noqa: E402
 
 __all__ += _public.install(globals(), Tensor)
+_complex.install(globals(), Tensor)  # complex operands and dtype= reach vkml/frontend/complex.py
 _out_arg.install(globals())  # PyTorch's out= keyword on the functions that take it
 _sys.modules[__name__ + ".amp"] = amp  # `import vkml.amp` finds the namespace
 amp.install([_sys.modules[__name__], _nn.functional, autograd], Tensor, [(_functional_layers, "_conv")])

@@ -106,6 +106,9 @@ def grad(
     if allow_unused is None:
         allow_unused = materialize_grads
     outputs, inputs = _as_list(outputs, "outputs"), _as_list(inputs, "inputs")
+    # a complex input's gradient is its real pair's, given back as complex (docs/complex.md)
+    handles = [t if getattr(t, "_pair", None) is not None else None for t in inputs]
+    inputs = [t if h is None else h._pair for t, h in zip(inputs, handles)]
     grads = _gradients(outputs, grad_outputs, "grad()")
     for t in inputs:
         if not t.requires_grad:
@@ -123,7 +126,7 @@ def grad(
                     "Set allow_unused=True if this is the desired behavior."
                 )
             g = zeros_like(t) if materialize_grads else None
-        results.append(g)
+        results.append(g if g is None or handles[i] is None else handles[i]._from_pair(g))
     return tuple(results)
 
 

@@ -77,7 +77,9 @@ def _dtype(dtype) -> T.DType | None:
     if dtype is None:
         return dtype
     if isinstance(dtype, str):
-        return T.by_name(dtype)
+        dtype = T.by_name(dtype)
+        refuse_no_tensor_dtype("", dtype)
+        return dtype
     raise DTypeError(f"expected a vkml dtype, got {dtype!r}")
 
 

@@ -7,6 +7,7 @@ repr and the TypeErrors are PyTorch's.
 from __future__ import annotations
 
 import math
+import sys
 
 from ..ir import types as T
 from .defaults import get_default_dtype
@@ -24,8 +25,44 @@ _FLOATS = {
 NO_TENSORS = (T.uint32, T.uint64)
 
 
+# The names of frames that wrap a public op (autocast's, out='s, a registered op's public function): the op
+# a complex tensor reaches is named from the frames under them.
+_WRAPPER_NAMES = frozenset(
+    {"wrapper", "wrapped", "method", "inner", "dunder", "call", "<lambda>", "decorated", "autocast_op", "dispatched"}
+    | {"fn", "function"}
+)
+
+
+def called_op(depth: int = 2) -> str:
+    """The public vkml function the user called: the outermost vkml frame under user code (a frame of a
+    function made for an op by name gives the name it holds)."""
+    frame = sys._getframe(depth)
+    name = None
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("vkml"):
+        if frame.f_code.co_name not in _WRAPPER_NAMES:
+            name = frame.f_code.co_name
+        else:
+            held = next((frame.f_locals[k] for k in ("name", "_name", "op") if k in frame.f_locals), None)
+            held = getattr(held, "name", held)
+            if isinstance(held, str):
+                name = held
+        frame = frame.f_back
+    return (name or "op").strip("_")
+
+
+def complex_not_implemented(op: str, dtype) -> RuntimeError:
+    """PyTorch's error for an op without a complex form (docs/complex.md lists the ops that have one)."""
+    return RuntimeError(f"\"{op}\" not implemented for '{_COMPLEX_NAMES[dtype.name]}'")
+
+
+_COMPLEX_NAMES = {"complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+
+
 def refuse_no_tensor_dtype(op: str, dtype) -> None:
-    """NotImplementedError at ``op`` for a dtype vkml has no tensors of (uint32, uint64)."""
+    """NotImplementedError at ``op`` for a dtype vkml has no tensors of (uint32, uint64); PyTorch's RuntimeError
+    for a complex dtype reaching an op that makes real tensors (the complex ones are vkml/frontend/complex.py's)."""
+    if dtype is T.complex64 or dtype is T.complex128:
+        raise complex_not_implemented(op or called_op(), dtype)
     if dtype is T.uint32 or dtype is T.uint64:
         raise NotImplementedError(
             f"{f'{op!r}: ' if op else ''}vkml has no {dtype.name} tensors (PyTorch's have few kernels too); use int64, or uint16 "

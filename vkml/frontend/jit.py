@@ -153,6 +153,7 @@ class _Roots:
     def _add(self, obj, depth: int) -> None:
         if depth > 3 or obj is None:
             return
+        obj = getattr(obj, "_pair", obj)  # a complex tensor's state is its real pair (docs/complex.md)
         if _is_tensor(obj):
             self.tensors.setdefault(id(obj), obj)
         elif _is_module(obj):
@@ -162,6 +163,7 @@ class _Roots:
                 self.modules[id(m)] = m
                 for p in m._parameters.values():
                     if p is not None:
+                        p = getattr(p, "_pair", p)
                         self.tensors.setdefault(id(p), p)
         elif _is_optimizer(obj):
             if id(obj) in self.optimizers:

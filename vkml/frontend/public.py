@@ -52,6 +52,8 @@ MODULES = (
     "sparse_coo",
     "memory_format",
     "windows",
+    "complex",
+    "stft",
     "poisson",
     "runtime_names",
     "foreach",

@@ -36,6 +36,7 @@ from ..errors import DeviceError
 from ..ir import types as T
 from ..nn.module import Parameter
 from ..tensor import Tensor
+from . import complex as _complex
 from . import torch_checkpoint
 from .creation import tensor
 from .devices import device as get_device
@@ -240,6 +241,8 @@ class _Placer:
                 f"load: a tensor was saved on {location}, which this machine cannot open ({e}); "
                 "pass map_location='cpu' (or another device) to vkml.load"
             ) from None
+        if dtype.is_complex:  # a handle on a real pair (docs/complex.md)
+            return _complex.from_numpy_complex(array, dev, dtype=dtype)
         return tensor(array, dtype=dtype, device=dev)
 
 
@@ -373,7 +376,7 @@ def _from_torch(obj, placer: _Placer, converted: dict):
             if t.dtype == torch.bfloat16:
                 t = t.float()  # numpy has no bfloat16
                 name = "bfloat16"
-            if t.is_complex():
+            if t.dtype == torch.complex32:
                 raise TypeError(f"load: a tensor has dtype {name}, which vkml has no dtype for")
             parameter = isinstance(obj, torch.nn.Parameter)
             converted[id(obj)] = placer.tensor(t.numpy(), name, "cpu", obj.requires_grad, parameter)

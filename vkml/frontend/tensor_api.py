@@ -627,7 +627,14 @@ def _is_shared(self) -> bool:
 
 
 def _is_complex(self) -> bool:
-    return False
+    return self.dtype.is_complex  # a complex tensor is a ComplexTensor (vkml/frontend/complex.py)
+
+
+def is_complex(input) -> bool:
+    """Whether ``input``'s dtype is complex (complex64 or complex128), as ``torch.is_complex``."""
+    if not isinstance(getattr(input, "dtype", None), T.DType):
+        raise TypeError(f"is_complex(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    return input.dtype.is_complex
 
 
 def _is_sparse(self) -> bool:
@@ -676,7 +683,7 @@ EXPORTS = (
     Export("nbytes", function=False, method=property(_nbytes_property)),
     Export("H", function=False, method=property(H)),
     Export("mH", function=False, method=property(mH)),
-    Export("is_complex", function=False, method=_is_complex),
+    Export("is_complex", method=_is_complex),
     Export("is_sparse", function=False, method=property(_is_sparse)),
     Export("share_memory_", function=False, method=_share_memory_),
     Export("is_shared", function=False, method=_is_shared),

@@ -36,6 +36,8 @@ _STORAGES = {
     "ByteStorage": ("uint8", "u1"),
     "BoolStorage": ("bool", "?"),
     "UInt16Storage": ("uint16", "<u2"),
+    "ComplexFloatStorage": ("complex64", "<c8"),
+    "ComplexDoubleStorage": ("complex128", "<c16"),
 }
 # torch.<dtype> globals: a pickled dtype is named by its canonical name, the one its storage's row above gives
 _DTYPES = frozenset(dtype for dtype, _ in _STORAGES.values())

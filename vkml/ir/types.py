@@ -13,7 +13,7 @@ class DType:
 
     name: str
     short: str
-    kind: str  # "float" | "int" | "uint" | "bool"
+    kind: str  # "float" | "int" | "uint" | "bool" | "complex"
     nbytes: int
 
     @property
@@ -42,7 +42,7 @@ class DType:
     def is_signed(self) -> bool:
         # PyTorch's torch.dtype.is_signed: floats and signed integers. Every IR use asks it of an
         # integer type (conversions, shifts, comparisons), where it tells int from uint.
-        return self.kind in ("int", "float")
+        return self.kind in ("int", "float", "complex")
 
     # PyTorch's torch.dtype attributes, for user code (``if t.dtype.is_floating_point: ...``)
     @property
@@ -51,7 +51,7 @@ class DType:
 
     @property
     def is_complex(self) -> bool:
-        return False  # vkml has no complex dtype
+        return self.kind == "complex"
 
     @property
     def itemsize(self) -> int:
@@ -88,7 +88,14 @@ uint64 = DType("uint64", "u64", "uint", 8)
 ALL = (float32, float16, int32, uint32, int64, bool_, float64)
 STORAGE_ONLY = (uint8, int8, int16, uint16)
 TENSOR_ONLY = (bfloat16,)
+# The complex dtypes: tensor dtypes only, never an IR type. A complex tensor's storage is a float tensor
+# with a trailing dim of 2 (real, imaginary): docs/complex.md, vkml/frontend/complex.py.
+complex64 = DType("complex64", "c64", "complex", 8)
+complex128 = DType("complex128", "c128", "complex", 16)
+COMPLEX = (complex64, complex128)
 _NUMPY_NAMES = {
+    "complex64": "complex64",
+    "complex128": "complex128",
     "float32": "float32",
     "float16": "float16",
     "int32": "int32",
@@ -104,7 +111,7 @@ _NUMPY_NAMES = {
     "bfloat16": "int16",
 }
 _KNOWN = ALL + STORAGE_ONLY + TENSOR_ONLY
-_BY_NAME = {t.name: t for t in _KNOWN} | {t.short: t for t in _KNOWN}
+_BY_NAME = {t.name: t for t in _KNOWN + COMPLEX} | {t.short: t for t in _KNOWN + COMPLEX}
 
 
 def storage(dtype: DType) -> DType:

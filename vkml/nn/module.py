@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from ..frontend import autograd, creation, devices, memory_format
+from ..frontend.complex import ComplexTensor
 from ..frontend.size import as_size
 from ..ir import types as T
 from ..tensor import Tensor
@@ -52,6 +53,13 @@ class Parameter(Tensor):
 
     __slots__ = ()
 
+    def __new__(cls, data: Tensor | None = None, requires_grad: bool = True):
+        if data is not None and data.dtype.is_complex:  # a handle on a real Parameter: docs/complex.md
+            out = ComplexTensor.__new__(ComplexParameter)
+            ComplexTensor.__init__(out, Parameter(data._pair.detach(), requires_grad))
+            return out
+        return super().__new__(cls)
+
     def __init__(self, data: Tensor | None = None, requires_grad: bool = True):
         if data is None:
             data = creation.zeros(0)
@@ -67,6 +75,18 @@ class Parameter(Tensor):
         return out
 
 
+class ComplexParameter(ComplexTensor, Parameter):
+    """A complex ``Parameter``: the handle of a real ``Parameter`` pair (what an optimizer updates)."""
+
+    __slots__ = ()
+
+    def __init__(self, data: Tensor | None = None, requires_grad: bool = True):
+        pass  # made whole by Parameter.__new__
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + ComplexTensor.__repr__(self)
+
+
 def _set_data(tensor: Tensor, value: Tensor) -> Tensor:
     """Give ``tensor`` the values of ``value`` in place (PyTorch's ``tensor.data = value``); returns ``tensor``.
 
@@ -76,6 +96,8 @@ def _set_data(tensor: Tensor, value: Tensor) -> Tensor:
     safe. Nothing is recorded for autograd. This is the only place ``nn`` rewrites a tensor's
     node: the general in-place machinery can take it over here.
     """
+    if isinstance(tensor, ComplexTensor):  # its pair takes the values
+        return _set_data(tensor._pair, value._pair if isinstance(value, ComplexTensor) else value)
     with autograd.no_grad():
         tensor.node = value.detach().node
     if memory_format.ACTIVE:  # the handle takes value's layout too (PyTorch's p.data = v takes its strides)

@@ -125,6 +125,8 @@ class Optimizer:
             params = list(params)
         names = [p[0] for p in params if isinstance(p, tuple)]
         params = [p[1] if isinstance(p, tuple) else p for p in params]
+        # a complex parameter is updated through its real pair, as PyTorch's optimizers use view_as_real
+        params = [p._pair if getattr(p, "_pair", None) is not None else p for p in params]
         group = dict(param_group)
         group["params"] = params
         if names:

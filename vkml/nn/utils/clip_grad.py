@@ -25,7 +25,8 @@ _NONFINITE = (
 
 
 def _as_list(parameters) -> list[Tensor]:
-    return [parameters] if isinstance(parameters, Tensor) else list(parameters)
+    # a complex parameter's gradient is its real pair's (docs/complex.md): its 2-norm is the complex one
+    return [getattr(p, "_pair", p) for p in ([parameters] if isinstance(parameters, Tensor) else parameters)]
 
 
 def _vector_norm(x: Tensor, p: float) -> Tensor:

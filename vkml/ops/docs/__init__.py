@@ -7,6 +7,7 @@ tools/gen_op_docs.py renders docs/ops/ from these and from ``REGISTRY``; nothing
 from __future__ import annotations
 
 from . import (
+    complex,
     core,
     fft,
     foreach,
@@ -39,6 +40,7 @@ for _family in (
     sparse,
     fft,
     foreach,
+    complex,
 ):
     for _name, _doc in _family.PAGES.items():
         if _name in PAGES:

@@ -22,6 +22,7 @@ import re
 
 import numpy as np
 
+from ...frontend import complex as _complex
 from ...frontend.creation import tensor
 from ...frontend.operators import cat
 from ...ir import types as T
@@ -60,10 +61,15 @@ class _Leaves:
     in_worker = False
 
     def array(self, array: np.ndarray, dtype: str | None = None, device: str = "cpu"):
-        return tensor(array, dtype=dtype or _dtype_name(array), device=device)
+        dtype = dtype or _dtype_name(array)
+        if array.dtype.kind == "c":  # a complex tensor is a handle on its real pair (docs/complex.md)
+            return _complex.from_numpy_complex(array, device=device, dtype=T.by_name(dtype))
+        return tensor(array, dtype=dtype, device=device)
 
     def stack(self, batch: list[Tensor]):
         _check_equal_shapes(batch)
+        if any(t.is_complex() for t in batch):
+            return _complex.cat([t.unsqueeze(0) for t in batch])
         return cat([t.unsqueeze(0) for t in batch])
 
 
@@ -217,7 +223,8 @@ def default_convert(data):
 
 
 # The leaf maker in use: the main process's, replaced by the worker's in a worker process.
-_ACTIVE: list[_Leaves] = [_Leaves()]
+_MAIN = _Leaves()
+_ACTIVE: list[_Leaves] = [_MAIN]
 
 
 def enter_worker() -> None:
@@ -244,7 +251,7 @@ def to_host(obj):
 def to_tensors(obj):
     """In the main process: every ``HostBatch`` leaf becomes a CPU tensor; containers walked."""
     if isinstance(obj, HostBatch):
-        return tensor(obj.array, dtype=obj.dtype, device=obj.device)
+        return _MAIN.array(obj.array, obj.dtype, obj.device)
     if isinstance(obj, dict):
         clone = copy.copy(obj)
         clone.update({k: to_tensors(v) for k, v in obj.items()})

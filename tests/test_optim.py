@@ -135,3 +135,23 @@ def test_optimizer_bookkeeping():
     vkml.optim.SGD([vkml.ones(2)], lr=0.1)  # as in PyTorch: a tensor that does not require grad is kept, never updated
     with pytest.raises(ValueError, match="^Nesterov momentum requires a momentum and zero dampening$"):
         vkml.optim.SGD([w], lr=0.1, nesterov=True)
+
+
+@pytest.mark.parametrize("name", ["Adam", "AdamW", "SGD", "RMSprop"])
+def test_a_state_tensor_held_earlier_sees_every_step(name):
+    """PyTorch updates optimizer state in place: a reference taken after the first step sees the later ones."""
+    kwargs = {"momentum": 0.9} if name in ("SGD", "RMSprop") else {}
+    values = np.float32([[0.5, -1.0], [2.0, 0.25]])
+    ours, theirs = vkml.nn.Parameter(vkml.tensor(values)), torch.nn.Parameter(torch.tensor(values))
+    opts = [getattr(lib.optim, name)([p], lr=0.1, **kwargs) for lib, p in ((vkml, ours), (torch, theirs))]
+    held = []
+    for step in range(3):
+        for p, opt in zip((ours, theirs), opts):
+            opt.zero_grad()
+            (p * p).sum().backward()
+            opt.step()
+        if step == 0:
+            held = [(opts[0].state[ours][k], opts[1].state[theirs][k]) for k in opts[1].state[theirs] if k != "step"]
+    assert held
+    for mine, ref in held:
+        np.testing.assert_allclose(mine.numpy(), ref.detach().numpy(), rtol=1e-6, atol=1e-7)

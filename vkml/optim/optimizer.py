@@ -30,6 +30,27 @@ from ..frontend.realize import realize
 from ..tensor import Tensor
 
 
+def _update_in_place(state: dict, kept: dict) -> None:
+    """Give each state tensor an update replaced (``state["exp_avg"] = new``) its new values in place.
+
+    PyTorch's optimizers update their state tensors in place, so a reference taken earlier
+    (``m = opt.state[p]["exp_avg"]``) sees every step; vkml's ``update`` methods compute new tensors.
+    The tensor the state held keeps its identity and takes the new values, as ``p`` does.
+    """
+    for key, before in kept.items():
+        after = state.get(key)
+        if (
+            isinstance(after, Tensor)
+            and after is not before
+            and after.shape == before.shape
+            and after.dtype == before.dtype
+            and after.device == before.device
+            and before._base is None  # a view's values belong to its base: it is replaced, as before
+        ):
+            before.node = after.node
+            state[key] = before
+
+
 class Optimizer:
     """Base class: ``param_groups`` (dicts with "params" and hyper-parameters) and per-parameter ``state``.
 
@@ -202,7 +223,9 @@ class Optimizer:
                         # from the first's result and state, as PyTorch's in-place loop does
                         p.node = pending[id(p)].node
                     state = self.state.get(p, {})
+                    kept = {k: v for k, v in state.items() if isinstance(v, Tensor)}
                     new = self.update(p, p.grad.detach(), state, group)
+                    _update_in_place(state, kept)
                     pending[id(p)] = new
                     if state:  # as PyTorch, a parameter gets a state entry once its optimizer keeps any
                         self.state[p] = state

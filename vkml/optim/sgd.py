@@ -62,7 +62,8 @@ class SGD(Optimizer):
         momentum = group["momentum"]
         if momentum != 0:
             buf = state.get("momentum_buffer")
-            buf = grad if buf is None else buf * momentum + (1 - group["dampening"]) * grad
+            # the first buffer is a copy of the gradient (PyTorch clones it), not a view that shares its values
+            buf = grad.clone() if buf is None else buf * momentum + (1 - group["dampening"]) * grad
             state["momentum_buffer"] = buf
             grad = grad + momentum * buf if group["nesterov"] else buf
         return param + (-group["lr"]) * grad

@@ -538,7 +538,10 @@ def min(input, dim=None, keepdim=False, *, axis=None):
 def _extreme(op: str, values_op: str, index_op: str, result_type, input, dim, keepdim: bool):
     """``op(x)`` (the ``values_op`` reduction of all), or ``op(x, dim)``: (values, indices) as ``result_type``."""
     if dim is None:
-        return _reduce(values_op, input, None, False, op)
+        out = _reduce(values_op, input, None, False, op)
+        # PyTorch's max()/min() of all share the gradient among the NaNs when the result is NaN
+        # (amax's rule gives NaN everywhere then): a rule of their own
+        return autograd.record("extreme_of_all", (input,), out.detach(), {})
     node = _tensor_node(op, input)
     dim = lazy.normalize_dim(op, dim, len(node.shape))
     indices = _arg_reduction(index_op, input, dim, keepdim, op)
@@ -563,6 +566,17 @@ def _grad_value_at_index(c):
 
 
 _grads.RULES["value_at_index"] = _grad_value_at_index
+
+
+def _grad_extreme_of_all(c):
+    # PyTorch's evenly_distribute_backward: the elements equal to the result, or the NaNs when it is NaN
+    (x,) = c.inputs
+    F = c.F
+    hit = (x == c.output) | (F.isnan(x) & F.isnan(c.output))
+    return (F.where(hit, c.g / hit.sum(), 0.0),)
+
+
+_grads.RULES["extreme_of_all"] = _grad_extreme_of_all
 
 
 def _reduced_count(node: Node, dims) -> int:

@@ -427,8 +427,8 @@ def rsub(input, other, *, alpha=1):
 def positive(input):
     """``input`` itself (``+x``); bool tensors raise, as in PyTorch."""
     node = F._tensor_node("positive", input)
-    if node.dtype is T.bool_:
-        raise TypeError(
+    if node.dtype is T.bool_:  # PyTorch's RuntimeError
+        raise RuntimeError(
             "The `+` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` "
             "or `logical_not()` operator instead."
         )

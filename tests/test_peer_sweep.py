@@ -939,6 +939,147 @@ def _bn_running(m, x):
 CASES = _unary_cases() + _binary_cases() + _operator_cases() + _reduce_cases() + _index_cases() + _shape_cases()
 CASES += _sort_cases() + _nn_cases()
 
+# Differences the sweep still finds, each with why (tests/test_peer_sweep.py's stress run expects them
+# to fail, strictly: one that starts to pass must leave this table). docs/peer_sweep.md lists them.
+KNOWN = {
+    # sign(NaN) is NaN in vkml, 0.0 in PyTorch (a documented divergence, docs/ops/sign.md); abs's and norm(p=1)'s gradients at NaN follow it
+    "abs[fs12]": "SIGN_NAN",
+    "abs_[fs12]": "SIGN_NAN",
+    "norm(p=1)[fs12]": "SIGN_NAN",
+    "sgn[fs12]": "SIGN_NAN",
+    "sign[fs12]": "SIGN_NAN",
+    # angle and conj of real tensors are not in vkml yet (the complex dtypes' lane)
+    "angle.method[f2x3]": "NO_ANGLE_CONJ",
+    "angle[f2x3]": "NO_ANGLE_CONJ",
+    "angle[fs12]": "NO_ANGLE_CONJ",
+    "angle[i2x3]": "NO_ANGLE_CONJ",
+    "conj[f2x3]": "NO_ANGLE_CONJ",
+    # a float16 gradient (tanhshrink: output) rounded step by step where PyTorch's kernel rounds once: beyond assert_close's float16 tolerance
+    "F.gelu(approximate=tanh)[h2x3]": "HALF_ROUNDING",
+    "F.log_softmax(dim=0)[h2x3]": "HALF_ROUNDING",
+    "F.mish()[h2x3]": "HALF_ROUNDING",
+    "F.softmin(dim=-1)[h2x3]": "HALF_ROUNDING",
+    "F.softsign()[h2x3]": "HALF_ROUNDING",
+    "F.tanh()[h2x3]": "HALF_ROUNDING",
+    "F.tanhshrink()[h2x3]": "HALF_ROUNDING",
+    "div[h2x3,f]": "HALF_ROUNDING",
+    "floor_divide[h2x3,f2x3]": "HALF_ROUNDING",
+    "floor_divide[h2x3,f]": "HALF_ROUNDING",
+    "hypot[h2x3,f]": "HALF_ROUNDING",
+    "ldexp[h2x3,f]": "HALF_ROUNDING",
+    "logaddexp2[h2x3,f]": "HALF_ROUNDING",
+    "logaddexp[h2x3,f]": "HALF_ROUNDING",
+    "pow[h2x3,f2x3]": "HALF_ROUNDING",
+    "tanh[h2x3]": "HALF_ROUNDING",
+    "true_divide[h2x3,f]": "HALF_ROUNDING",
+    "xlogy[h2x3,f]": "HALF_ROUNDING",
+    # PyTorch's backward raises (derivative not implemented); vkml differentiates (zeros or the floor rule)
+    "floor_divide.method[f2x3,2.5]": "TORCH_NO_DERIVATIVE",
+    "floor_divide.method[f2x3,f2x3]": "TORCH_NO_DERIVATIVE",
+    "floor_divide[T3x2,f2x3]": "TORCH_NO_DERIVATIVE",
+    "floor_divide[d2x3,f2x3]": "TORCH_NO_DERIVATIVE",
+    "floor_divide[f2x1,f1x3]": "TORCH_NO_DERIVATIVE",
+    "floor_divide[f2x3,2.5]": "TORCH_NO_DERIVATIVE",
+    "floor_divide[f2x3,2]": "TORCH_NO_DERIVATIVE",
+    "floor_divide[f2x3,True]": "TORCH_NO_DERIVATIVE",
+    "floor_divide[f2x3,f2x3]": "TORCH_NO_DERIVATIVE",
+    "floor_divide[f2x3,f3]": "TORCH_NO_DERIVATIVE",
+    "floor_divide[f2x3,f]": "TORCH_NO_DERIVATIVE",
+    "floor_divide[fs12,fs12]": "TORCH_NO_DERIVATIVE",
+    "floor_divide[i2x3,f2x3]": "TORCH_NO_DERIVATIVE",
+    "floor_divide_[f2x3,2.5]": "TORCH_NO_DERIVATIVE",
+    "floor_divide_[f2x3,f2x3]": "TORCH_NO_DERIVATIVE",
+    "heaviside.method[f2x3,f2x3]": "TORCH_NO_DERIVATIVE",
+    "heaviside[T3x2,f2x3]": "TORCH_NO_DERIVATIVE",
+    "heaviside[f2x1,f1x3]": "TORCH_NO_DERIVATIVE",
+    "heaviside[f2x3,f2x3]": "TORCH_NO_DERIVATIVE",
+    "heaviside[f2x3,f3]": "TORCH_NO_DERIVATIVE",
+    "heaviside[f2x3,f]": "TORCH_NO_DERIVATIVE",
+    "heaviside[fs12,fs12]": "TORCH_NO_DERIVATIVE",
+    "heaviside_[f2x3,f2x3]": "TORCH_NO_DERIVATIVE",
+    "op//[f2x3,3]": "TORCH_NO_DERIVATIVE",
+    "op//[f2x3,f2x3]": "TORCH_NO_DERIVATIVE",
+    "rop%[3,f2x3]": "TORCH_NO_DERIVATIVE",
+    "rop//[3,f2x3]": "TORCH_NO_DERIVATIVE",
+    "unique_float": "TORCH_NO_DERIVATIVE",
+    # vkml has Tensor.fmax_/fmin_, PyTorch has no such method
+    "fmax_[b2x3,b2x3]": "EXTRA_NAME",
+    "fmax_[f2x3,2.5]": "EXTRA_NAME",
+    "fmax_[f2x3,f2x3]": "EXTRA_NAME",
+    "fmax_[i2x3,2.5]": "EXTRA_NAME",
+    "fmax_[i2x3,i+2x3]": "EXTRA_NAME",
+    "fmin_[b2x3,b2x3]": "EXTRA_NAME",
+    "fmin_[f2x3,2.5]": "EXTRA_NAME",
+    "fmin_[f2x3,f2x3]": "EXTRA_NAME",
+    "fmin_[i2x3,2.5]": "EXTRA_NAME",
+    "fmin_[i2x3,i+2x3]": "EXTRA_NAME",
+    # an in-place comparison or logical op on a float tensor that requires grad: PyTorch cuts the graph, vkml keeps the clone's
+    "eq_[f2x3,f2x3]": "INPLACE_BOOL_RESULT",
+    "ge_[f2x3,f2x3]": "INPLACE_BOOL_RESULT",
+    "gt_[f2x3,f2x3]": "INPLACE_BOOL_RESULT",
+    "le_[f2x3,f2x3]": "INPLACE_BOOL_RESULT",
+    "logical_and_[f2x3,f2x3]": "INPLACE_BOOL_RESULT",
+    "logical_or_[f2x3,f2x3]": "INPLACE_BOOL_RESULT",
+    "logical_xor_[f2x3,f2x3]": "INPLACE_BOOL_RESULT",
+    "lt_[f2x3,f2x3]": "INPLACE_BOOL_RESULT",
+    "ne_[f2x3,f2x3]": "INPLACE_BOOL_RESULT",
+    # PyTorch's gradient formula gives another value at NaN, inf or zeros (its own arithmetic quirks)
+    "F.softsign()[fs12]": "NAN_INF_GRAD_FORMULA",
+    "atan2[fs12,fs12]": "NAN_INF_GRAD_FORMULA",
+    "cumprod(dim=-1)[fs12]": "NAN_INF_GRAD_FORMULA",
+    "cumprod(dim=0)[fs12]": "NAN_INF_GRAD_FORMULA",
+    "logaddexp2[fs12,fs12]": "NAN_INF_GRAD_FORMULA",
+    "logaddexp[fs12,fs12]": "NAN_INF_GRAD_FORMULA",
+    "nanmedian()[fs12]": "NAN_INF_GRAD_FORMULA",
+    "prod(dim=-1,keepdim=True)[fs12]": "NAN_INF_GRAD_FORMULA",
+    "prod(dim=0)[fs12]": "NAN_INF_GRAD_FORMULA",
+    "sinc[fs12]": "NAN_INF_GRAD_FORMULA",
+    # gelu(+-inf) is NaN in PyTorch (path-dependent, reference/semantics.md), +-inf or 0 in vkml
+    "F.gelu()[fs12]": "GELU_INF",
+    "F.gelu(approximate=tanh)[fs12]": "GELU_INF",
+    # PyTorch raises (a non-bool out=, an int reduction dtype on an input that requires grad, an int gelu, an int normalized_shape); vkml computes
+    "F.gelu_int": "MISSING_ERROR",
+    "F.layer_norm_int_shape": "MISSING_ERROR",
+    "float_power.out[f2x3,f2x3]": "MISSING_ERROR",
+    "isneginf.out[i2x3]": "MISSING_ERROR",
+    "isposinf.out[i2x3]": "MISSING_ERROR",
+    "prod(dim=1,dtype=int32)[T3x2]": "MISSING_ERROR",
+    "prod(dim=1,dtype=int32)[f0x3]": "MISSING_ERROR",
+    "prod(dim=1,dtype=int32)[f2x3x4]": "MISSING_ERROR",
+    "prod.method(dim=1,dtype=int32)[f2x3x4]": "MISSING_ERROR",
+    "signbit.out[f2x3]": "MISSING_ERROR",
+    "signbit.out[i2x3]": "MISSING_ERROR",
+    "sum(dim=1,dtype=int32)[T3x2]": "MISSING_ERROR",
+    "sum(dim=1,dtype=int32)[f0x3]": "MISSING_ERROR",
+    "sum(dim=1,dtype=int32)[f2x3x4]": "MISSING_ERROR",
+    "sum.method(dim=1,dtype=int32)[f2x3x4]": "MISSING_ERROR",
+    # norm(p=0) is not differentiable in PyTorch (output does not require grad); vkml gives zeros
+    "norm(p=0)[T3x2]": "NORM0_GRAD",
+    "norm(p=0)[f0x3]": "NORM0_GRAD",
+    "norm(p=0)[f2x3x4]": "NORM0_GRAD",
+    "norm(p=0)[f]": "NORM0_GRAD",
+    "norm(p=0)[fs12]": "NORM0_GRAD",
+    "norm.method(p=0)[f2x3x4]": "NORM0_GRAD",
+    # clone keeps a transposed layout's strides in PyTorch; PyTorch gives None, vkml zeros, as the gradient of a legacy empty cat operand and of grid_sample's grid in nearest mode
+    "F.grid_sample_nearest_zeros": "LAYOUT_GRAD_NONE",
+    "cat_empty_1d": "LAYOUT_GRAD_NONE",
+    "clone_T": "LAYOUT_GRAD_NONE",
+}
+REASONS = {
+    "SIGN_NAN": "sign(NaN) is NaN in vkml, 0.0 in PyTorch (a documented divergence, docs/ops/sign.md); abs's and norm(p=1)'s gradients at NaN follow it",
+    "NO_ANGLE_CONJ": "angle and conj of real tensors are not in vkml yet (the complex dtypes' lane)",
+    "HALF_ROUNDING": "a float16 gradient (tanhshrink: output) rounded step by step where PyTorch's kernel rounds once: beyond assert_close's float16 tolerance",
+    "TORCH_NO_DERIVATIVE": "PyTorch's backward raises (derivative not implemented); vkml differentiates (zeros or the floor rule)",
+    "EXTRA_NAME": "vkml has Tensor.fmax_/fmin_, PyTorch has no such method",
+    "INPLACE_BOOL_RESULT": "an in-place comparison or logical op on a float tensor that requires grad: PyTorch cuts the graph, vkml keeps the clone's",
+    "NAN_INF_GRAD_FORMULA": "PyTorch's gradient formula gives another value at NaN, inf or zeros (its own arithmetic quirks)",
+    "GELU_INF": "gelu(+-inf) is NaN in PyTorch (path-dependent, reference/semantics.md), +-inf or 0 in vkml",
+    "MISSING_ERROR": "PyTorch raises (a non-bool out=, an int reduction dtype on an input that requires grad, an int gelu, an int normalized_shape); vkml computes",
+    "NORM0_GRAD": "norm(p=0) is not differentiable in PyTorch (output does not require grad); vkml gives zeros",
+    "LAYOUT_GRAD_NONE": "clone keeps a transposed layout's strides in PyTorch; PyTorch gives None, vkml zeros, as the gradient of a legacy empty cat operand and of grid_sample's grid in nearest mode",
+}
+
+
 # What the sweep found and vkml fixed (each failed before its fix): run by default
 FIXED = [
     "abs[f]",  # a 0-d operand throughout (the harness's own first finding)
@@ -972,7 +1113,9 @@ def _params(cases):
     return [pytest.param(fn, s, id=name) for name, fn, s in cases]
 
 
-@pytest.mark.parametrize(("fn", "specs"), _params([_BY_NAME[n] for n in FIXED] + CASES[::SAMPLE]))
+@pytest.mark.parametrize(
+    ("fn", "specs"), _params([_BY_NAME[n] for n in FIXED] + [c for c in CASES[::SAMPLE] if c[0] not in KNOWN])
+)
 def test_matches_torch(request, fn, specs):
     check(request.node.callspec.id, fn, specs)
 
@@ -983,7 +1126,17 @@ def test_vulkan_matches_torch(name, gpu):
     check(name, fn, specs, device=gpu)
 
 
+def _stress_params():
+    out = []
+    for name, fn, s in CASES:
+        marks = ()
+        if name in KNOWN:
+            marks = (pytest.mark.xfail(strict=True, reason=REASONS[KNOWN[name]]),)
+        out.append(pytest.param(fn, s, id=name, marks=marks))
+    return out
+
+
 @pytest.mark.stress
-@pytest.mark.parametrize(("fn", "specs"), _params(CASES))
+@pytest.mark.parametrize(("fn", "specs"), _stress_params())
 def test_matches_torch_all(request, fn, specs):
     check(request.node.callspec.id, fn, specs)

@@ -717,8 +717,10 @@ def nextafter(input, other):
 
 
 def _grad_nextafter(c):
-    # PyTorch's rule: the gradient passes to input unchanged, other gets zeros
-    return c.g, (c.F.zeros_like(c.g) if c.needs[1] else None)
+    # PyTorch's rule: the gradient passes to input where input != other (where they are equal the
+    # result is other itself), other gets zeros
+    x, y = c.inputs
+    return c.F.where(c.F.eq(x, y), 0.0, c.g), (c.F.zeros_like(c.g) if c.needs[1] else None)
 
 
 _grads.RULES["nextafter"] = _grad_nextafter

@@ -37,7 +37,8 @@ PAGES.update(
             precision="the correctly rounded sqrt of `var`'s float32 variance (" + _VARIANCE_ORDER + ")",
             special="As `var`; sqrt(inf) = inf.",
             divergence="As `var`: PyTorch accumulates in another order, so the last bits may differ.",
-            gradient=THROUGH,
+            gradient="Through `var`, then PyTorch's std rule: g / (2 std), and 0 where std is 0 (a constant row; "
+            "sqrt's rule alone would give NaN there). std_mean likewise.",
         ),
         "var_mean": OpDoc(
             "reduce",

@@ -720,6 +720,14 @@ def _nn_cases():
             c.append((f"F.{name}({label})[{k}]", lambda m, x, n=name, kw=kw: getattr(m.nn.functional, n)(x, **kw), [k]))
     c.append(("F.relu_int", lambda m, x: m.nn.functional.relu(x), ["i2x3"]))
     c.append(("F.gelu_int", lambda m, x: m.nn.functional.gelu(x), ["i2x3"]))
+    c.append(("F.softplus_int", lambda m, x: m.nn.functional.softplus(x), ["i2x3"]))
+    c.append(("F.glu_int", lambda m, x: m.nn.functional.glu(x, 0), ["i2x3"]))
+    c.append(("F.hardtanh_int", lambda m, x: m.nn.functional.hardtanh(x, -0.5, 1.5), ["i2x3"]))
+    c.append(("F.hardtanh_int_", lambda m, x: m.nn.functional.hardtanh(x, inplace=True), ["i2x3"]))
+    c.append(("F.hardtanh_bool", lambda m, x: m.nn.functional.hardtanh(x), ["b2x3"]))
+    c.append(("F.relu6_uint8", lambda m, x: m.nn.functional.relu6(x * 3), ["u2x3"]))
+    c.append(("F.softsign_int", lambda m, x: m.nn.functional.softsign(x), ["j2x3"]))
+    c.append(("F.tanhshrink_int", lambda m, x: m.nn.functional.tanhshrink(x), ["i2x3"]))
     c.append(("F.softmax_no_dim", lambda m, x: m.nn.functional.softmax(x), ["f2x3"]))
     c.append(("F.relu_inplace", lambda m, x: m.nn.functional.relu(x.clone(), inplace=True), ["f2x3"]))
     c.append(("F.leaky_relu_", lambda m, x: m.nn.functional.leaky_relu_(x.clone(), 0.1), ["f2x3"]))
@@ -1037,18 +1045,12 @@ KNOWN = {
     # gelu(+-inf) is NaN in PyTorch (path-dependent, reference/semantics.md), +-inf or 0 in vkml
     "F.gelu()[fs12]": "GELU_INF",
     "F.gelu(approximate=tanh)[fs12]": "GELU_INF",
-    # PyTorch raises (a non-bool out=, an int reduction dtype on an input that requires grad, an int gelu, an int normalized_shape); vkml computes
-    "F.gelu_int": "MISSING_ERROR",
+    # PyTorch raises (an int reduction dtype on an input that requires grad, an int normalized_shape); vkml computes
     "F.layer_norm_int_shape": "MISSING_ERROR",
-    "float_power.out[f2x3,f2x3]": "MISSING_ERROR",
-    "isneginf.out[i2x3]": "MISSING_ERROR",
-    "isposinf.out[i2x3]": "MISSING_ERROR",
     "prod(dim=1,dtype=int32)[T3x2]": "MISSING_ERROR",
     "prod(dim=1,dtype=int32)[f0x3]": "MISSING_ERROR",
     "prod(dim=1,dtype=int32)[f2x3x4]": "MISSING_ERROR",
     "prod.method(dim=1,dtype=int32)[f2x3x4]": "MISSING_ERROR",
-    "signbit.out[f2x3]": "MISSING_ERROR",
-    "signbit.out[i2x3]": "MISSING_ERROR",
     "sum(dim=1,dtype=int32)[T3x2]": "MISSING_ERROR",
     "sum(dim=1,dtype=int32)[f0x3]": "MISSING_ERROR",
     "sum(dim=1,dtype=int32)[f2x3x4]": "MISSING_ERROR",
@@ -1074,7 +1076,7 @@ REASONS = {
     "INPLACE_BOOL_RESULT": "an in-place comparison or logical op on a float tensor that requires grad: PyTorch cuts the graph, vkml keeps the clone's",
     "NAN_INF_GRAD_FORMULA": "PyTorch's gradient formula gives another value at NaN, inf or zeros (its own arithmetic quirks)",
     "GELU_INF": "gelu(+-inf) is NaN in PyTorch (path-dependent, reference/semantics.md), +-inf or 0 in vkml",
-    "MISSING_ERROR": "PyTorch raises (a non-bool out=, an int reduction dtype on an input that requires grad, an int gelu, an int normalized_shape); vkml computes",
+    "MISSING_ERROR": "PyTorch raises (an int reduction dtype on an input that requires grad, an int normalized_shape); vkml computes",
     "NORM0_GRAD": "norm(p=0) is not differentiable in PyTorch (output does not require grad); vkml gives zeros",
     "LAYOUT_GRAD_NONE": "clone keeps a transposed layout's strides in PyTorch; PyTorch gives None, vkml zeros, as the gradient of a legacy empty cat operand and of grid_sample's grid in nearest mode",
 }
@@ -1104,8 +1106,21 @@ FIXED = [
     "positive[b2x3]",  # RuntimeError
     "hypot[i2x3,i+2x3]",  # NotImplementedError for an int dtype an op has no kernel for
     "logaddexp[j2x3,i]",
+    "signbit.out[f2x3]",  # a non-bool out= is PyTorch's RuntimeError
+    "isposinf.out[i2x3]",
+    "float_power.out[f2x3,f2x3]",  # float_power's out= must be float64
+    "F.gelu_int",  # gelu, softplus, glu of an int tensor: NotImplementedError
+    "F.softplus_int",
+    "F.glu_int",
+    "F.hardtanh_int",  # hardtanh and relu6 clamp an int tensor in its dtype
+    "F.hardtanh_int_",
+    "F.relu6_uint8",
+    "F.softsign_int",  # softsign and tanhshrink promote an int tensor
+    "F.tanhshrink_int",
 ]
 _BY_NAME = {name: (name, fn, s) for name, fn, s in CASES}
+# gradient rules of vkml.ops.grads.RULES whose cases are here (FIXED runs them by default)
+GRAD_TESTED = {"extreme_of_all", "std_of_var", "nextafter"}
 SAMPLE = 97  # and every SAMPLE-th case of the rest, for breadth
 
 

@@ -6,7 +6,10 @@ takes every SAMPLE-th case; ``-m stress`` runs them all.
 from __future__ import annotations
 
 import pytest
+import torch
 from peer_sweep import check
+
+import vkml
 
 SHAPES_1 = ["f2x3", "f", "f0x3", "T3x2", "d2x3", "h2x3", "fs12", "i2x3", "b2x3", "u2x3"]
 
@@ -1155,3 +1158,33 @@ def _stress_params():
 @pytest.mark.parametrize(("fn", "specs"), _stress_params())
 def test_matches_torch_all(request, fn, specs):
     check(request.node.callspec.id, fn, specs)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int64", "uint8", "bool"])
+def test_make_tensor_as_torch(dtype):
+    """``torch.testing.make_tensor``, which PyTorch's own suites build their inputs with: the same shape,
+    dtype, range, layout and leaf-ness (values come from each library's generator)."""
+    for m in (torch, vkml):
+        dt = getattr(m, dtype)
+        t = m.testing.make_tensor(2, 3, dtype=dt, device="cpu")
+        assert tuple(t.shape) == (2, 3) and t.dtype == dt
+        if dtype not in ("bool",):
+            lo = 0 if dtype == "uint8" else -9
+            assert lo <= float(t.min()) and float(t.max()) <= 9
+        u = m.testing.make_tensor((4, 2), dtype=dt, device="cpu", noncontiguous=True, exclude_zero=True)
+        assert tuple(u.shape) == (4, 2) and not u.is_contiguous()
+        assert dtype == "bool" or not bool((u == 0).any())
+        if dtype.startswith("float"):
+            g = m.testing.make_tensor([3], dtype=dt, device="cpu", low=1, high=2, requires_grad=True)
+            assert g.requires_grad and g.is_leaf and 1 <= float(g.min()) and float(g.max()) <= 2
+        with pytest.raises(ValueError):
+            m.testing.make_tensor(2, dtype=m.int64, device="cpu", low=3, high=3)
+
+
+def test_assert_allclose_as_torch():
+    for m in (torch, vkml):
+        nan = float("nan")
+        with pytest.warns(FutureWarning):
+            m.testing.assert_allclose(m.tensor([1.0, nan]), m.tensor([1, nan]))  # NaN equal, no dtype check
+        with pytest.warns(FutureWarning), pytest.raises(AssertionError):
+            m.testing.assert_allclose(m.tensor([1.0]), m.tensor([1.1]))

@@ -566,6 +566,15 @@ def _shape_cases():
         ("take_along_dim_none", lambda m, x, i: m.take_along_dim(x, i), ["f2x3", [4, 0]]),
         ("unfold", lambda m, x: x.unfold(1, 2, 1), ["f2x5"]),
         ("unfold_step", lambda m, x: x.unfold(-1, 2, 2), ["f2x5"]),
+        ("cumsum_", lambda m, x: x.clone().cumsum_(1), ["f2x3"]),
+        ("cumprod_", lambda m, x: x.clone().cumprod_(0), ["f2x3"]),
+        ("addmm_", lambda m, a, x, y: a.clone().addmm_(x, y, beta=0.5, alpha=2), ["f2x2", "f2x3", "f3x2"]),
+        ("addmv_", lambda m, a, x, y: a.clone().addmv_(x, y), ["f2", "f2x3", "f3"]),
+        ("baddbmm_", lambda m, a, x, y: a.clone().baddbmm_(x, y), ["f2x2x2", "f2x2x3", "f2x3x2"]),
+        ("fill_diagonal_", lambda m, x: x.clone().fill_diagonal_(2.0), ["f3x4"]),
+        ("fill_diagonal_wrap", lambda m, x: x.clone().fill_diagonal_(-1.0, wrap=True), ["f7x3"]),
+        ("fill_diagonal_3d", lambda m, x: x.clone().fill_diagonal_(5), ["f2x2x2"]),
+        ("fill_diagonal_unequal", lambda m, x: x.clone().fill_diagonal_(5), ["f2x3x4"]),
         ("tril", lambda m, x: m.tril(x, -1), ["f3x4"]),
         ("triu", lambda m, x: x.triu(1), ["f3x4"]),
         ("diag", lambda m, x: m.diag(x), ["f3"]),
@@ -1120,6 +1129,11 @@ FIXED = [
     "F.relu6_uint8",
     "F.softsign_int",  # softsign and tanhshrink promote an int tensor
     "F.tanhshrink_int",
+    "cumsum_",  # in-place forms PyTorch has: cumsum_, cumprod_, addmm_, addmv_, baddbmm_, fill_diagonal_
+    "addmm_",
+    "fill_diagonal_wrap",
+    "fill_diagonal_3d",
+    "fill_diagonal_unequal",
 ]
 _BY_NAME = {name: (name, fn, s) for name, fn, s in CASES}
 # gradient rules of vkml.ops.grads.RULES whose cases are here (FIXED runs them by default)
@@ -1176,7 +1190,7 @@ def test_make_tensor_as_torch(dtype):
         assert dtype == "bool" or not bool((u == 0).any())
         if dtype.startswith("float"):
             g = m.testing.make_tensor([3], dtype=dt, device="cpu", low=1, high=2, requires_grad=True)
-            assert g.requires_grad and g.is_leaf and 1 <= float(g.min()) and float(g.max()) <= 2
+            assert g.requires_grad and g.is_leaf and 1 <= float(g.detach().min()) and float(g.detach().max()) <= 2
         with pytest.raises(ValueError):
             m.testing.make_tensor(2, dtype=m.int64, device="cpu", low=3, high=3)
 

@@ -27,8 +27,8 @@ from .statistics import dim_or_axis
 EXPORTS = (
     Export("cummax", method=True),
     Export("cummin", method=True),
-    Export("cumprod", method=True),
-    Export("cumsum", method=True),
+    Export("cumprod", method=True, inplace=True),
+    Export("cumsum", method=True, inplace=True),
     Export("logcumsumexp", method=True),
 )
 

@@ -1067,13 +1067,6 @@ KNOWN = {
     "sum(dim=1,dtype=int32)[f0x3]": "MISSING_ERROR",
     "sum(dim=1,dtype=int32)[f2x3x4]": "MISSING_ERROR",
     "sum.method(dim=1,dtype=int32)[f2x3x4]": "MISSING_ERROR",
-    # norm(p=0) is not differentiable in PyTorch (output does not require grad); vkml gives zeros
-    "norm(p=0)[T3x2]": "NORM0_GRAD",
-    "norm(p=0)[f0x3]": "NORM0_GRAD",
-    "norm(p=0)[f2x3x4]": "NORM0_GRAD",
-    "norm(p=0)[f]": "NORM0_GRAD",
-    "norm(p=0)[fs12]": "NORM0_GRAD",
-    "norm.method(p=0)[f2x3x4]": "NORM0_GRAD",
     # clone keeps a transposed layout's strides in PyTorch; PyTorch gives None, vkml zeros, as the gradient of a legacy empty cat operand and of grid_sample's grid in nearest mode
     "F.grid_sample_nearest_zeros": "LAYOUT_GRAD_NONE",
     "cat_empty_1d": "LAYOUT_GRAD_NONE",
@@ -1089,7 +1082,6 @@ REASONS = {
     "NAN_INF_GRAD_FORMULA": "PyTorch's gradient formula gives another value at NaN, inf or zeros (its own arithmetic quirks)",
     "GELU_INF": "gelu(+-inf) is NaN in PyTorch (path-dependent, reference/semantics.md), +-inf or 0 in vkml",
     "MISSING_ERROR": "PyTorch raises (an int reduction dtype on an input that requires grad, an int normalized_shape); vkml computes",
-    "NORM0_GRAD": "norm(p=0) is not differentiable in PyTorch (output does not require grad); vkml gives zeros",
     "LAYOUT_GRAD_NONE": "clone keeps a transposed layout's strides in PyTorch; PyTorch gives None, vkml zeros, as the gradient of a legacy empty cat operand and of grid_sample's grid in nearest mode",
 }
 
@@ -1129,6 +1121,7 @@ FIXED = [
     "F.relu6_uint8",
     "F.softsign_int",  # softsign and tanhshrink promote an int tensor
     "F.tanhshrink_int",
+    "norm(p=0)[f2x3x4]",  # norm(p=0): requires grad, gradient None (PyTorch)
     "cumsum_",  # in-place forms PyTorch has: cumsum_, cumprod_, addmm_, addmv_, baddbmm_, fill_diagonal_
     "addmm_",
     "fill_diagonal_wrap",
@@ -1137,7 +1130,7 @@ FIXED = [
 ]
 _BY_NAME = {name: (name, fn, s) for name, fn, s in CASES}
 # gradient rules of vkml.ops.grads.RULES whose cases are here (FIXED runs them by default)
-GRAD_TESTED = {"extreme_of_all", "std_of_var", "nextafter"}
+GRAD_TESTED = {"extreme_of_all", "std_of_var", "nextafter", "norm_zero"}
 SAMPLE = 97  # and every SAMPLE-th case of the rest, for breadth
 
 

@@ -128,6 +128,7 @@ def _grad_std_of_var(c):
 
 
 _grads.RULES["std_of_var"] = _grad_std_of_var
+_grads.RULES["norm_zero"] = lambda c: (None,)  # PyTorch gives no gradient (None), not zeros
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None):
@@ -266,7 +267,9 @@ def _vector_norm(op: str, input, ord, dim, keepdim: bool, dtype):
             )
         out = F._reduce("amax" if ord > 0 else "amin", a, dims, keepdim, op)
     elif ord == 0:
-        out = F.sum(F.cast(F.ne(x, 0.0), T.float32), dims, keepdim)
+        # the count of nonzeros; the result requires grad but gives none (None), as PyTorch
+        count = F.sum(F.cast(F.ne(x, 0.0), T.float32), dims, keepdim)
+        out = autograd.record("norm_zero", (x,), count, {})
     elif ord == 1:
         out = F.sum(a, dims, keepdim)
     elif ord == 2:

@@ -1057,16 +1057,8 @@ KNOWN = {
     # gelu(+-inf) is NaN in PyTorch (path-dependent, reference/semantics.md), +-inf or 0 in vkml
     "F.gelu()[fs12]": "GELU_INF",
     "F.gelu(approximate=tanh)[fs12]": "GELU_INF",
-    # PyTorch raises (an int reduction dtype on an input that requires grad, an int normalized_shape); vkml computes
+    # PyTorch raises (F.layer_norm with an int normalized_shape); vkml computes
     "F.layer_norm_int_shape": "MISSING_ERROR",
-    "prod(dim=1,dtype=int32)[T3x2]": "MISSING_ERROR",
-    "prod(dim=1,dtype=int32)[f0x3]": "MISSING_ERROR",
-    "prod(dim=1,dtype=int32)[f2x3x4]": "MISSING_ERROR",
-    "prod.method(dim=1,dtype=int32)[f2x3x4]": "MISSING_ERROR",
-    "sum(dim=1,dtype=int32)[T3x2]": "MISSING_ERROR",
-    "sum(dim=1,dtype=int32)[f0x3]": "MISSING_ERROR",
-    "sum(dim=1,dtype=int32)[f2x3x4]": "MISSING_ERROR",
-    "sum.method(dim=1,dtype=int32)[f2x3x4]": "MISSING_ERROR",
     # clone keeps a transposed layout's strides in PyTorch; PyTorch gives None, vkml zeros, as the gradient of a legacy empty cat operand and of grid_sample's grid in nearest mode
     "F.grid_sample_nearest_zeros": "LAYOUT_GRAD_NONE",
     "cat_empty_1d": "LAYOUT_GRAD_NONE",
@@ -1081,7 +1073,7 @@ REASONS = {
     "INPLACE_BOOL_RESULT": "an in-place comparison or logical op on a float tensor that requires grad: PyTorch cuts the graph, vkml keeps the clone's",
     "NAN_INF_GRAD_FORMULA": "PyTorch's gradient formula gives another value at NaN, inf or zeros (its own arithmetic quirks)",
     "GELU_INF": "gelu(+-inf) is NaN in PyTorch (path-dependent, reference/semantics.md), +-inf or 0 in vkml",
-    "MISSING_ERROR": "PyTorch raises (an int reduction dtype on an input that requires grad, an int normalized_shape); vkml computes",
+    "MISSING_ERROR": "PyTorch raises (F.layer_norm with an int normalized_shape); vkml computes",
     "LAYOUT_GRAD_NONE": "clone keeps a transposed layout's strides in PyTorch; PyTorch gives None, vkml zeros, as the gradient of a legacy empty cat operand and of grid_sample's grid in nearest mode",
 }
 
@@ -1121,6 +1113,7 @@ FIXED = [
     "F.relu6_uint8",
     "F.softsign_int",  # softsign and tanhshrink promote an int tensor
     "F.tanhshrink_int",
+    "sum(dim=1,dtype=int32)[f2x3x4]",  # an int dtype= of an input that requires grad: RuntimeError
     "norm(p=0)[f2x3x4]",  # norm(p=0): requires grad, gradient None (PyTorch)
     "cumsum_",  # in-place forms PyTorch has: cumsum_, cumprod_, addmm_, addmv_, baddbmm_, fill_diagonal_
     "addmm_",

@@ -458,6 +458,18 @@ def _reduce(name: str, input, dim, keepdim: bool, op: str):
     return autograd.record(name, (input,), out, {"dim": dim, "keepdim": keepdim})
 
 
+_TORCH_INT_NAMES = {"int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long", "uint8": "Byte", "bool": "Bool"}
+
+
+def _refuse_int_dtype_under_grad(input, dtype) -> None:
+    """PyTorch's RuntimeError for a reduction or scan to a non-float ``dtype=`` of an input that requires
+    grad (``x.sum(dtype=torch.int32)``): its result could not carry the gradient."""
+    if dtype is None or getattr(dtype, "is_float", True) or not autograd.is_grad_enabled():
+        return
+    if getattr(input, "requires_grad", False) is True:
+        raise RuntimeError(f"Autograd not support dtype: {_TORCH_INT_NAMES.get(dtype.name, dtype.name)}")
+
+
 def _reduction(name):
     def fn(input, dim=None, keepdim=False, *, dtype=None, axis=None):
         dim = _dim_or_axis(name, dim, axis)
@@ -468,7 +480,9 @@ def _reduction(name):
         if name in ("amax", "amin"):
             raise TypeError(f"'{name}' got an unexpected keyword argument 'dtype'")
         # PyTorch converts the input to ``dtype`` first and reduces in it
-        _tensor_node(name, input)
+        node = _tensor_node(name, input)
+        lazy.reduce_dims(name, dim, len(node.shape))  # a bad dim is PyTorch's IndexError first
+        _refuse_int_dtype_under_grad(input, dtype)
         return cast(_reduce(name, cast(input, dtype), dim, keepdim, name), dtype)
 
     fn.__name__ = name

@@ -25,9 +25,10 @@ import numpy as np
 
 from ..ir import types as T
 from ..nn import functional as _nn_functional
+from ..ops import grads as _grads
 from ..ops.promotion import default_float
 from ..tensor import Tensor
-from . import creation, defaults, devices, mutation, return_types, shape, statistics, type_queries
+from . import autograd, creation, defaults, devices, mutation, return_types, shape, statistics, type_queries
 from . import operators as F
 from .exports import Export
 
@@ -635,9 +636,9 @@ def _integer_pair(op: str, input, other):
     _tensor(op, "input", input)
     _tensor(op, "other", other)  # PyTorch's gcd and lcm take no Python number
     dtype = type_queries.result_type(input, other)
-    for t in (input, other):
-        if t.dtype.is_float or t.dtype is T.bool_:  # PyTorch's NotImplementedError (a RuntimeError)
-            raise NotImplementedError(f"\"{op}_cpu\" not implemented for '{mutation.torch_name(t.dtype)}'")
+    # PyTorch checks the promoted dtype: a bool operand with an int one is an int gcd
+    if dtype.is_float or dtype is T.bool_:  # PyTorch's NotImplementedError (a RuntimeError)
+        raise NotImplementedError(f"\"{op}_cpu\" not implemented for '{mutation.torch_name(dtype)}'")
     return input, other, dtype
 
 
@@ -702,18 +703,27 @@ def nextafter(input, other):
     """The next float after ``input`` towards ``other``, as ``torch.nextafter``: exact, on the host (numpy)."""
     _tensor("nextafter", "input", input)
     _tensor("nextafter", "other", other)
-    for t in (input, other):
-        if not t.dtype.is_float:  # PyTorch's class and words
-            raise NotImplementedError(f"\"nextafter_cpu\" not implemented for '{mutation.torch_name(t.dtype)}'")
-    if not input.dtype.is_float or input.dtype is not other.dtype:
-        raise RuntimeError(
-            f"nextafter: expected both inputs of the same floating dtype, got {mutation.torch_name(input.dtype)} "
-            f"and {mutation.torch_name(other.dtype)}"
-        )
-    if input.dtype is T.bfloat16:
+    # PyTorch promotes the operands (an int tensor with a float one, float16 with float32, a 0-d
+    # float64 with float32 tensors) and refuses an integer result dtype
+    dtype = type_queries.result_type(input, other)
+    if not dtype.is_float:  # PyTorch's class and words
+        raise NotImplementedError(f"\"nextafter_cpu\" not implemented for '{mutation.torch_name(dtype)}'")
+    if dtype is T.bfloat16:
         raise NotImplementedError("nextafter: bfloat16 is not supported by vkml (numpy has no bfloat16)")
-    a, b = np.broadcast_arrays(_host_values(input), _host_values(other))
-    return creation.tensor(np.ascontiguousarray(np.nextafter(a, b)), dtype=input.dtype, device=input.device)
+    np_dtype = np.dtype(dtype.name)
+    a, b = np.broadcast_arrays(_host_values(input).astype(np_dtype), _host_values(other).astype(np_dtype))
+    out = creation.tensor(np.ascontiguousarray(np.nextafter(a, b)), dtype=dtype, device=input.device)
+    return autograd.record("nextafter", (input, other), out, {})
+
+
+def _grad_nextafter(c):
+    # PyTorch's rule: the gradient passes to input where input != other (where they are equal the
+    # result is other itself), other gets zeros
+    x, y = c.inputs
+    return c.F.where(c.F.eq(x, y), 0.0, c.g), (c.F.zeros_like(c.g) if c.needs[1] else None)
+
+
+_grads.RULES["nextafter"] = _grad_nextafter
 
 
 def inner(input, other):

@@ -458,6 +458,18 @@ def _reduce(name: str, input, dim, keepdim: bool, op: str):
     return autograd.record(name, (input,), out, {"dim": dim, "keepdim": keepdim})
 
 
+_TORCH_INT_NAMES = {"int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long", "uint8": "Byte", "bool": "Bool"}
+
+
+def _refuse_int_dtype_under_grad(input, dtype) -> None:
+    """PyTorch's RuntimeError for a reduction or scan to a non-float ``dtype=`` of an input that requires
+    grad (``x.sum(dtype=torch.int32)``): its result could not carry the gradient."""
+    if dtype is None or getattr(dtype, "is_float", True) or not autograd.is_grad_enabled():
+        return
+    if getattr(input, "requires_grad", False) is True:
+        raise RuntimeError(f"Autograd not support dtype: {_TORCH_INT_NAMES.get(dtype.name, dtype.name)}")
+
+
 def _reduction(name):
     def fn(input, dim=None, keepdim=False, *, dtype=None, axis=None):
         dim = _dim_or_axis(name, dim, axis)
@@ -468,7 +480,9 @@ def _reduction(name):
         if name in ("amax", "amin"):
             raise TypeError(f"'{name}' got an unexpected keyword argument 'dtype'")
         # PyTorch converts the input to ``dtype`` first and reduces in it
-        _tensor_node(name, input)
+        node = _tensor_node(name, input)
+        lazy.reduce_dims(name, dim, len(node.shape))  # a bad dim is PyTorch's IndexError first
+        _refuse_int_dtype_under_grad(input, dtype)
         return cast(_reduce(name, cast(input, dtype), dim, keepdim, name), dtype)
 
     fn.__name__ = name
@@ -538,7 +552,10 @@ def min(input, dim=None, keepdim=False, *, axis=None):
 def _extreme(op: str, values_op: str, index_op: str, result_type, input, dim, keepdim: bool):
     """``op(x)`` (the ``values_op`` reduction of all), or ``op(x, dim)``: (values, indices) as ``result_type``."""
     if dim is None:
-        return _reduce(values_op, input, None, False, op)
+        out = _reduce(values_op, input, None, False, op)
+        # PyTorch's max()/min() of all share the gradient among the NaNs when the result is NaN
+        # (amax's rule gives NaN everywhere then): a rule of their own
+        return autograd.record("extreme_of_all", (input,), out.detach(), {})
     node = _tensor_node(op, input)
     dim = lazy.normalize_dim(op, dim, len(node.shape))
     indices = _arg_reduction(index_op, input, dim, keepdim, op)
@@ -563,6 +580,17 @@ def _grad_value_at_index(c):
 
 
 _grads.RULES["value_at_index"] = _grad_value_at_index
+
+
+def _grad_extreme_of_all(c):
+    # PyTorch's evenly_distribute_backward: the elements equal to the result, or the NaNs when it is NaN
+    (x,) = c.inputs
+    F = c.F
+    hit = (x == c.output) | (F.isnan(x) & F.isnan(c.output))
+    return (F.where(hit, c.g / hit.sum(), 0.0),)
+
+
+_grads.RULES["extreme_of_all"] = _grad_extreme_of_all
 
 
 def _reduced_count(node: Node, dims) -> int:

@@ -10,6 +10,8 @@ with PyTorch's rules:
 - the result converts to ``out``'s dtype where an in-place op's would (int to float, float32 to
   float64); float to int, or anything to bool, raises ``result type Float can't be cast to the
   desired output type Long``;
+- ``isposinf``, ``isneginf`` and ``signbit`` take only a bool ``out``, ``float_power`` only a float64
+  one (PyTorch's RuntimeError, where the rule above would cast);
 - an ``out`` of another shape is resized: silently when it has no elements, else with PyTorch's
   deprecation ``UserWarning``. vkml resizes a tensor that owns its storage; a view of another
   shape raises ``RuntimeError``;
@@ -69,6 +71,16 @@ def _tensors(values):
             yield v
 
 
+# Functions whose ``out`` must have the result's dtype exactly (PyTorch's checks and words), where the
+# general rule would cast (a bool result into an int out, float64 into float32)
+_EXACT_OUT_DTYPE = {
+    "isposinf": "{name} does not support non-boolean outputs.",
+    "isneginf": "{name} does not support non-boolean outputs.",
+    "signbit": "{name} does not support non-boolean outputs.",
+    "float_power": "the output given to {name} has dtype {out} but the operation's result requires dtype Double",
+}
+
+
 def _write(name: str, out, result) -> None:
     """``result`` into ``out`` by PyTorch's out= rules (above)."""
     if not hasattr(out, "_node"):
@@ -77,6 +89,8 @@ def _write(name: str, out, result) -> None:
         raise RuntimeError(
             f"{name}(): expected the out tensor on device {result.device}, but it is on device {out.device}"
         )
+    if name in _EXACT_OUT_DTYPE and out.dtype is not result.dtype:
+        raise RuntimeError(_EXACT_OUT_DTYPE[name].format(name=name, out=mutation.torch_name(out.dtype)))
     if not mutation.can_cast(result.dtype, out.dtype):
         raise RuntimeError(
             f"result type {mutation.torch_name(result.dtype)} can't be cast to the desired output type "

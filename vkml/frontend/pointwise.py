@@ -230,6 +230,18 @@ def float_power(input, exponent):
     return F.pow(input, exponent)
 
 
+def _float_power_(self, exponent):
+    """``Tensor.float_power_``: the float64 result written back, so only a float64 tensor takes it (PyTorch's
+    RuntimeError for any other, where a plain in-place op would round the result into the tensor)."""
+    node = _tensor_node("float_power_", self)
+    if node.dtype is not T.float64:
+        raise RuntimeError(
+            f"the base given to float_power_ has dtype {mutation.torch_name(node.dtype)} but the operation's "
+            "result requires dtype Double"
+        )
+    return self.copy_(float_power(self, exponent))
+
+
 # The public names: vkml.<name>, Tensor.<name> and, with inplace, Tensor.<name>_ (``x.floor_()``).
 EXPORTS = (
     Export("round", method=True, inplace=True),
@@ -244,6 +256,7 @@ EXPORTS = (
     Export("equal", method=True),
     Export("nan_to_num", method=True, inplace=True),
     Export("float_power", method=True),
+    Export("float_power_", function=False, method=_float_power_),
     Export("bitwise_and", method=True, inplace=True),
     Export("bitwise_or", method=True, inplace=True),
     Export("bitwise_xor", method=True, inplace=True),

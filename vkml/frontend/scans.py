@@ -27,8 +27,8 @@ from .statistics import dim_or_axis
 EXPORTS = (
     Export("cummax", method=True),
     Export("cummin", method=True),
-    Export("cumprod", method=True),
-    Export("cumsum", method=True),
+    Export("cumprod", method=True, inplace=True),
+    Export("cumsum", method=True, inplace=True),
     Export("logcumsumexp", method=True),
 )
 
@@ -63,6 +63,7 @@ def _scan_dim(op: str, input, dim, axis) -> tuple:
 
 def _accumulating(op: str, input, dim, dtype, axis, combine):
     node, d = _scan_dim(op, input, dim, axis)
+    F._refuse_int_dtype_under_grad(input, dtype)
     x = F.cast(input, dtype) if dtype is not None else input
     out_dtype = x.dtype
     if dtype is None and not out_dtype.is_float:

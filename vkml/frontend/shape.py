@@ -1155,12 +1155,12 @@ def _tile_method(self, *dims):
 # The public names (vkml/frontend/public.py binds them); a method takes the function's arguments after
 # ``self``, as PyTorch's (``flatten`` replaces the argument-free one of tensor.py).
 EXPORTS = (
-    Export("addmm", method=True),
-    Export("addmv", method=True),
+    Export("addmm", method=True, inplace=True),
+    Export("addmv", method=True, inplace=True),
     Export("atleast_1d"),
     Export("atleast_2d"),
     Export("atleast_3d"),
-    Export("baddbmm", method=True),
+    Export("baddbmm", method=True, inplace=True),
     Export("bmm", method=True),
     Export("cartesian_prod"),
     Export("chunk", method=True),

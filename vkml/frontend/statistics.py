@@ -19,8 +19,9 @@ import warnings
 
 from ..graph import build as lazy
 from ..ir import types as T
+from ..ops import grads as _grads
 from ..ops.cast import work_dtype
-from . import dense_linalg, return_types
+from . import autograd, dense_linalg, return_types
 from . import operators as F
 from .caller import user_stacklevel
 from .exports import Export
@@ -112,7 +113,22 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=
     Same arguments as ``var``. Example: ``x.std(dim=0, unbiased=False)``.
     """
     v, _, dtype = _moments("std", input, dim, unbiased, keepdim, correction, axis)
-    return F.cast(F.sqrt(v), dtype)
+    return F.cast(_std_of_var(v), dtype)
+
+
+def _std_of_var(v):
+    """sqrt(v) whose gradient is 0 where the result is 0 (PyTorch's std_backward masks it: a constant
+    row has std 0 and gradient 0, where sqrt's rule alone would give 0 * inf = NaN)."""
+    return autograd.record("std_of_var", (v,), F.sqrt(v.detach()), {})
+
+
+def _grad_std_of_var(c):
+    out = c.output
+    return (c.F.where(out == 0, 0.0, c.g / (2.0 * out)),)
+
+
+_grads.RULES["std_of_var"] = _grad_std_of_var
+_grads.RULES["norm_zero"] = lambda c: (None,)  # PyTorch gives no gradient (None), not zeros
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None):
@@ -127,7 +143,7 @@ def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None, 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None):
     """(std, mean) over ``dim``; see ``var_mean``. Example: ``s, m = vkml.std_mean(x, (0, 1))``."""
     v, m, dtype = _moments("std_mean", input, dim, unbiased, keepdim, correction, axis)
-    return F.cast(F.sqrt(v), dtype), F.cast(m, dtype)
+    return F.cast(_std_of_var(v), dtype), F.cast(m, dtype)
 
 
 # ---------------------------------------------------------------------- predicates and counts
@@ -251,7 +267,9 @@ def _vector_norm(op: str, input, ord, dim, keepdim: bool, dtype):
             )
         out = F._reduce("amax" if ord > 0 else "amin", a, dims, keepdim, op)
     elif ord == 0:
-        out = F.sum(F.cast(F.ne(x, 0.0), T.float32), dims, keepdim)
+        # the count of nonzeros; the result requires grad but gives none (None), as PyTorch
+        count = F.sum(F.cast(F.ne(x, 0.0), T.float32), dims, keepdim)
+        out = autograd.record("norm_zero", (x,), count, {})
     elif ord == 1:
         out = F.sum(a, dims, keepdim)
     elif ord == 2:

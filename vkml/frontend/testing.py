@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import collections.abc
 import math
+import warnings
 
 import numpy as np
 
 from ..tensor import Tensor
+from . import construction
+from . import random as _random
 
 # PyTorch's default (rtol, atol) per dtype name; integers and bool compare exactly.
 DEFAULT_TOLERANCES = {
@@ -220,3 +223,71 @@ def _compare_scalars(actual, expected, options: dict, path: tuple) -> None:
 
 def _isnan(x) -> bool:
     return isinstance(x, float) and math.isnan(x)
+
+
+# ---------------------------------------------------------------------- make_tensor, assert_allclose
+
+
+def make_tensor(
+    *shape,
+    dtype,
+    device,
+    low=None,
+    high=None,
+    requires_grad: bool = False,
+    noncontiguous: bool = False,
+    exclude_zero: bool = False,
+    memory_format=None,
+):
+    """``torch.testing.make_tensor``: a tensor of random values in [low, high) (floats: [-9, 9] by default,
+    integers [-9, 10), uint8 [0, 10), bool either), drawn from vkml's generator (so not PyTorch's values).
+
+    ``noncontiguous`` gives a strided view (every other element of a tensor twice as long in its last
+    dim); ``exclude_zero`` replaces zeros with 1 (integers) or the dtype's eps (floats), as PyTorch's.
+    """
+    if len(shape) == 1 and isinstance(shape[0], collections.abc.Sequence):
+        shape = tuple(shape[0])
+    shape = tuple(int(s) for s in shape)
+    for bound in (low, high):
+        if bound is not None and isinstance(bound, float) and math.isnan(bound):
+            raise ValueError(f"`low` and `high` cannot be NaN, but got low={low} and high={high}")
+    if dtype.is_float:
+        lo = -9.0 if low is None else float(low)
+        hi = 9.0 if high is None else float(high)
+    elif dtype.name == "bool":
+        lo, hi = 0, 2
+    else:
+        lo = (0 if dtype.name.startswith("uint") else -9) if low is None else math.ceil(low)
+        hi = 10 if high is None else math.ceil(high)
+    if lo > hi or (not dtype.is_float and lo >= hi):
+        raise ValueError(f"`low` must be less than `high`, but got {lo} >= {hi}")
+    if dtype.is_float:
+        u = _random.rand(shape, device=device)
+        t = (u * (hi - lo) + lo).to(dtype)
+    else:
+        t = construction.randint(lo, hi, shape, device=device, dtype=dtype)
+    if exclude_zero:
+        one = 1 if not dtype.is_float else float(np.finfo(np.dtype(dtype.name)).eps)
+        t = t.masked_fill(t == 0, one)
+    if noncontiguous and t.numel() > 1:
+        t = t.repeat_interleave(2, dim=-1)[..., ::2]
+    elif memory_format is not None:
+        t = t.contiguous(memory_format=memory_format)
+    if requires_grad:
+        t = t.detach().requires_grad_(True)  # a leaf, as PyTorch's
+    return t
+
+
+def assert_allclose(actual, expected, rtol=None, atol=None, equal_nan: bool = True, msg: str = ""):
+    """``torch.testing.assert_allclose`` (deprecated in PyTorch, with its FutureWarning): ``assert_close``
+    with NaN equal to NaN by default and without the dtype check."""
+    warnings.warn(
+        "`torch.testing.assert_allclose()` is deprecated since 1.12 and will be removed in a future release. "
+        "Please use `torch.testing.assert_close()` instead.",
+        FutureWarning,
+        stacklevel=2,
+    )
+    if (rtol is None) != (atol is None):
+        raise ValueError("rtol and atol must both be specified or both be unspecified")
+    kwargs = {} if rtol is None else {"rtol": rtol, "atol": atol}
+    assert_close(actual, expected, equal_nan=equal_nan, check_dtype=False, msg=msg or None, **kwargs)

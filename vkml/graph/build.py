@@ -528,7 +528,11 @@ def _elementwise_dtypes(name: str, kinds: tuple) -> tuple[T.DType, T.DType]:
             raise DTypeNotImplementedError(
                 f"\"{name}\" not implemented for 'Bool' ('{name}' does not support dtype bool; supported: {allowed})"
             )
-        raise DTypeError(f"'{name}' does not support dtype {compute.name} (operands: {shown}; supported: {allowed})")
+        # PyTorch's class where its op has no kernel for the dtype ("... not implemented for 'Long'":
+        # hypot, logaddexp of ints); a NotImplementedError is also the RuntimeError other refusals raise
+        raise DTypeNotImplementedError(
+            f"'{name}' does not support dtype {compute.name} (operands: {shown}; supported: {allowed})"
+        )
     return compute, T.bool_ if op.result == "bool" else compute
 
 

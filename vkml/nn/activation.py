@@ -18,7 +18,8 @@ import numpy as np
 from ..errors import ShapeError
 from ..frontend import creation, mutation
 from ..frontend import operators as functions
-from ..ir.types import float64
+from ..ir.types import bool_, float64
+from ..ops.promotion import default_float
 from . import functional
 from .module import Module, Parameter
 
@@ -30,6 +31,15 @@ def _float_input(op: str, input):
     node = functions._tensor_node(op, input)
     if not node.dtype.is_float:  # PyTorch's error: no integer kernel
         raise NotImplementedError(f"'{op}' is not implemented for '{mutation.torch_name(node.dtype)}' tensors")
+
+
+def _int_to_float(op: str, input):
+    """An integer tensor as the default float dtype: PyTorch composes softsign and tanhshrink of ops
+    that promote an integer input (a bool one still raises)."""
+    node = functions._tensor_node(op, input)
+    if node.dtype.is_float or node.dtype is bool_:
+        return input
+    return functions.cast(input, default_float())
 
 
 def _apply(op: str, input, inplace: bool, *params):
@@ -95,6 +105,15 @@ def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool =
     """``clamp(x, min_val, max_val)``; see docs/ops/hardtanh.md."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
+    node = functions._tensor_node("hardtanh", input)
+    if node.dtype is bool_:
+        raise RuntimeError("Bool inputs not supported for hardtanh")
+    if not node.dtype.is_float:
+        # PyTorch clamps an integer tensor in its own dtype, the bounds converted to it (truncated)
+        lo, hi = int(min_val), int(max_val)
+        if inplace:
+            return mutation.inplace(input, "hardtanh_", lambda t: functions.clamp(t, lo, hi))
+        return functions.clamp(input, lo, hi)
     return _apply("hardtanh", input, inplace, float(min_val), float(max_val))
 
 
@@ -115,7 +134,7 @@ def hardswish(input, inplace: bool = False):
 
 def softsign(input):
     """``x / (1 + |x|)``; see docs/ops/softsign.md."""
-    return _apply("softsign", input, False)
+    return _apply("softsign", _int_to_float("softsign", input), False)
 
 
 def logsigmoid(input):
@@ -142,7 +161,7 @@ def softshrink(input, lambd: float = 0.5):
 
 def tanhshrink(input):
     """``x - tanh(x)``; see docs/ops/tanhshrink.md."""
-    return _apply("tanhshrink", input, False)
+    return _apply("tanhshrink", _int_to_float("tanhshrink", input), False)
 
 
 def softmax_dim(name: str, ndim: int, stacklevel: int) -> int:
@@ -167,6 +186,8 @@ def softmin(input, dim: int | None = None, _stacklevel: int = 3, dtype=None):
 def glu(input, dim: int = -1):
     """``a * sigmoid(b)`` where ``a`` and ``b`` are the two halves of ``input`` along ``dim``."""
     node = functions._tensor_node("glu", input)
+    if not node.dtype.is_float:  # PyTorch's class and words: no integer kernel
+        raise NotImplementedError(f"\"glu_cpu\" not implemented for '{mutation.torch_name(node.dtype)}'")
     if not node.shape:
         raise RuntimeError("glu does not support scalars because halving size must be even")
     d = functions.lazy.normalize_dim("glu", dim, len(node.shape))

@@ -35,6 +35,13 @@ sigmoid = functions.sigmoid
 tanh = functions.tanh
 
 
+def _no_integer_kernel(kernel: str, input) -> None:
+    """PyTorch's NotImplementedError for an op with float kernels only (gelu, softplus of an int tensor)."""
+    node = functions._tensor_node(kernel, input)
+    if not node.dtype.is_float:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{mutation.torch_name(node.dtype)}'")
+
+
 def gelu(input, approximate: str = "none"):
     """x·Φ(x): the exact erf form (``approximate='none'``) or the tanh approximation (``'tanh'``).
 
@@ -43,6 +50,7 @@ def gelu(input, approximate: str = "none"):
     >>> gelu(vkml.tensor([0.0, 1.0])).tolist()  # doctest: +SKIP
     [0.0, 0.8413447141647339]
     """
+    _no_integer_kernel("GeluKernelImpl", input)
     if approximate == "none":
         return functions._elementwise("gelu", input)
     if approximate == "tanh":
@@ -60,6 +68,7 @@ def softplus(input, beta: float = 1.0, threshold: float = 20.0):
     >>> softplus(vkml.tensor([0.0]), beta=2.0).tolist()  # doctest: +SKIP
     [0.3465735912322998]
     """
+    _no_integer_kernel("softplus_cpu", input)
     if beta == 1 and threshold == 20:
         return functions._elementwise("softplus", input)
     if beta == 0:

@@ -455,7 +455,8 @@ def _grad_xlogy(c):
     F = c.F
     dx = dy = None
     if c.needs[0]:
-        dx = F.where((x == 0) & (y <= 0), 0.0, c.g * F.log(y))
+        # ``other`` may be a Python number (``x.xlogy(2.5)``): log needs a tensor operand
+        dx = F.where((x == 0) & (y <= 0), 0.0, c.g * F.log(as_tensor(c, y)))
     if c.needs[1]:
         dy = c.g * x / y
     return dx, dy
@@ -501,12 +502,14 @@ def _grad_leaky_relu(c):
 def _grad_elu(c):
     x, negcoef, scale, input_scale = c.inputs
     neg = c.g * (input_scale * negcoef) * (x * input_scale).exp()
-    return c.F.where(x > 0, c.g * scale, neg), None, None, None
+    # PyTorch's test is x <= 0 for the exponential side: a NaN input takes the linear one
+    return c.F.where(x <= 0, neg, c.g * scale), None, None, None
 
 
 def _grad_hardtanh(c):
     x, lo, hi = c.inputs
-    return c.F.where((x > lo) & (x < hi), c.g, 0.0), None, None
+    # PyTorch zeroes the gradient where x <= lo or x >= hi: a NaN input passes the gradient on
+    return c.F.where((x <= lo) | (x >= hi), 0.0, c.g), None, None
 
 
 def _grad_hardsigmoid(c):

@@ -112,7 +112,8 @@ def _grad_extreme(c):
     hit = x == restore_reduced(c.output, x.shape, dim, keepdim)
     count = hit.sum(dims, keepdim=True) if dims else hit.long()
     g = spread_reduced(c.g, x.shape, dim, keepdim)
-    return (c.F.where(hit, g / count, 0.0),)
+    # PyTorch's scale_grad_by_count, (g / count) * hit: a NaN result (no element equal) gives NaN
+    return ((g / count) * hit,)
 
 
 _TREE = "summed over the contract's fixed pairwise tree (same bits for any layout and device)"

@@ -107,7 +107,8 @@ PAGES: dict[str, OpDoc] = {
         precision="exact",
         special="As `amax` and `argmax`: with `dim`, returns `vkml.return_types.max(values, indices)`, a named "
         "tuple, like PyTorch.",
-        gradient="`max(x)`: through `amax` (ties share the gradient evenly, as PyTorch's). `max(x, dim)`: the "
+        gradient="`max(x)`: ties share the gradient evenly, as PyTorch's; a NaN result shares it among the NaNs "
+        "(`RULES['extreme_of_all']`; amax's rule gives NaN there, as PyTorch's). `max(x, dim)`: the "
         "whole gradient goes to the element the returned index names, as PyTorch's (`RULES['value_at_index']`); "
         "the indices are not differentiable.",
     ),
@@ -118,7 +119,8 @@ PAGES: dict[str, OpDoc] = {
         precision="exact",
         special="As `amin` and `argmin`: with `dim`, returns `vkml.return_types.min(values, indices)`, a named "
         "tuple, like PyTorch.",
-        gradient="`min(x)`: through `amin` (ties share the gradient evenly, as PyTorch's). `min(x, dim)`: the "
+        gradient="`min(x)`: ties share the gradient evenly, as PyTorch's; a NaN result shares it among the NaNs "
+        "(`RULES['extreme_of_all']`; amin's rule gives NaN there, as PyTorch's). `min(x, dim)`: the "
         "whole gradient goes to the element the returned index names, as PyTorch's (`RULES['value_at_index']`); "
         "the indices are not differentiable.",
     ),
@@ -340,10 +342,16 @@ PAGES.update(
         ),
         "float_power": OpDoc(
             "composite",
-            (sig("vkml.float_power", vkml.float_power), "Tensor.float_power(exponent)"),
+            (
+                sig("vkml.float_power", vkml.float_power),
+                "Tensor.float_power(exponent)",
+                "Tensor.float_power_(exponent)",
+            ),
             vkml.float_power,
             precision="as `pow` in float64 (≤ 1 ulp of float64); the result is float64, as PyTorch's",
-            special="As `pow`. A device without float64 (shaderFloat64) refuses it with DTypeError.",
+            special="As `pow`. A device without float64 (shaderFloat64) refuses it with DTypeError. "
+            "`float_power_` writes the float64 result back, so a tensor of another dtype refuses it "
+            "(PyTorch's RuntimeError).",
             gradient="Through `pow` and the casts.",
         ),
         "softmin": OpDoc(

@@ -85,13 +85,13 @@ PAGES: dict[str, OpDoc] = {
         (sig("vkml.gcd", _L.gcd), "Tensor.gcd(other)", "Tensor.gcd_(other)"),
         _L.gcd,
         "exact (numpy.gcd on the host)",
-        special="Nonnegative; gcd(0, 0) = 0; float inputs raise, as PyTorch.",
+        special="Nonnegative; gcd(0, 0) = 0; a float or bool result dtype raises, as PyTorch (bool with int is int).",
     ),
     "lcm": _host(
         (sig("vkml.lcm", _L.lcm), "Tensor.lcm(other)", "Tensor.lcm_(other)"),
         _L.lcm,
         "exact (numpy.lcm on the host); an overflow wraps",
-        special="Nonnegative; lcm(x, 0) = 0; float inputs raise, as PyTorch.",
+        special="Nonnegative; lcm(x, 0) = 0; a float or bool result dtype raises, as PyTorch (bool with int is int).",
     ),
     "frexp": _host(
         (sig("vkml.frexp", _L.frexp), "Tensor.frexp()"),
@@ -104,8 +104,12 @@ PAGES: dict[str, OpDoc] = {
         (sig("vkml.nextafter", _L.nextafter), "Tensor.nextafter(other)", "Tensor.nextafter_(other)"),
         _L.nextafter,
         "exact (numpy.nextafter on the host)",
-        special="NaN in either operand gives NaN; equal operands give `other`.",
+        special="NaN in either operand gives NaN; equal operands give `other`. The operands promote as "
+        "PyTorch's (an int tensor with a float one, float16 with float32); an integer result dtype raises "
+        "NotImplementedError.",
         divergence="bfloat16 raises NotImplementedError.",
+        gradient="PyTorch's rule: `input` gets the gradient where input != other (0 where they are equal), "
+        "`other` zeros.",
     ),
     "histogram": _host(
         (sig("vkml.histogram", _L.histogram),),

@@ -37,7 +37,8 @@ PAGES.update(
             precision="the correctly rounded sqrt of `var`'s float32 variance (" + _VARIANCE_ORDER + ")",
             special="As `var`; sqrt(inf) = inf.",
             divergence="As `var`: PyTorch accumulates in another order, so the last bits may differ.",
-            gradient=THROUGH,
+            gradient="Through `var`, then PyTorch's std rule: g / (2 std), and 0 where std is 0 (a constant row; "
+            "sqrt's rule alone would give NaN there). std_mean likewise.",
         ),
         "var_mean": OpDoc(
             "reduce",
@@ -130,7 +131,8 @@ PAGES.update(
             special="NaN anywhere gives NaN; ±inf norms of an empty slice raise, as PyTorch; ord 0 counts NaN.",
             divergence="PyTorch sums in another order (and may scale): the last bits may differ.",
             gradient="Through the ops it is built of; at a zero norm (and at x = 0 for p-norms) the gradient is 0, "
-            "as PyTorch's; ±inf norms share the gradient evenly among ties, as PyTorch's.",
+            "as PyTorch's; ±inf norms share the gradient evenly among ties, as PyTorch's; ord 0 gives no "
+            "gradient (None), as PyTorch's.",
         ),
         "linalg_matrix_norm": OpDoc(
             "reduce",

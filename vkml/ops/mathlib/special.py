@@ -32,6 +32,7 @@ from .bits import (
     from_bits,
     quiet,
     round_and_pow2,
+    round_to_int,
     to_bits,
     u32,
 )
@@ -50,7 +51,7 @@ from .dd import (
     two_sum,
 )
 from .exact import div
-from .explog import LN2_HI, LN2_HI_LO, LOG2E, exp_parts, log1p_dd, reduce_exp
+from .explog import LN2_HI, LN2_HI_LO, LOG2E, exp_parts_wide, log1p_dd
 
 
 def _hex(*values: str) -> list[float]:
@@ -148,10 +149,10 @@ def _clamp(x: Value, lo: float, hi: float) -> Value:
 
 def _exp_dd(v_hi: Value, v_lo: Value) -> tuple[Value, Value, Value]:
     """e^v = (hi + lo) * 2^k for -160 <= v <= 104, hi + lo in [0.7, 1.42] (k an int32)."""
-    k, r_hi, r_lo = reduce_exp(v_hi, v_lo)
-    s, tail = exp_parts(r_hi, r_lo)
+    k, k_int = round_to_int(v_hi * LOG2E)
+    s, tail = exp_parts_wide(v_hi - k * LN2_HI, v_lo - k * LN2_HI_LO)  # v_hi - k*LN2_HI is exact
     hi, lo = fast_two_sum(s, tail)
-    return hi, lo, k
+    return hi, lo, k_int
 
 
 def _logistic_fraction(n_hi: Value, n_lo: Value, e_hi: Value, e_lo: Value, k: Value) -> tuple[Value, Value]:
@@ -207,8 +208,7 @@ def _logistic(x: Value) -> tuple[Value, Value, Value, Value]:
     v = select(v > -110.0, v, f32(-110.0))  # NaN too; e^-110 is far below the subnormal range
     # e^v = (e_hi + e_lo) * 2^k, k in [-159, 0]: 2^(k + 40) from the rounding add, then 2^-40.
     k, first = round_and_pow2(v * LOG2E, f32(ROUNDER + 40))
-    r_hi, r_lo = two_sum(v - k * LN2_HI, k * -LN2_HI_LO)  # v - k*LN2_HI is exact
-    e_hi, e_lo = fast_two_sum(*exp_parts(r_hi, r_lo))  # in [0.7, 1.42]
+    e_hi, e_lo = fast_two_sum(*exp_parts_wide(v - k * LN2_HI, k * -LN2_HI_LO))  # in [0.7, 1.42]
     p = first * 2.0**-40  # 2^k: subnormal or zero where e^v cannot move 1 + e^v's rounding
     d_hi, d_lo = fast_two_sum(f32(1.0), e_hi * p)
     negative = x < 0.0
@@ -294,8 +294,7 @@ def tanh(x: Value) -> Value:
     # e^v = (e_hi + e_lo) * 2^k, k in [-28, 0]. 1 - e^v keeps its relative accuracy near v = 0:
     # there k = 0, r = v exactly, and e^v's error is that of its r^2 term alone.
     k, p = round_and_pow2(v * LOG2E, f32(ROUNDER))
-    r_hi, r_lo = two_sum(v - k * LN2_HI, k * -LN2_HI_LO)  # v - k*LN2_HI is exact
-    e_hi, e_lo = fast_two_sum(*exp_parts(r_hi, r_lo))
+    e_hi, e_lo = fast_two_sum(*exp_parts_wide(v - k * LN2_HI, k * -LN2_HI_LO))  # v - k*LN2_HI is exact
     e_hi, e_lo = e_hi * p, e_lo * p  # exact: p = 2^k and e_hi >= 2^-29
     n_hi, n_lo = fast_two_sum(f32(1.0), -e_hi)
     n_hi, n_lo = fast_two_sum(n_hi, n_lo - e_lo)  # 1 - e^v, normalised

@@ -10,7 +10,7 @@ relative error below 2^-16), q0 = x*r, one correction q1 = q0 + (x - q0*y)*r wit
 from Dekker's exact product, which makes q1 faithful (one of the two floats around x/y), then the
 exact residual x - q1*y against half the gap to the neighbour picks the correctly rounded one.
 
-Everything that depends on the divisor alone (its significand, the reciprocal, the split) is a
+Everything that depends on the divisor alone (its significand, the reciprocal, its halves) is a
 ``Divisor``, built once per divisor value: dividing a row by its sum (softmax) or a vector of
 positions by one broadcast value computes it once, not per quotient. The bits are the same.
 """
@@ -27,8 +27,8 @@ from .bits import I32, SIGN_BIT, f32, from_bits, to_bits
 
 FRACTION_MASK = 0x007FFFFF
 ONE_BITS = 0x3F800000  # 1.0: a fraction under this exponent field is a significand in [1, 2)
-# Veltkamp's constant 2^12 + 1 splits a 24-bit float32 into two halves of at most 12 bits.
-SPLITTER = 4097.0
+# Keeps a float32's sign, exponent and leading 12 significand bits: the rest is exact in 12 bits.
+HALF_MASK = 0xFFFFF000
 # The minimax line for 1/y on [1, 2] (relative error 1/17), rounded to float32.
 SEED_OFFSET = float(np.float32(24 / 17))
 SEED_SLOPE = float(np.float32(8 / 17))
@@ -49,7 +49,7 @@ class Divisor:
     normal: Value  # b is a finite normal float
     y: Value  # b's significand, in [1, 2)
     r: Value  # 1/y to about 2^-16 (linear seed, two Newton steps)
-    y_hi: Value  # Veltkamp's split of y
+    y_hi: Value  # y's 12-bit halves (``_split``)
     y_lo: Value
 
 
@@ -96,9 +96,10 @@ def quotient_is_normal(a: Value, b: Value | Divisor) -> Value:
 
 
 def _split(v: Value) -> tuple[Value, Value]:
-    """Veltkamp: v = hi + lo exactly, each with at most 12 significant bits (so products are exact)."""
-    c = v * SPLITTER
-    hi = c - (c - v)
+    """v = hi + lo exactly, each with at most 12 significant bits (so products are exact): hi is
+    v's sign, exponent and leading 12 significand bits (one integer and), lo = v - hi is exact.
+    Two instructions where Veltkamp's split (v * (2^12 + 1), ...) takes four."""
+    hi = from_bits(to_bits(v) & HALF_MASK)
     return hi, v - hi
 
 

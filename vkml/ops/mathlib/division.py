@@ -6,9 +6,10 @@ multiply-add, no float64), and leaves zeros, infinities, NaNs, subnormal operand
 the ends of the exponent range to the integer path, in a branch that is rarely taken.
 
 The method, for significands x, y in [1, 2): a reciprocal r of y (linear seed, two Newton steps,
-relative error below 2^-16), q0 = x*r, one correction q1 = q0 + (x - q0*y)*r with the residual
-from Dekker's exact product, which makes q1 faithful (one of the two floats around x/y), then the
-exact residual x - q1*y against half the gap to the neighbour picks the correctly rounded one.
+relative error below 2^-16), q0 = x*r cut to 12 bits, one correction q1 = q0 + (x - q0*y)*r with
+the residual from exact products of halves, which makes q1 faithful (one of the two floats around
+x/y), then the exact residual x - q1*y (Dekker's product) against half the gap to the neighbour
+picks the correctly rounded one.
 
 Everything that depends on the divisor alone (its significand, the reciprocal, its halves) is a
 ``Divisor``, built once per divisor value: dividing a row by its sum (softmax) or a vector of
@@ -123,9 +124,15 @@ def significand_quotient(x: Value, y: Value | Divisor) -> Value:
     """
     d = y if isinstance(y, Divisor) else divisor(y)
     y, r = d.y, d.r
-    q0 = x * r  # within about 2^8 units in the last place
-    # The correction's relative error is about 2^-16, so q1 is within 0.5 + 2^-8 units: faithful.
-    q1 = q0 + _residual(x, q0, y, d.y_hi, d.y_lo) * r
+    # q0: x*r cut to its leading 12 bits, within 2^-10.9 of x/y. Then q0*y_hi and q0*y_lo are
+    # exact, x - q0*y_hi is exact (Sterbenz), and only the last subtraction rounds: the residual
+    # x - q0*y (below 2^-9.9) comes within 2^-24 of itself, in four instructions where Dekker's
+    # product took eleven.
+    q0, _ = _split(x * r)
+    residual = (x - q0 * d.y_hi) - q0 * d.y_lo
+    # The correction's error: 2^-16.4 (r) of the residual and the residual's own rounding, under
+    # 2^-26 together, so q1 is within 0.5 + 2^-2 units in the last place: faithful.
+    q1 = q0 + residual * r
     # For a faithful q1, x - q1*y is a multiple of 2^-23 * ulp(q1) below 2 * ulp(q1) in magnitude,
     # so it has at most 24 significant bits and is computed exactly.
     rem = _residual(x, q1, y, d.y_hi, d.y_lo)

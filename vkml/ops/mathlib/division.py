@@ -24,7 +24,7 @@ import numpy as np
 
 from ...ir.builder import bitcast, current_block, is_open, select
 from ...ir.core import Value
-from .bits import I32, SIGN_BIT, f32, from_bits, to_bits
+from .bits import I32, SIGN_BIT, from_bits, to_bits
 
 FRACTION_MASK = 0x007FFFFF
 ONE_BITS = 0x3F800000  # 1.0: a fraction under this exponent field is a significand in [1, 2)
@@ -141,7 +141,7 @@ def significand_quotient(x: Value, y: Value | Divisor) -> Value:
     # x/y is above the midpoint q1 + gap/2 iff rem > y * gap/2 (exact: y times a power of two).
     # No tie is possible: a 25-bit midpoint times a 24-bit y cannot be a 24-bit x.
     go_up = rem > y * ((up - q1) * 0.5)
-    go_down = rem < f32(0.0) - y * ((q1 - down) * 0.5)
+    go_down = rem < y * ((down - q1) * 0.5)  # exact: a power of two times y, negated
     return select(go_up, up, select(go_down, down, q1))
 
 

@@ -20,7 +20,7 @@ from vkml.ir.interp.reference import evaluate
 from vkml.ops import mathlib as M
 from vkml.ops.mathlib import bits, explog, power
 from vkml.ops.mathlib.bits import F32, I32, f32, quiet
-from vkml.ops.mathlib.dd import horner, mul_dd_const, scale, two_sum
+from vkml.ops.mathlib.dd import mul_dd_const, scale, two_sum
 
 CHUNK = 1 << 20  # elements per interpreter call: bounds its memory
 
@@ -39,9 +39,8 @@ def _old_exp(x):
     clamped = select(x < 89.0, x, f32(89.0))
     clamped = select(clamped > -104.0, clamped, f32(-104.0))
     k = round_even(clamped * explog.LOG2E)
-    r = (clamped - k * explog.LN2_HI) - k * explog.LN2_HI_LO
-    p = r + r * r * horner(r, explog.EXP_FAST_Q)
-    return select(isnan(x), quiet(x), scale(1.0 + p, convert(k, I32)))
+    s, tail = explog.exp_parts_wide(clamped - k * explog.LN2_HI, k * -explog.LN2_HI_LO)
+    return select(isnan(x), quiet(x), scale(s + tail, convert(k, I32)))
 
 
 def _old_exp2_rounded(t_hi, t_lo, d_below, d_above):

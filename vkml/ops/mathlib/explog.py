@@ -54,11 +54,11 @@ EXP_Q = [
     float.fromhex(h)
     for h in ("0x1p-1", "0x1.555556p-3", "0x1.5554fep-5", "0x1.111062p-7", "0x1.6d397ap-10", "0x1.a1746cp-13")
 ]
-# exp's own core, in float32 alone: e^r = 1 + (r + r^2 * Q(r)) with r = x - k*ln2 rounded once
-# (k*LN2_HI exact, the subtraction exact: only r's last subtraction rounds, half an ulp of r).
-# Q is fitted on |r| <= 0.3484 to 2^-28.2 of e^r. Before the one rounding of 1 + p the error is
-# below 0.45 ulp of the result (r's rounding and p's, each at most a quarter ulp where e^r < 1),
-# so the result stays within one float of the correctly rounded one.
+# exp's core (``exp_fast``): the Cody-Waite pair r_hi = x - k*LN2_HI (exact) and r_lo = -k*LN2_HI_LO
+# as they come, e^r = 1 + r_hi + r_lo + r^2 * Q(r) with 1 + r_hi split exactly and Q taken at
+# r = fl(r_hi + r_lo) (``exp_parts_wide``). Q is fitted on |r| <= 0.3484 to 2^-28.2 of e^r, five
+# terms: before the one rounding of s + tail the error is about 2^-26.5 of the result, so it is
+# correctly rounded but for 0.2% of inputs and never off by more than one float.
 EXP_FAST_Q = [
     float.fromhex(h) for h in ("0x1.fffffcp-2", "0x1.55549p-3", "0x1.5558bcp-5", "0x1.123b5ep-7", "0x1.6a445ap-10")
 ]
@@ -117,17 +117,18 @@ def exp_parts(r_hi: Value, r_lo: Value, q=EXP_Q) -> tuple[Value, Value]:
     return s, s_err + (r_lo + quad)
 
 
-def exp_parts_wide(r_hi: Value, r_lo: Value) -> tuple[Value, Value]:
+def exp_parts_wide(r_hi: Value, r_lo: Value, q=EXP_FAST_Q) -> tuple[Value, Value]:
     """``exp_parts`` for the pair of a Cody-Waite reduction as it comes, not normalised: r_hi =
     x - k*LN2_HI exact, |r_lo| <= 2^-11 (k*LN2_HI_LO and a double-float argument's low part).
 
     e^r = 1 + r_hi + r_lo + r^2 * Q(r) with Q taken at r = fl(r_hi + r_lo): that rounding moves
     r^2 * Q by under 0.36 * 2^-26, and 1 + r_hi is split exactly, so s + tail is accurate to
     about 2^-26.5 relative, for one add in place of normalising the pair (a two_sum).
+    ``q``: EXP_Q where e^r - 1 must keep its relative accuracy near r = 0 (tanh's 1 - e^-2|x|).
     """
     r = r_hi + r_lo
     s, s_err = fast_two_sum(f32(1.0), r_hi)
-    return s, s_err + (r_lo + r * r * horner(r, EXP_FAST_Q))
+    return s, s_err + (r_lo + r * r * horner(r, q))
 
 
 def exp_fast(x: Value, d_below: int, d_above: int | None) -> Value:
@@ -138,9 +139,8 @@ def exp_fast(x: Value, d_below: int, d_above: int | None) -> Value:
     else:
         offset, second = _split_scale(x < 0.0, d_below, d_above)
     k, first = round_and_pow2(x * LOG2E, offset)
-    r = (x - k * LN2_HI) - k * LN2_HI_LO  # x - k*LN2_HI is exact (Sterbenz; x itself for k = 0)
-    p = r + r * r * horner(r, EXP_FAST_Q)
-    return (1.0 + p) * first * second
+    s, tail = exp_parts_wide(x - k * LN2_HI, k * -LN2_HI_LO)  # x - k*LN2_HI is exact (Sterbenz)
+    return (s + tail) * first * second
 
 
 @float32_only

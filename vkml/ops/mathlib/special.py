@@ -49,7 +49,7 @@ from .dd import (
     two_sum,
 )
 from .exact import div
-from .explog import LN2_HI, LN2_HI_LO, LOG2E, exp_parts_wide, log1p_dd
+from .explog import EXP_Q, LN2_HI, LN2_HI_LO, LOG2E, exp_parts_wide, log1p_dd
 
 
 def _hex(*values: str) -> list[float]:
@@ -305,7 +305,9 @@ def tanh(x: Value) -> Value:
     # e^v = (e_hi + e_lo) * 2^k, k in [-28, 0]. 1 - e^v keeps its relative accuracy near v = 0:
     # there k = 0, r = v exactly, and e^v's error is that of its r^2 term alone.
     k, p = round_and_pow2(v * LOG2E, f32(ROUNDER))
-    e_hi, e_lo = fast_two_sum(*exp_parts_wide(v - k * LN2_HI, k * -LN2_HI_LO))  # v - k*LN2_HI is exact
+    # Q to 2^-33 (EXP_Q): where k = 0, 1 - e^v = -(r + r^2 Q) is the numerator, and 5 terms' 2^-28.2
+    # of e^v would be a quarter ulp of it.
+    e_hi, e_lo = fast_two_sum(*exp_parts_wide(v - k * LN2_HI, k * -LN2_HI_LO, EXP_Q))  # v - k*LN2_HI exact
     e_hi, e_lo = e_hi * p, e_lo * p  # exact: p = 2^k and e_hi >= 2^-29
     n_hi, n_lo = fast_two_sum(f32(1.0), -e_hi)
     n_hi, n_lo = fast_two_sum(n_hi, n_lo - e_lo)  # 1 - e^v, normalised

@@ -205,8 +205,9 @@ def expm1(x: Value) -> Value:
     """
     clamped = select(x < 89.0, x, f32(89.0))
     clamped = select(clamped > -18.0, clamped, f32(-18.0))  # e^-18 < 2^-25: the result is -1
-    k, r_hi, r_lo = reduce_exp(clamped, f32(0.0))
-    s, tail = exp_parts(r_hi, r_lo)
+    k_float, k = round_to_int(clamped * LOG2E)
+    # EXP_Q: near 0 (k = 0) the result is r + r^2 Q itself, whose relative accuracy Q carries.
+    s, tail = exp_parts_wide(clamped - k_float * LN2_HI, k_float * -LN2_HI_LO, EXP_Q)  # the first exact
     hi, lo = minus_one(s, tail, select(k < 64, k, i32(64)))
     out = select(x > 40.0, scale(s + tail, k), hi + lo)  # above 40, -1 is far below half an ulp
     out = select(eq(x, 0.0), x, out)

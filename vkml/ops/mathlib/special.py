@@ -1,7 +1,7 @@
 """Activation functions: sigmoid, tanh, softplus, erf, gelu (erf form), gelu_tanh.
 
 Each is evaluated as a double-float up to one final rounding, so the error stays well inside
-the 2-ulp contract (measured worst case 1 ulp); sigmoid and tanh divide with ``_quotient``,
+the 2-ulp contract (measured worst case 1 ulp, gelu's 2 ulp near -0.75 aside); sigmoid and tanh divide with ``_quotient``,
 whose exact products come from 12-bit halves (an integer mask) rather than Dekker's splits. Where a result can be tiny the work is done on
 an unscaled mantissa and scaled by 2^k at the end (``_scaled``), so subnormal results are
 rounded once; "ulp" below is the float32 ulp of the correctly rounded result, and for
@@ -397,7 +397,8 @@ def gelu(x: Value) -> Value:
     """GELU, exact erf form: x * Phi(x) = 0.5 * x * (1 + erf(x / sqrt(2))).
 
     Precision: ≤ 2 ulp of the correctly rounded result for every input (measured worst case
-    1 ulp), relative accuracy included near the zero at 0 and in the left tail, where
+    2 ulp on every float32, at a few inputs just below -0.75, where the tail's polynomial
+    starts; 1 ulp on every 61st float32), relative accuracy included near the zero at 0 and in the left tail, where
     PyTorch's 1 + erf(...) cancels; where the result is subnormal (x below about -13.2, or
     |x| below about 2.4e-38) the ulp is the absolute 2^-149; below about -14.4 it is -0.
     Special values: gelu(±0) = ±0, gelu(+inf) = +inf; a NaN comes back quieted.

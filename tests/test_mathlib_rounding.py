@@ -3,7 +3,7 @@
 exp's reduction and scaling and log's exponent used round_even and float<->int conversions,
 which Hopper runs at 1/8 of its float32 add rate; ``round_to_int``, ``round_and_pow2`` and
 ``int_to_float`` (mathlib/bits.py) do the same with an add of 1.5 * 2^23. exp and exp2 are
-compared with their old formulas (round_even, a convert, ``scale`` by an int32 k) on every 97th
+compared with their formulas under the old rounding (round_even, a convert, ``scale`` by an int32 k) on every 97th
 float32 bit pattern of their clamped ranges; the other users are evaluated twice, once with
 the old rounding patched back in, on samples of their whole range. The bits must agree. pow's
 integer and parity tests (float adds instead of trunc and a convert) and unpack's normalisation
@@ -35,21 +35,20 @@ def _old_int_to_float(k):
 
 
 def _old_exp(x):
-    """exp as it was: round_even, a float->int convert, and ``scale`` by the int32 k."""
+    """exp's formula with the old rounding: round_even, a float->int convert, and ``scale`` by the int32 k."""
     clamped = select(x < 89.0, x, f32(89.0))
     clamped = select(clamped > -104.0, clamped, f32(-104.0))
     k = round_even(clamped * explog.LOG2E)
-    r_hi, r_lo = two_sum(clamped - k * explog.LN2_HI, f32(0.0) - k * explog.LN2_HI_LO)
-    s, tail = explog.exp_parts(r_hi, r_lo)
+    s, tail = explog.exp_parts_wide(clamped - k * explog.LN2_HI, k * -explog.LN2_HI_LO)
     return select(isnan(x), quiet(x), scale(s + tail, convert(k, I32)))
 
 
 def _old_exp2_rounded(t_hi, t_lo, d_below, d_above):
-    """explog.exp2_rounded as it was (pow's and exp2's core): round_even, a convert, ``scale``."""
+    """explog.exp2_rounded with the old rounding (pow's and exp2's core): round_even, a convert, ``scale``."""
     k = round_even(t_hi)
     d_hi, d_lo = two_sum(t_hi - k, t_lo)
     r_hi, r_lo = mul_dd_const(d_hi, d_lo, explog.LN2, explog.LN2_LO)
-    s, tail = explog.exp_parts(r_hi, r_lo)
+    s, tail = explog.exp_parts(r_hi, r_lo, explog.EXP_FAST_Q)
     return scale(s + tail, convert(k, I32))
 
 

@@ -31,19 +31,20 @@ def fast_two_sum(a: Value, b: Value) -> tuple[Value, Value]:
 
 
 def split(a: Value | float) -> tuple[Value, Value]:
-    """Veltkamp's split: a = hi + lo with 12 significant bits each (|a| < 2^115).
+    """a = hi + lo exactly with at most 12 significant bits each, so the products of parts are exact.
 
-    A float32-exact Python float is split here, in numpy float32 (the same roundings as the
-    IR's), so a constant costs no instructions.
+    A value is cut by ``halve`` (one integer and, one subtraction; Veltkamp's a * (2^12 + 1)
+    takes four float operations and overflows above 2^115). A float32-exact Python float is
+    split here by Veltkamp, in numpy float32 (the same roundings as the IR's), so a constant
+    costs no instructions. Either way two_prod's p + err is a*b exactly: its bits do not
+    depend on the split.
     """
     if isinstance(a, float):
         v = np.float32(a)
         c = v * np.float32(4097.0)
         hi = c - (c - v)
         return f32(float(hi)), f32(float(v - hi))
-    c = a * 4097.0  # 2^12 + 1
-    hi = c - (c - a)
-    return hi, a - hi
+    return halve(a)
 
 
 def two_prod(a: Value | float, b: Value | float) -> tuple[Value, Value]:

@@ -6,11 +6,12 @@ multiply-add, no float64), and leaves zeros, infinities, NaNs, subnormal operand
 the ends of the exponent range to the integer path, in a branch that is rarely taken.
 
 The method, for significands x, y in [1, 2): a reciprocal r of y (linear seed, two Newton steps,
-relative error below 2^-16), q0 = x*r, one correction q1 = q0 + (x - q0*y)*r with the residual
-from Dekker's exact product, which makes q1 faithful (one of the two floats around x/y), then the
-exact residual x - q1*y against half the gap to the neighbour picks the correctly rounded one.
+relative error below 2^-16), q0 = x*r cut to 12 bits, one correction q1 = q0 + (x - q0*y)*r with
+the residual from exact products of halves, which makes q1 faithful (one of the two floats around
+x/y), then the exact residual x - q1*y (Dekker's product) against half the gap to the neighbour
+picks the correctly rounded one.
 
-Everything that depends on the divisor alone (its significand, the reciprocal, the split) is a
+Everything that depends on the divisor alone (its significand, the reciprocal, its halves) is a
 ``Divisor``, built once per divisor value: dividing a row by its sum (softmax) or a vector of
 positions by one broadcast value computes it once, not per quotient. The bits are the same.
 """
@@ -23,12 +24,12 @@ import numpy as np
 
 from ...ir.builder import bitcast, current_block, is_open, select
 from ...ir.core import Value
-from .bits import I32, SIGN_BIT, f32, from_bits, to_bits
+from .bits import I32, SIGN_BIT, from_bits, to_bits
 
 FRACTION_MASK = 0x007FFFFF
 ONE_BITS = 0x3F800000  # 1.0: a fraction under this exponent field is a significand in [1, 2)
-# Veltkamp's constant 2^12 + 1 splits a 24-bit float32 into two halves of at most 12 bits.
-SPLITTER = 4097.0
+# Keeps a float32's sign, exponent and leading 12 significand bits: the rest is exact in 12 bits.
+HALF_MASK = 0xFFFFF000
 # The minimax line for 1/y on [1, 2] (relative error 1/17), rounded to float32.
 SEED_OFFSET = float(np.float32(24 / 17))
 SEED_SLOPE = float(np.float32(8 / 17))
@@ -49,7 +50,7 @@ class Divisor:
     normal: Value  # b is a finite normal float
     y: Value  # b's significand, in [1, 2)
     r: Value  # 1/y to about 2^-16 (linear seed, two Newton steps)
-    y_hi: Value  # Veltkamp's split of y
+    y_hi: Value  # y's 12-bit halves (``_split``)
     y_lo: Value
 
 
@@ -96,9 +97,10 @@ def quotient_is_normal(a: Value, b: Value | Divisor) -> Value:
 
 
 def _split(v: Value) -> tuple[Value, Value]:
-    """Veltkamp: v = hi + lo exactly, each with at most 12 significant bits (so products are exact)."""
-    c = v * SPLITTER
-    hi = c - (c - v)
+    """v = hi + lo exactly, each with at most 12 significant bits (so products are exact): hi is
+    v's sign, exponent and leading 12 significand bits (one integer and), lo = v - hi is exact.
+    Two instructions where Veltkamp's split (v * (2^12 + 1), ...) takes four."""
+    hi = from_bits(to_bits(v) & HALF_MASK)
     return hi, v - hi
 
 
@@ -122,9 +124,15 @@ def significand_quotient(x: Value, y: Value | Divisor) -> Value:
     """
     d = y if isinstance(y, Divisor) else divisor(y)
     y, r = d.y, d.r
-    q0 = x * r  # within about 2^8 units in the last place
-    # The correction's relative error is about 2^-16, so q1 is within 0.5 + 2^-8 units: faithful.
-    q1 = q0 + _residual(x, q0, y, d.y_hi, d.y_lo) * r
+    # q0: x*r cut to its leading 12 bits, within 2^-10.9 of x/y. Then q0*y_hi and q0*y_lo are
+    # exact, x - q0*y_hi is exact (Sterbenz), and only the last subtraction rounds: the residual
+    # x - q0*y (below 2^-9.9) comes within 2^-24 of itself, in four instructions where Dekker's
+    # product took eleven.
+    q0, _ = _split(x * r)
+    residual = (x - q0 * d.y_hi) - q0 * d.y_lo
+    # The correction's error: 2^-16.4 (r) of the residual and the residual's own rounding, under
+    # 2^-26 together, so q1 is within 0.5 + 2^-2 units in the last place: faithful.
+    q1 = q0 + residual * r
     # For a faithful q1, x - q1*y is a multiple of 2^-23 * ulp(q1) below 2 * ulp(q1) in magnitude,
     # so it has at most 24 significant bits and is computed exactly.
     rem = _residual(x, q1, y, d.y_hi, d.y_lo)
@@ -133,7 +141,7 @@ def significand_quotient(x: Value, y: Value | Divisor) -> Value:
     # x/y is above the midpoint q1 + gap/2 iff rem > y * gap/2 (exact: y times a power of two).
     # No tie is possible: a 25-bit midpoint times a 24-bit y cannot be a 24-bit x.
     go_up = rem > y * ((up - q1) * 0.5)
-    go_down = rem < f32(0.0) - y * ((q1 - down) * 0.5)
+    go_down = rem < y * ((down - q1) * 0.5)  # exact: a power of two times y, negated
     return select(go_up, up, select(go_down, down, q1))
 
 

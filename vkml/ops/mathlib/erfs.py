@@ -16,9 +16,9 @@ from __future__ import annotations
 from ...ir.builder import eq, isnan, select
 from ...ir.core import Value
 from .bits import DEFAULT_NAN_BITS, f32, f32_bits, float32_only, quiet
-from .dd import fast_two_sum, horner, mul_dd, mul_dd_f, scale, two_prod, two_sum
+from .dd import fast_two_sum, horner, mul_dd, mul_dd_f, two_prod, two_sum
 from .explog import LN2_HI, LN2_HI_LO, log_parts
-from .special import ERF_SMALL, ERFC_CENTER, ERFC_SCALED, _abs, _clamp, _exp_dd, _tail_poly, _with_sign_of
+from .special import ERF_SMALL, ERFC_CENTER, ERFC_SCALED, _abs, _clamp, _exp_dd, _scaled, _tail_poly, _with_sign_of
 from .trig import sqrt_dd
 
 
@@ -120,11 +120,11 @@ def erfc(x: Value) -> Value:
     f_hi, f_lo = _tail_poly(z, ERFC_FAR_CENTER, ERFC_FAR)
     u_hi, u_lo = select(near, n_hi, f_hi), select(near, n_lo, f_lo)
     q_hi, q_lo = two_prod(z, z)
-    e_hi, e_lo, k = _exp_dd(-q_hi, -q_lo)
+    e_hi, e_lo, pk = _exp_dd(-q_hi, -q_lo)
     c_hi, c_lo = mul_dd(e_hi, e_lo, u_hi, u_lo)
     c_hi, c_lo = fast_two_sum(c_hi, c_lo)
-    right = scale(c_hi + c_lo, k)
-    s_hi, s_lo = scale(c_hi, k), scale(c_lo, k)
+    right = _scaled(c_hi + c_lo, pk)
+    s_hi, s_lo = _scaled(c_hi, pk), _scaled(c_lo, pk)
     h, l = fast_two_sum(f32(2.0), -s_hi)
     left = h + (l - s_lo)
     out = select(_abs(x) <= SMALL, small, select(x < 0.0, left, right))

@@ -1,9 +1,9 @@
 """Activation functions: sigmoid, tanh, softplus, erf, gelu (erf form), gelu_tanh.
 
 Each is evaluated as a double-float up to one final rounding, so the error stays well inside
-the 2-ulp contract (measured worst case 1 ulp); sigmoid and tanh divide with ``_quotient``,
+the 2-ulp contract (measured worst case 1 ulp, gelu's 2 ulp near -0.75 aside); sigmoid and tanh divide with ``_quotient``,
 whose exact products come from 12-bit halves (an integer mask) rather than Dekker's splits. Where a result can be tiny the work is done on
-an unscaled mantissa and scaled by 2^k at the end (``scale``), so subnormal results are
+an unscaled mantissa and scaled by 2^k at the end (``_scaled``), so subnormal results are
 rounded once; "ulp" below is the float32 ulp of the correctly rounded result, and for
 subnormal results (|f| < 2^-126) the bound is absolute: 1 ulp = 2^-149.
 
@@ -45,12 +45,11 @@ from .dd import (
     mul_dd_f,
     normalise_divisor,
     quotient_parts,
-    scale,
     two_prod,
     two_sum,
 )
 from .exact import div
-from .explog import LN2_HI, LN2_HI_LO, LOG2E, exp_parts, log1p_dd, reduce_exp
+from .explog import EXP_Q, LN2_HI, LN2_HI_LO, LOG2E, exp_parts_wide, log1p_dd
 
 
 def _hex(*values: str) -> list[float]:
@@ -146,19 +145,32 @@ def _clamp(x: Value, lo: float, hi: float) -> Value:
     return select(x > lo, x, f32(lo))
 
 
+# _exp_dd's 2^k comes as 2^(k + EXP_DD_BIAS) from the rounding add (``round_and_pow2``), for k in
+# [-163, 0]; ``_scaled`` multiplies by 2^-EXP_DD_BIAS after it.
+EXP_DD_BIAS = 96
+
+
 def _exp_dd(v_hi: Value, v_lo: Value) -> tuple[Value, Value, Value]:
-    """e^v = (hi + lo) * 2^k for -160 <= v <= 104, hi + lo in [0.7, 1.42] (k an int32)."""
-    k, r_hi, r_lo = reduce_exp(v_hi, v_lo)
-    s, tail = exp_parts(r_hi, r_lo)
+    """e^v = (hi + lo) * 2^k for -112.5 <= v <= 0, hi + lo in [0.7, 1.42]; returns (hi, lo, pk)
+    with pk = 2^(k + EXP_DD_BIAS), for ``_scaled``."""
+    k, pk = round_and_pow2(v_hi * LOG2E, f32(ROUNDER + EXP_DD_BIAS))
+    s, tail = exp_parts_wide(v_hi - k * LN2_HI, v_lo - k * LN2_HI_LO)  # v_hi - k*LN2_HI is exact
     hi, lo = fast_two_sum(s, tail)
-    return hi, lo, k
+    return hi, lo, pk
 
 
-def _logistic_fraction(n_hi: Value, n_lo: Value, e_hi: Value, e_lo: Value, k: Value) -> tuple[Value, Value]:
+def _scaled(x: Value, pk: Value) -> Value:
+    """x * 2^k rounded once, for pk = 2^(k + EXP_DD_BIAS) from ``_exp_dd`` and 2^-59 <= |x| <= 4:
+    x * pk is exact (k + EXP_DD_BIAS >= -67), so a subnormal result is rounded by the second
+    product alone (the bits of ``scale``, two multiplies where it takes eight instructions)."""
+    return x * pk * 2.0**-EXP_DD_BIAS
+
+
+def _logistic_fraction(n_hi: Value, n_lo: Value, e_hi: Value, e_lo: Value, pk: Value) -> tuple[Value, Value]:
     """n / (1 + e * 2^k) as an unnormalised double-float (``quotient_parts``: 2^-33 relative),
-    for e * 2^k <= 1.5 (gelu_tanh's denominator)."""
-    d_hi, d_lo = two_sum(f32(1.0), scale(e_hi, k))
-    d_hi, d_lo, inverse = normalise_divisor(d_hi, d_lo + scale(e_lo, k))
+    for e * 2^k <= 1.5 (gelu_tanh's denominator; pk = 2^(k + EXP_DD_BIAS) from ``_exp_dd``)."""
+    d_hi, d_lo = two_sum(f32(1.0), _scaled(e_hi, pk))
+    d_hi, d_lo, inverse = normalise_divisor(d_hi, d_lo + _scaled(e_lo, pk))
     return quotient_parts(n_hi * inverse, n_lo * inverse, d_hi, d_lo)
 
 
@@ -207,8 +219,7 @@ def _logistic(x: Value) -> tuple[Value, Value, Value, Value]:
     v = select(v > -110.0, v, f32(-110.0))  # NaN too; e^-110 is far below the subnormal range
     # e^v = (e_hi + e_lo) * 2^k, k in [-159, 0]: 2^(k + 40) from the rounding add, then 2^-40.
     k, first = round_and_pow2(v * LOG2E, f32(ROUNDER + 40))
-    r_hi, r_lo = two_sum(v - k * LN2_HI, k * -LN2_HI_LO)  # v - k*LN2_HI is exact
-    e_hi, e_lo = fast_two_sum(*exp_parts(r_hi, r_lo))  # in [0.7, 1.42]
+    e_hi, e_lo = fast_two_sum(*exp_parts_wide(v - k * LN2_HI, k * -LN2_HI_LO))  # in [0.7, 1.42]
     p = first * 2.0**-40  # 2^k: subnormal or zero where e^v cannot move 1 + e^v's rounding
     d_hi, d_lo = fast_two_sum(f32(1.0), e_hi * p)
     negative = x < 0.0
@@ -294,8 +305,9 @@ def tanh(x: Value) -> Value:
     # e^v = (e_hi + e_lo) * 2^k, k in [-28, 0]. 1 - e^v keeps its relative accuracy near v = 0:
     # there k = 0, r = v exactly, and e^v's error is that of its r^2 term alone.
     k, p = round_and_pow2(v * LOG2E, f32(ROUNDER))
-    r_hi, r_lo = two_sum(v - k * LN2_HI, k * -LN2_HI_LO)  # v - k*LN2_HI is exact
-    e_hi, e_lo = fast_two_sum(*exp_parts(r_hi, r_lo))
+    # Q to 2^-33 (EXP_Q): where k = 0, 1 - e^v = -(r + r^2 Q) is the numerator, and 5 terms' 2^-28.2
+    # of e^v would be a quarter ulp of it.
+    e_hi, e_lo = fast_two_sum(*exp_parts_wide(v - k * LN2_HI, k * -LN2_HI_LO, EXP_Q))  # v - k*LN2_HI exact
     e_hi, e_lo = e_hi * p, e_lo * p  # exact: p = 2^k and e_hi >= 2^-29
     n_hi, n_lo = fast_two_sum(f32(1.0), -e_hi)
     n_hi, n_lo = fast_two_sum(n_hi, n_lo - e_lo)  # 1 - e^v, normalised
@@ -332,8 +344,8 @@ def softplus(x: Value, beta: float = 1.0, threshold: float = 20.0) -> Value:
     positive = z_hi > 0.0
     v_hi = _clamp(select(positive, -z_hi, z_hi), -110.0, 0.0)  # -|z|; e^-110 underflows anyway
     v_lo = select(v_hi > -110.0, select(positive, -z_lo, z_lo), f32(0.0))
-    e_hi, e_lo, k = _exp_dd(v_hi, v_lo)
-    l_hi, l_lo = log1p_dd(scale(e_hi, k), scale(e_lo, k))
+    e_hi, e_lo, pk = _exp_dd(v_hi, v_lo)
+    l_hi, l_lo = log1p_dd(_scaled(e_hi, pk), _scaled(e_lo, pk))
     s_hi, s_lo = two_sum(select(positive, z_hi, f32(0.0)), l_hi)
     s_lo = s_lo + (l_lo + select(positive, z_lo, f32(0.0)))
     if beta32 == 1.0:
@@ -371,10 +383,10 @@ def erf(x: Value) -> Value:
     z = _clamp(_abs(x), SMALL, 4.0)
     u_hi, u_lo = _tail_poly(z, ERFC_CENTER, ERFC_SCALED)
     q_hi, q_lo = two_prod(z, z)
-    e_hi, e_lo, k = _exp_dd(-q_hi, -q_lo)
+    e_hi, e_lo, pk = _exp_dd(-q_hi, -q_lo)
     c_hi, c_lo = _mul_halves(e_hi, e_lo, u_hi, u_lo)
-    h, l = fast_two_sum(f32(1.0), -scale(c_hi, k))
-    large = _with_sign_of(h + (l - scale(c_lo, k)), x)
+    h, l = fast_two_sum(f32(1.0), -_scaled(c_hi, pk))
+    large = _with_sign_of(h + (l - _scaled(c_lo, pk)), x)
     out = select(_abs(x) <= SMALL, small, large)
     out = select(eq(x, 0.0), x, out)
     return select(isnan(x), quiet(x), out)
@@ -385,7 +397,8 @@ def gelu(x: Value) -> Value:
     """GELU, exact erf form: x * Phi(x) = 0.5 * x * (1 + erf(x / sqrt(2))).
 
     Precision: ≤ 2 ulp of the correctly rounded result for every input (measured worst case
-    1 ulp), relative accuracy included near the zero at 0 and in the left tail, where
+    2 ulp on every float32, at a few inputs just below -0.75, where the tail's polynomial
+    starts; 1 ulp on every 61st float32), relative accuracy included near the zero at 0 and in the left tail, where
     PyTorch's 1 + erf(...) cancels; where the result is subnormal (x below about -13.2, or
     |x| below about 2.4e-38) the ulp is the absolute 2^-149; below about -14.4 it is -0.
     Special values: gelu(±0) = ±0, gelu(+inf) = +inf; a NaN comes back quieted.
@@ -406,17 +419,17 @@ def gelu(x: Value) -> Value:
     # x^2 is the small branch's, limited to 15^2 as a is (the tail is not used below 0.75).
     big = ~(q_hi < 225.0)  # NaN too
     w_hi, w_lo = select(big, f32(225.0), q_hi), select(big, f32(0.0), q_lo)
-    e_hi, e_lo, k = _exp_dd(w_hi * -0.5, w_lo * -0.5)
+    e_hi, e_lo, pk = _exp_dd(w_hi * -0.5, w_lo * -0.5)
     s_hi, s_lo = _tail_poly(a, GELU_CENTER, GELU_TAIL)
     g_hi, g_lo = _mul_halves(e_hi, e_lo, s_hi, s_lo)
-    return _finish_gelu(x, small, g_hi, g_lo, k)
+    return _finish_gelu(x, small, g_hi, g_lo, pk)
 
 
-def _finish_gelu(x: Value, small: Value | None, g_hi: Value, g_lo: Value, k: Value) -> Value:
-    """Pick g * 2^k for x < 0, x + g * 2^k for x > 0, or the small-|x| result where given."""
-    negative = scale(g_hi + g_lo, k)
-    h, l = two_sum(x, scale(g_hi, k))
-    positive = h + (l + scale(g_lo, k))
+def _finish_gelu(x: Value, small: Value | None, g_hi: Value, g_lo: Value, pk: Value) -> Value:
+    """Pick g * 2^k for x < 0, x + g * 2^k for x > 0, or the small-|x| result where given (pk as ``_scaled`` takes it)."""
+    negative = _scaled(g_hi + g_lo, pk)
+    h, l = two_sum(x, _scaled(g_hi, pk))
+    positive = h + (l + _scaled(g_lo, pk))
     out = select(x < 0.0, negative, select(eq(to_bits(x), INF_BITS), x, positive))  # inf + g would be NaN
     if small is not None:
         out = select(_abs(x) <= SMALL, small, out)
@@ -447,10 +460,10 @@ def gelu_tanh(x: Value) -> Value:
     v_hi, v_lo = mul_dd_f(c_hi, c_lo + (b_lo + GELU_TANH_A[1]), w)
     v_lo = select(v_hi > -110.0, v_lo, f32(0.0))
     v_hi = select(v_hi > -110.0, v_hi, f32(-110.0))
-    e_hi, e_lo, k = _exp_dd(v_hi, v_lo)
+    e_hi, e_lo, pk = _exp_dd(v_hi, v_lo)
     n_hi, n_lo = mul_dd_f(e_hi, e_lo, w)
-    q, c = _logistic_fraction(n_hi, n_lo, e_hi, e_lo, k)
-    out = _finish_gelu(x, None, q, c, k)
+    q, c = _logistic_fraction(n_hi, n_lo, e_hi, e_lo, pk)
+    out = _finish_gelu(x, None, q, c, pk)
     # |x| < 2^-60: x * (1/2 + 0.4x + ...) is x/2 rounded up (the rest is far below half an ulp and
     # positive, x^2 * 0.4), which only a subnormal x/2 can need: halve x's bits with integer ops,
     # where the quotient's 12-bit halves would not be exact.

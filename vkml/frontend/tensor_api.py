@@ -27,7 +27,7 @@ from . import mutation, pointwise, windows
 from . import operators as F
 from . import random as R
 from . import shape as S
-from .creation import _dtype, arange, full, tensor
+from .creation import _dtype, full, tensor
 from .exports import Export
 
 # Bytes of one element as PyTorch counts them (bool is one byte there, whatever a device stores).
@@ -642,39 +642,7 @@ def _is_sparse(self) -> bool:
 
 
 # The public names (vkml/frontend/public.py binds them): functions, methods, properties, in-place forms.
-def _fill_diagonal_(self, fill_value, wrap: bool = False):
-    """``Tensor.fill_diagonal_``: ``fill_value`` written where every index is equal (all dims of one
-    length, or a 2-D tensor of any shape); ``wrap`` continues a tall matrix's diagonal every
-    ``cols + 1`` rows' worth of elements, as PyTorch's (one row is skipped at each wrap)."""
-    node = F._tensor_node("fill_diagonal_", self)
-    shape = node.shape
-    if len(shape) < 2:
-        raise RuntimeError("dimensions must larger than 1")
-    if len(shape) > 2 and len(set(shape)) != 1:
-        raise RuntimeError("all dimensions of input must be of equal length")
-    device = self.device
-    if len(shape) == 2:
-        rows, cols = shape
-        flat = arange(rows * cols, device=device).reshape(rows, cols)
-        mask = flat % (cols + 1) == 0
-        if not wrap:
-            mask = mask & (arange(rows, device=device).reshape(rows, 1) < cols)
-    else:
-        n = shape[0]
-        first = arange(n, device=device)
-        mask = None
-        for d in range(1, len(shape)):
-            view = [1] * len(shape)
-            view[0], view[d] = n, 1
-            other = [1] * len(shape)
-            other[d] = n
-            same = first.reshape(*view) == arange(n, device=device).reshape(*other)
-            mask = same if mask is None else mask & same
-    return self.masked_fill_(mask, fill_value)
-
-
 EXPORTS = (
-    Export("fill_diagonal_", function=False, method=_fill_diagonal_),
     Export("clamp_min", method=True, inplace=True),
     Export("clamp_max", method=True, inplace=True),
     Export("select", method=True),

@@ -135,15 +135,16 @@ class _Unmapped:
 def test_a_dataloader_step_waits_only_for_the_loss_it_reads(gpu, memory):
     """Batch N+1 is on the device while step N's backward and update still run: written through
     the mapping (mapped memory), or staged with its copy queued behind them (unmapped); the host
-    waited for nothing but each step's ``loss.item()`` (the forward). Over 10 steps the ring of
-    staging buffers wraps: a write into memory a run still used would change the bits."""
+    waited for nothing but each step's ``loss.item()`` (the forward; not even that where a realize
+    since found the forward finished: it reads finished checks without waiting). Over 10 steps the
+    ring of staging buffers wraps: a write into memory a run still used would change the bits."""
     dev = VulkanDevice(gpu.index)
     if memory == "unmapped":
         _Unmapped(dev)
     bits, params, steps = _train(dev, 10, every=1)
     assert (bits, params) == _train(vkml.device("cpu"), 10, every=1)[:2]
     for step, (upload_waits, pending, waits, queued) in enumerate(steps):
-        assert upload_waits == 0 and waits == 1, step
+        assert upload_waits == 0 and waits <= 1, step
         assert pending or step == 0, step  # step N's gradients and update were in flight meanwhile
         if step:  # (the first step also uploads cross_entropy's class indices, kept from then on)
             assert queued == (0 if memory == "mapped" else 2), step

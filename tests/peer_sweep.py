@@ -205,6 +205,8 @@ def check(name, fn, specs, device=None, grad=True):
         if isinstance(w, torch.Tensor):
             _close(g, w, f"{name} input {k} after the call")
     if isinstance(w_grads, Exception):
+        if isinstance(w_grads, NotImplementedError) and "derivative" in str(w_grads):
+            return  # an older PyTorch without this derivative (nextafter's came in 2.13): nothing to compare
         assert isinstance(g_grads, Exception), f"{name}: torch's backward raises {w_grads!r}, vkml's does not"
         return
     if isinstance(g_grads, Exception):

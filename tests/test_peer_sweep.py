@@ -969,11 +969,7 @@ KNOWN = {
     "sgn[fs12]": "SIGN_NAN",
     "sign[fs12]": "SIGN_NAN",
     # angle and conj of real tensors are not in vkml yet (the complex dtypes' lane)
-    "angle.method[f2x3]": "NO_ANGLE_CONJ",
-    "angle[f2x3]": "NO_ANGLE_CONJ",
     "angle[fs12]": "NO_ANGLE_CONJ",
-    "angle[i2x3]": "NO_ANGLE_CONJ",
-    "conj[f2x3]": "NO_ANGLE_CONJ",
     # a float16 gradient (tanhshrink: output) rounded step by step where PyTorch's kernel rounds once: beyond assert_close's float16 tolerance
     "F.gelu(approximate=tanh)[h2x3]": "HALF_ROUNDING",
     "F.log_softmax(dim=0)[h2x3]": "HALF_ROUNDING",
@@ -1021,7 +1017,6 @@ KNOWN = {
     "op//[f2x3,f2x3]": "TORCH_NO_DERIVATIVE",
     "rop%[3,f2x3]": "TORCH_NO_DERIVATIVE",
     "rop//[3,f2x3]": "TORCH_NO_DERIVATIVE",
-    "unique_float": "TORCH_NO_DERIVATIVE",
     # vkml has Tensor.fmax_/fmin_, PyTorch has no such method
     "fmax_[b2x3,b2x3]": "EXTRA_NAME",
     "fmax_[f2x3,2.5]": "EXTRA_NAME",

@@ -692,9 +692,10 @@ def softmax(input, dim: int = None, dtype=None, *, axis: int = None):
 
 
 def _exp_of_shifted(shifted):
-    """exp(x - max) for softmax and log_softmax: float32 takes exp_nonpositive (exp's bits for an
-    argument <= 0, three instructions fewer an element); float64 takes exp."""
-    return _elementwise("exp_nonpositive", shifted) if shifted.node.dtype is T.float32 else _exp(shifted)
+    """exp(x - max) for softmax and log_softmax: exp. (``exp_nonpositive`` gives its bits in three
+    instructions fewer an element, but the row kernel of a wide softmax then held more than twice
+    the registers and ran slower: docs/benchmarks.md, session 12.)"""
+    return _exp(shifted)
 
 
 @differentiable("softmax")

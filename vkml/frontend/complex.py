@@ -1327,38 +1327,6 @@ class _like:
         self.dtype, self.device = _COMPLEX_OF[real], device
 
 
-# ComplexTensor's methods that are the functions above (Tensor's would reach for the node).
-for _name, _fn in {
-    "abs": c_abs,
-    "absolute": c_abs,
-    "angle": angle,
-    "sgn": sgn,
-    "conj": conj,
-    "conj_physical": conj_physical,
-    "exp": c_exp,
-    "log": c_log,
-    "sqrt": c_sqrt,
-    "reciprocal": reciprocal,
-    "square": square,
-    "sin": c_sin,
-    "cos": c_cos,
-    "sinh": c_sinh,
-    "cosh": c_cosh,
-    "tanh": c_tanh,
-    "rsqrt": rsqrt,
-    "log2": log2,
-    "log10": log10,
-    "sum": c_sum,
-    "mean": c_mean,
-    "matmul": matmul,
-    "mm": mm,
-    "bmm": bmm,
-    "pow": c_pow,
-    "eq": eq,
-}.items():
-    setattr(ComplexTensor, _name, _fn)
-del _name, _fn
-
 # vkml.<name> where an operand is complex: the function here (``complex_first``: the first operand or the
 # second is a complex tensor or number).
 _BINARY = {
@@ -1398,6 +1366,17 @@ _UNARY = {
     "neg": neg,
     "negative": neg,
 }
+# ComplexTensor's methods that are the functions above (Tensor's would reach for the node): the
+# unary table's but negation (Tensor's operator takes it), and these.
+_METHODS_ONLY = {"angle": angle, "conj": conj, "conj_physical": conj_physical}
+for _name, _fn in {
+    **{name: fn for name, fn in _UNARY.items() if name not in ("neg", "negative")},
+    **_METHODS_ONLY,
+    **{name: _BINARY[name] for name in ("matmul", "mm", "bmm", "pow", "eq")},
+}.items():
+    setattr(ComplexTensor, _name, _fn)
+del _name, _fn
+
 # vkml.<name>(z, ...) that is ``z.<name>(...)``
 _AS_METHOD = (
     "reshape",

@@ -154,8 +154,18 @@ def reset_peak_memory_stats(device=None) -> None:
 
 
 def is_bf16_supported(including_emulation: bool = True) -> bool:
-    """False: vkml has no bfloat16 tensors yet (programs then pick float16 or float32)."""
-    return False
+    """Whether the device plain ``"cuda"`` names holds bfloat16 tensors: it stores 16-bit values
+    (storageBuffer16BitAccess); vkml computes bfloat16 in float32 and rounds after every op, on
+    every such device. False without a usable Vulkan device. Programs such as nanoGPT then pick
+    bfloat16 autocast where PyTorch on a recent GPU does.
+
+    >>> isinstance(vkml.cuda.is_bf16_supported(), bool)  # doctest: +SKIP
+    True
+    """
+    if not is_available():
+        return False
+    report = devices.vulkan_device_reports()[current_device()]
+    return bool(report["features"].get("storage_buffer_16bit"))
 
 
 def _opened_vulkan_devices() -> list:

@@ -185,7 +185,7 @@ def _batch_offsets(batch_index: Value, shape: AttentionShape, operands: list[Ope
     return offsets
 
 
-QUERY_REGISTERS = 128  # head dims up to this keep the query row in registers (forward)
+QUERY_REGISTERS = 128  # values of an invocation's own rows kept in registers (own_rows)
 UNROLLED_STAGING = 32  # elements an invocation stages at most as written-out loads (more: a loop)
 
 
@@ -234,6 +234,27 @@ def stage(tile, src, dtype: T.DType, src_base: Value, first: Value, limit: int, 
         inside = at < _u32(limit)
         loaded = load_value(src[src_base + B.select(inside, at, _u32(0)) * _u32(width) + j], dtype)
         tile[i * _u32(pitch) + j] = B.select(inside, loaded, _f32(0.0))
+
+
+def own_rows(r: Value, *tiles) -> tuple:
+    """Each ``(tile, width)``'s row ``r`` as a list of values (registers) where the widths together are at
+    most ``QUERY_REGISTERS``, after a barrier that completes the tiles' staging; else the tiles themselves."""
+    if sum(width for _, width in tiles) > QUERY_REGISTERS:
+        return tuple(tile for tile, _ in tiles)
+    B.barrier()
+    return tuple([tile[r * _u32(width) + _u32(i)] for i in range(width)] for tile, width in tiles)
+
+
+def row_dot(length: int, a, a_at, b, b_at) -> Value:
+    """Σ_i a[a_at + i] · b[b_at + i] in ascending i from -0.0 (shared tiles; ``a`` may be a list of
+    ``length`` values, the invocation's own row held in registers: the same sum, one load a step)."""
+    if isinstance(a, list):
+        total = _f32(-0.0)
+        for i, a_i in enumerate(a):
+            total = total + a_i * b[b_at + _u32(i)]
+        return total
+    (total,) = B.loop(0, length, 1, (_f32(-0.0),), lambda i, acc: acc + a[a_at + i] * b[b_at + i])
+    return total
 
 
 def masked_score(shape: AttentionShape, dot: Value, scale: Value, row: Value, col: Value, mask, mask_base) -> Value:
@@ -295,10 +316,7 @@ def forward_kernel(shape: AttentionShape) -> Kernel:
             stage(q_tile, q, dt, q_base, row0, L, E, E, ROWS)
             # The invocation's query row lives in registers where it is short: each step of its dot
             # products then reads one key element from shared memory, not two elements.
-            q_in_registers = E <= QUERY_REGISTERS
-            if q_in_registers:
-                B.barrier()
-                q_row = [q_tile[r * _u32(E) + _u32(e)] for e in range(E)]
+            (q_row,) = own_rows(r, (q_tile, E))
             blocks = -(-S // LANES)
             end = _u32(blocks)
             if shape.causal:  # blocks past the workgroup's last row hold no unmasked key
@@ -325,15 +343,8 @@ def forward_kernel(shape: AttentionShape) -> Kernel:
                     stage(v_tile, v, dt, v_base, key0, S, Ev, Ev, LANES)
                 B.barrier()
                 following = fetch_block(key0 + _u32(LANES)) if prefetch else []
-                if q_in_registers:  # the same sum, e ascending from -0.0
-                    dot, k_row = _f32(-0.0), c * _u32(E + 1)
-                    for e, q_e in enumerate(q_row):
-                        dot = dot + q_e * k_tile[k_row + _u32(e)]
-                else:
-                    (dot,) = B.loop(
-                        0, E, 1, (_f32(-0.0),), lambda e, s: s + q_tile[r * _u32(E) + e] * k_tile[c * _u32(E + 1) + e]
-                    )
-                s = masked_score(shape, dot, scale, row, key0 + c, mask, offsets[3] if mask is not None else None)
+                score = row_dot(E, q_row, r * _u32(E), k_tile, c * _u32(E + 1))
+                s = masked_score(shape, score, scale, row, key0 + c, mask, offsets[3] if mask is not None else None)
                 m_new = _max(m, _row_combine(s, _max, c, base, max_tree, shape.subgroup))
                 dead = B.eq(m_new, _f32(NEG_INF))  # no unmasked key so far: keep zeros
                 p = B.select(dead, _f32(0.0), M.exp(s - m_new))

@@ -31,7 +31,6 @@ from ..ops import mathlib as M
 from .attention import (
     LANES,
     NEG_INF,
-    QUERY_REGISTERS,
     ROWS,
     THREADS,
     AttentionShape,
@@ -40,6 +39,8 @@ from .attention import (
     _batch_offsets,
     _f32,
     masked_score,
+    own_rows,
+    row_dot,
     stage,
 )
 from .index import _u32
@@ -54,18 +55,6 @@ def _weights(s: Value, lse_row: Value) -> Value:
     """P = exp(s - lse): 0 where the score is masked or the row has no unmasked key (lse = -inf)."""
     dead = B.eq(s, _f32(NEG_INF)) | B.eq(lse_row, _f32(NEG_INF))
     return B.select(dead, _f32(0.0), M.exp(s - lse_row))
-
-
-def _dot(length: int, a, a_at, b, b_at) -> Value:
-    """Σ_i a[a_at + i] · b[b_at + i] in ascending i from -0.0 (shared tiles; ``a`` may be a list of
-    ``length`` values, the invocation's own row held in registers: the same sum, one load a step)."""
-    if isinstance(a, list):
-        total = _f32(-0.0)
-        for i, a_i in enumerate(a):
-            total = total + a_i * b[b_at + _u32(i)]
-        return total
-    (total,) = B.loop(0, length, 1, (_f32(-0.0),), lambda i, acc: acc + a[a_at + i] * b[b_at + i])
-    return total
 
 
 def _columns(lane: Value, width: int) -> list[Value]:
@@ -109,15 +98,6 @@ def _common(kb: B.KernelBuilder, shape: AttentionShape):
     return bufs
 
 
-def _own_rows(r: Value, *tiles) -> tuple:
-    """Each ``(tile, width)``'s row ``r`` as a list of values (registers) where the widths together are at
-    most ``QUERY_REGISTERS``, after a barrier that completes the tiles' staging; else the tiles themselves."""
-    if sum(width for _, width in tiles) > QUERY_REGISTERS:
-        return tuple(tile for tile, _ in tiles)
-    B.barrier()
-    return tuple([tile[r * _u32(width) + _u32(i)] for i in range(width)] for tile, width in tiles)
-
-
 def query_kernel(shape: AttentionShape) -> Kernel:
     """dQ (float32, the full batch's (..., L, E)): buffers q, k, v, grad, (mask,) lse, delta, dq; parameter scale."""
     dt = shape.dtype
@@ -148,7 +128,7 @@ def query_kernel(shape: AttentionShape) -> Kernel:
             mask_base = offsets[3] if bufs["mask"] is not None else None
             stage(q_tile, bufs["q"], dt, offsets[0], row0, L, E, E, ROWS)
             stage(g_tile, bufs["grad"], dt, b * _u32(L * Ev), row0, L, Ev, Ev, ROWS)
-            q_row, g_row = _own_rows(r, (q_tile, E), (g_tile, Ev))
+            q_row, g_row = own_rows(r, (q_tile, E), (g_tile, Ev))
             row_in = b * _u32(L) + B.select(row < _u32(L), row, _u32(0))
             lse_row, delta_row = bufs["lse"][row_in], bufs["delta"][row_in]
             end = _u32(-(-S // LANES))
@@ -163,10 +143,10 @@ def query_kernel(shape: AttentionShape) -> Kernel:
                 stage(k_tile, bufs["k"], dt, offsets[1], key0, S, E, E + 1, LANES)
                 stage(v_tile, bufs["v"], dt, offsets[2], key0, S, Ev, Ev + 1, LANES)
                 B.barrier()
-                dot = _dot(E, q_row, r * _u32(E), k_tile, c * _u32(E + 1))
+                dot = row_dot(E, q_row, r * _u32(E), k_tile, c * _u32(E + 1))
                 s = masked_score(shape, dot, scale, row, key0 + c, bufs["mask"], mask_base)
                 p = _weights(s, lse_row)
-                dp = _dot(Ev, g_row, r * _u32(Ev), v_tile, c * _u32(Ev + 1))
+                dp = row_dot(Ev, g_row, r * _u32(Ev), v_tile, c * _u32(Ev + 1))
                 if dropout:  # the gradient reaches the weights the forward kept, scaled as they were
                     dp = dropout.apply(dropout.keep(b, row, key0 + c), dp)
                 ds_tile[lid] = p * (dp - delta_row)
@@ -223,7 +203,7 @@ def key_kernel(shape: AttentionShape) -> Kernel:
             kv_offsets = _batch_offsets(first_query_batch, shape, [shape.key, shape.value])
             stage(k_tile, bufs["k"], dt, kv_offsets[0], key0, S, E, E, ROWS)
             stage(v_tile, bufs["v"], dt, kv_offsets[1], key0, S, Ev, Ev, ROWS)
-            k_row, v_row = _own_rows(r, (k_tile, E), (v_tile, Ev))
+            k_row, v_row = own_rows(r, (k_tile, E), (v_tile, Ev))
             dk_cols, dv_cols = _columns(c, E), _columns(c, Ev)
             query_blocks = -(-L // LANES)
             start = (key0 / _u32(LANES)) if shape.causal else _u32(0)  # earlier queries see none of these keys
@@ -248,10 +228,10 @@ def key_kernel(shape: AttentionShape) -> Kernel:
                         delta_tile[lid] = bufs["delta"][at]
                     B.barrier()
                     # q·k and dO·v: the products commute exactly, so the registers' row may be either factor
-                    dot = _dot(E, k_row, r * _u32(E), q_tile, c * _u32(E + 1))
+                    dot = row_dot(E, k_row, r * _u32(E), q_tile, c * _u32(E + 1))
                     s = masked_score(shape, dot, scale, query, key, bufs["mask"], mask_base)
                     p = _weights(s, lse_tile[c])
-                    dp = _dot(Ev, v_row, r * _u32(Ev), g_tile, c * _u32(Ev + 1))
+                    dp = row_dot(Ev, v_row, r * _u32(Ev), g_tile, c * _u32(Ev + 1))
                     if dropout:  # dV takes the kept weights; dS the kept part of dP, scaled as in the forward
                         keep = dropout.keep(bq, query, key)
                         p_tile[lid] = dropout.apply(keep, p)

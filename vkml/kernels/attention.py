@@ -42,6 +42,7 @@ from ..ops.cast import load_value, narrow, store_value
 from ..ops.random import random_value
 from .index import _u32
 from .lowering import fold_grid, linear_workgroup
+from .matmul.tiled import _maybe_if
 
 ROWS = 8  # query rows per workgroup
 LANES = 16  # lanes per row = keys per block
@@ -214,10 +215,7 @@ def put(tile, values: list[Value], width: int, pitch: int, rows: int) -> None:
         t = tid + _u32(n * THREADS)
         i = t / _u32(width)
         at = i * _u32(pitch) + (t - i * _u32(width))
-        if (n + 1) * THREADS > count:
-            with B.if_(t < _u32(count)):
-                tile[at] = value
-        else:
+        with _maybe_if(t < _u32(count) if (n + 1) * THREADS > count else None):  # the last round may run past
             tile[at] = value
 
 

@@ -39,7 +39,6 @@ run (fixed tiles, fixed order of the blocks and of the row combines).
 from __future__ import annotations
 
 import functools
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 from .. import config as vkml_config
@@ -55,6 +54,7 @@ from ..ops.mathlib.explog import LOG2E
 from .attention import NEG_INF, AttentionShape, Dropout, Operand, _batch_offsets, _f32, _max, masked_score
 from .index import _u32
 from .lowering import fold_grid, linear_workgroup
+from .matmul.tiled import _maybe_if
 
 MATRIX = 16
 SUBGROUP = 32  # invocations per subgroup: two per row of a subgroup's 16 rows
@@ -231,21 +231,12 @@ class _Staging:
             t, row, column = self._unit(tid, i)
             chunk = values[i * self.step : (i + 1) * self.step]
             at = row * _u32(self.pitch) + column
-            with _maybe_if(t < _u32(self.rows * self.units), (i + 1) * self.threads > self.rows * self.units):
+            past_block = (i + 1) * self.threads > self.rows * self.units  # the last round may run past it
+            with _maybe_if(t < _u32(self.rows * self.units) if past_block else None):
                 if self.vector:
                     tile.store4(at / _u32(VECTOR), chunk)
                 else:
                     tile[at] = chunk[0]
-
-
-@contextmanager
-def _maybe_if(condition: Value, needed: bool):
-    """``B.if_(condition)`` where ``needed``, else no branch at all."""
-    if needed:
-        with B.if_(condition):
-            yield
-    else:
-        yield
 
 
 def _vector(operand: Operand, width: int) -> bool:

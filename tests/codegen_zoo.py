@@ -135,16 +135,19 @@ def reduction_kernel(dtype: T.DType = T.float32, local_size: int = 64) -> Kernel
     return kb.finish()
 
 
-def shared_roundtrip_kernel(dtype: T.DType, local_size: int = 64) -> Kernel:
-    """Through shared memory and a barrier to the neighbour: ``out[g] = x[g ^ 1]`` within a workgroup."""
-    kb = KernelBuilder(f"shared_swap_{dtype.short}", local_size=(local_size, 1, 1))
+def shared_roundtrip_kernel(dtype: T.DType, local_size: int = 64, sync=barrier) -> Kernel:
+    """Through shared memory and a barrier to the neighbour: ``out[g] = x[g ^ 1]`` within a workgroup.
+
+    ``sync``: ``barrier``, or ``subgroup_barrier`` (the neighbour is in the same subgroup: subgroups have
+    an even number of invocations)."""
+    kb = KernelBuilder(f"shared_swap_{dtype.short}_{sync.__name__}", local_size=(local_size, 1, 1))
     x = kb.buffer("x", dtype, "read")
     out = kb.buffer("out", dtype, "write")
     scratch = kb.shared("scratch", dtype, local_size)
     with kb:
         lid = local_id(0)
         scratch[lid] = x[global_id(0)]
-        barrier()
+        sync()
         out[global_id(0)] = scratch[lid ^ 1]
     return kb.finish()
 

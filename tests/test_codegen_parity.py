@@ -33,7 +33,9 @@ from codegen_zoo import (
 )
 from optest import fused_multiply_add
 
+from vkml.codegen import compile_kernel
 from vkml.ir import types as T
+from vkml.ir.builder import subgroup_barrier
 from vkml.ir.interp import reference as interp
 from vkml.runtime.base import Dispatch
 from vkml.runtime.vulkan.backend import device
@@ -251,6 +253,18 @@ def test_shared_memory_keeps_every_bit(gpu, dtype) -> None:
     cpu, vk = run_both(gpu, shared_roundtrip_kernel(dtype, LOCAL), (len(x) // LOCAL, 1, 1), {"x": x}, out)
     assert_same_bits(vk["out"], cpu["out"], True, f"shared memory {dtype.short}", (x,))
     assert_same_bits(cpu["out"], x.reshape(-1, 2)[:, ::-1].reshape(-1), True, "interpreter neighbour swap")
+
+
+def test_a_subgroup_barrier_orders_shared_memory_within_the_subgroup(gpu) -> None:
+    """``subgroup_barrier`` (OpControlBarrier at subgroup execution scope) between a store and the
+    neighbour's load: spirv-val accepts it and the device gives the interpreter's swap."""
+    x = np.arange(4 * LOCAL, dtype=np.uint32) * np.uint32(2654435761)
+    out = {"out": np.zeros(len(x), dtype=np.uint32)}
+    kernel = shared_roundtrip_kernel(T.uint32, LOCAL, subgroup_barrier)
+    assert "OpControlBarrier %uint_3 %uint_2" in compile_kernel(kernel, gpu.features).asm
+    cpu, vk = run_both(gpu, kernel, (len(x) // LOCAL, 1, 1), {"x": x}, out)
+    assert (cpu["out"] == x.reshape(-1, 2)[:, ::-1].reshape(-1)).all()
+    assert (vk["out"] == cpu["out"]).all()
 
 
 @pytest.mark.parametrize("dtype", T.ALL, ids=lambda t: t.short)

@@ -36,6 +36,7 @@ from vkml.ir.builder import (
     round_even,
     select,
     shuffle_xor,
+    subgroup_barrier,
     subgroup_id,
     trunc,
     workgroup_id,
@@ -87,6 +88,7 @@ def every_instruction_kernel():
         tile[li] = total
         halves.store4(li, (h, h, h, h))  # halves is then held as vectors: matrices start on whole ones
         barrier()
+        subgroup_barrier()
         total = total + shuffle_xor(tile[li ^ 1], 1)
         base = subgroup_id() * 256  # one 16x16 matrix per subgroup
         a_m = halves.load_matrix(base, T.matrix_type(T.float16, 16, 16, "a"), 16)

@@ -380,6 +380,14 @@ class _FunctionEmitter(MemoryEmitter, MatrixEmitter):
             semantics |= _SEMANTICS_MAKE_AVAILABLE_VISIBLE
         self.emit(f"OpControlBarrier {scope} {scope} {self.mod.uint(semantics)}")
 
+    def _emit_subgroup_barrier(self, ins: Instr) -> None:
+        # Execution scope subgroup; memory scope workgroup, since the memory it orders is shared memory.
+        semantics = _SEMANTICS_ACQUIRE_RELEASE_WORKGROUP_MEMORY
+        if self.vulkan_memory_model:
+            semantics |= _SEMANTICS_MAKE_AVAILABLE_VISIBLE
+        execution, memory = self.mod.uint(_SCOPE_SUBGROUP), self.mod.uint(_SCOPE_WORKGROUP)
+        self.emit(f"OpControlBarrier {execution} {memory} {self.mod.uint(semantics)}")
+
     def _emit_shuffle_xor(self, ins: Instr) -> None:
         self.mod.capability("GroupNonUniformShuffle")
         value = ins.args[0]

@@ -347,6 +347,13 @@ def barrier() -> None:
     emit("barrier")
 
 
+def subgroup_barrier() -> None:
+    """Barrier among the invocations of one subgroup: what one of them wrote to shared memory before it,
+    the others read after it. Enough for a tile only its own subgroup writes and reads; must be reached by
+    every invocation of the subgroup (the verifier asks workgroup-uniform control flow, as for ``barrier``)."""
+    emit("subgroup_barrier")
+
+
 def shuffle_xor(a: Value, mask: int) -> Value:
     return emit("shuffle_xor", a, attrs=(int(mask),))
 

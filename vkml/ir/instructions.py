@@ -195,6 +195,17 @@ _TABLE: list[Spec] = [
     Spec("shared_vstore", "memory", 5, INTS, None, None, "shared[index * 4 + j] = value j, for j < 4"),
     # synchronisation and subgroups
     Spec("barrier", "sync", 0, (), lambda ts, at: None, None, "workgroup execution and memory barrier"),
+    # orders shared-memory accesses between the invocations of one subgroup only: for tiles a subgroup
+    # alone writes and reads, where a workgroup barrier would make every subgroup wait for the slowest
+    Spec(
+        "subgroup_barrier",
+        "sync",
+        0,
+        (),
+        lambda ts, at: None,
+        None,
+        "subgroup execution barrier; orders the subgroup's workgroup-memory accesses",
+    ),
     Spec(
         "shuffle_xor",
         "subgroup",

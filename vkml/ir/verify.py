@@ -389,7 +389,7 @@ def _check_matrix_merges(block: Block, reasons: dict[int, str], name: ValueNames
 
 
 def _is_barrier(stmt) -> bool:
-    return isinstance(stmt, Instr) and stmt.op == "barrier"
+    return isinstance(stmt, Instr) and stmt.op in ("barrier", "subgroup_barrier")
 
 
 def _is_matrix_op(stmt) -> bool:

@@ -333,7 +333,10 @@ def forward_kernel(shape: AttentionShape, config: Config) -> Kernel:
                         k_t = k_tile.load_matrix(_u32(MATRIX * j * kp + MATRIX * t), B_MATRIX, kp, "col")
                         scores = B.matrix_mul_add(q_t, k_t, scores)
                     so_tile.store_matrix(s_first + _u32(MATRIX * j), scores, sp, "row")
-                B.barrier()
+                # A subgroup's rows of the score and weight tiles are its own: it alone writes and reads
+                # them within a block, so it waits for itself only (the block's first barrier keeps the
+                # next block's writes behind every read of this one).
+                B.subgroup_barrier()
 
                 # The row's columns are written out (not a loop): their loads, exps and stores are independent,
                 # and the max and the sum still take them in ascending order. The scores go back to shared
@@ -356,7 +359,7 @@ def forward_kernel(shape: AttentionShape, config: Config) -> Kernel:
                     qp_tile[p_row + col] = M.f32_to_f16_in_range(kept)  # a weight: about 1 at most, or NaN
                     part = part + p
                 l_new = l * alpha + _pair(part, lambda x, y: x + y, half)
-                B.barrier()
+                B.subgroup_barrier()
                 p_m = [
                     qp_tile.load_matrix(q_first + _u32(MATRIX * t), A_MATRIX, qp, "row") for t in range(keys // MATRIX)
                 ]
@@ -366,7 +369,7 @@ def forward_kernel(shape: AttentionShape, config: Config) -> Kernel:
                         v_t = v_tile.load_matrix(_u32(MATRIX * t * vp + MATRIX * j), B_MATRIX, vp, "row")
                         product = B.matrix_mul_add(p_t, v_t, product)
                     so_tile.store_matrix(s_first + _u32(MATRIX * j), product, sp, "row")
-                B.barrier()
+                B.subgroup_barrier()
                 parts = [so_tile[s_row + _u32(PER_ROW * i) + half] for i in range(columns)]
                 if dropout:
                     parts = [part * dropout.scale for part in parts]

@@ -292,7 +292,7 @@ class Program:
         if op in ("vstore", "shared_vstore"):
             parts = [_Access(self, op, instr.attrs[0], instr.args[0], j) for j in range(VECTOR_WIDTH)]
             return _vstore(parts, args[0], args[1:])
-        if op == "barrier":
+        if op in ("barrier", "subgroup_barrier"):  # lock-step lanes: only uniformity to check
             return lambda st, v, mask: st.chunk.check_barrier(mask)
         if op == "shuffle_xor":
             return _shuffle(self.name, int(instr.attrs[0]), args[0], result, want)

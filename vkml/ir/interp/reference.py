@@ -429,7 +429,7 @@ class _Chunk:
                 at = _vector_element(args[0], j)
                 self.memory.store(op, instr.attrs[0], at, value, mask, self.lane_description)
             return
-        elif op == "barrier":
+        elif op in ("barrier", "subgroup_barrier"):  # lock-step lanes: only uniformity to check
             self.check_barrier(mask)
             return
         elif op == "shuffle_xor":

@@ -111,7 +111,6 @@ def test_every_elementwise_op_is_tested_somewhere():
 
     tested = set(BINARY) | set(UNARY) | set(TRANSCENDENTAL) | {"clamp", "clamp_min", "clamp_max", "where", "pow"}
     tested |= {"logical_and", "logical_or", "logical_not"}
-    tested |= {"exp_nonpositive"}  # tests/test_mathlib_fast.py (exp's bits for x <= 0)
     from test_ops_elementwise_more import NEW_OPS
 
     tested |= NEW_OPS  # issue 17's ops: tests/test_ops_elementwise_more.py checks each

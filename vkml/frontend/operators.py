@@ -692,9 +692,9 @@ def softmax(input, dim: int = None, dtype=None, *, axis: int = None):
 
 
 def _exp_of_shifted(shifted):
-    """exp(x - max) for softmax and log_softmax: exp. (``exp_nonpositive`` gives its bits in three
-    instructions fewer an element, but the row kernel of a wide softmax then held more than twice
-    the registers and ran slower: docs/benchmarks.md, session 12.)"""
+    """exp(x - max) for softmax and log_softmax: the contract's exp. (A routine for x <= 0 alone saved
+    three instructions an element, but the row kernel of a wide softmax then held more than twice the
+    registers and ran slower: docs/benchmarks.md, session 12.)"""
     return _exp(shifted)
 
 

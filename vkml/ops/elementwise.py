@@ -630,24 +630,3 @@ register(
 
 CAST_DTYPES = (T.float32, T.float16, T.int32, T.int64, T.bool_)
 assert FLOAT_DTYPES  # re-exported for callers that build casts
-
-
-# Softmax's exp (issue 20): its argument x - max is never positive, so its core needs no choice of
-# 2^k's split by the sign of x (mathlib.exp_nonpositive), with exp's bits wherever x <= 0.
-register(
-    OpDef(
-        "exp_nonpositive",
-        "elementwise",
-        "exp_nonpositive(input)",
-        "e to the power min(input, 0): softmax's and log_softmax's exp of x - max (internal; use exp).",
-        dtypes=(T.float32,),
-        result="float",
-        body=lambda a: M.exp_nonpositive(a),
-        precision="≤ 1 ulp of the float64 result; the bits of exp for every input <= 0",
-        special="1 for input >= 0 and inf, 0 below -103.97 and for -inf, NaN gives NaN.",
-        torch_name="exp",
-        torch_call="torch.exp(torch.clamp(input, max=0))",
-        reached_through=("vkml.softmax and vkml.log_softmax on float32 (vkml.frontend.operators._exp_of_shifted)",),
-        no_grad="Not differentiable: only softmax and log_softmax use it, and their own rules differentiate them.",
-    )
-)

@@ -49,7 +49,7 @@ from . import f64trig as _f64t
 from .bf16 import bf16_to_f32, f32_to_bf16, round_bf16
 from .erfs import erfc, erfinv
 from .exact import rsqrt
-from .explog import exp, exp2, exp_nonpositive, expm1, log, log1p, log2
+from .explog import exp, exp2, expm1, log, log1p, log2
 from .f16 import f16_to_f32, f32_to_f16, f32_to_f16_in_range
 from .gamma import digamma, lgamma, trigamma
 from .hyperbolic import acosh, asinh, atanh, cosh, log10, logit, sinh
@@ -179,7 +179,6 @@ __all__ = [
     "clamp_max",
     "clamp_min",
     "exp",
-    "exp_nonpositive",
     "exp2",
     "expm1",
     "log",

@@ -131,13 +131,10 @@ def exp_parts_wide(r_hi: Value, r_lo: Value, q=EXP_FAST_Q) -> tuple[Value, Value
     return s, s_err + (r_lo + r * r * horner(r, q))
 
 
-def exp_fast(x: Value, d_below: int, d_above: int | None) -> Value:
+def exp_fast(x: Value, d_below: int, d_above: int) -> Value:
     """e^x for x in [-104, 89], ``exp``'s core: 2^k in two exact steps as in ``exp2_rounded``
-    (k + d_below in [-124, 126] for x < 0, k + d_above for x >= 0; d_above None: x <= 0 only)."""
-    if d_above is None:
-        offset, second = f32(ROUNDER + d_below), f32(2.0**-d_below)
-    else:
-        offset, second = _split_scale(x < 0.0, d_below, d_above)
+    (k + d_below in [-124, 126] for x < 0, k + d_above for x >= 0)."""
+    offset, second = _split_scale(x < 0.0, d_below, d_above)
     k, first = round_and_pow2(x * LOG2E, offset)
     s, tail = exp_parts_wide(x - k * LN2_HI, k * -LN2_HI_LO)  # x - k*LN2_HI is exact (Sterbenz)
     return (s + tail) * first * second
@@ -159,22 +156,6 @@ def exp(x: Value) -> Value:
     clamped = select(clamped > -104.0, clamped, f32(-104.0))
     # k in [-150, 0] below 0 and [0, 128] above: 2^(k + 26), then 2^-26; 2^(k - 2), then 4.
     return select(isnan(x), quiet(x), exp_fast(clamped, 26, -2))
-
-
-@float32_only
-def exp_nonpositive(x: Value) -> Value:
-    """e^min(x, 0): softmax's exp, whose argument x - max is never positive.
-
-    Precision: ≤ 1 ulp of the correctly rounded result: the bits of ``exp`` for every x <= 0
-    (the same core, with the scaling of negative arguments alone: no choice of 2^k's split by
-    the sign of x, three instructions fewer).
-    Special values: 1 for x >= 0 and +inf; 0 below -103.97 and for -inf; a NaN comes back quieted.
-
-    Example: ``e = exp_nonpositive(x - row_max)``.
-    """
-    clamped = select(x < 0.0, x, f32(0.0))  # NaN becomes 0 here, and is restored below
-    clamped = select(clamped > -104.0, clamped, f32(-104.0))
-    return select(isnan(x), quiet(x), exp_fast(clamped, 26, None))  # k in [-150, 0]
 
 
 @float32_only

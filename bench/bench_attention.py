@@ -5,9 +5,9 @@ cooperative matrices, beside PyTorch's where CUDA is there:
     .venv/bin/python bench/bench_attention.py --seq 4096 --causal --dtype float32
     .venv/bin/python bench/bench_attention.py --batch 1 --heads 1 --seq 64 --repeats 1   # lavapipe: a check
 
-Each line: the shape, the path (``VKML_ATTENTION_COOPMAT`` 1 or 0: the variable picks the
-kernel on each call; float32 and devices without cooperative matrices take the scalar kernel
-either way), the GPU time (median of the repeats, after a warm-up that compiles), and the
+Each line: the shape, the path (``VKML_ATTENTION_COOPMAT`` 1 or 0 and ``VKML_ATTENTION_TILED`` 1 or 0:
+the variables pick the kernel on each call; float32 and devices without cooperative matrices take a
+scalar kernel, the register-tiled one or, with ``VKML_ATTENTION_TILED=0``, the one-score-a-lane one), the GPU time (median of the repeats, after a warm-up that compiles), and the
 largest error of the first (batch, head) entry relative to the bound the op's page states
 for the cooperative-matrix kernel (float64 reference): it must stay ≤ 1.
 """
@@ -81,6 +81,15 @@ def time_torch(arrays, causal: bool, repeats: int) -> float | None:
     return statistics.median(seconds)
 
 
+# (label, environment) of each kernel timed: cooperative matrices (float16 where the device has them), the
+# register-tiled scalar kernel and the one-score-a-lane scalar kernel it replaced.
+VARIANTS = (
+    ("VKML_ATTENTION_COOPMAT=1", {"VKML_ATTENTION_COOPMAT": "1", "VKML_ATTENTION_TILED": "1"}),
+    ("COOPMAT=0 VKML_ATTENTION_TILED=1", {"VKML_ATTENTION_COOPMAT": "0", "VKML_ATTENTION_TILED": "1"}),
+    ("COOPMAT=0 VKML_ATTENTION_TILED=0", {"VKML_ATTENTION_COOPMAT": "0", "VKML_ATTENTION_TILED": "0"}),
+)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=4)
@@ -101,13 +110,16 @@ def main() -> None:
     for dtype in args.dtype or ["float16", "float32"]:
         arrays = [rng.standard_normal(size).astype(dtype) for _ in range(3)]
         tensors = [vkml.tensor(a, device=device) for a in arrays]
-        for switch in ("1", "0"):
-            os.environ["VKML_ATTENTION_COOPMAT"] = switch
+        for label, switches in VARIANTS:
+            if dtype != "float16" and switches["VKML_ATTENTION_COOPMAT"] == "1":
+                continue  # float32 keeps the scalar kernels: the lines below
+            os.environ.update(switches)
             seconds = time_forward(tensors, args.causal, device, args.repeats)
             got = VF.scaled_dot_product_attention(*tensors, is_causal=args.causal).numpy()
             ratio = bound_ratio(got, *arrays, args.causal)
-            print(f"{dtype:8s} VKML_ATTENTION_COOPMAT={switch}: {seconds * 1e3:9.3f} ms  error/bound {ratio:.3f}")
-        os.environ.pop("VKML_ATTENTION_COOPMAT")
+            print(f"{dtype:8s} {label:32s}: {seconds * 1e3:9.3f} ms  error/bound {ratio:.3f}")
+            for name in switches:
+                os.environ.pop(name)
         theirs = time_torch(arrays, args.causal, args.repeats)
         if theirs is not None:
             print(f"{dtype:8s} torch (CUDA):               {theirs * 1e3:9.3f} ms")

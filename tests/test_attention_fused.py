@@ -197,8 +197,10 @@ def test_multihead_attention_without_weights_uses_the_fused_kernel():
     assert sum(kernel.name.startswith("attention_") for kernel in seen) == 1
 
 
-def test_shared_memory_of_the_kernel_matches_its_shape():
+@pytest.mark.parametrize("tiled", [False, True])
+def test_shared_memory_of_the_kernel_matches_its_shape(tiled, monkeypatch):
     """``shared_bytes`` (what the front end checks against the device) is what the kernel declares."""
+    monkeypatch.setenv("VKML_ATTENTION_TILED", str(int(tiled)))
     shape = fused.AttentionShape(
         dtype=vkml.float32,
         batch=(2,),
@@ -209,6 +211,7 @@ def test_shared_memory_of_the_kernel_matches_its_shape():
         query=fused.Operand((72,), (1,)),
         key=fused.Operand((120,), (1,)),
         value=fused.Operand((200,), (1,)),
+        tiled=tiled,
     )
     kernel = fused.forward_kernel(shape)
     assert sum(4 * s.size for s in kernel.shared) == fused.shared_bytes(24, 40) == shape.shared_bytes

@@ -334,6 +334,7 @@ def _attention_shape(query, key, value, attn_mask, options: _Options) -> fused.A
         options.enable_gqa,
         options.words is not None,
         q.device,
+        fused.tiled_applies(q.shape[-1], v.shape[-1]),  # VKML_ATTENTION_TILED may change between calls
     )
     found = _SHAPES.get(cache_key)
     if found is None:
@@ -367,6 +368,7 @@ def _attention_shape_of(query, key, value, attn_mask, options: _Options) -> fuse
         mask_strides=mask_strides,
         subgroup=min(tuning_for(query.device).subgroup, fused.LANES),
         dropout=options.words is not None,
+        tiled=fused.tiled_applies(query.shape[-1], value.shape[-1]),
     )
 
 

@@ -97,7 +97,7 @@ def line(label: str, counts: Counter) -> str:
     slots = sum(SLOTS[c] * n for c, n in classes.items())
     text = ", ".join(f"{c} {n:.2f}" for c, n in classes.items())
     return (
-        f"{label:22s} {sum(classes.values()):6.1f} instructions, {slots:6.1f} slots, shared {counts['shared']:.2f},"
+        f"{label:25s} {sum(classes.values()):6.1f} instructions, {slots:6.1f} slots, shared {counts['shared']:.2f},"
         f" barriers {counts['barriers']:.4f} ({text})"
     )
 
@@ -119,13 +119,18 @@ def main() -> None:
     print(f"E = Ev = {args.dim}, subgroup {args.subgroup}: per (query row, key) pair")
     old = shape_of(args.dim, sub, False)
     print(line("forward (untiled)", per_pair(fused.forward_kernel(old), fused.ROWS * fused.LANES)))
-    os.environ.setdefault("VKML_ATTENTION_TILED", "1")
+    dq, dkv = fused_backward.query_kernel(old), fused_backward.key_kernel(old)
+    print(line("backward dQ (untiled)", per_pair(dq, fused.ROWS * fused.LANES)))
+    print(line("backward dK dV (untiled)", per_pair(dkv, fused.ROWS * fused.LANES)))
+    os.environ["VKML_ATTENTION_TILED"] = "1"
     if fused.tiled_applies(args.dim, args.dim):
         new = shape_of(args.dim, sub, True)
         print(line("forward (tiled)", per_pair(fused.forward_kernel(new), fused.BLOCK_ROWS * fused.BLOCK_KEYS)))
-    dq, dkv = fused_backward.query_kernel(old), fused_backward.key_kernel(old)
-    print(line("backward dQ", per_pair(dq, fused.ROWS * fused.LANES)))
-    print(line("backward dK dV", per_pair(dkv, fused.ROWS * fused.LANES)))
+    if fused_backward.tiled(new):
+        dq, dkv = fused_backward.tiled_query_kernel(new), fused_backward.tiled_key_kernel(new)
+        print(line("backward dQ (tiled)", per_pair(dq, fused_backward.DQ_ROWS * fused_backward.DQ_KEYS)))
+        pairs = fused_backward.DKV_KEYS * fused_backward.DKV_QUERIES
+        print(line("backward dK dV (tiled)", per_pair(dkv, pairs)))
 
 
 if __name__ == "__main__":

@@ -466,7 +466,7 @@ def _backward_fuses(query, key, value, shape: fused.AttentionShape) -> bool:
     if query.shape[:-2] != shape.batch or key.shape[:-2] != kv_batch or value.shape[:-2] != kv_batch:
         return False
     features = getattr(query.device, "features", None)
-    need = fused_backward.shared_bytes(shape.head_dim, shape.value_dim)
+    need = fused_backward.shared_bytes(shape)
     return features is None or need <= features.max_compute_shared_memory_size
 
 

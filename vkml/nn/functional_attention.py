@@ -154,7 +154,23 @@ def scaled_dot_product_attention(
     PyTorch; tests/test_attention_fused.py checks against PyTorch in float64 within
     atol = rtol = 2e-6 (float32 inputs) and 1e-3 (float16, one rounding of the result), and
     the gradients within 1e-5 (float32) and 2e-3 (float16). The bits are the same on every
-    device and every run, with one exception:
+    device and every run, with one exception (below).
+
+    Order of the operations, fixed by the shapes alone: a score is Σₑ q·k in ascending e from
+    -0.0 (each product and sum rounded), times ``scale``, plus a float mask. Heads whose tiles
+    fit in 32 KiB of shared memory (E = Ev = 64 and smaller; ``tiled_shared_bytes`` in
+    vkml/kernels/attention.py) take the register-tiled kernels: keys in ascending blocks of 32;
+    a block's row max is the max of each lane's two keys (c, then c + 16) then a pairwise tree
+    over the 16 lanes; each lane keeps its own share of the row sum (l·α + (p_c + p_(c+16))),
+    and the lanes' shares meet in the same tree once, at the end; an output column adds the
+    block's Σ p·v (ascending keys from -0.0) to its rescaled sum (acc·α + block). Larger heads
+    and ``VKML_ATTENTION_TILED=0`` take the untiled kernels (blocks of 16 keys, the row sum
+    through the tree each block; other bits, the same bounds). The backward sums dQ over key
+    blocks, dK and dV over query blocks (32 tiled, 16 untiled; each block in ascending order
+    from -0.0, the blocks in ascending order, GQA's heads in turn). A device with less than
+    32 KiB of shared memory takes the composite path for heads that take the tiled kernels.
+
+    The exception:
 
     On a device with cooperative matrices (VK_KHR_cooperative_matrix's 16×16×16 float16 shape,
     32-wide subgroups) float16 inputs take a forward whose q @ kᵀ and weights @ v

@@ -315,3 +315,33 @@ def test_dropout_is_fused_and_drops_what_the_composite_drops():
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5, err_msg=what)
     undropped = _vkml((q, k, v), {"is_causal": True, "enable_gqa": True}, CPU)[1].numpy()
     assert np.abs(results[0][0] - undropped).max() > 0.1  # weights were dropped
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize("causal", [False, True])
+def test_tiled_kernels_at_a_model_head_size(causal, gpu, monkeypatch):
+    """E = Ev = 64 (the largest head the tiled kernels take), several row and key blocks of each kernel:
+    PyTorch's results and gradients within the bounds, the same bits on lavapipe as on the CPU."""
+    monkeypatch.setenv("VKML_ATTENTION_COOPMAT", "0")
+    g = np.random.default_rng(5)
+    q, k, v = (g.standard_normal((1, 2, n, 64)).astype(np.float32) for n in (100, 130, 130))
+    kwargs = {"is_causal": causal}
+    upstream = g.standard_normal((1, 2, 100, 64)).astype(np.float32)
+    results = []
+    for device in (CPU, gpu):
+        seen = []
+        vkml.debug.kernel_listeners.append(seen.append)
+        try:
+            vk_in, out = _vkml((q, k, v), kwargs, device, requires_grad=True)
+            out.backward(vkml.tensor(upstream, device=device))
+        finally:
+            vkml.debug.kernel_listeners.remove(seen.append)
+        assert sum("tiled" in kernel.name for kernel in seen) == 3, [kernel.name for kernel in seen]
+        results.append([out.numpy()] + [t.grad.numpy() for t in vk_in])
+    pt_in, ref = _torch((q, k, v), kwargs, requires_grad=True)
+    ref.backward(torch.from_numpy(upstream.astype(np.float64)))
+    expected = [ref.detach().numpy()] + [t.grad.numpy() for t in pt_in]
+    for what, on_gpu, on_cpu, want in zip(("out", "dq", "dk", "dv"), results[1], results[0], expected, strict=True):
+        tol = TOLERANCE["float32"] if what == "out" else GRAD_TOLERANCE["float32"]
+        np.testing.assert_allclose(on_cpu, want, rtol=tol, atol=tol, err_msg=what)
+        assert_same_bits(on_gpu, on_cpu, f"{what} on {gpu.name}")

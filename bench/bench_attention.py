@@ -3,11 +3,12 @@ cooperative matrices, beside PyTorch's where CUDA is there:
 
     .venv/bin/python bench/bench_attention.py                       # B4 H8 T1024 D64 float16 and float32
     .venv/bin/python bench/bench_attention.py --seq 4096 --causal --dtype float32
+    .venv/bin/python bench/bench_attention.py --causal --backward --dtype float32    # training: both passes
     .venv/bin/python bench/bench_attention.py --batch 1 --heads 1 --seq 64 --repeats 1   # lavapipe: a check
 
-Each line: the shape, the path (``VKML_ATTENTION_COOPMAT`` 1 or 0: the variable picks the
-kernel on each call; float32 and devices without cooperative matrices take the scalar kernel
-either way), the GPU time (median of the repeats, after a warm-up that compiles), and the
+Each line: the shape, the path (``VKML_ATTENTION_COOPMAT`` 1 or 0 and ``VKML_ATTENTION_TILED`` 1 or 0:
+the variables pick the kernel on each call; float32 and devices without cooperative matrices take a
+scalar kernel, the register-tiled one or, with ``VKML_ATTENTION_TILED=0``, the one-score-a-lane one), the GPU time (median of the repeats, after a warm-up that compiles), and the
 largest error of the first (batch, head) entry relative to the bound the op's page states
 for the cooperative-matrix kernel (float64 reference): it must stay ≤ 1.
 """
@@ -28,15 +29,27 @@ from vkml.kernels import attention_coopmat
 WARM_UP_S = 0.5
 
 
-def time_forward(tensors, causal: bool, device, repeats: int) -> float:
+def time_forward(tensors, causal: bool, device, repeats: int, backward: bool = False) -> float:
+    """GPU seconds of the forward (with ``backward``: the forward and the backward of ``out.sum()``)."""
+
+    def once():
+        out = VF.scaled_dot_product_attention(*tensors, is_causal=causal)
+        if backward:
+            out.sum().backward()
+            vkml.realize(*(t.grad for t in tensors))
+            for t in tensors:
+                t.grad = None
+        else:
+            out.realize()
+
     started = time.perf_counter()
-    VF.scaled_dot_product_attention(*tensors, is_causal=causal).realize()  # compile
+    once()  # compile
     while time.perf_counter() - started < WARM_UP_S:
-        VF.scaled_dot_product_attention(*tensors, is_causal=causal).realize()
+        once()
     seconds = []
     for _ in range(repeats):
         with device.timestamped() as runs:
-            VF.scaled_dot_product_attention(*tensors, is_causal=causal).realize()
+            once()
         seconds.append(sum(sum(run) for run in runs))
     return statistics.median(seconds)
 
@@ -60,25 +73,40 @@ def bound_ratio(got: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray, ca
     return float((np.abs(got[0, 0].astype(np.float64) - exact) / allowed).max())
 
 
-def time_torch(arrays, causal: bool, repeats: int) -> float | None:
+def time_torch(arrays, causal: bool, repeats: int, backward: bool = False) -> float | None:
     try:
         import torch
     except ImportError:
         return None
     if not torch.cuda.is_available():
         return None
-    tq, tk, tv = (torch.tensor(a, device="cuda") for a in arrays)
+    tq, tk, tv = (torch.tensor(a, device="cuda", requires_grad=backward) for a in arrays)
+
+    def once():
+        out = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=causal)
+        if backward:
+            out.sum().backward()
+
     for _ in range(10):
-        torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=causal)
+        once()
     seconds = []
     for _ in range(repeats):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=causal)
+        once()
         end.record()
         torch.cuda.synchronize()
         seconds.append(start.elapsed_time(end) / 1e3)
     return statistics.median(seconds)
+
+
+# (label, environment) of each kernel timed: cooperative matrices (float16 where the device has them), the
+# register-tiled scalar kernels and the one-score-a-lane scalar kernels they replaced.
+VARIANTS = (
+    ("VKML_ATTENTION_COOPMAT=1", {"VKML_ATTENTION_COOPMAT": "1", "VKML_ATTENTION_TILED": "1"}),
+    ("COOPMAT=0 VKML_ATTENTION_TILED=1", {"VKML_ATTENTION_COOPMAT": "0", "VKML_ATTENTION_TILED": "1"}),
+    ("COOPMAT=0 VKML_ATTENTION_TILED=0", {"VKML_ATTENTION_COOPMAT": "0", "VKML_ATTENTION_TILED": "0"}),
+)
 
 
 def main() -> None:
@@ -89,6 +117,7 @@ def main() -> None:
     parser.add_argument("--dim", type=int, default=64)
     parser.add_argument("--dtype", action="append", choices=["float16", "float32"], help="default: both")
     parser.add_argument("--causal", action="store_true")
+    parser.add_argument("--backward", action="store_true", help="time the forward and backward (of out.sum())")
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--device", default=None, help="a Vulkan device (default: the best one)")
     args = parser.parse_args()
@@ -97,18 +126,22 @@ def main() -> None:
         raise SystemExit("needs a Vulkan device (GPU timestamps)")
     rng = np.random.default_rng(0)
     size = (args.batch, args.heads, args.seq, args.dim)
-    print(f"{device.name}: B{args.batch} H{args.heads} T{args.seq} D{args.dim}{' causal' if args.causal else ''}")
+    what = f"{' causal' if args.causal else ''}{' forward+backward' if args.backward else ''}"
+    print(f"{device.name}: B{args.batch} H{args.heads} T{args.seq} D{args.dim}{what}")
     for dtype in args.dtype or ["float16", "float32"]:
         arrays = [rng.standard_normal(size).astype(dtype) for _ in range(3)]
-        tensors = [vkml.tensor(a, device=device) for a in arrays]
-        for switch in ("1", "0"):
-            os.environ["VKML_ATTENTION_COOPMAT"] = switch
-            seconds = time_forward(tensors, args.causal, device, args.repeats)
-            got = VF.scaled_dot_product_attention(*tensors, is_causal=args.causal).numpy()
+        tensors = [vkml.tensor(a, device=device, requires_grad=args.backward) for a in arrays]
+        for label, switches in VARIANTS:
+            if dtype != "float16" and switches["VKML_ATTENTION_COOPMAT"] == "1":
+                continue  # float32 keeps the scalar kernels: the lines below
+            os.environ.update(switches)
+            seconds = time_forward(tensors, args.causal, device, args.repeats, args.backward)
+            got = VF.scaled_dot_product_attention(*tensors, is_causal=args.causal).detach().numpy()
             ratio = bound_ratio(got, *arrays, args.causal)
-            print(f"{dtype:8s} VKML_ATTENTION_COOPMAT={switch}: {seconds * 1e3:9.3f} ms  error/bound {ratio:.3f}")
-        os.environ.pop("VKML_ATTENTION_COOPMAT")
-        theirs = time_torch(arrays, args.causal, args.repeats)
+            print(f"{dtype:8s} {label:32s}: {seconds * 1e3:9.3f} ms  error/bound {ratio:.3f}")
+            for name in switches:
+                os.environ.pop(name)
+        theirs = time_torch(arrays, args.causal, args.repeats, args.backward)
         if theirs is not None:
             print(f"{dtype:8s} torch (CUDA):               {theirs * 1e3:9.3f} ms")
 

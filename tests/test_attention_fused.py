@@ -1,9 +1,11 @@
 """The fused scaled_dot_product_attention kernels: one dispatch forward, two backward, PyTorch's results within the
 stated bound, the same bits everywhere.
 
-The shapes span several key blocks and row blocks of the kernels (vkml/kernels/attention.py: 8 rows,
-16 keys a block) and a value width past one lane's 16 columns, so the online softmax's rescaling,
-the padding rows and keys, and the second accumulator are all exercised.
+The shapes span several key blocks and row blocks of the kernels (vkml/kernels/attention.py: the tiled
+forward's 32 rows and 32 keys a block, the untiled one's 8 and 16; the tiled backward's 24 rows and 16
+keys a workgroup) and a value width past one lane's 16 columns, so the online softmax's rescaling,
+the padding rows and keys, and the second accumulator are all exercised. ``VKML_ATTENTION_TILED=0``
+cases keep the untiled kernels (larger heads take them) covered.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ def _case(name: str, dtype: str = "float32"):
     g = np.random.default_rng(11)
     heads = 4 if name == "gqa" else 2
     kv_heads = 2 if name == "gqa" else heads
-    L, S = (21, 35) if name != "causal_tall" else (37, 20)
+    L, S = (21, 35) if name != "causal_tall" else (70, 20)
     q = g.standard_normal((1, heads, L, 8)).astype(dtype)
     k = g.standard_normal((1, kv_heads, S, 8)).astype(dtype)
     v = g.standard_normal((1, kv_heads, S, 19)).astype(dtype)
@@ -108,6 +110,33 @@ def test_fused_gradients_match_torch(name, dtype):
         np.testing.assert_allclose(got, b.grad.numpy(), rtol=tol, atol=tol, err_msg=f"{name}: d{what}")
 
 
+def test_untiled_kernels_match_torch(monkeypatch):
+    """VKML_ATTENTION_TILED=0 takes the one-score-a-lane kernels (what larger heads take): PyTorch's results
+    and gradients within the same bounds, other bits than the tiled kernels'."""
+    q, k, v, kwargs = _case("gqa")
+    kwargs["is_causal"] = True
+    upstream = np.random.default_rng(2).standard_normal((1, 4, 21, 19)).astype(np.float32)
+    results = []
+    for tiled in ("0", "1"):
+        monkeypatch.setenv("VKML_ATTENTION_TILED", tiled)
+        seen = []
+        vkml.debug.kernel_listeners.append(seen.append)
+        try:
+            vk_in, out = _vkml((q, k, v), kwargs, CPU, requires_grad=True)
+            out.backward(vkml.tensor(upstream))
+        finally:
+            vkml.debug.kernel_listeners.remove(seen.append)
+        assert sum("tiled" in kernel.name for kernel in seen) == (3 if tiled == "1" else 0)
+        results.append([out.numpy()] + [t.grad.numpy() for t in vk_in])
+    pt_in, ref = _torch((q, k, v), kwargs, requires_grad=True)
+    ref.backward(torch.from_numpy(upstream.astype(np.float64)))
+    expected = [ref.detach().numpy()] + [t.grad.numpy() for t in pt_in]
+    for what, got, want in zip(("out", "dq", "dk", "dv"), results[0], expected, strict=True):
+        tol = TOLERANCE["float32"] if what == "out" else GRAD_TOLERANCE["float32"]
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=what)
+    assert not np.array_equal(results[0][0], results[1][0])  # two summation orders
+
+
 def test_backward_is_two_fused_kernels():
     """After the forward was realized, backward() runs the dQ and dK/dV kernels: no matmul, no second forward."""
     q, k, v, kwargs = _case("gqa")
@@ -149,14 +178,19 @@ def test_forward_is_one_fused_kernel(device_kind, gpu):
     assert sorted(b.name for b in kernel.buffers) == ["k", "lse", "mask", "out", "q", "v"]
 
 
-@pytest.mark.parametrize(("name", "dtype"), [("gqa", "float16"), ("bool_mask", "float32"), ("float_mask", "float32")])
-def test_fused_vulkan_equals_cpu(name, dtype, gpu, monkeypatch):
+@pytest.mark.parametrize(
+    ("name", "dtype", "tiled"),
+    [("gqa", "float16", "1"), ("gqa", "float16", "0"), ("causal_tall", "float32", "1")]
+    + [("bool_mask", "float32", "1"), ("float_mask", "float32", "1")],
+)
+def test_fused_vulkan_equals_cpu(name, dtype, tiled, gpu, monkeypatch):
     """Forward and, for two cases, the backward kernels give the same bits on lavapipe as on the CPU.
 
     The scalar kernel's contract: a device with cooperative matrices runs float16 on them, within the
     page's bound instead (tests/test_attention_coopmat.py), unless VKML_ATTENTION_COOPMAT=0.
     """
     monkeypatch.setenv("VKML_ATTENTION_COOPMAT", "0")
+    monkeypatch.setenv("VKML_ATTENTION_TILED", tiled)
     q, k, v, kwargs = _case(name, dtype)
     if name == "gqa":  # causal, with dropout: the kernels' random keep masks agree too
         kwargs.update(is_causal=True, dropout_p=0.25)
@@ -197,8 +231,10 @@ def test_multihead_attention_without_weights_uses_the_fused_kernel():
     assert sum(kernel.name.startswith("attention_") for kernel in seen) == 1
 
 
-def test_shared_memory_of_the_kernel_matches_its_shape():
+@pytest.mark.parametrize("tiled", [False, True])
+def test_shared_memory_of_the_kernel_matches_its_shape(tiled, monkeypatch):
     """``shared_bytes`` (what the front end checks against the device) is what the kernel declares."""
+    monkeypatch.setenv("VKML_ATTENTION_TILED", str(int(tiled)))
     shape = fused.AttentionShape(
         dtype=vkml.float32,
         batch=(2,),
@@ -209,6 +245,7 @@ def test_shared_memory_of_the_kernel_matches_its_shape():
         query=fused.Operand((72,), (1,)),
         key=fused.Operand((120,), (1,)),
         value=fused.Operand((200,), (1,)),
+        tiled=tiled,
     )
     kernel = fused.forward_kernel(shape)
     assert sum(4 * s.size for s in kernel.shared) == fused.shared_bytes(24, 40) == shape.shared_bytes
@@ -278,3 +315,33 @@ def test_dropout_is_fused_and_drops_what_the_composite_drops():
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5, err_msg=what)
     undropped = _vkml((q, k, v), {"is_causal": True, "enable_gqa": True}, CPU)[1].numpy()
     assert np.abs(results[0][0] - undropped).max() > 0.1  # weights were dropped
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize("causal", [False, True])
+def test_tiled_kernels_at_a_model_head_size(causal, gpu, monkeypatch):
+    """E = Ev = 64 (the largest head the tiled kernels take), several row and key blocks of each kernel:
+    PyTorch's results and gradients within the bounds, the same bits on lavapipe as on the CPU."""
+    monkeypatch.setenv("VKML_ATTENTION_COOPMAT", "0")
+    g = np.random.default_rng(5)
+    q, k, v = (g.standard_normal((1, 2, n, 64)).astype(np.float32) for n in (100, 130, 130))
+    kwargs = {"is_causal": causal}
+    upstream = g.standard_normal((1, 2, 100, 64)).astype(np.float32)
+    results = []
+    for device in (CPU, gpu):
+        seen = []
+        vkml.debug.kernel_listeners.append(seen.append)
+        try:
+            vk_in, out = _vkml((q, k, v), kwargs, device, requires_grad=True)
+            out.backward(vkml.tensor(upstream, device=device))
+        finally:
+            vkml.debug.kernel_listeners.remove(seen.append)
+        assert sum("tiled" in kernel.name for kernel in seen) == 3, [kernel.name for kernel in seen]
+        results.append([out.numpy()] + [t.grad.numpy() for t in vk_in])
+    pt_in, ref = _torch((q, k, v), kwargs, requires_grad=True)
+    ref.backward(torch.from_numpy(upstream.astype(np.float64)))
+    expected = [ref.detach().numpy()] + [t.grad.numpy() for t in pt_in]
+    for what, on_gpu, on_cpu, want in zip(("out", "dq", "dk", "dv"), results[1], results[0], expected, strict=True):
+        tol = TOLERANCE["float32"] if what == "out" else GRAD_TOLERANCE["float32"]
+        np.testing.assert_allclose(on_cpu, want, rtol=tol, atol=tol, err_msg=what)
+        assert_same_bits(on_gpu, on_cpu, f"{what} on {gpu.name}")

@@ -33,6 +33,7 @@ import functools
 import math
 from dataclasses import dataclass
 
+from .. import config as vkml_config
 from ..ir import builder as B
 from ..ir import types as T
 from ..ir.core import Kernel, Value
@@ -85,6 +86,7 @@ class AttentionShape:
     mask_strides: tuple[int, ...] = ()
     subgroup: int = 1
     dropout: bool = False
+    tiled: bool = False
 
     @property
     def batch_count(self) -> int:
@@ -96,15 +98,28 @@ class AttentionShape:
 
     @property
     def grid(self) -> tuple[int, int, int]:
-        return fold_grid(self.batch_count * self.row_blocks)
+        """The forward's grid (the backward kernels': attention_backward.grid_of)."""
+        rows = BLOCK_ROWS if self.tiled else ROWS
+        return fold_grid(self.batch_count * -(-self.query_len // rows))
 
     @property
     def shared_bytes(self) -> int:
-        return shared_bytes(self.head_dim, self.value_dim)
+        """Shared memory of the forward kernel of this shape."""
+        if self.tiled:
+            return tiled_shared_bytes(self.head_dim, self.value_dim)
+        return untiled_shared_bytes(self.head_dim, self.value_dim)
 
 
 def shared_bytes(head_dim: int, value_dim: int) -> int:
-    """Shared memory the forward kernel takes for these head sizes (a device must have as much)."""
+    """Shared memory the forward kernel takes for these head sizes (a device must have as much): the tiled
+    kernel's where it applies."""
+    if tiled_applies(head_dim, value_dim):
+        return tiled_shared_bytes(head_dim, value_dim)
+    return untiled_shared_bytes(head_dim, value_dim)
+
+
+def untiled_shared_bytes(head_dim: int, value_dim: int) -> int:
+    """Shared memory of the one-score-a-lane forward kernel (``forward_kernel`` without ``tiled``)."""
     return 4 * (ROWS * head_dim + LANES * (head_dim + 1) + LANES * value_dim + 3 * THREADS)
 
 
@@ -278,6 +293,8 @@ def masked_score(shape: AttentionShape, dot: Value, scale: Value, row: Value, co
 
 def forward_kernel(shape: AttentionShape) -> Kernel:
     """The fused forward kernel for ``shape``: buffers q, k, v (, mask), out, lse; parameter ``scale``."""
+    if shape.tiled:
+        return tiled_forward_kernel(shape)
     dt = shape.dtype
     L, S, E, Ev = shape.query_len, shape.key_len, shape.head_dim, shape.value_dim
     kb = B.KernelBuilder(f"attention_{'x'.join(map(str, shape.batch)) or 'scalar'}_{L}x{S}x{E}x{Ev}", (THREADS, 1, 1))
@@ -384,3 +401,205 @@ def forward_kernel(shape: AttentionShape) -> Kernel:
 def cached_forward_kernel(shape: AttentionShape) -> Kernel:
     """``forward_kernel(shape)``, built once per shape (bounded: shapes that change every step)."""
     return forward_kernel(shape)
+
+
+# The register-tiled forward (``AttentionShape.tiled``). The workgroup keeps the ``THREADS`` = GROUPS x LANES
+# layout of the kernel above, but an invocation owns a TILE_ROWS x TILE_KEYS tile of scores: group g holds query
+# rows g·TILE_ROWS + i of the workgroup's BLOCK_ROWS, lane c keys c + LANES·t of each BLOCK_KEYS block. Each step
+# of the score loop then loads TILE_ROWS + TILE_KEYS values for TILE_ROWS·TILE_KEYS products (the kernel above:
+# one load a product), each step of the weights-times-values loop TILE_ROWS weights and Ev / LANES values for
+# TILE_ROWS·Ev / LANES products, and a block of BLOCK_KEYS keys takes three barriers (four where the row max
+# needs shared memory) instead of five per LANES keys.
+TILE_ROWS = 4  # query rows per invocation
+TILE_KEYS = 2  # keys per invocation and block
+GROUPS = THREADS // LANES  # row groups per workgroup
+BLOCK_ROWS = GROUPS * TILE_ROWS  # query rows per workgroup
+BLOCK_KEYS = LANES * TILE_KEYS  # keys per block
+# The tiled kernel is taken where its tiles fit in this much shared memory, a bound of the shape alone (so
+# every device runs the same kernel and gives the same bits); larger heads keep the kernel above.
+TILED_SHARED_LIMIT = 32768
+
+
+def tiled_shared_bytes(head_dim: int, value_dim: int) -> int:
+    """Shared memory of the tiled forward: query rows, key and value blocks, the weights, one tree per tile row."""
+    e, ev = head_dim, value_dim
+    return 4 * (BLOCK_ROWS * e + BLOCK_KEYS * (e + 1) + BLOCK_KEYS * ev + BLOCK_ROWS * BLOCK_KEYS + TILE_ROWS * THREADS)
+
+
+def tiled_applies(head_dim: int, value_dim: int) -> bool:
+    """Whether the forward of these head sizes takes the tiled kernel (``VKML_ATTENTION_TILED``, on by default)."""
+    return vkml_config.attention_tiled() and tiled_shared_bytes(head_dim, value_dim) <= TILED_SHARED_LIMIT
+
+
+def _rows_combine(values: list[Value], combine, lane: Value, base: Value, tree, subgroup: int) -> list[Value]:
+    """``_row_combine`` of several values at once (value i through ``tree``'s i-th ``THREADS`` slots): the same
+    tree over the ``LANES`` lanes for each, one barrier for all."""
+    bit = 1
+    while bit < min(subgroup, LANES):
+        is_left = B.eq(lane & _u32(bit), _u32(0))
+        combined = []
+        for value in values:
+            partner = B.shuffle_xor(value, bit)
+            combined.append(B.select(is_left, combine(value, partner), combine(partner, value)))
+        values = combined
+        bit *= 2
+    if bit >= LANES:
+        return values
+    for i, value in enumerate(values):
+        tree[_u32(i * THREADS) + base + lane] = value
+    B.barrier()
+    results = []
+    for i in range(len(values)):
+        parts = [tree[_u32(i * THREADS + g * bit) + base] for g in range(LANES // bit)]
+        while len(parts) > 1:
+            parts = [combine(parts[j], parts[j + 1]) for j in range(0, len(parts), 2)]
+        results.append(parts[0])
+    return results
+
+
+def tiled_forward_kernel(shape: AttentionShape) -> Kernel:
+    """The register-tiled forward of ``shape``: the buffers and parameters of ``forward_kernel``, its results
+    in the order the op's page states for this kernel (scores as there; a block's row max over an invocation's
+    keys in ascending t, then the lanes' tree; each lane's share of the row sum rescaled and summed on its own,
+    the lanes' tree once at the end; the weights-times-values sums over BLOCK_KEYS keys a block)."""
+    dt = shape.dtype
+    L, S, E, Ev = shape.query_len, shape.key_len, shape.head_dim, shape.value_dim
+    name = f"attention_tiled_{'x'.join(map(str, shape.batch)) or 'scalar'}_{L}x{S}x{E}x{Ev}"
+    kb = B.KernelBuilder(name, (THREADS, 1, 1))
+    q = kb.buffer("q", T.storage(dt))
+    k = kb.buffer("k", T.storage(dt))
+    v = kb.buffer("v", T.storage(dt))
+    mask = kb.buffer("mask", T.storage(shape.mask_dtype)) if shape.mask != "none" else None
+    out = kb.buffer("out", T.storage(dt), "write")
+    lse = kb.buffer("lse", T.float32, "write")
+    scale = kb.param("scale", T.float32)
+    dropout = Dropout(kb, shape) if shape.dropout else None
+    q_tile = kb.shared("q_tile", T.float32, BLOCK_ROWS * E)
+    k_tile = kb.shared("k_tile", T.float32, BLOCK_KEYS * (E + 1))  # padded: a group's lanes read distinct banks
+    v_tile = kb.shared("v_tile", T.float32, BLOCK_KEYS * Ev)
+    p_tile = kb.shared("p_tile", T.float32, BLOCK_ROWS * BLOCK_KEYS)
+    tree = kb.shared("tree", T.float32, TILE_ROWS * THREADS)
+    columns = -(-Ev // LANES)
+    row_blocks = -(-L // BLOCK_ROWS)
+    with kb:
+        lid = B.convert(B.local_id(0), T.uint32)
+        g, c = lid >> _u32(LANES.bit_length() - 1), lid & _u32(LANES - 1)
+        base = g * _u32(LANES)
+        w = linear_workgroup(shape.grid)
+        with B.if_(w < _u32(shape.batch_count * row_blocks)):
+            b = w / _u32(row_blocks)
+            row0 = (w - b * _u32(row_blocks)) * _u32(BLOCK_ROWS)
+            local_rows = [g * _u32(TILE_ROWS) + _u32(i) for i in range(TILE_ROWS)]
+            rows = [row0 + r for r in local_rows]
+            q_at = [r * _u32(E) for r in local_rows]
+            p_at = [r * _u32(BLOCK_KEYS) for r in local_rows]
+            local_keys = [c + _u32(t * LANES) for t in range(TILE_KEYS)]
+            k_at = [kk * _u32(E + 1) for kk in local_keys]
+            cols = [B.select(c + _u32(a * LANES) < _u32(Ev), c + _u32(a * LANES), _u32(0)) for a in range(columns)]
+            operands = [shape.query, shape.key, shape.value]
+            if mask is not None:
+                operands.append(Operand(shape.mask_strides[:-2], (1,) * len(shape.batch)))
+            offsets = _batch_offsets(b, shape, operands)
+            q_base, k_base, v_base = offsets[:3]
+            mask_base = offsets[3] if mask is not None else None
+
+            stage(q_tile, q, dt, q_base, row0, L, E, E, BLOCK_ROWS)
+            end = _u32(-(-S // BLOCK_KEYS))
+            if shape.causal:  # blocks past the workgroup's last row hold no unmasked key
+                needed = (row0 + _u32(BLOCK_ROWS - 1)) / _u32(BLOCK_KEYS) + _u32(1)
+                end = B.select(needed < end, needed, end)
+            k_count, v_count = -(-BLOCK_KEYS * E // THREADS), -(-BLOCK_KEYS * Ev // THREADS)
+            prefetch = k_count + v_count <= UNROLLED_STAGING
+
+            def fetch_block(key0):
+                return fetch(k, dt, k_base, key0, S, E, BLOCK_KEYS) + fetch(v, dt, v_base, key0, S, Ev, BLOCK_KEYS)
+
+            def score_step(e, *sums):
+                qs = [q_tile[at + e] for at in q_at]
+                ks = [k_tile[at + e] for at in k_at]
+                return tuple(
+                    sums[i * TILE_KEYS + t] + qs[i] * ks[t] for i in range(TILE_ROWS) for t in range(TILE_KEYS)
+                )
+
+            def value_step(kk, *sums):
+                weights = [p_tile[at + kk] for at in p_at]
+                values = [v_tile[kk * _u32(Ev) + j] for j in cols]
+                return tuple(
+                    sums[i * columns + a] + weights[i] * values[a] for i in range(TILE_ROWS) for a in range(columns)
+                )
+
+            def block(kb_i, *carried):
+                m, l = carried[:TILE_ROWS], carried[TILE_ROWS : 2 * TILE_ROWS]
+                acc = carried[2 * TILE_ROWS : 2 * TILE_ROWS + TILE_ROWS * columns]
+                fetched = carried[2 * TILE_ROWS + TILE_ROWS * columns :]
+                key0 = kb_i * _u32(BLOCK_KEYS)
+                B.barrier()  # the previous block's tiles (and the query tile's stores) are done with
+                if prefetch:
+                    put(k_tile, list(fetched[:k_count]), E, E + 1, BLOCK_KEYS)
+                    put(v_tile, list(fetched[k_count:]), Ev, Ev, BLOCK_KEYS)
+                else:
+                    stage(k_tile, k, dt, k_base, key0, S, E, E + 1, BLOCK_KEYS)
+                    stage(v_tile, v, dt, v_base, key0, S, Ev, Ev, BLOCK_KEYS)
+                B.barrier()
+                following = fetch_block(key0 + _u32(BLOCK_KEYS)) if prefetch else []
+                dots = B.loop(0, E, 1, tuple(_f32(-0.0) for _ in range(TILE_ROWS * TILE_KEYS)), score_step)
+                scores = [
+                    [
+                        masked_score(
+                            shape, dots[i * TILE_KEYS + t], scale, rows[i], key0 + local_keys[t], mask, mask_base
+                        )
+                        for t in range(TILE_KEYS)
+                    ]
+                    for i in range(TILE_ROWS)
+                ]
+                own_max = []
+                for row_scores in scores:
+                    top = row_scores[0]
+                    for s in row_scores[1:]:
+                        top = _max(top, s)
+                    own_max.append(top)
+                block_max = _rows_combine(own_max, _max, c, base, tree, shape.subgroup)
+                new_m, new_l, alphas = [], [], []
+                for i in range(TILE_ROWS):
+                    m_new = _max(m[i], block_max[i])
+                    dead = B.eq(m_new, _f32(NEG_INF))  # no unmasked key so far: keep zeros
+                    alpha = B.select(dead, _f32(1.0), M.exp(m[i] - m_new))
+                    total = None
+                    for t in range(TILE_KEYS):
+                        p = B.select(dead, _f32(0.0), M.exp(scores[i][t] - m_new))
+                        total = p if total is None else total + p
+                        # The sum l takes every weight; the output only the kept ones (dropout after softmax).
+                        if dropout:
+                            p = dropout.apply(dropout.keep(b, rows[i], key0 + local_keys[t]), p)
+                        p_tile[p_at[i] + local_keys[t]] = p
+                    new_m.append(m_new)
+                    new_l.append(l[i] * alpha + total)
+                    alphas.append(alpha)
+                B.barrier()
+                sums = B.loop(0, BLOCK_KEYS, 1, tuple(_f32(-0.0) for _ in range(TILE_ROWS * columns)), value_step)
+                new_acc = [acc[n] * alphas[n // columns] + sums[n] for n in range(TILE_ROWS * columns)]
+                return (*new_m, *new_l, *new_acc, *following)
+
+            inits = (*(_f32(NEG_INF) for _ in range(TILE_ROWS)), *(_f32(0.0) for _ in range(TILE_ROWS)))
+            inits += tuple(_f32(0.0) for _ in range(TILE_ROWS * columns))
+            inits += tuple(fetch_block(_u32(0))) if prefetch else ()
+            results = B.loop(_u32(0), end, _u32(1), inits, block)
+            m, l = results[:TILE_ROWS], results[TILE_ROWS : 2 * TILE_ROWS]
+            acc = results[2 * TILE_ROWS : 2 * TILE_ROWS + TILE_ROWS * columns]
+            if shape.subgroup < LANES:
+                B.barrier()  # the last block's reads of the tree are done
+            l = _rows_combine(list(l), _add, c, base, tree, shape.subgroup)
+            for i in range(TILE_ROWS):
+                with B.if_(rows[i] < _u32(L)):
+                    empty = B.eq(l[i], _f32(0.0))
+                    out_row = (b * _u32(L) + rows[i]) * _u32(Ev)
+                    for a in range(columns):
+                        j = c + _u32(a * LANES)
+                        value = B.select(empty, _f32(0.0), acc[i * columns + a] / l[i])
+                        with B.if_(j < _u32(Ev)):
+                            out[out_row + j] = store_value(narrow(value, dt), dt)
+                    with B.if_(B.eq(c, _u32(0))):
+                        lse[b * _u32(L) + rows[i]] = B.select(empty, _f32(NEG_INF), m[i] + M.log(l[i]))
+    kernel = kb.finish()
+    verify_kernel(kernel)
+    return kernel

@@ -154,7 +154,23 @@ def scaled_dot_product_attention(
     PyTorch; tests/test_attention_fused.py checks against PyTorch in float64 within
     atol = rtol = 2e-6 (float32 inputs) and 1e-3 (float16, one rounding of the result), and
     the gradients within 1e-5 (float32) and 2e-3 (float16). The bits are the same on every
-    device and every run, with one exception:
+    device and every run, with one exception (below).
+
+    Order of the operations, fixed by the shapes alone: a score is Σₑ q·k in ascending e from
+    -0.0 (each product and sum rounded), times ``scale``, plus a float mask. Heads whose tiles
+    fit in 32 KiB of shared memory (E = Ev = 64 and smaller; ``tiled_shared_bytes`` in
+    vkml/kernels/attention.py) take the register-tiled kernels: keys in ascending blocks of 32;
+    a block's row max is the max of each lane's two keys (c, then c + 16) then a pairwise tree
+    over the 16 lanes; each lane keeps its own share of the row sum (l·α + (p_c + p_(c+16))),
+    and the lanes' shares meet in the same tree once, at the end; an output column adds the
+    block's Σ p·v (ascending keys from -0.0) to its rescaled sum (acc·α + block). Larger heads
+    and ``VKML_ATTENTION_TILED=0`` take the untiled kernels (blocks of 16 keys, the row sum
+    through the tree each block; other bits, the same bounds). The backward sums dQ over key
+    blocks, dK and dV over query blocks (32 tiled, 16 untiled; each block in ascending order
+    from -0.0, the blocks in ascending order, GQA's heads in turn). A device with less than
+    32 KiB of shared memory takes the composite path for heads that take the tiled kernels.
+
+    The exception:
 
     On a device with cooperative matrices (VK_KHR_cooperative_matrix's 16×16×16 float16 shape,
     32-wide subgroups) float16 inputs take a forward whose q @ kᵀ and weights @ v
@@ -334,6 +350,7 @@ def _attention_shape(query, key, value, attn_mask, options: _Options) -> fused.A
         options.enable_gqa,
         options.words is not None,
         q.device,
+        fused.tiled_applies(q.shape[-1], v.shape[-1]),  # VKML_ATTENTION_TILED may change between calls
     )
     found = _SHAPES.get(cache_key)
     if found is None:
@@ -367,6 +384,7 @@ def _attention_shape_of(query, key, value, attn_mask, options: _Options) -> fuse
         mask_strides=mask_strides,
         subgroup=min(tuning_for(query.device).subgroup, fused.LANES),
         dropout=options.words is not None,
+        tiled=fused.tiled_applies(query.shape[-1], value.shape[-1]),
     )
 
 
@@ -464,7 +482,7 @@ def _backward_fuses(query, key, value, shape: fused.AttentionShape) -> bool:
     if query.shape[:-2] != shape.batch or key.shape[:-2] != kv_batch or value.shape[:-2] != kv_batch:
         return False
     features = getattr(query.device, "features", None)
-    need = fused_backward.shared_bytes(shape.head_dim, shape.value_dim)
+    need = fused_backward.shared_bytes(shape)
     return features is None or need <= features.max_compute_shared_memory_size
 
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 import os
 import sys
 from typing import ClassVar, NamedTuple
@@ -165,6 +166,7 @@ def user_line() -> str | None:
 _structures: dict = {}
 _structure_ids = itertools.count(1)
 STRUCTURES_LIMIT = 1 << 16
+_skey_of = operator.attrgetter("skey")
 
 
 def structure_id(label: tuple) -> int:
@@ -196,8 +198,7 @@ def structure_of(node: Node) -> int:
             return -next(_structure_ids)
     else:
         label = None
-    keys = srcs[0].skey if len(srcs) == 1 else tuple([s.skey for s in srcs])
-    return structure_id((op, label, node.shape, node.dtype, keys))
+    return structure_id((op, label, node.shape, node.dtype, tuple(map(_skey_of, srcs))))
 
 
 class Node:
@@ -239,7 +240,7 @@ class Node:
         if op in _ARG_IS_STRUCTURE:
             label = arg
         elif op == _VIEW:
-            label = arg.structure(srcs[0].numel)
+            label = arg.structure(math.prod(srcs[0].shape))
         elif op == _KERNEL:
             label = getattr(arg, "structure", None)
             if label is None:  # a user's kernel: a structure of its own, never seen again
@@ -247,16 +248,7 @@ class Node:
                 return
         else:  # a constant's value is a kernel parameter; a buffer's arg is None
             label = None
-        count = len(srcs)
-        if count == 2:
-            keys = (srcs[0].skey, srcs[1].skey)
-        elif count == 1:
-            keys = srcs[0].skey
-        elif count:
-            keys = tuple([s.skey for s in srcs])
-        else:
-            keys = ()
-        label = (op, label, self.shape, dtype, keys)
+        label = (op, label, self.shape, dtype, tuple(map(_skey_of, srcs)))
         self.skey = _structures.get(label) or structure_id(label)
 
     @property

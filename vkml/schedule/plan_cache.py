@@ -234,9 +234,10 @@ class Recipe:
     - ``custom_roots``: positions of user kernel nodes that become buffers (such plans are never cached).
     - ``baked``: the ``Baked`` constants and views.
     - ``replay``: what ``replay_key`` reads (made on its first call), False where a user kernel runs.
+    - ``sizes``: what ``allocate`` asks the device for (made on its first call).
     """
 
-    __slots__ = ("outputs", "temps", "steps", "custom_roots", "baked", "replay")
+    __slots__ = ("outputs", "temps", "steps", "custom_roots", "baked", "replay", "sizes")
 
     def __init__(self):
         self.outputs: list[Output] = []
@@ -245,6 +246,7 @@ class Recipe:
         self.custom_roots: list[int] = []
         self.baked: list[Baked] = []
         self.replay: tuple | bool | None = None
+        self.sizes: tuple | None = None  # (dtype, numel) of each output, then each temporary (``allocate``)
 
 
 def bind(recipe: Recipe, order: list[Node], device) -> tuple[list[Dispatch], list, list]:
@@ -259,11 +261,14 @@ def bind(recipe: Recipe, order: list[Node], device) -> tuple[list[Dispatch], lis
 
 def allocate(recipe: Recipe, device) -> tuple[list, list]:
     """New output and temporary buffers for a run of ``recipe`` (``bind``'s)."""
-    allocate = device.allocate
-    return (
-        [allocate(dtype, numel) for _, dtype, numel in recipe.outputs],
-        [allocate(dtype, numel) for dtype, numel in recipe.temps],
-    )
+    sizes = recipe.sizes
+    if sizes is None:
+        sizes = recipe.sizes = tuple([(dtype, numel) for _, dtype, numel in recipe.outputs] + recipe.temps)
+    buffers = device.allocate_each(sizes)
+    if not recipe.temps:
+        return buffers, []
+    count = len(recipe.outputs)
+    return buffers[:count], buffers[count:]
 
 
 def dispatches_of(recipe: Recipe, order: list[Node], outs: list, temps: list) -> list[Dispatch]:
@@ -449,10 +454,11 @@ class Found:
       that source of that user's node;
     - ``edges``: (user position, source index, position) of every other edge, and ``root_edges``
       (position, root index) of every other root: each must reach that position's node;
-    - ``skeys``: every position's structure id; ``matmuls``: (position, mode) of each matmul.
+    - ``skeys``: every position's structure id; ``matmuls``: (position, mode) of each matmul;
+    - ``more``: whether any of ``edges``, ``root_edges``, ``matmuls`` and the recipe's baked values is there.
     """
 
-    __slots__ = ("recipe", "size", "roots", "steps", "edges", "root_edges", "skeys", "matmuls")
+    __slots__ = ("recipe", "size", "roots", "steps", "edges", "root_edges", "skeys", "matmuls", "more")
 
 
 def find(namespace: tuple, roots: list[Node], mode_of_matmul) -> tuple[Recipe, list[Node]] | None:
@@ -483,21 +489,26 @@ def _reach(entry: Found, roots: list[Node], mode_of_matmul) -> list[Node] | None
     # with every edge reaching the same position and no node at two, the graph is the recorded one.
     if list(map(_skey_of, order)) != entry.skeys or len(set(order)) != entry.size:
         return None
+    return order if not entry.more or _also(entry, roots, order, mode_of_matmul) else None
+
+
+def _also(entry: Found, roots: list[Node], order: list[Node], mode_of_matmul) -> bool:
+    """``_reach``'s checks of a graph with sharing, several roots, matmuls or baked values."""
     for user, i, p in entry.edges:
         srcs = order[user].srcs
         if len(srcs) <= i or srcs[i] is not order[p]:
-            return None
+            return False
     for p, j in entry.root_edges:
         if roots[j] is not order[p]:
-            return None
+            return False
     for p, mode in entry.matmuls:
         if mode_of_matmul(order[p]) != mode:
-            return None
+            return False
     for p, value in entry.recipe.baked:
         arg = order[p].arg
         if (repr(arg) if value.__class__ is str else arg) != value:
-            return None
-    return order
+            return False
+    return True
 
 
 def remember(namespace: tuple, roots: list[Node], order: list[Node], recipe: Recipe, mode_of_matmul) -> None:
@@ -541,6 +552,7 @@ def remember(namespace: tuple, roots: list[Node], order: list[Node], recipe: Rec
     )
     entry.skeys = skeys
     entry.matmuls = tuple((p, mode_of_matmul(n)) for p, n in enumerate(order) if n.op == Op.MATMUL)
+    entry.more = bool(edges or root_edges or entry.matmuls or recipe.baked)
     # A few entries a key: a root built before a source was realized keeps its id, so one key may name two graphs
     key = (namespace, tuple(map(_skey_of, roots)))
     _by_roots[key] = (entry, *_by_roots.get(key, ())[: ENTRIES_PER_KEY - 1])

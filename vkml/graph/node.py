@@ -248,8 +248,19 @@ class Node:
                 return
         else:  # a constant's value is a kernel parameter; a buffer's arg is None
             label = None
-        label = (op, label, self.shape, dtype, tuple(map(_skey_of, srcs)))
-        self.skey = _structures.get(label) or structure_id(label)
+        # the sources' ids as structure_of takes them, without tuple(map(...))'s calls for the usual one or two
+        count = len(srcs)
+        if count == 1:
+            keys = (srcs[0].skey,)
+        elif count == 2:
+            keys = (srcs[0].skey, srcs[1].skey)
+        else:
+            keys = tuple(map(_skey_of, srcs))
+        label = (op, label, self.shape, dtype, keys)
+        try:  # a subscript, not .get: no call where the label is known, as it is in a loop's steps
+            self.skey = _structures[label]
+        except KeyError:
+            self.skey = structure_id(label)
 
     @property
     def numel(self) -> int:

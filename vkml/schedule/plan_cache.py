@@ -16,6 +16,11 @@ Constants and views whose values a kernel bakes in (past the parameter budgets) 
 by value when a recipe is reused. The same walk, over one group, keys the group's kernel
 template (``group_structure``, read by ``scheduler.Signature``).
 
+A realize looks first without walking (``find``): every node gets a structure id as it is built
+(``Node.skey``, vkml/graph/node.py), and ``remember`` keeps each recipe under its roots' ids with
+the way to reach each position from the roots; ``find`` reaches them and checks every edge and
+position, so it hands a recipe only to the graph that ``trace`` would key the same.
+
     >>> import vkml
     >>> from vkml import debug
     >>> x = vkml.ones(4)

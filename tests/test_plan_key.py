@@ -173,6 +173,8 @@ def test_ids_name_structures_not_values():
     before = user.node.skey
     lazy.realize()
     assert lazy.node.skey == structure_of(lazy.node) != (a * 2.0).node.skey
+    uploaded = vkml.tensor(np.zeros((4, 8), np.float32), device=device).node
+    assert uploaded.skey == lazy.node.skey  # a realized result and an upload are the same leaf
     assert user.node.skey == before != structure_of(user.node)  # stale, told apart by find's checks
     assert isinstance(Node.__slots__, tuple) and "skey" in Node.__slots__
     schedule.realize(user.node)

@@ -198,7 +198,7 @@ def structure_of(node: Node) -> int:
             return -next(_structure_ids)
     else:
         label = None
-    return structure_id((op, label, node.shape, node.dtype, tuple(map(_skey_of, srcs))))
+    return structure_id((op, label, node.shape, node.dtype, *map(_skey_of, srcs)))
 
 
 class Node:
@@ -248,15 +248,16 @@ class Node:
                 return
         else:  # a constant's value is a kernel parameter; a buffer's arg is None
             label = None
-        # the sources' ids as structure_of takes them, without tuple(map(...))'s calls for the usual one or two
+        # the sources' ids after the rest, as structure_of lays them out, read directly for the usual counts
         count = len(srcs)
-        if count == 1:
-            keys = (srcs[0].skey,)
-        elif count == 2:
-            keys = (srcs[0].skey, srcs[1].skey)
+        if count == 2:
+            label = (op, label, self.shape, dtype, srcs[0].skey, srcs[1].skey)
+        elif count == 1:
+            label = (op, label, self.shape, dtype, srcs[0].skey)
+        elif count:
+            label = (op, label, self.shape, dtype, *map(_skey_of, srcs))
         else:
-            keys = tuple(map(_skey_of, srcs))
-        label = (op, label, self.shape, dtype, keys)
+            label = (op, label, self.shape, dtype)
         try:  # a subscript, not .get: no call where the label is known, as it is in a loop's steps
             self.skey = _structures[label]
         except KeyError:
@@ -276,7 +277,7 @@ class Node:
         # once ``buffer`` is set, and ``srcs`` and ``arg`` are dropped only after, so a reader
         # that reads them before ``op`` gets those of the op it sees (``lazy.view_node``).
         self.buffer = buffer
-        label = (_BUFFER, None, self.shape, self.dtype, ())
+        label = (_BUFFER, None, self.shape, self.dtype)  # a built buffer node's label (no sources)
         self.skey = _structures.get(label) or structure_id(label)
         self.op = Op.BUFFER
         self.srcs, self.arg = (), None

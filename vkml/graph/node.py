@@ -33,7 +33,9 @@ in the order ``become_buffer`` states.
 
 from __future__ import annotations
 
+import itertools
 import math
+import operator
 import os
 import sys
 from typing import ClassVar, NamedTuple
@@ -77,6 +79,9 @@ Op.ALL = tuple(
 for _op in Op.ALL:
     setattr(Op, _op.upper(), _op)
 _BUFFER = Op.BUFFER  # a global read by ``Node.realized`` (which runs everywhere) without the class lookup
+_VIEW, _KERNEL = Op.VIEW, Op.KERNEL
+# The ops whose ``arg`` is their structure as it is (a constant's holds its value, a view's its offsets).
+_ARG_IS_STRUCTURE = frozenset((Op.ELEMENTWISE, Op.CAST, Op.REDUCE, Op.CAT, Op.MATMUL, Op.RANDOM))
 
 
 class Const(NamedTuple):
@@ -154,8 +159,53 @@ def user_line() -> str | None:
     return f"{relative if not relative.startswith('..') else path}:{frame.f_lineno}"
 
 
+# Structure ids: one int per distinct (op, structural argument, shape, dtype, the sources' ids), handed out
+# as nodes are built, so a realize keys its plan by its roots' ids instead of walking every node
+# (vkml/schedule/plan_cache.py, ``find``). Ids come from a counter and are never reused: a table that was
+# cleared (bounded, as shapes that change every step would grow it) only makes equal structures miss.
+_structures: dict = {}
+_structure_ids = itertools.count(1)
+STRUCTURES_LIMIT = 1 << 16
+_skey_of = operator.attrgetter("skey")
+
+
+def structure_id(label: tuple) -> int:
+    """The id of ``label`` (op, structural argument, shape, dtype, the sources' ids): equal ids, equal labels."""
+    found = _structures.get(label)
+    if found is None:
+        if len(_structures) >= STRUCTURES_LIMIT:
+            _structures.clear()
+        # setdefault: two threads interning one label at once agree, or (mid-clear) get two ids, which only misses
+        found = _structures.setdefault(label, next(_structure_ids))
+    return found
+
+
+def structure_of(node: Node) -> int:
+    """``node``'s structure id from what it holds now and its sources' ``skey`` (``Node.__init__`` inlines it).
+
+    The key entry ``plan_cache.trace`` makes for the node, with the sources' ids for their positions:
+    a view's ``structure`` (not its offsets and mask bounds), no constant's value, a matmul's
+    ``Matmul`` (its tiles depend on the device: the plan cache checks them apart). A user kernel's
+    output, which allocates its own buffers, gets a new negative id: no plan of it is stored."""
+    op, srcs, arg = node.op, node.srcs, node.arg
+    if op in _ARG_IS_STRUCTURE:
+        label = arg
+    elif op == _VIEW:
+        label = arg.structure(srcs[0].numel)
+    elif op == _KERNEL:
+        label = getattr(arg, "structure", None)
+        if label is None:
+            return -next(_structure_ids)
+    else:
+        label = None
+    return structure_id((op, label, node.shape, node.dtype, *map(_skey_of, srcs)))
+
+
 class Node:
     # trace_mark, trace_pos: the plan_cache.trace walk that saw the node last, and where it put it (that walk reads them).
+    # skey: the structure id of the node and the graph below it (``structure_of``), set when it is built and when it
+    # becomes a buffer; a user of a node realized since it was built keeps the id of the graph it was built on,
+    # which the plan cache's checks (``plan_cache.find``) tell from the graph it has now.
     __slots__ = (
         "op",
         "srcs",
@@ -167,6 +217,7 @@ class Node:
         "origin",
         "trace_mark",
         "trace_pos",
+        "skey",
         "__weakref__",
     )
 
@@ -185,6 +236,32 @@ class Node:
             origin = user_line()
         self.origin = origin
         self.trace_mark = 0
+        # structure_of, inlined: every op builds a node
+        if op in _ARG_IS_STRUCTURE:
+            label = arg
+        elif op == _VIEW:
+            label = arg.structure(math.prod(srcs[0].shape))
+        elif op == _KERNEL:
+            label = getattr(arg, "structure", None)
+            if label is None:  # a user's kernel: a structure of its own, never seen again
+                self.skey = -next(_structure_ids)
+                return
+        else:  # a constant's value is a kernel parameter; a buffer's arg is None
+            label = None
+        # the sources' ids after the rest, as structure_of lays them out, read directly for the usual counts
+        count = len(srcs)
+        if count == 2:
+            label = (op, label, self.shape, dtype, srcs[0].skey, srcs[1].skey)
+        elif count == 1:
+            label = (op, label, self.shape, dtype, srcs[0].skey)
+        elif count:
+            label = (op, label, self.shape, dtype, *map(_skey_of, srcs))
+        else:
+            label = (op, label, self.shape, dtype)
+        try:  # a subscript, not .get: no call where the label is known, as it is in a loop's steps
+            self.skey = _structures[label]
+        except KeyError:
+            self.skey = structure_id(label)
 
     @property
     def numel(self) -> int:
@@ -200,6 +277,8 @@ class Node:
         # once ``buffer`` is set, and ``srcs`` and ``arg`` are dropped only after, so a reader
         # that reads them before ``op`` gets those of the op it sees (``lazy.view_node``).
         self.buffer = buffer
+        label = (_BUFFER, None, self.shape, self.dtype)  # a built buffer node's label (no sources)
+        self.skey = _structures.get(label) or structure_id(label)
         self.op = Op.BUFFER
         self.srcs, self.arg = (), None
 

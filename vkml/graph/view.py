@@ -302,13 +302,19 @@ class ViewStack:
     def structure(self, source: int | None = None) -> tuple:
         """``View.structure`` of each level over ``source`` positions (the viewed node's numel): the
         stack as the plan and kernel caches key it (they key the viewed node's shape too)."""
-        cache = self.__dict__.get("_structure")
-        if cache is None:
-            cache = {}
-            object.__setattr__(self, "_structure", cache)
-        found = cache.get(source)
-        if found is None:
-            found = cache[source] = tuple([v.structure(self.below(k, source)) for k, v in enumerate(self.views)])
+        # The last (source, structure), in the instance dict directly (no object.__setattr__ call): every view
+        # node's structure id reads it when the node is built, most stacks are new, and a stack is viewed
+        # over one source (a stack over two is computed again, as right).
+        fields = self.__dict__
+        last = fields.get("_structure")
+        if last is not None and last[0] == source:
+            return last[1]
+        views = self.views
+        if len(views) == 1:
+            found = (views[0].structure(source),)
+        else:
+            found = tuple([v.structure(self.below(k, source)) for k, v in enumerate(views)])
+        fields["_structure"] = (source, found)
         return found
 
     def value_count(self, source: int | None = None) -> int:

@@ -90,6 +90,12 @@ class Device(ABC):
     @abstractmethod
     def allocate(self, dtype: DType, numel: int) -> Buffer: ...
 
+    def allocate_each(self, sizes: tuple) -> list[Buffer]:
+        """``allocate(dtype, numel)`` for each (dtype, numel) of ``sizes`` (a realize's outputs, sized by a
+        plan: a vkml dtype and a non-negative int each)."""
+        allocate = self.allocate
+        return [allocate(dtype, numel) for dtype, numel in sizes]
+
     @property
     @abstractmethod
     def largest_allocation_nbytes(self) -> int:

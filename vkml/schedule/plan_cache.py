@@ -16,6 +16,11 @@ Constants and views whose values a kernel bakes in (past the parameter budgets) 
 by value when a recipe is reused. The same walk, over one group, keys the group's kernel
 template (``group_structure``, read by ``scheduler.Signature``).
 
+A realize looks first without walking (``find``): every node gets a structure id as it is built
+(``Node.skey``, vkml/graph/node.py), and ``remember`` keeps each recipe under its roots' ids with
+the way to reach each position from the roots; ``find`` reaches them and checks every edge and
+position, so it hands a recipe only to the graph that ``trace`` would key the same.
+
     >>> import vkml
     >>> from vkml import debug
     >>> x = vkml.ones(4)
@@ -28,6 +33,7 @@ template (``group_structure``, read by ``scheduler.Signature``).
 from __future__ import annotations
 
 import itertools
+import operator
 import threading
 from collections import OrderedDict
 from typing import NamedTuple
@@ -233,9 +239,10 @@ class Recipe:
     - ``custom_roots``: positions of user kernel nodes that become buffers (such plans are never cached).
     - ``baked``: the ``Baked`` constants and views.
     - ``replay``: what ``replay_key`` reads (made on its first call), False where a user kernel runs.
+    - ``sizes``: what ``allocate`` asks the device for (made on its first call).
     """
 
-    __slots__ = ("outputs", "temps", "steps", "custom_roots", "baked", "replay")
+    __slots__ = ("outputs", "temps", "steps", "custom_roots", "baked", "replay", "sizes")
 
     def __init__(self):
         self.outputs: list[Output] = []
@@ -244,6 +251,7 @@ class Recipe:
         self.custom_roots: list[int] = []
         self.baked: list[Baked] = []
         self.replay: tuple | bool | None = None
+        self.sizes: tuple | None = None  # (dtype, numel) of each output, then each temporary (``allocate``)
 
 
 def bind(recipe: Recipe, order: list[Node], device) -> tuple[list[Dispatch], list, list]:
@@ -258,11 +266,14 @@ def bind(recipe: Recipe, order: list[Node], device) -> tuple[list[Dispatch], lis
 
 def allocate(recipe: Recipe, device) -> tuple[list, list]:
     """New output and temporary buffers for a run of ``recipe`` (``bind``'s)."""
-    allocate = device.allocate
-    return (
-        [allocate(dtype, numel) for _, dtype, numel in recipe.outputs],
-        [allocate(dtype, numel) for dtype, numel in recipe.temps],
-    )
+    sizes = recipe.sizes
+    if sizes is None:
+        sizes = recipe.sizes = tuple([(dtype, numel) for _, dtype, numel in recipe.outputs] + recipe.temps)
+    buffers = device.allocate_each(sizes)
+    if not recipe.temps:
+        return buffers, []
+    count = len(recipe.outputs)
+    return buffers[:count], buffers[count:]
 
 
 def dispatches_of(recipe: Recipe, order: list[Node], outs: list, temps: list) -> list[Dispatch]:
@@ -427,3 +438,129 @@ def store(key: Key | None, recipe: Recipe) -> None:
 def clear() -> None:
     """Forget every stored recipe."""
     _recipes.clear()
+    _by_roots.clear()
+
+
+# The recipes again, keyed by the roots' structure ids (``Node.skey``, made as the graph was built), so
+# a realize of a structure seen before finds its recipe and its nodes without walking the graph (``trace``
+# costs about a hundred bytecodes a node). Whatever the ids say, ``find`` takes the recipe only for the
+# graph it was made for: it reaches every position along one recorded source edge, and checks every other
+# edge, every position's id, that the positions are distinct nodes and the matmuls' tiles. A miss walks.
+_by_roots: OrderedDict = OrderedDict()
+_skey_of = operator.attrgetter("skey")
+ENTRIES_PER_KEY = 4
+
+
+class Found:
+    """How ``find`` reaches a recipe's nodes from its roots, and what it checks (``remember`` makes it).
+
+    - ``size``: the number of positions; ``roots``: (position, root index) of each position a root is first;
+    - ``steps``: (position, user position, source index), users before their sources: the position's node is
+      that source of that user's node;
+    - ``edges``: (user position, source index, position) of every other edge, and ``root_edges``
+      (position, root index) of every other root: each must reach that position's node;
+    - ``skeys``: every position's structure id; ``matmuls``: (position, mode) of each matmul;
+    - ``more``: whether any of ``edges``, ``root_edges``, ``matmuls`` and the recipe's baked values is there.
+    """
+
+    __slots__ = ("recipe", "size", "roots", "steps", "edges", "root_edges", "skeys", "matmuls", "more")
+
+
+def find(namespace: tuple, roots: list[Node], mode_of_matmul) -> tuple[Recipe, list[Node]] | None:
+    """The recipe ``remember`` stored for a graph of ``roots``' structure, and ``trace``'s order of these
+    nodes, or None (then ``trace`` and ``lookup``)."""
+    entries = _by_roots.get((namespace, tuple(map(_skey_of, roots))))
+    if entries is None:
+        return None
+    for entry in entries:
+        order = _reach(entry, roots, mode_of_matmul)
+        if order is not None:
+            counters["plan_replays"] += 1
+            return entry.recipe, order
+    return None
+
+
+def _reach(entry: Found, roots: list[Node], mode_of_matmul) -> list[Node] | None:
+    """``entry``'s positions filled with the nodes below ``roots``, if they form the graph it was made for."""
+    order: list = [None] * entry.size
+    try:
+        for p, j in entry.roots:
+            order[p] = roots[j]
+        for p, user, i in entry.steps:
+            order[p] = order[user].srcs[i]  # IndexError: a node realized since its users were built
+    except IndexError:
+        return None
+    # Each position's id names its op, argument, shape and dtype (a node realized since gets a buffer's id);
+    # with every edge reaching the same position and no node at two, the graph is the recorded one.
+    if list(map(_skey_of, order)) != entry.skeys or len(set(order)) != entry.size:
+        return None
+    return order if not entry.more or _also(entry, roots, order, mode_of_matmul) else None
+
+
+def _also(entry: Found, roots: list[Node], order: list[Node], mode_of_matmul) -> bool:
+    """``_reach``'s checks of a graph with sharing, several roots, matmuls or baked values."""
+    for user, i, p in entry.edges:
+        srcs = order[user].srcs
+        if len(srcs) <= i or srcs[i] is not order[p]:
+            return False
+    for p, j in entry.root_edges:
+        if roots[j] is not order[p]:
+            return False
+    for p, mode in entry.matmuls:
+        if mode_of_matmul(order[p]) != mode:
+            return False
+    for p, value in entry.recipe.baked:
+        arg = order[p].arg
+        if (repr(arg) if value.__class__ is str else arg) != value:
+            return False
+    return True
+
+
+def remember(namespace: tuple, roots: list[Node], order: list[Node], recipe: Recipe, mode_of_matmul) -> None:
+    """Store ``recipe`` for ``find``: ``order`` is ``trace(roots)``'s.
+
+    Under the roots' ids as they are, with every position's id as it is: a node built before one of its
+    sources was realized keeps the id of the graph it was built on, whose op, argument, shape and dtype
+    are still its own (a node that becomes a buffer gets a buffer's id), and its sources are checked by
+    their own ids. A loop that realizes a source before building on it anew keys the same way each time.
+    """
+    skeys = list(map(_skey_of, order))
+    position = {id(node): p for p, node in enumerate(order)}
+    entry = Found()
+    size = entry.size = len(order)
+    first: list = [None] * size
+    roots_first, root_edges = [], []
+    for j, root in enumerate(roots):
+        p = position[id(root)]
+        if first[p] is None:
+            first[p] = True
+            roots_first.append((p, j))
+        else:
+            root_edges.append((p, j))
+    steps, edges = [], []
+    for user in range(size - 1, -1, -1):
+        for i, s in enumerate(order[user].srcs):
+            p = position[id(s)]
+            if first[p] is None:
+                first[p] = (user, i)
+            else:
+                edges.append((user, i, p))
+    for p in range(size - 1, -1, -1):
+        if first[p] is not True:
+            steps.append((p, *first[p]))
+    entry.recipe = recipe
+    entry.roots, entry.steps, entry.edges, entry.root_edges = (
+        tuple(roots_first),
+        tuple(steps),
+        tuple(edges),
+        tuple(root_edges),
+    )
+    entry.skeys = skeys
+    entry.matmuls = tuple((p, mode_of_matmul(n)) for p, n in enumerate(order) if n.op == Op.MATMUL)
+    entry.more = bool(edges or root_edges or entry.matmuls or recipe.baked)
+    # A few entries a key: a root built before a source was realized keeps its id, so one key may name two graphs
+    key = (namespace, tuple(map(_skey_of, roots)))
+    _by_roots[key] = (entry, *_by_roots.get(key, ())[: ENTRIES_PER_KEY - 1])
+    _by_roots.move_to_end(key)
+    while len(_by_roots) > lru.LIMITS["plans"][0]:
+        _by_roots.popitem(last=False)

@@ -749,17 +749,24 @@ def _realize_on(device, nodes: list[Node]) -> None:
     nodes = [n for n in nodes if not realize_as_alias(n)]  # an aligned window: no kernel, no copy
     if not nodes:
         return
-    order, structure = plan_cache.trace(nodes, kernels_matmul.mode)
-    key = None if structure is None else plan_cache.Key(_namespace(device), structure)
+    namespace = _namespace(device)
     planned = False
-    with _planning:
-        recipe = plan_cache.lookup(key, order)
-        if recipe is None:
-            planned = True
-            with _deep_enough(len(order)):  # planning and lowering recurse along expression chains
-                recipe = compile_recipe(Plan(nodes, order))
-            plan_cache.store(key, recipe)
-            counters["plans"] += 1
+    found = plan_cache.find(namespace, nodes, kernels_matmul.mode)
+    if found is not None:
+        recipe, order = found
+    else:
+        order, structure = plan_cache.trace(nodes, kernels_matmul.mode)
+        key = None if structure is None else plan_cache.Key(namespace, structure)
+        with _planning:
+            recipe = plan_cache.lookup(key, order)
+            if recipe is None:
+                planned = True
+                with _deep_enough(len(order)):  # planning and lowering recurse along expression chains
+                    recipe = compile_recipe(Plan(nodes, order))
+                plan_cache.store(key, recipe)
+                counters["plans"] += 1
+            if key is not None:
+                plan_cache.remember(namespace, nodes, order, recipe, kernels_matmul.mode)
     run_again = getattr(device, "run_again", None)
     if run_again is not None and recorder is None and recipe.steps and not debug.timing_wanted():
         # A Vulkan device keeps the command buffers of recent runs: the plan's key over these

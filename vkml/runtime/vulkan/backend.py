@@ -261,6 +261,11 @@ class VulkanDevice(Device):
         with self.lock:  # the memory pool's free lists
             return VulkanBuffer(self, dtype, numel)
 
+    def allocate_each(self, sizes: tuple) -> list[VulkanBuffer]:
+        # A realize's buffers under one hold of the lock, without allocate's checks (a plan sized them).
+        with self.lock:
+            return [VulkanBuffer(self, dtype, numel) for dtype, numel in sizes]
+
     def alias_alignment(self, dtype: T.DType) -> int:
         # Descriptors bind at multiples of minStorageBufferOffsetAlignment; 16 bytes at least, the
         # widest vector a kernel loads (by address too).

@@ -20,7 +20,7 @@ from .. import config
 from .. import tensor as _tensor
 from ..errors import ShapeError
 from ..ops import grads as G
-from . import autograd, memory_format
+from . import autograd, memory_format, operators
 from .realize import realize
 
 
@@ -226,6 +226,8 @@ def _apply_rule(ctx: autograd.Context, g, grads: dict, namespace, create_graph: 
         raise AssertionError(
             f"the gradient rule of {ctx.name!r} gave {len(results)} gradients for {len(needs)} operands"
         )
+    if create_graph:
+        results = _link_masks(ctx, inputs, results)
     for parent, parent_ctx, grad in zip(ctx.parents, ctx.parent_ctxs, results):
         if parent is None or grad is None:
             continue
@@ -233,3 +235,28 @@ def _apply_rule(ctx: autograd.Context, g, grads: dict, namespace, create_graph: 
         key = _key(parent, parent_ctx)
         previous = grads.get(key)
         grads[key] = grad if previous is None else previous + grad
+
+
+def _link_masks(ctx, inputs, results) -> tuple:
+    """``results`` with the first gradient linked to the operands ``G.MASK_OPERANDS`` names for the
+    op, so that differentiating it again reaches them with zeros, as PyTorch's formula does."""
+    masked = [inputs[i] for i in G.MASK_OPERANDS.get(ctx.name, ()) if ctx.parents[i] is not None]
+    first = next((i for i, r in enumerate(results) if r is not None), None)
+    if not masked or first is None:
+        return results
+    results = list(results)
+    results[first] = zero_link(results[first], masked)
+    return tuple(results)
+
+
+@autograd.differentiable("zero_link", inputs=("grad", "masked"))
+def zero_link(grad, masked):
+    """``grad`` (a new handle on its node) recorded as depending on ``masked`` with a zero derivative."""
+    return operators._wrap(grad.node)
+
+
+def _zero_link_grad(c: G.GradContext) -> tuple:
+    return (c.g, *(vkml.zeros_like(m) if need else None for m, need in zip(c.inputs[1:], c.needs[1:])))
+
+
+G.RULES["zero_link"] = _zero_link_grad

@@ -742,13 +742,15 @@ def _adaptive_avg(op, input, output_size, n: int):
     narrow = input.dtype in (T.float16, T.bfloat16)  # summed in float32, rounded once at the end
     x = input.float() if narrow else input
     lead = tuple(x.shape[:-n])
-    counts = np.ones((), np.float32)
+    # the 0/1 matrices and window sizes in the input's dtype (float64 stays float64: they are exact)
+    kind = np.float64 if x.dtype is T.float64 else np.float32
+    counts = np.ones((), kind)
     for k, (size, o) in enumerate(zip(spatial, out)):
         starts, ends = _adaptive_bounds(size, o)
-        sums = np.zeros((o, size), np.float32)
+        sums = np.zeros((o, size), kind)
         for i in range(o):
             sums[i, starts[i] : ends[i]] = 1
-        counts = np.multiply.outer(counts, np.subtract(ends, starts).astype(np.float32))
+        counts = np.multiply.outer(counts, np.subtract(ends, starts).astype(kind))
         if k == n - 1:  # the last dim: a right product
             x = functions.matmul(x, creation.tensor(sums.T.copy(), device=dev))
             continue

@@ -1,7 +1,8 @@
 """Automatic mixed precision: ``vkml.autocast`` / ``vkml.amp.autocast`` and ``vkml.amp.GradScaler``.
 
 Inside ``autocast(device_type, dtype=...)``, ops called on tensors of that device type
-run in the precision PyTorch's CUDA autocast gives them, with ``dtype`` (float16 or bfloat16) the
+run in the precision PyTorch's autocast gives them on that device type (the CUDA lists are below,
+the CPU ones after them), with ``dtype`` (float16 or bfloat16) the
 lower precision:
 
 - ``LOWER`` (matmul, linear, convolutions, bmm, addmm, ...): float32, float16 and bfloat16 tensor
@@ -20,8 +21,12 @@ for the ops inside it. ``nn`` modules are Python code calling those functions, s
 autocast one by one, as PyTorch's do. ``backward()`` runs with autocast off. Weights (leaves that
 require grad) are cast once per autocast region (``cache_enabled``).
 
-The same lists apply to ``device_type="cpu"`` and ``"vulkan"``: vkml's CPU backend is the bit-exact
-oracle of its Vulkan one, so both take PyTorch's CUDA lists (PyTorch's CPU autocast has others).
+Each device type has PyTorch's lists for it: ``"vulkan"`` (``"cuda"``) the CUDA ones above,
+``"cpu"`` PyTorch's CPU ones (``CPU_LOWER``, ``CPU_FLOAT32``: no float32-unless-dtype list, nothing
+banned, ``exp``, ``softmax``, ``layer_norm``, ``sum`` run in their inputs' dtype, reflection and
+replication padding and the 3-d poolings in float32). So an autocast region gives the dtypes PyTorch
+gives on that device type, and a CPU run reproduces a Vulkan one bit for bit where the two lists
+agree on the ops the program calls (matmuls, linear and convolutions, the losses).
 The lower precision is float16 or bfloat16; the default ``dtype`` is PyTorch's, bfloat16 for
 ``"cpu"`` and float16 for ``"vulkan"`` (``"cuda"``), and another ``dtype`` warns and disables
 autocast, as PyTorch's CPU autocast does for a dtype it does not support.
@@ -31,8 +36,9 @@ autocast, as PyTorch's CPU autocast does for a dtype it does not support.
 >>> with vkml.autocast(device_type="cpu", dtype=vkml.float16):
 ...     y = x @ w
 ...     p = y.softmax(-1)
->>> y.dtype, p.dtype
-(vkml.float16, vkml.float32)
+...     loss = vkml.nn.functional.mse_loss(y, p)
+>>> y.dtype, p.dtype, loss.dtype
+(vkml.float16, vkml.float16, vkml.float32)
 """
 
 from __future__ import annotations
@@ -74,6 +80,25 @@ FLOAT32 = frozenset(
 )
 FLOAT32_UNLESS_DTYPE = frozenset("softmax softmin log_softmax sum prod cumsum cumprod".split())
 BANNED = frozenset(["binary_cross_entropy"])
+# PyTorch composes these of matmuls below its dispatcher, so they return the lower dtype under either
+# device type's autocast; vkml's are one wrapped op each (the ops inside do not autocast)
+COMPOSITE_LOWER = frozenset("tensordot inner matrix_power".split())
+# PyTorch's CPU autocast lists (the same file's CPU block), as far as vkml has the ops, names as vkml's
+CPU_LOWER = frozenset(
+    "matmul mm bmm addmm addbmm baddbmm einsum chain_matmul linear conv1d conv2d conv3d conv_tbc "
+    "conv_transpose1d conv_transpose2d conv_transpose3d prelu scaled_dot_product_attention _conv "
+    "__matmul__ __rmatmul__".split()
+)
+CPU_FLOAT32 = frozenset(
+    "avg_pool3d binary_cross_entropy grid_sample polar prod quantile nanquantile stft cdist trace view_as_complex "
+    "cholesky cholesky_inverse cholesky_solve inverse lu_solve orgqr ormqr pinverse max_pool3d max_unpool2d "
+    "max_unpool3d adaptive_avg_pool3d adaptive_max_pool3d fractional_max_pool2d fractional_max_pool3d mse_loss "
+    "cosine_embedding_loss nll_loss hinge_embedding_loss poisson_nll_loss smooth_l1_loss cross_entropy l1_loss "
+    "huber_loss margin_ranking_loss soft_margin_loss triplet_margin_loss multi_margin_loss ctc_loss kl_div "
+    "multilabel_margin_loss binary_cross_entropy_with_logits geqrf qr svd triangular_solve".split()
+)
+# F.pad is PyTorch's reflection_pad / replication_pad (CPU float32 list) for those modes, else not listed
+_CPU_FLOAT32_PAD_MODES = ("reflect", "replicate")
 # Tensor dunders that are ops of the lists; other dunders (+, *, indexing) are single ops that never
 # call another public function, so they stay unwrapped (and as fast as they were).
 _TENSOR_DUNDERS = ("__matmul__", "__rmatmul__", "__pow__", "__rpow__", "__rtruediv__")
@@ -201,14 +226,39 @@ def custom_bwd(bwd=None, *, device_type: str):
 # ---------------------------------------------------------------------- the wrappers
 
 
-def _device_dtype(args, kwargs, Tensor):
-    """The autocast dtype for the device of the first tensor argument (None: autocast is off there)."""
+def _device_dtype(args, kwargs, Tensor) -> tuple:
+    """(device type, autocast dtype) for the device of the first tensor argument (dtype None:
+    autocast is off there)."""
     for value in (*args, *kwargs.values()):
         if isinstance(value, (list, tuple)):
             value = next((v for v in value if isinstance(v, Tensor)), None)
         if isinstance(value, Tensor):
-            return _state.dtypes.get(value.device.kind)
-    return None
+            kind = value.device.kind
+            return kind, _state.dtypes.get(kind)
+    return None, None
+
+
+def _kind(name: str, device_type: str) -> str:
+    """What autocast does to op ``name`` on ``device_type``: PyTorch's list for that device type."""
+    if name in COMPOSITE_LOWER:
+        return "lower"
+    if device_type == "cpu":
+        if name in CPU_LOWER:
+            return "lower"
+        if name in CPU_FLOAT32:
+            return "float32"
+        return "float32_padding" if name == "pad" else "inside"
+    if name in LOWER:
+        return "lower"
+    if name in FLOAT32:
+        return "float32"
+    if name in FLOAT32_UNLESS_DTYPE:
+        return "float32_unless_dtype"
+    return "banned" if name in BANNED else "inside"
+
+
+def _pad_mode(args, kwargs) -> str:
+    return kwargs.get("mode", args[2] if len(args) > 2 else "constant")
 
 
 def _cast(t, dtype):
@@ -236,25 +286,21 @@ def _cast_all(args, kwargs, rule, Tensor):
 
 
 def _wrap(fn, name: str):
-    """``fn`` with its autocast rule (from its name's list) and autocast off for the ops inside it."""
-    if name in LOWER:
-        kind = "lower"
-    elif name in FLOAT32:
-        kind = "float32"
-    elif name in FLOAT32_UNLESS_DTYPE:
-        kind = "float32_unless_dtype"
-    elif name in BANNED:
-        kind = "banned"
-    else:
-        kind = "inside"
+    """``fn`` with its autocast rule (from its name's list for each device type) and autocast off for
+    the ops inside it."""
+    kinds = {device_type: _kind(name, device_type) for device_type in DEVICE_TYPES}
+    listed = any(kind != "inside" for kind in kinds.values())
 
     @functools.wraps(fn)
     def autocast_op(*args, **kwargs):
         state = _state
         if not state.dtypes or state.inside:
             return fn(*args, **kwargs)
-        dtype = _device_dtype(args, kwargs, Tensor) if kind != "inside" else None
+        device_type, dtype = _device_dtype(args, kwargs, Tensor) if listed else (None, None)
         if dtype is not None:
+            kind = kinds[device_type]
+            if kind == "float32_padding":
+                kind = "float32" if _pad_mode(args, kwargs) in _CPU_FLOAT32_PAD_MODES else "inside"
             if kind == "lower":
                 # PyTorch's is_eligible: a float tensor other than float64
                 args, kwargs = _cast_all(

@@ -54,3 +54,49 @@ def test_checkpoint_sequential_and_errors():
     assert seq[0].weight.grad is not None
     with pytest.raises(ValueError, match="Unexpected keyword arguments: b"):
         vkml.utils.checkpoint.checkpoint(lambda a, b=1: a, x, b=2, use_reentrant=True)
+
+
+def _hook_order(lib, checkpoint_module, call):
+    """The module hooks that fire in the forward and in backward's replay of a checkpointed
+    Sequential (Linear, ReLU, Dropout(p=0), Linear), and the input's gradient."""
+    log = []
+    lib.manual_seed(0)
+    seq = lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.ReLU(), lib.nn.Dropout(0.0), lib.nn.Linear(4, 2))
+    with lib.no_grad():
+        for layer in (seq[0], seq[3]):
+            layer.weight.copy_(lib.tensor(W[: layer.weight.shape[0], : layer.weight.shape[1]]))
+    for i, layer in enumerate(seq):
+        layer.register_forward_pre_hook(lambda mod, args, i=i: log.append(f"pre{i}"))
+        layer.register_forward_hook(lambda mod, args, out, i=i: log.append(f"post{i}"))
+    seq.register_forward_hook(lambda mod, args, out: log.append("post_seq"))
+    x = lib.tensor(W[:2, :3], requires_grad=True)
+    out = call(checkpoint_module, seq, x)
+    log.append("backward")
+    out.sum().backward()
+    return log, x.grad.numpy()
+
+
+HOOK_CALLS = {
+    "reentrant": lambda c, seq, x: c.checkpoint(seq, x, use_reentrant=True),
+    "non_reentrant": lambda c, seq, x: c.checkpoint(seq, x, use_reentrant=False),
+    "no_early_stop": lambda c, seq, x: c.checkpoint(seq, x, use_reentrant=False, early_stop=False),
+    "set_checkpoint_early_stop": lambda c, seq, x: _without_early_stop(c, seq, x),
+    "sequential": lambda c, seq, x: c.checkpoint_sequential(seq, 2, x, use_reentrant=False),
+    "sequential_reentrant": lambda c, seq, x: c.checkpoint_sequential(seq, 2, x, use_reentrant=True),
+    "saves_nothing": lambda c, seq, x: c.checkpoint(lambda t: (t + 1).reshape(3, 2) * 2.0, x, use_reentrant=False),
+}
+
+
+def _without_early_stop(c, seq, x):
+    with c.set_checkpoint_early_stop(False):
+        return c.checkpoint(seq, x, use_reentrant=False)
+
+
+@pytest.mark.parametrize("name", sorted(HOOK_CALLS))
+def test_replay_fires_pytorchs_hooks(name):
+    """PyTorch's non-reentrant replay stops inside the op that saves the segment's last tensor (the
+    last Linear here): the checkpointed module's own forward hook does not fire again."""
+    got, got_grad = _hook_order(vkml, vkml.utils.checkpoint, HOOK_CALLS[name])
+    want, want_grad = _hook_order(torch, torch.utils.checkpoint, HOOK_CALLS[name])
+    assert got == want
+    np.testing.assert_allclose(got_grad, want_grad, rtol=1e-5, atol=1e-6)

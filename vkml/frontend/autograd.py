@@ -59,6 +59,9 @@ class _GradMode(threading.local):
 
     enabled = True  # every thread starts with recording on
     inference = False  # inside vkml.inference_mode()
+    # called with (op name, operands) by each op that records in this thread: a non-reentrant
+    # checkpoint (vkml/utils/checkpoint.py) counts its segment's ops to stop its replay where PyTorch's does
+    watch = None
 
 
 _mode = _GradMode()
@@ -417,6 +420,8 @@ def record(name: str, operands, out, attrs: dict | None = None):
     node, owner, version = out._saved()
     out._ctx = Context(name, rule, parents, saved, (node, weakref.ref(owner), version), attrs or {})
     out._requires_grad = True
+    if _mode.watch is not None:
+        _mode.watch(name, operands)
     return out
 
 

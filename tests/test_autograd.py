@@ -392,9 +392,9 @@ def test_backward_errors_name_the_problem():
     with pytest.raises(RuntimeError, match="does not require grad"):
         vkml.ones(2).sum().backward()
     y = vkml.ones(2, requires_grad=True) * 2
-    with pytest.raises(RuntimeError, match=r"one element.*shape vkml.Size\(\[2\]\)"):
+    with pytest.raises(RuntimeError, match="grad can be implicitly created only for scalar outputs"):  # PyTorch's
         y.backward()
-    with pytest.raises(vkml.ShapeError, match=r"gradient of shape vkml.Size\(\[3\]\)"):
+    with pytest.raises(RuntimeError, match=r"grad_output\[0\] has a shape of vkml.Size\(\[3\]\) and output\[0\]"):
         y.backward(vkml.ones(3))
 
 

@@ -537,6 +537,34 @@ def register_hook(t, hook):
     return handle
 
 
+def register_post_accumulate_grad_hook(t, hook):
+    """``Tensor.register_post_accumulate_grad_hook``: ``hook(t)`` runs after backward adds to ``t.grad``
+    (a leaf's); returns a handle whose ``remove()`` undoes it."""
+    if not t.requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if t.grad_fn is not None:
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+    hooks = getattr(t, "_post_accumulate_hooks", None)
+    if hooks is None:
+        hooks = t._post_accumulate_hooks = {}
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    return handle
+
+
+NON_LEAF_GRAD = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be "
+    "populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf "
+    "Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure "
+    "you access the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 for more information."
+)
+
+
+def warn_non_leaf_grad() -> None:
+    """PyTorch's warning on reading ``.grad`` of a non-leaf tensor that does not retain it."""
+    warnings.warn(NON_LEAF_GRAD, UserWarning, stacklevel=3)
+
+
 def retain_grad(t) -> None:
     """``Tensor.retain_grad``: a non-leaf tensor keeps its gradient in ``.grad`` after ``backward()``."""
     if not t.requires_grad:

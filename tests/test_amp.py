@@ -329,7 +329,7 @@ def test_every_public_function_and_method_is_seen_by_autocast():
     """amp.install wraps what exists when it runs: its block must stay last in vkml/__init__.py."""
     import inspect
 
-    own = {"is_autocast_enabled", "get_autocast_dtype"}
+    own = {"is_autocast_enabled", "get_autocast_dtype", *vkml.amp.STATE_FUNCTIONS}
     missed = [
         name
         for name in vkml.__all__
@@ -392,3 +392,41 @@ def test_bfloat16_autocast_and_the_cpu_default_match_pytorch():
     np.testing.assert_allclose(loss.item(), loss_t.item(), rtol=1e-3)
     assert w.grad.dtype is vkml.float32
     np.testing.assert_allclose(w.grad.numpy(), wt.grad.numpy(), rtol=2e-2, atol=2e-3)
+
+
+def _state_functions(lib):
+    """torch's autocast state functions in one sequence; the state is put back at the end."""
+    seen = []
+    a = lib.ones(2, 2)
+    try:
+        with pytest.warns(DeprecationWarning, match="is deprecated"):
+            seen += [
+                lib.is_autocast_cpu_enabled(),
+                str(lib.get_autocast_cpu_dtype()),
+                str(lib.get_autocast_gpu_dtype()),
+            ]
+        lib.set_autocast_enabled("cpu", True)
+        seen += [lib.is_autocast_enabled("cpu"), str(lib.get_autocast_dtype("cpu")), str((a @ a).dtype)]
+        lib.set_autocast_dtype("cpu", lib.float16)
+        seen += [str(lib.get_autocast_dtype("cpu")), str((a @ a).dtype)]
+        lib.set_autocast_enabled("cpu", False)
+        seen += [str((a @ a).dtype), str(lib.get_autocast_dtype("cpu"))]
+        with lib.autocast("cpu"):  # dtype=None: the one set_autocast_dtype chose
+            seen += [str((a @ a).dtype)]
+        with lib.autocast("cpu", dtype=lib.bfloat16):
+            seen += [str(lib.get_autocast_dtype("cpu"))]
+        seen += [str(lib.get_autocast_dtype("cpu")), lib.is_autocast_cache_enabled()]
+        lib.set_autocast_cache_enabled(False)
+        lib.clear_autocast_cache()
+        seen += [lib.is_autocast_cache_enabled(), lib.amp.is_autocast_available("cpu")]
+        seen += [lib.amp.is_autocast_available("cuda"), lib.amp.is_autocast_available("meta")]
+    finally:
+        lib.set_autocast_enabled("cpu", False)
+        lib.set_autocast_dtype("cpu", lib.bfloat16)
+        lib.set_autocast_cache_enabled(True)
+    return [str(v).replace("torch.", "").replace("vkml.", "") for v in seen]
+
+
+def test_autocast_state_functions_match_torch():
+    assert _state_functions(vkml) == _state_functions(torch)
+    assert not vkml.is_autocast_enabled("cpu") and vkml.get_autocast_dtype("cpu") is vkml.bfloat16

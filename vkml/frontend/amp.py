@@ -52,7 +52,26 @@ from ..ir import types as T
 from ..tensor import Tensor
 from .grad_scaler import GradScaler
 
-__all__ = ["autocast", "GradScaler", "custom_bwd", "custom_fwd", "is_autocast_enabled", "get_autocast_dtype"]
+__all__ = [
+    "autocast",
+    "GradScaler",
+    "custom_bwd",
+    "custom_fwd",
+    "is_autocast_enabled",
+    "get_autocast_dtype",
+    "is_autocast_available",
+]
+# torch.<name> spellings of the state functions (vkml/__init__.py binds them as vkml.<name>)
+STATE_FUNCTIONS = (
+    "set_autocast_enabled",
+    "set_autocast_dtype",
+    "is_autocast_cpu_enabled",
+    "get_autocast_cpu_dtype",
+    "get_autocast_gpu_dtype",
+    "is_autocast_cache_enabled",
+    "set_autocast_cache_enabled",
+    "clear_autocast_cache",
+)
 
 DEVICE_TYPES = ("cpu", "vulkan")
 # PyTorch's default lower precision per device type: CPU autocast's is bfloat16, CUDA's float16
@@ -112,6 +131,7 @@ class _State(threading.local):
         self.inside = 0  # > 0 while a wrapped op runs: the ops it is built of do not autocast
         self.cache: dict = {}  # id(weight) -> (weight, its node, the cast), for one outermost region
         self.cache_enabled = True
+        self.configured: dict = {}  # device type -> set_autocast_dtype's dtype (also while autocast is off)
 
 
 _state = _State()
@@ -126,7 +146,85 @@ def get_autocast_dtype(device_type: str) -> T.DType:
     """The lower precision dtype autocast uses for ``device_type`` (PyTorch's default: bfloat16 for
     ``"cpu"``, float16 for ``"vulkan"``/``"cuda"``)."""
     device_type = _device_type(device_type)
-    return _state.dtypes.get(device_type, DEFAULT_DTYPES.get(device_type, T.float16))
+    found = _state.dtypes.get(device_type)
+    if found is not None:
+        return found
+    return _state.configured.get(device_type, DEFAULT_DTYPES.get(device_type, T.float16))
+
+
+def is_autocast_available(device_type: str) -> bool:
+    """Whether autocast can be turned on for ``device_type`` (``torch.amp.is_autocast_available``)."""
+    return _device_type(device_type) in DEVICE_TYPES
+
+
+def _known(device_type: str) -> str:
+    device_type = _device_type(device_type)
+    if device_type not in DEVICE_TYPES:
+        raise RuntimeError(
+            f"User specified an unsupported autocast device_type '{device_type}' "
+            f"(vkml's device types: {', '.join(DEVICE_TYPES)})"
+        )
+    return device_type
+
+
+def set_autocast_enabled(device_type, enabled=None) -> None:
+    """Turn autocast on or off for ``device_type`` in this thread, outside any ``with`` (PyTorch's
+    ``torch.set_autocast_enabled(device_type, enabled)``; the older one-argument form is CUDA's, here
+    the Vulkan device type's). It lasts until set again or an enclosing region ends."""
+    if enabled is None:
+        device_type, enabled = "vulkan", device_type
+    device_type = _known(device_type)
+    dtypes = dict(_state.dtypes)  # a new dict: an enclosing region restores its own on exit
+    if enabled:
+        dtypes[device_type] = get_autocast_dtype(device_type)
+    else:
+        dtypes.pop(device_type, None)
+    _state.dtypes = dtypes
+
+
+def set_autocast_dtype(device_type: str, dtype) -> None:
+    """The lower precision autocast uses for ``device_type`` from now on (``torch.set_autocast_dtype``)."""
+    device_type = _known(device_type)
+    _state.configured = {**_state.configured, device_type: dtype}
+    if device_type in _state.dtypes:
+        _state.dtypes = {**_state.dtypes, device_type: dtype}
+
+
+def _deprecated(old: str, new: str) -> None:
+    warnings.warn(f"torch.{old}() is deprecated. Please use torch.{new} instead.", DeprecationWarning, stacklevel=3)
+
+
+def is_autocast_cpu_enabled() -> bool:
+    """``is_autocast_enabled("cpu")``, PyTorch's deprecated spelling (with its DeprecationWarning)."""
+    _deprecated("is_autocast_cpu_enabled", "is_autocast_enabled('cpu')")
+    return is_autocast_enabled("cpu")
+
+
+def get_autocast_cpu_dtype():
+    """``get_autocast_dtype("cpu")``, PyTorch's deprecated spelling (with its DeprecationWarning)."""
+    _deprecated("get_autocast_cpu_dtype", "get_autocast_dtype('cpu')")
+    return get_autocast_dtype("cpu")
+
+
+def get_autocast_gpu_dtype():
+    """``get_autocast_dtype("cuda")``, PyTorch's deprecated spelling (with its DeprecationWarning)."""
+    _deprecated("get_autocast_gpu_dtype", "get_autocast_dtype('cuda')")
+    return get_autocast_dtype("vulkan")
+
+
+def is_autocast_cache_enabled() -> bool:
+    """Whether autocast regions cast each weight once (``cache_enabled``'s default for new regions)."""
+    return _state.cache_enabled
+
+
+def set_autocast_cache_enabled(enabled: bool) -> None:
+    """``cache_enabled`` for the regions opened from now on, in this thread (``torch.set_autocast_cache_enabled``)."""
+    _state.cache_enabled = bool(enabled)
+
+
+def clear_autocast_cache() -> None:
+    """Drop the weights' casts kept for the current region (PyTorch's ``torch.clear_autocast_cache``)."""
+    _state.cache.clear()
 
 
 class autocast:
@@ -148,9 +246,9 @@ class autocast:
                 f"(vkml's device types: {', '.join(DEVICE_TYPES)})"
             )
         self.device_type = device_type
-        self.fast_dtype = DEFAULT_DTYPES[device_type] if dtype is None else dtype
+        self.fast_dtype = get_autocast_dtype(device_type) if dtype is None else dtype
         self._enabled = bool(enabled)
-        self._cache_enabled = True if cache_enabled is None else bool(cache_enabled)
+        self._cache_enabled = _state.cache_enabled if cache_enabled is None else bool(cache_enabled)
         if self._enabled and self.fast_dtype not in LOWER_DTYPES:
             warnings.warn(
                 f"In {device_type} autocast, but the target dtype is not supported. Disabling autocast.\n"

@@ -100,3 +100,27 @@ def test_replay_fires_pytorchs_hooks(name):
     want, want_grad = _hook_order(torch, torch.utils.checkpoint, HOOK_CALLS[name])
     assert got == want
     np.testing.assert_allclose(got_grad, want_grad, rtol=1e-5, atol=1e-6)
+
+
+def _random_state_after_replay(lib, checkpoint_module, reentrant, preserve):
+    """(whether the replay's dropout mask is the forward's, whether the random numbers drawn after
+    backward are those a run without the replay draws)."""
+    lib.manual_seed(0)
+    drop = lib.nn.Dropout(0.5)
+    masks = []
+    drop.register_forward_hook(lambda mod, args, out: masks.append(out.detach().numpy() != 0))
+    x = lib.ones(64, requires_grad=True)
+    out = checkpoint_module.checkpoint(lambda t: drop(t) * t, x, use_reentrant=reentrant, preserve_rng_state=preserve)
+    out.sum().backward()
+    after = lib.rand(8).numpy()
+    lib.manual_seed(0)
+    drop(lib.ones(64))
+    return bool((masks[0] == masks[1]).all()), bool((lib.rand(8).numpy() == after).all())
+
+
+@pytest.mark.parametrize("reentrant", [True, False])
+@pytest.mark.parametrize("preserve", [True, False])
+def test_preserve_rng_state_replays_the_mask_and_forks_the_generator(reentrant, preserve):
+    got = _random_state_after_replay(vkml, vkml.utils.checkpoint, reentrant, preserve)
+    want = _random_state_after_replay(torch, torch.utils.checkpoint, reentrant, preserve)
+    assert got == want

@@ -13,7 +13,9 @@ backward reaches it, so its side effects happen twice — a BatchNorm in trainin
 running statistics (and ``num_batches_tracked``) again, forward hooks fire again. vkml replays
 the segment at the same moment (a hook on its outputs' gradients), with the random state and
 autocast state of the forward restored for the replay and the random state put back after it, as
-PyTorch does; the replay's results are dropped, so the lazy graph computes only what its side
+PyTorch does (with ``preserve_rng_state=False`` the replay draws from the generator as it is, and
+advances it, as PyTorch's; PyTorch's gradient then uses the replay's dropout mask, vkml's the
+forward's, since vkml differentiates the forward's graph); the replay's results are dropped, so the lazy graph computes only what its side
 effects write. PyTorch's non-reentrant replay stops once the segment's last saved tensor is
 recomputed (``early_stop``, and ``set_checkpoint_early_stop``), inside the op that saves it, and
 does not happen when the segment saved none; vkml's stops at the same op: the forward counts the
@@ -169,8 +171,8 @@ def _replayed_in_backward(
     def replay(index: int) -> None:
         if (not seen or index in seen) and stop_after != 0:
             seen.clear()
-            current = random.default_generator.get_state()
             if preserve_rng_state:
+                current = random.default_generator.get_state()
                 random.default_generator.set_state(rng_state)
             replayed = [0]
 
@@ -193,7 +195,8 @@ def _replayed_in_backward(
                 pass
             finally:
                 autograd._mode.watch = watch
-                random.default_generator.set_state(current)
+                if preserve_rng_state:  # PyTorch forks the random state for the replay; without it, it draws
+                    random.default_generator.set_state(current)
         seen.add(index)
 
     for index, o in enumerate(outputs):

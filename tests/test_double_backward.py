@@ -19,7 +19,7 @@ import vkml.nn.functional as VF
 CPU = vkml.device("cpu")
 
 # the rules that exist for second derivatives, checked here (tests/test_autograd.py asks)
-GRAD_TESTED = {"sort_untake", "zero_link"}
+GRAD_TESTED = {"sort_untake", "zero_link", "window_pick"}
 
 # name -> (input shape, f(namespace, functional, x))
 CASES = {
@@ -28,6 +28,8 @@ CASES = {
     "hardtanh": ((3, 4), lambda m, F, x: F.hardtanh(x, -0.5, 0.5)),
     "threshold": ((3, 4), lambda m, F, x: F.threshold(x, 0.1, 2.0)),
     "max_pool2d": ((1, 1, 5, 5), lambda m, F, x: F.max_pool2d(x, 3, 2, 1)),
+    "max_pool2d_indices": ((1, 1, 4, 4), lambda m, F, x: F.max_pool2d(x, 2, return_indices=True)[0]),
+    "adaptive_max_pool2d": ((1, 1, 5, 5), lambda m, F, x: F.adaptive_max_pool2d(x, 2)),
     "adaptive_max_pool1d": ((1, 2, 7), lambda m, F, x: F.adaptive_max_pool1d(x, 3) * x[..., :3]),
     "adaptive_avg_pool2d": ((1, 1, 3, 3), lambda m, F, x: F.adaptive_avg_pool2d(x * x, 2)),
     "topk": ((3, 4), lambda m, F, x: x.topk(2, dim=1)[0]),
@@ -49,7 +51,7 @@ def _second(lib, name, xs, vs, ws):
 
 
 # the default suite checks one op per kind of fix; the others run with -m stress
-DEFAULT = {"relu", "max_pool2d", "topk", "gather", "adaptive_avg_pool2d"}
+DEFAULT = {"relu", "max_pool2d", "max_pool2d_indices", "topk", "gather", "adaptive_avg_pool2d"}
 
 
 @pytest.mark.parametrize(

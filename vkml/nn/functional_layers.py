@@ -513,7 +513,7 @@ def _max_pool(op, input, kernel_size, stride, padding, dilation, ceil_mode, retu
     windows = _windows(x, kernel, stride, dilation, out_size, input.ndim)  # (..., *out, taps)
     hit = _selected(windows)
     # -0.0 is the sum's identity: the picked value comes back with every bit, -0.0 included.
-    out = functions.where(hit, windows, -0.0).sum(-1) if input.dtype.is_float else functions.amax(windows, -1)
+    out = _pick(windows, hit) if input.dtype.is_float else functions.amax(windows, -1)
     spatial = tuple(input.shape[-n:])
     flat_index = creation.arange(math.prod(spatial), device=input.device).reshape(*spatial)
     index_windows = _windows(
@@ -568,6 +568,23 @@ def _max_pool_grad(c):
 
 
 G.RULES["max_pool_windows"] = _max_pool_grad
+
+
+@differentiable("window_pick", inputs=("windows",))
+def _pick(windows, hit):
+    """The element of each window (last dim) that ``hit`` marks (one per window): a sum in which the
+    others are -0.0, the sum's identity, so the picked value keeps every bit. One op for autograd,
+    whose gradient reads ``windows`` only through ``hit``: PyTorch's max pooling backward takes the
+    input with a zero derivative, and so does this one's (``G.MASK_OPERANDS``)."""
+    return functions.where(hit, windows, -0.0).sum(-1)
+
+
+def _pick_grad(c):
+    return (functions.where(c.attrs["hit"], functions.unsqueeze(c.g, -1), 0.0),)
+
+
+G.RULES["window_pick"] = _pick_grad
+G.MASK_OPERANDS["window_pick"] = (0,)
 
 
 def _selected(windows):
@@ -792,7 +809,7 @@ def _adaptive_max(op, input, output_size, return_indices: bool, n: int):
     flat = np.arange(math.prod(lead), dtype=np.int64).reshape(*lead, *([1] * (n + 1))) * math.prod(spatial)
     windows = indexing.take_positions(input, flat + positions)
     hit = _selected(windows)
-    result = functions.where(hit, windows, -0.0).sum(-1)
+    result = _pick(windows, hit) if input.dtype.is_float else functions.where(hit, windows, -0.0).sum(-1)
     if not return_indices:
         return result
     where = creation.tensor(positions, device=input.device)

@@ -124,3 +124,14 @@ def test_preserve_rng_state_replays_the_mask_and_forks_the_generator(reentrant, 
     got = _random_state_after_replay(vkml, vkml.utils.checkpoint, reentrant, preserve)
     want = _random_state_after_replay(torch, torch.utils.checkpoint, reentrant, preserve)
     assert got == want
+
+
+def test_non_reentrant_replay_writes_the_inputs_as_pytorchs():
+    """PyTorch's non-reentrant replay runs the segment on its inputs themselves: an in-place write to
+    one there bumps its version again, and backward's version check raises."""
+    for lib, module in ((vkml, vkml.utils.checkpoint), (torch, torch.utils.checkpoint)):
+        lin = lib.nn.Linear(3, 3)
+        x = lib.ones(2, 3, requires_grad=True) * 1
+        out = module.checkpoint(lambda t, lin=lin: lin(t.mul_(2)).relu_(), x, use_reentrant=False)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            out.sum().backward()

@@ -115,7 +115,7 @@ def checkpoint(
             warnings.warn("None of the inputs have requires_grad=True. Gradients will be None", stacklevel=2)
             with no_grad():
                 return function(*args)
-        return _replayed_in_backward(function, args, {}, preserve_rng_state, contextlib.nullcontext, False)
+        return _replayed_in_backward(function, args, {}, preserve_rng_state, contextlib.nullcontext, None)
     if _early_stop_override[0] is not None:
         early_stop = _early_stop_override[0]
     if context_fn is not None:
@@ -137,18 +137,21 @@ def _autocast_regions() -> list:
 
 
 def _replayed_in_backward(
-    function, args: tuple, kwargs: dict, preserve_rng_state: bool, recompute_context, early_stop: bool
+    function, args: tuple, kwargs: dict, preserve_rng_state: bool, recompute_context, early_stop: bool | None
 ):
     """``function(*args, **kwargs)``, run again for its side effects when backward reaches its outputs.
 
     One replay per backward pass: with several outputs, the first whose gradient arrives replays,
     the others of the same pass do not (an output seen twice starts a new pass). With ``early_stop``
-    the replay stops inside the op that saves the segment's last tensor (none: no replay)."""
+    the replay stops inside the op that saves the segment's last tensor (none: no replay); None is the
+    reentrant form."""
     tensor = _tensor_class()
     rng_state = random.default_generator.get_state()
     regions = _autocast_regions()
-    # the replay's inputs require grad as the forward's did, so the same ops record (and are counted)
-    saved_args = tuple(a.detach().requires_grad_(a.requires_grad) if isinstance(a, tensor) else a for a in args)
+    # the reentrant replay runs on detached inputs with recording off; the non-reentrant one on the
+    # inputs themselves with recording on (PyTorch's: an in-place write to an input in the segment
+    # then bumps its version, and backward's version check raises as PyTorch's does)
+    saved_args = tuple(a.detach() if isinstance(a, tensor) and early_stop is None else a for a in args)
     recorded: list[bool] = []  # per op the forward recorded: whether PyTorch saves a tensor for it
     outer = autograd._mode.watch
 
@@ -162,6 +165,7 @@ def _replayed_in_backward(
         out = function(*args, **kwargs)
     finally:
         autograd._mode.watch = outer
+    # the op count the replay stops at (0: no replay); None: the whole segment
     stop_after = max((i + 1 for i, saves in enumerate(recorded) if saves), default=0) if early_stop else None
     outputs = [
         o for o in (out if isinstance(out, tuple | list) else (out,)) if isinstance(o, tensor) and o.requires_grad
@@ -187,8 +191,8 @@ def _replayed_in_backward(
                     for region in regions:
                         stack.enter_context(region)
                     stack.enter_context(recompute_context())
-                    # recording on only to count the ops (the replay's graph is dropped with its results)
-                    stack.enter_context(enable_grad() if stop_after is not None else no_grad())
+                    # the non-reentrant replay records, as PyTorch's (its results and graph are dropped)
+                    stack.enter_context(no_grad() if early_stop is None else enable_grad())
                     autograd._mode.watch = stop_at_last_saved if stop_after is not None else None
                     function(*saved_args, **kwargs)
             except _StopRecompute:

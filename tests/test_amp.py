@@ -25,7 +25,7 @@ OPS = {
     "mm": (lambda x, w: vkml.mm(x, w.t()), H, H),
     "Tensor.mm": (lambda x, w: x.mm(w.t()), H, H),
     "bmm": (lambda x, w: vkml.bmm(x[None], w.t()[None]), H, H),
-    "addmm": (lambda x, w: vkml.addmm(vkml.zeros(6, 3), x, w.t()), H, H),
+    "addmm": (lambda x, w: vkml.addmm(vkml.zeros(6, 3, device=x.device), x, w.t()), H, H),
     "linear": (lambda x, w: F.linear(x, w), H, H),
     "einsum": (lambda x, w: vkml.einsum("ij,kj->ik", x, w), H, H),
     "softmax": (lambda x, w: x.softmax(-1), S, S),
@@ -39,22 +39,77 @@ OPS = {
     "softmin": (lambda x, w: F.softmin(x, -1), S, S),
     "layer_norm": (lambda x, w: F.layer_norm(x, (4,)), S, S),
     "mse_loss": (lambda x, w: F.mse_loss(x, x * 0.5), S, S),
-    "cross_entropy": (lambda x, w: F.cross_entropy(x, vkml.tensor([0, 1, 2, 3, 0, 1])), S, S),
+    "cross_entropy": (lambda x, w: F.cross_entropy(x, vkml.tensor([0, 1, 2, 3, 0, 1], device=x.device)), S, S),
     "mean (unlisted)": (lambda x, w: x.mean(), S, H),
     "relu (unlisted)": (lambda x, w: F.relu(x), S, H),
     "add (unlisted)": (lambda x, w: x + 1.0, S, H),
 }
 
 
-@pytest.mark.parametrize("name", list(OPS))
-def test_autocast_gives_each_op_its_listed_dtype(name):
-    call, for_float32, for_float16 = OPS[name]
-    x, w = vkml.tensor(X), vkml.tensor(W)
-    with vkml.autocast(device_type="cpu", dtype=vkml.float16):
-        assert call(x, w).dtype is for_float32
-        assert call(x.half(), w.half()).dtype is for_float16
-    if "dtype=" not in name:
-        assert call(x, w).dtype is vkml.float32  # outside: nothing changes
+def test_vulkan_autocast_gives_each_op_its_cuda_listed_dtype(gpu):
+    """The dtypes are known when the ops are recorded: nothing runs (no kernel compiles)."""
+    x, w = vkml.tensor(X, device=gpu), vkml.tensor(W, device=gpu)
+    for name, (call, for_float32, for_float16) in OPS.items():
+        with vkml.autocast(device_type="cuda", dtype=vkml.float16):
+            assert call(x, w).dtype is for_float32, name
+            assert call(x.half(), w.half()).dtype is for_float16, name
+            with vkml.autocast("cpu", dtype=vkml.float16):  # the CPU lists do not apply to a Vulkan tensor
+                assert call(x, w).dtype is for_float32, name
+        if "dtype=" not in name:
+            assert call(x, w).dtype is vkml.float32, name  # outside: nothing changes
+    with vkml.autocast("cuda"), pytest.raises(RuntimeError, match="unsafe to autocast"):
+        F.binary_cross_entropy(vkml.sigmoid(x), vkml.ones(6, 4, device=gpu))
+
+
+# name -> f(namespace, functional, x, w) for x (6, 4), w (3, 4): PyTorch's CPU lists, and ops on none
+CPU_OPS = {
+    "matmul": lambda m, F, x, w: m.matmul(x, w.t()),
+    "@": lambda m, F, x, w: x @ w.t(),
+    "Tensor.mm": lambda m, F, x, w: x.mm(w.t()),
+    "bmm": lambda m, F, x, w: m.bmm(x[None], w.t()[None]),
+    "addmm": lambda m, F, x, w: m.addmm(x[:3, :3], x[:3], w.t()),
+    "addmv": lambda m, F, x, w: m.addmv(x[:, 0], x, w[0]),
+    "mv": lambda m, F, x, w: m.mv(x, w[0]),
+    "linear": lambda m, F, x, w: F.linear(x, w),
+    "einsum": lambda m, F, x, w: m.einsum("ij,kj->ik", x, w),
+    "tensordot": lambda m, F, x, w: m.tensordot(x, w.t(), 1),
+    "conv1d": lambda m, F, x, w: F.conv1d(x[None], w[:, :1, None].expand(3, 6, 1).contiguous()),
+    "softmax": lambda m, F, x, w: x.softmax(-1),
+    "log_softmax": lambda m, F, x, w: F.log_softmax(x, -1),
+    "sum": lambda m, F, x, w: x.sum(),
+    "prod": lambda m, F, x, w: x.prod(),
+    "cumsum": lambda m, F, x, w: m.cumsum(x, 0),
+    "exp": lambda m, F, x, w: x.exp(),
+    "pow": lambda m, F, x, w: x**2,
+    "rtruediv": lambda m, F, x, w: 1.0 / x,
+    "layer_norm": lambda m, F, x, w: F.layer_norm(x, (4,)),
+    "logsumexp": lambda m, F, x, w: x.logsumexp(0),
+    "mse_loss": lambda m, F, x, w: F.mse_loss(x, x * 0.5),
+    "l1_loss": lambda m, F, x, w: F.l1_loss(x, x * 0.5),
+    "cross_entropy": lambda m, F, x, w: F.cross_entropy(x, m.tensor([0, 1, 2, 3, 0, 1])),
+    "binary_cross_entropy": lambda m, F, x, w: F.binary_cross_entropy(m.sigmoid(x), m.sigmoid(x * 2)),
+    "cdist": lambda m, F, x, w: m.cdist(x, w),
+    "trace": lambda m, F, x, w: m.trace(x),
+    "max_pool3d": lambda m, F, x, w: F.max_pool3d(x.reshape(1, 1, 2, 3, 4), 2),
+    "max_pool2d": lambda m, F, x, w: F.max_pool2d(x[None], 2),
+    "pad reflect": lambda m, F, x, w: F.pad(x[None], (1, 1), mode="reflect"),
+    "pad constant": lambda m, F, x, w: F.pad(x[None], (1, 1)),
+    "relu": lambda m, F, x, w: F.relu(x),
+    "cat": lambda m, F, x, w: m.cat([x, w.float()]),
+}
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_cpu_autocast_gives_pytorchs_cpu_dtypes(dtype):
+    for name, call in CPU_OPS.items():
+        for inputs in ("float32", dtype):
+            x, w = (vkml.tensor(a).to(getattr(vkml, inputs)) for a in (X, W))
+            xt, wt = (torch.tensor(a).to(getattr(torch, inputs)) for a in (X, W))
+            with vkml.autocast("cpu", dtype=getattr(vkml, dtype)):
+                got = call(vkml, F, x, w).dtype
+            with torch.autocast("cpu", dtype=getattr(torch, dtype)):
+                want = call(torch, torch.nn.functional, xt, wt).dtype
+            assert str(got) == str(want).replace("torch.", "vkml."), (name, inputs)
 
 
 def test_ops_inside_a_listed_or_unlisted_op_do_not_autocast():
@@ -124,8 +179,6 @@ def test_autocast_arguments_nesting_and_decorator():
         return a @ b.t()
 
     assert forward(x, w).dtype is vkml.float16 and not vkml.is_autocast_enabled("cpu")
-    with vkml.autocast("cpu", dtype=vkml.float16), pytest.raises(RuntimeError, match="unsafe to autocast"):
-        F.binary_cross_entropy(vkml.sigmoid(x), vkml.ones(6, 4))
 
 
 def _train_with_scaler(framework, steps, inf_at, device=None):
@@ -276,7 +329,7 @@ def test_every_public_function_and_method_is_seen_by_autocast():
     """amp.install wraps what exists when it runs: its block must stay last in vkml/__init__.py."""
     import inspect
 
-    own = {"is_autocast_enabled", "get_autocast_dtype"}
+    own = {"is_autocast_enabled", "get_autocast_dtype", *vkml.amp.STATE_FUNCTIONS}
     missed = [
         name
         for name in vkml.__all__
@@ -339,3 +392,41 @@ def test_bfloat16_autocast_and_the_cpu_default_match_pytorch():
     np.testing.assert_allclose(loss.item(), loss_t.item(), rtol=1e-3)
     assert w.grad.dtype is vkml.float32
     np.testing.assert_allclose(w.grad.numpy(), wt.grad.numpy(), rtol=2e-2, atol=2e-3)
+
+
+def _state_functions(lib):
+    """torch's autocast state functions in one sequence; the state is put back at the end."""
+    seen = []
+    a = lib.ones(2, 2)
+    try:
+        with pytest.warns(DeprecationWarning, match="is deprecated"):
+            seen += [
+                lib.is_autocast_cpu_enabled(),
+                str(lib.get_autocast_cpu_dtype()),
+                str(lib.get_autocast_gpu_dtype()),
+            ]
+        lib.set_autocast_enabled("cpu", True)
+        seen += [lib.is_autocast_enabled("cpu"), str(lib.get_autocast_dtype("cpu")), str((a @ a).dtype)]
+        lib.set_autocast_dtype("cpu", lib.float16)
+        seen += [str(lib.get_autocast_dtype("cpu")), str((a @ a).dtype)]
+        lib.set_autocast_enabled("cpu", False)
+        seen += [str((a @ a).dtype), str(lib.get_autocast_dtype("cpu"))]
+        with lib.autocast("cpu"):  # dtype=None: the one set_autocast_dtype chose
+            seen += [str((a @ a).dtype)]
+        with lib.autocast("cpu", dtype=lib.bfloat16):
+            seen += [str(lib.get_autocast_dtype("cpu"))]
+        seen += [str(lib.get_autocast_dtype("cpu")), lib.is_autocast_cache_enabled()]
+        lib.set_autocast_cache_enabled(False)
+        lib.clear_autocast_cache()
+        seen += [lib.is_autocast_cache_enabled(), lib.amp.is_autocast_available("cpu")]
+        seen += [lib.amp.is_autocast_available("cuda"), lib.amp.is_autocast_available("meta")]
+    finally:
+        lib.set_autocast_enabled("cpu", False)
+        lib.set_autocast_dtype("cpu", lib.bfloat16)
+        lib.set_autocast_cache_enabled(True)
+    return [str(v).replace("torch.", "").replace("vkml.", "") for v in seen]
+
+
+def test_autocast_state_functions_match_torch():
+    assert _state_functions(vkml) == _state_functions(torch)
+    assert not vkml.is_autocast_enabled("cpu") and vkml.get_autocast_dtype("cpu") is vkml.bfloat16

@@ -124,10 +124,8 @@ def test_grad_errors_are_torchs():
     )
     with pytest.raises(RuntimeError, match="element 0 of tensors does not require grad"):
         vkml.autograd.grad(vkml.ones(2).sum(), [x])
-    with pytest.raises(RuntimeError, match="gradient can be implied only for one element"):
+    with pytest.raises(RuntimeError, match="grad can be implicitly created only for scalar outputs"):
         vkml.autograd.grad(x * 2, [x])
-    with pytest.raises(NotImplementedError, match="is_grads_batched"):
-        vkml.autograd.grad(loss, [x], is_grads_batched=True)
     assert vkml.autograd.grad(loss, [x, z], allow_unused=True, retain_graph=True)[1] is None
     assert vkml.autograd.grad(loss, [x, z], materialize_grads=True)[1].tolist() == [0.0] * 4
 
@@ -369,3 +367,24 @@ def test_inference_mode_and_grad_mode_decorators():
         return vkml.is_grad_enabled()
 
     assert vkml.is_grad_enabled() and not without_grad() and vkml.is_grad_enabled()
+
+
+def test_grads_batched_post_accumulate_hooks_and_non_leaf_grad_match_torch():
+    out = []
+    for lib in (vkml, torch):
+        x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        unused = lib.tensor([1.0], requires_grad=True)
+        y = x * x
+        (jacobian, none) = lib.autograd.grad(y, [x, unused], lib.eye(3), is_grads_batched=True, allow_unused=True)
+        assert none is None
+        seen = []
+        x.register_post_accumulate_grad_hook(lambda p, seen=seen: seen.append(p.grad.tolist()))
+        (x * 3).sum().backward()
+        (x * x).sum().backward()
+        z = x * 2
+        with pytest.warns(UserWarning, match="not a leaf Tensor is being accessed"):
+            assert z.grad is None
+        with pytest.raises(RuntimeError, match="non-leaf"):
+            z.register_post_accumulate_grad_hook(lambda p: None)
+        out.append((jacobian.tolist(), seen))
+    assert out[0] == out[1]

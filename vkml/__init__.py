@@ -286,5 +286,8 @@ _out_arg.install(globals())  # PyTorch's out= keyword on the functions that take
 _sys.modules[__name__ + ".amp"] = amp  # `import vkml.amp` finds the namespace
 amp.install([_sys.modules[__name__], _nn.functional, autograd], Tensor, [(_functional_layers, "_conv")])
 __all__ += ["amp", "autocast", "is_autocast_enabled", "get_autocast_dtype"]
+for _name in amp.STATE_FUNCTIONS:  # torch.set_autocast_enabled, ...: state, not ops (not wrapped)
+    globals()[_name] = getattr(amp, _name)
+__all__ += list(amp.STATE_FUNCTIONS)
 
 from .frontend.torch_names import _assert, _sample_dirichlet  # noqa: E402, F401  (outside __all__ as in torch)

@@ -51,6 +51,7 @@ class Tensor:
         "_vhidden",
         "_dataview",
         "_grad_hooks",  # Tensor.register_hook's hooks: {handle id: (grad_fn then, hook)}
+        "_post_accumulate_hooks",  # register_post_accumulate_grad_hook's: {handle id: hook}
         "_retained_ctx",  # the context whose gradient retain_grad() keeps in .grad
         "_format",  # the channels-last format PyTorch would report (vkml/frontend/memory_format.py); unset: none
         "__weakref__",
@@ -159,6 +160,8 @@ class Tensor:
     @property
     def grad(self) -> Tensor | None:
         """The gradient backward() accumulated here (leaves that require grad; ``retain_grad()`` tensors)."""
+        if self._grad is None and self._ctx is not None and not self.retains_grad:
+            autograd.warn_non_leaf_grad()
         return self._grad
 
     @grad.setter
@@ -216,6 +219,18 @@ class Tensor:
         [6.0, 6.0]
         """
         return autograd.register_hook(self, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call ``hook(tensor)`` after backward has added to this leaf's ``.grad`` (an optimizer step
+        per parameter, as PyTorch's). Returns a handle; ``handle.remove()`` takes the hook out.
+
+        >>> import vkml
+        >>> w = vkml.ones(2, requires_grad=True)
+        >>> _ = w.register_post_accumulate_grad_hook(lambda p: print(p.grad.tolist()))
+        >>> (w * 3).sum().backward()
+        [3.0, 3.0]
+        """
+        return autograd.register_post_accumulate_grad_hook(self, hook)
 
     def retain_grad(self) -> None:
         """Keep this non-leaf tensor's gradient in ``.grad`` after ``backward()`` (a leaf keeps it anyway)."""

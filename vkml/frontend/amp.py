@@ -1,7 +1,8 @@
 """Automatic mixed precision: ``vkml.autocast`` / ``vkml.amp.autocast`` and ``vkml.amp.GradScaler``.
 
 Inside ``autocast(device_type, dtype=...)``, ops called on tensors of that device type
-run in the precision PyTorch's CUDA autocast gives them, with ``dtype`` (float16 or bfloat16) the
+run in the precision PyTorch's autocast gives them on that device type (the CUDA lists are below,
+the CPU ones after them), with ``dtype`` (float16 or bfloat16) the
 lower precision:
 
 - ``LOWER`` (matmul, linear, convolutions, bmm, addmm, ...): float32, float16 and bfloat16 tensor
@@ -20,8 +21,12 @@ for the ops inside it. ``nn`` modules are Python code calling those functions, s
 autocast one by one, as PyTorch's do. ``backward()`` runs with autocast off. Weights (leaves that
 require grad) are cast once per autocast region (``cache_enabled``).
 
-The same lists apply to ``device_type="cpu"`` and ``"vulkan"``: vkml's CPU backend is the bit-exact
-oracle of its Vulkan one, so both take PyTorch's CUDA lists (PyTorch's CPU autocast has others).
+Each device type has PyTorch's lists for it: ``"vulkan"`` (``"cuda"``) the CUDA ones above,
+``"cpu"`` PyTorch's CPU ones (``CPU_LOWER``, ``CPU_FLOAT32``: no float32-unless-dtype list, nothing
+banned, ``exp``, ``softmax``, ``layer_norm``, ``sum`` run in their inputs' dtype, reflection and
+replication padding and the 3-d poolings in float32). So an autocast region gives the dtypes PyTorch
+gives on that device type, and a CPU run reproduces a Vulkan one bit for bit where the two lists
+agree on the ops the program calls (matmuls, linear and convolutions, the losses).
 The lower precision is float16 or bfloat16; the default ``dtype`` is PyTorch's, bfloat16 for
 ``"cpu"`` and float16 for ``"vulkan"`` (``"cuda"``), and another ``dtype`` warns and disables
 autocast, as PyTorch's CPU autocast does for a dtype it does not support.
@@ -31,8 +36,9 @@ autocast, as PyTorch's CPU autocast does for a dtype it does not support.
 >>> with vkml.autocast(device_type="cpu", dtype=vkml.float16):
 ...     y = x @ w
 ...     p = y.softmax(-1)
->>> y.dtype, p.dtype
-(vkml.float16, vkml.float32)
+...     loss = vkml.nn.functional.mse_loss(y, p)
+>>> y.dtype, p.dtype, loss.dtype
+(vkml.float16, vkml.float16, vkml.float32)
 """
 
 from __future__ import annotations
@@ -46,7 +52,26 @@ from ..ir import types as T
 from ..tensor import Tensor
 from .grad_scaler import GradScaler
 
-__all__ = ["autocast", "GradScaler", "custom_bwd", "custom_fwd", "is_autocast_enabled", "get_autocast_dtype"]
+__all__ = [
+    "autocast",
+    "GradScaler",
+    "custom_bwd",
+    "custom_fwd",
+    "is_autocast_enabled",
+    "get_autocast_dtype",
+    "is_autocast_available",
+]
+# torch.<name> spellings of the state functions (vkml/__init__.py binds them as vkml.<name>)
+STATE_FUNCTIONS = (
+    "set_autocast_enabled",
+    "set_autocast_dtype",
+    "is_autocast_cpu_enabled",
+    "get_autocast_cpu_dtype",
+    "get_autocast_gpu_dtype",
+    "is_autocast_cache_enabled",
+    "set_autocast_cache_enabled",
+    "clear_autocast_cache",
+)
 
 DEVICE_TYPES = ("cpu", "vulkan")
 # PyTorch's default lower precision per device type: CPU autocast's is bfloat16, CUDA's float16
@@ -74,6 +99,25 @@ FLOAT32 = frozenset(
 )
 FLOAT32_UNLESS_DTYPE = frozenset("softmax softmin log_softmax sum prod cumsum cumprod".split())
 BANNED = frozenset(["binary_cross_entropy"])
+# PyTorch composes these of matmuls below its dispatcher, so they return the lower dtype under either
+# device type's autocast; vkml's are one wrapped op each (the ops inside do not autocast)
+COMPOSITE_LOWER = frozenset("tensordot inner matrix_power".split())
+# PyTorch's CPU autocast lists (the same file's CPU block), as far as vkml has the ops, names as vkml's
+CPU_LOWER = frozenset(
+    "matmul mm bmm addmm addbmm baddbmm einsum chain_matmul linear conv1d conv2d conv3d conv_tbc "
+    "conv_transpose1d conv_transpose2d conv_transpose3d prelu scaled_dot_product_attention _conv "
+    "__matmul__ __rmatmul__".split()
+)
+CPU_FLOAT32 = frozenset(
+    "avg_pool3d binary_cross_entropy grid_sample polar prod quantile nanquantile stft cdist trace view_as_complex "
+    "cholesky cholesky_inverse cholesky_solve inverse lu_solve orgqr ormqr pinverse max_pool3d max_unpool2d "
+    "max_unpool3d adaptive_avg_pool3d adaptive_max_pool3d fractional_max_pool2d fractional_max_pool3d mse_loss "
+    "cosine_embedding_loss nll_loss hinge_embedding_loss poisson_nll_loss smooth_l1_loss cross_entropy l1_loss "
+    "huber_loss margin_ranking_loss soft_margin_loss triplet_margin_loss multi_margin_loss ctc_loss kl_div "
+    "multilabel_margin_loss binary_cross_entropy_with_logits geqrf qr svd triangular_solve".split()
+)
+# F.pad is PyTorch's reflection_pad / replication_pad (CPU float32 list) for those modes, else not listed
+_CPU_FLOAT32_PAD_MODES = ("reflect", "replicate")
 # Tensor dunders that are ops of the lists; other dunders (+, *, indexing) are single ops that never
 # call another public function, so they stay unwrapped (and as fast as they were).
 _TENSOR_DUNDERS = ("__matmul__", "__rmatmul__", "__pow__", "__rpow__", "__rtruediv__")
@@ -87,6 +131,7 @@ class _State(threading.local):
         self.inside = 0  # > 0 while a wrapped op runs: the ops it is built of do not autocast
         self.cache: dict = {}  # id(weight) -> (weight, its node, the cast), for one outermost region
         self.cache_enabled = True
+        self.configured: dict = {}  # device type -> set_autocast_dtype's dtype (also while autocast is off)
 
 
 _state = _State()
@@ -101,7 +146,85 @@ def get_autocast_dtype(device_type: str) -> T.DType:
     """The lower precision dtype autocast uses for ``device_type`` (PyTorch's default: bfloat16 for
     ``"cpu"``, float16 for ``"vulkan"``/``"cuda"``)."""
     device_type = _device_type(device_type)
-    return _state.dtypes.get(device_type, DEFAULT_DTYPES.get(device_type, T.float16))
+    found = _state.dtypes.get(device_type)
+    if found is not None:
+        return found
+    return _state.configured.get(device_type, DEFAULT_DTYPES.get(device_type, T.float16))
+
+
+def is_autocast_available(device_type: str) -> bool:
+    """Whether autocast can be turned on for ``device_type`` (``torch.amp.is_autocast_available``)."""
+    return _device_type(device_type) in DEVICE_TYPES
+
+
+def _known(device_type: str) -> str:
+    device_type = _device_type(device_type)
+    if device_type not in DEVICE_TYPES:
+        raise RuntimeError(
+            f"User specified an unsupported autocast device_type '{device_type}' "
+            f"(vkml's device types: {', '.join(DEVICE_TYPES)})"
+        )
+    return device_type
+
+
+def set_autocast_enabled(device_type, enabled=None) -> None:
+    """Turn autocast on or off for ``device_type`` in this thread, outside any ``with`` (PyTorch's
+    ``torch.set_autocast_enabled(device_type, enabled)``; the older one-argument form is CUDA's, here
+    the Vulkan device type's). It lasts until set again or an enclosing region ends."""
+    if enabled is None:
+        device_type, enabled = "vulkan", device_type
+    device_type = _known(device_type)
+    dtypes = dict(_state.dtypes)  # a new dict: an enclosing region restores its own on exit
+    if enabled:
+        dtypes[device_type] = get_autocast_dtype(device_type)
+    else:
+        dtypes.pop(device_type, None)
+    _state.dtypes = dtypes
+
+
+def set_autocast_dtype(device_type: str, dtype) -> None:
+    """The lower precision autocast uses for ``device_type`` from now on (``torch.set_autocast_dtype``)."""
+    device_type = _known(device_type)
+    _state.configured = {**_state.configured, device_type: dtype}
+    if device_type in _state.dtypes:
+        _state.dtypes = {**_state.dtypes, device_type: dtype}
+
+
+def _deprecated(old: str, new: str) -> None:
+    warnings.warn(f"torch.{old}() is deprecated. Please use torch.{new} instead.", DeprecationWarning, stacklevel=3)
+
+
+def is_autocast_cpu_enabled() -> bool:
+    """``is_autocast_enabled("cpu")``, PyTorch's deprecated spelling (with its DeprecationWarning)."""
+    _deprecated("is_autocast_cpu_enabled", "is_autocast_enabled('cpu')")
+    return is_autocast_enabled("cpu")
+
+
+def get_autocast_cpu_dtype():
+    """``get_autocast_dtype("cpu")``, PyTorch's deprecated spelling (with its DeprecationWarning)."""
+    _deprecated("get_autocast_cpu_dtype", "get_autocast_dtype('cpu')")
+    return get_autocast_dtype("cpu")
+
+
+def get_autocast_gpu_dtype():
+    """``get_autocast_dtype("cuda")``, PyTorch's deprecated spelling (with its DeprecationWarning)."""
+    _deprecated("get_autocast_gpu_dtype", "get_autocast_dtype('cuda')")
+    return get_autocast_dtype("vulkan")
+
+
+def is_autocast_cache_enabled() -> bool:
+    """Whether autocast regions cast each weight once (``cache_enabled``'s default for new regions)."""
+    return _state.cache_enabled
+
+
+def set_autocast_cache_enabled(enabled: bool) -> None:
+    """``cache_enabled`` for the regions opened from now on, in this thread (``torch.set_autocast_cache_enabled``)."""
+    _state.cache_enabled = bool(enabled)
+
+
+def clear_autocast_cache() -> None:
+    """Drop the weights' casts kept for the current region (PyTorch's ``torch.clear_autocast_cache``)."""
+    _state.cache.clear()
 
 
 class autocast:
@@ -123,9 +246,9 @@ class autocast:
                 f"(vkml's device types: {', '.join(DEVICE_TYPES)})"
             )
         self.device_type = device_type
-        self.fast_dtype = DEFAULT_DTYPES[device_type] if dtype is None else dtype
+        self.fast_dtype = get_autocast_dtype(device_type) if dtype is None else dtype
         self._enabled = bool(enabled)
-        self._cache_enabled = True if cache_enabled is None else bool(cache_enabled)
+        self._cache_enabled = _state.cache_enabled if cache_enabled is None else bool(cache_enabled)
         if self._enabled and self.fast_dtype not in LOWER_DTYPES:
             warnings.warn(
                 f"In {device_type} autocast, but the target dtype is not supported. Disabling autocast.\n"
@@ -201,14 +324,39 @@ def custom_bwd(bwd=None, *, device_type: str):
 # ---------------------------------------------------------------------- the wrappers
 
 
-def _device_dtype(args, kwargs, Tensor):
-    """The autocast dtype for the device of the first tensor argument (None: autocast is off there)."""
+def _device_dtype(args, kwargs, Tensor) -> tuple:
+    """(device type, autocast dtype) for the device of the first tensor argument (dtype None:
+    autocast is off there)."""
     for value in (*args, *kwargs.values()):
         if isinstance(value, (list, tuple)):
             value = next((v for v in value if isinstance(v, Tensor)), None)
         if isinstance(value, Tensor):
-            return _state.dtypes.get(value.device.kind)
-    return None
+            kind = value.device.kind
+            return kind, _state.dtypes.get(kind)
+    return None, None
+
+
+def _kind(name: str, device_type: str) -> str:
+    """What autocast does to op ``name`` on ``device_type``: PyTorch's list for that device type."""
+    if name in COMPOSITE_LOWER:
+        return "lower"
+    if device_type == "cpu":
+        if name in CPU_LOWER:
+            return "lower"
+        if name in CPU_FLOAT32:
+            return "float32"
+        return "float32_padding" if name == "pad" else "inside"
+    if name in LOWER:
+        return "lower"
+    if name in FLOAT32:
+        return "float32"
+    if name in FLOAT32_UNLESS_DTYPE:
+        return "float32_unless_dtype"
+    return "banned" if name in BANNED else "inside"
+
+
+def _pad_mode(args, kwargs) -> str:
+    return kwargs.get("mode", args[2] if len(args) > 2 else "constant")
 
 
 def _cast(t, dtype):
@@ -236,25 +384,21 @@ def _cast_all(args, kwargs, rule, Tensor):
 
 
 def _wrap(fn, name: str):
-    """``fn`` with its autocast rule (from its name's list) and autocast off for the ops inside it."""
-    if name in LOWER:
-        kind = "lower"
-    elif name in FLOAT32:
-        kind = "float32"
-    elif name in FLOAT32_UNLESS_DTYPE:
-        kind = "float32_unless_dtype"
-    elif name in BANNED:
-        kind = "banned"
-    else:
-        kind = "inside"
+    """``fn`` with its autocast rule (from its name's list for each device type) and autocast off for
+    the ops inside it."""
+    kinds = {device_type: _kind(name, device_type) for device_type in DEVICE_TYPES}
+    listed = any(kind != "inside" for kind in kinds.values())
 
     @functools.wraps(fn)
     def autocast_op(*args, **kwargs):
         state = _state
         if not state.dtypes or state.inside:
             return fn(*args, **kwargs)
-        dtype = _device_dtype(args, kwargs, Tensor) if kind != "inside" else None
+        device_type, dtype = _device_dtype(args, kwargs, Tensor) if listed else (None, None)
         if dtype is not None:
+            kind = kinds[device_type]
+            if kind == "float32_padding":
+                kind = "float32" if _pad_mode(args, kwargs) in _CPU_FLOAT32_PAD_MODES else "inside"
             if kind == "lower":
                 # PyTorch's is_eligible: a float tensor other than float64
                 args, kwargs = _cast_all(

@@ -59,6 +59,9 @@ class _GradMode(threading.local):
 
     enabled = True  # every thread starts with recording on
     inference = False  # inside vkml.inference_mode()
+    # called with (op name, operands) by each op that records in this thread: a non-reentrant
+    # checkpoint (vkml/utils/checkpoint.py) counts its segment's ops to stop its replay where PyTorch's does
+    watch = None
 
 
 _mode = _GradMode()
@@ -417,6 +420,8 @@ def record(name: str, operands, out, attrs: dict | None = None):
     node, owner, version = out._saved()
     out._ctx = Context(name, rule, parents, saved, (node, weakref.ref(owner), version), attrs or {})
     out._requires_grad = True
+    if _mode.watch is not None:
+        _mode.watch(name, operands)
     return out
 
 
@@ -530,6 +535,34 @@ def register_hook(t, hook):
     handle = RemovableHandle(hooks)
     hooks[handle.id] = (t.grad_fn, hook)
     return handle
+
+
+def register_post_accumulate_grad_hook(t, hook):
+    """``Tensor.register_post_accumulate_grad_hook``: ``hook(t)`` runs after backward adds to ``t.grad``
+    (a leaf's); returns a handle whose ``remove()`` undoes it."""
+    if not t.requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if t.grad_fn is not None:
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+    hooks = getattr(t, "_post_accumulate_hooks", None)
+    if hooks is None:
+        hooks = t._post_accumulate_hooks = {}
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    return handle
+
+
+NON_LEAF_GRAD = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be "
+    "populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf "
+    "Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure "
+    "you access the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 for more information."
+)
+
+
+def warn_non_leaf_grad() -> None:
+    """PyTorch's warning on reading ``.grad`` of a non-leaf tensor that does not retain it."""
+    warnings.warn(NON_LEAF_GRAD, UserWarning, stacklevel=3)
 
 
 def retain_grad(t) -> None:

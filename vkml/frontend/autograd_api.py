@@ -31,6 +31,7 @@ from .autograd import (
     set_grad_enabled,
 )
 from .creation import zeros_like
+from .shape import stack
 
 __all__ = [
     "Function",
@@ -89,22 +90,24 @@ def grad(
 
     ``inputs`` may be leaves or computed tensors. An input the outputs do not depend on raises,
     unless ``allow_unused=True`` (its gradient is None) or ``materialize_grads=True`` (zeros).
-    ``only_inputs`` is accepted and ignored, as in PyTorch; ``is_grads_batched=True`` raises
-    NotImplementedError.
+    ``only_inputs`` is accepted and ignored, as in PyTorch. ``is_grads_batched=True``: the first dim
+    of each of ``grad_outputs`` is a batch, and each gradient gets that dim in front (PyTorch
+    vectorizes the backward with vmap; vkml runs it once per batch element, on one retained graph,
+    so the values are the same and the cost grows with the batch).
 
     >>> import vkml
     >>> x = vkml.tensor([1.0, 2.0], requires_grad=True)
     >>> vkml.autograd.grad((x * x).sum(), [x])[0].tolist()
     [2.0, 4.0]
     """
-    if is_grads_batched:
-        raise NotImplementedError("vkml.autograd.grad: is_grads_batched=True (vmap over grad_outputs) is not supported")
     if materialize_grads and allow_unused is False:
         raise ValueError(
             "Expected allow_unused to be True or not passed when materialize_grads=True, but got: allow_unused=False."
         )
     if allow_unused is None:
         allow_unused = materialize_grads
+    if is_grads_batched:
+        return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, materialize_grads)
     outputs, inputs = _as_list(outputs, "outputs"), _as_list(inputs, "inputs")
     # a complex input's gradient is its real pair's, given back as complex (docs/complex.md)
     handles = [t if getattr(t, "_pair", None) is not None else None for t in inputs]
@@ -128,6 +131,29 @@ def grad(
             g = zeros_like(t) if materialize_grads else None
         results.append(g if g is None or handles[i] is None else handles[i]._from_pair(g))
     return tuple(results)
+
+
+def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, materialize_grads):
+    """``grad(..., is_grads_batched=True)``: one backward per element of the grad_outputs' first dim,
+    the gradients stacked along a new first dim (None where an input is unused)."""
+    batched = _as_list(grad_outputs, "grad_outputs")
+    sizes = {g.shape[0] for g in batched if g is not None and g.ndim > 0}
+    if len(sizes) != 1 or any(g is not None and g.ndim == 0 for g in batched):
+        raise RuntimeError("grad(): is_grads_batched=True needs grad_outputs with one common batch dim in front")
+    (size,) = sizes
+    rows = [
+        grad(
+            outputs,
+            inputs,
+            [None if g is None else g[b] for g in batched],
+            retain_graph=True if b < size - 1 else retain_graph,
+            create_graph=create_graph,
+            allow_unused=allow_unused,
+            materialize_grads=materialize_grads,
+        )
+        for b in range(size)
+    ]
+    return tuple(None if row[0] is None else stack(list(row)) for row in zip(*rows))
 
 
 def backward(

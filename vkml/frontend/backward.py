@@ -18,10 +18,16 @@ import vkml
 
 from .. import config
 from .. import tensor as _tensor
-from ..errors import ShapeError
 from ..ops import grads as G
-from . import autograd, memory_format
+from . import autograd, memory_format, operators
 from .realize import realize
+
+SECOND_TIME = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after they have already "
+    "been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). "
+    "Specify retain_graph=True if you need to backward through the graph a second time or if you need to access "
+    "saved tensors after calling backward."
+)
 
 
 def _key(t, ctx) -> int:
@@ -53,10 +59,7 @@ def _graph_order(roots) -> list:
             if ctx is None:
                 continue
             if ctx.released:
-                raise RuntimeError(
-                    f"backward(): trying to go through the graph a second time (at {ctx.name!r}); its saved "
-                    "tensors were released by the first backward(). Pass retain_graph=True the first time."
-                )
+                raise RuntimeError(SECOND_TIME)
             stack.extend(
                 ((p, pc), False)
                 for p, pc in zip(ctx.parents, ctx.parent_ctxs)
@@ -82,17 +85,18 @@ def backward(root, gradient=None, retain_graph: bool | None = None, create_graph
     run_backward([root], [gradient], retain_graph, create_graph, inputs=inputs)
 
 
-def _root_gradient(root, gradient, api: str, create_graph: bool):
+def _root_gradient(root, gradient, index: int, create_graph: bool):
     if gradient is None:
         if root.numel() != 1:
-            raise RuntimeError(
-                f"{api}: gradient can be implied only for one element, the tensor has shape {root.shape}"
-            )
+            raise RuntimeError("grad can be implicitly created only for scalar outputs")
         return vkml.ones_like(root)
     if not G.is_tensor(gradient):
         return vkml.full_like(root, gradient)
     if gradient.shape != root.shape:
-        raise ShapeError(f"{api}: gradient of shape {gradient.shape} for a tensor of shape {root.shape}")
+        raise RuntimeError(
+            f"Mismatch in shape: grad_output[{index}] has a shape of {gradient.shape} and output[{index}] has a "
+            f"shape of {root.shape}."
+        )
     return gradient if create_graph else gradient.detach()
 
 
@@ -116,8 +120,8 @@ def run_backward(
         retain_graph = create_graph
     for i, root in enumerate(roots):
         if not root.requires_grad:
-            raise RuntimeError(f"{api}: element {i} of tensors does not require grad and does not have a grad_fn")
-    seeds = [_root_gradient(r, g, api, create_graph) for r, g in zip(roots, gradients)]
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+    seeds = [_root_gradient(r, g, i, create_graph) for i, (r, g) in enumerate(zip(roots, gradients))]
     targets = None if inputs is None else {_key(t, t.grad_fn): t for t in inputs}
     order = _graph_order(roots)
     runs = config.backward_runs()
@@ -138,8 +142,10 @@ def run_backward(
                 g = found[key] = _dense_like(targets[key], g)
                 if accumulate:
                     target = targets[key]
-                    target.grad = g if target.grad is None else target.grad + g
+                    target.grad = g if target._grad is None else target._grad + g
                     leaves.append(target.grad)
+                    if ctx is None:
+                        _run_post_accumulate_hooks(target)
             if ctx is None:
                 if g is not None and accumulate and targets is None:
                     if t.grad is None and memory_format.ACTIVE and memory_format.format_of(t) is not None:
@@ -148,10 +154,11 @@ def run_backward(
                         g = _dense_like(t, g)
                     t.grad = g if t.grad is None else t.grad + g
                     leaves.append(t.grad)
+                    _run_post_accumulate_hooks(t)
                 continue
             if g is not None:
                 if accumulate and _retains(t, ctx):  # Tensor.retain_grad(): a non-leaf keeps its gradient
-                    t.grad = g if t.grad is None else t.grad + g
+                    t.grad = g if t._grad is None else t._grad + g
                 _apply_rule(ctx, g, grads, vkml, create_graph)
             if not retain_graph:
                 ctx.release()
@@ -191,6 +198,13 @@ def _run_hooks(t, ctx, g):
     return g
 
 
+def _run_post_accumulate_hooks(t) -> None:
+    hooks = getattr(t, "_post_accumulate_hooks", None)
+    if hooks:
+        for hook in list(hooks.values()):
+            hook(t)
+
+
 def _retains(t, ctx) -> bool:
     return getattr(t, "_retained_ctx", None) is ctx
 
@@ -226,6 +240,8 @@ def _apply_rule(ctx: autograd.Context, g, grads: dict, namespace, create_graph: 
         raise AssertionError(
             f"the gradient rule of {ctx.name!r} gave {len(results)} gradients for {len(needs)} operands"
         )
+    if create_graph:
+        results = _link_masks(ctx, inputs, results)
     for parent, parent_ctx, grad in zip(ctx.parents, ctx.parent_ctxs, results):
         if parent is None or grad is None:
             continue
@@ -233,3 +249,28 @@ def _apply_rule(ctx: autograd.Context, g, grads: dict, namespace, create_graph: 
         key = _key(parent, parent_ctx)
         previous = grads.get(key)
         grads[key] = grad if previous is None else previous + grad
+
+
+def _link_masks(ctx, inputs, results) -> tuple:
+    """``results`` with the first gradient linked to the operands ``G.MASK_OPERANDS`` names for the
+    op, so that differentiating it again reaches them with zeros, as PyTorch's formula does."""
+    masked = [inputs[i] for i in G.MASK_OPERANDS.get(ctx.name, ()) if ctx.parents[i] is not None]
+    first = next((i for i, r in enumerate(results) if r is not None), None)
+    if not masked or first is None:
+        return results
+    results = list(results)
+    results[first] = zero_link(results[first], masked)
+    return tuple(results)
+
+
+@autograd.differentiable("zero_link", inputs=("grad", "masked"))
+def zero_link(grad, masked):
+    """``grad`` (a new handle on its node) recorded as depending on ``masked`` with a zero derivative."""
+    return operators._wrap(grad.node)
+
+
+def _zero_link_grad(c: G.GradContext) -> tuple:
+    return (c.g, *(vkml.zeros_like(m) if need else None for m, need in zip(c.inputs[1:], c.needs[1:])))
+
+
+G.RULES["zero_link"] = _zero_link_grad

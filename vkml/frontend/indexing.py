@@ -284,8 +284,8 @@ def take_positions(input, flat: np.ndarray):
 
 def _take_positions_grad(c: G.GradContext):
     (x,) = c.inputs
-    flat = c.attrs["flat"]
-    return (scatter_add_positions(c.F.zeros_like(x), flat, c.g),)
+    # a recorded op (index_accumulate), so that a second derivative reaches c.g (create_graph)
+    return (_accumulate(c.F.zeros_like(x), c.attrs["flat"], c.g, True),)
 
 
 G.RULES["index"] = _take_positions_grad

@@ -311,11 +311,22 @@ def take_sorted(rows, pos, k: int):
 
 
 def _take_sorted_grad(c: G.GradContext):
-    # where an element's rank is below k, its gradient is g at that rank (g is (R, k)), else 0
-    return (_untake_kernel(c.g, _invert_kernel(c.attrs["pos"])),)
+    return (untake_sorted(c.g, c.attrs["pos"]),)
+
+
+@differentiable("sort_untake", inputs=("g",))
+def untake_sorted(g, pos):
+    """``take_sorted``'s gradient, itself recorded (a second derivative reaches ``g``): where an
+    element's rank is below k, its gradient is g at that rank (g is (R, k)), else 0."""
+    return _untake_kernel(g, _invert_kernel(pos))
+
+
+def _untake_sorted_grad(c: G.GradContext):
+    return (take_sorted(c.g, c.attrs["pos"], c.inputs[0].shape[1]),)
 
 
 G.RULES["sort_take"] = _take_sorted_grad
+G.RULES["sort_untake"] = _untake_sorted_grad
 
 
 # ---------------------------------------------------------------------- sort, argsort, msort, topk

@@ -151,7 +151,8 @@ def _as_strided_grad(c: G.GradContext):
     a = c.attrs
     zeros = F._wrap(lazy.const_node(0, c.g.dtype, (a["numel"],), c.g.device))
     positions = strided_positions(a["size"], a["stride"], a["offset"])
-    storage = indexing.scatter_add_positions(zeros, positions, F.reshape(c.g, -1))
+    # recorded (index_accumulate), so that a second derivative reaches c.g (create_graph)
+    storage = indexing._accumulate(zeros, positions, F.reshape(c.g, -1), True)
     return (F.reshape(indexing.take_positions(storage, a["inside"]), *x.shape),)
 
 

@@ -513,7 +513,7 @@ def _max_pool(op, input, kernel_size, stride, padding, dilation, ceil_mode, retu
     windows = _windows(x, kernel, stride, dilation, out_size, input.ndim)  # (..., *out, taps)
     hit = _selected(windows)
     # -0.0 is the sum's identity: the picked value comes back with every bit, -0.0 included.
-    out = functions.where(hit, windows, -0.0).sum(-1) if input.dtype.is_float else functions.amax(windows, -1)
+    out = _pick(windows, hit) if input.dtype.is_float else functions.amax(windows, -1)
     spatial = tuple(input.shape[-n:])
     flat_index = creation.arange(math.prod(spatial), device=input.device).reshape(*spatial)
     index_windows = _windows(
@@ -568,6 +568,23 @@ def _max_pool_grad(c):
 
 
 G.RULES["max_pool_windows"] = _max_pool_grad
+
+
+@differentiable("window_pick", inputs=("windows",))
+def _pick(windows, hit):
+    """The element of each window (last dim) that ``hit`` marks (one per window): a sum in which the
+    others are -0.0, the sum's identity, so the picked value keeps every bit. One op for autograd,
+    whose gradient reads ``windows`` only through ``hit``: PyTorch's max pooling backward takes the
+    input with a zero derivative, and so does this one's (``G.MASK_OPERANDS``)."""
+    return functions.where(hit, windows, -0.0).sum(-1)
+
+
+def _pick_grad(c):
+    return (functions.where(c.attrs["hit"], functions.unsqueeze(c.g, -1), 0.0),)
+
+
+G.RULES["window_pick"] = _pick_grad
+G.MASK_OPERANDS["window_pick"] = (0,)
 
 
 def _selected(windows):
@@ -742,13 +759,15 @@ def _adaptive_avg(op, input, output_size, n: int):
     narrow = input.dtype in (T.float16, T.bfloat16)  # summed in float32, rounded once at the end
     x = input.float() if narrow else input
     lead = tuple(x.shape[:-n])
-    counts = np.ones((), np.float32)
+    # the 0/1 matrices and window sizes in the input's dtype (float64 stays float64: they are exact)
+    kind = np.float64 if x.dtype is T.float64 else np.float32
+    counts = np.ones((), kind)
     for k, (size, o) in enumerate(zip(spatial, out)):
         starts, ends = _adaptive_bounds(size, o)
-        sums = np.zeros((o, size), np.float32)
+        sums = np.zeros((o, size), kind)
         for i in range(o):
             sums[i, starts[i] : ends[i]] = 1
-        counts = np.multiply.outer(counts, np.subtract(ends, starts).astype(np.float32))
+        counts = np.multiply.outer(counts, np.subtract(ends, starts).astype(kind))
         if k == n - 1:  # the last dim: a right product
             x = functions.matmul(x, creation.tensor(sums.T.copy(), device=dev))
             continue
@@ -790,7 +809,7 @@ def _adaptive_max(op, input, output_size, return_indices: bool, n: int):
     flat = np.arange(math.prod(lead), dtype=np.int64).reshape(*lead, *([1] * (n + 1))) * math.prod(spatial)
     windows = indexing.take_positions(input, flat + positions)
     hit = _selected(windows)
-    result = functions.where(hit, windows, -0.0).sum(-1)
+    result = _pick(windows, hit) if input.dtype.is_float else functions.where(hit, windows, -0.0).sum(-1)
     if not return_indices:
         return result
     where = creation.tensor(positions, device=input.device)

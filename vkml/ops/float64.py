@@ -69,6 +69,7 @@ FLOAT64_OPS = (
     "argmax",
     "argmin",
     "shift_max",  # the row maximum softmax, log_softmax and logsumexp subtract (select only)
+    "max_pool_step",  # max_pool1d/2d/3d's running window maximum (select only)
     # activations that only select, clamp or scale once
     "hardtanh",
     "leaky_relu",

@@ -234,6 +234,22 @@ def _zero(c: GradContext):
     return (c.F.zeros_like(c.g),)
 
 
+# op -> the operands its gradient reads only through a comparison (relu's x > 0, a pooling window's
+# argmax). PyTorch's backward formula takes them as inputs with a zero derivative, so under
+# create_graph the gradient stays connected to them and a second derivative with respect to them is
+# zeros, not "unused" (a Hessian-vector product of a ReLU network by its input): the engine
+# (vkml/frontend/backward.py) links the rule's result to them.
+MASK_OPERANDS: dict[str, tuple[int, ...]] = {
+    "relu": (0,),
+    "leaky_relu": (0,),
+    "hardtanh": (0,),
+    "threshold": (0,),
+    "hardshrink": (0,),
+    "softshrink": (0,),
+    "max_pool_step": (0, 1),
+    "max_pool_windows": (0,),
+}
+
 RULES: dict[str, Callable] = {
     "matmul": _matmul,
     "softmax": _softmax,

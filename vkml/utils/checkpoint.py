@@ -11,13 +11,18 @@ result without a graph — the parameters inside get no gradient — and warns, 
 PyTorch's recomputation is visible beyond the memory: the segment runs a second time when
 backward reaches it, so its side effects happen twice — a BatchNorm in training mode updates its
 running statistics (and ``num_batches_tracked``) again, forward hooks fire again. vkml replays
-the segment at the same moment (a hook on its outputs' gradients), under ``no_grad``, with the
-random state and autocast state of the forward restored for the replay and the random state
-put back after it, as PyTorch does; the replay's results are dropped, so the lazy graph computes
-only what its side effects write. PyTorch's replay stops once the segment's last saved tensor is
-recomputed (``early_stop``) and does not happen when the segment saved none; vkml's runs the
-whole segment, so a forward hook of the checkpointed module itself fires twice where PyTorch's
-fires once.
+the segment at the same moment (a hook on its outputs' gradients), with the random state and
+autocast state of the forward restored for the replay and the random state put back after it, as
+PyTorch does (with ``preserve_rng_state=False`` the replay draws from the generator as it is, and
+advances it, as PyTorch's; PyTorch's gradient then uses the replay's dropout mask, vkml's the
+forward's, since vkml differentiates the forward's graph); the replay's results are dropped, so the lazy graph computes only what its side
+effects write. PyTorch's non-reentrant replay stops once the segment's last saved tensor is
+recomputed (``early_stop``, and ``set_checkpoint_early_stop``), inside the op that saves it, and
+does not happen when the segment saved none; vkml's stops at the same op: the forward counts the
+ops the segment records and notes the last one PyTorch saves a tensor for (not an add, a view, a
+cat, a sum or a product by a number), the replay stops inside that one. So the forward hooks that
+fire again are PyTorch's: those of the modules that return before it, not the checkpointed
+module's own. The reentrant replay runs the whole segment, as PyTorch's.
 
 >>> import vkml
 >>> from vkml.utils.checkpoint import checkpoint
@@ -31,11 +36,38 @@ from __future__ import annotations
 import contextlib
 import warnings
 
-from ..frontend import amp, random
-from ..frontend.autograd import no_grad
+from ..frontend import amp, autograd, random
+from ..frontend.autograd import enable_grad, no_grad
 from ..frontend.autograd_api import _tensor_class
 
-__all__ = ["checkpoint", "checkpoint_sequential"]
+__all__ = ["checkpoint", "checkpoint_sequential", "set_checkpoint_early_stop"]
+
+# the ops whose PyTorch backward saves no tensor (a product or quotient by a Python number neither):
+# PyTorch's early stop does not wait for them
+_SAVES_NOTHING = frozenset("add sub neg reshape permute expand flip slice pad cat clone cast to_device sum".split())
+_early_stop_override: list = [None]  # set_checkpoint_early_stop's value, None outside it
+
+
+class _StopRecompute(Exception):
+    """Raised inside the replay at the op that saves the segment's last tensor."""
+
+
+def _saves(name: str, operands) -> bool:
+    if name in _SAVES_NOTHING:
+        return False
+    tensor = _tensor_class()
+    return not (name in ("mul", "div") and not all(isinstance(o, tensor) for o in operands))
+
+
+@contextlib.contextmanager
+def set_checkpoint_early_stop(enable: bool):
+    """Within it, non-reentrant checkpoints stop (or, False, do not stop) their replay at the last saved
+    tensor, whatever their ``early_stop`` argument says, as ``torch.utils.checkpoint.set_checkpoint_early_stop``."""
+    previous, _early_stop_override[0] = _early_stop_override[0], bool(enable)
+    try:
+        yield
+    finally:
+        _early_stop_override[0] = previous
 
 
 def _reentrant(use_reentrant, api: str) -> bool:
@@ -83,12 +115,16 @@ def checkpoint(
             warnings.warn("None of the inputs have requires_grad=True. Gradients will be None", stacklevel=2)
             with no_grad():
                 return function(*args)
-        return _replayed_in_backward(function, args, {}, preserve_rng_state, contextlib.nullcontext)
+        return _replayed_in_backward(function, args, {}, preserve_rng_state, contextlib.nullcontext, None)
+    if _early_stop_override[0] is not None:
+        early_stop = _early_stop_override[0]
     if context_fn is not None:
         forward_context, recompute_context = context_fn()
         with forward_context:
-            return _replayed_in_backward(function, args, kwargs, preserve_rng_state, lambda: recompute_context)
-    return _replayed_in_backward(function, args, kwargs, preserve_rng_state, contextlib.nullcontext)
+            return _replayed_in_backward(
+                function, args, kwargs, preserve_rng_state, lambda: recompute_context, early_stop
+            )
+    return _replayed_in_backward(function, args, kwargs, preserve_rng_state, contextlib.nullcontext, early_stop)
 
 
 def _autocast_regions() -> list:
@@ -100,36 +136,71 @@ def _autocast_regions() -> list:
     ]
 
 
-def _replayed_in_backward(function, args: tuple, kwargs: dict, preserve_rng_state: bool, recompute_context):
+def _replayed_in_backward(
+    function, args: tuple, kwargs: dict, preserve_rng_state: bool, recompute_context, early_stop: bool | None
+):
     """``function(*args, **kwargs)``, run again for its side effects when backward reaches its outputs.
 
     One replay per backward pass: with several outputs, the first whose gradient arrives replays,
-    the others of the same pass do not (an output seen twice starts a new pass)."""
+    the others of the same pass do not (an output seen twice starts a new pass). With ``early_stop``
+    the replay stops inside the op that saves the segment's last tensor (none: no replay); None is the
+    reentrant form."""
     tensor = _tensor_class()
     rng_state = random.default_generator.get_state()
     regions = _autocast_regions()
-    saved_args = tuple(a.detach() if isinstance(a, tensor) else a for a in args)
-    out = function(*args, **kwargs)
+    # the reentrant replay runs on detached inputs with recording off; the non-reentrant one on the
+    # inputs themselves with recording on (PyTorch's: an in-place write to an input in the segment
+    # then bumps its version, and backward's version check raises as PyTorch's does)
+    saved_args = tuple(a.detach() if isinstance(a, tensor) and early_stop is None else a for a in args)
+    recorded: list[bool] = []  # per op the forward recorded: whether PyTorch saves a tensor for it
+    outer = autograd._mode.watch
+
+    def count(name, operands) -> None:
+        recorded.append(_saves(name, operands))
+        if outer is not None:
+            outer(name, operands)
+
+    autograd._mode.watch = count
+    try:
+        out = function(*args, **kwargs)
+    finally:
+        autograd._mode.watch = outer
+    # the op count the replay stops at (0: no replay); None: the whole segment
+    stop_after = max((i + 1 for i, saves in enumerate(recorded) if saves), default=0) if early_stop else None
     outputs = [
         o for o in (out if isinstance(out, tuple | list) else (out,)) if isinstance(o, tensor) and o.requires_grad
     ]
     seen: set[int] = set()
 
     def replay(index: int) -> None:
-        if not seen or index in seen:
+        if (not seen or index in seen) and stop_after != 0:
             seen.clear()
-            current = random.default_generator.get_state()
             if preserve_rng_state:
+                current = random.default_generator.get_state()
                 random.default_generator.set_state(rng_state)
+            replayed = [0]
+
+            def stop_at_last_saved(name, operands) -> None:
+                replayed[0] += 1
+                if replayed[0] == stop_after:
+                    raise _StopRecompute
+
+            watch = autograd._mode.watch
             try:
                 with contextlib.ExitStack() as stack:
                     for region in regions:
                         stack.enter_context(region)
                     stack.enter_context(recompute_context())
-                    stack.enter_context(no_grad())
+                    # the non-reentrant replay records, as PyTorch's (its results and graph are dropped)
+                    stack.enter_context(no_grad() if early_stop is None else enable_grad())
+                    autograd._mode.watch = stop_at_last_saved if stop_after is not None else None
                     function(*saved_args, **kwargs)
+            except _StopRecompute:
+                pass
             finally:
-                random.default_generator.set_state(current)
+                autograd._mode.watch = watch
+                if preserve_rng_state:  # PyTorch forks the random state for the replay; without it, it draws
+                    random.default_generator.set_state(current)
         seen.add(index)
 
     for index, o in enumerate(outputs):

@@ -1,0 +1,104 @@
+"""The gaps the research-code programs (tests/test_programs_research.py) and their probes found, each
+checked against PyTorch: ``distributions.LowRankMultivariateNormal`` and ``func.stack_module_state``
+(the model-ensembling recipe: stacked parameters run by ``vmap(functional_call)``)."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+import vkml
+import vkml.distributions as D
+
+
+def _lowrank(library, loc, factor, diag):
+    return library.distributions.LowRankMultivariateNormal(
+        library.tensor(loc), library.tensor(factor), library.tensor(diag)
+    )
+
+
+def test_lowrank_multivariate_normal_matches_pytorch():
+    rng = np.random.default_rng(0)
+    loc = rng.standard_normal((2, 3)).astype(np.float32)  # a batch of two 3-vectors, rank 2
+    factor = rng.standard_normal((2, 3, 2)).astype(np.float32)
+    diag = rng.uniform(0.5, 2.0, (1, 3)).astype(np.float32)  # broadcast over the batch
+    value = rng.standard_normal((4, 2, 3)).astype(np.float32)
+    expected, got = _lowrank(torch, loc, factor, diag), _lowrank(vkml, loc, factor, diag)
+    assert tuple(got.batch_shape) == (2,) and tuple(got.event_shape) == (3,)
+    for name in ("mean", "variance", "covariance_matrix", "precision_matrix", "scale_tril"):
+        np.testing.assert_allclose(getattr(got, name).numpy(), getattr(expected, name).numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        got.log_prob(vkml.tensor(value)).numpy(), expected.log_prob(torch.tensor(value)).numpy(), rtol=1e-5
+    )
+    np.testing.assert_allclose(got.entropy().numpy(), expected.entropy().numpy(), rtol=1e-5)
+    vkml.manual_seed(0)
+    assert tuple(got.rsample((5,)).shape) == (5, 2, 3) and tuple(got.expand((4, 2)).sample().shape) == (4, 2, 3)
+    # the same density as the full-covariance MultivariateNormal
+    full = D.MultivariateNormal(got.loc, covariance_matrix=got.covariance_matrix)
+    np.testing.assert_allclose(
+        got.log_prob(vkml.tensor(value)).numpy(), full.log_prob(vkml.tensor(value)).numpy(), rtol=1e-5
+    )
+
+
+def test_lowrank_multivariate_normal_gradients_and_errors_match_pytorch():
+    rng = np.random.default_rng(1)
+    values = [rng.standard_normal(3), rng.standard_normal((3, 1)), rng.uniform(0.5, 1.5, 3)]
+    grads = []
+    for library in (torch, vkml):
+        params = [library.tensor(v.astype(np.float32), requires_grad=True) for v in values]
+        d = library.distributions.LowRankMultivariateNormal(*params)
+        (-d.log_prob(library.ones(3)) - d.entropy()).backward()
+        grads.append([p.grad.numpy() for p in params])
+    for got, expected in zip(grads[1], grads[0]):
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    for bad in [(vkml.zeros(3), vkml.zeros(2, 1), vkml.ones(3)), (vkml.zeros(3), vkml.zeros(3, 1), vkml.ones(2))]:
+        with pytest.raises(ValueError, match="must be a batch of"):
+            D.LowRankMultivariateNormal(*bad)
+
+
+def test_stack_module_state_ensembles_like_pytorch():
+    """torch.func's model-ensembling recipe: stacked leaves, vmap over (params, buffers), a trained ensemble."""
+    results = []
+    for library in (torch, vkml):
+        library.manual_seed(0)
+        models = [library.nn.Sequential(library.nn.Linear(3, 4), library.nn.BatchNorm1d(4)) for _ in range(3)]
+        for i, model in enumerate(models):
+            library.nn.init.constant_(model[0].weight, 0.1 * (i + 1))
+            library.nn.init.constant_(model[0].bias, -0.05 * i)
+            model.eval()
+        params, buffers = library.func.stack_module_state(models)
+        base = copy.deepcopy(models[0])
+        data = library.tensor(np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3))
+
+        def run(p, b, x, base=base, library=library):
+            return library.func.functional_call(base, (p, b), (x,))
+
+        out = library.func.vmap(run, in_dims=(0, 0, None))(params, buffers, data)
+        out.pow(2).sum().backward()
+        results.append(
+            (
+                sorted(params),
+                sorted(buffers),
+                [params[k].is_leaf and params[k].requires_grad for k in sorted(params)],
+                [buffers[k].requires_grad for k in sorted(buffers)],
+                out.detach().numpy(),
+                params["0.weight"].grad.numpy(),
+                models[0][0].weight.grad is None,
+            )
+        )
+        with pytest.raises(RuntimeError, match="same training/eval mode"):
+            library.func.stack_module_state([models[0], copy.deepcopy(models[1]).train()])
+        with pytest.raises(RuntimeError, match="same class"):
+            library.func.stack_module_state([models[0], library.nn.Linear(3, 4).eval()])
+        with pytest.raises(RuntimeError, match="at least one model"):
+            library.func.stack_module_state([])
+        models[1][0].bias.requires_grad_(False)
+        with pytest.raises(RuntimeError, match="0.bias from each model to have the same .requires_grad"):
+            library.func.stack_module_state(models)
+    (names, buffer_names, leaves, buffer_grads, out, grad, untouched), expected = results[1], results[0]
+    assert (names, buffer_names, leaves, buffer_grads, untouched) == expected[:4] + (expected[6],)
+    np.testing.assert_allclose(out, expected[4], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(grad, expected[5], rtol=1e-5, atol=1e-6)

@@ -1,4 +1,4 @@
-"""Ten more ordinary PyTorch training programs (tests/programs/) run under vkml as under PyTorch,
+"""Eleven more ordinary PyTorch training programs (tests/programs/) run under vkml as under PyTorch,
 by their import lines alone: idioms of research reference code.
 
 A GCN / GraphSAGE with message passing by hand (gcn_node_classification), a U-Net with Dice + BCE
@@ -6,7 +6,7 @@ A GCN / GraphSAGE with message passing by hand (gcn_node_classification), a U-Ne
 (pinn_burgers), MAML on sine waves (maml_sine), a RealNVP flow (realnvp_flow), knowledge distillation
 (distillation), a CTC speech model (ctc_speech), an LSTM text classifier over packed sequences
 (text_classifier), a mixture density network (mixture_density) and a DQN with a replay memory and a
-target network (dqn_replay); each docstring lists the idioms
+target network (dqn_replay) and a VQ-VAE with an EMA codebook (vqvae_ema); each docstring lists the idioms
 it checks. As in tests/test_programs.py, each model is built under PyTorch, its initial state_dict
 loaded into the vkml model, and both train on the same data with their random draws off; every
 number must agree to the program's tolerance.
@@ -38,6 +38,7 @@ PROGRAMS = {
     "text_classifier": (3, 1e-4),
     "mixture_density": (4, 1e-4),
     "dqn_replay": (4, 1e-4),
+    "vqvae_ema": (3, 1e-4),
 }
 SHORT = set()  # the GCN runs in the default suite on Vulkan, against the CPU and PyTorch both
 

@@ -1,6 +1,7 @@
 """The gaps the research-code programs (tests/test_programs_research.py) and their probes found, each
-checked against PyTorch: ``distributions.LowRankMultivariateNormal`` and ``func.stack_module_state``
-(the model-ensembling recipe: stacked parameters run by ``vmap(functional_call)``)."""
+checked against PyTorch: ``distributions.LowRankMultivariateNormal``, ``func.stack_module_state``
+(the model-ensembling recipe: stacked parameters run by ``vmap(functional_call)``) and ``ctc_loss`` on a
+Vulkan device with host targets and lengths (ctc_speech on lavapipe)."""
 
 from __future__ import annotations
 
@@ -102,3 +103,24 @@ def test_stack_module_state_ensembles_like_pytorch():
     assert (names, buffer_names, leaves, buffer_grads, untouched) == expected[:4] + (expected[6],)
     np.testing.assert_allclose(out, expected[4], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(grad, expected[5], rtol=1e-5, atol=1e-6)
+
+
+def test_ctc_loss_takes_host_targets_and_lengths_for_device_log_probs(gpu):
+    """ctc_speech on Vulkan: the targets and the lengths a collate function builds stay on the host, as
+    cuDNN wants them; PyTorch reads the lengths wherever they are and moves the targets to log_probs'
+    device, so the loss and its gradient are the CPU's (bit for bit on the Vulkan device)."""
+    logits = np.random.default_rng(0).standard_normal((4, 2, 4)).astype(np.float32)
+    targets, input_lengths, target_lengths = [1, 2, 3], [4, 3], [2, 1]
+
+    def loss(library, device=None):
+        x = library.tensor(logits, requires_grad=True)
+        lp = library.nn.functional.log_softmax(x if device is None else x.to(device), 2)
+        args = (library.tensor(targets), library.tensor(input_lengths), library.tensor(target_lengths))
+        out = library.nn.CTCLoss(zero_infinity=True)(lp, *args)
+        out.backward()
+        return out.item(), x.grad.numpy()
+
+    on_vulkan, on_cpu, expected = loss(vkml, gpu), loss(vkml), loss(torch)
+    assert on_vulkan[0] == on_cpu[0] and np.array_equal(on_vulkan[1], on_cpu[1])
+    assert on_cpu[0] == pytest.approx(expected[0], rel=2e-6)
+    np.testing.assert_allclose(on_cpu[1], expected[1], rtol=2e-5, atol=2e-6)

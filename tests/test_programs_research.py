@@ -12,10 +12,9 @@ loaded into the vkml model, and both train on the same data with their random dr
 number must agree to the program's tolerance.
 
 Each compiles tens of kernels on the CPU interpreter (5 to 25 s on CI's 2 cores), so the comparisons
-run with ``make test-all`` (``-m stress``) but for the GCN's, which runs in ``make test`` on lavapipe
-and must give the CPU backend's bits there (the mixture density network too, with ``-m stress``). The
-gaps the programs and their probes found have short tests of their own
-(tests/test_research_program_idioms.py).
+run with ``make test-all`` (``-m stress``), as do the GCN's and the mixture density network's runs on
+lavapipe, which must give the CPU backend's bits. The gaps the programs and their probes found have
+short tests of their own in ``make test`` (tests/test_research_program_idioms.py).
 """
 
 from __future__ import annotations
@@ -40,7 +39,6 @@ PROGRAMS = {
     "dqn_replay": (4, 1e-4),
     "vqvae_ema": (3, 1e-4),
 }
-SHORT = set()  # the GCN runs in the default suite on Vulkan, against the CPU and PyTorch both
 
 
 def _run(name, backend, monkeypatch, initial=None, device=None, constants=None):
@@ -65,14 +63,14 @@ def _compare(name, monkeypatch, device=None, constants=None):
     return got
 
 
-@pytest.mark.parametrize(
-    "name", [pytest.param(name, marks=() if name in SHORT else pytest.mark.stress) for name in PROGRAMS]
-)
+@pytest.mark.stress
+@pytest.mark.parametrize("name", list(PROGRAMS))
 def test_program_matches_pytorch(name, monkeypatch):
     _compare(name, monkeypatch)
 
 
-@pytest.mark.parametrize("name", ["gcn_node_classification", pytest.param("mixture_density", marks=pytest.mark.stress)])
+@pytest.mark.stress
+@pytest.mark.parametrize("name", ["gcn_node_classification", "mixture_density"])
 def test_program_same_bits_on_vulkan(name, monkeypatch, gpu):
     """On a Vulkan device each number is the CPU backend's, bit for bit (and so PyTorch's, as above)."""
     initial, expected = _run(name, "torch", monkeypatch)

@@ -1,7 +1,7 @@
 """The gaps the research-code programs (tests/test_programs_research.py) and their probes found, each
 checked against PyTorch: ``distributions.LowRankMultivariateNormal``, ``func.stack_module_state``
 (the model-ensembling recipe: stacked parameters run by ``vmap(functional_call)``) and ``ctc_loss`` on a
-Vulkan device with host targets and lengths (ctc_speech on lavapipe)."""
+Vulkan device with host targets and lengths (ctc_speech on lavapipe), and ``LSTM(proj_size=...)``."""
 
 from __future__ import annotations
 
@@ -124,3 +124,49 @@ def test_ctc_loss_takes_host_targets_and_lengths_for_device_log_probs(gpu):
     assert on_vulkan[0] == on_cpu[0] and np.array_equal(on_vulkan[1], on_cpu[1])
     assert on_cpu[0] == pytest.approx(expected[0], rel=2e-6)
     np.testing.assert_allclose(on_cpu[1], expected[1], rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize(
+    "options, lengths",
+    [
+        pytest.param({"bidirectional": True, "batch_first": True}, None, id="bidirectional-hx"),
+        # a second layer reads the first's proj_size-wide output (~8 s on the CPU interpreter)
+        pytest.param({"num_layers": 2}, [3, 2, 1, 3], id="two-layer-packed-unsorted", marks=pytest.mark.stress),
+    ],
+)
+def test_lstm_proj_size_matches_pytorch(options, lengths):
+    """LSTMP (speech models' projected LSTM): parameter names and shapes, repr, outputs, final states and
+    every gradient as PyTorch's, with (h_0, c_0) of widths proj_size and hidden_size, or a packed batch."""
+    reference = torch.nn.LSTM(3, 5, proj_size=2, **options)
+    model = vkml.nn.LSTM(3, 5, proj_size=2, **options)
+    assert [(n, tuple(p.shape)) for n, p in model.named_parameters()] == [
+        (n, tuple(p.shape)) for n, p in reference.named_parameters()
+    ]
+    assert repr(model) == repr(reference)
+    model.load_state_dict({k: vkml.tensor(v.detach().numpy()) for k, v in reference.state_dict().items()})
+    x = np.random.default_rng(0).standard_normal((3, 4, 3)).astype(np.float32)
+    results = []
+    for library, m in ((torch, reference), (vkml, model)):
+        inputs = library.tensor(x, requires_grad=True)
+        if lengths is None:
+            layers = m.num_layers * (2 if m.bidirectional else 1)
+            h0, c0 = library.full((layers, 3, 2), 0.1), library.full((layers, 3, 5), -0.2)
+            out, (h, c) = m(inputs, (h0, c0))
+        else:
+            packed = library.nn.utils.rnn.pack_padded_sequence(inputs, library.tensor(lengths), enforce_sorted=False)
+            out, (h, c) = m(packed)
+            out = library.nn.utils.rnn.pad_packed_sequence(out)[0]
+        ((out * out).sum() + 2 * h.sum() + c.sum()).backward()
+        results.append(
+            [t.detach().numpy() for t in (out, h, c, inputs.grad)] + [p.grad.numpy() for p in m.parameters()]
+        )
+    for got, expected in zip(results[1], results[0]):
+        assert got.shape == expected.shape
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_lstm_proj_size_errors_match_pytorch():
+    for proj_size, message in ((-1, "positive integer or zero"), (5, "has to be smaller than hidden_size")):
+        for library in (torch, vkml):
+            with pytest.raises(ValueError, match=message):
+                library.nn.LSTM(3, 5, proj_size=proj_size)

@@ -170,3 +170,50 @@ def test_lstm_proj_size_errors_match_pytorch():
         for library in (torch, vkml):
             with pytest.raises(ValueError, match=message):
                 library.nn.LSTM(3, 5, proj_size=proj_size)
+
+
+def test_sync_batchnorm_converts_and_trains_as_pytorch():
+    """A DDP script's ``nn.SyncBatchNorm.convert_sync_batchnorm(model)`` run in one process: the same
+    module tree on the same parameters, and BatchNorm's numbers (PyTorch's without a process group)."""
+    x = np.random.default_rng(0).standard_normal((6, 2)).astype(np.float32)
+    results, state = [], None
+    for library in (torch, vkml):
+        nn = library.nn
+        model = nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3, momentum=None), nn.ReLU())
+        model.add_module("head", nn.Sequential(nn.BatchNorm1d(3, affine=False)))
+        weight = model[1].weight
+        model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
+        assert model[1].weight is weight and model[1].process_group is None
+        lone = nn.SyncBatchNorm.convert_sync_batchnorm(nn.BatchNorm1d(3).eval())
+        results.append((repr(model), type(lone).__name__, lone.training))
+        if state is None:
+            state = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
+        else:
+            model.load_state_dict({k: library.tensor(v) for k, v in state.items()})
+        inputs = library.tensor(x, requires_grad=True)
+        (model(inputs) * library.tensor(x[:, :1])).sum().backward()
+        model.eval()
+        out = model(inputs).detach().numpy()
+        results.append([out, inputs.grad.numpy()] + [t.detach().numpy() for t in model.state_dict().values()])
+        with pytest.raises(ValueError, match="expected at least 2D input"):
+            nn.SyncBatchNorm(3)(library.ones(3))
+    assert results[2] == results[0]
+    for got, expected in zip(results[3], results[1]):
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_sync_batchnorm_in_a_process_group_wants_a_device_as_pytorch(gpu):
+    """Inside an initialised process group a training SyncBatchNorm refuses CPU input, as PyTorch's does;
+    on a Vulkan device (vkml's "cuda") it trains, a world of one giving BatchNorm's bits."""
+    import vkml.distributed as dist
+
+    layer, reference = vkml.nn.SyncBatchNorm(2), vkml.nn.BatchNorm1d(2)
+    x = vkml.tensor(np.arange(8, dtype=np.float32).reshape(4, 2))
+    dist.init_process_group("gloo")
+    try:
+        with pytest.raises(ValueError, match="SyncBatchNorm expected input tensor to be on GPU"):
+            layer(x)
+        on_device = layer.to(gpu)(x.to(gpu)).numpy()
+    finally:
+        dist.destroy_process_group()
+    assert np.array_equal(on_device, reference(x).numpy())

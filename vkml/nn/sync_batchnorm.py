@@ -50,8 +50,7 @@ class SyncBatchNorm(_BatchNorm):
         if input.shape[1] == 0:
             raise ValueError("SyncBatchNorm number of input channels should be non-zero")
         if self.training:
-            # lazy: off import vkml's path (vkml.distributed loads when a program uses it)
-            distributed = importlib.import_module("vkml.distributed")
+            distributed = importlib.import_module("vkml.distributed")  # lazy: off import vkml's path
             if distributed.is_initialized() and input.device.type == "cpu":
                 raise ValueError("SyncBatchNorm expected input tensor to be on GPU or XPU or privateuseone")
         return super().forward(input)

@@ -34,6 +34,7 @@ from .inverse_gamma import InverseGamma
 from .kl import kl_divergence, register_kl
 from .laplace import Laplace
 from .log_normal import LogNormal
+from .lowrank_multivariate_normal import LowRankMultivariateNormal
 from .mixture_same_family import MixtureSameFamily
 from .multinomial import Multinomial
 from .multivariate_normal import MultivariateNormal
@@ -121,4 +122,5 @@ __all__ = [
     "kl_divergence",
     "register_kl",
     "transforms",
+    "LowRankMultivariateNormal",
 ]

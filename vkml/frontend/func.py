@@ -588,3 +588,42 @@ def functional_call(
 
 
 _MISSING = object()
+
+
+# ---------------------------------------------------------------------- stack_module_state
+
+__all__ += ["stack_module_state"]
+
+
+def _stacked_leaf(tensors: tuple, name: str):
+    """The tensors stacked; a new leaf that requires grad where every one of them does."""
+    all_grad = all(t.requires_grad for t in tensors)
+    if not all_grad and any(t.requires_grad for t in tensors):
+        raise RuntimeError(f"Expected {name} from each model to have the same .requires_grad")
+    result = stack(tensors)
+    return result.detach().requires_grad_() if all_grad else result
+
+
+def stack_module_state(models) -> tuple[dict, dict]:
+    """The parameters and the buffers of ``models`` (modules of one class, all in training or all in
+    eval mode) stacked along a new first dim, as two dicts by dotted name, as
+    ``torch.func.stack_module_state``: what ``vmap(functional_call)`` runs an ensemble with. The stacked
+    parameters are new leaves (an optimizer can train them), unconnected to the models' own.
+
+    >>> import vkml, vkml.nn as nn
+    >>> models = [nn.Linear(3, 2) for _ in range(4)]
+    >>> params, buffers = vkml.func.stack_module_state(models)
+    >>> tuple(params["weight"].shape), params["weight"].is_leaf, buffers
+    ((4, 2, 3), True, {})
+    """
+    if len(models) == 0:
+        raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
+    if not (all(m.training for m in models) or not any(m.training for m in models)):
+        raise RuntimeError("stack_module_state: Expected all models to have the same training/eval mode.")
+    if not all(type(m) is type(models[0]) for m in models):
+        raise RuntimeError("stack_module_state: Expected all models to be of the same class.")
+    stacked = []
+    for named in ("named_parameters", "named_buffers"):
+        tables = [dict(getattr(model, named)()) for model in models]
+        stacked.append({k: _stacked_leaf(tuple(table[k] for table in tables), k) for k in tables[0]})
+    return stacked[0], stacked[1]

@@ -97,6 +97,7 @@ from .pooling import (  # noqa: E402
     MaxPool1d,
     MaxPool2d,
 )
+from .sync_batchnorm import SyncBatchNorm  # noqa: E402  (before nn.modules, which exports it)
 
 __all__ += [
     "Conv1d",
@@ -174,3 +175,4 @@ for _name in _adaptive.MODULES:
     globals()[_name] = getattr(_adaptive, _name)
 __all__ += _adaptive.MODULES
 del _name
+__all__ += ["SyncBatchNorm"]  # vkml/nn/sync_batchnorm.py

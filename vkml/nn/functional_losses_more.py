@@ -369,7 +369,7 @@ def _lengths(op: str, name: str, lengths, batch: int, device):
         flat = functions.reshape(lengths, -1)
         if flat.shape[0] != batch:
             raise RuntimeError(f"'{op}': {name} must be of size batch_size")
-        return flat.long(), None
+        return flat.long().to(device), None  # PyTorch reads lengths on any device (the host's, for cuDNN)
     values = [int(v) for v in (lengths if isinstance(lengths, (list, tuple)) else [lengths])]
     if len(values) != batch:
         raise RuntimeError(f"'{op}': {name} must be of size batch_size")
@@ -440,6 +440,7 @@ def ctc_loss(
     if targets.dtype.is_float or targets.dtype is T.bool_:
         raise RuntimeError(f"'{op}': targets must be integral, got {targets.dtype.name}")
     device = log_probs.device
+    targets = targets.to(device)  # host targets (cuDNN's kind) move to log_probs' device, as PyTorch moves them
     in_len, in_values = _lengths(op, "input_lengths", input_lengths, batch, device)
     tgt_len, tgt_values = _lengths(op, "target_lengths", target_lengths, batch, device)
     if in_values is not None and any(v > steps or v < 0 for v in in_values):

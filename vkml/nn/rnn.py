@@ -64,7 +64,7 @@ def _step(mode: str, x_proj, h, c, w_hh, b_hh):
         return functions.tanh(x_proj + h_proj), None, None
     if mode == "RNN_RELU":
         return functions.relu(x_proj + h_proj), None, None
-    size = h.shape[-1]
+    size = w_hh.shape[0] // _GATES[mode]  # h's own width, or LSTM's proj_size below it
     if mode == "LSTM":
         gates, c = x_proj + h_proj, _fresh(c)
 
@@ -390,6 +390,7 @@ class _RNNBase(Module):
         nonlinearity: str = "tanh",
         device=None,
         dtype=None,
+        proj_size: int = 0,
     ):
         super().__init__()
         if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout <= 1:
@@ -400,6 +401,11 @@ class _RNNBase(Module):
             raise ValueError(f"hidden_size must be a positive integer, got {hidden_size!r}")
         if not isinstance(num_layers, int) or num_layers <= 0:
             raise ValueError(f"num_layers must be a positive integer, got {num_layers!r}")
+        if not isinstance(proj_size, int) or proj_size < 0:
+            raise ValueError("proj_size should be a positive integer or zero to disable projections")
+        if proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
+        self.proj_size = proj_size
         self.mode = _mode(self._name, nonlinearity)
         if self._name == "RNN":
             self.nonlinearity = nonlinearity
@@ -408,12 +414,15 @@ class _RNNBase(Module):
         self.bidirectional = bidirectional
         gates = _GATES[self.mode] * hidden_size
         directions = 2 if bidirectional else 1
+        real_hidden = proj_size or hidden_size  # the width of h (LSTM's projection's, when it has one)
         for layer in range(num_layers):
-            width = input_size if layer == 0 else hidden_size * directions
+            width = input_size if layer == 0 else real_hidden * directions
             for suffix in ("", "_reverse")[:directions]:
-                shapes = {"weight_ih": (gates, width), "weight_hh": (gates, hidden_size)}
+                shapes = {"weight_ih": (gates, width), "weight_hh": (gates, real_hidden)}
                 if bias:
                     shapes |= {"bias_ih": (gates,), "bias_hh": (gates,)}
+                if proj_size:
+                    shapes |= {"weight_hr": (proj_size, hidden_size)}
                 for kind, shape in shapes.items():
                     value = creation.zeros(*shape, dtype=dtype, device=device)
                     self.register_parameter(f"{kind}_l{layer}{suffix}", Parameter(value))
@@ -437,6 +446,7 @@ class _RNNBase(Module):
         """The parameters by layer and direction, each list in registration order (as PyTorch's)."""
         directions = 2 if self.bidirectional else 1
         kinds = ("weight_ih", "weight_hh", "bias_ih", "bias_hh") if self.bias else ("weight_ih", "weight_hh")
+        kinds += ("weight_hr",) if self.proj_size else ()
         return [
             [getattr(self, f"{kind}_l{layer}{suffix}") for kind in kinds]
             for layer in range(self.num_layers)
@@ -445,6 +455,8 @@ class _RNNBase(Module):
 
     def extra_repr(self) -> str:
         text = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size:
+            text += f", proj_size={self.proj_size}"
         if self.num_layers != 1:  # torch's repr leaves nonlinearity out
             text += f", num_layers={self.num_layers}"
         if not self.bias:
@@ -457,9 +469,9 @@ class _RNNBase(Module):
             text += ", bidirectional=True"
         return text
 
-    def _initial(self, h, batch: int, batched: bool, x):
+    def _initial(self, h, batch: int, batched: bool, x, width: int | None = None):
         directions = 2 if self.bidirectional else 1
-        want = (self.num_layers * directions, batch, self.hidden_size)
+        want = (self.num_layers * directions, batch, width or self.hidden_size)
         if h is None:
             return creation.zeros(*want, dtype=x.dtype, device=x.device)
         if h.ndim != (3 if batched else 2):
@@ -485,13 +497,20 @@ class _RNNBase(Module):
         return packed._replace(data=data), h_n, c_n
 
     def _masked_steps(self, x_proj, h, c, weights, running, reverse: bool, outputs: list):
-        """The steps of one layer and direction over a packed batch: ``running[t]`` picks, per
-        sequence, the new state or the old one (its padded output is never read). Appends the
-        (T, batch, hidden) outputs to ``outputs``; returns the last (h, c)."""
+        """The steps of one layer and direction through autograd, over a packed batch (``running[t]``
+        picks, per sequence, the new state or the old one; its padded output is never read) or, with
+        ``running`` None, a projected LSTM's full batch. Appends the (T, batch, width of h) outputs to
+        ``outputs``; returns the last (h, c)."""
         steps = x_proj.shape[0]
         hs = [None] * steps
         for t in range(steps - 1, -1, -1) if reverse else range(steps):
             h_new, c_new, _ = _step(self.mode, x_proj[t], h, c, weights[2], weights[3])
+            if len(weights) > 4:  # LSTM's projection: h = (o tanh(c)) W_hrᵀ
+                h_new = _linear(h_new, weights[4], None)
+            if running is None:
+                h, c = h_new, c_new
+                hs[t] = functions.unsqueeze(h, 0)
+                continue
             h = functions.where(running[t], h_new, h)
             c = functions.where(running[t], c_new, c) if c is not None else None
             hs[t] = functions.unsqueeze(h, 0)
@@ -517,8 +536,13 @@ class _RNNBase(Module):
             x = input
         steps, batch = x.shape[0], x.shape[1]
         lstm = self.mode == "LSTM"
-        h0 = self._initial(hx[0] if lstm and hx is not None else hx, batch, batched, x)
-        c0 = self._initial(hx[1], batch, batched, x) if lstm and hx is not None else h0 if lstm else None
+        h0 = self._initial(hx[0] if lstm and hx is not None else hx, batch, batched, x, self.proj_size)
+        if lstm and hx is not None:
+            c0 = self._initial(hx[1], batch, batched, x)
+        elif lstm and self.proj_size:
+            c0 = self._initial(None, batch, batched, x)
+        else:
+            c0 = h0 if lstm else None
         directions = 2 if self.bidirectional else 1
         last_h, last_c = [], []
         for layer in range(self.num_layers):
@@ -528,10 +552,13 @@ class _RNNBase(Module):
                 weights = [
                     getattr(self, f"{k}{suffix}", None) for k in ("weight_ih", "bias_ih", "weight_hh", "bias_hh")
                 ]
+                if self.proj_size:
+                    weights.append(getattr(self, f"weight_hr{suffix}"))
                 index = layer * directions + direction
                 h, c = h0[index], c0[index] if lstm else None
                 x_proj = _linear(x, weights[0], weights[1])  # every step's input projection in one matmul
-                if running is not None:  # packed: autograd through the steps, a finished sequence keeps its state
+                # packed, or projected: autograd through the steps (a finished sequence keeps its state)
+                if running is not None or self.proj_size:
                     h, c = self._masked_steps(x_proj, h, c, weights, running, bool(direction), outputs)
                     last_h.append(functions.unsqueeze(h, 0))
                     if lstm:
@@ -590,7 +617,12 @@ class RNN(_RNNBase):
 
 
 class LSTM(_RNNBase):
-    """LSTM over a sequence; ``hx`` is (h_0, c_0). Returns (output, (h_n, c_n)). ``proj_size`` is not supported."""
+    """LSTM over a sequence; ``hx`` is (h_0, c_0). Returns (output, (h_n, c_n)).
+
+    With ``proj_size`` > 0 each step's h is projected, ``h = (o * tanh(c)) @ weight_hr.T``, as PyTorch's
+    LSTMP: h, the output and the next layer's input are ``proj_size`` wide, c stays ``hidden_size``
+    wide. Those steps run through autograd (``_Sequence``'s fused backward has no projection).
+    """
 
     _name = "LSTM"
 
@@ -607,12 +639,18 @@ class LSTM(_RNNBase):
         device=None,
         dtype=None,
     ):
-        if proj_size != 0:
-            raise NotImplementedError("'LSTM': proj_size > 0 is not supported by vkml")
         super().__init__(
-            input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, device=device, dtype=dtype
+            input_size,
+            hidden_size,
+            num_layers,
+            bias,
+            batch_first,
+            dropout,
+            bidirectional,
+            device=device,
+            dtype=dtype,
+            proj_size=proj_size,
         )
-        self.proj_size = 0
 
     def forward(self, input, hx=None):
         run = self._run_packed if isinstance(input, rnn_utils.PackedSequence) else self._run

@@ -516,3 +516,59 @@ def test_a_scheduler_stepped_inside_the_captured_function_raises_a_clear_error()
         with pytest.raises(vkml.JitError, match="scheduler's step\\(\\) inside it"):
             for _ in range(4):
                 step(vkml.ones(4, 2))
+
+
+# ---------------------------------------------------------------------- windows of the work's own values
+
+
+def _spectral_step(dev, jitted: bool, read_back: bool):
+    # An FNO layer's pattern: a zeros tensor made inside the step, a corner of it assigned from an
+    # einsum over the same corner of another intermediate; the corner is a window of the
+    # intermediate's buffer once an earlier realize of the step computed it.
+    vkml.manual_seed(0)
+    w = vkml.randn(3, 4, 2, 2, device=dev, requires_grad=True)
+    opt = vkml.optim.Adam([w], lr=0.1)
+
+    def step(x):
+        h = x * 2.0
+        out = vkml.zeros(5, 4, 4, 4, device=dev)
+        out[:, :, :2, :2] = vkml.einsum("bixy,ioxy->boxy", h[:, :, :2, :2], w)
+        loss = (out * out).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if not read_back:
+            return (loss,)
+        w.realize()  # the new w's window is read from the buffer this replay wrote (ping-pong)
+        with vkml.no_grad():
+            return loss, (w[1:] * 3).sum()
+
+    f = vkml.jit(step) if jitted else step
+    g = np.random.default_rng(0)
+    xs = [vkml.tensor(g.standard_normal((5, 3, 4, 4)).astype(np.float32), device=dev) for _ in range(2)]
+    out = [np.float32(t.item()).view(np.uint32) for i in range(5) for t in f(xs[i % 2])]
+    return out + [w.detach().numpy().tobytes(), w.grad.numpy().tobytes()], (f.stats if jitted else None)
+
+
+@pytest.mark.parametrize("read_back", [False, True])
+def test_a_slice_assigned_from_a_window_of_an_intermediate_replays_with_the_same_bits(dev, read_back):
+    plain, _ = _spectral_step(dev, False, read_back)
+    captured, stats = _spectral_step(dev, True, read_back)
+    assert captured == plain
+    assert stats["captures"] == 1 and stats["replays"] >= 2 and stats["fresh_buffers"] == 0
+
+
+def test_a_window_of_an_intermediate_kept_outside_is_refused():
+    kept = []
+
+    @vkml.jit
+    def step(x):
+        h = (x * 2.0).realize()
+        out = vkml.zeros(64)
+        out[:8] = h[16:24] * 3.0  # a window of h's buffer
+        kept.append(h[16:24])  # the step's own value, overwritten by every replay
+        return out.sum()
+
+    with pytest.raises(vkml.JitError, match="kept outside"):
+        for _ in range(3):
+            step(vkml.ones(64))

@@ -468,7 +468,7 @@ class _Program:
         self.draw_generators = [g for g, _ in rec.draws]
         self.uid = next(_uids)  # names this recording in command-buffer keys (an id() could be reused)
         self.fresh_buffers = 0
-        written = {id(b) for d in self.dispatches for n, b in d.buffers.items() if _writes(d, n)}
+        written = _written_ids(self.dispatches)
         self._bind_slots(first, call, written)
         self._bind_inputs(call)
         self._check_fixed(first, call, written)
@@ -583,12 +583,35 @@ class _Program:
         bound.update((id(d), name) for _, refs, _, _ in self.live_reads for d, name in refs)
         self.alias_reads = []  # (dispatch, name, location, start, numel, parent numel, dtype): a window of state
         self.window_reads = []  # (dispatch, name, position of an argument's view): the window of it the work cut
+        # (dispatch, name, position in slots, start, numel): a window of a value the work wrote and
+        # keeps (a state slot), cut anew from the slot's buffer of each replay
+        self.slot_alias_reads = []
         leaves = {id(n.buffer): n for n in call.inputs if n.realized}
+        slot_at = {id(s.last): i for i, s in enumerate(self.slots)}
+        written_first = None
         for d, d_first in zip(self.dispatches, first.recorder.dispatches):
             for name, b in d.buffers.items():
                 if id(b) in written or (id(d), name) in bound or b is d_first.buffers[name]:
                     continue
                 parent = getattr(b, "parent", None)  # an alias: a window of a realized buffer, read in place
+                if parent is not None and id(parent) in written:
+                    # A window of a value an earlier realize of the work computed (a slice of an
+                    # intermediate read after it was realized: ``out[:, :m] = f(x_ft[:, :m])``): the
+                    # same window of the same value in both calls is the work's own.
+                    if written_first is None:
+                        written_first = _written_ids(first.recorder.dispatches)
+                    b_first = d_first.buffers[name]
+                    parent_first = getattr(b_first, "parent", None)
+                    if (
+                        parent_first is None
+                        or id(parent_first) not in written_first
+                        or (b_first.start, b_first.numel) != (b.start, b.numel)
+                    ):
+                        raise _NotSteady
+                    at = slot_at.get(id(parent))
+                    if at is not None:
+                        self.slot_alias_reads.append((d, name, at, b.start, b.numel))
+                    continue  # an intermediate's buffer is the recording's own: its window stays valid
                 loc = None if parent is None else self._by_before.get(id(parent))
                 if loc is not None:
                     self.alias_reads.append((d, name, loc, b.start, b.numel, parent.numel, parent.dtype))
@@ -719,7 +742,7 @@ class _Program:
         for _, refs, _, _ in self.live_reads:
             for d, name in refs:
                 d.buffers[name] = None
-        for d, name, *_ in self.alias_reads + self.window_reads:
+        for d, name, *_ in self.alias_reads + self.window_reads + self.slot_alias_reads:
             d.buffers[name] = None
         for s in self.slots:  # written ones too: a slot's buffers are held by its own lists alone
             for d, name in s.writes:
@@ -761,10 +784,23 @@ class _Program:
         for d in self.dispatches:
             for b in d.buffers.values():
                 uses[id(b)] = uses.get(id(b), 0) + 1
-        self._internal = [(b, uses[id(b)]) for d in self.dispatches for b in d.buffers.values()]
-        self._internal = list(
-            {id(b): (b, n) for b, n in self._internal if id(b) in written and id(b) not in slot_buffers}.values()
-        )
+        # An alias the work reads of an intermediate holds its parent once more (``parent``); it is
+        # itself an intermediate: a tensor kept outside over it (a slice) holds it.
+        aliases = {}
+        for d in self.dispatches:
+            for b in d.buffers.values():
+                parent = getattr(b, "parent", None)
+                if parent is not None and id(parent) in written and id(parent) not in slot_buffers:
+                    aliases[id(b)] = b
+        for b in aliases.values():
+            uses[id(b.parent)] = uses.get(id(b.parent), 0) + 1
+        self._internal = [
+            (b, uses[id(b)])
+            for d in self.dispatches
+            for b in d.buffers.values()
+            if (id(b) in written and id(b) not in slot_buffers) or id(b) in aliases
+        ]
+        self._internal = list({id(b): (b, n) for b, n in self._internal}.values())
 
     def rebase(self) -> None:
         """Put plain tensors where the recorded call left views over lazy bases (see ``_bind_slots``)."""
@@ -890,6 +926,11 @@ class _Program:
             written.append(b)
         del b, last, mine
         changes += [getattr(b, "binding_key", None) for b in written]
+        if self.slot_alias_reads:  # the windows of kept values the work reads back, cut from this replay's
+            for _, _, at, start, numel in self.slot_alias_reads:
+                b = self.device.alias(written[at], start, numel)
+                aliases.append(b)
+                changes.append(getattr(b, "binding_key", None))
         carried = {}
         if checks.active():  # the checks the state read carries stay with what is computed from it
             unverified = checks._unverified
@@ -908,7 +949,7 @@ class _Program:
             for (_, refs, _, _), b in zip(self.live_reads, live):
                 for d, name in refs:
                     d.buffers[name] = b
-            for (d, name, *_), b in zip(self.alias_reads + self.window_reads, aliases):
+            for (d, name, *_), b in zip(self.alias_reads + self.window_reads + self.slot_alias_reads, aliases):
                 d.buffers[name] = b
             for (d, name, *_), v in zip(self.params_changing, values):
                 d.params[name] = v
@@ -1154,6 +1195,11 @@ def _match(candidates: dict, then, now, dtype):
         if _same_value(a, then) and _same_value(b, now):
             return key
     return None
+
+
+def _written_ids(dispatches) -> set:
+    """ids of the buffers ``dispatches`` write."""
+    return {id(b) for d in dispatches for n, b in d.buffers.items() if _writes(d, n)}
 
 
 def _writes(d, name: str) -> bool:

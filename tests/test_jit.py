@@ -572,3 +572,22 @@ def test_a_window_of_an_intermediate_kept_outside_is_refused():
     with pytest.raises(vkml.JitError, match="kept outside"):
         for _ in range(3):
             step(vkml.ones(64))
+
+
+def test_a_replay_hands_out_a_node_again_only_where_nothing_remembers_it():
+    # A replay reuses the node of an output nobody holds any more, unless something remembers it
+    # weakly: labels that passed cross_entropy's check are remembered by node, and the new values
+    # behind a reused node must be checked again.
+    @vkml.jit
+    def step(x):
+        return (x * 1.0).long()
+
+    logits = vkml.zeros(4, 3)
+    for i in range(6):
+        labels = step(vkml.full((4,), 1.0 + i % 2))
+        F.cross_entropy(logits, labels).item()  # passes: remembered for the labels' node
+        del labels
+    labels = step(vkml.full((4,), 7.0))
+    assert step.stats["replays"] >= 5
+    with pytest.raises(IndexError, match="Target 7 is out of bounds"):
+        F.cross_entropy(logits, labels).item()

@@ -418,18 +418,27 @@ def _realize_state(roots: _Roots, extra=()) -> None:
 class _Slot:
     """A value the replay writes that outlives it: a state tensor's place, an output, a check's node.
 
-    ``mine`` holds the slot's two buffers; a replay writes one that no tensor holds (``_target``)."""
+    ``mine`` holds the slot's two buffers, ``nodes`` a realized node over each (``nodes[i].buffer
+    is mine[i]``, made by ``_Program._prepare_publish``); a replay writes the buffer whose node and
+    buffer nothing else holds, and hands out its node again: a node nobody holds has no reader
+    whose values could change."""
 
-    __slots__ = ("key", "loc", "mine", "last", "writes", "shape", "dtype", "same_object", "requires_grad")
+    __slots__ = ("key", "loc", "mine", "nodes", "at", "writes", "shape", "dtype", "same_object", "requires_grad")
 
     def __init__(self, key, loc, last, other, shape, dtype):
         self.key, self.loc = key, loc
         self.mine = [last, other]
-        self.last = last  # the buffer the dispatches' write entries point to now
+        self.nodes: list = []
+        self.at = 0  # mine[at]: the buffer written last
         self.shape, self.dtype = shape, dtype
         self.writes: list = []  # (dispatch, name) that write the slot
         self.same_object = True
         self.requires_grad = False
+
+    @property
+    def last(self):
+        """The buffer written last (by the recorded call, then by the last replay)."""
+        return self.mine[self.at]
 
 
 def _same_work(a: _Recorder, b: _Recorder) -> bool:
@@ -910,34 +919,38 @@ class _Program:
                 check.nodes = ()
             else:
                 open_checks.append(check)
-        written = []
+        written = []  # per slot, the buffer this replay writes
+        targets = []  # and its node
         getrefcount = sys.getrefcount
-        b = last = None
+        getweakrefcount = weakref.getweakrefcount
+        unmark, ref = checks.marks.pop, weakref.ref  # checks.unmark, in C
         for s in self.slots:
-            last = s.last
-            mine = s.mine
-            b = mine[1] if mine[0] is last else mine[0]
-            # ``b`` (not written last time) is held by s.mine, ``b`` and getrefcount's argument;
-            # ``last`` also by s.last and ``last``. Any other holder is a tensor whose value must
-            # stay, or ``live`` (what the work reads, never to be written: held here so).
-            if getrefcount(b) > 3:
-                b = last if getrefcount(last) <= 4 else self._fresh(s)
-            s.last = b
-            written.append(b)
-        del b, last, mine
+            mine, nodes = s.mine, s.nodes
+            j = s.at ^ 1  # the one not written last
+            # A buffer is held by s.mine, by its node and by getrefcount's argument; its node by
+            # s.nodes and the argument. Any other holder is a tensor (or a view, a window, a lazy
+            # node) whose value must stay, or ``live`` (what the work reads, never to be written).
+            if getrefcount(mine[j]) > 3 or getrefcount(nodes[j]) > 2:
+                j ^= 1  # the one written last, if its value was let go since
+                if getrefcount(mine[j]) > 3 or getrefcount(nodes[j]) > 2:
+                    j = self._fresh(s)
+            n = nodes[j]
+            if getweakrefcount(n):  # remembered weakly: checks' marks (for an old value), a pass, a trace
+                unmark(ref(n), None)
+                if getweakrefcount(n):  # a pass remembered for its old values would hold for the new
+                    n = nodes[j] = _buffer_node(mine[j], s, self.device)
+            s.at = j
+            written.append(mine[j])
+            targets.append(n)
+        del mine, nodes, n
         changes += [getattr(b, "binding_key", None) for b in written]
         if self.slot_alias_reads:  # the windows of kept values the work reads back, cut from this replay's
             for _, _, at, start, numel in self.slot_alias_reads:
                 b = self.device.alias(written[at], start, numel)
                 aliases.append(b)
                 changes.append(getattr(b, "binding_key", None))
-        carried = {}
-        if checks.active():  # the checks the state read carries stay with what is computed from it
-            unverified = checks._unverified
-            for node in live_nodes:
-                for c in unverified.get(node, ()):
-                    if not c.passed:
-                        carried[id(c)] = c
+        # The checks the state read carries stay with what is computed from it.
+        carried = checks.carried_by(live_nodes) if checks.active() else []
         del live_nodes
         device = self.device
         if copies:
@@ -969,7 +982,7 @@ class _Program:
             del live, in_buffers, aliases
         if self.ring is not None:
             self.ring_serials[ring_entry] = device.last_submission
-        return self._publish(written, list(carried.values()), open_checks)
+        return self._publish(targets, carried, open_checks)
 
     def _read_finished_checks(self) -> None:
         """Read the values of earlier replays' checks that the device has finished, as a read of
@@ -1008,16 +1021,15 @@ class _Program:
             last[pos] = key
         return copies
 
-    def _fresh(self, s: _Slot):
-        """A new buffer for slot ``s``, both of whose own a tensor holds or the work reads."""
+    def _fresh(self, s: _Slot) -> int:
+        """A new buffer (and node) for slot ``s``, both of whose own a tensor holds or the work reads;
+        its index in ``s.mine``."""
         b = self.device.allocate(s.dtype, s.mine[0].numel)
         self.fresh_buffers += 1
-        s.mine[1 if s.mine[0] is s.last else 0] = b  # forget one a tensor keeps (not the one entries point to)
-        return b
-        b = self.device.allocate(s.dtype, s.mine[0].numel)
-        self.fresh_buffers += 1
-        s.mine[1 if s.mine[0] is s.last else 0] = b  # forget one a tensor keeps (not the one entries point to)
-        return b
+        j = s.at ^ 1  # forget one a tensor keeps (not the one written last)
+        s.mine[j] = b
+        s.nodes[j] = _buffer_node(b, s, self.device)
+        return j
 
     def _prepare_publish(self) -> None:
         """What ``_publish`` does for each state slot, decided once: (how, holder, name, position in
@@ -1025,6 +1037,8 @@ class _Program:
         new value, 2 the tensor now at the place does, 3 a new gradient, 4 a new tensor in a dict,
         5 a new tensor set as an attribute."""
         at = {id(s): i for i, s in enumerate(self.slots)}
+        for s in self.slots:
+            s.nodes = [_buffer_node(b, s, self.device) for b in s.mine]
         self._publish_state = []
         for s in self.state_slots:
             kind, holder, name = s.loc
@@ -1041,29 +1055,36 @@ class _Program:
             else:
                 how = 5
             self._publish_state.append((how, s.loc, at.get(id(s)), s.requires_grad))
+        # The two usual ways apart, for a loop each: a tensor that is state itself (a parameter),
+        # and one that stays at its place (an optimizer's moment updated in place).
+        self._publish_fixed = [(loc[1], i) for how, loc, i, _ in self._publish_state if how == 1]
+        self._publish_same = [(loc, i) for how, loc, i, _ in self._publish_state if how == 2]
+        self._publish_state = [entry for entry in self._publish_state if entry[0] != 1 and entry[0] != 2]
         self._publish_outs = [at[id(s)] for s in self.out_slots]
         self._publish_checks = [
             (describe, error, [at[id(s)] for s in slots]) for describe, error, slots in self.check_slots
         ]
+        # What the replay's checks mark: every slot's node but the checks' own (the mark would hold
+        # the check, which holds its nodes: ``checks.submitted``).
+        own = {i for _, _, slots in self._publish_checks for i in slots}
+        self._publish_marked = [i for i in range(len(self.slots)) if i not in own]
 
-    def _publish(self, targets: list, carried: list, open_checks: list) -> list:
-        """Give the state places, the outputs and the checks their nodes over ``targets`` (the
-        buffers just written, one per slot)."""
-        device = self.device
-        nodes = [Node(_BUFFER_OP, (), None, s.shape, s.dtype, device) for s in self.slots]
-        for n, b in zip(nodes, targets):
-            n.buffer = b
+    def _publish(self, nodes: list, carried: list, open_checks: list) -> list:
+        """Give the state places, the outputs and the checks ``nodes`` (over the buffers just
+        written, one per slot)."""
         made = [
             checks.Check(_nothing, tuple([nodes[i] for i in at]), describe, error)
             for describe, error, at in self._publish_checks
         ]
+        for t, i in self._publish_fixed:
+            t._node = nodes[i]
+            t._vcount += 1
+        for loc, i in self._publish_same:
+            t = loc[1].get(loc[2]) if loc[0] == "item" else _get(loc)
+            t._node = nodes[i]
+            t._vcount += 1
         for how, loc, i, requires_grad in self._publish_state:
             kind, holder, name = loc
-            if how == 1 or how == 2:
-                t = holder if how == 1 else _get(loc)
-                t._node = nodes[i]
-                t._vcount += 1
-                continue
             if how == 0:
                 setattr(holder, name, None) if kind == "attr" else holder.__setitem__(name, None)
                 continue
@@ -1085,13 +1106,19 @@ class _Program:
         outs = [Tensor(nodes[i]) for i in self._publish_outs]
         self.made_checks = open_checks + made  # checks of earlier replays not read yet, then this one's
         if made or checks.active():
-            checks.submitted(made + carried, tuple(nodes))
+            checks.submitted_anew(made + carried, list(map(nodes.__getitem__, self._publish_marked)))
         return outs
 
 
 _BUFFER_OP = Op.BUFFER
 _GRAD = Tensor.grad  # the property a replay's new gradients bypass where its checks hold
 _nothing = Node(Op.BUFFER, (), None, (), None, None)  # a guard nothing computes through (replayed checks are done)
+
+
+def _buffer_node(buffer, s: _Slot, device) -> Node:
+    node = Node(_BUFFER_OP, (), None, s.shape, s.dtype, device)
+    node.buffer = buffer
+    return node
 
 
 def _window_of(node):

@@ -35,10 +35,12 @@ recorded size (it is read from wherever it is now: calls between replays may cha
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import gc
 import itertools
+import operator
 import sys
 import threading
 import types
@@ -418,27 +420,22 @@ def _realize_state(roots: _Roots, extra=()) -> None:
 class _Slot:
     """A value the replay writes that outlives it: a state tensor's place, an output, a check's node.
 
-    ``mine`` holds the slot's two buffers, ``nodes`` a realized node over each (``nodes[i].buffer
-    is mine[i]``, made by ``_Program._prepare_publish``); a replay writes the buffer whose node and
-    buffer nothing else holds, and hands out its node again: a node nobody holds has no reader
-    whose values could change."""
+    ``mine`` holds the slot's two buffers while the recording is made (the one written last
+    first); then ``_Program._prepare_publish`` gives them, each with a realized node over it, to the
+    replays' lists (``_Program._targets``). A replay writes a buffer whose node and buffer nothing
+    else holds and hands out its node again: a node nobody holds has no reader whose values
+    could change."""
 
-    __slots__ = ("key", "loc", "mine", "nodes", "at", "writes", "shape", "dtype", "same_object", "requires_grad")
+    __slots__ = ("key", "loc", "mine", "last", "writes", "shape", "dtype", "same_object", "requires_grad")
 
     def __init__(self, key, loc, last, other, shape, dtype):
         self.key, self.loc = key, loc
         self.mine = [last, other]
-        self.nodes: list = []
-        self.at = 0  # mine[at]: the buffer written last
+        self.last = last  # the buffer the recorded call wrote
         self.shape, self.dtype = shape, dtype
         self.writes: list = []  # (dispatch, name) that write the slot
         self.same_object = True
         self.requires_grad = False
-
-    @property
-    def last(self):
-        """The buffer written last (by the recorded call, then by the last replay)."""
-        return self.mine[self.at]
 
 
 def _same_work(a: _Recorder, b: _Recorder) -> bool:
@@ -740,6 +737,7 @@ class _Program:
         self.scalar_params = [(d, name, *next(where), dtype) for d, name, _, dtype in self.scalar_params]
         self._release_reads()
         self._prepare_publish()
+        self._prepare_live()
 
     def _release_reads(self) -> None:
         """Let go of what the dispatches read from outside and of the slots they write: a state
@@ -833,9 +831,49 @@ class _Program:
         self._internal = None
 
     # -- replay
+    def _prepare_live(self) -> None:
+        """Order ``live_reads`` by the kind of place (a tensor, a gradient, an item of a dict), so
+        that ``_live_now`` fetches each kind's tensors with one ``map``."""
+        order = {"tensor": 0, "attr": 1, "item": 2}
+        self.live_reads.sort(key=lambda entry: order[entry[0][0]])
+        self._live_tensors = [loc[1] for loc, *_ in self.live_reads if loc[0] == "tensor"]
+        self._live_grads = [loc[1] for loc, *_ in self.live_reads if loc[0] == "attr"]
+        self._live_dicts = [loc[1] for loc, *_ in self.live_reads if loc[0] == "item"]
+        self._live_names = [loc[2] for loc, *_ in self.live_reads if loc[0] == "item"]
+        self._live_fit = ([e[2] for e in self.live_reads], [e[3] for e in self.live_reads])
+        self._live_seen = None  # (buffers, nodes) at the live places after the last replay
+
+    def _live_now(self) -> list | None:
+        """The nodes at the live places now, if each is a plain tensor's (no view), in C; else None."""
+        try:
+            ts = [
+                *self._live_tensors,
+                *map(_GRAD_OF, self._live_grads),
+                *map(operator.getitem, self._live_dicts, self._live_names),
+            ]
+            nodes = list(map(_NODE_OF, ts))
+        except (AttributeError, KeyError, TypeError):  # a gradient or a moment gone (None), not a dict
+            return None
+        return nodes if list(map(_BASE_OF, ts)).count(None) == len(ts) else None
+
+    def _remember_live(self) -> None:
+        """Keep the nodes at the live places after a replay (the ones it published, mostly): a next
+        replay that finds the same ones knows their buffers, which fit."""
+        self._live_seen = None
+        nodes = self._live_now()
+        if nodes is None or list(map(_OP_OF, nodes)).count(_BUFFER_OP) != len(nodes):
+            return
+        buffers = list(map(_BUFFER_OF, nodes))
+        numels, dtypes = self._live_fit
+        if list(map(_NUMEL_OF, buffers)) == numels and all(map(operator.is_, map(_DTYPE_OF, buffers), dtypes)):
+            self._live_seen = (buffers, nodes)
+
     def live(self) -> tuple | None:
         """(the buffers the state tensors hold now, one per ``live_reads`` entry, and their nodes);
         None if one does not fit."""
+        seen = self._live_seen
+        if seen is not None and not self.alias_reads and self._live_now() == seen[1]:
+            return seen
         found = []
         nodes = []
         for (kind, holder, name), _, numel, dtype in self.live_reads:
@@ -919,30 +957,7 @@ class _Program:
                 check.nodes = ()
             else:
                 open_checks.append(check)
-        written = []  # per slot, the buffer this replay writes
-        targets = []  # and its node
-        getrefcount = sys.getrefcount
-        getweakrefcount = weakref.getweakrefcount
-        unmark, ref = checks.marks.pop, weakref.ref  # checks.unmark, in C
-        for s in self.slots:
-            mine, nodes = s.mine, s.nodes
-            j = s.at ^ 1  # the one not written last
-            # A buffer is held by s.mine, by its node and by getrefcount's argument; its node by
-            # s.nodes and the argument. Any other holder is a tensor (or a view, a window, a lazy
-            # node) whose value must stay, or ``live`` (what the work reads, never to be written).
-            if getrefcount(mine[j]) > 3 or getrefcount(nodes[j]) > 2:
-                j ^= 1  # the one written last, if its value was let go since
-                if getrefcount(mine[j]) > 3 or getrefcount(nodes[j]) > 2:
-                    j = self._fresh(s)
-            n = nodes[j]
-            if getweakrefcount(n):  # remembered weakly: checks' marks (for an old value), a pass, a trace
-                unmark(ref(n), None)
-                if getweakrefcount(n):  # a pass remembered for its old values would hold for the new
-                    n = nodes[j] = _buffer_node(mine[j], s, self.device)
-            s.at = j
-            written.append(mine[j])
-            targets.append(n)
-        del mine, nodes, n
+        written, targets = self._targets()  # per slot, the buffer this replay writes and its node
         changes += [getattr(b, "binding_key", None) for b in written]
         if self.slot_alias_reads:  # the windows of kept values the work reads back, cut from this replay's
             for _, _, at, start, numel in self.slot_alias_reads:
@@ -982,7 +997,9 @@ class _Program:
             del live, in_buffers, aliases
         if self.ring is not None:
             self.ring_serials[ring_entry] = device.last_submission
-        return self._publish(targets, carried, open_checks)
+        outs = self._publish(targets, carried, open_checks)
+        self._remember_live()
+        return outs
 
     def _read_finished_checks(self) -> None:
         """Read the values of earlier replays' checks that the device has finished, as a read of
@@ -1021,15 +1038,56 @@ class _Program:
             last[pos] = key
         return copies
 
-    def _fresh(self, s: _Slot) -> int:
-        """A new buffer (and node) for slot ``s``, both of whose own a tensor holds or the work reads;
-        its index in ``s.mine``."""
-        b = self.device.allocate(s.dtype, s.mine[0].numel)
-        self.fresh_buffers += 1
-        j = s.at ^ 1  # forget one a tensor keeps (not the one written last)
-        s.mine[j] = b
-        s.nodes[j] = _buffer_node(b, s, self.device)
-        return j
+    def _targets(self) -> tuple[list, list]:
+        """(per slot, the buffer this replay writes, its node): the one of the slot's two that nothing
+        but the slot holds, the other one written last otherwise, else a fresh one.
+
+        A slot's buffer is held by its place in ``_spare`` or ``_last`` and by its node; the node by
+        its place alone. Any other holder is a tensor (or a view, a window, a lazy node) whose value
+        must stay, or ``live`` (what the work reads, never to be written). The usual replay finds
+        every spare one free: counted in C, without a loop."""
+        getrefcount = sys.getrefcount
+        spare_b, spare_n = self._spare
+        if (
+            max(map(getrefcount, spare_b), default=0) > _HELD_ONCE + 1
+            or max(map(getrefcount, spare_n), default=0) > _HELD_ONCE
+        ):
+            spare_b, spare_n = self._targets_one_by_one()
+        else:
+            self._spare = self._last
+        self._last = (spare_b, spare_n)
+        getweakrefcount = weakref.getweakrefcount
+        if any(map(getweakrefcount, spare_n)):  # remembered weakly: checks' marks (of old values), a pass, a trace
+            collections.deque(map(checks.marks.pop, map(weakref.ref, spare_n), itertools.repeat(None)), 0)
+            if any(map(getweakrefcount, spare_n)):  # a pass remembered for the old values would hold for the new
+                for i, n in enumerate(spare_n):
+                    if getweakrefcount(n):
+                        spare_n[i] = _buffer_node(spare_b[i], self.slots[i], self.device)
+        return spare_b, spare_n
+
+    def _targets_one_by_one(self) -> tuple[list, list]:
+        """``_targets`` where a spare buffer or node is held: slot by slot; leaves ``_spare`` the other ones."""
+        getrefcount = sys.getrefcount
+        (spare_b, spare_n), (last_b, last_n) = self._spare, self._last
+        out_b, out_n, other_b, other_n = [], [], [], []
+        for i, s in enumerate(self.slots):
+            # held by its list, its node (a buffer), ``b`` or ``n``, and getrefcount's argument
+            b, n, ob, on = spare_b[i], spare_n[i], last_b[i], last_n[i]
+            if getrefcount(b) > 4 or getrefcount(n) > 3:
+                b, n, ob, on = ob, on, b, n  # the one written last, if its value was let go since
+                if getrefcount(b) > 4 or getrefcount(n) > 3:
+                    # Both held: a fresh one, and the held spare one forgotten (not the one written last).
+                    b = self.device.allocate(s.dtype, ob.numel)
+                    n = _buffer_node(b, s, self.device)
+                    ob, on = last_b[i], last_n[i]
+                    self.fresh_buffers += 1
+            out_b.append(b)
+            out_n.append(n)
+            other_b.append(ob)
+            other_n.append(on)
+        del b, n, ob, on
+        self._spare = (other_b, other_n)
+        return out_b, out_n
 
     def _prepare_publish(self) -> None:
         """What ``_publish`` does for each state slot, decided once: (how, holder, name, position in
@@ -1037,8 +1095,10 @@ class _Program:
         new value, 2 the tensor now at the place does, 3 a new gradient, 4 a new tensor in a dict,
         5 a new tensor set as an attribute."""
         at = {id(s): i for i, s in enumerate(self.slots)}
-        for s in self.slots:
-            s.nodes = [_buffer_node(b, s, self.device) for b in s.mine]
+        nodes = [[_buffer_node(b, s, self.device) for b in s.mine] for s in self.slots]
+        # (buffers, nodes) per slot: those written last (by the recorded call), the other ones
+        self._last = ([s.mine[0] for s in self.slots], [pair[0] for pair in nodes])
+        self._spare = ([s.mine[1] for s in self.slots], [pair[1] for pair in nodes])
         self._publish_state = []
         for s in self.state_slots:
             kind, holder, name = s.loc
@@ -1061,6 +1121,8 @@ class _Program:
         self._publish_same = [(loc, i) for how, loc, i, _ in self._publish_state if how == 2]
         self._publish_state = [entry for entry in self._publish_state if entry[0] != 1 and entry[0] != 2]
         self._publish_outs = [at[id(s)] for s in self.out_slots]
+        for s in self.slots:
+            s.mine = s.last = None  # the replays' lists hold the buffers alone (counted by _targets)
         self._publish_checks = [
             (describe, error, [at[id(s)] for s in slots]) for describe, error, slots in self.check_slots
         ]
@@ -1110,7 +1172,20 @@ class _Program:
         return outs
 
 
+def _held_once() -> int:
+    """What ``sys.getrefcount`` says through ``map`` of an object one list alone holds."""
+    return max(map(sys.getrefcount, [object()]))
+
+
+_HELD_ONCE = _held_once()
 _BUFFER_OP = Op.BUFFER
+_GRAD_OF = operator.attrgetter("_grad")
+_NODE_OF = operator.attrgetter("_node")
+_BASE_OF = operator.attrgetter("_base")
+_OP_OF = operator.attrgetter("op")
+_BUFFER_OF = operator.attrgetter("buffer")
+_NUMEL_OF = operator.attrgetter("numel")
+_DTYPE_OF = operator.attrgetter("dtype")
 _GRAD = Tensor.grad  # the property a replay's new gradients bypass where its checks hold
 _nothing = Node(Op.BUFFER, (), None, (), None, None)  # a guard nothing computes through (replayed checks are done)
 

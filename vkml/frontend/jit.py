@@ -911,7 +911,9 @@ class _Program:
         copies = self._stable_inputs(leaves) if self.device.kind == "vulkan" else ()
         in_buffers = [leaves[pos] for _, _, pos in self.input_buffers]
         del leaves
-        changes += [getattr(b, "binding_key", None) for b in in_buffers]
+        vulkan = self.device.kind == "vulkan"  # the key of what changes serves Device.run_again alone
+        if vulkan:
+            changes += map(_KEY_OF, in_buffers)
         values = []  # the values of params_changing, in its order
         for _, _, pos, ref in self.input_params:
             node = inputs[pos]
@@ -919,7 +921,8 @@ class _Program:
         for _, _, pos, level, field, divisor, bits, delta in self.derived_params:
             value = (plan_cache.view_value(inputs[pos].arg, level, field, 1, 0) + delta) // divisor
             values.append(value % (1 << bits) if bits else value)
-        changes += [getattr(b, "binding_key", None) for b in live]
+        if vulkan:
+            changes += map(_KEY_OF, live)
         aliases = []
         for _, _, loc, start, numel, _, _ in self.alias_reads:  # the same window of the state as it is now
             t = _get(loc)
@@ -958,7 +961,8 @@ class _Program:
             else:
                 open_checks.append(check)
         written, targets = self._targets()  # per slot, the buffer this replay writes and its node
-        changes += [getattr(b, "binding_key", None) for b in written]
+        if vulkan:
+            changes += map(_KEY_OF, written)
         if self.slot_alias_reads:  # the windows of kept values the work reads back, cut from this replay's
             for _, _, at, start, numel in self.slot_alias_reads:
                 b = self.device.alias(written[at], start, numel)
@@ -1117,9 +1121,29 @@ class _Program:
             self._publish_state.append((how, s.loc, at.get(id(s)), s.requires_grad))
         # The two usual ways apart, for a loop each: a tensor that is state itself (a parameter),
         # and one that stays at its place (an optimizer's moment updated in place).
-        self._publish_fixed = [(loc[1], i) for how, loc, i, _ in self._publish_state if how == 1]
-        self._publish_same = [(loc, i) for how, loc, i, _ in self._publish_state if how == 2]
-        self._publish_state = [entry for entry in self._publish_state if entry[0] != 1 and entry[0] != 2]
+        # (tensors, positions in ``slots``), set in C; the places of the others, read each replay
+        self._publish_fixed = (
+            [loc[1] for how, loc, i, _ in self._publish_state if how == 1],
+            [i for how, loc, i, _ in self._publish_state if how == 1],
+        )
+        same = [(loc, i) for how, loc, i, _ in self._publish_state if how == 2]
+        self._publish_items = (
+            [loc[1] for loc, _ in same if loc[0] == "item"],
+            [loc[2] for loc, _ in same if loc[0] == "item"],
+            [i for loc, i in same if loc[0] == "item"],
+        )
+        self._publish_same = [(loc, i) for loc, i in same if loc[0] != "item"]
+        # New gradients (how 3) of parameters: the gradient tensor published last is given the new
+        # node where nothing else holds it (``_publish_grads``); the others, new tensors.
+        grads = [e for e in self._publish_state if e[0] == 3 and not e[3]]
+        self._publish_grads = (
+            [loc[1] for _, loc, _, _ in grads],
+            [i for _, _, i, _ in grads],
+            [self.slots[i].shape for _, _, i, _ in grads],
+            [self.slots[i].dtype for _, _, i, _ in grads],
+        )
+        self._published_grads = None  # the gradient tensors the last replay left at those places
+        self._publish_state = [e for e in self._publish_state if e[0] not in (1, 2) and not (e[0] == 3 and not e[3])]
         self._publish_outs = [at[id(s)] for s in self.out_slots]
         for s in self.slots:
             s.mine = s.last = None  # the replays' lists hold the buffers alone (counted by _targets)
@@ -1138,38 +1162,70 @@ class _Program:
             checks.Check(_nothing, tuple([nodes[i] for i in at]), describe, error)
             for describe, error, at in self._publish_checks
         ]
-        for t, i in self._publish_fixed:
-            t._node = nodes[i]
-            t._vcount += 1
+        ts, at = self._publish_fixed
+        _set_nodes(ts, map(nodes.__getitem__, at))
+        dicts, names, at = self._publish_items
+        _set_nodes(list(map(operator.getitem, dicts, names)), map(nodes.__getitem__, at))
         for loc, i in self._publish_same:
-            t = loc[1].get(loc[2]) if loc[0] == "item" else _get(loc)
+            t = _get(loc)
             t._node = nodes[i]
             t._vcount += 1
+        holders, at, shapes, dtypes = self._publish_grads
+        if holders:
+            grads = list(map(_GRAD_OF, holders))
+            if (
+                self._published_grads is not None
+                and all(map(operator.is_, grads, self._published_grads))  # by identity: == of tensors is theirs
+                and max(map(sys.getrefcount, grads)) <= _HELD_ONCE + 2  # the place, this list and the kept one
+                and not any(map(weakref.getweakrefcount, grads))
+                and list(map(_BASE_OF, holders)).count(None) == len(holders)
+                and list(map(_SHAPE_OF, map(_NODE_OF, holders))) == shapes  # the gradient setter's checks
+                and all(map(operator.is_, map(_DTYPE_OF, map(_NODE_OF, holders)), dtypes))
+            ):
+                # Held by nothing else, the gradient each place holds is unseen: it takes the new value.
+                _set_nodes(grads, map(nodes.__getitem__, at))
+            else:
+                del grads
+                for holder, i in zip(holders, at):
+                    self._publish_one(3, ("attr", holder, "grad"), nodes[i], False)
+            self._published_grads = list(map(_GRAD_OF, holders))
         for how, loc, i, requires_grad in self._publish_state:
-            kind, holder, name = loc
             if how == 0:
+                kind, holder, name = loc
                 setattr(holder, name, None) if kind == "attr" else holder.__setitem__(name, None)
                 continue
-            node = nodes[i]
-            t = Tensor(node)
-            if requires_grad:
-                t.requires_grad_(True)
-            if how == 3 and holder._base is None:
-                # Tensor.grad's setter checks the dtype and size against the parameter's own:
-                # those the recording's were, unless the parameter was given another.
-                own = holder._node
-                if own.shape != node.shape or own.dtype is not node.dtype:
-                    holder.grad = t  # PyTorch's error
-                holder._grad = t
-            elif how == 4:
-                holder[name] = t
-            else:
-                setattr(holder, name, t)
+            self._publish_one(how, loc, nodes[i], requires_grad)
         outs = [Tensor(nodes[i]) for i in self._publish_outs]
         self.made_checks = open_checks + made  # checks of earlier replays not read yet, then this one's
         if made or checks.active():
             checks.submitted_anew(made + carried, list(map(nodes.__getitem__, self._publish_marked)))
         return outs
+
+    @staticmethod
+    def _publish_one(how: int, loc: tuple, node, requires_grad: bool) -> None:
+        """A new tensor over ``node`` at place ``loc`` (``_prepare_publish``'s ways 3, 4 and 5)."""
+        kind, holder, name = loc
+        t = Tensor(node)
+        if requires_grad:
+            t.requires_grad_(True)
+        if how == 3 and holder._base is None:
+            # Tensor.grad's setter checks the dtype and size against the parameter's own:
+            # those the recording's were, unless the parameter was given another.
+            own = holder._node
+            if own.shape != node.shape or own.dtype is not node.dtype:
+                holder.grad = t  # PyTorch's error
+            holder._grad = t
+        elif how == 4:
+            holder[name] = t
+        else:
+            setattr(holder, name, t)
+
+
+def _set_nodes(tensors: list, nodes) -> None:
+    """``t._node = node; t._vcount += 1`` for each pair, in C (a new value in place)."""
+    collections.deque(map(setattr, tensors, itertools.repeat("_node"), nodes), 0)
+    counts = map(operator.add, map(_VCOUNT_OF, tensors), itertools.repeat(1))
+    collections.deque(map(setattr, tensors, itertools.repeat("_vcount"), counts), 0)
 
 
 def _held_once() -> int:
@@ -1179,6 +1235,9 @@ def _held_once() -> int:
 
 _HELD_ONCE = _held_once()
 _BUFFER_OP = Op.BUFFER
+_KEY_OF = operator.attrgetter("binding_key")  # a Vulkan buffer's
+_VCOUNT_OF = operator.attrgetter("_vcount")
+_SHAPE_OF = operator.attrgetter("shape")
 _GRAD_OF = operator.attrgetter("_grad")
 _NODE_OF = operator.attrgetter("_node")
 _BASE_OF = operator.attrgetter("_base")

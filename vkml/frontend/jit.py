@@ -734,6 +734,20 @@ class _Program:
             source = (True, src[1], src[2], T.int32) if src[0] == "draw" else (False, *next(where), src[2])
             groups.setdefault((*source, is_float), []).append(at)
         self.ring_fills = [(*source, tuple(ats)) for source, ats in groups.items()]
+        # The optimizers' float32 scalars, converted together: (draw, a, b) sources, the ring
+        # words each goes to, and for each of those words the index of its source.
+        floats = [f for f in self.ring_fills if not f[0] and f[3] is T.float32 and f[4]]
+        self.ring_float_sources = [(a, b) for _, a, b, _, _, _ in floats]
+        self.ring_float_at = np.array([at for f in floats for at in f[5]], np.intp)
+        self.ring_float_of = np.array([k for k, f in enumerate(floats) for _ in f[5]], np.intp)
+        self.ring_fills = [f for f in self.ring_fills if not (not f[0] and f[3] is T.float32 and f[4])]
+        # 32-bit integer words (the draws' keys), likewise: their two's complement bits.
+        ints = [f for f in self.ring_fills if not f[4] and (f[3] is T.int32 or f[3] is T.uint32)]
+        self.ring_int_sources = [(draw, a, b) for draw, a, b, _, _, _ in ints]
+        self.ring_int_at = np.array([at for f in ints for at in f[5]], np.intp)
+        self.ring_int_of = np.array([k for k, f in enumerate(ints) for _ in f[5]], np.intp)
+        if ints:
+            self.ring_fills = [f for f in self.ring_fills if not (not f[4] and (f[3] is T.int32 or f[3] is T.uint32))]
         self.scalar_params = [(d, name, *next(where), dtype) for d, name, _, dtype in self.scalar_params]
         self._release_reads()
         self._prepare_publish()
@@ -762,6 +776,24 @@ class _Program:
         k = self.ring_next
         self.ring_next = (k + 1) % RING
         out = self.ring_words
+        if self.ring_float_sources:
+            floats = [values[a][b] for a, b in self.ring_float_sources]
+            if -_F32_OVERFLOW < min(floats) and max(floats) < _F32_OVERFLOW:
+                # Finite in float32 (NaN too), as lazy._scalar_value leaves them: numpy's float32
+                # rounding, one array for all, gives np.float32(value)'s bits.
+                bits = np.array(floats, np.float64).astype(np.float32).view(np.uint32)
+                out[self.ring_float_at] = bits[self.ring_float_of]
+            else:
+                for (a, b), at in zip(self.ring_float_sources, _words_of(self.ring_float_at, self.ring_float_of)):
+                    value = lazy._scalar_value(values[a][b], T.float32)
+                    out[at] = int(np.float32(value).view(np.uint32))
+        if self.ring_int_sources:
+            ints = [words[a][b] if draw else values[a][b] for draw, a, b in self.ring_int_sources]
+            if -(1 << 63) <= min(ints) and max(ints) < 1 << 63:  # no OverflowError; int64 holds them
+                out[self.ring_int_at] = np.array(ints, np.int64).astype(np.uint32)[self.ring_int_of]
+            else:
+                for (draw, a, b), at in zip(self.ring_int_sources, _words_of(self.ring_int_at, self.ring_int_of)):
+                    out[at] = int(lazy._scalar_value(words[a][b] if draw else values[a][b], T.int32)) & 0xFFFFFFFF
         for draw, a, b, dtype, is_float, ats in self.ring_fills:
             value = lazy._scalar_value(words[a][b] if draw else values[a][b], dtype)
             # The bits the push constant held: a float32's, an integer's two's complement.
@@ -1221,6 +1253,14 @@ class _Program:
             setattr(holder, name, t)
 
 
+def _words_of(at, of) -> list:
+    """Per source, the ring words it fills (``at`` the words, ``of`` each one's source)."""
+    words = [[] for _ in range(int(of.max()) + 1)] if len(of) else []
+    for w, k in zip(at.tolist(), of.tolist()):
+        words[k].append(w)
+    return words
+
+
 def _set_nodes(tensors: list, nodes) -> None:
     """``t._node = node; t._vcount += 1`` for each pair, in C (a new value in place)."""
     collections.deque(map(setattr, tensors, itertools.repeat("_node"), nodes), 0)
@@ -1235,6 +1275,7 @@ def _held_once() -> int:
 
 _HELD_ONCE = _held_once()
 _BUFFER_OP = Op.BUFFER
+_F32_OVERFLOW = 2.0**128 - 2.0**103  # the least magnitude float32 rounds to infinity (graph/build.py's)
 _KEY_OF = operator.attrgetter("binding_key")  # a Vulkan buffer's
 _VCOUNT_OF = operator.attrgetter("_vcount")
 _SHAPE_OF = operator.attrgetter("shape")

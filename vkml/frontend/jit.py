@@ -275,6 +275,52 @@ class _Roots:
         return training, tuple(hyper), same, autograd.is_grad_enabled()
 
 
+class _FastGuard:
+    """``roots.guard() == expected`` in the usual case, without building the settings' tuples: the
+    modules' flags in C, and per optimizer group one ``itemgetter`` of the settings the guard
+    holds. ``fits`` is True only where ``guard()`` would equal ``expected`` (the same groups, the
+    same keys, the same covered names and values); where it is False, ``guard()`` decides."""
+
+    def __init__(self, roots: _Roots, expected: tuple):
+        self.modules = list(roots.modules.values())
+        self.training = [m.training for m in self.modules]
+        self.grad = expected[3]
+        self.optimizers = [(opt, list(opt.param_groups)) for opt in roots.optimizers.values()]
+        self.groups = []  # (group, _jit_covered or None, its names, getter of the others, their values, len)
+        for opt, groups in self.optimizers:
+            names_of = getattr(opt, "_jit_covered", None)
+            for g in groups:
+                names = names_of(g) if names_of is not None else ()
+                keys = [k for k in g if k != "params" and k != "param_names" and k not in names]
+                getter = operator.itemgetter(*keys, *keys[:1])  # two keys at least: a tuple always
+                self.groups.append((g, names_of, names, getter, getter(g), len(g)))
+        self.same = expected[2]
+        self.exact = roots.guard() == expected  # else the snapshot is not the recording's: guard() decides
+
+    def fits(self) -> bool:
+        if not self.exact or autograd.is_grad_enabled() != self.grad:
+            return False
+        if list(map(_TRAINING_OF, self.modules)) != self.training:
+            return False
+        for opt, groups in self.optimizers:
+            now = opt.param_groups
+            if len(now) != len(groups) or not all(map(operator.is_, now, groups)):
+                return False
+        covered = []
+        try:
+            for g, names_of, names, getter, values, n in self.groups:
+                if len(g) != n or (names_of(g) if names_of is not None else ()) != names or getter(g) != values:
+                    return False
+                if len(self.groups) > 1:
+                    covered.append(tuple([(k, g[k]) for k in names]))
+        except KeyError:
+            return False
+        return not covered or tuple([covered.index(c) for c in covered]) == self.same
+
+
+_TRAINING_OF = operator.attrgetter("training")
+
+
 def _scalar_values(sources: list) -> list:
     """Each source's ``_jit_scalars`` as its optimizer would use them now (``_Roots.scalar_sources``)."""
     return [opt._jit_scalars(opt.param_groups[gi], opt.state[p]) for opt, gi, p in sources]
@@ -723,6 +769,7 @@ class _Program:
         """Where the optimizers' per-step scalars come from: only those the work takes are recomputed
         on a replay (``_Roots.scalar_sources``), and the ring's fills name them by position."""
         self.roots = roots
+        self.fast_guard = _FastGuard(roots, self.guard)
         fills = self.ring_fills if self.ring is not None else []
         keys = [src[1] for _, _, src in fills if src[0] == "scalar"] + [e[2] for e in self.scalar_params]
         self.scalar_sources, where = roots.scalar_sources(keys)
@@ -1546,7 +1593,7 @@ class _Captured:
         inputs, signature = _input_signature(tensors)
         for program in self.programs:
             if program.arg_template == template and program.signature == signature:
-                if program.roots.guard() == program.guard:
+                if program.fast_guard.fits() or program.roots.guard() == program.guard:
                     live = program.live()
                     if live is not None:
                         return program, inputs, live

@@ -528,6 +528,7 @@ class _Program:
         self._counters(first, call)
         self._buffer_scalars()
         self.params_changing = self.input_params + self.derived_params + self.draw_params + self.scalar_params
+        self._param_positions = sorted({e[2] for e in self.input_params + self.derived_params})
         self.made_checks: list = []  # checks replays made and nobody read yet (vkml/schedule/checks.py)
         self._check_internal(written)
 
@@ -627,6 +628,7 @@ class _Program:
         self.input_positions = sorted({pos for _, _, pos in self.input_buffers})
         self._own_inputs: dict = {}  # position -> the buffer new arguments are copied into (_stable_inputs)
         self._last_inputs: dict = {}  # position -> binding key of the argument's buffer at the last replay
+        self._param_values: dict = {}  # ids of argument nodes -> (weak references to them, their view values)
 
     def _check_fixed(self, first: _Call, call: _Call, written: set) -> None:
         """Refuse a buffer read from outside the work that is neither an argument's nor bound from state,
@@ -993,13 +995,7 @@ class _Program:
         vulkan = self.device.kind == "vulkan"  # the key of what changes serves Device.run_again alone
         if vulkan:
             changes += map(_KEY_OF, in_buffers)
-        values = []  # the values of params_changing, in its order
-        for _, _, pos, ref in self.input_params:
-            node = inputs[pos]
-            values.append(plan_cache.view_value(node.arg, *ref) if ref is not None else _param(node.arg.value))
-        for _, _, pos, level, field, divisor, bits, delta in self.derived_params:
-            value = (plan_cache.view_value(inputs[pos].arg, level, field, 1, 0) + delta) // divisor
-            values.append(value % (1 << bits) if bits else value)
+        values = self._input_values(inputs)  # the values of params_changing, in its order
         if vulkan:
             changes += map(_KEY_OF, live)
         aliases = []
@@ -1084,6 +1080,29 @@ class _Program:
         self._remember_live()
         return outs
 
+    def _input_values(self, inputs: list) -> list:
+        """The kernel parameters the arguments' views give (``input_params``, ``derived_params``), kept
+        for the last few argument nodes: a node's view never changes (a realized one is a new trace)."""
+        if not self.input_params and not self.derived_params:
+            return []
+        nodes = list(map(inputs.__getitem__, self._param_positions))
+        key = tuple(map(id, nodes))
+        found = self._param_values.get(key)
+        # An id is not reused while its node lives: the very nodes, alive.
+        if found is not None and all(map(operator.is_, map(_call, found[0]), nodes)):
+            return list(found[1])
+        values = []
+        for _, _, pos, ref in self.input_params:
+            node = inputs[pos]
+            values.append(plan_cache.view_value(node.arg, *ref) if ref is not None else _param(node.arg.value))
+        for _, _, pos, level, field, divisor, bits, delta in self.derived_params:
+            value = (plan_cache.view_value(inputs[pos].arg, level, field, 1, 0) + delta) // divisor
+            values.append(value % (1 << bits) if bits else value)
+        if len(self._param_values) >= TRACES_KEPT:
+            del self._param_values[next(iter(self._param_values))]
+        self._param_values[key] = (tuple(map(weakref.ref, nodes)), tuple(values))
+        return values
+
     def _read_finished_checks(self) -> None:
         """Read the values of earlier replays' checks that the device has finished, as a read of
         the tensors would (``checks.verify_read``; a refusal is kept, raised at that read), so that
@@ -1141,7 +1160,7 @@ class _Program:
         self._last = (spare_b, spare_n)
         getweakrefcount = weakref.getweakrefcount
         if any(map(getweakrefcount, spare_n)):  # remembered weakly: checks' marks (of old values), a pass, a trace
-            collections.deque(map(checks.marks.pop, map(weakref.ref, spare_n), itertools.repeat(None)), 0)
+            _drain(map(checks.marks.pop, map(weakref.ref, spare_n), _NONES))
             if any(map(getweakrefcount, spare_n)):  # a pass remembered for the old values would hold for the new
                 for i, n in enumerate(spare_n):
                     if getweakrefcount(n):
@@ -1310,9 +1329,14 @@ def _words_of(at, of) -> list:
 
 def _set_nodes(tensors: list, nodes) -> None:
     """``t._node = node; t._vcount += 1`` for each pair, in C (a new value in place)."""
-    collections.deque(map(setattr, tensors, itertools.repeat("_node"), nodes), 0)
-    counts = map(operator.add, map(_VCOUNT_OF, tensors), itertools.repeat(1))
-    collections.deque(map(setattr, tensors, itertools.repeat("_vcount"), counts), 0)
+    _drain(map(setattr, tensors, _NODE_NAME, nodes))
+    _drain(map(setattr, tensors, _VCOUNT_NAME, map(operator.add, map(_VCOUNT_OF, tensors), _ONES)))
+
+
+_drain = collections.deque(maxlen=0).extend  # runs an iterator to its end, in C
+_NODE_NAME, _VCOUNT_NAME = itertools.repeat("_node"), itertools.repeat("_vcount")
+_ONES, _NONES = itertools.repeat(1), itertools.repeat(None)  # shared: map() stops at its shortest iterable
+_call = operator.methodcaller("__call__")  # of a weak reference: its object or None
 
 
 def _held_once() -> int:

@@ -1168,26 +1168,30 @@ class _Program:
         return spare_b, spare_n
 
     def _targets_one_by_one(self) -> tuple[list, list]:
-        """``_targets`` where a spare buffer or node is held: slot by slot; leaves ``_spare`` the other ones."""
+        """``_targets`` where a spare buffer or node is held (an unread check's, a kept result): those
+        slots one by one, found in C; leaves ``_spare`` the other ones."""
         getrefcount = sys.getrefcount
         (spare_b, spare_n), (last_b, last_n) = self._spare, self._last
-        out_b, out_n, other_b, other_n = [], [], [], []
-        for i, s in enumerate(self.slots):
-            # held by its list, its node (a buffer), ``b`` or ``n``, and getrefcount's argument
-            b, n, ob, on = spare_b[i], spare_n[i], last_b[i], last_n[i]
-            if getrefcount(b) > 4 or getrefcount(n) > 3:
-                b, n, ob, on = ob, on, b, n  # the one written last, if its value was let go since
-                if getrefcount(b) > 4 or getrefcount(n) > 3:
-                    # Both held: a fresh one, and the held spare one forgotten (not the one written last).
-                    b = self.device.allocate(s.dtype, ob.numel)
-                    n = _buffer_node(b, s, self.device)
-                    ob, on = last_b[i], last_n[i]
-                    self.fresh_buffers += 1
-            out_b.append(b)
-            out_n.append(n)
-            other_b.append(ob)
-            other_n.append(on)
-        del b, n, ob, on
+        over = operator.gt
+        held = map(
+            operator.or_,
+            map(over, map(getrefcount, spare_b), itertools.repeat(_HELD_ONCE + 1)),
+            map(over, map(getrefcount, spare_n), itertools.repeat(_HELD_ONCE)),
+        )
+        held = list(itertools.compress(range(len(spare_b)), held))
+        out_b, out_n, other_b, other_n = list(spare_b), list(spare_n), list(last_b), list(last_n)
+        for i in held:
+            b, n = last_b[i], last_n[i]
+            # The one written last, if its value was let go since: held by last_b and other_b (or
+            # last_n and other_n), a buffer by its node, and by ``b`` (``n``) and getrefcount's argument.
+            if getrefcount(b) <= 5 and getrefcount(n) <= 4:
+                out_b[i], out_n[i] = b, n
+                other_b[i], other_n[i] = spare_b[i], spare_n[i]
+            else:  # both held: a fresh one, and the held spare one forgotten (not the one written last)
+                s = self.slots[i]
+                out_b[i] = b = self.device.allocate(s.dtype, b.numel)
+                out_n[i] = _buffer_node(b, s, self.device)
+                self.fresh_buffers += 1
         self._spare = (other_b, other_n)
         return out_b, out_n
 

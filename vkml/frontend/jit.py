@@ -798,25 +798,47 @@ class _Program:
         if ints:
             self.ring_fills = [f for f in self.ring_fills if not (not f[4] and (f[3] is T.int32 or f[3] is T.uint32))]
         self.scalar_params = [(d, name, *next(where), dtype) for d, name, _, dtype in self.scalar_params]
+        self._prepare_live()
+        self._prepare_binding()
         self._release_reads()
         self._prepare_publish()
-        self._prepare_live()
+
+    def _prepare_binding(self) -> None:
+        """The dispatches' entries a replay binds when it records, flat, for ``map``: the buffer
+        entries (arguments, state read, windows, slots written) with where each one's buffer comes
+        from, and the parameters that change."""
+        entries, live_at, written_at = [], [], []
+        entries += [(d.buffers, name) for d, name, _ in self.input_buffers]
+        for k, (_, refs, _, _) in enumerate(self.live_reads):
+            entries += [(d.buffers, name) for d, name in refs]
+            live_at += [k] * len(refs)
+        entries += [(e[0].buffers, e[1]) for e in self.alias_reads + self.window_reads + self.slot_alias_reads]
+        for i, s in enumerate(self.slots):  # written ones too: a slot's buffers are held by its own lists alone
+            entries += [(d.buffers, name) for d, name in s.writes]
+            written_at += [i] * len(s.writes)
+        self._bind_dicts = [e[0] for e in entries]
+        self._bind_names = [e[1] for e in entries]
+        self._bind_live_at, self._bind_written_at = live_at, written_at
+        self._param_dicts = [e[0].params for e in self.params_changing]
+        self._param_names = [e[1] for e in self.params_changing]
+
+    def _bind(self, in_buffers: list, live: list, aliases: list, written: list, values: list) -> None:
+        """Bind this replay's buffers and parameters into the dispatches (``_prepare_binding``)."""
+        buffers = [
+            *in_buffers,
+            *map(live.__getitem__, self._bind_live_at),
+            *aliases,
+            *map(written.__getitem__, self._bind_written_at),
+        ]
+        _drain(map(operator.setitem, self._bind_dicts, self._bind_names, buffers))
+        _drain(map(operator.setitem, self._param_dicts, self._param_names, values))
 
     def _release_reads(self) -> None:
         """Let go of what the dispatches read from outside and of the slots they write: a state
         buffer another recording of this function may write next must be held by its tensor alone
         (the choice of a slot's buffer in ``replay`` counts its holders), and an argument's buffer
         is not kept alive past the call. A replay binds them again when it records."""
-        for d, name, _ in self.input_buffers:
-            d.buffers[name] = None
-        for _, refs, _, _ in self.live_reads:
-            for d, name in refs:
-                d.buffers[name] = None
-        for d, name, *_ in self.alias_reads + self.window_reads + self.slot_alias_reads:
-            d.buffers[name] = None
-        for s in self.slots:  # written ones too: a slot's buffers are held by its own lists alone
-            for d, name in s.writes:
-                d.buffers[name] = None
+        _drain(map(operator.setitem, self._bind_dicts, self._bind_names, _NONES))
 
     def _write_scalars(self, words, values) -> int:
         """Fill the next ring entry with this replay's scalars (``words``: the draws' key words,
@@ -1026,7 +1048,8 @@ class _Program:
             values.append(_param(lazy._scalar_value(words[i][w], T.int32)))
         for _, _, a, j, dtype in self.scalar_params:
             values.append(_param(lazy._scalar_value(scalars[a][j], dtype)))
-        changes += [(v.__class__, v if v else repr(v)) for v in values]  # -0.0 is not 0.0
+        if vulkan:
+            changes += [(v.__class__, v if v else repr(v)) for v in values]  # -0.0 is not 0.0
         if self.ring is not None or self.check_slots:
             self._read_finished_checks()
         open_checks = []
@@ -1051,18 +1074,7 @@ class _Program:
             device.copy_queued(copies)
         del copies
         if device.kind != "vulkan" or not device.run_again(tuple(changes), written):
-            for (d, name, _), b in zip(self.input_buffers, in_buffers):
-                d.buffers[name] = b
-            for (_, refs, _, _), b in zip(self.live_reads, live):
-                for d, name in refs:
-                    d.buffers[name] = b
-            for (d, name, *_), b in zip(self.alias_reads + self.window_reads + self.slot_alias_reads, aliases):
-                d.buffers[name] = b
-            for (d, name, *_), v in zip(self.params_changing, values):
-                d.params[name] = v
-            for s, b in zip(self.slots, written):
-                for d, name in s.writes:
-                    d.buffers[name] = b
+            self._bind(in_buffers, live, aliases, written, values)
             if self.ring is not None:
                 for d, window in self.ring_windows[ring_entry]:
                     d.buffers[SCALARS] = window

@@ -617,3 +617,33 @@ def test_results_kept_in_any_pattern_keep_their_values_across_replays():
     for loss, value, window, values, grad, grads in kept:
         assert (loss.item(), window.tolist(), grad.tolist()) == (value, values, grads)
     assert step.stats["replays"] >= 10 and step.stats["fresh_buffers"] > 0
+
+
+def test_an_fno_spectral_layer_replays_with_the_uncaptured_bits():
+    # The layer as FNO code writes it: rfft2, a corner of a complex zeros tensor assigned from an
+    # einsum over the same corner of the spectrum, irfft2.
+    def run(jitted):
+        vkml.manual_seed(0)
+        w = nn.Parameter(vkml.randn(3, 4, 2, 2, dtype=vkml.cfloat) * 0.1)
+        opt = vkml.optim.Adam([w], lr=0.01)
+
+        def step(x):
+            x_ft = vkml.fft.rfft2(x)
+            out_ft = vkml.zeros(x.shape[0], 4, x.size(-2), x.size(-1) // 2 + 1, dtype=vkml.cfloat)
+            out_ft[:, :, :2, :2] = vkml.einsum("bixy,ioxy->boxy", x_ft[:, :, :2, :2], w)
+            loss = vkml.fft.irfft2(out_ft, s=(x.size(-2), x.size(-1))).square().mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            return loss
+
+        f = vkml.jit(step) if jitted else step
+        g = np.random.default_rng(0)
+        xs = [vkml.tensor(g.standard_normal((2, 3, 8, 8)).astype(np.float32)) for _ in range(2)]
+        losses = [np.float32(f(xs[i % 2]).item()).view(np.uint32) for i in range(5)]
+        return losses + [w.detach().real.numpy().tobytes(), w.detach().imag.numpy().tobytes()], f
+
+    plain, _ = run(False)
+    captured, f = run(True)
+    assert captured == plain
+    assert f.stats["captures"] == 1 and f.stats["replays"] >= 2

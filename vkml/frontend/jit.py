@@ -1256,7 +1256,9 @@ class _Program:
             [self.slots[i].shape for _, _, i, _ in grads],
             [self.slots[i].dtype for _, _, i, _ in grads],
         )
-        self._published_grads = None  # the gradient tensors the last replay left at those places
+        # ids of the gradient tensors the last replay left at those places: not references, which
+        # would hold them (another recording of the function may have replaced them since)
+        self._published_grads = None
         self._publish_state = [e for e in self._publish_state if e[0] not in (1, 2) and not (e[0] == 3 and not e[3])]
         self._publish_outs = [at[id(s)] for s in self.out_slots]
         for s in self.slots:
@@ -1288,9 +1290,8 @@ class _Program:
         if holders:
             grads = list(map(_GRAD_OF, holders))
             if (
-                self._published_grads is not None
-                and all(map(operator.is_, grads, self._published_grads))  # by identity: == of tensors is theirs
-                and max(map(sys.getrefcount, grads)) <= _HELD_ONCE + 2  # the place, this list and the kept one
+                list(map(id, grads)) == self._published_grads  # alive (in grads): their ids are theirs alone
+                and max(map(sys.getrefcount, grads)) <= _HELD_ONCE + 1  # the place and this list
                 and not any(map(weakref.getweakrefcount, grads))
                 and list(map(_BASE_OF, holders)).count(None) == len(holders)
                 and list(map(_SHAPE_OF, map(_NODE_OF, holders))) == shapes  # the gradient setter's checks
@@ -1302,7 +1303,7 @@ class _Program:
                 del grads
                 for holder, i in zip(holders, at):
                     self._publish_one(3, ("attr", holder, "grad"), nodes[i], False)
-            self._published_grads = list(map(_GRAD_OF, holders))
+            self._published_grads = list(map(id, map(_GRAD_OF, holders)))
         for how, loc, i, requires_grad in self._publish_state:
             if how == 0:
                 kind, holder, name = loc

@@ -1017,7 +1017,7 @@ class _Program:
         vulkan = self.device.kind == "vulkan"  # the key of what changes serves Device.run_again alone
         if vulkan:
             changes += map(_KEY_OF, in_buffers)
-        values = self._input_values(inputs)  # the values of params_changing, in its order
+        values, values_key = self._input_values(inputs)  # the values of params_changing, in its order
         if vulkan:
             changes += map(_KEY_OF, live)
         aliases = []
@@ -1049,7 +1049,8 @@ class _Program:
         for _, _, a, j, dtype in self.scalar_params:
             values.append(_param(lazy._scalar_value(scalars[a][j], dtype)))
         if vulkan:
-            changes += [(v.__class__, v if v else repr(v)) for v in values]  # -0.0 is not 0.0
+            changes += values_key
+            changes += [_value_key(v) for v in values[len(values_key) :]]
         if self.ring is not None or self.check_slots:
             self._read_finished_checks()
         open_checks = []
@@ -1092,17 +1093,18 @@ class _Program:
         self._remember_live()
         return outs
 
-    def _input_values(self, inputs: list) -> list:
-        """The kernel parameters the arguments' views give (``input_params``, ``derived_params``), kept
-        for the last few argument nodes: a node's view never changes (a realized one is a new trace)."""
+    def _input_values(self, inputs: list) -> tuple[list, tuple]:
+        """The kernel parameters the arguments' views give (``input_params``, ``derived_params``) and
+        their part of the replay's key, kept for the last few argument nodes: a node's view never
+        changes (a realized one is a new trace)."""
         if not self.input_params and not self.derived_params:
-            return []
+            return [], ()
         nodes = list(map(inputs.__getitem__, self._param_positions))
         key = tuple(map(id, nodes))
         found = self._param_values.get(key)
         # An id is not reused while its node lives: the very nodes, alive.
         if found is not None and all(map(operator.is_, map(_call, found[0]), nodes)):
-            return list(found[1])
+            return list(found[1]), found[2]
         values = []
         for _, _, pos, ref in self.input_params:
             node = inputs[pos]
@@ -1112,8 +1114,12 @@ class _Program:
             values.append(value % (1 << bits) if bits else value)
         if len(self._param_values) >= TRACES_KEPT:
             del self._param_values[next(iter(self._param_values))]
-        self._param_values[key] = (tuple(map(weakref.ref, nodes)), tuple(values))
-        return values
+        found = self._param_values[key] = (
+            tuple(map(weakref.ref, nodes)),
+            tuple(values),
+            tuple([_value_key(v) for v in values]),
+        )
+        return values, found[2]
 
     def _read_finished_checks(self) -> None:
         """Read the values of earlier replays' checks that the device has finished, as a read of
@@ -1473,6 +1479,11 @@ def _scalars_variant(kernel, names: tuple):
     )
     _VARIANTS[(id(kernel), names)] = (weakref.ref(kernel), variant)
     return variant
+
+
+def _value_key(v) -> tuple:
+    """A parameter's value in a replay's key: -0.0 is not 0.0."""
+    return (v.__class__, v if v else repr(v))
 
 
 def _param(value):

@@ -516,3 +516,134 @@ def test_a_scheduler_stepped_inside_the_captured_function_raises_a_clear_error()
         with pytest.raises(vkml.JitError, match="scheduler's step\\(\\) inside it"):
             for _ in range(4):
                 step(vkml.ones(4, 2))
+
+
+# ---------------------------------------------------------------------- windows of the work's own values
+
+
+def _spectral_step(dev, jitted: bool, read_back: bool):
+    # An FNO layer's pattern: a zeros tensor made inside the step, a corner of it assigned from an
+    # einsum over the same corner of another intermediate; the corner is a window of the
+    # intermediate's buffer once an earlier realize of the step computed it.
+    vkml.manual_seed(0)
+    w = vkml.randn(3, 4, 2, 2, device=dev, requires_grad=True)
+    opt = vkml.optim.Adam([w], lr=0.1)
+
+    def step(x):
+        h = x * 2.0
+        out = vkml.zeros(5, 4, 4, 4, device=dev)
+        out[:, :, :2, :2] = vkml.einsum("bixy,ioxy->boxy", h[:, :, :2, :2], w)
+        loss = (out * out).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if not read_back:
+            return (loss,)
+        w.realize()  # the new w's window is read from the buffer this replay wrote (ping-pong)
+        with vkml.no_grad():
+            return loss, (w[1:] * 3).sum()
+
+    f = vkml.jit(step) if jitted else step
+    g = np.random.default_rng(0)
+    xs = [vkml.tensor(g.standard_normal((5, 3, 4, 4)).astype(np.float32), device=dev) for _ in range(2)]
+    out = [np.float32(t.item()).view(np.uint32) for i in range(5) for t in f(xs[i % 2])]
+    return out + [w.detach().numpy().tobytes(), w.grad.numpy().tobytes()], (f.stats if jitted else None)
+
+
+@pytest.mark.parametrize("read_back", [False, True])
+def test_a_slice_assigned_from_a_window_of_an_intermediate_replays_with_the_same_bits(dev, read_back):
+    plain, _ = _spectral_step(dev, False, read_back)
+    captured, stats = _spectral_step(dev, True, read_back)
+    assert captured == plain
+    assert stats["captures"] == 1 and stats["replays"] >= 2 and stats["fresh_buffers"] == 0
+
+
+def test_a_window_of_an_intermediate_kept_outside_is_refused():
+    kept = []
+
+    @vkml.jit
+    def step(x):
+        h = (x * 2.0).realize()
+        out = vkml.zeros(64)
+        out[:8] = h[16:24] * 3.0  # a window of h's buffer
+        kept.append(h[16:24])  # the step's own value, overwritten by every replay
+        return out.sum()
+
+    with pytest.raises(vkml.JitError, match="kept outside"):
+        for _ in range(3):
+            step(vkml.ones(64))
+
+
+def test_a_replay_hands_out_a_node_again_only_where_nothing_remembers_it():
+    # A replay reuses the node of an output nobody holds any more, unless something remembers it
+    # weakly: labels that passed cross_entropy's check are remembered by node, and the new values
+    # behind a reused node must be checked again.
+    @vkml.jit
+    def step(x):
+        return (x * 1.0).long()
+
+    logits = vkml.zeros(4, 3)
+    for i in range(6):
+        labels = step(vkml.full((4,), 1.0 + i % 2))
+        F.cross_entropy(logits, labels).item()  # passes: remembered for the labels' node
+        del labels
+    labels = step(vkml.full((4,), 7.0))
+    assert step.stats["replays"] >= 5
+    with pytest.raises(IndexError, match="Target 7 is out of bounds"):
+        F.cross_entropy(logits, labels).item()
+
+
+def test_results_kept_in_any_pattern_keep_their_values_across_replays():
+    # A replay writes, per slot, the buffer nothing holds: the spare one, else the one written
+    # last, else a fresh one. Results kept and dropped in an irregular pattern (the loss, lazy work
+    # on the parameter, its gradient) exercise each case; every kept value must stay as it was read.
+    w = vkml.ones(8, requires_grad=True)
+    opt = vkml.optim.SGD([w], lr=0.125)
+
+    @vkml.jit
+    def step(x):
+        loss = (x * w).square().sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    kept = []
+    for i, keep in enumerate([0, 0, 1, 0, 1, 1, 0, 0, 1, 0, 1, 1, 1, 0]):
+        loss = step(vkml.full((8,), 0.25 * (i % 3)))
+        window = w.detach()[2:6] + 0  # lazy: computes from this replay's value of w whenever realized
+        if keep:
+            kept.append((loss, loss.item(), window, window.tolist(), w.grad, w.grad.tolist()))
+    for loss, value, window, values, grad, grads in kept:
+        assert (loss.item(), window.tolist(), grad.tolist()) == (value, values, grads)
+    assert step.stats["replays"] >= 10 and step.stats["fresh_buffers"] > 0
+
+
+def test_an_fno_spectral_layer_replays_with_the_uncaptured_bits():
+    # The layer as FNO code writes it: rfft2, a corner of a complex zeros tensor assigned from an
+    # einsum over the same corner of the spectrum, irfft2.
+    def run(jitted):
+        vkml.manual_seed(0)
+        w = nn.Parameter(vkml.randn(3, 4, 2, 2, dtype=vkml.cfloat) * 0.1)
+        opt = vkml.optim.Adam([w], lr=0.01)
+
+        def step(x):
+            x_ft = vkml.fft.rfft2(x)
+            out_ft = vkml.zeros(x.shape[0], 4, x.size(-2), x.size(-1) // 2 + 1, dtype=vkml.cfloat)
+            out_ft[:, :, :2, :2] = vkml.einsum("bixy,ioxy->boxy", x_ft[:, :, :2, :2], w)
+            loss = vkml.fft.irfft2(out_ft, s=(x.size(-2), x.size(-1))).square().mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            return loss
+
+        f = vkml.jit(step) if jitted else step
+        g = np.random.default_rng(0)
+        xs = [vkml.tensor(g.standard_normal((2, 3, 8, 8)).astype(np.float32)) for _ in range(2)]
+        losses = [np.float32(f(xs[i % 2]).item()).view(np.uint32) for i in range(5)]
+        return losses + [w.detach().real.numpy().tobytes(), w.detach().imag.numpy().tobytes()], f
+
+    plain, _ = run(False)
+    captured, f = run(True)
+    assert captured == plain
+    assert f.stats["captures"] == 1 and f.stats["replays"] >= 2

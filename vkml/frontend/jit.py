@@ -35,10 +35,12 @@ recorded size (it is read from wherever it is now: calls between replays may cha
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import gc
 import itertools
+import operator
 import sys
 import threading
 import types
@@ -273,6 +275,52 @@ class _Roots:
         return training, tuple(hyper), same, autograd.is_grad_enabled()
 
 
+class _FastGuard:
+    """``roots.guard() == expected`` in the usual case, without building the settings' tuples: the
+    modules' flags in C, and per optimizer group one ``itemgetter`` of the settings the guard
+    holds. ``fits`` is True only where ``guard()`` would equal ``expected`` (the same groups, the
+    same keys, the same covered names and values); where it is False, ``guard()`` decides."""
+
+    def __init__(self, roots: _Roots, expected: tuple):
+        self.modules = list(roots.modules.values())
+        self.training = [m.training for m in self.modules]
+        self.grad = expected[3]
+        self.optimizers = [(opt, list(opt.param_groups)) for opt in roots.optimizers.values()]
+        self.groups = []  # (group, _jit_covered or None, its names, getter of the others, their values, len)
+        for opt, groups in self.optimizers:
+            names_of = getattr(opt, "_jit_covered", None)
+            for g in groups:
+                names = names_of(g) if names_of is not None else ()
+                keys = [k for k in g if k != "params" and k != "param_names" and k not in names]
+                getter = operator.itemgetter(*keys, *keys[:1])  # two keys at least: a tuple always
+                self.groups.append((g, names_of, names, getter, getter(g), len(g)))
+        self.same = expected[2]
+        self.exact = roots.guard() == expected  # else the snapshot is not the recording's: guard() decides
+
+    def fits(self) -> bool:
+        if not self.exact or autograd.is_grad_enabled() != self.grad:
+            return False
+        if list(map(_TRAINING_OF, self.modules)) != self.training:
+            return False
+        for opt, groups in self.optimizers:
+            now = opt.param_groups
+            if len(now) != len(groups) or not all(map(operator.is_, now, groups)):
+                return False
+        covered = []
+        try:
+            for g, names_of, names, getter, values, n in self.groups:
+                if len(g) != n or (names_of(g) if names_of is not None else ()) != names or getter(g) != values:
+                    return False
+                if len(self.groups) > 1:
+                    covered.append(tuple([(k, g[k]) for k in names]))
+        except KeyError:
+            return False
+        return not covered or tuple([covered.index(c) for c in covered]) == self.same
+
+
+_TRAINING_OF = operator.attrgetter("training")
+
+
 def _scalar_values(sources: list) -> list:
     """Each source's ``_jit_scalars`` as its optimizer would use them now (``_Roots.scalar_sources``)."""
     return [opt._jit_scalars(opt.param_groups[gi], opt.state[p]) for opt, gi, p in sources]
@@ -418,14 +466,18 @@ def _realize_state(roots: _Roots, extra=()) -> None:
 class _Slot:
     """A value the replay writes that outlives it: a state tensor's place, an output, a check's node.
 
-    ``mine`` holds the slot's two buffers; a replay writes one that no tensor holds (``_target``)."""
+    ``mine`` holds the slot's two buffers while the recording is made (the one written last
+    first); then ``_Program._prepare_publish`` gives them, each with a realized node over it, to the
+    replays' lists (``_Program._targets``). A replay writes a buffer whose node and buffer nothing
+    else holds and hands out its node again: a node nobody holds has no reader whose values
+    could change."""
 
     __slots__ = ("key", "loc", "mine", "last", "writes", "shape", "dtype", "same_object", "requires_grad")
 
     def __init__(self, key, loc, last, other, shape, dtype):
         self.key, self.loc = key, loc
         self.mine = [last, other]
-        self.last = last  # the buffer the dispatches' write entries point to now
+        self.last = last  # the buffer the recorded call wrote
         self.shape, self.dtype = shape, dtype
         self.writes: list = []  # (dispatch, name) that write the slot
         self.same_object = True
@@ -468,7 +520,7 @@ class _Program:
         self.draw_generators = [g for g, _ in rec.draws]
         self.uid = next(_uids)  # names this recording in command-buffer keys (an id() could be reused)
         self.fresh_buffers = 0
-        written = {id(b) for d in self.dispatches for n, b in d.buffers.items() if _writes(d, n)}
+        written = _written_ids(self.dispatches)
         self._bind_slots(first, call, written)
         self._bind_inputs(call)
         self._check_fixed(first, call, written)
@@ -476,6 +528,7 @@ class _Program:
         self._counters(first, call)
         self._buffer_scalars()
         self.params_changing = self.input_params + self.derived_params + self.draw_params + self.scalar_params
+        self._param_positions = sorted({e[2] for e in self.input_params + self.derived_params})
         self.made_checks: list = []  # checks replays made and nobody read yet (vkml/schedule/checks.py)
         self._check_internal(written)
 
@@ -575,6 +628,7 @@ class _Program:
         self.input_positions = sorted({pos for _, _, pos in self.input_buffers})
         self._own_inputs: dict = {}  # position -> the buffer new arguments are copied into (_stable_inputs)
         self._last_inputs: dict = {}  # position -> binding key of the argument's buffer at the last replay
+        self._param_values: dict = {}  # ids of argument nodes -> (weak references to them, their view values)
 
     def _check_fixed(self, first: _Call, call: _Call, written: set) -> None:
         """Refuse a buffer read from outside the work that is neither an argument's nor bound from state,
@@ -583,12 +637,35 @@ class _Program:
         bound.update((id(d), name) for _, refs, _, _ in self.live_reads for d, name in refs)
         self.alias_reads = []  # (dispatch, name, location, start, numel, parent numel, dtype): a window of state
         self.window_reads = []  # (dispatch, name, position of an argument's view): the window of it the work cut
+        # (dispatch, name, position in slots, start, numel): a window of a value the work wrote and
+        # keeps (a state slot), cut anew from the slot's buffer of each replay
+        self.slot_alias_reads = []
         leaves = {id(n.buffer): n for n in call.inputs if n.realized}
+        slot_at = {id(s.last): i for i, s in enumerate(self.slots)}
+        written_first = None
         for d, d_first in zip(self.dispatches, first.recorder.dispatches):
             for name, b in d.buffers.items():
                 if id(b) in written or (id(d), name) in bound or b is d_first.buffers[name]:
                     continue
                 parent = getattr(b, "parent", None)  # an alias: a window of a realized buffer, read in place
+                if parent is not None and id(parent) in written:
+                    # A window of a value an earlier realize of the work computed (a slice of an
+                    # intermediate read after it was realized: ``out[:, :m] = f(x_ft[:, :m])``): the
+                    # same window of the same value in both calls is the work's own.
+                    if written_first is None:
+                        written_first = _written_ids(first.recorder.dispatches)
+                    b_first = d_first.buffers[name]
+                    parent_first = getattr(b_first, "parent", None)
+                    if (
+                        parent_first is None
+                        or id(parent_first) not in written_first
+                        or (b_first.start, b_first.numel) != (b.start, b.numel)
+                    ):
+                        raise _NotSteady
+                    at = slot_at.get(id(parent))
+                    if at is not None:
+                        self.slot_alias_reads.append((d, name, at, b.start, b.numel))
+                    continue  # an intermediate's buffer is the recording's own: its window stays valid
                 loc = None if parent is None else self._by_before.get(id(parent))
                 if loc is not None:
                     self.alias_reads.append((d, name, loc, b.start, b.numel, parent.numel, parent.dtype))
@@ -694,6 +771,7 @@ class _Program:
         """Where the optimizers' per-step scalars come from: only those the work takes are recomputed
         on a replay (``_Roots.scalar_sources``), and the ring's fills name them by position."""
         self.roots = roots
+        self.fast_guard = _FastGuard(roots, self.guard)
         fills = self.ring_fills if self.ring is not None else []
         keys = [src[1] for _, _, src in fills if src[0] == "scalar"] + [e[2] for e in self.scalar_params]
         self.scalar_sources, where = roots.scalar_sources(keys)
@@ -705,25 +783,62 @@ class _Program:
             source = (True, src[1], src[2], T.int32) if src[0] == "draw" else (False, *next(where), src[2])
             groups.setdefault((*source, is_float), []).append(at)
         self.ring_fills = [(*source, tuple(ats)) for source, ats in groups.items()]
+        # The optimizers' float32 scalars, converted together: (draw, a, b) sources, the ring
+        # words each goes to, and for each of those words the index of its source.
+        floats = [f for f in self.ring_fills if not f[0] and f[3] is T.float32 and f[4]]
+        self.ring_float_sources = [(a, b) for _, a, b, _, _, _ in floats]
+        self.ring_float_at = np.array([at for f in floats for at in f[5]], np.intp)
+        self.ring_float_of = np.array([k for k, f in enumerate(floats) for _ in f[5]], np.intp)
+        self.ring_fills = [f for f in self.ring_fills if not (not f[0] and f[3] is T.float32 and f[4])]
+        # 32-bit integer words (the draws' keys), likewise: their two's complement bits.
+        ints = [f for f in self.ring_fills if not f[4] and (f[3] is T.int32 or f[3] is T.uint32)]
+        self.ring_int_sources = [(draw, a, b) for draw, a, b, _, _, _ in ints]
+        self.ring_int_at = np.array([at for f in ints for at in f[5]], np.intp)
+        self.ring_int_of = np.array([k for k, f in enumerate(ints) for _ in f[5]], np.intp)
+        if ints:
+            self.ring_fills = [f for f in self.ring_fills if not (not f[4] and (f[3] is T.int32 or f[3] is T.uint32))]
         self.scalar_params = [(d, name, *next(where), dtype) for d, name, _, dtype in self.scalar_params]
+        self._prepare_live()
+        self._prepare_binding()
         self._release_reads()
         self._prepare_publish()
+
+    def _prepare_binding(self) -> None:
+        """The dispatches' entries a replay binds when it records, flat, for ``map``: the buffer
+        entries (arguments, state read, windows, slots written) with where each one's buffer comes
+        from, and the parameters that change."""
+        entries, live_at, written_at = [], [], []
+        entries += [(d.buffers, name) for d, name, _ in self.input_buffers]
+        for k, (_, refs, _, _) in enumerate(self.live_reads):
+            entries += [(d.buffers, name) for d, name in refs]
+            live_at += [k] * len(refs)
+        entries += [(e[0].buffers, e[1]) for e in self.alias_reads + self.window_reads + self.slot_alias_reads]
+        for i, s in enumerate(self.slots):  # written ones too: a slot's buffers are held by its own lists alone
+            entries += [(d.buffers, name) for d, name in s.writes]
+            written_at += [i] * len(s.writes)
+        self._bind_dicts = [e[0] for e in entries]
+        self._bind_names = [e[1] for e in entries]
+        self._bind_live_at, self._bind_written_at = live_at, written_at
+        self._param_dicts = [e[0].params for e in self.params_changing]
+        self._param_names = [e[1] for e in self.params_changing]
+
+    def _bind(self, in_buffers: list, live: list, aliases: list, written: list, values: list) -> None:
+        """Bind this replay's buffers and parameters into the dispatches (``_prepare_binding``)."""
+        buffers = [
+            *in_buffers,
+            *map(live.__getitem__, self._bind_live_at),
+            *aliases,
+            *map(written.__getitem__, self._bind_written_at),
+        ]
+        _drain(map(operator.setitem, self._bind_dicts, self._bind_names, buffers))
+        _drain(map(operator.setitem, self._param_dicts, self._param_names, values))
 
     def _release_reads(self) -> None:
         """Let go of what the dispatches read from outside and of the slots they write: a state
         buffer another recording of this function may write next must be held by its tensor alone
         (the choice of a slot's buffer in ``replay`` counts its holders), and an argument's buffer
         is not kept alive past the call. A replay binds them again when it records."""
-        for d, name, _ in self.input_buffers:
-            d.buffers[name] = None
-        for _, refs, _, _ in self.live_reads:
-            for d, name in refs:
-                d.buffers[name] = None
-        for d, name, *_ in self.alias_reads + self.window_reads:
-            d.buffers[name] = None
-        for s in self.slots:  # written ones too: a slot's buffers are held by its own lists alone
-            for d, name in s.writes:
-                d.buffers[name] = None
+        _drain(map(operator.setitem, self._bind_dicts, self._bind_names, _NONES))
 
     def _write_scalars(self, words, values) -> int:
         """Fill the next ring entry with this replay's scalars (``words``: the draws' key words,
@@ -732,6 +847,24 @@ class _Program:
         k = self.ring_next
         self.ring_next = (k + 1) % RING
         out = self.ring_words
+        if self.ring_float_sources:
+            floats = [values[a][b] for a, b in self.ring_float_sources]
+            if -_F32_OVERFLOW < min(floats) and max(floats) < _F32_OVERFLOW:
+                # Finite in float32 (NaN too), as lazy._scalar_value leaves them: numpy's float32
+                # rounding, one array for all, gives np.float32(value)'s bits.
+                bits = np.array(floats, np.float64).astype(np.float32).view(np.uint32)
+                out[self.ring_float_at] = bits[self.ring_float_of]
+            else:
+                for (a, b), at in zip(self.ring_float_sources, _words_of(self.ring_float_at, self.ring_float_of)):
+                    value = lazy._scalar_value(values[a][b], T.float32)
+                    out[at] = int(np.float32(value).view(np.uint32))
+        if self.ring_int_sources:
+            ints = [words[a][b] if draw else values[a][b] for draw, a, b in self.ring_int_sources]
+            if -(1 << 63) <= min(ints) and max(ints) < 1 << 63:  # no OverflowError; int64 holds them
+                out[self.ring_int_at] = np.array(ints, np.int64).astype(np.uint32)[self.ring_int_of]
+            else:
+                for (draw, a, b), at in zip(self.ring_int_sources, _words_of(self.ring_int_at, self.ring_int_of)):
+                    out[at] = int(lazy._scalar_value(words[a][b] if draw else values[a][b], T.int32)) & 0xFFFFFFFF
         for draw, a, b, dtype, is_float, ats in self.ring_fills:
             value = lazy._scalar_value(words[a][b] if draw else values[a][b], dtype)
             # The bits the push constant held: a float32's, an integer's two's complement.
@@ -761,10 +894,23 @@ class _Program:
         for d in self.dispatches:
             for b in d.buffers.values():
                 uses[id(b)] = uses.get(id(b), 0) + 1
-        self._internal = [(b, uses[id(b)]) for d in self.dispatches for b in d.buffers.values()]
-        self._internal = list(
-            {id(b): (b, n) for b, n in self._internal if id(b) in written and id(b) not in slot_buffers}.values()
-        )
+        # An alias the work reads of an intermediate holds its parent once more (``parent``); it is
+        # itself an intermediate: a tensor kept outside over it (a slice) holds it.
+        aliases = {}
+        for d in self.dispatches:
+            for b in d.buffers.values():
+                parent = getattr(b, "parent", None)
+                if parent is not None and id(parent) in written and id(parent) not in slot_buffers:
+                    aliases[id(b)] = b
+        for b in aliases.values():
+            uses[id(b.parent)] = uses.get(id(b.parent), 0) + 1
+        self._internal = [
+            (b, uses[id(b)])
+            for d in self.dispatches
+            for b in d.buffers.values()
+            if (id(b) in written and id(b) not in slot_buffers) or id(b) in aliases
+        ]
+        self._internal = list({id(b): (b, n) for b, n in self._internal}.values())
 
     def rebase(self) -> None:
         """Put plain tensors where the recorded call left views over lazy bases (see ``_bind_slots``)."""
@@ -788,9 +934,49 @@ class _Program:
         self._internal = None
 
     # -- replay
+    def _prepare_live(self) -> None:
+        """Order ``live_reads`` by the kind of place (a tensor, a gradient, an item of a dict), so
+        that ``_live_now`` fetches each kind's tensors with one ``map``."""
+        order = {"tensor": 0, "attr": 1, "item": 2}
+        self.live_reads.sort(key=lambda entry: order[entry[0][0]])
+        self._live_tensors = [loc[1] for loc, *_ in self.live_reads if loc[0] == "tensor"]
+        self._live_grads = [loc[1] for loc, *_ in self.live_reads if loc[0] == "attr"]
+        self._live_dicts = [loc[1] for loc, *_ in self.live_reads if loc[0] == "item"]
+        self._live_names = [loc[2] for loc, *_ in self.live_reads if loc[0] == "item"]
+        self._live_fit = ([e[2] for e in self.live_reads], [e[3] for e in self.live_reads])
+        self._live_seen = None  # (buffers, nodes) at the live places after the last replay
+
+    def _live_now(self) -> list | None:
+        """The nodes at the live places now, if each is a plain tensor's (no view), in C; else None."""
+        try:
+            ts = [
+                *self._live_tensors,
+                *map(_GRAD_OF, self._live_grads),
+                *map(operator.getitem, self._live_dicts, self._live_names),
+            ]
+            nodes = list(map(_NODE_OF, ts))
+        except (AttributeError, KeyError, TypeError):  # a gradient or a moment gone (None), not a dict
+            return None
+        return nodes if list(map(_BASE_OF, ts)).count(None) == len(ts) else None
+
+    def _remember_live(self) -> None:
+        """Keep the nodes at the live places after a replay (the ones it published, mostly): a next
+        replay that finds the same ones knows their buffers, which fit."""
+        self._live_seen = None
+        nodes = self._live_now()
+        if nodes is None or list(map(_OP_OF, nodes)).count(_BUFFER_OP) != len(nodes):
+            return
+        buffers = list(map(_BUFFER_OF, nodes))
+        numels, dtypes = self._live_fit
+        if list(map(_NUMEL_OF, buffers)) == numels and all(map(operator.is_, map(_DTYPE_OF, buffers), dtypes)):
+            self._live_seen = (buffers, nodes)
+
     def live(self) -> tuple | None:
         """(the buffers the state tensors hold now, one per ``live_reads`` entry, and their nodes);
         None if one does not fit."""
+        seen = self._live_seen
+        if seen is not None and not self.alias_reads and self._live_now() == seen[1]:
+            return seen
         found = []
         nodes = []
         for (kind, holder, name), _, numel, dtype in self.live_reads:
@@ -828,15 +1014,12 @@ class _Program:
         copies = self._stable_inputs(leaves) if self.device.kind == "vulkan" else ()
         in_buffers = [leaves[pos] for _, _, pos in self.input_buffers]
         del leaves
-        changes += [getattr(b, "binding_key", None) for b in in_buffers]
-        values = []  # the values of params_changing, in its order
-        for _, _, pos, ref in self.input_params:
-            node = inputs[pos]
-            values.append(plan_cache.view_value(node.arg, *ref) if ref is not None else _param(node.arg.value))
-        for _, _, pos, level, field, divisor, bits, delta in self.derived_params:
-            value = (plan_cache.view_value(inputs[pos].arg, level, field, 1, 0) + delta) // divisor
-            values.append(value % (1 << bits) if bits else value)
-        changes += [getattr(b, "binding_key", None) for b in live]
+        vulkan = self.device.kind == "vulkan"  # the key of what changes serves Device.run_again alone
+        if vulkan:
+            changes += map(_KEY_OF, in_buffers)
+        values, values_key = self._input_values(inputs)  # the values of params_changing, in its order
+        if vulkan:
+            changes += map(_KEY_OF, live)
         aliases = []
         for _, _, loc, start, numel, _, _ in self.alias_reads:  # the same window of the state as it is now
             t = _get(loc)
@@ -865,7 +1048,9 @@ class _Program:
             values.append(_param(lazy._scalar_value(words[i][w], T.int32)))
         for _, _, a, j, dtype in self.scalar_params:
             values.append(_param(lazy._scalar_value(scalars[a][j], dtype)))
-        changes += [(v.__class__, v if v else repr(v)) for v in values]  # -0.0 is not 0.0
+        if vulkan:
+            changes += values_key
+            changes += [_value_key(v) for v in values[len(values_key) :]]
         if self.ring is not None or self.check_slots:
             self._read_finished_checks()
         open_checks = []
@@ -874,47 +1059,23 @@ class _Program:
                 check.nodes = ()
             else:
                 open_checks.append(check)
-        written = []
-        getrefcount = sys.getrefcount
-        b = last = None
-        for s in self.slots:
-            last = s.last
-            mine = s.mine
-            b = mine[1] if mine[0] is last else mine[0]
-            # ``b`` (not written last time) is held by s.mine, ``b`` and getrefcount's argument;
-            # ``last`` also by s.last and ``last``. Any other holder is a tensor whose value must
-            # stay, or ``live`` (what the work reads, never to be written: held here so).
-            if getrefcount(b) > 3:
-                b = last if getrefcount(last) <= 4 else self._fresh(s)
-            s.last = b
-            written.append(b)
-        del b, last, mine
-        changes += [getattr(b, "binding_key", None) for b in written]
-        carried = {}
-        if checks.active():  # the checks the state read carries stay with what is computed from it
-            unverified = checks._unverified
-            for node in live_nodes:
-                for c in unverified.get(node, ()):
-                    if not c.passed:
-                        carried[id(c)] = c
+        written, targets = self._targets()  # per slot, the buffer this replay writes and its node
+        if vulkan:
+            changes += map(_KEY_OF, written)
+        if self.slot_alias_reads:  # the windows of kept values the work reads back, cut from this replay's
+            for _, _, at, start, numel in self.slot_alias_reads:
+                b = self.device.alias(written[at], start, numel)
+                aliases.append(b)
+                changes.append(getattr(b, "binding_key", None))
+        # The checks the state read carries stay with what is computed from it.
+        carried = checks.carried_by(live_nodes) if checks.active() else []
         del live_nodes
         device = self.device
         if copies:
             device.copy_queued(copies)
         del copies
         if device.kind != "vulkan" or not device.run_again(tuple(changes), written):
-            for (d, name, _), b in zip(self.input_buffers, in_buffers):
-                d.buffers[name] = b
-            for (_, refs, _, _), b in zip(self.live_reads, live):
-                for d, name in refs:
-                    d.buffers[name] = b
-            for (d, name, *_), b in zip(self.alias_reads + self.window_reads, aliases):
-                d.buffers[name] = b
-            for (d, name, *_), v in zip(self.params_changing, values):
-                d.params[name] = v
-            for s, b in zip(self.slots, written):
-                for d, name in s.writes:
-                    d.buffers[name] = b
+            self._bind(in_buffers, live, aliases, written, values)
             if self.ring is not None:
                 for d, window in self.ring_windows[ring_entry]:
                     d.buffers[SCALARS] = window
@@ -928,7 +1089,37 @@ class _Program:
             del live, in_buffers, aliases
         if self.ring is not None:
             self.ring_serials[ring_entry] = device.last_submission
-        return self._publish(written, list(carried.values()), open_checks)
+        outs = self._publish(targets, carried, open_checks)
+        self._remember_live()
+        return outs
+
+    def _input_values(self, inputs: list) -> tuple[list, tuple]:
+        """The kernel parameters the arguments' views give (``input_params``, ``derived_params``) and
+        their part of the replay's key, kept for the last few argument nodes: a node's view never
+        changes (a realized one is a new trace)."""
+        if not self.input_params and not self.derived_params:
+            return [], ()
+        nodes = list(map(inputs.__getitem__, self._param_positions))
+        key = tuple(map(id, nodes))
+        found = self._param_values.get(key)
+        # An id is not reused while its node lives: the very nodes, alive.
+        if found is not None and all(map(operator.is_, map(_call, found[0]), nodes)):
+            return list(found[1]), found[2]
+        values = []
+        for _, _, pos, ref in self.input_params:
+            node = inputs[pos]
+            values.append(plan_cache.view_value(node.arg, *ref) if ref is not None else _param(node.arg.value))
+        for _, _, pos, level, field, divisor, bits, delta in self.derived_params:
+            value = (plan_cache.view_value(inputs[pos].arg, level, field, 1, 0) + delta) // divisor
+            values.append(value % (1 << bits) if bits else value)
+        if len(self._param_values) >= TRACES_KEPT:
+            del self._param_values[next(iter(self._param_values))]
+        found = self._param_values[key] = (
+            tuple(map(weakref.ref, nodes)),
+            tuple(values),
+            tuple([_value_key(v) for v in values]),
+        )
+        return values, found[2]
 
     def _read_finished_checks(self) -> None:
         """Read the values of earlier replays' checks that the device has finished, as a read of
@@ -967,16 +1158,60 @@ class _Program:
             last[pos] = key
         return copies
 
-    def _fresh(self, s: _Slot):
-        """A new buffer for slot ``s``, both of whose own a tensor holds or the work reads."""
-        b = self.device.allocate(s.dtype, s.mine[0].numel)
-        self.fresh_buffers += 1
-        s.mine[1 if s.mine[0] is s.last else 0] = b  # forget one a tensor keeps (not the one entries point to)
-        return b
-        b = self.device.allocate(s.dtype, s.mine[0].numel)
-        self.fresh_buffers += 1
-        s.mine[1 if s.mine[0] is s.last else 0] = b  # forget one a tensor keeps (not the one entries point to)
-        return b
+    def _targets(self) -> tuple[list, list]:
+        """(per slot, the buffer this replay writes, its node): the one of the slot's two that nothing
+        but the slot holds, the other one written last otherwise, else a fresh one.
+
+        A slot's buffer is held by its place in ``_spare`` or ``_last`` and by its node; the node by
+        its place alone. Any other holder is a tensor (or a view, a window, a lazy node) whose value
+        must stay, or ``live`` (what the work reads, never to be written). The usual replay finds
+        every spare one free: counted in C, without a loop."""
+        getrefcount = sys.getrefcount
+        spare_b, spare_n = self._spare
+        if (
+            max(map(getrefcount, spare_b), default=0) > _HELD_ONCE + 1
+            or max(map(getrefcount, spare_n), default=0) > _HELD_ONCE
+        ):
+            spare_b, spare_n = self._targets_one_by_one()
+        else:
+            self._spare = self._last
+        self._last = (spare_b, spare_n)
+        getweakrefcount = weakref.getweakrefcount
+        if any(map(getweakrefcount, spare_n)):  # remembered weakly: checks' marks (of old values), a pass, a trace
+            _drain(map(checks.marks.pop, map(weakref.ref, spare_n), _NONES))
+            if any(map(getweakrefcount, spare_n)):  # a pass remembered for the old values would hold for the new
+                for i, n in enumerate(spare_n):
+                    if getweakrefcount(n):
+                        spare_n[i] = _buffer_node(spare_b[i], self.slots[i], self.device)
+        return spare_b, spare_n
+
+    def _targets_one_by_one(self) -> tuple[list, list]:
+        """``_targets`` where a spare buffer or node is held (an unread check's, a kept result): those
+        slots one by one, found in C; leaves ``_spare`` the other ones."""
+        getrefcount = sys.getrefcount
+        (spare_b, spare_n), (last_b, last_n) = self._spare, self._last
+        over = operator.gt
+        held = map(
+            operator.or_,
+            map(over, map(getrefcount, spare_b), itertools.repeat(_HELD_ONCE + 1)),
+            map(over, map(getrefcount, spare_n), itertools.repeat(_HELD_ONCE)),
+        )
+        held = list(itertools.compress(range(len(spare_b)), held))
+        out_b, out_n, other_b, other_n = list(spare_b), list(spare_n), list(last_b), list(last_n)
+        for i in held:
+            b, n = last_b[i], last_n[i]
+            # The one written last, if its value was let go since: held by last_b and other_b (or
+            # last_n and other_n), a buffer by its node, and by ``b`` (``n``) and getrefcount's argument.
+            if getrefcount(b) <= 5 and getrefcount(n) <= 4:
+                out_b[i], out_n[i] = b, n
+                other_b[i], other_n[i] = spare_b[i], spare_n[i]
+            else:  # both held: a fresh one, and the held spare one forgotten (not the one written last)
+                s = self.slots[i]
+                out_b[i] = b = self.device.allocate(s.dtype, b.numel)
+                out_n[i] = _buffer_node(b, s, self.device)
+                self.fresh_buffers += 1
+        self._spare = (other_b, other_n)
+        return out_b, out_n
 
     def _prepare_publish(self) -> None:
         """What ``_publish`` does for each state slot, decided once: (how, holder, name, position in
@@ -984,6 +1219,10 @@ class _Program:
         new value, 2 the tensor now at the place does, 3 a new gradient, 4 a new tensor in a dict,
         5 a new tensor set as an attribute."""
         at = {id(s): i for i, s in enumerate(self.slots)}
+        nodes = [[_buffer_node(b, s, self.device) for b in s.mine] for s in self.slots]
+        # (buffers, nodes) per slot: those written last (by the recorded call), the other ones
+        self._last = ([s.mine[0] for s in self.slots], [pair[0] for pair in nodes])
+        self._spare = ([s.mine[1] for s in self.slots], [pair[1] for pair in nodes])
         self._publish_state = []
         for s in self.state_slots:
             kind, holder, name = s.loc
@@ -1000,57 +1239,155 @@ class _Program:
             else:
                 how = 5
             self._publish_state.append((how, s.loc, at.get(id(s)), s.requires_grad))
+        # The two usual ways apart, for a loop each: a tensor that is state itself (a parameter),
+        # and one that stays at its place (an optimizer's moment updated in place).
+        # (tensors, positions in ``slots``), set in C; the places of the others, read each replay
+        self._publish_fixed = (
+            [loc[1] for how, loc, i, _ in self._publish_state if how == 1],
+            [i for how, loc, i, _ in self._publish_state if how == 1],
+        )
+        same = [(loc, i) for how, loc, i, _ in self._publish_state if how == 2]
+        self._publish_items = (
+            [loc[1] for loc, _ in same if loc[0] == "item"],
+            [loc[2] for loc, _ in same if loc[0] == "item"],
+            [i for loc, i in same if loc[0] == "item"],
+        )
+        self._publish_same = [(loc, i) for loc, i in same if loc[0] != "item"]
+        # New gradients (how 3) of parameters: the gradient tensor published last is given the new
+        # node where nothing else holds it (``_publish_grads``); the others, new tensors.
+        grads = [e for e in self._publish_state if e[0] == 3 and not e[3]]
+        self._publish_grads = (
+            [loc[1] for _, loc, _, _ in grads],
+            [i for _, _, i, _ in grads],
+            [self.slots[i].shape for _, _, i, _ in grads],
+            [self.slots[i].dtype for _, _, i, _ in grads],
+        )
+        # ids of the gradient tensors the last replay left at those places: not references, which
+        # would hold them (another recording of the function may have replaced them since)
+        self._published_grads = None
+        self._publish_state = [e for e in self._publish_state if e[0] not in (1, 2) and not (e[0] == 3 and not e[3])]
         self._publish_outs = [at[id(s)] for s in self.out_slots]
+        for s in self.slots:
+            s.mine = s.last = None  # the replays' lists hold the buffers alone (counted by _targets)
         self._publish_checks = [
             (describe, error, [at[id(s)] for s in slots]) for describe, error, slots in self.check_slots
         ]
+        # What the replay's checks mark: every slot's node but the checks' own (the mark would hold
+        # the check, which holds its nodes: ``checks.submitted``).
+        own = {i for _, _, slots in self._publish_checks for i in slots}
+        self._publish_marked = [i for i in range(len(self.slots)) if i not in own]
 
-    def _publish(self, targets: list, carried: list, open_checks: list) -> list:
-        """Give the state places, the outputs and the checks their nodes over ``targets`` (the
-        buffers just written, one per slot)."""
-        device = self.device
-        nodes = [Node(_BUFFER_OP, (), None, s.shape, s.dtype, device) for s in self.slots]
-        for n, b in zip(nodes, targets):
-            n.buffer = b
+    def _publish(self, nodes: list, carried: list, open_checks: list) -> list:
+        """Give the state places, the outputs and the checks ``nodes`` (over the buffers just
+        written, one per slot)."""
         made = [
             checks.Check(_nothing, tuple([nodes[i] for i in at]), describe, error)
             for describe, error, at in self._publish_checks
         ]
+        ts, at = self._publish_fixed
+        _set_nodes(ts, map(nodes.__getitem__, at))
+        dicts, names, at = self._publish_items
+        _set_nodes(list(map(operator.getitem, dicts, names)), map(nodes.__getitem__, at))
+        for loc, i in self._publish_same:
+            t = _get(loc)
+            t._node = nodes[i]
+            t._vcount += 1
+        holders, at, shapes, dtypes = self._publish_grads
+        if holders:
+            grads = list(map(_GRAD_OF, holders))
+            if (
+                list(map(id, grads)) == self._published_grads  # alive (in grads): their ids are theirs alone
+                and max(map(sys.getrefcount, grads)) <= _HELD_ONCE + 1  # the place and this list
+                and not any(map(weakref.getweakrefcount, grads))
+                and list(map(_BASE_OF, holders)).count(None) == len(holders)
+                and list(map(_SHAPE_OF, map(_NODE_OF, holders))) == shapes  # the gradient setter's checks
+                and all(map(operator.is_, map(_DTYPE_OF, map(_NODE_OF, holders)), dtypes))
+            ):
+                # Held by nothing else, the gradient each place holds is unseen: it takes the new value.
+                _set_nodes(grads, map(nodes.__getitem__, at))
+            else:
+                del grads
+                for holder, i in zip(holders, at):
+                    self._publish_one(3, ("attr", holder, "grad"), nodes[i], False)
+            self._published_grads = list(map(id, map(_GRAD_OF, holders)))
         for how, loc, i, requires_grad in self._publish_state:
-            kind, holder, name = loc
-            if how == 1 or how == 2:
-                t = holder if how == 1 else _get(loc)
-                t._node = nodes[i]
-                t._vcount += 1
-                continue
             if how == 0:
+                kind, holder, name = loc
                 setattr(holder, name, None) if kind == "attr" else holder.__setitem__(name, None)
                 continue
-            node = nodes[i]
-            t = Tensor(node)
-            if requires_grad:
-                t.requires_grad_(True)
-            if how == 3 and holder._base is None:
-                # Tensor.grad's setter checks the dtype and size against the parameter's own:
-                # those the recording's were, unless the parameter was given another.
-                own = holder._node
-                if own.shape != node.shape or own.dtype is not node.dtype:
-                    holder.grad = t  # PyTorch's error
-                holder._grad = t
-            elif how == 4:
-                holder[name] = t
-            else:
-                setattr(holder, name, t)
+            self._publish_one(how, loc, nodes[i], requires_grad)
         outs = [Tensor(nodes[i]) for i in self._publish_outs]
         self.made_checks = open_checks + made  # checks of earlier replays not read yet, then this one's
         if made or checks.active():
-            checks.submitted(made + carried, tuple(nodes))
+            checks.submitted_anew(made + carried, list(map(nodes.__getitem__, self._publish_marked)))
         return outs
 
+    @staticmethod
+    def _publish_one(how: int, loc: tuple, node, requires_grad: bool) -> None:
+        """A new tensor over ``node`` at place ``loc`` (``_prepare_publish``'s ways 3, 4 and 5)."""
+        kind, holder, name = loc
+        t = Tensor(node)
+        if requires_grad:
+            t.requires_grad_(True)
+        if how == 3 and holder._base is None:
+            # Tensor.grad's setter checks the dtype and size against the parameter's own:
+            # those the recording's were, unless the parameter was given another.
+            own = holder._node
+            if own.shape != node.shape or own.dtype is not node.dtype:
+                holder.grad = t  # PyTorch's error
+            holder._grad = t
+        elif how == 4:
+            holder[name] = t
+        else:
+            setattr(holder, name, t)
 
+
+def _words_of(at, of) -> list:
+    """Per source, the ring words it fills (``at`` the words, ``of`` each one's source)."""
+    words = [[] for _ in range(int(of.max()) + 1)] if len(of) else []
+    for w, k in zip(at.tolist(), of.tolist()):
+        words[k].append(w)
+    return words
+
+
+def _set_nodes(tensors: list, nodes) -> None:
+    """``t._node = node; t._vcount += 1`` for each pair, in C (a new value in place)."""
+    _drain(map(setattr, tensors, _NODE_NAME, nodes))
+    _drain(map(setattr, tensors, _VCOUNT_NAME, map(operator.add, map(_VCOUNT_OF, tensors), _ONES)))
+
+
+_drain = collections.deque(maxlen=0).extend  # runs an iterator to its end, in C
+_NODE_NAME, _VCOUNT_NAME = itertools.repeat("_node"), itertools.repeat("_vcount")
+_ONES, _NONES = itertools.repeat(1), itertools.repeat(None)  # shared: map() stops at its shortest iterable
+_call = operator.methodcaller("__call__")  # of a weak reference: its object or None
+
+
+def _held_once() -> int:
+    """What ``sys.getrefcount`` says through ``map`` of an object one list alone holds."""
+    return max(map(sys.getrefcount, [object()]))
+
+
+_HELD_ONCE = _held_once()
 _BUFFER_OP = Op.BUFFER
+_F32_OVERFLOW = 2.0**128 - 2.0**103  # the least magnitude float32 rounds to infinity (graph/build.py's)
+_KEY_OF = operator.attrgetter("binding_key")  # a Vulkan buffer's
+_VCOUNT_OF = operator.attrgetter("_vcount")
+_SHAPE_OF = operator.attrgetter("shape")
+_GRAD_OF = operator.attrgetter("_grad")
+_NODE_OF = operator.attrgetter("_node")
+_BASE_OF = operator.attrgetter("_base")
+_OP_OF = operator.attrgetter("op")
+_BUFFER_OF = operator.attrgetter("buffer")
+_NUMEL_OF = operator.attrgetter("numel")
+_DTYPE_OF = operator.attrgetter("dtype")
 _GRAD = Tensor.grad  # the property a replay's new gradients bypass where its checks hold
 _nothing = Node(Op.BUFFER, (), None, (), None, None)  # a guard nothing computes through (replayed checks are done)
+
+
+def _buffer_node(buffer, s: _Slot, device) -> Node:
+    node = Node(_BUFFER_OP, (), None, s.shape, s.dtype, device)
+    node.buffer = buffer
+    return node
 
 
 def _window_of(node):
@@ -1144,6 +1481,11 @@ def _scalars_variant(kernel, names: tuple):
     return variant
 
 
+def _value_key(v) -> tuple:
+    """A parameter's value in a replay's key: -0.0 is not 0.0."""
+    return (v.__class__, v if v else repr(v))
+
+
 def _param(value):
     return int(value) if value.__class__ is bool else value
 
@@ -1154,6 +1496,11 @@ def _match(candidates: dict, then, now, dtype):
         if _same_value(a, then) and _same_value(b, now):
             return key
     return None
+
+
+def _written_ids(dispatches) -> set:
+    """ids of the buffers ``dispatches`` write."""
+    return {id(b) for d in dispatches for n, b in d.buffers.items() if _writes(d, n)}
 
 
 def _writes(d, name: str) -> bool:
@@ -1298,7 +1645,7 @@ class _Captured:
         inputs, signature = _input_signature(tensors)
         for program in self.programs:
             if program.arg_template == template and program.signature == signature:
-                if program.roots.guard() == program.guard:
+                if program.fast_guard.fits() or program.roots.guard() == program.guard:
                     live = program.live()
                     if live is not None:
                         return program, inputs, live

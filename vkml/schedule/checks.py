@@ -25,6 +25,7 @@ them when the device has finished it, without waiting for a read of the loss).
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 import weakref
@@ -205,3 +206,33 @@ def verify_read(node: Node) -> None:
                 continue
         check.fail()  # the mark stays: every later read of this node raises too
     _unverified.pop(node, None)
+
+
+# ---------------------------------------------------------------------- vkml.jit's replays
+
+
+marks = _unverified.data  # weak reference to a node -> its marks: what ``unmark`` and ``submitted_anew`` reach in C
+
+
+def unmark(node: Node) -> None:
+    """Drop ``node``'s marks: it is about to be handed out over new values (a ``vkml.jit`` replay
+    reuses a realized node nothing holds; its marks concern the values it held before)."""
+    marks.pop(weakref.ref(node), None)
+
+
+def submitted_anew(checks: list[Check], targets: list[Node]) -> None:
+    """``submitted`` for ``targets`` whose values are all new, none of them a check's own node (a
+    ``vkml.jit`` replay's): each is marked with ``checks`` alone, in one pass of C."""
+    checks = list(dict.fromkeys(checks))
+    _open.update(checks)
+    marks.update(
+        zip(map(weakref.ref, targets, itertools.repeat(_unverified._remove)), map(list.copy, itertools.repeat(checks)))
+    )
+
+
+def carried_by(nodes: list[Node]) -> list[Check]:
+    """The unpassed checks ``nodes`` carry, each once, in order (what a realize reading them carries on)."""
+    get = marks.get
+    ref = weakref.ref
+    found = dict.fromkeys(itertools.chain.from_iterable(filter(None, map(get, map(ref, nodes)))))
+    return [c for c in found if not c.passed]

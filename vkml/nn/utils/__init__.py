@@ -1,13 +1,15 @@
 """``torch.nn.utils``'s helpers: gradient clipping, parameters as one flat vector, ``rnn`` (padding and packing),
-``parametrize`` and ``parametrizations`` (weight and spectral norm as parametrizations)."""
+``parametrize`` and ``parametrizations`` (weight and spectral norm as parametrizations), ``prune``
+(masks kept beside parameters)."""
 
-from . import parametrizations, parametrize, rnn
+from . import parametrizations, parametrize, prune, rnn
 from .clip_grad import clip_grad_norm, clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_, get_total_norm
 from .convert_parameters import parameters_to_vector, vector_to_parameters
 from .weight_norms import remove_spectral_norm, remove_weight_norm, spectral_norm, weight_norm
 
 __all__ = [
     "rnn",
+    "prune",
     "parametrize",
     "parametrizations",
     "clip_grad_norm",

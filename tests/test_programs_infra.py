@@ -30,6 +30,7 @@ PROGRAMS = {
     "swa_averaging": (4, 1e-4),
     "parametrized_layers": (4, 1e-4),
     "pruning_finetune": (3, 1e-4),
+    "lora_finetune": (4, 1e-4),
 }
 
 

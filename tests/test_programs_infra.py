@@ -31,6 +31,7 @@ PROGRAMS = {
     "parametrized_layers": (4, 1e-4),
     "pruning_finetune": (3, 1e-4),
     "lora_finetune": (4, 1e-4),
+    "custom_autograd": (4, 1e-4),
 }
 
 

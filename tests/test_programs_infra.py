@@ -32,6 +32,7 @@ PROGRAMS = {
     "pruning_finetune": (3, 1e-4),
     "lora_finetune": (4, 1e-4),
     "custom_autograd": (4, 1e-4),
+    "schedules_accumulation": (3, 1e-4),
 }
 
 
@@ -60,6 +61,20 @@ def _compare(name, monkeypatch, device=None, constants=None):
 @pytest.mark.parametrize("name", list(PROGRAMS))
 def test_program_matches_pytorch(name, monkeypatch):
     _compare(name, monkeypatch)
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize(
+    "name, constants",
+    [
+        ("schedules_accumulation", {"SCHEDULE": "warm_restarts"}),
+        ("schedules_accumulation", {"SCHEDULE": "sequential"}),
+        ("schedules_accumulation", {"SCHEDULE": "chained"}),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "-".join(map(str, v.values())),
+)
+def test_program_variant_matches_pytorch(name, constants, monkeypatch):
+    _compare(name, monkeypatch, constants=constants)
 
 
 @pytest.mark.stress

@@ -33,6 +33,7 @@ PROGRAMS = {
     "lora_finetune": (4, 1e-4),
     "custom_autograd": (4, 1e-4),
     "schedules_accumulation": (3, 1e-4),
+    "per_sample_grads": (3, 1e-4),
 }
 
 

@@ -46,3 +46,55 @@ def test_autograd_function_module_is_importable():
     assert module.Function is vkml.autograd.Function and module.FunctionCtx is vkml.autograd.FunctionCtx
     assert issubclass(module.InplaceFunction, vkml.autograd.Function)
     assert module.InplaceFunction(inplace=True).inplace is True
+
+
+def _ensemble(lib):
+    lib.manual_seed(0)
+    models = [lib.nn.Sequential(lib.nn.Linear(3, 2), lib.nn.BatchNorm1d(2)) for _ in range(3)]
+    with lib.no_grad():
+        for i, model in enumerate(models):
+            for j, p in enumerate(model.parameters()):
+                p.copy_(lib.arange(p.numel(), dtype=lib.float32).reshape(p.shape) * 0.1 * (i + 1) - j)
+    return models
+
+
+@pytest.mark.parametrize("lib", [torch, vkml], ids=["torch", "vkml"])
+def test_stack_module_state(lib):
+    models = _ensemble(lib)
+    params, buffers = lib.func.stack_module_state(models)
+    assert list(params) == ["0.weight", "0.bias", "1.weight", "1.bias"]
+    assert list(buffers) == ["1.running_mean", "1.running_var", "1.num_batches_tracked"]
+    weight = params["0.weight"]
+    assert tuple(weight.shape) == (3, 2, 3) and weight.is_leaf and weight.requires_grad
+    assert not buffers["1.running_var"].requires_grad and buffers["1.num_batches_tracked"].dtype == lib.int64
+    assert weight[2].tolist() == models[2][0].weight.tolist()
+    x = lib.tensor([[1.0, -2.0, 0.5], [0.0, 1.0, 2.0]])
+    for m in models:
+        m.eval()
+    params, buffers = lib.func.stack_module_state(models)
+
+    def fmodel(p, b, inputs):
+        return lib.func.functional_call(models[0], (p, b), (inputs,))
+
+    out = lib.vmap(fmodel, in_dims=(0, 0, None))(params, buffers, x)
+    assert (out - lib.stack([m(x) for m in models])).abs().max().item() < 1e-6
+    out.sum().backward()
+    assert params["0.weight"].grad is not None and models[0][0].weight.grad is None  # new leaves, not views
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda ms: ms[:0], "Expected at least one model, got 0"),
+        (lambda ms: [ms[0].eval(), *ms[1:]], "same training/eval mode"),
+        (
+            lambda ms: [ms[0], torch.nn.Linear(3, 2) if isinstance(ms[0], torch.nn.Module) else vkml.nn.Linear(3, 2)],
+            "same class",
+        ),
+        (lambda ms: [ms[0], ms[1].requires_grad_(False)], "from each model to have the same .requires_grad"),
+    ],
+)
+@pytest.mark.parametrize("lib", [torch, vkml], ids=["torch", "vkml"])
+def test_stack_module_state_errors(lib, change, message):
+    with pytest.raises(RuntimeError, match=message):
+        lib.func.stack_module_state(change(_ensemble(lib)))

@@ -1,5 +1,5 @@
 """``vkml.func``: PyTorch's ``torch.func`` function transforms — grad, grad_and_value, vjp, jacrev,
-jacfwd, hessian, vmap and functional_call.
+jacfwd, hessian, vmap, functional_call and stack_module_state.
 
 vkml has no batched tensors or forward-mode dual numbers; the transforms are built from what it
 has, with PyTorch's signatures, results and errors:
@@ -37,7 +37,17 @@ from .autograd_api import grad as _grad
 from .creation import zeros_like
 from .shape import stack
 
-__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "vjp", "vmap"]
+__all__ = [
+    "functional_call",
+    "grad",
+    "grad_and_value",
+    "hessian",
+    "jacfwd",
+    "jacrev",
+    "stack_module_state",
+    "vjp",
+    "vmap",
+]
 
 _state = threading.local()
 
@@ -588,3 +598,30 @@ def functional_call(
 
 
 _MISSING = object()
+
+
+def _stacked_leaf(tensors: tuple, name: str):
+    """One entry of every model, stacked along a new dim 0; a fresh leaf where they train."""
+    if len({t.requires_grad for t in tensors}) > 1:
+        raise RuntimeError(f"Expected {name} from each model to have the same .requires_grad")
+    result = stack(tensors)
+    return result.detach().requires_grad_() if tensors[0].requires_grad else result
+
+
+def stack_module_state(models) -> tuple[dict, dict]:
+    """The parameters and buffers of same-class ``models``, each stacked along a new dim 0, as two dicts
+    keyed by name: what ``vmap(functional_call(...), in_dims=(0, 0, None))`` runs an ensemble with.
+
+    Stacked parameters are new leaves (``requires_grad`` where the models' are), not views of the models'.
+    """
+    models = list(models)
+    if not models:
+        raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
+    if len({m.training for m in models}) > 1:
+        raise RuntimeError("stack_module_state: Expected all models to have the same training/eval mode.")
+    if len({type(m) for m in models}) > 1:
+        raise RuntimeError("stack_module_state: Expected all models to be of the same class.")
+    tables = []
+    for members in ([dict(m.named_parameters()) for m in models], [dict(m.named_buffers()) for m in models]):
+        tables.append({k: _stacked_leaf(tuple(member[k] for member in members), k) for k in members[0]})
+    return tables[0], tables[1]

@@ -34,13 +34,50 @@ PROGRAMS = {
     "custom_autograd": (4, 1e-4),
     "schedules_accumulation": (3, 1e-4),
     "per_sample_grads": (3, 1e-4),
+    "data_pipeline": (2, 1e-4),
 }
+SAMPLING = {"data_pipeline"}  # its splits and samplers draw from numpy for the comparison
+
+
+def _numpy_sampling(library, monkeypatch, seed=0):
+    """Give ``library``'s random_split, RandomSampler and WeightedRandomSampler one numpy generator's draws."""
+    rng = np.random.default_rng(seed)
+    data = library.utils.data
+
+    def random_split(dataset, lengths, generator=None):
+        n = len(dataset)
+        if all(0 <= x <= 1 for x in lengths) and math.isclose(sum(lengths), 1):
+            counts = [math.floor(n * x) for x in lengths]
+            for i in range(n - sum(counts)):
+                counts[i % len(counts)] += 1
+            lengths = counts
+        order, out, start = rng.permutation(n).tolist(), [], 0
+        for length in lengths:
+            out.append(data.Subset(dataset, order[start : start + length]))
+            start += length
+        return out
+
+    def random_order(self):
+        assert not self.replacement
+        yield from rng.permutation(len(self.data_source)).tolist()
+
+    def weighted(self):
+        weights = np.asarray(self.weights.tolist() if hasattr(self.weights, "tolist") else self.weights, np.float64)
+        yield from rng.choice(
+            len(weights), size=self.num_samples, replace=self.replacement, p=weights / weights.sum()
+        ).tolist()
+
+    monkeypatch.setattr(data, "random_split", random_split)
+    monkeypatch.setattr(data.RandomSampler, "__iter__", random_order)
+    monkeypatch.setattr(data.WeightedRandomSampler, "__iter__", weighted)
 
 
 def _run(name, backend, monkeypatch, initial=None, device=None, constants=None):
     steps, _ = PROGRAMS[name]
     constants = dict(constants or {}, **({} if device is None else {"DEVICE": device}))
     program = _load(name, backend, monkeypatch, constants=constants)
+    if name in SAMPLING:
+        _numpy_sampling(program.torch, monkeypatch)
     model = program.build()
     if initial is None:
         initial = {key: value.detach().numpy().copy() for key, value in model.state_dict().items()}

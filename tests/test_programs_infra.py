@@ -116,6 +116,20 @@ def test_program_variant_matches_pytorch(name, constants, monkeypatch):
 
 
 @pytest.mark.stress
+@pytest.mark.parametrize("name", ["swa_averaging", "lora_finetune"])
+def test_program_matches_pytorch_on_vulkan(name, monkeypatch, gpu):
+    """On a Vulkan device (``DEVICE = "cuda"``): PyTorch's numbers, and the CPU backend's bits."""
+    import vkml
+
+    assert vkml.device("cuda") == gpu
+    initial, expected = _run(name, "torch", monkeypatch)
+    _, on_cpu = _run(name, "vkml", monkeypatch, initial)
+    _, on_vulkan = _run(name, "vkml", monkeypatch, initial, device="cuda")
+    assert _numbers(on_vulkan) == _numbers(on_cpu)
+    np.testing.assert_allclose(_numbers(on_vulkan), _numbers(expected), rtol=PROGRAMS[name][1], atol=1e-6)
+
+
+@pytest.mark.stress
 @pytest.mark.parametrize("name", list(PROGRAMS))
 def test_program_runs_as_written(name, monkeypatch):
     """Without the comparison's overrides: shuffled batches and vkml's own random draws."""

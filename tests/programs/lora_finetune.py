@@ -21,6 +21,7 @@ import numpy as np
 from shim import F, nn, optim, torch
 
 DROPOUT = 0.1
+DEVICE = "cpu"
 N, FEATURES, CLASSES, RANK, ALPHA = 32, 10, 3, 2, 4
 
 
@@ -79,7 +80,9 @@ def make_data(seed=0):
 
 
 def train(model, steps=4):
-    x, y = make_data()
+    device = torch.device(DEVICE)
+    model = model.to(device)
+    x, y = (t.to(device) for t in make_data())
     for name, p in model.named_parameters():
         p.requires_grad_("lora_" in name or name.startswith("head."))
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
@@ -112,13 +115,13 @@ def train(model, steps=4):
     buffer = io.BytesIO()
     torch.save(adapter_state, buffer)
     buffer.seek(0)
-    restored = build()
+    restored = build().to(device)
     restored.load_state_dict(
         {k: v for k, v in model.state_dict().items() if "lora_" not in k and "head" not in k}, strict=False
     )
     result = restored.load_state_dict(torch.load(buffer, weights_only=True), strict=False)
     extra = restored.load_state_dict(
-        {"head.weight": adapter_state["head.weight"], "extra.scale": torch.ones(1)}, strict=False
+        {"head.weight": adapter_state["head.weight"], "extra.scale": torch.ones(1, device=device)}, strict=False
     )
 
     model.eval()

@@ -4,7 +4,8 @@ Idioms: ``AveragedModel(model)`` for SWA and ``AveragedModel(model,
 multi_avg_fn=get_ema_multi_avg_fn(decay))`` for an EMA updated every batch; a ``CosineAnnealingLR``
 until ``swa_start``, then ``SWALR(optimizer, swa_lr=..., anneal_epochs=..., anneal_strategy="cos")``;
 ``swa_model.update_parameters(model)`` once an epoch; ``update_bn(loader, swa_model)`` recomputing
-BatchNorm's running statistics for the averaged weights (a loader of ``(x, y)`` pairs);
+BatchNorm's running statistics for the averaged weights (a loader of ``(x, y)`` pairs, moved to
+``device=``);
 ``swa_model.n_averaged``; the averaged model evaluated under ``torch.no_grad()``.
 """
 
@@ -15,6 +16,7 @@ from shim import DataLoader, F, TensorDataset, lr_scheduler, nn, optim, torch
 
 swa_utils = optim.swa_utils
 SHUFFLE = True
+DEVICE = "cpu"
 N, FEATURES, BATCH = 40, 5, 10
 
 
@@ -47,6 +49,8 @@ def evaluate(model, x, y):
 
 
 def train(model, steps=4):
+    device = torch.device(DEVICE)
+    model = model.to(device)
     x, y = make_data()
     loader = DataLoader(TensorDataset(x, y), batch_size=BATCH, shuffle=SHUFFLE)
     optimizer = optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
@@ -61,6 +65,7 @@ def train(model, steps=4):
         model.train()
         total = 0.0
         for inputs, targets in loader:
+            inputs, targets = inputs.to(device), targets.to(device)
             optimizer.zero_grad()
             loss = F.mse_loss(model(inputs), targets)
             loss.backward()
@@ -75,9 +80,10 @@ def train(model, steps=4):
             scheduler.step()
         lrs.append(optimizer.param_groups[0]["lr"])
 
-    swa_utils.update_bn(loader, swa_model)
+    swa_utils.update_bn(loader, swa_model, device=device)
     ema_model.train()
-    swa_utils.update_bn(loader, ema_model)
+    swa_utils.update_bn(loader, ema_model, device=device)
+    x, y = x.to(device), y.to(device)
     bn = swa_model.module.body[1]
     return {
         "losses": losses,

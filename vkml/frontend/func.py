@@ -1,5 +1,5 @@
 """``vkml.func``: PyTorch's ``torch.func`` function transforms — grad, grad_and_value, vjp, jacrev,
-jacfwd, hessian, vmap, functional_call and stack_module_state.
+jacfwd, hessian, vmap and functional_call.
 
 vkml has no batched tensors or forward-mode dual numbers; the transforms are built from what it
 has, with PyTorch's signatures, results and errors:
@@ -37,17 +37,7 @@ from .autograd_api import grad as _grad
 from .creation import zeros_like
 from .shape import stack
 
-__all__ = [
-    "functional_call",
-    "grad",
-    "grad_and_value",
-    "hessian",
-    "jacfwd",
-    "jacrev",
-    "stack_module_state",
-    "vjp",
-    "vmap",
-]
+__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "vjp", "vmap"]
 
 _state = threading.local()
 
@@ -600,28 +590,40 @@ def functional_call(
 _MISSING = object()
 
 
+# ---------------------------------------------------------------------- stack_module_state
+
+__all__ += ["stack_module_state"]
+
+
 def _stacked_leaf(tensors: tuple, name: str):
-    """One entry of every model, stacked along a new dim 0; a fresh leaf where they train."""
-    if len({t.requires_grad for t in tensors}) > 1:
+    """The tensors stacked; a new leaf that requires grad where every one of them does."""
+    all_grad = all(t.requires_grad for t in tensors)
+    if not all_grad and any(t.requires_grad for t in tensors):
         raise RuntimeError(f"Expected {name} from each model to have the same .requires_grad")
     result = stack(tensors)
-    return result.detach().requires_grad_() if tensors[0].requires_grad else result
+    return result.detach().requires_grad_() if all_grad else result
 
 
 def stack_module_state(models) -> tuple[dict, dict]:
-    """The parameters and buffers of same-class ``models``, each stacked along a new dim 0, as two dicts
-    keyed by name: what ``vmap(functional_call(...), in_dims=(0, 0, None))`` runs an ensemble with.
+    """The parameters and the buffers of ``models`` (modules of one class, all in training or all in
+    eval mode) stacked along a new first dim, as two dicts by dotted name, as
+    ``torch.func.stack_module_state``: what ``vmap(functional_call)`` runs an ensemble with. The stacked
+    parameters are new leaves (an optimizer can train them), unconnected to the models' own.
 
-    Stacked parameters are new leaves (``requires_grad`` where the models' are), not views of the models'.
+    >>> import vkml, vkml.nn as nn
+    >>> models = [nn.Linear(3, 2) for _ in range(4)]
+    >>> params, buffers = vkml.func.stack_module_state(models)
+    >>> tuple(params["weight"].shape), params["weight"].is_leaf, buffers
+    ((4, 2, 3), True, {})
     """
-    models = list(models)
-    if not models:
+    if len(models) == 0:
         raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
-    if len({m.training for m in models}) > 1:
+    if not (all(m.training for m in models) or not any(m.training for m in models)):
         raise RuntimeError("stack_module_state: Expected all models to have the same training/eval mode.")
-    if len({type(m) for m in models}) > 1:
+    if not all(type(m) is type(models[0]) for m in models):
         raise RuntimeError("stack_module_state: Expected all models to be of the same class.")
-    tables = []
-    for members in ([dict(m.named_parameters()) for m in models], [dict(m.named_buffers()) for m in models]):
-        tables.append({k: _stacked_leaf(tuple(member[k] for member in members), k) for k in members[0]})
-    return tables[0], tables[1]
+    stacked = []
+    for named in ("named_parameters", "named_buffers"):
+        tables = [dict(getattr(model, named)()) for model in models]
+        stacked.append({k: _stacked_leaf(tuple(table[k] for table in tables), k) for k in tables[0]})
+    return stacked[0], stacked[1]

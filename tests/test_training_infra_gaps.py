@@ -80,3 +80,46 @@ def test_stack_module_state(lib):
     assert (out - lib.stack([m(x) for m in models])).abs().max().item() < 1e-6
     out.sum().backward()
     assert params["0.weight"].grad is not None and models[0][0].weight.grad is None  # new leaves, not views
+
+
+def _warmup_schedule(lib):
+    """A warmup schedule written as many repositories write one, on the pre-2.0 base class."""
+
+    class WarmupLinear(lib.optim.lr_scheduler._LRScheduler):
+        def __init__(self, optimizer, warmup, total, last_epoch=-1):
+            self.warmup, self.total = warmup, total
+            super().__init__(optimizer, last_epoch)
+
+        def get_lr(self):
+            step = self.last_epoch + 1
+            scale = (
+                step / self.warmup if step < self.warmup else max(0.0, (self.total - step) / (self.total - self.warmup))
+            )
+            return [base_lr * scale for base_lr in self.base_lrs]
+
+    w = lib.nn.Parameter(lib.ones(2))
+    optimizer = lib.optim.SGD([{"params": [w]}, {"params": [lib.nn.Parameter(lib.ones(1))], "lr": 0.3}], lr=0.1)
+    schedule = WarmupLinear(optimizer, warmup=3, total=8)
+    lrs = []
+    for _ in range(7):
+        optimizer.step()
+        schedule.step()
+        lrs.append(schedule.get_last_lr())
+    return lrs, schedule.state_dict()["last_epoch"], isinstance(schedule, lib.optim.lr_scheduler.LRScheduler)
+
+
+def test_lr_scheduler_subclass_of_the_old_base_matches_pytorch():
+    assert _warmup_schedule(vkml) == _warmup_schedule(torch)
+
+
+def test_stateless_functional_call_and_dataloader_module_names():
+    layer = vkml.nn.Linear(2, 1)
+    params = {"weight": vkml.tensor([[1.0, -1.0]]), "bias": vkml.tensor([0.5])}
+    with pytest.warns(FutureWarning, match="torch.func.functional_call"):
+        out = vkml.nn.utils.stateless.functional_call(layer, params, (vkml.tensor([[3.0, 1.0]]),))
+    assert out.tolist() == [[2.5]] and layer.weight.tolist() != [[1.0, -1.0]]
+    from vkml.utils.data.dataloader import default_collate, default_convert
+
+    assert default_collate is vkml.utils.data.default_collate and default_convert is vkml.utils.data.default_convert
+    batch = default_collate([{"x": vkml.tensor([1.0]), "y": 2}, {"x": vkml.tensor([3.0]), "y": 4}])
+    assert batch["x"].tolist() == [[1.0], [3.0]] and batch["y"].tolist() == [2, 4]

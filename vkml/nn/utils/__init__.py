@@ -2,7 +2,7 @@
 ``parametrize`` and ``parametrizations`` (weight and spectral norm as parametrizations), ``prune``
 (masks kept beside parameters)."""
 
-from . import parametrizations, parametrize, prune, rnn
+from . import parametrizations, parametrize, prune, rnn, stateless
 from .clip_grad import clip_grad_norm, clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_, get_total_norm
 from .convert_parameters import parameters_to_vector, vector_to_parameters
 from .weight_norms import remove_spectral_norm, remove_weight_norm, spectral_norm, weight_norm
@@ -10,6 +10,7 @@ from .weight_norms import remove_spectral_norm, remove_weight_norm, spectral_nor
 __all__ = [
     "rnn",
     "prune",
+    "stateless",
     "parametrize",
     "parametrizations",
     "clip_grad_norm",

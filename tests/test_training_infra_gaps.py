@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 
+import numpy as np
 import pytest
 import torch
 
@@ -123,3 +124,51 @@ def test_stateless_functional_call_and_dataloader_module_names():
     assert default_collate is vkml.utils.data.default_collate and default_convert is vkml.utils.data.default_convert
     batch = default_collate([{"x": vkml.tensor([1.0]), "y": 2}, {"x": vkml.tensor([3.0]), "y": 4}])
     assert batch["x"].tolist() == [[1.0], [3.0]] and batch["y"].tolist() == [2, 4]
+
+
+def _fused(lib):
+    rng = np.random.default_rng(3)
+
+    def fill(module):
+        with lib.no_grad():
+            for t in [*module.parameters(), *module.buffers()]:
+                if t.dtype == lib.float32:
+                    t.copy_(lib.tensor(np.abs(rng.normal(size=tuple(t.shape))).astype(np.float32) + 0.1))
+        return module.eval()
+
+    conv, bn2 = fill(lib.nn.Conv2d(2, 3, 3)), fill(lib.nn.BatchNorm2d(3))
+    up, bn_up = fill(lib.nn.ConvTranspose2d(3, 2, 2, bias=False)), fill(lib.nn.BatchNorm2d(2, affine=False))
+    linear, bn1 = fill(lib.nn.Linear(4, 5)), fill(lib.nn.BatchNorm1d(5))
+    x = lib.tensor(rng.normal(size=(1, 2, 5, 5)).astype(np.float32))
+    fused_conv = lib.nn.utils.fuse_conv_bn_eval(conv, bn2)
+    fused_up = lib.nn.utils.fuse_conv_bn_eval(up, bn_up, transpose=True)
+    fused_linear = lib.nn.utils.fuse_linear_bn_eval(linear, bn1)
+    z = lib.tensor(rng.normal(size=(3, 4)).astype(np.float32))
+    return [
+        fused_conv(x).tolist(),
+        bn2(conv(x)).tolist(),
+        fused_up(bn2(conv(x))).tolist(),
+        fused_linear(z).tolist(),
+        bn1(linear(z)).tolist(),
+        [type(fused_conv.weight).__name__, fused_up.bias is not None, fused_conv is not conv],
+    ]
+
+
+def test_fuse_conv_and_linear_with_batchnorm_match_pytorch():
+    got, expected = _fused(vkml), _fused(torch)
+    assert got[-1] == expected[-1] == ["Parameter", True, True]
+    for a, b in zip(got[:-1], expected[:-1], strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got[0], got[1], rtol=1e-5, atol=1e-5)  # the fused conv is the pair
+    np.testing.assert_allclose(got[3], got[4], rtol=1e-5, atol=1e-5)
+    with pytest.raises(AssertionError, match="Fusion only for eval!"):
+        vkml.nn.utils.fuse_conv_bn_eval(vkml.nn.Conv2d(1, 1, 1), vkml.nn.BatchNorm2d(1).eval())
+    with pytest.raises(AssertionError, match="linear.out_features == bn.num_features"):
+        vkml.nn.utils.fuse_linear_bn_eval(vkml.nn.Linear(2, 3).eval(), vkml.nn.BatchNorm1d(2).eval())
+
+
+def test_skip_init():
+    layer = vkml.nn.utils.skip_init(vkml.nn.Linear, 3, 2, bias=False)
+    assert tuple(layer.weight.shape) == (2, 3) and layer.bias is None
+    with pytest.raises(RuntimeError, match="Module must support a 'device' arg to skip initialization"):
+        vkml.nn.utils.skip_init(vkml.nn.ReLU)

@@ -172,3 +172,44 @@ def test_skip_init():
     assert tuple(layer.weight.shape) == (2, 3) and layer.bias is None
     with pytest.raises(RuntimeError, match="Module must support a 'device' arg to skip initialization"):
         vkml.nn.utils.skip_init(vkml.nn.ReLU)
+
+
+def _jvps(lib):
+    rng = np.random.default_rng(4)
+    lib.manual_seed(0)
+    model = lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.Tanh(), lib.nn.Linear(4, 2))
+    with lib.no_grad():
+        for p in model.parameters():
+            p.copy_(lib.tensor(rng.normal(size=tuple(p.shape)).astype(np.float32)))
+    x = lib.tensor(rng.normal(size=(5, 3)).astype(np.float32))
+    t = lib.tensor(rng.normal(size=(5, 3)).astype(np.float32))
+    out, along_x = lib.func.jvp(model, (x,), (t,))
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    directions = {k: lib.ones_like(v) * 0.1 for k, v in params.items()}
+    _, along_params = lib.func.jvp(lambda p: lib.func.functional_call(model, p, (x,)), (params,), (directions,))
+
+    def loss(v):
+        return (model(v) ** 2).sum()
+
+    _, hvp = lib.func.jvp(lib.func.grad(loss), (x,), (t,))  # forward-over-reverse Hessian-vector product
+    value, tangent, aux = lib.func.jvp(lambda v: (v.exp().sum(), v.mean()), (x,), (t,), has_aux=True)
+    return [
+        out.tolist(),
+        along_x.tolist(),
+        along_params.tolist(),
+        hvp.tolist(),
+        value.item(),
+        tangent.item(),
+        aux.item(),
+        aux.requires_grad,
+    ]
+
+
+def test_func_jvp_matches_pytorch():
+    got, expected = _jvps(vkml), _jvps(torch)
+    for index, (a, b) in enumerate(zip(got, expected, strict=True)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5, err_msg=str(index))
+    with pytest.raises(RuntimeError, match="Expected primals to be a tuple"):
+        vkml.func.jvp(lambda v: v, [vkml.ones(2)], [vkml.ones(2)])
+    with pytest.raises(RuntimeError, match="same python structure"):
+        vkml.func.jvp(lambda v, w: v, (vkml.ones(2), vkml.ones(2)), (vkml.ones(2),))

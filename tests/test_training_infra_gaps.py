@@ -59,6 +59,7 @@ def _ensemble(lib):
     return models
 
 
+@pytest.mark.stress  # a BatchNorm ensemble through vmap compiles ~40 kernels; test_research_program_idioms.py covers it by default
 @pytest.mark.parametrize("lib", [torch, vkml], ids=["torch", "vkml"])
 def test_stack_module_state(lib):
     models = _ensemble(lib)

@@ -14,7 +14,7 @@ come from different generators in the two libraries, so the comparison turns the
 
 Each program compiles tens of kernels on the CPU interpreter (5 to 15 s on CI's 2 cores), so they run
 with ``make test-all`` (``-m stress``); the gaps they found have short tests of their own
-(tests/test_prune.py, ...).
+(tests/test_prune.py, tests/test_training_infra_gaps.py).
 """
 
 from __future__ import annotations

@@ -214,3 +214,35 @@ def test_func_jvp_matches_pytorch():
         vkml.func.jvp(lambda v: v, [vkml.ones(2)], [vkml.ones(2)])
     with pytest.raises(RuntimeError, match="same python structure"):
         vkml.func.jvp(lambda v, w: v, (vkml.ones(2), vkml.ones(2)), (vkml.ones(2),))
+
+
+@pytest.mark.parametrize("size, replicas, drop_last", [(7, 3, False), (7, 3, True), (2, 4, False)])
+def test_distributed_sampler_splits_as_pytorch(size, replicas, drop_last):
+    from torch.utils.data.distributed import DistributedSampler as Expected
+
+    from vkml.utils.data.distributed import DistributedSampler
+
+    for rank in range(replicas):
+        options = dict(num_replicas=replicas, rank=rank, drop_last=drop_last)
+        got = DistributedSampler(range(size), shuffle=False, **options)
+        assert list(got) == list(Expected(range(size), shuffle=False, **options)) and len(got) == len(list(got))
+    shares = [
+        DistributedSampler(range(size), seed=3, **dict(num_replicas=replicas, rank=r, drop_last=drop_last))
+        for r in range(replicas)
+    ]
+    drawn = [list(s) for s in shares]
+    if drop_last:  # a shuffled epoch is a permutation cut into shares, or padded by repeating its start
+        assert len(set(sum(drawn, []))) == len(sum(drawn, []))
+    else:
+        assert set(sum(drawn, [])) == set(range(size))
+    assert drawn == [list(s) for s in shares]  # the same epoch, the same order
+    for s in shares:
+        s.set_epoch(1)
+    assert size < 7 or [list(s) for s in shares] != drawn  # another epoch, another order
+
+
+def test_distributed_sampler_errors_match_pytorch():
+    with pytest.raises(ValueError, match=r"Invalid rank 2, rank should be in the interval \[0, 1\]"):
+        vkml.utils.data.DistributedSampler(range(3), num_replicas=2, rank=2)
+    with pytest.raises(ValueError, match="Default process group has not been initialized"):
+        vkml.utils.data.DistributedSampler(range(3))

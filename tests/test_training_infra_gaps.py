@@ -246,3 +246,19 @@ def test_distributed_sampler_errors_match_pytorch():
         vkml.utils.data.DistributedSampler(range(3), num_replicas=2, rank=2)
     with pytest.raises(ValueError, match="Default process group has not been initialized"):
         vkml.utils.data.DistributedSampler(range(3))
+
+
+@pytest.mark.parametrize("lib", [torch, vkml], ids=["torch", "vkml"])
+def test_convert_conv_weight_memory_format(lib):
+    lib.manual_seed(0)
+    model = lib.nn.Sequential(
+        lib.nn.Conv2d(2, 3, 3), lib.nn.Sequential(lib.nn.ConvTranspose2d(3, 2, 2)), lib.nn.Conv3d(2, 2, 2)
+    )
+    weight = model[0].weight
+    assert lib.nn.utils.convert_conv2d_weight_memory_format(model, lib.channels_last) is model
+    assert model[0].weight is weight  # the same Parameter, new data
+    assert model[0].weight.is_contiguous(memory_format=lib.channels_last)
+    assert model[1][0].weight.is_contiguous(memory_format=lib.channels_last)
+    assert not model[2].weight.is_contiguous(memory_format=lib.channels_last_3d)
+    lib.nn.utils.convert_conv3d_weight_memory_format(model, lib.channels_last_3d)
+    assert model[2].weight.is_contiguous(memory_format=lib.channels_last_3d)

@@ -262,3 +262,37 @@ def test_convert_conv_weight_memory_format(lib):
     assert not model[2].weight.is_contiguous(memory_format=lib.channels_last_3d)
     lib.nn.utils.convert_conv3d_weight_memory_format(model, lib.channels_last_3d)
     assert model[2].weight.is_contiguous(memory_format=lib.channels_last_3d)
+
+
+def _keyword_functions(lib):
+    class Scale(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, factor=2.0):
+            ctx.factor = factor
+            return x * factor
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * ctx.factor, None
+
+    class Shift(lib.autograd.Function):
+        @staticmethod
+        def forward(x, shift=1.0, scale=1.0):
+            return (x + shift) * scale
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.count, ctx.scale = len(inputs), inputs[2]
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * ctx.scale, None, None
+
+    x = lib.tensor([1.0, -2.0], requires_grad=True)
+    out = Scale.apply(x, factor=3.0) + Scale.apply(x) + Shift.apply(x, scale=0.5) + Shift.apply(x, 2.0, scale=4.0)
+    out.sum().backward()
+    return out.tolist(), x.grad.tolist()
+
+
+def test_function_apply_takes_keyword_arguments_as_pytorch():
+    assert _keyword_functions(vkml) == _keyword_functions(torch)

@@ -12,6 +12,7 @@ signatures, checks and messages, and lets users define ops with their own gradie
 
 from __future__ import annotations
 
+import inspect
 import weakref
 
 from ..ops import grads as G
@@ -253,13 +254,17 @@ class Function:
         raise NotImplementedError("setup_context is not implemented.")
 
     @classmethod
-    def apply(cls, *args):
+    def apply(cls, *args, **kwargs):
         Tensor = _tensor_class()
+        separate_setup = cls.setup_context is not Function.setup_context
+        if separate_setup:  # as PyTorch: keywords and defaults bound to forward's parameters, all positional
+            bound = inspect.signature(cls.forward).bind(*args, **kwargs)
+            bound.apply_defaults()
+            args, kwargs = tuple(bound.args), dict(bound.kwargs)
         needs = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
         ctx = FunctionCtx(needs)
-        separate_setup = cls.setup_context is not Function.setup_context
         with no_grad():
-            out = cls.forward(*args) if separate_setup else cls.forward(ctx, *args)
+            out = cls.forward(*args, **kwargs) if separate_setup else cls.forward(ctx, *args, **kwargs)
         if separate_setup:
             cls.setup_context(ctx, args, out)
         if not (is_grad_enabled() and any(needs)):

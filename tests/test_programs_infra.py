@@ -7,10 +7,11 @@ pruning (pruning_finetune), LoRA fine-tuning (lora_finetune), custom autograd Fu
 a data pipeline of datasets, samplers and loaders (data_pipeline) and torch.func's per-sample
 gradients (per_sample_grads); each docstring lists the idioms it checks. As in
 tests/test_programs.py, each model is built under PyTorch, its initial state_dict loaded into the
-vkml model, and both train on the same data; every number must agree. Shuffles and sampler draws
+vkml model, and both train on the same data; every number must agree to 1e-4. Shuffles and sampler draws
 come from different generators in the two libraries, so the comparison turns them off
 (``SHUFFLE``) or gives both libraries one numpy generator's permutations and draws
-(``_numpy_sampling``); one more test runs each program as written.
+(``_numpy_sampling``). swa_averaging and lora_finetune also run on lavapipe (``DEVICE``), with PyTorch's
+numbers and the CPU backend's bits; one more test runs each program as written.
 
 Each program compiles tens of kernels on the CPU interpreter (5 to 15 s on CI's 2 cores), so they run
 with ``make test-all`` (``-m stress``); the gaps they found have short tests of their own

@@ -296,3 +296,56 @@ def _keyword_functions(lib):
 
 def test_function_apply_takes_keyword_arguments_as_pytorch():
     assert _keyword_functions(vkml) == _keyword_functions(torch)
+
+
+def _inplace_relu(lib):
+    class InplaceReLU(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.clamp_(min=0)
+            ctx.mark_dirty(x)
+            ctx.save_for_backward(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, grad):
+            (out,) = ctx.saved_tensors
+            return grad * (out > 0).to(grad.dtype)
+
+    return InplaceReLU
+
+
+def _dirty_session(lib):
+    relu = _inplace_relu(lib)
+    w = lib.tensor([[1.0, -2.0], [0.5, 1.5]], requires_grad=True)
+    x = lib.tensor([[1.0, 2.0], [-1.0, 0.5]])
+    h = x @ w
+    early = h + 1  # recorded before the write: sees, and differentiates through, the old value
+    out = relu.apply(h)
+    loss = (out * lib.tensor([1.0, 2.0])).sum() + early.sum()
+    loss.backward()
+    with lib.no_grad():
+        y = lib.tensor([-1.0, 2.0])
+        relu.apply(y)
+    return [out is h, h.tolist(), early.tolist(), w.grad.tolist(), y.tolist(), out.requires_grad]
+
+
+def test_mark_dirty_rebases_the_written_input_as_pytorch():
+    assert _dirty_session(vkml) == _dirty_session(torch)
+    relu = _inplace_relu(vkml)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place operation"):
+        relu.apply(vkml.tensor([1.0], requires_grad=True))
+
+    class Forgets(vkml.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.mul_(2)
+            ctx.mark_dirty(x)
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+
+    with pytest.raises(RuntimeError, match="marked as dirty during the forward method were not returned"):
+        Forgets.apply(vkml.tensor([1.0], requires_grad=True) * 1)

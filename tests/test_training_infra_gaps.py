@@ -349,3 +349,22 @@ def test_mark_dirty_rebases_the_written_input_as_pytorch():
 
     with pytest.raises(RuntimeError, match="marked as dirty during the forward method were not returned"):
         Forgets.apply(vkml.tensor([1.0], requires_grad=True) * 1)
+
+
+def _written_after_product(lib):
+    w = lib.tensor([[1.0, -2.0], [0.5, 1.5]], requires_grad=True)
+    h = lib.tensor([[1.0, 2.0], [-1.0, 0.5]]) @ w
+    scaled, halved = h * 3, h / 2  # neither gradient with respect to h reads h itself
+    h.add_(1)
+    (scaled.sum() + halved.sum()).backward()
+    return w.grad.tolist()
+
+
+def test_product_by_a_constant_survives_a_later_write_as_pytorch():
+    assert _written_after_product(vkml) == _written_after_product(torch)
+    x = vkml.tensor([2.0], requires_grad=True) * 1
+    y = vkml.tensor([3.0], requires_grad=True)
+    product = x * y  # y's gradient reads x
+    x.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        product.backward()

@@ -266,6 +266,13 @@ _sys.modules[__name__ + ".fft"] = fft
 __all__ += ["sparse", "fft"]
 
 
+# ---------------------------------------------------------------- vkml.autograd.function (once_differentiable)
+from .frontend import autograd_function as _autograd_function  # noqa: E402
+
+autograd.function = _autograd_function
+_sys.modules[__name__ + ".autograd.function"] = _autograd_function
+
+
 # ---------------------------------------------------------------------- the public ops, then autocast
 # KEEP THIS BLOCK LAST. Every op is bound here, from the ``EXPORTS`` of the modules that define it
 # (vkml/frontend/public.py): vkml.<name> (``tensor`` replaces the submodule vkml.tensor), __all__,

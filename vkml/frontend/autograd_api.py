@@ -12,11 +12,13 @@ signatures, checks and messages, and lets users define ops with their own gradie
 
 from __future__ import annotations
 
+import inspect
 import weakref
 
 from ..ops import grads as G
 from ..tensor import SavedTensor, Tensor
 from . import backward as backward_engine
+from . import mutation as _mutation
 from .autograd import (
     Context,
     detect_anomaly,
@@ -192,7 +194,8 @@ class FunctionCtx:
 
     ``save_for_backward(*tensors)`` / ``saved_tensors`` (checked against later in-place writes,
     as PyTorch checks them), ``needs_input_grad`` (one bool per ``forward`` argument),
-    ``mark_non_differentiable(*outputs)``, ``set_materialize_grads(value)``; any other attribute
+    ``mark_non_differentiable(*outputs)``, ``set_materialize_grads(value)``, ``mark_dirty(*inputs)``
+    (inputs ``forward`` wrote in place and returns); any other attribute
     may hold what ``backward`` needs.
     """
 
@@ -233,7 +236,9 @@ class FunctionCtx:
         self.materialize_grads = bool(value)
 
     def mark_dirty(self, *tensors) -> None:
-        raise NotImplementedError("Function: ctx.mark_dirty (an in-place forward) is not supported by vkml")
+        """Tell ``apply`` that ``forward`` wrote these inputs in place (and returns them): their history
+        then continues through this function, as PyTorch rebases it."""
+        self._dirty = getattr(self, "_dirty", set()) | {id(t) for t in tensors}
 
 
 class Function:
@@ -279,28 +284,38 @@ class Function:
         raise NotImplementedError("setup_context is not implemented.")
 
     @classmethod
-    def apply(cls, *args):
+    def apply(cls, *args, **kwargs):
         Tensor = _tensor_class()
+        separate_setup = cls.setup_context is not Function.setup_context
+        if separate_setup:  # as PyTorch: keywords and defaults bound to forward's parameters, all positional
+            bound = inspect.signature(cls.forward).bind(*args, **kwargs)
+            bound.apply_defaults()
+            args, kwargs = tuple(bound.args), dict(bound.kwargs)
         needs = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
         ctx = FunctionCtx(needs)
-        separate_setup = cls.setup_context is not Function.setup_context
+        # each input's value and history before forward, for an input forward writes (ctx.mark_dirty)
+        before = {id(a): _mutation._alias(a) for a in args if isinstance(a, Tensor) and a.requires_grad}
         with no_grad():
-            out = cls.forward(*args) if separate_setup else cls.forward(ctx, *args)
+            out = cls.forward(*args, **kwargs) if separate_setup else cls.forward(ctx, *args, **kwargs)
         if separate_setup:
             cls.setup_context(ctx, args, out)
+        outs = list(out) if isinstance(out, tuple) else [out]
+        dirty = getattr(ctx, "_dirty", set())
+        _check_dirty(cls, dirty, args, outs)
         if not (is_grad_enabled() and any(needs)):
             return out
-        outs = list(out) if isinstance(out, tuple) else [out]
         differentiable = [
             isinstance(o, Tensor) and o.dtype.is_float and id(o) not in ctx._non_differentiable for o in outs
         ]
         inputs = {id(a) for a in args if isinstance(a, Tensor)}
         for i, o in enumerate(outs):
-            if isinstance(o, Tensor) and (id(o) in inputs or o._ctx is not None):
+            if isinstance(o, Tensor) and id(o) not in dirty and (id(o) in inputs or o._ctx is not None):
                 outs[i] = Tensor(o.node)  # an input returned as is: a new handle, so the input keeps its history
         name = f"{cls.__name__}Backward"
-        parents = tuple(a if need else None for a, need in zip(args, needs))
-        saved = tuple(a._saved() if isinstance(a, Tensor) else a for a in args)
+        # a written input's gradient goes to its history before the write, which its handle no longer holds
+        args_before = tuple(before.get(id(a), a) if id(a) in dirty else a for a in args)
+        parents = tuple(a if need else None for a, need in zip(args_before, needs))
+        saved = tuple(a._saved() if isinstance(a, Tensor) else a for a in args_before)
         for i, o in enumerate(outs):
             if not differentiable[i]:
                 continue
@@ -309,6 +324,26 @@ class Function:
             o._ctx = Context(name, rule, parents, saved, (node, weakref.ref(owner), version), {})
             o._requires_grad = True
         return tuple(outs) if isinstance(out, tuple) else outs[0]
+
+
+def _check_dirty(cls, dirty: set, args: tuple, outs: list) -> None:
+    """PyTorch's errors for ``ctx.mark_dirty``: only returned, non-leaf, non-view inputs may be written."""
+    if not dirty:
+        return
+    if not dirty <= {id(o) for o in outs}:
+        raise RuntimeError(
+            "Some elements marked as dirty during the forward method were not returned as output. "
+            "The inputs that are modified inplace must all be outputs of the Function."
+        )
+    Tensor = _tensor_class()
+    for a in args:
+        if isinstance(a, Tensor) and id(a) in dirty:
+            if a.requires_grad and a.is_leaf:
+                raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+            if a._base is not None:
+                raise NotImplementedError(
+                    f"{cls.__name__}: ctx.mark_dirty of a view (PyTorch rebases its base's history) is not supported by vkml"
+                )
 
 
 class _FunctionRule:

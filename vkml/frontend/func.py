@@ -627,3 +627,81 @@ def stack_module_state(models) -> tuple[dict, dict]:
         tables = [dict(getattr(model, named)()) for model in models]
         stacked.append({k: _stacked_leaf(tuple(table[k] for table in tables), k) for k in tables[0]})
     return stacked[0], stacked[1]
+
+
+# ---------------------------------------------------------------------- jvp (forward mode, by the double backward trick)
+
+__all__ += ["jvp"]
+
+
+def _same_structure(a, b) -> bool:
+    if isinstance(a, (tuple, list)) or isinstance(b, (tuple, list)):
+        return type(a) is type(b) and len(a) == len(b) and all(_same_structure(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) or isinstance(b, dict):
+        return type(a) is type(b) and list(a) == list(b) and all(_same_structure(a[k], b[k]) for k in a)
+    return True
+
+
+def jvp(func, primals, tangents, *, strict: bool = False, has_aux: bool = False):
+    """(func(*primals), the Jacobian-vector product J·tangents[, aux]) as ``torch.func.jvp``.
+
+    vkml has no forward-mode dual numbers: J·t is the gradient, with respect to a dummy cotangent u,
+    of tᵀ·(Jᵀ·u) (two reverse passes, the first recorded); J·t is linear in u's pass, so the values are
+    the forward-mode ones. Outputs that do not depend on the primals get zero tangents.
+
+    >>> import vkml
+    >>> out, t = vkml.func.jvp(lambda x: x.sin() * x, (vkml.tensor([0.0, 1.0]),), (vkml.tensor([1.0, 0.0]),))
+    >>> t.tolist()
+    [0.0, 0.0]
+    """
+    if not isinstance(primals, tuple):
+        raise RuntimeError(
+            "jvp(f, primals, tangents): Expected primals to be a tuple. E.g. it should be valid to call f(*primals)."
+        )
+    if not _same_structure(primals, tangents):
+        raise RuntimeError(
+            "jvp(f, primals, tangents): Expected primals and tangents to have the same python structure. For "
+            "example, if primals is a tuple of 3 tensors, tangents also must be."
+        )
+    tensor = _tensor_class()
+    primal_leaves, tangent_leaves = _flatten(primals)[0], _flatten(tangents)[0]
+    for p, t in zip(primal_leaves, tangent_leaves):
+        if not (isinstance(p, tensor) and isinstance(t, tensor)):
+            raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to be only Tensors")
+        if tuple(p.shape) != tuple(t.shape):
+            raise RuntimeError(
+                "Trying to set a forward gradient that has a different size than that of the original Tensor, "
+                f"this is not supported. Tensor is of size {list(p.shape)} while the given forward gradient is of "
+                f"size {list(t.shape)}."
+            )
+    outer = _depth() == 0
+    with _level():
+        tracked = [_map(_track, p) for p in primals]
+        output, aux = _split_aux("jvp", func(*tracked), has_aux)
+        out_leaves, out_spec = _flatten(output)
+        for leaf in out_leaves:
+            if not isinstance(leaf, tensor):
+                raise RuntimeError(
+                    f"jvp(f, primals, tangents): expected f(*primals) to return only tensors, got unsupported type {type(leaf)}"
+                )
+        inputs = _flatten(tuple(tracked))[0]
+        dummies = [zeros_like(o).requires_grad_(True) for o in out_leaves]
+        live = [(o, u) for o, u in zip(out_leaves, dummies) if o.requires_grad]
+        firsts = (
+            _grad([o for o, _ in live], inputs, [u for _, u in live], create_graph=True, allow_unused=True)
+            if live
+            else (None,) * len(inputs)
+        )
+        pairs = [(g, t) for g, t in zip(firsts, tangent_leaves) if g is not None and g.requires_grad]
+        seconds = (
+            _grad(
+                [g for g, _ in pairs], dummies, [t.to(g.dtype) for g, t in pairs], create_graph=True, allow_unused=True
+            )
+            if pairs
+            else (None,) * len(dummies)
+        )
+        products = [zeros_like(o) if s is None else s for o, s in zip(out_leaves, seconds)]
+    output, product = _unflatten(out_leaves, out_spec), _unflatten(products, out_spec)
+    if outer:
+        output, product, aux = _detach_all(output), _detach_all(product), _detach_all(aux)
+    return (output, product, aux) if has_aux else (output, product)

@@ -114,13 +114,15 @@ def _logical(op):
 
 
 def _grad_mul(c):
+    # Each gradient reads only the other operand, and only when wanted: as PyTorch saves, so writing
+    # x in place after ``x * 2`` leaves that product differentiable.
     a, b = c.inputs
-    return c.g * b, c.g * a
+    return (c.g * b if c.needs[0] else None), (c.g * a if c.needs[1] else None)
 
 
 def _grad_div(c):
     a, b = c.inputs
-    return c.g / b, -c.g * ((a / b) / b)
+    return (c.g / b if c.needs[0] else None), (-c.g * ((a / b) / b) if c.needs[1] else None)
 
 
 def _grad_pow(c):

@@ -53,3 +53,7 @@ __all__ = [
     "OneCycleLR",
     "PolynomialLR",
 ]
+
+
+class _LRScheduler(LRScheduler):
+    """``LRScheduler``'s name before PyTorch 2.0, still what many hand-written schedules subclass."""

@@ -26,6 +26,7 @@ import numpy as np
 
 from ...frontend import random as _random
 from . import collate as _collate
+from .collate import default_collate, default_convert  # noqa: F401 - torch.utils.data.dataloader's names
 from .dataset import IterableDataset, TensorDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, _rng
 

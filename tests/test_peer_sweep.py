@@ -1017,17 +1017,6 @@ KNOWN = {
     "op//[f2x3,f2x3]": "TORCH_NO_DERIVATIVE",
     "rop%[3,f2x3]": "TORCH_NO_DERIVATIVE",
     "rop//[3,f2x3]": "TORCH_NO_DERIVATIVE",
-    # vkml has Tensor.fmax_/fmin_, PyTorch has no such method
-    "fmax_[b2x3,b2x3]": "EXTRA_NAME",
-    "fmax_[f2x3,2.5]": "EXTRA_NAME",
-    "fmax_[f2x3,f2x3]": "EXTRA_NAME",
-    "fmax_[i2x3,2.5]": "EXTRA_NAME",
-    "fmax_[i2x3,i+2x3]": "EXTRA_NAME",
-    "fmin_[b2x3,b2x3]": "EXTRA_NAME",
-    "fmin_[f2x3,2.5]": "EXTRA_NAME",
-    "fmin_[f2x3,f2x3]": "EXTRA_NAME",
-    "fmin_[i2x3,2.5]": "EXTRA_NAME",
-    "fmin_[i2x3,i+2x3]": "EXTRA_NAME",
     # an in-place comparison or logical op on a float tensor that requires grad: PyTorch cuts the graph, vkml keeps the clone's
     "eq_[f2x3,f2x3]": "INPLACE_BOOL_RESULT",
     "ge_[f2x3,f2x3]": "INPLACE_BOOL_RESULT",
@@ -1052,11 +1041,7 @@ KNOWN = {
     # gelu(+-inf) is NaN in PyTorch (path-dependent, reference/semantics.md), +-inf or 0 in vkml
     "F.gelu()[fs12]": "GELU_INF",
     "F.gelu(approximate=tanh)[fs12]": "GELU_INF",
-    # PyTorch raises (F.layer_norm with an int normalized_shape); vkml computes
-    "F.layer_norm_int_shape": "MISSING_ERROR",
-    # clone keeps a transposed layout's strides in PyTorch; PyTorch gives None, vkml zeros, as the gradient of a legacy empty cat operand and of grid_sample's grid in nearest mode
-    "F.grid_sample_nearest_zeros": "LAYOUT_GRAD_NONE",
-    "cat_empty_1d": "LAYOUT_GRAD_NONE",
+    # clone keeps a transposed layout's strides in PyTorch (vkml's clone of a transposed view is row-major: docs/interop.md, Memory formats)
     "clone_T": "LAYOUT_GRAD_NONE",
 }
 REASONS = {
@@ -1064,12 +1049,10 @@ REASONS = {
     "NO_ANGLE_CONJ": "angle and conj of real tensors are not in vkml yet (the complex dtypes' lane)",
     "HALF_ROUNDING": "a float16 gradient (tanhshrink: output) rounded step by step where PyTorch's kernel rounds once: beyond assert_close's float16 tolerance",
     "TORCH_NO_DERIVATIVE": "PyTorch's backward raises (derivative not implemented); vkml differentiates (zeros or the floor rule)",
-    "EXTRA_NAME": "vkml has Tensor.fmax_/fmin_, PyTorch has no such method",
     "INPLACE_BOOL_RESULT": "an in-place comparison or logical op on a float tensor that requires grad: PyTorch cuts the graph, vkml keeps the clone's",
     "NAN_INF_GRAD_FORMULA": "PyTorch's gradient formula gives another value at NaN, inf or zeros (its own arithmetic quirks)",
     "GELU_INF": "gelu(+-inf) is NaN in PyTorch (path-dependent, reference/semantics.md), +-inf or 0 in vkml",
-    "MISSING_ERROR": "PyTorch raises (F.layer_norm with an int normalized_shape); vkml computes",
-    "LAYOUT_GRAD_NONE": "clone keeps a transposed layout's strides in PyTorch; PyTorch gives None, vkml zeros, as the gradient of a legacy empty cat operand and of grid_sample's grid in nearest mode",
+    "LAYOUT_GRAD_NONE": "clone keeps a transposed layout's strides in PyTorch (vkml's clone of a transposed view is row-major: docs/interop.md, Memory formats)",
 }
 
 
@@ -1115,6 +1098,11 @@ FIXED = [
     "fill_diagonal_wrap",
     "fill_diagonal_3d",
     "fill_diagonal_unequal",
+    "fmax_[f2x3,f2x3]",  # PyTorch has no Tensor.fmax_/fmin_ (AttributeError)
+    "fmin_[i2x3,2.5]",
+    "F.layer_norm_int_shape",  # an int normalized_shape: PyTorch's TypeError
+    "F.grid_sample_nearest_zeros",  # grid's gradient in nearest mode: zeros, not None
+    "cat_empty_1d",  # a skipped legacy empty operand's gradient: empty, not None
 ]
 _BY_NAME = {name: (name, fn, s) for name, fn, s in CASES}
 # gradient rules of vkml.ops.grads.RULES whose cases are here (FIXED runs them by default)

@@ -788,7 +788,7 @@ _op(
     dtypes=ALL_DTYPES,
     special="NaN only where both are NaN; fmax(+0.0, -0.0) = +0.0.",
     grad=_grad_fmax,
-    public=Public(numbers="none"),
+    public=Public(inplace=False, numbers="none"),  # PyTorch has no Tensor.fmax_
 )
 _op(
     "fmin",
@@ -798,7 +798,7 @@ _op(
     dtypes=ALL_DTYPES,
     special="NaN only where both are NaN; fmin(+0.0, -0.0) = -0.0.",
     grad=_grad_fmin,
-    public=Public(numbers="none"),
+    public=Public(inplace=False, numbers="none"),  # PyTorch has no Tensor.fmin_
 )
 _op(
     "logaddexp",

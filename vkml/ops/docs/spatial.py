@@ -143,10 +143,10 @@ PAGES.update(
             special="A NaN coordinate reads no element; its weight makes the output NaN (bilinear, bicubic) or 0 "
             "(nearest), as PyTorch's.",
             divergence="The coordinates are read back to the host to choose the elements (one submission per call). "
-            "PyTorch's CPU kernel fuses multiply-adds: the last bits may differ. Mode 'nearest' gives `grid` no "
-            "gradient (PyTorch's is zeros).",
+            "PyTorch's CPU kernel fuses multiply-adds: the last bits may differ.",
             gradient="`input`: the gathers' scatter-add. `grid`: through the weights and the padding (zero at and "
-            "beyond the clipped bounds, as PyTorch's `clip_coordinates_set_grad`).",
+            "beyond the clipped bounds, as PyTorch's `clip_coordinates_set_grad`); zeros in mode 'nearest', as "
+            "PyTorch's.",
         ),
         "pixel_shuffle": OpDoc(
             "composite",

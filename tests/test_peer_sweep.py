@@ -956,8 +956,57 @@ def _bn_running(m, x):
     return y, rm, rv
 
 
+PROMOTION_DTYPES = [
+    "bool",
+    "uint8",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+]
+
+
+def _promotion_cases():
+    """PyTorch's promotion tables, the way its test_type_promotion checks them: promote_types and can_cast
+    for every pair of dtypes; result_type and the dtype of ``+``, ``/`` and where for a tensor with dims
+    or a 0-dim one against another or a Python bool/int/float/complex. Only dtypes are compared (no
+    kernel runs), so the default run takes them all (test_promotion_tables)."""
+
+    def z(m, name, shape):
+        return m.zeros(shape, dtype=getattr(m, name))
+
+    ops = {
+        "result_type": lambda m, x, y: m.result_type(x, y),
+        "add": lambda m, x, y: (x + y).dtype,
+        "div": lambda m, x, y: (x / y).dtype,
+        "where": lambda m, x, y: m.where(m.zeros((), dtype=m.bool), x, y).dtype,
+    }
+    c = []
+    for a in PROMOTION_DTYPES:
+        for b in PROMOTION_DTYPES:
+            c.append((f"promote_types[{a},{b}]", lambda m, a=a, b=b: m.promote_types(getattr(m, a), getattr(m, b)), []))
+            c.append((f"can_cast[{a},{b}]", lambda m, a=a, b=b: m.can_cast(getattr(m, a), getattr(m, b)), []))
+        others = [(b, s) for b in PROMOTION_DTYPES for s in ((), (3,))] + [(v, None) for v in (True, 2, 2.5, 1j)]
+        for sa in ((3,), ()):
+            for b, sb in others:
+                what = f"{b}{list(sb)}" if sb is not None else repr(b)
+                for n, op in ops.items():
+                    if sb is None:
+                        fn = lambda m, a=a, sa=sa, b=b, op=op: op(m, z(m, a, sa), b)  # noqa: E731
+                    else:
+                        fn = lambda m, a=a, sa=sa, b=b, sb=sb, op=op: op(m, z(m, a, sa), z(m, b, sb))  # noqa: E731
+                    c.append((f"promote.{n}[{a}{list(sa)},{what}]", fn, []))
+    return c
+
+
 CASES = _unary_cases() + _binary_cases() + _operator_cases() + _reduce_cases() + _index_cases() + _shape_cases()
-CASES += _sort_cases() + _nn_cases()
+CASES += _sort_cases() + _nn_cases() + _promotion_cases()
 
 # Differences the sweep still finds, each with why (tests/test_peer_sweep.py's stress run expects them
 # to fail, strictly: one that starts to pass must leave this table). docs/peer_sweep.md lists them.
@@ -1044,7 +1093,22 @@ KNOWN = {
     # clone keeps a transposed layout's strides in PyTorch (vkml's clone of a transposed view is row-major: docs/interop.md, Memory formats)
     "clone_T": "LAYOUT_GRAD_NONE",
 }
+# vkml has no complex32 (docs/complex.md: refused with a RuntimeError): a float16 operand with a complex one
+# where PyTorch's promotion gives complex32
+KNOWN.update(
+    {
+        name: "NO_COMPLEX32"
+        for name, _, _ in CASES
+        if name.startswith("promote.")
+        and ("float16[3]" in name or "float16[],1j" in name)
+        and "bfloat16" not in name
+        and ("complex" in name or "1j" in name)
+        and not any(f"{c}[3]" in name for c in ("complex64", "complex128"))
+    }
+)
 REASONS = {
+    "NO_COMPLEX32": "vkml has no complex32 (docs/complex.md): refused with a RuntimeError where PyTorch promotes "
+    "float16 and complex to complex32",
     "SIGN_NAN": "sign(NaN) is NaN in vkml, 0.0 in PyTorch (a documented divergence, docs/ops/sign.md); abs's and norm(p=1)'s gradients at NaN follow it",
     "NO_ANGLE_CONJ": "angle and conj of real tensors are not in vkml yet (the complex dtypes' lane)",
     "HALF_ROUNDING": "a float16 gradient (tanhshrink: output) rounded step by step where PyTorch's kernel rounds once: beyond assert_close's float16 tolerance",
@@ -1119,6 +1183,17 @@ def _params(cases):
 )
 def test_matches_torch(request, fn, specs):
     check(request.node.callspec.id, fn, specs)
+
+
+def test_promotion_tables():
+    """Every promotion case at once (dtypes only, no kernel runs: about a second). Before the fixes:
+    can_cast to and from complex, promote_types of uint16/32/64 with complex, a bfloat16 tensor with a
+    complex number, a float16 tensor with dims beside a 0-dim complex one (complex64, not PyTorch's
+    complex32, which vkml refuses)."""
+    cases = [c for c in CASES if c[0].startswith(("promote", "can_cast")) and c[0] not in KNOWN]
+    assert len(cases) > 2900
+    for name, fn, specs in cases:
+        check(name, fn, specs)
 
 
 @pytest.mark.parametrize("name", ["F.hardtanh(min_val=-0.5,max_val=1.0)[fs12]", "std_constant_rows", "max()[fs12]"])

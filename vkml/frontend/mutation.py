@@ -315,7 +315,8 @@ def can_cast(src: T.DType, dst: T.DType) -> bool:
     """PyTorch's ``can_cast``: an in-place result may not go down from float to int, or to bool."""
 
     def kind(d):
-        return 2 if d.is_float else (0 if d is T.bool_ else 1)
+        # bool < integers < floats < complex: a cast may go up this order, never down
+        return 3 if d.is_complex else 2 if d.is_float else (0 if d is T.bool_ else 1)
 
     return kind(src) <= kind(dst)
 

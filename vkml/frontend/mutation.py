@@ -376,6 +376,11 @@ def write(t, value) -> None:
         v = value
         for step, under in zip(reversed(t._chain), reversed(below)):
             v = _unapply(step, under, v)
+        if t._gradview and v._ctx is None and below[0]._ctx is not None and autograd.is_grad_enabled():
+            # the view covers all of the base (x[:] = 2.0, a 0-dim x[()] = 2.0) and the value does not
+            # depend on it: as _commit, the base's history gets a zero gradient, not the one it had
+            keep = F._wrap(lazy.const_node(False, T.bool_, base.shape, base.device))
+            v = F.where(keep, below[0], v)
     _set_owner(base, v if t._gradview else _tensor.Tensor(v.node))
     if t._dataview:
         base._vhidden += 1

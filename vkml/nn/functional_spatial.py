@@ -571,7 +571,8 @@ def interpolate(
         )
     if input.dtype is T.uint8 and mode == "bilinear":
         return FL._fresh(_uint8_bilinear(input, spatial, out, align_corners, scales), input)
-    if not input.dtype.is_float and mode not in ("nearest", "nearest-exact"):
+    if not input.dtype.is_float and (input.dtype is not T.uint8 or mode not in ("nearest", "nearest-exact")):
+        # PyTorch's kernels take floats and uint8 (nearest, bilinear); an int or bool input is its NotImplementedError
         raise NotImplementedError(f"'interpolate': mode {mode!r} is not implemented for {input.dtype.name}")
     if mode in ("nearest", "nearest-exact"):
         exact = mode == "nearest-exact"

@@ -120,8 +120,9 @@ PAGES.update(
             "'bilinear' and 'bicubic') sums every source element under the filter widened by the downscale, with "
             "PyTorch's weights to within a rounding; PyTorch's kernel gives a constant output when the width is 1 "
             "(a size-1 last dim resized along the height), vkml the resampled column. Antialiased uint8, mode "
-            "'lanczos' and integer inputs in modes other than 'nearest', 'nearest-exact' and (uint8) 'bilinear' "
-            "raise NotImplementedError.",
+            "'lanczos', uint8 'bicubic' and other integer or bool inputs in any mode (PyTorch's kernels take "
+            "floats and uint8) raise NotImplementedError. float64 inputs take the float32 source indices and "
+            "weights (PyTorch computes them in float64): within about 1e-6 relative.",
             gradient="Through a gather per tap and dim (its gradient adds back into the positions read, in index "
             "order) and the products by the weights.",
         ),

@@ -1457,8 +1457,6 @@ KNOWN = {
     "norm(p=1)[fs12]": "SIGN_NAN",
     "sgn[fs12]": "SIGN_NAN",
     "sign[fs12]": "SIGN_NAN",
-    # angle and conj of real tensors are not in vkml yet (the complex dtypes' lane)
-    "angle[fs12]": "NO_ANGLE_CONJ",
     # a float16 gradient (tanhshrink: output) rounded step by step where PyTorch's kernel rounds once: beyond assert_close's float16 tolerance
     "F.gelu(approximate=tanh)[h2x3]": "HALF_ROUNDING",
     "F.log_softmax(dim=0)[h2x3]": "HALF_ROUNDING",
@@ -1479,7 +1477,7 @@ KNOWN = {
     "tanh[h2x3]": "HALF_ROUNDING",
     "true_divide[h2x3,f]": "HALF_ROUNDING",
     "xlogy[h2x3,f]": "HALF_ROUNDING",
-    # PyTorch's backward raises (derivative not implemented); vkml differentiates (zeros or the floor rule)
+    # PyTorch's backward raises (derivative not implemented); vkml differentiates (zeros or the floor rule): a documented divergence, docs/ops/floor_divide.md, heaviside.md, remainder.md
     "floor_divide.method[f2x3,2.5]": "TORCH_NO_DERIVATIVE",
     "floor_divide.method[f2x3,f2x3]": "TORCH_NO_DERIVATIVE",
     "floor_divide[T3x2,f2x3]": "TORCH_NO_DERIVATIVE",
@@ -1507,16 +1505,10 @@ KNOWN = {
     "op//[f2x3,f2x3]": "TORCH_NO_DERIVATIVE",
     "rop%[3,f2x3]": "TORCH_NO_DERIVATIVE",
     "rop//[3,f2x3]": "TORCH_NO_DERIVATIVE",
-    # an in-place comparison or logical op on a float tensor that requires grad: PyTorch cuts the graph, vkml keeps the clone's
-    "eq_[f2x3,f2x3]": "INPLACE_BOOL_RESULT",
-    "ge_[f2x3,f2x3]": "INPLACE_BOOL_RESULT",
-    "gt_[f2x3,f2x3]": "INPLACE_BOOL_RESULT",
-    "le_[f2x3,f2x3]": "INPLACE_BOOL_RESULT",
+    # an in-place logical op on a float tensor that requires grad: PyTorch records nothing (the gradient passes through), vkml gives zeros: a documented divergence, docs/ops/logical_and.md
     "logical_and_[f2x3,f2x3]": "INPLACE_BOOL_RESULT",
     "logical_or_[f2x3,f2x3]": "INPLACE_BOOL_RESULT",
     "logical_xor_[f2x3,f2x3]": "INPLACE_BOOL_RESULT",
-    "lt_[f2x3,f2x3]": "INPLACE_BOOL_RESULT",
-    "ne_[f2x3,f2x3]": "INPLACE_BOOL_RESULT",
     # PyTorch's gradient formula gives another value at NaN, inf or zeros (its own arithmetic quirks)
     "F.softsign()[fs12]": "NAN_INF_GRAD_FORMULA",
     "atan2[fs12,fs12]": "NAN_INF_GRAD_FORMULA",
@@ -1530,7 +1522,7 @@ KNOWN = {
     "sinc[fs12]": "NAN_INF_GRAD_FORMULA",
     "ops.var(dim=-1,correction=3)[f1]": "NAN_INF_GRAD_FORMULA",  # PyTorch: 2/(N - correction)·(x - mean)
     "ops.var(dim=-1,correction=3)[f1x3]": "NAN_INF_GRAD_FORMULA",
-    # gelu(+-inf) is NaN in PyTorch (path-dependent, reference/semantics.md), +-inf or 0 in vkml
+    # gelu(+-inf) is NaN in PyTorch (path-dependent), +-inf or 0 in vkml: a documented divergence, docs/ops/gelu.md
     "F.gelu()[fs12]": "GELU_INF",
     "F.gelu(approximate=tanh)[fs12]": "GELU_INF",
     # clone keeps a transposed layout's strides in PyTorch (vkml's clone of a transposed view is row-major: docs/interop.md, Memory formats)
@@ -1556,12 +1548,11 @@ REASONS = {
     "NO_COMPLEX32": "vkml has no complex32 (docs/complex.md): refused with a RuntimeError where PyTorch promotes "
     "float16 and complex to complex32",
     "SIGN_NAN": "sign(NaN) is NaN in vkml, 0.0 in PyTorch (a documented divergence, docs/ops/sign.md); abs's and norm(p=1)'s gradients at NaN follow it",
-    "NO_ANGLE_CONJ": "angle and conj of real tensors are not in vkml yet (the complex dtypes' lane)",
     "HALF_ROUNDING": "a float16 gradient (tanhshrink: output) rounded step by step where PyTorch's kernel rounds once: beyond assert_close's float16 tolerance",
-    "TORCH_NO_DERIVATIVE": "PyTorch's backward raises (derivative not implemented); vkml differentiates (zeros or the floor rule)",
-    "INPLACE_BOOL_RESULT": "an in-place comparison or logical op on a float tensor that requires grad: PyTorch cuts the graph, vkml keeps the clone's",
+    "TORCH_NO_DERIVATIVE": "PyTorch's backward raises (derivative not implemented); vkml differentiates (zeros or the floor rule): a documented divergence, docs/ops/floor_divide.md, heaviside.md, remainder.md",
+    "INPLACE_BOOL_RESULT": "an in-place logical op on a float tensor that requires grad: PyTorch records nothing (the gradient passes through), vkml gives zeros: a documented divergence, docs/ops/logical_and.md",
     "NAN_INF_GRAD_FORMULA": "PyTorch's gradient formula gives another value at NaN, inf or zeros (its own arithmetic quirks)",
-    "GELU_INF": "gelu(+-inf) is NaN in PyTorch (path-dependent, reference/semantics.md), +-inf or 0 in vkml",
+    "GELU_INF": "gelu(+-inf) is NaN in PyTorch (path-dependent), +-inf or 0 in vkml: a documented divergence, docs/ops/gelu.md",
     "LAYOUT_GRAD_NONE": "clone keeps a transposed layout's strides in PyTorch (vkml's clone of a transposed view is row-major: docs/interop.md, Memory formats)",
 }
 
@@ -1620,6 +1611,9 @@ FIXED = [
     "ops.gather_float_index",  # a float index: RuntimeError (DTypeError), not a plain TypeError
     "ops.interpolate(size=(6, 8))[i1x1x3x4]",  # an int64 input: NotImplementedError, as PyTorch's kernels
     "ops.avg_pool2d_int",  # int64: averaged in int64, truncated (PyTorch's CPU kernel)
+    "angle[fs12]",  # angle of a real tensor: NaN stays, +inf and -0.0 give +0, gradient 0 at NaN
+    "eq_[f2x3,f2x3]",  # an in-place comparison: every operand that requires grad gets a zero gradient
+    "lt_[f2x3,f2x3]",
 ]
 _BY_NAME = {name: (name, fn, s) for name, fn, s in CASES}
 # gradient rules of vkml.ops.grads.RULES whose cases are here (FIXED runs them by default)

@@ -909,7 +909,12 @@ def angle(input):
 
 
 def _real_angle(x):
-    return F.where(F.lt(x, 0), math.pi, F.mul(x, 0.0))
+    # PyTorch's kernel: NaN stays NaN, pi below 0, else +0 (+inf and -0.0 included); its gradient is 0
+    # everywhere, NaN too: the value is taken off the graph and joined back by a select that never takes x
+    x_float = x if x.dtype.is_float else x.to(default_float())
+    plain = x_float.detach()
+    value = F.where(F.isnan(plain), plain, F.where(F.lt(plain, 0), math.pi, creation.zeros_like(plain)))
+    return F.where(creation.zeros_like(plain, dtype=T.bool_), x_float, value)
 
 
 def sgn(input):

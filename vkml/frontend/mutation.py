@@ -336,7 +336,15 @@ def inplace(t, op: str, fn, *args):
         raise RuntimeError(
             f"result type {torch_name(new.dtype)} can't be cast to the desired output type {torch_name(t.dtype)}"
         )
-    _commit(t, old, F.cast(new, t.dtype))
+    new = F.cast(new, t.dtype)
+    if new._ctx is None and autograd.is_grad_enabled():
+        # a comparison written into a float tensor (x.eq_(y)): PyTorch's backward gives every operand that
+        # requires grad a zero gradient, x's history and other included; a select that never takes it links it so
+        for a in (old, *args):
+            if isinstance(a, _tensor.Tensor) and a.requires_grad and a.dtype.is_float:
+                never = F._wrap(lazy.const_node(False, T.bool_, t.shape, t.device))
+                new = F.where(never, F.cast(a, t.dtype), new)
+    _commit(t, old, new)
     return t
 
 

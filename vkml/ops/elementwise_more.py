@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..ir import builder as B
 from ..ir import types as T
 from . import mathlib as M
-from .elementwise import _sign
+from .elementwise import LOGICAL_INPLACE_GRAD, _sign
 from .grads import as_tensor
 from .mathlib import dd
 from .mathlib import f64more as F64
@@ -720,7 +720,10 @@ _op(
     precision="exact fmod, then at most one correctly rounded addition (PyTorch's formula)",
     special="remainder(x, ±0) and NaN give NaN; remainder(-1, inf) = inf and remainder(1, -inf) = -inf "
     "(PyTorch's formula); remainder(-0.0, y) = -0.0.",
-    divergence=_TORCH_FMOD + _INT_DIV_ZERO,
+    divergence=_TORCH_FMOD
+    + _INT_DIV_ZERO
+    + " With a Python number as input (`3 % x`) the gradient with respect to other is PyTorch's Tensor rule "
+    "(-g·floor(input / other)); PyTorch's Scalar-first overload has no derivative: its backward raises.",
     grad=_grad_remainder,
     operator="a % b",
 )
@@ -736,7 +739,8 @@ _op(
     + _INT_DIV_ZERO
     + " float16 is computed in float32 and rounded once, as PyTorch's scalar path; its vectorized path rounds "
     "its steps to float16, so floor_divide(65504, -7.25) is -9040 here (the floor, -9036, rounded to even) and "
-    "-9032 there.",
+    "-9032 there. The gradient is zero, as that of PyTorch's `div(rounding_mode='floor')` (the same op here); "
+    "PyTorch's `floor_divide` and `//` have no derivative: their backward raises.",
     grad=_zeros_grad,
     operator="a // b",
     reached_through=("vkml.div(input, other, rounding_mode='floor')",),
@@ -909,6 +913,7 @@ _op(
     dtypes=ALL_DTYPES,
     result="bool",
     special="NaN is nonzero, so True.",
+    divergence=LOGICAL_INPLACE_GRAD,
     public=Public(numbers="none"),
 )
 

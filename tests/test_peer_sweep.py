@@ -1391,6 +1391,15 @@ def _ops_cases():
         )
     )
     c.append(("ops.scatter_bad_reduce", lambda m, x, i: x.scatter(1, i, 2.0, reduce="max"), ["f2x3", [[0, 0]]]))
+    # names PyTorch has that vkml lacked (tools/api_coverage.py)
+    c.append(("ops.nonzero_static", lambda m, x: m.nonzero_static(x, size=8), ["i2x3"]))
+    c.append(("ops.nonzero_static_fewer", lambda m, x: x.nonzero_static(size=2, fill_value=7), ["i2x3"]))
+    c.append(("ops.nonzero_static_0d", lambda m, x: m.nonzero_static(x, size=2), ["f"]))
+    c.append(("ops.nonzero_static_neg", lambda m, x: m.nonzero_static(x, size=-1), ["i2x3"]))
+    c.append(("ops.nonzero_static_float_fill", lambda m, x: m.nonzero_static(x, size=2, fill_value=0.5), ["i2x3"]))
+    c.append(("ops.Tensor.cov", lambda m, x: x.cov(correction=0), ["f2x3"]))
+    c.append(("ops.Tensor.corrcoef", lambda m, x: x.corrcoef(), ["f2x3"]))
+    c.append(("ops.Tensor.is_backend", lambda m, x: (x.is_meta, x.is_mps, x.is_xpu, x.is_xla), ["f2x3"]))
     return c
 
 
@@ -1614,6 +1623,10 @@ FIXED = [
     "angle[fs12]",  # angle of a real tensor: NaN stays, +inf and -0.0 give +0, gradient 0 at NaN
     "eq_[f2x3,f2x3]",  # an in-place comparison: every operand that requires grad gets a zero gradient
     "lt_[f2x3,f2x3]",
+    "ops.nonzero_static_fewer",  # names PyTorch has: nonzero_static, Tensor.cov/corrcoef, Tensor.is_meta, ...
+    "ops.nonzero_static_neg",
+    "ops.Tensor.corrcoef",
+    "ops.Tensor.is_backend",
 ]
 _BY_NAME = {name: (name, fn, s) for name, fn, s in CASES}
 # gradient rules of vkml.ops.grads.RULES whose cases are here (FIXED runs them by default)

@@ -440,14 +440,19 @@ def _grad_fmod(c):
 
 
 def _grad_logaddexp(c):
+    # PyTorch's g / (1 + exp(other - input)), not g·exp(input - output): where the output rounds to the
+    # larger operand (huge equal operands) the latter gives each side all of g, not half
     a, b = c.inputs
-    return c.g * (a - c.output).exp(), c.g * (b - c.output).exp()
+    d = b - a
+    return c.g / (1 + d.exp()), c.g / (1 + (-d).exp())
 
 
 def _grad_logaddexp2(c):
+    # PyTorch's g / (1 + 2^(other - input)), as logaddexp's
     a, b = c.inputs
     ln2 = 0.6931471805599453
-    return c.g * ((a - c.output) * ln2).exp(), c.g * ((b - c.output) * ln2).exp()
+    d = (b - a) * ln2
+    return c.g / (1 + d.exp()), c.g / (1 + (-d).exp())
 
 
 def _grad_xlogy(c):
@@ -538,9 +543,11 @@ def _grad_mish(c):
 
 
 def _grad_softsign(c):
+    # PyTorch differentiates its formula x / d, d = 1 + |x|, step by step: g/d - g·x/d²·sign(x), which is
+    # g/d² for finite x and NaN at ±inf (0 - inf/inf)
     (x,) = c.inputs
     d = 1 + x.abs()
-    return (c.g / (d * d),)
+    return (c.g / d - c.g * x / (d * d) * x.sign(),)
 
 
 def _grad_logsigmoid(c):

@@ -1614,10 +1614,8 @@ FIXED = [
     "ops.avg_pool2d_int",  # int64: averaged in int64, truncated (PyTorch's CPU kernel)
     "angle[fs12]",  # angle of a real tensor: NaN stays, +inf and -0.0 give +0, gradient 0 at NaN
     "eq_[f2x3,f2x3]",  # an in-place comparison: every operand that requires grad gets a zero gradient
-    "lt_[f2x3,f2x3]",
     "ops.nonzero_static_fewer",  # names PyTorch has: nonzero_static, Tensor.cov/corrcoef, Tensor.is_meta, ...
     "ops.nonzero_static_neg",
-    "ops.Tensor.corrcoef",
     "ops.Tensor.is_backend",
     "logaddexp[fs12,fs12]",  # PyTorch's g / (1 + exp(other - input)): huge equal operands get g/2 each
     "logaddexp2[h2x3,f]",

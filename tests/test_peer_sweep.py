@@ -1519,8 +1519,6 @@ KNOWN = {
     "cumprod(dim=-1)[fs12]": "NAN_INF_GRAD_FORMULA",
     "cumprod(dim=0)[fs12]": "NAN_INF_GRAD_FORMULA",
     "nanmedian()[fs12]": "NAN_INF_GRAD_FORMULA",
-    "prod(dim=-1,keepdim=True)[fs12]": "NAN_INF_GRAD_FORMULA",
-    "prod(dim=0)[fs12]": "NAN_INF_GRAD_FORMULA",
     "ops.var(dim=-1,correction=3)[f1]": "NAN_INF_GRAD_FORMULA",  # PyTorch: 2/(N - correction)·(x - mean)
     "ops.var(dim=-1,correction=3)[f1x3]": "NAN_INF_GRAD_FORMULA",
     # gelu(+-inf) is NaN in PyTorch (path-dependent), +-inf or 0 in vkml: a documented divergence, docs/ops/gelu.md
@@ -1622,6 +1620,7 @@ FIXED = [
     "F.softsign()[fs12]",  # PyTorch's step-by-step formula: NaN at +-inf
     "sinc[fs12]",  # sinc and atan2: 0 where PyTorch's denominator is 0 (x*x underflows), not NaN
     "atan2[fs12,fs12]",
+    "prod(dim=0)[fs12]",  # prod's gradient with zeros: NaN where a NaN or inf is among the others
 ]
 _BY_NAME = {name: (name, fn, s) for name, fn, s in CASES}
 # gradient rules of vkml.ops.grads.RULES whose cases are here (FIXED runs them by default)

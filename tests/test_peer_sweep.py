@@ -1168,6 +1168,9 @@ def _ops_cases():
         c.append((f"ops.sort[{spec}]", lambda m, x: m.sort(x, -1, descending=True), [spec]))
         c.append((f"ops.argsort[{spec}]", lambda m, x: m.argsort(x, 0), [spec]))
     c.append(("ops.cumsum_int", lambda m, x: m.cumsum(x, 1), ["i2x3"]))
+    c.append(("ops.median_all_ties", lambda m, x: m.median(x.clamp(0, 1)), ["f2x3"]))
+    c.append(("ops.nanmedian_all_ties", lambda m, x: m.nanmedian(x.round().abs()), ["f2x3"]))
+    c.append(("ops.median_all_int", lambda m, x: m.median(x), ["i2x3"]))
     c.append(("ops.cumsum_bool", lambda m, x: m.cumsum(x, 0), ["b2x3"]))
     c.append(("ops.cumsum_bad_dim", lambda m, x: m.cumsum(x, 2), ["f2x3"]))
     c.append(("ops.cumsum_no_dim", lambda m, x: m.cumsum(x), ["f2x3"]))
@@ -1518,7 +1521,6 @@ KNOWN = {
     # PyTorch's gradient formula gives another value at NaN, inf or zeros (its own arithmetic quirks)
     "cumprod(dim=-1)[fs12]": "NAN_INF_GRAD_FORMULA",
     "cumprod(dim=0)[fs12]": "NAN_INF_GRAD_FORMULA",
-    "nanmedian()[fs12]": "NAN_INF_GRAD_FORMULA",
     "ops.var(dim=-1,correction=3)[f1]": "NAN_INF_GRAD_FORMULA",  # PyTorch: 2/(N - correction)·(x - mean)
     "ops.var(dim=-1,correction=3)[f1x3]": "NAN_INF_GRAD_FORMULA",
     # gelu(+-inf) is NaN in PyTorch (path-dependent), +-inf or 0 in vkml: a documented divergence, docs/ops/gelu.md
@@ -1621,6 +1623,8 @@ FIXED = [
     "sinc[fs12]",  # sinc and atan2: 0 where PyTorch's denominator is 0 (x*x underflows), not NaN
     "atan2[fs12,fs12]",
     "prod(dim=0)[fs12]",  # prod's gradient with zeros: NaN where a NaN or inf is among the others
+    "ops.median_all_ties",  # median()/nanmedian() of all: ties share the gradient evenly
+    "ops.nanmedian_all_ties",
 ]
 _BY_NAME = {name: (name, fn, s) for name, fn, s in CASES}
 # gradient rules of vkml.ops.grads.RULES whose cases are here (FIXED runs them by default)

@@ -778,6 +778,16 @@ def test_rounding_divisions_have_zero_gradients():
     assert a.grad.tolist() == [0.0, 0.0] and b.grad.tolist() == [0.0, 0.0]
 
 
+def test_inplace_logical_ops_give_zero_gradients():
+    # docs/ops/logical_and.md: PyTorch's in-place logical ops record nothing (its gradient passes through
+    # them); vkml's is zero for both operands, as PyTorch's in-place comparisons' (x.eq_(y))
+    for name in ("logical_and_", "logical_or_", "logical_xor_", "eq_"):
+        x = vkml.tensor([1.5, 0.0], requires_grad=True)
+        y = vkml.tensor([0.0, 2.0], requires_grad=True)
+        (getattr(x.clone(), name)(y) * 3).sum().backward()
+        assert x.grad.tolist() == [0.0, 0.0] and y.grad.tolist() == [0.0, 0.0], name
+
+
 NEW_OPS = {
     op.name for op in REGISTRY.values() if op.body is not None and op.body.__module__.endswith("elementwise_more")
 }
@@ -792,6 +802,9 @@ DIVERGENCES_ASSERTED = {
     "lerp",
     "signbit",
     "copysign",
+    "logical_and",  # in place: test_inplace_logical_ops_give_zero_gradients
+    "logical_or",
+    "logical_xor",
 }
 
 

@@ -712,6 +712,8 @@ def result_real(op: str, a, b) -> T.DType:
     complexes = [x for x in tensors if isinstance(x, ComplexTensor)]
     if not complexes:  # a real tensor and a complex number: the tensor's float dtype or the default's
         t = tensors[0]
+        if t.dtype is T.bfloat16:  # PyTorch has no complex bfloat16: its promotion gives complex64
+            return T.float32
         if t.dtype.is_float:
             return _REAL_OF[_complex_dtype(t.dtype, op)]
         return _REAL_OF[default_complex()]
@@ -727,7 +729,9 @@ def result_real(op: str, a, b) -> T.DType:
     out = dtypes[0]
     for d in dtypes[1:]:
         out = T.float64 if T.float64 in (out, d) else out
-    return T.float64 if out is T.float64 else (T.float32 if out is not T.float64 else out)
+    if out is T.float16 and not any(isinstance(x, ComplexTensor) for x in lead):
+        _complex_dtype(out, op)  # a float16 tensor with dims leads a 0-dim complex one: PyTorch's complex32
+    return T.float64 if out is T.float64 else T.float32
 
 
 def _join(re, im, like=None) -> ComplexTensor:
@@ -905,7 +909,12 @@ def angle(input):
 
 
 def _real_angle(x):
-    return F.where(F.lt(x, 0), math.pi, F.mul(x, 0.0))
+    # PyTorch's kernel: NaN stays NaN, pi below 0, else +0 (+inf and -0.0 included); its gradient is 0
+    # everywhere, NaN too: the value is taken off the graph and joined back by a select that never takes x
+    x_float = x if x.dtype.is_float else x.to(default_float())
+    plain = x_float.detach()
+    value = F.where(F.isnan(plain), plain, F.where(F.lt(plain, 0), math.pi, creation.zeros_like(plain)))
+    return F.where(creation.zeros_like(plain, dtype=T.bool_), x_float, value)
 
 
 def sgn(input):
@@ -1807,8 +1816,8 @@ def _promote_dispatch(orig):
     def promote_types(type1, type2):
         if getattr(type1, "kind", None) != "complex" and getattr(type2, "kind", None) != "complex":
             return orig(type1, type2)
-        parts = [_REAL_OF[t] if t.is_complex else t for t in (type1, type2) if t.is_complex or t.is_float]
-        real = parts[0] if len(parts) == 1 else orig(*parts)
+        # the real parts promoted as real dtypes: float32 or float64, or PyTorch's error for uint16/32/64
+        real = orig(_REAL_OF.get(type1, type1), _REAL_OF.get(type2, type2))
         return _COMPLEX_OF[T.float64 if real is T.float64 else T.float32]
 
     _mark(promote_types, orig)

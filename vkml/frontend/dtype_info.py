@@ -187,7 +187,8 @@ def check_matmul_dtypes(op: str, a: T.DType, b: T.DType, a_ndim: int, b_ndim: in
 
 def can_cast(from_: T.DType, to: T.DType) -> bool:
     """Whether PyTorch's casting rules let an op write a ``from_`` result into a ``to`` tensor
-    (``torch.can_cast``): never from a float to an integer or bool, nor from an integer to bool.
+    (``torch.can_cast``): never from complex to a real dtype, from a float to an integer or bool, nor from an
+    integer to bool.
 
     >>> import vkml
     >>> vkml.can_cast(vkml.float64, vkml.float16), vkml.can_cast(vkml.float32, vkml.int64)
@@ -198,6 +199,7 @@ def can_cast(from_: T.DType, to: T.DType) -> bool:
             raise TypeError(f"can_cast(): argument '{name}' must be vkml.dtype, not {type(value).__name__}")
 
     def kind(d: T.DType) -> int:
-        return 2 if d.is_float else (0 if d is T.bool_ else 1)
+        # bool < integers < floats < complex: a cast may go up this order, never down
+        return 3 if d.is_complex else 2 if d.is_float else (0 if d is T.bool_ else 1)
 
     return kind(from_) <= kind(to)

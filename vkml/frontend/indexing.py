@@ -30,7 +30,7 @@ import numpy as np
 from .. import dsl
 from .. import tensor as _tensor
 from ..dsl.kernel import MAX_WORKGROUPS, kernel
-from ..errors import ShapeError
+from ..errors import DTypeError, ShapeError
 from ..graph import build as lazy
 from ..ir import types as T
 from ..ops import grads as G
@@ -408,8 +408,10 @@ def index_put_(target, indices, values, accumulate: bool = False):
 
 def _dim_plan(op: str, input, dim: int, index, negative: bool = False) -> tuple[int, np.ndarray]:
     """(dim, positions) for gather and scatter: the flat position in ``input`` that ``index`` names along ``dim``."""
-    if not isinstance(index, _tensor.Tensor) or index.dtype not in (T.int64, T.int32):
-        raise TypeError(f"'{op}': index must be an int64 tensor, got {getattr(index, 'dtype', type(index).__name__)}")
+    if not isinstance(index, _tensor.Tensor):
+        raise TypeError(f"'{op}': index must be an int64 tensor, got {type(index).__name__}")
+    if index.dtype not in (T.int64, T.int32):  # PyTorch's RuntimeError (DTypeError is one, and a TypeError)
+        raise DTypeError(f"'{op}': Expected dtype int32/int64 for index, got {index.dtype.name}")
     # a 0-dim tensor counts as one of shape (1,), as in PyTorch
     in_shape, ix_shape = input.shape or (1,), index.shape or (1,)
     if len(ix_shape) != len(in_shape):

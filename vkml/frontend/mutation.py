@@ -315,7 +315,8 @@ def can_cast(src: T.DType, dst: T.DType) -> bool:
     """PyTorch's ``can_cast``: an in-place result may not go down from float to int, or to bool."""
 
     def kind(d):
-        return 2 if d.is_float else (0 if d is T.bool_ else 1)
+        # bool < integers < floats < complex: a cast may go up this order, never down
+        return 3 if d.is_complex else 2 if d.is_float else (0 if d is T.bool_ else 1)
 
     return kind(src) <= kind(dst)
 
@@ -335,7 +336,15 @@ def inplace(t, op: str, fn, *args):
         raise RuntimeError(
             f"result type {torch_name(new.dtype)} can't be cast to the desired output type {torch_name(t.dtype)}"
         )
-    _commit(t, old, F.cast(new, t.dtype))
+    new = F.cast(new, t.dtype)
+    if new._ctx is None and autograd.is_grad_enabled():
+        # a comparison written into a float tensor (x.eq_(y)): PyTorch's backward gives every operand that
+        # requires grad a zero gradient, x's history and other included; a select that never takes it links it so
+        for a in (old, *args):
+            if isinstance(a, _tensor.Tensor) and a.requires_grad and a.dtype.is_float:
+                never = F._wrap(lazy.const_node(False, T.bool_, t.shape, t.device))
+                new = F.where(never, F.cast(a, t.dtype), new)
+    _commit(t, old, new)
     return t
 
 
@@ -375,6 +384,11 @@ def write(t, value) -> None:
         v = value
         for step, under in zip(reversed(t._chain), reversed(below)):
             v = _unapply(step, under, v)
+        if t._gradview and v._ctx is None and below[0]._ctx is not None and autograd.is_grad_enabled():
+            # the view covers all of the base (x[:] = 2.0, a 0-dim x[()] = 2.0) and the value does not
+            # depend on it: as _commit, the base's history gets a zero gradient, not the one it had
+            keep = F._wrap(lazy.const_node(False, T.bool_, base.shape, base.device))
+            v = F.where(keep, below[0], v)
     _set_owner(base, v if t._gradview else _tensor.Tensor(v.node))
     if t._dataview:
         base._vhidden += 1

@@ -59,6 +59,7 @@ MODULES = (
     "foreach",
     "special_functions",
     "diagonal_fill",
+    "peer_names",
 )
 
 

@@ -140,7 +140,10 @@ def _median(op: str, input, dim, keepdim: bool, skip_nan: bool, kind):
             if not node.dtype.is_float:
                 raise RuntimeError(f"'{op}': the median of an empty {node.dtype.name} tensor is undefined")
             return F.sum(flat) * float("nan")
-        return _median(op, flat, 0, False, skip_nan, kind).values
+        value = _median(op, flat, 0, False, skip_nan, kind).values
+        # PyTorch's median()/nanmedian() of all share the gradient evenly among the elements equal to
+        # the result (the NaNs when it is NaN), as max() of all: its rule
+        return F.autograd.record("extreme_of_all", (input,), value.detach(), {})
     x, d, n = _prepare(op, input, dim)
     xl = _last(x, d)
     nan = _isnan(xl)

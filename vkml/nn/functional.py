@@ -442,7 +442,9 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
     >>> layer_norm(vkml.tensor([[1.0, 3.0]]), (2,)).tolist()  # doctest: +SKIP
     [[-0.9999950..., 0.9999950...]]
     """
-    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if isinstance(normalized_shape, int):  # PyTorch's signature takes a sequence only (modules take an int)
+        raise TypeError("layer_norm(): argument 'normalized_shape' (position 2) must be tuple of ints, not int")
+    shape = tuple(normalized_shape)
     if not shape:
         raise RuntimeError("'layer_norm': Expected normalized_shape to be at least 1-dimensional, got ()")
     if tuple(input.shape[input.ndim - len(shape) :]) != shape:

@@ -652,14 +652,18 @@ def _avg_pool(op, input, kernel_size, stride, padding, ceil_mode, count_include_
     kernel, stride, padding, dilation, out_size = _pool_geometry(
         op, input, kernel_size, stride, padding, 1, ceil_mode, n
     )
-    if not input.dtype.is_float:
-        raise RuntimeError(f"'{op}': not implemented for '{input.dtype.name}'")
+    # PyTorch's CPU kernels take int64 (the sum divided in int64, truncated); other integer dtypes raise
+    integer = input.dtype is T.int64
+    if not input.dtype.is_float and not integer:
+        raise NotImplementedError(f"\"{op}\" not implemented for '{mutation.torch_name(input.dtype)}'")
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError(f"'{op}': divisor must be not zero")
     # float16 and bfloat16 sum in float32 and round once, after the division
     wide = input.float() if input.dtype in (T.float16, T.bfloat16) else input
     x = _pool_input(wide, padding, dilation, kernel, stride, out_size, 0.0)
     sums = _window_sums(x, kernel, stride, dilation, out_size)
+    if integer and divisor_override is not None:
+        return functions.div(sums, int(divisor_override), rounding_mode="trunc")
     if divisor_override is not None:
         return sums / float(divisor_override)
     # PyTorch's divisor: the window clipped to the padded input (count_include_pad) or to the input
@@ -670,6 +674,8 @@ def _avg_pool(op, input, kernel_size, stride, padding, ceil_mode, count_include_
         if not count_include_pad:
             start, end = np.maximum(start, 0), np.minimum(end, size)
         counts = np.multiply.outer(counts, end - start)
+    if integer:
+        return functions.div(sums, creation.tensor(counts.astype(np.int64), device=input.device), rounding_mode="trunc")
     divisor = creation.tensor(counts.astype(np.float32), device=input.device)
     return (sums / divisor).to(input.dtype) if input.dtype in (T.float16, T.bfloat16) else sums / divisor
 
@@ -688,7 +694,8 @@ def avg_pool2d(
     Each window's sum (a tree sum of its kh·kw elements; over 64 elements, where stride ≠ kernel,
     the tree sums of each dim in turn) is divided once by PyTorch's divisor:
     ``divisor_override``, else the window's size clipped to the padded input
-    (``count_include_pad=True``) or to the input itself.
+    (``count_include_pad=True``) or to the input itself. An int64 input is averaged in int64, the
+    quotient truncated, as PyTorch's CPU kernel; other integer dtypes raise NotImplementedError.
 
     >>> avg_pool2d(vkml.ones(1, 2, 2), 2).tolist()  # doctest: +SKIP
     [[[1.0]]]

@@ -12,7 +12,6 @@ checks the indices the same way (vkml/schedule/checks.py).
 
 from __future__ import annotations
 
-import math
 import warnings
 
 from ..errors import ShapeError
@@ -241,13 +240,9 @@ def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean
     if log_target:
         loss = functions.exp(target) * (target - input)
     else:
-        # xlogy: 0·log(0) counts as 0; the log only sees positive targets (else its NaN/inf
-        # would leak into the gradient through the unused branch)
-        positive = target > 0
-        logs = functions.log(functions.where(positive, target, 1.0))
-        # negative and NaN targets give NaN, as PyTorch's xlogy
-        xlogy = functions.where(positive, target * logs, functions.where(target == 0, 0.0, math.nan))
-        loss = xlogy - target * input
+        # PyTorch's formula: xlogy(target, target) (0·log(0) counts as 0; negative and NaN targets give
+        # NaN), whose gradient gives target log(target) + target/target, NaN at target <= 0
+        loss = functions.xlogy(target, target) - target * input
     if reduction == "batchmean":
         return loss.sum() / (input.shape[0] if input.ndim else 1)
     return F._reduce(loss, reduction, "kl_div")

@@ -148,6 +148,11 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction: s
     """
     reduction = _reduction("soft_margin_loss", size_average, reduce, reduction)
     _broadcast("soft_margin_loss", input, target)
+    if getattr(target, "requires_grad", False) and F.autograd.is_grad_enabled():  # PyTorch's kernel has no target grad
+        raise RuntimeError(
+            "The function 'soft_margin_loss' is not differentiable with respect to argument 'target'. This input "
+            "cannot have requires_grad True."
+        )
     return F._reduce(F.softplus(-target * input), reduction, "soft_margin_loss")
 
 

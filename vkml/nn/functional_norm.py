@@ -201,7 +201,9 @@ def rms_norm(input, normalized_shape, weight=None, eps: float | None = None):
     >>> rms_norm(vkml.tensor([[3.0, 4.0]]), (2,)).shape  # doctest: +SKIP
     (1, 2)
     """
-    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if isinstance(normalized_shape, int):  # PyTorch's signature takes a sequence only (modules take an int)
+        raise TypeError("rms_norm(): argument 'normalized_shape' (position 2) must be tuple of ints, not int")
+    shape = tuple(normalized_shape)
     if tuple(input.shape[input.ndim - len(shape) :]) != shape or not shape:
         raise RuntimeError(
             f"'rms_norm': Given normalized_shape={list(shape)}, expected input with shape [*, "

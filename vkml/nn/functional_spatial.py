@@ -571,7 +571,8 @@ def interpolate(
         )
     if input.dtype is T.uint8 and mode == "bilinear":
         return FL._fresh(_uint8_bilinear(input, spatial, out, align_corners, scales), input)
-    if not input.dtype.is_float and mode not in ("nearest", "nearest-exact"):
+    if not input.dtype.is_float and (input.dtype is not T.uint8 or mode not in ("nearest", "nearest-exact")):
+        # PyTorch's kernels take floats and uint8 (nearest, bilinear); an int or bool input is its NotImplementedError
         raise NotImplementedError(f"'interpolate': mode {mode!r} is not implemented for {input.dtype.name}")
     if mode in ("nearest", "nearest-exact"):
         exact = mode == "nearest-exact"
@@ -845,7 +846,7 @@ def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros"
     2^dims corners, weights the products of 1 - t and t per dim; nearest: round half to even;
     bicubic, 2-D only: 4x4 taps with Keys' A = -0.75, each tap padded as PyTorch's
     ``get_value_bounded``). Differentiable in ``input`` (the gathers' scatter-add) and in ``grid``
-    (through the weights); nearest gives ``grid`` no gradient. ``align_corners=None`` warns and
+    (through the weights); nearest gives ``grid`` a zero gradient, as PyTorch. ``align_corners=None`` warns and
     means False.
 
     >>> grid_sample(vkml.ones(1, 1, 2, 2), vkml.zeros(1, 1, 1, 2), align_corners=False).tolist()  # doctest: +SKIP
@@ -903,7 +904,12 @@ def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros"
     host = _host_coordinates(coords)
     if mode == "nearest":
         picks = [np.round(h).astype(np.int64) for h in host]  # nearbyint: half to even
-        return indexing.take_positions(input, _corner_positions(picks, spatial, batch_shape))
+        out = indexing.take_positions(input, _corner_positions(picks, spatial, batch_shape))
+        if grid.requires_grad:
+            # PyTorch's nearest mode gives grid a zero gradient, not None: a select that never takes grid
+            never = creation.zeros(out.shape, dtype=T.bool_, device=input.device)
+            out = functions.where(never, functions.unsqueeze(grid[..., 0], 1), out)
+        return out
     lows = [np.floor(h) for h in host]
     fracs = [c - creation.tensor(low, device=input.device, dtype=c.dtype) for c, low in zip(coords, lows)]
     total = None

@@ -440,6 +440,11 @@ for _name, _op, _sym, _aliases in (
             public=Public(aliases=_aliases, numbers="other"),
         )
     )
+LOGICAL_INPLACE_GRAD = (
+    "In place on a float tensor that requires grad (`x.logical_and_(y)`), PyTorch records nothing: the gradient "
+    "passes through as if the op had not run. vkml gives x's history and `other` a zero gradient (the result is "
+    "piecewise constant), as PyTorch's in-place comparisons (`x.eq_(y)`) do."
+)
 register(
     OpDef(
         "logical_and",
@@ -449,6 +454,7 @@ register(
         dtypes=ALL_DTYPES,
         result="bool",
         body=_logical("and"),
+        divergence=LOGICAL_INPLACE_GRAD,
         public=Public(numbers="none"),
     )
 )
@@ -461,6 +467,7 @@ register(
         dtypes=ALL_DTYPES,
         result="bool",
         body=_logical("or"),
+        divergence=LOGICAL_INPLACE_GRAD,
         public=Public(numbers="none"),
     )
 )

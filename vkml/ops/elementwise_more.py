@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..ir import builder as B
 from ..ir import types as T
 from . import mathlib as M
-from .elementwise import _sign
+from .elementwise import LOGICAL_INPLACE_GRAD, _sign
 from .grads import as_tensor
 from .mathlib import dd
 from .mathlib import f64more as F64
@@ -440,14 +440,19 @@ def _grad_fmod(c):
 
 
 def _grad_logaddexp(c):
+    # PyTorch's g / (1 + exp(other - input)), not g·exp(input - output): where the output rounds to the
+    # larger operand (huge equal operands) the latter gives each side all of g, not half
     a, b = c.inputs
-    return c.g * (a - c.output).exp(), c.g * (b - c.output).exp()
+    d = b - a
+    return c.g / (1 + d.exp()), c.g / (1 + (-d).exp())
 
 
 def _grad_logaddexp2(c):
+    # PyTorch's g / (1 + 2^(other - input)), as logaddexp's
     a, b = c.inputs
     ln2 = 0.6931471805599453
-    return c.g * ((a - c.output) * ln2).exp(), c.g * ((b - c.output) * ln2).exp()
+    d = (b - a) * ln2
+    return c.g / (1 + d.exp()), c.g / (1 + (-d).exp())
 
 
 def _grad_xlogy(c):
@@ -538,9 +543,11 @@ def _grad_mish(c):
 
 
 def _grad_softsign(c):
+    # PyTorch differentiates its formula x / d, d = 1 + |x|, step by step: g/d - g·x/d²·sign(x), which is
+    # g/d² for finite x and NaN at ±inf (0 - inf/inf)
     (x,) = c.inputs
     d = 1 + x.abs()
-    return (c.g / (d * d),)
+    return (c.g / d - c.g * x / (d * d) * x.sign(),)
 
 
 def _grad_logsigmoid(c):
@@ -720,7 +727,10 @@ _op(
     precision="exact fmod, then at most one correctly rounded addition (PyTorch's formula)",
     special="remainder(x, ±0) and NaN give NaN; remainder(-1, inf) = inf and remainder(1, -inf) = -inf "
     "(PyTorch's formula); remainder(-0.0, y) = -0.0.",
-    divergence=_TORCH_FMOD + _INT_DIV_ZERO,
+    divergence=_TORCH_FMOD
+    + _INT_DIV_ZERO
+    + " With a Python number as input (`3 % x`) the gradient with respect to other is PyTorch's Tensor rule "
+    "(-g·floor(input / other)); PyTorch's Scalar-first overload has no derivative: its backward raises.",
     grad=_grad_remainder,
     operator="a % b",
 )
@@ -736,7 +746,8 @@ _op(
     + _INT_DIV_ZERO
     + " float16 is computed in float32 and rounded once, as PyTorch's scalar path; its vectorized path rounds "
     "its steps to float16, so floor_divide(65504, -7.25) is -9040 here (the floor, -9036, rounded to even) and "
-    "-9032 there.",
+    "-9032 there. The gradient is zero, as that of PyTorch's `div(rounding_mode='floor')` (the same op here); "
+    "PyTorch's `floor_divide` and `//` have no derivative: their backward raises.",
     grad=_zeros_grad,
     operator="a // b",
     reached_through=("vkml.div(input, other, rounding_mode='floor')",),
@@ -788,7 +799,7 @@ _op(
     dtypes=ALL_DTYPES,
     special="NaN only where both are NaN; fmax(+0.0, -0.0) = +0.0.",
     grad=_grad_fmax,
-    public=Public(numbers="none"),
+    public=Public(inplace=False, numbers="none"),  # PyTorch has no Tensor.fmax_
 )
 _op(
     "fmin",
@@ -798,7 +809,7 @@ _op(
     dtypes=ALL_DTYPES,
     special="NaN only where both are NaN; fmin(+0.0, -0.0) = -0.0.",
     grad=_grad_fmin,
-    public=Public(numbers="none"),
+    public=Public(inplace=False, numbers="none"),  # PyTorch has no Tensor.fmin_
 )
 _op(
     "logaddexp",
@@ -909,6 +920,7 @@ _op(
     dtypes=ALL_DTYPES,
     result="bool",
     special="NaN is nonzero, so True.",
+    divergence=LOGICAL_INPLACE_GRAD,
     public=Public(numbers="none"),
 )
 

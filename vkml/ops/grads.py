@@ -207,8 +207,8 @@ def _cat(c: GradContext):
     g, dim = c.g, c.attrs["dim"] % c.g.ndim
     grads, start = [], 0
     for t in c.inputs:
-        if t.ndim != g.ndim:  # PyTorch's legacy rule let an empty 1-D tensor join any cat
-            grads.append(None)
+        if t.ndim != g.ndim:  # PyTorch's legacy rule let an empty 1-D tensor join any cat; its gradient is empty
+            grads.append(c.F.zeros_like(t))
             continue
         size = t.shape[dim]
         index = (slice(None),) * dim + (slice(start, start + size),)

@@ -8,6 +8,7 @@ the lower-index operand on the left. Arg-reductions combine (value, index) pairs
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -90,8 +91,9 @@ def _grad_sum(c):
 
 
 def _grad_prod(c):
-    # The product of the other elements: out / x without zeros; with one zero, only the zero's
-    # position gets the product of the rest; with two or more, every gradient is 0.
+    # The product of the other elements: out / x without zeros; with one zero, the zero's position
+    # gets the product of the rest; every other position's product holds a zero: 0, or NaN where a
+    # NaN or an infinity is among its others (inf · 0), as PyTorch's exclusive products give.
     (x,) = c.inputs
     F, dim, keepdim = c.F, c.attrs["dim"], c.attrs["keepdim"]
     g = spread_reduced(c.g, x.shape, dim, keepdim)
@@ -100,8 +102,13 @@ def _grad_prod(c):
     zeros = is_zero.sum(dims, keepdim=True) if dims else is_zero.long()
     others = F.where(is_zero, 1.0, x).prod(dims, keepdim=True) if dims else F.ones_like(x)
     out = restore_reduced(c.output, x.shape, dim, keepdim)
-    lone_zero = F.where(is_zero, others, 0.0)
-    return (g * F.where(zeros == 0, out / F.where(is_zero, 1.0, x), F.where(zeros == 1, lone_zero, 0.0)),)
+    nonfinite = (~F.isfinite(x)).long()
+    nonfinite_others = (nonfinite.sum(dims, keepdim=True) if dims else nonfinite) - nonfinite
+    with_zero = F.where(nonfinite_others > 0, math.nan, F.zeros_like(x))
+    rest = F.where(is_zero & (zeros == 1), others, with_zero)
+    if dim is None:  # PyTorch's prod() of all: two or more zeros give zeros outright
+        rest = F.where(zeros >= 2, F.zeros_like(x), rest)
+    return (g * F.where(zeros == 0, out / F.where(is_zero, 1.0, x), rest),)
 
 
 def _grad_extreme(c):

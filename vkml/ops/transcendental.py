@@ -69,7 +69,9 @@ def _unary(name, fn, summary, precision, special, grad, divergence="", torch_nam
 
 def _grad_atan2(c):
     y, x = c.inputs
-    recip = 1.0 / (y * y + x * x)
+    # PyTorch's: the reciprocal taken as 0 where y² + x² is 0 (both zero, or both squares underflow)
+    denom = y * y + x * x
+    recip = c.F.where(denom == 0, 0.0, 1.0 / denom)
     dy = c.g * x * recip if c.needs[0] else None
     dx = c.g * -y * recip if c.needs[1] else None
     return dy, dx
@@ -82,11 +84,13 @@ def _grad_logit(c):
 
 
 def _grad_sinc(c):
+    # PyTorch's order: g · (πx·cos(πx) - sin(πx)) / (x·x·π), 0 where that denominator is 0 (x = 0, or
+    # x·x underflows)
     (x,) = c.inputs
     F = c.F
     px = x * math.pi
-    d = (px * px.cos() - px.sin()) / (px * x)
-    return (F.where(x == 0, 0.0, d) * c.g,)
+    denom = x * x * math.pi
+    return (F.where(denom == 0, 0.0, c.g * (px * px.cos() - px.sin()) / denom),)
 
 
 # ---------------------------------------------------------------------- trigonometric

@@ -65,7 +65,12 @@ PAGES.update(
         "nonzero": _ix_extra(
             "nonzero",
             _IX,
-            ("Tensor.nonzero(*, as_tuple=False)", "vkml.where(condition)"),
+            (
+                "Tensor.nonzero(*, as_tuple=False)",
+                "vkml.where(condition)",
+                "vkml.nonzero_static(input, *, size, fill_value=-1)",
+                "Tensor.nonzero_static(*, size, fill_value=-1)",
+            ),
             "exact: the input is read back and the indices computed on the host",
             special="NaN is nonzero; -0.0 is zero. A 0-dim input gives shape (1, 0) or (0, 0); with `as_tuple`, "
             "it counts as 1-D, as PyTorch.",

@@ -219,7 +219,6 @@ PAGES.update(
             nnf.kl_div,
             precision="`log` (or `exp`), products, then a tree sum",
             special="0 · log(0) counts as 0; a negative or NaN target gives NaN (PyTorch's xlogy).",
-            divergence="The gradient with respect to a zero target is finite; PyTorch's is NaN.",
             gradient=THROUGH,
         ),
         "unfold": OpDoc(

@@ -136,7 +136,9 @@ PAGES: dict[str, OpDoc] = {
         _L.heaviside,
         "exact",
         special="NaN input gives 0 (the comparison input > 0 is false), as PyTorch's kernel; -0.0 counts as 0.",
-        gradient="None (piecewise constant); PyTorch defines none either.",
+        divergence="PyTorch's heaviside has no derivative: its backward raises. vkml differentiates it as the "
+        "`where` it is built of: `values` gets the gradient where input == 0, `input` none.",
+        gradient="`values`: the gradient where input == 0; `input`: none (piecewise constant).",
     ),
     "ldexp": _page(
         "elementwise",

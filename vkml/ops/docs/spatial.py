@@ -120,8 +120,9 @@ PAGES.update(
             "'bilinear' and 'bicubic') sums every source element under the filter widened by the downscale, with "
             "PyTorch's weights to within a rounding; PyTorch's kernel gives a constant output when the width is 1 "
             "(a size-1 last dim resized along the height), vkml the resampled column. Antialiased uint8, mode "
-            "'lanczos' and integer inputs in modes other than 'nearest', 'nearest-exact' and (uint8) 'bilinear' "
-            "raise NotImplementedError.",
+            "'lanczos', uint8 'bicubic' and other integer or bool inputs in any mode (PyTorch's kernels take "
+            "floats and uint8) raise NotImplementedError. float64 inputs take the float32 source indices and "
+            "weights (PyTorch computes them in float64): within about 1e-6 relative.",
             gradient="Through a gather per tap and dim (its gradient adds back into the positions read, in index "
             "order) and the products by the weights.",
         ),
@@ -143,10 +144,10 @@ PAGES.update(
             special="A NaN coordinate reads no element; its weight makes the output NaN (bilinear, bicubic) or 0 "
             "(nearest), as PyTorch's.",
             divergence="The coordinates are read back to the host to choose the elements (one submission per call). "
-            "PyTorch's CPU kernel fuses multiply-adds: the last bits may differ. Mode 'nearest' gives `grid` no "
-            "gradient (PyTorch's is zeros).",
+            "PyTorch's CPU kernel fuses multiply-adds: the last bits may differ.",
             gradient="`input`: the gathers' scatter-add. `grid`: through the weights and the padding (zero at and "
-            "beyond the clipped bounds, as PyTorch's `clip_coordinates_set_grad`).",
+            "beyond the clipped bounds, as PyTorch's `clip_coordinates_set_grad`); zeros in mode 'nearest', as "
+            "PyTorch's.",
         ),
         "pixel_shuffle": OpDoc(
             "composite",

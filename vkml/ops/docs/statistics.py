@@ -212,6 +212,10 @@ _RANKS = (
     "element comes through a one-hot tree sum unchanged"
 )
 _TO_INDEX = "Through a one-hot selection: the gradient goes to the element the index names, as PyTorch's."
+_MEDIAN_GRAD = (
+    "With `dim`: " + _TO_INDEX[0].lower() + _TO_INDEX[1:] + " Of all elements: shared evenly among the elements "
+    "equal to the result (the NaNs when it is NaN), as PyTorch's `evenly_distribute_backward`."
+)
 _TIES = (
     "With ties, the index is the tied element whose stable rank was selected; PyTorch's quickselect may name "
     "another of them (its choice is unspecified)."
@@ -236,7 +240,7 @@ PAGES.update(
             special="The lower median; a NaN in the slice gives NaN with the first NaN's index; the median of no "
             "elements is NaN. With `dim`, returns `vkml.return_types.median(values, indices)`.",
             divergence=_TIES,
-            gradient=_TO_INDEX,
+            gradient=_MEDIAN_GRAD,
         ),
         "nanmedian": OpDoc(
             "reduce",
@@ -245,7 +249,7 @@ PAGES.update(
             precision=_RANKS,
             special="NaN is skipped; an all-NaN slice gives NaN (index 0, the first NaN).",
             divergence=_TIES,
-            gradient=_TO_INDEX,
+            gradient=_MEDIAN_GRAD,
         ),
         "mode": OpDoc(
             "reduce",

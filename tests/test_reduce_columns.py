@@ -83,7 +83,9 @@ def test_same_bits_as_the_tree_under_every_tuning(tuning, cpu_tuning):
                 continue
             if name == "prod":
                 x = (1 + x / 8).astype(np.float32)
-            for keepdim in (False, True):
+            # keepdim=True lowers every template again (it changes the structure key) for the same
+            # tree: the 3-D cases and one 2-D shape check it under each tuning
+            for keepdim in (False, True) if len(shape) == 3 or shape[0] == 33 else (False,):
                 got = reduce(name, vkml.tensor(x), dim, keepdim)
                 assert_same_bits(got, tree_oracle(name, x, dim, keepdim), f"{tuning}: {name}{shape} dim={dim}")
 

@@ -84,8 +84,11 @@ def test_elementwise_op_same_bits_as_cpu(name, dtype, gpu):
 
 
 @pytest.mark.parametrize("name", ["sum", "prod", "amax", "amin", "argmax", "argmin"])
+# Named ids: conftest's DTYPE_TABLES rule runs the rows of dtypes other than float32 and float16 with -m stress.
 @pytest.mark.parametrize(
-    "dtype", [T.float32, T.float16, T.int32, T.int64, T.float64, T.bfloat16, T.uint8, T.int8, T.int16]
+    "dtype",
+    [T.float32, T.float16, T.int32, T.int64, T.float64, T.bfloat16, T.uint8, T.int8, T.int16],
+    ids=lambda dtype: dtype.name,
 )
 @pytest.mark.parametrize("shape_dim", [((3, 700), 1), ((700, 3), 0), ((5, 6, 7), (0, 2)), ((300,), None)])
 def test_reduction_same_bits_as_cpu(name, dtype, shape_dim, gpu):

@@ -26,6 +26,7 @@ from vkml.ir.builder import (
     range_,
     select,
     shuffle_xor,
+    subgroup_barrier,
     subgroup_id,
     workgroup_id,
 )
@@ -275,6 +276,7 @@ def kernels_for_coverage() -> list[Kernel]:
     kernels += [shuffle_kernel(t, 1) for t in ALL_TYPES]
     kernels += [reduction_kernel(t) for t in (T.float32, T.float16, T.int64)]
     kernels += [shared_roundtrip_kernel(t) for t in ALL_TYPES]
+    kernels.append(shared_roundtrip_kernel(T.uint32, sync=subgroup_barrier))
     kernels += [vector_kernel(t) for t in ALL_TYPES]
     kernels += [shared_vector_kernel(t) for t in ALL_TYPES]
     kernels.append(control_flow_kernel())

@@ -105,6 +105,24 @@ def _common(kb: B.KernelBuilder, shape: AttentionShape):
     return bufs
 
 
+def _first_query_batch(bk: Value, shape: AttentionShape, groups: int) -> Value:
+    """The first query batch entry key batch entry ``bk`` serves: bk serves (bk // Hk) * H + (bk % Hk) * groups
+    + g for g below ``groups`` (Hk key heads; ``enable_gqa``'s groups, else 1)."""
+    heads_k = shape.batch[-1] // groups if shape.batch else 1
+    outer = bk / _u32(heads_k)
+    return outer * _u32(heads_k * groups) + (bk - outer * _u32(heads_k)) * _u32(groups)
+
+
+def _query_head_bases(bq: Value, shape: AttentionShape, mask) -> tuple[Value | None, Value]:
+    """(the mask's offset or None without a mask, the query's offset) of query batch entry ``bq``."""
+    mask_base = None
+    if mask is not None:
+        mask_op = Operand(shape.mask_strides[:-2], (1,) * len(shape.batch))
+        (mask_base,) = _batch_offsets(bq, shape, [mask_op])
+    (q_base,) = _batch_offsets(bq, shape, [shape.query])
+    return mask_base, q_base
+
+
 def query_kernel(shape: AttentionShape) -> Kernel:
     """dQ (float32, the full batch's (..., L, E)): buffers q, k, v, grad, (mask,) lse, delta, dq; parameter scale."""
     dt = shape.dtype
@@ -203,10 +221,7 @@ def key_kernel(shape: AttentionShape) -> Kernel:
             bk = w / _u32(key_blocks)
             key0 = (w - bk * _u32(key_blocks)) * _u32(ROWS)
             key = key0 + r
-            # Key batch entry bk serves query batch entries (bk // Hk) * H + (bk % Hk) * groups + g.
-            heads_k = shape.batch[-1] // groups if shape.batch else 1
-            outer = bk / _u32(heads_k)
-            first_query_batch = outer * _u32(heads_k * groups) + (bk - outer * _u32(heads_k)) * _u32(groups)
+            first_query_batch = _first_query_batch(bk, shape, groups)
             kv_offsets = _batch_offsets(first_query_batch, shape, [shape.key, shape.value])
             stage(k_tile, bufs["k"], dt, kv_offsets[0], key0, S, E, E, ROWS)
             stage(v_tile, bufs["v"], dt, kv_offsets[1], key0, S, Ev, Ev, ROWS)
@@ -217,11 +232,7 @@ def key_kernel(shape: AttentionShape) -> Kernel:
 
             def head(g, *acc):
                 bq = first_query_batch + g
-                mask_base = None
-                if bufs["mask"] is not None:
-                    mask_op = Operand(shape.mask_strides[:-2], (1,) * len(shape.batch))
-                    (mask_base,) = _batch_offsets(bq, shape, [mask_op])
-                (q_base,) = _batch_offsets(bq, shape, [shape.query])
+                mask_base, q_base = _query_head_bases(bq, shape, bufs["mask"])
 
                 def block(qb, *acc):
                     query0 = qb * _u32(LANES)
@@ -457,10 +468,7 @@ def tiled_key_kernel(shape: AttentionShape) -> Kernel:
             local_keys = [g * _u32(DKV_TILE_KEYS) + _u32(i) for i in range(DKV_TILE_KEYS)]
             keys = [key0 + k for k in local_keys]
             local_queries = [c + _u32(t * LANES) for t in range(DKV_TILE_QUERIES)]
-            # Key batch entry bk serves query batch entries (bk // Hk) * H + (bk % Hk) * groups + g.
-            heads_k = shape.batch[-1] // groups if shape.batch else 1
-            outer = bk / _u32(heads_k)
-            first_query_batch = outer * _u32(heads_k * groups) + (bk - outer * _u32(heads_k)) * _u32(groups)
+            first_query_batch = _first_query_batch(bk, shape, groups)
             kv_offsets = _batch_offsets(first_query_batch, shape, [shape.key, shape.value])
             stage(k_tile, bufs["k"], dt, kv_offsets[0], key0, S, E, E, DKV_KEYS)
             stage(v_tile, bufs["v"], dt, kv_offsets[1], key0, S, Ev, Ev, DKV_KEYS)
@@ -471,11 +479,7 @@ def tiled_key_kernel(shape: AttentionShape) -> Kernel:
 
             def head(h, *acc):
                 bq = first_query_batch + h
-                mask_base = None
-                if bufs["mask"] is not None:
-                    mask_op = Operand(shape.mask_strides[:-2], (1,) * len(shape.batch))
-                    (mask_base,) = _batch_offsets(bq, shape, [mask_op])
-                (q_base,) = _batch_offsets(bq, shape, [shape.query])
+                mask_base, q_base = _query_head_bases(bq, shape, bufs["mask"])
 
                 def block(qb, *acc):
                     query0 = qb * _u32(DKV_QUERIES)

@@ -121,7 +121,8 @@ def test_selection_follows_the_device_features_and_the_switch(monkeypatch):
         {"max_compute_shared_memory_size": 2048},
     ):
         assert not coopmat.applies(DeviceFeatures(**{**H200.__dict__, **change}), shape), change
-    assert coopmat.config_of(H200, shape) == coopmat.Config(64, 64)
+    assert coopmat.config_of(H200, shape) == coopmat.Config(64, 32)  # up to SHORT_KEYS keys: 32-key blocks first
+    assert coopmat.config_of(H200, _shape(S=coopmat.SHORT_KEYS + 1)) == coopmat.Config(64, 64)
     assert coopmat.config_of(H200, _shape(E=128, Ev=128)) == coopmat.Config(32, 32)  # 64×64 blocks do not fit
     for config in coopmat.CONFIGS:
         assert config.rows % 16 == 0 and config.keys % 16 == 0

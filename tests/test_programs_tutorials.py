@@ -22,6 +22,8 @@ from test_programs import _load, _numbers
 PROGRAMS = {
     "spatial_transformer": 3,
     "fgsm_attack": 8,  # the attack needs test images the model already classifies right
+    "transfer_learning": 4,  # two epochs of a train and a val phase
+    "super_resolution": 4,
 }
 
 

@@ -624,6 +624,16 @@ def upsample_bilinear(input, size=None, scale_factor=None):
 # ---------------------------------------------------------------------- shuffles
 
 
+def _int_factor(op: str, name: str, value) -> int:
+    """PyTorch's int argument: an integer or a one-element integer tensor; a float or a bool is its TypeError
+    (a float factor would otherwise reach a reshape with fractional sizes)."""
+    if isinstance(value, functions._tensor.Tensor) and value.numel() == 1 and not value.dtype.is_float:
+        return int(value.item())
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise TypeError(f"{op}(): argument '{name}' (position 2) must be int, not {type(value).__name__}")
+    return int(value)
+
+
 def pixel_shuffle(input, upscale_factor: int):
     """(*, C·r², H, W) to (*, C, H·r, W·r): channel c·r² + i·r + j goes to row offset i, column offset j.
 
@@ -632,7 +642,7 @@ def pixel_shuffle(input, upscale_factor: int):
     >>> pixel_shuffle(vkml.ones(1, 4, 2, 2), 2).shape  # doctest: +SKIP
     (1, 1, 4, 4)
     """
-    r = upscale_factor
+    r = _int_factor("pixel_shuffle", "upscale_factor", upscale_factor)
     if input.ndim < 3:
         raise RuntimeError(
             f"'pixel_shuffle': pixel_shuffle expects input to have at least 3 dimensions, but got input with "
@@ -658,7 +668,7 @@ def pixel_unshuffle(input, downscale_factor: int):
     >>> pixel_unshuffle(vkml.ones(1, 1, 4, 4), 2).shape  # doctest: +SKIP
     (1, 4, 2, 2)
     """
-    r = downscale_factor
+    r = _int_factor("pixel_unshuffle", "downscale_factor", downscale_factor)
     if input.ndim < 3:
         raise RuntimeError(
             f"'pixel_unshuffle': pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
@@ -760,6 +770,12 @@ def affine_grid(theta, size, align_corners=None):
             f"'affine_grid': Expected a batch of {n}D affine matrices of shape Nx{n}x{n + 1} for size {size}. "
             f"Got {tuple(theta.shape)}."
         )
+    if theta.shape[0] != size[0]:
+        # PyTorch's batched matmul of the base grid by theta raises this
+        raise RuntimeError(
+            f"'affine_grid': Expected size for first two dimensions of batch2 tensor to be: [{size[0]}, {n + 1}] "
+            f"but got: [{theta.shape[0]}, {n + 1}]. (theta holds {theta.shape[0]} matrices, size asks for {size[0]})"
+        )
     if align_corners and min(size[2:]) == 1:
         warnings.warn(
             "Since version 1.3.0, affine_grid behavior has changed for unit-size grids when align_corners=True. "
@@ -807,11 +823,14 @@ def _pad_coordinates(coord, size: int, padding_mode: str, align_corners: bool):
         return coord
     if padding_mode == "reflection":
         coord = _reflect(coord, 0, 2 * (size - 1)) if align_corners else _reflect(coord, -1, 2 * size - 1)
+    # PyTorch clips with max(coord, 0) taking 0 for NaN (CPU and CUDA alike): a NaN or infinite grid point
+    # reads the first element under 'border' and 'reflection' (reflecting an infinity makes a NaN)
     if isinstance(coord, np.ndarray):
-        return np.minimum(np.maximum(coord, _F32(0)), _F32(size - 1)).astype(_F32)
+        return np.minimum(np.fmax(coord, _F32(0)), _F32(size - 1)).astype(_F32)
     # PyTorch's clip_coordinates_set_grad: no gradient at the bounds themselves, nor beyond them
     inside = (coord > 0.0) & (coord < float(size - 1))
-    return functions.where(inside, coord, functions.clamp(coord, 0.0, float(size - 1)).detach())
+    clipped = functions.where(coord != coord, 0.0, functions.clamp(coord, 0.0, float(size - 1)))
+    return functions.where(inside, coord, clipped.detach())
 
 
 def _corner_positions(indices, spatial, batch_shape):
@@ -834,7 +853,8 @@ def _host_coordinates(coords) -> list[np.ndarray]:
     """The coordinates read back (one submission): their integer parts decide which elements are read."""
     realize.realize(*coords)
     values = [c.numpy().astype(_F32) for c in coords]
-    return [np.where(np.isnan(v), _F32(-2), v) for v in values]  # NaN reads nothing (its weight gives NaN)
+    # NaN and ±inf read nothing (their weights give NaN), and never reach an integer cast
+    return [np.where(np.isfinite(v), v, _F32(-2)) for v in values]
 
 
 def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros", align_corners=None):

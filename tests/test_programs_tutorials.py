@@ -7,7 +7,9 @@ the idioms it checks.
 As in tests/test_programs.py, each model is built under PyTorch, its initial state_dict loaded into the
 vkml model, and both train on the same data with their random draws off; every number must agree. Each
 compiles tens of kernels on the CPU interpreter (a few seconds on CI's 2 cores), so the comparisons run
-with ``make test-all`` (``-m stress``); the gaps the programs found have short tests of their own.
+with ``make test-all`` (``-m stress``), as do the spatial transformer's and the super-resolution net's runs
+on lavapipe, which must give the CPU backend's bits; the gaps the programs found have short tests of their
+own (tests/test_tutorial_program_gaps.py).
 """
 
 from __future__ import annotations
@@ -53,3 +55,22 @@ def test_program_runs_as_written(name, monkeypatch):
     """With live dropout and shuffled batches from vkml's generator."""
     _, result = _run(name, "vkml", monkeypatch, deterministic=False)
     assert len(result["losses"]) == PROGRAMS[name] and all(math.isfinite(x) for x in result["losses"])
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize("name", ["spatial_transformer", "super_resolution"])
+def test_program_same_bits_on_vulkan(name, monkeypatch, gpu):
+    """With a Vulkan default device each number is the CPU backend's, bit for bit: the spatial transformer's
+    grid_sample reads its coordinates back to the host inside a trained model."""
+    import vkml
+
+    initial, expected = _run(name, "torch", monkeypatch)
+    _, on_cpu = _run(name, "vkml", monkeypatch, initial)
+    vkml.set_default_device(gpu)
+    try:
+        _, on_vulkan = _run(name, "vkml", monkeypatch, initial)
+        assert vkml.zeros(1).device is gpu  # what the program makes (data, model) is made there
+    finally:
+        vkml.set_default_device(None)
+    assert _numbers(on_vulkan) == _numbers(on_cpu)
+    np.testing.assert_allclose(_numbers(on_vulkan), _numbers(expected), rtol=1e-4, atol=1e-6)

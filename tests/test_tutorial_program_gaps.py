@@ -66,3 +66,20 @@ def test_grid_sample_nonfinite_grid_points_on_lavapipe(gpu):
         on_gpu = _sample(vkml, VF, NONFINITE, padding_mode, "bilinear", device=gpu).numpy()
         assert on_gpu.tobytes() == on_cpu.tobytes()
         assert np.isfinite(on_gpu).all()
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+def test_grid_sample_bfloat16_as_pytorch(mode):
+    """A bfloat16 grid's coordinates are read back widened to float32 (numpy has no bfloat16): the
+    samples are PyTorch's, bit for bit."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(1, 2, 4, 5)).astype(np.float32)
+    grid = rng.uniform(-1.2, 1.2, size=(1, 3, 3, 2)).astype(np.float32)
+    expected = TF.grid_sample(
+        torch.tensor(x).bfloat16(), torch.tensor(grid).bfloat16(), mode=mode, padding_mode="border", align_corners=False
+    )
+    got = VF.grid_sample(
+        vkml.tensor(x).bfloat16(), vkml.tensor(grid).bfloat16(), mode=mode, padding_mode="border", align_corners=False
+    )
+    assert got.dtype is vkml.bfloat16
+    np.testing.assert_array_equal(got.float().numpy(), expected.float().numpy())

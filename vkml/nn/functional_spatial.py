@@ -851,6 +851,8 @@ def _corner_positions(indices, spatial, batch_shape):
 
 def _host_coordinates(coords) -> list[np.ndarray]:
     """The coordinates read back (one submission): their integer parts decide which elements are read."""
+    # numpy has no bfloat16: its coordinates come back widened (exactly) to float32
+    coords = [functions.cast(c, T.float32) if c.dtype is T.bfloat16 else c for c in coords]
     realize.realize(*coords)
     values = [c.numpy().astype(_F32) for c in coords]
     # NaN and ±inf read nothing (their weights give NaN), and never reach an integer cast

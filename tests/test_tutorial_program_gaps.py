@@ -83,3 +83,24 @@ def test_grid_sample_bfloat16_as_pytorch(mode):
     )
     assert got.dtype is vkml.bfloat16
     np.testing.assert_array_equal(got.float().numpy(), expected.float().numpy())
+
+
+@pytest.mark.parametrize(
+    ("shape", "mode"), [((1, 2, 5, 6), "bilinear"), ((1, 2, 5, 6), "bicubic"), ((1, 2, 5), "linear")]
+)
+def test_interpolate_keeps_bfloat16_as_pytorch(shape, mode):
+    """A bfloat16 input is weighed in float32 and rounded once: the result and its gradient stay bfloat16
+    (they came out float32), within one bfloat16 rounding of PyTorch's (bilinear: its bits)."""
+    x = np.random.default_rng(1).normal(size=shape).astype(np.float32)
+    results = []
+    for lib in (torch, vkml):
+        input = lib.tensor(x).to(lib.bfloat16).requires_grad_()
+        y = lib.nn.functional.interpolate(input, scale_factor=2, mode=mode, align_corners=False)
+        y.float().sum().backward()
+        assert y.dtype is lib.bfloat16 and input.grad.dtype is lib.bfloat16
+        results.append((y.detach().float().numpy(), input.grad.float().numpy()))
+    (expected, expected_grad), (got, got_grad) = results
+    np.testing.assert_allclose(got, expected, rtol=2**-8, atol=0)
+    np.testing.assert_allclose(got_grad, expected_grad, rtol=2**-8, atol=0)
+    if mode == "bilinear":
+        np.testing.assert_array_equal(got, expected)

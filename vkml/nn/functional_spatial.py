@@ -483,7 +483,7 @@ def interpolate(
     PyTorch's CPU formulas (scale = 1/scale_factor when a factor is given and
     ``recompute_scale_factor`` is not True, else in/out; ``align_corners`` maps corner to corner),
     and the weighted sum is separable: the last dim first, each dim's terms added left to right,
-    which is the nesting of PyTorch's kernel. float16 computes in float32 and rounds once.
+    which is the nesting of PyTorch's kernel. float16 and bfloat16 compute in float32 and round once.
     ``antialias=True`` ('bilinear', 'bicubic', float 4-D) weighs every source element under the
     filter widened by the downscale, as PyTorch's CPU kernel (weights on the host to within a rounding
     of PyTorch's, the same order of sums; a non-finite element next to a row's range still meets a
@@ -581,10 +581,13 @@ def interpolate(
     taps = _cubic_taps if mode == "bicubic" else _linear_taps
     if antialias:
         taps = functools.partial(_antialias_taps, cubic=mode == "bicubic")
-    x = input.float() if input.dtype is T.float16 else input
+    # half types are weighed in float32 and rounded once at the end, as PyTorch's kernels (whose opmath is
+    # float32); a bfloat16 operand would otherwise promote with the float32 weights and stay float32
+    narrow = input.dtype in (T.float16, T.bfloat16)
+    x = input.float() if narrow else input
     for k in reversed(range(dim)):  # the last dim innermost, as PyTorch's nested sum
         x = _resample(x, 2 + k, taps(spatial[k], out[k], align_corners, scales[k]))
-    return x.to(input.dtype) if input.dtype is T.float16 else x
+    return x.to(input.dtype) if narrow else x
 
 
 def _deprecated(name: str) -> None:

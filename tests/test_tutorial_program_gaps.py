@@ -104,3 +104,14 @@ def test_interpolate_keeps_bfloat16_as_pytorch(shape, mode):
     np.testing.assert_allclose(got_grad, expected_grad, rtol=2**-8, atol=0)
     if mode == "bilinear":
         np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_rms_norm_default_eps_is_its_compute_types_as_pytorch(dtype):
+    """``eps=None`` is float32's epsilon for the half types (float16's own swamped mean(x²) of 1e-6), and
+    bfloat16 no longer raises numpy's TypeError."""
+    x = np.full((2, 4), 1e-3, np.float32)
+    expected = TF.rms_norm(torch.tensor(x).to(getattr(torch, dtype)), (4,))
+    got = VF.rms_norm(vkml.tensor(x).to(getattr(vkml, dtype)), (4,))
+    assert got.dtype is getattr(vkml, dtype)
+    np.testing.assert_array_equal(got.double().numpy(), expected.double().numpy())

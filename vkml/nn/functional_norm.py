@@ -196,7 +196,8 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
 
 def rms_norm(input, normalized_shape, weight=None, eps: float | None = None):
     """x · rsqrt(mean(x²) + eps) over the last ``len(normalized_shape)`` dims, times ``weight``;
-    ``eps=None`` is the input dtype's machine epsilon, as PyTorch's.
+    ``eps=None`` is the machine epsilon of the type it computes in (float32 for float16 and bfloat16, whose
+    own epsilon would swamp small inputs), as PyTorch's ``numeric_limits<opmath_type>::epsilon()``.
 
     >>> rms_norm(vkml.tensor([[3.0, 4.0]]), (2,)).shape  # doctest: +SKIP
     (1, 2)
@@ -210,7 +211,7 @@ def rms_norm(input, normalized_shape, weight=None, eps: float | None = None):
             f"{', '.join(map(str, shape))}], but got input of size{list(input.shape)}"
         )
     if eps is None:
-        eps = float(np.finfo(np.dtype(input.dtype.name)).eps)
+        eps = float(np.finfo(np.float64 if input.dtype is T.float64 else np.float32).eps)
     x = _float(input)
     dims = tuple(range(input.ndim - len(shape), input.ndim))
     out = x * functions.rsqrt((x * x).mean(dims, keepdim=True) + eps)

@@ -483,7 +483,7 @@ def interpolate(
     PyTorch's CPU formulas (scale = 1/scale_factor when a factor is given and
     ``recompute_scale_factor`` is not True, else in/out; ``align_corners`` maps corner to corner),
     and the weighted sum is separable: the last dim first, each dim's terms added left to right,
-    which is the nesting of PyTorch's kernel. float16 computes in float32 and rounds once.
+    which is the nesting of PyTorch's kernel. float16 and bfloat16 compute in float32 and round once.
     ``antialias=True`` ('bilinear', 'bicubic', float 4-D) weighs every source element under the
     filter widened by the downscale, as PyTorch's CPU kernel (weights on the host to within a rounding
     of PyTorch's, the same order of sums; a non-finite element next to a row's range still meets a
@@ -581,10 +581,13 @@ def interpolate(
     taps = _cubic_taps if mode == "bicubic" else _linear_taps
     if antialias:
         taps = functools.partial(_antialias_taps, cubic=mode == "bicubic")
-    x = input.float() if input.dtype is T.float16 else input
+    # half types are weighed in float32 and rounded once at the end, as PyTorch's kernels (whose opmath is
+    # float32); a bfloat16 operand would otherwise promote with the float32 weights and stay float32
+    narrow = input.dtype in (T.float16, T.bfloat16)
+    x = input.float() if narrow else input
     for k in reversed(range(dim)):  # the last dim innermost, as PyTorch's nested sum
         x = _resample(x, 2 + k, taps(spatial[k], out[k], align_corners, scales[k]))
-    return x.to(input.dtype) if input.dtype is T.float16 else x
+    return x.to(input.dtype) if narrow else x
 
 
 def _deprecated(name: str) -> None:
@@ -624,6 +627,16 @@ def upsample_bilinear(input, size=None, scale_factor=None):
 # ---------------------------------------------------------------------- shuffles
 
 
+def _int_factor(op: str, name: str, value) -> int:
+    """PyTorch's int argument: an integer or a one-element integer tensor; a float or a bool is its TypeError
+    (a float factor would otherwise reach a reshape with fractional sizes)."""
+    if isinstance(value, functions._tensor.Tensor) and value.numel() == 1 and not value.dtype.is_float:
+        return int(value.item())
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise TypeError(f"{op}(): argument '{name}' (position 2) must be int, not {type(value).__name__}")
+    return int(value)
+
+
 def pixel_shuffle(input, upscale_factor: int):
     """(*, C·r², H, W) to (*, C, H·r, W·r): channel c·r² + i·r + j goes to row offset i, column offset j.
 
@@ -632,7 +645,7 @@ def pixel_shuffle(input, upscale_factor: int):
     >>> pixel_shuffle(vkml.ones(1, 4, 2, 2), 2).shape  # doctest: +SKIP
     (1, 1, 4, 4)
     """
-    r = upscale_factor
+    r = _int_factor("pixel_shuffle", "upscale_factor", upscale_factor)
     if input.ndim < 3:
         raise RuntimeError(
             f"'pixel_shuffle': pixel_shuffle expects input to have at least 3 dimensions, but got input with "
@@ -658,7 +671,7 @@ def pixel_unshuffle(input, downscale_factor: int):
     >>> pixel_unshuffle(vkml.ones(1, 1, 4, 4), 2).shape  # doctest: +SKIP
     (1, 4, 2, 2)
     """
-    r = downscale_factor
+    r = _int_factor("pixel_unshuffle", "downscale_factor", downscale_factor)
     if input.ndim < 3:
         raise RuntimeError(
             f"'pixel_unshuffle': pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
@@ -760,6 +773,12 @@ def affine_grid(theta, size, align_corners=None):
             f"'affine_grid': Expected a batch of {n}D affine matrices of shape Nx{n}x{n + 1} for size {size}. "
             f"Got {tuple(theta.shape)}."
         )
+    if theta.shape[0] != size[0]:
+        # PyTorch's batched matmul of the base grid by theta raises this
+        raise RuntimeError(
+            f"'affine_grid': Expected size for first two dimensions of batch2 tensor to be: [{size[0]}, {n + 1}] "
+            f"but got: [{theta.shape[0]}, {n + 1}]. (theta holds {theta.shape[0]} matrices, size asks for {size[0]})"
+        )
     if align_corners and min(size[2:]) == 1:
         warnings.warn(
             "Since version 1.3.0, affine_grid behavior has changed for unit-size grids when align_corners=True. "
@@ -807,11 +826,14 @@ def _pad_coordinates(coord, size: int, padding_mode: str, align_corners: bool):
         return coord
     if padding_mode == "reflection":
         coord = _reflect(coord, 0, 2 * (size - 1)) if align_corners else _reflect(coord, -1, 2 * size - 1)
+    # PyTorch clips with max(coord, 0) taking 0 for NaN (CPU and CUDA alike): a NaN or infinite grid point
+    # reads the first element under 'border' and 'reflection' (reflecting an infinity makes a NaN)
     if isinstance(coord, np.ndarray):
-        return np.minimum(np.maximum(coord, _F32(0)), _F32(size - 1)).astype(_F32)
+        return np.minimum(np.fmax(coord, _F32(0)), _F32(size - 1)).astype(_F32)
     # PyTorch's clip_coordinates_set_grad: no gradient at the bounds themselves, nor beyond them
     inside = (coord > 0.0) & (coord < float(size - 1))
-    return functions.where(inside, coord, functions.clamp(coord, 0.0, float(size - 1)).detach())
+    clipped = functions.where(coord != coord, 0.0, functions.clamp(coord, 0.0, float(size - 1)))
+    return functions.where(inside, coord, clipped.detach())
 
 
 def _corner_positions(indices, spatial, batch_shape):
@@ -832,9 +854,12 @@ def _corner_positions(indices, spatial, batch_shape):
 
 def _host_coordinates(coords) -> list[np.ndarray]:
     """The coordinates read back (one submission): their integer parts decide which elements are read."""
+    # numpy has no bfloat16: its coordinates come back widened (exactly) to float32
+    coords = [functions.cast(c, T.float32) if c.dtype is T.bfloat16 else c for c in coords]
     realize.realize(*coords)
     values = [c.numpy().astype(_F32) for c in coords]
-    return [np.where(np.isnan(v), _F32(-2), v) for v in values]  # NaN reads nothing (its weight gives NaN)
+    # NaN and ±inf read nothing (their weights give NaN), and never reach an integer cast
+    return [np.where(np.isfinite(v), v, _F32(-2)) for v in values]
 
 
 def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros", align_corners=None):

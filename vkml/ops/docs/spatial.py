@@ -141,10 +141,14 @@ PAGES.update(
             nnf.grid_sample,
             precision="coordinates unnormalised and padded with PyTorch's formulas; each corner's or tap's weight a "
             "product of per-dim weights, the terms added in PyTorch's corner order, each operation rounded",
-            special="A NaN coordinate reads no element; its weight makes the output NaN (bilinear, bicubic) or 0 "
-            "(nearest), as PyTorch's.",
+            special="A NaN or infinite coordinate reads no element under 'zeros': its weight makes the output NaN "
+            "(bilinear, bicubic) or 0 (nearest), as PyTorch's. Under 'border' and 'reflection' (bilinear, nearest) "
+            "PyTorch's clip takes 0 for NaN, so such a point reads the first element along that dim (reflecting "
+            "an infinity gives NaN first; +inf under 'border' clips to the last).",
             divergence="The coordinates are read back to the host to choose the elements (one submission per call). "
-            "PyTorch's CPU kernel fuses multiply-adds: the last bits may differ.",
+            "PyTorch's CPU kernel fuses multiply-adds: the last bits may differ. In bfloat16 the weights and "
+            "their gradients are rounded to bfloat16 at each operation, where PyTorch keeps float32 inside the "
+            "kernel: the gradients (bicubic most) may differ by several bfloat16 ulps.",
             gradient="`input`: the gathers' scatter-add. `grid`: through the weights and the padding (zero at and "
             "beyond the clipped bounds, as PyTorch's `clip_coordinates_set_grad`); zeros in mode 'nearest', as "
             "PyTorch's.",

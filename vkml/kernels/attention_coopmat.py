@@ -98,8 +98,8 @@ class Config:
 
 # Tried in turn: the first that fits the device's shared memory is taken.
 CONFIGS = (Config(64, 64), Config(64, 32), Config(32, 32), Config(16, 32), Config(16, 16))
-# Up to this many keys, 32-key blocks go first: on the H200 (B4 H8 D64 float16) they took T1024 from
-# 0.350 to 0.280 ms, and T4096 causal from 2.08 to 2.19 ms (docs/benchmarks.md, session 13).
+# Up to this many keys, 32-key blocks go first: measured faster there and slower on long causal rows
+# (docs/benchmarks.md, session 13, "Key block size of the float16 kernel").
 SHORT_KEYS = 2048
 
 

@@ -21,7 +21,10 @@ from test_programs import _load, _numbers
 # name: (steps, rtol)
 PROGRAMS = {
     "annotated_transformer": (3, 1e-4),
+    "cifar_zoo": (3, 1e-4),
 }
+# Other module constants a program is compared under, besides its defaults.
+VARIANTS = {"cifar_zoo": [{"MODEL": m} for m in ("MobileNetV2", "DenseNet", "PreActResNet")]}
 
 
 def _run(name, backend, monkeypatch, initial=None, constants=None):
@@ -49,3 +52,11 @@ def _compare(name, monkeypatch, constants=None):
 @pytest.mark.parametrize("name", list(PROGRAMS))
 def test_program_matches_pytorch(name, monkeypatch):
     _compare(name, monkeypatch)
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize(
+    ("name", "constants"), [(name, c) for name, cs in VARIANTS.items() for c in cs], ids=lambda v: str(v)
+)
+def test_program_variant_matches_pytorch(name, constants, monkeypatch):
+    _compare(name, monkeypatch, constants)

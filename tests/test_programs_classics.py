@@ -23,6 +23,7 @@ PROGRAMS = {
     "annotated_transformer": (3, 1e-4),
     "cifar_zoo": (3, 1e-4),
     "ssd_box_loss": (3, 1e-4),
+    "mingpt_configure": (3, 1e-4),
 }
 # Other module constants a program is compared under, besides its defaults.
 VARIANTS = {"cifar_zoo": [{"MODEL": m} for m in ("MobileNetV2", "DenseNet", "PreActResNet")]}

@@ -62,3 +62,45 @@ def test_program_matches_pytorch(name, monkeypatch):
 )
 def test_program_variant_matches_pytorch(name, constants, monkeypatch):
     _compare(name, monkeypatch, constants)
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize("name", ["ssd_box_loss", "mingpt_configure"])
+def test_program_same_bits_on_vulkan(name, monkeypatch, gpu):
+    """On a Vulkan device each number is the CPU backend's, bit for bit (and so PyTorch's, as above)."""
+    initial, expected = _run(name, "torch", monkeypatch)
+    _, on_cpu = _run(name, "vkml", monkeypatch, initial)
+    _, on_vulkan = _run(name, "vkml", monkeypatch, initial, {"DEVICE": str(gpu)})
+    assert _numbers(on_vulkan) == _numbers(on_cpu)
+    np.testing.assert_allclose(_numbers(on_vulkan), _numbers(expected), rtol=PROGRAMS[name][1], atol=1e-6)
+
+
+def _criteria(backend, monkeypatch):
+    """The Annotated Transformer's LabelSmoothing and the SSD MultiBox loss (with their gradients) on
+    fixed inputs: the short form of two of the comparisons above, for ``make test``."""
+    rng = np.random.default_rng(3)
+    annotated = _load("annotated_transformer", backend, monkeypatch)
+    torch = annotated.torch
+    logits = torch.tensor(rng.standard_normal((6, 7)).astype(np.float32), requires_grad=True)
+    target = torch.tensor([3, 0, 5, 0, 1, 6])  # two padding rows: index_fill_ over nonzero
+    smoothing = annotated.LabelSmoothing(size=7, padding_idx=0, smoothing=0.2)
+    kl = smoothing(logits.log_softmax(-1), target)
+    kl.backward()
+    ssd = _load("ssd_box_loss", backend, monkeypatch)
+    torch = ssd.torch
+    images, targets = ssd.synthetic_batch(np.random.default_rng(0))
+    priors = ssd.make_priors()
+    loc = torch.tensor(0.1 * rng.standard_normal((3, priors.size(0), 4)).astype(np.float32), requires_grad=True)
+    conf = torch.tensor(rng.standard_normal((3, priors.size(0), 3)).astype(np.float32), requires_grad=True)
+    loss_l, loss_c = ssd.MultiBoxLoss(3, 0.5, 3)((loc, conf, priors), [torch.tensor(t) for t in targets])
+    (loss_l + loss_c).backward()
+    return [kl.item(), logits.grad.flatten().tolist(), loss_l.item(), loss_c.item()] + [
+        loc.grad.flatten().tolist(),
+        conf.grad.flatten().tolist(),
+    ]
+
+
+def test_program_losses_match_pytorch(monkeypatch):
+    expected = _criteria("torch", monkeypatch)
+    got = _criteria("vkml", monkeypatch)
+    np.testing.assert_allclose(_numbers(got), _numbers(expected), rtol=1e-5, atol=1e-6)

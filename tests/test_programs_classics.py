@@ -104,3 +104,17 @@ def test_program_losses_match_pytorch(monkeypatch):
     expected = _criteria("torch", monkeypatch)
     got = _criteria("vkml", monkeypatch)
     np.testing.assert_allclose(_numbers(got), _numbers(expected), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.stress
+def test_mingpt_runs_as_written_with_live_dropout(monkeypatch):
+    """With its dropout live (as written) the program trains to finite numbers that differ from the
+    dropout-free run: the Dropout layers reached through the ModuleDict lambda are live in train()."""
+    runs = []
+    for deterministic in (True, False):
+        program = _load("mingpt_configure", "vkml", monkeypatch, deterministic=deterministic)
+        runs.append(program.train(program.build(), steps=2))
+    off, live = runs
+    assert all(math.isfinite(x) for x in live["losses"] + live["grad_norms"])
+    assert live["losses"][0] != off["losses"][0]
+    assert live["n_params"] == off["n_params"] and live["group_sizes"] == off["group_sizes"] == [9, 20]

@@ -108,9 +108,15 @@ def type(self, dtype=None, non_blocking: bool = False, **kwargs):  # noqa: A001 
 
 
 def type_as(self, other):
-    """This tensor cast to ``other``'s dtype (itself when they agree)."""
+    """This tensor cast to ``other``'s dtype and moved to ``other``'s device (itself when both agree).
+
+    PyTorch's is ``self.type(other.type())``, and a type name carries the device kind
+    (``'torch.cuda.BoolTensor'``): code that builds a mask on the host and meets a device tensor with
+    ``mask.type_as(x)`` relies on the move.
+    """
     node = F._tensor_node("type_as", other)
-    return self if node.dtype is self.dtype else F.cast(self, node.dtype)
+    out = self if node.dtype is self.dtype else F.cast(self, node.dtype)
+    return out if out.device == other.device else out.to(other.device)
 
 
 # ---------------------------------------------------------------------- new_* constructors

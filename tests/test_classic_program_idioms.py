@@ -28,3 +28,18 @@ def test_type_as_moves_to_the_other_tensors_device(gpu):
     np.testing.assert_array_equal(x.grad.cpu().numpy(), [3.0, 4.0])
     # same dtype and device: the tensor itself, as PyTorch returns it
     assert x.type_as(x) is x
+
+
+def test_type_names_carry_the_device_as_pytorch(gpu):
+    """``x.type('torch.cuda.FloatTensor')`` moves a host tensor to the GPU and a CPU type name moves a device
+    tensor back, as PyTorch's; ``type()`` names the device kind; a plain dtype only casts."""
+    host = vkml.tensor([1, 2])
+    moved = host.type("torch.cuda.FloatTensor")
+    assert moved.device == gpu and moved.dtype is vkml.float32 and moved.tolist() == [1.0, 2.0]
+    assert moved.type() == "vkml.cuda.FloatTensor" and host.type() == "vkml.LongTensor"
+    back = moved.type("torch.LongTensor")
+    assert back.device == vkml.device("cpu") and back.dtype is vkml.int64 and back.tolist() == [1, 2]
+    assert moved.type(moved.type()) is moved  # same dtype and device kind: the tensor itself
+    assert host.type(vkml.cuda.FloatTensor).device == gpu
+    assert moved.type(vkml.float16).device == gpu  # a dtype names no device
+    assert vkml.tensor([1.5]).type(vkml.FloatTensor).device == vkml.device("cpu")

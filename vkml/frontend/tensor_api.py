@@ -87,24 +87,32 @@ for _name in ("DoubleTensor", "BFloat16Tensor", "ShortTensor", "CharTensor", "By
 
 
 def type(self, dtype=None, non_blocking: bool = False, **kwargs):  # noqa: A001  (PyTorch's method name)
-    """With no argument, the tensor's type name (``'vkml.FloatTensor'``); with a dtype or a type name
-    (``'torch.FloatTensor'``, ``'torch.cuda.LongTensor'``), the tensor cast to it.
+    """With no argument, the tensor's type name (``'vkml.FloatTensor'``, ``'vkml.cuda.FloatTensor'`` on a
+    Vulkan device); with a dtype, the tensor cast to it; with a type name (``'torch.FloatTensor'``,
+    ``'torch.cuda.LongTensor'``) or a legacy type (``vkml.cuda.FloatTensor``), cast and, as PyTorch, on the
+    device kind the type names: a ``cuda`` type moves a CPU tensor to ``"cuda"`` (the best Vulkan
+    device), any other type moves a device tensor to the CPU.
 
     >>> import vkml
     >>> vkml.ones(2).type(), vkml.ones(2).type("torch.LongTensor").dtype
     ('vkml.FloatTensor', vkml.int64)
     """
+    on_device = self.device.kind != "cpu"
     if dtype is None:
-        return f"vkml.{mutation.torch_name(self.dtype)}Tensor"
+        return f"vkml.{'cuda.' if on_device else ''}{mutation.torch_name(self.dtype)}Tensor"
+    wants_device = None  # a plain dtype names no device
     if getattr(dtype, "is_legacy_tensor_type", False):  # vkml.FloatTensor and its kind (frontend/legacy_names.py)
-        dtype = dtype.dtype
+        dtype, wants_device = dtype.dtype, dtype.is_cuda
     if isinstance(dtype, str):
         name = dtype.rsplit(".", 1)[-1]
         if name not in _TYPE_NAMES:
             raise ValueError(f"invalid type: '{dtype}'")
-        dtype = _TYPE_NAMES[name]
+        dtype, wants_device = _TYPE_NAMES[name], ".cuda." in dtype
     target = _dtype(dtype)
-    return self if target is self.dtype else F.cast(self, target)
+    out = self if target is self.dtype else F.cast(self, target)
+    if wants_device is None or wants_device == on_device:
+        return out
+    return out.to("cuda" if wants_device else "cpu")
 
 
 def type_as(self, other):

@@ -205,6 +205,16 @@ QUERY_REGISTERS = 128  # values of an invocation's own rows kept in registers (o
 UNROLLED_STAGING = 32  # elements an invocation stages at most as written-out loads (more: a loop)
 
 
+def key_blocks_end(shape: AttentionShape, row0: Value, rows: int, keys: int) -> Value:
+    """How many ``keys``-key blocks a workgroup of ``rows`` query rows from ``row0`` walks: every block of
+    the S keys, or under causal masking only those up to its last row (later blocks hold no unmasked key)."""
+    end = _u32(-(-shape.key_len // keys))
+    if shape.causal:
+        needed = (row0 + _u32(rows - 1)) / _u32(keys) + _u32(1)
+        end = B.select(needed < end, needed, end)
+    return end
+
+
 def fetch(src, dtype: T.DType, src_base: Value, first: Value, limit: int, width: int, rows: int) -> list[Value]:
     """This invocation's elements of ``stage``'s block, in float32 (0 for rows at or past ``limit``), loaded all
     before any is stored: the invocation then waits for memory once per block, and ``put`` may follow a whole
@@ -247,6 +257,45 @@ def stage(tile, src, dtype: T.DType, src_base: Value, first: Value, limit: int, 
         inside = at < _u32(limit)
         loaded = load_value(src[src_base + B.select(inside, at, _u32(0)) * _u32(width) + j], dtype)
         tile[i * _u32(pitch) + j] = B.select(inside, loaded, _f32(0.0))
+
+
+@dataclass(frozen=True, eq=False)
+class KeyValueBlocks:
+    """How a forward kernel moves each block of ``keys`` keys and values into its shared tiles: fetched a
+    block ahead into registers, while the block before computes (``prefetch``: where an invocation's
+    share is small), or staged by each block itself."""
+
+    k: object
+    v: object
+    dtype: T.DType
+    k_base: Value
+    v_base: Value
+    shape: AttentionShape
+    keys: int
+    prefetch: bool
+
+    def ahead(self, key0: Value, later: int = 0) -> list[Value]:
+        """The keys then values of the block at ``key0 + later``, in registers (none, and no instruction,
+        without ``prefetch``)."""
+        if not self.prefetch:
+            return []
+        if later:
+            key0 = key0 + _u32(later)
+        s, e, ev, keys = self.shape.key_len, self.shape.head_dim, self.shape.value_dim, self.keys
+        return fetch(self.k, self.dtype, self.k_base, key0, s, e, keys) + fetch(
+            self.v, self.dtype, self.v_base, key0, s, ev, keys
+        )
+
+    def place(self, k_tile, v_tile, fetched, key0: Value) -> None:
+        """Block ``key0`` into the tiles (keys padded by one word a row): from ``fetched``, or read now."""
+        s, e, ev, keys = self.shape.key_len, self.shape.head_dim, self.shape.value_dim, self.keys
+        if self.prefetch:
+            k_count = -(-keys * e // THREADS)
+            put(k_tile, list(fetched[:k_count]), e, e + 1, keys)
+            put(v_tile, list(fetched[k_count:]), ev, ev, keys)
+        else:
+            stage(k_tile, self.k, self.dtype, self.k_base, key0, s, e, e + 1, keys)
+            stage(v_tile, self.v, self.dtype, self.v_base, key0, s, ev, ev, keys)
 
 
 def own_rows(r: Value, *tiles) -> tuple:
@@ -332,32 +381,18 @@ def forward_kernel(shape: AttentionShape) -> Kernel:
             # The invocation's query row lives in registers where it is short: each step of its dot
             # products then reads one key element from shared memory, not two elements.
             (q_row,) = own_rows(r, (q_tile, E))
-            blocks = -(-S // LANES)
-            end = _u32(blocks)
-            if shape.causal:  # blocks past the workgroup's last row hold no unmasked key
-                needed = (row0 + _u32(ROWS - 1)) / _u32(LANES) + _u32(1)
-                end = B.select(needed < end, needed, end)
+            end = key_blocks_end(shape, row0, ROWS, LANES)
 
-            # The key and value blocks are fetched one block ahead (into registers, while the block before
-            # computes) where an invocation's share is small; else each block stages its own.
             prefetch = -(-LANES * max(E, Ev) // THREADS) <= UNROLLED_STAGING
-            k_count = -(-LANES * E // THREADS)
-
-            def fetch_block(key0):
-                return fetch(k, dt, k_base, key0, S, E, LANES) + fetch(v, dt, v_base, key0, S, Ev, LANES)
+            blocks = KeyValueBlocks(k, v, dt, k_base, v_base, shape, LANES, prefetch)
 
             def block(kb_i, m, l, *carried):
                 acc, fetched = carried[:accumulators], carried[accumulators:]
                 key0 = kb_i * _u32(LANES)
                 B.barrier()  # the previous block's tiles (and the query tile's stores) are done with
-                if prefetch:
-                    put(k_tile, list(fetched[:k_count]), E, E + 1, LANES)
-                    put(v_tile, list(fetched[k_count:]), Ev, Ev, LANES)
-                else:
-                    stage(k_tile, k, dt, k_base, key0, S, E, E + 1, LANES)
-                    stage(v_tile, v, dt, v_base, key0, S, Ev, Ev, LANES)
+                blocks.place(k_tile, v_tile, fetched, key0)
                 B.barrier()
-                following = fetch_block(key0 + _u32(LANES)) if prefetch else []
+                following = blocks.ahead(key0, LANES)
                 score = row_dot(E, q_row, r * _u32(E), k_tile, c * _u32(E + 1))
                 s = masked_score(shape, score, scale, row, key0 + c, mask, offsets[3] if mask is not None else None)
                 m_new = _max(m, _row_combine(s, _max, c, base, max_tree, shape.subgroup))
@@ -380,7 +415,7 @@ def forward_kernel(shape: AttentionShape) -> Kernel:
                 return (m_new, l_new, *(a * alpha + s_ for a, s_ in zip(acc, sums)), *following)
 
             inits = (_f32(NEG_INF), _f32(0.0), *(_f32(0.0) for _ in range(accumulators)))
-            inits += tuple(fetch_block(_u32(0))) if prefetch else ()
+            inits += tuple(blocks.ahead(_u32(0)))
             m, l, *acc = B.loop(_u32(0), end, _u32(1), inits, block)[: 2 + accumulators]
             with B.if_(row < _u32(L)):
                 empty = B.eq(l, _f32(0.0))
@@ -504,15 +539,9 @@ def tiled_forward_kernel(shape: AttentionShape) -> Kernel:
             mask_base = offsets[3] if mask is not None else None
 
             stage(q_tile, q, dt, q_base, row0, L, E, E, BLOCK_ROWS)
-            end = _u32(-(-S // BLOCK_KEYS))
-            if shape.causal:  # blocks past the workgroup's last row hold no unmasked key
-                needed = (row0 + _u32(BLOCK_ROWS - 1)) / _u32(BLOCK_KEYS) + _u32(1)
-                end = B.select(needed < end, needed, end)
-            k_count, v_count = -(-BLOCK_KEYS * E // THREADS), -(-BLOCK_KEYS * Ev // THREADS)
-            prefetch = k_count + v_count <= UNROLLED_STAGING
-
-            def fetch_block(key0):
-                return fetch(k, dt, k_base, key0, S, E, BLOCK_KEYS) + fetch(v, dt, v_base, key0, S, Ev, BLOCK_KEYS)
+            end = key_blocks_end(shape, row0, BLOCK_ROWS, BLOCK_KEYS)
+            prefetch = -(-BLOCK_KEYS * E // THREADS) + -(-BLOCK_KEYS * Ev // THREADS) <= UNROLLED_STAGING
+            blocks = KeyValueBlocks(k, v, dt, k_base, v_base, shape, BLOCK_KEYS, prefetch)
 
             def score_step(e, *sums):
                 qs = [q_tile[at + e] for at in q_at]
@@ -534,14 +563,9 @@ def tiled_forward_kernel(shape: AttentionShape) -> Kernel:
                 fetched = carried[2 * TILE_ROWS + TILE_ROWS * columns :]
                 key0 = kb_i * _u32(BLOCK_KEYS)
                 B.barrier()  # the previous block's tiles (and the query tile's stores) are done with
-                if prefetch:
-                    put(k_tile, list(fetched[:k_count]), E, E + 1, BLOCK_KEYS)
-                    put(v_tile, list(fetched[k_count:]), Ev, Ev, BLOCK_KEYS)
-                else:
-                    stage(k_tile, k, dt, k_base, key0, S, E, E + 1, BLOCK_KEYS)
-                    stage(v_tile, v, dt, v_base, key0, S, Ev, Ev, BLOCK_KEYS)
+                blocks.place(k_tile, v_tile, fetched, key0)
                 B.barrier()
-                following = fetch_block(key0 + _u32(BLOCK_KEYS)) if prefetch else []
+                following = blocks.ahead(key0, BLOCK_KEYS)
                 dots = B.loop(0, E, 1, tuple(_f32(-0.0) for _ in range(TILE_ROWS * TILE_KEYS)), score_step)
                 scores = [
                     [
@@ -582,7 +606,7 @@ def tiled_forward_kernel(shape: AttentionShape) -> Kernel:
 
             inits = (*(_f32(NEG_INF) for _ in range(TILE_ROWS)), *(_f32(0.0) for _ in range(TILE_ROWS)))
             inits += tuple(_f32(0.0) for _ in range(TILE_ROWS * columns))
-            inits += tuple(fetch_block(_u32(0))) if prefetch else ()
+            inits += tuple(blocks.ahead(_u32(0)))
             results = B.loop(_u32(0), end, _u32(1), inits, block)
             m, l = results[:TILE_ROWS], results[TILE_ROWS : 2 * TILE_ROWS]
             acc = results[2 * TILE_ROWS : 2 * TILE_ROWS + TILE_ROWS * columns]

@@ -45,6 +45,7 @@ from .attention import (
     Operand,
     _batch_offsets,
     _f32,
+    key_blocks_end,
     masked_score,
     own_rows,
     row_dot,
@@ -156,10 +157,7 @@ def query_kernel(shape: AttentionShape) -> Kernel:
             q_row, g_row = own_rows(r, (q_tile, E), (g_tile, Ev))
             row_in = b * _u32(L) + B.select(row < _u32(L), row, _u32(0))
             lse_row, delta_row = bufs["lse"][row_in], bufs["delta"][row_in]
-            end = _u32(-(-S // LANES))
-            if shape.causal:
-                needed = (row0 + _u32(ROWS - 1)) / _u32(LANES) + _u32(1)
-                end = B.select(needed < end, needed, end)
+            end = key_blocks_end(shape, row0, ROWS, LANES)
             cols = _columns(c, E)
 
             def block(kb_i, *acc):
@@ -396,10 +394,7 @@ def tiled_query_kernel(shape: AttentionShape) -> Kernel:
             rows_in = [b * _u32(L) + B.select(row < _u32(L), row, _u32(0)) for row in rows]
             lse_rows = [bufs["lse"][at] for at in rows_in]
             delta_rows = [bufs["delta"][at] for at in rows_in]
-            end = _u32(-(-S // DQ_KEYS))
-            if shape.causal:
-                needed = (row0 + _u32(DQ_ROWS - 1)) / _u32(DQ_KEYS) + _u32(1)
-                end = B.select(needed < end, needed, end)
+            end = key_blocks_end(shape, row0, DQ_ROWS, DQ_KEYS)
             cols = _columns(c, E)
             ds_at = [r * _u32(DQ_KEYS) for r in local_rows]
 

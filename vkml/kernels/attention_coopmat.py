@@ -51,7 +51,17 @@ from ..ops import mathlib as M
 from ..ops.cast import narrow, store_value
 from ..ops.mathlib.bits import pow2, quiet, round_to_int
 from ..ops.mathlib.explog import LOG2E
-from .attention import NEG_INF, AttentionShape, Dropout, Operand, _batch_offsets, _f32, _max, masked_score
+from .attention import (
+    NEG_INF,
+    AttentionShape,
+    Dropout,
+    Operand,
+    _batch_offsets,
+    _f32,
+    _max,
+    key_blocks_end,
+    masked_score,
+)
 from .index import _u32
 from .lowering import fold_grid, linear_workgroup
 from .matmul.tiled import _maybe_if
@@ -317,10 +327,7 @@ def forward_kernel(shape: AttentionShape, config: Config) -> Kernel:
             s_first = sg * _u32(MATRIX * sp)
             s_row = r_local * _u32(sp)
             p_row = r_local * _u32(qp)
-            end = _u32(-(-S // keys))
-            if shape.causal:  # blocks past the workgroup's last row hold no unmasked key
-                needed = (row0 + _u32(rows - 1)) / _u32(keys) + _u32(1)
-                end = B.select(needed < end, needed, end)
+            end = key_blocks_end(shape, row0, rows, keys)
 
             k_count = k_staging.per_thread * k_staging.step
 

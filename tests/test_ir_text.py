@@ -7,6 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from vkml.codegen import compile_kernel
+from vkml.codegen.features import DeviceFeatures
 from vkml.errors import IRError
 from vkml.ir import Instr, KernelBuilder, parse, verify
 from vkml.ir import types as T
@@ -161,6 +163,24 @@ def test_loop_without_results_and_if_without_else_round_trip():
     kernel = kb.finish()
     text = round_trip(kernel)
     assert "else" not in text and "->" not in text
+
+
+def test_a_rolled_loop_keeps_its_hint_through_text_structure_and_spirv():
+    def build(unroll: bool):
+        kb = KernelBuilder("rolled", local_size=(8, 1, 1))
+        out = kb.buffer("out", T.float32, "write")
+        with kb:
+            (total,) = loop(const(0, T.uint32), 16, 1, [const(0.0, T.float32)], lambda i, s: (s + 1.0,), unroll=unroll)
+            out[local_id(0)] = total
+        return kb.finish()
+
+    rolled, plain = build(False), build(True)
+    text = round_trip(rolled)
+    assert " dont_unroll carry(" in text and "dont_unroll" not in round_trip(plain)
+    assert parse(text) == rolled and rolled != plain  # a hint of its own in the kernel's identity
+    lavapipe = DeviceFeatures.lavapipe_like()
+    assert "DontUnroll" in compile_kernel(rolled, lavapipe).asm
+    assert "DontUnroll" not in compile_kernel(plain, lavapipe).asm
 
 
 def test_every_dtype_round_trips():

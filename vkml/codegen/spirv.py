@@ -441,7 +441,7 @@ class _FunctionEmitter(MemoryEmitter, MatrixEmitter):
             self.emit("; (carried phi)")
         less = "OpSLessThan" if stmt.index.dtype.is_signed else "OpULessThan"
         in_range = self.op(less, self.temp("in_range"), self.mod.scalar(T.bool_), index, end)
-        self.emit(f"OpLoopMerge {merge} {continue_} None")
+        self.emit(f"OpLoopMerge {merge} {continue_} {'None' if stmt.unroll else 'DontUnroll'}")
         self.emit(f"OpBranchConditional {in_range} {body} {merge}")
         self.start_block(body)
         self.emit_block(stmt.body)

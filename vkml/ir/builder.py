@@ -619,8 +619,10 @@ def range_(start, end=None, step=1):
         _close()
 
 
-def loop(start, end, step, inits, body_fn) -> tuple[Value, ...]:
-    """``for i in range(start, end, step): carried = body_fn(i, *carried)``; returns the final carried."""
+def loop(start, end, step, inits, body_fn, unroll: bool = True) -> tuple[Value, ...]:
+    """``for i in range(start, end, step): carried = body_fn(i, *carried)``; returns the final carried.
+
+    ``unroll=False`` keeps the loop rolled on the device (``Loop.unroll``)."""
     start, end, step = _loop_bounds(start, end, step)
     inits = tuple(inits)
     index = Value(start.dtype)
@@ -631,7 +633,7 @@ def loop(start, end, step, inits, body_fn) -> tuple[Value, ...]:
     if len(ys) != len(carried) or any(y.dtype is not c.dtype for y, c in zip(ys, carried)):
         raise DTypeError("loop: the body must yield one value of the same type per carried value")
     results = tuple(Value(v.dtype) for v in inits)
-    _current().body.append(Loop(start, end, step, index, inits, carried, body, results))
+    _current().body.append(Loop(start, end, step, index, inits, carried, body, results, unroll))
     return results
 
 

@@ -63,6 +63,10 @@ class Loop:
 
     The body yields the next carried values; ``results`` are the carried values after the last
     iteration (the inits when the loop runs zero times). ``step`` is positive.
+
+    ``unroll`` False asks the device compiler to keep the loop rolled (SPIR-V's ``DontUnroll``): a
+    driver that fully unrolls a constant-trip loop with a large body can spill its registers. It is
+    a hint on how the loop is compiled, never on what it computes; the interpreters ignore it.
     """
 
     start: Value
@@ -73,6 +77,7 @@ class Loop:
     carried: tuple[Value, ...]
     body: Block
     results: tuple[Value, ...] = ()
+    unroll: bool = True
 
 
 @dataclass(frozen=True)
@@ -176,7 +181,8 @@ def structure(k: Kernel) -> tuple:
                 head = (use(s.start), use(s.end), use(s.step), tuple(use(v) for v in s.inits))
                 idx = define(s.index)
                 car = tuple(define(c) for c in s.carried)
-                out.append(("loop", head, idx, car, block(s.body), tuple(define(r) for r in s.results)))
+                body, results = block(s.body), tuple(define(r) for r in s.results)
+                out.append(("loop", head, idx, car, body, results, s.unroll))
         return (tuple(out), tuple(use(y) for y in b.yields))
 
     params = tuple((p.name, p.dtype.short, define(p.value)) for p in k.params)

@@ -221,6 +221,8 @@ def format_header(stmt: If | Loop, name: ValueNames) -> str:
         text = f"if {name(stmt.cond)}"
     else:
         text = f"loop {name(stmt.index)} = {name(stmt.start)} to {name(stmt.end)} step {name(stmt.step)}"
+        if not stmt.unroll:
+            text += " dont_unroll"
         if stmt.carried or stmt.inits:
             pairs = ", ".join(f"{name(c)} = {name(i)}" for c, i in zip(stmt.carried, stmt.inits))
             text += f" carry({pairs})"
@@ -468,13 +470,13 @@ class _KernelReader:
         return stmt
 
     def loop_stmt(self, result_toks: list[Token], tree: Tree) -> Loop:
-        index_tok, start_tok, end_tok, step_tok, carry, arrow, body = tree.children
+        index_tok, start_tok, end_tok, step_tok, dont_unroll, carry, arrow, body = tree.children
         start, end, step = self.use(start_tok), self.use(end_tok), self.use(step_tok)
         pairs = [c.children for c in carry.children] if carry is not None else []
         inits = tuple(self.use(init) for _, init in pairs)
         index = self.define(index_tok, start.dtype)
         carried = tuple(self.define(tok, init.dtype) for (tok, _), init in zip(pairs, inits))
-        stmt = Loop(start, end, step, index, inits, carried, self.block(body))
+        stmt = Loop(start, end, step, index, inits, carried, self.block(body), unroll=dont_unroll is None)
         stmt.results = self.results(result_toks, arrow, tree)
         return stmt
 

@@ -396,7 +396,9 @@ def forward_kernel(shape: AttentionShape, config: Config) -> Kernel:
                 return (m_new, l_new, *new, *following)
 
             inits = (_f32(NEG_INF), _f32(0.0), *(_f32(0.0) for _ in range(columns)), *fetch_block(_u32(0)))
-            m, l, *acc = B.loop(_u32(0), end, _u32(1), inits, block)[: 2 + columns]
+            # Kept rolled: a driver that unrolls the constant trip count of an unmasked row (every key
+            # block) spills the carried accumulators and prefetch (docs/benchmarks.md, session 14).
+            m, l, *acc = B.loop(_u32(0), end, _u32(1), inits, block, unroll=False)[: 2 + columns]
             empty = B.eq(l, _f32(0.0))
             # The accumulators go through this invocation's own slots of the score tile, so that one loop
             # (not one division and narrowing per accumulator) stores the results.

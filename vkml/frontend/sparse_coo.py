@@ -413,12 +413,12 @@ class SparseTensor(Tensor):
     def __radd__(self, other):
         """dense + sparse: a dense tensor (PyTorch's ``add(dense, sparse)``)."""
         if isinstance(other, Tensor):
-            return F.add(other, _to_dense(self))
+            return _add_dense(other, self, 1)
         return _no_node(self)
 
     def __rsub__(self, other):
         if isinstance(other, Tensor):
-            return F.sub(other, _to_dense(self))
+            return _add_dense(other, self, -1)
         return _no_node(self)
 
     # ---------------------------------------------------------------- products and sums
@@ -525,6 +525,25 @@ def _to_dense(s: SparseTensor) -> Tensor:
     flat = zeros((math.prod(sparse_size), *dense_size), dtype=values.dtype, device=values.device)
     if s._nnz():
         flat = index_add(flat, 0, s._index("linear"), values)
+    return F.reshape(flat, s._sp_size)
+
+
+def _add_dense(dense: Tensor, s: SparseTensor, alpha) -> Tensor:
+    """``dense + alpha * s`` (``Tensor.add``, ``add_``, ``+``, ``-`` of a dense and a sparse tensor): each
+    entry's ``alpha * value`` added into its place in entry order, starting from ``dense`` (PyTorch's CPU
+    loop; duplicates add one by one, not summed first)."""
+    if tuple(dense.shape) != s._sp_size:
+        raise RuntimeError(
+            f"add: expected 'self' and 'other' to have same size, but self has size {list(dense.shape)} while other "
+            f"has size {list(s._sp_size)} (FYI: dense-sparse addition does not currently support broadcasting)"
+        )
+    _same_device(dense, s)
+    values = s._sp_values if alpha == 1 else F.mul(s._sp_values, alpha)
+    dtype = promote_types(dense.dtype, values.dtype)
+    sd = s.sparse_dim()
+    flat = F.reshape(F.cast(dense, dtype), (math.prod(s._sp_size[:sd]), *s._sp_size[sd:]))
+    if s._nnz():
+        flat = index_add(flat, 0, s._index("linear"), F.cast(values, dtype))
     return F.reshape(flat, s._sp_size)
 
 
@@ -677,6 +696,8 @@ def dispatch(op: str, *args, **kwargs):
         return addmm(*args, **kwargs)
     if op == "sum":
         return args[0].sum(*args[1:], **kwargs)
+    if op == "add":
+        return _add_dense(*args, **kwargs)
     raise NotImplementedError(f"Could not run '{op}' with a sparse COO tensor (docs/sparse.md)")
 
 

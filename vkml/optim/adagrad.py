@@ -56,6 +56,10 @@ class Adagrad(Optimizer):
         super().__init__(params, defaults)
         check_fused_foreach(fused, foreach)
 
+    def _check_sparse_grad(self) -> None:
+        # PyTorch's Adagrad updates only the rows a sparse gradient names; vkml's does not yet
+        raise NotImplementedError("Adagrad: sparse gradients (nn.Embedding(sparse=True)) are not supported by vkml")
+
     def update(self, param, grad, state: dict, group: dict):
         if not state:
             state["step"] = 0

@@ -1,0 +1,133 @@
+"""Sparse gradients, as PyTorch gives them: ``nn.Embedding(sparse=True)``'s weight gradient is a sparse COO
+tensor, and ``optim.SparseAdam`` and ``optim.SGD`` step on it (word2vec's and recommenders' idiom;
+tests/programs/word2vec_skipgram.py). Each result is compared with PyTorch's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import vkml
+
+IDS = [[1, 3, 3], [0, 3, 5]]  # a repeated id, and the padding id 5 in the padding case
+
+
+def _pair(padding_idx=None, num=6, dim=3):
+    rng = np.random.default_rng(0)
+    weight = rng.standard_normal((num, dim)).astype(np.float32)
+    ours = vkml.nn.Embedding(num, dim, sparse=True, padding_idx=padding_idx)
+    theirs = torch.nn.Embedding(num, dim, sparse=True, padding_idx=padding_idx)
+    ours.weight.data = vkml.tensor(weight)
+    theirs.weight.data = torch.tensor(weight)
+    return ours, theirs
+
+
+def _loss(module, lib, ids, scale):
+    out = module(lib.tensor(ids))
+    return (out * lib.tensor(scale)).sum()
+
+
+@pytest.mark.parametrize("padding_idx", [None, 5])
+def test_embedding_sparse_grad_is_pytorchs_coo(padding_idx):
+    ours, theirs = _pair(padding_idx)
+    scale = np.linspace(-1, 2, 18, dtype=np.float32).reshape(2, 3, 3)
+    for module, lib in ((ours, vkml), (theirs, torch)):
+        _loss(module, lib, IDS, scale).backward()
+        _loss(module, lib, [[2, 3, 1]], scale[:1]).backward()  # a second pass adds sparse to sparse
+    mine, ref = ours.weight.grad, theirs.weight.grad
+    assert mine.is_sparse and mine.layout == vkml.sparse_coo and not mine.is_coalesced()
+    assert mine._nnz() == ref._nnz()
+    mine, ref = mine.coalesce(), ref.coalesce()
+    np.testing.assert_array_equal(mine.indices().numpy(), ref.indices().numpy())
+    np.testing.assert_allclose(mine.values().numpy(), ref.values().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(ours.weight.grad.to_dense().numpy(), theirs.weight.grad.to_dense().numpy(), rtol=1e-6)
+
+
+def test_sparse_grad_meets_a_dense_one_as_pytorchs():
+    """A weight used by a sparse lookup and by a dense op gets a dense gradient, in either order."""
+    for first_dense in (True, False):
+        grads = []
+        for lib in (vkml, torch):
+            w = lib.nn.Parameter(lib.ones(4, 2))
+            dense = (w * lib.tensor([[1.0, 2.0]])).sum()
+            looked = lib.nn.functional.embedding(lib.tensor([0, 2, 2]), w, sparse=True).sum()
+            (dense + looked if first_dense else looked + dense).backward()
+            assert not w.grad.is_sparse
+            grads.append(w.grad.numpy())
+        np.testing.assert_array_equal(*grads)
+
+
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_sgd_and_sparse_adam_step_on_sparse_grads_as_pytorch(momentum):
+    ours, theirs = _pair()
+    ours2, theirs2 = _pair()
+    scale = np.linspace(-1, 2, 18, dtype=np.float32).reshape(2, 3, 3)
+    optimizers = [
+        (
+            vkml.optim.SGD(ours.parameters(), lr=0.5, momentum=momentum),
+            torch.optim.SGD(theirs.parameters(), lr=0.5, momentum=momentum),
+        ),
+        (
+            vkml.optim.SparseAdam(list(ours2.parameters()), lr=0.1),
+            torch.optim.SparseAdam(list(theirs2.parameters()), lr=0.1),
+        ),
+    ]
+    for (mine, ref), (m_mod, t_mod) in zip(optimizers, ((ours, theirs), (ours2, theirs2))):
+        for step in range(3):
+            ids = [[(i + step) % 5 for i in row] for row in IDS]
+            for opt, module, lib in ((mine, m_mod, vkml), (ref, t_mod, torch)):
+                opt.zero_grad()
+                _loss(module, lib, ids, scale).backward()
+                opt.step()
+            np.testing.assert_allclose(m_mod.weight.numpy(), t_mod.weight.detach().numpy(), rtol=1e-6, atol=1e-7)
+    state = optimizers[1][0].state[ours2.weight]
+    assert state["step"] == 3 and not state["exp_avg"].is_sparse
+
+
+def test_dense_plus_sparse_adds_each_entry_in_order():
+    """``p.add_(sparse, alpha=...)``, ``p + s`` and ``p - s`` with a Parameter on the left: dense results,
+    duplicates added one at a time from the dense value (PyTorch's CPU loop), bit for bit."""
+    rng = np.random.default_rng(1)
+    base = rng.standard_normal((4, 3)).astype(np.float32)
+    values = rng.standard_normal((5, 3)).astype(np.float32) * 1e-3
+    ids = [[2, 0, 2, 2, 3]]
+    results = []
+    for lib in (vkml, torch):
+        s = lib.sparse_coo_tensor(lib.tensor(ids), lib.tensor(values), (4, 3), check_invariants=True)
+        p = lib.nn.Parameter(lib.tensor(base))
+        with lib.no_grad():
+            summed, diff = p + s, p - s
+            p.add_(s, alpha=-0.3)
+        results.append([summed.numpy(), diff.numpy(), p.detach().numpy()])
+    for mine, ref in zip(*results):
+        np.testing.assert_array_equal(mine, ref)
+
+
+def test_sparse_grad_errors_are_pytorchs():
+    ours, _ = _pair()
+    ours(vkml.tensor([1, 2])).sum().backward()
+    for opt, error, text in (
+        (
+            vkml.optim.Adam(ours.parameters()),
+            RuntimeError,
+            "Adam does not support sparse gradients, please consider SparseAdam instead",
+        ),
+        (vkml.optim.RMSprop(ours.parameters()), RuntimeError, "RMSprop does not support sparse gradients"),
+        (
+            vkml.optim.SGD(ours.parameters(), lr=0.1, weight_decay=0.1),
+            RuntimeError,
+            r"add\(sparse, dense\) is not supported",
+        ),
+        (vkml.optim.Adagrad(ours.parameters()), NotImplementedError, "Adagrad: sparse gradients"),
+    ):
+        before = ours.weight.numpy().copy()
+        with pytest.raises(error, match=text):
+            opt.step()
+        np.testing.assert_array_equal(ours.weight.numpy(), before)  # the parameter is untouched
+    dense = vkml.nn.Parameter(vkml.ones(3))
+    (dense * 2).sum().backward()
+    with pytest.raises(RuntimeError, match="SparseAdam does not support dense gradients, please consider Adam instead"):
+        vkml.optim.SparseAdam([dense]).step()
+    with pytest.raises(ValueError, match="Invalid learning rate"):
+        vkml.optim.SparseAdam([dense], lr=-1.0)

@@ -131,3 +131,26 @@ def test_sparse_grad_errors_are_pytorchs():
         vkml.optim.SparseAdam([dense]).step()
     with pytest.raises(ValueError, match="Invalid learning rate"):
         vkml.optim.SparseAdam([dense], lr=-1.0)
+
+
+@pytest.mark.parametrize(("mode", "padding_idx"), [("sum", None), ("mean", 2)])
+def test_embedding_bag_sparse_grad_is_pytorchs(mode, padding_idx):
+    """EmbeddingBag(sparse=True) (DLRM's tables): each id's row of the bag's gradient, scaled by its sample
+    weight ('sum') or its bag's size ('mean'), padding ids left out."""
+    rng = np.random.default_rng(2)
+    weight = rng.standard_normal((5, 3)).astype(np.float32)
+    ids, offsets = [1, 2, 1, 4, 0, 2], [0, 2, 5]
+    psw = rng.uniform(0.5, 1.5, 6).astype(np.float32) if mode == "sum" else None
+    scale = rng.standard_normal((3, 3)).astype(np.float32)
+    grads = []
+    for lib in (vkml, torch):
+        bag = lib.nn.EmbeddingBag(5, 3, mode=mode, sparse=True, padding_idx=padding_idx)
+        bag.weight.data = lib.tensor(weight)
+        weights = None if psw is None else lib.tensor(psw)
+        (bag(lib.tensor(ids), lib.tensor(offsets), per_sample_weights=weights) * lib.tensor(scale)).sum().backward()
+        assert bag.weight.grad.is_sparse
+        grads.append((bag.weight.grad._nnz(), bag.weight.grad.coalesce()))
+    (n_mine, mine), (n_ref, ref) = grads
+    assert n_mine == n_ref
+    np.testing.assert_array_equal(mine.indices().numpy(), ref.indices().numpy())
+    np.testing.assert_allclose(mine.values().numpy(), ref.values().numpy(), rtol=1e-6)

@@ -154,3 +154,19 @@ def test_embedding_bag_sparse_grad_is_pytorchs(mode, padding_idx):
     assert n_mine == n_ref
     np.testing.assert_array_equal(mine.indices().numpy(), ref.indices().numpy())
     np.testing.assert_allclose(mine.values().numpy(), ref.values().numpy(), rtol=1e-6)
+
+
+def test_zero_grad_keeping_a_sparse_grad_empties_it():
+    """``zero_grad(set_to_none=False)`` zeroes a sparse gradient in place (nnz 0, PyTorch's sparse
+    ``zero_``); the next backward adds its entries to it."""
+    results = []
+    for lib in (vkml, torch):
+        emb = lib.nn.Embedding(4, 2, sparse=True)
+        opt = lib.optim.SGD(emb.parameters(), lr=0.1)
+        emb(lib.tensor([1, 2])).sum().backward()
+        grad = emb.weight.grad
+        opt.zero_grad(set_to_none=False)
+        assert emb.weight.grad is grad and grad._nnz() == 0 and grad.is_sparse
+        emb(lib.tensor([3, 3])).sum().backward()
+        results.append(emb.weight.grad.to_dense().numpy())
+    np.testing.assert_array_equal(*results)

@@ -252,6 +252,16 @@ class SparseTensor(Tensor):
             F.clone(self._sp_indices), F.clone(self._sp_values), self._sp_size, self._sp_coalesced, self._sp_host
         )
 
+    def zero_(self) -> SparseTensor:
+        """No entries left (PyTorch's sparse ``zero_``: nnz becomes 0, the size stays), in place: what
+        ``optimizer.zero_grad(set_to_none=False)`` does to a sparse gradient."""
+        sd, values = self.sparse_dim(), self._sp_values
+        host = np.zeros((sd, 0), np.int64)
+        self._sp_indices = _index_tensor(host, values.device)
+        self._sp_values = zeros((0, *values.shape[1:]), dtype=values.dtype, device=values.device)
+        self._sp_host, self._sp_coalesced, self._sp_index = host, True, {}
+        return self
+
     # ---------------------------------------------------------------- conversions
     def coalesce(self) -> SparseTensor:
         """Indices sorted (row-major) and unique, duplicate values summed in entry order; ``self`` if coalesced."""

@@ -58,31 +58,45 @@ def test_sparse_grad_meets_a_dense_one_as_pytorchs():
         np.testing.assert_array_equal(*grads)
 
 
-@pytest.mark.parametrize("momentum", [0.0, 0.9])
-def test_sgd_and_sparse_adam_step_on_sparse_grads_as_pytorch(momentum):
+@pytest.mark.parametrize("which", ["sgd", "sgd_momentum", "sparse_adam", "adagrad"])
+def test_optimizers_step_on_sparse_grads_as_pytorch(which):
     ours, theirs = _pair()
-    ours2, theirs2 = _pair()
+    make = {
+        "sgd": lambda lib, m: lib.optim.SGD(m.parameters(), lr=0.5),
+        "sgd_momentum": lambda lib, m: lib.optim.SGD(m.parameters(), lr=0.5, momentum=0.9),
+        "sparse_adam": lambda lib, m: lib.optim.SparseAdam(list(m.parameters()), lr=0.1),
+        "adagrad": lambda lib, m: lib.optim.Adagrad(m.parameters(), lr=0.1, lr_decay=0.01),
+    }[which]
+    mine, ref = make(vkml, ours), make(torch, theirs)
     scale = np.linspace(-1, 2, 18, dtype=np.float32).reshape(2, 3, 3)
-    optimizers = [
-        (
-            vkml.optim.SGD(ours.parameters(), lr=0.5, momentum=momentum),
-            torch.optim.SGD(theirs.parameters(), lr=0.5, momentum=momentum),
-        ),
-        (
-            vkml.optim.SparseAdam(list(ours2.parameters()), lr=0.1),
-            torch.optim.SparseAdam(list(theirs2.parameters()), lr=0.1),
-        ),
-    ]
-    for (mine, ref), (m_mod, t_mod) in zip(optimizers, ((ours, theirs), (ours2, theirs2))):
-        for step in range(3):
-            ids = [[(i + step) % 5 for i in row] for row in IDS]
-            for opt, module, lib in ((mine, m_mod, vkml), (ref, t_mod, torch)):
-                opt.zero_grad()
-                _loss(module, lib, ids, scale).backward()
-                opt.step()
-            np.testing.assert_allclose(m_mod.weight.numpy(), t_mod.weight.detach().numpy(), rtol=1e-6, atol=1e-7)
-    state = optimizers[1][0].state[ours2.weight]
-    assert state["step"] == 3 and not state["exp_avg"].is_sparse
+    for step in range(3):
+        ids = [[(i + step) % 5 for i in row] for row in IDS]
+        for opt, module, lib in ((mine, ours, vkml), (ref, theirs, torch)):
+            opt.zero_grad()
+            _loss(module, lib, ids, scale).backward()
+            opt.step()
+        np.testing.assert_allclose(ours.weight.numpy(), theirs.weight.detach().numpy(), rtol=1e-6, atol=1e-7)
+    for key in {"sparse_adam": ["exp_avg", "exp_avg_sq"], "adagrad": ["sum"]}.get(which, []):
+        # dense state, changed only in the rows the gradients named, as PyTorch's
+        state = mine.state[ours.weight][key]
+        assert not state.is_sparse
+        np.testing.assert_allclose(state.numpy(), ref.state[theirs.weight][key].numpy(), rtol=1e-6, atol=1e-8)
+
+
+def test_sparse_adam_on_a_gradient_of_two_sparse_dims():
+    """A sparse gradient over two sparse dims (assigned by hand): the rows are its row-major positions."""
+    rng = np.random.default_rng(3)
+    start = rng.standard_normal((3, 4, 2)).astype(np.float32)
+    ids, values = [[0, 2, 0], [1, 3, 1]], rng.standard_normal((3, 2)).astype(np.float32)
+    results = []
+    for lib in (vkml, torch):
+        p = lib.nn.Parameter(lib.tensor(start))
+        opt = lib.optim.SparseAdam([p], lr=0.1)
+        for _ in range(2):
+            p.grad = lib.sparse_coo_tensor(lib.tensor(ids), lib.tensor(values), (3, 4, 2))
+            opt.step()
+        results.append(p.detach().numpy())
+    np.testing.assert_allclose(*results, rtol=1e-6)
 
 
 def test_dense_plus_sparse_adds_each_entry_in_order():
@@ -119,7 +133,11 @@ def test_sparse_grad_errors_are_pytorchs():
             RuntimeError,
             r"add\(sparse, dense\) is not supported",
         ),
-        (vkml.optim.Adagrad(ours.parameters()), NotImplementedError, "Adagrad: sparse gradients"),
+        (
+            vkml.optim.Adagrad(ours.parameters(), weight_decay=0.1),
+            RuntimeError,
+            "weight_decay option is not compatible with sparse gradients",
+        ),
     ):
         before = ours.weight.numpy().copy()
         with pytest.raises(error, match=text):

@@ -8,6 +8,10 @@ indices are the looked-up ids in input order, ``(1, N)``, and whose values are t
 of one weight (skip-gram's output table) or two backward passes add sparse to sparse, an uncoalesced union
 of the entries (``coalesce()`` sums them); a sparse gradient meeting a dense one gives a dense one.
 
+The rule reads the looked-up ids on the host (they become the gradient's host-side indices, which
+coalescing and the optimizers' row updates use), so a backward through a sparse lookup waits for its
+ids once; they are the user's input, usually ready already.
+
 The sparse gradient reaches a weight that is a leaf (an ``nn.Parameter``); a weight computed from other
 tensors gets the dense gradient instead (vkml's rules of other ops take dense gradients only).
 """

@@ -32,7 +32,7 @@ def wants_sparse_grad(weight) -> bool:
     return autograd.is_grad_enabled() and weight.requires_grad and weight.grad_fn is None
 
 
-@autograd.differentiable("embedding_sparse", inputs=("weight",))
+@autograd.differentiable("embedding", inputs=("weight",))  # grad_fn: EmbeddingBackward0, as PyTorch's
 def lookup(weight, picks, indices, padding_idx):
     """``picks @ weight`` (``picks``: the one-hot rows of ``indices``, in ``weight``'s dtype)."""
     return functions.matmul(picks, weight)
@@ -53,4 +53,4 @@ def _embedding_sparse_grad(c: G.GradContext) -> tuple:
     return (_coo(_index_tensor(host, values.device), values, (num, dim), False, host),)
 
 
-G.RULES["embedding_sparse"] = _embedding_sparse_grad
+G.RULES["embedding"] = _embedding_sparse_grad

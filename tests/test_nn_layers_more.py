@@ -312,8 +312,8 @@ def test_embedding_bag_errors_match_torch():
         F.embedding_bag(vkml.tensor([[0, 1]]), w, mode="min")
     with pytest.raises(NotImplementedError, match="per_sample_weights is only supported for mode='sum'"):
         F.embedding_bag(vkml.tensor([[0, 1]]), w, per_sample_weights=vkml.ones(1, 2))
-    with pytest.raises(NotImplementedError, match="'embedding_bag': sparse=True is not supported"):
-        F.embedding_bag(vkml.tensor([[0, 1]]), w, sparse=True)
+    with pytest.raises(ValueError, match="max mode does not support sparse weights"):
+        F.embedding_bag(vkml.tensor([[0, 1]]), w, mode="max", sparse=True)
     with pytest.raises(ValueError, match="max mode does not support scaling the gradient by the frequency"):
         F.embedding_bag(vkml.tensor([[0, 1]]), w, mode="max", scale_grad_by_freq=True)
     with pytest.raises(AssertionError, match="padding_idx must be within num_embeddings"):
@@ -409,8 +409,10 @@ def test_embedding_padding_idx_matches_torch(gpu):
     np.testing.assert_array_equal(frozen(vkml.tensor([1, 4])).numpy(), weight[[1, 4]])
     with pytest.raises(AssertionError, match="Padding_idx must be within num_embeddings"):
         nn.Embedding(6, 3, padding_idx=6)
-    with pytest.raises(NotImplementedError, match="'embedding': sparse=True is not supported"):
-        F.embedding(vkml.tensor([0]), vkml.tensor(weight), sparse=True)
+    # a weight that needs no gradient is looked up as with sparse=False (tests/test_sparse_grads.py: the gradient)
+    np.testing.assert_array_equal(F.embedding(vkml.tensor([0]), vkml.tensor(weight), sparse=True).numpy(), weight[[0]])
+    with pytest.raises(NotImplementedError, match="'embedding': sparse=True with scale_grad_by_freq=True"):
+        F.embedding(vkml.tensor([0]), vkml.tensor(weight), sparse=True, scale_grad_by_freq=True)
 
 
 @pytest.mark.parametrize("norm_type", [2.0, 1.0])

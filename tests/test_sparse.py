@@ -292,3 +292,16 @@ def test_repr_names_indices_values_and_layout():
     text = repr(_s(vkml))
     assert text.startswith("tensor(indices=tensor([[0, 1, 1, 0, 2],")
     assert "size=(3, 3), nnz=5, layout=vkml.sparse_coo)" in text
+
+
+def test_sparse_torch_is_the_package_as_in_pytorch():
+    """``torch.sparse.torch`` is ``torch`` (capsule-network code builds its one-hot targets with
+    ``torch.sparse.torch.eye(n).index_select(0, labels)``); other missing names stay AttributeErrors."""
+    assert vkml.sparse.torch is vkml and torch.sparse.torch is torch
+    labels = [1, 0, 2]
+    np.testing.assert_array_equal(
+        vkml.sparse.torch.eye(3).index_select(dim=0, index=vkml.tensor(labels)).numpy(),
+        torch.sparse.torch.eye(3).index_select(dim=0, index=torch.tensor(labels)).numpy(),
+    )
+    with pytest.raises(AttributeError, match="has no attribute 'nope'"):
+        vkml.sparse.nope  # noqa: B018

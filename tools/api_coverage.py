@@ -306,7 +306,7 @@ EXCLUDED = (
     (
         "sparse layouts other than COO (docs/sparse.md), and nn.init.sparse_",
         r"csr|csc|bsr|bsc|crow_indices|col_indices|row_indices|ccol_indices|semi_structured|SemiStructured|"
-        r"^sparse_compressed|^sparse_mask$|^sparse_resize|^smm$|^sspaddmm$|^hspmm$|^saddmm$|^SparseAdam$|"
+        r"^sparse_compressed|^sparse_mask$|^sparse_resize|^smm$|^sspaddmm$|^hspmm$|^saddmm$|"
         r"^to_mkldnn$|^sparse_?$|^resize_as_sparse_$",
     ),
     ("quantization", r"quantiz|^dequantize|^q_|qscheme|int_repr|qint|quint|fbgemm|per_channel|per_tensor|fake_"),

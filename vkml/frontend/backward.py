@@ -142,7 +142,7 @@ def run_backward(
                 g = found[key] = _dense_like(targets[key], g)
                 if accumulate:
                     target = targets[key]
-                    target.grad = g if target._grad is None else target._grad + g
+                    target.grad = g if target._grad is None else _sum(target._grad, g)
                     leaves.append(target.grad)
                     if ctx is None:
                         _run_post_accumulate_hooks(target)
@@ -152,25 +152,43 @@ def run_backward(
                         g = g.clone(memory_format=memory_format.format_of(t))  # the leaf's layout (PyTorch's)
                     elif t.grad is None:
                         g = _dense_like(t, g)
-                    t.grad = g if t.grad is None else t.grad + g
+                    t.grad = g if t.grad is None else _sum(t.grad, g)
                     leaves.append(t.grad)
                     _run_post_accumulate_hooks(t)
                 continue
             if g is not None:
                 if accumulate and _retains(t, ctx):  # Tensor.retain_grad(): a non-leaf keeps its gradient
-                    t.grad = g if t._grad is None else t._grad + g
+                    t.grad = g if t._grad is None else _sum(t._grad, g)
                 _apply_rule(ctx, g, grads, vkml, create_graph)
             if not retain_graph:
                 ctx.release()
     results = leaves if accumulate else list(found.values())
     if runs == "split" and results:
-        realize(*results)  # the gradients start while the optimizer's update is built
+        realize(*_dense_parts(results))  # the gradients start while the optimizer's update is built
     elif runs == "end":
-        realize(*roots, *results)
+        realize(*roots, *_dense_parts(results))
     if accumulate:
         for root in roots:
             autograd._remember_root(root)
     return found
+
+
+def _sum(a, b):
+    """``a + b`` for two gradients, either of which may be sparse (``nn.Embedding(sparse=True)``'s): sparse
+    plus sparse stays sparse, a sparse one meeting a dense one adds into the dense one (PyTorch's
+    ``add(dense, sparse)``; ``add(sparse, dense)`` is refused)."""
+    if a.is_sparse and not b.is_sparse:
+        return b + a
+    return a + b
+
+
+def _dense_parts(tensors: list) -> list:
+    """``tensors`` with each sparse one replaced by the dense tensors it holds (indices and values), which
+    ``realize`` computes."""
+    parts = []
+    for t in tensors:
+        parts += [t._sp_indices, t._sp_values] if t.is_sparse else [t]
+    return parts
 
 
 def _dense_like(t, g):
@@ -248,7 +266,7 @@ def _apply_rule(ctx: autograd.Context, g, grads: dict, namespace, create_graph: 
         grad = _fit(grad, parent, ctx.name)
         key = _key(parent, parent_ctx)
         previous = grads.get(key)
-        grads[key] = grad if previous is None else previous + grad
+        grads[key] = grad if previous is None else _sum(previous, grad)
 
 
 def _link_masks(ctx, inputs, results) -> tuple:

@@ -307,6 +307,8 @@ def add(input, other, *rest, alpha=1):
     """``input + alpha * other`` with broadcasting, correctly rounded; see docs/ops/add.md."""
     if rest:
         other, alpha = _legacy_alpha("add", other, rest, alpha)
+    if other.__class__ is not _tensor.Tensor and _sparse_operand(other) is not None and _sparse_operand(input) is None:
+        return other._sparse_dispatch("add", input, other, alpha=alpha)  # dense + sparse: dense (PyTorch's)
     if type(alpha) is not int or alpha != 1:  # alpha=True is PyTorch's error on a non-bool result
         other = _alpha_scaled("add", _plain_add, input, other, alpha)
     return _plain_add(input, other)
@@ -316,6 +318,8 @@ def sub(input, other, *rest, alpha=1):
     """``input - alpha * other`` with broadcasting, correctly rounded; see docs/ops/sub.md."""
     if rest:
         other, alpha = _legacy_alpha("sub", other, rest, alpha)
+    if other.__class__ is not _tensor.Tensor and _sparse_operand(other) is not None and _sparse_operand(input) is None:
+        return other._sparse_dispatch("add", input, other, alpha=-alpha)  # dense - sparse: dense (PyTorch's)
     if type(alpha) is not int or alpha != 1:
         other = _alpha_scaled("sub", _plain_sub, input, other, alpha)
     return _plain_sub(input, other)

@@ -252,6 +252,16 @@ class SparseTensor(Tensor):
             F.clone(self._sp_indices), F.clone(self._sp_values), self._sp_size, self._sp_coalesced, self._sp_host
         )
 
+    def zero_(self) -> SparseTensor:
+        """No entries left (PyTorch's sparse ``zero_``: nnz becomes 0, the size stays), in place: what
+        ``optimizer.zero_grad(set_to_none=False)`` does to a sparse gradient."""
+        sd, values = self.sparse_dim(), self._sp_values
+        host = np.zeros((sd, 0), np.int64)
+        self._sp_indices = _index_tensor(host, values.device)
+        self._sp_values = zeros((0, *values.shape[1:]), dtype=values.dtype, device=values.device)
+        self._sp_host, self._sp_coalesced, self._sp_index = host, True, {}
+        return self
+
     # ---------------------------------------------------------------- conversions
     def coalesce(self) -> SparseTensor:
         """Indices sorted (row-major) and unique, duplicate values summed in entry order; ``self`` if coalesced."""
@@ -413,12 +423,12 @@ class SparseTensor(Tensor):
     def __radd__(self, other):
         """dense + sparse: a dense tensor (PyTorch's ``add(dense, sparse)``)."""
         if isinstance(other, Tensor):
-            return F.add(other, _to_dense(self))
+            return _add_dense(other, self, 1)
         return _no_node(self)
 
     def __rsub__(self, other):
         if isinstance(other, Tensor):
-            return F.sub(other, _to_dense(self))
+            return _add_dense(other, self, -1)
         return _no_node(self)
 
     # ---------------------------------------------------------------- products and sums
@@ -525,6 +535,25 @@ def _to_dense(s: SparseTensor) -> Tensor:
     flat = zeros((math.prod(sparse_size), *dense_size), dtype=values.dtype, device=values.device)
     if s._nnz():
         flat = index_add(flat, 0, s._index("linear"), values)
+    return F.reshape(flat, s._sp_size)
+
+
+def _add_dense(dense: Tensor, s: SparseTensor, alpha) -> Tensor:
+    """``dense + alpha * s`` (``Tensor.add``, ``add_``, ``+``, ``-`` of a dense and a sparse tensor): each
+    entry's ``alpha * value`` added into its place in entry order, starting from ``dense`` (PyTorch's CPU
+    loop; duplicates add one by one, not summed first)."""
+    if tuple(dense.shape) != s._sp_size:
+        raise RuntimeError(
+            f"add: expected 'self' and 'other' to have same size, but self has size {list(dense.shape)} while other "
+            f"has size {list(s._sp_size)} (FYI: dense-sparse addition does not currently support broadcasting)"
+        )
+    _same_device(dense, s)
+    values = s._sp_values if alpha == 1 else F.mul(s._sp_values, alpha)
+    dtype = promote_types(dense.dtype, values.dtype)
+    sd = s.sparse_dim()
+    flat = F.reshape(F.cast(dense, dtype), (math.prod(s._sp_size[:sd]), *s._sp_size[sd:]))
+    if s._nnz():
+        flat = index_add(flat, 0, s._index("linear"), F.cast(values, dtype))
     return F.reshape(flat, s._sp_size)
 
 
@@ -677,6 +706,8 @@ def dispatch(op: str, *args, **kwargs):
         return addmm(*args, **kwargs)
     if op == "sum":
         return args[0].sum(*args[1:], **kwargs)
+    if op == "add":
+        return _add_dense(*args, **kwargs)
     raise NotImplementedError(f"Could not run '{op}' with a sparse COO tensor (docs/sparse.md)")
 
 

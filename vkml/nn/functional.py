@@ -482,21 +482,24 @@ def embedding(
     through the lookup is read, as ``cross_entropy``'s. ``max_norm`` scales the looked-up rows whose
     norm exceeds it, in place in ``weight``, before the lookup (PyTorch's ``embedding_renorm_``);
     ``scale_grad_by_freq`` divides each row's gradient by its count in ``input`` (a second one-hot
-    product, for the gradient only); ``sparse=True`` raises NotImplementedError.
+    product, for the gradient only). ``sparse=True`` makes the gradient of a leaf ``weight`` a sparse COO
+    tensor, PyTorch's (vkml/nn/sparse_grad.py); with ``scale_grad_by_freq`` it raises NotImplementedError.
 
     >>> embedding(vkml.tensor([1]), vkml.tensor([[0.0], [5.0]])).tolist()  # doctest: +SKIP
     [[5.0]]
     """
     if weight.ndim != 2:
         raise ShapeError(f"'embedding': weight must be 2-D (num_embeddings, embedding_dim), got shape {weight.shape}")
-    if sparse:
-        raise NotImplementedError("'embedding': sparse=True is not supported (vkml has no sparse gradients)")
+    if sparse and scale_grad_by_freq:
+        raise NotImplementedError("'embedding': sparse=True with scale_grad_by_freq=True is not supported")
     num = weight.shape[0]
     if padding_idx is not None and not -num <= padding_idx < num:
         raise AssertionError(f"'embedding': Padding_idx must be within num_embeddings, got {padding_idx}")
     hits = _checked_hits("embedding", input, num, -1, _out_of_bounds("embedding", "Index", num))
     if max_norm is not None:
         renorm_rows(weight, hits.reshape(-1, num).any(0), max_norm, norm_type)
+    if sparse and _sparse_grad.wants_sparse_grad(weight):
+        return _sparse_grad.lookup(weight, functions.cast(hits, weight.dtype), input, padding_idx)
     if padding_idx is not None:
         # the padding row's value, without its gradient
         rows = functions.reshape(_class_indices(num, weight.device), num, 1)
@@ -546,6 +549,7 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False)
 # Attention (vkml/nn/functional_attention.py); imported last, as it only builds on the frontend.
 # Activations of issue 17 (vkml/nn/activation.py), as vkml.nn.functional.<name>.
 from . import activation as _activation  # noqa: E402
+from . import sparse_grad as _sparse_grad  # noqa: E402
 from .functional_attention import scaled_dot_product_attention  # noqa: E402, F401
 
 for _name in _activation.FUNCTIONS:

@@ -381,7 +381,8 @@ def embedding_bag(
     its position, minus one (a comparison and a sum), the rows come from ``embedding``'s one-hot
     product, and a bag's sum is a 0/1 matrix product over the bags. 'mean' divides by the count of
     indices in the bag (``padding_idx`` not counted), 'max' takes ``amax`` over the bag's members;
-    an empty bag gives zeros in every mode. Cost: B·N·D multiply-adds for the bags' product and,
+    an empty bag gives zeros in every mode. ``sparse=True`` ('sum', 'mean') gives a leaf ``weight`` PyTorch's
+    sparse COO gradient (``F.embedding``'s, docs/sparse.md). Cost: B·N·D multiply-adds for the bags' product and,
     for 'max', a (B, N, D) select — sized for the bags of a training step, not for huge tables.
 
     >>> embedding_bag(vkml.tensor([[0, 1]]), vkml.tensor([[1.0], [3.0]])).tolist()  # doctest: +SKIP
@@ -421,8 +422,6 @@ def embedding_bag(
             "embedding_bag: per_sample_weights was not None. per_sample_weights is only supported for mode='sum' "
             f"(got mode='{mode}'). Please open a feature request on GitHub."
         )
-    if sparse:
-        raise NotImplementedError("'embedding_bag': sparse=True is not supported (vkml has no sparse gradients)")
     if scale_grad_by_freq:
         # PyTorch's CPU kernel scales each row's gradient by another row's count (its result is no
         # frequency scaling that could be matched), so vkml refuses instead of guessing
@@ -435,7 +434,11 @@ def embedding_bag(
             )
         padding_idx %= num
     flat = functions.reshape(input, -1)
-    rows = F.embedding(flat, weight, max_norm=max_norm, norm_type=norm_type)  # (n, D); renorms as PyTorch's
+    # (n, D); renorms as PyTorch's. With sparse=True the rows' gradient (each bag's gradient, scaled by the
+    # sample weight or the bag's size) becomes the weight's sparse one, padding ids left out: PyTorch's
+    rows = F.embedding(
+        flat, weight, padding_idx if sparse else None, max_norm=max_norm, norm_type=norm_type, sparse=sparse
+    )
     used = None if padding_idx is None else flat != padding_idx
     if per_sample_weights is not None:
         rows = rows * functions.unsqueeze(functions.reshape(per_sample_weights, -1), 1)

@@ -19,6 +19,7 @@ from .muon import Muon
 from .optimizer import Optimizer
 from .rmsprop import RMSprop
 from .sgd import SGD
+from .sparse_adam import SparseAdam
 
 __all__ = [
     "Optimizer",
@@ -36,6 +37,7 @@ __all__ = [
     "Rprop",
     "LBFGS",
     "Muon",
+    "SparseAdam",
     "lr_scheduler",
     "swa_utils",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..frontend.creation import full_like
 from .optimizer import Optimizer, check_args, check_fused_foreach, maximized
+from .sparse_adam import SparseRows
 
 
 class Adagrad(Optimizer):
@@ -56,6 +57,8 @@ class Adagrad(Optimizer):
         super().__init__(params, defaults)
         check_fused_foreach(fused, foreach)
 
+    _sparse_grads = True  # only the rows a sparse gradient names change, sums included (PyTorch's)
+
     def update(self, param, grad, state: dict, group: dict):
         if not state:
             state["step"] = 0
@@ -64,7 +67,16 @@ class Adagrad(Optimizer):
         state["step"] += 1
         grad = maximized(grad, group)
         if group["weight_decay"] != 0:
+            if grad.is_sparse:
+                raise RuntimeError("weight_decay option is not compatible with sparse gradients")
             grad = grad + group["weight_decay"] * param
         clr = group["lr"] / (1 + (state["step"] - 1) * group["lr_decay"])
+        if grad.is_sparse:
+            grad = SparseRows(grad)
+            if grad.empty:
+                return param
+            values = grad.values
+            total = state["sum"] = grad.add(state["sum"], values * values)
+            return grad.add(param, (values / (grad.take(total).sqrt() + group["eps"])) * -clr)
         total = state["sum"] = state["sum"] + grad * grad
         return param + ((-clr) * grad) / (total.sqrt() + group["eps"])

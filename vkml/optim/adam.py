@@ -58,6 +58,8 @@ class Adam(Optimizer):
         super().__init__(params, defaults)
         check_fused_foreach(fused, foreach)
 
+    _sparse_hint = ", please consider SparseAdam instead"
+
     def update(self, param, grad, state: dict, group: dict):
         lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
         grad = maximized(grad, group)

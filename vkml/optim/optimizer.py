@@ -46,6 +46,7 @@ def _update_in_place(state: dict, kept: dict) -> None:
             and after.dtype == before.dtype
             and after.device == before.device
             and before._base is None  # a view's values belong to its base: it is replaced, as before
+            and not (before.is_sparse or after.is_sparse)  # a sparse buffer (SGD's, of sparse grads) is replaced
         ):
             before.node = after.node
             state[key] = before
@@ -222,6 +223,8 @@ class Optimizer:
                         # a parameter listed twice in a group is updated twice, the second update
                         # from the first's result and state, as PyTorch's in-place loop does
                         p.node = pending[id(p)].node
+                    if p.grad.is_sparse:
+                        self._check_sparse_grad()
                     state = self.state.get(p, {})
                     kept = {k: v for k, v in state.items() if isinstance(v, Tensor)}
                     new = self.update(p, p.grad.detach(), state, group)
@@ -230,8 +233,10 @@ class Optimizer:
                     if state:  # as PyTorch, a parameter gets a state entry once its optimizer keeps any
                         self.state[p] = state
                     updates.append((p, new))
-                    targets += [new, p.grad, *(v for v in state.values() if hasattr(v, "node"))]
+                    targets += [new, p.grad, *(v for v in state.values() if isinstance(v, Tensor))]
         targets += autograd.take_backward_roots()
+        # a sparse gradient or buffer is realized as the dense tensors it holds
+        targets = [part for t in targets for part in ((t._sp_indices, t._sp_values) if t.is_sparse else (t,))]
         unique = list({id(t): t for t in targets}.values())
         if unique:
             realize(*unique)
@@ -307,6 +312,15 @@ class Optimizer:
         if key in self._float_state:
             return _host_float(value)
         return _state_value(key, value, param)
+
+    # Whether ``update`` takes a sparse gradient (``nn.Embedding(sparse=True)``'s): PyTorch's SGD and
+    # SparseAdam do; the others refuse it with PyTorch's RuntimeError (``_sparse_hint`` ends its text).
+    _sparse_grads = False
+    _sparse_hint = ""
+
+    def _check_sparse_grad(self) -> None:
+        if not self._sparse_grads:
+            raise RuntimeError(f"{type(self).__name__} does not support sparse gradients{self._sparse_hint}")
 
     def update(self, param, grad, state: dict, group: dict):
         """The parameter's new value (a lazy tensor); updates ``state`` in place with lazy tensors."""

@@ -52,6 +52,8 @@ class SGD(Optimizer):
         super().__init__(params, defaults)
         check_fused_foreach(fused, foreach)
 
+    _sparse_grads = True  # a sparse gradient updates through dense + sparse (weight decay refuses it, as PyTorch's)
+
     def update(self, param, grad, state: dict, group: dict):
         # PyTorch's alphas (weight decay, nesterov's momentum, -lr), checked before the state changes
         for alpha in (group["weight_decay"], group["momentum"] if group["nesterov"] else 0, -group["lr"]):

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import io
-import pickle
 import math
+import pickle
 from collections import Counter, OrderedDict
 
 import numpy as np

@@ -223,7 +223,7 @@ class Tensor:
         """The autograd context of the op that made this tensor, or None for a leaf."""
         if self._base is not None:
             mutation.current(self)  # a view written through its storage takes its autograd history from its base's
-        return self._ctx
+        return autograd.named_node(self._ctx)
 
     def backward(
         self, gradient=None, retain_graph: bool | None = None, create_graph: bool = False, inputs=None

@@ -117,3 +117,19 @@ def test_tensors_pickle_by_value_with_dtype_device_and_requires_grad(gpu):
         copy.deepcopy(y)
     moved = _save_load(vkml, [vkml.nn.Linear(1, 1).to(gpu)], weights_only=False, map_location="cpu")
     assert moved[0].weight.device == vkml.device("cpu")
+
+
+def test_devices_and_an_lr_scheduler_pickle_as_pytorchs(gpu):
+    """A device pickles by name (torch.device does); an optimizer pickles without its hooks and its LR
+    scheduler's wrapper of ``step`` (PyTorch's ``Optimizer.__getstate__``), so a scheduler pickles too."""
+    assert pickle.loads(pickle.dumps([vkml.device("cpu"), gpu])) == [vkml.device("cpu"), gpu]
+    for lib in (torch, vkml):
+        opt = lib.optim.SGD([lib.nn.Parameter(lib.ones(1))], lr=0.1)
+        opt.register_step_pre_hook(lambda *args: None)  # a lambda: pickled, it would raise
+        sched = lib.optim.lr_scheduler.StepLR(opt, 2, gamma=0.5)
+        loaded = pickle.loads(pickle.dumps(sched))
+        assert (type(loaded).__name__, loaded.last_epoch, loaded.optimizer.param_groups[0]["lr"]) == ("StepLR", 0, 0.1)
+    buffer = io.BytesIO()
+    vkml.save({"device": gpu, "x": vkml.zeros(1)}, buffer)
+    buffer.seek(0)
+    assert vkml.load(buffer)["device"] == gpu  # weights only: a device is allowed, as torch.device

@@ -32,6 +32,7 @@ import numpy as np
 from .. import tensor as _tensor
 from ..ir import types as T
 from ..nn.module import Parameter
+from ..runtime.base import Device
 from . import autograd, windows
 from .creation import tensor as _make_tensor
 from .devices import device as get_device
@@ -179,11 +180,20 @@ class placing:
         return False
 
 
+def _reduce_device(self):
+    """A device pickles by name, as ``torch.device``: unpickling opens that device (``vkml.device``)."""
+    return (get_device, (self.name,))
+
+
+Device.__reduce__ = _reduce_device  # the runtime layer cannot name the face's vkml.device
+
+
 # Globals a pickle of tensors, dtypes and containers names: what ``vkml.load(weights_only=True)`` allows.
 SAFE_GLOBALS = {
     (__name__, "_rebuild_storage"): _rebuild_storage,
     (__name__, "_rebuild_tensor"): _rebuild_tensor,
     ("vkml.ir.types", "by_name"): T.by_name,
+    ("vkml.frontend.devices", "device"): get_device,
     ("collections", "OrderedDict"): collections.OrderedDict,
     ("_codecs", "encode"): codecs.encode,  # bytes at pickle protocol 2
     ("builtins", "set"): set,

@@ -133,3 +133,13 @@ def test_devices_and_an_lr_scheduler_pickle_as_pytorchs(gpu):
     vkml.save({"device": gpu, "x": vkml.zeros(1)}, buffer)
     buffer.seek(0)
     assert vkml.load(buffer)["device"] == gpu  # weights only: a device is allowed, as torch.device
+
+
+def test_save_finds_a_public_function_a_module_holds():
+    """TransformerEncoderLayer keeps F.relu (an autocast wrapper, named after the function it wraps): vkml.save
+    pickles it by where it is public, as torch.save pickles torch.nn.functional.relu."""
+    layer = vkml.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0)
+    loaded = _save_load(vkml, layer, weights_only=False)
+    assert loaded.activation is vkml.nn.functional.relu
+    x = vkml.ones(1, 3, 8)
+    assert np.array_equal(loaded(x).detach().numpy(), layer(x).detach().numpy())

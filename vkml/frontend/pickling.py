@@ -25,6 +25,7 @@ from __future__ import annotations
 import codecs
 import collections
 import copy
+import sys
 import threading
 
 import numpy as np
@@ -178,6 +179,28 @@ class placing:
     def __exit__(self, *exc) -> bool:
         _placing.place = self.previous
         return False
+
+
+# Where vkml installs the autocast wrappers of its public functions (vkml/frontend/amp.py): a wrapper
+# keeps the name and module of the function it wraps, where pickle would find the function, not it.
+_PUBLIC_MODULES = ("vkml.nn.functional", "vkml")
+
+
+def _public(module: str, name: str):
+    """The public function ``module.name`` (an autocast wrapper, pickled by where it is installed)."""
+    return getattr(sys.modules[module], name)
+
+
+def reduce_public_function(obj):
+    """How ``vkml.save`` pickles a public function that pickle cannot find by its own name (``F.relu`` held
+    as ``TransformerEncoderLayer.activation``), or NotImplemented: pickle's own way."""
+    if not getattr(obj, "__wrapped_by_autocast__", False):
+        return NotImplemented
+    name = obj.__name__
+    for module in _PUBLIC_MODULES:
+        if getattr(sys.modules.get(module), name, None) is obj:
+            return (_public, (module, name))
+    return NotImplemented
 
 
 def _reduce_device(self):

@@ -146,8 +146,13 @@ def _save_pickled(obj, pickle_module, pickle_protocol: int) -> bytes:
     """``obj`` pickled as torch.save pickles a whole object: each tensor storage once (vkml/frontend/pickling.py)."""
     out = io.BytesIO()
     out.write(_PICKLE_MAGIC)
+    base = (pickle_module or pickle).Pickler
+    # vkml's public functions by where they are installed (pickling.reduce_public_function)
+    pickler = type("Pickler", (base,), {"reducer_override": lambda self, obj: pickling.reduce_public_function(obj)})(
+        out, protocol=pickle_protocol
+    )
     with pickling.sharing_storages():
-        (pickle_module or pickle).Pickler(out, protocol=pickle_protocol).dump(obj)
+        pickler.dump(obj)
     return out.getvalue()
 
 
@@ -186,6 +191,8 @@ def save(
     try:
         structure = encoder.encode(obj, "")
     except _NotData:  # a module, an optimizer, an object of the program: pickled whole, as torch.save does
+        structure = None
+    if structure is None and obj is not None:
         data = _save_pickled(obj, pickle_module, pickle_protocol)
     else:
         metadata = {_METADATA_KEY: json.dumps({"version": FORMAT_VERSION, "object": structure}, separators=(",", ":"))}

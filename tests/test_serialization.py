@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import math
+import pickle
 from collections import Counter, OrderedDict
 
 import numpy as np
@@ -159,10 +160,18 @@ def test_damaged_record_is_refused_as_data(record: str) -> None:
         vkml.load(io.BytesIO(data))
 
 
-def test_save_refuses_unknown_objects_before_writing() -> None:
+def test_save_pickles_other_objects_and_refuses_unpicklable_ones_before_writing() -> None:
+    """What is not data is pickled, as torch.save does (tests/test_pickling.py): a weights-only load refuses it."""
     buffer = io.BytesIO()
-    with pytest.raises(TypeError, match=r"cannot store object at a\.1"):
-        vkml.save({"a": [1, object()]}, buffer)
+    vkml.save({"a": [1, slice(2)]}, buffer)
+    buffer.seek(0)
+    with pytest.raises(pickle.UnpicklingError, match=r"Unsupported global: GLOBAL builtins\.slice"):
+        vkml.load(buffer)
+    buffer.seek(0)
+    assert vkml.load(buffer, weights_only=False) == {"a": [1, slice(2)]}
+    buffer = io.BytesIO()
+    with pytest.raises((AttributeError, pickle.PicklingError), match="local object"):
+        vkml.save({"a": [1, lambda: 0]}, buffer)
     assert buffer.getvalue() == b""
     with pytest.raises(ValueError, match="not a vkml checkpoint"):
         vkml.load(io.BytesIO(b"hello world, not a checkpoint"))

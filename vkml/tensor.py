@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import copy
 import weakref
 
 import numpy as np
@@ -80,33 +79,6 @@ class Tensor:
             autograd.mark_inference(self)
         if requires_grad:
             self.requires_grad = True
-
-    def __deepcopy__(self, memo: dict) -> Tensor:
-        """``copy.deepcopy``: a leaf with its own storage (nodes are immutable, so sharing the current
-        node copies the values), its ``requires_grad``, a deep copy of its ``grad``, and its class
-        (a ``Parameter`` stays one). As in PyTorch, a tensor computed by a recorded op cannot be copied.
-
-        >>> import copy
-        >>> a = vkml.ones(2)
-        >>> b = copy.deepcopy(a)
-        >>> _ = b.add_(1)
-        >>> a.tolist(), b.tolist()
-        ([1.0, 1.0], [2.0, 2.0])
-        """
-        if self._ctx is not None:
-            raise RuntimeError(
-                "Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol at "
-                "the moment; detach() it first"
-            )
-        found = memo.get(id(self))
-        if found is not None:
-            return found
-        out = type(self).__new__(type(self))
-        Tensor.__init__(out, self.node, requires_grad=self._requires_grad)
-        memo[id(self)] = out
-        if self.grad is not None:
-            out.grad = copy.deepcopy(self.grad, memo)
-        return out
 
     # ------------------------------------------------------------------ facts
     @property
@@ -251,7 +223,7 @@ class Tensor:
         """The autograd context of the op that made this tensor, or None for a leaf."""
         if self._base is not None:
             mutation.current(self)  # a view written through its storage takes its autograd history from its base's
-        return self._ctx
+        return autograd.named_node(self._ctx)
 
     def backward(
         self, gradient=None, retain_graph: bool | None = None, create_graph: bool = False, inputs=None

@@ -346,6 +346,9 @@ class Context:
         """PyTorch's edges to the operands' nodes, one ``(node, 0)`` per operand: the context the
         operand had when this op was recorded, an ``AccumulateGrad`` for a leaf that requires grad,
         ``None`` for an operand no gradient flows to."""
+        shown = getattr(self.name, "edges", None)  # a composite's: PyTorch's edges (``shown_as``)
+        if shown is not None:
+            return tuple((named_node(node), i) for node, i in shown)
         if self.parents is None:
             return self._next_after_release
         edges = []
@@ -356,7 +359,7 @@ class Context:
                 edges.append((ctx, 0))
             else:
                 edges.append((AccumulateGrad(parent), 0))
-        return tuple(edges)
+        return tuple((named_node(node), i) for node, i in edges)
 
     def __repr__(self) -> str:
         return f"<{grad_fn_name(self)} object at {id(self):#x}>"
@@ -599,3 +602,146 @@ def take_backward_roots() -> list:
         _backward_roots.clear()
         _backward_roots_pruned[0] = 0
     return [t for t in roots if t is not None]
+
+
+# ---------------------------------------------------------------------- PyTorch's node names for composites
+
+# A composite op (mean, mse_loss, linear, ...) is recorded as the contexts of the ops it is built
+# from; PyTorch records one node named after the ATen op. ``shown_as`` gives the composite's last
+# context PyTorch's name and edges: ``name()``, repr and ``type(grad_fn).__name__`` say
+# ``MeanBackward0`` and ``next_functions`` lead to the composite's operands, as PyTorch's graph does.
+# Backward still runs the inner contexts: only what a user reads of the graph changes.
+
+
+class _ShownName(_OpName):
+    """The op name a context keeps (compared as its op's name), with the PyTorch node it shows."""
+
+    def __call__(self) -> str:
+        return self.shown
+
+
+class GraphNode:
+    """A node PyTorch's graph has where vkml records none (the ``TBackward0`` of ``linear``'s weight)."""
+
+    __slots__ = ("_name", "_edges")
+
+    def __init__(self, name: str, next_functions: tuple):
+        self._name, self._edges = name, next_functions
+
+    @property
+    def next_functions(self) -> tuple:
+        return tuple((named_node(node), i) for node, i in self._edges)
+
+    def name(self) -> str:
+        return self._name
+
+    def __repr__(self) -> str:
+        return f"<{self._name} object at {id(self):#x}>"
+
+
+_NODE_CLASSES: dict[tuple[type, str], type] = {}
+
+
+def named_node(node):
+    """``node`` with the class PyTorch's node of that name has (``type(grad_fn).__name__ == "MulBackward0"``):
+    a subclass of its class with that name and no fields, so the object stays the same."""
+    if node is None or type(node) not in (Context, GraphNode):
+        return node
+    shown = node.name()
+    key = (type(node), shown)
+    cls = _NODE_CLASSES.get(key)
+    if cls is None:
+        cls = _NODE_CLASSES[key] = type(shown, (type(node),), {"__slots__": (), "__module__": "vkml.autograd"})
+    node.__class__ = cls
+    return node
+
+
+def edge(x) -> tuple:
+    """PyTorch's edge to operand ``x``: its node, an ``AccumulateGrad`` for a leaf that requires grad, or None."""
+    if not _requires_grad(x):
+        return (None, 0)
+    ctx = x.grad_fn
+    return (ctx if ctx is not None else AccumulateGrad(x), 0)
+
+
+def show(out, name: str, edges: tuple):
+    """Give ``out``'s context PyTorch's node ``name`` with ``edges``; returns ``out``."""
+    ctx = getattr(out, "_ctx", None)
+    if ctx is not None:
+        if type(ctx) is not Context:  # named after its inner op by an earlier read of grad_fn
+            ctx.__class__ = Context
+        shown = _ShownName(str(ctx.name))
+        shown.shown, shown.edges = name, edges
+        ctx.name = shown
+    return out
+
+
+def shown_as(name, edges: Callable | None = None):
+    """Decorate a composite op so that its result's ``grad_fn`` is PyTorch's node ``name`` (a string, or
+    a function of the call's arguments giving it), with edges to the tensor arguments (or ``edges(*args,
+    **kwargs)``'s, made before the call, as PyTorch's edges name the operands' nodes at the call)."""
+
+    def decorate(fn):
+        @functools.wraps(fn)
+        def composite(*args, **kwargs):
+            if not _mode.enabled:
+                return fn(*args, **kwargs)
+            made = edges(*args, **kwargs) if edges is not None else _tensor_edges(args, kwargs)
+            out = fn(*args, **kwargs)
+            ctx = getattr(out, "_ctx", None)
+            # an operand returned as it is (a mean over no element) keeps its own node
+            if made is not None and ctx is not None and not any(ctx is getattr(a, "_ctx", None) for a in args):
+                show(out, name if isinstance(name, str) else name(*args, **kwargs), made)
+            return out
+
+        return composite
+
+    return decorate
+
+
+def _tensor_edges(args, kwargs) -> tuple | None:
+    values = [a for a in (*args, *kwargs.values()) if hasattr(a, "_ctx")]
+    if not any(_requires_grad(a) for a in values):
+        return None
+    return tuple(edge(a) for a in values)
+
+
+def _transposed(weight) -> tuple:
+    """The edge to PyTorch's ``TBackward0`` of a weight (what ``linear`` transposes)."""
+    e = edge(weight)
+    return e if e[0] is None else (GraphNode("TBackward0", (e,)), 0)
+
+
+def linear_edges(input, weight, bias=None) -> tuple | None:
+    """PyTorch's graph of ``linear``: ``AddmmBackward0(bias, input, TBackward0(weight))`` for a 2-d input
+    with a bias, ``MmBackward0(input, TBackward0(weight))`` without; a batched input is flattened by a
+    ``ViewBackward0`` and the result unflattened by ``ViewBackward0`` (``UnsafeViewBackward0`` without a
+    bias). A 1-d input keeps vkml's nodes (None)."""
+    if not (_requires_grad(input) or _requires_grad(weight) or _requires_grad(bias)):
+        return None
+    ndim = input.dim()
+    if ndim == 2:
+        return (
+            (edge(bias), edge(input), _transposed(weight)) if bias is not None else (edge(input), _transposed(weight))
+        )
+    if ndim > 2:
+        flat = edge(input)
+        flat = flat if flat[0] is None else (GraphNode("ViewBackward0", (flat,)), 0)
+        if bias is None:
+            return ((GraphNode("MmBackward0", (flat, _transposed(weight))), 0),)
+        return ((GraphNode("AddmmBackward0", (edge(bias), flat, _transposed(weight))), 0),)
+    return None
+
+
+def linear_name(input, weight, bias=None) -> str:
+    if input.dim() > 2:
+        return "ViewBackward0" if bias is not None else "UnsafeViewBackward0"
+    return "AddmmBackward0" if bias is not None else "MmBackward0"
+
+
+def cross_entropy_edges(input, target, *args, label_smoothing: float = 0.0, **kwargs) -> tuple | None:
+    """PyTorch's graph of ``cross_entropy`` over class indices: ``NllLossBackward0(LogSoftmaxBackward0(input))``.
+    Class probabilities or label smoothing keep vkml's nodes (None)."""
+    if not _requires_grad(input) or target.dtype.is_float or label_smoothing or len(args) > 5:
+        return None
+    return ((GraphNode("LogSoftmaxBackward0", (edge(input),)), 0),)

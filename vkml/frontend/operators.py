@@ -349,6 +349,7 @@ def div(input, other, *, rounding_mode=None):
     return _divide(input, other)
 
 
+@autograd.shown_as(lambda input, exponent: "PowBackward1" if hasattr(exponent, "_ctx") else "PowBackward0")
 def pow(input, exponent):
     """``input ** exponent`` with broadcasting and PyTorch's result dtype (``int ** 2.0`` is float32).
 
@@ -604,6 +605,9 @@ def _reduced_count(node: Node, dims) -> int:
     return math.prod(node.shape[d] for d in dims)
 
 
+@autograd.shown_as(
+    lambda input, dim=None, *a, axis=None, **k: "MeanBackward0" if dim is None and axis is None else "MeanBackward1"
+)
 def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None):
     """Mean over ``dim``: the tree sum divided by the count (float dtypes only, as PyTorch).
 

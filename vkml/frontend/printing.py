@@ -231,11 +231,15 @@ def grad_fn_name(ctx) -> str:
 
     vkml records one context per op it builds, named after the op; PyTorch names its backward node
     after the ATen op, which is the same name for the ops both libraries share (mul, add, sum, exp,
-    relu, ...). A composite vkml builds from other ops shows its last op (``mean`` ends in
-    ``DivBackward0``, PyTorch's ``MeanBackward0``). A ``vkml.autograd.Function``'s context is
-    named ``<Class>Backward`` already, as PyTorch names it.
+    relu, ...). A composite vkml builds from other ops shows its last op, unless it is marked with
+    PyTorch's node (``mean`` shows ``MeanBackward0``: vkml/frontend/autograd.py, ``shown_as``). A
+    ``vkml.autograd.Function``'s context is named ``<Class>Backward`` already, as PyTorch names it.
     """
-    name = str(getattr(ctx, "name", ctx))  # a context, or its name
+    name = getattr(ctx, "name", ctx)  # a context, or its name
+    shown = getattr(name, "shown", None)  # a composite's PyTorch node (vkml/frontend/autograd.py, ``shown_as``)
+    if shown is not None:
+        return shown
+    name = str(name)
     if name.endswith("Backward"):
         return name
     name = _ATEN_NAMES.get(name, name)

@@ -60,6 +60,7 @@ MODULES = (
     "special_functions",
     "diagonal_fill",
     "peer_names",
+    "pickling",
 )
 
 

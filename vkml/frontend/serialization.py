@@ -1,4 +1,4 @@
-"""``vkml.save`` and ``vkml.load``: checkpoints in the safetensors format, never pickle.
+"""``vkml.save`` and ``vkml.load``: checkpoints in the safetensors format; whole objects pickled.
 
 A checkpoint is one safetensors file: the tensors, each under the dotted path that reaches it
 (``"fc.weight"``, ``"state.0.exp_avg"``), so other safetensors readers see meaningful names;
@@ -22,10 +22,12 @@ installed. See docs/saving.md.
 
 from __future__ import annotations
 
+import _compat_pickle
 import importlib.util
 import io
 import json
 import os
+import pickle
 import struct
 from collections import Counter, OrderedDict
 from typing import IO, Any
@@ -37,7 +39,7 @@ from ..ir import types as T
 from ..nn.module import Parameter
 from ..tensor import Tensor
 from . import complex as _complex
-from . import torch_checkpoint
+from . import pickling, torch_checkpoint
 from .creation import tensor
 from .devices import device as get_device
 
@@ -66,6 +68,7 @@ class _Encoder:
         self.names: dict[int, str] = {}  # id(tensor) -> name: a tensor saved twice is stored once
         self.keep: list = []  # the saved objects stay alive, so their ids stay unique during the walk
         self.bfloat16: set[str] = set()  # stored as their int16 bits; the header then says BF16
+        self.owners: dict[int, int] = {}  # id(storage owner) -> id(the tensor saved that views it)
 
     def encode(self, obj, path: str):
         if obj is None or isinstance(obj, (bool, str)):
@@ -91,10 +94,7 @@ class _Encoder:
         if type(obj) in _DICT_KINDS:
             items = [[self.encode(k, path), self.encode(v, _join(path, k))] for k, v in obj.items()]
             return {_DICT_KINDS[type(obj)]: items}
-        raise TypeError(
-            f"save: cannot store {type(obj).__name__} at {path or 'the top level'}; vkml.save stores tensors, numpy "
-            "arrays, dicts, lists and tuples of them, and ints, floats, strings, booleans and None (never pickle)"
-        )
+        raise _NotData(f"save: cannot store {type(obj).__name__} at {path or 'the top level'} as data")
 
     def _tensor(self, t: Tensor, path: str) -> dict:
         if t.is_sparse:  # PyTorch saves sparse COO tensors; vkml's format has no record for them yet
@@ -102,6 +102,9 @@ class _Encoder:
                 f"save: {path or 'the tensor'} is a sparse COO tensor, which vkml does not save (save its "
                 "_indices() and _values(), or .to_dense())"
             )
+        viewer = self.owners.setdefault(id(pickling.storage_owner(t)), id(t))
+        if viewer != id(t):  # two tensors of one storage: pickled, so that they load sharing it (as torch.load)
+            raise _NotData(f"save: {path} views the storage of another tensor saved")
         record = {"dtype": t.dtype.name, "device": t.device.name}
         if t.requires_grad:
             record["requires_grad"] = True
@@ -131,6 +134,28 @@ class _Encoder:
         return name
 
 
+class _NotData(TypeError):
+    """The object holds something other than tensors, numbers, strings and containers: it is pickled."""
+
+
+# A whole object pickled (a module, an optimizer): these bytes, then the pickle stream.
+_PICKLE_MAGIC = b"VKMLPICKLE1\n"
+
+
+def _save_pickled(obj, pickle_module, pickle_protocol: int) -> bytes:
+    """``obj`` pickled as torch.save pickles a whole object: each tensor storage once (vkml/frontend/pickling.py)."""
+    out = io.BytesIO()
+    out.write(_PICKLE_MAGIC)
+    base = (pickle_module or pickle).Pickler
+    # vkml's public functions by where they are installed (pickling.reduce_public_function)
+    pickler = type("Pickler", (base,), {"reducer_override": lambda self, obj: pickling.reduce_public_function(obj)})(
+        out, protocol=pickle_protocol
+    )
+    with pickling.sharing_storages():
+        pickler.dump(obj)
+    return out.getvalue()
+
+
 def _join(path: str, key) -> str:
     return f"{path}.{key}" if path else str(key)
 
@@ -143,13 +168,15 @@ def save(
     _use_new_zipfile_serialization: bool = True,
     _disable_byteorder_record: bool = False,
 ) -> None:
-    """Write ``obj`` (tensors, state dicts, optimizer state, nested containers) to ``f`` as safetensors.
+    """Write ``obj`` (tensors, state dicts, optimizer state, nested containers) to ``f`` as safetensors,
+    or any other object (a whole module, an optimizer) pickled, as ``torch.save`` does.
 
     ``f``: a path (str or os.PathLike) or a binary file object. Tensors are realized and their
-    values stored with their dtype and device; nothing is pickled, so ``load`` of an untrusted
-    file cannot run code. Raises TypeError for anything else, before writing a byte.
-    ``pickle_module`` and ``pickle_protocol`` (PyTorch's: the pickler it writes with) are taken and
-    checked; vkml pickles nothing, so they choose nothing, and the file is the same.
+    values stored with their dtype and device. Tensors, numbers, strings and containers of them are
+    stored as safetensors and nothing is pickled, so ``load`` of an untrusted file cannot run code.
+    Any other object is pickled with ``pickle_module`` (default ``pickle``) at ``pickle_protocol``,
+    each tensor storage once (vkml/frontend/pickling.py): ``load`` reads it back only with
+    ``weights_only=False``.
 
     >>> import io, vkml
     >>> vkml.save(vkml.nn.Linear(2, 1).state_dict(), io.BytesIO())
@@ -161,11 +188,17 @@ def save(
     if pickle_module is not None and not callable(getattr(pickle_module, "Pickler", None)):
         raise AttributeError(f"save(): pickle_module {pickle_module!r} has no attribute 'Pickler'")
     encoder = _Encoder()
-    structure = encoder.encode(obj, "")
-    metadata = {_METADATA_KEY: json.dumps({"version": FORMAT_VERSION, "object": structure}, separators=(",", ":"))}
-    data = safetensors.numpy.save(encoder.arrays, metadata=metadata)
-    if encoder.bfloat16:
-        data = _relabel_bfloat16(data, encoder.bfloat16)
+    try:
+        structure = encoder.encode(obj, "")
+    except _NotData:  # a module, an optimizer, an object of the program: pickled whole, as torch.save does
+        structure = None
+    if structure is None and obj is not None:
+        data = _save_pickled(obj, pickle_module, pickle_protocol)
+    else:
+        metadata = {_METADATA_KEY: json.dumps({"version": FORMAT_VERSION, "object": structure}, separators=(",", ":"))}
+        data = safetensors.numpy.save(encoder.arrays, metadata=metadata)
+        if encoder.bfloat16:
+            data = _relabel_bfloat16(data, encoder.bfloat16)
     if isinstance(f, (str, os.PathLike)):
         with open(f, "wb") as out:
             out.write(data)
@@ -411,6 +444,40 @@ def _from_host(obj, placer: _Placer, converted: dict):
     return obj
 
 
+class _WeightsUnpickler(pickle.Unpickler):
+    """Unpickles only tensors, dtypes and containers (``weights_only=True``); any other global raises
+    PyTorch's error class, naming the global."""
+
+    def find_class(self, module: str, name: str):
+        # Python 2 names, as protocol 2 writes them (__builtin__.set): their Python 3 ones, as pickle's own find_class
+        module, name = _compat_pickle.NAME_MAPPING.get((module, name), (module, name))
+        module = _compat_pickle.IMPORT_MAPPING.get(module, module)
+        found = pickling.SAFE_GLOBALS.get((module, name))
+        if found is None:
+            raise pickle.UnpicklingError(
+                "Weights only load failed. This file was written by vkml.save of an object that is not only "
+                "tensors, numbers, strings and containers, and loading it runs code that the file names. "
+                "Re-running vkml.load with weights_only=False will likely succeed, but do it only if you trust "
+                "the source of the file.\n"
+                f"WeightsUnpickler error: Unsupported global: GLOBAL {module}.{name} was not an allowed global by "
+                "default (save the state_dict() instead to load it with weights_only=True)."
+            )
+        return found
+
+
+def _load_pickled(data: bytes, placer: _Placer, weights_only: bool):
+    """A whole object ``vkml.save`` pickled: with ``weights_only`` only tensors and containers, as ``torch.load``."""
+
+    def place(array, dtype_name, location):
+        return placer.tensor(array.copy(), dtype_name, location)
+
+    stream = io.BytesIO(data)
+    with pickling.placing(place):
+        if weights_only:
+            return _WeightsUnpickler(stream).load()
+        return pickle.Unpickler(stream).load()
+
+
 def load(f: str | os.PathLike | IO[bytes], map_location=None, weights_only: bool = True) -> Any:
     """Read what ``vkml.save`` wrote, a safetensors file from any library, or a PyTorch checkpoint.
 
@@ -419,10 +486,11 @@ def load(f: str | os.PathLike | IO[bytes], map_location=None, weights_only: bool
     ``"cpu"`` or ``"vulkan:0"`` puts all there; a dict maps saved locations to new ones
     (``{"vulkan:1": "vulkan:0"}``); a callable ``fn(tensor, location)`` gets each tensor
     (on the CPU) with its saved location and returns the tensor to use, or None for the
-    default. ``weights_only`` matters only for PyTorch checkpoints: True (the default, as PyTorch's)
-    reads tensors, numbers, strings and containers without torch and refuses any other pickled
-    global; False hands the file to ``torch.load`` (needs torch; runs the file's code: only for files
-    you trust). vkml's own format never unpickles anything.
+    default. ``weights_only`` matters for pickled files: True (the default, as PyTorch's) reads
+    tensors, numbers, strings and containers and refuses any other pickled global with PyTorch's
+    ``pickle.UnpicklingError``; False unpickles a whole object ``vkml.save`` pickled (a module, an
+    optimizer) and hands a PyTorch checkpoint to ``torch.load`` (needs torch). False runs the file's
+    code: only for files you trust. vkml's safetensors format never unpickles anything.
 
     >>> import io, vkml
     >>> buffer = io.BytesIO(); vkml.save([vkml.tensor([1, 2])], buffer); _ = buffer.seek(0)
@@ -431,6 +499,8 @@ def load(f: str | os.PathLike | IO[bytes], map_location=None, weights_only: bool
     """
     data = _read_bytes(f)
     placer = _Placer(map_location)
+    if data.startswith(_PICKLE_MAGIC):
+        return _load_pickled(data[len(_PICKLE_MAGIC) :], placer, weights_only)
     metadata = _safetensors_metadata(data)
     if metadata is not None:
         return _load_safetensors(data, metadata, placer)

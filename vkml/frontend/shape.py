@@ -24,6 +24,7 @@ from ..errors import DTypeError, DTypeNotImplementedError, ShapeError
 from ..graph import build as lazy
 from ..ir import types as T
 from ..ops.promotion import promote_types
+from . import autograd
 from . import operators as F
 from .creation import _dtype, tensor
 from .dtype_info import check_matmul_dtypes
@@ -397,7 +398,9 @@ def t(input):
     node = _t("t", input)
     if len(node.shape) > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {len(node.shape)}D")
-    return F.transpose(input, 0, 1) if len(node.shape) == 2 else input
+    if len(node.shape) != 2:
+        return input
+    return autograd.show(F.transpose(input, 0, 1), "TBackward0", (autograd.edge(input),))  # PyTorch's node
 
 
 def mT(input):  # noqa: N802 - PyTorch's name

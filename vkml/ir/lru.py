@@ -45,15 +45,20 @@ LIMITS: dict[str, tuple[int, int | None]] = {
     # compiles them again (a forward-forward step of two Linear layers took 5x as long at 8 MiB;
     # a 2-layer LSTM's training step, with its fused step kernels of ~3,000 instructions forward
     # and backward, holds ~55 MiB of programs, and at 32 MiB recompiled all ~60 every iteration).
-    "programs": (256, 128 << 20),
+    # The bytes bound what is kept, the count only stops a flood of tiny programs: an encoder-decoder
+    # Transformer's training step and greedy decoding need ~440 programs (~400 MiB by this weight,
+    # ~150 MiB of resident memory), and at 256 programs / 128 MiB recompiled them all on every run.
+    "programs": (2048, 512 << 20),
     "compiled_spirv": (256, 16 << 20),  # codegen's SPIR-V and assembly (codegen/spirv.py)
     # Lowered kernel templates (schedule/scheduler.py) and realize recipes (schedule/plan_cache.py).
     # Both hold kernels (their IR, and through them the CPU's programs): a training loop with a new
-    # batch size every step stays under twice its first step's memory with these counts
-    # (tests/test_cache_memory.py's 1,000-step stress test). A plan replayed skips the templates, so
-    # a training step's few plans keep its kernels whatever the template count.
-    "templates": (128, None),
-    "plans": (32, None),
+    # batch size every step fills them, and plateaus ~300 MiB above its first steps' memory on the CPU
+    # (tests/test_cache_memory.py's stress test bounds it). A plan replayed skips the templates, so
+    # a training step's few plans keep its kernels whatever the template count. A program of a few
+    # hundred kernels with a generate loop (a new plan for each sequence length) must fit both: at
+    # 128 templates and 32 plans such a program lowered all its kernels again on every run.
+    "templates": (512, None),
+    "plans": (128, None),
     "validated_spirv": (4096, None),  # digests of SPIR-V that passed spirv-val in this process (kernel_cache.py)
 }
 

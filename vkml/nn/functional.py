@@ -109,6 +109,7 @@ def pad(input, pad, mode: str = "constant", value: float | None = None):
 # ---------------------------------------------------------------------- layers and losses
 
 
+@autograd.shown_as(autograd.linear_name, autograd.linear_edges)
 def linear(input, weight, bias=None):
     """``input @ weight.T + bias`` (weight: (out_features, in_features)).
 
@@ -291,6 +292,7 @@ def _reduce(loss, reduction: str, op: str, count=None):
     raise ValueError(f"'{op}': reduction must be one of {_REDUCTIONS}, got {reduction!r}")
 
 
+@autograd.shown_as("NllLossBackward0", autograd.cross_entropy_edges)
 def cross_entropy(
     input,
     target,
@@ -395,6 +397,7 @@ def legacy_reduction(size_average, reduce, reduction: str) -> str:
     return result
 
 
+@autograd.shown_as("MseLossBackward0")
 def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", weight=None):
     """Mean (or sum) of squared differences, broadcast as PyTorch does (with its warning when the shapes
     differ); ``weight`` (input's shape) scales each term, and 'mean' then divides by its sum.
@@ -432,6 +435,7 @@ def weighted_reduce(loss, weight, input, reduction: str, op: str):
     return loss.sum() / weight.sum() if reduction == "mean" else _reduce(loss, reduction, op)
 
 
+@autograd.shown_as("NativeLayerNormBackward0")
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
     """(x - mean) / sqrt(var + eps) over the last ``len(normalized_shape)`` dims (biased variance), then affine.
 
@@ -461,6 +465,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
     return out.to(input.dtype) if input.dtype in (T.float16, T.bfloat16) else out
 
 
+@autograd.shown_as("EmbeddingBackward0", lambda input, weight, *a, **k: (autograd.edge(weight),))
 def embedding(
     input,
     weight,

@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from .. import config as vkml_config
-from ..frontend import creation, indexing, mutation
+from ..frontend import autograd, creation, indexing, mutation
 from ..frontend import memory_format as _memory_format
 from ..frontend import operators as functions
 from ..frontend import shape as shape_ops
@@ -326,6 +326,7 @@ def _conv_implicit_grad(c):
 G.RULES["conv_implicit"] = _conv_implicit_grad
 
 
+@autograd.shown_as("ConvolutionBackward0")  # conv1d, conv2d, the Conv layers: one node in PyTorch
 def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, padding_mode="zeros"):
     _conv_operands(op, input, weight, bias, n)
     unbatched = input.ndim == n + 1
@@ -600,6 +601,7 @@ def _selected(windows):
     return first == taps
 
 
+@autograd.shown_as("MaxPool2DWithIndicesBackward0", lambda input, *a, **k: (autograd.edge(input),))
 def max_pool2d(
     input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False, return_indices: bool = False
 ):

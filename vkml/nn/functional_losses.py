@@ -15,7 +15,7 @@ from __future__ import annotations
 import warnings
 
 from ..errors import ShapeError
-from ..frontend import mutation
+from ..frontend import autograd, mutation
 from ..frontend import operators as functions
 from ..frontend import random as vkrandom
 from ..frontend.dtype_info import scalar_type_name
@@ -40,6 +40,7 @@ def _check_reduction(op: str, reduction: str, allowed=_REDUCTIONS) -> None:
         raise ValueError(f"'{op}': {reduction} is not a valid value for reduction")
 
 
+@autograd.shown_as("NllLossBackward0", lambda input, *a, **k: (autograd.edge(input),))
 def nll_loss(
     input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None, reduction: str = "mean"
 ):

@@ -123,6 +123,14 @@ class Optimizer:
         for group in groups:
             self.add_param_group(group)
 
+    def __getstate__(self) -> dict:
+        """What pickling keeps (``torch.save(optimizer)``): hyper-parameters, state and groups, as PyTorch's;
+        hooks and an LR scheduler's wrapper of ``step`` on the instance stay behind."""
+        return {k: v for k, v in self.__dict__.items() if k != "step" and not k.startswith("_optimizer_")}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+
     def add_param_group(self, param_group: dict) -> None:
         """Add a group: its own hyper-parameters, the optimizer's defaults for the others.
 

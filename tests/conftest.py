@@ -26,23 +26,38 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 _CACHE_DIR_KEY = pytest.StashKey[Path]()
 
 
+_OWNS_CACHE_DIR_KEY = pytest.StashKey[bool]()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # Set here rather than in a fixture: a module that reads VKML_CACHE_DIR on import may be
     # imported while tests are collected, before any fixture runs.
-    cache_dir = Path(tempfile.mkdtemp(prefix="vkml-test-cache-"))
+    # pytest-xdist workers use the controller's folder (pytest_configure_node): a kernel one worker
+    # compiled is a disk hit for the others, as for a second process of a user. The cache is made for
+    # processes that share a folder (vkml/runtime/vulkan/kernel_cache.py); tests of the cache itself
+    # use folders of their own.
+    shared = getattr(config, "workerinput", {}).get("vkml_cache_dir")
+    cache_dir = Path(shared) if shared else Path(tempfile.mkdtemp(prefix="vkml-test-cache-"))
     config.stash[_CACHE_DIR_KEY] = cache_dir
+    config.stash[_OWNS_CACHE_DIR_KEY] = not shared
     os.environ["VKML_CACHE_DIR"] = str(cache_dir)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """pytest-xdist, in the controller: each worker gets the controller's kernel-cache folder."""
+    node.workerinput["vkml_cache_dir"] = str(node.config.stash[_CACHE_DIR_KEY])
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     cache_dir = config.stash.get(_CACHE_DIR_KEY, None)
-    if cache_dir is not None:
+    if cache_dir is not None and config.stash.get(_OWNS_CACHE_DIR_KEY, False):
         shutil.rmtree(cache_dir, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
 def vkml_cache_dir(pytestconfig: pytest.Config) -> Path:
-    """The kernel-cache folder this test session uses in place of the user's own."""
+    """The kernel-cache folder this test session (all its xdist workers) uses in place of the user's own."""
     return pytestconfig.stash[_CACHE_DIR_KEY]
 
 

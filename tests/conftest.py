@@ -117,6 +117,28 @@ LONG_RUNNING = (
     "tests/test_registry_ir.py::",  # every op's IR per dtype; the ops' own tests run their IR too
     "tests/test_ops_trig.py::test_gradient_matches_torch[lgamma]",
     "tests/test_ops_trig.py::test_gradient_matches_torch[digamma]",
+    # Boundary lengths under each tuning: every tuning runs at 3 rows, the CPU's at 1 row and the small
+    # GPU layout's at 40 rows (rows that fill a chunk) by default; the other pairings with -m stress.
+    "tests/test_kernels_tuning.py::test_reductions_follow_the_tree_at_every_boundary[1-small-gpu]",
+    "tests/test_kernels_tuning.py::test_reductions_follow_the_tree_at_every_boundary[1-shared-only]",
+    "tests/test_kernels_tuning.py::test_reductions_follow_the_tree_at_every_boundary[1-h200]",
+    "tests/test_kernels_tuning.py::test_reductions_follow_the_tree_at_every_boundary[40-cpu]",
+    "tests/test_kernels_tuning.py::test_reductions_follow_the_tree_at_every_boundary[40-shared-only]",
+    "tests/test_kernels_tuning.py::test_reductions_follow_the_tree_at_every_boundary[40-h200]",
+    # Cooperative-matrix tile candidates interpreted on the CPU: the default suite keeps the default
+    # shape, element-wise staging (v1), K-steps of 16 and of 64, 8 subgroups (sg32x64) and the
+    # two-block epilogue (e2); the larger tiles (seconds each) run with -m stress.
+    "tests/test_matmul_coopmat.py::test_every_candidate_gives_the_scalar_bits[128x128x32 sg64x64 v4]",
+    "tests/test_matmul_coopmat.py::test_every_candidate_gives_the_scalar_bits[128x128x32 sg64x64 v4 e2]",
+    "tests/test_matmul_coopmat.py::test_every_candidate_gives_the_scalar_bits[256x128x16 sg64x64 v4]",
+    "tests/test_matmul_coopmat.py::test_every_candidate_gives_the_scalar_bits[128x256x16 sg64x64 v4]",
+    "tests/test_matmul_coopmat.py::test_every_candidate_gives_the_scalar_bits[256x128x16 sg128x32 v4]",
+    "tests/test_matmul_coopmat.py::test_every_candidate_gives_the_scalar_bits[128x128x16 sg64x32 v4 e2]",
+    "tests/test_matmul_coopmat.py::test_every_candidate_gives_the_scalar_bits[64x128x32 sg32x32 v4]",
+    # The float16 rows of the two largest kernels on lavapipe; their float32 rows stay, and
+    # tests/test_polygamma_zeta.py checks polygamma on lavapipe too.
+    "tests/test_vulkan_ops.py::test_elementwise_op_same_bits_as_cpu[zeta-float16]",
+    "tests/test_vulkan_ops.py::test_elementwise_op_same_bits_as_cpu[polygamma-float16]",
 )
 # The per-op, per-dtype tables run every op on the dtypes most programs use (float32, float16)
 # by default; the other dtypes' rows run with `make test-all`. Each dtype's own tests

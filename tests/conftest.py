@@ -5,6 +5,7 @@ Nothing op-specific belongs here; fixtures for one area live beside that area's 
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import shutil
@@ -53,6 +54,30 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     cache_dir = config.stash.get(_CACHE_DIR_KEY, None)
     if cache_dir is not None and config.stash.get(_OWNS_CACHE_DIR_KEY, False):
         shutil.rmtree(cache_dir, ignore_errors=True)
+
+
+# The garbage collector's full collections walked every object the session had kept (torch, vkml's
+# modules, plan and kernel caches: over a million), about a quarter of a worker's CPU time. After each
+# test its cyclic garbage is collected (a collection of what the test made: frozen objects are not
+# walked), and what survives is frozen (gc.freeze: left out of later collections, still freed by
+# reference counting), so a full collection walks only what later tests made. A frozen cycle that dies
+# later (a module fixture's, an evicted cache entry's) waits for the sweep every _GC_SWEEP_EVERY tests,
+# which collects everything once. Garbage must not be frozen: a dead check, say, found by a later
+# test's weak sets (test_edge_inputs.py::test_a_check_is_forgotten_with_the_tensors_it_guards).
+_GC_SWEEP_EVERY = 500
+_tests_since_sweep = 0
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    global _tests_since_sweep
+    yield
+    _tests_since_sweep += 1
+    if _tests_since_sweep >= _GC_SWEEP_EVERY:
+        _tests_since_sweep = 0
+        gc.unfreeze()
+    gc.collect()
+    gc.freeze()
 
 
 @pytest.fixture(scope="session")

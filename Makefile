@@ -24,12 +24,15 @@ help:
 setup:
 	@bash tools/setup.sh test
 
+# --dist worksteal: each worker starts on its own contiguous half of the suite (files stay together, so
+# a file's kernels are compiled once in one process) and an idle worker takes queued tests from the
+# other, so one long test near the end does not leave the other core idle.
 test: setup
-	$(PYTHON) -m pytest -q -n $(WORKERS) $(ARGS)
+	$(PYTHON) -m pytest -q -n $(WORKERS) --dist worksteal $(ARGS)
 
 # -m "" lifts pyproject's marker filter: every exhaustive and stress test runs too.
 test-all: setup
-	$(PYTHON) -m pytest -q -n $(WORKERS) -m "" $(ARGS)
+	$(PYTHON) -m pytest -q -n $(WORKERS) --dist worksteal -m "" $(ARGS)
 
 demo:
 	@bash tools/setup.sh runtime

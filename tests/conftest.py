@@ -5,6 +5,7 @@ Nothing op-specific belongs here; fixtures for one area live beside that area's 
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import shutil
@@ -26,23 +27,62 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 _CACHE_DIR_KEY = pytest.StashKey[Path]()
 
 
+_OWNS_CACHE_DIR_KEY = pytest.StashKey[bool]()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # Set here rather than in a fixture: a module that reads VKML_CACHE_DIR on import may be
     # imported while tests are collected, before any fixture runs.
-    cache_dir = Path(tempfile.mkdtemp(prefix="vkml-test-cache-"))
+    # pytest-xdist workers use the controller's folder (pytest_configure_node): a kernel one worker
+    # compiled is a disk hit for the others, as for a second process of a user. The cache is made for
+    # processes that share a folder (vkml/runtime/vulkan/kernel_cache.py); tests of the cache itself
+    # use folders of their own.
+    shared = getattr(config, "workerinput", {}).get("vkml_cache_dir")
+    cache_dir = Path(shared) if shared else Path(tempfile.mkdtemp(prefix="vkml-test-cache-"))
     config.stash[_CACHE_DIR_KEY] = cache_dir
+    config.stash[_OWNS_CACHE_DIR_KEY] = not shared
     os.environ["VKML_CACHE_DIR"] = str(cache_dir)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """pytest-xdist, in the controller: each worker gets the controller's kernel-cache folder."""
+    node.workerinput["vkml_cache_dir"] = str(node.config.stash[_CACHE_DIR_KEY])
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     cache_dir = config.stash.get(_CACHE_DIR_KEY, None)
-    if cache_dir is not None:
+    if cache_dir is not None and config.stash.get(_OWNS_CACHE_DIR_KEY, False):
         shutil.rmtree(cache_dir, ignore_errors=True)
+
+
+# The garbage collector's full collections walked every object the session had kept (torch, vkml's
+# modules, plan and kernel caches: over a million), about a quarter of a worker's CPU time. After each
+# test its cyclic garbage is collected (a collection of what the test made: frozen objects are not
+# walked), and what survives is frozen (gc.freeze: left out of later collections, still freed by
+# reference counting), so a full collection walks only what later tests made. A frozen cycle that dies
+# later (a module fixture's, an evicted cache entry's) waits for the sweep every _GC_SWEEP_EVERY tests,
+# which collects everything once. Garbage must not be frozen: a dead check, say, found by a later
+# test's weak sets (test_edge_inputs.py::test_a_check_is_forgotten_with_the_tensors_it_guards).
+_GC_SWEEP_EVERY = 500
+_tests_since_sweep = 0
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    global _tests_since_sweep
+    yield
+    _tests_since_sweep += 1
+    if _tests_since_sweep >= _GC_SWEEP_EVERY:
+        _tests_since_sweep = 0
+        gc.unfreeze()
+    gc.collect()
+    gc.freeze()
 
 
 @pytest.fixture(scope="session")
 def vkml_cache_dir(pytestconfig: pytest.Config) -> Path:
-    """The kernel-cache folder this test session uses in place of the user's own."""
+    """The kernel-cache folder this test session (all its xdist workers) uses in place of the user's own."""
     return pytestconfig.stash[_CACHE_DIR_KEY]
 
 
@@ -102,6 +142,28 @@ LONG_RUNNING = (
     "tests/test_registry_ir.py::",  # every op's IR per dtype; the ops' own tests run their IR too
     "tests/test_ops_trig.py::test_gradient_matches_torch[lgamma]",
     "tests/test_ops_trig.py::test_gradient_matches_torch[digamma]",
+    # Boundary lengths under each tuning: every tuning runs at 3 rows, the CPU's at 1 row and the small
+    # GPU layout's at 40 rows (rows that fill a chunk) by default; the other pairings with -m stress.
+    "tests/test_kernels_tuning.py::test_reductions_follow_the_tree_at_every_boundary[1-small-gpu]",
+    "tests/test_kernels_tuning.py::test_reductions_follow_the_tree_at_every_boundary[1-shared-only]",
+    "tests/test_kernels_tuning.py::test_reductions_follow_the_tree_at_every_boundary[1-h200]",
+    "tests/test_kernels_tuning.py::test_reductions_follow_the_tree_at_every_boundary[40-cpu]",
+    "tests/test_kernels_tuning.py::test_reductions_follow_the_tree_at_every_boundary[40-shared-only]",
+    "tests/test_kernels_tuning.py::test_reductions_follow_the_tree_at_every_boundary[40-h200]",
+    # Cooperative-matrix tile candidates interpreted on the CPU: the default suite keeps the default
+    # shape, element-wise staging (v1), K-steps of 16 and of 64, 8 subgroups (sg32x64) and the
+    # two-block epilogue (e2); the larger tiles (seconds each) run with -m stress.
+    "tests/test_matmul_coopmat.py::test_every_candidate_gives_the_scalar_bits[128x128x32 sg64x64 v4]",
+    "tests/test_matmul_coopmat.py::test_every_candidate_gives_the_scalar_bits[128x128x32 sg64x64 v4 e2]",
+    "tests/test_matmul_coopmat.py::test_every_candidate_gives_the_scalar_bits[256x128x16 sg64x64 v4]",
+    "tests/test_matmul_coopmat.py::test_every_candidate_gives_the_scalar_bits[128x256x16 sg64x64 v4]",
+    "tests/test_matmul_coopmat.py::test_every_candidate_gives_the_scalar_bits[256x128x16 sg128x32 v4]",
+    "tests/test_matmul_coopmat.py::test_every_candidate_gives_the_scalar_bits[128x128x16 sg64x32 v4 e2]",
+    "tests/test_matmul_coopmat.py::test_every_candidate_gives_the_scalar_bits[64x128x32 sg32x32 v4]",
+    # The float16 rows of the two largest kernels on lavapipe; their float32 rows stay, and
+    # tests/test_polygamma_zeta.py checks polygamma on lavapipe too.
+    "tests/test_vulkan_ops.py::test_elementwise_op_same_bits_as_cpu[zeta-float16]",
+    "tests/test_vulkan_ops.py::test_elementwise_op_same_bits_as_cpu[polygamma-float16]",
 )
 # The per-op, per-dtype tables run every op on the dtypes most programs use (float32, float16)
 # by default; the other dtypes' rows run with `make test-all`. Each dtype's own tests

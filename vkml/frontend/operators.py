@@ -26,7 +26,7 @@ from . import memory_format as _memory_format
 from .autograd import differentiable
 from .devices import device as get_device
 from .dtype_info import check_matmul_dtypes, refuse_no_tensor_dtype
-from .dtypes import check_device_dtype
+from .dtypes import check_device_dtype, python_type_dtype
 from .exports import Export
 
 
@@ -417,6 +417,7 @@ clip = clamp
 def cast(input, dtype: T.DType):
     """``input.to(dtype)``: PyTorch's conversion rules (float→int truncates; NaN→INT_MIN; f32→f16 RNE)."""
     node = _tensor_node("to", input)
+    dtype = python_type_dtype(dtype)
     if not isinstance(dtype, T.DType):
         raise DTypeError(f"'to': expected a vkml dtype, got {dtype!r}")
     refuse_no_tensor_dtype("to", dtype)

@@ -3,6 +3,8 @@ selective_scan.py, t5_encoder_decoder.py), each checked against PyTorch on the C
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
@@ -57,3 +59,18 @@ def test_python_bool_dtype_mask_in_masked_fill():
         segsum = t[..., :, None] - t[..., None, :]
         results.append(segsum.masked_fill(~mask, -m.inf).exp().tolist())
     assert results[0] == results[1]
+
+
+def test_parameter_takes_attributes_of_its_own():
+    """mamba_ssm marks ``dt_proj.bias._no_reinit = True`` and its init reads it back with getattr;
+    optimizer-group code marks ``p._no_weight_decay``. PyTorch's Parameter takes any attribute, and
+    keeps it through ``Module.to`` (the same object) but not through ``copy.deepcopy``."""
+    for m in (torch, vkml):
+        layer = m.nn.Linear(3, 2)
+        layer.bias._no_reinit = True
+        assert getattr(layer.bias, "_no_reinit", False) is True
+        assert getattr(layer.weight, "_no_reinit", False) is False
+        assert layer.to("cpu").bias._no_reinit is True
+        assert not hasattr(copy.deepcopy(layer).bias, "_no_reinit")
+        with pytest.raises(AttributeError):
+            layer.weight._no_reinit  # noqa: B018

@@ -52,7 +52,9 @@ class Parameter(Tensor):
     True
     """
 
-    __slots__ = ()
+    # Training code marks parameters with attributes of its own (``p._no_weight_decay = True``,
+    # Mamba's ``dt_proj.bias._no_reinit``), as PyTorch's Parameter takes any attribute.
+    __slots__ = ("__dict__",)
 
     def __new__(cls, data: Tensor | None = None, requires_grad: bool = True):
         if data is not None and data.dtype.is_complex:  # a handle on a real Parameter: docs/complex.md

@@ -21,7 +21,8 @@ different lengths padded with ``torch.full``, ``input_text_mask = tokens != pad_
 boolean mask written with ``probs_sort[mask] = 0.0``, ``div_``, ``torch.multinomial`` and
 ``torch.gather`` (``SAMPLER = "meta"``) or Hugging Face's ascending sort, ``scatter`` of the removal
 mask back to vocabulary order and ``masked_fill(-inf)`` (``"hf"``); and ``p.numel()`` over the
-parameters. ``TOP_P`` is small enough that one token survives, so either library samples the same
+parameters; training through ``torch.compile(model, mode=..., fullgraph=True)`` with the module itself
+found again by ``getattr(compiled, "_orig_mod", compiled)``. ``TOP_P`` is small enough that one token survives, so either library samples the same
 one."""
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from shim import F, nn, torch
 ROPE = "complex"  # or "rotate_half"
 ATTN = "expand"  # or "repeat_interleave", "sdpa_gqa"
 SAMPLER = "meta"  # or "hf"
+COMPILE = True
 TOP_P = 1e-3
 DEVICE = "cpu"
 PAD_ID, EOS_ID = 0, 1
@@ -320,14 +322,16 @@ def build():
 def train(model, steps=3):
     device = torch.device(DEVICE)
     model = model.to(device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, betas=(0.9, 0.95), weight_decay=0.1)
+    compiled = torch.compile(model, mode="max-autotune-no-cudagraphs", fullgraph=True) if COMPILE else model
+    raw_model = getattr(compiled, "_orig_mod", compiled)  # the module itself: its attributes, generate
+    optimizer = torch.optim.AdamW(compiled.parameters(), lr=3e-3, betas=(0.9, 0.95), weight_decay=0.1)
     rng = np.random.default_rng(0)
-    record = {"losses": [], "grad_norms": [], "n_params": sum(p.numel() for p in model.parameters())}
-    model.train()
+    record = {"losses": [], "grad_norms": [], "n_params": sum(p.numel() for p in raw_model.parameters())}
+    compiled.train()
     for _ in range(steps):
         x, y = copy_batch(rng)
         x, y = torch.from_numpy(x).to(device), torch.from_numpy(y).to(device)
-        logits = model(x)
+        logits = compiled(x)
         loss = F.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -335,8 +339,9 @@ def train(model, steps=3):
         optimizer.step()
         record["losses"].append(loss.item())
         record["grad_norms"].append(norm.item())
-    model.eval()
-    tokens, last_logits = generate(model, [[5, 7, 3, 9], [4, 8, 6]], max_gen_len=4)
+    compiled.eval()
+    assert raw_model is model and not model.training
+    tokens, last_logits = generate(raw_model, [[5, 7, 3, 9], [4, 8, 6]], max_gen_len=4)
     record["tokens"] = tokens.tolist()
     record["last_logits"] = last_logits.flatten().tolist()
     record["inference"] = [last_logits.is_inference(), last_logits.requires_grad]

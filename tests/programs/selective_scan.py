@@ -257,7 +257,10 @@ class Model(nn.Module):
         states = []
         for layer in self.layers:
             d_inner = layer.mixer.d_inner
-            states.append((torch.zeros(b, d_inner, D_CONV), torch.zeros(b, d_inner, D_STATE)))
+            device = input_ids.device
+            states.append(
+                (torch.zeros(b, d_inner, D_CONV, device=device), torch.zeros(b, d_inner, D_STATE, device=device))
+            )
         out = []
         for t in range(input_ids.shape[1]):
             x = self.embedding(input_ids[:, t])

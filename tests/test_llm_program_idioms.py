@@ -114,6 +114,9 @@ def test_half_precision_combined_ops_round_once(dtype):
         ("SGD", {"lr": 0.1, "momentum": 0.9, "weight_decay": 0.01, "nesterov": True}),
         ("RMSprop", {"momentum": 0.5, "centered": True, "weight_decay": 0.01}),
         ("Adagrad", {"lr": 0.1, "weight_decay": 0.01}),
+        ("Adamax", {"weight_decay": 0.1}),
+        ("NAdam", {"weight_decay": 0.1}),
+        ("Adadelta", {"lr": 1.0, "weight_decay": 0.1}),
     ],
 )
 def test_optimizers_on_bfloat16_parameters_match_pytorch(name, options):
@@ -131,7 +134,7 @@ def test_optimizers_on_bfloat16_parameters_match_pytorch(name, options):
             p.grad = m.tensor(g).to(m.bfloat16)
             opt.step()
         state = opt.state[p]
-        keys = sorted(k for k in state if k != "step")
+        keys = sorted(k for k in state if k not in ("step", "mu_product"))  # host numbers in vkml
         results.append([p.detach().float().numpy()] + [(k, state[k].float().numpy()) for k in keys])
     assert [k for k, _ in results[1][1:]] == [k for k, _ in results[0][1:]]
     np.testing.assert_array_equal(results[1][0], results[0][0])

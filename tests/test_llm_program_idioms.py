@@ -140,3 +140,21 @@ def test_optimizers_on_bfloat16_parameters_match_pytorch(name, options):
     np.testing.assert_array_equal(results[1][0], results[0][0])
     for (key, got), (_, expected) in zip(results[1][1:], results[0][1:], strict=True):
         np.testing.assert_array_equal(got, expected, err_msg=key)
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 3.0, float("inf")])
+def test_clip_grad_norm_of_bfloat16_gradients_matches_pytorch(norm_type):
+    """Each gradient's norm is computed in float32 and rounded once, as PyTorch's vector_norm of a
+    bfloat16 tensor (before: the squares rounded to bfloat16 first, and a clip coefficient an ulp off)."""
+    rng = np.random.default_rng(9)  # a draw whose 2-norm moved by an ulp before
+    grads = [rng.standard_normal(n).astype(np.float32) for n in (12, 40, 7)]
+    results = []
+    for m in (torch, vkml):
+        params = [m.nn.Parameter(m.zeros(len(g), dtype=m.bfloat16)) for g in grads]
+        for p, g in zip(params, grads, strict=True):
+            p.grad = m.tensor(g).to(m.bfloat16)
+        norm = m.nn.utils.clip_grad_norm_(params, 0.5, norm_type=norm_type)
+        results.append([norm.float().item()] + [p.grad.float().numpy() for p in params])
+    assert results[1][0] == results[0][0]
+    for got, expected in zip(results[1][1:], results[0][1:], strict=True):
+        np.testing.assert_array_equal(got, expected)

@@ -1,5 +1,6 @@
 """Gaps found by the LLM-family programs (tests/programs/llama_decoder.py, moe_router.py,
-selective_scan.py, t5_encoder_decoder.py), each checked against PyTorch on the CPU."""
+selective_scan.py, t5_encoder_decoder.py) and by pure bfloat16 fine-tuning in their style, each checked
+against PyTorch on the CPU."""
 
 from __future__ import annotations
 

@@ -647,12 +647,16 @@ class Tensor:
     def add_(self, other, *rest, alpha=1) -> Tensor:
         if rest:  # add_(alpha, other): PyTorch's deprecated overload, with its warning
             other, alpha = F._legacy_alpha("add_", other, rest, alpha)
-        return mutation.inplace(self, "add_", F.add, other if alpha == 1 else other * alpha)
+        if alpha == 1:
+            return mutation.inplace(self, "add_", F.add, other)
+        return mutation.inplace(self, "add_", lambda t, o: F.add(t, o, alpha=alpha), other)  # alpha: as F.add
 
     def sub_(self, other, *rest, alpha=1) -> Tensor:
         if rest:
             other, alpha = F._legacy_alpha("sub_", other, rest, alpha)
-        return mutation.inplace(self, "sub_", F.sub, other if alpha == 1 else other * alpha)
+        if alpha == 1:
+            return mutation.inplace(self, "sub_", F.sub, other)
+        return mutation.inplace(self, "sub_", lambda t, o: F.sub(t, o, alpha=alpha), other)
 
     def div_(self, other, *, rounding_mode=None) -> Tensor:
         return mutation.inplace(self, "div_", lambda t, o: F.div(t, o, rounding_mode=rounding_mode), other)

@@ -32,6 +32,7 @@ from . import operators as F
 from . import random as R
 from . import shape as S
 from .dtype_info import called_op, complex_not_implemented
+from .dtypes import python_type_dtype
 from .exports import Export
 from .size import Size
 from .torch_names import broadcast_tensors
@@ -1470,11 +1471,19 @@ def _dispatch_einsum(orig):
     return dispatched
 
 
+def _dtype_kwarg(kwargs: dict):
+    """``kwargs["dtype"]`` with a Python number type read as PyTorch reads it (``complex`` is complex128),
+    written back so that the function called next sees the dtype."""
+    if kwargs.get("dtype") is not None:
+        kwargs["dtype"] = python_type_dtype(kwargs["dtype"])
+    return kwargs.get("dtype")
+
+
 def _dispatch_dtype(orig, impl):
     """A creation function whose ``dtype=`` may be complex."""
 
     def dispatched(*args, **kwargs):
-        dtype = kwargs.get("dtype")
+        dtype = _dtype_kwarg(kwargs)
         if dtype is not None and getattr(dtype, "kind", None) == "complex":
             return impl(*args, **kwargs)
         return orig(*args, **kwargs)
@@ -1487,7 +1496,7 @@ def _dispatch_full(orig):
     """``full``: a complex ``dtype=`` or a complex fill value (the default complex dtype) makes a complex tensor."""
 
     def dispatched(size, fill_value, *args, **kwargs):
-        dtype = kwargs.get("dtype")
+        dtype = _dtype_kwarg(kwargs)
         if getattr(dtype, "kind", None) == "complex" or (dtype is None and isinstance(fill_value, _COMPLEX_SCALARS)):
             kwargs["dtype"] = dtype or default_complex()
             return full(size, fill_value, *args, **kwargs)
@@ -1509,7 +1518,7 @@ def _like_dispatch(orig, make):
     impl = _like_impl(make)
 
     def dispatched(input, *args, **kwargs):
-        dtype = kwargs.get("dtype")
+        dtype = _dtype_kwarg(kwargs)
         if isinstance(input, ComplexTensor) and dtype is None or getattr(dtype, "kind", None) == "complex":
             return impl(input, *args, **kwargs)
         return orig(input, *args, **kwargs)
@@ -1522,7 +1531,7 @@ def _tensor_data(orig):
     """``vkml.tensor`` / ``as_tensor``: complex Python or numpy data makes a complex tensor."""
 
     def dispatched(data, *args, **kwargs):
-        dtype = kwargs.get("dtype")
+        dtype = _dtype_kwarg(kwargs)
         if isinstance(data, ComplexTensor):
             out = data.detach().clone() if orig.__name__ == "tensor" else data
             return out._cast(dtype, "tensor") if dtype is not None else out
@@ -1581,13 +1590,13 @@ def _to_dispatch(orig):
     """``Tensor.to``/``type``: a complex dtype makes a complex tensor of the real values."""
 
     def to(self, *args, **kwargs):
-        dtype = kwargs.get("dtype")
+        dtype = _dtype_kwarg(kwargs)
         if dtype is None:
             for a in args:
-                if isinstance(a, T.DType):
-                    dtype = a
+                if isinstance(python_type_dtype(a), T.DType):
+                    dtype = python_type_dtype(a)
         if dtype is not None and getattr(dtype, "kind", None) == "complex":
-            rest = tuple(a for a in args if not isinstance(a, T.DType))
+            rest = tuple(a for a in args if not isinstance(python_type_dtype(a), T.DType))
             kwargs = {k: v for k, v in kwargs.items() if k != "dtype"}
             moved = orig(self, *rest, **kwargs) if rest or kwargs else self
             real = moved.to(_REAL_OF[dtype])

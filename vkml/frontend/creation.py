@@ -18,7 +18,7 @@ from . import operators as _operators
 from .devices import device as get_device
 from .devices import get_default_device
 from .dtype_info import refuse_no_tensor_dtype
-from .dtypes import check_device_dtype
+from .dtypes import check_device_dtype, python_type_dtype
 from .exports import Export
 from .size import Size
 
@@ -71,6 +71,7 @@ def check_fits(op: str, shape: tuple, dtype: T.DType, device) -> None:
 
 
 def _dtype(dtype) -> T.DType | None:
+    dtype = python_type_dtype(dtype)
     if isinstance(dtype, T.DType):
         refuse_no_tensor_dtype("", dtype)
         return dtype

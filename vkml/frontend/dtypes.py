@@ -50,3 +50,21 @@ def promote_types(type1: T.DType, type2: T.DType) -> T.DType:
             f"{names[type1.name]} and {names[type2.name]}"
         )
     return promotion.promote_types(type1, type2)
+
+
+# PyTorch's argument parser reads the Python number types as dtypes wherever a dtype is asked for
+# (``torch.ones(2, dtype=bool)``, ``x.to(float)``, ``x.sum(dtype=int)``): float is float64 and int
+# int64 whatever the default dtype, as for a tensor made from those Python numbers' numpy arrays.
+_PYTHON_TYPES = {bool: T.bool_, int: T.int64, float: T.float64, complex: T.complex128}
+
+
+def python_type_dtype(value):
+    """The dtype a Python number type stands for (``bool``, ``int``, ``float``, ``complex``) as a
+    ``dtype=`` argument, or ``value`` unchanged when it is not one of them.
+
+    >>> python_type_dtype(float)
+    vkml.float64
+    """
+    if isinstance(value, type):
+        return _PYTHON_TYPES.get(value, value)
+    return value

@@ -27,6 +27,7 @@ from ..errors import DTypeError
 from ..ir import types as T
 from . import creation
 from .devices import device as get_device
+from .dtypes import python_type_dtype
 
 
 class DLDeviceType(enum.IntEnum):
@@ -179,7 +180,7 @@ def parse_to(args: tuple, kwargs: dict) -> tuple:
     if rest and isinstance(rest[0], _tensor.Tensor):
         other = rest.pop(0)
         device, dtype = other.device, other.dtype
-    elif rest and isinstance(rest[0], (T.DType, str)) and _is_dtype(rest[0]):
+    elif rest and _is_dtype(rest[0]):
         dtype = creation._dtype(rest.pop(0))
     elif rest and rest[0] is not None and not isinstance(rest[0], bool):
         device = rest.pop(0)
@@ -198,7 +199,7 @@ def parse_to(args: tuple, kwargs: dict) -> tuple:
 
 
 def _is_dtype(value) -> bool:
-    return isinstance(value, T.DType)
+    return isinstance(python_type_dtype(value), T.DType)
 
 
 # ---------------------------------------------------------------------- Python numbers from tensors

@@ -18,7 +18,7 @@ from ..graph import build as lazy
 from ..graph.node import Cat, Matmul, Node, Op
 from ..ir import types as T
 from ..ops import grads as _grads
-from ..ops.cast import work_dtype
+from ..ops.cast import host_round, work_dtype
 from ..ops.promotion import promote_types
 from ..ops.registry import REGISTRY
 from . import autograd
@@ -26,7 +26,7 @@ from . import memory_format as _memory_format
 from .autograd import differentiable
 from .devices import device as get_device
 from .dtype_info import check_matmul_dtypes, refuse_no_tensor_dtype
-from .dtypes import check_device_dtype
+from .dtypes import check_device_dtype, python_type_dtype
 from .exports import Export
 
 
@@ -310,7 +310,13 @@ def add(input, other, *rest, alpha=1):
     if other.__class__ is not _tensor.Tensor and _sparse_operand(other) is not None and _sparse_operand(input) is None:
         return other._sparse_dispatch("add", input, other, alpha=alpha)  # dense + sparse: dense (PyTorch's)
     if type(alpha) is not int or alpha != 1:  # alpha=True is PyTorch's error on a non-bool result
-        other = _alpha_scaled("add", _plain_add, input, other, alpha)
+        scaled = _alpha_scaled("add", _plain_add, input, other, alpha)
+        out = _plain_add(input, scaled)
+        if out.dtype in HALF_PRECISION:
+            wide, wide_other = half_in_float32(input, other)
+            alpha = host_round(alpha, out.dtype)  # PyTorch converts alpha to the result's dtype first
+            return cast(_plain_add(wide, _alpha_scaled("add", _plain_add, wide, wide_other, alpha)), out.dtype)
+        return out
     return _plain_add(input, other)
 
 
@@ -321,8 +327,28 @@ def sub(input, other, *rest, alpha=1):
     if other.__class__ is not _tensor.Tensor and _sparse_operand(other) is not None and _sparse_operand(input) is None:
         return other._sparse_dispatch("add", input, other, alpha=-alpha)  # dense - sparse: dense (PyTorch's)
     if type(alpha) is not int or alpha != 1:
-        other = _alpha_scaled("sub", _plain_sub, input, other, alpha)
+        out = _plain_sub(input, _alpha_scaled("sub", _plain_sub, input, other, alpha))
+        if out.dtype in HALF_PRECISION:
+            wide, wide_other = half_in_float32(input, other)
+            alpha = host_round(alpha, out.dtype)
+            return cast(_plain_sub(wide, _alpha_scaled("sub", _plain_sub, wide, wide_other, alpha)), out.dtype)
+        return out
     return _plain_sub(input, other)
+
+
+# PyTorch computes a float16 or bfloat16 op that combines several operations in one kernel (add and sub with
+# alpha, addcmul, addcdiv) in float32 and rounds its result once (alpha itself rounded to the half dtype); rounding each step to the half dtype
+# instead moves about a quarter of the results by an ulp (SGD's ``p.add_(grad, alpha=-lr)`` and Adam's
+# ``addcdiv_`` on bfloat16 weights). The steps in float32 are each rounded (no fused multiply-add), so a
+# result can still differ from PyTorch's CPU by an ulp where its float32 value lies within an ulp of
+# float32 of a half-precision rounding boundary.
+HALF_PRECISION = (T.float16, T.bfloat16)
+
+
+def half_in_float32(*values):
+    """The tensors among ``values`` as float32 (Python numbers as they are), for an op computed in float32
+    and rounded once to its half-precision result dtype."""
+    return tuple(cast(v, T.float32) if isinstance(v, _tensor.Tensor) else v for v in values)
 
 
 def div(input, other, *, rounding_mode=None):
@@ -422,6 +448,7 @@ clip = clamp
 def cast(input, dtype: T.DType):
     """``input.to(dtype)``: PyTorch's conversion rules (float→int truncates; NaN→INT_MIN; f32→f16 RNE)."""
     node = _tensor_node("to", input)
+    dtype = python_type_dtype(dtype)
     if not isinstance(dtype, T.DType):
         raise DTypeError(f"'to': expected a vkml dtype, got {dtype!r}")
     refuse_no_tensor_dtype("to", dtype)

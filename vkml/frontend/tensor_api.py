@@ -401,17 +401,23 @@ def addcmul(input, tensor1, tensor2, *, value=1):
     Divergence from PyTorch: its kernels fuse the last product into the sum (one rounding,
     an FMA on CPU and CUDA); vkml rounds the product first, as no exact fused multiply-add
     exists on every Vulkan device. The result may differ from PyTorch's by half an ulp of
-    the product ``value * t1 * t2``.
+    the product ``value * t1 * t2``. A float16 or bfloat16 result is computed in float32 and
+    rounded once, as PyTorch's kernel does.
 
     >>> import vkml
     >>> vkml.addcmul(vkml.ones(2), vkml.tensor([1.0, 2.0]), vkml.tensor([3.0, 4.0]), value=0.5).tolist()
     [2.5, 5.0]
     """
-    return F.add(input, F.mul(F.mul(value, tensor1), tensor2))
+    out = F.add(input, F.mul(F.mul(value, tensor1), tensor2))
+    if out.dtype in F.HALF_PRECISION:  # PyTorch's kernel computes in float32 and rounds once (operators.py)
+        wide, wide1, wide2 = F.half_in_float32(input, tensor1, tensor2)
+        return F.cast(F.add(wide, F.mul(F.mul(value, wide1), wide2)), out.dtype)
+    return out
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1):
-    """``input + value * tensor1 / tensor2``, evaluated as PyTorch's kernels do: ``(value * t1) / t2``.
+    """``input + value * tensor1 / tensor2``, evaluated as PyTorch's kernels do: ``(value * t1) / t2``
+    (for a float16 or bfloat16 result in float32, rounded once).
 
     Integer ``tensor1`` and ``tensor2`` raise, as in PyTorch (true division of integers is not
     supported there).
@@ -425,7 +431,11 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
             "(input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the "
             "latter implementation: (input + value * tensor1 / tensor2), for all dtypes."
         )
-    return F.add(input, F.div(F.mul(value, tensor1), tensor2))
+    out = F.add(input, F.div(F.mul(value, tensor1), tensor2))
+    if out.dtype in F.HALF_PRECISION:  # PyTorch's kernel computes in float32 and rounds once (operators.py)
+        wide, wide1, wide2 = F.half_in_float32(input, tensor1, tensor2)
+        return F.cast(F.add(wide, F.div(F.mul(value, wide1), wide2)), out.dtype)
+    return out
 
 
 def rsub(input, other, *, alpha=1):

@@ -32,6 +32,7 @@ from typing import Any
 
 from ..frontend import autograd, creation, devices, memory_format
 from ..frontend.complex import ComplexTensor
+from ..frontend.dtypes import python_type_dtype
 from ..frontend.size import as_size
 from ..ir import types as T
 from ..tensor import Tensor
@@ -51,7 +52,9 @@ class Parameter(Tensor):
     True
     """
 
-    __slots__ = ()
+    # Training code marks parameters with attributes of its own (``p._no_weight_decay = True``,
+    # Mamba's ``dt_proj.bias._no_reinit``), as PyTorch's Parameter takes any attribute.
+    __slots__ = ("__dict__",)
 
     def __new__(cls, data: Tensor | None = None, requires_grad: bool = True):
         if data is not None and data.dtype.is_complex:  # a handle on a real Parameter: docs/complex.md
@@ -835,13 +838,13 @@ class Module:
         for arg in args:
             if isinstance(arg, Tensor):
                 device, dtype = arg.device, arg.dtype
-            elif isinstance(arg, T.DType):
-                dtype = arg
+            elif isinstance(python_type_dtype(arg), T.DType):
+                dtype = python_type_dtype(arg)
             elif _is_device(arg):
                 device = arg
             else:
                 raise TypeError(f"to() received an invalid combination of arguments: {arg!r}")
-        return device, dtype
+        return device, python_type_dtype(dtype)
 
     def cpu(self) -> Module:
         return self.to("cpu")

@@ -220,7 +220,9 @@ _F16_SCALAR = (
 )
 _ALPHA = (
     " With ``alpha`` (not 1), ``alpha * other`` is rounded before the {}, where PyTorch's CPU and CUDA kernels "
-    "fuse the two into one rounding: a float result can differ from PyTorch's in the last bit."
+    "fuse the two into one rounding: a float result can differ from PyTorch's in the last bit. A float16 or "
+    "bfloat16 result is computed in float32 (alpha rounded to its dtype first) and rounded once, as PyTorch's "
+    "kernels compute it."
 )
 _CMP_NAN = "Comparisons with NaN are False, except `ne`, which is True (IEEE 754, as PyTorch)."
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from ..frontend.creation import zeros_like
+from ..frontend.operators import HALF_PRECISION, add
+from ..frontend.tensor_api import addcmul
 from .optimizer import Optimizer, check_args, maximized
 
 
@@ -54,6 +56,13 @@ class Adadelta(Optimizer):
             state["acc_delta"] = zeros_like(param)
         state["step"] += 1
         grad = maximized(grad, group)
+        if param.dtype in HALF_PRECISION:  # PyTorch's add(alpha) and addcmul_: float32, rounded once
+            if group["weight_decay"] != 0:
+                grad = add(grad, param, alpha=group["weight_decay"])
+            square_avg = state["square_avg"] = addcmul(state["square_avg"] * rho, grad, grad, value=1 - rho)
+            delta = (state["acc_delta"] + eps).sqrt() / (square_avg + eps).sqrt() * grad
+            state["acc_delta"] = addcmul(state["acc_delta"] * rho, delta, delta, value=1 - rho)
+            return add(param, delta, alpha=-group["lr"])
         if group["weight_decay"] != 0:
             grad = grad + group["weight_decay"] * param
         square_avg = state["square_avg"] = state["square_avg"] * rho + ((1 - rho) * grad) * grad

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from ..frontend.creation import full_like
+from ..frontend.operators import HALF_PRECISION, add
+from ..frontend.tensor_api import addcdiv, addcmul
 from .optimizer import Optimizer, check_args, check_fused_foreach, maximized
 from .sparse_adam import SparseRows
 
@@ -66,17 +68,22 @@ class Adagrad(Optimizer):
             state["sum"] = full_like(param, self.defaults["initial_accumulator_value"])
         state["step"] += 1
         grad = maximized(grad, group)
-        if group["weight_decay"] != 0:
-            if grad.is_sparse:
-                raise RuntimeError("weight_decay option is not compatible with sparse gradients")
-            grad = grad + group["weight_decay"] * param
         clr = group["lr"] / (1 + (state["step"] - 1) * group["lr_decay"])
         if grad.is_sparse:
+            if group["weight_decay"] != 0:
+                raise RuntimeError("weight_decay option is not compatible with sparse gradients")
             grad = SparseRows(grad)
             if grad.empty:
                 return param
             values = grad.values
             total = state["sum"] = grad.add(state["sum"], values * values)
             return grad.add(param, (values / (grad.take(total).sqrt() + group["eps"])) * -clr)
+        if param.dtype in HALF_PRECISION:  # PyTorch's add(alpha), addcmul_, addcdiv_: float32, rounded once
+            if group["weight_decay"] != 0:
+                grad = add(grad, param, alpha=group["weight_decay"])
+            total = state["sum"] = addcmul(state["sum"], grad, grad, value=1)
+            return addcdiv(param, grad, total.sqrt() + group["eps"], value=-clr)
+        if group["weight_decay"] != 0:
+            grad = grad + group["weight_decay"] * param
         total = state["sum"] = state["sum"] + grad * grad
         return param + ((-clr) * grad) / (total.sqrt() + group["eps"])

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 
+from ..frontend import pointwise
 from ..frontend.creation import zeros_like
-from ..frontend.operators import maximum
+from ..frontend.operators import HALF_PRECISION, add, maximum
+from ..frontend.tensor_api import addcdiv, addcmul
 from .optimizer import Optimizer, check_args, check_fused_foreach, maximized
 
 
@@ -15,7 +17,10 @@ class Adam(Optimizer):
 
     ``foreach``, ``fused`` and ``capturable`` only pick one of PyTorch's implementations of the
     same arithmetic: vkml accepts and keeps them (its step is one fused submission either way, and
-    ``step`` stays a host number); ``differentiable=True`` raises NotImplementedError.
+    ``step`` stays a host number); ``differentiable=True`` raises NotImplementedError. For float16 and
+    bfloat16 parameters the arithmetic is the single-tensor and foreach paths' (each of ``lerp_``,
+    ``addcmul_``, ``addcdiv_`` rounded once): PyTorch's fused kernel rounds only each state's final
+    value, so it can differ from them, and from vkml, in the last bit of a half-precision weight.
 
     >>> import vkml
     >>> w = vkml.nn.Parameter(vkml.ones(2))
@@ -70,6 +75,8 @@ class Adam(Optimizer):
             if group["amsgrad"]:
                 state["max_exp_avg_sq"] = zeros_like(param)
         state["step"] += 1
+        if param.dtype in HALF_PRECISION:
+            return self._update_half(param, grad, state, group)
         if wd != 0 and group["decoupled_weight_decay"]:
             param = param * (1 - lr * wd)
         elif wd != 0:
@@ -82,6 +89,24 @@ class Adam(Optimizer):
         neg_step_size, bias_correction2_sqrt = self._jit_scalars(group, state)
         denom = exp_avg_sq.sqrt() / bias_correction2_sqrt + eps
         return param + (neg_step_size * exp_avg) / denom
+
+    def _update_half(self, param, grad, state: dict, group: dict):
+        """``update`` for float16 and bfloat16 parameters, op for op as PyTorch's single-tensor and foreach
+        paths: ``lerp_``, ``addcmul_``, ``add`` with alpha and ``addcdiv_`` each compute in float32 and
+        round once to the parameter's dtype (the float32 ``update`` writes them as separate products,
+        which is the same arithmetic there but rounds each product here)."""
+        lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+        if wd != 0 and group["decoupled_weight_decay"]:
+            param = param * (1 - lr * wd)
+        elif wd != 0:
+            grad = add(grad, param, alpha=wd)
+        exp_avg = state["exp_avg"] = pointwise.lerp(state["exp_avg"], grad, 1 - beta1)
+        exp_avg_sq = state["exp_avg_sq"] = addcmul(state["exp_avg_sq"] * beta2, grad, grad, value=1 - beta2)
+        if group["amsgrad"]:
+            exp_avg_sq = state["max_exp_avg_sq"] = maximum(state["max_exp_avg_sq"], exp_avg_sq)
+        neg_step_size, bias_correction2_sqrt = self._jit_scalars(group, state)
+        denom = exp_avg_sq.sqrt() / bias_correction2_sqrt + eps
+        return addcdiv(param, exp_avg, denom, value=neg_step_size)
 
     def _jit_scalars(self, group: dict, state: dict) -> tuple[float, float]:
         """The per-step numbers of ``update`` at ``state["step"]`` (vkml.jit recomputes them on replay)."""

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..frontend import pointwise
 from ..frontend.creation import zeros_like
-from ..frontend.operators import maximum
+from ..frontend.operators import HALF_PRECISION, add, maximum
+from ..frontend.tensor_api import addcdiv, addcmul
 from .adam import lerp
 from .optimizer import Optimizer, check_args, maximized
 
@@ -27,6 +29,8 @@ def _decayed(param, grad, group: dict):
         return param, grad
     if group.get("decoupled_weight_decay"):
         return param * (1 - lr * wd), grad
+    if param.dtype in HALF_PRECISION:  # PyTorch's grad.add(param, alpha=wd): float32, rounded once
+        return param, add(grad, param, alpha=wd)
     return param, grad + wd * param
 
 
@@ -79,9 +83,12 @@ class Adamax(Optimizer):
         state["step"] += 1
         grad = maximized(grad, group)
         param, grad = _decayed(param, grad, group)
-        exp_avg = state["exp_avg"] = lerp(state["exp_avg"], grad, 1 - beta1)
+        half = param.dtype in HALF_PRECISION  # PyTorch's lerp_ and addcdiv_: float32, rounded once
+        exp_avg = state["exp_avg"] = (pointwise.lerp if half else lerp)(state["exp_avg"], grad, 1 - beta1)
         exp_inf = state["exp_inf"] = maximum(state["exp_inf"] * beta2, grad.abs() + group["eps"])
         clr = group["lr"] / (1 - beta1 ** state["step"])
+        if half:
+            return addcdiv(param, exp_avg, exp_inf, value=-clr)
         return param + ((-clr) * exp_avg) / exp_inf
 
 
@@ -147,6 +154,12 @@ class NAdam(Optimizer):
         mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * decay))
         mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * decay))
         mu_product = state["mu_product"] = float(np.float32(state["mu_product"]) * np.float32(mu))
+        if param.dtype in HALF_PRECISION:  # PyTorch's lerp_, addcmul_, addcdiv_: float32, rounded once
+            exp_avg = state["exp_avg"] = pointwise.lerp(state["exp_avg"], grad, 1 - beta1)
+            exp_avg_sq = state["exp_avg_sq"] = addcmul(state["exp_avg_sq"] * beta2, grad, grad, value=1 - beta2)
+            denom = (exp_avg_sq / (1 - beta2**step)).sqrt() + group["eps"]
+            param = addcdiv(param, grad, denom, value=-lr * (1.0 - mu) / (1.0 - mu_product))
+            return addcdiv(param, exp_avg, denom, value=(-lr * mu_next) / (1.0 - mu_product * mu_next))
         exp_avg = state["exp_avg"] = lerp(state["exp_avg"], grad, 1 - beta1)
         exp_avg_sq = state["exp_avg_sq"] = state["exp_avg_sq"] * beta2 + ((1 - beta2) * grad) * grad
         denom = (exp_avg_sq / (1 - beta2**step)).sqrt() + group["eps"]

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from ..frontend import pointwise
 from ..frontend.creation import zeros_like
+from ..frontend.operators import HALF_PRECISION, add
+from ..frontend.tensor_api import addcdiv, addcmul
 from .adam import lerp
 from .optimizer import Optimizer, check_args, maximized
 
@@ -62,6 +65,8 @@ class RMSprop(Optimizer):
                 state["grad_avg"] = zeros_like(param)
         state["step"] += 1
         grad = maximized(grad, group)
+        if param.dtype in HALF_PRECISION:
+            return _update_half(param, grad, state, group)
         if group["weight_decay"] != 0:
             grad = grad + group["weight_decay"] * param
         square_avg = state["square_avg"] = state["square_avg"] * alpha + ((1 - alpha) * grad) * grad
@@ -75,3 +80,22 @@ class RMSprop(Optimizer):
             buf = state["momentum_buffer"] = state["momentum_buffer"] * momentum + grad / avg
             return param + (-group["lr"]) * buf
         return param + ((-group["lr"]) * grad) / avg
+
+
+def _update_half(param, grad, state: dict, group: dict):
+    """RMSprop's step for float16 and bfloat16 parameters, op for op as PyTorch's: ``add`` with alpha,
+    ``lerp_``, ``addcmul`` and ``addcdiv_`` each compute in float32 and round once."""
+    alpha, momentum = group["alpha"], group["momentum"]
+    if group["weight_decay"] != 0:
+        grad = add(grad, param, alpha=group["weight_decay"])
+    square_avg = state["square_avg"] = addcmul(state["square_avg"] * alpha, grad, grad, value=1 - alpha)
+    if group["centered"]:
+        grad_avg = state["grad_avg"] = pointwise.lerp(state["grad_avg"], grad, 1 - alpha)
+        avg = addcmul(square_avg, grad_avg, grad_avg, value=-1).sqrt()
+    else:
+        avg = square_avg.sqrt()
+    avg = avg + group["eps"]
+    if momentum > 0:
+        buf = state["momentum_buffer"] = addcdiv(state["momentum_buffer"] * momentum, grad, avg)
+        return add(param, buf, alpha=-group["lr"])
+    return addcdiv(param, grad, avg, value=-group["lr"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..frontend.operators import HALF_PRECISION, add
 from ..graph.build import check_scalar_fits
 from .optimizer import Optimizer, check_args, check_fused_foreach, maximized
 
@@ -59,6 +60,8 @@ class SGD(Optimizer):
         for alpha in (group["weight_decay"], group["momentum"] if group["nesterov"] else 0, -group["lr"]):
             _alpha_fits(alpha, param)
         grad = maximized(grad, group)
+        if param.dtype in HALF_PRECISION:
+            return _update_half(param, grad, state, group)
         if group["weight_decay"] != 0:
             grad = grad + group["weight_decay"] * param
         momentum = group["momentum"]
@@ -69,6 +72,20 @@ class SGD(Optimizer):
             state["momentum_buffer"] = buf
             grad = grad + momentum * buf if group["nesterov"] else buf
         return param + (-group["lr"]) * grad
+
+
+def _update_half(param, grad, state: dict, group: dict):
+    """SGD's step for float16 and bfloat16 parameters, op for op as PyTorch's: each ``add`` with ``alpha``
+    computes in float32 and rounds once (``update`` rounds each product, the same arithmetic in float32)."""
+    momentum = group["momentum"]
+    if group["weight_decay"] != 0:
+        grad = add(grad, param, alpha=group["weight_decay"])
+    if momentum != 0:
+        buf = state.get("momentum_buffer")
+        buf = grad.clone() if buf is None else add(buf * momentum, grad, alpha=1 - group["dampening"])
+        state["momentum_buffer"] = buf
+        grad = add(grad, buf, alpha=momentum) if group["nesterov"] else buf
+    return add(param, grad, alpha=-group["lr"])
 
 
 def _alpha_fits(alpha, param) -> None:

@@ -15,7 +15,8 @@ from collections.abc import Iterable
 
 from ...frontend.autograd import no_grad
 from ...frontend.creation import tensor
-from ...frontend.operators import amax, amin, cat, clamp
+from ...frontend.operators import HALF_PRECISION, amax, amin, cat, clamp
+from ...frontend.statistics import vector_norm
 from ...tensor import Tensor
 
 _NONFINITE = (
@@ -31,6 +32,8 @@ def _as_list(parameters) -> list[Tensor]:
 
 def _vector_norm(x: Tensor, p: float) -> Tensor:
     """``torch.linalg.vector_norm(x, p)`` over all elements."""
+    if x.dtype in HALF_PRECISION:  # PyTorch's norm computes in float32 and rounds once (bfloat16 training)
+        return vector_norm(x, p)
     if p == math.inf:
         return amax(x.abs())
     if p == -math.inf:

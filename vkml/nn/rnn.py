@@ -535,6 +535,8 @@ class _RNNBase(Module):
         else:
             x = input
         steps, batch = x.shape[0], x.shape[1]
+        if steps == 0:
+            raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
         lstm = self.mode == "LSTM"
         h0 = self._initial(hx[0] if lstm and hx is not None else hx, batch, batched, x, self.proj_size)
         if lstm and hx is not None:

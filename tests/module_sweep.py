@@ -12,14 +12,16 @@ library; torch's state is copied into the vkml module, then
   (running statistics); a random module (dropout) compares shapes in train mode only;
 - more inputs (``extra``): a zero batch, an unbatched input, a wrong rank; where torch raises, vkml
   raises an instance of torch's class;
-- ``.double()``, ``.half()`` and ``.to(float64)``: the dtypes of every state entry.
+- ``.double()``, ``.half()``, ``.bfloat16()``, ``.to(float64)``, ``.double().float()``: the dtypes of
+  every state entry.
 
 An optimizer case (``check_optimizer``): the same parameters and gradients, five steps, then the
 parameters (assert_close's default tolerances), ``state_dict()`` (keys, ``step`` as a tensor, values),
 a state_dict loaded across the libraries and stepped again, ``add_param_group`` and ``zero_grad``. Where
-torch's constructor raises, vkml raises torch's class.
+torch's constructor raises, vkml raises torch's class with torch's message.
 
-A scheduler case (``check_scheduler``): ``get_last_lr()`` for ten epochs, and a state_dict round trip.
+A scheduler case (``check_scheduler``): ``get_last_lr()`` for ten epochs, ``state_dict()`` (keys and
+values), and a state_dict round trip.
 """
 
 from __future__ import annotations
@@ -187,10 +189,12 @@ def check_module(case: ModCase, device=None):
     for k, specs in enumerate(case.extra):
         _compare_call(f"{name} extra {k} {specs}", case, tmod, vmod, specs, device, case.grad)
     if device is None and not case.lazy:
-        for conv in ("double", "half", "to64"):
+        for conv in ("double", "half", "bfloat16", "to64", "double_float"):
             t2, v2 = case.build(torch), case.build(vkml)
             if conv == "to64":
                 t2, v2 = t2.to(torch.float64), v2.to(vkml.float64)
+            elif conv == "double_float":
+                t2, v2 = t2.double().float(), v2.double().float()
             else:
                 t2, v2 = getattr(t2, conv)(), getattr(v2, conv)()
             want = [(k, _dt(v)) for k, v in t2.state_dict().items()]
@@ -315,6 +319,8 @@ def check_optimizer(case: OptCase):
     topt, w_err = _raises(lambda: case.build(torch, tp))
     vopt, g_err = _raises(lambda: case.build(vkml, vp))
     if _same_error(name + " constructor", w_err, g_err):
+        # PyTorch's argument checks are short fixed texts ("Invalid learning rate: -0.1"): the same
+        assert str(g_err) == str(w_err), f"{name}: vkml says {g_err}, torch {w_err}"
         return
     _, w_err = _raises(lambda: _run_steps(torch, topt, tp, case.steps))
     _, g_err = _raises(lambda: _run_steps(vkml, vopt, vp, case.steps))
@@ -404,6 +410,21 @@ def _plain(sd):
     return out
 
 
+def _close_plain(what, got, want):
+    """Numbers within 1e-9 relative, the rest equal, through dicts and lists."""
+    if isinstance(want, dict):
+        for key in want:
+            _close_plain(f"{what}[{key!r}]", got[key], want[key])
+    elif isinstance(want, (list, tuple)):
+        assert len(got) == len(want), f"{what}: {got!r} vs torch {want!r}"
+        for k, (a, b) in enumerate(zip(got, want, strict=True)):
+            _close_plain(f"{what}[{k}]", a, b)
+    elif isinstance(want, float) and isinstance(got, (int, float)):
+        assert got == want or abs(got - want) <= 1e-9 * max(1.0, abs(want)), f"{what}: {got!r} vs torch {want!r}"
+    else:
+        assert got == want, f"{what}: {got!r} vs torch {want!r}"
+
+
 def check_scheduler(case: SchedCase):
     name = case.name
     with warnings.catch_warnings():
@@ -423,6 +444,7 @@ def check_scheduler(case: SchedCase):
         w_sd, g_sd = tsch.state_dict(), vsch.state_dict()
         wp, gp = _plain(w_sd), _plain(g_sd)
         assert sorted(gp) == sorted(wp), f"{name}: state_dict keys {sorted(gp)} vs torch {sorted(wp)}"
+        _close_plain(name + ": state_dict", gp, wp)
         # a fresh scheduler given the state goes on as the first does
         topt2, tsch2 = case.build(torch)
         vopt2, vsch2 = case.build(vkml)

@@ -465,6 +465,8 @@ OPTIMIZERS = [
     O("Adam", "{'lr': 0.01, 'weight_decay': 0.1, 'decoupled_weight_decay': True}"),
     O("Adam", "{'lr': m.tensor(0.01)}"),
     O("Adam", "{'lr': 0.01, 'capturable': True}"),
+    O("Adam", "{'lr': m.tensor([0.01, 0.02])}"),
+    O("AdamW", "{'lr': m.tensor(0.01), 'foreach': True}"),
     O("Adam", "{'betas': (1.0, 0.9)}"),
     O("Adam", "{'betas': (0.9, -0.1)}"),
     O("Adam", "{'eps': -1e-8}"),
@@ -503,6 +505,10 @@ OPTIMIZERS = [
     O("LBFGS", "{'lr': 0.5, 'max_iter': 4}", steps=2),
     O("LBFGS", "{'lr': 1, 'max_iter': 3, 'history_size': 3, 'line_search_fn': 'strong_wolfe'}", steps=2),
     O("LBFGS", "{'line_search_fn': 'bad'}"),
+    O("Adafactor", "{}"),
+    O("Adafactor", "{'lr': 0.05, 'beta2_decay': -0.5, 'd': 2.0, 'weight_decay': 0.1, 'maximize': True}"),
+    O("Adafactor", "{'eps': (1e-3, 1e-2)}"),
+    O("Adafactor", "{'beta2_decay': 0.5}"),
 ]
 
 KNOWN_OPT: dict[str, str] = {
@@ -514,7 +520,12 @@ KNOWN_OPT: dict[str, str] = {
     ),
 }
 # state_dict(): step, mu_product, eta, mu, LBFGS's ro/al/H_diag as 0-d float32 tensors (were numbers)
-FIXED_OPT: list[str] = ["Adam()", "ASGD()"]
+FIXED_OPT: list[str] = [
+    "Adam()",
+    "ASGD()",
+    "Adam('lr': m.tensor([0.01, 0.02]))",  # PyTorch's ValueError (was a RuntimeError)
+    "AdamW('lr': m.tensor(0.01), 'foreach': True)",  # PyTorch's ValueError (was accepted)
+]
 OPT_SAMPLE = 23
 _OPT_BY_NAME = {c.name: c for c in OPTIMIZERS}
 

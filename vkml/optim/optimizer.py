@@ -411,8 +411,14 @@ def check_hyper(name: str, value, low: float = 0.0, message: str | None = None) 
 
 
 # The constructor arguments PyTorch's optimizers check, by keyword: how each is checked.
+def _check_lr(lr) -> None:
+    if isinstance(lr, Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    check_hyper("learning rate", lr, message="learning rate")
+
+
 _CHECKS = {
-    "lr": lambda v: check_hyper("learning rate", v, message="learning rate"),
+    "lr": _check_lr,
     "eps": lambda v: check_hyper("epsilon", v),
     "betas": lambda v: check_betas(v),
     "rho": lambda v: _check_rho(v),

@@ -12,6 +12,7 @@ library; torch's state is copied into the vkml module, then
   (running statistics); a random module (dropout) compares shapes in train mode only;
 - more inputs (``extra``): a zero batch, an unbatched input, a wrong rank; where torch raises, vkml
   raises an instance of torch's class;
+- the constructor with ``dtype=float64`` added (module_db's test_factory_kwargs): every state entry's dtype;
 - ``.double()``, ``.half()``, ``.bfloat16()``, ``.to(float64)``, ``.double().float()``: the dtypes of
   every state entry.
 
@@ -27,6 +28,7 @@ values), and a state_dict round trip.
 from __future__ import annotations
 
 import copy
+import inspect
 import warnings
 
 import numpy as np
@@ -188,6 +190,19 @@ def check_module(case: ModCase, device=None):
                 _close(a, b, f"{name} {mode}: buffer {n} after forward")
     for k, specs in enumerate(case.extra):
         _compare_call(f"{name} extra {k} {specs}", case, tmod, vmod, specs, device, case.grad)
+    if "dtype" in inspect.signature(type(tmod).__init__).parameters and "dtype=" not in case.ctor:
+        # module_db's test_factory_kwargs: dtype= reaches every parameter and float buffer
+        head, args = case.ctor.split("(", 1)
+        ctor = f"{head}({args[:-1]}{', ' if args[:-1].strip() else ''}dtype=m.float64)"
+        built = []
+        for m in (torch, vkml):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                built.append(eval("m.nn." + ctor, {"m": m}))  # noqa: S307 - the table's own text
+        t2, v2 = built
+        want = [(k, _dt(v)) for k, v in t2.state_dict().items()]
+        got = [(k, _dt(v)) for k, v in v2.state_dict().items()]
+        assert got == want, f"{name}: dtype=float64 gives {got}, torch {want}"
     if device is None and not case.lazy:
         for conv in ("double", "half", "bfloat16", "to64", "double_float"):
             t2, v2 = case.build(torch), case.build(vkml)

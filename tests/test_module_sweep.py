@@ -48,6 +48,24 @@ ACTIVATIONS = [
     "Identity()",
 ]
 
+INPLACE = [
+    "ReLU()",
+    "ReLU6()",
+    "ELU(alpha=0.5)",
+    "CELU(alpha=2.0)",
+    "SELU()",
+    "LeakyReLU(0.2)",
+    "Hardtanh(-0.5, 0.5)",
+    "Hardsigmoid()",
+    "Hardswish()",
+    "SiLU()",
+    "Mish()",
+    "Threshold(0.1, 20.0)",
+    "Dropout(p=0.0)",
+    "Dropout1d(p=0.0)",
+    "AlphaDropout(p=0.0)",
+]
+NON_LEAF = "lambda m, x: (x * 1.0,)"  # an in-place module may not write into a leaf that requires grad
 LOG_PROBS = "lambda m, x, *rest: (x.log_softmax(2), *rest)"  # what CTCLoss's gradient assumes
 
 MODULES = (
@@ -56,6 +74,11 @@ MODULES = (
         C(a, ["fs12"], name=f"{a}[fs12]", random=a.startswith("RReLU"))
         for a in ACTIVATIONS
         if a != "ReLU(inplace=True)"
+    ]
+    + [
+        # module_db's test_check_inplace: inplace=True on a non-leaf gives the out-of-place results
+        C(f"{a[:-1]}{', ' if a[-2] != '(' else ''}inplace=True)", ["f2x3"], prep=NON_LEAF, name=f"{a}[inplace]")
+        for a in INPLACE
     ]
     + [
         C("GLU()", ["f2x4"], [["f0x4"], ["f4"], ["f2x3"]]),

@@ -279,6 +279,7 @@ MODULES = (
         C("CosineEmbeddingLoss(margin=0.1)", ["f3x4", "f3x4", [1.0, -1.0, 1.0]], [["f4", "f4", 1.0]]),
         C("MultiLabelMarginLoss()", ["f2x4", [[3, 0, -1, 1], [1, 2, 3, -1]]], [["f4", [3, 0, -1, 1]]]),
         C("MultiLabelSoftMarginLoss()", ["f2x4", [[1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 1.0, 0.0]]]),
+        C("MultiLabelSoftMarginLoss()", ["f4", 1.0], name="MultiLabelSoftMarginLoss()[number target]"),
         C("MultiMarginLoss()", ["f3x4", [0, 3, 1]], [["f4", 2]]),
         C("MultiMarginLoss()", ["f4", 2], name="MultiMarginLoss()[number target]"),
         C("SoftMarginLoss()", ["f4", 1.0], name="SoftMarginLoss()[number target]"),
@@ -372,6 +373,24 @@ MODULES = (
         C("LazyInstanceNorm1d()", ["f2x3x4"], lazy=True),
         C("LazyInstanceNorm2d(affine=False, track_running_stats=False)", ["f2x3x2x2"], lazy=True),
         C("LazyInstanceNorm3d(affine=True)", ["f1x2x2x2x3"], lazy=True),
+        # float16 modules and non-contiguous (transposed) inputs
+        C("Linear(3, 4, dtype=m.float16)", ["h2x3"], name="Linear(3, 4)[float16]"),
+        C("Conv2d(2, 4, 3, dtype=m.float16)", ["h1x2x5x5"], name="Conv2d(2, 4, 3)[float16]"),
+        C("LayerNorm(3, dtype=m.float16)", ["h2x3"], name="LayerNorm(3)[float16]"),
+        C("BatchNorm1d(3, dtype=m.float16)", ["h4x3"], name="BatchNorm1d(3)[float16]"),
+        C("GroupNorm(2, 4, dtype=m.float16)", ["h2x4x3"], name="GroupNorm(2, 4)[float16]"),
+        C("RMSNorm(3, dtype=m.float16)", ["h2x3"], name="RMSNorm(3)[float16]"),
+        C("Embedding(5, 3, dtype=m.float16)", [[0, 2, 4]], name="Embedding(5, 3)[float16]"),
+        C("MaxPool2d(2)", ["h1x2x4x4"], name="MaxPool2d(2)[float16]"),
+        C("AvgPool2d(2)", ["h1x2x4x4"], name="AvgPool2d(2)[float16]"),
+        C("GELU()", ["h2x3"], name="GELU()[float16]"),
+        C("Softmax(dim=1)", ["h2x3"], name="Softmax(dim=1)[float16]"),
+        C("MSELoss()", ["h2x3", "h2x3"], name="MSELoss()[float16]"),
+        C("CrossEntropyLoss()", ["h3x4", [0, 3, 1]], name="CrossEntropyLoss()[float16]"),
+        C("Linear(3, 4)", ["T3x2"], name="Linear(3, 4)[non-contiguous]"),
+        C("LayerNorm(2)", ["T3x2"], name="LayerNorm(2)[non-contiguous]"),
+        C("BatchNorm1d(3)", ["T3x4"], name="BatchNorm1d(3)[non-contiguous]"),
+        C("Softmax(dim=0)", ["T3x2"], name="Softmax(dim=0)[non-contiguous]"),
         # containers
         C("Sequential(m.nn.Linear(3, 4), m.nn.ReLU(), m.nn.Linear(4, 2))", ["f2x3"], [["f3"], ["f0x3"]]),
         C("Sequential()", ["f2x3"]),
@@ -399,17 +418,29 @@ def _module_classes(lib):
 # Differences the sweep still finds, each with why (the stress run expects them to fail, strictly)
 _GELU_INF = "gelu(+-inf): vkml's rule (docs/ops/gelu.md), PyTorch's is NaN"
 _INDEX_ERROR = "PyTorch reads size(-3) before it checks the rank (IndexError); vkml raises RuntimeError naming the op"
+_F16_NORM = (
+    "float16 norm gradients: PyTorch's and vkml's roundings differ past assert_close's float16 tolerance; "
+    "vkml's is the closer to the float64 result (LayerNorm: 1.3e-4 off, PyTorch's 3.2e-4)"
+)
 KNOWN: dict[str, str] = {
     "GELU()[fs12]": _GELU_INF,
     "GELU(approximate='tanh')[fs12]": _GELU_INF,
     "AvgPool2d(2)[2-d input]": _INDEX_ERROR,
     "LPPool2d(2, 2)[1-d input]": _INDEX_ERROR,
     "Unfold(kernel_size=2)[2-d input]": _INDEX_ERROR,
+    "LayerNorm(3)[float16]": _F16_NORM,
+    "BatchNorm1d(3)[float16]": _F16_NORM,
+    "GroupNorm(2, 4)[float16]": _F16_NORM,
+    "CrossEntropyLoss()[float16]": (
+        "float16 cross_entropy: the two results are 2 float16 ulps apart, each about 1 ulp from the float64 "
+        "value (intermediate roundings differ; docs/peer_sweep.md lists its float16 gradient)"
+    ),
 }
 
 # What the sweep found and vkml fixed (each failed before its fix): run by default
 FIXED_MODULES: list[str] = [
     "GroupNorm(2, 4)[zero batch]",  # a zero batch: reshape (0, groups, -1) had no size to infer
+    "MultiLabelSoftMarginLoss()[number target]",  # a number target, as PyTorch's formula takes
     "MultiMarginLoss()[number target]",  # a number where a loss bound in C++ takes a tensor: TypeError
     "TripletMarginLoss()[number negative]",
     "GRU(3, 4)[empty sequence]",  # PyTorch's RuntimeError (was cat's ValueError)

@@ -179,7 +179,8 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     0.6931471824645996
     """
     reduction = _reduction("multilabel_soft_margin_loss", size_average, reduce, reduction)
-    _broadcast("multilabel_soft_margin_loss", input, target)
+    if isinstance(target, functions._tensor.Tensor):  # PyTorch's Python formula takes a number too
+        _broadcast("multilabel_soft_margin_loss", input, target)
     loss = -(target * activation.logsigmoid(input) + (1 - target) * activation.logsigmoid(-input))
     if weight is not None:
         loss = loss * weight

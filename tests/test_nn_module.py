@@ -108,8 +108,8 @@ def _apply_order(module) -> list[str]:
 
 
 def _torch_repr(text: str) -> str:
-    """torch's repr with torch's names for dtypes written as vkml's."""
-    text = text.replace("torch.FloatTensor", "vkml.float32").replace("torch.", "vkml.")
+    """torch's repr with torch's names written as vkml's (ParameterDict prints torch.FloatTensor)."""
+    text = text.replace("torch.", "vkml.")
     if "bias=" not in repr(torch.nn.LayerNorm(2)):  # PyTorch before 2.13 leaves LayerNorm's bias out
         text = re.sub(r"(LayerNorm\([^\n]*elementwise_affine=\w+)\)", r"\1, bias=True)", text)
     return text

@@ -176,3 +176,14 @@ for _name in _adaptive.MODULES:
 __all__ += _adaptive.MODULES
 del _name
 __all__ += ["SyncBatchNorm"]  # vkml/nn/sync_batchnorm.py
+# PyTorch's recurrent base classes (isinstance checks; built directly they have no forward)
+from .rnn import RNNBase, RNNCellBase  # noqa: E402
+
+__all__ += ["RNNBase", "RNNCellBase"]
+# PyTorch's lazy convolutions and norms (vkml/nn/lazy.py)
+from . import lazy as _lazy  # noqa: E402
+
+for _name in _lazy.MODULES:
+    globals()[_name] = getattr(_lazy, _name)
+__all__ += _lazy.MODULES
+del _name

@@ -35,14 +35,16 @@ def _renumber(module: Module) -> None:
     object.__setattr__(module, "_modules", OrderedDict((str(i), m) for i, m in enumerate(module._modules.values())))
 
 
-def _tensor_line(key, value) -> str:
-    """How ``ParameterList``/``ParameterDict`` print one member: its kind, dtype, size and non-CPU device."""
+def _tensor_line(key, value, type_name: bool = False) -> str:
+    """How ``ParameterList``/``ParameterDict`` print one member: its kind, dtype (``ParameterDict``: its
+    type name, ``vkml.FloatTensor``, as PyTorch's prints ``torch.typename``), size and non-CPU device."""
     if not isinstance(value, Tensor):
         return f"  ({key}): Object of type: {type(value).__name__}"
     size = "x".join(str(s) for s in value.shape)
     device = "" if value.device.name == "cpu" else f" ({value.device.name})"
     kind = "Parameter" if isinstance(value, Parameter) else "Tensor"
-    return f"  ({key}): {kind} containing: [{value.dtype!r} of size {size}{device}]"
+    described = value.type() if type_name else repr(value.dtype)
+    return f"  ({key}): {kind} containing: [{described} of size {size}{device}]"
 
 
 class Sequential(Module):
@@ -435,7 +437,7 @@ class ParameterDict(Module):
             self[key] = value
 
     def extra_repr(self) -> str:
-        return "\n".join(_tensor_line(key, value) for key, value in self.items())
+        return "\n".join(_tensor_line(key, value, type_name=True) for key, value in self.items())
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError("ParameterDict should not be called.")

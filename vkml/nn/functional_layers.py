@@ -725,6 +725,10 @@ def _adaptive_bounds(size: int, out: int):
 
 def _output_size(op, input, output_size, n: int = 2):
     """The adaptive pools' output sizes: an int, or ``n`` ints where None keeps the input's size (PyTorch's)."""
+    if n > 1 and isinstance(output_size, (tuple, list)) and input.ndim <= len(output_size):
+        # PyTorch's 2-d and 3-d pools fill a None from the input's sizes before the kernel checks the
+        # rank: a sequence output_size with too few input dims is that step's ValueError
+        raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
     if input.ndim not in (n + 1, n + 2):
         raise RuntimeError(f"'{op}': Expected {n + 1}D or {n + 2}D tensor, but got input of size: {list(input.shape)}")
     if isinstance(output_size, (tuple, list)):

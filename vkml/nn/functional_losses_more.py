@@ -39,6 +39,16 @@ def _broadcast(op: str, *tensors) -> None:
     functions.lazy.broadcast_shapes(op, *(tuple(t.shape) for t in tensors))
 
 
+def _require_tensors(op: str, **arguments) -> None:
+    """PyTorch's argument check of a loss bound in C++: each named argument, in order, must be a tensor
+    (``TypeError: soft_margin_loss(): argument 'target' (position 2) must be Tensor, not int``)."""
+    for position, (name, value) in enumerate(arguments.items(), 1):
+        if not isinstance(value, functions._tensor.Tensor):
+            raise TypeError(
+                f"{op}(): argument '{name}' (position {position}) must be Tensor, not {type(value).__name__}"
+            )
+
+
 def poisson_nll_loss(
     input,
     target,
@@ -57,6 +67,7 @@ def poisson_nll_loss(
     >>> poisson_nll_loss(vkml.tensor([0.0]), vkml.tensor([1.0])).item()  # doctest: +SKIP
     1.0
     """
+    _require_tensors("poisson_nll_loss", input=input, target=target)
     reduction = _reduction("poisson_nll_loss", size_average, reduce, reduction)
     _broadcast("poisson_nll_loss", input, target)
     if log_input:
@@ -133,6 +144,7 @@ def hinge_embedding_loss(input, target, margin: float = 1.0, size_average=None, 
     >>> hinge_embedding_loss(vkml.tensor([0.3]), vkml.tensor([-1.0])).item()  # doctest: +SKIP
     0.7
     """
+    _require_tensors("hinge_embedding_loss", input=input, target=target)
     reduction = _reduction("hinge_embedding_loss", size_average, reduce, reduction)
     _broadcast("hinge_embedding_loss", input, target)
     margin_part = functions.where(target != 1, functions.clamp(margin - input, min=0.0), 0.0)
@@ -146,6 +158,7 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction: s
     >>> soft_margin_loss(vkml.tensor([0.0]), vkml.tensor([1.0])).item()  # doctest: +SKIP
     0.6931471824645996
     """
+    _require_tensors("soft_margin_loss", input=input, target=target)
     reduction = _reduction("soft_margin_loss", size_average, reduce, reduction)
     _broadcast("soft_margin_loss", input, target)
     if getattr(target, "requires_grad", False) and F.autograd.is_grad_enabled():  # PyTorch's kernel has no target grad
@@ -166,7 +179,8 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     0.6931471824645996
     """
     reduction = _reduction("multilabel_soft_margin_loss", size_average, reduce, reduction)
-    _broadcast("multilabel_soft_margin_loss", input, target)
+    if isinstance(target, functions._tensor.Tensor):  # PyTorch's Python formula takes a number too
+        _broadcast("multilabel_soft_margin_loss", input, target)
     loss = -(target * activation.logsigmoid(input) + (1 - target) * activation.logsigmoid(-input))
     if weight is not None:
         loss = loss * weight
@@ -186,6 +200,7 @@ def cosine_embedding_loss(
     >>> cosine_embedding_loss(vkml.ones(1, 2), vkml.ones(1, 2), vkml.tensor([1.0])).item()  # doctest: +SKIP
     0.0
     """
+    _require_tensors("cosine_embedding_loss", input1=input1, input2=input2, target=target)
     reduction = _reduction("cosine_embedding_loss", size_average, reduce, reduction)
     if target.ndim not in (0, 1):
         raise RuntimeError("'cosine_embedding_loss': 0D or 1D target tensor expected, multi-target not supported")
@@ -232,6 +247,7 @@ def multi_margin_loss(
     >>> multi_margin_loss(vkml.tensor([[0.0, 1.0]]), vkml.tensor([1])).item()  # doctest: +SKIP
     0.0
     """
+    _require_tensors("multi_margin_loss", input=input, target=target)
     reduction = _reduction("multi_margin_loss", size_average, reduce, reduction)
     if p not in (1, 2):
         raise ValueError("'multi_margin_loss': only p == 1 and p == 2 supported")
@@ -275,6 +291,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     >>> multilabel_margin_loss(vkml.tensor([[0.1, 0.2, 0.4, 0.8]]), vkml.tensor([[3, 0, -1, 1]])).item()  # doctest: +SKIP
     0.8500000238418579
     """
+    _require_tensors("multilabel_margin_loss", input=input, target=target)
     reduction = _reduction("multilabel_margin_loss", size_average, reduce, reduction)
     x, flat = _class_scores("multilabel_margin_loss", input)
     if tuple(target.shape) != tuple(input.shape):
@@ -329,6 +346,7 @@ def triplet_margin_loss(
     >>> triplet_margin_loss(vkml.zeros(1, 2), vkml.zeros(1, 2), vkml.ones(1, 2)).item()  # doctest: +SKIP
     0.0
     """
+    _require_tensors("triplet_margin_loss", anchor=anchor, positive=positive, negative=negative)
     reduction = _reduction("triplet_margin_loss", size_average, reduce, reduction)
     if margin <= 0:
         raise ValueError(f"'triplet_margin_loss': margin must be greater than 0, got {margin}")

@@ -188,7 +188,9 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
             "'group_norm': Expected number of channels in input to be divisible by num_groups, but got input of "
             f"shape {list(input.shape)} and num_groups={num_groups}"
         )
-    x = functions.reshape(_float(input), input.shape[0], num_groups, -1)
+    # the group's size spelled out: a zero batch has no size for a -1 to infer
+    group_size = math.prod(input.shape[1:]) // num_groups
+    x = functions.reshape(_float(input), input.shape[0], num_groups, group_size)
     out, _, _ = _normalized(x, (2,), eps)
     out = _affine(functions.reshape(out, *input.shape), weight, bias, _channel_shape(input))
     return out.to(input.dtype) if input.dtype in (T.float16, T.bfloat16) else out

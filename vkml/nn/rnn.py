@@ -337,7 +337,31 @@ class _CellBase(Module):
         return h, c
 
 
-class RNNCell(_CellBase):
+class RNNCellBase(_CellBase):
+    """PyTorch's base of ``RNNCell``, ``LSTMCell`` and ``GRUCell`` (``isinstance(m, nn.RNNCellBase)``).
+
+    Built directly, ``RNNCellBase(input_size, hidden_size, bias, num_chunks)`` holds PyTorch's
+    parameters (``num_chunks * hidden_size`` rows) and, as PyTorch's, no ``forward``.
+    """
+
+    forward = Module.forward
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: int, device=None, dtype=None):
+        Module.__init__(self)
+        self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
+        rows = num_chunks * hidden_size
+        self.weight_ih = Parameter(creation.zeros(rows, input_size, dtype=dtype, device=device))
+        self.weight_hh = Parameter(creation.zeros(rows, hidden_size, dtype=dtype, device=device))
+        if bias:
+            self.bias_ih = Parameter(creation.zeros(rows, dtype=dtype, device=device))
+            self.bias_hh = Parameter(creation.zeros(rows, dtype=dtype, device=device))
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        self.reset_parameters()
+
+
+class RNNCell(RNNCellBase):
     """h' = tanh (or relu)(x W_ihᵀ + b_ih + h W_hhᵀ + b_hh)."""
 
     _name = "RNNCell"
@@ -345,31 +369,31 @@ class RNNCell(_CellBase):
     def __init__(
         self, input_size: int, hidden_size: int, bias: bool = True, nonlinearity: str = "tanh", device=None, dtype=None
     ):
-        super().__init__(input_size, hidden_size, bias, nonlinearity, device, dtype)
+        _CellBase.__init__(self, input_size, hidden_size, bias, nonlinearity, device, dtype)
 
     def forward(self, input, hx=None):
         return self._cell(input, hx)[0]
 
 
-class LSTMCell(_CellBase):
+class LSTMCell(RNNCellBase):
     """Gates i, f, g, o (in that order in weight_ih's rows); c' = f c + i g, h' = o tanh(c'). Returns (h', c')."""
 
     _name = "LSTMCell"
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None, dtype=None):
-        super().__init__(input_size, hidden_size, bias, "tanh", device, dtype)
+        _CellBase.__init__(self, input_size, hidden_size, bias, "tanh", device, dtype)
 
     def forward(self, input, hx=None):
         return self._cell(input, (None, None) if hx is None else tuple(hx))
 
 
-class GRUCell(_CellBase):
+class GRUCell(RNNCellBase):
     """Gates r, z, n; n = tanh(x_n + r (h W_hn + b_hn)), h' = (1 - z) n + z h."""
 
     _name = "GRUCell"
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None, dtype=None):
-        super().__init__(input_size, hidden_size, bias, "tanh", device, dtype)
+        _CellBase.__init__(self, input_size, hidden_size, bias, "tanh", device, dtype)
 
     def forward(self, input, hx=None):
         return self._cell(input, hx)[0]
@@ -535,6 +559,8 @@ class _RNNBase(Module):
         else:
             x = input
         steps, batch = x.shape[0], x.shape[1]
+        if steps == 0:
+            raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
         lstm = self.mode == "LSTM"
         h0 = self._initial(hx[0] if lstm and hx is not None else hx, batch, batched, x, self.proj_size)
         if lstm and hx is not None:
@@ -588,7 +614,49 @@ class _RNNBase(Module):
         return x, h_n, c_n
 
 
-class RNN(_RNNBase):
+class RNNBase(_RNNBase):
+    """PyTorch's base of ``RNN``, ``LSTM`` and ``GRU`` (``isinstance(m, nn.RNNBase)``).
+
+    Built directly, ``RNNBase(mode, input_size, hidden_size, ...)`` with ``mode`` one of ``'LSTM'``,
+    ``'GRU'``, ``'RNN_TANH'``, ``'RNN_RELU'`` holds that network's parameters and, as PyTorch's, no
+    ``forward``.
+    """
+
+    forward = Module.forward
+    _MODES = {
+        "LSTM": ("LSTM", "tanh"),
+        "GRU": ("GRU", "tanh"),
+        "RNN_TANH": ("RNN", "tanh"),
+        "RNN_RELU": ("RNN", "relu"),
+    }
+
+    def __init__(
+        self,
+        mode: str,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        proj_size: int = 0,
+        device=None,
+        dtype=None,
+    ):
+        if mode not in self._MODES:
+            raise ValueError(f"Unrecognized RNN mode: {mode}")
+        name, nonlinearity = self._MODES[mode]
+        object.__setattr__(self, "_name", name)
+        _RNNBase.__init__(
+            self, input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, nonlinearity,
+            device, dtype, proj_size,
+        )  # fmt: skip
+        if name == "RNN":
+            del self.nonlinearity  # PyTorch's base keeps only the mode
+
+
+class RNN(RNNBase):
     """Elman RNN: h_t = tanh (or relu)(x_t W_ihᵀ + b_ih + h_{t-1} W_hhᵀ + b_hh). Returns (output, h_n)."""
 
     _name = "RNN"
@@ -606,8 +674,18 @@ class RNN(_RNNBase):
         device=None,
         dtype=None,
     ):
-        super().__init__(
-            input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, nonlinearity, device, dtype
+        _RNNBase.__init__(
+            self,
+            input_size,
+            hidden_size,
+            num_layers,
+            bias,
+            batch_first,
+            dropout,
+            bidirectional,
+            nonlinearity,
+            device,
+            dtype,
         )
 
     def forward(self, input, hx=None):
@@ -616,7 +694,7 @@ class RNN(_RNNBase):
         return out, h
 
 
-class LSTM(_RNNBase):
+class LSTM(RNNBase):
     """LSTM over a sequence; ``hx`` is (h_0, c_0). Returns (output, (h_n, c_n)).
 
     With ``proj_size`` > 0 each step's h is projected, ``h = (o * tanh(c)) @ weight_hr.T``, as PyTorch's
@@ -639,7 +717,8 @@ class LSTM(_RNNBase):
         device=None,
         dtype=None,
     ):
-        super().__init__(
+        _RNNBase.__init__(
+            self,
             input_size,
             hidden_size,
             num_layers,
@@ -658,7 +737,7 @@ class LSTM(_RNNBase):
         return out, (h, c)
 
 
-class GRU(_RNNBase):
+class GRU(RNNBase):
     """GRU over a sequence (gates r, z, n as GRUCell). Returns (output, h_n)."""
 
     _name = "GRU"
@@ -675,8 +754,17 @@ class GRU(_RNNBase):
         device=None,
         dtype=None,
     ):
-        super().__init__(
-            input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, device=device, dtype=dtype
+        _RNNBase.__init__(
+            self,
+            input_size,
+            hidden_size,
+            num_layers,
+            bias,
+            batch_first,
+            dropout,
+            bidirectional,
+            device=device,
+            dtype=dtype,
         )
 
     def forward(self, input, hx=None):

@@ -8,6 +8,7 @@ from ..frontend import pointwise
 from ..frontend.creation import zeros_like
 from ..frontend.operators import HALF_PRECISION, add, maximum
 from ..frontend.tensor_api import addcdiv, addcmul
+from ..tensor import Tensor
 from .optimizer import Optimizer, check_args, check_fused_foreach, maximized
 
 
@@ -46,6 +47,8 @@ class Adam(Optimizer):
         fused: bool | None = None,
         decoupled_weight_decay: bool = False,
     ):
+        if isinstance(lr, Tensor) and foreach and not capturable:
+            raise ValueError("lr as a Tensor is not supported for capturable=False and foreach=True")
         check_args(lr=lr, eps=eps, betas=betas, weight_decay=weight_decay)
         defaults = {
             "lr": lr,

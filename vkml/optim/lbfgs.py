@@ -147,6 +147,7 @@ class LBFGS(Optimizer):
     """
 
     _float_state = ("t", "H_diag", "ro", "al", "prev_loss")
+    _saved_tensor_state = ("H_diag", "ro", "al")  # PyTorch keeps t and prev_loss as numbers
 
     def __init__(
         self,

@@ -27,6 +27,7 @@ from ..frontend import autograd
 from ..frontend.creation import tensor
 from ..frontend.hooks import RemovableHandle
 from ..frontend.realize import realize
+from ..ir import types as T
 from ..tensor import Tensor
 
 
@@ -256,7 +257,9 @@ class Optimizer:
         """PyTorch's layout: ``{"state": {index: {...}}, "param_groups": [{..., "params": [indices]}]}``.
 
         Parameters are numbered across groups in order; ``state`` holds the tensors themselves
-        (no copy), so ``vkml.save(opt.state_dict(), path)`` stores the values of this moment.
+        (no copy), so ``vkml.save(opt.state_dict(), path)`` stores the values of this moment. The
+        numbers the host keeps (``step``, ``_float_state``) are saved as PyTorch saves them, 0-d
+        float32 tensors (``_saved_tensor_state``), so a checkpoint has PyTorch's structure.
 
         >>> import vkml
         >>> w = vkml.nn.Parameter(vkml.ones(2))
@@ -272,7 +275,7 @@ class Optimizer:
                 index.setdefault(id(p), len(index))
             packed = {k: v for k, v in group.items() if k != "params"}
             groups.append({**packed, "params": [index[id(p)] for p in group["params"]]})
-        state = {index[id(p)]: dict(s) for p, s in self.state.items() if id(p) in index}
+        state = {index[id(p)]: self._saved_state(s) for p, s in self.state.items() if id(p) in index}
         result = {"state": state, "param_groups": groups}
         for hook in list(self._hook_table("_optimizer_state_dict_post_hooks").values()):
             replaced = hook(self, result)
@@ -315,6 +318,17 @@ class Optimizer:
     # state entries PyTorch keeps as 0-d float32 tensors and vkml as Python floats (rounded to float32
     # as PyTorch's are), since the host computes with them (ASGD's eta and mu, NAdam's mu_product)
     _float_state: tuple[str, ...] = ()
+
+    # state entries PyTorch's state_dict() holds as 0-d float32 tensors (lists of them for LBFGS's
+    # history) and vkml's optimizers keep as Python numbers: state_dict() gives PyTorch's tensors
+    _saved_tensor_state: tuple[str, ...] = ("step",)
+
+    def _saved_state(self, state: dict) -> dict:
+        out = dict(state)
+        for key in self._saved_tensor_state:
+            if key in out:
+                out[key] = _as_scalar_tensor(out[key])
+        return out
 
     def _loaded_state(self, key: str, value, param):
         if key in self._float_state:
@@ -388,6 +402,15 @@ def _state_value(key: str, value, param):
     return value
 
 
+def _as_scalar_tensor(value):
+    """A host number (or a list of them, None kept) as PyTorch saves it: a 0-d float32 tensor."""
+    if isinstance(value, list):
+        return [_as_scalar_tensor(v) for v in value]
+    if value is None or isinstance(value, Tensor):
+        return value
+    return tensor(float(value), dtype=T.float32)
+
+
 def _host_float(value):
     """A saved scalar (a number or a 0-d tensor of any framework), or a list of them, as Python floats."""
     if isinstance(value, list):
@@ -410,8 +433,14 @@ def check_hyper(name: str, value, low: float = 0.0, message: str | None = None) 
 
 
 # The constructor arguments PyTorch's optimizers check, by keyword: how each is checked.
+def _check_lr(lr) -> None:
+    if isinstance(lr, Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    check_hyper("learning rate", lr, message="learning rate")
+
+
 _CHECKS = {
-    "lr": lambda v: check_hyper("learning rate", v, message="learning rate"),
+    "lr": _check_lr,
     "eps": lambda v: check_hyper("epsilon", v),
     "betas": lambda v: check_betas(v),
     "rho": lambda v: _check_rho(v),

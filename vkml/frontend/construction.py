@@ -22,10 +22,9 @@ from ..ir import types as T
 from ..ops.cast import bf16_bits_to_float, float_to_bf16_bits
 from ..ops.promotion import default_float, promote_types
 from . import memory_format as _memory_format
-from . import mt19937
+from . import mt19937, sorting
 from . import operators as F
 from . import random as R
-from . import sorting
 from .creation import _device, _dtype, _size_args, full, size_keyword, tensor
 from .exports import Export
 

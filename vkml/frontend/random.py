@@ -145,7 +145,8 @@ def state_bytes(op: str, new_state) -> bytes:
         raise TypeError(f"{op}(): the RNG state must be a vkml.uint8 tensor, got {new_state.dtype}")
     if new_state.numel() != mt19937.STATE_BYTES:
         raise RuntimeError(
-            f"Expected either a PyTorch CPU generator state of {mt19937.STATE_BYTES} bytes, got {new_state.numel()}"
+            f"{op}(): expected a generator state of {mt19937.STATE_BYTES} bytes (PyTorch's CPU state), "
+            f"but found {new_state.numel()}"
         )
     return new_state.numpy().astype(np.uint8).tobytes()
 
@@ -181,6 +182,8 @@ def host_draw(op: str, shape, dtype, device, generator: Generator | None, fn, *a
     numel = 1
     for s in shape:
         numel *= s
+    if numel >= _U32:  # a host array of 2^32 values or more: never a useful draw on a vkml device
+        raise ValueError(f"{op}(): random tensors hold fewer than 2^32 elements, got {numel}")
     gen = generator or default_generator
 
     def upload():

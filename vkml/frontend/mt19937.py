@@ -45,21 +45,25 @@ class Engine:
 
     # -- words
     def words(self, n: int) -> np.ndarray:
-        """The next ``n`` 32-bit words (``random()``), as uint64."""
+        """The next ``n`` 32-bit words (``random()``), as uint32.
+
+        numpy's ``integers`` over the full 32-bit range returns the engine's raw words, in order
+        (the same as ``random_raw``, in half the memory).
+        """
         if n <= 0:
-            return np.zeros(0, np.uint64)
+            return np.zeros(0, np.uint32)
         self.fresh = False
-        return self.bits.random_raw(n)
+        return np.random.Generator(self.bits).integers(0, 1 << 32, n, dtype=np.uint32)
 
     def words64(self, n: int) -> np.ndarray:
         """The next ``n`` 64-bit draws (``random64()``: two words, the first one high), as uint64."""
-        w = self.words(2 * n)
+        w = self.words(2 * n).astype(np.uint64)
         return (w[0::2] << np.uint64(32)) | w[1::2]
 
     # -- uniform reals (transformation::uniform_real)
     def uniform32(self, n: int) -> np.ndarray:
         """float32 in [0, 1): the low 24 bits of one word times 2^-24."""
-        return (self.words(n) & np.uint64(0xFFFFFF)).astype(_F32) * _F32(2.0**-24)
+        return (self.words(n) & np.uint32(0xFFFFFF)).astype(_F32) * _F32(2.0**-24)
 
     def uniform64(self, n: int) -> np.ndarray:
         """float64 in [0, 1): the low 53 bits of one ``random64()`` times 2^-53."""
@@ -109,9 +113,9 @@ class Engine:
 
 
 def _fma32(a, b, c) -> np.ndarray:
-    """float32 fused multiply-add: the product is exact in extended precision, the sum rounds to it and
-    then to float32 (a different float only next to a tie of float32)."""
-    return (np.asarray(a, np.longdouble) * np.asarray(b, np.longdouble) + np.asarray(c, np.longdouble)).astype(_F32)
+    """float32 fused multiply-add: the product is exact in float64 (24 + 24 bits), the sum rounds to
+    float64 and then to float32 — a different float only where the float64 sum lands on a float32 tie."""
+    return (np.asarray(a, np.float64) * np.asarray(b, np.float64) + np.asarray(c, np.float64)).astype(_F32)
 
 
 # Cephes' float32 log and sin/cos, as PyTorch's AVX2 Box–Muller evaluates them (avx_mathfun):
@@ -181,13 +185,31 @@ def _box_muller32(u: np.ndarray, mean: float, std: float) -> np.ndarray:
     return _fma32(out, _F32(std), _F32(mean))
 
 
+_LIBM_MOST = 4096  # draws up to this size call the C library per element; larger ones take numpy's loops
+
+
 def libm(fn, x: np.ndarray) -> np.ndarray:
     """``fn`` (a ``math`` function: the C library's, as PyTorch's CPU kernels call it) over float64 ``x``.
 
-    numpy's own float64 log, sin and cos differ from the C library's in the last bit for about one
-    value in a thousand; PyTorch's double-precision results are the C library's.
+    numpy's own float64 log, sin, cos, tan, log1p and exp differ from the C library's in the last bit
+    for about one value in a thousand. Up to ``_LIBM_MOST`` values go through ``fn`` itself, so
+    small draws are PyTorch's to the bit; larger ones use numpy's vectorized function (the same
+    values but for those last bits, which a float32 result almost never shows).
     """
-    return np.frompyfunc(fn, 1, 1)(np.asarray(x, np.float64)).astype(np.float64)
+    x = np.asarray(x, np.float64)
+    if x.size <= _LIBM_MOST:
+        return np.frompyfunc(fn, 1, 1)(x).astype(np.float64)
+    return _NUMPY_OF[fn](x)
+
+
+_NUMPY_OF = {
+    math.log: np.log,
+    math.log1p: np.log1p,
+    math.sin: np.sin,
+    math.cos: np.cos,
+    math.tan: np.tan,
+    math.exp: np.exp,
+}
 
 
 def _box_muller64(u: np.ndarray, mean: float, std: float) -> np.ndarray:
@@ -265,14 +287,14 @@ def normal_scalar(e: Engine, n: int, mean: float, std: float) -> np.ndarray:
 def random_from_to(e: Engine, n: int, span: int, low: int, wide: bool) -> np.ndarray:
     """``random_(low, low + span)``: ``word % span + low`` (int64), a 64-bit word where ``span >= 2^32``
     and the dtype takes one (``wide``: int64, float64, float32, bfloat16), else a 32-bit word."""
-    w = e.words64(n) if wide and span >= 1 << 32 else e.words(n)
+    w = e.words64(n) if wide and span >= 1 << 32 else e.words(n).astype(np.uint64)
     return (w % np.uint64(span)).astype(np.int64) + np.int64(low)
 
 
 def random_full(e: Engine, n: int, dtype: str, limit: int) -> np.ndarray:
     """``random_()`` without bounds: ``word % limit`` (limit: 2 for bool, 2^63 for int64, the dtype's
     top + 1, or 2^digits + 1 for floats); int64 and float64 take 64-bit words."""
-    w = e.words64(n) if dtype in ("int64", "float64") else e.words(n)
+    w = e.words64(n) if dtype in ("int64", "float64") else e.words(n).astype(np.uint64)
     return (w % np.uint64(limit)).astype(np.int64)
 
 
@@ -315,7 +337,7 @@ def randperm(e: Engine, n: int) -> np.ndarray:
     out = np.arange(n, dtype=np.int64)
     if n < 2:
         return out
-    w = e.words(n - 1) if n < 0xFFFFFFFF // 20 else e.words64(n - 1)
+    w = e.words(n - 1).astype(np.uint64) if n < 0xFFFFFFFF // 20 else e.words64(n - 1)
     picks = (w % np.arange(n, 1, -1, dtype=np.uint64)).astype(np.int64) + np.arange(n - 1, dtype=np.int64)
     values = out.tolist()  # the swaps are sequential: a list is the fastest host form for them
     for i, z in enumerate(picks.tolist()):

@@ -247,8 +247,10 @@ def threefry_tensor(shape, device, generator: Generator | None = None):
 
 
 def rand(*size, generator: Generator | None = None, dtype=None, device=None, requires_grad: bool = False, **size_kw):
-    """Uniform values in [0, 1), PyTorch's: one 32-bit word each, its low 24 bits times 2^-24 (float64:
-    53 bits of two words); float16 and bfloat16 round the float32 value (which may round up to 1, as PyTorch's).
+    """Uniform values in [0, 1): PyTorch's CPU draws for the same seed (docs/random.md).
+
+    One 32-bit word each, its low 24 bits times 2^-24 (float64: 53 bits of two words); float16 and
+    bfloat16 round the float32 value (which may round up to 1, as PyTorch's).
 
     >>> vkml.rand(2, 3).shape  # doctest: +SKIP
     (2, 3)
@@ -259,8 +261,10 @@ def rand(*size, generator: Generator | None = None, dtype=None, device=None, req
 
 
 def randn(*size, generator: Generator | None = None, dtype=None, device=None, requires_grad: bool = False, **size_kw):
-    """Standard normal values, PyTorch's: Box–Muller over blocks of 16 uniforms (fewer than 16 values: the
-    double-precision scalar path with its cached second value), vkml/frontend/mt19937.py.
+    """Standard normal values: PyTorch's CPU draws for the same seed (docs/random.md).
+
+    Box–Muller over blocks of 16 uniforms; fewer than 16 values take the double-precision scalar
+    path with its cached second value (vkml/frontend/mt19937.py).
 
     >>> vkml.randn(4, device="cpu").dtype  # doctest: +SKIP
     vkml.float32

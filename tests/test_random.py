@@ -72,6 +72,8 @@ DRAWS = [
     ("randn 1000", lambda L: L.randn(1000)),  # Box-Muller in blocks of 16
     ("randn 37", lambda L: L.randn(37)),  # the last block drawn anew
     ("randn float64", lambda L: L.randn(33, dtype=L.float64)),
+    ("randn float16", lambda L: L.randn(50, dtype=L.float16)),  # its own tail block
+    ("normal_ bfloat16", lambda L: L.zeros(37, dtype=L.bfloat16).normal_(0.5, 2.0).float()),
     ("normal_", lambda L: L.zeros(70).normal_(-2.0, 5.0)),
     ("uniform_", lambda L: L.zeros(70).uniform_(-0.3, 0.7)),
     ("randint", lambda L: L.randint(3, 17, (4, 5))),

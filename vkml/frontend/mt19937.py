@@ -243,7 +243,9 @@ def normal(e: Engine, n: int, dtype: str, mean: float, std: float) -> np.ndarray
 
     16 or more: uniforms for every element, Box–Muller over each block of 16 (the first 8 give
     the radius, the last 8 the angle), and for a size that is not a multiple of 16 the last 16
-    elements drawn anew and transformed again. Fewer: one double Box–Muller pair per two values,
+    elements drawn anew and transformed again (float16 and bfloat16: the uniforms left over after the
+    last whole block, then as many new ones as make 16; their values are the float32 ones, which the
+    caller rounds). Fewer: one double Box–Muller pair per two values,
     the second kept in the generator's cache for the next scalar draw.
     """
     if n < 16:
@@ -255,7 +257,10 @@ def normal(e: Engine, n: int, dtype: str, mean: float, std: float) -> np.ndarray
     out = np.empty(n, u.dtype)
     out[:full] = transform(u[:full].reshape(-1, 16), mean, std).reshape(-1)
     if n % 16:
-        tail = e.uniform64(16) if wide else e.uniform32(16)
+        if dtype in ("float16", "bfloat16"):  # PyTorch's reduced-precision tail: the leftover uniforms, then new ones
+            tail = np.concatenate([u[full:], e.uniform32(16 - n % 16)])
+        else:
+            tail = e.uniform64(16) if wide else e.uniform32(16)
         out[n - 16 :] = transform(tail.reshape(1, 16), mean, std).reshape(-1)
     return out
 

@@ -108,7 +108,7 @@ class Generator:
         """PyTorch's ``CPUGeneratorImplState`` bytes (seed, the 624 words, the normal cache): a uint8 tensor."""
         with self._lock:
             raw = self._engine.state_bytes()
-        return _creation.tensor(np.frombuffer(raw, np.uint8).copy(), dtype=T.uint8)
+        return _creation.tensor(np.frombuffer(raw, np.uint8).copy(), dtype=T.uint8, device="cpu")  # as PyTorch's
 
     def set_state(self, new_state) -> Generator:
         """Restore a state ``get_state`` (or PyTorch's ``Generator.get_state``) gave."""
@@ -217,7 +217,7 @@ def uniform_values(
 def normal_values(op: str, shape, mean: float, std: float, dtype=None, device=None, generator: Generator | None = None):
     """``normal_(mean, std)``'s values for a new tensor: PyTorch's CPU draw (vkml/frontend/mt19937.py)."""
     dtype = _float_dtype(op, dtype)
-    work = "float64" if dtype is T.float64 else "float32"
+    work = dtype.name if dtype in (T.float64, T.float16, T.bfloat16) else "float32"
     return host_draw(op, shape, dtype, device, generator, mt19937.normal, work, mean, std)
 
 

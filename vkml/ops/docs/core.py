@@ -222,8 +222,8 @@ PAGES: dict[str, OpDoc] = {
         "on the host; a size not a multiple of 16 draws its last 16 anew); fewer than 16 values (any dtype): "
         "PyTorch's double-precision pair per two values, the second kept in the generator for the next draw. "
         "float64 from 4097 values on: numpy's log/sin/cos, last-bit differences from PyTorch's C library in "
-        "about 0.1% of the elements. float16 and bfloat16: the float32 values rounded, PyTorch's for sizes "
-        "below 16 or multiples of 16 (PyTorch's tail block differs otherwise). Checked bit for bit over 786 432 values (tests/test_random.py: smaller)",
+        "about 0.1% of the elements. float16 and bfloat16: the float32 values rounded, their last block made of "
+        "the leftover uniforms and new ones, as PyTorch's. Checked bit for bit over 786 432 values (tests/test_random.py: smaller)",
         special="Finite: |x| ≤ 5.8 (24-bit uniforms, as PyTorch's).",
         divergence="Bit-exact with PyTorch on x86 CPUs with AVX2 (its Box–Muller kernel); PyTorch on other CPUs "
         "(its scalar libm path) and on CUDA gives other values.",

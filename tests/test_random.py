@@ -122,6 +122,14 @@ def test_state_is_pytorchs_byte_for_byte():
     assert vkml.manual_seed(-5).initial_seed() == torch.manual_seed(-5).initial_seed()
     with pytest.raises(ValueError):
         vkml.manual_seed(2**64)
+    got, want = _both(lambda L: (L.rand(2).tolist(), L.random.initial_seed()))
+    assert got == want and got[1] == 11  # torch.random's names
+    vkml.manual_seed(1)
+    first = vkml.rand(2).tolist()
+    vkml.manual_seed(1)
+    with vkml.random.fork_rng():
+        vkml.randn(40)
+    assert vkml.rand(2).tolist() == first  # the fork's draws left the stream where it was
 
 
 def test_modules_built_after_a_seed_have_pytorchs_weights():

@@ -21,7 +21,7 @@ Every buffer of the recording has a role, found by comparing the two recorded ca
 
 Every kernel parameter is either constant (equal in both recorded calls), an input view's
 offset or bound, a random draw's key words (``vkml.Generator`` draws again on replay, in the same
-order), or an optimizer's per-step scalar (``Optimizer._jit_scalars``, e.g. Adam's bias
+order; values drawn on the host are inputs a replay draws anew, in that order too), or an optimizer's per-step scalar (``Optimizer._jit_scalars``, e.g. Adam's bias
 corrections, recomputed after the replay advances the step counts the call advanced). Any other
 parameter that changes between calls raises ``JitError``: it is a Python value the replay cannot
 know.

@@ -290,9 +290,10 @@ PAGES: dict[str, OpDoc] = {
         "one 32-bit word of the generator and the seed's low half), computed in the kernel that applies it, not "
         "uploaded. PyTorch's CPU mask is `bernoulli_(1 - p)`, whose stream depends on the machine: on Intel CPUs "
         "with MKL a VSL MCG31 stream seeded by one `random()` word (which vkml's one key word matches, so the draws "
-        "after a dropout stay PyTorch's there), elsewhere a double uniform (two words) per element. Neither is "
-        "reproduced: the MKL stream cannot be checked on this project's machines, and an exact host mask would "
-        "upload a tensor per step and leave vkml.jit's fused replay (docs/random.md).",
+        "after a dropout stay PyTorch's there), elsewhere `u < 1 - p` for a double uniform (two words) per "
+        "element (checked equal on an AMD machine). Neither is taken: the MKL stream cannot be checked on this "
+        "project's machines, so no mask matches PyTorch's everywhere, and the other would be a host mask uploaded "
+        "every step, outside the fused kernels and vkml.jit's fused replay (docs/random.md).",
         gradient=THROUGH,
     ),
     "scaled_dot_product_attention": OpDoc(

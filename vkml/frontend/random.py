@@ -48,7 +48,7 @@ EXPORTS = (
     Export("randn_like"),
 )
 
-DEFAULT_SEED = 67280421310721  # PyTorch's default seed: unseeded programs are deterministic too
+DEFAULT_SEED = 67280421310721  # PyTorch's older fixed default: unseeded vkml programs stay deterministic
 _U32 = 1 << 32
 _U64 = 1 << 64
 

@@ -76,6 +76,7 @@ DRAWS = [
     ("normal_ bfloat16", lambda L: L.zeros(37, dtype=L.bfloat16).normal_(0.5, 2.0).float()),
     ("normal_", lambda L: L.zeros(70).normal_(-2.0, 5.0)),
     ("uniform_", lambda L: L.zeros(70).uniform_(-0.3, 0.7)),
+    ("uniform_ float64", lambda L: L.zeros(70, dtype=L.float64).uniform_(-0.3, 0.45)),
     ("randint", lambda L: L.randint(3, 17, (4, 5))),
     ("randint wide", lambda L: L.randint(-(2**40), 2**40, (7,))),
     ("randint int32", lambda L: L.randint(0, 100, (7,), dtype=L.int32)),

@@ -118,6 +118,28 @@ def _fma32(a, b, c) -> np.ndarray:
     return (np.asarray(a, np.float64) * np.asarray(b, np.float64) + np.asarray(c, np.float64)).astype(_F32)
 
 
+def _fma64(a, b, c) -> np.ndarray:
+    """float64 fused multiply-add by error-free transformations: Dekker's exact product ``p + e``,
+    Knuth's exact sum ``s + t`` of ``p`` and ``c``, then ``s + (t + e)`` (the rounded fused result
+    but where the last addition meets a tie; cancellation near zero keeps every bit)."""
+    a = np.asarray(a, np.float64)
+    b, c = np.float64(b), np.float64(c)
+
+    def split(x):
+        t = x * 134217729.0  # 2^27 + 1
+        hi = t - (t - x)
+        return hi, x - hi
+
+    p = a * b
+    ah, al = split(a)
+    bh, bl = split(b)
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    total = p + c
+    back = total - p
+    t = (p - (total - back)) + (c - back)
+    return total + (t + e)
+
+
 # Cephes' float32 log and sin/cos, as PyTorch's AVX2 Box–Muller evaluates them (avx_mathfun):
 # the same polynomials, in the same order, with the multiply-adds its compiler fuses.
 _LOG_P = (
@@ -218,9 +240,7 @@ def _box_muller64(u: np.ndarray, mean: float, std: float) -> np.ndarray:
     radius = np.sqrt(-2.0 * libm(math.log, u1))
     theta = 2.0 * math.pi * u2
     z = np.concatenate([radius * libm(math.cos, theta), radius * libm(math.sin, theta)], axis=1)
-    # ``z·std + mean`` fused, as PyTorch's compiler contracts it: in extended precision, which rounds
-    # the product once more than a fused multiply-add (a different double only next to a tie)
-    return (z.astype(np.longdouble) * np.longdouble(std) + np.longdouble(mean)).astype(np.float64)
+    return _fma64(z, std, mean)  # fused, as PyTorch's compiler contracts it
 
 
 # ---------------------------------------------------------------------- distributions
@@ -229,11 +249,11 @@ def _box_muller64(u: np.ndarray, mean: float, std: float) -> np.ndarray:
 def uniform(e: Engine, n: int, dtype: str, low: float, high: float) -> np.ndarray:
     """``uniform_(low, high)`` of ``n`` values: float64 from ``random64()``, the others from ``random()``.
 
-    float32 (and float16, bfloat16, which round the float32 value): ``x·(high - low) + low`` in
-    float32, the multiply-add fused as in PyTorch's compiled kernel.
+    ``x·(high - low) + low`` with the multiply-add fused as in PyTorch's compiled kernel, in float64
+    for float64 and in float32 for the others (float16 and bfloat16 round the float32 value).
     """
     if dtype == "float64":
-        return e.uniform64(n) * (float(high) - float(low)) + float(low)
+        return _fma64(e.uniform64(n), float(high) - float(low), float(low))
     lo, hi = _F32(low), _F32(high)
     return _fma32(e.uniform32(n), hi - lo, lo)
 

@@ -89,7 +89,7 @@ DRAWS = [
     ("exponential_", lambda L: L.zeros(30).exponential_(3.0)),
     ("geometric_", lambda L: L.zeros(30).geometric_(0.2)),
     ("cauchy_", lambda L: L.zeros(30).cauchy_()),
-    ("log_normal_", lambda L: L.zeros(7).log_normal_()),
+    ("log_normal_", lambda L: L.zeros(7, dtype=L.float64).log_normal_(-0.3, 0.45)),  # z·std + mean fused
     ("normal(tensor, float)", lambda L: L.normal((L.arange(20.0) / 10 - 1), 2.0)),
     ("normal(tensor, tensor)", lambda L: L.normal((L.arange(20.0) / 10 - 1), (L.arange(1.0, 21.0) / 10))),
     ("normal(float, float, size)", lambda L: L.normal(1.0, 2.0, (40,))),

@@ -188,7 +188,7 @@ def test_a_large_dropout_scale_does_not_overflow_the_float16_weights(coopmat_on_
     for forced in (True, False):
         if not forced:
             monkeypatch.setattr(coopmat, "applies", lambda features, shape: False)
-        vkml.manual_seed(15)  # a seed that keeps one weight of this shape
+        vkml.manual_seed(1)  # a seed that keeps one weight of this shape
         results.append(_run((q, k, v), {"dropout_p": 0.99999})[1].numpy())
     got, scalar = results
     assert coopmat_on_cpu[0].startswith("attention_cm_") and np.abs(scalar).max() > 1000

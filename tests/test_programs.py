@@ -125,3 +125,14 @@ def test_shim_gives_each_library_the_same_names(monkeypatch):
 
     assert _load("mlp_classifier", "torch", monkeypatch).torch is torch
     assert _load("mlp_classifier", "vkml", monkeypatch).torch is vkml
+
+
+def test_a_seeded_program_builds_and_shuffles_as_pytorch_does(monkeypatch):
+    # No state_dict copy: build() seeds the generator, so the initial weights and the shuffled
+    # batches are PyTorch's own (only dropout's mask differs: vkml/frontend/random.py)
+    numbers = []
+    for backend in ("torch", "vkml"):
+        program = _load("mlp_classifier", backend, monkeypatch, deterministic=False, constants={"DROPOUT": 0.0})
+        assert program.SHUFFLE
+        numbers.append(_numbers(program.train(program.build(), steps=STEPS + 3)))
+    np.testing.assert_allclose(numbers[1], numbers[0], rtol=1e-4, atol=1e-6)

@@ -297,4 +297,8 @@ for _name in amp.STATE_FUNCTIONS:  # torch.set_autocast_enabled, ...: state, not
     globals()[_name] = getattr(amp, _name)
 __all__ += list(amp.STATE_FUNCTIONS)
 
+# ---------------------------------------------------------------------- torch.random (vkml/frontend/torch_random.py)
+from .frontend import torch_random as random  # noqa: E402
 from .frontend.torch_names import _assert, _sample_dirichlet  # noqa: E402, F401  (outside __all__ as in torch)
+
+_sys.modules[f"{__name__}.random"] = random  # `import vkml.random` finds the namespace

@@ -48,7 +48,7 @@ def make_spirals(points_per_class: int = POINTS_PER_CLASS, seed: int = SEED) -> 
 
 def make_model(device, width: int = WIDTH) -> nn.Module:
     """The demo's MLP: 2 → width → width → 3, ReLU, dropout 0.1 (bench/bench_training.py scales ``width``)."""
-    vkml.manual_seed(SEED)  # initial weights and dropout masks: the same bits on every device
+    vkml.manual_seed(SEED)  # PyTorch's initial weights; weights and masks the same bits on every device
     model = nn.Sequential(
         nn.Linear(2, width), nn.ReLU(), nn.Dropout(0.1), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, CLASSES)
     )

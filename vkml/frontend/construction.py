@@ -1,11 +1,9 @@
 """More creation ops with PyTorch's names: eye, linspace, logspace, empty, and the random ones.
 
 The deterministic ones (eye, linspace, logspace) are computed on the host, as ``arange`` is,
-with PyTorch's formulas, and uploaded. The random ones draw from vkml's counter-based
-generator (vkml/frontend/random.py): ``randint``, ``bernoulli``, ``normal`` and
-``multinomial`` are lazy compositions of its uniform and normal draws, computed where they are
-used; ``randperm`` sorts Threefry keys on the host. Either way the same seed gives the same
-bits on the CPU backend and on every Vulkan device (not PyTorch's values: its generator differs).
+with PyTorch's formulas, and uploaded. The random ones draw PyTorch's CPU values from vkml's
+generator, which is PyTorch's (vkml/frontend/random.py, vkml/frontend/mt19937.py): the same
+seed gives PyTorch's values, the same bits on the CPU backend and on every Vulkan device.
 
 >>> import vkml
 >>> vkml.eye(2).tolist()
@@ -21,15 +19,14 @@ import numpy as np
 from ..errors import DTypeError
 from ..graph import build as lazy
 from ..ir import types as T
-from ..ops import random as threefry
 from ..ops.cast import bf16_bits_to_float, float_to_bf16_bits
 from ..ops.promotion import default_float, promote_types
 from . import memory_format as _memory_format
+from . import mt19937, sorting
 from . import operators as F
 from . import random as R
 from .creation import _device, _dtype, _size_args, full, size_keyword, tensor
 from .exports import Export
-from .shape import triu
 
 
 def _number(op: str, name: str, value):
@@ -158,11 +155,9 @@ def _shape_of(op: str, size) -> tuple[int, ...]:
 def randint(low=None, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad: bool = False):
     """Integers uniform in [low, high) (``randint(high, size)`` starts at 0); int64 unless ``dtype``.
 
-    A range of n ≤ 2^24 values takes ``low + floor(k·n / 2^24)`` for a 24-bit uniform k
-    (exact integer arithmetic): each value has probability floor or ceil of 2^24/n over 2^24.
-    A wider range takes ``low + (k mod n)`` for a 48-bit uniform k (two draws of the
-    generator): each value within n·2^-48 of uniform (relative). Ranges wider than 2^40 values
-    are an error (PyTorch takes any int64 range).
+    PyTorch's draw: ``word % (high - low) + low`` for one 32-bit word per element, or one 64-bit
+    draw (two words) where the range reaches 2^32 and the dtype is int64, float64, float32 or
+    bfloat16 (``random_(low, high)``).
     """
     if size is None:
         if high is None:
@@ -184,50 +179,14 @@ def randint(low=None, high=None, size=None, *, generator=None, dtype=None, devic
     if not dtype.is_float and dtype is not T.bool_:
         lazy.check_scalar_fits("randint", low, dtype)
         lazy.check_scalar_fits("randint", high - 1, dtype)
-    span = high - low
-    if span > 1 << 40:  # a 48-bit draw reduced mod span would be visibly non-uniform beyond
-        raise RuntimeError(f"'randint': ranges wider than 2^40 values are not supported (got high - low = {span})")
-    if span <= _BITS24:
-        offset = _scaled_draw(shape, span, generator, device)
-    else:
-        offset = _reduced_draw(shape, span, generator, device)
-    return _finish(F.cast(F.add(offset, low), dtype), requires_grad)
+    return _finish(random_ints("randint", shape, low, high, dtype, device, generator), requires_grad)
 
 
-_BITS24 = 1 << 24
-
-
-def _draw24(shape, generator, device):
-    """A 24-bit uniform integer (int64) from one ``rand`` draw: u·2^24 is exact (u is a multiple of 2^-24)."""
-    return F.cast(F.mul(R.rand(shape, generator=generator, device=device), float(_BITS24)), T.int64)
-
-
-def _scaled_draw(shape, span: int, generator, device):
-    """floor(k·span / 2^24) for a 24-bit uniform k, exactly: a float32 estimate corrected in int64.
-
-    k·span < 2^48 is exact in int64; the float32 quotient is within one of the floor (its
-    rounding is below one unit for a result below 2^24), and two exact comparisons fix it.
-    """
-    k = _draw24(shape, generator, device)
-    product = F.mul(k, span)
-    q = F.cast(F.mul(F.cast(product, T.float32), 1.0 / _BITS24), T.int64)  # (the multiply is exact)
-    q = F.where(F.gt(F.mul(q, _BITS24), product), F.sub(q, 1), q)
-    return F.where(F.le(F.mul(F.add(q, 1), _BITS24), product), F.add(q, 1), q)
-
-
-def _reduced_draw(shape, span: int, generator, device):
-    """k mod span for a 48-bit uniform k (two draws): bias below span·2^-48 (relative).
-
-    The quotient comes from float32 (within 4 of the truth for span > 2^24, k < 2^48); the
-    remainder k - q·span is exact in int64 and moved into [0, span) by exact corrections.
-    """
-    k = F.add(F.mul(_draw24(shape, generator, device), _BITS24), _draw24(shape, generator, device))
-    q = F.cast(F.div(F.cast(k, T.float32), float(span)), T.int64)
-    r = F.sub(k, F.mul(q, span))
-    for _ in range(4):
-        r = F.where(F.lt(r, 0), F.add(r, span), r)
-        r = F.where(F.ge(r, span), F.sub(r, span), r)
-    return r
+def random_ints(op: str, shape, low: int, high: int, dtype, device, generator, draw_dtype=None):
+    """PyTorch's ``random_(low, high)`` values of ``shape`` in ``dtype`` (see ``randint``), drawn as
+    for a tensor of ``draw_dtype`` (``dtype`` unless given): it picks 32- or 64-bit words."""
+    wide = (draw_dtype or dtype) in (T.int64, T.float64, T.float32, T.bfloat16)
+    return R.host_draw(op, shape, dtype, device, generator, mt19937.random_from_to, high - low, low, wide)
 
 
 def randint_like(input, low=0, high=None, *, generator=None, dtype=None, device=None, requires_grad: bool = False):
@@ -247,10 +206,10 @@ def randint_like(input, low=0, high=None, *, generator=None, dtype=None, device=
 
 
 def randperm(n: int, *, generator=None, dtype=None, device=None, requires_grad: bool = False):
-    """A random permutation of ``0 .. n-1`` (int64 unless ``dtype``): Threefry keys sorted on the host.
+    """A random permutation of ``0 .. n-1`` (int64 unless ``dtype``): PyTorch's CPU shuffle.
 
-    Element i's key is the Threefry-2x32-20 word of counter (i, the draw's offset) under the
-    seed; the permutation orders the keys (ties by index), so it is the same on every device.
+    Fisher–Yates from the front on the host: element i swaps with ``i + word % (n - i)``, one
+    32-bit word per step (a 64-bit draw from 2^32/20 elements on), vkml/frontend/mt19937.py.
     """
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
         raise TypeError(f"randperm(): argument 'n' must be int, not {type(n).__name__}")
@@ -261,20 +220,18 @@ def randperm(n: int, *, generator=None, dtype=None, device=None, requires_grad: 
     dtype = _dtype(dtype) or T.int64
     if not dtype.is_float and dtype is not T.bool_ and n:
         lazy.check_scalar_fits("randperm", n - 1, dtype)
-    k0, k1, offset = (generator or R.default_generator).next_key()
-    u32 = np.uint32
-    index = np.arange(n, dtype=u32)
-    with np.errstate(over="ignore"):
-        w0, _ = threefry.threefry2x32(index, np.full(n, offset, u32), u32(k0), u32(k1))
-    order = np.argsort(w0, kind="stable")
-    return _finish(tensor(order.astype(dtype.value_np), dtype=dtype, device=_device(device)), requires_grad)
+    return _finish(
+        R.host_draw("randperm", (int(n),), dtype, _device(device), generator, mt19937.randperm), requires_grad
+    )
 
 
 def bernoulli(input, p=None, *, generator=None):
-    """1 with probability ``input`` (or ``p``), else 0, in ``input``'s dtype: ``rand < p``.
+    """1 with probability ``input`` (or ``p``), else 0, in ``input``'s dtype: PyTorch's draws.
 
-    ``rand``'s 24-bit uniforms make the probability ``ceil(p·2^24)·2^-24``. Probabilities
-    outside [0, 1] in a tensor are not checked (PyTorch's CPU op reads them back to check).
+    A tensor of probabilities: ``u < p`` elementwise with a float uniform per element (a double
+    one for float64 probabilities), the uniforms drawn on the host and compared where ``input``
+    is, so its values are not read back (nor checked to lie in [0, 1], which PyTorch's CPU op
+    does). A number ``p``: ``u < p`` with a double uniform per element.
     """
     node = F._tensor_node("bernoulli", input)
     if not node.dtype.is_float:
@@ -283,18 +240,28 @@ def bernoulli(input, p=None, *, generator=None):
         p = _number("bernoulli", "p", p)
         if not 0 <= p <= 1:
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
-        probs = p
-    else:
-        probs = input
-    u = R.rand(node.shape, generator=generator, device=node.device)
-    return F.cast(F.lt(u, probs), node.dtype)
+        hits = R.host_draw("bernoulli", node.shape, T.bool_, node.device, generator, mt19937.bernoulli_scalar, p)
+        return F.cast(hits, node.dtype)
+    return F.cast(
+        F.lt(bernoulli_uniforms("bernoulli", node.shape, node.dtype, node.device, generator), input), node.dtype
+    )
+
+
+def bernoulli_uniforms(op: str, shape, p_dtype, device, generator):
+    """The uniforms PyTorch compares with a tensor of probabilities of ``p_dtype``: float64 ones from
+    ``random64()`` for float64 probabilities, float32 ones from ``random()`` for the others."""
+    wide = p_dtype is T.float64
+    work = T.float64 if wide else T.float32
+    return R.host_draw(op, shape, work, device, generator, mt19937.uniform, work.name, 0.0, 1.0)
 
 
 def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad: bool = False):
     """Normal values ``randn·std + mean``: tensor or float ``mean`` and ``std`` (broadcast), or floats and ``size``.
 
-    A negative float ``std`` is PyTorch's error; a tensor ``std`` is not read back to check.
-    Differentiable in tensor ``mean`` and ``std`` (the reparameterization: PyTorch gives none).
+    PyTorch's draws: ``normal_(0, std)`` then ``+ mean`` for a float ``std``, ``normal_(0, 1)``
+    then ``· std + mean`` for a tensor one. A negative float ``std`` is PyTorch's error; a tensor
+    ``std`` is not read back to check. Differentiable in tensor ``mean`` and ``std`` (the
+    reparameterization: PyTorch gives none).
     """
     mean_t, std_t = isinstance(mean, F._tensor.Tensor), isinstance(std, F._tensor.Tensor)
     if not std_t:
@@ -313,25 +280,27 @@ def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None,
         shape = tensors[0].shape if len(tensors) == 1 else lazy.broadcast_shapes("normal", mean.shape, std.shape)
         dev = tensors[0].device
         dtype = tensors[0].dtype if len(tensors) == 1 else promote_types(mean.dtype, std.dtype)
-        z = R.randn(shape, generator=generator, device=dev)
-        return F.cast(F.add(F.mul(z, std), mean), dtype)
+        if std_t:
+            z = R.normal_values("normal", shape, 0.0, 1.0, dtype, dev, generator)
+            return F.cast(F.add(F.mul(z, std), mean), dtype)
+        z = R.normal_values("normal", shape, 0.0, float(std), dtype, dev, generator)
+        return F.cast(F.add(z, mean), dtype)
     if size is None:
         raise TypeError("normal(): with float mean and std, size is required")
     shape = _shape_of("normal", size)
     dtype = _dtype(dtype) or default_float()
-    z = R.randn(shape, generator=generator, device=device)
-    return _finish(F.cast(F.add(F.mul(z, float(std)), float(mean)), dtype), requires_grad)
+    return _finish(R.normal_values("normal", shape, float(mean), float(std), dtype, device, generator), requires_grad)
 
 
 def multinomial(input, num_samples: int, replacement: bool = False, *, generator=None):
-    """Category indices (int64) drawn with weights ``input`` (1-D, or rows of a 2-D tensor).
+    """Category indices (int64) drawn with weights ``input`` (1-D, or rows of a 2-D tensor): PyTorch's draws.
 
-    With replacement: each draw finds its uniform times the total among the running sums of
-    the weights (the sums a ``matmul`` with a triangle of ones, in ascending order). Without:
-    the exponential race (Gumbel top-k): category j gets key ``log w_j - log E_j`` with E_j an
-    exponential draw, and the samples are the categories in decreasing key order, found by
-    ranking (n² comparisons a row). Weights are not read back: negative, NaN or all-zero rows
-    give unspecified samples where PyTorch raises.
+    With replacement (PyTorch's CPU kernel, on the host: it reads the weights back, as PyTorch's
+    does): per row the running sums of the weights in float32, divided by the total, the last set
+    to 1; each sample is the first category whose sum reaches a double uniform. Without: the
+    exponential race, ``argmax`` or ``topk`` of ``input / q`` for ``q`` exponential draws of
+    ``input``'s shape, computed where ``input`` is. Weights are not checked (negative, NaN or
+    all-zero rows give unspecified samples where PyTorch raises).
     """
     node = F._tensor_node("multinomial", input)
     if len(node.shape) not in (1, 2):
@@ -347,32 +316,31 @@ def multinomial(input, num_samples: int, replacement: bool = False, *, generator
         raise RuntimeError("'multinomial': number of categories cannot be zero")
     if not replacement and num_samples > n:
         raise RuntimeError("'multinomial': cannot sample n_sample > prob_dist.size(-1) samples without replacement")
-    rows = F.reshape(F.cast(input, T.float32), -1, n)
-    count = rows.shape[0]
     dev = node.device
     if replacement:
-        upper = F.cast(F._wrap(lazy.const_node(True, T.bool_, (n, n), dev)), T.float32)
-        cdf = F.matmul(rows, triu(upper))  # (count, n): cdf[r, j] = sum of weights 0..j
-        total = F.getitem(cdf, (slice(None), slice(n - 1, n)))
-        u = R.rand((count, num_samples), generator=generator, device=dev)
-        target = F.mul(u, total)  # (count, S)
-        below = F.le(F.unsqueeze(cdf, 1), F.unsqueeze(target, 2))  # (count, S, n)
-        picks = F.minimum(F.sum(below, -1), n - 1)
+        work = np.float64 if node.dtype is T.float64 else np.float32
+        rows = np.asarray(F.cast(input, T.float64 if work is np.float64 else T.float32).numpy(), work).reshape(-1, n)
+        picks = R.host_draw(
+            "multinomial", (rows.shape[0], num_samples), T.int64, dev, generator, _multinomial_rows, rows
+        )
     else:
-        u = R.rand((count, n), generator=generator, device=dev)
-        race = F.neg(F.log(F.sub(1.0, u)))  # exponential draws, in (0, 17]: 1 - u is in (0, 1]
-        # a zero weight's key is -inf (not log 0 - log 0 = NaN when its race is 0): drawn last
-        keys = F.where(F.gt(rows, 0.0), F.sub(F.log(rows), F.log(race)), float("-inf"))
-        mine, theirs = F.unsqueeze(keys, 2), F.unsqueeze(keys, 1)  # (count, n, 1), (count, 1, n)
-        index = tensor(np.arange(n), device=dev)
-        earlier = F.lt(F.reshape(index, 1, 1, n), F.reshape(index, 1, n, 1))  # i < j
-        beats = F.logical_or(F.gt(theirs, mine), F.logical_and(F.eq(theirs, mine), earlier))
-        rank = F.sum(beats, -1)  # (count, n): how many categories come before j
-        slots = tensor(np.arange(num_samples), device=dev)
-        hit = F.eq(F.unsqueeze(rank, 2), F.reshape(slots, 1, 1, num_samples))  # (count, n, S)
-        picks = F.sum(F.mul(hit, F.reshape(index, 1, n, 1)), 1)
-    picks = F.cast(picks, T.int64)
-    return F.reshape(picks, num_samples) if len(node.shape) == 1 else picks
+        q = R.host_draw("multinomial", node.shape, node.dtype, dev, generator, mt19937.exponential, 1.0)
+        ratio = F.div(input, q)
+        picks = F.argmax(ratio, -1, keepdim=True) if num_samples == 1 else sorting.topk(ratio, num_samples).indices
+    return F.reshape(picks, num_samples) if len(node.shape) == 1 else F.reshape(picks, -1, num_samples)
+
+
+def _multinomial_rows(e, numel: int, rows: np.ndarray) -> np.ndarray:
+    """PyTorch's CPU ``multinomial`` with replacement: row by row, the row's samples in order."""
+    count = rows.shape[0]
+    samples = numel // count
+    out = np.empty((count, samples), np.int64)
+    for i, row in enumerate(rows):
+        cum = np.cumsum(row)  # in the weights' dtype, left to right
+        cum = cum / cum[-1]
+        cum[-1] = 1
+        out[i] = np.searchsorted(cum.astype(np.float64), mt19937.uniform(e, samples, "float64", 0.0, 1.0), "left")
+    return out
 
 
 # The public names (vkml/frontend/public.py binds them): ``x.bernoulli()``, ``x.multinomial(n)`` too.

@@ -21,7 +21,7 @@ Every buffer of the recording has a role, found by comparing the two recorded ca
 
 Every kernel parameter is either constant (equal in both recorded calls), an input view's
 offset or bound, a random draw's key words (``vkml.Generator`` draws again on replay, in the same
-order), or an optimizer's per-step scalar (``Optimizer._jit_scalars``, e.g. Adam's bias
+order; values drawn on the host are inputs a replay draws anew, in that order too), or an optimizer's per-step scalar (``Optimizer._jit_scalars``, e.g. Adam's bias
 corrections, recomputed after the replay advances the step counts the call advanced). Any other
 parameter that changes between calls raises ``JitError``: it is a Python value the replay cannot
 know.
@@ -92,6 +92,10 @@ class _Recorder:
         self.sources: list = []  # per dispatch: {param name: (node, view ref or None)}
         self.devices: set = set()
         self.draws: list = []  # (generator, key nodes)
+        # (op, generator, buffer node, redraw): values drawn on the host (vkml/frontend/random.py), which a
+        # replay draws anew and binds as an input
+        self.host_draws: list = []
+        self.order: list = []  # ("key" | "host", index): every draw, in the order the call made them
         self.checks: list = []  # (check, its nodes) computed by the recorded realizes
 
     def realized(self, device, dispatches, recipe, order) -> None:
@@ -115,7 +119,14 @@ class _Recorder:
     def drew(self, generator, nodes) -> None:
         if threading.get_ident() != self.thread:
             return
+        self.order.append(("key", len(self.draws)))
         self.draws.append((generator, nodes))
+
+    def host_drew(self, op: str, generator, node, redraw) -> None:
+        if threading.get_ident() != self.thread:
+            return
+        self.order.append(("host", len(self.host_draws)))
+        self.host_draws.append((op, generator, node, redraw))
 
     def read(self, tensor) -> None:
         if threading.get_ident() != self.thread:
@@ -450,6 +461,8 @@ class _Call:
         self.numbers = roots.numbers()
         self.scalars = roots.scalars()
         self.settings_changed = roots.settings() != self.settings  # by the call itself: a replay would not
+        # Values drawn on the host are inputs a replay draws anew (after the arguments' positions).
+        self.inputs = [*self.inputs, *(node for _, _, node, _ in self.recorder.host_draws)]
 
 
 def _realize_state(roots: _Roots, extra=()) -> None:
@@ -496,6 +509,11 @@ def _same_work(a: _Recorder, b: _Recorder) -> bool:
             other = db.buffers[name]
             if other.numel != buf.numel or other.dtype is not buf.dtype:
                 return False
+    if a.order != b.order:
+        return False
+    for (op_a, ga, na, _), (op_b, gb, nb, _) in zip(a.host_draws, b.host_draws):
+        if op_a != op_b or ga is not gb or na.shape != nb.shape or na.dtype is not nb.dtype:
+            return False
     return all(ga is gb for (ga, _), (gb, _) in zip(a.draws, b.draws))
 
 
@@ -518,6 +536,8 @@ class _Program:
         self.out_template = call.out_template
         self.guard = call.guard
         self.draw_generators = [g for g, _ in rec.draws]
+        self.draw_order = list(rec.order)
+        self.redraws = [redraw for _, _, _, redraw in rec.host_draws]
         self.uid = next(_uids)  # names this recording in command-buffer keys (an id() could be reused)
         self.fresh_buffers = 0
         written = _written_ids(self.dispatches)
@@ -1004,7 +1024,17 @@ class _Program:
                 return None
         return found, nodes
 
-    def replay(self, inputs: list, live: tuple) -> list:
+    def draw(self) -> tuple[list, list]:
+        """This replay's draws, in the recorded order: the key words of fused draws, the host-drawn nodes."""
+        words, drawn = [None] * len(self.draw_generators), [None] * len(self.redraws)
+        for kind, i in self.draw_order:
+            if kind == "key":
+                words[i] = self.draw_generators[i].next_key()
+            else:
+                drawn[i] = self.redraws[i]().node
+        return words, drawn
+
+    def replay(self, inputs: list, live: tuple, words=None) -> list:
         # What changes from one replay to the next, gathered first: the command buffer recorded
         # for the same values is found by this key, without walking every dispatch; the
         # dispatches are bound only when none is kept (``Device.run_again``).
@@ -1037,9 +1067,8 @@ class _Program:
             changes.append(getattr(b, "binding_key", None))
         for state, name, delta in self.numbers:
             state[name] += delta
-        words = None  # each generator draws once per replay, as in the recorded call
-        if self.draw_params or (self.ring is not None and self.ring_draws):
-            words = [g.next_key() for g in self.draw_generators]
+        if words is None and (self.draw_params or (self.ring is not None and self.ring_draws)):
+            words = [g.next_key() for g in self.draw_generators]  # each generator draws once per replay
         scalars = _scalar_values(self.scalar_sources) if self.scalar_sources else None
         if self.ring is not None:
             ring_entry = self._write_scalars(words, scalars)
@@ -1654,7 +1683,8 @@ class _Captured:
     def _replay(self, found) -> list:
         program, inputs, live = found
         del found
-        outs = program.replay(inputs, live)
+        words, drawn = program.draw()  # before the replay, in the recorded order, as the call drew them
+        outs = program.replay([*inputs, *drawn] if drawn else inputs, live, words)
         self.stats["replays"] += 1
         self.stats["fresh_buffers"] = sum(p.fresh_buffers for p in self.programs)
         return _rebuild(program.out_template, outs)

@@ -503,13 +503,19 @@ def fill_with(t, op: str, make, floats_only: bool = True):
 
 
 def uniform_(t, a: float, b: float, generator):
-    """Uniform values in [a, b): a float32 draw in [0, 1) scaled, then converted to ``t``'s dtype."""
-    return fill_with(t, "uniform_", lambda: _random.rand(t.shape, generator=generator, device=t.device) * (b - a) + a)
+    """Uniform values in [a, b): PyTorch's CPU draw for ``t``'s dtype (vkml/frontend/mt19937.py)."""
+    dtype = t.dtype if t.dtype.is_float else None  # fill_with refuses the others
+    return fill_with(
+        t, "uniform_", lambda: _random.uniform_values("uniform_", t.shape, a, b, dtype, t.device, generator), True
+    )
 
 
 def normal_(t, mean: float, std: float, generator):
-    """Normal values: a float32 standard normal draw times ``std`` plus ``mean``, converted to ``t``'s dtype."""
-    return fill_with(t, "normal_", lambda: _random.randn(t.shape, generator=generator, device=t.device) * std + mean)
+    """Normal values with ``mean`` and ``std``: PyTorch's CPU draw for ``t``'s size (vkml/frontend/mt19937.py)."""
+    dtype = t.dtype if t.dtype.is_float else None  # fill_with refuses the others
+    return fill_with(
+        t, "normal_", lambda: _random.normal_values("normal_", t.shape, mean, std, dtype, t.device, generator), True
+    )
 
 
 def detach_(t):

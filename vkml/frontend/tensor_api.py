@@ -23,7 +23,7 @@ from ..graph import build as lazy
 from ..ir import types as T
 from . import construction as C
 from . import memory_format as _memory_format
-from . import mutation, pointwise, windows
+from . import mt19937, mutation, windows
 from . import operators as F
 from . import random as R
 from . import shape as S
@@ -498,41 +498,44 @@ def unfold(self, dimension: int, size: int, step: int):
 
 
 def bernoulli_(self, p=0.5, *, generator=None):
-    """1 with probability ``p`` (a number or a tensor), else 0, in this tensor's dtype."""
+    """1 with probability ``p`` (a number or a tensor), else 0, in this tensor's dtype: PyTorch's draws
+    (``vkml.bernoulli``)."""
     if isinstance(p, F._tensor.Tensor):
-        probs = p
+        make = lambda: F.lt(C.bernoulli_uniforms("bernoulli_", self.shape, p.dtype, self.device, generator), p)  # noqa: E731
     else:
         if not 0 <= p <= 1:
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
-        probs = float(p)
+        make = lambda: R.host_draw(  # noqa: E731
+            "bernoulli_", self.shape, T.bool_, self.device, generator, mt19937.bernoulli_scalar, float(p)
+        )
+    return mutation.fill_with(self, "bernoulli_", make, False)
+
+
+def _host_fill(self, op: str, fn, *args, generator=None):
+    """``self`` filled in place with ``fn``'s PyTorch values (float64, converted to its dtype)."""
     return mutation.fill_with(
-        self, "bernoulli_", lambda: F.lt(R.rand(self.shape, generator=generator, device=self.device), probs), False
+        self, op, lambda: R.host_draw(op, self.shape, self.dtype, self.device, generator, fn, *args), True
     )
 
 
 def exponential_(self, lambd: float = 1.0, *, generator=None):
-    """Exponential values with rate ``lambd``: ``-log(1 - u) / lambd`` for a uniform ``u`` in [0, 1)."""
+    """Exponential values with rate ``lambd``: PyTorch's ``-1/lambd · log1p(-u)`` for a double uniform ``u``."""
     if not lambd > 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
-
-    def make():
-        u = R.rand(self.shape, generator=generator, device=self.device)
-        return F.div(F.neg(F.log(F.sub(1.0, u))), float(lambd))
-
-    return mutation.fill_with(self, "exponential_", make, True)
+    return _host_fill(self, "exponential_", mt19937.exponential, float(lambd), generator=generator)
 
 
 def geometric_(self, p: float, *, generator=None):
-    """Geometric values (trials until the first success, at least 1) with success probability ``p``."""
+    """Geometric values (trials until the first success) with success probability ``p``: PyTorch's
+    ``ceil(log(u) / log1p(-p))`` for a double uniform ``u``."""
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
-
-    def make():
-        u = R.rand(self.shape, generator=generator, device=self.device)
-        trials = F.ceil(F.div(F.log(F.sub(1.0, u)), math.log1p(-p)))
-        return F.clamp(trials, min=1.0)
-
-    return mutation.fill_with(self, "geometric_", make, False)
+    return mutation.fill_with(
+        self,
+        "geometric_",
+        lambda: R.host_draw("geometric_", self.shape, self.dtype, self.device, generator, mt19937.geometric, float(p)),
+        False,
+    )
 
 
 def _delitem(self, index):
@@ -541,23 +544,17 @@ def _delitem(self, index):
 
 
 def cauchy_(self, median: float = 0.0, sigma: float = 1.0, *, generator=None):
-    """Cauchy values: ``median + sigma * tan(pi * (u - 0.5))`` for a uniform ``u`` in [0, 1), as PyTorch."""
+    """Cauchy values: PyTorch's ``median + sigma·tan(π·(u - 0.5))`` for a double uniform ``u``."""
     if not sigma > 0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
-
-    def make():
-        u = R.rand(self.shape, generator=generator, device=self.device)
-        return F.add(F.mul(F.mul(F.sub(u, 0.5), math.pi).tan(), float(sigma)), float(median))
-
-    return mutation.fill_with(self, "cauchy_", make, True)
+    return _host_fill(self, "cauchy_", mt19937.cauchy, float(median), float(sigma), generator=generator)
 
 
 def log_normal_(self, mean: float = 1.0, std: float = 2.0, *, generator=None):
-    """``exp`` of normal values with ``mean`` and ``std``."""
+    """``exp`` of normal values with ``mean`` and ``std``: PyTorch's scalar Box–Muller path for every element."""
     if not std > 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
-    make = lambda: F.exp(F.add(F.mul(R.randn(self.shape, generator=generator, device=self.device), std), mean))  # noqa: E731
-    return mutation.fill_with(self, "log_normal_", make, True)
+    return _host_fill(self, "log_normal_", mt19937.log_normal, float(mean), float(std), generator=generator)
 
 
 def _span_limit(dtype: T.DType) -> int:
@@ -586,20 +583,10 @@ def random_(self, from_=0, to=None, *, generator=None, **kwargs):
     if high <= low:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
 
-    def make():
-        if high - low <= 1 << 48:  # randint draws these exactly
-            return C.randint(low, high, tuple(self.shape), generator=generator, dtype=T.int64, device=self.device)
-        return F.add(_wide_draw(tuple(self.shape), high - low, generator, self.device), low)
+    def make():  # PyTorch's draw: ``word % span + low``, its word width by the dtype (``randint``)
+        return C.random_ints("random_", tuple(self.shape), low, high, T.int64, self.device, generator, self.dtype)
 
     return mutation.fill_with(self, "random_", make, False)
-
-
-def _wide_draw(shape, span: int, generator, device):
-    """A uniform integer in ``[0, span)`` for ``2^48 < span <= 2^63``: 63 random bits from three
-    24-bit draws, reduced modulo ``span`` (a bias below span / 2^63)."""
-    d1, d2, d3 = (C.randint(0, 1 << 24, shape, generator=generator, dtype=T.int64, device=device) for _ in range(3))
-    bits = F.add(F.add(F.mul(pointwise.remainder(d1, 1 << 15), 1 << 48), F.mul(d2, 1 << 24)), d3)  # < 2^63: no wrap
-    return bits if span == 1 << 63 else pointwise.remainder(bits, span)
 
 
 # ---------------------------------------------------------------------- torch.Size, numel, iteration

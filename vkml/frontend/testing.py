@@ -240,7 +240,7 @@ def make_tensor(
     memory_format=None,
 ):
     """``torch.testing.make_tensor``: a tensor of random values in [low, high) (floats: [-9, 9] by default,
-    integers [-9, 10), uint8 [0, 10), bool either), drawn from vkml's generator (so not PyTorch's values).
+    integers [-9, 10), uint8 [0, 10), bool either), PyTorch's draws (``uniform_``, ``randint``) from vkml's generator.
 
     ``noncontiguous`` gives a strided view (every other element of a tensor twice as long in its last
     dim); ``exclude_zero`` replaces zeros with 1 (integers) or the dtype's eps (floats), as PyTorch's.
@@ -262,8 +262,10 @@ def make_tensor(
     if lo > hi or (not dtype.is_float and lo >= hi):
         raise ValueError(f"`low` must be less than `high`, but got {lo} >= {hi}")
     if dtype.is_float:
-        u = _random.rand(shape, device=device)
-        t = (u * (hi - lo) + lo).to(dtype)
+        if hi - lo >= float(np.finfo(np.dtype(dtype.value_np)).max):  # PyTorch's: half the span, doubled
+            t = _random.uniform_values("make_tensor", shape, lo / 2, hi / 2, dtype, device) * 2
+        else:
+            t = _random.uniform_values("make_tensor", shape, lo, hi, dtype, device)
     else:
         t = construction.randint(lo, hi, shape, device=device, dtype=dtype)
     if exclude_zero:

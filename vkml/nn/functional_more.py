@@ -17,7 +17,7 @@ import warnings
 
 import numpy as np
 
-from ..frontend import creation, mutation
+from ..frontend import creation, mt19937, mutation
 from ..frontend import operators as functions
 from ..frontend import random as vkrandom
 from ..schedule import checks
@@ -541,10 +541,10 @@ def gumbel_softmax(logits, tau: float = 1, hard: bool = False, eps: float = 1e-1
     """
     if eps != 1e-10:
         warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
-    u = vkrandom.random_tensor("uniform", logits.shape, logits.dtype, logits.device)
-    # an Exp(1) draw is -log(1 - u), u in [0, 1); clamped at the smallest normal so u == 0 gives a large
-    # finite Gumbel value, not inf
-    exponential = functions.clamp(-functions.log(1.0 - u), min=float(np.finfo(np.float32).tiny))
+    # PyTorch's draw: Exp(1) values of the logits' dtype (exponential_), the noise -log of them
+    exponential = vkrandom.host_draw(
+        "gumbel_softmax", logits.shape, logits.dtype, logits.device, None, mt19937.exponential, 1.0
+    )
     gumbels = (logits - functions.log(exponential)) / tau
     y_soft = functions.softmax(gumbels, dim)
     if not hard:

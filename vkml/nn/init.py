@@ -2,13 +2,13 @@
 
 Each function gives the tensor new values in place (the same object, so a Parameter an
 optimizer holds changes too) and returns it. Fans, gains, bounds and errors are PyTorch's;
-the random values come from ``vkml.manual_seed``'s generator (or ``generator=``), so a seeded
-initialisation gives the same bits on the CPU backend and on every Vulkan device — not the
-values a seeded PyTorch program draws.
-
-Two initialisers compute on the host, from the generator's draws: ``orthogonal_`` (numpy's
-QR in float64; vkml has no QR) and the constant patterns ``eye_`` and ``dirac_``. Their
-results do not depend on the device either.
+the random values come from ``vkml.manual_seed``'s generator (or ``generator=``), which is
+PyTorch's CPU generator (vkml/frontend/random.py): each initialiser makes PyTorch's calls in
+PyTorch's order, so a module built after ``manual_seed(s)`` has the initial weights PyTorch's
+has, bit for bit (``uniform_``, ``normal_``, ``xavier_*``, ``kaiming_*``, ``sparse_``), on every
+device; ``trunc_normal_`` follows PyTorch 2.12's rejection sampler (older PyTorch releases
+used the inverse CDF, with other values). ``orthogonal_`` draws PyTorch's normals and takes numpy's
+float32 QR on the host (vkml has no QR), which may differ from PyTorch's LAPACK in the last bits.
 
 >>> import vkml
 >>> w = vkml.nn.Parameter(vkml.zeros(4, 3))
@@ -24,9 +24,9 @@ import warnings
 import numpy as np
 
 from ..errors import DTypeError
-from ..frontend import creation
-from ..frontend import operators as functions
-from ..frontend.random import Generator, rand, randn
+from ..frontend import creation, mt19937
+from ..frontend import random as _random
+from ..frontend.random import Generator
 from ..tensor import Tensor
 from .module import _set_data
 
@@ -45,6 +45,7 @@ __all__ = [
     "kaiming_uniform_",
     "kaiming_normal_",
     "orthogonal_",
+    "sparse_",
 ]
 
 _LINEAR_FNS = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d")
@@ -103,53 +104,17 @@ def _fill(tensor: Tensor, values: Tensor) -> Tensor:
 
 
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Generator | None = None) -> Tensor:
-    """Values uniform in [a, b): ``a + (b - a) * u`` for the generator's u in [0, 1)."""
+    """Values uniform in [a, b): PyTorch's ``uniform_`` draw (``a + (b - a)·u``, fused in float32)."""
     _check_float("uniform_", tensor)
-    u = rand(tensor.shape, generator=generator, device=tensor.device)
-    return _fill(tensor, u * (b - a) + a)
+    return _fill(tensor, _random.uniform_values("uniform_", tensor.shape, a, b, tensor.dtype, tensor.device, generator))
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Generator | None = None) -> Tensor:
-    """Values normal with ``mean`` and ``std``: ``mean + std * z`` for the generator's standard normal z."""
+    """Values normal with ``mean`` and ``std``: PyTorch's ``normal_`` draw."""
     _check_float("normal_", tensor)
-    z = randn(tensor.shape, generator=generator, device=tensor.device)
-    return _fill(tensor, z * std + mean)
-
-
-def _erfinv(x: Tensor) -> Tensor:
-    """The inverse error function on (-1, 1), in float32 from vkml's exact-bit ops (M. Giles' polynomials).
-
-    Absolute error below 4e-7 relative to float64 over the range ``trunc_normal_`` uses
-    (tests/test_nn_init.py checks it against torch.erfinv).
-    """
-    w = -functions.log((1 - x) * (1 + x))
-    central = w - 2.5
-    p = 2.81022636e-08
-    for c in (
-        3.43273939e-07,
-        -3.5233877e-06,
-        -4.39150654e-06,
-        0.00021858087,
-        -0.00125372503,
-        -0.00417768164,
-        0.246640727,
-        1.50140941,
-    ):
-        p = central * p + c
-    tail = functions.sqrt(w) - 3
-    q = -0.000200214257
-    for c in (
-        0.000100950558,
-        0.00134934322,
-        -0.00367342844,
-        0.00573950773,
-        -0.0076224613,
-        0.00943887047,
-        1.00167406,
-        2.83297682,
-    ):
-        q = tail * q + c
-    return functions.where(w < 5.0, p, q) * x
+    return _fill(
+        tensor, _random.normal_values("normal_", tensor.shape, mean, std, tensor.dtype, tensor.device, generator)
+    )
 
 
 def trunc_normal_(
@@ -160,7 +125,8 @@ def trunc_normal_(
     b: float = 2.0,
     generator: Generator | None = None,
 ) -> Tensor:
-    """Normal values with ``mean`` and ``std`` truncated to [a, b] (inverse-CDF sampling, as PyTorch)."""
+    """Normal values with ``mean`` and ``std`` truncated to [a, b]: PyTorch's rejection sampler
+    (PyTorch 2.12 and later; ``vkml.frontend.mt19937.trunc_normal``), drawn on the host."""
     _check_float("trunc_normal_", tensor)
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn(
@@ -168,14 +134,10 @@ def trunc_normal_(
             "The distribution of values may be incorrect.",
             stacklevel=2,
         )
-
-    def norm_cdf(x: float) -> float:
-        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
-
-    low, high = 2 * norm_cdf((a - mean) / std) - 1, 2 * norm_cdf((b - mean) / std) - 1
-    u = rand(tensor.shape, generator=generator, device=tensor.device) * (high - low) + low
-    values = _erfinv(u) * (std * math.sqrt(2.0)) + mean
-    return _fill(tensor, functions.clamp(values, min=a, max=b))
+    values = _random.host_draw(
+        "trunc_normal_", tensor.shape, tensor.dtype, tensor.device, generator, mt19937.trunc_normal, mean, std, a, b
+    )
+    return _fill(tensor, values)
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
@@ -291,14 +253,32 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator: Generator | None = N
         return tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
-    flattened = randn(rows, cols, generator=generator).numpy().astype(np.float64)
+    flattened = _random.normal_values("normal_", (rows, cols), 0.0, 1.0, None, "cpu", generator).numpy()
     if rows < cols:
         flattened = flattened.T
-    q, r = np.linalg.qr(flattened)
+    q, r = np.linalg.qr(flattened)  # float32, as PyTorch's
     q *= np.sign(np.diag(r))
     if rows < cols:
         q = q.T
-    return _from_host(tensor, (q * gain).astype(np.float32).reshape(tensor.shape))
+    return _from_host(tensor, (q * np.float32(gain)).reshape(tensor.shape))
+
+
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator: Generator | None = None) -> Tensor:
+    """A 2-D tensor normal with ``std``, with ``ceil(sparsity·rows)`` zeros in each column (Martens).
+
+    As PyTorch: ``normal_(0, std)``, then per column a ``randperm(rows)`` of the default generator
+    (PyTorch ignores ``generator`` there too) whose first entries are the rows zeroed.
+    """
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    _check_float("sparse_", tensor)
+    rows, cols = tensor.shape
+    num_zeros = int(math.ceil(sparsity * rows))
+    values = _random.normal_values("normal_", (rows, cols), 0.0, std, None, "cpu", generator).numpy()
+    for col in range(cols):
+        order = _random.default_generator.draw(mt19937.randperm, rows)
+        values[order[:num_zeros], col] = 0
+    return _from_host(tensor, values)
 
 
 # ---------------------------------------------------------------- the deprecated names without "_"
@@ -332,3 +312,5 @@ kaiming_normal = _deprecated(kaiming_normal_)
 orthogonal = _deprecated(orthogonal_)
 __all__ += ["uniform", "normal", "constant", "eye", "dirac", "xavier_uniform", "xavier_normal"]
 __all__ += ["kaiming_uniform", "kaiming_normal", "orthogonal"]
+sparse = _deprecated(sparse_)
+__all__ += ["sparse"]

@@ -1,8 +1,8 @@
 """Layers with PyTorch's names, arguments and initialisation: Linear, LayerNorm, Embedding, Dropout, activations, losses.
 
-Initial values come from vkml's random generator (``vkml.manual_seed``), so a seeded model
-starts from the same bits on every device — not from the same values as a seeded PyTorch
-model (load a state dict for that).
+Initial values come from vkml's random generator (``vkml.manual_seed``), PyTorch's CPU generator
+with PyTorch's initialisers in PyTorch's order: a seeded model starts from the weights a seeded
+PyTorch model has, bit for bit, on every device (docs/random.md).
 
 >>> import vkml
 >>> layer = Linear(4, 2)

@@ -1,6 +1,8 @@
 """Counter-based random numbers, written once in the IR's exact integer and float primitives.
 
-The generator is Threefry-2x32 with 20 rounds (Salmon et al., "Parallel random numbers: as
+vkml's random values are PyTorch's, drawn on the host (vkml/frontend/mt19937.py); this stream
+serves the draws computed inside kernels instead: dropout masks (keep_mask in
+vkml/frontend/random.py) and the fused attention's dropout. Its generator is Threefry-2x32 with 20 rounds (Salmon et al., "Parallel random numbers: as
 easy as 1, 2, 3", SC 2011): a keyed bijection on a 64-bit counter built of 32-bit additions,
 rotations and xors only, so every device computes the same bits. Element ``i`` of a random
 tensor is a pure function of (key, counter = (i, call offset)): no state lives on the device

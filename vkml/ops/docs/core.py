@@ -204,20 +204,29 @@ PAGES: dict[str, OpDoc] = {
         "creation",
         (sig("vkml.rand", vkml.rand), sig("vkml.rand_like", vkml.rand_like)),
         vkml.rand,
-        precision="exact: element i is Threefry-2x32-20 of (i, the draw's offset) under the seed (vkml/frontend/random.py), "
-        "the same bits on every device",
-        special="Never 1.0: float32 values are multiples of 2^-24 below 1, float16 values multiples of 2^-11.",
-        divergence="The same seed gives other values than PyTorch's generator (Philox or Mersenne Twister).",
+        precision="exact: PyTorch's CPU values for the same seed (its Mersenne Twister, drawn on the host and "
+        "uploaded: docs/random.md): one 32-bit word per element, its low 24 bits times 2^-24; float64 53 bits of "
+        "two words; float16 and bfloat16 round the float32 value (within 1 unit of PyTorch's in 3e-5 and 3e-3 of "
+        "the elements of `uniform_(a, b)` with other bounds than [0, 1)); the same bits on every device",
+        special="float32 and float64 values lie in [0, 1); float16 and bfloat16 ones may round to 1, as PyTorch's.",
+        divergence="PyTorch's CUDA generator (Philox) gives other values; vkml gives the CPU's on every device.",
         gradient=LEAF,
     ),
     "randn": OpDoc(
         "creation",
         (sig("vkml.randn", vkml.randn), sig("vkml.randn_like", vkml.randn_like)),
         vkml.randn,
-        precision="Box–Muller from two 24-bit uniforms of one Threefry block; log and sqrt from the math library, "
-        "cos by a series on an exact quarter-turn reduction: the same bits on every device",
-        special="Finite: |x| ≤ 5.8 (the 24-bit uniforms cut the tails beyond).",
-        divergence="The same seed gives other values than PyTorch's generator.",
+        precision="exact: PyTorch's CPU values for the same seed (docs/random.md). 16 or more float32 values: "
+        "uniforms for all, Box–Muller on each block of 16 (8 radii from the first half, 8 angles from the second; "
+        "Cephes' float32 log and sin/cos with the multiply-adds PyTorch's AVX2 kernel fuses, reproduced in numpy "
+        "on the host; a size not a multiple of 16 draws its last 16 anew); fewer than 16 values (any dtype): "
+        "PyTorch's double-precision pair per two values, the second kept in the generator for the next draw. "
+        "float64 from 4097 values on: numpy's log/sin/cos, last-bit differences from PyTorch's C library in "
+        "about 0.1% of the elements. float16 and bfloat16: the float32 values rounded, their last block made of "
+        "the leftover uniforms and new ones, as PyTorch's. Checked bit for bit over 786 432 values (tests/test_random.py: smaller)",
+        special="Finite: |x| ≤ 5.8 (24-bit uniforms, as PyTorch's).",
+        divergence="Bit-exact with PyTorch on x86 CPUs with AVX2 (its Box–Muller kernel); PyTorch on other CPUs "
+        "(its scalar libm path) and on CUDA gives other values.",
         gradient=LEAF,
     ),
     "linear": OpDoc(
@@ -277,7 +286,14 @@ PAGES: dict[str, OpDoc] = {
         (sig("vkml.nn.functional.dropout", nnf.dropout), "vkml.nn.Dropout(p=0.5, inplace=False)"),
         nnf.dropout,
         precision="kept elements are multiplied by 1/(1-p) rounded to float32 (one rounding)",
-        divergence="The masks come from vkml's generator: other positions than PyTorch's for the same seed.",
+        divergence="The mask is vkml's own: a fused counter-based stream (Threefry-2x32-20 of (element, 0) keyed by "
+        "one 32-bit word of the generator and the seed's low half), computed in the kernel that applies it, not "
+        "uploaded. PyTorch's CPU mask is `bernoulli_(1 - p)`, whose stream depends on the machine: on Intel CPUs "
+        "with MKL a VSL MCG31 stream seeded by one `random()` word (which vkml's one key word matches, so the draws "
+        "after a dropout stay PyTorch's there), elsewhere `u < 1 - p` for a double uniform (two words) per "
+        "element (checked equal on an AMD machine). Neither is taken: the MKL stream cannot be checked on this "
+        "project's machines, so no mask matches PyTorch's everywhere, and the other would be a host mask uploaded "
+        "every step, outside the fused kernels and vkml.jit's fused replay (docs/random.md).",
         gradient=THROUGH,
     ),
     "scaled_dot_product_attention": OpDoc(

@@ -56,7 +56,8 @@ PAGES.update(
             "vkml.nn.RReLU(lower=0.125, upper=0.3333333333333333, inplace=False)",
             "training: one product by the drawn slope; eval: `leaky_relu` with slope (lower + upper) / 2",
             special="NaN gives NaN.",
-            divergence="The slopes come from vkml's generator: other values than PyTorch's for the same seed.",
+            divergence="The slopes are uniforms of vkml's generator drawn for every element; PyTorch's CPU kernel draws "
+            "one only for each negative element, so the slopes and the draws after them differ from PyTorch's.",
             gradient="1 where x >= 0, else the slope (drawn, or the mean in eval).",
         ),
         "cosine_similarity": _issue18(

@@ -120,7 +120,10 @@ for _name, (_kind, _aliases, _precision, _special, _divergence) in SHAPE_OPS.ite
         gradient=LEAF if _kind == "creation" else THROUGH,
     )
 
-RANDOM_VALUES = "The same seed gives other values than PyTorch's generator; the same bits on every vkml device."
+RANDOM_VALUES = (
+    "PyTorch's CPU values for the same seed (docs/random.md; tests/test_random.py), drawn on the host and "
+    "uploaded; the same bits on every vkml device."
+)
 # name -> (precision, divergence): the creation ops of vkml/frontend/construction.py
 CONSTRUCTION_OPS = {
     "eye": ("exact", ""),
@@ -132,20 +135,30 @@ CONSTRUCTION_OPS = {
     "empty": ("exact", "The values are zeros (PyTorch's are whatever the memory held)."),
     "empty_like": ("exact", "The values are zeros (PyTorch's are whatever the memory held)."),
     "randint": (
-        "exact: a function of the seed and the draw's offset",
-        RANDOM_VALUES + " Ranges wider than 2^40 values raise; PyTorch takes any int64 range.",
+        "exact: `word % (high - low) + low`, one 32-bit word per element, a 64-bit draw (two words) where the "
+        "range reaches 2^32 and the dtype is int64, float64, float32 or bfloat16",
+        RANDOM_VALUES,
     ),
-    "randint_like": ("exact: a function of the seed and the draw's offset", RANDOM_VALUES),
-    "randperm": ("exact: a function of the seed and the draw's offset", RANDOM_VALUES),
+    "randint_like": ("exact: as `randint`", RANDOM_VALUES),
+    "randperm": (
+        "exact: PyTorch's Fisher–Yates from the front, element i swapped with i + word % (n - i)",
+        RANDOM_VALUES + " The swaps run in Python on the host (about 0.1 s per million elements).",
+    ),
     "bernoulli": (
-        "exact: a function of the seed and the draw's offset",
-        RANDOM_VALUES + " Probabilities in a tensor are not read back: outside [0, 1] is no error.",
+        "exact: `u < p` with a float uniform per element (a double one for float64 or a number `p`)",
+        RANDOM_VALUES + " The uniforms are compared with a tensor of probabilities where it is, so it is not read "
+        "back: probabilities outside [0, 1] are no error (PyTorch's CPU op checks them).",
     ),
-    "normal": ("`randn`'s values times std plus mean (two roundings)", RANDOM_VALUES),
+    "normal": (
+        "exact: `normal_(0, std)` then `+ mean` for a number std, `normal_(0, 1)` then `· std + mean` for a tensor "
+        "(as PyTorch), the draws `randn`'s",
+        RANDOM_VALUES,
+    ),
     "multinomial": (
-        "exact: a function of the seed, the draw's offset and the weights",
-        RANDOM_VALUES + " The weights are not read back: negative, NaN or all-zero rows are no error. Without "
-        "replacement the ranking costs n² comparisons a row.",
+        "exact: with replacement PyTorch's CPU kernel on the host (running sums in float32 divided by the total, "
+        "a binary search per double uniform); without, `argmax`/`topk` of `input / q` for exponential draws q",
+        RANDOM_VALUES + " With replacement the weights are read back (as PyTorch's); neither path checks them: "
+        "negative, NaN or all-zero rows give unspecified samples where PyTorch raises.",
     ),
 }
 for _name, (_precision, _divergence) in CONSTRUCTION_OPS.items():
@@ -167,7 +180,8 @@ PAGES["poisson"] = OpDoc(
     _poisson,
     precision="inversion of the Poisson CDF (float64 on the host) at a 48-bit uniform made of two `rand` draws",
     special="A rate of 0 gives 0; a negative or NaN rate raises PyTorch's RuntimeError.",
-    divergence=RANDOM_VALUES + " An infinite rate raises (PyTorch returns an undefined value). The rates are "
+    divergence="Other values than PyTorch's for the same seed: the uniforms are PyTorch's stream (two `rand` draws), "
+    "the sampler is not PyTorch's (its transformed rejection). The same bits on every vkml device. An infinite rate raises (PyTorch returns an undefined value). The rates are "
     "read back and sampled on the host: a sample costs about sqrt(rate) steps, so rates in the millions are slow.",
     gradient="poisson",
     backends="host (numpy float64), from the device's draws; the result is copied to the rates' device",

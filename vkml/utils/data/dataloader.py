@@ -28,7 +28,7 @@ from ...frontend import random as _random
 from . import collate as _collate
 from .collate import default_collate, default_convert  # noqa: F401 - torch.utils.data.dataloader's names
 from .dataset import IterableDataset, TensorDataset
-from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, _rng
+from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, _seed64
 
 _POLL_S = 1.0  # how often a waiting main process checks that its workers are alive
 _SHUTDOWN_JOIN_S = 5.0
@@ -225,7 +225,7 @@ class _Workers:
 class _SingleProcessIter:
     def __init__(self, loader: DataLoader) -> None:
         self.loader = loader
-        _rng(loader.generator)  # the workers' base seed: drawn with or without workers, so shuffles agree
+        _seed64(loader.generator)  # the workers' base seed, drawn as PyTorch's iterator draws it
         self.iterable = isinstance(loader.dataset, IterableDataset)
         if self.iterable:
             self.iterator = iter(loader.dataset)
@@ -250,7 +250,7 @@ class _SingleProcessIter:
 class _MultiProcessIter:
     def __init__(self, loader: DataLoader) -> None:
         self.loader = loader
-        seed = int(_rng(loader.generator).integers(0, 1 << 62))
+        seed = _seed64(loader.generator)  # PyTorch's base seed
         if loader.persistent_workers and loader._workers is not None:
             self.workers = loader._workers
             self.workers.epoch += 1

@@ -3,8 +3,8 @@ share of the dataset.
 
 Every replica draws the same permutation (seeded by ``seed + epoch``, so ``set_epoch`` reshuffles),
 pads it by repeating its start to a multiple of ``num_replicas`` (or drops the tail with
-``drop_last``), and takes every ``num_replicas``-th index from ``rank``. The permutation comes from
-vkml's generator, so it differs from PyTorch's for the same seed; the split is PyTorch's.
+``drop_last``), and takes every ``num_replicas``-th index from ``rank``. The permutation is
+PyTorch's ``randperm`` of a generator seeded with ``seed + epoch``: the same as PyTorch's.
 
 >>> list(DistributedSampler(range(5), num_replicas=2, rank=1, shuffle=False))
 [1, 3, 0]

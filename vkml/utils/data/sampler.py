@@ -1,10 +1,11 @@
 """Samplers: which dataset indices a ``DataLoader`` visits, in which order, and how they form batches.
 
-Random orders come from numpy's PCG64 seeded with one draw of a ``vkml.Generator`` (its seed
-and offset; the offset then advances by one), or of vkml's default generator when none is
-given. So ``vkml.manual_seed(s)`` or ``generator=vkml.Generator().manual_seed(s)`` fixes every
-shuffle, and each epoch draws a new order; the orders are not PyTorch's for the same seed
-(another generator). Nothing here touches a device.
+Random orders are PyTorch's: its draws, in its order, from vkml's generator (PyTorch's CPU
+generator, vkml/frontend/mt19937.py). A ``RandomSampler`` without a generator draws a 64-bit seed
+from the default generator per pass and shuffles with ``randperm`` of a generator seeded with it;
+``DataLoader`` first draws its workers' base seed, as PyTorch's iterator does. So after
+``vkml.manual_seed(s)`` a shuffling loader visits PyTorch's batches in PyTorch's order. A numpy
+``Generator`` given as ``generator`` is used as it is (numpy's orders). Nothing here touches a device.
 """
 
 from __future__ import annotations
@@ -13,23 +14,36 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
+from ...frontend import mt19937
 from ...frontend import random as _random
 
 
-def _rng(generator) -> np.random.Generator:
-    """A numpy generator for one pass: seeded from ``generator``'s next draw (a vkml or numpy generator)."""
-    if isinstance(generator, np.random.Generator):
-        return generator
+def _generator(generator) -> _random.Generator:
+    """``generator``, or vkml's default generator for None; a TypeError for anything else."""
     if generator is None:
-        generator = _random.default_generator
+        return _random.default_generator
     if not isinstance(generator, _random.Generator):
         raise TypeError(f"generator must be a vkml.Generator, got {type(generator).__name__}")
-    key0, key1, offset = generator.next_key()
-    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([key0, key1, offset])))
+    return generator
+
+
+def _seed64(generator) -> int:
+    """PyTorch's ``torch.empty((), dtype=torch.int64).random_(generator=generator).item()``."""
+    return int(_generator(generator).draw(mt19937.random_full, 1, "int64", 1 << 63)[0])
 
 
 def _permutation(n: int, generator) -> np.ndarray:
-    return _rng(generator).permutation(n)
+    """``randperm(n, generator=generator)``'s order (numpy's for a numpy generator)."""
+    if isinstance(generator, np.random.Generator):
+        return generator.permutation(n)
+    return _generator(generator).draw(mt19937.randperm, n)
+
+
+def _randint(high: int, size: int, generator) -> np.ndarray:
+    """``randint(high=high, size=(size,), dtype=int64, generator=generator)``'s values."""
+    if isinstance(generator, np.random.Generator):
+        return generator.integers(0, high, size=size)
+    return _generator(generator).draw(mt19937.random_from_to, size, high, 0, True)
 
 
 class Sampler:
@@ -79,17 +93,19 @@ class RandomSampler(Sampler):
 
     def __iter__(self) -> Iterator[int]:
         n = len(self.data_source)
-        rng = _rng(self.generator)
+        generator = self.generator
+        if generator is None:  # PyTorch's: a generator of the pass, seeded from the default one
+            generator = _random.Generator().manual_seed(_seed64(None))
         if self.replacement:
             # drawn a chunk at a time, as PyTorch does: num_samples may be far more than memory
             # holds (minGPT's trainer asks for 1e10 and stops when it has trained enough)
             for _ in range(self.num_samples // 32):
-                yield from rng.integers(0, n, size=32).tolist()
-            yield from rng.integers(0, n, size=self.num_samples % 32).tolist()
+                yield from _randint(n, 32, generator).tolist()
+            yield from _randint(n, self.num_samples % 32, generator).tolist()
             return
         for _ in range(self.num_samples // n):
-            yield from rng.permutation(n).tolist()
-        yield from rng.permutation(n).tolist()[: self.num_samples % n]
+            yield from _permutation(n, generator).tolist()
+        yield from _permutation(n, generator).tolist()[: self.num_samples % n]
 
     def __len__(self) -> int:
         return self.num_samples
@@ -131,12 +147,25 @@ class WeightedRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self) -> Iterator[int]:
-        rng = _rng(self.generator)
-        p = self.weights / self.weights.sum()
-        yield from rng.choice(len(p), size=self.num_samples, replace=self.replacement, p=p).tolist()
+        if isinstance(self.generator, np.random.Generator):
+            p = self.weights / self.weights.sum()
+            yield from self.generator.choice(len(p), size=self.num_samples, replace=self.replacement, p=p).tolist()
+            return
+        yield from _generator(self.generator).draw(_weighted, self.weights, self.num_samples, self.replacement).tolist()
 
     def __len__(self) -> int:
         return self.num_samples
+
+
+def _weighted(e, weights: np.ndarray, num_samples: int, replacement: bool) -> np.ndarray:
+    """PyTorch's ``multinomial`` of float64 ``weights`` (the sampler's draw)."""
+    if replacement:
+        cum = np.cumsum(weights)
+        cum = cum / cum[-1]
+        cum[-1] = 1
+        return np.searchsorted(cum, mt19937.uniform(e, num_samples, "float64", 0.0, 1.0), "left")
+    ratio = weights / mt19937.exponential(e, len(weights), 1.0)
+    return np.argsort(-ratio, kind="stable")[:num_samples]
 
 
 class BatchSampler(Sampler):

@@ -1,9 +1,9 @@
 """The official torch.func tutorials, at tiny sizes: "Jacobians, Hessians, hvp, vhp, and more"
 (`jacrev` with `argnums`, `jacfwd`, `vmap(jacrev(...))` over a batch, `hessian` and the
 `jacfwd(jacrev(...))` composition, an hvp by `jvp(grad(...))`, `torch.autograd.functional.jacobian`
-for comparison), "Model ensembling" (`stack_module_state` of a few MLPs, a `copy.deepcopy` moved to
-the stateless base (the tutorial moves it `to("meta")`; vkml has no meta device, so that call is left out), and
-`vmap(fmodel, in_dims=(0, 0, None))` over one minibatch and `in_dims=(0, 0, 0)` over one each), and
+for comparison), "Model ensembling" (`stack_module_state` of a few MLPs, a `copy.deepcopy` as the
+stateless base (the tutorial also moves it `to("meta")`: vkml has no meta device, so that call is left
+out), `vmap(fmodel, in_dims=(0, 0, None))` over one minibatch and `in_dims=(0, 0, 0)` over one each), and
 "Neural Tangent Kernels" (the empirical NTK by `vmap(jacrev(fnet_single))` over `functional_call` and
 an `einsum` of the flattened Jacobians, with the trace, diagonal and full contractions). The last
 step trains the ensemble's stacked parameters with plain SGD on their vmapped loss."""

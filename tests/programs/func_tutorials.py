@@ -116,7 +116,7 @@ def _ntk(net, x1, x2):
         elif compute == "diagonal":
             einsum_expr = "Naf,Maf->NMa"
         else:
-            assert False
+            raise AssertionError(compute)
         result = torch.stack([torch.einsum(einsum_expr, j1, j2) for j1, j2 in zip(jac1, jac2)])
         return result.sum(0)
 

@@ -109,7 +109,9 @@ def train(model, steps=4):
     x = torch.linspace(-math.pi, math.pi, 200)
     y = torch.sin(x)
     start = model["tensors"]
-    tensor_losses, tensor_coefs = _tensors(x, y, steps, start.a.clone(), start.b.clone(), start.c.clone(), start.d.clone())
+    tensor_losses, tensor_coefs = _tensors(
+        x, y, steps, start.a.clone(), start.b.clone(), start.c.clone(), start.d.clone()
+    )
     function_losses, function_coefs = _custom_function(x, y, steps)
 
     p = torch.tensor([1, 2, 3])
@@ -126,7 +128,11 @@ def train(model, steps=4):
         loss.backward()
         optimizer.step()
     linear_layer = sequential[0]
-    coefs = [linear_layer.bias.item(), *linear_layer.weight[:, 0].tolist(), *linear_layer.weight[:, 1:].flatten().tolist()]
+    coefs = [
+        linear_layer.bias.item(),
+        *linear_layer.weight[:, 0].tolist(),
+        *linear_layer.weight[:, 1:].flatten().tolist(),
+    ]
 
     random.seed(SEED)
     dynamic = model["dynamic"]

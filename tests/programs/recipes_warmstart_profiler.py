@@ -20,7 +20,7 @@ profiler = torch.profiler
 
 class NetA(nn.Module):
     def __init__(self):
-        super(NetA, self).__init__()
+        super().__init__()
         self.conv1 = nn.Conv2d(3, 4, 3)
         self.pool = nn.MaxPool2d(2, 2)
         self.fc1 = nn.Linear(4 * 3 * 3, 10)
@@ -37,7 +37,7 @@ class NetB(nn.Module):
     """Net A with its last layer renamed and a layer more: a warm start fills only what it shares."""
 
     def __init__(self):
-        super(NetB, self).__init__()
+        super().__init__()
         self.conv1 = nn.Conv2d(3, 4, 3)
         self.pool = nn.MaxPool2d(2, 2)
         self.fc1 = nn.Linear(4 * 3 * 3, 10)
@@ -81,7 +81,7 @@ def train(model, steps=3):
     criterion = nn.CrossEntropyLoss()
     optimizer = optim.SGD(netB.parameters(), lr=0.05, momentum=0.9)
     losses, running = [], []
-    for epoch in range(steps):
+    for _epoch in range(steps):
         running_loss = 0.0
         for i in range(0, n, 2):
             inputs, labels = inputs_all[i : i + 2], labels_all[i : i + 2]

@@ -37,7 +37,7 @@ def _translate_ids(ids):
 
 class PositionalEncoding(nn.Module):
     def __init__(self, emb_size: int, dropout: float, maxlen: int = 50):
-        super(PositionalEncoding, self).__init__()
+        super().__init__()
         den = torch.exp(-torch.arange(0, emb_size, 2) * math.log(10000) / emb_size)
         pos = torch.arange(0, maxlen).reshape(maxlen, 1)
         pos_embedding = torch.zeros((maxlen, emb_size))
@@ -54,7 +54,7 @@ class PositionalEncoding(nn.Module):
 
 class TokenEmbedding(nn.Module):
     def __init__(self, vocab_size: int, emb_size):
-        super(TokenEmbedding, self).__init__()
+        super().__init__()
         self.embedding = nn.Embedding(vocab_size, emb_size)
         self.emb_size = emb_size
 
@@ -74,7 +74,7 @@ class Seq2SeqTransformer(nn.Module):
         dim_feedforward=512,
         dropout=0.1,
     ):
-        super(Seq2SeqTransformer, self).__init__()
+        super().__init__()
         self.transformer = nn.Transformer(
             d_model=emb_size,
             nhead=nhead,
@@ -105,7 +105,7 @@ class Seq2SeqTransformer(nn.Module):
 
 def generate_square_subsequent_mask(sz):
     mask = (torch.triu(torch.ones((sz, sz))) == 1).transpose(0, 1)
-    mask = mask.float().masked_fill(mask == 0, float("-inf")).masked_fill(mask == 1, float(0.0))
+    mask = mask.float().masked_fill(mask == 0, float("-inf")).masked_fill(mask == 1, 0.0)
     return mask
 
 
@@ -145,7 +145,7 @@ def build():
 def greedy_decode(model, src, src_mask, max_len, start_symbol):
     memory = model.encode(src, src_mask)
     ys = torch.ones(1, 1).fill_(start_symbol).type(torch.long)
-    for i in range(max_len - 1):
+    for _ in range(max_len - 1):
         tgt_mask = generate_square_subsequent_mask(ys.size(0)).type(torch.bool)
         out = model.decode(ys, memory, tgt_mask)
         out = out.transpose(0, 1)

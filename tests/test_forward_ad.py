@@ -100,3 +100,35 @@ def test_no_tangent_and_errors_as_pytorch():
         out = dual * 2
     assert vfw.unpack_dual(out).tangent is None  # the level is closed
     assert x.tolist() == X.tolist() and not x.requires_grad  # the user's tensor is untouched
+
+
+def _exp_with_jvp(lib, wrong: bool):
+    class Exp(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.result = x.exp()
+            return ctx.result
+
+        @staticmethod
+        def jvp(ctx, g):
+            return g * ctx.result * (2.0 if wrong else 1.0)
+
+    return Exp
+
+
+@pytest.mark.parametrize("wrong", [False, True])
+def test_gradcheck_forward_ad_as_pytorch(wrong):
+    """gradcheck(check_forward_ad=True, check_backward_ad=False), as the forward-AD tutorial calls it,
+    passes a right jvp and names a wrong one as PyTorch does."""
+    outcomes = []
+    for lib in (torch, vkml):
+        x = lib.tensor([0.5, -1.0, 2.0], dtype=lib.float64, requires_grad=True)
+        fn = _exp_with_jvp(lib, wrong).apply
+        try:
+            outcomes.append(lib.autograd.gradcheck(fn, (x,), check_forward_ad=True, check_backward_ad=False))
+        except Exception as e:  # noqa: BLE001 - the two libraries' error classes differ by module
+            outcomes.append(str(e).split(",")[0])
+    assert outcomes[1] == outcomes[0]
+    assert outcomes[0] == (
+        True if not wrong else "Jacobian computed with forward mode mismatch for output 0 with respect to input 0"
+    )

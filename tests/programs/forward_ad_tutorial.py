@@ -3,7 +3,8 @@ torch.autograd.forward_ad as fwAD`, a `with fwAD.dual_level():` block, `fwAD.mak
 tangent)`, `fwAD.unpack_dual(...).tangent` (and `.primal`, and `None` for a tensor with no tangent and
 after the level closes); tangents through an `nn.Module` by replacing its parameters with duals
 (`delattr` then `setattr`) and through `torch.func.functional_call` with a dict of duals; a custom
-`autograd.Function` with a `jvp` static method (its forward keeping `ctx.result`); and
+`autograd.Function` with a `jvp` static method (its forward keeping `ctx.result`), checked by
+`torch.autograd.gradcheck(..., check_forward_ad=True, check_backward_ad=False)`; and
 `torch.func.jvp` for the same products. A few SGD steps on the module's loss use the tangent of a
 parameter direction as the directional derivative."""
 
@@ -82,6 +83,15 @@ def train(model, steps=3):
         dual_input = fwAD.make_dual(primal.double(), tangent.double())
         dual_output = Fn.apply(dual_input)
         fn_jvp = fwAD.unpack_dual(dual_output).tangent
+    # the tutorial checks the jvp against finite differences
+    gradcheck_ok = torch.autograd.gradcheck(
+        Fn.apply,
+        (primal.double().requires_grad_(),),
+        check_forward_ad=True,
+        check_backward_ad=False,
+        check_undefined_grad=False,
+        check_batched_grad=False,
+    )
 
     # torch.func.jvp gives the same products
     _, func_jvp = from_func.jvp(lambda p: fn(p, torch.zeros(2, 5)), (primal,), (tangent,))
@@ -108,6 +118,7 @@ def train(model, steps=3):
         "module_jvp": module_jvp.flatten().tolist(),
         "functional_jvp": functional_jvp.flatten().tolist(),
         "fn_jvp": fn_jvp.flatten().tolist(),
+        "gradcheck_ok": gradcheck_ok,
         "func_jvp": func_jvp.flatten().tolist(),
     }
 

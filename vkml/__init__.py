@@ -228,6 +228,12 @@ _sys.modules[__name__ + ".autograd.functional"] = _autograd_functional
 _sys.modules[__name__ + ".func"] = func
 __all__ += ["func", "vmap"]
 
+# vkml.autograd.forward_ad (vkml/frontend/forward_ad.py): dual tensors, tangents by the double backward trick
+from .frontend import forward_ad as _forward_ad  # noqa: E402
+
+autograd.forward_ad = _forward_ad
+_sys.modules[__name__ + ".autograd.forward_ad"] = _forward_ad
+
 
 # ---------------------------------------------------------------- vkml.accelerator and vkml.xpu
 # (vkml/frontend/accelerator.py: the device-agnostic check pytorch/examples' programs start with)

@@ -189,6 +189,12 @@ def backward(
     )
 
 
+# Set by vkml/frontend/forward_ad.py (which imports this module): called with (cls, ctx, args, outputs)
+# for a Function that has a jvp and no backward; gives its outputs as dual tensors, or None outside a
+# dual level.
+function_jvp = None
+
+
 class FunctionCtx:
     """The ``ctx`` of a ``Function``: what ``forward`` leaves for ``backward``.
 
@@ -302,6 +308,10 @@ class Function:
         outs = list(out) if isinstance(out, tuple) else [out]
         dirty = getattr(ctx, "_dirty", set())
         _check_dirty(cls, dirty, args, outs)
+        if function_jvp is not None and getattr(cls, "jvp", None) is not None and cls.backward is Function.backward:
+            duals = function_jvp(cls, ctx, args, outs)  # a jvp-only Function's tangents (forward_ad.py)
+            if duals is not None:
+                return tuple(duals) if isinstance(out, tuple) else duals[0]
         if not (is_grad_enabled() and any(needs)):
             return out
         differentiable = [

@@ -18,7 +18,7 @@ import warnings
 import numpy as np
 
 from ..tensor import Tensor
-from . import autograd_api
+from . import autograd_api, forward_ad
 from .creation import tensor
 from .random import randn
 
@@ -97,11 +97,12 @@ def gradcheck(
     """Whether backward's gradients of ``func(*inputs)`` match finite differences (PyTorch's ``gradcheck``).
 
     Returns True, or raises ``GradcheckError`` naming the output and input whose Jacobians
-    differ (False with ``raise_exception=False``). Forward-mode and batched checks are not
-    available in vkml: asking for them raises NotImplementedError.
+    differ (False with ``raise_exception=False``). ``check_forward_ad`` also checks the Jacobian from
+    forward-mode tangents (vkml.autograd.forward_ad: one dual pass per input element); batched checks
+    are not available in vkml: asking for them raises NotImplementedError.
     """
-    if check_forward_ad or check_batched_grad or check_batched_forward_grad:
-        raise NotImplementedError("gradcheck: vkml has no forward-mode AD or batched gradients (vmap)")
+    if check_batched_grad or check_batched_forward_grad:
+        raise NotImplementedError("gradcheck: vkml has no batched gradients (vmap over the backward pass)")
     inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
     differentiable = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
     if not differentiable:
@@ -114,22 +115,48 @@ def gradcheck(
                 UserWarning,
                 stacklevel=2,
             )
-    if not check_backward_ad:
+    if not (check_backward_ad or check_forward_ad):
         return True
-    outputs, analytical = _analytical(func, inputs, differentiable)
-    sizes = [int(np.prod(o.shape)) for o in outputs]
+    sizes = [int(np.prod(o.shape)) for o in _outputs(func(*inputs))]
+    modes = []
+    if check_backward_ad:
+        modes.append(("", _analytical(func, inputs, differentiable)[1]))
+    if check_forward_ad:
+        modes.append(("computed with forward mode ", _forward_jacobians(func, inputs, differentiable, sizes)))
     for slot, i in enumerate(differentiable):
         numerical = _numerical(func, inputs, i, eps, sizes)
-        for k in range(len(outputs)):
-            a, n = analytical[k][slot], numerical[k]
-            if not np.allclose(a, n, rtol=rtol, atol=atol):
-                message = (
-                    f"Jacobian mismatch for output {k} with respect to input {i},\nnumerical:{n}\nanalytical:{a}\n"
-                )
-                if raise_exception:
-                    raise GradcheckError(message)
-                return False
+        for mode, analytical in modes:
+            for k in range(len(sizes)):
+                a, n = analytical[k][slot], numerical[k]
+                if not np.allclose(a, n, rtol=rtol, atol=atol):
+                    message = (
+                        f"Jacobian {mode}mismatch for output {k} with respect to input {i},\n"
+                        f"numerical:{n}\nanalytical:{a}\n"
+                    )
+                    if raise_exception:
+                        raise GradcheckError(message)
+                    return False
     return True
+
+
+def _forward_jacobians(func, inputs: tuple, differentiable: list[int], sizes: list[int]) -> list[list[np.ndarray]]:
+    """Per output k and differentiable input i, the (numel(out), numel(in)) Jacobian from forward-mode
+    tangents: column j is every output's tangent for a one-hot tangent at element j of input i."""
+    jacobians = [[np.zeros((n, int(np.prod(inputs[i].shape)))) for i in differentiable] for n in sizes]
+    for slot, i in enumerate(differentiable):
+        x = inputs[i]
+        width = int(np.prod(x.shape))
+        for j in range(width):
+            basis = np.zeros(width)
+            basis[j] = 1.0
+            with forward_ad.dual_level():
+                args = list(inputs)
+                args[i] = forward_ad.make_dual(x.detach(), _like(x, basis).detach())
+                for k, out in enumerate(_outputs(func(*args))):
+                    tangent = forward_ad.unpack_dual(out).tangent
+                    if tangent is not None:
+                        jacobians[k][slot][:, j] = tangent.detach().numpy().astype(np.float64).reshape(-1)
+    return jacobians
 
 
 def gradgradcheck(

@@ -23,7 +23,10 @@ from test_programs import _load, _numbers
 PROGRAMS = {
     "wgan_gp": (2, 1e-4, 1e-5),
     "cyclegan": (2, 1e-4, 1e-6),
+    "glow_flow": (3, 1e-4, 1e-6),
 }
+# Other module constants a program is compared under, besides its defaults.
+VARIANTS = {"glow_flow": [{"LU": False}]}
 
 
 def _size(size):
@@ -77,3 +80,11 @@ def _compare(name, monkeypatch, constants=None):
 @pytest.mark.parametrize("name", list(PROGRAMS))
 def test_program_matches_pytorch(name, monkeypatch):
     _compare(name, monkeypatch)
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize(
+    ("name", "constants"), [(name, c) for name, cs in VARIANTS.items() for c in cs], ids=lambda v: str(v)
+)
+def test_program_variant_matches_pytorch(name, constants, monkeypatch):
+    _compare(name, monkeypatch, constants)

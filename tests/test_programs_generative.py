@@ -24,6 +24,7 @@ PROGRAMS = {
     "wgan_gp": (2, 1e-4, 1e-5),
     "cyclegan": (2, 1e-4, 1e-6),
     "glow_flow": (3, 1e-4, 1e-6),
+    "stylegan2_pieces": (2, 1e-4, 1e-6),
 }
 # Other module constants a program is compared under, besides its defaults.
 VARIANTS = {"glow_flow": [{"LU": False}]}

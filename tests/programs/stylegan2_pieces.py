@@ -27,7 +27,6 @@ import numpy as np
 from shim import F, nn, optim, torch
 
 DEVICE = "cpu"
-FIXED_NOISE = False  # the comparison's draws come from one numpy generator, so noise stays live
 STYLE, N_MLP, CHANNELS, SIZE, BATCH = 8, 2, 4, 8, 2
 R1, D_REG_EVERY = 10.0, 2
 

@@ -30,3 +30,16 @@ def test_self_attention_gradient_with_create_graph_counts_each_use_once(places):
     got, expected = _self_attention_grads(vkml, x, places), _self_attention_grads(torch, x, places)
     for g, e in zip(got, expected, strict=True):
         np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-4)
+
+
+def test_grad_and_backward_with_no_inputs_raise_as_pytorch():
+    """``autograd.grad(y, [])`` returned () and ``y.backward(inputs=[])`` did nothing; PyTorch raises both."""
+    x = vkml.ones(2, requires_grad=True)
+    y = (x * 2).sum()
+    with pytest.raises(RuntimeError, match=r"`inputs` argument to `grad\(\)` cannot be empty"):
+        vkml.autograd.grad(y, [])
+    with pytest.raises(RuntimeError, match=r"`inputs` argument to `backward\(\)` cannot be empty"):
+        y.backward(inputs=[])
+    assert x.grad is None
+    y.backward(inputs=[x])
+    assert x.grad.tolist() == [2.0, 2.0]

@@ -43,3 +43,19 @@ def test_grad_and_backward_with_no_inputs_raise_as_pytorch():
     assert x.grad is None
     y.backward(inputs=[x])
     assert x.grad.tolist() == [2.0, 2.0]
+
+
+@pytest.mark.parametrize("how", ["view", "view_as", "reshape"])
+def test_a_view_of_the_same_shape_is_a_new_view(how):
+    """``x.view(x.shape)`` was ``x`` itself: a leaf, no grad_fn, and one gradient for all its uses. As in
+    PyTorch it is a new view: not a leaf, ViewBackward0, its own gradient, and writes reach ``x``."""
+    results = []
+    for lib in (torch, vkml):
+        x = lib.ones(2, 3, requires_grad=True)
+        a, b = (getattr(x, how)(x) if how == "view_as" else getattr(x, how)(2, 3) for _ in range(2))
+        ga, gb = lib.autograd.grad((a * 2 + b * 3).sum(), [a, b])
+        base = lib.zeros(2, 3)
+        alias = getattr(base, how)(base) if how == "view_as" else getattr(base, how)(2, 3)
+        alias.add_(1)
+        results.append([a is x, a.is_leaf, a.grad_fn.name(), ga.tolist(), gb.tolist(), base.tolist()])
+    assert results[1] == results[0]

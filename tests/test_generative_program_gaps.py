@@ -59,3 +59,14 @@ def test_a_view_of_the_same_shape_is_a_new_view(how):
         alias.add_(1)
         results.append([a is x, a.is_leaf, a.grad_fn.name(), ga.tolist(), gb.tolist(), base.tolist()])
     assert results[1] == results[0]
+
+
+@pytest.mark.parametrize("optimizer", ["Adam", "AdamW"])
+def test_adam_refuses_an_int_beta_as_pytorch(optimizer):
+    """StyleGAN2's ``betas=(0, 0.99)`` was accepted; PyTorch's Adam and AdamW raise (floats or Tensors only)."""
+    for lib in (torch, vkml):
+        make = getattr(lib.optim, optimizer)
+        with pytest.raises(ValueError, match="betas must be either both floats or both Tensors"):
+            make([lib.nn.Parameter(lib.ones(2))], betas=(0, 0.99))
+        make([lib.nn.Parameter(lib.ones(2))], betas=(0**1.0, 0.99))
+        make([lib.nn.Parameter(lib.ones(2))], betas=(lib.tensor(0.0), lib.tensor(0.99)))

@@ -6,6 +6,7 @@ import math
 
 from ..frontend.creation import zeros_like
 from ..frontend.operators import maximum
+from ..frontend.type_queries import is_tensor
 from .optimizer import Optimizer, check_args, check_fused_foreach, maximized
 
 
@@ -42,6 +43,9 @@ class Adam(Optimizer):
         decoupled_weight_decay: bool = False,
     ):
         check_args(lr=lr, eps=eps, betas=betas, weight_decay=weight_decay)
+        # PyTorch's Adam and AdamW (not its other optimizers) refuse an int beta, as in betas=(0, 0.99)
+        if not (all(isinstance(b, float) for b in betas) or all(is_tensor(b) for b in betas)):
+            raise ValueError("betas must be either both floats or both Tensors")
         defaults = {
             "lr": lr,
             "betas": tuple(betas),

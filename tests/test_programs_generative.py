@@ -5,8 +5,13 @@ As in tests/test_programs.py, each model is built under PyTorch and its initial 
 the vkml model. These programs draw random numbers while training (interpolation weights, latent
 noise, noise injection, stochastic depth, stratified ray samples): the two libraries' generators
 differ, so for the comparison both libraries' ``rand``/``randn``/``rand_like``/``randn_like`` come from
-one numpy generator (patched in for the test, undone after it). Python's ``random`` (CycleGAN's image
-pool) is seeded by the program itself and is the same for both.
+one numpy generator (patched in for the test, undone after it), and the draws stay live: DropPath,
+the WGAN's interpolates and the NeRF's stratified samples run as written. Python's ``random``
+(CycleGAN's image pool) is seeded by the program itself and is the same for both.
+
+Each comparison takes 10 to 60 s of CPU on the interpreter, so they run with ``make test-all``
+(``-m stress``), as does the check that glow_flow and nerf_mlp give the CPU's bits on Vulkan; NeRF's
+rendering and sampling functions are compared in ``make test``.
 """
 
 from __future__ import annotations
@@ -91,3 +96,38 @@ def test_program_matches_pytorch(name, monkeypatch):
 )
 def test_program_variant_matches_pytorch(name, constants, monkeypatch):
     _compare(name, monkeypatch, constants)
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize("name", ["glow_flow", "nerf_mlp"])
+def test_program_same_bits_on_vulkan(name, monkeypatch, gpu):
+    """On a Vulkan device each number is the CPU backend's, bit for bit (and so PyTorch's, as above):
+    slogdet, the LU factors and lu_solve; searchsorted, cumprod, gather and sort."""
+    initial, expected = _run(name, "torch", monkeypatch)
+    _, on_cpu = _run(name, "vkml", monkeypatch, initial)
+    _, on_vulkan = _run(name, "vkml", monkeypatch, initial, {"DEVICE": str(gpu)})
+    assert _numbers(on_vulkan) == _numbers(on_cpu)
+    _, rtol, atol = PROGRAMS[name]
+    np.testing.assert_allclose(_numbers(on_vulkan), _numbers(expected), rtol=rtol, atol=atol)
+
+
+def _rendering(backend, monkeypatch):
+    """NeRF's volume rendering and hierarchical sampling (with the gradient of the rendered colour) on
+    fixed rays: the short form of the comparison above, for ``make test``."""
+    nerf = _load("nerf_mlp", backend, monkeypatch)
+    torch = nerf.torch
+    rng = np.random.default_rng(5)
+    raw = torch.tensor(rng.standard_normal((3, 5, 4)).astype(np.float32), requires_grad=True)
+    z_vals = torch.tensor(np.sort(rng.uniform(1, 3, (3, 5)), -1).astype(np.float32))
+    rays_d = torch.tensor(rng.standard_normal((3, 3)).astype(np.float32))
+    rgb_map, disp_map, acc_map, weights, depth_map = nerf.raw2outputs(raw, z_vals, rays_d)
+    (rgb_map.sum() + depth_map.sum()).backward()
+    mids = 0.5 * (z_vals[..., 1:] + z_vals[..., :-1])
+    samples = nerf.sample_pdf(mids, weights[..., 1:-1].detach(), 4, det=True)
+    return [rgb_map.tolist(), disp_map.tolist(), acc_map.tolist(), raw.grad.flatten().tolist(), samples.tolist()]
+
+
+def test_volume_rendering_matches_pytorch(monkeypatch):
+    expected = _rendering("torch", monkeypatch)
+    got = _rendering("vkml", monkeypatch)
+    np.testing.assert_allclose(_numbers(got), _numbers(expected), rtol=1e-5, atol=1e-6)

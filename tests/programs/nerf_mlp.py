@@ -16,8 +16,9 @@ hierarchical sampling by inverse transform (``torch.cumsum`` of the pdf, ``torch
 right=True)``, ``torch.max``/``torch.min`` against ``zeros_like``/``ones_like`` bounds, ``torch.gather`` of
 ``cdf.unsqueeze(1).expand(matched_shape)``, ``torch.where(denom < 1e-5, ...)``) with ``det`` samples
 from ``torch.linspace`` or random ones from ``torch.rand``; ``torch.sort`` of the merged samples; the
-``img2mse``/``mse2psnr`` lambdas with ``torch.log(torch.Tensor([10.0]))``; and the exponential learning
-rate decay written into ``param_group["lr"]``."""
+``img2mse``/``mse2psnr`` lambdas with ``torch.log(torch.Tensor([10.0]))``; the exponential learning
+rate decay written into ``param_group["lr"]``; and ``with torch.device(...)`` as the default device of
+every tensor the renderer creates."""
 
 from __future__ import annotations
 
@@ -193,7 +194,7 @@ def make_scene():
     xs = np.linspace(0, 1, W, dtype=np.float32)
     ys = np.linspace(0, 1, H, dtype=np.float32)
     target = np.stack([*np.meshgrid(xs, ys), 0.5 * np.ones((H, W), np.float32)], -1)
-    return rays_o.reshape(-1, 3), rays_d.reshape(-1, 3), torch.from_numpy(target.reshape(-1, 3).astype(np.float32))
+    return rays_o.reshape(-1, 3), rays_d.reshape(-1, 3), torch.tensor(target.reshape(-1, 3), dtype=torch.float32)
 
 
 def build():
@@ -204,6 +205,11 @@ def build():
 def train(model, steps=3):
     device = torch.device(DEVICE)
     model = model.to(device)
+    with device:  # every tensor the renderer creates (ones, linspace, rand, Tensor) lands on the device
+        return _train(model, steps)
+
+
+def _train(model, steps):
     embed_fn, _ = get_embedder(MULTIRES)
     embeddirs_fn, _ = get_embedder(MULTIRES_VIEWS)
     img2mse = lambda x, y: torch.mean((x - y) ** 2)  # noqa: E731

@@ -111,6 +111,8 @@ def grad(
     if is_grads_batched:
         return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, materialize_grads)
     outputs, inputs = _as_list(outputs, "outputs"), _as_list(inputs, "inputs")
+    if not inputs:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     # a complex input's gradient is its real pair's, given back as complex (docs/complex.md)
     handles = [t if getattr(t, "_pair", None) is not None else None for t in inputs]
     inputs = [t if h is None else h._pair for t, h in zip(inputs, handles)]

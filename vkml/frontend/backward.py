@@ -82,6 +82,8 @@ def _fit(grad, operand, op: str):
 def backward(root, gradient=None, retain_graph: bool | None = None, create_graph: bool = False, inputs=None) -> None:
     """Add d(root)/d(leaf) to the ``.grad`` of every leaf ``root`` depends on (when it runs: see the module doc);
     with ``inputs``, to those tensors' ``.grad`` only."""
+    if inputs is not None and not len(inputs):
+        raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
     run_backward([root], [gradient], retain_graph, create_graph, inputs=inputs)
 
 

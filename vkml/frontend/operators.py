@@ -912,8 +912,6 @@ def reshape(input, *shape):
         shape = tuple(node.numel // known if s == -1 else s for s in shape)
     if any(s < 0 for s in shape) or math.prod(shape) != node.numel:
         raise ShapeError(f"'reshape': shape {shape} is invalid for input of size {node.numel} (shape {node.shape})")
-    if shape == node.shape:
-        return input
     return _mutation.link_reshape(_wrap(lazy.reshape_node(node, shape)), input, shape)
 
 

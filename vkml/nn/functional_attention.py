@@ -568,13 +568,24 @@ class _FusedAttention(Function):
 
 def _recorded_backward(query, key, value, attn_mask, grad, options: _Options) -> list:
     """The gradients through the composite forward, recorded (for higher derivatives; the kernels' are not)."""
-    inputs = [t for t in (query, key, value) if t.requires_grad]
+    # Self-attention passes one tensor as several of query, key and value (``sdpa(x, x, x)``).
+    # Differentiating the composite with respect to it gives its whole gradient, over every use;
+    # the engine sums what backward returns per argument, so that gradient goes to its first
+    # place only (None at the others), or it would count once per place.
+    firsts = {}
+    for place, t in enumerate((query, key, value)):
+        if t.requires_grad:
+            firsts.setdefault(id(t.grad_fn) if t.grad_fn is not None else id(t), (place, t))
     replay = None if options.words is None else _Replay(options.words)
     out = _composite(
         query, key, value, attn_mask, options.dropout_p, options.is_causal, options.scale, options.enable_gqa, replay
     )
-    found = iter(autograd_grad(out, inputs, grad, create_graph=True, allow_unused=True))
-    return [next(found) if t.requires_grad else None for t in (query, key, value)]
+    places = list(firsts.values())
+    found = autograd_grad(out, [t for _, t in places], grad, create_graph=True, allow_unused=True)
+    grads = [None, None, None]
+    for (place, _), g in zip(places, found):
+        grads[place] = g
+    return grads
 
 
 def _composite_backward(query, key, value, attn_mask, out, lse, grad, options: _Options) -> list:

@@ -8,6 +8,7 @@ from ..frontend import pointwise
 from ..frontend.creation import zeros_like
 from ..frontend.operators import HALF_PRECISION, add, maximum
 from ..frontend.tensor_api import addcdiv, addcmul
+from ..frontend.type_queries import is_tensor
 from ..tensor import Tensor
 from .optimizer import Optimizer, check_args, check_fused_foreach, maximized
 
@@ -50,6 +51,9 @@ class Adam(Optimizer):
         if isinstance(lr, Tensor) and foreach and not capturable:
             raise ValueError("lr as a Tensor is not supported for capturable=False and foreach=True")
         check_args(lr=lr, eps=eps, betas=betas, weight_decay=weight_decay)
+        # PyTorch's Adam and AdamW (not its other optimizers) refuse an int beta, as in betas=(0, 0.99)
+        if not (all(isinstance(b, float) for b in betas) or all(is_tensor(b) for b in betas)):
+            raise ValueError("betas must be either both floats or both Tensors")
         defaults = {
             "lr": lr,
             "betas": tuple(betas),

@@ -332,18 +332,13 @@ def replay_key(recipe: Recipe, order: list[Node], outs: list, temps: list) -> tu
     if refs is False:
         return None
     leaves, param_refs = refs
-    parts: list = [recipe]
+    # (memory range, dtype) of each buffer, in C: the recipe fixes how many there are of each kind
+    parts: list = [recipe, *map(_binding_of, map(_buffer_of, map(order.__getitem__, leaves))), *map(_binding_of, outs)]
+    if temps:
+        parts += map(_binding_of, temps)
+    if not param_refs:
+        return tuple(parts)
     append = parts.append
-    for p in leaves:
-        buffer = order[p].buffer
-        append(buffer.binding_key)
-        append(buffer.dtype)
-    for buffer in outs:
-        append(buffer.binding_key)
-        append(buffer.dtype)
-    for buffer in temps:
-        append(buffer.binding_key)
-        append(buffer.dtype)
     for p in param_refs:
         if p.__class__ is int:
             value = order[p].arg.value
@@ -356,6 +351,10 @@ def replay_key(recipe: Recipe, order: list[Node], outs: list, temps: list) -> tu
         append(value.__class__)
         append(value if value else repr(value))
     return tuple(parts)
+
+
+_binding_of = operator.attrgetter("binding_key", "dtype")
+_buffer_of = operator.attrgetter("buffer")
 
 
 def _replay_refs(recipe: Recipe) -> tuple | bool:

@@ -1127,14 +1127,16 @@ class _Program:
         their buffers are free again: each replay then writes the same buffers and reuses its
         command buffer, where unread checks would take new buffers (new bindings) every replay.
         Only where memory is mapped: the read is then a copy, with no submission and no wait."""
-        if self.device.kind != "vulkan":
+        device = self.device
+        if device.kind != "vulkan":
             return
         for check in self.made_checks:
             if check.passed or check.message is not None or not check.nodes:
                 continue
-            if not all(self.device.ready_now(n.buffer) for n in check.nodes):
+            arrays = device.download_if_ready([n.buffer for n in check.nodes])
+            if arrays is None:
                 continue
-            values = [self.device.download(n.buffer).reshape(n.shape).tolist() for n in check.nodes]
+            values = [a.reshape(n.shape).tolist() for a, n in zip(arrays, check.nodes)]
             check.message = check.describe(values)
             if check.message is None:
                 checks.passed(check)

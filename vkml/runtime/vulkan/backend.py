@@ -58,6 +58,9 @@ no buffer ever goes by address.)
 
 from __future__ import annotations
 
+import collections
+import itertools
+import operator
 import threading
 from contextlib import contextmanager
 
@@ -131,6 +134,10 @@ def _buffer_fields(device: VulkanDevice, dtype: T.DType, numel: int, storage: np
         "device_address": None if block.device_address is None else block.device_address + offset,
     }
 
+
+_ready_serial_of = operator.attrgetter("ready_serial")
+_repeat = itertools.repeat
+_consume = collections.deque  # deque(iterator, 0) runs it to its end, keeping nothing
 
 # Bounds the attribute sets ``allocate_each`` keeps per memory range: a loop settles on a few ranges.
 BUFFER_TEMPLATES = 4096
@@ -429,6 +436,21 @@ class VulkanDevice(Device):
         with self.lock:
             return self.memory.mapped and self.recordings.done(buffer.ready_serial)
 
+    def download_if_ready(self, buffers: list[VulkanBuffer]) -> list[np.ndarray] | None:
+        """``download`` of each of ``buffers`` (this device's) if ``ready_now`` holds for all of them,
+        else None: under one hold of the lock, one question to the fences, no wait (vkml.jit's
+        replays read their earlier replays' value checks so, every replay)."""
+        with self.lock:
+            if not self.memory.mapped or not self.recordings.done(max(map(_ready_serial_of, buffers))):
+                return None
+            arrays = []
+            for buffer in buffers:
+                out = np.empty(buffer.numel, dtype=buffer.storage)
+                if buffer.numel:
+                    self.transfers.download(buffer.allocation, out)
+                arrays.append(out != 0 if buffer.dtype is T.bool_ else out)
+            return arrays
+
     @property
     def writes_mapped(self) -> bool:
         """Whether the host writes buffer memory through a mapping: an upload submits no copy."""
@@ -512,10 +534,9 @@ class VulkanDevice(Device):
             if submitted is None:
                 return False
             serial, done = submitted
-            for buffer in written:
-                buffer.ready_serial = serial
-            for block in done.blocks:
-                block.last_use = serial
+            # for each: .ready_serial = serial, .last_use = serial (in C: a jit replay writes dozens)
+            _consume(map(setattr, written, _repeat("ready_serial"), _repeat(serial)), 0)
+            _consume(map(setattr, done.blocks, _repeat("last_use"), _repeat(serial)), 0)
             if not config.submit_async():
                 recordings.wait_for(serial)
             counters["recordings_reused"] += 1

@@ -440,7 +440,7 @@ class MemoryPool:
     def take_sized(self, nbytes: int, reserved: int) -> Allocation | None:
         """``allocate``'s common case alone, for a caller that sized the request before: a range of
         ``reserved`` bytes (``nbytes`` aligned up; at most half a block, not for the host) that a
-        buffer of that size gave back, or None (then ``allocate``). Pending releases drained first."""
+        buffer of that size gave back, or None (then ``allocate``); the caller drains ``_pending`` first."""
         sized = self._sized.get(reserved)
         if not sized:
             return None

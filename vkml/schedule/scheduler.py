@@ -801,8 +801,7 @@ def _realize_on(device, nodes: list[Node]) -> None:
     if run_again is not None and recorder is None and recipe.steps and not debug.timing_wanted():
         # A Vulkan device keeps the command buffers of recent runs: the plan's key over these
         # buffers finds one without making the dispatches, whose work then is only a miss's.
-        outs, temps = plan_cache.allocate(recipe, device)
-        key = plan_cache.replay_key(recipe, order, outs, temps)
+        outs, temps, key = plan_cache.allocate_keyed(recipe, order, device)
         if key is not None:
             if run_again(key, outs + temps if temps else outs):
                 debug.record_dispatches(device.name, recipe.steps)  # a Step has its dispatch's kernel and grid

@@ -100,7 +100,7 @@ def _bytecodes(step) -> int:
 
 
 # Bytecodes of a replayed ``(a + b).realize()`` from the op call to the submission's return
-# (docs/benchmarks.md, "Session 14: host cost": 1790 before it, 1468 after): a ceiling a little above
+# (docs/benchmarks.md, "Session 14: host cost": 1790 before it, 1441 after): a ceiling a little above
 # what it costs, so that a regression fails.
 ADD_REALIZE_CEILING = 1550
 

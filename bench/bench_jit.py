@@ -31,28 +31,31 @@ from vkml import debug, demo  # noqa: E402
 
 
 class _SubmitTimer:
-    """Thread CPU time of the driver's submission (``Recordings.submit``: vkResetFences and
-    vkQueueSubmit, with their few lines of bookkeeping) while installed; None off Vulkan."""
+    """Thread CPU time of the driver's submission (``Recordings.submit`` and ``submit_again``:
+    vkResetFences and vkQueueSubmit, with their few lines of bookkeeping) while installed; None off Vulkan."""
 
     def __init__(self, device):
         self.recordings = getattr(device, "recordings", None)
         self.seconds, self.calls = 0.0, 0
         if self.recordings is not None:
-            original = self.recordings.submit
+            # a replay that submits a kept command buffer goes through submit_again, a recording through submit
+            for name in ("submit", "submit_again"):
+                setattr(self.recordings, name, self._timed(getattr(self.recordings, name)))
 
-            def timed(*args, **kwargs):
-                c0 = time.thread_time()
-                try:
-                    return original(*args, **kwargs)
-                finally:
-                    self.seconds += time.thread_time() - c0
-                    self.calls += 1
+    def _timed(self, original):
+        def timed(*args, **kwargs):
+            c0 = time.thread_time()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.seconds += time.thread_time() - c0
+                self.calls += 1
 
-            self.recordings.submit = timed
+        return timed
 
     def stop(self) -> None:
         if self.recordings is not None:
-            del self.recordings.submit  # the class's method again
+            del self.recordings.submit, self.recordings.submit_again  # the class's methods again
 
     def us_per_call(self):
         return 1e6 * self.seconds / self.calls if self.calls else None

@@ -1,6 +1,8 @@
-"""The host-side shortcuts of graph building give what the general code gives (issue 20)."""
+"""The host-side shortcuts of graph building give what the general code gives, and a replayed realize
+stays within its bytecode ceiling (issue 20)."""
 
 import inspect
+import sys
 
 import numpy as np
 import pytest
@@ -75,3 +77,46 @@ def test_broadcast_shapes_as_torch(shapes):
         return
     assert build.broadcast_shapes("add", *shapes) == expected
     assert build.broadcast_shapes("add", *shapes) == expected
+
+
+def _bytecodes(step) -> int:
+    """Python bytecodes ``step()`` executes (sys.settrace opcode events: the same on a loaded machine)."""
+    count = 0
+
+    def tracer(frame, event, arg):
+        nonlocal count
+        frame.f_trace_opcodes = True
+        if event == "opcode":
+            count += 1
+        return tracer
+
+    previous = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        step()
+    finally:
+        sys.settrace(previous)
+    return count
+
+
+# Bytecodes of a replayed ``(a + b).realize()`` from the op call to the submission's return
+# (docs/benchmarks.md, "Session 14: host cost": 1790 before it, 1441 after): a ceiling a little above
+# what it costs, so that a regression fails.
+ADD_REALIZE_CEILING = 1550
+
+
+def test_replayed_realize_bytecodes_stay_under_their_ceiling(gpu):
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(1 << 16).astype(np.float32) for _ in range(2)]
+    a, b = (vkml.tensor(x, device=gpu) for x in args)
+    last, counts = [None], []
+    for _ in range(10):  # the first call plans, compiles and records; the later ones replay all of it
+        gpu.synchronize()  # the wait is the device's time, not the realize's
+
+        def step():
+            last[0] = (a + b).realize()  # the previous result dies here, as in a loop
+
+        counts.append(_bytecodes(step))
+    np.testing.assert_array_equal(last[0].numpy().view(np.uint32), (args[0] + args[1]).view(np.uint32))
+    assert counts[0] > 3 * counts[-1]  # the count sees the first call's planning
+    assert min(counts[-4:]) <= ADD_REALIZE_CEILING, counts

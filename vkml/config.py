@@ -111,12 +111,27 @@ def eager() -> bool:
     return _eager_parsed[1]
 
 
+# What each variable read on every realize meant when its raw value was last seen: parsed again only
+# when that value changes (a test's monkeypatch.setenv stores a new one), so a realize pays a dict
+# lookup and a comparison per variable.
+_debug_parsed: tuple = (None, 0)
+_async_parsed: tuple = (None, True)
+_DEBUG_KEY = "VKML_DEBUG" if _ENVIRON_BYTES is None else b"VKML_DEBUG"
+_ASYNC_KEY = "VKML_ASYNC" if _ENVIRON_BYTES is None else b"VKML_ASYNC"
+_ENVIRON_RAW = os.environ if _ENVIRON_BYTES is None else _ENVIRON_BYTES
+
+
 def debug_level() -> int:
     """``VKML_DEBUG`` as an integer; 0 when unset or not a number."""
-    try:
-        return int(_env("VKML_DEBUG", "0"))
-    except ValueError:
-        return 0
+    global _debug_parsed
+    raw = _ENVIRON_RAW.get(_DEBUG_KEY)
+    if raw != _debug_parsed[0]:
+        try:
+            level = int(_env("VKML_DEBUG", "0"))
+        except ValueError:
+            level = 0
+        _debug_parsed = (raw, level)
+    return _debug_parsed[1]
 
 
 def dump_spirv_dir() -> Path | None:
@@ -204,7 +219,11 @@ def submit_async() -> bool:
     >>> submit_async() in (True, False)
     True
     """
-    return _switch("VKML_ASYNC", True)
+    global _async_parsed
+    raw = _ENVIRON_RAW.get(_ASYNC_KEY)
+    if raw != _async_parsed[0]:
+        _async_parsed = (raw, _switch("VKML_ASYNC", True))
+    return _async_parsed[1]
 
 
 def fence_spin_us(default: int) -> int:

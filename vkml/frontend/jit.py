@@ -404,20 +404,23 @@ def _rebuild(template, tensors: list):
 
 def _input_signature(tensors: list) -> tuple:
     """The structure of the argument tensors' graphs (trace order and key), their devices and flags."""
-    nodes = [t.node for t in tensors]
-    extra = tuple([(n.device.name, t.requires_grad) for t, n in zip(tensors, nodes)])
-    if all(n.op == "buffer" for n in nodes) and len({id(n) for n in nodes}) == len(nodes):
+    # Every replay asks: maps over the tensors (their properties still run), no per-item loop.
+    nodes = list(map(_TENSOR_NODE_OF, tensors))
+    extra = tuple(zip(map(_DEVICE_NAME_OF, nodes), map(_REQUIRES_GRAD_OF, tensors)))
+    if list(map(_OP_OF, nodes)).count(Op.BUFFER) == len(nodes) and len(set(map(id, nodes))) == len(nodes):
         # Realized arguments (a data loader's batches): the trace of each is the node alone.
-        return nodes, (tuple([(n.shape, n.dtype) for n in nodes]), extra)
-    key = tuple([id(n) for n in nodes])
+        return nodes, (tuple(zip(map(_SHAPE_OF, nodes), map(_DTYPE_OF, nodes))), extra)
+    key = tuple(map(id, nodes))
     found = _TRACES.get(key)
     if found is not None:  # the same argument nodes as a recent call (a dataset's batches, views taken once)
         refs, ops, at, structure = found
-        order = [r() for r in refs]
+        order = list(map(_call, refs))
         # Alive, each argument the very node traced then (an id is not reused while its object
         # lives), and no node realized since (the only change a node's graph sees).
-        if all([n is not None and n.op == op for n, op in zip(order, ops)]) and all(
-            [order[i] is n for i, n in zip(at, nodes)]
+        if (
+            None not in order
+            and tuple(map(_OP_OF, order)) == ops
+            and all(map(operator.is_, map(order.__getitem__, at), nodes))
         ):
             return order, (structure, extra)
     order, structure = plan_cache.trace(nodes, kernels_matmul.mode) if nodes else ([], ())
@@ -906,6 +909,8 @@ class _Program:
             if before_first is None or after_first is None or after_first[2] - before_first != delta:
                 raise JitError(f"{self.name}: the optimizer's {name!r} changed by different amounts on two calls")
             self.numbers.append((state, name, delta))
+        # the same as columns, for replay's loop in C
+        self._number_columns = tuple(map(tuple, zip(*self.numbers))) if self.numbers else None
 
     def _check_internal(self, written: set) -> None:
         """Refuse a recording whose intermediates are held outside (they would change under the holder)."""
@@ -1065,8 +1070,11 @@ class _Program:
                 )
             aliases.append(b)
             changes.append(getattr(b, "binding_key", None))
-        for state, name, delta in self.numbers:
-            state[name] += delta
+        if self.numbers:  # state[name] += delta for each (state, name, delta), in C
+            states, names, deltas = self._number_columns
+            _drain(
+                map(operator.setitem, states, names, map(operator.iadd, map(operator.getitem, states, names), deltas))
+            )
         if words is None and (self.draw_params or (self.ring is not None and self.ring_draws)):
             words = [g.next_key() for g in self.draw_generators]  # each generator draws once per replay
         scalars = _scalar_values(self.scalar_sources) if self.scalar_sources else None
@@ -1156,14 +1164,16 @@ class _Program:
         their buffers are free again: each replay then writes the same buffers and reuses its
         command buffer, where unread checks would take new buffers (new bindings) every replay.
         Only where memory is mapped: the read is then a copy, with no submission and no wait."""
-        if self.device.kind != "vulkan":
+        device = self.device
+        if device.kind != "vulkan":
             return
         for check in self.made_checks:
             if check.passed or check.message is not None or not check.nodes:
                 continue
-            if not all(self.device.ready_now(n.buffer) for n in check.nodes):
+            arrays = device.download_if_ready([n.buffer for n in check.nodes])
+            if arrays is None:
                 continue
-            values = [self.device.download(n.buffer).reshape(n.shape).tolist() for n in check.nodes]
+            values = [a.reshape(n.shape).tolist() for a, n in zip(arrays, check.nodes)]
             check.message = check.describe(values)
             if check.message is None:
                 checks.passed(check)
@@ -1400,6 +1410,9 @@ _HELD_ONCE = _held_once()
 _BUFFER_OP = Op.BUFFER
 _F32_OVERFLOW = 2.0**128 - 2.0**103  # the least magnitude float32 rounds to infinity (graph/build.py's)
 _KEY_OF = operator.attrgetter("binding_key")  # a Vulkan buffer's
+_TENSOR_NODE_OF = operator.attrgetter("node")  # a Tensor's (a property: a view's node is brought up to date)
+_DEVICE_NAME_OF = operator.attrgetter("device.name")
+_REQUIRES_GRAD_OF = operator.attrgetter("requires_grad")
 _VCOUNT_OF = operator.attrgetter("_vcount")
 _SHAPE_OF = operator.attrgetter("shape")
 _GRAD_OF = operator.attrgetter("_grad")

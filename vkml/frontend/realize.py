@@ -13,8 +13,11 @@ def realize(*tensors):
     >>> a = vkml.ones(3); b = a + 1; c = a * 3
     >>> _ = vkml.realize(b, c)
     """
+    if len(tensors) == 1:  # the usual call, without a generator
+        schedule.realize(tensors[0].node)
+        return tensors[0]
     schedule.realize(*(t.node for t in tensors))
-    return tensors[0] if len(tensors) == 1 else tensors
+    return tensors
 
 
 def set_eager(enabled: bool = True) -> None:

@@ -240,9 +240,10 @@ class Recipe:
     - ``baked``: the ``Baked`` constants and views.
     - ``replay``: what ``replay_key`` reads (made on its first call), False where a user kernel runs.
     - ``sizes``: what ``allocate`` asks the device for (made on its first call).
+    - ``positions``: each output's position (``finish``'s, made on its first call).
     """
 
-    __slots__ = ("outputs", "temps", "steps", "custom_roots", "baked", "replay", "sizes")
+    __slots__ = ("outputs", "temps", "steps", "custom_roots", "baked", "replay", "sizes", "positions")
 
     def __init__(self):
         self.outputs: list[Output] = []
@@ -252,6 +253,7 @@ class Recipe:
         self.baked: list[Baked] = []
         self.replay: tuple | bool | None = None
         self.sizes: tuple | None = None  # (dtype, numel) of each output, then each temporary (``allocate``)
+        self.positions: tuple | None = None
 
 
 def bind(recipe: Recipe, order: list[Node], device) -> tuple[list[Dispatch], list, list]:
@@ -274,6 +276,31 @@ def allocate(recipe: Recipe, device) -> tuple[list, list]:
         return buffers, []
     count = len(recipe.outputs)
     return buffers[:count], buffers[count:]
+
+
+def allocate_keyed(recipe: Recipe, order: list[Node], device) -> tuple[list, list, tuple | None]:
+    """``allocate`` then ``replay_key`` over its buffers, in one call (every replayed realize):
+    (output buffers, temporaries, the key or None)."""
+    sizes = recipe.sizes
+    if sizes is None:
+        sizes = recipe.sizes = tuple([(dtype, numel) for _, dtype, numel in recipe.outputs] + recipe.temps)
+    buffers = device.allocate_each(sizes)
+    if recipe.temps:
+        count = len(recipe.outputs)
+        outs, temps = buffers[:count], buffers[count:]
+    else:
+        outs, temps = buffers, []
+    refs = recipe.replay
+    if refs is None:
+        refs = recipe.replay = _replay_refs(recipe)
+    if refs is False or refs[1]:  # a user's kernel, or parameters: replay_key's longer way
+        return outs, temps, replay_key(recipe, order, outs, temps)
+    # replay_key without parameters: the recipe, then (memory range, dtype) of each buffer, in C
+    return (
+        outs,
+        temps,
+        (recipe, *map(_binding_of, map(_buffer_of, map(order.__getitem__, refs[0]))), *map(_binding_of, buffers)),
+    )
 
 
 def dispatches_of(recipe: Recipe, order: list[Node], outs: list, temps: list) -> list[Dispatch]:
@@ -332,18 +359,13 @@ def replay_key(recipe: Recipe, order: list[Node], outs: list, temps: list) -> tu
     if refs is False:
         return None
     leaves, param_refs = refs
-    parts: list = [recipe]
+    # (memory range, dtype) of each buffer, in C: the recipe fixes how many there are of each kind
+    parts: list = [recipe, *map(_binding_of, map(_buffer_of, map(order.__getitem__, leaves))), *map(_binding_of, outs)]
+    if temps:
+        parts += map(_binding_of, temps)
+    if not param_refs:
+        return tuple(parts)
     append = parts.append
-    for p in leaves:
-        buffer = order[p].buffer
-        append(buffer.binding_key)
-        append(buffer.dtype)
-    for buffer in outs:
-        append(buffer.binding_key)
-        append(buffer.dtype)
-    for buffer in temps:
-        append(buffer.binding_key)
-        append(buffer.dtype)
     for p in param_refs:
         if p.__class__ is int:
             value = order[p].arg.value
@@ -356,6 +378,10 @@ def replay_key(recipe: Recipe, order: list[Node], outs: list, temps: list) -> tu
         append(value.__class__)
         append(value if value else repr(value))
     return tuple(parts)
+
+
+_binding_of = operator.attrgetter("binding_key", "dtype")
+_buffer_of = operator.attrgetter("buffer")
 
 
 def _replay_refs(recipe: Recipe) -> tuple | bool:
@@ -385,10 +411,14 @@ def view_value(stack, level: int, field: int, divisor: int, bits: int) -> int:
 
 def finish(recipe: Recipe, order: list[Node], outs: list) -> None:
     """Turn every node the recipe computed into a buffer node holding its result."""
-    for (p, _, _), buffer in zip(recipe.outputs, outs):
+    positions = recipe.positions
+    if positions is None:
+        positions = recipe.positions = tuple([p for p, _, _ in recipe.outputs])
+    for p, buffer in zip(positions, outs):
         order[p].become_buffer(buffer)
-    for p, buffer in zip(recipe.custom_roots, outs[len(recipe.outputs) :]):
-        order[p].become_buffer(buffer)
+    if recipe.custom_roots:  # user kernels' outputs, after the plan's (``dispatches_of``)
+        for p, buffer in zip(recipe.custom_roots, outs[len(positions) :]):
+            order[p].become_buffer(buffer)
 
 
 class Key:

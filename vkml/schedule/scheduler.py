@@ -699,6 +699,9 @@ def _deep_enough(depth: int):
         sys.setrecursionlimit(previous)
 
 
+_BUFFER, _VIEW = Op.BUFFER, Op.VIEW
+
+
 def _limits() -> tuple:
     """The fusion limits and parameter budgets (tests and tuning runs change these)."""
     return (
@@ -710,9 +713,24 @@ def _limits() -> tuple:
     )
 
 
-def _namespace(device) -> tuple:
-    """What a plan depends on besides the graph's structure."""
-    return (device.name, kernels_tuning.tuning_for(device), _limits())
+# (device name, tuning, limits) -> a small int standing for them in the plan caches' keys, which every
+# realize hashes: an int hashes in C, a Tuning by its dataclass's Python __hash__.
+_namespace_ids: dict = {}
+_namespace_last: dict = {}  # device name -> (tuning, limits, id) of its last realize
+
+
+def _namespace(device) -> int:
+    """What a plan depends on besides the graph's structure: device, tuning and limits, as an int (equal
+    ints, equal namespaces)."""
+    name = device.name
+    tuning = kernels_tuning.tuning_for(device)
+    limits = _limits()
+    last = _namespace_last.get(name)
+    if last is not None and last[0] is tuning and last[1] == limits:
+        return last[2]
+    found = _namespace_ids.setdefault((name, tuning, limits), len(_namespace_ids))
+    _namespace_last[name] = (tuning, limits, found)
+    return found
 
 
 def realize(*targets: Node) -> None:
@@ -726,6 +744,18 @@ def realize(*targets: Node) -> None:
     if checks.active():
         found, carried = checks.reached(targets)
         targets = targets + tuple(n for check in found for n in check.nodes)
+    if len(targets) == 1:  # the common case, without the grouping by device
+        node = targets[0]
+        if node.op != _BUFFER:
+            device = node.device
+            with device.lock:
+                if node.op != _BUFFER:
+                    _realize_on(device, [node])
+        if found or carried:
+            if recorder is not None and found:
+                recorder.checked(found)
+            checks.submitted([*found, *carried], targets)
+        return
     by_device: dict[str, list[Node]] = defaultdict(list)
     for t in targets:
         if not t.realized:
@@ -746,7 +776,7 @@ def realize(*targets: Node) -> None:
 
 def _realize_on(device, nodes: list[Node]) -> None:
     """``realize`` of unrealized ``nodes`` of one device, under its lock."""
-    nodes = [n for n in nodes if not realize_as_alias(n)]  # an aligned window: no kernel, no copy
+    nodes = [n for n in nodes if n.op != _VIEW or not realize_as_alias(n)]  # an aligned window: no kernel, no copy
     if not nodes:
         return
     namespace = _namespace(device)
@@ -771,10 +801,9 @@ def _realize_on(device, nodes: list[Node]) -> None:
     if run_again is not None and recorder is None and recipe.steps and not debug.timing_wanted():
         # A Vulkan device keeps the command buffers of recent runs: the plan's key over these
         # buffers finds one without making the dispatches, whose work then is only a miss's.
-        outs, temps = plan_cache.allocate(recipe, device)
-        key = plan_cache.replay_key(recipe, order, outs, temps)
+        outs, temps, key = plan_cache.allocate_keyed(recipe, order, device)
         if key is not None:
-            if run_again(key, outs + temps):
+            if run_again(key, outs + temps if temps else outs):
                 debug.record_dispatches(device.name, recipe.steps)  # a Step has its dispatch's kernel and grid
             else:
                 dispatches = plan_cache.dispatches_of(recipe, order, outs, temps)

@@ -58,6 +58,9 @@ no buffer ever goes by address.)
 
 from __future__ import annotations
 
+import collections
+import itertools
+import operator
 import threading
 from contextlib import contextmanager
 
@@ -104,32 +107,52 @@ def storage_dtype(dtype: T.DType) -> np.dtype:
     return found
 
 
+def _buffer_fields(device: VulkanDevice, dtype: T.DType, numel: int, storage: np.dtype, allocation) -> dict:
+    """A ``VulkanBuffer``'s attributes but ``allocation``: they depend on its memory range, dtype and size
+    alone, so a realize's output on a range a buffer of its kind had before copies them (``allocate_each``)."""
+    nbytes = numel * storage.itemsize
+    limit = device.max_storage_buffer_range
+    if allocation is not None:
+        block, offset = allocation.block, allocation.offset
+        size, hazard_key = min(nbytes, limit), (block.id, offset)
+    else:
+        block, offset = device._empty_block(), 0
+        size, hazard_key = block.size, None  # nothing to read or write: never a hazard
+    return {
+        "device": device,
+        "dtype": dtype,
+        "numel": numel,
+        "storage": storage,
+        "device_nbytes": nbytes,
+        "block": block,
+        "hazard_key": hazard_key,
+        "ready_serial": 0,  # the submission that last wrote it (a download waits for it)
+        "binding": (block.buffer, offset, size),
+        "binding_key": (block.id, offset, size),
+        # Past the range a kernel must reach the buffer by device address (see the module docstring).
+        "beyond_range": nbytes > limit,
+        "device_address": None if block.device_address is None else block.device_address + offset,
+    }
+
+
+_ready_serial_of = operator.attrgetter("ready_serial")
+_repeat = itertools.repeat
+_consume = collections.deque  # deque(iterator, 0) runs it to its end, keeping nothing
+
+# Bounds the attribute sets ``allocate_each`` keeps per memory range: a loop settles on a few ranges.
+BUFFER_TEMPLATES = 4096
+_new_object = object.__new__
+
+
 class VulkanBuffer(Buffer):
     """``numel`` elements of ``dtype`` in a range of a device memory block; freed when dropped."""
 
     def __init__(self, device: VulkanDevice, dtype: T.DType, numel: int, for_host: bool = False):
-        self.device = device
-        self.dtype = dtype
-        self.numel = numel
-        self.storage = storage_dtype(dtype)
-        self.device_nbytes = numel * self.storage.itemsize
-        if self.device_nbytes == 0:
-            self.allocation = None
-            block, offset, size = device._empty_block(), 0, device._empty_block().size
-            self.hazard_key = None  # nothing to read or write: never a hazard
-        else:
-            # (numel, dtype): the pool spells it out only in an error message (every realize allocates)
-            self.allocation = allocation = device.memory.allocate(self.device_nbytes, (numel, dtype), for_host)
-            block, offset = allocation.block, allocation.offset
-            size = min(self.device_nbytes, device.max_storage_buffer_range)
-            self.hazard_key = (block.id, offset)
-        self.block = block
-        self.ready_serial = 0  # the submission that last wrote it (a download waits for it)
-        self.binding = (block.buffer, offset, size)
-        self.binding_key = (block.id, offset, size)
-        # Past the range a kernel must reach the buffer by device address (see the module docstring).
-        self.beyond_range = self.device_nbytes > device.max_storage_buffer_range
-        self.device_address = None if block.device_address is None else block.device_address + offset
+        storage = storage_dtype(dtype)
+        nbytes = numel * storage.itemsize
+        # (numel, dtype): the pool spells it out only in an error message
+        self.allocation = allocation = device.memory.allocate(nbytes, (numel, dtype), for_host) if nbytes else None
+        self.__dict__.update(_buffer_fields(device, dtype, numel, storage, allocation))
 
     def __del__(self):
         # Not weakref.finalize: that costs about 2 µs a buffer, and every realize allocates its outputs.
@@ -214,6 +237,8 @@ class VulkanDevice(Device):
         self.timestamp_queries = TimestampQueries(self.logical)
         self._timestamp_sinks: list[list] = []  # see timestamped()
         self._empty: MemoryBlock | None = None
+        self._prepared_sizes: dict = {}  # allocate_each's: a plan's sizes -> _prepare_sizes of them
+        self._buffer_templates: dict = {}  # (block id, offset, numel, dtype) -> _buffer_fields of a buffer there
         self._build_barriers()
 
     def _build_barriers(self) -> None:
@@ -263,8 +288,46 @@ class VulkanDevice(Device):
 
     def allocate_each(self, sizes: tuple) -> list[VulkanBuffer]:
         # A realize's buffers under one hold of the lock, without allocate's checks (a plan sized them).
+        # Every realize runs this: a buffer on a range a buffer of the same dtype and size had before (a
+        # loop's outputs, step after step) copies that one's attributes instead of making them.
         with self.lock:
-            return [VulkanBuffer(self, dtype, numel) for dtype, numel in sizes]
+            memory = self.memory
+            if memory._pending:
+                memory._drain()
+            prepared = self._prepared_sizes.get(sizes)
+            if prepared is None:
+                prepared = self._prepare_sizes(sizes)
+            take, templates = memory.take_sized, self._buffer_templates
+            buffers = []
+            for dtype, numel, nbytes, reserved in prepared:
+                allocation = take(nbytes, reserved) if reserved else None
+                if allocation is None:
+                    buffers.append(VulkanBuffer(self, dtype, numel))
+                    continue
+                key = (allocation.block.id, allocation.offset, numel, dtype)
+                fields = templates.get(key)
+                if fields is None:
+                    if len(templates) >= BUFFER_TEMPLATES:
+                        templates.clear()
+                    fields = templates[key] = _buffer_fields(self, dtype, numel, storage_dtype(dtype), allocation)
+                buffer = _new_object(VulkanBuffer)
+                buffer.__dict__.update(fields)
+                buffer.allocation = allocation
+                buffers.append(buffer)
+            return buffers
+
+    def _prepare_sizes(self, sizes: tuple) -> tuple:
+        """(dtype, numel, bytes, bytes reserved) of each of ``sizes``; reserved 0 where the pool's
+        ``take_sized`` never serves it (an empty or large buffer). Kept for the next realize of the plan."""
+        memory, prepared = self.memory, []
+        for dtype, numel in sizes:
+            nbytes = numel * storage_dtype(dtype).itemsize
+            reserved = (nbytes + memory.alignment - 1) // memory.alignment * memory.alignment
+            prepared.append((dtype, numel, nbytes, reserved if 0 < reserved <= memory.block_size // 2 else 0))
+        if len(self._prepared_sizes) >= BUFFER_TEMPLATES:
+            self._prepared_sizes.clear()
+        prepared = self._prepared_sizes[sizes] = tuple(prepared)
+        return prepared
 
     def alias_alignment(self, dtype: T.DType) -> int:
         # Descriptors bind at multiples of minStorageBufferOffsetAlignment; 16 bytes at least, the
@@ -373,6 +436,24 @@ class VulkanDevice(Device):
         with self.lock:
             return self.memory.mapped and self.recordings.done(buffer.ready_serial)
 
+    def download_if_ready(self, buffers: list[VulkanBuffer]) -> list[np.ndarray] | None:
+        """``download`` of each of ``buffers`` (this device's) if ``ready_now`` holds for all of them,
+        else None: under one hold of the lock, one question to the fences, no wait (vkml.jit's
+        replays read their earlier replays' value checks so, every replay)."""
+        with self.lock:
+            recordings = self.recordings
+            if not self.memory.mapped or not recordings.done(max(map(_ready_serial_of, buffers))):
+                return None
+            if recordings.pending:  # as download's claim counts a read that later work does not hold up
+                counters["waits_skipped"] += len(buffers)
+            arrays = []
+            for buffer in buffers:
+                out = np.empty(buffer.numel, dtype=buffer.storage)
+                if buffer.numel:
+                    self.transfers.download(buffer.allocation, out)
+                arrays.append(out != 0 if buffer.dtype is T.bool_ else out)
+            return arrays
+
     @property
     def writes_mapped(self) -> bool:
         """Whether the host writes buffer memory through a mapping: an upload submits no copy."""
@@ -404,7 +485,11 @@ class VulkanDevice(Device):
 
     def synchronize(self) -> None:
         """Return once every submitted run is complete (no need before reading results: reads wait)."""
-        self._wait_for_host(lambda: self.recordings.submitted)
+        recordings = self.recordings
+        with self.lock:
+            claim = recordings.claim(recordings.submitted)
+        if claim is not None:
+            recordings.wait_claimed(claim, self.lock)
 
     def _check_buffer(self, buffer, what: str) -> None:
         if not isinstance(buffer, VulkanBuffer) or buffer.device is not self:
@@ -434,28 +519,33 @@ class VulkanDevice(Device):
         What a realize whose plan and buffers repeat does instead of ``run`` (vkml/schedule/scheduler.py):
         the same submission, without making its dispatches or their ``fingerprint``.
         """
+        # Every replayed realize runs this: _run's preamble and _submit, _finish_run written out.
         with self.lock:
             if self._timestamp_sinks:
                 return False
             recordings = self.recordings
-            if len(self.descriptors.pools) > 1:
+            descriptors = self.descriptors
+            if len(descriptors.pools) > 1:
                 recordings.wait_all()  # as _run: the pools are about to be replaced
-            self.descriptors.begin_run()
-            recordings.check_token(self._recording_token())
-            slot = recordings.find(("given", False, key))
-            if slot is None:
+                descriptors.begin_run()
+            else:
+                descriptors._run_sets = 0  # begin_run of a single pool
+            token = (descriptors.generation, self.timestamp_queries.generation)  # _recording_token()
+            if token != recordings.token:
+                recordings.check_token(token)
+            submitted = recordings.submit_again(("given", False, key))
+            if submitted is None:
                 return False
-            done: Recorded = recordings.payloads[slot]
-            kernels = done.kept[0]
-            serial = recordings.submit(slot, False, (len(kernels), kernels[0]))
-            for buffer in written:
-                buffer.ready_serial = serial
-            for block in done.blocks:
-                block.last_use = serial
+            serial, done = submitted
+            # for each: .ready_serial = serial, .last_use = serial (in C: a jit replay writes dozens)
+            _consume(map(setattr, written, _repeat("ready_serial"), _repeat(serial)), 0)
+            _consume(map(setattr, done.blocks, _repeat("last_use"), _repeat(serial)), 0)
             if not config.submit_async():
                 recordings.wait_for(serial)
             counters["recordings_reused"] += 1
-            self._finish_run((), done.launched, done.barriers, None, None)
+            counters["dispatches"] += done.launched
+            counters["barriers"] += done.barriers
+            counters["submissions"] += 1
             return True
 
     def _run(self, dispatches: list[Dispatch], timestamps: bool, given_key=None) -> list[float] | None:

@@ -437,6 +437,20 @@ class MemoryPool:
         offset = block.ranges.allocate(reserved, self.alignment)
         return self._account(Allocation(block, offset, nbytes, reserved), for_host)
 
+    def take_sized(self, nbytes: int, reserved: int) -> Allocation | None:
+        """``allocate``'s common case alone, for a caller that sized the request before: a range of
+        ``reserved`` bytes (``nbytes`` aligned up; at most half a block, not for the host) that a
+        buffer of that size gave back, or None (then ``allocate``); the caller drains ``_pending`` first."""
+        sized = self._sized.get(reserved)
+        if not sized:
+            return None
+        _, offset, block = heapq.heappop(sized)
+        self.allocated_bytes += nbytes
+        self.allocations += 1
+        if self.allocated_bytes > self.peak_bytes:
+            self.peak_bytes = self.allocated_bytes
+        return Allocation(block, offset, nbytes, reserved)
+
     def release(self, allocation: Allocation) -> None:
         """Queue an allocation's range for return (buffer finalizers call this).
 
@@ -450,8 +464,22 @@ class MemoryPool:
         self._pending.append(allocation)
 
     def _drain(self) -> None:
-        while self._pending:
-            self._release_now(self._pending.popleft())
+        pending = self._pending
+        completed = self.completed()  # may only grow meanwhile: a range it calls busy takes _release_now's path
+        sized_of = self._sized
+        while pending:
+            allocation = pending.popleft()
+            block = allocation.block
+            if block.dedicated or allocation.busy > completed or self.closed:
+                self._release_now(allocation)
+                continue
+            # _release_now of an idle range of a shared block (every realize's outputs), written out
+            self.allocated_bytes -= allocation.size
+            self.allocations -= 1
+            sized = sized_of.get(allocation.reserved)
+            if sized is None:
+                sized = sized_of[allocation.reserved] = []
+            heapq.heappush(sized, (block.id, allocation.offset, block))
 
     def _release_now(self, allocation: Allocation) -> None:
         """Give an allocation's range back; frees empty blocks beyond the first."""

@@ -224,6 +224,37 @@ class Recordings:
         self.labels[slot] = label
         return self.submitted
 
+    def submit_again(self, key: tuple) -> tuple[int, Recorded] | None:
+        """``find`` then ``submit`` of the slot without ending it, in one call: (serial, the slot's
+        ``Recorded``), or None where no slot holds ``key``. What every replayed realize runs
+        (``VulkanDevice.run_again``), so the two are written out here."""
+        slot = self._slot_of.get(key)
+        if slot is None:
+            return None
+        recent = self.recent
+        recent.remove(slot)
+        recent.append(slot)
+        if self.serials[slot] > self.completed:
+            self.wait_for(self.serials[slot])  # not recorded for simultaneous use: one pending submission at a time
+        fences = self.fences[slot]
+        if id(fences) in self._waiters:
+            fences = self._fence_for(slot)
+        self._command_buffers[0] = self.buffers[slot]
+        lib = self.lib
+        result = lib.vkResetFences(self.device, 1, fences)
+        if result:
+            vk_instance.check(result, "vkResetFences")
+        result = lib.vkQueueSubmit(self.queue, 1, self._submit, fences[0])
+        if result:
+            vk_instance.check(result, "vkQueueSubmit")
+        serial = self.submitted = self.submitted + 1
+        slot_at = self._slot_at
+        slot_at.pop(self.serials[slot], None)
+        slot_at[serial] = slot
+        self.serials[slot] = serial
+        # labels[slot] stays: the submission that recorded the slot labelled it with these dispatches
+        return serial, self.payloads[slot]
+
     @property
     def pending(self) -> bool:
         """Whether some submission may still be running."""
@@ -260,10 +291,14 @@ class Recordings:
             if self.pending:
                 counters["waits_skipped"] += 1
             return None
-        serial = min(serial, self.submitted)
-        slot = self._first_pending_at(serial)
+        if serial > self.submitted:
+            serial = self.submitted
+        slot = self._slot_at.get(serial)  # _first_pending_at's common case first
+        if slot is None or self.serials[slot] != serial:
+            slot = self._first_pending_at(serial)
         fence = self.fences[slot]
-        self._waiters[id(fence)] = self._waiters.get(id(fence), 0) + 1
+        waiters, fence_id = self._waiters, id(fence)
+        waiters[fence_id] = waiters.get(fence_id, 0) + 1
         counters["host_waits"] += 1
         return fence, self.serials[slot], self.labels[slot]
 
@@ -272,19 +307,27 @@ class Recordings:
         fence, serial, label = claim
         result = None
         try:
-            result = self._wait(fence)
+            result = (
+                self.lib.vkWaitForFences(self.device, 1, fence, 1, UINT64_MAX)
+                if not self.spin_seconds
+                else self._wait(fence)
+            )
         finally:
             # One lock for both: this runs between the GPU's finish and the caller's return.
             with lock:
-                left = self._waiters.pop(id(fence)) - 1
+                waiters, fence_id = self._waiters, id(fence)
+                left = waiters.pop(fence_id) - 1
                 if left:
-                    self._waiters[id(fence)] = left
-                else:
-                    detached = self._detached.pop(id(fence), None)
+                    waiters[fence_id] = left
+                elif self._detached:
+                    detached = self._detached.pop(fence_id, None)
                     if detached is not None:  # taken off its slot meanwhile (_fence_for)
                         self._spare_fences.append(detached)
                 if result is not None:
-                    self._settle(result, serial, label)
+                    if result < 0:
+                        self._settle(result, serial, label)  # raises
+                    if serial > self.completed:
+                        self.completed = serial
 
     def _wait(self, fence) -> int:
         """Wait until ``fence`` signals: poll it for ``spin_seconds``, then sleep on it. The Vulkan result."""

@@ -18,10 +18,11 @@ from __future__ import annotations
 import functools
 import math
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import config as vkml_config
 from ..dsl.kernel import KernelCall, KernelOutput
 from ..frontend import creation, sdpa_backends
 from ..frontend import operators as functions
@@ -191,12 +192,12 @@ def scaled_dot_product_attention(
     >>> scaled_dot_product_attention(q, q, q, is_causal=True).shape  # doctest: +SKIP
     (2, 3)
     """
-    _check_inputs(query, key, value, attn_mask, dropout_p, is_causal, enable_gqa)
-    scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
+    plan = _plan(query, key, value, attn_mask, dropout_p, is_causal, enable_gqa)
+    scale_factor = plan.scale if scale is None else float(scale)
     fused_allowed, composite_allowed = sdpa_backends.allowed()  # sdpa_kernel / enable_*_sdp
-    if fused_allowed and _fuses(query, key, value, attn_mask, dropout_p, enable_gqa):
+    if fused_allowed and plan.fuses:
         words = vkrandom.default_generator.next_key() if dropout_p > 0.0 else None  # keep_mask's draw
-        options = _Options(scale_factor, bool(is_causal), enable_gqa, float(dropout_p), words)
+        options = _Options(scale_factor, bool(is_causal), enable_gqa, float(dropout_p), words, plan)
         return _FusedAttention.apply(query, key, value, attn_mask, options)
     if not composite_allowed:
         raise RuntimeError(sdpa_backends.NO_BACKEND)
@@ -303,6 +304,7 @@ class _Options:
     enable_gqa: bool
     dropout_p: float = 0.0
     words: tuple | None = None
+    plan: _Plan | None = field(default=None, compare=False, repr=False)  # the forward's, where it fuses
 
     def params(self) -> dict:
         """The kernels' parameters: ``scale``, and dropout's key, probability and 1 / (1 - p)."""
@@ -318,6 +320,118 @@ class _Options:
             "dropout_p": p,
             "keep_scale": 1 / (1 - p),
         }
+
+
+class _Structure:
+    """A plan cache key part that hashes once: a node's label holds it, and every node built hashes its label."""
+
+    __slots__ = ("key", "hash")
+
+    def __init__(self, key: tuple):
+        self.key, self.hash = key, hash(key)
+
+    def __hash__(self) -> int:
+        return self.hash
+
+    def __eq__(self, other) -> bool:
+        return self is other or (type(other) is _Structure and self.hash == other.hash and self.key == other.key)
+
+    def __repr__(self) -> str:
+        return f"_Structure({self.key!r})"
+
+
+class _Plan:
+    """What a call computes from its operands' shapes, dtypes and devices, its flags and the switches alone:
+    the checks passed, the default scale, whether the fused kernel takes it and, where it does, the forward's
+    kernel, grid, structure and output specs (``_plan`` keeps one per such key)."""
+
+    __slots__ = (
+        "features",
+        "fuses",
+        "scale",
+        "shape",
+        "kernel",
+        "grid",
+        "structure",
+        "outputs",
+        "input_names",
+        "output_names",
+        "out_specs",
+    )
+
+    def __init__(self, query, key, value, attn_mask, dropout_p, enable_gqa, is_causal):
+        self.features = getattr(query.node.device, "features", None)
+        self.scale = 1.0 / math.sqrt(query.node.shape[-1])
+        self.fuses = _fuses(query, key, value, attn_mask, dropout_p, enable_gqa)
+        if not self.fuses:
+            return
+        words = (0, 0, 0) if dropout_p > 0.0 else None  # only whether there is a key counts here
+        shape = _attention_shape(
+            query, key, value, attn_mask, _Options(self.scale, bool(is_causal), enable_gqa, 0.0, words)
+        )
+        L, Ev = shape.query_len, shape.value_dim
+        specs = {"out": ((*shape.batch, L, Ev), query.dtype), "lse": ((*shape.batch, L), T.float32)}
+        kernel, grid, structure = fused.cached_forward_kernel(shape), shape.grid, ("attention", shape)
+        features = getattr(query.device, "features", None)
+        if fused_coopmat.applies(features, shape):  # float16 on matrix units: within the page's bound
+            config = fused_coopmat.config_of(features, shape)
+            kernel, grid = fused_coopmat.cached_forward_kernel(shape, config), fused_coopmat.grid(shape, config)
+            structure = ("attention coopmat", shape, config)
+        self.shape, self.kernel, self.grid = shape, kernel, grid
+        self.structure = _Structure(structure)
+        self.outputs = tuple(_Structure((self.structure, i)) for i in range(len(specs)))
+        params = ("scale",) if words is None else ("scale", "key0", "key1", "offset", "dropout_p", "keep_scale")
+        self.input_names = (*_inputs(query, key, value, attn_mask), *params)
+        self.output_names, self.out_specs = tuple(specs), tuple(specs.values())
+
+
+# (operands' shapes, dtypes and devices, the mask's and whether it requires grad, dropout_p, the flags, the raw
+# switches VKML_ATTENTION_TILED and VKML_ATTENTION_COOPMAT) -> _Plan. A key holds the switches as the environment
+# spells them, so a changed switch takes effect on the next call; a model calls attention with few keys.
+_PLANS: dict[tuple, _Plan] = {}
+_PLANS_ENTRIES = 256
+
+
+def _plan(query, key, value, attn_mask, dropout_p, is_causal, enable_gqa) -> _Plan:
+    """``_check_inputs`` (raising its errors) and the call's ``_Plan``; a key seen before skips both."""
+    try:
+        q, k, v = query.node, key.node, value.node
+        mask = None if attn_mask is None else attn_mask.node
+        cache_key = (
+            q.shape,
+            k.shape,
+            v.shape,
+            q.dtype,
+            k.dtype,
+            v.dtype,
+            q.device,
+            k.device,
+            v.device,
+            None if mask is None else (mask.shape, mask.dtype, mask.device, attn_mask.requires_grad),
+            dropout_p,
+            bool(is_causal),
+            bool(enable_gqa),
+            vkml_config._env("VKML_ATTENTION_TILED"),
+            vkml_config._env("VKML_ATTENTION_COOPMAT"),
+            # the device's features by identity (the plan holds them, so the id is not reused while it lives)
+            # and the kernel choice's function: what a test may replace between calls
+            id(getattr(q.device, "features", None)),
+            fused_coopmat.applies,
+        )
+        found = _PLANS.get(cache_key)
+        if type(dropout_p) not in (float, int):  # a value the checks convert: checked every call
+            raise TypeError
+    except (AttributeError, TypeError):  # not tensors, an unhashable argument: the checks say what is wrong
+        cache_key = found = None
+    if found is not None:
+        return found
+    _check_inputs(query, key, value, attn_mask, dropout_p, is_causal, enable_gqa)
+    found = _Plan(query, key, value, attn_mask, dropout_p, enable_gqa, is_causal)
+    if cache_key is not None:
+        if len(_PLANS) >= _PLANS_ENTRIES:
+            _PLANS.clear()
+        _PLANS[cache_key] = found
+    return found
 
 
 class _Replay:
@@ -398,6 +512,7 @@ class _Call(KernelCall):
     def __init__(self, structure: tuple, *args):
         super().__init__(*args)
         self.structure = structure  # what the kernel's code and buffers depend on: the plan cache's key
+        self.outputs: tuple | None = None  # each output's structure, made once (a _Plan's), else per read
         self.kept: dict[int, object] = {}
 
     def lower(self, node: Node, outputs: dict) -> list:
@@ -427,8 +542,9 @@ class _Output(KernelOutput):
     __slots__ = ()
 
     @property
-    def structure(self) -> tuple:
-        return (self.call.structure, self.index)
+    def structure(self):
+        outputs = self.call.outputs
+        return (self.call.structure, self.index) if outputs is None else outputs[self.index]
 
 
 def _dispatch(structure: tuple, kernel, grid, inputs: dict, params: dict, out_specs: dict, device) -> list:
@@ -444,6 +560,78 @@ def _dispatch(structure: tuple, kernel, grid, inputs: dict, params: dict, out_sp
     return [_wrap(n) for n in outs]
 
 
+def _nodes(call: _Call, outputs: tuple, srcs: tuple) -> list:
+    """``_dispatch``'s lazy tensors for a call whose output structures (``_Structure``s) a plan made once."""
+    call.outputs = outputs
+    device = srcs[0].device
+    nodes = [
+        Node(Op.KERNEL, srcs, _Output(call, i), shape, dtype, device) for i, (shape, dtype) in enumerate(call.out_specs)
+    ]
+    call.out_nodes = [weakref.ref(n) for n in nodes]
+    return [_wrap(n) for n in nodes]
+
+
+class _BackwardPlan:
+    """The fused backward's launch for one ``_backward_plan`` key: whether it applies and, where it does, each
+    kernel's structure, kernel, grid, buffer names and output specs."""
+
+    __slots__ = ("features", "fuses", "calls")
+
+    def __init__(self, query, key, value, attn_mask, options: _Options):
+        self.features = getattr(query.node.device, "features", None)
+        shape = _attention_shape(query, key, value, attn_mask, options)
+        self.fuses = _backward_fuses(query, key, value, shape)
+        if not self.fuses:
+            return
+        L, S, E, Ev = shape.query_len, shape.key_len, shape.head_dim, shape.value_dim
+        dq_kernel, dkv_kernel = fused_backward.cached_kernels(shape)
+        params = options.params()
+        names = (*_inputs(query, key, value, attn_mask, grad=None, lse=None, delta=None), *params)
+        self.calls = []
+        for name, kernel, keys, specs in (
+            ("attention dq", dq_kernel, False, {"dq": ((*shape.batch, L, E), T.float32)}),
+            (
+                "attention dkv",
+                dkv_kernel,
+                True,
+                {"dk": ((*key.shape[:-2], S, E), T.float32), "dv": ((*value.shape[:-2], S, Ev), T.float32)},
+            ),
+        ):
+            structure = _Structure((name, shape))
+            outputs = tuple(_Structure((structure, i)) for i in range(len(specs)))
+            grid = fused_backward.grid_of(shape, keys=keys)
+            self.calls.append((structure, outputs, kernel, grid, names, tuple(specs), tuple(specs.values())))
+
+
+# (operands' shapes and dtypes, the mask's, the options the code depends on, device and its features, the raw
+# VKML_ATTENTION_TILED) -> _BackwardPlan: read where a backward takes the fused kernels, once per key.
+_BACKWARD_PLANS: dict[tuple, _BackwardPlan] = {}
+
+
+def _backward_plan(query, key, value, attn_mask, options: _Options) -> _BackwardPlan:
+    q, k, v = query.node, key.node, value.node
+    mask = None if attn_mask is None else attn_mask.node
+    cache_key = (
+        q.shape,
+        k.shape,
+        v.shape,
+        q.dtype,
+        None if mask is None else (mask.shape, mask.dtype),
+        options.is_causal,
+        options.enable_gqa,
+        options.words is not None,
+        q.device,
+        vkml_config._env("VKML_ATTENTION_TILED"),  # as the forward's key: a changed switch takes effect
+        id(getattr(q.device, "features", None)),  # the plan holds them: the id is not reused while it lives
+    )
+    found = _BACKWARD_PLANS.get(cache_key)
+    if found is None:
+        if len(_BACKWARD_PLANS) >= _PLANS_ENTRIES:
+            _BACKWARD_PLANS.clear()
+        found = _BACKWARD_PLANS[cache_key] = _BackwardPlan(query, key, value, attn_mask, options)
+    return found
+
+
 def _inputs(query, key, value, attn_mask, **more) -> dict:
     named = {"q": query, "k": key, "v": value}
     named.update({k: v for k, v in more.items() if k != "mask"})
@@ -454,6 +642,19 @@ def _inputs(query, key, value, attn_mask, **more) -> dict:
 
 def _fused_forward(query, key, value, attn_mask, options: _Options):
     """The fused kernel's output (..., L, Ev) and each row's log-sum-exp (..., L, float32), as lazy tensors."""
+    plan = options.plan
+    if plan is not None:  # the call's plan: the same kernel, grid and structure as below, made once
+        call = _Call(
+            plan.structure,
+            plan.kernel,
+            plan.grid,
+            plan.input_names,
+            plan.output_names,
+            plan.out_specs,
+            options.params(),
+        )
+        inputs = (query, key, value) if attn_mask is None else (query, key, value, attn_mask)
+        return _nodes(call, plan.outputs, tuple([t.node for t in inputs]))
     shape = _attention_shape(query, key, value, attn_mask, options)
     L, Ev = shape.query_len, shape.value_dim
     specs = {"out": ((*shape.batch, L, Ev), query.dtype), "lse": ((*shape.batch, L), T.float32)}
@@ -516,6 +717,23 @@ def _fused_backward(query, key, value, attn_mask, out, lse, grad, options: _Opti
     return d_query, d_key, d_value
 
 
+def _planned_backward(plan: _BackwardPlan, query, key, value, attn_mask, out, lse, grad, options: _Options) -> list:
+    """``_fused_backward``'s (dq, dk, dv), launched from the plan: the same kernels, grids and structures."""
+    dtype = query.dtype
+    grad = functions.cast(grad, dtype)
+    delta = functions.sum(functions.cast(grad, T.float32) * functions.cast(out, T.float32), -1)
+    # _inputs' order: q, k, v, the named extras, then the mask
+    operands = (
+        (query, key, value, grad, lse, delta) if attn_mask is None else (query, key, value, grad, lse, delta, attn_mask)
+    )
+    srcs = tuple([t.node for t in operands])
+    grads = []
+    for structure, outputs, kernel, grid, names, output_names, out_specs in plan.calls:
+        call = _Call(structure, kernel, grid, names, output_names, out_specs, options.params())
+        grads += _nodes(call, outputs, srcs)
+    return grads
+
+
 def _sum_to(grad, shape: tuple):
     """``grad`` summed over the dims it broadcast ``shape`` along (PyTorch's sum_to_size)."""
     extra = grad.ndim - len(shape)
@@ -558,9 +776,12 @@ class _FusedAttention(Function):
         options = ctx.options
         if is_grad_enabled():  # create_graph=True: a gradient that is itself differentiable
             grads = _recorded_backward(query, key, value, attn_mask, grad, options)
-        elif _backward_fuses(query, key, value, _attention_shape(query, key, value, attn_mask, options)):
-            grads = _fused_backward(query, key, value, attn_mask, out, lse, grad, options)
-            grads = [functions.cast(g, query.dtype) for g in grads]
+        elif (plan := _backward_plan(query, key, value, attn_mask, options)).fuses:
+            dtype = query.dtype
+            grads = [
+                functions.cast(g, dtype)
+                for g in _planned_backward(plan, query, key, value, attn_mask, out, lse, grad, options)
+            ]
         else:
             grads = _composite_backward(query, key, value, attn_mask, out, lse, grad, options)
         return (*grads, None, None)

@@ -118,5 +118,5 @@ def test_replayed_realize_bytecodes_stay_under_their_ceiling(gpu):
 
         counts.append(_bytecodes(step))
     np.testing.assert_array_equal(last[0].numpy().view(np.uint32), (args[0] + args[1]).view(np.uint32))
-    assert counts[0] > 3 * counts[-1]  # the count sees the first call's planning
+    assert min(counts[-4:]) > 300  # the counter sees the replay's own work (add, plan lookup, submit, wait)
     assert min(counts[-4:]) <= ADD_REALIZE_CEILING, counts

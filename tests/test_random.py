@@ -13,6 +13,11 @@ import vkml.nn.functional as VF
 from vkml import debug
 from vkml.ops.random import threefry2x32
 
+# vkml draws half-precision values and trunc_normal_ as PyTorch 2.13 does; older PyTorch (the GPU
+# machine's 2.11) drew them by other algorithms, so there those cases have no oracle.
+TORCH_2_13 = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 13)
+NEEDS_2_13 = pytest.mark.skipif(not TORCH_2_13, reason="PyTorch 2.13's half-precision and trunc_normal_ draws")
+
 CPU = vkml.device("cpu")
 U32 = np.uint32
 
@@ -100,7 +105,12 @@ DRAWS = [
 ]
 
 
-@pytest.mark.parametrize("draw", [d for _, d in DRAWS], ids=[n for n, _ in DRAWS])
+HALF_DRAWS = {"rand float16", "randn float16", "normal_ bfloat16"}
+
+
+@pytest.mark.parametrize(
+    "draw", [pytest.param(d, id=n, marks=[NEEDS_2_13] if n in HALF_DRAWS else []) for n, d in DRAWS]
+)
 def test_draws_are_pytorchs(draw):
     got, want = _both(lambda L: (draw(L), L.rand(3)))
     for g, w, what in zip(got, want, ("values", "the next draw")):
@@ -159,7 +169,7 @@ def test_modules_built_after_a_seed_have_pytorchs_weights():
     [
         lambda I, w: I.kaiming_uniform_(w, a=5**0.5),
         lambda I, w: I.xavier_normal_(w),
-        lambda I, w: I.trunc_normal_(w, std=0.02),
+        pytest.param(lambda I, w: I.trunc_normal_(w, std=0.02), marks=NEEDS_2_13),
         lambda I, w: I.sparse_(w, 0.5),
     ],
     ids=["kaiming_uniform_", "xavier_normal_", "trunc_normal_", "sparse_"],

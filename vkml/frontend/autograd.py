@@ -683,7 +683,7 @@ def shown_as(name, edges: Callable | None = None):
 
     def decorate(fn):
         @functools.wraps(fn)
-        def composite(*args, **kwargs):
+        def _shown_composite(*args, **kwargs):  # private name: stack readers skip it for the public op's
             if not _mode.enabled:
                 return fn(*args, **kwargs)
             made = edges(*args, **kwargs) if edges is not None else _tensor_edges(args, kwargs)
@@ -694,7 +694,7 @@ def shown_as(name, edges: Callable | None = None):
                 show(out, name if isinstance(name, str) else name(*args, **kwargs), made)
             return out
 
-        return composite
+        return _shown_composite
 
     return decorate
 

@@ -1123,7 +1123,11 @@ def getitem(input, index):
         else:
             raise _indexing.unsupported_index("__getitem__", item)
         d += 1
-    return reshape(_slice(input, tuple(starts), tuple(stops), tuple(steps)), *final_shape)
+    sliced = _slice(input, tuple(starts), tuple(stops), tuple(steps))
+    final_shape = tuple(final_shape)
+    # No reshape when no dim goes: a reshape to the same shape is a view with contiguous strides, and
+    # PyTorch's slices keep their own (t[:1, 1:2] of a (2, 3, 4) tensor: strides (12, 4, 1)).
+    return sliced if final_shape == tuple(sliced.shape) else reshape(sliced, *final_shape)
 
 
 @differentiable("slice")

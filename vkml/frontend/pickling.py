@@ -96,12 +96,13 @@ class _Storage:
 
 
 class _Loaded:
-    """An unpickled storage: its tensor, and whether a pickled tensor has taken it as itself."""
+    """An unpickled storage: its tensor, whether a pickled tensor has taken it as itself, and whether
+    a view of it was made."""
 
-    __slots__ = ("tensor", "taken")
+    __slots__ = ("tensor", "taken", "viewed")
 
     def __init__(self, tensor):
-        self.tensor, self.taken = tensor, False
+        self.tensor, self.taken, self.viewed = tensor, False, False
 
 
 def _rebuild_storage(data: bytes, np_dtype: str, shape, dtype_name: str, location: str) -> _Loaded:
@@ -121,11 +122,21 @@ def _rebuild_tensor(storage: _Loaded, offset: int, size, stride, requires_grad: 
         storage.taken = True
         out = owner
     else:
+        storage.viewed = True
         with autograd.no_grad():
             out = windows.as_strided(owner, size, stride, offset)
     if parameter:
         if out is owner:
-            out.__class__ = Parameter  # the same object, so the views taken of it stay its views
+            if not storage.viewed:  # nothing refers to the plain tensor yet: the Parameter owns the storage
+                out = storage.tensor = _tensor.Tensor.__new__(Parameter)
+                _tensor.Tensor.__init__(out, owner.node, requires_grad=requires_grad)
+                return out
+            # Views were rebuilt first: the same object becomes the Parameter, so they stay its views.
+            # (Python 3.12 refuses the class change, Parameter having a __dict__: they then view a copy.)
+            try:
+                out.__class__ = Parameter
+            except TypeError:
+                return Parameter(out.detach().clone(), requires_grad=requires_grad)
             out.requires_grad = requires_grad
             return out
         return Parameter(out, requires_grad=requires_grad)
@@ -261,11 +272,11 @@ def _deepcopy(self, memo: dict):
             copy._keep_alive(self, memo)  # the storage's id stays unique while the memo lives
         else:  # a view of this tensor was copied first: this tensor is the storage it copied
             out = copied
-            out.__class__ = type(self)
             out.requires_grad = self._requires_grad
     else:
-        if copied is None:
-            copied = memo[key] = Tensor(owner.node)
+        if copied is None:  # of the owner's class (a Parameter's views are copied before it, at times)
+            copied = memo[key] = type(owner).__new__(type(owner))
+            Tensor.__init__(copied, owner.node)
             copy._keep_alive(owner, memo)
         with autograd.no_grad():
             out = windows.as_strided(copied, *view[1:])

@@ -47,6 +47,32 @@ def _load(name: str, backend: str, monkeypatch, deterministic: bool = True, cons
     return program
 
 
+def run_program(name, backend, monkeypatch, steps, initial=None, constants=None, deterministic=True, prepare=None):
+    """Build tests/programs/<name>.py under ``backend`` and train it ``steps`` steps: its initial state is
+    ``initial`` (numpy arrays by state_dict key) when given, else its own, returned with the result.
+    ``prepare(program)`` runs before the build (a program's random draws replaced, say)."""
+    program = _load(name, backend, monkeypatch, deterministic=deterministic, constants=constants)
+    if prepare is not None:
+        prepare(program)
+    model = program.build()
+    if initial is None:
+        initial = {key: value.detach().numpy().copy() for key, value in model.state_dict().items()}
+    else:
+        model.load_state_dict({key: program.torch.tensor(value) for key, value in initial.items()})
+    return initial, program.train(model, steps=steps)
+
+
+def compare_program(name, monkeypatch, steps, rtol, atol=1e-6, constants=None, **run):
+    """PyTorch's run of a program, then vkml's from the same initial state: every number of their results
+    within ``rtol``/``atol``, the losses finite. ``run``: run_program's other arguments. Returns vkml's."""
+    initial, expected = run_program(name, "torch", monkeypatch, steps, constants=constants, **run)
+    _, got = run_program(name, "vkml", monkeypatch, steps, initial, constants, **run)
+    assert sorted(got) == sorted(expected)
+    assert len(got["losses"]) == steps and all(math.isfinite(x) for x in got["losses"])
+    np.testing.assert_allclose(_numbers(got), _numbers(expected), rtol=rtol, atol=atol, err_msg=name)
+    return got
+
+
 def _numbers(result) -> list[float]:
     """Every number in a program's result, flattened in order (booleans and ints included)."""
     if isinstance(result, dict):

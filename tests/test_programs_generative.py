@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 import pytest
-from test_programs import _load, _numbers
+from test_programs import _load, _numbers, compare_program, run_program
 
 # name: (steps, rtol, atol). The WGAN's generator trains under Adam with beta1 = 0, whose first
 # step is lr * g / (|g| + eps) whatever g's size: float rounding in a near-zero gradient entry moves
@@ -63,25 +63,21 @@ def _numpy_draws(library, monkeypatch, seed=0):
 
 
 def _run(name, backend, monkeypatch, initial=None, constants=None):
+    def numpy_draws(program):
+        _numpy_draws(program.torch, monkeypatch)
+
     steps = PROGRAMS[name][0]
-    program = _load(name, backend, monkeypatch, deterministic=False, constants=constants)
-    _numpy_draws(program.torch, monkeypatch)
-    model = program.build()
-    if initial is None:
-        initial = {key: value.detach().numpy().copy() for key, value in model.state_dict().items()}
-    else:
-        model.load_state_dict({key: program.torch.tensor(value) for key, value in initial.items()})
-    return initial, program.train(model, steps=steps)
+    return run_program(name, backend, monkeypatch, steps, initial, constants, deterministic=False, prepare=numpy_draws)
 
 
 def _compare(name, monkeypatch, constants=None):
+    def numpy_draws(program):
+        _numpy_draws(program.torch, monkeypatch)
+
     steps, rtol, atol = PROGRAMS[name]
-    initial, expected = _run(name, "torch", monkeypatch, constants=constants)
-    _, got = _run(name, "vkml", monkeypatch, initial, constants)
-    assert sorted(got) == sorted(expected)
-    assert len(got["losses"]) == steps and all(math.isfinite(x) for x in got["losses"])
-    np.testing.assert_allclose(_numbers(got), _numbers(expected), rtol=rtol, atol=atol, err_msg=name)
-    return got
+    return compare_program(
+        name, monkeypatch, steps, rtol, atol, constants=constants, deterministic=False, prepare=numpy_draws
+    )
 
 
 @pytest.mark.stress

@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 import pytest
-from test_programs import _load, _numbers
+from test_programs import _numbers, run_program
 
 # name: steps
 PROGRAMS = {
@@ -32,13 +32,7 @@ PROGRAMS = {
 
 
 def _run(name, backend, monkeypatch, initial=None, deterministic=True):
-    program = _load(name, backend, monkeypatch, deterministic=deterministic)
-    model = program.build()
-    if initial is None:
-        initial = {key: value.detach().numpy().copy() for key, value in model.state_dict().items()}
-    else:
-        model.load_state_dict({key: program.torch.tensor(value) for key, value in initial.items()})
-    return initial, program.train(model, steps=PROGRAMS[name])
+    return run_program(name, backend, monkeypatch, PROGRAMS[name], initial, deterministic=deterministic)
 
 
 @pytest.mark.stress

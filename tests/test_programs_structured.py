@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 import pytest
-from test_programs import _load, _numbers
+from test_programs import _load, _numbers, compare_program, run_program
 
 # name: (steps, rtol)
 PROGRAMS = {
@@ -40,24 +40,12 @@ VARIANTS = {
 
 
 def _run(name, backend, monkeypatch, initial=None, constants=None, deterministic=True):
-    steps, _ = PROGRAMS[name]
-    program = _load(name, backend, monkeypatch, deterministic=deterministic, constants=constants)
-    model = program.build()
-    if initial is None:
-        initial = {key: value.detach().numpy().copy() for key, value in model.state_dict().items()}
-    else:
-        model.load_state_dict({key: program.torch.tensor(value) for key, value in initial.items()})
-    return initial, program.train(model, steps=steps)
+    return run_program(name, backend, monkeypatch, PROGRAMS[name][0], initial, constants, deterministic)
 
 
 def _compare(name, monkeypatch, constants=None):
     steps, rtol = PROGRAMS[name]
-    initial, expected = _run(name, "torch", monkeypatch, constants=constants)
-    _, got = _run(name, "vkml", monkeypatch, initial, constants)
-    assert sorted(got) == sorted(expected)
-    assert len(got["losses"]) == steps and all(math.isfinite(x) for x in got["losses"])
-    np.testing.assert_allclose(_numbers(got), _numbers(expected), rtol=rtol, atol=1e-6, err_msg=name)
-    return got
+    return compare_program(name, monkeypatch, steps, rtol, constants=constants)
 
 
 @pytest.mark.stress

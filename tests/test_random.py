@@ -76,6 +76,7 @@ DRAWS = [
     ("randn 5", lambda L: L.randn(5)),  # the scalar double path, its second value cached
     ("randn 1000", lambda L: L.randn(1000)),  # Box-Muller in blocks of 16
     ("randn 37", lambda L: L.randn(37)),  # the last block drawn anew
+    ("randn 70003", lambda L: L.randn(70003)),  # Box–Muller in more than one slice of rows, then the tail
     ("randn float64", lambda L: L.randn(33, dtype=L.float64)),
     ("randn float16", lambda L: L.randn(50, dtype=L.float16)),  # its own tail block
     ("normal_ bfloat16", lambda L: L.zeros(37, dtype=L.bfloat16).normal_(0.5, 2.0).float()),

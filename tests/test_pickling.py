@@ -143,3 +143,32 @@ def test_save_finds_a_public_function_a_module_holds():
     assert loaded.activation is vkml.nn.functional.relu
     x = vkml.ones(1, 3, 8)
     assert np.array_equal(loaded(x).detach().numpy(), layer(x).detach().numpy())
+
+
+def test_tensors_take_attributes_that_copies_and_pickles_keep_as_pytorchs():
+    """PyTorch's tensors take any attribute; deepcopy and pickle keep a plain tensor's, pickle a
+    Parameter's, and a Parameter's deepcopy drops them. A Tensor's class still becomes Parameter
+    when a view of a parameter is unpickled before it (Python 3.12 refused that with Parameter's own
+    ``__dict__`` slot)."""
+    results = []
+    for m in (torch, vkml):
+        t = m.zeros(2)
+        t.label = [1]
+        layer = m.nn.Linear(2, 2)
+        layer.bias.mark = 5
+        copied, unpickled = copy.deepcopy(t), pickle.loads(pickle.dumps(t))
+        layer_unpickled, layer_copied = pickle.loads(pickle.dumps(layer)), copy.deepcopy(layer)
+        results.append(
+            (
+                copied.label,
+                copied.label is t.label,
+                unpickled.label,
+                getattr(layer_unpickled.bias, "mark", None),
+                getattr(layer_copied.bias, "mark", None),
+            )
+        )
+    assert results[0] == results[1] == ([1], False, [1], 5, None)
+    layer = vkml.nn.Linear(3, 2)
+    head, back = pickle.loads(pickle.dumps([layer.weight.detach()[0], layer]))
+    assert type(back.weight) is vkml.nn.Parameter and back.weight.requires_grad
+    np.testing.assert_array_equal(back.weight.detach().numpy(), layer.weight.detach().numpy())

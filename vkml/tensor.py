@@ -54,6 +54,9 @@ class Tensor:
         "_retained_ctx",  # the context whose gradient retain_grad() keeps in .grad
         "_format",  # the channels-last format PyTorch would report (vkml/frontend/memory_format.py); unset: none
         "__weakref__",
+        # Programs set attributes of their own on tensors, as PyTorch's take any (``t.is_label = True``,
+        # Megatron's ``param.sequence_parallel``); the dict is made only when one is set.
+        "__dict__",
     )
     __hash__ = object.__hash__
     # A numpy scalar or array on the left of an operator defers to the Tensor's reflected method

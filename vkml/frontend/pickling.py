@@ -159,7 +159,9 @@ def _reduce_ex(self, protocol):
         storage = shared.get(id(owner))
         if storage is None:
             storage = shared[id(owner)] = _Storage(owner)  # kept alive by the dict, so its id stays unique
-    return (_rebuild_tensor, (storage, offset, size, stride, self.requires_grad, isinstance(self, Parameter)))
+    rebuilt = (storage, offset, size, stride, self.requires_grad, isinstance(self, Parameter))
+    # A tensor's own attributes travel with it, as PyTorch's (Parameter's too): pickle sets them back.
+    return (_rebuild_tensor, rebuilt, dict(self.__dict__)) if self.__dict__ else (_rebuild_tensor, rebuilt)
 
 
 class sharing_storages:
@@ -283,6 +285,8 @@ def _deepcopy(self, memo: dict):
         if self._requires_grad:
             out.requires_grad = True
     memo[id(self)] = out
+    if self.__dict__ and not isinstance(self, Parameter):  # a plain tensor's attributes, as PyTorch copies them
+        out.__dict__.update(copy.deepcopy(self.__dict__, memo))
     if self.grad is not None:
         out.grad = copy.deepcopy(self.grad, memo)
     return out

@@ -53,8 +53,9 @@ class Parameter(Tensor):
     """
 
     # Training code marks parameters with attributes of its own (``p._no_weight_decay = True``,
-    # Mamba's ``dt_proj.bias._no_reinit``), as PyTorch's Parameter takes any attribute.
-    __slots__ = ("__dict__",)
+    # Mamba's ``dt_proj.bias._no_reinit``) in the ``__dict__`` every Tensor has; no slots of its own, so
+    # a Tensor's class can become Parameter (unpickling does) on every Python version.
+    __slots__ = ()
 
     def __new__(cls, data: Tensor | None = None, requires_grad: bool = True):
         if data is not None and data.dtype.is_complex:  # a handle on a real Parameter: docs/complex.md

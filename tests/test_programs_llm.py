@@ -14,11 +14,9 @@ The gaps they found are tested in tests/test_llm_program_idioms.py.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
-from test_programs import _load, _numbers
+from test_programs import _load, _numbers, compare_program, run_program
 
 # name: (steps, rtol)
 PROGRAMS = {
@@ -43,27 +41,26 @@ VARIANTS = [
 ]
 
 
+def _eager_reference(monkeypatch):
+    """A program's ``prepare``: under PyTorch, ``torch.compile`` hands back the model itself, so the
+    reference run is PyTorch's eager one."""
+
+    def prepare(program):
+        if program.torch.__name__ == "torch":
+            monkeypatch.setattr(program.torch, "compile", lambda model, **options: model)
+
+    return prepare
+
+
 def _run(name, backend, monkeypatch, initial=None, constants=None):
-    steps, _ = PROGRAMS[name]
-    program = _load(name, backend, monkeypatch, constants=constants)
-    if backend == "torch":
-        monkeypatch.setattr(program.torch, "compile", lambda model, **options: model)
-    model = program.build()
-    if initial is None:
-        initial = {key: value.detach().numpy().copy() for key, value in model.state_dict().items()}
-    else:
-        model.load_state_dict({key: program.torch.tensor(value) for key, value in initial.items()})
-    return initial, program.train(model, steps=steps)
+    steps = PROGRAMS[name][0]
+    return run_program(name, backend, monkeypatch, steps, initial, constants, prepare=_eager_reference(monkeypatch))
 
 
 def _compare(name, monkeypatch, constants=None, rtol=None):
     steps, default_rtol = PROGRAMS[name]
-    initial, expected = _run(name, "torch", monkeypatch, constants=constants)
-    _, got = _run(name, "vkml", monkeypatch, initial, constants)
-    assert sorted(got) == sorted(expected)
-    assert len(got["losses"]) == steps and all(math.isfinite(x) for x in got["losses"])
-    np.testing.assert_allclose(_numbers(got), _numbers(expected), rtol=rtol or default_rtol, atol=1e-6, err_msg=name)
-    return got
+    prepare = _eager_reference(monkeypatch)
+    return compare_program(name, monkeypatch, steps, rtol or default_rtol, constants=constants, prepare=prepare)
 
 
 @pytest.mark.stress

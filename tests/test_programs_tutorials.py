@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 import pytest
-from test_programs import _load, _numbers
+from test_programs import _numbers, compare_program, run_program
 
 # name: steps
 PROGRAMS = {
@@ -30,23 +30,13 @@ PROGRAMS = {
 
 
 def _run(name, backend, monkeypatch, initial=None, deterministic=True):
-    program = _load(name, backend, monkeypatch, deterministic=deterministic)
-    model = program.build()
-    if initial is None:
-        initial = {key: value.detach().numpy().copy() for key, value in model.state_dict().items()}
-    else:
-        model.load_state_dict({key: program.torch.tensor(value) for key, value in initial.items()})
-    return initial, program.train(model, steps=PROGRAMS[name])
+    return run_program(name, backend, monkeypatch, PROGRAMS[name], initial, deterministic=deterministic)
 
 
 @pytest.mark.stress
 @pytest.mark.parametrize("name", list(PROGRAMS))
 def test_program_matches_pytorch(name, monkeypatch):
-    initial, expected = _run(name, "torch", monkeypatch)
-    _, got = _run(name, "vkml", monkeypatch, initial)
-    assert sorted(got) == sorted(expected)
-    assert len(got["losses"]) == PROGRAMS[name] and all(math.isfinite(x) for x in got["losses"])
-    np.testing.assert_allclose(_numbers(got), _numbers(expected), rtol=1e-4, atol=1e-6, err_msg=name)
+    compare_program(name, monkeypatch, PROGRAMS[name], rtol=1e-4)
 
 
 @pytest.mark.stress

@@ -96,13 +96,12 @@ class _Storage:
 
 
 class _Loaded:
-    """An unpickled storage: its tensor, whether a pickled tensor has taken it as itself, and whether
-    a view of it was made."""
+    """An unpickled storage: its tensor, and whether a pickled tensor has taken it as itself."""
 
-    __slots__ = ("tensor", "taken", "viewed")
+    __slots__ = ("tensor", "taken")
 
     def __init__(self, tensor):
-        self.tensor, self.taken, self.viewed = tensor, False, False
+        self.tensor, self.taken = tensor, False
 
 
 def _rebuild_storage(data: bytes, np_dtype: str, shape, dtype_name: str, location: str) -> _Loaded:
@@ -122,21 +121,13 @@ def _rebuild_tensor(storage: _Loaded, offset: int, size, stride, requires_grad: 
         storage.taken = True
         out = owner
     else:
-        storage.viewed = True
         with autograd.no_grad():
             out = windows.as_strided(owner, size, stride, offset)
     if parameter:
         if out is owner:
-            if not storage.viewed:  # nothing refers to the plain tensor yet: the Parameter owns the storage
-                out = storage.tensor = _tensor.Tensor.__new__(Parameter)
-                _tensor.Tensor.__init__(out, owner.node, requires_grad=requires_grad)
-                return out
-            # Views were rebuilt first: the same object becomes the Parameter, so they stay its views.
-            # (Python 3.12 refuses the class change, Parameter having a __dict__: they then view a copy.)
-            try:
-                out.__class__ = Parameter
-            except TypeError:
-                return Parameter(out.detach().clone(), requires_grad=requires_grad)
+            # the same object, so the views taken of it stay its views (Parameter adds no slots to Tensor's
+            # layout, so every Python version allows the class change)
+            out.__class__ = Parameter
             out.requires_grad = requires_grad
             return out
         return Parameter(out, requires_grad=requires_grad)

@@ -304,7 +304,7 @@ class _Options:
     enable_gqa: bool
     dropout_p: float = 0.0
     words: tuple | None = None
-    plan: _Plan | None = field(default=None, compare=False, repr=False)  # the forward's, where it fuses
+    plan: _Plan | None = field(default=None, compare=False, repr=False)  # the forward's (set by every fused call)
 
     def params(self) -> dict:
         """The kernels' parameters: ``scale``, and dropout's key, probability and 1 / (1 - p)."""
@@ -641,39 +641,14 @@ def _inputs(query, key, value, attn_mask, **more) -> dict:
 
 
 def _fused_forward(query, key, value, attn_mask, options: _Options):
-    """The fused kernel's output (..., L, Ev) and each row's log-sum-exp (..., L, float32), as lazy tensors."""
+    """The fused kernel's output (..., L, Ev) and each row's log-sum-exp (..., L, float32), as lazy tensors,
+    from the call's ``_Plan`` (its kernel, grid, structure and output specs, made once per plan key)."""
     plan = options.plan
-    if plan is not None:  # the call's plan: the same kernel, grid and structure as below, made once
-        call = _Call(
-            plan.structure,
-            plan.kernel,
-            plan.grid,
-            plan.input_names,
-            plan.output_names,
-            plan.out_specs,
-            options.params(),
-        )
-        inputs = (query, key, value) if attn_mask is None else (query, key, value, attn_mask)
-        return _nodes(call, plan.outputs, tuple([t.node for t in inputs]))
-    shape = _attention_shape(query, key, value, attn_mask, options)
-    L, Ev = shape.query_len, shape.value_dim
-    specs = {"out": ((*shape.batch, L, Ev), query.dtype), "lse": ((*shape.batch, L), T.float32)}
-    kernel, grid, structure = fused.cached_forward_kernel(shape), shape.grid, ("attention", shape)
-    features = getattr(query.device, "features", None)
-    if fused_coopmat.applies(features, shape):  # float16 on matrix units: within the page's bound
-        config = fused_coopmat.config_of(features, shape)
-        kernel, grid = fused_coopmat.cached_forward_kernel(shape, config), fused_coopmat.grid(shape, config)
-        structure = ("attention coopmat", shape, config)
-    out, lse = _dispatch(
-        structure,
-        kernel,
-        grid,
-        _inputs(query, key, value, attn_mask),
-        options.params(),
-        specs,
-        query.device,
+    call = _Call(
+        plan.structure, plan.kernel, plan.grid, plan.input_names, plan.output_names, plan.out_specs, options.params()
     )
-    return out, lse
+    inputs = (query, key, value) if attn_mask is None else (query, key, value, attn_mask)
+    return _nodes(call, plan.outputs, tuple([t.node for t in inputs]))
 
 
 def _backward_fuses(query, key, value, shape: fused.AttentionShape) -> bool:

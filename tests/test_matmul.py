@@ -383,11 +383,12 @@ def test_two_layers_are_two_dispatches():
 def test_split_k_chunks_depend_on_the_shape_alone():
     from vkml.frontend.operators import split_k_chunks
 
-    assert split_k_chunks(1, 576, 64, 200704) == 28  # a 3×3 conv's weight gradient at batch 64: 9 tiles
+    assert split_k_chunks(1, 576, 64, 200704) == 98  # a 3×3 conv's weight gradient at batch 64: 9 tiles, chunks ≥ 2048
     assert split_k_chunks(1, 4096, 4096, 4096) == 1  # enough tiles
     assert split_k_chunks(1, 64, 64, 4095) == 1  # k too short for two chunks of 2048
     assert split_k_chunks(1, 8, 8, 2 * 4099) == 2  # 4099 is prime: the only divisor that fits
-    assert split_k_chunks(300, 8, 8, 1 << 20) == 1  # a batch that fills the GPU already
+    assert split_k_chunks(1100, 8, 8, 1 << 20) == 1  # a batch that fills the GPU already
+    assert split_k_chunks(300, 8, 8, 1 << 20) == 4  # 300 tiles: four chunks bring it past SPLIT_K_TILES
 
 
 @pytest.mark.parametrize("where", ["cpu", "vulkan"])

@@ -856,7 +856,9 @@ def _product(x, y, batch: tuple, m: int, k: int, n: int, result_dtype: T.DType):
     return _wrap(Node(Op.MATMUL, (xa, yb), Matmul(T.float32), (*batch, m, n), result_dtype, xa.device))
 
 
-SPLIT_K_TILES = 256  # products with fewer 64×64 output tiles than this may split k (about two per GPU core)
+# Products with fewer 64×64 output tiles than this may split k: about two workgroups of 128×128 tiles per core
+# of a 132-core GPU (256 left a conv's weight gradient at one workgroup per core: docs/benchmarks.md, session 15).
+SPLIT_K_TILES = 1024
 SPLIT_K_CHUNK = 2048  # the shortest chunk of k a split leaves
 
 
@@ -872,7 +874,7 @@ def split_k_chunks(batch_count: int, m: int, n: int, k: int) -> int:
     leaves chunks of at least ``SPLIT_K_CHUNK``; 1 (no split) for every other product.
 
     >>> split_k_chunks(1, 576, 64, 200704), split_k_chunks(1, 4096, 4096, 4096), split_k_chunks(1, 64, 64, 4096)
-    (28, 1, 2)
+    (98, 1, 2)
     """
     tiles = batch_count * -(-m // 64) * -(-n // 64)
     if tiles >= SPLIT_K_TILES or k < 2 * SPLIT_K_CHUNK:

@@ -86,9 +86,9 @@ PAGES: dict[str, OpDoc] = {
         "within that bound plus half a float16 ulp. `VKML_MATMUL_COOPMAT2=0` keeps the subgroup-scope kernel; "
         "`VKML_MATMUL_COOPMAT=0` keeps the scalar tiles and the CPU's bits. That template computes the product "
         "alone: a bias or an activation after it runs as a kernel of its own. A product with few outputs and a long "
-        "k (fewer than 256 output tiles of 64×64 over its batch, k at least 4096, as a convolution's weight "
+        "k (fewer than 1024 output tiles of 64×64 over its batch, k at least 4096, as a convolution's weight "
         "gradient) splits k into c equal chunks (`split_k_chunks` in vkml/frontend/operators.py: the largest "
-        "divisor of k up to 256 / tiles leaving chunks of at least 2048, chosen from the shapes alone, so on every "
+        "divisor of k up to 1024 / tiles leaving chunks of at least 2048, chosen from the shapes alone, so on every "
         "device): each chunk is a product as above, kept in float32, and the c float32 results are added over "
         "`sum`'s fixed tree before the one rounding to the result dtype. Bound there: γ_(k/c + ⌈log2 c⌉ + 1) "
         "Σ_k |a_ik||b_kj| (the scalar order; on matrix units as above with k/c for K)",

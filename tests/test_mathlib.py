@@ -492,7 +492,10 @@ def test_special_values_like_torch(name):
     """
     x = SPECIAL_POINTS
     got = evaluate(getattr(M, name), x)
-    want = torch_float(ACTIVATIONS[name], x)
+    # One point per call: torch's vectorized CPU kernels give other signed zeros than its scalar loop
+    # (gelu(-0.0) is +0 in an AVX2 vector, -0 in the scalar tail), so which one a point meets depends
+    # on the tensor's length and the host's ISA; the scalar loop follows the formula.
+    want = np.concatenate([torch_float(ACTIVATIONS[name], x[i : i + 1]) for i in range(x.size)])
     chosen = np.array([(name, v) in DIVERGENCES or (name, float(v)) in DIVERGENCES for v in x])
     exact = (~np.isfinite(want) | ~np.isfinite(got) | (x == 0) | np.isinf(x)) & ~chosen
     assert_same_bits(got[exact], want[exact], f"{name} vs torch at nonfinite results, ±0 and ±inf")

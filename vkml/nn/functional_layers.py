@@ -295,18 +295,41 @@ def _conv_implicit(x, weight, kernel, stride, dilation, out_size, pads):
     output adds its products in ascending (c, tap) from -0.0: ``_conv_product``'s sums, the same bits. The
     gradients (``_conv_grad``) are the same in both forms: the same bits.
     """
-    x = _pad_mode("conv", x, pads, "zeros")
-    batch, out_channels, n = x.shape[0], weight.shape[0], len(kernel)
+    # Built on nodes, as _columns_matrix: the pad, the windows, the permutes and the reshapes compose into
+    # one view of x, the view the public ops would end with, without a handle, a storage link and a
+    # grad check each (nothing here is recorded, and no temporary is written to); matmul is the public op.
+    batch, channels, out_channels, n = x.shape[0], x.shape[1], weight.shape[0], len(kernel)
     length = math.prod(out_size)
-    cols = _columns(x, kernel, stride, dilation)  # (N, C, *kernel, *out): a view
-    rows = x.shape[1] * math.prod(kernel)
-    w = functions.reshape(weight, out_channels, rows)
+    rows = channels * math.prod(kernel)
+    base, stack = lazy.view_base(x.node)
+    stack = _padded_windows(stack, pads, kernel, stride, dilation)  # (N, C, *out, *kernel)
+    w = functions._wrap(lazy.reshape_node(weight.node, (out_channels, rows)))
     if _per_sample(length):
-        out = functions.matmul(w, functions.reshape(cols, batch, rows, length))  # (N, O, L)
-        return functions.reshape(out, batch, out_channels, *out_size)
-    cols = functions.permute(cols, 1, *range(2, 2 + n), 0, *range(2 + n, 2 + 2 * n))  # (C, *kernel, N, *out)
-    out = functions.matmul(w, functions.reshape(cols, rows, batch * length))  # (O, N·L)
-    return functions.transpose(functions.reshape(out, out_channels, batch, *out_size), 0, 1)
+        stack = stack.permute((0, 1, *range(2 + n, 2 + 2 * n), *range(2, 2 + n)))  # (N, C, *kernel, *out)
+        cols = lazy.view_of(base, stack.reshape((batch, rows, length)))
+        out = functions.matmul(w, functions._wrap(cols))  # (N, O, L)
+        return functions._wrap(lazy.reshape_node(out.node, (batch, out_channels, *out_size)))
+    stack = stack.permute((1, *range(2 + n, 2 + 2 * n), 0, *range(2, 2 + n)))  # (C, *kernel, N, *out)
+    cols = lazy.view_of(base, stack.reshape((rows, batch * length)))
+    out = functions.matmul(w, functions._wrap(cols)).node  # (O, N·L)
+    out = lazy.reshape_node(out, (out_channels, batch, *out_size))
+    return functions._wrap(lazy.view_node(out, lambda st: st.permute((1, 0, *range(2, 2 + n)))))
+
+
+def _padded_windows(stack, pads, kernel, stride, dilation):
+    """``stack`` (a view of (N, C, *spatial)) zero-padded by ``pads`` (negative amounts crop), as
+    ``constant_pad_nd`` views it, then its windows, as ``_columns``' window view: (N, C, *out, *kernel)."""
+    shape, n = stack.shape, len(kernel)
+    starts = (0, 0, *(max(-a, 0) for a, _ in pads))
+    stops = (*shape[:2], *(size + min(b, 0) for size, (_, b) in zip(shape[2:], pads)))
+    if any(starts) or stops != tuple(shape):
+        stack = stack.slice(starts, stops, (1,) * len(shape))
+    grow = ((0, 0), (0, 0), *((max(a, 0), max(b, 0)) for a, b in pads))
+    if any(p != (0, 0) for p in grow):
+        stack = stack.pad(grow)
+    for d, k, st, dl in zip(range(2, 2 + n), kernel, stride, dilation):
+        stack = stack.window(d, k, st, dl)
+    return stack
 
 
 def _one_group_conv(x, weight, kernel, stride, dilation, out_size, pads):

@@ -239,6 +239,14 @@ CASES = [
         atol=1e-5,
     ),
     Case(
+        "batch_norm_train",  # batch norm while training (spatial dims): one op, the gradient's closed form
+        lambda x, w, b: VF.batch_norm(x, None, None, w, b, training=True),
+        lambda x, w, b: torch.nn.functional.batch_norm(x, None, None, w, b, training=True),
+        inputs(normal(3, 2, 4, 5, scale=2.0), normal(2), normal(2)),
+        rtol=1e-5,
+        atol=1e-5,
+    ),
+    Case(
         "conv_columns",  # conv2d's im2col matrix (C·taps, N·L) (its gradient folds the windows back)
         lambda x: functional_layers._columns_matrix(x, (2, 3), (2, 1), (1, 2)),
         lambda x: torch.nn.functional.unfold(x, (2, 3), (1, 2), 0, (2, 1)).permute(1, 0, 2).reshape(12, -1),

@@ -129,7 +129,12 @@ PAGES.update(
             "positions (one row of N·C), then a `sum` of those N row sums over the batch (each over `sum`'s "
             "tree), divided by N·H·W: the order depends on the shape alone",
             special="A NaN or inf in a channel makes that channel's outputs NaN while training.",
-            gradient=THROUGH,
+            gradient="While training with spatial dims, one rule in closed form (PyTorch's formula): with "
+            "x̂ = (x - mean)·rstd and sums over each channel's M = N·H·W positions in the statistics' order (each "
+            "sample's positions, then the N row sums), the bias's gradient is Σ g, the weight's Σ g·x̂, the "
+            "input's (rstd·weight)·((g - Σ g / M) - x̂·(Σ g·x̂ / M)), each operation rounded in that order; "
+            "under create_graph the statistics are recomputed from x, recorded, so second derivatives reach x "
+            "through them. Otherwise (no spatial dims, evaluation) through the ops it is built of.",
         ),
         "instance_norm": OpDoc(
             "composite",

@@ -4,7 +4,9 @@ Re-exported by ``vkml.nn.functional`` with ``torch.nn.functional``'s names and d
 here has a kernel of its own: the windows of a convolution or a pooling are one window view
 of the padded input (``Tensor.unfold`` over every spatial dim: index arithmetic, no copies;
 "im2col"); a convolution is then one batched ``matmul`` per group, a pooling one reduction.
-Gradients come from the ops used, so both are differentiable in input and weight.
+Gradients come from the ops used, so both are differentiable in input and weight; a one-group
+convolution is one op with its own rule (``_conv_grad``: at stride 1 its input gradient is a
+convolution too).
 
 >>> import vkml
 >>> import vkml.nn.functional as F

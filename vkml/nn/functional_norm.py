@@ -3,7 +3,8 @@
 Re-exported by ``vkml.nn.functional`` with ``torch.nn.functional``'s names, arguments and
 defaults. Normalisation uses the biased variance; the running variance of batch and instance
 norm is updated with the unbiased one (n/(n-1)), as PyTorch's. Running statistics are written in
-place (``Tensor.copy_`` under ``no_grad``), so buffers keep their identity.
+place (``Tensor.copy_`` under ``no_grad``), so buffers keep their identity. Training batch norm with
+spatial dims is one op for autograd, with the gradient's closed form (``_batch_norm_train_grad``).
 
 >>> import vkml
 >>> import vkml.nn.functional as F

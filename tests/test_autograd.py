@@ -215,6 +215,38 @@ CASES = [
         atol=1e-5,
     ),
     Case(
+        "conv_implicit",  # at stride 1 the input's gradient is itself a convolution (flipped, channels swapped)
+        lambda x, w: VF.conv2d(x, w, padding="same", dilation=(2, 1)),
+        lambda x, w: torch.nn.functional.conv2d(x, w, padding="same", dilation=(2, 1)),
+        inputs(normal(2, 3, 6, 5), normal(4, 3, 3, 3)),
+        rtol=1e-5,
+        atol=1e-5,
+    ),
+    Case(
+        "conv_product",  # the im2col form (VKML_CONV_IMPLICIT=0), x zero-padded by (before, after) a dim
+        lambda x, w: functional_layers._conv_product(x, w, (2, 3), (1, 1), (1, 2), (5, 5), ((1, 0), (2, 1))),
+        lambda x, w: torch.nn.functional.conv2d(torch.nn.functional.pad(x, (2, 1, 1, 0)), w, dilation=(1, 2)),
+        inputs(normal(2, 2, 5, 6), normal(3, 2, 2, 3)),
+        rtol=1e-5,
+        atol=1e-5,
+    ),
+    Case(
+        "conv_product",  # at a stride: the columns' gradient folded back, then the padding cropped
+        lambda x, w: functional_layers._conv_product(x, w, (2, 3), (2, 1), (1, 2), (3, 4), ((1, 1), (1, 1))),
+        lambda x, w: torch.nn.functional.conv2d(x, w, padding=1, stride=(2, 1), dilation=(1, 2)),
+        inputs(normal(2, 2, 5, 6), normal(3, 2, 2, 3)),
+        rtol=1e-5,
+        atol=1e-5,
+    ),
+    Case(
+        "batch_norm_train",  # batch norm while training (spatial dims): one op, the gradient's closed form
+        lambda x, w, b: VF.batch_norm(x, None, None, w, b, training=True),
+        lambda x, w, b: torch.nn.functional.batch_norm(x, None, None, w, b, training=True),
+        inputs(normal(3, 2, 4, 5, scale=2.0), normal(2), normal(2)),
+        rtol=1e-5,
+        atol=1e-5,
+    ),
+    Case(
         "conv_columns",  # conv2d's im2col matrix (C·taps, N·L) (its gradient folds the windows back)
         lambda x: functional_layers._columns_matrix(x, (2, 3), (2, 1), (1, 2)),
         lambda x: torch.nn.functional.unfold(x, (2, 3), (1, 2), 0, (2, 1)).permute(1, 0, 2).reshape(12, -1),

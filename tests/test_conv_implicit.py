@@ -231,3 +231,47 @@ def test_float16_keeps_the_im2col_form_where_products_take_workgroup_matrices(mo
     assert implicit(None, T.float16)  # the CPU
     monkeypatch.setenv("VKML_CONV_IMPLICIT", "0")
     assert not implicit(h200, T.float32)
+
+
+def _input_grad_in_the_stated_order(w, gy, pads, dilation):
+    """numpy float32: each input element of a stride-1 conv2d adds its O·kh·kw products from -0.0, output channel
+    by output channel, the taps in descending row-major order, the padding's zeros as products
+    (docs/ops/conv2d.md, Gradient)."""
+    (batch, _, out_h, out_w), (out_channels, channels, kh, kw) = gy.shape, w.shape
+    height = out_h + dilation[0] * (kh - 1) - pads[0][0] - pads[0][1]
+    width = out_w + dilation[1] * (kw - 1) - pads[1][0] - pads[1][1]
+    acc = np.full((batch, channels, height, width), -0.0, np.float32)
+    rows, cols = np.arange(height)[:, None], np.arange(width)[None, :]
+    for o in range(out_channels):
+        for i in reversed(range(kh)):
+            for j in reversed(range(kw)):
+                r, s = rows + pads[0][0] - i * dilation[0], cols + pads[1][0] - j * dilation[1]
+                inside = (r >= 0) & (r < out_h) & (s >= 0) & (s < out_w)
+                read = gy[:, o][:, np.clip(r, 0, out_h - 1), np.clip(s, 0, out_w - 1)]
+                taken = np.where(inside, read, np.float32(0.0))  # the padding's +0.0
+                acc = (acc + w[o, :, i, j][None, :, None, None] * taken[:, None]).astype(np.float32)
+    return acc
+
+
+@pytest.mark.parametrize("implicit", ["1", "0"])
+def test_the_stride_1_input_gradient_is_one_product_in_the_stated_order(implicit, monkeypatch, kernels, gpu):
+    """At stride 1 the input's gradient is a convolution of the output's gradient (the weight flipped, its channels
+    swapped): one product, no fold of the columns' gradient, and the order of docs/ops/conv2d.md in both forms,
+    on the CPU and (the implicit form's) on Vulkan."""
+    monkeypatch.setenv("VKML_CONV_IMPLICIT", implicit)
+    g = np.random.default_rng(7)
+    x = g.standard_normal((2, 3, 9, 8)).astype(np.float32)
+    w = g.standard_normal((4, 3, 3, 2)).astype(np.float32)
+    pads, dilation = ((2, 0), (1, 1)), (1, 2)  # asymmetric rows; columns: 'same' for a dilated kernel of 2
+    gy = g.standard_normal((2, 4, 9, 8)).astype(np.float32)
+    want = _input_grad_in_the_stated_order(w, gy, pads, dilation)
+    for device in ("cpu", gpu) if implicit == "1" else ("cpu",):  # the im2col form's kernels: the CPU's
+        vx = vkml.tensor(x, device=device, requires_grad=True)
+        y = F.conv2d(F.pad(vx, (1, 1, 2, 0)), vkml.tensor(w, device=device), dilation=dilation)
+        upstream = vkml.tensor(gy, device=device).realize()
+        y.realize()
+        kernels.clear()
+        (gx,) = vkml.autograd.grad(y, (vx,), upstream)
+        assert_same_bits(gx.numpy(), want, f"input gradient on {device}")
+        products = [k for k in kernels if k.startswith("MM")]
+        assert len(products) == 1 and not any("add_add" in k for k in kernels), kernels

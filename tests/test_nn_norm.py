@@ -202,3 +202,31 @@ def test_layer_norm_takes_a_dtype_as_torch():
     layer = vkml.nn.LayerNorm(4, dtype=vkml.float16)
     assert layer.weight.dtype is vkml.float16 and layer.bias.dtype is vkml.float16
     assert layer(vkml.ones(2, 4, dtype=vkml.float16)).dtype is vkml.float16
+
+
+def test_batch_norm_training_backward_is_one_rule(monkeypatch, gpu):
+    """While training with spatial dims batch norm is one op for autograd: its backward runs one gradient rule
+    (the closed form, docs/ops/batch_norm.md), not a rule per reshape, sum and product, and gives PyTorch's
+    gradients and running statistics (on Vulkan: the CPU interpreter's reductions are slow to run)."""
+    from vkml.frontend import backward
+
+    rules = []
+    apply_rule = backward._apply_rule
+    monkeypatch.setattr(
+        backward, "_apply_rule", lambda ctx, *a, **k: (rules.append(ctx.name), apply_rule(ctx, *a, **k))
+    )
+    x, g = _x((3, 2, 4, 5)) * 2 + 1, _x((3, 2, 4, 5), seed=1)
+    layer, reference = nn.BatchNorm2d(2), torch.nn.BatchNorm2d(2).double()
+    with torch.no_grad():
+        reference.weight.copy_(torch.tensor([0.5, -2.0]))
+        reference.bias.copy_(torch.tensor([1.0, 0.25]))
+    layer.load_state_dict({k: vkml.tensor(v.float().numpy()) for k, v in reference.state_dict().items()})
+    layer.to(gpu)
+    vx, tx = vkml.tensor(x, device=gpu, requires_grad=True), torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    got = vkml.autograd.grad(layer(vx), (vx, layer.weight, layer.bias), vkml.tensor(g, device=gpu))
+    want = torch.autograd.grad(reference(tx), (tx, reference.weight, reference.bias), torch.tensor(g).double())
+    assert rules == ["batch_norm_train"]
+    for a, b, what in zip(got, want, ("input", "weight", "bias")):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-5, err_msg=what)
+    for name in ("running_mean", "running_var"):
+        np.testing.assert_allclose(getattr(layer, name).numpy(), getattr(reference, name).numpy(), rtol=1e-6)

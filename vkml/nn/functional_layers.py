@@ -4,7 +4,9 @@ Re-exported by ``vkml.nn.functional`` with ``torch.nn.functional``'s names and d
 here has a kernel of its own: the windows of a convolution or a pooling are one window view
 of the padded input (``Tensor.unfold`` over every spatial dim: index arithmetic, no copies;
 "im2col"); a convolution is then one batched ``matmul`` per group, a pooling one reduction.
-Gradients come from the ops used, so both are differentiable in input and weight.
+Gradients come from the ops used, so both are differentiable in input and weight; a one-group
+convolution is one op with its own rule (``_conv_grad``: at stride 1 its input gradient is a
+convolution too).
 
 >>> import vkml
 >>> import vkml.nn.functional as F
@@ -168,8 +170,10 @@ def _conv_operands(op, input, weight, bias, n: int) -> None:
         )
 
 
-def _conv_product(x, weight, kernel, stride, dilation, out_size):
-    """One group's convolution as one 2-D product: (O, C·taps) @ (C·taps, N·L), L = prod(out_size).
+@differentiable("conv_product", inputs=("x", "weight"))
+def _conv_product(x, weight, kernel, stride, dilation, out_size, pads):
+    """One group's convolution as one 2-D product: (O, C·taps) @ (C·taps, N·L), L = prod(out_size), of
+    x (N, C, *spatial) zero-padded by ``pads`` ((before, after) a spatial dim; negative amounts crop).
 
     The im2col matrix is the windows of x viewed channels first, (C, *kernel, N, *out) (one window
     view), computed into a buffer of its own so that a matrix template loads it as stored: its rows
@@ -177,8 +181,10 @@ def _conv_product(x, weight, kernel, stride, dilation, out_size):
     adds its products in ascending (c, tap), the order of the page, and its kernel reads x and writes
     the matrix along the last spatial dim. One long product (64 × 576 @ 576 × 200704 for 64 channels
     at batch 64) keeps a GPU busy where the per-sample products (64 × 576 @ 576 × 3136, 64 of them)
-    did not. The result (O, N, *out) is returned as the view (N, O, *out).
+    did not. The result (O, N, *out) is returned as the view (N, O, *out). Its gradients are
+    ``_conv_implicit``'s (``_conv_grad``): the same bits in both forms.
     """
+    x = _pad_mode("conv", x, pads, "zeros")
     batch, out_channels = x.shape[0], weight.shape[0]
     cols = _columns_matrix(x, tuple(kernel), tuple(stride), tuple(dilation))
     out = functions.matmul(functions.reshape(weight, out_channels, -1), cols)  # (O, N·L)
@@ -274,11 +280,12 @@ def _implicit_form(x, weight) -> bool:
 
 
 @differentiable("conv_implicit", inputs=("x", "weight"))
-def _conv_implicit(x, weight, kernel, stride, dilation, out_size):
-    """One group's convolution as an implicit GEMM, (N, O, *out): the product's B operand is the windows of
-    x (N, C, *spatial, padded), a view, so the matmul templates gather each element of a B tile from x by
-    index arithmetic as they stage it (k = (c, *tap) -> x[n, c, *(o·stride + tap·dilation)], the padding's
-    +0.0 from the view's mask), and no im2col matrix is written.
+def _conv_implicit(x, weight, kernel, stride, dilation, out_size, pads):
+    """One group's convolution as an implicit GEMM, (N, O, *out), of x (N, C, *spatial) zero-padded by ``pads``
+    ((before, after) a spatial dim; negative amounts crop): the product's B operand is the windows of the padded
+    x, a view, so the matmul templates gather each element of a B tile from x by index arithmetic as they stage
+    it (k = (c, *tap) -> x[n, c, *(o·stride + tap·dilation)], the padding's +0.0 from the view's mask), and no
+    im2col matrix is written.
 
     Where ``_per_sample(L)``: (O, C·taps) @ (C·taps, L) for each sample, B viewed as (N, C·taps, L); the
     result is the product's own (N, O, L) buffer, NCHW with no layout kernel, and a bias added to it is
@@ -288,42 +295,92 @@ def _conv_implicit(x, weight, kernel, stride, dilation, out_size):
 
     B's rows are (c, *tap), channel-major, tap-minor, weight.reshape(O, C·taps)'s column order, so each
     output adds its products in ascending (c, tap) from -0.0: ``_conv_product``'s sums, the same bits. The
-    gradients are ``_conv_product``'s, formula for formula (``_conv_implicit_grad``): the same bits as the
-    im2col form's, the weight's from the columns recomputed there.
+    gradients (``_conv_grad``) are the same in both forms: the same bits.
     """
-    batch, out_channels, n = x.shape[0], weight.shape[0], len(kernel)
+    # Built on nodes, as _columns_matrix: the pad, the windows, the permutes and the reshapes compose into
+    # one view of x, the view the public ops would end with, without a handle, a storage link and a
+    # grad check each (nothing here is recorded, and no temporary is written to); matmul is the public op.
+    batch, channels, out_channels, n = x.shape[0], x.shape[1], weight.shape[0], len(kernel)
     length = math.prod(out_size)
-    cols = _columns(x, kernel, stride, dilation)  # (N, C, *kernel, *out): a view
-    rows = x.shape[1] * math.prod(kernel)
-    w = functions.reshape(weight, out_channels, rows)
+    rows = channels * math.prod(kernel)
+    base, stack = lazy.view_base(x.node)
+    stack = _padded_windows(stack, pads, kernel, stride, dilation)  # (N, C, *out, *kernel)
+    w = functions._wrap(lazy.reshape_node(weight.node, (out_channels, rows)))
     if _per_sample(length):
-        out = functions.matmul(w, functions.reshape(cols, batch, rows, length))  # (N, O, L)
-        return functions.reshape(out, batch, out_channels, *out_size)
-    cols = functions.permute(cols, 1, *range(2, 2 + n), 0, *range(2 + n, 2 + 2 * n))  # (C, *kernel, N, *out)
-    out = functions.matmul(w, functions.reshape(cols, rows, batch * length))  # (O, N·L)
-    return functions.transpose(functions.reshape(out, out_channels, batch, *out_size), 0, 1)
+        stack = stack.permute((0, 1, *range(2 + n, 2 + 2 * n), *range(2, 2 + n)))  # (N, C, *kernel, *out)
+        cols = lazy.view_of(base, stack.reshape((batch, rows, length)))
+        out = functions.matmul(w, functions._wrap(cols))  # (N, O, L)
+        return functions._wrap(lazy.reshape_node(out.node, (batch, out_channels, *out_size)))
+    stack = stack.permute((1, *range(2 + n, 2 + 2 * n), 0, *range(2, 2 + n)))  # (C, *kernel, N, *out)
+    cols = lazy.view_of(base, stack.reshape((rows, batch * length)))
+    out = functions.matmul(w, functions._wrap(cols)).node  # (O, N·L)
+    out = lazy.reshape_node(out, (out_channels, batch, *out_size))
+    return functions._wrap(lazy.view_node(out, lambda st: st.permute((1, 0, *range(2, 2 + n)))))
 
 
-def _conv_implicit_grad(c):
-    """``_conv_product``'s gradients, as autograd composed them for its ops (the transpose, the reshapes,
-    ``matmul``'s rule and ``_columns_matrix_grad``): the weight's is (O, N·L) @ (N·L, C·taps) against the
-    im2col matrix, the input's the columns' gradient W^T @ g folded back."""
+def _padded_windows(stack, pads, kernel, stride, dilation):
+    """``stack`` (a view of (N, C, *spatial)) zero-padded by ``pads`` (negative amounts crop), as
+    ``constant_pad_nd`` views it, then its windows, as ``_columns``' window view: (N, C, *out, *kernel)."""
+    shape, n = stack.shape, len(kernel)
+    starts = (0, 0, *(max(-a, 0) for a, _ in pads))
+    stops = (*shape[:2], *(size + min(b, 0) for size, (_, b) in zip(shape[2:], pads)))
+    if any(starts) or stops != tuple(shape):
+        stack = stack.slice(starts, stops, (1,) * len(shape))
+    grow = ((0, 0), (0, 0), *((max(a, 0), max(b, 0)) for a, b in pads))
+    if any(p != (0, 0) for p in grow):
+        stack = stack.pad(grow)
+    for d, k, st, dl in zip(range(2, 2 + n), kernel, stride, dilation):
+        stack = stack.window(d, k, st, dl)
+    return stack
+
+
+def _one_group_conv(x, weight, kernel, stride, dilation, out_size, pads):
+    """A one-group convolution of x zero-padded by ``pads``, (N, O, *out), in the form ``_implicit_form``
+    picks (both sum the same products in the same order, and share their gradients)."""
+    form = _conv_implicit if _implicit_form(x, weight) else _conv_product
+    return form(x, weight, kernel, stride, dilation, out_size, pads)
+
+
+def _input_grad_by_conv(g, weight, kernel, dilation, pads, size):
+    """The gradient of a stride-1 convolution's input (N, C, *size) from its output's gradient g (N, O, *out):
+    itself a convolution, of g zero-padded by dilation·(k - 1) less the forward's padding on each side with the
+    weight flipped in its spatial dims and its channels swapped (C, O, *kernel). One product, as the forward's,
+    where the columns' gradient W^T @ g folded back took a product and a spread and an add a tap. Each element
+    adds its O·taps products in ascending (output channel, flipped tap) order from -0.0: output channel by
+    output channel, the taps in descending row-major order of the forward's kernel."""
+    n = len(kernel)
+    flipped = functions.transpose(functions.flip(weight, tuple(range(2, 2 + n))), 0, 1)  # (C, O, *kernel)
+    full = tuple((d * (k - 1) - a, d * (k - 1) - b) for d, k, (a, b) in zip(dilation, kernel, pads))
+    return _one_group_conv(g, flipped, tuple(kernel), (1,) * n, tuple(dilation), tuple(size), full)
+
+
+def _conv_grad(c):
+    """The gradients of a one-group convolution (``_conv_implicit`` and ``_conv_product`` alike). The weight's
+    is (O, N·L) @ (N·L, C·taps) against the im2col matrix of the padded x, written out for it. The input's is,
+    at stride 1, the convolution ``_input_grad_by_conv``; at a larger stride the columns' gradient
+    W^T @ g (C·taps, N·L) folded back over the windows (``_fold_columns``, taps in ascending order), then
+    cropped to the unpadded x."""
     x, weight = c.inputs
-    kernel, stride, dilation = c.attrs["kernel"], c.attrs["stride"], c.attrs["dilation"]
+    kernel, stride, dilation, pads = (c.attrs[k] for k in ("kernel", "stride", "dilation", "pads"))
     out_channels = weight.shape[0]
     g = functions.transpose(c.g, 0, 1)  # (O, N, *out)
     g = functions.reshape(g, out_channels, math.prod(g.shape[1:]))  # (O, N·L)
     gx = gw = None
     if c.needs[1]:
-        cols = _columns_matrix(x, kernel, stride, dilation)
+        cols = _columns_matrix(_pad_mode("conv", x, pads, "zeros"), kernel, stride, dilation)
         gw = functions.reshape(functions.matmul(g, functions.transpose(cols, -1, -2)), *weight.shape)
-    if c.needs[0]:
+    if c.needs[0] and all(s == 1 for s in stride):
+        gx = _input_grad_by_conv(c.g, weight, kernel, dilation, pads, x.shape[2:])
+    elif c.needs[0]:
         w = functions.reshape(weight, out_channels, math.prod(weight.shape[1:]))
-        gx = _fold_columns(c.F, functions.matmul(functions.transpose(w, -1, -2), g), x, kernel, stride, dilation)
+        padded = _pad_mode("conv", x, pads, "zeros")
+        gx = _fold_columns(c.F, functions.matmul(functions.transpose(w, -1, -2), g), padded, kernel, stride, dilation)
+        gx = _pad_mode("conv", gx, tuple((-a, -b) for a, b in pads), "zeros")  # the padding's gradient: a crop
     return gx, gw
 
 
-G.RULES["conv_implicit"] = _conv_implicit_grad
+G.RULES["conv_implicit"] = _conv_grad
+G.RULES["conv_product"] = _conv_grad
 
 
 @autograd.shown_as("ConvolutionBackward0")  # conv1d, conv2d, the Conv layers: one node in PyTorch
@@ -388,22 +445,18 @@ def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, pa
             f"Kernel size: ({' x '.join(map(str, effective))}). Kernel size can't be greater than actual input size"
         )
     out_size = tuple((p - e) // s + 1 for p, e, s in zip(padded_size, effective, stride))
-    x = _pad_mode(op, input, pads, padding_mode)
-    batch = input.shape[0]
-    taps = math.prod(kernel)
-    if groups == 1 and _implicit_form(x, weight):
-        out = _conv_implicit(x, weight, kernel, stride, dilation, out_size)  # (N, O, *out)
+    if groups == 1:  # zero padding inside the op, so that its gradient rule knows it
+        inner = tuple(pads) if padding_mode == "zeros" else ((0, 0),) * n
+        x = input if padding_mode == "zeros" else _pad_mode(op, input, pads, padding_mode)
+        out = _one_group_conv(x, weight, kernel, stride, dilation, out_size, inner)  # (N, O, *out)
         if bias is not None:
             out = out + functions.reshape(bias, out_channels, *([1] * n))
         elif not out.is_contiguous():  # the long product's view: PyTorch's layout, (N, O, *out) row-major
             out = functions.clone(out)
         return functions.squeeze(out, 0) if unbatched else _memory_format.keep(out, input, weight)
-    if groups == 1:  # VKML_CONV_IMPLICIT=0: the im2col form
-        out = _conv_product(x, weight, kernel, stride, dilation, out_size)
-        if bias is not None:
-            out = out + functions.reshape(bias, out_channels, *([1] * n))
-        out = functions.clone(out)  # PyTorch's layout: (N, O, *out) in row-major order
-        return functions.squeeze(out, 0) if unbatched else _memory_format.keep(out, input, weight)
+    x = _pad_mode(op, input, pads, padding_mode)
+    batch = input.shape[0]
+    taps = math.prod(kernel)
     # cols: (N, C, taps, *out) -> (N, groups, C/groups · taps, L); row (c, tap) of a group is its
     # channel-major, tap-minor place, which is exactly weight.reshape(O, C/groups · taps)'s column order.
     cols = _columns(x, kernel, stride, dilation)

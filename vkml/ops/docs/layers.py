@@ -32,10 +32,21 @@ PAGES.update(
             "the input makes NaN wherever a zero weight meets it, as PyTorch). Zero padding reads +0.0.",
             divergence="PyTorch (oneDNN, or its own im2col and BLAS) sums in another order: results differ in the "
             "last bits, within both orders' bounds. The modules' `padding_mode` ('zeros', 'reflect', 'replicate', "
-            "'circular') pads as `F.pad` does, before the windows are taken.",
-            gradient="The im2col form's, in both forms: the weight's gradient is a `matmul` of the upstream "
-            "gradient and the columns (written out for it), the input's a `matmul` whose columns are added back "
-            "into the positions each window read (the views' gradients).",
+            "'circular') pads as `F.pad` does, before the windows are taken. The stride-1 input gradient of an inf "
+            "weight is NaN beside the border (inf times the padding's zeros) where PyTorch's CPU gradient, which "
+            "adds columns back, is inf or finite.",
+            gradient="One rule for both forms (the same bits). The weight's: a `matmul` of the upstream gradient "
+            "(O, N·H_out·W_out) and the zero-padded input's columns (written out for it). The input's, at stride 1: "
+            "itself a convolution (one product, as the forward's) of the upstream gradient zero-padded by "
+            "dilation·(k - 1) - padding on each side with the weight flipped in its spatial dims and its channels "
+            "swapped: each element starts from -0.0 and adds its O·kh·kw products in ascending (output channel, "
+            "flipped kernel row, flipped kernel column) order, i.e. output channel by output channel, the taps in "
+            "descending row-major order, every product and sum rounded; the padding's zeros enter as products (an inf "
+            "weight makes NaN beside the border). At a larger stride, the `matmul` "
+            "W^T @ g (C·kh·kw, N·H_out·W_out) (sums over O in ascending order from -0.0) whose columns are added "
+            "back into the positions each window read, taps in ascending row-major order (one rounding each), then "
+            "the padding cropped. With groups > 1, through the window view and the batched `matmul` (the latter "
+            "order at every stride).",
         ),
         "conv1d": OpDoc(
             "composite",
@@ -46,7 +57,7 @@ PAGES.update(
             ),
             nnf.conv1d,
             precision="as `conv2d` with K = C/groups·k",
-            gradient=THROUGH,
+            gradient="As `conv2d`'s, with one kernel dim.",
         ),
         "max_pool2d": OpDoc(
             "composite",
@@ -118,7 +129,12 @@ PAGES.update(
             "positions (one row of N·C), then a `sum` of those N row sums over the batch (each over `sum`'s "
             "tree), divided by N·H·W: the order depends on the shape alone",
             special="A NaN or inf in a channel makes that channel's outputs NaN while training.",
-            gradient=THROUGH,
+            gradient="While training with spatial dims, one rule in closed form (PyTorch's formula): with "
+            "x̂ = (x - mean)·rstd and sums over each channel's M = N·H·W positions in the statistics' order (each "
+            "sample's positions, then the N row sums), the bias's gradient is Σ g, the weight's Σ g·x̂, the "
+            "input's (rstd·weight)·((g - Σ g / M) - x̂·(Σ g·x̂ / M)), each operation rounded in that order; "
+            "under create_graph the statistics are recomputed from x, recorded, so second derivatives reach x "
+            "through them. Otherwise (no spatial dims, evaluation) through the ops it is built of.",
         ),
         "instance_norm": OpDoc(
             "composite",

@@ -24,7 +24,8 @@ PAGES.update(
             precision="as `conv2d` with K = C/groups·kd·kh·kw, in ascending (channel, depth, row, column) order",
             special="As `conv2d`.",
             divergence="As `conv2d`: PyTorch sums in another order, the last bits may differ.",
-            gradient=THROUGH,
+            gradient="As `conv2d`'s, with three kernel dims (the stride-1 input gradient adds its O·kd·kh·kw "
+            "products output channel by output channel, the taps in descending row-major order).",
         ),
         **{
             f"conv_transpose{n}d": OpDoc(

@@ -53,6 +53,9 @@ from .lowering import (
 from .tuning import Tuning, tuning_for
 
 ROWS_MODE_MIN_ROWS = 32  # fewer rows than this, and more than one chunk each: the blocks mode
+# Fewer rows than Tuning.reduce_split_rows, and at least this many chunks each: the blocks mode too.
+# Shorter rows gain little from more workgroups next to the cost of a second dispatch.
+SPLIT_MIN_CHUNKS = 4
 FINAL_PASS_MAX_CHUNKS = 64  # a blocks-mode pass over at most this many chunks per row is the last
 # At most this many subgroup results: every lane reads and combines them itself, instead of
 # halving them in shared memory (two barriers a level). A one-instruction combine (sum, prod)
@@ -509,12 +512,25 @@ def lower_blocks(root: Node, red: Node, leaves, baked=frozenset(), tuning: Tunin
 
 
 def choose_mode(red: Node, chain_length: int, tuning: Tuning | None = None) -> GroupMode:
-    """``ROWS`` unless a single reduction has few long rows (then ``BLOCKS`` spreads them over the device)."""
+    """``ROWS`` unless a single reduction has few long rows (then ``BLOCKS`` spreads them over the device).
+
+    Few: under ``ROWS_MODE_MIN_ROWS``, or under ``tuning.reduce_split_rows`` with rows of at least
+    ``SPLIT_MIN_CHUNKS`` chunks (``x.sum((0, 2, 3))`` of an (N, C, H, W) batch: C outputs of N·H·W
+    each). Both modes give the same bits.
+
+    >>> choose_mode(lazy.reduce("sum", x.node, (0, 2, 3), False), 1)  # x: (64, 64, 56, 56)  # doctest: +SKIP
+    <GroupMode.BLOCKS: 'blocks'>
+    """
     tuning = tuning or tuning_for(red.device)
     n = math.prod(red.srcs[0].shape[a] for a in red.arg.axes)
-    if chain_length > 1 or n <= reduce_layout(n, tuning).block or red.numel >= ROWS_MODE_MIN_ROWS:
+    if chain_length > 1:
         return GroupMode.ROWS
-    return GroupMode.BLOCKS
+    chunks = -(-n // reduce_layout(n, tuning).block)
+    if chunks > 1 and red.numel < ROWS_MODE_MIN_ROWS:
+        return GroupMode.BLOCKS
+    if chunks >= SPLIT_MIN_CHUNKS and red.numel < tuning.reduce_split_rows:
+        return GroupMode.BLOCKS
+    return GroupMode.ROWS
 
 
 def _stages_row(r: _Reduction, results, tuning: Tuning) -> bool:

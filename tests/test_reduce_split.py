@@ -70,6 +70,9 @@ def test_batch_norm_sized_channel_sums_split_to_fill_the_device(cpu_tuning, monk
         assert "where" not in what or "where" in first  # the producer stays in the first pass
         (before,) = unsplit(monkeypatch, lambda graph=graph: plan(graph))
         assert before[0].startswith("R_") and workgroups(before[1]) == 64, what  # the plan without the split
+    var = [(name.split("_")[0], workgroups(grid)) for name, grid, _ in plan(vkml.var(x, (0, 2, 3)))]
+    assert var == [("R0", 3136), ("R1", 64)] * 2  # the mean's sum, then the squared deviations': no chain
+    assert len(unsplit(monkeypatch, lambda: plan(vkml.var(x, (0, 2, 3))))) == 1  # unsplit: one chain kernel
 
 
 def test_reductions_that_fill_the_device_or_have_short_rows_stay_unsplit(cpu_tuning):
@@ -78,8 +81,10 @@ def test_reductions_that_fill_the_device_or_have_short_rows_stay_unsplit(cpu_tun
     assert [workgroups(g) for _, g, _ in plan(vkml.zeros((64, 64, 4, 4)).sum((0, 2, 3)))] == [64]  # 1 chunk a row
     assert [workgroups(g) for _, g, _ in plan(vkml.zeros((64, 3 * 4096)).sum(1))] == [64]  # 3 chunks a row
     assert [workgroups(g) for _, g, _ in plan(vkml.zeros((64, 4 * 4096)).sum(1))] == [256, 64]  # 4: split
-    softmax = plan(vkml.softmax(vkml.zeros((64, 1 << 16)), dim=1))
-    assert all(not name.startswith("R0_") for name, _, _ in softmax)  # chains keep one workgroup a row
+    many = plan(vkml.softmax(vkml.zeros((2048, 1 << 14)), dim=1))
+    assert [name.split("_")[0] for name, _, _ in many] == ["R", "E"]  # many rows: one chain kernel, as before
+    few = plan(vkml.softmax(vkml.zeros((64, 1 << 16)), dim=1))  # few long rows: max and sum split, no chain
+    assert [name.split("_")[0] for name, _, _ in few] == ["R0", "R1", "R0", "R1", "E"]
     assert reduce_rows.SPLIT_MIN_CHUNKS == 4 and KT.GPU_TUNING.reduce_split_rows == KT.SPLIT_ROWS
 
 
@@ -168,6 +173,16 @@ def test_batch_norm_backward_producers_and_consumers_stay_fused(gpu, monkeypatch
         assert debug.counters()["dispatches"] == 2  # no kernel of its own for the where, the product or the sum
     inner = np.where(x > 0, g, np.float32(0)) * (x - m)
     assert np.allclose(want, tree_oracle("sum", inner, (0, 2, 3)) * np.float32(0.5) + 1, rtol=1e-5, atol=1e-3)
+
+
+def test_variance_splits_both_passes_with_the_trees_bits():
+    x = random_floats(SHAPES[0], seed=8)
+    got = vkml.var(vkml.tensor(x), (0, 2, 3)).numpy()
+    n = x.size // x.shape[1]
+    centred = x - tree_oracle("sum", x, (0, 2, 3), True) / np.float32(n)
+    want = tree_oracle("sum", centred * centred, (0, 2, 3)) / np.float32(n - 1)
+    assert_same_bits(got, want, "var against the tree's two passes")
+    assert np.allclose(got, torch.from_numpy(x).var((0, 2, 3)).numpy(), rtol=1e-5)
 
 
 def test_empty_channel_reductions_give_the_identity(gpu):

@@ -522,15 +522,23 @@ def choose_mode(red: Node, chain_length: int, tuning: Tuning | None = None) -> G
     <GroupMode.BLOCKS: 'blocks'>
     """
     tuning = tuning or tuning_for(red.device)
-    n = math.prod(red.srcs[0].shape[a] for a in red.arg.axes)
     if chain_length > 1:
         return GroupMode.ROWS
-    chunks = -(-n // reduce_layout(n, tuning).block)
-    if chunks > 1 and red.numel < ROWS_MODE_MIN_ROWS:
-        return GroupMode.BLOCKS
-    if chunks >= SPLIT_MIN_CHUNKS and red.numel < tuning.reduce_split_rows:
+    n = math.prod(red.srcs[0].shape[a] for a in red.arg.axes)
+    if n > reduce_layout(n, tuning).block and red.numel < ROWS_MODE_MIN_ROWS or splits_rows(red, tuning):
         return GroupMode.BLOCKS
     return GroupMode.ROWS
+
+
+def splits_rows(red: Node, tuning: Tuning | None = None) -> bool:
+    """Whether ``red`` has at least ``ROWS_MODE_MIN_ROWS`` but fewer than ``tuning.reduce_split_rows`` rows,
+    each at least ``SPLIT_MIN_CHUNKS`` chunks long: the blocks mode then fills the device, where one
+    workgroup a row would not (the scheduler then starts no chain of reductions at ``red``)."""
+    tuning = tuning or tuning_for(red.device)
+    if not ROWS_MODE_MIN_ROWS <= red.numel < tuning.reduce_split_rows:
+        return False
+    n = math.prod(red.srcs[0].shape[a] for a in red.arg.axes)
+    return -(-n // reduce_layout(n, tuning).block) >= SPLIT_MIN_CHUNKS
 
 
 def _stages_row(r: _Reduction, results, tuning: Tuning) -> bool:

@@ -18,7 +18,10 @@ subtree, which gives exact ways to split the work:
   the row back in contiguous vectors (``_store_row``).
 - **blocks**: for a few long rows: every workgroup reduces one aligned chunk, and a further
   pass (one dispatch) reduces the chunk results, walking them in chunks; more passes only
-  when those are too many for one workgroup.
+  when those are too many for one workgroup. "A few" is up to ``Tuning.reduce_split_rows``
+  rows when each is at least ``SPLIT_MIN_CHUNKS`` chunks long (``choose_mode``): batch norm's
+  per-channel sums of an (N, C, H, W) batch over (0, 2, 3), C rows of N·H·W whose reduced
+  indices are not one contiguous run, load through the same index arithmetic as the rows mode.
 
 Sizes come from the device's ``Tuning`` (vkml/kernels/tuning.py); none of them changes bits.
 """

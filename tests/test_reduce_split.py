@@ -15,11 +15,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from optest import assert_same_bits, random_floats
+from optest import assert_same_bits, lowered, random_floats
 from test_ops_reduce import tree_oracle
 
 import vkml
 from vkml import debug
+from vkml.codegen import compile_kernel
 from vkml.codegen.features import DeviceFeatures
 from vkml.kernels import reduce_rows
 from vkml.kernels import tuning as KT
@@ -73,6 +74,16 @@ def test_batch_norm_sized_channel_sums_split_to_fill_the_device(cpu_tuning, monk
     var = [(name.split("_")[0], workgroups(grid)) for name, grid, _ in plan(vkml.var(x, (0, 2, 3)))]
     assert var == [("R0", 3136), ("R1", 64)] * 2  # the mean's sum, then the squared deviations': no chain
     assert len(unsplit(monkeypatch, lambda: plan(vkml.var(x, (0, 2, 3))))) == 1  # unsplit: one chain kernel
+
+
+def test_the_h200_split_kernels_validate_for_the_h200(cpu_tuning):
+    cpu_tuning(H200)
+    x, g = vkml.zeros((64, 64, 56, 56)), vkml.ones((64, 64, 56, 56))
+    for graph in (vkml.where(x <= 0, g, 0.0).sum((0, 2, 3)), x.half().mean((0, 2, 3))):
+        kernels = lowered(graph)
+        assert [k.name.split("_")[0] for k in kernels] == ["R0", "R1"]
+        for kernel in kernels:  # vectors across the kept axis, subgroup shuffles, float16 partials in float32
+            compile_kernel(kernel, DeviceFeatures.h200_like())
 
 
 def test_reductions_that_fill_the_device_or_have_short_rows_stay_unsplit(cpu_tuning):

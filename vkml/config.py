@@ -22,6 +22,7 @@ exception is ``VKML_EAGER``, which every op asks about: vkml reads it once, at i
 | ``VKML_ATTENTION_COOPMAT`` | ``attention_coopmat()`` | ``0``: the fused attention forward keeps the scalar kernel (the CPU's bits) on devices with cooperative matrices too. Default ``1``: float16 inputs run on them where the device has them, within the bound docs/ops/scaled_dot_product_attention.md states |
 | ``VKML_ATTENTION_TILED`` | ``attention_tiled()`` | ``0``: the fused attention kernels (forward and backward) are the untiled scalar ones, one score a lane (the earlier form, kept for measuring; other bits within the same bound). Default ``1``: heads whose tiles fit in 32 KiB (E = Ev = 64 and smaller) take the register-tiled kernels (vkml/kernels/attention.py), on every device alike |
 | ``VKML_CONV_IMPLICIT`` | ``conv_implicit()`` | ``0``: conv2d and conv1d with one group write their im2col matrix into a buffer, multiply it and lay the result out in a kernel each (the earlier form, kept for measuring). Default ``1``: one implicit-GEMM product reads the windows of the padded input by index arithmetic and writes (N, C, *out) with the bias added; the same sums, the same bits |
+| ``VKML_REDUCE_SPLIT`` | ``reduce_split()`` | ``0``: a reduction with few outputs keeps one workgroup an output (the earlier plan, kept for measuring). Default ``1``: a lone reduction with fewer outputs than ``Tuning.reduce_split_rows`` and long rows (batch norm's per-channel sums over (N, H, W)) is split over aligned blocks of each row, one workgroup a block, and a further pass combines the blocks' results by the upper levels of the same tree: the same bits (vkml/kernels/reduce_rows.py) |
 
     >>> import os; os.environ["VKML_CACHE_DIR"] = "/tmp/vkml-cache"
     >>> str(cache_dir())
@@ -118,6 +119,8 @@ _debug_parsed: tuple = (None, 0)
 _async_parsed: tuple = (None, True)
 _DEBUG_KEY = "VKML_DEBUG" if _ENVIRON_BYTES is None else b"VKML_DEBUG"
 _ASYNC_KEY = "VKML_ASYNC" if _ENVIRON_BYTES is None else b"VKML_ASYNC"
+_split_parsed: tuple = (None, True)
+_SPLIT_KEY = "VKML_REDUCE_SPLIT" if _ENVIRON_BYTES is None else b"VKML_REDUCE_SPLIT"
 _ENVIRON_RAW = os.environ if _ENVIRON_BYTES is None else _ENVIRON_BYTES
 
 
@@ -224,6 +227,21 @@ def submit_async() -> bool:
     if raw != _async_parsed[0]:
         _async_parsed = (raw, _switch("VKML_ASYNC", True))
     return _async_parsed[1]
+
+
+def reduce_split() -> bool:
+    """Whether reductions with few outputs and long rows are split over workgroups (``VKML_REDUCE_SPLIT``, default on).
+
+    Read by ``kernels.tuning.tuning_for`` on every realize; both settings give the same bits.
+
+    >>> reduce_split() in (True, False)
+    True
+    """
+    global _split_parsed
+    raw = _ENVIRON_RAW.get(_SPLIT_KEY)
+    if raw != _split_parsed[0]:
+        _split_parsed = (raw, _switch("VKML_REDUCE_SPLIT", True))
+    return _split_parsed[1]
 
 
 def fence_spin_us(default: int) -> int:

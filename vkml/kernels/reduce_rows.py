@@ -18,7 +18,10 @@ subtree, which gives exact ways to split the work:
   the row back in contiguous vectors (``_store_row``).
 - **blocks**: for a few long rows: every workgroup reduces one aligned chunk, and a further
   pass (one dispatch) reduces the chunk results, walking them in chunks; more passes only
-  when those are too many for one workgroup.
+  when those are too many for one workgroup. "A few" is up to ``Tuning.reduce_split_rows``
+  rows when each is at least ``SPLIT_MIN_CHUNKS`` chunks long (``choose_mode``): batch norm's
+  per-channel sums of an (N, C, H, W) batch over (0, 2, 3), C rows of N·H·W whose reduced
+  indices are not one contiguous run, load through the same index arithmetic as the rows mode.
 
 Sizes come from the device's ``Tuning`` (vkml/kernels/tuning.py); none of them changes bits.
 """
@@ -41,6 +44,8 @@ from .lowering import (
     GroupTemplate,
     Index,
     Lowering,
+    _grouped,
+    _strides,
     _u32,
     fold_grid,
     is_row_broadcast,
@@ -53,6 +58,9 @@ from .lowering import (
 from .tuning import Tuning, tuning_for
 
 ROWS_MODE_MIN_ROWS = 32  # fewer rows than this, and more than one chunk each: the blocks mode
+# Fewer rows than Tuning.reduce_split_rows, and at least this many chunks each: the blocks mode too.
+# Shorter rows gain little from more workgroups next to the cost of a second dispatch.
+SPLIT_MIN_CHUNKS = 4
 FINAL_PASS_MAX_CHUNKS = 64  # a blocks-mode pass over at most this many chunks per row is the last
 # At most this many subgroup results: every lane reads and combines them itself, instead of
 # halving them in shared memory (two barriers a level). A one-instruction combine (sum, prod)
@@ -162,7 +170,9 @@ class _Lane:
 class _Reduction:
     """What one reduce node needs: its combine, accumulator types, sizes, and how to load a lane's elements."""
 
-    def __init__(self, L: Lowering, red: Node, tag: str, layout: Layout, depth: int, tuning: Tuning):
+    def __init__(
+        self, L: Lowering, red: Node, tag: str, layout: Layout, depth: int, tuning: Tuning, spread: bool = False
+    ):
         self.red, self.L = red, L
         opdef, self.axes = red.arg
         self.src = red.srcs[0]
@@ -185,9 +195,14 @@ class _Reduction:
             [L.kb.shared(f"tree{tag}_{i}", t, groups) for i, t in enumerate(self.acc_types)] if groups > 1 else []
         )
         self.stack = [L.kb.shared(f"stack{tag}_{i}", t, depth) for i, t in enumerate(self.acc_types)] if depth else []
-        trailing = tuple(self.axes) == tuple(range(len(self.src.shape) - len(self.axes), len(self.src.shape)))
+        ndim = len(self.src.shape)
+        self.trailing = tuple(self.axes) == tuple(range(ndim - len(self.axes), ndim))
         w = tuning.vector
-        self.width = w if w > 1 and trailing and self.n % w == 0 and layout.per_lane % w == 0 else 1
+        # Vectors where a lane's aligned groups of w reduced indices are w neighbours in the source: the
+        # innermost axis reduced, its length a multiple of w (batch norm's (N, H, W) of an NCHW batch too;
+        # ``spread``: also where the kept axes sit between reduced ones, for the blocks mode)
+        vectors = self.trailing and self.n % w == 0 or spread and ndim - 1 in self.axes and self.red_sizes[-1] % w == 0
+        self.width = w if w > 1 and vectors and layout.per_lane % w == 0 else 1
 
     def index(self, o, lane: _Lane, j: int, c: int) -> Index:
         """The position of element ``c`` of slot ``j`` of ``lane`` in row ``o`` (one object per position)."""
@@ -215,6 +230,26 @@ class _Reduction:
     def _index(self, o, at, c: int, valid, lane: _Lane, j: int) -> Index:
         kept = [d for d in range(len(self.src.shape)) if d not in self.axes]
         o_multi = self.L.shared(("row", id(o), self.red.shape), lambda: unravel(o, self.red.shape))
+        if self.width > 1 and not self.trailing:  # kept axes among the reduced: the source's own strides
+
+            def spread_group():
+                sizes = self.red_sizes[:-1] + [self.red_sizes[-1] // self.width]
+                multi = [None] * len(self.src.shape)
+                for d in kept:
+                    multi[d] = o_multi[d]
+                for a, kv in zip(self.axes, unravel(at, sizes)):
+                    multi[a] = kv
+                q = None
+                for digit, stride in zip(multi, _strides(_grouped(self.src.shape, self.width))):
+                    if stride:
+                        term = digit * _u32(stride) if stride > 1 else digit
+                        q = term if q is None else q + term
+                return q if q is not None else _u32(0), tuple(multi)
+
+            q, in_groups = self.L.shared(("spread group", id(o), id(at), self.n, self.width), spread_group)
+            return Index(
+                self.src.shape, valid=valid, group=(q, c, self.width), group_multi=in_groups, row=(o, self.red)
+            )
         if self.width > 1:  # the reduced dims are the last ones: row o starts at o * n
 
             def lane_start():  # where the lane's run starts in the whole tensor, once per row
@@ -458,7 +493,7 @@ def lower_blocks(root: Node, red: Node, leaves, baked=frozenset(), tuning: Tunin
         nblocks = -(-nchunks // per_group)
         L = Lowering(kernel_name(root, f"R{pass_no}_"), (layout.lanes, 1, 1), leaves, baked)
         depth = per_group.bit_length() if per_group > 1 else 0
-        r = _Reduction(L, red, "", layout, depth, tuning)
+        r = _Reduction(L, red, "", layout, depth, tuning, spread=True)
         if parts is not None:  # later passes read the previous pass's partial results
             r.n, r.width = width, 1
             refs = [
@@ -509,12 +544,33 @@ def lower_blocks(root: Node, red: Node, leaves, baked=frozenset(), tuning: Tunin
 
 
 def choose_mode(red: Node, chain_length: int, tuning: Tuning | None = None) -> GroupMode:
-    """``ROWS`` unless a single reduction has few long rows (then ``BLOCKS`` spreads them over the device)."""
+    """``ROWS`` unless a single reduction has few long rows (then ``BLOCKS`` spreads them over the device).
+
+    Few: under ``ROWS_MODE_MIN_ROWS``, or under ``tuning.reduce_split_rows`` with rows of at least
+    ``SPLIT_MIN_CHUNKS`` chunks (``x.sum((0, 2, 3))`` of an (N, C, H, W) batch: C outputs of N·H·W
+    each). Both modes give the same bits.
+
+    >>> choose_mode(lazy.reduce("sum", x.node, (0, 2, 3), False), 1)  # x: (64, 64, 56, 56)  # doctest: +SKIP
+    <GroupMode.BLOCKS: 'blocks'>
+    """
     tuning = tuning or tuning_for(red.device)
-    n = math.prod(red.srcs[0].shape[a] for a in red.arg.axes)
-    if chain_length > 1 or n <= reduce_layout(n, tuning).block or red.numel >= ROWS_MODE_MIN_ROWS:
+    if chain_length > 1:
         return GroupMode.ROWS
-    return GroupMode.BLOCKS
+    n = math.prod(red.srcs[0].shape[a] for a in red.arg.axes)
+    if n > reduce_layout(n, tuning).block and red.numel < ROWS_MODE_MIN_ROWS or splits_rows(red, tuning):
+        return GroupMode.BLOCKS
+    return GroupMode.ROWS
+
+
+def splits_rows(red: Node, tuning: Tuning | None = None) -> bool:
+    """Whether ``red`` has at least ``ROWS_MODE_MIN_ROWS`` but fewer than ``tuning.reduce_split_rows`` rows,
+    each at least ``SPLIT_MIN_CHUNKS`` chunks long: the blocks mode then fills the device, where one
+    workgroup a row would not (the scheduler then starts no chain of reductions at ``red``)."""
+    tuning = tuning or tuning_for(red.device)
+    if not ROWS_MODE_MIN_ROWS <= red.numel < tuning.reduce_split_rows:
+        return False
+    n = math.prod(red.srcs[0].shape[a] for a in red.arg.axes)
+    return -(-n // reduce_layout(n, tuning).block) >= SPLIT_MIN_CHUNKS
 
 
 def _stages_row(r: _Reduction, results, tuning: Tuning) -> bool:

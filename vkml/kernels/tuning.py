@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from .. import config
 from ..codegen.features import DeviceFeatures
 from ..ir.instructions import VECTOR_WIDTH
 
@@ -46,6 +47,12 @@ class Tuning:
     - ``staged_row_max``: a rows kernel that writes whole rows (softmax, layer norm) of at most
       this many elements stores them through shared memory as contiguous vectors (0: never;
       ``staged_row_elements`` gives the most a device's shared memory holds).
+    - ``reduce_split_rows``: a lone reduction with fewer outputs than this, each at least
+      ``reduce_rows.SPLIT_MIN_CHUNKS`` chunks long, is split over aligned blocks of its
+      reduced range (the blocks mode: one workgroup a chunk, then a pass over the chunks'
+      results), since one workgroup an output would leave most of the device idle (batch
+      norm's per-channel sums over (N, H, W)). 0: only below ``reduce_rows.ROWS_MODE_MIN_ROWS``.
+      ``VKML_REDUCE_SPLIT=0`` sets it to 0 on every device (``tuning_for``), for A/B runs.
     """
 
     local_size: int = 64
@@ -60,6 +67,7 @@ class Tuning:
     columns_outputs: int = 16
     columns_per_chunk: int = 16
     staged_row_max: int = 0
+    reduce_split_rows: int = 0
 
     def __post_init__(self):
         powers = ("local_size", "vectors_per_invocation", "reduce_lanes", "reduce_per_lane", "subgroup")
@@ -71,11 +79,20 @@ class Tuning:
             raise ValueError(f"Tuning.vector must be 1 or {VECTOR_WIDTH}, got {self.vector}")
         if self.staged_row_max < 0 or self.staged_row_max & (self.staged_row_max - 1):
             raise ValueError(f"Tuning.staged_row_max must be 0 or a power of two, got {self.staged_row_max}")
+        if self.reduce_split_rows < 0:
+            raise ValueError(f"Tuning.reduce_split_rows must be >= 0, got {self.reduce_split_rows}")
         if self.row_lanes < 0 or self.row_lanes & (self.row_lanes - 1):
             raise ValueError(f"Tuning.row_lanes must be 0 or a power of two, got {self.row_lanes}")
         if self.reduce_row_per_lane < self.reduce_per_lane or self.reduce_row_per_lane & (self.reduce_row_per_lane - 1):
             raise ValueError("Tuning.reduce_row_per_lane must be a power of two >= reduce_per_lane")
 
+
+# Fewer outputs than this, with long rows: a lone reduction is split over aligned blocks of each
+# row (Tuning.reduce_split_rows). A GPU holds about eight 256-lane workgroups per multiprocessor, and
+# large ones have on the order of a hundred multiprocessors: one workgroup an output fills them from
+# about a thousand outputs on. Splitting never changes bits; the CPU reference splits alike, so its
+# tests run the same plans as the GPUs'.
+SPLIT_ROWS = 1024
 
 # The CPU interpreter pays per instruction executed over all simulated invocations at once, so
 # vectors (four instructions where one did) only add work there. Reductions want few chunks and
@@ -94,6 +111,7 @@ CPU_TUNING = Tuning(
     wide_shuffles=False,
     columns_outputs=4,  # more blocks per output: shorter loops, each one interpreted step by step
     columns_per_chunk=4,
+    reduce_split_rows=SPLIT_ROWS,
 )
 
 # A GPU moves memory best in 16-byte vectors from workgroups of 256 (reference/vulkan.md:
@@ -115,6 +133,7 @@ GPU_TUNING = Tuning(
     wide_shuffles=False,
     columns_outputs=16,
     columns_per_chunk=16,
+    reduce_split_rows=SPLIT_ROWS,
 )
 
 
@@ -175,13 +194,25 @@ def tuning_from_features(features: DeviceFeatures) -> Tuning:
 _BY_DEVICE: dict[str, Tuning] = {}
 
 
+_UNSPLIT: dict[int, tuple[Tuning, Tuning]] = {}  # id(tuning) -> (tuning, the same without splitting reductions)
+
+
 def tuning_for(device) -> Tuning:
-    """The tuning for ``device``: from its ``DeviceFeatures`` on Vulkan, ``CPU_TUNING`` for the CPU reference."""
+    """The tuning for ``device``: from its ``DeviceFeatures`` on Vulkan, ``CPU_TUNING`` for the CPU reference.
+
+    Under ``VKML_REDUCE_SPLIT=0`` its ``reduce_split_rows`` is 0 (the same object each call, so plan
+    caches keyed by it keep hitting).
+    """
     found = _BY_DEVICE.get(device.name)
     if found is None:
         features = getattr(device, "features", None)
         found = CPU_TUNING if features is None else tuning_from_features(features)
         _BY_DEVICE[device.name] = found
+    if found.reduce_split_rows and not config.reduce_split():
+        pair = _UNSPLIT.get(id(found))
+        if pair is None or pair[0] is not found:
+            pair = _UNSPLIT[id(found)] = (found, replace(found, reduce_split_rows=0))
+        return pair[1]
     return found
 
 

@@ -20,6 +20,9 @@ Fusion rules (each pinned by tests that count dispatches, tests/test_schedule.py
    elements) is realized first unless it costs at most ``BROADCAST_RECOMPUTE_LIMIT`` — or it
    is a row result of rule 3.
 6. A single reduction with few long rows is split over aligned blocks: one dispatch per pass.
+   Fewer than ``Tuning.reduce_split_rows`` rows (batch norm's per-channel sums) count as few
+   when the rows are long enough; such a reduction then starts no rule-3 chain: what it reads
+   of earlier reductions over its rows (var's mean) comes from their own split kernels.
 7. An elementwise root of the rows' shape that reads rule-3 reductions broadcast over their
    rows (softmax's exp(x - max) / sum, layer norm's (x - mean) * rstd * w + b) joins their
    kernel when a row fits one chunk of the device's rows kernel (``Tuning``): each lane keeps
@@ -256,7 +259,14 @@ class Plan:
         return None
 
     def _chain(self, red: Node) -> list[Node]:
-        """Earlier reductions over ``red``'s rows that ``red`` reads through row broadcasts, then ``red``."""
+        """Earlier reductions over ``red``'s rows that ``red`` reads through row broadcasts, then ``red``.
+
+        Only ``red`` when it is split over workgroups (rule 6's few long rows): a chain keeps one
+        workgroup a row, so the earlier reductions (var's mean) are realized by their own split
+        kernels and read as buffers.
+        """
+        if kernels_reduce.splits_rows(red):
+            return [red]
         return self._row_chain(red.srcs[0], red) + [red]
 
     def _whole_row_chain(self, root: Node) -> list[Node]:

@@ -915,28 +915,58 @@ def reshape(input, *shape):
     return _mutation.link_reshape(_wrap(lazy.reshape_node(node, shape)), input, shape)
 
 
-@differentiable("permute")
-def permute(input, *dims):
-    """Reorder dims (a view)."""
-    node = _tensor_node("permute", input)
+# Checked dims of permute and transpose by (dims, ndim, the dims' types): a program permutes few ways, and a
+# key with the types never lets a bool or a numpy integer pass for the int it equals. Errors are not kept.
+_ORDERS: dict = {}
+_ORDERS_KEPT = 1024
+
+
+def _kept_order(key: tuple, order: tuple) -> tuple:
+    if len(_ORDERS) >= _ORDERS_KEPT:
+        _ORDERS.clear()
+    _ORDERS[key] = order
+    return order
+
+
+def _permutation(dims: tuple, nd: int) -> tuple:
+    """``permute``'s ``dims`` checked against ``nd`` dims, each made non-negative."""
+    if len(dims) == 1 and type(dims[0]) is not int:  # permute(x, (1, 0)): sizes given as one sequence
+        return _checked_permutation(dims, nd)
+    key = (nd, *dims, *map(type, dims))
+    found = _ORDERS.get(key)
+    return found if found is not None else _kept_order(key, _checked_permutation(dims, nd))
+
+
+def _checked_permutation(dims: tuple, nd: int) -> tuple:
     dims = _shape_args("permute", dims)
-    nd = len(node.shape)
     norm = tuple(lazy.normalize_dim("permute", d, nd) for d in dims)
     if len(set(norm)) != len(norm):
         raise ShapeError(f"'permute': duplicate dims are not allowed, got {dims}")
     if sorted(norm) != list(range(nd)):
         raise ShapeError(f"'permute': dims {dims} are not a permutation of {nd} dims")
+    return norm
+
+
+@differentiable("permute")
+def permute(input, *dims):
+    """Reorder dims (a view)."""
+    node = _tensor_node("permute", input)
+    norm = _permutation(dims, len(node.shape))
     return _mutation.link_view(_view(input, lambda st: st.permute(norm)), input, ("permute", norm))
 
 
 def transpose(input, dim0: int, dim1: int):
     """Swap two dims (a view)."""
     nd = len(_tensor_node("transpose", input).shape)
-    d0, d1 = lazy.normalize_dim("transpose", dim0, nd), lazy.normalize_dim("transpose", dim1, nd)
-    if nd == 0:
-        return input
-    order = list(range(nd))
-    order[d0], order[d1] = order[d1], order[d0]
+    key = ("transpose", nd, dim0, dim1, type(dim0), type(dim1))
+    order = _ORDERS.get(key)
+    if order is None:
+        d0, d1 = lazy.normalize_dim("transpose", dim0, nd), lazy.normalize_dim("transpose", dim1, nd)
+        if nd == 0:
+            return input
+        swapped = list(range(nd))
+        swapped[d0], swapped[d1] = swapped[d1], swapped[d0]
+        order = _kept_order(key, tuple(swapped))
     return permute(input, *order)
 
 

@@ -137,21 +137,17 @@ def _window_of_buffer(base: Node, stack: ViewStack) -> Node | None:
     an alias of one stays valid as long as it lives, and it keeps its parent alive.
     """
     bottom = stack.views[0]
-    extent = bottom.extent()
-    if extent is None:
-        return None
-    lo, hi = extent
     device = base.device
-    align = device.alias_alignment(base.dtype)
-    numel = base.numel
-    ext = hi + 1 - lo
-    # As long as the span rounded up plus the alignment, and congruent to the buffer's length: the
-    # highest aligned start at or below lo whose alias fits the buffer covers [lo, hi], also
-    # where the alias has to end at the buffer's end.
-    span = -(-ext // align) * align + align + numel % align
-    start = (min(lo, numel - span) // align) * align
-    if start < 0 or start + span <= hi or span >= numel:
+    key = (bottom, base.shape, base.dtype, device)
+    window = _WINDOWS.get(key, _UNDECIDED)
+    if window is _UNDECIDED:
+        window = _window_range(bottom, math.prod(base.shape), device.alias_alignment(base.dtype))
+        if len(_WINDOWS) >= _WINDOWS_KEPT:  # a loop whose views change every step
+            _WINDOWS.clear()
+        _WINDOWS[key] = window
+    if window is None:
         return None  # a window most of the buffer: the view of the buffer
+    start, span = window
     buffer = device.alias(base.buffer, start, span)
     if buffer is None:
         return None
@@ -159,6 +155,31 @@ def _window_of_buffer(base: Node, stack: ViewStack) -> Node | None:
     window = Node(_BUFFER, (), None, (span,), base.dtype, device)
     window.buffer = buffer
     return Node(_VIEW, (window,), rebased, rebased.shape, base.dtype, device)
+
+
+# ``_window_range`` by (bottom view, buffer shape, dtype, device): a loop views the same buffers the same
+# way at every step (a weight's transpose, a batch's slice), and the range depends on nothing else.
+_WINDOWS: dict = {}
+_WINDOWS_KEPT = 4096
+_UNDECIDED = object()
+
+
+def _window_range(bottom: View, numel: int, align: int) -> tuple[int, int] | None:
+    """(start, length) of the alias of a buffer of ``numel`` elements that ``_window_of_buffer`` cuts
+    for view ``bottom``, or None where the view reads nothing or most of the buffer."""
+    extent = bottom.extent()
+    if extent is None:
+        return None
+    lo, hi = extent
+    ext = hi + 1 - lo
+    # As long as the span rounded up plus the alignment, and congruent to the buffer's length: the
+    # highest aligned start at or below lo whose alias fits the buffer covers [lo, hi], also
+    # where the alias has to end at the buffer's end.
+    span = -(-ext // align) * align + align + numel % align
+    start = (min(lo, numel - span) // align) * align
+    if start < 0 or start + span <= hi or span >= numel:
+        return None
+    return start, span
 
 
 def realize_as_alias(node: Node) -> bool:

@@ -120,3 +120,41 @@ def test_replayed_realize_bytecodes_stay_under_their_ceiling(gpu):
     np.testing.assert_array_equal(last[0].numpy().view(np.uint32), (args[0] + args[1]).view(np.uint32))
     assert min(counts[-4:]) > 300  # the counter sees the replay's own work (add, plan lookup, submit, wait)
     assert min(counts[-4:]) <= ADD_REALIZE_CEILING, counts
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        {"weight_decay": 0.1},
+        {"weight_decay": 0.1, "decoupled_weight_decay": True},
+        {"betas": (0.25, 0.5), "maximize": True},  # lerp from the other end
+    ],
+)
+def test_adam_node_path_builds_the_operators_nodes(kwargs, monkeypatch):
+    """Adam's update built on nodes (``_update_nodes``) is the operators' graph, node for node, and its bits."""
+    from vkml.optim import adam
+
+    rng = np.random.default_rng(1)
+    values = [rng.standard_normal((3, 5)).astype(np.float32) for _ in range(4)]
+
+    def one_update(plain: bool):
+        monkeypatch.setattr(adam, "_plain_update", adam._plain_update if plain else lambda *a: False)
+        p = vkml.nn.Parameter(vkml.tensor(values[0]))
+        opt = vkml.optim.Adam([p], lr=0.01, **kwargs)
+        state = {"step": 2, "exp_avg": vkml.tensor(values[2]), "exp_avg_sq": vkml.tensor(values[3] ** 2)}
+        with vkml.no_grad():
+            new = opt.update(p, vkml.tensor(values[1]), state, opt.param_groups[0])
+        return [new, state["exp_avg"], state["exp_avg_sq"]]
+
+    with vkml.no_grad():
+        assert adam._plain_update(
+            vkml.nn.Parameter(vkml.ones(2)),
+            vkml.ones(2),
+            {"exp_avg": vkml.ones(2), "exp_avg_sq": vkml.ones(2)},
+            vkml.optim.Adam([vkml.nn.Parameter(vkml.ones(2))], **kwargs).param_groups[0],
+        )
+    fast, general = one_update(True), one_update(False)
+    assert [t.node.skey for t in fast] == [t.node.skey for t in general]
+    for a, b in zip(fast, general):
+        np.testing.assert_array_equal(a.numpy().view(np.uint32), b.numpy().view(np.uint32))

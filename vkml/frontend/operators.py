@@ -815,11 +815,14 @@ def matmul(input, other):
         x = unsqueeze(x, 0)
     if squeeze_b:
         y = unsqueeze(y, 1)
-    m, k = x.shape[-2:]
-    k2, n = y.shape[-2:]
+    # the shapes of x and y, read off the nodes (a Tensor's shape is a Size, whose slices cost calls)
+    x_shape = (1, *a.shape) if squeeze_a else a.shape
+    y_shape = (*b.shape, 1) if squeeze_b else b.shape
+    m, k = x_shape[-2:]
+    k2, n = y_shape[-2:]
     if k != k2:
         raise ShapeError(f"'matmul': shapes {a.shape} and {b.shape} cannot be multiplied ({k} != {k2})")
-    batch = lazy.broadcast_shapes("matmul", x.shape[:-2], y.shape[:-2])
+    batch = lazy.broadcast_shapes("matmul", x_shape[:-2], y_shape[:-2])
     result_dtype = promote_types(a.dtype, b.dtype)
     if a.dtype is T.float16 and b.dtype is T.float16:
         # Cooperative-matrix kernels load float16 buffers as stored (vectors, whole tiles): an aligned

@@ -346,6 +346,10 @@ def elementwise(name: str, operands: list, device=None) -> Node:
         node = binary_fast(name, operands[0], operands[1])
         if node is not None:
             return node
+    elif len(operands) == 3 and type(operands[0]) is Node:
+        node = _condition_fast(name, operands)
+        if node is not None:
+            return node
     dev = shape = None
     same = True
     kinds = []
@@ -378,6 +382,11 @@ def elementwise(name: str, operands: list, device=None) -> Node:
         _broadcast_kinds[(name, *kinds[0], *kinds[1])] = (Elementwise(opdef, compute), out_dtype)
     elif len(operands) == 1 and type(operands[0]) is Node:
         _unary_kinds[(name, *kinds[0])] = (Elementwise(opdef, compute), out_dtype)
+    if condition and same and len(operands) == 3 and type(operands[0]) is Node:
+        _condition_kinds[(name, kinds[0][0], kinds[0][1], kinds[1], kinds[2])] = (
+            Elementwise(opdef, compute),
+            out_dtype,
+        )
     if len(operands) == 2 and same and not condition:
         x, y = operands
         first = type(x) is Node
@@ -430,6 +439,9 @@ _binary_kinds: dict[tuple, tuple] = {}
 # shapes on one device (a broadcast: a layer's per-channel statistics and parameters), and of one tensor.
 _broadcast_kinds: dict[tuple, tuple] = {}
 _unary_kinds: dict[tuple, tuple] = {}
+# (name, the condition's dtype, whether it has dims, the kind of each value operand, as ``elementwise``
+# lists them) -> the same, for ``where`` of a condition tensor and values of its shape on its device.
+_condition_kinds: dict[tuple, tuple] = {}
 
 
 def forget_promotion_decisions() -> None:
@@ -437,6 +449,7 @@ def forget_promotion_decisions() -> None:
     _binary_kinds.clear()
     _broadcast_kinds.clear()
     _unary_kinds.clear()
+    _condition_kinds.clear()
     _elementwise_dtypes.cache_clear()
 
 
@@ -489,6 +502,35 @@ def _broadcast_fast(name: str, x: Node, y: Node) -> Node | None:
     arg, out_dtype = decided
     srcs = (x if x.shape == shape else expand_to(x, shape), y if y.shape == shape else expand_to(y, shape))
     return Node(_ELEMENTWISE, srcs, arg, shape, out_dtype, x.device)
+
+
+def _condition_fast(name: str, operands: list) -> Node | None:
+    """``elementwise`` of a condition tensor and two values (tensors of its shape on its device, or
+    Python scalars) whose kinds were met before (None: anything else, for the general path): its nodes."""
+    condition, x, y = operands
+    shape, dev = condition.shape, condition.device
+    has_dims = shape != ()
+    if type(x) is Node:
+        if x.shape != shape or x.device is not dev:
+            return None
+        x_kind = (x.dtype, has_dims)
+    else:
+        x_kind = type(x)
+    if type(y) is Node:
+        if y.shape != shape or y.device is not dev:
+            return None
+        y_kind = (y.dtype, has_dims)
+    else:
+        y_kind = type(y)
+    decided = _condition_kinds.get((name, condition.dtype, has_dims, x_kind, y_kind))  # no other type is a key
+    if decided is None:
+        return None
+    arg, out_dtype = decided
+    if type(x) is not Node:
+        x = const_node(_scalar_operand(x, arg.compute, name, 1), arg.compute, shape, dev, name)
+    if type(y) is not Node:
+        y = const_node(_scalar_operand(y, arg.compute, name, 2), arg.compute, shape, dev, name)
+    return Node(_ELEMENTWISE, (condition, x, y), arg, shape, out_dtype, dev)
 
 
 def unary_fast(name: str, x: Node) -> Node | None:

@@ -888,9 +888,14 @@ def split_k_chunks(batch_count: int, m: int, n: int, k: int) -> int:
 # ---------------------------------------------------------------------- movement
 
 
+_INT = frozenset((int,))
+
+
 def _shape_args(op: str, shape) -> tuple:
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
+    if _INT.issuperset(map(type, shape)):  # the usual sizes: Python ints (never bools), checked in C
+        return tuple(shape)
     for s in shape:
         if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
             raise TypeError(f"'{op}': sizes must be integers, got {shape}")

@@ -50,6 +50,22 @@ def _remember(cache: dict, shape: tuple, value, key=None):
     return value
 
 
+# View.slice's and View.pad's results by (the view's fields, the edit's arguments): a loop slices and pads
+# the same views the same way at every step (a convolution's windows, a batch's rows). Views are immutable.
+_EDITED: dict[tuple, View] = {}
+_INT = frozenset((int,))
+
+
+def _kept_edit(key: tuple, view: View) -> View:
+    """``view``, kept under ``key`` where its numbers are Python ints (never numpy ints a later caller
+    of equal ints would get back)."""
+    if _INT.issuperset(map(type, view.shape)) and _INT.issuperset(map(type, view.strides)) and type(view.offset) is int:
+        if len(_EDITED) >= _SHAPE_CACHE_ENTRIES:  # a loop whose views change every step
+            _EDITED.clear()
+        _EDITED[key] = view
+    return view
+
+
 def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     found = _STRIDES.get(shape) if type(shape) is tuple else None
     if found is not None:
@@ -175,6 +191,13 @@ class View:
         return View(tuple(shape), strides, self.offset, mask)
 
     def slice(self, starts: tuple[int, ...], stops: tuple[int, ...], steps: tuple[int, ...]) -> View:
+        key = (self.shape, self.strides, self.offset, self.mask, tuple(starts), tuple(stops), tuple(steps))
+        found = _EDITED.get(key)
+        if found is None:
+            found = _kept_edit(key, self._slice(starts, stops, steps))
+        return found
+
+    def _slice(self, starts: tuple[int, ...], stops: tuple[int, ...], steps: tuple[int, ...]) -> View:
         shape, strides, offset, mask = [], [], self.offset, []
         for d, (a, b, st) in enumerate(zip(starts, stops, steps)):
             n = max(0, -(-(b - a) // st))
@@ -201,6 +224,13 @@ class View:
         return View(self.shape, tuple(strides), offset, tuple(mask) if mask else None)
 
     def pad(self, pads: tuple[tuple[int, int], ...]) -> View:
+        key = (self.shape, self.strides, self.offset, self.mask, tuple(pads))
+        found = _EDITED.get(key)
+        if found is None:
+            found = _kept_edit(key, self._pad(pads))
+        return found
+
+    def _pad(self, pads: tuple[tuple[int, int], ...]) -> View:
         shape, offset, mask = [], self.offset, []
         for d, (before, after) in enumerate(pads):
             shape.append(self.shape[d] + before + after)

@@ -276,6 +276,8 @@ def _scalar_value(value, dtype: T.DType, op: str = ""):
             return value
         if kind is int and -(1 << 63) <= value < 1 << 64:
             return float(value)
+    elif dtype is T.int64 and type(value) is int and -(1 << 63) <= value < 1 << 63:
+        return value  # an index's or a label's bound: int64 holds it as it is
     return _scalar_value_checked(value, dtype, op)
 
 

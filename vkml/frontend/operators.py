@@ -1187,7 +1187,38 @@ def constant_pad_nd(input, pad, value=0.0):
     """
     node = _tensor_node("constant_pad_nd", input)
     pad = tuple(int(p) for p in pad)
+    key = (node.shape, pad)
+    plan = _PAD_PLANS.get(key)
+    if plan is None:
+        plan = _pad_plan(node.shape, pad)
+        if len(_PAD_PLANS) >= _PAD_PLANS_KEPT:  # a loop whose shapes change every step
+            _PAD_PLANS.clear()
+        _PAD_PLANS[key] = plan
+    starts, stops, grow = plan
     nd = len(node.shape)
+    cropped = _slice(input, starts, stops, (1,) * nd) if starts is not None else input
+    padded = _view(cropped, lambda st: st.pad(grow)) if grow is not None else cropped
+    if type(value) in (bool, int, float) and not node.dtype.is_float:
+        # PyTorch converts the fill to the tensor's dtype (it never promotes): ints truncate toward zero,
+        # bool takes its truth, and a value outside the dtype's range is its RuntimeError.
+        lazy.check_scalar_fits("constant_pad_nd", value, node.dtype)
+        value = bool(value) if node.dtype is T.bool_ else int(value)
+    if value == 0 or padded is cropped:
+        return padded
+    inside = _view(_wrap(lazy.const_node(True, T.bool_, cropped.shape, node.device)), lambda st: st.pad(grow))
+    return where(inside, padded, value)
+
+
+# ``_pad_plan`` by (shape, pad): a loop pads the same shapes the same way at every step (a convolution's
+# input, a slice's gradient). Errors are not kept.
+_PAD_PLANS: dict = {}
+_PAD_PLANS_KEPT = 1024
+
+
+def _pad_plan(shape: tuple, pad: tuple) -> tuple:
+    """``constant_pad_nd``'s crop (starts, stops; None: none) and growth (per dim (before, after); None:
+    none) of a tensor of ``shape`` by ``pad``, checked as PyTorch checks it."""
+    nd = len(shape)
     if len(pad) % 2:  # PyTorch's RuntimeError, for both checks
         raise RuntimeError(f"'constant_pad_nd': Padding length must be divisible by 2, got pad {pad}")
     if len(pad) // 2 > nd:
@@ -1200,25 +1231,13 @@ def constant_pad_nd(input, pad, value=0.0):
         amounts[nd - 1 - k] = (pad[2 * k], pad[2 * k + 1])
     # (functions.max shadows the builtin in this module)
     starts = [-b if b < 0 else 0 for b, _ in amounts]
-    stops = [size + a if a < 0 else size for size, (_, a) in zip(node.shape, amounts)]
+    stops = [size + a if a < 0 else size for size, (_, a) in zip(shape, amounts)]
     if any(lo > hi for lo, hi in zip(starts, stops)):
-        raise ShapeError(f"'constant_pad_nd': pad {pad} crops more than shape {node.shape} holds")
-    cropped = (
-        _slice(input, tuple(starts), tuple(stops), (1,) * nd)
-        if starts != [0] * nd or list(stops) != list(node.shape)
-        else input
-    )
+        raise ShapeError(f"'constant_pad_nd': pad {pad} crops more than shape {shape} holds")
+    crops = starts != [0] * nd or list(stops) != list(shape)
     grow = tuple((b if b > 0 else 0, a if a > 0 else 0) for b, a in amounts)
-    padded = _view(cropped, lambda st: st.pad(grow)) if any(p != (0, 0) for p in grow) else cropped
-    if type(value) in (bool, int, float) and not node.dtype.is_float:
-        # PyTorch converts the fill to the tensor's dtype (it never promotes): ints truncate toward zero,
-        # bool takes its truth, and a value outside the dtype's range is its RuntimeError.
-        lazy.check_scalar_fits("constant_pad_nd", value, node.dtype)
-        value = bool(value) if node.dtype is T.bool_ else int(value)
-    if value == 0 or padded is cropped:
-        return padded
-    inside = _view(_wrap(lazy.const_node(True, T.bool_, cropped.shape, node.device)), lambda st: st.pad(grow))
-    return where(inside, padded, value)
+    grows = any(p != (0, 0) for p in grow)
+    return (tuple(starts) if crops else None, tuple(stops) if crops else None, grow if grows else None)
 
 
 def builtins_max(a, b):

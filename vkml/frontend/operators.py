@@ -1120,6 +1120,48 @@ def getitem(input, index):
         return _indexing.getitem(input, index)
     if not isinstance(index, tuple):
         index = (index,)
+    key = _index_key(index)
+    plan = _INDEX_PLANS.get((node.shape, key)) if key is not None else None
+    if plan is None:
+        plan = _index_plan(node, index)
+        if key is not None:
+            if len(_INDEX_PLANS) >= _INDEX_PLANS_KEPT:  # a loop whose indices change every step
+                _INDEX_PLANS.clear()
+            _INDEX_PLANS[(node.shape, key)] = plan
+    starts, stops, steps, final_shape = plan
+    sliced = _slice(input, starts, stops, steps)
+    # No reshape when no dim goes: a reshape to the same shape is a view with contiguous strides, and
+    # PyTorch's slices keep their own (t[:1, 1:2] of a (2, 3, 4) tensor: strides (12, 4, 1)).
+    return sliced if final_shape == tuple(sliced.shape) else reshape(sliced, *final_shape)
+
+
+# ``_index_plan`` by (shape, ``_index_key``): a loop indexes the same shapes the same way at every step (a
+# batch's rows, a convolution's windows). Errors are not kept.
+_INDEX_PLANS: dict = {}
+_INDEX_PLANS_KEPT = 1024
+_PLAIN_INDEX_TYPES = frozenset((int, type(None), type(Ellipsis)))
+_SLICE_FIELD_TYPES = frozenset((int, type(None)))
+
+
+def _index_key(index: tuple) -> tuple | None:
+    """A key of a basic index of Python ints, None, ``...`` and slices of Python ints; None where it holds
+    anything else (a bool, a numpy integer, a tensor bound: the general path reads and checks them)."""
+    key = []
+    for item in index:
+        kind = type(item)
+        if kind is slice:
+            if not _SLICE_FIELD_TYPES.issuperset((type(item.start), type(item.stop), type(item.step))):
+                return None
+            key.append((item.start, item.stop, item.step))
+        elif kind in _PLAIN_INDEX_TYPES:
+            key.append(item)
+        else:
+            return None
+    return tuple(key)
+
+
+def _index_plan(node: Node, index: tuple) -> tuple:
+    """(starts, stops, steps, final shape) of a basic index of ``node``'s shape, checked as PyTorch does."""
     n_real = len([i for i in index if i is not None and i is not Ellipsis])
     if n_real > len(node.shape):
         raise IndexError(f"too many indices for a tensor of {len(node.shape)} dims: {index}")
@@ -1161,11 +1203,7 @@ def getitem(input, index):
         else:
             raise _indexing.unsupported_index("__getitem__", item)
         d += 1
-    sliced = _slice(input, tuple(starts), tuple(stops), tuple(steps))
-    final_shape = tuple(final_shape)
-    # No reshape when no dim goes: a reshape to the same shape is a view with contiguous strides, and
-    # PyTorch's slices keep their own (t[:1, 1:2] of a (2, 3, 4) tensor: strides (12, 4, 1)).
-    return sliced if final_shape == tuple(sliced.shape) else reshape(sliced, *final_shape)
+    return tuple(starts), tuple(stops), tuple(steps), tuple(final_shape)
 
 
 @differentiable("slice")

@@ -120,3 +120,97 @@ def test_replayed_realize_bytecodes_stay_under_their_ceiling(gpu):
     np.testing.assert_array_equal(last[0].numpy().view(np.uint32), (args[0] + args[1]).view(np.uint32))
     assert min(counts[-4:]) > 300  # the counter sees the replay's own work (add, plan lookup, submit, wait)
     assert min(counts[-4:]) <= ADD_REALIZE_CEILING, counts
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        {"weight_decay": 0.1},
+        {"weight_decay": 0.1, "decoupled_weight_decay": True},
+        {"betas": (0.25, 0.5), "maximize": True},  # lerp from the other end
+    ],
+)
+def test_adam_node_path_builds_the_operators_nodes(kwargs, monkeypatch):
+    """Adam's update built on nodes (``_update_nodes``) is the operators' graph, node for node, and its bits."""
+    from vkml.optim import adam
+
+    rng = np.random.default_rng(1)
+    values = [rng.standard_normal((3, 5)).astype(np.float32) for _ in range(4)]
+
+    def one_update(plain: bool):
+        monkeypatch.setattr(adam, "_plain_update", adam._plain_update if plain else lambda *a: False)
+        p = vkml.nn.Parameter(vkml.tensor(values[0]))
+        opt = vkml.optim.Adam([p], lr=0.01, **kwargs)
+        state = {"step": 2, "exp_avg": vkml.tensor(values[2]), "exp_avg_sq": vkml.tensor(values[3] ** 2)}
+        with vkml.no_grad():
+            new = opt.update(p, vkml.tensor(values[1]), state, opt.param_groups[0])
+        return [new, state["exp_avg"], state["exp_avg_sq"]]
+
+    with vkml.no_grad():
+        assert adam._plain_update(
+            vkml.nn.Parameter(vkml.ones(2)),
+            vkml.ones(2),
+            {"exp_avg": vkml.ones(2), "exp_avg_sq": vkml.ones(2)},
+            vkml.optim.Adam([vkml.nn.Parameter(vkml.ones(2))], **kwargs).param_groups[0],
+        )
+    fast, general = one_update(True), one_update(False)
+    assert [t.node.skey for t in fast] == [t.node.skey for t in general]
+    for a, b in zip(fast, general):
+        np.testing.assert_array_equal(a.numpy().view(np.uint32), b.numpy().view(np.uint32))
+
+
+# Bytecodes of one eager training step of a small MLP (Linear, ReLU, Linear, cross_entropy, backward,
+# Adam; the loss not read) on realized inputs (docs/benchmarks.md, "Session 15: host cost": 127,599 before
+# it, 115,109 after): a ceiling a little above what it costs, so that a regression in graph building,
+# autograd or the update fails.
+MLP_STEP_CEILING = 124_000
+
+
+def test_eager_training_step_bytecodes_stay_under_their_ceiling(gpu):
+    import vkml.nn.functional as F
+
+    rng = np.random.default_rng(0)
+    x_np, y_np = rng.standard_normal((32, 8)).astype(np.float32), rng.integers(0, 3, 32)
+    model = vkml.nn.Sequential(vkml.nn.Linear(8, 16), vkml.nn.ReLU(), vkml.nn.Linear(16, 3)).to(gpu)
+    peer = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3))
+    with torch.no_grad():
+        for p, q in zip(model.parameters(), peer.parameters()):
+            q.copy_(torch.from_numpy(p.numpy()))
+    opt = vkml.optim.Adam(model.parameters(), lr=0.01)
+    peer_opt = torch.optim.Adam(peer.parameters(), lr=0.01)
+    x, y = vkml.tensor(x_np, device=gpu), vkml.tensor(y_np, device=gpu)
+
+    def step():
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    counts = []
+    for _ in range(6):  # the first steps compile and plan; the later ones build and replay plans
+        gpu.synchronize()  # the wait is the device's time, not the step's
+        counts.append(_bytecodes(step))
+        peer_loss = torch.nn.functional.cross_entropy(peer(torch.from_numpy(x_np)), torch.from_numpy(y_np))
+        peer_opt.zero_grad()
+        peer_loss.backward()
+        peer_opt.step()
+    for p, q in zip(model.parameters(), peer.parameters()):
+        np.testing.assert_allclose(p.numpy(), q.detach().numpy(), rtol=1e-5, atol=1e-6)
+    assert min(counts[-3:]) > 20_000  # the counter sees the step's own work
+    assert min(counts[-3:]) <= MLP_STEP_CEILING, counts
+
+
+# Bytecodes of ``w.t()`` of a realized weight, the transpose linear takes in its forward and backward
+# (1,431 before session 15, 950 after).
+TRANSPOSE_CEILING = 1_050
+
+
+def test_transpose_of_a_buffer_bytecodes_stay_under_their_ceiling(gpu):
+    w_np = np.arange(12, dtype=np.float32).reshape(3, 4)
+    w = vkml.tensor(w_np, device=gpu).realize()
+    out = []
+    counts = [_bytecodes(lambda: out.append(w.t())) for _ in range(4)]
+    np.testing.assert_array_equal(out[-1].numpy(), w_np.T)
+    assert min(counts[-2:]) > 100
+    assert min(counts[-2:]) <= TRANSPOSE_CEILING, counts

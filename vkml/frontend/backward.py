@@ -51,20 +51,18 @@ def _graph_order(roots) -> list:
                 order.append(item)
                 continue
             t, ctx = item
-            key = _key(t, ctx)
+            key = id(ctx) if ctx is not None else id(t)  # _key, inlined: every value of the graph passes here
             if key in seen:
                 continue
             seen.add(key)
             stack.append((item, True))
             if ctx is None:
                 continue
-            if ctx.released:
+            if ctx.parents is None:  # released
                 raise RuntimeError(SECOND_TIME)
-            stack.extend(
-                ((p, pc), False)
-                for p, pc in zip(ctx.parents, ctx.parent_ctxs)
-                if p is not None and _key(p, pc) not in seen
-            )
+            for p, pc in zip(ctx.parents, ctx.parent_ctxs):
+                if p is not None and (id(pc) if pc is not None else id(p)) not in seen:
+                    stack.append(((p, pc), False))
     return order[::-1]
 
 

@@ -83,10 +83,28 @@ def viewable(t, shape: tuple[int, ...]) -> bool:
     base = t._base
     if base is None:
         return True
+    key = (base.node.shape, t._chain, tuple(shape))
+    try:
+        return _VIEWABLE[key]
+    except KeyError:
+        pass
+    except TypeError:  # a step holding something unhashable: decided anew each time
+        key = None
     stack = ViewStack.contiguous(base.shape)
     for step in t._chain:
         stack = edit_stack(stack, step)
-    return len(stack.views) == 1 and stack.top.reshape(tuple(shape)) is not None
+    found = len(stack.views) == 1 and stack.top.reshape(tuple(shape)) is not None
+    if key is not None:
+        if len(_VIEWABLE) >= _VIEWABLE_KEPT:  # a loop whose views change every step
+            _VIEWABLE.clear()
+        _VIEWABLE[key] = found
+    return found
+
+
+# ``viewable``'s answers by (owner's shape, view chain, new shape): it depends on nothing else, and a
+# loop reshapes the same views of the same shapes at every step (attention's heads merged back).
+_VIEWABLE: dict = {}
+_VIEWABLE_KEPT = 4096
 
 
 def link_reshape(out, input, shape: tuple[int, ...]):

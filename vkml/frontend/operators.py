@@ -815,11 +815,14 @@ def matmul(input, other):
         x = unsqueeze(x, 0)
     if squeeze_b:
         y = unsqueeze(y, 1)
-    m, k = x.shape[-2:]
-    k2, n = y.shape[-2:]
+    # the shapes of x and y, read off the nodes (a Tensor's shape is a Size, whose slices cost calls)
+    x_shape = (1, *a.shape) if squeeze_a else a.shape
+    y_shape = (*b.shape, 1) if squeeze_b else b.shape
+    m, k = x_shape[-2:]
+    k2, n = y_shape[-2:]
     if k != k2:
         raise ShapeError(f"'matmul': shapes {a.shape} and {b.shape} cannot be multiplied ({k} != {k2})")
-    batch = lazy.broadcast_shapes("matmul", x.shape[:-2], y.shape[:-2])
+    batch = lazy.broadcast_shapes("matmul", x_shape[:-2], y_shape[:-2])
     result_dtype = promote_types(a.dtype, b.dtype)
     if a.dtype is T.float16 and b.dtype is T.float16:
         # Cooperative-matrix kernels load float16 buffers as stored (vectors, whole tiles): an aligned
@@ -887,9 +890,14 @@ def split_k_chunks(batch_count: int, m: int, n: int, k: int) -> int:
 # ---------------------------------------------------------------------- movement
 
 
+_INT = frozenset((int,))
+
+
 def _shape_args(op: str, shape) -> tuple:
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
+    if _INT.issuperset(map(type, shape)):  # the usual sizes: Python ints (never bools), checked in C
+        return tuple(shape)
     for s in shape:
         if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
             raise TypeError(f"'{op}': sizes must be integers, got {shape}")
@@ -917,28 +925,58 @@ def reshape(input, *shape):
     return _mutation.link_reshape(_wrap(lazy.reshape_node(node, shape)), input, shape)
 
 
-@differentiable("permute")
-def permute(input, *dims):
-    """Reorder dims (a view)."""
-    node = _tensor_node("permute", input)
+# Checked dims of permute and transpose by (dims, ndim, the dims' types): a program permutes few ways, and a
+# key with the types never lets a bool or a numpy integer pass for the int it equals. Errors are not kept.
+_ORDERS: dict = {}
+_ORDERS_KEPT = 1024
+
+
+def _kept_order(key: tuple, order: tuple) -> tuple:
+    if len(_ORDERS) >= _ORDERS_KEPT:
+        _ORDERS.clear()
+    _ORDERS[key] = order
+    return order
+
+
+def _permutation(dims: tuple, nd: int) -> tuple:
+    """``permute``'s ``dims`` checked against ``nd`` dims, each made non-negative."""
+    if len(dims) == 1 and type(dims[0]) is not int:  # permute(x, (1, 0)): sizes given as one sequence
+        return _checked_permutation(dims, nd)
+    key = (nd, *dims, *map(type, dims))
+    found = _ORDERS.get(key)
+    return found if found is not None else _kept_order(key, _checked_permutation(dims, nd))
+
+
+def _checked_permutation(dims: tuple, nd: int) -> tuple:
     dims = _shape_args("permute", dims)
-    nd = len(node.shape)
     norm = tuple(lazy.normalize_dim("permute", d, nd) for d in dims)
     if len(set(norm)) != len(norm):
         raise ShapeError(f"'permute': duplicate dims are not allowed, got {dims}")
     if sorted(norm) != list(range(nd)):
         raise ShapeError(f"'permute': dims {dims} are not a permutation of {nd} dims")
+    return norm
+
+
+@differentiable("permute")
+def permute(input, *dims):
+    """Reorder dims (a view)."""
+    node = _tensor_node("permute", input)
+    norm = _permutation(dims, len(node.shape))
     return _mutation.link_view(_view(input, lambda st: st.permute(norm)), input, ("permute", norm))
 
 
 def transpose(input, dim0: int, dim1: int):
     """Swap two dims (a view)."""
     nd = len(_tensor_node("transpose", input).shape)
-    d0, d1 = lazy.normalize_dim("transpose", dim0, nd), lazy.normalize_dim("transpose", dim1, nd)
-    if nd == 0:
-        return input
-    order = list(range(nd))
-    order[d0], order[d1] = order[d1], order[d0]
+    key = ("transpose", nd, dim0, dim1, type(dim0), type(dim1))
+    order = _ORDERS.get(key)
+    if order is None:
+        d0, d1 = lazy.normalize_dim("transpose", dim0, nd), lazy.normalize_dim("transpose", dim1, nd)
+        if nd == 0:
+            return input
+        swapped = list(range(nd))
+        swapped[d0], swapped[d1] = swapped[d1], swapped[d0]
+        order = _kept_order(key, tuple(swapped))
     return permute(input, *order)
 
 
@@ -1084,6 +1122,48 @@ def getitem(input, index):
         return _indexing.getitem(input, index)
     if not isinstance(index, tuple):
         index = (index,)
+    key = _index_key(index)
+    plan = _INDEX_PLANS.get((node.shape, key)) if key is not None else None
+    if plan is None:
+        plan = _index_plan(node, index)
+        if key is not None:
+            if len(_INDEX_PLANS) >= _INDEX_PLANS_KEPT:  # a loop whose indices change every step
+                _INDEX_PLANS.clear()
+            _INDEX_PLANS[(node.shape, key)] = plan
+    starts, stops, steps, final_shape = plan
+    sliced = _slice(input, starts, stops, steps)
+    # No reshape when no dim goes: a reshape to the same shape is a view with contiguous strides, and
+    # PyTorch's slices keep their own (t[:1, 1:2] of a (2, 3, 4) tensor: strides (12, 4, 1)).
+    return sliced if final_shape == tuple(sliced.shape) else reshape(sliced, *final_shape)
+
+
+# ``_index_plan`` by (shape, ``_index_key``): a loop indexes the same shapes the same way at every step (a
+# batch's rows, a convolution's windows). Errors are not kept.
+_INDEX_PLANS: dict = {}
+_INDEX_PLANS_KEPT = 1024
+_PLAIN_INDEX_TYPES = frozenset((int, type(None), type(Ellipsis)))
+_SLICE_FIELD_TYPES = frozenset((int, type(None)))
+
+
+def _index_key(index: tuple) -> tuple | None:
+    """A key of a basic index of Python ints, None, ``...`` and slices of Python ints; None where it holds
+    anything else (a bool, a numpy integer, a tensor bound: the general path reads and checks them)."""
+    key = []
+    for item in index:
+        kind = type(item)
+        if kind is slice:
+            if not _SLICE_FIELD_TYPES.issuperset((type(item.start), type(item.stop), type(item.step))):
+                return None
+            key.append((item.start, item.stop, item.step))
+        elif kind in _PLAIN_INDEX_TYPES:
+            key.append(item)
+        else:
+            return None
+    return tuple(key)
+
+
+def _index_plan(node: Node, index: tuple) -> tuple:
+    """(starts, stops, steps, final shape) of a basic index of ``node``'s shape, checked as PyTorch does."""
     n_real = len([i for i in index if i is not None and i is not Ellipsis])
     if n_real > len(node.shape):
         raise IndexError(f"too many indices for a tensor of {len(node.shape)} dims: {index}")
@@ -1125,11 +1205,7 @@ def getitem(input, index):
         else:
             raise _indexing.unsupported_index("__getitem__", item)
         d += 1
-    sliced = _slice(input, tuple(starts), tuple(stops), tuple(steps))
-    final_shape = tuple(final_shape)
-    # No reshape when no dim goes: a reshape to the same shape is a view with contiguous strides, and
-    # PyTorch's slices keep their own (t[:1, 1:2] of a (2, 3, 4) tensor: strides (12, 4, 1)).
-    return sliced if final_shape == tuple(sliced.shape) else reshape(sliced, *final_shape)
+    return tuple(starts), tuple(stops), tuple(steps), tuple(final_shape)
 
 
 @differentiable("slice")
@@ -1151,7 +1227,38 @@ def constant_pad_nd(input, pad, value=0.0):
     """
     node = _tensor_node("constant_pad_nd", input)
     pad = tuple(int(p) for p in pad)
+    key = (node.shape, pad)
+    plan = _PAD_PLANS.get(key)
+    if plan is None:
+        plan = _pad_plan(node.shape, pad)
+        if len(_PAD_PLANS) >= _PAD_PLANS_KEPT:  # a loop whose shapes change every step
+            _PAD_PLANS.clear()
+        _PAD_PLANS[key] = plan
+    starts, stops, grow = plan
     nd = len(node.shape)
+    cropped = _slice(input, starts, stops, (1,) * nd) if starts is not None else input
+    padded = _view(cropped, lambda st: st.pad(grow)) if grow is not None else cropped
+    if type(value) in (bool, int, float) and not node.dtype.is_float:
+        # PyTorch converts the fill to the tensor's dtype (it never promotes): ints truncate toward zero,
+        # bool takes its truth, and a value outside the dtype's range is its RuntimeError.
+        lazy.check_scalar_fits("constant_pad_nd", value, node.dtype)
+        value = bool(value) if node.dtype is T.bool_ else int(value)
+    if value == 0 or padded is cropped:
+        return padded
+    inside = _view(_wrap(lazy.const_node(True, T.bool_, cropped.shape, node.device)), lambda st: st.pad(grow))
+    return where(inside, padded, value)
+
+
+# ``_pad_plan`` by (shape, pad): a loop pads the same shapes the same way at every step (a convolution's
+# input, a slice's gradient). Errors are not kept.
+_PAD_PLANS: dict = {}
+_PAD_PLANS_KEPT = 1024
+
+
+def _pad_plan(shape: tuple, pad: tuple) -> tuple:
+    """``constant_pad_nd``'s crop (starts, stops; None: none) and growth (per dim (before, after); None:
+    none) of a tensor of ``shape`` by ``pad``, checked as PyTorch checks it."""
+    nd = len(shape)
     if len(pad) % 2:  # PyTorch's RuntimeError, for both checks
         raise RuntimeError(f"'constant_pad_nd': Padding length must be divisible by 2, got pad {pad}")
     if len(pad) // 2 > nd:
@@ -1164,25 +1271,13 @@ def constant_pad_nd(input, pad, value=0.0):
         amounts[nd - 1 - k] = (pad[2 * k], pad[2 * k + 1])
     # (functions.max shadows the builtin in this module)
     starts = [-b if b < 0 else 0 for b, _ in amounts]
-    stops = [size + a if a < 0 else size for size, (_, a) in zip(node.shape, amounts)]
+    stops = [size + a if a < 0 else size for size, (_, a) in zip(shape, amounts)]
     if any(lo > hi for lo, hi in zip(starts, stops)):
-        raise ShapeError(f"'constant_pad_nd': pad {pad} crops more than shape {node.shape} holds")
-    cropped = (
-        _slice(input, tuple(starts), tuple(stops), (1,) * nd)
-        if starts != [0] * nd or list(stops) != list(node.shape)
-        else input
-    )
+        raise ShapeError(f"'constant_pad_nd': pad {pad} crops more than shape {shape} holds")
+    crops = starts != [0] * nd or list(stops) != list(shape)
     grow = tuple((b if b > 0 else 0, a if a > 0 else 0) for b, a in amounts)
-    padded = _view(cropped, lambda st: st.pad(grow)) if any(p != (0, 0) for p in grow) else cropped
-    if type(value) in (bool, int, float) and not node.dtype.is_float:
-        # PyTorch converts the fill to the tensor's dtype (it never promotes): ints truncate toward zero,
-        # bool takes its truth, and a value outside the dtype's range is its RuntimeError.
-        lazy.check_scalar_fits("constant_pad_nd", value, node.dtype)
-        value = bool(value) if node.dtype is T.bool_ else int(value)
-    if value == 0 or padded is cropped:
-        return padded
-    inside = _view(_wrap(lazy.const_node(True, T.bool_, cropped.shape, node.device)), lambda st: st.pad(grow))
-    return where(inside, padded, value)
+    grows = any(p != (0, 0) for p in grow)
+    return (tuple(starts) if crops else None, tuple(stops) if crops else None, grow if grows else None)
 
 
 def builtins_max(a, b):

@@ -258,8 +258,29 @@ def _torch_layout(self) -> tuple[tuple[int, ...], int]:
     base = self._base
     if base is None:
         return _owner_strides(self), 0
+    key = (base.node.shape, getattr(base, "_format", None), self._chain)
+    try:
+        return _LAYOUTS[key]
+    except KeyError:
+        pass
+    except TypeError:  # a step holding something unhashable: replayed each time
+        return _replayed_layout(base, self._chain)
+    if len(_LAYOUTS) >= _LAYOUTS_KEPT:  # a loop whose views change every step
+        _LAYOUTS.clear()
+    found = _LAYOUTS[key] = _replayed_layout(base, self._chain)
+    return found
+
+
+# ``_torch_layout`` of a view by (owner's shape, owner's memory format, view chain): it depends on nothing
+# else, and a training step asks it of the same views at every step (backward's gradient layouts).
+_LAYOUTS: dict = {}
+_LAYOUTS_KEPT = 4096
+
+
+def _replayed_layout(base, chain: tuple) -> tuple[tuple[int, ...], int]:
+    """(strides, storage offset) of the view ``chain`` of owner ``base``, by PyTorch's stride rules."""
     shape, strides, offset = tuple(base.shape), _owner_strides(base), 0
-    for step in self._chain:
+    for step in chain:
         kind = step[0]
         if kind == "slice":
             starts, stops, steps = step[1], step[2], step[3]

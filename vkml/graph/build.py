@@ -137,21 +137,17 @@ def _window_of_buffer(base: Node, stack: ViewStack) -> Node | None:
     an alias of one stays valid as long as it lives, and it keeps its parent alive.
     """
     bottom = stack.views[0]
-    extent = bottom.extent()
-    if extent is None:
-        return None
-    lo, hi = extent
     device = base.device
-    align = device.alias_alignment(base.dtype)
-    numel = base.numel
-    ext = hi + 1 - lo
-    # As long as the span rounded up plus the alignment, and congruent to the buffer's length: the
-    # highest aligned start at or below lo whose alias fits the buffer covers [lo, hi], also
-    # where the alias has to end at the buffer's end.
-    span = -(-ext // align) * align + align + numel % align
-    start = (min(lo, numel - span) // align) * align
-    if start < 0 or start + span <= hi or span >= numel:
+    key = (bottom, base.shape, base.dtype, device)
+    window = _WINDOWS.get(key, _UNDECIDED)
+    if window is _UNDECIDED:
+        window = _window_range(bottom, math.prod(base.shape), device.alias_alignment(base.dtype))
+        if len(_WINDOWS) >= _WINDOWS_KEPT:  # a loop whose views change every step
+            _WINDOWS.clear()
+        _WINDOWS[key] = window
+    if window is None:
         return None  # a window most of the buffer: the view of the buffer
+    start, span = window
     buffer = device.alias(base.buffer, start, span)
     if buffer is None:
         return None
@@ -159,6 +155,31 @@ def _window_of_buffer(base: Node, stack: ViewStack) -> Node | None:
     window = Node(_BUFFER, (), None, (span,), base.dtype, device)
     window.buffer = buffer
     return Node(_VIEW, (window,), rebased, rebased.shape, base.dtype, device)
+
+
+# ``_window_range`` by (bottom view, buffer shape, dtype, device): a loop views the same buffers the same
+# way at every step (a weight's transpose, a batch's slice), and the range depends on nothing else.
+_WINDOWS: dict = {}
+_WINDOWS_KEPT = 4096
+_UNDECIDED = object()
+
+
+def _window_range(bottom: View, numel: int, align: int) -> tuple[int, int] | None:
+    """(start, length) of the alias of a buffer of ``numel`` elements that ``_window_of_buffer`` cuts
+    for view ``bottom``, or None where the view reads nothing or most of the buffer."""
+    extent = bottom.extent()
+    if extent is None:
+        return None
+    lo, hi = extent
+    ext = hi + 1 - lo
+    # As long as the span rounded up plus the alignment, and congruent to the buffer's length: the
+    # highest aligned start at or below lo whose alias fits the buffer covers [lo, hi], also
+    # where the alias has to end at the buffer's end.
+    span = -(-ext // align) * align + align + numel % align
+    start = (min(lo, numel - span) // align) * align
+    if start < 0 or start + span <= hi or span >= numel:
+        return None
+    return start, span
 
 
 def realize_as_alias(node: Node) -> bool:
@@ -255,6 +276,8 @@ def _scalar_value(value, dtype: T.DType, op: str = ""):
             return value
         if kind is int and -(1 << 63) <= value < 1 << 64:
             return float(value)
+    elif dtype is T.int64 and type(value) is int and -(1 << 63) <= value < 1 << 63:
+        return value  # an index's or a label's bound: int64 holds it as it is
     return _scalar_value_checked(value, dtype, op)
 
 
@@ -325,6 +348,10 @@ def elementwise(name: str, operands: list, device=None) -> Node:
         node = binary_fast(name, operands[0], operands[1])
         if node is not None:
             return node
+    elif len(operands) == 3 and type(operands[0]) is Node:
+        node = _condition_fast(name, operands)
+        if node is not None:
+            return node
     dev = shape = None
     same = True
     kinds = []
@@ -357,6 +384,11 @@ def elementwise(name: str, operands: list, device=None) -> Node:
         _broadcast_kinds[(name, *kinds[0], *kinds[1])] = (Elementwise(opdef, compute), out_dtype)
     elif len(operands) == 1 and type(operands[0]) is Node:
         _unary_kinds[(name, *kinds[0])] = (Elementwise(opdef, compute), out_dtype)
+    if condition and same and len(operands) == 3 and type(operands[0]) is Node:
+        _condition_kinds[(name, kinds[0][0], kinds[0][1], kinds[1], kinds[2])] = (
+            Elementwise(opdef, compute),
+            out_dtype,
+        )
     if len(operands) == 2 and same and not condition:
         x, y = operands
         first = type(x) is Node
@@ -409,6 +441,9 @@ _binary_kinds: dict[tuple, tuple] = {}
 # shapes on one device (a broadcast: a layer's per-channel statistics and parameters), and of one tensor.
 _broadcast_kinds: dict[tuple, tuple] = {}
 _unary_kinds: dict[tuple, tuple] = {}
+# (name, the condition's dtype, whether it has dims, the kind of each value operand, as ``elementwise``
+# lists them) -> the same, for ``where`` of a condition tensor and values of its shape on its device.
+_condition_kinds: dict[tuple, tuple] = {}
 
 
 def forget_promotion_decisions() -> None:
@@ -416,6 +451,7 @@ def forget_promotion_decisions() -> None:
     _binary_kinds.clear()
     _broadcast_kinds.clear()
     _unary_kinds.clear()
+    _condition_kinds.clear()
     _elementwise_dtypes.cache_clear()
 
 
@@ -468,6 +504,35 @@ def _broadcast_fast(name: str, x: Node, y: Node) -> Node | None:
     arg, out_dtype = decided
     srcs = (x if x.shape == shape else expand_to(x, shape), y if y.shape == shape else expand_to(y, shape))
     return Node(_ELEMENTWISE, srcs, arg, shape, out_dtype, x.device)
+
+
+def _condition_fast(name: str, operands: list) -> Node | None:
+    """``elementwise`` of a condition tensor and two values (tensors of its shape on its device, or
+    Python scalars) whose kinds were met before (None: anything else, for the general path): its nodes."""
+    condition, x, y = operands
+    shape, dev = condition.shape, condition.device
+    has_dims = shape != ()
+    if type(x) is Node:
+        if x.shape != shape or x.device is not dev:
+            return None
+        x_kind = (x.dtype, has_dims)
+    else:
+        x_kind = type(x)
+    if type(y) is Node:
+        if y.shape != shape or y.device is not dev:
+            return None
+        y_kind = (y.dtype, has_dims)
+    else:
+        y_kind = type(y)
+    decided = _condition_kinds.get((name, condition.dtype, has_dims, x_kind, y_kind))  # no other type is a key
+    if decided is None:
+        return None
+    arg, out_dtype = decided
+    if type(x) is not Node:
+        x = const_node(_scalar_operand(x, arg.compute, name, 1), arg.compute, shape, dev, name)
+    if type(y) is not Node:
+        y = const_node(_scalar_operand(y, arg.compute, name, 2), arg.compute, shape, dev, name)
+    return Node(_ELEMENTWISE, (condition, x, y), arg, shape, out_dtype, dev)
 
 
 def unary_fast(name: str, x: Node) -> Node | None:

@@ -34,16 +34,36 @@ _STRIDES: dict[tuple[int, ...], tuple[int, ...]] = {}
 # View.structure by (shape, strides, offset, mask, below): the same bounds as the shape caches.
 _STRUCTURES: dict[tuple, tuple] = {}
 _CONTIGUOUS: dict[tuple[int, ...], View] = {}
+# View.reshape's strides (None: a new layer) by (shape, strides, new shape) of a view that is not row-major.
+_RESHAPED: dict[tuple, tuple[int, ...] | None] = {}
+_UNDECIDED = object()
 
 
-def _remember(cache: dict, shape: tuple, value):
+def _remember(cache: dict, shape: tuple, value, key=None):
+    """``cache[key] = value`` (``key`` defaults to ``shape``) where ``shape`` holds Python ints alone."""
     if type(shape) is tuple and all(
         type(s) is int for s in shape
     ):  # never a key of numpy ints whose results would be theirs
         if len(cache) >= _SHAPE_CACHE_ENTRIES:
             cache.clear()
-        cache[shape] = value
+        cache[shape if key is None else key] = value
     return value
+
+
+# View.slice's and View.pad's results by (the view's fields, the edit's arguments): a loop slices and pads
+# the same views the same way at every step (a convolution's windows, a batch's rows). Views are immutable.
+_EDITED: dict[tuple, View] = {}
+_INT = frozenset((int,))
+
+
+def _kept_edit(key: tuple, view: View) -> View:
+    """``view``, kept under ``key`` where its numbers are Python ints (never numpy ints a later caller
+    of equal ints would get back)."""
+    if _INT.issuperset(map(type, view.shape)) and _INT.issuperset(map(type, view.strides)) and type(view.offset) is int:
+        if len(_EDITED) >= _SHAPE_CACHE_ENTRIES:  # a loop whose views change every step
+            _EDITED.clear()
+        _EDITED[key] = view
+    return view
 
 
 def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -155,8 +175,10 @@ class View:
         return count
 
     def permute(self, order: tuple[int, ...]) -> View:
-        mask = tuple(self.mask[o] for o in order) if self.mask else None
-        return View(tuple(self.shape[o] for o in order), tuple(self.strides[o] for o in order), self.offset, mask)
+        mask = tuple(map(self.mask.__getitem__, order)) if self.mask else None
+        return View(
+            tuple(map(self.shape.__getitem__, order)), tuple(map(self.strides.__getitem__, order)), self.offset, mask
+        )
 
     def expand(self, shape: tuple[int, ...]) -> View:
         strides = tuple(st if old == new else 0 for old, new, st in zip(self.shape, shape, self.strides))
@@ -169,6 +191,13 @@ class View:
         return View(tuple(shape), strides, self.offset, mask)
 
     def slice(self, starts: tuple[int, ...], stops: tuple[int, ...], steps: tuple[int, ...]) -> View:
+        key = (self.shape, self.strides, self.offset, self.mask, tuple(starts), tuple(stops), tuple(steps))
+        found = _EDITED.get(key)
+        if found is None:
+            found = _kept_edit(key, self._slice(starts, stops, steps))
+        return found
+
+    def _slice(self, starts: tuple[int, ...], stops: tuple[int, ...], steps: tuple[int, ...]) -> View:
         shape, strides, offset, mask = [], [], self.offset, []
         for d, (a, b, st) in enumerate(zip(starts, stops, steps)):
             n = max(0, -(-(b - a) // st))
@@ -195,6 +224,13 @@ class View:
         return View(self.shape, tuple(strides), offset, tuple(mask) if mask else None)
 
     def pad(self, pads: tuple[tuple[int, int], ...]) -> View:
+        key = (self.shape, self.strides, self.offset, self.mask, tuple(pads))
+        found = _EDITED.get(key)
+        if found is None:
+            found = _kept_edit(key, self._pad(pads))
+        return found
+
+    def _pad(self, pads: tuple[tuple[int, int], ...]) -> View:
         shape, offset, mask = [], self.offset, []
         for d, (before, after) in enumerate(pads):
             shape.append(self.shape[d] + before + after)
@@ -232,6 +268,16 @@ class View:
             return None
         if self.is_contiguous:
             return View.contiguous(shape)
+        shape = tuple(shape)
+        key = (self.shape, self.strides, shape)
+        strides = _RESHAPED.get(key, _UNDECIDED)
+        if strides is _UNDECIDED:
+            strides = self._reshaped_strides(shape)
+            _remember(_RESHAPED, shape + self.shape + self.strides, strides, key)
+        return None if strides is None else View(shape, strides, self.offset, None)
+
+    def _reshaped_strides(self, shape: tuple[int, ...]) -> tuple[int, ...] | None:
+        """``reshape``'s strides for a view that is not row-major, or None if it needs a new layer."""
         # Drop size-1 dims, then split/merge runs of dims whose strides chain (numpy's rule).
         old = [(s, st) for s, st in zip(self.shape, self.strides) if s != 1]
         new_strides, i = [], 0
@@ -273,7 +319,7 @@ class View:
             j = nj[-1] + 1
         if i != len(old):
             return None
-        return View(shape, tuple(new_strides), self.offset, None)
+        return tuple(new_strides)
 
 
 @dataclass(frozen=True)

@@ -113,6 +113,8 @@ def _elementwise(name: str, *operands):
             nodes.append(o.node)
             any_tensor = True
             wants_grad = wants_grad or o._requires_grad
+        elif type(o) is complex:  # the ops that take one (add, mul, eq, ...) went to vkml/frontend/complex.py
+            raise NotImplementedError(f"'{name}' is not implemented for a complex operand (got {o!r})")
         else:
             nodes.append(_node(o))
     if not any_tensor:
@@ -505,6 +507,8 @@ def _refuse_int_dtype_under_grad(input, dtype) -> None:
 def _reduction(name):
     def fn(input, dim=None, keepdim=False, *, dtype=None, axis=None):
         dim = _dim_or_axis(name, dim, axis)
+        if name == "prod" and isinstance(dim, (tuple, list)):  # PyTorch's prod takes one dim
+            raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}")
         if name == "sum" and type(input) is not _tensor.Tensor and _sparse_operand(input) is not None:
             return input._sparse_dispatch("sum", input, dim, keepdim, dtype=dtype)  # torch.sum(sparse)
         if dtype is None:
@@ -899,10 +903,10 @@ def _view(input, edit):
 
 
 @differentiable("reshape")
-def reshape(input, *shape):
-    """The same elements in a new shape (one dim may be -1). Never copies."""
+def reshape(input, *sizes, shape=None):
+    """The same elements in a new shape (one dim may be -1; ``shape=`` as PyTorch's keyword). Never copies."""
     node = _tensor_node("reshape", input)
-    shape = _shape_args("reshape", shape)
+    shape = _shape_args("reshape", sizes if shape is None else (shape,))
     if shape.count(-1) > 1:
         raise ShapeError(f"'reshape': only one dim can be -1, got {shape}")
     if -1 in shape:
@@ -916,10 +920,10 @@ def reshape(input, *shape):
 
 
 @differentiable("permute")
-def permute(input, *dims):
-    """Reorder dims (a view)."""
+def permute(input, *sizes, dims=None):
+    """Reorder dims (a view); ``dims=`` as PyTorch's keyword."""
     node = _tensor_node("permute", input)
-    dims = _shape_args("permute", dims)
+    dims = _shape_args("permute", sizes if dims is None else (dims,))
     nd = len(node.shape)
     norm = tuple(lazy.normalize_dim("permute", d, nd) for d in dims)
     if len(set(norm)) != len(norm):
@@ -1172,11 +1176,12 @@ def constant_pad_nd(input, pad, value=0.0):
     )
     grow = tuple((b if b > 0 else 0, a if a > 0 else 0) for b, a in amounts)
     padded = _view(cropped, lambda st: st.pad(grow)) if any(p != (0, 0) for p in grow) else cropped
-    if type(value) in (bool, int, float) and not node.dtype.is_float:
+    if type(value) in (bool, int, float):
         # PyTorch converts the fill to the tensor's dtype (it never promotes): ints truncate toward zero,
-        # bool takes its truth, and a value outside the dtype's range is its RuntimeError.
-        lazy.check_scalar_fits("constant_pad_nd", value, node.dtype)
-        value = bool(value) if node.dtype is T.bool_ else int(value)
+        # bool takes its truth, and a value outside the dtype's range (float16's too) is its RuntimeError.
+        lazy.check_scalar_fits("constant_pad_nd", value, node.dtype, strict_unsigned=True)  # -1 does not wrap here
+        if not node.dtype.is_float:
+            value = bool(value) if node.dtype is T.bool_ else int(value)
     if value == 0 or padded is cropped:
         return padded
     inside = _view(_wrap(lazy.const_node(True, T.bool_, cropped.shape, node.device)), lambda st: st.pad(grow))
@@ -1218,6 +1223,7 @@ def masked_fill(input, mask, value):
             )
         value = cast(value, node.dtype)
     else:
+        value = lazy.fill_value("masked_fill", value, node.dtype)
         value = _wrap(lazy.const_node(_node(value), node.dtype, (), node.device))
     return where(mask, value, input)
 

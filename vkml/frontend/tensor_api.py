@@ -15,6 +15,7 @@ in-place comparisons and unary ops (``x.lt_(y)``, ``x.relu_()``), the random fil
 from __future__ import annotations
 
 import math
+import warnings
 import weakref
 
 import numpy as np
@@ -342,6 +343,9 @@ def is_contiguous(self, memory_format=None) -> bool:
 
 def H(self):  # noqa: N802  (PyTorch's property name)
     """The conjugate transpose of a matrix: its transpose, for real tensors."""
+    if not self.shape:  # PyTorch: the identity, deprecated
+        warnings.warn("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().", stacklevel=2)
+        return F.permute(self)
     if len(self.shape) != 2:
         raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {len(self.shape)}-D tensor.")
     return F.transpose(self, 0, 1)
@@ -349,6 +353,9 @@ def H(self):  # noqa: N802  (PyTorch's property name)
 
 def mH(self):  # noqa: N802
     """The conjugate transpose of the last two dims: ``mT``, for real tensors."""
+    if not self.shape:  # PyTorch: the identity, deprecated
+        warnings.warn("Tensor.mH is deprecated on 0-D tensors. Consider using x.conj().", stacklevel=2)
+        return F.permute(self)
     if len(self.shape) < 2:
         raise RuntimeError(
             f"tensor.mH is only supported on matrices or batches of matrices. Got {len(self.shape)}-D tensor."

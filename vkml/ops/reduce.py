@@ -100,7 +100,9 @@ def _grad_prod(c):
     dims = normalize_dims(dim, x.ndim)
     is_zero = x == 0
     zeros = is_zero.sum(dims, keepdim=True) if dims else is_zero.long()
-    others = F.where(is_zero, 1.0, x).prod(dims, keepdim=True) if dims else F.ones_like(x)
+    others = F.where(is_zero, 1.0, x) if dims else F.ones_like(x)
+    for d in dims:  # one dim at a time: prod takes one dim, as PyTorch's
+        others = others.prod(d, keepdim=True)
     out = restore_reduced(c.output, x.shape, dim, keepdim)
     nonfinite = (~F.isfinite(x)).long()
     nonfinite_others = (nonfinite.sum(dims, keepdim=True) if dims else nonfinite) - nonfinite

@@ -154,6 +154,8 @@ def _index_cases():
         ("index_add_neg", lambda m, x, s: m.index_add(x, 0, t(m, [-1]), s), ["F2x3", "F1x3"]),
         ("index_add_alpha", lambda m, x, s: m.index_add(x, 1, t(m, [2, 0]), s, alpha=2), ["f2x3", "f2x2"]),
         ("index_fill_neg", lambda m, x: m.index_fill(x, 1, t(m, [-1]), 2.0), ["F2x3"]),
+        ("index_put__dtype_mismatch", lambda m, x: x.index_put_((t(m, [0]),), t(m, [1.0], dtype=m.float64)), ["F2x3"]),
+        ("index_put_0d_int_into_float", lambda m, x: x.index_put((t(m, [0]),), t(m, 1)), ["F2x3"]),
         ("index_copy_negdim", lambda m, x, s: m.index_copy(x, -1, t(m, [2, 0]), s), ["f2x3", "f2x2"]),
     ]
 
@@ -537,6 +539,9 @@ def _inplace_cases():
         ("half_imul_double_0d", lambda m, x: x.mul_(m.tensor(2.5, dtype=m.float64)), ["h2x3"]),
         ("int_iadd_float_0d", lambda m, x: x.add_(m.tensor(2.5)), ["i2x3"]),
         ("copy_float_into_int", lambda m, x, y: x.copy_(y), ["i2x3", "F2x3"]),
+        ("int_addcmul_float_value", lambda m, x, y: x.addcmul(y, y, value=-1.5), ["i2x3", "i2x3"]),
+        ("int_addcmul__float_value", lambda m, x, y: x.addcmul_(y, y, value=0.5), ["i2x3", "i2x3"]),
+        ("int_addcmul_bool_float_value", lambda m, x, y: m.addcmul(x, y, x, value=2.5), ["i2x3", "b2x3"]),
     ]
 
 
@@ -828,6 +833,10 @@ FIXED = [
     "scalar.fill_[bool,1j]",
     "scalar.setitem_int[int8,1j]",
     "iadd_complex_into_float",
+    "int_addcmul_float_value",  # an integer result takes value truncated to its dtype
+    "int_addcmul__float_value",
+    "index_put__dtype_mismatch",  # PyTorch's RuntimeError
+    "index_put_0d_int_into_float",
     "reshape(shape=)",
     "torch.reshape(shape=)",
     "permute(dims=)",

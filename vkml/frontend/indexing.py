@@ -399,6 +399,11 @@ def index_put_(target, indices, values, accumulate: bool = False):
     if not isinstance(indices, (tuple, list)):
         raise TypeError(f"index_put_(): indices must be a tuple of tensors, got {type(indices).__name__}")
     _refuse_byte_mask_fill("index_put_", tuple(indices), values)
+    if isinstance(values, _tensor.Tensor) and values.dtype is not target.dtype:
+        raise RuntimeError(
+            "Index put requires the source and destination dtypes match, got "
+            f"{mutation.torch_name(target.dtype)} for the destination and {mutation.torch_name(values.dtype)} for the source."
+        )
     flat = plan("index_put_", target.shape, tuple(indices))
     # float16 with accumulate rounds after each add, as PyTorch's CPU index_put_ (2048 + 1 + 1 = 2048)
     return mutation.inplace(target, "index_put_", lambda t: index_put(t, flat, values, accumulate, wide=False))

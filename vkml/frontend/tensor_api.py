@@ -415,11 +415,18 @@ def addcmul(input, tensor1, tensor2, *, value=1):
     >>> vkml.addcmul(vkml.ones(2), vkml.tensor([1.0, 2.0]), vkml.tensor([3.0, 4.0]), value=0.5).tolist()
     [2.5, 5.0]
     """
+    operands = (input, tensor1, tensor2)
+    if isinstance(value, float) and math.isfinite(value) and not any(_float_operand(t) for t in operands):
+        value = int(value)  # PyTorch converts value to an integer result's dtype: 0.5 truncates to 0
     out = F.add(input, F.mul(F.mul(value, tensor1), tensor2))
     if out.dtype in F.HALF_PRECISION:  # PyTorch's kernel computes in float32 and rounds once (operators.py)
         wide, wide1, wide2 = F.half_in_float32(input, tensor1, tensor2)
         return F.cast(F.add(wide, F.mul(F.mul(value, wide1), wide2)), out.dtype)
     return out
+
+
+def _float_operand(t) -> bool:
+    return not isinstance(t, F._tensor.Tensor) or t.dtype.is_float or t.dtype.is_complex
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1):

@@ -775,7 +775,41 @@ def _method_cases():
     ]
 
 
-CASES = _reduction_cases() + _index_cases() + _pad_cases() + _interpolate_cases() + _window_cases()
+def _spectral_cases():
+    def frames(m, x, **kw):
+        return m.stft(x, 8, return_complex=True, **kw).abs()
+
+    def roundtrip(m, x, hop, **kw):
+        window = m.hann_window(8)
+        spectrum = m.stft(x, 8, hop_length=hop, window=window, return_complex=True)
+        return m.istft(spectrum, 8, hop_length=hop, window=window, **kw)
+
+    return [
+        ("stft", lambda m, x: frames(m, x), ["f32"]),
+        ("stft_window_hop", lambda m, x: frames(m, x, hop_length=2, window=m.hann_window(8)), ["f32"]),
+        (
+            "stft_batch_win_length",
+            lambda m, x: frames(m, x, hop_length=3, win_length=6, window=m.hann_window(6)),
+            ["f2x32"],
+        ),
+        ("stft_not_centered", lambda m, x: frames(m, x, center=False), ["f32"]),
+        ("stft_constant_pad", lambda m, x: frames(m, x, pad_mode="constant"), ["f32"]),
+        ("stft_two_sided", lambda m, x: frames(m, x, onesided=False), ["f32"]),
+        ("stft_normalized", lambda m, x: frames(m, x, normalized=True), ["f32"]),
+        ("stft_as_real", lambda m, x: m.view_as_real(m.stft(x, 8, return_complex=True)), ["f32"]),
+        ("stft_without_return_complex", lambda m, x: m.stft(x, 8), ["f32"]),
+        ("stft_return_complex_false", lambda m, x: m.stft(x, 8, return_complex=False), ["f32"]),
+        ("stft_frame_past_input", lambda m, x: m.stft(x, 64, center=False, return_complex=True), ["f32"]),
+        ("stft_window_size_mismatch", lambda m, x: frames(m, x, window=m.ones(4)), ["f32"]),
+        ("stft_method", lambda m, x: x.stft(8, return_complex=True).abs(), ["f32"]),
+        ("istft_roundtrip", lambda m, x: roundtrip(m, x, 2), ["f32"]),
+        ("istft_length", lambda m, x: roundtrip(m, x, 2, length=30), ["f32"]),
+        ("istft_batch", lambda m, x: roundtrip(m, x, 4), ["f2x32"]),
+        ("istft_nola_fails", lambda m, x: roundtrip(m, x, 8), ["f32"]),
+    ]
+
+
+CASES = _reduction_cases() + _index_cases() + _spectral_cases() + _pad_cases() + _interpolate_cases() + _window_cases()
 CASES += _contraction_cases() + _integer_cases() + _scalar_cases() + _inplace_cases() + _method_cases()
 
 # Differences the sweep still finds, each with why (the exhaustive run expects them to fail, strictly)

@@ -911,6 +911,11 @@ def reshape(input, *sizes, shape=None):
         raise ShapeError(f"'reshape': only one dim can be -1, got {shape}")
     if -1 in shape:
         known = math.prod(s for s in shape if s != -1)
+        if known == 0 and node.numel == 0:
+            raise ShapeError(
+                f"'reshape': cannot reshape tensor of 0 elements into shape {list(shape)} because the unspecified "
+                "dimension size -1 can be any value and is ambiguous"
+            )
         if known == 0 or node.numel % known:
             raise ShapeError(f"'reshape': shape {shape} is invalid for input of size {node.numel}")
         shape = tuple(node.numel // known if s == -1 else s for s in shape)
@@ -928,6 +933,11 @@ def permute(input, *sizes, dims=None):
     norm = tuple(lazy.normalize_dim("permute", d, nd) for d in dims)
     if len(set(norm)) != len(norm):
         raise ShapeError(f"'permute': duplicate dims are not allowed, got {dims}")
+    if len(norm) != nd:
+        raise ShapeError(
+            "'permute': number of dimensions in the tensor input does not match the length of the desired ordering "
+            f"of dimensions i.e. input.dim() = {nd} is not equal to len(dims) = {len(norm)}"
+        )
     if sorted(norm) != list(range(nd)):
         raise ShapeError(f"'permute': dims {dims} are not a permutation of {nd} dims")
     return _mutation.link_view(_view(input, lambda st: st.permute(norm)), input, ("permute", norm))
@@ -957,7 +967,10 @@ def expand(input, *sizes):
         old = node.shape[d - lead] if d >= lead else 1
         if s == -1:
             if d < lead:
-                raise ShapeError(f"'expand': -1 is not allowed for a new leading dim ({sizes})")
+                raise ShapeError(
+                    f"'expand': The expanded size of the tensor (-1) isn't allowed in a leading, non-existing "
+                    f"dimension {d} (sizes {sizes})"
+                )
             s = old
         elif s < 0:
             raise ShapeError(

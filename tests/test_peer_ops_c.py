@@ -637,6 +637,10 @@ def _method_cases():
         ("tensor_split(2d tensor)", lambda m, x: x.tensor_split(m.tensor([[1]]), dim=2), _X3),
         ("tensor_split(indices=)", lambda m, x: m.tensor_split(x, indices=[1], dim=-1), _X3),
         ("tensor_split(sections=)", lambda m, x: x.tensor_split(sections=2, dim=-1), _X3),
+        ("broadcast_to(*sizes)", lambda m, x: x.broadcast_to(2, 3, 4), ["f3x1"]),
+        ("broadcast_to(size=)", lambda m, x: x.broadcast_to(size=(2, 3, 4)), ["f3x1"]),
+        ("broadcast_to(list)", lambda m, x: x.broadcast_to([2, -1, 4]), ["f3x1"]),
+        ("torch.broadcast_to(size=)", lambda m, x: m.broadcast_to(x, size=(2, 3, 1)), ["f3x1"]),
         ("hsplit", lambda m, x: m.hsplit(x, 3), ["f2x3"]),
         ("vsplit(list)", lambda m, x: m.vsplit(x, [1]), ["f2x3"]),
         ("dsplit", lambda m, x: m.dsplit(x, 2), _X3),
@@ -809,7 +813,62 @@ def _spectral_cases():
     ]
 
 
-CASES = _reduction_cases() + _index_cases() + _spectral_cases() + _pad_cases() + _interpolate_cases() + _window_cases()
+# views whose strides, storage offset and contiguity PyTorch's suites read: (name, view(x)) of a 2x3x4 tensor
+_VIEWS = {
+    "permute": lambda x: x.permute(2, 0, 1),
+    "transpose": lambda x: x.transpose(0, 2),
+    "mT": lambda x: x.mT,
+    "expand": lambda x: x[:, :1].expand(2, 5, 4),
+    "narrow": lambda x: x.narrow(1, 1, 2),
+    "slice_steps": lambda x: x[:, ::2, 1::3],
+    "select": lambda x: x[1],
+    "select_middle": lambda x: x[:, 1],
+    "unsqueeze": lambda x: x.unsqueeze(1),
+    "squeeze": lambda x: x[:, :1].squeeze(1),
+    "diagonal": lambda x: x.diagonal(0, 1, 2),
+    "unfold": lambda x: x.unfold(2, 2, 1),
+    "view": lambda x: x.view(6, 4),
+    "flatten": lambda x: x.flatten(1),
+    "unflatten": lambda x: x.unflatten(2, (2, 2)),
+    "t_of_matrix": lambda x: x[0].t(),
+    "split": lambda x: x.split(2, 1)[1],
+    "chunk": lambda x: x.chunk(2, 2)[1],
+    "unbind": lambda x: x.unbind(1)[2],
+    "movedim": lambda x: x.movedim(0, -1),
+    "swapdims": lambda x: x.swapdims(1, 2),
+    "as_strided": lambda x: x.as_strided((2, 2), (1, 3), 1),
+    "expand_as": lambda x: x[:1].expand_as(x),
+    "broadcast_to": lambda x: x[:, :, :1].broadcast_to(2, 3, 4),
+    "contiguous_of_mT": lambda x: x.mT.contiguous(),
+    "detach_of_mT": lambda x: x.mT.detach(),
+    "exp_of_expanded": lambda x: x[:, :1].expand(2, 5, 4).exp(),
+    # PyTorch keeps a permuted operand's layout in what it computes from it; vkml's results are row-major
+    "clone_of_mT": lambda x: x.mT.clone(),
+    "add_of_mT": lambda x: x.mT + 1,
+    "double_of_mT": lambda x: x.mT.double(),
+    "copy_into_new_zeros": lambda x: x.permute(2, 0, 1).new_zeros(x.permute(2, 0, 1).shape).copy_(x.permute(2, 0, 1)),
+}
+
+
+def _layout_cases():
+    def layout(v):
+        return tuple(v.shape), tuple(v.stride()), v.storage_offset(), v.is_contiguous()
+
+    return [
+        (f"layout.{name}", lambda m, x, view=view: layout(view(x.detach())), ["f2x3x4"])
+        for name, view in _VIEWS.items()
+    ]
+
+
+CASES = (
+    _reduction_cases()
+    + _index_cases()
+    + _spectral_cases()
+    + _layout_cases()
+    + _pad_cases()
+    + _interpolate_cases()
+    + _window_cases()
+)
 CASES += _contraction_cases() + _integer_cases() + _scalar_cases() + _inplace_cases() + _method_cases()
 
 # Differences the sweep still finds, each with why (the exhaustive run expects them to fail, strictly)
@@ -821,6 +880,8 @@ REASONS = {
     "NO_COMPLEX32": "vkml has no complex32 (docs/complex.md): a float16 tensor with a complex number is refused "
     "with a RuntimeError where PyTorch raises TypeError or NotImplementedError",
     "TYPE_STRING": "Tensor.type() names vkml's classes ('vkml.FloatTensor', docs/ops/to.md)",
+    "ROW_MAJOR_RESULTS": "PyTorch keeps a permuted operand's strides in results computed from it; vkml's "
+    "results are row-major (docs/interop.md, Memory formats)",
 }
 KNOWN = {}
 for _name in ("std", "var", "std_mean", "var_mean"):
@@ -828,6 +889,8 @@ for _name in ("std", "var", "std_mean", "var_mean"):
 for _kw in ("{}", "{'dim': ()}"):
     for _k in ("f1x3x1", "f1"):
         KNOWN[f"logsumexp({_kw})[{_k}]"] = "TORCH_LOGSUMEXP_EMPTY_DIMS"
+for _name in ("clone_of_mT", "add_of_mT", "double_of_mT"):
+    KNOWN[f"layout.{_name}"] = "ROW_MAJOR_RESULTS"
 for _op in ("add", "radd", "mul", "sub", "rsub", "div", "eq", "ne", "pow", "where"):
     KNOWN[f"scalar.{_op}[float16,1j]"] = "NO_COMPLEX32"
 
@@ -878,6 +941,8 @@ FIXED = [
     "tensor_split(indices=)",
     "tensor_split(sections=)",
     "narrow(float tensor start)",
+    "broadcast_to(*sizes)",
+    "broadcast_to(size=)",
     "mT_0d",
     "mH_0d",
     "H_0d",

@@ -478,6 +478,11 @@ def broadcast_to(input, size):
     return F.expand(input, *(size if isinstance(size, (tuple, list)) else (size,)))
 
 
+def _broadcast_to_method(self, *sizes, size=None):
+    """``Tensor.broadcast_to``: the sizes as one sequence, as several ints, or as ``size=`` (PyTorch takes each)."""
+    return broadcast_to(self, sizes[0] if len(sizes) == 1 else sizes if size is None else size)
+
+
 def sum_to_size(self, *size):
     """The sum of this tensor over the dims it was broadcast along from ``size`` (a gradient's reduction).
 
@@ -675,7 +680,7 @@ EXPORTS = (
     Export("addcdiv", method=True, inplace=True),
     Export("rsub", method=True),
     Export("positive", method=True),
-    Export("broadcast_to", method=True),
+    Export("broadcast_to", method=_broadcast_to_method),
     Export("numel"),  # Tensor.numel() is tensor.py's
     *(
         Export(name, function=False, method=True)

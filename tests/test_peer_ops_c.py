@@ -685,6 +685,7 @@ def _method_cases():
         ("new_zeros(requires_grad=)", lambda m, x: x.new_zeros(2, requires_grad=True).requires_grad, ["f2x3"]),
         ("new_zeros(shape)", lambda m, x: x.new_zeros(x.shape), ["f2x3"]),
         ("new_ones(list)", lambda m, x: x.new_ones([2, 1]), ["b2x3"]),
+        ("type()", lambda m, x: x.type(), ["f2x3"]),
         ("type(str)", lambda m, x: x.type("torch.DoubleTensor"), ["f2x3"]),
         ("type(dtype)", lambda m, x: x.type(m.int32), ["f2x3"]),
         ("type(FloatTensor)", lambda m, x: x.type(m.FloatTensor), ["i2x3"]),
@@ -880,6 +881,7 @@ REASONS = {
     "NO_COMPLEX32": "vkml has no complex32 (docs/complex.md): a float16 tensor with a complex number is refused "
     "with a RuntimeError where PyTorch raises TypeError or NotImplementedError",
     "TYPE_STRING": "Tensor.type() names vkml's classes ('vkml.FloatTensor', docs/ops/to.md)",
+    "PROD_DIMS": "vkml's prod reduces a tuple of dims, as sum; PyTorch's takes one dim (TypeError; docs/ops/prod.md)",
     "ROW_MAJOR_RESULTS": "PyTorch keeps a permuted operand's strides in results computed from it; vkml's "
     "results are row-major (docs/interop.md, Memory formats)",
 }
@@ -889,6 +891,10 @@ for _name in ("std", "var", "std_mean", "var_mean"):
 for _kw in ("{}", "{'dim': ()}"):
     for _k in ("f1x3x1", "f1"):
         KNOWN[f"logsumexp({_kw})[{_k}]"] = "TORCH_LOGSUMEXP_EMPTY_DIMS"
+KNOWN["type()"] = "TYPE_STRING"
+for _kw in ("{'dim': (0, -1)}", "{'dim': (-1,), 'keepdim': True}", "{'dim': ()}", "{'dim': [-1, 0], 'keepdim': True}"):
+    for _k in _REDUCE_INPUTS:
+        KNOWN[f"prod({_kw})[{_k}]"] = "PROD_DIMS"
 for _name in ("clone_of_mT", "add_of_mT", "double_of_mT"):
     KNOWN[f"layout.{_name}"] = "ROW_MAJOR_RESULTS"
 for _op in ("add", "radd", "mul", "sub", "rsub", "div", "eq", "ne", "pow", "where"):
@@ -896,8 +902,6 @@ for _op in ("add", "radd", "mul", "sub", "rsub", "div", "eq", "ne", "pow", "wher
 
 # What this sweep found and vkml fixed (each failed before its fix): run by default
 FIXED = [
-    "prod({'dim': (0, -1)})[f1x3x1]",  # prod takes one dim: a tuple is PyTorch's TypeError
-    "prod({'dim': ()})[f0x3]",
     "all({'dim': ()})[f1x3x1]",  # all/any over dim=() reduce nothing
     "any({'dim': ()})[f0x3]",
     "nansum(dtype=int64)[f0x3]",  # an int dtype= of an input that requires grad

@@ -507,8 +507,6 @@ def _refuse_int_dtype_under_grad(input, dtype) -> None:
 def _reduction(name):
     def fn(input, dim=None, keepdim=False, *, dtype=None, axis=None):
         dim = _dim_or_axis(name, dim, axis)
-        if name == "prod" and isinstance(dim, (tuple, list)):  # PyTorch's prod takes one dim
-            raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}")
         if name == "sum" and type(input) is not _tensor.Tensor and _sparse_operand(input) is not None:
             return input._sparse_dispatch("sum", input, dim, keepdim, dtype=dtype)  # torch.sum(sparse)
         if dtype is None:

@@ -100,9 +100,7 @@ def _grad_prod(c):
     dims = normalize_dims(dim, x.ndim)
     is_zero = x == 0
     zeros = is_zero.sum(dims, keepdim=True) if dims else is_zero.long()
-    others = F.where(is_zero, 1.0, x) if dims else F.ones_like(x)
-    for d in dims:  # one dim at a time: prod takes one dim, as PyTorch's
-        others = others.prod(d, keepdim=True)
+    others = F.where(is_zero, 1.0, x).prod(dims, keepdim=True) if dims else F.ones_like(x)
     out = restore_reduced(c.output, x.shape, dim, keepdim)
     nonfinite = (~F.isfinite(x)).long()
     nonfinite_others = (nonfinite.sum(dims, keepdim=True) if dims else nonfinite) - nonfinite
@@ -159,7 +157,8 @@ register(
         cheap_combine=True,
         precision=f"exact tree order: {_TREE}",
         special="NaN anywhere gives NaN; inf * 0 gives NaN; prod([]) = 1. int32 and bool multiply in int64.",
-        divergence="float16 multiplies in float32 and rounds once; PyTorch rounds to float16 after every step.",
+        divergence="float16 multiplies in float32 and rounds once; PyTorch rounds to float16 after every step. "
+        "`dim` may be a tuple of dims, as `sum`'s; PyTorch's prod takes one dim (a tuple is its TypeError).",
         grad=_grad_prod,
     )
 )

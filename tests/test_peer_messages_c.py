@@ -81,6 +81,9 @@ ERRORS = [
     ("reshape_ambiguous_empty", lambda m: m.ones(0, 3).reshape(0, -1)),
     ("permute_too_few_dims", lambda m: m.ones(2, 3, 4).permute(0, 1)),
     ("expand_new_leading_minus_one", lambda m: m.ones(2, 1).expand(-1, 2, 3)),
+    ("inplace_complex_into_float", lambda m: m.ones(2).add_(1j)),
+    ("inplace_complex_into_double", lambda m: m.ones(2, dtype=m.float64).mul_(2j)),
+    ("inplace_complex_into_int", lambda m: m.ones(2, dtype=m.int64).sub_(1j)),
     ("fill_int8_overflow", lambda m: m.ones(2, dtype=m.int8).fill_(300)),
     ("fill_uint8_negative_float", lambda m: m.ones(2, dtype=m.uint8).fill_(-1.0)),
 ]

@@ -84,6 +84,9 @@ ERRORS = [
     ("inplace_complex_into_float", lambda m: m.ones(2).add_(1j)),
     ("inplace_complex_into_double", lambda m: m.ones(2, dtype=m.float64).mul_(2j)),
     ("inplace_complex_into_int", lambda m: m.ones(2, dtype=m.int64).sub_(1j)),
+    ("max_pool2d_no_window", lambda m: m.nn.functional.max_pool2d(m.ones(1, 2, 3, 3), 4)),
+    ("avg_pool1d_no_window", lambda m: m.nn.functional.avg_pool1d(m.ones(2, 3), 4)),
+    ("max_pool3d_no_window", lambda m: m.nn.functional.max_pool3d(m.ones(1, 1, 3, 5, 5), (4, 2, 2))),
     ("fill_int8_overflow", lambda m: m.ones(2, dtype=m.int8).fill_(300)),
     ("fill_uint8_negative_float", lambda m: m.ones(2, dtype=m.uint8).fill_(-1.0)),
 ]

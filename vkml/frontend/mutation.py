@@ -329,7 +329,8 @@ def torch_name(dtype: T.DType) -> str:
 def inplace(t, op: str, fn, *args):
     """``t.op(*args)``: ``fn(t, *args)`` computed, checked against ``t``'s shape and dtype, written; returns ``t``."""
     check_writable(t)
-    if not t.dtype.is_complex and any(type(a) is complex for a in args):  # x.add_(1j) of a real tensor
+    # x.add_(1j) of a real tensor (a fill's value is converted instead: masked_fill_, setitem, ...)
+    if not t.dtype.is_complex and "fill" not in op and op != "__setitem__" and any(type(a) is complex for a in args):
         result = {"float64": "ComplexDouble", "float16": "ComplexHalf"}.get(t.dtype.name, "ComplexFloat")
         raise RuntimeError(f"result type {result} can't be cast to the desired output type {torch_name(t.dtype)}")
     old = _alias(t)

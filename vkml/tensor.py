@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import warnings
 import weakref
 
 import numpy as np
@@ -149,13 +150,13 @@ class Tensor:
                 )
             if value.dtype != self.dtype:
                 raise RuntimeError(
-                    f"grad: attempting to assign a gradient with dtype {value.dtype.name} to a tensor of dtype "
-                    f"{self.dtype.name}"
+                    f"attempting to assign a gradient with dtype '{value.dtype.name}' to a tensor with grad_dtype "
+                    f"'{self.dtype.name}'. The gradient must match the tensor's grad_dtype (defaults to the tensor's dtype)."
                 )
             if tuple(value.shape) != tuple(self.shape):
                 raise RuntimeError(
-                    f"grad: attempting to assign a gradient of size {list(value.shape)} to a tensor of size "
-                    f"{list(self.shape)}. Please ensure that the gradient and the tensor are the same size"
+                    f"attempting to assign a gradient of size '{list(value.shape)}' to a tensor of size "
+                    f"'{list(self.shape)}'. Please ensure that the gradient and the tensor are the same size"
                 )
         self._grad = value
 
@@ -168,19 +169,24 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
+        self._set_requires_grad(value, "only Tensors of floating point and complex dtype can require gradients")
+
+    def _set_requires_grad(self, value: bool, not_float_message: str) -> None:
         if value and not self.dtype.is_float:
-            raise DTypeError(
-                f"requires_grad: only floating point tensors can require gradients, this one is {self.dtype.name}"
-            )
+            # PyTorch's words, and the dtype (DTypeError is also PyTorch's RuntimeError)
+            raise DTypeError(f"{not_float_message} (got {self.dtype.name})")
         if not value and self._ctx is not None:
-            raise RuntimeError("requires_grad: a tensor computed from others keeps it; use detach() instead")
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use a computed "
+                "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach()."
+            )
         if value:
             autograd.check_inference_write(self, "requires_grad")
         self._requires_grad = bool(value)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         """Set ``requires_grad`` in place and return the tensor. Example: ``w = vkml.zeros(3).requires_grad_()``."""
-        self.requires_grad = requires_grad
+        self._set_requires_grad(requires_grad, "only Tensors of floating point dtype can require gradients")
         return self
 
     def register_hook(self, hook):
@@ -564,8 +570,8 @@ class Tensor:
         return F.getitem(self, index)
 
     # ------------------------------------------------------------------ movement
-    def reshape(self, *shape):
-        return F.reshape(self, *shape)
+    def reshape(self, *sizes, shape=None):
+        return F.reshape(self, *sizes, shape=shape)
 
     def view(self, *shape, dtype=None):
         """``reshape`` that must be a view of this tensor's storage (PyTorch's error otherwise);
@@ -582,14 +588,16 @@ class Tensor:
             )
         return out
 
-    def permute(self, *dims):
-        return F.permute(self, *dims)
+    def permute(self, *sizes, dims=None):
+        return F.permute(self, *sizes, dims=dims)
 
     def transpose(self, dim0: int, dim1: int):
         return F.transpose(self, dim0, dim1)
 
     @property
     def T(self):
+        if self.ndim != 2:
+            warnings.warn(_T_DEPRECATED[self.ndim == 0], stacklevel=2)
         return F.permute(self, *reversed(range(self.ndim)))
 
     def expand(self, *sizes):
@@ -708,7 +716,7 @@ class Tensor:
     def scatter_add(self, dim: int, index, src) -> Tensor:
         return indexing.scatter_add(self, dim, index, src)
 
-    def gather(self, dim: int, index) -> Tensor:
+    def gather(self, dim: int, index, *, sparse_grad: bool = False) -> Tensor:
         return indexing.gather(self, dim, index)
 
     def index_select(self, dim: int, index) -> Tensor:
@@ -826,6 +834,15 @@ class SavedTensor(Tensor):
 # The tensors pin_memory() made, keyed by id (a Tensor's == is elementwise); an entry goes with its tensor.
 _pinned: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 _OPERANDS = (Tensor, bool, int, float, complex, np.generic, np.ndarray)
+
+
+# PyTorch's warnings for ``Tensor.T`` on a tensor that is not 2-D (index: whether it is 0-D)
+_T_DEPRECATED = (
+    "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated and it will "
+    "throw an error in a future release. Consider `x.mT` to transpose batches of matrices or "
+    "`x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a tensor.",
+    "Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases.",
+)
 
 
 def _array_operand(tensor: Tensor, other):

@@ -117,6 +117,9 @@ def grad(
     handles = [t if getattr(t, "_pair", None) is not None else None for t in inputs]
     inputs = [t if h is None else h._pair for t, h in zip(inputs, handles)]
     grads = _gradients(outputs, grad_outputs, "grad()")
+    for i, out in enumerate(outputs):  # the outputs first, as PyTorch's engine checks them
+        if isinstance(out, Tensor) and not out.requires_grad:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
     for t in inputs:
         if not t.requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")

@@ -14,6 +14,8 @@ tensor.py imports, so it names tensor.py as a module and reads ``SavedTensor`` w
 
 from __future__ import annotations
 
+import warnings
+
 import vkml
 
 from .. import config
@@ -21,6 +23,14 @@ from .. import tensor as _tensor
 from ..ops import grads as G
 from . import autograd, memory_format, operators
 from .realize import realize
+
+# PyTorch's warning where backward(create_graph=True) writes a gradient that keeps its graph into .grad
+CREATE_GRAPH_CYCLE = (
+    "Using backward() with create_graph=True will create a reference cycle between the parameter and its gradient "
+    "which can cause a memory leak. We recommend using autograd.grad when creating the graph to avoid this. If you "
+    "have to use this function, make sure to reset the .grad fields of your parameters to None after use to break "
+    "the cycle and avoid the leak."
+)
 
 SECOND_TIME = (
     "Trying to backward through the graph a second time (or directly access saved tensors after they have already "
@@ -162,6 +172,8 @@ def run_backward(
                 _apply_rule(ctx, g, grads, vkml, create_graph)
             if not retain_graph:
                 ctx.release()
+    if accumulate and create_graph and leaves:
+        warnings.warn(CREATE_GRAPH_CYCLE, stacklevel=3)
     results = leaves if accumulate else list(found.values())
     if runs == "split" and results:
         realize(*_dense_parts(results))  # the gradients start while the optimizer's update is built

@@ -780,6 +780,13 @@ def add(input, other, *, alpha=1):
 
 def sub(input, other, *, alpha=1):
     """``input - alpha * other`` where either is complex."""
+    if any(isinstance(x, Tensor) and x.dtype is T.bool_ for x in (input, other)):
+        raise RuntimeError(
+            "'sub': Subtraction, the `-` operator, with a bool tensor is not supported. "
+            "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."
+        )
+    if isinstance(other, Tensor) and not isinstance(other, ComplexTensor):
+        other = F.cast(other, result_real("sub", input, other))  # negated in the result's dtype: 1j - uint8 1 is -1+1j
     return add(input, neg(other) if isinstance(other, ComplexTensor) else -other, alpha=alpha)
 
 
@@ -870,10 +877,10 @@ def eq(input, other):
     (ar, ai), (br, bi) = _parts(input, real), _parts(other, real)
     ai = 0.0 if ai is None else ai
     bi = 0.0 if bi is None else bi
-    return F.logical_and(
-        F.eq(ar, br) if isinstance(ar, Tensor) else F.eq(br, ar),
-        F.eq(ai, bi) if isinstance(ai, Tensor) else F.eq(bi, ai),
-    )
+    real_equal = F.eq(ar, br) if isinstance(ar, Tensor) else F.eq(br, ar)
+    if not _any_tensor(ai, bi):  # a real tensor and a complex number: the number's imaginary part decides
+        return real_equal if ai == bi else F.logical_and(real_equal, False)
+    return F.logical_and(real_equal, F.eq(ai, bi) if isinstance(ai, Tensor) else F.eq(bi, ai))
 
 
 # ---------------------------------------------------------------- functions of one complex tensor
@@ -1698,6 +1705,8 @@ def install(namespace: dict, tensor_class) -> None:
         ("__rtruediv__", lambda t, o: div(o, t)),
         ("__pow__", c_pow),
         ("__rpow__", lambda t, o: c_pow(o, t)),
+        ("__eq__", eq),
+        ("__ne__", lambda t, o: F.logical_not(eq(t, o))),
     ):
         setattr(tensor_class, name, _scalar_dunder(getattr(tensor_class, name), impl))
     tensor_class.to = _to_dispatch(tensor_class.to)

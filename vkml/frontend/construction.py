@@ -177,8 +177,8 @@ def randint(low=None, high=None, size=None, *, generator=None, dtype=None, devic
     if dtype is T.bool_ and (low < 0 or high > 2):
         raise RuntimeError(f"'randint': random_ expects 'from' and 'to' to fit bool, got from={low}, to={high}")
     if not dtype.is_float and dtype is not T.bool_:
-        lazy.check_scalar_fits("randint", low, dtype)
-        lazy.check_scalar_fits("randint", high - 1, dtype)
+        lazy.check_scalar_fits("randint", low, dtype, strict_unsigned=True)
+        lazy.check_scalar_fits("randint", high - 1, dtype, strict_unsigned=True)
     return _finish(random_ints("randint", shape, low, high, dtype, device, generator), requires_grad)
 
 
@@ -219,7 +219,7 @@ def randperm(n: int, *, generator=None, dtype=None, device=None, requires_grad: 
         raise ValueError(f"randperm(): {n} elements is more than vkml addresses (2^32)")
     dtype = _dtype(dtype) or T.int64
     if not dtype.is_float and dtype is not T.bool_ and n:
-        lazy.check_scalar_fits("randperm", n - 1, dtype)
+        lazy.check_scalar_fits("randperm", n - 1, dtype, strict_unsigned=True)
     return _finish(
         R.host_draw("randperm", (int(n),), dtype, _device(device), generator, mt19937.randperm), requires_grad
     )

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ops.cast import host_round
 from .creation import tensor
 from .exports import Export
 
@@ -42,4 +43,6 @@ def fill_diagonal_(input, fill_value, wrap: bool = False):
     mask[(diagonal,) * len(shape)] = True
     if wrap and len(shape) == 2 and height > width + 1:
         mask.reshape(-1)[:: width + 1] = True
+    if input.dtype.is_float and type(fill_value) in (int, float) and -(1 << 63) <= fill_value < 1 << 64:
+        fill_value = host_round(float(fill_value), input.dtype)  # PyTorch rounds, unchecked (1e10 is inf in float16)
     return input.masked_fill_(tensor(mask, device=input.device), fill_value)

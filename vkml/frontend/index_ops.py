@@ -360,6 +360,8 @@ def index_fill(input, dim: int, index, value):
         )
     if not isinstance(index, _tensor.Tensor) or index.dtype is not T.int64:
         raise RuntimeError("index_fill_(): Expected a long tensor for index")
+    if type(value) is complex and not input.dtype.is_complex:
+        raise RuntimeError("index_fill_(): Converting complex Scalar to non-complex type is not supported")
     if index.ndim > 1:
         raise IndexError(f"index_fill_(): Index has to be a vector/scalar, got {index.ndim} dims")
     d = lazy.normalize_dim("index_fill_", dim, max(input.ndim, 1))

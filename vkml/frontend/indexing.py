@@ -376,6 +376,7 @@ def setitem(target, index, value) -> None:
     _refuse_byte_mask_fill("__setitem__", index, value)
     flat = plan("__setitem__", target.shape, index)
     if not isinstance(value, _tensor.Tensor):
+        value = lazy.fill_value("__setitem__", value, target.dtype)
         value = F._wrap(lazy.const_node(F._node(value), target.dtype, (), target.device))
     mutation.inplace(target, "__setitem__", lambda t: index_put(t, flat, value, False))
 
@@ -398,6 +399,11 @@ def index_put_(target, indices, values, accumulate: bool = False):
     if not isinstance(indices, (tuple, list)):
         raise TypeError(f"index_put_(): indices must be a tuple of tensors, got {type(indices).__name__}")
     _refuse_byte_mask_fill("index_put_", tuple(indices), values)
+    if isinstance(values, _tensor.Tensor) and values.dtype is not target.dtype:
+        raise RuntimeError(
+            "Index put requires the source and destination dtypes match, got "
+            f"{mutation.torch_name(target.dtype)} for the destination and {mutation.torch_name(values.dtype)} for the source."
+        )
     flat = plan("index_put_", target.shape, tuple(indices))
     # float16 with accumulate rounds after each add, as PyTorch's CPU index_put_ (2048 + 1 + 1 = 2048)
     return mutation.inplace(target, "index_put_", lambda t: index_put(t, flat, values, accumulate, wide=False))
@@ -437,8 +443,11 @@ def _dim_plan(op: str, input, dim: int, index, negative: bool = False) -> tuple[
     return d, np.tensordot(strides, grids, axes=1).astype(np.int64).reshape(index.shape)
 
 
-def gather(input, dim: int, index):
-    """``out[i][j][k] = input[index[i][j][k]][j][k]`` (dim 0), as torch.gather; differentiable in ``input``."""
+def gather(input, dim: int, index, *, sparse_grad: bool = False):
+    """``out[i][j][k] = input[index[i][j][k]][j][k]`` (dim 0), as torch.gather; differentiable in ``input``.
+
+    ``sparse_grad`` is accepted for PyTorch's signature; the gradient is dense either way.
+    """
     _, flat = _dim_plan("gather", input, dim, index)
     return take_positions(input, flat)
 
@@ -472,8 +481,12 @@ def take_along_dim(input, indices, dim: int | None = None):
 
 def index_select(input, dim: int, index):
     """The slices of ``input`` along ``dim`` at the positions of the 1-D ``index``, as torch.index_select."""
-    if not isinstance(index, _tensor.Tensor) or index.dtype not in (T.int64, T.int32) or index.ndim > 1:
-        raise TypeError("'index_select': index must be a 1-D int64 or int32 tensor")
+    if not isinstance(index, _tensor.Tensor):
+        raise TypeError(f"index_select(): argument 'index' must be Tensor, not {type(index).__name__}")
+    if index.dtype not in (T.int64, T.int32):
+        raise RuntimeError(f"index_select(): Expected dtype int32 or int64 for index, got {index.dtype.name}")
+    if index.ndim > 1:
+        raise IndexError(f"index_select(): Index is supposed to be a vector, got {index.ndim} dims")
     d = lazy.normalize_dim("index_select", dim, input.ndim)
     values = index.numpy().reshape(-1).astype(np.int64)
     if input.ndim == 0:  # PyTorch: a scalar takes one index, 0, and stays a scalar
@@ -500,13 +513,12 @@ def scatter_(target, dim: int, index, src=None, value=None, reduce=None):
     if reduce is not None and reduce not in ("add", "multiply"):
         raise RuntimeError("scatter(): reduce argument must be either add or multiply.")
     _, flat = _dim_plan("scatter_", target, dim, index)
-    if src is None:
+    if src is None or not isinstance(src, _tensor.Tensor):
+        value = lazy.fill_value("scatter_", value if src is None else src, target.dtype)
         src = F._wrap(lazy.const_node(F._node(value), target.dtype, (), target.device))
-    elif isinstance(src, _tensor.Tensor):
+    else:
         _same_dtype("scatter", target, src)
         src = _leading(src, flat.shape)
-    else:
-        src = F._wrap(lazy.const_node(F._node(src), target.dtype, (), target.device))
     if reduce is not None:
         return mutation.inplace(target, "scatter_", lambda t: _index_ops.scatter_with_reduce(t, flat, src, reduce))
     return mutation.inplace(target, "scatter_", lambda t: index_put(t, flat, src, False))

@@ -31,6 +31,7 @@ from ..errors import DTypeError, ShapeError
 from ..graph import build as lazy
 from ..graph.view import ViewStack, contiguous_strides
 from ..ir import types as T
+from ..ops.cast import host_round
 from . import autograd
 from . import operators as F
 
@@ -346,6 +347,10 @@ def torch_name(dtype: T.DType) -> str:
 def inplace(t, op: str, fn, *args):
     """``t.op(*args)``: ``fn(t, *args)`` computed, checked against ``t``'s shape and dtype, written; returns ``t``."""
     check_writable(t)
+    # x.add_(1j) of a real tensor (a fill's value is converted instead: masked_fill_, setitem, ...)
+    if not t.dtype.is_complex and "fill" not in op and op != "__setitem__" and any(type(a) is complex for a in args):
+        result = {"float64": "ComplexDouble", "float16": "ComplexHalf"}.get(t.dtype.name, "ComplexFloat")
+        raise RuntimeError(f"result type {result} can't be cast to the desired output type {torch_name(t.dtype)}")
     old = _alias(t)
     new = fn(old, *args)
     if new.shape != t.shape:
@@ -497,6 +502,7 @@ def fill_(t, value):
                 f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions."
             )
         return copy_(t, value)
+    value = lazy.fill_value("fill_", value, t.dtype)  # before the type check: a complex value is its RuntimeError
     if type(value) not in lazy.SCALAR_TYPES:
         F._node(value)  # raises the error naming an unsupported value
     check_writable(t)
@@ -549,6 +555,9 @@ def setitem(t, index, value) -> None:
     A bool mask of ``t``'s shape with a number or a one-element value is ``masked_fill_``,
     which needs no read-back of the mask.
     """
+    if t.dtype.is_float and type(value) in (int, float) and -(1 << 63) <= value < 1 << 64:
+        # PyTorch writes a number into a float tensor rounded, unchecked (fill_ checks: 1e10 into float16 is inf here)
+        value = host_round(float(value), t.dtype)
     if isinstance(index, _tensor.Tensor) and index.dtype is T.bool_ and index.shape == t.shape:
         if not isinstance(value, _tensor.Tensor):
             inplace(t, "__setitem__", F.masked_fill, index, value)

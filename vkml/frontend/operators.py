@@ -113,6 +113,8 @@ def _elementwise(name: str, *operands):
             nodes.append(o.node)
             any_tensor = True
             wants_grad = wants_grad or o._requires_grad
+        elif type(o) is complex:  # the ops that take one (add, mul, eq, ...) went to vkml/frontend/complex.py
+            raise NotImplementedError(f"'{name}' is not implemented for a complex operand (got {o!r})")
         else:
             nodes.append(_node(o))
     if not any_tensor:
@@ -909,14 +911,19 @@ def _view(input, edit):
 
 
 @differentiable("reshape")
-def reshape(input, *shape):
-    """The same elements in a new shape (one dim may be -1). Never copies."""
+def reshape(input, *sizes, shape=None):
+    """The same elements in a new shape (one dim may be -1; ``shape=`` as PyTorch's keyword). Never copies."""
     node = _tensor_node("reshape", input)
-    shape = _shape_args("reshape", shape)
+    shape = _shape_args("reshape", sizes if shape is None else (shape,))
     if shape.count(-1) > 1:
         raise ShapeError(f"'reshape': only one dim can be -1, got {shape}")
     if -1 in shape:
         known = math.prod(s for s in shape if s != -1)
+        if known == 0 and node.numel == 0:
+            raise ShapeError(
+                f"'reshape': cannot reshape tensor of 0 elements into shape {list(shape)} because the unspecified "
+                "dimension size -1 can be any value and is ambiguous"
+            )
         if known == 0 or node.numel % known:
             raise ShapeError(f"'reshape': shape {shape} is invalid for input of size {node.numel}")
         shape = tuple(node.numel // known if s == -1 else s for s in shape)
@@ -952,16 +959,21 @@ def _checked_permutation(dims: tuple, nd: int) -> tuple:
     norm = tuple(lazy.normalize_dim("permute", d, nd) for d in dims)
     if len(set(norm)) != len(norm):
         raise ShapeError(f"'permute': duplicate dims are not allowed, got {dims}")
+    if len(norm) != nd:
+        raise ShapeError(
+            "'permute': number of dimensions in the tensor input does not match the length of the desired ordering "
+            f"of dimensions i.e. input.dim() = {nd} is not equal to len(dims) = {len(norm)}"
+        )
     if sorted(norm) != list(range(nd)):
         raise ShapeError(f"'permute': dims {dims} are not a permutation of {nd} dims")
     return norm
 
 
 @differentiable("permute")
-def permute(input, *dims):
-    """Reorder dims (a view)."""
+def permute(input, *sizes, dims=None):
+    """Reorder dims (a view); ``dims=`` as PyTorch's keyword."""
     node = _tensor_node("permute", input)
-    norm = _permutation(dims, len(node.shape))
+    norm = _permutation(sizes if dims is None else (dims,), len(node.shape))
     return _mutation.link_view(_view(input, lambda st: st.permute(norm)), input, ("permute", norm))
 
 
@@ -993,7 +1005,10 @@ def expand(input, *sizes):
         old = node.shape[d - lead] if d >= lead else 1
         if s == -1:
             if d < lead:
-                raise ShapeError(f"'expand': -1 is not allowed for a new leading dim ({sizes})")
+                raise ShapeError(
+                    f"'expand': The expanded size of the tensor (-1) isn't allowed in a leading, non-existing "
+                    f"dimension {d} (sizes {sizes})"
+                )
             s = old
         elif s < 0:
             raise ShapeError(
@@ -1238,11 +1253,12 @@ def constant_pad_nd(input, pad, value=0.0):
     nd = len(node.shape)
     cropped = _slice(input, starts, stops, (1,) * nd) if starts is not None else input
     padded = _view(cropped, lambda st: st.pad(grow)) if grow is not None else cropped
-    if type(value) in (bool, int, float) and not node.dtype.is_float:
+    if type(value) in (bool, int, float):
         # PyTorch converts the fill to the tensor's dtype (it never promotes): ints truncate toward zero,
-        # bool takes its truth, and a value outside the dtype's range is its RuntimeError.
-        lazy.check_scalar_fits("constant_pad_nd", value, node.dtype)
-        value = bool(value) if node.dtype is T.bool_ else int(value)
+        # bool takes its truth, and a value outside the dtype's range (float16's too) is its RuntimeError.
+        lazy.check_scalar_fits("constant_pad_nd", value, node.dtype, strict_unsigned=True)  # -1 does not wrap here
+        if not node.dtype.is_float:
+            value = bool(value) if node.dtype is T.bool_ else int(value)
     if value == 0 or padded is cropped:
         return padded
     inside = _view(_wrap(lazy.const_node(True, T.bool_, cropped.shape, node.device)), lambda st: st.pad(grow))
@@ -1315,6 +1331,7 @@ def masked_fill(input, mask, value):
             )
         value = cast(value, node.dtype)
     else:
+        value = lazy.fill_value("masked_fill", value, node.dtype)
         value = _wrap(lazy.const_node(_node(value), node.dtype, (), node.device))
     return where(mask, value, input)
 

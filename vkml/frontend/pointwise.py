@@ -27,8 +27,11 @@ true_divide = F.div
 def _check_integer_divisor(op: str, input, other) -> None:
     """PyTorch's RuntimeError for an integer division by a Python 0 (its CPU kernels raise
     'ZeroDivisionError'; a float division gives inf or NaN)."""
-    if type(other) in (int, bool) and other == 0 and isinstance(input, F._tensor.Tensor) and not input.dtype.is_float:
-        raise RuntimeError(f"'{op}': ZeroDivisionError (an integer {input.dtype.name} tensor divided by 0)")
+    if type(other) not in (int, bool) or not isinstance(input, F._tensor.Tensor) or input.dtype.is_float:
+        return
+    bits = 64 if input.dtype is T.bool_ else input.dtype.bits  # the divisor wraps into the result's dtype
+    if other & ((1 << bits) - 1) == 0:  # int8 // -256 divides by 0, as PyTorch's kernel sees it
+        raise RuntimeError(f"'{op}': ZeroDivisionError (an integer {input.dtype.name} tensor divided by {other})")
 
 
 def _defer_zero_divisor_check(op: str, out, divisor) -> None:

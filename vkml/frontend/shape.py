@@ -17,6 +17,7 @@ exception types (``ShapeError`` is both a ValueError and PyTorch's RuntimeError)
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -162,6 +163,8 @@ def narrow(input, dim: int, start: int, length: int):
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = _dim("narrow", dim, len(node.shape))
     if isinstance(start, F._tensor.Tensor):
+        if start.ndim != 0 or start.dtype.is_float or start.dtype.is_complex:
+            raise RuntimeError("start must be an 0-dim integral Tensor.")
         start = start.item()
     size = node.shape[d]
     if not -size <= start <= size:
@@ -246,12 +249,16 @@ def chunk(input, chunks: int, dim: int = 0):
     return split(input, -(-node.shape[d] // chunks), d)
 
 
-def tensor_split(input, indices_or_sections, dim: int = 0):
+def tensor_split(input, indices_or_sections=None, dim: int = 0, *, indices=None, sections=None):
     """``sections`` views whose sizes differ by at most one (the first ones longer), or views cut at ``indices``.
 
     ``indices_or_sections`` is an int, a list of ints, or an int64 tensor (0-d: sections, 1-D:
-    indices; read back, as PyTorch does).
+    indices; read back, as PyTorch does); PyTorch's keywords ``indices=`` and ``sections=`` name one kind.
     """
+    named = [v for v in (indices_or_sections, indices, sections) if v is not None]
+    if len(named) != 1:
+        raise TypeError("tensor_split() takes one of indices_or_sections, indices= or sections=")
+    indices_or_sections = named[0]
     node = _t("tensor_split", input)
     if not node.shape:
         raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims")
@@ -406,6 +413,11 @@ def t(input):
 def mT(input):  # noqa: N802 - PyTorch's name
     """The last two dims swapped (``Tensor.mT``): a batch of matrices transposed."""
     node = _t("mT", input)
+    if not node.shape:  # PyTorch: the identity, deprecated
+        warnings.warn(
+            "Tensor.mT is deprecated on 0-D tensors. This function is the identity in these cases.", stacklevel=2
+        )
+        return F.permute(input)
     if len(node.shape) < 2:
         raise RuntimeError(
             f"'mT': tensor.mT is only supported on matrices or batches of matrices. Got {len(node.shape)}-D tensor."
@@ -836,6 +848,8 @@ def tensordot(a, b, dims=2):
     na, nb = _t("tensordot", a), _t("tensordot", b)
     if isinstance(dims, F._tensor.Tensor):
         dims = dims.tolist()
+    if isinstance(dims, (tuple, list)) and any(isinstance(d, (int, np.integer)) for d in dims):
+        raise TypeError(f"tensordot(): argument 'dims' must be an int or a pair of lists of ints, not {dims!r}")
     if isinstance(dims, (int, np.integer)):
         if dims < 0:
             raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
@@ -872,6 +886,33 @@ def tensordot(a, b, dims=2):
 
 # ---------------------------------------------------------------------- einsum
 
+_SUBLIST_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _sublist_subscripts(sublist) -> str:
+    """``[0, 1, ...]`` as ``"ab..."``: PyTorch numbers the subscripts 0..51 (a-z, then A-Z)."""
+    if not isinstance(sublist, (list, tuple)):
+        raise TypeError(f"einsum(): expected a list of subscripts, got {type(sublist).__name__}")
+    out = []
+    for s in sublist:
+        if s is Ellipsis:
+            out.append("...")
+        elif isinstance(s, (int, np.integer)) and not isinstance(s, bool) and 0 <= s < len(_SUBLIST_LETTERS):
+            out.append(_SUBLIST_LETTERS[s])
+        else:
+            raise ValueError(f"einsum(): subscript in subscript list is not within the valid range [0, 52), got {s!r}")
+    return "".join(out)
+
+
+def _sublist_equation(args: tuple):
+    """``(x, [0, 1], y, [1, 2], [0, 2])`` as ``("ab,bc->ac", (x, y))``; without the last list, no ``->``."""
+    operands = args[0::2][: len(args) // 2]
+    terms = [_sublist_subscripts(sub) for sub in args[1::2][: len(args) // 2]]
+    equation = ",".join(terms)
+    if len(args) % 2:
+        equation += "->" + _sublist_subscripts(args[-1])
+    return equation, tuple(operands)
+
 
 def einsum(equation, *operands):
     """Sums of products named by an equation (``"ij,jk->ik"``, ``"bii->bi"``, ``"...ij->...ji"``).
@@ -886,6 +927,8 @@ def einsum(equation, *operands):
     operands' promoted dtype, except where integers are summed outside a contraction (``ij->j``,
     ``ij,jk->``): that sum widens to int64, as ``sum`` and PyTorch's einsum do.
     """
+    if isinstance(equation, F._tensor.Tensor):  # the sublist form: einsum(x, [0, 1], y, [1, 2], [0, 2])
+        equation, operands = _sublist_equation((equation, *operands))
     if len(operands) == 1 and isinstance(operands[0], (tuple, list)):
         operands = tuple(operands[0])
     if not isinstance(equation, str):

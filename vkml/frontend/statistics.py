@@ -160,8 +160,15 @@ def all(input, dim=None, keepdim=False, *, axis=None):
     Any dtype. ``all`` of no elements is True. Exact: it counts the zeros with ``sum``. A uint8
     input gives uint8 (0 or 1), as PyTorch's.
     """
+    dim = dim_or_axis("all", dim, axis)
+    if _no_dims(dim):  # PyTorch's all(x, dim=()) reduces nothing (sum's reduces everything)
+        return _uint8_stays(input, _nonzero("all", input))
     zeros = F.logical_not(_nonzero("all", input))
-    return _uint8_stays(input, F.eq(F.sum(zeros, dim_or_axis("all", dim, axis), keepdim), 0))
+    return _uint8_stays(input, F.eq(F.sum(zeros, dim, keepdim), 0))
+
+
+def _no_dims(dim) -> bool:
+    return isinstance(dim, (tuple, list)) and len(dim) == 0
 
 
 def _uint8_stays(input, truth):
@@ -175,7 +182,10 @@ def any(input, dim=None, keepdim=False, *, axis=None):
     Any dtype. ``any`` of no elements is False. Exact: it counts the nonzeros with ``sum``. A uint8
     input gives uint8, as PyTorch's.
     """
-    return _uint8_stays(input, F.gt(F.sum(_nonzero("any", input), dim_or_axis("any", dim, axis), keepdim), 0))
+    dim = dim_or_axis("any", dim, axis)
+    if _no_dims(dim):  # PyTorch's any(x, dim=()) reduces nothing, as all's
+        return _uint8_stays(input, _nonzero("any", input))
+    return _uint8_stays(input, F.gt(F.sum(_nonzero("any", input), dim, keepdim), 0))
 
 
 def count_nonzero(input, dim=None):
@@ -189,6 +199,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, axis=None):
     ``dtype`` converts the input first, as PyTorch. Integer inputs are ``sum``.
     """
     F._tensor_node("nansum", input)
+    F._refuse_int_dtype_under_grad(input, dtype)
     x = F.cast(input, dtype) if dtype is not None else input
     if x.dtype.is_float:
         x = F.where(F.ne(x, x), 0.0, x)

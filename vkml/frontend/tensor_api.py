@@ -15,6 +15,7 @@ in-place comparisons and unary ops (``x.lt_(y)``, ``x.relu_()``), the random fil
 from __future__ import annotations
 
 import math
+import warnings
 import weakref
 
 import numpy as np
@@ -363,6 +364,9 @@ def is_contiguous(self, memory_format=None) -> bool:
 
 def H(self):  # noqa: N802  (PyTorch's property name)
     """The conjugate transpose of a matrix: its transpose, for real tensors."""
+    if not self.shape:  # PyTorch: the identity, deprecated
+        warnings.warn("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().", stacklevel=2)
+        return F.permute(self)
     if len(self.shape) != 2:
         raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {len(self.shape)}-D tensor.")
     return F.transpose(self, 0, 1)
@@ -370,6 +374,9 @@ def H(self):  # noqa: N802  (PyTorch's property name)
 
 def mH(self):  # noqa: N802
     """The conjugate transpose of the last two dims: ``mT``, for real tensors."""
+    if not self.shape:  # PyTorch: the identity, deprecated
+        warnings.warn("Tensor.mH is deprecated on 0-D tensors. Consider using x.conj().", stacklevel=2)
+        return F.permute(self)
     if len(self.shape) < 2:
         raise RuntimeError(
             f"tensor.mH is only supported on matrices or batches of matrices. Got {len(self.shape)}-D tensor."
@@ -429,11 +436,18 @@ def addcmul(input, tensor1, tensor2, *, value=1):
     >>> vkml.addcmul(vkml.ones(2), vkml.tensor([1.0, 2.0]), vkml.tensor([3.0, 4.0]), value=0.5).tolist()
     [2.5, 5.0]
     """
+    operands = (input, tensor1, tensor2)
+    if isinstance(value, float) and math.isfinite(value) and not any(_float_operand(t) for t in operands):
+        value = int(value)  # PyTorch converts value to an integer result's dtype: 0.5 truncates to 0
     out = F.add(input, F.mul(F.mul(value, tensor1), tensor2))
     if out.dtype in F.HALF_PRECISION:  # PyTorch's kernel computes in float32 and rounds once (operators.py)
         wide, wide1, wide2 = F.half_in_float32(input, tensor1, tensor2)
         return F.cast(F.add(wide, F.mul(F.mul(value, wide1), wide2)), out.dtype)
     return out
+
+
+def _float_operand(t) -> bool:
+    return not isinstance(t, F._tensor.Tensor) or t.dtype.is_float or t.dtype.is_complex
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1):
@@ -483,6 +497,11 @@ def positive(input):
 def broadcast_to(input, size):
     """``input.expand(size)`` (``-1`` keeps a dim)."""
     return F.expand(input, *(size if isinstance(size, (tuple, list)) else (size,)))
+
+
+def _broadcast_to_method(self, *sizes, size=None):
+    """``Tensor.broadcast_to``: the sizes as one sequence, as several ints, or as ``size=`` (PyTorch takes each)."""
+    return broadcast_to(self, sizes[0] if len(sizes) == 1 else sizes if size is None else size)
 
 
 def sum_to_size(self, *size):
@@ -682,7 +701,7 @@ EXPORTS = (
     Export("addcdiv", method=True, inplace=True),
     Export("rsub", method=True),
     Export("positive", method=True),
-    Export("broadcast_to", method=True),
+    Export("broadcast_to", method=_broadcast_to_method),
     Export("numel"),  # Tensor.numel() is tensor.py's
     *(
         Export(name, function=False, method=True)

@@ -247,12 +247,20 @@ _INT_OPERAND_RANGE = (-(1 << 63), 1 << 64)  # the Python ints PyTorch takes as o
 _FLOAT_LIMITS = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38, "float64": sys.float_info.max}
 
 
-def check_scalar_fits(op: str, value, dtype: T.DType) -> None:
+def check_scalar_fits(op: str, value, dtype: T.DType, strict_unsigned: bool = False) -> None:
     """PyTorch's check of a Python scalar that an op converts to its dtype exactly (clamp's bounds,
-    where's values, pow's exponent, full's fill): a finite value beyond the dtype's range, or a
-    non-finite one for an integer dtype, is its RuntimeError; an int past 64 bits its OverflowError.
+    where's values, pow's exponent, full's and fill_'s value): a finite value beyond the dtype's
+    range, or a non-finite one for an integer dtype, is its RuntimeError; an int past 64 bits its
+    OverflowError. As c10's ``overflows``, a negative int down to -max fits an unsigned dtype (it
+    wraps: ``uint8`` takes -1 as 255) unless ``strict_unsigned`` (randint's bounds).
     """
-    if type(value) is bool or dtype is T.bool_:
+    if dtype is T.bool_:
+        return
+    if type(value) is complex and not dtype.is_complex:
+        if value.imag:  # c10 checks the imaginary part first
+            raise RuntimeError(f"'{op}': value {value!r} cannot be converted to type {dtype.name} without overflow")
+        value = value.real
+    if isinstance(value, (bool, np.bool_, complex)) or dtype is T.bool_ or dtype.is_complex:
         return
     if type(value) is int:
         _scalar_value_checked(value, T.int64, op)  # raises for an int PyTorch cannot take at all
@@ -260,13 +268,22 @@ def check_scalar_fits(op: str, value, dtype: T.DType) -> None:
         limit = _FLOAT_LIMITS.get(dtype.name, 3.4028234663852886e38)
         fits = not math.isfinite(value) or -limit <= value <= limit
     elif not dtype.is_signed:
-        low, high = 0, (1 << dtype.bits) - 1
+        high = (1 << dtype.bits) - 1
+        low = -high if type(value) is int and not strict_unsigned else 0
         fits = (type(value) is int or math.isfinite(value)) and low <= value <= high
     else:
         low, high = -(1 << (dtype.bits - 1)), (1 << (dtype.bits - 1)) - 1
         fits = (type(value) is int or math.isfinite(value)) and low <= value <= high
     if not fits:
         raise RuntimeError(f"'{op}': value {value!r} cannot be converted to type {dtype.name} without overflow")
+
+
+def fill_value(op: str, value, dtype: T.DType):
+    """A Python number an op writes into a ``dtype`` tensor (fill_, masked_fill, setitem, scatter's
+    value), checked as PyTorch checks it (``check_scalar_fits``); a complex number fills a bool
+    tensor with its truth."""
+    check_scalar_fits(op, value, dtype)
+    return bool(value) if type(value) is complex and dtype is T.bool_ else value
 
 
 def _scalar_value(value, dtype: T.DType, op: str = ""):

@@ -535,11 +535,13 @@ def _pool_geometry(op, input, kernel_size, stride, padding, dilation, ceil_mode,
         o = (-(-span // s) if ceil_mode else span // s) + 1
         if ceil_mode and (o - 1) * s >= size + p:  # the last window must start inside the input or left pad
             o -= 1
-        if o < 1:
-            raise RuntimeError(
-                f"'{op}': Given input size: {spatial}. Calculated output size: too small (output {o} < 1)"
-            )
         out.append(o)
+    if any(o < 1 for o in out):  # PyTorch's words: channels x sizes, in and out (1-d pools run as 2-d there)
+        channels = ((input.shape[-n - 1],) if input.ndim > n else ()) + ((1,) if n == 1 else ())
+        given, calculated = ("x".join(map(str, channels + sizes)) for sizes in (spatial, tuple(out)))
+        raise RuntimeError(
+            f"'{op}': Given input size: ({given}). Calculated output size: ({calculated}). Output size is too small"
+        )
     return kernel, stride, padding, dilation, tuple(out)
 
 

@@ -135,6 +135,10 @@ def _reshape(c: GradContext):
 def _permute(c: GradContext):
     (x,) = c.inputs
     dims = c.attrs["dims"]
+    if dims is None:  # given positionally: permute(x, 2, 0, 1) or permute(x, (2, 0, 1))
+        dims = c.attrs["sizes"]
+    elif not isinstance(dims, (tuple, list)):
+        dims = (dims,)
     if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
         dims = tuple(dims[0])
     order = [d % x.ndim for d in dims]

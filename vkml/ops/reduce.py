@@ -157,7 +157,8 @@ register(
         cheap_combine=True,
         precision=f"exact tree order: {_TREE}",
         special="NaN anywhere gives NaN; inf * 0 gives NaN; prod([]) = 1. int32 and bool multiply in int64.",
-        divergence="float16 multiplies in float32 and rounds once; PyTorch rounds to float16 after every step.",
+        divergence="float16 multiplies in float32 and rounds once; PyTorch rounds to float16 after every step. "
+        "`dim` may be a tuple of dims, as `sum`'s; PyTorch's prod takes one dim (a tuple is its TypeError).",
         grad=_grad_prod,
     )
 )

@@ -49,6 +49,8 @@ PAGES: dict[str, OpDoc] = {
         precision="log(tree sum of exp(x - m)) + m with m the finite max; log and exp ≤ 1 ulp",
         special="All -inf gives -inf; +inf anywhere gives +inf (also with -inf); an empty dim gives -inf; NaN gives NaN "
         "(as PyTorch).",
+        divergence="`dim=()` reduces every dim, as `sum`'s; PyTorch raises for it where the input has size-1 dims "
+        "(an output-shape check).",
         gradient="logsumexp",
     ),
     "matmul": OpDoc(
@@ -140,7 +142,8 @@ PAGES: dict[str, OpDoc] = {
         "movement",
         (sig("vkml.transpose", functions.transpose), "Tensor.transpose(dim0, dim1)", "Tensor.T"),
         functions.transpose,
-        divergence="`Tensor.T` reverses all dims for any number of dims (PyTorch deprecates .T on tensors that are not 2-D).",
+        divergence="`Tensor.T` reverses all dims for any number of dims with PyTorch's deprecation warning where the "
+        "tensor is not 2-D (PyTorch warns once per process; vkml as Python's warning filters decide).",
         gradient="Through `permute`.",
     ),
     "expand": OpDoc(
@@ -180,6 +183,8 @@ PAGES: dict[str, OpDoc] = {
         special="float → int truncates toward zero; NaN, ±inf and out-of-range values give INT_MIN (what PyTorch "
         "gives on x86-64); float → bool: NaN is True, ±0 is False; float32 → float16 keeps a NaN's sign and top "
         "payload bits and sets its quiet bit (as PyTorch).",
+        divergence="`Tensor.type()` names vkml's classes: 'vkml.FloatTensor' where PyTorch gives 'torch.FloatTensor' "
+        "(both take either name as the target type).",
         gradient="cast",
     ),
     "tensor": OpDoc("creation", (sig("vkml.tensor", vkml.tensor),), vkml.tensor, gradient=LEAF),

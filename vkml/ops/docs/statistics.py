@@ -27,7 +27,9 @@ PAGES.update(
             special="NaN anywhere in a slice gives NaN; n - correction <= 0 divides by 0 (inf, or NaN for a zero sum "
             "of squares), as PyTorch; an empty slice gives NaN.",
             divergence="PyTorch's CPU kernel accumulates with Welford's method (or in float64 for a full reduction): "
-            "the last bits may differ. A float16 input computes in float32 and rounds once.",
+            "the last bits may differ. A float16 input computes in float32 and rounds once. Over `dim=()` (all dims) "
+            "of a tensor with size-1 dims, PyTorch's gradient is ±inf (its backward reads () as no dims); vkml's is "
+            "the gradient over all dims.",
             gradient=THROUGH,
         ),
         "std": OpDoc(
@@ -36,7 +38,8 @@ PAGES.update(
             _STATS.std,
             precision="the correctly rounded sqrt of `var`'s float32 variance (" + _VARIANCE_ORDER + ")",
             special="As `var`; sqrt(inf) = inf.",
-            divergence="As `var`: PyTorch accumulates in another order, so the last bits may differ.",
+            divergence="As `var`: PyTorch accumulates in another order, so the last bits may differ; its gradient "
+            "over `dim=()` is ±inf where a dim has size 1.",
             gradient="Through `var`, then PyTorch's std rule: g / (2 std), and 0 where std is 0 (a constant row; "
             "sqrt's rule alone would give NaN there). std_mean likewise.",
         ),
@@ -63,8 +66,8 @@ PAGES.update(
             (sig("vkml.all", _STATS.all), "Tensor.all(dim=None, keepdim=False)"),
             _STATS.all,
             precision="exact (a count of zeros by `sum`)",
-            special="NaN is nonzero, so True; ±0 is False. all of no elements is True.",
-            divergence="vkml has no uint8: the result is always bool (PyTorch gives uint8 for a uint8 input).",
+            special="NaN is nonzero, so True; ±0 is False. all of no elements is True. `dim=()` reduces nothing "
+            "(each element's truth), as PyTorch's. A uint8 input gives uint8, as PyTorch's.",
             gradient="Not differentiable: the result is a bool.",
         ),
         "any": OpDoc(
@@ -72,7 +75,8 @@ PAGES.update(
             (sig("vkml.any", _STATS.any), "Tensor.any(dim=None, keepdim=False)"),
             _STATS.any,
             precision="exact (a count of nonzeros by `sum`)",
-            special="NaN is nonzero, so True; ±0 is False. any of no elements is False.",
+            special="NaN is nonzero, so True; ±0 is False. any of no elements is False. `dim=()` reduces nothing, "
+            "as PyTorch's.",
             divergence="vkml has no uint8: the result is always bool (PyTorch gives uint8 for a uint8 input).",
             gradient="Not differentiable: the result is a bool.",
         ),

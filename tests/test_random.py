@@ -101,6 +101,9 @@ DRAWS = [
     ("normal(float, float, size)", lambda L: L.normal(1.0, 2.0, (40,))),
     ("multinomial", lambda L: L.multinomial((L.arange(1.0, 19.0) / 10).reshape(3, 6), 7, True)),
     ("multinomial no replacement", lambda L: L.multinomial((L.arange(1.0, 19.0) / 10).reshape(3, 6), 4)),
+    # one sample with replacement takes PyTorch's exponential race too (Categorical.sample()'s draw)
+    ("multinomial one sample", lambda L: L.multinomial((L.arange(1.0, 19.0) / 10).reshape(3, 6), 1, True)),
+    ("Categorical.sample", lambda L: L.distributions.Categorical(logits=L.arange(12.0).reshape(4, 3) / 5).sample()),
     ("randint_like", lambda L: L.randint_like(L.zeros(3, 20), 10)),
     ("randn cfloat", lambda L: L.view_as_real(L.randn(20, dtype=L.cfloat))),
 ]

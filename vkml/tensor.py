@@ -564,12 +564,16 @@ class Tensor:
         return F.getitem(self, index)
 
     # ------------------------------------------------------------------ movement
-    def reshape(self, *shape):
+    def reshape(self, *shape, **keyword):
+        if keyword:  # x.reshape(shape=(2, 3)), as PyTorch also takes it
+            shape = F.keyword_sizes("reshape", shape, keyword, "shape")
         return F.reshape(self, *shape)
 
-    def view(self, *shape, dtype=None):
+    def view(self, *shape, dtype=None, **keyword):
         """``reshape`` that must be a view of this tensor's storage (PyTorch's error otherwise);
         ``view(dtype)``: the same bits read as ``dtype`` (vkml/frontend/dtype_view.py)."""
+        if keyword:
+            shape = F.keyword_sizes("view", shape, keyword, "size")
         if dtype is not None or (len(shape) == 1 and isinstance(shape[0], T.DType)):
             if shape and dtype is not None:
                 raise TypeError("view() received an invalid combination of arguments: both a shape and dtype=")
@@ -582,7 +586,9 @@ class Tensor:
             )
         return out
 
-    def permute(self, *dims):
+    def permute(self, *dims, **keyword):
+        if keyword:
+            dims = F.keyword_sizes("permute", dims, keyword, "dims")
         return F.permute(self, *dims)
 
     def transpose(self, dim0: int, dim1: int):
@@ -592,7 +598,9 @@ class Tensor:
     def T(self):
         return F.permute(self, *reversed(range(self.ndim)))
 
-    def expand(self, *sizes):
+    def expand(self, *sizes, **keyword):
+        if keyword:
+            sizes = F.keyword_sizes("expand", sizes, keyword, "size")
         return F.expand(self, *sizes)
 
     def squeeze(self, dim=None):

@@ -65,7 +65,7 @@ class CartPoles:
         return self.state.astype(np.float32), reward, done.astype(np.float32)
 
 
-def layer_init(layer, std=np.sqrt(2), bias_const=0.0):
+def layer_init(layer, std=np.sqrt(2), bias_const=0.0):  # noqa: B008 (as CleanRL writes it)
     torch.nn.init.orthogonal_(layer.weight, std)
     torch.nn.init.constant_(layer.bias, bias_const)
     return layer

@@ -284,9 +284,7 @@ def _train_td3(agents, steps, device, env, rb):
                 -NOISE_CLIP, NOISE_CLIP
             ) * target_actor.action_scale
 
-            next_state_actions = (target_actor(data.next_observations) + clipped_noise).clamp(
-                env.low[0], env.high[0]
-            )
+            next_state_actions = (target_actor(data.next_observations) + clipped_noise).clamp(env.low[0], env.high[0])
             qf1_next_target = qf1_target(data.next_observations, next_state_actions)
             qf2_next_target = qf2_target(data.next_observations, next_state_actions)
             min_qf_next_target = torch.min(qf1_next_target, qf2_next_target)

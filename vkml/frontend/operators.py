@@ -894,6 +894,18 @@ def _shape_args(op: str, shape) -> tuple:
     return tuple(int(s) for s in shape)
 
 
+def keyword_sizes(method: str, sizes: tuple, keyword: dict, name: str) -> tuple:
+    """A movement method's sizes given as PyTorch also takes them, by the one keyword ``name``
+    (``x.reshape(shape=(2, 3))``, ``x.permute(dims=(1, 0))``): the method's ``*sizes``; any other
+    keyword, or the keyword with sizes, is Python's TypeError."""
+    for key in keyword:
+        if key != name:
+            raise TypeError(f"{method}() got an unexpected keyword argument '{key}'")
+    if sizes:
+        raise TypeError(f"{method}() got multiple values for argument '{name}'")
+    return (keyword[name],)
+
+
 def _view(input, edit):
     return _wrap(lazy.view_node(input.node, edit))
 

@@ -1,0 +1,47 @@
+"""Gaps the RL and self-supervised programs (tests/programs/: ppo_gae, sac_td3, clip_mae, ...) found,
+each checked against PyTorch. (Categorical.sample()'s draw, a one-sample multinomial, is in
+tests/test_random.py with PyTorch's other draws.)"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import vkml
+
+# MAE's patchify: ``imgs.reshape(shape=(...))``; the other movement methods take their sizes by
+# PyTorch's keyword too
+KEYWORD_SIZES = [
+    ("reshape", lambda x: x.reshape(shape=(3, 4))),
+    ("view", lambda x: x.view(size=[4, 3])),
+    ("permute", lambda x: x.permute(dims=(1, 0))),
+    ("expand", lambda x: x.expand(size=(2, 2, 6))),
+    ("repeat", lambda x: x.repeat(repeats=(2, 1, 1))),
+    ("tile", lambda x: x.tile(dims=(2,))),
+]
+
+
+@pytest.mark.parametrize("method", [m for _, m in KEYWORD_SIZES], ids=[n for n, _ in KEYWORD_SIZES])
+def test_movement_methods_take_their_sizes_by_keyword(method):
+    values = np.arange(12, dtype=np.float32).reshape(2, 6)
+    got = method(vkml.tensor(values, requires_grad=True))
+    want = method(torch.tensor(values, requires_grad=True))
+    np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
+    weights = np.linspace(-1, 1, want.numel(), dtype=np.float32).reshape(tuple(want.shape))
+    source_got, source_want = vkml.tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+    (method(source_got) * vkml.tensor(weights)).sum().backward()
+    (method(source_want) * torch.tensor(weights)).sum().backward()
+    np.testing.assert_array_equal(source_got.grad.numpy(), source_want.grad.numpy())
+
+
+@pytest.mark.parametrize(
+    "call",
+    [lambda x: x.reshape(3, shape=(3, 4)), lambda x: x.reshape(shape=(3, 4), size=(3, 4))],
+    ids=["both", "other"],
+)
+def test_a_wrong_size_keyword_is_a_type_error_as_in_pytorch(call):
+    with pytest.raises(TypeError):
+        call(torch.zeros(2, 6))
+    with pytest.raises(TypeError):
+        call(vkml.zeros(2, 6))

@@ -45,3 +45,22 @@ def test_a_wrong_size_keyword_is_a_type_error_as_in_pytorch(call):
         call(torch.zeros(2, 6))
     with pytest.raises(TypeError):
         call(vkml.zeros(2, 6))
+
+
+# efficient-kan's update_grid: ``torch.concatenate([...], dim=0)``; PyTorch's concat and concatenate
+# take both names of the dim
+CONCAT_NAMES = [
+    ("concatenate dim", lambda L, ts: L.concatenate(ts, dim=1)),
+    ("concatenate axis", lambda L, ts: L.concatenate(ts, axis=1)),
+    ("concatenate positional", lambda L, ts: L.concatenate(ts, 1)),
+    ("concat axis", lambda L, ts: L.concat(ts, axis=1)),
+    ("concat dim", lambda L, ts: L.concat(ts, dim=1)),
+]
+
+
+@pytest.mark.parametrize("join", [j for _, j in CONCAT_NAMES], ids=[n for n, _ in CONCAT_NAMES])
+def test_concat_and_concatenate_take_dim_and_axis(join):
+    parts = [np.arange(6, dtype=np.float32).reshape(2, 3), np.ones((2, 2), np.float32)]
+    got = join(vkml, [vkml.tensor(p) for p in parts])
+    want = join(torch, [torch.tensor(p) for p in parts])
+    np.testing.assert_array_equal(got.numpy(), want.numpy())

@@ -1,0 +1,79 @@
+"""Reinforcement-learning and self-supervised programs (tests/programs/: ppo_gae, sac_td3,
+clip_contrastive, mae_masking, dino_byol, ...) run under vkml as under PyTorch, by their import lines
+alone.
+
+As in tests/test_programs.py, each model is built under PyTorch and its initial state_dict loaded into
+the vkml model. Their random draws stay live and unpatched: after the same ``manual_seed`` vkml's
+generator gives PyTorch's values for every draw these programs make (``Categorical.sample``,
+``Normal.rsample``, ``torch.normal``, ``randn_like``, ``rand``, ``randperm``, ``gumbel_softmax``'s
+exponentials), so the rollouts, replay samples, masks and views are the same in both libraries and
+every number is compared as the program computes it. A second test builds each model under vkml
+itself and compares its initial weights with PyTorch's (orthogonal, xavier, truncated-normal and the
+programs' own initialisations).
+
+Each comparison compiles 50 to 150 kernels on the CPU interpreter (10 to 90 s on CI's 2 cores), so
+they run with ``make test-all`` (``-m stress``); the programs' pure functions (GAE, MAE's masking,
+...) are compared in ``make test``, and the gaps they found are tested in
+tests/test_rlssl_program_gaps.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_programs import _load, compare_program
+
+# name: (steps, rtol, atol)
+PROGRAMS = {
+    "ppo_gae": (2, 1e-4, 1e-6),
+    "sac_td3": (3, 1e-4, 1e-6),
+    "clip_contrastive": (3, 1e-4, 1e-6),
+    "mae_masking": (3, 1e-4, 1e-6),
+    # DINO records per-parameter gradient norms, one of them the 2-norm of thousands of squares
+    "dino_byol": (3, 1e-4, 1e-5),
+}
+# Other module constants a program is compared under, besides its defaults, with their tolerances
+# where those differ. BYOL's projector puts a biased Linear before BatchNorm1d: that bias's gradient
+# is rounding noise (~1e-8), which Adam turns into lr-sized steps of either sign, so the target
+# encoder's parameter sums agree only to about the learning rate.
+VARIANTS = {
+    "sac_td3": [({"ALGO": "td3"}, None), ({"ALGO": "ddpg"}, None)],
+    "dino_byol": [({"METHOD": "byol"}, (3, 1e-4, 1e-3))],
+}
+
+
+def _compare(name, monkeypatch, constants=None, tolerance=None):
+    steps, rtol, atol = tolerance or PROGRAMS[name]
+    return compare_program(name, monkeypatch, steps, rtol, atol, constants=constants, deterministic=False)
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize("name", list(PROGRAMS))
+def test_program_matches_pytorch(name, monkeypatch):
+    _compare(name, monkeypatch)
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize(
+    ("name", "constants", "tolerance"),
+    [(name, c, t) for name, cs in VARIANTS.items() for c, t in cs],
+    ids=lambda v: str(v) if isinstance(v, dict) else None,
+)
+def test_program_variant_matches_pytorch(name, constants, tolerance, monkeypatch):
+    _compare(name, monkeypatch, constants, tolerance)
+
+
+def _initial_state(name, backend, monkeypatch, constants=None):
+    program = _load(name, backend, monkeypatch, deterministic=False, constants=constants)
+    return {key: value.detach().numpy().copy() for key, value in program.build().state_dict().items()}
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize("name", list(PROGRAMS))
+def test_program_builds_as_pytorch_does(name, monkeypatch):
+    """No state_dict copy: each ``build()`` seeds the generator, so its initial weights are PyTorch's."""
+    expected = _initial_state(name, "torch", monkeypatch)
+    got = _initial_state(name, "vkml", monkeypatch)
+    assert sorted(got) == sorted(expected)
+    for key in expected:
+        np.testing.assert_allclose(got[key], expected[key], rtol=1e-5, atol=1e-6, err_msg=key)

@@ -1,9 +1,9 @@
 """``Gamma(concentration, rate)`` and ``Chi2(df)``, as ``torch.distributions.Gamma`` / ``Chi2``.
 
-Sampling: Marsaglia and Tsang's squeeze-free rejection method, with several proposals per
-element drawn at once and the first accepted one kept; elements whose proposals were all
-rejected (rare: acceptance is above 95 %) draw again. Concentrations below 1 use
-Gamma(a) = Gamma(a + 1) * U^(1/a).
+Sampling: PyTorch's CPU sampler (Marsaglia and Tsang's rejection method with its squeeze,
+concentrations below 1 boosted by U^(1/a)), element by element on the host from vkml's generator
+(vkml/frontend/mt19937.py): after the same ``manual_seed``, PyTorch's samples. The concentrations
+are read back to the host, as PyTorch's CPU kernel reads them.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from __future__ import annotations
 from numbers import Number
 
 import vkml as _vk
+from vkml.frontend import mt19937
+from vkml.frontend import random as _random
 
 from . import constraints
 from .exp_family import ExponentialFamily
@@ -18,35 +20,17 @@ from .utils import _size, broadcast_all
 
 __all__ = ["Chi2", "Gamma"]
 
-_PROPOSALS = 4  # proposals drawn per element and round
-
 
 def _standard_gamma(concentration):
-    """Gamma(concentration, 1) samples of concentration's shape (no gradient)."""
+    """Gamma(concentration, 1) samples of concentration's shape (no gradient): PyTorch's draws."""
     with _vk.no_grad():
         alpha = concentration.detach()
-        boosted = _vk.where(alpha < 1, alpha + 1, alpha)
-        d = boosted - 1.0 / 3.0
-        c = (9.0 * d).rsqrt()
-        shape, dtype, device = tuple(alpha.shape), alpha.dtype, alpha.device
-        result = _vk.zeros(shape, dtype=dtype, device=device)
-        done = _vk.zeros(shape, dtype=_vk.bool, device=device)
-        while True:
-            x = _vk.randn((_PROPOSALS, *shape), dtype=dtype, device=device)
-            u = _vk.rand((_PROPOSALS, *shape), dtype=dtype, device=device)
-            v = (1 + c * x) ** 3
-            log_v = _vk.where(v > 0, v, 1.0).log()
-            accept = (v > 0) & (u.log() < 0.5 * x * x + d - d * v + d * log_v)
-            first = accept.to(_vk.int32).argmax(0, keepdim=True)
-            chosen = (d * v).gather(0, first).squeeze(0)
-            found = accept.any(0)
-            result = _vk.where(done, result, chosen)
-            done = done | found
-            if bool(done.all().item()):
-                break
-        u_boost = _vk.rand(shape, dtype=dtype, device=device)
-        result = _vk.where(alpha < 1, result * u_boost.pow(1.0 / alpha), result)
-        return result.clamp(min=_vk.finfo(dtype).tiny)
+        work = _vk.float64 if alpha.dtype is _vk.float64 else _vk.float32
+        values = alpha.to(work).numpy()
+        drawn = _random.host_draw(
+            "_standard_gamma", alpha.shape, work, alpha.device, None, mt19937.standard_gamma, values
+        )
+        return drawn.to(alpha.dtype)
 
 
 class Gamma(ExponentialFamily):

@@ -13,9 +13,9 @@ itself and compares its initial weights with PyTorch's (orthogonal, xavier, trun
 programs' own initialisations).
 
 Each comparison compiles 50 to 150 kernels on the CPU interpreter (10 to 90 s on CI's 2 cores), so
-they run with ``make test-all`` (``-m stress``); the programs' pure functions (GAE, MAE's masking,
-...) are compared in ``make test``, and the gaps they found are tested in
-tests/test_rlssl_program_gaps.py.
+they run with ``make test-all`` (``-m stress``); the initial weights, MAE's masking and a KAN grid
+update are compared in ``make test``, and the gaps they found are tested in
+tests/test_rlssl_program_gaps.py and tests/test_random.py.
 """
 
 from __future__ import annotations
@@ -81,7 +81,6 @@ def _initial_state(name, backend, monkeypatch, constants=None):
     return {key: value.detach().numpy().copy() for key, value in program.build().state_dict().items()}
 
 
-@pytest.mark.stress
 @pytest.mark.parametrize("name", list(PROGRAMS))
 def test_program_builds_as_pytorch_does(name, monkeypatch):
     """No state_dict copy: each ``build()`` seeds the generator, so its initial weights are PyTorch's."""

@@ -123,3 +123,18 @@ def test_masking_and_splines_match_pytorch(monkeypatch):
     expected = _masking_and_splines("torch", monkeypatch)
     got = _masking_and_splines("vkml", monkeypatch)
     np.testing.assert_allclose(_numbers(got), _numbers(expected), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize(("name", "constants"), [("ppo_gae", {}), ("sac_td3", {"ALGO": "sac"})], ids=["ppo", "sac"])
+def test_program_same_bits_on_vulkan(name, constants, monkeypatch, gpu):
+    """On a Vulkan device each number is the CPU backend's, bit for bit (and so PyTorch's, as above):
+    Categorical's exponential race computed on the device, ``randperm`` minibatches, ``rsample`` and
+    ``tanh`` squashing, the polyak updates."""
+    from test_programs import _numbers, run_program
+
+    steps = PROGRAMS[name][0]
+    initial, on_cpu = run_program(name, "vkml", monkeypatch, steps, constants=constants, deterministic=False)
+    on_vulkan_constants = dict(constants, DEVICE=str(gpu))
+    _, on_vulkan = run_program(name, "vkml", monkeypatch, steps, initial, on_vulkan_constants, deterministic=False)
+    assert _numbers(on_vulkan) == _numbers(on_cpu)

@@ -64,3 +64,25 @@ def test_concat_and_concatenate_take_dim_and_axis(join):
     got = join(vkml, [vkml.tensor(p) for p in parts])
     want = join(torch, [torch.tensor(p) for p in parts])
     np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+# PixelCNN's sampling loop calls ``F.softmax(out[:, :, i, j])``: the deprecation warning names the
+# program's line, as PyTorch's does, not a vkml wrapper's
+IMPLICIT_SOFTMAX = [
+    ("softmax", lambda L, x: L.nn.functional.softmax(x)),
+    ("log_softmax", lambda L, x: L.nn.functional.log_softmax(x)),
+    ("softmin", lambda L, x: L.nn.functional.softmin(x)),
+]
+
+
+@pytest.mark.parametrize("call", [c for _, c in IMPLICIT_SOFTMAX], ids=[n for n, _ in IMPLICIT_SOFTMAX])
+def test_the_implicit_softmax_dim_warning_names_the_callers_line(call):
+    import warnings
+
+    for lib in (torch, vkml):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = call(lib, lib.ones(2, 3))
+        (warning,) = [w for w in caught if "Implicit dimension choice" in str(w.message)]
+        assert warning.filename == __file__, (lib.__name__, warning.filename)
+        assert tuple(out.shape) == (2, 3)

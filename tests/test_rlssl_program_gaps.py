@@ -86,3 +86,26 @@ def test_the_implicit_softmax_dim_warning_names_the_callers_line(call):
         (warning,) = [w for w in caught if "Implicit dimension choice" in str(w.message)]
         assert warning.filename == __file__, (lib.__name__, warning.filename)
         assert tuple(out.shape) == (2, 3)
+
+
+# numpy-minded RL code writes ``obs.unsqueeze(axis=0)``, ``torch.stack(frames, axis=0)``: PyTorch
+# takes ``axis`` as its alias of ``dim`` there too
+AXIS_ALIASES = [
+    ("squeeze method", lambda L, x: x[:1].squeeze(axis=0)),
+    ("squeeze function", lambda L, x: L.squeeze(x[:, :1], axis=1)),
+    ("unsqueeze method", lambda L, x: x.unsqueeze(axis=-1)),
+    ("unsqueeze function", lambda L, x: L.unsqueeze(x, axis=0)),
+    ("stack", lambda L, x: L.stack([x, 2 * x], axis=1)),
+]
+
+
+@pytest.mark.parametrize("call", [c for _, c in AXIS_ALIASES], ids=[n for n, _ in AXIS_ALIASES])
+def test_axis_is_dims_alias_in_squeeze_unsqueeze_and_stack(call):
+    values = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(call(vkml, vkml.tensor(values)).numpy(), call(torch, torch.tensor(values)).numpy())
+
+
+def test_unsqueeze_without_a_dim_is_a_type_error_as_in_pytorch():
+    for lib in (torch, vkml):
+        with pytest.raises(TypeError):
+            lib.zeros(2).unsqueeze()

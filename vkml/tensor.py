@@ -603,11 +603,11 @@ class Tensor:
             sizes = F.keyword_sizes("expand", sizes, keyword, "size")
         return F.expand(self, *sizes)
 
-    def squeeze(self, dim=None):
-        return F.squeeze(self, dim)
+    def squeeze(self, dim=None, *, axis=None):
+        return F.squeeze(self, dim, axis=axis)
 
-    def unsqueeze(self, dim: int):
-        return F.unsqueeze(self, dim)
+    def unsqueeze(self, dim: int | None = None, *, axis=None):
+        return F.unsqueeze(self, dim, axis=axis)
 
     def flip(self, *args, dims=None):
         """``flip(dims)``, or PyTorch's method form ``x.flip(0, 1)`` with the dims as arguments."""

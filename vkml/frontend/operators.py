@@ -977,8 +977,9 @@ def expand(input, *sizes):
     return _mutation.link_view(_wrap(lazy.expand_to(node, tuple(full))), input, ("expand", tuple(full), node.shape))
 
 
-def squeeze(input, dim=None):
-    """Drop size-1 dims (all, or the given ones)."""
+def squeeze(input, dim=None, *, axis=None):
+    """Drop size-1 dims (all, or the given ones; ``axis=`` is PyTorch's alias of ``dim``)."""
+    dim = _dim_or_axis("squeeze", dim, axis)
     node = _tensor_node("squeeze", input)
     nd = len(node.shape)
     if dim is None:
@@ -989,8 +990,11 @@ def squeeze(input, dim=None):
     return reshape(input, *[s for d, s in enumerate(node.shape) if d not in dims])
 
 
-def unsqueeze(input, dim: int):
-    """Insert a size-1 dim at ``dim``."""
+def unsqueeze(input, dim: int | None = None, *, axis=None):
+    """Insert a size-1 dim at ``dim`` (``axis=`` is PyTorch's alias)."""
+    dim = _dim_or_axis("unsqueeze", dim, axis)
+    if dim is None:
+        raise TypeError("unsqueeze() missing 1 required positional argument: 'dim'")
     node = _tensor_node("unsqueeze", input)
     nd = len(node.shape) + 1
     d = lazy.normalize_dim("unsqueeze", dim, nd)

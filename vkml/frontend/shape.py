@@ -61,12 +61,16 @@ def _tensors(op: str, tensors) -> list:
 # ---------------------------------------------------------------------- joining
 
 
-def stack(tensors, dim: int = 0):
+def stack(tensors, dim: int = 0, *, axis=None):
     """Join tensors of one shape along a new dim ``dim`` (``cat`` of each unsqueezed; dtypes promote).
+
+    ``axis=`` is PyTorch's alias of ``dim``.
 
     >>> stack([vkml.tensor([1, 2]), vkml.tensor([3, 4])], 1).tolist()  # doctest: +SKIP
     [[1, 3], [2, 4]]
     """
+    if axis is not None:
+        dim = F._dim_or_axis("stack", None if dim == 0 else dim, axis)
     tensors = _tensors("stack", tensors)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")

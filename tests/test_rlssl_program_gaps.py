@@ -109,3 +109,19 @@ def test_unsqueeze_without_a_dim_is_a_type_error_as_in_pytorch():
     for lib in (torch, vkml):
         with pytest.raises(TypeError):
             lib.zeros(2).unsqueeze()
+
+
+AXIS_SELECTIONS = [
+    ("sort", lambda L, x: x.sort(axis=0)[0]),
+    ("argsort", lambda L, x: L.argsort(x, axis=0)),
+    ("topk", lambda L, x: x.topk(1, axis=0)[1]),
+    ("median", lambda L, x: x.median(axis=1)[0]),
+    ("nanmedian", lambda L, x: L.nanmedian(x, axis=0)[0]),
+    ("count_nonzero", lambda L, x: x.count_nonzero(axis=1)),
+]
+
+
+@pytest.mark.parametrize("call", [c for _, c in AXIS_SELECTIONS], ids=[n for n, _ in AXIS_SELECTIONS])
+def test_axis_is_dims_alias_in_sorting_and_selection(call):
+    values = np.array([[3.0, 0.0, 2.0], [1.0, 5.0, 0.0]], np.float32)
+    np.testing.assert_array_equal(call(vkml, vkml.tensor(values)).numpy(), call(torch, torch.tensor(values)).numpy())

@@ -525,11 +525,12 @@ def _reduction(name):
 sum, prod, amax, amin = (_reduction(n) for n in ("sum", "prod", "amax", "amin"))
 
 
-def _dim_or_axis(op: str, dim, axis):
-    """``dim``, or PyTorch's alias ``axis=`` for it (naming both is a TypeError)."""
+def _dim_or_axis(op: str, dim, axis, default=None):
+    """``dim``, or PyTorch's alias ``axis=`` for it (naming both is a TypeError; ``default``: ``dim``'s
+    default, which a given ``axis`` replaces)."""
     if axis is None:
         return dim
-    if dim is not None:
+    if dim != default:
         raise TypeError(f"'{op}': got both 'dim' and its alias 'axis' ({dim!r}, {axis!r})")
     return axis
 

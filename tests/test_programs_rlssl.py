@@ -13,7 +13,8 @@ itself and compares its initial weights with PyTorch's (orthogonal, xavier, trun
 programs' own initialisations).
 
 Each comparison compiles 50 to 150 kernels on the CPU interpreter (10 to 90 s on CI's 2 cores), so
-they run with ``make test-all`` (``-m stress``); the initial weights, MAE's masking and a KAN grid
+they run with ``make test-all`` (``-m stress``), as does the check that PPO and SAC give the CPU's
+bits on Vulkan; the initial weights, MAE's masking and a KAN grid
 update are compared in ``make test``, and the gaps they found are tested in
 tests/test_rlssl_program_gaps.py and tests/test_random.py.
 """

@@ -1,6 +1,7 @@
-"""Gaps the RL and self-supervised programs (tests/programs/: ppo_gae, sac_td3, clip_mae, ...) found,
-each checked against PyTorch. (Categorical.sample()'s draw, a one-sample multinomial, is in
-tests/test_random.py with PyTorch's other draws.)"""
+"""Gaps the RL and self-supervised programs (tests/programs/: ppo_gae, sac_td3, mae_masking, ...) found,
+each checked against PyTorch. (Categorical.sample()'s draw, a one-sample multinomial, and the gamma
+family's samples are in tests/test_random.py with PyTorch's other draws; Gamma.rsample's gradient
+with respect to the concentration in tests/test_distributions.py.)"""
 
 from __future__ import annotations
 

@@ -101,6 +101,16 @@ DRAWS = [
     ("normal(float, float, size)", lambda L: L.normal(1.0, 2.0, (40,))),
     ("multinomial", lambda L: L.multinomial((L.arange(1.0, 19.0) / 10).reshape(3, 6), 7, True)),
     ("multinomial no replacement", lambda L: L.multinomial((L.arange(1.0, 19.0) / 10).reshape(3, 6), 4)),
+    # one sample with replacement takes PyTorch's exponential race too (Categorical.sample()'s draw)
+    ("multinomial one sample", lambda L: L.multinomial((L.arange(1.0, 19.0) / 10).reshape(3, 6), 1, True)),
+    ("Categorical.sample", lambda L: L.distributions.Categorical(logits=L.arange(12.0).reshape(4, 3) / 5).sample()),
+    # PyTorch's gamma sampler, element by element: float32 arithmetic on alpha, boosts below 1
+    ("Gamma.sample", lambda L: L.distributions.Gamma(L.tensor([0.3, 1.0, 2.5, 7.0, 0.05]), 2.0).sample((3,))),
+    ("Gamma float64", lambda L: L.distributions.Gamma(L.tensor([0.3, 4.0], dtype=L.float64), 1.0).sample((2,))),
+    ("Dirichlet.sample", lambda L: L.distributions.Dirichlet(L.tensor([[0.5, 1.0, 3.0], [2.0, 2.0, 0.1]])).sample()),
+    ("Beta.rsample", lambda L: L.distributions.Beta(L.tensor([2.0, 0.5]), L.tensor([3.0, 0.7])).rsample((3,))),
+    # ...leaving the generator's Box–Muller cache where PyTorch's is (the scalar randn after reads it)
+    ("Gamma then randn", lambda L: L.cat([L.distributions.Gamma(L.full((41,), 0.6), 1.0).sample(), L.randn(3)])),
     ("randint_like", lambda L: L.randint_like(L.zeros(3, 20), 10)),
     ("randn cfloat", lambda L: L.view_as_real(L.randn(20, dtype=L.cfloat))),
 ]

@@ -573,9 +573,11 @@ class Tensor:
     def reshape(self, *sizes, shape=None):
         return F.reshape(self, *sizes, shape=shape)
 
-    def view(self, *shape, dtype=None):
+    def view(self, *shape, dtype=None, **keyword):
         """``reshape`` that must be a view of this tensor's storage (PyTorch's error otherwise);
         ``view(dtype)``: the same bits read as ``dtype`` (vkml/frontend/dtype_view.py)."""
+        if keyword:
+            shape = F.keyword_sizes("view", shape, keyword, "size")
         if dtype is not None or (len(shape) == 1 and isinstance(shape[0], T.DType)):
             if shape and dtype is not None:
                 raise TypeError("view() received an invalid combination of arguments: both a shape and dtype=")
@@ -600,14 +602,16 @@ class Tensor:
             warnings.warn(_T_DEPRECATED[self.ndim == 0], stacklevel=2)
         return F.permute(self, *reversed(range(self.ndim)))
 
-    def expand(self, *sizes):
+    def expand(self, *sizes, **keyword):
+        if keyword:
+            sizes = F.keyword_sizes("expand", sizes, keyword, "size")
         return F.expand(self, *sizes)
 
-    def squeeze(self, dim=None):
-        return F.squeeze(self, dim)
+    def squeeze(self, dim=None, *, axis=None):
+        return F.squeeze(self, dim, axis=axis)
 
-    def unsqueeze(self, dim: int):
-        return F.unsqueeze(self, dim)
+    def unsqueeze(self, dim: int | None = None, *, axis=None):
+        return F.unsqueeze(self, dim, axis=axis)
 
     def flip(self, *args, dims=None):
         """``flip(dims)``, or PyTorch's method form ``x.flip(0, 1)`` with the dims as arguments."""

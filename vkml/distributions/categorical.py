@@ -14,8 +14,8 @@ __all__ = ["Categorical"]
 class Categorical(Distribution):
     """Category indices 0..K-1 with weights ``probs`` (normalised over the last dim) or ``logits``.
 
-    ``sample`` draws with ``vkml.multinomial`` (vkml's generator: reproducible after
-    ``vkml.manual_seed``, the same on every device, other values than PyTorch's).
+    ``sample`` draws with ``vkml.multinomial`` as PyTorch's does: after the same
+    ``manual_seed``, PyTorch's samples, on every device.
 
     >>> import vkml
     >>> from vkml.distributions import Categorical

@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import vkml as _vk
+from vkml.frontend import mt19937
+from vkml.frontend import random as _random
 from vkml.nn import functional as _F
 
 from . import constraints
 from .exp_family import ExponentialFamily
-from .gamma import _standard_gamma
 from .utils import _size
 
 __all__ = ["Dirichlet"]
 
 
 def _sample_dirichlet(concentration):
-    gammas = _standard_gamma(concentration)
-    return gammas / gammas.sum(-1, keepdim=True)
+    """PyTorch's ``_sample_dirichlet`` draws (double gammas normalised per row, on the host)."""
+    with _vk.no_grad():
+        alpha = concentration.detach()
+        work = _vk.float64 if alpha.dtype is _vk.float64 else _vk.float32
+        values = alpha.to(work).numpy()
+        drawn = _random.host_draw("_sample_dirichlet", alpha.shape, work, alpha.device, None, mt19937.dirichlet, values)
+        return drawn.to(alpha.dtype)
 
 
 class Dirichlet(ExponentialFamily):

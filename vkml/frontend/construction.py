@@ -295,11 +295,12 @@ def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None,
 def multinomial(input, num_samples: int, replacement: bool = False, *, generator=None):
     """Category indices (int64) drawn with weights ``input`` (1-D, or rows of a 2-D tensor): PyTorch's draws.
 
-    With replacement (PyTorch's CPU kernel, on the host: it reads the weights back, as PyTorch's
-    does): per row the running sums of the weights in float32, divided by the total, the last set
-    to 1; each sample is the first category whose sum reaches a double uniform. Without: the
-    exponential race, ``argmax`` or ``topk`` of ``input / q`` for ``q`` exponential draws of
-    ``input``'s shape, computed where ``input`` is. Weights are not checked (negative, NaN or
+    With replacement and more than one sample (PyTorch's CPU kernel, on the host: it reads the
+    weights back, as PyTorch's does): per row the running sums of the weights in float32, divided
+    by the total, the last set to 1; each sample is the first category whose sum reaches a double
+    uniform. Without replacement, or for one sample either way (PyTorch's fast path, the one
+    ``Categorical.sample()`` takes): the exponential race, ``argmax`` or ``topk`` of ``input / q``
+    for ``q`` exponential draws of ``input``'s shape, computed where ``input`` is. Weights are not checked (negative, NaN or
     all-zero rows give unspecified samples where PyTorch raises).
     """
     node = F._tensor_node("multinomial", input)
@@ -317,7 +318,7 @@ def multinomial(input, num_samples: int, replacement: bool = False, *, generator
     if not replacement and num_samples > n:
         raise RuntimeError("'multinomial': cannot sample n_sample > prob_dist.size(-1) samples without replacement")
     dev = node.device
-    if replacement:
+    if replacement and num_samples > 1:
         work = np.float64 if node.dtype is T.float64 else np.float32
         rows = np.asarray(F.cast(input, T.float64 if work is np.float64 else T.float32).numpy(), work).reshape(-1, n)
         picks = R.host_draw(

@@ -65,14 +65,15 @@ def _pool_stride(stride):
 newaxis = None
 
 
-def concat(tensors, dim: int = 0):
-    """``torch.concat``: ``torch.cat``."""
-    return F.cat(tensors, dim)
+def concat(tensors, dim: int = 0, *, axis=None):
+    """``torch.concat``: ``torch.cat`` (``axis=`` its alias of ``dim``, as there)."""
+    return F.cat(tensors, dim, axis=axis)
 
 
-def concatenate(tensors, axis: int = 0):
-    """``torch.concatenate``: ``torch.cat`` with numpy's argument name."""
-    return F.cat(tensors, axis)
+def concatenate(tensors, axis: int = 0, *, dim=None):
+    """``torch.concatenate``: ``torch.cat`` with numpy's argument name; PyTorch takes ``dim=`` too
+    (efficient-kan's ``torch.concatenate([...], dim=0)``)."""
+    return F.cat(tensors, axis, axis=dim)
 
 
 def ravel(input):

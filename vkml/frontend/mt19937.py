@@ -7,7 +7,7 @@ legacy seeding is ``init_genrand`` and whose raw output is the tempered word) an
 into values with PyTorch's CPU arithmetic, so ``vkml.manual_seed(s)`` followed by the same calls
 gives PyTorch's numbers. Every function here is vectorised numpy over the words, except where
 PyTorch's algorithm is itself sequential (the Box–Muller cache of the scalar normal path, at most
-15 values; ``randperm``'s Fisher–Yates swaps).
+15 values; ``randperm``'s Fisher–Yates swaps; the gamma sampler's rejection loop per element).
 
 The state is PyTorch's too (``CPUGeneratorImplState``, 5056 bytes): ``state_bytes`` and
 ``load_state_bytes`` read and write the layout ``torch.get_rng_state()`` gives.
@@ -413,3 +413,95 @@ def trunc_normal(e: Engine, n: int, mean: float, std: float, a: float, b: float)
         out = np.where(pending, candidates, out)
         pending = np.where(pending, rejected(candidates), pending)
     return out
+
+
+class _ScalarDraws:
+    """The engine's double uniforms and ``at::normal_distribution<double>`` normals one at a time, for
+    PyTorch's sequential samplers: the uniforms are drawn ahead in blocks (numpy per draw would cost
+    more than the sampler), and ``finish`` rewinds the engine and advances it by exactly the words
+    taken, so it ends where PyTorch's would."""
+
+    def __init__(self, e: Engine, expected: int):
+        self.e, self.saved, self.fresh = e, e.bits.state, e.fresh
+        self.cached = e.next_double_normal
+        self.values: list[float] = []
+        self.pos, self.block = 0, max(expected, 64)
+
+    def uniform(self) -> float:
+        if self.pos == len(self.values):
+            self.values += self.e.uniform64(self.block).tolist()
+        self.pos += 1
+        return self.values[self.pos - 1]
+
+    def normal(self) -> float:
+        """The cached sine value if there is one, else ``r·cos θ`` of a new pair (caching ``r·sin θ``)."""
+        if self.cached is not None:
+            value, self.cached = self.cached, None
+            return value
+        u1, u2 = self.uniform(), self.uniform()
+        radius = math.sqrt(-2.0 * math.log1p(-u2))
+        theta = 2.0 * math.pi * u1
+        self.cached = radius * math.sin(theta)
+        return radius * math.cos(theta)
+
+    def finish(self) -> None:
+        self.e.bits.state, self.e.fresh = self.saved, self.fresh
+        self.e.words(2 * self.pos)  # each double uniform is one random64(): two words
+        self.e.next_double_normal = self.cached
+
+
+def _gamma_one(draws: _ScalarDraws, alpha: float, wide: bool) -> float:
+    """One draw of PyTorch's ``sample_gamma`` (aten/src/ATen/native/Distributions.h) on the CPU: the
+    uniforms and normals are doubles from the generator (the normals through its Box–Muller cache),
+    the arithmetic on ``alpha`` itself in its dtype (float32 unless ``wide``), the rest in double."""
+    scale = 1.0
+    if alpha < 1.0:
+        if alpha == 0.0:
+            return 0.0
+        inverse = 1.0 / alpha if wide else float(_F32(1.0) / _F32(alpha))  # ``1.0f / alpha``
+        scale *= math.pow(1.0 - draws.uniform(), inverse)
+        alpha = alpha + 1.0 if wide else float(_F32(alpha) + _F32(1.0))
+    third = float(_F32(1.0) / _F32(3.0))  # ``1.0f / 3.0f``
+    d = alpha - third if wide else float(_F32(alpha) - _F32(third))
+    c = 1.0 / math.sqrt(9.0 * d)
+    squeeze = float(_F32(0.0331))  # ``0.0331f``, widened
+    while True:
+        while True:
+            x = draws.normal()
+            y = 1.0 + c * x
+            if y > 0:
+                break
+        v = y * y * y
+        u = 1.0 - draws.uniform()
+        xx = x * x
+        if u < 1.0 - squeeze * xx * xx:
+            return scale * d * v
+        if math.log(u) < 0.5 * xx + d * (1.0 - v + math.log(v)):
+            return scale * d * v
+
+
+def _gammas(e: Engine, alpha: np.ndarray, wide: bool) -> np.ndarray:
+    draws = _ScalarDraws(e, 3 * alpha.size)
+    try:
+        values = [_gamma_one(draws, a, wide) for a in alpha.reshape(-1).tolist()]
+    finally:
+        draws.finish()
+    return np.array(values, np.float64)
+
+
+def standard_gamma(e: Engine, n: int, alpha: np.ndarray) -> np.ndarray:
+    """PyTorch's CPU ``_standard_gamma``: Marsaglia and Tsang's rejection method per element, in
+    order (a sequential loop, as PyTorch's serial kernel), concentrations below 1 boosted by
+    ``(1 - u)^(1/alpha)``; each value at least the dtype's smallest normal. ``alpha``: float32 or
+    float64 concentrations, the result in that dtype."""
+    out = _gammas(e, alpha.reshape(n), alpha.dtype == np.float64).astype(alpha.dtype)
+    return np.maximum(out, np.finfo(alpha.dtype).tiny)
+
+
+def dirichlet(e: Engine, n: int, alpha: np.ndarray) -> np.ndarray:
+    """PyTorch's CPU ``_sample_dirichlet``: double gamma draws of the concentrations ``alpha`` (rows
+    of the last dim) by ``sample_gamma`` in double, each row divided by its sum in double, then
+    rounded to ``alpha``'s dtype and kept within [smallest normal, the float just below 1]."""
+    gammas = np.maximum(_gammas(e, alpha.reshape(n), True), np.finfo(np.float64).tiny).reshape(alpha.shape)
+    out = (gammas / gammas.sum(-1, keepdims=True)).astype(alpha.dtype)
+    return np.clip(out, np.finfo(alpha.dtype).tiny, np.nextafter(alpha.dtype.type(1), alpha.dtype.type(0)))

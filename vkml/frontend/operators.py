@@ -527,11 +527,12 @@ def _reduction(name):
 sum, prod, amax, amin = (_reduction(n) for n in ("sum", "prod", "amax", "amin"))
 
 
-def _dim_or_axis(op: str, dim, axis):
-    """``dim``, or PyTorch's alias ``axis=`` for it (naming both is a TypeError)."""
+def _dim_or_axis(op: str, dim, axis, default=None):
+    """``dim``, or PyTorch's alias ``axis=`` for it (naming both is a TypeError; ``default``: ``dim``'s
+    default, which a given ``axis`` replaces)."""
     if axis is None:
         return dim
-    if dim is not None:
+    if dim != default:
         raise TypeError(f"'{op}': got both 'dim' and its alias 'axis' ({dim!r}, {axis!r})")
     return axis
 
@@ -906,6 +907,18 @@ def _shape_args(op: str, shape) -> tuple:
     return tuple(int(s) for s in shape)
 
 
+def keyword_sizes(method: str, sizes: tuple, keyword: dict, name: str) -> tuple:
+    """A movement method's sizes given as PyTorch also takes them, by the one keyword ``name``
+    (``x.reshape(shape=(2, 3))``, ``x.permute(dims=(1, 0))``): the method's ``*sizes``; any other
+    keyword, or the keyword with sizes, is Python's TypeError."""
+    for key in keyword:
+        if key != name:
+            raise TypeError(f"{method}() got an unexpected keyword argument '{key}'")
+    if sizes:
+        raise TypeError(f"{method}() got multiple values for argument '{name}'")
+    return (keyword[name],)
+
+
 def _view(input, edit):
     return _wrap(lazy.view_node(input.node, edit))
 
@@ -1020,8 +1033,9 @@ def expand(input, *sizes):
     return _mutation.link_view(_wrap(lazy.expand_to(node, tuple(full))), input, ("expand", tuple(full), node.shape))
 
 
-def squeeze(input, dim=None):
-    """Drop size-1 dims (all, or the given ones)."""
+def squeeze(input, dim=None, *, axis=None):
+    """Drop size-1 dims (all, or the given ones; ``axis=`` is PyTorch's alias of ``dim``)."""
+    dim = _dim_or_axis("squeeze", dim, axis)
     node = _tensor_node("squeeze", input)
     nd = len(node.shape)
     if dim is None:
@@ -1032,8 +1046,11 @@ def squeeze(input, dim=None):
     return reshape(input, *[s for d, s in enumerate(node.shape) if d not in dims])
 
 
-def unsqueeze(input, dim: int):
-    """Insert a size-1 dim at ``dim``."""
+def unsqueeze(input, dim: int | None = None, *, axis=None):
+    """Insert a size-1 dim at ``dim`` (``axis=`` is PyTorch's alias)."""
+    dim = _dim_or_axis("unsqueeze", dim, axis)
+    if dim is None:
+        raise TypeError("unsqueeze() missing 1 required positional argument: 'dim'")
     node = _tensor_node("unsqueeze", input)
     nd = len(node.shape) + 1
     d = lazy.normalize_dim("unsqueeze", dim, nd)

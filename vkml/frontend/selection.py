@@ -165,18 +165,18 @@ def _int_half(c):
     return F.cast(F.cast(c, T.float32) * 0.5, T.int64)
 
 
-def median(input, dim=None, keepdim=False):
+def median(input, dim=None, keepdim=False, *, axis=None):
     """The lower median (the ((n - 1) // 2)-th smallest), as PyTorch: of all elements when ``dim`` is None,
     else (values, indices) along ``dim``.
 
     A NaN in the row makes the result NaN (index: the first NaN). Exact, by stable rank.
     """
-    return _median("median", input, dim, keepdim, False, median_t)
+    return _median("median", input, F._dim_or_axis("median", dim, axis), keepdim, False, median_t)
 
 
-def nanmedian(input, dim=None, keepdim=False):
+def nanmedian(input, dim=None, keepdim=False, *, axis=None):
     """``median`` of the elements that are not NaN; all-NaN gives NaN (index: the first NaN)."""
-    return _median("nanmedian", input, dim, keepdim, True, nanmedian_t)
+    return _median("nanmedian", input, F._dim_or_axis("nanmedian", dim, axis), keepdim, True, nanmedian_t)
 
 
 def mode(input, dim=-1, keepdim=False):

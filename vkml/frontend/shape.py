@@ -62,12 +62,16 @@ def _tensors(op: str, tensors) -> list:
 # ---------------------------------------------------------------------- joining
 
 
-def stack(tensors, dim: int = 0):
+def stack(tensors, dim: int = 0, *, axis=None):
     """Join tensors of one shape along a new dim ``dim`` (``cat`` of each unsqueezed; dtypes promote).
+
+    ``axis=`` is PyTorch's alias of ``dim``.
 
     >>> stack([vkml.tensor([1, 2]), vkml.tensor([3, 4])], 1).tolist()  # doctest: +SKIP
     [[1, 3], [2, 4]]
     """
+    if axis is not None:
+        dim = F._dim_or_axis("stack", None if dim == 0 else dim, axis)
     tensors = _tensors("stack", tensors)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
@@ -443,8 +447,10 @@ def expand_as(input, other):
 # ---------------------------------------------------------------------- repeating
 
 
-def repeat(input, *sizes):
+def repeat(input, *sizes, **keyword):
     """``input`` tiled ``sizes[d]`` times along each dim (leading sizes add dims): an expand, then a reshape."""
+    if keyword:  # x.repeat(repeats=(1, 2)), as PyTorch also takes it
+        sizes = F.keyword_sizes("repeat", sizes, keyword, "repeats")
     node = _t("repeat", input)
     sizes = F._shape_args("repeat", sizes)
     if len(sizes) < len(node.shape):
@@ -1193,8 +1199,10 @@ def triu_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None
 # ---------------------------------------------------------------------- Tensor methods
 
 
-def _tile_method(self, *dims):
-    """``Tensor.tile(dims)``, also as ``x.tile(2, 3)``."""
+def _tile_method(self, *dims, **keyword):
+    """``Tensor.tile(dims)``, also as ``x.tile(2, 3)`` and ``x.tile(dims=(2, 3))``."""
+    if keyword:
+        dims = F.keyword_sizes("tile", dims, keyword, "dims")
     return tile(self, dims[0] if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims)
 
 

@@ -383,7 +383,7 @@ def _check_stable(op: str, stable):
         raise TypeError(f"'{op}': argument 'stable' must be a bool or None, got {stable!r}")
 
 
-def sort(input, dim=-1, descending=False, *, stable=False):
+def sort(input, dim=-1, descending=False, *, stable=False, axis=None):
     """(values, indices) of ``input`` sorted along ``dim``, as ``vkml.return_types.sort``.
 
     Always stable (module docstring): ties keep their original order, so ``stable=`` changes
@@ -391,14 +391,14 @@ def sort(input, dim=-1, descending=False, *, stable=False):
     permutation. Example: ``vkml.sort(vkml.tensor([3.0, 1.0, 2.0])).indices`` is [1, 2, 0].
     """
     _check_stable("sort", stable)
-    values, indices = _sort("sort", input, dim, descending)
+    values, indices = _sort("sort", input, F._dim_or_axis("sort", dim, axis, -1), descending)
     return return_types.sort(values, indices)
 
 
-def argsort(input, dim=-1, descending=False, *, stable=False):
+def argsort(input, dim=-1, descending=False, *, stable=False, axis=None):
     """The indices that sort ``input`` along ``dim`` (``sort(...).indices``); always stable."""
     _check_stable("argsort", stable)
-    return _sort("argsort", input, dim, descending)[1]
+    return _sort("argsort", input, F._dim_or_axis("argsort", dim, axis, -1), descending)[1]
 
 
 def msort(input):
@@ -406,13 +406,14 @@ def msort(input):
     return _sort("msort", input, 0, False)[0]
 
 
-def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's argument name
+def topk(input, k, dim=-1, largest=True, sorted=True, *, axis=None):  # noqa: A002 - PyTorch's argument name
     """(values, indices) of the ``k`` largest (or smallest) elements along ``dim``, as ``return_types.topk``.
 
     ``largest=False`` takes the smallest.
     The first ``k`` of the stable sort: ordered (``sorted=False`` gives the same order), ties by
     position, NaN counts as the largest. The values' gradient goes to the elements chosen.
     """
+    dim = F._dim_or_axis("topk", dim, axis, -1)
     node = F._tensor_node("topk", input)
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
         raise TypeError(f"'topk': argument 'k' must be an int, got {k!r}")

@@ -188,9 +188,9 @@ def any(input, dim=None, keepdim=False, *, axis=None):
     return _uint8_stays(input, F.gt(F.sum(_nonzero("any", input), dim, keepdim), 0))
 
 
-def count_nonzero(input, dim=None):
+def count_nonzero(input, dim=None, *, axis=None):
     """The number of nonzero elements over ``dim`` (int64). NaN counts as nonzero. Exact."""
-    return F.sum(_nonzero("count_nonzero", input), dim)
+    return F.sum(_nonzero("count_nonzero", input), F._dim_or_axis("count_nonzero", dim, axis))
 
 
 def nansum(input, dim=None, keepdim=False, *, dtype=None, axis=None):

@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import ShapeError
 from ..frontend import creation, mutation
 from ..frontend import operators as functions
+from ..frontend.caller import user_stacklevel
 from ..ir.types import bool_, float64
 from ..ops.promotion import default_float
 from . import functional
@@ -165,10 +166,14 @@ def tanhshrink(input):
 
 
 def softmax_dim(name: str, ndim: int, stacklevel: int) -> int:
-    """PyTorch's implicit softmax dim (deprecated, with its warning): 0 for 0-, 1- and 3-D inputs, else 1."""
+    """PyTorch's implicit softmax dim (deprecated, with its warning): 0 for 0-, 1- and 3-D inputs, else 1.
+
+    The warning names the caller's line outside vkml, as PyTorch's ``_stacklevel`` does for its
+    own call paths (vkml's autocast and method wrappers add frames a fixed ``stacklevel`` would
+    count); ``stacklevel`` is kept for PyTorch's signature."""
     warnings.warn(
         f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X as an argument.",
-        stacklevel=stacklevel,
+        stacklevel=user_stacklevel(),
     )
     return 0 if ndim in (0, 1, 3) else 1
 

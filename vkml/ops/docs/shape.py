@@ -155,9 +155,11 @@ CONSTRUCTION_OPS = {
         RANDOM_VALUES,
     ),
     "multinomial": (
-        "exact: with replacement PyTorch's CPU kernel on the host (running sums in float32 divided by the total, "
-        "a binary search per double uniform); without, `argmax`/`topk` of `input / q` for exponential draws q",
-        RANDOM_VALUES + " With replacement the weights are read back (as PyTorch's); neither path checks them: "
+        "exact: with replacement and more than one sample PyTorch's CPU kernel on the host (running sums in "
+        "float32 divided by the total, a binary search per double uniform); without replacement or for one sample, "
+        "`argmax`/`topk` of `input / q` for exponential draws q (PyTorch's fast path)",
+        RANDOM_VALUES + " With replacement (more than one sample) the weights are read back (as PyTorch's); "
+        "neither path checks them: "
         "negative, NaN or all-zero rows give unspecified samples where PyTorch raises.",
     ),
 }

@@ -1,0 +1,74 @@
+"""Gaps the graph, time-series, tabular and classical-ML programs (tests/test_programs_graphtab.py) found:
+``torch.pca_lowrank`` and ``torch.svd_lowrank`` (the randomized SVD of ``torch._lowrank``).
+
+Their random draw is ``randn(n, q)`` from the global generator, PyTorch's draw in vkml, so after the same
+``manual_seed`` the factors are PyTorch's. A singular vector's sign is LAPACK's choice and differs
+between LAPACK builds (PyTorch's MKL, numpy's OpenBLAS) for wide matrices, so vectors are compared with
+their signs aligned column by column.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import vkml
+
+
+def _data(shape, seed=0):
+    rng = np.random.default_rng(seed)
+    *batch, m, n = shape
+    low = rng.standard_normal((*batch, m, 2)) @ rng.standard_normal((*batch, 2, n))
+    return (low + 0.05 * rng.standard_normal(shape) + 1.0).astype(np.float32)
+
+
+def _aligned(got, expected):
+    """``got`` with each column's sign flipped to agree with ``expected``'s (singular vectors' signs are free)."""
+    signs = np.sign(np.sum(got * expected, axis=-2, keepdims=True))
+    return got * np.where(signs == 0, 1, signs)
+
+
+def _factors(lib, fn, x, **kwargs):
+    lib.manual_seed(7)
+    return [t.numpy() for t in getattr(lib, fn)(lib.tensor(x), **kwargs)]
+
+
+@pytest.mark.parametrize(
+    ("fn", "shape", "kwargs"),
+    [
+        ("pca_lowrank", (12, 5), {"q": 3}),
+        ("pca_lowrank", (12, 5), {"q": 2, "center": False, "niter": 0}),
+        ("pca_lowrank", (4, 9), {"q": 3}),
+        ("pca_lowrank", (2, 8, 4), {"q": 2}),
+        ("svd_lowrank", (5, 11), {"q": 3, "niter": 1}),
+    ],
+    ids=str,
+)
+def test_lowrank_factors_match_pytorch(fn, shape, kwargs):
+    x = _data(shape)
+    U, S, V = _factors(vkml, fn, x, **kwargs)
+    eU, eS, eV = _factors(torch, fn, x, **kwargs)
+    assert U.shape == eU.shape and S.shape == eS.shape and V.shape == eV.shape
+    np.testing.assert_allclose(S, eS, rtol=1e-4, atol=1e-4)
+    # the data are rank 2 plus noise: the first two directions are determined, the rest are noise's
+    np.testing.assert_allclose(_aligned(U[..., :2], eU[..., :2]), eU[..., :2], atol=1e-3)
+    np.testing.assert_allclose(_aligned(V[..., :2], eV[..., :2]), eV[..., :2], atol=1e-3)
+
+
+def test_pca_lowrank_of_a_sparse_matrix_is_the_dense_one():
+    x = _data((8, 5))
+    x[x < 1.0] = 0
+    dense = _factors(vkml, "pca_lowrank", x, q=2)
+    vkml.manual_seed(7)
+    sparse = vkml.pca_lowrank(vkml.tensor(x).to_sparse(), q=2)
+    for got, expected in zip(sparse, dense, strict=True):
+        np.testing.assert_allclose(got.numpy(), expected, atol=1e-5)
+
+
+def test_pca_lowrank_refuses_what_pytorch_refuses():
+    x = vkml.ones(4, 3)
+    with pytest.raises(ValueError, match=r"q\(=4\) must be non-negative integer and not greater than min\(m, n\)=3"):
+        vkml.pca_lowrank(x, q=4)
+    with pytest.raises(ValueError, match=r"niter\(=-1\) must be non-negative integer"):
+        vkml.pca_lowrank(x, niter=-1)

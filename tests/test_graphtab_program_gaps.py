@@ -1,5 +1,6 @@
-"""Gaps the graph, time-series, tabular and classical-ML programs (tests/test_programs_graphtab.py) found:
-``torch.pca_lowrank`` and ``torch.svd_lowrank`` (the randomized SVD of ``torch._lowrank``).
+"""Gaps the graph, time-series, tabular and classical-ML programs (tests/test_programs_graphtab.py) and
+their probes found: ``torch.pca_lowrank`` and ``torch.svd_lowrank`` (the randomized SVD of
+``torch._lowrank``), and ``torch.mv`` of a sparse COO matrix (PageRank's power iteration).
 
 Their random draw is ``randn(n, q)`` from the global generator, PyTorch's draw in vkml, so after the same
 ``manual_seed`` the factors are PyTorch's. A singular vector's sign is LAPACK's choice and differs
@@ -72,3 +73,27 @@ def test_pca_lowrank_refuses_what_pytorch_refuses():
         vkml.pca_lowrank(x, q=4)
     with pytest.raises(ValueError, match=r"niter\(=-1\) must be non-negative integer"):
         vkml.pca_lowrank(x, niter=-1)
+
+
+def _pagerank(lib, steps=3):
+    """PageRank's power iteration over a sparse transition matrix, ``torch.mv`` and ``Tensor.mv``."""
+    src = lib.tensor([0, 1, 2, 2, 3, 4, 4])
+    dst = lib.tensor([1, 2, 0, 3, 4, 0, 2])
+    out_degree = lib.bincount(src, minlength=5).float()
+    transition = lib.sparse_coo_tensor(lib.stack([dst, src]), 1.0 / out_degree[src], (5, 5))
+    rank = lib.full((5,), 0.2, requires_grad=True)
+    r = rank
+    for step in range(steps):
+        r = 0.15 / 5 + 0.85 * (lib.mv(transition, r) if step % 2 else transition.mv(r))
+    (r * lib.arange(5.0)).sum().backward()
+    return r.detach().numpy(), rank.grad.numpy()
+
+
+def test_mv_of_a_sparse_matrix_matches_pytorch():
+    for got, expected in zip(_pagerank(vkml), _pagerank(torch), strict=True):
+        np.testing.assert_allclose(got, expected, rtol=1e-6)
+    matrix = vkml.sparse_coo_tensor(vkml.tensor([[0, 1], [1, 2]]), vkml.tensor([1.0, 2.0]), (2, 3))
+    with pytest.raises(RuntimeError, match=r"mv: expected self.size\(-1\) == vec.size\(-1\)"):
+        vkml.mv(matrix, vkml.ones(2))
+    with pytest.raises(RuntimeError, match="mv: two tensor dim should be 2 and 1"):
+        vkml.mv(matrix, vkml.ones(3, 1))

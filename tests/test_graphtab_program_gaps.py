@@ -1,6 +1,8 @@
 """Gaps the graph, time-series, tabular and classical-ML programs (tests/test_programs_graphtab.py) and
 their probes found: ``torch.pca_lowrank`` and ``torch.svd_lowrank`` (the randomized SVD of
-``torch._lowrank``), and ``torch.mv`` of a sparse COO matrix (PageRank's power iteration).
+``torch._lowrank``), ``torch.mv`` of a sparse COO matrix (PageRank's power iteration), LBFGS over an
+``nn.Embedding(sparse=True)`` (PyTorch's takes the sparse gradient dense), and AdamW's refusal of a sparse
+gradient in PyTorch's words.
 
 Their random draw is ``randn(n, q)`` from the global generator, PyTorch's draw in vkml, so after the same
 ``manual_seed`` the factors are PyTorch's. A singular vector's sign is LAPACK's choice and differs
@@ -97,3 +99,41 @@ def test_mv_of_a_sparse_matrix_matches_pytorch():
         vkml.mv(matrix, vkml.ones(2))
     with pytest.raises(RuntimeError, match="mv: two tensor dim should be 2 and 1"):
         vkml.mv(matrix, vkml.ones(3, 1))
+
+
+def _embedding_lbfgs(lib):
+    """A few LBFGS steps with a strong-Wolfe search on a sparse-gradient embedding and a dense layer."""
+    rng = np.random.default_rng(4)
+    embedding = lib.nn.Embedding(5, 3, sparse=True)
+    linear = lib.nn.Linear(3, 1)
+    for p in (embedding.weight, linear.weight, linear.bias):
+        p.data = lib.tensor(rng.standard_normal(tuple(p.shape)).astype(np.float32))
+    optimizer = lib.optim.LBFGS([embedding.weight, *linear.parameters()], max_iter=4, line_search_fn="strong_wolfe")
+    ids, target = lib.tensor([0, 2, 2, 4]), lib.tensor([[1.0], [-1.0], [-1.0], [0.5]])
+
+    def closure():
+        optimizer.zero_grad()
+        loss = ((linear(embedding(ids)) - target) ** 2).mean()
+        loss.backward()
+        return loss
+
+    losses = [float(optimizer.step(closure)) for _ in range(2)]
+    return losses, embedding.weight.detach().numpy(), embedding.weight.grad.is_sparse
+
+
+def test_lbfgs_takes_a_sparse_gradient_as_pytorch_does():
+    got_losses, got_weight, got_sparse = _embedding_lbfgs(vkml)
+    losses, weight, sparse = _embedding_lbfgs(torch)
+    assert got_sparse and sparse
+    np.testing.assert_allclose(got_losses, losses, rtol=1e-4)
+    np.testing.assert_allclose(got_weight, weight, rtol=1e-4, atol=1e-5)
+
+
+def test_adamw_refuses_a_sparse_gradient_in_pytorchs_words():
+    embedding = vkml.nn.Embedding(4, 2, sparse=True)
+    optimizer = vkml.optim.AdamW(embedding.parameters())
+    embedding(vkml.tensor([1])).sum().backward()
+    with pytest.raises(
+        RuntimeError, match="^Adam does not support sparse gradients, please consider SparseAdam instead$"
+    ):
+        optimizer.step()

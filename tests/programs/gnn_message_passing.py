@@ -12,7 +12,8 @@ include_self=False)``; GraphSAGE's aggregation ``reduce=AGGR`` ("sum", "mean", "
 ``include_self=False``) into ``x.new_zeros``; the GCN's normalised adjacency ``torch.sparse_coo_tensor``
 of ``deg[row].pow(-0.5) * deg[col].pow(-0.5)`` with the degrees by ``torch.bincount`` and the infinities
 zeroed by ``masked_fill_(torch.isinf(...), 0)``, propagated with ``torch.sparse.mm``; a mean readout by
-``index_add_`` over ``batch`` divided by ``bincount``; ``F.cross_entropy``, Adam with a ``StepLR``,
+``index_add_`` over ``batch`` divided by ``bincount``; PageRank by power iteration with ``torch.mv`` over a
+sparse transition matrix; ``F.cross_entropy``, Adam with a ``StepLR``,
 ``clip_grad_norm_``, accuracy under ``torch.no_grad()``."""
 
 from __future__ import annotations
@@ -52,6 +53,17 @@ def collate(graphs):
     edge_index = torch.cat([e + int(off) for e, off in zip(edges, offsets, strict=True)], dim=1)
     batch = torch.repeat_interleave(torch.arange(len(xs)), sizes)
     return torch.cat(xs, dim=0), edge_index, batch, torch.tensor(ys)
+
+
+def pagerank(edge_index, num_nodes, alpha=0.85, iters=20):
+    """Power iteration over the column-stochastic transition matrix, a sparse COO tensor, by ``torch.mv``."""
+    row, col = edge_index
+    out_degree = torch.bincount(row, minlength=num_nodes).float().clamp(min=1)
+    transition = torch.sparse_coo_tensor(torch.stack([col, row]), 1.0 / out_degree[row], (num_nodes, num_nodes))
+    rank = torch.full((num_nodes,), 1.0 / num_nodes)
+    for _ in range(iters):
+        rank = (1 - alpha) / num_nodes + alpha * torch.mv(transition, rank)
+    return rank
 
 
 def global_add_pool(x, batch, num_graphs):
@@ -208,6 +220,8 @@ def train(model, steps=3):
             pred = model(x, edge_index, batch, num_graphs).argmax(dim=-1)
             record["acc"].append((pred == y).sum().item() / y.size(0))
     record["grad_norms"] = [p.grad.norm().item() for p in model.parameters()]
+    top = pagerank(edge_index, x.size(0)).topk(3)
+    record["pagerank_top"] = [top.values.tolist(), top.indices.tolist()]
     return record
 
 

@@ -15,8 +15,9 @@ same data; random draws stay live where vkml's generator gives PyTorch's draws (
 Every number must agree to the program's tolerance.
 
 The comparisons compile tens of kernels each on the CPU interpreter, so they run with ``make test-all``
-(``-m stress``); ``make test`` compares two of the programs' functions with their gradients. The gap
-they found (``torch.pca_lowrank``/``svd_lowrank``) is tested in tests/test_graphtab_program_gaps.py.
+(``-m stress``); ``make test`` compares two of the programs' functions with their gradients. The gaps
+they and their probes found (``torch.pca_lowrank``/``svd_lowrank``, ``torch.mv`` of a sparse matrix, LBFGS
+over sparse gradients, AdamW's sparse refusal) are tested in tests/test_graphtab_program_gaps.py.
 """
 
 from __future__ import annotations

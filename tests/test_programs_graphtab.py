@@ -22,6 +22,8 @@ over sparse gradients, AdamW's sparse refusal) are tested in tests/test_graphtab
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from test_programs import _load, _numbers, compare_program
@@ -72,6 +74,20 @@ def test_program_matches_pytorch(name, monkeypatch):
 )
 def test_program_variant_matches_pytorch(name, constants, monkeypatch):
     _compare(name, monkeypatch, constants)
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize(
+    ("name", "constants"),
+    [("timeseries_forecasting", {"MODEL": "patchtst"}), ("tabular_transformers", {}), ("timeseries_forecasting", {})],
+    ids=str,
+)
+def test_program_runs_as_written(name, constants, monkeypatch):
+    """With dropout live (vkml's masks are its own stream) each program trains to finite numbers."""
+    program = _load(name, "vkml", monkeypatch, deterministic=False, constants=constants)
+    assert program.DROPOUT > 0
+    result = program.train(program.build(), steps=2)
+    assert len(result["losses"]) == 2 and all(math.isfinite(x) for x in result["losses"])
 
 
 @pytest.mark.stress

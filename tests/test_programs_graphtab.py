@@ -2,8 +2,9 @@
 under PyTorch, by their import lines alone.
 
 GNN message passing by hand (gnn_message_passing: GIN, EdgeConv, GraphSAGE with every ``scatter_reduce``
-reduction, a GCN over ``torch.sparse.mm``), forecasting (timeseries_forecasting: a weight-normed TCN,
-PatchTST with RevIN, DeepAR with Gaussian and negative-binomial likelihoods, a teacher-forced seq2seq),
+reduction, a GCN over ``torch.sparse.mm``, PageRank by a sparse ``torch.mv``), forecasting
+(timeseries_forecasting: a weight-normed TCN, PatchTST with RevIN, Informer's ProbSparse attention, DeepAR
+with Gaussian and negative-binomial likelihoods, a teacher-forced seq2seq),
 tabular transformers (tabular_transformers: FT-Transformer, TabTransformer, a one-hot MLP; focal loss,
 ``pos_weight``, a ``WeightedRandomSampler``), classical ML in torch (classical_ml: k-means, a Gaussian
 mixture by EM, PCA with ``pca_lowrank``, ridge regression, LBFGS logistic regression, a Kalman filter,
@@ -42,6 +43,7 @@ VARIANTS = {
     + [{"MODEL": "sage", "AGGR": aggr} for aggr in ("sum", "mean", "amax", "amin", "prod")],
     "timeseries_forecasting": [
         {"MODEL": "patchtst"},
+        {"MODEL": "informer"},
         {"MODEL": "deepar"},
         {"MODEL": "deepar", "LIKELIHOOD": "negbin"},
         {"MODEL": "seq2seq"},

@@ -9,7 +9,13 @@ affine, denormalised by ``(self.affine_weight + self.eps * self.eps)``), channel
 ``permute`` and ``reshape``, patching by ``nn.ReplicationPad1d((0, stride))`` then
 ``x.unfold(dimension=-1, size=patch_len, step=stride)``, a learned positional table
 ``nn.init.uniform_(W_pos, -0.02, 0.02)``, ``nn.TransformerEncoder`` (``batch_first=True``, ``norm_first``,
-GELU) and a flatten head ``nn.Flatten(start_dim=-2)``; ``"deepar"``: DeepAR's LSTM over lagged values and
+GELU) and a flatten head ``nn.Flatten(start_dim=-2)``; ``"informer"``: Informer's circular-padded token
+``Conv1d`` (``kaiming_normal_(mode="fan_in", nonlinearity="leaky_relu")``), a sinusoidal table kept in a
+buffer (``pe.require_grad = False`` as written), ProbSparse attention (keys sampled by ``torch.randint``
+and gathered by ``K_expand[:, :, torch.arange(L_Q).unsqueeze(1), index_sample, :]``, the sparsity measure
+``max(-1)[0] - sum(-1) / L_K``, ``topk(n_top, sorted=False)``, queries picked and the mean context
+written by advanced indexing with ``torch.arange(B)[:, None, None]``) and a distilling ``ConvLayer``
+(BatchNorm1d, ELU, ``MaxPool1d(3, 2, 1)``), trained by nesterov SGD with ``ExponentialLR``; ``"deepar"``: DeepAR's LSTM over lagged values and
 covariates in one call with a Gaussian (``distributions.Normal``, ``F.softplus`` scale) or ``LIKELIHOOD =
 "negbin"`` negative-binomial head (``NegativeBinomial(total_count=1 / alpha, probs=mu * alpha / (1 + mu *
 alpha))`` on integer counts, the scale by ``v = 1 + mean``), the negative ``log_prob`` mean as the loss and
@@ -20,10 +26,12 @@ written into ``torch.zeros`` by index. Adam (AdamW for PatchTST with a ``OneCycl
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from shim import F, distributions, lr_scheduler, nn, optim, torch
 
-MODEL = "tcn"  # or "patchtst", "deepar", "seq2seq"
+MODEL = "tcn"  # or "patchtst", "informer", "deepar", "seq2seq"
 LIKELIHOOD = "normal"  # DeepAR's head: or "negbin"
 DROPOUT = 0.1
 DEVICE = "cpu"
@@ -213,6 +221,123 @@ class PatchTST(nn.Module):
         return self.revin_layer(z.permute(0, 2, 1), "denorm")
 
 
+# --- Informer (ProbSparse self-attention, distilling) ---------------------------------------------
+
+
+class TokenEmbedding(nn.Module):
+    def __init__(self, c_in, d_model):
+        super().__init__()
+        self.tokenConv = nn.Conv1d(c_in, d_model, kernel_size=3, padding=1, padding_mode="circular", bias=False)
+        for m in self.modules():
+            if isinstance(m, nn.Conv1d):
+                nn.init.kaiming_normal_(m.weight, mode="fan_in", nonlinearity="leaky_relu")
+
+    def forward(self, x):
+        return self.tokenConv(x.permute(0, 2, 1)).transpose(1, 2)
+
+
+class PositionalEmbedding(nn.Module):
+    def __init__(self, d_model, max_len=64):
+        super().__init__()
+        pe = torch.zeros(max_len, d_model).float()
+        pe.require_grad = False
+        position = torch.arange(0, max_len).float().unsqueeze(1)
+        div_term = (torch.arange(0, d_model, 2).float() * -(math.log(10000.0) / d_model)).exp()
+        pe[:, 0::2] = torch.sin(position * div_term)
+        pe[:, 1::2] = torch.cos(position * div_term)
+        self.register_buffer("pe", pe.unsqueeze(0))
+
+    def forward(self, x):
+        return self.pe[:, : x.size(1)]
+
+
+class ProbAttention(nn.Module):
+    def __init__(self, factor=2, scale=None):
+        super().__init__()
+        self.factor, self.scale = factor, scale
+
+    def _prob_QK(self, Q, K, sample_k, n_top):
+        B, H, L_K, E = K.shape
+        _, _, L_Q, _ = Q.shape
+        K_expand = K.unsqueeze(-3).expand(B, H, L_Q, L_K, E)
+        index_sample = torch.randint(L_K, (L_Q, sample_k))
+        K_sample = K_expand[:, :, torch.arange(L_Q).unsqueeze(1), index_sample, :]
+        Q_K_sample = torch.matmul(Q.unsqueeze(-2), K_sample.transpose(-2, -1)).squeeze(-2)
+        M = Q_K_sample.max(-1)[0] - torch.div(Q_K_sample.sum(-1), L_K)
+        M_top = M.topk(n_top, sorted=False)[1]
+        Q_reduce = Q[torch.arange(B)[:, None, None], torch.arange(H)[None, :, None], M_top, :]
+        return torch.matmul(Q_reduce, K.transpose(-2, -1)), M_top
+
+    def forward(self, queries, keys, values):
+        B, L_Q, H, D = queries.shape
+        _, L_K, _, _ = keys.shape
+        queries, keys, values = queries.transpose(2, 1), keys.transpose(2, 1), values.transpose(2, 1)
+        U_part = min(self.factor * np.ceil(np.log(L_K)).astype("int").item(), L_K)
+        u = min(self.factor * np.ceil(np.log(L_Q)).astype("int").item(), L_Q)
+        scores_top, index = self._prob_QK(queries, keys, sample_k=U_part, n_top=u)
+        scores_top = scores_top * (self.scale or 1.0 / math.sqrt(D))
+        context = values.mean(dim=-2).unsqueeze(-2).expand(B, H, L_Q, values.shape[-1]).clone()
+        attn = torch.softmax(scores_top, dim=-1)
+        context[torch.arange(B)[:, None, None], torch.arange(H)[None, :, None], index, :] = torch.matmul(
+            attn, values
+        ).type_as(context)
+        return context.transpose(2, 1).contiguous()
+
+
+class AttentionLayer(nn.Module):
+    def __init__(self, attention, d_model, n_heads):
+        super().__init__()
+        self.inner_attention = attention
+        self.query_projection = nn.Linear(d_model, d_model)
+        self.key_projection = nn.Linear(d_model, d_model)
+        self.value_projection = nn.Linear(d_model, d_model)
+        self.out_projection = nn.Linear(d_model, d_model)
+        self.n_heads = n_heads
+
+    def forward(self, x):
+        B, L, _ = x.shape
+        H = self.n_heads
+        out = self.inner_attention(
+            self.query_projection(x).view(B, L, H, -1),
+            self.key_projection(x).view(B, L, H, -1),
+            self.value_projection(x).view(B, L, H, -1),
+        )
+        return self.out_projection(out.view(B, L, -1))
+
+
+class ConvLayer(nn.Module):
+    """Informer's distilling: a convolution, BatchNorm, ELU and a stride-2 max-pool halve the sequence."""
+
+    def __init__(self, c_in):
+        super().__init__()
+        self.downConv = nn.Conv1d(c_in, c_in, kernel_size=3, padding=1, padding_mode="circular")
+        self.norm = nn.BatchNorm1d(c_in)
+        self.activation = nn.ELU()
+        self.maxPool = nn.MaxPool1d(kernel_size=3, stride=2, padding=1)
+
+    def forward(self, x):
+        x = self.maxPool(self.activation(self.norm(self.downConv(x.permute(0, 2, 1)))))
+        return x.transpose(1, 2)
+
+
+class Informer(nn.Module):
+    def __init__(self, d_model=8, n_heads=2):
+        super().__init__()
+        self.value_embedding = TokenEmbedding(CHANNELS, d_model)
+        self.position_embedding = PositionalEmbedding(d_model)
+        self.dropout = nn.Dropout(DROPOUT)
+        self.attention = AttentionLayer(ProbAttention(factor=2), d_model, n_heads)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.distil = ConvLayer(d_model)
+        self.projection = nn.Linear(d_model * (SEQ_LEN // 2), PRED_LEN * CHANNELS)
+
+    def forward(self, x):
+        h = self.dropout(self.value_embedding(x) + self.position_embedding(x))
+        h = self.norm1(h + self.dropout(self.attention(h)))
+        h = self.distil(h)
+        return self.projection(h.flatten(1)).view(-1, PRED_LEN, CHANNELS)
+
+
 # --- DeepAR ---------------------------------------------------------------------------------------
 
 
@@ -283,6 +408,8 @@ def build():
         return TCNForecaster()
     if MODEL == "patchtst":
         return PatchTST()
+    if MODEL == "informer":
+        return Informer()
     if MODEL == "deepar":
         return DeepAR(likelihood=LIKELIHOOD)
     return Seq2Seq()
@@ -333,11 +460,17 @@ def train(model, steps=3):
     if MODEL == "patchtst":
         optimizer = optim.AdamW(model.parameters(), lr=1e-3, weight_decay=1e-2)
         scheduler = lr_scheduler.OneCycleLR(optimizer, max_lr=1e-2, total_steps=steps, pct_start=0.3)
+    elif MODEL == "informer":
+        # Adam would turn the rounding noise of gradients that are zero in exact arithmetic (the key
+        # projection's bias under softmax, LayerNorm's and the convolution's biases before BatchNorm) into
+        # lr-sized steps of either sign, which no two libraries (nor PyTorch on two devices) agree on.
+        optimizer = optim.SGD(model.parameters(), lr=0.05, momentum=0.9, nesterov=True)
+        scheduler = lr_scheduler.ExponentialLR(optimizer, gamma=0.9)
     else:
         optimizer = optim.Adam(model.parameters(), lr=2e-3)
         scheduler = None
     criterion = nn.MSELoss()
-    torch.manual_seed(1)  # teacher forcing draws torch.rand(1) in the seq2seq decoder
+    torch.manual_seed(1)  # teacher forcing draws torch.rand(1), ProbSparse attention torch.randint
     for _ in range(steps):
         model.train()
         optimizer.zero_grad()

@@ -1,4 +1,4 @@
-"""Time-series forecasting as four reference repositories write it, on synthetic seasonal series.
+"""Time-series forecasting as five reference repositories write it, on synthetic seasonal series.
 
 ``MODEL = "tcn"``: locuslab/TCN's temporal blocks, dilated causal ``nn.Conv1d`` (``padding=(k - 1) *
 dilation`` cut back by a ``Chomp1d`` slice ``x[:, :, :-chomp].contiguous()``) under
@@ -15,8 +15,8 @@ buffer (``pe.require_grad = False`` as written), ProbSparse attention (keys samp
 and gathered by ``K_expand[:, :, torch.arange(L_Q).unsqueeze(1), index_sample, :]``, the sparsity measure
 ``max(-1)[0] - sum(-1) / L_K``, ``topk(n_top, sorted=False)``, queries picked and the mean context
 written by advanced indexing with ``torch.arange(B)[:, None, None]``) and a distilling ``ConvLayer``
-(BatchNorm1d, ELU, ``MaxPool1d(3, 2, 1)``), trained by nesterov SGD with ``ExponentialLR``; ``"deepar"``: DeepAR's LSTM over lagged values and
-covariates in one call with a Gaussian (``distributions.Normal``, ``F.softplus`` scale) or ``LIKELIHOOD =
+(BatchNorm1d, ELU, ``MaxPool1d(3, 2, 1)``), trained by nesterov SGD with ``ExponentialLR``; ``"deepar"``:
+DeepAR's LSTM over lagged values and covariates in one call with a Gaussian (``distributions.Normal``, ``F.softplus`` scale) or ``LIKELIHOOD =
 "negbin"`` negative-binomial head (``NegativeBinomial(total_count=1 / alpha, probs=mu * alpha / (1 + mu *
 alpha))`` on integer counts, the scale by ``v = 1 + mean``), the negative ``log_prob`` mean as the loss and
 a quantile by ``icdf``; ``"seq2seq"``: an encoder ``nn.GRU`` and a decoder ``nn.GRUCell`` in a loop over

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..ir import types as T
 from ..tensor import Tensor
-from . import construction, pointwise, scans, shape, statistics
+from . import construction, pointwise, random, scans, shape, statistics
 from . import dense_linalg as D
 from . import operators as F
 from .autograd_api import Function
@@ -422,6 +422,73 @@ def legacy_matrix_exp(input):
     return matrix_exp(input)
 
 
+def _approximate_basis(A, q: int, niter: int):
+    """Q with q orthonormal columns with Q Q^H A ~ A (Halko et al. 2009, algorithm 4.4), as PyTorch's
+    ``torch._lowrank.get_approximate_basis``: the same ``randn(n, q)`` draw from the global generator,
+    so after the same ``manual_seed`` the same subspace."""
+    R = random.randn(A.shape[-1], q, dtype=A.dtype, device=A.device)
+    Q = D.qr(F.matmul(A, R)).Q
+    for _ in range(niter):
+        Q = D.qr(F.matmul(F.transpose(A, -2, -1), Q)).Q
+        Q = D.qr(F.matmul(A, Q)).Q
+    return Q
+
+
+def svd_lowrank(A, q: int | None = 6, niter: int = 2, M=None):
+    """(U, S, V) of a randomized rank-``q`` SVD, A ~ U diag(S) V^T, as ``torch.svd_lowrank`` (``M``: a mean
+    subtracted from A first). Its random draws are PyTorch's, so a seeded call gives PyTorch's factors
+    up to rounding; singular vectors' signs are LAPACK's.
+
+    >>> import vkml as torch
+    >>> _ = torch.manual_seed(0)
+    >>> U, S, V = torch.svd_lowrank(torch.eye(4)[:, :3], q=2)
+    >>> U.shape, S.shape, V.shape
+    (torch.Size([4, 2]), torch.Size([2]), torch.Size([3, 2]))
+    """
+    op = "svd_lowrank"
+    _tensor(op, "A", A)
+    q = 6 if q is None else q
+    if getattr(A, "is_sparse", False):
+        A = A.to_dense()
+    if M is not None:
+        A = F.sub(A, M.to_dense() if getattr(M, "is_sparse", False) else M)
+    m, n = A.shape[-2:]
+    if m < n:
+        A = F.transpose(A, -2, -1)
+    Q = _approximate_basis(A, q, niter)
+    U, S, Vh = D.svd(F.matmul(F.transpose(Q, -2, -1), A), full_matrices=False)
+    U, V = F.matmul(Q, U), F.transpose(Vh, -2, -1)
+    return (V, S, U) if m < n else (U, S, V)
+
+
+def pca_lowrank(A, q: int | None = None, center: bool = True, niter: int = 2):
+    """(U, S, V) of the PCA of data ``A`` (samples by features), as ``torch.pca_lowrank``: a randomized
+    ``svd_lowrank`` of ``A`` less its column means (``center``); V's columns are the principal directions,
+    ``S ** 2 / (m - 1)`` the variances along them. q defaults to min(6, m, n). Seeded, PyTorch's factors.
+
+    >>> import vkml as torch
+    >>> _ = torch.manual_seed(0)
+    >>> X = torch.tensor([[1.0, 2.0], [2.0, 4.1], [3.0, 5.9], [4.0, 8.0]])
+    >>> U, S, V = torch.pca_lowrank(X, q=1)
+    >>> round(float(V.abs()[1, 0]), 3)
+    0.894
+    """
+    op = "pca_lowrank"
+    _tensor(op, "A", A)
+    m, n = A.shape[-2:]
+    if q is None:
+        q = min(6, m, n)
+    elif not (q >= 0 and q <= min(m, n)):
+        raise ValueError(f"q(={q}) must be non-negative integer and not greater than min(m, n)={min(m, n)}")
+    if not niter >= 0:
+        raise ValueError(f"niter(={niter}) must be non-negative integer")
+    if getattr(A, "is_sparse", False):
+        A = A.to_dense()  # PyTorch keeps the sparse matrix and subtracts the mean as M; the product is the same
+    if not center:
+        return svd_lowrank(A, q, niter=niter)
+    return svd_lowrank(F.sub(A, F.mean(A, dim=-2, keepdim=True)), q, niter=niter)
+
+
 # linalg.<name> -> this module's function
 LINALG = {
     "matrix_power": matrix_power,
@@ -444,4 +511,6 @@ EXPORTS = (
     Export("vander", value=torch_vander),
     Export("orgqr", method=True),
     Export("ormqr", method=True),
+    Export("svd_lowrank"),
+    Export("pca_lowrank"),
 )

@@ -768,7 +768,10 @@ def bmm(input, mat2):
 
 
 def mv(input, vec):
-    """Matrix times vector (``matmul``'s order)."""
+    """Matrix times vector (``matmul``'s order); a sparse COO matrix gives a dense vector."""
+    sparse = F._sparse_operand(input, vec)
+    if sparse is not None:  # a sparse COO operand: vkml/frontend/sparse_coo.py
+        return sparse._sparse_dispatch("mv", input, vec)
     a, v = _t("mv", input), _t("mv", vec)
     if len(a.shape) != 2 or len(v.shape) != 1:
         raise RuntimeError(f"'mv': vector + matrix @ vector expected, got 1, {len(a.shape)}, {len(v.shape)}")

@@ -438,6 +438,9 @@ class SparseTensor(Tensor):
     def matmul(self, other):
         return _matmul("matmul", self, other)
 
+    def mv(self, vec):
+        return _mv(self, vec)
+
     __matmul__ = matmul
 
     def __rmatmul__(self, other):
@@ -695,6 +698,21 @@ def _matmul(op: str, a, b) -> Tensor:
     return _mm(op, a, b)
 
 
+def _mv(matrix, vec) -> Tensor:
+    """``torch.mv`` with a sparse COO matrix and a dense vector: a dense vector, as PyTorch's."""
+    if not isinstance(matrix, SparseTensor) or getattr(vec, "is_sparse", False):
+        raise NotImplementedError(
+            "Could not run 'mv' with a sparse vector: vkml takes a sparse matrix and a dense vector"
+        )
+    if len(matrix.shape) != 2 or len(vec.shape) != 1:
+        raise RuntimeError(
+            f"mv: two tensor dim should be 2 and 1, but got SparseTensor Dim: {len(matrix.shape)}Tensor Dim: {len(vec.shape)}"
+        )
+    if matrix.shape[1] != vec.shape[0]:
+        raise RuntimeError("mv: expected self.size(-1) == vec.size(-1)")
+    return _matmul("mv", matrix, vec)
+
+
 def dispatch(op: str, *args, **kwargs):
     """The sparse form of a dense op that met a sparse operand (vkml/frontend/shape.py's ``mm``, ``addmm``,
     operators' ``matmul``); an op with no sparse form raises NotImplementedError naming it."""
@@ -702,6 +720,8 @@ def dispatch(op: str, *args, **kwargs):
         return _mm(op, *args)
     if op == "matmul":
         return _matmul(op, *args)
+    if op == "mv":
+        return _mv(*args)
     if op == "addmm":
         return addmm(*args, **kwargs)
     if op == "sum":

@@ -161,6 +161,8 @@ class Adam(Optimizer):
 class AdamW(Adam):
     """Adam with decoupled weight decay (Loshchilov & Hutter): ``p *= 1 - lr * wd`` before the Adam step."""
 
+    _sparse_refuser = "Adam"  # PyTorch's AdamW refuses a sparse gradient in Adam's words
+
     def __init__(
         self,
         params,

@@ -178,11 +178,15 @@ class LBFGS(Optimizer):
         self._params = self.param_groups[0]["params"]
 
     def _flat_grad(self):
-        parts = [
-            zeros(p.numel(), dtype=p.dtype, device=p.device) if p.grad is None else p.grad.reshape(-1)
-            for p in self._params
-        ]
-        return cat(parts, 0)
+        return cat([self._flat_part(p) for p in self._params], 0)
+
+    @staticmethod
+    def _flat_part(p):
+        if p.grad is None:
+            return zeros(p.numel(), dtype=p.dtype, device=p.device)
+        if p.grad.is_sparse:  # nn.Embedding(sparse=True): PyTorch's LBFGS takes it dense
+            return p.grad.to_dense().reshape(-1)
+        return p.grad.reshape(-1)
 
     def _add_direction(self, t: float, d) -> None:
         offset = 0

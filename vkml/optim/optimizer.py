@@ -339,10 +339,12 @@ class Optimizer:
     # SparseAdam do; the others refuse it with PyTorch's RuntimeError (``_sparse_hint`` ends its text).
     _sparse_grads = False
     _sparse_hint = ""
+    _sparse_refuser: str | None = None  # the name in PyTorch's text, where not the class's (AdamW's is Adam's)
 
     def _check_sparse_grad(self) -> None:
         if not self._sparse_grads:
-            raise RuntimeError(f"{type(self).__name__} does not support sparse gradients{self._sparse_hint}")
+            name = self._sparse_refuser or type(self).__name__
+            raise RuntimeError(f"{name} does not support sparse gradients{self._sparse_hint}")
 
     def update(self, param, grad, state: dict, group: dict):
         """The parameter's new value (a lazy tensor); updates ``state`` in place with lazy tensors."""

@@ -144,3 +144,20 @@ def test_default_device_context_and_setting_reach_factories():
         finally:
             lib.set_default_device(None)
         assert not lib.zeros(3).is_meta
+
+
+def test_to_empty_gives_each_module_its_own_parameter_as_torch():
+    def tie(lib):
+        with lib.device("meta"):
+            model = lib.nn.Sequential(lib.nn.Embedding(5, 4), lib.nn.Linear(4, 5, bias=False), lib.nn.LayerNorm(4))
+        model[1].weight = model[0].weight
+        model.to_empty(device="cpu")
+        lib.manual_seed(0)
+        for layer in model:
+            layer.reset_parameters()
+        return model[1].weight is model[0].weight, [p.detach().numpy() for p in model.parameters()]
+
+    (want_tied, want), (got_tied, got) = tie(torch), tie(vkml)
+    assert got_tied is want_tied is False
+    for a, b in zip(want, got, strict=True):
+        np.testing.assert_array_equal(b, a)

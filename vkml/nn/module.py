@@ -808,9 +808,37 @@ class Module:
 
     def to_empty(self, *, device, recurse: bool = True) -> Module:
         """Move parameters and buffers to ``device`` without their values (PyTorch leaves them
-        uninitialized; vkml fills zeros, its ``empty``)."""
+        uninitialized; vkml fills zeros, its ``empty``): how a model built on the meta device gets storage.
+
+        A parameter leaving the meta device becomes a new ``Parameter`` in each module that holds it, as
+        PyTorch's (a meta tensor cannot take another device's storage in place): weights tied across
+        modules come apart, and programs tie them again after ``to_empty``.
+
+        >>> with vkml.device("meta"):
+        ...     lin = vkml.nn.Linear(2, 2)
+        >>> lin.to_empty(device="cpu").weight.device
+        device('cpu')
+        """
         target = devices.device(device)
-        return self._apply_to_tensors(lambda t: creation.zeros(t.shape, dtype=t.dtype, device=target))
+
+        def empty(t: Tensor) -> Tensor:
+            return creation.zeros(t.shape, dtype=t.dtype, device=target)
+
+        if target.kind == "meta" or not any(_on_meta(p) for p in self.parameters(recurse=recurse)):
+            return self._apply_to_tensors(empty, recurse)
+        with autograd.no_grad():
+            for module in self.modules() if recurse else (self,):
+                for name, param in module._parameters.items():
+                    if param is None:
+                        continue
+                    if _on_meta(param):
+                        module._parameters[name] = Parameter(empty(param), requires_grad=param.requires_grad)
+                    else:
+                        _set_data(param, empty(param))
+                for name, buffer in module._buffers.items():
+                    if buffer is not None:
+                        module._buffers[name] = empty(buffer)
+        return self
 
     def type(self, dst_type) -> Module:
         """Cast every parameter and buffer to ``dst_type`` (a dtype), in place."""
@@ -829,10 +857,10 @@ class Module:
         return None
 
     # ------------------------------------------------------------------ conversion
-    def _apply_to_tensors(self, convert: Callable[[Tensor], Tensor]) -> Module:
+    def _apply_to_tensors(self, convert: Callable[[Tensor], Tensor], recurse: bool = True) -> Module:
         """Convert every parameter (in place: same object), and its gradient and every buffer (new tensors)."""
         with autograd.no_grad():
-            for module in self.modules():
+            for module in self.modules() if recurse else (self,):
                 for param in module._parameters.values():
                     if param is None:
                         continue

@@ -34,3 +34,9 @@ def test_meta_init_gpt_short_form_matches_pytorch(monkeypatch):
     """A shorter form: one layer, one step."""
     got = _own_builds("meta_init_gpt", monkeypatch, 1, rtol=1e-4, constants={"N_LAYER": 1})
     assert got["tied"] and got["copy_matches"] and got["params"] == 3632
+
+
+@pytest.mark.stress  # about 30 s on the CPU interpreter: tests/test_state_dict_assign.py covers the idioms by default
+def test_hf_style_loading_matches_pytorch(monkeypatch):
+    got = compare_program("hf_style_loading", monkeypatch, 2, rtol=1e-4)
+    assert got["missing"] == "classifier.weight,classifier.bias" and got["frozen"]

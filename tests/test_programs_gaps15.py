@@ -40,3 +40,9 @@ def test_meta_init_gpt_short_form_matches_pytorch(monkeypatch):
 def test_hf_style_loading_matches_pytorch(monkeypatch):
     got = compare_program("hf_style_loading", monkeypatch, 2, rtol=1e-4)
     assert got["missing"] == "classifier.weight,classifier.bias" and got["frozen"]
+
+
+@pytest.mark.stress  # PyTorch's torch.compile alone takes seconds: tests/test_dynamo_names.py covers the names by default
+def test_compile_resume_matches_pytorch(monkeypatch):
+    got = compare_program("compile_resume", monkeypatch, 4, rtol=1e-4)
+    assert got["losses"] == got["resumed"] and got["same_params"]

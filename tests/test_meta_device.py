@@ -161,3 +161,12 @@ def test_to_empty_gives_each_module_its_own_parameter_as_torch():
     assert got_tied is want_tied is False
     for a, b in zip(want, got, strict=True):
         np.testing.assert_array_equal(b, a)
+
+
+def test_skip_init_builds_on_meta_and_draws_nothing():
+    def build(lib):
+        lib.manual_seed(0)
+        layer = lib.nn.utils.skip_init(lib.nn.Linear, 3, 4)
+        return layer.weight.shape, layer.weight.is_meta, lib.randn(3).tolist()
+
+    assert build(vkml) == build(torch)

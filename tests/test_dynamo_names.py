@@ -75,3 +75,25 @@ def test_disabled_functions_and_compiled_models_run_as_the_model():
     assert compiled._orig_mod is vk_model and compiling is vk_compiling is False
     assert list(compiled.state_dict()) == ["_orig_mod." + k for k in model.state_dict()]
     np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_a_compiled_model_deep_copies_and_pickles_as_a_model_of_its_own():
+    """EMA and checkpoint code copy the compiled model (``ema = copy.deepcopy(model)``): the copy is an
+    OptimizedModule over a copied model, computing what torch's model with the same weights computes."""
+    import copy
+    import pickle
+
+    torch.manual_seed(0)
+    reference = torch.nn.Linear(3, 2)
+    model = vkml.nn.Linear(3, 2)
+    model.load_state_dict({k: v.numpy() for k, v in reference.state_dict().items()})
+    compiled = vkml.compile(model)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    want = reference(torch.tensor(x)).detach().numpy()
+    for other in (copy.deepcopy(compiled), pickle.loads(pickle.dumps(compiled))):
+        assert type(other).__name__ == "OptimizedModule" and other._orig_mod is not model
+        assert list(other.state_dict()) == ["_orig_mod.weight", "_orig_mod.bias"]
+        np.testing.assert_allclose(other(vkml.tensor(x)).detach().numpy(), want, rtol=1e-6)
+        with vkml.no_grad():
+            other.weight.add_(1.0)  # the copy's own weights: the original is untouched
+        np.testing.assert_allclose(compiled(vkml.tensor(x)).detach().numpy(), want, rtol=1e-6)

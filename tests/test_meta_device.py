@@ -80,6 +80,10 @@ def test_meta_draws_leave_the_generator_where_it_was():
         lib.nn.init.trunc_normal_(lib.empty(4, device="meta"), std=0.02)
         lib.nn.init.normal_(lib.empty(7, device="meta"))
         lib.nn.functional.dropout(lib.empty(3, device="meta"), 0.5)
+        lib.nn.init.orthogonal_(lib.empty(4, 3, device="meta"))
+        lib.nn.init.sparse_(lib.empty(4, 3, device="meta"), 0.5)
+        lib.empty(4, device="meta").bernoulli_(0.5).exponential_()
+        lib.randperm(4, device="meta"), lib.randint(0, 5, (3,), device="meta")
         with lib.device("meta"):
             lib.nn.Linear(3, 4)
         return np.asarray(lib.randn(3).tolist())

@@ -60,3 +60,22 @@ def test_strict_false_reports_keys_as_torch(assign):
         return repr(result), str(result), result.missing_keys, result.unexpected_keys, type(result).__name__
 
     assert load(vkml) == load(torch)
+
+
+def test_a_mmap_loaded_checkpoint_assigns_into_a_meta_model(tmp_path):
+    """lit-gpt's load: ``torch.load(path, mmap=True, weights_only=True)`` into a model built on meta."""
+
+    def load(lib):
+        path = tmp_path / f"{lib.__name__}.pt"
+        lib.save(_model(lib).state_dict(), path)
+        with lib.device("meta"):
+            model = lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.BatchNorm1d(4))
+        model.load_state_dict(lib.load(path, mmap=True, weights_only=True), assign=True)
+        with open(path, "rb") as handle, pytest.raises(ValueError, match="f must be a file path in order to use"):
+            lib.load(handle, mmap=True)
+        model.eval()
+        return [p.is_meta for p in model.parameters()], model(lib.arange(6.0).reshape(2, 3)).tolist()
+
+    got, want = load(vkml), load(torch)
+    assert got[0] == want[0] == [False, False, False, False]
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-6)

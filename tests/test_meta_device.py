@@ -174,3 +174,25 @@ def test_skip_init_builds_on_meta_and_draws_nothing():
         return layer.weight.shape, layer.weight.is_meta, lib.randn(3).tolist()
 
     assert build(vkml) == build(torch)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda lib: lib.nn.LayerNorm(4),
+        lambda lib: lib.nn.GroupNorm(2, 4),
+        lambda lib: lib.nn.RMSNorm(4),
+        lambda lib: lib.nn.PReLU(3, init=0.1),
+    ],
+    ids=["LayerNorm", "GroupNorm", "RMSNorm", "PReLU"],
+)
+def test_layers_reset_their_parameters_after_to_empty_as_torch(make):
+    def reset(lib):
+        with lib.device("meta"):
+            layer = make(lib)
+        layer.to_empty(device="cpu")
+        layer.reset_parameters()
+        return [p.detach().numpy() for p in layer.parameters()]
+
+    for a, b in zip(reset(torch), reset(vkml), strict=True):
+        np.testing.assert_array_equal(b, a)

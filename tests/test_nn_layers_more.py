@@ -411,8 +411,13 @@ def test_embedding_padding_idx_matches_torch(gpu):
         nn.Embedding(6, 3, padding_idx=6)
     # a weight that needs no gradient is looked up as with sparse=False (tests/test_sparse_grads.py: the gradient)
     np.testing.assert_array_equal(F.embedding(vkml.tensor([0]), vkml.tensor(weight), sparse=True).numpy(), weight[[0]])
-    with pytest.raises(NotImplementedError, match="'embedding': sparse=True with scale_grad_by_freq=True"):
-        F.embedding(vkml.tensor([0]), vkml.tensor(weight), sparse=True, scale_grad_by_freq=True)
+    # sparse with scale_grad_by_freq: PyTorch looks up, and refuses at backward
+    for lib in (torch, vkml):
+        table = lib.tensor(weight, requires_grad=True)
+        looked = lib.nn.functional.embedding(lib.tensor([0, 2, 0]), table, sparse=True, scale_grad_by_freq=True)
+        np.testing.assert_array_equal(looked.detach().numpy(), weight[[0, 2, 0]])
+        with pytest.raises(RuntimeError, match="^embedding_backward: scale_grad_by_freq not supported with sparse"):
+            looked.sum().backward()
 
 
 @pytest.mark.parametrize("norm_type", [2.0, 1.0])

@@ -117,6 +117,13 @@ for _module_name, _module in _faces:
 for _module_name in ("cudnn", "cuda", "mps"):
     _sys.modules[f"{__name__}.backends.{_module_name}"] = getattr(backends, _module_name)
 del _module_name, _module, _faces
+from .frontend import dynamo as _dynamo  # noqa: E402  (torch._dynamo, torch._inductor.config: vkml/frontend/dynamo.py)
+
+_inductor = _dynamo.inductor_package
+_sys.modules[__name__ + "._inductor"] = _inductor
+_sys.modules[__name__ + "._dynamo"] = _dynamo
+_sys.modules[__name__ + "._dynamo.config"] = _dynamo.config
+_sys.modules[__name__ + "._inductor.config"] = _dynamo.inductor_config
 from .frontend.size import Size  # noqa: E402
 from .ir.types import DType as dtype  # noqa: E402  (isinstance(x.dtype, vkml.dtype), as torch.dtype)
 
@@ -222,6 +229,10 @@ from .frontend import func  # noqa: E402
 from .frontend.func import vmap  # noqa: E402
 
 autograd.functional = _autograd_functional
+from .frontend import autograd_graph as _autograd_graph  # noqa: E402
+
+autograd.graph = _autograd_graph  # torch.autograd.graph: saved-tensor hooks (vkml/frontend/autograd_graph.py)
+_sys.modules[__name__ + ".autograd.graph"] = _autograd_graph
 cuda.amp = _cuda_amp  # torch.cuda.amp's older spellings
 _sys.modules[__name__ + ".cuda.amp"] = _cuda_amp
 _sys.modules[__name__ + ".autograd.functional"] = _autograd_functional

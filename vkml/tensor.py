@@ -271,6 +271,10 @@ class Tensor:
         """
         if self.dtype is T.bfloat16:
             raise TypeError("Got unsupported ScalarType BFloat16 (numpy has no bfloat16; use .float().numpy())")
+        if self.node.device.kind == "meta":
+            raise TypeError(
+                "can't convert meta device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first."
+            )
         return self._stored()
 
     def _stored(self) -> np.ndarray:
@@ -291,6 +295,8 @@ class Tensor:
         if self.numel() != 1:
             # PyTorch's RuntimeError; a ShapeError is also the ValueError vkml raised before
             raise ShapeError(f"item(): a Tensor with {self.numel()} elements cannot be converted to Scalar")
+        if self.node.device.kind == "meta":
+            raise RuntimeError("Tensor.item() cannot be called on meta tensors")
         return self._host_values().reshape(()).item()
 
     def tolist(self):
@@ -369,6 +375,11 @@ class Tensor:
     @property
     def is_cpu(self) -> bool:
         return self.device.kind == "cpu"
+
+    @property
+    def is_meta(self) -> bool:
+        """True on the meta device (shapes and dtypes, no data: vkml/runtime/meta.py)."""
+        return self.device.kind == "meta"
 
     def pin_memory(self, device=None) -> Tensor:
         """A copy of this CPU tensor in "pinned" memory, as PyTorch's: a new tensor (a write to it

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 import threading
 import warnings
 
@@ -453,3 +454,18 @@ def install(namespaces: list, tensor_class, extra: list) -> None:
     for name, fn in list(vars(tensor_class).items()):
         if inspect.isfunction(fn) and (not name.startswith("_") or name in _TENSOR_DUNDERS):
             setattr(tensor_class, name, wrapper_of(fn, name))
+    for module in namespaces:
+        _name_where_installed(module)
+
+
+def _name_where_installed(module) -> None:
+    """Give each public function of ``module`` that pickle cannot find by its own name (a wrapper keeps the
+    name of the function it wraps, defined elsewhere) the module and name it is installed under, so
+    that a model holding ``F.relu`` or ``torch.tanh`` pickles it by reference, as PyTorch's do."""
+    for name in list(getattr(module, "__all__", None) or vars(module)):
+        fn = getattr(module, name, None)
+        if name.startswith("_") or not inspect.isfunction(fn):
+            continue
+        home = sys.modules.get(fn.__module__)
+        if home is None or getattr(home, fn.__qualname__, None) is not fn:
+            fn.__module__, fn.__qualname__ = module.__name__, name

@@ -62,9 +62,41 @@ class _GradMode(threading.local):
     # called with (op name, operands) by each op that records in this thread: a non-reentrant
     # checkpoint (vkml/utils/checkpoint.py) counts its segment's ops to stop its replay where PyTorch's does
     watch = None
+    # the innermost ``autograd.graph.saved_tensors_hooks`` block's (pack, unpack), or None
+    # (vkml/frontend/autograd_graph.py); ``disabled_hooks``: the message of a ``disable_saved_tensors_hooks`` block
+    saved_hooks = None
+    disabled_hooks = None
 
 
 _mode = _GradMode()
+
+
+# Ops whose gradient rule reads no operand's values, only shapes and dtypes: PyTorch saves no tensor
+# for them, and a ``saved_tensors_hooks`` pack hook does not see their operands here either.
+_VALUE_FREE_RULES = frozenset(
+    ("add", "sub", "neg", "sum", "reshape", "permute", "expand", "cast", "cat", "pad", "flip", "slice", "clone")
+)
+
+
+class PackedSaved:
+    """A tensor an op keeps for its gradient, as a ``saved_tensors_hooks`` pack hook returned it: the
+    gradient rule computes with ``unpack()``, the unpack hook's tensor."""
+
+    __slots__ = ("packed", "unpack_hook")
+
+    def __init__(self, tensor, hooks: tuple):
+        pack, self.unpack_hook = hooks
+        self.packed = pack(tensor)
+
+    def unpack(self):
+        value = self.unpack_hook(self.packed)
+        if not G.is_tensor(value):
+            raise TypeError(
+                f"Output of saved tensor unpack_hook expected to be a Tensor but got result of type {type(value).__name__}"
+            )
+        return value
+
+
 # tensors backward() ran on (and buffers realize_at_next_step was given) since the last optimizer
 # step, by id: one entry per live tensor however often it comes back (a BatchNorm buffer, each
 # forward), so a loop without an optimizer step keeps it as long as its live tensors, not its steps
@@ -419,7 +451,13 @@ def record(name: str, operands, out, attrs: dict | None = None):
     rule = rule_for(name)
     if rule is None:
         return out
-    saved = tuple(x._saved() if G.is_tensor(x) else x for x in operands)
+    hooks = _mode.saved_hooks
+    if hooks is None:
+        saved = tuple(x._saved() if G.is_tensor(x) else x for x in operands)
+    elif name in _VALUE_FREE_RULES:  # nothing to pack: the rule reads shapes and dtypes alone
+        saved = tuple(x._saved() if G.is_tensor(x) else x for x in operands)
+    else:  # each tensor operand as the pack hook makes it (vkml keeps every operand, PyTorch what its formula reads)
+        saved = tuple(PackedSaved(x, hooks) if G.is_tensor(x) else x for x in operands)
     node, owner, version = out._saved()
     out._ctx = Context(name, rule, parents, saved, (node, weakref.ref(owner), version), attrs or {})
     out._requires_grad = True

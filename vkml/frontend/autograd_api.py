@@ -17,6 +17,7 @@ import weakref
 
 from ..ops import grads as G
 from ..tensor import SavedTensor, Tensor
+from . import autograd as _autograd
 from . import backward as backward_engine
 from . import mutation as _mutation
 from .autograd import (
@@ -221,6 +222,10 @@ class FunctionCtx:
         for i, t in enumerate(tensors):
             if t is not None and not isinstance(t, Tensor):
                 raise TypeError(f"save_for_backward can only save variables, but argument {i} is not a Tensor")
+        hooks = _autograd._mode.saved_hooks
+        if hooks is not None:  # kept as the saved_tensors_hooks block's pack hook makes them
+            self._to_save = tuple(None if t is None else _autograd.PackedSaved(t, hooks) for t in tensors)
+            return
         self._to_save = tuple(None if t is None else (t, t._saved()) for t in tensors)
 
     @property
@@ -233,6 +238,9 @@ class FunctionCtx:
         for item in self._to_save:
             if item is None:
                 out.append(None)
+                continue
+            if type(item) is _autograd.PackedSaved:
+                out.append(item.unpack())
                 continue
             tensor, saved = item
             value = SavedTensor(saved, ("saved by", type(self).__name__))

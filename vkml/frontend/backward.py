@@ -252,11 +252,28 @@ def _rule_operand(saved, parent, parent_ctx, role, create_graph: bool):
     return value
 
 
+def _unpacked_operand(saved: autograd.PackedSaved, parent, parent_ctx, create_graph: bool):
+    """What a rule computes with for an operand a ``saved_tensors_hooks`` pack hook kept: the unpack hook's
+    tensor; for ``create_graph`` linked to the graph as ``_rule_operand`` links it."""
+    value = saved.unpack()
+    if not create_graph or parent is None:
+        return value
+    if parent_ctx is None:
+        return parent
+    linked = _tensor.Tensor(value.node)
+    linked._ctx, linked._requires_grad = parent_ctx, True
+    return linked
+
+
 def _apply_rule(ctx: autograd.Context, g, grads: dict, namespace, create_graph: bool = False) -> None:
     needs = tuple(p is not None for p in ctx.parents)
     role = ("an operand of", ctx.name)
     inputs = tuple(
-        _rule_operand(s, p, pc, role, create_graph) if type(s) is tuple else s
+        _rule_operand(s, p, pc, role, create_graph)
+        if type(s) is tuple
+        else _unpacked_operand(s, p, pc, create_graph)
+        if type(s) is autograd.PackedSaved
+        else s
         for s, p, pc in zip(ctx.saved, ctx.parents, ctx.parent_ctxs)
     )
     node, owner, version = ctx.output

@@ -21,6 +21,7 @@ import warnings
 from ..errors import DeviceError
 from ..runtime.base import DEFAULT_DEVICES, Device
 from ..runtime.cpu import CPU
+from ..runtime.meta import META
 
 # The Vulkan runtime (its modules, the codegen they use, cffi) is imported by the first call that
 # asks for a Vulkan device or its reports, not by ``import vkml``: a program on the CPU device
@@ -97,6 +98,8 @@ def _named(spec, index: int | None) -> Device:
         name = f"{name}:{index}"
     if name == "cpu":
         return CPU
+    if name in ("meta", "meta:0"):
+        return META
     if name == "vulkan":
         name = "vulkan:0"
     if name == "cuda":
@@ -104,7 +107,7 @@ def _named(spec, index: int | None) -> Device:
     kind, _, number = name.partition(":")
     if kind in ("vulkan", "cuda") and number.isdigit():
         return _vulkan("vulkan_runtime").device(int(number))  # the one registry: one VulkanDevice per physical device
-    raise DeviceError(f"unknown device {spec!r}: use 'cpu', 'cuda', 'cuda:N' or 'vulkan:N'")
+    raise DeviceError(f"unknown device {spec!r}: use 'cpu', 'cuda', 'cuda:N', 'vulkan:N' or 'meta'")
 
 
 _default: Device | None = None  # set_default_device's choice; None is the CPU

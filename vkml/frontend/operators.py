@@ -468,7 +468,17 @@ def to_device(input, device):
     node = _tensor_node("to", input)
     if dev is node.device:
         return input
+    if dev.kind == "meta":  # the values are dropped: nothing to read back
+        return meta_tensor(node.shape, input.dtype)
     return _from_numpy(input._stored(), dev, input.dtype, "to")
+
+
+def meta_tensor(shape: tuple, dtype: T.DType):
+    """A tensor of ``shape`` and ``dtype`` on the meta device: no values (vkml/runtime/meta.py)."""
+    device = get_device("meta")
+    node = Node(Op.BUFFER, (), None, shape, dtype, device)
+    node.buffer = device.allocate(dtype, node.numel)
+    return _tensor.Tensor(node)
 
 
 def _from_numpy(array: np.ndarray, device, dtype: T.DType | None = None, op: str = "tensor"):

@@ -41,7 +41,7 @@ def _not_on(backend: str):
     return property(query)
 
 
-_BACKENDS = ("meta", "mps", "xpu", "ipu", "maia", "mtia", "xla")
+_BACKENDS = ("mps", "xpu", "ipu", "maia", "mtia", "xla")
 
 EXPORTS = (
     Export("nonzero_static", method=True),

@@ -38,6 +38,7 @@ from . import autograd, windows
 from .creation import tensor as _make_tensor
 from .devices import device as get_device
 from .exports import Export
+from .operators import meta_tensor
 
 # While ``vkml.save`` pickles a whole object: id(owner) -> its _Storage, so that each storage is
 # pickled once (pickle's memo then shares it); None in plain pickling, where each tensor takes its own.
@@ -87,6 +88,8 @@ class _Storage:
 
     def __reduce__(self):
         owner = self.owner.detach()
+        if owner.device.kind == "meta":  # no values: a storage of the shape and dtype alone, as PyTorch's
+            return (_rebuild_meta_storage, (tuple(owner.shape), owner.dtype.name))
         # numpy has no bfloat16: its values go as float32 (exact) and load narrowed back (exact again)
         array = np.ascontiguousarray((owner.float() if owner.dtype is T.bfloat16 else owner).numpy())
         return (
@@ -111,6 +114,10 @@ def _rebuild_storage(data: bytes, np_dtype: str, shape, dtype_name: str, locatio
     if place is not None:
         return _Loaded(place(array, dtype_name, location))
     return _Loaded(_make_tensor(array.copy(), dtype=dtype, device=get_device(location)))
+
+
+def _rebuild_meta_storage(shape, dtype_name: str) -> _Loaded:
+    return _Loaded(meta_tensor(tuple(shape), T.by_name(dtype_name)))
 
 
 def _rebuild_tensor(storage: _Loaded, offset: int, size, stride, requires_grad: bool, parameter: bool):

@@ -266,6 +266,11 @@ def tensor_repr(t) -> str:
         suffixes.append(f"device='{device}'")
     dtype = t.dtype
     default_float = defaults.get_default_dtype()
+    if t.device.kind == "meta":  # no values: PyTorch prints the shape in their place
+        suffixes.append(f"size={tuple(t.shape)}")
+        if dtype is not default_float:
+            suffixes.append(f"dtype={dtype}")
+        return _add_suffixes(prefix + "...", suffixes + _grad_suffixes(t), indent)
     values = t._host_values()
     floating = dtype.is_float
     if values.size == 0:
@@ -280,9 +285,12 @@ def tensor_repr(t) -> str:
         if dtype not in (default_float, T.int64, T.bool_):
             suffixes.append(f"dtype={dtype}")
         body = _body(values, floating, indent)
+    return _add_suffixes(prefix + body, suffixes + _grad_suffixes(t), indent)
+
+
+def _grad_suffixes(t) -> list[str]:
+    """``grad_fn=<...>`` or ``requires_grad=True``, as PyTorch ends a tensor's text."""
     ctx = t.grad_fn
     if ctx is not None:
-        suffixes.append(f"grad_fn=<{grad_fn_name(ctx)}>")
-    elif t.requires_grad:
-        suffixes.append("requires_grad=True")
-    return _add_suffixes(prefix + body, suffixes, indent)
+        return [f"grad_fn=<{grad_fn_name(ctx)}>"]
+    return ["requires_grad=True"] if t.requires_grad else []

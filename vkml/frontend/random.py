@@ -184,6 +184,8 @@ def host_draw(op: str, shape, dtype, device, generator: Generator | None, fn, *a
         numel *= s
     if numel >= _U32:  # a host array of 2^32 values or more: never a useful draw on a vkml device
         raise ValueError(f"{op}(): random tensors hold fewer than 2^32 elements, got {numel}")
+    if dev.kind == "meta":  # no values to draw: the generator stays where it is, as PyTorch's
+        return _operators.meta_tensor(shape, dtype)
     gen = generator or default_generator
 
     def upload():
@@ -239,6 +241,8 @@ def threefry_tensor(shape, device, generator: Generator | None = None):
     check_fits("dropout", shape, T.float32, dev)
     if numel >= _U32:  # threefry's counter word is the element's index
         raise ValueError(f"random tensors index their elements with 32 bits: {numel} elements is too many")
+    if dev.kind == "meta":  # no values to draw: the generator stays where it is, as PyTorch's
+        return _operators.meta_tensor(shape, T.float32)
     words = (generator or default_generator).next_key()
     srcs = tuple(lazy.const_node(w, T.int32, (), dev) for w in words)  # int32 bits: parameters of the kernel
     if _scheduler.recorder is not None:  # vkml.jit draws again on replay (vkml/frontend/jit.py)

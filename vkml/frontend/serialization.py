@@ -478,7 +478,9 @@ def _load_pickled(data: bytes, placer: _Placer, weights_only: bool):
         return pickle.Unpickler(stream).load()
 
 
-def load(f: str | os.PathLike | IO[bytes], map_location=None, weights_only: bool = True) -> Any:
+def load(
+    f: str | os.PathLike | IO[bytes], map_location=None, weights_only: bool = True, *, mmap: bool | None = None
+) -> Any:
     """Read what ``vkml.save`` wrote, a safetensors file from any library, or a PyTorch checkpoint.
 
     ``map_location``: where tensors go. None puts each where it was saved (PyTorch
@@ -490,13 +492,17 @@ def load(f: str | os.PathLike | IO[bytes], map_location=None, weights_only: bool
     tensors, numbers, strings and containers and refuses any other pickled global with PyTorch's
     ``pickle.UnpicklingError``; False unpickles a whole object ``vkml.save`` pickled (a module, an
     optimizer) and hands a PyTorch checkpoint to ``torch.load`` (needs torch). False runs the file's
-    code: only for files you trust. vkml's safetensors format never unpickles anything.
+    code: only for files you trust. vkml's safetensors format never unpickles anything. ``mmap=True``
+    (lit-gpt loads checkpoints so) is accepted for a file path, as PyTorch's; the file is read into
+    memory all the same.
 
     >>> import io, vkml
     >>> buffer = io.BytesIO(); vkml.save([vkml.tensor([1, 2])], buffer); _ = buffer.seek(0)
     >>> vkml.load(buffer, map_location="cpu")[0].dtype
     vkml.int64
     """
+    if mmap and not isinstance(f, (str, os.PathLike)):
+        raise ValueError("f must be a file path in order to use the mmap argument")
     data = _read_bytes(f)
     placer = _Placer(map_location)
     if data.startswith(_PICKLE_MAGIC):

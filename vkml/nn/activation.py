@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 
 from ..errors import ShapeError
-from ..frontend import creation, mutation
+from ..frontend import autograd, creation, mutation
 from ..frontend import operators as functions
 from ..frontend.caller import user_stacklevel
 from ..ir.types import bool_, float64
@@ -430,8 +430,13 @@ class PReLU(Module):
 
     def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None, dtype=None):
         super().__init__()
-        self.num_parameters = num_parameters
+        self.num_parameters, self.init = num_parameters, init
         self.weight = Parameter(creation.full((num_parameters,), init, dtype=dtype, device=device))
+
+    def reset_parameters(self) -> None:
+        """Weight back to ``init`` (after ``to_empty``, say)."""
+        with autograd.no_grad():
+            self.weight.fill_(self.init)
 
     def forward(self, input):
         return prelu(input, self.weight)

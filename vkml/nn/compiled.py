@@ -39,9 +39,13 @@ class OptimizedModule(Module):
         del self.__dict__["training"]
 
     def __getattr__(self, name: str) -> Any:
+        modules = self.__dict__.get("_modules")
+        if modules is None or "_orig_mod" not in modules:
+            # half built (copy.deepcopy and pickle make the object before its state): nothing to forward to
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
         if name == "_orig_mod":
-            return self._modules["_orig_mod"]
-        return getattr(self._orig_mod, name)
+            return modules["_orig_mod"]
+        return getattr(modules["_orig_mod"], name)
 
     def __setattr__(self, name: str, value: Any) -> None:
         if hasattr(type(self), name) or name in OptimizedModule._opt_mod_attributes:

@@ -488,21 +488,23 @@ def embedding(
     norm exceeds it, in place in ``weight``, before the lookup (PyTorch's ``embedding_renorm_``);
     ``scale_grad_by_freq`` divides each row's gradient by its count in ``input`` (a second one-hot
     product, for the gradient only). ``sparse=True`` makes the gradient of a leaf ``weight`` a sparse COO
-    tensor, PyTorch's (vkml/nn/sparse_grad.py); with ``scale_grad_by_freq`` it raises NotImplementedError.
+    tensor, PyTorch's (vkml/nn/sparse_grad.py); with ``scale_grad_by_freq`` the lookup works and its backward
+    raises PyTorch's RuntimeError.
 
     >>> embedding(vkml.tensor([1]), vkml.tensor([[0.0], [5.0]])).tolist()  # doctest: +SKIP
     [[5.0]]
     """
     if weight.ndim != 2:
         raise ShapeError(f"'embedding': weight must be 2-D (num_embeddings, embedding_dim), got shape {weight.shape}")
-    if sparse and scale_grad_by_freq:
-        raise NotImplementedError("'embedding': sparse=True with scale_grad_by_freq=True is not supported")
     num = weight.shape[0]
     if padding_idx is not None and not -num <= padding_idx < num:
         raise AssertionError(f"'embedding': Padding_idx must be within num_embeddings, got {padding_idx}")
     hits = _checked_hits("embedding", input, num, -1, _out_of_bounds("embedding", "Index", num))
     if max_norm is not None:
         renorm_rows(weight, hits.reshape(-1, num).any(0), max_norm, norm_type)
+    if sparse and scale_grad_by_freq and autograd.is_grad_enabled() and weight.requires_grad:
+        # PyTorch looks up, then refuses at backward: it has no sparse gradient scaled by frequency
+        return _sparse_grad.lookup(weight, functions.cast(hits, weight.dtype), input, padding_idx, True)
     if sparse and _sparse_grad.wants_sparse_grad(weight):
         return _sparse_grad.lookup(weight, functions.cast(hits, weight.dtype), input, padding_idx)
     if padding_idx is not None:

@@ -249,7 +249,7 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator: Generator | None = N
     if tensor.ndim < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     _check_float("orthogonal_", tensor)
-    if tensor.numel() == 0:
+    if tensor.numel() == 0 or tensor.device.kind == "meta":  # meta: no values, no draws (PyTorch's)
         return tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
@@ -272,6 +272,8 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator: Gener
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     _check_float("sparse_", tensor)
+    if tensor.device.kind == "meta":  # no values, no draws (PyTorch's)
+        return tensor
     rows, cols = tensor.shape
     num_zeros = int(math.ceil(sparsity * rows))
     values = _random.normal_values("normal_", (rows, cols), 0.0, std, None, "cpu", generator).numpy()

@@ -79,6 +79,13 @@ class LayerNorm(Module):
         else:
             self.register_parameter("bias", None)
 
+    def reset_parameters(self) -> None:
+        """Weight back to ones, bias to zeros (after ``to_empty``, say)."""
+        if self.weight is not None:
+            init.ones_(self.weight)
+        if self.bias is not None:
+            init.zeros_(self.bias)
+
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..frontend import autograd, creation, devices, memory_format
 from ..frontend.complex import ComplexTensor
@@ -89,6 +89,38 @@ class ComplexParameter(ComplexTensor, Parameter):
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + ComplexTensor.__repr__(self)
+
+
+_ASSIGN = "assign_to_params_buffers"  # PyTorch's local-metadata key for load_state_dict's ``assign``
+
+
+class _Load(NamedTuple):
+    """One entry ``load_state_dict`` writes: where (module, name, the tensor there) and what (the value
+    as ``checkpoint_values`` reads it, and as the state dict holds it, for ``assign``)."""
+
+    module: Module
+    name: str
+    target: Tensor
+    values: Any
+    given: Any
+
+
+def _on_meta(value) -> bool:
+    device = getattr(value, "device", None)  # a numpy array has none
+    return getattr(device, "kind", None) == "meta"
+
+
+def _assigned(target: Tensor, given) -> Tensor:
+    """What ``load_state_dict(assign=True)`` puts in place of ``target``: the state dict's tensor itself (a
+    numpy array or torch tensor as a vkml tensor); for a parameter, a Parameter over it that keeps
+    ``target``'s ``requires_grad``, as PyTorch's."""
+    if not isinstance(given, Tensor):
+        given = creation.tensor(checkpoint_values(given, ""))
+    if not isinstance(target, Parameter):
+        return given
+    if isinstance(given, Parameter):
+        return given.requires_grad_(target.requires_grad)
+    return Parameter(given, requires_grad=target.requires_grad)
 
 
 def _set_data(tensor: Tensor, value: Tensor) -> Tensor:
@@ -581,18 +613,20 @@ class Module:
         unexpected: list,
         errors: list,
         extras: list | None = None,
+        assign: bool = False,
     ):
         """PyTorch's ``load`` walk, without writing: each module's ``_load_from_state_dict`` (an override
         included) collects what to load into ``loads`` and ``extras`` and what is wrong."""
         extras = [] if extras is None else extras
         _LOAD_WALKS.append((loads, extras))
+        metadata = {_ASSIGN: True} if assign else {}  # PyTorch passes ``assign`` so, in the local metadata
         try:
-            self._load_from_state_dict(state_dict, prefix, {}, True, missing, unexpected, errors)
+            self._load_from_state_dict(state_dict, prefix, metadata, True, missing, unexpected, errors)
         finally:
             _LOAD_WALKS.pop()
         for name, module in self._modules.items():
             if module is not None:
-                module._match_state(state_dict, f"{prefix}{name}.", loads, missing, unexpected, errors, extras)
+                module._match_state(state_dict, f"{prefix}{name}.", loads, missing, unexpected, errors, extras, assign)
 
     def _load_from_state_dict(
         self,
@@ -627,7 +661,14 @@ class Module:
                     f"the shape in current model is {target.shape}."
                 )
                 continue
-            loads.append((target, values))
+            if _on_meta(target) and not _on_meta(values) and not local_metadata.get(_ASSIGN):
+                warnings.warn(
+                    f"for {key}: copying from a non-meta parameter in the checkpoint to a meta parameter in the "
+                    "current model, which is a no-op. (Did you mean to pass `assign=True` to assign items in the "
+                    "state dictionary to their corresponding key in the module instead of copying them in place?)",
+                    stacklevel=2,
+                )
+            loads.append(_Load(self, name, target, values, state_dict[key]))
         for key in state_dict:
             if not key.startswith(prefix):
                 continue
@@ -637,7 +678,7 @@ class Module:
             elif strict and ((dot and head not in self._modules) or (not dot and head not in local)):
                 unexpected_keys.append(key)
         if not _LOAD_WALKS:
-            self._write_loaded(loads, extras)
+            self._write_loaded(loads, extras, local_metadata.get(_ASSIGN, False))
 
     def load_state_dict(self, state_dict: Mapping, strict: bool = True, assign: bool = False) -> _IncompatibleKeys:
         """Copy values into the parameters and persistent buffers, keeping every tensor object.
@@ -647,18 +688,20 @@ class Module:
         raise. Unlike PyTorch, nothing is written when an error is raised — unless load post-hooks
         are registered: then PyTorch's order (write, call the hooks, which may forgive keys, check).
 
+        ``assign=True`` puts the state dict's tensors in the module instead (their dtype and device
+        kept, a parameter a new ``Parameter`` over the value with the old one's ``requires_grad``),
+        as PyTorch's: how a model built on the meta device takes a checkpoint's tensors.
+
         >>> net = vkml.nn.Linear(2, 2)
         >>> net.load_state_dict(net.state_dict())
         <All keys matched successfully>
         """
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
-        if assign:
-            raise NotImplementedError("load_state_dict: assign=True is not supported; values are copied in place")
         loads, missing, unexpected, errors, extras = [], [], [], [], []
         # a copy, as PyTorch: an overridden _load_from_state_dict may delete or add keys
         state_dict = OrderedDict(state_dict)
-        self._match_state(state_dict, "", loads, missing, unexpected, errors, extras)
+        self._match_state(state_dict, "", loads, missing, unexpected, errors, extras, assign)
         result = _IncompatibleKeys(missing, unexpected)
         post_hooks = [
             (module, hook)
@@ -667,13 +710,13 @@ class Module:
         ]
         if post_hooks and not errors:
             # PyTorch's order: values written, post-hooks (which may forgive keys), then the strict check
-            self._write_loaded(loads, extras)
+            self._write_loaded(loads, extras, assign)
             for module, hook in post_hooks:
                 hook(module, result)
             self._raise_load_errors(strict, result.missing_keys, result.unexpected_keys, errors)
             return result
         self._raise_load_errors(strict, missing, unexpected, errors)
-        self._write_loaded(loads, extras)
+        self._write_loaded(loads, extras, assign)
         return result
 
     def _raise_load_errors(self, strict: bool, missing: list, unexpected: list, errors: list) -> None:
@@ -689,10 +732,14 @@ class Module:
             raise RuntimeError(f"Error(s) in loading state_dict for {self._get_name()}:\n\t" + "\n\t".join(errors))
 
     @staticmethod
-    def _write_loaded(loads: list, extras: list) -> None:
-        converted = [(target, converted_like(values, target)) for target, values in loads]
-        for target, value in converted:
-            _set_data(target, value)
+    def _write_loaded(loads: list[_Load], extras: list, assign: bool = False) -> None:
+        if assign:
+            for load in loads:
+                load.module.__setattr__(load.name, _assigned(load.target, load.given))
+        else:
+            converted = [(load.target, converted_like(load.values, load.target)) for load in loads]
+            for target, value in converted:
+                _set_data(target, value)
         for module, state in extras:
             module.set_extra_state(state)
 
@@ -761,9 +808,37 @@ class Module:
 
     def to_empty(self, *, device, recurse: bool = True) -> Module:
         """Move parameters and buffers to ``device`` without their values (PyTorch leaves them
-        uninitialized; vkml fills zeros, its ``empty``)."""
+        uninitialized; vkml fills zeros, its ``empty``): how a model built on the meta device gets storage.
+
+        A parameter leaving the meta device becomes a new ``Parameter`` in each module that holds it, as
+        PyTorch's (a meta tensor cannot take another device's storage in place): weights tied across
+        modules come apart, and programs tie them again after ``to_empty``.
+
+        >>> with vkml.device("meta"):
+        ...     lin = vkml.nn.Linear(2, 2)
+        >>> lin.to_empty(device="cpu").weight.device
+        device('cpu')
+        """
         target = devices.device(device)
-        return self._apply_to_tensors(lambda t: creation.zeros(t.shape, dtype=t.dtype, device=target))
+
+        def empty(t: Tensor) -> Tensor:
+            return creation.zeros(t.shape, dtype=t.dtype, device=target)
+
+        if target.kind == "meta" or not any(_on_meta(p) for p in self.parameters(recurse=recurse)):
+            return self._apply_to_tensors(empty, recurse)
+        with autograd.no_grad():
+            for module in self.modules() if recurse else (self,):
+                for name, param in module._parameters.items():
+                    if param is None:
+                        continue
+                    if _on_meta(param):
+                        module._parameters[name] = Parameter(empty(param), requires_grad=param.requires_grad)
+                    else:
+                        _set_data(param, empty(param))
+                for name, buffer in module._buffers.items():
+                    if buffer is not None:
+                        module._buffers[name] = empty(buffer)
+        return self
 
     def type(self, dst_type) -> Module:
         """Cast every parameter and buffer to ``dst_type`` (a dtype), in place."""
@@ -782,10 +857,10 @@ class Module:
         return None
 
     # ------------------------------------------------------------------ conversion
-    def _apply_to_tensors(self, convert: Callable[[Tensor], Tensor]) -> Module:
+    def _apply_to_tensors(self, convert: Callable[[Tensor], Tensor], recurse: bool = True) -> Module:
         """Convert every parameter (in place: same object), and its gradient and every buffer (new tensors)."""
         with autograd.no_grad():
-            for module in self.modules():
+            for module in self.modules() if recurse else (self,):
                 for param in module._parameters.values():
                     if param is None:
                         continue
@@ -813,6 +888,13 @@ class Module:
             raise TypeError(
                 f"nn.Module.to only accepts floating point or complex dtypes, but got desired dtype={dtype!r}"
             )
+
+        if device is not None and _is_device(device) and devices.device(device).kind != "meta":
+            if any(_on_meta(t) for t in (*self.parameters(), *self.buffers())):
+                raise NotImplementedError(
+                    "Cannot copy out of meta tensor; no data! Please use torch.nn.Module.to_empty() instead of "
+                    "torch.nn.Module.to() when moving module from meta to a different device."
+                )
 
         def convert(t: Tensor) -> Tensor:
             out = t.detach()

@@ -201,6 +201,13 @@ class GroupNorm(Module):
         else:
             self.register_parameter("bias", None)
 
+    def reset_parameters(self) -> None:
+        """Weight back to ones, bias to zeros (after ``to_empty``, say)."""
+        if self.weight is not None:
+            init.ones_(self.weight)
+        if self.bias is not None:
+            init.zeros_(self.bias)
+
     def forward(self, input):
         return FN.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
@@ -224,6 +231,11 @@ class RMSNorm(Module):
             self.weight = Parameter(creation.ones(shape, dtype=dtype, device=device))
         else:
             self.register_parameter("weight", None)
+
+    def reset_parameters(self) -> None:
+        """Weight back to ones (after ``to_empty``, say)."""
+        if self.weight is not None:
+            init.ones_(self.weight)
 
     def forward(self, input):
         return FN.rms_norm(input, self.normalized_shape, self.weight, self.eps)

@@ -33,12 +33,15 @@ def wants_sparse_grad(weight) -> bool:
 
 
 @autograd.differentiable("embedding", inputs=("weight",))  # grad_fn: EmbeddingBackward0, as PyTorch's
-def lookup(weight, picks, indices, padding_idx):
-    """``picks @ weight`` (``picks``: the one-hot rows of ``indices``, in ``weight``'s dtype)."""
+def lookup(weight, picks, indices, padding_idx, scale_grad_by_freq: bool = False):
+    """``picks @ weight`` (``picks``: the one-hot rows of ``indices``, in ``weight``'s dtype).
+    ``scale_grad_by_freq``: the backward raises PyTorch's RuntimeError (it has no sparse form of it)."""
     return functions.matmul(picks, weight)
 
 
 def _embedding_sparse_grad(c: G.GradContext) -> tuple:
+    if c.attrs.get("scale_grad_by_freq"):
+        raise RuntimeError("embedding_backward: scale_grad_by_freq not supported with sparse gradients")
     num, dim = c.inputs[0].shape
     ids = np.asarray(c.attrs["indices"].numpy(), dtype=np.int64).reshape(-1)
     ids = np.where(ids < 0, ids + num, ids)

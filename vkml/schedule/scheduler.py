@@ -786,6 +786,10 @@ def realize(*targets: Node) -> None:
 
 def _realize_on(device, nodes: list[Node]) -> None:
     """``realize`` of unrealized ``nodes`` of one device, under its lock."""
+    if device.kind == "meta":  # shapes only (vkml/runtime/meta.py): each node a buffer without memory, no kernel
+        for node in nodes:
+            node.become_buffer(device.allocate(node.dtype, node.numel))
+        return
     nodes = [n for n in nodes if n.op != _VIEW or not realize_as_alias(n)]  # an aligned window: no kernel, no copy
     if not nodes:
         return

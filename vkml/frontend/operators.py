@@ -937,6 +937,8 @@ def _view(input, edit):
 def reshape(input, *sizes, shape=None):
     """The same elements in a new shape (one dim may be -1; ``shape=`` as PyTorch's keyword). Never copies."""
     node = _tensor_node("reshape", input)
+    if shape is not None and sizes:
+        raise TypeError("reshape() got multiple values for argument 'shape'")
     shape = _shape_args("reshape", sizes if shape is None else (shape,))
     if shape.count(-1) > 1:
         raise ShapeError(f"'reshape': only one dim can be -1, got {shape}")
@@ -996,6 +998,8 @@ def _checked_permutation(dims: tuple, nd: int) -> tuple:
 def permute(input, *sizes, dims=None):
     """Reorder dims (a view); ``dims=`` as PyTorch's keyword."""
     node = _tensor_node("permute", input)
+    if dims is not None and sizes:
+        raise TypeError("permute() got multiple values for argument 'dims'")
     norm = _permutation(sizes if dims is None else (dims,), len(node.shape))
     return _mutation.link_view(_view(input, lambda st: st.permute(norm)), input, ("permute", norm))
 

@@ -123,7 +123,16 @@ FEATURE_STRUCTS = (
     ChainStruct(
         "VkPhysicalDeviceCooperativeMatrix2FeaturesNV",
         "VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV",
-        ("cooperativeMatrixWorkgroupScope", "cooperativeMatrixFlexibleDimensions", "cooperativeMatrixTensorAddressing"),
+        (
+            "cooperativeMatrixWorkgroupScope",
+            "cooperativeMatrixFlexibleDimensions",
+            "cooperativeMatrixTensorAddressing",
+            # row reductions, accumulator -> A/B conversions and per-element functions: the flash-attention
+            # prototype (extra/proto_flash_cm2.py) needs them
+            "cooperativeMatrixReductions",
+            "cooperativeMatrixConversions",
+            "cooperativeMatrixPerElementOperations",
+        ),
         extension="VK_NV_cooperative_matrix2",
     ),
 )

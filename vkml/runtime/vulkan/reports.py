@@ -48,6 +48,10 @@ WANTED_FEATURES = frozenset(
         "cooperativeMatrixWorkgroupScope",
         "cooperativeMatrixFlexibleDimensions",
         "cooperativeMatrixTensorAddressing",
+        # and its row reductions, conversions and per-element functions (extra/proto_flash_cm2.py)
+        "cooperativeMatrixReductions",
+        "cooperativeMatrixConversions",
+        "cooperativeMatrixPerElementOperations",
         "bufferDeviceAddress",  # kernels reach buffers beyond maxStorageBufferRange by address
         "pipelineExecutableInfo",  # register counts for the profiling tools (runtime/pipeline_stats.py)
     }

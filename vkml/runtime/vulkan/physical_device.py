@@ -123,7 +123,15 @@ FEATURE_STRUCTS = (
     ChainStruct(
         "VkPhysicalDeviceCooperativeMatrix2FeaturesNV",
         "VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV",
-        ("cooperativeMatrixWorkgroupScope", "cooperativeMatrixFlexibleDimensions", "cooperativeMatrixTensorAddressing"),
+        (
+            "cooperativeMatrixWorkgroupScope",
+            "cooperativeMatrixFlexibleDimensions",
+            "cooperativeMatrixTensorAddressing",
+            # row reductions, per-element functions, accumulator -> A conversions: extra/proto_flash_cm2.py
+            "cooperativeMatrixReductions",
+            "cooperativeMatrixConversions",
+            "cooperativeMatrixPerElementOperations",
+        ),
         extension="VK_NV_cooperative_matrix2",
     ),
 )

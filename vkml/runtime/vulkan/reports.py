@@ -48,6 +48,9 @@ WANTED_FEATURES = frozenset(
         "cooperativeMatrixWorkgroupScope",
         "cooperativeMatrixFlexibleDimensions",
         "cooperativeMatrixTensorAddressing",
+        "cooperativeMatrixReductions",  # these three: extra/proto_flash_cm2.py's attention
+        "cooperativeMatrixConversions",
+        "cooperativeMatrixPerElementOperations",
         "bufferDeviceAddress",  # kernels reach buffers beyond maxStorageBufferRange by address
         "pipelineExecutableInfo",  # register counts for the profiling tools (runtime/pipeline_stats.py)
     }

@@ -1,0 +1,225 @@
+"""extra/proto_flash_cm2.py: its VK_NV_cooperative_matrix2 attention modules pass spirv-val everywhere, its
+schedule and algebra hold in a numpy emulation, and its per-element functions compute what vkml's kernel does.
+
+Nothing here needs the extension: assembling and validating is host work, the per-element functions run
+in a plain shader on any Vulkan device (lavapipe here), and the tool must say it cannot run and exit 0.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import proto_flash_cm2 as proto  # extra/ is on pytest's pythonpath (pyproject.toml)
+import pytest
+import torch
+
+import vkml
+from vkml.codegen.tools import assemble_and_validate
+from vkml.errors import CompileError
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = [replace(config, exp=exp) for config in proto.DEFAULT_CONFIGS for exp in proto.EXPS]
+PROBLEMS = [*proto.DEFAULT_PROBLEMS, *proto.check_problems(proto.DEFAULT_PROBLEMS)]
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=str)
+def test_every_module_passes_spirv_val(config):
+    for problem in PROBLEMS:
+        assert proto.spirv(config, problem)[:4] == b"\x03\x02\x23\x07"  # the SPIR-V magic number, little-endian
+
+
+def test_the_module_says_what_the_config_says():
+    causal = proto.module_text(proto.Config.parse("128x64 t256 sw"), proto.Problem.parse("B2 H2 T512 D128 causal"))
+    assert "OpTypeCooperativeMatrixKHR %float %u2 %u128 %u64 %u2" in causal  # S: workgroup scope, accumulator
+    assert "LocalSize 256 1 1" in causal and "OpTypePointer Workgroup" not in causal  # no shared memory of ours
+    assert causal.count("OpLoopMerge") == 2 and causal.count("%masked_score ") == 2  # one loop masks: its call
+    assert causal.count("OpCooperativeMatrixReduceNV") == 2 * 3 + 1  # max, sum, α widened per loop; l at the end
+    assert causal.count("OpCooperativeMatrixLoadTensorNV") == 1 + 2 * 2 and "TensorView %transpose" in causal
+    assert "OpExtInst %float %glsl Exp2" not in causal and "OpShiftLeftLogical" in causal  # weight_exp's steps
+    plain = proto.module_text(proto.Config.parse("64x64 t128 hw"), proto.Problem.parse("B1 H1 T256 D64"))
+    assert plain.count("OpLoopMerge") == 1 and "%masked_score " not in plain.split("OpFunctionEnd")[0]
+    assert plain.count("OpCooperativeMatrixReduceNV") == 2  # D = Bc: α and l need no widening
+    assert "OpExtInst %float %glsl Exp2" in plain and "OpShiftLeftLogical" not in plain
+    with pytest.raises(ValueError, match="not a multiple"):
+        proto.module_text(proto.Config.parse("128x64"), proto.Problem.parse("B1 H1 T192 D64"))
+
+
+def test_spirv_val_really_checks_the_cm2_instructions():
+    """A wrong reduction, per-element function or conversion is refused, not waved through."""
+    text = proto.module_text(proto.Config.parse("64x64 t128 sw"), proto.Problem.parse("B1 H2 T256 D128"))
+    assemble_and_validate(text, "vulkan1.3")
+    for bad in (
+        text.replace("OpCapability CooperativeMatrixReductionsNV\n", ""),
+        text.replace("OpCapability CooperativeMatrixPerElementOperationsNV\n", ""),
+        text.replace("OpCapability CooperativeMatrixConversionsNV\n", ""),  # accumulator → A needs it
+        text.replace(
+            "%fn2 = OpTypeFunction %float %uint %uint %float %float", "%fn2 = OpTypeFunction %float %float %float"
+        ),
+        text.replace("Row %combine_add", "Row %larger"),  # a combine function takes two elements
+    ):
+        assert bad != text
+        with pytest.raises(CompileError, match="spirv-val rejected"):
+            assemble_and_validate(bad, "vulkan1.3")
+
+
+@pytest.mark.parametrize("tile", [(64, 64), (128, 64), (64, 128), (32, 64), (128, 32)])
+def test_key_blocks_split_the_keys_at_the_diagonal(tile):
+    config, seq = proto.Config(*tile), 512
+    for q0 in range(0, seq, config.br):
+        whole, end = proto.key_blocks(config, seq, q0, causal=True)
+        queries = np.arange(q0, q0 + config.br)[:, None]
+        for j in range(seq // config.bc):
+            after = np.arange(j * config.bc, (j + 1) * config.bc)[None, :] > queries
+            if j < whole:
+                assert not after.any()
+            elif j < end:  # crossed: some key masked for some row, some key open
+                assert after.any() and not after.all()
+            else:
+                assert after.all()
+        assert end >= 1  # block 0, whose key 0 no row masks, comes first: no row is all -inf after it
+    assert proto.key_blocks(config, seq, 0, causal=False) == (seq // config.bc,) * 2
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("text", ["64x64", "128x64", "64x128", "32x64"])
+def test_the_emulated_kernel_is_within_the_bound(text, causal):
+    config, rng = proto.Config.parse(text), np.random.default_rng(len(text) + causal)
+    q, k, v = (rng.standard_normal((384, 64), dtype=np.float32).astype(np.float16) for _ in range(3))
+    out, lse = proto.emulate(config, q, k, v, causal)
+    exact, exact_lse, out_bound, lse_bound = proto.reference(q, k, v, causal)
+    assert np.all(np.abs(out - exact) <= out_bound) and np.all(np.abs(lse - exact_lse) <= lse_bound)
+
+
+def test_the_bound_catches_a_skipped_block(monkeypatch):
+    q, k, v = (np.random.default_rng(5).standard_normal((256, 64)).astype(np.float16) for _ in range(3))
+    exact, _, out_bound, _ = proto.reference(q, k, v, True)
+    real = proto.key_blocks
+    monkeypatch.setattr(proto, "key_blocks", lambda *a: (lambda whole, end: (whole, end - 1))(*real(*a)))
+    with np.errstate(invalid="ignore", divide="ignore"):  # the first rows lose their only block: 0 / 0
+        out, _ = proto.emulate(proto.Config(), q, k, v, True)
+    assert np.any(np.abs(out[64:] - exact[64:]) > out_bound[64:])
+
+
+def test_the_reference_is_pytorchs_attention():
+    rng = np.random.default_rng(2)
+    q, k, v = (rng.standard_normal((2, 3, 40, 16)) for _ in range(3))
+    for causal in (False, True):
+        out, lse, out_bound, lse_bound = proto.reference(q, k, v, causal)
+        tq, tk, tv = (torch.tensor(a) for a in (q, k, v))
+        want = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=causal).numpy()
+        scores = (tq @ tk.transpose(-1, -2)) / 4.0
+        if causal:
+            scores = scores.masked_fill(torch.ones(40, 40, dtype=torch.bool).triu(1), float("-inf"))
+        np.testing.assert_allclose(out, want, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(lse, torch.logsumexp(scores, -1).numpy(), rtol=1e-12, atol=1e-12)
+        assert np.all(out_bound > 0) and np.all(lse_bound > 0)
+
+
+def _run_probe(config, x, y):
+    """OUT of ``proto.probe_text`` on the best Vulkan device, as a (len(x), 3) array."""
+    from vkml.ir import types as T
+    from vkml.runtime.vulkan.kernel_cache import KernelBinary
+
+    device = vkml.best_device()
+    if device.kind != "vulkan":
+        pytest.skip("needs a Vulkan device")
+    buffers = [
+        device.allocate(T.float32, len(x)),
+        device.allocate(T.float32, len(x)),
+        device.allocate(T.float32, 3 * len(x)),
+    ]
+    device.upload(buffers[0], x)
+    device.upload(buffers[1], y)
+    binary = KernelBinary(
+        spirv=assemble_and_validate(proto.probe_text(config, 0.125), "vulkan1.3"), push_constants=(), push_size=0
+    )
+    pipeline = device.pipelines.create(f"proto_flash_probe_{config.exp}", 3, binary)
+    proto.Runner(device).run(pipeline, buffers, len(x) // 64, 1)
+    return device.download(buffers[2]).reshape(-1, 3)
+
+
+def _weight_exp_on_the_interpreter(x):
+    from vkml.ir import types as T
+    from vkml.ir.builder import KernelBuilder, global_id
+    from vkml.ir.interp import reference as interp
+    from vkml.kernels.attention_coopmat import weight_exp
+
+    kb = KernelBuilder("weight_exp", local_size=(64, 1, 1))
+    xs, out = kb.buffer("x", T.float32, "read"), kb.buffer("out", T.float32, "write")
+    with kb:
+        i = global_id(0)
+        out[i] = weight_exp(xs[i])
+    got = np.zeros_like(x)
+    interp.run(kb.finish(), (len(x) // 64, 1, 1), {"x": x, "out": got}, {})
+    return got
+
+
+def test_the_per_element_functions_compute_what_vkmls_kernel_does():
+    """sw: weight_exp's bits (the interpreter's); hw: e^x within 2^-20 + |x|·2^-23; the mask and scale,
+    and m + log(l), as float32 computes them."""
+    rng = np.random.default_rng(6)
+    x = np.concatenate([-rng.exponential(4.0, 1000), [0.0, -0.0, -np.inf, np.nan, -87.4, -200.0, 3.5, -1.5]])
+    x = np.concatenate([x, -rng.uniform(0, 20, -len(x) % 64)]).astype(np.float32)
+    y = rng.uniform(0.0, 30.0, len(x)).astype(np.float32)  # the running max: x - y ≤ 0 but for x = 3.5
+    difference = (x - y).astype(np.float32)
+    sw, hw = _run_probe(proto.Config(exp="sw"), x, y), _run_probe(proto.Config(exp="hw"), x, y)
+    np.testing.assert_array_equal(sw[:, 0], _weight_exp_on_the_interpreter(difference))
+    exact = np.exp(difference.astype(np.float64))
+    usable = np.isfinite(difference) & (exact >= 2.0**-120)
+    slack = 2.0**-20 + np.abs(difference[usable]) * 2.0**-23  # the approximation's, then x·log2(e)'s rounding
+    assert np.all(np.abs(hw[usable, 0] - exact[usable]) <= slack * exact[usable])
+    rows, cols = np.arange(len(x)) % 16, np.arange(len(x)) // 16 % 16
+    masked = np.where(3 + cols > 5 + rows, np.float32(-np.inf), x * np.float32(0.125))
+    np.testing.assert_array_equal(sw[:, 1], masked)
+    positive = y > 0
+    want = x[positive].astype(np.float64) + np.log(y[positive].astype(np.float64))
+    np.testing.assert_allclose(sw[positive, 2], want, rtol=2.0**-20, atol=2.0**-20)
+
+
+def test_configs_and_problems_print_and_parse_back():
+    for config in CONFIGS:
+        assert proto.Config.parse(str(config)) == config
+    for problem in PROBLEMS:
+        assert proto.Problem.parse(str(problem)) == problem
+    with pytest.raises(ValueError, match="unknown word"):
+        proto.Config.parse("64x64 u2")
+
+
+def test_flexible_dimensions_decide_which_configs_run():
+    entry = {"a": "float16", "b": "float16", "c": "float32", "result": "float32", "scope": "workgroup"}
+    flexible = [{**entry, "m": 16, "n": 16, "k": 16, "workgroup_invocations": 128}]
+    problem = proto.Problem.parse("B1 H1 T256 D64")
+    assert proto.flexible_problem(proto.Config(), problem, flexible, 256) is None
+    assert "granularity" in proto.flexible_problem(proto.Config(threads=256), problem, flexible, 256)
+    assert "granularity" in proto.flexible_problem(proto.Config(bc=72), problem, flexible, 256)
+    assert "MaxDimension" in proto.flexible_problem(proto.Config(br=512), problem, flexible, 256)
+    assert "no workgroup-scope" in proto.flexible_problem(proto.Config(), problem, [{**entry, "scope": "subgroup"}], 0)
+
+
+def test_the_tool_times_the_extension_or_says_it_is_missing_and_exits_cleanly():
+    device = vkml.best_device()
+    offered = device.kind == "vulkan" and proto.device_problem(device) is None
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "extra" / "proto_flash_cm2.py"),
+            "--size",
+            "B1 H2 T256 D64 causal",
+            "--shape",
+            "64x64 t128",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    if offered:  # a device with the extension: a checked, timed row per exp within the bound
+        rows = [line for line in done.stdout.splitlines() if line.startswith("64x64 t128")]
+        assert len(rows) == 2 and not any("failed" in row or "skipped" in row for row in rows), done.stdout
+    else:  # lavapipe
+        assert "nothing to run" in done.stdout and "pass spirv-val" in done.stdout

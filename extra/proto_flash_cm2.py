@@ -101,20 +101,22 @@ EXP2_HALF = (
 
 @dataclass(frozen=True)
 class Config:
-    """One kernel: ``br`` query rows per workgroup, key blocks of ``bc``, ``threads`` invocations, the exp.
-    Parsed from e.g. "64x64 t128" or "128x64 t256 sw".
+    """One kernel: ``br`` query rows per workgroup, key blocks of ``bc``, ``threads`` invocations, the exp,
+    and whether the row sum of P is a reduction (default) or a product with a matrix of ones (``mma``:
+    ggml's way, the float16 weights on the tensor cores). Parsed from e.g. "64x64 t128" or "128x64 t256 sw mma".
 
-    >>> Config.parse("128x64 t256 sw"), Config.parse("64x64").threads
-    (Config(128x64 t256 sw), 128)
+    >>> Config.parse("128x64 t256 sw mma"), Config.parse("64x64").threads
+    (Config(128x64 t256 sw mma), 128)
     """
 
     br: int = 64
     bc: int = 64
     threads: int = 128
     exp: str = "hw"
+    ones: bool = False
 
     def __str__(self) -> str:
-        return f"{self.br}x{self.bc} t{self.threads} {self.exp}"
+        return f"{self.br}x{self.bc} t{self.threads} {self.exp}" + (" mma" if self.ones else "")
 
     def __repr__(self) -> str:
         return f"Config({self})"
@@ -127,6 +129,8 @@ class Config:
         for word in rest:
             if word in EXPS:
                 config = replace(config, exp=word)
+            elif word == "mma":
+                config = replace(config, ones=True)
             elif word.startswith("t"):
                 config = replace(config, threads=int(word[1:]))
             else:
@@ -170,7 +174,10 @@ class Problem:
         return 1 / math.sqrt(self.dim)
 
 
-DEFAULT_CONFIGS = tuple(Config.parse(text) for text in ("64x64 t128", "64x64 t256", "128x64 t256", "64x128 t128"))
+DEFAULT_CONFIGS = tuple(
+    Config.parse(text)
+    for text in ("64x64 t128", "64x64 t256", "128x64 t256", "64x128 t128", "64x64 t128 mma", "128x64 t256 mma")
+)
 DEFAULT_PROBLEMS = tuple(
     Problem.parse(text) for text in ("B4 H8 T1024 D64", "B4 H8 T4096 D64 causal", "B4 H16 T4096 D128")
 )
@@ -317,6 +324,7 @@ def module_text(config: Config, problem: Problem) -> str:
     mat_v, mat_p = t.matrix("half", bc, d, "b"), t.matrix("half", br, bc, "a")
     mat_s, mat_o = t.matrix("float", br, bc, "acc"), t.matrix("float", br, d, "acc")
     mat_out = t.matrix("half", br, d, "acc")
+    mat_ones = t.matrix("half", bc, bc, "b") if config.ones else None
 
     # ---- main: which query block, the layouts, Q
     t.lines += ["%main = OpFunction %void None %fn_main", "%entry = OpLabel"]
@@ -362,9 +370,12 @@ def module_text(config: Config, problem: Problem) -> str:
         m_new = t.let("mn", f"OpCooperativeMatrixPerElementOpNV {mat_s} {top} %larger {m}")
         p = t.let("p", f"OpCooperativeMatrixPerElementOpNV {mat_s} {s} %exp_of_difference {m_new}")
         alpha = t.let("alpha", f"OpCooperativeMatrixPerElementOpNV {mat_s} {m} %exp_of_difference {m_new}")
-        total = t.let("rowsum", f"OpCooperativeMatrixReduceNV {mat_s} {p} Row %combine_add")
-        l_new = t.let("ln", f"OpFAdd {mat_s} {t.let('la', f'OpFMul {mat_s} {l} {alpha}')} {total}")
         p_a = t.let("pa", f"OpFConvert {mat_p} {p}")
+        if config.ones:  # P (float16) times ones: every column of the product is the row sum
+            total = t.let("rowsum", f"OpCooperativeMatrixMulAddKHR {mat_s} {p_a} %ones %l_start")
+        else:
+            total = t.let("rowsum", f"OpCooperativeMatrixReduceNV {mat_s} {p} Row %combine_add")
+        l_new = t.let("ln", f"OpFAdd {mat_s} {t.let('la', f'OpFMul {mat_s} {l} {alpha}')} {total}")
         v = t.let("v", f"OpCooperativeMatrixLoadTensorNV {mat_v} {ptr['V']} %undef_v {k_slice} None None")
         wide = alpha if mat_o == mat_s else t.let("aw", f"OpCooperativeMatrixReduceNV {mat_o} {alpha} Row %combine_max")
         o_new = t.let(
@@ -413,7 +424,14 @@ def module_text(config: Config, problem: Problem) -> str:
     t.op("OpReturn")
     t.lines.append("OpFunctionEnd")
     _functions(t, config, problem.scale)
-    return "\n".join([*_header(t, config, mat_q, mat_kt, mat_v, mat_s, mat_o), *t.lines, ""])
+    header = _header(t, config, mat_q, mat_kt, mat_v, mat_s, mat_o)
+    if mat_ones:  # after the matrix types, before the variables
+        header.insert(
+            header.index("%Q = OpVariable %p_half_block StorageBuffer"),
+            f"%ones = OpConstantComposite {mat_ones} %one_half",
+        )
+        header.insert(header.index("%false = OpConstantFalse %bool"), "%one_half = OpConstant %half 0x1p+0")
+    return "\n".join([*header, *t.lines, ""])
 
 
 def _header(t: _Module, config: Config, mat_q: str, mat_kt: str, mat_v: str, mat_s: str, mat_o: str) -> list[str]:
@@ -603,8 +621,8 @@ def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool):
 
 def emulate(config: Config, q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool):
     """``(out, lse)``: the kernel's steps in numpy float32 for (T, D) inputs — the same blocks visited
-    (``key_blocks``), the same masking and online-softmax updates, P rounded to float16 — to check the
-    schedule and the algebra on the host."""
+    (``key_blocks``), the same masking and online-softmax updates, P rounded to float16 for P V (and for
+    the row sum with ``config.ones``) — to check the schedule and the algebra on the host."""
     seq, dim = q.shape
     scale = np.float32(1 / math.sqrt(dim))
     out, lse = np.zeros((seq, dim), np.float16), np.zeros(seq, np.float32)
@@ -622,8 +640,9 @@ def emulate(config: Config, q: np.ndarray, k: np.ndarray, v: np.ndarray, causal:
                 s = np.where(after, np.float32(-np.inf), s)
             m_new = np.maximum(m, s.max(1, keepdims=True))
             p, alpha = np.exp(s - m_new), np.exp(m - m_new)
-            l = l * alpha + p.sum(1, keepdims=True, dtype=np.float32)
-            o = o * alpha + p.astype(np.float16).astype(np.float32) @ v[k0 : k0 + config.bc].astype(np.float32)
+            weights = p.astype(np.float16).astype(np.float32)  # what multiplies V (and sums, with ``ones``)
+            l = l * alpha + (weights if config.ones else p).sum(1, keepdims=True, dtype=np.float32)
+            o = o * alpha + weights @ v[k0 : k0 + config.bc].astype(np.float32)
             m = m_new
         out[q0 : q0 + config.br] = (o / l).astype(np.float16)
         lse[q0 : q0 + config.br] = (m + np.log(l))[:, 0]
@@ -755,7 +774,8 @@ def sweep(device, configs, problems, repeats: int, force: bool) -> None:
         if problem in peer:
             seconds = peer[problem]
             print(f"  PyTorch SDPA {problem}: {seconds * 1e3:.3f} ms, {problem.flops / seconds / 1e12:.1f} TFLOP/s")
-    print("  (no CUDA in torch here: no PyTorch figures)" if not peer else "", end="")
+    if not peer:
+        print("  no CUDA in torch here: no PyTorch figures")
     small = check_problems(problems)
     print("check: out and lse error / bound at " + ", ".join(map(str, small)))
     print(

@@ -102,11 +102,13 @@ EXP2_HALF = (
 @dataclass(frozen=True)
 class Config:
     """One kernel: ``br`` query rows per workgroup, key blocks of ``bc``, ``threads`` invocations, the exp,
-    and whether the row sum of P is a reduction (default) or a product with a matrix of ones (``mma``:
-    ggml's way, the float16 weights on the tensor cores). Parsed from e.g. "64x64 t128" or "128x64 t256 sw mma".
+    whether the row sum of P is a reduction (default) or a product with a matrix of ones (``mma``: ggml's
+    way, the float16 weights on the tensor cores), and the columns of the row state m, l, α (``m16``: 16,
+    so α's exp runs on Br×16 elements, not Br×Bc, at the price of widening m' for P; default Bc).
+    Parsed from e.g. "64x64 t128" or "128x64 t256 sw mma m16".
 
-    >>> Config.parse("128x64 t256 sw mma"), Config.parse("64x64").threads
-    (Config(128x64 t256 sw mma), 128)
+    >>> Config.parse("128x64 t256 sw mma m16"), Config.parse("64x64").threads
+    (Config(128x64 t256 sw mma m16), 128)
     """
 
     br: int = 64
@@ -114,9 +116,14 @@ class Config:
     threads: int = 128
     exp: str = "hw"
     ones: bool = False
+    state: int = 0  # columns of m, l, α; 0: bc
 
     def __str__(self) -> str:
-        return f"{self.br}x{self.bc} t{self.threads} {self.exp}" + (" mma" if self.ones else "")
+        return (
+            f"{self.br}x{self.bc} t{self.threads} {self.exp}"
+            + (" mma" if self.ones else "")
+            + (f" m{self.state}" if self.state else "")
+        )
 
     def __repr__(self) -> str:
         return f"Config({self})"
@@ -133,6 +140,8 @@ class Config:
                 config = replace(config, ones=True)
             elif word.startswith("t"):
                 config = replace(config, threads=int(word[1:]))
+            elif word.startswith("m") and word[1:].isdigit():
+                config = replace(config, state=int(word[1:]))
             else:
                 raise ValueError(f"unknown word {word!r} in {text!r} (want e.g. '64x64 t128 sw')")
         return config
@@ -176,7 +185,17 @@ class Problem:
 
 DEFAULT_CONFIGS = tuple(
     Config.parse(text)
-    for text in ("64x64 t128", "64x64 t256", "128x64 t256", "64x128 t128", "64x64 t128 mma", "128x64 t256 mma")
+    for text in (
+        "64x64 t128",
+        "64x64 t256",
+        "128x64 t256",
+        "64x128 t128",
+        "64x64 t128 mma",
+        "128x64 t256 mma",
+        "64x64 t128 m16",
+        "128x64 t256 m16",
+        "128x64 t256 mma m16",
+    )
 )
 DEFAULT_PROBLEMS = tuple(
     Problem.parse(text) for text in ("B4 H8 T1024 D64", "B4 H8 T4096 D64 causal", "B4 H16 T4096 D128")
@@ -324,7 +343,8 @@ def module_text(config: Config, problem: Problem) -> str:
     mat_v, mat_p = t.matrix("half", bc, d, "b"), t.matrix("half", br, bc, "a")
     mat_s, mat_o = t.matrix("float", br, bc, "acc"), t.matrix("float", br, d, "acc")
     mat_out = t.matrix("half", br, d, "acc")
-    mat_ones = t.matrix("half", bc, bc, "b") if config.ones else None
+    mat_m = t.matrix("float", br, config.state or bc, "acc")  # m, l, α: every column holds the row's value
+    mat_ones = t.matrix("half", bc, config.state or bc, "b") if config.ones else None
 
     # ---- main: which query block, the layouts, Q
     t.lines += ["%main = OpFunction %void None %fn_main", "%entry = OpLabel"]
@@ -350,6 +370,12 @@ def module_text(config: Config, problem: Problem) -> str:
     q_slice = t.let("sq", f"OpTensorLayoutSliceNV %layout {rows} {row0} {t.u(br)} {t.u(0)} {t.u(d)}")
     q = t.let("q", f"OpCooperativeMatrixLoadTensorNV {mat_q} {ptr['Q']} %undef_q {q_slice} None None")
 
+    def widen(row_state: str, kind: str) -> str:
+        """A matrix of type ``kind`` whose every column holds ``row_state``'s row value (a max of equal values)."""
+        if kind == mat_m:
+            return row_state
+        return t.let("wide", f"OpCooperativeMatrixReduceNV {kind} {row_state} Row %combine_max")
+
     def block(j: str, o: str, m: str, l: str, masked: bool) -> tuple[str, str, str]:
         """Key block ``j`` of the sequence: (O', m', l') from (O, m, l)."""
         k0 = t.let("k0", f"OpIMul %uint {j} {t.u(bc)}")
@@ -366,18 +392,19 @@ def module_text(config: Config, problem: Problem) -> str:
             s = t.let("sm", f"OpCooperativeMatrixPerElementOpNV {mat_s} {s} %masked_score {q0} {k0}")
         else:
             s = t.let("ss", f"OpMatrixTimesScalar {mat_s} {s} {t.f(problem.scale)}")
-        top = t.let("top", f"OpCooperativeMatrixReduceNV {mat_s} {s} Row %combine_max")
-        m_new = t.let("mn", f"OpCooperativeMatrixPerElementOpNV {mat_s} {top} %larger {m}")
-        p = t.let("p", f"OpCooperativeMatrixPerElementOpNV {mat_s} {s} %exp_of_difference {m_new}")
-        alpha = t.let("alpha", f"OpCooperativeMatrixPerElementOpNV {mat_s} {m} %exp_of_difference {m_new}")
+        top = t.let("top", f"OpCooperativeMatrixReduceNV {mat_m} {s} Row %combine_max")
+        m_new = t.let("mn", f"OpCooperativeMatrixPerElementOpNV {mat_m} {top} %larger {m}")
+        m_wide = widen(m_new, mat_s)
+        p = t.let("p", f"OpCooperativeMatrixPerElementOpNV {mat_s} {s} %exp_of_difference {m_wide}")
+        alpha = t.let("alpha", f"OpCooperativeMatrixPerElementOpNV {mat_m} {m} %exp_of_difference {m_new}")
         p_a = t.let("pa", f"OpFConvert {mat_p} {p}")
         if config.ones:  # P (float16) times ones: every column of the product is the row sum
-            total = t.let("rowsum", f"OpCooperativeMatrixMulAddKHR {mat_s} {p_a} %ones %l_start")
+            total = t.let("rowsum", f"OpCooperativeMatrixMulAddKHR {mat_m} {p_a} %ones %l_start")
         else:
-            total = t.let("rowsum", f"OpCooperativeMatrixReduceNV {mat_s} {p} Row %combine_add")
-        l_new = t.let("ln", f"OpFAdd {mat_s} {t.let('la', f'OpFMul {mat_s} {l} {alpha}')} {total}")
+            total = t.let("rowsum", f"OpCooperativeMatrixReduceNV {mat_m} {p} Row %combine_add")
+        l_new = t.let("ln", f"OpFAdd {mat_m} {t.let('la', f'OpFMul {mat_m} {l} {alpha}')} {total}")
         v = t.let("v", f"OpCooperativeMatrixLoadTensorNV {mat_v} {ptr['V']} %undef_v {k_slice} None None")
-        wide = alpha if mat_o == mat_s else t.let("aw", f"OpCooperativeMatrixReduceNV {mat_o} {alpha} Row %combine_max")
+        wide = widen(alpha, mat_o)
         o_new = t.let(
             "on", f"OpCooperativeMatrixMulAddKHR {mat_o} {p_a} {v} {t.let('os', f'OpFMul {mat_o} {o} {wide}')}"
         )
@@ -390,14 +417,14 @@ def module_text(config: Config, problem: Problem) -> str:
         t.op(f"OpBranch {header}")
         t.label(header)
         t.op(f"{j} = OpPhi %uint {start} {coming_from} %{stem}_next {latch}")
-        for phi, kind, value in zip(phis, (mat_o, mat_s, mat_s), carried):
+        for phi, kind, value in zip(phis, (mat_o, mat_m, mat_m), carried):
             t.op(f"{phi} = OpPhi {kind} {value} {coming_from} {phi}_next {latch}")
         more = t.let("more", f"OpULessThan %bool {j} {end}")
         t.op(f"OpLoopMerge {merge} {latch} None")
         t.op(f"OpBranchConditional {more} {body} {merge}")
         t.label(body)
         for phi, value in zip(phis, block(j, *phis, masked)):
-            t.op(f"{phi}_next = OpCopyObject {mat_o if phi.endswith('_o') else mat_s} {value}")
+            t.op(f"{phi}_next = OpCopyObject {mat_o if phi.endswith('_o') else mat_m} {value}")
         t.op(f"OpBranch {latch}")
         t.label(latch)
         t.op(f"%{stem}_next = OpIAdd %uint {j} {t.u(1)}")
@@ -415,16 +442,15 @@ def module_text(config: Config, problem: Problem) -> str:
         (o, m, l), _ = loop("open", t.u(0), t.u(seq // bc), "%entry", start, masked=False)
 
     # ---- out = O / l (float16, to nearest even) and lse = m + log(l) (column 0 only)
-    l_wide = l if mat_o == mat_s else t.let("lw", f"OpCooperativeMatrixReduceNV {mat_o} {l} Row %combine_max")
-    out = t.let("out", f"OpFConvert {mat_out} {t.let('od', f'OpFDiv {mat_o} {o} {l_wide}')}")
+    out = t.let("out", f"OpFConvert {mat_out} {t.let('od', f'OpFDiv {mat_o} {o} {widen(l, mat_o)}')}")
     t.op(f"OpCooperativeMatrixStoreTensorNV {ptr['O']} {out} {q_slice} None None")
-    lse = t.let("lse", f"OpCooperativeMatrixPerElementOpNV {mat_s} {m} %log_sum_exp {l}")
+    lse = t.let("lse", f"OpCooperativeMatrixPerElementOpNV {mat_m} {m} %log_sum_exp {l}")
     lse_slice = t.let("sl", f"OpTensorLayoutSliceNV %layout {column} {row0} {t.u(br)} {t.u(0)} {t.u(1)}")
     t.op(f"OpCooperativeMatrixStoreTensorNV {ptr['LSE']} {lse} {lse_slice} None TensorView {first_column}")
     t.op("OpReturn")
     t.lines.append("OpFunctionEnd")
     _functions(t, config, problem.scale)
-    header = _header(t, config, mat_q, mat_kt, mat_v, mat_s, mat_o)
+    header = _header(t, config, mat_q, mat_kt, mat_v, mat_s, mat_o, mat_m)
     if mat_ones:  # after the matrix types, before the variables
         header.insert(
             header.index("%Q = OpVariable %p_half_block StorageBuffer"),
@@ -434,7 +460,9 @@ def module_text(config: Config, problem: Problem) -> str:
     return "\n".join([*header, *t.lines, ""])
 
 
-def _header(t: _Module, config: Config, mat_q: str, mat_kt: str, mat_v: str, mat_s: str, mat_o: str) -> list[str]:
+def _header(
+    t: _Module, config: Config, mat_q: str, mat_kt: str, mat_v: str, mat_s: str, mat_o: str, mat_m: str
+) -> list[str]:
     """Capabilities, decorations, types and constants of the module (after the body named them all)."""
     scope, dims, zero, one = t.u(WORKGROUP_SCOPE), t.u(2), t.u(0), t.u(1)
     uses = {name: t.u(USE[name]) for name in USE}
@@ -504,8 +532,8 @@ def _header(t: _Module, config: Config, mat_q: str, mat_kt: str, mat_v: str, mat
         ),
         f"%s_start = OpConstantComposite {mat_s} {t.f(-0.0)}",  # each score's sum starts from -0.0
         f"%o_start = OpConstantComposite {mat_o} {t.f(0.0)}",
-        f"%m_start = OpConstantComposite {mat_s} {t.f(-math.inf)}",
-        f"%l_start = OpConstantComposite {mat_s} {t.f(0.0)}",
+        f"%m_start = OpConstantComposite {mat_m} {t.f(-math.inf)}",
+        f"%l_start = OpConstantComposite {mat_m} {t.f(0.0)}",
         f"%undef_q = OpUndef {mat_q}",  # what clipped loads would keep: no view here clips
         f"%undef_kt = OpUndef {mat_kt}",
         f"%undef_v = OpUndef {mat_v}",
@@ -688,8 +716,9 @@ def flexible_problem(config: Config, problem: Problem, flexible: list[dict], max
     br, bc, d = config.br, config.bc, problem.dim
     if max_dimension and max(br, bc, d) > max_dimension:
         return f"a dimension above cooperativeMatrixFlexibleDimensionsMaxDimension {max_dimension}"
-    for e in entries:  # S = Q Kᵀ is br×bc×d, P V is br×d×bc
+    for e in entries:  # S = Q Kᵀ is br×bc×d, P V is br×d×bc, the row state br×(state or bc)
         fits = br % e["m"] == 0 and bc % e["n"] == 0 and d % e["k"] == 0 and d % e["n"] == 0 and bc % e["k"] == 0
+        fits = fits and (config.state or bc) % e["n"] == 0
         if fits and e["workgroup_invocations"] == config.threads:
             return None
     return f"no entry with {config.threads} invocations whose granularity divides {br}×{bc}×{d}"

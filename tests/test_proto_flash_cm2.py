@@ -44,6 +44,9 @@ def test_the_module_says_what_the_config_says():
     ones = proto.module_text(proto.Config.parse("64x64 t128 mma"), proto.Problem.parse("B1 H1 T256 D128"))
     assert "%ones = OpConstantComposite %m_half_64x64_b %one_half" in ones
     assert ones.count("OpCooperativeMatrixMulAddKHR") == 3 and "%combine_add " not in ones.split("OpFunctionEnd")[0]
+    narrow = proto.module_text(proto.Config.parse("64x64 t128 m16"), proto.Problem.parse("B1 H1 T256 D64"))
+    assert "%m_start = OpConstantComposite %m_float_64x16_acc" in narrow  # m, l, α: 16 columns
+    assert narrow.count("OpCooperativeMatrixReduceNV") == 4 + 1  # max, m' widened, sum, α widened; l at the end
     with pytest.raises(ValueError, match="not a multiple"):
         proto.module_text(proto.Config.parse("128x64"), proto.Problem.parse("B1 H1 T192 D64"))
 
@@ -196,6 +199,7 @@ def test_flexible_dimensions_decide_which_configs_run():
     assert proto.flexible_problem(proto.Config(), problem, flexible, 256) is None
     assert "granularity" in proto.flexible_problem(proto.Config(threads=256), problem, flexible, 256)
     assert "granularity" in proto.flexible_problem(proto.Config(bc=72), problem, flexible, 256)
+    assert "granularity" in proto.flexible_problem(proto.Config(state=8), problem, flexible, 256)
     assert "MaxDimension" in proto.flexible_problem(proto.Config(br=512), problem, flexible, 256)
     assert "no workgroup-scope" in proto.flexible_problem(proto.Config(), problem, [{**entry, "scope": "subgroup"}], 0)
 

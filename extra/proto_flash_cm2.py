@@ -33,7 +33,9 @@ matrices of workgroup scope (the driver stages them through shared memory and sp
 5. At the end O / l (l widened like α) narrowed to float16 and tensor-stored; lse = m + log(l) by a
    per-element function, stored through a view clipped to column 0 into a (B·H·T)×1 layout.
 
-Workgroups take query blocks in descending order for causal (the longest rows start first).
+Workgroup order (``block_of``): without a mask, the query blocks of one (b, h) are neighbours (the
+workgroups in flight share its keys and values in L2); causal, the query blocks go in descending
+order across all (b, h) (the longest rows start first, the short ones fill the tail).
 
 What a full integration into vkml's IR would need (DESIGN §1 layers): matrix types of workgroup
 scope with flexible sizes (codegen knows them for the matmul, kernels/matmul/coopmat2.py), plus IR
@@ -349,8 +351,11 @@ def module_text(config: Config, problem: Problem) -> str:
     # ---- main: which query block, the layouts, Q
     t.lines += ["%main = OpFunction %void None %fn_main", "%entry = OpLabel"]
     w = t.let("w", f"OpCompositeExtract %uint {t.let('wg', 'OpLoad %v3uint %workgroup_id')} 0")
-    order, bh = t.let("order", f"OpUDiv %uint {w} {t.u(sequences)}"), t.let("bh", f"OpUMod %uint {w} {t.u(sequences)}")
-    qb = t.let("qb", f"OpISub %uint {t.u(query_blocks - 1)} {order}") if problem.causal else order
+    if problem.causal:  # as ``block_of``
+        order, bh = (t.let(n, f"{op} %uint {w} {t.u(sequences)}") for n, op in (("order", "OpUDiv"), ("bh", "OpUMod")))
+        qb = t.let("qb", f"OpISub %uint {t.u(query_blocks - 1)} {order}")
+    else:
+        bh, qb = (t.let(n, f"{op} %uint {w} {t.u(query_blocks)}") for n, op in (("bh", "OpUDiv"), ("qb", "OpUMod")))
     q0 = t.let("q0", f"OpIMul %uint {qb} {t.u(br)}")  # the block's first query within its sequence
     seq0 = t.let("seq0", f"OpIMul %uint {bh} {t.u(seq)}")  # the sequence's first row in (B·H·T)×D
     row0 = t.let("row0", f"OpIAdd %uint {seq0} {q0}")
@@ -546,6 +551,20 @@ def _float_text(value: float) -> str:
     if math.isinf(value):
         return "-0x1p+128" if value < 0 else "0x1p+128"
     return float(np.float32(value)).hex() if value else ("-0x0p+0" if math.copysign(1, value) < 0 else "0x0p+0")
+
+
+def block_of(w: int, config: Config, problem: Problem) -> tuple[int, int]:
+    """Workgroup ``w``'s (sequence b·H + h, query block), as the kernel computes them.
+
+    >>> [block_of(w, Config(64, 64), Problem(1, 2, 128, 64)) for w in range(4)]
+    [(0, 0), (0, 1), (1, 0), (1, 1)]
+    >>> [block_of(w, Config(64, 64), Problem(1, 2, 128, 64, causal=True)) for w in range(4)]
+    [(0, 1), (1, 1), (0, 0), (1, 0)]
+    """
+    sequences, query_blocks = problem.batch * problem.heads, problem.seq // config.br
+    if problem.causal:
+        return w % sequences, query_blocks - 1 - w // sequences
+    return w // query_blocks, w % query_blocks
 
 
 def grid(config: Config, problem: Problem) -> int:

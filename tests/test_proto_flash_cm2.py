@@ -88,6 +88,13 @@ def test_key_blocks_split_the_keys_at_the_diagonal(tile):
 
 
 @pytest.mark.parametrize("causal", [False, True])
+def test_the_workgroups_cover_every_query_block_once(causal):
+    config, problem = proto.Config(64, 32), proto.Problem(2, 3, 256, 64, causal)
+    seen = [proto.block_of(w, config, problem) for w in range(proto.grid(config, problem))]
+    assert sorted(seen) == [(s, b) for s in range(6) for b in range(4)]
+
+
+@pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("text", ["64x64", "128x64", "64x128 mma", "32x64"])
 def test_the_emulated_kernel_is_within_the_bound(text, causal):
     config, rng = proto.Config.parse(text), np.random.default_rng(len(text) + causal)

@@ -295,14 +295,14 @@ def sweep(device, configs, problems, repeats: int, force: bool) -> None:
     small = check_problems(problems)
     print("check: out and lse error / bound at " + ", ".join(map(str, small)))
     print(
-        f"{'config':18s} {'check out/lse':>{14 * len(small)}s}"
+        f"{'config':24s} {'check out/lse':>{14 * len(small)}s}"
         + "".join(f" | {p}: ms TFLOP/s ×torch" for p in problems)
     )
     runner, rng = Runner(device), np.random.default_rng(0)
     device.pipelines.capture_statistics = pipeline_stats.supported(device.logical)  # registers, shared memory
     inputs = {problem: operands(rng, problem) for problem in problems}
     for config in configs:
-        line = f"{str(config):18s}"
+        line = f"{str(config):24s}"
         reasons = [flexible_problem(config, p, flexible, max_dimension) or shape_problem(config, p) for p in small]
         if any(reasons) and not force:
             print(f"{line} skipped: {next(r for r in reasons if r)}", flush=True)
@@ -310,7 +310,7 @@ def sweep(device, configs, problems, repeats: int, force: bool) -> None:
         try:
             for problem in small:
                 out_ratio, lse_ratio = check(runner, config, problem, rng)
-                line += f" {out_ratio:6.3f}/{lse_ratio:6.3f}"
+                line += f" {f'{out_ratio:.3f}/{lse_ratio:.3f}':>13s}"
             for problem in problems:
                 if (
                     why := flexible_problem(config, problem, flexible, max_dimension) or shape_problem(config, problem)

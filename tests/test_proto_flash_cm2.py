@@ -267,6 +267,47 @@ def test_the_tool_times_the_extension_or_says_it_is_missing(monkeypatch, capsys)
         assert "nothing to run" in printed and "pass spirv-val" in printed
 
 
+def test_the_sweep_prints_a_checked_timed_row_per_config(monkeypatch, capsys):
+    """sweep() end to end with the interpreter standing in for the device: its rows, skips and failures."""
+    from types import SimpleNamespace
+
+    from vkml.runtime.vulkan import pipeline_stats
+
+    def interpreted(runner, config, problem, q, k, v, repeats):
+        buffers = {"Q": q.ravel(), "K": k.ravel(), "V": v.ravel(), "O": np.zeros(q.size, np.float16)}
+        buffers["LSE"] = np.zeros(q.size // problem.dim, np.float32)
+        if config.bc == 32:
+            raise RuntimeError("VK_ERROR_UNKNOWN")  # as a driver refusing a pipeline
+        cm2_interp.run(proto.module_text(config, problem), buffers, proto.grid(config, problem))
+        return (
+            buffers["O"].reshape(q.shape),
+            buffers["LSE"].reshape(q.shape[:-1]),
+            [2e-6 * (i + 1) for i in range(repeats)],
+        )
+
+    entry = {"a": "float16", "b": "float16", "c": "float32", "result": "float32", "scope": "workgroup"}
+    info = SimpleNamespace(
+        cooperative_matrix_flexible=[{**entry, "m": 16, "n": 16, "k": 16, "workgroup_invocations": 128}],
+        properties={"deviceName": "a stand-in"},
+    )
+    device = SimpleNamespace(name="vulkan:9", logical=SimpleNamespace(info=info), pipelines=SimpleNamespace())
+    monkeypatch.setattr(proto, "attention", interpreted)
+    monkeypatch.setattr(proto, "Runner", lambda device: SimpleNamespace(statistics=""))
+    monkeypatch.setattr(proto, "torch_seconds", lambda problems, repeats: {problems[0]: 1e-6})
+    monkeypatch.setattr(proto, "check_problems", lambda problems: [proto.Problem(1, 1, 128, 64, True)])
+    monkeypatch.setattr(pipeline_stats, "supported", lambda logical: False)
+    configs = [proto.Config.parse(text) for text in ("64x64 t128 sw", "64x64 t256", "64x32 t128")]
+    proto.sweep(device, configs, [proto.Problem(1, 1, 128, 64)], repeats=3, force=False)
+    rows = capsys.readouterr().out.splitlines()
+    assert rows[0] == "vulkan:9: a stand-in; flexible entries:" and "PyTorch SDPA B1 H1 T128 D64: 0.001 ms" in rows[2]
+    (checked,) = [row for row in rows if row.startswith("64x64 t128 sw")]
+    ratios = checked.split()[3].split("/")
+    assert all(0 <= float(r) <= 1 for r in ratios), checked
+    assert checked.split("|")[1].split() == ["0.004", f"{4 * 128 * 128 * 64 / 4e-6 / 1e12:.1f}", "0.25"]
+    assert any(row.startswith("64x64 t256") and "skipped: no entry with 256 invocations" in row for row in rows)
+    assert any(row.startswith("64x32 t128") and "failed: RuntimeError: VK_ERROR_UNKNOWN" in row for row in rows)
+
+
 def test_print_asm_prints_the_module_at_the_last_size(monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["proto_flash_cm2.py", "--size", "B1 H1 T128 D64", "--print-asm", "64x64 sw"])
     proto.main()

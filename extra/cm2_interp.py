@@ -5,8 +5,8 @@ its wiring (which matrix goes where, the loop bounds and phis, the tensor slices
 per-element functions) is checked against the float64 reference. Workgroup-scope matrices are numpy
 arrays; per-element functions run once over the whole matrix, vectorised; a row reduction folds
 the columns left to right with its combine function; tensor loads and stores follow the address
-calculation of the SPV_NV_cooperative_matrix2 text (2-D layouts, block size 1, clamp Undefined:
-an access outside the layout is an error here). float32 arithmetic is numpy's (no fused
+calculation of the SPV_NV_cooperative_matrix2 text (2-D layouts, block size 1; clamp Undefined, where
+an access outside the layout is an error here, or Constant: such loads read 0, such stores are dropped). float32 arithmetic is numpy's (no fused
 multiply-add), so the device's bits are not these; the bound is what is compared.
 
     >>> import numpy as np
@@ -30,6 +30,7 @@ DTYPES = {"%float": np.float32, "%half": np.float16, "%uint": np.uint32, "%int":
 
 @dataclass(frozen=True)
 class Layout:
+    clamp: int  # 0 Undefined, 1 Constant (clamp value 0)
     dims: tuple = (0, 0)
     offset: tuple = (0, 0)
     span: tuple = (0, 0)
@@ -52,6 +53,7 @@ class Module:
     constants: dict = field(default_factory=dict)
     matrices: dict = field(default_factory=dict)  # type id → (dtype, rows, cols)
     views: dict = field(default_factory=dict)  # view type id → permutation
+    layouts: dict = field(default_factory=dict)  # layout type id → clamp mode
     functions: dict = field(default_factory=dict)
 
 
@@ -71,6 +73,8 @@ def parse(text: str) -> Module:
         elif op == "OpTypeCooperativeMatrixKHR":
             rows, cols = (module.constants[a] for a in args[2:4])
             module.matrices[result] = (DTYPES[args[0]], int(rows), int(cols))
+        elif op == "OpTypeTensorLayoutNV":
+            module.layouts[result] = int(module.constants[args[1]])
         elif op == "OpTypeTensorViewNV":
             module.views[result] = tuple(int(module.constants[a]) for a in args[2:])
         elif op == "OpConstantComposite" and args[0] in module.matrices:
@@ -96,11 +100,12 @@ def _literal(kind: str, text: str):
     return (np.int32 if kind == "%int" else np.uint32)(int(text))
 
 
-def run(text: str, buffers: dict, workgroups: int) -> None:
-    """Run the module's ``main`` for workgroups 0 .. ``workgroups``-1 along x, writing into ``buffers``."""
+def run(text: str, buffers: dict, workgroups: int, backwards: bool = False) -> None:
+    """Run the module's ``main`` for workgroups 0 .. ``workgroups``-1 along x (or the other way round: a
+    store that strays into another workgroup's part then shows), writing into ``buffers``."""
     module = parse(text)
     _, body = module.functions["%main"]
-    for w in range(workgroups):
+    for w in reversed(range(workgroups)) if backwards else range(workgroups):
         _Workgroup(module, buffers, w).run(body)
 
 
@@ -143,7 +148,7 @@ class _Workgroup:
             raise NotImplementedError(op)
         (name, base), matrix, layout = self.get(args[0]), self.get(args[1]), self.get(args[2])
         view = self.get(args[5]) if args[4] == "TensorView" else None
-        index, valid = _addresses(layout, view, *matrix.shape)
+        index, valid = _addresses(layout, view, *matrix.shape)  # outside a Constant layout: dropped
         self.buffers[name][base + index[valid]] = matrix[valid].astype(self.buffers[name].dtype)
 
     def step(self, op: str, args):
@@ -155,10 +160,10 @@ class _Workgroup:
         if op == "OpAccessChain":
             return (args[1][1:], int(operands[2]))  # (buffer, element)
         if op == "OpCreateTensorLayoutNV":
-            return Layout()
+            return Layout(self.module.layouts[kind])
         if op == "OpTensorLayoutSetDimensionNV":
             dims = tuple(int(d) for d in operands[1:])
-            return Layout(dims, (0, 0), dims)
+            return Layout(operands[0].clamp, dims, (0, 0), dims)
         if op == "OpTensorLayoutSliceNV":
             layout, (o0, s0, o1, s1) = operands[0], (int(v) for v in operands[1:])
             return replace(layout, offset=(layout.offset[0] + o0, layout.offset[1] + o1), span=(s0, s1))
@@ -171,8 +176,10 @@ class _Workgroup:
             view = operands[5] if args[5] == "TensorView" else None
             dtype, rows, cols = self.module.matrices[kind]
             index, valid = _addresses(layout, view, rows, cols)
-            assert valid.all(), "a clipped load"
-            return self.buffers[name][base + index].astype(dtype)
+            assert view is None or view.clip == UNCLIPPED, "a clipped load"
+            loaded = np.zeros((rows, cols), dtype)  # outside a Constant layout: the clamp value, 0
+            loaded[valid] = self.buffers[name][base + index[valid]]
+            return loaded
         if op == "OpCooperativeMatrixMulAddKHR":
             a, b, c = (x.astype(np.float64) for x in operands)
             return (a @ b + c).astype(self.module.matrices[kind][0])
@@ -221,9 +228,10 @@ _BINARY = {
     "OpFOrdGreaterThan": np.greater,
     "OpUGreaterThan": np.greater,
     "OpUGreaterThanEqual": np.greater_equal,
+    "OpLogicalOr": np.logical_or,
     "OpULessThan": np.less,
 }
-_EXTENDED = {"Exp2": np.exp2, "Log": np.log, "FMax": np.fmax}
+_EXTENDED = {"Exp2": np.exp2, "Log": np.log, "FMax": np.fmax, "UMin": np.minimum}
 
 
 def scalar(op: str, kind: str, operands: list, args) -> np.ndarray:
@@ -249,7 +257,8 @@ def scalar(op: str, kind: str, operands: list, args) -> np.ndarray:
 
 
 def _addresses(layout: Layout, view: View | None, rows: int, cols: int) -> tuple[np.ndarray, np.ndarray]:
-    """(element index into the buffer, accessed?) for every (row, col) of a rows×cols matrix."""
+    """(element index into the buffer, accessed?) for every (row, col) of a rows×cols matrix: not accessed
+    where a view clips it or (Constant clamping) it falls outside the layout."""
     r, c = np.indices((rows, cols), dtype=np.int64)
     valid = np.ones((rows, cols), bool)
     span = layout.span
@@ -266,6 +275,6 @@ def _addresses(layout: Layout, view: View | None, rows: int, cols: int) -> tuple
         index = coord[0] * span[1] + coord[1]
     span_coord = ((index // span[1]) % span[0], index % span[1])
     tensor = [span_coord[d] + layout.offset[d] for d in (0, 1)]
-    inside = all(((tensor[d] >= 0) & (tensor[d] < layout.dims[d]))[valid].all() for d in (0, 1))
-    assert inside, f"an access outside the {layout.dims} layout (clamp mode Undefined)"
-    return tensor[0] * layout.stride[0] + tensor[1] * layout.stride[1], valid
+    inside = (tensor[0] >= 0) & (tensor[0] < layout.dims[0]) & (tensor[1] >= 0) & (tensor[1] < layout.dims[1])
+    assert layout.clamp or inside[valid].all(), f"an access outside the {layout.dims} layout (clamp mode Undefined)"
+    return tensor[0] * layout.stride[0] + tensor[1] * layout.stride[1], valid & inside

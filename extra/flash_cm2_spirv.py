@@ -111,10 +111,16 @@ class Problem:
 
 
 def shape_problem(config: Config, problem: Problem) -> str | None:
-    """Why ``config`` cannot run ``problem`` (None: it can)."""
-    if problem.seq % config.br or problem.seq % config.bc:
-        return f"T {problem.seq} is not a multiple of {config.br} and {config.bc}"
+    """Why ``config`` cannot run ``problem`` (None: it can). T need not be a multiple of the blocks (ragged)."""
+    if problem.seq < 1 or problem.dim < 1:
+        return f"no attention of {problem}"
     return None
+
+
+def is_ragged(config: Config, problem: Problem) -> bool:
+    """Whether T leaves a partial query or key block (then loads past the rows read zeros, stores past
+    T are clipped, and without the causal mask the last key block masks the keys from T on)."""
+    return bool(problem.seq % config.br or problem.seq % config.bc)
 
 
 class _Module:
@@ -204,21 +210,23 @@ def _exp_sw(t: _Module, x: str) -> str:
     return t.let("e", f"OpSelect %float {t.let('nan', f'OpIsNan %bool {x}')} {quiet} {finite}")
 
 
-def _functions(t: _Module, config: Config, scale: float) -> None:
-    """The combine functions of the reductions and the per-element functions (row, col, elements, extras)."""
+def _functions(t: _Module, config: Config, scale: float, causal: bool = True, limit: int = 0) -> None:
+    """The combine functions of the reductions and the per-element functions (row, col, elements, extras);
+    ``masked_score`` masks keys after the query with ``causal`` and keys from ``limit`` on (if not 0)."""
     exp = _exp_sw if config.exp == "sw" else _exp_hw
     ff, per = ["%float", "%float"], ["%uint", "%uint"]
     _function(t, "%combine_max", ff, lambda a: t.let("max", f"OpExtInst %float %glsl FMax {a[0]} {a[1]}"))
     _function(t, "%combine_add", ff, lambda a: t.let("sum", f"OpFAdd %float {a[0]} {a[1]}", exact=True))
 
     def masked_score(a):  # (row, col, s, q0, k0): the key k0 + col after the query q0 + row gets -inf
-        after = t.let(
-            "after",
-            f"OpUGreaterThan %bool {t.let('kp', f'OpIAdd %uint {a[4]} {a[1]}')} "
-            f"{t.let('qp', f'OpIAdd %uint {a[3]} {a[0]}')}",
-        )
+        key, after = t.let("kp", f"OpIAdd %uint {a[4]} {a[1]}"), None
+        if causal:
+            after = t.let("after", f"OpUGreaterThan %bool {key} {t.let('qp', f'OpIAdd %uint {a[3]} {a[0]}')}")
+        if limit:
+            beyond = t.let("beyond", f"OpUGreaterThanEqual %bool {key} {t.u(limit)}")
+            after = t.let("either", f"OpLogicalOr %bool {after} {beyond}") if after else beyond
         scaled = t.let("s", f"OpFMul %float {a[2]} {t.f(scale)}", exact=True)
-        return t.let("masked", f"OpSelect %float {after} {t.f(-math.inf)} {scaled}")
+        return t.let("masked", f"OpSelect %float {after} {t.f(-math.inf)} {scaled}") if after else scaled
 
     _function(t, "%masked_score", [*per, "%float", "%uint", "%uint"], masked_score)
     _function(t, "%larger", [*per, *ff], lambda a: t.let("max", f"OpExtInst %float %glsl FMax {a[2]} {a[3]}"))
@@ -245,7 +253,7 @@ def module_text(config: Config, problem: Problem) -> str:
         raise ValueError(why)
     br, bc, d, seq = config.br, config.bc, problem.dim, problem.seq
     sequences = problem.batch * problem.heads
-    query_blocks = seq // br
+    query_blocks, ragged = -(-seq // br), is_ragged(config, problem)
     t = _Module()
     mat_q, mat_kt = t.matrix("half", br, d, "a"), t.matrix("half", d, bc, "b")
     mat_v, mat_p = t.matrix("half", bc, d, "b"), t.matrix("half", br, bc, "a")
@@ -273,11 +281,12 @@ def module_text(config: Config, problem: Problem) -> str:
     rows = t.let("rows", f"OpTensorLayoutSetDimensionNV %layout {created} {t.u(sequences * seq)} {t.u(d)}")
     column = t.let("column", f"OpTensorLayoutSetDimensionNV %layout {created} {t.u(sequences * seq)} {t.u(1)}")
     transpose = t.let("transpose", "OpCreateTensorViewNV %view_transpose")
-    first_column = t.let(
-        "col0",
-        f"OpTensorViewSetClipNV %view_plain {t.let('plain', 'OpCreateTensorViewNV %view_plain')} "
-        f"{t.u(0)} {t.u(br)} {t.u(0)} {t.u(1)}",
-    )
+    plain = t.let("plain", "OpCreateTensorViewNV %view_plain")
+    # The query block's rows before T (all of them but in a ragged last block): only those are stored.
+    kept = t.u(br)
+    if ragged:
+        kept = t.let("kept", f"OpExtInst %uint %glsl UMin {kept} {t.let('rest', f'OpISub %uint {t.u(seq)} {q0}')}")
+    first_column = t.let("col0", f"OpTensorViewSetClipNV %view_plain {plain} {t.u(0)} {kept} {t.u(0)} {t.u(1)}")
     q_slice = t.let("sq", f"OpTensorLayoutSliceNV %layout {rows} {row0} {t.u(br)} {t.u(0)} {t.u(d)}")
     q = t.let("q", f"OpCooperativeMatrixLoadTensorNV {mat_q} {ptr['Q']} %undef_q {q_slice} None None")
 
@@ -344,24 +353,38 @@ def module_text(config: Config, problem: Problem) -> str:
         return tuple(phis), merge
 
     start = ("%o_start", "%m_start", "%l_start")
+    key_blocks_all = -(-seq // bc)
     if problem.causal:  # blocks wholly at or before the diagonal, then those it crosses; none after it
         whole = t.let("whole", f"OpUDiv %uint {t.let('q1', f'OpIAdd %uint {q0} {t.u(1)}')} {t.u(bc)}")
         end = t.let("end", f"OpUDiv %uint {t.let('qe', f'OpIAdd %uint {q0} {t.u(br + bc - 1)}')} {t.u(bc)}")
+        if ragged:  # a last query block past T: its diagonal blocks stop at the last key's
+            end = t.let("end", f"OpExtInst %uint %glsl UMin {end} {t.u(key_blocks_all)}")
         carried, after = loop("open", t.u(0), whole, "%entry", start, masked=False)
         (o, m, l), _ = loop("diagonal", whole, end, after, carried, masked=True)
     else:
-        (o, m, l), _ = loop("open", t.u(0), t.u(seq // bc), "%entry", start, masked=False)
+        carried, after = loop("open", t.u(0), t.u(seq // bc), "%entry", start, masked=False)
+        if seq % bc:  # the partial last key block, its keys from T on masked
+            carried, _ = loop("tail", t.u(seq // bc), t.u(key_blocks_all), after, carried, masked=True)
+        o, m, l = carried
 
     # ---- out = O / l (float16, to nearest even) and lse = m + log(l) (column 0 only)
     out = t.let("out", f"OpFConvert {mat_out} {t.let('od', f'OpFDiv {mat_o} {o} {widen(l, mat_o)}')}")
-    t.op(f"OpCooperativeMatrixStoreTensorNV {ptr['O']} {out} {q_slice} None None")
+    if ragged:
+        kept_rows = t.let("keep", f"OpTensorViewSetClipNV %view_plain {plain} {t.u(0)} {kept} {t.u(0)} {t.u(d)}")
+        t.op(f"OpCooperativeMatrixStoreTensorNV {ptr['O']} {out} {q_slice} None TensorView {kept_rows}")
+    else:
+        t.op(f"OpCooperativeMatrixStoreTensorNV {ptr['O']} {out} {q_slice} None None")
     lse = t.let("lse", f"OpCooperativeMatrixPerElementOpNV {mat_m} {m} %log_sum_exp {l}")
     lse_slice = t.let("sl", f"OpTensorLayoutSliceNV %layout {column} {row0} {t.u(br)} {t.u(0)} {t.u(1)}")
     t.op(f"OpCooperativeMatrixStoreTensorNV {ptr['LSE']} {lse} {lse_slice} None TensorView {first_column}")
     t.op("OpReturn")
     t.lines.append("OpFunctionEnd")
-    _functions(t, config, problem.scale)
+    _functions(t, config, problem.scale, problem.causal, 0 if problem.causal or not seq % bc else seq)
     header = _header(t, config, mat_q, mat_kt, mat_v, mat_s, mat_o, mat_m)
+    if ragged:  # Constant clamping: loads past the last row read 0 (stores there are dropped)
+        header[header.index(f"%layout = OpTypeTensorLayoutNV {t.u(2)} {t.u(0)}")] = (
+            f"%layout = OpTypeTensorLayoutNV {t.u(2)} {t.u(1)}"
+        )
     if mat_ones:  # after the matrix types, before the variables
         header.insert(
             header.index("%Q = OpVariable %p_half_block StorageBuffer"),
@@ -434,7 +457,7 @@ def _header(
         *(f"{name} = OpConstant %int {value}" for value, name in sorted(t.ints.items())),
         *(f"{name} = OpConstant %float {_float_text(value)}" for value, name in t.floats.values()),
         "%false = OpConstantFalse %bool",
-        f"%layout = OpTypeTensorLayoutNV {dims} {zero}",  # whole blocks: no clamping
+        f"%layout = OpTypeTensorLayoutNV {dims} {zero}",  # whole blocks: no clamping (see module_text)
         f"%view_transpose = OpTypeTensorViewNV {dims} %false {one} {zero}",
         f"%view_plain = OpTypeTensorViewNV {dims} %false {zero} {one}",
         *(
@@ -467,7 +490,7 @@ def block_of(w: int, config: Config, problem: Problem) -> tuple[int, int]:
     >>> [block_of(w, Config(64, 64), Problem(1, 2, 128, 64, causal=True)) for w in range(4)]
     [(0, 1), (1, 1), (0, 0), (1, 0)]
     """
-    sequences, query_blocks = problem.batch * problem.heads, problem.seq // config.br
+    sequences, query_blocks = problem.batch * problem.heads, -(-problem.seq // config.br)
     if problem.causal:
         return w % sequences, query_blocks - 1 - w // sequences
     return w // query_blocks, w % query_blocks
@@ -475,7 +498,7 @@ def block_of(w: int, config: Config, problem: Problem) -> tuple[int, int]:
 
 def grid(config: Config, problem: Problem) -> int:
     """Workgroups to dispatch (along x): one per query block of each (b, h)."""
-    return problem.batch * problem.heads * (problem.seq // config.br)
+    return problem.batch * problem.heads * -(-problem.seq // config.br)
 
 
 def spirv(config: Config, problem: Problem) -> bytes:
@@ -544,12 +567,15 @@ def probe_text(config: Config, scale: float) -> str:
 
 def key_blocks(config: Config, seq: int, q0: int, causal: bool) -> tuple[int, int]:
     """``(whole, end)`` for the query block at ``q0``: key blocks j < whole have no masked key, those in
-    [whole, end) are crossed by the causal diagonal, none from ``end`` on has an unmasked one (the
-    kernel computes the same two numbers with integer divisions).
+    [whole, end) are crossed by the causal diagonal or hold T (ragged), none from ``end`` on has an
+    unmasked one (the kernel computes the same two numbers with integer divisions).
 
     >>> key_blocks(Config(128, 64), 1024, 128, True), key_blocks(Config(64, 128), 1024, 64, True)
     ((2, 4), (0, 1))
+    >>> key_blocks(Config(64, 64), 100, 64, True), key_blocks(Config(64, 64), 100, 0, False)
+    ((1, 2), (1, 2))
     """
+    every = -(-seq // config.bc)
     if not causal:
-        return seq // config.bc, seq // config.bc
-    return (q0 + 1) // config.bc, (q0 + config.br + config.bc - 1) // config.bc
+        return seq // config.bc, every
+    return (q0 + 1) // config.bc, min((q0 + config.br + config.bc - 1) // config.bc, every)

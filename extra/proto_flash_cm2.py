@@ -153,7 +153,9 @@ def emulate(config: Config, q: np.ndarray, k: np.ndarray, v: np.ndarray, causal:
     the row sum with ``config.ones``) — to check the schedule and the algebra on the host."""
     seq, dim = q.shape
     scale = np.float32(1 / math.sqrt(dim))
-    out, lse = np.zeros((seq, dim), np.float16), np.zeros(seq, np.float32)
+    padded = -(-seq // math.lcm(config.br, config.bc)) * math.lcm(config.br, config.bc)
+    q, k, v = (np.concatenate([x, np.zeros((padded - seq, dim), x.dtype)]) for x in (q, k, v))  # as loads past T
+    out, lse = np.zeros((padded, dim), np.float16), np.zeros(padded, np.float32)
     for q0 in range(0, seq, config.br):
         qf = q[q0 : q0 + config.br].astype(np.float32)
         o = np.zeros((config.br, dim), np.float32)
@@ -163,9 +165,9 @@ def emulate(config: Config, q: np.ndarray, k: np.ndarray, v: np.ndarray, causal:
         for j in range(end):
             k0 = j * config.bc
             s = (qf @ k[k0 : k0 + config.bc].astype(np.float32).T) * scale
-            if j >= whole:  # a block the diagonal crosses
-                after = np.arange(k0, k0 + config.bc)[None, :] > np.arange(q0, q0 + config.br)[:, None]
-                s = np.where(after, np.float32(-np.inf), s)
+            if j >= whole:  # a block the diagonal crosses, or the one holding T
+                keys, queries = np.arange(k0, k0 + config.bc)[None, :], np.arange(q0, q0 + config.br)[:, None]
+                s = np.where(((keys > queries) & causal) | (keys >= seq), np.float32(-np.inf), s)
             m_new = np.maximum(m, s.max(1, keepdims=True))
             p, alpha = np.exp(s - m_new), np.exp(m - m_new)
             weights = p.astype(np.float16).astype(np.float32)  # what multiplies V (and sums, with ``ones``)
@@ -174,7 +176,7 @@ def emulate(config: Config, q: np.ndarray, k: np.ndarray, v: np.ndarray, causal:
             m = m_new
         out[q0 : q0 + config.br] = (o / l).astype(np.float16)
         lse[q0 : q0 + config.br] = (m + np.log(l))[:, 0]
-    return out, lse
+    return out[:seq], lse[:seq]
 
 
 # ---------------------------------------------------------------------------- on a device

@@ -9,6 +9,7 @@ cannot run and exit 0. ``-m stress`` interprets every default config at three si
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import replace
 
@@ -50,8 +51,15 @@ def test_the_module_says_what_the_config_says():
     narrow = proto.module_text(proto.Config.parse("64x64 t128 m16"), proto.Problem.parse("B1 H1 T256 D64"))
     assert "%m_start = OpConstantComposite %m_float_64x16_acc" in narrow  # m, l, α: 16 columns
     assert narrow.count("OpCooperativeMatrixReduceNV") == 4 + 1  # max, m' widened, sum, α widened; l at the end
-    with pytest.raises(ValueError, match="not a multiple"):
-        proto.module_text(proto.Config.parse("128x64"), proto.Problem.parse("B1 H1 T192 D64"))
+    ragged = proto.module_text(proto.Config.parse("128x64"), proto.Problem.parse("B1 H1 T200 D64"))
+    assert "OpTypeTensorLayoutNV %u2 %u1" in ragged and "OpTypeTensorLayoutNV %u2 %u0" not in ragged  # Constant
+    assert ragged.count("OpLoopMerge") == 2 and "OpUGreaterThanEqual %bool" in ragged  # the tail block: keys ≥ T
+    assert (
+        ragged.count("TensorView %keep") == 1
+        and "OpTensorViewSetClipNV %view_plain %plain_17 %u0 %kept_19 %u0 %u64" in ragged
+    )
+    with pytest.raises(ValueError, match="no attention"):
+        proto.module_text(proto.Config.parse("128x64"), proto.Problem.parse("B1 H1 T0 D64"))
 
 
 def test_spirv_val_really_checks_the_cm2_instructions():
@@ -72,22 +80,26 @@ def test_spirv_val_really_checks_the_cm2_instructions():
             assemble_and_validate(bad, "vulkan1.3")
 
 
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("seq", [512, 500])
 @pytest.mark.parametrize("tile", [(64, 64), (128, 64), (64, 128), (32, 64), (128, 32)])
-def test_key_blocks_split_the_keys_at_the_diagonal(tile):
-    config, seq = proto.Config(*tile), 512
+def test_key_blocks_split_the_keys_at_the_diagonal(tile, seq, causal):
+    """Blocks before ``whole``: no key masked for any query row before T; to ``end``: some masked, some
+    open; after: none open (keys from T on count as masked)."""
+    config = proto.Config(*tile)
     for q0 in range(0, seq, config.br):
-        whole, end = proto.key_blocks(config, seq, q0, causal=True)
-        queries = np.arange(q0, q0 + config.br)[:, None]
-        for j in range(seq // config.bc):
-            after = np.arange(j * config.bc, (j + 1) * config.bc)[None, :] > queries
+        whole, end = proto.key_blocks(config, seq, q0, causal)
+        queries = np.arange(q0, min(q0 + config.br, seq))[:, None]
+        for j in range(-(-seq // config.bc)):
+            keys = np.arange(j * config.bc, (j + 1) * config.bc)[None, :]
+            masked = ((keys > queries) & causal) | (keys >= seq)
             if j < whole:
-                assert not after.any()
-            elif j < end:  # crossed: some key masked for some row, some key open
-                assert after.any() and not after.all()
+                assert not masked.any()
+            elif j < end:
+                assert masked.any() and not masked.all()
             else:
-                assert after.all()
+                assert masked.all()
         assert end >= 1  # block 0, whose key 0 no row masks, comes first: no row is all -inf after it
-    assert proto.key_blocks(config, seq, 0, causal=False) == (seq // config.bc,) * 2
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -97,21 +109,22 @@ def test_the_workgroups_cover_every_query_block_once(causal):
     assert sorted(seen) == [(s, b) for s in range(6) for b in range(4)]
 
 
-@pytest.mark.parametrize(("text", "causal"), [("128x64", True), ("64x128 mma", False)])
-def test_the_emulated_kernel_is_within_the_bound(text, causal):
+@pytest.mark.parametrize(("text", "causal", "seq"), [("128x64", True, 256), ("64x128 mma", False, 200)])
+def test_the_emulated_kernel_is_within_the_bound(text, causal, seq):
     config, rng = proto.Config.parse(text), np.random.default_rng(len(text) + causal)
-    q, k, v = (rng.standard_normal((256, 64), dtype=np.float32).astype(np.float16) for _ in range(3))
+    q, k, v = (rng.standard_normal((seq, 64), dtype=np.float32).astype(np.float16) for _ in range(3))
     out, lse = proto.emulate(config, q, k, v, causal)
     exact, exact_lse, out_bound, lse_bound = proto.reference(q, k, v, causal)
     assert np.all(np.abs(out - exact) <= out_bound) and np.all(np.abs(lse - exact_lse) <= lse_bound)
 
 
 def _interpreted(text: str, config, problem, seed: int = 0):
-    """(out error / bound, lse error / bound) of ``text`` run by extra/cm2_interp.py on random inputs."""
+    """(out error / bound, lse error / bound) of ``text`` run by extra/cm2_interp.py on random inputs
+    (workgroups last to first: a store past its rows would land where a later one reads it)."""
     q, k, v = proto.operands(np.random.default_rng(seed), problem)
     buffers = {"Q": q.ravel(), "K": k.ravel(), "V": v.ravel(), "O": np.zeros(q.size, np.float16)}
     buffers["LSE"] = np.zeros(q.size // problem.dim, np.float32)
-    cm2_interp.run(text, buffers, proto.grid(config, problem))
+    cm2_interp.run(text, buffers, proto.grid(config, problem), backwards=True)
     exact, exact_lse, out_bound, lse_bound = proto.reference(q, k, v, problem.causal)
     out, lse = buffers["O"].reshape(q.shape), buffers["LSE"].reshape(q.shape[:-1])
     ratios = (np.abs(out - exact) / out_bound, np.abs(lse - exact_lse) / lse_bound)
@@ -119,7 +132,13 @@ def _interpreted(text: str, config, problem, seed: int = 0):
 
 
 @pytest.mark.parametrize(
-    ("text", "size"), [("64x128 t128 sw mma m16", "B1 H1 T256 D64 causal"), ("128x64 t256 hw", "B1 H2 T128 D128")]
+    ("text", "size"),
+    [
+        ("64x128 t128 sw mma m16", "B1 H1 T256 D64 causal"),
+        ("128x64 t256 hw", "B1 H1 T128 D128"),
+        ("64x64 t128 sw", "B3 H1 T100 D64 causal"),  # ragged: T not a multiple of the blocks
+        ("64x32 t128 hw", "B1 H2 T100 D64"),
+    ],
 )
 def test_the_interpreted_module_is_within_the_bound(text, size):
     """The module itself (not a re-implementation) on the numpy interpreter: out and lse within the bound."""
@@ -129,7 +148,10 @@ def test_the_interpreted_module_is_within_the_bound(text, size):
 
 @pytest.mark.stress
 @pytest.mark.parametrize("config", CONFIGS, ids=str)
-@pytest.mark.parametrize("size", ["B1 H2 T256 D64", "B1 H2 T256 D64 causal", "B2 H1 T256 D128 causal"])
+@pytest.mark.parametrize(
+    "size",
+    ["B1 H2 T256 D64", "B1 H2 T256 D64 causal", "B2 H1 T256 D128 causal", "B2 H1 T200 D64", "B2 H1 T150 D64 causal"],
+)
 def test_every_interpreted_module_is_within_the_bound(config, size):
     problem = proto.Problem.parse(size)
     assert max(_interpreted(proto.module_text(config, problem), config, problem)) <= 1
@@ -141,6 +163,13 @@ def test_the_interpreter_catches_a_miswired_module():
     for bad in (
         text.replace("OpTypeTensorViewNV %u2 %false %u1 %u0", "OpTypeTensorViewNV %u2 %false %u0 %u1"),  # K, not Kᵀ
         text.replace("OpUGreaterThan %bool", "OpUGreaterThanEqual %bool"),  # the diagonal masked too
+    ):
+        assert bad != text and max(_interpreted(bad, config, problem)) > 1
+    problem = proto.Problem.parse("B2 H1 T100 D64")
+    text = proto.module_text(config, problem)
+    for bad in (
+        re.sub(r"None TensorView %keep_\d+", "None None", text),  # the last block's rows past T stored over the next
+        text.replace("OpUGreaterThanEqual %bool", "OpULessThan %bool"),  # keys from T on open
     ):
         assert bad != text and max(_interpreted(bad, config, problem)) > 1
 

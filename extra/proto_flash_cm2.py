@@ -249,9 +249,10 @@ def check(runner: Runner, config: Config, problem: Problem, rng) -> tuple[float,
 
 
 def check_problems(problems) -> list[Problem]:
-    """A small problem per (D, causal) of ``problems``: several blocks of queries and keys, two heads."""
+    """A small problem per (D, causal) of ``problems`` (several blocks of queries and keys, two heads), and
+    a ragged one (T a multiple of no block: clamped loads, a masked tail block, clipped stores)."""
     kinds = dict.fromkeys((p.dim, p.causal) for p in problems)
-    return [Problem(1, 2, 512, dim, causal) for dim, causal in kinds]
+    return [*(Problem(1, 2, 512, dim, causal) for dim, causal in kinds), Problem(1, 2, 300, problems[0].dim)]
 
 
 def torch_seconds(problems, repeats: int) -> dict[Problem, float]:
@@ -295,7 +296,8 @@ def sweep(device, configs, problems, repeats: int, force: bool) -> None:
     if not peer:
         print("  no CUDA in torch here: no PyTorch figures")
     small = check_problems(problems)
-    print("check: out and lse error / bound at " + ", ".join(map(str, small)))
+    print("check: out and lse error / bound (at most 1) at " + ", ".join(map(str, small)))
+    print("ms: median GPU time of a dispatch; ×torch: PyTorch's time over this kernel's (above 1: faster)")
     print(
         f"{'config':24s} {'check out/lse':>{14 * len(small)}s}"
         + "".join(f" | {p}: ms TFLOP/s ×torch" for p in problems)

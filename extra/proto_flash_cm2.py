@@ -5,8 +5,8 @@
     python3 extra/proto_flash_cm2.py --print-asm "64x64 t128 sw"      # the SPIR-V text, no device needed
 
 out = softmax(Q Kᵀ·scale [+ causal mask]) V and lse = the row's log-sum-exp (float32), for float16 Q, K,
-V, out of shape (B, H, T, D), scale 1/√D, T a multiple of both block sizes. Every size is baked into
-the module. Design, one workgroup of ``t`` invocations per ``Br`` query rows of one (b, h), all of its
+V, out of shape (B, H, T, D), scale 1/√D. Every size is baked into the module (extra/flash_cm2_spirv.py
+writes it). Design, one workgroup of ``t`` invocations per ``Br`` query rows of one (b, h), all of its
 matrices of workgroup scope (the driver stages them through shared memory and splits the work):
 
 1. Q: one Br×D float16 A matrix, tensor-loaded once from the (B·H·T)×D layout sliced at its rows.
@@ -33,6 +33,13 @@ matrices of workgroup scope (the driver stages them through shared memory and sp
 5. At the end O / l (l widened like α) narrowed to float16 and tensor-stored; lse = m + log(l) by a
    per-element function, stored through a view clipped to column 0 into a (B·H·T)×1 layout.
 
+Variants (``Config``): ``mma`` takes the row sum as P (float16) times a matrix of ones on the tensor
+cores, as ggml's cm2 shader does, instead of the reduction; ``m16`` keeps m, l and α in Br×16 matrices
+(α's exp on 16 columns, not Bc) and widens m' for P by one more row reduce. T that is not a multiple
+of the blocks (ragged): the layout clamps (Constant: loads past the last row read 0), unmasked runs
+mask the keys from T on in a last, partial block, and the last query block's stores are clipped by
+a view to its rows before T.
+
 Workgroup order (``block_of``): without a mask, the query blocks of one (b, h) are neighbours (the
 workgroups in flight share its keys and values in L2); causal, the query blocks go in descending
 order across all (b, h) (the longest rows start first, the short ones fill the tail).
@@ -46,13 +53,15 @@ SPIR-V function, interpreted on the CPU by looping rows and columns, (c) element
 arithmetic (mul, add, sub, div, times scalar) and (d) accumulator → A/B conversion with a type
 change; tensor loads through a transposing view and stores through a clipping view. The CPU
 interpreter (the IR's definition) needs each of them with a fixed element order for the reduction
-so that the device's bits stay within the attention page's bound rather than equal; the verifier
+so that the device's bits stay within the attention page's bound rather than equal (extra/cm2_interp.py
+sketches those semantics in numpy, tensor addressing included); the verifier
 needs the uniform-control-flow rule for these tangled instructions. A kernel then replaces
 attention_coopmat.py's shared-memory round trips where the device reports the features.
 
-Assembled and validated by the cmeel spirv-as / spirv-val that vkml uses (tests/test_proto_flash_cm2.py
-does that on every machine). On a device with VK_NV_cooperative_matrix2 and its reduction,
-conversion and per-element features: per shape and exp a float64 check at a small size (largest
+Assembled and validated by the cmeel spirv-as / spirv-val that vkml uses; tests/test_proto_flash_cm2.py
+does that on every machine and runs the module text on that interpreter against the float64
+reference. On a device with VK_NV_cooperative_matrix2 and its reduction, conversion and
+per-element features: per shape and exp a float64 check at small sizes (largest
 error over vkml's attention bound, out and lse; must stay ≤ 1), then per size the median GPU time of
 ``--repeats`` dispatches (GPU timestamps, as extra/proto_coopmat2.py), TFLOP/s (4·B·H·T²·D, halved
 for causal) and the ratio to PyTorch's F.scaled_dot_product_attention timed in the same run where

@@ -116,8 +116,9 @@ def test_a_device_with_cooperative_matrix2_gets_its_features_enabled():
         node = vk_newer.ffi.cast("VkPhysicalDeviceCooperativeMatrix2FeaturesNV *", node.pNext)
     (cm2,) = found
     assert cm2.cooperativeMatrixWorkgroupScope == cm2.cooperativeMatrixFlexibleDimensions == 1
-    assert cm2.cooperativeMatrixTensorAddressing == cm2.cooperativeMatrixReductions == 1  # the flash prototype's too
-    assert cm2.cooperativeMatrixBlockLoads == 0  # not asked for: not enabled
+    assert cm2.cooperativeMatrixTensorAddressing == 1 and cm2.cooperativeMatrixReductions == 1
+    assert cm2.cooperativeMatrixConversions == cm2.cooperativeMatrixPerElementOperations == 1
+    assert cm2.cooperativeMatrixBlockLoads == 0  # nothing uses decode functions
     del keep
     without = frozenset({"VK_KHR_cooperative_matrix"})  # lavapipe-like: no struct, nothing enabled
     assert not any(

@@ -127,8 +127,7 @@ FEATURE_STRUCTS = (
             "cooperativeMatrixWorkgroupScope",
             "cooperativeMatrixFlexibleDimensions",
             "cooperativeMatrixTensorAddressing",
-            # row reductions, accumulator -> A/B conversions and per-element functions: the flash-attention
-            # prototype (extra/proto_flash_cm2.py) needs them
+            # row reductions, per-element functions, accumulator -> A conversions: extra/proto_flash_cm2.py
             "cooperativeMatrixReductions",
             "cooperativeMatrixConversions",
             "cooperativeMatrixPerElementOperations",

@@ -48,8 +48,7 @@ WANTED_FEATURES = frozenset(
         "cooperativeMatrixWorkgroupScope",
         "cooperativeMatrixFlexibleDimensions",
         "cooperativeMatrixTensorAddressing",
-        # and its row reductions, conversions and per-element functions (extra/proto_flash_cm2.py)
-        "cooperativeMatrixReductions",
+        "cooperativeMatrixReductions",  # these three: extra/proto_flash_cm2.py's attention
         "cooperativeMatrixConversions",
         "cooperativeMatrixPerElementOperations",
         "bufferDeviceAddress",  # kernels reach buffers beyond maxStorageBufferRange by address

@@ -12,6 +12,8 @@ import torch
 
 import vkml
 
+TORCH_2_13 = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 13)
+
 
 def _both(fn):
     """``fn(lib)`` for torch and vkml: the results, or the (type name, message) of what each raised."""
@@ -73,6 +75,7 @@ def test_meta_device_queries_match_torch():
         assert x.shape == (2, 3) and x.new_empty(4).is_meta
 
 
+@pytest.mark.skipif(not TORCH_2_13, reason="PyTorch before 2.13 moves the generator for some meta draws")
 def test_meta_draws_leave_the_generator_where_it_was():
     def draws(lib):
         lib.manual_seed(0)

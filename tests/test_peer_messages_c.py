@@ -16,6 +16,8 @@ import torch
 
 import vkml
 
+TORCH_2_13 = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 13)
+
 
 def _leaf(m, values=(1.0, 2.0, 3.0)):
     return m.tensor(list(values), requires_grad=True)
@@ -107,6 +109,8 @@ def _torch_message(error: Exception) -> str:
 
 @pytest.mark.parametrize(("name", "call"), ERRORS, ids=[e[0] for e in ERRORS])
 def test_errors_as_torch(name, call):
+    if name == "grad_unused" and not TORCH_2_13:
+        pytest.skip("PyTorch 2.13's wording (index of the unused tensor); earlier ones say 'One of the ...'")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with pytest.raises(Exception) as want:

@@ -23,7 +23,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 from test_programs import _load, compare_program
+
+TORCH_2_13 = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 13)
 
 # name: (steps, rtol, atol)
 PROGRAMS = {
@@ -84,6 +87,8 @@ def _initial_state(name, backend, monkeypatch, constants=None):
 
 @pytest.mark.parametrize("name", list(PROGRAMS))
 def test_program_builds_as_pytorch_does(name, monkeypatch):
+    if name == "dino_byol" and not TORCH_2_13:
+        pytest.skip("DINO's head draws trunc_normal_, whose stream PyTorch 2.13 changed (vkml follows 2.13)")
     """No state_dict copy: each ``build()`` seeds the generator, so its initial weights are PyTorch's."""
     expected = _initial_state(name, "torch", monkeypatch)
     got = _initial_state(name, "vkml", monkeypatch)

@@ -83,7 +83,9 @@ def test_shared_cheap_node_is_recomputed_and_expensive_one_computed_once(rng, de
     assert _dispatches(expensive * 2, expensive * 3) == 3  # expensive is computed once
 
 
-LONG_ROW = 10000  # longer than one chunk of the rows kernel on the CPU (4096), lavapipe (2048) and the H200 (8192)
+# At least SPLIT_MIN_CHUNKS (4) chunks of the rows kernel on the CPU (4096), lavapipe (2048) and the H200 (8192),
+# so that 40 such rows split on every device (10000 split on lavapipe alone).
+LONG_ROW = 40000
 
 
 def test_reduction_seen_through_a_broadcast_is_realized_first(rng, dev):

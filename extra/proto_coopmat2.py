@@ -313,15 +313,15 @@ def spirv(config: Config, m: int, n: int, k: int) -> bytes:
 # ---------------------------------------------------------------------------- on a device
 
 
-def device_problem(device) -> str | None:
-    """Why ``device`` cannot run the prototype (None: it can)."""
+def device_problem(device, features: tuple[str, ...] = FEATURES) -> str | None:
+    """Why ``device`` cannot run a prototype needing ``features`` of the extension (None: it can)."""
     if getattr(device, "kind", None) != "vulkan":
         return f"{device.name} is not a Vulkan device"
     info = device.logical.info
     name = info.properties.get("deviceName", device.name)
     if EXTENSION not in info.extensions:
         return f"{device.name} ({name}) does not offer {EXTENSION}"
-    missing = [feature for feature in FEATURES if feature not in device.enabled_features]
+    missing = [feature for feature in features if feature not in device.enabled_features]
     if missing:
         return f"{device.name} ({name}) offers {EXTENSION} but not the features {', '.join(missing)}"
     return None

@@ -94,10 +94,10 @@ from flash_cm2_spirv import (  # noqa: E402
     spirv,
 )
 from proto_coopmat2 import Runner, pipeline_statistics  # noqa: E402
+from proto_coopmat2 import device_problem as coopmat2_device_problem  # noqa: E402
 
 __all__ = ["EXPS", "Config", "Problem", "block_of", "grid", "key_blocks", "module_text", "probe_text", "spirv"]
 
-EXTENSION = "VK_NV_cooperative_matrix2"
 FEATURES = (
     "cooperativeMatrixWorkgroupScope",
     "cooperativeMatrixFlexibleDimensions",
@@ -192,17 +192,8 @@ def emulate(config: Config, q: np.ndarray, k: np.ndarray, v: np.ndarray, causal:
 
 
 def device_problem(device) -> str | None:
-    """Why ``device`` cannot run the prototype (None: it can)."""
-    if getattr(device, "kind", None) != "vulkan":
-        return f"{device.name} is not a Vulkan device"
-    info = device.logical.info
-    name = info.properties.get("deviceName", device.name)
-    if EXTENSION not in info.extensions:
-        return f"{device.name} ({name}) does not offer {EXTENSION}"
-    missing = [feature for feature in FEATURES if feature not in device.enabled_features]
-    if missing:
-        return f"{device.name} ({name}) offers {EXTENSION} but not the features {', '.join(missing)}"
-    return None
+    """Why ``device`` cannot run the prototype (None: it can): the matmul prototype's check with these features."""
+    return coopmat2_device_problem(device, FEATURES)
 
 
 def flexible_problem(config: Config, problem: Problem, flexible: list[dict], max_dimension: int) -> str | None:

@@ -53,17 +53,12 @@ def _remember(cache: dict, shape: tuple, value, key=None):
 # View.slice's and View.pad's results by (the view's fields, the edit's arguments): a loop slices and pads
 # the same views the same way at every step (a convolution's windows, a batch's rows). Views are immutable.
 _EDITED: dict[tuple, View] = {}
-_INT = frozenset((int,))
 
 
 def _kept_edit(key: tuple, view: View) -> View:
     """``view``, kept under ``key`` where its numbers are Python ints (never numpy ints a later caller
     of equal ints would get back)."""
-    if _INT.issuperset(map(type, view.shape)) and _INT.issuperset(map(type, view.strides)) and type(view.offset) is int:
-        if len(_EDITED) >= _SHAPE_CACHE_ENTRIES:  # a loop whose views change every step
-            _EDITED.clear()
-        _EDITED[key] = view
-    return view
+    return _remember(_EDITED, (*view.shape, *view.strides, view.offset), view, key)
 
 
 def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:

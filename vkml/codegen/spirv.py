@@ -306,11 +306,17 @@ class _FunctionEmitter(MemoryEmitter, MatrixEmitter):
     def _emit_trunc(self, ins: Instr) -> None:
         if ins.result.dtype is not T.float64:
             return self._emit_by_opcode(ins)
-        f64, x = self.mod.scalar(T.float64), self.use(ins.args[0])
+        x = self.use(ins.args[0])
+        self._toward_zero(x, self.op("Floor", self.temp("floor"), self.mod.scalar(T.float64), x), ins.result)
+
+    def _toward_zero(self, x: str, floor_x: str, result: Value | None = None) -> str:
+        """Float64 trunc(x) as ceil(x) below zero, else ``floor_x`` (the signs of zeros kept)."""
+        f64 = self.mod.scalar(T.float64)
         zero = self.mod.constant(T.float64, 0.0)
         negative = self.op("OpFOrdLessThan", self.temp("neg"), self.mod.scalar(T.bool_), x, zero)
-        up, down = self.op("Ceil", self.temp("ceil"), f64, x), self.op("Floor", self.temp("floor"), f64, x)
-        self.op("OpSelect", self.result_id(ins.result), f64, negative, up, down)
+        up = self.op("Ceil", self.temp("ceil"), f64, x)
+        out = self.result_id(result) if result is not None else self.temp("tz")
+        return self.op("OpSelect", out, f64, negative, up, floor_x)
 
     def _emit_round_even(self, ins: Instr) -> None:
         """Float64: x - floor(x) is exact, so the tie test is exact."""
@@ -330,10 +336,7 @@ class _FunctionEmitter(MemoryEmitter, MatrixEmitter):
         nearest = self.op("OpSelect", self.temp("nearest"), f64, below, low, nearest)
         # A zero result takes x's sign: ceil(x) for x in [-0.5, 0), floor(x) for x in [-0, 0.5] (not x·0,
         # which a driver may fold to +0 where float64's signed zeros are not preserved).
-        negative = self.op("OpFOrdLessThan", self.temp("neg"), b, x, zero)
-        toward_zero = self.op(
-            "OpSelect", self.temp("tz"), f64, negative, self.op("Ceil", self.temp("ceil"), f64, x), low
-        )
+        toward_zero = self._toward_zero(x, low)
         is_zero = self.op("OpFOrdEqual", self.temp("zero"), b, nearest, zero)
         self.op("OpSelect", self.result_id(ins.result), f64, is_zero, toward_zero, nearest)
 

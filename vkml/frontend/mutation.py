@@ -59,20 +59,22 @@ _OVERLAP = (
 # ---------------------------------------------------------------------- views
 
 
-def link_view(out, input, step: tuple):
-    """Make ``out`` (a new tensor that views ``input`` by ``step``) share ``input``'s storage; returns ``out``.
+def link_view(out, input, step: tuple, then: tuple | None = None):
+    """Make ``out`` (a new tensor that views ``input`` by ``step``, and by ``then`` after it where given)
+    share ``input``'s storage; returns ``out``.
 
     ``step`` is one of ("reshape", shape), ("permute", order), ("expand", shape, old shape),
     ("slice", starts, stops, steps): enough to replay the view and to place values back.
     """
     if out is input:
         return out
+    steps = (step,) if then is None else (step, then)
     base = input._base
     if base is None:
-        out._base, out._chain = input, (step,)
+        out._base, out._chain = input, steps
         out._gradview, out._dataview = True, False
     else:
-        out._base, out._chain = base, input._chain + (step,)
+        out._base, out._chain = base, input._chain + steps
         out._gradview, out._dataview = input._gradview, input._dataview
     out._seen = out._base._vcount
     return out

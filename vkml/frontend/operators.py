@@ -1176,11 +1176,14 @@ def getitem(input, index):
             if len(_INDEX_PLANS) >= _INDEX_PLANS_KEPT:  # a loop whose indices change every step
                 _INDEX_PLANS.clear()
             _INDEX_PLANS[(node.shape, key)] = plan
-    starts, stops, steps, final_shape = plan
+    starts, stops, steps, final_shape, sliced_shape = plan
+    if not (autograd.is_grad_enabled() and input.requires_grad):
+        # lazy: nothing to record, so the slice and the reshape that drops its indexed dims are one view
+        return _index_view(input, starts, stops, steps, None if final_shape == sliced_shape else final_shape)
     sliced = _slice(input, starts, stops, steps)
     # No reshape when no dim goes: a reshape to the same shape is a view with contiguous strides, and
     # PyTorch's slices keep their own (t[:1, 1:2] of a (2, 3, 4) tensor: strides (12, 4, 1)).
-    return sliced if final_shape == tuple(sliced.shape) else reshape(sliced, *final_shape)
+    return sliced if final_shape == sliced_shape else reshape(sliced, *final_shape)
 
 
 # ``_index_plan`` by (shape, ``_index_key``): a loop indexes the same shapes the same way at every step (a
@@ -1209,7 +1212,8 @@ def _index_key(index: tuple) -> tuple | None:
 
 
 def _index_plan(node: Node, index: tuple) -> tuple:
-    """(starts, stops, steps, final shape) of a basic index of ``node``'s shape, checked as PyTorch does."""
+    """(starts, stops, steps, final shape, sliced shape) of a basic index of ``node``'s shape, checked as
+    PyTorch does: the sliced shape keeps a dim of 1 for each int, the final one drops it and adds None's."""
     n_real = len([i for i in index if i is not None and i is not Ellipsis])
     if n_real > len(node.shape):
         raise IndexError(f"too many indices for a tensor of {len(node.shape)} dims: {index}")
@@ -1228,7 +1232,7 @@ def _index_plan(node: Node, index: tuple) -> tuple:
             rest = tuple(i for i in rest if i is not Ellipsis)
         index = index[:e] + (slice(None),) * k + rest
     index = index + (slice(None),) * (len(node.shape) - len([i for i in index if i is not None]))
-    starts, stops, steps, final_shape, d = [], [], [], [], 0
+    starts, stops, steps, final_shape, sliced_shape, d = [], [], [], [], [], 0
     for item in index:
         if item is None:
             final_shape.append(1)
@@ -1242,23 +1246,37 @@ def _index_plan(node: Node, index: tuple) -> tuple:
             b = builtins_max(a, b)
             starts.append(a), stops.append(b), steps.append(step)
             final_shape.append(-(-(b - a) // step))
+            sliced_shape.append(final_shape[-1])
         elif isinstance(item, (int, np.integer)) and not isinstance(item, bool):
             i = int(item)
             if not -size <= i < size:
                 raise IndexError(f"'__getitem__': index {i} is out of bounds for dimension {d} with size {size}")
             i %= size
             starts.append(i), stops.append(i + 1), steps.append(1)
+            sliced_shape.append(1)
         else:
             raise _indexing.unsupported_index("__getitem__", item)
         d += 1
-    return tuple(starts), tuple(stops), tuple(steps), tuple(final_shape)
+    return tuple(starts), tuple(stops), tuple(steps), tuple(final_shape), tuple(sliced_shape)
 
 
-@differentiable("slice")
-def _slice(input, starts: tuple, stops: tuple, steps: tuple):
-    """Elements starts[d], starts[d] + steps[d], ... below stops[d] of each dim d (a view)."""
+def _slice_view(input, starts: tuple, stops: tuple, steps: tuple):
+    """Elements starts[d], starts[d] + steps[d], ... below stops[d] of each dim d (a view), unrecorded."""
     out = _view(input, lambda st: st.slice(starts, stops, steps))
     return _mutation.link_view(out, input, ("slice", starts, stops, steps))
+
+
+_slice = differentiable("slice")(_slice_view)
+_slice.__doc__ = "``_slice_view``, recorded for autograd (rule ``slice``)."
+
+
+def _index_view(input, starts: tuple, stops: tuple, steps: tuple, shape: tuple | None):
+    """``_slice_view``, then (``shape`` not None) reshaped to ``shape`` in the same view: a basic index's
+    result where nothing records (an int's dim dropped, None's added: always a view in PyTorch)."""
+    if shape is None:
+        return _slice_view(input, starts, stops, steps)
+    out = _view(input, lambda st: st.slice(starts, stops, steps).reshape(shape))
+    return _mutation.link_view(out, input, ("slice", starts, stops, steps), ("reshape", shape))
 
 
 @differentiable("pad")

@@ -142,23 +142,26 @@ def _window_of_buffer(base: Node, stack: ViewStack) -> Node | None:
     window = _WINDOWS.get(key, _UNDECIDED)
     if window is _UNDECIDED:
         window = _window_range(bottom, math.prod(base.shape), device.alias_alignment(base.dtype))
+        if window is not None:  # the bottom view rebased on the alias is kept with its range
+            window = (*window, replace(bottom, offset=bottom.offset - window[0]))
         if len(_WINDOWS) >= _WINDOWS_KEPT:  # a loop whose views change every step
             _WINDOWS.clear()
         _WINDOWS[key] = window
     if window is None:
         return None  # a window most of the buffer: the view of the buffer
-    start, span = window
+    start, span, rebased_bottom = window
     buffer = device.alias(base.buffer, start, span)
     if buffer is None:
         return None
-    rebased = ViewStack((replace(bottom, offset=bottom.offset - start), *stack.views[1:]))
+    rebased = ViewStack((rebased_bottom, *stack.views[1:]) if len(stack.views) > 1 else (rebased_bottom,))
     window = Node(_BUFFER, (), None, (span,), base.dtype, device)
     window.buffer = buffer
     return Node(_VIEW, (window,), rebased, rebased.shape, base.dtype, device)
 
 
-# ``_window_range`` by (bottom view, buffer shape, dtype, device): a loop views the same buffers the same
-# way at every step (a weight's transpose, a batch's slice), and the range depends on nothing else.
+# ``_window_range`` by (bottom view, buffer shape, dtype, device), with the bottom view rebased on that
+# range: a loop views the same buffers the same way at every step (a weight's transpose, a batch's
+# slice), and the range depends on nothing else.
 _WINDOWS: dict = {}
 _WINDOWS_KEPT = 4096
 _UNDECIDED = object()

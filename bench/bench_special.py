@@ -272,6 +272,29 @@ def measure_training(ctx: Context, repeats: int, budget_s: float) -> list[Row]:
             note=note,
         )
     ]
+    if not ctx.quick and "width" in accepted and "batch" in accepted:
+        # The demo's own size (64 wide, batches of 60) in a full run too: a step of the size most
+        # programs a user ports first, where the host's work per op, not the GPU's, is the time.
+        from vkml import demo
+
+        small = bench_training_step(
+            **{k: v for k, v in offered.items() if k in accepted and k != "quick"}, width=demo.WIDTH, batch=demo.BATCH
+        )
+        ours_small, theirs_small = _seconds(small.get("vkml_seconds")), _seconds(small.get("torch_seconds"))
+        rows.append(
+            Row(
+                "mlp_train_step_small",
+                str(small.get("size", "")),
+                peer=peer,
+                clock="wall",
+                vkml_min=min(ours_small, default=None),
+                vkml_median=statistics.median(ours_small) if ours_small else None,
+                peer_min=min(theirs_small, default=None),
+                peer_median=statistics.median(theirs_small) if theirs_small else None,
+                samples=(len(ours_small), len(theirs_small)),
+                note="the demo's size: host-bound on both sides",
+            )
+        )
     vk_peak, torch_peak = result.get("vkml_peak_bytes"), result.get("torch_peak_bytes")
     rows.append(
         Row(

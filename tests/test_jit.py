@@ -298,6 +298,87 @@ def test_a_replayed_step_still_refuses_labels_out_of_range_when_its_loss_is_read
         loss.item()
 
 
+def _checks_open(step) -> int:
+    return sum(len(p.made_checks) for p in step._captured.programs)
+
+
+def test_a_check_that_passed_for_the_same_argument_nodes_is_not_made_again(dev):
+    # The labels' check follows from the arguments alone: once it passed for the very argument
+    # nodes, replays with them make none; a write into the labels makes new nodes, checked again.
+    model, opt = _setup(dev, "sgd", dropout=False)
+
+    @vkml.jit
+    def step(x, y):
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    xs, _ = _batches(dev, 2)
+    dataset = vkml.tensor(np.tile([0, 1, 2], 8), device=dev)
+    ys = [dataset[:12], dataset[12:]]  # windows of a dataset tensor, as a loaded set's batches
+    for i in range(6):
+        step(xs[i % 2], ys[i % 2]).item()
+    assert step.stats["replays"] >= 3
+    step(xs[0], ys[0])
+    step(xs[1], ys[1])
+    assert _checks_open(step) == 0  # both passed before: no check made
+    replays = step.stats["replays"]
+    dataset[14] = 5  # in place: the window's node is a new one
+    dataset.realize()  # the window is one of a buffer again: the same signature, replayed
+    loss = step(xs[1], ys[1])
+    assert step.stats["replays"] == replays + 1 and _checks_open(step) > 0
+    with pytest.raises(IndexError, match="Target 5 is out of bounds"):
+        loss.item()
+
+
+def test_a_labels_argument_written_in_place_is_checked_again(dev):
+    model, opt = _setup(dev, "sgd", dropout=False)
+
+    @vkml.jit
+    def step(x, y):
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    xs, ys = _batches(dev, 1)
+    for _ in range(5):
+        step(xs[0], ys[0]).item()
+    step(xs[0], ys[0])
+    assert step.stats["replays"] >= 3 and _checks_open(step) == 0
+    ys[0][3] = 7
+    with pytest.raises(IndexError, match="Target 7 is out of bounds"):
+        step(xs[0], ys[0]).item()
+
+
+def test_a_check_of_state_is_made_at_every_replay(dev):
+    # Labels the function reads from state (not an argument) may change between replays: their
+    # check is made and read every time, passed before or not.
+    model, opt = _setup(dev, "sgd", dropout=False)
+    xs, ys = _batches(dev, 1)
+    labels = {"y": ys[0]}
+
+    @vkml.jit
+    def step(x):
+        loss = F.cross_entropy(model(x), labels["y"])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    for _ in range(5):
+        step(xs[0]).item()
+    assert step.stats["replays"] >= 2
+    step(xs[0])
+    assert _checks_open(step) > 0
+    labels["y"].copy_(vkml.tensor([0, 1, 6] + [0] * 9, device=dev))
+    with pytest.raises(IndexError, match="Target 6 is out of bounds"):
+        step(xs[0]).item()
+
+
 def test_state_the_function_cannot_reach_is_refused_with_a_hint():
     w = vkml.ones(2, requires_grad=True)
     holder = {"opt": vkml.optim.SGD([w], lr=1.0)}

@@ -549,10 +549,15 @@ class _Program:
         self._check_fixed(first, call, written)
         self._bind_params(first, call)
         self._counters(first, call)
+        self._check_by_arguments = self._checks_by_arguments(len(call.inputs) - len(rec.host_draws))
         self._buffer_scalars()
         self.params_changing = self.input_params + self.derived_params + self.draw_params + self.scalar_params
         self._param_positions = sorted({e[2] for e in self.input_params + self.derived_params})
-        self.made_checks: list = []  # checks replays made and nobody read yet (vkml/schedule/checks.py)
+        # (check, its pass record or None, its index in check_slots): checks replays made and nobody
+        # read yet (vkml/schedule/checks.py)
+        self.made_checks: list = []
+        # ids of argument nodes -> (weak references to them, indices of the checks that passed for them)
+        self._check_passes: dict = {}
         self._check_internal(written)
 
     # -- buffers
@@ -740,6 +745,41 @@ class _Program:
                         f"reaches otherwise in state=...)"
                     )
                 self.scalar_params.append((d, name, key, node.dtype))
+
+    def _checks_by_arguments(self, arguments: int) -> list:
+        """Per check of the work (``check_slots``), whether its values follow from the arguments alone
+        (their buffers, their views' parameters, constants): not from state, a random draw, a value
+        drawn on the host or an optimizer's scalars. Such a check that passed for the very argument
+        nodes passes again (a realized node's values never change), so a replay with them makes no
+        check (``_passed_for``). ``arguments``: how many of the inputs are the arguments' trace."""
+        outside = {(id(d), name) for _, refs, _, _ in self.live_reads for d, name in refs}
+        outside.update((id(e[0]), e[1]) for e in self.alias_reads)
+        outside.update((id(d), name) for d, name, pos in self.input_buffers + self.window_reads if pos >= arguments)
+        stirred = {id(e[0]) for e in self.draw_params + self.scalar_params}
+        stirred.update(id(e[0]) for e in self.input_params + self.derived_params if e[2] >= arguments)
+        tainted: set = set()  # ids of the buffers whose values follow from anything but the arguments
+        for d in self.dispatches:
+            items = d.buffers.items()
+            if id(d) in stirred or any(
+                (id(d), name) in outside or id(b) in tainted or id(getattr(b, "parent", None)) in tainted
+                for name, b in items
+            ):
+                tainted.update(id(b) for name, b in items if _writes(d, name))
+        self._check_arguments = arguments
+        return [not any(id(s.last) in tainted for s in slots) for _, _, slots in self.check_slots]
+
+    def _passed_for(self, inputs: list) -> tuple:
+        """(the pass record of this call's argument nodes, the checks that passed for them): a record
+        found by the nodes' ids holds weak references to the very nodes, alive."""
+        nodes = inputs[: self._check_arguments]
+        key = tuple(map(id, nodes))
+        record = self._check_passes.get(key)
+        if record is not None and all(map(operator.is_, map(_call, record[0]), nodes)):
+            return record, record[1]
+        if len(self._check_passes) >= TRACES_KEPT:
+            del self._check_passes[next(iter(self._check_passes))]
+        record = self._check_passes[key] = (tuple(map(weakref.ref, nodes)), set())
+        return record, ()
 
     def _buffer_scalars(self) -> None:
         """On Vulkan, move the parameters that change on every replay (random keys, optimizer scalars)
@@ -1088,14 +1128,18 @@ class _Program:
         if vulkan:
             changes += values_key
             changes += [_value_key(v) for v in values[len(values_key) :]]
-        if self.ring is not None or self.check_slots:
+        if self.made_checks:
             self._read_finished_checks()
         open_checks = []
-        for check in self.made_checks:  # a check that passed never reads its values again: its buffers are free
+        for made in self.made_checks:  # a check that passed never reads its values again: its buffers are free
+            check, record, at = made
             if check.passed:
                 check.nodes = ()
+                if record is not None:
+                    record[1].add(at)
             else:
-                open_checks.append(check)
+                open_checks.append(made)
+        passes = self._passed_for(inputs) if True in self._check_by_arguments else (None, ())
         written, targets = self._targets()  # per slot, the buffer this replay writes and its node
         if vulkan:
             changes += map(_KEY_OF, written)
@@ -1126,7 +1170,7 @@ class _Program:
             del live, in_buffers, aliases
         if self.ring is not None:
             self.ring_serials[ring_entry] = device.last_submission
-        outs = self._publish(targets, carried, open_checks)
+        outs = self._publish(targets, carried, open_checks, passes)
         self._remember_live()
         return outs
 
@@ -1167,7 +1211,7 @@ class _Program:
         device = self.device
         if device.kind != "vulkan":
             return
-        for check in self.made_checks:
+        for check, _, _ in self.made_checks:
             if check.passed or check.message is not None or not check.nodes:
                 continue
             arrays = device.download_if_ready([n.buffer for n in check.nodes])
@@ -1309,19 +1353,23 @@ class _Program:
         for s in self.slots:
             s.mine = s.last = None  # the replays' lists hold the buffers alone (counted by _targets)
         self._publish_checks = [
-            (describe, error, [at[id(s)] for s in slots]) for describe, error, slots in self.check_slots
+            (describe, error, [at[id(s)] for s in slots], by_args)
+            for (describe, error, slots), by_args in zip(self.check_slots, self._check_by_arguments)
         ]
         # What the replay's checks mark: every slot's node but the checks' own (the mark would hold
         # the check, which holds its nodes: ``checks.submitted``).
-        own = {i for _, _, slots in self._publish_checks for i in slots}
+        own = {i for _, _, slots, _ in self._publish_checks for i in slots}
         self._publish_marked = [i for i in range(len(self.slots)) if i not in own]
 
-    def _publish(self, nodes: list, carried: list, open_checks: list) -> list:
+    def _publish(self, nodes: list, carried: list, open_checks: list, passes: tuple) -> list:
         """Give the state places, the outputs and the checks ``nodes`` (over the buffers just
-        written, one per slot)."""
+        written, one per slot). ``passes``: the pass record of the arguments, and which checks
+        passed for them (``_passed_for``): those are not made again."""
+        record, passed = passes
         made = [
-            checks.Check(_nothing, tuple([nodes[i] for i in at]), describe, error)
-            for describe, error, at in self._publish_checks
+            (checks.Check(_nothing, tuple([nodes[i] for i in at]), describe, error), record if by_args else None, k)
+            for k, (describe, error, at, by_args) in enumerate(self._publish_checks)
+            if k not in passed
         ]
         ts, at = self._publish_fixed
         _set_nodes(ts, map(nodes.__getitem__, at))
@@ -1358,6 +1406,7 @@ class _Program:
         outs = [Tensor(nodes[i]) for i in self._publish_outs]
         self.made_checks = open_checks + made  # checks of earlier replays not read yet, then this one's
         if made or checks.active():
+            made = [check for check, _, _ in made]
             checks.submitted_anew(made + carried, list(map(nodes.__getitem__, self._publish_marked)))
         return outs
 

@@ -475,9 +475,14 @@ class VulkanDevice(Device):
         self._check_buffer(buffer, "download")
         out = np.empty(buffer.numel, dtype=buffer.storage)
         if buffer.numel:
-            self._wait_for_host(lambda: buffer.ready_serial)
-            with self.lock:  # the staging memory
-                self.transfers.download(buffer.allocation, out)
+            with self.lock:  # the staging memory; as _wait_for_host, the wait itself without the lock
+                claim = self.recordings.claim(buffer.ready_serial)
+                if claim is None:
+                    self.transfers.download(buffer.allocation, out)
+            if claim is not None:
+                self.recordings.wait_claimed(claim, self.lock)
+                with self.lock:
+                    self.transfers.download(buffer.allocation, out)
         if buffer.dtype is T.bool_:
             return out != 0
         return out

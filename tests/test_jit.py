@@ -335,7 +335,8 @@ def test_a_check_that_passed_for_the_same_argument_nodes_is_not_made_again(dev):
         loss.item()
 
 
-def test_a_labels_argument_written_in_place_is_checked_again(dev):
+def test_a_labels_argument_written_in_place_is_checked_again(gpu):
+    dev = gpu  # the CPU device's way through the checks: the test above
     model, opt = _setup(dev, "sgd", dropout=False)
 
     @vkml.jit

@@ -1097,6 +1097,8 @@ class _Program:
 
     def draw(self) -> tuple[list, list]:
         """This replay's draws, in the recorded order: the key words of fused draws, the host-drawn nodes."""
+        if not self.redraws:  # fused draws alone (dropout's keys): each generator's, in its order
+            return list(map(_NEXT_KEY, self.draw_generators)), []
         words, drawn = [None] * len(self.draw_generators), [None] * len(self.redraws)
         for kind, i in self.draw_order:
             if kind == "key":
@@ -1422,11 +1424,15 @@ class _Program:
         written, one per slot). ``record``: the arguments' (``_record_of``) or None; the checks
         that passed for them are not made again."""
         passed = record.passed if record is not None else ()
-        made = [
-            (checks.Check(_nothing, tuple([nodes[i] for i in at]), describe, error), record if by_args else None, k)
-            for k, (describe, error, at, by_args) in enumerate(self._publish_checks)
-            if k not in passed
-        ]
+        made = (
+            []
+            if len(passed) == len(self._publish_checks)
+            else [
+                (checks.Check(_nothing, tuple([nodes[i] for i in at]), describe, error), record if by_args else None, k)
+                for k, (describe, error, at, by_args) in enumerate(self._publish_checks)
+                if k not in passed
+            ]
+        )
         ts = self._publish_fixed[0]
         dicts, names, _ = self._publish_items
         ts = [*ts, *map(operator.getitem, dicts, names)]
@@ -1529,6 +1535,7 @@ _NODE_NAME, _VCOUNT_NAME = itertools.repeat("_node"), itertools.repeat("_vcount"
 _PARENT_NAME = itertools.repeat("parent")
 _ONES, _NONES = itertools.repeat(1), itertools.repeat(None)  # shared: map() stops at its shortest iterable
 _call = operator.methodcaller("__call__")  # of a weak reference: its object or None
+_NEXT_KEY = operator.methodcaller("next_key")
 
 
 def _held_once() -> int:

@@ -1480,7 +1480,7 @@ class _Program:
             self._publish_one(how, loc, nodes[i], requires_grad)
         outs = [Tensor(nodes[i]) for i in self._publish_outs]
         self.made_checks = open_checks + made  # checks of earlier replays not read yet, then this one's
-        if made or checks.active():
+        if made or carried:  # else the targets carry no marks: _targets dropped those of their old values
             made = [check for check, _, _ in made]
             checks.submitted_anew(made + carried, list(map(nodes.__getitem__, self._publish_marked)))
         return outs

@@ -1,5 +1,7 @@
 """vkml.jit: capture a training step once, replay it in one submission with the uncaptured step's bits."""
 
+import operator
+
 import numpy as np
 import pytest
 
@@ -298,6 +300,88 @@ def test_a_replayed_step_still_refuses_labels_out_of_range_when_its_loss_is_read
         loss.item()
 
 
+def _checks_open(step) -> int:
+    return sum(len(p.made_checks) for p in step._captured.programs)
+
+
+def test_a_check_that_passed_for_the_same_argument_nodes_is_not_made_again(dev):
+    # The labels' check follows from the arguments alone: once it passed for the very argument
+    # nodes, replays with them make none; a write into the labels makes new nodes, checked again.
+    model, opt = _setup(dev, "sgd", dropout=False)
+
+    @vkml.jit
+    def step(x, y):
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    xs, _ = _batches(dev, 2)
+    dataset = vkml.tensor(np.tile([0, 1, 2], 8), device=dev)
+    ys = [dataset[:12], dataset[12:]]  # windows of a dataset tensor, as a loaded set's batches
+    for i in range(6):
+        step(xs[i % 2], ys[i % 2]).item()
+    assert step.stats["replays"] >= 3
+    step(xs[0], ys[0])
+    step(xs[1], ys[1])
+    assert _checks_open(step) == 0  # both passed before: no check made
+    replays = step.stats["replays"]
+    dataset[14] = 5  # in place: the window's node is a new one
+    dataset.realize()  # the window is one of a buffer again: the same signature, replayed
+    loss = step(xs[1], ys[1])
+    assert step.stats["replays"] == replays + 1 and _checks_open(step) > 0
+    with pytest.raises(IndexError, match="Target 5 is out of bounds"):
+        loss.item()
+
+
+def test_a_labels_argument_written_in_place_is_checked_again(gpu):
+    dev = gpu  # the CPU device's way through the checks: the test above
+    model, opt = _setup(dev, "sgd", dropout=False)
+
+    @vkml.jit
+    def step(x, y):
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    xs, ys = _batches(dev, 1)
+    for _ in range(5):
+        step(xs[0], ys[0]).item()
+    step(xs[0], ys[0])
+    assert step.stats["replays"] >= 3 and _checks_open(step) == 0
+    ys[0][3] = 7
+    with pytest.raises(IndexError, match="Target 7 is out of bounds"):
+        step(xs[0], ys[0]).item()
+
+
+def test_a_check_of_state_is_made_at_every_replay(dev):
+    # Labels the function reads from state (not an argument) may change between replays: their
+    # check is made and read every time, passed before or not.
+    model, opt = _setup(dev, "sgd", dropout=False)
+    xs, ys = _batches(dev, 1)
+    labels = {"y": ys[0]}
+
+    @vkml.jit
+    def step(x):
+        loss = F.cross_entropy(model(x), labels["y"])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    for _ in range(5):
+        step(xs[0]).item()
+    assert step.stats["replays"] >= 2
+    step(xs[0])
+    assert _checks_open(step) > 0
+    labels["y"].copy_(vkml.tensor([0, 1, 6] + [0] * 9, device=dev))
+    with pytest.raises(IndexError, match="Target 6 is out of bounds"):
+        step(xs[0]).item()
+
+
 def test_state_the_function_cannot_reach_is_refused_with_a_hint():
     w = vkml.ones(2, requires_grad=True)
     holder = {"opt": vkml.optim.SGD([w], lr=1.0)}
@@ -407,6 +491,93 @@ def test_adam_under_a_learning_rate_scheduler_replays_with_the_uncaptured_bits(d
     captured, stats = _scheduled(dev, True, two_groups)
     assert captured == plain
     assert stats["replays"] >= 3 and stats["captures"] == 1 + two_groups  # the groups' parting records anew
+
+
+def test_the_fast_guard_fits_only_where_the_full_guard_holds():
+    # _FastGuard.fits reads the settings in C; wherever the guard a recording holds differs from the
+    # guard now (a setting, a group's parting lr, a module's mode, grad mode, a new group), it must not fit.
+    vkml.manual_seed(0)
+    model = nn.Sequential(nn.Linear(2, 4), nn.ReLU(), nn.Linear(4, 3))
+    opt = vkml.optim.Adam([{"params": model[0].parameters()}, {"params": model[2].parameters()}], lr=0.01)
+
+    @vkml.jit
+    def step(x, y):
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    xs, ys = _batches(vkml.device("cpu"), 1)
+    for _ in range(3):
+        step(xs[0], ys[0])
+    (program,) = step._captured.programs
+    guard = program.fast_guard
+
+    def same() -> bool:
+        return program.roots.guard() == program.guard
+
+    def lr(value, group=None):
+        for g in opt.param_groups if group is None else [opt.param_groups[group]]:
+            g["lr"] = value
+
+    def betas(value):
+        opt.param_groups[1]["betas"] = value
+
+    def grad_mode(value):
+        vkml.set_grad_enabled(value)
+
+    extra = nn.Parameter(vkml.ones(2))
+    changes = [
+        (lambda: lr(0.02), lambda: lr(0.01), True),  # a covered setting, both groups alike
+        (lambda: lr(0.02, group=1), lambda: lr(0.01, group=1), False),  # the groups part
+        (lambda: lr(np.float64(0.01), group=1), lambda: lr(0.01, group=1), False),  # not covered: a constant
+        (lambda: betas((0.8, 0.999)), lambda: betas((0.9, 0.999)), False),
+        (lambda: model.eval(), lambda: model.train(), False),
+        (lambda: grad_mode(False), lambda: grad_mode(True), False),
+        (lambda: opt.add_param_group({"params": [extra]}), lambda: opt.param_groups.pop(), False),
+        (lambda: opt.param_groups[0].pop("eps"), lambda: restore(opt.param_groups[0]), False),
+    ]
+    kept = dict(opt.param_groups[0])
+
+    def restore(group):  # its keys in their order: the guard holds (name, value) pairs in order
+        group.clear()
+        group.update(kept)
+
+    assert guard.fits() and same()
+    for change, undo, fits in changes:
+        change()
+        try:
+            assert same() is fits and guard.fits() is fits
+        finally:
+            undo()
+        assert guard.fits() and same()
+
+
+def test_a_replay_remembers_the_live_state_it_published_as_a_look_would(dev):
+    # After a replay the live places hold the slots' nodes it published (parameters, moments):
+    # what it remembers without a look is what _remember_live finds by looking.
+    model, opt = _setup(dev, "adam", dropout=True)
+
+    @vkml.jit
+    def step(x, y):
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    xs, ys = _batches(dev, 1)
+    for _ in range(4):
+        step(xs[0], ys[0])
+    (program,) = step._captured.programs
+    assert program._live_slot_at is not None
+    buffers, nodes = program._live_seen
+    program._remember_live()
+    looked = program._live_seen
+    assert looked is not None
+    assert all(map(operator.is_, buffers, looked[0])) and all(map(operator.is_, nodes, looked[1]))
+    assert len(nodes) == len(looked[1]) == len(program.live_reads)
 
 
 def test_a_scheduler_changing_a_constant_of_the_recording_raises_a_clear_error():

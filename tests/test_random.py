@@ -60,6 +60,17 @@ def test_dropout_mask_is_the_threefry_stream_keyed_by_one_word():
     assert_same_bits(vkml.rand(3).numpy(), want, "the draw after a dropout")
 
 
+def test_one_word_is_the_streams_next_word():
+    # Generator.next_key (a dropout's key) takes one word without an array: the same stream and state
+    from vkml.frontend.mt19937 import Engine
+
+    one, many = Engine(7), Engine(7)
+    got = [one.word(), one.word(), *one.words(3).tolist()]
+    assert got == many.words(5).tolist()
+    assert all(type(w) is int for w in got[:2])
+    assert one.state_bytes() == many.state_bytes()
+
+
 def _both(draw, seed: int = 11):
     torch.manual_seed(seed)
     want = draw(torch)

@@ -40,6 +40,7 @@ import dataclasses
 import functools
 import gc
 import itertools
+import math
 import operator
 import sys
 import threading
@@ -296,15 +297,25 @@ class _FastGuard:
         self.modules = list(roots.modules.values())
         self.training = [m.training for m in self.modules]
         self.grad = expected[3]
-        self.optimizers = [(opt, list(opt.param_groups)) for opt in roots.optimizers.values()]
-        self.groups = []  # (group, _jit_covered or None, its names, getter of the others, their values, len)
-        for opt, groups in self.optimizers:
+        self.optimizers = list(roots.optimizers.values())
+        self.groups = [g for opt in self.optimizers for g in opt.param_groups]  # each optimizer's, in order
+        self.sizes = [len(g) for g in self.groups]
+        # per group, a getter of the settings the guard holds and their values; the groups whose
+        # optimizer names covered settings (``_jit_covered``), with the names it gave
+        self.getters, self.values = [], []
+        self.covered_of, self.covered_groups, self.covered = [], [], []
+        for opt in self.optimizers:
             names_of = getattr(opt, "_jit_covered", None)
-            for g in groups:
+            for g in opt.param_groups:
                 names = names_of(g) if names_of is not None else ()
                 keys = [k for k in g if k != "params" and k != "param_names" and k not in names]
                 getter = operator.itemgetter(*keys, *keys[:1])  # two keys at least: a tuple always
-                self.groups.append((g, names_of, names, getter, getter(g), len(g)))
+                self.getters.append(getter)
+                self.values.append(getter(g))
+                if names_of is not None:
+                    self.covered_of.append(names_of)
+                    self.covered_groups.append(g)
+                    self.covered.append(names)
         self.same = expected[2]
         self.exact = roots.guard() == expected  # else the snapshot is not the recording's: guard() decides
 
@@ -313,23 +324,27 @@ class _FastGuard:
             return False
         if list(map(_TRAINING_OF, self.modules)) != self.training:
             return False
-        for opt, groups in self.optimizers:
-            now = opt.param_groups
-            if len(now) != len(groups) or not all(map(operator.is_, now, groups)):
-                return False
-        covered = []
+        groups = list(itertools.chain.from_iterable(map(_PARAM_GROUPS_OF, self.optimizers)))
+        if len(groups) != len(self.groups) or not all(map(operator.is_, groups, self.groups)):
+            return False
         try:
-            for g, names_of, names, getter, values, n in self.groups:
-                if len(g) != n or (names_of(g) if names_of is not None else ()) != names or getter(g) != values:
-                    return False
-                if len(self.groups) > 1:
-                    covered.append(tuple([(k, g[k]) for k in names]))
+            if list(map(len, groups)) != self.sizes or list(map(operator.call, self.getters, groups)) != self.values:
+                return False
+            if list(map(operator.call, self.covered_of, self.covered_groups)) != self.covered:
+                return False
         except KeyError:
             return False
-        return not covered or tuple([covered.index(c) for c in covered]) == self.same
+        return len(groups) < 2 or self._same_covered_values(groups)
+
+    def _same_covered_values(self, groups: list) -> bool:
+        """Whether the groups that share their covered settings' values are those that shared them."""
+        names_of = dict(zip(map(id, self.covered_groups), self.covered))
+        covered = [tuple([(k, g[k]) for k in names_of.get(id(g), ())]) for g in groups]
+        return tuple([covered.index(c) for c in covered]) == self.same
 
 
 _TRAINING_OF = operator.attrgetter("training")
+_PARAM_GROUPS_OF = operator.attrgetter("param_groups")
 
 
 def _scalar_values(sources: list) -> list:
@@ -406,6 +421,7 @@ def _input_signature(tensors: list) -> tuple:
     """The structure of the argument tensors' graphs (trace order and key), their devices and flags."""
     # Every replay asks: maps over the tensors (their properties still run), no per-item loop.
     nodes = list(map(_TENSOR_NODE_OF, tensors))
+    # ``requires_grad`` without its property: ``node`` brought each view's autograd history up to date
     extra = tuple(zip(map(_DEVICE_NAME_OF, nodes), map(_REQUIRES_GRAD_OF, tensors)))
     if list(map(_OP_OF, nodes)).count(Op.BUFFER) == len(nodes) and len(set(map(id, nodes))) == len(nodes):
         # Realized arguments (a data loader's batches): the trace of each is the node alone.
@@ -549,10 +565,18 @@ class _Program:
         self._check_fixed(first, call, written)
         self._bind_params(first, call)
         self._counters(first, call)
+        self._check_by_arguments = self._checks_by_arguments(len(call.inputs) - len(rec.host_draws))
         self._buffer_scalars()
         self.params_changing = self.input_params + self.derived_params + self.draw_params + self.scalar_params
         self._param_positions = sorted({e[2] for e in self.input_params + self.derived_params})
-        self.made_checks: list = []  # checks replays made and nobody read yet (vkml/schedule/checks.py)
+        # What a replay keeps per argument nodes (``_record_of``): the view parameters where the
+        # arguments alone give them, the checks that passed for them.
+        self._values_by_arguments = bool(self._param_positions) and self._param_positions[-1] < self._arguments
+        self._by_arguments = self._values_by_arguments or True in self._check_by_arguments
+        self._records: dict = {}  # ids of the argument nodes -> their _ArgumentRecord
+        # (check, its pass record or None, its index in check_slots): checks replays made and nobody
+        # read yet (vkml/schedule/checks.py)
+        self.made_checks: list = []
         self._check_internal(written)
 
     # -- buffers
@@ -649,9 +673,10 @@ class _Program:
                 if pos is not None:
                     self.input_buffers.append((d, name, pos))
         self.input_positions = sorted({pos for _, _, pos in self.input_buffers})
-        self._own_inputs: dict = {}  # position -> the buffer new arguments are copied into (_stable_inputs)
-        self._last_inputs: dict = {}  # position -> binding key of the argument's buffer at the last replay
-        self._param_values: dict = {}  # ids of argument nodes -> (weak references to them, their view values)
+        at = {pos: i for i, pos in enumerate(self.input_positions)}
+        self._input_buffer_at = [at[pos] for _, _, pos in self.input_buffers]  # each one's index in those
+        self._own_inputs: dict = {}  # index in input_positions -> the buffer new arguments are copied into
+        self._last_inputs: list = [None] * len(self.input_positions)  # the arguments' binding keys last replay
 
     def _check_fixed(self, first: _Call, call: _Call, written: set) -> None:
         """Refuse a buffer read from outside the work that is neither an argument's nor bound from state,
@@ -741,6 +766,43 @@ class _Program:
                     )
                 self.scalar_params.append((d, name, key, node.dtype))
 
+    def _checks_by_arguments(self, arguments: int) -> list:
+        """Per check of the work (``check_slots``), whether its values follow from the arguments alone
+        (their buffers, their views' parameters, constants): not from state, a random draw, a value
+        drawn on the host or an optimizer's scalars. Such a check that passed for the very argument
+        nodes passes again (a realized node's values never change), so a replay with them makes no
+        check (``_record_of``). ``arguments``: how many of the inputs are the arguments' trace."""
+        outside = {(id(d), name) for _, refs, _, _ in self.live_reads for d, name in refs}
+        outside.update((id(e[0]), e[1]) for e in self.alias_reads)
+        outside.update((id(d), name) for d, name, pos in self.input_buffers + self.window_reads if pos >= arguments)
+        stirred = {id(e[0]) for e in self.draw_params + self.scalar_params}
+        stirred.update(id(e[0]) for e in self.input_params + self.derived_params if e[2] >= arguments)
+        tainted: set = set()  # ids of the buffers whose values follow from anything but the arguments
+        for d in self.dispatches:
+            items = d.buffers.items()
+            if id(d) in stirred or any(
+                (id(d), name) in outside or id(b) in tainted or id(getattr(b, "parent", None)) in tainted
+                for name, b in items
+            ):
+                tainted.update(id(b) for name, b in items if _writes(d, name))
+        self._arguments = arguments
+        return [not any(id(s.last) in tainted for s in slots) for _, _, slots in self.check_slots]
+
+    def _record_of(self, inputs: list) -> _ArgumentRecord:
+        """What this recording keeps for this call's argument nodes, kept for the last few: found by
+        the nodes' ids, it holds weak references to the very nodes, alive (an id is not reused while
+        its object lives; a node's view never changes, and a realized one is a new trace)."""
+        nodes = inputs[: self._arguments]
+        key = tuple(map(id, nodes))
+        record = self._records.get(key)
+        if record is not None and all(map(operator.is_, map(_call, record.refs), nodes)):
+            return record
+        if len(self._records) >= TRACES_KEPT:
+            del self._records[next(iter(self._records))]
+        values, values_key = self._input_values(inputs) if self._values_by_arguments else ((), ())
+        record = self._records[key] = _ArgumentRecord(tuple(map(weakref.ref, nodes)), tuple(values), values_key)
+        return record
+
     def _buffer_scalars(self) -> None:
         """On Vulkan, move the parameters that change on every replay (random keys, optimizer scalars)
         from push constants into a small buffer the kernels read, so that one command buffer serves
@@ -810,12 +872,15 @@ class _Program:
         # words each goes to, and for each of those words the index of its source.
         floats = [f for f in self.ring_fills if not f[0] and f[3] is T.float32 and f[4]]
         self.ring_float_sources = [(a, b) for _, a, b, _, _, _ in floats]
+        self._float_a, self._float_b = [a for a, _ in self.ring_float_sources], [b for _, b in self.ring_float_sources]
         self.ring_float_at = np.array([at for f in floats for at in f[5]], np.intp)
         self.ring_float_of = np.array([k for k, f in enumerate(floats) for _ in f[5]], np.intp)
         self.ring_fills = [f for f in self.ring_fills if not (not f[0] and f[3] is T.float32 and f[4])]
         # 32-bit integer words (the draws' keys), likewise: their two's complement bits.
         ints = [f for f in self.ring_fills if not f[4] and (f[3] is T.int32 or f[3] is T.uint32)]
         self.ring_int_sources = [(draw, a, b) for draw, a, b, _, _, _ in ints]
+        self._int_draw = [int(draw) for draw, _, _ in self.ring_int_sources]
+        self._int_a, self._int_b = [a for _, a, _ in self.ring_int_sources], [b for _, _, b in self.ring_int_sources]
         self.ring_int_at = np.array([at for f in ints for at in f[5]], np.intp)
         self.ring_int_of = np.array([k for k, f in enumerate(ints) for _ in f[5]], np.intp)
         if ints:
@@ -871,7 +936,7 @@ class _Program:
         self.ring_next = (k + 1) % RING
         out = self.ring_words
         if self.ring_float_sources:
-            floats = [values[a][b] for a, b in self.ring_float_sources]
+            floats = list(map(operator.getitem, map(values.__getitem__, self._float_a), self._float_b))
             if -_F32_OVERFLOW < min(floats) and max(floats) < _F32_OVERFLOW:
                 # Finite in float32 (NaN too), as lazy._scalar_value leaves them: numpy's float32
                 # rounding, one array for all, gives np.float32(value)'s bits.
@@ -882,7 +947,8 @@ class _Program:
                     value = lazy._scalar_value(values[a][b], T.float32)
                     out[at] = int(np.float32(value).view(np.uint32))
         if self.ring_int_sources:
-            ints = [words[a][b] if draw else values[a][b] for draw, a, b in self.ring_int_sources]
+            of = (values, words).__getitem__  # each int source's list: a draw's key words, else the scalars
+            ints = list(map(operator.getitem, map(operator.getitem, map(of, self._int_draw), self._int_a), self._int_b))
             if -(1 << 63) <= min(ints) and max(ints) < 1 << 63:  # no OverflowError; int64 holds them
                 out[self.ring_int_at] = np.array(ints, np.int64).astype(np.uint32)[self.ring_int_of]
             else:
@@ -1031,6 +1097,8 @@ class _Program:
 
     def draw(self) -> tuple[list, list]:
         """This replay's draws, in the recorded order: the key words of fused draws, the host-drawn nodes."""
+        if not self.redraws:  # fused draws alone (dropout's keys): each generator's, in its order
+            return list(map(_NEXT_KEY, self.draw_generators)), []
         words, drawn = [None] * len(self.draw_generators), [None] * len(self.redraws)
         for kind, i in self.draw_order:
             if kind == "key":
@@ -1045,14 +1113,18 @@ class _Program:
         # dispatches are bound only when none is kept (``Device.run_again``).
         live, live_nodes = live
         changes: list = [self.uid]
-        leaves = {pos: inputs[pos].buffer for pos in self.input_positions}
-        copies = self._stable_inputs(leaves) if self.device.kind == "vulkan" else ()
-        in_buffers = [leaves[pos] for _, _, pos in self.input_buffers]
-        del leaves
         vulkan = self.device.kind == "vulkan"  # the key of what changes serves Device.run_again alone
+        leaves = list(map(_BUFFER_OF, map(inputs.__getitem__, self.input_positions)))
+        copies = self._stable_inputs(leaves) if vulkan else ()
+        in_buffers = list(map(leaves.__getitem__, self._input_buffer_at))
+        del leaves
         if vulkan:
             changes += map(_KEY_OF, in_buffers)
-        values, values_key = self._input_values(inputs)  # the values of params_changing, in its order
+        record = self._record_of(inputs) if self._by_arguments else None
+        # the values of params_changing, in its order
+        values, values_key = (
+            (list(record.values), record.values_key) if self._values_by_arguments else self._input_values(inputs)
+        )
         if vulkan:
             changes += map(_KEY_OF, live)
         aliases = []
@@ -1087,15 +1159,19 @@ class _Program:
             values.append(_param(lazy._scalar_value(scalars[a][j], dtype)))
         if vulkan:
             changes += values_key
-            changes += [_value_key(v) for v in values[len(values_key) :]]
-        if self.ring is not None or self.check_slots:
+            if self.draw_params or self.scalar_params:
+                changes += [_value_key(v) for v in values[len(values_key) :]]
+        if self.made_checks:
             self._read_finished_checks()
         open_checks = []
-        for check in self.made_checks:  # a check that passed never reads its values again: its buffers are free
+        for made in self.made_checks:  # a check that passed never reads its values again: its buffers are free
+            check, made_for, at = made
             if check.passed:
                 check.nodes = ()
+                if made_for is not None:
+                    made_for.passed.add(at)
             else:
-                open_checks.append(check)
+                open_checks.append(made)
         written, targets = self._targets()  # per slot, the buffer this replay writes and its node
         if vulkan:
             changes += map(_KEY_OF, written)
@@ -1126,22 +1202,19 @@ class _Program:
             del live, in_buffers, aliases
         if self.ring is not None:
             self.ring_serials[ring_entry] = device.last_submission
-        outs = self._publish(targets, carried, open_checks)
-        self._remember_live()
+        outs = self._publish(targets, carried, open_checks, record)
+        at = self._live_slot_at
+        if at is not None:
+            self._live_seen = (list(map(written.__getitem__, at)), list(map(targets.__getitem__, at)))
+        else:
+            self._remember_live()
         return outs
 
     def _input_values(self, inputs: list) -> tuple[list, tuple]:
         """The kernel parameters the arguments' views give (``input_params``, ``derived_params``) and
-        their part of the replay's key, kept for the last few argument nodes: a node's view never
-        changes (a realized one is a new trace)."""
+        their part of the replay's key (kept per argument nodes where they alone give them: ``_record_of``)."""
         if not self.input_params and not self.derived_params:
             return [], ()
-        nodes = list(map(inputs.__getitem__, self._param_positions))
-        key = tuple(map(id, nodes))
-        found = self._param_values.get(key)
-        # An id is not reused while its node lives: the very nodes, alive.
-        if found is not None and all(map(operator.is_, map(_call, found[0]), nodes)):
-            return list(found[1]), found[2]
         values = []
         for _, _, pos, ref in self.input_params:
             node = inputs[pos]
@@ -1149,14 +1222,7 @@ class _Program:
         for _, _, pos, level, field, divisor, bits, delta in self.derived_params:
             value = (plan_cache.view_value(inputs[pos].arg, level, field, 1, 0) + delta) // divisor
             values.append(value % (1 << bits) if bits else value)
-        if len(self._param_values) >= TRACES_KEPT:
-            del self._param_values[next(iter(self._param_values))]
-        found = self._param_values[key] = (
-            tuple(map(weakref.ref, nodes)),
-            tuple(values),
-            tuple([_value_key(v) for v in values]),
-        )
-        return values, found[2]
+        return values, tuple([_value_key(v) for v in values])
 
     def _read_finished_checks(self) -> None:
         """Read the values of earlier replays' checks that the device has finished, as a read of
@@ -1167,7 +1233,7 @@ class _Program:
         device = self.device
         if device.kind != "vulkan":
             return
-        for check in self.made_checks:
+        for check, _, _ in self.made_checks:
             if check.passed or check.message is not None or not check.nodes:
                 continue
             arrays = device.download_if_ready([n.buffer for n in check.nodes])
@@ -1178,23 +1244,32 @@ class _Program:
             if check.message is None:
                 checks.passed(check)
 
-    def _stable_inputs(self, leaves: dict) -> list:
-        """Put the recording's own buffer in ``leaves`` (input position -> buffer) for each argument
-        buffer that is new since the last replay (a batch uploaded every step): the replay copies
-        it there on the device first (the returned (argument's, own) pairs), and submits a command
-        buffer kept for its own buffers instead of recording one for every new batch. An argument
-        passed again (or a window of a tensor: a dataset sliced at a few offsets) is bound as it is."""
-        copies = []
+    def _stable_inputs(self, leaves: list) -> list:
+        """Put the recording's own buffer in ``leaves`` (the buffers at ``input_positions``) for each
+        argument buffer that is new since the last replay (a batch uploaded every step): the replay
+        copies it there on the device first (the returned (argument's, own) pairs), and submits a
+        command buffer kept for its own buffers instead of recording one for every new batch. An
+        argument passed again (or a window of a tensor: a dataset sliced at a few offsets) is bound
+        as it is."""
+        keys = list(map(_KEY_OF, leaves))
         last = self._last_inputs
-        for pos, b in leaves.items():
-            key = b.binding_key
-            if key != last.get(pos) and getattr(b, "parent", None) is None:
-                own = self._own_inputs.get(pos)
-                if own is None:
-                    own = self._own_inputs[pos] = self.device.allocate(b.dtype, b.numel)
-                copies.append((b, own))
-                leaves[pos] = own
-            last[pos] = key
+        if keys == last:  # the usual replay: the same buffers as the last one
+            return ()
+        self._last_inputs = keys
+        # new since the last replay and not a window (an alias's parent is a tensor's whole buffer)
+        new = map(
+            operator.and_,
+            map(operator.ne, keys, last),
+            map(operator.is_, map(getattr, leaves, _PARENT_NAME, _NONES), _NONES),
+        )
+        copies = []
+        for i in itertools.compress(range(len(leaves)), new):
+            b = leaves[i]
+            own = self._own_inputs.get(i)
+            if own is None:
+                own = self._own_inputs[i] = self.device.allocate(b.dtype, b.numel)
+            copies.append((b, own))
+            leaves[i] = own
         return copies
 
     def _targets(self) -> tuple[list, list]:
@@ -1278,6 +1353,7 @@ class _Program:
             else:
                 how = 5
             self._publish_state.append((how, s.loc, at.get(id(s)), s.requires_grad))
+        self._prepare_live_slots()
         # The two usual ways apart, for a loop each: a tensor that is state itself (a parameter),
         # and one that stays at its place (an optimizer's moment updated in place).
         # (tensors, positions in ``slots``), set in C; the places of the others, read each replay
@@ -1304,36 +1380,83 @@ class _Program:
         # ids of the gradient tensors the last replay left at those places: not references, which
         # would hold them (another recording of the function may have replaced them since)
         self._published_grads = None
+        # Where each gradient's parameter is itself state this publishing gives its slot's node, of
+        # the gradient's shape and dtype, the gradient setter's checks hold without a look.
+        fixed_at = dict(zip(map(id, self._publish_fixed[0]), self._publish_fixed[1]))
+        self._grads_follow = all(
+            id(holder) in fixed_at
+            and tuple(self.slots[fixed_at[id(holder)]].shape) == tuple(shape)
+            and self.slots[fixed_at[id(holder)]].dtype is dtype
+            for holder, _, shape, dtype in zip(*self._publish_grads)
+        )
+        self._publish_at = [*self._publish_fixed[1], *self._publish_items[2]]
+        self._publish_at_with_grads = [*self._publish_at, *self._publish_grads[1]]
         self._publish_state = [e for e in self._publish_state if e[0] not in (1, 2) and not (e[0] == 3 and not e[3])]
         self._publish_outs = [at[id(s)] for s in self.out_slots]
         for s in self.slots:
             s.mine = s.last = None  # the replays' lists hold the buffers alone (counted by _targets)
         self._publish_checks = [
-            (describe, error, [at[id(s)] for s in slots]) for describe, error, slots in self.check_slots
+            (describe, error, [at[id(s)] for s in slots], by_args)
+            for (describe, error, slots), by_args in zip(self.check_slots, self._check_by_arguments)
         ]
         # What the replay's checks mark: every slot's node but the checks' own (the mark would hold
         # the check, which holds its nodes: ``checks.submitted``).
-        own = {i for _, _, slots in self._publish_checks for i in slots}
+        own = {i for _, _, slots, _ in self._publish_checks for i in slots}
         self._publish_marked = [i for i in range(len(self.slots)) if i not in own]
 
-    def _publish(self, nodes: list, carried: list, open_checks: list) -> list:
+    def _prepare_live_slots(self) -> None:
+        """Where every live place is one that publishing gives a slot's node in place (a parameter, a
+        moment updated in place: ways 1 and 2), the slot of each: after a replay the live places
+        hold those slots' nodes and buffers, which fit (``_remember_live`` need not look)."""
+        published = {}
+        for how, (kind, holder, name), i, _ in self._publish_state:
+            if how == 1 or how == 2:
+                published[(kind, id(holder), name)] = i
+        at = [published.get((kind, id(holder), name)) for (kind, holder, name), *_ in self.live_reads]
+        fits = all(
+            i is not None and self.slots[i].dtype is dtype and math.prod(self.slots[i].shape) == numel
+            for i, (_, _, numel, dtype) in zip(at, self.live_reads)
+        )
+        self._live_slot_at = at if fits else None
+
+    def _publish(self, nodes: list, carried: list, open_checks: list, record) -> list:
         """Give the state places, the outputs and the checks ``nodes`` (over the buffers just
-        written, one per slot)."""
-        made = [
-            checks.Check(_nothing, tuple([nodes[i] for i in at]), describe, error)
-            for describe, error, at in self._publish_checks
-        ]
-        ts, at = self._publish_fixed
-        _set_nodes(ts, map(nodes.__getitem__, at))
-        dicts, names, at = self._publish_items
-        _set_nodes(list(map(operator.getitem, dicts, names)), map(nodes.__getitem__, at))
+        written, one per slot). ``record``: the arguments' (``_record_of``) or None; the checks
+        that passed for them are not made again."""
+        passed = record.passed if record is not None else ()
+        made = (
+            []
+            if len(passed) == len(self._publish_checks)
+            else [
+                (checks.Check(_nothing, tuple([nodes[i] for i in at]), describe, error), record if by_args else None, k)
+                for k, (describe, error, at, by_args) in enumerate(self._publish_checks)
+                if k not in passed
+            ]
+        )
+        ts = self._publish_fixed[0]
+        dicts, names, _ = self._publish_items
+        ts = [*ts, *map(operator.getitem, dicts, names)]
+        holders, at, shapes, dtypes = self._publish_grads
+        grads = list(map(_GRAD_OF, holders)) if holders else None
+        if (
+            grads is not None
+            and self._grads_follow  # the gradient setter's checks hold (``_prepare_publish``)
+            and list(map(id, grads)) == self._published_grads  # alive (in grads): their ids are theirs alone
+            and max(map(sys.getrefcount, grads)) <= _HELD_ONCE + 1  # the place and this list
+            and not any(map(weakref.getweakrefcount, grads))
+            and list(map(_BASE_OF, holders)).count(None) == len(holders)
+        ):
+            # Held by nothing else, the gradient each place holds is unseen: it takes the new value,
+            # set with the parameters' and the moments' in one pass.
+            _set_nodes([*ts, *grads], map(nodes.__getitem__, self._publish_at_with_grads))
+            grads = None
+        else:
+            _set_nodes(ts, map(nodes.__getitem__, self._publish_at))
         for loc, i in self._publish_same:
             t = _get(loc)
             t._node = nodes[i]
             t._vcount += 1
-        holders, at, shapes, dtypes = self._publish_grads
-        if holders:
-            grads = list(map(_GRAD_OF, holders))
+        if grads is not None:
             if (
                 list(map(id, grads)) == self._published_grads  # alive (in grads): their ids are theirs alone
                 and max(map(sys.getrefcount, grads)) <= _HELD_ONCE + 1  # the place and this list
@@ -1357,7 +1480,8 @@ class _Program:
             self._publish_one(how, loc, nodes[i], requires_grad)
         outs = [Tensor(nodes[i]) for i in self._publish_outs]
         self.made_checks = open_checks + made  # checks of earlier replays not read yet, then this one's
-        if made or checks.active():
+        if made or carried:  # else the targets carry no marks: _targets dropped those of their old values
+            made = [check for check, _, _ in made]
             checks.submitted_anew(made + carried, list(map(nodes.__getitem__, self._publish_marked)))
         return outs
 
@@ -1381,6 +1505,17 @@ class _Program:
             setattr(holder, name, t)
 
 
+class _ArgumentRecord:
+    """What a recording keeps for argument nodes it saw (``_Program._record_of``)."""
+
+    __slots__ = ("refs", "values", "values_key", "passed")
+
+    def __init__(self, refs: tuple, values: tuple, values_key: tuple):
+        self.refs = refs  # weak references to the nodes
+        self.values, self.values_key = values, values_key  # their view parameters, where they alone give them
+        self.passed: set = set()  # indices in check_slots of the checks that passed for them
+
+
 def _words_of(at, of) -> list:
     """Per source, the ring words it fills (``at`` the words, ``of`` each one's source)."""
     words = [[] for _ in range(int(of.max()) + 1)] if len(of) else []
@@ -1397,8 +1532,10 @@ def _set_nodes(tensors: list, nodes) -> None:
 
 _drain = collections.deque(maxlen=0).extend  # runs an iterator to its end, in C
 _NODE_NAME, _VCOUNT_NAME = itertools.repeat("_node"), itertools.repeat("_vcount")
+_PARENT_NAME = itertools.repeat("parent")
 _ONES, _NONES = itertools.repeat(1), itertools.repeat(None)  # shared: map() stops at its shortest iterable
 _call = operator.methodcaller("__call__")  # of a weak reference: its object or None
+_NEXT_KEY = operator.methodcaller("next_key")
 
 
 def _held_once() -> int:
@@ -1412,7 +1549,7 @@ _F32_OVERFLOW = 2.0**128 - 2.0**103  # the least magnitude float32 rounds to inf
 _KEY_OF = operator.attrgetter("binding_key")  # a Vulkan buffer's
 _TENSOR_NODE_OF = operator.attrgetter("node")  # a Tensor's (a property: a view's node is brought up to date)
 _DEVICE_NAME_OF = operator.attrgetter("device.name")
-_REQUIRES_GRAD_OF = operator.attrgetter("requires_grad")
+_REQUIRES_GRAD_OF = operator.attrgetter("_requires_grad")
 _VCOUNT_OF = operator.attrgetter("_vcount")
 _SHAPE_OF = operator.attrgetter("shape")
 _GRAD_OF = operator.attrgetter("_grad")
@@ -1422,6 +1559,7 @@ _OP_OF = operator.attrgetter("op")
 _BUFFER_OF = operator.attrgetter("buffer")
 _NUMEL_OF = operator.attrgetter("numel")
 _DTYPE_OF = operator.attrgetter("dtype")
+_TENSOR_CLASS = itertools.repeat(Tensor)
 _GRAD = Tensor.grad  # the property a replay's new gradients bypass where its checks hold
 _nothing = Node(Op.BUFFER, (), None, (), None, None)  # a guard nothing computes through (replayed checks are done)
 
@@ -1576,13 +1714,18 @@ class _Captured:
         self.previous: list[_Call] = []  # the last recorded call of each signature not captured yet
         self.warmup = 0
         self._guard_changed = False  # whether the last recorded call's settings differed from the one before
-        self.stats = {"recorded_calls": 0, "captures": 0, "replays": 0, "fresh_buffers": 0}
+        self.counts = {"recorded_calls": 0, "captures": 0, "replays": 0}
         self._open: tuple | None = None
 
     @property
     def ready(self) -> bool:
         """Whether a recording is held: a call with the same signature replays it."""
         return bool(self.programs)
+
+    @property
+    def stats(self) -> dict:
+        """A new dict of the counts, with ``fresh_buffers`` (slots that could not be reused) summed."""
+        return {**self.counts, "fresh_buffers": sum(p.fresh_buffers for p in self.programs)}
 
     # -- recording
     def _start(self, args, kwargs, extra_roots=()) -> None:
@@ -1621,7 +1764,7 @@ class _Captured:
         # Every call returns tensors without autograd history, recorded or replayed alike: a replay
         # has none to give, and a recorded call's graph would keep its intermediates alive.
         result = _detached(result)
-        self.stats["recorded_calls"] += 1
+        self.counts["recorded_calls"] += 1
         for t, n in zip(tensors, nodes):
             if t._node is not n:
                 raise JitError(
@@ -1654,7 +1797,7 @@ class _Captured:
             program.bind_roots(roots)
             self.programs.append(program)
             self.warmup = 0
-            self.stats["captures"] += 1
+            self.counts["captures"] += 1
             return _rebuild(program.out_template, outs_now)
         self.warmup += 1
         if self.warmup > MAX_WARMUP:
@@ -1678,7 +1821,7 @@ class _Captured:
         """(program, the arguments' trace order, live state buffers) of a recording that fits this call, or None."""
         if not self.programs:
             return None
-        if not kwargs and all(isinstance(a, Tensor) for a in args):  # the usual call: tensors alone
+        if not kwargs and all(map(isinstance, args, _TENSOR_CLASS)):  # the usual call: tensors alone
             tensors = list(args)
             template = _tensors_template(len(args))
         else:
@@ -1698,8 +1841,7 @@ class _Captured:
         del found
         words, drawn = program.draw()  # before the replay, in the recorded order, as the call drew them
         outs = program.replay([*inputs, *drawn] if drawn else inputs, live, words)
-        self.stats["replays"] += 1
-        self.stats["fresh_buffers"] = sum(p.fresh_buffers for p in self.programs)
+        self.counts["replays"] += 1
         return _rebuild(program.out_template, outs)
 
 
@@ -1756,7 +1898,7 @@ class jit:  # noqa: N801  (a decorator, spelled as torch.jit's functions are)
     @property
     def stats(self) -> dict:
         """``recorded_calls``, ``captures``, ``replays`` and ``fresh_buffers`` (slots that could not be reused)."""
-        return dict(self._captured.stats)
+        return self._captured.stats
 
 
 class capture:  # noqa: N801
@@ -1783,7 +1925,7 @@ class capture:  # noqa: N801
 
     @property
     def stats(self) -> dict:
-        return dict(self._captured.stats)
+        return self._captured.stats
 
     def returns(self, *tensors) -> None:
         """Inside ``record``: the tensors ``replay`` returns (new ones each replay)."""

@@ -55,6 +55,11 @@ class Engine:
         self.fresh = False
         return np.random.Generator(self.bits).integers(0, 1 << 32, n, dtype=np.uint32)
 
+    def word(self) -> int:
+        """The next 32-bit word, as ``words(1)[0]`` (the engine's raw output: no array to make)."""
+        self.fresh = False
+        return self.bits.random_raw()
+
     def words64(self, n: int) -> np.ndarray:
         """The next ``n`` 64-bit draws (``random64()``: two words, the first one high), as uint64."""
         w = self.words(2 * n).astype(np.uint64)

@@ -133,8 +133,7 @@ class Generator:
         Word 0 is one 32-bit word of the Mersenne Twister, as PyTorch's MKL dropout path takes one
         ``random()`` to seed its stream; word 1 the seed's low half, the offset 0.
         """
-        word = int(self.draw(mt19937.Engine.words, 1)[0])
-        return word, self._engine.initial_seed % _U32, 0
+        return self.draw(mt19937.Engine.word), self._engine.initial_seed % _U32, 0
 
 
 def state_bytes(op: str, new_state) -> bytes:

@@ -193,6 +193,8 @@ def passed(check: Check) -> None:
 
 def verify_read(node: Node) -> None:
     """Before ``node``'s values are read: read its checks' values and raise the first refused one."""
+    if not marks:  # no node carries a mark (the usual read): nothing to look up
+        return
     for check in _unverified.get(node, ()):
         if check.passed:
             continue

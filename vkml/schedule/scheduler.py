@@ -49,6 +49,7 @@ found by the recipe's key over them (``plan_cache.replay_key``) before any dispa
 from __future__ import annotations
 
 import contextlib
+import operator
 import sys
 import threading
 from collections import OrderedDict, defaultdict
@@ -710,6 +711,7 @@ def _deep_enough(depth: int):
 
 
 _BUFFER, _VIEW = Op.BUFFER, Op.VIEW
+_OP_OF = operator.attrgetter("op")
 
 
 def _limits() -> tuple:
@@ -790,9 +792,10 @@ def _realize_on(device, nodes: list[Node]) -> None:
         for node in nodes:
             node.become_buffer(device.allocate(node.dtype, node.numel))
         return
-    nodes = [n for n in nodes if n.op != _VIEW or not realize_as_alias(n)]  # an aligned window: no kernel, no copy
-    if not nodes:
-        return
+    if _VIEW in map(_OP_OF, nodes):
+        nodes = [n for n in nodes if n.op != _VIEW or not realize_as_alias(n)]  # an aligned window: no kernel, no copy
+        if not nodes:
+            return
     namespace = _namespace(device)
     planned = False
     found = plan_cache.find(namespace, nodes, kernels_matmul.mode)

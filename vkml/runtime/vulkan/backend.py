@@ -136,6 +136,8 @@ def _buffer_fields(device: VulkanDevice, dtype: T.DType, numel: int, storage: np
 
 
 _ready_serial_of = operator.attrgetter("ready_serial")
+_AGAIN_KEYS = ("recordings_reused", "submissions", "dispatches", "barriers")  # a run_again's counts
+_add = operator.add
 _repeat = itertools.repeat
 _consume = collections.deque  # deque(iterator, 0) runs it to its end, keeping nothing
 
@@ -406,8 +408,13 @@ class VulkanDevice(Device):
         submission ``serial``, the last that reads it, is complete (vkml.jit's scalars: a wait for
         a known serial, then a write through the mapping, costs less than ``upload``'s queued
         copy behind every run that touched the buffer's memory block)."""
-        self._wait_for_host(lambda: serial)
-        with self.lock:  # the staging memory
+        with self.lock:  # the staging memory; the wait for the serial (``_wait_for_host``) is rare
+            claim = self.recordings.claim(serial)
+            if claim is None:
+                self.transfers.upload(buffer.allocation, words)
+                return
+        self.recordings.wait_claimed(claim, self.lock)
+        with self.lock:
             self.transfers.upload(buffer.allocation, words)
 
     def copy_queued(self, pairs: list) -> None:
@@ -468,9 +475,14 @@ class VulkanDevice(Device):
         self._check_buffer(buffer, "download")
         out = np.empty(buffer.numel, dtype=buffer.storage)
         if buffer.numel:
-            self._wait_for_host(lambda: buffer.ready_serial)
-            with self.lock:  # the staging memory
-                self.transfers.download(buffer.allocation, out)
+            with self.lock:  # the staging memory; as _wait_for_host, the wait itself without the lock
+                claim = self.recordings.claim(buffer.ready_serial)
+                if claim is None:
+                    self.transfers.download(buffer.allocation, out)
+            if claim is not None:
+                self.recordings.wait_claimed(claim, self.lock)
+                with self.lock:
+                    self.transfers.download(buffer.allocation, out)
         if buffer.dtype is T.bool_:
             return out != 0
         return out
@@ -542,10 +554,8 @@ class VulkanDevice(Device):
             _consume(map(setattr, done.blocks, _repeat("last_use"), _repeat(serial)), 0)
             if not config.submit_async():
                 recordings.wait_for(serial)
-            counters["recordings_reused"] += 1
-            counters["dispatches"] += done.launched
-            counters["barriers"] += done.barriers
-            counters["submissions"] += 1
+            # recordings_reused, submissions, dispatches and barriers, each added to in C
+            counters.update(zip(_AGAIN_KEYS, map(_add, map(counters.__getitem__, _AGAIN_KEYS), done.again_counts)))
             return True
 
     def _run(self, dispatches: list[Dispatch], timestamps: bool, given_key=None) -> list[float] | None:
@@ -634,7 +644,9 @@ class VulkanDevice(Device):
         if timer is None:
             launched_at = None
         kept = ([d.kernel for d in dispatches], bound_pipelines)
-        recordings.remember(slot, key, Recorded(launched, barriers, launched_at, kept, outputs, blocks))
+        recordings.remember(
+            slot, key, Recorded(launched, barriers, launched_at, kept, outputs, blocks, (1, 1, launched, barriers))
+        )
         return self._finish_run(dispatches, launched, barriers, launched_at, timer)
 
     def _submit(self, slot: int, end: bool, dispatches, outputs: list, blocks: tuple, timer) -> None:

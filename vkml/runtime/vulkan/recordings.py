@@ -70,7 +70,9 @@ class Recorded(NamedTuple):
     ``launched`` and ``barriers``: how many dispatches were recorded and barriers between them (the
     run's report); ``launched_at``: each launched dispatch's index, where timestamps were taken (else None);
     ``kept``: the dispatches' kernels and bound pipelines, alive while the recording refers to them;
-    ``written``: the buffers the batch writes; ``blocks``: the memory blocks it binds.
+    ``written``: the buffers the batch writes; ``blocks``: the memory blocks it binds;
+    ``again_counts``: what each submission of it again adds to the counters ``recordings_reused``,
+    ``submissions``, ``dispatches`` and ``barriers`` (``VulkanDevice.run_again``).
     """
 
     launched: int
@@ -79,6 +81,7 @@ class Recorded(NamedTuple):
     kept: tuple
     written: object
     blocks: tuple
+    again_counts: tuple
 
 
 def fingerprint(dispatches, timestamps: bool) -> tuple:

@@ -14,11 +14,12 @@ to float32 one at a time, each later coefficient refitted to absorb the earlier 
 
 from __future__ import annotations
 
-from ...ir.builder import eq, isnan, select
+from ...ir.builder import bitcast, eq, isnan, select
 from ...ir.core import Value
 from .bits import (
     ABS_MASK,
     DEFAULT_NAN_BITS,
+    I32,
     INF_BITS,
     ROUNDER,
     ROUNDER_BITS,
@@ -205,17 +206,23 @@ def minus_one(s: Value, tail: Value, k: Value) -> tuple[Value, Value]:
 # ---------------------------------------------------------------- log family
 
 
-def log_parts(v: Value, quick: bool = False) -> tuple[Value, Value, Value]:
+def log_parts(v: Value, quick: bool = False, normal: bool = False) -> tuple[Value, Value, Value]:
     """log(v) = e*ln2 + (hi + lo) for a positive finite v: returns (e as float32, hi, lo).
 
     hi + lo = log(m) for v = 2^e * m, m in [sqrt(1/2), sqrt(2)), to about 2^-40 relative;
     ``quick``: to about 2^-32, s = f/(2 + f) by ``quotient_parts`` (exact products of 12-bit
     halves) in place of ``div_dd``'s Dekker products, 15 instructions fewer: for log2, log1p
     and pow, whose results it moves by under 2^-7 ulp (pow's exponent y*log2|x| by 2^-25 at
-    |y*log2|x|| = 150). Subnormal v is normalised with integer operations (``unpack``).
+    |y*log2|x|| = 150). Subnormal v is normalised with integer operations (``unpack``);
+    ``normal``: v is known to be a normal float (or its negative), which skips that (the same bits).
     """
-    m_bits, e = unpack(to_bits(v) & ABS_MASK)
-    m = from_bits((m_bits & 0x007FFFFF) | 0x3F800000)  # in [1, 2)
+    if normal:
+        bits = to_bits(v)
+        e = bitcast((bits >> 23) & 0xFF, I32) - 127
+        m = from_bits((bits & 0x007FFFFF) | 0x3F800000)  # in [1, 2)
+    else:
+        m_bits, e = unpack(to_bits(v) & ABS_MASK)
+        m = from_bits((m_bits & 0x007FFFFF) | 0x3F800000)  # in [1, 2)
     big = m > SQRT2_F32
     m = select(big, m * 0.5, m)
     e = e + ifelse_i32(big, 1, 0)
@@ -306,9 +313,10 @@ def log2(x: Value) -> Value:
     return _log_specials(x, hi + lo, f32(float("-inf")))
 
 
-def log2_parts(x: Value) -> tuple[Value, Value]:
-    """log2(x) as a double-float (about 2^-32 relative: ``log_parts``'s quick form) for a positive finite x."""
-    e, hi, lo = log_parts(x, quick=True)
+def log2_parts(x: Value, normal: bool = False) -> tuple[Value, Value]:
+    """log2(x) as a double-float (about 2^-32 relative: ``log_parts``'s quick form) for a positive finite x
+    (``normal``: of |x|, x known to be a normal float; see ``log_parts``)."""
+    e, hi, lo = log_parts(x, quick=True, normal=normal)
     m_hi, m_lo = mul_dd_const(hi, lo, LOG2E, LOG2E_LO)
     s_hi, s_lo = two_sum(e, m_hi)  # e is an integer: log2 of a power of two stays exact
     return s_hi, s_lo + m_lo

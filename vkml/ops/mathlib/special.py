@@ -45,6 +45,7 @@ from .dd import (
     mul_dd_f,
     normalise_divisor,
     quotient_parts,
+    quotient_short,
     two_prod,
     two_sum,
 )
@@ -189,8 +190,8 @@ def _mul_halves(a_hi: Value, a_lo: Value, b_hi: Value, b_lo: Value) -> tuple[Val
 
 def _quotient(n_hi: Value, n_lo: Value, d_hi: Value, d_lo: Value) -> Value:
     """(n_hi + n_lo) / (d_hi + d_lo) rounded once, for d_hi in [1, 2], |d_lo| <= 2^-22 and
-    |n_lo| <= 2^-20 |n_hi|: the pair of ``quotient_parts`` summed (error below 0.52 ulp)."""
-    p, c = quotient_parts(n_hi, n_lo, d_hi, d_lo)
+    |n_lo| <= 2^-20 |n_hi|: the pair of ``quotient_short`` summed (error below 0.52 ulp)."""
+    p, c = quotient_short(n_hi, n_lo, d_hi, d_lo)
     return p + c
 
 
@@ -217,7 +218,7 @@ def sigmoid(x: Value) -> Value:
 
 def _logistic(x: Value) -> tuple[Value, Value, Value, Value]:
     """sigmoid(x) = (p + c) * (2^(k + 40) * 2^-40 where ``negative``, else 1): returns (p, c,
-    negative, 2^(k + 40)), p + c as ``quotient_parts`` gives it (2^-33 relative)."""
+    negative, 2^(k + 40)), p + c as ``quotient_short`` gives it (2^-33 relative)."""
     v = -_abs(x)
     v = select(v > -110.0, v, f32(-110.0))  # NaN too; e^-110 is far below the subnormal range
     # e^v = (e_hi + e_lo) * 2^k, k in [-159, 0]: 2^(k + 40) from the rounding add, then 2^-40.
@@ -226,7 +227,7 @@ def _logistic(x: Value) -> tuple[Value, Value, Value, Value]:
     p = first * 2.0**-40  # 2^k: subnormal or zero where e^v cannot move 1 + e^v's rounding
     d_hi, d_lo = fast_two_sum(f32(1.0), e_hi * p)
     negative = x < 0.0
-    q, c = quotient_parts(select(negative, e_hi, f32(1.0)), select(negative, e_lo, f32(0.0)), d_hi, d_lo + e_lo * p)
+    q, c = quotient_short(select(negative, e_hi, f32(1.0)), select(negative, e_lo, f32(0.0)), d_hi, d_lo + e_lo * p)
     return q, c, negative, first
 
 

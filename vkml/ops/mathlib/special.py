@@ -44,7 +44,6 @@ from .dd import (
     mul_dd_const,
     mul_dd_f,
     normalise_divisor,
-    quotient_parts,
     quotient_short,
     two_prod,
     two_sum,
@@ -120,10 +119,10 @@ def _tail_poly(a: Value, center: float, table) -> tuple[Value, Value]:
 
     The variable and the first two terms are carried as double-floats: with a rounded
     variable, or a rounded c0 + c1*u, the sum would lose up to an ulp to cancellation. The
-    variable's own error, 2^-33 relative (``quotient_parts``), moves the sum by about 2^-32.
+    variable's own error, 2^-33 relative (``quotient_short``), moves the sum by about 2^-32.
     """
     d_hi, d_lo, inverse = normalise_divisor(*two_sum(a, f32(2.0)))  # 2 + a = (d_hi + d_lo) / inverse
-    t_hi, t_lo = fast_two_sum(*quotient_parts(inverse * 2.0, f32(0.0), d_hi, d_lo))  # to 2^-33
+    t_hi, t_lo = fast_two_sum(*quotient_short(inverse * 2.0, f32(0.0), d_hi, d_lo))  # to 2^-33
     u_hi, u_lo = fast_two_sum(t_hi - center, t_lo)  # t_hi - center is exact (Sterbenz) or tiny-error
     (c0_hi, c0_lo), rest = table
     p_hi, p_lo = two_prod(rest[0], u_hi)
@@ -171,11 +170,11 @@ def _scaled(x: Value, pk: Value) -> Value:
 
 
 def _logistic_fraction(n_hi: Value, n_lo: Value, e_hi: Value, e_lo: Value, pk: Value) -> tuple[Value, Value]:
-    """n / (1 + e * 2^k) as an unnormalised double-float (``quotient_parts``: 2^-33 relative),
+    """n / (1 + e * 2^k) as an unnormalised double-float (``quotient_short``: 2^-33 relative),
     for e * 2^k <= 1.5 (gelu_tanh's denominator; pk = 2^(k + EXP_DD_BIAS) from ``_exp_dd``)."""
     d_hi, d_lo = two_sum(f32(1.0), _scaled(e_hi, pk))
     d_hi, d_lo, inverse = normalise_divisor(d_hi, d_lo + _scaled(e_lo, pk))
-    return quotient_parts(n_hi * inverse, n_lo * inverse, d_hi, d_lo)
+    return quotient_short(n_hi * inverse, n_lo * inverse, d_hi, d_lo)
 
 
 def _mul_halves(a_hi: Value, a_lo: Value, b_hi: Value, b_lo: Value) -> tuple[Value, Value]:
@@ -283,7 +282,7 @@ def mish(x: Value) -> Value:
     n_hi, n_lo = fast_two_sum(*mul_dd(a_hi, a_lo, b_hi, b_lo))
     s = select(negative, scale_k, f32(1.0))
     d_hi, d_lo = fast_two_sum(f32(2.0), -(n_hi * s))
-    q, r = quotient_parts(n_hi, n_lo, d_hi, d_lo - n_lo * s)
+    q, r = quotient_short(n_hi, n_lo, d_hi, d_lo - n_lo * s)
     out = x * q + x * r
     out = select(negative, out * first * 2.0**-40, out)
     out = select(x > 20.0, x, out)  # 1 - tanh(softplus(x)) < 2^-56: x itself, +inf too

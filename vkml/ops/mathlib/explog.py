@@ -14,7 +14,7 @@ to float32 one at a time, each later coefficient refitted to absorb the earlier 
 
 from __future__ import annotations
 
-from ...ir.builder import bitcast, eq, isnan, select
+from ...ir.builder import bitcast, eq, if_else, isnan, select
 from ...ir.core import Value
 from .bits import (
     ABS_MASK,
@@ -309,8 +309,20 @@ def log2(x: Value) -> Value:
 
     Example: ``y = log2(x)``.
     """
-    hi, lo = log2_parts(x)
-    return _log_specials(x, hi + lo, f32(float("-inf")))
+    # Positive normal x (the common case) skips the subnormal normalisation and the special values'
+    # selects, in the same arithmetic; the rest on a branch that is rarely taken.
+    normal = to_bits(x) - 0x00800000 < 0x7F000000  # unsigned: below 0x00800000 wraps around
+    (out,) = if_else(normal, lambda: _log2_sum(x, normal=True), lambda: _log2_any(x))
+    return out
+
+
+def _log2_sum(x: Value, normal: bool) -> Value:
+    hi, lo = log2_parts(x, normal=normal)
+    return hi + lo
+
+
+def _log2_any(x: Value) -> Value:
+    return _log_specials(x, _log2_sum(x, normal=False), f32(float("-inf")))
 
 
 def log2_parts(x: Value, normal: bool = False) -> tuple[Value, Value]:

@@ -14,12 +14,11 @@ to float32 one at a time, each later coefficient refitted to absorb the earlier 
 
 from __future__ import annotations
 
-from ...ir.builder import bitcast, eq, if_else, isnan, select
+from ...ir.builder import eq, if_else, isnan, select
 from ...ir.core import Value
 from .bits import (
     ABS_MASK,
     DEFAULT_NAN_BITS,
-    I32,
     INF_BITS,
     ROUNDER,
     ROUNDER_BITS,
@@ -214,18 +213,22 @@ def log_parts(v: Value, quick: bool = False, normal: bool = False) -> tuple[Valu
     halves) in place of ``div_dd``'s Dekker products, 22 instructions fewer: for log2, log1p
     and pow, whose results it moves by under 2^-7 ulp (pow's exponent y*log2|x| by 2^-25 at
     |y*log2|x|| = 150). Subnormal v is normalised with integer operations (``unpack``);
-    ``normal``: v is known to be a normal float (or its negative), which skips that (the same bits).
+    ``normal``: v is known to be a positive normal float, which skips that (the same bits).
     """
+    bits = to_bits(v)
     if normal:
-        bits = to_bits(v)
-        e = bitcast((bits >> 23) & 0xFF, I32) - 127
         m = from_bits((bits & 0x007FFFFF) | 0x3F800000)  # in [1, 2)
     else:
-        m_bits, e = unpack(to_bits(v) & ABS_MASK)
+        m_bits, e = unpack(bits & ABS_MASK)
         m = from_bits((m_bits & 0x007FFFFF) | 0x3F800000)  # in [1, 2)
     big = m > SQRT2_F32
     m = select(big, m * 0.5, m)
-    e = e + ifelse_i32(big, 1, 0)
+    if normal:
+        # e as float32 straight from the exponent field (``int_to_float``'s add, with the bias and
+        # big's 1 in its constant): the field plus ROUNDER_BITS - 127 is the bits of ROUNDER + e.
+        e_float = from_bits((bits >> 23) + select(big, u32(ROUNDER_BITS - 126), u32(ROUNDER_BITS - 127))) - ROUNDER
+    else:
+        e_float = int_to_float(e + ifelse_i32(big, 1, 0))
     f = m - 1.0  # exact (Sterbenz)
     # s = f / (2 + f) as a double-float; log(m) = 2s + 2s^3/3 + s^5 * R(s^2), |s| <= 0.1716.
     d_hi, d_lo = fast_two_sum(f32(2.0), f)
@@ -239,7 +242,7 @@ def log_parts(v: Value, quick: bool = False, normal: bool = False) -> tuple[Valu
     w_hi, w_lo = mul_dd_const(c_hi, c_lo, TWO_THIRDS, TWO_THIRDS_LO)
     tail = z_hi * c_hi * horner(z_hi, LOG_R)
     hi, lo = fast_two_sum(2.0 * s_hi, w_hi)
-    return int_to_float(e), hi, lo + (2.0 * s_lo + w_lo + tail)
+    return e_float, hi, lo + (2.0 * s_lo + w_lo + tail)
 
 
 def _log_specials(x: Value, out: Value, zero_result: Value) -> Value:

@@ -57,7 +57,8 @@ def pow(x: Value, y: Value) -> Value:  # noqa: A001 - PyTorch's name
     # selects, in the same arithmetic; zeros, subnormals, infinities and NaNs of either operand in
     # a branch that is rarely taken.
     ux, uy = to_bits(x) & ABS_MASK, to_bits(y) & ABS_MASK
-    common = (ux - 0x00800000 < 0x7F000000) & (uy < INF_BITS)  # unsigned: ux below 2^-126 wraps around
+    # |y| < 2^64 (_Y_LIMIT's bits): y needs no clamp there.
+    common = (ux - 0x00800000 < 0x7F000000) & (uy < 0x5F800000)  # unsigned: ux below 2^-126 wraps around
     (out,) = if_else(common, lambda: _pow_common(x, y), lambda: _pow_any(x, y))
     return out
 
@@ -72,8 +73,9 @@ def _y_parity(ay: Value) -> tuple[Value, Value]:
 
 
 def _magnitude(ax: Value, y: Value, ay: Value, normal: bool) -> Value:
-    """|x|^y rounded once, for finite nonzero |x| (``normal``: a normal float) and finite y."""
-    y_clamped = select(ay < _Y_LIMIT, y, select(y < 0.0, f32(-_Y_LIMIT), f32(_Y_LIMIT)))
+    """|x|^y rounded once, for finite nonzero |x| and finite y (``normal``: |x| a normal float
+    and |y| < 2^64)."""
+    y_clamped = y if normal else select(ay < _Y_LIMIT, y, select(y < 0.0, f32(-_Y_LIMIT), f32(_Y_LIMIT)))
     l_hi, l_lo = log2_parts(ax, normal=normal)
     t_hi, t_lo = mul_dd_f(l_hi, l_lo, y_clamped)
     in_range = (t_hi < _T_LIMIT) & (t_hi > -_T_LIMIT)
@@ -83,7 +85,7 @@ def _magnitude(ax: Value, y: Value, ay: Value, normal: bool) -> Value:
 
 
 def _pow_common(x: Value, y: Value) -> Value:
-    """pow for a finite normal x and a finite y: ``pow``'s bits there (x = 1 and y = ±0 give 1
+    """pow for a finite normal x and |y| < 2^64: ``pow``'s bits there (x = 1 and y = ±0 give 1
     through log2(1) = 0 and 0 * log2|x| = 0, exactly)."""
     ax = from_bits(to_bits(x) & ABS_MASK)
     ay = from_bits(to_bits(y) & ABS_MASK)

@@ -330,7 +330,7 @@ def _log2_any(x: Value) -> Value:
 
 def log2_parts(x: Value, normal: bool = False) -> tuple[Value, Value]:
     """log2(x) as a double-float (about 2^-32 relative: ``log_parts``'s quick form) for a positive finite x
-    (``normal``: of |x|, x known to be a normal float; see ``log_parts``)."""
+    (``normal``: x known to be a positive normal float; see ``log_parts``)."""
     e, hi, lo = log_parts(x, quick=True, normal=normal)
     m_hi, m_lo = mul_dd_const(hi, lo, LOG2E, LOG2E_LO)
     s_hi, s_lo = two_sum(e, m_hi)  # e is an integer: log2 of a power of two stays exact

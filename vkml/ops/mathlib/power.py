@@ -53,11 +53,10 @@ def pow(x: Value, y: Value) -> Value:  # noqa: A001 - PyTorch's name
     Example: ``z = pow(x, y)``.
     """
     y = y if isinstance(y, Value) else f32(float(y))
-    # Finite normal x of either sign and finite y (the common case) without the special values'
-    # selects, in the same arithmetic; zeros, subnormals, infinities and NaNs of either operand in
-    # a branch that is rarely taken.
+    # Finite normal x of either sign and |y| < 2^64 (the common case) without the special values'
+    # selects and y's clamp, in the same arithmetic; zeros, subnormals, infinities and NaNs of either
+    # operand, and |y| >= 2^64 (0x5F800000 the bits of _Y_LIMIT), in a branch that is rarely taken.
     ux, uy = to_bits(x) & ABS_MASK, to_bits(y) & ABS_MASK
-    # |y| < 2^64 (_Y_LIMIT's bits): y needs no clamp there.
     common = (ux - 0x00800000 < 0x7F000000) & (uy < 0x5F800000)  # unsigned: ux below 2^-126 wraps around
     (out,) = if_else(common, lambda: _pow_common(x, y), lambda: _pow_any(x, y))
     return out

@@ -24,7 +24,7 @@ import numpy as np
 
 from ...ir.builder import bitcast, current_block, is_open, select
 from ...ir.core import Value
-from .bits import I32, SIGN_BIT, from_bits, to_bits
+from .bits import I32, SIGN_BIT, U32, from_bits, to_bits
 
 FRACTION_MASK = 0x007FFFFF
 ONE_BITS = 0x3F800000  # 1.0: a fraction under this exponent field is a significand in [1, 2)
@@ -76,7 +76,7 @@ def divisor(b: Value) -> Divisor:
     for _ in range(2):  # each Newton step squares the relative error: 1/17 -> 2^-8.2 -> 2^-16.4
         r = r + r * (1.0 - y * r)
     y_hi, y_lo = _split(y)
-    d = Divisor(bits, field, (field >= 1) & (field <= 254), y, r, y_hi, y_lo)
+    d = Divisor(bits, field, _normal_field(field), y, r, y_hi, y_lo)
     _DIVISORS[id(b)] = (b, d, current_block())
     return d
 
@@ -91,9 +91,14 @@ def quotient_is_normal(a: Value, b: Value | Divisor) -> Value:
     """
     d = b if isinstance(b, Divisor) else divisor(b)
     field_a = exponent_field(to_bits(a))
-    normal_a = (field_a >= 1) & (field_a <= 254)
     scale = field_a - d.field
-    return normal_a & d.normal & (scale >= -125) & (scale <= 127)
+    return _normal_field(field_a) & d.normal & (bitcast(scale + 125, U32) < 253)  # scale in [-125, 127]
+
+
+def _normal_field(field: Value) -> Value:
+    """Whether an exponent field (int32, 0..255) is a finite normal float's, 1..254: one unsigned
+    comparison, the field 0 wrapping around to 2^32 - 1."""
+    return bitcast(field - 1, U32) < 254
 
 
 def _split(v: Value) -> tuple[Value, Value]:

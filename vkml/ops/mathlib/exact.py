@@ -93,37 +93,57 @@ def sqrt(x: Value) -> Value:
     Example: ``r = sqrt(x)``.
     """
     u = to_bits(x)
-    # A subnormal x is f * 2^-149 = 2f * 2^-150 with f its fraction: 2f as a float32 (exact, no
-    # conversion: 2^23 + f less 2^23, doubled), its square root's exponent then 75 lower.
-    subnormal = u < 0x00800000  # +0 too; negative x are overridden below
-    v = select(subnormal, to_bits((from_bits(u | 0x4B000000) - 8388608.0) * 2.0), u)
-    # v = m * 2^(2h) with m in [1, 4): the field of m is 127 or 128 by the parity of v's, and
+    # Positive normal x (the common case) in float and integer arithmetic alone; zeros, subnormals,
+    # negatives, infinities and NaNs in a branch that is rarely taken.
+    normal = u - 0x00800000 < 0x7F000000  # unsigned: below 0x00800000 wraps around
+    (out,) = if_else(normal, lambda: _sqrt_normal(u), lambda: _sqrt_any(x))
+    return out
+
+
+def _sqrt_normal(u: Value) -> Value:
+    """The correctly rounded square root of the positive normal float32 with bits ``u``."""
+    # u = m * 2^(2h) with m in [1, 4): the field of m is 127 or 128 by the parity of u's, and
     # h = floor((field - 127) / 2) = ((field + 1) >> 1) - 64, added to the root's field at the end.
-    m = from_bits(((v & 0x00FFFFFF) ^ 0x00800000) + 0x3F800000)
-    # -64 << 23 and, for a subnormal, -(64 + 75) << 23, modulo 2^32.
-    field_add = ((v + 0x00800000) >> 24 << 23) + select(subnormal, u32(0xBA800000), u32(0xE0000000))
-    # sqrt(m) to within an ulp: two Newton steps on 1/sqrt from the bit seed (2^-17.7), then one
-    # on sqrt whose residual's rounding moves it by under half an ulp.
+    m = from_bits(((u & 0x00FFFFFF) ^ 0x00800000) + 0x3F800000)
+    field_add = (u + 0x00800000) >> 24 << 23  # less 64 << 23, folded into the step below
+    s = _sqrt_estimate(m)
+    # Round exactly: with m = M * 2^-23 and s = S * 2^-23 (integers), r = M*2^23 - S^2 is below
+    # 2^27 in magnitude, so uint32 arithmetic modulo 2^32 gives it. sqrt(m) lies above the
+    # midpoint s + ulp/2 iff 4*M*2^23 > (2S + 1)^2, i.e. r > S; below s - ulp/2 iff r <= -S
+    # (never a tie: a midpoint has 25 bits, its square is no float32).
+    # Modulo 2^32, M*2^23 is m's bits shifted left by 23 + (m's field - 127): M's leading bit
+    # lands at 2^46 or 2^47 and drops out, as do the exponent field's bits. s is in [1, 2]
+    # (within an ulp of sqrt(m) in [1, 2)), and s = 2 gives S = 2^24, its value: S is s's bits
+    # less those of 2^-23 * 2^23 = 1.0 with its implicit bit.
+    mb, sb = to_bits(m), to_bits(s)
+    r = bitcast((mb << ((mb >> 23) - 104)) - (sb - 0x3F000000) * (sb - 0x3F000000), I32)
+    big_s = bitcast(sb - 0x3F000000, I32)
+    # The step and -64 << 23 (h's offset) in one constant, modulo 2^32.
+    step = select(r > big_s, u32(0xE0000001), select(r <= -big_s, u32(0xDFFFFFFF), u32(0xE0000000)))
+    return from_bits(sb + step + field_add)
+
+
+def _sqrt_estimate(m: Value) -> Value:
+    """sqrt(m) to within an ulp, for m in [1, 4): two Newton steps on 1/sqrt from the bit seed
+    (2^-17.7), then one on sqrt whose residual's rounding moves it by under half an ulp."""
     y = from_bits(0x5F3759DF - (to_bits(m) >> 1))
     half_m = m * 0.5
     for _ in range(2):
         y = y * (1.5 - half_m * y * y)
     s0 = m * y
     s = s0 + (m - s0 * s0) * (y * 0.5)
-    s = select(s > 1.0, s, f32(1.0))  # sqrt(m) >= 1: the step below never leaves [1, 2)
-    s = select(s < 2.0, s, f32(float.fromhex("0x1.fffffep0")))
-    # Round exactly: with m = M * 2^-23 and s = S * 2^-23 (integers), r = M*2^23 - S^2 is below
-    # 2^27 in magnitude, so uint32 arithmetic modulo 2^32 gives it. sqrt(m) lies above the
-    # midpoint s + ulp/2 iff 4*M*2^23 > (2S + 1)^2, i.e. r > S; below s - ulp/2 iff r <= -S
-    # (never a tie: a midpoint has 25 bits, its square is no float32).
-    mb, sb = to_bits(m), to_bits(s)
-    big_m = ((mb & 0x007FFFFF) | 0x00800000) << ((mb >> 23) - 127)
-    big_s = (sb & 0x007FFFFF) | 0x00800000
-    r = bitcast((big_m << 23) - big_s * big_s, I32)
-    big_s = bitcast(big_s, I32)
-    step = select(r > big_s, u32(1), select(r <= -big_s, u32(0xFFFFFFFF), u32(0)))
-    out = from_bits(sb + step + field_add)
+    return select(s > 1.0, s, f32(1.0))  # sqrt(m) >= 1: the rounding below reads s's bits as [1, 2]
 
+
+def _sqrt_any(x: Value) -> Value:
+    """sqrt for every input (``sqrt``'s contract): subnormals scaled, specials picked."""
+    u = to_bits(x)
+    # A subnormal x is f * 2^-149 = 2f * 2^-150 with f its fraction: 2f as a float32 (exact, no
+    # conversion: 2^23 + f less 2^23, doubled), its square root's exponent then 75 lower.
+    subnormal = u < 0x00800000  # +0 too; negative x are overridden below
+    v = select(subnormal, to_bits((from_bits(u | 0x4B000000) - 8388608.0) * 2.0), u)
+    out = _sqrt_normal(v)
+    out = select(subnormal, from_bits(to_bits(out) - (75 << 23)), out)
     out = select(eq(u & ABS_MASK, 0) | eq(u, INF_BITS), x, out)
     out = select(x < 0.0, f32_bits(DEFAULT_NAN_BITS), out)
     return select(isnan(x), quiet(x), out)

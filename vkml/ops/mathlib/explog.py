@@ -14,7 +14,7 @@ to float32 one at a time, each later coefficient refitted to absorb the earlier 
 
 from __future__ import annotations
 
-from ...ir.builder import eq, isnan, select
+from ...ir.builder import eq, if_else, isnan, select
 from ...ir.core import Value
 from .bits import (
     ABS_MASK,
@@ -37,7 +37,7 @@ from .bits import (
     u32,
     unpack,
 )
-from .dd import div_dd, fast_two_sum, horner, mul_dd, mul_dd_const, quotient_parts, recip, scale, two_prod, two_sum
+from .dd import div_dd, fast_two_sum, horner, mul_dd, mul_dd_const, quotient_short, recip, scale, two_prod, two_sum
 
 LOG2E = float.fromhex("0x1.715476p+0")
 LOG2E_LO = float.fromhex("0x1.4ae0cp-26")
@@ -205,25 +205,35 @@ def minus_one(s: Value, tail: Value, k: Value) -> tuple[Value, Value]:
 # ---------------------------------------------------------------- log family
 
 
-def log_parts(v: Value, quick: bool = False) -> tuple[Value, Value, Value]:
+def log_parts(v: Value, quick: bool = False, normal: bool = False) -> tuple[Value, Value, Value]:
     """log(v) = e*ln2 + (hi + lo) for a positive finite v: returns (e as float32, hi, lo).
 
     hi + lo = log(m) for v = 2^e * m, m in [sqrt(1/2), sqrt(2)), to about 2^-40 relative;
-    ``quick``: to about 2^-32, s = f/(2 + f) by ``quotient_parts`` (exact products of 12-bit
-    halves) in place of ``div_dd``'s Dekker products, 15 instructions fewer: for log2, log1p
+    ``quick``: to about 2^-32, s = f/(2 + f) by ``quotient_short`` (exact products of 12-bit
+    halves) in place of ``div_dd``'s Dekker products, 22 instructions fewer: for log2, log1p
     and pow, whose results it moves by under 2^-7 ulp (pow's exponent y*log2|x| by 2^-25 at
-    |y*log2|x|| = 150). Subnormal v is normalised with integer operations (``unpack``).
+    |y*log2|x|| = 150). Subnormal v is normalised with integer operations (``unpack``);
+    ``normal``: v is known to be a positive normal float, which skips that (the same bits).
     """
-    m_bits, e = unpack(to_bits(v) & ABS_MASK)
-    m = from_bits((m_bits & 0x007FFFFF) | 0x3F800000)  # in [1, 2)
+    bits = to_bits(v)
+    if normal:
+        m = from_bits((bits & 0x007FFFFF) | 0x3F800000)  # in [1, 2)
+    else:
+        m_bits, e = unpack(bits & ABS_MASK)
+        m = from_bits((m_bits & 0x007FFFFF) | 0x3F800000)  # in [1, 2)
     big = m > SQRT2_F32
     m = select(big, m * 0.5, m)
-    e = e + ifelse_i32(big, 1, 0)
+    if normal:
+        # e as float32 straight from the exponent field (``int_to_float``'s add, with the bias and
+        # big's 1 in its constant): the field plus ROUNDER_BITS - 127 is the bits of ROUNDER + e.
+        e_float = from_bits((bits >> 23) + select(big, u32(ROUNDER_BITS - 126), u32(ROUNDER_BITS - 127))) - ROUNDER
+    else:
+        e_float = int_to_float(e + ifelse_i32(big, 1, 0))
     f = m - 1.0  # exact (Sterbenz)
     # s = f / (2 + f) as a double-float; log(m) = 2s + 2s^3/3 + s^5 * R(s^2), |s| <= 0.1716.
     d_hi, d_lo = fast_two_sum(f32(2.0), f)
     if quick:
-        s_hi, s_lo = fast_two_sum(*quotient_parts(f, f32(0.0), d_hi, d_lo, (LOG_RECIP_A, LOG_RECIP_B)))
+        s_hi, s_lo = fast_two_sum(*quotient_short(f, f32(0.0), d_hi, d_lo, (LOG_RECIP_A, -LOG_RECIP_B)))
     else:
         s_hi, s_lo = div_dd(f, f32(0.0), d_hi, d_lo)
     z_hi, z_lo = two_prod(s_hi, s_hi)
@@ -232,7 +242,7 @@ def log_parts(v: Value, quick: bool = False) -> tuple[Value, Value, Value]:
     w_hi, w_lo = mul_dd_const(c_hi, c_lo, TWO_THIRDS, TWO_THIRDS_LO)
     tail = z_hi * c_hi * horner(z_hi, LOG_R)
     hi, lo = fast_two_sum(2.0 * s_hi, w_hi)
-    return int_to_float(e), hi, lo + (2.0 * s_lo + w_lo + tail)
+    return e_float, hi, lo + (2.0 * s_lo + w_lo + tail)
 
 
 def _log_specials(x: Value, out: Value, zero_result: Value) -> Value:
@@ -302,13 +312,26 @@ def log2(x: Value) -> Value:
 
     Example: ``y = log2(x)``.
     """
-    hi, lo = log2_parts(x)
-    return _log_specials(x, hi + lo, f32(float("-inf")))
+    # Positive normal x (the common case) skips the subnormal normalisation and the special values'
+    # selects, in the same arithmetic; the rest on a branch that is rarely taken.
+    normal = to_bits(x) - 0x00800000 < 0x7F000000  # unsigned: below 0x00800000 wraps around
+    (out,) = if_else(normal, lambda: _log2_sum(x, normal=True), lambda: _log2_any(x))
+    return out
 
 
-def log2_parts(x: Value) -> tuple[Value, Value]:
-    """log2(x) as a double-float (about 2^-32 relative: ``log_parts``'s quick form) for a positive finite x."""
-    e, hi, lo = log_parts(x, quick=True)
+def _log2_sum(x: Value, normal: bool) -> Value:
+    hi, lo = log2_parts(x, normal=normal)
+    return hi + lo
+
+
+def _log2_any(x: Value) -> Value:
+    return _log_specials(x, _log2_sum(x, normal=False), f32(float("-inf")))
+
+
+def log2_parts(x: Value, normal: bool = False) -> tuple[Value, Value]:
+    """log2(x) as a double-float (about 2^-32 relative: ``log_parts``'s quick form) for a positive finite x
+    (``normal``: x known to be a positive normal float; see ``log_parts``)."""
+    e, hi, lo = log_parts(x, quick=True, normal=normal)
     m_hi, m_lo = mul_dd_const(hi, lo, LOG2E, LOG2E_LO)
     s_hi, s_lo = two_sum(e, m_hi)  # e is an integer: log2 of a power of two stays exact
     return s_hi, s_lo + m_lo

@@ -7,7 +7,7 @@ absolute even where |t| is near 150; the one rounding is exp2's.
 
 from __future__ import annotations
 
-from ...ir.builder import eq, isnan, select
+from ...ir.builder import eq, if_else, isnan, select
 from ...ir.core import Value
 from .bits import (
     ABS_MASK,
@@ -53,21 +53,53 @@ def pow(x: Value, y: Value) -> Value:  # noqa: A001 - PyTorch's name
     Example: ``z = pow(x, y)``.
     """
     y = y if isinstance(y, Value) else f32(float(y))
-    ax = from_bits(to_bits(x) & ABS_MASK)
-    ay = from_bits(to_bits(y) & ABS_MASK)
-    # Integer and parity tests by float adds (rounding and converting cost 8 adds each on Hopper):
-    # every float32 from 2^23 up is an integer, and below it ay + 2^23 rounds to an integer exactly.
-    y_int = is_integer(ay) | (ay >= 2.0**23)  # true for ±inf, false for NaN
-    small_int = y_int & (ay < 2.0**24)  # every float32 of magnitude >= 2^24 is an even integer
-    odd = small_int & ~is_integer(ay * 0.5)  # ay < 2^24: ay/2 is exact and below 2^23
+    # Finite normal x of either sign and |y| < 2^64 (the common case) without the special values'
+    # selects and y's clamp, in the same arithmetic; zeros, subnormals, infinities and NaNs of either
+    # operand, and |y| >= 2^64 (0x5F800000 the bits of _Y_LIMIT), in a branch that is rarely taken.
+    ux, uy = to_bits(x) & ABS_MASK, to_bits(y) & ABS_MASK
+    common = (ux - 0x00800000 < 0x7F000000) & (uy < 0x5F800000)  # unsigned: ux below 2^-126 wraps around
+    (out,) = if_else(common, lambda: _pow_common(x, y), lambda: _pow_any(x, y))
+    return out
 
-    y_clamped = select(ay < _Y_LIMIT, y, select(y < 0.0, f32(-_Y_LIMIT), f32(_Y_LIMIT)))
-    l_hi, l_lo = log2_parts(ax)
+
+def _y_parity(ay: Value) -> tuple[Value, Value]:
+    """(y is an integer, y is an odd integer) for ay = |y|, by float adds (rounding and converting
+    cost 8 adds each on Hopper): every float32 from 2^23 up is an integer, and below it
+    ay + 2^23 rounds to an integer exactly. The first is true for ±inf, both false for NaN."""
+    y_int = is_integer(ay) | (ay >= 2.0**23)
+    small_int = y_int & (ay < 2.0**24)  # every float32 of magnitude >= 2^24 is an even integer
+    return y_int, small_int & ~is_integer(ay * 0.5)  # ay < 2^24: ay/2 is exact and below 2^23
+
+
+def _magnitude(ax: Value, y: Value, ay: Value, normal: bool) -> Value:
+    """|x|^y rounded once, for finite nonzero |x| and finite y (``normal``: |x| a normal float
+    and |y| < 2^64)."""
+    y_clamped = y if normal else select(ay < _Y_LIMIT, y, select(y < 0.0, f32(-_Y_LIMIT), f32(_Y_LIMIT)))
+    l_hi, l_lo = log2_parts(ax, normal=normal)
     t_hi, t_lo = mul_dd_f(l_hi, l_lo, y_clamped)
     in_range = (t_hi < _T_LIMIT) & (t_hi > -_T_LIMIT)
     t_lo = select(in_range, t_lo, f32(0.0))
     t_hi = select(in_range, t_hi, select(t_hi > 0.0, f32(_T_LIMIT), f32(-_T_LIMIT)))
-    mag = exp2_rounded(t_hi, t_lo, 76, -74)  # k in [-200, 0] or [0, 200]
+    return exp2_rounded(t_hi, t_lo, 76, -74)  # k in [-200, 0] or [0, 200]
+
+
+def _pow_common(x: Value, y: Value) -> Value:
+    """pow for a finite normal x and |y| < 2^64: ``pow``'s bits there (x = 1 and y = ±0 give 1
+    through log2(1) = 0 and 0 * log2|x| = 0, exactly)."""
+    ax = from_bits(to_bits(x) & ABS_MASK)
+    ay = from_bits(to_bits(y) & ABS_MASK)
+    y_int, odd = _y_parity(ay)
+    mag = _magnitude(ax, y, ay, normal=True)
+    out = from_bits(to_bits(mag) | select(odd, to_bits(x) & SIGN_BIT, u32(0)))
+    return select((x < 0.0) & ~y_int, f32_bits(DEFAULT_NAN_BITS), out)
+
+
+def _pow_any(x: Value, y: Value) -> Value:
+    """pow for every x and y (``pow``'s contract)."""
+    ax = from_bits(to_bits(x) & ABS_MASK)
+    ay = from_bits(to_bits(y) & ABS_MASK)
+    y_int, odd = _y_parity(ay)
+    mag = _magnitude(ax, y, ay, normal=False)
 
     inf, zero = f32_bits(INF_BITS), f32(0.0)
     y_neg = y < 0.0

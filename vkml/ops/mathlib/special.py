@@ -44,7 +44,7 @@ from .dd import (
     mul_dd_const,
     mul_dd_f,
     normalise_divisor,
-    quotient_parts,
+    quotient_short,
     two_prod,
     two_sum,
 )
@@ -110,7 +110,7 @@ SMALL = 0.75  # split point of the erf and gelu polynomials
 def _poly_dd(u: Value, table) -> tuple[Value, Value]:
     """c0 + u*P(u) as a double-float, c0 being the table's float32 pair."""
     (c0_hi, c0_lo), rest = table
-    hi, lo = two_sum(f32(c0_hi), u * horner(u, rest))
+    hi, lo = fast_two_sum(f32(c0_hi), u * horner(u, rest))  # |u P(u)| below |c0| (PHI_SMALL: 0.04 and 0.4)
     return hi, lo + c0_lo
 
 
@@ -119,15 +119,18 @@ def _tail_poly(a: Value, center: float, table) -> tuple[Value, Value]:
 
     The variable and the first two terms are carried as double-floats: with a rounded
     variable, or a rounded c0 + c1*u, the sum would lose up to an ulp to cancellation. The
-    variable's own error, 2^-33 relative (``quotient_parts``), moves the sum by about 2^-32.
+    variable's own error, 2^-33 relative (``quotient_short``), moves the sum by about 2^-32.
     """
     d_hi, d_lo, inverse = normalise_divisor(*two_sum(a, f32(2.0)))  # 2 + a = (d_hi + d_lo) / inverse
-    t_hi, t_lo = fast_two_sum(*quotient_parts(inverse * 2.0, f32(0.0), d_hi, d_lo))  # to 2^-33
+    t_hi, t_lo = fast_two_sum(*quotient_short(inverse * 2.0, f32(0.0), d_hi, d_lo))  # to 2^-33
     u_hi, u_lo = fast_two_sum(t_hi - center, t_lo)  # t_hi - center is exact (Sterbenz) or tiny-error
     (c0_hi, c0_lo), rest = table
     p_hi, p_lo = two_prod(rest[0], u_hi)
     higher = u_hi * u_hi * horner(u_hi, rest[1:])
-    hi, lo = two_sum(f32(c0_hi), p_hi)
+    # |c1 u| below |c0| where the result is used (GELU_TAIL: 0.08 and 0.36; ERFC_SCALED on
+    # [0.75, 4]: 0.18 and 0.28; ERFC_FAR on [3, 10.125]: 0.064 and 0.11), so the sum's error is
+    # exact without two_sum's reversed check (other lanes' sums are discarded).
+    hi, lo = fast_two_sum(f32(c0_hi), p_hi)
     return hi, lo + (p_lo + rest[0] * u_lo + c0_lo + higher)
 
 
@@ -167,11 +170,11 @@ def _scaled(x: Value, pk: Value) -> Value:
 
 
 def _logistic_fraction(n_hi: Value, n_lo: Value, e_hi: Value, e_lo: Value, pk: Value) -> tuple[Value, Value]:
-    """n / (1 + e * 2^k) as an unnormalised double-float (``quotient_parts``: 2^-33 relative),
+    """n / (1 + e * 2^k) as an unnormalised double-float (``quotient_short``: 2^-33 relative),
     for e * 2^k <= 1.5 (gelu_tanh's denominator; pk = 2^(k + EXP_DD_BIAS) from ``_exp_dd``)."""
     d_hi, d_lo = two_sum(f32(1.0), _scaled(e_hi, pk))
     d_hi, d_lo, inverse = normalise_divisor(d_hi, d_lo + _scaled(e_lo, pk))
-    return quotient_parts(n_hi * inverse, n_lo * inverse, d_hi, d_lo)
+    return quotient_short(n_hi * inverse, n_lo * inverse, d_hi, d_lo)
 
 
 def _mul_halves(a_hi: Value, a_lo: Value, b_hi: Value, b_lo: Value) -> tuple[Value, Value]:
@@ -186,8 +189,8 @@ def _mul_halves(a_hi: Value, a_lo: Value, b_hi: Value, b_lo: Value) -> tuple[Val
 
 def _quotient(n_hi: Value, n_lo: Value, d_hi: Value, d_lo: Value) -> Value:
     """(n_hi + n_lo) / (d_hi + d_lo) rounded once, for d_hi in [1, 2], |d_lo| <= 2^-22 and
-    |n_lo| <= 2^-20 |n_hi|: the pair of ``quotient_parts`` summed (error below 0.52 ulp)."""
-    p, c = quotient_parts(n_hi, n_lo, d_hi, d_lo)
+    |n_lo| <= 2^-20 |n_hi|: the pair of ``quotient_short`` summed (error below 0.52 ulp)."""
+    p, c = quotient_short(n_hi, n_lo, d_hi, d_lo)
     return p + c
 
 
@@ -214,7 +217,7 @@ def sigmoid(x: Value) -> Value:
 
 def _logistic(x: Value) -> tuple[Value, Value, Value, Value]:
     """sigmoid(x) = (p + c) * (2^(k + 40) * 2^-40 where ``negative``, else 1): returns (p, c,
-    negative, 2^(k + 40)), p + c as ``quotient_parts`` gives it (2^-33 relative)."""
+    negative, 2^(k + 40)), p + c as ``quotient_short`` gives it (2^-33 relative)."""
     v = -_abs(x)
     v = select(v > -110.0, v, f32(-110.0))  # NaN too; e^-110 is far below the subnormal range
     # e^v = (e_hi + e_lo) * 2^k, k in [-159, 0]: 2^(k + 40) from the rounding add, then 2^-40.
@@ -223,7 +226,7 @@ def _logistic(x: Value) -> tuple[Value, Value, Value, Value]:
     p = first * 2.0**-40  # 2^k: subnormal or zero where e^v cannot move 1 + e^v's rounding
     d_hi, d_lo = fast_two_sum(f32(1.0), e_hi * p)
     negative = x < 0.0
-    q, c = quotient_parts(select(negative, e_hi, f32(1.0)), select(negative, e_lo, f32(0.0)), d_hi, d_lo + e_lo * p)
+    q, c = quotient_short(select(negative, e_hi, f32(1.0)), select(negative, e_lo, f32(0.0)), d_hi, d_lo + e_lo * p)
     return q, c, negative, first
 
 
@@ -279,7 +282,7 @@ def mish(x: Value) -> Value:
     n_hi, n_lo = fast_two_sum(*mul_dd(a_hi, a_lo, b_hi, b_lo))
     s = select(negative, scale_k, f32(1.0))
     d_hi, d_lo = fast_two_sum(f32(2.0), -(n_hi * s))
-    q, r = quotient_parts(n_hi, n_lo, d_hi, d_lo - n_lo * s)
+    q, r = quotient_short(n_hi, n_lo, d_hi, d_lo - n_lo * s)
     out = x * q + x * r
     out = select(negative, out * first * 2.0**-40, out)
     out = select(x > 20.0, x, out)  # 1 - tanh(softplus(x)) < 2^-56: x itself, +inf too
@@ -412,7 +415,7 @@ def gelu(x: Value) -> Value:
     q_hi, q_lo = two_prod(x, x)
     p_hi, p_lo = _poly_dd(q_hi, PHI_SMALL)
     m_hi, m_lo = _mul_halves(q_hi, q_lo, p_hi, p_lo)
-    h, l = two_sum(x * 0.5, m_hi)
+    h, l = fast_two_sum(x * 0.5, m_hi)  # |x^2 P(x^2)| <= 0.3|x| where |x| <= 0.75
     small = h + (l + m_lo)
     # |x| > 0.75: g = gelu(-|x|) = exp(-x^2/2) * S(-|x|); gelu(x) = g for x < 0, x + g for x > 0.
     a = _clamp(_abs(x), SMALL, 15.0)  # gelu(-15) is far below the subnormal range
@@ -428,7 +431,7 @@ def gelu(x: Value) -> Value:
 def _finish_gelu(x: Value, small: Value | None, g_hi: Value, g_lo: Value, pk: Value) -> Value:
     """Pick g * 2^k for x < 0, x + g * 2^k for x > 0, or the small-|x| result where given (pk as ``_scaled`` takes it)."""
     negative = _scaled(g_hi + g_lo, pk)
-    h, l = two_sum(x, _scaled(g_hi, pk))
+    h, l = fast_two_sum(x, _scaled(g_hi, pk))  # |g| <= x/2 for x > 0 (x = inf is picked below)
     positive = h + (l + _scaled(g_lo, pk))
     out = select(x < 0.0, negative, select(eq(to_bits(x), INF_BITS), x, positive))  # inf + g would be NaN
     if small is not None:

@@ -109,6 +109,7 @@ class NAdam(Optimizer):
     """
 
     _float_state = ("mu_product",)
+    _host_scalar_state = ("step", "mu_product")
     _saved_tensor_state = ("step", "mu_product")
 
     def __init__(

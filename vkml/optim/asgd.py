@@ -26,6 +26,7 @@ class ASGD(Optimizer):
     """
 
     _float_state = ("eta", "mu")
+    _host_scalar_state = ("step", "eta", "mu")
     _saved_tensor_state = ("step", "eta", "mu")
 
     def __init__(

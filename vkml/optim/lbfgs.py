@@ -148,6 +148,7 @@ class LBFGS(Optimizer):
 
     _float_state = ("t", "H_diag", "ro", "al", "prev_loss")
     _saved_tensor_state = ("H_diag", "ro", "al")  # PyTorch keeps t and prev_loss as numbers
+    _host_scalar_state = ()  # no step counter: its own ``step`` keeps n_iter and func_evals as ints
 
     def __init__(
         self,

@@ -48,6 +48,9 @@ class SparseAdam(Optimizer):
     """
 
     _sparse_grads = True
+    # PyTorch's SparseAdam keeps ``step`` a Python int, in its state and its state_dict()
+    _host_scalar_state = ()
+    _saved_tensor_state = ()
 
     def __init__(
         self,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import warnings
+import weakref
 from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
@@ -158,6 +159,12 @@ class Optimizer:
         names = [p[0] for p in params if isinstance(p, tuple)]
         params = [p[1] if isinstance(p, tuple) else p for p in params]
         # a complex parameter is updated through its real pair, as PyTorch's optimizers use view_as_real
+        pairs = [p._pair for p in params if getattr(p, "_pair", None) is not None]
+        if pairs and self._complex_refused == "construction":
+            raise ValueError(f"{type(self).__name__} does not support complex parameters")
+        if pairs:  # by id, held weakly; pickling leaves it behind (names starting _optimizer_), as the hooks
+            known = self.__dict__.setdefault("_optimizer_complex_pairs", {})
+            known.update((id(pair), weakref.ref(pair)) for pair in pairs)
         params = [p._pair if getattr(p, "_pair", None) is not None else p for p in params]
         group = dict(param_group)
         group["params"] = params
@@ -235,6 +242,8 @@ class Optimizer:
                         p.node = pending[id(p)].node
                     if p.grad.is_sparse:
                         self._check_sparse_grad()
+                    if self._complex_refused == "step" and self.is_complex_pair(p):
+                        raise RuntimeError(f"{type(self).__name__} does not support complex parameters")
                     state = self.state.get(p, {})
                     counters = _numbers_of_counters(state, self._host_scalar_state)
                     kept = {k: v for k, v in state.items() if isinstance(v, Tensor)}
@@ -353,6 +362,15 @@ class Optimizer:
     _sparse_grads = False
     _sparse_hint = ""
     _sparse_refuser: str | None = None  # the name in PyTorch's text, where not the class's (AdamW's is Adam's)
+
+    # Where PyTorch refuses complex parameters: None (it takes them), "construction" (ValueError) or
+    # "step" (RuntimeError at the first step)
+    _complex_refused: str | None = None
+
+    def is_complex_pair(self, param) -> bool:
+        """Whether ``param`` (in ``param_groups``) is the real pair of a complex parameter."""
+        held = self.__dict__.get("_optimizer_complex_pairs", {}).get(id(param))
+        return held is not None and held() is param
 
     def _check_sparse_grad(self) -> None:
         if not self._sparse_grads:

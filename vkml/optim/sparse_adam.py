@@ -67,6 +67,12 @@ class SparseAdam(Optimizer):
         ]
         if sparse:
             raise ValueError(f"Sparse params at indices {sparse}: SparseAdam requires dense parameter tensors")
+        complex_ = [
+            [g, p] for g, group in enumerate(self.param_groups) for p, t in enumerate(group["params"])
+            if self.is_complex_pair(t)
+        ]  # fmt: skip
+        if complex_:
+            raise ValueError(f"Complex params at indices {complex_}: SparseAdam does not support complex parameters")
 
     def update(self, param, grad, state: dict, group: dict):
         if not grad.is_sparse:

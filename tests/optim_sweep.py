@@ -81,7 +81,9 @@ def assert_same_entry(ours, theirs, where: str, rtol: float, atol: float, values
     if isinstance(theirs, torch.Tensor):
         assert isinstance(ours, vkml.Tensor), f"{where}: PyTorch keeps a tensor, vkml a {type(ours).__name__}"
         assert tuple(ours.shape) == tuple(theirs.shape), f"{where}: shape {tuple(ours.shape)} != {tuple(theirs.shape)}"
-        assert ours.dtype.name == str(theirs.dtype).removeprefix("torch."), f"{where}: dtype {ours.dtype} != {theirs.dtype}"
+        assert ours.dtype.name == str(theirs.dtype).removeprefix("torch."), (
+            f"{where}: dtype {ours.dtype} != {theirs.dtype}"
+        )
         if not values:
             return
         if theirs.is_sparse:

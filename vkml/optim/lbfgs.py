@@ -242,7 +242,11 @@ class LBFGS(Optimizer):
 
         d, t = state.get("d"), state.get("t")
         old_dirs, old_stps, ro = state.get("old_dirs"), state.get("old_stps"), _numbers(state.get("ro"))
-        h_diag, prev_flat_grad, prev_loss = _numbers(state.get("H_diag")), state.get("prev_flat_grad"), state.get("prev_loss")
+        h_diag, prev_flat_grad, prev_loss = (
+            _numbers(state.get("H_diag")),
+            state.get("prev_flat_grad"),
+            state.get("prev_loss"),
+        )
         if "al" in state:
             state["al"] = _numbers(state["al"])
         n_iter = 0

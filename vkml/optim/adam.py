@@ -24,7 +24,7 @@ class Adam(Optimizer):
 
     ``foreach``, ``fused`` and ``capturable`` only pick one of PyTorch's implementations of the
     same arithmetic: vkml accepts and keeps them (its step is one fused submission either way, and
-    ``step`` stays a host number); ``differentiable=True`` raises NotImplementedError. For float16 and
+    ``state["step"]`` stays on the CPU, its number kept by the host); ``differentiable=True`` raises NotImplementedError. For float16 and
     bfloat16 parameters the arithmetic is the single-tensor and foreach paths' (each of ``lerp_``,
     ``addcmul_``, ``addcdiv_`` rounded once): PyTorch's fused kernel rounds only each state's final
     value, so it can differ from them, and from vkml, in the last bit of a half-precision weight.

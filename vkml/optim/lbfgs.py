@@ -132,7 +132,8 @@ class LBFGS(Optimizer):
 
     One parameter group only, as in PyTorch. The state holds PyTorch's keys (``d``, ``t``,
     ``old_dirs``, ``old_stps``, ``ro``, ``H_diag``, ``prev_flat_grad``, ``prev_loss``, ``al``,
-    ``func_evals``, ``n_iter``); its scalars are Python floats where PyTorch has 0-d tensors.
+    ``func_evals``, ``n_iter``) and types: ``ro``, ``al`` and ``H_diag`` 0-d tensors (``HostScalar``),
+    ``t`` and ``prev_loss`` numbers.
 
     >>> import vkml
     >>> w = vkml.nn.Parameter(vkml.tensor([3.0, -2.0]))

@@ -13,6 +13,8 @@ The default-suite tests are the regression rows of what the sweep found, written
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 import torch
@@ -243,3 +245,71 @@ def test_warm_restarts_take_fractional_epochs_as_torch() -> None:
         for sched in scheds:
             sched.step(epoch)
         assert scheds[1].get_last_lr() == scheds[0].get_last_lr(), epoch
+
+
+# ---------------------------------------------------------------------- hooks and groups, as PyTorch's
+
+
+def _hooks_in_order(lib) -> tuple:
+    log = []
+    w = lib.nn.Parameter(lib.ones(2))
+    opt = lib.optim.SGD([w], lr=0.1)
+    opt.register_step_pre_hook(lambda o, args, kw: log.append(("pre", type(args[0]).__name__, len(args), sorted(kw))))
+    opt.register_step_post_hook(lambda o, args, kw: log.append(("post", len(args), sorted(kw))))
+    opt.register_state_dict_pre_hook(lambda o: log.append("state_dict pre"))
+    opt.register_state_dict_post_hook(lambda o, sd: {**sd, "extra": log.append("state_dict post")})
+    opt.register_load_state_dict_pre_hook(
+        lambda o, sd: log.append(("load pre", sorted(sd))) or {k: v for k, v in sd.items() if k != "extra"}
+    )
+    opt.register_load_state_dict_post_hook(lambda o: log.append("load post"))
+    w.grad = lib.ones(2)
+    opt.step()
+    opt.load_state_dict(opt.state_dict())
+    opt.step(closure=None)
+    return tuple(log)
+
+
+def _pre_hook_replaces_the_call(lib) -> tuple:
+    """A pre-hook's ``(args, kwargs)`` are what step is called with; ``args`` start with the optimizer."""
+    w = lib.nn.Parameter(lib.ones(2))
+    opt = lib.optim.SGD([w], lr=0.1)
+    opt.register_step_pre_hook(lambda o, args, kw: ((o,), {"closure": lambda: 5.0}))
+    w.grad = lib.ones(2)
+    return float(opt.step()), w.tolist()
+
+
+def _global_hooks(lib) -> tuple:
+    module = importlib.import_module(f"{lib.__name__}.optim.optimizer")  # torch.optim drops the attribute
+    log = []
+    pre = module.register_optimizer_step_pre_hook(lambda o, args, kw: log.append(("global pre", type(o).__name__)))
+    post = module.register_optimizer_step_post_hook(lambda o, args, kw: log.append("global post"))
+    try:
+        w = lib.nn.Parameter(lib.ones(2))
+        opt = lib.optim.Adam([w], lr=0.1)
+        opt.register_step_pre_hook(lambda o, args, kw: log.append("pre"))
+        opt.register_step_post_hook(lambda o, args, kw: log.append("post"))
+        w.grad = lib.ones(2)
+        opt.step()
+    finally:
+        pre.remove()
+        post.remove()
+    opt.step()
+    return tuple(log)
+
+
+def _group_added_later(lib) -> tuple:
+    a, b = lib.nn.Parameter(lib.ones(2)), lib.nn.Parameter(lib.full((3,), 2.0))
+    opt = lib.optim.Adam([a], lr=0.1)
+    a.grad = lib.ones(2)
+    opt.step()
+    opt.add_param_group({"params": [b], "lr": 0.01, "betas": (0.8, 0.9)})
+    a.grad, b.grad = lib.ones(2), lib.ones(3)
+    opt.step()
+    sd = opt.state_dict()
+    steps = {k: v["step"].item() for k, v in sd["state"].items()}
+    return [np.round(p.detach().numpy(), 6).tolist() for p in (a, b)], sorted(sd["param_groups"][1]), steps
+
+
+@pytest.mark.parametrize("behaviour", [_hooks_in_order, _pre_hook_replaces_the_call, _global_hooks, _group_added_later])
+def test_behaviour_matches_torch(behaviour) -> None:
+    assert behaviour(vkml) == behaviour(torch)

@@ -389,15 +389,47 @@ class Optimizer:
         return "\n".join(lines + [")"])
 
 
+# Hooks every optimizer's step runs (``register_optimizer_step_pre_hook``): before its own pre-hooks,
+# after its own post-hooks, as PyTorch orders them
+_global_step_pre_hooks: OrderedDict = OrderedDict()
+_global_step_post_hooks: OrderedDict = OrderedDict()
+
+
+def register_optimizer_step_pre_hook(hook) -> RemovableHandle:
+    """``hook(optimizer, args, kwargs)`` before every optimizer's ``step`` (``args`` starts with the
+    optimizer, as PyTorch passes it); returning ``(args, kwargs)`` replaces them.
+
+    >>> import vkml
+    >>> seen = []
+    >>> handle = vkml.optim.optimizer.register_optimizer_step_pre_hook(lambda o, a, k: seen.append(type(o).__name__))
+    >>> w = vkml.nn.Parameter(vkml.ones(2)); w.grad = vkml.ones(2)
+    >>> vkml.optim.SGD([w], lr=0.1).step(); handle.remove(); seen
+    ['SGD']
+    """
+    handle = RemovableHandle(_global_step_pre_hooks)
+    _global_step_pre_hooks[handle.id] = hook
+    return handle
+
+
+def register_optimizer_step_post_hook(hook) -> RemovableHandle:
+    """``hook(optimizer, args, kwargs)`` after every optimizer's ``step``."""
+    handle = RemovableHandle(_global_step_post_hooks)
+    _global_step_post_hooks[handle.id] = hook
+    return handle
+
+
 def _with_step_hooks(step):
-    """``step`` running the optimizer's step pre- and post-hooks around it, once per call (a subclass's
-    step calling ``super().step()`` runs them once)."""
+    """``step`` running the global and the optimizer's step pre- and post-hooks around it, once per call
+    (a subclass's step calling ``super().step()`` runs them once). As in PyTorch the hooks' ``args``
+    start with the optimizer, and a pre-hook's replacement ``args`` are what ``step`` is called with."""
 
     @functools.wraps(step)
     def run(self, *args, **kwargs):
         if self.__dict__.get("_in_step"):
             return step(self, *args, **kwargs)
-        for hook in list(self._hook_table("_optimizer_step_pre_hooks").values()):
+        args = (self, *args)
+        pre = [*_global_step_pre_hooks.values(), *self._hook_table("_optimizer_step_pre_hooks").values()]
+        for hook in pre:
             result = hook(self, args, kwargs)
             if result is not None:
                 if not (isinstance(result, tuple) and len(result) == 2):
@@ -407,10 +439,10 @@ def _with_step_hooks(step):
                 args, kwargs = result
         self.__dict__["_in_step"] = True
         try:
-            out = step(self, *args, **kwargs)
+            out = step(*args, **kwargs)
         finally:
             self.__dict__["_in_step"] = False
-        for hook in list(self._hook_table("_optimizer_step_post_hooks").values()):
+        for hook in [*self._hook_table("_optimizer_step_post_hooks").values(), *_global_step_post_hooks.values()]:
             hook(self, args, kwargs)
         return out
 

@@ -3,10 +3,10 @@ tests check (tests/optim_sweep.py runs one configuration in both frameworks).
 
 The ``exhaustive`` tests walk ``torch.testing._internal.common_optimizers.optim_db`` (importing it
 costs seconds and needs ``expecttest``): every OptimizerInfo whose class vkml.optim has, every
-configuration ``_get_optim_inputs_including_global_cliquey_kwargs`` gives (foreach, fused,
-differentiable added to each), stepped with fixed gradients and with a model's closure, and every
-error input. ``KNOWN_GAPS`` lists what vkml refuses on purpose; those rows must keep failing as
-stated (a strict expected failure).
+configuration ``_get_optim_inputs_including_global_cliquey_kwargs`` gives (fused and
+differentiable added to each, and foreach, which that helper leaves out on the CPU), stepped with
+fixed gradients and with a model's closure, and every error input. ``KNOWN_GAPS`` lists what vkml
+refuses on purpose; those rows must keep failing as stated (a strict expected failure).
 
 The default-suite tests are the regression rows of what the sweep found, written by hand.
 """
@@ -50,6 +50,9 @@ def test_optim_db_inputs_match_torch(name: str, mode: str) -> None:
     (info,) = [i for i in db.optim_db if i.optim_cls.__name__ == name]
     inputs = db._get_optim_inputs_including_global_cliquey_kwargs("cpu", torch.float32, info)
     assert inputs
+    if "foreach" in info.supported_impls:  # PyTorch leaves foreach out on the CPU; its CPU path runs it
+        plain = [i for i in inputs if not any(i.kwargs.get(k) for k in ("fused", "differentiable"))]
+        inputs += [db.OptimizerInput(None, {**i.kwargs, "foreach": True}, f"{i.desc} & foreach") for i in plain]
     for optim_input in inputs:
         gap = next((k for k in KNOWN_GAPS if optim_input.kwargs.get(k)), None)
         if gap is not None:

@@ -58,6 +58,7 @@ from ..schedule import checks, plan_cache
 from ..schedule import scheduler as schedule
 from ..tensor import Tensor
 from . import autograd
+from .host_scalar import HostScalar, host_number
 from .realize import realize
 
 __all__ = ["jit", "capture", "JitError"]
@@ -205,18 +206,21 @@ class _Roots:
         for opt in self.optimizers.values():
             for state in opt.state.values():
                 for name, value in state.items():
-                    if _is_tensor(value):
+                    if _is_tensor(value) and value.__class__ is not HostScalar:  # a counter: ``numbers``
                         out[("s", id(state), name)] = ("item", state, name)
         return out
 
     def numbers(self) -> dict:
-        """(id(state), name) -> (state dict, name, value): the optimizers' host counters (Adam's ``step``)."""
+        """(id(state), name) -> (state dict, name, value): the optimizers' host counters (Adam's ``step``,
+        a ``HostScalar``)."""
         out = {}
         for opt in self.optimizers.values():
             for state in opt.state.values():
                 for name, value in state.items():
                     if value.__class__ in (int, float):
                         out[(id(state), name)] = (state, name, value)
+                    elif value.__class__ is HostScalar:  # a replay's ``+=`` of the delta sets it anew
+                        out[(id(state), name)] = (state, name, host_number(value))
         return out
 
     def scalars(self) -> dict:

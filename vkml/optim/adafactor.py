@@ -28,6 +28,8 @@ class Adafactor(Optimizer):
     [0.9, 0.9, 0.9, 0.9]
     """
 
+    _complex_refused = "step"
+
     def __init__(
         self,
         params,
@@ -66,8 +68,6 @@ class Adafactor(Optimizer):
         super().__init__(params, defaults)
 
     def update(self, param, grad, state: dict, group: dict):
-        if param.dtype.is_complex if hasattr(param.dtype, "is_complex") else False:
-            raise RuntimeError("Adafactor does not support complex parameters")
         if not state:
             state["step"] = 0.0
             if grad.ndim > 1:

@@ -7,6 +7,7 @@ import math
 from ..frontend import autograd, pointwise
 from ..frontend import memory_format as _memory_format
 from ..frontend.creation import zeros_like
+from ..frontend.host_scalar import host_number
 from ..frontend.operators import HALF_PRECISION, add, maximum
 from ..frontend.tensor_api import addcdiv, addcmul
 from ..frontend.type_queries import is_tensor
@@ -23,7 +24,7 @@ class Adam(Optimizer):
 
     ``foreach``, ``fused`` and ``capturable`` only pick one of PyTorch's implementations of the
     same arithmetic: vkml accepts and keeps them (its step is one fused submission either way, and
-    ``step`` stays a host number); ``differentiable=True`` raises NotImplementedError. For float16 and
+    ``state["step"]`` stays on the CPU, its number kept by the host); ``differentiable=True`` raises NotImplementedError. For float16 and
     bfloat16 parameters the arithmetic is the single-tensor and foreach paths' (each of ``lerp_``,
     ``addcmul_``, ``addcdiv_`` rounded once): PyTorch's fused kernel rounds only each state's final
     value, so it can differ from them, and from vkml, in the last bit of a half-precision weight.
@@ -58,6 +59,12 @@ class Adam(Optimizer):
         # PyTorch's Adam and AdamW (not its other optimizers) refuse an int beta, as in betas=(0, 0.99)
         if not (all(isinstance(b, float) for b in betas) or all(is_tensor(b) for b in betas)):
             raise ValueError("betas must be either both floats or both Tensors")
+        for i, beta in enumerate(betas):
+            if is_tensor(beta):
+                if foreach and not capturable:
+                    raise ValueError(f"betas[{i}] as a Tensor is not supported for capturable=False and foreach=True")
+                if beta.numel() != 1:
+                    raise ValueError(f"Tensor betas[{i}] must be 1-element")
         defaults = {
             "lr": lr,
             "betas": tuple(betas),
@@ -146,7 +153,7 @@ class Adam(Optimizer):
 
     def _jit_scalars(self, group: dict, state: dict) -> tuple[float, float]:
         """The per-step numbers of ``update`` at ``state["step"]`` (vkml.jit recomputes them on replay)."""
-        lr, (beta1, beta2), step = group["lr"], group["betas"], state["step"]
+        lr, (beta1, beta2), step = group["lr"], group["betas"], host_number(state["step"])
         return -(lr / (1 - beta1**step)), math.sqrt(1 - beta2**step)
 
     def _jit_covered(self, group: dict) -> tuple[str, ...]:

@@ -97,8 +97,8 @@ class NAdam(Optimizer):
     ``decoupled_weight_decay=True`` gives NAdamW.
 
     ``foreach`` and ``capturable`` are accepted and kept; ``differentiable=True`` raises
-    NotImplementedError. ``state["mu_product"]`` is a Python float (PyTorch: a 0-d float32
-    tensor), rounded to float32 after each product as PyTorch's is.
+    NotImplementedError. ``state["mu_product"]`` is a 0-d float32 tensor, as PyTorch's, whose
+    number the host keeps (``HostScalar``), rounded to float32 after each product as PyTorch's is.
 
     >>> import vkml
     >>> w = vkml.nn.Parameter(vkml.ones(2))
@@ -109,6 +109,7 @@ class NAdam(Optimizer):
     """
 
     _float_state = ("mu_product",)
+    _host_scalar_state = ("step", "mu_product")
     _saved_tensor_state = ("step", "mu_product")
 
     def __init__(

@@ -14,8 +14,8 @@ class ASGD(Optimizer):
     running average of the parameter, which averages from step ``t0`` on.
 
     ``foreach`` and ``capturable`` are accepted and kept; ``differentiable=True`` raises
-    NotImplementedError. ``state["eta"]`` and ``state["mu"]`` are Python floats (PyTorch: 0-d
-    float32 tensors), rounded to float32 as PyTorch's are.
+    NotImplementedError. ``state["eta"]`` and ``state["mu"]`` are 0-d float32 tensors, as
+    PyTorch's, whose numbers the host keeps (``HostScalar``), rounded to float32 as PyTorch's are.
 
     >>> import vkml
     >>> w = vkml.nn.Parameter(vkml.ones(2))
@@ -26,6 +26,7 @@ class ASGD(Optimizer):
     """
 
     _float_state = ("eta", "mu")
+    _host_scalar_state = ("step", "eta", "mu")
     _saved_tensor_state = ("step", "eta", "mu")
 
     def __init__(

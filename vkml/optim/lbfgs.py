@@ -14,6 +14,7 @@ import numpy as np
 
 from ..frontend import autograd
 from ..frontend.creation import zeros
+from ..frontend.host_scalar import HostScalar, host_number
 from ..frontend.operators import cat
 from ..frontend.realize import realize
 from ..ir import types as T
@@ -131,7 +132,8 @@ class LBFGS(Optimizer):
 
     One parameter group only, as in PyTorch. The state holds PyTorch's keys (``d``, ``t``,
     ``old_dirs``, ``old_stps``, ``ro``, ``H_diag``, ``prev_flat_grad``, ``prev_loss``, ``al``,
-    ``func_evals``, ``n_iter``); its scalars are Python floats where PyTorch has 0-d tensors.
+    ``func_evals``, ``n_iter``) and types: ``ro``, ``al`` and ``H_diag`` 0-d tensors (``HostScalar``),
+    ``t`` and ``prev_loss`` numbers.
 
     >>> import vkml
     >>> w = vkml.nn.Parameter(vkml.tensor([3.0, -2.0]))
@@ -148,6 +150,7 @@ class LBFGS(Optimizer):
 
     _float_state = ("t", "H_diag", "ro", "al", "prev_loss")
     _saved_tensor_state = ("H_diag", "ro", "al")  # PyTorch keeps t and prev_loss as numbers
+    _host_scalar_state = ()  # no step counter: its own ``step`` keeps n_iter and func_evals as ints
 
     def __init__(
         self,
@@ -239,8 +242,14 @@ class LBFGS(Optimizer):
         rnd = float if flat_grad.dtype is T.float64 else _f32
 
         d, t = state.get("d"), state.get("t")
-        old_dirs, old_stps, ro = state.get("old_dirs"), state.get("old_stps"), state.get("ro")
-        h_diag, prev_flat_grad, prev_loss = state.get("H_diag"), state.get("prev_flat_grad"), state.get("prev_loss")
+        old_dirs, old_stps, ro = state.get("old_dirs"), state.get("old_stps"), _numbers(state.get("ro"))
+        h_diag, prev_flat_grad, prev_loss = (
+            _numbers(state.get("H_diag")),
+            state.get("prev_flat_grad"),
+            state.get("prev_loss"),
+        )
+        if "al" in state:
+            state["al"] = _numbers(state["al"])
         n_iter = 0
         while n_iter < max_iter:
             n_iter += 1
@@ -303,8 +312,26 @@ class LBFGS(Optimizer):
             if (d * t).abs().max().item() <= tolerance_change or abs(loss - prev_loss) < tolerance_change:
                 break
 
+        # PyTorch keeps ro, al and H_diag as 0-d tensors of the parameters' dtype: HostScalars
+        scalar = functools.partial(_scalars, dtype=T.float64 if flat_grad.dtype is T.float64 else T.float32)
+        if "al" in state:
+            state["al"] = scalar(state["al"])
         state.update(
-            d=d, t=t, old_dirs=old_dirs, old_stps=old_stps, ro=ro, H_diag=h_diag,
+            d=d, t=t, old_dirs=old_dirs, old_stps=old_stps, ro=scalar(ro), H_diag=scalar(h_diag),
             prev_flat_grad=prev_flat_grad, prev_loss=prev_loss,
         )  # fmt: skip
         return orig_loss
+
+
+def _numbers(value):
+    """A saved scalar, or a list of them (None kept), as the host numbers ``_step`` computes with."""
+    if isinstance(value, list):
+        return [None if v is None else host_number(v) for v in value]
+    return None if value is None else host_number(value)
+
+
+def _scalars(value, dtype):
+    """``_numbers`` turned back into 0-d tensors, as PyTorch keeps them."""
+    if isinstance(value, list):
+        return [None if v is None else HostScalar(v, dtype) for v in value]
+    return None if value is None else HostScalar(value, dtype)

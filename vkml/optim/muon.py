@@ -67,6 +67,8 @@ class Muon(Optimizer):
     (2, 2)
     """
 
+    _complex_refused = "step"
+
     def __init__(
         self,
         params,
@@ -102,10 +104,9 @@ class Muon(Optimizer):
         super().__init__(params, defaults)
         for group in self.param_groups:
             for p in group["params"]:
-                if p.ndim != 2:
-                    raise ValueError(
-                        f"Muon only supports 2D parameters whereas we found a parameter with size: {p.size()}"
-                    )
+                size = p.size()[:-1] if self.is_complex_pair(p) else p.size()  # a complex one: its step refuses it
+                if len(size) != 2:
+                    raise ValueError(f"Muon only supports 2D parameters whereas we found a parameter with size: {size}")
 
     def update(self, param, grad, state: dict, group: dict):
         if "momentum_buffer" not in state:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import warnings
+import weakref
 from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
@@ -26,6 +27,7 @@ from typing import Any
 from ..frontend import autograd
 from ..frontend.creation import tensor
 from ..frontend.hooks import RemovableHandle
+from ..frontend.host_scalar import HostScalar, host_number
 from ..frontend.realize import realize
 from ..ir import types as T
 from ..tensor import Tensor
@@ -157,6 +159,12 @@ class Optimizer:
         names = [p[0] for p in params if isinstance(p, tuple)]
         params = [p[1] if isinstance(p, tuple) else p for p in params]
         # a complex parameter is updated through its real pair, as PyTorch's optimizers use view_as_real
+        pairs = [p._pair for p in params if getattr(p, "_pair", None) is not None]
+        if pairs and self._complex_refused == "construction":
+            raise ValueError(f"{type(self).__name__} does not support complex parameters")
+        if pairs:  # by id, held weakly; pickling leaves it behind (names starting _optimizer_), as the hooks
+            known = self.__dict__.setdefault("_optimizer_complex_pairs", {})
+            known.update((id(pair), weakref.ref(pair)) for pair in pairs)
         params = [p._pair if getattr(p, "_pair", None) is not None else p for p in params]
         group = dict(param_group)
         group["params"] = params
@@ -234,7 +242,10 @@ class Optimizer:
                         p.node = pending[id(p)].node
                     if p.grad.is_sparse:
                         self._check_sparse_grad()
+                    if self._complex_refused == "step" and self.is_complex_pair(p):
+                        raise RuntimeError(f"{type(self).__name__} does not support complex parameters")
                     state = self.state.get(p, {})
+                    counters = _numbers_of_counters(state, self._host_scalar_state)
                     kept = {k: v for k, v in state.items() if isinstance(v, Tensor)}
                     new = self.update(p, p.grad.detach(), state, group)
                     _update_in_place(state, kept)
@@ -243,6 +254,7 @@ class Optimizer:
                         self.state[p] = state
                     updates.append((p, new))
                     targets += [new, p.grad, *(v for v in state.values() if isinstance(v, Tensor))]
+                    _counters_of_numbers(state, self._host_scalar_state, counters, group)
         targets += autograd.take_backward_roots()
         # a sparse gradient or buffer is realized as the dense tensors it holds
         targets = [part for t in targets for part in ((t._sp_indices, t._sp_values) if t.is_sparse else (t,))]
@@ -287,7 +299,8 @@ class Optimizer:
         """Take the state and hyper-parameters of ``state_dict`` (from vkml's or PyTorch's ``state_dict()``).
 
         Tensors (vkml, torch or numpy) become vkml tensors on their parameter's device, float ones
-        in its dtype; ``step`` becomes an int. Groups keep this optimizer's parameters.
+        in its dtype; ``step`` (and the other ``_host_scalar_state``) a ``HostScalar``. Groups keep this
+        optimizer's parameters.
         """
         for hook in list(self._hook_table("_optimizer_load_state_dict_pre_hooks").values()):
             replaced = hook(self, state_dict)
@@ -309,18 +322,24 @@ class Optimizer:
                 param = params[key]
                 self.state[param] = {k: self._loaded_state(k, v, param) for k, v in value.items()}
         self.param_groups = [
-            {**{k: v for k, v in saved.items() if k != "params"}, "params": group["params"]}
+            {**{k: _group_value(v) for k, v in saved.items() if k != "params"}, "params": group["params"]}
             for group, saved in zip(groups, saved_groups)
         ]
         for hook in list(self._hook_table("_optimizer_load_state_dict_post_hooks").values()):
             hook(self)
 
-    # state entries PyTorch keeps as 0-d float32 tensors and vkml as Python floats (rounded to float32
-    # as PyTorch's are), since the host computes with them (ASGD's eta and mu, NAdam's mu_product)
+    # state entries PyTorch keeps as 0-d float32 tensors and vkml's host computes with (ASGD's eta and
+    # mu, NAdam's mu_product; LBFGS's history): ``update`` sees them as Python floats (rounded to
+    # float32 as PyTorch's are)
     _float_state: tuple[str, ...] = ()
 
+    # state entries PyTorch keeps as 0-d float32 tensors that vkml's host computes with: ``opt.state``
+    # holds them as ``HostScalar`` tensors (vkml/frontend/host_scalar.py), which also keep their number
+    # on the host; ``update`` sees the numbers (``state["step"] += 1``) and ``step`` writes them back
+    _host_scalar_state: tuple[str, ...] = ("step",)
+
     # state entries PyTorch's state_dict() holds as 0-d float32 tensors (lists of them for LBFGS's
-    # history) and vkml's optimizers keep as Python numbers: state_dict() gives PyTorch's tensors
+    # history) where vkml's live state may hold Python numbers: state_dict() gives PyTorch's tensors
     _saved_tensor_state: tuple[str, ...] = ("step",)
 
     def _saved_state(self, state: dict) -> dict:
@@ -331,6 +350,9 @@ class Optimizer:
         return out
 
     def _loaded_state(self, key: str, value, param):
+        if key in self._host_scalar_state:
+            number = host_number(value)
+            return HostScalar(int(number) if key == "step" and float(number).is_integer() else float(number))
         if key in self._float_state:
             return _host_float(value)
         return _state_value(key, value, param)
@@ -340,6 +362,15 @@ class Optimizer:
     _sparse_grads = False
     _sparse_hint = ""
     _sparse_refuser: str | None = None  # the name in PyTorch's text, where not the class's (AdamW's is Adam's)
+
+    # Where PyTorch refuses complex parameters: None (it takes them), "construction" (ValueError) or
+    # "step" (RuntimeError at the first step)
+    _complex_refused: str | None = None
+
+    def is_complex_pair(self, param) -> bool:
+        """Whether ``param`` (in ``param_groups``) is the real pair of a complex parameter."""
+        held = self.__dict__.get("_optimizer_complex_pairs", {}).get(id(param))
+        return held is not None and held() is param
 
     def _check_sparse_grad(self) -> None:
         if not self._sparse_grads:
@@ -358,15 +389,47 @@ class Optimizer:
         return "\n".join(lines + [")"])
 
 
+# Hooks every optimizer's step runs (``register_optimizer_step_pre_hook``): before its own pre-hooks,
+# after its own post-hooks, as PyTorch orders them
+_global_step_pre_hooks: OrderedDict = OrderedDict()
+_global_step_post_hooks: OrderedDict = OrderedDict()
+
+
+def register_optimizer_step_pre_hook(hook) -> RemovableHandle:
+    """``hook(optimizer, args, kwargs)`` before every optimizer's ``step`` (``args`` starts with the
+    optimizer, as PyTorch passes it); returning ``(args, kwargs)`` replaces them.
+
+    >>> import vkml
+    >>> seen = []
+    >>> handle = vkml.optim.optimizer.register_optimizer_step_pre_hook(lambda o, a, k: seen.append(type(o).__name__))
+    >>> w = vkml.nn.Parameter(vkml.ones(2)); w.grad = vkml.ones(2)
+    >>> vkml.optim.SGD([w], lr=0.1).step(); handle.remove(); seen
+    ['SGD']
+    """
+    handle = RemovableHandle(_global_step_pre_hooks)
+    _global_step_pre_hooks[handle.id] = hook
+    return handle
+
+
+def register_optimizer_step_post_hook(hook) -> RemovableHandle:
+    """``hook(optimizer, args, kwargs)`` after every optimizer's ``step``."""
+    handle = RemovableHandle(_global_step_post_hooks)
+    _global_step_post_hooks[handle.id] = hook
+    return handle
+
+
 def _with_step_hooks(step):
-    """``step`` running the optimizer's step pre- and post-hooks around it, once per call (a subclass's
-    step calling ``super().step()`` runs them once)."""
+    """``step`` running the global and the optimizer's step pre- and post-hooks around it, once per call
+    (a subclass's step calling ``super().step()`` runs them once). As in PyTorch the hooks' ``args``
+    start with the optimizer, and a pre-hook's replacement ``args`` are what ``step`` is called with."""
 
     @functools.wraps(step)
     def run(self, *args, **kwargs):
         if self.__dict__.get("_in_step"):
             return step(self, *args, **kwargs)
-        for hook in list(self._hook_table("_optimizer_step_pre_hooks").values()):
+        args = (self, *args)
+        pre = [*_global_step_pre_hooks.values(), *self._hook_table("_optimizer_step_pre_hooks").values()]
+        for hook in pre:
             result = hook(self, args, kwargs)
             if result is not None:
                 if not (isinstance(result, tuple) and len(result) == 2):
@@ -376,14 +439,42 @@ def _with_step_hooks(step):
                 args, kwargs = result
         self.__dict__["_in_step"] = True
         try:
-            out = step(self, *args, **kwargs)
+            out = step(*args, **kwargs)
         finally:
             self.__dict__["_in_step"] = False
-        for hook in list(self._hook_table("_optimizer_step_post_hooks").values()):
+        for hook in [*self._hook_table("_optimizer_step_post_hooks").values(), *_global_step_post_hooks.values()]:
             hook(self, args, kwargs)
         return out
 
     return run
+
+
+def _numbers_of_counters(state: dict, keys: tuple[str, ...]) -> dict:
+    """Give ``update`` the numbers of ``state``'s counters (``HostScalar`` tensors, or tensors a user or a
+    checkpoint put there): ``state[key]`` becomes the number; returns the tensors taken out."""
+    taken = {}
+    for key in keys:
+        value = state.get(key)
+        if isinstance(value, Tensor):
+            taken[key] = value
+            state[key] = host_number(value)
+    return taken
+
+
+def _counters_of_numbers(state: dict, keys: tuple[str, ...], taken: dict, group: dict) -> None:
+    """Put ``update``'s numbers back as 0-d tensors, as PyTorch keeps them: the tensors taken out take the
+    new values (a reference held to ``state["step"]`` sees every step, as in PyTorch)."""
+    for key in keys:
+        number = state.get(key)
+        if number is None or isinstance(number, Tensor):
+            continue
+        held = taken.get(key)
+        if isinstance(held, HostScalar) and held._base is None:
+            if held._node is not getattr(held, "_number_node", None) or held._number != number:
+                held.set_number(number)
+            state[key] = held
+        else:  # PyTorch's fused path keeps float32 counters whatever the default dtype
+            state[key] = HostScalar(number, T.float32 if group.get("fused") else None)
 
 
 def _state_value(key: str, value, param):
@@ -402,6 +493,14 @@ def _state_value(key: str, value, param):
         out = tensor(array, device=param.device)
         return out.to(param.dtype) if out.dtype.is_float and param.dtype.is_float else out
     return value
+
+
+def _group_value(value):
+    """A saved hyper-parameter as this optimizer keeps it: another framework's tensor (PyTorch's
+    tensor ``lr``) becomes a vkml tensor of its values, on the CPU as PyTorch's was saved."""
+    if isinstance(value, Tensor) or not (hasattr(value, "shape") and hasattr(value, "dtype")):
+        return value
+    return tensor(value.detach().cpu().numpy() if hasattr(value, "detach") else value)
 
 
 def _as_scalar_tensor(value):

@@ -48,6 +48,9 @@ class SparseAdam(Optimizer):
     """
 
     _sparse_grads = True
+    # PyTorch's SparseAdam keeps ``step`` a Python int, in its state and its state_dict()
+    _host_scalar_state = ()
+    _saved_tensor_state = ()
 
     def __init__(
         self,
@@ -64,6 +67,12 @@ class SparseAdam(Optimizer):
         ]
         if sparse:
             raise ValueError(f"Sparse params at indices {sparse}: SparseAdam requires dense parameter tensors")
+        complex_ = [
+            [g, p] for g, group in enumerate(self.param_groups) for p, t in enumerate(group["params"])
+            if self.is_complex_pair(t)
+        ]  # fmt: skip
+        if complex_:
+            raise ValueError(f"Complex params at indices {complex_}: SparseAdam does not support complex parameters")
 
     def update(self, param, grad, state: dict, group: dict):
         if not grad.is_sparse:

@@ -208,11 +208,16 @@ class SWALR(LRScheduler):
             group["swa_lr"] = value
         if anneal_strategy not in ("cos", "linear"):
             raise ValueError(f"anneal_strategy must by one of 'cos' or 'linear', instead got {anneal_strategy}")
-        self.anneal_func = _cosine_anneal if anneal_strategy == "cos" else _linear_anneal
+        self._anneal_strategy = anneal_strategy  # state_dict() saves the name, as PyTorch's does
         if not isinstance(anneal_epochs, int) or anneal_epochs < 0:
             raise ValueError(f"anneal_epochs must be equal or greater than 0, got {anneal_epochs}")
         self.anneal_epochs = anneal_epochs
         super().__init__(optimizer, last_epoch)
+
+    @property
+    def anneal_func(self):
+        """The annealing curve ``anneal_strategy`` names (a property: state_dict() keeps the name)."""
+        return _cosine_anneal if self._anneal_strategy == "cos" else _linear_anneal
 
     @staticmethod
     def _get_initial_lr(lr: float, swa_lr: float, alpha: float) -> float:

@@ -1,0 +1,54 @@
+"""Hand-written rows for what PyTorch's module tables (tests/test_moduledb_sweep.py, run with
+``-m exhaustive``) found in vkml.nn, each compared with torch on the same inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import vkml
+
+
+def _pair(shape, seed=0):
+    x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    return torch.tensor(x, requires_grad=True), vkml.tensor(x).requires_grad_(True)
+
+
+def _same(got, want):
+    torch.testing.assert_close(torch.from_numpy(np.array(got.detach().numpy())), want.detach())
+
+
+def _error_class(fn):
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001 - the class is compared
+        return type(e)
+    return None
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (0, 3, 4), (0, 3, 2, 2)])
+def test_batch_norm_of_an_empty_batch_in_training(shape):
+    """module_db's zero-batch sample: an empty output, gradients of zeros, running statistics kept."""
+    t_mod = getattr(torch.nn, f"BatchNorm{max(len(shape) - 2, 1)}d")(3)
+    v_mod = getattr(vkml.nn, f"BatchNorm{max(len(shape) - 2, 1)}d")(3)
+    t_x, v_x = _pair(shape)
+    t_out, v_out = t_mod(t_x), v_mod(v_x)
+    assert tuple(v_out.shape) == tuple(t_out.shape)
+    t_out.sum().backward()
+    v_out.sum().backward()
+    _same(v_mod.weight.grad, t_mod.weight.grad)
+    _same(v_mod.bias.grad, t_mod.bias.grad)
+    for name in ("running_mean", "running_var", "num_batches_tracked"):
+        _same(getattr(v_mod, name), getattr(t_mod, name))
+
+
+@pytest.mark.parametrize("eps, training", [(-1.0, True), (0.0, True), (-1.0, False)])
+def test_batch_norm_refuses_a_bad_eps(eps, training):
+    args = (torch.zeros(3), torch.ones(3))
+    want = _error_class(lambda: torch.nn.functional.batch_norm(torch.ones(4, 3), *args, training=training, eps=eps))
+    if want is None:
+        pytest.skip("this PyTorch accepts the eps (the check came in PyTorch 2.13)")
+    v_args = (vkml.zeros(3), vkml.ones(3))
+    got = _error_class(lambda: vkml.nn.functional.batch_norm(vkml.ones(4, 3), *v_args, training=training, eps=eps))
+    assert got is not None and issubclass(got, want), f"vkml raises {got}, torch {want}"

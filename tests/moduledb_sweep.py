@@ -46,7 +46,7 @@ class Unconvertible(Exception):
 
 def to_vkml(obj, memo=None):
     """A torch value as vkml's: tensors through numpy (the same tensor twice gives one vkml tensor,
-    ``requires_grad`` kept), dtypes by name, ``torch.Size`` as a tuple, containers walked."""
+    ``requires_grad`` kept), dtypes by name, ``torch.Size`` as ``vkml.Size``, containers walked."""
     memo = {} if memo is None else memo
     if isinstance(obj, torch.Tensor):
         if id(obj) not in memo:
@@ -60,7 +60,7 @@ def to_vkml(obj, memo=None):
     if isinstance(obj, torch.device):
         return obj.type
     if isinstance(obj, torch.Size):
-        return tuple(obj)
+        return vkml.Size(obj)
     if isinstance(obj, tuple):
         return tuple(to_vkml(x, memo) for x in obj)
     if isinstance(obj, list):
@@ -212,7 +212,7 @@ def _functional_builder(module_cls):
 
     class FunctionalModule(vkml.nn.Module):
         def forward(self, *args):
-            return rebind(fn)(*args, **to_vkml(kwargs))
+            return to_vkml(fn)(*args, **to_vkml(kwargs))
 
     return lambda m: module_cls() if m is torch else FunctionalModule()
 
@@ -386,7 +386,8 @@ def check_sample(sample: Sample):
     for (n, a), (_, b) in zip(g_p, w_p, strict=True):
         assert (a is None) == (b is None), f"{name}: {n}.grad is None on one side only"
         if b is not None:
-            _close(a, b, f"{name} {n}.grad")
+            assert a.is_sparse == b.is_sparse, f"{name}: {n}.grad sparse {a.is_sparse}, torch's {b.is_sparse}"
+            _close(a.to_dense() if a.is_sparse else a, b.to_dense() if b.is_sparse else b, f"{name} {n}.grad")
     for (n, a), (_, b) in zip(vmod.named_buffers(), tmod.named_buffers(), strict=True):
         _close(a, b, f"{name}: buffer {n} after forward")
 

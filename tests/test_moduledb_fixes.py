@@ -52,3 +52,56 @@ def test_batch_norm_refuses_a_bad_eps(eps, training):
     v_args = (vkml.zeros(3), vkml.ones(3))
     got = _error_class(lambda: vkml.nn.functional.batch_norm(vkml.ones(4, 3), *v_args, training=training, eps=eps))
     assert got is not None and issubclass(got, want), f"vkml raises {got}, torch {want}"
+
+
+def _both(text):
+    """``text`` (an expression in ``m``) evaluated with torch and with vkml: (torch's error class,
+    vkml's error class)."""
+    return tuple(_error_class(lambda m=m: eval(text, {"m": m})) for m in (torch, vkml))  # noqa: S307
+
+
+# module_db's error inputs (constructor and forward) of the recurrent modules and the losses
+ERROR_ROWS = [
+    "m.nn.RNN(3, 4, bias=1)",
+    "m.nn.GRU(3, 4, batch_first=1)",
+    "m.nn.LSTM(3, 4, bias='x')",
+    "m.nn.RNN(0, 4)",
+    "m.nn.LSTM(3, 5.0)",
+    "m.nn.GRU(3, 4)(m.ones(2, 1, 3, dtype=m.float64))",
+    "m.nn.RNNCell(3, 4)(m.ones(2, 3), m.ones(1, 1, 2, 4))",
+    "m.nn.GRUCell(3, 4)(m.ones(2, 3), m.ones(1, 1, 2, 4))",
+    "m.nn.LSTMCell(3, 4)(m.ones(2, 3), (m.ones(1, 1, 2, 4), m.ones(2, 4)))",
+    "m.nn.HuberLoss(delta=1.0 + 0.0j)",
+    "m.nn.NLLLoss(weight=m.ones(3, dtype=m.float16))(m.zeros(2, 3), m.tensor([0, 1]))",
+    "m.nn.CrossEntropyLoss(weight=m.ones(3, dtype=m.float64))(m.zeros(2, 3), m.tensor([0, 1]))",
+    "m.nn.CrossEntropyLoss(ignore_index=1)(m.zeros(2, 3), m.full((2, 3), 1 / 3))",
+    "m.nn.Unflatten(1, (2, 2.0))",
+    "m.nn.Unflatten(1, 4)",
+]
+
+
+@pytest.mark.parametrize("text", ERROR_ROWS)
+def test_error_inputs_raise_torch_class(text):
+    want, got = _both(text)
+    assert want is not None, f"torch accepts {text}"
+    assert got is not None and issubclass(got, want), f"{text}: vkml raises {got}, torch {want}"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "m.nn.CrossEntropyLoss(ignore_index=-1)(m.zeros(2, 3), m.full((2, 3), 1 / 3))",  # a negative one is ignored
+        "m.nn.RNNCell(3, 4)(m.ones(3), m.ones(4))",
+        "m.nn.LSTM(3, 4, batch_first=True)(m.ones(2, 1, 3))",
+    ],
+)
+def test_neighbours_of_the_error_inputs_still_run(text):
+    assert _both(text) == (None, None)
+
+
+@pytest.mark.parametrize("size", ["[2, 2]", "(2, 2)", "m.Size([2, 2])"])
+def test_unflatten_keeps_the_size_as_given(size):
+    """PyTorch keeps ``unflattened_size`` as it came (a list, a tuple, a Size): the repr shows it."""
+    t_mod, v_mod = (eval(f"m.nn.Unflatten(-2, {size})", {"m": m}) for m in (torch, vkml))  # noqa: S307
+    assert repr(v_mod) == repr(t_mod).replace("torch.", "vkml.")
+    assert tuple(v_mod(vkml.ones(3, 4, 5)).shape) == tuple(t_mod(torch.ones(3, 4, 5)).shape)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -105,3 +107,24 @@ def test_unflatten_keeps_the_size_as_given(size):
     t_mod, v_mod = (eval(f"m.nn.Unflatten(-2, {size})", {"m": m}) for m in (torch, vkml))  # noqa: S307
     assert repr(v_mod) == repr(t_mod).replace("torch.", "vkml.")
     assert tuple(v_mod(vkml.ones(3, 4, 5)).shape) == tuple(t_mod(torch.ones(3, 4, 5)).shape)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "m.nn.TransformerEncoderLayer(4, 2, 8, dtype=m.float64)",
+        "m.nn.TransformerDecoderLayer(4, 2, 8, dtype=m.float64)",
+        "m.nn.Transformer(4, 2, 1, 1, 8, dtype=m.float64)",
+        "m.nn.MultiheadAttention(4, 2, kdim=3, vdim=5, dtype=m.float64)",
+        "m.nn.LSTM(3, 4, proj_size=2, dtype=m.float64)",
+    ],
+)
+def test_factory_dtype_reaches_every_submodule(text):
+    """module_db's test_factory_kwargs: ``dtype=`` reaches the layer norms inside the transformer layers."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's Transformer warns about nested tensors
+        t_mod = eval(text, {"m": torch})  # noqa: S307
+    v_mod = eval(text, {"m": vkml})  # noqa: S307
+    want = [(k, str(v.dtype).split(".")[-1]) for k, v in t_mod.state_dict().items()]
+    got = [(k, str(v.dtype).split(".")[-1]) for k, v in v_mod.state_dict().items()]
+    assert got == want

@@ -9,7 +9,17 @@ from __future__ import annotations
 
 import pytest
 
-KNOWN: dict[str, str] = {}
+_SUM_ORDER = (
+    "a float32 gradient summed over many terms, off torch's by a few ulps of the sum (2e-6 to 4e-6 relative): "
+    "the summation order; each side is as close to the float64 result (docs/module_sweep.md)"
+)
+KNOWN: dict[str, str] = {
+    "nn_ConvTranspose3d-0-train": _SUM_ORDER,
+    "nn_LazyConvTranspose3d-0-train": _SUM_ORDER,
+    "nn_MultiheadAttention-9-train": _SUM_ORDER,
+    "nn_MultiheadAttention-9-eval": _SUM_ORDER,
+    "common_nn-ReplicationPad3d_complex-109": "replicate padding of a complex tensor is not implemented",
+}
 
 
 def _exhaustive_selected(config: pytest.Config) -> bool:

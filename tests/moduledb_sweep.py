@@ -105,7 +105,9 @@ def rebind(fn):
     names = dict(fn.__globals__)
     names.update(torch=vkml, nn=vkml.nn, F=vkml_functional)
     cells = tuple(types.CellType(to_vkml(c.cell_contents)) for c in fn.__closure__ or ())
-    return types.FunctionType(fn.__code__, names, fn.__name__, fn.__defaults__, cells or None)
+    bound = types.FunctionType(fn.__code__, names, fn.__name__, fn.__defaults__, cells or None)
+    bound.__kwdefaults__ = to_vkml(fn.__kwdefaults__)
+    return bound
 
 
 # ------------------------------------------------------------------------------------------- the cases
@@ -121,7 +123,8 @@ class Sample:
     inputs: Any
     training: bool = True
     repr_checked: bool = True
-    from_module_db: bool = True  # else common_nn's, whose float inputs are made to require grad here
+    from_module_db: bool = True  # else common_nn's
+    grad_every_float: bool = False  # common_nn's module rows: their plain float inputs get requires_grad here
 
 
 def _cls_builder(cls_name, args, kwargs):
@@ -251,7 +254,45 @@ def common_nn_samples(names=None):
         name = test.get("fullname") or f"{cls_name}{'_' + desc if desc else ''}"
         make = _nn_test_input(test)
         inputs = lambda make=make: (_as_args(make()), {})  # noqa: E731 - bound per row
-        out.append(Sample(f"common_nn-{name}-{k}", build, inputs, True, repr_checked, from_module_db=False))
+        out.append(
+            Sample(
+                f"common_nn-{name}-{k}", build, inputs, True, repr_checked, from_module_db=False, grad_every_float=True
+            )
+        )
+    return out
+
+
+def _criterion_inputs(test):
+    """common_nn's criterion rows: (inputs that require grad, one or more, then the target)."""
+    make_input = _nn_test_input(test)
+    if "target_fn" in test:
+        make_target = test["target_fn"]
+    else:
+        size = test["target_size"]
+
+        def make_target():
+            return torch.randn(size)
+
+    def inputs():
+        xs = [x.detach().float().requires_grad_(True) if x.is_floating_point() else x for x in _as_args(make_input())]
+        return (*xs, make_target()), {}
+
+    return inputs
+
+
+def common_nn_criterion_samples(names=None):
+    """A Sample per common_nn ``criterion_tests`` row (a lambda building a torch.nn loss)."""
+    out = []
+    for k, test in enumerate(common_nn.criterion_tests):
+        name = test["fullname"]
+        if names and not any(n in name for n in names):
+            continue
+        ctor = test["constructor"]
+
+        def build(m, ctor=ctor):
+            return ctor() if m is torch else rebind(ctor)()
+
+        out.append(Sample(f"common_nn-{name}-c{k}", build, _criterion_inputs(test), True, from_module_db=False))
     return out
 
 
@@ -359,7 +400,7 @@ def check_sample(sample: Sample):
     if sample.inputs is None:
         return
     torch.manual_seed(0)
-    args, kwargs = _prepare(*sample.inputs(), not sample.from_module_db)
+    args, kwargs = _prepare(*sample.inputs(), sample.grad_every_float)
     random = sample.training and _torch_is_random(sample, tmod, args, kwargs)
     memo = {}
     v_args, v_kwargs = to_vkml(args, memo), to_vkml(kwargs, memo)
@@ -449,7 +490,7 @@ def check_error_input(name, build, inputs, on_forward):
 
 
 def all_samples(names=None):
-    return module_db_samples(names) + common_nn_samples(names)
+    return module_db_samples(names) + common_nn_samples(names) + common_nn_criterion_samples(names)
 
 
 def _main(names):

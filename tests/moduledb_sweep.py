@@ -125,6 +125,7 @@ class Sample:
     repr_checked: bool = True
     from_module_db: bool = True  # else common_nn's
     grad_every_float: bool = False  # common_nn's module rows: their plain float inputs get requires_grad here
+    dtype: torch.dtype = torch.float32  # the module's and the float inputs' (module_db's m.to(dtype))
 
 
 def _cls_builder(cls_name, args, kwargs):
@@ -141,8 +142,9 @@ def _function_input(fi):
     return lambda: (tuple(fi.args), dict(fi.kwargs))
 
 
-def module_db_samples(names=None):
-    """A Sample per module_db ModuleInfo (whose class vkml.nn has) x sample input x train/eval."""
+def module_db_samples(names=None, dtype=torch.float32):
+    """A Sample per module_db ModuleInfo (whose class vkml.nn has) x sample input x train/eval, for
+    ``dtype`` (float32; ``float64`` rows are named ``-float64``)."""
     out = []
     for info in module_db:
         cls_name = info.module_cls.__name__
@@ -153,19 +155,19 @@ def module_db_samples(names=None):
             torch.manual_seed(0)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                inputs = info.module_inputs_func(
-                    info, device="cpu", dtype=torch.float32, requires_grad=True, training=training
-                )
+                inputs = info.module_inputs_func(info, device="cpu", dtype=dtype, requires_grad=True, training=training)
             for k, mi in enumerate(inputs):
                 ci = mi.constructor_input
                 fi = mi.forward_input
                 mode = "train" if training else "eval"
+                suffix = "" if dtype == torch.float32 else "-" + str(dtype).split(".")[-1]
                 out.append(
                     Sample(
-                        f"{info.formatted_name}-{k}-{mode}",
+                        f"{info.formatted_name}-{k}-{mode}{suffix}",
                         _cls_builder(cls_name, tuple(ci.args), dict(ci.kwargs)),
                         None if fi is None else _function_input(fi),
                         training,
+                        dtype=dtype,
                     )
                 )
     return out
@@ -303,7 +305,7 @@ def _as_args(value):
 # ------------------------------------------------------------------------------------------ comparing
 
 
-def _prepare(args, kwargs, grad_floats):
+def _prepare(args, kwargs, grad_floats, dtype=torch.float32):
     """The torch side's own copies of the inputs; float ones as float32, leaves that require grad
     where module_db made them so, or every one with ``grad_floats`` (common_nn's inputs are plain)."""
     memo = {}
@@ -315,7 +317,7 @@ def _prepare(args, kwargs, grad_floats):
                 if t.is_floating_point():
                     # a non-leaf (CTCLoss's log_softmax output) is a plain input here: its graph is not
                     # rebuilt, and a gradient with respect to it is not the derivative torch returns
-                    t = t.float().requires_grad_(grad_floats or (x.requires_grad and x.is_leaf))
+                    t = t.to(dtype).requires_grad_(grad_floats or (x.requires_grad and x.is_leaf))
                 memo[id(x)] = t
             return memo[id(x)]
         if isinstance(x, tuple):
@@ -386,7 +388,8 @@ def check_sample(sample: Sample):
     tmod, w_err, vmod, g_err = _build_pair(sample)
     if _same_error(name + " constructor", w_err, g_err):
         return
-    tmod, vmod = tmod.float(), vmod.float()  # module_db's m.to(dtype); common_nn's arguments may be float64
+    # module_db's m.to(dtype); common_nn's arguments may be float64
+    tmod, vmod = tmod.to(sample.dtype), vmod.to(to_vkml(sample.dtype))
     if sample.repr_checked:
         assert _repr(vmod) == repr(tmod).replace("torch.", "vkml."), f"{name}: repr\n{vmod!r}\nvs torch\n{tmod!r}"
     if sample.inputs is not None and _is_lazy(tmod):
@@ -400,7 +403,7 @@ def check_sample(sample: Sample):
     if sample.inputs is None:
         return
     torch.manual_seed(0)
-    args, kwargs = _prepare(*sample.inputs(), sample.grad_every_float)
+    args, kwargs = _prepare(*sample.inputs(), sample.grad_every_float, sample.dtype)
     random = sample.training and _torch_is_random(sample, tmod, args, kwargs)
     memo = {}
     v_args, v_kwargs = to_vkml(args, memo), to_vkml(kwargs, memo)
@@ -438,7 +441,7 @@ def _is_lazy(mod):
 
 
 def _shape_lazy(sample, tmod, vmod):
-    args, kwargs = _prepare(*sample.inputs(), False)
+    args, kwargs = _prepare(*sample.inputs(), False, sample.dtype)
     with torch.no_grad(), vkml.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         tmod(*args, **kwargs)

@@ -128,3 +128,26 @@ def test_factory_dtype_reaches_every_submodule(text):
     want = [(k, str(v.dtype).split(".")[-1]) for k, v in t_mod.state_dict().items()]
     got = [(k, str(v.dtype).split(".")[-1]) for k, v in v_mod.state_dict().items()]
     assert got == want
+
+
+@pytest.mark.parametrize(
+    "ctor, shape",
+    [
+        ("LazyLinear(3)", (2, 4)),
+        ("LazyConv1d(3, 2)", (1, 2, 5)),
+        ("LazyConvTranspose2d(3, 2)", (1, 2, 4, 4)),
+        ("LazyBatchNorm1d()", (4, 3)),
+        ("LazyInstanceNorm1d(affine=True, track_running_stats=True)", (2, 3, 4)),
+    ],
+)
+def test_lazy_module_moved_before_its_first_call(ctor, shape):
+    """module_db's float64 rows: ``.double()`` before the first call gives float64 parameters and
+    buffers (PyTorch's UninitializedParameter follows ``.to()``); they were made float32."""
+    t_mod = eval("m.nn." + ctor, {"m": torch}).double()  # noqa: S307
+    v_mod = eval("m.nn." + ctor, {"m": vkml}).double()  # noqa: S307
+    t_out = t_mod(torch.ones(shape, dtype=torch.float64))
+    v_out = v_mod(vkml.ones(shape, dtype=vkml.float64))
+    assert str(v_out.dtype).split(".")[-1] == str(t_out.dtype).split(".")[-1]
+    want = [(k, str(v.dtype).split(".")[-1], tuple(v.shape)) for k, v in t_mod.state_dict().items()]
+    got = [(k, str(v.dtype).split(".")[-1], tuple(v.shape)) for k, v in v_mod.state_dict().items()]
+    assert got == want

@@ -492,8 +492,19 @@ def check_error_input(name, build, inputs, on_forward):
         _same_error(name, w_err, g_err)
 
 
+def factory_samples(samples):
+    """The samples whose constructor test_factory_kwargs checks: module_db's, once (float32)."""
+    return [s for s in samples if s.from_module_db and s.dtype == torch.float32]
+
+
 def all_samples(names=None):
-    return module_db_samples(names) + common_nn_samples(names) + common_nn_criterion_samples(names)
+    """module_db's samples in float32 and float64 (its default dtypes on the CPU), common_nn's rows."""
+    return (
+        module_db_samples(names)
+        + module_db_samples(names, torch.float64)
+        + common_nn_samples(names)
+        + common_nn_criterion_samples(names)
+    )
 
 
 def _main(names):
@@ -501,7 +512,7 @@ def _main(names):
     samples = all_samples(set(names) if names else None)
     errors = module_db_error_samples(set(names) if names else None)
     checks = [(s.name, check_sample, (s,)) for s in samples]
-    checks += [(s.name + "-factory", check_factory_kwargs, (s,)) for s in samples if s.from_module_db]
+    checks += [(s.name + "-factory", check_factory_kwargs, (s,)) for s in factory_samples(samples)]
     checks += [(e[0], check_error_input, e) for e in errors]
     for name, fn, args in checks:
         try:

@@ -41,7 +41,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
         samples = sweep.all_samples()
         params += [_param(sweep.check_sample, s.name, s) for s in samples]
-        params += [_param(sweep.check_factory_kwargs, s.name + "-factory", s) for s in samples if s.from_module_db]
+        params += [_param(sweep.check_factory_kwargs, s.name + "-factory", s) for s in sweep.factory_samples(samples)]
         params += [_param(sweep.check_error_input, e[0], *e) for e in sweep.module_db_error_samples()]
     metafunc.parametrize("moduledb_case", params)
 

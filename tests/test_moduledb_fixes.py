@@ -151,3 +151,10 @@ def test_lazy_module_moved_before_its_first_call(ctor, shape):
     want = [(k, str(v.dtype).split(".")[-1], tuple(v.shape)) for k, v in t_mod.state_dict().items()]
     got = [(k, str(v.dtype).split(".")[-1], tuple(v.shape)) for k, v in v_mod.state_dict().items()]
     assert got == want
+
+
+def test_cross_entropy_of_a_number_target_raises_torch_type_error():
+    """An input that requires grad and a Python number target: PyTorch's TypeError (the grad_fn
+    naming read the number's dtype and raised AttributeError)."""
+    want, got = _both("m.nn.CrossEntropyLoss()(m.ones(4, requires_grad=True), 2)")
+    assert want is TypeError and got is not None and issubclass(got, want), got

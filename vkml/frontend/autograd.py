@@ -780,6 +780,9 @@ def linear_name(input, weight, bias=None) -> str:
 def cross_entropy_edges(input, target, *args, label_smoothing: float = 0.0, **kwargs) -> tuple | None:
     """PyTorch's graph of ``cross_entropy`` over class indices: ``NllLossBackward0(LogSoftmaxBackward0(input))``.
     Class probabilities or label smoothing keep vkml's nodes (None)."""
-    if not _requires_grad(input) or target.dtype.is_float or label_smoothing or len(args) > 5:
+    # a target that is no tensor (a Python number) is cross_entropy's own TypeError, raised after this
+    if not _requires_grad(input) or not hasattr(target, "dtype") or target.dtype.is_float:
+        return None
+    if label_smoothing or len(args) > 5:
         return None
     return ((GraphNode("LogSoftmaxBackward0", (edge(input),)), 0),)

@@ -196,6 +196,14 @@ def _class_target_dtype(op: str, target) -> None:
         )
 
 
+def _weight_dtype(op: str, input, weight) -> None:
+    """PyTorch's RuntimeError for a class weight of another dtype than the input (nll_loss's kernel)."""
+    if weight is not None and weight.dtype != input.dtype:
+        raise RuntimeError(
+            f"'{op}': expected scalar type {scalar_type_name(input.dtype)} but found {scalar_type_name(weight.dtype)}"
+        )
+
+
 def _checked_hits(op: str, indices, size: int, dim: int, message, error=IndexError, ignore_index=None):
     """``_hits(indices, size, dim)``, with PyTorch's IndexError for an index outside [0, size)
     (``ignore_index`` excepted), which would otherwise match no class and give silent zeros;
@@ -310,7 +318,8 @@ def cross_entropy(
     Targets equal to ``ignore_index`` count for nothing, and 'mean' divides by the summed
     weights of the rest (their count without ``weight``), as ``nll_loss``. Float targets of
     ``input``'s shape are probabilities: ``-(target · w · log_softmax).sum(1)``, and 'mean'
-    divides by the number of (n, d1, ...) positions; ``ignore_index`` does not apply to them.
+    divides by the number of (n, d1, ...) positions; an ``ignore_index`` ≥ 0 with them is
+    PyTorch's RuntimeError.
     ``label_smoothing`` ε mixes in ``-(ε/C)·Σ_c w_c·log_softmax`` as PyTorch's (for probability
     targets: target·(1-ε) + ε/C).
 
@@ -346,10 +355,13 @@ def cross_entropy(
             f"'cross_entropy': weight tensor should be defined either for all {num_classes} classes or no classes "
             f"but got weight tensor of shape: {list(weight.shape)}"
         )
+    _weight_dtype("cross_entropy", input, weight)
     logp = functions.log_softmax(input, 1)
     w = None if weight is None else functions.reshape(weight, num_classes, *([1] * (input.ndim - 2)))
     weighted = logp if w is None else logp * w
     if target.dtype.is_float:
+        if ignore_index >= 0:  # PyTorch's check: a negative one is the default's kind, and ignored
+            raise RuntimeError("'cross_entropy': ignore_index is not supported for floating point target")
         if target.shape != input.shape:
             raise ShapeError(
                 f"'cross_entropy': probability targets need the input's shape {input.shape}, got {target.shape}"

@@ -66,6 +66,7 @@ def nll_loss(
             f"'nll_loss': input of shape {input.shape} needs targets of shape "
             f"{(input.shape[0],) + tuple(input.shape[2:])}, got {target.shape}"
         )
+    F._weight_dtype("nll_loss", input, weight)
     if weight is not None and tuple(weight.shape) != (num_classes,):
         raise RuntimeError(
             f"'nll_loss': weight tensor should be defined either for all {num_classes} classes or no classes "

@@ -161,11 +161,16 @@ def batch_norm(
     x = _float(input)
     dims = (0, *range(2, input.ndim))
     if training:
-        count = input.numel() // channels
-        if count <= 1:
+        count = input.numel() // channels if channels else 0
+        if count == 1:
             raise ValueError(
                 f"'batch_norm': Expected more than 1 value per channel when training, got input size {input.shape}"
             )
+        if eps <= 0.0:
+            raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
+        if count == 0:  # an empty batch: PyTorch's empty output, running statistics left as they are
+            out = _affine(x * 0.0, weight, bias, shape)
+            return out.to(input.dtype) if input.dtype in (T.float16, T.bfloat16) else out
         if input.ndim < 3:
             out, mean, var = _normalized(x, dims, eps)
             mean, var = functions.reshape(mean, channels), functions.reshape(var, channels)
@@ -179,6 +184,8 @@ def batch_norm(
         if running_var is not None:
             _update(running_var, var * (count / (count - 1)), momentum)
     else:
+        if eps < 0.0:
+            raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
         if running_mean is None or running_var is None:
             raise RuntimeError("'batch_norm': running_mean and running_var must be defined in evaluation mode")
         mean = functions.reshape(_float(running_mean), *shape)

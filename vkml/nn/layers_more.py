@@ -301,7 +301,6 @@ class LazyLinear(Linear):
     def __init__(self, out_features: int, bias: bool = True, device=None, dtype=None):
         Module.__init__(self)
         self.in_features, self.out_features = 0, out_features
-        self._factory = {"device": device, "dtype": dtype}
         self.weight = Parameter(creation.zeros(0, dtype=dtype, device=device))
         if bias:
             self.bias = Parameter(creation.zeros(0, dtype=dtype, device=device))
@@ -316,16 +315,16 @@ class LazyLinear(Linear):
         if not self.has_uninitialized_params():
             return
         self.in_features = input.shape[-1]
-        factory = self._factory
-        _set_data(self.weight, creation.zeros(self.out_features, self.in_features, **factory))
-        if self.bias is not None:
-            _set_data(self.bias, creation.zeros(self.out_features, **factory))
+        # the placeholders' dtype and device: a .to()/.double() before the first call moved them, as PyTorch's
+        weight, bias = self.weight, self.bias
+        _set_data(weight, creation.zeros(self.out_features, self.in_features, dtype=weight.dtype, device=weight.device))
+        if bias is not None:
+            _set_data(bias, creation.zeros(self.out_features, dtype=bias.dtype, device=bias.device))
         self.reset_parameters()
 
     def forward(self, input):
         if self.has_uninitialized_params():
             self.initialize_parameters(input)
-            del self._factory
             self.__class__ = Linear
         return F.linear(input, self.weight, self.bias)
 

@@ -45,6 +45,13 @@ class _LazyMixin:
             _set_data(param, creation.zeros(0, **self._lazy_factory))
 
 
+def _factory_of(placeholder) -> dict:
+    """The dtype and device an empty placeholder has now: the factory kwargs, or what a ``.to()``,
+    ``.double()`` or ``.cuda()`` before the first call made of them (PyTorch's UninitializedParameter
+    follows those too)."""
+    return {"dtype": placeholder.dtype, "device": placeholder.device}
+
+
 class _LazyConv(_LazyMixin):
     def reset_parameters(self) -> None:
         if not self.has_uninitialized_params() and self.in_channels != 0:
@@ -72,9 +79,9 @@ class _LazyConv(_LazyMixin):
             shape = (self.in_channels, self.out_channels // self.groups, *self.kernel_size)
         else:
             shape = (self.out_channels, self.in_channels // self.groups, *self.kernel_size)
-        _set_data(self.weight, creation.zeros(*shape, **self._lazy_factory))
+        _set_data(self.weight, creation.zeros(*shape, **_factory_of(self.weight)))
         if self.bias is not None:
-            _set_data(self.bias, creation.zeros(self.out_channels, **self._lazy_factory))
+            _set_data(self.bias, creation.zeros(self.out_channels, **_factory_of(self.bias)))
         object.__setattr__(self, "_lazy_pending", False)
         self.reset_parameters()
 
@@ -168,11 +175,10 @@ class _LazyNorm(_LazyMixin):
             object.__setattr__(self, "_lazy_pending", False)
             return
         self.num_features = input.shape[1]
-        factory = self._lazy_factory
         for name, fill in self._LAZY:
             value = getattr(self, name, None)
             if value is not None:
-                _set_data(value, creation.full((self.num_features,), fill, **factory))
+                _set_data(value, creation.full((self.num_features,), fill, **_factory_of(value)))
         object.__setattr__(self, "_lazy_pending", False)
         self.reset_parameters()
 

@@ -73,6 +73,8 @@ class SmoothL1Loss(_Loss):
 
 class HuberLoss(_Loss):
     def __init__(self, reduction: str = "mean", delta: float = 1.0):
+        if not isinstance(delta, (float, int)):
+            raise TypeError(f"delta must be a float or int, got: {type(delta)}")
         super().__init__(reduction=reduction)
         self.delta = delta
 
@@ -131,8 +133,16 @@ class Unflatten(Module):
     def __init__(self, dim: int, unflattened_size):
         super().__init__()
         if not isinstance(unflattened_size, (tuple, list)):
-            raise TypeError(f"unflattened_size must be tuple of ints, but found type {type(unflattened_size).__name__}")
-        self.dim, self.unflattened_size = dim, tuple(unflattened_size)
+            raise TypeError(
+                f"unflattened_size must be a tuple of ints, but found type {type(unflattened_size).__name__}"
+            )
+        for pos, elem in enumerate(unflattened_size):
+            if not isinstance(elem, int):
+                raise TypeError(
+                    f"unflattened_size must be tuple of ints, but found element of type {type(elem).__name__} at pos {pos}"
+                )
+        # kept as given, as PyTorch keeps it: the repr prints a list, a tuple or a Size as it came
+        self.dim, self.unflattened_size = dim, unflattened_size
 
     def forward(self, input):
         dim = self.dim % input.ndim

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from ..frontend import creation
+from ..frontend import amp, creation
 from ..frontend import operators as functions
 from ..frontend import random as vkrandom
 from ..frontend.autograd_api import Function, FunctionCtx, enable_grad, is_grad_enabled
@@ -310,6 +310,10 @@ class _CellBase(Module):
         batched = input.ndim == 2
         x = input if batched else functions.unsqueeze(input, 0)
         states = hx if isinstance(hx, tuple) else (hx,)
+        for k, h in enumerate(states):
+            if h is not None and h.ndim not in (1, 2):
+                what = f"hx[{k}]" if isinstance(hx, tuple) else "hidden"
+                raise ValueError(f"{self._name}: Expected {what} to be 1D or 2D, got {h.ndim}D instead")
         out = []
         for h in states:
             if h is None:
@@ -421,10 +425,19 @@ class _RNNBase(Module):
             raise ValueError(
                 "dropout should be a number in range [0, 1] representing the probability of an element being zeroed"
             )
-        if not isinstance(hidden_size, int) or hidden_size <= 0:
-            raise ValueError(f"hidden_size must be a positive integer, got {hidden_size!r}")
-        if not isinstance(num_layers, int) or num_layers <= 0:
+        # PyTorch's checks, in its order (module_db's RNN error inputs pin the classes)
+        for name, value in (("bias", bias), ("batch_first", batch_first)):
+            if not isinstance(value, bool):
+                raise TypeError(f"{name} should be of type bool, got: {type(value).__name__}")
+        for name, value in (("input_size", input_size), ("hidden_size", hidden_size)):
+            if not isinstance(value, int):
+                raise TypeError(f"{name} should be of type int, got: {type(value).__name__}")
+            if value <= 0:
+                raise ValueError(f"{name} must be greater than zero")
+        if not isinstance(num_layers, int):
             raise ValueError(f"num_layers must be a positive integer, got {num_layers!r}")
+        if num_layers <= 0:
+            raise ValueError("num_layers must be greater than zero")
         if not isinstance(proj_size, int) or proj_size < 0:
             raise ValueError("proj_size should be a positive integer or zero to disable projections")
         if proj_size >= hidden_size:
@@ -545,6 +558,12 @@ class _RNNBase(Module):
         """``running[t]``: a (batch, 1) bool tensor, whether each sequence is still running at step ``t``
         (packed input, then time-major whatever ``batch_first``); None when every sequence runs every step."""
         batch_first = self.batch_first and running is None
+        weight_dtype = self.weight_ih_l0.dtype
+        if input.dtype != weight_dtype and not any(map(amp.is_autocast_enabled, amp.DEVICE_TYPES)):
+            raise ValueError(
+                f"RNN input dtype ({input.dtype}) does not match weight dtype ({weight_dtype}). Convert input: "
+                f"input.to({weight_dtype}), or convert model: model.to({input.dtype})"
+            )
         if input.ndim not in (2, 3):
             raise ValueError(f"{self._name}: Expected input to be 2D or 3D, got {input.ndim}D tensor instead")
         if input.shape[-1] != self.input_size:

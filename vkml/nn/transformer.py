@@ -73,8 +73,8 @@ class TransformerEncoderLayer(Module):
         self.dropout = Dropout(dropout)
         self.linear2 = Linear(dim_feedforward, d_model, bias=bias, device=device, dtype=dtype)
         self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, device=device)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, device=device)
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, device=device, dtype=dtype)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, device=device, dtype=dtype)
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
         self.activation = _activation(activation)
@@ -122,9 +122,9 @@ class TransformerDecoderLayer(Module):
         self.dropout = Dropout(dropout)
         self.linear2 = Linear(dim_feedforward, d_model, bias=bias, device=device, dtype=dtype)
         self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, device=device)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, device=device)
-        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, device=device)
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, device=device, dtype=dtype)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, device=device, dtype=dtype)
+        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, device=device, dtype=dtype)
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
         self.dropout3 = Dropout(dropout)
@@ -268,13 +268,13 @@ class Transformer(Module):
             self.encoder = custom_encoder
         else:
             layer = TransformerEncoderLayer(d_model, nhead, **layer_args)
-            norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, device=device)
+            norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, device=device, dtype=dtype)
             self.encoder = TransformerEncoder(layer, num_encoder_layers, norm)
         if custom_decoder is not None:
             self.decoder = custom_decoder
         else:
             layer = TransformerDecoderLayer(d_model, nhead, **layer_args)
-            norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, device=device)
+            norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, device=device, dtype=dtype)
             self.decoder = TransformerDecoder(layer, num_decoder_layers, norm)
         for p in self.parameters():
             if p.ndim > 1:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import math
 import re
 import sys
 import time
@@ -455,7 +454,7 @@ def main(argv=None):
     p.add_argument("--vulkan", action="store_true", help="run vkml on the best Vulkan device")
     p.add_argument("-v", action="store_true", help="print every failing case")
     p.add_argument("--write-known", action="store_true", help="rewrite tests/opdb_known.txt from this run")
-    p.add_argument("--dump", help="write every case's outcome to this file")
+    p.add_argument("--dump", help="append every case's outcome to this file, group by group")
     a = p.parse_args(argv)
     device = vkml.best_device() if a.vulkan else None
     wanted = set(a.ops.split(",")) if a.ops else None
@@ -468,6 +467,9 @@ def main(argv=None):
             continue
         r = run_group(opinfo_named(name), dtype, device)
         results.update(r)
+        if a.dump:  # as it goes: a long run stopped early keeps what it did
+            with open(a.dump, "a") as f:
+                f.write("".join(f"{k}\t{v}\n" for k, v in r.items()))
         nfail = sum(v.startswith("fail") for v in r.values())
         print(f"{time.time() - t0:7.1f}s {name} {dtype}: {len(r)} cases, {nfail} fail", flush=True)
         if a.v:
@@ -480,8 +482,6 @@ def main(argv=None):
     causes = collections.Counter(_cause(v) for v in results.values() if v.startswith("fail"))
     for cause, n in causes.most_common(60):
         print(f"{n:6d}  {cause}")
-    if a.dump:
-        Path(a.dump).write_text("".join(f"{k}\t{v}\n" for k, v in results.items()))
     if a.write_known:
         known = {k: v.removeprefix("fail: ") for k, v in results.items() if v.startswith("fail")}
         header = "# op_db sweep cases vkml does not match (tests/opdb_sweep.py --write-known); id<TAB>difference\n"

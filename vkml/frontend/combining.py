@@ -60,6 +60,8 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
                 f"with {len(extra_node.shape)} dims for an input with {len(node.shape)}"
             )
         parts.insert(0 if name == "prepend" else len(parts), extra)
+    if n == 0:  # PyTorch returns a copy of input, prepend and append ignored
+        return input.clone()
     if len(parts) > 1:
         dtype = result_type([p.dtype for p in parts], [], [])
         x = F.cat([F.cast(p, dtype) for p in parts], d)

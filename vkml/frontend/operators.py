@@ -1343,7 +1343,7 @@ def clone(input, *, memory_format=None):
 
 
 def masked_fill(input, mask, value):
-    """``input`` with ``value`` where ``mask`` (bool, broadcast to ``input``'s shape) holds; ``input``'s dtype.
+    """``input`` with ``value`` where ``mask`` (bool) holds, both broadcast together; ``input``'s dtype.
 
     >>> masked_fill(vkml.tensor([1, 2, 3]), vkml.tensor([True, False, True]), 0).tolist()  # doctest: +SKIP
     [0, 2, 0]
@@ -1352,9 +1352,8 @@ def masked_fill(input, mask, value):
     mask_node = _tensor_node("masked_fill", mask)
     if mask_node.dtype is not T.bool_:
         raise DTypeError(f"'masked_fill': mask must be a bool tensor, got {mask_node.dtype.name}")
-    shape = lazy.broadcast_shapes("masked_fill", node.shape, mask_node.shape)
-    if shape != node.shape:
-        raise ShapeError(f"'masked_fill': mask of shape {mask_node.shape} does not broadcast to shape {node.shape}")
+    # the result takes the broadcast shape (PyTorch's out-of-place form; masked_fill_ keeps input's)
+    lazy.broadcast_shapes("masked_fill", node.shape, mask_node.shape)
     if isinstance(value, _tensor.Tensor):
         if value.ndim != 0:
             raise ShapeError(

@@ -58,6 +58,16 @@ CASES = [
     ("nextafter_0d", lambda m, a, b: m.nextafter(a, b), ["F", "F"]),
     ("complex_scalar_0d", lambda m: tuple(m.tensor(1 + 2j).shape), []),
     ("from_dlpack_0d", lambda m, x: tuple(torch.from_dlpack(x).shape), ["F"]),
+    # cdist with p=0 counts; the result requires grad, with zero gradients
+    ("cdist_p0_grad", lambda m, a, b: m.cdist(a, b, 0.0), ["f2x3", "f4x3"]),
+    # float16 logspace: powers in float32, rounded once
+    ("logspace_float16", lambda m: m.logspace(0, 4, 7, 10, dtype=m.float16), []),
+    ("logspace_float16_base3", lambda m: m.logspace(3, -8, 33, 3, dtype=m.float16), []),
+    # clamp_min/clamp_max of a bool tensor by a bool tensor (a Python bool or both bounds raise)
+    ("clamp_min_bool_tensor", lambda m, x, lo: m.clamp_min(x, lo), ["b2x3", "b3"]),
+    ("clamp_max.method_bool_tensor", lambda m, x, hi: x.clamp_max(hi), ["b2x3", "b"]),
+    ("clamp_bool_both_bounds", lambda m, x, lo, hi: m.clamp(x, lo, hi), ["b2x3", "b", "b"]),
+    ("clamp_min_bool_python_bound", lambda m, x: m.clamp_min(x, True), ["b2x3"]),
     # lu_solve of an empty batch of 0x0 systems
     ("lu_solve_empty", lambda m, a, b: m.linalg.lu_solve(*m.linalg.lu_factor(a), b), ["F2x0x0", "F2x0x3"]),
     ("lu_unpack_empty", lambda m, a: m.lu_unpack(*m.linalg.lu_factor(a)), ["F2x0x0"]),

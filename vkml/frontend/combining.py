@@ -212,7 +212,11 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     v = F.expand(F.unsqueeze(x2, -3), *batch, rows1, rows2, m)
     d = F.abs(u - v)
     if p == 0:
-        return F.cast(F.sum(F.ne(d, 0), -1), a.dtype)
+        count = F.cast(F.sum(F.ne(d, 0), -1), a.dtype)
+        if not (x1.requires_grad or x2.requires_grad):
+            return count
+        # PyTorch's result requires grad, with a zero gradient: a branch where never takes
+        return F.where(F.ge(count, 0), count, F.sum(d, -1))
     if p == 1:
         return F.sum(d, -1)
     if p == math.inf:

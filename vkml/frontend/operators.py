@@ -431,6 +431,10 @@ def clamp(input, min=None, max=None):
             f"({type(min).__name__}, {type(max).__name__})"
         )
     min, max = (v.item() if isinstance(v, np.generic) else v for v in (min, max))
+    bounds = [v for v in (min, max) if v is not None]
+    if len(bounds) == 1 and all(isinstance(v, _tensor.Tensor) and v.dtype is T.bool_ for v in (input, *bounds)):
+        # PyTorch's clamp_min/clamp_max take a bool tensor bound for a bool tensor (not a Python bool, nor both)
+        return _maximum(input, min) if max is None else _minimum(input, max)
     if max is None:
         out = _elementwise("clamp_min", input, min)
     elif min is None:

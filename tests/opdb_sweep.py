@@ -157,8 +157,8 @@ def to_vkml(x, device=None):
     """A torch sample argument as vkml's: tensors (inside lists, tuples and dicts too) with the same
     values, dtype and requires_grad; dtypes by name; other values as they are."""
     if isinstance(x, torch.Tensor):
-        if x.layout != torch.strided or x.is_quantized:
-            raise _Unsupported("sparse or quantized input")
+        if x.layout != torch.strided or x.is_quantized or x.device.type == "meta":
+            raise _Unsupported("sparse, quantized or meta input")
         arr = _np_of(x)
         kw = {} if device is None else {"device": device}
         t = vkml.tensor(arr, dtype=_vkml_dtype(str(x.dtype).split(".")[-1]), **kw)

@@ -47,6 +47,12 @@ CASES = [
     ("nanquantile_float64", lambda m, x: m.nanquantile(x, 0.7, interpolation="nearest"), ["ds12"]),
     ("quantile_0d_keepdim", lambda m, x: m.quantile(x, 0.5, dim=0, keepdim=True), ["f"]),
     ("quantile.method_0d_keepdim", lambda m, x: x.quantile(0.25, dim=-1, keepdim=True, interpolation="lower"), ["d"]),
+    # quantile's gradient reaches a q tensor ('linear'; the other interpolations give q none)
+    ("quantile_q_grad", lambda m, x, q: m.quantile(x, q, dim=1), ["f3x5", "fp2"]),
+    ("nanquantile_q_grad_0d_q", lambda m, x, q: m.nanquantile(x, q, dim=0, keepdim=True), ["fs4x3", "fp"]),
+    ("quantile_q_grad_nearest", lambda m, x, q: m.quantile(x, q, interpolation="nearest"), ["f3x5", "fp2"]),
+    # normalize with p=0 divides by the count of nonzeros
+    ("normalize_p0", lambda m, x: m.nn.functional.normalize(x, p=0.0, dim=1), ["f3x4"]),
     # masked_fill broadcasts input with the mask (the in-place form cannot grow: RuntimeError)
     ("masked_fill_input_broadcasts", lambda m, x, mask: m.masked_fill(x, mask, 2.0), ["f5", _MASK_5x5]),
     ("masked_fill.method_input_broadcasts", lambda m, x, mask, v: x.masked_fill(mask, v), ["f5", _MASK_5x5, "F"]),

@@ -250,7 +250,8 @@ def _quantile(op: str, input, q, dim, keepdim: bool, interpolation: str, skip_na
     # PyTorch's positions: q * (count - 1) in the input's float type, then truncated / rounded
     last = F.cast(F.maximum(count - 1, 0), ft) if skip_nan else float(n - 1)
     outs = []
-    for v in qs:
+    q_grad = isinstance(q, F._tensor.Tensor) and q.requires_grad
+    for k, v in enumerate(qs):
         pos = F.mul(last, float(np_ft(v))) if skip_nan else full_like(count, float(np_ft(v) * np_ft(n - 1)), dtype=ft)
         below = F.cast(pos, T.int64)  # pos >= 0: truncation is floor
         weight = pos - F.cast(below, ft)
@@ -273,6 +274,8 @@ def _quantile(op: str, input, q, dim, keepdim: bool, interpolation: str, skip_na
             out = F.where(F.lt(w, 0.5), lo + w * (hi - lo), hi - (hi - lo) * (1.0 - w))
         else:
             out = lo
+        if q_grad and interpolation == "linear":
+            out = _quantile_q_path(out, q, k, lo, hi, last)
         if keepdim and node.shape:
             out = F.unsqueeze(out, d) if dim is not None else F.reshape(out, *([1] * len(node.shape)))
         elif keepdim:  # a 0-d input keeps its 0 dims
@@ -281,6 +284,17 @@ def _quantile(op: str, input, q, dim, keepdim: bool, interpolation: str, skip_na
     if not q_dim:
         return outs[0]
     return F.cat([F.unsqueeze(o, 0) for o in outs], 0)
+
+
+def _quantile_q_path(out, q, k: int, lo, hi, last):
+    """``out`` ('linear') with PyTorch's gradient path to the k-th ``q``: d out / d q = (hi - lo) · (n - 1)
+    (the lerp's weight is q · (n - 1) less its floor; the other interpolations pick, and give q none).
+    The values stay ``out``'s bits: the path adds q - q (+0) where ``out`` is not a zero."""
+    qk = F.reshape(q, -1)[k]
+    slope = F.mul(F.sub(hi, lo), last)
+    slope = F.where(F.isfinite(slope), slope, 0.0)
+    path = F.mul(F.sub(qk, qk.detach()), slope)
+    return F.where(F.eq(out, 0), out, F.add(out, path))
 
 
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):

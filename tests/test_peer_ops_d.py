@@ -40,6 +40,8 @@ CASES = [
         ["i4x2x3", "i4x2x5", "i4x5x3"],
     ),
     ("addbmm_.method_int_float", lambda m, a, b, c: a.addbmm_(b, c, beta=2.5, alpha=3.7), ["i2x3", "i4x2x5", "i4x5x3"]),
+    ("addr_bool_int_beta_alpha", lambda m, a, b, c: m.addr(a, b, c, beta=3, alpha=2), ["b2x3", "b2", "b3"]),
+    ("addr_bool_beta_0", lambda m, a, b, c: m.addr(a, b, c, beta=0, alpha=1), ["b3", "b2", "b3"]),
     ("addr_int_float_beta", lambda m, a, b, c: m.addr(a, b, c, beta=0.6), ["i2x3", "i2", "i3"]),
     # quantile/nanquantile take float64 (positions in float64); a 0-d input keeps 0 dims with keepdim
     ("quantile_float64", lambda m, x: m.quantile(x, 0.3, dim=1), ["d3x5"]),

@@ -807,6 +807,11 @@ def _scaled_sum(op: str, input, product, beta, alpha):
                 raise RuntimeError(
                     f"{op}: for integral input tensors, argument {name} must not be a floating point number."
                 )
+    if product.dtype is T.bool_ and not isinstance(beta, float) and not isinstance(alpha, float):
+        # bool results are logical: (beta and input) or (alpha and product), an int beta/alpha as a bool
+        _broadcasts_to(op, input, product)
+        scaled = product if alpha else F.logical_and(product, False)
+        return F.logical_or(input, scaled) if beta else scaled
     if not product.dtype.is_float and product.dtype is not T.bool_:
         beta = int(beta) if isinstance(beta, float) and math.isfinite(beta) else beta
         alpha = int(alpha) if isinstance(alpha, float) and math.isfinite(alpha) else alpha

@@ -71,26 +71,28 @@ def _in_group(case_id: str, dtype: str) -> bool:
     return parts[1] == "error" if dtype == "error" else parts[2] == dtype
 
 
-@pytest.mark.exhaustive
-def test_matches_torch(group):
-    if group[0] == _PLACEHOLDER:
-        pytest.skip("run with -m exhaustive")
+def _check_or_untriaged(group, device=None):
     import opdb_sweep
 
+    if group[0] == _PLACEHOLDER:
+        pytest.skip("run with -m exhaustive")
     if group not in opdb_sweep.triaged_groups():
         try:  # passes where vkml matches; a difference here is not yet listed, so it xfails
-            _check_group(group)
+            _check_group(group, device)
         except AssertionError as e:
             pytest.xfail(f"not triaged yet (tests/opdb_known.txt covers the first groups only): {str(e)[:300]}")
         return
-    _check_group(group)
+    _check_group(group, device)
+
+
+@pytest.mark.exhaustive
+def test_matches_torch(group):
+    _check_or_untriaged(group)
 
 
 @pytest.mark.exhaustive
 def test_vulkan_matches_torch(group, gpu):
-    if group[0] == _PLACEHOLDER:
-        pytest.skip("run with -m exhaustive")
-    _check_group(group, device=gpu)
+    _check_or_untriaged(group, device=gpu)
 
 
 @pytest.mark.exhaustive

@@ -76,6 +76,9 @@ CASES = [
     ("clamp_max.method_bool_tensor", lambda m, x, hi: x.clamp_max(hi), ["b2x3", "b"]),
     ("clamp_bool_both_bounds", lambda m, x, lo, hi: m.clamp(x, lo, hi), ["b2x3", "b", "b"]),
     ("clamp_min_bool_python_bound", lambda m, x: m.clamp_min(x, True), ["b2x3"]),
+    # padding an empty tensor (made from values, so it has a buffer) gives the pad value everywhere
+    ("constant_pad_nd_empty_input", lambda m, x: m.constant_pad_nd(x, (1, 1, 1, 1, 1, 1), 1.0), ["f0x3x3"]),
+    ("pad_constant_empty_input_zero", lambda m, x: m.nn.functional.pad(x, (1, 1, 2, 0)), ["f0x3"]),
     # lu_solve of an empty batch of 0x0 systems
     ("lu_solve_empty", lambda m, a, b: m.linalg.lu_solve(*m.linalg.lu_factor(a), b), ["F2x0x0", "F2x0x3"]),
     ("lu_unpack_empty", lambda m, a: m.lu_unpack(*m.linalg.lu_factor(a)), ["F2x0x0"]),

@@ -1294,6 +1294,11 @@ def constant_pad_nd(input, pad, value=0.0):
         lazy.check_scalar_fits("constant_pad_nd", value, node.dtype, strict_unsigned=True)  # -1 does not wrap here
         if not node.dtype.is_float:
             value = bool(value) if node.dtype is T.bool_ else int(value)
+    if grow is not None and 0 in cropped.shape:
+        # nothing of input survives: the pad value everywhere, with input's (empty) gradient through a where
+        # that never takes it (a pad view of an empty buffer would load element 0, which it has not)
+        link = expand(sum(cropped), *padded.shape)
+        return where(_wrap(lazy.const_node(True, T.bool_, padded.shape, node.device)), value, link)
     if value == 0 or padded is cropped:
         return padded
     inside = _view(_wrap(lazy.const_node(True, T.bool_, cropped.shape, node.device)), lambda st: st.pad(grow))

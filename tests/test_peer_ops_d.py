@@ -78,6 +78,8 @@ CASES = [
     ("clamp_min_bool_python_bound", lambda m, x: m.clamp_min(x, True), ["b2x3"]),
     # padding an empty tensor (made from values, so it has a buffer) gives the pad value everywhere
     ("constant_pad_nd_empty_input", lambda m, x: m.constant_pad_nd(x, (1, 1, 1, 1, 1, 1), 1.0), ["f0x3x3"]),
+    ("constant_pad_nd_empty_bool", lambda m, x: m.constant_pad_nd(x, (1, 0, 2, 2), True), ["b0x2"]),
+    ("constant_pad_nd_empty_int", lambda m, x: m.constant_pad_nd(x, (2, 1), 7), ["i3x0"]),
     ("pad_constant_empty_input_zero", lambda m, x: m.nn.functional.pad(x, (1, 1, 2, 0)), ["f0x3"]),
     # lu_solve of an empty batch of 0x0 systems
     ("lu_solve_empty", lambda m, a, b: m.linalg.lu_solve(*m.linalg.lu_factor(a), b), ["F2x0x0", "F2x0x3"]),

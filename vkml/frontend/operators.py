@@ -1297,7 +1297,7 @@ def constant_pad_nd(input, pad, value=0.0):
     if grow is not None and 0 in cropped.shape:
         # nothing of input survives: the pad value everywhere, with input's (empty) gradient through a where
         # that never takes it (a pad view of an empty buffer would load element 0, which it has not)
-        link = expand(sum(cropped), *padded.shape)
+        link = expand(cast(sum(cropped), node.dtype), *padded.shape)  # (a bool or int sum is int64)
         return where(_wrap(lazy.const_node(True, T.bool_, padded.shape, node.device)), value, link)
     if value == 0 or padded is cropped:
         return padded

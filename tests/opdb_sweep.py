@@ -78,8 +78,14 @@ def _torch_dtype(name: str):
     return getattr(torch, name)
 
 
-def _resolve_function(fn):
-    """The vkml function at the torch function's path, or None."""
+def _resolve_function(fn, path: str = ""):
+    """The vkml function at the torch function's path (the OpInfo's name, or a namespace holding the
+    function under its own name), or None."""
+    t, v = torch, vkml
+    for part in path.split(".") if path else ():
+        t, v = getattr(t, part, None), getattr(v, part, None)
+    if path and t is fn and v is not None:
+        return v
     name = getattr(fn, "__name__", None)
     if not name or name.startswith("<"):
         return None
@@ -103,7 +109,7 @@ def variants(opinfo):
     """``[(variant, torch callable, vkml callable or None)]`` for the forms PyTorch has."""
     out = []
     if opinfo.op is not None:
-        out.append(("fn", opinfo.op, _resolve_function(opinfo.op)))
+        out.append(("fn", opinfo.op, _resolve_function(opinfo.op, opinfo.name)))
     for kind, method in (("method", opinfo.method_variant), ("inplace", opinfo.inplace_variant)):
         if method is None:
             continue
@@ -441,12 +447,14 @@ def load_known(path: Path = KNOWN_FILE) -> dict[str, str]:
 
 
 def triaged_groups(path: Path = KNOWN_FILE) -> set[tuple[str, str]]:
-    """The groups whose differences tests/opdb_known.txt lists: the first N of ``groups()`` where its
-    ``!triaged<TAB>N`` line says so (a sweep stopped early), else all of them."""
+    """The groups whose differences tests/opdb_known.txt lists: those its ``!group<TAB>name<TAB>dtype``
+    lines name (a sweep stopped early), else all of them."""
+    named = set()
     for line in path.read_text().splitlines():
-        if line.startswith("!triaged\t"):
-            return set(groups()[: int(line.split("\t")[1])])
-    return set(groups())
+        if line.startswith("!group\t"):
+            _, name, dtype = line.split("\t")
+            named.add((name, dtype))
+    return named or set(groups())
 
 
 def _cause(outcome: str) -> str:

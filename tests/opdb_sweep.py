@@ -255,7 +255,7 @@ def run_side(m, fn, args, kwargs, grad: bool) -> Side:
             flat = _flat(out)
             for o in flat:
                 if isinstance(o, m.Tensor):
-                    o.detach().cpu().numpy()
+                    (o.resolve_conj() if m is torch else o).detach().cpu().numpy()  # (a conjugate view's bit)
         except Exception as e:  # noqa: BLE001 - the class is compared with torch's
             return Side(None, None, None, e)
         grads = None

@@ -87,6 +87,9 @@ CASES = [
         lambda m, x: m.nn.functional.avg_pool2d(x, 3, 1, 1, True, False, 2),
         ["h1x3x9x9"],
     ),
+    # linalg.vander of a 0-d x with N: one row
+    ("linalg.vander_0d_N", lambda m, x: m.linalg.vander(x, N=3), ["f"]),
+    ("linalg.vander_0d_no_N", lambda m, x: m.linalg.vander(x), ["f"]),
     # lu_solve of an empty batch of 0x0 systems
     ("lu_solve_empty", lambda m, a, b: m.linalg.lu_solve(*m.linalg.lu_factor(a), b), ["F2x0x0", "F2x0x3"]),
     ("lu_unpack_empty", lambda m, a: m.lu_unpack(*m.linalg.lu_factor(a)), ["F2x0x0"]),

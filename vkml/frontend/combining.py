@@ -60,6 +60,8 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
                 f"with {len(extra_node.shape)} dims for an input with {len(node.shape)}"
             )
         parts.insert(0 if name == "prepend" else len(parts), extra)
+    if n == 0:  # PyTorch returns a copy of input, prepend and append ignored
+        return input.clone()
     if len(parts) > 1:
         dtype = result_type([p.dtype for p in parts], [], [])
         x = F.cat([F.cast(p, dtype) for p in parts], d)
@@ -210,7 +212,11 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     v = F.expand(F.unsqueeze(x2, -3), *batch, rows1, rows2, m)
     d = F.abs(u - v)
     if p == 0:
-        return F.cast(F.sum(F.ne(d, 0), -1), a.dtype)
+        count = F.cast(F.sum(F.ne(d, 0), -1), a.dtype)
+        if not (x1.requires_grad or x2.requires_grad):
+            return count
+        # PyTorch's result requires grad, with a zero gradient: a branch where never takes
+        return F.where(F.ge(count, 0), count, F.sum(d, -1))
     if p == 1:
         return F.sum(d, -1)
     if p == math.inf:

@@ -1222,8 +1222,9 @@ def from_numpy_complex(array, device=None, requires_grad: bool = False, dtype=No
     """A complex tensor of a numpy complex array (or of anything ``np.asarray`` makes complex)."""
     array = np.asarray(array)
     dtype = dtype or (T.complex128 if array.dtype == np.complex128 else T.complex64)
+    shape = array.shape  # (ascontiguousarray makes a 0-d array 1-d)
     array = np.ascontiguousarray(array.astype(dtype.np))
-    pair = array.view(_REAL_OF[dtype].np).reshape(*array.shape, 2)
+    pair = array.view(_REAL_OF[dtype].np).reshape(*shape, 2)
     out = ComplexTensor(creation.tensor(pair.copy(), dtype=_REAL_OF[dtype], device=device))
     if requires_grad:
         out.requires_grad_()

@@ -109,13 +109,16 @@ def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad: 
 
 
 def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None, requires_grad: bool = False):
-    """``base ** linspace(start, end, steps)``: powers computed in the dtype's precision (float64 for integers)."""
+    """``base ** linspace(start, end, steps)``: powers computed in the dtype's precision (float64 for integers,
+    float32 for float16 and bfloat16)."""
     start, end = _number("logspace", "start", start), _number("logspace", "end", end)
     base = _number("logspace", "base", base)
     dtype = _dtype(dtype) or default_float()
     if dtype is T.bool_:
         raise RuntimeError("\"logspace_cpu\" not implemented for 'Bool'")
-    exponents = _linspace_values("logspace", start, end, steps, dtype)
+    # float16/bfloat16: exponents and powers in float32, rounded once at the end (PyTorch's CPU kernel)
+    narrow = dtype in (T.float16, T.bfloat16)
+    exponents = _linspace_values("logspace", start, end, steps, T.float32 if narrow else dtype)
     work = exponents.dtype.type
     with np.errstate(all="ignore"):
         values = np.power(work(base), exponents).astype(dtype.value_np)

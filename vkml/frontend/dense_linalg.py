@@ -995,7 +995,9 @@ def lu_unpack(LU_data, LU_pivots, unpack_data: bool = True, unpack_pivots: bool 
         L = F.add(shape.tril(shape.narrow(LU_data, -1, 0, k), -1), eye)
         U = shape.triu(shape.narrow(LU_data, -2, 0, k))
     if unpack_pivots:
-        piv = np.asarray(LU_pivots._host_values(), dtype=np.int64).reshape(-1, LU_pivots.shape[-1])
+        piv = np.asarray(LU_pivots._host_values(), dtype=np.int64).reshape(
+            math.prod(LU_pivots.shape[:-1]), LU_pivots.shape[-1]
+        )  # (-1 cannot stand for the batch when k is 0)
         perms = np.stack([_permutation(p, m) for p in piv]) if len(piv) else np.zeros((0, m, m))
         P = _upload(perms.reshape(*LU_pivots.shape[:-1], m, m), LU_data)
     return return_types.lu_unpack(P, L, U)

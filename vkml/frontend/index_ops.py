@@ -64,7 +64,7 @@ _INDEX_REDUCES = ("prod", "mean", "amax", "amin")
 
 
 def _const(array: np.ndarray, device):
-    return F._from_numpy(np.ascontiguousarray(array), device)
+    return F._from_numpy(np.array(array, order="C"), device)  # (ascontiguousarray makes 0-d 1-d)
 
 
 def _touched(flat: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:

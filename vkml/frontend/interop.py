@@ -110,7 +110,7 @@ def dlpack(tensor, *, stream=None, max_version=None, dl_device=None, copy=None):
         raise BufferError(f"{op}: vkml exports to the CPU only, not to DLPack device {tuple(dl_device)}")
     if tensor.requires_grad:
         raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
-    array = np.ascontiguousarray(tensor.numpy())
+    array = np.array(tensor.numpy(), order="C")  # a 0-d tensor stays 0-d (ascontiguousarray makes it 1-d)
     if max_version is None:
         return array.__dlpack__()
     try:

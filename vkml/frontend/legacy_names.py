@@ -23,6 +23,7 @@ import warnings
 
 import numpy as np
 
+from ..graph import build as lazy
 from ..ir import types as T
 from ..nn import functional as _nn_functional
 from ..ops import grads as _grads
@@ -649,7 +650,7 @@ def _on_host_integer(op: str, fn, input, other):
     np_dtype = np.dtype(dtype.name)
     with np.errstate(over="ignore"):
         out = fn(a.astype(np_dtype), b.astype(np_dtype)).astype(np_dtype)
-    return creation.tensor(np.ascontiguousarray(out), dtype=dtype, device=input.device)
+    return creation.tensor(np.array(out, order="C"), dtype=dtype, device=input.device)
 
 
 def gcd(input, other):
@@ -686,11 +687,17 @@ def frexp(input):
     values = _host_values(input)
     if input.dtype is T.bfloat16:
         values = values.astype(np.float32)
-    mantissa, exponent = np.frexp(values)
-    m = creation.tensor(np.ascontiguousarray(mantissa), device=input.device)
-    if m.dtype is not input.dtype:
-        m = F.cast(m, input.dtype)
-    e = creation.tensor(np.ascontiguousarray(exponent.astype(np.int32)), dtype=T.int32, device=input.device)
+    values = np.asarray(values).reshape(tuple(input.shape))
+    exponent = np.asarray(np.frexp(values)[1]).astype(np.int32)
+    # mantissa = input * 2^-exponent, exact (a power of two), and differentiable as PyTorch's
+    # (grad / 2^exponent); two factors, so that neither overflows for subnormal or huge inputs
+    half = -exponent // 2
+    np_dtype = np.float32 if input.dtype is T.bfloat16 else values.dtype
+    scales = [np.ldexp(np.ones_like(values, dtype=np_dtype), k).astype(np_dtype) for k in (half, -exponent - half)]
+    m = input
+    for scale in scales:
+        m = F.mul(m, F.cast(creation.tensor(scale.copy(), device=input.device), input.dtype))
+    e = creation.tensor(exponent.copy(), dtype=T.int32, device=input.device)
     return return_types.frexp(m, e)
 
 
@@ -713,7 +720,7 @@ def nextafter(input, other):
         raise NotImplementedError("nextafter: bfloat16 is not supported by vkml (numpy has no bfloat16)")
     np_dtype = np.dtype(dtype.name)
     a, b = np.broadcast_arrays(_host_values(input).astype(np_dtype), _host_values(other).astype(np_dtype))
-    out = creation.tensor(np.ascontiguousarray(np.nextafter(a, b)), dtype=dtype, device=input.device)
+    out = creation.tensor(np.array(np.nextafter(a, b), order="C"), dtype=dtype, device=input.device)
     return autograd.record("nextafter", (input, other), out, {})
 
 
@@ -859,8 +866,13 @@ def gradient(input, *, spacing=1, dim=None, edge_order: int = 1):
     _tensor(op, "input", input)
     if edge_order not in (1, 2):
         raise RuntimeError(f"{op} only supports edge_order=1 and edge_order=2.")
+    if spacing is None:  # PyTorch's default, spelled out by its OpInfo samples
+        spacing = 1
     dims = list(range(input.ndim)) if dim is None else ([dim] if isinstance(dim, int) else list(dim))
-    dims = [d % input.ndim for d in dims]
+    dims = [lazy.normalize_dim(op, d, input.ndim) for d in dims]
+    for d in dims:
+        if dims.count(d) > 1:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
     if isinstance(spacing, (list, tuple)):
         if len(spacing) != len(dims):
             raise RuntimeError(

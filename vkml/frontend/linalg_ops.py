@@ -250,7 +250,9 @@ def vander(x, *, N: int | None = None):  # noqa: N803 - PyTorch's name
     if x.dtype is T.bool_:
         raise RuntimeError(f"{op} supports floating point, complex, and integer tensors, but got Bool")
     if x.ndim < 1:
-        raise RuntimeError("N must be greater than 1.")
+        if N is None:
+            raise RuntimeError("N must be greater than 1.")
+        x = F.reshape(x, (1,))  # PyTorch takes a 0-d x with N as one element: a 1 x N result
     n = x.shape[-1] if N is None else N
     if n <= 1:
         raise RuntimeError("N must be greater than 1.")

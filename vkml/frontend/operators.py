@@ -431,6 +431,10 @@ def clamp(input, min=None, max=None):
             f"({type(min).__name__}, {type(max).__name__})"
         )
     min, max = (v.item() if isinstance(v, np.generic) else v for v in (min, max))
+    bounds = [v for v in (min, max) if v is not None]
+    if len(bounds) == 1 and all(isinstance(v, _tensor.Tensor) and v.dtype is T.bool_ for v in (input, *bounds)):
+        # PyTorch's clamp_min/clamp_max take a bool tensor bound for a bool tensor (not a Python bool, nor both)
+        return _maximum(input, min) if max is None else _minimum(input, max)
     if max is None:
         out = _elementwise("clamp_min", input, min)
     elif min is None:
@@ -1308,6 +1312,11 @@ def constant_pad_nd(input, pad, value=0.0):
         lazy.check_scalar_fits("constant_pad_nd", value, node.dtype, strict_unsigned=True)  # -1 does not wrap here
         if not node.dtype.is_float:
             value = bool(value) if node.dtype is T.bool_ else int(value)
+    if grow is not None and 0 in cropped.shape:
+        # nothing of input survives: the pad value everywhere, with input's (empty) gradient through a where
+        # that never takes it (a pad view of an empty buffer would load element 0, which it has not)
+        link = expand(cast(sum(cropped), node.dtype), *padded.shape)  # (a bool or int sum is int64)
+        return where(_wrap(lazy.const_node(True, T.bool_, padded.shape, node.device)), value, link)
     if value == 0 or padded is cropped:
         return padded
     inside = _view(_wrap(lazy.const_node(True, T.bool_, cropped.shape, node.device)), lambda st: st.pad(grow))
@@ -1361,7 +1370,7 @@ def clone(input, *, memory_format=None):
 
 
 def masked_fill(input, mask, value):
-    """``input`` with ``value`` where ``mask`` (bool, broadcast to ``input``'s shape) holds; ``input``'s dtype.
+    """``input`` with ``value`` where ``mask`` (bool) holds, both broadcast together; ``input``'s dtype.
 
     >>> masked_fill(vkml.tensor([1, 2, 3]), vkml.tensor([True, False, True]), 0).tolist()  # doctest: +SKIP
     [0, 2, 0]
@@ -1370,9 +1379,8 @@ def masked_fill(input, mask, value):
     mask_node = _tensor_node("masked_fill", mask)
     if mask_node.dtype is not T.bool_:
         raise DTypeError(f"'masked_fill': mask must be a bool tensor, got {mask_node.dtype.name}")
-    shape = lazy.broadcast_shapes("masked_fill", node.shape, mask_node.shape)
-    if shape != node.shape:
-        raise ShapeError(f"'masked_fill': mask of shape {mask_node.shape} does not broadcast to shape {node.shape}")
+    # the result takes the broadcast shape (PyTorch's out-of-place form; masked_fill_ keeps input's)
+    lazy.broadcast_shapes("masked_fill", node.shape, mask_node.shape)
     if isinstance(value, _tensor.Tensor):
         if value.ndim != 0:
             raise ShapeError(

@@ -216,7 +216,7 @@ _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 def _quantile(op: str, input, q, dim, keepdim: bool, interpolation: str, skip_nan: bool):
     node = F._tensor_node(op, input)
-    if node.dtype is not T.float32:  # PyTorch refuses float16 too
+    if node.dtype not in (T.float32, T.float64):  # PyTorch refuses float16 too
         raise RuntimeError(f"'{op}': input tensor must be either float or double dtype, got {node.dtype.name}")
     if interpolation not in _INTERPOLATIONS:
         raise RuntimeError(f"'{op}': interpolation must be one of {_INTERPOLATIONS}, got {interpolation!r}")
@@ -240,22 +240,21 @@ def _quantile(op: str, input, q, dim, keepdim: bool, interpolation: str, skip_na
     n = x.shape[d]
     if n == 0:
         raise RuntimeError(f"'{op}': input tensor must be non-empty")
-    xl = F.cast(_last(x, d), T.float32)
+    ft = node.dtype  # positions and weights in the input's float type, as PyTorch
+    np_ft = np.float64 if ft is T.float64 else np.float32
+    xl = _last(x, d)
     ranks = _ranks(xl)
     nan = _isnan(xl)
     count = F.sum(F.logical_not(nan), -1)
     has_nan = F.lt(count, n)
     # PyTorch's positions: q * (count - 1) in the input's float type, then truncated / rounded
-    last = F.cast(F.maximum(count - 1, 0), T.float32) if skip_nan else float(n - 1)
+    last = F.cast(F.maximum(count - 1, 0), ft) if skip_nan else float(n - 1)
     outs = []
-    for v in qs:
-        pos = (
-            F.mul(last, float(np.float32(v)))
-            if skip_nan
-            else full_like(count, float(np.float32(v) * np.float32(n - 1)), dtype=T.float32)
-        )
+    q_grad = isinstance(q, F._tensor.Tensor) and q.requires_grad
+    for k, v in enumerate(qs):
+        pos = F.mul(last, float(np_ft(v))) if skip_nan else full_like(count, float(np_ft(v) * np_ft(n - 1)), dtype=ft)
         below = F.cast(pos, T.int64)  # pos >= 0: truncation is floor
-        weight = pos - F.cast(below, T.float32)
+        weight = pos - F.cast(below, ft)
         above = below + F.cast(F.gt(weight, 0.0), T.int64)
         if interpolation == "lower":
             above = below
@@ -275,12 +274,27 @@ def _quantile(op: str, input, q, dim, keepdim: bool, interpolation: str, skip_na
             out = F.where(F.lt(w, 0.5), lo + w * (hi - lo), hi - (hi - lo) * (1.0 - w))
         else:
             out = lo
-        if keepdim:
+        if q_grad and interpolation == "linear":
+            out = _quantile_q_path(out, q, k, lo, hi, last)
+        if keepdim and node.shape:
             out = F.unsqueeze(out, d) if dim is not None else F.reshape(out, *([1] * len(node.shape)))
+        elif keepdim:  # a 0-d input keeps its 0 dims
+            out = F.reshape(out, ())
         outs.append(F.cast(out, node.dtype))
     if not q_dim:
         return outs[0]
     return F.cat([F.unsqueeze(o, 0) for o in outs], 0)
+
+
+def _quantile_q_path(out, q, k: int, lo, hi, last):
+    """``out`` ('linear') with PyTorch's gradient path to the k-th ``q``: d out / d q = (hi - lo) · (n - 1)
+    (the lerp's weight is q · (n - 1) less its floor; the other interpolations pick, and give q none).
+    The values stay ``out``'s bits: the path adds q - q (+0) where ``out`` is not a zero."""
+    qk = F.reshape(q, -1)[k]
+    slope = F.mul(F.sub(hi, lo), last)
+    slope = F.where(F.isfinite(slope), slope, 0.0)
+    path = F.mul(F.sub(qk, qk.detach()), slope)
+    return F.where(F.eq(out, 0), out, F.add(out, path))
 
 
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
@@ -289,7 +303,7 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     Positions q * (n - 1) in float32, the two neighbours found exactly by stable rank, and
     torch.lerp's formula between them, each product and sum rounded (PyTorch's vectorised lerp
     fuses the multiply-add, so a result may differ from its by 1 ulp). A NaN in the row gives
-    NaN. A 1-D ``q`` puts its dim first. float32 only, as PyTorch (which takes float64 too).
+    NaN. A 1-D ``q`` puts its dim first. float32 and float64 (positions in the input's type), as PyTorch.
     """
     return _quantile("quantile", input, q, dim, keepdim, interpolation, False)
 

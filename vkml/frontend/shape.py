@@ -800,11 +800,21 @@ def dot(input, tensor):
 def _scaled_sum(op: str, input, product, beta, alpha):
     """``beta * input + alpha * product``; ``beta == 0`` ignores ``input`` (its NaNs too), as PyTorch."""
     if not product.dtype.is_float:
+        # addmm/addmv/addbmm/baddbmm truncate a float beta or alpha to an integer dtype, as PyTorch's CPU kernels
+        truncates = op != "addr" and product.dtype is not T.bool_
         for name, v in (("beta", beta), ("alpha", alpha)):
-            if isinstance(v, float) and not float(v).is_integer():
+            if isinstance(v, float) and not float(v).is_integer() and not truncates:
                 raise RuntimeError(
                     f"{op}: for integral input tensors, argument {name} must not be a floating point number."
                 )
+    if product.dtype is T.bool_ and not isinstance(beta, float) and not isinstance(alpha, float):
+        # bool results are logical: (beta and input) or (alpha and product), an int beta/alpha as a bool
+        _broadcasts_to(op, input, product)
+        scaled = product if alpha else F.logical_and(product, False)
+        return F.logical_or(input, scaled) if beta else scaled
+    if not product.dtype.is_float and product.dtype is not T.bool_:
+        beta = int(beta) if isinstance(beta, float) and math.isfinite(beta) else beta
+        alpha = int(alpha) if isinstance(alpha, float) and math.isfinite(alpha) else alpha
     scaled = product if alpha == 1 else F.mul(product, alpha)
     if beta == 0:
         _broadcasts_to(op, input, product)

@@ -22,7 +22,7 @@ import secrets
 import numpy as np
 
 from ..graph import build as lazy
-from ..ops.promotion import default_float
+from ..ops.promotion import default_float, promote_types
 from ..tensor import Tensor
 from . import creation, interop, mutation, random, scans, shape, statistics
 from . import operators as F
@@ -126,6 +126,8 @@ def cov(input, *, correction: int = 1, fweights=None, aweights=None):
     x = input if input.ndim == 2 else F.reshape(input, (1, -1))
     if not x.dtype.is_float:
         x = F.cast(x, default_float())
+    if aweights is not None and aweights.dtype.is_float and aweights.dtype is not x.dtype:
+        x = F.cast(x, promote_types(x.dtype, aweights.dtype))  # float16 x with float32 weights: float32
     observations = x.shape[1]
     weights = None
     if fweights is not None:
@@ -150,7 +152,7 @@ def cov(input, *, correction: int = 1, fweights=None, aweights=None):
         aw = F.cast(aweights, x.dtype)
         weights = aw if weights is None else F.mul(weights, aw)
     if weights is None:
-        total = F.cast(creation.tensor(float(observations)), x.dtype)
+        total = F.cast(creation.tensor(float(observations), device=x.device), x.dtype)
         mean = F.mean(x, 1, True)
         norm_factor = F.sub(total, correction)
     else:
@@ -167,7 +169,8 @@ def cov(input, *, correction: int = 1, fweights=None, aweights=None):
     centred = F.sub(x, mean)
     scaled = centred if weights is None else F.mul(centred, weights)
     out = F.div(F.matmul(scaled, F.transpose(centred, 0, 1)), norm_factor)
-    return F.reshape(out, ()) if input.ndim < 2 or x.shape[0] == 1 and input.ndim < 2 else out
+    # PyTorch squeezes the result: one variable (a 1-D input or a single row) gives a 0-d tensor
+    return F.reshape(out, ()) if x.shape[0] == 1 else out
 
 
 def corrcoef(input):

@@ -722,7 +722,8 @@ def _avg_pool(op, input, kernel_size, stride, padding, ceil_mode, count_include_
     if integer and divisor_override is not None:
         return functions.div(sums, int(divisor_override), rounding_mode="trunc")
     if divisor_override is not None:
-        return sums / float(divisor_override)
+        out = sums / float(divisor_override)
+        return out.to(input.dtype) if input.dtype in (T.float16, T.bfloat16) else out
     # PyTorch's divisor: the window clipped to the padded input (count_include_pad) or to the input
     counts = np.ones((), dtype=np.float64)
     for size, k, s, p, o in zip(input.shape[-n:], kernel, stride, padding, out_size):

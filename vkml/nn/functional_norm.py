@@ -296,6 +296,8 @@ def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None)
         norm = abs(input).sum(dim, keepdim=True)
     elif p == math.inf:
         norm = abs(input).amax(dim, keepdim=True)
+    elif p == 0:  # the count of nonzeros, no gradient of its own (PyTorch's norm p=0)
+        norm = (input != 0).sum(dim, keepdim=True).to(input.dtype)
     else:
         total = (input * input if p == 2 else abs(input) ** p).sum(dim, keepdim=True)
         # The root's derivative is infinite at 0: a zero vector's gradient is 0, as PyTorch's

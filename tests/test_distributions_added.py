@@ -1,0 +1,252 @@
+"""The distributions and KL pairs added to vkml.distributions after the first set (tests/test_distributions.py):
+ContinuousBernoulli, FisherSnedecor, GeneralizedPareto, Kumaraswamy, LogisticNormal, VonMises, and every
+pair PyTorch registers between the families vkml has.
+
+Exact quantities (log_prob, entropy, moments, cdf/icdf, kl_divergence) and their gradients are compared
+with PyTorch on the same parameters; samples (vkml's generator) by shape, support and moments.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.distributions as TD
+import torch.distributions.kl as TK
+
+import vkml
+import vkml.distributions as VD
+
+RNG = np.random.default_rng(11)
+REAL = RNG.standard_normal(3).astype(np.float32)
+POS = (RNG.random(3) + 0.5).astype(np.float32)
+POS2 = (RNG.random(3) + 0.5).astype(np.float32)
+UNIT = np.array([0.2, 0.4996, 0.8], np.float32)  # the middle one inside ContinuousBernoulli's Taylor region
+
+# name -> (builder(D, tensors), parameters, a value in the support, extra methods)
+CASES = {
+    "ContinuousBernoulli-probs": (
+        lambda D, p: D.ContinuousBernoulli(probs=p["p"]),
+        {"p": UNIT},
+        UNIT[::-1].copy(),
+        "cdf icdf",
+    ),
+    "ContinuousBernoulli-logits": (
+        lambda D, p: D.ContinuousBernoulli(logits=p["l"]),
+        {"l": REAL},
+        np.array([0.1, 0.5, 0.7], np.float32),
+        "cdf icdf",
+    ),
+    "FisherSnedecor": (lambda D, p: D.FisherSnedecor(p["a"], p["b"]), {"a": POS * 8, "b": POS2 * 10}, POS, ""),
+    "GeneralizedPareto": (
+        lambda D, p: D.GeneralizedPareto(p["loc"], p["scale"], p["c"]),
+        {"loc": REAL, "scale": POS, "c": np.array([0.3, 0.0, -0.2], np.float32)},
+        REAL + 0.4,
+        "cdf icdf",
+    ),
+    "Kumaraswamy": (lambda D, p: D.Kumaraswamy(p["a"], p["b"]), {"a": POS + 1, "b": POS2 + 1}, UNIT, ""),
+    "LogisticNormal": (
+        lambda D, p: D.LogisticNormal(p["loc"], p["scale"]),
+        {"loc": REAL, "scale": POS},
+        np.array([0.1, 0.2, 0.3, 0.4], np.float32),
+        "",
+    ),
+    "VonMises": (
+        lambda D, p: D.VonMises(p["loc"], p["k"]),
+        {"loc": REAL, "k": np.array([0.5, 2.0, 5.0], np.float32)},
+        REAL[::-1].copy(),
+        "",
+    ),
+}
+DEFAULT_CASES = ("ContinuousBernoulli-probs", "VonMises")
+
+
+def _quantities(D, lib, case: str):
+    """The case's quantities by name; one PyTorch does not implement is the exception's name."""
+    builder, params, value, extra = CASES[case]
+    tensors = {k: lib.tensor(v, requires_grad=True) for k, v in params.items()}
+    d = builder(D, tensors)
+    tensor = lib.tensor
+    calls = {
+        "log_prob": lambda: d.log_prob(tensor(value)),
+        "entropy": d.entropy,
+        "mean": lambda: d.mean,
+        "variance": lambda: d.variance,
+        "stddev": lambda: d.stddev,
+        "mode": lambda: d.mode,
+    }
+    if "cdf" in extra:
+        calls["cdf"] = lambda: d.cdf(tensor(value))
+        calls["icdf"] = lambda: d.icdf(tensor(np.full(value.shape, 0.3, np.float32)))
+    out = {}
+    for name, call in calls.items():
+        try:
+            out[name] = call()
+        except NotImplementedError:
+            out[name] = "NotImplementedError"
+    return tensors, out, (tuple(d.batch_shape), tuple(d.event_shape))
+
+
+@pytest.mark.parametrize(
+    "case", [c if c in DEFAULT_CASES else pytest.param(c, marks=pytest.mark.stress) for c in CASES]
+)
+def test_values_and_gradients_match_torch(case: str) -> None:
+    t_params, t_out, t_shapes = _quantities(TD, torch, case)
+    v_params, v_out, v_shapes = _quantities(VD, vkml, case)
+    assert v_shapes == t_shapes
+    assert {k: isinstance(v, str) for k, v in v_out.items()} == {k: isinstance(v, str) for k, v in t_out.items()}
+    computed = [n for n, t in t_out.items() if not isinstance(t, str)]
+    for name in computed:
+        np.testing.assert_allclose(
+            v_out[name].detach().numpy(), t_out[name].detach().numpy(), rtol=2e-5, atol=2e-6, err_msg=f"{case}.{name}"
+        )
+    weighted = [n for n in computed if t_out[n].requires_grad and not t_out[n].isnan().any()]
+    weights = {n: RNG.standard_normal(tuple(t_out[n].shape)).astype(np.float32) for n in weighted}
+    t_loss = sum((t_out[n] * torch.tensor(weights[n])).sum() for n in weighted)
+    v_loss = sum((v_out[n] * vkml.tensor(weights[n])).sum() for n in weighted)
+    names = list(t_params)
+    t_grads = torch.autograd.grad(t_loss, [t_params[k] for k in names], allow_unused=True)
+    v_grads = vkml.autograd.grad(v_loss, [v_params[k] for k in names], allow_unused=True)
+    for k, tg, vg in zip(names, t_grads, v_grads):
+        if tg is None:
+            assert vg is None or not np.any(vg.numpy()), k
+        else:
+            np.testing.assert_allclose(vg.numpy(), tg.numpy(), rtol=1e-4, atol=1e-5, err_msg=f"{case} d/d{k}")
+
+
+# A distribution of each family vkml has that PyTorch's kl registry names, by (D, tensors)
+FAMILIES = {
+    "Bernoulli": lambda D, t: D.Bernoulli(probs=t["unit"]),
+    "Beta": lambda D, t: D.Beta(t["pos"], t["pos2"]),
+    "Binomial": lambda D, t: D.Binomial(5, probs=t["unit"]),
+    "ContinuousBernoulli": lambda D, t: D.ContinuousBernoulli(probs=t["unit"]),
+    "Exponential": lambda D, t: D.Exponential(t["pos"]),
+    "Gamma": lambda D, t: D.Gamma(t["pos"] + 1, t["pos2"]),
+    "Gumbel": lambda D, t: D.Gumbel(t["real"], t["pos"]),
+    "Laplace": lambda D, t: D.Laplace(t["real"], t["pos"]),
+    "Normal": lambda D, t: D.Normal(t["real"], t["pos2"]),
+    "Pareto": lambda D, t: D.Pareto(t["pos"], t["pos2"] + 2),
+    "Poisson": lambda D, t: D.Poisson(t["pos"]),
+    "Uniform": lambda D, t: D.Uniform(t["low"], t["low"] + t["pos"]),
+}
+KL_TENSORS = {"unit": UNIT, "pos": POS, "pos2": POS2, "real": REAL, "low": np.array([0.05, 0.1, 1.2], np.float32)}
+KL_PAIRS = sorted(
+    f"{p.__name__}-{q.__name__}" for p, q in TK._KL_REGISTRY if p.__name__ in FAMILIES and q.__name__ in FAMILIES
+)
+DEFAULT_KL = ("Beta-Normal", "Gamma-Gumbel", "Uniform-Pareto")
+
+
+@pytest.mark.parametrize(
+    "pair", [p if p in DEFAULT_KL else pytest.param(p, marks=pytest.mark.stress) for p in KL_PAIRS]
+)
+def test_kl_divergence_and_its_gradient_match_torch(pair: str) -> None:
+    p_name, q_name = pair.split("-")
+    results = {}
+    for lib, D in ((torch, TD), (vkml, VD)):
+        tensors = {k: lib.tensor(v, requires_grad=True) for k, v in KL_TENSORS.items()}
+        kl = D.kl_divergence(FAMILIES[p_name](D, tensors), FAMILIES[q_name](D, tensors))
+        finite = kl.detach().isfinite().to(kl.dtype)
+        grads = lib.autograd.grad(
+            (kl.nan_to_num(0.0, 0.0, 0.0) * finite).sum(), list(tensors.values()), allow_unused=True
+        )
+        results[lib] = (kl, grads)
+    (t_kl, t_grads), (v_kl, v_grads) = results[torch], results[vkml]
+    assert tuple(v_kl.shape) == tuple(t_kl.shape)
+    np.testing.assert_allclose(v_kl.detach().numpy(), t_kl.detach().numpy(), rtol=2e-5, atol=2e-6)
+    for name, tg, vg in zip(KL_TENSORS, t_grads, v_grads):
+        if tg is None:
+            assert vg is None or not np.any(vg.numpy()), name
+        else:
+            np.testing.assert_allclose(vg.numpy(), tg.numpy(), rtol=1e-4, atol=1e-5, err_msg=f"{pair} d/d{name}")
+
+
+def test_every_registered_pair_of_vkmls_families_is_registered() -> None:
+    """PyTorch's registry, restricted to the families vkml has, is vkml's (LowRankMultivariateNormal's
+    pairs with MultivariateNormal aside: docs/distributions.md)."""
+    names = {n for n in TD.__all__ if hasattr(VD, n)}
+    theirs = {(p.__name__, q.__name__) for p, q in TK._KL_REGISTRY if p.__name__ in names and q.__name__ in names}
+    ours = {(p.__name__, q.__name__) for p, q in VD.kl._KL_REGISTRY}
+    assert theirs - ours == {
+        ("LowRankMultivariateNormal", "LowRankMultivariateNormal"),
+        ("LowRankMultivariateNormal", "MultivariateNormal"),
+        ("MultivariateNormal", "LowRankMultivariateNormal"),
+    }
+
+
+# name -> (builder, sample mean, sample variance) of a batch of two; moments from PyTorch's formulas
+SAMPLED = {
+    "ContinuousBernoulli": lambda D, lib: D.ContinuousBernoulli(lib.tensor([0.2, 0.9])),
+    "FisherSnedecor": lambda D, lib: D.FisherSnedecor(lib.tensor([6.0, 10.0]), lib.tensor([12.0, 20.0])),
+    "GeneralizedPareto": lambda D, lib: D.GeneralizedPareto(
+        lib.tensor([0.0, 1.0]), lib.tensor([1.0, 2.0]), lib.tensor([0.1, -0.3])
+    ),
+    "Kumaraswamy": lambda D, lib: D.Kumaraswamy(lib.tensor([2.0, 0.7]), lib.tensor([3.0, 1.5])),
+    "VonMises": lambda D, lib: D.VonMises(lib.tensor([0.5, -2.0]), lib.tensor([4.0, 10.0])),
+}
+
+
+@pytest.mark.parametrize("name", [n if n == "VonMises" else pytest.param(n, marks=pytest.mark.stress) for n in SAMPLED])
+def test_samples_have_the_distributions_moments_and_support(name: str) -> None:
+    n = 4000
+    expected = SAMPLED[name](TD, torch)
+    mean, var = expected.mean.numpy().astype(np.float64), expected.variance.numpy().astype(np.float64)
+    vkml.manual_seed(5)
+    d = SAMPLED[name](VD, vkml)
+    x = d.sample((n,))
+    assert tuple(x.shape) == (n, 2)
+    assert bool(d.support.check(x).all())
+    values = x.numpy().astype(np.float64)
+    for got, want, v in zip(values.mean(0), mean, var):
+        assert abs(got - want) < 6 * math.sqrt(v / n), (name, got, want)  # 6 standard errors
+    np.testing.assert_allclose(values.var(0), var, rtol=0.25, err_msg=name)
+    vkml.manual_seed(7)
+    first = SAMPLED[name](VD, vkml).sample((3,)).numpy()
+    vkml.manual_seed(7)
+    np.testing.assert_array_equal(SAMPLED[name](VD, vkml).sample((3,)).numpy(), first)
+
+
+INVALID = (  # (D, lib) -> a call that raises PyTorch's ValueError
+    lambda D, lib: D.FisherSnedecor(lib.tensor([-1.0]), lib.tensor([1.0])),
+    lambda D, lib: D.VonMises(lib.tensor([0.0]), lib.tensor([0.0])),
+    lambda D, lib: D.Kumaraswamy(lib.tensor([1.0]), lib.tensor([1.0])).log_prob(lib.tensor([1.5])),
+    lambda D, lib: D.ContinuousBernoulli(probs=lib.tensor([1.5]), validate_args=True),
+    lambda D, lib: D.ContinuousBernoulli(),
+)
+
+
+def _error(build, D, lib) -> str:
+    try:
+        build(D, lib)
+    except ValueError as error:
+        return str(error).split(" of distribution")[0].split("\n")[0][:80]
+    return "no error"
+
+
+def test_shapes_rsample_and_errors_match_torch() -> None:
+    for lib, D in ((torch, TD), (vkml, VD)):
+        loc = lib.zeros(2, 3, requires_grad=True)
+        made = {
+            "LogisticNormal": D.LogisticNormal(loc, lib.ones(2, 3)),
+            "Kumaraswamy": D.Kumaraswamy(loc + 2.0, lib.ones(2, 3)),
+            "GeneralizedPareto": D.GeneralizedPareto(loc, 1.0, 0.2),
+            "FisherSnedecor": D.FisherSnedecor(loc + 4.0, 5.0),
+        }
+        shapes = {}
+        for name, d in made.items():
+            x = d.rsample((4,))
+            grad = lib.autograd.grad(x.sum(), loc, allow_unused=True)[0]
+            expanded = d.expand((5, 2, 3)) if name != "LogisticNormal" else d.expand((5, 2))
+            shapes[name] = (
+                tuple(x.shape),
+                tuple(d.batch_shape),
+                tuple(d.event_shape),
+                grad is not None,
+                tuple(expanded.sample().shape),
+            )
+        errors = [_error(build, D, lib) for build in INVALID]
+        if lib is torch:
+            expected = (shapes, errors)
+        else:
+            assert (shapes, errors) == expected

@@ -60,7 +60,8 @@ CASES = {
         "",
     ),
 }
-DEFAULT_CASES = ("ContinuousBernoulli-probs", "VonMises")
+# Each case compiles tens of kernels on the CPU interpreter: the default suite runs one, -m stress the rest.
+DEFAULT_CASES = ("VonMises",)
 
 
 def _quantities(D, lib, case: str):
@@ -135,7 +136,7 @@ KL_TENSORS = {"unit": UNIT, "pos": POS, "pos2": POS2, "real": REAL, "low": np.ar
 KL_PAIRS = sorted(
     f"{p.__name__}-{q.__name__}" for p, q in TK._KL_REGISTRY if p.__name__ in FAMILIES and q.__name__ in FAMILIES
 )
-DEFAULT_KL = ("Beta-Normal", "Gamma-Gumbel", "Uniform-Pareto")
+DEFAULT_KL = ("Uniform-Pareto",)
 
 
 @pytest.mark.parametrize(
@@ -187,7 +188,8 @@ SAMPLED = {
 }
 
 
-@pytest.mark.parametrize("name", [n if n == "VonMises" else pytest.param(n, marks=pytest.mark.stress) for n in SAMPLED])
+@pytest.mark.stress
+@pytest.mark.parametrize("name", list(SAMPLED))
 def test_samples_have_the_distributions_moments_and_support(name: str) -> None:
     n = 4000
     expected = SAMPLED[name](TD, torch)
@@ -198,9 +200,14 @@ def test_samples_have_the_distributions_moments_and_support(name: str) -> None:
     assert tuple(x.shape) == (n, 2)
     assert bool(d.support.check(x).all())
     values = x.numpy().astype(np.float64)
-    for got, want, v in zip(values.mean(0), mean, var):
-        assert abs(got - want) < 6 * math.sqrt(v / n), (name, got, want)  # 6 standard errors
-    np.testing.assert_allclose(values.var(0), var, rtol=0.25, err_msg=name)
+    if name == "VonMises":  # circular moments: the mean direction, 1 - the mean resultant length
+        resultant = np.exp(1j * values).mean(0)
+        np.testing.assert_allclose(np.angle(resultant), mean, atol=0.05)
+        np.testing.assert_allclose(1 - np.abs(resultant), var, rtol=0.1)
+    else:
+        for got, want, v in zip(values.mean(0), mean, var):
+            assert abs(got - want) < 6 * math.sqrt(v / n), (name, got, want)  # 6 standard errors
+        np.testing.assert_allclose(values.var(0), var, rtol=0.25, err_msg=name)
     vkml.manual_seed(7)
     first = SAMPLED[name](VD, vkml).sample((3,)).numpy()
     vkml.manual_seed(7)
@@ -224,29 +231,28 @@ def _error(build, D, lib) -> str:
     return "no error"
 
 
-def test_shapes_rsample_and_errors_match_torch() -> None:
-    for lib, D in ((torch, TD), (vkml, VD)):
-        loc = lib.zeros(2, 3, requires_grad=True)
-        made = {
-            "LogisticNormal": D.LogisticNormal(loc, lib.ones(2, 3)),
-            "Kumaraswamy": D.Kumaraswamy(loc + 2.0, lib.ones(2, 3)),
-            "GeneralizedPareto": D.GeneralizedPareto(loc, 1.0, 0.2),
-            "FisherSnedecor": D.FisherSnedecor(loc + 4.0, 5.0),
-        }
-        shapes = {}
-        for name, d in made.items():
-            x = d.rsample((4,))
-            grad = lib.autograd.grad(x.sum(), loc, allow_unused=True)[0]
-            expanded = d.expand((5, 2, 3)) if name != "LogisticNormal" else d.expand((5, 2))
-            shapes[name] = (
-                tuple(x.shape),
-                tuple(d.batch_shape),
-                tuple(d.event_shape),
-                grad is not None,
-                tuple(expanded.sample().shape),
-            )
-        errors = [_error(build, D, lib) for build in INVALID]
-        if lib is torch:
-            expected = (shapes, errors)
-        else:
-            assert (shapes, errors) == expected
+def test_errors_match_torch() -> None:
+    assert [_error(build, VD, vkml) for build in INVALID] == [_error(build, TD, torch) for build in INVALID]
+
+
+def _shapes(lib, D) -> dict:
+    loc = lib.zeros(2, 3, requires_grad=True)
+    made = {
+        "LogisticNormal": D.LogisticNormal(loc, lib.ones(2, 3)),
+        "Kumaraswamy": D.Kumaraswamy(loc + 2.0, lib.ones(2, 3)),
+        "GeneralizedPareto": D.GeneralizedPareto(loc, 1.0, 0.2),
+        "FisherSnedecor": D.FisherSnedecor(loc + 4.0, 5.0),
+    }
+    shapes = {}
+    for name, d in made.items():
+        x = d.rsample((4,))
+        grad = lib.autograd.grad(x.sum(), loc, allow_unused=True)[0]
+        expanded = d.expand((5, 2)) if name == "LogisticNormal" else d.expand((5, 2, 3))
+        shapes[name] = (tuple(x.shape), tuple(d.batch_shape), tuple(d.event_shape), grad is not None)
+        shapes[name] += (tuple(expanded.sample().shape),)
+    return shapes
+
+
+@pytest.mark.stress
+def test_shapes_and_rsample_gradients_match_torch() -> None:
+    assert _shapes(vkml, VD) == _shapes(torch, TD)

@@ -256,3 +256,23 @@ def _shapes(lib, D) -> dict:
 @pytest.mark.stress
 def test_shapes_and_rsample_gradients_match_torch() -> None:
     assert _shapes(vkml, VD) == _shapes(torch, TD)
+
+
+@pytest.mark.stress  # float64 digamma and the gamma sampler: ~10 s of compiles on the CPU interpreter
+def test_dirichlet_and_beta_rsample_differentiate_the_concentration_as_pytorch() -> None:
+    """PyTorch's implicit reparameterisation (``_dirichlet_grad``: its series near 0 and 1, the saddle
+    point for large concentrations, the rational correction elsewhere) on the samples PyTorch draws."""
+    results = []
+    weights = np.arange(1.0, 7.0, dtype=np.float32).reshape(2, 3)
+    for lib in (torch, vkml):
+        lib.manual_seed(4)
+        concentration = lib.tensor([[0.5, 2.0, 7.0], [10.0, 12.0, 0.3]], requires_grad=True)
+        x = lib.distributions.Dirichlet(concentration).rsample()
+        a, b = lib.tensor([0.2, 3.0, 8.0], requires_grad=True), lib.tensor([2.0, 0.7, 9.0], requires_grad=True)
+        y = lib.distributions.Beta(a, b).rsample((2,))
+        ((x * lib.tensor(weights)).sum() + (y * lib.tensor(weights)).sum()).backward()
+        results.append(
+            [x.detach().numpy(), y.detach().numpy(), concentration.grad.numpy(), a.grad.numpy(), b.grad.numpy()]
+        )
+    for got, want in zip(results[1], results[0]):
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-7)

@@ -37,6 +37,7 @@ from .inverse_gamma import InverseGamma
 from .kl import kl_divergence, register_kl
 from .kumaraswamy import Kumaraswamy
 from .laplace import Laplace
+from .lkj_cholesky import LKJCholesky
 from .log_normal import LogNormal
 from .logistic_normal import LogisticNormal
 from .lowrank_multivariate_normal import LowRankMultivariateNormal
@@ -133,6 +134,7 @@ __all__ = [
     "FisherSnedecor",
     "GeneralizedPareto",
     "Kumaraswamy",
+    "LKJCholesky",
     "LogisticNormal",
     "VonMises",
 ]

@@ -12,6 +12,7 @@ from ..frontend import dense_linalg
 
 __all__ = [
     "Constraint",
+    "corr_cholesky",
     "MixtureSameFamilyConstraint",
     "boolean",
     "dependent",
@@ -271,6 +272,18 @@ class _LowerCholesky(Constraint):
         return lower_triangular & positive_diagonal
 
 
+class _CorrCholesky(Constraint):
+    """Lower Cholesky factors of correlation matrices: lower triangular, positive diagonal, unit rows."""
+
+    event_dim = 2
+
+    def check(self, value):
+        tol = _vk.finfo(value.dtype).eps * value.size(-1) * 10  # PyTorch's tolerance
+        row_norm = _vk.linalg.norm(value.detach(), dim=-1)
+        unit_row_norm = (row_norm - 1.0).abs().le(tol).all(dim=-1)
+        return _LowerCholesky().check(value) & unit_row_norm
+
+
 class _Square(Constraint):
     event_dim = 2
 
@@ -357,6 +370,7 @@ simplex = _Simplex()
 multinomial = _Multinomial
 lower_triangular = _LowerTriangular()
 lower_cholesky = _LowerCholesky()
+corr_cholesky = _CorrCholesky()
 square = _Square()
 symmetric = _Symmetric()
 positive_semidefinite = _PositiveSemidefinite()

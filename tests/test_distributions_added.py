@@ -314,3 +314,40 @@ def test_lkj_cholesky_samples_spread_as_pytorchs() -> None:
     got = _correlations(factors)
     assert np.all(np.abs(got.mean(0)) < 6 * np.sqrt(want.var(0) / n))
     np.testing.assert_allclose(got.var(0), want.var(0), rtol=0.12)
+
+
+WISHART_COV = np.array([[2.0, 0.5, 0.1], [0.5, 1.5, 0.2], [0.1, 0.2, 1.0]], np.float32)
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize("scale", ["covariance_matrix", "precision_matrix", "scale_tril"])
+def test_wishart_values_and_gradients_match_torch(scale: str) -> None:
+    torch.manual_seed(0)
+    values = TD.Wishart(torch.tensor([4.0, 6.5]), covariance_matrix=torch.tensor(WISHART_COV)).sample((2,))
+    given = {
+        "covariance_matrix": WISHART_COV,
+        "precision_matrix": np.linalg.inv(WISHART_COV),
+        "scale_tril": np.linalg.cholesky(WISHART_COV),
+    }[scale].astype(np.float32)
+    results = []
+    for lib, D in ((torch, TD), (vkml, VD)):
+        df, matrix = lib.tensor([4.0, 6.5], requires_grad=True), lib.tensor(given, requires_grad=True)
+        d = D.Wishart(df, **{scale: matrix})
+        out = [d.log_prob(lib.tensor(values.numpy())), d.entropy(), d.mean, d.variance, d.mode]
+        (out[0].sum() + out[1].sum() + out[3].sum()).backward()
+        results.append([t.detach().numpy() for t in out] + [df.grad.numpy(), matrix.grad.numpy()])
+    for got, want in zip(results[1], results[0]):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.stress
+def test_wishart_rsample_has_the_mean_and_a_gradient() -> None:
+    vkml.manual_seed(1)
+    df = vkml.tensor([5.0, 8.0], requires_grad=True)
+    d = VD.Wishart(df, covariance_matrix=vkml.tensor(WISHART_COV))
+    x = d.rsample((3000,))
+    assert tuple(x.shape) == (3000, 2, 3, 3)
+    mean, var = d.mean.detach().numpy(), d.variance.detach().numpy()
+    assert np.all(np.abs(x.detach().numpy().mean(0) - mean) < 6 * np.sqrt(var / 3000))
+    (grad,) = vkml.autograd.grad(x.sum(), df)
+    np.testing.assert_allclose(grad.numpy() / 3000, np.full(2, WISHART_COV.sum()), rtol=0.1)  # d mean / d df

@@ -72,6 +72,7 @@ from .transforms import (
 from .uniform import Uniform
 from .von_mises import VonMises
 from .weibull import Weibull
+from .wishart import Wishart
 
 __all__ = [
     "NegativeBinomial",
@@ -137,4 +138,5 @@ __all__ = [
     "LKJCholesky",
     "LogisticNormal",
     "VonMises",
+    "Wishart",
 ]

@@ -351,3 +351,17 @@ def test_wishart_rsample_has_the_mean_and_a_gradient() -> None:
     assert np.all(np.abs(x.detach().numpy().mean(0) - mean) < 6 * np.sqrt(var / 3000))
     (grad,) = vkml.autograd.grad(x.sum(), df)
     np.testing.assert_allclose(grad.numpy() / 3000, np.full(2, WISHART_COV.sum()), rtol=0.1)  # d mean / d df
+
+
+def test_poisson_and_negative_binomial_samples_are_pytorchs() -> None:
+    """PyTorch's CPU sampler (PTRS from rate 10, Knuth's products below) on vkml's generator, which is
+    PyTorch's: the same seed gives the same counts, and the generator goes on where PyTorch's does."""
+    rates = np.array([0.0, 0.5, 3.0, 9.9, 10.0, 25.0, 400.0, 1e5], np.float32)
+    results = []
+    for lib, D in ((torch, TD), (vkml, VD)):
+        lib.manual_seed(3)
+        counts = [lib.poisson(lib.tensor(rates)), D.Poisson(lib.tensor(rates)).sample((2,))]
+        counts.append(D.NegativeBinomial(lib.tensor([3.0, 20.0]), probs=lib.tensor([0.3, 0.8])).sample((3,)))
+        results.append([c.numpy() for c in counts] + [lib.rand(3).numpy()])
+    for got, want in zip(*results[::-1]):
+        np.testing.assert_array_equal(got, want)

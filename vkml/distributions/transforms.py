@@ -654,3 +654,12 @@ class StickBreakingTransform(Transform):
 
 
 __all__ += ["IndependentTransform", "LowerCholeskyTransform", "SoftplusTransform", "StickBreakingTransform"]
+
+# Three more of PyTorch's transforms live in their own module (this one is long); its path re-exports them.
+from .transforms_more import (  # noqa: E402
+    CumulativeDistributionTransform,
+    PositiveDefiniteTransform,
+    ReshapeTransform,
+)
+
+__all__ += ["CumulativeDistributionTransform", "PositiveDefiniteTransform", "ReshapeTransform"]

@@ -56,6 +56,7 @@ from .transformed_distribution import TransformedDistribution
 from .transforms import (
     AbsTransform,
     AffineTransform,
+    CatTransform,
     ComposeTransform,
     CumulativeDistributionTransform,
     ExpTransform,
@@ -67,6 +68,7 @@ from .transforms import (
     SigmoidTransform,
     SoftmaxTransform,
     SoftplusTransform,
+    StackTransform,
     StickBreakingTransform,
     TanhTransform,
     Transform,
@@ -145,4 +147,6 @@ __all__ = [
     "CumulativeDistributionTransform",
     "PositiveDefiniteTransform",
     "ReshapeTransform",
+    "CatTransform",
+    "StackTransform",
 ]

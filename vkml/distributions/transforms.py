@@ -655,11 +655,19 @@ class StickBreakingTransform(Transform):
 
 __all__ += ["IndependentTransform", "LowerCholeskyTransform", "SoftplusTransform", "StickBreakingTransform"]
 
-# Three more of PyTorch's transforms live in their own module (this one is long); its path re-exports them.
+# Five more of PyTorch's transforms live in their own module (this one is long); its path re-exports them.
 from .transforms_more import (  # noqa: E402
+    CatTransform,
     CumulativeDistributionTransform,
     PositiveDefiniteTransform,
     ReshapeTransform,
+    StackTransform,
 )
 
-__all__ += ["CumulativeDistributionTransform", "PositiveDefiniteTransform", "ReshapeTransform"]
+__all__ += [
+    "CatTransform",
+    "CumulativeDistributionTransform",
+    "PositiveDefiniteTransform",
+    "ReshapeTransform",
+    "StackTransform",
+]

@@ -1,4 +1,5 @@
-"""``ReshapeTransform``, ``PositiveDefiniteTransform`` and ``CumulativeDistributionTransform``, as in
+"""``ReshapeTransform``, ``PositiveDefiniteTransform``, ``CumulativeDistributionTransform``, ``CatTransform`` and
+``StackTransform``, as in
 ``torch.distributions.transforms`` (which re-exports them: vkml/distributions/transforms.py)."""
 
 from __future__ import annotations
@@ -9,8 +10,15 @@ import vkml as _vk
 
 from . import constraints
 from .transforms import LowerCholeskyTransform, Transform
+from .utils import _sum_rightmost, lazy_property
 
-__all__ = ["CumulativeDistributionTransform", "PositiveDefiniteTransform", "ReshapeTransform"]
+__all__ = [
+    "CatTransform",
+    "CumulativeDistributionTransform",
+    "PositiveDefiniteTransform",
+    "ReshapeTransform",
+    "StackTransform",
+]
 
 
 class ReshapeTransform(Transform):
@@ -119,3 +127,184 @@ class CumulativeDistributionTransform(Transform):
         if self._cache_size == cache_size:
             return self
         return CumulativeDistributionTransform(self.distribution, cache_size=cache_size)
+
+
+class CatTransform(Transform):
+    """The transforms ``tseq`` on consecutive slices of ``lengths`` along ``dim`` (as ``torch.cat`` joins them)."""
+
+    def __init__(
+        self,
+        tseq,
+        dim: int = 0,
+        lengths=None,
+        cache_size: int = 0,
+    ) -> None:
+        if not all(isinstance(t, Transform) for t in tseq):
+            raise AssertionError("All elements of tseq must be Transform instances")
+        if cache_size:
+            tseq = [t.with_cache(cache_size) for t in tseq]
+        super().__init__(cache_size=cache_size)
+        self.transforms = list(tseq)
+        if lengths is None:
+            lengths = [1] * len(self.transforms)
+        self.lengths = list(lengths)
+        if len(self.lengths) != len(self.transforms):
+            raise AssertionError(f"lengths ({len(self.lengths)}) must match transforms ({len(self.transforms)})")
+        self.dim = dim
+
+    @lazy_property
+    def event_dim(self) -> int:
+        return max(t.event_dim for t in self.transforms)
+
+    @lazy_property
+    def length(self) -> int:
+        return sum(self.lengths)
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return CatTransform(self.transforms, self.dim, self.lengths, cache_size)
+
+    def _call(self, x):
+        if not (-x.dim() <= self.dim < x.dim()):
+            raise AssertionError(f"dim {self.dim} out of range for tensor with {x.dim()} dimensions")
+        if x.size(self.dim) != self.length:
+            raise AssertionError(f"x.size({self.dim}) = {x.size(self.dim)} must equal length {self.length}")
+        yslices = []
+        start = 0
+        for trans, length in zip(self.transforms, self.lengths):
+            xslice = x.narrow(self.dim, start, length)
+            yslices.append(trans(xslice))
+            start += length
+        return _vk.cat(yslices, dim=self.dim)
+
+    def _inverse(self, y):
+        if not (-y.dim() <= self.dim < y.dim()):
+            raise AssertionError(f"dim {self.dim} out of range for tensor with {y.dim()} dimensions")
+        if y.size(self.dim) != self.length:
+            raise AssertionError(f"y.size({self.dim}) = {y.size(self.dim)} must equal length {self.length}")
+        xslices = []
+        start = 0
+        for trans, length in zip(self.transforms, self.lengths):
+            yslice = y.narrow(self.dim, start, length)
+            xslices.append(trans.inv(yslice))
+            start += length
+        return _vk.cat(xslices, dim=self.dim)
+
+    def log_abs_det_jacobian(self, x, y):
+        if not (-x.dim() <= self.dim < x.dim()):
+            raise AssertionError(f"dim {self.dim} out of range for x with {x.dim()} dimensions")
+        if x.size(self.dim) != self.length:
+            raise AssertionError(f"x.size({self.dim}) = {x.size(self.dim)} must equal length {self.length}")
+        if not (-y.dim() <= self.dim < y.dim()):
+            raise AssertionError(f"dim {self.dim} out of range for y with {y.dim()} dimensions")
+        if y.size(self.dim) != self.length:
+            raise AssertionError(f"y.size({self.dim}) = {y.size(self.dim)} must equal length {self.length}")
+        logdetjacs = []
+        start = 0
+        for trans, length in zip(self.transforms, self.lengths):
+            xslice = x.narrow(self.dim, start, length)
+            yslice = y.narrow(self.dim, start, length)
+            logdetjac = trans.log_abs_det_jacobian(xslice, yslice)
+            if trans.event_dim < self.event_dim:
+                logdetjac = _sum_rightmost(logdetjac, self.event_dim - trans.event_dim)
+            logdetjacs.append(logdetjac)
+            start += length
+        # Decide whether to concatenate or sum.
+        dim = self.dim
+        if dim >= 0:
+            dim = dim - x.dim()
+        dim = dim + self.event_dim
+        if dim < 0:
+            return _vk.cat(logdetjacs, dim=dim)
+        else:
+            return sum(logdetjacs)
+
+    @property
+    def bijective(self) -> bool:
+        return all(t.bijective for t in self.transforms)
+
+    @constraints.dependent_property
+    def domain(self):
+        return constraints.cat([t.domain for t in self.transforms], self.dim, self.lengths)
+
+    @constraints.dependent_property
+    def codomain(self):
+        return constraints.cat([t.codomain for t in self.transforms], self.dim, self.lengths)
+
+
+class StackTransform(Transform):
+    """The transforms ``tseq`` on the slices along ``dim`` (as ``torch.stack`` joins them)."""
+
+    def __init__(self, tseq, dim: int = 0, cache_size: int = 0) -> None:
+        if not all(isinstance(t, Transform) for t in tseq):
+            raise AssertionError("All elements of tseq must be Transform instances")
+        if cache_size:
+            tseq = [t.with_cache(cache_size) for t in tseq]
+        super().__init__(cache_size=cache_size)
+        self.transforms = list(tseq)
+        self.dim = dim
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return StackTransform(self.transforms, self.dim, cache_size)
+
+    def _slice(self, z):
+        return [z.select(self.dim, i) for i in range(z.size(self.dim))]
+
+    def _call(self, x):
+        if not (-x.dim() <= self.dim < x.dim()):
+            raise AssertionError(f"dim {self.dim} out of range for tensor with {x.dim()} dimensions")
+        if x.size(self.dim) != len(self.transforms):
+            raise AssertionError(
+                f"x.size({self.dim}) = {x.size(self.dim)} must equal len(transforms) {len(self.transforms)}"
+            )
+        yslices = []
+        for xslice, trans in zip(self._slice(x), self.transforms):
+            yslices.append(trans(xslice))
+        return _vk.stack(yslices, dim=self.dim)
+
+    def _inverse(self, y):
+        if not (-y.dim() <= self.dim < y.dim()):
+            raise AssertionError(f"dim {self.dim} out of range for tensor with {y.dim()} dimensions")
+        if y.size(self.dim) != len(self.transforms):
+            raise AssertionError(
+                f"y.size({self.dim}) = {y.size(self.dim)} must equal len(transforms) {len(self.transforms)}"
+            )
+        xslices = []
+        for yslice, trans in zip(self._slice(y), self.transforms):
+            xslices.append(trans.inv(yslice))
+        return _vk.stack(xslices, dim=self.dim)
+
+    def log_abs_det_jacobian(self, x, y):
+        if not (-x.dim() <= self.dim < x.dim()):
+            raise AssertionError(f"dim {self.dim} out of range for x with {x.dim()} dimensions")
+        if x.size(self.dim) != len(self.transforms):
+            raise AssertionError(
+                f"x.size({self.dim}) = {x.size(self.dim)} must equal len(transforms) {len(self.transforms)}"
+            )
+        if not (-y.dim() <= self.dim < y.dim()):
+            raise AssertionError(f"dim {self.dim} out of range for y with {y.dim()} dimensions")
+        if y.size(self.dim) != len(self.transforms):
+            raise AssertionError(
+                f"y.size({self.dim}) = {y.size(self.dim)} must equal len(transforms) {len(self.transforms)}"
+            )
+        logdetjacs = []
+        yslices = self._slice(y)
+        xslices = self._slice(x)
+        for xslice, yslice, trans in zip(xslices, yslices, self.transforms):
+            logdetjacs.append(trans.log_abs_det_jacobian(xslice, yslice))
+        return _vk.stack(logdetjacs, dim=self.dim)
+
+    @property
+    def bijective(self) -> bool:
+        return all(t.bijective for t in self.transforms)
+
+    @constraints.dependent_property
+    def domain(self):
+        return constraints.stack([t.domain for t in self.transforms], self.dim)
+
+    @constraints.dependent_property
+    def codomain(self):
+        return constraints.stack([t.codomain for t in self.transforms], self.dim)

@@ -477,3 +477,42 @@ def test_cat_and_stack_transforms_match_torch() -> None:
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
         else:
             assert got == want
+
+
+def _corr_cholesky_results(lib, D) -> list:
+    transform = D.transforms.CorrCholeskyTransform()
+    x = lib.tensor(np.linspace(-2.0, 1.5, 12, dtype=np.float32).reshape(2, 6), requires_grad=True)
+    y = transform(x)
+    log_det = transform.log_abs_det_jacobian(x, y)
+    (grad,) = lib.autograd.grad((y.sum() + log_det.sum()), x)
+    out = [y, transform.inv(y), log_det, grad, bool(transform.codomain.check(y).all())]
+    return [v.detach().numpy() if hasattr(v, "numpy") else v for v in out] + [
+        tuple(transform.forward_shape((5, 6))),
+        tuple(transform.inverse_shape((4, 4))),
+    ]
+
+
+def test_corr_cholesky_transform_matches_torch() -> None:
+    for got, want in zip(_corr_cholesky_results(vkml, VD), _corr_cholesky_results(torch, TD)):
+        if isinstance(want, np.ndarray):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+        else:
+            assert got == want
+
+
+def test_registries_pick_torchs_transforms_for_the_added_constraints() -> None:
+    picked = []
+    for D in (TD, VD):
+        C = D.constraints
+        made = [
+            D.transform_to(C.positive_definite),
+            D.transform_to(C.positive_semidefinite),
+            D.biject_to(C.corr_cholesky),
+            D.transform_to(C.corr_cholesky),
+            D.biject_to(C.cat([C.positive, C.real], 0, [2, 3])),
+            D.transform_to(C.stack([C.unit_interval, C.positive], 1)),
+        ]
+        picked.append(
+            [type(t).__name__ for t in made] + [type(t).__name__ for t in made[4].transforms + made[5].transforms]
+        )
+    assert picked[1] == picked[0]

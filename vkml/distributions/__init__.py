@@ -58,6 +58,7 @@ from .transforms import (
     AffineTransform,
     CatTransform,
     ComposeTransform,
+    CorrCholeskyTransform,
     CumulativeDistributionTransform,
     ExpTransform,
     IndependentTransform,
@@ -149,4 +150,5 @@ __all__ = [
     "ReshapeTransform",
     "CatTransform",
     "StackTransform",
+    "CorrCholeskyTransform",
 ]

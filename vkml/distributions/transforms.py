@@ -655,9 +655,10 @@ class StickBreakingTransform(Transform):
 
 __all__ += ["IndependentTransform", "LowerCholeskyTransform", "SoftplusTransform", "StickBreakingTransform"]
 
-# Five more of PyTorch's transforms live in their own module (this one is long); its path re-exports them.
+# Six more of PyTorch's transforms live in their own module (this one is long); its path re-exports them.
 from .transforms_more import (  # noqa: E402
     CatTransform,
+    CorrCholeskyTransform,
     CumulativeDistributionTransform,
     PositiveDefiniteTransform,
     ReshapeTransform,
@@ -666,6 +667,7 @@ from .transforms_more import (  # noqa: E402
 
 __all__ += [
     "CatTransform",
+    "CorrCholeskyTransform",
     "CumulativeDistributionTransform",
     "PositiveDefiniteTransform",
     "ReshapeTransform",

@@ -533,7 +533,7 @@ _LIBM = ctypes.CDLL(ctypes.util.find_library("m"))
 _LIBM.log1pf.restype, _LIBM.log1pf.argtypes = ctypes.c_float, [ctypes.c_float]
 
 # PyTorch's stirling_approx_tail table (from TensorFlow's random_binomial_op)
-_TAIL = (
+_STIRLING_TAIL = (
     0.0810614667953272,
     0.0413406959554092,
     0.0276779256849983,
@@ -549,8 +549,8 @@ _TAIL = (
 
 def _stirling_tail(k: float) -> float:
     """PyTorch's ``stirling_approx_tail``: the table below 10, the series above."""
-    if k < len(_TAIL):
-        return _TAIL[int(k)]
+    if k < len(_STIRLING_TAIL):
+        return _STIRLING_TAIL[int(k)]
     kp1sq = (k + 1) * (k + 1)
     return (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / kp1sq) / kp1sq) / (k + 1)
 

@@ -84,22 +84,50 @@ def _numbers(result) -> list[float]:
     return [float(result)]
 
 
-def _compare(name: str, monkeypatch):
-    import vkml
+def _variant_id(value):
+    """A variant test's id part: the program's name, its constants dict as written, pytest's own otherwise."""
+    return str(value) if isinstance(value, dict) else None
 
-    on_torch = _load(name, "torch", monkeypatch)
-    model = on_torch.build()
-    initial = {key: value.detach().numpy().copy() for key, value in model.state_dict().items()}
-    expected = on_torch.train(model, steps=STEPS)
 
-    on_vkml = _load(name, "vkml", monkeypatch)
-    model = on_vkml.build()
-    model.load_state_dict({key: vkml.tensor(value) for key, value in initial.items()})
-    got = on_vkml.train(model, steps=STEPS)
+def program_tests(programs: dict, variants: dict, constants: dict | None = None, prepare=None, **run):
+    """A program suite's two stress tests, ``test_program_matches_pytorch`` (each program as written) and
+    ``test_program_variant_matches_pytorch`` (under other module constants), returned for its module to bind.
 
-    assert sorted(got) == sorted(expected)
-    assert len(got["losses"]) == STEPS and all(math.isfinite(x) for x in got["losses"])
-    np.testing.assert_allclose(_numbers(got), _numbers(expected), rtol=1e-4, atol=1e-6, err_msg=name)
+    ``programs``: {name: (steps, rtol) or (steps, rtol, atol)}; ``variants``: {name: [constants, ...]}, or
+    {name: [(constants, tolerance), ...]} where a variant needs its own (steps, rtol, atol) (None: the
+    program's); ``constants``: {name: constants} set in every comparison of that program;
+    ``prepare(program, monkeypatch)`` runs before each build; ``run``: compare_program's other arguments.
+    """
+
+    def compare(name, monkeypatch, variant=None, tolerance=None):
+        steps, rtol, *atol = tolerance or programs[name]
+        merged = dict(variant or {}, **(constants or {}).get(name, {})) or None
+        given = dict(run)
+        if prepare is not None:
+            given["prepare"] = lambda program: prepare(program, monkeypatch)
+        return compare_program(name, monkeypatch, steps, rtol, *atol, constants=merged, **given)
+
+    @pytest.mark.stress
+    @pytest.mark.parametrize("name", list(programs))
+    def test_program_matches_pytorch(name, monkeypatch):
+        compare(name, monkeypatch)
+
+    pairs = [(name, v) for name, vs in variants.items() for v in vs]
+    if any(isinstance(v, tuple) for _, v in pairs):  # (constants, tolerance) pairs
+
+        @pytest.mark.stress
+        @pytest.mark.parametrize(("name", "variant", "tolerance"), [(name, *v) for name, v in pairs], ids=_variant_id)
+        def test_program_variant_matches_pytorch(name, variant, tolerance, monkeypatch):
+            compare(name, monkeypatch, variant, tolerance)
+
+    else:
+
+        @pytest.mark.stress
+        @pytest.mark.parametrize(("name", "variant"), pairs, ids=_variant_id)
+        def test_program_variant_matches_pytorch(name, variant, monkeypatch):
+            compare(name, monkeypatch, variant)
+
+    return test_program_matches_pytorch, test_program_variant_matches_pytorch
 
 
 CASES = [
@@ -130,7 +158,7 @@ CASES = [
 
 @pytest.mark.parametrize("name", CASES)
 def test_program_matches_pytorch(name, monkeypatch):
-    _compare(name, monkeypatch)
+    compare_program(name, monkeypatch, STEPS, rtol=1e-4)
 
 
 def test_program_runs_as_written_with_dropout_and_shuffling(monkeypatch):

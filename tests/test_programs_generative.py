@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 import pytest
-from test_programs import _load, _numbers, compare_program, run_program
+from test_programs import _load, _numbers, program_tests, run_program
 
 # name: (steps, rtol, atol). The WGAN's generator trains under Adam with beta1 = 0, whose first
 # step is lr * g / (|g| + eps) whatever g's size: float rounding in a near-zero gradient entry moves
@@ -70,28 +70,12 @@ def _run(name, backend, monkeypatch, initial=None, constants=None):
     return run_program(name, backend, monkeypatch, steps, initial, constants, deterministic=False, prepare=numpy_draws)
 
 
-def _compare(name, monkeypatch, constants=None):
-    def numpy_draws(program):
-        _numpy_draws(program.torch, monkeypatch)
-
-    steps, rtol, atol = PROGRAMS[name]
-    return compare_program(
-        name, monkeypatch, steps, rtol, atol, constants=constants, deterministic=False, prepare=numpy_draws
-    )
-
-
-@pytest.mark.stress
-@pytest.mark.parametrize("name", list(PROGRAMS))
-def test_program_matches_pytorch(name, monkeypatch):
-    _compare(name, monkeypatch)
-
-
-@pytest.mark.stress
-@pytest.mark.parametrize(
-    ("name", "constants"), [(name, c) for name, cs in VARIANTS.items() for c in cs], ids=lambda v: str(v)
+test_program_matches_pytorch, test_program_variant_matches_pytorch = program_tests(
+    PROGRAMS,
+    VARIANTS,
+    deterministic=False,
+    prepare=lambda program, monkeypatch: _numpy_draws(program.torch, monkeypatch),
 )
-def test_program_variant_matches_pytorch(name, constants, monkeypatch):
-    _compare(name, monkeypatch, constants)
 
 
 @pytest.mark.stress

@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 import pytest
-from test_programs import _load, _numbers, compare_program
+from test_programs import _load, _numbers, compare_program, program_tests
 
 # name: (steps, rtol)
 PROGRAMS = {
@@ -59,23 +59,7 @@ VARIANTS = {
 }
 
 
-def _compare(name, monkeypatch, constants=None):
-    steps, rtol = PROGRAMS[name]
-    return compare_program(name, monkeypatch, steps, rtol, constants=constants)
-
-
-@pytest.mark.stress
-@pytest.mark.parametrize("name", list(PROGRAMS))
-def test_program_matches_pytorch(name, monkeypatch):
-    _compare(name, monkeypatch)
-
-
-@pytest.mark.stress
-@pytest.mark.parametrize(
-    ("name", "constants"), [(name, c) for name, cs in VARIANTS.items() for c in cs], ids=lambda v: str(v)
-)
-def test_program_variant_matches_pytorch(name, constants, monkeypatch):
-    _compare(name, monkeypatch, constants)
+test_program_matches_pytorch, test_program_variant_matches_pytorch = program_tests(PROGRAMS, VARIANTS)
 
 
 @pytest.mark.stress
@@ -95,7 +79,8 @@ def test_program_runs_as_written(name, constants, monkeypatch):
 @pytest.mark.stress
 def test_ridge_program_matches_pytorch(monkeypatch):
     """Closed forms: ``linalg.solve``, ``cholesky`` + ``cholesky_solve``, ``inv``, ``lstsq``."""
-    got = _compare("classical_ml", monkeypatch, {"MODEL": "ridge"})
+    steps, rtol = PROGRAMS["classical_ml"]
+    got = compare_program("classical_ml", monkeypatch, steps, rtol, constants={"MODEL": "ridge"})
     assert all(all(row) for row in got["agree"])
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from test_programs import _load, compare_program
+from test_programs import _load, program_tests
 
 TORCH_2_13 = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 13)
 
@@ -58,26 +58,9 @@ VARIANTS = {
 }
 
 
-def _compare(name, monkeypatch, constants=None, tolerance=None):
-    steps, rtol, atol = tolerance or PROGRAMS[name]
-    constants = dict(constants or {}, **CONSTANTS.get(name, {}))
-    return compare_program(name, monkeypatch, steps, rtol, atol, constants=constants, deterministic=False)
-
-
-@pytest.mark.stress
-@pytest.mark.parametrize("name", list(PROGRAMS))
-def test_program_matches_pytorch(name, monkeypatch):
-    _compare(name, monkeypatch)
-
-
-@pytest.mark.stress
-@pytest.mark.parametrize(
-    ("name", "constants", "tolerance"),
-    [(name, c, t) for name, cs in VARIANTS.items() for c, t in cs],
-    ids=lambda v: str(v) if isinstance(v, dict) else None,
+test_program_matches_pytorch, test_program_variant_matches_pytorch = program_tests(
+    PROGRAMS, VARIANTS, CONSTANTS, deterministic=False
 )
-def test_program_variant_matches_pytorch(name, constants, tolerance, monkeypatch):
-    _compare(name, monkeypatch, constants, tolerance)
 
 
 def _initial_state(name, backend, monkeypatch, constants=None):

@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 import pytest
-from test_programs import _load, _numbers, compare_program, run_program
+from test_programs import _load, _numbers, program_tests, run_program
 
 # name: (steps, rtol)
 PROGRAMS = {
@@ -43,23 +43,7 @@ def _run(name, backend, monkeypatch, initial=None, constants=None, deterministic
     return run_program(name, backend, monkeypatch, PROGRAMS[name][0], initial, constants, deterministic)
 
 
-def _compare(name, monkeypatch, constants=None):
-    steps, rtol = PROGRAMS[name]
-    return compare_program(name, monkeypatch, steps, rtol, constants=constants)
-
-
-@pytest.mark.stress
-@pytest.mark.parametrize("name", list(PROGRAMS))
-def test_program_matches_pytorch(name, monkeypatch):
-    _compare(name, monkeypatch)
-
-
-@pytest.mark.stress
-@pytest.mark.parametrize(
-    ("name", "constants"), [(name, c) for name, cs in VARIANTS.items() for c in cs], ids=lambda v: str(v)
-)
-def test_program_variant_matches_pytorch(name, constants, monkeypatch):
-    _compare(name, monkeypatch, constants)
+test_program_matches_pytorch, test_program_variant_matches_pytorch = program_tests(PROGRAMS, VARIANTS)
 
 
 @pytest.mark.stress

@@ -819,6 +819,10 @@ class SavedTensor(Tensor):
         visible, writes, chain = self._expected
         if owner._vcount == writes:
             return self._node
+        if owner._base is not None:  # the storage went on to another owner since (nn.Parameter(t), unsqueeze_)
+            owner, chain = mutation.handed_on(owner, chain)
+            if owner._vcount == writes:
+                return self._node
         now = owner._vcount - owner._vhidden
         if now != visible:
             raise RuntimeError(

@@ -13,18 +13,21 @@ lists what exists and where vkml differs.
 ()
 """
 
-from . import constraints, kl, transforms
+from . import constraints, kl, kl_families, transforms  # noqa: F401 (kl_families registers its pairs)
 from .bernoulli import Bernoulli
 from .beta import Beta
 from .binomial import Binomial
 from .categorical import Categorical
 from .cauchy import Cauchy
 from .constraint_registry import biject_to, transform_to
+from .continuous_bernoulli import ContinuousBernoulli
 from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
 from .exponential import Exponential
+from .fishersnedecor import FisherSnedecor
 from .gamma import Chi2, Gamma
+from .generalized_pareto import GeneralizedPareto
 from .geometric import Geometric
 from .gumbel import Gumbel
 from .half_cauchy import HalfCauchy
@@ -32,8 +35,11 @@ from .half_normal import HalfNormal
 from .independent import Independent
 from .inverse_gamma import InverseGamma
 from .kl import kl_divergence, register_kl
+from .kumaraswamy import Kumaraswamy
 from .laplace import Laplace
+from .lkj_cholesky import LKJCholesky
 from .log_normal import LogNormal
+from .logistic_normal import LogisticNormal
 from .lowrank_multivariate_normal import LowRankMultivariateNormal
 from .mixture_same_family import MixtureSameFamily
 from .multinomial import Multinomial
@@ -50,21 +56,29 @@ from .transformed_distribution import TransformedDistribution
 from .transforms import (
     AbsTransform,
     AffineTransform,
+    CatTransform,
     ComposeTransform,
+    CorrCholeskyTransform,
+    CumulativeDistributionTransform,
     ExpTransform,
     IndependentTransform,
     LowerCholeskyTransform,
+    PositiveDefiniteTransform,
     PowerTransform,
+    ReshapeTransform,
     SigmoidTransform,
     SoftmaxTransform,
     SoftplusTransform,
+    StackTransform,
     StickBreakingTransform,
     TanhTransform,
     Transform,
     identity_transform,
 )
 from .uniform import Uniform
+from .von_mises import VonMises
 from .weibull import Weibull
+from .wishart import Wishart
 
 __all__ = [
     "NegativeBinomial",
@@ -123,4 +137,18 @@ __all__ = [
     "register_kl",
     "transforms",
     "LowRankMultivariateNormal",
+    "ContinuousBernoulli",
+    "FisherSnedecor",
+    "GeneralizedPareto",
+    "Kumaraswamy",
+    "LKJCholesky",
+    "LogisticNormal",
+    "VonMises",
+    "Wishart",
+    "CumulativeDistributionTransform",
+    "PositiveDefiniteTransform",
+    "ReshapeTransform",
+    "CatTransform",
+    "StackTransform",
+    "CorrCholeskyTransform",
 ]

@@ -1,7 +1,7 @@
 """``Binomial(total_count=1, probs=None, logits=None)``, as ``torch.distributions.Binomial``.
 
-Sampling is exact: the successes among max(total_count) Bernoulli draws per element, the draws
-past an element's own count masked off (memory grows with the largest count).
+Sampling is ``vkml.binomial``: PyTorch's CPU sampler on the host, so after the same ``manual_seed``
+the samples are PyTorch's.
 """
 
 from __future__ import annotations
@@ -93,15 +93,8 @@ class Binomial(Distribution):
 
     def sample(self, sample_shape=()):
         shape = tuple(self._extended_shape(sample_shape))
-        with _vk.no_grad():
-            counts = self.total_count.expand(shape)
-            probs = self.probs.expand(shape)
-            trials = int(counts.max().item()) if counts.numel() else 0
-            if trials == 0:
-                return _vk.zeros(shape, dtype=probs.dtype, device=probs.device)
-            index = _vk.arange(trials, dtype=probs.dtype, device=probs.device).reshape((trials,) + (1,) * len(shape))
-            u = _vk.rand((trials, *shape), dtype=probs.dtype, device=probs.device)
-            return ((u < probs) & (index < counts)).to(probs.dtype).sum(0)
+        with _vk.no_grad():  # vkml.binomial: PyTorch's sampler, so PyTorch's samples after the same seed
+            return _vk.binomial(self.total_count.expand(shape), self.probs.expand(shape))
 
     def log_prob(self, value):
         if self._validate_args:

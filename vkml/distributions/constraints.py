@@ -12,6 +12,9 @@ from ..frontend import dense_linalg
 
 __all__ = [
     "Constraint",
+    "cat",
+    "stack",
+    "corr_cholesky",
     "MixtureSameFamilyConstraint",
     "boolean",
     "dependent",
@@ -271,6 +274,18 @@ class _LowerCholesky(Constraint):
         return lower_triangular & positive_diagonal
 
 
+class _CorrCholesky(Constraint):
+    """Lower Cholesky factors of correlation matrices: lower triangular, positive diagonal, unit rows."""
+
+    event_dim = 2
+
+    def check(self, value):
+        tol = _vk.finfo(value.dtype).eps * value.size(-1) * 10  # PyTorch's tolerance
+        row_norm = _vk.linalg.norm(value.detach(), dim=-1)
+        unit_row_norm = (row_norm - 1.0).abs().le(tol).all(dim=-1)
+        return _LowerCholesky().check(value) & unit_row_norm
+
+
 class _Square(Constraint):
     event_dim = 2
 
@@ -302,6 +317,69 @@ class _PositiveDefinite(_Symmetric):
         if not bool(sym_check.all()):
             return sym_check
         return dense_linalg.cholesky_ex(value).info.eq(0)
+
+
+class _Cat(Constraint):
+    """The constraints ``cseq`` on consecutive slices of ``lengths`` along ``dim`` (as ``torch.cat`` joins them)."""
+
+    def __init__(self, cseq, dim=0, lengths=None):
+        if not all(isinstance(c, Constraint) for c in cseq):
+            raise AssertionError("All elements of cseq must be Constraint instances")
+        self.cseq = list(cseq)
+        if lengths is None:
+            lengths = [1] * len(self.cseq)
+        self.lengths = list(lengths)
+        if len(self.lengths) != len(self.cseq):
+            raise AssertionError(f"lengths ({len(self.lengths)}) must match cseq ({len(self.cseq)})")
+        self.dim = dim
+        super().__init__()
+
+    @property
+    def is_discrete(self) -> bool:
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self) -> int:
+        return max(c.event_dim for c in self.cseq)
+
+    def check(self, value):
+        if not (-value.dim() <= self.dim < value.dim()):
+            raise AssertionError(f"dim {self.dim} out of range for value with {value.dim()} dimensions")
+        checks = []
+        start = 0
+        for constr, length in zip(self.cseq, self.lengths):
+            v = value.narrow(self.dim, start, length)
+            checks.append(constr.check(v))
+            start += length
+        return _vk.cat(checks, self.dim)
+
+
+class _Stack(Constraint):
+    """The constraints ``cseq`` on the slices along ``dim`` (as ``torch.stack`` joins them)."""
+
+    def __init__(self, cseq, dim=0):
+        if not all(isinstance(c, Constraint) for c in cseq):
+            raise AssertionError("All elements of cseq must be Constraint instances")
+        self.cseq = list(cseq)
+        self.dim = dim
+        super().__init__()
+
+    @property
+    def is_discrete(self) -> bool:
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self) -> int:
+        dim = max(c.event_dim for c in self.cseq)
+        if self.dim + dim < 0:
+            dim += 1
+        return dim
+
+    def check(self, value):
+        if not (-value.dim() <= self.dim < value.dim()):
+            raise AssertionError(f"dim {self.dim} out of range for value with {value.dim()} dimensions")
+        vs = [value.select(self.dim, i) for i in range(value.size(self.dim))]
+        return _vk.stack([constr.check(v) for v, constr in zip(vs, self.cseq)], self.dim)
 
 
 class MixtureSameFamilyConstraint(Constraint):
@@ -357,6 +435,9 @@ simplex = _Simplex()
 multinomial = _Multinomial
 lower_triangular = _LowerTriangular()
 lower_cholesky = _LowerCholesky()
+cat = _Cat
+stack = _Stack
+corr_cholesky = _CorrCholesky()
 square = _Square()
 symmetric = _Symmetric()
 positive_semidefinite = _PositiveSemidefinite()

@@ -1,14 +1,11 @@
 """``Poisson(rate)``, as ``torch.distributions.Poisson``.
 
-Sampling (exact, in float64): rates below 12 count products of uniforms above exp(-rate)
-(Knuth), a few factors per round; larger rates use rejection from a Cauchy envelope with the
-Poisson probabilities computed through ``lgamma``, several proposals per element a round. A round
-reads back whether every element is done.
+Sampling is ``vkml.poisson`` (vkml/frontend/poisson.py): PyTorch's CPU sampler on the host, so after
+the same ``manual_seed`` the samples are PyTorch's.
 """
 
 from __future__ import annotations
 
-import math
 from numbers import Number
 
 import vkml as _vk
@@ -19,46 +16,11 @@ from .utils import _size, broadcast_all
 
 __all__ = ["Poisson"]
 
-_SMALL = 12.0  # below: Knuth's products; at or above: the Cauchy-envelope rejection
-_STEPS = 8  # uniform factors per round of the small-rate method
-_PROPOSALS = 4  # proposals per element and round of the rejection method
-
 
 def _poisson_sample(rate):
-    """Poisson(rate) counts of rate's shape and dtype (no gradient)."""
+    """Poisson(rate) counts of rate's shape and dtype (no gradient): ``vkml.poisson``'s, PyTorch's draws."""
     with _vk.no_grad():
-        shape, dtype, device = tuple(rate.shape), rate.dtype, rate.device
-        lam = rate.detach().to(_vk.float64)
-        small = lam < _SMALL
-        # small rates: count the factors before the running product falls to exp(-rate) or below
-        limit = _vk.exp(-_vk.where(small, lam, 0.0))  # 1 for the large ones: they count nothing here
-        product = _vk.ones(shape, dtype=_vk.float64, device=device)
-        count = _vk.zeros(shape, dtype=_vk.float64, device=device)
-        while True:
-            for _ in range(_STEPS):
-                product = product * _vk.rand(shape, dtype=_vk.float64, device=device)
-                count = count + (product > limit).to(_vk.float64)
-            if not bool((product > limit).any().item()):
-                break
-        # large rates: y Cauchy, k = floor(sqrt(2 rate) y + rate), accepted with probability t <= 1
-        big = _vk.where(small, _SMALL, lam)
-        sq, log_rate = (2.0 * big).sqrt(), big.log()
-        g = big * log_rate - _vk.lgamma(big + 1.0)
-        result = _vk.zeros(shape, dtype=_vk.float64, device=device)
-        done = small
-        while not bool(done.all().item()):
-            proposals = (_PROPOSALS, *shape)
-            y = _vk.tan(math.pi * _vk.rand(proposals, dtype=_vk.float64, device=device))
-            k = (sq * y + big).floor()
-            valid = k >= 0
-            k_safe = _vk.where(valid, k, 0.0)
-            t = 0.9 * (1.0 + y * y) * _vk.exp(k_safe * log_rate - _vk.lgamma(k_safe + 1.0) - g)
-            accept = valid & (_vk.rand(proposals, dtype=_vk.float64, device=device) <= t)
-            first = accept.to(_vk.int32).argmax(0, keepdim=True)
-            chosen = k_safe.gather(0, first).squeeze(0)
-            result = _vk.where(done, result, chosen)
-            done = done | accept.any(0)
-        return _vk.where(small, count, result).to(dtype)
+        return _vk.poisson(rate.detach())
 
 
 class Poisson(ExponentialFamily):

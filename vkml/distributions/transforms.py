@@ -654,3 +654,22 @@ class StickBreakingTransform(Transform):
 
 
 __all__ += ["IndependentTransform", "LowerCholeskyTransform", "SoftplusTransform", "StickBreakingTransform"]
+
+# Six more of PyTorch's transforms live in their own module (this one is long); its path re-exports them.
+from .transforms_more import (  # noqa: E402
+    CatTransform,
+    CorrCholeskyTransform,
+    CumulativeDistributionTransform,
+    PositiveDefiniteTransform,
+    ReshapeTransform,
+    StackTransform,
+)
+
+__all__ += [
+    "CatTransform",
+    "CorrCholeskyTransform",
+    "CumulativeDistributionTransform",
+    "PositiveDefiniteTransform",
+    "ReshapeTransform",
+    "StackTransform",
+]

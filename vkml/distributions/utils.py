@@ -114,3 +114,18 @@ def tril_matrix_to_vec(mat, diag: int = 0):
         raise ValueError(f"diag ({diag}) provided is outside [{-n}, {n - 1}].")
     rows, cols = _vk.tril_indices(n, n, offset=diag).unbind(0)
     return mat[..., rows, cols]
+
+
+def vec_to_tril_matrix(vec, diag: int = 0):
+    """A batch of D x D lower triangular matrices (from diagonal ``diag``) filled row by row from ``vec``."""
+    n = (-(1 + 2 * diag) + ((1 + 2 * diag) ** 2 + 8 * vec.shape[-1] + 4 * abs(diag) * (diag + 1)) ** 0.5) / 2
+    if round(n) - n > _vk.finfo(vec.dtype).eps:
+        raise ValueError(
+            f"The size of last dimension is {vec.shape[-1]} which cannot be expressed as "
+            "the lower triangular part of a square D x D matrix."
+        )
+    n = round(n)
+    mat = vec.new_zeros(tuple(vec.shape[:-1]) + (n, n))
+    rows, cols = _vk.tril_indices(n, n, offset=diag).unbind(0)
+    mat[..., rows, cols] = vec
+    return mat

@@ -19,6 +19,8 @@ The state is PyTorch's too (``CPUGeneratorImplState``, 5056 bytes): ``state_byte
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import math
 
 import numpy as np
@@ -483,6 +485,157 @@ def _gamma_one(draws: _ScalarDraws, alpha: float, wide: bool) -> float:
             return scale * d * v
         if math.log(u) < 0.5 * xx + d * (1.0 - v + math.log(v)):
             return scale * d * v
+
+
+def _poisson_one(draws: _ScalarDraws, lam: float) -> int:
+    """One draw of PyTorch's CPU ``sample_poisson`` (aten/src/ATen/native/Distributions.cpp): Hörmann's
+    transformed rejection (PTRS) from rate 10 up, Knuth's products of uniforms below, double uniforms."""
+    if lam >= 10:
+        slam, loglam = math.sqrt(lam), math.log(lam)
+        b = 0.931 + 2.53 * slam
+        a = -0.059 + 0.02483 * b
+        invalpha = 1.1239 + 1.1328 / (b - 3.4)
+        vr = 0.9277 - 3.6224 / (b - 2)
+        while True:
+            u = draws.uniform() - 0.5
+            v = draws.uniform()
+            us = 0.5 - abs(u)
+            k = math.floor((2 * a / us + b) * u + lam + 0.43)
+            if us >= 0.07 and v <= vr:
+                return k
+            if k < 0 or (us < 0.013 and v > us):
+                continue
+            if math.log(v) + math.log(invalpha) - math.log(a / (us * us) + b) <= -lam + k * loglam - math.lgamma(k + 1):
+                return k
+    if lam == 0:
+        return 0
+    enlam = math.exp(-lam)
+    count, product = 0, 1.0
+    while True:
+        product *= draws.uniform()
+        if product <= enlam:
+            return count
+        count += 1
+
+
+def poisson(e: Engine, n: int, rates: np.ndarray) -> np.ndarray:
+    """PyTorch's CPU ``poisson``: ``sample_poisson`` per element, in order (its serial kernel), on the
+    rates widened to double; float64 counts."""
+    draws = _ScalarDraws(e, 2 * n)
+    try:
+        values = [_poisson_one(draws, lam) for lam in rates.reshape(n).tolist()]
+    finally:
+        draws.finish()
+    return np.array(values, np.float64)
+
+
+def _keep(value):
+    return value
+
+
+# the C library's float log1p, as PyTorch's float kernel calls it
+_LIBM = ctypes.CDLL(ctypes.util.find_library("m"))
+_LIBM.log1pf.restype, _LIBM.log1pf.argtypes = ctypes.c_float, [ctypes.c_float]
+
+# PyTorch's stirling_approx_tail table (from TensorFlow's random_binomial_op)
+_STIRLING_TAIL = (
+    0.0810614667953272,
+    0.0413406959554092,
+    0.0276779256849983,
+    0.02079067210376509,
+    0.0166446911898211,
+    0.0138761288230707,
+    0.0118967099458917,
+    0.0104112652619720,
+    0.00925546218271273,
+    0.00833056343336287,
+)
+
+
+def _stirling_tail(k: float) -> float:
+    """PyTorch's ``stirling_approx_tail``: the table below 10, the series above."""
+    if k < len(_STIRLING_TAIL):
+        return _STIRLING_TAIL[int(k)]
+    kp1sq = (k + 1) * (k + 1)
+    return (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / kp1sq) / kp1sq) / (k + 1)
+
+
+def _btrs(draws: _ScalarDraws, count, prob, wide: bool) -> float:
+    """PyTorch's ``btrs`` (Hörmann's transformed rejection): float32 products where its ``scalar_t`` is float."""
+    f = _keep if wide else _F32
+    stddev = float(np.sqrt(f(f(count * prob) * f(1 - prob))))
+    b = 1.15 + 2.53 * stddev
+    a = -0.0873 + 0.0248 * b + 0.01 * float(prob)
+    c = float(f(count * prob)) + 0.5
+    v_r = 0.92 - 4.2 / b
+    r = float(f(prob / f(1 - prob)))
+    alpha = (2.83 + 5.1 / b) * stddev
+    m = math.floor(float(f(f(count + 1) * prob)))
+    count = float(count)
+    while True:
+        u = draws.uniform() - 0.5
+        v = draws.uniform()
+        us = 0.5 - abs(u)
+        k = float(f(math.floor((2 * a / us + b) * u + c)))
+        if k < 0 or k > count:
+            continue
+        if us >= 0.07 and v <= v_r:
+            return k
+        v = math.log(v * alpha / (a / (us * us) + b))
+        upper = (
+            (m + 0.5) * math.log((m + 1) / (r * (count - m + 1)))
+            + (count + 1) * math.log((count - m + 1) / (count - k + 1))
+            + (k + 0.5) * math.log(r * (count - k + 1) / (k + 1))
+            + _stirling_tail(m)
+            + _stirling_tail(count - m)
+            - _stirling_tail(k)
+            - _stirling_tail(count - k)
+        )
+        if v <= upper:
+            return k
+
+
+def _binomial_inversion(draws: _ScalarDraws, count, prob, wide: bool) -> float:
+    """PyTorch's ``binomial_inversion``: geometric waiting times summed past ``count``."""
+    logprob = math.log1p(-prob) if wide else float(_LIBM.log1pf(float(-prob)))
+    geom_sum, num = 0.0, 0.0
+    while True:
+        u = draws.uniform()
+        geom_sum += math.ceil(math.log(u) / logprob)
+        if geom_sum > count:
+            return num
+        num += 1
+
+
+def _binomial_one(draws: _ScalarDraws, count, prob, wide: bool) -> float:
+    """One draw of PyTorch's CPU ``sample_binomial`` (aten/src/ATen/native/Distributions.h)."""
+    f = _keep if wide else _F32
+    if count <= 0 or prob <= 0:
+        return 0.0
+    if prob >= 1:
+        return float(count)
+    if prob <= 0.5:
+        if float(f(count * prob)) >= 10.0:
+            return _btrs(draws, count, prob, wide)
+        return _binomial_inversion(draws, count, prob, wide)
+    if prob > 0.5:
+        q = f(1.0 - float(prob))
+        if float(f(count * q)) >= 10.0:
+            return float(f(count - f(_btrs(draws, count, q, wide))))
+        return float(f(count - f(_binomial_inversion(draws, count, q, wide))))
+    return math.nan
+
+
+def binomial(e: Engine, n: int, counts: np.ndarray, probs: np.ndarray) -> np.ndarray:
+    """PyTorch's CPU ``binomial``: ``sample_binomial`` per element, in order, with double uniforms; the
+    count and prob arithmetic in their dtype (float32 unless float64), float64 results."""
+    wide = counts.dtype == np.float64
+    draws = _ScalarDraws(e, 2 * n)
+    try:
+        vals = [_binomial_one(draws, c, p, wide) for c, p in zip(counts.reshape(-1), probs.reshape(-1))]
+    finally:
+        draws.finish()
+    return np.array(vals, np.float64)
 
 
 def _gammas(e: Engine, alpha: np.ndarray, wide: bool) -> np.ndarray:

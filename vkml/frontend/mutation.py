@@ -192,6 +192,34 @@ def detached_view(t, data: bool = False):
     return out
 
 
+def share_storage(p, t, t_keeps_storage: bool = False) -> None:
+    """Make the new leaf handle ``p`` share ``t``'s storage outside autograd: ``nn.Parameter(t)``.
+
+    A write through either is seen by the other, as in PyTorch, and they count one version. The
+    storage goes to ``p`` (what an optimizer writes stays an owner, the cheap case) and ``t`` becomes
+    a view of it, unless ``t`` is a view (``p`` views its owner too) or ``t_keeps_storage`` (``t``
+    is a model's parameter itself: ``p`` views it).
+    """
+    if t._base is None and not t_keeps_storage:
+        _windows.hand_storage(t, p)
+        return
+    node = t.node
+    owner, chain = (t, ()) if t._base is None else (t._base, t._chain)
+    p._node = node
+    p._base, p._chain, p._seen = owner, chain, owner._vcount
+    p._gradview, p._dataview = False, False
+
+
+def leave_storage(t, node) -> None:
+    """Owner ``t`` takes a new storage holding ``node``; its views keep the old one (vkml/frontend/windows.py)."""
+    _windows.leave_storage(t, node)
+
+
+def handed_on(owner, chain: tuple):
+    """The owner of former owner ``owner``'s storage now, and ``chain`` relative to it (vkml/frontend/windows.py)."""
+    return _windows.handed_on(owner, chain)
+
+
 def current_value(owner, chain: tuple):
     """The node of the view ``chain`` of ``owner``'s current value (a saved tensor read after a ``.data`` write)."""
     with autograd.no_grad():
@@ -267,8 +295,14 @@ def check_writable(t) -> None:
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
         elif t._requires_grad and t._ctx is None:  # a leaf whose storage was replaced by ``.data = ...``
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-        elif t._gradview and _views_a_grad_leaf(t):
+        elif _views_a_grad_leaf(t):  # detach() views too: a Parameter over a view, detach().requires_grad_()
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+        elif base is not None and not t._gradview and t._ctx is not None:
+            # a computed tensor whose storage nn.Parameter(t) took: its write could not be recorded
+            raise NotImplementedError(
+                "an in-place operation with autograd on a computed tensor that an nn.Parameter was made from is "
+                "not supported: write under no_grad(), or make the Parameter from a clone()"
+            )
     if base is not None and base._base is not None:
         raise RuntimeError(
             "this view was taken before its base's storage was replaced by `.data = ...`; writing through it is "

@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import tensor as _tensor
 from ..ir import types as T
-from . import autograd, cpu, creation, cuda, windows
+from . import autograd, cpu, creation, cuda, mt19937, windows
 from . import operators as F
 from . import random as _random
 from .devices import device as get_device
@@ -360,9 +360,9 @@ def resize_as_(input, the_template, memory_format=None):
 
 def binomial(count, prob, generator=None):
     """Samples of Binomial(``count``, ``prob``), elementwise (``torch.binomial``): float tensors of one
-    shape in, the same dtype out. Each sample counts the uniforms below ``prob`` among ``count``
-    draws of vkml's generator (exact, costing ``max(count)`` draws per element), so its bits are
-    vkml's, not PyTorch's."""
+    shape in, the same dtype out. The sampler is PyTorch's CPU one (BTRS rejection where count * p
+    is 10 or more, inversion below), run on the host element by element over vkml's generator, which
+    is PyTorch's: after the same seed the samples are PyTorch's (vkml/frontend/mt19937.py)."""
 
     for name, value in (("count", count), ("prob", prob)):
         if not isinstance(value, _tensor.Tensor):
@@ -375,14 +375,13 @@ def binomial(count, prob, generator=None):
         raise RuntimeError(
             f"binomial: count and prob must have the same shape, got {list(count.shape)} and {list(prob.shape)}"
         )
-    with autograd.no_grad():
-        trials = int(F.amax(count).item()) if count.numel() else 0
-        if trials <= 0:
-            return F.mul(count, 0)
-        index = creation.arange(trials, dtype=count.dtype, device=count.device).reshape((trials,) + (1,) * count.ndim)
-        u = _random.rand((trials, *count.shape), dtype=prob.dtype, device=prob.device, generator=generator)
-        hits = F.logical_and(F.lt(u, prob), F.lt(index, count))
-        return F.cast(F.sum(F.cast(hits, T.int64), 0), count.dtype)
+    wide = count.dtype is T.float64 and prob.dtype is T.float64
+    work = np.float64 if wide else np.float32  # PyTorch's scalar_t; float16 and bfloat16 as float32
+    counts = np.asarray(count.detach()._host_values(), work)
+    probs = np.asarray(prob.detach()._host_values(), work)
+    return _random.host_draw(
+        "binomial", tuple(count.shape), count.dtype, count.device, generator, mt19937.binomial, counts, probs
+    )
 
 
 def _torch_type(dtype: T.DType) -> str:

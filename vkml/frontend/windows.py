@@ -266,6 +266,53 @@ def _owner_of(t, prefix: tuple = ()):
     return owner
 
 
+def hand_storage(t, owner) -> None:
+    """Make ``owner`` (a new leaf handle) own the storage ``t`` owns, and ``t`` a view of it outside
+    autograd: ``nn.Parameter(t)``, one storage and two tensors, as PyTorch's. No version changes
+    (``t._version`` reads ``owner``'s counter from now on); views taken from ``t`` before move onto
+    ``owner`` when next read, and values autograd saved from ``t`` follow it (``handed_on``)."""
+    owner._node, owner._vcount, owner._vhidden = t._node, t._vcount, t._vhidden
+    _HANDED_ON[id(t)] = (weakref.ref(t, _forget(id(t))), owner, ())
+    _SHARED_FROM[id(owner)] = (weakref.ref(owner, _forget_sharer(id(owner))), weakref.ref(t))
+    t._vcount += 1  # views of t see a new version: they rebuild, and rehome on the way
+    t._base, t._chain, t._seen = owner, (), owner._vcount
+    t._gradview, t._dataview = False, False
+
+
+def handed_on(owner, chain: tuple):
+    """The storage owner that former owner ``owner`` handed its storage to, with ``chain`` (view steps
+    from ``owner``) made relative to it; ``(owner, chain)`` when it handed nothing on."""
+    found = _HANDED_ON.get(id(owner))
+    while found is not None and found[0]() is owner:
+        _, owner, prefix = found
+        chain = prefix + chain
+        found = _HANDED_ON.get(id(owner))
+    return owner, chain
+
+
+def leave_storage(t, node) -> None:
+    """Give storage owner ``t`` a new storage holding ``node`` (PyTorch's ``t.data = value`` of another
+    dtype, device or shape: ``module.half()``). The tensor ``t`` was made from by ``hand_storage``
+    keeps the old storage, as in PyTorch (views of ``t`` follow it: a difference, docs/mutation.md)."""
+    found = _SHARED_FROM.pop(id(t), None)
+    source = found[1]() if found is not None and found[0]() is t else None
+    if source is not None and source._base is t:
+        source._node = source.node
+        source._vcount, source._vhidden = t._vcount, t._vhidden
+        source._base = None
+        _HANDED_ON.pop(id(source), None)
+    t._node = node
+    t._vcount += 1
+
+
+# A storage owner ``hand_storage`` made -> the tensor it was made from (a view of it since).
+_SHARED_FROM: dict[int, tuple] = {}
+
+
+def _forget_sharer(key: int):
+    return lambda _ref: _SHARED_FROM.pop(key, None)
+
+
 def _adopt(t, op: str, make, checked: bool = False):
     """Make ``t`` the view ``make(t)`` (a linked view of ``t``) in place, bumping its storage's version.
     ``checked``: the caller has checked the arguments against ``t``'s storage (as_strided_, resize_)."""

@@ -18,6 +18,7 @@ whole workgroup (where ``subgroup_id`` differs too).
 from __future__ import annotations
 
 import re
+import weakref
 
 import numpy as np
 
@@ -33,6 +34,25 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _OPERAND_KEYWORDS = ("inf", "nan", "true", "false")
 # Sources of values that differ between the invocations of one workgroup.
 _NONUNIFORM_OPS = ("global_id", "local_id", "shuffle_xor", "shared_load")
+
+
+def verify_kernel_once(k: Kernel) -> Kernel:
+    """``verify_kernel(k)``, skipped for a kernel object checked before: for the runners of built
+    kernels (the CPU device, the interpreter), each of which would otherwise check a large kernel again.
+
+    >>> verify_kernel_once(kb.finish()).name
+    'scale'
+    """
+    key = id(k)
+    seen = _VERIFIED.get(key)
+    if seen is None or seen() is not k:
+        verify_kernel(k)
+        _VERIFIED[key] = weakref.ref(k, lambda _, key=key: _VERIFIED.pop(key, None))
+    return k
+
+
+# The kernels verify_kernel_once passed, by id (a kernel compares by identity; an entry leaves with it).
+_VERIFIED: dict[int, weakref.ref] = {}
 
 
 def verify_kernel(k: Kernel) -> Kernel:

@@ -10,7 +10,7 @@
 from . import functional, init, utils
 from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .layers import GELU, CrossEntropyLoss, Dropout, Embedding, LayerNorm, Linear, MSELoss, ReLU, Sigmoid, Tanh
-from .module import Module, Parameter
+from .module import Buffer, Module, Parameter
 
 __all__ = [
     "functional",
@@ -18,6 +18,7 @@ __all__ = [
     "utils",
     "Module",
     "Parameter",
+    "Buffer",
     "Sequential",
     "ModuleList",
     "ModuleDict",

@@ -30,7 +30,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
 
-from ..frontend import autograd, creation, devices, memory_format
+from ..frontend import autograd, creation, devices, memory_format, mutation
 from ..frontend.complex import ComplexTensor
 from ..frontend.dtypes import python_type_dtype
 from ..frontend.size import as_size
@@ -60,7 +60,7 @@ class Parameter(Tensor):
     def __new__(cls, data: Tensor | None = None, requires_grad: bool = True):
         if data is not None and data.dtype.is_complex:  # a handle on a real Parameter: docs/complex.md
             out = ComplexTensor.__new__(ComplexParameter)
-            ComplexTensor.__init__(out, Parameter(data._pair.detach(), requires_grad))
+            ComplexTensor.__init__(out, Parameter(data._pair, requires_grad))
             return out
         return super().__new__(cls)
 
@@ -68,6 +68,8 @@ class Parameter(Tensor):
         if data is None:
             data = creation.zeros(0)
         super().__init__(data.node, requires_grad=requires_grad)
+        # One storage, as PyTorch's: an in-place write to either tensor is seen by the other.
+        mutation.share_storage(self, data, t_keeps_storage=isinstance(data, Parameter))
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
@@ -89,6 +91,37 @@ class ComplexParameter(ComplexTensor, Parameter):
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + ComplexTensor.__repr__(self)
+
+
+class _BufferMeta(type):
+    """``isinstance(t, Buffer)`` is true of any tensor ``Buffer`` marked, as PyTorch's (``Buffer(t)`` is a plain tensor)."""
+
+    def __instancecheck__(cls, instance) -> bool:
+        if cls is Buffer and isinstance(instance, Tensor) and getattr(instance, "_is_buffer", False):
+            return True
+        return super().__instancecheck__(instance)
+
+
+class Buffer(Tensor, metaclass=_BufferMeta):
+    """A tensor that a ``Module`` registers as a buffer when assigned as an attribute (PyTorch's ``nn.Buffer``).
+
+    ``Buffer(t)`` returns ``t.detach()`` (same storage, ``requires_grad`` kept) marked with
+    ``persistent``: a non-persistent buffer stays out of ``state_dict``.
+
+    >>> m = Module(); m.steps = Buffer(vkml.zeros(()), persistent=False)
+    >>> [name for name, _ in m.named_buffers()], list(m.state_dict())
+    (['steps'], [])
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, data: Tensor | None = None, *, persistent: bool = True):
+        if data is None:
+            data = creation.zeros(0)
+        out = data.detach().requires_grad_(data.requires_grad)
+        out.persistent = persistent
+        out._is_buffer = True
+        return out
 
 
 _ASSIGN = "assign_to_params_buffers"  # PyTorch's local-metadata key for load_state_dict's ``assign``
@@ -134,8 +167,14 @@ def _set_data(tensor: Tensor, value: Tensor) -> Tensor:
     """
     if isinstance(tensor, ComplexTensor):  # its pair takes the values
         return _set_data(tensor._pair, value._pair if isinstance(value, ComplexTensor) else value)
-    with autograd.no_grad():
-        tensor.node = value.detach().node
+    node = value.detach().node
+    if tensor._base is None and (node.shape, node.dtype, node.device) != (tensor.shape, tensor.dtype, tensor.device):
+        # a new storage, as PyTorch's ``p.data = v`` (module.half(), .to(device)): the tensor a Parameter
+        # was made from, and views taken before, keep the old one
+        mutation.leave_storage(tensor, node)
+    else:
+        with autograd.no_grad():
+            tensor.node = node
     if memory_format.ACTIVE:  # the handle takes value's layout too (PyTorch's p.data = v takes its strides)
         memory_format.mark(tensor, memory_format.format_of(value))
     return tensor
@@ -366,6 +405,10 @@ class Module:
                     f"cannot assign '{_typename(value)}' as child module '{name}' (vkml.nn.Module or None expected)"
                 )
             self._modules[name] = value
+        elif isinstance(value, Buffer):
+            if params is None:
+                raise AttributeError("cannot assign buffer before Module.__init__() call")
+            self.register_buffer(name, value, value.persistent)
         elif params is not None and name in self._buffers:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' (vkml.Tensor or None expected)")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import time
-import weakref
 from collections import deque
 
 import numpy as np
@@ -16,7 +15,7 @@ import numpy as np
 from ..errors import OutOfMemoryError
 from ..ir.interp import reference as interp
 from ..ir.types import DType
-from ..ir.verify import verify_kernel
+from ..ir.verify import verify_kernel_once
 from .base import Buffer, Device, Dispatch
 from .counters import counters
 
@@ -63,7 +62,6 @@ class CPUDevice(Device):
         self.allocated_bytes = 0
         self.peak_bytes = 0
         self._freed: deque[int] = deque()  # bytes of buffers dropped since the last count
-        self._verified: dict[int, weakref.ref] = {}  # by identity: Kernel equality is structural (slow)
 
     def allocate(self, dtype: DType, numel: int) -> CPUBuffer:
         buffer = CPUBuffer(self, dtype, int(numel))
@@ -109,11 +107,7 @@ class CPUDevice(Device):
         seconds = [] if timestamps else None
         for d in dispatches:
             start = time.perf_counter() if timestamps else 0.0
-            seen = self._verified.get(id(d.kernel))
-            if seen is None or seen() is not d.kernel:
-                verify_kernel(d.kernel)  # the reference runs only kernels the IR's rules accept
-                key = id(d.kernel)
-                self._verified[key] = weakref.ref(d.kernel, lambda _, key=key: self._verified.pop(key, None))
+            verify_kernel_once(d.kernel)  # the reference runs only kernels the IR's rules accept
             arrays = {name: buf.array for name, buf in d.buffers.items()}
             interp.run(d.kernel, d.grid, arrays, d.params)
             counters["dispatches"] += 1

@@ -33,7 +33,7 @@ from .. import types as T
 from ..core import Block, If, Instr, Kernel, Loop, Value, walk
 from ..instructions import SPECS, VECTOR_WIDTH
 from ..types import by_name
-from ..verify import verify_kernel
+from ..verify import verify_kernel_once
 from .lanes import narrow as _narrow
 from .lanes import none_active as _none_active
 from .views import DIV as _DIV
@@ -477,7 +477,7 @@ def _forget(key: int, ref: weakref.ref) -> None:
 
 def _compile(kernel: Kernel, dead_after: Callable[[Kernel], dict]) -> Program | None:
     try:
-        verify_kernel(kernel)  # the plain interpreter gives an ill-formed kernel's errors
+        verify_kernel_once(kernel)  # the plain interpreter gives an ill-formed kernel's errors
         return Program(kernel, dead_after(kernel))
     except (IRError, _Unsupported):
         return None

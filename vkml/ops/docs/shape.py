@@ -180,11 +180,10 @@ PAGES["poisson"] = OpDoc(
     "creation",
     (sig("vkml.poisson", _poisson),),
     _poisson,
-    precision="inversion of the Poisson CDF (float64 on the host) at a 48-bit uniform made of two `rand` draws",
+    precision="PyTorch's CPU sampler (PTRS rejection from rate 10, Knuth's products below) in float64 on the host: PyTorch's samples after the same seed",
     special="A rate of 0 gives 0; a negative or NaN rate raises PyTorch's RuntimeError.",
-    divergence="Other values than PyTorch's for the same seed: the uniforms are PyTorch's stream (two `rand` draws), "
-    "the sampler is not PyTorch's (its transformed rejection). The same bits on every vkml device. An infinite rate raises (PyTorch returns an undefined value). The rates are "
-    "read back and sampled on the host: a sample costs about sqrt(rate) steps, so rates in the millions are slow.",
+    divergence="An infinite rate raises (PyTorch's sampler does not end). The rates are read back and sampled on the "
+    "host, element by element, as PyTorch's CPU kernel does; the result is the same bits on every vkml device.",
     gradient="poisson",
-    backends="host (numpy float64), from the device's draws; the result is copied to the rates' device",
+    backends="host (float64, PyTorch's sampler on vkml's generator); the result is copied to the rates' device",
 )

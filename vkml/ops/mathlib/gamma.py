@@ -77,14 +77,18 @@ def _positive(a: Value) -> tuple[Value, Value]:
         t_hi, t_lo = two_sum(x, f32(float(k)))
         p_hi, p_lo = mul_dd(p_hi, p_lo, t_hi, t_lo)
         p_hi, p_lo = fast_two_sum(p_hi, p_lo)
+    # One Stirling series serves both ranges (a + 8 below 8, a itself up to 2^100) and one log both the
+    # product and the tiny case below: each element takes one path, and every path is a large body of
+    # instructions the interpreter and the driver compile (the selects keep each element's bits).
     y_hi, y_lo = two_sum(x, f32(8.0))
-    g_hi, g_lo = _stirling(y_hi, y_lo)
-    q_hi, q_lo = _log_dd(p_hi, p_lo)
+    big = select(a > 2.0**100, f32(2.0**100), a)
+    g_hi, g_lo = _stirling(select(small, y_hi, big), select(small, y_lo, f32(0.0)))
+    tiny = a < TINY
+    q_hi, q_lo = _log_dd(select(tiny, a * 2.0**64, p_hi), select(tiny, f32(0.0), p_lo))
     sh_hi, sh_lo = two_sum(g_hi, -q_hi)
     sh_lo = sh_lo + (g_lo - q_lo)
     # 8 <= a <= 2^100: Stirling directly
-    big = select(small, f32(8.0), select(a > 2.0**100, f32(2.0**100), a))
-    s_hi, s_lo = _stirling(big, f32(0.0))
+    s_hi, s_lo = g_hi, g_lo
     # a > 2^100: a (log a - 1) with a scaled by 2^-64 so the double-float product cannot overflow
     huge = select(a > 2.0**100, a, f32(2.0**100))
     e, l_hi, l_lo = log_parts(huge)
@@ -111,10 +115,8 @@ def _positive(a: Value) -> tuple[Value, Value]:
     hi, lo = select(at_zero, p1, hi), select(at_zero, p1e + t * (c_lo + t * acc), lo)
     # a < 2^-30: -log(a) (the next term, -gamma a, is below 2^-35 of it); this also keeps the reflection
     # for tiny negative x away from products below 2^-115, where the double-float routines overflow
-    tiny_log_hi, tiny_log_lo = _log_dd(select(a < TINY, a * 2.0**64, f32(1.0)), f32(0.0))
-    n_hi, n_lo = two_sum(-tiny_log_hi, f32(64.0 * LN2_HI))
-    n_lo = n_lo + (64.0 * LN2_HI_LO - tiny_log_lo)
-    tiny = a < TINY
+    n_hi, n_lo = two_sum(-q_hi, f32(64.0 * LN2_HI))  # q: the log of a 2^64 there
+    n_lo = n_lo + (64.0 * LN2_HI_LO - q_lo)
     return select(tiny, n_hi, hi), select(tiny, n_lo, lo)
 
 
@@ -184,12 +186,13 @@ def _digamma_positive(a: Value) -> tuple[Value, Value]:
         q_hi, q_lo = div_dd(f32(1.0), f32(0.0), t_hi, t_lo)
         s_hi, e = two_sum(s_hi, q_hi)
         s_lo = s_lo + (e + q_lo)
+    # one series for both ranges (a + 8 below 8, a itself up to 2^100), as in lgamma's _positive
     y_hi, y_lo = two_sum(x, f32(8.0))
-    g_hi, g_lo = _digamma_series(y_hi, y_lo)
+    big = select(a > 2.0**100, f32(2.0**100), a)
+    g_hi, g_lo = _digamma_series(select(small, y_hi, big), select(small, y_lo, f32(0.0)))
     sh_hi, sh_lo = two_sum(g_hi, -s_hi)
     sh_lo = sh_lo + (g_lo - s_lo)
-    big = select(small, f32(8.0), select(a > 2.0**100, f32(2.0**100), a))
-    d_hi, d_lo = _digamma_series(big, f32(0.0))
+    d_hi, d_lo = g_hi, g_lo
     hi, lo = select(small, sh_hi, d_hi), select(small, sh_lo, d_lo)
     # above 2^100, psi(a) = log(a) to far below an ulp
     e, l_hi, l_lo = log_parts(select(a > 2.0**100, a, f32(2.0)))

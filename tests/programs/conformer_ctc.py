@@ -721,10 +721,3 @@ def train(model, steps=3):
 
 if __name__ == "__main__":
     print(train(build(), steps=20))
-
-
-def debug_loss(model):
-    speech, speech_lengths, text = make_batch()
-    model.train()
-    torch.manual_seed(1)
-    return model(speech, speech_lengths, text)[0]

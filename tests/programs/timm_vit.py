@@ -764,9 +764,3 @@ def train(model, steps=3):
 
 if __name__ == "__main__":
     print(train(build(), steps=20))
-
-
-def debug_loss(model):
-    x, y = make_data()
-    input, target = Mixup()(x[:BATCH].clone(), y[:BATCH])
-    return SoftTargetCrossEntropy()(model(input), target)

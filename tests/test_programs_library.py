@@ -1,8 +1,9 @@
 """Programs written the way popular libraries write model code (tests/programs/) run under vkml as under
 PyTorch, by their import lines alone: a Hugging Face GPT-2 modeling file with its sampling loop
 (hf_gpt2), a timm ViT with its training utilities (timm_vit), a DiT with its Gaussian diffusion
-(dit_adaln), a Conformer CTC recogniser with a torchaudio front end (conformer_ctc) and a
-Lightning-style trainer with callbacks, checkpoints and mixed precision (lightning_loop); each
+(dit_adaln), a Conformer CTC recogniser with a torchaudio front end (conformer_ctc), a
+Lightning-style trainer with callbacks, checkpoints and mixed precision (lightning_loop) and a
+torchvision-style RetinaNet with an FPN, anchors, focal loss and NMS (retinanet_fpn); each
 docstring lists the idioms it checks.
 
 As in tests/test_programs.py, each model is built under PyTorch, its initial state_dict loaded into
@@ -27,6 +28,7 @@ PROGRAMS = {
     "dit_adaln": (3, 1e-4),
     "conformer_ctc": (3, 1e-4),
     "lightning_loop": (4, 1e-4),
+    "retinanet_fpn": (3, 1e-4),
 }
 # Other module constants a program is compared under, besides its defaults, with their tolerance.
 VARIANTS = [
@@ -146,3 +148,24 @@ def test_dit_embeddings_and_diffusion_terms_match_pytorch(monkeypatch):
         results.append([embedding.numpy(), coef.numpy(), kl.numpy(), nll.numpy()])
     for got, expected in zip(results[1], results[0]):
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_detection_box_ops_match_pytorch(monkeypatch):
+    """torchvision's box IoU, the low-quality-allowing Matcher, box coding and ``batched_nms`` written in torch."""
+    rng = np.random.default_rng(4)
+    corners = rng.uniform(0, 20, size=(12, 2)).astype(np.float32)
+    boxes = np.concatenate([corners, corners + rng.uniform(2, 10, size=(12, 2)).astype(np.float32)], axis=1)
+    scores = rng.uniform(size=12).astype(np.float32)
+    labels = rng.integers(0, 2, size=12)
+    results = []
+    for program in _both("retinanet_fpn", monkeypatch):
+        torch = program.torch
+        b = torch.from_numpy(boxes)
+        iou = program.box_iou(b[:3], b)
+        matches = program.Matcher(0.5, 0.4, allow_low_quality_matches=True)(iou)
+        coder = program.BoxCoder((1.0, 1.0, 1.0, 1.0))
+        decoded = coder.decode_single(coder.encode_single(b[:6], b[6:]), b[6:])
+        keep = program.batched_nms(b, torch.from_numpy(scores), torch.from_numpy(labels), 0.3)
+        results.append([iou.numpy(), matches.numpy(), decoded.numpy(), keep.numpy()])
+    for got, expected in zip(results[1], results[0]):
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)

@@ -10,7 +10,7 @@ As in tests/test_programs.py, each model is built under PyTorch, its initial sta
 the vkml model, and both train on the same data; random draws the programs make while training
 (``bernoulli_``, ``randint``, ``randn_like``, ``rand``, ``multinomial``, a shuffling ``DataLoader``) stay
 live, since vkml's generator gives PyTorch's draws; dropout is off (``DROPOUT = 0``). The whole
-comparisons compile a few hundred kernels on the CPU interpreter (15-45 s each), so they run with
+comparisons compile a few hundred kernels on the CPU interpreter (30-90 s each), so they run with
 ``make test-all`` (``-m stress``); the default suite compares the programs' pure functions. The gap
 they found is tested in tests/test_programs_m_gaps.py.
 """
@@ -151,12 +151,11 @@ def test_dit_embeddings_and_diffusion_terms_match_pytorch(monkeypatch):
 
 
 def test_detection_box_ops_match_pytorch(monkeypatch):
-    """torchvision's box IoU, the low-quality-allowing Matcher, box coding and ``batched_nms`` written in torch."""
+    """torchvision's box IoU, the low-quality-allowing Matcher and box coding (``batched_nms``, a loop that
+    realizes a shrinking tensor each pass, is compared by the whole program with ``-m stress``)."""
     rng = np.random.default_rng(4)
     corners = rng.uniform(0, 20, size=(12, 2)).astype(np.float32)
     boxes = np.concatenate([corners, corners + rng.uniform(2, 10, size=(12, 2)).astype(np.float32)], axis=1)
-    scores = rng.uniform(size=12).astype(np.float32)
-    labels = rng.integers(0, 2, size=12)
     results = []
     for program in _both("retinanet_fpn", monkeypatch):
         torch = program.torch
@@ -165,7 +164,6 @@ def test_detection_box_ops_match_pytorch(monkeypatch):
         matches = program.Matcher(0.5, 0.4, allow_low_quality_matches=True)(iou)
         coder = program.BoxCoder((1.0, 1.0, 1.0, 1.0))
         decoded = coder.decode_single(coder.encode_single(b[:6], b[6:]), b[6:])
-        keep = program.batched_nms(b, torch.from_numpy(scores), torch.from_numpy(labels), 0.3)
-        results.append([iou.numpy(), matches.numpy(), decoded.numpy(), keep.numpy()])
+        results.append([iou.numpy(), matches.numpy(), decoded.numpy()])
     for got, expected in zip(results[1], results[0]):
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)

@@ -477,7 +477,10 @@ def train(model, steps=EPOCHS):
         torch.equal(a, b) for a, b in zip(model.state_dict().values(), resumed_model.state_dict().values())
     )
     return {
-        "losses": trainer.train_losses,
+        "losses": [
+            float(np.mean(epoch)) for epoch in np.split(np.array(trainer.train_losses), len(trainer.val_losses))
+        ],
+        "batch_losses": trainer.train_losses,
         "val_losses": trainer.val_losses,
         "val_acc": trainer.callback_metrics["val_acc"].item(),
         "lrs": lrs,

@@ -831,12 +831,30 @@ def _broadcasts_to(op: str, input, product) -> None:
         )
 
 
+def _rounds_once(input, a, b) -> bool:
+    """Whether ``input`` and both factors are float16, or all bfloat16: PyTorch's addmm and baddbmm then
+    add ``beta * input`` to the product's float32 sums and round once."""
+    Tensor = F._tensor.Tensor
+    if not all(isinstance(t, Tensor) for t in (input, a, b)):
+        return False
+    return input.dtype in (T.float16, T.bfloat16) and input.dtype is a.dtype is b.dtype
+
+
+def _wide_scaled_sum(op: str, product, input, a, b, beta, alpha):
+    """``beta * input + alpha * product(a, b)`` in float32 (half products are exact there), rounded once."""
+    wide = T.float32
+    total = _scaled_sum(op, F.cast(input, wide), product(F.cast(a, wide), F.cast(b, wide)), beta, alpha)
+    return F.cast(total, input.dtype)
+
+
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """``beta * input + alpha * (mat1 @ mat2)``, ``input`` broadcast to the product's shape."""
     sparse = F._sparse_operand(mat1, mat2)
     if sparse is not None:  # a sparse COO operand: vkml/frontend/sparse_coo.py
         return sparse._sparse_dispatch("addmm", input, mat1, mat2, beta=beta, alpha=alpha)
     _t("addmm", input)
+    if _rounds_once(input, mat1, mat2):
+        return _wide_scaled_sum("addmm", mm, input, mat1, mat2, beta, alpha)
     prod = mm(mat1, mat2)
     if input.dtype is not prod.dtype:
         raise RuntimeError(
@@ -848,6 +866,8 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """``beta * input + alpha * bmm(batch1, batch2)``, ``input`` broadcast to the product's shape."""
     _t("baddbmm", input)
+    if _rounds_once(input, batch1, batch2):
+        return _wide_scaled_sum("baddbmm", bmm, input, batch1, batch2, beta, alpha)
     prod = bmm(batch1, batch2)
     if input.dtype is not prod.dtype:
         raise RuntimeError(

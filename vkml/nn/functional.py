@@ -118,8 +118,24 @@ def linear(input, weight, bias=None):
     """
     if bias is not None:  # PyTorch's addmm checks, before matmul's (vkml/frontend/dtype_info.py)
         _linear_dtypes(input, weight, bias)
+        if _adds_bias_before_rounding(input, weight, bias):
+            wide = T.float32  # float16/bfloat16 products are exact in float32: the sums are the half matmul's
+            out = functions.matmul(functions.cast(input, wide), functions.transpose(functions.cast(weight, wide), 0, 1))
+            return functions.cast(out + functions.cast(bias, wide), input.dtype)
     out = functions.matmul(input, functions.transpose(weight, 0, 1))
     return out if bias is None else out + bias
+
+
+def _adds_bias_before_rounding(input, weight, bias) -> bool:
+    """Whether PyTorch's half-precision ``linear`` adds the bias to the float32 sums and rounds once (its
+    addmm path: inputs of at most 2 dims, or contiguous ones, which it flattens) rather than rounding the
+    product and then the sum (matmul, then ``add_``: a non-contiguous input of 3 or more dims)."""
+    Tensor = functions._tensor.Tensor
+    if not all(isinstance(t, Tensor) for t in (input, weight, bias)):
+        return False
+    if input.dtype not in (T.float16, T.bfloat16) or not input.dtype is weight.dtype is bias.dtype:
+        return False
+    return input.ndim <= 2 or input.is_contiguous()
 
 
 def _linear_dtypes(input, weight, bias) -> None:

@@ -66,7 +66,21 @@ class HostScalar(Tensor):
         self._number_node = node
 
     def __iadd__(self, other):
-        if isinstance(other, (int, float)) and not isinstance(other, bool):
+        kind = other.__class__
+        if kind is int or kind is float:
+            # vkml.jit's replay advances every parameter's counter this way each step: the usual case (a
+            # current number on an owner) inline, as set_number would do it
+            node = self._node
+            if self._base is None and node is self._number_node:
+                number = self._number + other
+                found = _NODES.get((number, node.dtype))
+                node = found if found is not None else _constant(number, node.dtype)
+                self._node, self._number, self._number_node = node, number, node
+                self._vcount += 1
+            else:
+                self.set_number(host_number(self) + other)
+            return self
+        if isinstance(other, (int, float)) and not isinstance(other, bool):  # an int or float subclass
             self.set_number(host_number(self) + other)
             return self
         return Tensor.__iadd__(self, other)

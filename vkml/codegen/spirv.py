@@ -592,6 +592,9 @@ def _emit_module(kernel: Kernel, features: DeviceFeatures, by_address: frozenset
     out.append(f"%main = OpFunction {mod.void()} None {function_type}")
     out += body.lines
     out.append("OpFunctionEnd")
+    if mod.functions:
+        out.append("; ---- the functions of per-element operations and row reductions")
+        out += mod.functions
     used = needs | {field for field, _, _ in modes}
     assert push_size <= features.max_push_constants_size  # check_limits raised otherwise
     return "\n".join(out) + "\n", frozenset(used)

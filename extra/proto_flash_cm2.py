@@ -56,7 +56,10 @@ interpreter (the IR's definition) needs each of them with a fixed element order 
 so that the device's bits stay within the attention page's bound rather than equal (extra/cm2_interp.py
 sketches those semantics in numpy, tensor addressing included); the verifier
 needs the uniform-control-flow rule for these tangled instructions. A kernel then replaces
-attention_coopmat.py's shared-memory round trips where the device reports the features.
+attention_coopmat.py's shared-memory round trips where the device reports the features. That is now
+vkml/kernels/attention_cm2.py (the "64x64 t128 m16" config with ``sw``; the IR's ``cm_reduce_rows``,
+``cm_map``, ``cm_convert``, ``cm_scale``/``cm_mul`` and the transposed and row-clipped tensor accesses);
+bench/bench_attention.py --matrices-only times it through the public API against the subgroup-scope kernel.
 
 Assembled and validated by the cmeel spirv-as / spirv-val that vkml uses; tests/test_proto_flash_cm2.py
 does that on every machine and runs the module text on that interpreter against the float64

@@ -12,7 +12,8 @@ Cooperative-matrix instructions (``cm_*``) act for a whole subgroup at once: the
 kernel ``subgroup_size``, control flow that is uniform across each subgroup, and operands
 (index, fill value) that are the same in the whole subgroup. ``subgroup_id`` is such a value;
 ``local_id`` is not. An instruction on workgroup-scope matrices needs all that across the
-whole workgroup (where ``subgroup_id`` differs too).
+whole workgroup (where ``subgroup_id`` differs too). A ``cm_map``'s function is closed: it holds pure and
+const instructions (and ``if``s of them) on its own parameters and values only.
 """
 
 from __future__ import annotations

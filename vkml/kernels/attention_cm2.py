@@ -203,9 +203,9 @@ def forward_kernel(shape: AttentionShape, config: Config = DEFAULT, subgroup_siz
                 B.matrix_fill(_f32(NEG_INF), state_t),
                 B.matrix_fill(0.0, state_t),
             )
-            carried = B.loop(_u32(0), whole, _u32(1), carried, lambda j, *c: block(j, *c, mask=False), unroll=False)
+            carried = B.loop(_u32(0), whole, _u32(1), carried, lambda j, *c: block(j, *c, mask=False))
             if shape.causal or S % keys:
-                carried = B.loop(whole, end, _u32(1), carried, lambda j, *c: block(j, *c, mask=True), unroll=False)
+                carried = B.loop(whole, end, _u32(1), carried, lambda j, *c: block(j, *c, mask=True))
             o, m, l = carried
             result = B.matrix_map(lambda r, c, o_, l_: o_ / l_, o, B.matrix_reduce_rows(l, "max", Ev))
             rest = _u32(L) - q0

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from codegen_zoo import (
     control_flow_kernel,
+    flash_matrix_kernel,
     kernels_for_coverage,
     matrix_kernel,
     ops_used,
@@ -70,7 +71,7 @@ def _execution_modes(asm: str) -> set[str]:
 
 def test_coverage_kernels_use_every_instruction() -> None:
     # The matrix kernel needs a device with cooperative matrices (test_codegen_matrix.py compiles it).
-    assert ops_used([*COVERAGE, matrix_kernel(), tensor_matrix_kernel()]) == set(SPECS)
+    assert ops_used([*COVERAGE, matrix_kernel(), tensor_matrix_kernel(), flash_matrix_kernel()]) == set(SPECS)
 
 
 @pytest.mark.parametrize("kernel", COVERAGE, ids=lambda k: k.name)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from codegen_zoo import flash_matrix_kernel
 
-import vkml  # noqa: F401  (installs float division for IR values)
+import vkml  # installs float division for IR values
 from vkml.codegen import compile_kernel
 from vkml.codegen.features import DeviceFeatures
 from vkml.errors import CompileError, DTypeError, IRError
@@ -172,6 +173,14 @@ def test_the_verifier_and_builder_refuse_misuse():
             B.matrix_reduce_rows(x.load_matrix((0, 0), _acc(), (ROWS, COLS)), "max", 16)
     with pytest.raises(IRError, match="non-uniform control flow"):
         verify_kernel(kb.finish())
+
+
+def test_the_zoo_kernel_of_every_instruction_validates_and_round_trips():
+    kernel = verify_kernel(flash_matrix_kernel())
+    assert vkml.ir.parse(str(kernel)) == kernel
+    asm = compile_kernel(kernel, H200).asm
+    for capability in ("Reductions", "Conversions", "PerElementOperations"):
+        assert f"OpCapability CooperativeMatrix{capability}NV" in asm
 
 
 def test_a_device_without_the_operations_is_refused():

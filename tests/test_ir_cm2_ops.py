@@ -174,6 +174,15 @@ def test_the_verifier_and_builder_refuse_misuse():
     with pytest.raises(IRError, match="non-uniform control flow"):
         verify_kernel(kb.finish())
 
+    kb = B.KernelBuilder("nonuniform_operand", (128, 1, 1), 32)
+    x = kb.buffer("x", T.float32)
+    with kb:  # a map's scalar operand must be the same in the whole workgroup
+        B.matrix_map(
+            lambda r, c, e, i: B.select(c > i, e, e * 2.0), x.load_matrix((0, 0), _acc(), (ROWS, COLS)), B.local_id(0)
+        )
+    with pytest.raises(IRError, match="operand %2 differs within a"):
+        verify_kernel(kb.finish())
+
 
 def test_the_zoo_kernel_of_every_instruction_validates_and_round_trips():
     kernel = verify_kernel(flash_matrix_kernel())

@@ -69,11 +69,12 @@ def test_selection_follows_the_device_features_the_call_and_the_switches(monkeyp
         _shape(E=80, Ev=80),
         _shape(mask="bool", mask_dtype=T.bool_, mask_strides=(0, 0, 64, 1)),
         _shape(dropout=True),
-        AttentionShape(T.float16, (2,), 64, 64, 64, 64, *(Operand((0,), (1,)),) * 3),  # broadcast batch
-        AttentionShape(T.float16, (4,), 64, 64, 64, 64, Operand((4096,), (1,)), *(Operand((4096,), (2,)),) * 2),
     ):
         assert not cm2.applies(H200, other), other
         assert coopmat.applies(H200, other) == (other.dtype is T.float16)  # the subgroup-scope kernel keeps those
+    broadcast = AttentionShape(T.float16, (2,), 64, 64, 64, 64, *(Operand((0,), (1,)),) * 3)
+    gqa = AttentionShape(T.float16, (4,), 64, 64, 64, 64, Operand((4096,), (1,)), *(Operand((4096,), (2,)),) * 2)
+    assert cm2.applies(H200, broadcast) and cm2.applies(H200, gqa)
     monkeypatch.setenv("VKML_ATTENTION_CM2", "0")
     assert not cm2.applies(H200, shape) and coopmat.applies(H200, shape)
     monkeypatch.setenv("VKML_ATTENTION_CM2", "1")
@@ -89,16 +90,20 @@ CASES = {
     "d128_causal_ragged": dict(L=100, S=100, E=128, causal=True),
     "d128_ragged": dict(L=70, S=150, E=128),
     "d64_causal_rows_past_keys": dict(L=90, S=40, E=64, causal=True),
+    "gqa_broadcast_ragged": dict(L=70, S=100, E=64, gqa=True),
 }
-LONGER = ("d64", "d64_causal_rows_past_keys")  # run with -m stress: the default suite keeps its time
+LONGER = ("d64", "d128_ragged", "d64_causal_rows_past_keys")  # run with -m stress: the default suite keeps its time
 
 
-def _inputs(L, S, E, seed, causal=False):
+def _inputs(L, S, E, seed, causal=False, gqa=False):
+    """q (1, 2, L, E), k and v (1, 2, S, E); ``gqa``: q (2, 4, L, E) with k and v broadcast along the first dim
+    and each of their 2 heads serving 2 query heads."""
     g = np.random.default_rng(seed)
-    q = (g.standard_normal((1, 2, L, E)) * 1.5).astype(np.float16)
+    q = (g.standard_normal((2, 4, L, E) if gqa else (1, 2, L, E)) * 1.5).astype(np.float16)
     k = (g.standard_normal((1, 2, S, E)) * 1.5).astype(np.float16)
     v = g.standard_normal((1, 2, S, E)).astype(np.float16)
-    return q, k, v, {"is_causal": True} if causal else {}
+    kwargs = {"is_causal": True} if causal else {}
+    return q, k, v, {**kwargs, "enable_gqa": True} if gqa else kwargs
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.stress) if n in LONGER else n for n in CASES])
@@ -160,8 +165,22 @@ def test_the_backward_takes_the_kernels_log_sum_exp(cm2_on_cpu):
 
 @pytest.mark.parametrize(
     "shape",
-    [_shape(L=1024, S=1024), _shape(L=100, S=100, E=128, Ev=128, causal=True), _shape(L=70, S=150, E=64, Ev=128)],
-    ids=["d64", "d128_causal_ragged", "ragged_e64_ev128"],
+    [
+        _shape(L=1024, S=1024),
+        _shape(L=100, S=100, E=128, Ev=128, causal=True),
+        _shape(L=70, S=150, E=64, Ev=128),
+        AttentionShape(
+            T.float16,
+            (2, 4),
+            256,
+            256,
+            64,
+            64,
+            Operand((4 * 16384, 16384), (1, 1)),
+            *(Operand((0, 16384), (1, 2)),) * 2,
+        ),
+    ],
+    ids=["d64", "d128_causal_ragged", "ragged_e64_ev128", "gqa_broadcast"],
 )
 def test_the_kernel_validates_for_an_h200_like_device(shape):
     assert cm2.applies(H200, shape)

@@ -1,8 +1,9 @@
 """The float16 flash-attention forward on VK_NV_cooperative_matrix2's workgroup-scope matrices.
 
 Chosen (``applies``) ahead of the subgroup-scope kernel (vkml/kernels/attention_coopmat.py) for float16
-q, k, v read as stored ((batch..., L, E) contiguous, no broadcast batch dims, no GQA), head dims of 64 or
-128, no mask but the causal one and no dropout, on a device whose features report workgroup-scope
+q, k, v with head dims of 64 or 128, no mask but the causal one and no dropout (broadcast batch dims and
+GQA as the scalar kernel takes them: each operand is read as one 2-D tensor of rows, a batch entry's
+rows starting where its offset says), on a device whose features report workgroup-scope
 matrices of the needed flexible sizes with tensor addressing, row reductions, conversions and
 per-element functions (``DeviceFeatures.cooperative_matrix_workgroup_ops``). Everything else keeps the
 kernels it had. ``VKML_ATTENTION_CM2=0`` turns it off (``VKML_ATTENTION_COOPMAT=0`` both).
@@ -46,7 +47,7 @@ from ..ir import types as T
 from ..ir.core import Kernel, Value
 from ..ir.verify import verify_kernel
 from ..ops import mathlib as M
-from .attention import NEG_INF, AttentionShape, _f32, _max
+from .attention import NEG_INF, AttentionShape, Operand, _batch_offsets, _f32, _max
 from .attention_coopmat import weight_exp
 from .index import _u32
 from .lowering import fold_grid, linear_workgroup
@@ -70,7 +71,8 @@ DEFAULT = Config()
 
 def supports(shape: AttentionShape) -> bool:
     """Whether the kernel computes ``shape``'s forward (device features aside): float16, head dims of 64 or
-    128, operands contiguous with the query's batch dims, no mask but the causal one, no dropout.
+    128, no mask but the causal one, no dropout. Broadcast batch dims and GQA are the scalar kernel's (each
+    operand's rows of a batch entry start where ``_batch_offsets`` says).
 
     >>> from vkml.kernels.attention import Operand
     >>> supports(AttentionShape(T.float16, (2,), 100, 100, 64, 64, *(Operand((6400,), (1,)),) * 3))
@@ -80,16 +82,22 @@ def supports(shape: AttentionShape) -> bool:
         return False
     if shape.head_dim not in HEAD_DIMS or shape.value_dim not in HEAD_DIMS:
         return False
-    operands = ((shape.query, shape.query_len * shape.head_dim), (shape.key, shape.key_len * shape.head_dim))
-    operands += ((shape.value, shape.key_len * shape.value_dim),)
-    for operand, rows in operands:  # each contiguous over the whole batch: no broadcast, no GQA
-        strides = [rows]
-        for size in reversed(shape.batch[1:]):
-            strides.insert(0, strides[0] * size)
-        stored = [s for s, size in zip(operand.strides, shape.batch) if size > 1]  # a dim of 1 has stride 0
-        if stored != [s for s, size in zip(strides, shape.batch) if size > 1] or any(d != 1 for d in operand.divisors):
-            return False
-    return shape.batch_count * max(shape.query_len, shape.key_len) * max(shape.head_dim, shape.value_dim) < 2**31
+    widths = (shape.head_dim, shape.head_dim, shape.value_dim)
+    lengths = (shape.query_len, shape.key_len, shape.key_len)
+    operands = (shape.query, shape.key, shape.value)
+    largest = max(_stored_rows(o, shape, n, w) * w for o, n, w in zip(operands, lengths, widths))
+    return largest < 2**31 and shape.batch_count * shape.query_len * shape.value_dim < 2**31
+
+
+def _stored_rows(operand: Operand, shape: AttentionShape, rows: int, width: int) -> int:
+    """The rows of an operand read as one (rows, width) tensor: its last batch entry's first row plus ``rows``
+    (each batch stride is a whole number of rows: the operands are contiguous blocks of ``rows`` × ``width``)."""
+    last = sum(
+        (-(-size // divisor) - 1) * stride
+        for size, stride, divisor in zip(shape.batch, operand.strides, operand.divisors)
+        if stride
+    )
+    return last // width + rows
 
 
 def applies(features, shape: AttentionShape, config: Config = DEFAULT) -> bool:
@@ -139,7 +147,9 @@ def forward_kernel(shape: AttentionShape, config: Config = DEFAULT, subgroup_siz
     L, S, E, Ev = shape.query_len, shape.key_len, shape.head_dim, shape.value_dim
     rows, keys = config.rows, config.keys
     batch = shape.batch_count
-    query_rows, key_rows = batch * L, batch * S  # the tensors' rows: (batch·L)×E, (batch·S)×E
+    # Each operand read as one 2-D tensor of its rows (a batch entry's block: L or S rows); out is (batch·L)×Ev.
+    query_rows, out_rows = _stored_rows(shape.query, shape, L, E), batch * L
+    key_rows, value_rows = _stored_rows(shape.key, shape, S, E), _stored_rows(shape.value, shape, S, Ev)
     ragged = L % rows != 0 or S % keys != 0
     edge = "clamp" if ragged else "inside"
     total = batch * -(-L // rows)
@@ -161,8 +171,11 @@ def forward_kernel(shape: AttentionShape, config: Config = DEFAULT, subgroup_siz
         with _maybe_if(w < _u32(total) if workgroups[0] * workgroups[1] > total else None):  # uniform per workgroup
             entry, query_block = _block_of(w, shape, config)
             q0 = query_block * _u32(rows)  # the block's first query within its batch entry
-            row0, key_row0 = entry * _u32(L) + q0, entry * _u32(S)
-            query = q.load_matrix((row0, _u32(0)), matrix(T.float16, rows, E, "a"), (query_rows, E), edge)
+            q_at, k_at, v_at = _batch_offsets(entry, shape, [shape.query, shape.key, shape.value])  # elements
+            row0 = entry * _u32(L) + q0  # of out and lse
+            key_row0, value_row0 = k_at / _u32(E), v_at / _u32(Ev)
+            query_t = matrix(T.float16, rows, E, "a")
+            query = q.load_matrix((q_at / _u32(E) + q0, _u32(0)), query_t, (query_rows, E), edge)
 
             def masked(r: Value, c: Value, s: Value, scale_: Value, first_query: Value, first_key: Value) -> Value:
                 """The score scaled, -inf for a key after the query (causal) or from S on."""
@@ -185,7 +198,8 @@ def forward_kernel(shape: AttentionShape, config: Config = DEFAULT, subgroup_siz
                 alpha = B.matrix_map(lambda r, c, old, new: weight_exp(old - new), m, m_new)
                 row_sum = B.matrix_reduce_rows(p, "add", STATE)
                 l_new = B.matrix_map(lambda r, c, l_, a, t: l_ * a + t, l, alpha, row_sum)
-                value = v.load_matrix((key_row0 + k0, _u32(0)), matrix(T.float16, keys, Ev, "b"), (key_rows, Ev), edge)
+                value_t = matrix(T.float16, keys, Ev, "b")
+                value = v.load_matrix((value_row0 + k0, _u32(0)), value_t, (value_rows, Ev), edge)
                 kept = B.matrix_mul(o, B.matrix_reduce_rows(alpha, "max", Ev))
                 o_new = B.matrix_mul_add(B.matrix_convert(p, matrix(T.float16, rows, keys, "a")), value, kept)
                 return o_new, m_new, l_new
@@ -210,9 +224,9 @@ def forward_kernel(shape: AttentionShape, config: Config = DEFAULT, subgroup_siz
             result = B.matrix_map(lambda r, c, o_, l_: o_ / l_, o, B.matrix_reduce_rows(l, "max", Ev))
             rest = _u32(L) - q0
             kept_rows = B.select(rest < _u32(rows), rest, _u32(rows)) if L % rows else None
-            out.store_matrix((row0, _u32(0)), result, (query_rows, Ev), edge, rows_kept=kept_rows)
+            out.store_matrix((row0, _u32(0)), result, (out_rows, Ev), edge, rows_kept=kept_rows)
             log_sum_exp = B.matrix_map(lambda r, c, m_, l_: m_ + M.log(l_), m, l)
-            lse.store_matrix((row0, _u32(0)), log_sum_exp, (query_rows, 1), "clamp", rows_kept=kept_rows)
+            lse.store_matrix((row0, _u32(0)), log_sum_exp, (out_rows, 1), "clamp", rows_kept=kept_rows)
     kernel = kb.finish()
     verify_kernel(kernel)
     return kernel

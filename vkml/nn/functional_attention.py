@@ -189,8 +189,8 @@ def scaled_dot_product_attention(
     has no TF32), and so does the backward (from this forward's output and log-sum-exp, its
     gradients stay within the 2e-3 above). Where the device also has VK_NV_cooperative_matrix2
     (workgroup-scope matrices with row reductions, conversions and per-element functions), float16
-    calls with head dims of 64 or 128, contiguous operands of one batch shape, no mask but the causal
-    one and no dropout take a flash-attention forward on workgroup-scope matrices instead
+    calls with head dims of 64 or 128, no mask but the causal one and no dropout (broadcast batch
+    dims and GQA too) take a flash-attention forward on workgroup-scope matrices instead
     (vkml/kernels/attention_cm2.py; ``VKML_ATTENTION_CM2=0`` keeps the kernel above): the same
     float16 weights, the same bound, the row sums and products in the device's order;
     tests/test_attention_cm2.py checks the CPU-interpreted kernel within it. The CPU and lavapipe

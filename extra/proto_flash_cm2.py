@@ -85,6 +85,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from flash_cm2_spirv import (  # noqa: E402
+    ALL_EXPS,
     EXPS,
     Config,
     Problem,
@@ -338,7 +339,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", action="append", default=[], help='a problem, e.g. "B4 H8 T4096 D64 causal"')
     parser.add_argument("--shape", action="append", default=[], help='a config, e.g. "128x64 t256" (exp from --exp)')
-    parser.add_argument("--exp", choices=("hw", "sw", "both"), default="both", help="the exp of the weights")
+    parser.add_argument(
+        "--exp",
+        choices=("hw", "sw", "sw4", "sw3", "both", "all"),
+        default="both",
+        help="the exp of the weights (both: hw and sw; all: with weight_exp's frame at polynomial degrees 4 and 3)",
+    )
     parser.add_argument("--repeats", type=int, default=20, help="dispatches timed per size (the median is shown)")
     parser.add_argument("--force", action="store_true", help="also run configs the flexible-dimension list rules out")
     parser.add_argument("--print-asm", metavar="CONFIG", help="print the SPIR-V of CONFIG at the last --size and exit")
@@ -348,7 +354,7 @@ def main() -> None:
     if args.print_asm:
         print(module_text(Config.parse(args.print_asm), problems[-1]))
         return
-    exps = EXPS if args.exp == "both" else (args.exp,)
+    exps = {"both": EXPS, "all": ALL_EXPS}.get(args.exp, (args.exp,))
     shapes = [Config.parse(text) for text in args.shape] or list(DEFAULT_CONFIGS)
     configs = [replace(config, exp=exp) for config in shapes for exp in exps]
     for config in configs:  # every module must pass spirv-val, with or without a device

@@ -118,9 +118,9 @@ def test_the_interpreted_kernel_is_within_the_bound(name, cm2_on_cpu):
 
 
 def test_nan_rows_as_pytorch(cm2_on_cpu):
-    q, k, v, _ = _inputs(64, 64, 64, seed=4)
+    q, k, v, _ = _inputs(64, 128, 64, seed=4)
     q[0, 0, 3, 5] = np.nan  # that row of that head
-    k[0, 1, 10, 2] = np.nan  # every row of the other head
+    k[0, 1, 100, 2] = np.nan  # every row of the other head, from the second key block on
     got = VF.scaled_dot_product_attention(*(vkml.tensor(a) for a in (q, k, v))).numpy()
     want = torch.nn.functional.scaled_dot_product_attention(*(torch.tensor(a, dtype=torch.float64) for a in (q, k, v)))
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want.numpy()))

@@ -194,8 +194,11 @@ def forward_kernel(shape: AttentionShape, config: Config = DEFAULT, subgroup_siz
                 s = B.matrix_map(masked, s, scale, q0, k0) if mask else B.matrix_scale(s, scale)
                 m_new = B.matrix_map(lambda r, c, a, b: _max(a, b), B.matrix_reduce_rows(s, "max", STATE), m)
                 m_wide = B.matrix_reduce_rows(m_new, "max", keys)  # every column the row's m'
-                p = B.matrix_map(lambda r, c, x, top: weight_exp(x - top), s, m_wide)
-                alpha = B.matrix_map(lambda r, c, old, new: weight_exp(old - new), m, m_new)
+                # A NaN score makes the row maximum NaN (``_max`` and the max reduction carry it), so every
+                # later P, α and l of the row is 0 and the final O / l is 0 / 0: NaN, as PyTorch. The exp need
+                # not carry NaN itself (keep_nan=False: five operations fewer per weight, the same bits else).
+                p = B.matrix_map(lambda r, c, x, top: weight_exp(x - top, keep_nan=False), s, m_wide)
+                alpha = B.matrix_map(lambda r, c, old, new: weight_exp(old - new, keep_nan=False), m, m_new)
                 row_sum = B.matrix_reduce_rows(p, "add", STATE)
                 l_new = B.matrix_map(lambda r, c, l_, a, t: l_ * a + t, l, alpha, row_sum)
                 value_t = matrix(T.float16, keys, Ev, "b")

@@ -188,9 +188,9 @@ def weight_exp(x: Value, keep_nan: bool = True) -> Value:
     """
     t = x * _f32(LOG2E)
     inside = t > _f32(-126.0)  # false for -inf and NaN
-    reduced = B.select(inside, t, _f32(0.0))
-    k, k_int = round_to_int(reduced)
-    f = reduced - k  # exact: the nearest integer of a float32 below 2^22 in magnitude
+    # Outside (t <= -126, -inf, NaN) the steps below compute garbage that the last select drops: no clamp of t.
+    k, k_int = round_to_int(t)
+    f = t - k  # exact: the nearest integer of a float32 below 2^22 in magnitude
     p = _f32(_EXP2_HALF[-1])
     for c in reversed(_EXP2_HALF[:-1]):
         p = p * f + _f32(c)

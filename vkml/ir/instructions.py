@@ -334,6 +334,7 @@ MATRIX_LAYOUTS = ("row", "col")
 MATRIX_TENSOR_OPS = ("cm_tensor_load", "cm_tensor_store", "cm_tensor_load_transposed", "cm_tensor_store_rows")
 MATRIX_TENSOR_LOADS = ("cm_tensor_load", "cm_tensor_load_transposed")
 # Element-wise arithmetic on accumulators (SPIR-V's OpFAdd, OpFSub, OpFMul on matrices, OpMatrixTimesScalar).
+# No division: OpFDiv is not correctly rounded on devices; a cm_map with the DSL's division does it exactly.
 MATRIX_ELEMENTWISE = {"cm_add": np.add, "cm_sub": np.subtract, "cm_mul": np.multiply, "cm_scale": np.multiply}
 REDUCE_COMBINES = ("max", "add")
 WORKGROUP_MATRIX_OPS = ("cm_reduce_rows", "cm_map", "cm_convert", *MATRIX_ELEMENTWISE)

@@ -6,9 +6,12 @@ cooperative matrices, beside PyTorch's where CUDA is there:
     .venv/bin/python bench/bench_attention.py --causal --backward --dtype float32    # training: both passes
     .venv/bin/python bench/bench_attention.py --batch 1 --heads 1 --seq 64 --repeats 1   # lavapipe: a check
 
-Each line: the shape, the path (``VKML_ATTENTION_COOPMAT`` 1 or 0 and ``VKML_ATTENTION_TILED`` 1 or 0:
-the variables pick the kernel on each call; float32 and devices without cooperative matrices take a
-scalar kernel, the register-tiled one or, with ``VKML_ATTENTION_TILED=0``, the one-score-a-lane one), the GPU time (median of the repeats, after a warm-up that compiles), and the
+    .venv/bin/python bench/bench_attention.py --dtype float16 --matrices-only   # cm2 against the KHR kernel
+
+Each line: the shape, the path (``VKML_ATTENTION_CM2``, ``VKML_ATTENTION_COOPMAT`` and ``VKML_ATTENTION_TILED``
+1 or 0: the variables pick the kernel on each call; float32 and devices without cooperative matrices take a
+scalar kernel, the register-tiled one or, with ``VKML_ATTENTION_TILED=0``, the one-score-a-lane one; the
+forward kernel that ran is named in brackets), the GPU time (median of the repeats, after a warm-up that compiles), and the
 largest error of the first (batch, head) entry relative to the bound the op's page states
 for the cooperative-matrix kernel (float64 reference): it must stay ≤ 1.
 """
@@ -24,6 +27,7 @@ import numpy as np
 
 import vkml
 import vkml.nn.functional as VF
+from vkml import debug
 from vkml.kernels import attention_coopmat
 
 WARM_UP_S = 0.5
@@ -52,6 +56,17 @@ def time_forward(tensors, causal: bool, device, repeats: int, backward: bool = F
             once()
         seconds.append(sum(sum(run) for run in runs))
     return statistics.median(seconds)
+
+
+def forward_and_kernel(tensors, causal: bool) -> tuple[np.ndarray, str]:
+    """The forward's output and the name of the attention kernel that computed it."""
+    names: list[str] = []
+    debug.kernel_listeners.append(lambda kernel: names.append(kernel.name))
+    try:
+        got = VF.scaled_dot_product_attention(*tensors, is_causal=causal).detach().numpy()
+    finally:
+        debug.kernel_listeners.pop()
+    return got, next((n for n in names if n.startswith("attention")), "?")
 
 
 def bound_ratio(got: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -> float:
@@ -100,10 +115,15 @@ def time_torch(arrays, causal: bool, repeats: int, backward: bool = False) -> fl
     return statistics.median(seconds)
 
 
-# (label, environment) of each kernel timed: cooperative matrices (float16 where the device has them), the
+# (label, environment) of each kernel timed: the flash-attention kernel on workgroup-scope matrices (float16
+# where the device has VK_NV_cooperative_matrix2), the subgroup-scope cooperative-matrix kernel, the
 # register-tiled scalar kernels and the one-score-a-lane scalar kernels they replaced.
 VARIANTS = (
-    ("VKML_ATTENTION_COOPMAT=1", {"VKML_ATTENTION_COOPMAT": "1", "VKML_ATTENTION_TILED": "1"}),
+    ("VKML_ATTENTION_CM2=1", {"VKML_ATTENTION_CM2": "1", "VKML_ATTENTION_COOPMAT": "1", "VKML_ATTENTION_TILED": "1"}),
+    (
+        "CM2=0 VKML_ATTENTION_COOPMAT=1",
+        {"VKML_ATTENTION_CM2": "0", "VKML_ATTENTION_COOPMAT": "1", "VKML_ATTENTION_TILED": "1"},
+    ),
     ("COOPMAT=0 VKML_ATTENTION_TILED=1", {"VKML_ATTENTION_COOPMAT": "0", "VKML_ATTENTION_TILED": "1"}),
     ("COOPMAT=0 VKML_ATTENTION_TILED=0", {"VKML_ATTENTION_COOPMAT": "0", "VKML_ATTENTION_TILED": "0"}),
 )
@@ -120,6 +140,7 @@ def main() -> None:
     parser.add_argument("--backward", action="store_true", help="time the forward and backward (of out.sum())")
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--device", default=None, help="a Vulkan device (default: the best one)")
+    parser.add_argument("--matrices-only", action="store_true", help="time only the cooperative-matrix kernels")
     args = parser.parse_args()
     device = vkml.device(args.device) if args.device else vkml.best_device()
     if device.kind != "vulkan":
@@ -132,13 +153,14 @@ def main() -> None:
         arrays = [rng.standard_normal(size).astype(dtype) for _ in range(3)]
         tensors = [vkml.tensor(a, device=device, requires_grad=args.backward) for a in arrays]
         for label, switches in VARIANTS:
-            if dtype != "float16" and switches["VKML_ATTENTION_COOPMAT"] == "1":
+            matrices = switches["VKML_ATTENTION_COOPMAT"] == "1"
+            if (dtype != "float16" and matrices) or (args.matrices_only and not matrices):
                 continue  # float32 keeps the scalar kernels: the lines below
             os.environ.update(switches)
             seconds = time_forward(tensors, args.causal, device, args.repeats, args.backward)
-            got = VF.scaled_dot_product_attention(*tensors, is_causal=args.causal).detach().numpy()
+            got, ran = forward_and_kernel(tensors, args.causal)
             ratio = bound_ratio(got, *arrays, args.causal)
-            print(f"{dtype:8s} {label:32s}: {seconds * 1e3:9.3f} ms  error/bound {ratio:.3f}")
+            print(f"{dtype:8s} {label:32s}: {seconds * 1e3:9.3f} ms  error/bound {ratio:.3f}  [{ran}]")
             for name in switches:
                 os.environ.pop(name)
         theirs = time_torch(arrays, args.causal, args.repeats, args.backward)

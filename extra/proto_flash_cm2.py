@@ -56,7 +56,10 @@ interpreter (the IR's definition) needs each of them with a fixed element order 
 so that the device's bits stay within the attention page's bound rather than equal (extra/cm2_interp.py
 sketches those semantics in numpy, tensor addressing included); the verifier
 needs the uniform-control-flow rule for these tangled instructions. A kernel then replaces
-attention_coopmat.py's shared-memory round trips where the device reports the features.
+attention_coopmat.py's shared-memory round trips where the device reports the features. That is now
+vkml/kernels/attention_cm2.py (the "64x64 t128 m16" config with ``sw``; the IR's ``cm_reduce_rows``,
+``cm_map``, ``cm_convert``, ``cm_scale``/``cm_mul`` and the transposed and row-clipped tensor accesses);
+bench/bench_attention.py --matrices-only times it through the public API against the subgroup-scope kernel.
 
 Assembled and validated by the cmeel spirv-as / spirv-val that vkml uses; tests/test_proto_flash_cm2.py
 does that on every machine and runs the module text on that interpreter against the float64
@@ -82,6 +85,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from flash_cm2_spirv import (  # noqa: E402
+    ALL_EXPS,
     EXPS,
     Config,
     Problem,
@@ -335,7 +339,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", action="append", default=[], help='a problem, e.g. "B4 H8 T4096 D64 causal"')
     parser.add_argument("--shape", action="append", default=[], help='a config, e.g. "128x64 t256" (exp from --exp)')
-    parser.add_argument("--exp", choices=("hw", "sw", "both"), default="both", help="the exp of the weights")
+    parser.add_argument(
+        "--exp",
+        choices=("hw", "sw", "sw4", "sw3", "both", "all"),
+        default="both",
+        help="the exp of the weights (both: hw and sw; all: with weight_exp's frame at polynomial degrees 4 and 3)",
+    )
     parser.add_argument("--repeats", type=int, default=20, help="dispatches timed per size (the median is shown)")
     parser.add_argument("--force", action="store_true", help="also run configs the flexible-dimension list rules out")
     parser.add_argument("--print-asm", metavar="CONFIG", help="print the SPIR-V of CONFIG at the last --size and exit")
@@ -345,7 +354,7 @@ def main() -> None:
     if args.print_asm:
         print(module_text(Config.parse(args.print_asm), problems[-1]))
         return
-    exps = EXPS if args.exp == "both" else (args.exp,)
+    exps = {"both": EXPS, "all": ALL_EXPS}.get(args.exp, (args.exp,))
     shapes = [Config.parse(text) for text in args.shape] or list(DEFAULT_CONFIGS)
     configs = [replace(config, exp=exp) for config in shapes for exp in exps]
     for config in configs:  # every module must pass spirv-val, with or without a device

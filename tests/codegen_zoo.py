@@ -20,8 +20,15 @@ from vkml.ir.builder import (
     if_else,
     local_id,
     loop,
+    matrix_add,
+    matrix_convert,
     matrix_fill,
+    matrix_map,
+    matrix_mul,
     matrix_mul_add,
+    matrix_reduce_rows,
+    matrix_scale,
+    matrix_sub,
     num_workgroups,
     range_,
     select,
@@ -269,6 +276,52 @@ def tensor_matrix_kernel() -> Kernel:
     return kb.finish()
 
 
+def flash_matrix_kernel() -> Kernel:
+    """The flash-attention forward's workgroup-scope instructions (vkml/kernels/attention_cm2.py): per workgroup,
+    scores of 32 rows of ``q`` against 32 of ``k`` (loaded transposed), row max and sum, a masking map, element-wise
+    arithmetic, the f16 conversion and a product, stored clipped to ``n`` rows."""
+    kb = KernelBuilder("flash_matrix", local_size=(128, 1, 1), subgroup_size=32)
+    q, k = kb.buffer("q", T.float16, "read"), kb.buffer("k", T.float16, "read")
+    out = kb.buffer("out", T.float32, "write")
+    n = kb.param("n", T.uint32)
+    scale = kb.param("scale", T.float32)
+
+    def wg(elem, rows, cols, use):
+        return T.matrix_type(elem, rows, cols, use, "workgroup")
+
+    with kb:
+        row0 = workgroup_id(0) * 32
+        q_m = q.load_matrix((row0, 0), wg(T.float16, 32, 16, "a"), (64, 16))
+        kt = k.load_matrix((row0, 0), wg(T.float16, 16, 32, "b"), (64, 16), transposed=True)
+        s = matrix_scale(matrix_mul_add(q_m, kt, matrix_fill(-0.0, wg(T.float32, 32, 32, "acc"))), scale)
+        top = matrix_reduce_rows(s, "max", 32)
+        masked = matrix_map(lambda r, c, x, t, first: select(c > r + first, x - t, x), s, top, row0)
+        mixed = matrix_add(matrix_mul(masked, top), matrix_sub(masked, s))
+        total = matrix_reduce_rows(mixed, "add", 16)
+        k_m = k.load_matrix((row0, 0), wg(T.float16, 32, 16, "b"), (64, 16))
+        product = matrix_mul_add(matrix_convert(mixed, wg(T.float16, 32, 32, "a")), k_m, total)
+        out.store_matrix((row0, 0), product, (64, 16), rows_kept=n)
+    return kb.finish()
+
+
+def compare_constants_kernel():
+    """out[i] = bit j of test j on a[i]: > -126, > 1.5, > -inf, > 2^-149 (subnormal), > -0.0, 2.0 <= a[i],
+    and a[i] < b[i]."""
+    kb = KernelBuilder("compare_constants", local_size=(64, 1, 1))
+    a, b = kb.buffer("a", T.float32, "read"), kb.buffer("b", T.float32, "read")
+    out = kb.buffer("out", T.uint32, "write")
+    with kb:
+        i = global_id(0)
+        x = a[i]
+        tests = [x > const(c, T.float32) for c in (-126.0, 1.5, float("-inf"), 2.0**-149, -0.0)]
+        tests += [const(2.0, T.float32) <= x, x < b[i]]
+        total = const(0, T.uint32)
+        for bit, holds in enumerate(tests):
+            total = total | select(holds, const(1 << bit, T.uint32), const(0, T.uint32))
+        out[i] = total
+    return kb.finish()
+
+
 def kernels_for_coverage() -> list[Kernel]:
     """One kernel per pure case plus the non-pure kinds: together they use every instruction."""
     kernels = [pure_kernel(c) for c in pure_cases()]
@@ -290,7 +343,9 @@ def ops_used(kernels: list[Kernel]) -> set[str]:
 __all__ = [
     "FLOATS",
     "PureCase",
+    "compare_constants_kernel",
     "control_flow_kernel",
+    "flash_matrix_kernel",
     "index_kernel",
     "kernels_for_coverage",
     "matrix_kernel",

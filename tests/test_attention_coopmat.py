@@ -245,7 +245,8 @@ def test_other_dtypes_are_refused():
 # ---------------------------------------------------------------- on the Vulkan device present
 
 
-def test_the_device_runs_the_path_its_features_choose(gpu):
+def test_the_device_runs_the_path_its_features_choose(gpu, monkeypatch):
+    monkeypatch.setenv("VKML_ATTENTION_CM2", "0")  # where cm2 applies it runs first (tests/test_attention_cm2.py)
     q, k, v, kwargs = _arrays("causal", seed=9)
     names: list[str] = []
     debug.kernel_listeners.append(lambda kernel: names.append(kernel.name))

@@ -30,8 +30,15 @@ from vkml.ir.builder import (
     isnan,
     local_id,
     loop,
+    matrix_add,
+    matrix_convert,
     matrix_fill,
+    matrix_map,
+    matrix_mul,
     matrix_mul_add,
+    matrix_reduce_rows,
+    matrix_scale,
+    matrix_sub,
     ne,
     num_workgroups,
     range_,
@@ -102,6 +109,17 @@ def every_instruction_kernel():
         wg_c = matrix_fill(0.0, T.matrix_type(T.float32, 32, 16, "acc", "workgroup"))
         wg_b = xh.load_matrix((0, wg), T.matrix_type(T.float16, 16, 16, "b", "workgroup"), (100, 16), "inside")
         out.store_matrix((wg, 0), matrix_mul_add(wg_a, wg_b, wg_c), (100, 16))
+        # the flash-attention forward's workgroup-scope instructions (tests/test_ir_cm2_ops.py runs them)
+        wg_t = xh.load_matrix((0, wg), T.matrix_type(T.float16, 16, 32, "b", "workgroup"), (100, 16), transposed=True)
+        scores = matrix_mul_add(wg_a, wg_t, matrix_fill(-0.0, T.matrix_type(T.float32, 32, 32, "acc", "workgroup")))
+        top = matrix_reduce_rows(scores, "max", 16)
+        row_sum = matrix_reduce_rows(matrix_scale(scores, convert(n, T.float32)), "add", 32)
+        masked = matrix_map(lambda r, c, s, t, first: select(c + first > r, s - t, s), scores, row_sum, n)
+        mixed = matrix_add(matrix_mul(masked, row_sum), matrix_sub(masked, scores))
+        half = matrix_convert(mixed, T.matrix_type(T.float16, 32, 32, "a", "workgroup"))
+        out.store_matrix((wg, 0), top, (100, 16), rows_kept=n)
+        wg_b32 = xh.load_matrix((wg, 0), T.matrix_type(T.float16, 32, 16, "b", "workgroup"), (100, 16))
+        out.store_matrix((wg, 0), matrix_mul_add(half, wg_b32, wg_c), (100, 16), rows_kept=n)
         with if_(i < n):
             out[i] = total + out[i]
             out.store4(wg, xf.load4(i)[::-1])

@@ -20,6 +20,7 @@ exception is ``VKML_EAGER``, which every op asks about: vkml reads it once, at i
 | ``VKML_PROGRESS`` | ``progress()`` | a progress bar on stderr while one realize compiles several new kernels (tqdm when installed, else vkml/runtime/progress.py's own): ``1`` always, ``0`` never; unset: when stderr is a terminal and the compiles take over a second |
 | ``VKML_MATMUL_FMA`` | ``matmul_fma()`` | on GPUs with the large matmul tiles, whether matmul fuses its multiply-adds (about 1.5x faster there; results within 2γ_K Σ|a||b| of the CPU's instead of equal to them): ``auto`` (default) for products of at least 2^27 multiply-adds (a batch's together), ``1`` for every size, ``0`` never (every device then gives the CPU's bits). docs/ops/matmul.md |
 | ``VKML_ATTENTION_COOPMAT`` | ``attention_coopmat()`` | ``0``: the fused attention forward keeps the scalar kernel (the CPU's bits) on devices with cooperative matrices too. Default ``1``: float16 inputs run on them where the device has them, within the bound docs/ops/scaled_dot_product_attention.md states |
+| ``VKML_ATTENTION_CM2`` | ``attention_cm2()`` | ``0``: the float16 attention forward keeps the subgroup-scope kernel (``VKML_ATTENTION_COOPMAT``) on devices with VK_NV_cooperative_matrix2 too. Default ``1``: the flash-attention kernel on workgroup-scope matrices runs where it applies (vkml/kernels/attention_cm2.py), within the same bound |
 | ``VKML_ATTENTION_TILED`` | ``attention_tiled()`` | ``0``: the fused attention kernels (forward and backward) are the untiled scalar ones, one score a lane (the earlier form, kept for measuring; other bits within the same bound). Default ``1``: heads whose tiles fit in 32 KiB (E = Ev = 64 and smaller) take the register-tiled kernels (vkml/kernels/attention.py), on every device alike |
 | ``VKML_CONV_IMPLICIT`` | ``conv_implicit()`` | ``0``: conv2d and conv1d with one group write their im2col matrix into a buffer, multiply it and lay the result out in a kernel each (the earlier form, kept for measuring). Default ``1``: one implicit-GEMM product reads the windows of the padded input by index arithmetic and writes (N, C, *out) with the bias added; the same sums, the same bits |
 | ``VKML_REDUCE_SPLIT`` | ``reduce_split()`` | ``0``: a reduction with few outputs keeps one workgroup an output (the earlier plan, kept for measuring). Default ``1``: a lone reduction with fewer outputs than ``Tuning.reduce_split_rows`` and long rows (batch norm's per-channel sums over (N, H, W)) is split over aligned blocks of each row, one workgroup a block, and a further pass combines the blocks' results by the upper levels of the same tree: the same bits (vkml/kernels/reduce_rows.py) |
@@ -177,6 +178,14 @@ def attention_coopmat() -> bool:
     the scalar kernel and so the CPU's bits.
     """
     return _switch("VKML_ATTENTION_COOPMAT", True)
+
+
+def attention_cm2() -> bool:
+    """Whether the float16 attention forward may run on VK_NV_cooperative_matrix2's workgroup-scope matrices
+    where the device has them and the call fits (``VKML_ATTENTION_CM2``, on by default; needs
+    ``VKML_ATTENTION_COOPMAT`` on too): within the op page's bound, as the subgroup-scope kernel.
+    """
+    return _switch("VKML_ATTENTION_CM2", True) and attention_coopmat()
 
 
 def attention_tiled() -> bool:

@@ -44,6 +44,8 @@ VULKAN_NAMES = {
     "cooperative_matrix": "cooperativeMatrix (VK_KHR_cooperative_matrix)",
     "cooperative_matrix_workgroup": "cooperativeMatrixWorkgroupScope, cooperativeMatrixFlexibleDimensions and "
     "cooperativeMatrixTensorAddressing (VK_NV_cooperative_matrix2)",
+    "cooperative_matrix_workgroup_ops": "cooperativeMatrixReductions, cooperativeMatrixConversions and "
+    "cooperativeMatrixPerElementOperations (VK_NV_cooperative_matrix2)",
     "shader_fma": "shaderFmaFloat32 (VK_KHR_shader_fma)",
     "vulkan_memory_model": "vulkanMemoryModel",
     "buffer_device_address": "bufferDeviceAddress",
@@ -114,6 +116,8 @@ class DeviceFeatures:
     cooperative_matrix_workgroup: bool = False
     cooperative_matrix_flexible: tuple[tuple, ...] = ()
     cooperative_matrix_max_dimension: int = 0
+    # and its row reductions, accumulator conversions and per-element functions (all three enabled)
+    cooperative_matrix_workgroup_ops: bool = False
 
     def missing_for_dtype(self, dtype_name: str) -> list[str]:
         """The Vulkan features a tensor of ``dtype_name`` needs and this device lacks (empty: it has them).
@@ -234,4 +238,5 @@ class DeviceFeatures:
                 (16, 16, 16, "float16", "float16", "float32", "float32", "workgroup", threads) for threads in (128, 256)
             ),
             cooperative_matrix_max_dimension=256,
+            cooperative_matrix_workgroup_ops=True,
         )

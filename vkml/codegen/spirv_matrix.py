@@ -99,6 +99,121 @@ class MatrixEmitter:
         words = (matrix, pointer, undef, block, "None", "None")
         self.op("OpCooperativeMatrixLoadTensorNV", self.result_id(ins.result), *words)
 
+    def _tensor_view(self, permuted: bool) -> tuple[str, str]:
+        """A 2-D tensor view type (``permuted``: dimensions (1, 0)) and a view of it made at the kernel's start."""
+        false = self.mod.constant(T.bool_, False)
+        order = (self.mod.uint(1), self.mod.uint(0)) if permuted else (self.mod.uint(0), self.mod.uint(1))
+        name = "%tensor_view_transposed" if permuted else "%tensor_view"
+        view_type = self.mod.define(name, f"OpTypeTensorViewNV {self.mod.uint(2)} {false} {' '.join(order)}")
+        view = self.at_entry(
+            ("tensor view", permuted), lambda: self.op("OpCreateTensorViewNV", self.temp("view"), view_type)
+        )
+        return view_type, view
+
+    def _emit_cm_tensor_load_transposed(self, ins: Instr) -> None:
+        mtype = ins.result.dtype  # the tensor's block is mtype.cols rows by mtype.rows columns
+        pointer, block = self._tensor_slice(ins, T.matrix_type(mtype.elem, mtype.cols, mtype.rows, "acc", mtype.scope))
+        matrix = self.mod.matrix(mtype)
+        undef = self.mod.define(f"%undef_{matrix[1:]}", f"OpUndef {matrix}")
+        _, view = self._tensor_view(permuted=True)
+        words = (matrix, pointer, undef, block, "None", "TensorView", view)
+        self.op("OpCooperativeMatrixLoadTensorNV", self.result_id(ins.result), *words)
+
+    def _emit_cm_tensor_store_rows(self, ins: Instr) -> None:
+        mtype = ins.args[2].dtype
+        pointer, block = self._tensor_slice(ins, mtype)
+        value = self.use(ins.args[2])
+        stored = self.kernel.buffer(ins.attrs[0]).dtype
+        if stored is not mtype.elem:  # f32 -> f16, rounded to nearest even (RoundingModeRTE 16)
+            value = self.op("OpFConvert", self.temp("narrowed"), self.mod.matrix(mtype.like(stored)), value)
+        view_type, view = self._tensor_view(permuted=False)
+        zero, kept, cols = self.mod.uint(0), self.use(ins.args[3]), self.mod.uint(mtype.cols)
+        clipped = self.op("OpTensorViewSetClipNV", self.temp("clipped"), view_type, view, zero, kept, zero, cols)
+        self.emit(" ".join(("OpCooperativeMatrixStoreTensorNV", pointer, value, block, "None", "TensorView", clipped)))
+
+    # ------------------------------------------------------------ workgroup-scope arithmetic (cm2)
+
+    def _emit_cm_reduce_rows(self, ins: Instr) -> None:
+        self.mod.capability("CooperativeMatrixReductionsNV")
+        combine = self._combine_function(ins.attrs[0])
+        words = (self.use(ins.args[0]), "Row", combine)
+        self.op("OpCooperativeMatrixReduceNV", self.result_id(ins.result), self.mod.matrix(ins.result.dtype), *words)
+
+    def _combine_function(self, combine: str) -> str:
+        """``%combine_max`` / ``%combine_add`` on two f32 values, as the interpreter's ``reduce_rows`` combines."""
+        name = f"%combine_{combine}"
+        if name in self.mod._defined:
+            return name
+        self.mod._defined.add(name)
+        f32, boolean = self.mod.scalar(T.float32), self.mod.scalar(T.bool_)
+        a, b, start = f"{name}_a", f"{name}_b", f"{name}_start"
+        lines = [
+            f"{name} = OpFunction {f32} None {self.mod.function_type(f32, f32, f32)}",
+            f"{a} = OpFunctionParameter {f32}",
+            f"{b} = OpFunctionParameter {f32}",
+            f"{start} = OpLabel",
+        ]
+        if combine == "add":
+            lines.append(f"        {name}_sum = OpFAdd {f32} {a} {b}")
+            self.mod.decorate(f"{name}_sum", "NoContraction")
+            result = f"{name}_sum"
+        else:  # a where a > b or a is NaN, else b: NaN propagates from either side
+            lines += [
+                f"        {name}_greater = OpFOrdGreaterThan {boolean} {a} {b}",
+                f"        {name}_nan = OpIsNan {boolean} {a}",
+                f"        {name}_take = OpLogicalOr {boolean} {name}_greater {name}_nan",
+                f"        {name}_max = OpSelect {f32} {name}_take {a} {b}",
+            ]
+            result = f"{name}_max"
+        self.mod.functions += [*lines, f"        OpReturnValue {result}", "OpFunctionEnd"]
+        return name
+
+    def _emit_elementwise(self, ins: Instr, opcode: str) -> None:
+        a, b = (self.use(v) for v in ins.args)
+        self.op(opcode, self.result_id(ins.result), self.mod.matrix(ins.result.dtype), a, b)
+        self.mod.decorate(self.ids[id(ins.result)], "NoContraction")
+
+    def _emit_cm_add(self, ins: Instr) -> None:
+        self._emit_elementwise(ins, "OpFAdd")
+
+    def _emit_cm_sub(self, ins: Instr) -> None:
+        self._emit_elementwise(ins, "OpFSub")
+
+    def _emit_cm_mul(self, ins: Instr) -> None:
+        self._emit_elementwise(ins, "OpFMul")
+
+    def _emit_cm_scale(self, ins: Instr) -> None:
+        self._emit_elementwise(ins, "OpMatrixTimesScalar")
+
+    def _emit_cm_convert(self, ins: Instr) -> None:
+        source, target = ins.args[0].dtype, ins.result.dtype
+        if source.use != target.use:
+            self.mod.capability("CooperativeMatrixConversionsNV")
+        self.op("OpFConvert", self.result_id(ins.result), self.mod.matrix(target), self.use(ins.args[0]))
+
+    def _emit_cm_map(self, ins: Instr) -> None:
+        """OpCooperativeMatrixPerElementOpNV calling the IR function, emitted as a SPIR-V function of its own."""
+        self.mod.capability("CooperativeMatrixPerElementOperationsNV")
+        fn = ins.attrs[0]
+        function = self.temp("element_function")
+        result_type = self.mod.scalar(fn.result_type)
+        param_types = [self.mod.scalar(t) for t in fn.param_types]
+        main_lines, main_label = self.lines, self.label
+        self.lines = [f"{function} = OpFunction {result_type} None {self.mod.function_type(result_type, *param_types)}"]
+        for param, kind in zip(fn.params, param_types):
+            self.lines.append(f"{self.result_id(param)} = OpFunctionParameter {kind}")
+        try:
+            self.start_block(self.temp("element_start"))
+            self.emit_block(fn.body)
+            self.emit(f"OpReturnValue {self.use(fn.body.yields[0])}")
+            self.lines.append("OpFunctionEnd")
+            self.mod.functions += self.lines
+        finally:
+            self.lines, self.label = main_lines, main_label
+        matrix, *operands = (self.use(v) for v in ins.args)
+        mtype = self.mod.matrix(ins.result.dtype)
+        self.op("OpCooperativeMatrixPerElementOpNV", self.result_id(ins.result), mtype, matrix, function, *operands)
+
     def _emit_cm_tensor_store(self, ins: Instr) -> None:
         mtype = ins.args[2].dtype
         pointer, block = self._tensor_slice(ins, mtype)

@@ -78,6 +78,7 @@ class ModuleBuilder:
         self.interface: list[str] = []  # global variables the entry point lists
         self.input_interface: list[str] = []  # the Input ones (all SPIR-V < 1.4 may list)
         self.uses_glsl_std = False
+        self.functions: list[str] = []  # functions after the entry point (cm_map's, reductions' combines)
         self._defined: set[str] = set()
 
     # ------------------------------------------------------------ bookkeeping
@@ -150,8 +151,12 @@ class ModuleBuilder:
     def pointer(self, storage: str, pointee: str) -> str:
         return self.define(f"%_ptr_{storage}_{pointee.lstrip('%')}", f"OpTypePointer {storage} {pointee}")
 
-    def function_type(self) -> str:
-        return self.define("%fn_void", f"OpTypeFunction {self.void()}")
+    def function_type(self, result: str | None = None, *params: str) -> str:
+        """``OpTypeFunction``: of the entry point (no arguments), or returning ``result`` of ``params`` (type ids)."""
+        if result is None:
+            return self.define("%fn_void", f"OpTypeFunction {self.void()}")
+        name = "%fn_" + "_".join(t.lstrip("%") for t in (result, *params))
+        return self.define(name, f"OpTypeFunction {result} {' '.join(params)}")
 
     def runtime_array(self, elem: DType) -> str:
         """``elem[]`` laid out for a storage buffer (ArrayStride = element size)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 from ..errors import CompileError
 from ..ir import types as T
 from ..ir.core import If, Instr, Kernel, Loop, walk
+from ..ir.instructions import MATRIX_TENSOR_OPS, WORKGROUP_MATRIX_OPS
 from ..ir.types import DType
 from .compiled import push_slot_nbytes
 from .features import DTYPE_FEATURES, VULKAN_NAMES, DeviceFeatures
@@ -28,6 +29,8 @@ def kernel_dtypes(kernel: Kernel) -> set[DType]:
             found.update(a.dtype for a in stmt.args)
             if stmt.result is not None:
                 found.add(stmt.result.dtype)
+            if stmt.op == "cm_map":  # its function's values are the kernel's too
+                found.update(s.result.dtype for s in walk(stmt.attrs[0].body) if isinstance(s, Instr))
         elif isinstance(stmt, If):
             found.update(r.dtype for r in stmt.results)
         elif isinstance(stmt, Loop):
@@ -78,6 +81,8 @@ def required_features(kernel: Kernel, features: DeviceFeatures, by_address: froz
         needs.update(("cooperative_matrix", "vulkan_memory_model"))
     if any(_is_cm2(s) for s in matrix_ops):
         needs.add("cooperative_matrix_workgroup")
+    if any(s.op in WORKGROUP_MATRIX_OPS for s in matrix_ops):
+        needs.add("cooperative_matrix_workgroup_ops")
     for name in sorted(needs):
         if not getattr(features, name):
             raise CompileError(
@@ -137,7 +142,7 @@ def _is_cm2(stmt: Instr) -> bool:
     """Whether a matrix instruction needs VK_NV_cooperative_matrix2: a tensor access or a workgroup-scope matrix."""
     values = (*stmt.args, *([stmt.result] if stmt.result is not None else []))
     workgroup = any(T.is_matrix(v.dtype) and v.dtype.scope == "workgroup" for v in values)
-    return workgroup or stmt.op in ("cm_tensor_load", "cm_tensor_store")
+    return workgroup or stmt.op in MATRIX_TENSOR_OPS
 
 
 def float_control_features(kernel: Kernel, features: DeviceFeatures) -> list[tuple[str, str, int]]:

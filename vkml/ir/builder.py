@@ -35,7 +35,7 @@ import numpy as np
 
 from ..errors import DTypeError, IRError
 from . import types as T
-from .core import Block, BufferDecl, If, Instr, Kernel, Loop, ParamDecl, SharedDecl, Value
+from .core import Block, BufferDecl, ElementFunction, If, Instr, Kernel, Loop, ParamDecl, SharedDecl, Value
 from .instructions import SPECS, VECTOR_WIDTH, matrix_result_type, result_type
 
 _state = threading.local()
@@ -390,6 +390,63 @@ def matrix_mul_add(a: Value, b: Value, c: Value) -> Value:
     return _emit_matrix("cm_mul_add", (a, b, c))
 
 
+def matrix_map(body_fn, matrix: Value, *operands: Value) -> Value:
+    """A matrix of ``matrix``'s type whose element (r, c) is ``body_fn(r, c, matrix[r, c], *per_operand)``
+    (``cm_map``), ``per_operand`` being an operand's element (r, c) where it is a matrix of the same shape and
+    its value where it is a scalar. ``body_fn`` builds the function on IR values (u32 row and column), its own
+    closed scope: it may not use a value of the kernel around it (pass such a value as an operand).
+
+    >>> masked = matrix_map(lambda r, c, s, q0: select(c > r + q0, -inf, s), scores, q0)
+    """
+    mtype = matrix.dtype
+    types = (T.uint32, T.uint32, mtype.elem, *(o.dtype.elem if T.is_matrix(o.dtype) else o.dtype for o in operands))
+    params = tuple(Value(t) for t in types)
+    block = Block()
+    _open(block, _KernelValues())  # nothing outside is merged into (or visible from) the function
+    try:
+        out = as_value(body_fn(*params), dtype=mtype.elem)
+    finally:
+        _close()
+    block.yields = (out,)
+    return _emit_matrix("cm_map", (matrix, *operands), (ElementFunction(params, block),))
+
+
+def matrix_reduce_rows(matrix: Value, combine: str, cols: int) -> Value:
+    """A workgroup-scope f32 accumulator of ``matrix``'s rows and ``cols`` columns whose every column holds the
+    ``combine`` ("max" or "add") of ``matrix``'s row (``cm_reduce_rows``).
+
+    >>> row_max = matrix_reduce_rows(scores, "max", 16)
+    """
+    mtype = matrix.dtype
+    result = T.matrix_type(T.float32, mtype.rows, cols, "acc", "workgroup") if T.is_matrix(mtype) else None
+    return _emit_matrix("cm_reduce_rows", (matrix,), (combine,), result=result)
+
+
+def matrix_convert(matrix: Value, mtype: T.MatrixType) -> Value:
+    """``matrix`` (an f32 accumulator) as a matrix of ``mtype`` (f16, e.g. an A operand), rounded to nearest even."""
+    return _emit_matrix("cm_convert", (matrix,), result=mtype)
+
+
+def matrix_add(a: Value, b: Value) -> Value:
+    """Element-wise ``a + b`` of two f32 accumulators of one type (``cm_add``)."""
+    return _emit_matrix("cm_add", (a, b))
+
+
+def matrix_sub(a: Value, b: Value) -> Value:
+    """Element-wise ``a - b`` of two f32 accumulators of one type (``cm_sub``)."""
+    return _emit_matrix("cm_sub", (a, b))
+
+
+def matrix_mul(a: Value, b: Value) -> Value:
+    """Element-wise ``a * b`` of two f32 accumulators of one type (``cm_mul``)."""
+    return _emit_matrix("cm_mul", (a, b))
+
+
+def matrix_scale(a: Value, scalar) -> Value:
+    """Element-wise ``a * scalar`` for an f32 accumulator and an f32 scalar (``cm_scale``)."""
+    return _emit_matrix("cm_scale", (a, as_value(scalar, dtype=T.float32)))
+
+
 # ---------------------------------------------------------------- memory
 
 
@@ -461,10 +518,13 @@ class BufferRef:
         _check_index(index, f"buffer {self.decl.name!r}")
         _current().body.append(Instr("vstore", (index, *values), None, (self.decl.name,)))
 
-    def load_matrix(self, at, mtype: T.MatrixType, shape: tuple[int, int], edge: str = "clamp") -> Value:
+    def load_matrix(
+        self, at, mtype: T.MatrixType, shape: tuple[int, int], edge: str = "clamp", transposed: bool = False
+    ) -> Value:
         """The matrix at ``at`` = (row0, col0) of this buffer read as a row-major ``shape`` = (rows, cols)
         tensor (``cm_tensor_load``): element (r, c) is ``self[(row0 + r) * cols + col0 + c]``; with
-        ``edge="clamp"`` elements past the tensor's rows or columns read +0.0.
+        ``edge="clamp"`` elements past the tensor's rows or columns read +0.0. ``transposed`` (workgroup scope,
+        ``cm_tensor_load_transposed``): element (r, c) is the tensor's (row0 + c, col0 + r).
 
         >>> a = A.load_matrix((row0, k), T.matrix_type(T.float16, 128, 64, "a", "workgroup"), (m, k_size))
         """
@@ -472,16 +532,22 @@ class BufferRef:
             raise IRError(f"matrix load from write-only buffer {self.decl.name!r}")
         row0, col0 = (as_value(v, dtype=T.uint32) for v in at)
         attrs = (self.decl.name, int(shape[0]), int(shape[1]), edge)
-        return _emit_matrix("cm_tensor_load", (row0, col0), attrs, result=mtype, array=self.decl.dtype)
+        op = "cm_tensor_load_transposed" if transposed else "cm_tensor_load"
+        return _emit_matrix(op, (row0, col0), attrs, result=mtype, array=self.decl.dtype)
 
-    def store_matrix(self, at, matrix: Value, shape: tuple[int, int], edge: str = "clamp") -> None:
+    def store_matrix(self, at, matrix: Value, shape: tuple[int, int], edge: str = "clamp", rows_kept=None) -> None:
         """Store ``matrix`` where ``load_matrix`` with the same arguments loads from (``cm_tensor_store``);
         an f32 matrix into an f16 buffer is narrowed round-to-nearest-even; ``edge="clamp"`` drops the
-        elements past the tensor's rows or columns."""
+        elements past the tensor's rows or columns; ``rows_kept`` (a u32, workgroup scope,
+        ``cm_tensor_store_rows``) drops the matrix's rows from that one on."""
         if self.decl.access == "read":
             raise IRError(f"matrix store to read-only buffer {self.decl.name!r}")
         row0, col0 = (as_value(v, dtype=T.uint32) for v in at)
         attrs = (self.decl.name, int(shape[0]), int(shape[1]), edge)
+        if rows_kept is not None:
+            kept = as_value(rows_kept, dtype=T.uint32)
+            _emit_matrix("cm_tensor_store_rows", (row0, col0, matrix, kept), attrs, array=self.decl.dtype)
+            return
         _emit_matrix("cm_tensor_store", (row0, col0, matrix), attrs, array=self.decl.dtype)
 
 

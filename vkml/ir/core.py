@@ -80,6 +80,52 @@ class Loop:
     unroll: bool = True
 
 
+class ElementFunction:
+    """The body of a ``cm_map``: a closed function (it uses its parameters and what its body defines, nothing of
+    the kernel around it) of one matrix element, ``(row, col, element, operands...) -> element``. Its body holds
+    pure and const instructions only and yields the one result (a device calls it as a SPIR-V function, the CPU
+    interpreter evaluates it on every element). Functions compare and hash by structure, as kernels do."""
+
+    __slots__ = ("params", "body")
+
+    def __init__(self, params: tuple[Value, ...], body: Block):
+        self.params = tuple(params)
+        self.body = body
+
+    @property
+    def param_types(self) -> tuple:
+        return tuple(p.dtype for p in self.params)
+
+    @property
+    def result_type(self):
+        return self.body.yields[0].dtype if len(self.body.yields) == 1 else None
+
+    def key(self) -> tuple:
+        """The function up to renaming of its values."""
+        numbers: dict[int, int] = {id(p): i for i, p in enumerate(self.params)}
+
+        def use(v: Value):
+            return numbers.get(id(v), ("undefined", id(v)))
+
+        body = []
+        for s in self.body.body:
+            res = None
+            if isinstance(s, Instr) and s.result is not None:
+                numbers[id(s.result)] = len(numbers)
+                res = (numbers[id(s.result)], s.result.dtype.short)
+            body.append((s.op, tuple(use(a) for a in s.args), _attrs_key(s.attrs), res) if isinstance(s, Instr) else s)
+        return (tuple(t.short for t in self.param_types), tuple(body), tuple(use(y) for y in self.body.yields))
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, ElementFunction) and self.key() == other.key()
+
+    def __hash__(self) -> int:
+        return hash(self.key())
+
+    def __repr__(self) -> str:
+        return f"<ElementFunction of ({', '.join(t.short for t in self.param_types)})>"
+
+
 @dataclass(frozen=True)
 class BufferDecl:
     name: str

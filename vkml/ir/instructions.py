@@ -266,6 +266,63 @@ _TABLE: list[Spec] = [
         "stores matrix m where cm_tensor_load with the same operands loads from ('clamp': elements outside are "
         "dropped); an f32 matrix into an f16 buffer is narrowed round-to-nearest-even",
     ),
+    # Workgroup-scope only (VK_NV_cooperative_matrix2's reductions, conversions, per-element operations and
+    # tensor views): the flash-attention forward's steps (vkml/kernels/attention_cm2.py).
+    Spec(
+        "cm_tensor_load_transposed",
+        "matrix",
+        2,
+        INTS,
+        None,
+        None,
+        "attrs as cm_tensor_load: element (r, c) is the tensor's element (row0 + c, col0 + r) (a view with "
+        "permutation (1, 0): the block of m.cols rows and m.rows columns at (row0, col0), transposed)",
+    ),
+    Spec(
+        "cm_tensor_store_rows",
+        "matrix",
+        4,
+        INTS,
+        None,
+        None,
+        "cm_tensor_store of matrix m (operand 3) whose rows r >= kept (operand 4, a u32) are dropped (a clipping view)",
+    ),
+    Spec(
+        "cm_reduce_rows",
+        "matrix",
+        1,
+        (),
+        None,
+        None,
+        "attrs (combine,) 'max' or 'add': a matrix of the result type (the operand's rows, any columns) whose every "
+        "column holds the combine of its row of the f32 acc operand; the CPU combines the row's columns in the "
+        "contract's fixed tree (neighbours paired level by level, an odd tail carried up), a device in its own order; "
+        "max(a, b) is a if a > b or a is NaN, else b (NaN propagates)",
+    ),
+    Spec(
+        "cm_map",
+        "matrix",
+        -1,
+        (),
+        None,
+        None,
+        "attrs (ElementFunction,): element (r, c) of the result is the function of (r, c, m[r, c], then per further "
+        "operand its element (r, c) (a matrix of m's shape) or its value (a scalar)); the result has m's type",
+    ),
+    Spec("cm_add", "matrix", 2, (), None, None, "element-wise a + b of two f32 acc matrices of one type"),
+    Spec("cm_sub", "matrix", 2, (), None, None, "element-wise a - b of two f32 acc matrices of one type"),
+    Spec("cm_mul", "matrix", 2, (), None, None, "element-wise a * b of two f32 acc matrices of one type"),
+    Spec("cm_scale", "matrix", 2, (), None, None, "element-wise m * s of an f32 acc matrix m and an f32 scalar s"),
+    Spec(
+        "cm_convert",
+        "matrix",
+        1,
+        (),
+        None,
+        None,
+        "the f32 acc operand as a matrix of the result type (its shape and scope; f16, use a, b or acc): each "
+        "element rounded to nearest even",
+    ),
 ]
 
 SPECS: dict[str, Spec] = {s.name: s for s in _TABLE}
@@ -274,7 +331,13 @@ SPECS: dict[str, Spec] = {s.name: s for s in _TABLE}
 MATRIX_MEMORY_OPS = ("cm_shared_load", "cm_shared_store")
 MATRIX_LAYOUTS = ("row", "col")
 # Matrix instructions on a storage buffer read as a 2-D row-major tensor (printed ``buffer[row0], col0, ...``).
-MATRIX_TENSOR_OPS = ("cm_tensor_load", "cm_tensor_store")
+MATRIX_TENSOR_OPS = ("cm_tensor_load", "cm_tensor_store", "cm_tensor_load_transposed", "cm_tensor_store_rows")
+MATRIX_TENSOR_LOADS = ("cm_tensor_load", "cm_tensor_load_transposed")
+# Element-wise arithmetic on accumulators (SPIR-V's OpFAdd, OpFSub, OpFMul on matrices, OpMatrixTimesScalar).
+# No division: OpFDiv is not correctly rounded on devices; a cm_map with the DSL's division does it exactly.
+MATRIX_ELEMENTWISE = {"cm_add": np.add, "cm_sub": np.subtract, "cm_mul": np.multiply, "cm_scale": np.multiply}
+REDUCE_COMBINES = ("max", "add")
+WORKGROUP_MATRIX_OPS = ("cm_reduce_rows", "cm_map", "cm_convert", *MATRIX_ELEMENTWISE)
 TENSOR_EDGES = ("clamp", "inside")
 
 # Elements per vector of ``vload`` / ``vstore``: 16 bytes of float32, the widest load NVIDIA issues.
@@ -311,14 +374,70 @@ def _tensor_result_type(op: str, arg_types: tuple, attrs: tuple, result, array: 
         raise IRError(f"{op} attrs are {attrs!r}; expected (buffer name, rows >= 1, cols >= 1, 'clamp' or 'inside')")
     if not (arg_types[0].is_int and arg_types[1].is_int):
         raise IRError(f"{op}: the block's row and column are {arg_types[0].short}, {arg_types[1].short}: not integers")
-    matrix = result if op == "cm_tensor_load" else arg_types[2]
+    load = op in MATRIX_TENSOR_LOADS
+    matrix = result if load else arg_types[2]
     if not T.is_matrix(matrix):
-        raise IRError(f"{op}: {'result' if op == 'cm_tensor_load' else 'value'} is not a matrix")
+        raise IRError(f"{op}: {'result' if load else 'value'} is not a matrix")
+    if op in ("cm_tensor_load_transposed", "cm_tensor_store_rows") and matrix.scope != "workgroup":
+        raise IRError(f"{op}: takes workgroup-scope matrices (a tensor view), not {matrix.short}")
+    if op == "cm_tensor_store_rows" and arg_types[3] is not T.uint32:
+        raise IRError(f"{op}: the rows kept are {arg_types[3].short}, not u32")
     # A store may narrow an f32 matrix into an f16 buffer (round to nearest even); otherwise the types match.
-    narrows = op == "cm_tensor_store" and (matrix.elem, array) == (T.float32, T.float16)
+    narrows = not load and (matrix.elem, array) == (T.float32, T.float16)
     if array is not None and matrix.elem is not array and not narrows:
         raise IRError(f"{op}: a {matrix.short} in a buffer of {array.short}")
-    return result if op == "cm_tensor_load" else None
+    return result if load else None
+
+
+def _accumulator(op: str, t) -> T.MatrixType:
+    """``t`` if it is a workgroup-scope f32 accumulator (the operand of the element-wise and reducing ops)."""
+    if not (T.is_matrix(t) and t.use == "acc" and t.elem is T.float32 and t.scope == "workgroup"):
+        raise IRError(f"{op} takes workgroup-scope f32 acc matrices, got {getattr(t, 'short', t)}")
+    return t
+
+
+def _workgroup_result_type(op: str, arg_types: tuple, attrs: tuple, result):
+    """Check the workgroup-scope reductions, maps, element-wise arithmetic and conversions."""
+    if op == "cm_map":
+        fn = attrs[0] if len(attrs) == 1 else None
+        if not arg_types or getattr(fn, "param_types", None) is None:
+            raise IRError(f"cm_map takes a matrix, further operands and attrs (ElementFunction,), got {attrs!r}")
+        matrix = arg_types[0]
+        if not (T.is_matrix(matrix) and matrix.scope == "workgroup"):
+            raise IRError(f"cm_map maps a workgroup-scope matrix, got {getattr(matrix, 'short', matrix)}")
+        for t in arg_types[1:]:
+            if T.is_matrix(t) and (t.rows, t.cols, t.scope) != (matrix.rows, matrix.cols, matrix.scope):
+                raise IRError(f"cm_map: operand {t.short} is not of {matrix.short}'s shape")
+        want = (T.uint32, T.uint32, *(t.elem if T.is_matrix(t) else t for t in arg_types))
+        if tuple(fn.param_types) != want or fn.result_type is not matrix.elem:
+            shown = ", ".join(t.short for t in want)
+            raise IRError(f"cm_map: the function must take ({shown}) and give {matrix.elem.short}")
+        return matrix
+    spec = SPECS[op]
+    if len(arg_types) != spec.nargs:
+        raise IRError(f"{op} takes {spec.nargs} operand(s), got {len(arg_types)}")
+    if op == "cm_reduce_rows":
+        source = _accumulator(op, arg_types[0])
+        if tuple(attrs) not in [(c,) for c in REDUCE_COMBINES]:
+            raise IRError(f"cm_reduce_rows attrs are {attrs!r}; expected ('max',) or ('add',)")
+        if not T.is_matrix(result) or _accumulator(op, result).rows != source.rows:
+            raise IRError(f"cm_reduce_rows: the result {getattr(result, 'short', result)} must have {source.rows} rows")
+        return result
+    if attrs != ():
+        raise IRError(f"{op} takes no attrs, got {attrs!r}")
+    if op == "cm_convert":
+        source = _accumulator(op, arg_types[0])
+        ok = T.is_matrix(result) and result.elem is T.float16 and result.scope == "workgroup"
+        if not ok or (result.rows, result.cols) != (source.rows, source.cols):
+            raise IRError(f"cm_convert: {source.short} cannot become {getattr(result, 'short', result)}")
+        return result
+    a = _accumulator(op, arg_types[0])
+    if op == "cm_scale":
+        if arg_types[1] is not T.float32:
+            raise IRError(f"cm_scale multiplies by an f32 scalar, got {arg_types[1].short}")
+    elif _accumulator(op, arg_types[1]) is not a:
+        raise IRError(f"{op}: matrices of different types ({a.short}, {arg_types[1].short})")
+    return a
 
 
 def matrix_result_type(op: str, arg_types: tuple, attrs: tuple, result, array: T.DType | None = None):
@@ -326,6 +445,8 @@ def matrix_result_type(op: str, arg_types: tuple, attrs: tuple, result, array: T
     ``cm_fill``, ``cm_shared_load`` and ``cm_tensor_load``). ``array``: the element type of the shared
     array or buffer it accesses."""
     spec = SPECS[op]
+    if op in WORKGROUP_MATRIX_OPS:
+        return _workgroup_result_type(op, arg_types, attrs, result)
     if len(arg_types) != spec.nargs:
         raise IRError(f"{op} takes {spec.nargs} operand(s), got {len(arg_types)}")
     if op in MATRIX_TENSOR_OPS:

@@ -43,7 +43,19 @@ import numpy as np
 
 from ..errors import IRError
 from . import types as T
-from .core import ACCESS_MODES, Block, BufferDecl, If, Instr, Kernel, Loop, ParamDecl, SharedDecl, Value
+from .core import (
+    ACCESS_MODES,
+    Block,
+    BufferDecl,
+    ElementFunction,
+    If,
+    Instr,
+    Kernel,
+    Loop,
+    ParamDecl,
+    SharedDecl,
+    Value,
+)
 from .instructions import MATRIX_MEMORY_OPS, MATRIX_TENSOR_OPS, SPECS
 
 if TYPE_CHECKING:
@@ -87,6 +99,9 @@ def _definitions(block: Block):
     """The values ``block`` defines, in definition order (the order the text numbers them)."""
     for stmt in block.body:
         if isinstance(stmt, Instr):
+            if stmt.op == "cm_map" and stmt.attrs and isinstance(stmt.attrs[0], ElementFunction):
+                yield from stmt.attrs[0].params  # the function's values, before the result (as a loop's)
+                yield from _definitions(stmt.attrs[0].body)
             if stmt.result is not None:
                 yield stmt.result
         elif isinstance(stmt, If):
@@ -187,6 +202,9 @@ def format_instr(instr: Instr, name: ValueNames) -> tuple[str, str | None]:
     memory = spec is not None and (spec.kind == "memory" or instr.op in MATRIX_MEMORY_OPS + MATRIX_TENSOR_OPS)
     if memory and args and attrs and isinstance(attrs[0], str):
         operands = [f"{attrs[0]}[{args[0]}]", *args[1:], *(_format_attr(a) for a in attrs[1:])]
+    elif instr.op == "cm_map" and attrs and isinstance(attrs[0], ElementFunction):
+        params = ", ".join(f"{name(p)}: {p.dtype.short}" for p in attrs[0].params)
+        operands = [*args[:-1], f"{args[-1]} fn({params})"] if args else [f"fn({params})"]
     else:
         if instr.op in CONVERSION_OPS and instr.result is not None and _is_type_name(attrs, instr.result.dtype):
             attrs = []
@@ -277,7 +295,17 @@ Kernel.__str__ = print_kernel
 def _print_block(block: Block, depth: int, name: ValueNames, lines: list) -> None:
     pad = INDENT * depth
     for stmt in block.body:
-        if isinstance(stmt, Instr):
+        if (
+            isinstance(stmt, Instr)
+            and stmt.op == "cm_map"
+            and stmt.attrs
+            and isinstance(stmt.attrs[0], ElementFunction)
+        ):
+            text, dtype = format_instr(stmt, name)  # the function's body in braces, the result type after them
+            lines.append((f"{pad}{text} {{", None))
+            _print_block(stmt.attrs[0].body, depth + 1, name, lines)
+            lines.append((pad + "}", dtype))
+        elif isinstance(stmt, Instr):
             text, dtype = format_instr(stmt, name)
             lines.append((pad + text, dtype))
         elif isinstance(stmt, If):
@@ -454,7 +482,22 @@ class _KernelReader:
             return self.instr(result_toks, rhs)
         if rhs.data == "if_":
             return self.if_stmt(result_toks, rhs)
+        if rhs.data == "map_":
+            return self.map_stmt(result_toks, rhs)
         return self.loop_stmt(result_toks, rhs)
+
+    def map_stmt(self, result_toks: list[Token], tree: Tree) -> Instr:
+        *operands, body, type_tok = tree.children
+        args = tuple(self.use(t) for t in operands if isinstance(t, self.token_type))
+        params = tuple(
+            self.define(p.children[0], self.dtype(p.children[1]))
+            for p in operands
+            if not isinstance(p, self.token_type)
+        )
+        function = ElementFunction(params, self.block(body))
+        if len(result_toks) != 1:
+            self.fail(tree, "cm_map defines one value")
+        return Instr("cm_map", args, self.define(result_toks[0], self.dtype(type_tok)), (function,))
 
     def results(self, toks: list[Token], arrow: Tree | None, at: Tree) -> tuple[Value, ...]:
         types = [self.dtype(t) for t in arrow.children] if arrow is not None else []

@@ -12,7 +12,8 @@ Cooperative-matrix instructions (``cm_*``) act for a whole subgroup at once: the
 kernel ``subgroup_size``, control flow that is uniform across each subgroup, and operands
 (index, fill value) that are the same in the whole subgroup. ``subgroup_id`` is such a value;
 ``local_id`` is not. An instruction on workgroup-scope matrices needs all that across the
-whole workgroup (where ``subgroup_id`` differs too).
+whole workgroup (where ``subgroup_id`` differs too). A ``cm_map``'s function is closed: it holds pure and
+const instructions (and ``if``s of them) on its own parameters and values only.
 """
 
 from __future__ import annotations
@@ -24,8 +25,16 @@ import numpy as np
 
 from ..errors import IRError
 from . import types as T
-from .core import ACCESS_MODES, Block, BufferDecl, If, Instr, Kernel, Loop, Value, walk
-from .instructions import MATRIX_MEMORY_OPS, MATRIX_TENSOR_OPS, SPECS, VECTOR_WIDTH, matrix_result_type, result_type
+from .core import ACCESS_MODES, Block, BufferDecl, ElementFunction, If, Instr, Kernel, Loop, Value, walk
+from .instructions import (
+    MATRIX_MEMORY_OPS,
+    MATRIX_TENSOR_LOADS,
+    MATRIX_TENSOR_OPS,
+    SPECS,
+    VECTOR_WIDTH,
+    matrix_result_type,
+    result_type,
+)
 from .text import ValueNames, format_statement
 
 MAX_WORKGROUP_INVOCATIONS = 1024  # Vulkan's guaranteed minimum of maxComputeWorkGroupInvocations
@@ -282,17 +291,59 @@ class _Checker:
                 buffer = self.k.buffer(stmt.attrs[0])
             except KeyError:
                 self.fail(stmt, f"no buffer named {stmt.attrs[0]!r} is declared")
-            if buffer.access == ("write" if stmt.op == "cm_tensor_load" else "read"):
+            if buffer.access == ("write" if stmt.op in MATRIX_TENSOR_LOADS else "read"):
                 self.fail(stmt, f"{stmt.op} with {buffer.access}-only buffer {buffer.name!r}")
             array = buffer.dtype
         elif array is not None and stmt.attrs[0] in self.vector_shared and stmt.attrs[1] % VECTOR_WIDTH:
             # The array is held as vectors: a matrix's rows must start on whole vectors.
             self.fail(stmt, f"stride {stmt.attrs[1]} into vector-stored {stmt.attrs[0]!r} is not a multiple of 4")
+        if stmt.op == "cm_map" and len(stmt.attrs) == 1 and isinstance(stmt.attrs[0], ElementFunction):
+            self.element_function(stmt, stmt.attrs[0])
         result = stmt.result.dtype if stmt.result is not None else None
         try:
             return matrix_result_type(stmt.op, tuple(a.dtype for a in stmt.args), tuple(stmt.attrs), result, array)
         except IRError as e:
             self.fail(stmt, str(e))
+
+    def element_function(self, stmt: Instr, fn: ElementFunction) -> None:
+        """A ``cm_map``'s function: closed (its parameters and its own values only), pure and const
+        instructions that type-check (in ``if`` blocks too, as float division builds), one yielded value."""
+        scope = {id(p) for p in fn.params}
+        self.function_block(stmt, fn.body, scope)
+        if len(fn.body.yields) != 1:
+            self.fail(stmt, "cm_map's function must yield one value")
+
+    def function_block(self, stmt: Instr, block: Block, scope: set[int]) -> None:
+        def visible(values) -> None:
+            outside = next((a for a in values if id(a) not in scope), None)
+            if outside is not None:
+                self.fail(stmt, f"cm_map's function uses {self.name(outside)}, not its own: pass it as an operand")
+
+        for inner in block.body:
+            if isinstance(inner, If):
+                visible((inner.cond,))
+                for branch in (inner.then, inner.orelse):
+                    self.function_block(stmt, branch, set(scope))
+                if _types(inner.then.yields) != _types(inner.results) or _types(inner.orelse.yields) != _types(
+                    inner.results
+                ):
+                    self.fail(stmt, "in cm_map's function: an if's branches must yield its results' types")
+                scope.update(id(r) for r in inner.results)
+                continue
+            kind = SPECS[inner.op].kind if isinstance(inner, Instr) and inner.op in SPECS else None
+            if kind not in ("pure", "const"):
+                what = inner.op if isinstance(inner, Instr) else type(inner).__name__.lower()
+                self.fail(stmt, f"cm_map's function may hold pure and const instructions and ifs only, not {what}")
+            visible(inner.args)
+            self.attrs(inner, kind)
+            try:
+                expected = result_type(inner.op, tuple(a.dtype for a in inner.args), tuple(inner.attrs))
+            except IRError as e:
+                self.fail(stmt, f"in cm_map's function: {e}")
+            if inner.result is None or inner.result.dtype is not expected:
+                self.fail(stmt, f"in cm_map's function: {inner.op} gives {expected.short}, typed otherwise")
+            scope.add(id(inner.result))
+        visible(block.yields)
 
     def memory(self, stmt: Instr) -> T.DType | None:
         """Check a load/store of a buffer or shared array; return the result type it gives."""

@@ -175,7 +175,7 @@ _EXP2_HALF = (
 )
 
 
-def weight_exp(x: Value) -> Value:
+def weight_exp(x: Value, keep_nan: bool = True) -> Value:
     """e^x for the weights' arguments x <= 0 (a score, or the last row maximum, minus the new one).
 
     Relative error below 2^-22 + |x|·2^-23 (the polynomial's, then t = x·log2(e)'s: the rounded constant
@@ -183,16 +183,19 @@ def weight_exp(x: Value) -> Value:
     to float16 (2^-11) takes half, in about a third of the contract's 1-ulp exp's instructions. e^x below 2^-126 (and -inf) gives
     +0.0: within ``bound``'s absolute 2^-25 per weight. NaN gives NaN, quieted (as the contract's exp). Every value is made by float32
     adds, multiplies and bit operations, so every device and the CPU interpreter agree on its bits.
+    ``keep_nan=False`` gives +0.0 for NaN (five operations fewer, the same bits elsewhere): for a kernel whose
+    row maximum and final division carry a NaN to the row's output on their own (vkml/kernels/attention_cm2.py).
     """
     t = x * _f32(LOG2E)
     inside = t > _f32(-126.0)  # false for -inf and NaN
-    reduced = B.select(inside, t, _f32(0.0))
-    k, k_int = round_to_int(reduced)
-    f = reduced - k  # exact: the nearest integer of a float32 below 2^22 in magnitude
+    # Outside (t <= -126, -inf, NaN) the steps below compute garbage that the last select drops: no clamp of t.
+    k, k_int = round_to_int(t)
+    f = t - k  # exact: the nearest integer of a float32 below 2^22 in magnitude
     p = _f32(_EXP2_HALF[-1])
     for c in reversed(_EXP2_HALF[:-1]):
         p = p * f + _f32(c)
-    return B.select(B.isnan(x), quiet(x), B.select(inside, p * pow2(k_int), _f32(0.0)))
+    finite = B.select(inside, p * pow2(k_int), _f32(0.0))
+    return B.select(B.isnan(x), quiet(x), finite) if keep_nan else finite
 
 
 @dataclass(frozen=True)

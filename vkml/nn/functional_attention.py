@@ -36,6 +36,7 @@ from ..graph.node import Node, Op
 from ..ir import types as T
 from ..kernels import attention as fused
 from ..kernels import attention_backward as fused_backward
+from ..kernels import attention_cm2 as fused_cm2
 from ..kernels import attention_coopmat as fused_coopmat
 from ..kernels.index import WIDE_INDEX_EXTENT
 from ..kernels.tuning import tuning_for
@@ -186,7 +187,14 @@ def scaled_dot_product_attention(
     checks the CPU-interpreted kernel within it. Masks, causal masking, dropout and GQA work
     there as in the scalar kernel; float32 and bfloat16 inputs keep the scalar kernel (Vulkan
     has no TF32), and so does the backward (from this forward's output and log-sum-exp, its
-    gradients stay within the 2e-3 above).
+    gradients stay within the 2e-3 above). Where the device also has VK_NV_cooperative_matrix2
+    (workgroup-scope matrices with row reductions, conversions and per-element functions), float16
+    calls with head dims of 64 or 128, no mask but the causal one and no dropout (broadcast batch
+    dims and GQA too) take a flash-attention forward on workgroup-scope matrices instead
+    (vkml/kernels/attention_cm2.py; ``VKML_ATTENTION_CM2=0`` keeps the kernel above): the same
+    float16 weights, the same bound, the row sums and products in the device's order;
+    tests/test_attention_cm2.py checks the CPU-interpreted kernel within it. The CPU and lavapipe
+    (no cooperative matrices) run the scalar kernel everywhere.
 
     >>> q = vkml.ones(2, 3)
     >>> scaled_dot_product_attention(q, q, q, is_causal=True).shape  # doctest: +SKIP
@@ -373,7 +381,11 @@ class _Plan:
         specs = {"out": ((*shape.batch, L, Ev), query.dtype), "lse": ((*shape.batch, L), T.float32)}
         kernel, grid, structure = fused.cached_forward_kernel(shape), shape.grid, ("attention", shape)
         features = getattr(query.device, "features", None)
-        if fused_coopmat.applies(features, shape):  # float16 on matrix units: within the page's bound
+        if fused_cm2.applies(features, shape):  # float16 flash attention on workgroup-scope matrices
+            subgroup = features.subgroup_size if features is not None else 32  # None: the CPU interpreter (tests)
+            kernel, grid = fused_cm2.cached_forward_kernel(shape, subgroup_size=subgroup), fused_cm2.grid(shape)
+            structure = ("attention cm2", shape)
+        elif fused_coopmat.applies(features, shape):  # float16 on matrix units: within the page's bound
             config = fused_coopmat.config_of(features, shape)
             kernel, grid = fused_coopmat.cached_forward_kernel(shape, config), fused_coopmat.grid(shape, config)
             structure = ("attention coopmat", shape, config)
@@ -386,8 +398,9 @@ class _Plan:
 
 
 # (operands' shapes, dtypes and devices, the mask's and whether it requires grad, dropout_p, the flags, the raw
-# switches VKML_ATTENTION_TILED and VKML_ATTENTION_COOPMAT) -> _Plan. A key holds the switches as the environment
-# spells them, so a changed switch takes effect on the next call; a model calls attention with few keys.
+# switches VKML_ATTENTION_TILED, VKML_ATTENTION_COOPMAT and VKML_ATTENTION_CM2) -> _Plan. A key holds the
+# switches as the environment spells them, so a changed switch takes effect on the next call; a model calls
+# attention with few keys.
 _PLANS: dict[tuple, _Plan] = {}
 _PLANS_ENTRIES = 256
 
@@ -413,10 +426,12 @@ def _plan(query, key, value, attn_mask, dropout_p, is_causal, enable_gqa) -> _Pl
             bool(enable_gqa),
             vkml_config._env("VKML_ATTENTION_TILED"),
             vkml_config._env("VKML_ATTENTION_COOPMAT"),
+            vkml_config._env("VKML_ATTENTION_CM2"),
             # the device's features by identity (the plan holds them, so the id is not reused while it lives)
             # and the kernel choice's function: what a test may replace between calls
             id(getattr(q.device, "features", None)),
             fused_coopmat.applies,
+            fused_cm2.applies,
         )
         found = _PLANS.get(cache_key)
         if type(dropout_p) not in (float, int):  # a value the checks convert: checked every call

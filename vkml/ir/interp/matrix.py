@@ -26,6 +26,18 @@ invocations of local linear index ``[s·S, (s+1)·S)`` of workgroup ``s // (grou
   significands, exponents far inside float32's range), so only the K additions round, in
   ascending k: the order of vkml's scalar matmul. A device may sum a block of products in
   another order and precision (docs/ops/matmul.md states the bound).
+- The workgroup-scope instructions of the flash-attention forward (VK_NV_cooperative_matrix2):
+  ``cm_tensor_load_transposed`` gives element (r, c) = the tensor's (row0 + c, col0 + r), clamped as
+  ``cm_tensor_load``; ``cm_tensor_store_rows`` stores as ``cm_tensor_store`` but drops rows r ≥ kept.
+  ``cm_reduce_rows`` combines each row's columns in one fixed order, the contract's reduction tree
+  (DESIGN §4): columns 2j and 2j+1 are combined level by level, an odd last column carried up
+  unchanged; ``add`` rounds each sum to f32; ``max`` takes a where a > b or a is NaN, else b. Every
+  column of the result holds the row's value. (A device reduces in its own order: its sums may differ
+  in the last bits, which the attention page's bound covers.) ``cm_add``/``cm_sub``/``cm_mul``/
+  ``cm_scale`` are numpy's f32 operations per element; ``cm_convert`` rounds to f16 to nearest even
+  (numpy's ``astype``). ``cm_map`` evaluates its function on every element at once: each element's
+  value depends on its own (row, column, elements, operands) alone, so this is the same as calling it
+  row by row and column by column.
 """
 
 from __future__ import annotations
@@ -34,7 +46,8 @@ import numpy as np
 
 from ...errors import IRError
 from .. import types as T
-from ..core import Instr
+from ..core import If, Instr
+from ..instructions import MATRIX_ELEMENTWISE, MATRIX_TENSOR_LOADS, MATRIX_TENSOR_OPS, SPECS
 from .memory import last_write_per_address
 
 
@@ -95,11 +108,23 @@ def merge(subgroups: Subgroups, mask, new: np.ndarray, old: np.ndarray) -> np.nd
 
 def execute(chunk, instr: Instr, args: list[np.ndarray], mask) -> np.ndarray | None:
     """Run matrix instruction ``instr`` of ``chunk`` (an ``interp._Chunk``); return its value, if any."""
-    mtype = instr.result.dtype if instr.result is not None else instr.args[-1].dtype
+    mtype = (
+        instr.result.dtype if instr.result is not None else next(a.dtype for a in instr.args if T.is_matrix(a.dtype))
+    )
     subgroups = holders(chunk, mtype if instr.op != "cm_mul_add" else instr.args[2].dtype)
     active = subgroups.mask(mask)
-    if instr.op in ("cm_tensor_load", "cm_tensor_store"):
+    if instr.op in MATRIX_TENSOR_OPS:
         return _tensor(chunk, instr, args, subgroups, active)
+    if instr.op == "cm_reduce_rows":
+        return reduce_rows(args[0], instr.attrs[0], instr.result.dtype.cols)
+    if instr.op == "cm_scale":
+        return args[0] * subgroups.operand(args[1], active, "scale")[:, None, None]
+    if instr.op in MATRIX_ELEMENTWISE:
+        return MATRIX_ELEMENTWISE[instr.op](args[0], args[1])
+    if instr.op == "cm_convert":
+        return args[0].astype(instr.result.dtype.elem.np)
+    if instr.op == "cm_map":
+        return element_map(instr, args, subgroups, active)
     if instr.op == "cm_fill":
         mtype = instr.result.dtype
         value = subgroups.operand(args[0], active, "fill value")
@@ -131,17 +156,67 @@ def mul_add(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     return acc
 
 
+def reduce_rows(matrix: np.ndarray, combine: str, cols: int) -> np.ndarray:
+    """``cm_reduce_rows``: each row's columns combined in the contract's tree, the value in ``cols`` columns."""
+    x = matrix
+    while x.shape[2] > 1:
+        pairs = x.shape[2] // 2
+        left, right = x[:, :, 0 : 2 * pairs : 2], x[:, :, 1 : 2 * pairs : 2]
+        combined = left + right if combine == "add" else np.where((left > right) | np.isnan(left), left, right)
+        x = np.concatenate([combined, x[:, :, 2 * pairs :]], axis=2)  # an odd last column goes up unchanged
+    return np.ascontiguousarray(np.broadcast_to(x, (x.shape[0], x.shape[1], cols)))
+
+
+def element_map(instr: Instr, args: list[np.ndarray], groups: Subgroups, active) -> np.ndarray:
+    """``cm_map``: the function's instructions evaluated on every (group, row, column) at once."""
+    fn, mtype = instr.attrs[0], instr.result.dtype
+    given = [
+        value if T.is_matrix(operand.dtype) else groups.operand(value, active, "operand")[:, None, None]
+        for operand, value in zip(instr.args, args)
+    ]
+    rows = np.arange(mtype.rows, dtype=np.uint32)[None, :, None]
+    cols = np.arange(mtype.cols, dtype=np.uint32)[None, None, :]
+    values = {id(p): v for p, v in zip(fn.params, (rows, cols, *given))}
+    with np.errstate(all="ignore"):
+        (out,) = _function_block(fn.body, values)
+    count = max(v.shape[0] for v in given)
+    return np.ascontiguousarray(np.broadcast_to(out, (count, mtype.rows, mtype.cols)), dtype=mtype.elem.np)
+
+
+def _function_block(block, values: dict) -> list[np.ndarray]:
+    """Evaluate a ``cm_map`` function's block on arrays of elements; return its yields. Both branches of an
+    ``if`` are evaluated and each element takes its own (the function is pure: nothing else can differ)."""
+    for stmt in block.body:
+        if isinstance(stmt, If):
+            cond = values[id(stmt.cond)]
+            then, orelse = _function_block(stmt.then, values), _function_block(stmt.orelse, values)
+            for result, a, b in zip(stmt.results, then, orelse):
+                values[id(result)] = np.where(cond, a, b)
+        elif stmt.op == "const":
+            values[id(stmt.result)] = np.array([stmt.attrs[0]], dtype=stmt.result.dtype.np).reshape(1, 1, 1)
+        else:
+            extra = (T.by_name(stmt.attrs[0]),) if stmt.op in ("bitcast", "convert") else ()
+            values[id(stmt.result)] = SPECS[stmt.op].np_fn(*(values[id(a)] for a in stmt.args), *extra)
+    return [values[id(y)] for y in block.yields]
+
+
 def _tensor(chunk, instr: Instr, args: list[np.ndarray], groups: Subgroups, active) -> np.ndarray | None:
-    """``cm_tensor_load`` / ``cm_tensor_store`` for every active group (see the module's docstring)."""
+    """``cm_tensor_load`` / ``cm_tensor_store`` (and their transposed, row-clipped forms) for every active group."""
     name, rows_total, cols_total, edge = instr.attrs
-    load = instr.op == "cm_tensor_load"
+    load = instr.op in MATRIX_TENSOR_LOADS
     mtype = instr.result.dtype if load else instr.args[2].dtype
     row0 = groups.operand(args[0], active, "row").astype(np.int64)
     col0 = groups.operand(args[1], active, "column").astype(np.int64)
     count = groups.count
-    rows = np.broadcast_to(row0, (count,))[:, None, None] + np.arange(mtype.rows)[:, None]
-    cols = np.broadcast_to(col0, (count,))[:, None, None] + np.arange(mtype.cols)
+    down, across = np.arange(mtype.rows)[:, None], np.arange(mtype.cols)[None, :]
+    if instr.op == "cm_tensor_load_transposed":  # element (r, c) is the tensor's (row0 + c, col0 + r)
+        down, across = across, down
+    rows = np.broadcast_to(row0, (count,))[:, None, None] + down
+    cols = np.broadcast_to(col0, (count,))[:, None, None] + across
     inside = (rows < rows_total) & (cols < cols_total)
+    if instr.op == "cm_tensor_store_rows":
+        kept = groups.operand(args[3], active, "rows kept").astype(np.int64)
+        inside = inside & (np.arange(mtype.rows)[None, :, None] < np.broadcast_to(kept, (count,))[:, None, None])
     if active is not None:
         inside &= active[:, None, None]
     buffer = chunk.memory.buffers[name]

@@ -315,7 +315,10 @@ PAGES: dict[str, OpDoc] = {
         "(tests/test_attention_fused.py); the same bits on every device and run, other bits than the composite's; "
         "float16 on a device with cooperative matrices: float16 weights times v on matrix units, within the "
         "bound below (tests/test_attention_coopmat.py); there the weights' e^x is a shorter routine for x <= 0 "
-        "(relative error below 2^-22 + |x|·2^-23, inside that bound; vkml/kernels/attention_coopmat.py weight_exp)",
+        "(relative error below 2^-22 + |x|·2^-23, inside that bound; vkml/kernels/attention_coopmat.py weight_exp); "
+        "float16 with head dims 64 or 128, no mask but the causal one and no dropout on a device with "
+        "VK_NV_cooperative_matrix2's reductions and per-element functions: the flash-attention kernel on "
+        "workgroup-scope matrices, within the same bound (vkml/kernels/attention_cm2.py, tests/test_attention_cm2.py)",
         special="A row whose every score is -inf after masking gives zeros, as PyTorch's math path, not NaN; "
         "a NaN in q, k or v makes its rows NaN.",
         divergence="PyTorch multiplies q and k by sqrt(scale) each and picks a fused or math CPU kernel, so last "

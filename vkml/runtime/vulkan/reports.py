@@ -142,6 +142,7 @@ def device_features(info: PhysicalDeviceInfo, enabled: set[str] | None = None) -
         "cooperative_matrix_workgroup": all(name in enabled for name in CM2_FEATURES),
         "cooperative_matrix_flexible": _flexible_shapes(info) if all(name in enabled for name in CM2_FEATURES) else (),
         "cooperative_matrix_max_dimension": int(props.get("cooperativeMatrixFlexibleDimensionsMaxDimension") or 0),
+        "cooperative_matrix_workgroup_ops": all(name in enabled for name in CM2_FEATURES + CM2_OPERATIONS),
     }
     known = {f.name for f in dataclasses.fields(DeviceFeatures)}
     return DeviceFeatures(**{k: v for k, v in values.items() if k in known})
@@ -158,6 +159,12 @@ CM2_FEATURES = (
     "cooperativeMatrixWorkgroupScope",
     "cooperativeMatrixFlexibleDimensions",
     "cooperativeMatrixTensorAddressing",
+)
+# ... and what the flash-attention forward's reductions, conversions and per-element functions need.
+CM2_OPERATIONS = (
+    "cooperativeMatrixReductions",
+    "cooperativeMatrixConversions",
+    "cooperativeMatrixPerElementOperations",
 )
 
 

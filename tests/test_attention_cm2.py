@@ -1,0 +1,226 @@
+"""The flash-attention forward on VK_NV_cooperative_matrix2 (vkml/kernels/attention_cm2.py): selection, bound, SPIR-V.
+
+Lavapipe has no cooperative matrices: the CPU interpreter runs the kernel when the selection is forced for it
+(its reductions sum in the contract's tree, its ``cm_mul_add`` adds exact products in ascending order), and the
+result must lie within the bound docs/ops/scaled_dot_product_attention.md states for devices with cooperative
+matrices, against attention in float64; the backward, from the kernel's log-sum-exp, must match PyTorch's.
+spirv-val checks the SPIR-V for H200-like features.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from test_attention_coopmat import _exact
+
+import vkml
+import vkml.nn.functional as VF
+from vkml import debug
+from vkml.codegen import compile_kernel
+from vkml.codegen.features import DeviceFeatures
+from vkml.ir import types as T
+from vkml.ir.interp import reference as interp
+from vkml.kernels import attention_cm2 as cm2
+from vkml.kernels import attention_coopmat as coopmat
+from vkml.kernels.attention import AttentionShape, Operand
+
+H200 = DeviceFeatures.h200_like()
+
+
+def _shape(dtype=T.float16, L=64, S=64, E=64, Ev=64, heads=2, **more) -> AttentionShape:
+    def operand(rows, width):
+        return Operand((heads * rows * width, rows * width), (1, 1))
+
+    return AttentionShape(dtype, (1, heads), L, S, E, Ev, operand(L, E), operand(S, E), operand(S, Ev), **more)
+
+
+@pytest.fixture
+def cm2_on_cpu(monkeypatch):
+    """The CPU interpreter runs the float16 attention forwards this kernel supports on it; yields the kernels run."""
+    monkeypatch.setattr(cm2, "applies", lambda features, shape, config=cm2.DEFAULT: cm2.supports(shape))
+    names: list[str] = []
+    debug.kernel_listeners.append(lambda kernel: names.append(kernel.name))
+    yield names
+    debug.kernel_listeners.pop()
+
+
+# ---------------------------------------------------------------- selection
+
+
+def test_selection_follows_the_device_features_the_call_and_the_switches(monkeypatch):
+    shape = _shape()
+    assert cm2.applies(H200, shape) and cm2.applies(H200, _shape(L=1000, S=1000, E=128, Ev=128, causal=True))
+    assert not cm2.applies(DeviceFeatures.lavapipe_like(), shape)
+    assert not cm2.applies(None, shape)  # the CPU interpreter keeps its own kernel
+    for change in (
+        {"cooperative_matrix_workgroup": False},
+        {"cooperative_matrix_workgroup_ops": False},  # no reductions, conversions or per-element functions
+        {"cooperative_matrix_flexible": ()},
+        {"vulkan_memory_model": False},
+        {"rte_float16": False},
+        {"spirv_version": (1, 5)},
+    ):
+        assert not cm2.applies(DeviceFeatures(**{**H200.__dict__, **change}), shape), change
+    for other in (
+        _shape(T.float32),
+        _shape(T.bfloat16),
+        _shape(E=32, Ev=32),
+        _shape(E=80, Ev=80),
+        _shape(mask="bool", mask_dtype=T.bool_, mask_strides=(0, 0, 64, 1)),
+        _shape(dropout=True),
+    ):
+        assert not cm2.applies(H200, other), other
+        assert coopmat.applies(H200, other) == (other.dtype is T.float16)  # the subgroup-scope kernel keeps those
+    broadcast = AttentionShape(T.float16, (2,), 64, 64, 64, 64, *(Operand((0,), (1,)),) * 3)
+    gqa = AttentionShape(T.float16, (4,), 64, 64, 64, 64, Operand((4096,), (1,)), *(Operand((4096,), (2,)),) * 2)
+    assert cm2.applies(H200, broadcast) and cm2.applies(H200, gqa)
+    monkeypatch.setenv("VKML_ATTENTION_CM2", "0")
+    assert not cm2.applies(H200, shape) and coopmat.applies(H200, shape)
+    monkeypatch.setenv("VKML_ATTENTION_CM2", "1")
+    monkeypatch.setenv("VKML_ATTENTION_COOPMAT", "0")
+    assert not cm2.applies(H200, shape)
+
+
+# ---------------------------------------------------------------- the interpreted kernel within the bound
+
+CASES = {
+    "d64": dict(L=128, S=128, E=64),
+    "d64_causal": dict(L=128, S=128, E=64, causal=True),
+    "d128_causal_ragged": dict(L=100, S=100, E=128, causal=True),
+    "d128_ragged": dict(L=70, S=150, E=128),
+    "d64_causal_rows_past_keys": dict(L=90, S=40, E=64, causal=True),
+    "gqa_broadcast_ragged": dict(L=70, S=100, E=64, gqa=True),
+}
+LONGER = ("d64", "d128_ragged", "d64_causal_rows_past_keys")  # run with -m stress: the default suite keeps its time
+
+
+def _inputs(L, S, E, seed, causal=False, gqa=False):
+    """q (1, 2, L, E), k and v (1, 2, S, E); ``gqa``: q (2, 4, L, E) with k and v broadcast along the first dim
+    and each of their 2 heads serving 2 query heads."""
+    g = np.random.default_rng(seed)
+    q = (g.standard_normal((2, 4, L, E) if gqa else (1, 2, L, E)) * 1.5).astype(np.float16)
+    k = (g.standard_normal((1, 2, S, E)) * 1.5).astype(np.float16)
+    v = g.standard_normal((1, 2, S, E)).astype(np.float16)
+    kwargs = {"is_causal": True} if causal else {}
+    return q, k, v, {**kwargs, "enable_gqa": True} if gqa else kwargs
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.stress) if n in LONGER else n for n in CASES])
+def test_the_interpreted_kernel_is_within_the_bound(name, cm2_on_cpu):
+    q, k, v, kwargs = _inputs(**CASES[name], seed=list(CASES).index(name))
+    out = VF.scaled_dot_product_attention(*(vkml.tensor(a) for a in (q, k, v)), **kwargs)
+    got = out.numpy()
+    assert cm2_on_cpu and all(n.startswith("attention_cm2_") for n in cm2_on_cpu), cm2_on_cpu
+    exact, tol = _exact(q, k, v, kwargs)
+    error = np.abs(got.astype(np.float64) - exact)
+    assert got.dtype == np.float16 and np.all(error <= tol), (error / tol).max()
+
+
+def test_nan_rows_as_pytorch(cm2_on_cpu):
+    q, k, v, _ = _inputs(64, 128, 64, seed=4)
+    q[0, 0, 3, 5] = np.nan  # that row of that head
+    k[0, 1, 100, 2] = np.nan  # every row of the other head, from the second key block on
+    got = VF.scaled_dot_product_attention(*(vkml.tensor(a) for a in (q, k, v))).numpy()
+    want = torch.nn.functional.scaled_dot_product_attention(*(torch.tensor(a, dtype=torch.float64) for a in (q, k, v)))
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want.numpy()))
+    assert cm2_on_cpu[-1].startswith("attention_cm2_")
+
+
+def test_the_log_sum_exp_is_within_its_bound():
+    """The kernel's second output, which the backward takes: m + log(l) per row, within the weights' and scores'
+    part of the bound plus a float32 rounding (extra/proto_flash_cm2.py's check), rows past L untouched."""
+    L, E = 100, 128
+    q, k, v, _ = _inputs(L, L, E, seed=6, causal=True)
+    kernel = cm2.forward_kernel(_shape(L=L, S=L, E=E, Ev=E, causal=True))
+    out, lse = np.zeros(2 * L * E, np.float16), np.full(2 * L + 7, 5.0, np.float32)
+    buffers = {"q": q.ravel(), "k": k.ravel(), "v": v.ravel(), "out": out, "lse": lse}
+    interp.run(kernel, cm2.grid(_shape(L=L, S=L, E=E, Ev=E, causal=True)), buffers, {"scale": np.float32(E**-0.5)})
+    s = (q[0].astype(np.float64) @ np.swapaxes(k[0], -1, -2).astype(np.float64)) * E**-0.5
+    s = np.where(np.tril(np.ones((L, L), bool)), s, -np.inf)
+    top = s.max(-1)
+    exact = top + np.log(np.exp(s - top[..., None]).sum(-1))
+    c_w, c_s, _ = coopmat.bound(E)
+    magnitude = E**-0.5 * (np.abs(q[0]).astype(np.float64) @ np.swapaxes(np.abs(k[0]), -1, -2)).max(-1)
+    assert np.all(np.abs(lse[: 2 * L].reshape(2, L) - exact) <= c_w + c_s * magnitude + 2.0**-23 * np.abs(exact))
+    assert np.all(lse[2 * L :] == 5.0)  # the clipped store leaves the rows past the tensor alone
+
+
+@pytest.mark.stress
+def test_the_backward_takes_the_kernels_log_sum_exp(cm2_on_cpu):
+    q, k, v, kwargs = _inputs(64, 64, 64, seed=5, causal=True)
+    tensors = [vkml.tensor(a, requires_grad=True) for a in (q, k, v)]
+    out = VF.scaled_dot_product_attention(*tensors, **kwargs)
+    grad = np.random.default_rng(1).standard_normal(out.shape).astype(np.float16)
+    out.backward(vkml.tensor(grad))
+    assert any(n.startswith("attention_cm2_") for n in cm2_on_cpu)
+    theirs = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (q, k, v)]
+    torch.nn.functional.scaled_dot_product_attention(*theirs, **kwargs).backward(torch.tensor(grad).double())
+    for mine, their in zip(tensors, theirs):
+        np.testing.assert_allclose(mine.grad.numpy().astype(np.float64), their.grad.numpy(), rtol=2e-3, atol=2e-3)
+
+
+# ---------------------------------------------------------------- the kernel and its SPIR-V
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        _shape(L=1024, S=1024),
+        _shape(L=100, S=100, E=128, Ev=128, causal=True),
+        _shape(L=70, S=150, E=64, Ev=128),
+        AttentionShape(
+            T.float16,
+            (2, 4),
+            256,
+            256,
+            64,
+            64,
+            Operand((4 * 16384, 16384), (1, 1)),
+            *(Operand((0, 16384), (1, 2)),) * 2,
+        ),
+    ],
+    ids=["d64", "d128_causal_ragged", "ragged_e64_ev128", "gqa_broadcast"],
+)
+def test_the_kernel_validates_for_an_h200_like_device(shape):
+    assert cm2.applies(H200, shape)
+    kernel = cm2.forward_kernel(shape, subgroup_size=H200.subgroup_size)
+    assert kernel.local_size == (cm2.DEFAULT.threads, 1, 1) and not kernel.shared  # the driver stages the matrices
+    asm = compile_kernel(kernel, H200).asm  # spirv-val, vulkan1.3
+    for needed in (
+        "OpCooperativeMatrixReduceNV",
+        "OpCooperativeMatrixPerElementOpNV",
+        "OpCooperativeMatrixLoadTensorNV",
+    ):
+        assert needed in asm, needed
+    assert "OpCooperativeMatrixLoadKHR" not in asm and "OpControlBarrier" not in asm  # no shared-memory round trips
+    masked_loops = 1 if shape.causal or shape.key_len % cm2.DEFAULT.keys else 0
+    assert asm.count("OpLoopMerge") == 1 + masked_loops  # the blocks without a mask, then the masked ones
+    assert ("OpTensorViewSetClipNV" in asm) == bool(shape.query_len % cm2.DEFAULT.rows)
+
+
+# ---------------------------------------------------------------- on the Vulkan device present
+
+
+def test_the_device_runs_the_path_its_features_choose(gpu):
+    q, k, v, kwargs = _inputs(150, 150, 64, seed=9, causal=True)  # ragged: a partial last block of each
+    names: list[str] = []
+    debug.kernel_listeners.append(lambda kernel: names.append(kernel.name))
+    try:
+        runs = [VF.scaled_dot_product_attention(*(vkml.tensor(a, device=gpu) for a in (q, k, v)), **kwargs).numpy()]
+        runs.append(VF.scaled_dot_product_attention(*(vkml.tensor(a, device=gpu) for a in (q, k, v)), **kwargs).numpy())
+    finally:
+        debug.kernel_listeners.pop()
+    np.testing.assert_array_equal(runs[0].view(np.uint16), runs[1].view(np.uint16))  # the same bits every run
+    attention = [n for n in names if n.startswith("attention")]
+    if cm2.applies(gpu.features, _shape(L=150, S=150, causal=True)):
+        assert attention and all(n.startswith("attention_cm2_") for n in attention), names
+        exact, tol = _exact(q, k, v, kwargs)
+        assert np.all(np.abs(runs[0].astype(np.float64) - exact) <= tol)
+    else:  # lavapipe: no cooperative matrices
+        assert attention and not any(n.startswith("attention_cm2_") for n in attention), names
+
+
+def test_other_calls_are_refused():
+    with pytest.raises(ValueError, match="does not take"):
+        cm2.forward_kernel(_shape(T.float32))

@@ -1,0 +1,250 @@
+"""The float16 flash-attention forward on VK_NV_cooperative_matrix2's workgroup-scope matrices.
+
+Chosen (``applies``) ahead of the subgroup-scope kernel (vkml/kernels/attention_coopmat.py) for float16
+q, k, v with head dims of 64 or 128, no mask but the causal one and no dropout (broadcast batch dims and
+GQA as the scalar kernel takes them: each operand is read as one 2-D tensor of rows, a batch entry's
+rows starting where its offset says), on a device whose features report workgroup-scope
+matrices of the needed flexible sizes with tensor addressing, row reductions, conversions and
+per-element functions (``DeviceFeatures.cooperative_matrix_workgroup_ops``). Everything else keeps the
+kernels it had. ``VKML_ATTENTION_CM2=0`` turns it off (``VKML_ATTENTION_COOPMAT=0`` both).
+
+It is extra/proto_flash_cm2.py's "64x64 t128 m16" written in vkml's IR (that module's docstring is the
+design note; docs/benchmarks.md has its figures): one workgroup of 128 invocations per 64 query rows of
+one batch entry, every matrix of workgroup scope (the driver stages them through shared memory).
+
+1. Q: one 64×E float16 A matrix, tensor-loaded once from the (batch·L)×E tensor.
+2. Per key block of 64 (ascending): Kᵀ tensor-loaded through a transposing view (no copy); S = Q Kᵀ
+   (float32 accumulator from -0.0); scaled by ``scale`` (``cm_scale``), or, on the blocks the causal
+   diagonal crosses and the one holding key S (ragged S), by a per-element function that also gives
+   -inf to keys after the query and keys from S on. Blocks wholly after the diagonal are never visited.
+3. m' = max(m, rowmax S) (``cm_reduce_rows`` into 64×16: m, l and α live in 16 columns), P = e^(S - m')
+   (m' widened to 64 columns by a max reduction of equal values), α = e^(m - m'), both by
+   attention_coopmat.py's ``weight_exp`` in a per-element function; l' = l·α + rowsum(P) (float32
+   weights); O' = P V + O·α with P rounded to float16 (``cm_convert``) and α widened to Ev columns.
+4. out = O / l (the contract's division, per element), narrowed to float16 on the store, which drops
+   rows past L (a clipping view); lse = m + log(l) stored from column 0 into the (batch·L)×1 tensor.
+
+Workgroup order: without causal masking the query blocks of one batch entry are neighbours (they share
+its keys in L2); causal, the query blocks go in descending order across all batch entries (the longest
+rows start first). Ragged L or S: loads clamp (rows past the tensor read 0), the key block holding S masks
+the keys from S on, stores drop the query rows past L.
+
+Precision: within the subgroup-scope kernel's bound (attention_coopmat.bound, docs/ops/
+scaled_dot_product_attention.md): the weights that multiply V are float16, the scores and P V are summed
+in the device's order. The row sums are float32 reductions in the device's order (the CPU interpreter's:
+the contract's tree), so a device's bits are not the interpreter's, but every run on one device gives
+the same bits (fixed blocks, fixed order of the blocks).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from .. import config as vkml_config
+from ..ir import builder as B
+from ..ir import types as T
+from ..ir.core import Kernel, Value
+from ..ir.verify import verify_kernel
+from ..ops import mathlib as M
+from .attention import NEG_INF, AttentionShape, Operand, _batch_offsets, _f32, _max
+from .attention_coopmat import weight_exp
+from .index import _u32
+from .lowering import fold_grid, linear_workgroup
+from .matmul.tiled import _maybe_if
+
+HEAD_DIMS = (64, 128)
+STATE = 16  # columns of the row state m, l, α (the prototype's "m16": α's exp on 16 columns, not 64)
+
+
+@dataclass(frozen=True)
+class Config:
+    """The workgroup's block: ``rows`` query rows by ``keys`` keys per step, ``threads`` invocations."""
+
+    rows: int = 64
+    keys: int = 64
+    threads: int = 128
+
+
+DEFAULT = Config()
+
+
+def supports(shape: AttentionShape) -> bool:
+    """Whether the kernel computes ``shape``'s forward (device features aside): float16, head dims of 64 or
+    128, no mask but the causal one, no dropout. Broadcast batch dims and GQA are the scalar kernel's (each
+    operand's rows of a batch entry start where ``_batch_offsets`` says).
+
+    >>> from vkml.kernels.attention import Operand
+    >>> supports(AttentionShape(T.float16, (2,), 100, 100, 64, 64, *(Operand((6400,), (1,)),) * 3))
+    True
+    """
+    if shape.dtype is not T.float16 or shape.mask != "none" or shape.dropout:
+        return False
+    if shape.head_dim not in HEAD_DIMS or shape.value_dim not in HEAD_DIMS:
+        return False
+    widths = (shape.head_dim, shape.head_dim, shape.value_dim)
+    lengths = (shape.query_len, shape.key_len, shape.key_len)
+    operands = (shape.query, shape.key, shape.value)
+    largest = max(_stored_rows(o, shape, n, w) * w for o, n, w in zip(operands, lengths, widths))
+    return largest < 2**31 and shape.batch_count * shape.query_len * shape.value_dim < 2**31
+
+
+def _stored_rows(operand: Operand, shape: AttentionShape, rows: int, width: int) -> int:
+    """The rows of an operand read as one (rows, width) tensor: its last batch entry's first row plus ``rows``
+    (each batch stride is a whole number of rows: the operands are contiguous blocks of ``rows`` × ``width``)."""
+    last = sum(
+        (-(-size // divisor) - 1) * stride
+        for size, stride, divisor in zip(shape.batch, operand.strides, operand.divisors)
+        if stride
+    )
+    return last // width + rows
+
+
+def applies(features, shape: AttentionShape, config: Config = DEFAULT) -> bool:
+    """Whether the forward of ``shape`` runs on this kernel on a device with ``features``.
+
+    >>> from vkml.codegen.features import DeviceFeatures
+    >>> from vkml.kernels.attention import Operand
+    >>> s = AttentionShape(T.float16, (2,), 64, 64, 64, 64, *(Operand((64 * 64,), (1,)),) * 3)
+    >>> applies(DeviceFeatures.h200_like(), s), applies(DeviceFeatures.lavapipe_like(), s), applies(None, s)
+    (True, False, False)
+    """
+    if features is None or not supports(shape) or not vkml_config.attention_cm2():
+        return False
+    e, ev, threads = shape.head_dim, shape.value_dim, config.threads
+    return (
+        features.cooperative_matrix_workgroup
+        and features.cooperative_matrix_workgroup_ops
+        and features.has_flexible_shape(config.rows, config.keys, e, threads)  # S = Q Kᵀ
+        and features.has_flexible_shape(config.rows, ev, config.keys, threads)  # P V
+        and features.has_flexible_shape(config.rows, STATE, config.keys, threads)  # the row state
+        and features.vulkan_memory_model
+        and features.float16
+        and features.storage_buffer_16bit
+        and features.rte_float16  # P and out narrow to float16 to nearest even in hardware
+        and tuple(features.spirv_version) >= (1, 6)
+        and threads <= features.max_workgroup_invocations
+    )
+
+
+def grid(shape: AttentionShape, config: Config = DEFAULT) -> tuple[int, int, int]:
+    return fold_grid(shape.batch_count * -(-shape.query_len // config.rows))
+
+
+def _block_of(w: Value, shape: AttentionShape, config: Config) -> tuple[Value, Value]:
+    """Workgroup ``w``'s (batch entry, query block): see the module docstring for the order."""
+    sequences, query_blocks = shape.batch_count, -(-shape.query_len // config.rows)
+    if shape.causal:
+        return w % _u32(sequences), _u32(query_blocks - 1) - w / _u32(sequences)
+    return w / _u32(query_blocks), w % _u32(query_blocks)
+
+
+def forward_kernel(shape: AttentionShape, config: Config = DEFAULT, subgroup_size: int = 32) -> Kernel:
+    """The forward kernel for ``shape``: buffers q, k, v, out (float16), lse (float32), parameter ``scale``,
+    on a grid of ``grid(shape, config)``."""
+    if not supports(shape):
+        raise ValueError(f"the cooperative_matrix2 attention kernel does not take {shape}")
+    L, S, E, Ev = shape.query_len, shape.key_len, shape.head_dim, shape.value_dim
+    rows, keys = config.rows, config.keys
+    batch = shape.batch_count
+    # Each operand read as one 2-D tensor of its rows (a batch entry's block: L or S rows); out is (batch·L)×Ev.
+    query_rows, out_rows = _stored_rows(shape.query, shape, L, E), batch * L
+    key_rows, value_rows = _stored_rows(shape.key, shape, S, E), _stored_rows(shape.value, shape, S, Ev)
+    ragged = L % rows != 0 or S % keys != 0
+    edge = "clamp" if ragged else "inside"
+    total = batch * -(-L // rows)
+    workgroups = grid(shape, config)
+
+    def matrix(elem: T.DType, r: int, c: int, use: str) -> T.MatrixType:
+        return T.matrix_type(elem, r, c, use, "workgroup")
+
+    scores_t, state_t = matrix(T.float32, rows, keys, "acc"), matrix(T.float32, rows, STATE, "acc")
+    out_t = matrix(T.float32, rows, Ev, "acc")
+    name = f"attention_cm2_{'x'.join(map(str, shape.batch)) or 'scalar'}_{L}x{S}x{E}x{Ev}"
+    kb = B.KernelBuilder(name, (config.threads, 1, 1), subgroup_size)
+    q, k, v = (kb.buffer(n, T.float16) for n in "qkv")
+    out = kb.buffer("out", T.float16, "write")
+    lse = kb.buffer("lse", T.float32, "write")
+    scale = kb.param("scale", T.float32)
+    with kb:
+        w = linear_workgroup(workgroups)
+        with _maybe_if(w < _u32(total) if workgroups[0] * workgroups[1] > total else None):  # uniform per workgroup
+            entry, query_block = _block_of(w, shape, config)
+            q0 = query_block * _u32(rows)  # the block's first query within its batch entry
+            q_at, k_at, v_at = _batch_offsets(entry, shape, [shape.query, shape.key, shape.value])  # elements
+            row0 = entry * _u32(L) + q0  # of out and lse
+            key_row0, value_row0 = k_at / _u32(E), v_at / _u32(Ev)
+            query_t = matrix(T.float16, rows, E, "a")
+            query = q.load_matrix((q_at / _u32(E) + q0, _u32(0)), query_t, (query_rows, E), edge)
+
+            def masked(r: Value, c: Value, s: Value, scale_: Value, first_query: Value, first_key: Value) -> Value:
+                """The score scaled, -inf for a key after the query (causal) or from S on."""
+                key = first_key + c
+                hidden = key >= _u32(S) if S % keys else None
+                if shape.causal:
+                    after = key > first_query + r
+                    hidden = after if hidden is None else after | hidden
+                return B.select(hidden, _f32(NEG_INF), s * scale_)
+
+            def block(j: Value, o: Value, m: Value, l: Value, mask: bool) -> tuple[Value, Value, Value]:
+                k0 = j * _u32(keys)
+                kt_t = matrix(T.float16, E, keys, "b")
+                kt = k.load_matrix((key_row0 + k0, _u32(0)), kt_t, (key_rows, E), edge, transposed=True)
+                s = B.matrix_mul_add(query, kt, B.matrix_fill(B.const_bits(0x80000000, T.float32), scores_t))
+                s = B.matrix_map(masked, s, scale, q0, k0) if mask else B.matrix_scale(s, scale)
+                m_new = B.matrix_map(lambda r, c, a, b: _max(a, b), B.matrix_reduce_rows(s, "max", STATE), m)
+                m_wide = B.matrix_reduce_rows(m_new, "max", keys)  # every column the row's m'
+                # A NaN score makes the row maximum NaN (``_max`` and the max reduction carry it), so every
+                # later P, α and l of the row is 0 and the final O / l is 0 / 0: NaN, as PyTorch. The exp need
+                # not carry NaN itself (keep_nan=False: five operations fewer per weight, the same bits else).
+                p = B.matrix_map(lambda r, c, x, top: weight_exp(x - top, keep_nan=False), s, m_wide)
+                alpha = B.matrix_map(lambda r, c, old, new: weight_exp(old - new, keep_nan=False), m, m_new)
+                row_sum = B.matrix_reduce_rows(p, "add", STATE)
+                l_new = B.matrix_map(lambda r, c, l_, a, t: l_ * a + t, l, alpha, row_sum)
+                value_t = matrix(T.float16, keys, Ev, "b")
+                value = v.load_matrix((value_row0 + k0, _u32(0)), value_t, (value_rows, Ev), edge)
+                kept = B.matrix_mul(o, B.matrix_reduce_rows(alpha, "max", Ev))
+                o_new = B.matrix_mul_add(B.matrix_convert(p, matrix(T.float16, rows, keys, "a")), value, kept)
+                return o_new, m_new, l_new
+
+            if shape.causal:  # blocks wholly at or before the diagonal, then those it crosses; none after it
+                whole = B.select(
+                    (q0 + _u32(1)) / _u32(keys) < _u32(S // keys), (q0 + _u32(1)) / _u32(keys), _u32(S // keys)
+                )
+                needed = (q0 + _u32(rows + keys - 1)) / _u32(keys)
+                end = B.select(needed < _u32(-(-S // keys)), needed, _u32(-(-S // keys)))
+            else:
+                whole, end = _u32(S // keys), _u32(-(-S // keys))
+            carried = (
+                B.matrix_fill(0.0, out_t),
+                B.matrix_fill(_f32(NEG_INF), state_t),
+                B.matrix_fill(0.0, state_t),
+            )
+            carried = B.loop(_u32(0), whole, _u32(1), carried, lambda j, *c: block(j, *c, mask=False))
+            if shape.causal or S % keys:
+                carried = B.loop(whole, end, _u32(1), carried, lambda j, *c: block(j, *c, mask=True))
+            o, m, l = carried
+            result = B.matrix_map(lambda r, c, o_, l_: o_ / l_, o, B.matrix_reduce_rows(l, "max", Ev))
+            rest = _u32(L) - q0
+            kept_rows = B.select(rest < _u32(rows), rest, _u32(rows)) if L % rows else None
+            out.store_matrix((row0, _u32(0)), result, (out_rows, Ev), edge, rows_kept=kept_rows)
+            log_sum_exp = B.matrix_map(lambda r, c, m_, l_: m_ + M.log(l_), m, l)
+            lse.store_matrix((row0, _u32(0)), log_sum_exp, (out_rows, 1), "clamp", rows_kept=kept_rows)
+    kernel = kb.finish()
+    verify_kernel(kernel)
+    return kernel
+
+
+@functools.lru_cache(maxsize=64)
+def cached_forward_kernel(shape: AttentionShape, config: Config = DEFAULT, subgroup_size: int = 32) -> Kernel:
+    """``forward_kernel(shape, config, subgroup_size)``, built once per shape (bounded)."""
+    return forward_kernel(shape, config, subgroup_size)
+
+
+def flops(shape: AttentionShape) -> int:
+    """The forward's multiply-adds times two: 2·L·S·(E + Ev) per batch entry, halved under causal masking."""
+    full = 2 * shape.batch_count * shape.query_len * shape.key_len * (shape.head_dim + shape.value_dim)
+    return full // 2 if shape.causal else full
+
+
+__all__ = ["Config", "DEFAULT", "HEAD_DIMS", "applies", "cached_forward_kernel", "flops", "forward_kernel", "grid"]

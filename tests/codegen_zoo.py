@@ -304,24 +304,6 @@ def flash_matrix_kernel() -> Kernel:
     return kb.finish()
 
 
-def compare_constants_kernel():
-    """out[i] = bit j of test j on a[i]: > -126, > 1.5, > -inf, > 2^-149 (subnormal), > -0.0, 2.0 <= a[i],
-    and a[i] < b[i]."""
-    kb = KernelBuilder("compare_constants", local_size=(64, 1, 1))
-    a, b = kb.buffer("a", T.float32, "read"), kb.buffer("b", T.float32, "read")
-    out = kb.buffer("out", T.uint32, "write")
-    with kb:
-        i = global_id(0)
-        x = a[i]
-        tests = [x > const(c, T.float32) for c in (-126.0, 1.5, float("-inf"), 2.0**-149, -0.0)]
-        tests += [const(2.0, T.float32) <= x, x < b[i]]
-        total = const(0, T.uint32)
-        for bit, holds in enumerate(tests):
-            total = total | select(holds, const(1 << bit, T.uint32), const(0, T.uint32))
-        out[i] = total
-    return kb.finish()
-
-
 def kernels_for_coverage() -> list[Kernel]:
     """One kernel per pure case plus the non-pure kinds: together they use every instruction."""
     kernels = [pure_kernel(c) for c in pure_cases()]
@@ -343,7 +325,6 @@ def ops_used(kernels: list[Kernel]) -> set[str]:
 __all__ = [
     "FLOATS",
     "PureCase",
-    "compare_constants_kernel",
     "control_flow_kernel",
     "flash_matrix_kernel",
     "index_kernel",

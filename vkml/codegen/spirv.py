@@ -87,7 +87,6 @@ class _FunctionEmitter(MemoryEmitter, MatrixEmitter):
         self.ir_name = ValueNames(kernel)  # '%5', or '%n' for a parameter, as in the IR text
         self.label = "%entry"
         self.bits_compare = False  # float32 comparisons on the bits (devices that may flush subnormals)
-        self.constants: dict[int, object] = {}  # id(Value) -> the numpy value of each const (spirv_compare.wanted)
         self.vulkan_memory_model = False  # OpMemoryModel ... Vulkan: barriers make memory available/visible
         self._labels = 0
         self._temps = 0
@@ -272,14 +271,13 @@ class _FunctionEmitter(MemoryEmitter, MatrixEmitter):
     def emit_instr(self, ins: Instr) -> None:
         if ins.op == "const":
             self.ids[id(ins.result)] = self.mod.constant(ins.result.dtype, ins.attrs[0])
-            self.constants[id(ins.result)] = ins.attrs[0]
             return
         if ins.op in _BUILTINS:
             vec = self.temp(_BUILTINS[ins.op])
             self.op("OpLoad", vec, self.mod.vector(T.uint32, 3), self.mod.builtin_input(_BUILTINS[ins.op]))
             self.op("OpCompositeExtract", self.result_id(ins.result), self.mod.scalar(T.uint32), vec, str(ins.attrs[0]))
             return
-        if self.bits_compare and spirv_compare.wanted(ins, self.constants):
+        if self.bits_compare and spirv_compare.wanted(ins):
             spirv_compare.emit(self, ins)
             return
         if ins.op == "irem" and ins.result.dtype.is_signed:

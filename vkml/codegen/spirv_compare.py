@@ -4,13 +4,10 @@ Without DenormPreserve a driver may treat subnormal operands of a float comparis
 (measured on NVIDIA's driver: ``0 == 1e-45`` was true), while the IR defines comparisons exactly,
 as numpy computes them. So on such devices each float32 comparison is emitted as integer
 instructions: a sign-magnitude to two's-order key (with -0 folded onto +0), an unsigned
-compare of the keys, and the NaN rule (ordered: false with a NaN; unordered: true). A
-comparison with a normal or infinite constant keeps the float instruction (``wanted``).
+compare of the keys, and the NaN rule (ordered: false with a NaN; unordered: true).
 """
 
 from __future__ import annotations
-
-import numpy as np
 
 from ..ir import types as T
 from ..ir.core import Instr
@@ -26,18 +23,9 @@ ORDERED = {
 UNORDERED = {"ult": "ge", "ule": "gt", "ugt": "le", "uge": "lt", "ne": "eq"}
 
 
-def wanted(ins: Instr, constants: dict | None = None) -> bool:
-    """Whether ``ins`` is a float32 comparison to emit on the bits where subnormals may flush: every one
-    but those with an operand that is a constant ``constants`` (id of a Value -> its numpy value) holds
-    as nonzero and not subnormal. A flushed subnormal lies on the same side of such a constant as the
-    subnormal itself, and equals it neither way, so the device's own comparison gives the IR's result."""
-    if not (ins.op in ORDERED or ins.op in UNORDERED) or ins.args[0].dtype is not T.float32:
-        return False
-    for arg in ins.args:
-        value = (constants or {}).get(id(arg))
-        if value is not None and (np.isinf(value) or abs(value) >= np.finfo(np.float32).tiny):
-            return False
-    return True
+def wanted(ins: Instr) -> bool:
+    """Whether ``ins`` is a float32 comparison (emitted on the bits where subnormals may flush)."""
+    return (ins.op in ORDERED or ins.op in UNORDERED) and ins.args[0].dtype is T.float32
 
 
 def _key_and_nan(em, value: str) -> tuple[str, str]:

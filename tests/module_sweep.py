@@ -145,6 +145,12 @@ def _compare_call(name, case, tmod, vmod, specs, device, grad, values=True):
             assert tuple(a.shape) == tuple(b.shape) and _dt(a) == _dt(b), f"{name} output {k}: {a.shape} vs {b.shape}"
     if not values or w_in is None:
         return
+    compare_grads(name, g_in, w_in, g_p, w_p)
+
+
+def compare_grads(name, g_in, w_in, g_p, w_p):
+    """vkml's input gradients ``g_in`` and (name, grad) parameter gradients ``g_p`` against torch's
+    ``w_in`` and ``w_p``: None on both sides or close; a sparse gradient sparse on both, compared dense."""
     assert g_in is not None, f"{name}: vkml's output does not require grad"
     for k, (a, b) in enumerate(zip(g_in, w_in, strict=True)):
         assert (a is None) == (b is None), f"{name}: input grad {k} is None on one side only"
@@ -153,7 +159,8 @@ def _compare_call(name, case, tmod, vmod, specs, device, grad, values=True):
     for (n, a), (_, b) in zip(g_p, w_p, strict=True):
         assert (a is None) == (b is None), f"{name}: {n}.grad is None on one side only"
         if b is not None:
-            _close(a, b, f"{name} {n}.grad")
+            assert a.is_sparse == b.is_sparse, f"{name}: {n}.grad sparse {a.is_sparse}, torch's {b.is_sparse}"
+            _close(a.to_dense() if a.is_sparse else a, b.to_dense() if b.is_sparse else b, f"{name} {n}.grad")
 
 
 # vkml prints the normalization layers' ``bias=`` as PyTorch 2.13 does; PyTorch before it printed no

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from module_sweep import _dt, _raises, _repr, _same_error, structure
+from module_sweep import _dt, _raises, _repr, _same_error, compare_grads, structure
 from peer_sweep import _close, _flat
 from torch.testing._internal import common_nn
 from torch.testing._internal.common_modules import ModuleErrorEnum, module_db
@@ -422,16 +422,7 @@ def check_sample(sample: Sample):
             _close(a, b, f"{name} output {k}")
     if random or w_in is None:
         return
-    assert g_in is not None, f"{name}: vkml's output does not require grad"
-    for k, (a, b) in enumerate(zip(g_in, w_in, strict=True)):
-        assert (a is None) == (b is None), f"{name}: input grad {k} is None on one side only"
-        if b is not None:
-            _close(a, b, f"{name} input grad {k}")
-    for (n, a), (_, b) in zip(g_p, w_p, strict=True):
-        assert (a is None) == (b is None), f"{name}: {n}.grad is None on one side only"
-        if b is not None:
-            assert a.is_sparse == b.is_sparse, f"{name}: {n}.grad sparse {a.is_sparse}, torch's {b.is_sparse}"
-            _close(a.to_dense() if a.is_sparse else a, b.to_dense() if b.is_sparse else b, f"{name} {n}.grad")
+    compare_grads(name, g_in, w_in, g_p, w_p)
     for (n, a), (_, b) in zip(vmod.named_buffers(), tmod.named_buffers(), strict=True):
         _close(a, b, f"{name}: buffer {n} after forward")
 

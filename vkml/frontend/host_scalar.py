@@ -60,25 +60,22 @@ class HostScalar(Tensor):
 
     def set_number(self, number) -> None:
         """Give the tensor the value ``number`` (a write, as PyTorch's in-place update of the counter)."""
-        node = _constant(number, self.dtype)
-        self.node = node
+        dtype = self._node.dtype
+        found = _NODES.get((number, dtype))  # the usual case (every parameter's counter moves together)
+        node = found if found is not None else _constant(number, dtype)
+        if self._base is None:  # an owner: mutation.assign_node's write of the whole tensor, inline
+            self._node = node
+            self._vcount += 1
+        else:
+            self.node = node
         self._number = number
         self._number_node = node
 
     def __iadd__(self, other):
         kind = other.__class__
-        if kind is int or kind is float:
-            # vkml.jit's replay advances every parameter's counter this way each step: the usual case (a
-            # current number on an owner) inline, as set_number would do it
-            node = self._node
-            if self._base is None and node is self._number_node:
-                number = self._number + other
-                found = _NODES.get((number, node.dtype))
-                node = found if found is not None else _constant(number, node.dtype)
-                self._node, self._number, self._number_node = node, number, node
-                self._vcount += 1
-            else:
-                self.set_number(host_number(self) + other)
+        if kind is int or kind is float:  # vkml.jit's replay advances every parameter's counter so each step
+            current = self._base is None and self._node is self._number_node
+            self.set_number((self._number if current else host_number(self)) + other)
             return self
         if isinstance(other, (int, float)) and not isinstance(other, bool):  # an int or float subclass
             self.set_number(host_number(self) + other)

@@ -226,6 +226,23 @@ def _seconds(value) -> list[float]:
     return [float(v) for v in value] if isinstance(value, (list, tuple)) else [float(value)]
 
 
+def _step_row(name: str, result: dict, peer: str, note: str) -> Row:
+    """A wall-clock row of ``bench_training_step``'s per-step seconds (``result``, its dict)."""
+    ours, theirs = _seconds(result.get("vkml_seconds")), _seconds(result.get("torch_seconds"))
+    return Row(
+        name,
+        str(result.get("size", "")),
+        peer=peer,
+        clock="wall",
+        vkml_min=min(ours, default=None),
+        vkml_median=statistics.median(ours) if ours else None,
+        peer_min=min(theirs, default=None),
+        peer_median=statistics.median(theirs) if theirs else None,
+        samples=(len(ours), len(theirs)),
+        note=note,
+    )
+
+
 def measure_training(ctx: Context, repeats: int, budget_s: float) -> list[Row]:
     """The MLP training step of bench/bench_training.py, when that file exists.
 
@@ -255,23 +272,9 @@ def measure_training(ctx: Context, repeats: int, budget_s: float) -> list[Row]:
     result = bench_training_step(**{k: v for k, v in offered.items() if k in accepted})
     if not isinstance(result, dict):
         return [Row("mlp_train_step", status="error", note=f"bench_training_step returned {type(result).__name__}")]
-    ours, theirs = _seconds(result.get("vkml_seconds")), _seconds(result.get("torch_seconds"))
-    size, note = str(result.get("size", "")), str(result.get("note", ""))
+    size = str(result.get("size", ""))
     peer = f"eager ({ctx.torch_device.type})"
-    rows = [
-        Row(
-            "mlp_train_step",
-            size,
-            peer=peer,
-            clock="wall",
-            vkml_min=min(ours, default=None),
-            vkml_median=statistics.median(ours) if ours else None,
-            peer_min=min(theirs, default=None),
-            peer_median=statistics.median(theirs) if theirs else None,
-            samples=(len(ours), len(theirs)),
-            note=note,
-        )
-    ]
+    rows = [_step_row("mlp_train_step", result, peer, str(result.get("note", "")))]
     if not ctx.quick and "width" in accepted and "batch" in accepted:
         # The demo's own size (64 wide, batches of 60) in a full run too: a step of the size most
         # programs a user ports first, where the host's work per op, not the GPU's, is the time.
@@ -280,21 +283,7 @@ def measure_training(ctx: Context, repeats: int, budget_s: float) -> list[Row]:
         small = bench_training_step(
             **{k: v for k, v in offered.items() if k in accepted and k != "quick"}, width=demo.WIDTH, batch=demo.BATCH
         )
-        ours_small, theirs_small = _seconds(small.get("vkml_seconds")), _seconds(small.get("torch_seconds"))
-        rows.append(
-            Row(
-                "mlp_train_step_small",
-                str(small.get("size", "")),
-                peer=peer,
-                clock="wall",
-                vkml_min=min(ours_small, default=None),
-                vkml_median=statistics.median(ours_small) if ours_small else None,
-                peer_min=min(theirs_small, default=None),
-                peer_median=statistics.median(theirs_small) if theirs_small else None,
-                samples=(len(ours_small), len(theirs_small)),
-                note="the demo's size: host-bound on both sides",
-            )
-        )
+        rows.append(_step_row("mlp_train_step_small", small, peer, "the demo's size: host-bound on both sides"))
     vk_peak, torch_peak = result.get("vkml_peak_bytes"), result.get("torch_peak_bytes")
     rows.append(
         Row(

@@ -377,21 +377,45 @@ def div(input, other, *, rounding_mode=None):
     return _divide(input, other)
 
 
+_FLOATS = (T.float32, T.float64)
+# exponent -> (input dtypes, the routine): PyTorch's pow_tensor_scalar takes sqrt, rsqrt and reciprocal for
+# float, double and bfloat16 and ``x*x*x`` and ``1/(x*x)`` for float and double (aten/src/ATen/native/cpu/
+# PowKernel.cpp); float16 stays on pow, as PyTorch's CPU kernel.
+_POW_SPECIAL = {
+    0.5: (_FLOATS + (T.bfloat16,), lambda x: _elementwise("sqrt", x)),
+    -0.5: (_FLOATS + (T.bfloat16,), lambda x: _elementwise("rsqrt", x)),
+    -1: (_FLOATS + (T.bfloat16,), lambda x: _elementwise("reciprocal", x)),
+    3: (_FLOATS, lambda x: _mul(_mul(x, x), x)),
+    -2: (_FLOATS, lambda x: _divide(1.0, _mul(x, x))),
+}
+
+
 @autograd.shown_as(lambda input, exponent: "PowBackward1" if hasattr(exponent, "_ctx") else "PowBackward0")
 def pow(input, exponent):
     """``input ** exponent`` with broadcasting and PyTorch's result dtype (``int ** 2.0`` is float32).
 
     ``x ** 2`` is ``x * x`` (exact) where that keeps the dtype: a float tensor, or an integer
-    tensor and the int 2.
+    tensor and the int 2. As in PyTorch's kernel, ``x ** 0.5`` is ``sqrt(x)``, ``x ** -0.5``
+    ``1 / sqrt(x)``, ``x ** -1`` ``1 / x``, ``x ** 3`` ``x * x * x`` and ``x ** -2`` ``1 / (x * x)``
+    (float32 and float64; the first three for bfloat16), each with pow's gradient.
+
+    >>> (vkml.tensor([4.0, -0.0]) ** 0.5).tolist()  # doctest: +SKIP
+    [2.0, -0.0]
     """
     exponent = exponent.item() if isinstance(exponent, np.generic) else exponent
     if type(exponent) is bool and isinstance(input, _tensor.Tensor) and input.dtype is T.bool_:
         # PyTorch's bool ** bool: x ** True is x, x ** False is True (its pow has no bool kernel
         # for a bool tensor exponent, which the registry refuses with its NotImplementedError)
         return _tensor.Tensor(input.node) if exponent else _elementwise("logical_or", input, True)
-    if type(exponent) in (int, float) and isinstance(input, _tensor.Tensor) and exponent == 2:
-        if input.dtype.is_float or (type(exponent) is int and input.dtype is not T.bool_):
-            return _mul(input, input)
+    if type(exponent) in (int, float) and isinstance(input, _tensor.Tensor):
+        if exponent == 2:
+            if input.dtype.is_float or (type(exponent) is int and input.dtype is not T.bool_):
+                return _mul(input, input)
+        elif exponent in _POW_SPECIAL and input.dtype in _POW_SPECIAL[exponent][0]:
+            # PyTorch's kernels take these exponents by another routine (CPU and CUDA alike): its bits, and
+            # pow's gradient formula recorded as PowBackward0 (which asks pow again for exponent - 1)
+            out = _POW_SPECIAL[exponent][1](_tensor.Tensor(input.node))  # lazy: the value only
+            return autograd.record("pow", (input, exponent), out) if input._requires_grad else out
     out = _elementwise("pow", input, exponent)
     if type(exponent) in (int, float) and out.dtype is not T.float32:
         # PyTorch converts the exponent to an integer or float16 result's dtype, and checks it fits

@@ -337,7 +337,10 @@ register(
         body=_pow,
         precision="float: see mathlib.pow; integers exact (wrapping)",
         special="C99 special cases: pow(x, 0) = 1 even for NaN x, pow(1, y) = 1 even for NaN y, "
-        "(-8)^(1/3) = NaN, 0^-1 = inf, (-0)^-1 = -inf. Integer negative exponents give 0 unless |x| = 1.",
+        "(-8)^(1/3) = NaN, 0^-1 = inf, (-0)^-1 = -inf. Integer negative exponents give 0 unless |x| = 1. "
+        "A Python-number exponent takes PyTorch's routine where its kernel does: 2 is x*x; for float32 and "
+        "float64, 3 is x*x*x and -2 is 1/(x*x); for those and bfloat16, 0.5 is sqrt (sqrt(-0.0) = -0.0), "
+        "-0.5 is 1/sqrt(x) and -1 is 1/x; the gradient stays pow's.",
         grad=_grad_pow,
         operator="a ** b",
     )

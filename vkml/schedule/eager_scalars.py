@@ -33,6 +33,8 @@ from __future__ import annotations
 import operator
 import struct
 
+import numpy as np
+
 from .. import config
 from ..runtime.base import PARAM_CODES
 from ..runtime.counters import counters
@@ -51,19 +53,17 @@ _PACK_ERRORS = (struct.error, OverflowError, TypeError)  # a value no push const
 class Params:
     """Some of a recipe's parameters, packed as the device packs them: ``refs`` their sources (a constant's
     position, or a ``ViewParam``), ``positions`` the same when all are constants (read in C) else None,
-    ``packer`` their struct (the push constants' codes, ``runtime.base.PARAM_CODES``), ``spans`` each one's
-    (byte offset, size) in it, ``indices`` their indices in the recipe's ``replay`` parameter order."""
+    ``packer`` their struct (the push constants' codes, ``runtime.base.PARAM_CODES``), ``starts`` each one's
+    first byte in it, ``indices`` their indices in the recipe's ``replay`` parameter order (numpy arrays)."""
 
-    __slots__ = ("refs", "positions", "packer", "spans", "indices")
+    __slots__ = ("refs", "positions", "packer", "starts", "indices")
 
     def __init__(self, refs: list, codes: list, indices: list, fmt: str | None = None):
-        self.refs, self.indices = refs, indices
+        self.refs, self.indices = refs, np.array(indices, np.intp)
         self.positions = refs if all(p.__class__ is int for p in refs) else None
         self.packer = struct.Struct(fmt if fmt is not None else "<" + "".join(codes))
-        self.spans, at = [], 0
-        for code in codes:
-            self.spans.append((at, struct.calcsize("<" + code)))
-            at += self.spans[-1][1]
+        sizes = [struct.calcsize("<" + code) for code in codes]
+        self.starts = np.cumsum([0, *sizes[:-1]], dtype=np.intp) if sizes else np.zeros(0, np.intp)
 
     def values(self, order: list) -> list:
         """Each parameter's value over the nodes of ``order``, as ``plan_cache.dispatches_of`` binds it."""
@@ -146,7 +146,7 @@ class Watch:
     packed values, how many replays in a row changed each parameter, the recent buffers, and its
     ``Ringed`` form if any (then ``params`` is the form's kept ones)."""
 
-    __slots__ = ("device", "mapped", "params", "last", "streaks", "buffers", "ringed", "unmovable")
+    __slots__ = ("device", "mapped", "params", "last", "streaks", "buffers", "ringed", "movable")
 
     def __init__(self, recipe: plan_cache.Recipe, device):
         self.device = device
@@ -154,18 +154,15 @@ class Watch:
         codes = _codes(recipe)
         self.params = Params(list(recipe.replay[1]), codes, list(range(len(codes))))
         self.last = None
-        self.streaks = [0] * len(codes)
+        self.streaks = np.zeros(len(codes), np.int64)
         self.buffers: list = []  # the buffer parts of recent replays' keys
         self.ringed: Ringed | None = None
-        # Parameters that change but cannot move (not one 32-bit word): they never make a new form
-        self.unmovable = set()
-        index = 0
+        # Parameters that can move (one 32-bit word); the others stay push constants whatever they do
+        movable = []
         for step in recipe.steps:
             decls = {p.name: p.dtype for p in step.kernel.params}
-            for ref in step.params:
-                if decls[ref.name] not in WORD_DTYPES:
-                    self.unmovable.add(index)
-                index += 1
+            movable += [decls[ref.name] in WORD_DTYPES for ref in step.params]
+        self.movable = np.array(movable, bool)
 
 
 def replay_key(recipe: plan_cache.Recipe, order: list, outs: list, temps: list, device) -> tuple | None:
@@ -214,15 +211,13 @@ def _changed(watch: Watch, recipe: plan_cache.Recipe, pushed: bytes, parts: list
         watch.buffers = [buffers, *watch.buffers[: RECENT_BUFFERS - 1]]
     if last is None:
         return
-    streaks, params = watch.streaks, watch.params
-    ready = []
-    for (at, size), i in zip(params.spans, params.indices):
-        if pushed[at : at + size] != last[at : at + size]:
-            streaks[i] += 1
-            if streaks[i] >= STREAK and i not in watch.unmovable:
-                ready.append(i)
-        else:
-            streaks[i] = 0
+    # Which parameters' bytes differ, in numpy (a recipe may have a hundred): then each one's streak
+    params = watch.params
+    differ = np.frombuffer(pushed, np.uint8) != np.frombuffer(last, np.uint8)
+    changed = np.logical_or.reduceat(differ, params.starts)
+    indices, streaks = params.indices, watch.streaks
+    streaks[indices] = np.where(changed, streaks[indices] + 1, 0)
+    ready = indices[(streaks[indices] >= STREAK) & watch.movable[indices]].tolist()
     if ready and recent:
         moved = frozenset(ready) | (watch.ringed.moved if watch.ringed is not None else frozenset())
         watch.ringed = Ringed(recipe, moved, watch.device)

@@ -85,9 +85,11 @@ class ScalarRing:
             self.starts.append(start)
             start += -(-count // align) * align
         self.device = device
-        self.buffers = [device.allocate(T.uint32, start) for _ in range(RING)]
+        # Memory for the host to write: a range freed while submitted work may still use it is first
+        # written by a copy queued behind that work, and every later write waits for that copy.
+        self.buffers = [device.upload_new(T.uint32, np.zeros(start, np.uint32)) for _ in range(RING)]
         self.windows = [[device.alias(b, at, n) for at, n in zip(self.starts, counts)] for b in self.buffers]
-        self.serials = [0] * RING
+        self.serials = [b.ready_serial for b in self.buffers]
         self.next = 0
         self.words = np.zeros(start, np.uint32)
         # ``put``'s: the entry it wrote last and its bytes (a ring is written one of the two ways)

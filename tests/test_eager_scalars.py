@@ -162,3 +162,15 @@ def test_a_ring_on_memory_freed_in_flight_keeps_its_words(gpu):
     gpu.synchronize()
     for ring, entry in rings:
         np.testing.assert_array_equal(gpu.download(ring.buffers[entry]), ring.words)
+
+
+def test_a_parameter_that_starts_changing_later_joins_the_ring(gpu):
+    x_np = np.linspace(-2, 2, 192, dtype=np.float32)
+    x = vkml.tensor(x_np, device=gpu)
+    before = dict(counters)
+    for k in range(20):
+        a, b = 0.5 + 0.25 * k, 1.0 if k < 8 else -0.125 * k  # the offset changes every step from the ninth
+        got = (x * a - b).numpy()
+        np.testing.assert_array_equal(got, x_np * np.float32(a) - np.float32(b))
+    assert counters["scalars_moved"] - before["scalars_moved"] == 2  # the factor, then the offset
+    assert counters["recordings_reused"] - before["recordings_reused"] >= 6

@@ -157,11 +157,14 @@ class Watch:
         self.streaks = np.zeros(len(codes), np.int64)
         self.buffers: list = []  # the buffer parts of recent replays' keys
         self.ringed: Ringed | None = None
-        # Parameters that can move (one 32-bit word); the others stay push constants whatever they do
+        # Parameters that can move: one 32-bit word each, of a kernel with room for the ring's binding.
+        # The others stay push constants whatever they do.
+        bindings = getattr(device, "limits", {}).get("maxPerStageDescriptorStorageBuffers", 1 << 30)
         movable = []
         for step in recipe.steps:
             decls = {p.name: p.dtype for p in step.kernel.params}
-            movable += [decls[ref.name] in WORD_DTYPES for ref in step.params]
+            room = len(step.kernel.buffers) < bindings
+            movable += [room and decls[ref.name] in WORD_DTYPES for ref in step.params]
         self.movable = np.array(movable, bool)
 
 

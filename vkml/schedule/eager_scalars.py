@@ -3,7 +3,7 @@
 A training step realizes the same plans every step over the same memory (the allocator hands
 out the ranges the last step freed), so the device could submit each realize's earlier command
 buffer again (``VulkanDevice.run_again``) but for a few kernel parameters whose values change on
-every step: dropout's random key, Adam's bias corrections, a dataset slice's offset. Push
+every step: dropout's random key, Adam's bias corrections, the offset of a moving window. Push
 constants are recorded into the command buffer, so each such realize recorded its dispatches
 anew.
 

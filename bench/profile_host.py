@@ -9,8 +9,9 @@ LayerNorm, qkv Linear, causal ``scaled_dot_product_attention``, Linear, GELU MLP
 read). ``--bytecodes`` also prints the Python bytecodes one step executes (``sys.settrace`` opcode
 events: a loaded machine leaves the count unchanged; docs/benchmarks.md, "Session 15: host cost").
 
-Runs untimed repetitions first (compiles, plan caches, GPU clocks), then profiles ``--steps``
-more and prints the functions with the most time of their own, and the wall time per step.
+Runs ``--warmup`` untimed repetitions first (compiles, plan caches, scalars moved to rings, GPU
+clocks), then profiles ``--steps`` more and prints the functions with the most time of their own,
+and the wall time per step.
 The GPU's share is inside the fence waits (``Recordings.wait_for``): with asynchronous
 submission (the default) the host waits only where it reads results, so the time there is the
 GPU work the host did not overlap; ``VKML_ASYNC=0`` waits after every submission, as before.
@@ -105,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default=None)
     parser.add_argument("--quick", action="store_true", help="the demo's MLP size")
     parser.add_argument("--steps", type=int, default=20)
+    # A step's changing kernel parameters move to a ring buffer over its first steps (vkml/schedule/eager_scalars.py)
+    parser.add_argument("--warmup", type=int, default=15, help="untimed steps first")
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--bytecodes", action="store_true", help="also count one step's Python bytecodes")
     args = parser.parse_args(argv)
@@ -114,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         "block_train_step": lambda: block_action(device),
     }
     action = makers.get(args.name, lambda: graph_action(device))()
-    for _ in range(5):
+    for _ in range(args.warmup):
         action()
     started = time.perf_counter()
     for _ in range(args.steps):

@@ -24,6 +24,7 @@ exception is ``VKML_EAGER``, which every op asks about: vkml reads it once, at i
 | ``VKML_ATTENTION_TILED`` | ``attention_tiled()`` | ``0``: the fused attention kernels (forward and backward) are the untiled scalar ones, one score a lane (the earlier form, kept for measuring; other bits within the same bound). Default ``1``: heads whose tiles fit in 32 KiB (E = Ev = 64 and smaller) take the register-tiled kernels (vkml/kernels/attention.py), on every device alike |
 | ``VKML_CONV_IMPLICIT`` | ``conv_implicit()`` | ``0``: conv2d and conv1d with one group write their im2col matrix into a buffer, multiply it and lay the result out in a kernel each (the earlier form, kept for measuring). Default ``1``: one implicit-GEMM product reads the windows of the padded input by index arithmetic and writes (N, C, *out) with the bias added; the same sums, the same bits |
 | ``VKML_REDUCE_SPLIT`` | ``reduce_split()`` | ``0``: a reduction with few outputs keeps one workgroup an output (the earlier plan, kept for measuring). Default ``1``: a lone reduction with fewer outputs than ``Tuning.reduce_split_rows`` and long rows (batch norm's per-channel sums over (N, H, W)) is split over aligned blocks of each row, one workgroup a block, and a further pass combines the blocks' results by the upper levels of the same tree: the same bits (vkml/kernels/reduce_rows.py) |
+| ``VKML_EAGER_SCALARS`` | ``eager_scalars()`` | ``0``: eager realizes keep every kernel parameter a push constant (the earlier form, for A/B measurements). Default ``1``: on Vulkan devices the host writes through a mapping, a cached plan's parameters that change on every realize (dropout's key, Adam's bias corrections) move into a ring buffer, so the realize submits its earlier command buffer again (vkml/schedule/eager_scalars.py); the same bits |
 
     >>> import os; os.environ["VKML_CACHE_DIR"] = "/tmp/vkml-cache"
     >>> str(cache_dir())
@@ -122,6 +123,8 @@ _DEBUG_KEY = "VKML_DEBUG" if _ENVIRON_BYTES is None else b"VKML_DEBUG"
 _ASYNC_KEY = "VKML_ASYNC" if _ENVIRON_BYTES is None else b"VKML_ASYNC"
 _split_parsed: tuple = (None, True)
 _SPLIT_KEY = "VKML_REDUCE_SPLIT" if _ENVIRON_BYTES is None else b"VKML_REDUCE_SPLIT"
+_scalars_parsed: tuple = (None, True)
+_SCALARS_KEY = "VKML_EAGER_SCALARS" if _ENVIRON_BYTES is None else b"VKML_EAGER_SCALARS"
 _ENVIRON_RAW = os.environ if _ENVIRON_BYTES is None else _ENVIRON_BYTES
 
 
@@ -251,6 +254,21 @@ def reduce_split() -> bool:
     if raw != _split_parsed[0]:
         _split_parsed = (raw, _switch("VKML_REDUCE_SPLIT", True))
     return _split_parsed[1]
+
+
+def eager_scalars() -> bool:
+    """Whether eager realizes move parameters that change on every step into a ring buffer (``VKML_EAGER_SCALARS``, default on).
+
+    Read on every realize of a cached plan with parameters; both settings give the same bits.
+
+    >>> eager_scalars() in (True, False)
+    True
+    """
+    global _scalars_parsed
+    raw = _ENVIRON_RAW.get(_SCALARS_KEY)
+    if raw != _scalars_parsed[0]:
+        _scalars_parsed = (raw, _switch("VKML_EAGER_SCALARS", True))
+    return _scalars_parsed[1]
 
 
 def fence_spin_us(default: int) -> int:

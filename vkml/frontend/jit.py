@@ -36,7 +36,6 @@ recorded size (it is read from wherever it is now: calls between replays may cha
 from __future__ import annotations
 
 import collections
-import dataclasses
 import functools
 import gc
 import itertools
@@ -51,11 +50,11 @@ import numpy as np
 
 from ..graph import build as lazy
 from ..graph.node import Node, Op
-from ..ir import core as ir
 from ..ir import types as T
 from ..kernels import matmul as kernels_matmul
 from ..schedule import checks, plan_cache
 from ..schedule import scheduler as schedule
+from ..schedule.scalar_ring import SCALARS, WORD_DTYPES, ScalarRing, scalars_variant
 from ..tensor import Tensor
 from . import autograd
 from .host_scalar import HostScalar, host_number
@@ -812,11 +811,11 @@ class _Program:
         from push constants into a small buffer the kernels read, so that one command buffer serves
         every replay: push constants are recorded into it, buffer contents are not.
 
-        Each dispatch with such parameters runs a variant of its kernel (``_scalars_variant``) that
+        Each dispatch with such parameters runs a variant of its kernel (``scalars_variant``) that
         loads them from ``SCALARS`` bound to its own aligned window of a ring buffer. The host
         writes a ring entry before the replay that reads it, once the replay that read it last is
-        complete (``RING`` entries: the host fills one while the device may still run the other).
-        The words hold the bits the push constants would have held, so results do not change."""
+        complete (vkml/schedule/scalar_ring.py: the host fills one entry while the device may still
+        read the other). The words hold the bits the push constants would have held."""
         self.ring = None
         moved: dict = {}  # id(dispatch) -> (dispatch, [(name, source)])
         if self.device.kind != "vulkan" or not self.device.writes_mapped:
@@ -827,34 +826,28 @@ class _Program:
         for entry in self.scalar_params:
             d, name = entry[0], entry[1]
             moved.setdefault(id(d), (d, []))[1].append((name, ("scalar", entry[2], entry[3])))
-        align = self.device.alias_alignment(T.uint32)
         fills = []  # (word, whether a float32, source)
-        windows = []  # (dispatch, first word, words)
-        kept_draws, kept_scalars = set(), set()
-        start = 0
+        windows = []  # (dispatch, the names it reads from its window, with their sources)
         for d, names in moved.values():
             decls = {p.name: p.dtype for p in d.kernel.params}
-            names = [(n, src) for n, src in names if decls.get(n) in _WORD_DTYPES]
-            if not names:
-                continue
-            d.kernel = _scalars_variant(d.kernel, tuple(n for n, _ in names))
+            names = [(n, src) for n, src in names if decls.get(n) in WORD_DTYPES]
+            if names:
+                windows.append((d, decls, names))
+        if not windows:
+            return
+        self.ring = ScalarRing(self.device, [len(names) for _, _, names in windows])
+        kept_draws, kept_scalars = set(), set()
+        for (d, decls, names), start in zip(windows, self.ring.starts):
+            d.kernel = scalars_variant(d.kernel, tuple(n for n, _ in names))
             for w, (n, src) in enumerate(names):
                 fills.append((start + w, decls[n] is T.float32, src))
                 (kept_draws if src[0] == "draw" else kept_scalars).add((id(d), n))
                 del d.params[n]
-            windows.append((d, start, len(names)))
-            start += -(-len(names) // align) * align
-        if not windows:
-            return
         self.draw_params = [e for e in self.draw_params if (id(e[0]), e[1]) not in kept_draws]
         self.scalar_params = [e for e in self.scalar_params if (id(e[0]), e[1]) not in kept_scalars]
-        self.ring = [self.device.allocate(T.uint32, start) for _ in range(RING)]
-        self.ring_windows = [[(d, self.device.alias(b, at, n)) for d, at, n in windows] for b in self.ring]
-        self.ring_serials = [0] * RING
-        self.ring_next = 0
+        self.ring_windows = [list(zip([d for d, _, _ in windows], entry)) for entry in self.ring.windows]
         self.ring_fills = fills
         self.ring_draws = any(src[0] == "draw" for _, _, src in fills)
-        self.ring_words = np.zeros(start, np.uint32)
 
     def bind_roots(self, roots: _Roots) -> None:
         """Where the optimizers' per-step scalars come from: only those the work takes are recomputed
@@ -936,9 +929,7 @@ class _Program:
         """Fill the next ring entry with this replay's scalars (``words``: the draws' key words,
         ``values``: ``_scalar_values`` of ``scalar_sources``); returns its index (the dispatches
         bind its windows, ``ring_windows``, when the replay records)."""
-        k = self.ring_next
-        self.ring_next = (k + 1) % RING
-        out = self.ring_words
+        out = self.ring.words
         if self.ring_float_sources:
             floats = list(map(operator.getitem, map(values.__getitem__, self._float_a), self._float_b))
             if -_F32_OVERFLOW < min(floats) and max(floats) < _F32_OVERFLOW:
@@ -964,8 +955,7 @@ class _Program:
             bits = int(np.float32(value).view(np.uint32)) if is_float else int(value) & 0xFFFFFFFF
             for at in ats:
                 out[at] = bits
-        self.device.write_after(self.ring[k], out, self.ring_serials[k])
-        return k
+        return self.ring.write()
 
     def _counters(self, first: _Call, call: _Call) -> None:
         self.numbers = []  # (state dict, name, delta)
@@ -1205,7 +1195,7 @@ class _Program:
         else:
             del live, in_buffers, aliases
         if self.ring is not None:
-            self.ring_serials[ring_entry] = device.last_submission
+            self.ring.read_by(ring_entry, device.last_submission)
         outs = self._publish(targets, carried, open_checks, record)
         at = self._live_slot_at
         if at is not None:
@@ -1626,43 +1616,6 @@ def _derived_view_param(node, node_first, ref, call: _Call, first: _Call, node_p
         if delta == delta_first:
             return pos, level, field, divisor, bits, delta
     return None
-
-
-SCALARS = "jit_scalars"  # the buffer a kernel variant reads its per-replay scalars from
-RING = 2  # ring entries of scalar buffers per recording
-_WORD_DTYPES = (T.float32, T.int32, T.uint32)  # parameters of one 32-bit word: moved to the buffer
-_VARIANTS: dict = {}  # (id(kernel), names) -> (weak reference to the kernel, variant)
-
-
-def _scalars_variant(kernel, names: tuple):
-    """``kernel`` reading parameters ``names`` from buffer ``SCALARS`` (word i: names[i]'s bits).
-
-    The body is the same: each moved parameter's SSA value is now defined by a load (and a bitcast)
-    at the start instead of by the push constant. One variant per kernel and names, shared by
-    every dispatch and recording (each binds its own window of the buffer)."""
-    found = _VARIANTS.get((id(kernel), names))
-    if found is not None and found[0]() is kernel:
-        return found[1]
-    decls = {p.name: p for p in kernel.params}
-    prefix = []
-    for w, name in enumerate(names):
-        p = decls[name]
-        index = ir.Value(T.uint32)
-        prefix.append(ir.Instr("const", (), index, (np.uint32(w),)))
-        if p.dtype is T.uint32:
-            prefix.append(ir.Instr("load", (index,), p.value, (SCALARS,)))
-        else:
-            raw = ir.Value(T.uint32)
-            prefix.append(ir.Instr("load", (index,), raw, (SCALARS,)))
-            prefix.append(ir.Instr("bitcast", (raw,), p.value, (p.dtype.name,)))
-    variant = dataclasses.replace(
-        kernel,
-        buffers=(*kernel.buffers, ir.BufferDecl(SCALARS, T.uint32, "read")),
-        params=tuple(p for p in kernel.params if p.name not in names),
-        body=ir.Block([*prefix, *kernel.body.body], kernel.body.yields),
-    )
-    _VARIANTS[(id(kernel), names)] = (weakref.ref(kernel), variant)
-    return variant
 
 
 def _value_key(v) -> tuple:

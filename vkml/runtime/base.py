@@ -19,6 +19,10 @@ import numpy as np
 from ..ir.core import Kernel
 from ..ir.types import DType
 
+# The struct code of each parameter dtype as a kernel's parameter block (Vulkan's push constants)
+# holds it: what a Vulkan device packs, and what a ring of scalars (vkml/schedule/scalar_ring.py) writes.
+PARAM_CODES = {"float32": "f", "float16": "e", "int32": "i", "uint32": "I", "int64": "q", "bool": "I", "float64": "d"}
+
 
 class Buffer(ABC):
     """Device memory holding ``numel`` elements of ``dtype``. Freed when dropped."""

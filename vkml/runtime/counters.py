@@ -28,7 +28,8 @@ that the driver refused, and were removed to be rebuilt, vkml/runtime/vulkan/ker
 ``pipelines_destroyed`` (VkPipelines destroyed once evicted and unused, vkml/runtime/vulkan/pipelines.py),
 ``templates_lowered`` (kernel groups lowered to IR: misses of the memory and the disk template caches),
 ``templates_loaded`` (kernel groups whose lowered kernels were read from the disk instead,
-vkml/schedule/template_disk.py).
+vkml/schedule/template_disk.py), ``scalars_moved`` (kernel parameters of cached plans that changed on
+every eager replay and moved from push constants into a ring buffer, vkml/schedule/eager_scalars.py).
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ KEYS = (
     "pipelines_destroyed",
     "templates_lowered",
     "templates_loaded",
+    "scalars_moved",
 )
 
 counters: dict[str, int] = dict.fromkeys(KEYS, 0)

@@ -241,9 +241,10 @@ class Recipe:
     - ``replay``: what ``replay_key`` reads (made on its first call), False where a user kernel runs.
     - ``sizes``: what ``allocate`` asks the device for (made on its first call).
     - ``positions``: each output's position (``finish``'s, made on its first call).
+    - ``scalars``: what its eager replays' parameters did (vkml/schedule/eager_scalars.py's ``Watch``).
     """
 
-    __slots__ = ("outputs", "temps", "steps", "custom_roots", "baked", "replay", "sizes", "positions")
+    __slots__ = ("outputs", "temps", "steps", "custom_roots", "baked", "replay", "sizes", "positions", "scalars")
 
     def __init__(self):
         self.outputs: list[Output] = []
@@ -254,6 +255,7 @@ class Recipe:
         self.replay: tuple | bool | None = None
         self.sizes: tuple | None = None  # (dtype, numel) of each output, then each temporary (``allocate``)
         self.positions: tuple | None = None
+        self.scalars = None
 
 
 def bind(recipe: Recipe, order: list[Node], device) -> tuple[list[Dispatch], list, list]:
@@ -278,9 +280,10 @@ def allocate(recipe: Recipe, device) -> tuple[list, list]:
     return buffers[:count], buffers[count:]
 
 
-def allocate_keyed(recipe: Recipe, order: list[Node], device) -> tuple[list, list, tuple | None]:
+def allocate_keyed(recipe: Recipe, order: list[Node], device, with_params=None) -> tuple[list, list, tuple | None]:
     """``allocate`` then ``replay_key`` over its buffers, in one call (every replayed realize):
-    (output buffers, temporaries, the key or None)."""
+    (output buffers, temporaries, the key or None). ``with_params(recipe, order, outs, temps, device)``
+    keys a recipe with parameters in place of ``replay_key`` (vkml/schedule/eager_scalars.py)."""
     sizes = recipe.sizes
     if sizes is None:
         sizes = recipe.sizes = tuple([(dtype, numel) for _, dtype, numel in recipe.outputs] + recipe.temps)
@@ -293,7 +296,11 @@ def allocate_keyed(recipe: Recipe, order: list[Node], device) -> tuple[list, lis
     refs = recipe.replay
     if refs is None:
         refs = recipe.replay = _replay_refs(recipe)
-    if refs is False or refs[1]:  # a user's kernel, or parameters: replay_key's longer way
+    if refs is False:  # a user's kernel: no key
+        return outs, temps, None
+    if refs[1]:  # parameters: replay_key's longer way
+        if with_params is not None:
+            return outs, temps, with_params(recipe, order, outs, temps, device)
         return outs, temps, replay_key(recipe, order, outs, temps)
     # replay_key without parameters: the recipe, then (memory range, dtype) of each buffer, in C
     return (

@@ -75,7 +75,7 @@ from ..kernels.index import index_arithmetic, needs_wide_index
 from ..kernels.lowering import BufferKind, GroupMode, ViewRole
 from ..runtime.base import Buffer, Dispatch
 from ..runtime.counters import counters
-from . import checks, plan_cache, template_disk
+from . import checks, eager_scalars, plan_cache, template_disk
 
 RECOMPUTE_LIMIT = 12
 BROADCAST_RECOMPUTE_LIMIT = 3
@@ -818,14 +818,20 @@ def _realize_on(device, nodes: list[Node]) -> None:
     if run_again is not None and recorder is None and recipe.steps and not debug.timing_wanted():
         # A Vulkan device keeps the command buffers of recent runs: the plan's key over these
         # buffers finds one without making the dispatches, whose work then is only a miss's.
-        outs, temps, key = plan_cache.allocate_keyed(recipe, order, device)
+        outs, temps, key = plan_cache.allocate_keyed(recipe, order, device, eager_scalars.replay_key)
         if key is not None:
+            ringed = key[0]  # the recipe, or its form that reads changing parameters from a ring entry
             if run_again(key, outs + temps if temps else outs):
                 debug.record_dispatches(device.name, recipe.steps)  # a Step has its dispatch's kernel and grid
             else:
-                dispatches = plan_cache.dispatches_of(recipe, order, outs, temps)
+                if ringed is recipe:
+                    dispatches = plan_cache.dispatches_of(recipe, order, outs, temps)
+                else:
+                    dispatches = eager_scalars.dispatches_of(ringed, order, outs, temps, key[-1])
                 debug.record_dispatches(device.name, dispatches)
                 device.run(dispatches, key=key)
+            if ringed is not recipe:
+                ringed.ring.read_by(key[-1], device.last_submission)
             plan_cache.finish(recipe, order, outs)
             return
         dispatches = plan_cache.dispatches_of(recipe, order, outs, temps)

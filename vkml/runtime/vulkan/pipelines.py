@@ -61,7 +61,7 @@ from ...errors import CompileError, DeviceError, DTypeError
 from ...ir import lru
 from ...ir import types as T
 from ...ir.core import Kernel
-from ..base import Dispatch
+from ..base import PARAM_CODES, Dispatch
 from ..counters import count
 from ..progress import compile_bar
 from . import pipeline_stats
@@ -82,8 +82,7 @@ from .physical_device import PHYSICAL_DEVICE_TYPE_CPU
 PIPELINE_CACHE_MAGIC = b"VKMLPLC1"
 MAX_PIPELINE_CACHE_BYTES = 256 << 20
 
-# Push-constant encodings; bool parameters travel as uint32 0/1 (SPIR-V bool has no size).
-_PUSH_CODES = {"float32": "f", "float16": "e", "int32": "i", "uint32": "I", "int64": "q", "bool": "I", "float64": "d"}
+# Push-constant encodings (``PARAM_CODES``); bool parameters travel as uint32 0/1 (SPIR-V bool has no size).
 _PUSH_SIZES = {"f": 4, "e": 2, "i": 4, "I": 4, "q": 8, "d": 8}
 
 
@@ -107,7 +106,7 @@ class PushConstantPacker:
         self.size = size
         fmt, position = "<", 0
         for _, dtype, offset in sorted(layout, key=lambda item: item[2]):
-            code = _PUSH_CODES.get(dtype.name)
+            code = PARAM_CODES.get(dtype.name)
             if code is None:
                 raise CompileError(f"kernel {kernel_name!r}: no push-constant encoding for {dtype.name} parameters")
             if offset < position:

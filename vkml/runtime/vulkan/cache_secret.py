@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import shutil
 import stat
 import threading
@@ -78,7 +77,7 @@ def _make_key(folder: Path, path: Path) -> bytes | None:
         fd, temporary = _temporary(folder)
     except OSError:
         return None
-    key = secrets.token_bytes(KEY_BYTES)
+    key = os.urandom(KEY_BYTES)  # as secrets.token_bytes, without loading secrets (random, hmac)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(key)
@@ -96,7 +95,7 @@ def _make_key(folder: Path, path: Path) -> bytes | None:
 
 
 def _temporary(folder: Path) -> tuple[int, str]:
-    name = str(folder / f"{KEY_NAME}.{secrets.token_hex(8)}.tmp")
+    name = str(folder / f"{KEY_NAME}.{os.urandom(8).hex()}.tmp")
     return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600), name
 
 

@@ -451,7 +451,7 @@ class KernelCache:
         if _validated.get(seen):
             return True
         try:
-            spirv_tools.validate(binary.spirv, self.features.target_env)
+            spirv_tools.validate(binary.spirv, self.features.target_env, isolated=True)
         except CompileError:
             return False
         _validated.put(seen, True)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import stat
 import threading
 from pathlib import Path
@@ -63,6 +62,8 @@ def _remove(path: Path) -> None:
     """Remove whatever is at ``path`` without following a link (a folder with its tree)."""
     try:
         if stat.S_ISDIR(os.lstat(path).st_mode):
+            import shutil  # here: shutil loads bz2 and lzma, and a warm start removes nothing
+
             shutil.rmtree(path, ignore_errors=True)
         else:
             os.unlink(path)

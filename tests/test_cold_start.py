@@ -73,6 +73,8 @@ def test_import_vkml_defers_what_a_first_op_does_not_need() -> None:
 
 
 def test_deferred_submodules_work_as_attributes_and_imports() -> None:
+    """vkml.nn, optim and utils load on first use; autocast then wraps nn.functional's functions, once
+    each (none wraps a wrapper), named where PyTorch's are, and an autocast region casts through them."""
     code = """
 import vkml
 print(vkml.nn.Linear.__name__, vkml.optim.SGD.__name__, vkml.utils.data.DataLoader.__name__)
@@ -84,22 +86,6 @@ try:
     vkml.no_such_name
 except AttributeError as error:
     print(error)
-"""
-    assert _python(code).splitlines() == [
-        "Linear SGD DataLoader",
-        "True True True True",
-        "True",
-        "module 'vkml' has no attribute 'no_such_name'",
-    ]
-
-
-def test_nn_functional_loaded_later_is_autocast_wrapped_like_vkml() -> None:
-    """vkml.nn loads after ``import vkml``: autocast wraps its functions then, once each (none wraps a
-    wrapper), named where PyTorch's are, and an autocast region casts through them."""
-    code = """
-import sys, vkml
-print("vkml.nn" in sys.modules)
-import vkml.nn.functional as F
 functions = [getattr(F, name) for name in dir(F) if not name.startswith("_")]
 functions = [fn for fn in functions if type(fn).__name__ == "function"]
 unwrapped = [fn.__name__ for fn in functions if not getattr(fn, "__wrapped_by_autocast__", False)]
@@ -110,7 +96,10 @@ with vkml.autocast("cpu", dtype=vkml.bfloat16):
     print(F.linear(x, vkml.ones(4, 3)).dtype, vkml.nn.Linear(3, 4)(x).dtype, F.softmax(x, -1).dtype)
 """
     assert _python(code).splitlines() == [
-        "False",
+        "Linear SGD DataLoader",
+        "True True True True",
+        "True",
+        "module 'vkml' has no attribute 'no_such_name'",
         "True [] [] vkml.nn.functional vkml.nn.functional vkml",
         "vkml.bfloat16 vkml.bfloat16 vkml.float32",
     ]

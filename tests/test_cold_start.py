@@ -448,3 +448,32 @@ def test_an_entry_read_again_is_validated_once_per_process(gpu, tmp_path, monkey
     assert counts["cache_entries_rejected"] == 1 and counts["kernels_compiled"] == 1
     for ours, reference in zip(results, expected):
         assert ours.tobytes() == reference.tobytes()
+
+
+def test_a_warm_start_leaves_the_pipeline_cache_file_alone(gpu, tmp_path, monkeypatch) -> None:
+    """The pipeline cache is written back at exit when pipelines were made; where the driver's data is what
+    the file already holds (a warm start's pipelines came from it), the file is left as it is."""
+    from vkml.runtime.vulkan.pipelines import PipelineCacheFile
+
+    monkeypatch.setenv("VKML_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "pipelines.bin"
+    saved = gpu.pipelines.cache_file
+    try:
+        files = []
+        for _ in range(2):  # a cold process, then a warm one
+            gpu.pipelines.cache_file = cache = PipelineCacheFile(gpu.logical, path)
+            forget_memory(gpu)
+            workload(gpu)
+            assert cache.dirty
+            cache.save()
+            assert not cache.dirty
+            files.append((path.read_bytes(), path.stat().st_ino))  # a write makes a new file (renamed into place)
+        (first, first_inode), (second, second_inode) = files
+        assert len(first) > 40 and (first != second or first_inode == second_inode)
+        path.unlink()  # gone since: saved again
+        cache.dirty = True
+        cache.save()
+        assert path.read_bytes() == second
+    finally:
+        gpu.pipelines.cache_file = saved
+        forget_memory(gpu)

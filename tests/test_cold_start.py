@@ -57,6 +57,7 @@ DEFERRED = (
     "cffi",
     "zipfile",
     "subprocess",  # codegen assembles and validates in this process (vkml/codegen/tools.py)
+    "sysconfig",  # where the SPIR-V tools lie is looked up at the first compile
     "secrets",  # seeds come from os.urandom: secrets loads random and hmac
     "numpy.random",  # the default generator's engine is seeded at its first draw
 )

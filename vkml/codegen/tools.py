@@ -19,7 +19,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import sys
-import sysconfig
 from pathlib import Path
 
 from ..errors import CompileError
@@ -32,6 +31,8 @@ def tool_path(name: str) -> Path:
     >>> tool_path("spirv-val").name
     'spirv-val'
     """
+    import sysconfig  # here: a warm start never looks for the tools
+
     roots = [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"], *sys.path]
     for root in dict.fromkeys(roots):
         candidate = Path(root) / "cmeel.prefix" / "bin" / name

@@ -43,9 +43,11 @@ def _python(code: str, **env: str) -> str:
 # ---------------------------------------------------------------------------- import vkml
 
 
-# vkml.nn is imported by `import vkml` after all: autocast wraps nn.functional's functions there
-# (vkml/frontend/amp.py), so that `F.linear` inside an autocast region is seen.
+# vkml.nn too: autocast wraps nn.functional's functions when vkml.nn loads (vkml/nn/__init__.py).
 DEFERRED = (
+    "vkml.nn",
+    "vkml.distributed",
+    "vkml.kernels.attention",
     "vkml.optim",
     "vkml.utils",
     "vkml.distributions",
@@ -54,6 +56,10 @@ DEFERRED = (
     "vkml.runtime.vulkan",
     "cffi",
     "zipfile",
+    "subprocess",  # codegen assembles and validates in this process (vkml/codegen/tools.py)
+    "sysconfig",  # where the SPIR-V tools lie is looked up at the first compile
+    "secrets",  # seeds come from os.urandom: secrets loads random and hmac
+    "numpy.random",  # the default generator's engine is seeded at its first draw
 )
 
 
@@ -68,6 +74,8 @@ def test_import_vkml_defers_what_a_first_op_does_not_need() -> None:
 
 
 def test_deferred_submodules_work_as_attributes_and_imports() -> None:
+    """vkml.nn, optim and utils load on first use; autocast then wraps nn.functional's functions, once
+    each (none wraps a wrapper), named where PyTorch's are, and an autocast region casts through them."""
     code = """
 import vkml
 print(vkml.nn.Linear.__name__, vkml.optim.SGD.__name__, vkml.utils.data.DataLoader.__name__)
@@ -79,13 +87,82 @@ try:
     vkml.no_such_name
 except AttributeError as error:
     print(error)
+functions = [getattr(F, name) for name in dir(F) if not name.startswith("_")]
+functions = [fn for fn in functions if type(fn).__name__ == "function"]
+unwrapped = [fn.__name__ for fn in functions if not getattr(fn, "__wrapped_by_autocast__", False)]
+twice = [fn.__name__ for fn in functions if getattr(fn.__wrapped__, "__wrapped_by_autocast__", False)]
+print(len(functions) > 100, unwrapped, twice, F.linear.__module__, F.relu.__module__, vkml.relu.__module__)
+x = vkml.ones(2, 3)
+with vkml.autocast("cpu", dtype=vkml.bfloat16):
+    print(F.linear(x, vkml.ones(4, 3)).dtype, vkml.nn.Linear(3, 4)(x).dtype, F.softmax(x, -1).dtype)
 """
     assert _python(code).splitlines() == [
         "Linear SGD DataLoader",
         "True True True True",
         "True",
         "module 'vkml' has no attribute 'no_such_name'",
+        "True [] [] vkml.nn.functional vkml.nn.functional vkml",
+        "vkml.bfloat16 vkml.bfloat16 vkml.float32",
     ]
+
+
+def test_a_cold_first_result_starts_no_process(gpu, tmp_path) -> None:
+    """From ``import vkml`` to a first result compiled from nothing: no tool runs as a process, and no
+    ``ldconfig`` (ctypes.util.find_library) either; bench/bench_cold_start.py times the same path."""
+    code = f"""
+import subprocess
+spawned = []
+class Counted(subprocess.Popen):
+    def __init__(self, args, *rest, **options):
+        spawned.append(args)
+        super().__init__(args, *rest, **options)
+subprocess.Popen = Counted
+import numpy as np, vkml
+from vkml.runtime.counters import counters
+a = vkml.tensor(np.arange(64, dtype=np.float32).reshape(8, 8) / 64, device={gpu.name!r})
+vkml.softmax(a @ a, dim=-1).numpy()
+print(counters["kernels_compiled"], spawned)
+"""
+    # Mesa's shader cache off, as in the benchmark's cold samples: lavapipe's cache thread, still writing
+    # new shaders when the interpreter exits, can crash the process at exit (with or without vkml's change).
+    out = _python(code, VKML_CACHE_DIR=str(tmp_path / "cache"), MESA_SHADER_CACHE_DISABLE="true")
+    assert out.strip() == "2 []"
+
+
+def test_the_in_process_tools_give_the_binaries_bytes_and_messages(gpu, tmp_path, monkeypatch) -> None:
+    """Assembling and validating through libSPIRV-Tools-shared is what spirv-as and spirv-val do: the same
+    module bytes for every kernel of a realize, the same verdict, and the same error text."""
+    from vkml.codegen import tools
+
+    assembled: list[tuple[str, str]] = []
+    real_assemble = tools.assemble
+
+    def assemble(asm, target_env, ir=""):
+        assembled.append((asm, target_env))
+        return real_assemble(asm, target_env, ir)
+
+    monkeypatch.setattr(tools, "assemble", assemble)
+    fresh_compile(gpu, monkeypatch, tmp_path / "cache", 1)
+    forget_memory(gpu)
+    assert len(assembled) == 4 and tools._library() is not None
+    for asm, target_env in assembled:
+        ours = real_assemble(asm, target_env)
+        theirs = tools._run("spirv-as", ["--target-env", target_env, "-o", "-", "-"], asm.encode())
+        assert ours == theirs.stdout
+        tools.validate(ours, target_env)
+        tools.validate(ours, target_env, isolated=True)
+    bad_text = "OpCapability Shader\n%x = OpNoSuchThing\n"
+    rejected = tools._run("spirv-as", ["--target-env", "vulkan1.3", "-o", "-", "-"], bad_text.encode())
+    with pytest.raises(CompileError) as in_process:
+        real_assemble(bad_text, "vulkan1.3")
+    assert in_process.value.validator == rejected.stderr.decode().strip()
+    bad_module = real_assemble(assembled[0][0].replace("OpReturn\n", "OpUnreachable\nOpReturn\n", 1), "vulkan1.3")
+    messages = []
+    for isolated in (False, True):
+        with pytest.raises(CompileError, match="spirv-val rejected the module") as caught:
+            tools.validate(bad_module, "vulkan1.3", isolated=isolated)
+        messages.append(caught.value.validator)
+    assert messages[0] == messages[1] and messages[0].startswith("error: line ")
 
 
 def test_the_parser_imports_lark_when_first_used() -> None:
@@ -323,9 +400,9 @@ def _watch_validation(monkeypatch) -> list[bytes]:
     validated: list[bytes] = []
     real_validate = kernel_cache.spirv_tools.validate
 
-    def validate(spirv, target_env, *rest):
+    def validate(spirv, target_env, *rest, **options):
         validated.append(spirv)
-        return real_validate(spirv, target_env, *rest)
+        return real_validate(spirv, target_env, *rest, **options)
 
     monkeypatch.setattr(kernel_cache.spirv_tools, "validate", validate)
     return validated
@@ -372,3 +449,32 @@ def test_an_entry_read_again_is_validated_once_per_process(gpu, tmp_path, monkey
     assert counts["cache_entries_rejected"] == 1 and counts["kernels_compiled"] == 1
     for ours, reference in zip(results, expected):
         assert ours.tobytes() == reference.tobytes()
+
+
+def test_a_warm_start_leaves_the_pipeline_cache_file_alone(gpu, tmp_path, monkeypatch) -> None:
+    """The pipeline cache is written back at exit when pipelines were made; where the driver's data is what
+    the file already holds (a warm start's pipelines came from it), the file is left as it is."""
+    from vkml.runtime.vulkan.pipelines import PipelineCacheFile
+
+    monkeypatch.setenv("VKML_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "pipelines.bin"
+    saved = gpu.pipelines.cache_file
+    try:
+        files = []
+        for _ in range(2):  # a cold process, then a warm one
+            gpu.pipelines.cache_file = cache = PipelineCacheFile(gpu.logical, path)
+            forget_memory(gpu)
+            workload(gpu)
+            assert cache.dirty
+            cache.save()
+            assert not cache.dirty
+            files.append((path.read_bytes(), path.stat().st_ino))  # a write makes a new file (renamed into place)
+        (first, first_inode), (second, second_inode) = files
+        assert len(first) > 40 and (first != second or first_inode == second_inode)
+        path.unlink()  # gone since: saved again
+        cache.dirty = True
+        cache.save()
+        assert path.read_bytes() == second
+    finally:
+        gpu.pipelines.cache_file = saved
+        forget_memory(gpu)

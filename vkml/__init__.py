@@ -294,21 +294,19 @@ _sys.modules[__name__ + ".autograd.function"] = _autograd_function
 # KEEP THIS BLOCK LAST. Every op is bound here, from the ``EXPORTS`` of the modules that define it
 # (vkml/frontend/public.py): vkml.<name> (``tensor`` replaces the submodule vkml.tensor), __all__,
 # the Tensor methods and their in-place forms. Autocast then wraps the public functions bound above,
-# the Tensor methods and nn.functional's; a function bound after it would escape the wrapping
-# (tests/test_amp.py checks that nothing does).
-from . import nn as _nn  # noqa: E402
+# the Tensor methods (and nn.functional's when vkml.nn loads: vkml/nn/__init__.py); a function bound
+# after it would escape the wrapping (tests/test_amp.py checks that nothing does).
 from .frontend import amp  # noqa: E402
 from .frontend import complex as _complex  # noqa: E402
 from .frontend import out_arg as _out_arg  # noqa: E402
 from .frontend import public as _public  # noqa: E402
 from .frontend.amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402
-from .nn import functional_layers as _functional_layers  # noqa: E402
 
 __all__ += _public.install(globals(), Tensor)
 _complex.install(globals(), Tensor)  # complex operands and dtype= reach vkml/frontend/complex.py
 _out_arg.install(globals())  # PyTorch's out= keyword on the functions that take it
 _sys.modules[__name__ + ".amp"] = amp  # `import vkml.amp` finds the namespace
-amp.install([_sys.modules[__name__], _nn.functional, autograd], Tensor, [(_functional_layers, "_conv")])
+amp.install([_sys.modules[__name__], autograd], Tensor, [])
 __all__ += ["amp", "autocast", "is_autocast_enabled", "get_autocast_dtype"]
 for _name in amp.STATE_FUNCTIONS:  # torch.set_autocast_enabled, ...: state, not ops (not wrapped)
     globals()[_name] = getattr(amp, _name)

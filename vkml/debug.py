@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import time
 from collections import deque
@@ -306,6 +305,8 @@ def graph(tensors, path=None) -> str:
             f"graph(): writing {path!r} needs Graphviz's dot, which is not installed; {dot_path!r} written"
         )
     if dot is not None:
+        import subprocess  # only here: `import vkml` spawns nothing and need not load subprocess
+
         target = path if svg else os.path.splitext(path)[0] + ".svg"
         subprocess.run([dot, "-Tsvg", dot_path, "-o", target], check=True, capture_output=True)
     return text

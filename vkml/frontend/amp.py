@@ -430,32 +430,59 @@ def _wrap(fn, name: str):
     return autocast_op
 
 
+# id(function) -> its autocast wrapper, for every function wrapped so far: an alias gets the wrapper of
+# the function it names, whenever its namespace is wrapped (the originals live on in their wrappers).
+_wrappers: dict[int, object] = {}
+# Namespaces that loaded before ``install`` ran (wrapped by it, after vkml's own, so names stay vkml's).
+_early_namespaces: list = []
+_installed = False
+
+
+def _wrapper_of(fn, name: str):
+    if getattr(fn, "__wrapped_by_autocast__", False):
+        return fn
+    key = id(fn)
+    if key not in _wrappers:
+        _wrappers[key] = _wrap(fn, name)
+    return _wrappers[key]
+
+
+def _wrap_namespace(module) -> None:
+    for name in list(getattr(module, "__all__", None) or vars(module)):
+        fn = getattr(module, name, None)
+        if name.startswith("_") or not inspect.isfunction(fn):
+            continue
+        setattr(module, name, _wrapper_of(fn, name))
+
+
 def install(namespaces: list, tensor_class, extra: list) -> None:
     """Wrap every public function of ``namespaces`` and every public method of ``tensor_class``
     (plus the list dunders and ``extra`` (module, name) pairs), once; aliases share one wrapper."""
-    wrapped: dict[int, object] = {}
-
-    def wrapper_of(fn, name):
-        if getattr(fn, "__wrapped_by_autocast__", False):
-            return fn
-        key = id(fn)
-        if key not in wrapped:
-            wrapped[key] = _wrap(fn, name)
-        return wrapped[key]
-
+    global _installed
+    namespaces = [*namespaces, *(module for module, _ in _early_namespaces)]
+    extra = [*extra, *(pair for _, pairs in _early_namespaces for pair in pairs)]
     for module in namespaces:
-        for name in list(getattr(module, "__all__", None) or vars(module)):
-            fn = getattr(module, name, None)
-            if name.startswith("_") or not inspect.isfunction(fn):
-                continue
-            setattr(module, name, wrapper_of(fn, name))
+        _wrap_namespace(module)
     for module, name in extra:
-        setattr(module, name, wrapper_of(getattr(module, name), name))
+        setattr(module, name, _wrapper_of(getattr(module, name), name))
     for name, fn in list(vars(tensor_class).items()):
         if inspect.isfunction(fn) and (not name.startswith("_") or name in _TENSOR_DUNDERS):
-            setattr(tensor_class, name, wrapper_of(fn, name))
+            setattr(tensor_class, name, _wrapper_of(fn, name))
     for module in namespaces:
         _name_where_installed(module)
+    _installed = True
+
+
+def install_namespace(module, extra: list) -> None:
+    """Wrap a namespace that loads after ``import vkml`` (vkml.nn.functional, on first use), as
+    ``install`` wraps vkml's: a function it shares with vkml gets the wrapper vkml has."""
+    if not _installed:  # loaded while vkml/__init__.py runs: install() takes it
+        _early_namespaces.append((module, extra))
+        return
+    _wrap_namespace(module)
+    for owner, name in extra:
+        setattr(owner, name, _wrapper_of(getattr(owner, name), name))
+    _name_where_installed(module)
 
 
 def _name_where_installed(module) -> None:

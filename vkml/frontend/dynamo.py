@@ -19,13 +19,12 @@ from __future__ import annotations
 import contextlib
 import types
 
-from ..nn.compiled import OptimizedModule
 from .compiler import allow_in_graph, assume_constant_result, is_compiling
 from .compiler import disable as _disable
 from .compiler import reset as _reset
 
 __all__ = [
-    "OptimizedModule",
+    "OptimizedModule",  # noqa: F822  (module __getattr__ below: it loads vkml.nn)
     "allow_in_graph",
     "assume_constant_result",
     "config",
@@ -127,6 +126,19 @@ inductor_config = _Config(
 
 inductor_package = types.ModuleType("torch._inductor")  # ``import torch._inductor.config`` finds it
 inductor_package.config = inductor_config
+
+
+def __getattr__(name: str):
+    """``OptimizedModule`` (vkml/nn/compiled.py) loads with its first use: ``import vkml`` does not load vkml.nn."""
+    if name == "OptimizedModule":
+        from ..nn.compiled import OptimizedModule  # lazy: off import vkml's path
+
+        return OptimizedModule
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), "OptimizedModule"})
 
 
 def reset() -> None:

@@ -25,7 +25,6 @@ import numpy as np
 
 from ..graph import build as lazy
 from ..ir import types as T
-from ..nn import functional as _nn_functional
 from ..ops import grads as _grads
 from ..ops.promotion import default_float
 from ..tensor import Tensor
@@ -36,7 +35,9 @@ from .exports import Export
 
 def _nnf():
     """vkml.nn.functional, whose functions the torch.<name> spellings below call."""
-    return _nn_functional
+    from ..nn import functional  # lazy: off import vkml's path
+
+    return functional
 
 
 def _tensor(op: str, name: str, value) -> None:

@@ -19,8 +19,7 @@ The state is PyTorch's too (``CPUGeneratorImplState``, 5056 bytes): ``state_byte
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
+import functools
 import math
 
 import numpy as np
@@ -39,11 +38,22 @@ class Engine:
 
     def seed(self, seed: int) -> None:
         self.initial_seed = seed
-        self.bits = np.random.MT19937(0)
-        self.bits._legacy_seeding(seed & 0xFFFFFFFF)  # init_genrand, as at::mt19937's constructor
+        self._bits = None  # seeded on the first draw: numpy.random loads then, not with `import vkml`
         self.fresh = True  # PyTorch's ``next_`` is 0 until the first draw regenerates the state
         self.next_double_normal: float | None = None
         self.next_float_normal: float | None = None
+
+    @property
+    def bits(self):
+        """numpy's ``MT19937`` holding the state, seeded from ``initial_seed`` if nothing drew yet."""
+        if self._bits is None:
+            self._bits = np.random.MT19937(0)
+            self._bits._legacy_seeding(self.initial_seed & 0xFFFFFFFF)  # init_genrand, as at::mt19937's constructor
+        return self._bits
+
+    @bits.setter
+    def bits(self, value) -> None:
+        self._bits = value
 
     # -- words
     def words(self, n: int) -> np.ndarray:
@@ -533,9 +543,17 @@ def _keep(value):
     return value
 
 
-# the C library's float log1p, as PyTorch's float kernel calls it
-_LIBM = ctypes.CDLL(ctypes.util.find_library("m"))
-_LIBM.log1pf.restype, _LIBM.log1pf.argtypes = ctypes.c_float, [ctypes.c_float]
+@functools.cache
+def _log1pf():
+    """The C library's float log1p, as PyTorch's float kernel calls it (found on first use:
+    ``find_library`` runs ``ldconfig`` in a subprocess)."""
+    import ctypes
+    import ctypes.util
+
+    log1pf = ctypes.CDLL(ctypes.util.find_library("m")).log1pf
+    log1pf.restype, log1pf.argtypes = ctypes.c_float, [ctypes.c_float]
+    return log1pf
+
 
 # PyTorch's stirling_approx_tail table (from TensorFlow's random_binomial_op)
 _STIRLING_TAIL = (
@@ -597,7 +615,7 @@ def _btrs(draws: _ScalarDraws, count, prob, wide: bool) -> float:
 
 def _binomial_inversion(draws: _ScalarDraws, count, prob, wide: bool) -> float:
     """PyTorch's ``binomial_inversion``: geometric waiting times summed past ``count``."""
-    logprob = math.log1p(-prob) if wide else float(_LIBM.log1pf(float(-prob)))
+    logprob = math.log1p(-prob) if wide else float(_log1pf()(float(-prob)))
     geom_sum, num = 0.0, 0.0
     while True:
         u = draws.uniform()

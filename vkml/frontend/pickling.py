@@ -32,7 +32,6 @@ import numpy as np
 
 from .. import tensor as _tensor
 from ..ir import types as T
-from ..nn.module import Parameter
 from ..runtime.base import Device
 from . import autograd, windows
 from .creation import tensor as _make_tensor
@@ -46,6 +45,20 @@ _state = threading.local()
 # While ``vkml.load`` unpickles: makes a storage's tensor from (values, dtype, saved location), as
 # ``map_location`` says; None: on the saved device.
 _placing = threading.local()
+
+
+def is_parameter(t) -> bool:
+    """``isinstance(t, nn.Parameter)`` without loading vkml.nn (``import vkml`` does not): before it loads,
+    no Parameter exists."""
+    module = sys.modules.get("vkml.nn.module")
+    return module is not None and isinstance(t, module.Parameter)
+
+
+def parameter_class() -> type:
+    """``vkml.nn.Parameter``, loading vkml.nn if this is its first use (a checkpoint's Parameter)."""
+    from ..nn.module import Parameter  # lazy: off import vkml's path
+
+    return Parameter
 
 
 def _row_major(shape) -> tuple[int, ...]:
@@ -131,13 +144,14 @@ def _rebuild_tensor(storage: _Loaded, offset: int, size, stride, requires_grad: 
         with autograd.no_grad():
             out = windows.as_strided(owner, size, stride, offset)
     if parameter:
+        parameter_type = parameter_class()
         if out is owner:
             # the same object, so the views taken of it stay its views (Parameter adds no slots to Tensor's
             # layout, so every Python version allows the class change)
-            out.__class__ = Parameter
+            out.__class__ = parameter_type
             out.requires_grad = requires_grad
             return out
-        return Parameter(out, requires_grad=requires_grad)
+        return parameter_type(out, requires_grad=requires_grad)
     if requires_grad:
         out.requires_grad = True
     return out
@@ -157,7 +171,7 @@ def _reduce_ex(self, protocol):
         storage = shared.get(id(owner))
         if storage is None:
             storage = shared[id(owner)] = _Storage(owner)  # kept alive by the dict, so its id stays unique
-    rebuilt = (storage, offset, size, stride, self.requires_grad, isinstance(self, Parameter))
+    rebuilt = (storage, offset, size, stride, self.requires_grad, is_parameter(self))
     # A tensor's own attributes travel with it, as PyTorch's (Parameter's too): pickle sets them back.
     return (_rebuild_tensor, rebuilt, dict(self.__dict__)) if self.__dict__ else (_rebuild_tensor, rebuilt)
 
@@ -283,7 +297,7 @@ def _deepcopy(self, memo: dict):
         if self._requires_grad:
             out.requires_grad = True
     memo[id(self)] = out
-    if self.__dict__ and not isinstance(self, Parameter):  # a plain tensor's attributes, as PyTorch copies them
+    if self.__dict__ and not is_parameter(self):  # a plain tensor's attributes, as PyTorch copies them
         out.__dict__.update(copy.deepcopy(self.__dict__, memo))
     if self.grad is not None:
         out.grad = copy.deepcopy(self.grad, memo)

@@ -19,7 +19,7 @@ mask. Each mask takes one word of the Mersenne Twister as its key, as PyTorch's 
 
 from __future__ import annotations
 
-import secrets
+import os
 import threading
 
 import numpy as np
@@ -97,7 +97,7 @@ class Generator:
 
     def seed(self) -> int:
         """Seed from the operating system's entropy (as ``Generator.seed``) and return the seed."""
-        value = secrets.randbits(64)
+        value = int.from_bytes(os.urandom(8), "little")  # as secrets.randbits(64), without its hmac import
         self.manual_seed(value)
         return value
 

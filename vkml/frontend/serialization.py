@@ -36,7 +36,6 @@ import numpy as np
 
 from ..errors import DeviceError
 from ..ir import types as T
-from ..nn.module import Parameter
 from ..tensor import Tensor
 from . import complex as _complex
 from . import pickling, torch_checkpoint
@@ -108,7 +107,7 @@ class _Encoder:
         record = {"dtype": t.dtype.name, "device": t.device.name}
         if t.requires_grad:
             record["requires_grad"] = True
-        if isinstance(t, Parameter):
+        if pickling.is_parameter(t):
             record["parameter"] = True
         if t.dtype is T.bfloat16:  # safetensors' BF16: the bits, written as int16 and relabelled (_relabel_bfloat16)
             name = self._store(t, t.detach()._stored(), path)
@@ -262,7 +261,7 @@ class _Placer:
                 target = ml
             out = self._make(array, dtype, target)
         if parameter:
-            return Parameter(out, requires_grad=requires_grad)
+            return pickling.parameter_class()(out, requires_grad=requires_grad)
         return out.requires_grad_() if requires_grad else out
 
     @staticmethod

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import warnings
 
-from ..nn import functional as NF
 from ..tensor import Tensor
 from . import complex as CX
 from . import fft
@@ -25,6 +24,13 @@ _NO_WINDOW = {
 }
 
 
+def _nn_functional():
+    """vkml.nn.functional (pad, fold), loaded on the first transform: ``import vkml`` does not load vkml.nn."""
+    from ..nn import functional  # lazy: off import vkml's path
+
+    return functional
+
+
 def _window(op: str, window, n_fft: int, win_length: int, like, device) -> Tensor:
     """The window padded on both sides to ``n_fft`` (PyTorch centres a shorter one); none is PyTorch's warning
     and a rectangular window."""
@@ -38,7 +44,7 @@ def _window(op: str, window, n_fft: int, win_length: int, like, device) -> Tenso
         )
     if win_length < n_fft:
         left = (n_fft - win_length) // 2
-        window = NF.pad(window, (left, n_fft - win_length - left))
+        window = _nn_functional().pad(window, (left, n_fft - win_length - left))
     return window
 
 
@@ -89,7 +95,7 @@ def stft(
         if isinstance(x, CX.ComplexTensor):
             raise RuntimeError('"stft" with center=True is not implemented for complex inputs by vkml')
         pad = n_fft // 2
-        x = NF.pad(x.unsqueeze(1), (pad, pad), mode=pad_mode).squeeze(1)
+        x = _nn_functional().pad(x.unsqueeze(1), (pad, pad), mode=pad_mode).squeeze(1)
     hop, win = _lengths("stft", n_fft, hop_length, win_length, x.shape[-1])
     w = _window("stft", window, n_fft, win, x.dtype if not isinstance(x, CX.ComplexTensor) else None, x.device)
     frames = x.unfold(-1, n_fft, hop) * w  # (batch, frames, n_fft)
@@ -148,7 +154,7 @@ def istft(
     w = _window("istft", window, n_fft, win, real_dtype, z.device)
     frames = frames * w
     total = n_fft + hop * (n_frames - 1)
-    functional = NF
+    functional = _nn_functional()
 
     def overlap_add(values):
         folded = functional.fold(

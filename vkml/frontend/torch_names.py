@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 import os
-import secrets
 
 import numpy as np
 
@@ -340,7 +339,7 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad: bool = Fa
 
 def seed() -> int:
     """Seed the default generator from the operating system's entropy; returns the seed (``torch.seed``)."""
-    value = secrets.randbits(63)
+    value = int.from_bytes(os.urandom(8), "little") >> 1  # as secrets.randbits(63), without its hmac import
     random.default_generator.manual_seed(value)
     return value
 

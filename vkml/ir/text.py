@@ -35,7 +35,6 @@ and lark with its grammar loader is a large part of ``import vkml`` otherwise.
 from __future__ import annotations
 
 import functools
-from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -172,6 +171,8 @@ def _parse_float(text: str, dtype: T.DType) -> np.generic:
         return value
     if text in ("inf", "-inf"):
         return ftype(text)
+    from fractions import Fraction  # only for decimal constants: fractions loads decimal, which a warm start skips
+
     try:
         exact = Fraction(text)
     except ValueError:

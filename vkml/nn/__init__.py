@@ -188,3 +188,10 @@ for _name in _lazy.MODULES:
     globals()[_name] = getattr(_lazy, _name)
 __all__ += _lazy.MODULES
 del _name
+
+# Autocast wraps nn.functional's functions as vkml/__init__.py wrapped vkml's (vkml/frontend/amp.py):
+# `import vkml` does not load vkml.nn, so the wrapping happens here, once nn.functional is complete.
+from ..frontend import amp as _amp  # noqa: E402
+from . import functional_layers as _functional_layers  # noqa: E402
+
+_amp.install_namespace(functional, [(_functional_layers, "_conv")])

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
-import shutil
 import stat
 import threading
 from pathlib import Path
@@ -64,6 +62,8 @@ def _remove(path: Path) -> None:
     """Remove whatever is at ``path`` without following a link (a folder with its tree)."""
     try:
         if stat.S_ISDIR(os.lstat(path).st_mode):
+            import shutil  # here: shutil loads bz2 and lzma, and a warm start removes nothing
+
             shutil.rmtree(path, ignore_errors=True)
         else:
             os.unlink(path)
@@ -78,7 +78,7 @@ def _make_key(folder: Path, path: Path) -> bytes | None:
         fd, temporary = _temporary(folder)
     except OSError:
         return None
-    key = secrets.token_bytes(KEY_BYTES)
+    key = os.urandom(KEY_BYTES)  # as secrets.token_bytes, without loading secrets (random, hmac)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(key)
@@ -96,7 +96,7 @@ def _make_key(folder: Path, path: Path) -> bytes | None:
 
 
 def _temporary(folder: Path) -> tuple[int, str]:
-    name = str(folder / f"{KEY_NAME}.{secrets.token_hex(8)}.tmp")
+    name = str(folder / f"{KEY_NAME}.{os.urandom(8).hex()}.tmp")
     return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600), name
 
 

@@ -44,10 +44,8 @@ import hashlib
 import hmac
 import json
 import os
-import shutil
 import stat
 import struct
-import tempfile
 import threading
 import warnings
 from collections.abc import Callable
@@ -253,6 +251,8 @@ def remove_entry(path: Path) -> None:
     """
     try:
         if stat.S_ISDIR(os.lstat(path).st_mode):
+            import shutil  # here: shutil loads bz2 and lzma, and a warm start removes nothing
+
             shutil.rmtree(path, ignore_errors=True)
         else:
             os.unlink(path)
@@ -262,6 +262,8 @@ def remove_entry(path: Path) -> None:
 
 def write_atomically(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` so that readers see the old file or the new one, never a half."""
+    import tempfile  # here: tempfile loads random, and a warm start writes nothing
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
     try:
@@ -451,7 +453,7 @@ class KernelCache:
         if _validated.get(seen):
             return True
         try:
-            spirv_tools.validate(binary.spirv, self.features.target_env)
+            spirv_tools.validate(binary.spirv, self.features.target_env, isolated=True)
         except CompileError:
             return False
         _validated.put(seen, True)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import functools
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -91,6 +90,8 @@ def write_types(path: Path) -> None:
     builder.emit_python_code(str(path))
     generated = path.read_text().removeprefix("# auto-generated file\n")
     path.write_text(f'"""{_TYPES_DOC}"""\n\n{generated}')
+    import subprocess  # a developer's tool: opening a device does not load subprocess
+
     subprocess.run([sys.executable, "-m", "ruff", "format", str(path)], check=False)
 
 

@@ -48,6 +48,7 @@ import atexit
 import collections
 import hashlib
 import os
+import stat
 import struct
 import threading
 import weakref
@@ -170,6 +171,15 @@ class KernelEntry:
     addressed: dict = field(default_factory=dict)  # by_address bindings -> variant Pipeline
 
 
+def _file_size(path: Path) -> int | None:
+    """The size of the regular file at ``path`` (a link is not followed), or None."""
+    try:
+        found = os.lstat(path)
+    except OSError:
+        return None
+    return found.st_size if stat.S_ISREG(found.st_mode) else None
+
+
 class PipelineCacheFile:
     """A ``VkPipelineCache`` loaded from (and saved back to) one file in the cache folder."""
 
@@ -177,6 +187,7 @@ class PipelineCacheFile:
         self.logical = logical
         self.path = path if path is not None else self.default_path(logical)
         self.loaded_bytes = 0
+        self.saved_digest: bytes | None = None  # the SHA-256 of the data the file holds, as far as we know
         initial = self._read_valid()
         ffi = logical.ffi
         info = ffi.new("VkPipelineCacheCreateInfo*")
@@ -192,6 +203,7 @@ class PipelineCacheFile:
         if result != 0 and initial:  # the driver refused our data after all: start empty
             info.initialDataSize, info.pInitialData = 0, ffi.NULL
             self.loaded_bytes = 0
+            self.saved_digest = None
             remove_entry(self.path)
             result = logical.lib.vkCreatePipelineCache(logical.handle, info, ffi.NULL, handle)
         check(result, "vkCreatePipelineCache")
@@ -220,6 +232,8 @@ class PipelineCacheFile:
         payload = None if data is None else self._payload(data)
         if payload is None and (data is not None or os.path.lexists(self.path)):
             remove_entry(self.path)
+        elif payload is not None:
+            self.saved_digest = data[len(PIPELINE_CACHE_MAGIC) : len(PIPELINE_CACHE_MAGIC) + 32]
         return payload
 
     def _payload(self, data: bytes) -> bytes | None:
@@ -247,13 +261,19 @@ class PipelineCacheFile:
         payload = bytes(ffi.buffer(data, size[0]))
         if len(payload) + 40 > MAX_PIPELINE_CACHE_BYTES:
             return  # it would not be read back
-        wrapped = PIPELINE_CACHE_MAGIC + hashlib.sha256(payload).digest() + payload
+        digest = hashlib.sha256(payload).digest()
+        wrapped_size = len(PIPELINE_CACHE_MAGIC) + len(digest) + len(payload)
+        if digest == self.saved_digest and _file_size(self.path) == wrapped_size:
+            self.dirty = False  # the file holds this data already (a warm start that built nothing new)
+            return
+        wrapped = PIPELINE_CACHE_MAGIC + digest + payload
         try:
             write_atomically(self.path, wrapped)
         except OSError as error:
             warn_unwritable(self.path.parent, error)
             return
         self.dirty = False
+        self.saved_digest = digest
         disk_budget.added(self.path.parent.parent, len(wrapped))
 
 

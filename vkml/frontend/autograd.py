@@ -378,7 +378,7 @@ class Context:
         parents = self.parents
         if parents is not None and getattr(self.name, "edges", None) is None:
             self._next_after_release = tuple(
-                p if p is None or c is None else c for p, c in zip(parents, self.parent_ctxs, strict=True)
+                [p if p is None or c is None else c for p, c in zip(parents, self.parent_ctxs, strict=True)]
             )
         self.parents = self.parent_ctxs = self.saved = self.output = None
 

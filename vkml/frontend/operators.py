@@ -139,11 +139,13 @@ _BOOL_UNARY = {
 
 def _unary(name):
     def fn(input):
-        # A tensor that needs no grad, of a kind met before: its node from lazy's fast path.
-        if type(input) is _tensor.Tensor and not input._requires_grad:
+        # A tensor of a kind met before: its node from lazy's fast path, recorded as _elementwise records it
+        # where it requires grad (read after the node: a view's node brings its _requires_grad up to date).
+        if type(input) is _tensor.Tensor:
             node = lazy.unary_fast(name, input._node if input._base is None else input.node)
             if node is not None:
-                return _wrap(node) if not _memory_format.ACTIVE else _formatted(node, input)
+                out = _wrap(node) if not _memory_format.ACTIVE else _formatted(node, input)
+                return autograd.record(name, (input,), out) if input._requires_grad else out
         return _elementwise(name, input)
 
     if name in _BOOL_UNARY:
@@ -170,26 +172,29 @@ def _binary(name):
         # node straight from lazy's fast path, with none of _elementwise's loops. A tensor that
         # owns its storage has its node in _node; a view's comes first from the property, which
         # also brings its _requires_grad up to date after a write through its storage.
+        # An operand that requires grad takes the same path, then the record _elementwise makes.
         tensor = _tensor.Tensor
         if type(input) is tensor:
             a = input._node if input._base is None else input.node
-            if not input._requires_grad:
-                if type(other) is tensor:
-                    b = other._node if other._base is None else other.node
-                    if not other._requires_grad:
-                        node = lazy.binary_fast(name, a, b)
-                        if node is not None:
-                            return _wrap(node) if not _memory_format.ACTIVE else _formatted(node, input, other)
-                elif type(other) in lazy.SCALAR_TYPES:
-                    node = lazy.binary_fast(name, a, other)
-                    if node is not None:
-                        return _wrap(node) if not _memory_format.ACTIVE else _formatted(node, input)
+            if type(other) is tensor:
+                b = other._node if other._base is None else other.node
+                node = lazy.binary_fast(name, a, b)
+                if node is not None:
+                    out = _wrap(node) if not _memory_format.ACTIVE else _formatted(node, input, other)
+                    if input._requires_grad or other._requires_grad:
+                        return autograd.record(name, (input, other), out)
+                    return out
+            elif type(other) in lazy.SCALAR_TYPES:
+                node = lazy.binary_fast(name, a, other)
+                if node is not None:
+                    out = _wrap(node) if not _memory_format.ACTIVE else _formatted(node, input)
+                    return autograd.record(name, (input, other), out) if input._requires_grad else out
         elif type(other) is tensor and type(input) in lazy.SCALAR_TYPES:
             b = other._node if other._base is None else other.node
-            if not other._requires_grad:
-                node = lazy.binary_fast(name, input, b)
-                if node is not None:
-                    return _wrap(node) if not _memory_format.ACTIVE else _formatted(node, other)
+            node = lazy.binary_fast(name, input, b)
+            if node is not None:
+                out = _wrap(node) if not _memory_format.ACTIVE else _formatted(node, other)
+                return autograd.record(name, (input, other), out) if other._requires_grad else out
         return _elementwise(name, input, other)
 
     fn.__name__ = fn.__qualname__ = name
@@ -409,14 +414,21 @@ def where(condition, input=None, other=None):
     require_tensor("where", "condition", 1, condition)  # torch.where(True, x, y) is PyTorch's TypeError
     if input is None and other is None:
         return _indexing.nonzero(condition, as_tuple=True)
-    input, other = (v.item() if isinstance(v, np.generic) else v for v in (input, other))
+    if isinstance(input, np.generic):
+        input = input.item()
+    if isinstance(other, np.generic):
+        other = other.item()
     out = _elementwise("where", condition, input, other)
     # PyTorch makes a Python value a tensor of the result's dtype, or of float32 for a float
     # (a float16 result takes any float: PyTorch converts it straight to float16, overflowing to inf)
-    for value in (input, other):
-        if type(value) in (int, float) and out.dtype is not T.float16:
-            lazy.check_scalar_fits("where", value, out.dtype)
+    if type(input) in _INT_FLOAT and out.dtype is not T.float16:
+        lazy.check_scalar_fits("where", input, out.dtype)
+    if type(other) in _INT_FLOAT and out.dtype is not T.float16:
+        lazy.check_scalar_fits("where", other, out.dtype)
     return out
+
+
+_INT_FLOAT = frozenset((int, float))
 
 
 def clamp(input, min=None, max=None):
@@ -1005,7 +1017,7 @@ def permute(input, *sizes, dims=None):
     if dims is not None and sizes:
         raise TypeError("permute() got multiple values for argument 'dims'")
     norm = _permutation(sizes if dims is None else (dims,), len(node.shape))
-    return _mutation.link_view(_view(input, lambda st: st.permute(norm)), input, ("permute", norm))
+    return _mutation.link_view(_wrap(lazy.permute_node(node, norm)), input, ("permute", norm))
 
 
 def transpose(input, dim0: int, dim1: int):

@@ -123,6 +123,17 @@ def reshape_node(node: Node, shape: tuple[int, ...]) -> Node:
     return Node(_VIEW, (node,), stack, shape, node.dtype, node.device)
 
 
+def permute_node(node: Node, order: tuple[int, ...]) -> Node:
+    """``view_node(node, lambda st: st.permute(order))`` for a checked ``order`` of ``node``'s dims.
+
+    A node that is no view (a weight's buffer, an op's result: what ``linear`` and the matmul
+    gradients transpose) gets the permuted row-major stack of its shape from ``_permute_stack``'s cache.
+    """
+    if node.op == _VIEW:
+        return view_node(node, lambda st: st.permute(order))
+    return view_of(node, _permute_stack(node.shape, order))
+
+
 def _window_of_buffer(base: Node, stack: ViewStack) -> Node | None:
     """The view over a realized buffer, rebased on an alias of the part of the buffer it reads.
 
@@ -247,6 +258,7 @@ _INT_OPERAND_RANGE = (-(1 << 63), 1 << 64)  # the Python ints PyTorch takes as o
 
 
 # The largest finite value of each float dtype (float32's is the default).
+_F32_MAX = 3.4028234663852886e38
 _FLOAT_LIMITS = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38, "float64": sys.float_info.max}
 
 
@@ -257,6 +269,8 @@ def check_scalar_fits(op: str, value, dtype: T.DType, strict_unsigned: bool = Fa
     OverflowError. As c10's ``overflows``, a negative int down to -max fits an unsigned dtype (it
     wraps: ``uint8`` takes -1 as 255) unless ``strict_unsigned`` (randint's bounds).
     """
+    if dtype is T.float32 and type(value) is float and -_F32_MAX <= value <= _F32_MAX:
+        return  # the usual case (a gradient rule's 0.0, a clamp bound): a finite float32 value
     if dtype is T.bool_:
         return
     if type(value) is complex and not dtype.is_complex:
@@ -268,7 +282,7 @@ def check_scalar_fits(op: str, value, dtype: T.DType, strict_unsigned: bool = Fa
     if type(value) is int:
         _scalar_value_checked(value, T.int64, op)  # raises for an int PyTorch cannot take at all
     if dtype.is_float:
-        limit = _FLOAT_LIMITS.get(dtype.name, 3.4028234663852886e38)
+        limit = _FLOAT_LIMITS.get(dtype.name, _F32_MAX)
         fits = not math.isfinite(value) or -limit <= value <= limit
     elif not dtype.is_signed:
         high = (1 << dtype.bits) - 1
@@ -729,6 +743,12 @@ def _reduce_shapes(shape: tuple[int, ...], dims: tuple[int, ...] | None, keepdim
 def _reshape_stack(from_shape: tuple[int, ...], to_shape: tuple[int, ...]) -> ViewStack:
     """``view_node``'s stack reshaping a contiguous ``from_shape`` to ``to_shape`` (immutable, shared)."""
     return ViewStack.contiguous(from_shape).reshape(to_shape)
+
+
+@functools.lru_cache(maxsize=1024)
+def _permute_stack(from_shape: tuple[int, ...], order: tuple[int, ...]) -> ViewStack:
+    """``view_node``'s stack permuting a contiguous ``from_shape`` by ``order`` (immutable, shared)."""
+    return ViewStack.contiguous(from_shape).permute(order)
 
 
 def _raise_empty_reduction(op: str, arg: bool, shape: tuple[int, ...], dims) -> None:

@@ -34,6 +34,7 @@ _STRIDES: dict[tuple[int, ...], tuple[int, ...]] = {}
 # View.structure by (shape, strides, offset, mask, below): the same bounds as the shape caches.
 _STRUCTURES: dict[tuple, tuple] = {}
 _CONTIGUOUS: dict[tuple[int, ...], View] = {}
+_CONTIGUOUS_STACKS: dict[tuple[int, ...], ViewStack] = {}
 # View.reshape's strides (None: a new layer) by (shape, strides, new shape) of a view that is not row-major.
 _RESHAPED: dict[tuple, tuple[int, ...] | None] = {}
 _UNDECIDED = object()
@@ -334,7 +335,13 @@ class ViewStack:
 
     @staticmethod
     def contiguous(shape: tuple[int, ...]) -> ViewStack:
-        return ViewStack((View.contiguous(tuple(shape)),))
+        # One stack per shape, as View.contiguous keeps one view: every view of a node that is no view
+        # starts from it (its caches of structure and hash are shared with it)
+        found = _CONTIGUOUS_STACKS.get(shape) if type(shape) is tuple else None
+        if found is not None:
+            return found
+        shape = tuple(shape)
+        return _remember(_CONTIGUOUS_STACKS, shape, ViewStack((View.contiguous(shape),)))
 
     def below(self, level: int, source: int | None) -> int | None:
         """How many positions level ``level`` views: the level below's, or ``source`` (the viewed node's numel)."""

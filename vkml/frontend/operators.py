@@ -955,26 +955,37 @@ def reshape(input, *sizes, shape=None):
     node = _tensor_node("reshape", input)
     if shape is not None and sizes:
         raise TypeError("reshape() got multiple values for argument 'shape'")
-    shape = _shape_args("reshape", sizes if shape is None else (shape,))
+    shape = _shape_args("reshape", sizes if shape is None else (shape,))  # Python ints: a key of _ORDERS
+    key = ("reshape", node.shape, shape)
+    checked = _ORDERS.get(key)
+    if checked is None:
+        checked = _kept_order(key, _reshaped_shape(node.shape, shape))
+    return _mutation.link_reshape(_wrap(lazy.reshape_node(node, checked)), input, checked)
+
+
+def _reshaped_shape(old: tuple, shape: tuple) -> tuple:
+    """``reshape``'s ``shape`` checked against the ``old`` shape's size, its -1 replaced by the size it stands for."""
+    numel = math.prod(old)
     if shape.count(-1) > 1:
         raise ShapeError(f"'reshape': only one dim can be -1, got {shape}")
     if -1 in shape:
         known = math.prod(s for s in shape if s != -1)
-        if known == 0 and node.numel == 0:
+        if known == 0 and numel == 0:
             raise ShapeError(
                 f"'reshape': cannot reshape tensor of 0 elements into shape {list(shape)} because the unspecified "
                 "dimension size -1 can be any value and is ambiguous"
             )
-        if known == 0 or node.numel % known:
-            raise ShapeError(f"'reshape': shape {shape} is invalid for input of size {node.numel}")
-        shape = tuple(node.numel // known if s == -1 else s for s in shape)
-    if any(s < 0 for s in shape) or math.prod(shape) != node.numel:
-        raise ShapeError(f"'reshape': shape {shape} is invalid for input of size {node.numel} (shape {node.shape})")
-    return _mutation.link_reshape(_wrap(lazy.reshape_node(node, shape)), input, shape)
+        if known == 0 or numel % known:
+            raise ShapeError(f"'reshape': shape {shape} is invalid for input of size {numel}")
+        shape = tuple(numel // known if s == -1 else s for s in shape)
+    if any(s < 0 for s in shape) or math.prod(shape) != numel:
+        raise ShapeError(f"'reshape': shape {shape} is invalid for input of size {numel} (shape {old})")
+    return shape
 
 
-# Checked dims of permute and transpose by (dims, ndim, the dims' types): a program permutes few ways, and a
-# key with the types never lets a bool or a numpy integer pass for the int it equals. Errors are not kept.
+# Checked dims of permute and transpose by (dims, ndim, the dims' types), and expand's checked sizes by (shape,
+# sizes): a program permutes and broadcasts few ways, and a key with the types never lets a bool or a numpy
+# integer pass for the int it equals (expand's sizes are Python ints already). Errors are not kept.
 _ORDERS: dict = {}
 _ORDERS_KEPT = 1024
 
@@ -1039,13 +1050,22 @@ def transpose(input, dim0: int, dim1: int):
 def expand(input, *sizes):
     """Broadcast size-1 dims to ``sizes`` (-1 keeps a dim); a view with stride 0."""
     node = _tensor_node("expand", input)
-    sizes = _shape_args("expand", sizes)
-    if len(sizes) < len(node.shape):
-        raise ShapeError(f"'expand': {sizes} has fewer dims than the tensor's shape {node.shape}")
-    lead = len(sizes) - len(node.shape)
+    sizes = _shape_args("expand", sizes)  # Python ints: the key below holds no numpy int or bool
+    key = ("expand", node.shape, sizes)
+    full = _ORDERS.get(key)
+    if full is None:
+        full = _kept_order(key, _expanded_shape(node.shape, sizes))
+    return _mutation.link_view(_wrap(lazy.expand_to(node, full)), input, ("expand", full, node.shape))
+
+
+def _expanded_shape(shape: tuple, sizes: tuple) -> tuple:
+    """``expand``'s ``sizes`` checked against ``shape``, each -1 replaced by the size it keeps."""
+    if len(sizes) < len(shape):
+        raise ShapeError(f"'expand': {sizes} has fewer dims than the tensor's shape {shape}")
+    lead = len(sizes) - len(shape)
     full = []
     for d, s in enumerate(sizes):
-        old = node.shape[d - lead] if d >= lead else 1
+        old = shape[d - lead] if d >= lead else 1
         if s == -1:
             if d < lead:
                 raise ShapeError(
@@ -1058,9 +1078,9 @@ def expand(input, *sizes):
                 f"'expand': size {s} at dim {d} is negative (only -1, which keeps a size, may be): {sizes}"
             )
         if old != s and old != 1:
-            raise ShapeError(f"'expand': dim {d} of size {old} cannot expand to {s} (shape {node.shape} -> {sizes})")
+            raise ShapeError(f"'expand': dim {d} of size {old} cannot expand to {s} (shape {shape} -> {sizes})")
         full.append(s)
-    return _mutation.link_view(_wrap(lazy.expand_to(node, tuple(full))), input, ("expand", tuple(full), node.shape))
+    return tuple(full)
 
 
 def squeeze(input, dim=None, *, axis=None):

@@ -244,11 +244,21 @@ def expand_to(node: Node, shape: tuple[int, ...]) -> Node:
 
 
 def const_node(value, dtype: T.DType, shape: tuple[int, ...], device, op: str = "") -> Node:
-    scalar = Node(_CONST, (), Const(_scalar_value(value, dtype, op)), (), dtype, device)
+    # Every scalar operand of every op passes here: _scalar_value's usual case inline, the Const made by
+    # tuple.__new__ (NamedTuple's own __new__ is a Python function)
+    if dtype is T.float32 and type(value) is float and -_F32_OVERFLOW < value < _F32_OVERFLOW:
+        arg = _new_tuple(Const, (value,))
+    else:
+        arg = _new_tuple(Const, (_scalar_value(value, dtype, op),))
+    scalar = Node(_CONST, (), arg, (), dtype, device)
     if not shape:
         return scalar
-    stack = _broadcast_stack((), tuple(shape))  # what expand_to builds for a 0-dim node, without its checks
-    return Node(_VIEW, (scalar,), stack, stack.shape, dtype, device)
+    shape = tuple(shape)
+    stack = _broadcast_stack((), shape)  # what expand_to builds for a 0-dim node, without its checks
+    return Node(_VIEW, (scalar,), stack, shape, dtype, device)
+
+
+_new_tuple = tuple.__new__
 
 
 # Floats at or beyond this magnitude round to ±inf in float32 (2^128 - 2^103: half an ulp past the
@@ -656,6 +666,8 @@ def dim_index(op: str, dim, what: str = "dim") -> int:
 
 def normalize_dim(op: str, dim, ndim: int) -> int:
     """``dim`` in [0, ndim): negative dims count from the end; a 0-d tensor takes 0 and -1 (PyTorch)."""
+    if type(dim) is int and -ndim <= dim < ndim:  # the usual dim: a Python int in range (so ndim > 0)
+        return dim % ndim
     d = dim_index(op, dim)
     n = max(ndim, 1)
     if not -n <= d < n:

@@ -171,12 +171,22 @@ class View:
         return count
 
     def permute(self, order: tuple[int, ...]) -> View:
-        mask = tuple(map(self.mask.__getitem__, order)) if self.mask else None
-        return View(
-            tuple(map(self.shape.__getitem__, order)), tuple(map(self.strides.__getitem__, order)), self.offset, mask
-        )
+        key = (self.shape, self.strides, self.offset, self.mask, "permute", order)
+        found = _EDITED.get(key)
+        if found is None:
+            mask = tuple(map(self.mask.__getitem__, order)) if self.mask else None
+            shape, strides = tuple(map(self.shape.__getitem__, order)), tuple(map(self.strides.__getitem__, order))
+            found = _kept_edit(key, View(shape, strides, self.offset, mask))
+        return found
 
     def expand(self, shape: tuple[int, ...]) -> View:
+        key = (self.shape, self.strides, self.offset, self.mask, "expand", shape)
+        found = _EDITED.get(key)
+        if found is None:
+            found = _kept_edit(key, self._expand(shape))
+        return found
+
+    def _expand(self, shape: tuple[int, ...]) -> View:
         strides = tuple(st if old == new else 0 for old, new, st in zip(self.shape, shape, self.strides))
         mask = None
         if self.mask:

@@ -507,31 +507,21 @@ def record(name: str, operands, out, attrs: dict | None = None):
 _tensor_kinds: dict[type, bool] = {}
 
 
-def _flatten(values) -> list:
-    flat = []
-    for v in values:
-        if isinstance(v, (list, tuple)):
-            flat.extend(v)
-        else:
-            flat.append(v)
-    return flat
-
-
 _NEVER_GRAD = frozenset((int, float, bool, str, type(None)))  # arguments that are no tensor
 
 
 def _any_requires_grad(values) -> bool:
-    """Whether a value, or an element of a list or tuple value, requires grad (``_flatten``'s one
-    level): the sizes and flags most arguments are skip the attribute lookup."""
+    """Whether a value, or an element of a list or tuple value, requires grad (the one level of lists
+    ``differentiable`` flattens): the sizes and flags most arguments are skip the attribute lookup."""
     for v in values:
         kind = type(v)
         if kind in _NEVER_GRAD:
             continue
         if isinstance(v, (list, tuple)):
             for w in v:
-                if type(w) not in _NEVER_GRAD and _requires_grad(w):
+                if type(w) not in _NEVER_GRAD and getattr(w, "requires_grad", False) is True:
                     return True
-        elif _requires_grad(v):
+        elif getattr(v, "requires_grad", False) is True:
             return True
     return False
 
@@ -598,7 +588,13 @@ def differentiable(name: str, inputs: tuple[str, ...] = ("input",)):
             finally:
                 mode.enabled = True
             bound = arguments(args, kwargs)  # fn took these arguments (they bind), in a new dict
-            operands = _flatten([bound.pop(p) for p in inputs])
+            operands = []  # a list or tuple value gives one operand per element
+            for p in inputs:
+                value = bound.pop(p)
+                if isinstance(value, (list, tuple)):
+                    operands.extend(value)
+                else:
+                    operands.append(value)
             return record(name, operands, out, bound)  # the other arguments, in the signature's order
 
         return recorded
@@ -771,8 +767,10 @@ def shown_as(name, edges: Callable | None = None):
             made = edges(*args, **kwargs) if edges is not None else _tensor_edges(args, kwargs)
             out = fn(*args, **kwargs)
             ctx = getattr(out, "_ctx", None)
-            # an operand returned as it is (a mean over no element) keeps its own node
-            if made is not None and ctx is not None and not any(ctx is getattr(a, "_ctx", None) for a in args):
+            if made is not None and ctx is not None:
+                for a in args:
+                    if ctx is getattr(a, "_ctx", None):  # an operand returned as it is (a mean over no element)
+                        return out  # keeps its own node
                 show(out, name if isinstance(name, str) else name(*args, **kwargs), made)
             return out
 

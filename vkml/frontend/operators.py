@@ -97,8 +97,9 @@ def _tensor_node(op: str, x) -> Node:
 def _sparse_operand(*operands):
     """The first sparse COO operand (vkml/frontend/sparse_coo.py), or None: an op with a sparse form
     hands it over (``operand._sparse_dispatch``); every other op raises reaching for its node."""
-    for o in operands:
-        if getattr(o, "is_sparse", False) is True:
+    tensor = _tensor.Tensor
+    for o in operands:  # a plain Tensor is never sparse: no is_sparse property call for it
+        if type(o) is not tensor and getattr(o, "is_sparse", False) is True:
             return o
     return None
 
@@ -883,7 +884,11 @@ def _product(x, y, batch: tuple, m: int, k: int, n: int, result_dtype: T.DType):
     """The matmul node of ``x`` (..., m, k) and ``y`` (..., k, n) broadcast to ``batch``: float32 products
     added in ascending k from -0.0, rounded once to ``result_dtype`` (kernels/matmul/)."""
     # An integer operand is converted to float32 (as matmul's sum of products would): float16 widens in the kernel.
-    xa, yb = (lazy.cast_node(t.node, T.float32) if not t.dtype.is_float else t.node for t in (x, y))
+    xa, yb = x.node, y.node
+    if not xa.dtype.is_float:
+        xa = lazy.cast_node(xa, T.float32)
+    if not yb.dtype.is_float:
+        yb = lazy.cast_node(yb, T.float32)
     xa, yb = lazy.expand_to(xa, (*batch, m, k)), lazy.expand_to(yb, (*batch, k, n))
     return _wrap(Node(Op.MATMUL, (xa, yb), Matmul(T.float32), (*batch, m, n), result_dtype, xa.device))
 

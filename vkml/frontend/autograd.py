@@ -485,9 +485,7 @@ def record(name: str, operands, out, attrs: dict | None = None):
             tensor = _tensor_kinds[kind] = G.is_tensor(x)
         if not tensor:
             saved.append(x)
-        elif (
-            pack
-        ):  # each tensor operand as the pack hook makes it (vkml keeps every operand, PyTorch what its formula reads)
+        elif pack:  # as the pack hook makes it (vkml keeps every operand, PyTorch what its formula reads)
             saved.append(PackedSaved(x, hooks))
         elif x._base is None:  # Tensor._saved of a tensor that owns its storage, inlined
             saved.append((x._node, x, (x._vcount - x._vhidden, x._vcount, ())))

@@ -419,7 +419,9 @@ def where(condition, input=None, other=None):
         input = input.item()
     if isinstance(other, np.generic):
         other = other.item()
-    out = _elementwise("where", condition, input, other)
+    out = _where_fast(condition, input, other)
+    if out is None:
+        out = _elementwise("where", condition, input, other)
     # PyTorch makes a Python value a tensor of the result's dtype, or of float32 for a float
     # (a float16 result takes any float: PyTorch converts it straight to float16, overflowing to inf)
     if type(input) in _INT_FLOAT and out.dtype is not T.float16:
@@ -430,6 +432,29 @@ def where(condition, input=None, other=None):
 
 
 _INT_FLOAT = frozenset((int, float))
+
+
+def _where_fast(condition, input, other):
+    """``_elementwise("where", ...)`` of plain tensors and Python numbers whose kinds were met before (a
+    gradient rule's ``where(mask, g, 0.0)``): the node from lazy's fast path, recorded as _elementwise
+    records it; None for anything else."""
+    tensor, scalars = _tensor.Tensor, lazy.SCALAR_TYPES
+    if type(condition) is not tensor:
+        return None
+    nodes, wants_grad = [condition._node if condition._base is None else condition.node], condition._requires_grad
+    for value in (input, other):
+        if type(value) is tensor:
+            nodes.append(value._node if value._base is None else value.node)
+            wants_grad = wants_grad or value._requires_grad
+        elif type(value) in scalars:
+            nodes.append(value)
+        else:
+            return None
+    node = lazy.condition_fast("where", nodes)
+    if node is None:
+        return None
+    out = _wrap(node) if not _memory_format.ACTIVE else _formatted(node, condition, input, other)
+    return autograd.record("where", (condition, input, other), out) if wants_grad else out
 
 
 def clamp(input, min=None, max=None):

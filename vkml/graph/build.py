@@ -393,7 +393,7 @@ def elementwise(name: str, operands: list, device=None) -> Node:
         if node is not None:
             return node
     elif len(operands) == 3 and type(operands[0]) is Node:
-        node = _condition_fast(name, operands)
+        node = condition_fast(name, operands)
         if node is not None:
             return node
     dev = shape = None
@@ -550,7 +550,7 @@ def _broadcast_fast(name: str, x: Node, y: Node) -> Node | None:
     return Node(_ELEMENTWISE, srcs, arg, shape, out_dtype, x.device)
 
 
-def _condition_fast(name: str, operands: list) -> Node | None:
+def condition_fast(name: str, operands: list) -> Node | None:
     """``elementwise`` of a condition tensor and two values (tensors of its shape on its device, or
     Python scalars) whose kinds were met before (None: anything else, for the general path): its nodes."""
     condition, x, y = operands

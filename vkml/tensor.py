@@ -27,6 +27,8 @@ from .ops.cast import bf16_bits_to_float
 from .schedule import checks
 from .schedule import scheduler as schedule
 
+_new_size = tuple.__new__  # as_size's body, called directly by Tensor.shape
+
 
 class Tensor:
     """A lazy n-dimensional array on one device. Ops record nodes; ``realize()`` runs them."""
@@ -97,9 +99,13 @@ class Tensor:
     def node(self, value: Node) -> None:
         mutation.assign_node(self, value)
 
+    # shape and dtype read the node as ``node`` does, inlined (the two most read properties: a Python
+    # property calling another costs a frame more, on every op's checks)
     @property
     def shape(self) -> Size:
-        return as_size(self.node.shape)
+        base = self._base
+        node = self._node if base is None or self._seen == base._vcount else mutation.refresh(self)
+        return _new_size(Size, node.shape)
 
     def size(self, dim: int | None = None):
         shape = self.node.shape
@@ -107,7 +113,10 @@ class Tensor:
 
     @property
     def dtype(self) -> T.DType:
-        return self.node.dtype
+        base = self._base
+        if base is None or self._seen == base._vcount:
+            return self._node.dtype
+        return mutation.refresh(self).dtype
 
     @property
     def device(self):

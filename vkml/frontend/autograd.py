@@ -348,14 +348,17 @@ class Context:
 
     __slots__ = ("name", "rule", "parents", "parent_ctxs", "saved", "output", "attrs", "_next_after_release")
 
-    def __init__(self, name: str, rule: Callable, parents: tuple, saved: tuple, output, attrs: dict):
+    def __init__(self, name: str, rule: Callable, parents: tuple, saved: tuple, output, attrs: dict, parent_ctxs=None):
         found = _OP_NAMES.get(name)  # one immutable name per op, shared by its contexts
         self.name = found if found is not None else _OP_NAMES.setdefault(name, _OpName(name))
         self.rule = rule
         self.parents = parents  # per operand: the tensor gradients flow to, or None
-        # per operand: the parent's context when this op was recorded. An in-place op gives a
-        # handle a new context later; gradients follow the one the operand had (vkml/frontend/mutation.py).
-        self.parent_ctxs = tuple(p._ctx if p is not None else None for p in parents)
+        # per operand: the parent's context when this op was recorded (``record`` reads them as it finds the
+        # parents). An in-place op gives a handle a new context later; gradients follow the one the operand
+        # had (vkml/frontend/mutation.py).
+        if parent_ctxs is None:
+            parent_ctxs = tuple(p._ctx if p is not None else None for p in parents)
+        self.parent_ctxs = parent_ctxs
         # per operand: Tensor._saved()'s (node, storage owner, version), or a Python number; made
         # SavedTensors (vkml/tensor.py) for the rule at backward, which check the version
         self.saved = saved
@@ -369,8 +372,14 @@ class Context:
 
     def release(self) -> None:
         """Drop the operands, so the forward graph can be freed once backward() has used it."""
-        # PyTorch's graph keeps its edges after backward frees the saved tensors: so does this one
-        self._next_after_release = self.next_functions
+        # PyTorch's graph keeps its edges after backward frees the saved tensors: so does this one. What
+        # they lead to is kept (a context, a leaf, which PyTorch's AccumulateGrad holds too), not the edges:
+        # most graphs are never read after backward, and every op of every step is released.
+        parents = self.parents
+        if parents is not None and getattr(self.name, "edges", None) is None:
+            self._next_after_release = tuple(
+                [p if p is None or c is None else c for p, c in zip(parents, self.parent_ctxs, strict=True)]
+            )
         self.parents = self.parent_ctxs = self.saved = self.output = None
 
     @property
@@ -382,16 +391,28 @@ class Context:
         if shown is not None:
             return tuple((named_node(node), i) for node, i in shown)
         if self.parents is None:
+            kept = self._next_after_release
+            if kept and type(kept[0]) is tuple:  # made already: the same edges every read, as before release
+                return kept
+            self._next_after_release = self._edges(kept)
             return self._next_after_release
+        return self._edges(
+            p if p is None or c is None else c for p, c in zip(self.parents, self.parent_ctxs, strict=True)
+        )
+
+    @staticmethod
+    def _edges(sources) -> tuple:
+        """``next_functions`` of what each operand's gradient flows to: None, a context, or a leaf (its
+        ``AccumulateGrad``)."""
         edges = []
-        for parent, ctx in zip(self.parents, self.parent_ctxs, strict=True):
-            if parent is None:
+        for source in sources:
+            if source is None:
                 edges.append((None, 0))
-            elif ctx is not None:
-                edges.append((ctx, 0))
+            elif isinstance(source, Context):
+                edges.append((named_node(source), 0))
             else:
-                edges.append((AccumulateGrad(parent), 0))
-        return tuple((named_node(node), i) for node, i in edges)
+                edges.append((named_node(AccumulateGrad(source)), 0))
+        return tuple(edges)
 
     def __repr__(self) -> str:
         return f"<{grad_fn_name(self)} object at {id(self):#x}>"
@@ -434,63 +455,71 @@ def record(name: str, operands, out, attrs: dict | None = None):
     """Give ``out`` the context of op ``name`` if grad mode is on and an operand requires grad; returns ``out``."""
     if not _mode.enabled or not out.dtype.is_float:
         return out
-    # one requires_grad read per operand (a view's reads its base's history: Tensor.requires_grad);
-    # a loop, not parents.count(None): that compares each tensor with None by Tensor.__eq__
-    parents, recorded = [], False
+    # One pass finds each operand's parent and its context then: one requires_grad read per operand (a
+    # view's reads its base's history: Tensor.requires_grad); ``is``, not ``in`` or parents.count(None):
+    # those compare each tensor by Tensor.__eq__.
+    parents, parent_ctxs, recorded = [], [], False
     for x in operands:
+        if x is out:  # an op that returned an operand as it is: nothing to record
+            return out
         if getattr(x, "requires_grad", False) is True:
             parents.append(x)
+            parent_ctxs.append(x._ctx)
             recorded = True
         else:
             parents.append(None)
+            parent_ctxs.append(None)
     if not recorded:  # the usual case: nothing to record
         return out
-    parents = tuple(parents)
-    if any(x is out for x in operands):
-        return out
-    rule = rule_for(name)
+    op = REGISTRY.get(name)  # rule_for, inlined: every recorded op asks
+    rule = op.grad if op is not None else G.RULES.get(name)
     if rule is None:
         return out
     hooks = _mode.saved_hooks
-    if hooks is None:
-        saved = tuple(x._saved() if G.is_tensor(x) else x for x in operands)
-    elif name in _VALUE_FREE_RULES:  # nothing to pack: the rule reads shapes and dtypes alone
-        saved = tuple(x._saved() if G.is_tensor(x) else x for x in operands)
-    else:  # each tensor operand as the pack hook makes it (vkml keeps every operand, PyTorch what its formula reads)
-        saved = tuple(PackedSaved(x, hooks) if G.is_tensor(x) else x for x in operands)
+    pack = hooks is not None and name not in _VALUE_FREE_RULES  # value-free rules read shapes and dtypes alone
+    saved = []
+    for x in operands:
+        kind = type(x)
+        tensor = _tensor_kinds.get(kind)
+        if tensor is None:
+            tensor = _tensor_kinds[kind] = G.is_tensor(x)
+        if not tensor:
+            saved.append(x)
+        elif pack:  # as the pack hook makes it (vkml keeps every operand, PyTorch what its formula reads)
+            saved.append(PackedSaved(x, hooks))
+        elif x._base is None:  # Tensor._saved of a tensor that owns its storage, inlined
+            saved.append((x._node, x, (x._vcount - x._vhidden, x._vcount, ())))
+        else:
+            saved.append(x._saved())
     node, owner, version = out._saved()
-    out._ctx = Context(name, rule, parents, saved, (node, weakref.ref(owner), version), attrs or {})
+    out._ctx = Context(
+        name, rule, tuple(parents), tuple(saved), (node, weakref.ref(owner), version), attrs or {}, tuple(parent_ctxs)
+    )
     out._requires_grad = True
     if _mode.watch is not None:
         _mode.watch(name, operands)
     return out
 
 
-def _flatten(values) -> list:
-    flat = []
-    for v in values:
-        if isinstance(v, (list, tuple)):
-            flat.extend(v)
-        else:
-            flat.append(v)
-    return flat
+# type of an operand -> whether it is a tensor (``G.is_tensor``, which asks the class), once per type
+_tensor_kinds: dict[type, bool] = {}
 
 
 _NEVER_GRAD = frozenset((int, float, bool, str, type(None)))  # arguments that are no tensor
 
 
 def _any_requires_grad(values) -> bool:
-    """Whether a value, or an element of a list or tuple value, requires grad (``_flatten``'s one
-    level): the sizes and flags most arguments are skip the attribute lookup."""
+    """Whether a value, or an element of a list or tuple value, requires grad (the one level of lists
+    ``differentiable`` flattens): the sizes and flags most arguments are skip the attribute lookup."""
     for v in values:
         kind = type(v)
         if kind in _NEVER_GRAD:
             continue
         if isinstance(v, (list, tuple)):
             for w in v:
-                if type(w) not in _NEVER_GRAD and _requires_grad(w):
+                if type(w) not in _NEVER_GRAD and getattr(w, "requires_grad", False) is True:
                     return True
-        elif _requires_grad(v):
+        elif getattr(v, "requires_grad", False) is True:
             return True
     return False
 
@@ -548,14 +577,23 @@ def differentiable(name: str, inputs: tuple[str, ...] = ("input",)):
 
         @functools.wraps(fn)
         def recorded(*args, **kwargs):
-            if not _mode.enabled or not (_any_requires_grad(args) or _any_requires_grad(kwargs.values())):
+            mode = _mode
+            if not mode.enabled or not (_any_requires_grad(args) or (kwargs and _any_requires_grad(kwargs.values()))):
                 return fn(*args, **kwargs)
-            with no_grad():
+            mode.enabled = False  # no_grad() for the call, without its object (grad mode was on)
+            try:
                 out = fn(*args, **kwargs)
-            bound = arguments(args, kwargs)  # fn took these arguments: they bind
-            operands = _flatten(bound[p] for p in inputs)
-            attrs = {k: v for k, v in bound.items() if k not in inputs}
-            return record(name, operands, out, attrs)
+            finally:
+                mode.enabled = True
+            bound = arguments(args, kwargs)  # fn took these arguments (they bind), in a new dict
+            operands = []  # a list or tuple value gives one operand per element
+            for p in inputs:
+                value = bound.pop(p)
+                if isinstance(value, (list, tuple)):
+                    operands.extend(value)
+                else:
+                    operands.append(value)
+            return record(name, operands, out, bound)  # the other arguments, in the signature's order
 
         return recorded
 
@@ -727,8 +765,10 @@ def shown_as(name, edges: Callable | None = None):
             made = edges(*args, **kwargs) if edges is not None else _tensor_edges(args, kwargs)
             out = fn(*args, **kwargs)
             ctx = getattr(out, "_ctx", None)
-            # an operand returned as it is (a mean over no element) keeps its own node
-            if made is not None and ctx is not None and not any(ctx is getattr(a, "_ctx", None) for a in args):
+            if made is not None and ctx is not None:
+                for a in args:
+                    if ctx is getattr(a, "_ctx", None):  # an operand returned as it is (a mean over no element)
+                        return out  # keeps its own node
                 show(out, name if isinstance(name, str) else name(*args, **kwargs), made)
             return out
 

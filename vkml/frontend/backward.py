@@ -49,30 +49,43 @@ def _graph_order(roots) -> list:
     """(tensor, context) of every value ``roots`` were computed from that requires grad, users before operands.
 
     A value is its context, not its handle: an in-place op gives a handle a new context, and
-    ops recorded before it keep the old one (``Context.parent_ctxs``). Post-orders of successive
-    roots share one ``seen`` set, so each value still follows everything it was computed from.
+    ops recorded before it keep the old one (``Context.parent_ctxs``). A depth-first post-order,
+    each value's operands visited last first (the order of a stack of pushed operands, which the
+    gradients' sums follow); post-orders of successive roots share one ``seen`` set, so each value
+    still follows everything it was computed from. Each value's operands are walked by one iterator.
     """
     order, seen = [], set()
     for root in roots:
-        stack = [((root, root._ctx), False)]
+        ctx = root._ctx
+        key = id(ctx) if ctx is not None else id(root)
+        if key in seen:
+            continue
+        seen.add(key)
+        if ctx is None:
+            order.append((root, None))
+            continue
+        if ctx.parents is None:  # released
+            raise RuntimeError(SECOND_TIME)
+        stack = [((root, ctx), zip(reversed(ctx.parents), reversed(ctx.parent_ctxs)))]
         while stack:
-            item, done = stack.pop()
-            if done:
+            item, operands = stack[-1]
+            for p, pc in operands:
+                if p is None:
+                    continue
+                key = id(pc) if pc is not None else id(p)  # _key, inlined: every edge of the graph passes here
+                if key in seen:
+                    continue
+                seen.add(key)
+                if pc is None:  # a leaf: nothing below it
+                    order.append((p, None))
+                    continue
+                if pc.parents is None:
+                    raise RuntimeError(SECOND_TIME)
+                stack.append(((p, pc), zip(reversed(pc.parents), reversed(pc.parent_ctxs))))
+                break
+            else:  # every operand is done
+                stack.pop()
                 order.append(item)
-                continue
-            t, ctx = item
-            key = id(ctx) if ctx is not None else id(t)  # _key, inlined: every value of the graph passes here
-            if key in seen:
-                continue
-            seen.add(key)
-            stack.append((item, True))
-            if ctx is None:
-                continue
-            if ctx.parents is None:  # released
-                raise RuntimeError(SECOND_TIME)
-            for p, pc in zip(ctx.parents, ctx.parent_ctxs):
-                if p is not None and (id(pc) if pc is not None else id(p)) not in seen:
-                    stack.append(((p, pc), False))
     return order[::-1]
 
 
@@ -144,9 +157,9 @@ def run_backward(
     found, leaves = {}, []
     with autograd.set_grad_enabled(create_graph):
         for t, ctx in order:
-            key = _key(t, ctx)
+            key = id(ctx) if ctx is not None else id(t)  # _key, inlined: every value of the graph passes here
             g = grads.pop(key, None)
-            if g is not None:
+            if g is not None and getattr(t, "_grad_hooks", None):
                 g = _run_hooks(t, ctx, g)
             if g is not None and targets is not None and key in targets:
                 g = found[key] = _dense_like(targets[key], g)
@@ -167,7 +180,8 @@ def run_backward(
                     _run_post_accumulate_hooks(t)
                 continue
             if g is not None:
-                if accumulate and _retains(t, ctx):  # Tensor.retain_grad(): a non-leaf keeps its gradient
+                # _retains, inlined: Tensor.retain_grad() (a non-leaf keeps its gradient)
+                if accumulate and getattr(t, "_retained_ctx", None) is ctx:
                     t.grad = g if t._grad is None else _sum(t._grad, g)
                 _apply_rule(ctx, g, grads, vkml, create_graph)
             if not retain_graph:
@@ -235,10 +249,6 @@ def _run_post_accumulate_hooks(t) -> None:
             hook(t)
 
 
-def _retains(t, ctx) -> bool:
-    return getattr(t, "_retained_ctx", None) is ctx
-
-
 def _rule_operand(saved, parent, parent_ctx, role, create_graph: bool):
     """What a rule computes with for one operand: its saved value, version-checked; for ``create_graph``
     linked to the graph (a leaf's own handle, a computed value's context) so second gradients reach it."""
@@ -266,34 +276,41 @@ def _unpacked_operand(saved: autograd.PackedSaved, parent, parent_ctx, create_gr
 
 
 def _apply_rule(ctx: autograd.Context, g, grads: dict, namespace, create_graph: bool = False) -> None:
-    needs = tuple(p is not None for p in ctx.parents)
+    parents, parent_ctxs = ctx.parents, ctx.parent_ctxs
     role = ("an operand of", ctx.name)
-    inputs = tuple(
-        _rule_operand(s, p, pc, role, create_graph)
-        if type(s) is tuple
-        else _unpacked_operand(s, p, pc, create_graph)
-        if type(s) is autograd.PackedSaved
-        else s
-        for s, p, pc in zip(ctx.saved, ctx.parents, ctx.parent_ctxs)
-    )
+    saved_tensor = _tensor.SavedTensor
+    inputs, needs = [], []
+    for s, p, pc in zip(ctx.saved, parents, parent_ctxs):
+        needs.append(p is not None)
+        kind = type(s)
+        if kind is tuple:
+            # _rule_operand's usual case inlined: a saved value, version-checked when read
+            inputs.append(
+                _rule_operand(s, p, pc, role, True) if create_graph and p is not None else saved_tensor(s, role)
+            )
+        elif kind is autograd.PackedSaved:
+            inputs.append(_unpacked_operand(s, p, pc, create_graph))
+        else:
+            inputs.append(s)
+    inputs, needs = tuple(inputs), tuple(needs)
     node, owner, version = ctx.output
-    output = _tensor.SavedTensor((node, owner(), version), ("output 0 of", ctx.name))
+    output = saved_tensor((node, owner(), version), ("output 0 of", ctx.name))
     if create_graph:
         output._ctx, output._requires_grad = ctx, True
     results = ctx.rule(G.GradContext(g, inputs, output, ctx.attrs, namespace, needs))
     if autograd._AnomalyMode.enabled and autograd._AnomalyMode.check_nan:
         autograd._check_anomaly(ctx, results)
-    if len(results) != len(ctx.parents):
+    if len(results) != len(parents):
         raise AssertionError(
             f"the gradient rule of {ctx.name!r} gave {len(results)} gradients for {len(needs)} operands"
         )
     if create_graph:
         results = _link_masks(ctx, inputs, results)
-    for parent, parent_ctx, grad in zip(ctx.parents, ctx.parent_ctxs, results):
+    for parent, parent_ctx, grad in zip(parents, parent_ctxs, results):
         if parent is None or grad is None:
             continue
         grad = _fit(grad, parent, ctx.name)
-        key = _key(parent, parent_ctx)
+        key = id(parent_ctx) if parent_ctx is not None else id(parent)  # _key, inlined
         previous = grads.get(key)
         grads[key] = grad if previous is None else _sum(previous, grad)
 

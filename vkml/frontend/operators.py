@@ -97,8 +97,9 @@ def _tensor_node(op: str, x) -> Node:
 def _sparse_operand(*operands):
     """The first sparse COO operand (vkml/frontend/sparse_coo.py), or None: an op with a sparse form
     hands it over (``operand._sparse_dispatch``); every other op raises reaching for its node."""
-    for o in operands:
-        if getattr(o, "is_sparse", False) is True:
+    tensor = _tensor.Tensor
+    for o in operands:  # a plain Tensor is never sparse: no is_sparse property call for it
+        if type(o) is not tensor and getattr(o, "is_sparse", False) is True:
             return o
     return None
 
@@ -139,11 +140,13 @@ _BOOL_UNARY = {
 
 def _unary(name):
     def fn(input):
-        # A tensor that needs no grad, of a kind met before: its node from lazy's fast path.
-        if type(input) is _tensor.Tensor and not input._requires_grad:
+        # A tensor of a kind met before: its node from lazy's fast path, recorded as _elementwise records it
+        # where it requires grad (read after the node: a view's node brings its _requires_grad up to date).
+        if type(input) is _tensor.Tensor:
             node = lazy.unary_fast(name, input._node if input._base is None else input.node)
             if node is not None:
-                return _wrap(node) if not _memory_format.ACTIVE else _formatted(node, input)
+                out = _wrap(node) if not _memory_format.ACTIVE else _formatted(node, input)
+                return autograd.record(name, (input,), out) if input._requires_grad else out
         return _elementwise(name, input)
 
     if name in _BOOL_UNARY:
@@ -170,26 +173,29 @@ def _binary(name):
         # node straight from lazy's fast path, with none of _elementwise's loops. A tensor that
         # owns its storage has its node in _node; a view's comes first from the property, which
         # also brings its _requires_grad up to date after a write through its storage.
+        # An operand that requires grad takes the same path, then the record _elementwise makes.
         tensor = _tensor.Tensor
         if type(input) is tensor:
             a = input._node if input._base is None else input.node
-            if not input._requires_grad:
-                if type(other) is tensor:
-                    b = other._node if other._base is None else other.node
-                    if not other._requires_grad:
-                        node = lazy.binary_fast(name, a, b)
-                        if node is not None:
-                            return _wrap(node) if not _memory_format.ACTIVE else _formatted(node, input, other)
-                elif type(other) in lazy.SCALAR_TYPES:
-                    node = lazy.binary_fast(name, a, other)
-                    if node is not None:
-                        return _wrap(node) if not _memory_format.ACTIVE else _formatted(node, input)
+            if type(other) is tensor:
+                b = other._node if other._base is None else other.node
+                node = lazy.binary_fast(name, a, b)
+                if node is not None:
+                    out = _wrap(node) if not _memory_format.ACTIVE else _formatted(node, input, other)
+                    if input._requires_grad or other._requires_grad:
+                        return autograd.record(name, (input, other), out)
+                    return out
+            elif type(other) in lazy.SCALAR_TYPES:
+                node = lazy.binary_fast(name, a, other)
+                if node is not None:
+                    out = _wrap(node) if not _memory_format.ACTIVE else _formatted(node, input)
+                    return autograd.record(name, (input, other), out) if input._requires_grad else out
         elif type(other) is tensor and type(input) in lazy.SCALAR_TYPES:
             b = other._node if other._base is None else other.node
-            if not other._requires_grad:
-                node = lazy.binary_fast(name, input, b)
-                if node is not None:
-                    return _wrap(node) if not _memory_format.ACTIVE else _formatted(node, other)
+            node = lazy.binary_fast(name, input, b)
+            if node is not None:
+                out = _wrap(node) if not _memory_format.ACTIVE else _formatted(node, other)
+                return autograd.record(name, (input, other), out) if other._requires_grad else out
         return _elementwise(name, input, other)
 
     fn.__name__ = fn.__qualname__ = name
@@ -433,14 +439,46 @@ def where(condition, input=None, other=None):
     require_tensor("where", "condition", 1, condition)  # torch.where(True, x, y) is PyTorch's TypeError
     if input is None and other is None:
         return _indexing.nonzero(condition, as_tuple=True)
-    input, other = (v.item() if isinstance(v, np.generic) else v for v in (input, other))
-    out = _elementwise("where", condition, input, other)
+    if isinstance(input, np.generic):
+        input = input.item()
+    if isinstance(other, np.generic):
+        other = other.item()
+    out = _where_fast(condition, input, other)
+    if out is None:
+        out = _elementwise("where", condition, input, other)
     # PyTorch makes a Python value a tensor of the result's dtype, or of float32 for a float
     # (a float16 result takes any float: PyTorch converts it straight to float16, overflowing to inf)
-    for value in (input, other):
-        if type(value) in (int, float) and out.dtype is not T.float16:
-            lazy.check_scalar_fits("where", value, out.dtype)
+    if type(input) in _INT_FLOAT and out.dtype is not T.float16:
+        lazy.check_scalar_fits("where", input, out.dtype)
+    if type(other) in _INT_FLOAT and out.dtype is not T.float16:
+        lazy.check_scalar_fits("where", other, out.dtype)
     return out
+
+
+_INT_FLOAT = frozenset((int, float))
+
+
+def _where_fast(condition, input, other):
+    """``_elementwise("where", ...)`` of plain tensors and Python numbers whose kinds were met before (a
+    gradient rule's ``where(mask, g, 0.0)``): the node from lazy's fast path, recorded as _elementwise
+    records it; None for anything else."""
+    tensor, scalars = _tensor.Tensor, lazy.SCALAR_TYPES
+    if type(condition) is not tensor:
+        return None
+    nodes, wants_grad = [condition._node if condition._base is None else condition.node], condition._requires_grad
+    for value in (input, other):
+        if type(value) is tensor:
+            nodes.append(value._node if value._base is None else value.node)
+            wants_grad = wants_grad or value._requires_grad
+        elif type(value) in scalars:
+            nodes.append(value)
+        else:
+            return None
+    node = lazy.condition_fast("where", nodes)
+    if node is None:
+        return None
+    out = _wrap(node) if not _memory_format.ACTIVE else _formatted(node, condition, input, other)
+    return autograd.record("where", (condition, input, other), out) if wants_grad else out
 
 
 def clamp(input, min=None, max=None):
@@ -895,7 +933,11 @@ def _product(x, y, batch: tuple, m: int, k: int, n: int, result_dtype: T.DType):
     """The matmul node of ``x`` (..., m, k) and ``y`` (..., k, n) broadcast to ``batch``: float32 products
     added in ascending k from -0.0, rounded once to ``result_dtype`` (kernels/matmul/)."""
     # An integer operand is converted to float32 (as matmul's sum of products would): float16 widens in the kernel.
-    xa, yb = (lazy.cast_node(t.node, T.float32) if not t.dtype.is_float else t.node for t in (x, y))
+    xa, yb = x.node, y.node
+    if not xa.dtype.is_float:
+        xa = lazy.cast_node(xa, T.float32)
+    if not yb.dtype.is_float:
+        yb = lazy.cast_node(yb, T.float32)
     xa, yb = lazy.expand_to(xa, (*batch, m, k)), lazy.expand_to(yb, (*batch, k, n))
     return _wrap(Node(Op.MATMUL, (xa, yb), Matmul(T.float32), (*batch, m, n), result_dtype, xa.device))
 
@@ -967,26 +1009,37 @@ def reshape(input, *sizes, shape=None):
     node = _tensor_node("reshape", input)
     if shape is not None and sizes:
         raise TypeError("reshape() got multiple values for argument 'shape'")
-    shape = _shape_args("reshape", sizes if shape is None else (shape,))
+    shape = _shape_args("reshape", sizes if shape is None else (shape,))  # Python ints: a key of _ORDERS
+    key = ("reshape", node.shape, shape)
+    checked = _ORDERS.get(key)
+    if checked is None:
+        checked = _kept_order(key, _reshaped_shape(node.shape, shape))
+    return _mutation.link_reshape(_wrap(lazy.reshape_node(node, checked)), input, checked)
+
+
+def _reshaped_shape(old: tuple, shape: tuple) -> tuple:
+    """``reshape``'s ``shape`` checked against the ``old`` shape's size, its -1 replaced by the size it stands for."""
+    numel = math.prod(old)
     if shape.count(-1) > 1:
         raise ShapeError(f"'reshape': only one dim can be -1, got {shape}")
     if -1 in shape:
         known = math.prod(s for s in shape if s != -1)
-        if known == 0 and node.numel == 0:
+        if known == 0 and numel == 0:
             raise ShapeError(
                 f"'reshape': cannot reshape tensor of 0 elements into shape {list(shape)} because the unspecified "
                 "dimension size -1 can be any value and is ambiguous"
             )
-        if known == 0 or node.numel % known:
-            raise ShapeError(f"'reshape': shape {shape} is invalid for input of size {node.numel}")
-        shape = tuple(node.numel // known if s == -1 else s for s in shape)
-    if any(s < 0 for s in shape) or math.prod(shape) != node.numel:
-        raise ShapeError(f"'reshape': shape {shape} is invalid for input of size {node.numel} (shape {node.shape})")
-    return _mutation.link_reshape(_wrap(lazy.reshape_node(node, shape)), input, shape)
+        if known == 0 or numel % known:
+            raise ShapeError(f"'reshape': shape {shape} is invalid for input of size {numel}")
+        shape = tuple(numel // known if s == -1 else s for s in shape)
+    if any(s < 0 for s in shape) or math.prod(shape) != numel:
+        raise ShapeError(f"'reshape': shape {shape} is invalid for input of size {numel} (shape {old})")
+    return shape
 
 
-# Checked dims of permute and transpose by (dims, ndim, the dims' types): a program permutes few ways, and a
-# key with the types never lets a bool or a numpy integer pass for the int it equals. Errors are not kept.
+# Checked dims of permute and transpose by (dims, ndim, the dims' types), and expand's checked sizes by (shape,
+# sizes): a program permutes and broadcasts few ways, and a key with the types never lets a bool or a numpy
+# integer pass for the int it equals (expand's sizes are Python ints already). Errors are not kept.
 _ORDERS: dict = {}
 _ORDERS_KEPT = 1024
 
@@ -1029,7 +1082,7 @@ def permute(input, *sizes, dims=None):
     if dims is not None and sizes:
         raise TypeError("permute() got multiple values for argument 'dims'")
     norm = _permutation(sizes if dims is None else (dims,), len(node.shape))
-    return _mutation.link_view(_view(input, lambda st: st.permute(norm)), input, ("permute", norm))
+    return _mutation.link_view(_wrap(lazy.permute_node(node, norm)), input, ("permute", norm))
 
 
 def transpose(input, dim0: int, dim1: int):
@@ -1051,13 +1104,22 @@ def transpose(input, dim0: int, dim1: int):
 def expand(input, *sizes):
     """Broadcast size-1 dims to ``sizes`` (-1 keeps a dim); a view with stride 0."""
     node = _tensor_node("expand", input)
-    sizes = _shape_args("expand", sizes)
-    if len(sizes) < len(node.shape):
-        raise ShapeError(f"'expand': {sizes} has fewer dims than the tensor's shape {node.shape}")
-    lead = len(sizes) - len(node.shape)
+    sizes = _shape_args("expand", sizes)  # Python ints: the key below holds no numpy int or bool
+    key = ("expand", node.shape, sizes)
+    full = _ORDERS.get(key)
+    if full is None:
+        full = _kept_order(key, _expanded_shape(node.shape, sizes))
+    return _mutation.link_view(_wrap(lazy.expand_to(node, full)), input, ("expand", full, node.shape))
+
+
+def _expanded_shape(shape: tuple, sizes: tuple) -> tuple:
+    """``expand``'s ``sizes`` checked against ``shape``, each -1 replaced by the size it keeps."""
+    if len(sizes) < len(shape):
+        raise ShapeError(f"'expand': {sizes} has fewer dims than the tensor's shape {shape}")
+    lead = len(sizes) - len(shape)
     full = []
     for d, s in enumerate(sizes):
-        old = node.shape[d - lead] if d >= lead else 1
+        old = shape[d - lead] if d >= lead else 1
         if s == -1:
             if d < lead:
                 raise ShapeError(
@@ -1070,9 +1132,9 @@ def expand(input, *sizes):
                 f"'expand': size {s} at dim {d} is negative (only -1, which keeps a size, may be): {sizes}"
             )
         if old != s and old != 1:
-            raise ShapeError(f"'expand': dim {d} of size {old} cannot expand to {s} (shape {node.shape} -> {sizes})")
+            raise ShapeError(f"'expand': dim {d} of size {old} cannot expand to {s} (shape {shape} -> {sizes})")
         full.append(s)
-    return _mutation.link_view(_wrap(lazy.expand_to(node, tuple(full))), input, ("expand", tuple(full), node.shape))
+    return tuple(full)
 
 
 def squeeze(input, dim=None, *, axis=None):

@@ -123,6 +123,17 @@ def reshape_node(node: Node, shape: tuple[int, ...]) -> Node:
     return Node(_VIEW, (node,), stack, shape, node.dtype, node.device)
 
 
+def permute_node(node: Node, order: tuple[int, ...]) -> Node:
+    """``view_node(node, lambda st: st.permute(order))`` for a checked ``order`` of ``node``'s dims.
+
+    A node that is no view (a weight's buffer, an op's result: what ``linear`` and the matmul
+    gradients transpose) gets the permuted row-major stack of its shape from ``_permute_stack``'s cache.
+    """
+    if node.op == _VIEW:
+        return view_node(node, lambda st: st.permute(order))
+    return view_of(node, _permute_stack(node.shape, order))
+
+
 def _window_of_buffer(base: Node, stack: ViewStack) -> Node | None:
     """The view over a realized buffer, rebased on an alias of the part of the buffer it reads.
 
@@ -233,11 +244,21 @@ def expand_to(node: Node, shape: tuple[int, ...]) -> Node:
 
 
 def const_node(value, dtype: T.DType, shape: tuple[int, ...], device, op: str = "") -> Node:
-    scalar = Node(_CONST, (), Const(_scalar_value(value, dtype, op)), (), dtype, device)
+    # Every scalar operand of every op passes here: _scalar_value's usual case inline, the Const made by
+    # tuple.__new__ (NamedTuple's own __new__ is a Python function)
+    if dtype is T.float32 and type(value) is float and -_F32_OVERFLOW < value < _F32_OVERFLOW:
+        arg = _new_tuple(Const, (value,))
+    else:
+        arg = _new_tuple(Const, (_scalar_value(value, dtype, op),))
+    scalar = Node(_CONST, (), arg, (), dtype, device)
     if not shape:
         return scalar
-    stack = _broadcast_stack((), tuple(shape))  # what expand_to builds for a 0-dim node, without its checks
-    return Node(_VIEW, (scalar,), stack, stack.shape, dtype, device)
+    shape = tuple(shape)
+    stack = _broadcast_stack((), shape)  # what expand_to builds for a 0-dim node, without its checks
+    return Node(_VIEW, (scalar,), stack, shape, dtype, device)
+
+
+_new_tuple = tuple.__new__
 
 
 # Floats at or beyond this magnitude round to ±inf in float32 (2^128 - 2^103: half an ulp past the
@@ -247,6 +268,7 @@ _INT_OPERAND_RANGE = (-(1 << 63), 1 << 64)  # the Python ints PyTorch takes as o
 
 
 # The largest finite value of each float dtype (float32's is the default).
+_F32_MAX = 3.4028234663852886e38
 _FLOAT_LIMITS = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38, "float64": sys.float_info.max}
 
 
@@ -257,6 +279,8 @@ def check_scalar_fits(op: str, value, dtype: T.DType, strict_unsigned: bool = Fa
     OverflowError. As c10's ``overflows``, a negative int down to -max fits an unsigned dtype (it
     wraps: ``uint8`` takes -1 as 255) unless ``strict_unsigned`` (randint's bounds).
     """
+    if dtype is T.float32 and type(value) is float and -_F32_MAX <= value <= _F32_MAX:
+        return  # the usual case (a gradient rule's 0.0, a clamp bound): a finite float32 value
     if dtype is T.bool_:
         return
     if type(value) is complex and not dtype.is_complex:
@@ -268,7 +292,7 @@ def check_scalar_fits(op: str, value, dtype: T.DType, strict_unsigned: bool = Fa
     if type(value) is int:
         _scalar_value_checked(value, T.int64, op)  # raises for an int PyTorch cannot take at all
     if dtype.is_float:
-        limit = _FLOAT_LIMITS.get(dtype.name, 3.4028234663852886e38)
+        limit = _FLOAT_LIMITS.get(dtype.name, _F32_MAX)
         fits = not math.isfinite(value) or -limit <= value <= limit
     elif not dtype.is_signed:
         high = (1 << dtype.bits) - 1
@@ -369,7 +393,7 @@ def elementwise(name: str, operands: list, device=None) -> Node:
         if node is not None:
             return node
     elif len(operands) == 3 and type(operands[0]) is Node:
-        node = _condition_fast(name, operands)
+        node = condition_fast(name, operands)
         if node is not None:
             return node
     dev = shape = None
@@ -526,7 +550,7 @@ def _broadcast_fast(name: str, x: Node, y: Node) -> Node | None:
     return Node(_ELEMENTWISE, srcs, arg, shape, out_dtype, x.device)
 
 
-def _condition_fast(name: str, operands: list) -> Node | None:
+def condition_fast(name: str, operands: list) -> Node | None:
     """``elementwise`` of a condition tensor and two values (tensors of its shape on its device, or
     Python scalars) whose kinds were met before (None: anything else, for the general path): its nodes."""
     condition, x, y = operands
@@ -642,6 +666,8 @@ def dim_index(op: str, dim, what: str = "dim") -> int:
 
 def normalize_dim(op: str, dim, ndim: int) -> int:
     """``dim`` in [0, ndim): negative dims count from the end; a 0-d tensor takes 0 and -1 (PyTorch)."""
+    if type(dim) is int and -ndim <= dim < ndim:  # the usual dim: a Python int in range (so ndim > 0)
+        return dim % ndim
     d = dim_index(op, dim)
     n = max(ndim, 1)
     if not -n <= d < n:
@@ -729,6 +755,12 @@ def _reduce_shapes(shape: tuple[int, ...], dims: tuple[int, ...] | None, keepdim
 def _reshape_stack(from_shape: tuple[int, ...], to_shape: tuple[int, ...]) -> ViewStack:
     """``view_node``'s stack reshaping a contiguous ``from_shape`` to ``to_shape`` (immutable, shared)."""
     return ViewStack.contiguous(from_shape).reshape(to_shape)
+
+
+@functools.lru_cache(maxsize=1024)
+def _permute_stack(from_shape: tuple[int, ...], order: tuple[int, ...]) -> ViewStack:
+    """``view_node``'s stack permuting a contiguous ``from_shape`` by ``order`` (immutable, shared)."""
+    return ViewStack.contiguous(from_shape).permute(order)
 
 
 def _raise_empty_reduction(op: str, arg: bool, shape: tuple[int, ...], dims) -> None:

@@ -34,6 +34,7 @@ _STRIDES: dict[tuple[int, ...], tuple[int, ...]] = {}
 # View.structure by (shape, strides, offset, mask, below): the same bounds as the shape caches.
 _STRUCTURES: dict[tuple, tuple] = {}
 _CONTIGUOUS: dict[tuple[int, ...], View] = {}
+_CONTIGUOUS_STACKS: dict[tuple[int, ...], ViewStack] = {}
 # View.reshape's strides (None: a new layer) by (shape, strides, new shape) of a view that is not row-major.
 _RESHAPED: dict[tuple, tuple[int, ...] | None] = {}
 _UNDECIDED = object()
@@ -170,12 +171,22 @@ class View:
         return count
 
     def permute(self, order: tuple[int, ...]) -> View:
-        mask = tuple(map(self.mask.__getitem__, order)) if self.mask else None
-        return View(
-            tuple(map(self.shape.__getitem__, order)), tuple(map(self.strides.__getitem__, order)), self.offset, mask
-        )
+        key = (self.shape, self.strides, self.offset, self.mask, "permute", order)
+        found = _EDITED.get(key)
+        if found is None:
+            mask = tuple(map(self.mask.__getitem__, order)) if self.mask else None
+            shape, strides = tuple(map(self.shape.__getitem__, order)), tuple(map(self.strides.__getitem__, order))
+            found = _kept_edit(key, View(shape, strides, self.offset, mask))
+        return found
 
     def expand(self, shape: tuple[int, ...]) -> View:
+        key = (self.shape, self.strides, self.offset, self.mask, "expand", shape)
+        found = _EDITED.get(key)
+        if found is None:
+            found = _kept_edit(key, self._expand(shape))
+        return found
+
+    def _expand(self, shape: tuple[int, ...]) -> View:
         strides = tuple(st if old == new else 0 for old, new, st in zip(self.shape, shape, self.strides))
         mask = None
         if self.mask:
@@ -334,7 +345,13 @@ class ViewStack:
 
     @staticmethod
     def contiguous(shape: tuple[int, ...]) -> ViewStack:
-        return ViewStack((View.contiguous(tuple(shape)),))
+        # One stack per shape, as View.contiguous keeps one view: every view of a node that is no view
+        # starts from it (its caches of structure and hash are shared with it)
+        found = _CONTIGUOUS_STACKS.get(shape) if type(shape) is tuple else None
+        if found is not None:
+            return found
+        shape = tuple(shape)
+        return _remember(_CONTIGUOUS_STACKS, shape, ViewStack((View.contiguous(shape),)))
 
     def below(self, level: int, source: int | None) -> int | None:
         """How many positions level ``level`` views: the level below's, or ``source`` (the viewed node's numel)."""

@@ -131,11 +131,14 @@ def _adds_bias_before_rounding(input, weight, bias) -> bool:
     addmm path: inputs of at most 2 dims, or contiguous ones, which it flattens) rather than rounding the
     product and then the sum (matmul, then ``add_``: a non-contiguous input of 3 or more dims)."""
     Tensor = functions._tensor.Tensor
-    if not all(isinstance(t, Tensor) for t in (input, weight, bias)):
+    if not isinstance(input, Tensor) or input.dtype not in _HALF_DTYPES:  # the usual float32 linear: no
         return False
-    if input.dtype not in (T.float16, T.bfloat16) or not input.dtype is weight.dtype is bias.dtype:
+    if not (isinstance(weight, Tensor) and isinstance(bias, Tensor)) or not input.dtype is weight.dtype is bias.dtype:
         return False
     return input.ndim <= 2 or input.is_contiguous()
+
+
+_HALF_DTYPES = frozenset((T.float16, T.bfloat16))
 
 
 def _linear_dtypes(input, weight, bias) -> None:

@@ -145,14 +145,16 @@ def _grad_maximum(c):
     a, b = c.inputs
     g, F = c.g, c.F
     shared = F.where(as_tensor(c, a) == b, g / 2, g)
-    return F.where(as_tensor(c, a) < b, 0.0, shared), F.where(as_tensor(c, a) > b, 0.0, shared)
+    da = F.where(as_tensor(c, a) < b, 0.0, shared) if c.needs[0] else None
+    return da, (F.where(as_tensor(c, a) > b, 0.0, shared) if c.needs[1] else None)
 
 
 def _grad_minimum(c):
     a, b = c.inputs
     g, F = c.g, c.F
     shared = F.where(as_tensor(c, a) == b, g / 2, g)
-    return F.where(as_tensor(c, a) > b, 0.0, shared), F.where(as_tensor(c, a) < b, 0.0, shared)
+    da = F.where(as_tensor(c, a) > b, 0.0, shared) if c.needs[0] else None
+    return da, (F.where(as_tensor(c, a) < b, 0.0, shared) if c.needs[1] else None)
 
 
 def _grad_clamp(c):
@@ -161,25 +163,33 @@ def _grad_clamp(c):
     x, lo, hi = c.inputs
     g, F = c.g, c.F
     lo_t = as_tensor(c, lo)
-    inside = (x >= lo) & (x <= hi)
-    below = (x < lo) & (lo_t < hi)
-    above = (x > hi) | (lo_t > hi)
-    return F.where(inside, g, 0.0), F.where(below, g, 0.0), F.where(above, g, 0.0)
+    dx = dlo = dhi = None  # only the wanted ones: a bound given as a number wants none
+    if c.needs[0]:
+        dx = F.where((x >= lo) & (x <= hi), g, 0.0)
+    if c.needs[1]:
+        dlo = F.where((x < lo) & (lo_t < hi), g, 0.0)
+    if c.needs[2]:
+        dhi = F.where((x > hi) | (lo_t > hi), g, 0.0)
+    return dx, dlo, dhi
 
 
 def _grad_clamp_min(c):
     x, lo = c.inputs
-    return c.F.where(x >= lo, c.g, 0.0), c.F.where(x < lo, c.g, 0.0)
+    return (c.F.where(x >= lo, c.g, 0.0) if c.needs[0] else None), (c.F.where(x < lo, c.g, 0.0) if c.needs[1] else None)
 
 
 def _grad_clamp_max(c):
     x, hi = c.inputs
-    return c.F.where(x <= hi, c.g, 0.0), c.F.where(x > hi, c.g, 0.0)
+    return (c.F.where(x <= hi, c.g, 0.0) if c.needs[0] else None), (c.F.where(x > hi, c.g, 0.0) if c.needs[1] else None)
 
 
 def _grad_where(c):
-    cond = c.inputs[0]
-    return None, c.F.where(cond, c.g, 0.0), c.F.where(cond, 0.0, c.g)
+    cond = c.inputs[0]  # each value's gradient only where wanted: ``where(m, x, 0.0)`` wants one
+    return (
+        None,
+        (c.F.where(cond, c.g, 0.0) if c.needs[1] else None),
+        (c.F.where(cond, 0.0, c.g) if c.needs[2] else None),
+    )
 
 
 def _grad_gelu(c):

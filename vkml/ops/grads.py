@@ -102,8 +102,14 @@ def _matmul(c: GradContext):
         g = g.unsqueeze(-2 if b.ndim > 1 else 0)
     if b.ndim == 1:
         g = g.unsqueeze(-1)
-    ga = unbroadcast(g @ b2.transpose(-1, -2), a2.shape).reshape(*a.shape) if c.needs[0] else None
-    gb = unbroadcast(a2.transpose(-1, -2) @ g, b2.shape).reshape(*b.shape) if c.needs[1] else None
+    ga = unbroadcast(g @ b2.transpose(-1, -2), a2.shape) if c.needs[0] else None
+    gb = unbroadcast(a2.transpose(-1, -2) @ g, b2.shape) if c.needs[1] else None
+    # back to a 1-d operand's shape; an operand of 2 or more dims has its shape already (a reshape to it
+    # would make the gradient a view of the product, which PyTorch's is not)
+    if ga is not None and a2 is not a:
+        ga = ga.reshape(*a.shape)
+    if gb is not None and b2 is not b:
+        gb = gb.reshape(*b.shape)
     return ga, gb
 
 

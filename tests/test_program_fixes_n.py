@@ -44,3 +44,13 @@ def test_a_cpu_tensor_of_more_dims_still_refuses_another_device(gpu):
         vkml.tensor([1.0, 2.0]) + vkml.tensor(3.0, device=gpu)
     with pytest.raises(vkml.DeviceError):
         vkml.tensor([1.0, 2.0], device=gpu) + vkml.tensor([3.0, 4.0])
+
+
+def test_module_share_memory_marks_every_parameter_and_buffer_shared_as_pytorch():
+    """mnist_hogwild: ``model.share_memory()`` before the workers start, then ``p.is_shared()``."""
+    expected = torch.nn.BatchNorm1d(3)
+    got = vkml.nn.BatchNorm1d(3)
+    assert not any(p.is_shared() for p in got.parameters())
+    assert expected.share_memory() is expected and got.share_memory() is got
+    assert [t.is_shared() for t in got.parameters()] == [t.is_shared() for t in expected.parameters()] == [True] * 2
+    assert [t.is_shared() for t in got.buffers()] == [t.is_shared() for t in expected.buffers()] == [True] * 3

@@ -15,8 +15,16 @@ from test_programs import compare_program, program_tests
 # name: (steps, rtol)
 PROGRAMS = {
     "imagenet_main": (4, 1e-4),
+    "yolo_loss": (3, 1e-4),
+    "snli_classifier": (4, 1e-4),
+    "lstm_tagger": (4, 1e-4),
+    "mnist_hogwild": (4, 1e-4),
 }
-VARIANTS = {}
+VARIANTS = {
+    "yolo_loss": [{"FL_GAMMA": 1.5}],
+    "snli_classifier": [{"BIRNN": False, "FIX_EMB": False, "PROJECTION": False, "N_LAYERS": 2}],
+    "lstm_tagger": [{"LOSS": "packed", "SORT": "tensor"}, {"SORT": "tensor", "CHAR_CNN": False}],
+}
 
 test_program_matches_pytorch, test_program_variant_matches_pytorch = program_tests(PROGRAMS, VARIANTS)
 

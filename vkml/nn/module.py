@@ -890,8 +890,14 @@ class Module:
         return self._apply_to_tensors(lambda t: t.detach().to(dst_type))
 
     def share_memory(self) -> Module:
-        """This module itself. vkml's DataLoader workers send batches, never parameters, so there is no
-        shared-memory copy to make (PyTorch moves the storages to shared memory for multiprocessing)."""
+        """This module, its parameters, their gradients and its buffers marked shared (``is_shared()``), as
+        PyTorch's. vkml's DataLoader workers send batches, never parameters, so no storage moves (PyTorch
+        moves them to shared memory for multiprocessing); Hogwild-style code that checks sees PyTorch's answer.
+        """
+        for tensor in [*self.parameters(), *self.buffers()]:
+            tensor.share_memory_()
+            if tensor.grad is not None:
+                tensor.grad.share_memory_()
         return self
 
     def compile(self, *args, **kwargs) -> None:

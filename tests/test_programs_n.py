@@ -19,10 +19,14 @@ PROGRAMS = {
     "snli_classifier": (4, 1e-4),
     "lstm_tagger": (4, 1e-4),
     "mnist_hogwild": (4, 1e-4),
+    "sngan_projection": (2, 1e-4),
+    "metric_learning": (3, 1e-4),
 }
 VARIANTS = {
     "yolo_loss": [{"FL_GAMMA": 1.5}],
     "snli_classifier": [{"BIRNN": False, "FIX_EMB": False, "PROJECTION": False, "N_LAYERS": 2}],
+    "sngan_projection": [{"SN": "parametrizations", "LOSS": "ns"}],
+    "metric_learning": [{"LOSS": "arcface"}, {"LOSS": "cosine_triplet"}],
     "lstm_tagger": [{"LOSS": "packed", "SORT": "tensor"}, {"SORT": "tensor", "CHAR_CNN": False}],
 }
 

@@ -8,6 +8,9 @@ device's tensors as a number.
 
 from __future__ import annotations
 
+import io
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -54,3 +57,64 @@ def test_module_share_memory_marks_every_parameter_and_buffer_shared_as_pytorch(
     assert expected.share_memory() is expected and got.share_memory() is got
     assert [t.is_shared() for t in got.parameters()] == [t.is_shared() for t in expected.parameters()] == [True] * 2
     assert [t.is_shared() for t in got.buffers()] == [t.is_shared() for t in expected.buffers()] == [True] * 3
+
+
+def _hand_written_adam(library):
+    """An Optimizer subclass with its own step, as third-party code writes one (an Adam without decay)."""
+
+    class AdamByHand(library.optim.Optimizer):
+        def __init__(self, params, lr=0.1, betas=(0.9, 0.999), eps=1e-8):
+            super().__init__(params, dict(lr=lr, betas=betas, eps=eps))  # noqa: C408 (as such code writes it)
+
+        @library.no_grad()
+        def step(self, closure=None):
+            for group in self.param_groups:
+                for p in group["params"]:
+                    state = self.state[p]  # a defaultdict(dict) in PyTorch: no KeyError on the first step
+                    if len(state) == 0:
+                        state["step"] = 0
+                        state["exp_avg"] = library.zeros_like(p)
+                        state["exp_avg_sq"] = library.zeros_like(p)
+                    beta1, beta2 = group["betas"]
+                    state["step"] += 1
+                    state["exp_avg"].mul_(beta1).add_(p.grad, alpha=1 - beta1)
+                    state["exp_avg_sq"].mul_(beta2).addcmul_(p.grad, p.grad, value=1 - beta2)
+                    bias_correction2 = 1 - beta2 ** state["step"]  # a Python float while step is an int
+                    denom = (state["exp_avg_sq"].sqrt() / math.sqrt(bias_correction2)).add_(group["eps"])
+                    p.addcdiv_(state["exp_avg"], denom, value=-group["lr"] / (1 - beta1 ** state["step"]))
+
+    return AdamByHand
+
+
+def _run_hand_written(library, start, steps, saved=None):
+    w = library.tensor(start, requires_grad=True)
+    optimizer = _hand_written_adam(library)([w])
+    if saved is not None:
+        optimizer.load_state_dict(library.load(io.BytesIO(saved)))
+    for k in range(steps):
+        loss = ((w - library.tensor([0.5, -1.0, 2.0])) ** 2 * (k + 1)).sum()
+        loss.backward()
+        optimizer.step()
+        w.grad = None
+    buffer = io.BytesIO()
+    library.save(optimizer.state_dict(), buffer)
+    return w.detach().numpy(), optimizer, buffer.getvalue()
+
+
+def test_a_hand_written_optimizer_keeps_its_state_as_pytorch():
+    """custom_optimizers: SAM's ``self.state[p]["old_p"] = ...`` raised KeyError (vkml's state was a plain
+    dict), and a saved int ``step`` came back as a float32 scalar, so ``beta2 ** step`` rounded otherwise
+    and a resumed AdamW written out left PyTorch's weights."""
+    start = np.array([1.0, 2.0, -3.0], np.float32)
+    expected, torch_optimizer, torch_saved = _run_hand_written(torch, start, 2)
+    got, optimizer, saved = _run_hand_written(vkml, start, 2)
+    np.testing.assert_array_equal(got, expected)
+    assert type(optimizer.state_dict()["state"][0]["step"]) is int  # as PyTorch's: the user's number
+    assert type(torch_optimizer.state_dict()["state"][0]["step"]) is int
+    resumed_expected, torch_resumed, _ = _run_hand_written(torch, expected, 3, torch_saved)
+    resumed_got, resumed, _ = _run_hand_written(vkml, got, 3, saved)
+    assert type(resumed.state[next(iter(resumed.state))]["step"]) is int
+    assert resumed.state[next(iter(resumed.state))]["step"] == 5
+    # addcmul's documented half-ulp (vkml rounds the product, PyTorch fuses it) leaves room for an ulp; a
+    # float32 step made 1 - beta2 ** step lose ~1e-5 of its value
+    np.testing.assert_allclose(resumed_got, resumed_expected, rtol=1e-6)

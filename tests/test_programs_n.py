@@ -21,12 +21,14 @@ PROGRAMS = {
     "mnist_hogwild": (4, 1e-4),
     "sngan_projection": (2, 1e-4),
     "metric_learning": (3, 1e-4),
+    "custom_optimizers": (4, 1e-4),
 }
 VARIANTS = {
     "yolo_loss": [{"FL_GAMMA": 1.5}],
     "snli_classifier": [{"BIRNN": False, "FIX_EMB": False, "PROJECTION": False, "N_LAYERS": 2}],
     "sngan_projection": [{"SN": "parametrizations", "LOSS": "ns"}],
     "metric_learning": [{"LOSS": "arcface"}, {"LOSS": "cosine_triplet"}],
+    "custom_optimizers": [{"OPTIMIZER": "lookahead"}, {"OPTIMIZER": "adamw"}, {"ADAPTIVE": True}],
     "lstm_tagger": [{"LOSS": "packed", "SORT": "tensor"}, {"SORT": "tensor", "CHAR_CNN": False}],
 }
 

@@ -111,10 +111,10 @@ def test_a_hand_written_optimizer_keeps_its_state_as_pytorch():
     np.testing.assert_array_equal(got, expected)
     assert type(optimizer.state_dict()["state"][0]["step"]) is int  # as PyTorch's: the user's number
     assert type(torch_optimizer.state_dict()["state"][0]["step"]) is int
-    resumed_expected, torch_resumed, _ = _run_hand_written(torch, expected, 3, torch_saved)
-    resumed_got, resumed, _ = _run_hand_written(vkml, got, 3, saved)
+    resumed_expected, torch_resumed, _ = _run_hand_written(torch, expected, 2, torch_saved)
+    resumed_got, resumed, _ = _run_hand_written(vkml, got, 2, saved)
     assert type(resumed.state[next(iter(resumed.state))]["step"]) is int
-    assert resumed.state[next(iter(resumed.state))]["step"] == 5
+    assert resumed.state[next(iter(resumed.state))]["step"] == 4
     # addcmul's documented half-ulp (vkml rounds the product, PyTorch fuses it) leaves room for an ulp; a
     # float32 step made 1 - beta2 ** step lose ~1e-5 of its value
     np.testing.assert_allclose(resumed_got, resumed_expected, rtol=1e-6)

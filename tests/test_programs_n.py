@@ -9,8 +9,9 @@ functions. The gaps they found are tested in tests/test_program_fixes_n.py.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
-from test_programs import compare_program, program_tests
+from test_programs import _load, compare_program, program_tests
 
 # name: (steps, rtol)
 PROGRAMS = {
@@ -39,3 +40,67 @@ test_program_matches_pytorch, test_program_variant_matches_pytorch = program_tes
 def test_imagenet_resume_goes_on_as_the_uninterrupted_run(monkeypatch):
     got = compare_program("imagenet_main", monkeypatch, 4, 1e-4)
     assert got["resumes_exactly"] and got["best_saved"] and got["best"] == [True, False]
+
+
+def _both(name, monkeypatch):
+    return _load(name, "torch", monkeypatch), _load(name, "vkml", monkeypatch)
+
+
+def test_imagenet_accuracy_and_meters_match_pytorch(monkeypatch):
+    """accuracy(topk=(1, 5)) of a batch, fed to AverageMeters as 0-d tensors and printed by their format."""
+    rng = np.random.default_rng(0)
+    output = rng.normal(size=(8, 6)).astype(np.float32)
+    target = rng.integers(0, 6, size=8)
+    lines = []
+    for program in _both("imagenet_main", monkeypatch):
+        torch = program.torch
+        acc1, acc5 = program.accuracy(torch.tensor(output), torch.tensor(target), topk=(1, 5))
+        top1, top5 = program.AverageMeter("Acc@1", ":6.2f"), program.AverageMeter("Acc@5", ":6.2f")
+        for n in (8, 4):
+            top1.update(acc1[0], n)
+            top5.update(acc5[0], n)
+        best = max(top1.avg, 0)
+        lines.append([str(top1), str(top5), top1.summary(), float(best), bool(top1.avg > 0)])
+    assert lines[1] == lines[0]
+
+
+def test_yolo_ciou_and_targets_match_pytorch(monkeypatch):
+    """bbox_iou(CIoU=True) with its gradient, and build_targets' indices, boxes and anchors for one batch."""
+    rng = np.random.default_rng(1)
+    boxes = np.abs(rng.normal(1.0, 0.4, size=(2, 5, 4))).astype(np.float32)
+    _, targets = _load("yolo_loss", "torch", monkeypatch).synthetic_batch(rng)
+    results = []
+    for program in _both("yolo_loss", monkeypatch):
+        torch = program.torch
+        box1 = torch.tensor(boxes[0], requires_grad=True)
+        iou = program.bbox_iou(box1, torch.tensor(boxes[1]), CIoU=True)
+        iou.sum().backward()
+        detect = program.Detect(program.NC, program.ANCHORS, (4, 4))  # the head alone: no strides' forward
+        detect.stride = torch.tensor([4.0, 8.0])
+        detect.anchors /= detect.stride.view(-1, 1, 1)
+        model = program.nn.Module()
+        model.model, model.hyp = program.nn.Sequential(detect), program.HYP
+        compute_loss = program.ComputeLoss(model)
+        p = [torch.zeros(2, 3, 8, 8, 8), torch.zeros(2, 3, 4, 4, 8)]
+        tcls, tbox, indices, anch = compute_loss.build_targets(p, torch.tensor(targets))
+        flat = [t.tolist() for t in tcls + tbox + anch] + [[x.tolist() for x in index] for index in indices]
+        results.append((iou.detach().numpy(), box1.grad.numpy(), flat))
+    np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-4, atol=1e-6)
+    assert results[1][2] == results[0][2]
+
+
+def test_batch_hard_triplet_loss_matches_pytorch(monkeypatch):
+    rng = np.random.default_rng(2)
+    embeddings = rng.normal(size=(6, 4)).astype(np.float32)
+    embeddings[3] = embeddings[1]  # a zero distance: the masked sqrt
+    labels = np.array([0, 0, 1, 1, 2, 2])
+    results = []
+    for program in _both("metric_learning", monkeypatch):
+        torch = program.torch
+        e = torch.tensor(embeddings, requires_grad=True)
+        loss = program.batch_hard_triplet_loss(torch.tensor(labels), e, margin=0.5)
+        loss.backward()
+        results.append((loss.item(), e.grad.numpy()))
+    np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-5)
+    np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-4, atol=1e-6)

@@ -1,10 +1,15 @@
 """Third-party-style training programs (tests/programs/) run under vkml as under PyTorch, by their import
-lines alone: pytorch/examples' imagenet/main.py training loop (imagenet_main).
+lines alone: pytorch/examples' imagenet/main.py loop (imagenet_main), ultralytics/yolov5's model and
+ComputeLoss (yolo_loss), pytorch/examples' snli (snli_classifier), a BiLSTM tagger over packed sequences
+(lstm_tagger), mnist_hogwild with workers run in turn (mnist_hogwild), an SNGAN projection discriminator
+(sngan_projection), metric learning (metric_learning) and optimizers users write (custom_optimizers).
 
 As in tests/test_programs.py, each model is built under PyTorch, its initial state_dict loaded into the
-vkml model, and both train on the same data; every number must agree to the program's tolerance. The
-whole comparisons run with ``make test-all`` (``-m stress``); ``make test`` compares the programs' pure
-functions. The gaps they found are tested in tests/test_program_fixes_n.py.
+vkml model, and both train on the same data; random draws the programs make (``torch.randn`` noise,
+``randint`` labels, a seeded shuffling ``DataLoader``) stay live, since vkml's generator gives PyTorch's
+draws; dropout is off (``DROPOUT = 0``). The whole comparisons run with ``make test-all`` (``-m stress``);
+``make test`` compares three of the programs' functions. The gaps they found are tested in
+tests/test_program_fixes_n.py.
 """
 
 from __future__ import annotations

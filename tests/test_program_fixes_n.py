@@ -118,3 +118,62 @@ def test_a_hand_written_optimizer_keeps_its_state_as_pytorch():
     # addcmul's documented half-ulp (vkml rounds the product, PyTorch fuses it) leaves room for an ulp; a
     # float32 step made 1 - beta2 ** step lose ~1e-5 of its value
     np.testing.assert_allclose(resumed_got, resumed_expected, rtol=1e-6)
+
+
+def _versioned_block(library):
+    """A module that renamed its keys in version 2 and converts older checkpoints, as fairseq-style code does."""
+
+    class Block(library.nn.Module):
+        _version = 2
+
+        def __init__(self):
+            super().__init__()
+            self.proj = library.nn.Linear(2, 2)
+            self.norm = library.nn.BatchNorm1d(2)
+
+        def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing, unexpected, errors):
+            if local_metadata.get("version", None) is None or local_metadata["version"] < 2:
+                for name in ("weight", "bias"):
+                    if prefix + "linear." + name in state_dict:
+                        state_dict[prefix + "proj." + name] = state_dict.pop(prefix + "linear." + name)
+            super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing, unexpected, errors)
+
+    return library.nn.Sequential(Block())
+
+
+def test_state_dict_metadata_and_versions_load_as_pytorch():
+    """A state dict carries each module's ``_version`` in ``_metadata``, handed back to
+    ``_load_from_state_dict``; BatchNorm (version 2) loads a checkpoint without ``num_batches_tracked``, as
+    PyTorch loads old or converted checkpoints (vkml raised a missing key); and the private
+    ``_register_load_state_dict_pre_hook`` third-party code calls exists."""
+    expected, got = _versioned_block(torch), _versioned_block(vkml)
+    assert got.state_dict()._metadata == expected.state_dict()._metadata
+    assert got.state_dict()._metadata["0.norm"] == {"version": 2}
+    # an old checkpoint: no metadata, the old names, no num_batches_tracked
+    old = {"0.linear.weight": np.eye(2, dtype=np.float32), "0.linear.bias": np.ones(2, np.float32)}
+    old.update(
+        {"0.norm." + k: np.full(2, v, np.float32) for k, v in [("weight", 2), ("bias", 0), ("running_mean", 0.5)]}
+    )
+    old["0.norm.running_var"] = np.full(2, 3.0, np.float32)
+    reports = [
+        str(model.load_state_dict({k: library.tensor(v) for k, v in old.items()}))
+        for model, library in ((expected, torch), (got, vkml))
+    ]
+    assert reports[1] == reports[0] == "<All keys matched successfully>"
+    for (name, a), (_, b) in zip(expected.state_dict().items(), got.state_dict().items(), strict=True):
+        np.testing.assert_array_equal(b.numpy(), a.numpy(), err_msg=name)
+    # a new checkpoint from PyTorch, metadata included, through torch.save and vkml.load
+    buffer = io.BytesIO()
+    torch.save(expected.state_dict(), buffer)
+    buffer.seek(0)
+    loaded = vkml.load(buffer)
+    assert loaded._metadata["0"] == {"version": 2}
+    assert str(got.load_state_dict(loaded)) == "<All keys matched successfully>"
+    seen = []
+    linear = vkml.nn.Linear(2, 2)
+    linear._register_load_state_dict_pre_hook(lambda state_dict, prefix, *rest: seen.append(sorted(state_dict)))
+    linear._register_load_state_dict_pre_hook(
+        lambda module, *rest: seen.append(type(module).__name__), with_module=True
+    )
+    linear.load_state_dict(vkml.nn.Linear(2, 2).state_dict())
+    assert seen == [["bias", "weight"], "Linear"]

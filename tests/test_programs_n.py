@@ -2,7 +2,8 @@
 lines alone: pytorch/examples' imagenet/main.py loop (imagenet_main), ultralytics/yolov5's model and
 ComputeLoss (yolo_loss), pytorch/examples' snli (snli_classifier), a BiLSTM tagger over packed sequences
 (lstm_tagger), mnist_hogwild with workers run in turn (mnist_hogwild), an SNGAN projection discriminator
-(sngan_projection), metric learning (metric_learning) and optimizers users write (custom_optimizers).
+(sngan_projection), metric learning (metric_learning), optimizers users write (custom_optimizers) and
+Megatron-LM's GPT block with TorchScript-decorated helpers (megatron_fused).
 
 As in tests/test_programs.py, each model is built under PyTorch, its initial state_dict loaded into the
 vkml model, and both train on the same data; random draws the programs make (``torch.randn`` noise,
@@ -28,6 +29,7 @@ PROGRAMS = {
     "sngan_projection": (2, 1e-4),
     "metric_learning": (3, 1e-4),
     "custom_optimizers": (4, 1e-4),
+    "megatron_fused": (3, 1e-4),
 }
 VARIANTS = {
     "yolo_loss": [{"FL_GAMMA": 1.5}],
@@ -35,6 +37,7 @@ VARIANTS = {
     "sngan_projection": [{"SN": "parametrizations", "LOSS": "ns"}],
     "metric_learning": [{"LOSS": "arcface"}, {"LOSS": "cosine_triplet"}],
     "custom_optimizers": [{"OPTIMIZER": "lookahead"}, {"OPTIMIZER": "adamw"}, {"ADAPTIVE": True}],
+    "megatron_fused": [{"FUSED": False, "GRAD_ACC": 1}],
     "lstm_tagger": [{"LOSS": "packed", "SORT": "tensor"}, {"SORT": "tensor", "CHAR_CNN": False}],
 }
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_programs import _load, compare_program, program_tests
+from test_programs import _load, _numbers, compare_program, program_tests, run_program
 
 # name: (steps, rtol)
 PROGRAMS = {
@@ -41,13 +41,24 @@ VARIANTS = {
     "lstm_tagger": [{"LOSS": "packed", "SORT": "tensor"}, {"SORT": "tensor", "CHAR_CNN": False}],
 }
 
-test_program_matches_pytorch, test_program_variant_matches_pytorch = program_tests(PROGRAMS, VARIANTS)
+# Both libraries on the CPU for the comparison (PyTorch's CUDA convolutions may round in TF32)
+CONSTANTS = {"imagenet_main": {"USE_CUDA": False}}
+
+test_program_matches_pytorch, test_program_variant_matches_pytorch = program_tests(PROGRAMS, VARIANTS, CONSTANTS)
 
 
 @pytest.mark.stress
 def test_imagenet_resume_goes_on_as_the_uninterrupted_run(monkeypatch):
-    got = compare_program("imagenet_main", monkeypatch, 4, 1e-4)
+    got = compare_program("imagenet_main", monkeypatch, 4, 1e-4, constants=CONSTANTS["imagenet_main"])
     assert got["resumes_exactly"] and got["best_saved"] and got["best"] == [True, False]
+
+
+@pytest.mark.stress
+def test_imagenet_on_the_vulkan_device_gives_the_cpu_bits(gpu, monkeypatch):
+    """As written: "cuda" is the Vulkan device, and the loaded CPU best_acc1 meets the device's accuracy."""
+    initial, on_cpu = run_program("imagenet_main", "vkml", monkeypatch, 4, constants={"USE_CUDA": False})
+    _, on_vulkan = run_program("imagenet_main", "vkml", monkeypatch, 4, initial, {"USE_CUDA": True})
+    assert _numbers(on_vulkan) == _numbers(on_cpu)
 
 
 def _both(name, monkeypatch):

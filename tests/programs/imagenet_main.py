@@ -28,6 +28,7 @@ import numpy as np
 from shim import lr_scheduler, nn, torch
 
 DROPOUT = 0.5
+USE_CUDA = True  # the example's --gpu choice: "cuda" (a Vulkan device under vkml) where there is one
 NUM_CLASSES = 6
 BATCH_SIZE = 4
 PRINT_FREQ = 2
@@ -266,7 +267,7 @@ def build():
 
 
 def pick_device():
-    if torch.cuda.is_available():
+    if USE_CUDA and torch.cuda.is_available():
         return torch.device("cuda")
     elif torch.backends.mps.is_available():
         return torch.device("mps")

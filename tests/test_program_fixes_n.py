@@ -3,7 +3,11 @@ each against PyTorch.
 
 imagenet_main: a 0-d CPU tensor (``best_acc1`` loaded with ``map_location="cpu"``) compared with an
 accuracy on the GPU raised vkml's DeviceError; PyTorch treats a 0-d CPU tensor in an op on another
-device's tensors as a number.
+device's tensors as a number. mnist_hogwild: ``share_memory()`` left ``is_shared()`` False.
+custom_optimizers: a hand-written Optimizer's ``self.state[p]`` was no defaultdict, and its int ``step``
+came back from a checkpoint as a float32 scalar. Probes of checkpoint loading and of the imports model
+files make: ``state_dict()._metadata`` and module versions (BatchNorm's old checkpoints),
+``_register_load_state_dict_pre_hook``, ``torch.hub``, ``torch.utils.model_zoo``, ``torch.nn.common_types``.
 """
 
 from __future__ import annotations
@@ -177,3 +181,48 @@ def test_state_dict_metadata_and_versions_load_as_pytorch():
     )
     linear.load_state_dict(vkml.nn.Linear(2, 2).state_dict())
     assert seen == [["bias", "weight"], "Linear"]
+
+
+def test_hub_and_model_zoo_load_a_checkpoint_url_as_pytorch(tmp_path):
+    """Model files copied from torchvision import ``torch.hub.load_state_dict_from_url`` or
+    ``torch.utils.model_zoo.load_url`` at their top: vkml had neither (an ImportError before any model ran).
+    A ``file://`` URL stands in for the download; the cached file is downloaded once and hash-checked."""
+    import importlib
+
+    torch.manual_seed(0)
+    saved = torch.nn.Linear(3, 2).state_dict()
+    source = tmp_path / "source"
+    source.mkdir()
+    data = io.BytesIO()
+    torch.save(saved, data)
+    name = f"linear-{__import__('hashlib').sha256(data.getvalue()).hexdigest()[:8]}.pth"
+    (source / name).write_bytes(data.getvalue())
+    url = (source / name).as_uri()
+    expected = torch.hub.load_state_dict_from_url(url, model_dir=str(tmp_path / "torch"), check_hash=True)
+    got = vkml.hub.load_state_dict_from_url(url, model_dir=str(tmp_path / "vkml"), check_hash=True)
+    assert list(got) == list(expected)
+    for key in expected:
+        np.testing.assert_array_equal(got[key].numpy(), expected[key].numpy())
+    assert (tmp_path / "vkml" / name).exists()
+    model_zoo = importlib.import_module("vkml.utils.model_zoo")
+    again = model_zoo.load_url(url, model_dir=str(tmp_path / "vkml"), map_location="cpu")  # from the cache
+    np.testing.assert_array_equal(again["weight"].numpy(), expected["weight"].numpy())
+    (source / "linear-00000000.pth").write_bytes(data.getvalue())
+    with pytest.raises(RuntimeError, match="invalid hash value"):
+        vkml.hub.load_state_dict_from_url(
+            (source / "linear-00000000.pth").as_uri(), model_dir=str(tmp_path / "vkml"), check_hash=True
+        )
+    assert not (tmp_path / "vkml" / "linear-00000000.pth").exists()
+    assert vkml.hub.get_dir() == torch.hub.get_dir()
+
+
+def test_common_types_give_pytorch_aliases():
+    """Layer code copied from PyTorch annotates with ``torch.nn.common_types`` (an ImportError in vkml)."""
+    import torch.nn.common_types as expected
+
+    from vkml.nn import common_types as got
+
+    names = [name for name in vars(expected) if name.startswith(("_size", "_ratio"))]
+    assert len(names) > 10
+    for name in names:
+        assert str(getattr(got, name)) == str(getattr(expected, name)), name

@@ -193,7 +193,7 @@ __all__ += ["get_rng_state", "set_rng_state"]
 # (bench/bench_cold_start.py measures it).
 import importlib as _importlib  # noqa: E402
 
-_LAZY_SUBMODULES = ("nn", "optim", "utils", "distributions", "distributed", "multiprocessing")
+_LAZY_SUBMODULES = ("nn", "optim", "utils", "distributions", "distributed", "multiprocessing", "hub")
 
 
 def __getattr__(name: str):

@@ -7,7 +7,8 @@ device's tensors as a number. mnist_hogwild: ``share_memory()`` left ``is_shared
 custom_optimizers: a hand-written Optimizer's ``self.state[p]`` was no defaultdict, and its int ``step``
 came back from a checkpoint as a float32 scalar. Probes of checkpoint loading and of the imports model
 files make: ``state_dict()._metadata`` and module versions (BatchNorm's old checkpoints),
-``_register_load_state_dict_pre_hook``, ``torch.hub``, ``torch.utils.model_zoo``, ``torch.nn.common_types``.
+``_register_load_state_dict_pre_hook``, ``torch.hub``, ``torch.utils.model_zoo``, ``torch.nn.common_types``,
+``torch.autograd.profiler``.
 """
 
 from __future__ import annotations
@@ -226,3 +227,25 @@ def test_common_types_give_pytorch_aliases():
     assert len(names) > 10
     for name in names:
         assert str(getattr(got, name)) == str(getattr(expected, name)), name
+
+
+def test_autograd_profiler_names_run_a_step_as_pytorch():
+    """``torch.autograd.profiler`` (the older profiler tutorials and older code use) was missing in vkml."""
+    losses, names = [], []
+    for library in (torch, vkml):
+        import importlib
+
+        profiler = importlib.import_module(f"{library.__name__}.autograd.profiler")
+        w = library.tensor([0.5, -1.0], requires_grad=True)
+        with profiler.profile(use_cuda=False, record_shapes=True) as prof:
+            with profiler.record_function("train_step"):
+                loss = (w * library.tensor([2.0, 3.0])).pow(2).sum()
+                loss.backward()
+        with profiler.profile(enabled=False) as quiet:
+            (w * 2).sum().item()
+        losses.append([loss.item(), *w.grad.tolist()])
+        names.append("train_step" in [event.key for event in prof.key_averages()])
+        assert isinstance(prof.key_averages().table(sort_by="self_cpu_time_total"), str)
+        assert quiet is None
+    assert losses[1] == losses[0]
+    assert names == [True, True]

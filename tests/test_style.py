@@ -89,6 +89,7 @@ FACE = (
     "vkml.distributions",
     "vkml.distributed",
     "vkml.multiprocessing",
+    "vkml.hub",
     "vkml.cli",
     "vkml.demo",
     "vkml.doctor",

@@ -193,7 +193,7 @@ __all__ += ["get_rng_state", "set_rng_state"]
 # (bench/bench_cold_start.py measures it).
 import importlib as _importlib  # noqa: E402
 
-_LAZY_SUBMODULES = ("nn", "optim", "utils", "distributions", "distributed", "multiprocessing")
+_LAZY_SUBMODULES = ("nn", "optim", "utils", "distributions", "distributed", "multiprocessing", "hub")
 
 
 def __getattr__(name: str):
@@ -233,6 +233,10 @@ from .frontend import autograd_graph as _autograd_graph  # noqa: E402
 
 autograd.graph = _autograd_graph  # torch.autograd.graph: saved-tensor hooks (vkml/frontend/autograd_graph.py)
 _sys.modules[__name__ + ".autograd.graph"] = _autograd_graph
+from .frontend import autograd_profiler as _autograd_profiler  # noqa: E402
+
+autograd.profiler = _autograd_profiler  # torch.autograd.profiler: the older profiler's names
+_sys.modules[__name__ + ".autograd.profiler"] = _autograd_profiler
 cuda.amp = _cuda_amp  # torch.cuda.amp's older spellings
 _sys.modules[__name__ + ".cuda.amp"] = _cuda_amp
 _sys.modules[__name__ + ".autograd.functional"] = _autograd_functional

@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 
-from ..errors import DTypeError, DTypeNotImplementedError, ShapeError
+from ..errors import DeviceError, DTypeError, DTypeNotImplementedError, ShapeError
 from ..graph import build as lazy
 from ..graph.node import Cat, Matmul, Node, Op
 from ..ir import types as T
@@ -104,6 +104,21 @@ def _sparse_operand(*operands):
     return None
 
 
+def _cpu_scalars_moved(operands):
+    """``operands`` with each 0-d CPU tensor moved to the device of the others, as PyTorch treats a 0-d
+    CPU tensor in an op on another device's tensors (a loaded ``best_acc1`` against a GPU's accuracy):
+    like a number. None when the operands' devices differ otherwise."""
+    others = {o.node.device for o in operands if isinstance(o, _tensor.Tensor) and not _is_cpu_scalar(o)}
+    if len(others) != 1:
+        return None
+    (target,) = others
+    return [o.to(target) if isinstance(o, _tensor.Tensor) and _is_cpu_scalar(o) else o for o in operands]
+
+
+def _is_cpu_scalar(t) -> bool:
+    return t.node.device.type == "cpu" and not t.node.shape
+
+
 def _elementwise(name: str, *operands):
     # Every op a user writes passes here: one pass over the operands finds their nodes and
     # whether autograd has anything to record (a tensor operand that requires grad).
@@ -120,7 +135,13 @@ def _elementwise(name: str, *operands):
             nodes.append(_node(o))
     if not any_tensor:
         raise TypeError(f"'{name}' needs at least one tensor operand")
-    out = _tensor.Tensor(lazy.elementwise(name, nodes))
+    try:
+        out = _tensor.Tensor(lazy.elementwise(name, nodes))
+    except DeviceError:
+        moved = _cpu_scalars_moved(operands)
+        if moved is None:
+            raise
+        return _elementwise(name, *moved)
     if lazy.is_eager():
         out.realize()
     if _memory_format.ACTIVE:  # a channels-last operand of the result's shape gives the result its format

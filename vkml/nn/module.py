@@ -211,6 +211,11 @@ class Module:
 
     training: bool
 
+    # The state_dict format's version, saved in ``state_dict()._metadata`` per module and handed back to
+    # ``_load_from_state_dict`` as ``local_metadata["version"]``: a subclass that changes its keys raises it
+    # and converts older checkpoints (BatchNorm's 2 added ``num_batches_tracked``), as in PyTorch
+    _version: int = 1
+
     def __init__(self) -> None:
         # Set through object.__setattr__: our own __setattr__ reads these tables.
         object.__setattr__(self, "training", True)
@@ -622,6 +627,10 @@ class Module:
         """
         if destination is None:
             destination = OrderedDict()
+            destination._metadata = OrderedDict()
+        local_metadata = {"version": self._version}
+        if hasattr(destination, "_metadata"):
+            destination._metadata[prefix[:-1]] = local_metadata
         for hook in list(self.__dict__.get("_state_dict_pre_hooks", {}).values()):
             hook(self, prefix, keep_vars)
         for name, param in self._parameters.items():
@@ -636,7 +645,7 @@ class Module:
             if module is not None:
                 module.state_dict(destination=destination, prefix=f"{prefix}{name}.", keep_vars=keep_vars)
         for hook in list(self.__dict__.get("_state_dict_hooks", {}).values()):
-            if hook(self, destination, prefix, {}) is not None:
+            if hook(self, destination, prefix, local_metadata) is not None:
                 raise RuntimeError("state_dict post-hook must return None")
         return destination
 
@@ -657,19 +666,25 @@ class Module:
         errors: list,
         extras: list | None = None,
         assign: bool = False,
+        metadata: Mapping | None = None,
     ):
         """PyTorch's ``load`` walk, without writing: each module's ``_load_from_state_dict`` (an override
-        included) collects what to load into ``loads`` and ``extras`` and what is wrong."""
+        included) collects what to load into ``loads`` and ``extras`` and what is wrong. ``metadata``: the
+        state dict's ``_metadata`` (each module's saved ``version``), where it has one."""
         extras = [] if extras is None else extras
         _LOAD_WALKS.append((loads, extras))
-        metadata = {_ASSIGN: True} if assign else {}  # PyTorch passes ``assign`` so, in the local metadata
+        local_metadata = {} if metadata is None else metadata.get(prefix[:-1], {})
+        if assign:
+            local_metadata[_ASSIGN] = True  # PyTorch passes ``assign`` so, in the local metadata
         try:
-            self._load_from_state_dict(state_dict, prefix, metadata, True, missing, unexpected, errors)
+            self._load_from_state_dict(state_dict, prefix, local_metadata, True, missing, unexpected, errors)
         finally:
             _LOAD_WALKS.pop()
         for name, module in self._modules.items():
             if module is not None:
-                module._match_state(state_dict, f"{prefix}{name}.", loads, missing, unexpected, errors, extras, assign)
+                module._match_state(
+                    state_dict, f"{prefix}{name}.", loads, missing, unexpected, errors, extras, assign, metadata
+                )
 
     def _load_from_state_dict(
         self,
@@ -743,8 +758,11 @@ class Module:
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         loads, missing, unexpected, errors, extras = [], [], [], [], []
         # a copy, as PyTorch: an overridden _load_from_state_dict may delete or add keys
+        metadata = getattr(state_dict, "_metadata", None)
         state_dict = OrderedDict(state_dict)
-        self._match_state(state_dict, "", loads, missing, unexpected, errors, extras, assign)
+        if metadata is not None:
+            state_dict._metadata = metadata
+        self._match_state(state_dict, "", loads, missing, unexpected, errors, extras, assign, metadata)
         result = _IncompatibleKeys(missing, unexpected)
         post_hooks = [
             (module, hook)
@@ -806,8 +824,16 @@ class Module:
 
     def register_state_dict_post_hook(self, hook: Callable) -> RemovableHandle:
         """``hook(module, state_dict, prefix, local_metadata)`` after this module's entries are in; it edits
-        ``state_dict`` in place (vkml keeps no metadata: ``local_metadata`` is an empty dict)."""
+        ``state_dict`` in place (``local_metadata``: ``{"version": module._version}``)."""
         return self._register_state_hook("_state_dict_hooks", hook)
+
+    def _register_load_state_dict_pre_hook(self, hook: Callable, with_module: bool = False) -> RemovableHandle:
+        """PyTorch's older, private form of ``register_load_state_dict_pre_hook``, which third-party code still
+        calls: ``hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)``,
+        with the module first only when ``with_module``."""
+        if with_module:
+            return self.register_load_state_dict_pre_hook(hook)
+        return self.register_load_state_dict_pre_hook(lambda module, *args: hook(*args))
 
     def register_load_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:
         """``hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
@@ -890,8 +916,14 @@ class Module:
         return self._apply_to_tensors(lambda t: t.detach().to(dst_type))
 
     def share_memory(self) -> Module:
-        """This module itself. vkml's DataLoader workers send batches, never parameters, so there is no
-        shared-memory copy to make (PyTorch moves the storages to shared memory for multiprocessing)."""
+        """This module, its parameters, their gradients and its buffers marked shared (``is_shared()``), as
+        PyTorch's. vkml's DataLoader workers send batches, never parameters, so no storage moves (PyTorch
+        moves them to shared memory for multiprocessing); Hogwild-style code that checks sees PyTorch's answer.
+        """
+        for tensor in [*self.parameters(), *self.buffers()]:
+            tensor.share_memory_()
+            if tensor.grad is not None:
+                tensor.grad.share_memory_()
         return self
 
     def compile(self, *args, **kwargs) -> None:

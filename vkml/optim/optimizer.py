@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import warnings
 import weakref
-from collections import OrderedDict
+from collections import OrderedDict, defaultdict
 from collections.abc import Iterable
 from typing import Any
 
@@ -116,7 +116,8 @@ class Optimizer:
                 f"{type(self).__name__}: differentiable=True (autograd through the step) is not supported by vkml"
             )
         self.defaults = dict(defaults)
-        self.state: dict = {}
+        # PyTorch's defaultdict: an Optimizer subclass a user writes fills self.state[p][...] at its first step
+        self.state: defaultdict = defaultdict(dict)
         self.param_groups: list[dict] = []
         groups = list(params)
         if not groups:
@@ -316,7 +317,7 @@ class Optimizer:
         params = {}
         for group, saved in zip(groups, saved_groups):
             params.update(zip(saved["params"], group["params"]))
-        self.state = {}
+        self.state = defaultdict(dict)
         for key, value in state_dict["state"].items():
             if key in params:
                 param = params[key]
@@ -342,14 +343,25 @@ class Optimizer:
     # history) where vkml's live state may hold Python numbers: state_dict() gives PyTorch's tensors
     _saved_tensor_state: tuple[str, ...] = ("step",)
 
+    def _writes_own_step(self) -> bool:
+        """Whether this is a user's Optimizer subclass with its own ``step`` (SAM, an AdamW written out), not
+        one of vkml's ``update`` optimizers: its state holds what its code put there, as in PyTorch."""
+        return type(self).update is Optimizer.update and not type(self).__module__.startswith("vkml.")
+
     def _saved_state(self, state: dict) -> dict:
         out = dict(state)
+        if self._writes_own_step():
+            return out  # PyTorch saves a user's numbers as numbers (an int step stays an int)
         for key in self._saved_tensor_state:
             if key in out:
                 out[key] = _as_scalar_tensor(out[key])
         return out
 
     def _loaded_state(self, key: str, value, param):
+        if self._writes_own_step() and (
+            isinstance(value, int | float) or (key == "step" and isinstance(value, Tensor))
+        ):
+            return value  # PyTorch's policy: numbers as they were saved, a step tensor kept as it is
         if key in self._host_scalar_state:
             number = host_number(value)
             return HostScalar(int(number) if key == "step" and float(number).is_integer() else float(number))

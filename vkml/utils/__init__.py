@@ -1,7 +1,8 @@
 """Utilities with ``torch.utils``'s names: ``vkml.utils.data`` (datasets, samplers, ``DataLoader``);
 ``vkml.utils.progress`` (progress bars, tqdm when installed); ``vkml.utils.checkpoint``
-(activation checkpointing's API); ``vkml.utils.hooks`` (``RemovableHandle``)."""
+(activation checkpointing's API); ``vkml.utils.hooks`` (``RemovableHandle``); ``vkml.utils.model_zoo``
+(``load_url``, vkml/hub.py's download)."""
 
-from . import checkpoint, data, hooks, progress
+from . import checkpoint, data, hooks, model_zoo, progress
 
-__all__ = ["checkpoint", "data", "hooks", "progress"]
+__all__ = ["checkpoint", "data", "hooks", "model_zoo", "progress"]

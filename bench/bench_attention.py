@@ -7,6 +7,11 @@ cooperative matrices, beside PyTorch's where CUDA is there:
     .venv/bin/python bench/bench_attention.py --batch 1 --heads 1 --seq 64 --repeats 1   # lavapipe: a check
 
     .venv/bin/python bench/bench_attention.py --dtype float16 --matrices-only   # cm2 against the KHR kernel
+    .venv/bin/python bench/bench_attention.py --dtype float16 --cm2-forms       # the cm2 kernel's forms
+
+``--cm2-forms`` times the cm2 kernel in each ``CM2_FORMS`` configuration (the weights' exponential: "exp2",
+log2 units with an integer running maximum, or "natural", session 16's; the key-block loops left to the
+driver or kept rolled) in one process, beside PyTorch's.
 
 Each line: the shape, the path (``VKML_ATTENTION_CM2``, ``VKML_ATTENTION_COOPMAT`` and ``VKML_ATTENTION_TILED``
 1 or 0: the variables pick the kernel on each call; float32 and devices without cooperative matrices take a
@@ -19,6 +24,7 @@ for the cooperative-matrix kernel (float64 reference): it must stay ≤ 1.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import time
@@ -28,7 +34,7 @@ import numpy as np
 import vkml
 import vkml.nn.functional as VF
 from vkml import debug
-from vkml.kernels import attention_coopmat
+from vkml.kernels import attention_cm2, attention_coopmat
 
 WARM_UP_S = 0.5
 
@@ -129,6 +135,28 @@ VARIANTS = (
 )
 
 
+# (label, attention_cm2.Config) of each form ``--cm2-forms`` times.
+CM2_FORMS = (
+    ("cm2 exp2", attention_cm2.Config()),
+    ("cm2 exp2, loops DontUnroll", attention_cm2.Config(unroll=False)),
+    ("cm2 natural (session 16)", attention_cm2.Config(weights="natural")),
+    ("cm2 natural, DontUnroll", attention_cm2.Config(weights="natural", unroll=False)),
+)
+
+
+@contextlib.contextmanager
+def cm2_form(config: attention_cm2.Config):
+    """The scaled_dot_product_attention calls inside take the cm2 kernel built with ``config`` where it applies."""
+    built, chooses = attention_cm2.cached_forward_kernel, attention_cm2.applies
+    attention_cm2.cached_forward_kernel = lambda shape, _=None, subgroup_size=32: built(shape, config, subgroup_size)
+    # A new function object: the attention plans are keyed by it, so no plan of another form is reused.
+    attention_cm2.applies = lambda features, shape, _=None: chooses(features, shape, config)
+    try:
+        yield
+    finally:
+        attention_cm2.cached_forward_kernel, attention_cm2.applies = built, chooses
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=4)
@@ -141,6 +169,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--device", default=None, help="a Vulkan device (default: the best one)")
     parser.add_argument("--matrices-only", action="store_true", help="time only the cooperative-matrix kernels")
+    parser.add_argument("--cm2-forms", action="store_true", help="time only the cm2 kernel, in each of CM2_FORMS")
     args = parser.parse_args()
     device = vkml.device(args.device) if args.device else vkml.best_device()
     if device.kind != "vulkan":
@@ -152,7 +181,13 @@ def main() -> None:
     for dtype in args.dtype or ["float16", "float32"]:
         arrays = [rng.standard_normal(size).astype(dtype) for _ in range(3)]
         tensors = [vkml.tensor(a, device=device, requires_grad=args.backward) for a in arrays]
-        for label, switches in VARIANTS:
+        for label, config in CM2_FORMS if args.cm2_forms and dtype == "float16" else ():
+            with cm2_form(config):
+                seconds = time_forward(tensors, args.causal, device, args.repeats, args.backward)
+                got, ran = forward_and_kernel(tensors, args.causal)
+            ratio = bound_ratio(got, *arrays, args.causal)
+            print(f"{dtype:8s} {label:32s}: {seconds * 1e3:9.3f} ms  error/bound {ratio:.3f}  [{ran}]")
+        for label, switches in VARIANTS if not args.cm2_forms else ():
             matrices = switches["VKML_ATTENTION_COOPMAT"] == "1"
             if (dtype != "float16" and matrices) or (args.matrices_only and not matrices):
                 continue  # float32 keeps the scalar kernels: the lines below

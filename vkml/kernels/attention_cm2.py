@@ -17,17 +17,24 @@ one batch entry, every matrix of workgroup scope (the driver stages them through
    (float32 accumulator from -0.0); scaled by ``scale`` (``cm_scale``), or, on the blocks the causal
    diagonal crosses and the one holding key S (ragged S), by a per-element function that also gives
    -inf to keys after the query and keys from S on. Blocks wholly after the diagonal are never visited.
-3. m' = max(m, rowmax S) (``cm_reduce_rows`` into 64×16: m, l and α live in 16 columns), P = e^(S - m')
-   (m' widened to 64 columns by a max reduction of equal values), α = e^(m - m'), both by
-   attention_coopmat.py's ``weight_exp`` in a per-element function; l' = l·α + rowsum(P) (float32
-   weights); O' = P V + O·α with P rounded to float16 (``cm_convert``) and α widened to Ev columns.
+3. The scores are in log2 units (``scale``·log2(e)), and the row's running maximum m is an integer: m' =
+   max(m, ⌊rowmax S⌋) (``cm_reduce_rows`` into 64×16: m, l and α live in 16 columns). P = 2^(S - m') (m'
+   widened to 64 columns by a max reduction of equal values) by ``weight_exp2``, a cubic on a reduced
+   argument, in a per-element function; α = 2^(m - m') is a power of two, made exactly from its exponent bits
+   (``scale_exp2``); l' = l·α + rowsum(P) (float32 weights); O' = P V + O·α with P rounded to float16
+   (``cm_convert``) and α widened to Ev columns. The weights are below 2, and the row's largest is at least 1,
+   so l >= 1 as with a true maximum; the rescalings by α are exact (docs/ops/scaled_dot_product_attention.md
+   has the error analysis).
 4. out = O / l (the contract's division, per element), narrowed to float16 on the store, which drops
-   rows past L (a clipping view); lse = m + log(l) stored from column 0 into the (batch·L)×1 tensor.
+   rows past L (a clipping view); lse = m·ln(2) + log(l) stored from column 0 into the (batch·L)×1 tensor.
 
 Workgroup order: without causal masking the query blocks of one batch entry are neighbours (they share
 its keys in L2); causal, the query blocks go in descending order across all batch entries (the longest
 rows start first). Ragged L or S: loads clamp (rows past the tensor read 0), the key block holding S masks
 the keys from S on, stores drop the query rows past L.
+
+``Config(weights="natural")`` is the session-16 form of step 3 (natural units, the running maximum itself,
+attention_coopmat.py's ``weight_exp`` for P and α), kept for measuring one against the other.
 
 Precision: within the subgroup-scope kernel's bound (attention_coopmat.bound, docs/ops/
 scaled_dot_product_attention.md): the weights that multiply V are float16, the scores and P V are summed
@@ -47,6 +54,8 @@ from ..ir import types as T
 from ..ir.core import Kernel, Value
 from ..ir.verify import verify_kernel
 from ..ops import mathlib as M
+from ..ops.mathlib.bits import from_bits, to_bits, u32
+from ..ops.mathlib.explog import LN2, LOG2E
 from .attention import NEG_INF, AttentionShape, Operand, _batch_offsets, _f32, _max
 from .attention_coopmat import weight_exp
 from .index import _u32
@@ -59,14 +68,71 @@ STATE = 16  # columns of the row state m, l, α (the prototype's "m16": α's exp
 
 @dataclass(frozen=True)
 class Config:
-    """The workgroup's block: ``rows`` query rows by ``keys`` keys per step, ``threads`` invocations."""
+    """The workgroup's block: ``rows`` query rows by ``keys`` keys per step, ``threads`` invocations;
+    ``weights``: "exp2" (log2 units, an integer running maximum, ``weight_exp2``) or "natural" (the
+    session-16 form, ``weight_exp``); ``unroll``: False asks the driver to keep the key-block loops rolled."""
 
     rows: int = 64
     keys: int = 64
     threads: int = 128
+    weights: str = "exp2"
+    unroll: bool = True
 
 
 DEFAULT = Config()
+
+
+# 2^f = 1 + f·(c1 + f·(c2 + f·c3)) for f in [-1/2, 1/2]: a relative minimax fit with 2^0 = 1 exactly, the
+# coefficients rounded to float32; evaluated in float32 (Horner, no fused multiply-add) its relative error is
+# below 2^-13.2 (tests/test_attention_cm2.py measures it; the op page says why that is enough).
+EXP2_CUBIC = tuple(float.fromhex(h) for h in ("0x1.62f5fap-1", "0x1.f00c4ep-3", "0x1.c2a216p-5"))
+# For |x| < 2^22, x + EXPONENT_ROUNDER (float32's spacing is 1 there) is 1.5·2^23 + 127 + k, k = x rounded to
+# an integer: its low 9 bits are 127 + k, so shifted left by 23 they are 2^k's bits for k in [-126, 128] and
+# +0.0 for k = -127. Two float operations and one shift where pow2 of an int32 takes a conversion and two more.
+EXPONENT_ROUNDER = float.fromhex("0x1.8p23") + 127
+MINUS_127_BITS = 0xC2FE0000  # -127.0: a negative float's bits grow with its magnitude, up to -inf's 0xFF800000
+INF_BITS = 0xFF800000
+
+
+def weight_exp2(x: Value) -> Value:
+    """2^x for a weight's argument x < 128 (the kernel's are below 1): relative error below 2^-13.2 where
+    2^x >= 2^-126; +0.0 for x <= -127 and -inf; a value in [0, 2^-126) in between; NaN for NaN (of either sign).
+
+    k = x rounded to an integer and f = x - k in [-1/2, 1/2] (both exact), 2^x = 2^k·2^f with 2^f the cubic
+    ``EXP2_CUBIC`` and 2^k made from the bits of the sum that rounds x (``EXPONENT_ROUNDER``). No float
+    comparison (a device that may flush subnormals compares floats through their bits, ~20 instructions):
+    -inf <= x < -127 is one unsigned range of x's bits, which leaves out NaNs. Made of float32 adds,
+    multiplies and bit operations, so a device and the CPU interpreter agree on its bits wherever the result
+    is normal; a device that flushes subnormals may flush the results below 2^-126 (and a subnormal x gives
+    1 either way). NaN: f is NaN, and so is the product with 2^k whatever the shift made of NaN's bits.
+    """
+    far = (to_bits(x) - u32(MINUS_127_BITS + 1)) < u32(INF_BITS - MINUS_127_BITS)
+    t = x + _f32(EXPONENT_ROUNDER)
+    f = x - (t - _f32(EXPONENT_ROUNDER))
+    p = _f32(EXP2_CUBIC[-1])
+    for c in (*reversed(EXP2_CUBIC[:-1]), 1.0):
+        p = p * f + _f32(c)
+    return B.select(far, _f32(0.0), p * from_bits(to_bits(t) << 23))
+
+
+def scale_exp2(d: Value) -> Value:
+    """2^d for an integer d <= 0 (or -inf), exactly: the power of two for d >= -126, +0.0 below. Any value for NaN.
+
+    The rescaling α = 2^(m - m') of two integer running maxima: ``weight_exp2``'s exponent step alone.
+    """
+    far = to_bits(d) > u32(MINUS_127_BITS)  # d < -127, -inf (and NaNs with the sign bit)
+    return B.select(far, _f32(0.0), from_bits(to_bits(d + _f32(EXPONENT_ROUNDER)) << 23))
+
+
+def running_max(old: Value, block_max: Value) -> Value:
+    """max(old, ⌊block_max⌋) for an integer (or ±inf) ``old``: the row's integer running maximum.
+
+    The larger is chosen by the sign bit of their difference (an integer compare: see ``weight_exp2``), which
+    is exact for integers and ±inf. NaN: either side (the row is NaN through its weights: ``weight_exp2``).
+    """
+    top = B.floor(block_max)
+    rise = top - old
+    return B.select(B.bitcast(rise, T.int32) < B.const(0, T.int32), old, top)
 
 
 def supports(shape: AttentionShape) -> bool:
@@ -166,7 +232,10 @@ def forward_kernel(shape: AttentionShape, config: Config = DEFAULT, subgroup_siz
     out = kb.buffer("out", T.float16, "write")
     lse = kb.buffer("lse", T.float32, "write")
     scale = kb.param("scale", T.float32)
+    natural = config.weights == "natural"
     with kb:
+        # The scores in the units of the weights' exponential: log2, or natural for the session-16 form.
+        score_scale = scale if natural else scale * _f32(LOG2E)
         w = linear_workgroup(workgroups)
         with _maybe_if(w < _u32(total) if workgroups[0] * workgroups[1] > total else None):  # uniform per workgroup
             entry, query_block = _block_of(w, shape, config)
@@ -191,14 +260,22 @@ def forward_kernel(shape: AttentionShape, config: Config = DEFAULT, subgroup_siz
                 kt_t = matrix(T.float16, E, keys, "b")
                 kt = k.load_matrix((key_row0 + k0, _u32(0)), kt_t, (key_rows, E), edge, transposed=True)
                 s = B.matrix_mul_add(query, kt, B.matrix_fill(B.const_bits(0x80000000, T.float32), scores_t))
-                s = B.matrix_map(masked, s, scale, q0, k0) if mask else B.matrix_scale(s, scale)
-                m_new = B.matrix_map(lambda r, c, a, b: _max(a, b), B.matrix_reduce_rows(s, "max", STATE), m)
-                m_wide = B.matrix_reduce_rows(m_new, "max", keys)  # every column the row's m'
-                # A NaN score makes the row maximum NaN (``_max`` and the max reduction carry it), so every
-                # later P, α and l of the row is 0 and the final O / l is 0 / 0: NaN, as PyTorch. The exp need
-                # not carry NaN itself (keep_nan=False: five operations fewer per weight, the same bits else).
-                p = B.matrix_map(lambda r, c, x, top: weight_exp(x - top, keep_nan=False), s, m_wide)
-                alpha = B.matrix_map(lambda r, c, old, new: weight_exp(old - new, keep_nan=False), m, m_new)
+                s = B.matrix_map(masked, s, score_scale, q0, k0) if mask else B.matrix_scale(s, score_scale)
+                block_max = B.matrix_reduce_rows(s, "max", STATE)
+                if natural:
+                    m_new = B.matrix_map(lambda r, c, a, b: _max(a, b), block_max, m)
+                    m_wide = B.matrix_reduce_rows(m_new, "max", keys)  # every column the row's m'
+                    # A NaN score makes the row maximum NaN (``_max`` and the max reduction carry it), so every
+                    # later P, α and l of the row is 0 and the final O / l is 0 / 0: NaN, as PyTorch. The exp need
+                    # not carry NaN itself (keep_nan=False: five operations fewer per weight, the same bits else).
+                    p = B.matrix_map(lambda r, c, x, top: weight_exp(x - top, keep_nan=False), s, m_wide)
+                    alpha = B.matrix_map(lambda r, c, old, new: weight_exp(old - new, keep_nan=False), m, m_new)
+                else:
+                    m_new = B.matrix_map(lambda r, c, old, top: running_max(old, top), m, block_max)
+                    m_wide = B.matrix_reduce_rows(m_new, "max", keys)
+                    # A NaN score makes its weight NaN (whatever m' is), and so l and O and the row's output.
+                    p = B.matrix_map(lambda r, c, x, top: weight_exp2(x - top), s, m_wide)
+                    alpha = B.matrix_map(lambda r, c, old, new: scale_exp2(old - new), m, m_new)
                 row_sum = B.matrix_reduce_rows(p, "add", STATE)
                 l_new = B.matrix_map(lambda r, c, l_, a, t: l_ * a + t, l, alpha, row_sum)
                 value_t = matrix(T.float16, keys, Ev, "b")
@@ -220,15 +297,19 @@ def forward_kernel(shape: AttentionShape, config: Config = DEFAULT, subgroup_siz
                 B.matrix_fill(_f32(NEG_INF), state_t),
                 B.matrix_fill(0.0, state_t),
             )
-            carried = B.loop(_u32(0), whole, _u32(1), carried, lambda j, *c: block(j, *c, mask=False))
+            unroll = config.unroll
+            carried = B.loop(_u32(0), whole, _u32(1), carried, lambda j, *c: block(j, *c, mask=False), unroll)
             if shape.causal or S % keys:
-                carried = B.loop(whole, end, _u32(1), carried, lambda j, *c: block(j, *c, mask=True))
+                carried = B.loop(whole, end, _u32(1), carried, lambda j, *c: block(j, *c, mask=True), unroll)
             o, m, l = carried
             result = B.matrix_map(lambda r, c, o_, l_: o_ / l_, o, B.matrix_reduce_rows(l, "max", Ev))
             rest = _u32(L) - q0
             kept_rows = B.select(rest < _u32(rows), rest, _u32(rows)) if L % rows else None
             out.store_matrix((row0, _u32(0)), result, (out_rows, Ev), edge, rows_kept=kept_rows)
-            log_sum_exp = B.matrix_map(lambda r, c, m_, l_: m_ + M.log(l_), m, l)
+            if natural:
+                log_sum_exp = B.matrix_map(lambda r, c, m_, l_: m_ + M.log(l_), m, l)
+            else:  # m in log2 units
+                log_sum_exp = B.matrix_map(lambda r, c, m_, l_: m_ * _f32(LN2) + M.log(l_), m, l)
             lse.store_matrix((row0, _u32(0)), log_sum_exp, (out_rows, 1), "clamp", rows_kept=kept_rows)
     kernel = kb.finish()
     verify_kernel(kernel)

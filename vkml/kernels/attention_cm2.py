@@ -18,15 +18,16 @@ one batch entry, every matrix of workgroup scope (the driver stages them through
    diagonal crosses and the one holding key S (ragged S), by a per-element function that also gives
    -inf to keys after the query and keys from S on. Blocks wholly after the diagonal are never visited.
 3. The scores are in log2 units (``scale``·log2(e)), and the row's running maximum m is an integer: m' =
-   max(m, ⌊rowmax S⌋) (``cm_reduce_rows`` into 64×16: m, l and α live in 16 columns). P = 2^(S - m') (m'
+   max(m, ⌊rowmax S⌋) (``cm_reduce_rows`` into 64×16: m, l and α live in 16 columns). P = c·2^(S - m') (m'
    widened to 64 columns by a max reduction of equal values) by ``weight_exp2``, a cubic on a reduced
-   argument, in a per-element function; α = 2^(m - m') is a power of two, made exactly from its exponent bits
-   (``scale_exp2``); l' = l·α + rowsum(P) (float32 weights); O' = P V + O·α with P rounded to float16
-   (``cm_convert``) and α widened to Ev columns. The weights are below 2, and the row's largest is at least 1,
-   so l >= 1 as with a true maximum; the rescalings by α are exact (docs/ops/scaled_dot_product_attention.md
-   has the error analysis).
+   argument, in a per-element function, c = WEIGHT_SCALE (about 18) a factor of every weight that cancels in
+   O / l; α = 2^(m - m') is a power of two, made exactly from its exponent bits (``scale_exp2``);
+   l' = l·α + rowsum(P) (float32 weights); O' = P V + O·α with P rounded to float16 (``cm_convert``) and α
+   widened to Ev columns. The weights are below 2c, and the row's largest is at least c, so l >= c; the
+   rescalings by α are exact (docs/ops/scaled_dot_product_attention.md has the error analysis).
 4. out = O / l (the contract's division, per element), narrowed to float16 on the store, which drops
-   rows past L (a clipping view); lse = m·ln(2) + log(l) stored from column 0 into the (batch·L)×1 tensor.
+   rows past L (a clipping view); lse = m·ln(2) + log(l) - log(c) stored from column 0 into the (batch·L)×1
+   tensor.
 
 Workgroup order: without causal masking the query blocks of one batch entry are neighbours (they share
 its keys in L2); causal, the query blocks go in descending order across all batch entries (the longest
@@ -82,10 +83,14 @@ class Config:
 DEFAULT = Config()
 
 
-# 2^f = 1 + f·(c1 + f·(c2 + f·c3)) for f in [-1/2, 1/2]: a relative minimax fit with 2^0 = 1 exactly, the
-# coefficients rounded to float32; evaluated in float32 (Horner, no fused multiply-add) its relative error is
-# below 2^-13.2 (tests/test_attention_cm2.py measures it; the op page says why that is enough).
-EXP2_CUBIC = tuple(float.fromhex(h) for h in ("0x1.62f5fap-1", "0x1.f00c4ep-3", "0x1.c2a216p-5"))
+# ((f + A)·f + B)·f + C = WEIGHT_SCALE·2^f·(1 + e) for f in [-1/2, 1/2]: a relative minimax cubic made monic
+# (one multiply fewer), its coefficients rounded to float32; evaluated in float32 (Horner, no fused
+# multiply-add) |e| < 2^-13.6 on every float32 f (tests/test_attention_cm2.py; the op page says why that is
+# enough). WEIGHT_SCALE (about 18, the midpoint of the cubic's ratio to 2^f) is a factor of every weight,
+# so it cancels in O / l; the log-sum-exp takes out its logarithm.
+WEIGHT_CUBIC = tuple(float.fromhex(h) for h in ("0x1.196ec6p+2", "0x1.9218c8p+3", "0x1.21fbaap+4"))
+WEIGHT_SCALE = 18.125245261222425
+LOG_WEIGHT_SCALE = float.fromhex("0x1.72daeap+1")  # log(WEIGHT_SCALE) rounded to float32
 # For |x| < 2^22, x + EXPONENT_ROUNDER (float32's spacing is 1 there) is 1.5·2^23 + 127 + k, k = x rounded to
 # an integer: its low 9 bits are 127 + k, so shifted left by 23 they are 2^k's bits for k in [-126, 128] and
 # +0.0 for k = -127. Two float operations and one shift where pow2 of an int32 takes a conversion and two more.
@@ -95,23 +100,22 @@ INF_BITS = 0xFF800000
 
 
 def weight_exp2(x: Value) -> Value:
-    """2^x for a weight's argument x < 128 (the kernel's are below 1): relative error below 2^-13.2 where
-    2^x >= 2^-126; +0.0 for x <= -127 and -inf; a value in [0, 2^-126) in between; NaN for NaN (of either sign).
+    """WEIGHT_SCALE·2^x for a weight's argument x < 128 (the kernel's are below 1): relative error below 2^-13.6
+    for x > -126.5 (all normal results); +0.0 for x <= -126.5 and -inf; NaN for NaN (of either sign).
 
-    k = x rounded to an integer and f = x - k in [-1/2, 1/2] (both exact), 2^x = 2^k·2^f with 2^f the cubic
-    ``EXP2_CUBIC`` and 2^k made from the bits of the sum that rounds x (``EXPONENT_ROUNDER``). No float
-    comparison (a device that may flush subnormals compares floats through their bits, ~20 instructions):
-    -inf <= x < -127 is one unsigned range of x's bits, which leaves out NaNs. Made of float32 adds,
-    multiplies and bit operations, so a device and the CPU interpreter agree on its bits wherever the result
-    is normal; a device that flushes subnormals may flush the results below 2^-126 (and a subnormal x gives
-    1 either way). NaN: f is NaN, and so is the product with 2^k whatever the shift made of NaN's bits.
+    k = x rounded to an integer and f = x - k in [-1/2, 1/2] (both exact), 2^x = 2^k·2^f with 2^f the monic
+    cubic ``WEIGHT_CUBIC`` (times WEIGHT_SCALE) and 2^k made from the bits of the sum that rounds x
+    (``EXPONENT_ROUNDER``; k = -127 makes +0.0). No float comparison (a device that may flush subnormals
+    compares floats through their bits, ~20 instructions): -inf <= x < -127 is one unsigned range of x's bits,
+    which leaves NaNs out. Float32 adds, multiplies and bit operations with no subnormal result, so a device
+    and the CPU interpreter agree on its bits (a subnormal x gives the cubic's constant either way). NaN: f is
+    NaN, and so is its product with 2^k whatever the shift made of NaN's bits.
     """
     far = (to_bits(x) - u32(MINUS_127_BITS + 1)) < u32(INF_BITS - MINUS_127_BITS)
     t = x + _f32(EXPONENT_ROUNDER)
     f = x - (t - _f32(EXPONENT_ROUNDER))
-    p = _f32(EXP2_CUBIC[-1])
-    for c in (*reversed(EXP2_CUBIC[:-1]), 1.0):
-        p = p * f + _f32(c)
+    a, b, c = WEIGHT_CUBIC
+    p = ((f + _f32(a)) * f + _f32(b)) * f + _f32(c)
     return B.select(far, _f32(0.0), p * from_bits(to_bits(t) << 23))
 
 
@@ -309,7 +313,10 @@ def forward_kernel(shape: AttentionShape, config: Config = DEFAULT, subgroup_siz
             if natural:
                 log_sum_exp = B.matrix_map(lambda r, c, m_, l_: m_ + M.log(l_), m, l)
             else:  # m in log2 units
-                log_sum_exp = B.matrix_map(lambda r, c, m_, l_: m_ * _f32(LN2) + M.log(l_), m, l)
+                # m in log2 units, l in units of WEIGHT_SCALE
+                log_sum_exp = B.matrix_map(
+                    lambda r, c, m_, l_: m_ * _f32(LN2) + (M.log(l_) - _f32(LOG_WEIGHT_SCALE)), m, l
+                )
             lse.store_matrix((row0, _u32(0)), log_sum_exp, (out_rows, 1), "clamp", rows_kept=kept_rows)
     kernel = kb.finish()
     verify_kernel(kernel)

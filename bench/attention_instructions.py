@@ -121,15 +121,20 @@ def shape_of(dim: int, subgroup: int, tiled: bool) -> fused.AttentionShape:
     )
 
 
-def _first_loop(block: core.Block) -> core.Loop | None:
+def _loops_block(block: core.Block) -> core.Block | None:
+    """The block that holds the key-block loops."""
     for stmt in block.body:
         if isinstance(stmt, core.Loop):
-            return stmt
+            return block
         if isinstance(stmt, core.If):
-            found = _first_loop(stmt.then)
+            found = _loops_block(stmt.then)
             if found is not None:
                 return found
     return None
+
+
+def _first_loop(block: core.Block) -> core.Loop:
+    return next(s for s in _loops_block(block).body if isinstance(s, core.Loop))
 
 
 def _elements(value: core.Value) -> int:
@@ -150,9 +155,20 @@ def _spirv_function_sizes(asm: str) -> list[int]:
 
 def cm2_per_pair(kernel: core.Kernel, config: attention_cm2.Config) -> tuple[Counter, list[tuple[int, int]]]:
     """The unmasked key-block loop's work per (query row, key) pair, and (elements, IR instructions) per map."""
+    return _matrix_work(_first_loop(kernel.body).body.body, config.rows * config.keys)
+
+
+def cm2_epilogue(kernel: core.Kernel, config: attention_cm2.Config, value_dim: int) -> Counter:
+    """The work after the key-block loops (out = O / l, the log-sum-exp) per output element."""
+    body = _loops_block(kernel.body).body
+    last = max(i for i, s in enumerate(body) if isinstance(s, core.Loop))
+    return _matrix_work(body[last + 1 :], config.rows * value_dim)[0]
+
+
+def _matrix_work(statements, per: int) -> tuple[Counter, list[tuple[int, int]]]:
     counts, maps = Counter(), []
-    pairs = config.rows * config.keys
-    for stmt in _first_loop(kernel.body).body.body:
+    pairs = per
+    for stmt in statements:
         if not isinstance(stmt, core.Instr):
             continue
         if stmt.op == "cm_map":
@@ -189,6 +205,11 @@ def cm2_main(dim: int) -> None:
         print(
             f"{label:27s} {sum(classes.values()):6.2f} instructions, {slots:6.2f} slots ({text}); "
             f"reductions combine {counts['reduced']:.2f} elements"
+        )
+        epilogue = cm2_epilogue(kernel, config, dim)
+        print(
+            f"{'':27s} after the loops, per output element: "
+            f"{sum(v for c, v in epilogue.items() if c in SLOTS):.2f} instructions"
         )
         functions = ", ".join(f"{n} on {e}" for e, n in maps)
         print(f"{'':27s} per-element functions (IR instructions on elements a block): {functions}")

@@ -220,27 +220,34 @@ def _routine_inputs(n: int = 1 << 14) -> dict[str, np.ndarray]:
     old[:4] = (-np.inf, np.inf, -np.inf, 7.0)
     top = np.concatenate([np.float32([np.inf, -np.inf, -np.inf]), specials, g.uniform(-210, 60, n).astype(np.float32)])
     top = top[:n]
-    return {"x": x, "d": d, "old": old, "top": top}
+    l = np.exp2(g.uniform(0, 100, n)).astype(np.float32)
+    l[:3] = (np.nan, 0.0, 1.0)
+    return {"x": x, "d": d, "old": old, "top": top, "l": l}
+
+
+OUTPUTS = ("p", "alpha", "m", "inverse")
 
 
 def _routines_kernel():
     kb = B.KernelBuilder("cm2_weight_routines", local_size=(64, 1, 1))
-    x, d, old, top = (kb.buffer(name, T.float32, "read") for name in ("x", "d", "old", "top"))
-    p, alpha, m = (kb.buffer(name, T.float32, "write") for name in ("p", "alpha", "m"))
+    x, d, old, top, l = (kb.buffer(name, T.float32, "read") for name in ("x", "d", "old", "top", "l"))
+    p, alpha, m, inverse = (kb.buffer(name, T.float32, "write") for name in ("p", "alpha", "m", "inverse"))
     with kb:
         i = B.global_id(0)
         p[i] = cm2.weight_exp2(x[i])
         alpha[i] = cm2.scale_exp2(d[i])
         m[i] = cm2.running_max(old[i], top[i])
+        inverse[i] = cm2.row_sum_reciprocal(l[i])
     return kb.finish()
 
 
 def test_the_weights_routines_are_exact_where_stated_and_within_their_bound():
     """weight_exp2 within 2^-13.6 of WEIGHT_SCALE·2^x (float64) above -126.5, +0.0 from there down (and -inf),
-    NaN for NaN of either sign; scale_exp2 exactly 2^d; running_max max(old, floor(top))."""
+    NaN for NaN of either sign; scale_exp2 exactly 2^d; running_max max(old, floor(top)); row_sum_reciprocal
+    within 2^-22 of 1 / l, NaN for NaN and 0."""
     inputs = _routine_inputs()
     n = len(inputs["x"])
-    out = {name: np.zeros(n, np.float32) for name in ("p", "alpha", "m")}
+    out = {name: np.zeros(n, np.float32) for name in OUTPUTS}
     interp.run(_routines_kernel(), (n // 64, 1, 1), {**inputs, **out}, {})
     x, p = inputs["x"].astype(np.float64), out["p"].astype(np.float64)
     with np.errstate(invalid="ignore"):
@@ -257,6 +264,8 @@ def test_the_weights_routines_are_exact_where_stated_and_within_their_bound():
     want = np.maximum(inputs["old"], np.floor(inputs["top"]))
     assert_same_bits(out["m"][known], want[known], "running_max")
     assert np.all(np.isnan(out["m"][~known]) | (out["m"][~known] == inputs["old"][~known]))
+    l, inverse = inputs["l"].astype(np.float64), out["inverse"].astype(np.float64)
+    assert np.all(np.abs(inverse[2:] * l[2:] - 1) < 2.0**-22) and np.isnan(inverse[:2]).all()
 
 
 def test_the_weights_routines_give_the_interpreters_bits_on_the_device(gpu):
@@ -267,14 +276,15 @@ def test_the_weights_routines_give_the_interpreters_bits_on_the_device(gpu):
     inputs = _routine_inputs()
     n = len(inputs["x"])
     kernel, grid = _routines_kernel(), (n // 64, 1, 1)
-    cpu = {**inputs, **{name: np.zeros(n, np.float32) for name in ("p", "alpha", "m")}}
+    cpu = {**inputs, **{name: np.zeros(n, np.float32) for name in OUTPUTS}}
     interp.run(kernel, grid, cpu, {})
     buffers = {name: gpu.allocate(T.float32, n) for name in cpu}
     for name in inputs:
         gpu.upload(buffers[name], inputs[name])
     gpu.run([Dispatch(kernel, grid, buffers, {})])
-    got = {name: gpu.download(buffers[name]) for name in ("p", "alpha", "m")}
+    got = {name: gpu.download(buffers[name]) for name in OUTPUTS}
     assert_same_bits(got["p"], cpu["p"], "weight_exp2")
+    assert_same_bits(got["inverse"], cpu["inverse"], "row_sum_reciprocal")
     assert_same_bits(got["alpha"], cpu["alpha"], "scale_exp2")
     top = inputs["top"]
     either = np.isnan(top)

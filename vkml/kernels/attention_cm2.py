@@ -25,9 +25,9 @@ one batch entry, every matrix of workgroup scope (the driver stages them through
    l' = l·α + rowsum(P) (float32 weights); O' = P V + O·α with P rounded to float16 (``cm_convert``) and α
    widened to Ev columns. The weights are below 2c, and the row's largest is at least c, so l >= c; the
    rescalings by α are exact (docs/ops/scaled_dot_product_attention.md has the error analysis).
-4. out = O / l (the contract's division, per element), narrowed to float16 on the store, which drops
-   rows past L (a clipping view); lse = m·ln(2) + log(l) - log(c) stored from column 0 into the (batch·L)×1
-   tensor.
+4. out = O·(1 / l) (``row_sum_reciprocal`` on the row state, then one product per element), narrowed to
+   float16 on the store, which drops rows past L (a clipping view); lse = m·ln(2) + log(l) - log(c) stored
+   from column 0 into the (batch·L)×1 tensor.
 
 Workgroup order: without causal masking the query blocks of one batch entry are neighbours (they share
 its keys in L2); causal, the query blocks go in descending order across all batch entries (the longest
@@ -137,6 +137,21 @@ def running_max(old: Value, block_max: Value) -> Value:
     top = B.floor(block_max)
     rise = top - old
     return B.select(B.bitcast(rise, T.int32) < B.const(0, T.int32), old, top)
+
+
+# 2^127·(3 - ε)/2's bits less a float's bits are a first guess of its reciprocal within 2^-3 (the exponent negated,
+# the significand's linear fit); Newton's steps r·(2 - l·r) then square the error.
+RECIPROCAL_GUESS_BITS = 0x7EF311C3
+
+
+def row_sum_reciprocal(l: Value) -> Value:
+    """1 / l within 2^-22 (relative) for a normal l whose reciprocal is normal (the kernel's row sums: at least
+    ``WEIGHT_SCALE``); NaN for NaN and for 0. Three Newton steps from a guess made of l's bits: 10 instructions
+    where the contract's exact division takes ~200, and out = O·(1 / l) one product per element."""
+    r = from_bits(u32(RECIPROCAL_GUESS_BITS) - to_bits(l))
+    for _ in range(3):
+        r = r * (_f32(2.0) - l * r)
+    return r
 
 
 def supports(shape: AttentionShape) -> bool:
@@ -306,7 +321,12 @@ def forward_kernel(shape: AttentionShape, config: Config = DEFAULT, subgroup_siz
             if shape.causal or S % keys:
                 carried = B.loop(whole, end, _u32(1), carried, lambda j, *c: block(j, *c, mask=True), unroll)
             o, m, l = carried
-            result = B.matrix_map(lambda r, c, o_, l_: o_ / l_, o, B.matrix_reduce_rows(l, "max", Ev))
+            if natural:
+                result = B.matrix_map(lambda r, c, o_, l_: o_ / l_, o, B.matrix_reduce_rows(l, "max", Ev))
+            else:
+                # O times 1 / l, the reciprocal on the row state's 64×16: within the bound (the op page's analysis).
+                inverse = B.matrix_map(lambda r, c, l_: row_sum_reciprocal(l_), l)
+                result = B.matrix_mul(o, B.matrix_reduce_rows(inverse, "max", Ev))
             rest = _u32(L) - q0
             kept_rows = B.select(rest < _u32(rows), rest, _u32(rows)) if L % rows else None
             out.store_matrix((row0, _u32(0)), result, (out_rows, Ev), edge, rows_kept=kept_rows)

@@ -10,8 +10,8 @@ cooperative matrices, beside PyTorch's where CUDA is there:
     .venv/bin/python bench/bench_attention.py --dtype float16 --cm2-forms       # the cm2 kernel's forms
 
 ``--cm2-forms`` times the cm2 kernel in each ``CM2_FORMS`` configuration (the weights' exponential: "exp2",
-log2 units with an integer running maximum, or "natural", session 16's; the key-block loops left to the
-driver or kept rolled) in one process, beside PyTorch's, the forms in turn for ``--rounds`` rounds: each
+log2 units with an integer running maximum, or "natural", session 16's; the key-block loops kept rolled or
+left to the driver) in one process, beside PyTorch's, the forms in turn for ``--rounds`` rounds: each
 form's time a call as above, and the median dispatch of ``--batched`` forwards realized together.
 
 Each line: the shape, the path (``VKML_ATTENTION_CM2``, ``VKML_ATTENTION_COOPMAT`` and ``VKML_ATTENTION_TILED``
@@ -157,10 +157,10 @@ VARIANTS = (
 
 # (label, attention_cm2.Config) of each form ``--cm2-forms`` times.
 CM2_FORMS = (
-    ("cm2 exp2", attention_cm2.Config()),
-    ("cm2 exp2, loops DontUnroll", attention_cm2.Config(unroll=False)),
-    ("cm2 natural (session 16)", attention_cm2.Config(weights="natural")),
-    ("cm2 natural, DontUnroll", attention_cm2.Config(weights="natural", unroll=False)),
+    ("cm2 exp2 (the default)", attention_cm2.Config()),
+    ("cm2 exp2, loops to the driver", attention_cm2.Config(unroll=True)),
+    ("cm2 natural (session 16)", attention_cm2.Config(weights="natural", unroll=True)),
+    ("cm2 natural, DontUnroll", attention_cm2.Config(weights="natural")),
 )
 
 

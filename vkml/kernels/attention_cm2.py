@@ -34,8 +34,9 @@ its keys in L2); causal, the query blocks go in descending order across all batc
 rows start first). Ragged L or S: loads clamp (rows past the tensor read 0), the key block holding S masks
 the keys from S on, stores drop the query rows past L.
 
-``Config(weights="natural")`` is the session-16 form of step 3 (natural units, the running maximum itself,
-attention_coopmat.py's ``weight_exp`` for P and α), kept for measuring one against the other.
+``Config(weights="natural", unroll=True)`` is the session-16 kernel (step 3 in natural units with the running
+maximum itself and attention_coopmat.py's ``weight_exp`` for P and α, out = O / l by the exact division, the
+loops without loop control), kept for measuring one against the other.
 
 Precision: within the subgroup-scope kernel's bound (attention_coopmat.bound, docs/ops/
 scaled_dot_product_attention.md): the weights that multiply V are float16, the scores and P V are summed
@@ -71,13 +72,15 @@ STATE = 16  # columns of the row state m, l, α (the prototype's "m16": α's exp
 class Config:
     """The workgroup's block: ``rows`` query rows by ``keys`` keys per step, ``threads`` invocations;
     ``weights``: "exp2" (log2 units, an integer running maximum, ``weight_exp2``) or "natural" (the
-    session-16 form, ``weight_exp``); ``unroll``: False asks the driver to keep the key-block loops rolled."""
+    session-16 form, ``weight_exp``); ``unroll``: False (the default) asks the driver to keep the key-block
+    loops rolled (DontUnroll), True leaves them to it, which unrolled the constant trip counts and ran 1.6-2x
+    slower (docs/benchmarks.md, session 17)."""
 
     rows: int = 64
     keys: int = 64
     threads: int = 128
     weights: str = "exp2"
-    unroll: bool = True
+    unroll: bool = False
 
 
 DEFAULT = Config()

@@ -161,6 +161,7 @@ CM2_FORMS = (
     ("cm2 exp2, loops to the driver", attention_cm2.Config(unroll=True)),
     ("cm2 natural (session 16)", attention_cm2.Config(weights="natural", unroll=True)),
     ("cm2 natural, DontUnroll", attention_cm2.Config(weights="natural")),
+    ("cm2 exp2, 128-key blocks", attention_cm2.Config(keys=128)),
 )
 
 
@@ -191,6 +192,7 @@ def main() -> None:
     parser.add_argument("--matrices-only", action="store_true", help="time only the cooperative-matrix kernels")
     parser.add_argument("--cm2-forms", action="store_true", help="time only the cm2 kernel, in each of CM2_FORMS")
     parser.add_argument("--rounds", type=int, default=2, help="--cm2-forms: rounds over the forms")
+    parser.add_argument("--forms", help="--cm2-forms: comma-separated indices into CM2_FORMS (default: all)")
     parser.add_argument("--batched", type=int, default=20, help="--cm2-forms: forwards realized together")
     args = parser.parse_args()
     device = vkml.device(args.device) if args.device else vkml.best_device()
@@ -204,7 +206,8 @@ def main() -> None:
         arrays = [rng.standard_normal(size).astype(dtype) for _ in range(3)]
         tensors = [vkml.tensor(a, device=device, requires_grad=args.backward).realize() for a in arrays]
         for round_ in range(args.rounds) if args.cm2_forms and dtype == "float16" else ():
-            for label, config in CM2_FORMS:  # the forms in turn, each round: drift in the clocks hits them alike
+            chosen = [CM2_FORMS[int(i)] for i in args.forms.split(",")] if args.forms else CM2_FORMS
+            for label, config in chosen:  # the forms in turn, each round: drift in the clocks hits them alike
                 with cm2_form(config):
                     seconds = time_forward(tensors, args.causal, device, args.repeats, args.backward)
                     batched, wall = time_batched(tensors, args.causal, device, args.batched)

@@ -142,8 +142,8 @@ def running_max(old: Value, block_max: Value) -> Value:
     return B.select(B.bitcast(rise, T.int32) < B.const(0, T.int32), old, top)
 
 
-# 2^127·(3 - ε)/2's bits less a float's bits are a first guess of its reciprocal within 2^-3 (the exponent negated,
-# the significand's linear fit); Newton's steps r·(2 - l·r) then square the error.
+# These bits less a float's bits negate its exponent and mirror its significand: a first guess of its reciprocal
+# within 2^-3. Newton's steps r·(2 - l·r) then square the relative error: 2^-6, 2^-12, then float32's roundings.
 RECIPROCAL_GUESS_BITS = 0x7EF311C3
 
 
@@ -335,8 +335,7 @@ def forward_kernel(shape: AttentionShape, config: Config = DEFAULT, subgroup_siz
             out.store_matrix((row0, _u32(0)), result, (out_rows, Ev), edge, rows_kept=kept_rows)
             if natural:
                 log_sum_exp = B.matrix_map(lambda r, c, m_, l_: m_ + M.log(l_), m, l)
-            else:  # m in log2 units
-                # m in log2 units, l in units of WEIGHT_SCALE
+            else:  # m in log2 units, l in units of WEIGHT_SCALE
                 log_sum_exp = B.matrix_map(
                     lambda r, c, m_, l_: m_ * _f32(LN2) + (M.log(l_) - _f32(LOG_WEIGHT_SCALE)), m, l
                 )

@@ -23,8 +23,9 @@ one batch entry, every matrix of workgroup scope (the driver stages them through
    argument, in a per-element function, c = WEIGHT_SCALE (about 18) a factor of every weight that cancels in
    O / l; α = 2^(m - m') is a power of two, made exactly from its exponent bits (``scale_exp2``);
    l' = l·α + rowsum(P) (float32 weights); O' = P V + O·α with P rounded to float16 (``cm_convert``) and α
-   widened to Ev columns. The weights are below 2c, and the row's largest is at least c, so l >= c; the
-   rescalings by α are exact (docs/ops/scaled_dot_product_attention.md has the error analysis).
+   widened to Ev columns. The weights are at most 2c(1 + 2^-13.6) and the row's largest at least
+   c(1 - 2^-13.6) > 1; the rescalings by α are exact (docs/ops/scaled_dot_product_attention.md has the error
+   analysis).
 4. out = O·(1 / l) (``row_sum_reciprocal`` on the row state, then one product per element), narrowed to
    float16 on the store, which drops rows past L (a clipping view); lse = m·ln(2) + log(l) - log(c) stored
    from column 0 into the (batch·L)×1 tensor.
@@ -148,9 +149,9 @@ RECIPROCAL_GUESS_BITS = 0x7EF311C3
 
 
 def row_sum_reciprocal(l: Value) -> Value:
-    """1 / l within 2^-22 (relative) for a normal l whose reciprocal is normal (the kernel's row sums: at least
-    ``WEIGHT_SCALE``); NaN for NaN and for 0. Three Newton steps from a guess made of l's bits: 10 instructions
-    where the contract's exact division takes ~200, and out = O·(1 / l) one product per element."""
+    """1 / l within 2^-22 (relative) for a normal l whose reciprocal is normal (the kernel's row sums: about
+    ``WEIGHT_SCALE`` or more); NaN for NaN and for 0. Three Newton steps from a guess made of l's bits: 10
+    instructions where the contract's exact division takes ~200, and out = O·(1 / l) one product per element."""
     r = from_bits(u32(RECIPROCAL_GUESS_BITS) - to_bits(l))
     for _ in range(3):
         r = r * (_f32(2.0) - l * r)

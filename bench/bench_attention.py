@@ -159,9 +159,9 @@ VARIANTS = (
 CM2_FORMS = (
     ("cm2 exp2 (the default)", attention_cm2.Config()),
     ("cm2 exp2, loops to the driver", attention_cm2.Config(unroll=True)),
-    ("cm2 natural (session 16)", attention_cm2.Config(weights="natural", unroll=True)),
-    ("cm2 natural, DontUnroll", attention_cm2.Config(weights="natural")),
-    ("cm2 exp2, 128-key blocks", attention_cm2.Config(keys=128)),
+    ("cm2 natural (session 16)", attention_cm2.Config(keys=64, weights="natural", unroll=True)),
+    ("cm2 natural, DontUnroll", attention_cm2.Config(keys=64, weights="natural")),
+    ("cm2 exp2, 64-key blocks", attention_cm2.Config(keys=64)),
 )
 
 

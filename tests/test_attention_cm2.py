@@ -123,9 +123,9 @@ def test_the_interpreted_kernel_is_within_the_bound(name, cm2_on_cpu):
 
 
 def test_the_session_16_form_is_within_the_bound(cm2_on_cpu, monkeypatch):
-    """Config(weights="natural", unroll=True), which bench_attention.py --cm2-forms times against the default."""
+    """Config(keys=64, weights="natural", unroll=True), which bench_attention.py --cm2-forms times against the default."""
     built = cm2.cached_forward_kernel
-    natural = cm2.Config(weights="natural", unroll=True)
+    natural = cm2.Config(keys=64, weights="natural", unroll=True)
     monkeypatch.setattr(cm2, "cached_forward_kernel", lambda shape, _=None, subgroup_size=32: built(shape, natural))
     q, k, v, kwargs = _inputs(100, 100, 64, seed=8, causal=True)
     got = VF.scaled_dot_product_attention(*(vkml.tensor(a) for a in (q, k, v)), **kwargs).numpy()

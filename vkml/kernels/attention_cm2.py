@@ -9,17 +9,18 @@ per-element functions (``DeviceFeatures.cooperative_matrix_workgroup_ops``). Eve
 kernels it had. ``VKML_ATTENTION_CM2=0`` turns it off (``VKML_ATTENTION_COOPMAT=0`` both).
 
 It is extra/proto_flash_cm2.py's "64x64 t128 m16" written in vkml's IR (that module's docstring is the
-design note; docs/benchmarks.md has its figures): one workgroup of 128 invocations per 64 query rows of
-one batch entry, every matrix of workgroup scope (the driver stages them through shared memory).
+design note; docs/benchmarks.md has its figures) with 128-key blocks (``Config``): one workgroup of 128
+invocations per 64 query rows of one batch entry, every matrix of workgroup scope (the driver stages them
+through shared memory).
 
 1. Q: one 64×E float16 A matrix, tensor-loaded once from the (batch·L)×E tensor.
-2. Per key block of 64 (ascending): Kᵀ tensor-loaded through a transposing view (no copy); S = Q Kᵀ
+2. Per key block of 128 (ascending): Kᵀ tensor-loaded through a transposing view (no copy); S = Q Kᵀ
    (float32 accumulator from -0.0); scaled by ``scale`` (``cm_scale``), or, on the blocks the causal
    diagonal crosses and the one holding key S (ragged S), by a per-element function that also gives
    -inf to keys after the query and keys from S on. Blocks wholly after the diagonal are never visited.
 3. The scores are in log2 units (``scale``·log2(e)), and the row's running maximum m is an integer: m' =
    max(m, ⌊rowmax S⌋) (``cm_reduce_rows`` into 64×16: m, l and α live in 16 columns). P = c·2^(S - m') (m'
-   widened to 64 columns by a max reduction of equal values) by ``weight_exp2``, a cubic on a reduced
+   widened to the block's columns by a max reduction of equal values) by ``weight_exp2``, a cubic on a reduced
    argument, in a per-element function, c = WEIGHT_SCALE (about 18) a factor of every weight that cancels in
    O / l; α = 2^(m - m') is a power of two, made exactly from its exponent bits (``scale_exp2``);
    l' = l·α + rowsum(P) (float32 weights); O' = P V + O·α with P rounded to float16 (``cm_convert``) and α
@@ -35,7 +36,7 @@ its keys in L2); causal, the query blocks go in descending order across all batc
 rows start first). Ragged L or S: loads clamp (rows past the tensor read 0), the key block holding S masks
 the keys from S on, stores drop the query rows past L.
 
-``Config(weights="natural", unroll=True)`` is the session-16 kernel (step 3 in natural units with the running
+``Config(keys=64, weights="natural", unroll=True)`` is the session-16 kernel (step 3 in natural units with the running
 maximum itself and attention_coopmat.py's ``weight_exp`` for P and α, out = O / l by the exact division, the
 loops without loop control), kept for measuring one against the other.
 
@@ -71,14 +72,15 @@ STATE = 16  # columns of the row state m, l, α (the prototype's "m16": α's exp
 
 @dataclass(frozen=True)
 class Config:
-    """The workgroup's block: ``rows`` query rows by ``keys`` keys per step, ``threads`` invocations;
+    """The workgroup's block: ``rows`` query rows by ``keys`` keys per step (128: up to 8% faster than 64 with
+    the exp2 weights, whose row state is cheap; docs/benchmarks.md, session 17), ``threads`` invocations;
     ``weights``: "exp2" (log2 units, an integer running maximum, ``weight_exp2``) or "natural" (the
     session-16 form, ``weight_exp``); ``unroll``: False (the default) asks the driver to keep the key-block
     loops rolled (DontUnroll), True leaves them to it, which unrolled the constant trip counts and ran 1.6-2x
     slower (docs/benchmarks.md, session 17)."""
 
     rows: int = 64
-    keys: int = 64
+    keys: int = 128
     threads: int = 128
     weights: str = "exp2"
     unroll: bool = False

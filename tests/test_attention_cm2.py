@@ -4,6 +4,8 @@ Lavapipe has no cooperative matrices: the CPU interpreter runs the kernel when t
 (its reductions sum in the contract's tree, its ``cm_mul_add`` adds exact products in ascending order), and the
 result must lie within the bound docs/ops/scaled_dot_product_attention.md states for devices with cooperative
 matrices, against attention in float64; the backward, from the kernel's log-sum-exp, must match PyTorch's.
+The weights' routines (weight_exp2, scale_exp2, running_max, row_sum_reciprocal) run as a plain kernel on the
+interpreter, against float64, and on the Vulkan device present, which must give the interpreter's bits.
 spirv-val checks the SPIR-V for H200-like features.
 """
 
@@ -200,9 +202,10 @@ def _float32(*bits: int) -> np.ndarray:
 
 
 def _routine_inputs(n: int = 1 << 14) -> dict[str, np.ndarray]:
-    """Arguments of the three routines: x for weight_exp2 (random in [-130, 2], tiny and huge negatives, halves,
+    """Arguments of the four routines: x for weight_exp2 (random in [-130, 2], tiny and huge negatives, halves,
     the ends of the flushed range and specials), d for scale_exp2 (integers <= 0 and -inf), old and top for
-    running_max (integers and infinities; block maxima of any kind)."""
+    running_max (integers and infinities; block maxima of any kind), l for row_sum_reciprocal (1 to 2^100,
+    NaN and 0)."""
     g = np.random.default_rng(11)
     specials = np.concatenate(
         [

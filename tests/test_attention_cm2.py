@@ -93,7 +93,7 @@ def test_selection_follows_the_device_features_the_call_and_the_switches(monkeyp
 
 CASES = {
     "d64": dict(L=128, S=128, E=64),
-    "d64_causal": dict(L=128, S=128, E=64, causal=True),
+    "d64_causal": dict(L=256, S=256, E=64, causal=True),  # rows from 128 on: a whole key block, then the diagonal
     "d128_causal_ragged": dict(L=100, S=100, E=128, causal=True),
     "d128_ragged": dict(L=70, S=150, E=128),
     "d64_causal_rows_past_keys": dict(L=90, S=40, E=64, causal=True),
@@ -136,9 +136,9 @@ def test_the_session_16_form_is_within_the_bound(cm2_on_cpu, monkeypatch):
 
 
 def test_nan_and_infinite_inputs_as_pytorch(cm2_on_cpu):
-    q, k, v, _ = _inputs(64, 128, 64, seed=4)
+    q, k, v, _ = _inputs(64, 256, 64, seed=4)
     q[0, 0, 3, 5] = np.nan  # that row of that head
-    k[0, 1, 100, 2] = np.nan  # every row of the other head, from the second key block on
+    k[0, 1, 200, 2] = np.nan  # every row of the other head, from the second key block on
     q[0, 0, 9, 1] = np.inf  # scores of ±inf: a NaN row
     q[0, 0, 12], q[0, 0, 12, 1] = 0.0, -np.inf  # scores of ±inf, NaN where k is 0
     k[0, 0, 20, 3] = -np.inf  # that key's score ±inf in every row

@@ -4,7 +4,7 @@ Lavapipe has no cooperative matrices: the CPU interpreter runs the kernel when t
 (its reductions sum in the contract's tree, its ``cm_mul_add`` adds exact products in ascending order), and the
 result must lie within the bound docs/ops/scaled_dot_product_attention.md states for devices with cooperative
 matrices, against attention in float64; the backward, from the kernel's log-sum-exp, must match PyTorch's.
-The weights' routines (weight_exp2, scale_exp2, running_max, row_sum_reciprocal) run as a plain kernel on the
+The weights' routines (weight_exp2, scale_exp2, running_max, row_sum_reciprocal, row_log) run as a plain kernel on the
 interpreter, against float64, and on the Vulkan device present, which must give the interpreter's bits.
 spirv-val checks the SPIR-V for H200-like features.
 """
@@ -202,10 +202,10 @@ def _float32(*bits: int) -> np.ndarray:
 
 
 def _routine_inputs(n: int = 1 << 14) -> dict[str, np.ndarray]:
-    """Arguments of the four routines: x for weight_exp2 (random in [-130, 2], tiny and huge negatives, halves,
+    """Arguments of the five routines: x for weight_exp2 (random in [-130, 2], tiny and huge negatives, halves,
     the ends of the flushed range and specials), d for scale_exp2 (integers <= 0 and -inf), old and top for
-    running_max (integers and infinities; block maxima of any kind), l for row_sum_reciprocal (1 to 2^100,
-    NaN and 0)."""
+    running_max (integers and infinities; block maxima of any kind), l for row_sum_reciprocal and row_log (1 to
+    2^100, NaN and 0)."""
     g = np.random.default_rng(11)
     specials = np.concatenate(
         [
@@ -228,26 +228,27 @@ def _routine_inputs(n: int = 1 << 14) -> dict[str, np.ndarray]:
     return {"x": x, "d": d, "old": old, "top": top, "l": l}
 
 
-OUTPUTS = ("p", "alpha", "m", "inverse")
+OUTPUTS = ("p", "alpha", "m", "inverse", "log")
 
 
 def _routines_kernel():
     kb = B.KernelBuilder("cm2_weight_routines", local_size=(64, 1, 1))
     x, d, old, top, l = (kb.buffer(name, T.float32, "read") for name in ("x", "d", "old", "top", "l"))
-    p, alpha, m, inverse = (kb.buffer(name, T.float32, "write") for name in ("p", "alpha", "m", "inverse"))
+    p, alpha, m, inverse, log = (kb.buffer(name, T.float32, "write") for name in OUTPUTS)
     with kb:
         i = B.global_id(0)
         p[i] = cm2.weight_exp2(x[i])
         alpha[i] = cm2.scale_exp2(d[i])
         m[i] = cm2.running_max(old[i], top[i])
         inverse[i] = cm2.row_sum_reciprocal(l[i])
+        log[i] = cm2.row_log(l[i])
     return kb.finish()
 
 
 def test_the_weights_routines_are_exact_where_stated_and_within_their_bound():
     """weight_exp2 within 2^-13.6 of WEIGHT_SCALE·2^x (float64) above -126.5, +0.0 from there down (and -inf),
     NaN for NaN of either sign; scale_exp2 exactly 2^d; running_max max(old, floor(top)); row_sum_reciprocal
-    within 2^-22 of 1 / l, NaN for NaN and 0."""
+    within 2^-22 of 1 / l, NaN for NaN and 0; row_log within 2^-18 + 2^-23·log(l) of log(l), NaN for NaN."""
     inputs = _routine_inputs()
     n = len(inputs["x"])
     out = {name: np.zeros(n, np.float32) for name in OUTPUTS}
@@ -269,6 +270,8 @@ def test_the_weights_routines_are_exact_where_stated_and_within_their_bound():
     assert np.all(np.isnan(out["m"][~known]) | (out["m"][~known] == inputs["old"][~known]))
     l, inverse = inputs["l"].astype(np.float64), out["inverse"].astype(np.float64)
     assert np.all(np.abs(inverse[2:] * l[2:] - 1) < 2.0**-22) and np.isnan(inverse[:2]).all()
+    log = out["log"].astype(np.float64)
+    assert np.all(np.abs(log[2:] - np.log(l[2:])) < 2.0**-18 + 2.0**-23 * np.log(l[2:])) and np.isnan(log[0])
 
 
 def test_the_weights_routines_give_the_interpreters_bits_on_the_device(gpu):
@@ -288,6 +291,7 @@ def test_the_weights_routines_give_the_interpreters_bits_on_the_device(gpu):
     got = {name: gpu.download(buffers[name]) for name in OUTPUTS}
     assert_same_bits(got["p"], cpu["p"], "weight_exp2")
     assert_same_bits(got["inverse"], cpu["inverse"], "row_sum_reciprocal")
+    assert_same_bits(got["log"], cpu["log"], "row_log")
     assert_same_bits(got["alpha"], cpu["alpha"], "scale_exp2")
     top = inputs["top"]
     either = np.isnan(top)

@@ -28,8 +28,8 @@ through shared memory).
    c(1 - 2^-13.6) > 1; the rescalings by α are exact (docs/ops/scaled_dot_product_attention.md has the error
    analysis).
 4. out = O·(1 / l) (``row_sum_reciprocal`` on the row state, then one product per element), narrowed to
-   float16 on the store, which drops rows past L (a clipping view); lse = m·ln(2) + log(l) - log(c) stored
-   from column 0 into the (batch·L)×1 tensor.
+   float16 on the store, which drops rows past L (a clipping view); lse = m·ln(2) + log(l) - log(c) (``row_log``)
+   stored from column 0 into the (batch·L)×1 tensor.
 
 Workgroup order: without causal masking the query blocks of one batch entry are neighbours (they share
 its keys in L2); causal, the query blocks go in descending order across all batch entries (the longest
@@ -58,7 +58,7 @@ from ..ir import types as T
 from ..ir.core import Kernel, Value
 from ..ir.verify import verify_kernel
 from ..ops import mathlib as M
-from ..ops.mathlib.bits import from_bits, to_bits, u32
+from ..ops.mathlib.bits import from_bits, int_to_float, to_bits, u32
 from ..ops.mathlib.explog import LN2, LOG2E
 from .attention import NEG_INF, AttentionShape, Operand, _batch_offsets, _f32, _max
 from .attention_coopmat import weight_exp
@@ -158,6 +158,32 @@ def row_sum_reciprocal(l: Value) -> Value:
     for _ in range(3):
         r = r * (_f32(2.0) - l * r)
     return r
+
+
+# log(1 + u) = u + u²·q(u) for u in [√½ - 1, √2 - 1]: q of degree 4 fitted for the absolute error, the
+# coefficients rounded to float32; evaluated in float32 within 2^-18.9 (k·ln(2) adds its roundings).
+LOG1P_Q = tuple(
+    float.fromhex(h) for h in ("-0x1.ffdf4p-2", "0x1.549b48p-2", "-0x1.04b2cep-2", "0x1.c40246p-3", "-0x1.20e668p-3")
+)
+SQRT_HALF_BITS = 0x3F3504F3  # √½ rounded to float32: the significands are split there
+
+
+def row_log(l: Value) -> Value:
+    """log(l) within 2^-18 + 2^-23·log(l) (absolute) for a normal l >= 1 (the kernel's row sums); NaN for NaN.
+
+    l = 2^k·s with s in [√½, √2) from l's bits (the exponent field less √½'s, shifted), log(l) = k·ln(2) +
+    log(1 + u), u = s - 1, by ``LOG1P_Q``: about 20 instructions where the contract's 1-ulp log takes ~50 (88
+    on a device that compares floats on the bits). The log-sum-exp it makes is what the backward kernels
+    recompute the weights from; its error moves them all by one factor, below 1 + 2^-17 for the kernel's l.
+    """
+    offset = to_bits(l) - u32(SQRT_HALF_BITS)
+    k = int_to_float(B.bitcast(offset, T.int32) >> B.const(23, T.int32))
+    s = from_bits((offset & u32(0x007FFFFF)) + u32(SQRT_HALF_BITS))
+    u = (s - _f32(1.0)) + (l - l)  # l - l: NaN for NaN (the significand bits make a number of any l)
+    q = _f32(LOG1P_Q[-1])
+    for c in reversed(LOG1P_Q[:-1]):
+        q = q * u + _f32(c)
+    return k * _f32(LN2) + ((q * u) * u + u)
 
 
 def supports(shape: AttentionShape) -> bool:
@@ -340,7 +366,7 @@ def forward_kernel(shape: AttentionShape, config: Config = DEFAULT, subgroup_siz
                 log_sum_exp = B.matrix_map(lambda r, c, m_, l_: m_ + M.log(l_), m, l)
             else:  # m in log2 units, l in units of WEIGHT_SCALE
                 log_sum_exp = B.matrix_map(
-                    lambda r, c, m_, l_: m_ * _f32(LN2) + (M.log(l_) - _f32(LOG_WEIGHT_SCALE)), m, l
+                    lambda r, c, m_, l_: m_ * _f32(LN2) + (row_log(l_) - _f32(LOG_WEIGHT_SCALE)), m, l
                 )
             lse.store_matrix((row0, _u32(0)), log_sum_exp, (out_rows, 1), "clamp", rows_kept=kept_rows)
     kernel = kb.finish()

@@ -209,10 +209,10 @@ def scaled_dot_product_attention(
     18 + |x| for 2^16 keys): 2^-24·ln 2·(2·126.5 + 2·(126.5 + 18)) < 2^-15.4 for the normal
     x > -126.5, and a dropped weight (x <= -126.5, below 2^-126) is its own float16 rounding, left
     to the absolute term; (d) the float32 sums, in the device's order: the row sum and P V of a
-    block of 64 keys plus one rounding per block for l·α + rowsum and O·α + P V (the products with α
-    are exact): γ_(64+S/64) for l and 2γ_(80+S/64) for O (the matrix units' allowance), 2^-12.3 at
-    S = 2^16; (e) out = O·(1 / l), the reciprocal by Newton's method within 2^-22, the product
-    2^-24. (b) to (e) add up to 3.8·10^-4 < 2^-11, which with (a) is the bound's 2^-10; each score's
+    block of 128 keys plus one rounding per block for l·α + rowsum and O·α + P V (the products with
+    α are exact): γ_(128+S/128) for l and 2γ_(144+S/128) for O (the matrix units' allowance), 2^-13.1
+    at S = 2^16; (e) out = O·(1 / l), the reciprocal by Newton's method within 2^-22, the product
+    2^-24. (b) to (e) add up to 3.0·10^-4 < 2^-11, which with (a) is the bound's 2^-10; each score's
     device error and its product with the scale are the c_s term's, as for the kernel above.
     tests/test_attention_cm2.py checks e on every float32 reduced argument (``-m exhaustive``) and
     the routines' bits on the device against the interpreter.

@@ -7,6 +7,12 @@ cooperative matrices, beside PyTorch's where CUDA is there:
     .venv/bin/python bench/bench_attention.py --batch 1 --heads 1 --seq 64 --repeats 1   # lavapipe: a check
 
     .venv/bin/python bench/bench_attention.py --dtype float16 --matrices-only   # cm2 against the KHR kernel
+    .venv/bin/python bench/bench_attention.py --dtype float16 --cm2-forms       # the cm2 kernel's forms
+
+``--cm2-forms`` times the cm2 kernel in each ``CM2_FORMS`` configuration (the weights' exponential: "exp2",
+log2 units with an integer running maximum, or "natural", session 16's; the key-block loops kept rolled or
+left to the driver) in one process, beside PyTorch's, the forms in turn for ``--rounds`` rounds: each
+form's time a call as above, and the median dispatch of ``--batched`` forwards realized together.
 
 Each line: the shape, the path (``VKML_ATTENTION_CM2``, ``VKML_ATTENTION_COOPMAT`` and ``VKML_ATTENTION_TILED``
 1 or 0: the variables pick the kernel on each call; float32 and devices without cooperative matrices take a
@@ -19,6 +25,7 @@ for the cooperative-matrix kernel (float64 reference): it must stay ≤ 1.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import time
@@ -28,7 +35,7 @@ import numpy as np
 import vkml
 import vkml.nn.functional as VF
 from vkml import debug
-from vkml.kernels import attention_coopmat
+from vkml.kernels import attention_cm2, attention_coopmat
 
 WARM_UP_S = 0.5
 
@@ -56,6 +63,25 @@ def time_forward(tensors, causal: bool, device, repeats: int, backward: bool = F
             once()
         seconds.append(sum(sum(run) for run in runs))
     return statistics.median(seconds)
+
+
+def time_batched(tensors, causal: bool, device, count: int) -> tuple[float, float]:
+    """The median GPU seconds of ``count`` forwards realized together (one submission, back to back: no host gap
+    for the clocks to drop in) and the wall seconds per forward. Each has its own scale, so that none is merged."""
+    scale = tensors[0].shape[-1] ** -0.5
+
+    def build():
+        return [
+            VF.scaled_dot_product_attention(*tensors, is_causal=causal, scale=scale * (1 + i * 2**-20))
+            for i in range(count)
+        ]
+
+    vkml.realize(*build())  # compile
+    with device.timestamped() as runs:
+        started = time.perf_counter()
+        vkml.realize(*build())
+        wall = time.perf_counter() - started
+    return statistics.median(d for run in runs for d in run), wall / count
 
 
 def forward_and_kernel(tensors, causal: bool) -> tuple[np.ndarray, str]:
@@ -129,6 +155,29 @@ VARIANTS = (
 )
 
 
+# (label, attention_cm2.Config) of each form ``--cm2-forms`` times.
+CM2_FORMS = (
+    ("cm2 exp2 (the default)", attention_cm2.Config()),
+    ("cm2 exp2, loops to the driver", attention_cm2.Config(unroll=True)),
+    ("cm2 natural (session 16)", attention_cm2.Config(keys=64, weights="natural", unroll=True)),
+    ("cm2 natural, DontUnroll", attention_cm2.Config(keys=64, weights="natural")),
+    ("cm2 exp2, 64-key blocks", attention_cm2.Config(keys=64)),
+)
+
+
+@contextlib.contextmanager
+def cm2_form(config: attention_cm2.Config):
+    """The scaled_dot_product_attention calls inside take the cm2 kernel built with ``config`` where it applies."""
+    built, chooses = attention_cm2.cached_forward_kernel, attention_cm2.applies
+    attention_cm2.cached_forward_kernel = lambda shape, _=None, subgroup_size=32: built(shape, config, subgroup_size)
+    # A new function object: the attention plans are keyed by it, so no plan of another form is reused.
+    attention_cm2.applies = lambda features, shape, _=None: chooses(features, shape, config)
+    try:
+        yield
+    finally:
+        attention_cm2.cached_forward_kernel, attention_cm2.applies = built, chooses
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=4)
@@ -141,6 +190,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--device", default=None, help="a Vulkan device (default: the best one)")
     parser.add_argument("--matrices-only", action="store_true", help="time only the cooperative-matrix kernels")
+    parser.add_argument("--cm2-forms", action="store_true", help="time only the cm2 kernel, in each of CM2_FORMS")
+    parser.add_argument("--rounds", type=int, default=2, help="--cm2-forms: rounds over the forms")
+    parser.add_argument("--forms", help="--cm2-forms: comma-separated indices into CM2_FORMS (default: all)")
+    parser.add_argument("--batched", type=int, default=20, help="--cm2-forms: forwards realized together")
     args = parser.parse_args()
     device = vkml.device(args.device) if args.device else vkml.best_device()
     if device.kind != "vulkan":
@@ -151,8 +204,21 @@ def main() -> None:
     print(f"{device.name}: B{args.batch} H{args.heads} T{args.seq} D{args.dim}{what}")
     for dtype in args.dtype or ["float16", "float32"]:
         arrays = [rng.standard_normal(size).astype(dtype) for _ in range(3)]
-        tensors = [vkml.tensor(a, device=device, requires_grad=args.backward) for a in arrays]
-        for label, switches in VARIANTS:
+        tensors = [vkml.tensor(a, device=device, requires_grad=args.backward).realize() for a in arrays]
+        for round_ in range(args.rounds) if args.cm2_forms and dtype == "float16" else ():
+            chosen = [CM2_FORMS[int(i)] for i in args.forms.split(",")] if args.forms else CM2_FORMS
+            for label, config in chosen:  # the forms in turn, each round: drift in the clocks hits them alike
+                with cm2_form(config):
+                    seconds = time_forward(tensors, args.causal, device, args.repeats, args.backward)
+                    batched, wall = time_batched(tensors, args.causal, device, args.batched)
+                    got, ran = forward_and_kernel(tensors, args.causal)
+                ratio = bound_ratio(got, *arrays, args.causal)
+                print(
+                    f"{dtype:8s} {label:32s}: {seconds * 1e3:9.3f} ms a call, {batched * 1e3:.3f} ms a dispatch of "
+                    f"{args.batched} together ({wall * 1e3:.3f} ms wall each)  error/bound {ratio:.3f}  [{ran}]"
+                    f"  round {round_}"
+                )
+        for label, switches in VARIANTS if not args.cm2_forms else ():
             matrices = switches["VKML_ATTENTION_COOPMAT"] == "1"
             if (dtype != "float16" and matrices) or (args.matrices_only and not matrices):
                 continue  # float32 keeps the scalar kernels: the lines below

@@ -196,6 +196,27 @@ def scaled_dot_product_attention(
     tests/test_attention_cm2.py checks the CPU-interpreted kernel within it. The CPU and lavapipe
     (no cooperative matrices) run the scalar kernel everywhere.
 
+    That kernel's weights are cheaper exponentials, within the same bound for rows of up to 2^16
+    keys. It takes the scores in log2 units (``scale``·log2(e), rounded) with an integer running
+    maximum m, so a weight is P = c·2^x·(1 + e), x = s - m <= 1, by a cubic with |e| < 2^-13.6
+    (c ≈ 18.1, a factor of every weight that cancels in O / l), +0.0 for x <= -126.5, and every
+    rescaling α = 2^(m_old - m) is an exact power of two. Error analysis: a key's computed weight
+    fl16(P_j) / l, l = Σ P in float32, is off from w_j relatively by (a) the float16 rounding, 2^-11
+    (below 2^-14 the 2^-25 absolute term instead; l > 1, as the row's largest P is at least
+    c·(1 - 2^-13.6), only shrinks it); (b) e_j less the mean of the e in l, at most
+    2·2^-13.6 = 2^-12.6; (c) the roundings of x (one subtraction) and of log2(e)·scale (a factor
+    common to all scores, which moves a weight by its distance from the row's mean exponent, below
+    18 + |x| for 2^16 keys): 2^-24·ln 2·(2·126.5 + 2·(126.5 + 18)) < 2^-15.4 for the normal
+    x > -126.5, and a dropped weight (x <= -126.5, below 2^-126) is its own float16 rounding, left
+    to the absolute term; (d) the float32 sums, in the device's order: the row sum and P V of a
+    block of 128 keys plus one rounding per block for l·α + rowsum and O·α + P V (the products with
+    α are exact): γ_(128+S/128) for l and 2γ_(144+S/128) for O (the matrix units' allowance), 2^-13.1
+    at S = 2^16; (e) out = O·(1 / l), the reciprocal by Newton's method within 2^-22, the product
+    2^-24. (b) to (e) add up to 3.0·10^-4 < 2^-11, which with (a) is the bound's 2^-10; each score's
+    device error and its product with the scale are the c_s term's, as for the kernel above.
+    tests/test_attention_cm2.py checks e on every float32 reduced argument (``-m exhaustive``) and
+    the routines' bits on the device against the interpreter.
+
     >>> q = vkml.ones(2, 3)
     >>> scaled_dot_product_attention(q, q, q, is_causal=True).shape  # doctest: +SKIP
     (2, 3)

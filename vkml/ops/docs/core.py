@@ -318,7 +318,9 @@ PAGES: dict[str, OpDoc] = {
         "(relative error below 2^-22 + |x|·2^-23, inside that bound; vkml/kernels/attention_coopmat.py weight_exp); "
         "float16 with head dims 64 or 128, no mask but the causal one and no dropout on a device with "
         "VK_NV_cooperative_matrix2's reductions and per-element functions: the flash-attention kernel on "
-        "workgroup-scope matrices, within the same bound (vkml/kernels/attention_cm2.py, tests/test_attention_cm2.py)",
+        "workgroup-scope matrices, within the same bound (vkml/kernels/attention_cm2.py, tests/test_attention_cm2.py; "
+        "its weights are 2^x in log2 units by a cubic with relative error below 2^-13.6, inside the bound for rows of "
+        "up to 2^16 keys: the error analysis below)",
         special="A row whose every score is -inf after masking gives zeros, as PyTorch's math path, not NaN; "
         "a NaN in q, k or v makes its rows NaN.",
         divergence="PyTorch multiplies q and k by sqrt(scale) each and picks a fused or math CPU kernel, so last "

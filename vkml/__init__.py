@@ -112,6 +112,9 @@ from .frontend.interop import as_tensor, from_dlpack, from_numpy  # noqa: E402
 backends = _compat.backends
 _faces = (("cuda", cuda), ("testing", testing), ("backends", backends), ("profiler", profiler))
 _faces += (("compiler", compiler), ("version", version))  # torch.compiler's decorators, torch.version's strings
+from .frontend import serialization  # noqa: E402  (torch.serialization: save, load and the safe globals)
+
+_faces += (("serialization", serialization),)
 for _module_name, _module in _faces:
     _sys.modules[f"{__name__}.{_module_name}"] = _module  # `import vkml.cuda` finds the namespace
 for _module_name in ("cudnn", "cuda", "mps"):
@@ -132,6 +135,7 @@ __all__ += [
     "cuda",
     "compiler",
     "version",
+    "serialization",
     "testing",
     "profiler",
     "backends",

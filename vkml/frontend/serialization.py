@@ -39,10 +39,16 @@ from ..ir import types as T
 from ..tensor import Tensor
 from . import complex as _complex
 from . import pickling, torch_checkpoint
+from . import safe_globals as _safe_globals
 from .creation import tensor
 from .devices import device as get_device
 
 __all__ = ["save", "load"]
+
+# torch.serialization's names for the allowlist of weights-only loads (vkml/frontend/safe_globals.py)
+add_safe_globals, get_safe_globals = _safe_globals.add_safe_globals, _safe_globals.get_safe_globals
+clear_safe_globals, safe_globals = _safe_globals.clear_safe_globals, _safe_globals.safe_globals
+DEFAULT_PROTOCOL = 2  # torch.serialization's: the pickle protocol torch.save writes
 
 FORMAT_VERSION = 1
 _METADATA_KEY = "vkml"
@@ -452,6 +458,8 @@ class _WeightsUnpickler(pickle.Unpickler):
         module, name = _compat_pickle.NAME_MAPPING.get((module, name), (module, name))
         module = _compat_pickle.IMPORT_MAPPING.get(module, module)
         found = pickling.SAFE_GLOBALS.get((module, name))
+        if found is None:
+            found = _safe_globals.lookup(module, name)  # allowed by add_safe_globals
         if found is None:
             raise pickle.UnpicklingError(
                 "Weights only load failed. This file was written by vkml.save of an object that is not only "

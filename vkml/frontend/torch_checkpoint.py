@@ -21,6 +21,8 @@ import pickle
 
 import numpy as np
 
+from . import safe_globals
+
 __all__ = ["HostTensor", "is_torch_zip", "read"]
 
 # torch.<Name>Storage -> (vkml dtype name, numpy dtype of the stored bytes)
@@ -133,6 +135,9 @@ class _Unpickler(pickle.Unpickler):
             return _StorageType(name)
         if module == "torch" and name in _DTYPES:
             return _DType(name)
+        allowed = safe_globals.lookup(module, name)  # allowed by add_safe_globals
+        if allowed is not None:
+            return allowed
         raise pickle.UnpicklingError(
             f"load: the checkpoint names {module}.{name}, which a weights-only load does not run (a PyTorch "
             "checkpoint of tensors, numbers, strings and containers loads without torch; for others install torch "

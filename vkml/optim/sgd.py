@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+from ..frontend import autograd
+from ..frontend import memory_format as _memory_format
 from ..frontend.operators import HALF_PRECISION, add
+from ..graph import build as lazy
 from ..graph.build import check_scalar_fits
+from ..ir import types as T
+from ..nn.module import Parameter
+from ..tensor import Tensor
+from . import fused
 from .optimizer import Optimizer, check_args, check_fused_foreach, maximized
 
 
@@ -59,6 +66,8 @@ class SGD(Optimizer):
         # PyTorch's alphas (weight decay, nesterov's momentum, -lr), checked before the state changes
         for alpha in (group["weight_decay"], group["momentum"] if group["nesterov"] else 0, -group["lr"]):
             _alpha_fits(alpha, param)
+        if _plain_update(param, grad, state, group):
+            return _update_nodes(param, grad, state, group)
         grad = maximized(grad, group)
         if param.dtype in HALF_PRECISION:
             return _update_half(param, grad, state, group)
@@ -72,6 +81,49 @@ class SGD(Optimizer):
             state["momentum_buffer"] = buf
             grad = grad + momentum * buf if group["nesterov"] else buf
         return param + (-group["lr"]) * grad
+
+
+def _update_nodes(param, grad, state: dict, group: dict):
+    """``SGD.update``'s arithmetic (maximize included) as one elementwise node per new tensor
+    (vkml/optim/fused.py): the operators' formula, op for op, so the same kernel and bits. Only where
+    ``_plain_update`` holds."""
+    momentum, wd = group["momentum"], group["weight_decay"]
+    ops = fused.sgd_ops(momentum, group["dampening"], wd, group["nesterov"], group["maximize"])
+    p, g = param.node, grad.node
+    decayed = (p,) if wd != 0 else ()  # weight decay: the gradient reads the parameter
+    if momentum == 0:
+        d = fused.node(ops.gradient, g, *decayed) if decayed or group["maximize"] else g
+    else:
+        buf = state.get("momentum_buffer")
+        if buf is None:  # the first buffer is the gradient's value (PyTorch clones it)
+            d = fused.node(ops.gradient, g, *decayed)
+        else:
+            d = fused.node(ops.momentum_buffer, buf.node, g, *decayed)
+        state["momentum_buffer"] = Tensor(d)
+    if group["nesterov"]:
+        return Tensor(fused.node(ops.param, p, d, -group["lr"], g))
+    return Tensor(fused.node(ops.param, p, d, -group["lr"]))
+
+
+_NUMBERS = (int, float)
+_TENSORS = (Tensor, Parameter)  # exactly these: a subclass of a program's own may change what an op does
+
+
+def _plain_update(param, grad, state: dict, group: dict) -> bool:
+    """Whether ``update`` may build its nodes itself (``_update_nodes``): float32 tensors of one shape on one
+    device without grad, Python-number hyper-parameters, lazy mode, no memory format to carry."""
+    if lazy.is_eager() or _memory_format.ACTIVE or autograd.is_grad_enabled():
+        return False
+    if not all(type(group[k]) in _NUMBERS for k in ("lr", "momentum", "dampening", "weight_decay")):
+        return False
+    tensors = (param, grad)
+    buf = state.get("momentum_buffer")
+    if buf is not None:
+        tensors += (buf,)
+    shape, device = param.shape, param.device
+    return all(
+        type(t) in _TENSORS and t.dtype is T.float32 and t.shape == shape and t.device is device for t in tensors
+    )
 
 
 def _update_half(param, grad, state: dict, group: dict):

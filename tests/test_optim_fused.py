@@ -1,0 +1,131 @@
+"""The optimizers' fused float32 steps (vkml/optim/fused.py) give the operators' bits, on the CPU and on Vulkan,
+and record a handful of nodes per parameter."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from optest import assert_same_bits
+
+import vkml
+from vkml.graph import node as graph_node
+from vkml.optim import adam, sgd
+
+CPU = vkml.device("cpu")
+
+CASES = [
+    ("Adam", {"lr": 0.01}),
+    ("Adam", {"lr": 0.01, "weight_decay": 0.1}),
+    ("Adam", {"lr": 0.01, "weight_decay": 0.1, "decoupled_weight_decay": True}),
+    ("Adam", {"lr": 0.01, "betas": (0.25, 0.5), "maximize": True}),  # lerp from the other end
+    ("Adam", {"lr": 0.02, "betas": (0.8, 0.99), "weight_decay": 0.1, "amsgrad": True, "eps": 1e-6}),
+    ("Adam", {"lr": 1, "betas": (0.0, 0.9), "eps": 0, "weight_decay": 1}),  # ints, a zero beta and eps
+    ("AdamW", {"lr": 0.01, "amsgrad": True, "maximize": True}),
+    ("SGD", {"lr": 0.1}),
+    ("SGD", {"lr": 0.1, "maximize": True}),
+    ("SGD", {"lr": 0.1, "weight_decay": 0.01}),
+    ("SGD", {"lr": 0.05, "momentum": 0.9}),
+    ("SGD", {"lr": 0.05, "momentum": 0.9, "weight_decay": 0.01, "maximize": True}),
+    ("SGD", {"lr": 0.05, "momentum": 0.8, "dampening": 0.3}),
+    ("SGD", {"lr": 0.05, "momentum": 0.9, "nesterov": True}),
+    ("SGD", {"lr": 0.05, "momentum": 0.9, "nesterov": True, "weight_decay": 0.1}),
+]
+IDS = [f"{name}-{i}" for i, (name, _) in enumerate(CASES)]
+SHAPES = [(5, 3), (3,), ()]
+STEPS = 3
+
+
+def _values(seed: int = 0) -> tuple[list, list]:
+    """Initial parameters, and each step's gradients (with a zero and a negative zero among them)."""
+    rng = np.random.default_rng(seed)
+    params = [rng.standard_normal(shape).astype(np.float32) for shape in SHAPES]
+    grads = [[rng.standard_normal(shape).astype(np.float32) for shape in SHAPES] for _ in range(STEPS)]
+    grads[0][0][0, :2] = [0.0, -0.0]
+    return params, grads
+
+
+def _run(name: str, kwargs: dict, device, fused: bool, monkeypatch) -> list[np.ndarray]:
+    """The parameters and every state tensor after ``STEPS`` steps, by the fused path or the operators'."""
+    module = adam if name.startswith("Adam") else sgd
+    with monkeypatch.context() as patch:
+        if not fused:  # the operators' path, the fused path's reference
+            patch.setattr(module, "_plain_update", lambda *args: False)
+        params, grads = _values()
+        ps = [vkml.nn.Parameter(vkml.tensor(v, device=device)) for v in params]
+        opt = getattr(vkml.optim, name)(ps, **kwargs)
+        for step in grads:
+            for p, g in zip(ps, step):
+                p.grad = vkml.tensor(g, device=device)
+            opt.step()
+        out = [p.numpy() for p in ps]
+        for p in ps:
+            out += [v.numpy() for k, v in sorted(opt.state.get(p, {}).items()) if k != "step"]
+        return out
+
+
+@pytest.mark.parametrize(("name", "kwargs"), CASES, ids=IDS)
+def test_fused_steps_give_the_operators_bits_on_cpu_and_vulkan(name, kwargs, gpu, monkeypatch):
+    reference = _run(name, kwargs, CPU, False, monkeypatch)
+    for device in (CPU, gpu):
+        got = _run(name, kwargs, device, True, monkeypatch)
+        assert len(got) == len(reference)
+        for i, (a, b) in enumerate(zip(got, reference)):
+            assert_same_bits(a, b, f"{name} {kwargs} on {device}, tensor {i}")
+
+
+TORCH_CASES = [4, 6, 11, 14]  # tests/test_optim.py compares the usual settings with PyTorch on a model
+
+
+@pytest.mark.parametrize(("name", "kwargs"), [CASES[i] for i in TORCH_CASES], ids=[IDS[i] for i in TORCH_CASES])
+def test_fused_steps_match_torch(name, kwargs, monkeypatch):
+    got = _run(name, kwargs, CPU, True, monkeypatch)
+    params, grads = _values()
+    ps = [torch.nn.Parameter(torch.from_numpy(v.copy())) for v in params]
+    opt = getattr(torch.optim, name)(ps, foreach=False, **kwargs)
+    for step in grads:
+        for p, g in zip(ps, step):
+            p.grad = torch.from_numpy(g.copy())
+        opt.step()
+    want = [p.detach().numpy() for p in ps]
+    for p in ps:
+        want += [v.numpy() for k, v in sorted(opt.state.get(p, {}).items()) if k != "step"]
+    assert len(got) == len(want)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+
+
+def _nodes_of_one_step(name: str, kwargs: dict, monkeypatch) -> int:
+    """The graph nodes one step of the optimizer builds for three parameters (after a first step)."""
+    params, grads = _values()
+    ps = [vkml.nn.Parameter(vkml.tensor(v)) for v in params]
+    opt = getattr(vkml.optim, name)(ps, **kwargs)
+    built = [0]
+    init = graph_node.Node.__init__
+
+    def counting(self, *args, **kw):
+        built[0] += 1
+        init(self, *args, **kw)
+
+    for step in grads[:2]:
+        for p, g in zip(ps, step):
+            p.grad = vkml.tensor(g)
+        built[0] = 0
+        with monkeypatch.context() as patch:
+            patch.setattr(graph_node.Node, "__init__", counting)
+            opt.step()
+    return built[0]
+
+
+@pytest.mark.parametrize(
+    ("name", "kwargs", "new_tensors", "scalars"),
+    [
+        ("Adam", {}, 3, 2),  # exp_avg, exp_avg_sq, the parameter; -lr / (1 - beta1^step), sqrt(1 - beta2^step)
+        ("AdamW", {"amsgrad": True}, 4, 3),  # the running maximum; the decay factor 1 - lr * wd
+        ("SGD", {"momentum": 0.9}, 2, 1),  # the buffer, the parameter; the learning rate
+    ],
+)
+def test_a_fused_step_builds_a_few_nodes_per_parameter(name, kwargs, new_tensors, scalars, monkeypatch):
+    """One node per new tensor, and per-step scalar a constant and its broadcast (none for the 0-d parameter)."""
+    per_parameter = new_tensors + 2 * scalars
+    assert _nodes_of_one_step(name, kwargs, monkeypatch) == per_parameter * len(SHAPES) - scalars

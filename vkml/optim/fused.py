@@ -1,0 +1,154 @@
+"""The common optimizers' float32 steps as a few elementwise nodes per parameter, their bodies written once here.
+
+``Adam.update`` and ``SGD.update`` written with operators build a dozen nodes per parameter at every step
+(each Python-number operand a constant and its broadcast besides), and each node costs the host its Python
+work again in the plan lookup. Here each state tensor's new value is ONE elementwise node whose body is the
+whole formula, op for op as the operators compute it (the registered ops' own bodies, in the same order and
+on the same operands), so the fused kernel the scheduler makes of them is the operators' kernel: the same
+bits on every device.
+
+The hyper-parameters a training run keeps fixed (betas, eps, momentum, dampening, L2 weight decay,
+maximize, nesterov) are constants of the body, one set of ``OpDef``s per distinct set of values (memoized:
+the same set is the same op, so the plan of one step is the plan of the next). The numbers that change
+between steps (Adam's ``-lr / (1 - beta1^step)`` and ``sqrt(1 - beta2^step)``, the learning rate, AdamW's
+``1 - lr * wd``) are constant nodes, so kernel parameters: a new value reuses the kernel, the plan and, with
+``vkml.jit``, the recording (``Optimizer._jit_scalars``).
+
+    >>> ops = adam_ops(weight=0.1, beta2=0.999, eps=1e-8, weight_decay=0.0, decoupled=False, maximize=False)
+    >>> ops.exp_avg.op.name
+    'adam_exp_avg'
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+from ..graph.build import const_node
+from ..graph.node import Elementwise, Node, Op
+from ..ir import builder as B
+from ..ir import types as T
+from ..ops.registry import REGISTRY, OpDef
+
+_F32 = T.float32
+_ELEMENTWISE = Op.ELEMENTWISE
+# the registered ops' bodies: the fused formulas compute exactly what the operators' nodes compute
+_add, _sub, _mul, _div = (REGISTRY[name].body for name in ("add", "sub", "mul", "div"))
+_neg, _sqrt, _maximum = (REGISTRY[name].body for name in ("neg", "sqrt", "maximum"))
+
+
+def _const(value: float, like):
+    """A hyper-parameter inside a body: the float32 nearest to it, as a Python-number operand's parameter is."""
+    with B.rounding_float_constants():
+        return B.const(float(value), like.dtype)
+
+
+def _op(name: str, summary: str, body) -> Elementwise:
+    """The node argument of an unregistered float32 elementwise op (memory-only: vkml/schedule/template_disk.py)."""
+    opdef = OpDef(name, "elementwise", f"{name}(...)", summary, dtypes=(_F32,), result="same", body=body)
+    return Elementwise(opdef, _F32)
+
+
+def node(arg: Elementwise, *sources) -> Node:
+    """The elementwise node ``arg`` over ``sources`` (nodes of one shape on one device; Python floats become
+    broadcast constants of that shape, so kernel parameters)."""
+    first = sources[0]
+    shape, device = first.shape, first.device
+    srcs = tuple(s if s.__class__ is Node else const_node(s, _F32, shape, device) for s in sources)
+    return Node(_ELEMENTWISE, srcs, arg, shape, _F32, device)
+
+
+class AdamOps(NamedTuple):
+    """Adam's elementwise ops for one set of fixed hyper-parameters (``adam_ops``).
+
+    - ``exp_avg(m, g[, p])``: ``lerp(m, g', 1 - beta1)`` where ``g'`` is the gradient after maximize and L2 decay;
+    - ``exp_avg_sq(v, g[, p])``: ``v * beta2 + ((1 - beta2) * g') * g'``;
+    - ``max_exp_avg_sq(w, v)``: ``maximum(w, v)`` (amsgrad);
+    - ``param(p, m, v, neg_step_size, bias_correction2_sqrt[, decay])``: ``p * decay`` (AdamW) plus
+      ``neg_step_size * m / (sqrt(v) / bias_correction2_sqrt + eps)``.
+
+    ``p`` is a source of the first two only with L2 weight decay, ``decay`` of ``param`` only with decoupled.
+    """
+
+    exp_avg: Elementwise
+    exp_avg_sq: Elementwise
+    max_exp_avg_sq: Elementwise
+    param: Elementwise
+
+
+@functools.lru_cache(maxsize=64)
+def adam_ops(weight: float, beta2: float, eps: float, weight_decay: float, decoupled: bool, maximize: bool) -> AdamOps:
+    """Adam's ops where ``weight`` is ``1 - beta1`` (``Adam.update``'s operators, op for op)."""
+    l2 = weight_decay != 0 and not decoupled
+
+    def gradient(g, p):
+        if maximize:
+            g = _neg(g)
+        if l2:
+            g = _add(g, _mul(_const(weight_decay, g), p))
+        return g
+
+    def exp_avg(m, g, p=None):
+        g = gradient(g, p)
+        if abs(weight) < 0.5:  # torch.lerp from the nearer end
+            return _add(m, _mul(_const(weight, m), _sub(g, m)))
+        return _sub(g, _mul(_sub(g, m), _const(1 - weight, m)))
+
+    def exp_avg_sq(v, g, p=None):
+        g = gradient(g, p)
+        return _add(_mul(v, _const(beta2, v)), _mul(_mul(_const(1 - beta2, g), g), g))  # torch's addcmul order
+
+    def param(p, m, v, neg_step_size, bias_correction2_sqrt, decay=None):
+        if decay is not None:
+            p = _mul(p, decay)
+        denom = _add(_div(_sqrt(v), bias_correction2_sqrt), _const(eps, v))
+        return _add(p, _div(_mul(neg_step_size, m), denom))
+
+    return AdamOps(
+        _op("adam_exp_avg", "Adam's first moment.", exp_avg),
+        _op("adam_exp_avg_sq", "Adam's second moment.", exp_avg_sq),
+        _op("adam_max_exp_avg_sq", "Adam's running maximum of the second moment (amsgrad).", _maximum),
+        _op("adam_param", "Adam's new parameter.", param),
+    )
+
+
+class SGDOps(NamedTuple):
+    """SGD's elementwise ops for one set of fixed hyper-parameters (``sgd_ops``).
+
+    - ``gradient(g[, p])``: the gradient after maximize and weight decay (the first momentum buffer's value);
+    - ``momentum_buffer(b, g[, p])``: ``b * momentum + (1 - dampening) * g'``;
+    - ``param(p, d, neg_lr[, g])``: ``p + neg_lr * d`` where ``d`` is the buffer (or, without momentum,
+      the gradient); with nesterov ``p + neg_lr * (g' + momentum * d)``, so ``g`` and ``p`` are sources too
+      where weight decay needs ``p``.
+    """
+
+    gradient: Elementwise
+    momentum_buffer: Elementwise
+    param: Elementwise
+
+
+@functools.lru_cache(maxsize=64)
+def sgd_ops(momentum: float, dampening: float, weight_decay: float, nesterov: bool, maximize: bool) -> SGDOps:
+    """SGD's ops (``SGD.update``'s operators, op for op)."""
+
+    def gradient(g, p=None):
+        if maximize:
+            g = _neg(g)
+        if weight_decay != 0:
+            g = _add(g, _mul(_const(weight_decay, g), p))
+        return g
+
+    def momentum_buffer(b, g, p=None):
+        g = gradient(g, p)
+        return _add(_mul(b, _const(momentum, b)), _mul(_const(1 - dampening, g), g))
+
+    def param(p, d, neg_lr, g=None):
+        if nesterov:
+            d = _add(gradient(g, p), _mul(_const(momentum, d), d))
+        return _add(p, _mul(neg_lr, d))
+
+    return SGDOps(
+        _op("sgd_gradient", "SGD's gradient after maximize and weight decay.", gradient),
+        _op("sgd_momentum_buffer", "SGD's momentum buffer.", momentum_buffer),
+        _op("sgd_param", "SGD's new parameter.", param),
+    )

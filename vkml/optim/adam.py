@@ -12,8 +12,6 @@ from ..frontend.operators import HALF_PRECISION, add, maximum
 from ..frontend.tensor_api import addcdiv, addcmul
 from ..frontend.type_queries import is_tensor
 from ..graph import build as lazy
-from ..ir import types as T
-from ..nn.module import Parameter
 from ..tensor import Tensor
 from . import fused
 from .optimizer import Optimizer, check_args, check_fused_foreach, maximized
@@ -93,8 +91,9 @@ class Adam(Optimizer):
             if group["amsgrad"]:
                 state["max_exp_avg_sq"] = zeros_like(param)
         state["step"] += 1
-        if _plain_update(param, grad, state, group):
-            return self._update_nodes(param, grad, state, group)
+        nodes = _fused_nodes(param, grad, state, group)
+        if nodes is not None:
+            return self._update_nodes(nodes, state, group)
         grad = maximized(grad, group)
         if param.dtype in HALF_PRECISION:
             return self._update_half(param, grad, state, group)
@@ -111,22 +110,22 @@ class Adam(Optimizer):
         denom = exp_avg_sq.sqrt() / bias_correction2_sqrt + eps
         return param + (neg_step_size * exp_avg) / denom
 
-    def _update_nodes(self, param, grad, state: dict, group: dict):
+    def _update_nodes(self, nodes: tuple, state: dict, group: dict):
         """``update``'s arithmetic (below it, maximize included) as one elementwise node per new tensor
-        (vkml/optim/fused.py): the operators' formula, op for op, so the same kernel and bits, without a
-        dozen operator calls and their constants per parameter at every step. Only where ``_plain_update``
-        holds, so that nothing else the operators do (eager realize, memory formats, autograd) applies."""
+        (vkml/optim/fused.py) over ``_fused_nodes``: the operators' formula, op for op, so the same kernel and
+        bits, without a dozen operator calls and their constants per parameter at every step."""
         lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
         decoupled = wd != 0 and group["decoupled_weight_decay"]
         ops = fused.adam_ops(1 - beta1, beta2, eps, wd, decoupled, group["maximize"])
-        p, g = param.node, grad.node
+        p, g, m, v = nodes[:4]
         decayed = (p,) if wd != 0 and not decoupled else ()  # L2: the gradient reads the parameter
-        m = fused.node(ops.exp_avg, state["exp_avg"].node, g, *decayed)
-        v = fused.node(ops.exp_avg_sq, state["exp_avg_sq"].node, g, *decayed)
-        state["exp_avg"], state["exp_avg_sq"] = Tensor(m), Tensor(v)
+        m = fused.node(ops.exp_avg, m, g, *decayed)
+        v = fused.node(ops.exp_avg_sq, v, g, *decayed)
+        fused.assign(state, "exp_avg", m)
+        fused.assign(state, "exp_avg_sq", v)
         if group["amsgrad"]:
-            v = fused.node(ops.max_exp_avg_sq, state["max_exp_avg_sq"].node, v)
-            state["max_exp_avg_sq"] = Tensor(v)
+            v = fused.node(ops.max_exp_avg_sq, nodes[4], v)
+            fused.assign(state, "max_exp_avg_sq", v)
         neg_step_size, bias_correction2_sqrt = self._jit_scalars(group, state)
         if decoupled:
             return Tensor(fused.node(ops.param, p, m, v, neg_step_size, bias_correction2_sqrt, 1 - lr * wd))
@@ -201,24 +200,21 @@ class AdamW(Adam):
 
 
 _NUMBERS = (int, float)
-_TENSORS = (Tensor, Parameter)  # exactly these: a subclass of a program's own may change what an op does
 
 
-def _plain_update(param, grad, state: dict, group: dict) -> bool:
-    """Whether ``update`` may build its nodes itself (``_update_nodes``): float32 tensors of one shape on one
-    device without grad, Python-number hyper-parameters, lazy mode, no memory format to carry."""
+def _fused_nodes(param, grad, state: dict, group: dict) -> tuple | None:
+    """The nodes of the parameter, the gradient and the moments (the running maximum last, with amsgrad) where
+    ``update`` may build its nodes itself (``_update_nodes``): float32 tensors of one shape on one device
+    without grad, Python-number hyper-parameters, lazy mode, no memory format to carry. None elsewhere."""
     if lazy.is_eager() or _memory_format.ACTIVE or autograd.is_grad_enabled():
-        return False
+        return None
     lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
     if not all(type(x) in _NUMBERS for x in (lr, beta1, beta2, eps, wd)):
-        return False
+        return None
     tensors = (param, grad, state["exp_avg"], state["exp_avg_sq"])
     if group["amsgrad"]:
         tensors += (state["max_exp_avg_sq"],)
-    shape, device = param.shape, param.device
-    return all(
-        type(t) in _TENSORS and t.dtype is T.float32 and t.shape == shape and t.device is device for t in tensors
-    )
+    return fused.nodes_of(tensors)
 
 
 def lerp(start, end, weight: float):

@@ -24,11 +24,14 @@ from __future__ import annotations
 import functools
 from typing import NamedTuple
 
+from ..frontend.mutation import assign_node
 from ..graph.build import const_node
 from ..graph.node import Elementwise, Node, Op
 from ..ir import builder as B
 from ..ir import types as T
+from ..nn.module import Parameter
 from ..ops.registry import REGISTRY, OpDef
+from ..tensor import Tensor
 
 _F32 = T.float32
 _ELEMENTWISE = Op.ELEMENTWISE
@@ -56,6 +59,33 @@ def node(arg: Elementwise, *sources) -> Node:
     shape, device = first.shape, first.device
     srcs = tuple(s if s.__class__ is Node else const_node(s, _F32, shape, device) for s in sources)
     return Node(_ELEMENTWISE, srcs, arg, shape, _F32, device)
+
+
+_TENSORS = (Tensor, Parameter)  # exactly these: a subclass of a program's own may change what an op does
+
+
+def nodes_of(tensors: tuple) -> tuple[Node, ...] | None:
+    """The nodes of ``tensors`` where all are plain float32 tensors of one shape on one device, else None."""
+    nodes = []
+    for t in tensors:
+        if t.__class__ not in _TENSORS:
+            return None
+        nodes.append(t.node)
+    shape, device = nodes[0].shape, nodes[0].device
+    for n in nodes:
+        if n.dtype is not _F32 or n.shape != shape or n.device is not device:
+            return None
+    return tuple(nodes)
+
+
+def assign(state: dict, key: str, node: Node) -> None:
+    """``state[key]`` takes the value ``node``: the state tensor itself where it owns its storage (PyTorch's
+    optimizers write their state in place, vkml/optim/optimizer.py ``_update_in_place``), a new one otherwise."""
+    held = state[key]
+    if held._base is None:
+        assign_node(held, node)
+    else:
+        state[key] = Tensor(node)
 
 
 class AdamOps(NamedTuple):

@@ -7,8 +7,6 @@ from ..frontend import memory_format as _memory_format
 from ..frontend.operators import HALF_PRECISION, add
 from ..graph import build as lazy
 from ..graph.build import check_scalar_fits
-from ..ir import types as T
-from ..nn.module import Parameter
 from ..tensor import Tensor
 from . import fused
 from .optimizer import Optimizer, check_args, check_fused_foreach, maximized
@@ -66,8 +64,9 @@ class SGD(Optimizer):
         # PyTorch's alphas (weight decay, nesterov's momentum, -lr), checked before the state changes
         for alpha in (group["weight_decay"], group["momentum"] if group["nesterov"] else 0, -group["lr"]):
             _alpha_fits(alpha, param)
-        if _plain_update(param, grad, state, group):
-            return _update_nodes(param, grad, state, group)
+        nodes = _fused_nodes(param, grad, state, group)
+        if nodes is not None:
+            return _update_nodes(nodes, state, group)
         grad = maximized(grad, group)
         if param.dtype in HALF_PRECISION:
             return _update_half(param, grad, state, group)
@@ -83,47 +82,39 @@ class SGD(Optimizer):
         return param + (-group["lr"]) * grad
 
 
-def _update_nodes(param, grad, state: dict, group: dict):
+def _update_nodes(nodes: tuple, state: dict, group: dict):
     """``SGD.update``'s arithmetic (maximize included) as one elementwise node per new tensor
-    (vkml/optim/fused.py): the operators' formula, op for op, so the same kernel and bits. Only where
-    ``_plain_update`` holds."""
+    (vkml/optim/fused.py) over ``_fused_nodes``: the operators' formula, op for op, so the same kernel and bits."""
     momentum, wd = group["momentum"], group["weight_decay"]
     ops = fused.sgd_ops(momentum, group["dampening"], wd, group["nesterov"], group["maximize"])
-    p, g = param.node, grad.node
+    p, g = nodes[:2]
     decayed = (p,) if wd != 0 else ()  # weight decay: the gradient reads the parameter
     if momentum == 0:
         d = fused.node(ops.gradient, g, *decayed) if decayed or group["maximize"] else g
-    else:
-        buf = state.get("momentum_buffer")
-        if buf is None:  # the first buffer is the gradient's value (PyTorch clones it)
-            d = fused.node(ops.gradient, g, *decayed)
-        else:
-            d = fused.node(ops.momentum_buffer, buf.node, g, *decayed)
+    elif len(nodes) == 2:  # the first buffer is the gradient's value (PyTorch clones it)
+        d = fused.node(ops.gradient, g, *decayed)
         state["momentum_buffer"] = Tensor(d)
+    else:
+        d = fused.node(ops.momentum_buffer, nodes[2], g, *decayed)
+        fused.assign(state, "momentum_buffer", d)
     if group["nesterov"]:
         return Tensor(fused.node(ops.param, p, d, -group["lr"], g))
     return Tensor(fused.node(ops.param, p, d, -group["lr"]))
 
 
 _NUMBERS = (int, float)
-_TENSORS = (Tensor, Parameter)  # exactly these: a subclass of a program's own may change what an op does
 
 
-def _plain_update(param, grad, state: dict, group: dict) -> bool:
-    """Whether ``update`` may build its nodes itself (``_update_nodes``): float32 tensors of one shape on one
-    device without grad, Python-number hyper-parameters, lazy mode, no memory format to carry."""
+def _fused_nodes(param, grad, state: dict, group: dict) -> tuple | None:
+    """The nodes of the parameter, the gradient and the momentum buffer (where there is one) where ``update``
+    may build its nodes itself (``_update_nodes``): float32 tensors of one shape on one device without grad,
+    Python-number hyper-parameters, lazy mode, no memory format to carry. None elsewhere."""
     if lazy.is_eager() or _memory_format.ACTIVE or autograd.is_grad_enabled():
-        return False
+        return None
     if not all(type(group[k]) in _NUMBERS for k in ("lr", "momentum", "dampening", "weight_decay")):
-        return False
-    tensors = (param, grad)
+        return None
     buf = state.get("momentum_buffer")
-    if buf is not None:
-        tensors += (buf,)
-    shape, device = param.shape, param.device
-    return all(
-        type(t) in _TENSORS and t.dtype is T.float32 and t.shape == shape and t.device is device for t in tensors
-    )
+    return fused.nodes_of((param, grad) if buf is None or group["momentum"] == 0 else (param, grad, buf))
 
 
 def _update_half(param, grad, state: dict, group: dict):

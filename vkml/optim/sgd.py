@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from ..frontend import autograd
 from ..frontend import memory_format as _memory_format
 from ..frontend.operators import HALF_PRECISION, add
@@ -134,5 +136,17 @@ def _update_half(param, grad, state: dict, group: dict):
 def _alpha_fits(alpha, param) -> None:
     """PyTorch's SGD adds with ``add(..., alpha=)``, which refuses an alpha the parameter's dtype cannot
     hold (lr=1e10 on float16 parameters): its RuntimeError, before any parameter changes."""
-    if param.dtype.is_floating_point:
-        check_scalar_fits("SGD.step", alpha, param.dtype)
+    dtype = param.dtype
+    if not dtype.is_floating_point:
+        return
+    if alpha.__class__ in _NUMBERS:  # the same few numbers at every step: each checked once
+        _number_fits(alpha, alpha.__class__, dtype)
+    else:
+        check_scalar_fits("SGD.step", alpha, dtype)
+
+
+@functools.lru_cache(maxsize=256)
+def _number_fits(alpha, kind: type, dtype) -> None:
+    """``check_scalar_fits`` of a Python number (``kind`` keeps 1 and 1.0 apart); an alpha that does not fit
+    raises at every call (lru_cache keeps no exception)."""
+    check_scalar_fits("SGD.step", alpha, dtype)

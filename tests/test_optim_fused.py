@@ -10,7 +10,7 @@ from optest import assert_same_bits
 
 import vkml
 from vkml.graph import node as graph_node
-from vkml.optim import adam, sgd
+from vkml.optim import adagrad, adam, fused, rmsprop, sgd
 
 CPU = vkml.device("cpu")
 
@@ -30,8 +30,21 @@ CASES = [
     ("SGD", {"lr": 0.05, "momentum": 0.8, "dampening": 0.3}),
     ("SGD", {"lr": 0.05, "momentum": 0.9, "nesterov": True}),
     ("SGD", {"lr": 0.05, "momentum": 0.9, "nesterov": True, "weight_decay": 0.1}),
+    ("RMSprop", {"lr": 0.01}),
+    ("RMSprop", {"lr": 0.01, "alpha": 0.2, "centered": True, "weight_decay": 0.1}),  # lerp from the nearer end
+    ("RMSprop", {"lr": 0.01, "momentum": 0.9, "maximize": True}),
+    ("RMSprop", {"lr": 0.01, "momentum": 0.5, "centered": True, "weight_decay": 0.1, "eps": 1e-4}),
+    ("Adagrad", {"lr": 0.1}),
+    ("Adagrad", {"lr": 0.1, "lr_decay": 0.1, "weight_decay": 0.1, "initial_accumulator_value": 0.5}),
+    ("Adagrad", {"lr": 0.1, "maximize": True, "eps": 1e-3}),
 ]
 IDS = [f"{name}-{i}" for i, (name, _) in enumerate(CASES)]
+# Each optimizer's case with the most options in the default suite; the others with -m stress
+DEFAULT_CASES = {4, 6, 14, 18, 20}
+BITS_CASES = [
+    pytest.param(*case, id=name, marks=() if i in DEFAULT_CASES else pytest.mark.stress)
+    for i, (case, name) in enumerate(zip(CASES, IDS))
+]
 SHAPES = [(5, 3), (3,), ()]
 STEPS = 3
 
@@ -45,12 +58,13 @@ def _values(seed: int = 0) -> tuple[list, list]:
     return params, grads
 
 
-def _run(name: str, kwargs: dict, device, fused: bool, monkeypatch) -> list[np.ndarray]:
+def _run(name: str, kwargs: dict, device, use_fused: bool, monkeypatch) -> list[np.ndarray]:
     """The parameters and every state tensor after ``STEPS`` steps, by the fused path or the operators'."""
-    module = adam if name.startswith("Adam") else sgd
+    module = {"Adam": adam, "AdamW": adam, "SGD": sgd, "RMSprop": rmsprop, "Adagrad": adagrad}[name]
     with monkeypatch.context() as patch:
-        if not fused:  # the operators' path, the fused path's reference
-            patch.setattr(module, "_fused_nodes", lambda *args: None)
+        if not use_fused:  # the operators' path, the fused path's reference
+            patch.setattr(module, "_fused_nodes", lambda *args: None, raising=False)
+            patch.setattr(fused, "plain_step", lambda *args: False)
         params, grads = _values()
         ps = [vkml.nn.Parameter(vkml.tensor(v, device=device)) for v in params]
         opt = getattr(vkml.optim, name)(ps, **kwargs)
@@ -64,7 +78,7 @@ def _run(name: str, kwargs: dict, device, fused: bool, monkeypatch) -> list[np.n
         return out
 
 
-@pytest.mark.parametrize(("name", "kwargs"), CASES, ids=IDS)
+@pytest.mark.parametrize(("name", "kwargs"), BITS_CASES)
 def test_fused_steps_give_the_operators_bits_on_cpu_and_vulkan(name, kwargs, gpu, monkeypatch):
     reference = _run(name, kwargs, CPU, False, monkeypatch)
     for device in (CPU, gpu):
@@ -74,10 +88,8 @@ def test_fused_steps_give_the_operators_bits_on_cpu_and_vulkan(name, kwargs, gpu
             assert_same_bits(a, b, f"{name} {kwargs} on {device}, tensor {i}")
 
 
-TORCH_CASES = [4, 6, 11, 14]  # tests/test_optim.py compares the usual settings with PyTorch on a model
-
-
-@pytest.mark.parametrize(("name", "kwargs"), [CASES[i] for i in TORCH_CASES], ids=[IDS[i] for i in TORCH_CASES])
+@pytest.mark.stress  # tests/test_optim.py and test_optim_algorithms.py compare the usual settings with PyTorch
+@pytest.mark.parametrize(("name", "kwargs"), CASES, ids=IDS)
 def test_fused_steps_match_torch(name, kwargs, monkeypatch):
     got = _run(name, kwargs, CPU, True, monkeypatch)
     params, grads = _values()
@@ -123,6 +135,8 @@ def _nodes_of_one_step(name: str, kwargs: dict, monkeypatch) -> int:
         ("Adam", {}, 3, 2),  # exp_avg, exp_avg_sq, the parameter; -lr / (1 - beta1^step), sqrt(1 - beta2^step)
         ("AdamW", {"amsgrad": True}, 4, 3),  # the running maximum; the decay factor 1 - lr * wd
         ("SGD", {"momentum": 0.9}, 2, 1),  # the buffer, the parameter; the learning rate
+        ("RMSprop", {"centered": True, "momentum": 0.9}, 4, 1),  # three averages and buffers, the parameter
+        ("Adagrad", {}, 2, 1),  # the sum, the parameter; the decayed learning rate
     ],
 )
 def test_a_fused_step_builds_a_few_nodes_per_parameter(name, kwargs, new_tensors, scalars, monkeypatch):

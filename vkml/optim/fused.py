@@ -24,7 +24,10 @@ from __future__ import annotations
 import functools
 from typing import NamedTuple
 
+from ..frontend import autograd
+from ..frontend import memory_format as _memory_format
 from ..frontend.mutation import assign_node
+from ..graph import build as lazy
 from ..graph.build import const_node
 from ..graph.node import Elementwise, Node, Op
 from ..ir import builder as B
@@ -62,6 +65,18 @@ def node(arg: Elementwise, *sources) -> Node:
 
 
 _TENSORS = (Tensor, Parameter)  # exactly these: a subclass of a program's own may change what an op does
+_NUMBERS = (int, float)
+
+
+def plain_step(group: dict, numbers: tuple[str, ...]) -> bool:
+    """Whether an update may build its nodes itself: lazy mode, no memory format to carry, no grad, and the
+    group's hyper-parameters named ``numbers`` Python numbers (a tensor ``lr`` takes the operators)."""
+    if lazy.is_eager() or _memory_format.ACTIVE or autograd.is_grad_enabled():
+        return False
+    for key in numbers:
+        if group[key].__class__ not in _NUMBERS:
+            return False
+    return True
 
 
 def nodes_of(tensors: tuple) -> tuple[Node, ...] | None:
@@ -181,4 +196,107 @@ def sgd_ops(momentum: float, dampening: float, weight_decay: float, nesterov: bo
         _op("sgd_gradient", "SGD's gradient after maximize and weight decay.", gradient),
         _op("sgd_momentum_buffer", "SGD's momentum buffer.", momentum_buffer),
         _op("sgd_param", "SGD's new parameter.", param),
+    )
+
+
+def _gradient_body(weight_decay: float, maximize: bool):
+    """``g -> -g`` under maximize, then ``+ weight_decay * p`` (L2): the gradient an update descends along."""
+
+    def gradient(g, p=None):
+        if maximize:
+            g = _neg(g)
+        if weight_decay != 0:
+            g = _add(g, _mul(_const(weight_decay, g), p))
+        return g
+
+    return gradient
+
+
+def _lerp(start, end, weight: float):
+    """``torch.lerp(start, end, weight)`` for a fixed weight, from the nearer end (vkml/optim/adam.py ``lerp``)."""
+    if abs(weight) < 0.5:
+        return _add(start, _mul(_const(weight, start), _sub(end, start)))
+    return _sub(end, _mul(_sub(end, start), _const(1 - weight, start)))
+
+
+class RMSpropOps(NamedTuple):
+    """RMSprop's elementwise ops for one set of fixed hyper-parameters (``rmsprop_ops``); ``g'`` is the gradient
+    after maximize and weight decay (``p`` a source wherever ``g`` is, with weight decay).
+
+    - ``square_avg(s, g[, p])``: ``s * alpha + ((1 - alpha) * g') * g'``;
+    - ``grad_avg(a, g[, p])``: ``lerp(a, g', 1 - alpha)`` (centered);
+    - ``momentum_buffer(b, s', [a',] g[, p])``: ``b * momentum + g' / avg`` where ``avg`` is ``sqrt(s')``
+      (centered: ``sqrt(s' - a' * a')``) plus eps;
+    - ``param(p, b', neg_lr)`` with momentum, else ``param(p, s', [a',] neg_lr, g)``: ``p + neg_lr * b'``, or
+      ``p + (neg_lr * g') / avg``.
+    """
+
+    square_avg: Elementwise
+    grad_avg: Elementwise
+    momentum_buffer: Elementwise
+    param: Elementwise
+
+
+@functools.lru_cache(maxsize=64)
+def rmsprop_ops(
+    alpha: float, eps: float, weight_decay: float, momentum: float, centered: bool, maximize: bool
+) -> RMSpropOps:
+    """RMSprop's ops (``RMSprop.update``'s operators, op for op)."""
+    gradient = _gradient_body(weight_decay, maximize)
+
+    def avg(s, a):
+        root = _sqrt(_sub(s, _mul(a, a))) if centered else _sqrt(s)  # torch's addcmul(value=-1): the same bits
+        return _add(root, _const(eps, root))
+
+    def square_avg(s, g, p=None):
+        g = gradient(g, p)
+        return _add(_mul(s, _const(alpha, s)), _mul(_mul(_const(1 - alpha, g), g), g))
+
+    def grad_avg(a, g, p=None):
+        return _lerp(a, gradient(g, p), 1 - alpha)
+
+    def momentum_buffer(b, s, *rest):
+        a, (g, *p) = (rest[0], rest[1:]) if centered else (None, rest)
+        return _add(_mul(b, _const(momentum, b)), _div(gradient(g, *p), avg(s, a)))
+
+    def param(p, *rest):
+        if momentum > 0:
+            buf, neg_lr = rest
+            return _add(p, _mul(neg_lr, buf))
+        s, *rest = rest
+        a, (neg_lr, g) = (rest[0], rest[1:]) if centered else (None, rest)
+        return _add(p, _div(_mul(neg_lr, gradient(g, p)), avg(s, a)))
+
+    return RMSpropOps(
+        _op("rmsprop_square_avg", "RMSprop's running mean of the squared gradient.", square_avg),
+        _op("rmsprop_grad_avg", "RMSprop's running mean of the gradient (centered).", grad_avg),
+        _op("rmsprop_momentum_buffer", "RMSprop's momentum buffer.", momentum_buffer),
+        _op("rmsprop_param", "RMSprop's new parameter.", param),
+    )
+
+
+class AdagradOps(NamedTuple):
+    """Adagrad's elementwise ops for one set of fixed hyper-parameters (``adagrad_ops``):
+    ``sum(s, g[, p])``: ``s + g' * g'``; ``param(p, s', neg_clr, g)``: ``p + (neg_clr * g') / (sqrt(s') + eps)``."""
+
+    sum: Elementwise
+    param: Elementwise
+
+
+@functools.lru_cache(maxsize=64)
+def adagrad_ops(eps: float, weight_decay: float, maximize: bool) -> AdagradOps:
+    """Adagrad's ops (``Adagrad.update``'s dense operators, op for op)."""
+    gradient = _gradient_body(weight_decay, maximize)
+
+    def sum_(s, g, p=None):
+        g = gradient(g, p)
+        return _add(s, _mul(g, g))
+
+    def param(p, s, neg_clr, g):
+        root = _sqrt(s)
+        return _add(p, _div(_mul(neg_clr, gradient(g, p)), _add(root, _const(eps, root))))
+
+    return AdagradOps(
+        _op("adagrad_sum", "Adagrad's sum of squared gradients.", sum_),
+        _op("adagrad_param", "Adagrad's new parameter.", param),
     )

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import math
 
-from ..frontend import autograd, pointwise
-from ..frontend import memory_format as _memory_format
+from ..frontend import pointwise
 from ..frontend.creation import zeros_like
 from ..frontend.host_scalar import host_number
 from ..frontend.operators import HALF_PRECISION, add, maximum
 from ..frontend.tensor_api import addcdiv, addcmul
 from ..frontend.type_queries import is_tensor
-from ..graph import build as lazy
 from ..tensor import Tensor
 from . import fused
 from .optimizer import Optimizer, check_args, check_fused_foreach, maximized
@@ -200,16 +198,15 @@ class AdamW(Adam):
 
 
 _NUMBERS = (int, float)
+_NUMBER_KEYS = ("lr", "eps", "weight_decay")
 
 
 def _fused_nodes(param, grad, state: dict, group: dict) -> tuple | None:
     """The nodes of the parameter, the gradient and the moments (the running maximum last, with amsgrad) where
     ``update`` may build its nodes itself (``_update_nodes``): float32 tensors of one shape on one device
     without grad, Python-number hyper-parameters, lazy mode, no memory format to carry. None elsewhere."""
-    if lazy.is_eager() or _memory_format.ACTIVE or autograd.is_grad_enabled():
-        return None
-    lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
-    if not all(type(x) in _NUMBERS for x in (lr, beta1, beta2, eps, wd)):
+    beta1, beta2 = group["betas"]
+    if not fused.plain_step(group, _NUMBER_KEYS) or beta1.__class__ not in _NUMBERS or beta2.__class__ not in _NUMBERS:
         return None
     tensors = (param, grad, state["exp_avg"], state["exp_avg_sq"])
     if group["amsgrad"]:

@@ -60,8 +60,11 @@ def node(arg: Elementwise, *sources) -> Node:
     broadcast constants of that shape, so kernel parameters)."""
     first = sources[0]
     shape, device = first.shape, first.device
-    srcs = tuple(s if s.__class__ is Node else const_node(s, _F32, shape, device) for s in sources)
-    return Node(_ELEMENTWISE, srcs, arg, shape, _F32, device)
+    for s in sources:
+        if s.__class__ is not Node:  # a loop only where there is a number: most nodes have none
+            sources = tuple([s if s.__class__ is Node else const_node(s, _F32, shape, device) for s in sources])
+            break
+    return Node(_ELEMENTWISE, sources, arg, shape, _F32, device)
 
 
 _TENSORS = (Tensor, Parameter)  # exactly these: a subclass of a program's own may change what an op does

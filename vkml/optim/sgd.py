@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import functools
 
-from ..frontend import autograd
-from ..frontend import memory_format as _memory_format
 from ..frontend.operators import HALF_PRECISION, add
-from ..graph import build as lazy
 from ..graph.build import check_scalar_fits
 from ..tensor import Tensor
 from . import fused
@@ -105,15 +102,14 @@ def _update_nodes(nodes: tuple, state: dict, group: dict):
 
 
 _NUMBERS = (int, float)
+_NUMBER_KEYS = ("lr", "momentum", "dampening", "weight_decay")
 
 
 def _fused_nodes(param, grad, state: dict, group: dict) -> tuple | None:
     """The nodes of the parameter, the gradient and the momentum buffer (where there is one) where ``update``
     may build its nodes itself (``_update_nodes``): float32 tensors of one shape on one device without grad,
     Python-number hyper-parameters, lazy mode, no memory format to carry. None elsewhere."""
-    if lazy.is_eager() or _memory_format.ACTIVE or autograd.is_grad_enabled():
-        return None
-    if not all(type(group[k]) in _NUMBERS for k in ("lr", "momentum", "dampening", "weight_decay")):
+    if not fused.plain_step(group, _NUMBER_KEYS):
         return None
     buf = state.get("momentum_buffer")
     return fused.nodes_of((param, grad) if buf is None or group["momentum"] == 0 else (param, grad, buf))

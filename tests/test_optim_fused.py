@@ -130,16 +130,19 @@ def _nodes_of_one_step(name: str, kwargs: dict, monkeypatch) -> int:
 
 
 @pytest.mark.parametrize(
-    ("name", "kwargs", "new_tensors", "scalars"),
+    ("name", "kwargs", "new_tensors", "scalars", "new_values"),
     [
-        ("Adam", {}, 3, 2),  # exp_avg, exp_avg_sq, the parameter; -lr / (1 - beta1^step), sqrt(1 - beta2^step)
-        ("AdamW", {"amsgrad": True}, 4, 3),  # the running maximum; the decay factor 1 - lr * wd
-        ("SGD", {"momentum": 0.9}, 2, 1),  # the buffer, the parameter; the learning rate
-        ("RMSprop", {"centered": True, "momentum": 0.9}, 4, 1),  # three averages and buffers, the parameter
-        ("Adagrad", {}, 2, 1),  # the sum, the parameter; the decayed learning rate
+        # exp_avg, exp_avg_sq, the parameter; -lr / (1 - beta1^step) and sqrt(1 - beta2^step), new every step
+        ("Adam", {}, 3, 2, 2),
+        ("AdamW", {"amsgrad": True}, 4, 3, 2),  # the running maximum; the decay factor 1 - lr * wd
+        ("SGD", {"momentum": 0.9}, 2, 1, 0),  # the buffer, the parameter; the learning rate
+        ("RMSprop", {"centered": True, "momentum": 0.9}, 4, 1, 0),  # three averages and buffers, the parameter
+        ("Adagrad", {}, 2, 1, 0),  # the sum, the parameter; the decayed learning rate
     ],
 )
-def test_a_fused_step_builds_a_few_nodes_per_parameter(name, kwargs, new_tensors, scalars, monkeypatch):
-    """One node per new tensor, and per-step scalar a constant and its broadcast (none for the 0-d parameter)."""
-    per_parameter = new_tensors + 2 * scalars
-    assert _nodes_of_one_step(name, kwargs, monkeypatch) == per_parameter * len(SHAPES) - scalars
+def test_a_fused_step_builds_a_few_nodes_per_parameter(name, kwargs, new_tensors, scalars, new_values, monkeypatch):
+    """One node per new tensor, a broadcast per per-step number (none for the 0-d parameter), and a constant
+    per number the step before did not pass (the parameters share it)."""
+    monkeypatch.setattr(fused, "_constants", {})
+    expected = new_tensors * len(SHAPES) + scalars * (len(SHAPES) - 1) + new_values
+    assert _nodes_of_one_step(name, kwargs, monkeypatch) == expected

@@ -62,9 +62,27 @@ def node(arg: Elementwise, *sources) -> Node:
     shape, device = first.shape, first.device
     for s in sources:
         if s.__class__ is not Node:  # a loop only where there is a number: most nodes have none
-            sources = tuple([s if s.__class__ is Node else const_node(s, _F32, shape, device) for s in sources])
+            sources = tuple([s if s.__class__ is Node else _broadcast(s, shape, device) for s in sources])
             break
     return Node(_ELEMENTWISE, sources, arg, shape, _F32, device)
+
+
+# The constant nodes of the numbers a step passes, by value and device: the parameters of a step share
+# each number's constant (each kernel that reads it binds it as a parameter of its own), so a parameter
+# costs one broadcast per number, not a constant and a broadcast. Bounded: new values come every step.
+_constants: dict = {}
+_CONSTANTS_LIMIT = 64
+
+
+def _broadcast(value: float, shape: tuple[int, ...], device) -> Node:
+    """``value`` as a float32 constant broadcast to ``shape`` (a kernel parameter, as an operator's number)."""
+    key = (value.__class__, value if value else repr(value), device)  # -0.0 is not 0.0
+    scalar = _constants.get(key)
+    if scalar is None:
+        if len(_constants) >= _CONSTANTS_LIMIT:
+            _constants.clear()
+        scalar = _constants[key] = const_node(value, _F32, (), device)
+    return lazy.expand_to(scalar, shape)
 
 
 _TENSORS = (Tensor, Parameter)  # exactly these: a subclass of a program's own may change what an op does

@@ -142,6 +142,9 @@ class AdamOps(NamedTuple):
     param: Elementwise
 
 
+# The ops are memoized by value, and lru_cache keys 0.0 and -0.0 alike: a body reads a hyper-parameter that
+# may be -0.0 (the checks let it through) only as a product added to a non-negative term, or as an eps added
+# to a non-negative root, where the zero's sign never reaches a result.
 @functools.lru_cache(maxsize=64)
 def adam_ops(weight: float, beta2: float, eps: float, weight_decay: float, decoupled: bool, maximize: bool) -> AdamOps:
     """Adam's ops where ``weight`` is ``1 - beta1`` (``Adam.update``'s operators, op for op)."""

@@ -10,6 +10,7 @@ from ..frontend.host_scalar import host_number
 from ..frontend.operators import HALF_PRECISION, add, maximum
 from ..frontend.tensor_api import addcdiv, addcmul
 from ..frontend.type_queries import is_tensor
+from ..ir import types as T
 from ..tensor import Tensor
 from . import fused
 from .optimizer import Optimizer, check_args, check_fused_foreach, maximized
@@ -114,8 +115,11 @@ class Adam(Optimizer):
         bits, without a dozen operator calls and their constants per parameter at every step."""
         lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
         decoupled = wd != 0 and group["decoupled_weight_decay"]
-        ops = fused.adam_ops(1 - beta1, beta2, eps, wd, decoupled, group["maximize"])
         p, g, m, v = nodes[:4]
+        if p.dtype is T.float32:
+            ops = fused.adam_ops(1 - beta1, beta2, eps, wd, decoupled, group["maximize"])
+        else:  # float16, bfloat16: _update_half's roundings
+            ops = fused.adam_half_ops(p.dtype, 1 - beta1, beta2, eps, wd, decoupled, group["maximize"])
         decayed = (p,) if wd != 0 and not decoupled else ()  # L2: the gradient reads the parameter
         m = fused.node(ops.exp_avg, m, g, *decayed)
         v = fused.node(ops.exp_avg_sq, v, g, *decayed)
@@ -211,7 +215,7 @@ def _fused_nodes(param, grad, state: dict, group: dict) -> tuple | None:
     tensors = (param, grad, state["exp_avg"], state["exp_avg_sq"])
     if group["amsgrad"]:
         tensors += (state["max_exp_avg_sq"],)
-    return fused.nodes_of(tensors)
+    return fused.nodes_of(tensors, fused.FLOATS)
 
 
 def lerp(start, end, weight: float):

@@ -24,6 +24,8 @@ from __future__ import annotations
 import functools
 from typing import NamedTuple
 
+import numpy as np
+
 from ..frontend import autograd
 from ..frontend import memory_format as _memory_format
 from ..frontend.mutation import assign_node
@@ -33,6 +35,7 @@ from ..graph.node import Elementwise, Node, Op
 from ..ir import builder as B
 from ..ir import types as T
 from ..nn.module import Parameter
+from ..ops.cast import host_round, narrow
 from ..ops.registry import REGISTRY, OpDef
 from ..tensor import Tensor
 
@@ -49,22 +52,26 @@ def _const(value: float, like):
         return B.const(float(value), like.dtype)
 
 
-def _op(name: str, summary: str, body) -> Elementwise:
-    """The node argument of an unregistered float32 elementwise op (memory-only: vkml/schedule/template_disk.py)."""
-    opdef = OpDef(name, "elementwise", f"{name}(...)", summary, dtypes=(_F32,), result="same", body=body)
-    return Elementwise(opdef, _F32)
+def _op(name: str, summary: str, body, dtype: T.DType = _F32) -> Elementwise:
+    """The node argument of an unregistered elementwise op of ``dtype`` (memory-only: vkml/schedule/template_disk.py).
+
+    A float16 or bfloat16 op's body computes in float32 and its result is rounded to ``dtype`` once, by the
+    kernel, as a registered op's; where the operators round a step in between, the body says so (``narrow``).
+    """
+    opdef = OpDef(name, "elementwise", f"{name}(...)", summary, dtypes=(dtype,), result="same", body=body)
+    return Elementwise(opdef, dtype)
 
 
 def node(arg: Elementwise, *sources) -> Node:
     """The elementwise node ``arg`` over ``sources`` (nodes of one shape on one device; Python floats become
     broadcast constants of that shape, so kernel parameters)."""
     first = sources[0]
-    shape, device = first.shape, first.device
+    shape, device, dtype = first.shape, first.device, arg.compute
     for s in sources:
         if s.__class__ is not Node:  # a loop only where there is a number: most nodes have none
-            sources = tuple([s if s.__class__ is Node else _broadcast(s, shape, device) for s in sources])
+            sources = tuple([s if s.__class__ is Node else _broadcast(s, shape, device, dtype) for s in sources])
             break
-    return Node(_ELEMENTWISE, sources, arg, shape, _F32, device)
+    return Node(_ELEMENTWISE, sources, arg, shape, dtype, device)
 
 
 # The constant nodes of the numbers a step passes, by value and device: the parameters of a step share
@@ -74,14 +81,15 @@ _constants: dict = {}
 _CONSTANTS_LIMIT = 64
 
 
-def _broadcast(value: float, shape: tuple[int, ...], device) -> Node:
-    """``value`` as a float32 constant broadcast to ``shape`` (a kernel parameter, as an operator's number)."""
-    key = (value.__class__, value if value else repr(value), device)  # -0.0 is not 0.0
+def _broadcast(value: float, shape: tuple[int, ...], device, dtype: T.DType) -> Node:
+    """``value`` as a constant of the op's dtype broadcast to ``shape``: a float32 kernel parameter, as an
+    operator's number (a float16 op's too: its number is not rounded to float16)."""
+    key = (value.__class__, value if value else repr(value), device, dtype)  # -0.0 is not 0.0
     scalar = _constants.get(key)
     if scalar is None:
         if len(_constants) >= _CONSTANTS_LIMIT:
             _constants.clear()
-        scalar = _constants[key] = const_node(value, _F32, (), device)
+        scalar = _constants[key] = const_node(value, dtype, (), device)
     return lazy.expand_to(scalar, shape)
 
 
@@ -100,16 +108,23 @@ def plain_step(group: dict, numbers: tuple[str, ...]) -> bool:
     return True
 
 
-def nodes_of(tensors: tuple) -> tuple[Node, ...] | None:
-    """The nodes of ``tensors`` where all are plain float32 tensors of one shape on one device, else None."""
+FLOAT32 = (_F32,)
+FLOATS = (_F32, T.float16, T.bfloat16)
+
+
+def nodes_of(tensors: tuple, dtypes: tuple[T.DType, ...] = FLOAT32) -> tuple[Node, ...] | None:
+    """The nodes of ``tensors`` where all are plain tensors of one of ``dtypes``, one shape and one device
+    (None elsewhere)."""
     nodes = []
     for t in tensors:
         if t.__class__ not in _TENSORS:
             return None
         nodes.append(t.node)
-    shape, device = nodes[0].shape, nodes[0].device
+    shape, device, dtype = nodes[0].shape, nodes[0].device, nodes[0].dtype
+    if dtype not in dtypes:
+        return None
     for n in nodes:
-        if n.dtype is not _F32 or n.shape != shape or n.device is not device:
+        if n.dtype is not dtype or n.shape != shape or n.device is not device:
             return None
     return tuple(nodes)
 
@@ -220,6 +235,93 @@ def sgd_ops(momentum: float, dampening: float, weight_decay: float, nesterov: bo
         _op("sgd_gradient", "SGD's gradient after maximize and weight decay.", gradient),
         _op("sgd_momentum_buffer", "SGD's momentum buffer.", momentum_buffer),
         _op("sgd_param", "SGD's new parameter.", param),
+    )
+
+
+# Float16 and bfloat16 parameters: the steps of ``Adam._update_half`` and sgd.py's ``_update_half``, where
+# each of PyTorch's ops (``add`` with alpha, ``lerp_``, ``addcmul_``, ``addcdiv_``, and each plain op) computes
+# in float32 and rounds once to the parameter's dtype: ``narrow`` marks those roundings inside a body (the
+# kernel rounds the body's result). An alpha is rounded to the dtype first (vkml/frontend/operators.py
+# ``add``), as is the number added to a tensor (``+ eps``: vkml/graph/build.py ``_scalar_operand``).
+
+
+def _lerp_op(start, end, weight: float):
+    """The registered ``lerp``'s body at a fixed weight (a float16 tensor's ``lerp_``)."""
+    return REGISTRY["lerp"].body(start, end, _const(weight, start))
+
+
+def _added_number(value: float, dtype: T.DType) -> float:
+    """A Python number added to a ``dtype`` tensor, as the operators take it (float32, then ``dtype``)."""
+    return host_round(float(np.float32(value)), dtype)
+
+
+@functools.lru_cache(maxsize=64)
+def adam_half_ops(
+    dtype: T.DType, weight: float, beta2: float, eps: float, weight_decay: float, decoupled: bool, maximize: bool
+) -> AdamOps:
+    """``adam_ops`` for ``dtype`` (float16 or bfloat16) parameters (``Adam._update_half``'s operators)."""
+    l2 = weight_decay != 0 and not decoupled
+    alpha, eps = host_round(weight_decay, dtype), _added_number(eps, dtype)
+
+    def gradient(g, p):
+        if maximize:
+            g = _neg(g)
+        if l2:  # add(grad, param, alpha=wd)
+            g = narrow(_add(g, _mul(p, _const(alpha, g))), dtype)
+        return g
+
+    def exp_avg(m, g, p=None):
+        return _lerp_op(m, gradient(g, p), weight)
+
+    def exp_avg_sq(v, g, p=None):  # addcmul(v * beta2, g, g, value=1 - beta2)
+        g = gradient(g, p)
+        return _add(narrow(_mul(v, _const(beta2, v)), dtype), _mul(_mul(_const(1 - beta2, g), g), g))
+
+    def param(p, m, v, neg_step_size, bias_correction2_sqrt, decay=None):
+        if decay is not None:
+            p = narrow(_mul(p, decay), dtype)
+        root = narrow(_sqrt(v), dtype)
+        denom = narrow(_add(narrow(_div(root, bias_correction2_sqrt), dtype), _const(eps, root)), dtype)
+        return _add(p, _div(_mul(neg_step_size, m), denom))  # addcdiv(p, m, denom, value=neg_step_size)
+
+    name = dtype.name
+    return AdamOps(
+        _op(f"adam_exp_avg_{name}", "Adam's first moment.", exp_avg, dtype),
+        _op(f"adam_exp_avg_sq_{name}", "Adam's second moment.", exp_avg_sq, dtype),
+        _op(f"adam_max_exp_avg_sq_{name}", "Adam's running maximum (amsgrad).", _maximum, dtype),
+        _op(f"adam_param_{name}", "Adam's new parameter.", param, dtype),
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def sgd_half_ops(
+    dtype: T.DType, momentum: float, dampening: float, weight_decay: float, nesterov: bool, maximize: bool
+) -> SGDOps:
+    """``sgd_ops`` for ``dtype`` parameters (sgd.py's ``_update_half``): ``param``'s number is the learning
+    rate's alpha, ``host_round(-lr, dtype)``."""
+    decay, damped, nesterov_alpha = (host_round(x, dtype) for x in (weight_decay, 1 - dampening, momentum))
+
+    def gradient(g, p=None):
+        if maximize:
+            g = _neg(g)
+        if weight_decay != 0:  # add(grad, param, alpha=wd)
+            g = narrow(_add(g, _mul(p, _const(decay, g))), dtype)
+        return g
+
+    def momentum_buffer(b, g, p=None):  # add(b * momentum, g', alpha=1 - dampening)
+        g = gradient(g, p)
+        return _add(narrow(_mul(b, _const(momentum, b)), dtype), _mul(g, _const(damped, g)))
+
+    def param(p, d, neg_lr, g=None):
+        if nesterov:  # add(g', buf, alpha=momentum)
+            d = narrow(_add(gradient(g, p), _mul(d, _const(nesterov_alpha, d))), dtype)
+        return _add(p, _mul(d, neg_lr))  # add(p, d, alpha=-lr)
+
+    name = dtype.name
+    return SGDOps(
+        _op(f"sgd_gradient_{name}", "SGD's gradient after maximize and weight decay.", gradient, dtype),
+        _op(f"sgd_momentum_buffer_{name}", "SGD's momentum buffer.", momentum_buffer, dtype),
+        _op(f"sgd_param_{name}", "SGD's new parameter.", param, dtype),
     )
 
 

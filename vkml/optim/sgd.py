@@ -6,6 +6,8 @@ import functools
 
 from ..frontend.operators import HALF_PRECISION, add
 from ..graph.build import check_scalar_fits
+from ..ir import types as T
+from ..ops.cast import host_round
 from ..tensor import Tensor
 from . import fused
 from .optimizer import Optimizer, check_args, check_fused_foreach, maximized
@@ -85,8 +87,13 @@ def _update_nodes(nodes: tuple, state: dict, group: dict):
     """``SGD.update``'s arithmetic (maximize included) as one elementwise node per new tensor
     (vkml/optim/fused.py) over ``_fused_nodes``: the operators' formula, op for op, so the same kernel and bits."""
     momentum, wd = group["momentum"], group["weight_decay"]
-    ops = fused.sgd_ops(momentum, group["dampening"], wd, group["nesterov"], group["maximize"])
     p, g = nodes[:2]
+    neg_lr = -group["lr"]
+    if p.dtype is T.float32:
+        ops = fused.sgd_ops(momentum, group["dampening"], wd, group["nesterov"], group["maximize"])
+    else:  # float16, bfloat16: _update_half's roundings, its alpha rounded to the dtype
+        ops = fused.sgd_half_ops(p.dtype, momentum, group["dampening"], wd, group["nesterov"], group["maximize"])
+        neg_lr = host_round(neg_lr, p.dtype)
     decayed = (p,) if wd != 0 else ()  # weight decay: the gradient reads the parameter
     if momentum == 0:
         d = fused.node(ops.gradient, g, *decayed) if decayed or group["maximize"] else g
@@ -97,8 +104,8 @@ def _update_nodes(nodes: tuple, state: dict, group: dict):
         d = fused.node(ops.momentum_buffer, nodes[2], g, *decayed)
         fused.assign(state, "momentum_buffer", d)
     if group["nesterov"]:
-        return Tensor(fused.node(ops.param, p, d, -group["lr"], g))
-    return Tensor(fused.node(ops.param, p, d, -group["lr"]))
+        return Tensor(fused.node(ops.param, p, d, neg_lr, g))
+    return Tensor(fused.node(ops.param, p, d, neg_lr))
 
 
 _NUMBERS = (int, float)
@@ -112,7 +119,8 @@ def _fused_nodes(param, grad, state: dict, group: dict) -> tuple | None:
     if not fused.plain_step(group, _NUMBER_KEYS):
         return None
     buf = state.get("momentum_buffer")
-    return fused.nodes_of((param, grad) if buf is None or group["momentum"] == 0 else (param, grad, buf))
+    tensors = (param, grad) if buf is None or group["momentum"] == 0 else (param, grad, buf)
+    return fused.nodes_of(tensors, fused.FLOATS)
 
 
 def _update_half(param, grad, state: dict, group: dict):

@@ -1,11 +1,13 @@
-"""The common optimizers' float32 steps as a few elementwise nodes per parameter, their bodies written once here.
+"""The common optimizers' steps as a few elementwise nodes per parameter, their bodies written once here.
 
 ``Adam.update`` and ``SGD.update`` written with operators build a dozen nodes per parameter at every step
 (each Python-number operand a constant and its broadcast besides), and each node costs the host its Python
 work again in the plan lookup. Here each state tensor's new value is ONE elementwise node whose body is the
 whole formula, op for op as the operators compute it (the registered ops' own bodies, in the same order and
-on the same operands), so the fused kernel the scheduler makes of them is the operators' kernel: the same
-bits on every device.
+on the same operands, rounded to float16 or bfloat16 where they round), so the fused kernel the scheduler
+makes of them is the operators' kernel: the same bits on every device. Adam, AdamW and SGD take float32,
+float16 and bfloat16 parameters here; RMSprop and Adagrad float32 (their half-precision steps, and every
+other case, take the operators).
 
 The hyper-parameters a training run keeps fixed (betas, eps, momentum, dampening, L2 weight decay,
 maximize, nesterov) are constants of the body, one set of ``OpDef``s per distinct set of values (memoized:

@@ -199,7 +199,7 @@ def test_jit_replay_bytecodes_stay_under_their_ceiling(gpu):
 
 # Bytecodes of one Adam step (``opt.step()``: the update's nodes, its realize and the bookkeeping) of the demo's
 # model (2 -> 64 -> 64 -> 3, six parameters), its gradients computed before (docs/benchmarks.md, "Session 17:
-# optimizer steps": 60,858 before it, 34,930 after): a ceiling with room for the allocator's and the memos'
+# optimizer steps": 60,858 before it, 35,122 after): a ceiling with room for the allocator's and the memos'
 # state inside the whole suite's worker, far below the operators' path.
 ADAM_STEP_CEILING = 40_000
 

@@ -5,9 +5,8 @@
 work again in the plan lookup. Here each state tensor's new value is ONE elementwise node whose body is the
 whole formula, op for op as the operators compute it (the registered ops' own bodies, in the same order and
 on the same operands, rounded to float16 or bfloat16 where they round), so the fused kernel the scheduler
-makes of them is the operators' kernel: the same bits on every device. Adam, AdamW and SGD take float32,
-float16 and bfloat16 parameters here; RMSprop and Adagrad float32 (their half-precision steps, and every
-other case, take the operators).
+makes of them is the operators' kernel: the same bits on every device. Adam, AdamW, SGD, RMSprop and
+Adagrad take float32, float16 and bfloat16 parameters here (every other case takes the operators).
 
 The hyper-parameters a training run keeps fixed (betas, eps, momentum, dampening, L2 weight decay,
 maximize, nesterov) are constants of the body, one set of ``OpDef``s per distinct set of values (memoized:
@@ -427,4 +426,83 @@ def adagrad_ops(eps: float, weight_decay: float, maximize: bool) -> AdagradOps:
     return AdagradOps(
         _op("adagrad_sum", "Adagrad's sum of squared gradients.", sum_),
         _op("adagrad_param", "Adagrad's new parameter.", param),
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def rmsprop_half_ops(
+    dtype: T.DType, alpha: float, eps: float, weight_decay: float, momentum: float, centered: bool, maximize: bool
+) -> RMSpropOps:
+    """``rmsprop_ops`` for ``dtype`` parameters (rmsprop.py's ``_update_half``): ``param``'s number is
+    ``host_round(-lr, dtype)`` with momentum (an alpha), ``-lr`` without (addcdiv's value)."""
+    decay, eps = host_round(weight_decay, dtype), _added_number(eps, dtype)
+
+    def gradient(g, p=None):
+        if maximize:
+            g = _neg(g)
+        if weight_decay != 0:  # add(grad, param, alpha=wd)
+            g = narrow(_add(g, _mul(p, _const(decay, g))), dtype)
+        return g
+
+    def avg(s, a):
+        if centered:  # addcmul(s, a, a, value=-1).sqrt()
+            root = _sqrt(narrow(_add(s, _mul(_mul(_const(-1.0, a), a), a)), dtype))
+        else:
+            root = _sqrt(s)
+        return narrow(_add(narrow(root, dtype), _const(eps, root)), dtype)
+
+    def square_avg(s, g, p=None):  # addcmul(s * alpha, g', g', value=1 - alpha)
+        g = gradient(g, p)
+        return _add(narrow(_mul(s, _const(alpha, s)), dtype), _mul(_mul(_const(1 - alpha, g), g), g))
+
+    def grad_avg(a, g, p=None):
+        return _lerp_op(a, gradient(g, p), 1 - alpha)
+
+    def momentum_buffer(b, s, *rest):  # addcdiv(b * momentum, g', avg)
+        a, (g, *p) = (rest[0], rest[1:]) if centered else (None, rest)
+        scaled = narrow(_mul(b, _const(momentum, b)), dtype)
+        return _add(scaled, _div(_mul(_const(1.0, b), gradient(g, *p)), avg(s, a)))
+
+    def param(p, *rest):
+        if momentum > 0:  # add(p, buf, alpha=-lr)
+            buf, neg_lr = rest
+            return _add(p, _mul(buf, neg_lr))
+        s, *rest = rest
+        a, (neg_lr, g) = (rest[0], rest[1:]) if centered else (None, rest)
+        return _add(p, _div(_mul(neg_lr, gradient(g, p)), avg(s, a)))  # addcdiv(p, g', avg, value=-lr)
+
+    name = dtype.name
+    return RMSpropOps(
+        _op(f"rmsprop_square_avg_{name}", "RMSprop's running mean of the squared gradient.", square_avg, dtype),
+        _op(f"rmsprop_grad_avg_{name}", "RMSprop's running mean of the gradient (centered).", grad_avg, dtype),
+        _op(f"rmsprop_momentum_buffer_{name}", "RMSprop's momentum buffer.", momentum_buffer, dtype),
+        _op(f"rmsprop_param_{name}", "RMSprop's new parameter.", param, dtype),
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def adagrad_half_ops(dtype: T.DType, eps: float, weight_decay: float, maximize: bool) -> AdagradOps:
+    """``adagrad_ops`` for ``dtype`` parameters (``Adagrad.update``'s half-precision operators)."""
+    decay, eps = host_round(weight_decay, dtype), _added_number(eps, dtype)
+
+    def gradient(g, p=None):
+        if maximize:
+            g = _neg(g)
+        if weight_decay != 0:  # add(grad, param, alpha=wd)
+            g = narrow(_add(g, _mul(p, _const(decay, g))), dtype)
+        return g
+
+    def sum_(s, g, p=None):  # addcmul(s, g', g', value=1)
+        g = gradient(g, p)
+        return _add(s, _mul(_mul(_const(1.0, g), g), g))
+
+    def param(p, s, neg_clr, g):  # addcdiv(p, g', sqrt(s) + eps, value=-clr)
+        root = narrow(_sqrt(s), dtype)
+        denom = narrow(_add(root, _const(eps, root)), dtype)
+        return _add(p, _div(_mul(neg_clr, gradient(g, p)), denom))
+
+    name = dtype.name
+    return AdagradOps(
+        _op(f"adagrad_sum_{name}", "Adagrad's sum of squared gradients.", sum_, dtype),
+        _op(f"adagrad_param_{name}", "Adagrad's new parameter.", param, dtype),
     )

@@ -6,6 +6,8 @@ from ..frontend import pointwise
 from ..frontend.creation import zeros_like
 from ..frontend.operators import HALF_PRECISION, add
 from ..frontend.tensor_api import addcdiv, addcmul
+from ..ir import types as T
+from ..ops.cast import host_round
 from ..tensor import Tensor
 from . import fused
 from .adam import lerp
@@ -72,7 +74,7 @@ class RMSprop(Optimizer):
                 tensors += (state["grad_avg"],)
             if momentum > 0:
                 tensors += (state["momentum_buffer"],)
-            nodes = fused.nodes_of(tensors)
+            nodes = fused.nodes_of(tensors, fused.FLOATS)
             if nodes is not None:
                 return _update_nodes(nodes, state, group)
         grad = maximized(grad, group)
@@ -101,8 +103,14 @@ def _update_nodes(nodes: tuple, state: dict, group: dict):
     (vkml/optim/fused.py) over the nodes of the parameter, the gradient and the state: the operators'
     formula, op for op, so the same kernel and bits."""
     momentum, wd, centered = group["momentum"], group["weight_decay"], group["centered"]
-    ops = fused.rmsprop_ops(group["alpha"], group["eps"], wd, momentum, centered, group["maximize"])
     p, g, s = nodes[:3]
+    neg_lr = -group["lr"]
+    if p.dtype is T.float32:
+        ops = fused.rmsprop_ops(group["alpha"], group["eps"], wd, momentum, centered, group["maximize"])
+    else:  # float16, bfloat16: _update_half's roundings
+        ops = fused.rmsprop_half_ops(p.dtype, group["alpha"], group["eps"], wd, momentum, centered, group["maximize"])
+        if momentum > 0:  # add(param, buf, alpha=-lr): the alpha rounded to the dtype
+            neg_lr = host_round(neg_lr, p.dtype)
     decayed = (p,) if wd != 0 else ()  # weight decay: the gradient reads the parameter
     s = fused.node(ops.square_avg, s, g, *decayed)
     fused.assign(state, "square_avg", s)
@@ -114,8 +122,8 @@ def _update_nodes(nodes: tuple, state: dict, group: dict):
     if momentum > 0:
         buf = fused.node(ops.momentum_buffer, nodes[-1], *averages, g, *decayed)
         fused.assign(state, "momentum_buffer", buf)
-        return Tensor(fused.node(ops.param, p, buf, -group["lr"]))
-    return Tensor(fused.node(ops.param, p, *averages, -group["lr"], g))
+        return Tensor(fused.node(ops.param, p, buf, neg_lr))
+    return Tensor(fused.node(ops.param, p, *averages, neg_lr, g))
 
 
 def _update_half(param, grad, state: dict, group: dict):

@@ -173,3 +173,15 @@ def test_a_fused_step_builds_a_few_nodes_per_parameter(name, kwargs, new_tensors
     monkeypatch.setattr(fused, "_constants", {})
     expected = new_tensors * len(SHAPES) + scalars * (len(SHAPES) - 1) + new_values
     assert _nodes_of_one_step(name, kwargs, monkeypatch) == expected
+
+
+def test_fused_ops_have_a_template_text_of_their_settings():
+    """A group of fused ops has a template text (kept on disk, as a registered op's: a fresh process lowers
+    nothing), which tells their settings apart."""
+    from vkml.schedule import template_disk
+
+    def text(eps):
+        return template_disk.structure((fused.adam_ops(0.1, 0.999, eps, 0.0, False, False).param,), ())
+
+    assert text(1e-8) is not None
+    assert text(1e-8) == text(1e-8) != text(1e-6)

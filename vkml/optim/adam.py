@@ -207,8 +207,9 @@ _NUMBER_KEYS = ("lr", "eps", "weight_decay")
 
 def _fused_nodes(param, grad, state: dict, group: dict) -> tuple | None:
     """The nodes of the parameter, the gradient and the moments (the running maximum last, with amsgrad) where
-    ``update`` may build its nodes itself (``_update_nodes``): float32 tensors of one shape on one device
-    without grad, Python-number hyper-parameters, lazy mode, no memory format to carry. None elsewhere."""
+    ``update`` may build its nodes itself (``_update_nodes``): tensors of one shape, device and dtype (float32,
+    float16 or bfloat16) without grad, Python-number hyper-parameters, lazy mode, no memory format to carry.
+    None elsewhere."""
     beta1, beta2 = group["betas"]
     if not fused.plain_step(group, _NUMBER_KEYS) or beta1.__class__ not in _NUMBERS or beta2.__class__ not in _NUMBERS:
         return None

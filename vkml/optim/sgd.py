@@ -114,8 +114,9 @@ _NUMBER_KEYS = ("lr", "momentum", "dampening", "weight_decay")
 
 def _fused_nodes(param, grad, state: dict, group: dict) -> tuple | None:
     """The nodes of the parameter, the gradient and the momentum buffer (where there is one) where ``update``
-    may build its nodes itself (``_update_nodes``): float32 tensors of one shape on one device without grad,
-    Python-number hyper-parameters, lazy mode, no memory format to carry. None elsewhere."""
+    may build its nodes itself (``_update_nodes``): tensors of one shape, device and dtype (float32, float16 or
+    bfloat16) without grad, Python-number hyper-parameters, lazy mode, no memory format to carry. None
+    elsewhere."""
     if not fused.plain_step(group, _NUMBER_KEYS):
         return None
     buf = state.get("momentum_buffer")

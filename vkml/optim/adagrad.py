@@ -5,6 +5,9 @@ from __future__ import annotations
 from ..frontend.creation import full_like
 from ..frontend.operators import HALF_PRECISION, add
 from ..frontend.tensor_api import addcdiv, addcmul
+from ..ir import types as T
+from ..tensor import Tensor
+from . import fused
 from .optimizer import Optimizer, check_args, check_fused_foreach, maximized
 from .sparse_adam import SparseRows
 
@@ -67,6 +70,10 @@ class Adagrad(Optimizer):
             # PyTorch starts every group's sum at the optimizer's default, not the group's value
             state["sum"] = full_like(param, self.defaults["initial_accumulator_value"])
         state["step"] += 1
+        if fused.plain_step(group, _NUMBER_KEYS):
+            nodes = fused.nodes_of((param, grad, state["sum"]), fused.FLOATS)
+            if nodes is not None:
+                return _update_nodes(nodes, state, group)
         grad = maximized(grad, group)
         clr = group["lr"] / (1 + (state["step"] - 1) * group["lr_decay"])
         if grad.is_sparse:
@@ -87,3 +94,22 @@ class Adagrad(Optimizer):
             grad = grad + group["weight_decay"] * param
         total = state["sum"] = state["sum"] + grad * grad
         return param + ((-clr) * grad) / (total.sqrt() + group["eps"])
+
+
+_NUMBER_KEYS = ("lr", "lr_decay", "eps", "weight_decay")
+
+
+def _update_nodes(nodes: tuple, state: dict, group: dict):
+    """``Adagrad.update``'s dense arithmetic (maximize included) as one elementwise node per new tensor
+    (vkml/optim/fused.py) over the nodes of the parameter, the gradient and the sum: the operators' formula,
+    op for op, so the same kernel and bits."""
+    wd = group["weight_decay"]
+    p, g, s = nodes
+    if p.dtype is T.float32:
+        ops = fused.adagrad_ops(group["eps"], wd, group["maximize"])
+    else:  # float16, bfloat16: the half-precision operators' roundings
+        ops = fused.adagrad_half_ops(p.dtype, group["eps"], wd, group["maximize"])
+    clr = group["lr"] / (1 + (state["step"] - 1) * group["lr_decay"])
+    s = fused.node(ops.sum, s, g, *((p,) if wd != 0 else ()))  # weight decay: the gradient reads the parameter
+    fused.assign(state, "sum", s)
+    return Tensor(fused.node(ops.param, p, s, -clr, g))

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import math
 
-from ..frontend import autograd, pointwise
-from ..frontend import memory_format as _memory_format
+from ..frontend import pointwise
 from ..frontend.creation import zeros_like
 from ..frontend.host_scalar import host_number
 from ..frontend.operators import HALF_PRECISION, add, maximum
 from ..frontend.tensor_api import addcdiv, addcmul
 from ..frontend.type_queries import is_tensor
-from ..graph import build as lazy
 from ..ir import types as T
-from ..nn.module import Parameter
 from ..tensor import Tensor
+from . import fused
 from .optimizer import Optimizer, check_args, check_fused_foreach, maximized
 
 
@@ -85,7 +83,6 @@ class Adam(Optimizer):
 
     def update(self, param, grad, state: dict, group: dict):
         lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
-        grad = maximized(grad, group)
         if not state:
             state["step"] = 0
             state["exp_avg"] = zeros_like(param)
@@ -93,10 +90,12 @@ class Adam(Optimizer):
             if group["amsgrad"]:
                 state["max_exp_avg_sq"] = zeros_like(param)
         state["step"] += 1
+        nodes = _fused_nodes(param, grad, state, group)
+        if nodes is not None:
+            return self._update_nodes(nodes, state, group)
+        grad = maximized(grad, group)
         if param.dtype in HALF_PRECISION:
             return self._update_half(param, grad, state, group)
-        if _plain_update(param, grad, state, group):
-            return self._update_nodes(param, grad, state, group)
         if wd != 0 and group["decoupled_weight_decay"]:
             param = param * (1 - lr * wd)
         elif wd != 0:
@@ -110,28 +109,29 @@ class Adam(Optimizer):
         denom = exp_avg_sq.sqrt() / bias_correction2_sqrt + eps
         return param + (neg_step_size * exp_avg) / denom
 
-    def _update_nodes(self, param, grad, state: dict, group: dict):
-        """``update``'s arithmetic (below it) on the lazy nodes, op for op and operand for operand: the
-        nodes the operators would build, without the operators' per-call dispatch (a dozen ops per
-        parameter at every step). Only where ``_plain_update`` holds, so that nothing else the
-        operators do (eager realize, memory formats, autograd) applies."""
+    def _update_nodes(self, nodes: tuple, state: dict, group: dict):
+        """``update``'s arithmetic (below it, maximize included) as one elementwise node per new tensor
+        (vkml/optim/fused.py) over ``_fused_nodes``: the operators' formula, op for op, so the same kernel and
+        bits, without a dozen operator calls and their constants per parameter at every step."""
         lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
-        p, g = param.node, grad.node
-        if wd != 0 and group["decoupled_weight_decay"]:
-            p = _op("mul", p, 1 - lr * wd)
-        elif wd != 0:
-            g = _op("add", g, _op("mul", wd, p))
-        m, v = state["exp_avg"].node, state["exp_avg_sq"].node
-        weight = 1 - beta1
-        if abs(weight) < 0.5:  # lerp(m, g, weight), from the nearer end
-            m = _op("add", m, _op("mul", weight, _op("sub", g, m)))
-        else:
-            m = _op("sub", g, _op("mul", _op("sub", g, m), 1 - weight))
-        v = _op("add", _op("mul", v, beta2), _op("mul", _op("mul", 1 - beta2, g), g))
-        state["exp_avg"], state["exp_avg_sq"] = Tensor(m), Tensor(v)
+        decoupled = wd != 0 and group["decoupled_weight_decay"]
+        p, g, m, v = nodes[:4]
+        if p.dtype is T.float32:
+            ops = fused.adam_ops(1 - beta1, beta2, eps, wd, decoupled, group["maximize"])
+        else:  # float16, bfloat16: _update_half's roundings
+            ops = fused.adam_half_ops(p.dtype, 1 - beta1, beta2, eps, wd, decoupled, group["maximize"])
+        decayed = (p,) if wd != 0 and not decoupled else ()  # L2: the gradient reads the parameter
+        m = fused.node(ops.exp_avg, m, g, *decayed)
+        v = fused.node(ops.exp_avg_sq, v, g, *decayed)
+        fused.assign(state, "exp_avg", m)
+        fused.assign(state, "exp_avg_sq", v)
+        if group["amsgrad"]:
+            v = fused.node(ops.max_exp_avg_sq, nodes[4], v)
+            fused.assign(state, "max_exp_avg_sq", v)
         neg_step_size, bias_correction2_sqrt = self._jit_scalars(group, state)
-        denom = _op("add", _op("div", _op("sqrt", v), bias_correction2_sqrt), eps)
-        return Tensor(_op("add", p, _op("div", _op("mul", neg_step_size, m), denom)))
+        if decoupled:
+            return Tensor(fused.node(ops.param, p, m, v, neg_step_size, bias_correction2_sqrt, 1 - lr * wd))
+        return Tensor(fused.node(ops.param, p, m, v, neg_step_size, bias_correction2_sqrt))
 
     def _update_half(self, param, grad, state: dict, group: dict):
         """``update`` for float16 and bfloat16 parameters, op for op as PyTorch's single-tensor and foreach
@@ -202,28 +202,21 @@ class AdamW(Adam):
 
 
 _NUMBERS = (int, float)
-_TENSORS = (Tensor, Parameter)  # exactly these: a subclass of a program's own may change what an op does
+_NUMBER_KEYS = ("lr", "eps", "weight_decay")
 
 
-def _plain_update(param, grad, state: dict, group: dict) -> bool:
-    """Whether ``update`` may build its nodes itself (``_update_nodes``): float32 tensors without grad
-    and Python-number hyper-parameters, no amsgrad, lazy mode, no memory format to carry."""
-    if lazy.is_eager() or _memory_format.ACTIVE or autograd.is_grad_enabled() or group["amsgrad"]:
-        return False
-    lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
-    if not all(type(x) in _NUMBERS for x in (lr, beta1, beta2, eps, wd)):
-        return False
-    m, v = state["exp_avg"], state["exp_avg_sq"]
-    return all(type(t) in _TENSORS and t.dtype is T.float32 for t in (param, grad, m, v))
-
-
-def _op(name: str, *operands):
-    """The node of elementwise op ``name`` on nodes and Python numbers, as the operator builds it."""
-    if len(operands) == 2:
-        node = lazy.binary_fast(name, *operands)
-    else:
-        node = lazy.unary_fast(name, *operands)
-    return node if node is not None else lazy.elementwise(name, list(operands))
+def _fused_nodes(param, grad, state: dict, group: dict) -> tuple | None:
+    """The nodes of the parameter, the gradient and the moments (the running maximum last, with amsgrad) where
+    ``update`` may build its nodes itself (``_update_nodes``): tensors of one shape, device and dtype (float32,
+    float16 or bfloat16) without grad, Python-number hyper-parameters, lazy mode, no memory format to carry.
+    None elsewhere."""
+    beta1, beta2 = group["betas"]
+    if not fused.plain_step(group, _NUMBER_KEYS) or beta1.__class__ not in _NUMBERS or beta2.__class__ not in _NUMBERS:
+        return None
+    tensors = (param, grad, state["exp_avg"], state["exp_avg_sq"])
+    if group["amsgrad"]:
+        tensors += (state["max_exp_avg_sq"],)
+    return fused.nodes_of(tensors, fused.FLOATS)
 
 
 def lerp(start, end, weight: float):

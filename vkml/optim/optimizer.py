@@ -235,26 +235,27 @@ class Optimizer:
         with autograd.no_grad():
             for group in self.param_groups:
                 for p in group["params"]:
-                    if p.grad is None:
+                    grad = p.grad
+                    if grad is None:
                         continue
                     if id(p) in pending:
                         # a parameter listed twice in a group is updated twice, the second update
                         # from the first's result and state, as PyTorch's in-place loop does
                         p.node = pending[id(p)].node
-                    if p.grad.is_sparse:
+                    if grad.is_sparse:
                         self._check_sparse_grad()
                     if self._complex_refused == "step" and self.is_complex_pair(p):
                         raise RuntimeError(f"{type(self).__name__} does not support complex parameters")
                     state = self.state.get(p, {})
                     counters = _numbers_of_counters(state, self._host_scalar_state)
                     kept = {k: v for k, v in state.items() if isinstance(v, Tensor)}
-                    new = self.update(p, p.grad.detach(), state, group)
+                    new = self.update(p, _detached(grad), state, group)
                     _update_in_place(state, kept)
                     pending[id(p)] = new
                     if state:  # as PyTorch, a parameter gets a state entry once its optimizer keeps any
                         self.state[p] = state
                     updates.append((p, new))
-                    targets += [new, p.grad, *(v for v in state.values() if isinstance(v, Tensor))]
+                    targets += [new, grad, *(v for v in state.values() if isinstance(v, Tensor))]
                     _counters_of_numbers(state, self._host_scalar_state, counters, group)
         targets += autograd.take_backward_roots()
         # a sparse gradient or buffer is realized as the dense tensors it holds
@@ -459,6 +460,15 @@ def _with_step_hooks(step):
         return out
 
     return run
+
+
+def _detached(grad: Tensor) -> Tensor:
+    """``grad.detach()``, what ``update`` reads (and never writes): ``grad`` itself where it is a plain tensor
+    outside autograd (no history, no requires_grad), of which ``detach()`` would make a view of the same
+    storage with the same values, at the cost of an op call per parameter and step."""
+    if grad.__class__ is Tensor and grad._ctx is None and not grad._requires_grad:
+        return grad
+    return grad.detach()
 
 
 def _numbers_of_counters(state: dict, keys: tuple[str, ...]) -> dict:

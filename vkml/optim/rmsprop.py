@@ -6,6 +6,10 @@ from ..frontend import pointwise
 from ..frontend.creation import zeros_like
 from ..frontend.operators import HALF_PRECISION, add
 from ..frontend.tensor_api import addcdiv, addcmul
+from ..ir import types as T
+from ..ops.cast import host_round
+from ..tensor import Tensor
+from . import fused
 from .adam import lerp
 from .optimizer import Optimizer, check_args, maximized
 
@@ -64,6 +68,15 @@ class RMSprop(Optimizer):
             if group["centered"]:
                 state["grad_avg"] = zeros_like(param)
         state["step"] += 1
+        if fused.plain_step(group, _NUMBER_KEYS):
+            tensors = (param, grad, state["square_avg"])
+            if group["centered"]:
+                tensors += (state["grad_avg"],)
+            if momentum > 0:
+                tensors += (state["momentum_buffer"],)
+            nodes = fused.nodes_of(tensors, fused.FLOATS)
+            if nodes is not None:
+                return _update_nodes(nodes, state, group)
         grad = maximized(grad, group)
         if param.dtype in HALF_PRECISION:
             return _update_half(param, grad, state, group)
@@ -80,6 +93,37 @@ class RMSprop(Optimizer):
             buf = state["momentum_buffer"] = state["momentum_buffer"] * momentum + grad / avg
             return param + (-group["lr"]) * buf
         return param + ((-group["lr"]) * grad) / avg
+
+
+_NUMBER_KEYS = ("lr", "alpha", "eps", "weight_decay", "momentum")
+
+
+def _update_nodes(nodes: tuple, state: dict, group: dict):
+    """``RMSprop.update``'s arithmetic (maximize included) as one elementwise node per new tensor
+    (vkml/optim/fused.py) over the nodes of the parameter, the gradient and the state: the operators'
+    formula, op for op, so the same kernel and bits."""
+    momentum, wd, centered = group["momentum"], group["weight_decay"], group["centered"]
+    p, g, s = nodes[:3]
+    neg_lr = -group["lr"]
+    if p.dtype is T.float32:
+        ops = fused.rmsprop_ops(group["alpha"], group["eps"], wd, momentum, centered, group["maximize"])
+    else:  # float16, bfloat16: _update_half's roundings
+        ops = fused.rmsprop_half_ops(p.dtype, group["alpha"], group["eps"], wd, momentum, centered, group["maximize"])
+        if momentum > 0:  # add(param, buf, alpha=-lr): the alpha rounded to the dtype
+            neg_lr = host_round(neg_lr, p.dtype)
+    decayed = (p,) if wd != 0 else ()  # weight decay: the gradient reads the parameter
+    s = fused.node(ops.square_avg, s, g, *decayed)
+    fused.assign(state, "square_avg", s)
+    averages = (s,)
+    if centered:
+        a = fused.node(ops.grad_avg, nodes[3], g, *decayed)
+        fused.assign(state, "grad_avg", a)
+        averages = (s, a)
+    if momentum > 0:
+        buf = fused.node(ops.momentum_buffer, nodes[-1], *averages, g, *decayed)
+        fused.assign(state, "momentum_buffer", buf)
+        return Tensor(fused.node(ops.param, p, buf, neg_lr))
+    return Tensor(fused.node(ops.param, p, *averages, neg_lr, g))
 
 
 def _update_half(param, grad, state: dict, group: dict):

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+
 from ..frontend.operators import HALF_PRECISION, add
 from ..graph.build import check_scalar_fits
+from ..ir import types as T
+from ..ops.cast import host_round
+from ..tensor import Tensor
+from . import fused
 from .optimizer import Optimizer, check_args, check_fused_foreach, maximized
 
 
@@ -59,6 +65,9 @@ class SGD(Optimizer):
         # PyTorch's alphas (weight decay, nesterov's momentum, -lr), checked before the state changes
         for alpha in (group["weight_decay"], group["momentum"] if group["nesterov"] else 0, -group["lr"]):
             _alpha_fits(alpha, param)
+        nodes = _fused_nodes(param, grad, state, group)
+        if nodes is not None:
+            return _update_nodes(nodes, state, group)
         grad = maximized(grad, group)
         if param.dtype in HALF_PRECISION:
             return _update_half(param, grad, state, group)
@@ -72,6 +81,47 @@ class SGD(Optimizer):
             state["momentum_buffer"] = buf
             grad = grad + momentum * buf if group["nesterov"] else buf
         return param + (-group["lr"]) * grad
+
+
+def _update_nodes(nodes: tuple, state: dict, group: dict):
+    """``SGD.update``'s arithmetic (maximize included) as one elementwise node per new tensor
+    (vkml/optim/fused.py) over ``_fused_nodes``: the operators' formula, op for op, so the same kernel and bits."""
+    momentum, wd = group["momentum"], group["weight_decay"]
+    p, g = nodes[:2]
+    neg_lr = -group["lr"]
+    if p.dtype is T.float32:
+        ops = fused.sgd_ops(momentum, group["dampening"], wd, group["nesterov"], group["maximize"])
+    else:  # float16, bfloat16: _update_half's roundings, its alpha rounded to the dtype
+        ops = fused.sgd_half_ops(p.dtype, momentum, group["dampening"], wd, group["nesterov"], group["maximize"])
+        neg_lr = host_round(neg_lr, p.dtype)
+    decayed = (p,) if wd != 0 else ()  # weight decay: the gradient reads the parameter
+    if momentum == 0:
+        d = fused.node(ops.gradient, g, *decayed) if decayed or group["maximize"] else g
+    elif len(nodes) == 2:  # the first buffer is the gradient's value (PyTorch clones it)
+        d = fused.node(ops.gradient, g, *decayed)
+        state["momentum_buffer"] = Tensor(d)
+    else:
+        d = fused.node(ops.momentum_buffer, nodes[2], g, *decayed)
+        fused.assign(state, "momentum_buffer", d)
+    if group["nesterov"]:
+        return Tensor(fused.node(ops.param, p, d, neg_lr, g))
+    return Tensor(fused.node(ops.param, p, d, neg_lr))
+
+
+_NUMBERS = (int, float)
+_NUMBER_KEYS = ("lr", "momentum", "dampening", "weight_decay")
+
+
+def _fused_nodes(param, grad, state: dict, group: dict) -> tuple | None:
+    """The nodes of the parameter, the gradient and the momentum buffer (where there is one) where ``update``
+    may build its nodes itself (``_update_nodes``): tensors of one shape, device and dtype (float32, float16 or
+    bfloat16) without grad, Python-number hyper-parameters, lazy mode, no memory format to carry. None
+    elsewhere."""
+    if not fused.plain_step(group, _NUMBER_KEYS):
+        return None
+    buf = state.get("momentum_buffer")
+    tensors = (param, grad) if buf is None or group["momentum"] == 0 else (param, grad, buf)
+    return fused.nodes_of(tensors, fused.FLOATS)
 
 
 def _update_half(param, grad, state: dict, group: dict):
@@ -91,5 +141,17 @@ def _update_half(param, grad, state: dict, group: dict):
 def _alpha_fits(alpha, param) -> None:
     """PyTorch's SGD adds with ``add(..., alpha=)``, which refuses an alpha the parameter's dtype cannot
     hold (lr=1e10 on float16 parameters): its RuntimeError, before any parameter changes."""
-    if param.dtype.is_floating_point:
-        check_scalar_fits("SGD.step", alpha, param.dtype)
+    dtype = param.dtype
+    if not dtype.is_floating_point:
+        return
+    if alpha.__class__ in _NUMBERS:  # the same few numbers at every step: each checked once
+        _number_fits(alpha, alpha.__class__, dtype)
+    else:
+        check_scalar_fits("SGD.step", alpha, dtype)
+
+
+@functools.lru_cache(maxsize=256)
+def _number_fits(alpha, kind: type, dtype) -> None:
+    """``check_scalar_fits`` of a Python number (``kind`` keeps 1 and 1.0 apart); an alpha that does not fit
+    raises at every call (lru_cache keeps no exception)."""
+    check_scalar_fits("SGD.step", alpha, dtype)

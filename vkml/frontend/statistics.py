@@ -265,6 +265,47 @@ def _safe_root(total, root):
 
 
 def _vector_norm(op: str, input, ord, dim, keepdim: bool, dtype):
+    if _half_backward(input) and not isinstance(ord, bool) and isinstance(ord, (int, float)) and ord != 0:
+        # PyTorch differentiates a float16/bfloat16 norm with its own formula in the input's dtype
+        # (every op rounding), not through the float32 ops the value is computed with
+        out = _vector_norm_value(op, input.detach(), ord, dim, keepdim, dtype)
+        dims = lazy.reduce_dims(op, dim, len(input.shape))
+        return autograd.record("half_vector_norm", (input,), out, {"ord": float(ord), "dim": dims, "keepdim": keepdim})
+    return _vector_norm_value(op, input, ord, dim, keepdim, dtype)
+
+
+def _half_backward(input) -> bool:
+    """Whether ``input`` is a float16/bfloat16 tensor that autograd would differentiate."""
+    return getattr(input, "dtype", None) in F.HALF_PRECISION and input.requires_grad and autograd.is_grad_enabled()
+
+
+def _grad_half_vector_norm(c):
+    """PyTorch's norm_backward (torch/csrc/autograd/FunctionsManual.cpp), op for op in the input's dtype."""
+    x, norm, g, p = c.inputs[0], c.output, c.g, c.attrs["ord"]
+    dims, F_ = c.attrs["dim"], c.F
+    if not c.attrs["keepdim"]:
+        g = _grads.restore_reduced(g, tuple(x.shape), dims, False)
+        norm = _grads.restore_reduced(norm, tuple(x.shape), dims, False)
+    if p == 1:
+        return (F_.sgn(x) * g,)
+    if p == 2:
+        return (g * F_.where(norm == 0, 0.0, x / norm),)
+    if math.isinf(p):  # the gradient of amax(|x|) shared among the ties, NaN counting as a maximum
+        a = F_.abs(x)
+        mask = F_.logical_or(a == norm, F_.isnan(a))
+        return (F_.sgn(x) * ((g / F_.sum(mask, dims, keepdim=True)) * mask),)
+    a = F_.abs(x)
+    if p < 1:
+        scaled = F_.sgn(x) * F_.where(x == 0, 0.0, F_.pow(a, p - 1))
+        return (scaled * g * F_.pow(norm, 1 - p),)
+    scaled = F_.sgn(x) * F_.pow(a, p - 1) if p < 2 else x * F_.pow(a, p - 2)
+    return (scaled * F_.where(norm == 0, 0.0, g / F_.pow(norm, p - 1)),)
+
+
+_grads.RULES["half_vector_norm"] = _grad_half_vector_norm
+
+
+def _vector_norm_value(op: str, input, ord, dim, keepdim: bool, dtype):
     x, out_dtype = _norm_work(op, input, dtype)
     if isinstance(ord, bool) or not isinstance(ord, (int, float)):
         raise TypeError(f"'{op}': ord must be a number for a vector norm, got {ord!r}")

@@ -1,0 +1,93 @@
+"""float16 and bfloat16 ops that must round where PyTorch's CPU kernels and backward formulas round.
+
+PyTorch does not compute every half-precision op "in float32, rounded once": some kernels round
+intermediates (logspace rounds its ends and their difference), and many backward formulas are
+composites of ops in the input's dtype, each rounding (torch/csrc/autograd/FunctionsManual.cpp).
+Each row below is one such class: vkml must give torch's values and gradients (the gradients of
+``sum(out * w)``), on the CPU backend and on Vulkan with the CPU's bits.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import vkml
+
+HALF_DTYPES = ("float16", "bfloat16")
+
+
+def _inputs(shapes, seed: int, scale: float = 3.0):
+    g = np.random.default_rng(seed)
+    return [(g.standard_normal(s) * scale).astype(np.float32) for s in shapes]
+
+
+# id -> (function of (module, *tensors), input shapes, whether gradients are compared)
+CASES = {
+    "logspace": (lambda m, dt: m.logspace(4.3, -3.7, 9, base=10.0, dtype=dt), None, False),
+    "logspace_base2": (lambda m, dt: m.logspace(-2.45, 7.9, 23, base=2.0, dtype=dt), None, False),
+    "logspace_one_step": (lambda m, dt: m.logspace(1.37, 0, 1, dtype=dt), None, False),
+    "vector_norm_2": (lambda m, x: m.linalg.vector_norm(x, dim=1), [(4, 7)], True),
+    "vector_norm_1": (lambda m, x: m.linalg.vector_norm(x, 1, dim=(0, 1)), [(3, 5)], True),
+    "vector_norm_inf": (lambda m, x: m.linalg.vector_norm(x, float("inf"), dim=0, keepdim=True), [(5, 3)], True),
+    "vector_norm_0.9": (lambda m, x: m.linalg.vector_norm(x, 0.9), [(3, 5)], True),
+    "vector_norm_1.5": (lambda m, x: m.linalg.vector_norm(x, 1.5, dim=-1), [(3, 5)], True),
+    "vector_norm_6_overflows": (lambda m, x: m.linalg.vector_norm(x, 6, dim=(0, -1), keepdim=True), [(3, 5)], True),
+    "norm_fro": (lambda m, x: m.linalg.norm(x), [(4, 4)], True),
+}
+
+
+# Rows whose kernels take long to build on this machine's CPU interpreter and lavapipe (pow's
+# float32 body): checked with -m stress.
+SLOW = {"vector_norm_0.9", "vector_norm_1.5", "vector_norm_6_overflows"}
+# Rows also run on Vulkan in the default suite; the rest with -m stress.
+ON_VULKAN = {"vector_norm_2", "vector_norm_inf"}
+
+
+def _params(names, fast):
+    return [n if n in fast else pytest.param(n, marks=pytest.mark.stress) for n in sorted(names)]
+
+
+def _run(m, case: str, dtype: str, device=None):
+    fn, shapes, grad = CASES[case]
+    dt = getattr(m, dtype)
+    if shapes is None:  # a factory: the dtype is its argument
+        out = fn(m, dt)
+        return [out.float() if m is vkml else out.float()], []
+    kw = {} if device is None else {"device": device}
+    arrays = _inputs(shapes, seed=len(case))
+    if m is torch:
+        xs = [torch.tensor(a).to(dt).requires_grad_(grad) for a in arrays]
+    else:
+        xs = [vkml.tensor(a, **kw).to(dt).requires_grad_(grad) for a in arrays]
+    out = fn(m, *xs)
+    if not grad:
+        return [out.float()], []
+    w = np.linspace(-1.0, 2.0, out.numel()).reshape(tuple(out.shape))
+    weights = torch.tensor(w).to(dt) if m is torch else vkml.tensor(w, **kw).to(dt)
+    grads = m.autograd.grad((out * weights).sum(), xs)
+    return [out.float()], [g.float() for g in grads]
+
+
+def _numpy(ts):
+    return [t.detach().numpy() if isinstance(t, torch.Tensor) else t.numpy() for t in ts]
+
+
+@pytest.mark.parametrize("dtype", HALF_DTYPES)
+@pytest.mark.parametrize("case", _params(CASES, set(CASES) - SLOW))
+def test_half_op_rounds_as_pytorch(case, dtype):
+    want_out, want_grads = (_numpy(ts) for ts in _run(torch, case, dtype))
+    got_out, got_grads = (_numpy(ts) for ts in _run(vkml, case, dtype))
+    for what, got, want in (("output", got_out, want_out), ("grad", got_grads, want_grads)):
+        for k, (g, w) in enumerate(zip(got, want, strict=True)):
+            np.testing.assert_array_equal(g, w, err_msg=f"{case} {dtype}: {what} {k}")
+
+
+@pytest.mark.parametrize("case", _params([c for c in CASES if CASES[c][1] is not None], ON_VULKAN))
+def test_half_op_gives_the_cpu_bits_on_vulkan(case, gpu):
+    for dtype in HALF_DTYPES:
+        cpu_out, cpu_grads = (_numpy(ts) for ts in _run(vkml, case, dtype))
+        vk_out, vk_grads = (_numpy(ts) for ts in _run(vkml, case, dtype, device=gpu))
+        for got, want in zip(vk_out + vk_grads, cpu_out + cpu_grads, strict=True):
+            np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32), err_msg=f"{case} {dtype}")

@@ -55,6 +55,8 @@ CASES = {
         [(2, 3, 4, 3, 5)],
         True,
     ),
+    "adaptive_avg_pool3d": (lambda m, x: m.nn.functional.adaptive_avg_pool3d(x, (5, 7, 4)), [(2, 8, 8, 8)], True),
+    "interpolate_area_up": (lambda m, x: m.nn.functional.interpolate(x, size=5, mode="area"), [(1, 2, 4, 4, 4)], True),
     "interpolate_bicubic": (
         lambda m, x: m.nn.functional.interpolate(x, scale_factor=1.7, mode="bicubic"),
         [(1, 2, 5, 6)],

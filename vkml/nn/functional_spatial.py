@@ -19,11 +19,10 @@ import warnings
 
 import numpy as np
 
-from ..frontend import autograd, creation, indexing, realize
+from ..frontend import creation, indexing, realize
 from ..frontend import operators as functions
 from ..ir import types as T
 from ..ops import cast
-from ..ops import grads as _grads
 from . import functional_layers as FL
 
 # ---------------------------------------------------------------------- convolution
@@ -612,21 +611,8 @@ def interpolate(
     if narrow and not antialias and mode != "bilinear":
         # PyTorch's Nd kernel stores the weights in the input's dtype; its backward kernel weighs in float32
         value = weigh(input.detach(), functools.partial(_narrowed_taps, taps, input.dtype))
-        return autograd.record(
-            "resample_narrowed_weights", (input,), value, {"float_weights": lambda x: weigh(x, taps)}
-        )
+        return FL.with_float_gradient(input, value, lambda x: weigh(x, taps))
     return weigh(input, taps)
-
-
-def _grad_resample_narrowed_weights(c):
-    """The gradient of the same resampling with float32 weights (PyTorch's backward kernel's)."""
-    x = c.inputs[0].detach().requires_grad_()
-    with c.F.enable_grad():
-        y = c.attrs["float_weights"](x)
-    return c.F.autograd.grad(y, x, c.g)
-
-
-_grads.RULES["resample_narrowed_weights"] = _grad_resample_narrowed_weights
 
 
 def _deprecated(name: str) -> None:

@@ -55,6 +55,8 @@ CASES = {
         [(2, 3, 4, 3, 5)],
         True,
     ),
+    "softmax_grad": (lambda m, x: m.softmax(x, -1), [(6, 17)], True),
+    "softmin_grad": (lambda m, x: m.nn.functional.softmin(x, 1), [(5, 8)], True),
     "adaptive_avg_pool3d": (lambda m, x: m.nn.functional.adaptive_avg_pool3d(x, (5, 7, 4)), [(2, 8, 8, 8)], True),
     "interpolate_area_up": (lambda m, x: m.nn.functional.interpolate(x, size=5, mode="area"), [(1, 2, 4, 4, 4)], True),
     "interpolate_bicubic": (

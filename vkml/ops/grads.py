@@ -107,14 +107,28 @@ def _matmul(c: GradContext):
     return ga, gb
 
 
+def _wide(c: GradContext, *tensors) -> tuple:
+    """``tensors`` in float32 where the op's output is float16/bfloat16: a rule whose PyTorch backward
+    kernel computes in float32 (its opmath) and rounds once, which ``_narrow`` then does."""
+    if c.output.dtype.name not in ("float16", "bfloat16"):
+        return tensors
+    return tuple(t.to(c.F.float32) for t in tensors)
+
+
+def _narrow(c: GradContext, grad):
+    return grad.to(c.output.dtype) if grad.dtype != c.output.dtype else grad
+
+
 def _softmax(c: GradContext):
-    y, g, dim = c.output, c.g, c.attrs["dim"]
-    return ((g - (g * y).sum(dim, keepdim=True)) * y,)
+    y, g = _wide(c, c.output, c.g)
+    dim = c.attrs["dim"]
+    return (_narrow(c, (g - (g * y).sum(dim, keepdim=True)) * y),)
 
 
 def _log_softmax(c: GradContext):
-    y, g, dim = c.output, c.g, c.attrs["dim"]
-    return (g - y.exp() * g.sum(dim, keepdim=True),)
+    y, g = _wide(c, c.output, c.g)
+    dim = c.attrs["dim"]
+    return (_narrow(c, g - y.exp() * g.sum(dim, keepdim=True)),)
 
 
 def _logsumexp(c: GradContext):

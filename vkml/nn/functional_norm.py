@@ -195,6 +195,54 @@ def batch_norm(
     return out.to(input.dtype) if input.dtype in (T.float16, T.bfloat16) else out
 
 
+def _half_instance_norm(input, running_mean, running_var, weight, bias, momentum, eps):
+    """PyTorch's float16 instance norm: its batch-norm kernel keeps each instance's mean and
+    1/sqrt(var + eps) in the input's dtype, normalises with them in float32 and rounds once; its
+    backward kernel works from those statistics in float32 (``_grad_half_instance_norm``)."""
+    shape, dims, narrow = _channel_shape(input), tuple(range(2, input.ndim)), input.dtype
+    x = input.detach().float()
+    _, mean, var = _normalized(x, dims, eps)
+    channels, count = input.shape[1], math.prod(input.shape[2:])
+    if running_mean is not None:
+        _update(running_mean, functions.reshape(mean, -1, channels).mean(0), momentum)
+    if running_var is not None:
+        _update(running_var, functions.reshape(var, -1, channels).mean(0) * (count / (count - 1)), momentum)
+    mean, invstd = mean.to(narrow).float(), functions.rsqrt(var + eps).to(narrow).float()
+    weight_, bias_ = (None if t is None else t.detach().float() for t in (weight, bias))
+    out = _affine((x - mean) * invstd, weight_, bias_, shape).to(narrow)
+    attrs = {"mean": mean, "invstd": invstd, "dims": dims}
+    return autograd.record("half_instance_norm", (input, weight, bias), out, attrs)
+
+
+def _grad_half_instance_norm(c):
+    """batch_norm_backward_cpu's training formulas over each (sample, channel) in float32, each gradient
+    rounded once; the weight's and bias's per-instance gradients are rounded, then summed over the batch
+    (PyTorch's instance_norm repeats them along the batch)."""
+    x, weight, _ = c.inputs
+    mean, invstd, dims = c.attrs["mean"], c.attrs["invstd"], c.attrs["dims"]
+    narrow, shape = x.dtype, _channel_shape(x)
+    dy, centred = c.g.float(), x.float() - mean
+    n = math.prod(x.shape[2:])
+    dotp = (centred * dy).sum(dims, keepdim=True)
+    total = dy.sum(dims, keepdim=True)
+    grads = [None, None, None]
+    if c.needs[0]:
+        k = dotp * invstd * invstd / n
+        dx = (dy - total / n - centred * k) * invstd
+        if weight is not None:
+            dx = dx * functions.reshape(weight.float(), *shape)
+        grads[0] = dx.to(narrow)
+    channels = x.shape[1]
+    if c.needs[1]:
+        grads[1] = functions.reshape((dotp * invstd).to(narrow), -1, channels).sum(0)
+    if c.needs[2]:
+        grads[2] = functions.reshape(total.to(narrow), -1, channels).sum(0)
+    return tuple(grads)
+
+
+G.RULES["half_instance_norm"] = _grad_half_instance_norm
+
+
 def instance_norm(
     input,
     running_mean=None,
@@ -224,6 +272,8 @@ def instance_norm(
             raise ValueError(
                 f"'instance_norm': Expected more than 1 spatial element when training, got input size {input.shape}"
             )
+        if input.dtype is T.float16:  # (bfloat16's statistics round otherwise: not matched yet)
+            return _half_instance_norm(input, running_mean, running_var, weight, bias, momentum, eps)
         out, mean, var = _normalized(x, dims, eps)
         channels = input.shape[1]
         if running_mean is not None:

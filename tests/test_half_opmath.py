@@ -62,6 +62,12 @@ CASES = {
         [(3, 2, 12), (2,), (2,)],
         True,
     ),
+    "group_norm": (
+        lambda m, x, w, b: m.nn.functional.group_norm(x, 2, w, b, eps=0.5),
+        [(3, 6, 5), (6,), (6,)],
+        True,
+    ),
+    "group_norm_plain": (lambda m, x: m.nn.functional.group_norm(x, 3), [(2, 6, 2, 3)], True),
     "instance_norm_plain": (lambda m, x: m.nn.functional.instance_norm(x), [(2, 3, 4, 5)], True),
     "adaptive_avg_pool3d": (lambda m, x: m.nn.functional.adaptive_avg_pool3d(x, (5, 7, 4)), [(2, 8, 8, 8)], True),
     "interpolate_area_up": (lambda m, x: m.nn.functional.interpolate(x, size=5, mode="area"), [(1, 2, 4, 4, 4)], True),
@@ -86,8 +92,8 @@ ONE_ULP = {"interpolate_linear", "interpolate_trilinear", "interpolate_bicubic"}
 EPSILON = {"float16": 2.0**-10, "bfloat16": 2.0**-7}
 
 
-# Rows matched for float16 only (PyTorch's bfloat16 kernel rounds its statistics otherwise).
-FLOAT16_ONLY = {"instance_norm", "instance_norm_plain"}
+# Rows matched for float16 only (PyTorch's bfloat16 kernels round their statistics otherwise).
+FLOAT16_ONLY = {"instance_norm", "instance_norm_plain", "group_norm", "group_norm_plain"}
 
 
 def _params(names, fast):

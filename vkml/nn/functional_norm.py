@@ -287,6 +287,62 @@ def instance_norm(
     return out.to(input.dtype) if input.dtype in (T.float16, T.bfloat16) else out
 
 
+def _detached(t):
+    return None if t is None else t.detach()
+
+
+def _group_statistics(input, groups: int, eps: float):
+    """Each (sample, group)'s mean and 1/sqrt(var + eps), (N, G) in float32 from values rounded to the
+    input's dtype (PyTorch's group-norm kernel returns them in it)."""
+    x = functions.reshape(input.float(), input.shape[0], groups, -1)
+    mean = x.mean(2)
+    centred = x - functions.unsqueeze(mean, 2)
+    rstd = functions.rsqrt((centred * centred).mean(2) + eps)
+    return mean.to(input.dtype).float(), rstd.to(input.dtype).float()
+
+
+def _grad_half_group_norm(c):
+    """PyTorch's GroupNormBackward kernel in float32 from the statistics in the input's dtype, each
+    gradient rounded once: dX = rstd·γ·dY + c2·X + c3 per group, dγ and dβ summed over the batch."""
+    x, weight, _ = c.inputs
+    mean, rstd = c.attrs["stats"]
+    n, channels, groups = x.shape[0], x.shape[1], c.attrs["groups"]
+    per_group = channels // groups
+    X = functions.reshape(x.float(), n, channels, -1)
+    dy = functions.reshape(c.g.float(), n, channels, -1)
+    gamma = None if weight is None else weight.float()
+
+    def weigh(t):
+        return t if gamma is None else t * gamma
+
+    ds, db = (dy * X).sum(2), dy.sum(2)  # (N, C)
+
+    def by_group(t):  # (N, C) -> (N, G): summed over each group's channels
+        return functions.reshape(t, n, groups, per_group).sum(2)
+
+    def per_channel(t):  # (N, G) -> (N, C)
+        return functions.reshape(functions.unsqueeze(t, 2).expand(n, groups, per_group), n, channels)
+
+    grads = [None, None, None]
+    if c.needs[0]:
+        ds_g, db_g = by_group(weigh(ds)), by_group(weigh(db))
+        s = 1.0 / (per_group * X.shape[2])
+        c2 = (db_g * mean - ds_g) * rstd * rstd * rstd * s
+        c3 = -c2 * mean - db_g * rstd * s
+        c1 = weigh(per_channel(rstd))
+        dx = functions.unsqueeze(c1, 2) * dy + functions.unsqueeze(per_channel(c2), 2) * X
+        dx = dx + functions.unsqueeze(per_channel(c3), 2)
+        grads[0] = functions.reshape(dx, *x.shape).to(x.dtype)
+    if c.needs[1]:
+        grads[1] = ((ds - db * per_channel(mean)) * per_channel(rstd)).sum(0).to(x.dtype)
+    if c.needs[2]:
+        grads[2] = db.sum(0).to(x.dtype)
+    return tuple(grads)
+
+
+G.RULES["half_group_norm"] = _grad_half_group_norm
+
+
 def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5):
     """Normalise each sample's channels in ``num_groups`` groups (each over its channels and every other dim).
 
@@ -300,6 +356,12 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
             "'group_norm': Expected number of channels in input to be divisible by num_groups, but got input of "
             f"shape {list(input.shape)} and num_groups={num_groups}"
         )
+    if input.dtype is T.float16 and autograd.is_grad_enabled() and input.numel() > 0:
+        if any(t is not None and t.requires_grad for t in (input, weight, bias)):
+            value = group_norm(input.detach(), num_groups, _detached(weight), _detached(bias), eps)
+            stats = _group_statistics(input.detach(), num_groups, eps)
+            attrs = {"groups": num_groups, "stats": stats}
+            return autograd.record("half_group_norm", (input, weight, bias), value, attrs)
     # the group's size spelled out: a zero batch has no size for a -1 to infer
     group_size = math.prod(input.shape[1:]) // num_groups
     x = functions.reshape(_float(input), input.shape[0], num_groups, group_size)

@@ -55,6 +55,9 @@ CASES = {
         [(2, 3, 4, 3, 5)],
         True,
     ),
+    "hardswish_grad": (lambda m, x: m.nn.functional.hardswish(x), [(10, 10)], True),
+    "hardsigmoid_grad": (lambda m, x: m.nn.functional.hardsigmoid(x), [(10, 10)], True),
+    "addbmm": (lambda m, x, a, b: m.addbmm(x, a, b, beta=0.6, alpha=0.2), [(1,), (5, 5, 5), (5, 5, 10)], True),
     "softmax_grad": (lambda m, x: m.softmax(x, -1), [(6, 17)], True),
     "softmin_grad": (lambda m, x: m.nn.functional.softmin(x, 1), [(5, 8)], True),
     "instance_norm": (
@@ -88,7 +91,9 @@ ON_VULKAN = {"vector_norm_2", "vector_norm_inf"}
 
 # Rows whose values may differ from PyTorch's by one unit in the last place: PyTorch's build contracts
 # ``t0 * w0 + t1 * w1`` into a fused multiply-add, which vkml (correctly rounded float32 ops) does not.
-ONE_ULP = {"interpolate_linear", "interpolate_trilinear", "interpolate_bicubic"}
+# addbmm: PyTorch's backward rounds bmm(g, batch2^T) before scaling it by alpha; vkml's addmm rule
+# scales first (its values round after each batch as PyTorch's).
+ONE_ULP = {"interpolate_linear", "interpolate_trilinear", "interpolate_bicubic", "addbmm"}
 EPSILON = {"float16": 2.0**-10, "bfloat16": 2.0**-7}
 
 
@@ -156,3 +161,14 @@ def test_half_op_gives_the_cpu_bits_on_vulkan(case, gpu):
         vk_out, vk_grads = (_numpy(ts) for ts in _run(vkml, case, dtype, device=gpu))
         for got, want in zip(vk_out + vk_grads, cpu_out + cpu_grads, strict=True):
             np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32), err_msg=f"{case} {dtype}")
+
+
+@pytest.mark.parametrize("dtype", ("float32", *HALF_DTYPES))
+def test_hardswish_gradient_is_zero_at_minus_three_as_pytorch(dtype):
+    values = [-3.5, -3.0, -1.0, 3.0, 3.5]
+    grads = []  # torch's, then vkml's
+    for m in (torch, vkml):
+        x = m.tensor(values, dtype=getattr(m, dtype), requires_grad=True)
+        (grad,) = m.autograd.grad(m.nn.functional.hardswish(x).sum(), x)
+        grads.append(grad.float().numpy() if m is vkml else grad.float().detach().numpy())
+    np.testing.assert_array_equal(grads[1], grads[0])

@@ -107,10 +107,33 @@ def _matmul(c: GradContext):
     return ga, gb
 
 
+HALF_NAMES = ("float16", "bfloat16")
+
+
+def opmath(rule: Callable) -> Callable:
+    """``rule`` for an op whose PyTorch backward is one kernel that computes float16/bfloat16 in float32
+    (its opmath type) and rounds once: with a half output, the rule runs on float32 copies of the
+    half tensors and the driver rounds each gradient once, to its operand's dtype."""
+
+    def wide_rule(c: GradContext):
+        if getattr(c.output, "dtype", None) is None or c.output.dtype.name not in HALF_NAMES:
+            return rule(c)
+
+        def widen(t):
+            return t.to(c.F.float32) if is_tensor(t) and t.dtype.name in HALF_NAMES else t
+
+        wide = GradContext(widen(c.g), tuple(widen(x) for x in c.inputs), widen(c.output), c.attrs, c.F, c.needs)
+        return rule(wide)
+
+    wide_rule.__name__ = wide_rule.__qualname__ = getattr(rule, "__name__", "rule")
+    wide_rule.__doc__ = rule.__doc__
+    return wide_rule
+
+
 def _wide(c: GradContext, *tensors) -> tuple:
     """``tensors`` in float32 where the op's output is float16/bfloat16: a rule whose PyTorch backward
     kernel computes in float32 (its opmath) and rounds once, which ``_narrow`` then does."""
-    if c.output.dtype.name not in ("float16", "bfloat16"):
+    if c.output.dtype.name not in HALF_NAMES:
         return tensors
     return tuple(t.to(c.F.float32) for t in tensors)
 

@@ -35,6 +35,7 @@ CASES = {
     "vector_norm_1.5": (lambda m, x: m.linalg.vector_norm(x, 1.5, dim=-1), [(3, 5)], True),
     "vector_norm_6_overflows": (lambda m, x: m.linalg.vector_norm(x, 6, dim=(0, -1), keepdim=True), [(3, 5)], True),
     "norm_fro": (lambda m, x: m.linalg.norm(x), [(4, 4)], True),
+    "normalize": (lambda m, x: m.nn.functional.normalize(x, eps=1e-4), [(2, 3, 4, 5)], True),
     "var": (lambda m, x: m.var(x, dim=1), [(4, 6)], True),
     "var_mean": (lambda m, x: m.var_mean(x, dim=(0, 2), keepdim=True), [(3, 4, 5)], True),
     "std_mean": (lambda m, x: m.std_mean(x, correction=0), [(5, 5)], True),

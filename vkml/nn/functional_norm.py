@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from ..frontend import autograd
+from ..frontend import autograd, statistics
 from ..frontend import operators as functions
 from ..ir import types as T
 from ..ops import grads as G
@@ -404,7 +404,11 @@ def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None)
     """
     if out is not None:
         raise NotImplementedError("'normalize': out= is not supported")
-    if p == 1:
+    if input.dtype in (T.float16, T.bfloat16):
+        # PyTorch's normalize divides by input.norm(p, dim, keepdim=True): a norm computed in float32 and
+        # rounded once, differentiated by its own formula in the input's dtype (linalg.vector_norm's)
+        norm = statistics.vector_norm(input, p, dim, keepdim=True)
+    elif p == 1:
         norm = abs(input).sum(dim, keepdim=True)
     elif p == math.inf:
         norm = abs(input).amax(dim, keepdim=True)

@@ -17,6 +17,20 @@ import vkml
 
 HALF_DTYPES = ("float16", "bfloat16")
 
+# The gradient rules (vkml/ops/grads.py RULES) whose gradients the rows below check
+# (tests/test_autograd.py asks every rule to be tested somewhere).
+GRAD_TESTED = {
+    "half_vector_norm",
+    "half_var",
+    "half_std",
+    "half_mean",
+    "half_bce_with_logits",
+    "float_gradient",
+    "half_adaptive_avg3d",
+    "half_instance_norm",
+    "half_group_norm",
+}
+
 
 def _inputs(shapes, seed: int, scale: float = 3.0):
     g = np.random.default_rng(seed)

@@ -97,12 +97,12 @@ CASES = {
 }
 
 
-# Rows whose kernels take long to build on this machine's CPU interpreter and lavapipe (pow's
-# float32 body): checked with -m stress.
-SLOW = {"vector_norm_0.9", "vector_norm_1.5", "vector_norm_6_overflows"}
+# Rows run in the default suite (each row builds its own kernels, seconds on this machine's CPU
+# interpreter and lavapipe); the rest run with -m stress.
+DEFAULT = {"logspace", "logspace_base2", "logspace_one_step", "vector_norm_2", "var", "std_one_element"}
+DEFAULT |= {"interpolate_linear"}
 # Rows also run on Vulkan in the default suite; the rest with -m stress.
-ON_VULKAN = {"vector_norm_2", "vector_norm_inf"}
-
+ON_VULKAN = {"vector_norm_2"}
 
 # Rows whose values may differ from PyTorch's by one unit in the last place: PyTorch's build contracts
 # ``t0 * w0 + t1 * w1`` into a fused multiply-add, which vkml (correctly rounded float32 ops) does not.
@@ -124,7 +124,7 @@ def _case_dtypes():
     rows = []
     for case in sorted(CASES):
         for dtype in ("float16",) if case in FLOAT16_ONLY else HALF_DTYPES:
-            marks = [pytest.mark.stress] if case in SLOW else []
+            marks = [] if case in DEFAULT else [pytest.mark.stress]
             rows.append(pytest.param(case, dtype, marks=marks, id=f"{case}-{dtype}"))
     return rows
 

@@ -29,6 +29,7 @@ GRAD_TESTED = {
     "half_adaptive_avg3d",
     "half_instance_norm",
     "half_group_norm",
+    "half_addcmul",
 }
 
 
@@ -72,6 +73,7 @@ CASES = {
     ),
     "hardswish_grad": (lambda m, x: m.nn.functional.hardswish(x), [(10, 10)], True),
     "hardsigmoid_grad": (lambda m, x: m.nn.functional.hardsigmoid(x), [(10, 10)], True),
+    "addcmul": (lambda m, x, a, b: m.addcmul(x, a, b, value=0.3), [(1,), (5, 5, 1), (1, 5)], True),
     "addbmm": (lambda m, x, a, b: m.addbmm(x, a, b, beta=0.6, alpha=0.2), [(1,), (5, 5, 5), (5, 5, 10)], True),
     "softmax_grad": (lambda m, x: m.softmax(x, -1), [(6, 17)], True),
     "softmin_grad": (lambda m, x: m.nn.functional.softmin(x, 1), [(5, 8)], True),

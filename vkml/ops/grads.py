@@ -19,6 +19,7 @@ along and casts it to the operand's dtype, so no rule does either.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -115,6 +116,7 @@ def opmath(rule: Callable) -> Callable:
     (its opmath type) and rounds once: with a half output, the rule runs on float32 copies of the
     half tensors and the driver rounds each gradient once, to its operand's dtype."""
 
+    @functools.wraps(rule)  # (the op pages show the rule's own source: tools/gen_op_docs.py)
     def wide_rule(c: GradContext):
         if getattr(c.output, "dtype", None) is None or c.output.dtype.name not in HALF_NAMES:
             return rule(c)
@@ -125,8 +127,6 @@ def opmath(rule: Callable) -> Callable:
         wide = GradContext(widen(c.g), tuple(widen(x) for x in c.inputs), widen(c.output), c.attrs, c.F, c.needs)
         return rule(wide)
 
-    wide_rule.__name__ = wide_rule.__qualname__ = getattr(rule, "__name__", "rule")
-    wide_rule.__doc__ = rule.__doc__
     return wide_rule
 
 

@@ -189,3 +189,15 @@ def test_hardswish_gradient_is_zero_at_minus_three_as_pytorch(dtype):
         (grad,) = m.autograd.grad(m.nn.functional.hardswish(x).sum(), x)
         grads.append(grad.float().numpy() if m is vkml else grad.float().detach().numpy())
     np.testing.assert_array_equal(grads[1], grads[0])
+
+
+@pytest.mark.parametrize("name", ("i1", "i1e"))
+@pytest.mark.parametrize("dtype", HALF_DTYPES)
+def test_bessel_i1_backward_refuses_half_as_pytorch(name, dtype):
+    raised = []
+    for m in (torch, vkml):
+        x = m.tensor([0.5, 2.0], dtype=getattr(m, dtype), requires_grad=True)
+        with pytest.raises(NotImplementedError) as info:
+            m.autograd.grad(getattr(m.special, name)(x).sum(), x)
+        raised.append(str(info.value))
+    assert raised[1] == raised[0]

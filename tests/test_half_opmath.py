@@ -30,6 +30,7 @@ GRAD_TESTED = {
     "half_instance_norm",
     "half_group_norm",
     "half_addcmul",
+    "half_soft_margin_loss",
 }
 
 
@@ -73,6 +74,11 @@ CASES = {
     ),
     "hardswish_grad": (lambda m, x: m.nn.functional.hardswish(x), [(10, 10)], True),
     "hardsigmoid_grad": (lambda m, x: m.nn.functional.hardsigmoid(x), [(10, 10)], True),
+    "soft_margin_loss": (
+        lambda m, x: m.nn.functional.soft_margin_loss(x, m.flip(x.detach(), (1,)).sign()),
+        [(5, 5)],
+        True,
+    ),
     "addcmul": (lambda m, x, a, b: m.addcmul(x, a, b, value=0.3), [(1,), (5, 5, 1), (1, 5)], True),
     "addbmm": (lambda m, x, a, b: m.addbmm(x, a, b, beta=0.6, alpha=0.2), [(1,), (5, 5, 5), (5, 5, 10)], True),
     "softmax_grad": (lambda m, x: m.softmax(x, -1), [(6, 17)], True),

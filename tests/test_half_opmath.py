@@ -81,6 +81,9 @@ CASES = {
     ),
     "addcmul": (lambda m, x, a, b: m.addcmul(x, a, b, value=0.3), [(1,), (5, 5, 1), (1, 5)], True),
     "addbmm": (lambda m, x, a, b: m.addbmm(x, a, b, beta=0.6, alpha=0.2), [(1,), (5, 5, 5), (5, 5, 10)], True),
+    "log_softmax_last_dim": (lambda m, x: m.log_softmax(x, -1), [(6, 7)], True),
+    "log_softmax_dim0": (lambda m, x: m.log_softmax(x, 0), [(6, 7)], True),
+    "cross_entropy_probabilities": (lambda m, x, t: m.nn.functional.cross_entropy(x, t.softmax(1)), [(4, 5)] * 2, True),
     "softmax_grad": (lambda m, x: m.softmax(x, -1), [(6, 17)], True),
     "softmin_grad": (lambda m, x: m.nn.functional.softmin(x, 1), [(5, 8)], True),
     "instance_norm": (

@@ -109,20 +109,37 @@ def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad: 
 
 
 def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None, requires_grad: bool = False):
-    """``base ** linspace(start, end, steps)``: powers computed in the dtype's precision (float64 for integers,
-    float32 for float16 and bfloat16)."""
+    """``base ** linspace(start, end, steps)``: powers computed in the dtype's precision (float64 for integers
+    and for float16 and bfloat16, whose ends and their difference round to the dtype first, as PyTorch's)."""
     start, end = _number("logspace", "start", start), _number("logspace", "end", end)
     base = _number("logspace", "base", base)
     dtype = _dtype(dtype) or default_float()
     if dtype is T.bool_:
         raise RuntimeError("\"logspace_cpu\" not implemented for 'Bool'")
-    # float16/bfloat16: exponents and powers in float32, rounded once at the end (PyTorch's CPU kernel)
-    narrow = dtype in (T.float16, T.bfloat16)
-    exponents = _linspace_values("logspace", start, end, steps, T.float32 if narrow else dtype)
-    work = exponents.dtype.type
-    with np.errstate(all="ignore"):
-        values = np.power(work(base), exponents).astype(dtype.value_np)
+    if dtype in (T.float16, T.bfloat16):
+        values = _half_logspace_values(start, end, steps, base, dtype)
+    else:
+        exponents = _linspace_values("logspace", start, end, steps, dtype)
+        with np.errstate(all="ignore"):
+            values = np.power(exponents.dtype.type(base), exponents).astype(dtype.value_np)
     return _finish(tensor(values, dtype=dtype, device=device), requires_grad)
+
+
+def _half_logspace_values(start, end, steps: int, base, dtype) -> np.ndarray:
+    """PyTorch's CPU logspace for float16/bfloat16: the ends rounded to the dtype, their difference
+    rounded too (c10::Half arithmetic), then the step, the exponents and the powers in float64, and
+    one rounding of each power to the dtype (through float32, as c10::Half's constructor)."""
+    _linspace_values("logspace", start, end, steps, dtype)  # the argument checks
+    round_half = (lambda v: bf16_bits_to_float(float_to_bf16_bits(v))) if dtype is T.bfloat16 else np.float16
+    with np.errstate(all="ignore"):
+        if steps == 1:  # PyTorch fills pow(base, start) from the unrounded start
+            exponents = np.array([start], np.float64)
+        else:
+            a, b = (np.float64(round_half(np.float32(v))) for v in (start, end))
+            step = np.float64(round_half(np.float32(b) - np.float32(a))) / max(steps - 1, 1)
+            i = np.arange(steps, dtype=np.float64)
+            exponents = np.where(i < steps // 2, a + step * i, b - step * (steps - 1 - i))
+        return np.power(np.float64(base), exponents).astype(np.float32).astype(dtype.value_np)
 
 
 def empty(*size, dtype=None, device=None, requires_grad: bool = False, memory_format=None, **size_kw):

@@ -763,7 +763,18 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """beta · input + alpha · the sum over the batch of batch1[i] @ batch2[i], as ``torch.addbmm``."""
     _tensor("addbmm", "input", input)
+    if shape._rounds_once(input, batch1, batch2) and 0 < batch1.shape[0] <= _HALF_ADDBMM_BATCHES:
+        # PyTorch's addbmm is addmm_ once per batch into the float16/bfloat16 result: it rounds after each
+        out, scale = input, beta
+        for i in range(batch1.shape[0]):
+            out = shape.addmm(out, batch1[i], batch2[i], beta=scale, alpha=alpha)
+            scale = 1
+        return out
     return shape._scaled_sum("addbmm", input, F.sum(shape.bmm(batch1, batch2), 0), beta, alpha)
+
+
+# up to this many batches a half addbmm rounds after each as PyTorch's; more sum in float32 (one op)
+_HALF_ADDBMM_BATCHES = 64
 
 
 def diagflat(input, offset: int = 0):

@@ -858,7 +858,11 @@ def _log_softmax(input, dim: int):
     if x.numel() == 0:  # no rows, or rows of no elements: nothing to normalise (PyTorch's empty result)
         return cast(x, dtype)
     shifted, _ = _shift_by_max(x, dim, "log_softmax")
-    return cast(shifted - _log(sum(_exp_of_shifted(shifted), dim, keepdim=True)), dtype)
+    total = sum(_exp_of_shifted(shifted), dim, keepdim=True)
+    if dtype in HALF_PRECISION and dim == x.ndim - 1:
+        # PyTorch's last-dim kernel keeps the sum of exponentials, and its log, in float16/bfloat16
+        return cast(shifted - cast(cast(_log(cast(cast(total, dtype), x.dtype)), dtype), x.dtype), dtype)
+    return cast(shifted - _log(total), dtype)
 
 
 def logsumexp(input, dim=None, keepdim: bool = False, *, axis=None):

@@ -103,6 +103,8 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=
     in float32: the tree mean, then the tree sum of squared deviations (order in
     vkml/frontend/statistics.py). Example: ``vkml.var(x, dim=1, correction=0)``.
     """
+    if _half_backward(input):
+        return _half_moments("var", input, dim, unbiased, keepdim, correction, axis, ("var",))[0]
     v, _, dtype = _moments("var", input, dim, unbiased, keepdim, correction, axis)
     return F.cast(v, dtype)
 
@@ -112,6 +114,8 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=
 
     Same arguments as ``var``. Example: ``x.std(dim=0, unbiased=False)``.
     """
+    if _half_backward(input):
+        return _half_moments("std", input, dim, unbiased, keepdim, correction, axis, ("std",))[0]
     v, _, dtype = _moments("std", input, dim, unbiased, keepdim, correction, axis)
     return F.cast(_std_of_var(v), dtype)
 
@@ -128,6 +132,45 @@ def _grad_std_of_var(c):
 
 
 _grads.RULES["std_of_var"] = _grad_std_of_var
+
+
+def _half_moments(op: str, input, dim, unbiased, keepdim: bool, correction, axis, parts) -> tuple:
+    """The float16/bfloat16 moments ``parts`` ("var", "std", "mean"), each differentiated as PyTorch's
+    var_backward, std_backward and mean_backward do: op for op in the input's dtype, every op rounding
+    (torch/csrc/autograd/FunctionsManual.cpp), not through the float32 ops the values come from."""
+    v, m, dtype = _moments(op, input.detach(), dim, unbiased, keepdim, correction, axis)
+    dim, c = _correction(op, dim_or_axis(op, dim, axis), unbiased, correction)
+    dims = _grads.normalize_dims(lazy.reduce_dims(op, dim, len(input.shape)), len(input.shape))
+    attrs = {"dim": dims, "keepdim": keepdim, "correction": c, "every": dim is None or not input.shape}
+    values = {"var": lambda: v, "std": lambda: F.sqrt(v), "mean": lambda: m}
+    return tuple(autograd.record(f"half_{p}", (input,), F.cast(values[p](), dtype), attrs) for p in parts)
+
+
+def _half_var_backward(c, g):
+    """PyTorch's var_backward: (2 / (n - correction)) * grad * (x - x.mean(dim, keepdim=True))."""
+    x, F_, dims = c.inputs[0], c.F, c.attrs["dim"]
+    g = _grads.restore_reduced(g, tuple(x.shape), dims, c.attrs["keepdim"])
+    dof = math.prod(x.shape[d] for d in dims) - c.attrs["correction"]
+    mean = F_.mean(x, dims, keepdim=True)
+    if c.attrs["every"] and dof <= 0:  # 2 / dof is inf: NaN where x is its mean, inf elsewhere
+        return g * F_.where(x == mean, math.nan, math.inf)
+    scale = 2.0 / dof if dof else math.inf
+    return scale * g * (x - mean)
+
+
+def _half_mean_backward(c):
+    x, dims = c.inputs[0], c.attrs["dim"]
+    return (_grads.spread_reduced(c.g, tuple(x.shape), dims, c.attrs["keepdim"]) / math.prod(x.shape[d] for d in dims),)
+
+
+def _half_std_backward(c):
+    """PyTorch's std_backward: var_backward of (grad / (std * 2)), zero where std is 0."""
+    return (_half_var_backward(c, c.F.where(c.output == 0, 0.0, c.g / (c.output * 2))),)
+
+
+_grads.RULES["half_var"] = lambda c: (_half_var_backward(c, c.g),)
+_grads.RULES["half_std"] = _half_std_backward
+_grads.RULES["half_mean"] = _half_mean_backward
 _grads.RULES["norm_zero"] = lambda c: (None,)  # PyTorch gives no gradient (None), not zeros
 
 
@@ -136,12 +179,16 @@ def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None, 
 
     A plain tuple, as PyTorch's. Example: ``v, m = vkml.var_mean(x, 1)``.
     """
+    if _half_backward(input):
+        return _half_moments("var_mean", input, dim, unbiased, keepdim, correction, axis, ("var", "mean"))
     v, m, dtype = _moments("var_mean", input, dim, unbiased, keepdim, correction, axis)
     return F.cast(v, dtype), F.cast(m, dtype)
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None):
     """(std, mean) over ``dim``; see ``var_mean``. Example: ``s, m = vkml.std_mean(x, (0, 1))``."""
+    if _half_backward(input):
+        return _half_moments("std_mean", input, dim, unbiased, keepdim, correction, axis, ("std", "mean"))
     v, m, dtype = _moments("std_mean", input, dim, unbiased, keepdim, correction, axis)
     return F.cast(_std_of_var(v), dtype), F.cast(m, dtype)
 
@@ -265,6 +312,47 @@ def _safe_root(total, root):
 
 
 def _vector_norm(op: str, input, ord, dim, keepdim: bool, dtype):
+    if _half_backward(input) and not isinstance(ord, bool) and isinstance(ord, (int, float)) and ord != 0:
+        # PyTorch differentiates a float16/bfloat16 norm with its own formula in the input's dtype
+        # (every op rounding), not through the float32 ops the value is computed with
+        out = _vector_norm_value(op, input.detach(), ord, dim, keepdim, dtype)
+        dims = _grads.normalize_dims(lazy.reduce_dims(op, dim, len(input.shape)), len(input.shape))
+        return autograd.record("half_vector_norm", (input,), out, {"ord": float(ord), "dim": dims, "keepdim": keepdim})
+    return _vector_norm_value(op, input, ord, dim, keepdim, dtype)
+
+
+def _half_backward(input) -> bool:
+    """Whether ``input`` is a float16/bfloat16 tensor that autograd would differentiate."""
+    return getattr(input, "dtype", None) in F.HALF_PRECISION and input.requires_grad and autograd.is_grad_enabled()
+
+
+def _grad_half_vector_norm(c):
+    """PyTorch's norm_backward (torch/csrc/autograd/FunctionsManual.cpp), op for op in the input's dtype."""
+    x, norm, g, p = c.inputs[0], c.output, c.g, c.attrs["ord"]
+    dims, F_ = c.attrs["dim"], c.F
+    if not c.attrs["keepdim"]:
+        g = _grads.restore_reduced(g, tuple(x.shape), dims, False)
+        norm = _grads.restore_reduced(norm, tuple(x.shape), dims, False)
+    if p == 1:
+        return (F_.sgn(x) * g,)
+    if p == 2:
+        return (g * F_.where(norm == 0, 0.0, x / norm),)
+    if math.isinf(p):  # the gradient of amax(|x|) shared among the ties, NaN counting as a maximum
+        a = F_.abs(x)
+        mask = F_.logical_or(a == norm, F_.isnan(a))
+        return (F_.sgn(x) * ((g / F_.sum(mask, dims, keepdim=True)) * mask),)
+    a = F_.abs(x)
+    if p < 1:
+        scaled = F_.sgn(x) * F_.where(x == 0, 0.0, F_.pow(a, p - 1))
+        return (scaled * g * F_.pow(norm, 1 - p),)
+    scaled = F_.sgn(x) * F_.pow(a, p - 1) if p < 2 else x * F_.pow(a, p - 2)
+    return (scaled * F_.where(norm == 0, 0.0, g / F_.pow(norm, p - 1)),)
+
+
+_grads.RULES["half_vector_norm"] = _grad_half_vector_norm
+
+
+def _vector_norm_value(op: str, input, ord, dim, keepdim: bool, dtype):
     x, out_dtype = _norm_work(op, input, dtype)
     if isinstance(ord, bool) or not isinstance(ord, (int, float)):
         raise TypeError(f"'{op}': ord must be a number for a vector norm, got {ord!r}")

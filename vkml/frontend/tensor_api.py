@@ -22,9 +22,10 @@ import numpy as np
 
 from ..graph import build as lazy
 from ..ir import types as T
+from ..ops import grads as _grads
+from . import autograd, mt19937, mutation, windows
 from . import construction as C
 from . import memory_format as _memory_format
-from . import mt19937, mutation, windows
 from . import operators as F
 from . import random as R
 from . import shape as S
@@ -441,9 +442,23 @@ def addcmul(input, tensor1, tensor2, *, value=1):
         value = int(value)  # PyTorch converts value to an integer result's dtype: 0.5 truncates to 0
     out = F.add(input, F.mul(F.mul(value, tensor1), tensor2))
     if out.dtype in F.HALF_PRECISION:  # PyTorch's kernel computes in float32 and rounds once (operators.py)
+        if all(isinstance(t, F._tensor.Tensor) and t.dtype is out.dtype for t in operands):
+            # PyTorch's backward is grad * (t2 * value) and grad * (t1 * value) in the dtype, each op rounding
+            wide, wide1, wide2 = F.half_in_float32(*(t.detach() for t in operands))
+            result = F.cast(F.add(wide, F.mul(F.mul(value, wide1), wide2)), out.dtype)
+            return autograd.record("half_addcmul", operands, result, {"value": value})
         wide, wide1, wide2 = F.half_in_float32(input, tensor1, tensor2)
         return F.cast(F.add(wide, F.mul(F.mul(value, wide1), wide2)), out.dtype)
     return out
+
+
+def _grad_half_addcmul(c):
+    _, t1, t2 = c.inputs
+    value = c.attrs["value"]
+    return c.g, (c.g * (t2 * value) if c.needs[1] else None), (c.g * (t1 * value) if c.needs[2] else None)
+
+
+_grads.RULES["half_addcmul"] = _grad_half_addcmul
 
 
 def _float_operand(t) -> bool:

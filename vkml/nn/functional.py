@@ -387,6 +387,15 @@ def cross_entropy(
             )
         if label_smoothing:
             target = target * (1 - label_smoothing) + label_smoothing / num_classes
+        if input.dtype in functions.HALF_PRECISION:
+            # PyTorch's -(log_softmax * target * weight) summed over all positions at once for 'sum' and
+            # 'mean' (then divided by their count), each op rounding to float16/bfloat16
+            terms = logp * target if w is None else logp * target * w
+            if reduction != "none":
+                total = -terms.sum()
+                return total if reduction == "sum" else total / (input.numel() // num_classes)
+            loss = -terms.sum(1)
+            return functions.squeeze(loss, 0) if unbatched else loss
         loss = -(target * weighted).sum(1)
         count = None
     else:

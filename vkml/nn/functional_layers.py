@@ -819,6 +819,101 @@ def _adaptive_avg(op, input, output_size, n: int):
     spatial = tuple(input.shape[-n:])
     if any(o == 0 for o in out):
         return input[(...,) + tuple(slice(0, o) for o in out)]  # empty: PyTorch allows it
+    if n == 3 and input.dtype in functions.HALF_PRECISION:
+        positions = _adaptive_window_positions(spatial, out)
+        if positions.shape[-1] <= _HALF_WINDOW_TAPS:
+            value = _half_adaptive_avg3d(input.detach(), spatial, out, positions)
+            return autograd.record("half_adaptive_avg3d", (input,), value, {"positions": positions})
+    return _adaptive_avg_wide(op, input, spatial, out, n)
+
+
+# PyTorch's 3-d adaptive average of float16/bfloat16 adds in the input's dtype, one element after another
+# (its 1-d and 2-d kernels add in float32); up to this many elements a window, vkml does the same
+_HALF_WINDOW_TAPS = 64
+
+
+def _adaptive_window_positions(spatial, out) -> np.ndarray:
+    """(*out, taps): the flat spatial positions of each adaptive window's elements in row-major order,
+    every window padded to the largest with -1 (which reads 0)."""
+    n = len(spatial)
+    positions, valid = np.zeros((1,) * (2 * n), np.int64), np.ones((1,) * (2 * n), bool)
+    for k, (size, o) in enumerate(zip(spatial, out)):
+        starts, ends = (np.array(b) for b in _adaptive_bounds(size, o))
+        longest = int((ends - starts).max())
+        taps = starts[:, None] + np.arange(longest)[None, :]
+        shape = [1] * (2 * n)
+        shape[k], shape[n + k] = o, longest
+        positions = positions + taps.reshape(shape) * math.prod(spatial[k + 1 :])
+        valid = valid & (taps < ends[:, None]).reshape(shape)
+    return np.where(valid, positions, -1).reshape(*out, -1)
+
+
+def _half_adaptive_avg3d(input, spatial, out, positions):
+    """PyTorch's cpu_adaptive_avg_pool3d for float16/bfloat16: each window summed in the dtype in
+    row-major order, then divided by its depth, height and width one after another, each rounding."""
+    lead = tuple(input.shape[:-3])
+    flat = np.arange(math.prod(lead), dtype=np.int64).reshape(*lead, 1, 1, 1, 1) * math.prod(spatial)
+    windows = indexing.take_positions(input, np.where(positions >= 0, flat + positions, -1))
+    total = windows[..., 0]
+    for t in range(1, positions.shape[-1]):
+        total = total + windows[..., t]
+    return _divide_by_window_sizes(total, spatial, out)
+
+
+def _divide_by_window_sizes(total, spatial, out):
+    for k, (size, o) in enumerate(zip(spatial, out)):
+        starts, ends = _adaptive_bounds(size, o)
+        shape = [1, 1, 1]
+        shape[k] = o
+        counts = np.subtract(ends, starts).reshape(shape).astype(np.float32)
+        total = total / creation.tensor(counts, dtype=total.dtype, device=total.device)
+    return total
+
+
+def _grad_half_adaptive_avg3d(c):
+    """PyTorch's cpu_adaptive_avg_pool3d_backward for float16/bfloat16: each output's gradient divided by
+    its window's depth, height and width, then added in the dtype to every input it covers, output after
+    output in row-major order."""
+    (x,) = c.inputs
+    spatial, out, positions = tuple(x.shape[-3:]), tuple(c.g.shape[-3:]), c.attrs["positions"]
+    deltas = _divide_by_window_sizes(c.g, spatial, out)
+    covering = [[] for _ in range(math.prod(spatial))]  # per input position, the outputs over it, in order
+    for cell, taps in enumerate(positions.reshape(-1, positions.shape[-1])):
+        for p in taps[taps >= 0]:
+            covering[p].append(cell)
+    depth = max(len(cells) for cells in covering)
+    cells = np.full((math.prod(spatial), depth), -1, np.int64)
+    for p, over in enumerate(covering):
+        cells[p, : len(over)] = over
+    lead = tuple(x.shape[:-3])
+    flat = np.arange(math.prod(lead), dtype=np.int64).reshape(*lead, 1, 1) * math.prod(out)
+    picked = indexing.take_positions(deltas, np.where(cells >= 0, flat + cells, -1))
+    total = picked[..., 0]
+    for t in range(1, depth):
+        total = total + picked[..., t]
+    return (functions.reshape(total, *lead, *spatial),)
+
+
+G.RULES["half_adaptive_avg3d"] = _grad_half_adaptive_avg3d
+
+
+def with_float_gradient(input, value, wide):
+    """``value`` (computed from ``input.detach()``) differentiated as ``wide(input)`` is: PyTorch's
+    float16/bfloat16 kernels whose forward rounds where their backward kernel does not."""
+    return autograd.record("float_gradient", (input,), value, {"wide": wide})
+
+
+def _grad_float_gradient(c):
+    x = c.inputs[0].detach().requires_grad_()
+    with c.F.enable_grad():
+        y = c.attrs["wide"](x)
+    return c.F.autograd.grad(y, x, c.g)
+
+
+G.RULES["float_gradient"] = _grad_float_gradient
+
+
+def _adaptive_avg_wide(op, input, spatial, out, n: int):
     if all(o == 1 for o in out):
         return input.mean(tuple(range(-n, 0)), keepdim=True)
     if all(s % o == 0 for s, o in zip(spatial, out)):

@@ -21,6 +21,7 @@ from ..frontend import random as vkrandom
 from ..frontend.dtype_info import scalar_type_name
 from ..frontend.dtypes import promote_types
 from ..ir import types as T
+from ..ops import grads as _grads
 from ..schedule import checks
 from . import functional as F
 
@@ -160,6 +161,13 @@ def binary_cross_entropy_with_logits(
         weight = weight.to(dtype)
     if pos_weight is not None and pos_weight.dtype is not dtype:
         pos_weight = pos_weight.to(dtype)
+    if _half_bce_backward(input, target, weight, pos_weight):
+        # PyTorch differentiates a float16/bfloat16 loss with its own formula, op for op in the dtype
+        loss = binary_cross_entropy_with_logits(
+            input.detach(), target.detach(), weight, reduction=reduction, pos_weight=pos_weight
+        )
+        attrs = {"reduction": reduction}
+        return autograd.record("half_bce_with_logits", (input, target, weight, pos_weight), loss, attrs)
     softplus = F.softplus(-input)  # log(1 + exp(-x)), exact -x where -x > 20
     if pos_weight is None:
         loss = (1.0 - target) * input + softplus
@@ -168,6 +176,47 @@ def binary_cross_entropy_with_logits(
     if weight is not None:
         loss = loss * weight
     return F._reduce(loss, reduction, "binary_cross_entropy_with_logits")
+
+
+def _half_bce_backward(input, target, weight, pos_weight) -> bool:
+    """Whether autograd differentiates a float16/bfloat16 ``binary_cross_entropy_with_logits`` by
+    PyTorch's backward formulas (the weights, which those formulas do not differentiate, need no grad)."""
+    if input.dtype not in functions.HALF_PRECISION or target.dtype is not input.dtype:
+        return False
+    if not autograd.is_grad_enabled() or not (input.requires_grad or target.requires_grad):
+        return False
+    return all(w is None or not w.requires_grad for w in (weight, pos_weight))
+
+
+def _grad_half_bce_with_logits(c):
+    """PyTorch's binary_cross_entropy_with_logits_backward and ..._target_backward
+    (torch/csrc/autograd/FunctionsManual.cpp), op for op in the input's dtype."""
+    x, t, weight, pos_weight = c.inputs
+    F_, g = c.F, c.g
+    grads = [None, None, None, None]
+    if c.needs[0]:
+        if pos_weight is None:
+            gx = F_.sigmoid(x) - t
+        else:
+            pt = pos_weight * t
+            gx = (pt + 1) - t
+            gx = gx * F_.sigmoid(x) - pt
+        grads[0] = gx * g
+    if c.needs[1]:
+        if pos_weight is None:
+            grads[1] = -x * g
+        else:
+            grads[1] = (F.logsigmoid(-x) - F.logsigmoid(x) * pos_weight) * g
+    for k in (0, 1):
+        if grads[k] is not None:
+            if weight is not None:
+                grads[k] = grads[k] * weight
+            if c.attrs["reduction"] == "mean":
+                grads[k] = grads[k] / x.numel()
+    return tuple(grads)
+
+
+_grads.RULES["half_bce_with_logits"] = _grad_half_bce_with_logits
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", weight=None):

@@ -17,9 +17,10 @@ import math
 
 import numpy as np
 
-from ..frontend import creation
+from ..frontend import autograd, creation
 from ..frontend import operators as functions
 from ..ir import types as T
+from ..ops import grads as G
 from . import activation
 from . import functional as F
 from . import functional_more as FM
@@ -166,7 +167,27 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction: s
             "The function 'soft_margin_loss' is not differentiable with respect to argument 'target'. This input "
             "cannot have requires_grad True."
         )
+    if input.dtype in functions.HALF_PRECISION and target.dtype is input.dtype:
+        # PyTorch's kernel: log1p(exp(-input * target)) op for op in the dtype, each rounding, then the reduction;
+        # its backward kernel (soft_margin_loss_backward) likewise
+        loss = F._reduce(
+            functions.log1p(functions.exp(-input.detach() * target.detach())), reduction, "soft_margin_loss"
+        )
+        return autograd.record("half_soft_margin_loss", (input, target), loss, {"reduction": reduction})
     return F._reduce(F.softplus(-target * input), reduction, "soft_margin_loss")
+
+
+def _grad_half_soft_margin_loss(c):
+    """PyTorch's soft_margin_loss_backward: -norm · target · z / (1 + z) · grad, z = exp(-target · input),
+    op for op in the input's dtype."""
+    x, t = c.inputs
+    norm = 1.0 / x.numel() if c.attrs["reduction"] == "mean" else 1.0
+    z = functions.exp(-t * x)
+    scale = creation.tensor(-norm, dtype=x.dtype, device=x.device)  # PyTorch's mul_(-norm) rounds it to the dtype
+    return ((t * z) * scale / (z + 1) * c.g, None)
+
+
+G.RULES["half_soft_margin_loss"] = _grad_half_soft_margin_loss
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction: str = "mean"):

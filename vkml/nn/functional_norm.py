@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from ..frontend import autograd
+from ..frontend import autograd, statistics
 from ..frontend import operators as functions
 from ..ir import types as T
 from ..ops import grads as G
@@ -195,6 +195,54 @@ def batch_norm(
     return out.to(input.dtype) if input.dtype in (T.float16, T.bfloat16) else out
 
 
+def _half_instance_norm(input, running_mean, running_var, weight, bias, momentum, eps):
+    """PyTorch's float16 instance norm: its batch-norm kernel keeps each instance's mean and
+    1/sqrt(var + eps) in the input's dtype, normalises with them in float32 and rounds once; its
+    backward kernel works from those statistics in float32 (``_grad_half_instance_norm``)."""
+    shape, dims, narrow = _channel_shape(input), tuple(range(2, input.ndim)), input.dtype
+    x = input.detach().float()
+    _, mean, var = _normalized(x, dims, eps)
+    channels, count = input.shape[1], math.prod(input.shape[2:])
+    if running_mean is not None:
+        _update(running_mean, functions.reshape(mean, -1, channels).mean(0), momentum)
+    if running_var is not None:
+        _update(running_var, functions.reshape(var, -1, channels).mean(0) * (count / (count - 1)), momentum)
+    mean, invstd = mean.to(narrow).float(), functions.rsqrt(var + eps).to(narrow).float()
+    weight_, bias_ = (None if t is None else t.detach().float() for t in (weight, bias))
+    out = _affine((x - mean) * invstd, weight_, bias_, shape).to(narrow)
+    attrs = {"mean": mean, "invstd": invstd, "dims": dims}
+    return autograd.record("half_instance_norm", (input, weight, bias), out, attrs)
+
+
+def _grad_half_instance_norm(c):
+    """batch_norm_backward_cpu's training formulas over each (sample, channel) in float32, each gradient
+    rounded once; the weight's and bias's per-instance gradients are rounded, then summed over the batch
+    (PyTorch's instance_norm repeats them along the batch)."""
+    x, weight, _ = c.inputs
+    mean, invstd, dims = c.attrs["mean"], c.attrs["invstd"], c.attrs["dims"]
+    narrow, shape = x.dtype, _channel_shape(x)
+    dy, centred = c.g.float(), x.float() - mean
+    n = math.prod(x.shape[2:])
+    dotp = (centred * dy).sum(dims, keepdim=True)
+    total = dy.sum(dims, keepdim=True)
+    grads = [None, None, None]
+    if c.needs[0]:
+        k = dotp * invstd * invstd / n
+        dx = (dy - total / n - centred * k) * invstd
+        if weight is not None:
+            dx = dx * functions.reshape(weight.float(), *shape)
+        grads[0] = dx.to(narrow)
+    channels = x.shape[1]
+    if c.needs[1]:
+        grads[1] = functions.reshape((dotp * invstd).to(narrow), -1, channels).sum(0)
+    if c.needs[2]:
+        grads[2] = functions.reshape(total.to(narrow), -1, channels).sum(0)
+    return tuple(grads)
+
+
+G.RULES["half_instance_norm"] = _grad_half_instance_norm
+
+
 def instance_norm(
     input,
     running_mean=None,
@@ -224,6 +272,8 @@ def instance_norm(
             raise ValueError(
                 f"'instance_norm': Expected more than 1 spatial element when training, got input size {input.shape}"
             )
+        if input.dtype is T.float16:  # (bfloat16's statistics round otherwise: not matched yet)
+            return _half_instance_norm(input, running_mean, running_var, weight, bias, momentum, eps)
         out, mean, var = _normalized(x, dims, eps)
         channels = input.shape[1]
         if running_mean is not None:
@@ -235,6 +285,62 @@ def instance_norm(
         out = (x - mean) * functions.rsqrt(functions.reshape(_float(running_var), *shape) + eps)
     out = _affine(out, weight, bias, shape)
     return out.to(input.dtype) if input.dtype in (T.float16, T.bfloat16) else out
+
+
+def _detached(t):
+    return None if t is None else t.detach()
+
+
+def _group_statistics(input, groups: int, eps: float):
+    """Each (sample, group)'s mean and 1/sqrt(var + eps), (N, G) in float32 from values rounded to the
+    input's dtype (PyTorch's group-norm kernel returns them in it)."""
+    x = functions.reshape(input.float(), input.shape[0], groups, -1)
+    mean = x.mean(2)
+    centred = x - functions.unsqueeze(mean, 2)
+    rstd = functions.rsqrt((centred * centred).mean(2) + eps)
+    return mean.to(input.dtype).float(), rstd.to(input.dtype).float()
+
+
+def _grad_half_group_norm(c):
+    """PyTorch's GroupNormBackward kernel in float32 from the statistics in the input's dtype, each
+    gradient rounded once: dX = rstd·γ·dY + c2·X + c3 per group, dγ and dβ summed over the batch."""
+    x, weight, _ = c.inputs
+    mean, rstd = c.attrs["stats"]
+    n, channels, groups = x.shape[0], x.shape[1], c.attrs["groups"]
+    per_group = channels // groups
+    X = functions.reshape(x.float(), n, channels, -1)
+    dy = functions.reshape(c.g.float(), n, channels, -1)
+    gamma = None if weight is None else weight.float()
+
+    def weigh(t):
+        return t if gamma is None else t * gamma
+
+    ds, db = (dy * X).sum(2), dy.sum(2)  # (N, C)
+
+    def by_group(t):  # (N, C) -> (N, G): summed over each group's channels
+        return functions.reshape(t, n, groups, per_group).sum(2)
+
+    def per_channel(t):  # (N, G) -> (N, C)
+        return functions.reshape(functions.unsqueeze(t, 2).expand(n, groups, per_group), n, channels)
+
+    grads = [None, None, None]
+    if c.needs[0]:
+        ds_g, db_g = by_group(weigh(ds)), by_group(weigh(db))
+        s = 1.0 / (per_group * X.shape[2])
+        c2 = (db_g * mean - ds_g) * rstd * rstd * rstd * s
+        c3 = -c2 * mean - db_g * rstd * s
+        c1 = weigh(per_channel(rstd))
+        dx = functions.unsqueeze(c1, 2) * dy + functions.unsqueeze(per_channel(c2), 2) * X
+        dx = dx + functions.unsqueeze(per_channel(c3), 2)
+        grads[0] = functions.reshape(dx, *x.shape).to(x.dtype)
+    if c.needs[1]:
+        grads[1] = ((ds - db * per_channel(mean)) * per_channel(rstd)).sum(0).to(x.dtype)
+    if c.needs[2]:
+        grads[2] = db.sum(0).to(x.dtype)
+    return tuple(grads)
+
+
+G.RULES["half_group_norm"] = _grad_half_group_norm
 
 
 def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5):
@@ -250,6 +356,12 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
             "'group_norm': Expected number of channels in input to be divisible by num_groups, but got input of "
             f"shape {list(input.shape)} and num_groups={num_groups}"
         )
+    if input.dtype is T.float16 and autograd.is_grad_enabled() and input.numel() > 0:
+        if any(t is not None and t.requires_grad for t in (input, weight, bias)):
+            value = group_norm(input.detach(), num_groups, _detached(weight), _detached(bias), eps)
+            stats = _group_statistics(input.detach(), num_groups, eps)
+            attrs = {"groups": num_groups, "stats": stats}
+            return autograd.record("half_group_norm", (input, weight, bias), value, attrs)
     # the group's size spelled out: a zero batch has no size for a -1 to infer
     group_size = math.prod(input.shape[1:]) // num_groups
     x = functions.reshape(_float(input), input.shape[0], num_groups, group_size)
@@ -292,7 +404,11 @@ def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None)
     """
     if out is not None:
         raise NotImplementedError("'normalize': out= is not supported")
-    if p == 1:
+    if input.dtype in (T.float16, T.bfloat16):
+        # PyTorch's normalize divides by input.norm(p, dim, keepdim=True): a norm computed in float32 and
+        # rounded once, differentiated by its own formula in the input's dtype (linalg.vector_norm's)
+        norm = statistics.vector_norm(input, p, dim, keepdim=True)
+    elif p == 1:
         norm = abs(input).sum(dim, keepdim=True)
     elif p == math.inf:
         norm = abs(input).amax(dim, keepdim=True)

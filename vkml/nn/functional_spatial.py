@@ -22,6 +22,7 @@ import numpy as np
 from ..frontend import creation, indexing, realize
 from ..frontend import operators as functions
 from ..ir import types as T
+from ..ops import cast
 from . import functional_layers as FL
 
 # ---------------------------------------------------------------------- convolution
@@ -403,6 +404,22 @@ def _antialias_taps(in_size: int, out_size: int, align_corners: bool, scale, cub
     return [(index[j], weight[j]) for j in range(width)]
 
 
+def _narrowed_taps(taps, dtype, *args):
+    """``taps(*args)`` with each weight rounded to ``dtype`` (float16 or bfloat16), as PyTorch's
+    ``compute_indices_weights`` stores them; a linear pair's first weight is ``1 - second`` rounded
+    again, from the rounded second (c10::Half arithmetic)."""
+
+    def narrow(v):
+        return v.astype(np.float16) if dtype is T.float16 else cast.bf16_bits_to_float(cast.float_to_bf16_bits(v))
+
+    pairs = taps(*args)
+    if taps is _linear_taps:
+        (i0, _), (i1, w1) = pairs
+        w1 = narrow(w1).astype(_F32)
+        return [(i0, narrow(_F32(1) - w1).astype(_F32)), (i1, w1)]
+    return [(index, narrow(weight).astype(_F32)) for index, weight in pairs]
+
+
 def _resample(x, dim: int, taps):
     """Σ_j x[.., taps[j].index, ..] · taps[j].weight along ``dim``, added left to right (PyTorch's order)."""
     shape = [1] * x.ndim
@@ -584,10 +601,18 @@ def interpolate(
     # half types are weighed in float32 and rounded once at the end, as PyTorch's kernels (whose opmath is
     # float32); a bfloat16 operand would otherwise promote with the float32 weights and stay float32
     narrow = input.dtype in (T.float16, T.bfloat16)
-    x = input.float() if narrow else input
-    for k in reversed(range(dim)):  # the last dim innermost, as PyTorch's nested sum
-        x = _resample(x, 2 + k, taps(spatial[k], out[k], align_corners, scales[k]))
-    return x.to(input.dtype) if narrow else x
+
+    def weigh(x, taps):
+        x = x.float() if narrow else x
+        for k in reversed(range(dim)):  # the last dim innermost, as PyTorch's nested sum
+            x = _resample(x, 2 + k, taps(spatial[k], out[k], align_corners, scales[k]))
+        return x.to(input.dtype) if narrow else x
+
+    if narrow and not antialias and mode != "bilinear":
+        # PyTorch's Nd kernel stores the weights in the input's dtype; its backward kernel weighs in float32
+        value = weigh(input.detach(), functools.partial(_narrowed_taps, taps, input.dtype))
+        return FL.with_float_gradient(input, value, lambda x: weigh(x, taps))
+    return weigh(input, taps)
 
 
 def _deprecated(name: str) -> None:

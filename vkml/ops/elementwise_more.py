@@ -12,7 +12,7 @@ from ..ir import builder as B
 from ..ir import types as T
 from . import mathlib as M
 from .elementwise import LOGICAL_INPLACE_GRAD, _sign
-from .grads import as_tensor
+from .grads import as_tensor, opmath
 from .mathlib import dd
 from .mathlib import f64more as F64
 from .mathlib.bits import ABS_MASK, DEFAULT_NAN_BITS, SIGN_BIT, f32, f32_bits, from_bits, quiet, to_bits
@@ -525,8 +525,8 @@ def _grad_hardsigmoid(c):
 def _grad_hardswish(c):
     (x,) = c.inputs
     F = c.F
-    # PyTorch's hardswish_backward: the middle piece is open at 3 (gradient 1 there, not 1.5)
-    return (F.where(x < -3.0, 0.0, F.where(x < 3.0, c.g * (x / 3.0 + 0.5), c.g)),)
+    # PyTorch's hardswish_backward: the middle piece is open at both ends (gradient 0 at -3, 1 at 3)
+    return (F.where(x <= -3.0, 0.0, F.where(x < 3.0, c.g * (x / 3.0 + 0.5), c.g)),)
 
 
 def _grad_silu(c):
@@ -935,7 +935,7 @@ _op(
     precision="≤ 2 ulp (see mathlib.silu)",
     special="silu(-inf) = NaN (-inf / inf, as PyTorch), silu(inf) = inf, NaN gives NaN.",
     torch_name="nn.functional.silu",
-    grad=_grad_silu,
+    grad=opmath(_grad_silu),
     **_ACT,
 )
 _op(
@@ -946,7 +946,7 @@ _op(
     precision="≤ 2 ulp (see mathlib.mish)",
     special="mish(-inf) = NaN (-inf · 0, as PyTorch), mish(inf) = inf.",
     torch_name="nn.functional.mish",
-    grad=_grad_mish,
+    grad=opmath(_grad_mish),
     **_ACT,
 )
 _op(
@@ -967,7 +967,7 @@ _op(
     precision="expm1 ≤ 1 ulp, then products each correctly rounded",
     special="elu(-inf) = -negcoef; NaN gives NaN.",
     torch_name="nn.functional.elu",
-    grad=_grad_elu,
+    grad=opmath(_grad_elu),
     **_ACT,
     reached_through=(
         "vkml.nn.functional.elu(input, alpha=1.0, inplace=False)",
@@ -995,7 +995,7 @@ _op(
     precision="one rounded sum and one correctly rounded division",
     special="NaN gives NaN.",
     torch_name="nn.functional.hardsigmoid",
-    grad=_grad_hardsigmoid,
+    grad=opmath(_grad_hardsigmoid),
     **_ACT,
 )
 _op(
@@ -1006,7 +1006,7 @@ _op(
     precision="a rounded sum, a product and a correctly rounded division",
     special="NaN gives NaN; hardswish(-inf) = NaN (-inf · 0).",
     torch_name="nn.functional.hardswish",
-    grad=_grad_hardswish,
+    grad=opmath(_grad_hardswish),
     **_ACT,
 )
 _op(
@@ -1028,7 +1028,7 @@ _op(
     precision="exp and log1p ≤ 1 ulp each: ≤ 3 ulp",
     special="logsigmoid(-inf) = -inf, logsigmoid(inf) = 0.0; NaN gives NaN.",
     torch_name="nn.functional.logsigmoid",
-    grad=_grad_logsigmoid,
+    grad=opmath(_grad_logsigmoid),
     **_ACT,
 )
 _op(

@@ -19,6 +19,7 @@ along and casts it to the operand's dtype, so no rule does either.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -113,14 +114,50 @@ def _matmul(c: GradContext):
     return ga, gb
 
 
+HALF_NAMES = ("float16", "bfloat16")
+
+
+def opmath(rule: Callable) -> Callable:
+    """``rule`` for an op whose PyTorch backward is one kernel that computes float16/bfloat16 in float32
+    (its opmath type) and rounds once: with a half output, the rule runs on float32 copies of the
+    half tensors and the driver rounds each gradient once, to its operand's dtype."""
+
+    @functools.wraps(rule)  # (the op pages show the rule's own source: tools/gen_op_docs.py)
+    def wide_rule(c: GradContext):
+        if getattr(c.output, "dtype", None) is None or c.output.dtype.name not in HALF_NAMES:
+            return rule(c)
+
+        def widen(t):
+            return t.to(c.F.float32) if is_tensor(t) and t.dtype.name in HALF_NAMES else t
+
+        wide = GradContext(widen(c.g), tuple(widen(x) for x in c.inputs), widen(c.output), c.attrs, c.F, c.needs)
+        return rule(wide)
+
+    return wide_rule
+
+
+def _wide(c: GradContext, *tensors) -> tuple:
+    """``tensors`` in float32 where the op's output is float16/bfloat16: a rule whose PyTorch backward
+    kernel computes in float32 (its opmath) and rounds once, which ``_narrow`` then does."""
+    if c.output.dtype.name not in HALF_NAMES:
+        return tensors
+    return tuple(t.to(c.F.float32) for t in tensors)
+
+
+def _narrow(c: GradContext, grad):
+    return grad.to(c.output.dtype) if grad.dtype != c.output.dtype else grad
+
+
 def _softmax(c: GradContext):
-    y, g, dim = c.output, c.g, c.attrs["dim"]
-    return ((g - (g * y).sum(dim, keepdim=True)) * y,)
+    y, g = _wide(c, c.output, c.g)
+    dim = c.attrs["dim"]
+    return (_narrow(c, (g - (g * y).sum(dim, keepdim=True)) * y),)
 
 
 def _log_softmax(c: GradContext):
-    y, g, dim = c.output, c.g, c.attrs["dim"]
-    return (g - y.exp() * g.sum(dim, keepdim=True),)
+    y, g = _wide(c, c.output, c.g)
+    dim = c.attrs["dim"]
+    return (_narrow(c, g - y.exp() * g.sum(dim, keepdim=True)),)
 
 
 def _logsumexp(c: GradContext):

@@ -87,15 +87,24 @@ def _grad_i0e(c):
     return (c.g * (c.F.special.i1e(x) - x.sgn() * c.output),)
 
 
+def _no_half_backward(name: str, x) -> None:
+    """PyTorch's i1 and i1e backward kernels take float32 and float64 only."""
+    torch_names = {"float16": "Half", "bfloat16": "BFloat16"}
+    if x.dtype.name in torch_names:
+        raise NotImplementedError(f"\"{name}_backward\" not implemented for '{torch_names[x.dtype.name]}'")
+
+
 def _grad_i1(c):
     (x,) = c.inputs
     F = c.F
+    _no_half_backward("i1", x)
     return (c.g * F.where(x == 0, 0.5, F.special.i0(x) - c.output / x),)
 
 
 def _grad_i1e(c):
     (x,) = c.inputs
     F = c.F
+    _no_half_backward("i1e", x)
     return (c.g * F.where(x == 0, 0.5, F.special.i0e(x) - c.output * (x.sgn() + 1.0 / x)),)
 
 

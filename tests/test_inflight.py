@@ -51,8 +51,12 @@ def test_a_realize_returns_unwaited_and_a_download_waits_for_its_writer(dev):
     assert _delta(before, "host_waits") == 1
 
 
-def test_runs_in_flight_are_ordered_by_the_barrier_that_ends_each(dev):
-    """Read-after-write, write-after-read and write-after-write between runs nobody waited for."""
+@pytest.mark.parametrize("ring", ["1", "0"])
+def test_runs_in_flight_are_ordered_by_the_barrier_that_ends_each(dev, ring, monkeypatch):
+    """Read-after-write, write-after-read and write-after-write between runs nobody waited for. With the
+    eager scalars' ring (``float(i)`` changes at every realize: it moves to a ring after two) the host
+    waits once, when the ring's memory, freed by runs still in flight, is first written; without it, never."""
+    monkeypatch.setenv("VKML_EAGER_SCALARS", ring)
     x = vkml.tensor(DATA, device=dev)
     before = snapshot()
     y = x
@@ -61,7 +65,8 @@ def test_runs_in_flight_are_ordered_by_the_barrier_that_ends_each(dev):
     expected = DATA
     for i in range(6):
         expected = expected * np.float32(0.5) + np.float32(i)
-    assert _delta(before, "submissions") == 6 and _delta(before, "host_waits") == 0
+    waits = 1 if ring == "1" and dev.kind == "vulkan" else 0
+    assert _delta(before, "submissions") == 6 and _delta(before, "host_waits") <= waits
     assert np.array_equal(y.numpy(), expected)
 
 

@@ -117,7 +117,9 @@ def test_a_thousand_offsets_compile_one_kernel(dev, name):
             np.testing.assert_array_equal(got, want)
     made = {k: counters[k] - before[k] for k in ("plans", "kernels_compiled", "pipelines_created")}
     assert made["plans"] <= 1, made
-    assert made["kernels_compiled"] <= 1 and made["pipelines_created"] <= 1, made  # (0 on the CPU, or if cached)
+    # (0 on the CPU, or if cached; on Vulkan the offset, changing at every replay, moves to the eager scalars'
+    # ring after two replays: the kernel's ring-reading variant is the one more compile, for any count of offsets)
+    assert made["kernels_compiled"] <= 2 and made["pipelines_created"] <= 2, made
 
 
 def test_window_sums_at_every_offset_have_the_bits_of_a_fresh_tensor(dev):

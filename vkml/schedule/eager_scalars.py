@@ -41,6 +41,8 @@ from ..runtime.counters import counters
 from . import plan_cache
 from .scalar_ring import SCALARS, WORD_DTYPES, ScalarRing, scalars_variant
 
+WORD_DTYPE_NAMES = frozenset(d.name for d in WORD_DTYPES)
+
 STREAK = 2  # replays in a row that changed a parameter before it moves to the ring
 RECENT_BUFFERS = 2  # a step's realizes alternate between two sets of memory ranges (outputs freed a step later)
 
@@ -85,8 +87,8 @@ def _codes(recipe: plan_cache.Recipe) -> list:
     """The struct code of each parameter of ``recipe``, in its ``replay`` order."""
     codes = []
     for step in recipe.steps:
-        decls = {p.name: p.dtype for p in step.kernel.params}
-        codes += [PARAM_CODES[decls[ref.name].name] for ref in step.params]
+        decls = dict(step.kernel.param_types())  # (name, dtype name): a kernel read from disk stays unparsed
+        codes += [PARAM_CODES[decls[ref.name]] for ref in step.params]
     return codes
 
 
@@ -162,9 +164,9 @@ class Watch:
         bindings = getattr(device, "limits", {}).get("maxPerStageDescriptorStorageBuffers", 1 << 30)
         movable = []
         for step in recipe.steps:
-            decls = {p.name: p.dtype for p in step.kernel.params}
+            decls = dict(step.kernel.param_types())
             room = len(step.kernel.buffers) < bindings
-            movable += [room and decls[ref.name] in WORD_DTYPES for ref in step.params]
+            movable += [room and decls[ref.name] in WORD_DTYPE_NAMES for ref in step.params]
         self.movable = np.array(movable, bool)
 
 

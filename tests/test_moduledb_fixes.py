@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from optest import torch_at_least
 
 import vkml
 
@@ -73,7 +74,11 @@ ERROR_ROWS = [
     "m.nn.RNNCell(3, 4)(m.ones(2, 3), m.ones(1, 1, 2, 4))",
     "m.nn.GRUCell(3, 4)(m.ones(2, 3), m.ones(1, 1, 2, 4))",
     "m.nn.LSTMCell(3, 4)(m.ones(2, 3), (m.ones(1, 1, 2, 4), m.ones(2, 4)))",
-    "m.nn.HuberLoss(delta=1.0 + 0.0j)",
+    # PyTorch refuses a complex delta from 2.13 on (2.11 accepts it; the GPU machine's PyTorch is 2.11)
+    pytest.param(
+        "m.nn.HuberLoss(delta=1.0 + 0.0j)",
+        marks=pytest.mark.skipif(not torch_at_least(2, 13), reason="PyTorch < 2.13 accepts a complex delta"),
+    ),
     "m.nn.NLLLoss(weight=m.ones(3, dtype=m.float16))(m.zeros(2, 3), m.tensor([0, 1]))",
     "m.nn.CrossEntropyLoss(weight=m.ones(3, dtype=m.float64))(m.zeros(2, 3), m.tensor([0, 1]))",
     "m.nn.CrossEntropyLoss(ignore_index=1)(m.zeros(2, 3), m.full((2, 3), 1 / 3))",

@@ -45,13 +45,7 @@ def _const(value: float, like):
 def adam(weight: float, beta2: float, eps: float, weight_decay: float, decoupled: bool, maximize: bool) -> dict:
     """Adam's bodies where ``weight`` is ``1 - beta1`` (``Adam.update``'s operators, op for op)."""
     l2 = weight_decay != 0 and not decoupled
-
-    def gradient(g, p):
-        if maximize:
-            g = _neg(g)
-        if l2:
-            g = _add(g, _mul(_const(weight_decay, g), p))
-        return g
+    gradient = _gradient_body(weight_decay if l2 else 0.0, maximize)
 
     def exp_avg(m, g, p=None):
         g = gradient(g, p)
@@ -75,12 +69,7 @@ def adam(weight: float, beta2: float, eps: float, weight_decay: float, decoupled
 def sgd(momentum: float, dampening: float, weight_decay: float, nesterov: bool, maximize: bool) -> dict:
     """SGD's bodies (``SGD.update``'s operators, op for op)."""
 
-    def gradient(g, p=None):
-        if maximize:
-            g = _neg(g)
-        if weight_decay != 0:
-            g = _add(g, _mul(_const(weight_decay, g), p))
-        return g
+    gradient = _gradient_body(weight_decay, maximize)
 
     def momentum_buffer(b, g, p=None):
         g = gradient(g, p)
@@ -118,12 +107,7 @@ def adam_half(
     l2 = weight_decay != 0 and not decoupled
     alpha, eps = host_round(weight_decay, dtype), _added_number(eps, dtype)
 
-    def gradient(g, p):
-        if maximize:
-            g = _neg(g)
-        if l2:  # add(grad, param, alpha=wd)
-            g = narrow(_add(g, _mul(p, _const(alpha, g))), dtype)
-        return g
+    gradient = _half_gradient_body(alpha, l2, dtype, maximize)
 
     def exp_avg(m, g, p=None):
         return _lerp_op(m, gradient(g, p), weight)
@@ -149,12 +133,7 @@ def sgd_half(
     rate's alpha, ``host_round(-lr, dtype)``."""
     decay, damped, nesterov_alpha = (host_round(x, dtype) for x in (weight_decay, 1 - dampening, momentum))
 
-    def gradient(g, p=None):
-        if maximize:
-            g = _neg(g)
-        if weight_decay != 0:  # add(grad, param, alpha=wd)
-            g = narrow(_add(g, _mul(p, _const(decay, g))), dtype)
-        return g
+    gradient = _half_gradient_body(decay, weight_decay != 0, dtype, maximize)
 
     def momentum_buffer(b, g, p=None):  # add(b * momentum, g', alpha=1 - dampening)
         g = gradient(g, p)
@@ -176,6 +155,21 @@ def _gradient_body(weight_decay: float, maximize: bool):
             g = _neg(g)
         if weight_decay != 0:
             g = _add(g, _mul(_const(weight_decay, g), p))
+        return g
+
+    return gradient
+
+
+def _half_gradient_body(decay: float, l2: bool, dtype: T.DType, maximize: bool):
+    """``_gradient_body`` for ``dtype`` parameters: with ``l2`` the term ``add(grad, param, alpha=decay)``
+    (``decay`` the weight decay rounded to ``dtype``, added even where that rounding gave 0), rounded to
+    ``dtype``."""
+
+    def gradient(g, p=None):
+        if maximize:
+            g = _neg(g)
+        if l2:
+            g = narrow(_add(g, _mul(p, _const(decay, g))), dtype)
         return g
 
     return gradient
@@ -240,12 +234,7 @@ def rmsprop_half(
     ``host_round(-lr, dtype)`` with momentum (an alpha), ``-lr`` without (addcdiv's value)."""
     decay, eps = host_round(weight_decay, dtype), _added_number(eps, dtype)
 
-    def gradient(g, p=None):
-        if maximize:
-            g = _neg(g)
-        if weight_decay != 0:  # add(grad, param, alpha=wd)
-            g = narrow(_add(g, _mul(p, _const(decay, g))), dtype)
-        return g
+    gradient = _half_gradient_body(decay, weight_decay != 0, dtype, maximize)
 
     def avg(s, a):
         if centered:  # addcmul(s, a, a, value=-1).sqrt()
@@ -281,12 +270,7 @@ def adagrad_half(dtype: T.DType, eps: float, weight_decay: float, maximize: bool
     """``adagrad``'s bodies for ``dtype`` parameters (``Adagrad.update``'s half-precision operators)."""
     decay, eps = host_round(weight_decay, dtype), _added_number(eps, dtype)
 
-    def gradient(g, p=None):
-        if maximize:
-            g = _neg(g)
-        if weight_decay != 0:  # add(grad, param, alpha=wd)
-            g = narrow(_add(g, _mul(p, _const(decay, g))), dtype)
-        return g
+    gradient = _half_gradient_body(decay, weight_decay != 0, dtype, maximize)
 
     def sum_(s, g, p=None):  # addcmul(s, g', g', value=1)
         g = gradient(g, p)

@@ -482,7 +482,7 @@ def put(input, index, source, accumulate: bool = False):
         )
     values = F.reshape(source, *flat.shape)
     if flat.size == 0:
-        return F.clone(input)
+        return mutation.zero_gradient_link(F.clone(input), source)
     if accumulate:
         return reduce_positions(input, values, flat, "sum", True, False)
     return _ix.write_positions(input, values, flat)

@@ -119,10 +119,10 @@ def fill(input, value):
     as ``torch.fill``."""
     _tensor("fill", "input", input)
     if not _is_tensor(value):
-        return creation.full_like(input, value)
+        return mutation.zero_gradient_link(creation.full_like(input, value), input)
     if value.ndim:
         raise RuntimeError(f"fill only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions.")
-    return F.clone(F.expand(F.cast(value, input.dtype), tuple(input.shape)))
+    return mutation.zero_gradient_link(F.clone(F.expand(F.cast(value, input.dtype), tuple(input.shape))), input)
 
 
 def _is_tensor(value) -> bool:
@@ -184,6 +184,9 @@ def expand_copy(input, size, *, implicit: bool = False):
 
 def narrow_copy(input, dim: int, start: int, length: int):
     """``torch.narrow_copy``: ``torch.narrow`` as a new tensor."""
+    if isinstance(dim, int) and isinstance(input, Tensor) and dim >= max(input.ndim, 1):
+        # PyTorch's narrow_copy checks a too-large dim with an internal assert (narrow: IndexError)
+        raise RuntimeError(f"narrow_copy(): Expected dim < {max(input.ndim, 1)}, but got {dim}.")
     return _copied(shape.narrow(input, dim, start, length))
 
 
@@ -1085,7 +1088,9 @@ def renorm(input, p, dim: int, maxnorm):
         raise RuntimeError(f"renorm: non-positive-norm not supported, got p={p}")
     if maxnorm < 0:
         raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
-    d = dim % input.ndim if input.ndim else 0
+    if input.ndim < 2:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.ndim} dimensions")
+    d = lazy.normalize_dim("renorm", dim, input.ndim)
     others = tuple(i for i in range(input.ndim) if i != d)
     norms = statistics.vector_norm(input, p, others, True) if others else F.abs(input)
     scale = F.where(F.gt(norms, maxnorm), F.div(maxnorm, F.add(norms, 1e-7)), 1.0)

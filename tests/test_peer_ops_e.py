@@ -31,6 +31,13 @@ def _setitem_all(m, x, src):
     return out
 
 
+def _scatter_reduce_bool(mode, include_self):
+    def run(m, x, src):
+        return m.scatter_reduce(x, 0, m.tensor([[0, 1], [0, 1], [2, 2]]), src, mode, include_self=include_self)
+
+    return run
+
+
 CASES = [
     # pairwise_distance (and the triplet losses over it) of integer tensors: the default float dtype
     ("pairwise_distance_int64", lambda m, a, b: m.nn.functional.pairwise_distance(a, b), ["i3x4", "i3x4"]),
@@ -101,6 +108,34 @@ CASES = [
     ("tensordot_size1_contraction", lambda m, a, b: m.tensordot(a, b, dims=([0, 1], [2, 0])), ["f1x1x1", "f2x1x2"]),
     ("tensordot_size1_second", lambda m, a, b: m.tensordot(a, b, dims=([1], [0])), ["f2x3x4", "f1x5"]),
     ("tensordot_size1_int64", lambda m, a, b: m.tensordot(a, b, dims=([0, 1], [0, 2])), ["i1x2x3", "i4x1x2"]),
+    # scatter_reduce of bool tensors without the old values: amax is "any", prod "all" (from True)
+    *(
+        (
+            f"scatter_reduce_bool_{mode}_{'with' if own else 'without'}_self",
+            _scatter_reduce_bool(mode, own),
+            ["b3x2", "b3x2"],
+        )
+        for mode in ("amax", "amin", "prod", "sum")
+        for own in (False, True)
+    ),
+    # pdist with p=0 counts: the input gets a zero gradient
+    ("pdist_p0_grad", lambda m, x: m.nn.functional.pdist(x, 0.0), ["f4x3"]),
+    # cat takes a sequence of tensors, not a tensor
+    ("cat_of_a_tensor_raises", lambda m, x: m.cat(x), ["F2x3"]),
+    ("concat_of_a_tensor_raises", lambda m, x: m.concat(x, 1), ["F2x3"]),
+    # gather, index_select and take write only an out of the result's dtype
+    (
+        "gather_out_float64_raises",
+        lambda m, x: m.gather(x, 1, m.tensor([[0, 0], [1, 0]]), out=m.empty(2, 2, dtype=m.float64)),
+        ["F2x3"],
+    ),
+    ("gather_out_same_dtype", lambda m, x: m.gather(x, 1, m.tensor([[0, 0], [1, 0]]), out=m.empty(2, 2)), ["F2x3"]),
+    (
+        "index_select_out_float64_raises",
+        lambda m, x: m.index_select(x, 1, m.tensor([0, 2]), out=m.empty(2, 2, dtype=m.float64)),
+        ["F2x3"],
+    ),
+    ("take_out_int32_raises", lambda m, x: m.take(x, m.tensor([0, 5]), out=m.empty(2, dtype=m.int32)), ["i2x3"]),
     # gelu's unknown approximate is PyTorch's RuntimeError
     ("gelu_bad_approximate", lambda m, x: m.nn.functional.gelu(x, approximate="asdf"), ["f3"]),
 ]

@@ -81,6 +81,8 @@ def _counts(flat: np.ndarray, shape: tuple[int, ...], include_self: bool) -> np.
 
 def _identity(mode: str, dtype: T.DType):
     """What a position starts from when its old value is not included (PyTorch's CPU)."""
+    if dtype is T.bool_:  # a Python bool keeps the start bool; a sum or amax is "any", a prod or amin "all"
+        return mode in ("prod", "amin")
     if mode in ("sum", "mean"):
         return 0
     if mode == "prod":

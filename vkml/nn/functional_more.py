@@ -317,6 +317,8 @@ def pdist(input, p: float = 2.0):
     if i.size == 0:
         return creation.zeros(0, dtype=input.dtype, device=input.device)
     diff = functions.getitem(input, (i,)) - functions.getitem(input, (j,))
+    if p == 0:  # a count of nonzeros: PyTorch's pdist gives the input a zero gradient (norm alone gives None)
+        return mutation.zero_gradient_link(diff.norm(p, dim=1), input)
     return diff.norm(p, dim=1)
 
 

@@ -439,8 +439,9 @@ register(
         "gives (-1)^(n+1) inf, NaN gives NaN.",
         divergence="PyTorch's float32 kernel evaluates exp(lgamma(n + 1)) zeta(n + 1, x) in float32: up to "
         "millions of ulp off for n >= 10, and inf (NaN where its zeta underflows) once n! overflows float32 "
-        "(n >= 35: polygamma(35, 5) = inf, polygamma(35, 40) = NaN); vkml is within its "
-        "bound (float16 and bfloat16: the float32 result rounded once). float64 raises NotImplementedError "
+        "(n >= 35: polygamma(35, 5) = inf, polygamma(35, 40) = NaN), and for negative x its trigamma "
+        "is off by up to about 2e-5 relatively (polygamma(1, -7.950587) = 412.7526 there, 412.74422 "
+        "in float64); vkml is within its bound (float16 and bfloat16: the float32 result rounded once). float64 raises NotImplementedError "
         "for n >= 2 (no float64 routine yet; .float() computes it in float32).",
         grad=_grad_polygamma,
         reached_through=("vkml.special.polygamma(n, input)",),

@@ -136,6 +136,16 @@ CASES = [
         ["F2x3"],
     ),
     ("take_out_int32_raises", lambda m, x: m.take(x, m.tensor([0, 5]), out=m.empty(2, dtype=m.int32)), ["i2x3"]),
+    # dsplit into 0 sections is PyTorch's RuntimeError (not a division by zero)
+    ("dsplit_zero_sections_raises", lambda m, x: m.dsplit(x, 0), ["f2x2x4"]),
+    ("dsplit_uneven_raises", lambda m, x: m.dsplit(x, 3), ["f2x2x4"]),
+    # index_add of bool tensors: a bool alpha keeps bool (False adds nothing)
+    (
+        "index_add_bool_alpha_false",
+        lambda m, x, s: m.index_add(x, 0, m.tensor([0, 2]), s, alpha=False),
+        ["b3x2", "b2x2"],
+    ),
+    ("index_add_bool_alpha_2", lambda m, x, s: m.index_add(x, 0, m.tensor([0, 0]), s, alpha=2), ["b3x2", "b2x2"]),
     # gelu's unknown approximate is PyTorch's RuntimeError
     ("gelu_bad_approximate", lambda m, x: m.nn.functional.gelu(x, approximate="asdf"), ["f3"]),
 ]

@@ -294,7 +294,9 @@ def index_add(input, dim: int, index, source, *, alpha=1):
     _same_dtype("index_add_", input, source)
     flat = _index_dim_plan("index_add_", input, dim, index, source, negative=False)
     if alpha != 1:
-        source = F.mul(source, alpha if input.dtype.is_float else int(alpha))
+        # a bool tensor keeps bool: alpha=False adds nothing
+        scale = alpha if input.dtype.is_float else bool(alpha) if input.dtype is T.bool_ else int(alpha)
+        source = F.mul(source, scale)
     if flat.size == 0:
         return F.clone(input)
     return reduce_positions(input, source, flat, "sum", True, False)

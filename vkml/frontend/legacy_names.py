@@ -781,12 +781,7 @@ def dsplit(input, indices_or_sections):
         raise RuntimeError(
             f"torch.dsplit requires a tensor with at least 3 dimension, but got a tensor with {input.ndim} dimensions!"
         )
-    if isinstance(indices_or_sections, int) and input.shape[2] % indices_or_sections:
-        raise RuntimeError(
-            "torch.dsplit attempted to split along dimension 2, but the size of the dimension "
-            f"{input.shape[2]} is not divisible by the split_size {indices_or_sections}!"
-        )
-    return shape.tensor_split(input, indices_or_sections, 2)
+    return shape._even_split("dsplit", input, indices_or_sections, 2)
 
 
 def unravel_index(indices, shape):  # noqa: F811 - PyTorch's argument name (the module is not used here)

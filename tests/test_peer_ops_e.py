@@ -96,6 +96,7 @@ CASES = [
     ),
     # gather and scatter take an empty index of any integer dtype
     ("gather_empty_uint8_index", lambda m, x: m.gather(x, 0, m.zeros(0, dtype=m.uint8)), ["f5"]),
+    ("gather_empty_2d_index_of_1d_input", lambda m, x: m.gather(x, 0, m.zeros(2, 0, dtype=m.uint8)), ["f5"]),
     ("gather_uint8_index_raises", lambda m, x: m.gather(x, 0, m.zeros(1, dtype=m.uint8)), ["f5"]),
     ("scatter_empty_int16_index", lambda m, x: m.scatter(x, 0, m.zeros(0, dtype=m.int16), 1.0), ["f5"]),
     # renorm needs 2 dims; roll of a 0-d tensor along a dim is an IndexError

@@ -450,6 +450,8 @@ def gather(input, dim: int, index, *, sparse_grad: bool = False):
 
     ``sparse_grad`` is accepted for PyTorch's signature; the gradient is dense either way.
     """
+    if isinstance(index, _tensor.Tensor) and index.numel() == 0:  # PyTorch checks nothing of an empty index
+        return take_positions(input, np.zeros(tuple(index.shape), dtype=np.int64))
     _, flat = _dim_plan("gather", input, dim, index)
     return take_positions(input, flat)
 

@@ -147,6 +147,9 @@ CASES = [
         ["b3x2", "b2x2"],
     ),
     ("index_add_bool_alpha_2", lambda m, x, s: m.index_add(x, 0, m.tensor([0, 0]), s, alpha=2), ["b3x2", "b2x2"]),
+    # matrix_power(A, 0): the identity requires grad, A gets a zero gradient
+    ("linalg.matrix_power_n0_grad", lambda m, a: m.linalg.matrix_power(a, 0), ["f2x3x3"]),
+    ("matrix_power.method_n0_grad", lambda m, a: a.matrix_power(0), ["d2x2"]),
     # gelu's unknown approximate is PyTorch's RuntimeError
     ("gelu_bad_approximate", lambda m, x: m.nn.functional.gelu(x, approximate="asdf"), ["f3"]),
 ]

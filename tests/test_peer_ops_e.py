@@ -150,6 +150,9 @@ CASES = [
     # matrix_power(A, 0): the identity requires grad, A gets a zero gradient
     ("linalg.matrix_power_n0_grad", lambda m, a: m.linalg.matrix_power(a, 0), ["f2x3x3"]),
     ("matrix_power.method_n0_grad", lambda m, a: a.matrix_power(0), ["d2x2"]),
+    # histogram of an empty input counts over [0, 1], as numpy
+    ("histogram_empty_input", lambda m, x: m.histogram(x, 2), ["F2x0"]),
+    ("histogram_empty_input_weighted", lambda m, x, w: m.histogram(x, 3, weight=w), ["F0", "F0"]),
     # gelu's unknown approximate is PyTorch's RuntimeError
     ("gelu_bad_approximate", lambda m, x: m.nn.functional.gelu(x, approximate="asdf"), ["f3"]),
 ]

@@ -840,7 +840,7 @@ def histogram(input, bins=100, *, range=None, weight=None, density: bool = False
     if range is not None and not _is_tensor(bins):
         lo, hi = float(range[0]), float(range[1])
     elif not _is_tensor(bins):
-        lo, hi = (float(values.min()), float(values.max())) if values.size else (0.0, 0.0)
+        lo, hi = (float(values.min()), float(values.max())) if values.size else (0.0, 1.0)  # numpy's [0, 1]
     if not _is_tensor(bins):
         if lo > hi:
             raise RuntimeError(f"torch.histogram: min should not exceed max, but got min {lo} max {hi}")

@@ -161,7 +161,7 @@ class _Unsupported(Exception):
 
 def to_vkml(x, device=None):
     """A torch sample argument as vkml's: tensors (inside lists, tuples and dicts too) with the same
-    values, dtype and requires_grad; dtypes by name; other values as they are."""
+    values, dtype and requires_grad; dtypes and memory formats by name; other values as they are."""
     if isinstance(x, torch.Tensor):
         if x.layout != torch.strided or x.is_quantized or x.device.type == "meta":
             raise _Unsupported("sparse, quantized or meta input")
@@ -178,6 +178,8 @@ def to_vkml(x, device=None):
         return _vkml_dtype(name)
     if isinstance(x, torch.Size):
         return tuple(x)
+    if isinstance(x, torch.memory_format):
+        return getattr(vkml, str(x).split(".")[-1])
     if isinstance(x, torch.device):
         return None if device is None else device
     if isinstance(x, torch.Generator):

@@ -419,35 +419,41 @@ class Tensor:
         index = self.device.index
         return -1 if index is None else index
 
-    def float(self) -> Tensor:
-        return F.cast(self, T.float32)
+    def _cast_to(self, dtype, memory_format) -> Tensor:
+        """``self.to(dtype, memory_format=memory_format)``: what ``float()``, ``long()``, ... share."""
+        if memory_format is _memory_format.preserve_format:
+            return F.cast(self, dtype)
+        return self.to(dtype, memory_format=memory_format)
 
-    def half(self) -> Tensor:
-        return F.cast(self, T.float16)
+    def float(self, memory_format=_memory_format.preserve_format) -> Tensor:
+        return self._cast_to(T.float32, memory_format)
 
-    def double(self) -> Tensor:
-        return F.cast(self, T.float64)
+    def half(self, memory_format=_memory_format.preserve_format) -> Tensor:
+        return self._cast_to(T.float16, memory_format)
 
-    def bfloat16(self) -> Tensor:
-        return F.cast(self, T.bfloat16)
+    def double(self, memory_format=_memory_format.preserve_format) -> Tensor:
+        return self._cast_to(T.float64, memory_format)
 
-    def byte(self) -> Tensor:
-        return F.cast(self, T.uint8)
+    def bfloat16(self, memory_format=_memory_format.preserve_format) -> Tensor:
+        return self._cast_to(T.bfloat16, memory_format)
 
-    def char(self) -> Tensor:
-        return F.cast(self, T.int8)
+    def byte(self, memory_format=_memory_format.preserve_format) -> Tensor:
+        return self._cast_to(T.uint8, memory_format)
 
-    def short(self) -> Tensor:
-        return F.cast(self, T.int16)
+    def char(self, memory_format=_memory_format.preserve_format) -> Tensor:
+        return self._cast_to(T.int8, memory_format)
 
-    def int(self) -> Tensor:
-        return F.cast(self, T.int32)
+    def short(self, memory_format=_memory_format.preserve_format) -> Tensor:
+        return self._cast_to(T.int16, memory_format)
 
-    def long(self) -> Tensor:
-        return F.cast(self, T.int64)
+    def int(self, memory_format=_memory_format.preserve_format) -> Tensor:
+        return self._cast_to(T.int32, memory_format)
 
-    def bool(self) -> Tensor:
-        return F.cast(self, T.bool_)
+    def long(self, memory_format=_memory_format.preserve_format) -> Tensor:
+        return self._cast_to(T.int64, memory_format)
+
+    def bool(self, memory_format=_memory_format.preserve_format) -> Tensor:
+        return self._cast_to(T.bool_, memory_format)
 
     def contiguous(self, memory_format=None) -> Tensor:
         """This tensor if its elements are in row-major order in its storage, else a copy (as PyTorch).

@@ -81,6 +81,8 @@ def _counts(flat: np.ndarray, shape: tuple[int, ...], include_self: bool) -> np.
 
 def _identity(mode: str, dtype: T.DType):
     """What a position starts from when its old value is not included (PyTorch's CPU)."""
+    if dtype is T.bool_:  # a Python bool keeps the start bool; a sum or amax is "any", a prod or amin "all"
+        return mode in ("prod", "amin")
     if mode in ("sum", "mean"):
         return 0
     if mode == "prod":
@@ -292,7 +294,9 @@ def index_add(input, dim: int, index, source, *, alpha=1):
     _same_dtype("index_add_", input, source)
     flat = _index_dim_plan("index_add_", input, dim, index, source, negative=False)
     if alpha != 1:
-        source = F.mul(source, alpha if input.dtype.is_float else int(alpha))
+        # a bool tensor keeps bool: alpha=False adds nothing
+        scale = alpha if input.dtype.is_float else bool(alpha) if input.dtype is T.bool_ else int(alpha)
+        source = F.mul(source, scale)
     if flat.size == 0:
         return F.clone(input)
     return reduce_positions(input, source, flat, "sum", True, False)
@@ -482,7 +486,7 @@ def put(input, index, source, accumulate: bool = False):
         )
     values = F.reshape(source, *flat.shape)
     if flat.size == 0:
-        return F.clone(input)
+        return mutation.zero_gradient_link(F.clone(input), source)
     if accumulate:
         return reduce_positions(input, values, flat, "sum", True, False)
     return _ix.write_positions(input, values, flat)

@@ -323,9 +323,10 @@ def _last_writer(flat: np.ndarray, numel: int) -> np.ndarray:
 def index_put(target, flat: np.ndarray, values, accumulate: bool, wide: bool = True):
     """The new value of ``target`` (a tensor) with ``values`` (broadcast to ``flat``'s shape) written at ``flat``;
     ``accumulate`` adds (float16: ``wide`` rounds each position once, else after each add)."""
+    given = values
     values = mutation._fit_value(F.cast(values, target.dtype), tuple(flat.shape), "index_put_")
     if flat.size == 0:
-        return target
+        return mutation.zero_gradient_link(target, given)
     if accumulate:
         return _accumulate(target, flat, values, wide)
     return write_positions(target, values, flat)
@@ -416,7 +417,8 @@ def _dim_plan(op: str, input, dim: int, index, negative: bool = False) -> tuple[
     """(dim, positions) for gather and scatter: the flat position in ``input`` that ``index`` names along ``dim``."""
     if not isinstance(index, _tensor.Tensor):
         raise TypeError(f"'{op}': index must be an int64 tensor, got {type(index).__name__}")
-    if index.dtype not in (T.int64, T.int32):  # PyTorch's RuntimeError (DTypeError is one, and a TypeError)
+    # PyTorch's RuntimeError (DTypeError is one, and a TypeError); an empty index of any dtype passes, as there
+    if index.numel() and index.dtype not in (T.int64, T.int32):
         raise DTypeError(f"'{op}': Expected dtype int32/int64 for index, got {index.dtype.name}")
     # a 0-dim tensor counts as one of shape (1,), as in PyTorch
     in_shape, ix_shape = input.shape or (1,), index.shape or (1,)
@@ -448,6 +450,8 @@ def gather(input, dim: int, index, *, sparse_grad: bool = False):
 
     ``sparse_grad`` is accepted for PyTorch's signature; the gradient is dense either way.
     """
+    if isinstance(index, _tensor.Tensor) and index.numel() == 0:  # PyTorch checks nothing of an empty index
+        return take_positions(input, np.zeros(tuple(index.shape), dtype=np.int64))
     _, flat = _dim_plan("gather", input, dim, index)
     return take_positions(input, flat)
 

@@ -120,10 +120,10 @@ def fill(input, value):
     as ``torch.fill``."""
     _tensor("fill", "input", input)
     if not _is_tensor(value):
-        return creation.full_like(input, value)
+        return mutation.zero_gradient_link(creation.full_like(input, value), input)
     if value.ndim:
         raise RuntimeError(f"fill only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions.")
-    return F.clone(F.expand(F.cast(value, input.dtype), tuple(input.shape)))
+    return mutation.zero_gradient_link(F.clone(F.expand(F.cast(value, input.dtype), tuple(input.shape))), input)
 
 
 def _is_tensor(value) -> bool:
@@ -185,6 +185,9 @@ def expand_copy(input, size, *, implicit: bool = False):
 
 def narrow_copy(input, dim: int, start: int, length: int):
     """``torch.narrow_copy``: ``torch.narrow`` as a new tensor."""
+    if isinstance(dim, int) and isinstance(input, Tensor) and dim >= max(input.ndim, 1):
+        # PyTorch's narrow_copy checks a too-large dim with an internal assert (narrow: IndexError)
+        raise RuntimeError(f"narrow_copy(): Expected dim < {max(input.ndim, 1)}, but got {dim}.")
     return _copied(shape.narrow(input, dim, start, length))
 
 
@@ -790,12 +793,7 @@ def dsplit(input, indices_or_sections):
         raise RuntimeError(
             f"torch.dsplit requires a tensor with at least 3 dimension, but got a tensor with {input.ndim} dimensions!"
         )
-    if isinstance(indices_or_sections, int) and input.shape[2] % indices_or_sections:
-        raise RuntimeError(
-            "torch.dsplit attempted to split along dimension 2, but the size of the dimension "
-            f"{input.shape[2]} is not divisible by the split_size {indices_or_sections}!"
-        )
-    return shape.tensor_split(input, indices_or_sections, 2)
+    return shape._even_split("dsplit", input, indices_or_sections, 2)
 
 
 def unravel_index(indices, shape):  # noqa: F811 - PyTorch's argument name (the module is not used here)
@@ -854,7 +852,7 @@ def histogram(input, bins=100, *, range=None, weight=None, density: bool = False
     if range is not None and not _is_tensor(bins):
         lo, hi = float(range[0]), float(range[1])
     elif not _is_tensor(bins):
-        lo, hi = (float(values.min()), float(values.max())) if values.size else (0.0, 0.0)
+        lo, hi = (float(values.min()), float(values.max())) if values.size else (0.0, 1.0)  # numpy's [0, 1]
     if not _is_tensor(bins):
         if lo > hi:
             raise RuntimeError(f"torch.histogram: min should not exceed max, but got min {lo} max {hi}")
@@ -1097,7 +1095,9 @@ def renorm(input, p, dim: int, maxnorm):
         raise RuntimeError(f"renorm: non-positive-norm not supported, got p={p}")
     if maxnorm < 0:
         raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
-    d = dim % input.ndim if input.ndim else 0
+    if input.ndim < 2:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.ndim} dimensions")
+    d = lazy.normalize_dim("renorm", dim, input.ndim)
     others = tuple(i for i in range(input.ndim) if i != d)
     norms = statistics.vector_norm(input, p, others, True) if others else F.abs(input)
     scale = F.where(F.gt(norms, maxnorm), F.div(maxnorm, F.add(norms, 1e-7)), 1.0)

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..ir import types as T
 from ..tensor import Tensor
-from . import construction, pointwise, random, scans, shape, statistics
+from . import construction, mutation, pointwise, random, scans, shape, statistics
 from . import dense_linalg as D
 from . import operators as F
 from .autograd_api import Function
@@ -54,8 +54,8 @@ def matrix_power(A, n: int):
     _square(op, A)
     if isinstance(n, bool) or not isinstance(n, int):
         raise TypeError(f"{op}(): argument 'n' must be int, not {type(n).__name__}")
-    if n == 0:
-        return _identity_like(A)
+    if n == 0:  # PyTorch's identity requires grad where A does, with a zero gradient
+        return mutation.zero_gradient_link(_identity_like(A), A)
     if n < 0:
         A = D.inv(A)
         n = -n

@@ -407,11 +407,26 @@ def inplace(t, op: str, fn, *args):
     return t
 
 
-def _commit(t, old, new) -> None:
-    """Write ``new`` (``t``'s shape and dtype) into ``t``; ``old`` is ``_alias(t)``."""
-    if t._base is None and new._ctx is None and old._ctx is not None and autograd.is_grad_enabled():
-        # A value that does not depend on t (fill_, copy_ of a constant) replaces a non-leaf:
-        # PyTorch's gradient to t's history is zero, not the gradient t had before.
+def zero_gradient_link(out, *ignored):
+    """``out``, its values unchanged, linked to each tensor of ``ignored`` that requires grad with a zero
+    gradient: PyTorch's gradient for an input an op reads none of (an empty selection's values, the
+    input of ``torch.fill``) is a tensor of zeros, not None."""
+    if not autograd.is_grad_enabled() or not out.dtype.is_float:
+        return out
+    for a in ignored:
+        if isinstance(a, _tensor.Tensor) and a.requires_grad and a.dtype.is_float:
+            never = F._wrap(lazy.const_node(False, T.bool_, out.shape, out.device))
+            part = a if a.shape == out.shape else F.sum(a)  # the sum: any shape reaches out's
+            out = F.where(never, F.cast(part, out.dtype), out)
+    return out
+
+
+def _commit(t, old, new, replaces: bool = False) -> None:
+    """Write ``new`` (``t``'s shape and dtype) into ``t``; ``old`` is ``_alias(t)``; ``replaces``: ``new``
+    never depends on ``old`` (copy_), whether or not it has a history of its own."""
+    if t._base is None and (replaces or new._ctx is None) and old._ctx is not None and autograd.is_grad_enabled():
+        # A value that does not depend on t (fill_, copy_) replaces a non-leaf: PyTorch's gradient
+        # to t's history is zero (a tensor, not None), not the gradient t had before.
         keep = F._wrap(lazy.const_node(False, T.bool_, t.shape, t.device))
         new = F.where(keep, old, new)
     write(t, new)
@@ -440,12 +455,13 @@ def write(t, value) -> None:
         below = [_alias(base)]
         for step in t._chain[:-1]:
             below.append(apply_step(below[-1], step))
-        v = value
+        v, whole = value, True
         for step, under in zip(reversed(t._chain), reversed(below)):
+            whole = whole and (step[0] in ("reshape", "expand", "permute", "dtype") or v.shape == under.shape)
             v = _unapply(step, under, v)
-        if t._gradview and v._ctx is None and below[0]._ctx is not None and autograd.is_grad_enabled():
-            # the view covers all of the base (x[:] = 2.0, a 0-dim x[()] = 2.0) and the value does not
-            # depend on it: as _commit, the base's history gets a zero gradient, not the one it had
+        if t._gradview and whole and below[0]._ctx is not None and autograd.is_grad_enabled():
+            # the view covers all of the base (x[:] = 2.0, a 0-dim x[()] = 2.0, x[:] = y): as _commit, the
+            # base's history gets a zero gradient, not the one it had (nor None where the value has one)
             keep = F._wrap(lazy.const_node(False, T.bool_, base.shape, base.device))
             v = F.where(keep, below[0], v)
     _set_owner(base, v if t._gradview else _tensor.Tensor(v.node))
@@ -526,7 +542,7 @@ def copy_(t, src):
     value = _fit_value(F.cast(value, t.dtype), t.shape, "copy_")
     if value._ctx is None and value._requires_grad and autograd.is_grad_enabled():
         value = F.clone(value)  # a leaf src: the write's history must lead to it
-    _commit(t, old, value)
+    _commit(t, old, value, replaces=True)
     return t
 
 

@@ -1209,6 +1209,8 @@ def cat(tensors, dim: int = 0, *, axis=None):
         if dim != 0:
             raise TypeError(f"'cat': got both 'dim' and its alias 'axis' ({dim!r}, {axis!r})")
         dim = axis
+    if isinstance(tensors, _tensor.Tensor):  # iterable, but PyTorch takes only a sequence of tensors
+        raise TypeError("cat(): argument 'tensors' (position 1) must be tuple of Tensors, not Tensor")
     return _cat(tensors, dim)
 
 

@@ -11,7 +11,8 @@ with PyTorch's rules:
   float64); float to int, or anything to bool, raises ``result type Float can't be cast to the
   desired output type Long``;
 - ``isposinf``, ``isneginf`` and ``signbit`` take only a bool ``out``, ``float_power`` only a float64
-  one (PyTorch's RuntimeError, where the rule above would cast);
+  one, ``gather``, ``index_select`` and ``take`` only one of the result's dtype (PyTorch's
+  RuntimeError, where the rule above would cast);
 - an ``out`` of another shape is resized: silently when it has no elements, else with PyTorch's
   deprecation ``UserWarning``. vkml resizes a tensor that owns its storage; a view of another
   shape raises ``RuntimeError``;
@@ -78,6 +79,10 @@ _EXACT_OUT_DTYPE = {
     "isneginf": "{name} does not support non-boolean outputs.",
     "signbit": "{name} does not support non-boolean outputs.",
     "float_power": "the output given to {name} has dtype {out} but the operation's result requires dtype Double",
+    "gather": "{name}(): Expected out tensor to have dtype {result}, but got {out} instead",
+    "index_select": "{name}(): self and result must have the same scalar type ({result} and {out})",
+    "take": "{name}(): self and out expected to have the same dtype, but got self.dtype = {result} and "
+    "out.dtype = {out}",
 }
 
 
@@ -90,7 +95,10 @@ def _write(name: str, out, result) -> None:
             f"{name}(): expected the out tensor on device {result.device}, but it is on device {out.device}"
         )
     if name in _EXACT_OUT_DTYPE and out.dtype is not result.dtype:
-        raise RuntimeError(_EXACT_OUT_DTYPE[name].format(name=name, out=mutation.torch_name(out.dtype)))
+        message = _EXACT_OUT_DTYPE[name]
+        raise RuntimeError(
+            message.format(name=name, out=mutation.torch_name(out.dtype), result=mutation.torch_name(result.dtype))
+        )
     if not mutation.can_cast(result.dtype, out.dtype):
         raise RuntimeError(
             f"result type {mutation.torch_name(result.dtype)} can't be cast to the desired output type "

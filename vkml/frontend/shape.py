@@ -167,7 +167,7 @@ def narrow(input, dim: int, start: int, length: int):
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = _dim("narrow", dim, len(node.shape))
     if isinstance(start, F._tensor.Tensor):
-        if start.ndim != 0 or start.dtype.is_float or start.dtype.is_complex:
+        if start.ndim != 0 or start.dtype.is_float or start.dtype.is_complex or start.dtype is T.bool_:
             raise RuntimeError("start must be an 0-dim integral Tensor.")
         start = start.item()
     size = node.shape[d]
@@ -554,6 +554,8 @@ def roll(input, shifts, dims=None):
         raise RuntimeError("'roll': `shifts` required")
     if len(shifts) != len(dims):
         raise RuntimeError(f"'roll': shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
+    if not node.shape:
+        raise IndexError(f"'roll': Dimension specified as {dims[0]} but tensor has no dimensions")
     out = input
     for shift, dim in zip(shifts, dims):
         d = _dim("roll", dim, len(node.shape))
@@ -906,21 +908,26 @@ def tensordot(a, b, dims=2):
             )
         da = tuple(_dim("tensordot", d, len(na.shape)) for d in da)
         db = tuple(_dim("tensordot", d, len(nb.shape)) for d in db)
+    if na.dtype is not nb.dtype:
+        raise RuntimeError(f"'tensordot': expected scalar type {na.dtype.name} but found {nb.dtype.name}")
     for x, y in zip(da, db):
-        if na.shape[x] != nb.shape[y]:
+        # a size-1 dim contracts with any size, as PyTorch's: the other operand is summed over it first
+        if b.shape[y] == 1:
+            a = F.sum(a, x, keepdim=True, dtype=na.dtype) if a.shape[x] != 1 else a
+        elif a.shape[x] == 1:
+            b = F.sum(b, y, keepdim=True, dtype=nb.dtype)
+        elif a.shape[x] != b.shape[y]:
             raise ShapeError(
                 f"'tensordot': contracted dimensions need to match, but first has size {na.shape[x]} in dim {x} and second has "
                 f"size {nb.shape[y]} in dim {y}"
             )
-    if na.dtype is not nb.dtype:
-        raise RuntimeError(f"'tensordot': expected scalar type {na.dtype.name} but found {nb.dtype.name}")
-    free_a = [d for d in range(len(na.shape)) if d not in da]
-    free_b = [d for d in range(len(nb.shape)) if d not in db]
-    k = math.prod(na.shape[d] for d in da)
-    left = F.reshape(F.permute(a, *free_a, *da), math.prod(na.shape[d] for d in free_a), k)
-    right = F.reshape(F.permute(b, *db, *free_b), k, math.prod(nb.shape[d] for d in free_b))
+    free_a = [d for d in range(a.ndim) if d not in da]
+    free_b = [d for d in range(b.ndim) if d not in db]
+    k = math.prod(a.shape[d] for d in da)
+    left = F.reshape(F.permute(a, *free_a, *da), math.prod(a.shape[d] for d in free_a), k)
+    right = F.reshape(F.permute(b, *db, *free_b), k, math.prod(b.shape[d] for d in free_b))
     out = F.matmul(left, right)
-    return F.reshape(out, *(na.shape[d] for d in free_a), *(nb.shape[d] for d in free_b))
+    return F.reshape(out, *(a.shape[d] for d in free_a), *(b.shape[d] for d in free_b))
 
 
 # ---------------------------------------------------------------------- einsum

@@ -145,7 +145,21 @@ def logsigmoid(input):
 
 def threshold(input, threshold: float, value: float, inplace: bool = False):
     """``x`` where x > threshold, else ``value``; see docs/ops/threshold.md."""
-    return _apply("threshold", input, inplace, float(threshold), float(value))
+    dtype = functions._tensor_node("threshold", input).dtype
+    if dtype.is_float or dtype is bool_:
+        return _apply("threshold", input, inplace, float(threshold), float(value))
+    # PyTorch's integer kernel converts both scalars to the input's type first (truncating)
+    bound, fill = _integer_scalar(threshold, dtype), _integer_scalar(value, dtype)
+    if inplace:
+        return mutation.inplace(input, "threshold_", lambda t: functions.where(t <= bound, fill, t))
+    return functions.where(input <= bound, fill, input)
+
+
+def _integer_scalar(value: float, dtype) -> int:
+    limits = np.iinfo(dtype.name)
+    if not limits.min <= value <= limits.max:  # NaN fails both comparisons
+        raise RuntimeError(f"value cannot be converted to type {dtype.name}_t without overflow")
+    return int(value)
 
 
 def hardshrink(input, lambd: float = 0.5):

@@ -55,7 +55,7 @@ def gelu(input, approximate: str = "none"):
         return functions._elementwise("gelu", input)
     if approximate == "tanh":
         return functions._elementwise("gelu_tanh", input)
-    raise ValueError(f"'gelu': approximate must be 'none' or 'tanh', got {approximate!r}")
+    raise RuntimeError(f"'gelu': approximate must be 'none' or 'tanh', got {approximate!r}")
 
 
 def softplus(input, beta: float = 1.0, threshold: float = 20.0):

@@ -244,9 +244,13 @@ def threshold_(input, threshold: float, value: float):
 # ---------------------------------------------------------------------- distances
 
 
-def _float_tensor(op: str, name: str, x) -> None:
+def _tensor_argument(op: str, name: str, x) -> None:
     if not isinstance(x, functions._tensor.Tensor):
         raise TypeError(f"'{op}': {name} must be a vkml.Tensor, got {type(x).__name__}")
+
+
+def _float_tensor(op: str, name: str, x) -> None:
+    _tensor_argument(op, name, x)
     if not x.dtype.is_float:
         raise RuntimeError(f"'{op}': expected a floating point {name}, got {x.dtype.name}")
 
@@ -286,10 +290,11 @@ def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool =
     >>> pairwise_distance(vkml.zeros(1, 2), vkml.ones(1, 2), eps=0.0).tolist()  # doctest: +SKIP
     [1.4142135381698608]
     """
-    _float_tensor("pairwise_distance", "x1", x1)
-    _float_tensor("pairwise_distance", "x2", x2)
+    _tensor_argument("pairwise_distance", "x1", x1)
+    _tensor_argument("pairwise_distance", "x2", x2)
     ndim = max(x1.ndim, x2.ndim)
-    diff = x1 - x2 + eps
+    # eps is a float scalar whatever its Python type: integer inputs give the default float dtype, as PyTorch's
+    diff = x1 - x2 + float(eps)
     if ndim == 0:
         return diff.norm(p)
     return diff.norm(p, dim=ndim - 1, keepdim=keepdim)
@@ -312,6 +317,8 @@ def pdist(input, p: float = 2.0):
     if i.size == 0:
         return creation.zeros(0, dtype=input.dtype, device=input.device)
     diff = functions.getitem(input, (i,)) - functions.getitem(input, (j,))
+    if p == 0:  # a count of nonzeros: PyTorch's pdist gives the input a zero gradient (norm alone gives None)
+        return mutation.zero_gradient_link(diff.norm(p, dim=1), input)
     return diff.norm(p, dim=1)
 
 

@@ -151,8 +151,13 @@ def batch_norm(
     >>> batch_norm(vkml.ones(2, 3), vkml.zeros(3), vkml.ones(3)).shape  # doctest: +SKIP
     (2, 3)
     """
-    if input.ndim < 2:
-        raise ValueError(f"'batch_norm': expected at least 2D input (got {input.ndim}D input)")
+    if input.ndim < 2:  # PyTorch reads the channel count from dim 1: only an empty input gets past it
+        if input.numel():
+            raise IndexError(
+                f"'batch_norm': Dimension out of range (expected to be in range of [-1, 0], but got 1) "
+                f"(expected at least 2D input, got {input.ndim}D input)"
+            )
+        return input.clone()
     channels = input.shape[1]
     for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight), ("bias", bias)):
         if t is not None and t.numel() != channels:

@@ -364,6 +364,8 @@ _unary(
     "digamma(+0) = -inf, digamma(-0) = inf, digamma(n) = NaN for negative integers n and -inf, "
     "digamma(inf) = inf, NaN gives NaN (as PyTorch).",
     lambda c: (c.g * c.F.polygamma(1, c.inputs[0]),),
+    divergence="The gradient is vkml's trigamma, so for negative x it differs from PyTorch's float32 one "
+    "by up to about 2e-5 relatively (see trigamma).",
     reached_through=("vkml.polygamma(0, input)", "Tensor.polygamma(0)"),
     public=_PUBLIC_DSL,
 )
@@ -375,7 +377,8 @@ _unary(
     "trigamma(±0) = inf, trigamma(inf) = 0, trigamma(-inf) = NaN, NaN gives NaN.",
     _grad_trigamma,
     divergence="At the negative integers (its poles) vkml gives inf; PyTorch gives large finite values "
-    "(polygamma(1, -1) = 1.29e15).",
+    "(polygamma(1, -1) = 1.29e15). Elsewhere for negative x PyTorch's float32 result is off by up to about "
+    "2e-5 relatively (polygamma(1, -7.950587) = 412.7526; 412.74422 in float64, as vkml's).",
     torch_name="polygamma",
     reached_through=("vkml.polygamma(1, input)", "Tensor.polygamma(1)", "vkml.special.polygamma(1, input)"),
     public=None,  # reached through vkml.polygamma(1, input) alone
@@ -439,8 +442,9 @@ register(
         "gives (-1)^(n+1) inf, NaN gives NaN.",
         divergence="PyTorch's float32 kernel evaluates exp(lgamma(n + 1)) zeta(n + 1, x) in float32: up to "
         "millions of ulp off for n >= 10, and inf (NaN where its zeta underflows) once n! overflows float32 "
-        "(n >= 35: polygamma(35, 5) = inf, polygamma(35, 40) = NaN); vkml is within its "
-        "bound (float16 and bfloat16: the float32 result rounded once). float64 raises NotImplementedError "
+        "(n >= 35: polygamma(35, 5) = inf, polygamma(35, 40) = NaN), and for negative x its trigamma "
+        "is off by up to about 2e-5 relatively (polygamma(1, -7.950587) = 412.7526 there, 412.74422 "
+        "in float64); vkml is within its bound (float16 and bfloat16: the float32 result rounded once). float64 raises NotImplementedError "
         "for n >= 2 (no float64 routine yet; .float() computes it in float32).",
         grad=_grad_polygamma,
         reached_through=("vkml.special.polygamma(n, input)",),

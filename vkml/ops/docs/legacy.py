@@ -116,9 +116,10 @@ PAGES: dict[str, OpDoc] = {
         _L.histogram,
         "numpy.histogram on the host (float64 counts, rounded once to the input dtype); edges from linspace in the "
         "input dtype, as PyTorch",
-        special="An empty range (min == max) is widened by 0.5 each way, as numpy and PyTorch. Returns "
-        "`vkml.return_types.histogram(hist, bin_edges)`.",
-        divergence="PyTorch's is CPU-only; this one takes tensors of any device.",
+        special="An empty range (min == max) is widened by 0.5 each way, and an empty input without a range "
+        "counts over [0, 1], as numpy and PyTorch. Returns `vkml.return_types.histogram(hist, bin_edges)`.",
+        divergence="PyTorch's is CPU-only; this one takes tensors of any device. PyTorch adds float32 weights "
+        "in float32 one by one; vkml's float64 sums rounded once can differ from them by a few ulp.",
     ),
     "gradient": _page(
         "composite",

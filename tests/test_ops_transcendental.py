@@ -317,5 +317,5 @@ def test_softplus_beta_and_threshold_compose_like_torch(beta, threshold):
 
 
 def test_gelu_rejects_unknown_approximation():
-    with pytest.raises(ValueError, match="approximate"):
+    with pytest.raises(RuntimeError, match="approximate"):  # PyTorch's class
         VF.gelu(vkml.ones(2), approximate="fast")

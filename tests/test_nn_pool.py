@@ -57,6 +57,25 @@ def test_max_pool_gradient_goes_to_the_first_maximum(gpu):
     assert (grad != 0).sum() < x.size  # ties left elements without gradient
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize(("kernel", "stride", "padding", "dilation"), [(3, 1, 1, 1), (3, 1, 1, 2), (5, 2, 2, 1)])
+def test_overlapping_max_pool_gradients_add_in_pytorchs_order(kernel, stride, padding, dilation, dtype, gpu):
+    # an element that wins several windows receives their gradients added in the dtype, in the windows'
+    # row-major order (PyTorch's CPU kernel): the same bits, float32 and float16, CPU and Vulkan
+    x = _x((2, 3, 11, 10), 5)
+    w = _x((2, 3, 11, 10), 6)
+    t = torch.tensor(x, dtype=getattr(torch, dtype), requires_grad=True)
+    out = TF.max_pool2d(t, kernel, stride, padding, dilation)
+    (out * torch.tensor(w[..., : out.shape[-2], : out.shape[-1]], dtype=out.dtype)).sum().backward()
+    want = t.grad.float().numpy()
+    for device in ("cpu", gpu):
+        v = vkml.tensor(x, device=device).to(getattr(vkml, dtype)).requires_grad_()
+        got = F.max_pool2d(v, kernel, stride, padding, dilation)
+        upstream = vkml.tensor(w[..., : got.shape[-2], : got.shape[-1]], device=device).to(got.dtype)
+        (got * upstream).sum().backward()
+        np.testing.assert_array_equal(v.grad.float().numpy(), want, err_msg=f"{dtype} on {device}")
+
+
 def test_max_pool1d_and_module(gpu):
     check(
         lambda x: F.max_pool1d(x, 3, 2, 1, ceil_mode=True),

@@ -611,7 +611,9 @@ _TAP_STACKS: dict[tuple, list] = {}
 def _max_pool_grad(c):
     """The gradient to the element each window picks (``_selected``: PyTorch's first maximum or last
     NaN), folded back over the window view: an argmax, a NaN test and one elementwise kernel. The
-    taps are added in ascending order, as the select chain's gradients reached ``x``: the same bits."""
+    taps are added in descending order, in the input's dtype: PyTorch's CPU kernel adds each window's
+    gradient into its element in the windows' row-major order, so the last tap of a window comes first
+    (the same bits where windows overlap, float32 and float16)."""
     (x,) = c.inputs
     kernel, stride, dilation = c.attrs["kernel"], c.attrs["stride"], c.attrs["dilation"]
     n = len(kernel)
@@ -620,7 +622,7 @@ def _max_pool_grad(c):
     flat = functions.reshape(windows, *windows.shape[: x.ndim], math.prod(kernel))
     g = functions.where(_selected(flat), functions.unsqueeze(c.g, -1), 0.0)
     g = functions.reshape(g, *windows.shape)
-    return (G.fold_windows(c.F, g, x, dims, kernel, stride, dilation),)
+    return (G.fold_windows(c.F, g, x, dims, kernel, stride, dilation, descending=True),)
 
 
 G.RULES["max_pool_windows"] = _max_pool_grad

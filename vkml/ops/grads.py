@@ -225,13 +225,15 @@ def _spread(F, g, dim: int, offset: int, step: int, length: int):
     return F.constant_pad_nd(g, _pads_for(g.ndim, dim, offset, length - offset - span))
 
 
-def fold_windows(F, g, x, dims, sizes, steps, dilations):
+def fold_windows(F, g, x, dims, sizes, steps, dilations, descending: bool = False):
     """The gradient of ``x`` from ``g``, the gradient of its windows (``Tensor.unfold`` over ``dims``:
     (..., counts, ..., *sizes)): each tap's gradient spread back to the positions it read, the taps
-    added in ascending row-major order."""
+    added in ascending row-major order, or descending (``descending``: the order in which a loop over
+    the windows, row-major, reaches one position of ``x``, as PyTorch's pooling backward adds)."""
     lead = g.ndim - len(dims)
     total = None
-    for taps in itertools.product(*(range(k) for k in sizes)):
+    order = list(itertools.product(*(range(k) for k in sizes)))
+    for taps in reversed(order) if descending else order:
         block = g[(slice(None),) * lead + taps]
         for d, k, s, dl in zip(dims, taps, steps, dilations):
             block = _spread(F, block, d, k * dl, s, x.shape[d])

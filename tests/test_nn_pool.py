@@ -57,6 +57,28 @@ def test_max_pool_gradient_goes_to_the_first_maximum(gpu):
     assert (grad != 0).sum() < x.size  # ties left elements without gradient
 
 
+@pytest.mark.parametrize(("kernel", "stride", "padding"), [(3, 1, 1), (2, 1, 0), (5, 2, 2)])
+@pytest.mark.parametrize("indices", [False, True])
+def test_overlapping_pool_gradients_add_in_pytorchs_order(kernel, stride, padding, indices, gpu):
+    # float32 avg_pool2d and max_pool2d with indices: each element's windows added in their row-major
+    # order, as PyTorch's backward adds them (the window view's taps descending)
+    x, w = _x((2, 3, 11, 10), 7), _x((2, 3, 11, 10), 8)
+
+    def run(m, f, t, upstream):
+        out = (
+            f(t, kernel, stride, padding, return_indices=True)[0]
+            if indices
+            else m.avg_pool2d(t, kernel, stride, padding)
+        )
+        (out * upstream(w[..., : out.shape[-2], : out.shape[-1]])).sum().backward()
+
+    t = torch.tensor(x, requires_grad=True)
+    run(TF, TF.max_pool2d, t, torch.tensor)
+    v = vkml.tensor(x, device=gpu, requires_grad=True)
+    run(F, F.max_pool2d, v, lambda a: vkml.tensor(a, device=gpu))
+    np.testing.assert_array_equal(v.grad.numpy(), t.grad.numpy())
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 @pytest.mark.parametrize(("kernel", "stride", "padding", "dilation"), [(3, 1, 1, 1), (3, 1, 1, 2), (5, 2, 2, 1)])
 def test_overlapping_max_pool_gradients_add_in_pytorchs_order(kernel, stride, padding, dilation, dtype, gpu):

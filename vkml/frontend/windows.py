@@ -38,11 +38,13 @@ from .exports import Export
 
 
 @differentiable("window")
-def window(input, dims: tuple, sizes: tuple, steps: tuple, dilations: tuple):
+def window(input, dims: tuple, sizes: tuple, steps: tuple, dilations: tuple, descending: bool = False):
     """Windows along ``dims`` (one view node): each ``dims[j]`` becomes its window count
     ``(length - dilations[j]·(sizes[j] - 1) - 1) // steps[j] + 1`` and a dim of ``sizes[j]`` is
     appended, in order; element (..., i_j, ..., k_1, ..., k_m) reads position ``i_j·steps[j] +
-    k_j·dilations[j]`` of each ``dims[j]``. The caller checks the arguments."""
+    k_j·dilations[j]`` of each ``dims[j]``. The caller checks the arguments. The gradient adds the
+    taps back in ascending order (im2col's), or descending (``descending``: pooling's backward, which
+    adds the windows into each element in their row-major order)."""
 
     def edit(stack):
         for d, k, s, dl in zip(dims, sizes, steps, dilations):

@@ -83,13 +83,15 @@ def _windows(x, kernel, stride, dilation, out_size, dim: int):
     """The ``prod(kernel)`` windows of ``x`` (..., *spatial) along a new dim ``dim`` (``_window_views``,
     stacked): the spatial dims replaced by ``out_size`` and a dim of size ``prod(kernel)`` inserted at
     ``dim``. As a last dim, one window view (vkml/frontend/windows.py), else a ``cat``. Gradients add
-    back into the positions each window read, taps in ascending order.
+    back into the positions each window read: a window view's taps in descending order (PyTorch's
+    pooling backward adds the windows in row-major order), a cat's ascending.
     """
     if dim == x.ndim and tuple(stride) == tuple(kernel) and all(d == 1 for d in dilation) and math.prod(kernel) > 1:
         return _tiled_windows(x, kernel, out_size)
     if dim == x.ndim:  # one window view (the taps row-major in its last dims), not a cat of shifted slices
         n = len(kernel)
-        cols = _window_ops.window(x, tuple(range(x.ndim - n, x.ndim)), tuple(kernel), tuple(stride), tuple(dilation))
+        dims = tuple(range(x.ndim - n, x.ndim))
+        cols = _window_ops.window(x, dims, tuple(kernel), tuple(stride), tuple(dilation), descending=True)
         return functions.reshape(cols, *cols.shape[: x.ndim], math.prod(kernel))
     parts = [functions.unsqueeze(view, dim) for view in _window_views(x, kernel, stride, dilation, out_size)]
     return parts[0] if len(parts) == 1 else functions.cat(parts, dim)

@@ -245,7 +245,8 @@ def _window(c: GradContext):
     """``fold_windows`` in ascending tap order (the order of the shifted slices im2col was built of
     before: the same bits)."""
     a = c.attrs
-    return (fold_windows(c.F, c.g, c.inputs[0], a["dims"], a["sizes"], a["steps"], a["dilations"]),)
+    descending = a.get("descending", False)
+    return (fold_windows(c.F, c.g, c.inputs[0], a["dims"], a["sizes"], a["steps"], a["dilations"], descending),)
 
 
 def _pad(c: GradContext):

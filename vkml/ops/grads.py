@@ -243,7 +243,7 @@ def fold_windows(F, g, x, dims, sizes, steps, dilations, descending: bool = Fals
 
 def _window(c: GradContext):
     """``fold_windows`` in ascending tap order (the order of the shifted slices im2col was built of
-    before: the same bits)."""
+    before: the same bits), or descending for pooling's windows (``window(..., descending=True)``)."""
     a = c.attrs
     descending = a.get("descending", False)
     return (fold_windows(c.F, c.g, c.inputs[0], a["dims"], a["sizes"], a["steps"], a["dilations"], descending),)

@@ -12,7 +12,6 @@ from .frontend import operators as _operators  # noqa: F401
 # isort: split
 from . import dsl  # noqa: F401  (vkml.dsl: the functions custom operators are written with)
 from . import ops as _ops  # noqa: F401  (registers every operator)
-from .config import VERSION as __version__  # noqa: F401  (torch.__version__ has it)
 from .dsl.elementwise import elementwise
 from .dsl.kernel import kernel
 from .errors import CompileError, DeviceError, DTypeError, OutOfMemoryError, ShapeError
@@ -21,6 +20,7 @@ from .frontend.devices import best_device, device, get_default_device, set_defau
 from .frontend.random import Generator, manual_seed
 from .frontend.realize import realize, set_eager
 from .frontend.serialization import load, save
+from .frontend.version import __version__  # noqa: F401  (torch.__version__: the PyTorch release followed)
 from .ir.types import bool_ as bool  # noqa: A001
 from .ir.types import float16, float32, int32, int64
 from .tensor import Tensor

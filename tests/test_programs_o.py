@@ -1,0 +1,23 @@
+"""Vision, audio and classic-ML programs (tests/programs/) run under vkml as under PyTorch, by their import
+lines alone: the Speech Command tutorial's M5 (speech_m5).
+
+As in tests/test_programs.py, each model is built under PyTorch, its initial state_dict loaded into the
+vkml model, and both train on the same data; the random draws the programs make stay live, since vkml's
+generator gives PyTorch's draws; dropout is off (``DROPOUT = 0``). The whole comparisons run with
+``make test-all`` (``-m stress``); ``make test`` runs a few of the programs' functions. The gaps they found
+are tested in tests/test_program_fixes_o.py.
+"""
+
+from __future__ import annotations
+
+from test_programs import program_tests
+
+# name: (steps, rtol)
+PROGRAMS = {
+    "speech_m5": (3, 1e-4),
+}
+VARIANTS = {
+    "speech_m5": [{"FRONTEND": "spectrogram", "POOL": "functional"}],
+}
+
+test_program_matches_pytorch, test_program_variant_matches_pytorch = program_tests(PROGRAMS, VARIANTS)

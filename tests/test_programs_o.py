@@ -15,9 +15,11 @@ from test_programs import program_tests
 # name: (steps, rtol)
 PROGRAMS = {
     "speech_m5": (3, 1e-4),
+    "deeplab_aspp": (3, 1e-4),
 }
 VARIANTS = {
     "speech_m5": [{"FRONTEND": "spectrogram", "POOL": "functional"}],
+    "deeplab_aspp": [{"ATROUS": "multi_grid"}],
 }
 
 test_program_matches_pytorch, test_program_variant_matches_pytorch = program_tests(PROGRAMS, VARIANTS)

@@ -16,10 +16,12 @@ from test_programs import program_tests
 PROGRAMS = {
     "speech_m5": (3, 1e-4),
     "deeplab_aspp": (3, 1e-4),
+    "mixup_cutmix": (3, 1e-4),
 }
 VARIANTS = {
     "speech_m5": [{"FRONTEND": "spectrogram", "POOL": "functional"}],
     "deeplab_aspp": [{"ATROUS": "multi_grid"}],
+    "mixup_cutmix": [{"MIX": "cutmix"}, {"MIX": "cutmix", "CUTMIX_PROB": 0.5}, {"MIX": "beta", "ALPHA": 0.4}],
 }
 
 test_program_matches_pytorch, test_program_variant_matches_pytorch = program_tests(PROGRAMS, VARIANTS)

@@ -1,5 +1,7 @@
 """Vision, audio and classic-ML programs (tests/programs/) run under vkml as under PyTorch, by their import
-lines alone: the Speech Command tutorial's M5 (speech_m5).
+lines alone: the Speech Command tutorial's M5 (speech_m5), torchvision's DeepLabV3 with its reference
+training (deeplab_aspp), mixup and CutMix (mixup_cutmix) and an old repository's DataParallel script with
+worker-process loaders and a focal loss (legacy_dataparallel).
 
 As in tests/test_programs.py, each model is built under PyTorch, its initial state_dict loaded into the
 vkml model, and both train on the same data; the random draws the programs make stay live, since vkml's
@@ -10,17 +12,23 @@ are tested in tests/test_program_fixes_o.py.
 
 from __future__ import annotations
 
+import pytest
 from test_programs import program_tests
+
+# PyTorch warns that pin_memory=True has no accelerator to pin for on this machine
+pytestmark = pytest.mark.filterwarnings("ignore:'pin_memory' argument")
 
 # name: (steps, rtol)
 PROGRAMS = {
     "speech_m5": (3, 1e-4),
     "deeplab_aspp": (3, 1e-4),
     "mixup_cutmix": (3, 1e-4),
+    "legacy_dataparallel": (3, 1e-4),
 }
 VARIANTS = {
     "speech_m5": [{"FRONTEND": "spectrogram", "POOL": "functional"}],
     "deeplab_aspp": [{"ATROUS": "multi_grid"}],
+    "legacy_dataparallel": [{"FOCAL": "gather", "NUM_WORKERS": 0}],
     "mixup_cutmix": [{"MIX": "cutmix"}, {"MIX": "cutmix", "CUTMIX_PROB": 0.5}, {"MIX": "beta", "ALPHA": 0.4}],
 }
 

@@ -24,10 +24,12 @@ PROGRAMS = {
     "deeplab_aspp": (3, 1e-4),
     "mixup_cutmix": (3, 1e-4),
     "legacy_dataparallel": (3, 1e-4),
+    "knn_anomaly": (3, 1e-4),
 }
 VARIANTS = {
     "speech_m5": [{"FRONTEND": "spectrogram", "POOL": "functional"}],
     "deeplab_aspp": [{"ATROUS": "multi_grid"}],
+    "knn_anomaly": [{"VOTE": "weighted", "THRESHOLD": "percentile"}, {"THRESHOLD": "sigma"}],
     "legacy_dataparallel": [{"FOCAL": "gather", "NUM_WORKERS": 0}],
     "mixup_cutmix": [{"MIX": "cutmix"}, {"MIX": "cutmix", "CUTMIX_PROB": 0.5}, {"MIX": "beta", "ALPHA": 0.4}],
 }

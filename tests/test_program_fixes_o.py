@@ -39,3 +39,46 @@ def test_worker_loader_shuffles_each_epoch_as_pytorch_does(persistent):
     expected = _epochs(torch, torch.utils.data, persistent)
     got = _epochs(vkml, vkml.utils.data, persistent)
     assert got == expected
+
+
+_CONVS = [
+    ("conv2d", (2, 4, 8, 8), (6, 4, 3, 3), {"padding": 1}),
+    ("conv1d", (2, 4, 30), (6, 4, 5), {"stride": 2}),
+    ("conv1d", (4, 30), (6, 4, 5), {"stride": 2}),  # unbatched
+    ("conv2d", (2, 4, 8, 8), (6, 2, 3, 3), {"groups": 2}),
+    ("conv2d", (2, 4, 8, 8), (6, 4, 3, 3), {"padding": 2, "dilation": 2, "stride": 2}),
+    ("conv3d", (1, 4, 4, 5, 5), (6, 4, 2, 2, 2), {}),
+]
+
+
+@pytest.mark.parametrize(("name", "x_shape", "w_shape", "kwargs"), _CONVS, ids=[f"{c[0]}-{c[3]}" for c in _CONVS])
+def test_bfloat16_convolution_adds_its_bias_before_rounding(name, x_shape, w_shape, kwargs):
+    """PyTorch's CPU bfloat16 convolutions add the bias to the float32 sums and round once (vkml rounded the
+    sums, then the sum with the bias: a bf16-autocast CNN differed from its first loss): the same bits. The
+    gradients stay the half convolution's (those of the convolution without the bias, bit for bit, but for
+    a grouped weight's), which agree with PyTorch's to bfloat16's rounding (their orders differ)."""
+    rng = np.random.default_rng(len(x_shape) + w_shape[1])
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    w = (rng.standard_normal(w_shape) * 0.3).astype(np.float32)
+    b = rng.standard_normal(w_shape[0]).astype(np.float32)
+    out_shape = getattr(torch.nn.functional, name)(torch.tensor(x), torch.tensor(w), **kwargs).shape
+    g = rng.standard_normal(out_shape).astype(np.float32)
+    results = []
+    for library, with_bias in ((torch, True), (vkml, True), (vkml, False)):
+        x_, w_, b_ = (library.tensor(a).to(library.bfloat16).requires_grad_() for a in (x, w, b))
+        conv = getattr(library.nn.functional, name)
+        out = (
+            conv(x_, w_, b_, **kwargs)
+            if with_bias
+            else conv(x_, w_, None, **kwargs)
+            + b_.view(-1, *[1] * (len(out_shape) - (len(x_shape) == len(w_shape)) - 1))
+        )
+        out.backward(library.tensor(g).to(library.bfloat16))
+        results.append([t.float().detach().numpy() for t in (out, x_.grad, w_.grad)])
+    (out, gx, gw), (vout, vgx, vgw), (_, separate_gx, separate_gw) = results
+    np.testing.assert_array_equal(vout, out)
+    np.testing.assert_array_equal(vgx, separate_gx)
+    if kwargs.get("groups", 1) == 1:  # grouped: the batch's float32 weight sums rounded once, nearer PyTorch's
+        np.testing.assert_array_equal(vgw, separate_gw)
+    np.testing.assert_allclose(vgx, gx, rtol=2**-6, atol=0.07)
+    np.testing.assert_allclose(vgw, gw, rtol=2**-6, atol=0.07)

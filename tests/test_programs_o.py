@@ -25,10 +25,12 @@ PROGRAMS = {
     "mixup_cutmix": (3, 1e-4),
     "legacy_dataparallel": (3, 1e-4),
     "knn_anomaly": (3, 1e-4),
+    "resnet_finetune_bf16": (3, 1e-4),
 }
 VARIANTS = {
     "speech_m5": [{"FRONTEND": "spectrogram", "POOL": "functional"}],
     "deeplab_aspp": [{"ATROUS": "multi_grid"}],
+    "resnet_finetune_bf16": [{"HEAD": "conv"}, {"CHANNELS_LAST": False, "HEAD": "conv"}, {"AMP": False}],
     "knn_anomaly": [{"VOTE": "weighted", "THRESHOLD": "percentile"}, {"THRESHOLD": "sigma"}],
     "legacy_dataparallel": [{"FOCAL": "gather", "NUM_WORKERS": 0}],
     "mixup_cutmix": [{"MIX": "cutmix"}, {"MIX": "cutmix", "CUTMIX_PROB": 0.5}, {"MIX": "beta", "ALPHA": 0.4}],

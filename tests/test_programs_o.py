@@ -27,10 +27,12 @@ PROGRAMS = {
     "knn_anomaly": (3, 1e-4),
     "resnet_finetune_bf16": (3, 1e-4),
     "siamese_contrastive": (3, 1e-4),
+    "speech_enhance_stft": (3, 1e-4),
 }
 VARIANTS = {
     "speech_m5": [{"FRONTEND": "spectrogram", "POOL": "functional"}],
     "deeplab_aspp": [{"ATROUS": "multi_grid"}],
+    "speech_enhance_stft": [{"LOSS": "spectral", "MASKING": "complex"}],
     "siamese_contrastive": [{"LOSS": "triplet"}, {"LOSS": "functional_triplet"}],
     "resnet_finetune_bf16": [{"HEAD": "conv"}, {"CHANNELS_LAST": False, "HEAD": "conv"}, {"AMP": False}],
     "knn_anomaly": [{"VOTE": "weighted", "THRESHOLD": "percentile"}, {"THRESHOLD": "sigma"}],

@@ -44,10 +44,8 @@ def test_worker_loader_shuffles_each_epoch_as_pytorch_does(persistent):
 _CONVS = [
     ("conv2d", (2, 4, 8, 8), (6, 4, 3, 3), {"padding": 1}),
     ("conv1d", (2, 4, 30), (6, 4, 5), {"stride": 2}),
-    ("conv1d", (4, 30), (6, 4, 5), {"stride": 2}),  # unbatched
     ("conv2d", (2, 4, 8, 8), (6, 2, 3, 3), {"groups": 2}),
     ("conv2d", (2, 4, 8, 8), (6, 4, 3, 3), {"padding": 2, "dilation": 2, "stride": 2}),
-    ("conv3d", (1, 4, 4, 5, 5), (6, 4, 2, 2, 2), {}),
 ]
 
 

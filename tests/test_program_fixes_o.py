@@ -80,3 +80,21 @@ def test_bfloat16_convolution_adds_its_bias_before_rounding(name, x_shape, w_sha
         np.testing.assert_array_equal(vgw, separate_gw)
     np.testing.assert_allclose(vgx, gx, rtol=2**-6, atol=0.07)
     np.testing.assert_allclose(vgw, gw, rtol=2**-6, atol=0.07)
+
+
+@pytest.mark.stress  # a dozen SPIR-V kernels compiled for lavapipe
+def test_bfloat16_convolution_with_a_bias_gives_the_cpu_bits_on_vulkan(gpu):
+    """The float32 product of bfloat16 operands (casts inside the product's loads), its bias and gradients."""
+    rng = np.random.default_rng(7)
+    x, w, b = (rng.standard_normal(shape).astype(np.float32) for shape in ((2, 3, 6, 6), (4, 3, 3, 3), (4,)))
+    g = rng.standard_normal((2, 4, 6, 6)).astype(np.float32)
+    results = []
+    for device in ("cpu", gpu):
+        x_, w_, b_ = (vkml.tensor(a, device=device).to(vkml.bfloat16).requires_grad_() for a in (x, w, b))
+        out = vkml.nn.functional.conv2d(x_, w_, b_, padding=1)
+        out.backward(vkml.tensor(g, device=device).to(vkml.bfloat16))
+        results.append([t.float().detach().cpu().numpy() for t in (out, x_.grad, w_.grad, b_.grad)])
+    expected = torch.nn.functional.conv2d(*(torch.tensor(a).bfloat16() for a in (x, w, b)), padding=1)
+    np.testing.assert_array_equal(results[0][0], expected.float().numpy())
+    for got, want in zip(results[1], results[0]):
+        np.testing.assert_array_equal(got, want)

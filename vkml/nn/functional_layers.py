@@ -173,7 +173,7 @@ def _conv_operands(op, input, weight, bias, n: int) -> None:
 
 
 @differentiable("conv_product", inputs=("x", "weight"))
-def _conv_product(x, weight, kernel, stride, dilation, out_size, pads):
+def _conv_product(x, weight, kernel, stride, dilation, out_size, pads, wide=False):
     """One group's convolution as one 2-D product: (O, C·taps) @ (C·taps, N·L), L = prod(out_size), of
     x (N, C, *spatial) zero-padded by ``pads`` ((before, after) a spatial dim; negative amounts crop).
 
@@ -184,12 +184,12 @@ def _conv_product(x, weight, kernel, stride, dilation, out_size, pads):
     the matrix along the last spatial dim. One long product (64 × 576 @ 576 × 200704 for 64 channels
     at batch 64) keeps a GPU busy where the per-sample products (64 × 576 @ 576 × 3136, 64 of them)
     did not. The result (O, N, *out) is returned as the view (N, O, *out). Its gradients are
-    ``_conv_implicit``'s (``_conv_grad``): the same bits in both forms.
+    ``_conv_implicit``'s (``_conv_grad``): the same bits in both forms. ``wide``: as ``_conv_implicit``'s.
     """
     x = _pad_mode("conv", x, pads, "zeros")
     batch, out_channels = x.shape[0], weight.shape[0]
     cols = _columns_matrix(x, tuple(kernel), tuple(stride), tuple(dilation))
-    out = functions.matmul(functions.reshape(weight, out_channels, -1), cols)  # (O, N·L)
+    out = functions.matmul(*_widened(wide, functions.reshape(weight, out_channels, -1), cols))  # (O, N·L)
     return functions.transpose(functions.reshape(out, out_channels, batch, *out_size), 0, 1)
 
 
@@ -282,7 +282,7 @@ def _implicit_form(x, weight) -> bool:
 
 
 @differentiable("conv_implicit", inputs=("x", "weight"))
-def _conv_implicit(x, weight, kernel, stride, dilation, out_size, pads):
+def _conv_implicit(x, weight, kernel, stride, dilation, out_size, pads, wide=False):
     """One group's convolution as an implicit GEMM, (N, O, *out), of x (N, C, *spatial) zero-padded by ``pads``
     ((before, after) a spatial dim; negative amounts crop): the product's B operand is the windows of the padded
     x, a view, so the matmul templates gather each element of a B tile from x by index arithmetic as they stage
@@ -298,6 +298,10 @@ def _conv_implicit(x, weight, kernel, stride, dilation, out_size, pads):
     B's rows are (c, *tap), channel-major, tap-minor, weight.reshape(O, C·taps)'s column order, so each
     output adds its products in ascending (c, tap) from -0.0: ``_conv_product``'s sums, the same bits. The
     gradients (``_conv_grad``) are the same in both forms: the same bits.
+
+    ``wide`` (bfloat16 operands): the product's float32 sums, not rounded (half products are exact
+    in float32, so they are the half product's sums), for a bias to be added before the one rounding; the
+    gradients are the half convolution's all the same (the output's gradient holds half values).
     """
     # Built on nodes, as _columns_matrix: the pad, the windows, the permutes and the reshapes compose into
     # one view of x, the view the public ops would end with, without a handle, a storage link and a
@@ -311,13 +315,18 @@ def _conv_implicit(x, weight, kernel, stride, dilation, out_size, pads):
     if _per_sample(length):
         stack = stack.permute((0, 1, *range(2 + n, 2 + 2 * n), *range(2, 2 + n)))  # (N, C, *kernel, *out)
         cols = lazy.view_of(base, stack.reshape((batch, rows, length)))
-        out = functions.matmul(w, functions._wrap(cols))  # (N, O, L)
+        out = functions.matmul(*_widened(wide, w, functions._wrap(cols)))  # (N, O, L)
         return functions._wrap(lazy.reshape_node(out.node, (batch, out_channels, *out_size)))
     stack = stack.permute((1, *range(2 + n, 2 + 2 * n), 0, *range(2, 2 + n)))  # (C, *kernel, N, *out)
     cols = lazy.view_of(base, stack.reshape((rows, batch * length)))
-    out = functions.matmul(w, functions._wrap(cols)).node  # (O, N·L)
+    out = functions.matmul(*_widened(wide, w, functions._wrap(cols))).node  # (O, N·L)
     out = lazy.reshape_node(out, (out_channels, batch, *out_size))
     return functions._wrap(lazy.view_node(out, lambda st: st.permute((1, 0, *range(2, 2 + n)))))
+
+
+def _widened(wide: bool, *operands):
+    """The operands, cast to float32 if ``wide`` (the casts stay inside the product's loads)."""
+    return tuple(functions.cast(t, T.float32) for t in operands) if wide else operands
 
 
 def _padded_windows(stack, pads, kernel, stride, dilation):
@@ -336,11 +345,12 @@ def _padded_windows(stack, pads, kernel, stride, dilation):
     return stack
 
 
-def _one_group_conv(x, weight, kernel, stride, dilation, out_size, pads):
+def _one_group_conv(x, weight, kernel, stride, dilation, out_size, pads, wide=False):
     """A one-group convolution of x zero-padded by ``pads``, (N, O, *out), in the form ``_implicit_form``
-    picks (both sum the same products in the same order, and share their gradients)."""
+    picks (both sum the same products in the same order, and share their gradients); ``wide``: float32
+    sums of half operands (``_conv_implicit``)."""
     form = _conv_implicit if _implicit_form(x, weight) else _conv_product
-    return form(x, weight, kernel, stride, dilation, out_size, pads)
+    return form(x, weight, kernel, stride, dilation, out_size, pads, wide=wide)
 
 
 def _input_grad_by_conv(g, weight, kernel, dilation, pads, size):
@@ -365,14 +375,15 @@ def _conv_grad(c):
     x, weight = c.inputs
     kernel, stride, dilation, pads = (c.attrs[k] for k in ("kernel", "stride", "dilation", "pads"))
     out_channels = weight.shape[0]
-    g = functions.transpose(c.g, 0, 1)  # (O, N, *out)
+    out_g = c.g if not c.attrs.get("wide") else functions.cast(c.g, x.dtype)  # exact: it holds half values
+    g = functions.transpose(out_g, 0, 1)  # (O, N, *out)
     g = functions.reshape(g, out_channels, math.prod(g.shape[1:]))  # (O, N·L)
     gx = gw = None
     if c.needs[1]:
         cols = _columns_matrix(_pad_mode("conv", x, pads, "zeros"), kernel, stride, dilation)
         gw = functions.reshape(functions.matmul(g, functions.transpose(cols, -1, -2)), *weight.shape)
     if c.needs[0] and all(s == 1 for s in stride):
-        gx = _input_grad_by_conv(c.g, weight, kernel, dilation, pads, x.shape[2:])
+        gx = _input_grad_by_conv(out_g, weight, kernel, dilation, pads, x.shape[2:])
     elif c.needs[0]:
         w = functions.reshape(weight, out_channels, math.prod(weight.shape[1:]))
         padded = _pad_mode("conv", x, pads, "zeros")
@@ -447,11 +458,18 @@ def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, pa
             f"Kernel size: ({' x '.join(map(str, effective))}). Kernel size can't be greater than actual input size"
         )
     out_size = tuple((p - e) // s + 1 for p, e, s in zip(padded_size, effective, stride))
+    # PyTorch's CPU convolutions of bfloat16 operands add the bias to the product's float32 sums and round
+    # once (the bias cast to float32 is exact, and so is the output's gradient cast back)
+    wide = _adds_bias_before_rounding(input, weight, bias)
     if groups == 1:  # zero padding inside the op, so that its gradient rule knows it
         inner = tuple(pads) if padding_mode == "zeros" else ((0, 0),) * n
         x = input if padding_mode == "zeros" else _pad_mode(op, input, pads, padding_mode)
-        out = _one_group_conv(x, weight, kernel, stride, dilation, out_size, inner)  # (N, O, *out)
-        if bias is not None:
+        out = _one_group_conv(x, weight, kernel, stride, dilation, out_size, inner, wide)  # (N, O, *out)
+        if wide:
+            out = functions.cast(
+                out + functions.reshape(functions.cast(bias, T.float32), out_channels, *([1] * n)), input.dtype
+            )
+        elif bias is not None:
             out = out + functions.reshape(bias, out_channels, *([1] * n))
         elif not out.is_contiguous():  # the long product's view: PyTorch's layout, (N, O, *out) row-major
             out = functions.clone(out)
@@ -465,12 +483,29 @@ def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, pa
     length = math.prod(out_size)
     cols = functions.reshape(cols, batch, groups, per_group * taps, length)
     w = functions.reshape(weight, groups, out_channels // groups, per_group * taps)
-    out = functions.matmul(w, cols)  # (N, groups, O/groups, L): each output adds its products in ascending (c, tap)
+    # (N, groups, O/groups, L): each output adds its products in ascending (c, tap); the casts of ``wide`` sit
+    # after the windows, so the columns' gradient is rounded to half before it is folded back, as PyTorch's
+    out = functions.matmul(*_widened(wide, w, cols))
     out = functions.reshape(out, batch, out_channels, *out_size)
-    if bias is not None:
+    if wide:
+        out = functions.cast(
+            out + functions.reshape(functions.cast(bias, T.float32), out_channels, *([1] * n)), input.dtype
+        )
+    elif bias is not None:
         out = out + functions.reshape(bias, out_channels, *([1] * n))
     # channels last in (input, else weight), channels last out: PyTorch's
     return functions.squeeze(out, 0) if unbatched else _memory_format.keep(out, input, weight)
+
+
+def _adds_bias_before_rounding(input, weight, bias) -> bool:
+    """Whether a convolution's operands are all bfloat16 tensors, a bias among them: PyTorch's CPU convolution
+    then adds the bias to the float32 sums and rounds once. Its float16 one does too, but a float32 product of
+    float16 operands would leave the cooperative-matrix templates (float16 operands only), so float16 keeps
+    the product rounded, then the bias added (docs/ops/conv2d.md)."""
+    Tensor = functions._tensor.Tensor
+    if not all(isinstance(t, Tensor) for t in (input, weight, bias)):
+        return False
+    return input.dtype is T.bfloat16 and weight.dtype is T.bfloat16 and bias.dtype is T.bfloat16
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):

@@ -24,7 +24,10 @@ PAGES.update(
             "group, im2col written out and one product (O, C·kh·kw) @ (C·kh·kw, N·H_out·W_out), the same sums): "
             "each output starts from "
             "-0.0 and adds its K = C/groups·kh·kw float32 products in ascending (channel, kernel row, kernel column) "
-            "order, every product and sum rounded, then adds the bias (one rounding). The order depends on the shapes "
+            "order, every product and sum rounded, then adds the bias (one rounding; bfloat16 operands: the float32 "
+            "sums plus the bias, rounded to bfloat16 once, as PyTorch's CPU convolution; float16 ones: the sums "
+            "rounded, then the bias added, where PyTorch's CPU rounds once too, for the cooperative-matrix "
+            "templates take float16 operands only). The order depends on the shapes "
             "alone: the CPU's bits on every device where `matmul` keeps them (all sizes on lavapipe; products under "
             "2^27 multiply-adds on GPUs with the large tiles). Bound: |computed - exact| <= γ_(K+1) (|b| + Σ |w||x|), "
             "γ_n = nu/(1 - nu), u = 2^-24",

@@ -250,14 +250,15 @@ class _SingleProcessIter:
 class _MultiProcessIter:
     def __init__(self, loader: DataLoader) -> None:
         self.loader = loader
-        seed = _seed64(loader.generator)  # PyTorch's base seed
         if loader.persistent_workers and loader._workers is not None:
+            # PyTorch resets its one iterator for a later epoch and draws no new base seed, so the
+            # shuffle that follows comes from the generator's next draws
             self.workers = loader._workers
             self.workers.epoch += 1
             for q in self.workers.index_queues:
                 q.put(("reset",))
         else:
-            self.workers = _Workers(loader, seed)
+            self.workers = _Workers(loader, _seed64(loader.generator))  # PyTorch's base seed
             if loader.persistent_workers:
                 loader._workers = self.workers
         self.epoch = self.workers.epoch

@@ -74,3 +74,15 @@ def test_multiprocessing_spawn_runs_and_reports_a_failure(tmp_path):
         mp.spawn(spawn_workers.fail, nprocs=1)
     with pytest.raises(ValueError, match="only supports start_method=spawn"):
         mp.spawn(spawn_workers.fail, start_method="fork")
+
+
+def test_nn_parameter_module_is_importable_as_older_repositories_import_it():
+    import importlib
+
+    parameter = importlib.import_module("vkml.nn.parameter")
+    weight = parameter.Parameter(vkml.ones(2, 3))
+    assert isinstance(weight, vkml.nn.Parameter) and weight.requires_grad
+    assert parameter.Buffer is vkml.nn.Buffer
+    from vkml.nn.parameter import Parameter as imported
+
+    assert imported is vkml.nn.Parameter

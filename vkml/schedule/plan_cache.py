@@ -240,11 +240,24 @@ class Recipe:
     - ``baked``: the ``Baked`` constants and views.
     - ``replay``: what ``replay_key`` reads (made on its first call), False where a user kernel runs.
     - ``sizes``: what ``allocate`` asks the device for (made on its first call).
+    - ``placement``: where those buffers were on its last replays, a list each (the device fills it:
+      ``MemoryPool.take_placed``), so a loop's replays bind the same memory and reuse recordings.
     - ``positions``: each output's position (``finish``'s, made on its first call).
     - ``scalars``: what its eager replays' parameters did (vkml/schedule/eager_scalars.py's ``Watch``).
     """
 
-    __slots__ = ("outputs", "temps", "steps", "custom_roots", "baked", "replay", "sizes", "positions", "scalars")
+    __slots__ = (
+        "outputs",
+        "temps",
+        "steps",
+        "custom_roots",
+        "baked",
+        "replay",
+        "sizes",
+        "placement",
+        "positions",
+        "scalars",
+    )
 
     def __init__(self):
         self.outputs: list[Output] = []
@@ -254,6 +267,7 @@ class Recipe:
         self.baked: list[Baked] = []
         self.replay: tuple | bool | None = None
         self.sizes: tuple | None = None  # (dtype, numel) of each output, then each temporary (``allocate``)
+        self.placement: list | None = None
         self.positions: tuple | None = None
         self.scalars = None
 
@@ -273,7 +287,8 @@ def allocate(recipe: Recipe, device) -> tuple[list, list]:
     sizes = recipe.sizes
     if sizes is None:
         sizes = recipe.sizes = tuple([(dtype, numel) for _, dtype, numel in recipe.outputs] + recipe.temps)
-    buffers = device.allocate_each(sizes)
+        recipe.placement = [[] for _ in sizes]
+    buffers = device.allocate_each(sizes, recipe.placement)
     if not recipe.temps:
         return buffers, []
     count = len(recipe.outputs)
@@ -287,7 +302,8 @@ def allocate_keyed(recipe: Recipe, order: list[Node], device, with_params=None) 
     sizes = recipe.sizes
     if sizes is None:
         sizes = recipe.sizes = tuple([(dtype, numel) for _, dtype, numel in recipe.outputs] + recipe.temps)
-    buffers = device.allocate_each(sizes)
+        recipe.placement = [[] for _ in sizes]
+    buffers = device.allocate_each(sizes, recipe.placement)
     if recipe.temps:
         count = len(recipe.outputs)
         outs, temps = buffers[:count], buffers[count:]

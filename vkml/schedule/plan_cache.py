@@ -512,11 +512,12 @@ class Found:
       that source of that user's node;
     - ``edges``: (user position, source index, position) of every other edge, and ``root_edges``
       (position, root index) of every other root: each must reach that position's node;
-    - ``skeys``: every position's structure id; ``matmuls``: (position, mode) of each matmul;
+    - ``skeys``: every position's structure id; ``matmuls``: (position, mode) of each matmul; ``policy``:
+      what the modes were last checked under (the mode function, the device's features, its ``policy()``);
     - ``more``: whether any of ``edges``, ``root_edges``, ``matmuls`` and the recipe's baked values is there.
     """
 
-    __slots__ = ("recipe", "size", "roots", "steps", "edges", "root_edges", "skeys", "matmuls", "more")
+    __slots__ = ("recipe", "size", "roots", "steps", "edges", "root_edges", "skeys", "matmuls", "policy", "more")
 
 
 def find(namespace: tuple, roots: list[Node], mode_of_matmul) -> tuple[Recipe, list[Node]] | None:
@@ -559,9 +560,18 @@ def _also(entry: Found, roots: list[Node], order: list[Node], mode_of_matmul) ->
     for p, j in entry.root_edges:
         if roots[j] is not order[p]:
             return False
-    for p, mode in entry.matmuls:
-        if mode_of_matmul(order[p]) != mode:
-            return False
+    if entry.matmuls:
+        # The tiles depend on the graph (the positions' ids, checked), the device and the policy: chosen
+        # again only when the policy or the device's features differ from the last look's.
+        policy = getattr(mode_of_matmul, "policy", None)
+        looked = None
+        if policy is not None:
+            looked = (mode_of_matmul, getattr(order[entry.matmuls[0][0]].device, "features", None), policy())
+        if looked is None or looked != entry.policy:
+            for p, mode in entry.matmuls:
+                if mode_of_matmul(order[p]) != mode:
+                    return False
+            entry.policy = looked
     for p, value in entry.recipe.baked:
         arg = order[p].arg
         if (repr(arg) if value.__class__ is str else arg) != value:
@@ -610,6 +620,7 @@ def remember(namespace: tuple, roots: list[Node], order: list[Node], recipe: Rec
     )
     entry.skeys = skeys
     entry.matmuls = tuple((p, mode_of_matmul(n)) for p, n in enumerate(order) if n.op == Op.MATMUL)
+    entry.policy = None  # the first ``find`` checks the modes
     entry.more = bool(edges or root_edges or entry.matmuls or recipe.baked)
     # A few entries a key: a root built before a source was realized keeps its id, so one key may name two graphs
     key = (namespace, tuple(map(_skey_of, roots)))

@@ -377,6 +377,7 @@ class VulkanDevice(Device):
             raise ShapeError(f"upload: array of {array.size} elements into a buffer of {buffer.numel} on {self.name}")
         if buffer.numel == 0:
             return
+        buffer.__dict__.pop("uploaded_range", None)  # the values the host saw at its upload (schedule/checks.py)
         data = np.ascontiguousarray(array.reshape(-1), dtype=buffer.storage)
         with self.lock:  # the staging memory, the serials
             # Any run that bound the buffer's memory block may still use the buffer: runs submitted

@@ -308,7 +308,7 @@ class VulkanDevice(Device):
                 if allocation is None:
                     buffer = VulkanBuffer(self, dtype, numel)
                     if placed is not None and buffer.allocation is not None:  # first fit: the range to keep
-                        placed.insert(0, (-buffer.block.id, -buffer.allocation.offset))
+                        placed.insert(0, (buffer.block.id, buffer.allocation.offset))
                         del placed[PLACED_KEPT:]
                     buffers.append(buffer)
                     continue

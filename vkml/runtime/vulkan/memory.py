@@ -50,8 +50,6 @@ SMALL_BLOCK_SIZE = 64 * MiB
 # work is complete are dropped, and if that is not enough the block counts as freed in flight
 # whole until the latest of them (a loop that never waits cannot grow the list).
 FREED_LIMIT = 4096
-insort = bisect.insort  # distinct ranges never compare their blocks
-_bisect_left = bisect.bisect_left
 # An upload looks at most this many of the ranges uploads of its size gave back for one no work may use.
 IDLE_CANDIDATES = 8
 # The ranges a plan's buffer remembers (``MemoryPool.take_placed``): a value that outlives its step by
@@ -362,8 +360,7 @@ class MemoryPool:
         self.out_of_memory_errors = 0
         self.closed = False
         self._pending: deque[Allocation] = deque()  # released by finalizers, returned at the next allocate
-        # Ranges of shared blocks given back, by reserved size: lists of ((-block id, -offset), block),
-        # sorted, so the lowest range is the last. The next kernel output of that size takes the range
+        # Ranges of shared blocks given back, by reserved size: dicts {(block id, offset): block}. The next kernel output of that size takes the range
         # its plan's buffer had on a recent replay if it is free (``take_placed``), else the lowest
         # (``allocate``, ``take_sized``): choices that depend on which ranges are free, not on the
         # order they were freed in. A loop that frees and makes the same sizes every step settles on
@@ -371,11 +368,11 @@ class MemoryPool:
         # descriptor sets are reused); each plan's own ranges keep that when other buffers of its sizes
         # come and go between its replays (a new batch's upload, a tensor kept for a step). Handed back
         # to the blocks' free ranges (``_return_sized``) before a new block is made, and by empty_cache.
-        self._sized: dict[int, list[tuple[tuple, MemoryBlock]]] = {}
+        self._sized: dict[int, dict[tuple, MemoryBlock]] = {}
         # The same for ranges uploads gave back (``Allocation.host``): the next upload of that size takes
         # the lowest that no submitted work may still use. Apart from the kernel outputs' so that a new
         # batch uploaded every step cycles over its own ranges instead of moving the outputs'.
-        self._host_sized: dict[int, list[tuple[tuple, MemoryBlock]]] = {}
+        self._host_sized: dict[int, dict[tuple, MemoryBlock]] = {}
         # Waits until a submission serial is complete (the device sets it): a block that
         # submitted work may still use must not be freed. Ranges need no wait: work on the one
         # queue is ordered, so a range freed while in flight is only ever reused by later work.
@@ -411,8 +408,9 @@ class MemoryPool:
             # one of a shared block, first fit.
             sized = self._sized.get(reserved)
             if sized:
-                at, block = sized.pop()
-                offset = -at[1]
+                at = min(sized)
+                block = sized.pop(at)
+                offset = at[1]
                 self.allocated_bytes += nbytes
                 self.allocations += 1
                 if self.allocated_bytes > self.peak_bytes:
@@ -466,13 +464,13 @@ class MemoryPool:
     def _take_idle(self, kept: list, nbytes: int, reserved: int, completed: int) -> Allocation | None:
         """The lowest of the first few ``kept`` ranges (an upload's size's) that no submitted work may still
         use, taken for the host, or None."""
-        for i in range(len(kept) - 1, max(len(kept) - 1 - IDLE_CANDIDATES, -1), -1):
-            at, block = kept[i]
-            start = -at[1]
+        for at in sorted(kept)[:IDLE_CANDIDATES]:
+            block = kept[at]
+            start = at[1]
             stop = start + reserved
             if any(a < stop and start < b and s > completed for a, b, s in block.freed):
                 continue
-            del kept[i]
+            del kept[at]
             allocation = Allocation(block, start, nbytes, reserved)
             allocation.host = True
             self.allocated_bytes += nbytes
@@ -488,16 +486,17 @@ class MemoryPool:
         sized = self._sized.get(reserved)
         if not sized:
             return None
-        at, block = sized.pop()
+        at = min(sized)
+        block = sized.pop(at)
         self.allocated_bytes += nbytes
         self.allocations += 1
         if self.allocated_bytes > self.peak_bytes:
             self.peak_bytes = self.allocated_bytes
-        return Allocation(block, -at[1], nbytes, reserved)
+        return Allocation(block, at[1], nbytes, reserved)
 
     def take_placed(self, nbytes: int, reserved: int, placed: list | None) -> Allocation | None:
         """``take_sized`` for a plan's buffer: of the ranges it had on its last replays (``placed``, as
-        (-block id, -offset), the latest new one first, at most ``PLACED_KEPT``), the first that is free,
+        (block id, offset), the latest new one first, at most ``PLACED_KEPT``), the first that is free,
         else the lowest, which joins ``placed``. A buffer of a loop's plan keeps its range while other
         buffers of its size come and go between the plan's replays; one still alive a step later (a
         parameter an update replaces, a result a loop holds until the next is made) makes it take two or
@@ -507,19 +506,15 @@ class MemoryPool:
             return None
         if placed is not None:
             for at in placed:
-                i = _bisect_left(sized, (at,))  # (at,) sorts just before its entry
-                try:
-                    entry = sized[i]
-                except IndexError:  # past the last
-                    continue
-                if entry[0] == at:  # free
-                    del sized[i]
+                block = sized.pop(at, None)
+                if block is not None:  # free
                     self.allocated_bytes += nbytes
                     self.allocations += 1
                     if self.allocated_bytes > self.peak_bytes:
                         self.peak_bytes = self.allocated_bytes
-                    return Allocation(entry[1], -at[1], nbytes, reserved)
-        at, block = sized.pop()
+                    return Allocation(block, at[1], nbytes, reserved)
+        at = min(sized)  # the lowest: what is free decides, not the order it was freed in
+        block = sized.pop(at)
         if placed is not None:
             placed.insert(0, at)
             del placed[PLACED_KEPT:]
@@ -527,7 +522,7 @@ class MemoryPool:
         self.allocations += 1
         if self.allocated_bytes > self.peak_bytes:
             self.peak_bytes = self.allocated_bytes
-        return Allocation(block, -at[1], nbytes, reserved)
+        return Allocation(block, at[1], nbytes, reserved)
 
     def release(self, allocation: Allocation) -> None:
         """Queue an allocation's range for return (buffer finalizers call this).
@@ -557,8 +552,8 @@ class MemoryPool:
             sized_of = self._host_sized if allocation.host else self._sized
             sized = sized_of.get(reserved)
             if sized is None:
-                sized = sized_of[reserved] = []
-            insort(sized, ((-block.id, -allocation.offset), block))
+                sized = sized_of[reserved] = {}
+            sized[block.id, allocation.offset] = block
 
     def _release_now(self, allocation: Allocation) -> None:
         """Give an allocation's range back; frees empty blocks beyond the first."""
@@ -584,8 +579,8 @@ class MemoryPool:
         sized_of = self._host_sized if allocation.host else self._sized
         sized = sized_of.get(allocation.reserved)
         if sized is None:
-            sized = sized_of[allocation.reserved] = []
-        insort(sized, ((-block.id, -allocation.offset), block))
+            sized = sized_of[allocation.reserved] = {}
+        sized[block.id, allocation.offset] = block
 
     def _return_sized(self) -> None:
         """Give every range kept by size back to its block's free ranges; frees empty blocks beyond the first."""
@@ -593,8 +588,8 @@ class MemoryPool:
             kept = dict(sized)
             sized.clear()
             for reserved, ranges in kept.items():
-                for at, block in ranges:
-                    self._return_range(block, -at[1], reserved)
+                for (_, offset), block in ranges.items():
+                    self._return_range(block, offset, reserved)
 
     def _return_range(self, block: MemoryBlock, offset: int, reserved: int) -> None:
         block.ranges.release(offset, reserved)

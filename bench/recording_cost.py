@@ -1,6 +1,7 @@
 """Host cost of recording ops: the Python bytecodes that build the lazy graph, apart from realizing it.
 
     python3 bench/recording_cost.py [--device vulkan:0] [--top 25] [--phase forward|zero_grad|backward|step|item]
+                                    [--batches windows|same|upload] [--steps 8]
 
 Prints, after warm-up (plans compiled, memos full):
 - the demo's training step (vkml/demo.py: 2 -> 64 -> 64 -> 3, ReLU, dropout, cross-entropy, Adam, batches of
@@ -11,6 +12,9 @@ Prints, after warm-up (plans compiled, memos full):
   ``x @ w``, ``relu(x)``, ``x.sum()``, each without grad and with ``a``, ``x`` requiring grad (the result's
   context, the backward node, included).
 
+``--batches``: each step's batch is the next of ten windows of the dataset tensor (the default, as
+``bench_training.py``), the first window every step, or a new upload of the next ten's rows (a data
+loader's); ``--steps``: steps run, the last one counted (with the recordings it reused).
 ``--top N`` lists the N functions of ``--phase``'s building that execute the most bytecodes of their own.
 Bytecodes are ``sys.settrace`` opcode events: a loaded machine leaves them unchanged.
 docs/benchmarks.md ("Session 17: recording cost") reads them.
@@ -69,8 +73,11 @@ def split_bytecodes(fn, own: collections.Counter | None = None) -> tuple[object,
     return result, counts[0], counts[1]
 
 
-def demo_step_phases(device, phase_top: str | None = None, steps: int = 8) -> tuple[dict, collections.Counter]:
-    """{phase: (building, realizing)} of the demo's last step of ``steps``, and the own counts of ``phase_top``'s building."""
+def demo_step_phases(
+    device, phase_top: str | None = None, steps: int = 8, batches: str = "windows"
+) -> tuple[dict, collections.Counter]:
+    """{phase: (building, realizing)} of the demo's last step of ``steps``, and the own counts of ``phase_top``'s
+    building; ``counts["reused"]``: the recordings that step submitted again. ``batches``: see the module text."""
     x_all, y_all = demo.make_spirals()
     model = demo.make_model(device)
     optimizer = vkml.optim.Adam(model.parameters(), lr=0.01)
@@ -80,12 +87,20 @@ def demo_step_phases(device, phase_top: str | None = None, steps: int = 8) -> tu
     counts: dict = {}
     for i in range(steps):
         batch = slice((i % 10) * demo.BATCH, (i % 10 + 1) * demo.BATCH)
+        if batches == "windows":
+            xb, yb = x[batch], y[batch]
+        elif batches == "same":
+            xb, yb = x[: demo.BATCH], y[: demo.BATCH]
+        else:
+            xb, yb = vkml.tensor(x_all[batch], device=device), vkml.tensor(y_all[batch], device=device)
         device.synchronize()  # the wait is the device's time, not the step's
-        calls = _step_phases(model, optimizer, x[batch], y[batch])
+        reused = vkml.debug.counters()["recordings_reused"]
+        calls = _step_phases(model, optimizer, xb, yb)
         for name in PHASES:
             own_here = own if i == steps - 1 and name == phase_top else None
             _, building, realizing = split_bytecodes(calls[name], own_here)
             counts[name] = (building, realizing)
+        counts["reused"] = vkml.debug.counters()["recordings_reused"] - reused
     return counts, own
 
 
@@ -133,17 +148,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default=None)
     parser.add_argument("--top", type=int, default=0)
     parser.add_argument("--phase", default="backward", choices=PHASES)
+    parser.add_argument("--batches", default="windows", choices=("windows", "same", "upload"))
+    parser.add_argument("--steps", type=int, default=8)
     args = parser.parse_args(argv)
     device = vkml.device(args.device) if args.device else vkml.best_device()
-    counts, own = demo_step_phases(device, args.phase if args.top else None)
-    print(f"demo step on {device.name}: bytecodes building / realizing")
+    counts, own = demo_step_phases(device, args.phase if args.top else None, args.steps, args.batches)
+    print(f"demo step on {device.name} ({args.batches} batches, step {args.steps}): bytecodes building / realizing")
     total = [0, 0]
     for name in PHASES:
         building, realizing = counts[name]
         total[0] += building
         total[1] += realizing
         print(f"  {name:10s} {building:8d} {realizing:8d}")
-    print(f"  {'step':10s} {total[0]:8d} {total[1]:8d}   (all: {sum(total)})")
+    print(f"  {'step':10s} {total[0]:8d} {total[1]:8d}   (all: {sum(total)}; recordings reused: {counts['reused']})")
     for (file, line, function), count in own.most_common(args.top):
         print(f"    {count:8d}  {file}:{line} {function}")
     print("one recorded op, not realized: bytecodes")

@@ -63,15 +63,14 @@ def test_a_freed_inputs_memory_taken_by_another_tensor_is_read_as_the_new_one(gp
     memory = x.node.buffer.binding_key
     del x
     gc.collect()
-    held = []  # a new buffer at x's memory: the pool hands out its freed ranges again, by size
+    held = []  # a new upload at x's memory: the pool hands the ranges uploads freed to uploads again, by size
     while True:
-        buffer = gpu.allocate(vkml.float32, DATA.size)
+        buffer = gpu.upload_new(vkml.float32, DATA * -7)
         if buffer.binding_key == memory:
             break
         held.append(buffer)
         assert len(held) < 256
     del held
-    gpu.upload(buffer, DATA * -7)
     y = _over(buffer)
     debug.reset_counters()
     for _ in range(3):  # replays of a recording that binds that memory, made for x or for y

@@ -128,6 +128,12 @@ _SCALARS_KEY = "VKML_EAGER_SCALARS" if _ENVIRON_BYTES is None else b"VKML_EAGER_
 _ENVIRON_RAW = os.environ if _ENVIRON_BYTES is None else _ENVIRON_BYTES
 
 
+def environment() -> dict:
+    """A copy of the process's environment variables (raw), to compare with a later one: a cache of
+    choices that read variables keeps it and chooses again once it differs."""
+    return dict(_ENVIRON_RAW)
+
+
 def debug_level() -> int:
     """``VKML_DEBUG`` as an integer; 0 when unset or not a number."""
     global _debug_parsed

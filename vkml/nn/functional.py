@@ -232,7 +232,8 @@ def _checked_hits(op: str, indices, size: int, dim: int, message, error=IndexErr
     its value are two small reductions computed in the submission that computes anything
     through the result, and reading a result raises the error, naming the op and the line that
     called it (vkml/schedule/checks.py). Realized indices that passed are remembered, so the same loaded
-    labels are checked once.
+    labels are checked once; indices uploaded from the host (or a view of them) whose values the host
+    saw within range pass at once (``checks.uploaded_range``).
     """
     _integer_indices(op, indices)
     hits = _hits(indices, size, dim)
@@ -246,6 +247,9 @@ def _checked_hits(op: str, indices, size: int, dim: int, message, error=IndexErr
         if values is not None:
             earlier[3](values)  # a pass is remembered in _indices_passed: no new check below
     if indices.numel() == 0 or (key in _indices_passed.get(node, ()) and not capturing):
+        return hits
+    uploaded = checks.uploaded_range(node) if not capturing else None
+    if uploaded is not None and uploaded[0] >= 0 and uploaded[1] < size:  # values the host saw: all in range
         return hits
     # The check's ops, built on nodes: integer and bool values that nothing records or writes to,
     # node for node those of ``indices.reshape(-1)``, ``>=``, ``&``, ``where``, ``amin`` ... (a dozen

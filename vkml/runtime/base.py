@@ -94,9 +94,10 @@ class Device(ABC):
     @abstractmethod
     def allocate(self, dtype: DType, numel: int) -> Buffer: ...
 
-    def allocate_each(self, sizes: tuple) -> list[Buffer]:
+    def allocate_each(self, sizes: tuple, placement: list | None = None) -> list[Buffer]:
         """``allocate(dtype, numel)`` for each (dtype, numel) of ``sizes`` (a realize's outputs, sized by a
-        plan: a vkml dtype and a non-negative int each)."""
+        plan: a vkml dtype and a non-negative int each). ``placement``: the plan's record of where its
+        buffers were (a list each), for a device that places them where they were before."""
         allocate = self.allocate
         return [allocate(dtype, numel) for dtype, numel in sizes]
 

@@ -90,6 +90,7 @@ class CPUDevice(Device):
         return CPUBufferAlias(buffer, start, numel)
 
     def upload(self, buffer: CPUBuffer, array: np.ndarray) -> None:
+        buffer.__dict__.pop("uploaded_range", None)  # the values the host saw at its upload (schedule/checks.py)
         buffer.array[...] = np.asarray(array, dtype=buffer.dtype.np).reshape(-1)
         counters["bytes_uploaded"] += buffer.nbytes
 

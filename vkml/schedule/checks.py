@@ -19,7 +19,8 @@ bad position and its value) and a guard, the node every result of the op is comp
   computed from the refused op's results.
 
 A check that passed is done. Ops may remember passes for realized inputs (their values cannot
-change), so the same loaded labels are checked once (``_checked_hits`` reads its last check of
+change), so the same loaded labels are checked once, and skip checks of values uploaded from the host
+within range (``uploaded_range``: a new batch of labels every step costs no check) (``_checked_hits`` reads its last check of
 them when the device has finished it, without waiting for a read of the loss).
 """
 
@@ -31,7 +32,7 @@ import sys
 import weakref
 from collections.abc import Callable
 
-from ..graph.node import Node
+from ..graph.node import Node, Op
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # vkml's folder
 
@@ -49,6 +50,35 @@ class Check:
 
     def fail(self) -> None:
         raise self.error(self.message)
+
+
+# Integer uploads up to this many elements are scanned on the host for their least and greatest value.
+RANGE_SCAN_LIMIT = 1 << 16
+_BUFFER, _VIEW = Op.BUFFER, Op.VIEW
+
+
+def note_uploaded_range(buffer, array) -> None:
+    """Keep the least and greatest value of an integer ``array`` just uploaded into ``buffer`` (small ones
+    only), so that a check of indices read from it can pass at the call (``uploaded_range``): a new batch
+    of labels is a new tensor every step, and its values are on the host as it is made. A later write
+    into the buffer (``Device.upload``) drops them; realized buffers are never written otherwise."""
+    if array.dtype.kind in "iu" and 0 < array.size <= RANGE_SCAN_LIMIT:
+        try:
+            buffer.uploaded_range = (int(array.min()), int(array.max()))
+        except AttributeError:  # a buffer without values (the meta device's)
+            pass
+
+
+def uploaded_range(node: Node) -> tuple[int, int] | None:
+    """(least, greatest) of the values a realized ``node``, or a view of one, reads, where the host knows
+    them from its upload (``note_uploaded_range``: of the whole buffer, a view's window included), else None."""
+    while node.op == _VIEW:
+        node = node.srcs[0]
+    if node.op != _BUFFER:
+        return None
+    buffer = node.buffer
+    buffer = getattr(buffer, "parent", buffer)  # an alias (a window of a dataset's labels): its memory's owner
+    return getattr(buffer, "uploaded_range", None)
 
 
 _pending: weakref.WeakSet = weakref.WeakSet()  # unread checks whose guard may still be computed

@@ -44,7 +44,7 @@ from .scalar_ring import SCALARS, WORD_DTYPES, ScalarRing, scalars_variant
 WORD_DTYPE_NAMES = frozenset(d.name for d in WORD_DTYPES)
 
 STREAK = 2  # replays in a row that changed a parameter before it moves to the ring
-RECENT_BUFFERS = 2  # a step's realizes alternate between two sets of memory ranges (outputs freed a step later)
+RECENT_BUFFERS = 16  # a step's realizes alternate between sets of memory ranges; a dataset's windows cycle over more
 
 _binding_of = operator.attrgetter("binding_key", "dtype")
 _buffer_of = operator.attrgetter("buffer")

@@ -240,11 +240,24 @@ class Recipe:
     - ``baked``: the ``Baked`` constants and views.
     - ``replay``: what ``replay_key`` reads (made on its first call), False where a user kernel runs.
     - ``sizes``: what ``allocate`` asks the device for (made on its first call).
+    - ``placement``: where those buffers were on its last replays, a list each (the device fills it:
+      ``MemoryPool.take_placed``), so a loop's replays bind the same memory and reuse recordings.
     - ``positions``: each output's position (``finish``'s, made on its first call).
     - ``scalars``: what its eager replays' parameters did (vkml/schedule/eager_scalars.py's ``Watch``).
     """
 
-    __slots__ = ("outputs", "temps", "steps", "custom_roots", "baked", "replay", "sizes", "positions", "scalars")
+    __slots__ = (
+        "outputs",
+        "temps",
+        "steps",
+        "custom_roots",
+        "baked",
+        "replay",
+        "sizes",
+        "placement",
+        "positions",
+        "scalars",
+    )
 
     def __init__(self):
         self.outputs: list[Output] = []
@@ -254,6 +267,7 @@ class Recipe:
         self.baked: list[Baked] = []
         self.replay: tuple | bool | None = None
         self.sizes: tuple | None = None  # (dtype, numel) of each output, then each temporary (``allocate``)
+        self.placement: list | None = None
         self.positions: tuple | None = None
         self.scalars = None
 
@@ -273,7 +287,8 @@ def allocate(recipe: Recipe, device) -> tuple[list, list]:
     sizes = recipe.sizes
     if sizes is None:
         sizes = recipe.sizes = tuple([(dtype, numel) for _, dtype, numel in recipe.outputs] + recipe.temps)
-    buffers = device.allocate_each(sizes)
+        recipe.placement = [[] for _ in sizes]
+    buffers = device.allocate_each(sizes, recipe.placement)
     if not recipe.temps:
         return buffers, []
     count = len(recipe.outputs)
@@ -287,7 +302,8 @@ def allocate_keyed(recipe: Recipe, order: list[Node], device, with_params=None) 
     sizes = recipe.sizes
     if sizes is None:
         sizes = recipe.sizes = tuple([(dtype, numel) for _, dtype, numel in recipe.outputs] + recipe.temps)
-    buffers = device.allocate_each(sizes)
+        recipe.placement = [[] for _ in sizes]
+    buffers = device.allocate_each(sizes, recipe.placement)
     if recipe.temps:
         count = len(recipe.outputs)
         outs, temps = buffers[:count], buffers[count:]
@@ -496,11 +512,12 @@ class Found:
       that source of that user's node;
     - ``edges``: (user position, source index, position) of every other edge, and ``root_edges``
       (position, root index) of every other root: each must reach that position's node;
-    - ``skeys``: every position's structure id; ``matmuls``: (position, mode) of each matmul;
+    - ``skeys``: every position's structure id; ``matmuls``: (position, mode) of each matmul; ``policy``:
+      what the modes were last checked under (the mode function, the device's features, its ``policy()``);
     - ``more``: whether any of ``edges``, ``root_edges``, ``matmuls`` and the recipe's baked values is there.
     """
 
-    __slots__ = ("recipe", "size", "roots", "steps", "edges", "root_edges", "skeys", "matmuls", "more")
+    __slots__ = ("recipe", "size", "roots", "steps", "edges", "root_edges", "skeys", "matmuls", "policy", "more")
 
 
 def find(namespace: tuple, roots: list[Node], mode_of_matmul) -> tuple[Recipe, list[Node]] | None:
@@ -543,9 +560,18 @@ def _also(entry: Found, roots: list[Node], order: list[Node], mode_of_matmul) ->
     for p, j in entry.root_edges:
         if roots[j] is not order[p]:
             return False
-    for p, mode in entry.matmuls:
-        if mode_of_matmul(order[p]) != mode:
-            return False
+    if entry.matmuls:
+        # The tiles depend on the graph (the positions' ids, checked), the device and the policy: chosen
+        # again only when the policy or the device's features differ from the last look's.
+        policy = getattr(mode_of_matmul, "policy", None)
+        looked = None
+        if policy is not None:
+            looked = (mode_of_matmul, getattr(order[entry.matmuls[0][0]].device, "features", None), policy())
+        if looked is None or looked != entry.policy:
+            for p, mode in entry.matmuls:
+                if mode_of_matmul(order[p]) != mode:
+                    return False
+            entry.policy = looked
     for p, value in entry.recipe.baked:
         arg = order[p].arg
         if (repr(arg) if value.__class__ is str else arg) != value:
@@ -594,6 +620,7 @@ def remember(namespace: tuple, roots: list[Node], order: list[Node], recipe: Rec
     )
     entry.skeys = skeys
     entry.matmuls = tuple((p, mode_of_matmul(n)) for p, n in enumerate(order) if n.op == Op.MATMUL)
+    entry.policy = None  # the first ``find`` checks the modes
     entry.more = bool(edges or root_edges or entry.matmuls or recipe.baked)
     # A few entries a key: a root built before a source was realized keeps its id, so one key may name two graphs
     key = (namespace, tuple(map(_skey_of, roots)))

@@ -8,6 +8,7 @@ the template and plan caches as it is, and that ``lower`` builds the template of
 
 from __future__ import annotations
 
+from ... import config as vkml_config
 from ...graph.node import Node
 from ...ir import types as T
 from ..index import index_dtype
@@ -39,6 +40,28 @@ def mode(node: Node) -> Mode:
         return coopmat.mode(features, coopmat.shape_for(a.shape[-2], b.shape[-1]))
     m, n, k = a.shape[-2], b.shape[-1], a.shape[-1]
     return tiled.fused_over_batch(tiled.choose_config(features, m, n, k), features, node.numel * k)
+
+
+# The namespaces ``mode``'s choices are read from: this package's, its templates' and vkml.config's.
+_POLICY_NAMESPACES = (globals(), tiled.__dict__, coopmat.__dict__, coopmat2.__dict__, vkml_config.__dict__)
+_values_of = dict.values
+
+
+def policy() -> tuple:
+    """Everything ``mode`` reads besides a node's graph and its device's features, as a value to compare:
+    every module-level name of the modules its choices come from (so a test's monkeypatch of a function,
+    a tile family or a threshold shows) and the environment (``VKML_MATMUL_*``).
+
+    The plan cache checks a remembered recipe's matmul modes again only when this changed
+    (vkml/schedule/plan_cache.py ``find``), rather than choosing every matmul's tiles at every replay.
+
+    >>> policy() == policy()
+    True
+    """
+    return (*map(tuple, map(_values_of, _POLICY_NAMESPACES)), vkml_config.environment())
+
+
+mode.policy = policy  # what ``plan_cache.find`` asks the mode function it is given
 
 
 def lower(root: Node, mm: Node, leaves, baked, mode: Mode) -> GroupTemplate:

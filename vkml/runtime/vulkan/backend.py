@@ -76,7 +76,7 @@ from .descriptors import DescriptorSets
 from .instance import vk
 from .kernel_cache import KernelCache
 from .logical_device import LogicalDevice
-from .memory import Allocation, MemoryBlock, MemoryPool
+from .memory import PLACED_KEPT, Allocation, MemoryBlock, MemoryPool
 from .pipelines import Pipelines
 from .recordings import Recorded, Recordings, fingerprint
 from .reports import device_rank, physical_device_count, physical_device_info, vulkan_device_reports
@@ -144,6 +144,7 @@ _consume = collections.deque  # deque(iterator, 0) runs it to its end, keeping n
 # Bounds the attribute sets ``allocate_each`` keeps per memory range: a loop settles on a few ranges.
 BUFFER_TEMPLATES = 4096
 _new_object = object.__new__
+_NOT_PLACED = itertools.repeat(None)  # allocate_each without a plan's placement
 
 
 class VulkanBuffer(Buffer):
@@ -288,10 +289,11 @@ class VulkanDevice(Device):
         with self.lock:  # the memory pool's free lists
             return VulkanBuffer(self, dtype, numel)
 
-    def allocate_each(self, sizes: tuple) -> list[VulkanBuffer]:
+    def allocate_each(self, sizes: tuple, placement: list | None = None) -> list[VulkanBuffer]:
         # A realize's buffers under one hold of the lock, without allocate's checks (a plan sized them).
         # Every realize runs this: a buffer on a range a buffer of the same dtype and size had before (a
         # loop's outputs, step after step) copies that one's attributes instead of making them.
+        # ``placement``: the plan's own, the ranges each buffer had on its last replays (``MemoryPool.take_placed``).
         with self.lock:
             memory = self.memory
             if memory._pending:
@@ -299,12 +301,16 @@ class VulkanDevice(Device):
             prepared = self._prepared_sizes.get(sizes)
             if prepared is None:
                 prepared = self._prepare_sizes(sizes)
-            take, templates = memory.take_sized, self._buffer_templates
+            take, templates = memory.take_placed, self._buffer_templates
             buffers = []
-            for dtype, numel, nbytes, reserved in prepared:
-                allocation = take(nbytes, reserved) if reserved else None
+            for (dtype, numel, nbytes, reserved), placed in zip(prepared, placement or _NOT_PLACED):
+                allocation = take(nbytes, reserved, placed) if reserved else None
                 if allocation is None:
-                    buffers.append(VulkanBuffer(self, dtype, numel))
+                    buffer = VulkanBuffer(self, dtype, numel)
+                    if placed is not None and buffer.allocation is not None:  # first fit: the range to keep
+                        placed.insert(0, (buffer.block.id, buffer.allocation.offset))
+                        del placed[PLACED_KEPT:]
+                    buffers.append(buffer)
                     continue
                 key = (allocation.block.id, allocation.offset, numel, dtype)
                 fields = templates.get(key)
@@ -371,6 +377,7 @@ class VulkanDevice(Device):
             raise ShapeError(f"upload: array of {array.size} elements into a buffer of {buffer.numel} on {self.name}")
         if buffer.numel == 0:
             return
+        buffer.__dict__.pop("uploaded_range", None)  # the values the host saw at its upload (schedule/checks.py)
         data = np.ascontiguousarray(array.reshape(-1), dtype=buffer.storage)
         with self.lock:  # the staging memory, the serials
             # Any run that bound the buffer's memory block may still use the buffer: runs submitted

@@ -7,9 +7,10 @@ offset and no per-tensor Vulkan object exists. Offsets respect
 device was created with ``bufferDeviceAddress``, every block's buffer also has a device
 address (``MemoryBlock.device_address``): kernels reach buffers larger than
 ``maxStorageBufferRange`` through it. A freed range is kept for the next kernel output of its
-size (the lowest such range first: ``MemoryPool._sized``), as PyTorch's caching allocator does, so
-a loop's buffers settle on the same memory and its recorded command buffers are reused; kept
-ranges go back to first fit before a new block is made.
+size (the range that buffer of the same plan had on its last replays, else the lowest such range:
+``MemoryPool._sized``, ``take_placed``), as PyTorch's caching allocator does, so a loop's buffers
+settle on the same memory and its recorded command buffers are reused; kept ranges go back to
+first fit before a new block is made.
 
 Which memory type (``choose_memory``):
 - a DEVICE_LOCAL|HOST_VISIBLE type on the largest device-local heap (an integrated or CPU
@@ -26,10 +27,10 @@ Which memory type (``choose_memory``):
 from __future__ import annotations
 
 import bisect
-import heapq
 import itertools
 from collections import deque
 from dataclasses import dataclass
+from typing import ClassVar
 
 from ...errors import OutOfMemoryError
 from . import instance as vk_instance
@@ -49,6 +50,11 @@ SMALL_BLOCK_SIZE = 64 * MiB
 # work is complete are dropped, and if that is not enough the block counts as freed in flight
 # whole until the latest of them (a loop that never waits cannot grow the list).
 FREED_LIMIT = 4096
+# An upload looks at most this many of the ranges uploads of its size gave back for one no work may use.
+IDLE_CANDIDATES = 8
+# The ranges a plan's buffer remembers (``MemoryPool.take_placed``): a value that outlives its step by
+# one (a check read at the next step's) needs three to cycle over.
+PLACED_KEPT = 3
 
 
 def align_up(value: int, alignment: int) -> int:
@@ -295,6 +301,9 @@ def create_storage_buffer(logical: LogicalDevice, size: int):
 class Allocation:
     """``size`` bytes at ``offset`` in ``block`` (``reserved`` bytes taken, after alignment).
 
+    ``host``: it was made for the host to write (``for_host``); freed, it goes back to the ranges
+    kept for the next upload of its size, not for kernel outputs.
+
     ``busy``: the last submission that may use the range, so the host writes it only once that
     one is complete. Set when it is allocated for the host to write (``for_host``): the latest
     submission that may still use a range an earlier buffer gave back there; and when it is
@@ -306,6 +315,9 @@ class Allocation:
     size: int
     reserved: int
     busy: int = 0
+    # Made for the host to write (an upload): given back to the host's kept ranges. Set on the instance
+    # of such an allocation only, so that the others' __init__ does not pay for it.
+    host: ClassVar[bool] = False
 
 
 class MemoryPool:
@@ -348,14 +360,19 @@ class MemoryPool:
         self.out_of_memory_errors = 0
         self.closed = False
         self._pending: deque[Allocation] = deque()  # released by finalizers, returned at the next allocate
-        # Ranges of shared blocks given back, by reserved size: heaps of (block id, offset, block). The
-        # next kernel output of that size takes the lowest (``allocate``), a choice that depends on which
-        # ranges are free, not on the order they were freed in: a loop that frees and makes the same
-        # sizes every step settles on the same ranges, step after step, and its runs on the same
-        # bindings (their recordings and descriptor sets are reused; first fit over the blocks' free
-        # ranges, split and coalesced between sizes, can drift instead). Handed back to the blocks'
-        # free ranges (``_return_sized``) before a new block is made, and by empty_cache.
-        self._sized: dict[int, list[tuple[int, int, MemoryBlock]]] = {}
+        # Ranges of shared blocks given back, by reserved size: dicts {(block id, offset): block}. The next kernel output of that size takes the range
+        # its plan's buffer had on a recent replay if it is free (``take_placed``), else the lowest
+        # (``allocate``, ``take_sized``): choices that depend on which ranges are free, not on the
+        # order they were freed in. A loop that frees and makes the same sizes every step settles on
+        # the same ranges, step after step, and its runs on the same bindings (their recordings and
+        # descriptor sets are reused); each plan's own ranges keep that when other buffers of its sizes
+        # come and go between its replays (a new batch's upload, a tensor kept for a step). Handed back
+        # to the blocks' free ranges (``_return_sized``) before a new block is made, and by empty_cache.
+        self._sized: dict[int, dict[tuple, MemoryBlock]] = {}
+        # The same for ranges uploads gave back (``Allocation.host``): the next upload of that size takes
+        # the lowest that no submitted work may still use. Apart from the kernel outputs' so that a new
+        # batch uploaded every step cycles over its own ranges instead of moving the outputs'.
+        self._host_sized: dict[int, dict[tuple, MemoryBlock]] = {}
         # Waits until a submission serial is complete (the device sets it): a block that
         # submitted work may still use must not be freed. Ranges need no wait: work on the one
         # queue is ordered, so a range freed while in flight is only ever reused by later work.
@@ -391,7 +408,9 @@ class MemoryPool:
             # one of a shared block, first fit.
             sized = self._sized.get(reserved)
             if sized:
-                _, offset, block = heapq.heappop(sized)
+                at = min(sized)
+                block = sized.pop(at)
+                offset = at[1]
                 self.allocated_bytes += nbytes
                 self.allocations += 1
                 if self.allocated_bytes > self.peak_bytes:
@@ -419,16 +438,21 @@ class MemoryPool:
             return self._account(Allocation(block, 0, nbytes, reserved), for_host)
         if for_host:
             completed = self.completed()
+            kept = self._host_sized.get(reserved)
+            if kept:
+                allocation = self._take_idle(kept, nbytes, reserved, completed)
+                if allocation is not None:
+                    return allocation
             for block in self.blocks:
                 freed = block.freed = [entry for entry in block.freed if entry[2] > completed]
                 offset = block.ranges.allocate(reserved, self.alignment, disjoint(freed) if freed else None)
                 if offset is not None:
-                    return self._account(Allocation(block, offset, nbytes, reserved))
+                    return self._account(Allocation(block, offset, nbytes, reserved), host=True)
         for block in self.blocks:
             offset = block.ranges.allocate(reserved, self.alignment)
             if offset is not None:
                 return self._account(Allocation(block, offset, nbytes, reserved), for_host)
-        if self._sized:  # the ranges kept by size, coalesced with the free ones, before a new block
+        if self._sized or self._host_sized:  # the ranges kept by size, coalesced with the free ones, before a new block
             self._return_sized()
             return self.allocate(nbytes, what, for_host)
         block = self.spare_blocks.pop() if self.spare_blocks else None
@@ -437,6 +461,24 @@ class MemoryPool:
         offset = block.ranges.allocate(reserved, self.alignment)
         return self._account(Allocation(block, offset, nbytes, reserved), for_host)
 
+    def _take_idle(self, kept: list, nbytes: int, reserved: int, completed: int) -> Allocation | None:
+        """The lowest of the first few ``kept`` ranges (an upload's size's) that no submitted work may still
+        use, taken for the host, or None."""
+        for at in sorted(kept)[:IDLE_CANDIDATES]:
+            block = kept[at]
+            start = at[1]
+            stop = start + reserved
+            if any(a < stop and start < b and s > completed for a, b, s in block.freed):
+                continue
+            del kept[at]
+            allocation = Allocation(block, start, nbytes, reserved)
+            allocation.host = True
+            self.allocated_bytes += nbytes
+            self.allocations += 1
+            self.peak_bytes = max(self.peak_bytes, self.allocated_bytes)
+            return allocation
+        return None
+
     def take_sized(self, nbytes: int, reserved: int) -> Allocation | None:
         """``allocate``'s common case alone, for a caller that sized the request before: a range of
         ``reserved`` bytes (``nbytes`` aligned up; at most half a block, not for the host) that a
@@ -444,12 +486,43 @@ class MemoryPool:
         sized = self._sized.get(reserved)
         if not sized:
             return None
-        _, offset, block = heapq.heappop(sized)
+        at = min(sized)
+        block = sized.pop(at)
         self.allocated_bytes += nbytes
         self.allocations += 1
         if self.allocated_bytes > self.peak_bytes:
             self.peak_bytes = self.allocated_bytes
-        return Allocation(block, offset, nbytes, reserved)
+        return Allocation(block, at[1], nbytes, reserved)
+
+    def take_placed(self, nbytes: int, reserved: int, placed: list | None) -> Allocation | None:
+        """``take_sized`` for a plan's buffer: of the ranges it had on its last replays (``placed``, as
+        (block id, offset), the latest new one first, at most ``PLACED_KEPT``), the first that is free,
+        else the lowest, which joins ``placed``. A buffer of a loop's plan keeps its range while other
+        buffers of its size come and go between the plan's replays; one still alive a step later (a
+        parameter an update replaces, a result a loop holds until the next is made) makes it take two or
+        three ranges in turn. ``placed`` None: ``take_sized``."""
+        sized = self._sized.get(reserved)
+        if not sized:
+            return None
+        if placed is not None:
+            for at in placed:
+                block = sized.pop(at, None)
+                if block is not None:  # free
+                    self.allocated_bytes += nbytes
+                    self.allocations += 1
+                    if self.allocated_bytes > self.peak_bytes:
+                        self.peak_bytes = self.allocated_bytes
+                    return Allocation(block, at[1], nbytes, reserved)
+        at = min(sized)  # the lowest: what is free decides, not the order it was freed in
+        block = sized.pop(at)
+        if placed is not None:
+            placed.insert(0, at)
+            del placed[PLACED_KEPT:]
+        self.allocated_bytes += nbytes
+        self.allocations += 1
+        if self.allocated_bytes > self.peak_bytes:
+            self.peak_bytes = self.allocated_bytes
+        return Allocation(block, at[1], nbytes, reserved)
 
     def release(self, allocation: Allocation) -> None:
         """Queue an allocation's range for return (buffer finalizers call this).
@@ -466,7 +539,6 @@ class MemoryPool:
     def _drain(self) -> None:
         pending = self._pending
         completed = self.completed()  # may only grow meanwhile: a range it calls busy takes _release_now's path
-        sized_of = self._sized
         while pending:
             allocation = pending.popleft()
             block = allocation.block
@@ -476,10 +548,12 @@ class MemoryPool:
             # _release_now of an idle range of a shared block (every realize's outputs), written out
             self.allocated_bytes -= allocation.size
             self.allocations -= 1
-            sized = sized_of.get(allocation.reserved)
+            reserved = allocation.reserved
+            sized_of = self._host_sized if allocation.host else self._sized
+            sized = sized_of.get(reserved)
             if sized is None:
-                sized = sized_of[allocation.reserved] = []
-            heapq.heappush(sized, (block.id, allocation.offset, block))
+                sized = sized_of[reserved] = {}
+            sized[block.id, allocation.offset] = block
 
     def _release_now(self, allocation: Allocation) -> None:
         """Give an allocation's range back; frees empty blocks beyond the first."""
@@ -502,17 +576,20 @@ class MemoryPool:
             else:
                 self._destroy(block)
             return
-        sized = self._sized.get(allocation.reserved)
+        sized_of = self._host_sized if allocation.host else self._sized
+        sized = sized_of.get(allocation.reserved)
         if sized is None:
-            sized = self._sized[allocation.reserved] = []
-        heapq.heappush(sized, (block.id, allocation.offset, block))
+            sized = sized_of[allocation.reserved] = {}
+        sized[block.id, allocation.offset] = block
 
     def _return_sized(self) -> None:
         """Give every range kept by size back to its block's free ranges; frees empty blocks beyond the first."""
-        sized, self._sized = self._sized, {}
-        for reserved, ranges in sized.items():
-            for _, offset, block in ranges:
-                self._return_range(block, offset, reserved)
+        for sized in (self._sized, self._host_sized):
+            kept = dict(sized)
+            sized.clear()
+            for reserved, ranges in kept.items():
+                for (_, offset), block in ranges.items():
+                    self._return_range(block, offset, reserved)
 
     def _return_range(self, block: MemoryBlock, offset: int, reserved: int) -> None:
         block.ranges.release(offset, reserved)
@@ -539,7 +616,9 @@ class MemoryPool:
     def _spare_bytes(self) -> int:
         return sum(b.size for b in self.spare) + sum(b.size for b in self.spare_blocks)
 
-    def _account(self, allocation: Allocation, for_host: bool = False) -> Allocation:
+    def _account(self, allocation: Allocation, for_host: bool = False, host: bool = False) -> Allocation:
+        if host or (for_host and not allocation.block.dedicated):
+            allocation.host = True
         if for_host:  # the latest submission that may still use a range freed in flight under it
             start, stop = allocation.offset, allocation.offset + allocation.reserved
             allocation.busy = max((s for a, b, s in allocation.block.freed if a < stop and start < b), default=0)

@@ -53,9 +53,10 @@ from . import instance as vk_instance
 from .logical_device import UINT64_MAX, LogicalDevice
 from .physical_device import PHYSICAL_DEVICE_TYPE_CPU
 
-# A training step makes a few submissions (forward, backward, update), and each batch of a
-# dataset sliced at its own offset is its own structure: room for several steps' worth.
-SLOTS = 16
+# A training step makes a few submissions (forward, backward, update), each on one of two sets of
+# memory (parameters an update replaces), and each batch of a dataset sliced at its own offset is its
+# own binding: room for an epoch of ten such windows (less the transfer slots).
+SLOTS = 32
 # Copies of uploads queued behind in-flight work, each with its own staging memory: a training
 # loop uploads a batch or two a step, so a slot is reused a few steps later, when its copy is
 # long complete (reusing a slot still pending waits for it).

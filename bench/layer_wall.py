@@ -1,0 +1,284 @@
+"""Where the layer rows' wall time goes beyond their GPU time (issues 18 and 20): counts and phases per call.
+
+    python3 bench/layer_wall.py [ROW ...] [--quick] [--repeats 30] [--no-times] [--json out.json]
+
+Rows are bench/bench_workloads.py's layer workloads (default: batch_norm_train, max_pool2d,
+conv2d_f32, conv2d_f16, softmax, layer_norm, sdpa_f16_1024, resnet_block_fwd), at the bench's full
+sizes, or its ``--quick`` ones (what lavapipe runs in a moment). For each, after warm-up calls:
+
+- counts of one call (the same on a loaded machine): the counters that moved (dispatches, barriers,
+  submissions, plans, recordings reused, host waits, ...), the device memory blocks made (each a
+  ``vkAllocateMemory``), every ``vk*`` call through the device's function table, and the Python
+  bytecodes of the graph build and of the realize;
+- the kernels of one call, with their grids and GPU microseconds (timestamps; a dispatch's time
+  includes the barrier in front of it);
+- unless ``--no-times``: medians over ``--repeats`` calls of the build, the realize (up to its
+  return: plan lookup, allocation, submission), the host before ``vkQueueSubmit``, the time inside
+  driver calls, and the synchronise after it, back to back; the same wall time with PyTorch's call
+  back to back; and both alternating a call each, as bench/bench_timing.py's
+  ``time_wall_side_by_side`` does. docs/benchmarks.md ("Session 18: where the layer rows' wall time
+  goes") reads them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+TOOLS = Path(__file__).resolve().parent
+for path in (str(TOOLS.parent), str(TOOLS)):
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+from bench_timing import as_tuple, gpu_clock, torch_sync  # noqa: E402
+from bench_workloads import WORKLOADS, Context  # noqa: E402
+from realize_phases import driver_time  # noqa: E402
+
+import vkml  # noqa: E402
+from vkml.runtime.counters import counters  # noqa: E402
+from vkml.runtime.vulkan import memory as vk_memory  # noqa: E402
+
+ROWS = (
+    "batch_norm_train",
+    "max_pool2d",
+    "conv2d_f32",
+    "conv2d_f16",
+    "softmax",
+    "layer_norm",
+    "sdpa_f16_1024",
+    "resnet_block_fwd",
+)
+
+
+def bytecodes(fn) -> int:
+    """Python bytecodes ``fn()`` executes (sys.settrace opcode events), as tests/test_host_cost.py counts."""
+    count = 0
+
+    def tracer(frame, event, arg):
+        nonlocal count
+        frame.f_trace_opcodes = True
+        if event == "opcode":
+            count += 1
+        return tracer
+
+    sys.settrace(tracer)
+    try:
+        fn()
+    finally:
+        sys.settrace(None)
+    return count
+
+
+class DriverCalls:
+    """Counts every ``vk*`` call through the device's function table while installed (as
+    realize_phases.driver_time wraps it), and the memory blocks made (``vkAllocateMemory``)."""
+
+    def __init__(self, device):
+        self.device = device
+        self.calls: collections.Counter = collections.Counter()
+
+    def __enter__(self):
+        lib, calls = self.device.logical.lib, self.calls
+        self.lib = lib
+        self.holders = [
+            o
+            for o in (self.device.logical, self.device.recordings, self.device.descriptors, self.device.transfers)
+            if o.lib is lib
+        ]
+
+        class Counted:
+            def __getattr__(self, name):
+                function = getattr(lib, name)
+                if not callable(function):
+                    return function
+
+                def counted(*args):
+                    calls[name] += 1
+                    return function(*args)
+
+                setattr(self, name, counted)
+                return counted
+
+        counted = Counted()
+        for holder in self.holders:
+            holder.lib = counted
+        self.init = vk_memory.MemoryBlock.__init__
+        init = self.init
+
+        def counting_init(block, *args, **kwargs):
+            calls["MemoryBlock (vkAllocateMemory)"] += 1
+            init(block, *args, **kwargs)
+
+        vk_memory.MemoryBlock.__init__ = counting_init
+        return self
+
+    def __exit__(self, *exc):
+        for holder in self.holders:
+            holder.lib = self.lib
+        vk_memory.MemoryBlock.__init__ = self.init
+
+
+def call(device, build) -> tuple:
+    out = vkml.realize(*as_tuple(build()))
+    device.synchronize()
+    return out
+
+
+def counts(device, build) -> dict:
+    """What one call (after warm-up) does, by counts."""
+    built = []
+    build_codes = bytecodes(lambda: built.append(as_tuple(build())))
+    device.synchronize()
+    before = dict(counters)
+    realize_codes = bytecodes(lambda: vkml.realize(*built[0]))
+    moved = {k: counters[k] - before.get(k, 0) for k in counters if counters[k] != before.get(k, 0)}
+    device.synchronize()
+    built.clear()
+    calls = {}
+    if device.kind == "vulkan":
+        with DriverCalls(device) as spy:
+            call(device, build)
+        calls = dict(spy.calls)
+    return {"build_bytecodes": build_codes, "realize_bytecodes": realize_codes, "counters": moved, "vk_calls": calls}
+
+
+def kernels(device, build) -> list:
+    """(kernel, grid, GPU µs) of each dispatch of one call, recorded with timestamps."""
+    got = []
+    original = device.run
+
+    def run(dispatches, timestamps=False, key=None):
+        seconds = original(dispatches, timestamps=True, key=key)
+        got.extend(
+            (d.kernel.name, tuple(d.grid), round((s or 0.0) * 1e6, 1)) for d, s in zip(dispatches, seconds or [])
+        )
+        return seconds
+
+    device.run = run
+    device.run_again = lambda key, written: False
+    try:
+        call(device, build)
+    finally:
+        del device.run, device.run_again
+    return got
+
+
+def median_us(values) -> float:
+    return round(statistics.median(values) * 1e6, 1)
+
+
+def phases(device, build, repeats: int) -> dict:
+    """Medians of each phase of a call, back to back (vkml alone)."""
+    rows = collections.defaultdict(list)
+    with driver_time(device) as spent:
+        for _ in range(repeats):
+            spent[0] = spent[1] = 0.0
+            t0 = time.perf_counter()
+            out = as_tuple(build())
+            t1 = time.perf_counter()
+            vkml.realize(*out)
+            t2 = time.perf_counter()
+            inside_realize, submitted_at = spent[0], spent[1]
+            device.synchronize()
+            t3 = time.perf_counter()
+            rows["build"].append(t1 - t0)
+            rows["realize"].append(t2 - t1)
+            rows["realize_host_outside_driver"].append(t2 - t1 - inside_realize)
+            rows["before_submit"].append((submitted_at - t1) if submitted_at else float("nan"))
+            rows["synchronize"].append(t3 - t2)
+            rows["wall"].append(t3 - t0)
+            del out
+    result = {k: median_us(v) for k, v in rows.items()}
+    gpu = []
+    for _ in range(max(3, repeats // 3)):
+        with gpu_clock(device) as runs:
+            call(device, build)
+        gpu.append(sum(sum(r) for r in runs))
+    result["gpu_timestamps"] = median_us(gpu)
+    return result
+
+
+def peer_and_alternation(device, build, torch_fn, torch_device, repeats: int) -> dict:
+    """Wall medians: PyTorch back to back, then both sides alternating (bench_timing.time_wall_side_by_side)."""
+    for _ in range(3):
+        torch_fn()
+    torch_sync(torch_device)
+    peer = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = torch_fn()
+        torch_sync(torch_device)
+        peer.append(time.perf_counter() - t0)
+        del out
+    ours, theirs, gpu_alternating = [], [], []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = call(device, build)
+        t1 = time.perf_counter()
+        out = None
+        peer_out = torch_fn()
+        torch_sync(torch_device)
+        t2 = time.perf_counter()
+        peer_out = None
+        ours.append(t1 - t0)
+        theirs.append(t2 - t1)
+    # The GPU time of vkml's kernels right after a PyTorch call: does the switch slow the kernels themselves?
+    for _ in range(max(3, repeats // 3)):
+        torch_fn()
+        torch_sync(torch_device)
+        with gpu_clock(device) as runs:
+            call(device, build)
+        gpu_alternating.append(sum(sum(r) for r in runs))
+    del out, peer_out
+    return {
+        "peer_back_to_back": median_us(peer),
+        "vkml_alternating": median_us(ours),
+        "peer_alternating": median_us(theirs),
+        "gpu_timestamps_after_peer": median_us(gpu_alternating),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("rows", nargs="*")
+    parser.add_argument("--quick", action="store_true", help="the bench's --quick sizes (lavapipe)")
+    parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--no-times", action="store_true", help="counts and kernels only")
+    parser.add_argument("--json", help="write the results here too")
+    args = parser.parse_args(argv)
+    import torch
+
+    device = vkml.best_device()
+    torch_device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if torch_device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    ctx = Context(device, torch_device, quick=args.quick)
+    results = {"device": device.name, "torch_device": str(torch_device)}
+    for name in args.rows or ROWS:
+        started = time.perf_counter()
+        case = WORKLOADS[name](ctx)
+        for _ in range(3):
+            call(device, case.vkml)
+        row = counts(device, case.vkml)
+        if device.kind == "vulkan":
+            row["kernels"] = kernels(device, case.vkml)
+        if not args.no_times:
+            row["phases"] = phases(device, case.vkml, args.repeats)
+            row.update(peer_and_alternation(device, case.vkml, case.torch["eager"], torch_device, args.repeats))
+        row["probe_seconds"] = round(time.perf_counter() - started, 1)
+        results[name] = row
+        print(name, json.dumps(row), flush=True)
+        ctx.forget_inputs()
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

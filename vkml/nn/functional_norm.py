@@ -112,11 +112,41 @@ def _channel_mean_node(node):
     batch, channels = shape[0], shape[1]
     count = math.prod(shape) // channels
     rows = lazy.reduce("sum", lazy.reshape_node(node, (batch, channels, count // batch)), (2,), False)
-    total = lazy.reduce("sum", rows, (0,), False)
+    return _divided(lazy.reduce("sum", rows, (0,), False), count)
+
+
+def _divided(node, count):
+    """``Tensor / count`` of a float node and a positive Python number, on nodes: ``div``'s rule, a
+    power of two's exact reciprocal multiplied (the same bits), else the division."""
     mantissa, exponent = math.frexp(count)
-    if mantissa == 0.5 and exponent - 1 <= 126:  # ``div``'s rule: a power of two's exact reciprocal, the same bits
-        return lazy.elementwise("mul", [total, 1.0 / count])
-    return lazy.elementwise("div", [total, count])
+    if mantissa == 0.5 and exponent - 1 <= 126:
+        return lazy.elementwise("mul", [node, 1.0 / count])
+    return lazy.elementwise("div", [node, count])
+
+
+def layer_norm_unrecorded(x, input, dims: tuple, weight, bias, eps: float):
+    """``layer_norm``'s ops on its float ``x`` (``input`` widened) built on nodes, where the call records
+    nothing (no operand requires grad, or grad mode is off: inference, evaluation) and carries no
+    format: the same nodes without a handle, an autocast check and a grad check per op. None where it
+    must record (the ops then build the graph autograd walks), or for an empty reduction."""
+    if _memory_format.ACTIVE or (
+        autograd.is_grad_enabled() and any(t is not None and t.requires_grad for t in (input, weight, bias))
+    ):
+        return None
+    node = x.node
+    count = math.prod(node.shape[d] for d in dims)
+    if not count:
+        return None
+    mean = _divided(lazy.reduce("sum", node, dims, True), float(count))  # ``mean``'s sum and float count
+    centred = lazy.elementwise("sub", [node, mean])
+    variance = _divided(lazy.reduce("sum", lazy.elementwise("mul", [centred, centred]), dims, True), float(count))
+    shifted = lazy.elementwise("add", [variance, eps])
+    out = lazy.elementwise("mul", [centred, lazy.unary_fast("rsqrt", shifted) or lazy.elementwise("rsqrt", [shifted])])
+    if weight is not None:
+        out = lazy.elementwise("mul", [out, weight.node])
+    if bias is not None:
+        out = lazy.elementwise("add", [out, bias.node])
+    return functions._wrap(out)
 
 
 def _channel_sum(t):

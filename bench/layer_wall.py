@@ -246,6 +246,46 @@ def peer_and_alternation(device, build, torch_fn, torch_device, repeats: int) ->
     }
 
 
+POOL_FORMS = ((3, 2, 1), (2, 2, 0), (1, 2, 0), (3, 1, 1))  # (kernel, stride, padding)
+
+
+def pool_taps(ctx: Context, repeats: int) -> dict:
+    """GPU µs of max_pool2d on the bench's input for windows of 9, 4 and 1 taps (and stride 1), both sides:
+    a kernel whose time follows its taps at one output size is bound by each tap's index arithmetic,
+    one that follows the bytes by memory."""
+    import torch
+
+    shape = (2, 8, 24, 24) if ctx.quick else (64, 64, 112, 112)
+    x, tx = ctx.pair(shape, tag="act")
+    F, device, found = vkml.nn.functional, ctx.device, {}
+    for kernel, stride, padding in POOL_FORMS:
+
+        def build(kernel=kernel, stride=stride, padding=padding):
+            return F.max_pool2d(x, kernel, stride, padding)
+
+        for _ in range(3):
+            call(device, build)
+        gpu = []
+        for _ in range(repeats):
+            with gpu_clock(device) as runs:
+                call(device, build)
+            gpu.append(sum(sum(r) for r in runs))
+        peer = []
+        if ctx.torch_device.type == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            for _ in range(repeats):
+                start.record()
+                torch.nn.functional.max_pool2d(tx, kernel, stride, padding)
+                end.record()
+                end.synchronize()
+                peer.append(start.elapsed_time(end) * 1e-3)
+        found[f"k{kernel} s{stride} p{padding}"] = {
+            "vkml_gpu": median_us(gpu),
+            "peer_gpu": median_us(peer) if peer else None,
+        }
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("rows", nargs="*")
@@ -253,6 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--no-times", action="store_true", help="counts and kernels only")
     parser.add_argument("--json", help="write the results here too")
+    parser.add_argument("--pool-taps", action="store_true", help="also max_pool2d's GPU time by window size")
     args = parser.parse_args(argv)
     import torch
 
@@ -278,6 +319,9 @@ def main(argv: list[str] | None = None) -> int:
         results[name] = row
         print(name, json.dumps(row), flush=True)
         ctx.forget_inputs()
+    if args.pool_taps:
+        results["pool_taps"] = pool_taps(ctx, args.repeats)
+        print("pool_taps", json.dumps(results["pool_taps"]), flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     return 0

@@ -24,10 +24,14 @@ from __future__ import annotations
 
 import argparse
 import collections
+import cProfile
 import json
+import pstats
 import statistics
 import sys
 import time
+import types
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 TOOLS = Path(__file__).resolve().parent
@@ -246,6 +250,41 @@ def peer_and_alternation(device, build, torch_fn, torch_device, repeats: int) ->
     }
 
 
+@contextmanager
+def session_17_paths():
+    """Inside the block, the layers build as before session 18 (an A/B in one run): batch norm's and
+    layer norm's ops through the tensor ops (the ops' path their node builds fall back to where a
+    memory format is active), max pooling's taps as slices of the padded tensor."""
+    from vkml.nn import functional_layers, functional_norm
+
+    norm_format, window_max = functional_norm._memory_format, functional_layers._padded_window_max
+    functional_norm._memory_format = types.SimpleNamespace(ACTIVE=True)
+    functional_layers._padded_window_max = lambda *args: None
+    try:
+        yield
+    finally:
+        functional_norm._memory_format, functional_layers._padded_window_max = norm_format, window_max
+
+
+def realize_profile(device, build, runs: int = 20, top: int = 10) -> list:
+    """cProfile of ``runs`` realizes (builds outside it): the functions with the most time of their own,
+    C functions included (what bytecode counts do not see)."""
+    profile = cProfile.Profile()
+    for _ in range(runs):
+        out = as_tuple(build())
+        profile.enable()
+        vkml.realize(*out)
+        profile.disable()
+        device.synchronize()
+        del out
+    stats = pstats.Stats(profile).stats
+    rows = sorted(stats.items(), key=lambda item: -item[1][2])[:top]
+    return [
+        (f"{Path(file).name}:{line}({name})", calls // runs, round(own / runs * 1e6, 1))
+        for (file, line, name), (calls, _, own, _, _) in rows
+    ]
+
+
 POOL_FORMS = ((3, 2, 1), (2, 2, 0), (1, 2, 0), (3, 1, 1))  # (kernel, stride, padding)
 
 
@@ -294,6 +333,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-times", action="store_true", help="counts and kernels only")
     parser.add_argument("--json", help="write the results here too")
     parser.add_argument("--pool-taps", action="store_true", help="also max_pool2d's GPU time by window size")
+    parser.add_argument("--ab", action="store_true", help="each row's counts and phases before session 18 too")
+    parser.add_argument("--profile", action="store_true", help="a cProfile of each row's realizes")
     args = parser.parse_args(argv)
     import torch
 
@@ -307,21 +348,32 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.rows or ROWS:
         started = time.perf_counter()
         case = WORKLOADS[name](ctx)
-        for _ in range(WARM_UP_CALLS):
-            call(device, case.vkml)
-        row = counts(device, case.vkml)
-        if device.kind == "vulkan":
-            row["kernels"] = kernels(device, case.vkml)
+        row = {}
+        for label, paths in (("before", session_17_paths), ("", nullcontext)) if args.ab else (("", nullcontext),):
+            with paths():
+                for _ in range(WARM_UP_CALLS):
+                    call(device, case.vkml)
+                found = counts(device, case.vkml)
+                if device.kind == "vulkan":
+                    found["kernels"] = kernels(device, case.vkml)
+                if not args.no_times:
+                    found["phases"] = phases(device, case.vkml, args.repeats)
+            row.update({f"{key}_{label}" if label else key: value for key, value in found.items()})
         if not args.no_times:
-            row["phases"] = phases(device, case.vkml, args.repeats)
             row.update(peer_and_alternation(device, case.vkml, case.torch["eager"], torch_device, args.repeats))
+        if args.profile:
+            row["realize_profile"] = realize_profile(device, case.vkml)
         row["probe_seconds"] = round(time.perf_counter() - started, 1)
         results[name] = row
         print(name, json.dumps(row), flush=True)
         ctx.forget_inputs()
     if args.pool_taps:
-        results["pool_taps"] = pool_taps(ctx, args.repeats)
-        print("pool_taps", json.dumps(results["pool_taps"]), flush=True)
+        for label, paths in (("pool_taps_before", session_17_paths), ("pool_taps", nullcontext)):
+            if label.endswith("before") and not args.ab:
+                continue
+            with paths():
+                results[label] = pool_taps(ctx, args.repeats)
+            print(label, json.dumps(results[label]), flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     return 0

@@ -643,13 +643,20 @@ def _padded_window_max(input, pad, fill, kernel, stride, dilation, out_size):
         return None
     device, dtype = node.device, node.dtype
     inside = lazy.const_node(True, T.bool_, (), device)  # the pad's mask: constant_pad_nd's, one scalar
-    out = fill_node = None
+    shape = stacks[0][0].shape
+    first = second = None
     for tap_stack, mask_stack in stacks:
-        # A view node of the buffer itself: every tap reads the one binding (view_of would cut each an alias)
-        tap, mask = Node(Op.VIEW, (base,), tap_stack, tap_stack.shape, dtype, device), lazy.view_of(inside, mask_stack)
-        tap = lazy.elementwise("where", [mask, tap, fill if fill_node is None else fill_node])
-        fill_node = tap.srcs[2]  # one constant for every tap: one kernel parameter
-        out = tap if out is None else lazy.elementwise("max_pool_step", [out, tap])
+        # View nodes of the buffer itself: every tap reads the one binding (view_of would cut each an alias).
+        tap = Node(Op.VIEW, (base,), tap_stack, shape, dtype, device)
+        mask = Node(Op.VIEW, (inside,), mask_stack, shape, T.bool_, device)
+        if first is None:  # the first tap's where and step decide the kinds; the others' nodes repeat them
+            first = out = lazy.elementwise("where", [mask, tap, fill])  # a constant shared by every tap
+            continue
+        tap = Node(Op.ELEMENTWISE, (mask, tap, first.srcs[2]), first.arg, shape, first.dtype, device)
+        if second is None:
+            second = out = lazy.elementwise("max_pool_step", [out, tap])
+            continue
+        out = Node(Op.ELEMENTWISE, (out, tap), second.arg, shape, second.dtype, device)
     return out
 
 

@@ -129,3 +129,51 @@ def test_batch_norm_on_nodes_builds_the_ops_graph():
     assert made[True][:2] == made[False][:2]
     for got, want in zip(made[False][2], made[True][2]):
         np.testing.assert_array_equal(got.numpy().view(np.uint16), want.numpy().view(np.uint16))
+
+
+def _kernels_of(device, fn) -> list:
+    """The kernels of the dispatches ``fn()`` realizes on ``device``."""
+    got, run = [], device.run
+
+    def recording_run(dispatches, *args, **kwargs):
+        got.extend(d.kernel for d in dispatches)
+        return run(dispatches, *args, **kwargs)
+
+    device.run = recording_run
+    try:
+        fn()
+    finally:
+        del device.run
+    return got
+
+
+def test_padded_max_pool_divides_its_index_once_not_per_tap():
+    # Each tap of a padded max pool was a slice of the pad's where: the kernel divided every tap's
+    # index back into the padded shape's digits (6 divisions and remainders a tap, 60 for a 3x3 window).
+    # The taps over the input's own views reach their elements by sums: the output's index alone divides.
+    device = vkml.device("cpu")
+    x_np = np.random.default_rng(3).standard_normal((2, 8, 24, 24)).astype(np.float32)
+    x_np.reshape(-1)[::7] = np.nan
+    x = vkml.tensor(x_np, device=device)
+    out = []
+    (kernel,) = _kernels_of(device, lambda: out.append(F.max_pool2d(x, 3, 2, 1).realize()))
+    text = str(kernel)
+    assert text.count(" load ") == 9  # one per tap
+    assert text.count(" idiv ") + text.count(" irem ") <= 6, text
+    want = torch.nn.functional.max_pool2d(torch.from_numpy(x_np), 3, 2, 1).numpy()
+    np.testing.assert_array_equal(np.isnan(out[0].numpy()), np.isnan(want))
+    np.testing.assert_array_equal(np.nan_to_num(out[0].numpy()), np.nan_to_num(want))
+
+
+# max_pool2d(x, 3, 2, 1) of 2x8x24x24, warm: 6,795 bytecodes when the taps sliced the pad's where, 8,642 with
+# each tap the pad's where over its own views (18 more nodes; lavapipe, bench/layer_wall.py --quick).
+MAX_POOL_PADDED_CEILING = 8_900
+
+
+def test_padded_max_pool_build_stays_under_its_bytecode_ceiling():
+    x_np = np.random.default_rng(4).standard_normal((2, 8, 24, 24)).astype(np.float32)
+    x = vkml.tensor(x_np)
+    count, out = _steady_bytecodes(lambda: F.max_pool2d(x, 3, 2, 1))
+    np.testing.assert_array_equal(out.numpy(), torch.nn.functional.max_pool2d(torch.from_numpy(x_np), 3, 2, 1).numpy())
+    assert count > 2_000
+    assert count <= MAX_POOL_PADDED_CEILING, count

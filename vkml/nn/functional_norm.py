@@ -166,10 +166,13 @@ def _batch_norm_train(x, weight, bias, centred, rstd, eps):
         return _affine(centred * rstd, weight, bias, shape)
     # The same nodes as _affine's ops, built directly (autograd sees this function as one op).
     out = lazy.elementwise("mul", [centred.node, rstd.node])
+    # Each parameter viewed as (1, C, 1, ...) and broadcast: the view the ops' reshape to (C, 1, ...) and
+    # broadcast end with, without the reshape's own view node on the way
+    kept, full = (1, *shape), out.shape
     if weight is not None:
-        out = lazy.elementwise("mul", [out, lazy.reshape_node(weight.node, shape)])
+        out = lazy.elementwise("mul", [out, lazy.expand_to(lazy.reshape_node(weight.node, kept), full)])
     if bias is not None:
-        out = lazy.elementwise("add", [out, lazy.reshape_node(bias.node, shape)])
+        out = lazy.elementwise("add", [out, lazy.expand_to(lazy.reshape_node(bias.node, kept), full)])
     return functions._wrap(out)
 
 

@@ -561,10 +561,16 @@ def _max_pool(op, input, kernel_size, stride, padding, dilation, ceil_mode, retu
         op, input, kernel_size, stride, padding, dilation, ceil_mode, n
     )
     fill = -math.inf if input.dtype.is_float else int(np.iinfo(np.dtype(input.dtype.name)).min)
-    x = _pool_input(input, padding, dilation, kernel, stride, out_size, fill)
     if not return_indices:
-        padded_from = (input, _pool_pads(input, padding, dilation, kernel, stride, out_size), fill)
-        return _fresh(_max_pool_values(x, kernel, stride, dilation, out_size, padded_from), input)
+        pad = _pool_pads(input, padding, dilation, kernel, stride, out_size)
+        if any(pad) and not (input.requires_grad and autograd.is_grad_enabled()):
+            # Nothing to record: the taps alone, without the padded tensor autograd's rule would read
+            out = _padded_window_max(input, pad, fill, kernel, stride, dilation, out_size)
+            if out is not None:
+                return functions._wrap(out)
+        x = _pool_input(input, padding, dilation, kernel, stride, out_size, fill)
+        return _fresh(_max_pool_values(x, kernel, stride, dilation, out_size, (input, pad, fill)), input)
+    x = _pool_input(input, padding, dilation, kernel, stride, out_size, fill)
     windows = _windows(x, kernel, stride, dilation, out_size, input.ndim)  # (..., *out, taps)
     hit = _selected(windows)
     # -0.0 is the sum's identity: the picked value comes back with every bit, -0.0 included.

@@ -92,3 +92,31 @@ def test_big_buffers_reuse_their_dedicated_memory_in_a_loop():
         assert (x * float(i)).sum().item() == float(i) * (1 << 22)
     gc.collect()
     assert gpu.memory_stats()["reserved_bytes"] == reserved  # no new driver allocations
+
+
+def test_a_loops_big_output_keeps_its_memory_when_older_spare_blocks_fill_the_limit(gpu):
+    # The spare blocks' limit once kept what earlier work left behind and gave the driver back the
+    # block a loop had just freed: each later call then allocated its big output anew (a driver call)
+    # and recorded its command buffer anew (new memory). The oldest spare blocks go back instead.
+    from vkml.runtime.counters import counters
+    from vkml.runtime.vulkan.backend import VulkanDevice
+    from vkml.runtime.vulkan.memory import MemoryBlock
+
+    dev = VulkanDevice(gpu.index, block_size=1 << 20)  # past 512 KiB a buffer is a dedicated block
+    dev.memory.spare_limit = 2 << 20
+    stale = vkml.tensor(np.zeros(7 << 16, np.float32), device=dev)  # 1.75 MiB: too big to serve 768 KiB
+    assert stale.node.buffer.allocation.block.dedicated
+    del stale
+    x_np = np.linspace(-1.0, 1.0, 3 << 16, dtype=np.float32)  # 768 KiB
+    x = vkml.tensor(x_np, device=dev)
+    y = None
+    for _ in range(3):  # warm-up: compile, record; the stale block is given back here
+        y = (x * 2.0).realize()
+    dev.synchronize()
+    blocks_before, reused_before = next(MemoryBlock._ids), counters["recordings_reused"]
+    for _ in range(5):
+        y = (x * 2.0).realize()
+    np.testing.assert_array_equal(y.numpy(), x_np * np.float32(2.0))
+    assert next(MemoryBlock._ids) == blocks_before + 1  # no block made in the loop (the ids only count)
+    assert counters["recordings_reused"] - reused_before == 5
+    assert dev.memory._spare_bytes() <= dev.memory.spare_limit

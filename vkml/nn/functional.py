@@ -499,6 +499,9 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
         raise ShapeError(f"'layer_norm': normalized_shape {shape} does not end input shape {input.shape}")
     dims = tuple(range(input.ndim - len(shape), input.ndim))
     x = input.float() if input.dtype in (T.float16, T.bfloat16) else input
+    out = _norm.layer_norm_unrecorded(x, input, dims, weight, bias, eps)
+    if out is not None:
+        return out.to(input.dtype) if input.dtype in (T.float16, T.bfloat16) else out
     centred = x - x.mean(dims, keepdim=True)
     variance = (centred * centred).mean(dims, keepdim=True)
     out = centred * functions.rsqrt(variance + eps)
@@ -610,6 +613,7 @@ del _name
 # (vkml/nn/functional_layers.py and vkml/nn/functional_losses.py; imported last, as they import this module's helpers)
 from . import functional_losses_more as _losses_more  # noqa: E402  (issue 18, below)
 from . import functional_more as _more  # noqa: E402
+from . import functional_norm as _norm  # noqa: E402  (layer_norm's unrecorded nodes)
 from . import layers_more as _layers_more  # noqa: E402
 from .functional_layers import (  # noqa: E402, F401
     adaptive_avg_pool2d,

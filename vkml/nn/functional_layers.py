@@ -29,6 +29,7 @@ from ..frontend import shape as shape_ops
 from ..frontend import windows as _window_ops
 from ..frontend.autograd import differentiable
 from ..graph import build as lazy
+from ..graph.node import Node, Op
 from ..ir import types as T
 from ..kernels.matmul import coopmat2 as _coopmat2
 from ..ops import grads as G
@@ -584,12 +585,7 @@ def _pool_geometry(op, input, kernel_size, stride, padding, dilation, ceil_mode,
 
 def _pool_input(x, padding, dilation, kernel, stride, out_size, value):
     """``x`` padded by ``padding`` before and enough after for the last window (ceil_mode), with ``value``."""
-    n = len(kernel)
-    pads = []
-    for size, p, d, k, s, o in zip(x.shape[-n:], padding, dilation, kernel, stride, out_size):
-        need = (o - 1) * s + d * (k - 1) + 1
-        pads.append((p, need - size - p))
-    flat = [a for pair in reversed(pads) for a in pair]
+    flat = _pool_pads(x, padding, dilation, kernel, stride, out_size)
     if all(a == 0 for a in flat):
         return x
     return functions.constant_pad_nd(x, flat, value)
@@ -600,9 +596,16 @@ def _max_pool(op, input, kernel_size, stride, padding, dilation, ceil_mode, retu
         op, input, kernel_size, stride, padding, dilation, ceil_mode, n
     )
     fill = -math.inf if input.dtype.is_float else int(np.iinfo(np.dtype(input.dtype.name)).min)
-    x = _pool_input(input, padding, dilation, kernel, stride, out_size, fill)
     if not return_indices:
-        return _fresh(_max_pool_values(x, kernel, stride, dilation, out_size), input)
+        pad = _pool_pads(input, padding, dilation, kernel, stride, out_size)
+        if any(pad) and not (input.requires_grad and autograd.is_grad_enabled()):
+            # Nothing to record: the taps alone, without the padded tensor autograd's rule would read
+            out = _padded_window_max(input, pad, fill, kernel, stride, dilation, out_size)
+            if out is not None:
+                return functions._wrap(out)
+        x = _pool_input(input, padding, dilation, kernel, stride, out_size, fill)
+        return _fresh(_max_pool_values(x, kernel, stride, dilation, out_size, (input, pad, fill)), input)
+    x = _pool_input(input, padding, dilation, kernel, stride, out_size, fill)
     windows = _windows(x, kernel, stride, dilation, out_size, input.ndim)  # (..., *out, taps)
     hit = _selected(windows)
     # -0.0 is the sum's identity: the picked value comes back with every bit, -0.0 included.
@@ -617,13 +620,23 @@ def _max_pool(op, input, kernel_size, stride, padding, dilation, ceil_mode, retu
 
 
 @differentiable("max_pool_windows", inputs=("x",))
-def _max_pool_values(x, kernel, stride, dilation, out_size):
+def _max_pool_values(x, kernel, stride, dilation, out_size, padded_from=None):
     """The window maxima of padded ``x``: one elementwise kernel, the taps folded in order, each a
     strided view of ``x`` (stacking them and reducing the short last dim wrote every window, then
     ran a row per output). Its gradient (``_max_pool_grad``) is not the fold's chain of selects,
-    two kernels a tap."""
+    two kernels a tap.
+
+    ``padded_from``: (input, pad, fill), where ``x`` is ``constant_pad_nd(input, pad, fill)``: each tap
+    is then that pad's ``where`` taken over the tap's slices of input and of the pad's mask, views of
+    one level each, so a kernel reaches a tap's element by sums (the slices of ``x`` itself are views
+    of the ``where``'s index space, whose every tap divides its index back into the padded shape's
+    digits: the kernel's time went with its taps, not its bytes; ``bench/layer_wall.py --pool-taps``)."""
     # On nodes: ``_window_views``' slices and the fold's ops build these nodes, one by one, without a
     # handle, a storage link and a grad check per tap (autograd sees this function as one op).
+    if padded_from is not None:
+        out = _padded_window_max(*padded_from, kernel, stride, dilation, out_size)
+        if out is not None:
+            return functions._wrap(out)
     node = x.node
     base, stack = lazy.view_base(node)
     boxes = _window_slices(node.shape, len(node.shape) - len(kernel), *map(tuple, (kernel, stride, dilation, out_size)))
@@ -643,6 +656,69 @@ def _max_pool_values(x, kernel, stride, dilation, out_size):
 # (ViewStack of the padded input, the taps' slices) -> each tap's ViewStack (immutable: shared). A
 # network pools few shapes; the slices of a masked (padded) view are most of a pooling's build.
 _TAP_STACKS: dict[tuple, list] = {}
+
+
+def _pool_pads(x, padding, dilation, kernel, stride, out_size) -> tuple:
+    """``_pool_input``'s ``constant_pad_nd`` amounts (last dim first, as its ``pad``)."""
+    n = len(kernel)
+    pads = []
+    for size, p, d, k, s, o in zip(x.shape[-n:], padding, dilation, kernel, stride, out_size):
+        pads.append((p, (o - 1) * s + d * (k - 1) + 1 - size - p))
+    return tuple(a for pair in reversed(pads) for a in pair)
+
+
+def _padded_window_max(input, pad, fill, kernel, stride, dilation, out_size):
+    """The node of the window maxima of ``constant_pad_nd(input, pad, fill)`` with each tap its pad's
+    ``where(mask, input, fill)`` over the tap's slices (``_max_pool_values``); None where the pad only
+    crops or leaves nothing of input (then the slices of the padded tensor are views of input already)."""
+    node = input.node
+    base, stack = lazy.view_base(node)
+    key = (stack, node.shape, pad, tuple(kernel), tuple(stride), tuple(dilation), tuple(out_size))
+    stacks = _PADDED_TAP_STACKS.get(key, _UNPLANNED)
+    if stacks is _UNPLANNED:
+        stacks = _padded_tap_stacks(stack, node.shape, pad, kernel, stride, dilation, out_size)
+        if len(_PADDED_TAP_STACKS) >= 256:
+            _PADDED_TAP_STACKS.clear()
+        _PADDED_TAP_STACKS[key] = stacks
+    if stacks is None:
+        return None
+    device, dtype = node.device, node.dtype
+    inside = lazy.const_node(True, T.bool_, (), device)  # the pad's mask: constant_pad_nd's, one scalar
+    shape = stacks[0][0].shape
+    first = second = None
+    for tap_stack, mask_stack in stacks:
+        # View nodes of the buffer itself: every tap reads the one binding (view_of would cut each an alias).
+        tap = Node(Op.VIEW, (base,), tap_stack, shape, dtype, device)
+        mask = Node(Op.VIEW, (inside,), mask_stack, shape, T.bool_, device)
+        if first is None:  # the first tap's where and step decide the kinds; the others' nodes repeat them
+            first = out = lazy.elementwise("where", [mask, tap, fill])  # a constant shared by every tap
+            continue
+        tap = Node(Op.ELEMENTWISE, (mask, tap, first.srcs[2]), first.arg, shape, first.dtype, device)
+        if second is None:
+            second = out = lazy.elementwise("max_pool_step", [out, tap])
+            continue
+        out = Node(Op.ELEMENTWISE, (out, tap), second.arg, shape, second.dtype, device)
+    return out
+
+
+def _padded_tap_stacks(stack, shape, pad, kernel, stride, dilation, out_size) -> list | None:
+    """(input's tap stack, the mask's tap stack) of each tap of ``_padded_window_max``, or None (its None)."""
+    starts, stops, grow = functions._pad_plan(shape, pad)  # constant_pad_nd's crop and growth
+    if grow is None:
+        return None
+    if starts is not None:
+        stack = stack.slice(starts, stops, (1,) * len(shape))
+    if 0 in stack.shape:
+        return None
+    _, inside = lazy.view_base(lazy.const_node(True, T.bool_, stack.shape, None))  # the mask's broadcast
+    padded, inside = stack.pad(grow), inside.pad(grow)
+    boxes = _window_slices(padded.shape, len(shape) - len(kernel), *map(tuple, (kernel, stride, dilation, out_size)))
+    return [(padded.slice(*box), inside.slice(*box)) for box in boxes]
+
+
+# (input's stack and shape, the pad, the window) -> _padded_tap_stacks' (immutable: shared), or None.
+_PADDED_TAP_STACKS: dict[tuple, list | None] = {}
+_UNPLANNED = object()
 
 
 def _max_pool_grad(c):

@@ -19,7 +19,9 @@ import math
 import numpy as np
 
 from ..frontend import autograd, statistics
+from ..frontend import memory_format as _memory_format
 from ..frontend import operators as functions
+from ..graph import build as lazy
 from ..ir import types as T
 from ..ops import grads as G
 
@@ -74,17 +76,77 @@ def _update(buffer, value, momentum: float) -> None:
         value = value.detach()
         if value.dtype is not buffer.dtype:
             value = value.to(buffer.dtype)
-        buffer.copy_(buffer * (1.0 - momentum) + value * momentum)
+        if _memory_format.ACTIVE:
+            moved = buffer * (1.0 - momentum) + value * momentum
+        else:  # the same nodes as the line above, built on nodes: nothing here records or carries a format
+            kept = lazy.elementwise("mul", [buffer.node, 1.0 - momentum])
+            moved = functions._wrap(lazy.elementwise("add", [kept, lazy.elementwise("mul", [value.node, momentum])]))
+        buffer.copy_(moved)
     autograd.realize_at_next_step(buffer)  # else a loop that never reads it keeps every batch alive
 
 
 def _batch_statistics(x, eps):
     """x - mean and 1/sqrt(var + eps) of each channel of an (N, C, *spatial) ``x`` (``_normalized``'s ops, the
     means as ``_channel_mean``'s), and the mean and biased variance as (C,)."""
-    mean, flat_mean = _channel_mean(x)
-    centred = x - mean
-    var, flat_var = _channel_mean(centred * centred)
-    return centred, functions.rsqrt(var + eps), flat_mean, flat_var
+    if autograd.is_grad_enabled() or _memory_format.ACTIVE:  # recorded (a second derivative), or formats carried
+        mean, flat_mean = _channel_mean(x)
+        centred = x - mean
+        var, flat_var = _channel_mean(centred * centred)
+        return centred, functions.rsqrt(var + eps), flat_mean, flat_var
+    # Outside autograd (every training forward): the same nodes built directly, without a handle, an
+    # autocast check and a grad check per op (a layer's build is most of its host time).
+    node = x.node
+    kept = (1, node.shape[1]) + (1,) * (len(node.shape) - 2)
+    flat_mean = _channel_mean_node(node)
+    centred = lazy.elementwise("sub", [node, lazy.reshape_node(flat_mean, kept)])
+    flat_var = _channel_mean_node(lazy.elementwise("mul", [centred, centred]))
+    shifted = lazy.elementwise("add", [lazy.reshape_node(flat_var, kept), eps])
+    rstd = lazy.unary_fast("rsqrt", shifted) or lazy.elementwise("rsqrt", [shifted])
+    wrap = functions._wrap
+    return wrap(centred), wrap(rstd), wrap(flat_mean), wrap(flat_var)
+
+
+def _channel_mean_node(node):
+    """``_channel_mean``'s (C,) node of a node: the same reshape, two sums and division."""
+    shape = node.shape
+    batch, channels = shape[0], shape[1]
+    count = math.prod(shape) // channels
+    rows = lazy.reduce("sum", lazy.reshape_node(node, (batch, channels, count // batch)), (2,), False)
+    return _divided(lazy.reduce("sum", rows, (0,), False), count)
+
+
+def _divided(node, count):
+    """``Tensor / count`` of a float node and a positive Python number, on nodes: ``div``'s rule, a
+    power of two's exact reciprocal multiplied (the same bits), else the division."""
+    mantissa, exponent = math.frexp(count)
+    if mantissa == 0.5 and exponent - 1 <= 126:
+        return lazy.elementwise("mul", [node, 1.0 / count])
+    return lazy.elementwise("div", [node, count])
+
+
+def layer_norm_unrecorded(x, input, dims: tuple, weight, bias, eps: float):
+    """``layer_norm``'s ops on its float ``x`` (``input`` widened) built on nodes, where the call records
+    nothing (no operand requires grad, or grad mode is off: inference, evaluation) and carries no
+    format: the same nodes without a handle, an autocast check and a grad check per op. None where it
+    must record (the ops then build the graph autograd walks), or for an empty reduction."""
+    if _memory_format.ACTIVE or (
+        autograd.is_grad_enabled() and any(t is not None and t.requires_grad for t in (input, weight, bias))
+    ):
+        return None
+    node = x.node
+    count = math.prod(node.shape[d] for d in dims)
+    if not count:
+        return None
+    mean = _divided(lazy.reduce("sum", node, dims, True), float(count))  # ``mean``'s sum and float count
+    centred = lazy.elementwise("sub", [node, mean])
+    variance = _divided(lazy.reduce("sum", lazy.elementwise("mul", [centred, centred]), dims, True), float(count))
+    shifted = lazy.elementwise("add", [variance, eps])
+    out = lazy.elementwise("mul", [centred, lazy.unary_fast("rsqrt", shifted) or lazy.elementwise("rsqrt", [shifted])])
+    if weight is not None:
+        out = lazy.elementwise("mul", [out, weight.node])
+    if bias is not None:
+        out = lazy.elementwise("add", [out, bias.node])
+    return functions._wrap(out)
 
 
 def _channel_sum(t):
@@ -99,7 +161,19 @@ def _batch_norm_train(x, weight, bias, centred, rstd, eps):
     statistics (``_batch_statistics``, computed outside autograd): one op for autograd, whose rule
     (``_batch_norm_train_grad``) is the closed form of the gradient, where the ops' own rules took about
     twenty (a reshape, a sum, a product, ... each) a layer."""
-    return _affine(centred * rstd, weight, bias, _channel_shape(x))
+    shape = _channel_shape(x)
+    if _memory_format.ACTIVE:  # the ops carry a channels-last input's format to the output
+        return _affine(centred * rstd, weight, bias, shape)
+    # The same nodes as _affine's ops, built directly (autograd sees this function as one op).
+    out = lazy.elementwise("mul", [centred.node, rstd.node])
+    # Each parameter viewed as (1, C, 1, ...) and broadcast: the view the ops' reshape to (C, 1, ...) and
+    # broadcast end with, without the reshape's own view node on the way
+    kept, full = (1, *shape), out.shape
+    if weight is not None:
+        out = lazy.elementwise("mul", [out, lazy.expand_to(lazy.reshape_node(weight.node, kept), full)])
+    if bias is not None:
+        out = lazy.elementwise("add", [out, lazy.expand_to(lazy.reshape_node(bias.node, kept), full)])
+    return functions._wrap(out)
 
 
 def _batch_norm_train_grad(c):

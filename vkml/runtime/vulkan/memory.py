@@ -571,7 +571,7 @@ class MemoryPool:
                 )
         if block.dedicated:
             self.dedicated.discard(block)
-            if self._spare_bytes() + block.size <= self.spare_limit:
+            if self._make_spare_room(block.size):
                 self.spare.append(block)  # a loop that makes big tensors gets the same memory back
             else:
                 self._destroy(block)
@@ -595,7 +595,7 @@ class MemoryPool:
         block.ranges.release(offset, reserved)
         if block.ranges.empty and len(self.blocks) > 1:
             self.blocks.remove(block)
-            if self._spare_bytes() + block.size <= self.spare_limit:
+            if self._make_spare_room(block.size):
                 self.spare_blocks.append(block)  # all its ranges are free: ready to be a shared block again
             else:
                 self._destroy(block)
@@ -612,6 +612,18 @@ class MemoryPool:
     def _destroy(self, block: MemoryBlock) -> None:
         self.wait_for(block.last_use)
         block.destroy()
+
+    def _make_spare_room(self, size: int) -> bool:
+        """Whether a block of ``size`` bytes may be kept as spare, after giving the driver back blocks kept
+        before it where the limit asks for it (dedicated ones first, each list oldest first): the newest
+        is the likeliest to be asked for again (a loop's output, freed every step), the oldest what
+        earlier work left behind, which would otherwise make every later big buffer a driver call."""
+        if size > self.spare_limit:
+            return False
+        while self._spare_bytes() + size > self.spare_limit:
+            oldest = self.spare if self.spare else self.spare_blocks
+            self._destroy(oldest.pop(0))
+        return True
 
     def _spare_bytes(self) -> int:
         return sum(b.size for b in self.spare) + sum(b.size for b in self.spare_blocks)

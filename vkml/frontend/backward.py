@@ -183,7 +183,11 @@ def run_backward(
                 # _retains, inlined: Tensor.retain_grad() (a non-leaf keeps its gradient)
                 if accumulate and getattr(t, "_retained_ctx", None) is ctx:
                     t.grad = g if t._grad is None else _sum(t._grad, g)
-                _apply_rule(ctx, g, grads, vkml, create_graph)
+                if autograd._AnomalyMode.enabled:
+                    with autograd.anomaly_report(ctx):
+                        _apply_rule(ctx, g, grads, vkml, create_graph)
+                else:
+                    _apply_rule(ctx, g, grads, vkml, create_graph)
             if not retain_graph:
                 ctx.release()
     if accumulate and create_graph and leaves:

@@ -1597,7 +1597,7 @@ def test_autograd_scenario_matches_torch(name: str) -> None:
     check(SC[name])
 
 
-@pytest.mark.parametrize("op", ["exp", "tanh", "softmax", "matmul_t"])
+@pytest.mark.parametrize("op", ["exp", "matmul_t"])
 def test_double_backward_matches_torch(op: str) -> None:
     check(_double_backward(op))
 

@@ -925,6 +925,9 @@ def matmul(input, other):
     m, k = x_shape[-2:]
     k2, n = y_shape[-2:]
     if k != k2:
+        if len(b.shape) == 2 and len(a.shape) >= 2:  # PyTorch's mm (a batch of rows folded into one matrix)
+            rows = math.prod(a.shape[:-1])
+            raise ShapeError(f"'matmul': mat1 and mat2 shapes cannot be multiplied ({rows}x{k} and {k2}x{n})")
         raise ShapeError(f"'matmul': shapes {a.shape} and {b.shape} cannot be multiplied ({k} != {k2})")
     batch = lazy.broadcast_shapes("matmul", x_shape[:-2], y_shape[:-2])
     result_dtype = promote_types(a.dtype, b.dtype)

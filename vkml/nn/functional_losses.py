@@ -31,8 +31,8 @@ _REDUCTIONS = ("mean", "sum", "none")
 def _same_size(op: str, input, target) -> None:
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(
-            f"'{op}': Using a target size ({tuple(target.shape)}) that is different to the input size "
-            f"({tuple(input.shape)}) is deprecated. Please ensure they have the same size."
+            f"'{op}': Using a target size ({target.shape}) that is different to the input size "
+            f"({input.shape}) is deprecated. Please ensure they have the same size."
         )
 
 
@@ -62,6 +62,10 @@ def nll_loss(
         raise ValueError(f"'nll_loss': Expected 1 or more dimensions (got {input.ndim})")
     num_classes = input.shape[1]
     F._class_target_dtype("nll_loss", target)
+    if target.ndim and target.shape[0] != input.shape[0]:  # PyTorch's first check, a ValueError (so is ShapeError)
+        raise ShapeError(
+            f"'nll_loss': Expected input batch_size ({input.shape[0]}) to match target batch_size ({target.shape[0]})."
+        )
     if tuple(target.shape) != (input.shape[0],) + tuple(input.shape[2:]):
         raise ShapeError(
             f"'nll_loss': input of shape {input.shape} needs targets of shape "

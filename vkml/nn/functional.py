@@ -343,7 +343,8 @@ def cross_entropy(
     divides by the number of (n, d1, ...) positions; an ``ignore_index`` ≥ 0 with them is
     PyTorch's RuntimeError.
     ``label_smoothing`` ε mixes in ``-(ε/C)·Σ_c w_c·log_softmax`` as PyTorch's (for probability
-    targets: target·(1-ε) + ε/C).
+    targets: target·(1-ε) + ε/C). An ε outside [0, 1] is refused with PyTorch's RuntimeError; PyTorch's
+    functional form raises it only above 1 and computes with a negative ε (a deliberate difference).
 
     A class index outside [0, C) other than ``ignore_index`` is PyTorch's IndexError naming
     the first such index (the comparison would otherwise match no class and give a silent loss

@@ -48,7 +48,9 @@ def nll_loss(
     """Negative log-likelihood of log-probabilities ``input`` (N, C, ...) or (C,) at integer ``target`` classes.
 
     Each element's loss is ``-weight[t] · input[n, t]`` (0 where ``t == ignore_index``); 'mean'
-    divides the sum by the summed weights of the targets counted, as PyTorch's.
+    divides the sum by the summed weights of the targets counted, as PyTorch's. A batch size of
+    ``target`` other than ``input``'s is PyTorch's ValueError. An integer ``input`` is computed
+    (PyTorch has no kernel for it: NotImplementedError), a deliberate difference.
 
     >>> nll_loss(vkml.tensor([[-1.0, -2.0]]), vkml.tensor([1])).item()  # doctest: +SKIP
     2.0

@@ -2196,9 +2196,7 @@ def init_kaiming_mode_bad(m):
 KNOWN = {
     "ce_label_smoothing_neg": "vkml refuses a negative label_smoothing, which PyTorch's functional form accepts",
     "ce_target_float_wrong_shape": "vkml's words for probability targets of the wrong shape",
-    "nll_float_target": "vkml's words for float class indices",
     "nll_int_input": "vkml computes nll_loss of an integer input, PyTorch has no kernel for it",
-    "embedding_float_index": "vkml's words for float indices",
     "cosine_similarity_shape_mismatch": "vkml's broadcasting words",
     "cosine_similarity_int": "vkml's words for integer inputs",
     "clip_grad_value_no_grad": "PyTorch's foreach path raises on parameters without gradients; vkml does nothing",

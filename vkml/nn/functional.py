@@ -204,6 +204,11 @@ def _integer_indices(op: str, target) -> None:
     if not isinstance(target, functions._tensor.Tensor):
         raise TypeError(f"'{op}': indices must be a vkml.Tensor, got {type(target).__name__}")
     if target.dtype.is_float or target.dtype is T.bool_:
+        if op == "embedding":  # PyTorch's words (its argument check)
+            raise DTypeError(
+                "'embedding': Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+                f"Long, Int; but got {target.type()} instead (while checking arguments for embedding)"
+            )
         raise DTypeError(f"'{op}': class indices must be an integer tensor, got {target.dtype.name}")
 
 
@@ -211,8 +216,13 @@ def _class_target_dtype(op: str, target) -> None:
     """PyTorch's RuntimeError for class-index targets of nll_loss and cross_entropy that are neither
     int64 nor uint8 (an int32 target is refused there, though other index ops take it)."""
     if isinstance(target, functions._tensor.Tensor) and target.dtype not in (T.int64, T.uint8):
-        if target.dtype.is_float:
+        if target.dtype.is_float and op == "cross_entropy":
             return  # _integer_indices' error (cross_entropy reads float targets as probabilities)
+        if target.dtype.is_float:  # a DTypeError: PyTorch's RuntimeError, and the TypeError vkml raised before
+            raise DTypeError(
+                f"'{op}': expected target dtype to be Long or Byte, but got {scalar_type_name(target.dtype)} "
+                "(class indices must be an integer tensor)"
+            )
         raise RuntimeError(
             f"'{op}': expected target dtype to be Long or Byte, but got {scalar_type_name(target.dtype)}"
         )

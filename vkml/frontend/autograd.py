@@ -219,7 +219,8 @@ def is_inference_mode_enabled() -> bool:
 
 
 class inference_mode(no_grad):
-    """``no_grad`` for inference: ops inside record nothing (``mode=False``: changes nothing).
+    """``no_grad`` for inference: ops inside record nothing (``mode=False``: inference mode off and grad
+    mode on inside, even within ``no_grad``, as PyTorch's guard sets both).
 
     A context manager or a decorator (``@vkml.inference_mode()`` or ``@vkml.inference_mode``).
     The tensors made inside are inference tensors, as in PyTorch (``is_inference()``, also their
@@ -241,8 +242,8 @@ class inference_mode(no_grad):
 
     def __enter__(self):
         self.previous = (_mode.enabled, _mode.inference)
-        if self.mode:
-            _mode.enabled, _mode.inference = False, True
+        # PyTorch's guard sets both modes: inference_mode(False) turns grad mode on, even inside no_grad
+        _mode.enabled, _mode.inference = not self.mode, self.mode
         return self
 
     def __exit__(self, *exc) -> None:

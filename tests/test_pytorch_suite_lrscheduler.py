@@ -201,8 +201,20 @@ makers = {
 }
 # the exhaustive run's: every schedule stepped in the old order, and with float lrs only
 SLOW = {}
+# schedules whose tensor-lr path is another's (the decay schedules share LRScheduler.step): exhaustive only
+_SAME_PATH = {
+    "multistep",
+    "const",
+    "const_default",
+    "linear_default",
+    "poly_default",
+    "lambda_list",
+    "mult_list",
+    "cawr1",
+}
+_SAME_PATH |= {"seq3", "chain_poly_const", "onecycle_3p", "cyc_scalefn", "cyc_exp"}
 for k, mk in makers.items():
-    SC["seq_" + k] = partial(_steps, make=mk)
+    (SLOW if k in _SAME_PATH else SC)["seq_" + k] = partial(_steps, make=mk)
     # scheduler.step() before optimizer.step(): the warning
     (SC if k in ("step", "cyc_tri", "seq1") else SLOW)["seqold_" + k] = partial(_steps, make=mk, opt_first=False, n=3)
     (SC if k in ("cos", "onecycle_cos", "swalr_cos") else SLOW)["seqfloat_" + k] = partial(

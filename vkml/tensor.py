@@ -158,9 +158,13 @@ class Tensor:
                     f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}"
                 )
             if value.dtype != self.dtype:
+                # PyTorch names the two dtypes as its C++ does: the gradient's type name, the tensor's ScalarType
                 raise RuntimeError(
-                    f"attempting to assign a gradient with dtype '{value.dtype.name}' to a tensor with grad_dtype "
-                    f"'{self.dtype.name}'. The gradient must match the tensor's grad_dtype (defaults to the tensor's dtype)."
+                    f"attempting to assign a gradient with dtype '{_CPP_TYPE_NAMES.get(value.dtype.name, value.dtype.name)}' "
+                    f"to a tensor with grad_dtype '{_SCALAR_TYPE_NAMES.get(self.dtype.name, self.dtype.name)}'. The gradient "
+                    "must match the tensor's grad_dtype (defaults to the tensor's dtype). You can set the tensor's "
+                    "grad_dtype attribute with a specific dtype, or None to allow any dtype. Set grad_dtype with caution. "
+                    "Diverging the dtypes of a tensor and its gradient may break downstream systems that assume they match."
                 )
             if tuple(value.shape) != tuple(self.shape):
                 raise RuntimeError(
@@ -182,8 +186,7 @@ class Tensor:
 
     def _set_requires_grad(self, value: bool, not_float_message: str) -> None:
         if value and not self.dtype.is_float:
-            # PyTorch's words, and the dtype (DTypeError is also PyTorch's RuntimeError)
-            raise DTypeError(f"{not_float_message} (got {self.dtype.name})")
+            raise DTypeError(not_float_message)  # PyTorch's words (DTypeError is also PyTorch's RuntimeError)
         if not value and self._ctx is not None:
             raise RuntimeError(
                 "you can only change requires_grad flags of leaf variables. If you want to use a computed "
@@ -903,3 +906,9 @@ def _legacy_node(args: tuple, kwargs: dict) -> Node:
     if len(args) == 1 and isinstance(args[0], Tensor):
         return args[0].node
     return creation.legacy_new("Tensor", defaults.get_default_dtype(), device, args).node
+
+
+# PyTorch's C++ names of a dtype in the ``.grad`` assignment error: the gradient's (a type name) and the
+# tensor's (a ScalarType)
+_CPP_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16"}
+_SCALAR_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16"}

@@ -43,9 +43,10 @@ import contextlib
 import functools
 import inspect
 import threading
+import traceback
 import warnings
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from ..ops import grads as G
 from ..ops.registry import REGISTRY
@@ -86,7 +87,12 @@ class PackedSaved:
 
     def __init__(self, tensor, hooks: tuple):
         pack, self.unpack_hook = hooks
-        self.packed = pack(tensor)
+        # the ops the pack hook runs save their operands plainly, as in PyTorch (not through the hook again)
+        previous, _mode.saved_hooks = _mode.saved_hooks, None
+        try:
+            self.packed = pack(tensor)
+        finally:
+            _mode.saved_hooks = previous
 
     def unpack(self):
         value = self.unpack_hook(self.packed)
@@ -121,7 +127,11 @@ class set_grad_enabled:
     """
 
     def __init__(self, mode: bool):
-        self.previous, _mode.enabled = _mode.enabled, bool(mode)
+        if not isinstance(mode, bool):
+            raise TypeError(
+                f"set_grad_enabled(): argument 'enabled' (position 1) must be bool, not {type(mode).__name__}"
+            )
+        self.previous, _mode.enabled = _mode.enabled, mode
 
     def __enter__(self):
         return self
@@ -157,6 +167,36 @@ class no_grad(contextlib.ContextDecorator):
             return cls()(args[0])
         return super().__new__(cls)
 
+    def __call__(self, func):
+        if not inspect.isgeneratorfunction(func):
+            return super().__call__(func)
+
+        @functools.wraps(func)
+        def generator(*args, **kwargs):
+            # each resumption of the generator runs in the mode, and the caller's code between them in its own,
+            # as PyTorch's decorator of a generator function does
+            gen = func(*args, **kwargs)
+            try:
+                with self:
+                    response = gen.send(None)
+                while True:
+                    try:
+                        request = yield response
+                    except GeneratorExit:
+                        with self:
+                            gen.close()
+                        raise
+                    except BaseException as error:
+                        with self:
+                            response = gen.throw(error)
+                    else:
+                        with self:
+                            response = gen.send(request)
+            except StopIteration as stop:
+                return stop.value
+
+        return generator
+
     def __enter__(self):
         self.previous, _mode.enabled = _mode.enabled, False
         return self
@@ -179,7 +219,8 @@ def is_inference_mode_enabled() -> bool:
 
 
 class inference_mode(no_grad):
-    """``no_grad`` for inference: ops inside record nothing (``mode=False``: changes nothing).
+    """``no_grad`` for inference: ops inside record nothing (``mode=False``: inference mode off and grad
+    mode on inside, even within ``no_grad``, as PyTorch's guard sets both).
 
     A context manager or a decorator (``@vkml.inference_mode()`` or ``@vkml.inference_mode``).
     The tensors made inside are inference tensors, as in PyTorch (``is_inference()``, also their
@@ -201,8 +242,8 @@ class inference_mode(no_grad):
 
     def __enter__(self):
         self.previous = (_mode.enabled, _mode.inference)
-        if self.mode:
-            _mode.enabled, _mode.inference = False, True
+        # PyTorch's guard sets both modes: inference_mode(False) turns grad mode on, even inside no_grad
+        _mode.enabled, _mode.inference = not self.mode, self.mode
         return self
 
     def __exit__(self, *exc) -> None:
@@ -324,6 +365,23 @@ def torch_backward_name(name: str) -> str:
     return "".join(part[:1].upper() + part[1:] for part in name.split("_")) + "Backward0"
 
 
+@contextlib.contextmanager
+def anomaly_report(ctx) -> Iterator[None]:
+    """In anomaly mode, an error in ``ctx``'s backward is preceded by PyTorch's warning naming the node and
+    where its forward ran (recorded when the forward ran in anomaly mode too)."""
+    try:
+        yield
+    except Exception:
+        trace = getattr(ctx, "trace", None)
+        where = (
+            "Traceback of forward call that caused the error:\n" + trace
+            if trace is not None
+            else "No forward pass information available. Enable detect anomaly during forward pass for more information."
+        )
+        warnings.warn(f"Error detected in {torch_backward_name(ctx.name)}. {where}", UserWarning, stacklevel=2)
+        raise
+
+
 def _check_anomaly(ctx, results) -> None:
     for i, grad in enumerate(results):
         if grad is not None and hasattr(grad, "dtype") and grad.dtype.is_float and bool((grad != grad).any()):
@@ -346,7 +404,7 @@ _OP_NAMES: dict[str, _OpName] = {}
 class Context:
     """How one tensor was made: its op's rule, its operands, its other arguments."""
 
-    __slots__ = ("name", "rule", "parents", "parent_ctxs", "saved", "output", "attrs", "_next_after_release")
+    __slots__ = ("name", "rule", "parents", "parent_ctxs", "saved", "output", "attrs", "_next_after_release", "trace")
 
     def __init__(self, name: str, rule: Callable, parents: tuple, saved: tuple, output, attrs: dict, parent_ctxs=None):
         found = _OP_NAMES.get(name)  # one immutable name per op, shared by its contexts
@@ -365,6 +423,8 @@ class Context:
         # the result's (node, weak reference to its storage owner, version): no cycle through _ctx
         self.output = output
         self.attrs = attrs
+        if _AnomalyMode.enabled:  # where the forward ran, for the warning of an error in this node's backward
+            self.trace = "".join(traceback.format_stack()[:-1])
 
     @property
     def released(self) -> bool:

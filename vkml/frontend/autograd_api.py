@@ -13,6 +13,7 @@ signatures, checks and messages, and lets users define ops with their own gradie
 from __future__ import annotations
 
 import inspect
+import warnings
 import weakref
 
 from ..ops import grads as G
@@ -114,6 +115,9 @@ def grad(
     outputs, inputs = _as_list(outputs, "outputs"), _as_list(inputs, "inputs")
     if not inputs:
         raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
+    for t in inputs:
+        if not isinstance(t, Tensor) and getattr(t, "_pair", None) is None:
+            raise RuntimeError(f"all inputs have to be Tensors or GradientEdges, but got {type(t).__name__}")
     # a complex input's gradient is its real pair's, given back as complex (docs/complex.md)
     handles = [t if getattr(t, "_pair", None) is not None else None for t in inputs]
     inputs = [t if h is None else h._pair for t, h in zip(inputs, handles)]
@@ -221,7 +225,9 @@ class FunctionCtx:
         Tensor = _tensor_class()
         for i, t in enumerate(tensors):
             if t is not None and not isinstance(t, Tensor):
-                raise TypeError(f"save_for_backward can only save variables, but argument {i} is not a Tensor")
+                raise TypeError(
+                    f"save_for_backward can only save variables, but argument {i} is of type {type(t).__name__}"
+                )
         hooks = _autograd._mode.saved_hooks
         if hooks is not None:  # kept as the saved_tensors_hooks block's pack hook makes them
             self._to_save = tuple(None if t is None else _autograd.PackedSaved(t, hooks) for t in tensors)
@@ -287,6 +293,21 @@ class Function:
     >>> Cube.apply(x).sum().backward(); x.grad.tolist()
     [3.0, 12.0]
     """
+
+    def __init__(self, *args, **kwargs) -> None:
+        warnings.warn(
+            f"{self.__class__} should not be instantiated. Methods on autograd functions are all static, so you "
+            "should invoke them on the class itself. Instantiating an autograd function will raise an error in a "
+            "future version of PyTorch.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(
+            "Legacy autograd function with non-static forward method is deprecated. Please use new-style autograd "
+            "function with static forward method. (Example: https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)"
+        )
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
@@ -361,8 +382,8 @@ def _check_dirty(cls, dirty: set, args: tuple, outs: list) -> None:
     Tensor = _tensor_class()
     for a in args:
         if isinstance(a, Tensor) and id(a) in dirty:
-            if a.requires_grad and a.is_leaf:
-                raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+            if a.requires_grad and a.is_leaf:  # PyTorch's words for a Function's dirty input
+                raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
             if a._base is not None:
                 raise NotImplementedError(
                     f"{cls.__name__}: ctx.mark_dirty of a view (PyTorch rebases its base's history) is not supported by vkml"

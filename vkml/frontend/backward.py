@@ -183,7 +183,11 @@ def run_backward(
                 # _retains, inlined: Tensor.retain_grad() (a non-leaf keeps its gradient)
                 if accumulate and getattr(t, "_retained_ctx", None) is ctx:
                     t.grad = g if t._grad is None else _sum(t._grad, g)
-                _apply_rule(ctx, g, grads, vkml, create_graph)
+                if autograd._AnomalyMode.enabled:
+                    with autograd.anomaly_report(ctx):
+                        _apply_rule(ctx, g, grads, vkml, create_graph)
+                else:
+                    _apply_rule(ctx, g, grads, vkml, create_graph)
             if not retain_graph:
                 ctx.release()
     if accumulate and create_graph and leaves:
@@ -238,8 +242,20 @@ def _run_hooks(t, ctx, g):
         if hook_ctx is ctx:
             replaced = hook(g)
             if replaced is not None:
+                _check_hook_result(hook, g, replaced)
                 g = replaced
     return g
+
+
+def _check_hook_result(hook, g, replaced) -> None:
+    """PyTorch's checks of a tensor hook's result: a tensor of the gradient's dtype and size."""
+    name = getattr(hook, "__name__", type(hook).__name__)
+    if not isinstance(replaced, _tensor.Tensor) or not isinstance(g, _tensor.Tensor):
+        return  # a complex or sparse gradient keeps its own rules
+    if replaced.dtype != g.dtype:
+        raise RuntimeError(f"hook '{name}' has changed the type of value (was {g.type()} got {replaced.type()})")
+    if tuple(replaced.shape) != tuple(g.shape):
+        raise RuntimeError(f"hook '{name}' has changed the size of value")
 
 
 def _run_post_accumulate_hooks(t) -> None:

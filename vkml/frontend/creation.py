@@ -147,8 +147,8 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False):
             f"tensor(): converting {array.size} elements to {dtype.name} ran out of memory"
         ) from None
     out = _operators._from_numpy(converted, dev, dtype)
-    if requires_grad:
-        out.requires_grad = True
+    if requires_grad:  # PyTorch's constructor words it with a capital letter
+        out._set_requires_grad(True, "Only Tensors of floating point and complex dtype can require gradients")
     return out
 
 

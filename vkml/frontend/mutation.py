@@ -472,6 +472,8 @@ def write(t, value) -> None:
 def _set_owner(owner, new) -> None:
     owner._node = new.node
     if new._ctx is not None:
+        if owner._ctx is not None and getattr(owner, "_retained_ctx", None) is owner._ctx:
+            owner._retained_ctx = new._ctx  # retain_grad() follows the tensor through in-place ops, as PyTorch's
         owner._ctx, owner._requires_grad = new._ctx, True
     owner._vcount += 1
 

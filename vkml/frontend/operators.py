@@ -401,7 +401,10 @@ def div(input, other, *, rounding_mode=None):
             lazy.check_scalar_fits("div", other, T.float32)  # PyTorch's OverflowError past 64 bits
         mantissa, exponent = math.frexp(other)
         if mantissa in (0.5, -0.5) and -126 <= exponent - 1 <= 126:  # (abs is the tensor op here)
-            return _mul(input, 1.0 / other)
+            out = _mul(input, 1.0 / other)
+            if out._ctx is not None:  # PyTorch's node is a division's
+                autograd.show(out, "DivBackward0", (autograd.edge(input), (None, 0)))
+            return out
     return _divide(input, other)
 
 
@@ -689,12 +692,17 @@ def _extreme(op: str, values_op: str, index_op: str, result_type, input, dim, ke
         out = _reduce(values_op, input, None, False, op)
         # PyTorch's max()/min() of all share the gradient among the NaNs when the result is NaN
         # (amax's rule gives NaN everywhere then): a rule of their own
-        return autograd.record("extreme_of_all", (input,), out.detach(), {})
+        out = autograd.record("extreme_of_all", (input,), out.detach(), {})
+        if out._ctx is not None:  # PyTorch's node: MaxBackward1 / MinBackward1
+            autograd.show(out, f"{op.capitalize()}Backward1", (autograd.edge(input),))
+        return out
     node = _tensor_node(op, input)
     dim = lazy.normalize_dim(op, dim, len(node.shape))
     indices = _arg_reduction(index_op, input, dim, keepdim, op)
     values = _wrap(lazy.reduce(values_op, node, dim, keepdim, op))
     values = autograd.record("value_at_index", (input,), values, {"dim": dim, "keepdim": keepdim, "indices": indices})
+    if values._ctx is not None:  # PyTorch's node: MaxBackward0 / MinBackward0
+        autograd.show(values, f"{op.capitalize()}Backward0", (autograd.edge(input),))
     return result_type(values, indices)
 
 
@@ -927,6 +935,9 @@ def matmul(input, other):
     m, k = x_shape[-2:]
     k2, n = y_shape[-2:]
     if k != k2:
+        if len(b.shape) == 2 and len(a.shape) >= 2:  # PyTorch's mm (a batch of rows folded into one matrix)
+            rows = math.prod(a.shape[:-1])
+            raise ShapeError(f"'matmul': mat1 and mat2 shapes cannot be multiplied ({rows}x{k} and {k2}x{n})")
         raise ShapeError(f"'matmul': shapes {a.shape} and {b.shape} cannot be multiplied ({k} != {k2})")
     batch = lazy.broadcast_shapes("matmul", x_shape[:-2], y_shape[:-2])
     result_dtype = promote_types(a.dtype, b.dtype)
@@ -1124,7 +1135,14 @@ def transpose(input, dim0: int, dim1: int):
         swapped = list(range(nd))
         swapped[d0], swapped[d1] = swapped[d1], swapped[d0]
         order = _kept_order(key, tuple(swapped))
-    return permute(input, *order)
+    return _shown_view(permute(input, *order), input, "TransposeBackward0")
+
+
+def _shown_view(out, input, name: str):
+    """``out``, a view op's result recorded as vkml's reshape or permute, shown as PyTorch's node ``name``."""
+    if out._ctx is not None and out is not input:
+        autograd.show(out, name, (autograd.edge(input),))
+    return out
 
 
 @differentiable("expand")
@@ -1174,7 +1192,10 @@ def squeeze(input, dim=None, *, axis=None):
     else:
         dims = {lazy.normalize_dim("squeeze", d, nd) for d in (dim if isinstance(dim, (tuple, list)) else (dim,))}
         dims = {d for d in dims if nd and node.shape[d] == 1}
-    return reshape(input, *[s for d, s in enumerate(node.shape) if d not in dims])
+    out = reshape(input, *[s for d, s in enumerate(node.shape) if d not in dims])
+    # PyTorch's node: squeeze(), squeeze(dim), squeeze(dims)
+    kind = 0 if dim is None else 2 if isinstance(dim, (tuple, list)) else 1
+    return _shown_view(out, input, f"SqueezeBackward{kind}")
 
 
 def unsqueeze(input, dim: int | None = None, *, axis=None):
@@ -1187,7 +1208,7 @@ def unsqueeze(input, dim: int | None = None, *, axis=None):
     d = lazy.normalize_dim("unsqueeze", dim, nd)
     shape = list(node.shape)
     shape.insert(d, 1)
-    return reshape(input, *shape)
+    return _shown_view(reshape(input, *shape), input, "UnsqueezeBackward0")
 
 
 @differentiable("flip")

@@ -268,7 +268,8 @@ def _deepcopy(self, memo: dict):
     if self._ctx is not None:
         raise RuntimeError(
             "Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol at "
-            "the moment; detach() it first"
+            "the moment.  If you were attempting to deepcopy a module, this may be because of a "
+            "vkml.nn.utils.weight_norm usage, see https://github.com/pytorch/pytorch/pull/103001"
         )
     found = memo.get(id(self))
     if found is not None:

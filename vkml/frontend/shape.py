@@ -1330,11 +1330,16 @@ def pad_nd(input, pad, mode: str):
     if len(pad) % 2:
         raise RuntimeError("'pad': Padding length must be divisible by 2")
     k, nd = len(pad) // 2, len(node.shape)
+    if len(pad) > 2 * nd:  # PyTorch checks this first
+        raise RuntimeError(
+            "'pad': Padding length should be less than or equal to two times the input dimension but got padding "
+            f"length {len(pad)} and input of dimension {nd}"
+        )
     if k not in (1, 2, 3) or nd not in (k + 1, k + 2):
         raise NotImplementedError(
-            f"'pad': Padding size {len(pad)} is not supported for {nd}D input tensor. Supported combinations for non-constant "
-            "padding: 2D or 3D input: padding size = 2 (pads last dimension); 3D or 4D input: padding size = 4 (pads "
-            "last 2 dimensions); 4D or 5D input: padding size = 6 (pads last 3 dimensions)"
+            f"'pad': Padding size {len(pad)} is not supported for {nd}D input tensor.\nSupported combinations for "
+            "non-constant padding:\n  - 2D or 3D input: padding size = 2 (pads last dimension)\n  - 3D or 4D input: "
+            "padding size = 4 (pads last 2 dimensions)\n  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)"
         )
     amounts = [(nd - 1 - i, pad[2 * i], pad[2 * i + 1]) for i in range(k)]
     if node.dtype is T.bool_ and mode != "circular":  # PyTorch has no bool kernel for these two

@@ -47,6 +47,13 @@ def _tensor_line(key, value, type_name: bool = False) -> str:
     return f"  ({key}): {kind} containing: [{described} of size {size}{device}]"
 
 
+def _check_repeat(sequential, times) -> None:
+    if not isinstance(times, int):
+        raise TypeError(f"unsupported operand type(s) for *: {type(sequential)} and {type(times)}")
+    if times <= 0:
+        raise ValueError(f"Non-positive multiplication factor {times} for {type(sequential)}")
+
+
 class Sequential(Module):
     """Modules applied one after another; built from modules or from an ``OrderedDict`` of named modules.
 
@@ -102,6 +109,18 @@ class Sequential(Module):
         if not isinstance(other, Sequential):
             raise ValueError(f"add operator supports only objects of Sequential class, but {type(other)} is given.")
         return self.extend(other)
+
+    def __mul__(self, other: int) -> Sequential:
+        """``seq * n``: the modules n times over (the same objects, as PyTorch's)."""
+        _check_repeat(self, other)
+        return Sequential(*(list(self) * other))
+
+    def __rmul__(self, other: int) -> Sequential:
+        return self.__mul__(other)
+
+    def __imul__(self, other: int) -> Sequential:
+        _check_repeat(self, other)
+        return self.extend(list(self) * (other - 1))
 
     def append(self, module: Module) -> Sequential:
         self.add_module(str(len(self)), module)
@@ -380,6 +399,24 @@ class ParameterDict(Module):
 
     def copy(self) -> ParameterDict:
         return ParameterDict(OrderedDict((k, self[k]) for k in self._keys))
+
+    def fromkeys(self, keys: Iterable[str], default=None) -> ParameterDict:
+        """A new ParameterDict with each of ``keys`` holding ``default``."""
+        return ParameterDict((k, default) for k in keys)
+
+    def __or__(self, other: ParameterDict) -> ParameterDict:
+        merged = self.copy()
+        merged.update(other)
+        return merged
+
+    def __ror__(self, other: ParameterDict) -> ParameterDict:
+        merged = other.copy()
+        merged.update(self)
+        return merged
+
+    def __ior__(self, other: ParameterDict) -> ParameterDict:
+        self.update(other)
+        return self
 
     def setdefault(self, key: str, default=None):
         if key not in self:

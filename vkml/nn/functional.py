@@ -184,15 +184,18 @@ def one_hot(tensor, num_classes: int = -1):
 def _one_hot_error(num_classes: int):
     def message(value: int, called: str) -> str:
         if value < 0:
-            return f"'one_hot'{called}: Class values must be non-negative, got {value}."
-        return f"'one_hot'{called}: Class values must be smaller than num_classes ({num_classes}), got {value}."
+            return f"'one_hot'{called}: Class values must be non-negative."  # PyTorch's words
+        return f"'one_hot'{called}: Class values must be smaller than num_classes."
 
     return message
 
 
 def _out_of_bounds(op: str, what: str, size: int):
     def message(value: int, called: str) -> str:
-        return f"'{op}'{called}: {what} {value} is out of bounds (expected 0 <= {what.lower()} < {size})"
+        # PyTorch's words first (its suites match them), then the range
+        if what == "Index":  # embedding's
+            return f"'{op}'{called}: index out of range in self: Index {value} is out of bounds (expected 0 <= index < {size})"
+        return f"'{op}'{called}: {what} {value} is out of bounds. Expected 0 <= {what.lower()} < {size}."
 
     return message
 
@@ -201,6 +204,11 @@ def _integer_indices(op: str, target) -> None:
     if not isinstance(target, functions._tensor.Tensor):
         raise TypeError(f"'{op}': indices must be a vkml.Tensor, got {type(target).__name__}")
     if target.dtype.is_float or target.dtype is T.bool_:
+        if op == "embedding":  # PyTorch's words (its argument check)
+            raise DTypeError(
+                "'embedding': Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+                f"Long, Int; but got {target.type()} instead (while checking arguments for embedding)"
+            )
         raise DTypeError(f"'{op}': class indices must be an integer tensor, got {target.dtype.name}")
 
 
@@ -208,8 +216,13 @@ def _class_target_dtype(op: str, target) -> None:
     """PyTorch's RuntimeError for class-index targets of nll_loss and cross_entropy that are neither
     int64 nor uint8 (an int32 target is refused there, though other index ops take it)."""
     if isinstance(target, functions._tensor.Tensor) and target.dtype not in (T.int64, T.uint8):
-        if target.dtype.is_float:
+        if target.dtype.is_float and op == "cross_entropy":
             return  # _integer_indices' error (cross_entropy reads float targets as probabilities)
+        if target.dtype.is_float:  # a DTypeError: PyTorch's RuntimeError, and the TypeError vkml raised before
+            raise DTypeError(
+                f"'{op}': expected target dtype to be Long or Byte, but got {scalar_type_name(target.dtype)} "
+                "(class indices must be an integer tensor)"
+            )
         raise RuntimeError(
             f"'{op}': expected target dtype to be Long or Byte, but got {scalar_type_name(target.dtype)}"
         )
@@ -320,7 +333,7 @@ def _reduce(loss, reduction: str, op: str, count=None):
         return loss.sum()
     if reduction == "mean":
         return loss.mean() if count is None else loss.sum() / count
-    raise ValueError(f"'{op}': reduction must be one of {_REDUCTIONS}, got {reduction!r}")
+    raise ValueError(f"'{op}': {reduction} is not a valid value for reduction")  # PyTorch's words
 
 
 @autograd.shown_as("NllLossBackward0", autograd.cross_entropy_edges)
@@ -344,7 +357,8 @@ def cross_entropy(
     divides by the number of (n, d1, ...) positions; an ``ignore_index`` ≥ 0 with them is
     PyTorch's RuntimeError.
     ``label_smoothing`` ε mixes in ``-(ε/C)·Σ_c w_c·log_softmax`` as PyTorch's (for probability
-    targets: target·(1-ε) + ε/C).
+    targets: target·(1-ε) + ε/C). An ε outside [0, 1] is refused with PyTorch's RuntimeError; PyTorch's
+    functional form raises it only above 1 and computes with a negative ε (a deliberate difference).
 
     A class index outside [0, C) other than ``ignore_index`` is PyTorch's IndexError naming
     the first such index (the comparison would otherwise match no class and give a silent loss
@@ -404,6 +418,11 @@ def cross_entropy(
         count = None
     else:
         _class_target_dtype("cross_entropy", target)
+        if target.ndim and target.shape[0] != input.shape[0]:  # PyTorch's first check, a ValueError as ShapeError
+            raise ShapeError(
+                f"'cross_entropy': Expected input batch_size ({input.shape[0]}) to match target batch_size "
+                f"({target.shape[0]})."
+            )
         if target.shape != (input.shape[0],) + input.shape[2:]:
             raise ShapeError(
                 f"'cross_entropy': input of shape {input.shape} needs targets of shape "
@@ -459,8 +478,8 @@ def target_size_warning(input, target) -> None:
     """PyTorch's warning for l1_loss and mse_loss when ``target`` will broadcast against ``input``."""
     if tuple(target.shape) != tuple(input.shape):
         warnings.warn(
-            f"Using a target size ({tuple(target.shape)}) that is different to the input size "
-            f"({tuple(input.shape)}). This will likely lead to incorrect results due to broadcasting. "
+            f"Using a target size ({target.shape}) that is different to the input size "
+            f"({input.shape}). This will likely lead to incorrect results due to broadcasting. "
             "Please ensure they have the same size.",
             stacklevel=user_stacklevel(),
         )
@@ -496,7 +515,10 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
     if not shape:
         raise RuntimeError("'layer_norm': Expected normalized_shape to be at least 1-dimensional, got ()")
     if tuple(input.shape[input.ndim - len(shape) :]) != shape:
-        raise ShapeError(f"'layer_norm': normalized_shape {shape} does not end input shape {input.shape}")
+        raise ShapeError(
+            f"'layer_norm': Given normalized_shape={list(shape)}, expected input with shape [*, "
+            f"{', '.join(map(str, shape))}], but got input of size{list(input.shape)}"
+        )
     dims = tuple(range(input.ndim - len(shape), input.ndim))
     x = input.float() if input.dtype in (T.float16, T.bfloat16) else input
     out = _norm.layer_norm_unrecorded(x, input, dims, weight, bias, eps)

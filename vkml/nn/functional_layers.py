@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 
 import numpy as np
 
@@ -28,6 +29,7 @@ from ..frontend import operators as functions
 from ..frontend import shape as shape_ops
 from ..frontend import windows as _window_ops
 from ..frontend.autograd import differentiable
+from ..frontend.caller import user_stacklevel
 from ..graph import build as lazy
 from ..graph.node import Node, Op
 from ..ir import types as T
@@ -442,6 +444,13 @@ def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, pa
                 raise RuntimeError(f"'{op}': padding='same' is not supported for strided convolutions")
             # PyTorch's split: the odd element of the total goes after
             pads = [(d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2) for d, k in zip(dilation, kernel)]
+            if any(a != b for a, b in pads):
+                warnings.warn(
+                    "Using padding='same' with even kernel lengths and odd dilation may require a zero-padded copy "
+                    "of the input be created",
+                    UserWarning,
+                    stacklevel=user_stacklevel(),
+                )
         else:
             raise RuntimeError(f"'{op}': Invalid padding string: {padding!r}")
     else:

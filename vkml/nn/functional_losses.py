@@ -31,8 +31,8 @@ _REDUCTIONS = ("mean", "sum", "none")
 def _same_size(op: str, input, target) -> None:
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(
-            f"'{op}': Using a target size ({tuple(target.shape)}) that is different to the input size "
-            f"({tuple(input.shape)}) is deprecated. Please ensure they have the same size."
+            f"'{op}': Using a target size ({target.shape}) that is different to the input size "
+            f"({input.shape}) is deprecated. Please ensure they have the same size."
         )
 
 
@@ -48,7 +48,9 @@ def nll_loss(
     """Negative log-likelihood of log-probabilities ``input`` (N, C, ...) or (C,) at integer ``target`` classes.
 
     Each element's loss is ``-weight[t] · input[n, t]`` (0 where ``t == ignore_index``); 'mean'
-    divides the sum by the summed weights of the targets counted, as PyTorch's.
+    divides the sum by the summed weights of the targets counted, as PyTorch's. A batch size of
+    ``target`` other than ``input``'s is PyTorch's ValueError. An integer ``input`` is computed
+    (PyTorch has no kernel for it: NotImplementedError), a deliberate difference.
 
     >>> nll_loss(vkml.tensor([[-1.0, -2.0]]), vkml.tensor([1])).item()  # doctest: +SKIP
     2.0
@@ -62,6 +64,10 @@ def nll_loss(
         raise ValueError(f"'nll_loss': Expected 1 or more dimensions (got {input.ndim})")
     num_classes = input.shape[1]
     F._class_target_dtype("nll_loss", target)
+    if target.ndim and target.shape[0] != input.shape[0]:  # PyTorch's first check, a ValueError (so is ShapeError)
+        raise ShapeError(
+            f"'nll_loss': Expected input batch_size ({input.shape[0]}) to match target batch_size ({target.shape[0]})."
+        )
     if tuple(target.shape) != (input.shape[0],) + tuple(input.shape[2:]):
         raise ShapeError(
             f"'nll_loss': input of shape {input.shape} needs targets of shape "

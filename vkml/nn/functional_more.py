@@ -279,9 +279,10 @@ def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
 
 def _clamped_norm(x, dim: int, eps: float):
     """max(‖x‖, eps) in value, with ‖x‖'s own gradient (PyTorch clamps the norm in place under no_grad, so its
-    gradient passes the clamp unchanged); n - n.detach() is exactly 0."""
+    gradient passes the clamp unchanged); n - n.detach() is exactly 0 where the norm is below eps (finite), and the
+    norm is used as it is elsewhere, so that an infinite norm stays infinite (inf - inf would be NaN)."""
     n = x.norm(2, dim=dim, keepdim=True)
-    return n - n.detach() + functions.clamp(n.detach(), min=eps)
+    return functions.where(n >= eps, n, n - n.detach() + eps)
 
 
 def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False):

@@ -529,7 +529,8 @@ def interpolate(
             if len(size) != dim:
                 raise ValueError(
                     "'interpolate': Input and output must have the same number of spatial dimensions, but got "
-                    f"input with spatial dimensions of {spatial} and output size of {size}."
+                    f"input with spatial dimensions of {spatial} and output size of {size}. Please provide input tensor "
+                    "in (N, C, d1, d2, ...,dK) format and output size in (o1, o2, ...,oK) format."
                 )
             if not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in size):
                 raise TypeError(
@@ -544,7 +545,8 @@ def interpolate(
             if len(scale_factor) != dim:
                 raise ValueError(
                     "'interpolate': Input and scale_factor must have the same number of spatial dimensions, but "
-                    f"got input with spatial dimensions of {spatial} and scale_factor of shape {scale_factor}."
+                    f"got input with spatial dimensions of {spatial} and scale_factor of shape {scale_factor}. Please "
+                    "provide input tensor in (N, C, d1, d2, ...,dK) format and scale_factor in (s1, s2, ...,sK) format."
                 )
             scales = [float(f) for f in scale_factor]
         else:
@@ -786,7 +788,7 @@ def affine_grid(theta, size, align_corners=None):
         raise TypeError(f"'affine_grid': theta must be a vkml.Tensor, got {type(theta).__name__}")
     if not theta.dtype.is_float:
         raise ValueError(f"'affine_grid': Expected theta to have floating point type, but got {theta.dtype.name}")
-    size = [int(s) for s in size]
+    given, size = size, [int(s) for s in size]
     if len(size) not in (4, 5):
         raise NotImplementedError(
             "'affine_grid': affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
@@ -795,8 +797,8 @@ def affine_grid(theta, size, align_corners=None):
     n = len(size) - 2
     if theta.ndim != 3 or tuple(theta.shape[1:]) != (n, n + 1):
         raise ValueError(
-            f"'affine_grid': Expected a batch of {n}D affine matrices of shape Nx{n}x{n + 1} for size {size}. "
-            f"Got {tuple(theta.shape)}."
+            f"'affine_grid': Expected a batch of {n}D affine matrices of shape Nx{n}x{n + 1} for size {given}. "
+            f"Got {theta.shape}."
         )
     if theta.shape[0] != size[0]:
         # PyTorch's batched matmul of the base grid by theta raises this

@@ -145,9 +145,7 @@ class Unflatten(Module):
         self.dim, self.unflattened_size = dim, unflattened_size
 
     def forward(self, input):
-        dim = self.dim % input.ndim
-        shape = input.shape
-        return input.reshape(*shape[:dim], *self.unflattened_size, *shape[dim + 1 :])
+        return input.unflatten(self.dim, self.unflattened_size)  # unflatten's checks and words, as PyTorch
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"

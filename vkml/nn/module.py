@@ -25,11 +25,13 @@ does this is ``_set_data``.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
 
+from ..errors import DTypeError
 from ..frontend import autograd, creation, devices, memory_format, mutation
 from ..frontend.complex import ComplexTensor
 from ..frontend.dtypes import python_type_dtype
@@ -67,6 +69,8 @@ class Parameter(Tensor):
     def __init__(self, data: Tensor | None = None, requires_grad: bool = True):
         if data is None:
             data = creation.zeros(0)
+        if requires_grad and not data.dtype.is_float:  # PyTorch's constructor words, with a capital letter
+            raise DTypeError("Only Tensors of floating point and complex dtype can require gradients")
         super().__init__(data.node, requires_grad=requires_grad)
         # One storage, as PyTorch's: an in-place write to either tensor is seen by the other.
         mutation.share_storage(self, data, t_keeps_storage=isinstance(data, Parameter))
@@ -416,7 +420,9 @@ class Module:
             self.register_buffer(name, value, value.persistent)
         elif params is not None and name in self._buffers:
             if value is not None and not isinstance(value, Tensor):
-                raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' (vkml.Tensor or None expected)")
+                raise TypeError(
+                    f"cannot assign '{_typename(value)}' as buffer '{name}' (vkml.nn.Buffer, vkml.Tensor or None expected)"
+                )
             self._buffers[name] = value
         else:
             object.__setattr__(self, name, value)
@@ -645,8 +651,11 @@ class Module:
             if module is not None:
                 module.state_dict(destination=destination, prefix=f"{prefix}{name}.", keep_vars=keep_vars)
         for hook in list(self.__dict__.get("_state_dict_hooks", {}).values()):
-            if hook(self, destination, prefix, local_metadata) is not None:
-                raise RuntimeError("state_dict post-hook must return None")
+            replaced = hook(self, destination, prefix, local_metadata)
+            if replaced is not None:
+                if not getattr(hook, "_may_replace", False):
+                    raise RuntimeError("state_dict post-hook must return None")
+                destination = replaced  # a private-API hook may give a new state_dict, as PyTorch's
         return destination
 
     def _local_state(self) -> dict[str, Tensor]:
@@ -826,6 +835,18 @@ class Module:
         """``hook(module, state_dict, prefix, local_metadata)`` after this module's entries are in; it edits
         ``state_dict`` in place (``local_metadata``: ``{"version": module._version}``)."""
         return self._register_state_hook("_state_dict_hooks", hook)
+
+    def _register_state_dict_hook(self, hook: Callable) -> RemovableHandle:
+        """PyTorch's older, private form of ``register_state_dict_post_hook``, which third-party code still
+        calls: the same ``hook(module, state_dict, prefix, local_metadata)``, which may also return a new
+        state_dict to use instead."""
+
+        @functools.wraps(hook)
+        def may_replace(*args):
+            return hook(*args)
+
+        may_replace._may_replace = True
+        return self._register_state_hook("_state_dict_hooks", may_replace)
 
     def _register_load_state_dict_pre_hook(self, hook: Callable, with_module: bool = False) -> RemovableHandle:
         """PyTorch's older, private form of ``register_load_state_dict_pre_hook``, which third-party code still

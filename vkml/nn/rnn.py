@@ -15,6 +15,7 @@ and gradients within float32 rounding (tests/test_nn_rnn.py).
 from __future__ import annotations
 
 import math
+import warnings
 
 from ..frontend import amp, creation
 from ..frontend import operators as functions
@@ -424,6 +425,13 @@ class _RNNBase(Module):
         if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout <= 1:
             raise ValueError(
                 "dropout should be a number in range [0, 1] representing the probability of an element being zeroed"
+            )
+        if dropout > 0 and num_layers == 1:
+            warnings.warn(
+                "dropout option adds dropout after all but last recurrent layer, so non-zero dropout expects "
+                f"num_layers greater than 1, but got dropout={dropout} and num_layers={num_layers}",
+                UserWarning,
+                stacklevel=2,
             )
         # PyTorch's checks, in its order (module_db's RNN error inputs pin the classes)
         for name, value in (("bias", bias), ("batch_first", batch_first)):

@@ -7,17 +7,36 @@ import weakref
 from functools import wraps
 from typing import Any
 
+from ...tensor import Tensor
 from ..optimizer import Optimizer
 
 EPOCH_DEPRECATION_WARNING = (
     "The epoch parameter in `scheduler.step()` was not necessary and is being deprecated where possible. "
     "Please use `scheduler.step()` to step the scheduler. During the deprecation, if epoch is different "
-    "from None, the closed form is used instead of the new chainable form, where available."
+    "from None, the closed form is used instead of the new chainable form, where available. "
+    "Please open an issue if you are unable to replicate your use case: "
+    "https://github.com/pytorch/pytorch/issues/new/choose."
 )
 
 
+def _copy(value):
+    """A tensor hyper-parameter is copied, so that a later in-place change of the caller's tensor (or of the
+    group's lr) does not move a value the scheduler keeps, as PyTorch copies it."""
+    return value.clone() if isinstance(value, Tensor) else value
+
+
 def _lrs(optimizer: Optimizer, key: str = "lr") -> list:
-    return [group[key] for group in optimizer.param_groups]
+    """Every group's ``key``, tensors copied (PyTorch's ``get_last_lr()`` never aliases a group's lr)."""
+    return [_copy(group[key]) for group in optimizer.param_groups]
+
+
+def _set_group_value(group: dict, key: str, value) -> None:
+    """Set ``group[key]``; a tensor there (a tensor lr) is filled in place and stays a tensor, as in PyTorch."""
+    current = group[key]
+    if isinstance(current, Tensor):
+        current.fill_(value.reshape(()) if isinstance(value, Tensor) else value)
+    else:
+        group[key] = value
 
 
 def _per_group(name: str, optimizer: Optimizer, value) -> list:
@@ -28,8 +47,8 @@ def _per_group(name: str, optimizer: Optimizer, value) -> list:
                 f"{name} must have the same length as optimizer.param_groups. {name} has {len(value)} values, "
                 f"param_groups has {len(optimizer.param_groups)}."
             )
-        return list(value)
-    return [value] * len(optimizer.param_groups)
+        return [_copy(v) for v in value]
+    return [_copy(value) for _ in optimizer.param_groups]
 
 
 def _warn_get_lr_outside_step(scheduler: LRScheduler) -> None:
@@ -79,13 +98,15 @@ class LRScheduler:
         self.optimizer = optimizer
         if last_epoch == -1:
             for group in optimizer.param_groups:
-                group.setdefault("initial_lr", group["lr"])
+                group.setdefault("initial_lr", _copy(group["lr"]))
         else:
             for i, group in enumerate(optimizer.param_groups):
                 if "initial_lr" not in group:
                     raise KeyError(
                         f"param 'initial_lr' is not specified in param_groups[{i}] when resuming scheduler "
-                        "with last_epoch >= 0"
+                        "with last_epoch >= 0.\nThis typically happens when:\n1. You're trying to resume training from "
+                        "a checkpoint but haven't properly loaded the optimizer state\n2. You're using last_epoch >= 0 "
+                        "for a fresh training run (not recommended)"
                     )
         self.base_lrs: list[float] = _lrs(optimizer, "initial_lr")
         self.last_epoch = last_epoch
@@ -121,15 +142,17 @@ class LRScheduler:
             if not hasattr(self.optimizer.step, "_wrapped_by_lr_sched"):
                 warnings.warn(
                     "Seems like `optimizer.step()` has been overridden after learning rate scheduler "
-                    "initialization. Please, make sure to call `optimizer.step()` before `lr_scheduler.step()`.",
+                    "initialization. Please, make sure to call `optimizer.step()` before `lr_scheduler.step()`. "
+                    "See more details at https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
                     UserWarning,
                     stacklevel=2,
                 )
             elif not getattr(self.optimizer, "_opt_called", False):
                 warnings.warn(
-                    "Detected call of `lr_scheduler.step()` before `optimizer.step()`. You should call them "
-                    "in the opposite order: `optimizer.step()` before `lr_scheduler.step()`. Failure to do "
-                    "this will result in skipping the first value of the learning rate schedule.",
+                    "Detected call of `lr_scheduler.step()` before `optimizer.step()`. In PyTorch 1.1.0 and later, "
+                    "you should call them in the opposite order: `optimizer.step()` before `lr_scheduler.step()`.  "
+                    "Failure to do this will result in PyTorch skipping the first value of the learning rate "
+                    "schedule. See more details at https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
                     UserWarning,
                     stacklevel=2,
                 )
@@ -151,5 +174,5 @@ class LRScheduler:
         finally:
             self._get_lr_called_within_step = False
         for group, lr in zip(self.optimizer.param_groups, values):
-            group["lr"] = lr
+            _set_group_value(group, "lr", lr)
         self._last_lr = _lrs(self.optimizer)

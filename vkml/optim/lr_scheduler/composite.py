@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..optimizer import Optimizer
-from .base import LRScheduler, _lrs
+from .base import LRScheduler, _lrs, _set_group_value
 from .plateau import ReduceLROnPlateau
 
 
@@ -65,7 +65,7 @@ class SequentialLR(_NestedStateMixin, LRScheduler):
         self.optimizer = optimizer
         # The inner schedulers already took their first step when built: undo it, restart the first.
         for group in optimizer.param_groups:
-            group["lr"] = group["initial_lr"]
+            _set_group_value(group, "lr", group["initial_lr"])
         self._undo_steps(self)
         index = bisect_right(self._milestones, 0)
         self._schedulers[index]._initial_step()

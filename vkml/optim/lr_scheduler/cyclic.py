@@ -9,7 +9,7 @@ from functools import partial
 from typing import Any
 
 from ..optimizer import Optimizer
-from .base import LRScheduler, _check_optimizer, _per_group, _warn_get_lr_outside_step
+from .base import LRScheduler, _check_optimizer, _per_group, _set_group_value, _warn_get_lr_outside_step
 
 
 def _cycle_momentum_setup(scheduler, optimizer: Optimizer, base_momentum, max_momentum, last_epoch: int):
@@ -58,7 +58,7 @@ class CyclicLR(LRScheduler):
         base_lrs = _per_group("base_lr", optimizer, base_lr)
         if last_epoch == -1:
             for lr, group in zip(base_lrs, optimizer.param_groups):
-                group["lr"] = lr
+                _set_group_value(group, "lr", lr)
         self.max_lrs = _per_group("max_lr", optimizer, max_lr)
         step_size_up = float(step_size_up)
         step_size_down = float(step_size_down) if step_size_down is not None else step_size_up

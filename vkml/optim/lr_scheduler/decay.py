@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..optimizer import Optimizer
-from .base import LRScheduler, _lrs, _warn_get_lr_outside_step
+from .base import LRScheduler, _lrs, _set_group_value, _warn_get_lr_outside_step
 
 
 def _lambdas(optimizer: Optimizer, lr_lambda) -> list[Callable[[int], float]]:
@@ -298,5 +298,5 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         finally:
             self._get_lr_called_within_step = False
         for group, lr in zip(self.optimizer.param_groups, values):
-            group["lr"] = lr
+            _set_group_value(group, "lr", lr)
         self._last_lr = _lrs(self.optimizer)

@@ -7,7 +7,7 @@ import warnings
 from typing import Any
 
 from ..optimizer import Optimizer
-from .base import EPOCH_DEPRECATION_WARNING, LRScheduler, _check_optimizer, _lrs
+from .base import EPOCH_DEPRECATION_WARNING, LRScheduler, _check_optimizer, _lrs, _set_group_value
 
 
 class ReduceLROnPlateau(LRScheduler):
@@ -87,7 +87,7 @@ class ReduceLROnPlateau(LRScheduler):
             old_lr = float(group["lr"])
             new_lr = max(old_lr * self.factor, min_lr)
             if old_lr - new_lr > self.eps:
-                group["lr"] = new_lr
+                _set_group_value(group, "lr", new_lr)
 
     @property
     def in_cooldown(self) -> bool:

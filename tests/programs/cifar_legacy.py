@@ -14,6 +14,8 @@ saved when the accuracy improves and loaded back with ``map_location=lambda stor
 ``print(net)`` and ``sum(p.numel() for p in net.parameters() if p.requires_grad)``; and the old
 ``loss.data[0]`` that current PyTorch refuses with an IndexError."""
 
+# ruff: noqa: UP008, UP031, UP032, B007  (the old repositories' spelling is the point: super(Net, self), % and .format)
+
 from __future__ import annotations
 
 import os
@@ -51,7 +53,11 @@ class VGG(nn.Module):
             if x == "M":
                 layers += [nn.MaxPool2d(kernel_size=2, stride=2)]
             else:
-                layers += [nn.Conv2d(in_channels, x, kernel_size=3, padding=1), nn.BatchNorm2d(x), nn.ReLU(inplace=True)]
+                layers += [
+                    nn.Conv2d(in_channels, x, kernel_size=3, padding=1),
+                    nn.BatchNorm2d(x),
+                    nn.ReLU(inplace=True),
+                ]
                 in_channels = x
         layers += [nn.AvgPool2d(kernel_size=1, stride=1)]
         return nn.Sequential(*layers)
@@ -169,8 +175,9 @@ def train(net, steps=3):
         # train: one batch an epoch
         net.train()
         train_loss, correct, total = 0, 0, 0
-        inputs, targets = torch.from_numpy(x_train[epoch * BATCH : (epoch + 1) * BATCH]), torch.LongTensor(
-            y_train[epoch * BATCH : (epoch + 1) * BATCH].tolist()
+        inputs, targets = (
+            torch.from_numpy(x_train[epoch * BATCH : (epoch + 1) * BATCH]),
+            torch.LongTensor(y_train[epoch * BATCH : (epoch + 1) * BATCH].tolist()),
         )
         if use_cuda:
             inputs, targets = inputs.cuda(), targets.cuda()
@@ -186,7 +193,9 @@ def train(net, steps=3):
         correct += predicted.eq(targets.data).cpu().sum()
         record["losses"].append(train_loss)
         record["train_acc"].append(float(100.0 * correct / total))
-        record["lines"].append("Loss: %.3f | Acc: %.3f%% (%d/%d)" % (train_loss, 100.0 * correct / total, correct, total))
+        record["lines"].append(
+            "Loss: %.3f | Acc: %.3f%% (%d/%d)" % (train_loss, 100.0 * correct / total, correct, total)
+        )
         # test
         net.eval()
         test_loss, correct, total = 0, 0, 0

@@ -12,6 +12,8 @@ size_average=False).data.item()`` summed over the test set (the legacy argument 
 ({:.0f}%)]\\tLoss: {:.6f}'.format(...)`` and ``100. * correct / len(test_loader.dataset)``; and
 ``torch.set_default_tensor_type('torch.FloatTensor')`` at the top of the script."""
 
+# ruff: noqa: UP008, UP031, UP032, B007  (the old repositories' spelling is the point: super(Net, self), % and .format)
+
 from __future__ import annotations
 
 import argparse
@@ -46,7 +48,9 @@ class Net(nn.Module):
 
 
 def parse_args():
-    return argparse.Namespace(batch_size=4, test_batch_size=6, lr=0.05, momentum=0.5, no_cuda=NO_CUDA, seed=1, log_interval=1)
+    return argparse.Namespace(
+        batch_size=4, test_batch_size=6, lr=0.05, momentum=0.5, no_cuda=NO_CUDA, seed=1, log_interval=1
+    )
 
 
 def build():

@@ -1,0 +1,109 @@
+"""The gaps the legacy-idiom programs (tests/test_programs_q.py) found, each against PyTorch: the deprecated
+overloads and arguments old GitHub code passes (PyTorch takes them with a warning), ``loss.data[0]``'s
+IndexError, and the text ``print`` shows of a return type and a device."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import vkml
+
+A = np.arange(6, dtype=np.float32).reshape(2, 3) / 7
+
+
+def _run(fn, m):
+    """``fn(m)``'s value (numpy) and the messages of the warnings it raised, the library's name as torch."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        value = fn(m)
+    return value, [str(w.message).split(" (Triggered")[0].replace("vkml", "torch") for w in caught]
+
+
+def test_variable_volatile_warns_and_is_ignored():
+    for m in (torch, vkml):
+        value, messages = _run(lambda m: m.autograd.Variable(m.tensor(A), volatile=True), m)
+        assert not value.requires_grad
+        assert messages == ["volatile was removed and now has no effect. Use `with torch.no_grad():` instead."]
+    _, messages = _run(lambda m: m.tensor(A).volatile, vkml)
+    assert messages == _run(lambda m: m.tensor(A).volatile, torch)[1]
+
+
+@pytest.mark.parametrize(
+    ("index", "message"),
+    [(0, "invalid index of a 0-dim tensor. Use `tensor.item()`"), (slice(0, 1), "slice() cannot be applied"),
+     ((0, 1), "too many indices for tensor of dimension 0")],
+)  # fmt: skip
+def test_index_of_a_0d_loss_raises_pytorchs_index_error(index, message):
+    for m in (torch, vkml):
+        with pytest.raises(IndexError, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
+            m.tensor(1.5).data[index]
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m, a: m.addcmul(a, 0.5, a * 2, a),
+        lambda m, a: a.clone().addcmul_(0.5, a * 2, a),
+        lambda m, a: m.addcdiv(a, -0.25, a, a + 1),
+        lambda m, a: a.clone().addcdiv_(-0.25, a, a + 1),
+        lambda m, a: m.addmm(0.5, a[:, :2], 2, a[:, :2], a[:2, :2]),
+        lambda m, a: m.addmm(0.5, a[:, :2], a[:, :2], a[:2, :2]),
+        lambda m, a: a[:, :2].clone().addmm_(0.5, 2, a[:, :2], a[:2, :2]),
+    ],
+)
+def test_deprecated_scalar_first_overloads_match_pytorch(call):
+    """``exp_avg_sq.mul_(beta2).addcmul_(1 - beta2, grad, grad)`` of pre-1.5 optimizers, and the like."""
+    expected = call(torch, torch.tensor(A)).numpy()
+    value, messages = _run(lambda m: call(m, m.tensor(A)), vkml)
+    np.testing.assert_allclose(value.numpy(), expected, rtol=1e-6)
+    assert len(messages) == 1 and messages[0].startswith("This overload of add")
+
+
+def test_range_is_inclusive_in_the_default_float_dtype():
+    for args, kwargs in [
+        ((0, 3), {}),
+        ((0, 1, 0.25), {}),
+        ((2, -1, -1), {}),
+        ((1, 4), {"dtype": "int64"}),
+        ((0, 1, 0.3), {}),
+    ]:
+        results = []
+        for m in (torch, vkml):
+            given = {k: getattr(m, v) for k, v in kwargs.items()}
+            value, messages = _run(lambda m, args=args, given=given: m.range(*args, **given), m)
+            results.append((value.tolist(), str(value.dtype).split(".")[-1], messages))
+        assert results[1] == results[0]
+
+
+def test_set_default_tensor_type_warns_once(monkeypatch):
+    monkeypatch.setattr(vkml.frontend.legacy_names, "_warned_default_tensor_type", False)
+    try:
+        _, first = _run(lambda m: m.set_default_tensor_type("torch.FloatTensor"), vkml)
+        _, second = _run(lambda m: m.set_default_tensor_type(m.FloatTensor), vkml)
+    finally:
+        vkml.set_default_dtype(vkml.float32)
+        vkml.set_default_device(None)
+    assert first == [
+        "torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use torch.set_default_dtype() "
+        "and torch.set_default_device() as alternatives."
+    ]
+    assert second == []  # PyTorch's TORCH_WARN_ONCE
+
+
+def test_return_types_and_devices_print_as_pytorchs():
+    results = []
+    for m in (torch, vkml):
+        x = m.tensor(A)
+        texts = [
+            repr(m.max(x, 1)),
+            str(m.topk(x, 2, sorted=True)),
+            repr(x.sort(descending=True)),
+            repr(m.device("cpu")),
+        ]
+        results.append([t.replace("vkml", "torch") for t in texts])
+    assert results[1] == results[0]
+    assert repr(vkml.device("meta")) == repr(torch.device("meta"))

@@ -107,3 +107,23 @@ def test_return_types_and_devices_print_as_pytorchs():
         results.append([t.replace("vkml", "torch") for t in texts])
     assert results[1] == results[0]
     assert repr(vkml.device("meta")) == repr(torch.device("meta"))
+
+
+def test_a_value_with_history_written_into_a_detached_tensor_takes_its_gradient():
+    """``encoder_outputs = Variable(torch.zeros(n, h))`` then ``encoder_outputs[ei] = encoder_output[0][0]``: the
+    gradient reaches the written values, the tensor it was detached from stays outside autograd, and both still
+    show the writes (vkml dropped the gradient)."""
+    results = []
+    weights = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for m in (torch, vkml):
+        w = m.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        base = m.zeros(2, 3)
+        buf = m.autograd.Variable(base)
+        buf[0] = w * 2
+        buf[1, 1:] = w[:2] ** 2
+        (buf * m.tensor(weights)).sum().backward()
+        detached = m.zeros(3).detach()
+        detached.copy_(w * 3)
+        detached.sum().backward()
+        results.append((w.grad.tolist(), buf.requires_grad, base.requires_grad, base.tolist(), detached.tolist()))
+    assert results[1] == results[0]

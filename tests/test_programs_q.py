@@ -12,7 +12,6 @@ script for two steps. The gaps they found are tested in tests/test_program_fixes
 
 from __future__ import annotations
 
-import pytest
 from test_programs import compare_program, program_tests
 
 # name: (steps, rtol)
@@ -20,13 +19,15 @@ PROGRAMS = {
     "cifar_legacy": (3, 1e-4),
     "mnist_legacy": (3, 1e-4),
     "gan_legacy": (3, 1e-4),
+    "seq2seq_legacy": (3, 1e-4),
+    "kaggle_legacy": (3, 1e-4),
 }
 VARIANTS = {
     "cifar_legacy": [{"ARCH": "resnet"}],
     "gan_legacy": [{"UPSAMPLE": "bilinear"}],
 }
 # Both libraries on the CPU for the comparison: vkml's torch.cuda.is_available() is its Vulkan device
-CONSTANTS = {"cifar_legacy": {"use_cuda": False}}
+CONSTANTS = {"cifar_legacy": {"use_cuda": False}, "seq2seq_legacy": {"use_cuda": False}}
 
 test_program_matches_pytorch, test_program_variant_matches_pytorch = program_tests(PROGRAMS, VARIANTS, CONSTANTS)
 
@@ -35,22 +36,3 @@ def test_mnist_legacy_matches_pytorch(monkeypatch):
     """The 0.4-era mnist script: Variable/volatile, implicit log_softmax dim, size_average=False, its warnings."""
     got = compare_program("mnist_legacy", monkeypatch, 2, 1e-4)
     assert len(got["warnings"]) == 3
-
-
-@pytest.mark.stress
-@pytest.mark.xfail(
-    strict=True,
-    reason="a value with a history written into a detached tensor (buf = Variable(torch.zeros(n, h)); "
-    "buf[i] = rnn_output) loses its gradient in vkml; PyTorch's buf requires grad after the write",
-)
-def test_seq2seq_legacy_matches_pytorch(monkeypatch):
-    compare_program("seq2seq_legacy", monkeypatch, 3, 1e-4, constants={"use_cuda": False})
-
-
-@pytest.mark.stress
-@pytest.mark.xfail(
-    strict=True,
-    reason="the training losses match, the eval-mode predictions after them differ by ~1e-2: cause not found yet",
-)
-def test_kaggle_legacy_matches_pytorch(monkeypatch):
-    compare_program("kaggle_legacy", monkeypatch, 3, 1e-4)

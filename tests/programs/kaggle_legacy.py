@@ -1,4 +1,4 @@
-"""A Kaggle tabular kernel of 2018-2019 with the helpers such kernels copied from older GitHub code.
+"""A Kaggle tabular kernel of 2018-2020 (the MoA-competition block: BatchNorm1d, Dropout, a weight-normed Linear) with the helpers such kernels copied from older GitHub code.
 
 Its idioms: ``torch.manual_seed`` + ``np.random.seed`` + ``random.seed`` in a ``seed_everything``;
 ``torch.Tensor(np_array)`` (float64 data made float32) and ``torch.LongTensor(list)``; a model as
@@ -70,10 +70,10 @@ class TabularNet(nn.Module):
             self.body = nn.Sequential(
                 OrderedDict(
                     [
-                        ("fc1", nn.utils.weight_norm(nn.Linear(N_FEATURES, HIDDEN))),
-                        ("bn1", nn.BatchNorm1d(HIDDEN)),
-                        ("relu1", nn.ReLU()),
+                        ("bn1", nn.BatchNorm1d(N_FEATURES)),
                         ("drop1", nn.Dropout(DROPOUT)),
+                        ("fc1", nn.utils.weight_norm(nn.Linear(N_FEATURES, HIDDEN))),
+                        ("relu1", nn.ReLU()),
                     ]
                 )
             )

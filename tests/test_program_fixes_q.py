@@ -127,3 +127,40 @@ def test_a_value_with_history_written_into_a_detached_tensor_takes_its_gradient(
         detached.sum().backward()
         results.append((w.grad.tolist(), buf.requires_grad, base.requires_grad, base.tolist(), detached.tolist()))
     assert results[1] == results[0]
+
+
+@pytest.mark.parametrize("dst", ["DoubleTensor", "torch.DoubleTensor", "float64", "FloatTensor"])
+def test_module_type_takes_a_legacy_type_or_its_name(dst):
+    """``model.type(torch.DoubleTensor)``: every parameter cast, still a Parameter that requires grad."""
+    results = []
+    for m in (torch, vkml):
+        model = m.nn.Sequential(m.nn.Linear(2, 3), m.nn.BatchNorm1d(3))
+        model.type(dst if "." in dst else getattr(m, dst))
+        results.append(
+            [
+                (str(t.dtype).split(".")[-1], type(t).__name__, t.requires_grad)
+                for t in model.state_dict(keep_vars=True).values()
+            ]
+        )
+    assert results[1] == results[0]
+
+
+@pytest.mark.parametrize(
+    "loss",
+    [
+        lambda F, x, t: F.binary_cross_entropy(x.sigmoid(), t),
+        lambda F, x, t: F.binary_cross_entropy(x.sigmoid(), t, weight=t + 1, reduction="sum"),
+        lambda F, x, t: F.binary_cross_entropy_with_logits(x, t, pos_weight=t[0] + 1),
+        lambda F, x, t: F.smooth_l1_loss(x, t, reduction="none"),
+        lambda F, x, t: F.smooth_l1_loss(x, t, beta=0.0),
+    ],
+)
+def test_printed_losses_name_pytorchs_node(loss):
+    """``print(loss)`` in a training loop: ``tensor(0.6931, grad_fn=<BinaryCrossEntropyBackward0>)``, edges too."""
+    shown = []
+    for m in (torch, vkml):
+        x = m.tensor(A, requires_grad=True)
+        out = loss(m.nn.functional, x * 2, m.tensor(A.round()))
+        node = out.grad_fn
+        shown.append((type(node).__name__, [type(n).__name__ for n, _ in node.next_functions]))
+    assert shown[1] == shown[0]

@@ -164,3 +164,16 @@ def test_printed_losses_name_pytorchs_node(loss):
         node = out.grad_fn
         shown.append((type(node).__name__, [type(n).__name__ for n, _ in node.next_functions]))
     assert shown[1] == shown[0]
+
+
+@pytest.mark.parametrize("mode", ["LSTM", "GRU"])
+@pytest.mark.parametrize(("batch_first", "bidirectional"), [(False, False), (False, True), (True, False)])
+def test_rnn_output_strides_match_pytorch(mode, batch_first, bidirectional):
+    """word_language_model's ``output.view(output.size(0) * output.size(1), output.size(2))``: a time-major
+    output is contiguous (vkml's LSTM gave a strided view that ``view`` refused); batch_first's is its transpose."""
+    strides = []
+    for m in (torch, vkml):
+        rnn = getattr(m.nn, mode)(3, 4, 2, batch_first=batch_first, bidirectional=bidirectional)
+        out, _ = rnn(m.zeros(5, 2, 3))
+        strides.append((out.stride(), out.is_contiguous()))
+    assert strides[1] == strides[0]

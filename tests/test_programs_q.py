@@ -7,13 +7,14 @@ Adam written the pre-1.5 way (vae_legacy) and its word_language_model of 0.3 (wo
 Their idioms are the old ones current PyTorch still takes, most with a deprecation warning: ``Variable``
 and ``volatile=True``, ``size_average=`` / ``reduce=``, ``F.softmax(x)`` without ``dim``, ``F.upsample``,
 ``nn.init.xavier_uniform``, ``clip_grad_norm``, ``torch.FloatTensor(sizes)``, ``loss.data[0]`` (an
-IndexError now). The comparisons run with ``make test-all`` (``-m stress``); ``make test`` runs the mnist
-script for two steps. The gaps they found are tested in tests/test_program_fixes_q.py.
+IndexError now). The comparisons run with ``make test-all`` (``-m stress``); ``make test`` compares word_lm_legacy's
+batching and state functions. The gaps they found are tested in tests/test_program_fixes_q.py.
 """
 
 from __future__ import annotations
 
-from test_programs import compare_program, program_tests
+import pytest
+from test_programs import _load, compare_program, program_tests
 
 # name: (steps, rtol)
 PROGRAMS = {
@@ -37,7 +38,29 @@ CONSTANTS = {"cifar_legacy": {"use_cuda": False}, "seq2seq_legacy": {"use_cuda":
 test_program_matches_pytorch, test_program_variant_matches_pytorch = program_tests(PROGRAMS, VARIANTS, CONSTANTS)
 
 
-def test_mnist_legacy_matches_pytorch(monkeypatch):
+@pytest.mark.stress
+def test_mnist_legacy_warns_as_pytorch(monkeypatch):
     """The 0.4-era mnist script: Variable/volatile, implicit log_softmax dim, size_average=False, its warnings."""
     got = compare_program("mnist_legacy", monkeypatch, 2, 1e-4)
     assert len(got["warnings"]) == 3
+
+
+def test_word_lm_batches_and_hidden_state_match_pytorch(monkeypatch):
+    """word_language_model's batchify (narrow, view, t().contiguous()), get_batch's Variables (volatile in
+    evaluation) and repackage_hidden by Variable(h.data): the same batches, a detached state, no graph."""
+    results = []
+    for backend in ("torch", "vkml"):
+        program = _load("word_lm_legacy", backend, monkeypatch)
+        source = program.batchify(program.corpus(23, 0), 3)
+        data, target = program.get_batch(source, 4, evaluation=True)
+        hidden = program.repackage_hidden((source.float()[:2] * 2, source.float()[2:4].requires_grad_()))
+        results.append(
+            [
+                source.tolist(),
+                data.tolist(),
+                target.tolist(),
+                [h.tolist() for h in hidden],
+                [h.requires_grad for h in hidden],
+            ]
+        )
+    assert results[1] == results[0]

@@ -77,29 +77,22 @@ def link_view(out, input, step: tuple, then: tuple | None = None):
     else:
         out._base, out._chain = base, input._chain + steps
         out._gradview, out._dataview = input._gradview, input._dataview
-        if not input._gradview:
-            _remember_detached_root(out, detached_root(input))
+        root = getattr(input, "_droot", None) if not input._gradview else None
+        if root is not None:
+            out._droot = weakref.ref(input) if root is True else root
     out._seen = out._base._vcount
     return out
 
 
-# The detached tensor (detach(), .data, Variable(t)) each detached view descends from, by the view's id: a
-# write of a value with a history through one gives that tensor the history (_root_takes_history)
-_DETACHED_ROOTS: dict[int, tuple] = {}
-
-
-def _remember_detached_root(view, root) -> None:
-    if root is not None:
-        key = id(view)
-        _DETACHED_ROOTS[key] = (weakref.ref(view, lambda _ref: _DETACHED_ROOTS.pop(key, None)), weakref.ref(root))
-
-
 def detached_root(view):
-    """The detached tensor ``view`` is or was taken from, or None (it is gone, or unknown)."""
-    entry = _DETACHED_ROOTS.get(id(view))
-    if entry is None or entry[0]() is not view:
-        return None
-    return entry[1]()
+    """The detached tensor (``detach()``, ``.data``, ``Variable(t)``) ``view`` is or was taken from, or None
+    (it is gone, or ``view`` is no such view). ``_droot``: True on the detached tensor itself, a weak
+    reference to it on the views taken from it (a strong one would keep it, and a self-reference would
+    leave its storage to the cycle collector)."""
+    root = getattr(view, "_droot", None)
+    if root is None or root is True:
+        return view if root else None
+    return root()
 
 
 def viewable(t, shape: tuple[int, ...]) -> bool:
@@ -211,7 +204,7 @@ def detached_view(t, data: bool = False):
     out._base, out._chain = (t, ()) if base is None else (base, t._chain)
     out._seen = out._base._vcount
     out._gradview, out._dataview = False, data
-    _remember_detached_root(out, out)
+    out._droot = True
     return out
 
 

@@ -13,8 +13,9 @@ batching and state functions. The gaps they found are tested in tests/test_progr
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
-from test_programs import _load, compare_program, program_tests
+from test_programs import _load, _numbers, compare_program, program_tests, run_program
 
 # name: (steps, rtol)
 PROGRAMS = {
@@ -64,3 +65,16 @@ def test_word_lm_batches_and_hidden_state_match_pytorch(monkeypatch):
             ]
         )
     assert results[1] == results[0]
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize(
+    ("name", "steps", "flag", "on_device"),
+    [("mnist_legacy", 2, "NO_CUDA", False), ("seq2seq_legacy", 2, "use_cuda", True)],
+)
+def test_legacy_program_on_the_vulkan_device_matches_pytorch_on_the_cpu(gpu, monkeypatch, name, steps, flag, on_device):
+    """As written, behind ``torch.cuda.is_available()``: vkml's "cuda" is the Vulkan device (``.cuda()``,
+    ``pin_memory=True`` loaders, ``torch.cuda.manual_seed``), PyTorch runs on the CPU."""
+    initial, expected = run_program(name, "torch", monkeypatch, steps, constants={flag: not on_device})
+    _, got = run_program(name, "vkml", monkeypatch, steps, initial, {flag: on_device})
+    np.testing.assert_allclose(_numbers(got), _numbers(expected), rtol=1e-4, atol=1e-6)

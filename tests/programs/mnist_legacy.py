@@ -83,8 +83,11 @@ def train(model, steps=3):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         model.eval()
-        probe = model(Variable(torch.zeros(1, 1, 14, 14), volatile=True))
-        F.nll_loss(probe, torch.LongTensor([0]), size_average=False)
+        zeros, label = torch.zeros(1, 1, 14, 14), torch.LongTensor([0])
+        if args.cuda:
+            zeros, label = zeros.cuda(), label.cuda()
+        probe = model(Variable(zeros, volatile=True))
+        F.nll_loss(probe, label, size_average=False)
     record["warnings"] = sorted(str(w.message).replace("vkml", "torch")[:60] for w in caught)
 
     model.train()

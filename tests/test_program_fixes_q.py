@@ -177,3 +177,14 @@ def test_rnn_output_strides_match_pytorch(mode, batch_first, bidirectional):
         out, _ = rnn(m.zeros(5, 2, 3))
         strides.append((out.stride(), out.is_contiguous()))
     assert strides[1] == strides[0]
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int64", "float32"])
+def test_masked_fill_with_a_byte_mask_raises_pytorchs_error(dtype):
+    """``x.masked_fill_(mask.byte(), 0)`` of pre-1.2 code: current PyTorch refuses it with a RuntimeError."""
+    messages = []
+    for m in (torch, vkml):
+        with pytest.raises(RuntimeError) as caught:
+            m.tensor(A).masked_fill_(m.tensor(A > 0.3).to(getattr(m, dtype)), 0.0)
+        messages.append(str(caught.value))
+    assert messages[1] == messages[0]

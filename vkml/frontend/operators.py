@@ -26,7 +26,7 @@ from . import memory_format as _memory_format
 from .autograd import differentiable
 from .caller import user_stacklevel
 from .devices import device as get_device
-from .dtype_info import check_matmul_dtypes, refuse_no_tensor_dtype
+from .dtype_info import check_matmul_dtypes, cpp_type_name, refuse_no_tensor_dtype
 from .dtypes import check_device_dtype, python_type_dtype
 from .exports import Export
 
@@ -1505,7 +1505,9 @@ def masked_fill(input, mask, value):
     node = _tensor_node("masked_fill", input)
     mask_node = _tensor_node("masked_fill", mask)
     if mask_node.dtype is not T.bool_:
-        raise DTypeError(f"'masked_fill': mask must be a bool tensor, got {mask_node.dtype.name}")
+        raise DTypeError(
+            f"masked_fill_ only supports boolean masks, but got mask with dtype {cpp_type_name(mask_node.dtype)}"
+        )
     # the result takes the broadcast shape (PyTorch's out-of-place form; masked_fill_ keeps input's)
     lazy.broadcast_shapes("masked_fill", node.shape, mask_node.shape)
     if isinstance(value, _tensor.Tensor):

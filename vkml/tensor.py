@@ -56,6 +56,7 @@ class Tensor:
         "_post_accumulate_hooks",  # register_post_accumulate_grad_hook's: {handle id: hook}
         "_retained_ctx",  # the context whose gradient retain_grad() keeps in .grad
         "_format",  # the channels-last format PyTorch would report (vkml/frontend/memory_format.py); unset: none
+        "_droot",  # a detached tensor's True, its views' weak reference to it (mutation.detached_root); unset: none
         "__weakref__",
         # Programs set attributes of their own on tensors, as PyTorch's take any (``t.is_label = True``,
         # Megatron's ``param.sequence_parallel``); the dict is made only when one is set.

@@ -164,6 +164,12 @@ def scalar_type_name(dtype: T.DType) -> str:
     return _SCALAR_TYPE.get(dtype.name, (dtype.name,))[0]
 
 
+def cpp_type_name(dtype: T.DType) -> str:
+    """PyTorch's C++ type name (``float``, ``long int``, ``unsigned char``, ...) of ``dtype``, as some of its
+    errors print it."""
+    return _SCALAR_TYPE.get(dtype.name, (dtype.name, dtype.name))[1]
+
+
 def check_matmul_dtypes(op: str, a: T.DType, b: T.DType, a_ndim: int, b_ndim: int) -> None:
     """PyTorch's RuntimeError for a matrix product of two dtypes (it never promotes them), worded as
     the kernel PyTorch's ``matmul`` reaches for those ranks words it (dot, addmv, mm or bmm) after

@@ -212,5 +212,9 @@ class Variable(metaclass=_VariableMeta):
     def __new__(cls, data, requires_grad: bool = False, volatile: bool = False):
         if not isinstance(data, Tensor):
             raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
+        if volatile:
+            warnings.warn(
+                "volatile was removed and now has no effect. Use `with vkml.no_grad():` instead.", UserWarning, 2
+            )
         out = data.detach()
         return out.requires_grad_(requires_grad) if requires_grad else out

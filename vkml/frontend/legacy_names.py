@@ -30,6 +30,7 @@ from ..ops.promotion import default_float
 from ..tensor import Tensor
 from . import autograd, creation, defaults, devices, mutation, return_types, shape, statistics, type_queries
 from . import operators as F
+from .caller import user_stacklevel
 from .exports import Export
 
 
@@ -971,6 +972,16 @@ def conv_tbc(input, weight, bias, pad: int = 0):
     return F.permute(out, (2, 0, 1))
 
 
+def _volatile(self) -> bool:
+    """``Tensor.volatile``: always False since PyTorch 0.4 (``with vkml.no_grad():`` replaced it), with PyTorch's
+    warning."""
+    warnings.warn("volatile was removed (Variable.volatile is always False)", UserWarning, stacklevel=2)
+    return False
+
+
+_warned_default_tensor_type = False
+
+
 def set_default_tensor_type(t):
     """``torch.set_default_tensor_type`` (deprecated in PyTorch): the default float dtype and device from a legacy
     type (``vkml.cuda.FloatTensor``) or its name (``'torch.cuda.DoubleTensor'``); only float types, as PyTorch."""
@@ -985,8 +996,42 @@ def set_default_tensor_type(t):
         raise TypeError(f"invalid type: '{t}'")
     if not cls.dtype.is_float:
         raise TypeError("only floating-point types are supported as the default type")
+    global _warned_default_tensor_type
+    if not _warned_default_tensor_type:  # PyTorch's TORCH_WARN_ONCE: the first call of the process
+        _warned_default_tensor_type = True
+        warnings.warn(
+            "vkml.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use vkml.set_default_dtype() "
+            "and vkml.set_default_device() as alternatives.",
+            UserWarning,
+            stacklevel=user_stacklevel(),
+        )
     defaults.set_default_dtype(cls.dtype)
     devices.set_default_device("cuda" if cls.is_cuda else "cpu")
+
+
+def _range(start, end, step=1, *, dtype=None, device=None, requires_grad: bool = False):
+    """``torch.range`` (deprecated in PyTorch): ``start`` to ``end`` *inclusive* by ``step``, in the default float
+    dtype unless ``dtype`` is given (integer bounds too), each value ``start + i * step`` in float64, with
+    PyTorch's warning.
+
+    >>> import vkml
+    >>> vkml.range(1, 4).tolist()  # doctest: +SKIP
+    [1.0, 2.0, 3.0, 4.0]
+    """
+    warnings.warn(
+        "vkml.range is deprecated and will be removed in a future release because its behavior is inconsistent "
+        "with Python's range builtin. Instead, use vkml.arange, which produces values in [start, end).",
+        UserWarning,
+        stacklevel=user_stacklevel(),
+    )
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    count = int(math.floor((end - start) / step)) + 1
+    values = start + np.arange(count, dtype=np.float64) * step
+    dtype = default_float() if dtype is None else dtype
+    return creation.tensor(values, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 # ---------------------------------------------------------------------- the windows
@@ -1188,4 +1233,6 @@ EXPORTS = (
     *(Export(name + "_", value=_inplace_function(name + "_")) for name in INPLACE_FUNCTIONS),
     *(Export(name, value=cls) for name, cls in ((c.__name__, c) for c in LEGACY_TYPES)),
     Export("new", function=False, method=_tensor_new),
+    Export("range", value=_range),
+    Export("volatile", function=False, method=property(_volatile)),
 )

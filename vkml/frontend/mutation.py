@@ -25,6 +25,7 @@ storage was written after the value was saved. ``docs/mutation.md`` has the whol
 from __future__ import annotations
 
 import math
+import weakref
 
 from .. import tensor as _tensor
 from ..errors import DTypeError, ShapeError
@@ -76,8 +77,22 @@ def link_view(out, input, step: tuple, then: tuple | None = None):
     else:
         out._base, out._chain = base, input._chain + steps
         out._gradview, out._dataview = input._gradview, input._dataview
+        root = getattr(input, "_droot", None) if not input._gradview else None
+        if root is not None:
+            out._droot = weakref.ref(input) if root is True else root
     out._seen = out._base._vcount
     return out
+
+
+def detached_root(view):
+    """The detached tensor (``detach()``, ``.data``, ``Variable(t)``) ``view`` is or was taken from, or None
+    (it is gone, or ``view`` is no such view). ``_droot``: True on the detached tensor itself, a weak
+    reference to it on the views taken from it (a strong one would keep it, and a self-reference would
+    leave its storage to the cycle collector)."""
+    root = getattr(view, "_droot", None)
+    if root is None or root is True:
+        return view if root else None
+    return root()
 
 
 def viewable(t, shape: tuple[int, ...]) -> bool:
@@ -189,6 +204,7 @@ def detached_view(t, data: bool = False):
     out._base, out._chain = (t, ()) if base is None else (base, t._chain)
     out._seen = out._base._vcount
     out._gradview, out._dataview = False, data
+    out._droot = True
     return out
 
 
@@ -297,7 +313,7 @@ def check_writable(t) -> None:
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
         elif _views_a_grad_leaf(t):  # detach() views too: a Parameter over a view, detach().requires_grad_()
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
-        elif base is not None and not t._gradview and t._ctx is not None:
+        elif base is not None and not t._gradview and t._ctx is not None and detached_root(t) is None:
             # a computed tensor whose storage nn.Parameter(t) took: its write could not be recorded
             raise NotImplementedError(
                 "an in-place operation with autograd on a computed tensor that an nn.Parameter was made from is "
@@ -467,6 +483,27 @@ def write(t, value) -> None:
     _set_owner(base, v if t._gradview else _tensor.Tensor(v.node))
     if t._dataview:
         base._vhidden += 1
+    if not t._gradview and value._ctx is not None and autograd.is_grad_enabled():
+        _root_takes_history(t, value)
+
+
+def _root_takes_history(t, value) -> None:
+    """A value with a history written through detached view ``t`` (``buf = Variable(torch.zeros(n, h))`` then
+    ``buf[i] = rnn_output``, the 2017 seq2seq tutorial): as in PyTorch, the detached tensor ``t`` is or views
+    now requires grad and its gradient reaches the value, while the storage's owner stays outside autograd;
+    both still share the storage."""
+    root = detached_root(t)
+    if root is None:
+        return
+    extra = t._chain[len(root._chain) :]
+    v = value
+    if extra:
+        below = [_alias(root)]  # the values just written, with the history of root's earlier such writes
+        for step in extra[:-1]:
+            below.append(apply_step(below[-1], step))
+        for step, under in zip(reversed(extra), reversed(below), strict=True):
+            v = _unapply(step, under, v)
+    root._ctx, root._requires_grad = v._ctx, True  # its node follows the storage (refresh keeps the history)
 
 
 def _set_owner(owner, new) -> None:

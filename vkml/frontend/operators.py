@@ -25,8 +25,9 @@ from ..schedule.checks import note_uploaded_range
 from . import autograd
 from . import memory_format as _memory_format
 from .autograd import differentiable
+from .caller import user_stacklevel
 from .devices import device as get_device
-from .dtype_info import check_matmul_dtypes, refuse_no_tensor_dtype
+from .dtype_info import check_matmul_dtypes, cpp_type_name, refuse_no_tensor_dtype
 from .dtypes import check_device_dtype, python_type_dtype
 from .exports import Export
 
@@ -328,7 +329,7 @@ def _legacy_alpha(op: str, other, rest: tuple, alpha):
         f"This overload of {op} is deprecated:\n\t{op}(Number alpha, Tensor other)\nConsider using one of the "
         f"following signatures instead:\n\t{op}(Tensor other, *, Number alpha = 1)",
         UserWarning,
-        stacklevel=3,
+        stacklevel=user_stacklevel(),
     )
     return rest[0], other
 
@@ -1351,12 +1352,25 @@ def _index_key(index: tuple) -> tuple | None:
     return tuple(key)
 
 
+def _too_many_indices(index: tuple, ndim: int) -> str:
+    """PyTorch's message for an index with more entries than dims: ``loss.data[0]`` of a 0-dim loss (the
+    pre-0.4 idiom) names ``item()``."""
+    if ndim == 0 and len(index) == 1 and isinstance(index[0], int):
+        return (
+            "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ "
+            "to convert a 0-dim tensor to a number"
+        )
+    if ndim == 0 and len(index) == 1 and isinstance(index[0], slice):
+        return "slice() cannot be applied to a 0-dim tensor."
+    return f"too many indices for tensor of dimension {ndim}"
+
+
 def _index_plan(node: Node, index: tuple) -> tuple:
     """(starts, stops, steps, final shape, sliced shape) of a basic index of ``node``'s shape, checked as
     PyTorch does: the sliced shape keeps a dim of 1 for each int, the final one drops it and adds None's."""
     n_real = len([i for i in index if i is not None and i is not Ellipsis])
     if n_real > len(node.shape):
-        raise IndexError(f"too many indices for a tensor of {len(node.shape)} dims: {index}")
+        raise IndexError(_too_many_indices(index, len(node.shape)))
     ellipses = [k for k, i in enumerate(index) if i is Ellipsis]  # (not ``in``: == of a tensor is elementwise)
     if ellipses:
         e, k = ellipses[0], len(node.shape) - n_real
@@ -1514,7 +1528,9 @@ def masked_fill(input, mask, value):
     node = _tensor_node("masked_fill", input)
     mask_node = _tensor_node("masked_fill", mask)
     if mask_node.dtype is not T.bool_:
-        raise DTypeError(f"'masked_fill': mask must be a bool tensor, got {mask_node.dtype.name}")
+        raise DTypeError(
+            f"masked_fill_ only supports boolean masks, but got mask with dtype {cpp_type_name(mask_node.dtype)}"
+        )
     # the result takes the broadcast shape (PyTorch's out-of-place form; masked_fill_ keeps input's)
     lazy.broadcast_shapes("masked_fill", node.shape, mask_node.shape)
     if isinstance(value, _tensor.Tensor):

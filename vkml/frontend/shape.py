@@ -27,6 +27,7 @@ from ..ir import types as T
 from ..ops.promotion import promote_types
 from . import autograd
 from . import operators as F
+from .caller import user_stacklevel
 from .creation import _dtype, tensor
 from .dtype_info import check_matmul_dtypes
 from .exports import Export
@@ -849,8 +850,31 @@ def _wide_scaled_sum(op: str, product, input, a, b, beta, alpha):
     return F.cast(total, input.dtype)
 
 
-def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+def _legacy_addmm(args: tuple):
+    """PyTorch's deprecated overloads ``addmm(beta, input, [alpha,] mat1, mat2)`` and the method's
+    ``input.addmm_(beta, [alpha,] mat1, mat2)``: (input, mat1, mat2, beta, alpha), with PyTorch's warning."""
+    if isinstance(args[0], F._tensor.Tensor):  # the method: input first, then beta
+        input, beta, *rest = args
+    else:
+        beta, input, *rest = args
+    alpha = rest.pop(0) if len(rest) == 3 else 1
+    if len(rest) != 2 or isinstance(beta, F._tensor.Tensor) or isinstance(alpha, F._tensor.Tensor):
+        raise TypeError(f"addmm() takes 3 positional arguments (input, mat1, mat2) but {len(args)} were given")
+    legacy = "Number beta, Tensor input, " + ("Number alpha, " if len(args) == 5 else "")
+    warnings.warn(
+        f"This overload of addmm is deprecated:\n\taddmm({legacy}Tensor mat1, Tensor mat2)\nConsider using one of "
+        "the following signatures instead:\n\taddmm(Tensor input, Tensor mat1, Tensor mat2, *, Number beta = 1, "
+        "Number alpha = 1)",
+        UserWarning,
+        stacklevel=user_stacklevel(),
+    )
+    return input, *rest, beta, alpha
+
+
+def addmm(input, mat1, mat2, *rest, beta=1, alpha=1):
     """``beta * input + alpha * (mat1 @ mat2)``, ``input`` broadcast to the product's shape."""
+    if rest:
+        input, mat1, mat2, beta, alpha = _legacy_addmm((input, mat1, mat2, *rest))
     sparse = F._sparse_operand(mat1, mat2)
     if sparse is not None:  # a sparse COO operand: vkml/frontend/sparse_coo.py
         return sparse._sparse_dispatch("addmm", input, mat1, mat2, beta=beta, alpha=alpha)

@@ -29,6 +29,7 @@ from . import memory_format as _memory_format
 from . import operators as F
 from . import random as R
 from . import shape as S
+from .caller import user_stacklevel
 from .creation import _dtype, full, tensor
 from .exports import Export
 
@@ -424,7 +425,22 @@ def select(input, dim: int, index: int):
     return input[(slice(None),) * d + (int(index),)]
 
 
-def addcmul(input, tensor1, tensor2, *, value=1):
+def _legacy_value(op: str, tensor1, tensor2, rest: tuple):
+    """PyTorch's deprecated overload ``op(input, value, tensor1, tensor2)`` (``exp_avg_sq.mul_(beta2).addcmul_(1 -
+    beta2, grad, grad)`` in pre-1.5 optimizers): (value, tensor1, tensor2), with PyTorch's warning."""
+    if len(rest) != 1 or isinstance(tensor1, F._tensor.Tensor) or not isinstance(rest[0], F._tensor.Tensor):
+        raise TypeError(f"{op}() takes 3 positional arguments (input, tensor1, tensor2) but {3 + len(rest)} were given")
+    warnings.warn(
+        f"This overload of {op} is deprecated:\n\t{op}(Tensor input, Number value, Tensor tensor1, Tensor tensor2)\n"
+        f"Consider using one of the following signatures instead:\n\t{op}(Tensor input, Tensor tensor1, Tensor "
+        "tensor2, *, Number value = 1)",
+        UserWarning,
+        stacklevel=user_stacklevel(),
+    )
+    return tensor1, tensor2, rest[0]
+
+
+def addcmul(input, tensor1, tensor2, *rest, value=1):
     """``input + value * tensor1 * tensor2``, as ``input + (value * t1) * t2``.
 
     Divergence from PyTorch: its kernels fuse the last product into the sum (one rounding,
@@ -437,6 +453,8 @@ def addcmul(input, tensor1, tensor2, *, value=1):
     >>> vkml.addcmul(vkml.ones(2), vkml.tensor([1.0, 2.0]), vkml.tensor([3.0, 4.0]), value=0.5).tolist()
     [2.5, 5.0]
     """
+    if rest:
+        value, tensor1, tensor2 = _legacy_value("addcmul", tensor1, tensor2, rest)
     operands = (input, tensor1, tensor2)
     if isinstance(value, float) and math.isfinite(value) and not any(_float_operand(t) for t in operands):
         value = int(value)  # PyTorch converts value to an integer result's dtype: 0.5 truncates to 0
@@ -465,13 +483,15 @@ def _float_operand(t) -> bool:
     return not isinstance(t, F._tensor.Tensor) or t.dtype.is_float or t.dtype.is_complex
 
 
-def addcdiv(input, tensor1, tensor2, *, value=1):
+def addcdiv(input, tensor1, tensor2, *rest, value=1):
     """``input + value * tensor1 / tensor2``, evaluated as PyTorch's kernels do: ``(value * t1) / t2``
     (for a float16 or bfloat16 result in float32, rounded once).
 
     Integer ``tensor1`` and ``tensor2`` raise, as in PyTorch (true division of integers is not
     supported there).
     """
+    if rest:
+        value, tensor1, tensor2 = _legacy_value("addcdiv", tensor1, tensor2, rest)
     nodes = [F._tensor_node("addcdiv", t) for t in (tensor1, tensor2)]
     if all(not n.dtype.is_float for n in nodes):
         raise RuntimeError(

@@ -96,6 +96,12 @@ def nll_loss(
     return F._reduce(loss, reduction, "nll_loss", count)
 
 
+def _input_and_target_edges(input, target, *args, **kwargs) -> tuple:
+    """PyTorch's edges of a loss node: to ``input`` and ``target`` only (a weight is not differentiated)."""
+    return autograd.edge(input), autograd.edge(target)
+
+
+@autograd.shown_as("BinaryCrossEntropyBackward0", _input_and_target_edges)
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction: str = "mean"):
     """``-weight · (target · log(input) + (1 - target) · log(1 - input))``, each log clamped at -100 as PyTorch's.
 
@@ -141,6 +147,7 @@ def _check_probabilities(op: str, input, loss) -> None:
     checks.defer(loss.node, (bad.node,), lambda values: message if values[0] else None, RuntimeError)
 
 
+@autograd.shown_as("BinaryCrossEntropyWithLogitsBackward0", _input_and_target_edges)
 def binary_cross_entropy_with_logits(
     input, target, weight=None, size_average=None, reduce=None, reduction: str = "mean", pos_weight=None
 ):
@@ -250,10 +257,15 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction: str
     if beta < 0:
         raise RuntimeError("'smooth_l1_loss': smooth_l1_loss does not support negative values for beta.")
     F.target_size_warning(input, target)
+    if beta == 0:  # PyTorch's l1_loss, with its nodes
+        return F._reduce(abs(input - target), reduction, "smooth_l1_loss")
+    return _smooth_l1(input, target, reduction, beta)
+
+
+@autograd.shown_as("SmoothL1LossBackward0", _input_and_target_edges)
+def _smooth_l1(input, target, reduction: str, beta: float):
     diff = input - target
     size = abs(diff)
-    if beta == 0:
-        return F._reduce(size, reduction, "smooth_l1_loss")
     loss = functions.where(size < beta, 0.5 * diff * diff / beta, size - 0.5 * beta)
     return F._reduce(loss, reduction, "smooth_l1_loss")
 

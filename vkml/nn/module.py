@@ -931,10 +931,12 @@ class Module:
         return self
 
     def type(self, dst_type) -> Module:
-        """Cast every parameter and buffer to ``dst_type`` (a dtype), in place."""
-        if not isinstance(dst_type, T.DType):
+        """Cast every parameter and buffer to ``dst_type`` in place: a dtype, or as ``Tensor.type`` a legacy type
+        (``model.type(torch.DoubleTensor)`` in older code) or its name, which also names the device kind."""
+        legacy = isinstance(dst_type, str) or getattr(dst_type, "is_legacy_tensor_type", False)
+        if not (legacy or isinstance(dst_type, T.DType)):
             raise TypeError(f"type(): dst_type must be a vkml dtype, got {dst_type!r}")
-        return self._apply_to_tensors(lambda t: t.detach().to(dst_type))
+        return self._apply_to_tensors(lambda t: t.detach().type(dst_type))
 
     def share_memory(self) -> Module:
         """This module, its parameters, their gradients and its buffers marked shared (``is_shared()``), as

@@ -632,6 +632,9 @@ class _RNNBase(Module):
                 x = functions.where(keep, x * (1.0 / (1.0 - self.dropout)), 0.0) if self.dropout < 1 else x * 0.0
         h_n = functions.cat(last_h, 0)
         c_n = functions.cat(last_c, 0) if lstm else None
+        # time-major, PyTorch's output is contiguous (LSTM's rows are h of an (h, c) pair): old code flattens
+        # it by output.view(seq * batch, hidden); batch_first gives its transpose, as PyTorch's
+        x = x.contiguous()
         if not batched:
             x = functions.squeeze(x, 1)
             h_n = functions.squeeze(h_n, 1)

@@ -154,7 +154,10 @@ class Device(ABC):
         return 0
 
     def __repr__(self) -> str:
-        return f"device({self.name!r})"
+        # PyTorch's text: device(type='cpu'), device(type='cuda', index=0)
+        if self.index is None:
+            return f"device(type={self.type!r})"
+        return f"device(type={self.type!r}, index={self.index})"
 
     def __str__(self) -> str:
         return self.name

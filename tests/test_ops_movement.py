@@ -172,7 +172,7 @@ def test_movement_errors():
         t[2]
     with pytest.raises(IndexError, match="too many indices"):
         t[0, 0, 0]
-    with pytest.raises(ValueError, match="step must be positive"):
+    with pytest.raises(ValueError, match="step must be greater than zero"):
         t[::-1]
     with pytest.raises(IndexError, match="__getitem__"):  # PyTorch's class and text ("only integers, slices ...")
         t[1.5]

@@ -803,7 +803,12 @@ def unravel_index(indices, shape):  # noqa: F811 - PyTorch's argument name (the 
         indices = creation.tensor(indices)
     if indices.dtype.is_float or indices.dtype is T.bool_:
         raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype.name}")
+    if not isinstance(shape, (int, list, tuple)):  # a tensor of sizes too: PyTorch's TypeError
+        raise TypeError(f"expected 'shape' to be int or sequence of ints, but got {type(shape)}")
     dims = (shape,) if isinstance(shape, int) else tuple(shape)
+    for d in dims:
+        if type(d) is not int:
+            raise TypeError(f"expected 'shape' sequence to only contain ints, but got {type(d)}")
     if any(d < 0 for d in dims):
         raise ValueError("'shape' cannot have negative values, but got " + str(dims))
     total = math.prod(dims)

@@ -617,7 +617,7 @@ def setitem(t, index, value) -> None:
         if value.numel() == 1:
             inplace(t, "__setitem__", F.masked_fill, index, F.reshape(value, *()))
             return
-    index = _indexing.sequence_as_tuple(index)
+    index = _indexing.scalar_tensors_as_ints(_indexing.sequence_as_tuple(index))
     if _indexing.is_advanced(index):
         _indexing.setitem(t, index, value)
         return

@@ -1280,7 +1280,7 @@ def getitem(input, index):
     Advanced indices (tensors, lists, bools) follow PyTorch's shape rules; see vkml/frontend/indexing.py.
     """
     node = _tensor_node("__getitem__", input)
-    index = _indexing.sequence_as_tuple(index)
+    index = _indexing.scalar_tensors_as_ints(_indexing.sequence_as_tuple(index))
     if _indexing.is_advanced(index):
         return _indexing.getitem(input, index)
     if not isinstance(index, tuple):
@@ -1333,7 +1333,14 @@ def _index_plan(node: Node, index: tuple) -> tuple:
     PyTorch does: the sliced shape keeps a dim of 1 for each int, the final one drops it and adds None's."""
     n_real = len([i for i in index if i is not None and i is not Ellipsis])
     if n_real > len(node.shape):
-        raise IndexError(f"too many indices for a tensor of {len(node.shape)} dims: {index}")
+        if not node.shape and isinstance(index[0], slice):
+            raise IndexError("slice() cannot be applied to a 0-dim tensor.")
+        if not node.shape and isinstance(index[0], (int, np.integer)):
+            raise IndexError(
+                "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ "
+                "to convert a 0-dim tensor to a number"
+            )
+        raise IndexError(f"too many indices for tensor of dimension {len(node.shape)}")
     ellipses = [k for k, i in enumerate(index) if i is Ellipsis]  # (not ``in``: == of a tensor is elementwise)
     if ellipses:
         e, k = ellipses[0], len(node.shape) - n_real
@@ -1358,7 +1365,7 @@ def _index_plan(node: Node, index: tuple) -> tuple:
         if isinstance(item, slice):
             step = 1 if item.step is None else item.step
             if step <= 0:
-                raise ValueError(f"'__getitem__': slice step must be positive, got {step}")
+                raise ValueError("step must be greater than zero")
             a, b, _ = slice(item.start, item.stop, 1).indices(size)
             b = builtins_max(a, b)
             starts.append(a), stops.append(b), steps.append(step)
@@ -1366,6 +1373,8 @@ def _index_plan(node: Node, index: tuple) -> tuple:
             sliced_shape.append(final_shape[-1])
         elif isinstance(item, (int, np.integer)) and not isinstance(item, bool):
             i = int(item)
+            if not -(1 << 63) <= i < 1 << 63:  # PyTorch reads the index as an int64 first
+                raise ValueError("Overflow when unpacking long long")
             if not -size <= i < size:
                 raise IndexError(f"'__getitem__': index {i} is out of bounds for dimension {d} with size {size}")
             i %= size

@@ -164,7 +164,7 @@ def test_movement_errors():
         t.permute(0, 0)
     with pytest.raises(IndexError, match="'transpose'"):
         t.transpose(0, 2)
-    with pytest.raises(vkml.ShapeError, match="'expand'.*size 3"):
+    with pytest.raises(vkml.ShapeError, match=r"'expand'.*existing size \(3\)"):
         t.expand(2, 4)
     with pytest.raises(vkml.ShapeError, match="'expand'.*fewer dims"):
         t.expand(3)

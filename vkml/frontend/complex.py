@@ -1188,7 +1188,9 @@ def view_as_complex(input):
             f"view_as_complex is only supported for half, float and double tensors, but got a tensor of scalar type: {_torch_real(input.dtype)}"
         )
     _complex_dtype(input.dtype, "view_as_complex")
-    if input.ndim == 0 or input.shape[-1] != 2:
+    if input.ndim == 0:
+        raise RuntimeError("Input tensor must have one or more dimensions")
+    if input.shape[-1] != 2:
         raise RuntimeError("Tensor must have a last dimension of size 2")
     strides = input.stride()
     if strides[-1] != 1:

@@ -81,7 +81,7 @@ def concatenate(tensors, axis: int = 0, *, dim=None):
 def ravel(input):
     """``input`` flattened to 1-D (a view where the layout allows), as ``torch.ravel``."""
     _tensor("ravel", "input", input)
-    return F.reshape(input, (-1,))
+    return F.reshape(mutation.contiguous(input), (-1,))  # PyTorch's: contiguous always, a copy where it must
 
 
 def typename(obj) -> str:

@@ -1157,7 +1157,10 @@ def _expanded_shape(shape: tuple, sizes: tuple) -> tuple:
                 f"'expand': size {s} at dim {d} is negative (only -1, which keeps a size, may be): {sizes}"
             )
         if old != s and old != 1:
-            raise ShapeError(f"'expand': dim {d} of size {old} cannot expand to {s} (shape {shape} -> {sizes})")
+            raise ShapeError(
+                f"'expand': The expanded size of the tensor ({s}) must match the existing size ({old}) at "
+                f"non-singleton dimension {d}.  Target sizes: {list(sizes)}.  Tensor sizes: {list(shape)}"
+            )
         full.append(s)
     return tuple(full)
 

@@ -53,6 +53,9 @@ OUT_NAMES = frozenset(
     var_mean vdot vstack where xlogy zeros
     sum prod softmax log_softmax clamp_min clamp_max threshold index_add scatter take tensordot
     hardshrink nansum
+    alias_copy detach_copy diagonal_copy expand_copy narrow_copy permute_copy select_copy slice_copy
+    split_copy split_with_sizes_copy squeeze_copy t_copy transpose_copy unbind_copy unfold_copy
+    unsqueeze_copy view_copy view_as_real_copy view_as_complex_copy as_strided_copy
     """.split()
 )
 

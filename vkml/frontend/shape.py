@@ -270,7 +270,7 @@ def tensor_split(input, indices_or_sections=None, dim: int = 0, *, indices=None,
         if indices_or_sections.dtype is not T.int64:
             raise RuntimeError(
                 "tensor_split expected tensor_indices_or_sections to have dtype of long, but got "
-                f"{indices_or_sections.dtype.name}"
+                f"{F._mutation.torch_name(indices_or_sections.dtype)}"
             )
         if indices_or_sections.ndim > 1:
             raise RuntimeError(
@@ -348,6 +348,8 @@ def flatten(input, start_dim: int = 0, end_dim: int = -1):
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     if nd == 0:
         return F.reshape(input, 1)
+    if s == e:  # PyTorch returns the tensor itself
+        return input
     return F.reshape(input, *node.shape[:s], math.prod(node.shape[s : e + 1]), *node.shape[e + 1 :])
 
 

@@ -295,9 +295,16 @@ def _replayed_layout(base, chain: tuple) -> tuple[tuple[int, ...], int]:
         elif kind == "expand":
             new_shape = tuple(step[1])
             lead = len(new_shape) - len(shape)
-            strides = (0,) * lead + tuple(
-                0 if old == 1 and new != 1 else st for old, new, st in zip(shape, new_shape[lead:], strides)
-            )
+            kept = tuple(0 if old == 1 and new != 1 else st for old, new, st in zip(shape, new_shape[lead:], strides))
+            # PyTorch's inferExpandGeometry: a new leading dim of size 1 gets the stride a contiguous
+            # dim would (the next dim's size times its stride), one that repeats gets 0
+            # (all 0 where a 0-dim tensor is expanded)
+            added = []
+            inner_size, inner_stride = (new_shape[lead], kept[0]) if kept else (1, 0)
+            for size in reversed(new_shape[:lead]):
+                added.append(inner_size * inner_stride if size == 1 else 0)
+                inner_size, inner_stride = size, added[-1]
+            strides = tuple(reversed(added)) + kept
             shape = new_shape
         elif kind == "dtype":  # view(dtype) of one element size: strides and offset unchanged
             continue

@@ -20,6 +20,7 @@ import os
 
 import numpy as np
 
+from ..errors import ShapeError
 from ..graph import build as lazy
 from ..ops.promotion import default_float, promote_types
 from ..tensor import Tensor
@@ -58,11 +59,18 @@ def broadcast_shapes(*shapes) -> Size:
     vkml.Size([2, 3])
     """
     dims: list[int] = []
-    for s in shapes:
+    for k, s in enumerate(shapes):
+        if not isinstance(s, (int, tuple, list, Size)) or isinstance(s, bool):
+            raise RuntimeError(f"Input shapes should be of type ints, a tuple of ints, or a list of ints, got {s}")
         s = (s,) if isinstance(s, int) else tuple(s)
         for size in s:
-            if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-                raise RuntimeError(f"broadcast_shapes: sizes must be non-negative ints, got {tuple(s)}")
+            if not isinstance(size, int) or isinstance(size, bool):
+                raise RuntimeError(f"Input shapes should be of type ints, a tuple of ints, or a list of ints, got {s}")
+            if size < 0:  # PyTorch's ValueError (older releases: RuntimeError, worded as below): both
+                raise ShapeError(
+                    "Attempting to broadcast a dimension with negative length! "
+                    f"(Trying to create tensor with negative dimension {size}: {list(s)})"
+                )
         ndim = max(len(dims), len(s))
         dims = [1] * (ndim - len(dims)) + dims
         padded = (1,) * (ndim - len(s)) + s
@@ -71,8 +79,9 @@ def broadcast_shapes(*shapes) -> Size:
                 dims[i] = size
             elif size not in (1, dims[i]):
                 raise RuntimeError(
-                    f"shape mismatch: objects cannot be broadcast to a single shape. Mismatch is at dim {i}: "
-                    f"{dims[i]} vs {size}"
+                    "Shape mismatch: objects cannot be broadcast to a single shape. Attempting to broadcast a "
+                    f"dimension of length {size} at {i - ndim}! Mismatching argument at index {k} had {s}; but "
+                    f"expected shape should be broadcastable to {dims}"
                 )
     return Size(dims)
 

@@ -507,12 +507,6 @@ def clamp(input, min=None, max=None):
     if min is None and max is None:
         raise RuntimeError("'clamp': At least one of 'min' or 'max' must not be None")  # PyTorch's class
     require_tensor("clamp", "input", 1, input)
-    if min is not None and max is not None and isinstance(min, _tensor.Tensor) != isinstance(max, _tensor.Tensor):
-        # PyTorch's overloads take two Number bounds or two Tensor bounds, never one of each
-        raise TypeError(
-            f"clamp(): min and max must both be Tensors or both be numbers, got "
-            f"({type(min).__name__}, {type(max).__name__})"
-        )
     min, max = (v.item() if isinstance(v, np.generic) else v for v in (min, max))
     bounds = [v for v in (min, max) if v is not None]
     if len(bounds) == 1 and all(isinstance(v, _tensor.Tensor) and v.dtype is T.bool_ for v in (input, *bounds)):

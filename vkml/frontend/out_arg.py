@@ -86,6 +86,7 @@ _EXACT_OUT_DTYPE = {
     "index_select": "{name}(): self and result must have the same scalar type ({result} and {out})",
     "take": "{name}(): self and out expected to have the same dtype, but got self.dtype = {result} and "
     "out.dtype = {out}",
+    "nonzero": "{name}: Expected out tensor to have scalar type {result} but got scalar type {out}",
 }
 
 
@@ -130,6 +131,8 @@ def with_out(fn, name: str):
     def function(*args, out=None, **kwargs):
         if out is None:
             return fn(*args, **kwargs)
+        if name == "nonzero" and kwargs.get("as_tuple"):
+            raise RuntimeError("nonzero does not support the out kwarg when as_tuple is True")
         outs = tuple(out) if isinstance(out, list | tuple) else (out,)
         if autograd.is_grad_enabled() and any(
             t.requires_grad for t in (*_tensors(args), *_tensors(kwargs.values()), *_tensors(outs))

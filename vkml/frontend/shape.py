@@ -385,12 +385,14 @@ def movedim(input, source, destination):
         raise RuntimeError(f"movedim: repeated dim in `source` ({list(source)})")
     if len(set(dst)) != len(dst):
         raise RuntimeError(f"movedim: repeated dim in `destination` ({list(destination)})")
+    if nd == 0:  # a 0-dim tensor takes dim 0 (or -1) and stays as it is
+        return input
     order = [-1] * nd
     for s, t in zip(src, dst):
         order[t] = s
     rest = iter(d for d in range(nd) if d not in src)
     order = [o if o != -1 else next(rest) for o in order]
-    return F.permute(input, *order) if nd else input
+    return F.permute(input, *order)
 
 
 moveaxis = movedim

@@ -1165,7 +1165,7 @@ def polar(abs, angle):
         )
     if abs.dtype not in (T.float32, T.float64):
         raise RuntimeError(
-            f"Expected both inputs to be Float or Double tensors but got {_torch_real(abs.dtype)} and {_torch_real(angle.dtype)}"
+            f"Expected both inputs to be Half, Float or Double tensors but got {_torch_real(abs.dtype)} and {_torch_real(angle.dtype)}"
         )
     return _join(F.mul(abs, F.cos(angle)), F.mul(abs, F.sin(angle)))
 

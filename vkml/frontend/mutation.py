@@ -585,6 +585,8 @@ def fill_with(t, op: str, make, floats_only: bool = True):
 
 def uniform_(t, a: float, b: float, generator):
     """Uniform values in [a, b): PyTorch's CPU draw for ``t``'s dtype (vkml/frontend/mt19937.py)."""
+    if a > b:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a:g} > to={b:g}")
     dtype = t.dtype if t.dtype.is_float else None  # fill_with refuses the others
     return fill_with(
         t, "uniform_", lambda: _random.uniform_values("uniform_", t.shape, a, b, dtype, t.device, generator), True

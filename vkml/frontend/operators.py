@@ -1208,26 +1208,46 @@ def cat(tensors, dim: int = 0, *, axis=None):
         dim = axis
     if isinstance(tensors, _tensor.Tensor):  # iterable, but PyTorch takes only a sequence of tensors
         raise TypeError("cat(): argument 'tensors' (position 1) must be tuple of Tensors, not Tensor")
-    return _cat(tensors, dim)
+    tensors = list(tensors)
+    out = _cat(tensors, dim)
+    if _memory_format.ACTIVE:  # PyTorch's: the inputs' format where they all suggest the same one
+        formats = {_memory_format.suggested(t) for t in tensors if t.shape != (0,)}
+        if len(formats) == 1 and None not in formats:
+            (fmt,) = formats
+            out = out.clone(memory_format=fmt) if out._base is not None else _memory_format.mark(out, fmt)
+    return out
 
 
 @differentiable("cat", inputs=("tensors",))
 def _cat(tensors, dim: int):
     """``cat`` with its dim settled: the op autograd records."""
+    if not tensors:
+        raise ShapeError("torch.cat(): expected a non-empty list of Tensors")  # PyTorch's RuntimeError
+    for k, t in enumerate(tensors):
+        if t is None:
+            raise TypeError(
+                f"cat(): argument 'tensors' (position 1) must be tuple of Tensors, not NoneType (got None at {k})"
+            )
     nodes = [_tensor_node("cat", t) for t in tensors]
-    if not nodes:
-        raise ValueError("'cat' needs at least one tensor")
     dev = lazy.check_devices("cat", nodes)
     ref = next((n for n in nodes if n.shape != (0,)), nodes[0])
     if not ref.shape:
-        raise ShapeError("'cat': zero-dimensional tensors cannot be concatenated")
+        raise ShapeError("'cat': zero-dimensional tensor (at position 0) cannot be concatenated")
+    if all(n.shape == (0,) for n in nodes):  # PyTorch's legacy rule: all skipped, the dim is not checked
+        return _wrap(lazy.cast_node(nodes[0], _promoted(nodes)))
     d = lazy.normalize_dim("cat", dim, len(ref.shape))
     parts = []
-    for n in nodes:
+    for k, n in enumerate(nodes):
         if n.shape == (0,) and len(ref.shape) != 1:
             continue  # PyTorch's legacy rule: 1-D empty tensors are skipped
-        if len(n.shape) != len(ref.shape) or any(a != b for i, (a, b) in enumerate(zip(n.shape, ref.shape)) if i != d):
-            raise ShapeError(f"'cat': shapes {[x.shape for x in nodes]} differ outside dim {d}")
+        if len(n.shape) != len(ref.shape):
+            raise ShapeError(f"Tensors must have same number of dimensions: got {len(ref.shape)} and {len(n.shape)}")
+        for i, (a, b) in enumerate(zip(n.shape, ref.shape)):
+            if i != d and a != b:
+                raise ShapeError(
+                    f"Sizes of tensors must match except in dimension {d}. Expected size {b} but got size {a} "
+                    f"for tensor number {k} in the list."
+                )
         parts.append(n)
     dtype = parts[0].dtype
     for n in parts[1:]:
@@ -1238,6 +1258,13 @@ def _cat(tensors, dim: int):
     if len(parts) == 1:
         return _wrap(parts[0])
     return _wrap(_cat_tree(parts, d, dtype, dev))
+
+
+def _promoted(nodes) -> T.DType:
+    dtype = nodes[0].dtype
+    for n in nodes[1:]:
+        dtype = promote_types(dtype, n.dtype)
+    return dtype
 
 
 # The most sources one cat node joins. A kernel binds every buffer it reads, and devices cap those

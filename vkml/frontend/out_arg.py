@@ -29,7 +29,9 @@ import functools
 import inspect
 import warnings
 
-from . import autograd, mutation
+import numpy as np
+
+from . import autograd, mutation, windows
 
 # vkml.<name> functions whose PyTorch function documents ``out=`` (torch 2.x docstrings), and those
 # it takes ``out=`` in its usual overload (sum and prod with a dim, softmax, the clamps, ...).
@@ -55,7 +57,7 @@ OUT_NAMES = frozenset(
     hardshrink nansum
     alias_copy detach_copy diagonal_copy expand_copy narrow_copy permute_copy select_copy slice_copy
     split_copy split_with_sizes_copy squeeze_copy t_copy transpose_copy unbind_copy unfold_copy
-    unsqueeze_copy view_copy view_as_real_copy view_as_complex_copy as_strided_copy
+    unsqueeze_copy view_copy view_as_real_copy view_as_complex_copy as_strided_copy range
     """.split()
 )
 
@@ -88,6 +90,43 @@ _EXACT_OUT_DTYPE = {
     "out.dtype = {out}",
     "nonzero": "{name}: Expected out tensor to have scalar type {result} but got scalar type {out}",
 }
+
+
+# Factories: with out=, the result takes out's dtype (PyTorch fills out; a dtype= that differs raises),
+# and those whose length is a count (arange, linspace, ...) keep out's shape where the count matches
+_FACTORIES = frozenset("arange range linspace logspace eye full zeros ones empty rand randn randint randperm".split())
+_COUNTED = frozenset("arange range linspace logspace randperm".split())
+
+
+def _factory_dtype(name: str, out, kwargs: dict) -> None:
+    """PyTorch's factory out= rule: out's dtype is the result's; a different ``dtype=`` raises."""
+    outs = out if isinstance(out, list | tuple) else (out,)
+    if len(outs) != 1 or not hasattr(outs[0], "_node"):
+        return
+    given = kwargs.get("dtype")
+    if given is None:
+        kwargs["dtype"] = outs[0].dtype
+    elif given is not outs[0].dtype and name in ("zeros", "ones", "empty", "full", "eye"):
+        raise RuntimeError(
+            f"dtype {mutation.torch_name(given)} does not match dtype of out parameter "
+            f"({mutation.torch_name(outs[0].dtype)})"
+        )
+
+
+def _refuse_overlap(out, inputs) -> None:
+    """PyTorch's error where ``out`` shares elements with an input (cat([x, y], out=x))."""
+    if not hasattr(out, "_node"):
+        return
+    owner = out._base if out._base is not None else out
+    for t in inputs:
+        if not hasattr(t, "_node"):
+            continue
+        shares = t is out or ((t._base if t._base is not None else t) is owner and t.numel() and out.numel())
+        if shares and (t is out or np.intersect1d(windows.storage_positions(t), windows.storage_positions(out)).size):
+            raise RuntimeError(
+                "unsupported operation: some elements of the input tensor and the written-to tensor refer to a "
+                "single memory location. Please clone() the tensor before performing the operation."
+            )
 
 
 def _write(name: str, out, result) -> None:
@@ -141,7 +180,13 @@ def with_out(fn, name: str):
                 f"{name}(): functions with out=... arguments don't support automatic differentiation, "
                 "but one of the arguments requires grad."
             )
+        if name in _FACTORIES:
+            _factory_dtype(name, out, kwargs)
+        if name in ("cat", "concat", "concatenate") and args:
+            _refuse_overlap(out, args[0])
         result = fn(*args, **kwargs)
+        if name in _COUNTED and hasattr(out, "_node") and out.numel() == result.numel():
+            result = result.reshape(tuple(out.shape))  # PyTorch writes the values in out's order, no resize
         results = tuple(result) if isinstance(result, tuple) else (result,)
         if isinstance(out, list | tuple) != isinstance(result, tuple) or len(outs) != len(results):
             raise TypeError(f"{name}(): out must be {len(results)} tensor(s), got {out!r}")

@@ -53,7 +53,9 @@ def _ints(op: str, what: str, values) -> tuple[int, ...]:
 
 def _tensors(op: str, tensors) -> list:
     if isinstance(tensors, F._tensor.Tensor) or not isinstance(tensors, (tuple, list)):
-        raise TypeError(f"'{op}': expected a tuple or list of tensors, got {type(tensors).__name__}")
+        raise TypeError(  # PyTorch's words
+            f"{op}(): argument 'tensors' (position 1) must be tuple of Tensors, not {type(tensors).__name__}"
+        )
     for t in tensors:
         _t(op, t)
     return list(tensors)
@@ -493,7 +495,11 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     """
     node = _t("repeat_interleave", input)
     if repeats is None:  # torch.repeat_interleave(repeats): indices
-        if len(node.shape) != 1 or node.dtype not in (T.int32, T.int64):
+        if node.dtype not in (T.int32, T.int64):  # PyTorch's kernel has no other dtype
+            raise DTypeNotImplementedError(
+                f"\"repeat_interleave_cpu\" not implemented for '{F._mutation.torch_name(node.dtype)}'"
+            )
+        if len(node.shape) != 1:
             raise RuntimeError("repeat_interleave: repeats must be 1-d tensor of ints")
         counts = np.asarray(input.tolist(), np.int64)
         if (counts < 0).any():
@@ -1182,7 +1188,7 @@ def meshgrid(*tensors, indexing: str = "ij"):
         raise RuntimeError(f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}')
     nodes = [_t("meshgrid", t) for t in tensors]
     if not nodes:
-        raise RuntimeError("torch.meshgrid: Expected at least one tensor in the tensor list")
+        raise RuntimeError("torch.meshgrid: expects a non-empty TensorList")
     for n in nodes:
         if len(n.shape) > 1:
             raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: shape {n.shape}")

@@ -320,7 +320,7 @@ def _sample_dirichlet(input, generator=None):
     return sample(input)
 
 
-def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad: bool = False):
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad: bool | None = None):
     """``obj`` as a tensor, sharing memory where it can, as ``torch.asarray``.
 
     A tensor of the asked dtype and device is returned itself (``copy=True`` copies it); a
@@ -334,11 +334,22 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad: bool = Fa
     """
     out = interop.as_tensor(obj, dtype=dtype, device=device)
     shares = out is obj or (isinstance(obj, np.ndarray) and out.device.kind == "cpu" and dtype is None)
-    if copy is False and not shares:
+    if copy is False and not shares:  # PyTorch's words where it has them
+        if isinstance(obj, Tensor) and out.dtype is not obj.dtype:
+            raise ValueError(
+                f"can't alias tensor with dtype '{mutation.torch_name(obj.dtype)}' into dtype "
+                f"'{mutation.torch_name(out.dtype)}'."
+            )
+        if isinstance(obj, (list, tuple, range)):
+            raise ValueError("can't alias arbitrary sequence into a tensor.")
         raise ValueError(f"asarray(): copy=False, but {type(obj).__name__} cannot be taken without a copy")
     if copy is True and (shares or isinstance(obj, Tensor)):
         out = F.clone(out) if isinstance(obj, Tensor) else creation.tensor(np.array(obj), dtype=dtype, device=device)
-    if requires_grad:
+    if requires_grad is None:  # PyTorch 2.13: a tensor's own requires_grad (its history kept)
+        return out
+    if requires_grad is False and isinstance(out, Tensor) and out.requires_grad:
+        return out.detach()
+    if requires_grad and not (out is obj and obj.requires_grad):  # a tensor that requires grad keeps its history
         out = out.detach().requires_grad_(True) if out is obj else out.requires_grad_(True)
     return out
 

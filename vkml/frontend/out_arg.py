@@ -31,6 +31,7 @@ import warnings
 
 import numpy as np
 
+from ..ir import types as T
 from . import autograd, mutation, windows
 
 # vkml.<name> functions whose PyTorch function documents ``out=`` (torch 2.x docstrings), and those
@@ -89,7 +90,22 @@ _EXACT_OUT_DTYPE = {
     "take": "{name}(): self and out expected to have the same dtype, but got self.dtype = {result} and "
     "out.dtype = {out}",
     "nonzero": "{name}: Expected out tensor to have scalar type {result} but got scalar type {out}",
+    "quantile": "{name}() out tensor must be same dtype as the input tensor",
+    "nanquantile": "{name}() out tensor must be same dtype as the input tensor",
+    "max": "Expected out tensor to have dtype {result}, but got {out} instead",
+    "min": "Expected out tensor to have dtype {result}, but got {out} instead",
+    "mode": "expected scalar type '{result}' but got '{out}' for {which} output",
+    "median": "expected scalar type '{result}' but got '{out}' for {which} output",
+    "nanmedian": "expected scalar type '{result}' but got '{out}' for {which} output",
+    "kthvalue": "expected scalar type '{result}' but got '{out}' for {which} output",
 }
+
+# Reductions whose out= must have the dtype= they are given (PyTorch's check, in C type names)
+_DTYPE_MUST_MATCH_OUT = frozenset("sum prod nansum mean cumsum cumprod".split())
+_C_NAMES = {
+    "float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16", "int64": "long int",
+    "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool",
+}  # fmt: skip
 
 
 # Factories: with out=, the result takes out's dtype (PyTorch fills out; a dtype= that differs raises),
@@ -129,7 +145,7 @@ def _refuse_overlap(out, inputs) -> None:
             )
 
 
-def _write(name: str, out, result) -> None:
+def _write(name: str, out, result, which: str = "values") -> None:
     """``result`` into ``out`` by PyTorch's out= rules (above)."""
     if not hasattr(out, "_node"):
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
@@ -139,9 +155,17 @@ def _write(name: str, out, result) -> None:
         )
     if name in _EXACT_OUT_DTYPE and out.dtype is not result.dtype:
         message = _EXACT_OUT_DTYPE[name]
+        names = _C_NAMES if name in ("max", "min") else {}
         raise RuntimeError(
-            message.format(name=name, out=mutation.torch_name(out.dtype), result=mutation.torch_name(result.dtype))
+            message.format(
+                name=name,
+                which=which,
+                out=names.get(out.dtype.name, mutation.torch_name(out.dtype)),
+                result=names.get(result.dtype.name, mutation.torch_name(result.dtype)),
+            )
         )
+    if name in ("all", "any") and out.dtype is not T.bool_ and not (out.dtype is T.uint8 and result.dtype is T.uint8):
+        raise RuntimeError(f"{name} only supports bool tensor for result, got: {mutation.torch_name(out.dtype)}")
     if not mutation.can_cast(result.dtype, out.dtype):
         raise RuntimeError(
             f"result type {mutation.torch_name(result.dtype)} can't be cast to the desired output type "
@@ -184,14 +208,28 @@ def with_out(fn, name: str):
             _factory_dtype(name, out, kwargs)
         if name in ("cat", "concat", "concatenate") and args:
             _refuse_overlap(out, args[0])
+        if name in ("searchsorted", "bucketize") and hasattr(out, "_node"):
+            flag = bool(kwargs.get("out_int32", False))
+            if out.dtype is not (T.int32 if flag else T.int64):
+                raise RuntimeError(
+                    f"torch.{name}(): output tensor's dtype is wrong, it can only be Int(int32) or Long(int64) "
+                    f"depending on whether out_int32 flag is True, but we got output tensor's dtype "
+                    f"{mutation.torch_name(out.dtype)} and out_int32 flag is {flag}"
+                )
+        given = kwargs.get("dtype")
+        if name in _DTYPE_MUST_MATCH_OUT and given is not None and hasattr(out, "_node") and out.dtype is not given:
+            raise RuntimeError(
+                f"Expected out tensor to have dtype {_C_NAMES.get(given.name, given.name)}, but got "
+                f"{_C_NAMES.get(out.dtype.name, out.dtype.name)} instead"
+            )
         result = fn(*args, **kwargs)
         if name in _COUNTED and hasattr(out, "_node") and out.numel() == result.numel():
             result = result.reshape(tuple(out.shape))  # PyTorch writes the values in out's order, no resize
         results = tuple(result) if isinstance(result, tuple) else (result,)
         if isinstance(out, list | tuple) != isinstance(result, tuple) or len(outs) != len(results):
             raise TypeError(f"{name}(): out must be {len(results)} tensor(s), got {out!r}")
-        for o, r in zip(outs, results, strict=True):
-            _write(name, o, r)
+        for k, (o, r) in enumerate(zip(outs, results, strict=True)):
+            _write(name, o, r, "values" if k == 0 else "indices")
         if not isinstance(result, tuple):
             return out
         return type(result)(*outs) if hasattr(result, "_fields") else tuple(outs)

@@ -119,3 +119,12 @@ def on_device(device, fn):
             vkml.set_default_device(None)
 
     return run
+
+
+def cases(names, test: str, slow: frozenset) -> list:
+    """``names`` as pytest parameters, those in ``slow`` (``"test_x[name]"``: the cases that took over
+    ~0.06 s on the 2-core CI machine, tests/test_pytorch_suite_*.py) behind the ``exhaustive`` marker,
+    so that the default suite stays within its time budget."""
+    import pytest
+
+    return [pytest.param(n, marks=pytest.mark.exhaustive) if f"{test}[{n}]" in slow else n for n in names]

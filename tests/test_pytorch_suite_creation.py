@@ -16,9 +16,45 @@ import math
 
 import numpy as np
 import pytest
-from pytorch_suite import on_device, same
+from pytorch_suite import cases, on_device, same
 
 import vkml
+
+# Cases that take over ~0.06 s each (CPU-backend kernels to build): behind the exhaustive marker
+# (pytest -m exhaustive), so that this file adds little to the default suite.
+SLOW = frozenset(
+    (
+        "test_creation[block_diag]",
+        "test_creation[cartesian combinations]",
+        "test_creation[cat channels last]",
+        "test_creation[cat out]",
+        "test_creation[cat]",
+        "test_creation[diagflat]",
+        "test_creation[eye]",
+        "test_creation[factories empty]",
+        "test_creation[h/v/dsplit]",
+        "test_creation[linspace float16]",
+        "test_creation[linspace logspace vs numpy]",
+        "test_creation[meshgrid]",
+        "test_creation[normal]",
+        "test_creation[rand out]",
+        "test_creation[randint seeded]",
+        "test_creation[random bounds]",
+        "test_creation[randperm]",
+        "test_creation[repeat_interleave]",
+        "test_creation[roll]",
+        "test_creation[special stacks]",
+        "test_creation[stack]",
+        "test_creation[triu tril]",
+        "test_creation[uniform bounds]",
+        "test_creation[vander]",
+        "test_creation[windows]",
+        "test_creation_on_vulkan[cat channels last]",
+        "test_creation_on_vulkan[eye]",
+        "test_creation_on_vulkan[linspace float32]",
+        "test_creation_on_vulkan[roll]",
+    )
+)
 
 
 def _arange_cases(m):
@@ -965,7 +1001,7 @@ TOLERANCE = {
 }
 
 
-@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("name", cases(CASES, "test_creation", SLOW))
 def test_creation(name):
     same(CASES[name], name=name, **TOLERANCE.get(name, {}))
 
@@ -1200,7 +1236,7 @@ class _BadSequence:
         raise TypeError
 
 
-@pytest.mark.parametrize("name", list(ERRORS))
+@pytest.mark.parametrize("name", cases(ERRORS, "test_errors", SLOW))
 def test_errors(name):
     fn, match = ERRORS[name]
     same(fn, match=match, name=name)
@@ -1214,6 +1250,8 @@ def test_frombuffer_shares_the_buffer():
     assert t.tolist() == arr.tolist()
 
 
-@pytest.mark.parametrize("name", ["linspace float32", "eye", "roll", "cat channels last"])
+@pytest.mark.parametrize(
+    "name", cases(["linspace float32", "eye", "roll", "cat channels last"], "test_creation_on_vulkan", SLOW)
+)
 def test_creation_on_vulkan(name, gpu):
     same(on_device(gpu, CASES[name]), name=name, **TOLERANCE.get(name, {}))

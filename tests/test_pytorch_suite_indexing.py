@@ -8,7 +8,43 @@ PyTorch's wording. A sample also runs with lavapipe as the default device.
 from __future__ import annotations
 
 import pytest
-from pytorch_suite import on_device, same
+from pytorch_suite import cases, on_device, same
+
+# Cases that take over ~0.06 s each (CPU-backend kernels to build): behind the exhaustive marker
+# (pytest -m exhaustive), so that this file adds little to the default suite.
+SLOW = frozenset(
+    (
+        "test_errors[bounds dim 1]",
+        "test_get[0-d uint8 mask]",
+        "test_get[big]",
+        "test_get[bool list]",
+        "test_get[broaden mask]",
+        "test_get[int]",
+        "test_get[mask 2d of 3d]",
+        "test_get[numpy true]",
+        "test_get[take_along_dim broadcast]",
+        "test_get[take_along_dim]",
+        "test_get_on_vulkan[bool weird 2]",
+        "test_get_on_vulkan[rows cols 2d]",
+        "test_get_on_vulkan[two masks]",
+        "test_set[accumulate duplicates]",
+        "test_set[accumulate expanded]",
+        "test_set[bools and slices]",
+        "test_set[byte mask accumulate]",
+        "test_set[index_copy scalars]",
+        "test_set[index_put bool src]",
+        "test_set[index_put src dtype]",
+        "test_set[int32 index_put_]",
+        "test_set[scalar tensor grad]",
+        "test_set[scalars]",
+        "test_set[strided]",
+        "test_set[then read]",
+        "test_set_on_vulkan[accumulate duplicates]",
+        "test_set_on_vulkan[bool 2d middle]",
+        "test_set_on_vulkan[ellipsis pairs]",
+        "test_set_on_vulkan[strided]",
+    )
+)
 
 
 def consec(m, size, start=1):
@@ -167,7 +203,7 @@ GET = {
 }
 
 
-@pytest.mark.parametrize("name", list(GET))
+@pytest.mark.parametrize("name", cases(GET, "test_get", SLOW))
 def test_get(name):
     same(GET[name], name=name)
 
@@ -348,7 +384,7 @@ SET = {
 }
 
 
-@pytest.mark.parametrize("name", list(SET))
+@pytest.mark.parametrize("name", cases(SET, "test_set", SLOW))
 def test_set(name):
     same(SET[name], name=name)
 
@@ -466,7 +502,7 @@ ERRORS = {
 }
 
 
-@pytest.mark.parametrize("name", list(ERRORS))
+@pytest.mark.parametrize("name", cases(ERRORS, "test_errors", SLOW))
 def test_errors(name):
     fn, match = ERRORS[name]
     same(fn, match=match, name=name)
@@ -483,11 +519,11 @@ VULKAN_SAMPLE = [
 VULKAN_SET_SAMPLE = ["ellipsis pairs", "accumulate duplicates", "bool 2d middle", "float tensor into int", "strided"]
 
 
-@pytest.mark.parametrize("name", VULKAN_SAMPLE)
+@pytest.mark.parametrize("name", cases(VULKAN_SAMPLE, "test_get_on_vulkan", SLOW))
 def test_get_on_vulkan(name, gpu):
     same(on_device(gpu, GET[name]), name=name)
 
 
-@pytest.mark.parametrize("name", VULKAN_SET_SAMPLE)
+@pytest.mark.parametrize("name", cases(VULKAN_SET_SAMPLE, "test_set_on_vulkan", SLOW))
 def test_set_on_vulkan(name, gpu):
     same(on_device(gpu, SET[name]), name=name)

@@ -14,7 +14,58 @@ import math
 
 import numpy as np
 import pytest
-from pytorch_suite import on_device, same
+from pytorch_suite import cases, on_device, same
+
+# Cases that take over ~0.06 s each (CPU-backend kernels to build): behind the exhaustive marker
+# (pytest -m exhaustive), so that this file adds little to the default suite.
+SLOW = frozenset(
+    (
+        "test_reductions[accreal]",
+        "test_reductions[all any empty]",
+        "test_reductions[all any out]",
+        "test_reductions[all any]",
+        "test_reductions[amin amax some dims]",
+        "test_reductions[bincount]",
+        "test_reductions[bucketize]",
+        "test_reductions[count_nonzero]",
+        "test_reductions[dim reduction float16]",
+        "test_reductions[dim reduction float32]",
+        "test_reductions[dim reduction float64]",
+        "test_reductions[dim reduction int16]",
+        "test_reductions[dim reduction int32]",
+        "test_reductions[dim reduction int64]",
+        "test_reductions[dim reduction int8]",
+        "test_reductions[empty reductions]",
+        "test_reductions[histc]",
+        "test_reductions[integer upcast]",
+        "test_reductions[logsumexp grad]",
+        "test_reductions[logsumexp]",
+        "test_reductions[mean dtype]",
+        "test_reductions[median corner cases]",
+        "test_reductions[median]",
+        "test_reductions[min max indices]",
+        "test_reductions[min max inf bfloat16]",
+        "test_reductions[min max inf float16]",
+        "test_reductions[min max inf float32]",
+        "test_reductions[min max inf float64]",
+        "test_reductions[min max nan]",
+        "test_reductions[mode]",
+        "test_reductions[nansum]",
+        "test_reductions[prod bool]",
+        "test_reductions[quantile]",
+        "test_reductions[reduce dtype grad]",
+        "test_reductions[sum all]",
+        "test_reductions[sum low precision noncontiguous]",
+        "test_reductions[upcast out]",
+        "test_reductions[var std]",
+        "test_reductions_on_vulkan[dim reduction float32]",
+        "test_reductions_on_vulkan[logsumexp]",
+        "test_reductions_on_vulkan[median]",
+        "test_reductions_on_vulkan[min max nan]",
+        "test_reductions_on_vulkan[var std]",
+    )
+)
+
 
 RNG = np.random.default_rng(2024)
 A345 = RNG.standard_normal((3, 4, 5)).astype(np.float32)
@@ -594,7 +645,7 @@ TOLERANCE = {"atol": 1e-5, "rtol": 1.3e-6}
 FLOAT16 = {"atol": 1e-3, "rtol": 1e-3}
 
 
-@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("name", cases(CASES, "test_reductions", SLOW))
 def test_reductions(name):
     same(CASES[name], name=name, **(FLOAT16 if "float16" in name or "low precision" in name else TOLERANCE))
 
@@ -779,14 +830,19 @@ ERRORS = {
 }
 
 
-@pytest.mark.parametrize("name", list(ERRORS))
+@pytest.mark.parametrize("name", cases(ERRORS, "test_errors", SLOW))
 def test_errors(name):
     fn, match = ERRORS[name]
     same(fn, match=match, name=name)
 
 
 @pytest.mark.parametrize(
-    "name", ["dim reduction float32", "min max nan", "argmin argmax ties", "logsumexp", "median", "var std"]
+    "name",
+    cases(
+        ["dim reduction float32", "min max nan", "argmin argmax ties", "logsumexp", "median", "var std"],
+        "test_reductions_on_vulkan",
+        SLOW,
+    ),
 )
 def test_reductions_on_vulkan(name, gpu):
     same(on_device(gpu, CASES[name]), name=name, **TOLERANCE)

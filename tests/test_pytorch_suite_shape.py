@@ -10,7 +10,33 @@ import itertools
 
 import numpy as np
 import pytest
-from pytorch_suite import on_device, same
+from pytorch_suite import cases, on_device, same
+
+# Cases that take over ~0.06 s each (CPU-backend kernels to build): behind the exhaustive marker
+# (pytest -m exhaustive), so that this file adds little to the default suite.
+SLOW = frozenset(
+    (
+        "test_shape_ops[clamp float32]",
+        "test_shape_ops[clamp int64]",
+        "test_shape_ops[clamp tensor bounds]",
+        "test_shape_ops[diagonal multidim]",
+        "test_shape_ops[flip numpy]",
+        "test_shape_ops[flip]",
+        "test_shape_ops[movedim]",
+        "test_shape_ops[nonzero discontiguous]",
+        "test_shape_ops[nonzero]",
+        "test_shape_ops[trace float32]",
+        "test_shape_ops[trace int32]",
+        "test_shape_ops[trace int64]",
+        "test_shape_ops[trace int8]",
+        "test_shape_ops[trace uint8]",
+        "test_shape_ops[unbind]",
+        "test_shape_ops_on_vulkan[clamp nan]",
+        "test_shape_ops_on_vulkan[flip]",
+        "test_shape_ops_on_vulkan[nonzero discontiguous]",
+    )
+)
+
 
 RNG = np.random.default_rng(31)
 X100 = (RNG.random(100) * 50 - 25).astype(np.float32)
@@ -220,7 +246,7 @@ CASES = {
 TOLERANCE = {"trace float32": {"atol": 1e-5, "rtol": 1.3e-6}}
 
 
-@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("name", cases(CASES, "test_shape_ops", SLOW))
 def test_shape_ops(name):
     same(CASES[name], name=name, **TOLERANCE.get(name, {}))
 
@@ -271,12 +297,14 @@ ERRORS = {
 }
 
 
-@pytest.mark.parametrize("name", list(ERRORS))
+@pytest.mark.parametrize("name", cases(ERRORS, "test_errors", SLOW))
 def test_errors(name):
     fn, match = ERRORS[name]
     same(fn, match=match, name=name)
 
 
-@pytest.mark.parametrize("name", ["flip", "clamp nan", "nonzero discontiguous", "rot90 3d"])
+@pytest.mark.parametrize(
+    "name", cases(["flip", "clamp nan", "nonzero discontiguous", "rot90 3d"], "test_shape_ops_on_vulkan", SLOW)
+)
 def test_shape_ops_on_vulkan(name, gpu):
     same(on_device(gpu, CASES[name]), name=name)

@@ -7,9 +7,35 @@ strides and contiguity of the results, and the errors with PyTorch's wording.
 from __future__ import annotations
 
 import pytest
-from pytorch_suite import on_device, same
+from pytorch_suite import cases, on_device, same
 
 import vkml
+
+# Cases that take over ~0.06 s each (CPU-backend kernels to build): behind the exhaustive marker
+# (pytest -m exhaustive), so that this file adds little to the default suite.
+SLOW = frozenset(
+    (
+        "test_dtype_and_complex_views[view dtype]",
+        "test_shapes[as_strided grad]",
+        "test_shapes[big transpose]",
+        "test_shapes[tensor_split indices]",
+        "test_shapes[tensor_split sections]",
+        "test_shapes[view non-contiguous chunks]",
+        "test_views[as_strided]",
+        "test_views[diagonal offset]",
+        "test_views[diagonal]",
+        "test_views[expand]",
+        "test_views[flatten groups]",
+        "test_views[narrow]",
+        "test_views[permute]",
+        "test_views[select]",
+        "test_views[unbind]",
+        "test_views[unsqueeze]",
+        "test_views_on_vulkan[diagonal offset]",
+        "test_views_on_vulkan[split sizes]",
+        "test_views_on_vulkan[unfold]",
+    )
+)
 
 
 def _view_write(make_view, write_index, read_index):
@@ -264,7 +290,7 @@ def _reshape_ptrs(m):
     )
 
 
-@pytest.mark.parametrize("name", list(VIEWS))
+@pytest.mark.parametrize("name", cases(VIEWS, "test_views", SLOW))
 def test_views(name):
     same(VIEWS[name], name=name)
 
@@ -451,7 +477,7 @@ def _unbind_grad(m):
     return g
 
 
-@pytest.mark.parametrize("name", list(SHAPES))
+@pytest.mark.parametrize("name", cases(SHAPES, "test_shapes", SLOW))
 def test_shapes(name):
     same(SHAPES[name], name=name)
 
@@ -595,7 +621,7 @@ NEWER_WORDING = {
 }
 
 
-@pytest.mark.parametrize("name", list(ERRORS))
+@pytest.mark.parametrize("name", cases(ERRORS, "test_errors", SLOW))
 def test_errors(name):
     fn, match = ERRORS[name]
     same(fn, match=match, name=name, vkml_match=NEWER_WORDING.get(name))
@@ -677,7 +703,7 @@ EXTRA = {
 }
 
 
-@pytest.mark.parametrize("name", list(EXTRA))
+@pytest.mark.parametrize("name", cases(EXTRA, "test_dtype_and_complex_views", SLOW))
 def test_dtype_and_complex_views(name):
     same(EXTRA[name], name=name)
 
@@ -685,11 +711,14 @@ def test_dtype_and_complex_views(name):
 VULKAN_SAMPLE = ["diagonal offset", "unfold", "flatten groups", "split sizes"]
 
 
-@pytest.mark.parametrize("name", VULKAN_SAMPLE)
+@pytest.mark.parametrize("name", cases(VULKAN_SAMPLE, "test_views_on_vulkan", SLOW))
 def test_views_on_vulkan(name, gpu):
     same(on_device(gpu, VIEWS[name]), name=name)
 
 
-@pytest.mark.parametrize("name", ["view non-contiguous chunks", "as_strided overlap", "expand noncontiguous"])
+@pytest.mark.parametrize(
+    "name",
+    cases(["view non-contiguous chunks", "as_strided overlap", "expand noncontiguous"], "test_shapes_on_vulkan", SLOW),
+)
 def test_shapes_on_vulkan(name, gpu):
     same(on_device(gpu, SHAPES[name]), name=name)

@@ -186,6 +186,11 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002 - PyTorch's argument nam
     Bin of x: trunc((x - min) * bins / (max - min)) computed in ``input``'s dtype, each
     operation rounded (PyTorch's formula), x == max in the last bin; elements outside [min, max]
     and NaN are not counted. Exact counts (sorted bin numbers, counted by binary search).
+
+    Divergence: where the formula overflows (min == max == the largest float, so the range is
+    widened by 1 without effect) an element inside [min, max] goes to the bin nearest its NaN or
+    infinite position, clamped; PyTorch's bin there is an undefined float-to-int conversion's
+    (its own test checks only that every element is counted, as vkml does).
     """
     op = "histc"
     node = F._tensor_node(op, input)

@@ -274,6 +274,7 @@ ERRORS = {
         lambda m: m.moveaxis(m.zeros(5, 6, 7, 8), (0, 1, 2), (1, 0, 1)),
         "movedim: repeated dim in `destination`",
     ),
+    "clamp number and tensor": (lambda m: m.clamp(m.arange(3.0), 0.0, m.arange(3.0)), None),
     "clamp no bounds": (lambda m: m.zeros(3).clamp(), "At least one of 'min' or 'max' must not be None"),
     "clamp_ no bounds": (lambda m: m.zeros(3).clamp_(), "At least one of 'min' or 'max' must not be None"),
     "torch.clamp no bounds": (lambda m: m.clamp(m.zeros(3)), "At least one of 'min' or 'max' must not be None"),

@@ -507,6 +507,13 @@ def clamp(input, min=None, max=None):
     if min is None and max is None:
         raise RuntimeError("'clamp': At least one of 'min' or 'max' must not be None")  # PyTorch's class
     require_tensor("clamp", "input", 1, input)
+    tensor_bounds = [v for v in (min, max) if isinstance(v, _tensor.Tensor)]
+    if min is not None and max is not None and len(tensor_bounds) == 1 and tensor_bounds[0].ndim:
+        # PyTorch's overloads take two Number bounds (a 0-dim tensor counts as one) or two Tensor bounds
+        raise TypeError(
+            f"clamp(): min and max must both be Tensors or both be numbers, got "
+            f"({type(min).__name__}, {type(max).__name__})"
+        )
     min, max = (v.item() if isinstance(v, np.generic) else v for v in (min, max))
     bounds = [v for v in (min, max) if v is not None]
     if len(bounds) == 1 and all(isinstance(v, _tensor.Tensor) and v.dtype is T.bool_ for v in (input, *bounds)):

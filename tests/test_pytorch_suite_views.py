@@ -550,6 +550,14 @@ ERRORS = {
         lambda m: m.broadcast_shapes(2, 4, 1),
         "Attempting to broadcast a dimension of length 4",
     ),
+    "broadcast_tensors sizes": (
+        lambda m: m.broadcast_tensors(m.ones(2, 1, 3), m.ones(5, 4)),
+        r"The size of tensor a \(3\) must match the size of tensor b \(4\) at non-singleton dimension 2",
+    ),
+    "broadcast_tensors three": (
+        lambda m: m.broadcast_tensors(m.ones(2), m.ones(2), m.ones(3)),
+        r"The size of tensor a \(2\) must match the size of tensor b \(3\) at non-singleton dimension 0",
+    ),
     "broadcast_shapes float": (
         lambda m: m.broadcast_shapes(1.1),
         "Input shapes should be of type ints, a tuple of ints, or a list of ints",

@@ -98,8 +98,29 @@ def broadcast_tensors(*tensors):
         tensors = tuple(tensors[0])
     for i, t in enumerate(tensors):
         _check_tensor("broadcast_tensors", f"tensors[{i}]", t)
+    _check_broadcastable(t.shape for t in tensors)
     target = broadcast_shapes(*(t.shape for t in tensors))
     return tuple(broadcast_to(t, tuple(target)) for t in tensors)
+
+
+def _check_broadcastable(shapes) -> None:
+    """PyTorch's infer_size error for tensors: the shape so far (a) against the next (b), last dim first."""
+    so_far: tuple[int, ...] | None = None
+    for given in shapes:
+        sizes = tuple(given)
+        if so_far is None:
+            so_far = sizes
+            continue
+        ndim = max(len(so_far), len(sizes))
+        a = (1,) * (ndim - len(so_far)) + so_far
+        b = (1,) * (ndim - len(sizes)) + sizes
+        for d in reversed(range(ndim)):
+            if a[d] != b[d] and 1 not in (a[d], b[d]):
+                raise RuntimeError(
+                    f"The size of tensor a ({a[d]}) must match the size of tensor b ({b[d]}) at non-singleton "
+                    f"dimension {d}"
+                )
+        so_far = tuple(y if x == 1 else x for x, y in zip(a, b))
 
 
 # ---------------------------------------------------------------------- statistics

@@ -146,11 +146,11 @@ def test_cat_promotes_skips_legacy_empties_and_checks_shapes():
         vkml.cat([vk(np.ones((2, 2), np.float32)), empty]).numpy(), np.ones((2, 2), np.float32), "legacy empty"
     )
     assert vkml.cat([vk(np.zeros((0, 3), np.float32)), vk(np.ones((2, 3), np.float32))]).shape == (2, 3)
-    with pytest.raises(vkml.ShapeError, match="'cat'"):
+    with pytest.raises(vkml.ShapeError, match="Sizes of tensors must match except in dimension"):
         vkml.cat([vkml.ones(2, 3), vkml.ones(2, 4)], 0)
     with pytest.raises(vkml.ShapeError, match="'cat'.*zero-dim"):
         vkml.cat([vkml.tensor(1.0), vkml.tensor(2.0)])
-    with pytest.raises(ValueError, match="'cat'"):
+    with pytest.raises(ValueError, match="non-empty list of Tensors"):
         vkml.cat([])
 
 
@@ -164,7 +164,7 @@ def test_movement_errors():
         t.permute(0, 0)
     with pytest.raises(IndexError, match="'transpose'"):
         t.transpose(0, 2)
-    with pytest.raises(vkml.ShapeError, match="'expand'.*size 3"):
+    with pytest.raises(vkml.ShapeError, match=r"'expand'.*existing size \(3\)"):
         t.expand(2, 4)
     with pytest.raises(vkml.ShapeError, match="'expand'.*fewer dims"):
         t.expand(3)
@@ -172,7 +172,7 @@ def test_movement_errors():
         t[2]
     with pytest.raises(IndexError, match="too many indices"):
         t[0, 0, 0]
-    with pytest.raises(ValueError, match="step must be positive"):
+    with pytest.raises(ValueError, match="step must be greater than zero"):
         t[::-1]
     with pytest.raises(IndexError, match="__getitem__"):  # PyTorch's class and text ("only integers, slices ...")
         t[1.5]

@@ -48,9 +48,9 @@ def test_broadcast_tensors_and_shapes():
     np.testing.assert_array_equal(a.numpy(), ta.numpy())
     np.testing.assert_array_equal(b.numpy(), tb.numpy())
     assert tuple(vkml.broadcast_shapes((2, 1), (4,), 1)) == tuple(torch.broadcast_shapes((2, 1), (4,), 1))
-    with pytest.raises(RuntimeError, match="Mismatch is at dim 0"):
+    with pytest.raises(RuntimeError, match="Attempting to broadcast a dimension of length 3 at -1"):
         vkml.broadcast_shapes((2,), (3,))
-    with pytest.raises(RuntimeError, match="at dim"):
+    with pytest.raises(RuntimeError, match=r"The size of tensor a \(2\) must match the size of tensor b \(3\)"):
         vkml.broadcast_tensors(vkml.ones(2), vkml.ones(3))
 
 
@@ -130,7 +130,7 @@ def test_asarray_shares_what_it_can():
     copied = vkml.asarray(t, copy=True)
     assert copied is not t and copied.tolist() == [1.0, 1.0, 1.0]
     assert vkml.asarray([1, 2]).dtype is vkml.int64
-    with pytest.raises(ValueError, match="copy=False"):
+    with pytest.raises(ValueError, match="can.t alias arbitrary sequence into a tensor"):
         vkml.asarray([1.0, 2.0], copy=False)
     assert vkml.asarray([1.0], requires_grad=True).requires_grad
 

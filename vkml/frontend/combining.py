@@ -154,7 +154,8 @@ def block_diag(*tensors):
         node = F._tensor_node(op, t)
         if len(node.shape) > 2:
             raise RuntimeError(
-                f"'{op}': Input tensors must have 2 or fewer dimensions. Input {k} has {len(node.shape)} dimensions"
+                f"torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {k} has {len(node.shape)} "
+                "dimensions"
             )
         blocks.append(F.reshape(t, *((1, 1) if not node.shape else (1, -1) if len(node.shape) == 1 else node.shape)))
     if not blocks:

@@ -1165,7 +1165,7 @@ def polar(abs, angle):
         )
     if abs.dtype not in (T.float32, T.float64):
         raise RuntimeError(
-            f"Expected both inputs to be Float or Double tensors but got {_torch_real(abs.dtype)} and {_torch_real(angle.dtype)}"
+            f"Expected both inputs to be Half, Float or Double tensors but got {_torch_real(abs.dtype)} and {_torch_real(angle.dtype)}"
         )
     return _join(F.mul(abs, F.cos(angle)), F.mul(abs, F.sin(angle)))
 
@@ -1188,7 +1188,9 @@ def view_as_complex(input):
             f"view_as_complex is only supported for half, float and double tensors, but got a tensor of scalar type: {_torch_real(input.dtype)}"
         )
     _complex_dtype(input.dtype, "view_as_complex")
-    if input.ndim == 0 or input.shape[-1] != 2:
+    if input.ndim == 0:
+        raise RuntimeError("Input tensor must have one or more dimensions")
+    if input.shape[-1] != 2:
         raise RuntimeError("Tensor must have a last dimension of size 2")
     strides = input.stride()
     if strides[-1] != 1:

@@ -21,11 +21,12 @@ from ..graph import build as lazy
 from ..ir import types as T
 from ..ops.cast import bf16_bits_to_float, float_to_bf16_bits
 from ..ops.promotion import default_float, promote_types
+from . import complex as _complex
 from . import memory_format as _memory_format
 from . import mt19937, sorting
 from . import operators as F
 from . import random as R
-from .creation import _device, _dtype, _size_args, full, size_keyword, tensor
+from .creation import FACTORY_GRAD_MESSAGE, _device, _dtype, _size_args, full, size_keyword, tensor
 from .exports import Export
 
 
@@ -43,7 +44,7 @@ def _number(op: str, name: str, value):
 
 def _finish(out, requires_grad: bool):
     if requires_grad:
-        out.requires_grad = True
+        out._set_requires_grad(True, FACTORY_GRAD_MESSAGE)
     return out
 
 
@@ -98,6 +99,8 @@ def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad: 
 
     Integer dtypes compute in float64 and truncate toward zero, as PyTorch.
     """
+    if isinstance(start, complex) or isinstance(end, complex):
+        return _complex_linspace("linspace", start, end, steps, dtype, device, requires_grad)
     start, end = _number("linspace", "start", start), _number("linspace", "end", end)
     dtype = _dtype(dtype) or default_float()
     if dtype is T.bool_:
@@ -108,9 +111,34 @@ def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad: 
     return _finish(tensor(out, dtype=dtype, device=device), requires_grad)
 
 
+def _complex_dtype_check(op: str, dtype):
+    """PyTorch's error for complex ends with a real ``dtype``; returns the complex dtype to use."""
+    dtype = _dtype(dtype)
+    if dtype is not None and dtype not in (T.complex64, T.complex128):
+        inferred = "c10::complex<double>" if default_float() is T.float64 else "c10::complex<float>"
+        raise RuntimeError(
+            f"torch.{op}(): inferred dtype {inferred} can't be safely cast to passed dtype "
+            f"{F._mutation.torch_name(dtype)}"
+        )
+    return dtype or (T.complex128 if default_float() is T.float64 else T.complex64)
+
+
+def _complex_linspace(op: str, start, end, steps: int, dtype, device, requires_grad: bool):
+    """``linspace`` of complex ends: the real and the imaginary parts spaced each, as PyTorch's."""
+    dtype = _complex_dtype_check(op, dtype)
+    real = T.float64 if dtype is T.complex128 else T.float32
+    start, end = complex(start), complex(end)
+    parts = (linspace(start.real, end.real, steps, dtype=real, device=device),)
+    parts += (linspace(start.imag, end.imag, steps, dtype=real, device=device),)
+    return _finish(_complex.make_complex(*parts), requires_grad)
+
+
 def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None, requires_grad: bool = False):
     """``base ** linspace(start, end, steps)``: powers computed in the dtype's precision (float64 for integers
     and for float16 and bfloat16, whose ends and their difference round to the dtype first, as PyTorch's)."""
+    if isinstance(start, complex) or isinstance(end, complex):
+        _complex_dtype_check("logspace", dtype)
+        raise NotImplementedError("logspace(): complex ends are not supported")
     start, end = _number("logspace", "start", start), _number("logspace", "end", end)
     base = _number("logspace", "base", base)
     dtype = _dtype(dtype) or default_float()
@@ -238,6 +266,8 @@ def randperm(n: int, *, generator=None, dtype=None, device=None, requires_grad: 
     if n >= 1 << 32:
         raise ValueError(f"randperm(): {n} elements is more than vkml addresses (2^32)")
     dtype = _dtype(dtype) or T.int64
+    if dtype is T.float16 and n > 2049:
+        raise RuntimeError("n cannot be greater than 2049 for Half type.")
     if not dtype.is_float and dtype is not T.bool_ and n:
         lazy.check_scalar_fits("randperm", n - 1, dtype, strict_unsigned=True)
     return _finish(

@@ -127,7 +127,7 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     return _results(values, inverse, counts, input.device, return_inverse, return_counts)
 
 
-_INTEGERS = (T.int32, T.int64)
+_INTEGERS = (T.int32, T.int64, T.int16, T.int8, T.uint8)
 
 
 def bincount(input, weights=None, minlength=0):
@@ -186,6 +186,11 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002 - PyTorch's argument nam
     Bin of x: trunc((x - min) * bins / (max - min)) computed in ``input``'s dtype, each
     operation rounded (PyTorch's formula), x == max in the last bin; elements outside [min, max]
     and NaN are not counted. Exact counts (sorted bin numbers, counted by binary search).
+
+    Divergence: where the formula overflows (min == max == the largest float, so the range is
+    widened by 1 without effect) an element inside [min, max] goes to the bin nearest its NaN or
+    infinite position, clamped; PyTorch's bin there is an undefined float-to-int conversion's
+    (its own test checks only that every element is counted, as vkml does).
     """
     op = "histc"
     node = F._tensor_node(op, input)
@@ -207,6 +212,9 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002 - PyTorch's argument nam
     pos = F.cast(((x - float(left)) * float(bins)) / width, T.int64)  # each operation rounded to the dtype
     left, right = float(left), float(right)
     pos = F.where(F.eq(pos, int(bins)), int(bins) - 1, pos)
+    # a range at the float's edge (min == max == the largest float) overflows the formula: an element
+    # inside [min, max] is still counted, in the nearest bin (PyTorch counts it too)
+    pos = F.clamp(pos, 0, int(bins) - 1)
     inside = F.logical_and(F.ge(x, left), F.le(x, right))  # False for NaN
     pos = F.where(inside, pos, int(bins))  # a bin past the last one collects what is not counted
     ordered = sorting.take_sorted(F.reshape(pos, 1, -1), sorting.sorted_positions(F.reshape(pos, 1, -1)), x.numel())

@@ -52,6 +52,15 @@ def _device(device):
     return get_default_device() if device is None else get_device(device)
 
 
+# PyTorch's factories (zeros, tensor, arange ... with requires_grad=True) word it so; the attribute
+# setter and requires_grad_() have their own words (vkml/tensor.py)
+FACTORY_GRAD_MESSAGE = "Only Tensors of floating point and complex dtype can require gradients"
+
+
+class StorageSizeOverflow(OutOfMemoryError, RuntimeError):
+    """A size whose bytes do not fit in int64: PyTorch's RuntimeError, and past any device's memory."""
+
+
 def check_fits(op: str, shape: tuple, dtype: T.DType, device) -> None:
     """Raise OutOfMemoryError at ``op`` if a ``shape`` tensor of ``dtype`` can never be held by ``device``.
 
@@ -62,6 +71,11 @@ def check_fits(op: str, shape: tuple, dtype: T.DType, device) -> None:
     OutOfMemoryError: ones(): a (70000, 70000) int64 tensor needs 39200000000 bytes, more than cpu can ...
     """
     nbytes = math.prod(shape) * dtype.nbytes
+    if nbytes >= 1 << 63:  # PyTorch's check before any allocation
+        raise StorageSizeOverflow(
+            f"{op}(): a {tuple(shape)} {dtype.name} tensor needs {nbytes} bytes: Storage size calculation "
+            f"overflowed with sizes={list(shape)}"
+        )
     most = device.largest_allocation_nbytes
     if nbytes > most:
         raise OutOfMemoryError(
@@ -103,6 +117,10 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False):
         array = np.asarray(data)
     except ValueError:  # numpy >= 1.24 refuses ragged nesting instead of making an object array
         array = np.empty(0, object)
+    except TypeError:  # a sequence whose items cannot be read: PyTorch's ValueError
+        if not hasattr(data, "__len__"):
+            raise
+        raise ValueError(f"could not determine the shape of object type '{type(data).__name__}'") from None
     python_data = not isinstance(data, (np.ndarray, np.generic))
     if python_data and dtype is None and array.ndim and array.dtype.kind in "fiub":
         # numpy's dtype for a sequence is not PyTorch's: [np.float64(x)] or [t64, 1.0] is float64,
@@ -147,8 +165,8 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False):
             f"tensor(): converting {array.size} elements to {dtype.name} ran out of memory"
         ) from None
     out = _operators._from_numpy(converted, dev, dtype)
-    if requires_grad:  # PyTorch's constructor words it with a capital letter
-        out._set_requires_grad(True, "Only Tensors of floating point and complex dtype can require gradients")
+    if requires_grad:
+        out._set_requires_grad(True, FACTORY_GRAD_MESSAGE)
     return out
 
 
@@ -196,10 +214,21 @@ def _first_sizes(data) -> list[int]:
     return sizes
 
 
+def _refuse_self_reference(seq, ancestors: tuple) -> None:
+    """PyTorch's TypeError for a list that contains itself (z = [0]; z.append(z))."""
+    if not isinstance(seq, (list, tuple)):
+        return
+    if any(seq is a for a in ancestors):
+        raise TypeError("self-referential lists are incompatible")
+    for item in seq:
+        _refuse_self_reference(item, (*ancestors, seq))
+
+
 def _raise_ragged(data) -> None:
     """PyTorch's ValueError for nested sequences of unequal lengths: the sizes are read down the first
     elements, then every sequence at dim ``d`` must have ``sizes[d]`` elements. Returns where the
     nesting is even (the content is mixed instead: the caller's TypeError)."""
+    _refuse_self_reference(data, ())
     sizes = _first_sizes(data)
 
     def walk(seq, d: int) -> None:
@@ -312,7 +341,7 @@ def _filled(op: str, size, fill_value, dtype, device, requires_grad: bool):
     check_fits(op, shape, dtype, dev)
     out = _operators._wrap(lazy.const_node(value, dtype, shape, dev))
     if requires_grad:
-        out.requires_grad = True
+        out._set_requires_grad(True, FACTORY_GRAD_MESSAGE)
     return out
 
 
@@ -364,7 +393,8 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool
     """
     if end is None:
         start, end = 0, start
-    start, end, step = (v.item() if isinstance(v, np.generic) else v for v in (start, end, step))
+    # a numpy scalar or a 0-dim tensor is its number (the result's dtype follows the numbers, as PyTorch's)
+    start, end, step = (v.item() if isinstance(v, (np.generic, _tensor.Tensor)) else v for v in (start, end, step))
     if not all(math.isfinite(v) for v in (start, end, step)):
         raise RuntimeError(f"arange(): unsupported range: {start} -> {end} (step {step})")
     dtype = _dtype(dtype)
@@ -381,6 +411,8 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool
             f"arange(): upper bound and lower bound inconsistent with step sign ({start}, {end}, {step})"
         )
     n = max(0, math.ceil((end - start) / step))
+    if n >= 1 << 63:
+        raise RuntimeError("invalid size, possible overflow?")
     is_int = all(isinstance(v, int) for v in (start, end, step))
     dtype = dtype or (T.int64 if is_int else default_float())
     check_fits("arange", (n,), dtype, _device(device))

@@ -52,7 +52,13 @@ def called_op(depth: int = 2) -> str:
 
 def complex_not_implemented(op: str, dtype) -> RuntimeError:
     """PyTorch's error for an op without a complex form (docs/complex.md lists the ops that have one)."""
+    if op in _OWN_WORDS:
+        return RuntimeError(_OWN_WORDS[op])
     return RuntimeError(f"\"{op}\" not implemented for '{_COMPLEX_NAMES[dtype.name]}'")
+
+
+# ops whose complex refusal PyTorch words in its own way
+_OWN_WORDS = {"nansum": "nansum on CPU does not support complex inputs"}
 
 
 _COMPLEX_NAMES = {"complex64": "ComplexFloat", "complex128": "ComplexDouble"}

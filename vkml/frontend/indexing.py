@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 import warnings
 
 import numpy as np
@@ -139,7 +140,8 @@ def sequence_as_tuple(index):
     if not isinstance(index, list) or len(index) >= 32:
         return index
     if any(
-        i is None or i is Ellipsis or isinstance(i, (_tensor.Tensor, list, tuple, slice, np.ndarray)) for i in index
+        i is None or i is Ellipsis or isinstance(i, (_tensor.Tensor, list, tuple, range, slice, np.ndarray))
+        for i in index
     ):
         warnings.warn(
             "Using a non-tuple sequence for multidimensional indexing is deprecated; use x[tuple(seq)] instead of x[seq]",
@@ -148,6 +150,26 @@ def sequence_as_tuple(index):
         )
         return tuple(index)
     return index
+
+
+def scalar_tensors_as_ints(index):
+    """``index`` with each 0-dim integer tensor (not uint8, a mask) read as a Python int: PyTorch selects
+    with it as with an int, so the result is a view (x[torch.tensor(1)] shares x's storage)."""
+    items = index if isinstance(index, tuple) else (index,)
+    if not any(_is_scalar_int(i) for i in items):
+        return index
+    items = tuple(int(i.item()) if _is_scalar_int(i) else i for i in items)
+    return items if isinstance(index, tuple) else items[0]
+
+
+def _is_scalar_int(item) -> bool:
+    return (
+        isinstance(item, _tensor.Tensor)
+        and item.ndim == 0
+        and item.dtype.is_int
+        and item.dtype not in (T.uint8, T.bool_)
+        and not item.dtype.is_complex
+    )
 
 
 def is_advanced(index) -> bool:
@@ -168,7 +190,9 @@ def _as_array(op: str, item):
             warnings.warn(
                 "indexing with dtype vkml.uint8 is now deprecated, please use a dtype vkml.bool instead.", stacklevel=3
             )
-            return array.astype(np.bool_)
+            array = array.astype(np.bool_)
+        if array.ndim == 0 and array.dtype == np.bool_:
+            return bool(array)  # a 0-dim mask is a Python bool (a new dim of 1 or 0), as in PyTorch
         return array if array.dtype == np.bool_ else array.astype(np.int64)
     if isinstance(item, (list, tuple, range, np.ndarray)):  # a range is a sequence of ints, as in PyTorch
         array = np.asarray(item)
@@ -184,7 +208,7 @@ def _as_array(op: str, item):
             raise IndexError(f"'{op}': indices must be integers or bools, got {item!r}")
         return array.astype(np.int64)
     if isinstance(item, slice) and item.step is not None and item.step <= 0:
-        raise ValueError(f"'{op}': slice step must be positive, got {item.step}")
+        raise ValueError("step must be greater than zero")
     if item is None or item is Ellipsis or isinstance(item, (slice, bool, int, np.integer)):
         return item
     raise unsupported_index(op, item)
@@ -218,8 +242,10 @@ def plan(op: str, shape: tuple[int, ...], index) -> np.ndarray:
             first.extend([slice(None)] * (item.ndim if item.dtype == np.bool_ else 1))
             second.append(item)
         elif isinstance(item, bool):
+            # PyTorch: a new dim of 1 and an index tensor [0] (True) or [] (False) into it, which
+            # broadcasts with the other tensor indices (x[mask, True] has the shape of x[mask])
             first.append(None)
-            second.append(slice(None) if item else slice(0, 0))
+            second.append(np.zeros(1 if item else 0, dtype=np.int64))
         elif isinstance(item, (int, np.integer)):
             first.append(item)
         else:  # None, a slice (applied once, here) or ...
@@ -227,9 +253,20 @@ def plan(op: str, shape: tuple[int, ...], index) -> np.ndarray:
             second.append(item if item is Ellipsis else slice(None))
     try:
         return np.asarray(positions[tuple(first)][tuple(second)])
-    except IndexError as e:  # numpy's bounds and mask checks, in PyTorch's words
-        message = str(e).replace("axis", "dimension")
-        raise IndexError(f"'{op}': {message}") from None
+    except IndexError as e:  # numpy's bounds, broadcast and mask checks, in PyTorch's words
+        raise IndexError(_torch_index_message(op, str(e))) from None
+
+
+def _torch_index_message(op: str, message: str) -> str:
+    mismatch = re.match(r"shape mismatch: indexing arrays could not be broadcast together with shapes (.*)", message)
+    if mismatch:
+        shapes = ", ".join(
+            "[" + s.strip("(),").replace(",", ", ").replace("  ", " ") + "]" for s in mismatch[1].split()
+        )
+        return f"shape mismatch: indexing tensors could not be broadcast together with shapes {shapes}"
+    if message.endswith("with size 0"):
+        return "index is out of bounds for dimension with size 0"
+    return f"'{op}': " + message.replace("axis", "dimension")
 
 
 def _check_masks(op: str, shape: tuple[int, ...], items: tuple) -> None:
@@ -324,7 +361,7 @@ def index_put(target, flat: np.ndarray, values, accumulate: bool, wide: bool = T
     """The new value of ``target`` (a tensor) with ``values`` (broadcast to ``flat``'s shape) written at ``flat``;
     ``accumulate`` adds (float16: ``wide`` rounds each position once, else after each add)."""
     given = values
-    values = mutation._fit_value(F.cast(values, target.dtype), tuple(flat.shape), "index_put_")
+    values = _fit(F.cast(values, target.dtype), flat.shape)
     if flat.size == 0:
         return mutation.zero_gradient_link(target, given)
     if accumulate:
@@ -376,10 +413,44 @@ def setitem(target, index, value) -> None:
     """``target[index] = value`` with an advanced index."""
     _refuse_byte_mask_fill("__setitem__", index, value)
     flat = plan("__setitem__", target.shape, index)
+    if isinstance(value, _tensor.Tensor) and value.dtype is not target.dtype and not _is_mask_fill(index, value):
+        _fit(value, flat.shape)  # PyTorch checks the shapes first
+        raise _dtype_mismatch(target, value)
     if not isinstance(value, _tensor.Tensor):
         value = lazy.fill_value("__setitem__", value, target.dtype)
         value = F._wrap(lazy.const_node(F._node(value), target.dtype, (), target.device))
     mutation.inplace(target, "__setitem__", lambda t: index_put(t, flat, value, False))
+
+
+def _fit(values, shape: tuple[int, ...]):
+    """``values`` broadcast to an index's result ``shape``, or PyTorch's error."""
+    try:
+        return mutation._fit_value(values, tuple(shape), "index_put_")
+    except ShapeError:
+        raise ShapeError(
+            f"shape mismatch: value tensor of shape {list(values.shape)} cannot be broadcast to indexing result "
+            f"of shape {list(shape)}"
+        ) from None
+
+
+def _is_mask_fill(index, value) -> bool:
+    """PyTorch's index_put_ hands a one-element value and a single bool mask to ``masked_fill_``, which
+    converts the value's dtype; every other write of a tensor needs the target's dtype."""
+    items = index if isinstance(index, tuple) else (index,)
+    indices = [i for i in items if isinstance(i, (_tensor.Tensor, list, np.ndarray))]
+    if value.numel() != 1 or len(indices) != 1:
+        return False
+    mask = indices[0]
+    if isinstance(mask, _tensor.Tensor):
+        return mask.dtype is T.bool_
+    return np.asarray(mask).dtype == np.bool_
+
+
+def _dtype_mismatch(target, values) -> RuntimeError:
+    return RuntimeError(
+        "Index put requires the source and destination dtypes match, got "
+        f"{mutation.torch_name(target.dtype)} for the destination and {mutation.torch_name(values.dtype)} for the source."
+    )
 
 
 def _refuse_byte_mask_fill(op: str, index, value) -> None:
@@ -389,7 +460,9 @@ def _refuse_byte_mask_fill(op: str, index, value) -> None:
     if isinstance(value, _tensor.Tensor) and value.ndim:
         return
     items = index if isinstance(index, tuple) else (index,)
-    if any(isinstance(i, _tensor.Tensor) and i.dtype is T.uint8 for i in items):
+    # a 0-dim byte index with a number is a new dim of 1 or 0 (PyTorch writes it through index_put_)
+    scalar_mask = not isinstance(value, _tensor.Tensor)
+    if any(isinstance(i, _tensor.Tensor) and i.dtype is T.uint8 and (i.ndim or not scalar_mask) for i in items):
         raise RuntimeError(
             f"'{op}': masked_fill_ only supports boolean masks, but got mask with dtype unsigned char (uint8)"
         )
@@ -401,10 +474,9 @@ def index_put_(target, indices, values, accumulate: bool = False):
         raise TypeError(f"index_put_(): indices must be a tuple of tensors, got {type(indices).__name__}")
     _refuse_byte_mask_fill("index_put_", tuple(indices), values)
     if isinstance(values, _tensor.Tensor) and values.dtype is not target.dtype:
-        raise RuntimeError(
-            "Index put requires the source and destination dtypes match, got "
-            f"{mutation.torch_name(target.dtype)} for the destination and {mutation.torch_name(values.dtype)} for the source."
-        )
+        raise _dtype_mismatch(target, values)
+    if not indices:  # PyTorch fails too, with an internal message
+        raise RuntimeError("index_put_(): at least one index must be provided")
     flat = plan("index_put_", target.shape, tuple(indices))
     # float16 with accumulate rounds after each add, as PyTorch's CPU index_put_ (2048 + 1 + 1 = 2048)
     return mutation.inplace(target, "index_put_", lambda t: index_put(t, flat, values, accumulate, wide=False))
@@ -465,11 +537,16 @@ def take_along_dim(input, indices, dim: int | None = None):
         return take_along_dim(F.reshape(input, -1), F.reshape(indices, -1), 0)
     if input.ndim == 0:
         raise IndexError(f"'take_along_dim': Dimension specified as {dim} but tensor has no dimensions")
-    d = lazy.normalize_dim("take_along_dim", dim, input.ndim)
     if indices.ndim != input.ndim:
         raise RuntimeError(
-            f"'take_along_dim': input ({input.ndim} dims) and indices ({indices.ndim} dims) differ in dims"
+            "torch.take_along_dim(): input and indices should have the same number of dimensions, but got "
+            f"{input.ndim} dimensions for input, and {indices.ndim} dimensions for indices"
         )
+    if indices.dtype is not T.int64:
+        raise RuntimeError(
+            f"torch.take_along_dim(): dtype of indices should be Long but got {mutation.torch_name(indices.dtype)}"
+        )
+    d = lazy.normalize_dim("take_along_dim", dim, input.ndim)
     outside = lazy.broadcast_shapes(
         "take_along_dim",
         tuple(1 if k == d else s for k, s in enumerate(input.shape)),

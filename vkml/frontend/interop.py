@@ -66,6 +66,10 @@ def as_tensor(data, dtype=None, device=None):
     """``data`` as a tensor: a tensor of the asked dtype and device is returned itself, another tensor is
     converted with ``to`` (keeping autograd), anything else is copied as ``vkml.tensor`` copies it.
 
+    Divergence: PyTorch's ``as_tensor`` of a numpy array shares its memory (a write through either
+    shows in the other); vkml's copies it at the call (docs/interop.md), so the tensor keeps the
+    values the array had then.
+
     >>> x = vkml.ones(2)
     >>> as_tensor(x) is x
     True

@@ -82,7 +82,7 @@ def concatenate(tensors, axis: int = 0, *, dim=None):
 def ravel(input):
     """``input`` flattened to 1-D (a view where the layout allows), as ``torch.ravel``."""
     _tensor("ravel", "input", input)
-    return F.reshape(input, (-1,))
+    return F.reshape(mutation.contiguous(input), (-1,))  # PyTorch's: contiguous always, a copy where it must
 
 
 def typename(obj) -> str:
@@ -804,7 +804,12 @@ def unravel_index(indices, shape):  # noqa: F811 - PyTorch's argument name (the 
         indices = creation.tensor(indices)
     if indices.dtype.is_float or indices.dtype is T.bool_:
         raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype.name}")
+    if not isinstance(shape, (int, list, tuple)):  # a tensor of sizes too: PyTorch's TypeError
+        raise TypeError(f"expected 'shape' to be int or sequence of ints, but got {type(shape)}")
     dims = (shape,) if isinstance(shape, int) else tuple(shape)
+    for d in dims:
+        if type(d) is not int:
+            raise TypeError(f"expected 'shape' sequence to only contain ints, but got {type(d)}")
     if any(d < 0 for d in dims):
         raise ValueError("'shape' cannot have negative values, but got " + str(dims))
     total = math.prod(dims)
@@ -1226,8 +1231,34 @@ _METHODS = {
     "slice_scatter": False, "select_scatter": False, "diagonal_scatter": False, "narrow_copy": False,
 }  # fmt: skip
 
+
+def inclusive_range(start, end=None, step=1, *, dtype=None, device=None, requires_grad: bool = False):
+    """``torch.range``: ``start`` to ``end`` *inclusive* by ``step``, in the default float dtype unless
+    ``dtype``; deprecated there (a UserWarning) in favour of ``arange``, whose end is exclusive.
+
+    >>> import vkml
+    >>> vkml.range(1, 3).tolist()  # doctest: +SKIP
+    [1.0, 2.0, 3.0]
+    """
+    warnings.warn(
+        "torch.range is deprecated and will be removed in a future release because its behavior is inconsistent "
+        "with Python's range builtin. Instead, use torch.arange, which produces values in [start, end).",
+        UserWarning,
+        stacklevel=2,
+    )
+    if end is None:
+        start, end = 0, start
+    if step == 0 or (end - start) * step < 0:
+        raise RuntimeError(f"upper bound and larger bound inconsistent with step sign ({start}, {end}, {step})")
+    count = int(math.floor((end - start) / step)) + 1
+    dtype = dtype or default_float()
+    values = creation.arange(0, count, dtype=T.float64, device=device) * step + start
+    return F.cast(values, dtype).requires_grad_(requires_grad) if requires_grad else F.cast(values, dtype)
+
+
 EXPORTS = (
     Export("newaxis", value=None),
+    Export("range", value=inclusive_range),
     *(Export(name) for name in _FUNCTIONS if name not in _METHODS),
     *(Export(name, method=True, inplace=inplace) for name, inplace in _METHODS.items()),
     *(Export(name + "_", value=_inplace_function(name + "_")) for name in INPLACE_FUNCTIONS),

@@ -89,6 +89,24 @@ def mark(t, fmt: memory_format | None):
     return t
 
 
+def suggested(t) -> memory_format | None:
+    """PyTorch's ``suggest_memory_format``: ``t``'s channels-last format, also for a view whose strides
+    order the dims channels-last (a slice of a channels-last tensor), None for row-major."""
+    fmt = format_of(t)
+    if fmt is not None or t.ndim not in (4, 5):
+        return fmt
+    fmt = channels_last if t.ndim == 4 else channels_last_3d
+    strides = t.stride()
+    order = [0, *range(2, t.ndim), 1]  # outermost to innermost
+    if (
+        strides[1] == 1
+        and all(strides[a] >= strides[b] for a, b in zip(order, order[1:]))
+        and strides != strides_in(tuple(t.shape), None)
+    ):
+        return fmt
+    return None
+
+
 def propagate(out, *operands):
     """``out`` (an elementwise result) in the format of the first tensor operand of its shape; returns ``out``."""
     for o in operands:

@@ -325,11 +325,16 @@ def check_writable(t) -> None:
             "not supported: take the view again"
         )
     if base is not None:
-        for step in t._chain:
-            if step[0] == "expand" and math.prod(step[1]) > math.prod(step[2]):
-                raise RuntimeError(_OVERLAP)
-        if any(step[0] in ("window", "strided") for step in t._chain) and _overlaps(base, t._chain):
+        # an expanded view refuses a write only where the written view itself repeats an element: a
+        # select of one element of it writes that element, as in PyTorch (t.expand(5, 5)[2, 2] = 0)
+        grown = any(_broadcasts(step) for step in t._chain)
+        if (grown or any(step[0] in ("window", "strided") for step in t._chain)) and _overlaps(base, t._chain):
             raise RuntimeError(_OVERLAP)
+
+
+def _broadcasts(step: tuple) -> bool:
+    """Whether a view step repeats elements (an expand that grows)."""
+    return step[0] == "expand" and math.prod(step[1]) > math.prod(step[2])
 
 
 def _views_a_grad_leaf(t) -> bool:
@@ -457,9 +462,9 @@ def write(t, value) -> None:
     # A write through detach() or .data is invisible to autograd, as in PyTorch: the base keeps
     # its history (a parameter stays a leaf).
     with autograd.set_grad_enabled(autograd.is_grad_enabled() and t._gradview):
-        if any(step[0] in ("window", "strided") for step in t._chain):
-            # Windows and as_strided views: the positions of the storage they show (none twice,
-            # check_writable) written from the flat value, whatever the steps between.
+        if any(step[0] in ("window", "strided") or _broadcasts(step) for step in t._chain):
+            # Windows, as_strided views and views of a broadcast: the positions of the storage they
+            # show (none twice, check_writable) written from the flat value, whatever the steps between.
             old = _alias(base)
             positions = _windows.storage_positions(t)
             flat = _indexing.write_positions(F.reshape(old, old.numel()), F.reshape(value, value.numel()), positions)
@@ -518,7 +523,7 @@ def _set_owner(owner, new) -> None:
 def _unapply(step: tuple, under, v):
     """``under`` (a tensor) with the region that view ``step`` of it shows replaced by ``v``."""
     kind = step[0]
-    if kind == "reshape" or kind == "expand":  # expand: one that broadcasts was refused (check_writable)
+    if kind == "reshape" or kind == "expand":  # expand: one that broadcasts is written by positions (write)
         return F.reshape(v, *under.shape)
     if kind == "permute":
         order = step[1]
@@ -619,6 +624,8 @@ def fill_with(t, op: str, make, floats_only: bool = True):
 
 def uniform_(t, a: float, b: float, generator):
     """Uniform values in [a, b): PyTorch's CPU draw for ``t``'s dtype (vkml/frontend/mt19937.py)."""
+    if a > b:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a:g} > to={b:g}")
     dtype = t.dtype if t.dtype.is_float else None  # fill_with refuses the others
     return fill_with(
         t, "uniform_", lambda: _random.uniform_values("uniform_", t.shape, a, b, dtype, t.device, generator), True
@@ -656,7 +663,7 @@ def setitem(t, index, value) -> None:
         if value.numel() == 1:
             inplace(t, "__setitem__", F.masked_fill, index, F.reshape(value, *()))
             return
-    index = _indexing.sequence_as_tuple(index)
+    index = _indexing.scalar_tensors_as_ints(_indexing.sequence_as_tuple(index))
     if _indexing.is_advanced(index):
         _indexing.setitem(t, index, value)
         return

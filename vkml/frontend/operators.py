@@ -512,8 +512,9 @@ def clamp(input, min=None, max=None):
     if min is None and max is None:
         raise RuntimeError("'clamp': At least one of 'min' or 'max' must not be None")  # PyTorch's class
     require_tensor("clamp", "input", 1, input)
-    if min is not None and max is not None and isinstance(min, _tensor.Tensor) != isinstance(max, _tensor.Tensor):
-        # PyTorch's overloads take two Number bounds or two Tensor bounds, never one of each
+    tensor_bounds = [v for v in (min, max) if isinstance(v, _tensor.Tensor)]
+    if min is not None and max is not None and len(tensor_bounds) == 1 and tensor_bounds[0].ndim:
+        # PyTorch's overloads take two Number bounds (a 0-dim tensor counts as one) or two Tensor bounds
         raise TypeError(
             f"clamp(): min and max must both be Tensors or both be numbers, got "
             f"({type(min).__name__}, {type(max).__name__})"
@@ -1178,7 +1179,10 @@ def _expanded_shape(shape: tuple, sizes: tuple) -> tuple:
                 f"'expand': size {s} at dim {d} is negative (only -1, which keeps a size, may be): {sizes}"
             )
         if old != s and old != 1:
-            raise ShapeError(f"'expand': dim {d} of size {old} cannot expand to {s} (shape {shape} -> {sizes})")
+            raise ShapeError(
+                f"'expand': The expanded size of the tensor ({s}) must match the existing size ({old}) at "
+                f"non-singleton dimension {d}.  Target sizes: {list(sizes)}.  Tensor sizes: {list(shape)}"
+            )
         full.append(s)
     return tuple(full)
 
@@ -1235,26 +1239,46 @@ def cat(tensors, dim: int = 0, *, axis=None):
         dim = axis
     if isinstance(tensors, _tensor.Tensor):  # iterable, but PyTorch takes only a sequence of tensors
         raise TypeError("cat(): argument 'tensors' (position 1) must be tuple of Tensors, not Tensor")
-    return _cat(tensors, dim)
+    tensors = list(tensors)
+    out = _cat(tensors, dim)
+    if _memory_format.ACTIVE:  # PyTorch's: the inputs' format where they all suggest the same one
+        formats = {_memory_format.suggested(t) for t in tensors if t.shape != (0,)}
+        if len(formats) == 1 and None not in formats:
+            (fmt,) = formats
+            out = out.clone(memory_format=fmt) if out._base is not None else _memory_format.mark(out, fmt)
+    return out
 
 
 @differentiable("cat", inputs=("tensors",))
 def _cat(tensors, dim: int):
     """``cat`` with its dim settled: the op autograd records."""
+    if not tensors:
+        raise ShapeError("torch.cat(): expected a non-empty list of Tensors")  # PyTorch's RuntimeError
+    for k, t in enumerate(tensors):
+        if t is None:
+            raise TypeError(
+                f"cat(): argument 'tensors' (position 1) must be tuple of Tensors, not NoneType (got None at {k})"
+            )
     nodes = [_tensor_node("cat", t) for t in tensors]
-    if not nodes:
-        raise ValueError("'cat' needs at least one tensor")
     dev = lazy.check_devices("cat", nodes)
     ref = next((n for n in nodes if n.shape != (0,)), nodes[0])
     if not ref.shape:
-        raise ShapeError("'cat': zero-dimensional tensors cannot be concatenated")
+        raise ShapeError("'cat': zero-dimensional tensor (at position 0) cannot be concatenated")
+    if all(n.shape == (0,) for n in nodes):  # PyTorch's legacy rule: all skipped, the dim is not checked
+        return _wrap(lazy.cast_node(nodes[0], _promoted(nodes)))
     d = lazy.normalize_dim("cat", dim, len(ref.shape))
     parts = []
-    for n in nodes:
+    for k, n in enumerate(nodes):
         if n.shape == (0,) and len(ref.shape) != 1:
             continue  # PyTorch's legacy rule: 1-D empty tensors are skipped
-        if len(n.shape) != len(ref.shape) or any(a != b for i, (a, b) in enumerate(zip(n.shape, ref.shape)) if i != d):
-            raise ShapeError(f"'cat': shapes {[x.shape for x in nodes]} differ outside dim {d}")
+        if len(n.shape) != len(ref.shape):
+            raise ShapeError(f"Tensors must have same number of dimensions: got {len(ref.shape)} and {len(n.shape)}")
+        for i, (a, b) in enumerate(zip(n.shape, ref.shape)):
+            if i != d and a != b:
+                raise ShapeError(
+                    f"Sizes of tensors must match except in dimension {d}. Expected size {b} but got size {a} "
+                    f"for tensor number {k} in the list."
+                )
         parts.append(n)
     dtype = parts[0].dtype
     for n in parts[1:]:
@@ -1265,6 +1289,13 @@ def _cat(tensors, dim: int):
     if len(parts) == 1:
         return _wrap(parts[0])
     return _wrap(_cat_tree(parts, d, dtype, dev))
+
+
+def _promoted(nodes) -> T.DType:
+    dtype = nodes[0].dtype
+    for n in nodes[1:]:
+        dtype = promote_types(dtype, n.dtype)
+    return dtype
 
 
 # The most sources one cat node joins. A kernel binds every buffer it reads, and devices cap those
@@ -1304,7 +1335,7 @@ def getitem(input, index):
     Advanced indices (tensors, lists, bools) follow PyTorch's shape rules; see vkml/frontend/indexing.py.
     """
     node = _tensor_node("__getitem__", input)
-    index = _indexing.sequence_as_tuple(index)
+    index = _indexing.scalar_tensors_as_ints(_indexing.sequence_as_tuple(index))
     if _indexing.is_advanced(index):
         return _indexing.getitem(input, index)
     if not isinstance(index, tuple):
@@ -1355,7 +1386,7 @@ def _index_key(index: tuple) -> tuple | None:
 def _too_many_indices(index: tuple, ndim: int) -> str:
     """PyTorch's message for an index with more entries than dims: ``loss.data[0]`` of a 0-dim loss (the
     pre-0.4 idiom) names ``item()``."""
-    if ndim == 0 and len(index) == 1 and isinstance(index[0], int):
+    if ndim == 0 and len(index) == 1 and isinstance(index[0], (int, np.integer)):
         return (
             "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ "
             "to convert a 0-dim tensor to a number"
@@ -1395,7 +1426,7 @@ def _index_plan(node: Node, index: tuple) -> tuple:
         if isinstance(item, slice):
             step = 1 if item.step is None else item.step
             if step <= 0:
-                raise ValueError(f"'__getitem__': slice step must be positive, got {step}")
+                raise ValueError("step must be greater than zero")
             a, b, _ = slice(item.start, item.stop, 1).indices(size)
             b = builtins_max(a, b)
             starts.append(a), stops.append(b), steps.append(step)
@@ -1403,6 +1434,8 @@ def _index_plan(node: Node, index: tuple) -> tuple:
             sliced_shape.append(final_shape[-1])
         elif isinstance(item, (int, np.integer)) and not isinstance(item, bool):
             i = int(item)
+            if not -(1 << 63) <= i < 1 << 63:  # PyTorch reads the index as an int64 first
+                raise ValueError("Overflow when unpacking long long")
             if not -size <= i < size:
                 raise IndexError(f"'__getitem__': index {i} is out of bounds for dimension {d} with size {size}")
             i %= size

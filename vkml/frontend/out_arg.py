@@ -29,7 +29,10 @@ import functools
 import inspect
 import warnings
 
-from . import autograd, mutation
+import numpy as np
+
+from ..ir import types as T
+from . import autograd, mutation, windows
 
 # vkml.<name> functions whose PyTorch function documents ``out=`` (torch 2.x docstrings), and those
 # it takes ``out=`` in its usual overload (sum and prod with a dim, softmax, the clamps, ...).
@@ -53,6 +56,9 @@ OUT_NAMES = frozenset(
     var_mean vdot vstack where xlogy zeros
     sum prod softmax log_softmax clamp_min clamp_max threshold index_add scatter take tensordot
     hardshrink nansum
+    alias_copy detach_copy diagonal_copy expand_copy narrow_copy permute_copy select_copy slice_copy
+    split_copy split_with_sizes_copy squeeze_copy t_copy transpose_copy unbind_copy unfold_copy
+    unsqueeze_copy view_copy view_as_real_copy view_as_complex_copy as_strided_copy range
     """.split()
 )
 
@@ -83,10 +89,63 @@ _EXACT_OUT_DTYPE = {
     "index_select": "{name}(): self and result must have the same scalar type ({result} and {out})",
     "take": "{name}(): self and out expected to have the same dtype, but got self.dtype = {result} and "
     "out.dtype = {out}",
+    "nonzero": "{name}: Expected out tensor to have scalar type {result} but got scalar type {out}",
+    "quantile": "{name}() out tensor must be same dtype as the input tensor",
+    "nanquantile": "{name}() out tensor must be same dtype as the input tensor",
+    "max": "Expected out tensor to have dtype {result}, but got {out} instead",
+    "min": "Expected out tensor to have dtype {result}, but got {out} instead",
+    "mode": "expected scalar type '{result}' but got '{out}' for {which} output",
+    "median": "expected scalar type '{result}' but got '{out}' for {which} output",
+    "nanmedian": "expected scalar type '{result}' but got '{out}' for {which} output",
+    "kthvalue": "expected scalar type '{result}' but got '{out}' for {which} output",
 }
 
+# Reductions whose out= must have the dtype= they are given (PyTorch's check, in C type names)
+_DTYPE_MUST_MATCH_OUT = frozenset("sum prod nansum mean cumsum cumprod".split())
+_C_NAMES = {
+    "float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16", "int64": "long int",
+    "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool",
+}  # fmt: skip
 
-def _write(name: str, out, result) -> None:
+
+# Factories: with out=, the result takes out's dtype (PyTorch fills out; a dtype= that differs raises),
+# and those whose length is a count (arange, linspace, ...) keep out's shape where the count matches
+_FACTORIES = frozenset("arange range linspace logspace eye full zeros ones empty rand randn randint randperm".split())
+_COUNTED = frozenset("arange range linspace logspace randperm".split())
+
+
+def _factory_dtype(name: str, out, kwargs: dict) -> None:
+    """PyTorch's factory out= rule: out's dtype is the result's; a different ``dtype=`` raises."""
+    outs = out if isinstance(out, list | tuple) else (out,)
+    if len(outs) != 1 or not hasattr(outs[0], "_node"):
+        return
+    given = kwargs.get("dtype")
+    if given is None:
+        kwargs["dtype"] = outs[0].dtype
+    elif given is not outs[0].dtype and name in ("zeros", "ones", "empty", "full", "eye"):
+        raise RuntimeError(
+            f"dtype {mutation.torch_name(given)} does not match dtype of out parameter "
+            f"({mutation.torch_name(outs[0].dtype)})"
+        )
+
+
+def _refuse_overlap(out, inputs) -> None:
+    """PyTorch's error where ``out`` shares elements with an input (cat([x, y], out=x))."""
+    if not hasattr(out, "_node"):
+        return
+    owner = out._base if out._base is not None else out
+    for t in inputs:
+        if not hasattr(t, "_node"):
+            continue
+        shares = t is out or ((t._base if t._base is not None else t) is owner and t.numel() and out.numel())
+        if shares and (t is out or np.intersect1d(windows.storage_positions(t), windows.storage_positions(out)).size):
+            raise RuntimeError(
+                "unsupported operation: some elements of the input tensor and the written-to tensor refer to a "
+                "single memory location. Please clone() the tensor before performing the operation."
+            )
+
+
+def _write(name: str, out, result, which: str = "values") -> None:
     """``result`` into ``out`` by PyTorch's out= rules (above)."""
     if not hasattr(out, "_node"):
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
@@ -96,9 +155,17 @@ def _write(name: str, out, result) -> None:
         )
     if name in _EXACT_OUT_DTYPE and out.dtype is not result.dtype:
         message = _EXACT_OUT_DTYPE[name]
+        names = _C_NAMES if name in ("max", "min") else {}
         raise RuntimeError(
-            message.format(name=name, out=mutation.torch_name(out.dtype), result=mutation.torch_name(result.dtype))
+            message.format(
+                name=name,
+                which=which,
+                out=names.get(out.dtype.name, mutation.torch_name(out.dtype)),
+                result=names.get(result.dtype.name, mutation.torch_name(result.dtype)),
+            )
         )
+    if name in ("all", "any") and out.dtype is not T.bool_ and not (out.dtype is T.uint8 and result.dtype is T.uint8):
+        raise RuntimeError(f"{name} only supports bool tensor for result, got: {mutation.torch_name(out.dtype)}")
     if not mutation.can_cast(result.dtype, out.dtype):
         raise RuntimeError(
             f"result type {mutation.torch_name(result.dtype)} can't be cast to the desired output type "
@@ -127,6 +194,8 @@ def with_out(fn, name: str):
     def function(*args, out=None, **kwargs):
         if out is None:
             return fn(*args, **kwargs)
+        if name == "nonzero" and kwargs.get("as_tuple"):
+            raise RuntimeError("nonzero does not support the out kwarg when as_tuple is True")
         outs = tuple(out) if isinstance(out, list | tuple) else (out,)
         if autograd.is_grad_enabled() and any(
             t.requires_grad for t in (*_tensors(args), *_tensors(kwargs.values()), *_tensors(outs))
@@ -135,12 +204,32 @@ def with_out(fn, name: str):
                 f"{name}(): functions with out=... arguments don't support automatic differentiation, "
                 "but one of the arguments requires grad."
             )
+        if name in _FACTORIES:
+            _factory_dtype(name, out, kwargs)
+        if name in ("cat", "concat", "concatenate") and args:
+            _refuse_overlap(out, args[0])
+        if name in ("searchsorted", "bucketize") and hasattr(out, "_node"):
+            flag = bool(kwargs.get("out_int32", False))
+            if out.dtype is not (T.int32 if flag else T.int64):
+                raise RuntimeError(
+                    f"torch.{name}(): output tensor's dtype is wrong, it can only be Int(int32) or Long(int64) "
+                    f"depending on whether out_int32 flag is True, but we got output tensor's dtype "
+                    f"{mutation.torch_name(out.dtype)} and out_int32 flag is {flag}"
+                )
+        given = kwargs.get("dtype")
+        if name in _DTYPE_MUST_MATCH_OUT and given is not None and hasattr(out, "_node") and out.dtype is not given:
+            raise RuntimeError(
+                f"Expected out tensor to have dtype {_C_NAMES.get(given.name, given.name)}, but got "
+                f"{_C_NAMES.get(out.dtype.name, out.dtype.name)} instead"
+            )
         result = fn(*args, **kwargs)
+        if name in _COUNTED and hasattr(out, "_node") and out.numel() == result.numel():
+            result = result.reshape(tuple(out.shape))  # PyTorch writes the values in out's order, no resize
         results = tuple(result) if isinstance(result, tuple) else (result,)
         if isinstance(out, list | tuple) != isinstance(result, tuple) or len(outs) != len(results):
             raise TypeError(f"{name}(): out must be {len(results)} tensor(s), got {out!r}")
-        for o, r in zip(outs, results, strict=True):
-            _write(name, o, r)
+        for k, (o, r) in enumerate(zip(outs, results, strict=True)):
+            _write(name, o, r, "values" if k == 0 else "indices")
         if not isinstance(result, tuple):
             return out
         return type(result)(*outs) if hasattr(result, "_fields") else tuple(outs)

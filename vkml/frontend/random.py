@@ -25,7 +25,7 @@ import threading
 import numpy as np
 
 from .. import tensor as _tensor
-from ..errors import DTypeError, ShapeError
+from ..errors import DTypeNotImplementedError, ShapeError
 from ..graph import build as lazy
 from ..graph.node import Node, Op, Random
 from ..ir import types as T
@@ -203,7 +203,8 @@ def host_draw(op: str, shape, dtype, device, generator: Generator | None, fn, *a
 def _float_dtype(op: str, dtype):
     dtype = _dtype(dtype) or default_float()
     if not dtype.is_float:
-        raise DTypeError(f"random tensors are floating point, got dtype {dtype.name}")
+        # PyTorch's kernels have no other dtype: its NotImplementedError
+        raise DTypeNotImplementedError(f"random tensors are floating point, got dtype {dtype.name}")
     return dtype
 
 

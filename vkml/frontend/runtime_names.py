@@ -276,8 +276,13 @@ def frombuffer(buffer, *, dtype, count: int = -1, offset: int = 0, requires_grad
     if not isinstance(dtype, T.DType):
         raise TypeError(f"frombuffer(): argument 'dtype' must be vkml.dtype, not {type(dtype).__name__}")
     refuse_no_tensor_dtype("frombuffer", dtype)
-    raw = memoryview(buffer).cast("B")
+    try:
+        raw = memoryview(buffer).cast("B")
+    except TypeError:
+        raise ValueError("object does not implement Python buffer protocol.") from None
     size = 2 if dtype is T.bfloat16 else np.dtype(_numpy_name(dtype)).itemsize
+    if len(raw) == 0 or count == 0:
+        raise ValueError(f"both buffer length ({len(raw)}) and count ({count}) must not be 0")
     if offset < 0 or offset > len(raw) - (1 if count != 0 else 0):
         raise ValueError(
             f"offset ({offset} bytes) must be non-negative and no greater than buffer length ({len(raw)} bytes) minus 1"

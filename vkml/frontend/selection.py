@@ -217,20 +217,26 @@ _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 def _quantile(op: str, input, q, dim, keepdim: bool, interpolation: str, skip_nan: bool):
     node = F._tensor_node(op, input)
     if node.dtype not in (T.float32, T.float64):  # PyTorch refuses float16 too
-        raise RuntimeError(f"'{op}': input tensor must be either float or double dtype, got {node.dtype.name}")
+        raise RuntimeError(f"{op}() input tensor must be either float or double dtype")  # PyTorch's words
     if interpolation not in _INTERPOLATIONS:
-        raise RuntimeError(f"'{op}': interpolation must be one of {_INTERPOLATIONS}, got {interpolation!r}")
+        raise RuntimeError(
+            f"{op}() interpolation must be one of linear, lower, higher, midpoint or nearest, but got {interpolation}"
+        )
     if isinstance(q, F._tensor.Tensor):
         if q.ndim > 1:
-            raise RuntimeError(f"'{op}': q must be a scalar or 1D tensor, got {q.ndim} dims")
+            raise RuntimeError(f"{op}() q must be a scalar or 1D tensor")
+        if q.dtype is not node.dtype:
+            raise RuntimeError(f"{op}() q tensor must be same dtype as the input tensor")
         qs, q_dim = [float(v) for v in q.numpy().reshape(-1)], q.ndim == 1
+        if not all(0.0 <= v <= 1.0 for v in qs):
+            raise RuntimeError(f"{op}() q values must be in the range [0, 1]")
     elif isinstance(q, (int, float)) and not isinstance(q, bool):
         qs, q_dim = [float(q)], False
     else:
         raise TypeError(f"'{op}': q must be a float or a tensor, got {q!r}")
     for v in qs:
         if not 0.0 <= v <= 1.0:
-            raise RuntimeError(f"'{op}': q must be in the range [0, 1] but got {v}")
+            raise RuntimeError(f"{op}() q must be in the range [0, 1] but got {v:g}")
     if dim is None:
         x, d = F.reshape(input, -1), 0
     else:
@@ -239,7 +245,7 @@ def _quantile(op: str, input, q, dim, keepdim: bool, interpolation: str, skip_na
             x = F.reshape(input, 1)
     n = x.shape[d]
     if n == 0:
-        raise RuntimeError(f"'{op}': input tensor must be non-empty")
+        raise RuntimeError(f"{op}() input tensor must be non-empty")
     ft = node.dtype  # positions and weights in the input's float type, as PyTorch
     np_ft = np.float64 if ft is T.float64 else np.float32
     xl = _last(x, d)

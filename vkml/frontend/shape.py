@@ -54,7 +54,9 @@ def _ints(op: str, what: str, values) -> tuple[int, ...]:
 
 def _tensors(op: str, tensors) -> list:
     if isinstance(tensors, F._tensor.Tensor) or not isinstance(tensors, (tuple, list)):
-        raise TypeError(f"'{op}': expected a tuple or list of tensors, got {type(tensors).__name__}")
+        raise TypeError(  # PyTorch's words
+            f"{op}(): argument 'tensors' (position 1) must be tuple of Tensors, not {type(tensors).__name__}"
+        )
     for t in tensors:
         _t(op, t)
     return list(tensors)
@@ -271,7 +273,7 @@ def tensor_split(input, indices_or_sections=None, dim: int = 0, *, indices=None,
         if indices_or_sections.dtype is not T.int64:
             raise RuntimeError(
                 "tensor_split expected tensor_indices_or_sections to have dtype of long, but got "
-                f"{indices_or_sections.dtype.name}"
+                f"{F._mutation.torch_name(indices_or_sections.dtype)}"
             )
         if indices_or_sections.ndim > 1:
             raise RuntimeError(
@@ -349,6 +351,8 @@ def flatten(input, start_dim: int = 0, end_dim: int = -1):
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     if nd == 0:
         return F.reshape(input, 1)
+    if s == e:  # PyTorch returns the tensor itself
+        return input
     return F.reshape(input, *node.shape[:s], math.prod(node.shape[s : e + 1]), *node.shape[e + 1 :])
 
 
@@ -384,12 +388,14 @@ def movedim(input, source, destination):
         raise RuntimeError(f"movedim: repeated dim in `source` ({list(source)})")
     if len(set(dst)) != len(dst):
         raise RuntimeError(f"movedim: repeated dim in `destination` ({list(destination)})")
+    if nd == 0:  # a 0-dim tensor takes dim 0 (or -1) and stays as it is
+        return input
     order = [-1] * nd
     for s, t in zip(src, dst):
         order[t] = s
     rest = iter(d for d in range(nd) if d not in src)
     order = [o if o != -1 else next(rest) for o in order]
-    return F.permute(input, *order) if nd else input
+    return F.permute(input, *order)
 
 
 moveaxis = movedim
@@ -490,7 +496,11 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     """
     node = _t("repeat_interleave", input)
     if repeats is None:  # torch.repeat_interleave(repeats): indices
-        if len(node.shape) != 1 or node.dtype not in (T.int32, T.int64):
+        if node.dtype not in (T.int32, T.int64):  # PyTorch's kernel has no other dtype
+            raise DTypeNotImplementedError(
+                f"\"repeat_interleave_cpu\" not implemented for '{F._mutation.torch_name(node.dtype)}'"
+            )
+        if len(node.shape) != 1:
             raise RuntimeError("repeat_interleave: repeats must be 1-d tensor of ints")
         counts = np.asarray(input.tolist(), np.int64)
         if (counts < 0).any():
@@ -1202,7 +1212,7 @@ def meshgrid(*tensors, indexing: str = "ij"):
         raise RuntimeError(f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}')
     nodes = [_t("meshgrid", t) for t in tensors]
     if not nodes:
-        raise RuntimeError("torch.meshgrid: Expected at least one tensor in the tensor list")
+        raise RuntimeError("torch.meshgrid: expects a non-empty TensorList")
     for n in nodes:
         if len(n.shape) > 1:
             raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: shape {n.shape}")

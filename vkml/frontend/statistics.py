@@ -259,9 +259,12 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None, axis=None):
 
     Float dtypes only (PyTorch's RuntimeError otherwise). All-NaN or empty gives NaN.
     """
-    _float_input(
-        "nanmean", input if dtype is None else F.cast(input, dtype), "expected input to have floating point dtype"
-    )
+    node = F._tensor_node("nanmean", input if dtype is None else F.cast(input, dtype))
+    if not node.dtype.is_float:  # PyTorch's words
+        raise RuntimeError(
+            "nanmean(): expected input to have floating point or complex dtype but got "
+            f"{F._mutation.torch_name(node.dtype)}"
+        )
     x = F.cast(input, dtype) if dtype is not None else input
     out_dtype = x.dtype
     dim = dim_or_axis("nanmean", dim, axis)

@@ -296,9 +296,16 @@ def _replayed_layout(base, chain: tuple) -> tuple[tuple[int, ...], int]:
         elif kind == "expand":
             new_shape = tuple(step[1])
             lead = len(new_shape) - len(shape)
-            strides = (0,) * lead + tuple(
-                0 if old == 1 and new != 1 else st for old, new, st in zip(shape, new_shape[lead:], strides)
-            )
+            kept = tuple(0 if old == 1 and new != 1 else st for old, new, st in zip(shape, new_shape[lead:], strides))
+            # PyTorch's inferExpandGeometry: a new leading dim of size 1 gets the stride a contiguous
+            # dim would (the next dim's size times its stride), one that repeats gets 0
+            # (all 0 where a 0-dim tensor is expanded)
+            added = []
+            inner_size, inner_stride = (new_shape[lead], kept[0]) if kept else (1, 0)
+            for size in reversed(new_shape[:lead]):
+                added.append(inner_size * inner_stride if size == 1 else 0)
+                inner_size, inner_stride = size, added[-1]
+            strides = tuple(reversed(added)) + kept
             shape = new_shape
         elif kind == "dtype":  # view(dtype) of one element size: strides and offset unchanged
             continue
@@ -641,22 +648,39 @@ def _span_limit(dtype: T.DType) -> int:
     return int(np.iinfo(dtype.np).max) + 1
 
 
-def random_(self, from_=0, to=None, *, generator=None, **kwargs):
+_NO_BOUND = object()
+
+# PyTorch names the C type in its bounds errors
+_C_TYPE_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short int", "int32": "int"}
+
+
+def random_(self, from_=_NO_BOUND, to=None, *, generator=None, **kwargs):
     """Uniform integers in ``[from, to - 1]``; ``random_(to)`` starts at 0; with no bound, from 0 to
     the dtype's largest integer (floats: its largest exact one, 2^24 for float32).
 
-    Also spelt ``random_(from=..., to=...)`` as in PyTorch.
+    Also spelt ``random_(from=..., to=...)`` as in PyTorch; bounds outside an integer dtype's range
+    are PyTorch's errors.
     """
     if "from" in kwargs:
         from_ = kwargs.pop("from")
     if kwargs:
         raise TypeError(f"random_() got unexpected keyword arguments {sorted(kwargs)}")
-    if to is None and from_ != 0:
+    if to is None and from_ is not _NO_BOUND:  # random_(to)
         from_, to = 0, from_
+    from_ = 0 if from_ is _NO_BOUND else from_
     high = _span_limit(self.dtype) if to is None else int(to)
     low = int(from_)
     if high <= low:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    name = _C_TYPE_NAMES.get(self.dtype.name)
+    if name is not None and to is not None:
+        lo, hi = (
+            (0, 1) if self.dtype is T.bool_ else (int(np.iinfo(self.dtype.np).min), int(np.iinfo(self.dtype.np).max))
+        )
+        if not lo <= low <= hi:
+            raise RuntimeError(f"from is out of bounds for {name}")
+        if not lo <= high - 1 <= hi:
+            raise RuntimeError(f"to - 1 is out of bounds for {name}")
 
     def make():  # PyTorch's draw: ``word % span + low``, its word width by the dtype (``randint``)
         return C.random_ints("random_", tuple(self.shape), low, high, T.int64, self.device, generator, self.dtype)

@@ -20,6 +20,7 @@ import os
 
 import numpy as np
 
+from ..errors import ShapeError
 from ..graph import build as lazy
 from ..ops.promotion import default_float, promote_types
 from ..tensor import Tensor
@@ -58,11 +59,18 @@ def broadcast_shapes(*shapes) -> Size:
     vkml.Size([2, 3])
     """
     dims: list[int] = []
-    for s in shapes:
+    for k, s in enumerate(shapes):
+        if not isinstance(s, (int, tuple, list, Size)) or isinstance(s, bool):
+            raise RuntimeError(f"Input shapes should be of type ints, a tuple of ints, or a list of ints, got {s}")
         s = (s,) if isinstance(s, int) else tuple(s)
         for size in s:
-            if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-                raise RuntimeError(f"broadcast_shapes: sizes must be non-negative ints, got {tuple(s)}")
+            if not isinstance(size, int) or isinstance(size, bool):
+                raise RuntimeError(f"Input shapes should be of type ints, a tuple of ints, or a list of ints, got {s}")
+            if size < 0:  # PyTorch's ValueError (older releases: RuntimeError, worded as below): both
+                raise ShapeError(
+                    "Attempting to broadcast a dimension with negative length! "
+                    f"(Trying to create tensor with negative dimension {size}: {list(s)})"
+                )
         ndim = max(len(dims), len(s))
         dims = [1] * (ndim - len(dims)) + dims
         padded = (1,) * (ndim - len(s)) + s
@@ -71,8 +79,9 @@ def broadcast_shapes(*shapes) -> Size:
                 dims[i] = size
             elif size not in (1, dims[i]):
                 raise RuntimeError(
-                    f"shape mismatch: objects cannot be broadcast to a single shape. Mismatch is at dim {i}: "
-                    f"{dims[i]} vs {size}"
+                    "Shape mismatch: objects cannot be broadcast to a single shape. Attempting to broadcast a "
+                    f"dimension of length {size} at {i - ndim}! Mismatching argument at index {k} had {s}; but "
+                    f"expected shape should be broadcastable to {dims}"
                 )
     return Size(dims)
 
@@ -89,8 +98,29 @@ def broadcast_tensors(*tensors):
         tensors = tuple(tensors[0])
     for i, t in enumerate(tensors):
         _check_tensor("broadcast_tensors", f"tensors[{i}]", t)
+    _check_broadcastable(t.shape for t in tensors)
     target = broadcast_shapes(*(t.shape for t in tensors))
     return tuple(broadcast_to(t, tuple(target)) for t in tensors)
+
+
+def _check_broadcastable(shapes) -> None:
+    """PyTorch's infer_size error for tensors: the shape so far (a) against the next (b), last dim first."""
+    so_far: tuple[int, ...] | None = None
+    for given in shapes:
+        sizes = tuple(given)
+        if so_far is None:
+            so_far = sizes
+            continue
+        ndim = max(len(so_far), len(sizes))
+        a = (1,) * (ndim - len(so_far)) + so_far
+        b = (1,) * (ndim - len(sizes)) + sizes
+        for d in reversed(range(ndim)):
+            if a[d] != b[d] and 1 not in (a[d], b[d]):
+                raise RuntimeError(
+                    f"The size of tensor a ({a[d]}) must match the size of tensor b ({b[d]}) at non-singleton "
+                    f"dimension {d}"
+                )
+        so_far = tuple(y if x == 1 else x for x, y in zip(a, b))
 
 
 # ---------------------------------------------------------------------- statistics
@@ -311,7 +341,7 @@ def _sample_dirichlet(input, generator=None):
     return sample(input)
 
 
-def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad: bool = False):
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad: bool | None = None):
     """``obj`` as a tensor, sharing memory where it can, as ``torch.asarray``.
 
     A tensor of the asked dtype and device is returned itself (``copy=True`` copies it); a
@@ -325,11 +355,22 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad: bool = Fa
     """
     out = interop.as_tensor(obj, dtype=dtype, device=device)
     shares = out is obj or (isinstance(obj, np.ndarray) and out.device.kind == "cpu" and dtype is None)
-    if copy is False and not shares:
+    if copy is False and not shares:  # PyTorch's words where it has them
+        if isinstance(obj, Tensor) and out.dtype is not obj.dtype:
+            raise ValueError(
+                f"can't alias tensor with dtype '{mutation.torch_name(obj.dtype)}' into dtype "
+                f"'{mutation.torch_name(out.dtype)}'."
+            )
+        if isinstance(obj, (list, tuple, range)):
+            raise ValueError("can't alias arbitrary sequence into a tensor.")
         raise ValueError(f"asarray(): copy=False, but {type(obj).__name__} cannot be taken without a copy")
     if copy is True and (shares or isinstance(obj, Tensor)):
         out = F.clone(out) if isinstance(obj, Tensor) else creation.tensor(np.array(obj), dtype=dtype, device=device)
-    if requires_grad:
+    if requires_grad is None:  # PyTorch 2.13: a tensor's own requires_grad (its history kept)
+        return out
+    if requires_grad is False and isinstance(out, Tensor) and out.requires_grad:
+        return out.detach()
+    if requires_grad and not (out is obj and obj.requires_grad):  # a tensor that requires grad keeps its history
         out = out.detach().requires_grad_(True) if out is obj else out.requires_grad_(True)
     return out
 

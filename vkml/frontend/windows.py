@@ -30,6 +30,7 @@ from .. import tensor as _tensor
 from ..graph import build as lazy
 from ..ops import grads as G
 from . import autograd, indexing, mutation
+from . import memory_format as _memory_format
 from . import operators as F
 from .autograd import differentiable
 from .exports import Export
@@ -388,14 +389,19 @@ def resize_(self, *sizes, memory_format=None):
     the tensor is a view; a tensor owning its storage grows it, the new elements zero (PyTorch's
     are uninitialised).
     """
-    if memory_format is not None:
-        raise NotImplementedError("'resize_': memory_format is not supported")
     shape = _sizes("resize_", "size", sizes[0] if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes)
     if any(s < 0 for s in shape):
         raise RuntimeError(f"Trying to create tensor with negative dimension {min(shape)}: {list(shape)}")
     if self.requires_grad:
         raise RuntimeError("cannot resize variables that require grad")
-    if shape == tuple(self.shape):
+    strides = _torch_contiguous(shape)
+    if memory_format is not None:
+        _memory_format.check("resize_", memory_format, len(shape))
+        if memory_format is _memory_format.preserve_format:
+            raise RuntimeError("Unsupported memory formatPreserve")
+        if memory_format.rank is not None:  # channels last: PyTorch restrides even at the same shape
+            strides = _memory_format.strides_in(shape, memory_format)
+    if shape == tuple(self.shape) and strides == _torch_contiguous(shape):
         return self
     offset = self.storage_offset()
     owner = self._base if self._base is not None else self
@@ -411,11 +417,18 @@ def resize_(self, *sizes, memory_format=None):
             grown = F.cat([flat, F._wrap(lazy.const_node(0, self.dtype, (need - self.numel(),), self.device))], 0)
         self._node = grown.node  # the storage grows: views taken before read its first elements
         _owner_of(self, (("strided", old, _torch_contiguous(old), 0),))
-    return _adopt(self, "resize_", lambda t: as_strided(t, shape, _torch_contiguous(shape), offset), checked=True)
+    return _adopt(self, "resize_", lambda t: as_strided(t, shape, strides, offset), checked=True)
 
 
 def resize_as_(self, the_template, memory_format=None):
-    """``resize_`` to ``the_template``'s shape."""
+    """``resize_`` to ``the_template``'s shape; ``preserve_format`` takes the template's layout (channels
+    last where its strides are, as PyTorch's ``suggest_memory_format``)."""
+    if memory_format is _memory_format.preserve_format:
+        memory_format = None
+        for fmt in (_memory_format.channels_last, _memory_format.channels_last_3d):
+            if the_template.ndim == fmt.rank and not the_template.is_contiguous():
+                if the_template.is_contiguous(memory_format=fmt):
+                    memory_format = fmt
     return resize_(self, tuple(the_template.shape), memory_format=memory_format)
 
 

@@ -15,8 +15,10 @@ from test_programs import program_tests
 # name: (steps, rtol)
 PROGRAMS = {
     "bert_mlm_pretrain": (3, 1e-4),
+    "hf_trainer_loop": (3, 1e-4),
 }
 VARIANTS = {
+    "hf_trainer_loop": [{"SCHEDULE": "linear", "ACCUMULATION": 1}],
     "bert_mlm_pretrain": [{"ATTN": "sdpa", "CHUNK": 4, "GRADIENT_CHECKPOINTING": False, "PAD_TO_MULTIPLE_OF_8": True}],
 }
 

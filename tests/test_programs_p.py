@@ -16,8 +16,10 @@ from test_programs import program_tests
 PROGRAMS = {
     "bert_mlm_pretrain": (3, 1e-4),
     "hf_trainer_loop": (3, 1e-4),
+    "beam_search_generate": (4, 1e-4),
 }
 VARIANTS = {
+    "beam_search_generate": [{"LENGTH_PENALTY": 2.0, "EARLY_STOPPING": True, "NUM_BEAMS": 2}],
     "hf_trainer_loop": [{"SCHEDULE": "linear", "ACCUMULATION": 1}],
     "bert_mlm_pretrain": [{"ATTN": "sdpa", "CHUNK": 4, "GRADIENT_CHECKPOINTING": False, "PAD_TO_MULTIPLE_OF_8": True}],
 }

@@ -17,8 +17,14 @@ PROGRAMS = {
     "bert_mlm_pretrain": (3, 1e-4),
     "hf_trainer_loop": (3, 1e-4),
     "beam_search_generate": (4, 1e-4),
+    "sentence_embeddings": (4, 1e-4),
 }
 VARIANTS = {
+    "sentence_embeddings": [
+        {"LOSS": "cosent", "POOLING": "max"},
+        {"LOSS": "cosine", "POOLING": "cls"},
+        {"LOSS": "matryoshka", "POOLING": "mean_sqrt_len_tokens"},
+    ],
     "beam_search_generate": [{"LENGTH_PENALTY": 2.0, "EARLY_STOPPING": True, "NUM_BEAMS": 2}],
     "hf_trainer_loop": [{"SCHEDULE": "linear", "ACCUMULATION": 1}],
     "bert_mlm_pretrain": [{"ATTN": "sdpa", "CHUNK": 4, "GRADIENT_CHECKPOINTING": False, "PAD_TO_MULTIPLE_OF_8": True}],

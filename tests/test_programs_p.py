@@ -18,8 +18,10 @@ PROGRAMS = {
     "hf_trainer_loop": (3, 1e-4),
     "beam_search_generate": (4, 1e-4),
     "sentence_embeddings": (4, 1e-4),
+    "alibi_window_attention": (4, 1e-4),
 }
 VARIANTS = {
+    "alibi_window_attention": [{"ATTN": "sliding", "PRETRAINING_TP": 2}, {"ATTN": "prefix"}],
     "sentence_embeddings": [
         {"LOSS": "cosent", "POOLING": "max"},
         {"LOSS": "cosine", "POOLING": "cls"},

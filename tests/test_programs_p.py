@@ -19,8 +19,10 @@ PROGRAMS = {
     "beam_search_generate": (4, 1e-4),
     "sentence_embeddings": (4, 1e-4),
     "alibi_window_attention": (4, 1e-4),
+    "whisper_tiny": (4, 1e-4),
 }
 VARIANTS = {
+    "whisper_tiny": [{"SDPA": False}],
     "alibi_window_attention": [{"ATTN": "sliding", "PRETRAINING_TP": 2}, {"ATTN": "prefix"}],
     "sentence_embeddings": [
         {"LOSS": "cosent", "POOLING": "max"},

@@ -71,3 +71,66 @@ def test_a_forward_calling_conv_forward_with_its_own_weight_matches_pytorch():
         results.append((out.detach().numpy(), conv.weight.grad.numpy(), conv.bias.grad.numpy()))
     for got, expected in zip(results[1], results[0]):
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-6)
+
+
+def _scaled_linear(lib):
+    """A layer that saves its weight as int8 codes and a scale, as quantized and fairseq modules write it."""
+
+    class ScaledLinear(lib.nn.Linear):
+        def _save_to_state_dict(self, destination, prefix, keep_vars):
+            super()._save_to_state_dict(destination, prefix, keep_vars)
+            weight = destination.pop(prefix + "weight")
+            scale = weight.abs().max() / 127
+            destination[prefix + "weight_codes"] = lib.round(weight / scale).to(lib.int8)
+            destination[prefix + "weight_scale"] = scale
+
+        def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+            codes = state_dict.pop(prefix + "weight_codes")
+            state_dict[prefix + "weight"] = codes.float() * state_dict.pop(prefix + "weight_scale")
+            super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+    return ScaledLinear
+
+
+def test_a_save_to_state_dict_override_writes_the_state_dict_as_pytorch():
+    results = []
+    for lib in (torch, vkml):
+        lib.manual_seed(0)
+        model = lib.nn.Sequential(_scaled_linear(lib)(4, 3), lib.nn.ReLU(), lib.nn.Linear(3, 2))
+        state = model.state_dict()
+        restored = lib.nn.Sequential(_scaled_linear(lib)(4, 3), lib.nn.ReLU(), lib.nn.Linear(3, 2))
+        restored.load_state_dict(state)
+        x = lib.linspace(-1.0, 1.0, 8).reshape(2, 4)
+        results.append(
+            (
+                list(state),
+                str(state["0.weight_codes"].dtype).split(".")[-1],
+                [state[k].numpy() for k in state],
+                restored(x).detach().numpy(),
+            )
+        )
+    (keys, dtype, values, out), (vk_keys, vk_dtype, vk_values, vk_out) = results
+    assert vk_keys == keys and vk_dtype == dtype == "int8"
+    for got, expected in zip(vk_values, values):
+        np.testing.assert_allclose(got, expected, rtol=1e-6)
+    np.testing.assert_allclose(vk_out, out, rtol=1e-5, atol=1e-6)
+
+
+def _small_init(lib, layer):
+    class SmallInit(getattr(lib.nn, layer)):
+        def reset_parameters(self):
+            lib.nn.init.normal_(self.weight, std=0.02)
+            self._fill_padding_idx_with_zero()
+
+    return SmallInit
+
+
+@pytest.mark.parametrize("layer", ["Embedding", "EmbeddingBag"])
+def test_an_embedding_subclass_reset_parameters_zeroes_the_padding_row_as_pytorch(layer):
+    """A custom init (``normal_(std=0.02)``) then PyTorch's ``_fill_padding_idx_with_zero``."""
+    weights = []
+    for lib in (torch, vkml):
+        lib.manual_seed(0)
+        weights.append(_small_init(lib, layer)(5, 3, padding_idx=2).weight.detach().numpy())
+    assert not weights[1][2].any()
+    np.testing.assert_array_equal(weights[1], weights[0])

@@ -633,6 +633,18 @@ class Module:
             destination._metadata[prefix[:-1]] = local_metadata
         for hook in list(self.__dict__.get("_state_dict_pre_hooks", {}).values()):
             hook(self, prefix, keep_vars)
+        self._save_to_state_dict(destination, prefix, keep_vars)
+        for name, module in self._modules.items():
+            if module is not None:
+                module.state_dict(destination=destination, prefix=f"{prefix}{name}.", keep_vars=keep_vars)
+        for hook in list(self.__dict__.get("_state_dict_hooks", {}).values()):
+            if hook(self, destination, prefix, local_metadata) is not None:
+                raise RuntimeError("state_dict post-hook must return None")
+        return destination
+
+    def _save_to_state_dict(self, destination: dict, prefix: str, keep_vars: bool) -> None:
+        """Write this module's own state (not its children's) into ``destination``: PyTorch's hook, which
+        subclasses override to save more or other entries (quantized layers, fairseq's modules)."""
         for name, param in self._parameters.items():
             if param is not None:
                 destination[prefix + name] = param if keep_vars else param.detach()
@@ -641,13 +653,6 @@ class Module:
                 destination[prefix + name] = buffer if keep_vars else buffer.detach()
         if self._has_extra_state():
             destination[prefix + "_extra_state"] = self.get_extra_state()
-        for name, module in self._modules.items():
-            if module is not None:
-                module.state_dict(destination=destination, prefix=f"{prefix}{name}.", keep_vars=keep_vars)
-        for hook in list(self.__dict__.get("_state_dict_hooks", {}).values()):
-            if hook(self, destination, prefix, local_metadata) is not None:
-                raise RuntimeError("state_dict post-hook must return None")
-        return destination
 
     def _local_state(self) -> dict[str, Tensor]:
         state = {k: v for k, v in self._parameters.items() if v is not None}

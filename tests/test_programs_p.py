@@ -20,8 +20,14 @@ PROGRAMS = {
     "sentence_embeddings": (4, 1e-4),
     "alibi_window_attention": (4, 1e-4),
     "whisper_tiny": (4, 1e-4),
+    "text_cnn_ner": (4, 1e-4),
 }
 VARIANTS = {
+    "text_cnn_ner": [
+        {"TASK": "char"},
+        {"TASK": "ner"},
+        {"TASK": "ner", "ACTIVE_LOSS": True, "LABEL_ALL_TOKENS": True},
+    ],
     "whisper_tiny": [{"SDPA": False}],
     "alibi_window_attention": [{"ATTN": "sliding", "PRETRAINING_TP": 2}, {"ATTN": "prefix"}],
     "sentence_embeddings": [

@@ -4,7 +4,9 @@ tests/test_programs_p.py, each against PyTorch.
 whisper_tiny: openai/whisper's ``Conv1d`` overrides ``_conv_forward(x, weight, bias)`` to cast its weights to
 the input's dtype; vkml's convolutions had no ``_conv_forward`` and their ``forward`` never called it, so a
 bfloat16 spectrogram met float32 weights and raised. Weight-standardised convolutions call the same hook
-from their own ``forward``.
+from their own ``forward``. Probes of the other overridable helpers such code subclasses: ``state_dict()``
+never called ``_save_to_state_dict`` (quantized and fairseq layers override it to save other entries), and
+``Embedding``/``EmbeddingBag`` had no ``_fill_padding_idx_with_zero`` for a custom ``reset_parameters``.
 """
 
 from __future__ import annotations

@@ -23,8 +23,10 @@ PROGRAMS = {
     "alibi_window_attention": (4, 1e-4),
     "whisper_tiny": (4, 1e-4),
     "text_cnn_ner": (4, 1e-4),
+    "trl_dpo_reward": (4, 1e-4),
 }
 VARIANTS = {
+    "trl_dpo_reward": [{"STAGE": "sft"}, {"STAGE": "reward"}, {"LOSS": "hinge"}, {"LOSS": "ipo"}],
     "text_cnn_ner": [
         {"TASK": "char"},
         {"TASK": "ner"},

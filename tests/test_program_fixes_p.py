@@ -6,7 +6,10 @@ the input's dtype; vkml's convolutions had no ``_conv_forward`` and their ``forw
 bfloat16 spectrogram met float32 weights and raised. Weight-standardised convolutions call the same hook
 from their own ``forward``. Probes of the other overridable helpers such code subclasses: ``state_dict()``
 never called ``_save_to_state_dict`` (quantized and fairseq layers override it to save other entries), and
-``Embedding``/``EmbeddingBag`` had no ``_fill_padding_idx_with_zero`` for a custom ``reset_parameters``.
+``Embedding``/``EmbeddingBag`` had no ``_fill_padding_idx_with_zero`` for a custom ``reset_parameters``;
+``Module.to``/``half``/``double`` converted every module's tensors directly, never through ``_apply``, so a
+rotary table kept as a plain attribute by an ``_apply`` override stayed float32; ``torch.nn.modules.linear``
+lacked ``NonDynamicallyQuantizableLinear`` and ``torch.nn.modules.module`` ``_IncompatibleKeys``.
 """
 
 from __future__ import annotations
@@ -136,3 +139,47 @@ def test_an_embedding_subclass_reset_parameters_zeroes_the_padding_row_as_pytorc
         weights.append(_small_init(lib, layer)(5, 3, padding_idx=2).weight.detach().numpy())
     assert not weights[1][2].any()
     np.testing.assert_array_equal(weights[1], weights[0])
+
+
+def _rotary_cache(lib):
+    """A rotary table kept as a plain attribute, converted by an ``_apply`` override (as older LLM code does)."""
+
+    class RotaryEmbedding(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.cos_cached = lib.arange(4.0) / 8
+            self.proj = lib.nn.Linear(4, 4)
+
+        def _apply(self, fn, *args, **kwargs):
+            self.cos_cached = fn(self.cos_cached)
+            return super()._apply(fn, *args, **kwargs)
+
+    return RotaryEmbedding
+
+
+@pytest.mark.parametrize("convert", ["double", "half", "to_bfloat16"])
+def test_an_apply_override_sees_each_conversion_as_in_pytorch(convert):
+    dtypes = []
+    for lib in (torch, vkml):
+        model = lib.nn.Sequential(lib.nn.Sequential(_rotary_cache(lib)()))
+        model = model.to(lib.bfloat16) if convert == "to_bfloat16" else getattr(model, convert)()
+        rotary = model[0][0]
+        dtypes.append((str(rotary.cos_cached.dtype), str(rotary.proj.weight.dtype), rotary.cos_cached.float().numpy()))
+    assert dtypes[1][0].split(".")[-1] == dtypes[0][0].split(".")[-1]
+    assert dtypes[1][1].split(".")[-1] == dtypes[0][1].split(".")[-1]
+    np.testing.assert_array_equal(dtypes[1][2], dtypes[0][2])
+
+
+def test_torch_nn_modules_names_that_library_code_imports():
+    """``NonDynamicallyQuantizableLinear`` (MultiheadAttention's out_proj, matched by PEFT-style code) and
+    ``_IncompatibleKeys`` (load_state_dict's result type) where PyTorch defines them."""
+    from vkml.nn.modules.linear import NonDynamicallyQuantizableLinear
+    from vkml.nn.modules.module import _IncompatibleKeys
+
+    attention = vkml.nn.MultiheadAttention(4, 2)
+    assert isinstance(attention.out_proj, NonDynamicallyQuantizableLinear)
+    assert isinstance(
+        torch.nn.MultiheadAttention(4, 2).out_proj, torch.nn.modules.linear.NonDynamicallyQuantizableLinear
+    )
+    result = vkml.nn.Linear(2, 2).load_state_dict({}, strict=False)
+    assert isinstance(result, _IncompatibleKeys) and result.missing_keys == ["weight", "bias"]

@@ -939,17 +939,25 @@ class Module:
     # ------------------------------------------------------------------ conversion
     def _apply_to_tensors(self, convert: Callable[[Tensor], Tensor], recurse: bool = True) -> Module:
         """Convert every parameter (in place: same object), and its gradient and every buffer (new tensors)."""
+        return self._apply(convert, recurse)
+
+    def _apply(self, fn: Callable[[Tensor], Tensor], recurse: bool = True) -> Module:
+        """``fn`` on the children's tensors (each child's own ``_apply``), then on this module's parameters (in
+        place), their gradients and its buffers: PyTorch's hook under ``to``, ``half``, ``cuda``, ...; a module
+        that caches plain tensor attributes (rotary tables) overrides it to convert them too."""
+        if recurse:
+            for module in self.children():
+                module._apply(fn)
         with autograd.no_grad():
-            for module in self.modules() if recurse else (self,):
-                for param in module._parameters.values():
-                    if param is None:
-                        continue
-                    _set_data(param, convert(param))
-                    if param.grad is not None:  # a new gradient tensor: a gradient may be a view
-                        param.grad = convert(param.grad)
-                for name, buffer in module._buffers.items():
-                    if buffer is not None:
-                        module._buffers[name] = convert(buffer)
+            for param in self._parameters.values():
+                if param is None:
+                    continue
+                _set_data(param, fn(param))
+                if param.grad is not None:  # a new gradient tensor: a gradient may be a view
+                    param.grad = fn(param.grad)
+            for name, buffer in self._buffers.items():
+                if buffer is not None:
+                    self._buffers[name] = fn(buffer)
         return self
 
     def to(self, *args, **kwargs) -> Module:

@@ -2,4 +2,4 @@
 
 from ._export import export
 
-export(globals(), ["Module"])
+export(globals(), ["Module"], {"_IncompatibleKeys": "vkml.nn.loading"})

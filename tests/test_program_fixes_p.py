@@ -9,7 +9,9 @@ never called ``_save_to_state_dict`` (quantized and fairseq layers override it t
 ``Embedding``/``EmbeddingBag`` had no ``_fill_padding_idx_with_zero`` for a custom ``reset_parameters``;
 ``Module.to``/``half``/``double`` converted every module's tensors directly, never through ``_apply``, so a
 rotary table kept as a plain attribute by an ``_apply`` override stayed float32; ``torch.nn.modules.linear``
-lacked ``NonDynamicallyQuantizableLinear`` and ``torch.nn.modules.module`` ``_IncompatibleKeys``.
+lacked ``NonDynamicallyQuantizableLinear`` and ``torch.nn.modules.module`` ``_IncompatibleKeys`` and the
+global ``register_module_forward_hook`` / ``register_module_forward_pre_hook`` that profilers and FLOP
+counters register.
 """
 
 from __future__ import annotations
@@ -183,3 +185,33 @@ def test_torch_nn_modules_names_that_library_code_imports():
     )
     result = vkml.nn.Linear(2, 2).load_state_dict({}, strict=False)
     assert isinstance(result, _IncompatibleKeys) and result.missing_keys == ["weight", "bias"]
+
+
+def _hook_calls(lib) -> list[str]:
+    """A model's calls seen by a module hook and by global ones, then again once the global ones are removed."""
+    from importlib import import_module
+
+    module_namespace = import_module(f"{lib.__name__}.nn.modules.module")
+    calls = []
+    model = lib.nn.Sequential(lib.nn.Linear(2, 2), lib.nn.ReLU())
+    model[0].register_forward_hook(lambda m, args, out: calls.append("own"))
+    handles = [
+        module_namespace.register_module_forward_pre_hook(lambda m, args: calls.append("pre " + type(m).__name__)),
+        module_namespace.register_module_forward_hook(
+            lambda m, args, kwargs, out: calls.append(f"post {type(m).__name__} {tuple(out.shape)}"),
+            with_kwargs=True,
+        ),
+    ]
+    try:
+        model(lib.ones(3, 2))
+    finally:
+        for handle in handles:
+            handle.remove()
+    model(lib.ones(3, 2))  # removed: only the module's own hook
+    return calls
+
+
+def test_global_module_forward_hooks_run_before_each_module_s_own_as_pytorch():
+    """fvcore/profiler-style counters: ``torch.nn.modules.module.register_module_forward_(pre_)hook``."""
+    expected = _hook_calls(torch)
+    assert _hook_calls(vkml) == expected and expected.count("own") == 2

@@ -200,6 +200,47 @@ def _is_device(value) -> bool:
     return isinstance(value, str) or hasattr(value, "allocate")
 
 
+# torch.nn.modules.module's global forward hooks: called for every module's call, before its own (profilers and
+# FLOP counters register them); ids come from RemovableHandle, so they never collide with a module's own hooks
+_global_forward_pre_hooks: OrderedDict = OrderedDict()
+_global_forward_hooks: OrderedDict = OrderedDict()
+_global_forward_hooks_with_kwargs: set = set()
+_global_forward_hooks_always_called: set = set()
+
+
+def register_module_forward_pre_hook(hook: Callable) -> RemovableHandle:
+    """Call ``hook(module, args)`` before every module's ``forward``; a non-None result replaces the arguments.
+
+    >>> handle = register_module_forward_pre_hook(lambda module, args: None)
+    >>> handle.remove()
+    """
+    handle = RemovableHandle(_global_forward_pre_hooks)
+    _global_forward_pre_hooks[handle.id] = hook
+    return handle
+
+
+def register_module_forward_hook(
+    hook: Callable, *, with_kwargs: bool = False, always_call: bool = False
+) -> RemovableHandle:
+    """Call ``hook(module, args, output)`` (``with_kwargs``: ``hook(module, args, kwargs, output)``) after every
+    module's ``forward``; a non-None result replaces the output. ``always_call``: also when ``forward`` raises.
+
+    >>> calls = []
+    >>> handle = register_module_forward_hook(lambda module, args, output: calls.append(type(module).__name__))
+    >>> _ = vkml.nn.Linear(2, 2)(vkml.ones(1, 2))
+    >>> handle.remove()
+    >>> calls
+    ['Linear']
+    """
+    handle = RemovableHandle(_global_forward_hooks)
+    _global_forward_hooks[handle.id] = hook
+    if with_kwargs:
+        _global_forward_hooks_with_kwargs.add(handle.id)
+    if always_call:
+        _global_forward_hooks_always_called.add(handle.id)
+    return handle
+
+
 class Module:
     """Base class of layers and models: holds parameters, buffers and sub-modules, found by attribute.
 
@@ -235,7 +276,14 @@ class Module:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
-        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks):
+        if not (
+            self._forward_pre_hooks
+            or self._forward_hooks
+            or self._backward_hooks
+            or self._backward_pre_hooks
+            or _global_forward_pre_hooks
+            or _global_forward_hooks
+        ):
             return self.forward(*args, **kwargs)
         return self._call_with_hooks(args, kwargs)
 
@@ -252,7 +300,9 @@ class Module:
         )
 
     def _call_with_hooks(self, args: tuple, kwargs: dict):
-        for hook_id, hook in list(self._forward_pre_hooks.items()):
+        # every module's global hooks (register_module_forward_pre_hook) run before its own, as PyTorch's
+        pre_hooks = [*_global_forward_pre_hooks.items(), *self._forward_pre_hooks.items()]
+        for hook_id, hook in pre_hooks:
             if hook_id in self._forward_pre_hooks_with_kwargs:
                 result = hook(self, args, kwargs)
                 if result is not None:
@@ -270,8 +320,8 @@ class Module:
         except Exception:
             self._call_always_called_hooks(args, kwargs)
             raise
-        for hook_id, hook in list(self._forward_hooks.items()):
-            if hook_id in self._forward_hooks_with_kwargs:
+        for hook_id, hook in [*_global_forward_hooks.items(), *self._forward_hooks.items()]:
+            if hook_id in self._forward_hooks_with_kwargs or hook_id in _global_forward_hooks_with_kwargs:
                 result = hook(self, args, kwargs, output)
             else:
                 result = hook(self, args, output)
@@ -281,11 +331,11 @@ class Module:
 
     def _call_always_called_hooks(self, args: tuple, kwargs: dict) -> None:
         """After ``forward`` raised: the hooks registered with ``always_call`` see output None; their errors are silenced."""
-        for hook_id, hook in list(self._forward_hooks.items()):
-            if hook_id not in self._forward_hooks_always_called:
+        for hook_id, hook in [*_global_forward_hooks.items(), *self._forward_hooks.items()]:
+            if hook_id not in self._forward_hooks_always_called and hook_id not in _global_forward_hooks_always_called:
                 continue
             try:
-                if hook_id in self._forward_hooks_with_kwargs:
+                if hook_id in self._forward_hooks_with_kwargs or hook_id in _global_forward_hooks_with_kwargs:
                     hook(self, args, kwargs, None)
                 else:
                     hook(self, args, None)

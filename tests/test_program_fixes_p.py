@@ -11,7 +11,7 @@ never called ``_save_to_state_dict`` (quantized and fairseq layers override it t
 rotary table kept as a plain attribute by an ``_apply`` override stayed float32; ``torch.nn.modules.linear``
 lacked ``NonDynamicallyQuantizableLinear`` and ``torch.nn.modules.module`` ``_IncompatibleKeys`` and the
 global ``register_module_forward_hook`` / ``register_module_forward_pre_hook`` that profilers and FLOP
-counters register.
+counters register; the recurrent layers lacked ``_flat_weights``, ``_flat_weights_names`` and ``_all_weights``.
 """
 
 from __future__ import annotations
@@ -215,3 +215,13 @@ def test_global_module_forward_hooks_run_before_each_module_s_own_as_pytorch():
     """fvcore/profiler-style counters: ``torch.nn.modules.module.register_module_forward_(pre_)hook``."""
     expected = _hook_calls(torch)
     assert _hook_calls(vkml) == expected and expected.count("own") == 2
+
+
+@pytest.mark.parametrize("options", [{}, {"num_layers": 2, "bidirectional": True, "proj_size": 2}, {"bias": False}])
+def test_rnn_flat_weight_names_and_weights_are_pytorch_s(options):
+    """``_flat_weights_names``, ``_all_weights`` and ``_flat_weights``, which weight-dropping wrappers read."""
+    expected, got = torch.nn.LSTM(3, 4, **options), vkml.nn.LSTM(3, 4, **options)
+    assert got._flat_weights_names == expected._flat_weights_names
+    assert got._all_weights == expected._all_weights
+    assert [tuple(w.shape) for w in got._flat_weights] == [tuple(w.shape) for w in expected._flat_weights]
+    assert all(w is getattr(got, name) for w, name in zip(got._flat_weights, got._flat_weights_names))

@@ -78,12 +78,14 @@ class _ConvNd(Module):
                 bound = 1 / math.sqrt(fan_in)
                 init.uniform_(self.bias, -bound, bound)
 
-    def forward(self, input):
+    def _conv_forward(self, input, weight, bias):
+        """The convolution of ``input`` by ``weight`` and ``bias``: PyTorch's hook, which subclasses override
+        (openai/whisper casts the weights to the input's dtype here)."""
         return FL._conv(
             f"conv{self._n}d",
             input,
-            self.weight,
-            self.bias,
+            weight,
+            bias,
             self.stride,
             self.padding,
             self.dilation,
@@ -91,6 +93,9 @@ class _ConvNd(Module):
             self._n,
             self.padding_mode,
         )
+
+    def forward(self, input):
+        return self._conv_forward(input, self.weight, self.bias)
 
     def extra_repr(self) -> str:
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"

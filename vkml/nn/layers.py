@@ -134,6 +134,11 @@ class Embedding(Module):
     def reset_parameters(self) -> None:
         """PyTorch's default: standard normal (``init.normal_``), then ``padding_idx``'s row zeroed."""
         init.normal_(self.weight)
+        self._fill_padding_idx_with_zero()
+
+    def _fill_padding_idx_with_zero(self) -> None:
+        """Zero ``padding_idx``'s row of the weight: PyTorch's helper, which a subclass's own
+        ``reset_parameters`` calls after its initialisation."""
         if self.padding_idx is not None:
             rows = functions.reshape(creation.arange(self.num_embeddings, device=self.weight.device), -1, 1)
             _set_data(self.weight, functions.where(rows == self.padding_idx, 0.0, self.weight))

@@ -372,6 +372,10 @@ class EmbeddingBag(Module):
 
     def reset_parameters(self) -> None:
         init.normal_(self.weight)
+        self._fill_padding_idx_with_zero()
+
+    def _fill_padding_idx_with_zero(self) -> None:
+        """Zero ``padding_idx``'s row of the weight, as PyTorch's helper of the same name."""
         if self.padding_idx is not None:
             rows = functions.reshape(F._class_indices(self.num_embeddings, self.weight.device), -1, 1)
             _set_data(self.weight, functions.where(rows == self.padding_idx, 0.0, self.weight))

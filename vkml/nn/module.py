@@ -204,6 +204,47 @@ def _is_device(value) -> bool:
     return isinstance(value, str) or hasattr(value, "allocate")
 
 
+# torch.nn.modules.module's global forward hooks: called for every module's call, before its own (profilers and
+# FLOP counters register them); ids come from RemovableHandle, so they never collide with a module's own hooks
+_global_forward_pre_hooks: OrderedDict = OrderedDict()
+_global_forward_hooks: OrderedDict = OrderedDict()
+_global_forward_hooks_with_kwargs: set = set()
+_global_forward_hooks_always_called: set = set()
+
+
+def register_module_forward_pre_hook(hook: Callable) -> RemovableHandle:
+    """Call ``hook(module, args)`` before every module's ``forward``; a non-None result replaces the arguments.
+
+    >>> handle = register_module_forward_pre_hook(lambda module, args: None)
+    >>> handle.remove()
+    """
+    handle = RemovableHandle(_global_forward_pre_hooks)
+    _global_forward_pre_hooks[handle.id] = hook
+    return handle
+
+
+def register_module_forward_hook(
+    hook: Callable, *, with_kwargs: bool = False, always_call: bool = False
+) -> RemovableHandle:
+    """Call ``hook(module, args, output)`` (``with_kwargs``: ``hook(module, args, kwargs, output)``) after every
+    module's ``forward``; a non-None result replaces the output. ``always_call``: also when ``forward`` raises.
+
+    >>> calls = []
+    >>> handle = register_module_forward_hook(lambda module, args, output: calls.append(type(module).__name__))
+    >>> _ = vkml.nn.Linear(2, 2)(vkml.ones(1, 2))
+    >>> handle.remove()
+    >>> calls
+    ['Linear']
+    """
+    handle = RemovableHandle(_global_forward_hooks)
+    _global_forward_hooks[handle.id] = hook
+    if with_kwargs:
+        _global_forward_hooks_with_kwargs.add(handle.id)
+    if always_call:
+        _global_forward_hooks_always_called.add(handle.id)
+    return handle
+
+
 class Module:
     """Base class of layers and models: holds parameters, buffers and sub-modules, found by attribute.
 
@@ -239,7 +280,14 @@ class Module:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
-        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks):
+        if not (
+            self._forward_pre_hooks
+            or self._forward_hooks
+            or self._backward_hooks
+            or self._backward_pre_hooks
+            or _global_forward_pre_hooks
+            or _global_forward_hooks
+        ):
             return self.forward(*args, **kwargs)
         return self._call_with_hooks(args, kwargs)
 
@@ -256,7 +304,9 @@ class Module:
         )
 
     def _call_with_hooks(self, args: tuple, kwargs: dict):
-        for hook_id, hook in list(self._forward_pre_hooks.items()):
+        # every module's global hooks (register_module_forward_pre_hook) run before its own, as PyTorch's
+        pre_hooks = [*_global_forward_pre_hooks.items(), *self._forward_pre_hooks.items()]
+        for hook_id, hook in pre_hooks:
             if hook_id in self._forward_pre_hooks_with_kwargs:
                 result = hook(self, args, kwargs)
                 if result is not None:
@@ -274,8 +324,8 @@ class Module:
         except Exception:
             self._call_always_called_hooks(args, kwargs)
             raise
-        for hook_id, hook in list(self._forward_hooks.items()):
-            if hook_id in self._forward_hooks_with_kwargs:
+        for hook_id, hook in [*_global_forward_hooks.items(), *self._forward_hooks.items()]:
+            if hook_id in self._forward_hooks_with_kwargs or hook_id in _global_forward_hooks_with_kwargs:
                 result = hook(self, args, kwargs, output)
             else:
                 result = hook(self, args, output)
@@ -285,11 +335,11 @@ class Module:
 
     def _call_always_called_hooks(self, args: tuple, kwargs: dict) -> None:
         """After ``forward`` raised: the hooks registered with ``always_call`` see output None; their errors are silenced."""
-        for hook_id, hook in list(self._forward_hooks.items()):
-            if hook_id not in self._forward_hooks_always_called:
+        for hook_id, hook in [*_global_forward_hooks.items(), *self._forward_hooks.items()]:
+            if hook_id not in self._forward_hooks_always_called and hook_id not in _global_forward_hooks_always_called:
                 continue
             try:
-                if hook_id in self._forward_hooks_with_kwargs:
+                if hook_id in self._forward_hooks_with_kwargs or hook_id in _global_forward_hooks_with_kwargs:
                     hook(self, args, kwargs, None)
                 else:
                     hook(self, args, None)
@@ -639,14 +689,7 @@ class Module:
             destination._metadata[prefix[:-1]] = local_metadata
         for hook in list(self.__dict__.get("_state_dict_pre_hooks", {}).values()):
             hook(self, prefix, keep_vars)
-        for name, param in self._parameters.items():
-            if param is not None:
-                destination[prefix + name] = param if keep_vars else param.detach()
-        for name, buffer in self._buffers.items():
-            if buffer is not None and name not in self._non_persistent_buffers_set:
-                destination[prefix + name] = buffer if keep_vars else buffer.detach()
-        if self._has_extra_state():
-            destination[prefix + "_extra_state"] = self.get_extra_state()
+        self._save_to_state_dict(destination, prefix, keep_vars)
         for name, module in self._modules.items():
             if module is not None:
                 module.state_dict(destination=destination, prefix=f"{prefix}{name}.", keep_vars=keep_vars)
@@ -657,6 +700,18 @@ class Module:
                     raise RuntimeError("state_dict post-hook must return None")
                 destination = replaced  # a private-API hook may give a new state_dict, as PyTorch's
         return destination
+
+    def _save_to_state_dict(self, destination: dict, prefix: str, keep_vars: bool) -> None:
+        """Write this module's own state (not its children's) into ``destination``: PyTorch's hook, which
+        subclasses override to save more or other entries (quantized layers, fairseq's modules)."""
+        for name, param in self._parameters.items():
+            if param is not None:
+                destination[prefix + name] = param if keep_vars else param.detach()
+        for name, buffer in self._buffers.items():
+            if buffer is not None and name not in self._non_persistent_buffers_set:
+                destination[prefix + name] = buffer if keep_vars else buffer.detach()
+        if self._has_extra_state():
+            destination[prefix + "_extra_state"] = self.get_extra_state()
 
     def _local_state(self) -> dict[str, Tensor]:
         state = {k: v for k, v in self._parameters.items() if v is not None}
@@ -957,17 +1012,25 @@ class Module:
     # ------------------------------------------------------------------ conversion
     def _apply_to_tensors(self, convert: Callable[[Tensor], Tensor], recurse: bool = True) -> Module:
         """Convert every parameter (in place: same object), and its gradient and every buffer (new tensors)."""
+        return self._apply(convert, recurse)
+
+    def _apply(self, fn: Callable[[Tensor], Tensor], recurse: bool = True) -> Module:
+        """``fn`` on the children's tensors (each child's own ``_apply``), then on this module's parameters (in
+        place), their gradients and its buffers: PyTorch's hook under ``to``, ``half``, ``cuda``, ...; a module
+        that caches plain tensor attributes (rotary tables) overrides it to convert them too."""
+        if recurse:
+            for module in self.children():
+                module._apply(fn)
         with autograd.no_grad():
-            for module in self.modules() if recurse else (self,):
-                for param in module._parameters.values():
-                    if param is None:
-                        continue
-                    _set_data(param, convert(param))
-                    if param.grad is not None:  # a new gradient tensor: a gradient may be a view
-                        param.grad = convert(param.grad)
-                for name, buffer in module._buffers.items():
-                    if buffer is not None:
-                        module._buffers[name] = convert(buffer)
+            for param in self._parameters.values():
+                if param is None:
+                    continue
+                _set_data(param, fn(param))
+                if param.grad is not None:  # a new gradient tensor: a gradient may be a view
+                    param.grad = fn(param.grad)
+            for name, buffer in self._buffers.items():
+                if buffer is not None:
+                    self._buffers[name] = fn(buffer)
         return self
 
     def to(self, *args, **kwargs) -> Module:

@@ -487,16 +487,31 @@ class _RNNBase(Module):
         """
 
     @property
-    def all_weights(self) -> list[list[Parameter]]:
-        """The parameters by layer and direction, each list in registration order (as PyTorch's)."""
+    def _all_weights(self) -> list[list[str]]:
+        """The parameters' names by layer and direction, each list in registration order (PyTorch's attribute,
+        which weight-dropping wrappers such as AWD-LSTM's ``WeightDrop`` read)."""
         directions = 2 if self.bidirectional else 1
         kinds = ("weight_ih", "weight_hh", "bias_ih", "bias_hh") if self.bias else ("weight_ih", "weight_hh")
         kinds += ("weight_hr",) if self.proj_size else ()
         return [
-            [getattr(self, f"{kind}_l{layer}{suffix}") for kind in kinds]
+            [f"{kind}_l{layer}{suffix}" for kind in kinds]
             for layer in range(self.num_layers)
             for suffix in ("", "_reverse")[:directions]
         ]
+
+    @property
+    def _flat_weights_names(self) -> list[str]:
+        return [name for names in self._all_weights for name in names]
+
+    @property
+    def _flat_weights(self) -> list:
+        """The weights in ``_flat_weights_names``' order, read where they are now."""
+        return [getattr(self, name) for name in self._flat_weights_names]
+
+    @property
+    def all_weights(self) -> list[list[Parameter]]:
+        """The parameters by layer and direction, each list in registration order (as PyTorch's)."""
+        return [[getattr(self, name) for name in names] for names in self._all_weights]
 
     def extra_repr(self) -> str:
         text = f"{self.input_size}, {self.hidden_size}"

@@ -2,4 +2,8 @@
 
 from ._export import export
 
-export(globals(), ["Identity", "Linear", "Bilinear", "LazyLinear"])
+export(
+    globals(),
+    ["Identity", "Linear", "Bilinear", "LazyLinear"],
+    {"NonDynamicallyQuantizableLinear": "vkml.nn.attention"},
+)

@@ -2,4 +2,12 @@
 
 from ._export import export
 
-export(globals(), ["Module"])
+export(
+    globals(),
+    ["Module"],
+    {
+        "_IncompatibleKeys": "vkml.nn.loading",
+        "register_module_forward_hook": "vkml.nn.module",
+        "register_module_forward_pre_hook": "vkml.nn.module",
+    },
+)

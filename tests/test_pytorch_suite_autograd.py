@@ -1960,7 +1960,6 @@ SLOW = {name: SC.pop(name) for name in ("checkpoint_basic", "weight_norm", "lstm
 KNOWN = {
     "grad_fn_register_hook": "a grad_fn has no register_hook (Node hooks)",
     "grad_fn_prehook": "a grad_fn has no register_prehook (Node hooks)",
-    "global_forward_hook": "nn.modules.module.register_module_forward_hook (global hooks) is missing",
     "inference_tensor_saved": "vkml raises when backward reads a saved inference tensor, PyTorch when it is saved",
     "version_counter_error": "vkml's message names the op that saved the tensor, not PyTorch's node",
     "version_counter_error_pow": "vkml's message names the op that saved the tensor, not PyTorch's node",

@@ -31,6 +31,7 @@ GRAD_TESTED = {
     "half_group_norm",
     "half_addcmul",
     "half_soft_margin_loss",
+    "half_glu",
 }
 
 
@@ -100,6 +101,7 @@ CASES = {
     "instance_norm_plain": (lambda m, x: m.nn.functional.instance_norm(x), [(2, 3, 4, 5)], True),
     "adaptive_avg_pool3d": (lambda m, x: m.nn.functional.adaptive_avg_pool3d(x, (5, 7, 4)), [(2, 8, 8, 8)], True),
     "interpolate_area_up": (lambda m, x: m.nn.functional.interpolate(x, size=5, mode="area"), [(1, 2, 4, 4, 4)], True),
+    "glu": (lambda m, x: m.nn.functional.glu(x, 1), [(3, 8, 5)], True),
     "interpolate_bicubic": (
         lambda m, x: m.nn.functional.interpolate(x, scale_factor=1.7, mode="bicubic"),
         [(1, 2, 5, 6)],
@@ -111,9 +113,9 @@ CASES = {
 # Rows run in the default suite (each row builds its own kernels, seconds on this machine's CPU
 # interpreter and lavapipe); the rest run with -m stress.
 DEFAULT = {"logspace", "logspace_base2", "logspace_one_step", "vector_norm_2", "var", "std_one_element"}
-DEFAULT |= {"interpolate_linear"}
+DEFAULT |= {"interpolate_linear", "glu"}
 # Rows also run on Vulkan in the default suite; the rest with -m stress.
-ON_VULKAN = {"vector_norm_2"}
+ON_VULKAN = {"vector_norm_2", "glu"}
 
 # Rows whose values may differ from PyTorch's by one unit in the last place: PyTorch's build contracts
 # ``t0 * w0 + t1 * w1`` into a fused multiply-add, which vkml (correctly rounded float32 ops) does not.

@@ -102,6 +102,15 @@ CASES = {
     "adaptive_avg_pool3d": (lambda m, x: m.nn.functional.adaptive_avg_pool3d(x, (5, 7, 4)), [(2, 8, 8, 8)], True),
     "interpolate_area_up": (lambda m, x: m.nn.functional.interpolate(x, size=5, mode="area"), [(1, 2, 4, 4, 4)], True),
     "glu": (lambda m, x: m.nn.functional.glu(x, 1), [(3, 8, 5)], True),
+    # gelu's gradient in float32 from erf, as PyTorch's half kernel (the inputs halved: away from
+    # x < -3.5, where PyTorch's 1 + erf(x) cancels and the two math libraries' last float32 bits show)
+    "gelu_grad": (lambda m, x: m.nn.functional.gelu(x * 0.5), [(8, 9)], True),
+    "gelu_tanh_grad": (lambda m, x: m.nn.functional.gelu(x * 0.5, approximate="tanh"), [(8, 9)], True),
+    "conv_transpose2d": (
+        lambda m, x, w, b: m.nn.functional.conv_transpose2d(x, w, b, stride=2, padding=1),
+        [(1, 3, 5, 4), (3, 2, 3, 3), (2,)],
+        True,
+    ),
     "interpolate_bicubic": (
         lambda m, x: m.nn.functional.interpolate(x, scale_factor=1.7, mode="bicubic"),
         [(1, 2, 5, 6)],
@@ -113,7 +122,7 @@ CASES = {
 # Rows run in the default suite (each row builds its own kernels, seconds on this machine's CPU
 # interpreter and lavapipe); the rest run with -m stress.
 DEFAULT = {"logspace", "logspace_base2", "logspace_one_step", "vector_norm_2", "var", "std_one_element"}
-DEFAULT |= {"interpolate_linear", "glu"}
+DEFAULT |= {"interpolate_linear", "glu", "gelu_grad"}
 # Rows also run on Vulkan in the default suite; the rest with -m stress.
 ON_VULKAN = {"vector_norm_2", "glu"}
 

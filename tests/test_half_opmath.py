@@ -32,12 +32,19 @@ GRAD_TESTED = {
     "half_addcmul",
     "half_soft_margin_loss",
     "half_glu",
+    "half_bce",
+    "half_logit",
 }
 
 
 def _inputs(shapes, seed: int, scale: float = 3.0):
     g = np.random.default_rng(seed)
     return [(g.standard_normal(s) * scale).astype(np.float32) for s in shapes]
+
+
+def _probability(x):
+    """``x`` moved into (0, 1) by steps exact in both libraries (a power-of-two scale, a clamp, one add)."""
+    return (x * 0.0625).clamp(-0.45, 0.45) + 0.5
 
 
 # id -> (function of (module, *tensors), input shapes, whether gradients are compared)
@@ -106,6 +113,19 @@ CASES = {
     # x < -3.5, where PyTorch's 1 + erf(x) cancels and the two math libraries' last float32 bits show)
     "gelu_grad": (lambda m, x: m.nn.functional.gelu(x * 0.5), [(8, 9)], True),
     "gelu_tanh_grad": (lambda m, x: m.nn.functional.gelu(x * 0.5, approximate="tanh"), [(8, 9)], True),
+    "binary_cross_entropy": (
+        lambda m, x, t: m.nn.functional.binary_cross_entropy(_probability(x), _probability(t), t.detach().abs()[0]),
+        [(4, 5), (4, 5)],
+        True,
+    ),
+    "binary_cross_entropy_none": (
+        lambda m, x, t: m.nn.functional.binary_cross_entropy(_probability(x), _probability(t), reduction="none"),
+        [(4, 5), (4, 5)],
+        True,
+    ),
+    "logit": (lambda m, x: m.logit(_probability(x)), [(6, 7)], True),
+    "logit_eps": (lambda m, x: m.logit(_probability(x), eps=0.1), [(6, 7)], True),
+    "sigmoid_grad": (lambda m, x: m.sigmoid(x), [(6, 7)], True),
     "conv_transpose2d": (
         lambda m, x, w, b: m.nn.functional.conv_transpose2d(x, w, b, stride=2, padding=1),
         [(1, 3, 5, 4), (3, 2, 3, 3), (2,)],
@@ -122,7 +142,7 @@ CASES = {
 # Rows run in the default suite (each row builds its own kernels, seconds on this machine's CPU
 # interpreter and lavapipe); the rest run with -m stress.
 DEFAULT = {"logspace", "logspace_base2", "logspace_one_step", "vector_norm_2", "var", "std_one_element"}
-DEFAULT |= {"interpolate_linear", "glu", "gelu_grad"}
+DEFAULT |= {"interpolate_linear", "glu", "gelu_grad", "binary_cross_entropy_none", "logit"}
 # Rows also run on Vulkan in the default suite; the rest with -m stress.
 ON_VULKAN = {"vector_norm_2", "glu"}
 

@@ -205,6 +205,15 @@ def _grad_gelu(c):
     return (c.g * (cdf + x * pdf),)
 
 
+def _grad_sigmoid(c):
+    # float16: op for op in the dtype, as PyTorch's sigmoid_backward kernel for Half
+    return (c.g * (1 - c.output) * c.output,)
+
+
+# PyTorch's sigmoid_backward kernel for BFloat16 computes in float32 and rounds once
+_grad_sigmoid_bf16 = opmath(_grad_sigmoid)
+
+
 @opmath
 def _grad_gelu_half(c):
     """PyTorch's float16/bfloat16 GeluBackward kernel: Φ(x) from erf (a half output is too coarse to read
@@ -615,7 +624,7 @@ _float_op(
     "1 / (1 + exp(-input)).",
     "≤ 2 ulp (see mathlib.sigmoid)",
     "sigmoid(-inf) = 0, sigmoid(inf) = 1, never NaN for finite input.",
-    grad=lambda c: (c.g * (1 - c.output) * c.output,),
+    grad=lambda c: _grad_sigmoid_bf16(c) if c.output.dtype.name == "bfloat16" else _grad_sigmoid(c),
     public=Public(),
 )
 _float_op(

@@ -34,6 +34,7 @@ GRAD_TESTED = {
     "half_glu",
     "half_bce",
     "half_logit",
+    "half_addr",
 }
 
 
@@ -131,6 +132,8 @@ CASES = {
     "matmul_folded": (lambda m, a, b: m.matmul(a, b), [(3, 4, 6), (6, 5)], True),
     "matmul_folded_vector": (lambda m, a, b: m.matmul(a, b), [(2, 3, 4, 6), (6,)], True),
     "matmul_matrix_times_batch": (lambda m, a, b: m.matmul(a, b), [(4, 6), (3, 6, 5)], True),
+    "addr": (lambda m, x, a, b: m.addr(x, a, b, beta=0.6, alpha=0.2), [(5, 7), (5,), (7,)], True),
+    "addr_beta_zero": (lambda m, x, a, b: m.addr(x, a, b, beta=0, alpha=1.3), [(1,), (4,), (6,)], True),
     "conv_transpose2d": (
         lambda m, x, w, b: m.nn.functional.conv_transpose2d(x, w, b, stride=2, padding=1),
         [(1, 3, 5, 4), (3, 2, 3, 3), (2,)],
@@ -147,7 +150,7 @@ CASES = {
 # Rows run in the default suite (each row builds its own kernels, seconds on this machine's CPU
 # interpreter and lavapipe); the rest run with -m stress.
 DEFAULT = {"logspace", "logspace_base2", "logspace_one_step", "vector_norm_2", "var", "std_one_element"}
-DEFAULT |= {"interpolate_linear", "glu", "gelu_grad", "matmul_folded"}  # logit: tests/test_ops_trig.py
+DEFAULT |= {"interpolate_linear", "glu", "gelu_grad", "matmul_folded", "addr"}  # logit: tests/test_ops_trig.py
 # Rows also run on Vulkan in the default suite; the rest with -m stress.
 ON_VULKAN = {"vector_norm_2", "glu"}
 

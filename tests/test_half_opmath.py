@@ -31,12 +31,21 @@ GRAD_TESTED = {
     "half_group_norm",
     "half_addcmul",
     "half_soft_margin_loss",
+    "half_glu",
+    "half_bce",
+    "half_logit",
+    "half_addr",
 }
 
 
 def _inputs(shapes, seed: int, scale: float = 3.0):
     g = np.random.default_rng(seed)
     return [(g.standard_normal(s) * scale).astype(np.float32) for s in shapes]
+
+
+def _probability(x):
+    """``x`` moved into (0, 1) by steps exact in both libraries (a power-of-two scale, a clamp, one add)."""
+    return (x * 0.0625).clamp(-0.45, 0.45) + 0.5
 
 
 # id -> (function of (module, *tensors), input shapes, whether gradients are compared)
@@ -100,6 +109,36 @@ CASES = {
     "instance_norm_plain": (lambda m, x: m.nn.functional.instance_norm(x), [(2, 3, 4, 5)], True),
     "adaptive_avg_pool3d": (lambda m, x: m.nn.functional.adaptive_avg_pool3d(x, (5, 7, 4)), [(2, 8, 8, 8)], True),
     "interpolate_area_up": (lambda m, x: m.nn.functional.interpolate(x, size=5, mode="area"), [(1, 2, 4, 4, 4)], True),
+    "glu": (lambda m, x: m.nn.functional.glu(x, 1), [(3, 8, 5)], True),
+    # gelu's gradient in float32 from erf, as PyTorch's half kernel (the inputs halved: away from
+    # x < -3.5, where PyTorch's 1 + erf(x) cancels and the two math libraries' last float32 bits show)
+    "gelu_grad": (lambda m, x: m.nn.functional.gelu(x * 0.5), [(8, 9)], True),
+    "gelu_tanh_grad": (lambda m, x: m.nn.functional.gelu(x * 0.5, approximate="tanh"), [(8, 9)], True),
+    "binary_cross_entropy": (
+        lambda m, x, t: m.nn.functional.binary_cross_entropy(_probability(x), _probability(t), t.detach().abs()[0]),
+        [(4, 5), (4, 5)],
+        True,
+    ),
+    "binary_cross_entropy_none": (
+        lambda m, x, t: m.nn.functional.binary_cross_entropy(_probability(x), _probability(t), reduction="none"),
+        [(4, 5), (4, 5)],
+        True,
+    ),
+    "logit": (lambda m, x: m.logit(_probability(x)), [(6, 7)], True),
+    "logit_eps": (lambda m, x: m.logit(_probability(x), eps=0.1), [(6, 7)], True),
+    "sigmoid_grad": (lambda m, x: m.sigmoid(x), [(6, 7)], True),
+    # a batched operand times a matrix or vector: PyTorch folds the batch into one product, so the
+    # matrix's gradient is one sum over all rows
+    "matmul_folded": (lambda m, a, b: m.matmul(a, b), [(3, 4, 6), (6, 5)], True),
+    "matmul_folded_vector": (lambda m, a, b: m.matmul(a, b), [(2, 3, 4, 6), (6,)], True),
+    "matmul_matrix_times_batch": (lambda m, a, b: m.matmul(a, b), [(4, 6), (3, 6, 5)], True),
+    "addr": (lambda m, x, a, b: m.addr(x, a, b, beta=0.6, alpha=0.2), [(5, 7), (5,), (7,)], True),
+    "addr_beta_zero": (lambda m, x, a, b: m.addr(x, a, b, beta=0, alpha=1.3), [(1,), (4,), (6,)], True),
+    "conv_transpose2d": (
+        lambda m, x, w, b: m.nn.functional.conv_transpose2d(x, w, b, stride=2, padding=1),
+        [(1, 3, 5, 4), (3, 2, 3, 3), (2,)],
+        True,
+    ),
     "interpolate_bicubic": (
         lambda m, x: m.nn.functional.interpolate(x, scale_factor=1.7, mode="bicubic"),
         [(1, 2, 5, 6)],
@@ -111,9 +150,9 @@ CASES = {
 # Rows run in the default suite (each row builds its own kernels, seconds on this machine's CPU
 # interpreter and lavapipe); the rest run with -m stress.
 DEFAULT = {"logspace", "logspace_base2", "logspace_one_step", "vector_norm_2", "var", "std_one_element"}
-DEFAULT |= {"interpolate_linear"}
+DEFAULT |= {"interpolate_linear", "glu", "gelu_grad", "matmul_folded", "addr"}  # logit: tests/test_ops_trig.py
 # Rows also run on Vulkan in the default suite; the rest with -m stress.
-ON_VULKAN = {"vector_norm_2"}
+ON_VULKAN = {"vector_norm_2", "glu"}
 
 # Rows whose values may differ from PyTorch's by one unit in the last place: PyTorch's build contracts
 # ``t0 * w0 + t1 * w1`` into a fused multiply-add, which vkml (correctly rounded float32 ops) does not.

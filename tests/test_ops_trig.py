@@ -373,13 +373,14 @@ def test_float16_is_the_float32_result_rounded_once(name):
     op = OPS[name]
     got = op.vk(vkml.tensor(x)).numpy()
     assert got.dtype == np.float16
+    if name == "logit":  # PyTorch's half kernel, log(x / (1 - x)) op for op in float16: its bits, not float32's
+        assert_same_bits(got, from_torch(op.torch(to_torch(x))), "logit in float16: PyTorch's kernel")
+        return
     wide = op.vk(vkml.tensor(x.astype(F32))).numpy()
     with np.errstate(over="ignore"):
         assert_same_bits(got, wide.astype(np.float16), f"{name} in float16: float32 rounded once")
     want = from_torch(op.torch(to_torch(x)))
     keep = np.ones(x.shape, bool) if name not in TORCH_DIVERGES else np.abs(x.astype(F32)) < 0.5
-    if name == "logit":  # PyTorch's half logit rounds its quotient to half: 100+ steps off near 1/2
-        keep[:] = False
     if name in EARLY_OVERFLOW:
         keep &= ~((np.abs(x.astype(F32)) > 88.7) & (np.abs(x.astype(F32)) < 89.42))
     if name == "trigamma":
@@ -395,7 +396,7 @@ def _f16_all() -> np.ndarray:
 
 
 @pytest.mark.exhaustive
-@pytest.mark.parametrize("name", sorted(OPS))
+@pytest.mark.parametrize("name", sorted(set(OPS) - {"logit"}))  # float16 logit: PyTorch's kernel (above)
 def test_float16_exhaustive_within_one_step_of_the_truth(name):
     x = _f16_all()
     op = OPS[name]

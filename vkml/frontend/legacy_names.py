@@ -761,7 +761,41 @@ def vdot(input, other):
 def addr(input, vec1, vec2, *, beta=1, alpha=1):
     """beta · input + alpha · outer(vec1, vec2), as ``torch.addr`` (beta 0 ignores input, NaN included)."""
     _tensor("addr", "input", input)
+    if shape._rounds_once(input, vec1, vec2) and vec1.ndim == 1 and vec2.ndim == 1 and _plain_scalar(beta, alpha):
+        return _half_addr(input, vec1, vec2, beta, alpha)
     return shape._scaled_sum("addr", input, shape.outer(vec1, vec2), beta, alpha)
+
+
+def _plain_scalar(*values) -> bool:
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+
+
+def _half_addr(input, vec1, vec2, beta, alpha):
+    """PyTorch's float16/bfloat16 addr kernel: ``beta · input + alpha · vec1 · vec2`` op for op in the dtype,
+    beta and alpha rounded to it; its backward (derivatives.yaml) is ``grad · beta`` and
+    ``(grad @ vec2) · alpha``, ``(gradᵀ @ vec1) · alpha``."""
+    dt = input.dtype
+
+    def scalar(v):
+        return creation.tensor(float(v), dtype=dt, device=input.device)
+
+    product = (scalar(alpha) * F.unsqueeze(vec1.detach(), 1)) * F.unsqueeze(vec2.detach(), 0)
+    out = product if beta == 0 else scalar(beta) * input.detach() + product
+    if not (autograd.is_grad_enabled() and any(t.requires_grad for t in (input, vec1, vec2))):
+        return out
+    return autograd.record("half_addr", (input, vec1, vec2), out, {"beta": beta, "alpha": alpha})
+
+
+def _grad_half_addr(c):
+    input, vec1, vec2 = c.inputs
+    g, beta, alpha = c.g, c.attrs["beta"], c.attrs["alpha"]
+    grad_input = (g if beta == 1 else g * beta) if c.needs[0] else None
+    grad_vec1 = (g @ vec2) * alpha if c.needs[1] else None
+    grad_vec2 = (g.transpose(0, 1) @ vec1) * alpha if c.needs[2] else None
+    return grad_input, grad_vec1, grad_vec2
+
+
+_grads.RULES["half_addr"] = _grad_half_addr
 
 
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1):

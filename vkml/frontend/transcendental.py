@@ -13,10 +13,11 @@ import types
 import numpy as np
 
 from ..ir import types as T
+from ..ops import grads as _grads
 from ..ops.mathlib.zeta import log_factorial
+from . import autograd, public
 from . import operators as F
 from . import pointwise as _pointwise
-from . import public
 from . import special_functions as _special_functions
 from .exports import Export
 from .operators import _binary, _elementwise, _tensor_node
@@ -87,7 +88,30 @@ def logit(input, eps: float | None = None):
         lo = kind(eps)
         hi = float(kind(kind(1.0) - lo))
         lo = float(lo)
+    if node.dtype in F.HALF_PRECISION:
+        return _half_logit(input, lo, hi)
     return _elementwise("logit", input, lo, hi)
+
+
+def _half_logit(input, lo: float, hi: float):
+    """PyTorch's float16/bfloat16 kernel: ``log(x / (1 - x))`` op for op in the dtype (each rounding) on
+    the clamped input; the gradient is the logit op's own rule (``g / (x · (1 - x))`` in the dtype)."""
+    x = input.detach()
+    if lo != float("-inf"):
+        x = F.clamp(x, min=lo, max=hi)
+    out = F.log(x / (1.0 - x))
+    if not (input.requires_grad and autograd.is_grad_enabled()):
+        return out
+    return autograd.record("half_logit", (input,), out, {"lo": lo, "hi": hi})
+
+
+def _grad_half_logit(c):
+    (x,) = c.inputs
+    d = c.g / (x * (1 - x))
+    return (c.F.where((x < c.attrs["lo"]) | (x > c.attrs["hi"]), 0.0, d),)
+
+
+_grads.RULES["half_logit"] = _grad_half_logit
 
 
 # The public names of the ops defined here: each is vkml.<name>, Tensor.<name> and Tensor.<name>_, as in

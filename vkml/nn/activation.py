@@ -20,6 +20,7 @@ from ..frontend import autograd, creation, mutation
 from ..frontend import operators as functions
 from ..frontend.caller import user_stacklevel
 from ..ir.types import bool_, float64
+from ..ops import grads as G
 from ..ops.promotion import default_float
 from . import functional
 from .module import Module, Parameter
@@ -217,7 +218,29 @@ def glu(input, dim: int = -1):
     first = tuple(slice(None) for _ in range(d))
     a = functions.getitem(input, first + (slice(0, half),))
     b = functions.getitem(input, first + (slice(half, size),))
+    if node.dtype in functions.HALF_PRECISION:
+        # PyTorch's kernel: a * sigmoid(b) in float32, rounded once; its backward rounds sigmoid(b) first
+        # (glu_backward_cpu_out), so the gradient is a rule of its own (_grad_half_glu)
+        wide_a, wide_b = functions.half_in_float32(a.detach(), b.detach())
+        out = functions.cast(wide_a * functions.sigmoid(wide_b), node.dtype)
+        return autograd.record("half_glu", (input,), out, {"dim": d})
     return a * functions.sigmoid(b)
+
+
+def _grad_half_glu(c):
+    """PyTorch's glu_backward_cpu_out: s = sigmoid(b) rounded to the dtype; the first half's gradient is
+    s * grad in the dtype, the second half's ((1 - s) * s * a * grad) in float32, rounded once."""
+    (x,) = c.inputs
+    d = c.attrs["dim"]
+    half = x.shape[d] // 2
+    a, b = x.narrow(d, 0, half), x.narrow(d, half, half)
+    s = functions.sigmoid(b)
+    wide_s, wide_a, wide_g = functions.half_in_float32(s, a, c.g)
+    grad_b = functions.cast((1.0 - wide_s) * wide_s * wide_a * wide_g, x.dtype)
+    return (functions.cat([s * c.g, grad_b], d),)
+
+
+G.RULES["half_glu"] = _grad_half_glu
 
 
 def prelu(input, weight):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import warnings
 
 from ..errors import ShapeError
-from ..frontend import autograd, mutation
+from ..frontend import autograd, creation, mutation
 from ..frontend import operators as functions
 from ..frontend import random as vkrandom
 from ..frontend.dtype_info import scalar_type_name
@@ -123,14 +123,64 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
             f"'binary_cross_entropy': Found dtype {scalar_type_name(target.dtype)} but expected "
             f"{scalar_type_name(input.dtype)}"
         )
-    log_p = functions.clamp(functions.log(input), min=-100.0)
-    log_q = functions.clamp(functions.log(1.0 - input), min=-100.0)
-    loss = -(target * log_p + (1.0 - target) * log_q)
-    if weight is not None:
-        loss = loss * (weight if weight.dtype is input.dtype else weight.to(input.dtype))
-    loss = F._reduce(loss, reduction, "binary_cross_entropy")
+    if weight is not None and weight.dtype is not input.dtype:
+        weight = weight.to(input.dtype)
+    if input.dtype in functions.HALF_PRECISION:
+        loss = _half_bce(input, target, weight, reduction)
+    else:
+        log_p = functions.clamp(functions.log(input), min=-100.0)
+        log_q = functions.clamp(functions.log(1.0 - input), min=-100.0)
+        loss = -(target * log_p + (1.0 - target) * log_q)
+        if weight is not None:
+            loss = loss * weight
+        loss = F._reduce(loss, reduction, "binary_cross_entropy")
     _check_probabilities("binary_cross_entropy", input, loss)
     return loss
+
+
+def _half_bce(input, target, weight, reduction: str):
+    """PyTorch's float16/bfloat16 kernel: ``(t - 1) · max(log1p(-x), -100) - t · max(log(x), -100)`` op for
+    op in the dtype, times the weight, then the reduction; differentiated by its backward kernels
+    (``_grad_half_bce``) where the weight needs no gradient (PyTorch's formula gives it none)."""
+    x, t = input.detach(), target.detach()
+    log_q = functions.clamp(functions.log1p(-x), min=-100.0)
+    log_p = functions.clamp(functions.log(x), min=-100.0)
+    loss = (t - 1.0) * log_q - t * log_p
+    if weight is not None:
+        loss = loss * weight.detach()
+    loss = F._reduce(loss, reduction, "binary_cross_entropy")
+    differentiated = autograd.is_grad_enabled() and (input.requires_grad or target.requires_grad)
+    if not differentiated or (weight is not None and weight.requires_grad):
+        if differentiated:  # the generic formula, which differentiates the weight too
+            log_p = functions.clamp(functions.log(input), min=-100.0)
+            log_q = functions.clamp(functions.log(1.0 - input), min=-100.0)
+            return F._reduce(-(target * log_p + (1.0 - target) * log_q) * weight, reduction, "binary_cross_entropy")
+        return loss
+    return autograd.record("half_bce", (input, target, weight), loss, {"reduction": reduction})
+
+
+def _grad_half_bce(c):
+    """PyTorch's binary_cross_entropy_backward_out_cpu, ``g · (x - t) / max((1 - x) · x, eps)`` op for op in
+    the dtype (eps = 1e-12 in the dtype: 0 in float16), and binary_cross_entropy_target_backward,
+    ``-logit(x) · g``; each times the weight, then divided by the count for 'mean'."""
+    x, t, weight = c.inputs
+    g = c.g
+    eps = functions.cast(creation.tensor(1e-12, dtype=T.float32, device=x.device), x.dtype)
+    grads = [None, None, None]
+    if c.needs[0]:
+        grads[0] = g * (x - t) / c.F.maximum((1.0 - x) * x, eps)
+    if c.needs[1]:
+        grads[1] = -c.F.logit(x) * g
+    for k in (0, 1):
+        if grads[k] is not None:
+            if weight is not None:
+                grads[k] = grads[k] * weight
+            if c.attrs["reduction"] == "mean":
+                grads[k] = grads[k] / x.numel()
+    return tuple(grads)
+
+
+_grads.RULES["half_bce"] = _grad_half_bce
 
 
 def _check_probabilities(op: str, input, loss) -> None:

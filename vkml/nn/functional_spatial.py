@@ -99,11 +99,6 @@ def _conv_transpose(op, input, weight, bias, stride, padding, output_padding, gr
         )
     unbatched = input.ndim == n + 1
     x = functions.unsqueeze(input, 0) if unbatched else input
-    # float16 computes in float32 and rounds once at the end (products, both sums, the bias)
-    half = input.dtype is T.float16
-    if half:
-        x, weight = x.float(), weight.float()
-        bias = None if bias is None else bias.float()
     batch, taps = x.shape[0], math.prod(kernel)
     # The gradient of conv's im2col: each input element times its weight row gives the blocks
     # (N, groups, O/groups·taps, L), each a sum over C/groups in ascending channel order from -0.0;
@@ -116,8 +111,6 @@ def _conv_transpose(op, input, weight, bias, stride, padding, output_padding, gr
     out = FL._fold_blocks(cols, out_size, kernel, dilation, padding, stride)
     if bias is not None:
         out = out + functions.reshape(bias, out_channels, *([1] * n))
-    if half:
-        out = out.to(T.float16)
     return functions.squeeze(out, 0) if unbatched else out
 
 

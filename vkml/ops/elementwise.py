@@ -6,10 +6,12 @@ exact primitives; integer and bool bodies use the primitives directly.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..ir import builder as B
 from ..ir import types as T
 from . import mathlib as M
-from .grads import as_tensor, is_tensor
+from .grads import HALF_NAMES, as_tensor, is_tensor, opmath
 from .registry import ALL_DTYPES, FLOAT_DTYPES, NUMERIC_DTYPES, OpDef, Public, register
 
 
@@ -194,6 +196,8 @@ def _grad_where(c):
 
 def _grad_gelu(c):
     # d/dx x·Φ(x) = Φ(x) + x·φ(x); Φ(x) is read off the output as gelu(x) / x (1/2 at 0).
+    if c.output.dtype.name in HALF_NAMES:
+        return _grad_gelu_half(c)
     (x,) = c.inputs
     F = c.F
     cdf = F.where(x == 0, 0.5, c.output / F.where(x == 0, 1.0, x))
@@ -201,7 +205,38 @@ def _grad_gelu(c):
     return (c.g * (cdf + x * pdf),)
 
 
+def _grad_sigmoid(c):
+    # float16: op for op in the dtype, as PyTorch's sigmoid_backward kernel for Half
+    return (c.g * (1 - c.output) * c.output,)
+
+
+# PyTorch's sigmoid_backward kernel for BFloat16 computes in float32 and rounds once
+_grad_sigmoid_bf16 = opmath(_grad_sigmoid)
+
+
+@opmath
+def _grad_gelu_half(c):
+    """PyTorch's float16/bfloat16 GeluBackward kernel: Φ(x) from erf (a half output is too coarse to read
+    it off), in float32, rounded once."""
+    (x,) = c.inputs
+    cdf = 0.5 * (1.0 + (x * _SQRT1_2_F32).erf())
+    pdf = _GELU_BETA_F32 * (x * x * -0.5).exp()
+    return (c.g * (cdf + x * pdf),)
+
+
+@opmath
+def _grad_gelu_tanh_half(c):
+    """PyTorch's float16/bfloat16 GeluBackward kernel (tanh form), its association, in float32."""
+    (x,) = c.inputs
+    x_sq = x * x
+    t = (_TANH_BETA_F32 * (x + 0.044715 * (x_sq * x))).tanh()
+    right_derivative = (0.5 * x) * (1 - t * t) * (_TANH_BETA_F32 * (1 + 3 * 0.044715 * x_sq))
+    return (c.g * (0.5 * (1 + t) + right_derivative),)
+
+
 def _grad_gelu_tanh(c):
+    if c.output.dtype.name in HALF_NAMES:
+        return _grad_gelu_tanh_half(c)
     (x,) = c.inputs
     beta, kappa = _SQRT_2_OVER_PI, 0.044715
     x_sq = x * x
@@ -220,6 +255,10 @@ def _grad_softplus(c):
 
 
 _INV_SQRT_2PI = 0.3989422804014327
+# PyTorch's half GeluBackward constants, float32 products of the double ones (M_2_SQRTPI, M_SQRT1_2, M_SQRT2)
+_SQRT1_2_F32 = float(np.float32(0.7071067811865476))
+_GELU_BETA_F32 = float(np.float32(1.1283791670955126) * np.float32(0.7071067811865476) * np.float32(0.5))
+_TANH_BETA_F32 = float(np.float32(1.4142135623730951 * 1.1283791670955126 * 0.5))
 _SQRT_2_OVER_PI = 0.7978845608028654
 
 
@@ -585,7 +624,7 @@ _float_op(
     "1 / (1 + exp(-input)).",
     "≤ 2 ulp (see mathlib.sigmoid)",
     "sigmoid(-inf) = 0, sigmoid(inf) = 1, never NaN for finite input.",
-    grad=lambda c: (c.g * (1 - c.output) * c.output,),
+    grad=lambda c: _grad_sigmoid_bf16(c) if c.output.dtype.name == "bfloat16" else _grad_sigmoid(c),
     public=Public(),
 )
 _float_op(

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -103,8 +104,22 @@ def _matmul(c: GradContext):
         g = g.unsqueeze(-2 if b.ndim > 1 else 0)
     if b.ndim == 1:
         g = g.unsqueeze(-1)
-    ga = unbroadcast(g @ b2.transpose(-1, -2), a2.shape) if c.needs[0] else None
-    gb = unbroadcast(a2.transpose(-1, -2) @ g, b2.shape) if c.needs[1] else None
+    half = getattr(c.output, "dtype", None) is not None and c.output.dtype.name in HALF_NAMES
+    if half and a2.ndim >= 3 and b2.ndim == 2 and c.needs[1]:
+        # PyTorch folds a batched operand times a matrix or vector into one product (at::matmul's
+        # should_fold): the matrix's gradient is one sum over every batch row, rounded once
+        rows = math.prod(a2.shape[:-1])  # (sizes, not -1: an empty batch folds too)
+        gb = a2.reshape(rows, a2.shape[-1]).transpose(0, 1) @ g.reshape(rows, g.shape[-1])
+    else:
+        gb = unbroadcast(a2.transpose(-1, -2) @ g, b2.shape) if c.needs[1] else None
+    if half and a2.ndim == 2 and b2.ndim >= 3 and c.needs[0]:
+        # a matrix times a batched operand: PyTorch computes (b^T a^T)^T with b^T folded likewise
+        inner = math.prod(b2.shape[:-2]) * b2.shape[-1]
+        folded_g = g.movedim(-2, 0).reshape(g.shape[-2], inner)  # (M, batch · N)
+        folded_b = b2.transpose(-1, -2).reshape(inner, b2.shape[-2])  # (batch · N, K)
+        ga = folded_g @ folded_b
+    else:
+        ga = unbroadcast(g @ b2.transpose(-1, -2), a2.shape) if c.needs[0] else None
     # back to a 1-d operand's shape; an operand of 2 or more dims has its shape already (a reshape to it
     # would make the gradient a view of the product, which PyTorch's is not)
     if ga is not None and a2 is not a:

@@ -334,7 +334,9 @@ register(
         precision="≤ 1 ulp of the correctly rounded result (mathlib.logit)",
         special="logit(0) = -inf, logit(1) = inf, x < 0 or x > 1 gives NaN (without eps), NaN gives NaN.",
         divergence="PyTorch rounds p / (1 - p) before its logarithm, up to hundreds of ulp off near p = 1/2; "
-        "vkml evaluates log(p) - log1p(-p) or log1p((2p - 1)/(1 - p)) in double-float, within 1 ulp.",
+        "vkml evaluates log(p) - log1p(-p) or log1p((2p - 1)/(1 - p)) in double-float, within 1 ulp. "
+        "A float16 or bfloat16 input is computed as PyTorch's kernel instead, log(x / (1 - x)) op for op in "
+        "the dtype, each op rounding (docs/dtypes.md), the bits of PyTorch's.",
         grad=_grad_logit,
     )
 )

@@ -39,7 +39,8 @@ PAGES.update(
                 getattr(nnf, f"conv_transpose{n}d"),
                 precision="one batched `matmul` (each block a sum over C/groups in ascending channel order from "
                 "-0.0), then the blocks that cover an output added in row-major kernel order (one rounding each, "
-                "as `fold`), then the bias; float16 computes in float32 and rounds once",
+                "as `fold`), then the bias; a float16 or bfloat16 block rounds to the dtype and each add rounds, as "
+                "PyTorch's CPU kernel (its col2im adds in the dtype)",
                 special="NaN and inf propagate through the products and sums; an output that no block covers "
                 "(dilation or stride gaps) is +0.0 plus the bias.",
                 divergence="PyTorch sums the products of an output in another order: the last bits may differ. "

@@ -344,7 +344,7 @@ def _dirty_session(lib):
 def test_mark_dirty_rebases_the_written_input_as_pytorch():
     assert _dirty_session(vkml) == _dirty_session(torch)
     relu = _inplace_relu(vkml)
-    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place operation"):
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad has been used in an in-place operation"):
         relu.apply(vkml.tensor([1.0], requires_grad=True))
 
     class Forgets(vkml.autograd.Function):

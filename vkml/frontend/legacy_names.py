@@ -1266,33 +1266,8 @@ _METHODS = {
 }  # fmt: skip
 
 
-def inclusive_range(start, end=None, step=1, *, dtype=None, device=None, requires_grad: bool = False):
-    """``torch.range``: ``start`` to ``end`` *inclusive* by ``step``, in the default float dtype unless
-    ``dtype``; deprecated there (a UserWarning) in favour of ``arange``, whose end is exclusive.
-
-    >>> import vkml
-    >>> vkml.range(1, 3).tolist()  # doctest: +SKIP
-    [1.0, 2.0, 3.0]
-    """
-    warnings.warn(
-        "torch.range is deprecated and will be removed in a future release because its behavior is inconsistent "
-        "with Python's range builtin. Instead, use torch.arange, which produces values in [start, end).",
-        UserWarning,
-        stacklevel=2,
-    )
-    if end is None:
-        start, end = 0, start
-    if step == 0 or (end - start) * step < 0:
-        raise RuntimeError(f"upper bound and larger bound inconsistent with step sign ({start}, {end}, {step})")
-    count = int(math.floor((end - start) / step)) + 1
-    dtype = dtype or default_float()
-    values = creation.arange(0, count, dtype=T.float64, device=device) * step + start
-    return F.cast(values, dtype).requires_grad_(requires_grad) if requires_grad else F.cast(values, dtype)
-
-
 EXPORTS = (
     Export("newaxis", value=None),
-    Export("range", value=inclusive_range),
     *(Export(name) for name in _FUNCTIONS if name not in _METHODS),
     *(Export(name, method=True, inplace=inplace) for name, inplace in _METHODS.items()),
     *(Export(name + "_", value=_inplace_function(name + "_")) for name in INPLACE_FUNCTIONS),

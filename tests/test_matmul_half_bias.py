@@ -120,7 +120,12 @@ def _linear_case(x, w, b, upstream):
     return [t.numpy() for t in (y, tx.grad, tw.grad, tb.grad)]
 
 
-@pytest.mark.parametrize("shape", [(37, 29), (130, 72), (1, 300), (3, 20, 64)], ids=str)
+# (37, 29): tails in m, k and n; the others (a long k, a batch of inputs) run with -m stress
+@pytest.mark.parametrize(
+    "shape",
+    [(37, 29), *(pytest.param(shape, marks=pytest.mark.stress) for shape in ((130, 72), (1, 300), (3, 20, 64)))],
+    ids=str,
+)
 def test_half_linear_forward_and_backward_on_the_template_give_the_scalar_bits(shape, coopmat_on_cpu, monkeypatch):
     x, w, b = _halves(sum(shape), shape, (45, shape[-1]), (45,))
     upstream = _halves(2, (*shape[:-1], 45))[0]
@@ -170,9 +175,10 @@ def test_half_addmm_and_baddbmm_on_the_template_round_once(coopmat_on_cpu):
 
 def test_an_autocast_float16_linear_takes_the_template(coopmat_on_cpu):
     """``nn.Linear`` (float32 parameters) under float16 autocast: the operands are float32 cast to float16
-    (rounded in the loads) then widened; the matrix template, and PyTorch's bits for a short K."""
+    (rounded in the loads) then widened; the matrix template, the ascending sums' bits, PyTorch's values."""
     rng = np.random.default_rng(6)
     x = rng.standard_normal((40, 16)).astype(np.float32)
+    torch.manual_seed(6)
     layer = torch.nn.Linear(16, 45)
     ours = vkml.nn.Linear(16, 45)
     ours.load_state_dict({k: vkml.tensor(v.detach().numpy()) for k, v in layer.state_dict().items()})
@@ -181,7 +187,8 @@ def test_an_autocast_float16_linear_takes_the_template(coopmat_on_cpu):
     with vkml.autocast(device_type="cpu", dtype=vkml.float16):
         got = ours(vkml.tensor(x))
     assert got.dtype is vkml.float16 and expected.dtype is torch.float16
-    assert_same_bits(got.numpy(), expected.detach().numpy(), "autocast linear")
+    # PyTorch's float32 sums come in its own order: a sum that cancels may end a float16 unit apart
+    np.testing.assert_allclose(got.numpy(), expected.detach().numpy(), rtol=2**-10, atol=2**-14)
     (product,) = _products(coopmat_on_cpu)
     assert product.startswith("MMC_to_f16_add_to_f32_"), product
     x16, w16, b16 = x.astype(np.float16), layer.weight.detach().numpy().astype(np.float16), layer.bias.detach().numpy()

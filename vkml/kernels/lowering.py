@@ -724,28 +724,35 @@ class Lowering:
         raise AssertionError(f"cannot inline {node!r}")
 
     def value_f16(self, node: Node, idx: Index) -> Value:
-        """``node`` (float16) at ``idx`` as an f16 value: loaded as stored through leaves and views,
-        narrowed in software (exactly: the value is a float16) from anything else.
+        """``node`` (float16, or float32 holding float16 values: ``widened_from``) at ``idx`` as an f16 value:
+        loaded as stored through leaves, views and widening casts, narrowed in software (exactly: the value
+        is a float16) from anything else.
         """
-        if node.dtype is T.float16 and (node.realized or id(node) in self.leaves):
+        leaf = node.realized or id(node) in self.leaves
+        if node.dtype is T.float16 and leaf:
             lin = idx.lin if idx.valid is None else B.select(idx.valid, idx.lin, _u32(0))
             return self._leaf(node)[lin]
-        if node.dtype is T.float16 and node.op == Op.VIEW:
+        if node.op == Op.VIEW and not leaf and (node.dtype is T.float16 or widened_from(node) is T.float16):
             src = node.srcs[0]
             lin, valid = _view_index(node.arg, idx, self.view_values(node))
             return self._masked(self.value_f16(src, Index(src.shape, lin=lin, valid=valid)), valid, idx.valid)
+        if _widening(node) is T.float16 and not leaf:  # the float16 source's value, not narrowed back from float32
+            return self.value_f16(node.srcs[0], idx)
         if node.dtype is T.float16 and node.op == Op.CAST and node.arg.bits:  # 16 bits read as a float16
             return B.f16_from_bits(B.bitcast(self.value(node.srcs[0], idx), T.uint32))
         return M.f32_to_f16(self.value(node, idx))
 
     def f16_groups(self, node: Node) -> bool:
         """Whether aligned groups of VECTOR_WIDTH along ``node``'s innermost dim are aligned groups of a
-        float16 buffer (through views that keep them so whatever their values): then
-        ``f16_group_values`` loads each as one vector."""
-        while node.dtype is T.float16 and not (node.realized or id(node) in self.leaves) and node.op == Op.VIEW:
-            modes, checks = self.group_plan(node, VECTOR_WIDTH)
-            if modes is None or "uniform" in modes or checks:
-                return False
+        float16 buffer (through views that keep them so whatever their values, and casts widening it to
+        float32): then ``f16_group_values`` loads each as one vector."""
+        while not (node.realized or id(node) in self.leaves):
+            if node.op == Op.VIEW and (node.dtype is T.float16 or widened_from(node) is T.float16):
+                modes, checks = self.group_plan(node, VECTOR_WIDTH)
+                if modes is None or "uniform" in modes or checks:
+                    return False
+            elif _widening(node) is not T.float16:
+                break
             node = node.srcs[0]
         return node.dtype is T.float16 and (node.realized or id(node) in self.leaves)
 
@@ -755,6 +762,8 @@ class Lowering:
         if node.realized or id(node) in self.leaves:
             ref = self._leaf(node)
             return [ref.vload(q, c) for c in range(VECTOR_WIDTH)]
+        if node.op == Op.CAST:  # a widening to float32: the same positions of its float16 source
+            return self.f16_group_values(node.srcs[0], q, multi)
         modes, _ = self.group_plan(node, VECTOR_WIDTH)
         _, below, valid = _group_view_index(node.arg, modes, q, None, VECTOR_WIDTH, multi, self.view_values(node))
         if valid is not None:
@@ -872,6 +881,28 @@ class Lowering:
             result = v if result is None else B.select(inside, v, result)
             start += size
         return result
+
+
+def _widening(node: Node) -> T.DType | None:
+    """The source's dtype where ``node`` is a value cast of a float16 or bfloat16 node to float32 (exact), else None."""
+    if node.op != Op.CAST or node.arg.bits or node.dtype is not T.float32:
+        return None
+    dtype = node.srcs[0].dtype
+    return dtype if dtype in (T.float16, T.bfloat16) else None
+
+
+def widened_from(node: Node) -> T.DType | None:
+    """float16 or bfloat16 where float32 ``node`` is such a node's values widened exactly (a value cast, under
+    views) and computed where it is read (neither is a buffer), else None. A matmul of two such operands
+    multiplies half values, exactly in float32 as the half templates do: kernels/matmul gives it theirs.
+
+    >>> half = vkml.ones(2, 3, dtype=vkml.float16)
+    >>> widened_from(half.float().T.node), widened_from(half.node), widened_from(half.float().exp().node)
+    (vkml.float16, None, None)
+    """
+    while node.op == Op.VIEW and not node.realized:
+        node = node.srcs[0]
+    return None if node.realized else _widening(node)
 
 
 def kernel_name(root: Node, prefix: str) -> str:

@@ -12,7 +12,7 @@ from ... import config as vkml_config
 from ...graph.node import Node
 from ...ir import types as T
 from ..index import index_dtype
-from ..lowering import GroupTemplate
+from ..lowering import GroupTemplate, widened_from
 from . import coopmat, coopmat2, tiled
 from .tiled import computed_operands
 
@@ -29,13 +29,19 @@ def mode(node: Node) -> Mode:
     A ``coopmat.Mode`` where the device multiplies float16 matrices (coopmat.applies), a
     ``coopmat2.Mode`` instead where it also has workgroup-scope matrices and the product is a plain
     one of 2-D float16 operands loaded as stored (coopmat2), else the scalar tiles' ``MatmulConfig``.
+    A float32 product of float16 values widened in the kernel (``lowering.widened_from``: half
+    ``linear`` with a bias, ``addmm`` and ``baddbmm``, which add to the float32 sums and round once)
+    is a float16 one whose float32 sums are kept: the subgroup-scope template, its epilogue fused.
     """
     a, b = node.srcs
     features = getattr(node.device, "features", None)
-    if coopmat.applies(features, a.dtype, b.dtype):
-        # coopmat2 falls back to the subgroup-scope template for the groups it does not lower.
+    a_dtype, b_dtype = widened_from(a) or a.dtype, widened_from(b) or b.dtype
+    if coopmat.applies(features, a_dtype, b_dtype):
+        # coopmat2 falls back to the subgroup-scope template for the groups it does not lower; it narrows
+        # to float16 in hardware, so the widened operands of a float32 product take the subgroup-scope one.
         shape = coopmat2.chosen_shape(a.shape[-2], b.shape[-1])
-        if coopmat2.applies(features, a.dtype, b.dtype, shape) and coopmat2.fits(node, features):
+        plain = a_dtype is a.dtype and b_dtype is b.dtype
+        if plain and coopmat2.applies(features, a_dtype, b_dtype, shape) and coopmat2.fits(node, features):
             return coopmat2.mode(features, shape)
         return coopmat.mode(features, coopmat.shape_for(a.shape[-2], b.shape[-1]))
     m, n, k = a.shape[-2], b.shape[-1], a.shape[-1]

@@ -4,6 +4,9 @@ Chosen (``applies``) for a product of two float16 operands on a device that list
 16×16×16 float16 × float16 → float32 subgroup shape of VK_KHR_cooperative_matrix, with the
 Vulkan memory model and enough shared memory; everywhere else kernels_matmul's scalar
 tiles run (lavapipe has no cooperative matrices). ``VKML_MATMUL_COOPMAT=0`` turns it off.
+Operands that are float16 widened to float32 where they are read (``lowering.widened_from``: half
+``linear`` with a bias, ``addmm``, ``baddbmm``) count as float16: their sources are staged as stored
+and the float32 product keeps its sums (``store_output`` narrows by the product's dtype).
 
 The shape (``Shape``, part of the mode; ``DEFAULT`` unless a sweep swaps it) is the
 one measured fastest in hand-written SPIR-V (reference/vulkan.md): 8 subgroups own a 128×128 tile of C; per K-step of 32 they stage a 128×32 tile of A

@@ -78,7 +78,11 @@ PAGES: dict[str, OpDoc] = {
         "rounding to float16 (twice u for hardware that truncates, 16 more terms for a block's alignment); "
         "tests/test_matmul_coopmat.py checks the device against the CPU with it. The bits are the same on every "
         "run on that device, not the CPU's; the CPU interpreter runs the same kernel with the scalar order above "
-        "(its bits). The plain product of two 2-D float16 matrices stored as they are, on devices with "
+        "(its bits). A float32 product of two float16 tensors widened where they are read (a value cast, under "
+        "views: half `linear` with a bias, `addmm` and `baddbmm`, which add to the float32 sums and round once, "
+        "and their gradients' products) is that float16 product with its float32 sums kept: the same kernel, "
+        "order and bound, no rounding before its fused epilogue (bfloat16 has no matrix kernel: the scalar tiles). "
+        "The plain product of two 2-D float16 matrices stored as they are, on devices with "
         "VK_NV_cooperative_matrix2 (workgroup-scope matrices loaded by tensor layouts; "
         "vkml/kernels/matmul/coopmat2.py, about 1.9x the subgroup-scope kernel there), adds 64-deep blocks of k "
         "in ascending order the same way, within the same bound, and narrows the float32 sum to float16 in "
@@ -238,7 +242,11 @@ PAGES: dict[str, OpDoc] = {
         "composite",
         (sig("vkml.nn.functional.linear", nnf.linear), "vkml.nn.Linear(in_features, out_features, bias=True)"),
         nnf.linear,
-        precision="as `matmul`, then one addition",
+        precision="as `matmul`, then one addition. float16 and bfloat16 with a bias (an input of at most 2 dims or "
+        "a contiguous one, PyTorch's addmm path) add the bias to the product's float32 sums and round once: for "
+        "float16 the product runs on `matmul`'s cooperative-matrix kernel where a device has one, its bound, with "
+        "the float32 sums kept and the bias and the rounding fused at its store (so do the input's and weight's "
+        "gradients, rounded once to the half dtype); bfloat16 runs on the scalar tiles",
         gradient=THROUGH,
     ),
     "cross_entropy": OpDoc(

@@ -1140,8 +1140,8 @@ def fn_needs_input_grad(m):
     return got
 
 
-@sc
-def fn_once_differentiable(m):
+def _once_differentiable_square_grad(m):
+    """x * x through a Function whose backward is once_differentiable: x's gradient, made with create_graph."""
     from importlib import import_module
 
     od = import_module(m.__name__ + ".autograd.function").once_differentiable
@@ -1159,33 +1159,19 @@ def fn_once_differentiable(m):
             return 2 * x * g
 
     x = leaf(m)
-    y = F.apply(x)
-    (g,) = m.autograd.grad(y.sum(), x, create_graph=True)
+    (g,) = m.autograd.grad(F.apply(x).sum(), x, create_graph=True)
+    return g
+
+
+@sc
+def fn_once_differentiable(m):
+    g = _once_differentiable_square_grad(m)
     return g, g.requires_grad
 
 
 @sc
 def fn_once_differentiable_twice(m):
-    from importlib import import_module
-
-    od = import_module(m.__name__ + ".autograd.function").once_differentiable
-
-    class F(m.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x * x
-
-        @staticmethod
-        @od
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            return 2 * x * g
-
-    x = leaf(m)
-    y = F.apply(x)
-    (g,) = m.autograd.grad(y.sum(), x, create_graph=True)
-    g.sum().backward()
+    _once_differentiable_square_grad(m).sum().backward()
 
 
 @sc

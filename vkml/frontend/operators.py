@@ -400,13 +400,22 @@ def div(input, other, *, rounding_mode=None):
     if type(other) in (float, int) and isinstance(input, _tensor.Tensor) and input.dtype.is_float:
         if type(other) is int:
             lazy.check_scalar_fits("div", other, T.float32)  # PyTorch's OverflowError past 64 bits
-        mantissa, exponent = math.frexp(other)
-        if mantissa in (0.5, -0.5) and -126 <= exponent - 1 <= 126:  # (abs is the tensor op here)
-            out = _mul(input, 1.0 / other)
+        reciprocal = exact_reciprocal(other)
+        if reciprocal is not None:
+            out = _mul(input, reciprocal)
             if out._ctx is not None:  # PyTorch's node is a division's
                 autograd.show(out, "DivBackward0", (autograd.edge(input), (None, 0)))
             return out
     return _divide(input, other)
+
+
+def exact_reciprocal(divisor):
+    """``1 / divisor`` where it is exact in float32 (``divisor`` a power of two in [2^-126, 2^126]), else
+    None: a division by such a number is the product with it, the same bits for every input."""
+    mantissa, exponent = math.frexp(divisor)
+    if mantissa in (0.5, -0.5) and -126 <= exponent - 1 <= 126:  # (abs is the tensor op here)
+        return 1.0 / divisor
+    return None
 
 
 _FLOATS = (T.float32, T.float64)

@@ -118,9 +118,9 @@ def _channel_mean_node(node):
 def _divided(node, count):
     """``Tensor / count`` of a float node and a positive Python number, on nodes: ``div``'s rule, a
     power of two's exact reciprocal multiplied (the same bits), else the division."""
-    mantissa, exponent = math.frexp(count)
-    if mantissa == 0.5 and exponent - 1 <= 126:
-        return lazy.elementwise("mul", [node, 1.0 / count])
+    reciprocal = functions.exact_reciprocal(count)
+    if reciprocal is not None:
+        return lazy.elementwise("mul", [node, reciprocal])
     return lazy.elementwise("div", [node, count])
 
 

@@ -15,6 +15,7 @@ import warnings
 from collections.abc import Callable
 
 import numpy as np
+import pytest
 import torch
 
 import vkml
@@ -188,6 +189,13 @@ def torch_at_least(major: int, minor: int) -> bool:
     """Whether the oracle is PyTorch ``major.minor`` or newer. vkml follows the newest PyTorch's messages
     and behaviour; a test that compares with an older one (the GPU machine runs 2.11) checks less."""
     return tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2]) >= (major, minor)
+
+
+def skip_before_pytorch(major: int, minor: int, why: str) -> None:
+    """Skip a comparison whose oracle predates PyTorch ``major.minor``, whose behaviour vkml follows
+    (CI's PyTorch runs it; the GPU machine's 2.11 differs there). ``why`` says what changed."""
+    if not torch_at_least(major, minor):
+        pytest.skip(f"PyTorch {torch.__version__} predates {major}.{minor}: {why}")
 
 
 def to_torch(a: np.ndarray) -> torch.Tensor:

@@ -110,12 +110,15 @@ def test_a_loops_big_output_keeps_its_memory_when_older_spare_blocks_fill_the_li
     x_np = np.linspace(-1.0, 1.0, 3 << 16, dtype=np.float32)  # 768 KiB
     x = vkml.tensor(x_np, device=dev)
     y = None
+    # Each call waits for its run: on a fast GPU the host queues calls ahead of the device, and a
+    # result freed while its run is in flight cannot serve the next call, which then makes a block.
     for _ in range(3):  # warm-up: compile, record; the stale block is given back here
         y = (x * 2.0).realize()
-    dev.synchronize()
+        dev.synchronize()
     blocks_before, reused_before = next(MemoryBlock._ids), counters["recordings_reused"]
     for _ in range(5):
         y = (x * 2.0).realize()
+        dev.synchronize()
     np.testing.assert_array_equal(y.numpy(), x_np * np.float32(2.0))
     assert next(MemoryBlock._ids) == blocks_before + 1  # no block made in the loop (the ids only count)
     assert counters["recordings_reused"] - reused_before == 5

@@ -17,6 +17,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from optest import skip_before_pytorch
 from pytorch_suite import check, differences, record
 
 import vkml
@@ -1965,6 +1966,8 @@ KNOWN = {
     "name", [pytest.param(n, marks=pytest.mark.xfail(reason=KNOWN[n], strict=True)) if n in KNOWN else n for n in SC]
 )
 def test_autograd_scenario_matches_torch(name: str) -> None:
+    if name == "grad_unused":
+        skip_before_pytorch(2, 13, "autograd.grad's unused-input message names the input's index")
     check(SC[name])
 
 

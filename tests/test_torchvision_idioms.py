@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from optest import skip_before_pytorch
 
 import vkml
 
@@ -96,9 +97,14 @@ def test_load_state_dict_error_leaves_overridden_module_unwritten():
         ((2, 3, 17, 23), (5, 9), None, "bilinear", False),  # torchvision's resize: a downscale
         ((1, 2, 8, 8), (13, 5), None, "bicubic", True),  # up along one dim, down along the other
         ((1, 1, 12, 7), None, (0.37, 1.7), "bicubic", False),
+        ((2, 3, 17, 23), (5, 9), None, "lanczos", False),  # torchvision's InterpolationMode.LANCZOS
+        ((1, 2, 6, 9), (13, 4), None, "lanczos", False),
+        ((1, 1, 16, 16), None, (0.3, 0.3), "lanczos", False),
     ],
 )
 def test_interpolate_antialias_matches_pytorch(shape, size, scale_factor, mode, align_corners):
+    if mode == "lanczos":
+        skip_before_pytorch(2, 13, "no lanczos mode")
     x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
     kwargs = dict(size=size, scale_factor=scale_factor, mode=mode, align_corners=align_corners, antialias=True)
     xt = torch.tensor(x, requires_grad=True)
@@ -115,10 +121,29 @@ def test_interpolate_antialias_matches_pytorch(shape, size, scale_factor, mode, 
 
 def test_interpolate_antialias_same_bits_on_vulkan(gpu):
     x = vkml.tensor(np.random.default_rng(2).standard_normal((1, 2, 11, 9)).astype(np.float32))
-    for mode in ("bilinear", "bicubic"):
+    for mode in ("bilinear", "bicubic", "lanczos"):
         on_cpu = vkml.nn.functional.interpolate(x, size=(4, 5), mode=mode, antialias=True).numpy()
         on_gpu = vkml.nn.functional.interpolate(x.to(gpu), size=(4, 5), mode=mode, antialias=True).cpu().numpy()
         np.testing.assert_array_equal(on_gpu, on_cpu)
+
+
+@pytest.mark.parametrize(
+    ("shape", "kwargs"),
+    [
+        ((1, 1, 4, 4), dict(size=(6, 6), mode="lanczos")),  # needs antialias=True
+        ((1, 1, 4, 4), dict(size=(6, 6), mode="lanczos", antialias=True, align_corners=True)),
+        ((1, 1, 4), dict(size=6, mode="lanczos")),  # the catch-all: lanczos is 4-D only
+        ((1, 1, 4, 4, 4), dict(size=6, mode="lanczos")),
+        ((1, 1, 4), dict(size=6, mode="lanczos", antialias=True)),
+    ],
+)
+def test_interpolate_lanczos_errors_match_pytorch(shape, kwargs):
+    skip_before_pytorch(2, 13, "no lanczos mode")
+    with pytest.raises(Exception) as expected:
+        torch.nn.functional.interpolate(torch.zeros(shape), **kwargs)
+    with pytest.raises(expected.type) as got:
+        vkml.nn.functional.interpolate(vkml.zeros(shape), **kwargs)
+    assert str(got.value) == f"'interpolate': {expected.value}"
 
 
 def test_nn_modules_paths_hold_the_layers_and_private_bases():

@@ -355,16 +355,31 @@ def _cubic_taps(in_size: int, out_size: int, align_corners: bool, scale):
     return [(np.clip(index - 1 + j, 0, in_size - 1), w.astype(_F32)) for j, w in enumerate(weights)]
 
 
-def _antialias_taps(in_size: int, out_size: int, align_corners: bool, scale, cubic: bool):
+def _sinc32(x):
+    """sin(πx)/(πx) of a float32 ``x`` as Pillow's resampling filter takes it: πx rounded to float32,
+    the quotient in double, rounded once."""
+    if x == 0:
+        return _F32(1)
+    angle = _F32(float(x) * math.pi)
+    return _F32(math.sin(float(angle)) / float(angle))
+
+
+# each antialiased mode's filter half-width at scale 1 (Pillow's supports)
+_AA_SUPPORT = {"bilinear": 1, "bicubic": 2, "lanczos": 3}
+
+
+def _antialias_taps(in_size: int, out_size: int, align_corners: bool, scale, mode: str):
     """(index, weight) taps of PyTorch's antialiased kernel (``_compute_index_ranges_weights`` with
-    ``antialias``): per output, the source range [xmin, xmin + xsize) under a triangle (bilinear) or
-    Keys' A = -0.5 (bicubic) filter stretched by the scale when downsampling, normalised by its float32
-    sum. Rows narrower than the widest are padded with weight-0 taps on xmin: the same sums for finite
-    inputs. Float32 steps as PyTorch's CPU code (``center`` float, the double terms rounded where it
-    stores); a weight may still differ from PyTorch's in its last bit."""
+    ``antialias``): per output, the source range [xmin, xmin + xsize) under a triangle (bilinear),
+    Keys' A = -0.5 (bicubic) or a 3-lobed Lanczos (lanczos: sinc(x)·sinc(x/3) for |x| < 3) filter
+    stretched by the scale when downsampling, normalised by its float32 sum. Rows narrower than the
+    widest are padded with weight-0 taps on xmin: the same sums for finite inputs. Float32 steps as
+    PyTorch's CPU code (``center`` float, the double terms rounded where it stores); a weight may
+    still differ from PyTorch's in its last bit."""
     f = _F32
+    cubic = mode == "bicubic"
     s = _area_scale(in_size, out_size, align_corners, scale)
-    half = f(2 if cubic else 1)
+    half = f(_AA_SUPPORT[mode])
     support = half * s if s >= f(1) else half
     invscale = f(1.0 / float(s)) if s >= f(1) else f(1)
     width = int(math.ceil(float(support))) * 2 + 1
@@ -385,6 +400,8 @@ def _antialias_taps(in_size: int, out_size: int, align_corners: bool, scale, cub
                     ws.append(_fma32(_fma32(_fma32(a, x, f(-5) * a), x, f(8) * a), x, f(-4) * a))
                 else:
                     ws.append(f(0))
+            elif mode == "lanczos":
+                ws.append(f(_sinc32(x) * _sinc32(f(x / f(3)))) if x < f(3) else f(0))
             else:
                 ws.append(f(1) - x if x < f(1) else f(0))
         total = f(0)
@@ -494,10 +511,11 @@ def interpolate(
     ``recompute_scale_factor`` is not True, else in/out; ``align_corners`` maps corner to corner),
     and the weighted sum is separable: the last dim first, each dim's terms added left to right,
     which is the nesting of PyTorch's kernel. float16 and bfloat16 compute in float32 and round once.
-    ``antialias=True`` ('bilinear', 'bicubic', float 4-D) weighs every source element under the
-    filter widened by the downscale, as PyTorch's CPU kernel (weights on the host to within a rounding
-    of PyTorch's, the same order of sums; a non-finite element next to a row's range still meets a
-    0 weight); 'lanczos' and uint8 antialiasing raise NotImplementedError.
+    ``antialias=True`` ('bilinear', 'bicubic', 'lanczos', float 4-D) weighs every source element under
+    the filter widened by the downscale, as PyTorch's CPU kernel (weights on the host to within a
+    rounding of PyTorch's, the same order of sums; a non-finite element next to a row's range still
+    meets a 0 weight); 'lanczos' (3 lobes) needs ``antialias=True``, as in PyTorch; uint8
+    antialiasing raises NotImplementedError.
 
     >>> interpolate(vkml.ones(1, 1, 2), scale_factor=2).shape  # doctest: +SKIP
     (1, 1, 4)
@@ -557,19 +575,19 @@ def interpolate(
                 "'interpolate': Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and "
                 "requires a 4-D tensor as input"
             )
-        if mode == "lanczos":
-            raise NotImplementedError("'interpolate': mode 'lanczos' is not supported by vkml")
         if not input.dtype.is_float:
             raise NotImplementedError(f"'interpolate': antialias=True is not supported by vkml for {input.dtype.name}")
-    if mode == "lanczos":
-        raise NotImplementedError("'interpolate': mode 'lanczos' is not supported by vkml")
     needed = _MODE_DIMS.get(mode)
-    misfit = needed is None and mode not in ("nearest", "nearest-exact", "area")
-    if input.ndim not in (3, 4, 5) or misfit or (mode == "bicubic" and dim != 2):  # PyTorch's catch-all
+    misfit = needed is None and mode not in ("nearest", "nearest-exact", "area", "lanczos")
+    if input.ndim not in (3, 4, 5) or misfit or (mode in ("bicubic", "lanczos") and dim != 2):  # PyTorch's catch-all
         raise NotImplementedError(
             f"'interpolate': Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for the "
             f"modes: {_MODES} (got {mode})"
         )
+    if mode == "lanczos" and not antialias:
+        raise ValueError("'interpolate': Lanczos mode requires antialias=True")
+    if mode == "lanczos" and align_corners:
+        raise ValueError("'interpolate': Lanczos mode does not support align_corners=True")
     if needed is not None and needed != dim:
         raise NotImplementedError(f"'interpolate': Got {input.ndim}D input, but {mode} mode needs {needed + 2}D input")
     if mode == "area":
@@ -592,7 +610,7 @@ def interpolate(
         return FL._fresh(_gather_repeats(input, picks), input)
     taps = _cubic_taps if mode == "bicubic" else _linear_taps
     if antialias:
-        taps = functools.partial(_antialias_taps, cubic=mode == "bicubic")
+        taps = functools.partial(_antialias_taps, mode=mode)
     # half types are weighed in float32 and rounded once at the end, as PyTorch's kernels (whose opmath is
     # float32); a bfloat16 operand would otherwise promote with the float32 weights and stay float32
     narrow = input.dtype in (T.float16, T.bfloat16)

@@ -119,11 +119,12 @@ PAGES.update(
             "linear modes agree within a few ulp, not bit for bit. The 2-D 'nearest' kernel copies when the output "
             "size equals the input's and halves indices when it is twice it, whatever the scale factor (PyTorch's "
             "CPU `nearest_idx`; its 1-D and 3-D kernels do not): vkml does the same. `antialias=True` (float "
-            "'bilinear' and 'bicubic') sums every source element under the filter widened by the downscale, with "
-            "PyTorch's weights to within a rounding; PyTorch's kernel gives a constant output when the width is 1 "
-            "(a size-1 last dim resized along the height), vkml the resampled column. Antialiased uint8, mode "
-            "'lanczos', uint8 'bicubic' and other integer or bool inputs in any mode (PyTorch's kernels take "
-            "floats and uint8) raise NotImplementedError. float64 inputs take the float32 source indices and "
+            "'bilinear', 'bicubic' and 'lanczos', PyTorch 2.13's 3-lobed Lanczos, which needs it) sums every "
+            "source element under the filter widened by the downscale, with PyTorch's weights to within a "
+            "rounding (Lanczos: most outputs differ from PyTorch's in their last bit or two); PyTorch's kernel "
+            "gives a constant output when the width is 1 (a size-1 last dim resized along the height), vkml the "
+            "resampled column. Antialiased uint8, uint8 'bicubic' and other integer or bool inputs in any mode "
+            "(PyTorch's kernels take floats and uint8) raise NotImplementedError. float64 inputs take the float32 source indices and "
             "weights (PyTorch computes them in float64): within about 1e-6 relative.",
             gradient="Through a gather per tap and dim (its gradient adds back into the positions read, in index "
             "order) and the products by the weights.",

@@ -3,12 +3,25 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import spawn_workers
 import torch
 
 import vkml
+
+
+def test_torchscript_names_are_found_after_a_bare_import():
+    # torch.jit.is_scripting() in a module that imported only torch (timm's layers do): vkml.nn not loaded
+    code = "import sys, vkml; assert 'vkml.nn' not in sys.modules; print(vkml.jit.is_scripting(), vkml.jit.script(len)([1]))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "1"]
+    with pytest.raises(AttributeError, match="no attribute 'scripted'"):
+        vkml.jit.scripted  # noqa: B018
 
 
 def test_torchscript_names_return_the_model_and_keep_its_results():

@@ -1813,7 +1813,23 @@ def _detached(value):
     return value
 
 
-class jit:  # noqa: N801  (a decorator, spelled as torch.jit's functions are)
+class _TorchScriptNames(type):
+    """Finds torch.jit's names (``script``, ``trace``, ``is_scripting``, ...) on ``vkml.jit`` before
+    ``vkml.nn`` is imported: vkml/nn/torchscript.py sets them on the class when it loads, and a program
+    that calls ``torch.jit.is_scripting()`` after a bare ``import torch`` must find them too."""
+
+    def __getattr__(cls, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        import importlib
+
+        importlib.import_module("vkml.nn.torchscript")  # lazy: off import vkml's path; sets the names
+        if name in cls.__dict__:
+            return getattr(cls, name)
+        raise AttributeError(f"type object 'jit' has no attribute {name!r}")
+
+
+class jit(metaclass=_TorchScriptNames):  # noqa: N801  (a decorator, spelled as torch.jit's functions are)
     """Record ``fn``'s work on its first calls, then replay it in one submission per call (docs/jit.md).
 
     >>> step = vkml.jit(lambda x: (x * 2).sum())   # doctest: +SKIP

@@ -17,6 +17,7 @@ import warnings
 import weakref
 
 from ..errors import DTypeError, ShapeError
+from ..frontend import amp as _amp
 from ..frontend import autograd, creation, mutation
 from ..frontend import operators as functions
 from ..frontend import random as vkrandom
@@ -25,8 +26,10 @@ from ..frontend.caller import user_stacklevel
 from ..frontend.dtype_info import scalar_type_name
 from ..graph import build as lazy
 from ..ir import types as T
+from ..ops import grads as G
 from ..schedule import checks
 from ..schedule import scheduler as _scheduler
+from .module import Parameter
 
 relu = functions.relu
 softmax = functions.softmax
@@ -117,6 +120,9 @@ def linear(input, weight, bias=None):
     (2, 4)
     """
     if bias is not None:  # PyTorch's addmm checks, before matmul's (vkml/frontend/dtype_info.py)
+        recorded = _linear_recorded(input, weight, bias)
+        if recorded is not None:
+            return recorded
         _linear_dtypes(input, weight, bias)
         if _adds_bias_before_rounding(input, weight, bias):
             wide = T.float32  # float16/bfloat16 products are exact in float32: the sums are the half matmul's
@@ -124,6 +130,59 @@ def linear(input, weight, bias=None):
             return functions.cast(out + functions.cast(bias, wide), input.dtype)
     out = functions.matmul(input, functions.transpose(weight, 0, 1))
     return out if bias is None else out + bias
+
+
+def _linear_recorded(input, weight, bias):
+    """The usual training ``linear`` (float32 matrices, grad mode on, nothing watching the graph) as ONE
+    recorded op ``linear``, or None for every other case.
+
+    The value is the one the operators compute (transpose, matmul, add: the same nodes, so the same
+    kernels and bits), built with recording off; the rule (``_linear_grad``) builds the gradients those
+    three ops' rules build, op for op. One context instead of three: a third of the recording's work,
+    and of the backward's rules. Saved-tensor hooks, a checkpoint's op count, anomaly mode and autocast
+    see the three ops, as before."""
+    mode = autograd._mode
+    if not mode.enabled or mode.saved_hooks is not None or mode.watch is not None or autograd._AnomalyMode.enabled:
+        return None
+    if (
+        input.__class__ not in _PLAIN_TENSORS
+        or weight.__class__ not in _PLAIN_TENSORS
+        or bias.__class__ not in _PLAIN_TENSORS
+        or _amp._state.dtypes
+    ):
+        return None
+    x, w, b = input._node, weight._node, bias._node  # the nodes' shapes: views read theirs below
+    if not (input.requires_grad or weight.requires_grad or bias.requires_grad):
+        return None
+    if x.dtype is not _F32 or w.dtype is not _F32 or b.dtype is not _F32:
+        return None
+    if len(x.shape) != 2 or len(w.shape) != 2 or len(b.shape) != 1 or x.shape[1] != w.shape[1]:
+        return None
+    if b.shape[0] != w.shape[0] or functions.split_k_chunks(1, x.shape[0], w.shape[0], x.shape[1]) > 1:
+        return None
+    mode.enabled = False  # no_grad() for the value, without its object
+    try:
+        out = functions.matmul(input, functions.transpose(weight, 0, 1)) + bias
+    finally:
+        mode.enabled = True
+    return autograd.record("linear", (input, weight, bias), out)
+
+
+def _linear_grad(c):
+    """``linear``'s gradients as its operators' rules build them: add's (the bias's, summed over the
+    batch), matmul's (``x^T @ g`` then ``g @ (w^T)^T``, over the transposed weight's view) and permute's
+    (the weight's: that product transposed back)."""
+    x, w, b = c.inputs
+    g = c.g
+    grad_bias = G.unbroadcast(g, tuple(b.shape)) if c.needs[2] else None
+    grad_weight = (x.transpose(-1, -2) @ g).permute(1, 0) if c.needs[1] else None
+    grad_input = g @ w.permute(1, 0).transpose(-1, -2) if c.needs[0] else None
+    return grad_input, grad_weight, grad_bias
+
+
+G.RULES["linear"] = _linear_grad
+_F32 = T.float32
+_PLAIN_TENSORS = (functions._tensor.Tensor, Parameter)  # exactly these: a subclass may change what an op does
 
 
 def _adds_bias_before_rounding(input, weight, bias) -> bool:

@@ -18,13 +18,14 @@ import weakref
 
 from ..errors import DTypeError, ShapeError
 from ..frontend import amp as _amp
-from ..frontend import autograd, creation, mutation
+from ..frontend import autograd, creation, memory_format, mutation
 from ..frontend import operators as functions
 from ..frontend import random as vkrandom
 from ..frontend import shape as shape_ops
 from ..frontend.caller import user_stacklevel
 from ..frontend.dtype_info import scalar_type_name
 from ..graph import build as lazy
+from ..graph.node import Matmul, Node, Op
 from ..ir import types as T
 from ..ops import grads as G
 from ..schedule import checks
@@ -151,7 +152,7 @@ def _linear_recorded(input, weight, bias):
         or _amp._state.dtypes
     ):
         return None
-    x, w, b = input._node, weight._node, bias._node  # the nodes' shapes: views read theirs below
+    x, w, b = input.node, weight.node, bias.node  # a view's brought up to date, as the operators read it
     if not (input.requires_grad or weight.requires_grad or bias.requires_grad):
         return None
     if x.dtype is not _F32 or w.dtype is not _F32 or b.dtype is not _F32:
@@ -160,11 +161,19 @@ def _linear_recorded(input, weight, bias):
         return None
     if b.shape[0] != w.shape[0] or functions.split_k_chunks(1, x.shape[0], w.shape[0], x.shape[1]) > 1:
         return None
-    mode.enabled = False  # no_grad() for the value, without its object
-    try:
-        out = functions.matmul(input, functions.transpose(weight, 0, 1)) + bias
-    finally:
-        mode.enabled = True
+    node = None
+    if x.device is w.device and not (lazy.is_eager() or memory_format.ACTIVE):
+        # the operators' nodes: matmul's product of the input and the weight's transposed view, and add's
+        # of the bias broadcast (lazy's fast path: None until the general path has met these kinds)
+        node = lazy.binary_fast("add", _product(x, lazy.permute_node(w, _SWAPPED)), b)
+    if node is not None:
+        out = _Tensor(node)
+    else:
+        mode.enabled = False  # no_grad() for the value, without its object
+        try:
+            out = functions.matmul(input, functions.transpose(weight, 0, 1)) + bias
+        finally:
+            mode.enabled = True
     return autograd.record("linear", (input, weight, bias), out)
 
 
@@ -175,13 +184,37 @@ def _linear_grad(c):
     x, w, b = c.inputs
     g = c.g
     grad_bias = G.unbroadcast(g, tuple(b.shape)) if c.needs[2] else None
-    grad_weight = (x.transpose(-1, -2) @ g).permute(1, 0) if c.needs[1] else None
-    grad_input = g @ w.permute(1, 0).transpose(-1, -2) if c.needs[0] else None
+    gn = g.node
+    m, n = gn.shape
+    k = w.shape[1]
+    if autograd._mode.enabled or lazy.is_eager() or memory_format.ACTIVE or gn.dtype is not _F32:
+        direct = False  # create_graph (the operators record their ops), or a mode the operators act on
+    else:  # matmul splits no product's k, so the products are the nodes below
+        direct = functions.split_k_chunks(1, k, n, m) == 1 and functions.split_k_chunks(1, m, k, n) == 1
+    grad_weight = grad_input = None
+    if c.needs[1]:
+        if direct:  # (x^T @ g), transposed back: permute views as the operators make them
+            grad_weight = _Tensor(lazy.permute_node(_product(lazy.permute_node(x.node, _SWAPPED), gn), _SWAPPED))
+        else:
+            grad_weight = (x.transpose(-1, -2) @ g).permute(1, 0)
+    if c.needs[0]:
+        if direct:  # g @ (w^T)^T: the transposed view, transposed again
+            grad_input = _Tensor(_product(gn, lazy.permute_node(lazy.permute_node(w.node, _SWAPPED), _SWAPPED)))
+        else:
+            grad_input = g @ w.permute(1, 0).transpose(-1, -2)
     return grad_input, grad_weight, grad_bias
+
+
+def _product(a: Node, b: Node) -> Node:
+    """matmul's node of float32 matrices ``a`` (m, k) and ``b`` (k, n) whose k it does not split."""
+    return Node(Op.MATMUL, (a, b), _PRODUCTS, (a.shape[0], b.shape[1]), _F32, a.device)
 
 
 G.RULES["linear"] = _linear_grad
 _F32 = T.float32
+_PRODUCTS = Matmul(_F32)  # a float32 matmul's products, added in float32
+_SWAPPED = (1, 0)
+_Tensor = functions._tensor.Tensor
 _PLAIN_TENSORS = (functions._tensor.Tensor, Parameter)  # exactly these: a subclass may change what an op does
 
 

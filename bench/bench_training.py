@@ -3,7 +3,8 @@
 bench/bench.py calls ``bench_training_step`` (its ``mlp_train_step`` and ``train_peak_memory``
 rows); run this file alone for a quick look:
 
-    .venv/bin/python bench/bench_training.py [--device vulkan:0] [--quick] [--width N --batch N]
+    .venv/bin/python bench/bench_training.py [--device vulkan:0] [--torch-device cuda] [--quick] [--width N --batch N]
+                                             [--steps N]
 
 Both sides train the demo's MLP (2 → width → width → 3, ReLU, dropout 0.1) with Adam on the
 demo's spirals; a step is forward, backward, update and reading the loss (``loss.item()``,
@@ -182,16 +183,22 @@ def main(argv: list[str]) -> int:
         print(f"the first {steps} steps of a fresh MLP 2-{size[0]}-{size[0]}-3, batch {size[1]} ({device.name}):")
         for i, counts, seconds in step_report(device, *size, int(steps)):
             print(f"  step {i:2d}: {seconds * 1e3:9.2f} ms  " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    torch_device = flag("--torch-device")
+    if torch_device is None:  # PyTorch on the GPU where there is one, as bench/bench.py's rows
+        import torch
+
+        torch_device = "cuda" if torch.cuda.is_available() else "cpu"
     result = bench_training_step(
         device=flag("--device"),
+        torch_device=torch_device,
         quick="--quick" in argv,
         width=int(width) if width else None,
         batch=int(batch) if batch else None,
     )
     ours, theirs = np.median(result["vkml_seconds"]), np.median(result["torch_seconds"])
     print(
-        f"{result['size']}: vkml {ours * 1e3:.2f} ms/step, torch {theirs * 1e3:.2f} ms/step, ratio {ours / theirs:.2f}"
-        f" ({result['note']})"
+        f"{result['size']}: vkml {ours * 1e3:.2f} ms/step, torch ({torch_device}) {theirs * 1e3:.2f} ms/step, "
+        f"ratio {ours / theirs:.2f} ({result['note']})"
     )
     return 0
 

@@ -283,7 +283,10 @@ def measure_training(ctx: Context, repeats: int, budget_s: float) -> list[Row]:
         small = bench_training_step(
             **{k: v for k, v in offered.items() if k in accepted and k != "quick"}, width=demo.WIDTH, batch=demo.BATCH
         )
-        rows.append(_step_row("mlp_train_step_small", small, peer, "the demo's size: host-bound on both sides"))
+        note = "the demo's size: host-bound on both sides; " + str(small.get("note", "")).removeprefix(
+            "the demo's step: "
+        )
+        rows.append(_step_row("mlp_train_step_small", small, peer, note))
     vk_peak, torch_peak = result.get("vkml_peak_bytes"), result.get("torch_peak_bytes")
     rows.append(
         Row(

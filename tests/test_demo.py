@@ -27,3 +27,5 @@ def test_bench_training_step_keeps_the_contract_of_tools_bench(gpu):
     assert 1 <= len(result["vkml_seconds"]) <= 2 and 1 <= len(result["torch_seconds"]) <= 2
     assert all(s > 0 for s in result["vkml_seconds"] + result["torch_seconds"])
     assert result["vkml_peak_bytes"] > 0 and "MLP" in result["size"]
+    # timed once a whole pass over the ten batches compiled nothing, and the row says after how many steps
+    assert 10 <= result["warm_steps"] <= 40 and f"after {result['warm_steps']} untimed steps" in result["note"]

@@ -176,3 +176,36 @@ def test_a_parameter_that_starts_changing_later_joins_the_ring(gpu):
         np.testing.assert_array_equal(got, x_np * np.float32(a) - np.float32(b))
     assert counters["scalars_moved"] - before["scalars_moved"] == 2  # the factor, then the offset
     assert counters["recordings_reused"] - before["recordings_reused"] >= 6
+
+
+def _windows_loop(gpu, steps: int) -> tuple[list, list]:
+    """bench/bench_training.py's loop at a small size: the demo's model (dropout, Adam) over three windows of
+    one dataset tensor in turn. Each step's loss bits, and each step's counts of compiles and moves."""
+    batch = 40
+    x, y = demo.make_spirals(points_per_class=batch)  # three windows of 40 of the 120 points
+    model = demo.make_model(gpu, 20)  # a width no other test trains: its kernels are compiled here
+    optimizer = vkml.optim.Adam(model.parameters(), lr=0.01)
+    xs, ys = vkml.tensor(x, device=gpu), vkml.tensor(y, device=gpu)
+    windows = [(xs[i : i + batch], ys[i : i + batch]) for i in range(0, 3 * batch, batch)]
+    keys = ("pipelines_created", "plans", "scalars_moved", "recordings_reused")
+    losses, counts = [], []
+    for step in range(steps):
+        before = [counters[k] for k in keys]
+        losses.append(np.float32(demo.train_step(model, optimizer, *windows[step % 3])).view(np.uint32))
+        counts.append(dict(zip(keys, (counters[k] - b for k, b in zip(keys, before)))))
+    return losses, counts
+
+
+def test_a_training_loop_over_windows_compiles_nothing_after_its_second_step(gpu, monkeypatch):
+    # Dropout's key and Adam's bias corrections move into the ring at their plans' first realize (Adam's
+    # second step has a plan of its own); the windows' offsets follow the windows' buffers and stay push
+    # constants. Before, the moves came at steps 4, 8 and 10, each compiling kernel variants.
+    monkeypatch.setenv("VKML_EAGER_SCALARS", "0")
+    losses_pushed, _ = _windows_loop(gpu, 6)  # the ring's kernels run from the first step: six show the bits
+    monkeypatch.setenv("VKML_EAGER_SCALARS", "1")
+    losses, counts = _windows_loop(gpu, 12)
+    assert losses[:6] == losses_pushed
+    assert counts[0]["scalars_moved"] > 0 and counts[1]["scalars_moved"] > 0
+    for step, count in enumerate(counts[2:], 3):
+        assert count["pipelines_created"] == count["plans"] == count["scalars_moved"] == 0, (step, counts)
+    assert all(count["recordings_reused"] == 3 for count in counts[-3:]), counts  # an epoch's recordings

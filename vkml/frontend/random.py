@@ -244,7 +244,8 @@ def threefry_tensor(shape, device, generator: Generator | None = None):
     if dev.kind == "meta":  # no values to draw: the generator stays where it is, as PyTorch's
         return _operators.meta_tensor(shape, T.float32)
     words = (generator or default_generator).next_key()
-    srcs = tuple(lazy.const_node(w, T.int32, (), dev) for w in words)  # int32 bits: parameters of the kernel
+    # int32 bits: parameters of the kernel, new every draw (``Stepping``: an eager replay reads them from a ring)
+    srcs = tuple(lazy.stepping_const_node(w, T.int32, dev) for w in words)
     if _scheduler.recorder is not None:  # vkml.jit draws again on replay (vkml/frontend/jit.py)
         _scheduler.recorder.drew(generator or default_generator, srcs)
     return _operators._wrap(Node(Op.RANDOM, srcs, Random("uniform"), shape, T.float32, dev))

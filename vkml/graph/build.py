@@ -20,7 +20,7 @@ from ..ops.cast import host_round
 from ..ops.promotion import default_float, result_type, scalar_dtype
 from ..ops.reduce import reduce_dtypes
 from ..ops.registry import REGISTRY
-from .node import BITS_CAST, VALUE_CAST, Const, Elementwise, Node, Op, Reduce
+from .node import BITS_CAST, VALUE_CAST, Const, Elementwise, Node, Op, Reduce, Stepping
 from .view import View, ViewStack
 
 # The node kinds, as globals: every op a user writes builds two or three nodes here, and reading a
@@ -259,6 +259,13 @@ def const_node(value, dtype: T.DType, shape: tuple[int, ...], device, op: str = 
 
 
 _new_tuple = tuple.__new__
+
+
+def stepping_const_node(value, dtype: T.DType, device) -> Node:
+    """A 0-dim constant node as ``const_node``'s, whose value changes on every step of a program (a random
+    key's words, an optimizer's step scalars): its ``arg`` is a ``Stepping``, which eager replays read from
+    a ring buffer at once (vkml/schedule/eager_scalars.py). The same graph structure, kernel and bits."""
+    return Node(_CONST, (), _new_tuple(Stepping, (_scalar_value(value, dtype, ""),)), (), dtype, device)
 
 
 # Floats at or beyond this magnitude round to ±inf in float32 (2^128 - 2^103: half an ulp past the

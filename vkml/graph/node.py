@@ -90,6 +90,15 @@ class Const(NamedTuple):
     value: float | int | bool
 
 
+class Stepping(Const):
+    """A ``Const`` whose value a program changes on every step (a random draw's key words, Adam's bias
+    corrections): the same constant to the graph and its kernels, but an eager replay reads it from a ring
+    buffer from its plan's first realize on (vkml/schedule/eager_scalars.py) instead of learning over a
+    few steps that it changes, so its kernel variants are compiled with the plan's other kernels."""
+
+    __slots__ = ()
+
+
 class Elementwise(NamedTuple):
     """An elementwise node's ``arg``: the op, and the dtype its body computes in (float32 for float16)."""
 

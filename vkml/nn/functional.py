@@ -17,16 +17,20 @@ import warnings
 import weakref
 
 from ..errors import DTypeError, ShapeError
-from ..frontend import autograd, creation, mutation
+from ..frontend import amp as _amp
+from ..frontend import autograd, creation, memory_format, mutation
 from ..frontend import operators as functions
 from ..frontend import random as vkrandom
 from ..frontend import shape as shape_ops
 from ..frontend.caller import user_stacklevel
 from ..frontend.dtype_info import scalar_type_name
 from ..graph import build as lazy
+from ..graph.node import Matmul, Node, Op
 from ..ir import types as T
+from ..ops import grads as G
 from ..schedule import checks
 from ..schedule import scheduler as _scheduler
+from .module import Parameter
 
 relu = functions.relu
 softmax = functions.softmax
@@ -117,6 +121,9 @@ def linear(input, weight, bias=None):
     (2, 4)
     """
     if bias is not None:  # PyTorch's addmm checks, before matmul's (vkml/frontend/dtype_info.py)
+        recorded = _linear_recorded(input, weight, bias)
+        if recorded is not None:
+            return recorded
         _linear_dtypes(input, weight, bias)
         if _adds_bias_before_rounding(input, weight, bias):
             wide = T.float32  # float16/bfloat16 products are exact in float32: the sums are the half matmul's
@@ -124,6 +131,91 @@ def linear(input, weight, bias=None):
             return functions.cast(out + functions.cast(bias, wide), input.dtype)
     out = functions.matmul(input, functions.transpose(weight, 0, 1))
     return out if bias is None else out + bias
+
+
+def _linear_recorded(input, weight, bias):
+    """The usual training ``linear`` (float32 matrices, grad mode on, nothing watching the graph) as ONE
+    recorded op ``linear``, or None for every other case.
+
+    The value is the one the operators compute (transpose, matmul, add: the same nodes, so the same
+    kernels and bits), built with recording off; the rule (``_linear_grad``) builds the gradients those
+    three ops' rules build, op for op. One context instead of three: a third of the recording's work,
+    and of the backward's rules. Saved-tensor hooks, a checkpoint's op count, anomaly mode and autocast
+    see the three ops, as before."""
+    mode = autograd._mode
+    if not mode.enabled or mode.saved_hooks is not None or mode.watch is not None or autograd._AnomalyMode.enabled:
+        return None
+    if (
+        input.__class__ not in _PLAIN_TENSORS
+        or weight.__class__ not in _PLAIN_TENSORS
+        or bias.__class__ not in _PLAIN_TENSORS
+        or _amp._state.dtypes
+    ):
+        return None
+    x, w, b = input.node, weight.node, bias.node  # a view's brought up to date, as the operators read it
+    if not (input.requires_grad or weight.requires_grad or bias.requires_grad):
+        return None
+    if x.dtype is not _F32 or w.dtype is not _F32 or b.dtype is not _F32:
+        return None
+    if len(x.shape) != 2 or len(w.shape) != 2 or len(b.shape) != 1 or x.shape[1] != w.shape[1]:
+        return None
+    if b.shape[0] != w.shape[0] or functions.split_k_chunks(1, x.shape[0], w.shape[0], x.shape[1]) > 1:
+        return None
+    node = None
+    if x.device is w.device and not (lazy.is_eager() or memory_format.ACTIVE):
+        # the operators' nodes: matmul's product of the input and the weight's transposed view, and add's
+        # of the bias broadcast (lazy's fast path: None until the general path has met these kinds)
+        node = lazy.binary_fast("add", _product(x, lazy.permute_node(w, _SWAPPED)), b)
+    if node is not None:
+        out = _Tensor(node)
+    else:
+        mode.enabled = False  # no_grad() for the value, without its object
+        try:
+            out = functions.matmul(input, functions.transpose(weight, 0, 1)) + bias
+        finally:
+            mode.enabled = True
+    return autograd.record("linear", (input, weight, bias), out)
+
+
+def _linear_grad(c):
+    """``linear``'s gradients as its operators' rules build them: add's (the bias's, summed over the
+    batch), matmul's (``x^T @ g`` then ``g @ (w^T)^T``, over the transposed weight's view) and permute's
+    (the weight's: that product transposed back)."""
+    x, w, b = c.inputs
+    g = c.g
+    grad_bias = G.unbroadcast(g, tuple(b.shape)) if c.needs[2] else None
+    gn = g.node
+    m, n = gn.shape
+    k = w.shape[1]
+    if autograd._mode.enabled or lazy.is_eager() or memory_format.ACTIVE or gn.dtype is not _F32:
+        direct = False  # create_graph (the operators record their ops), or a mode the operators act on
+    else:  # matmul splits no product's k, so the products are the nodes below
+        direct = functions.split_k_chunks(1, k, n, m) == 1 and functions.split_k_chunks(1, m, k, n) == 1
+    grad_weight = grad_input = None
+    if c.needs[1]:
+        if direct:  # (x^T @ g), transposed back: permute views as the operators make them
+            grad_weight = _Tensor(lazy.permute_node(_product(lazy.permute_node(x.node, _SWAPPED), gn), _SWAPPED))
+        else:
+            grad_weight = (x.transpose(-1, -2) @ g).permute(1, 0)
+    if c.needs[0]:
+        if direct:  # g @ (w^T)^T: the transposed view, transposed again
+            grad_input = _Tensor(_product(gn, lazy.permute_node(lazy.permute_node(w.node, _SWAPPED), _SWAPPED)))
+        else:
+            grad_input = g @ w.permute(1, 0).transpose(-1, -2)
+    return grad_input, grad_weight, grad_bias
+
+
+def _product(a: Node, b: Node) -> Node:
+    """matmul's node of float32 matrices ``a`` (m, k) and ``b`` (k, n) whose k it does not split."""
+    return Node(Op.MATMUL, (a, b), _PRODUCTS, (a.shape[0], b.shape[1]), _F32, a.device)
+
+
+G.RULES["linear"] = _linear_grad
+_F32 = T.float32
+_PRODUCTS = Matmul(_F32)  # a float32 matmul's products, added in float32
+_SWAPPED = (1, 0)
+_Tensor = functions._tensor.Tensor
+_PLAIN_TENSORS = (functions._tensor.Tensor, Parameter)  # exactly these: a subclass may change what an op does
 
 
 def _adds_bias_before_rounding(input, weight, bias) -> bool:

@@ -128,7 +128,8 @@ class Adam(Optimizer):
         if group["amsgrad"]:
             v = fused.node(ops.max_exp_avg_sq, nodes[4], v)
             fused.assign(state, "max_exp_avg_sq", v)
-        neg_step_size, bias_correction2_sqrt = self._jit_scalars(group, state)
+        # new values every step: eager replays read them from a ring from the first realize on
+        neg_step_size, bias_correction2_sqrt = map(fused.StepScalar, self._jit_scalars(group, state))
         if decoupled:
             return Tensor(fused.node(ops.param, p, m, v, neg_step_size, bias_correction2_sqrt, 1 - lr * wd))
         return Tensor(fused.node(ops.param, p, m, v, neg_step_size, bias_correction2_sqrt))

@@ -31,7 +31,7 @@ from ..frontend import autograd
 from ..frontend import memory_format as _memory_format
 from ..frontend.mutation import assign_node
 from ..graph import build as lazy
-from ..graph.build import const_node
+from ..graph.build import const_node, stepping_const_node
 from ..graph.node import Elementwise, Node, Op
 from ..ir import types as T
 from ..nn.module import Parameter
@@ -70,6 +70,14 @@ def node(arg: Elementwise, *sources) -> Node:
     return Node(_ELEMENTWISE, sources, arg, shape, dtype, device)
 
 
+class StepScalar(float):
+    """A number of ``node``'s sources that changes on every step (Adam's ``-lr / (1 - beta1^step)`` and
+    ``sqrt(1 - beta2^step)``): its constant is a ``Stepping`` one, which eager replays read from a ring
+    buffer from the plan's first realize on (vkml/schedule/eager_scalars.py). The same value and bits."""
+
+    __slots__ = ()
+
+
 # The constant nodes of the numbers a step passes, by value and device: the parameters of a step share
 # each number's constant (each kernel that reads it binds it as a parameter of its own), so a parameter
 # costs one broadcast per number, not a constant and a broadcast. Bounded: new values come every step.
@@ -85,7 +93,10 @@ def _broadcast(value: float, shape: tuple[int, ...], device, dtype: T.DType) -> 
     if scalar is None:
         if len(_constants) >= _CONSTANTS_LIMIT:
             _constants.clear()
-        scalar = _constants[key] = const_node(value, dtype, (), device)
+        if value.__class__ is StepScalar:
+            scalar = _constants[key] = stepping_const_node(float(value), dtype, device)
+        else:
+            scalar = _constants[key] = const_node(value, dtype, (), device)
     return lazy.expand_to(scalar, shape)
 
 

@@ -7,10 +7,15 @@ every step: dropout's random key, Adam's bias corrections, the offset of a movin
 constants are recorded into the command buffer, so each such realize recorded its dispatches
 anew.
 
-Per recipe, a ``Watch`` compares each replay's parameter values with the last replay's. A
-parameter that changed on ``STREAK`` replays in a row, while the buffers are ones a recent replay
-bound, moves: the recipe gets a ``Ringed`` form whose steps run kernel variants reading the moved
-parameters from a ring of small buffers (vkml/schedule/scalar_ring.py, vkml.jit's machinery).
+Parameters known to change every step (``Stepping`` constants: a random draw's key words, Adam's
+bias corrections) move at the plan's first realize, so their kernel variants are compiled with the
+plan's other kernels, in the first steps, instead of the push-constant kernels. For the others, per
+recipe, a ``Watch`` compares each replay's parameter values with the last replay's. A parameter that
+changed on ``STREAK`` replays in a row, and whose value also differs from the last replay's over the
+same buffers (a value that follows the buffers, as a dataset window's offset does, stays a push
+constant: each window's recording holds its own), moves: the recipe gets a ``Ringed`` form whose
+steps run kernel variants reading the moved parameters from a ring of small buffers
+(vkml/schedule/scalar_ring.py, vkml.jit's machinery).
 Its replay key leaves those values out and names the ring entry instead, so the device finds the
 recording; the host writes the entry's words (one ``struct`` call into a numpy array, one copy
 into the mapped memory) once the submission that read that entry last is complete. A parameter
@@ -36,6 +41,7 @@ import struct
 import numpy as np
 
 from .. import config
+from ..graph.node import Stepping
 from ..runtime.base import PARAM_CODES
 from ..runtime.counters import counters
 from . import plan_cache
@@ -145,19 +151,21 @@ class Ringed:
 
 class Watch:
     """What one recipe's replays did (``recipe.scalars``): its parameters (``Params``), the last replay's
-    packed values, how many replays in a row changed each parameter, the recent buffers, and its
-    ``Ringed`` form if any (then ``params`` is the form's kept ones)."""
+    packed values, how many replays in a row changed each parameter, the packed values of the last replay
+    over each recent set of buffers (``buffers``), its ``Ringed`` form if any (then ``params`` is the
+    form's kept ones), and ``stepping``: the parameters that move at the next replay, known to change
+    every step (``Stepping`` constants: a random key's words, Adam's bias corrections)."""
 
-    __slots__ = ("device", "mapped", "params", "last", "streaks", "buffers", "ringed", "movable")
+    __slots__ = ("device", "mapped", "params", "last", "streaks", "buffers", "ringed", "movable", "stepping")
 
-    def __init__(self, recipe: plan_cache.Recipe, device):
+    def __init__(self, recipe: plan_cache.Recipe, device, order: list):
         self.device = device
         self.mapped = device.writes_mapped
         codes = _codes(recipe)
         self.params = Params(list(recipe.replay[1]), codes, list(range(len(codes))))
         self.last = None
         self.streaks = np.zeros(len(codes), np.int64)
-        self.buffers: list = []  # the buffer parts of recent replays' keys
+        self.buffers: dict = {}  # the buffer parts of recent replays' keys -> the last packed values over them
         self.ringed: Ringed | None = None
         # Parameters that can move: one 32-bit word each, of a kernel with room for the ring's binding.
         # The others stay push constants whatever they do.
@@ -168,6 +176,11 @@ class Watch:
             room = len(step.kernel.buffers) < bindings
             movable += [room and decls[ref.name] in WORD_DTYPE_NAMES for ref in step.params]
         self.movable = np.array(movable, bool)
+        self.stepping = frozenset(
+            i
+            for i, ref in enumerate(recipe.replay[1])
+            if movable[i] and ref.__class__ is int and order[ref].arg.__class__ is Stepping
+        )
 
 
 def replay_key(recipe: plan_cache.Recipe, order: list, outs: list, temps: list, device) -> tuple | None:
@@ -179,9 +192,12 @@ def replay_key(recipe: plan_cache.Recipe, order: list, outs: list, temps: list, 
     ``dispatches_of``, and after the submission tells the ring which one read the entry."""
     watch = recipe.scalars
     if watch is None or watch.device is not device:
-        watch = recipe.scalars = Watch(recipe, device)
+        watch = recipe.scalars = Watch(recipe, device, order)
     if not watch.mapped or not config.eager_scalars():
         return plan_cache.replay_key(recipe, order, outs, temps)
+    if watch.stepping:  # the first replay that may move them: before the push-constant kernels are compiled
+        _move(watch, recipe, watch.stepping)
+        watch.stepping = frozenset()
     ringed = watch.ringed
     parts = [
         recipe if ringed is None else ringed,
@@ -208,26 +224,40 @@ def replay_key(recipe: plan_cache.Recipe, order: list, outs: list, temps: list, 
 
 def _changed(watch: Watch, recipe: plan_cache.Recipe, pushed: bytes, parts: list) -> None:
     """A replay whose push constants differ from the last replay's: count each parameter's streak, and
-    move those whose streak is long enough if the buffers are those of a recent replay."""
+    move those whose streak is long enough and whose value also differs from the last replay's over the
+    same buffers (a value that follows the buffers, as a dataset window's offset does, needs no ring: the
+    recording of those buffers holds it)."""
     last, watch.last = watch.last, pushed
-    buffers = tuple(parts[1:])
-    recent = buffers in watch.buffers
-    if not recent:
-        watch.buffers = [buffers, *watch.buffers[: RECENT_BUFFERS - 1]]
+    buffers, seen = tuple(parts[1:]), watch.buffers
+    before = seen.pop(buffers, None)  # the last packed values over these buffers
+    if len(seen) >= RECENT_BUFFERS:
+        del seen[next(iter(seen))]  # the oldest set
+    seen[buffers] = pushed
     if last is None:
         return
     # Which parameters' bytes differ, in numpy (a recipe may have a hundred): then each one's streak
     params = watch.params
-    differ = np.frombuffer(pushed, np.uint8) != np.frombuffer(last, np.uint8)
-    changed = np.logical_or.reduceat(differ, params.starts)
-    indices, streaks = params.indices, watch.streaks
+    starts, indices, streaks = params.starts, params.indices, watch.streaks
+    changed = np.logical_or.reduceat(np.frombuffer(pushed, np.uint8) != np.frombuffer(last, np.uint8), starts)
     streaks[indices] = np.where(changed, streaks[indices] + 1, 0)
-    ready = indices[(streaks[indices] >= STREAK) & watch.movable[indices]].tolist()
-    if ready and recent:
-        moved = frozenset(ready) | (watch.ringed.moved if watch.ringed is not None else frozenset())
-        watch.ringed = Ringed(recipe, moved, watch.device)
-        watch.params, watch.last = watch.ringed.kept, None  # fewer push constants: compared afresh
-        counters["scalars_moved"] += len(ready)
+    if before is None:  # buffers no recent replay bound: no recording to reuse yet
+        return
+    moving = (streaks[indices] >= STREAK) & watch.movable[indices]
+    if moving.any():
+        moving &= np.logical_or.reduceat(np.frombuffer(pushed, np.uint8) != np.frombuffer(before, np.uint8), starts)
+        ready = indices[moving].tolist()
+        if ready:
+            _move(watch, recipe, frozenset(ready))
+
+
+def _move(watch: Watch, recipe: plan_cache.Recipe, ready: frozenset) -> None:
+    """Parameters ``ready`` (indices in ``recipe.replay`` order) join those in the ring: a new ``Ringed`` form."""
+    moved = ready | (watch.ringed.moved if watch.ringed is not None else frozenset())
+    watch.ringed = Ringed(recipe, moved, watch.device)
+    # fewer push constants: compared afresh
+    watch.params, watch.last = watch.ringed.kept, None
+    watch.buffers.clear()
+    counters["scalars_moved"] += len(ready)
 
 
 def dispatches_of(ringed: Ringed, order: list, outs: list, temps: list, entry: int) -> list:

@@ -29,6 +29,8 @@ import numpy as np
 
 from ..ir import core as ir
 from ..ir import types as T
+from ..ir.lazy_kernel import LazyKernel
+from ..ir.text import INDENT
 
 SCALARS = "jit_scalars"  # the buffer a kernel variant reads its scalars from (vkml.jit named it first)
 RING = 2  # entries of a ring
@@ -41,10 +43,27 @@ def scalars_variant(kernel: ir.Kernel, names: tuple) -> ir.Kernel:
 
     The body is the same: each moved parameter's SSA value is now defined by a load (and a bitcast)
     at the start instead of by the push constant. One variant per kernel and names, shared by
-    every dispatch and recording (each binds its own window of the buffer)."""
+    every dispatch and recording (each binds its own window of the buffer).
+
+    The variant is a ``LazyKernel`` whose text is the kernel's own with those loads written ahead of
+    its body under the parameters' names (``_variant_text``): a kernel the disk gave as text (a warm
+    process's) is not parsed to make it, and with the variant's SPIR-V on disk too, not at all."""
     found = _VARIANTS.get((id(kernel), names))
     if found is not None and found[0]() is kernel:
         return found[1]
+    buffers = (*kernel.buffers, ir.BufferDecl(SCALARS, T.uint32, "read"))
+    param_types = tuple(p for p in kernel.param_types() if p[0] not in names)
+    parsed = None
+    if not (isinstance(kernel, LazyKernel) and kernel._parsed is None):  # its body is at hand: built from it
+        parsed = _variant_of_parsed(kernel.parsed() if isinstance(kernel, LazyKernel) else kernel, names)
+    text = _variant_text(str(kernel), dict(kernel.param_types()), names)
+    variant = LazyKernel(text, kernel.name, tuple(kernel.local_size), buffers, param_types, parsed)
+    _VARIANTS[(id(kernel), names)] = (weakref.ref(kernel), variant)
+    return variant
+
+
+def _variant_of_parsed(kernel: ir.Kernel, names: tuple) -> ir.Kernel:
+    """``scalars_variant``'s kernel built from ``kernel``'s body: the loads, then the body as it is."""
     decls = {p.name: p for p in kernel.params}
     prefix = []
     for w, name in enumerate(names):
@@ -57,14 +76,44 @@ def scalars_variant(kernel: ir.Kernel, names: tuple) -> ir.Kernel:
             raw = ir.Value(T.uint32)
             prefix.append(ir.Instr("load", (index,), raw, (SCALARS,)))
             prefix.append(ir.Instr("bitcast", (raw,), p.value, (p.dtype.name,)))
-    variant = dataclasses.replace(
+    return dataclasses.replace(
         kernel,
         buffers=(*kernel.buffers, ir.BufferDecl(SCALARS, T.uint32, "read")),
         params=tuple(p for p in kernel.params if p.name not in names),
         body=ir.Block([*prefix, *kernel.body.body], kernel.body.yields),
     )
-    _VARIANTS[(id(kernel), names)] = (weakref.ref(kernel), variant)
-    return variant
+
+
+def _variant_text(text: str, dtypes: dict, names: tuple) -> str:
+    """The IR text of ``scalars_variant``'s kernel, edited from ``text`` (the kernel's, ``print_kernel``'s
+    form): the ``SCALARS`` buffer after the others, the moved parameters' declarations gone, and ahead of
+    the body each one defined under its own name by a load of its word (and a bitcast to its dtype), with
+    values named ``%jit_w<i>``, ``%jit_r<i>`` (the printer names values by number, parameters by name)."""
+    lines = text.split("\n")
+    moved = {f"{INDENT}param %{name}: {T.by_name(dtypes[name]).short}" for name in names}
+    head = 1  # the kernel's line, then its declarations
+    while head < len(lines) and lines[head].startswith(_DECLARATIONS):
+        head += 1
+    buffers = 1
+    while lines[buffers].startswith(_BUFFER):
+        buffers += 1
+    prefix = []
+    for w, name in enumerate(names):
+        prefix.append(f"{INDENT}%jit_w{w} = const {w} : u32")
+        if dtypes[name] == "uint32":
+            prefix.append(f"{INDENT}%{name} = load {SCALARS}[%jit_w{w}] : u32")
+        else:
+            prefix.append(f"{INDENT}%jit_r{w} = load {SCALARS}[%jit_w{w}] : u32")
+            prefix.append(f"{INDENT}%{name} = bitcast %jit_r{w} : {T.by_name(dtypes[name]).short}")
+    body = head + 1 if head < len(lines) and lines[head] == "" else head
+    declarations = [line for line in lines[buffers:head] if line not in moved]
+    return "\n".join(
+        [*lines[:buffers], f"{INDENT}buffer {SCALARS}: u32 read", *declarations, "", *prefix, *lines[body:]]
+    )
+
+
+_BUFFER = f"{INDENT}buffer "
+_DECLARATIONS = (_BUFFER, f"{INDENT}param ", f"{INDENT}shared ")
 
 
 class ScalarRing:

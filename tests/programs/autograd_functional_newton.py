@@ -115,7 +115,7 @@ def train(model, steps=3):
     losses, norms = [], []
     for step in range(steps):
         loss, grad = functional.vjp(loss_of, flat, torch.tensor(1.0))
-        direction = conjugate_gradient(lambda p: functional.hvp(loss_of, flat, p)[1], grad, CG_ITERS)
+        direction = conjugate_gradient(lambda p, at=flat: functional.hvp(loss_of, at, p)[1], grad, CG_ITERS)
         with torch.no_grad():
             flat = flat - direction
         losses.append(loss.item())

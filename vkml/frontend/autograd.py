@@ -404,7 +404,10 @@ _OP_NAMES: dict[str, _OpName] = {}
 class Context:
     """How one tensor was made: its op's rule, its operands, its other arguments."""
 
-    __slots__ = ("name", "rule", "parents", "parent_ctxs", "saved", "output", "attrs", "_next_after_release", "trace")
+    __slots__ = (
+        "name", "rule", "parents", "parent_ctxs", "saved", "output", "attrs", "_next_after_release", "trace",
+        "node_hooks",
+    )  # fmt: skip
 
     def __init__(self, name: str, rule: Callable, parents: tuple, saved: tuple, output, attrs: dict, parent_ctxs=None):
         found = _OP_NAMES.get(name)  # one immutable name per op, shared by its contexts
@@ -476,6 +479,48 @@ class Context:
 
     def __repr__(self) -> str:
         return f"<{grad_fn_name(self)} object at {id(self):#x}>"
+
+    # PyTorch's Node API on the graph's nodes (``torch.autograd.graph.Node``): hooks the backward engine
+    # runs around this node's rule (vkml/frontend/backward.py), and a dict for the user's notes. Made on
+    # first use: most nodes never have any, and recording an op stays one object.
+    def _hooks(self) -> NodeHooks:
+        hooks = getattr(self, "node_hooks", None)
+        if hooks is None:
+            hooks = self.node_hooks = NodeHooks()
+        return hooks
+
+    @property
+    def metadata(self) -> dict:
+        """The node's dict for whatever a user keeps on it (PyTorch's ``Node.metadata``)."""
+        return self._hooks().metadata
+
+    def register_prehook(self, hook: Callable) -> RemovableHandle:
+        """``hook(grad_outputs)`` runs before this node's gradient rule; a tuple it returns replaces the
+        gradients the rule reads. Returns a handle whose ``remove()`` undoes it."""
+        hooks = self._hooks().pre
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        return handle
+
+    def register_hook(self, hook: Callable) -> RemovableHandle:
+        """``hook(grad_inputs, grad_outputs)`` runs after this node's gradient rule (``grad_inputs``: one
+        gradient or None per edge of ``next_functions``); a tuple it returns replaces ``grad_inputs``.
+        Returns a handle whose ``remove()`` undoes it."""
+        hooks = self._hooks().post
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        return handle
+
+
+class NodeHooks:
+    """A node's hooks before and after its rule (by handle id, in registration order) and its metadata."""
+
+    __slots__ = ("pre", "post", "metadata")
+
+    def __init__(self) -> None:
+        self.pre: dict = {}
+        self.post: dict = {}
+        self.metadata: dict = {}
 
 
 class AccumulateGrad:

@@ -183,11 +183,14 @@ def run_backward(
                 # _retains, inlined: Tensor.retain_grad() (a non-leaf keeps its gradient)
                 if accumulate and getattr(t, "_retained_ctx", None) is ctx:
                     t.grad = g if t._grad is None else _sum(t._grad, g)
+                node_hooks = getattr(ctx, "node_hooks", None)  # grad_fn.register_(pre)hook's, rarely any
+                if node_hooks is not None:
+                    g = _run_node_prehooks(node_hooks, g)
                 if autograd._AnomalyMode.enabled:
                     with autograd.anomaly_report(ctx):
-                        _apply_rule(ctx, g, grads, vkml, create_graph)
+                        _apply_rule(ctx, g, grads, vkml, create_graph, node_hooks)
                 else:
-                    _apply_rule(ctx, g, grads, vkml, create_graph)
+                    _apply_rule(ctx, g, grads, vkml, create_graph, node_hooks)
             if not retain_graph:
                 ctx.release()
     if accumulate and create_graph and leaves:
@@ -247,6 +250,30 @@ def _run_hooks(t, ctx, g):
     return g
 
 
+def _run_node_prehooks(node_hooks: autograd.NodeHooks, g):
+    """``g`` after a node's ``register_prehook`` hooks: each gets ``(g,)``; a tuple it returns replaces it."""
+    for hook in list(node_hooks.pre.values()):
+        replaced = hook((g,))
+        if replaced is not None:
+            g = replaced[0]
+    return g
+
+
+def _run_node_posthooks(node_hooks: autograd.NodeHooks, results: tuple, g) -> tuple:
+    """A rule's ``results`` after its node's ``register_hook`` hooks: each gets ``(grad_inputs,
+    grad_outputs)``; a tuple it returns replaces ``grad_inputs`` (PyTorch's rule)."""
+    for hook in list(node_hooks.post.values()):
+        replaced = hook(tuple(results), (g,))
+        if replaced is not None:
+            if len(replaced) != len(results):
+                raise RuntimeError(
+                    f"hook '{getattr(hook, '__name__', 'hook')}' has returned an incorrect number of values "
+                    f"(got {len(replaced)}, but expected {len(results)})"
+                )
+            results = tuple(replaced)
+    return results
+
+
 def _check_hook_result(hook, g, replaced) -> None:
     """PyTorch's checks of a tensor hook's result: a tensor of the gradient's dtype and size."""
     name = getattr(hook, "__name__", type(hook).__name__)
@@ -291,7 +318,7 @@ def _unpacked_operand(saved: autograd.PackedSaved, parent, parent_ctx, create_gr
     return linked
 
 
-def _apply_rule(ctx: autograd.Context, g, grads: dict, namespace, create_graph: bool = False) -> None:
+def _apply_rule(ctx: autograd.Context, g, grads: dict, namespace, create_graph: bool = False, node_hooks=None) -> None:
     parents, parent_ctxs = ctx.parents, ctx.parent_ctxs
     role = ("an operand of", ctx.name)
     saved_tensor = _tensor.SavedTensor
@@ -322,6 +349,8 @@ def _apply_rule(ctx: autograd.Context, g, grads: dict, namespace, create_graph: 
         )
     if create_graph:
         results = _link_masks(ctx, inputs, results)
+    if node_hooks is not None and node_hooks.post:
+        results = _run_node_posthooks(node_hooks, results, g)
     for parent, parent_ctx, grad in zip(parents, parent_ctxs, results):
         if parent is None or grad is None:
             continue

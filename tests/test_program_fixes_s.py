@@ -85,3 +85,46 @@ def test_benchmark_timer_measures_as_pytorchs():
     assert _timed(vkml.utils.benchmark, vkml) == _timed(torch.utils.benchmark, torch)
     table = str(vkml.utils.benchmark.Compare([vkml.utils.benchmark.Timer("1 + 1", label="add").timeit(3)]))
     assert table.startswith("[----- add -----]") and "Times are in" in table
+
+
+def _export_round_trip(m, tmp_path):
+    """A scripted model saved by ``jit.save`` with an extra file, loaded back by ``jit.load``: its outputs."""
+    m.manual_seed(0)
+    model = m.jit.script(m.nn.Sequential(m.nn.Linear(3, 2), m.nn.Tanh()))
+    path = str(tmp_path / f"{m.__name__}.pt")
+    m.jit.save(model, path, _extra_files={"note.txt": "v1"})
+    extra = {"note.txt": ""}
+    loaded = m.jit.load(path, map_location="cpu", _extra_files=extra)
+    x = m.tensor(A)
+    return [model(x).tolist(), loaded(x).tolist(), bytes(extra["note.txt"]), sorted(loaded.state_dict())]
+
+
+def test_jit_save_and_load_round_trip_a_scripted_model_as_pytorchs(tmp_path):
+    expected, got = _export_round_trip(torch, tmp_path), _export_round_trip(vkml, tmp_path)
+    np.testing.assert_allclose(got[0], expected[0], rtol=1e-6)
+    assert got[1] == got[0] and expected[1] == expected[0]
+    assert got[2:] == expected[2:]
+    vkml.save({"w": vkml.ones(2)}, str(tmp_path / "plain.pt"))
+    with pytest.raises(RuntimeError, match="no module vkml.jit.save wrote"):
+        vkml.jit.load(str(tmp_path / "plain.pt"))
+
+
+def test_quantization_entry_points_refuse_and_stubs_pass_through():
+    import vkml.ao.quantization
+    import vkml.quantization
+
+    assert vkml.quantization is vkml.ao.quantization
+    model = vkml.nn.Sequential(
+        vkml.ao.quantization.QuantStub(), vkml.nn.Linear(3, 2), vkml.ao.quantization.DeQuantStub()
+    )
+    reference = torch.nn.Sequential(
+        torch.ao.quantization.QuantStub(), torch.nn.Linear(3, 2), torch.ao.quantization.DeQuantStub()
+    )
+    model.load_state_dict({k: vkml.tensor(v.numpy()) for k, v in reference.state_dict().items()})
+    np.testing.assert_allclose(model(vkml.tensor(A)).numpy(), reference(torch.tensor(A)).detach().numpy(), rtol=1e-6)
+    for name in ("quantize_dynamic", "prepare", "convert", "fuse_modules", "get_default_qconfig", "quantize"):
+        with pytest.raises(NotImplementedError, match=f"torch.ao.quantization.{name}: vkml cannot quantize"):
+            getattr(vkml.quantization, name)(model)
+    assert not hasattr(vkml, "qint8")
+    with pytest.raises(AttributeError, match="no quantized tensors"):
+        vkml.quint8  # noqa: B018

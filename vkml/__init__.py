@@ -197,12 +197,28 @@ __all__ += ["get_rng_state", "set_rng_state"]
 # (bench/bench_cold_start.py measures it).
 import importlib as _importlib  # noqa: E402
 
-_LAZY_SUBMODULES = ("nn", "optim", "utils", "distributions", "distributed", "multiprocessing", "hub")
+_LAZY_SUBMODULES = (
+    "nn",
+    "optim",
+    "utils",
+    "distributions",
+    "distributed",
+    "multiprocessing",
+    "hub",
+    "ao",
+    "quantization",
+)
+# PyTorch's quantized dtypes and tensor makers: vkml cannot quantize (vkml/ao/quantization.py) and says so
+_QUANTIZED_NAMES = ("qint8", "quint8", "qint32", "quint4x2", "quint2x4", "quantize_per_tensor", "quantize_per_channel")
 
 
 def __getattr__(name: str):
     if name in _LAZY_SUBMODULES:
         return _importlib.import_module(f"{__name__}.{name}")  # lazy: off import vkml's path (binds vkml.<name>)
+    if name in _QUANTIZED_NAMES:
+        raise AttributeError(
+            f"module {__name__!r} has no attribute {name!r}: vkml has no quantized tensors (docs/interop.md)"
+        )
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 import collections
 import functools
 import gc
+import importlib
 import itertools
 import math
 import operator
@@ -1813,7 +1814,19 @@ def _detached(value):
     return value
 
 
-class jit:  # noqa: N801  (a decorator, spelled as torch.jit's functions are)
+class _TorchScriptNames(type):
+    """``vkml.jit``'s class: torch.jit's TorchScript names (``script``, ``trace``, ...) are set on it by
+    vkml/nn/torchscript.py, which ``import vkml`` does not load (vkml.nn is imported lazily); the first
+    lookup of a missing name loads it, so ``@vkml.jit.script`` works before anything touched ``vkml.nn``."""
+
+    def __getattr__(cls, name: str):
+        if name.startswith("__") or "vkml.nn.torchscript" in sys.modules:
+            raise AttributeError(f"type object 'jit' has no attribute '{name}'")
+        importlib.import_module("vkml.nn.torchscript")
+        return getattr(cls, name)
+
+
+class jit(metaclass=_TorchScriptNames):  # noqa: N801  (a decorator, spelled as torch.jit's functions are)
     """Record ``fn``'s work on its first calls, then replay it in one submission per call (docs/jit.md).
 
     >>> step = vkml.jit(lambda x: (x * 2).sum())   # doctest: +SKIP

@@ -128,3 +128,44 @@ def test_quantization_entry_points_refuse_and_stubs_pass_through():
     assert not hasattr(vkml, "qint8")
     with pytest.raises(AttributeError, match="no quantized tensors"):
         vkml.quint8  # noqa: B018
+
+
+def _scheduled_traces(m, tmp_path):
+    """The steps at which a scheduled profile saved, and the user ranges each saved trace holds."""
+    profiler = m.profiler
+    saved = []
+
+    def trace_ready(prof):
+        names = sorted(e.key for e in prof.key_averages() if e.key.startswith("step_"))
+        saved.append((prof.step_num, names))
+
+    x = m.ones(2, 3)
+    plan = profiler.schedule(wait=1, warmup=1, active=2, repeat=2)
+    with profiler.profile(activities=[profiler.ProfilerActivity.CPU], schedule=plan, on_trace_ready=trace_ready) as p:
+        for step in range(10):
+            with profiler.record_function(f"step_{step}"):
+                (x * step).sum().item()
+            p.step()
+    handler = profiler.tensorboard_trace_handler(str(tmp_path / m.__name__), worker_name="w")
+    with profiler.profile(activities=[profiler.ProfilerActivity.CPU], on_trace_ready=handler):
+        (x * 2).sum().item()
+    files = sorted(p.name.split(".")[-3:][0] for p in (tmp_path / m.__name__).iterdir())
+    return saved, [plan(step).name for step in range(10)], files
+
+
+@pytest.mark.stress  # PyTorch's profiler takes seconds to start
+def test_profiler_schedule_and_on_trace_ready_as_pytorchs(tmp_path):
+    assert _scheduled_traces(vkml, tmp_path) == _scheduled_traces(torch, tmp_path)
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [{"wait": 1, "warmup": 1, "active": 2, "repeat": 2}, {"wait": 0, "warmup": 2, "active": 1, "skip_first": 3},
+     {"wait": 2, "warmup": 1, "active": 3, "skip_first_wait": 1}],
+)  # fmt: skip
+def test_profiler_schedule_gives_pytorchs_actions(arguments):
+    import torch.profiler
+    import vkml.profiler
+
+    expected = [torch.profiler.schedule(**arguments)(step).name for step in range(20)]
+    assert [vkml.profiler.schedule(**arguments)(step).name for step in range(20)] == expected

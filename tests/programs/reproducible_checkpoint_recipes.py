@@ -11,7 +11,10 @@ into a new model and optimizer, then ``model.train()``); "Saving and loading mul
 file" (netA, netB and their optimizers, ``map_location=torch.device('cpu')``); and "PyTorch Benchmark"
 (``torch.utils.benchmark.Timer(stmt=..., setup=..., globals=...)``, ``timeit(n)``,
 ``blocked_autorange(min_run_time=...)``, ``Measurement.mean`` / ``median`` / ``times``, a
-``benchmark.Compare`` table printed; only what does not depend on the clock is compared).
+``benchmark.Compare`` table printed; only what does not depend on the clock is compared); and the
+profiler recipe's scheduled form (``torch.profiler.schedule(wait=1, warmup=1, active=2, repeat=1)``,
+``on_trace_ready`` reading ``prof.key_averages()`` and ``prof.step_num``, ``prof.step()`` per
+training step, ``tensorboard_trace_handler``).
 """
 
 from __future__ import annotations
@@ -115,6 +118,33 @@ def benchmarks():
     ]
 
 
+def profiled_steps(net, x, y, log_dir):
+    """A few SGD steps under a scheduled profile: which steps each saved trace holds."""
+    optimizer = optim.SGD(net.parameters(), lr=0.05)
+    saved, losses = [], []
+    handler = torch.profiler.tensorboard_trace_handler(log_dir, worker_name="worker0")
+
+    def trace_ready(prof):
+        names = sorted(e.key for e in prof.key_averages() if e.key.startswith("train_step_"))
+        saved.append([prof.step_num, names])
+        handler(prof)
+
+    with torch.profiler.profile(
+        activities=[torch.profiler.ProfilerActivity.CPU],
+        schedule=torch.profiler.schedule(wait=1, warmup=1, active=2, repeat=1),
+        on_trace_ready=trace_ready,
+    ) as prof:
+        for step in range(6):
+            with torch.profiler.record_function(f"train_step_{step}"):
+                optimizer.zero_grad()
+                loss = F.cross_entropy(net(x), y)
+                loss.backward()
+                optimizer.step()
+            losses.append(loss.item())
+            prof.step()
+    return saved, losses, len(os.listdir(log_dir))
+
+
 def train(model, steps=3):
     netA, netB = model["netA"], model["netB"]
     seed_everything(0)
@@ -177,6 +207,8 @@ def train(model, steps=3):
         x = dataset().tensors[0]
         result["loaded"] = [modelA(x).sum().item(), modelB(x).sum().item()]
         result["optimizer_state"] = sorted(checkpoint["optimizerB_state_dict"]["state"][0])
+        x, y = dataset().tensors
+        result["profiled"] = profiled_steps(modelA, x, y, os.path.join(tmp, "log"))
     torch.set_default_dtype(torch.float64)
     try:
         wide = nn.Linear(2, 2)

@@ -1822,7 +1822,7 @@ class _TorchScriptNames(type):
     def __getattr__(cls, name: str):
         if name.startswith("__") or "vkml.nn.torchscript" in sys.modules:
             raise AttributeError(f"type object 'jit' has no attribute '{name}'")
-        importlib.import_module("vkml.nn.torchscript")
+        importlib.import_module("vkml.nn.torchscript")  # lazy: off import vkml's path
         return getattr(cls, name)
 
 

@@ -3,8 +3,9 @@ import lines alone: the ``torch.autograd.functional`` API in a Newton-CG loop (a
 "Double Backward with Custom Functions" and "Fusing Convolution and Batch Norm" (double_backward_fused_convbn),
 "Hooks for autograd saved tensors" (saved_tensor_hooks), "Autograd mechanics" (autograd_mechanics), the
 reproducibility, default-device, general-checkpoint and benchmark recipes (reproducible_checkpoint_recipes),
-the Mario double DQN with frame stacking (mario_frame_stack) and "Introduction to TorchScript"
-(torchscript_intro); each docstring lists the idioms it checks.
+the Mario double DQN with frame stacking (mario_frame_stack), "Introduction to TorchScript"
+(torchscript_intro) and the optimizer step fused into the backward pass (optimizer_in_backward); each
+docstring lists the idioms it checks.
 
 The comparisons run with ``make test-all`` (``-m stress``); ``make test`` compares the autograd-mechanics
 program, the cheapest. The gaps they found are tested in tests/test_program_fixes_s.py.
@@ -23,6 +24,7 @@ PROGRAMS = {
     "reproducible_checkpoint_recipes": (3, 1e-4),
     "mario_frame_stack": (3, 1e-4),
     "torchscript_intro": (3, 1e-4),
+    "optimizer_in_backward": (3, 1e-4),
 }
 VARIANTS = {
     "autograd_functional_newton": [{"CG_ITERS": 2, "DAMPING": 0.5}],

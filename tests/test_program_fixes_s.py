@@ -169,3 +169,29 @@ def test_profiler_schedule_gives_pytorchs_actions(arguments):
 
     expected = [torch.profiler.schedule(**arguments)(step).name for step in range(20)]
     assert [vkml.profiler.schedule(**arguments)(step).name for step in range(20)] == expected
+
+
+def _bucketing_run(m):
+    """The gradient-bucketing idiom: hooks on each parameter's AccumulateGrad, one scaling the gradient
+    before it is accumulated, one reading ``.grad`` after."""
+    m.manual_seed(0)
+    model = m.nn.Sequential(m.nn.Linear(3, 4), m.nn.Tanh(), m.nn.Linear(4, 1))
+    seen, accumulators = [], []
+    for name, p in model.named_parameters():
+        accumulator = p.expand_as(p).grad_fn.next_functions[0][0]
+        accumulator.register_prehook(lambda grad_outputs: (grad_outputs[0] * 0.5,))
+        accumulator.register_hook(
+            lambda grad_inputs, grad_outputs, name=name, p=p: seen.append((name, len(grad_inputs), p.grad.sum().item()))
+        )
+        accumulators.append(accumulator)  # kept alive, as DDP-style code keeps them
+    for _ in range(2):
+        model(m.tensor(A)).sum().backward()
+    return sorted(seen), [p.grad.numpy().copy() for p in model.parameters()]
+
+
+def test_accumulate_grad_hooks_run_around_the_leaf_accumulation_as_pytorchs():
+    (expected_seen, expected), (got_seen, got) = _bucketing_run(torch), _bucketing_run(vkml)
+    assert [s[:2] for s in got_seen] == [s[:2] for s in expected_seen]
+    np.testing.assert_allclose([s[2] for s in got_seen], [s[2] for s in expected_seen], rtol=1e-5, atol=1e-6)
+    for e, g in zip(expected, got, strict=True):
+        np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-7)

@@ -536,6 +536,26 @@ class AccumulateGrad:
     def name(self) -> str:
         return "torch::autograd::AccumulateGrad"
 
+    # Hooks on the accumulator (the gradient-bucketing idiom ``p.expand_as(p).grad_fn.next_functions[0][0]``)
+    # live on the leaf: vkml makes a new AccumulateGrad on each read of next_functions.
+    def _hooks(self) -> NodeHooks:
+        hooks = getattr(self.variable, "_accumulate_hooks", None)
+        if hooks is None:
+            hooks = self.variable._accumulate_hooks = NodeHooks()
+        return hooks
+
+    @property
+    def metadata(self) -> dict:
+        return self._hooks().metadata
+
+    def register_prehook(self, hook: Callable) -> RemovableHandle:
+        """``hook((grad,))`` runs before the leaf's ``.grad`` is accumulated; a tuple it returns replaces it."""
+        return Context.register_prehook(self, hook)
+
+    def register_hook(self, hook: Callable) -> RemovableHandle:
+        """``hook((), (grad,))`` runs after the leaf's ``.grad`` is accumulated (PyTorch's AccumulateGrad hook)."""
+        return Context.register_hook(self, hook)
+
     def __eq__(self, other) -> bool:  # one per leaf in PyTorch: two edges to one leaf compare equal
         return isinstance(other, AccumulateGrad) and other.variable is self.variable
 

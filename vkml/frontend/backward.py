@@ -171,6 +171,9 @@ def run_backward(
                         _run_post_accumulate_hooks(target)
             if ctx is None:
                 if g is not None and accumulate and targets is None:
+                    node_hooks = getattr(t, "_accumulate_hooks", None)  # its AccumulateGrad's, rarely any
+                    if node_hooks is not None:
+                        g = _run_node_prehooks(node_hooks, g)
                     if t.grad is None and memory_format.ACTIVE and memory_format.format_of(t) is not None:
                         g = g.clone(memory_format=memory_format.format_of(t))  # the leaf's layout (PyTorch's)
                     elif t.grad is None:
@@ -178,6 +181,8 @@ def run_backward(
                     t.grad = g if t.grad is None else _sum(t.grad, g)
                     leaves.append(t.grad)
                     _run_post_accumulate_hooks(t)
+                    if node_hooks is not None and node_hooks.post:
+                        _run_node_posthooks(node_hooks, (), g)
                 continue
             if g is not None:
                 # _retains, inlined: Tensor.retain_grad() (a non-leaf keeps its gradient)

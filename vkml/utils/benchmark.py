@@ -229,7 +229,9 @@ class Compare:
             rows = list(dict.fromkeys(m.task_spec.sub_label or "" for m in group))
             cells = {(m.task_spec.sub_label or "", m.task_spec.description or ""): m.median / scale for m in group}
             width = max([len(r) for r in rows] + [1])
-            lines = [f"[----- {label} -----]", " " * width + "  |  " + "  |  ".join(columns)]
+            header = " " * width + "  |  " + "  |  ".join(columns)
+            threads = f"{group[0].task_spec.num_threads} threads: "
+            lines = [f"[----- {label} -----]", header, threads + "-" * max(len(header) - len(threads), 4)]
             for row in rows:
                 values = [cells.get((row, c)) for c in columns]
                 shown = [("" if v is None else f"{v:.0f}" if self._trim else f"{v:.1f}") for v in values]

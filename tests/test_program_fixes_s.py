@@ -195,3 +195,16 @@ def test_accumulate_grad_hooks_run_around_the_leaf_accumulation_as_pytorchs():
     np.testing.assert_allclose([s[2] for s in got_seen], [s[2] for s in expected_seen], rtol=1e-5, atol=1e-6)
     for e, g in zip(expected, got, strict=True):
         np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-7)
+
+
+def test_cuda_memory_module_names_pytorchs_functions_and_refuses_history():
+    import torch.cuda.memory
+    import vkml.cuda.memory
+
+    for name in vkml.cuda.memory.__all__:
+        assert hasattr(torch.cuda.memory, name)
+        assert getattr(vkml.cuda.memory, name) is getattr(vkml.cuda, name)
+    for name in ("_record_memory_history", "_dump_snapshot"):
+        assert hasattr(torch.cuda.memory, name)
+        with pytest.raises(NotImplementedError, match=f"torch.cuda.memory.{name}: vkml keeps no allocation history"):
+            getattr(vkml.cuda.memory, name)()

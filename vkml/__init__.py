@@ -245,6 +245,7 @@ __all__ += ["jit", "JitError"]
 # (vkml/frontend/autograd_functional.py: vkml.autograd.functional; vkml/frontend/func.py: vkml.func)
 from .frontend import autograd_functional as _autograd_functional  # noqa: E402
 from .frontend import cuda_amp as _cuda_amp  # noqa: E402
+from .frontend import cuda_memory as _cuda_memory  # noqa: E402
 from .frontend import func  # noqa: E402
 from .frontend.func import vmap  # noqa: E402
 
@@ -259,6 +260,8 @@ autograd.profiler = _autograd_profiler  # torch.autograd.profiler: the older pro
 _sys.modules[__name__ + ".autograd.profiler"] = _autograd_profiler
 cuda.amp = _cuda_amp  # torch.cuda.amp's older spellings
 _sys.modules[__name__ + ".cuda.amp"] = _cuda_amp
+cuda.memory = _cuda_memory  # torch.cuda.memory's names (vkml/frontend/cuda_memory.py)
+_sys.modules[__name__ + ".cuda.memory"] = _cuda_memory
 _sys.modules[__name__ + ".autograd.functional"] = _autograd_functional
 _sys.modules[__name__ + ".func"] = func
 __all__ += ["func", "vmap"]

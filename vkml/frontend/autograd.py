@@ -487,6 +487,7 @@ class Context:
         hooks = getattr(self, "node_hooks", None)
         if hooks is None:
             hooks = self.node_hooks = NodeHooks()
+            NodeHooks.made = True
         return hooks
 
     @property
@@ -516,6 +517,9 @@ class NodeHooks:
     """A node's hooks before and after its rule (by handle id, in registration order) and its metadata."""
 
     __slots__ = ("pre", "post", "metadata")
+    # whether any node ever had hooks: until then backward() reads no node's (a missing slot's getattr
+    # raises and catches an AttributeError, a cost per node that graphs without hooks should not pay)
+    made = False
 
     def __init__(self) -> None:
         self.pre: dict = {}
@@ -542,6 +546,7 @@ class AccumulateGrad:
         hooks = getattr(self.variable, "_accumulate_hooks", None)
         if hooks is None:
             hooks = self.variable._accumulate_hooks = NodeHooks()
+            NodeHooks.made = True
         return hooks
 
     @property

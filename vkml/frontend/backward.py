@@ -155,6 +155,8 @@ def run_backward(
         key = _key(root, root._ctx)
         grads[key] = seed if key not in grads else grads[key] + seed
     found, leaves = {}, []
+    any_node_hooks = autograd.NodeHooks.made  # grad_fn.register_(pre)hook's: read per node only once there are any
+    node_hooks = None
     with autograd.set_grad_enabled(create_graph):
         for t, ctx in order:
             key = id(ctx) if ctx is not None else id(t)  # _key, inlined: every value of the graph passes here
@@ -171,7 +173,8 @@ def run_backward(
                         _run_post_accumulate_hooks(target)
             if ctx is None:
                 if g is not None and accumulate and targets is None:
-                    node_hooks = getattr(t, "_accumulate_hooks", None)  # its AccumulateGrad's, rarely any
+                    if any_node_hooks:
+                        node_hooks = getattr(t, "_accumulate_hooks", None)  # its AccumulateGrad's
                     if node_hooks is not None:
                         g = _run_node_prehooks(node_hooks, g)
                     if t.grad is None and memory_format.ACTIVE and memory_format.format_of(t) is not None:
@@ -188,7 +191,8 @@ def run_backward(
                 # _retains, inlined: Tensor.retain_grad() (a non-leaf keeps its gradient)
                 if accumulate and getattr(t, "_retained_ctx", None) is ctx:
                     t.grad = g if t._grad is None else _sum(t._grad, g)
-                node_hooks = getattr(ctx, "node_hooks", None)  # grad_fn.register_(pre)hook's, rarely any
+                if any_node_hooks:
+                    node_hooks = getattr(ctx, "node_hooks", None)
                 if node_hooks is not None:
                     g = _run_node_prehooks(node_hooks, g)
                 if autograd._AnomalyMode.enabled:

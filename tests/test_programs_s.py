@@ -7,13 +7,17 @@ the Mario double DQN with frame stacking (mario_frame_stack), "Introduction to T
 (torchscript_intro) and the optimizer step fused into the backward pass (optimizer_in_backward); each
 docstring lists the idioms it checks.
 
-The comparisons run with ``make test-all`` (``-m stress``); ``make test`` compares the autograd-mechanics
-program, the cheapest. The gaps they found are tested in tests/test_program_fixes_s.py.
+The comparisons run with ``make test-all`` (``-m stress``), three of them also with vkml's default device
+the Vulkan one; ``make test`` compares the autograd-mechanics program, the cheapest. The gaps they found are tested in tests/test_program_fixes_s.py.
 """
 
 from __future__ import annotations
 
-from test_programs import compare_program, program_tests
+import numpy as np
+import pytest
+from test_programs import _numbers, compare_program, program_tests, run_program
+
+import vkml
 
 # name: (steps, rtol)
 PROGRAMS = {
@@ -38,3 +42,18 @@ test_program_matches_pytorch, test_program_variant_matches_pytorch = program_tes
 def test_autograd_mechanics_matches_pytorch(monkeypatch):
     """Node hooks, tensor hooks, retain_grad, accumulation and a gradient penalty: PyTorch's numbers."""
     compare_program("autograd_mechanics", monkeypatch, 2, 1e-4)
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize("name", ["autograd_mechanics", "saved_tensor_hooks", "optimizer_in_backward"])
+def test_program_on_the_vulkan_device_matches_pytorch_on_the_cpu(gpu, monkeypatch, name):
+    """Built and trained with ``torch.set_default_device`` naming the Vulkan device: node, tensor and
+    accumulate hooks, saved-tensor hooks (``save_on_cpu`` among them) and the optimizer in backward there."""
+    steps = PROGRAMS[name][0]
+    initial, expected = run_program(name, "torch", monkeypatch, steps)
+    vkml.set_default_device(gpu)
+    try:
+        _, got = run_program(name, "vkml", monkeypatch, steps, initial)
+    finally:
+        vkml.set_default_device(None)
+    np.testing.assert_allclose(_numbers(got), _numbers(expected), rtol=1e-4, atol=1e-6, err_msg=name)

@@ -208,3 +208,30 @@ def test_cuda_memory_module_names_pytorchs_functions_and_refuses_history():
         assert hasattr(torch.cuda.memory, name)
         with pytest.raises(NotImplementedError, match=f"torch.cuda.memory.{name}: vkml keeps no allocation history"):
             getattr(vkml.cuda.memory, name)()
+
+
+def _saved_tensors_run(m):
+    """The saved-tensor hooks tutorial's first part: what ``grad_fn._saved_*`` gives, and hooks on one saved
+    operand by ``_raw_saved_self.register_hooks``; then the errors once backward freed them."""
+    x = m.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    y, z = x.pow(2), x.exp()
+    out = [y.grad_fn._saved_self is x, z.grad_fn._saved_result.equal(z), z.grad_fn._saved_result is z]
+    a, b = m.tensor(A[0], requires_grad=True), m.tensor(A[1], requires_grad=True)
+    c = a * b
+    out += [c.grad_fn._saved_self is a, c.grad_fn._saved_other is b, hasattr(c.grad_fn, "_saved_nothing")]
+    calls = []
+    c.grad_fn._raw_saved_other.register_hooks(
+        lambda t: calls.append("pack") or t * 1, lambda t: calls.append("unpack") or t
+    )
+    out.append(list(calls))
+    c.sum().backward()
+    out += [list(calls), a.grad.tolist()]
+    for attempt in (lambda: c.grad_fn._saved_self, lambda: c.grad_fn._raw_saved_self.register_hooks(id, id)):
+        with pytest.raises(RuntimeError) as error:
+            attempt()
+        out.append(str(error.value).split(".")[0])
+    return out
+
+
+def test_saved_tensor_attributes_and_raw_hooks_as_pytorchs():
+    assert _saved_tensors_run(vkml) == _saved_tensors_run(torch)

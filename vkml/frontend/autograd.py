@@ -480,6 +480,14 @@ class Context:
     def __repr__(self) -> str:
         return f"<{grad_fn_name(self)} object at {id(self):#x}>"
 
+    def __getattr__(self, name: str):
+        # ``grad_fn._saved_self`` / ``_saved_other`` / ``_saved_result`` and ``_raw_saved_self`` /
+        # ``_raw_saved_other``: what the node keeps, as the saved-tensor hooks tutorial reads it
+        # (vkml/frontend/backward.py's ``saved_attribute``, set when it loads)
+        if name.startswith(("_saved_", "_raw_saved_")) and saved_attribute is not None:
+            return saved_attribute(self, name)
+        raise AttributeError(f"'{grad_fn_name(self)}' object has no attribute '{name}'")
+
     # PyTorch's Node API on the graph's nodes (``torch.autograd.graph.Node``): hooks the backward engine
     # runs around this node's rule (vkml/frontend/backward.py), and a dict for the user's notes. Made on
     # first use: most nodes never have any, and recording an op stays one object.
@@ -511,6 +519,9 @@ class Context:
         handle = RemovableHandle(hooks)
         hooks[handle.id] = hook
         return handle
+
+
+saved_attribute: Callable | None = None  # backward.py's reader of ``grad_fn._saved_*`` (it reads SavedTensors)
 
 
 class NodeHooks:

@@ -259,6 +259,70 @@ def _run_hooks(t, ctx, g):
     return g
 
 
+# PyTorch's names of the operands a node saves, by position (``MulBackward0._saved_self``, ``_saved_other``)
+_SAVED_OPERANDS = {"self": 0, "other": 1}
+
+
+def _saved_operand(ctx: autograd.Context, index: int):
+    """Operand ``index`` as ``ctx`` keeps it: the tensor itself while its value is the one saved (PyTorch's
+    ``_saved_self is x``), else the saved value; a packed one through its unpack hook."""
+    saved = ctx.saved[index]
+    if type(saved) is autograd.PackedSaved:
+        return saved.unpack()
+    if type(saved) is not tuple:
+        return saved  # a number the op took
+    node, owner = saved[0], saved[1]
+    if owner is not None and owner._node is node:
+        return owner
+    return _tensor.SavedTensor(saved, ("an operand of", ctx.name))
+
+
+class RawSavedTensor:
+    """``grad_fn._raw_saved_self``: one saved operand, on which ``register_hooks(pack, unpack)`` sets
+    saved-tensor hooks (``pack`` runs now, ``unpack`` when the gradient reads it)."""
+
+    def __init__(self, ctx: autograd.Context, index: int):
+        self._ctx, self._index = ctx, index
+
+    def register_hooks(self, pack_hook, unpack_hook) -> None:
+        ctx = self._ctx
+        if ctx.saved is None:
+            raise RuntimeError(
+                "Calling register_hooks on a saved tensor after it has been freed. Saved intermediate values of the "
+                "graph are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you need "
+                "to backward through the graph a second time or if you need to access saved variables after calling "
+                "backward."
+            )
+        if type(ctx.saved[self._index]) is autograd.PackedSaved:
+            raise RuntimeError(
+                "Calling register_hooks on a saved tensor whose hooks have already been set. Hint: only one pair "
+                "of hooks is allowed at a time."
+            )
+        packed = autograd.PackedSaved(_saved_operand(ctx, self._index), (pack_hook, unpack_hook))
+        ctx.saved = (*ctx.saved[: self._index], packed, *ctx.saved[self._index + 1 :])
+
+
+def _saved_attribute(ctx: autograd.Context, name: str):
+    """``grad_fn._saved_<self|other|result>`` and ``grad_fn._raw_saved_<self|other>`` (PyTorch's names)."""
+    raw = name.startswith("_raw_saved_")
+    which = name.removeprefix("_raw_saved_" if raw else "_saved_")
+    index = _SAVED_OPERANDS.get(which)
+    known = (which == "result" and not raw) or (index is not None and ctx.saved is not None and index < len(ctx.saved))
+    if not known and not (index is not None and ctx.saved is None):
+        raise AttributeError(f"'{autograd.grad_fn_name(ctx)}' object has no attribute '{name}'")
+    if raw:
+        return RawSavedTensor(ctx, index)  # readable after backward; its register_hooks then raises
+    if ctx.saved is None:
+        raise RuntimeError(SECOND_TIME)
+    if which == "result":
+        node, owner, version = ctx.output
+        return _tensor.SavedTensor((node, owner(), version), ("output 0 of", ctx.name))
+    return _saved_operand(ctx, index)
+
+
+autograd.saved_attribute = _saved_attribute
+
+
 def _run_node_prehooks(node_hooks: autograd.NodeHooks, g):
     """``g`` after a node's ``register_prehook`` hooks: each gets ``(g,)``; a tuple it returns replaces it."""
     for hook in list(node_hooks.pre.values()):

@@ -1,7 +1,9 @@
 """The "Hooks for autograd saved tensors" tutorial, at a tiny size on synthetic images: a small CNN
 trained while the activations autograd keeps for backward go through pack/unpack hooks.
 
-Idioms: ``torch.autograd.graph.saved_tensors_hooks(pack_hook, unpack_hook)`` around the forward, with
+Idioms: ``grad_fn._saved_self is x``, ``_saved_other``, ``_saved_result.equal(y)`` (a new handle) and
+``grad_fn._raw_saved_self.register_hooks(pack, unpack)``, then the error of reading a freed saved tensor;
+``torch.autograd.graph.saved_tensors_hooks(pack_hook, unpack_hook)`` around the forward, with
 pack hooks that keep the tensor, that return an index into a Python list (``storage.append(x); return
 len(storage) - 1``), that write it to a file through ``torch.save`` in a ``tempfile.TemporaryDirectory``
 named by ``uuid.uuid4()`` and read it back by ``torch.load`` (a ``SelfDeletingTempFile`` whose
@@ -139,7 +141,31 @@ def probes():
         error = ""
     except TypeError as e:
         error = str(e)
-    return {"nesting": [len(outer) == 0, len(inner) > 0], "nested_grad": grad, "bad_unpack": error}
+    # the tutorial's first part: what a node keeps, and hooks on one saved tensor
+    a = torch.tensor([1.0, -2.0, 0.5], requires_grad=True)
+    b = torch.tensor([0.3, 0.2, -0.1], requires_grad=True)
+    c = a * b
+    p = a.pow(2)
+    e = a.exp()
+    kept = [c.grad_fn._saved_self is a, c.grad_fn._saved_other.equal(b), p.grad_fn._saved_self is a]
+    kept += [e.grad_fn._saved_result.equal(e), e.grad_fn._saved_result is e]
+    calls = []
+    c.grad_fn._raw_saved_self.register_hooks(lambda t: calls.append("pack") or t, lambda t: calls.append("unpack") or t)
+    c.sum().backward()
+    try:
+        c.grad_fn._saved_self  # noqa: B018 - the read is what raises
+        freed = ""
+    except RuntimeError as err:
+        freed = str(err).split(" (")[0]
+    return {
+        "nesting": [len(outer) == 0, len(inner) > 0],
+        "nested_grad": grad,
+        "bad_unpack": error,
+        "kept": kept,
+        "raw_hooks": calls,
+        "raw_grad": b.grad.tolist(),
+        "freed": freed,
+    }
 
 
 def train(model, steps=2):

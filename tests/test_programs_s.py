@@ -8,7 +8,7 @@ the Mario double DQN with frame stacking (mario_frame_stack), "Introduction to T
 docstring lists the idioms it checks.
 
 The comparisons run with ``make test-all`` (``-m stress``), three of them also with vkml's default device
-the Vulkan one; ``make test`` compares the autograd-mechanics program, the cheapest. The gaps they found are tested in tests/test_program_fixes_s.py.
+the Vulkan one. The gaps they found are tested in tests/test_program_fixes_s.py, which ``make test`` runs.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ VARIANTS = {
 test_program_matches_pytorch, test_program_variant_matches_pytorch = program_tests(PROGRAMS, VARIANTS)
 
 
+@pytest.mark.stress  # ~10 s cold on the interpreter: the fixes' own tests run in make test
 def test_autograd_mechanics_matches_pytorch(monkeypatch):
     """Node hooks, tensor hooks, retain_grad, accumulation and a gradient penalty: PyTorch's numbers."""
     compare_program("autograd_mechanics", monkeypatch, 2, 1e-4)

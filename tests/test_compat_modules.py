@@ -37,8 +37,6 @@ def test_torchscript_names_return_the_model_and_keep_its_results():
     with pytest.raises(RuntimeError, match="eval mode"):
         vkml.jit.freeze(model)
     assert vkml.jit.freeze(model.eval()) is model
-    with pytest.raises(NotImplementedError, match="state_dict"):
-        vkml.jit.save(model, "model.pt")
 
     class Old(vkml.jit.ScriptModule):  # the pre-1.0 scripted-class style
         def __init__(self):

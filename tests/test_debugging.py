@@ -159,9 +159,9 @@ def test_profiler_chrome_trace_and_refusals(tmp_path):
     prof.export_chrome_trace(str(path))
     trace = json.loads(path.read_text())["traceEvents"]
     assert [e["name"] for e in trace] == [e.name for e in prof.events()] and all(e["ph"] == "X" for e in trace)
-    for option in ("schedule", "on_trace_ready", "profile_memory", "with_stack", "with_flops"):
+    for option in ("profile_memory", "with_stack", "with_flops"):
         with pytest.raises(NotImplementedError, match=option):
-            profile(**{option: (lambda *a: None) if option in ("schedule", "on_trace_ready") else True})
+            profile(**{option: True})
     with pytest.raises(ValueError, match="unknown sort_by"):
         prof.key_averages().table(sort_by="nonsense")
     with pytest.raises(RuntimeError, match="record_shapes"):

@@ -90,6 +90,8 @@ FACE = (
     "vkml.distributed",
     "vkml.multiprocessing",
     "vkml.hub",
+    "vkml.ao",
+    "vkml.quantization",
     "vkml.cli",
     "vkml.demo",
     "vkml.doctor",

@@ -197,12 +197,28 @@ __all__ += ["get_rng_state", "set_rng_state"]
 # (bench/bench_cold_start.py measures it).
 import importlib as _importlib  # noqa: E402
 
-_LAZY_SUBMODULES = ("nn", "optim", "utils", "distributions", "distributed", "multiprocessing", "hub")
+_LAZY_SUBMODULES = (
+    "nn",
+    "optim",
+    "utils",
+    "distributions",
+    "distributed",
+    "multiprocessing",
+    "hub",
+    "ao",
+    "quantization",
+)
+# PyTorch's quantized dtypes and tensor makers: vkml cannot quantize (vkml/ao/quantization.py) and says so
+_QUANTIZED_NAMES = ("qint8", "quint8", "qint32", "quint4x2", "quint2x4", "quantize_per_tensor", "quantize_per_channel")
 
 
 def __getattr__(name: str):
     if name in _LAZY_SUBMODULES:
         return _importlib.import_module(f"{__name__}.{name}")  # lazy: off import vkml's path (binds vkml.<name>)
+    if name in _QUANTIZED_NAMES:
+        raise AttributeError(
+            f"module {__name__!r} has no attribute {name!r}: vkml has no quantized tensors (docs/interop.md)"
+        )
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -229,6 +245,7 @@ __all__ += ["jit", "JitError"]
 # (vkml/frontend/autograd_functional.py: vkml.autograd.functional; vkml/frontend/func.py: vkml.func)
 from .frontend import autograd_functional as _autograd_functional  # noqa: E402
 from .frontend import cuda_amp as _cuda_amp  # noqa: E402
+from .frontend import cuda_memory as _cuda_memory  # noqa: E402
 from .frontend import func  # noqa: E402
 from .frontend.func import vmap  # noqa: E402
 
@@ -243,6 +260,8 @@ autograd.profiler = _autograd_profiler  # torch.autograd.profiler: the older pro
 _sys.modules[__name__ + ".autograd.profiler"] = _autograd_profiler
 cuda.amp = _cuda_amp  # torch.cuda.amp's older spellings
 _sys.modules[__name__ + ".cuda.amp"] = _cuda_amp
+cuda.memory = _cuda_memory  # torch.cuda.memory's names (vkml/frontend/cuda_memory.py)
+_sys.modules[__name__ + ".cuda.memory"] = _cuda_memory
 _sys.modules[__name__ + ".autograd.functional"] = _autograd_functional
 _sys.modules[__name__ + ".func"] = func
 __all__ += ["func", "vmap"]

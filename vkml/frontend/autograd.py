@@ -404,7 +404,10 @@ _OP_NAMES: dict[str, _OpName] = {}
 class Context:
     """How one tensor was made: its op's rule, its operands, its other arguments."""
 
-    __slots__ = ("name", "rule", "parents", "parent_ctxs", "saved", "output", "attrs", "_next_after_release", "trace")
+    __slots__ = (
+        "name", "rule", "parents", "parent_ctxs", "saved", "output", "attrs", "_next_after_release", "trace",
+        "node_hooks",
+    )  # fmt: skip
 
     def __init__(self, name: str, rule: Callable, parents: tuple, saved: tuple, output, attrs: dict, parent_ctxs=None):
         found = _OP_NAMES.get(name)  # one immutable name per op, shared by its contexts
@@ -477,6 +480,63 @@ class Context:
     def __repr__(self) -> str:
         return f"<{grad_fn_name(self)} object at {id(self):#x}>"
 
+    def __getattr__(self, name: str):
+        # ``grad_fn._saved_self`` / ``_saved_other`` / ``_saved_result`` and ``_raw_saved_self`` /
+        # ``_raw_saved_other``: what the node keeps, as the saved-tensor hooks tutorial reads it
+        # (vkml/frontend/backward.py's ``saved_attribute``, set when it loads)
+        if name.startswith(("_saved_", "_raw_saved_")) and saved_attribute is not None:
+            return saved_attribute(self, name)
+        raise AttributeError(f"'{grad_fn_name(self)}' object has no attribute '{name}'")
+
+    # PyTorch's Node API on the graph's nodes (``torch.autograd.graph.Node``): hooks the backward engine
+    # runs around this node's rule (vkml/frontend/backward.py), and a dict for the user's notes. Made on
+    # first use: most nodes never have any, and recording an op stays one object.
+    def _hooks(self) -> NodeHooks:
+        hooks = getattr(self, "node_hooks", None)
+        if hooks is None:
+            hooks = self.node_hooks = NodeHooks()
+            NodeHooks.made = True
+        return hooks
+
+    @property
+    def metadata(self) -> dict:
+        """The node's dict for whatever a user keeps on it (PyTorch's ``Node.metadata``)."""
+        return self._hooks().metadata
+
+    def register_prehook(self, hook: Callable) -> RemovableHandle:
+        """``hook(grad_outputs)`` runs before this node's gradient rule; a tuple it returns replaces the
+        gradients the rule reads. Returns a handle whose ``remove()`` undoes it."""
+        hooks = self._hooks().pre
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        return handle
+
+    def register_hook(self, hook: Callable) -> RemovableHandle:
+        """``hook(grad_inputs, grad_outputs)`` runs after this node's gradient rule (``grad_inputs``: one
+        gradient or None per edge of ``next_functions``); a tuple it returns replaces ``grad_inputs``.
+        Returns a handle whose ``remove()`` undoes it."""
+        hooks = self._hooks().post
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        return handle
+
+
+saved_attribute: Callable | None = None  # backward.py's reader of ``grad_fn._saved_*`` (it reads SavedTensors)
+
+
+class NodeHooks:
+    """A node's hooks before and after its rule (by handle id, in registration order) and its metadata."""
+
+    __slots__ = ("pre", "post", "metadata")
+    # whether any node ever had hooks: until then backward() reads no node's (a missing slot's getattr
+    # raises and catches an AttributeError, a cost per node that graphs without hooks should not pay)
+    made = False
+
+    def __init__(self) -> None:
+        self.pre: dict = {}
+        self.post: dict = {}
+        self.metadata: dict = {}
+
 
 class AccumulateGrad:
     """The node a leaf's gradient reaches the leaf through (``grad_fn.next_functions``): its
@@ -490,6 +550,27 @@ class AccumulateGrad:
 
     def name(self) -> str:
         return "torch::autograd::AccumulateGrad"
+
+    # Hooks on the accumulator (the gradient-bucketing idiom ``p.expand_as(p).grad_fn.next_functions[0][0]``)
+    # live on the leaf: vkml makes a new AccumulateGrad on each read of next_functions.
+    def _hooks(self) -> NodeHooks:
+        hooks = getattr(self.variable, "_accumulate_hooks", None)
+        if hooks is None:
+            hooks = self.variable._accumulate_hooks = NodeHooks()
+            NodeHooks.made = True
+        return hooks
+
+    @property
+    def metadata(self) -> dict:
+        return self._hooks().metadata
+
+    def register_prehook(self, hook: Callable) -> RemovableHandle:
+        """``hook((grad,))`` runs before the leaf's ``.grad`` is accumulated; a tuple it returns replaces it."""
+        return Context.register_prehook(self, hook)
+
+    def register_hook(self, hook: Callable) -> RemovableHandle:
+        """``hook((), (grad,))`` runs after the leaf's ``.grad`` is accumulated (PyTorch's AccumulateGrad hook)."""
+        return Context.register_hook(self, hook)
 
     def __eq__(self, other) -> bool:  # one per leaf in PyTorch: two edges to one leaf compare equal
         return isinstance(other, AccumulateGrad) and other.variable is self.variable

@@ -17,13 +17,30 @@ reads), so ``pack`` may run more often than under PyTorch; the gradients are the
 
 from __future__ import annotations
 
+import abc
 import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .autograd import _mode
+from .autograd import AccumulateGrad, Context, GraphNode, _mode
 
-__all__ = ["disable_saved_tensors_hooks", "save_on_cpu", "saved_tensors_hooks"]
+__all__ = ["Node", "disable_saved_tensors_hooks", "save_on_cpu", "saved_tensors_hooks"]
+
+
+class Node(abc.ABC):  # noqa: B024 - PyTorch's Node is an abstract base for isinstance checks
+    """``torch.autograd.graph.Node``: what ``grad_fn`` and the entries of ``next_functions`` are, for
+    ``isinstance`` checks (``name()``, ``next_functions``, ``metadata``, ``register_hook``,
+    ``register_prehook`` on vkml's nodes).
+
+    >>> import vkml
+    >>> y = vkml.ones(2, requires_grad=True).exp()
+    >>> isinstance(y.grad_fn, vkml.autograd.graph.Node)
+    True
+    """
+
+
+for _node_class in (Context, AccumulateGrad, GraphNode):
+    Node.register(_node_class)
 
 
 class saved_tensors_hooks:  # noqa: N801 - torch.autograd.graph's name

@@ -155,6 +155,8 @@ def run_backward(
         key = _key(root, root._ctx)
         grads[key] = seed if key not in grads else grads[key] + seed
     found, leaves = {}, []
+    any_node_hooks = autograd.NodeHooks.made  # grad_fn.register_(pre)hook's: read per node only once there are any
+    node_hooks = None
     with autograd.set_grad_enabled(create_graph):
         for t, ctx in order:
             key = id(ctx) if ctx is not None else id(t)  # _key, inlined: every value of the graph passes here
@@ -171,6 +173,10 @@ def run_backward(
                         _run_post_accumulate_hooks(target)
             if ctx is None:
                 if g is not None and accumulate and targets is None:
+                    if any_node_hooks:
+                        node_hooks = getattr(t, "_accumulate_hooks", None)  # its AccumulateGrad's
+                    if node_hooks is not None:
+                        g = _run_node_prehooks(node_hooks, g)
                     if t.grad is None and memory_format.ACTIVE and memory_format.format_of(t) is not None:
                         g = g.clone(memory_format=memory_format.format_of(t))  # the leaf's layout (PyTorch's)
                     elif t.grad is None:
@@ -178,16 +184,22 @@ def run_backward(
                     t.grad = g if t.grad is None else _sum(t.grad, g)
                     leaves.append(t.grad)
                     _run_post_accumulate_hooks(t)
+                    if node_hooks is not None and node_hooks.post:
+                        _run_node_posthooks(node_hooks, (), g)
                 continue
             if g is not None:
                 # _retains, inlined: Tensor.retain_grad() (a non-leaf keeps its gradient)
                 if accumulate and getattr(t, "_retained_ctx", None) is ctx:
                     t.grad = g if t._grad is None else _sum(t._grad, g)
+                if any_node_hooks:
+                    node_hooks = getattr(ctx, "node_hooks", None)
+                if node_hooks is not None:
+                    g = _run_node_prehooks(node_hooks, g)
                 if autograd._AnomalyMode.enabled:
                     with autograd.anomaly_report(ctx):
-                        _apply_rule(ctx, g, grads, vkml, create_graph)
+                        _apply_rule(ctx, g, grads, vkml, create_graph, node_hooks)
                 else:
-                    _apply_rule(ctx, g, grads, vkml, create_graph)
+                    _apply_rule(ctx, g, grads, vkml, create_graph, node_hooks)
             if not retain_graph:
                 ctx.release()
     if accumulate and create_graph and leaves:
@@ -247,6 +259,94 @@ def _run_hooks(t, ctx, g):
     return g
 
 
+# PyTorch's names of the operands a node saves, by position (``MulBackward0._saved_self``, ``_saved_other``)
+_SAVED_OPERANDS = {"self": 0, "other": 1}
+
+
+def _saved_operand(ctx: autograd.Context, index: int):
+    """Operand ``index`` as ``ctx`` keeps it: the tensor itself while its value is the one saved (PyTorch's
+    ``_saved_self is x``), else the saved value; a packed one through its unpack hook."""
+    saved = ctx.saved[index]
+    if type(saved) is autograd.PackedSaved:
+        return saved.unpack()
+    if type(saved) is not tuple:
+        return saved  # a number the op took
+    node, owner = saved[0], saved[1]
+    if owner is not None and owner._node is node:
+        return owner
+    return _tensor.SavedTensor(saved, ("an operand of", ctx.name))
+
+
+class RawSavedTensor:
+    """``grad_fn._raw_saved_self``: one saved operand, on which ``register_hooks(pack, unpack)`` sets
+    saved-tensor hooks (``pack`` runs now, ``unpack`` when the gradient reads it)."""
+
+    def __init__(self, ctx: autograd.Context, index: int):
+        self._ctx, self._index = ctx, index
+
+    def register_hooks(self, pack_hook, unpack_hook) -> None:
+        ctx = self._ctx
+        if ctx.saved is None:
+            raise RuntimeError(
+                "Calling register_hooks on a saved tensor after it has been freed. Saved intermediate values of the "
+                "graph are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you need "
+                "to backward through the graph a second time or if you need to access saved variables after calling "
+                "backward."
+            )
+        if type(ctx.saved[self._index]) is autograd.PackedSaved:
+            raise RuntimeError(
+                "Calling register_hooks on a saved tensor whose hooks have already been set. Hint: only one pair "
+                "of hooks is allowed at a time."
+            )
+        packed = autograd.PackedSaved(_saved_operand(ctx, self._index), (pack_hook, unpack_hook))
+        ctx.saved = (*ctx.saved[: self._index], packed, *ctx.saved[self._index + 1 :])
+
+
+def _saved_attribute(ctx: autograd.Context, name: str):
+    """``grad_fn._saved_<self|other|result>`` and ``grad_fn._raw_saved_<self|other>`` (PyTorch's names)."""
+    raw = name.startswith("_raw_saved_")
+    which = name.removeprefix("_raw_saved_" if raw else "_saved_")
+    index = _SAVED_OPERANDS.get(which)
+    known = (which == "result" and not raw) or (index is not None and ctx.saved is not None and index < len(ctx.saved))
+    if not known and not (index is not None and ctx.saved is None):
+        raise AttributeError(f"'{autograd.grad_fn_name(ctx)}' object has no attribute '{name}'")
+    if raw:
+        return RawSavedTensor(ctx, index)  # readable after backward; its register_hooks then raises
+    if ctx.saved is None:
+        raise RuntimeError(SECOND_TIME)
+    if which == "result":
+        node, owner, version = ctx.output
+        return _tensor.SavedTensor((node, owner(), version), ("output 0 of", ctx.name))
+    return _saved_operand(ctx, index)
+
+
+autograd.saved_attribute = _saved_attribute
+
+
+def _run_node_prehooks(node_hooks: autograd.NodeHooks, g):
+    """``g`` after a node's ``register_prehook`` hooks: each gets ``(g,)``; a tuple it returns replaces it."""
+    for hook in list(node_hooks.pre.values()):
+        replaced = hook((g,))
+        if replaced is not None:
+            g = replaced[0]
+    return g
+
+
+def _run_node_posthooks(node_hooks: autograd.NodeHooks, results: tuple, g) -> tuple:
+    """A rule's ``results`` after its node's ``register_hook`` hooks: each gets ``(grad_inputs,
+    grad_outputs)``; a tuple it returns replaces ``grad_inputs`` (PyTorch's rule)."""
+    for hook in list(node_hooks.post.values()):
+        replaced = hook(tuple(results), (g,))
+        if replaced is not None:
+            if len(replaced) != len(results):
+                raise RuntimeError(
+                    f"hook '{getattr(hook, '__name__', 'hook')}' has returned an incorrect number of values "
+                    f"(got {len(replaced)}, but expected {len(results)})"
+                )
+            results = tuple(replaced)
+    return results
+
+
 def _check_hook_result(hook, g, replaced) -> None:
     """PyTorch's checks of a tensor hook's result: a tensor of the gradient's dtype and size."""
     name = getattr(hook, "__name__", type(hook).__name__)
@@ -291,7 +391,7 @@ def _unpacked_operand(saved: autograd.PackedSaved, parent, parent_ctx, create_gr
     return linked
 
 
-def _apply_rule(ctx: autograd.Context, g, grads: dict, namespace, create_graph: bool = False) -> None:
+def _apply_rule(ctx: autograd.Context, g, grads: dict, namespace, create_graph: bool = False, node_hooks=None) -> None:
     parents, parent_ctxs = ctx.parents, ctx.parent_ctxs
     role = ("an operand of", ctx.name)
     saved_tensor = _tensor.SavedTensor
@@ -322,6 +422,8 @@ def _apply_rule(ctx: autograd.Context, g, grads: dict, namespace, create_graph: 
         )
     if create_graph:
         results = _link_masks(ctx, inputs, results)
+    if node_hooks is not None and node_hooks.post:
+        results = _run_node_posthooks(node_hooks, results, g)
     for parent, parent_ctx, grad in zip(parents, parent_ctxs, results):
         if parent is None or grad is None:
             continue

@@ -38,6 +38,7 @@ from __future__ import annotations
 import collections
 import functools
 import gc
+import importlib
 import itertools
 import math
 import operator
@@ -1814,19 +1815,15 @@ def _detached(value):
 
 
 class _TorchScriptNames(type):
-    """Finds torch.jit's names (``script``, ``trace``, ``is_scripting``, ...) on ``vkml.jit`` before
-    ``vkml.nn`` is imported: vkml/nn/torchscript.py sets them on the class when it loads, and a program
-    that calls ``torch.jit.is_scripting()`` after a bare ``import torch`` must find them too."""
+    """``vkml.jit``'s class: torch.jit's TorchScript names (``script``, ``trace``, ...) are set on it by
+    vkml/nn/torchscript.py, which ``import vkml`` does not load (vkml.nn is imported lazily); the first
+    lookup of a missing name loads it, so ``@vkml.jit.script`` works before anything touched ``vkml.nn``."""
 
     def __getattr__(cls, name: str):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        import importlib
-
-        importlib.import_module("vkml.nn.torchscript")  # lazy: off import vkml's path; sets the names
-        if name in cls.__dict__:
-            return getattr(cls, name)
-        raise AttributeError(f"type object 'jit' has no attribute {name!r}")
+        if name.startswith("__") or "vkml.nn.torchscript" in sys.modules:
+            raise AttributeError(f"type object 'jit' has no attribute '{name}'")
+        importlib.import_module("vkml.nn.torchscript")  # lazy: off import vkml's path
+        return getattr(cls, name)
 
 
 class jit(metaclass=_TorchScriptNames):  # noqa: N801  (a decorator, spelled as torch.jit's functions are)

@@ -19,9 +19,13 @@ with CPU time (the interpreter's wall clock). While a profile records, each real
 from __future__ import annotations
 
 import enum
+import gzip
 import json
+import os
+import socket
 import threading
 import time
+import warnings
 from dataclasses import dataclass, field
 
 from .. import debug
@@ -182,16 +186,88 @@ class EventList(list):
 _active: list[profile] = []  # the profiles recording now, innermost last
 _lock = threading.Lock()
 
-_UNSUPPORTED = ("schedule", "on_trace_ready", "profile_memory", "with_stack", "with_flops", "with_modules")
+_UNSUPPORTED = ("profile_memory", "with_stack", "with_flops", "with_modules")
+
+
+class ProfilerAction(enum.Enum):
+    """What a ``schedule`` asks of a step: nothing, warming up, recording, recording then saving."""
+
+    NONE = 0
+    WARMUP = 1
+    RECORD = 2
+    RECORD_AND_SAVE = 3
+
+
+_RECORDING = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
+
+
+def schedule(*, wait: int, warmup: int, active: int, repeat: int = 0, skip_first: int = 0, skip_first_wait: int = 0):
+    """``torch.profiler.schedule``: a function of the step number giving its ``ProfilerAction``: after
+    ``skip_first`` steps, cycles of ``wait`` idle, ``warmup`` and ``active`` recorded steps, the last of
+    which saves (``on_trace_ready``); ``repeat`` cycles (0: no end).
+
+    >>> from vkml.profiler import schedule
+    >>> [schedule(wait=1, warmup=1, active=2, repeat=1)(step).name for step in range(5)]
+    ['NONE', 'WARMUP', 'RECORD', 'RECORD_AND_SAVE', 'NONE']
+    """
+    if wait < 0 or warmup < 0 or active <= 0 or repeat < 0 or skip_first < 0:
+        raise AssertionError("Invalid profiler schedule arguments")
+    if warmup == 0:
+        warnings.warn("Profiler won't be using warmup, this can skew profiler results", stacklevel=2)
+
+    def schedule_fn(step: int) -> ProfilerAction:
+        if step < 0:
+            raise AssertionError(f"Step must be non-negative. Got {step}.")
+        if step < skip_first:
+            return ProfilerAction.NONE
+        step -= skip_first
+        if skip_first_wait:  # shifted by one wait: the first cycle starts at its warmup
+            step += wait
+        cycle = wait + warmup + active
+        if repeat > 0 and step / cycle >= repeat:
+            return ProfilerAction.NONE
+        within = step % cycle
+        if within < wait:
+            return ProfilerAction.NONE
+        if within < wait + warmup:
+            return ProfilerAction.WARMUP
+        return ProfilerAction.RECORD if within < cycle - 1 else ProfilerAction.RECORD_AND_SAVE
+
+    return schedule_fn
+
+
+def _always_record(step: int) -> ProfilerAction:
+    return ProfilerAction.RECORD
+
+
+def tensorboard_trace_handler(dir_name: str, worker_name: str | None = None, use_gzip: bool = False):
+    """``torch.profiler.tensorboard_trace_handler``: an ``on_trace_ready`` that writes each saved trace as
+    ``<dir_name>/<worker_name>.<time in ms>.pt.trace.json`` (Chrome trace format; ``.gz`` with ``use_gzip``)."""
+
+    def handler(prof) -> None:
+        os.makedirs(dir_name, exist_ok=True)
+        name = worker_name or f"{socket.gethostname()}_{os.getpid()}"
+        path = os.path.join(dir_name, f"{name}.{time.time_ns() // 1_000_000}.pt.trace.json")
+        if not use_gzip:
+            prof.export_chrome_trace(path)
+            return
+        prof.export_chrome_trace(path)
+        with open(path, "rb") as plain, gzip.open(path + ".gz", "wb") as packed:
+            packed.write(plain.read())
+        os.remove(path)
+
+    return handler
 
 
 class profile:  # noqa: N801 - torch.profiler's name
     """Record every kernel run inside the block with its device time (see the module text).
 
     Takes torch.profiler.profile's arguments. ``record_shapes=True`` keeps each kernel's grid as its
-    input shape (``key_averages(group_by_input_shape=True)`` groups by it). What vkml cannot record
-    yet raises NotImplementedError when asked for: ``schedule``, ``on_trace_ready``,
-    ``profile_memory``, ``with_stack``, ``with_flops``, ``with_modules``.
+    input shape (``key_averages(group_by_input_shape=True)`` groups by it). ``schedule`` (see
+    ``schedule``) picks the steps ``step()`` counts that are recorded; each recording that ends (its
+    ``RECORD_AND_SAVE`` step, or leaving the block while recording) calls ``on_trace_ready(prof)``, and
+    ``key_averages()`` then holds that recording's events. What vkml cannot record yet raises
+    NotImplementedError when asked for: ``profile_memory``, ``with_stack``, ``with_flops``, ``with_modules``.
     """
 
     def __init__(
@@ -225,6 +301,10 @@ class profile:  # noqa: N801 - torch.profiler's name
         self._open_ranges: list[FunctionEvent] = []
         self.step_num = 0
         self._recording = False
+        self._schedule = schedule if schedule is not None else _always_record
+        self._on_trace_ready = on_trace_ready
+        self._action = ProfilerAction.NONE
+        self._collecting = False  # within a recorded step: kernels and ranges become events
 
     # ------------------------------------------------------------------ recording
     def start(self) -> None:
@@ -232,10 +312,13 @@ class profile:  # noqa: N801 - torch.profiler's name
             _active.append(self)
             debug.run_listeners.append(self._on_run)
         self._recording = True
+        self._action = self._schedule(self.step_num)
+        self._transit(ProfilerAction.NONE, self._action)
 
     def stop(self) -> None:
         if not self._recording:
             return
+        self._transit(self._action, None)
         with _lock:
             debug.run_listeners.remove(self._on_run)
             _active.remove(self)
@@ -249,15 +332,31 @@ class profile:  # noqa: N801 - torch.profiler's name
         self.stop()
 
     def step(self) -> None:
-        """Mark the end of a training step (counted; vkml's profile has no schedule to advance)."""
+        """Mark the end of a training step: the schedule's action for the next one starts (or saves)."""
         self.step_num += 1
+        if self._recording:
+            before, self._action = self._action, self._schedule(self.step_num)
+            self._transit(before, self._action)
+
+    def _transit(self, before: ProfilerAction, after: ProfilerAction | None) -> None:
+        """PyTorch's transitions between two steps' actions (``after`` None: the block ends)."""
+        if before is ProfilerAction.RECORD_AND_SAVE or (before is ProfilerAction.RECORD and after is None):
+            self._collecting = False
+            if self._on_trace_ready is not None:
+                self._on_trace_ready(self)
+        elif before is ProfilerAction.RECORD and after not in _RECORDING:
+            warnings.warn(f"Incorrect schedule: RECORD followed by {after.name}", stacklevel=3)
+            self._collecting = False
+        if after in _RECORDING and not self._collecting:
+            self._events = []  # a new recording: key_averages() shows its events alone
+            self._collecting = True
 
     def _wants(self, device_name: str) -> bool:
         activity = ProfilerActivity.CPU if device_name == "cpu" else ProfilerActivity.CUDA
         return activity in self.activities
 
     def _on_run(self, device_name: str, dispatches, seconds, host_start: float) -> None:
-        if not self._wants(device_name):
+        if not self._collecting or not self._wants(device_name):
             return
         offset, on_cpu = 0.0, device_name == "cpu"
         for i, d in enumerate(dispatches):
@@ -325,7 +424,7 @@ class record_function:  # noqa: N801 - torch.profiler's name
     def __enter__(self) -> record_function:
         self._start = time.perf_counter()
         for prof in list(_active):
-            if ProfilerActivity.CPU in prof.activities:
+            if ProfilerActivity.CPU in prof.activities and prof._collecting:
                 event = FunctionEvent(self.name, "cpu", self._start * 1e6, is_user_annotation=True)
                 prof._open_ranges.append(event)
                 self._ranges.append((prof, event))

@@ -5,9 +5,11 @@ lazy and fused at realize). So ``vkml.jit.script(m)`` and ``vkml.jit.trace(m, in
 itself, which computes what the scripted or traced model would (a trace freezes the Python control
 flow of its example; ``m`` keeps it live: the same results wherever the trace was valid); the
 decorators (``ignore``, ``unused``, ``export``, ``script_method``, ``interface``) return their function;
-``is_scripting()`` and ``is_tracing()`` are False. What needs a TorchScript archive raises
-NotImplementedError naming the alternative: ``jit.save``/``jit.load`` (use ``state_dict`` with
-``vkml.save``/``vkml.load``). ``vkml.jit`` itself stays vkml's capture-and-replay decorator (docs/jit.md).
+``is_scripting()`` and ``is_tracing()`` are False. ``jit.save(m, f)`` writes the module object itself
+(pickled by ``vkml.save``, as ``torch.save(model)`` writes one) and ``jit.load`` reads it back, so a
+program that exports its scripted model and loads it runs end to end; the file is no TorchScript
+archive (PyTorch cannot load it, nor vkml one of PyTorch's), and ``.code`` / ``.graph`` do not exist.
+``vkml.jit`` itself stays vkml's capture-and-replay decorator (docs/jit.md).
 
 >>> import vkml
 >>> model = vkml.nn.Linear(2, 2)
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import typing
 
+from ..frontend import serialization
 from ..frontend.jit import jit as _jit
 from .module import Module
 
@@ -54,6 +57,10 @@ Final = typing.Final
 
 class ScriptModule(Module):
     """``torch.jit.ScriptModule``: a plain ``vkml.nn.Module`` (old-style scripted classes subclass it)."""
+
+    def save(self, f, _extra_files=None) -> None:
+        """``ScriptModule.save``: ``vkml.jit.save(self, f)``."""
+        save(self, f, _extra_files)
 
 
 class ScriptFunction:
@@ -165,19 +172,48 @@ def wait(future):
     return future.wait()
 
 
-def _no_archive(name: str):
-    raise NotImplementedError(
-        f"vkml.jit.{name}: vkml has no TorchScript archives; save the model's state_dict with vkml.save and load "
-        "it into the model's class with vkml.load and load_state_dict"
-    )
+_ARCHIVE_KEY = "vkml.jit.save"  # marks a file jit.save wrote, so jit.load refuses other checkpoints
 
 
 def save(m, f, _extra_files=None) -> None:
-    _no_archive("save")
+    """``torch.jit.save``: the module ``m`` (what ``script`` or ``trace`` returned), written whole by
+    ``vkml.save``; ``vkml.jit.load`` gives it back. Its class must be importable where it is loaded, as
+    for ``torch.save(model)``. The file is vkml's, not a TorchScript archive.
+
+    >>> import io, vkml
+    >>> buffer = io.BytesIO()
+    >>> vkml.jit.save(vkml.jit.script(vkml.nn.Linear(2, 1)), buffer); _ = buffer.seek(0)
+    >>> type(vkml.jit.load(buffer)).__name__
+    'Linear'
+    """
+    if not isinstance(m, Module):
+        raise AttributeError(f"'{type(m).__name__}' object has no attribute 'save'")
+    # PyTorch's archive keeps each extra file as bytes, and jit.load gives bytes back
+    extra = {
+        name: content.encode() if isinstance(content, str) else bytes(content)
+        for name, content in (_extra_files or {}).items()
+    }
+    serialization.save({_ARCHIVE_KEY: 1, "module": m, "extra_files": extra}, f)
 
 
 def load(f, map_location=None, _extra_files=None):
-    _no_archive("load")
+    """``torch.jit.load``: the module ``vkml.jit.save`` wrote (on ``map_location``'s device when given);
+    ``_extra_files``' names are filled in from the file, as PyTorch's."""
+    try:
+        archive = serialization.load(f, map_location=map_location, weights_only=False)
+    except Exception as error:
+        raise RuntimeError(
+            f"vkml.jit.load: cannot read {f!r} ({error}); vkml reads the modules vkml.jit.save wrote, not "
+            "PyTorch's TorchScript archives (load its state_dict into the model's class instead)"
+        ) from error
+    if not isinstance(archive, dict) or not archive.get(_ARCHIVE_KEY):
+        raise RuntimeError(
+            "vkml.jit.load: the file holds no module vkml.jit.save wrote (for a checkpoint, use vkml.load)"
+        )
+    if _extra_files is not None:
+        for name in _extra_files:
+            _extra_files[name] = archive["extra_files"].get(name, b"")
+    return archive["module"]
 
 
 _fusion_strategy = [("STATIC", 2), ("DYNAMIC", 10)]

@@ -1,8 +1,8 @@
 """Utilities with ``torch.utils``'s names: ``vkml.utils.data`` (datasets, samplers, ``DataLoader``);
 ``vkml.utils.progress`` (progress bars, tqdm when installed); ``vkml.utils.checkpoint``
 (activation checkpointing's API); ``vkml.utils.hooks`` (``RemovableHandle``); ``vkml.utils.model_zoo``
-(``load_url``, vkml/hub.py's download)."""
+(``load_url``, vkml/hub.py's download); ``vkml.utils.benchmark`` (``Timer``, ``Measurement``, ``Compare``)."""
 
-from . import checkpoint, data, hooks, model_zoo, progress
+from . import benchmark, checkpoint, data, hooks, model_zoo, progress
 
-__all__ = ["checkpoint", "data", "hooks", "model_zoo", "progress"]
+__all__ = ["benchmark", "checkpoint", "data", "hooks", "model_zoo", "progress"]

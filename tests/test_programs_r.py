@@ -14,7 +14,9 @@ small functions. The gaps they found are tested in tests/test_program_fixes_r.py
 
 from __future__ import annotations
 
-from test_programs import program_tests
+import random
+
+from test_programs import _load, program_tests
 
 # name: (steps, rtol)
 PROGRAMS = {
@@ -23,6 +25,9 @@ PROGRAMS = {
     "d2l_mlp_regularization": (3, 1e-4),
     "d2l_builders_guide": (3, 1e-4),
     "d2l_classic_cnns": (3, 1e-4),
+    "d2l_modern_cnns": (3, 1e-4),
+    "d2l_rnn_scratch": (3, 1e-4),
+    "d2l_rnn_concise": (3, 1e-4),
 }
 VARIANTS = {
     "d2l_linear_regression": [{"CONCISE": True}],
@@ -34,6 +39,36 @@ VARIANTS = {
         {"MODEL": "decay_concise"},
     ],
     "d2l_classic_cnns": [{"ARCH": "alexnet"}, {"ARCH": "vgg"}, {"ARCH": "nin"}],
+    "d2l_modern_cnns": [{"ARCH": "bn_concise"}, {"ARCH": "googlenet"}, {"ARCH": "resnet"}, {"ARCH": "densenet"}],
+    "d2l_rnn_scratch": [{"CELL": "gru"}, {"CELL": "lstm", "USE_RANDOM_ITER": True}],
+    "d2l_rnn_concise": [
+        {"CELL": "RNN"},
+        {"CELL": "LSTM"},
+        {"CELL": "GRU", "NUM_LAYERS": 2},
+        {"CELL": "LSTM", "NUM_LAYERS": 2, "BIDIRECTIONAL": True},
+    ],
 }
 
 test_program_matches_pytorch, test_program_variant_matches_pytorch = program_tests(PROGRAMS, VARIANTS)
+
+
+def test_d2l_data_pipelines_match_pytorch(monkeypatch):
+    """The book's data code, by both libraries: ``synthetic_data`` from the seeded ``torch.normal``,
+    ``data_iter``'s ``random.shuffle`` and ``torch.tensor(indices[i: ...])`` batches, the char ``Vocab`` and
+    the random and sequential partitions of a token sequence, the same values and dtypes."""
+    results = []
+    for backend in ("torch", "vkml"):
+        linear = _load("d2l_linear_regression", backend, monkeypatch, deterministic=False)
+        text = _load("d2l_rnn_scratch", backend, monkeypatch, deterministic=False)
+        torch = linear.torch
+        random.seed(0)
+        torch.manual_seed(0)
+        features, labels = linear.synthetic_data(torch.tensor([2, -3.4]), 4.2, 12)
+        batches = [[X.tolist(), y.tolist()] for X, y in linear.data_iter(5, features, labels)]
+        corpus, vocab = text.load_corpus_time_machine(80)
+        partitions = [
+            [[X.tolist(), Y.tolist(), str(X.dtype).split(".")[-1]] for X, Y in fn(list(range(23)), 2, 4)]
+            for fn in (text.seq_data_iter_random, text.seq_data_iter_sequential)
+        ]
+        results.append([batches, corpus, vocab.idx_to_token, vocab[["t", "h", "?"]], partitions])
+    assert results[1] == results[0]

@@ -216,7 +216,10 @@ def init_rnn_state(batch_size, num_hiddens, device):
 
 
 def init_lstm_state(batch_size, num_hiddens, device):
-    return (torch.zeros((batch_size, num_hiddens), device=device), torch.zeros((batch_size, num_hiddens), device=device))
+    return (
+        torch.zeros((batch_size, num_hiddens), device=device),
+        torch.zeros((batch_size, num_hiddens), device=device),
+    )
 
 
 def rnn(inputs, state, params):

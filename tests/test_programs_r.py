@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import random
 
-from test_programs import _load, program_tests
+import pytest
+from test_programs import _load, compare_program, program_tests
 
 # name: (steps, rtol)
 PROGRAMS = {
@@ -72,3 +73,19 @@ def test_d2l_data_pipelines_match_pytorch(monkeypatch):
         ]
         results.append([batches, corpus, vocab.idx_to_token, vocab[["t", "h", "?"]], partitions])
     assert results[1] == results[0]
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize(
+    ("name", "constants"),
+    [
+        ("d2l_mlp_regularization", {"MODEL": "dropout_scratch"}),
+        ("d2l_softmax_regression", None),
+        ("d2l_linear_regression", {"CONCISE": True}),
+    ],
+    ids=["dropout_scratch", "softmax_scratch", "linear_concise"],
+)
+def test_d2l_program_with_its_draws_live_matches_pytorch(monkeypatch, name, constants):
+    """As written, its draws live: the book's ``dropout_layer`` masks by ``torch.rand(X.shape) > dropout``, and
+    ``rand`` and a shuffling ``DataLoader`` draw from vkml's generator as from PyTorch's, so the numbers agree."""
+    compare_program(name, monkeypatch, 2, 1e-4, constants=constants, deterministic=False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import warnings
 
+import numpy as np
 import pytest
 import torch
 
@@ -66,3 +67,18 @@ def test_keepdim_and_keepdims_together_raise_type_error():
     for m in (torch, vkml):
         with pytest.raises(TypeError):
             m.tensor([[1.0, 2.0]]).sum(dim=1, keepdim=True, keepdims=True)
+
+
+@pytest.mark.parametrize("dtype", [None, "float32"])
+def test_tensor_of_an_object_array_raises_pytorchs_type_error(dtype):
+    """The book's house-prices code makes ``torch.tensor(all_features[:n_train].values, dtype=torch.float32)``;
+    with pandas 2 ``get_dummies`` columns are bool, ``.values`` of float and bool columns is an object array,
+    and PyTorch's TypeError names the dtypes it takes (vkml raised its own wording; its list is its own dtypes)."""
+    features = np.array([[1.5, True, False], [-0.5, False, True]], dtype=object)
+    messages = []
+    for m in (torch, vkml):
+        with pytest.raises(TypeError) as caught:
+            m.tensor(features, dtype=getattr(m, dtype) if dtype else None)
+        messages.append(str(caught.value).split(" The only supported types are: "))
+    assert messages[1][0] == messages[0][0] == "can't convert np.ndarray of type numpy.object_."
+    assert "float32" in messages[1][1]

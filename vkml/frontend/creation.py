@@ -137,6 +137,10 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False):
         # other sequence: tensor([[], [[]]]) is a (2, 0) float tensor
         array = np.zeros(_first_sizes(data))
     if array.dtype == object:
+        if not python_data:
+            from .interop import refuse_numpy_dtype  # interop imports this module
+
+            refuse_numpy_dtype(array)
         _raise_ragged(data)
         raise DTypeError(f"tensor(): cannot make a tensor from {type(data).__name__} with mixed or ragged content")
     if dtype is None:

@@ -138,8 +138,6 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False):
         array = np.zeros(_first_sizes(data))
     if array.dtype == object:
         if not python_data:
-            from .interop import refuse_numpy_dtype  # interop imports this module
-
             refuse_numpy_dtype(array)
         _raise_ragged(data)
         raise DTypeError(f"tensor(): cannot make a tensor from {type(data).__name__} with mixed or ragged content")
@@ -244,6 +242,17 @@ def _raise_ragged(data) -> None:
             walk(item, d + 1)
 
     walk(data, 0)
+
+
+def refuse_numpy_dtype(ndarray) -> None:
+    """PyTorch's TypeError for an array of a dtype no tensor has: an object array, such as a pandas frame's
+    ``.values`` when float and bool (``get_dummies``) columns mix, is the common one."""
+    if ndarray.dtype.name not in _NUMPY_TO_VKML:
+        supported = ", ".join(_NUMPY_TO_VKML)
+        raise TypeError(
+            f"can't convert np.ndarray of type numpy.{ndarray.dtype.type.__name__}. "
+            f"The only supported types are: {supported}."
+        )
 
 
 def _wide_python_ints(array: np.ndarray, dtype, data) -> np.ndarray:

@@ -53,19 +53,8 @@ def from_numpy(ndarray):
     """
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
-    refuse_numpy_dtype(ndarray)
+    creation.refuse_numpy_dtype(ndarray)
     return creation.tensor(ndarray, device="cpu")  # numpy's memory is the host's, whatever the default device
-
-
-def refuse_numpy_dtype(ndarray) -> None:
-    """PyTorch's TypeError for an array of a dtype no tensor has: an object array, such as a pandas frame's
-    ``.values`` when float and bool (``get_dummies``) columns mix, is the common one."""
-    if ndarray.dtype.name not in _FROM_NUMPY:
-        supported = ", ".join(_FROM_NUMPY)
-        raise TypeError(
-            f"can't convert np.ndarray of type numpy.{ndarray.dtype.type.__name__}. "
-            f"The only supported types are: {supported}."
-        )
 
 
 def as_tensor(data, dtype=None, device=None):

@@ -2,7 +2,8 @@
 import lines alone: linear and softmax regression from scratch and concise, the MLP with dropout and weight
 decay from scratch and concise, the builders' guide (modules, parameters, initialisation, custom layers, file
 I/O), the classic and modern CNNs (LeNet, AlexNet, VGG, NiN, GoogLeNet, batch normalization from scratch,
-ResNet, DenseNet) and the recurrent networks from scratch and concise (RNN, GRU, LSTM, deep, bidirectional).
+ResNet, DenseNet), the recurrent networks from scratch and concise (RNN, GRU, LSTM, deep, bidirectional) and
+the GRU encoder-decoder with its masked loss.
 
 Their idioms are the book's from-scratch tensor code that learners copy: ``param -= lr * param.grad /
 batch_size`` under ``no_grad``, ``y_hat[range(len(y_hat)), y]``, ``float(cmp.type(y.dtype).sum())``,
@@ -29,6 +30,7 @@ PROGRAMS = {
     "d2l_modern_cnns": (3, 1e-4),
     "d2l_rnn_scratch": (3, 1e-4),
     "d2l_rnn_concise": (3, 1e-4),
+    "d2l_seq2seq": (3, 1e-4),
 }
 VARIANTS = {
     "d2l_linear_regression": [{"CONCISE": True}],

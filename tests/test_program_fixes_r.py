@@ -82,3 +82,12 @@ def test_tensor_of_an_object_array_raises_pytorchs_type_error(dtype):
         messages.append(str(caught.value).split(" The only supported types are: "))
     assert messages[1][0] == messages[0][0] == "can't convert np.ndarray of type numpy.object_."
     assert "float32" in messages[1][1]
+
+
+def test_tensor_of_a_list_of_object_rows_raises_type_error():
+    """``torch.tensor([frame.values[0]])``, a row of float and bool values in a list: PyTorch's TypeError;
+    vkml's int64-overflow check let a StopIteration out."""
+    row = np.array([[1.5, True, False]], dtype=object)[0]
+    for m in (torch, vkml):
+        with pytest.raises(TypeError):
+            m.tensor([row])

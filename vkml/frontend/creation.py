@@ -266,7 +266,9 @@ def _wide_python_ints(array: np.ndarray, dtype, data) -> np.ndarray:
         return array.astype(np.float64)
     if dtype is T.bool_:
         return np.array([v != 0 for v in array.reshape(-1)], bool).reshape(array.shape)
-    big = next(int(v) for v in array.reshape(-1) if not -(1 << 63) <= int(v) < 1 << 63)
+    big = next((int(v) for v in array.reshape(-1) if not -(1 << 63) <= int(v) < 1 << 63), None)
+    if big is None:  # an object array nested in the list (a pandas row's .values): tensor()'s TypeError
+        return array
     raise ValueError(f"tensor(): Overflow when unpacking long long: {big} does not fit int64")
 
 

@@ -30,6 +30,13 @@ from .schedule import scheduler as schedule
 _new_size = tuple.__new__  # as_size's body, called directly by Tensor.shape
 
 
+# PyTorch's warn-once text (python_variable_methods.cpp); Python's warning filters decide how often it shows
+_FLOAT_OF_GRAD_TENSOR = (
+    "Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
+    "Consider using tensor.detach() first."
+)
+
+
 class Tensor:
     """A lazy n-dimensional array on one device. Ops record nodes; ``realize()`` runs them."""
 
@@ -329,6 +336,10 @@ class Tensor:
         return interop.to_bool(self)
 
     def __float__(self) -> float:
+        """``float(t)``; PyTorch warns when ``t`` requires grad with grad mode on (``float(loss)`` in a
+        loop's running sum, say), and so does vkml (``float(t.detach())`` or ``t.item()`` do not warn)."""
+        if self.requires_grad and autograd.is_grad_enabled():
+            warnings.warn(_FLOAT_OF_GRAD_TENSOR, UserWarning, stacklevel=2)
         return interop.to_scalar(self, float)
 
     def __int__(self) -> int:

@@ -137,6 +137,8 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False):
         # other sequence: tensor([[], [[]]]) is a (2, 0) float tensor
         array = np.zeros(_first_sizes(data))
     if array.dtype == object:
+        if not python_data:
+            refuse_numpy_dtype(array)
         _raise_ragged(data)
         raise DTypeError(f"tensor(): cannot make a tensor from {type(data).__name__} with mixed or ragged content")
     if dtype is None:
@@ -242,6 +244,17 @@ def _raise_ragged(data) -> None:
     walk(data, 0)
 
 
+def refuse_numpy_dtype(ndarray) -> None:
+    """PyTorch's TypeError for an array of a dtype no tensor has: an object array, such as a pandas frame's
+    ``.values`` when float and bool (``get_dummies``) columns mix, is the common one."""
+    if ndarray.dtype.name not in _NUMPY_TO_VKML:
+        supported = ", ".join(_NUMPY_TO_VKML)
+        raise TypeError(
+            f"can't convert np.ndarray of type numpy.{ndarray.dtype.type.__name__}. "
+            f"The only supported types are: {supported}."
+        )
+
+
 def _wide_python_ints(array: np.ndarray, dtype, data) -> np.ndarray:
     """Python ints that int64 cannot hold (numpy made uint64 or object arrays of them): floats for a
     float dtype, as PyTorch; otherwise PyTorch's ValueError. Other object arrays pass through."""
@@ -253,7 +266,9 @@ def _wide_python_ints(array: np.ndarray, dtype, data) -> np.ndarray:
         return array.astype(np.float64)
     if dtype is T.bool_:
         return np.array([v != 0 for v in array.reshape(-1)], bool).reshape(array.shape)
-    big = next(int(v) for v in array.reshape(-1) if not -(1 << 63) <= int(v) < 1 << 63)
+    big = next((int(v) for v in array.reshape(-1) if not -(1 << 63) <= int(v) < 1 << 63), None)
+    if big is None:  # an object array nested in the list (a pandas row's .values): tensor()'s TypeError
+        return array
     raise ValueError(f"tensor(): Overflow when unpacking long long: {big} does not fit int64")
 
 

@@ -53,12 +53,7 @@ def from_numpy(ndarray):
     """
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
-    if ndarray.dtype.name not in _FROM_NUMPY:
-        supported = ", ".join(_FROM_NUMPY)
-        raise TypeError(
-            f"can't convert np.ndarray of type numpy.{ndarray.dtype.type.__name__}. "
-            f"The only supported types are: {supported}."
-        )
+    creation.refuse_numpy_dtype(ndarray)
     return creation.tensor(ndarray, device="cpu")  # numpy's memory is the host's, whatever the default device
 
 

@@ -618,7 +618,8 @@ def _refuse_int_dtype_under_grad(input, dtype) -> None:
 
 
 def _reduction(name):
-    def fn(input, dim=None, keepdim=False, *, dtype=None, axis=None):
+    def fn(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
+        keepdim = _keepdim_or_keepdims(name, keepdim, keepdims)
         dim = _dim_or_axis(name, dim, axis)
         if name == "sum" and type(input) is not _tensor.Tensor and _sparse_operand(input) is not None:
             return input._sparse_dispatch("sum", input, dim, keepdim, dtype=dtype)  # torch.sum(sparse)
@@ -650,6 +651,16 @@ def _dim_or_axis(op: str, dim, axis, default=None):
     return axis
 
 
+def _keepdim_or_keepdims(op: str, keepdim, keepdims):
+    """``keepdim``, or PyTorch's numpy-style alias ``keepdims=`` for it (``x.sum(dim=1, keepdims=True)``);
+    naming both is a TypeError."""
+    if keepdims is None:
+        return keepdim
+    if keepdim is not False:
+        raise TypeError(f"'{op}': got both 'keepdim' and its alias 'keepdims' ({keepdim!r}, {keepdims!r})")
+    return keepdims
+
+
 def _shift_max(input, dim=None, keepdim=False, op="shift_max"):
     """softmax's shift: a cheaper max that leaves every bit of the composites unchanged (_shift_by_max)."""
     return _reduce("shift_max", input, dim, keepdim, op)
@@ -669,18 +680,21 @@ def _arg_reduction(name: str, input, dim, keepdim: bool, op: str):
     return _wrap(lazy.reduce(name, node, lazy.normalize_dim(op, dim, len(node.shape)), keepdim, op))
 
 
-def argmax(input, dim=None, keepdim=False, *, axis=None):
+def argmax(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
     """Index (int64) of the first maximum — or of the first NaN — over ``dim`` (flattened when None)."""
+    keepdim = _keepdim_or_keepdims("argmax", keepdim, keepdims)
     return _arg_reduction("argmax", input, _dim_or_axis("argmax", dim, axis), keepdim, "argmax")
 
 
-def argmin(input, dim=None, keepdim=False, *, axis=None):
+def argmin(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
     """Index (int64) of the first minimum — or of the first NaN — over ``dim`` (flattened when None)."""
+    keepdim = _keepdim_or_keepdims("argmin", keepdim, keepdims)
     return _arg_reduction("argmin", input, _dim_or_axis("argmin", dim, axis), keepdim, "argmin")
 
 
-def max(input, dim=None, keepdim=False, *, axis=None):
+def max(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
     """``max(x)`` is ``amax``; ``max(x, dim)`` returns (values, indices) like PyTorch; ``max(x, y)`` is ``maximum``."""
+    keepdim = _keepdim_or_keepdims("max", keepdim, keepdims)
     if isinstance(dim, _tensor.Tensor):
         require_tensor("max", "input", 1, input)
         return _maximum(input, dim)
@@ -688,8 +702,9 @@ def max(input, dim=None, keepdim=False, *, axis=None):
     return _extreme("max", "amax", "argmax", _return_types.max, input, dim, keepdim)
 
 
-def min(input, dim=None, keepdim=False, *, axis=None):
+def min(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
     """``min(x)`` is ``amin``; ``min(x, dim)`` returns (values, indices) like PyTorch; ``min(x, y)`` is ``minimum``."""
+    keepdim = _keepdim_or_keepdims("min", keepdim, keepdims)
     if isinstance(dim, _tensor.Tensor):
         require_tensor("min", "input", 1, input)
         return _minimum(input, dim)
@@ -756,12 +771,13 @@ def _reduced_count(node: Node, dims) -> int:
 @autograd.shown_as(
     lambda input, dim=None, *a, axis=None, **k: "MeanBackward0" if dim is None and axis is None else "MeanBackward1"
 )
-def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None):
+def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     """Mean over ``dim``: the tree sum divided by the count (float dtypes only, as PyTorch).
 
     float16 sums and divides in float32 and rounds once. mean of an empty dim is NaN.
     ``dtype`` (a float dtype) converts the input first, as PyTorch.
     """
+    keepdim = _keepdim_or_keepdims("mean", keepdim, keepdims)
     dim = _dim_or_axis("mean", dim, axis)
     if dtype is not None:
         _tensor_node("mean", input)
@@ -886,12 +902,13 @@ def _log_softmax(input, dim: int):
     return cast(shifted - _log(total), dtype)
 
 
-def logsumexp(input, dim=None, keepdim: bool = False, *, axis=None):
+def logsumexp(input, dim=None, keepdim: bool = False, *, axis=None, keepdims=None):
     """log(sum(exp(x))) over ``dim``, shifted by the finite max (PyTorch's rule: all -inf gives -inf).
 
     Integer and bool inputs compute in float32 and give float32, as PyTorch. ``dim`` is an int
     or a tuple of ints (``axis=`` is its alias).
     """
+    keepdim = _keepdim_or_keepdims("logsumexp", keepdim, keepdims)
     dim = _dim_or_axis("logsumexp", dim, axis)
     if dim is None:
         raise TypeError("'logsumexp': missing the required argument 'dim'")

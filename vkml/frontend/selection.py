@@ -165,17 +165,19 @@ def _int_half(c):
     return F.cast(F.cast(c, T.float32) * 0.5, T.int64)
 
 
-def median(input, dim=None, keepdim=False, *, axis=None):
+def median(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
     """The lower median (the ((n - 1) // 2)-th smallest), as PyTorch: of all elements when ``dim`` is None,
     else (values, indices) along ``dim``.
 
     A NaN in the row makes the result NaN (index: the first NaN). Exact, by stable rank.
     """
+    keepdim = F._keepdim_or_keepdims("median", keepdim, keepdims)
     return _median("median", input, F._dim_or_axis("median", dim, axis), keepdim, False, median_t)
 
 
-def nanmedian(input, dim=None, keepdim=False, *, axis=None):
+def nanmedian(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
     """``median`` of the elements that are not NaN; all-NaN gives NaN (index: the first NaN)."""
+    keepdim = F._keepdim_or_keepdims("nanmedian", keepdim, keepdims)
     return _median("nanmedian", input, F._dim_or_axis("nanmedian", dim, axis), keepdim, True, nanmedian_t)
 
 

@@ -96,24 +96,26 @@ def _moments(op: str, input, dim, unbiased, keepdim: bool, correction, axis):
     return var, m, node.dtype
 
 
-def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None):
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, keepdims=None):
     """Variance over ``dim`` (all dims when None): sum((x - mean)^2) / max(0, n - correction).
 
     ``correction`` defaults to 1 (Bessel's); ``unbiased=False`` is ``correction=0``. Two passes
     in float32: the tree mean, then the tree sum of squared deviations (order in
     vkml/frontend/statistics.py). Example: ``vkml.var(x, dim=1, correction=0)``.
     """
+    keepdim = F._keepdim_or_keepdims("var", keepdim, keepdims)
     if _half_backward(input):
         return _half_moments("var", input, dim, unbiased, keepdim, correction, axis, ("var",))[0]
     v, _, dtype = _moments("var", input, dim, unbiased, keepdim, correction, axis)
     return F.cast(v, dtype)
 
 
-def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None):
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, keepdims=None):
     """Standard deviation over ``dim``: the correctly rounded sqrt of ``var``'s float32 variance.
 
     Same arguments as ``var``. Example: ``x.std(dim=0, unbiased=False)``.
     """
+    keepdim = F._keepdim_or_keepdims("std", keepdim, keepdims)
     if _half_backward(input):
         return _half_moments("std", input, dim, unbiased, keepdim, correction, axis, ("std",))[0]
     v, _, dtype = _moments("std", input, dim, unbiased, keepdim, correction, axis)
@@ -174,19 +176,21 @@ _grads.RULES["half_mean"] = _half_mean_backward
 _grads.RULES["norm_zero"] = lambda c: (None,)  # PyTorch gives no gradient (None), not zeros
 
 
-def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None):
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, keepdims=None):
     """(var, mean) over ``dim`` in one pass over the graph: the mean is the one the variance subtracts.
 
     A plain tuple, as PyTorch's. Example: ``v, m = vkml.var_mean(x, 1)``.
     """
+    keepdim = F._keepdim_or_keepdims("var_mean", keepdim, keepdims)
     if _half_backward(input):
         return _half_moments("var_mean", input, dim, unbiased, keepdim, correction, axis, ("var", "mean"))
     v, m, dtype = _moments("var_mean", input, dim, unbiased, keepdim, correction, axis)
     return F.cast(v, dtype), F.cast(m, dtype)
 
 
-def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None):
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, keepdims=None):
     """(std, mean) over ``dim``; see ``var_mean``. Example: ``s, m = vkml.std_mean(x, (0, 1))``."""
+    keepdim = F._keepdim_or_keepdims("std_mean", keepdim, keepdims)
     if _half_backward(input):
         return _half_moments("std_mean", input, dim, unbiased, keepdim, correction, axis, ("std", "mean"))
     v, m, dtype = _moments("std_mean", input, dim, unbiased, keepdim, correction, axis)
@@ -201,12 +205,13 @@ def _nonzero(op: str, input):
     return F.cast(input, T.bool_)  # PyTorch's truth: nonzero, and NaN, is True
 
 
-def all(input, dim=None, keepdim=False, *, axis=None):
+def all(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
     """True where every element over ``dim`` is nonzero (NaN counts as nonzero); a bool tensor.
 
     Any dtype. ``all`` of no elements is True. Exact: it counts the zeros with ``sum``. A uint8
     input gives uint8 (0 or 1), as PyTorch's.
     """
+    keepdim = F._keepdim_or_keepdims("all", keepdim, keepdims)
     dim = dim_or_axis("all", dim, axis)
     if _no_dims(dim):  # PyTorch's all(x, dim=()) reduces nothing (sum's reduces everything)
         return _uint8_stays(input, _nonzero("all", input))
@@ -223,12 +228,13 @@ def _uint8_stays(input, truth):
     return F.cast(truth, T.uint8) if input.dtype is T.uint8 else truth
 
 
-def any(input, dim=None, keepdim=False, *, axis=None):
+def any(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
     """True where some element over ``dim`` is nonzero (NaN counts as nonzero); a bool tensor.
 
     Any dtype. ``any`` of no elements is False. Exact: it counts the nonzeros with ``sum``. A uint8
     input gives uint8, as PyTorch's.
     """
+    keepdim = F._keepdim_or_keepdims("any", keepdim, keepdims)
     dim = dim_or_axis("any", dim, axis)
     if _no_dims(dim):  # PyTorch's any(x, dim=()) reduces nothing, as all's
         return _uint8_stays(input, _nonzero("any", input))
@@ -240,11 +246,12 @@ def count_nonzero(input, dim=None, *, axis=None):
     return F.sum(_nonzero("count_nonzero", input), F._dim_or_axis("count_nonzero", dim, axis))
 
 
-def nansum(input, dim=None, keepdim=False, *, dtype=None, axis=None):
+def nansum(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     """``sum`` over ``dim`` with NaN taken as zero (the same tree; a NaN's slot adds +0.0).
 
     ``dtype`` converts the input first, as PyTorch. Integer inputs are ``sum``.
     """
+    keepdim = F._keepdim_or_keepdims("nansum", keepdim, keepdims)
     F._tensor_node("nansum", input)
     F._refuse_int_dtype_under_grad(input, dtype)
     x = F.cast(input, dtype) if dtype is not None else input
@@ -254,11 +261,12 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, axis=None):
     return F.cast(out, dtype) if dtype is not None else out
 
 
-def nanmean(input, dim=None, keepdim=False, *, dtype=None, axis=None):
+def nanmean(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     """Mean over ``dim`` of the elements that are not NaN: their tree sum divided by their count.
 
     Float dtypes only (PyTorch's RuntimeError otherwise). All-NaN or empty gives NaN.
     """
+    keepdim = F._keepdim_or_keepdims("nanmean", keepdim, keepdims)
     node = F._tensor_node("nanmean", input if dtype is None else F.cast(input, dtype))
     if not node.dtype.is_float:  # PyTorch's words
         raise RuntimeError(

@@ -94,11 +94,20 @@ _EXACT_OUT_DTYPE = {
     "nanquantile": "{name}() out tensor must be same dtype as the input tensor",
     "max": "Expected out tensor to have dtype {result}, but got {out} instead",
     "min": "Expected out tensor to have dtype {result}, but got {out} instead",
+    "sort": "Expected out tensor to have dtype {result}, but got {out} instead",
+    "topk": "Expected out tensor to have dtype {result}, but got {out} instead",
+    "msort": "Expected out tensor to have dtype {result}, but got {out} instead",
     "mode": "expected scalar type '{result}' but got '{out}' for {which} output",
     "median": "expected scalar type '{result}' but got '{out}' for {which} output",
     "nanmedian": "expected scalar type '{result}' but got '{out}' for {which} output",
     "kthvalue": "expected scalar type '{result}' but got '{out}' for {which} output",
 }
+
+# The functions whose dtype words are PyTorch's C type names ("long int", "float")
+_C_NAMED = frozenset("max min sort topk msort".split())
+
+# Functions PyTorch refuses an out= that shares elements with the input (kthvalue(a, k, out=(a, i)))
+_NO_OVERLAP = frozenset(("kthvalue",))
 
 # Reductions whose out= must have the dtype= they are given (PyTorch's check, in C type names)
 _DTYPE_MUST_MATCH_OUT = frozenset("sum prod nansum mean cumsum cumprod".split())
@@ -155,7 +164,7 @@ def _write(name: str, out, result, which: str = "values") -> None:
         )
     if name in _EXACT_OUT_DTYPE and out.dtype is not result.dtype:
         message = _EXACT_OUT_DTYPE[name]
-        names = _C_NAMES if name in ("max", "min") else {}
+        names = _C_NAMES if name in _C_NAMED else {}
         raise RuntimeError(
             message.format(
                 name=name,
@@ -208,6 +217,9 @@ def with_out(fn, name: str):
             _factory_dtype(name, out, kwargs)
         if name in ("cat", "concat", "concatenate") and args:
             _refuse_overlap(out, args[0])
+        if name in _NO_OVERLAP and args:
+            for o in outs:
+                _refuse_overlap(o, args[:1])
         if name in ("searchsorted", "bucketize") and hasattr(out, "_node"):
             flag = bool(kwargs.get("out_int32", False))
             if out.dtype is not (T.int32 if flag else T.int64):

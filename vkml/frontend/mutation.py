@@ -568,12 +568,23 @@ def _fit_value(value, shape: tuple[int, ...], op: str):
     extra = value.ndim - len(shape)
     if extra > 0:
         if any(s != 1 for s in value.shape[:extra]):
-            raise ShapeError(f"'{op}': a value of shape {value.shape} cannot be written to a region of shape {shape}")
+            raise _fit_error(op, tuple(value.shape), shape)
         value = F.reshape(value, *value.shape[extra:])
     lead = len(shape) - value.ndim
     if lead < 0 or any(v not in (1, s) for v, s in zip(value.shape, shape[lead:])):
-        raise ShapeError(f"'{op}': a value of shape {value.shape} cannot be written to a region of shape {shape}")
+        raise _fit_error(op, tuple(value.shape), shape)
     return F.expand(value, *shape)
+
+
+def _fit_error(op: str, value_shape: tuple[int, ...], shape: tuple[int, ...]) -> ShapeError:
+    words = f"a value of shape {value_shape} cannot be written to a region of shape {shape}"
+    if op == "copy_":  # PyTorch's words first: the shapes' broadcast fails, or it is not the destination's
+        try:
+            broadcast = lazy.broadcast_shapes(op, shape, value_shape)
+            words = f"output with shape {list(shape)} doesn't match the broadcast shape {list(broadcast)} ({words})"
+        except ShapeError as error:
+            words = f"{str(error).removeprefix(repr(op) + ': ')}; {words}"
+    return ShapeError(f"'{op}': {words}")
 
 
 def copy_(t, src):

@@ -1574,11 +1574,12 @@ def masked_fill(input, mask, value):
             f"masked_fill_ only supports boolean masks, but got mask with dtype {cpp_type_name(mask_node.dtype)}"
         )
     # the result takes the broadcast shape (PyTorch's out-of-place form; masked_fill_ keeps input's)
-    lazy.broadcast_shapes("masked_fill", node.shape, mask_node.shape)
+    lazy.broadcast_shapes("masked_fill", mask_node.shape, node.shape)  # PyTorch's order in its words
     if isinstance(value, _tensor.Tensor):
         if value.ndim != 0:
             raise ShapeError(
-                f"'masked_fill': only supports a 0-dimensional value tensor, got one with {value.ndim} dims"
+                "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                f"{value.ndim} dimension(s)."
             )
         value = cast(value, node.dtype)
     else:

@@ -85,7 +85,7 @@ _EXACT_OUT_DTYPE = {
     "isneginf": "{name} does not support non-boolean outputs.",
     "signbit": "{name} does not support non-boolean outputs.",
     "float_power": "the output given to {name} has dtype {out} but the operation's result requires dtype Double",
-    "gather": "{name}(): Expected out tensor to have dtype {result}, but got {out} instead",
+    "gather": "{name}(): Expected out tensor to have dtype {result}, but got {out} instead",  # C names
     "index_select": "{name}(): self and result must have the same scalar type ({result} and {out})",
     "take": "{name}(): self and out expected to have the same dtype, but got self.dtype = {result} and "
     "out.dtype = {out}",
@@ -94,6 +94,9 @@ _EXACT_OUT_DTYPE = {
     "nanquantile": "{name}() out tensor must be same dtype as the input tensor",
     "max": "Expected out tensor to have dtype {result}, but got {out} instead",
     "min": "Expected out tensor to have dtype {result}, but got {out} instead",
+    "cummax": "expected scalar_type {result} but found {out}",
+    "cummin": "expected scalar_type {result} but found {out}",
+    "masked_select": "{name}(): self and result must have the same scalar type",
     "sort": "Expected out tensor to have dtype {result}, but got {out} instead",
     "topk": "Expected out tensor to have dtype {result}, but got {out} instead",
     "msort": "Expected out tensor to have dtype {result}, but got {out} instead",
@@ -104,7 +107,7 @@ _EXACT_OUT_DTYPE = {
 }
 
 # The functions whose dtype words are PyTorch's C type names ("long int", "float")
-_C_NAMED = frozenset("max min sort topk msort".split())
+_C_NAMED = frozenset("max min sort topk msort gather".split())
 
 # Functions PyTorch refuses an out= that shares elements with the input (kthvalue(a, k, out=(a, i)))
 _NO_OVERLAP = frozenset(("kthvalue",))
@@ -116,6 +119,9 @@ _C_NAMES = {
     "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool",
 }  # fmt: skip
 
+
+# Scans whose out= dtype is the dtype they compute in, as a dtype= would be
+_CAST_TO_OUT = frozenset(("cumsum", "cumprod"))
 
 # Factories: with out=, the result takes out's dtype (PyTorch fills out; a dtype= that differs raises),
 # and those whose length is a count (arange, linspace, ...) keep out's shape where the count matches
@@ -234,6 +240,8 @@ def with_out(fn, name: str):
                 f"Expected out tensor to have dtype {_C_NAMES.get(given.name, given.name)}, but got "
                 f"{_C_NAMES.get(out.dtype.name, out.dtype.name)} instead"
             )
+        if name in _CAST_TO_OUT and given is None and hasattr(out, "_node") and out.dtype is not T.bool_:
+            kwargs["dtype"] = out.dtype  # PyTorch converts the input to out's dtype first
         result = fn(*args, **kwargs)
         if name in _COUNTED and hasattr(out, "_node") and out.numel() == result.numel():
             result = result.reshape(tuple(out.shape))  # PyTorch writes the values in out's order, no resize

@@ -320,6 +320,7 @@ def apply_(self, callable):
     ``Tensor.apply_``. PyTorch allows it on CPU tensors alone; vkml reads the values back to the host,
     calls the function on each and writes the results, on any device."""
 
+    _refuse_requires_grad("apply_", self)
     values = self.detach().tolist()
     out = _map_nested(values, callable)
     with autograd.no_grad():
@@ -333,15 +334,21 @@ def map_(self, tensor, callable):
 
     if not isinstance(tensor, _tensor.Tensor):
         raise TypeError(f"map_(): argument 'tensor' (position 1) must be Tensor, not {type(tensor).__name__}")
+    _refuse_requires_grad("map_", self)
+    tensor = tensor.detach().expand(*self.shape)  # PyTorch's words where it does not broadcast
     mine = np.asarray(self.detach().tolist(), dtype=object).reshape(tuple(self.shape))
-    theirs = np.broadcast_to(
-        np.asarray(tensor.detach().tolist(), dtype=object).reshape(tuple(tensor.shape)), mine.shape
-    )
+    theirs = np.asarray(tensor.tolist(), dtype=object).reshape(tuple(self.shape))
     flat = [callable(a, b) for a, b in zip(mine.reshape(-1).tolist(), theirs.reshape(-1).tolist())]
     out = creation.tensor(flat, dtype=self.dtype, device=self.device).reshape(tuple(self.shape))
     with autograd.no_grad():
         self.copy_(out)
     return self
+
+
+def _refuse_requires_grad(op: str, t) -> None:
+    # PyTorch's error: the host function's results could not be differentiated
+    if t.requires_grad:
+        raise RuntimeError(f"Can't call {op}() on Variable that requires grad. Use var.detach().{op}() instead.")
 
 
 def _map_nested(values, fn):

@@ -501,7 +501,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
                 f"\"repeat_interleave_cpu\" not implemented for '{F._mutation.torch_name(node.dtype)}'"
             )
         if len(node.shape) != 1:
-            raise RuntimeError("repeat_interleave: repeats must be 1-d tensor of ints")
+            raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
         counts = np.asarray(input.tolist(), np.int64)
         if (counts < 0).any():
             raise RuntimeError("'repeat_interleave': repeats can not be negative")

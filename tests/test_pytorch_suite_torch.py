@@ -895,6 +895,115 @@ def seed_errors(m):
     ]
 
 
+# ---------------------------------------------------------------------- 0-dim results, overlap, broadcasting
+
+
+@sc
+def scalar_check(m):
+    zero_d, one_d = m.tensor(0.5), m.tensor([0.25])
+    zi, oi = m.tensor(1), m.tensor([1])
+    zb, ob = m.tensor(True), m.tensor([True])
+    out = []
+    for fn in (m.remainder, m.fmod, m.max, m.min):
+        out += [fn(zero_d, zero_d).shape, fn(zero_d, one_d).shape, fn(one_d, zero_d).shape]
+    for fn in (m.exp, m.cos, m.tan, m.atan, m.tanh, m.erf, m.reciprocal, m.asinh, m.clone):
+        out += [fn(zero_d).shape, fn(one_d).shape]
+    out += [m.clamp(zero_d, min=0, max=1).shape, m.clamp(one_d, max=1).shape, m.remainder(zero_d, 2).shape]
+    for fn in (m.cumsum, m.cumprod, m.logcumsumexp):
+        out.append(fn(zero_d, 0).shape)
+    out += [m.cummax(zero_d, 0)[0].shape, m.cummin(zero_d, 0)[1].shape]
+    for descending in (False, True):
+        out += [[x.shape for x in m.sort(zero_d, 0, descending)], [x.shape for x in m.topk(zero_d, 1, 0, descending)]]
+    for a, b in ((zi, zi), (zi, 1), (oi, zi), (zi, oi), (oi, 1)):
+        out += [(a >> b).shape, (a << b).shape, (a | b).shape, (a & b).shape]
+    out += [m.masked_select(zb, zb).shape, m.masked_select(zb, ob).shape, m.masked_select(ob, zb).shape]
+    for fn in (m.mode, m.max, m.min):
+        for t in (zero_d, one_d):
+            out += [[x.shape for x in fn(t, dim=0, keepdim=True)], [x.shape for x in fn(t, dim=0, keepdim=False)]]
+    for fn in (m.amax, m.amin):
+        out += [fn(zero_d, dim=0, keepdim=True).shape, fn(one_d, dim=0, keepdim=True).shape, fn(one_d, dim=0).shape]
+    out += [m.ones(2, 3).take(zi).shape, m.ones(2, 3).take(oi).shape]
+    idx0, idx1 = m.zeros((), dtype=m.int64), m.zeros((1,), dtype=m.int64)
+    out += [m.gather(zero_d, 0, idx0).shape, m.gather(zero_d, 0, idx1).shape, m.gather(one_d, 0, idx0).shape]
+    out += [
+        m.normal(zero_d, m.tensor(1.0)).shape,
+        m.normal(one_d, m.tensor(1.0)).shape,
+        m.normal(1, m.tensor(1.0)).shape,
+    ]
+    out += [m.normal(zero_d, 1).shape, m.normal(one_d, 1).shape]
+    w = m.ones(2, 1, 3, 3)
+    out.append(_raises(lambda: m.nn.functional.conv2d(zero_d, w)))
+    out.append(_raises(lambda: m.nn.functional.nll_loss(zero_d, zero_d, reduction="none")))
+    out.append(m.nn.functional.nll_loss(m.ones(1, 1), m.tensor([0]), reduction="sum").shape)
+    return out
+
+
+@sc
+def internal_memory_overlap(m):
+    """In-place ops writing to an expanded tensor (several elements on one memory location) raise."""
+    out = []
+    for op in ("add_", "mul_", "sub_", "div_", "atan2_", "pow_", "lerp_", "copy_"):
+        x = m.tensor([0.5]).expand(3, 3)
+        others = [m.ones(3, 3)] + ([0.5] if op == "lerp_" else [])
+        out.append(_raises(lambda op=op, x=x, others=others: getattr(x, op)(*others)))
+    for op in ("exp_", "neg_", "abs_", "sqrt_", "clamp_"):
+        x = m.tensor([0.5]).expand(3, 3)
+        args = (0, 1) if op == "clamp_" else ()
+        out.append(_raises(lambda op=op, x=x, args=args: getattr(x, op)(*args)))
+    return out
+
+
+@sc
+def fill_expanded(m):
+    """fill_ and zero_ may write to an expanded tensor; masked_fill_ and index_fill_ warn that it is deprecated."""
+    out = []
+    for op, args in (
+        ("zero_", ()),
+        ("fill_", (1.0,)),
+        ("masked_fill_", (m.ones(3, 3) > 0, 2.0)),
+        ("index_fill_", (1, m.tensor([0, 1, 2]), 2.0)),
+    ):
+        base = m.tensor([0.5])
+        out.append(_raises(lambda op=op, args=args, base=base: getattr(base.expand(3, 3), op)(*args)))
+        out.append(base)
+    return out
+
+
+@sc
+def input_output_overlap(m):
+    """out= that partly overlaps its input raises; the same memory, or none in common, does not."""
+    out = []
+    for fn in (
+        m.exp,
+        m.neg,
+        m.abs,
+        m.sigmoid,
+        lambda x, out: m.add(x, 1, out=out),
+        lambda x, out: m.mul(2, x, out=out),
+    ):
+        data = m.arange(18.0) / 10
+        out.append(_raises(lambda fn=fn, data=data: fn(data[0:9], out=data[0:9]).clone()))
+        out.append(_raises(lambda fn=fn, data=data: fn(data[9:18], out=data[0:9]).clone()))
+        out.append(_raises(lambda fn=fn, data=data: fn(data[1:10], out=data[0:9]).clone()))
+        square = data[:9].view(3, 3)
+        out.append(_raises(lambda fn=fn, square=square: fn(square, out=square.t()).clone()))
+        out.append(data)
+    return out
+
+
+@sc
+def inplace_broadcast_errors(m):
+    small, large = m.ones(3), m.ones(2, 3)
+    out = [small.clone().add_(m.ones(1)), large.clone().mul_(small)]
+    for op in ("add_", "sub_", "mul_", "div_", "pow_", "atan2_", "fmod_", "remainder_", "copy_"):
+        out.append(_raises(lambda op=op: getattr(small.clone(), op)(large)))
+    out.append(_raises(lambda: small.clone().lerp_(large, 0.5)))
+    out.append(_raises(lambda: small.clone().addcmul_(large, small)))
+    out.append(_raises(lambda: small.clone().masked_fill_(large > 0, 1.0)))
+    out.append(_raises(lambda: small.clone().map_(large, lambda a, b: a)))
+    return out
+
+
 # Scenarios whose kernels take long to build on the CPU backend: behind the exhaustive marker
 SLOW_NAMES = frozenset(
     (
@@ -916,6 +1025,7 @@ KNOWN = {
     "clone_memory_format": "vkml's clone is row-major; PyTorch's preserve_format keeps a dense input's strides",
     "masked_scatter_dtype_error": "PyTorch's message runs two words together ('but gotFloat'); vkml's has the space",
     "bernoulli_tensor_p_range": "vkml does not read a tensor p back to check its range (PyTorch's CPU kernel does)",
+    "fill_expanded": "vkml refuses every in-place write through an expanded view (its overlap error)",
 }
 
 

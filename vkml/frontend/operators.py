@@ -1164,6 +1164,11 @@ def expand(input, *sizes):
     key = ("expand", node.shape, sizes)
     full = _ORDERS.get(key)
     if full is None:
+        if len(sizes) < len(node.shape):  # PyTorch's words, which name the legacy tensor type
+            raise ShapeError(
+                f"expand({input.type()}{{{list(node.shape)}}}, size={list(sizes)}): the number of sizes provided "
+                f"({len(sizes)}) must be greater or equal to the number of dimensions in the tensor ({len(node.shape)})"
+            )
         full = _kept_order(key, _expanded_shape(node.shape, sizes))
     return _mutation.link_view(_wrap(lazy.expand_to(node, full)), input, ("expand", full, node.shape))
 

@@ -112,6 +112,20 @@ _C_NAMED = frozenset("max min sort topk msort gather".split())
 # Functions PyTorch refuses an out= that shares elements with the input (kthvalue(a, k, out=(a, i)))
 _NO_OVERLAP = frozenset(("kthvalue",))
 
+# Elementwise functions: PyTorch refuses an out= that partly overlaps an input (exp(x[1:], out=x[:-1]), or
+# x.t() as out of x) and takes one that is the input itself
+_POINTWISE = frozenset(
+    """
+    abs acos acosh add addcdiv addcmul asin asinh atan atan2 atanh bitwise_and bitwise_left_shift bitwise_not
+    bitwise_or bitwise_right_shift bitwise_xor ceil clamp clamp_max clamp_min clip copysign cos cosh deg2rad
+    digamma div divide eq erf erfc erfinv exp exp2 expm1 fix float_power floor floor_divide fmax fmin fmod frac
+    gcd ge greater greater_equal gt heaviside hypot i0 lcm ldexp le lerp less less_equal lgamma log log10 log1p
+    log2 logaddexp logaddexp2 logical_and logical_not logical_or logical_xor logit lt maximum minimum mul
+    multiply nan_to_num ne neg negative nextafter not_equal polygamma pow rad2deg reciprocal remainder round
+    rsqrt sgn sigmoid sign signbit sin sinc sinh sqrt square sub subtract tan tanh trunc where xlogy
+    """.split()
+)
+
 # Reductions whose out= must have the dtype= they are given (PyTorch's check, in C type names)
 _DTYPE_MUST_MATCH_OUT = frozenset("sum prod nansum mean cumsum cumprod".split())
 _C_NAMES = {
@@ -154,6 +168,26 @@ def _refuse_overlap(out, inputs) -> None:
             continue
         shares = t is out or ((t._base if t._base is not None else t) is owner and t.numel() and out.numel())
         if shares and (t is out or np.intersect1d(windows.storage_positions(t), windows.storage_positions(out)).size):
+            raise RuntimeError(
+                "unsupported operation: some elements of the input tensor and the written-to tensor refer to a "
+                "single memory location. Please clone() the tensor before performing the operation."
+            )
+
+
+def _refuse_partial_overlap(out, inputs) -> None:
+    """PyTorch's error where ``out`` and an input share some storage elements but are not the same view."""
+    if not hasattr(out, "_node") or not out.numel():
+        return
+    owner = out._base if out._base is not None else out
+    for t in inputs:
+        if not hasattr(t, "_node") or t is out or not t.numel():
+            continue
+        if (t._base if t._base is not None else t) is not owner:
+            continue
+        mine, theirs = windows.storage_positions(out), windows.storage_positions(t)
+        if mine.shape == theirs.shape and np.array_equal(mine, theirs):
+            continue  # the same elements in the same order: an elementwise op may write over its input
+        if np.intersect1d(mine, theirs).size:
             raise RuntimeError(
                 "unsupported operation: some elements of the input tensor and the written-to tensor refer to a "
                 "single memory location. Please clone() the tensor before performing the operation."
@@ -226,6 +260,9 @@ def with_out(fn, name: str):
         if name in _NO_OVERLAP and args:
             for o in outs:
                 _refuse_overlap(o, args[:1])
+        if name in _POINTWISE:
+            for o in outs:
+                _refuse_partial_overlap(o, (*args, *kwargs.values()))
         if name in ("searchsorted", "bucketize") and hasattr(out, "_node"):
             flag = bool(kwargs.get("out_int32", False))
             if out.dtype is not (T.int32 if flag else T.int64):

@@ -1004,14 +1004,119 @@ def inplace_broadcast_errors(m):
     return out
 
 
+# ---------------------------------------------------------------------- scans, diff and gradient (test_torch's)
+
+
+@sc
+def cummax_cummin(m):
+    out = []
+    a = m.tensor([[True, False, True], [False, False, False], [True, True, True]])
+    x = m.tensor([4, INF, 1.5, -INF, 0, NAN, 1])
+    r = _randn(m, 6, 7)
+    for op in (m.cummax, m.cummin):
+        values, indices = m.empty(0), m.empty(0, dtype=m.int64)
+        op(r, 1, out=(values, indices))
+        out += [op(a, 0), op(a.byte(), 0), op(x, 0), values, indices, op(r, 1)]
+        out.append(
+            _raises(lambda op=op: op(m.randn(10), 0, out=(m.empty(0, dtype=m.int16), m.empty(0, dtype=m.int64))))
+        )
+        for shape in ([2, 0], [2, 1, 4], [0, 2, 3], [1], [5]):
+            for dim in range(len(shape)):
+                raw = m.zeros(*shape, requires_grad=True)
+                getattr(raw, op.__name__)(dim=dim)[0].sum().backward()
+                out.append(raw.grad)
+        raw = m.tensor(3.0, requires_grad=True)
+        getattr(raw, op.__name__)(dim=-1)[0].sum().backward()
+        out.append(raw.grad)
+    return out
+
+
+@sc
+def cumprod_scalar_grad(m):
+    raw = m.tensor(3.0, requires_grad=True)
+    integrated = raw.cumprod(dim=-1)
+    integrated.sum().backward()
+    return [integrated, raw.grad]
+
+
+@sc
+def logcumsumexp(m):
+    a = _randn(m, 10, 12)
+    x = m.tensor([-INF, -INF, 1.0, 1.0, INF, INF, NAN, 1.0, 1.0])
+    out = [a.logcumsumexp(-1), a.logcumsumexp(0), x.logcumsumexp(-1), x.unsqueeze(0).expand(2, -1).logcumsumexp(-1)]
+    b = _randn(m, 5, 2)
+    o = m.zeros(5, 2)
+    m.logcumsumexp(b, axis=-1, out=o)
+    out.append(o)
+    out.append(_raises(lambda: m.logcumsumexp(b.double(), -1, out=m.zeros(5, 2))))
+    return out
+
+
+@sc
+def diff_like_numpy(m):
+    out = []
+    for dtype in ("float32", "int64", "bool"):
+        for shape in ((1,), (3, 5), (1, 5, 1), (2, 3, 4)):
+            values = _rng().integers(-9, 9, shape)
+            contig = m.tensor(values).to(getattr(m, dtype))
+            t = m.empty(shape + (2, 2), dtype=contig.dtype)[..., 0].select(-1, -1).copy_(contig)
+            for dim in range(t.dim()):
+                first = t.narrow(dim, 0, 1)
+                out += [m.diff(t, dim=dim, n=n) for n in range(t.size(dim))]
+                out += [m.diff(t, dim=dim, n=n, prepend=first, append=first) for n in (1, t.size(dim) + 3)]
+                out.append(m.diff(t, dim=dim, n=2, prepend=t, append=t))
+    t = m.ones(2, 3)
+    out.append(_raises(lambda: t.diff(dim=0, prepend=m.tensor([1.0, 2.0, 3.0]))))
+    out.append(_raises(lambda: t.diff(dim=0, prepend=m.tensor([[0.0, 1.0]]))))
+    out.append(_raises(lambda: m.diff(m.tensor(2.0))))
+    return out
+
+
+@sc
+def gradient(m):
+    out = []
+    for shape, dims in (((5,), (0,)), ((4, 4), (0, 1)), ((3, 3, 3), (-1, 0)), ((4, 4, 4), (2,)), ((1, 5), (1,))):
+        t = m.tensor(_rng().standard_normal(shape).astype(np.float32))
+        sizes = [shape[d] for d in dims]
+        for edge_order in (1, 2):
+            if min(sizes) < edge_order + 1:
+                continue
+            out.append(m.gradient(t, dim=dims, edge_order=edge_order))
+            out.append(m.gradient(t, spacing=2.0, dim=dims, edge_order=edge_order))
+            out.append(m.gradient(t, spacing=[1.5 + k for k in range(len(dims))], dim=dims, edge_order=edge_order))
+            coords = [m.tensor(np.cumsum(_rng().random(n) + 0.5).astype(np.float32)) for n in sizes]
+            out.append(m.gradient(t, spacing=coords, dim=dims, edge_order=edge_order))
+    out.append(m.gradient(m.tensor([2, -2, INF, INF, -INF, -INF, INF, 3, -INF, 2, NAN, NAN, 3, INF, NAN])))
+    out.append(m.gradient(m.tensor([[1, 4, 9], [2, 3, 8]]), dim=1))
+    out.append(m.gradient(m.arange(6).view(2, 3), spacing=2))
+    return out
+
+
+@sc
+def gradient_errors(m):
+    t = m.ones(3, 3)
+    return [
+        _raises(lambda: m.gradient(t, dim=(0, 0))),
+        _raises(lambda: m.gradient(t, spacing=[1.0, 2.0, 3.0])),
+        _raises(lambda: m.gradient(m.ones(1, 3), dim=0)),
+        _raises(lambda: m.gradient(m.ones(2, 3), dim=0, edge_order=2)),
+        _raises(lambda: m.gradient(t, edge_order=3)),
+        _raises(lambda: m.gradient(t, spacing=[1.0, 2.0, 3.0], dim=(0, 1))),
+    ]
+
+
 # Scenarios whose kernels take long to build on the CPU backend: behind the exhaustive marker
 SLOW_NAMES = frozenset(
     (
         "cdist",
+        "cummax_cummin",
         "cumulative_ops",
         "diff",
+        "diff_like_numpy",
+        "gradient",
         "index_add",
         "index_copy",
+        "logcumsumexp",
         "nonzero_shapes",
         "scatter",
         "scatter_add",

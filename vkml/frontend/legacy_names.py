@@ -924,6 +924,11 @@ def gradient(input, *, spacing=1, dim=None, edge_order: int = 1):
         if dims.count(d) > 1:
             raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
     if isinstance(spacing, (list, tuple)):
+        if len(spacing) != len(dims) and dim is None:  # PyTorch's words differ when no dim is given
+            raise RuntimeError(
+                f"{op} expected spacing to be unspecified, a scalar, or a list of length equal to 'self.dim() = "
+                f"{input.ndim}', since dim argument was not given, but got a list of length {len(spacing)}"
+            )
         if len(spacing) != len(dims):
             raise RuntimeError(
                 f"{op} expected spacing to be unspecified, a scalar or it's spacing and dim arguments to have the "

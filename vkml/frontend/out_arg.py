@@ -96,6 +96,7 @@ _EXACT_OUT_DTYPE = {
     "min": "Expected out tensor to have dtype {result}, but got {out} instead",
     "cummax": "expected scalar_type {result} but found {out}",
     "cummin": "expected scalar_type {result} but found {out}",
+    "logcumsumexp": "expected scalar_type {result} but found {out}",
     "masked_select": "{name}(): self and result must have the same scalar type",
     "sort": "Expected out tensor to have dtype {result}, but got {out} instead",
     "topk": "Expected out tensor to have dtype {result}, but got {out} instead",

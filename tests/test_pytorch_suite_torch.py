@@ -1105,6 +1105,104 @@ def gradient_errors(m):
     ]
 
 
+# ---------------------------------------------------------------------- out= layouts, copies, small ops
+
+
+@sc
+def discontiguous_out(m):
+    x = _randn(m, 4, 8)
+    y = m.empty(4, 16)[:, ::2]
+    m.cumsum(x, 0, out=y)
+    out = [y, y.is_contiguous(), m.cumsum(x, 0)]
+    for fn, rows in (
+        (m.cummax, [[0, 1, 2, 3, 2, 1], [4, 5, 6, 5, 6, 7]]),
+        (m.cummin, [[3, 2, 1, 0, 1, 2], [7, 6, 5, 4, 5, 2]]),
+    ):
+        t = m.tensor(rows, dtype=m.float32).t().contiguous().t()
+        values, indices = fn(t, -1)
+        out_values = m.empty_like(values).t().contiguous().t()
+        out_indices = m.empty_like(indices).t().contiguous().t()
+        fn(t, -1, out=(out_values, out_indices))
+        out += [values, indices, out_values, out_indices, out_values.is_contiguous(), out_indices.stride()]
+    return out
+
+
+@sc
+def bool_value_change_and_unfold(m):
+    x = m.tensor([True, False])
+    x[0] = False
+    x[1] = True
+    out = [x]
+    for dt in (m.float32, m.int64, m.bool, m.float16, m.uint8):
+        out.append(m.empty((0, 1, 3, 0), dtype=dt).unfold(2, 3, 2).shape)
+    s = m.tensor(0.5)
+    out += [s.unfold(0, 0, 1), s.unfold(0, 0, 2), s.unfold(0, 1, 1)]
+    return out
+
+
+@sc
+def shallow_copy_and_clone(m):
+    out = []
+    for dt in (m.float32, m.int64, m.bool, m.float16, m.uint8):
+        x = m.tensor([1, 2, 3, 4], dtype=dt)
+        y = copy.copy(x)
+        y.fill_(1)
+        out += [x, y, m.tensor((1, 1), dtype=dt).clone()]
+    z = m.arange(10.0).as_strided([2, 1, 5], [1, 0, 2])
+    out += [z, z.clone()]
+    return out
+
+
+@sc
+def clone_not_memory_dense(m):
+    x = _randn(m, 10, 8).t()[::2, ::2]
+    return [x.clone(), x.clone().stride()]
+
+
+@sc
+def bfloat16_neg_abs(m):
+    src = _randn(m, 64)
+    src[0], src[1], src[2], src[3] = NAN, -NAN, INF, -INF
+    b = src.bfloat16()
+    return [b.neg(), b.abs(), src.neg().bfloat16(), src.abs().bfloat16(), src[::2].to(m.bfloat16).to(m.float32)]
+
+
+@sc
+def addcmul(m):
+    out = []
+    for dt, value in ((m.float32, 0.5), (m.float64, 0.5), (m.int64, 3), (m.int32, 3), (m.uint8, 3)):
+        a, b, c = (m.tensor(_rng().integers(1, 5, (2, 2)) + k).to(dt) for k in range(3))
+        out += [m.addcmul(a, b, c, value=value), a + value * b * c]
+    # (the deprecated addcmul(input, value, t1, t2) warns once per process in PyTorch: not compared here)
+    return out
+
+
+@sc
+def narrow_empty_and_copy(m):
+    x = _randn(m, 2, 3, 4)
+    out = [x.narrow(d, x.size(d), 0).shape for d in range(x.dim())]
+    inp = _randn(m, 10, 2).movedim(-1, 0)
+    out += [m.narrow_copy(inp, 1, 0, 10), m.narrow_copy(inp.contiguous(), 1, 2, 5)]
+    return out
+
+
+@sc
+def index_reduce(m):
+    out = []
+    for reduce in ("prod", "amin", "amax", "mean"):
+        for dtype in (m.float32, m.int64):
+            for dim in range(3):
+                dest = m.tensor(_rng().integers(-5, 6, (3, 4, 5))).to(dtype)
+                size = [3, 4, 5]
+                size[dim] = 6
+                src = m.tensor(_rng().integers(-5, 6, size)).to(dtype)
+                idx = m.tensor(_rng().integers(0, dest.size(dim), (6,)))
+                for include_self in (True, False):
+                    out.append(dest.clone().index_reduce_(dim, idx, src, reduce, include_self=include_self))
+                out.append(dest.index_reduce(dim, idx.int(), src, reduce))
+    return out
+
+
 # Scenarios whose kernels take long to build on the CPU backend: behind the exhaustive marker
 SLOW_NAMES = frozenset(
     (
@@ -1116,6 +1214,7 @@ SLOW_NAMES = frozenset(
         "gradient",
         "index_add",
         "index_copy",
+        "index_reduce",
         "logcumsumexp",
         "nonzero_shapes",
         "scatter",
@@ -1131,6 +1230,7 @@ KNOWN = {
     "masked_scatter_dtype_error": "PyTorch's message runs two words together ('but gotFloat'); vkml's has the space",
     "bernoulli_tensor_p_range": "vkml does not read a tensor p back to check its range (PyTorch's CPU kernel does)",
     "fill_expanded": "vkml refuses every in-place write through an expanded view (its overlap error)",
+    "clone_not_memory_dense": "vkml's clone is row-major; PyTorch's keeps the input's order of strides",
 }
 
 

@@ -60,6 +60,7 @@ EXPORTS = (
 _SCATTER_REDUCES = ("sum", "prod", "mean", "amax", "amin")
 _SCATTER_REDUCE_ALIASES = {"max": "amax", "min": "amin"}  # PyTorch's scatter_reduce takes these too
 _INDEX_REDUCES = ("prod", "mean", "amax", "amin")
+_WARNED_BETA: list[bool] = []  # whether index_reduce has given its beta warning
 
 
 # ---------------------------------------------------------------------- host helpers
@@ -366,6 +367,9 @@ def index_reduce(input, dim: int, index, source, reduce: str, *, include_self: b
     ``reduce`` is 'prod', 'mean', 'amax' or 'amin'; repeated indices combine in index order
     (float16 rounds after each step, as PyTorch's CPU).
     """
+    if not _WARNED_BETA:
+        _WARNED_BETA.append(True)  # PyTorch warns once per process
+        warnings.warn("index_reduce() is in beta and the API may change at any time.", UserWarning, stacklevel=3)
     if reduce not in _INDEX_REDUCES:
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
     _check_bool_arg("index_reduce", "include_self", include_self)

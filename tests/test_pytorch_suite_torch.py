@@ -1203,6 +1203,102 @@ def index_reduce(m):
     return out
 
 
+# ---------------------------------------------------------------------- index ops with scalars and strides
+
+
+def _noncontiguous(m, t):
+    """``t``'s values in a tensor that is not contiguous (every other element of a wider one)."""
+    wide = m.empty(t.shape + (2,), dtype=t.dtype)
+    return wide[..., 0].copy_(t) if t.dim() else t
+
+
+@sc
+def index_copy_layouts_and_scalars(m):
+    out = []
+    for contig in (True, False):
+        for dim in range(2):
+            size_dest = [4, 5]
+            size_dest.insert(dim, 5)
+            size_src = [4, 5]
+            size_src.insert(dim, 3)
+            dest = m.tensor(_rng().standard_normal(size_dest).astype(np.float32))
+            src = m.tensor(_rng().standard_normal(size_src).astype(np.float32) + 7)
+            idx = m.tensor([4, 0, 2])
+            if not contig:
+                dest, src = _noncontiguous(m, dest), _noncontiguous(m, src)
+                idx = m.repeat_interleave(idx, 2, dim=-1)[..., ::2]
+            out.append(dest.clone().index_copy_(dim, idx, src))
+    for size_t in ((), (1,)):
+        for size_i in ((), (1,)):
+            for size_s in ((), (1,)):
+                target, source = m.zeros(size_t), m.full(size_s, 3.5)
+                target.index_copy_(0, m.zeros(size_i, dtype=m.int64), source)
+                out.append(target)
+                out.append(m.full(size_s, 2.5).index_select(0, m.zeros(size_i, dtype=m.int64)))
+                out.append(m.full(size_t, 1.5).take(m.zeros(size_i, dtype=m.int64)))
+    a = m.zeros(3, 5)
+    for fill in (5, -1, -6):
+        out.append(_raises(lambda fill=fill: a.index_copy_(1, m.full((8,), fill), m.zeros(3, 8))))
+    return out
+
+
+@sc
+def index_fill_scalars(m):
+    out = []
+    for dt in (m.float32, m.int64, m.bool, m.float16):
+        x = m.tensor([[1, 2], [4, 5]], dtype=dt)
+        x.index_fill_(1, m.tensor([0]), 0)
+        out += [x, _raises(lambda x=x: x.index_fill_(1, m.tensor([0]), 1 + 1j))]
+        s = m.tensor(1, dtype=dt)
+        out += [
+            s.index_fill(0, m.tensor([0]), -1 if dt is not m.bool else True).dim(),
+            s.index_fill_(0, m.tensor([0]), 0),
+        ]
+    return out
+
+
+@sc
+def index_select_layouts(m):
+    out = []
+    src = m.tensor(_rng().standard_normal((4, 3, 5)).astype(np.float32))
+    for idx_dtype in (m.int64, m.int32):
+        idx = m.tensor([2, 0, 1, 1, 2], dtype=idx_dtype)
+        out += [m.index_select(src, 1, idx), m.index_select(_noncontiguous(m, src), 1, idx[::2])]
+    out.append(_raises(lambda: m.index_select(src, 1, m.tensor([0.0]))))
+    out.append(_raises(lambda: m.index_select(src, 1, m.tensor([[0]]))))
+    return out
+
+
+@sc
+def take_put_layouts(m):
+    out = []
+    for contig in (True, False):
+        for size in ((5,), (4, 5)):
+            src = m.tensor(_rng().standard_normal(size).astype(np.float32))
+            src = src if contig else _noncontiguous(m, src)
+            idx = m.tensor([[3, 0], [4, 1]]) if contig else m.tensor([3, 0, 4, 1, 2, 2])[::2]
+            out.append(m.take(src, idx))
+            for accumulate in (False, True):
+                dst = src.clone()
+                values = m.tensor([1.0, 2.0, 3.0, 4.0])[: idx.numel()].view(idx.shape)
+                out += [m.put(dst, idx, values, accumulate), dst.put_(idx, values, accumulate)]
+    for size_t in ((), (1,)):
+        for size_i in ((), (1,)):
+            for size_s in ((), (1,)):
+                for accumulate in (True, False):
+                    dest = m.full(size_t, 2.0)
+                    out.append(m.put(dest, m.zeros(size_i, dtype=m.int64), m.full(size_s, 5.0), accumulate=accumulate))
+    dest = m.ones(3, 2)
+    for accumulate in (True, False):
+        out += [m.put(dest, m.zeros(0, dtype=m.int64), m.zeros(0), accumulate=accumulate)]
+    source = m.tensor(_rng().integers(-2, 3, (200,)).astype(np.float32))
+    out.append(m.ones(1).put(m.zeros(200, dtype=m.int64), source, accumulate=True))
+    for input_shape in ((0,), (0, 1, 2, 0), (1, 2, 3)):
+        for indices_shape in ((0,), (0, 1, 2, 0)):
+            out.append(m.take(m.empty(input_shape), m.empty(indices_shape, dtype=m.int64)))
+    return out
+
+
 # Scenarios whose kernels take long to build on the CPU backend: behind the exhaustive marker
 SLOW_NAMES = frozenset(
     (

@@ -1299,6 +1299,110 @@ def take_put_layouts(m):
     return out
 
 
+@sc
+def scatter_to_large_input(m):
+    index = m.tensor([[1], [2]])
+    out = []
+    for dt in (m.float32, m.int64, m.float64, m.uint8):
+        for reduce, start, src in (("add", 0, 1), ("multiply", 2, 6)):
+            x = m.full((4, 4), start, dtype=dt)
+            out.append(x.clone().scatter_(0, index, src, reduce=reduce))
+        x = m.zeros(4, 4, dtype=dt)
+        out += [
+            x.clone().scatter_(0, index, m.ones(2, 2, dtype=dt)),
+            x.clone().scatter_add_(0, index, m.ones(2, 2, dtype=dt)),
+        ]
+    width = 1024
+    y = m.ones(2, width)
+    y.scatter_add_(0, m.zeros(2, width, dtype=m.int64), m.ones(2, width))
+    out.append(y)
+    for dt in (m.float32, m.int64):
+        z = m.full((2, 2), 2, dtype=dt)
+        out.append(z.scatter(0, m.zeros(2, 2, dtype=m.int64), 3, reduce="multiply"))
+    return out
+
+
+@sc
+def scatter_bool(m):
+    x = m.tensor([[True, True, True], [True, True, True]])
+    res = m.zeros(3, 3, dtype=m.bool).scatter_(0, m.tensor([[0, 1, 2], [0, 1, 2]]), x)
+    y = m.ones(2, 5, dtype=m.bool)
+    res2 = m.zeros(3, 5, dtype=m.bool).scatter_add_(0, m.tensor([[0, 1, 2, 0, 0], [2, 0, 0, 1, 2]]), y)
+    return [res, res2]
+
+
+@sc
+def masked_scatter_cases(m):
+    out = []
+    for dt in (m.float32, m.int64, m.uint8, m.float16):
+        dest = m.tensor([1, 2, 3, 4, 5, 6, 7, 8, 9, 10], dtype=dt)
+        mask = m.tensor((0, 0, 0, 0, 1, 0, 1, 0, 1, 0), dtype=m.bool)
+        out += [
+            dest.clone().masked_scatter_(mask, m.zeros(10, dtype=dt)),
+            dest.clone().masked_scatter_(mask, m.ones(10, dtype=dt)),
+        ]
+        out.append(
+            _raises(lambda dest=dest, mask=mask, dt=dt: dest.clone().masked_scatter_(mask, m.zeros(2, dtype=dt)))
+        )
+        e = m.empty((5, 0, 5), dtype=dt)
+        out.append(e.masked_scatter_(m.ones_like(e, dtype=m.bool), m.empty((0,), dtype=dt)))
+        out.append(
+            m.empty((5, 0, 5), dtype=dt).masked_scatter_(m.ones((5, 1, 5), dtype=m.bool), m.empty((0,), dtype=dt))
+        )
+    src, dst = m.tensor([True, True, True]), m.tensor([False, False, False])
+    dst.masked_scatter_(m.tensor([False, True, False]), src)
+    out += [dst, dst.masked_scatter(m.tensor([True, False, True]), src)]
+    return out
+
+
+@sc
+def masked_select_cases(m):
+    out = []
+    for dt in (m.float32, m.int64, m.bool, m.float16):
+        src = m.zeros(10, dtype=dt)
+        for mask_dtype in (m.uint8, m.int64, m.bool):
+            mask = m.tensor(_rng().integers(0, 2, 10), dtype=mask_dtype)
+            out.append(_raises(lambda src=src, mask=mask: src.masked_select(mask)))
+        o = m.empty(0, dtype=dt)
+        m.masked_select(src, m.tensor(_rng().integers(0, 2, 10)).bool(), out=o)
+        out.append(o)
+    a = m.tensor(_rng().random((20, 20)).astype(np.float32) * 100)
+    first = m.zeros(20, dtype=m.bool)
+    first[0] = True
+    row = m.zeros(20, 1, dtype=m.bool)
+    row[0][0] = True
+    out += [a.masked_select(first), a.masked_select(row)]
+    v = m.tensor(_rng().random(20).astype(np.float32))
+    out.append(v.masked_select(m.tensor([[True], [True], [False], [True]])))
+    for size in (10, 20):
+        vals = m.tensor(_rng().random((size, size)).astype(np.float32))
+        mask = m.full((size, size), False, dtype=m.bool)
+        mask[:, ::2] = True
+        out_dc = m.empty(size * size)[::2]
+        for v, mk in ((vals, mask), (vals.t(), mask), (vals, mask.t()), (vals.t(), mask.t())):
+            out.append(m.masked_select(v, mk))
+            m.masked_select(v, mk, out=out_dc)
+            out.append(out_dc)
+    return out
+
+
+@sc
+def masked_fill_noncontiguous(m):
+    out = []
+    for dt in (m.float32, m.int64, m.bool, m.float16):
+        dst = m.tensor(_rng().standard_normal((6, 6, 6)).astype(np.float32) * 10).to(dt).permute((2, 0, 1))
+        dst2 = dst.contiguous()
+        mask = dst > 0 if dt is not m.bool else dst
+        out += [dst.is_contiguous(), dst.clone().masked_fill_(mask, 0.75 if dt.is_floating_point else 1)]
+        out.append(dst2.masked_fill_(mask, 0.75 if dt.is_floating_point else 1))
+        out.append(_raises(lambda dst=dst: dst.clone().masked_fill_(m.ones(6, 6, 6, dtype=m.uint8), 1)))
+    for dst_shape, indices_shape in (((0,), (0,)), ((0, 1, 2, 0), (0, 1, 2, 0)), ((1, 2, 3), (0,))):
+        for accumulate in (False, True):
+            dst = m.ones(dst_shape)
+            out.append(dst.put_(m.empty(indices_shape, dtype=m.int64), m.ones(indices_shape), accumulate=accumulate))
+    return out
+
+
 # Scenarios whose kernels take long to build on the CPU backend: behind the exhaustive marker
 SLOW_NAMES = frozenset(
     (
@@ -1316,6 +1420,7 @@ SLOW_NAMES = frozenset(
         "scatter",
         "scatter_add",
         "scatter_reduce",
+        "scatter_to_large_input",
     )
 )
 SLOW = {name: SC.pop(name) for name in list(SC) if name in SLOW_NAMES}

@@ -1501,6 +1501,79 @@ def nullary_op_mem_overlap(m):
     return [_raises(lambda op=op, args=args: getattr(x, op)(*args)) for op, args in ops]
 
 
+# ---------------------------------------------------------------------- overlap of index ops' operands
+
+
+@sc
+def index_ops_mem_overlap(m):
+    out = []
+    value = m.tensor([0.25, 0.5, 0.75])
+    for op in ("index_add_", "index_copy_"):
+        x, y = m.tensor([0.5]).expand((6,)), m.arange(6.0)
+        ind = m.tensor([2, 1, 0])
+        out.append(_raises(lambda op=op, x=x, ind=ind: getattr(x, op)(0, ind, value)))
+        out.append(_raises(lambda op=op, y=y, ind=ind: getattr(y, op)(0, ind, y[:3])))
+        out.append(_raises(lambda op=op, ind=ind: getattr(ind, op)(0, ind, ind.clone())))
+        out.append(_raises(lambda op=op, ind=ind: getattr(ind, op)(0, ind.clone(), ind)))
+    ind = m.tensor([2, 1, 0])
+    out.append(_raises(lambda: ind.index_fill_(0, ind, 0)))
+    x, y = m.tensor([0.5]).expand((6,)), m.arange(6.0)
+    out += [
+        _raises(lambda: x.put_(ind, value)),
+        _raises(lambda: y.put_(ind[0], y[0])),
+        _raises(lambda: ind.put_(ind, ind)),
+    ]
+    out += [_raises(lambda: y.put_(ind, y[:3])), _raises(lambda: ind.put_(ind, ind.clone()))]
+    out += [_raises(lambda: ind.put_(ind.clone(), ind))]
+    out += [_raises(lambda: y.index_put_((ind,), y[0])), _raises(lambda: ind.index_put_((ind,), ind))]
+    out += [_raises(lambda: y.index_put_((ind,), y[:3])), _raises(lambda: ind.index_put_((ind.clone(),), ind))]
+    mask = m.tensor([True, False, True, True, False, False])
+    out += [_raises(lambda: mask[1:].masked_fill_(mask[:-1], False)), _raises(lambda: x.masked_scatter_(mask, value))]
+    src = m.tensor([0.25, 0.5, 0.75])
+    out += [_raises(lambda: x.scatter_(0, ind, src)), _raises(lambda: src.scatter_(0, ind, src))]
+    out += [_raises(lambda: ind.scatter_(0, ind, ind.clone()))]
+    out += [_raises(lambda: x.bernoulli_()), _raises(lambda: x.bernoulli_(p=0.1))]
+    return out
+
+
+@sc
+def ternary_and_copy_mem_overlap(m):
+    out = []
+    for fn in (m.addcmul, m.addcdiv, m.lerp):
+        x = m.tensor([0.5]).expand(3, 3)
+        args = (m.ones(3, 3), 0.5) if fn is m.lerp else (m.ones(3, 3), m.ones(3, 3))
+        out.append(_raises(lambda fn=fn, x=x, args=args: getattr(x, fn.__name__ + "_")(*args)))
+        for position in range(2 if fn is m.lerp else 3):
+            data = m.arange(1.0, 19.0)
+            others = [m.full((9,), 2.0), m.full((9,), 3.0)]
+
+            def call(inp, o, position=position, fn=fn, others=others):
+                operands = list(others)
+                operands.insert(position, inp)
+                if fn is m.lerp:
+                    return fn(operands[0], operands[1], 0.5, out=o)
+                return fn(*operands, out=o)
+
+            out.append(_raises(lambda call=call, data=data: call(data[0:9], data[0:9]).clone()))
+            out.append(_raises(lambda call=call, data=data: call(data[1:10], data[0:9]).clone()))
+    doubles = m.arange(18.0, dtype=m.float64)
+    out.append(_raises(lambda: m.tensor([0.5]).expand(3, 3).copy_(m.ones(3, 3))))
+    out.append(_raises(lambda: doubles[0:9].copy_(doubles[1:10])))
+    out.append(_raises(lambda: doubles[0:9].copy_(doubles[0:9]).clone()))
+    return out
+
+
+@sc
+def is_signed_and_memory_format(m):
+    out = [m.ones(5, dtype=d).is_signed() for d in (m.int32, m.uint8, m.int8, m.float32, m.float16, m.bool, m.int64)]
+    nhwc = m.ones(4, 3, 8, 8).contiguous(memory_format=m.channels_last)
+    y = nhwc.permute(0, 1, 3, 2).permute(0, 1, 3, 2)
+    ndhwc = m.ones(2, 3, 4, 4, 4).contiguous(memory_format=m.channels_last_3d)
+    z = ndhwc.permute(0, 1, 4, 3, 2).permute(0, 1, 4, 3, 2)
+    out += [y.is_contiguous(memory_format=m.channels_last), z.is_contiguous(memory_format=m.channels_last_3d)]
+    return out
+
+
 # Scenarios whose kernels take long to build on the CPU backend: behind the exhaustive marker
 SLOW_NAMES = frozenset(
     (

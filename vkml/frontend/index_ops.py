@@ -310,6 +310,7 @@ def index_add(input, dim: int, index, source, *, alpha=1):
 
 def index_add_(input, dim: int, index, source, *, alpha=1):
     """In-place ``index_add``; returns ``input``."""
+    mutation.refuse_operand_overlap(input, (index, source), same_ok=False)
     return mutation.inplace(input, "index_add_", lambda t: index_add(t, dim, index, source, alpha=alpha))
 
 
@@ -358,6 +359,7 @@ def _index_copy_checks(input, dim: int, index, source) -> None:
 
 def index_copy_(input, dim: int, index, source):
     """In-place ``index_copy``; returns ``input``."""
+    mutation.refuse_operand_overlap(input, (index, source), same_ok=False)
     return mutation.inplace(input, "index_copy_", lambda t: index_copy(t, dim, index, source))
 
 
@@ -419,6 +421,7 @@ def index_fill(input, dim: int, index, value):
 
 def index_fill_(input, dim: int, index, value):
     """In-place ``index_fill``; returns ``input``."""
+    mutation.refuse_operand_overlap(input, (index, value), same_ok=False)
     return mutation.inplace(input, "index_fill_", lambda t: index_fill(t, dim, index, value))
 
 
@@ -484,6 +487,7 @@ def masked_scatter(input, mask, source):
 
 def masked_scatter_(input, mask, source):
     """In-place ``masked_scatter`` (``mask`` broadcasts to ``input``'s shape); returns ``input``."""
+    mutation.refuse_operand_overlap(input, (mask, source), same_ok=False)
     return mutation.inplace(input, "masked_scatter_", lambda t: masked_scatter(t, mask, source))
 
 
@@ -545,6 +549,7 @@ def put(input, index, source, accumulate: bool = False):
 
 def put_(input, index, source, accumulate: bool = False):
     """In-place ``put``; returns ``input``."""
+    mutation.refuse_operand_overlap(input, (index, source), same_ok=False)
     return mutation.inplace(input, "put_", lambda t: put(t, index, source, accumulate))
 
 

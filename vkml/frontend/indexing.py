@@ -472,6 +472,7 @@ def index_put_(target, indices, values, accumulate: bool = False):
     """``target[indices] = values`` (``+=`` with ``accumulate``, repeated indices summed in index order); returns ``target``."""
     if not isinstance(indices, (tuple, list)):
         raise TypeError(f"index_put_(): indices must be a tuple of tensors, got {type(indices).__name__}")
+    mutation.refuse_operand_overlap(target, (values, *indices), same_ok=False)
     _refuse_byte_mask_fill("index_put_", tuple(indices), values)
     if isinstance(values, _tensor.Tensor) and values.dtype is not target.dtype:
         raise _dtype_mismatch(target, values)
@@ -593,6 +594,7 @@ def scatter_(target, dim: int, index, src=None, value=None, reduce=None):
     ``reduce='add'`` or ``'multiply'`` combines instead, in index order (float16 in float32, rounded
     once, as PyTorch's CPU); PyTorch has no gradient for it, nor has vkml.
     """
+    mutation.refuse_operand_overlap(target, (index, src), same_ok=False)
     if reduce is not None and reduce not in ("add", "multiply"):
         raise RuntimeError("scatter(): reduce argument must be either add or multiply.")
     d, flat = _dim_plan("scatter_", target, dim, index)
@@ -625,6 +627,7 @@ def _same_dtype(op: str, target, src) -> None:
 
 def scatter_add_(target, dim: int, index, src):
     """``target[index[i][j]][j] += src[i][j]`` (dim 0), as Tensor.scatter_add_: repeated positions add in index order."""
+    mutation.refuse_operand_overlap(target, (index, src), same_ok=False)
     _same_dtype("scatter_add", target, src)
     d, flat = _dim_plan("scatter_add_", target, dim, index)
     values = _leading(src, flat.shape, target.shape, d)

@@ -175,26 +175,6 @@ def _refuse_overlap(out, inputs) -> None:
             )
 
 
-def _refuse_partial_overlap(out, inputs) -> None:
-    """PyTorch's error where ``out`` and an input share some storage elements but are not the same view."""
-    if not hasattr(out, "_node") or not out.numel():
-        return
-    owner = out._base if out._base is not None else out
-    for t in inputs:
-        if not hasattr(t, "_node") or t is out or not t.numel():
-            continue
-        if (t._base if t._base is not None else t) is not owner:
-            continue
-        mine, theirs = windows.storage_positions(out), windows.storage_positions(t)
-        if mine.shape == theirs.shape and np.array_equal(mine, theirs):
-            continue  # the same elements in the same order: an elementwise op may write over its input
-        if np.intersect1d(mine, theirs).size:
-            raise RuntimeError(
-                "unsupported operation: some elements of the input tensor and the written-to tensor refer to a "
-                "single memory location. Please clone() the tensor before performing the operation."
-            )
-
-
 def _write(name: str, out, result, which: str = "values") -> None:
     """``result`` into ``out`` by PyTorch's out= rules (above)."""
     if not hasattr(out, "_node"):
@@ -263,7 +243,8 @@ def with_out(fn, name: str):
                 _refuse_overlap(o, args[:1])
         if name in _POINTWISE:
             for o in outs:
-                _refuse_partial_overlap(o, (*args, *kwargs.values()))
+                if hasattr(o, "_node"):
+                    mutation.refuse_operand_overlap(o, (*args, *kwargs.values()), same_ok=True)
         if name in ("searchsorted", "bucketize") and hasattr(out, "_node"):
             flag = bool(kwargs.get("out_int32", False))
             if out.dtype is not (T.int32 if flag else T.int64):

@@ -1574,6 +1574,100 @@ def is_signed_and_memory_format(m):
     return out
 
 
+# ---------------------------------------------------------------------- memory formats
+
+
+@sc
+def memory_format_propagation(m):
+    contiguous = m.ones(2, 3, 5, 5)
+    cl = m.ones(2, 3, 5, 5).contiguous(memory_format=m.channels_last)
+    ambiguous = m.ones(2, 3, 1, 1).contiguous(memory_format=m.channels_last)
+    bias = m.ones(1, 1, 1, 1).contiguous(memory_format=m.channels_last)
+    out = [ambiguous.is_contiguous(memory_format=m.channels_last), ambiguous.is_contiguous()]
+    for a, b in ((ambiguous, contiguous), (ambiguous, cl), (contiguous, ambiguous), (contiguous, cl), (cl, ambiguous)):
+        r = a + b
+        out += [r.is_contiguous(), r.is_contiguous(memory_format=m.channels_last), r.stride()]
+    for a, b in ((cl, contiguous), (bias, cl), (cl, bias)):
+        r = a + b
+        out += [r.is_contiguous(), r.is_contiguous(memory_format=m.channels_last), r.stride()]
+    for mf in (m.channels_last, m.contiguous_format):
+        amb = m.ones(2, 3, 1, 1).to(memory_format=mf)
+        b = m.ones(3, 1, 1)
+        out += [amb.stride(), (amb + b).stride(), (b + amb).stride(), (amb * 5).stride()]
+    return out
+
+
+@sc
+def memory_format_empty_like(m):
+    out = []
+    for x, mf in ((m.ones(2, 3, 4, 4), m.channels_last), (m.ones(2, 3, 4, 4, 4), m.channels_last_3d)):
+        xc = x.contiguous(memory_format=mf)
+        for like in (
+            m.empty_like(xc, memory_format=m.preserve_format),
+            m.empty_like(x, memory_format=m.preserve_format),
+            m.empty_like(x, memory_format=mf),
+            m.empty_like(xc, memory_format=m.contiguous_format),
+            m.empty_like(xc),
+        ):
+            out += [like.is_contiguous(), like.is_contiguous(memory_format=mf), like.stride()]
+    x = m.ones(10, 3, 1, 1)
+    rep = x.as_strided(x.size(), x.stride())
+    out += [rep.size(), rep.stride(), rep.is_contiguous(), rep.is_contiguous(memory_format=m.channels_last)]
+    return out
+
+
+@sc
+def memory_format_operators(m):
+    x = m.tensor(_rng().standard_normal((2, 3, 4, 4)).astype(np.float32)).contiguous(memory_format=m.channels_last)
+    y = m.tensor(np.abs(_rng().standard_normal((2, 3, 4, 4))).astype(np.float32) + 1)
+    bias = m.ones(1, 3, 1, 1).contiguous(memory_format=m.channels_last)
+    out = []
+    for fn in (
+        lambda x, y: x.clone(),
+        lambda x, y: x + 3,
+        lambda x, y: 3 * x,
+        lambda x, y: x + y,
+        lambda x, y: x * y,
+        lambda x, y: x.abs(),
+        lambda x, y: x.clone().abs_(),
+        lambda x, y: x.add(y, alpha=3),
+        lambda x, y: x.addcmul(y, y, value=2),
+        lambda x, y: x.clamp(-1, 1),
+        lambda x, y: x.div(y),
+        lambda x, y: x.exp(),
+        lambda x, y: x.lerp(y, 0.5),
+        lambda x, y: x.sigmoid(),
+        lambda x, y: x.clone().mul_(3),
+        lambda x, y: x[0].unsqueeze(0) + 3,
+        lambda x, y: x[0].unsqueeze(0).clone(),
+        lambda x, y: y + x,
+        lambda x, y: y * x,
+        lambda x, y: y.addcmul(x, y, value=2),
+        lambda x, y: x + bias,
+        lambda x, y: bias + x,
+    ):
+        r = fn(x, y)
+        out += [r, r.is_contiguous(memory_format=m.channels_last), r.is_contiguous()]
+    return out
+
+
+@sc
+def strides_propagation(m):
+    out = []
+    xs = (m.ones(2, 3, 4), m.ones(2, 3, 8)[:, :, ::2], m.ones(1, 1, 4, 12)[:, :, :, ::2])
+    for x in xs:
+        for p in ((0, 1, 2), (2, 0, 1), (1, 2, 0))[: x.dim()] if x.dim() == 3 else ((0, 1, 2, 3), (3, 2, 1, 0)):
+            xp = x.permute(p)
+            y = m.ones(xp.size(-1))
+            for inputs in ((xp, xp), (xp, y), (y, xp)):
+                for op in (m.eq, m.add):
+                    res = op(*inputs)
+                    o = m.empty(0, dtype=res.dtype)
+                    out += [res.stride(), op(*inputs, out=o).stride()]
+            out += [m.exp(xp).stride(), m.exp(xp, out=m.empty(0)).stride()]
+    return out
+
+
 # Scenarios whose kernels take long to build on the CPU backend: behind the exhaustive marker
 SLOW_NAMES = frozenset(
     (
@@ -1603,6 +1697,9 @@ KNOWN = {
     "bernoulli_tensor_p_range": "vkml does not read a tensor p back to check its range (PyTorch's CPU kernel does)",
     "fill_expanded": "vkml refuses every in-place write through an expanded view (its overlap error)",
     "clone_not_memory_dense": "vkml's clone is row-major; PyTorch's keeps the input's order of strides",
+    "strides_propagation": "vkml's elementwise results are row-major (channels-last aside); PyTorch's follow the input's "
+    "stride order",
+    "memory_format_operators": "a view of a channels-last tensor (x[0].unsqueeze(0)) is row-major in vkml",
 }
 
 

@@ -1668,6 +1668,79 @@ def strides_propagation(m):
     return out
 
 
+_FORMAT_TRANSFORMATIONS = (
+    lambda m, t, **k: t.to(dtype=m.float64, **k),
+    lambda m, t, **k: t.to(m.float64, **k),
+    lambda m, t, **k: t.clone(**k),
+    lambda m, t, **k: m.zeros_like(t, **k),
+    lambda m, t, **k: m.ones_like(t, **k),
+    lambda m, t, **k: m.full_like(t, 7, **k),
+    lambda m, t, **k: m.empty_like(t, **k),
+    lambda m, t, **k: m.rand_like(t, **k),
+    lambda m, t, **k: t.half(**k),
+    lambda m, t, **k: t.int(**k),
+    lambda m, t, **k: t.bool(**k),
+)
+
+
+def _formats(m):
+    return ((m.channels_last, (2, 3, 4, 4)), (m.channels_last_3d, (2, 3, 4, 4, 4)))
+
+
+@sc
+def memory_format_transformations(m):
+    out = []
+    for mf, shape in _formats(m):
+        for fn in _FORMAT_TRANSFORMATIONS:
+            xc = m.ones(shape).contiguous(memory_format=mf)
+            for kwargs in ({"memory_format": m.contiguous_format}, {}):
+                r = fn(m, xc, **kwargs)
+                out += [r.is_contiguous(), r.is_contiguous(memory_format=mf)]
+    x = m.ones(3, 4, 5, 6).permute(2, 0, 3, 1)
+    out += [
+        x.to(m.float64, memory_format=m.preserve_format).stride(),
+        x.clone(memory_format=m.preserve_format).stride(),
+    ]
+    return out
+
+
+@sc
+def memory_format_preserve_sliced(m):
+    """preserve_format of a channels-last tensor sliced to be no longer dense: the result is channels-last."""
+    out = []
+    for mf, shape in _formats(m):
+        for fn in _FORMAT_TRANSFORMATIONS:
+            xc = m.ones(shape).contiguous(memory_format=mf)
+            sliced = xc[..., ::2, ::2] if mf is m.channels_last else xc[..., ::2, ::2, ::2]
+            r = fn(m, sliced, memory_format=m.preserve_format)
+            out += [r.is_contiguous(), r.is_contiguous(memory_format=mf)]
+    return out
+
+
+@sc
+def multinomial_properties(m):
+    out = []
+    m.manual_seed(0)
+    for n_col in (4, 5):
+        p = m.rand(3, n_col)
+        p[0, 1] = 0
+        p[2, n_col - 1] = 0
+        samples = m.multinomial(p, n_col * 3, True)
+        out += [samples.shape, bool((samples[0] != 1).all()), bool((samples[2] != n_col - 1).all())]
+    for n_col in (2, 4, 6, 8, 10):
+        p = m.rand(3, n_col)
+        p[1, 0] = 0
+        n_sample = max(1, n_col - 2)
+        samples = m.multinomial(p, n_sample, False)
+        rows_distinct = [len(set(row)) == n_sample for row in samples.tolist()]
+        out += [samples.shape, rows_distinct, bool((samples[1] != 0).all())]
+    p = m.ones(4)
+    p[1] = 0
+    samples = m.multinomial(p, 20, True)
+    out += [samples.shape, samples.dim(), bool((samples != 1).all()), m.multinomial(m.rand(2, 3), 1, True).shape]
+    return out
+
+
 # Scenarios whose kernels take long to build on the CPU backend: behind the exhaustive marker
 SLOW_NAMES = frozenset(
     (
@@ -1700,6 +1773,7 @@ KNOWN = {
     "strides_propagation": "vkml's elementwise results are row-major (channels-last aside); PyTorch's follow the input's "
     "stride order",
     "memory_format_operators": "a view of a channels-last tensor (x[0].unsqueeze(0)) is row-major in vkml",
+    "memory_format_preserve_sliced": "a view of a channels-last tensor (x[..., ::2, ::2]) is row-major in vkml",
 }
 
 

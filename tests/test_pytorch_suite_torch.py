@@ -1737,10 +1737,83 @@ def multinomial_properties(m):
     return out
 
 
+@sc
+def multinomial_empty_and_where_scalars(m):
+    out = []
+    for replacement in (True, False):
+        for n in (1, 2):
+            out.append(m.multinomial(m.ones(0, 3), num_samples=n, replacement=replacement))
+    condition = m.tensor(_rng().integers(0, 2, (5, 5)).astype(bool))
+    ys = [False, 4, 8.0]
+    for shape in ((), (5,), (1, 5)):
+        for dt in (m.bool, m.uint8, m.int8, m.int16, m.int64, m.float16, m.float32, m.float64):
+            ys.append(m.full(shape, 17, dtype=dt) if dt is not m.bool else m.ones(shape, dtype=dt))
+    for x in (True, 3, 7.0):
+        for y in ys:
+            out += [m.where(condition, x, y), m.where(condition, y, x)]
+    return out
+
+
+@sc
+def hook_remove(m):
+    out = []
+    for remove in (True, False):
+        t = m.ones((1, 5), requires_grad=True)
+        handles = []
+
+        def hook(grad, remove=remove, handles=handles):
+            if remove:
+                handles[0].remove()
+            return m.zeros_like(grad)
+
+        handles.append(t.register_hook(hook))
+        t.mean().backward()
+        out.append(t.grad.clone())
+        t.mean().backward()
+        out.append(t.grad)
+    return out
+
+
+@sc
+def copy_across_dtypes_and_item(m):
+    out = []
+    dtypes = (m.bool, m.uint8, m.int8, m.int16, m.int32, m.int64, m.float16, m.bfloat16, m.float32, m.float64)
+    for dst_dtype in dtypes:
+        t = m.zeros(50, dtype=dst_dtype)
+        out.append(m.ones((), dtype=dst_dtype).item())
+        for src_dtype in dtypes:
+            src = m.tensor(_rng().integers(-9, 9, 50)).to(src_dtype)
+            t.copy_(src)
+            out.append(t.float() if dst_dtype is m.bfloat16 else t.clone())
+    y = m.tensor([0, 0, 0, 0, 0, 0])
+    y[::2].copy_(m.tensor([1.5, 2.5, 3.5, 4.5, 5.5, 6.5])[::2])
+    out.append(y)
+    out.append(m.tensor([list(range(i * 4, i * 4 + 4)) for i in range(5)], dtype=m.int16))
+    return out
+
+
+@sc
+def masked_scatter_inplace_noncontiguous(m):
+    t = m.zeros(5, 2, dtype=m.int64)
+    t_non_contig = t.transpose(0, 1)
+    t_contig = t_non_contig.contiguous()
+    mask = m.tensor([[False, True], [False, True], [False, False], [True, True], [True, True]])
+    mask_non_contig = mask.transpose(0, 1)
+    mask_contig = mask_non_contig.contiguous()
+    source = m.tensor([[1, 2, 3, 4, 5], [6, 7, 8, 9, 9]])
+    out = [t_contig.clone().masked_scatter_(mask_contig, source)]
+    out.append(t_non_contig.clone().masked_scatter_(mask_non_contig, source))
+    out.append(t_contig.clone().masked_scatter_(mask_non_contig, source))
+    out.append(t_non_contig.masked_scatter_(mask_contig, source))
+    out.append(t)
+    return out
+
+
 # Scenarios whose kernels take long to build on the CPU backend: behind the exhaustive marker
 SLOW_NAMES = frozenset(
     (
         "cdist",
+        "copy_across_dtypes_and_item",
         "cummax_cummin",
         "cumulative_ops",
         "diff",

@@ -1809,17 +1809,116 @@ def masked_scatter_inplace_noncontiguous(m):
     return out
 
 
+@sc
+def copy_broadcast_and_clamp(m):
+    x = m.zeros(10, 5)
+    x.copy_(m.arange(5.0))
+    out = [x[3]]
+    for dt in (m.int64, m.float32, m.float64):
+        for shape in ((10, 6), (97,)):
+            for noncontig in (False, True):
+                v, ub, lb = (m.tensor(_rng().integers(-9, 9, shape) + k).to(dt) for k in (0, 3, -3))
+                if noncontig:
+                    v, ub, lb = (_noncontiguous(m, t) for t in (v, ub, lb))
+                out += [v.clamp(lb, ub), v.clamp(min=lb), v.clamp(max=ub), v.clamp(lb[0], ub[..., :1])]
+                out.append(v[..., :1].clamp(lb, ub))
+    return out
+
+
+@sc
+def newaxis_and_newindex(m):
+    x1, x2 = m.arange(0, 10), m.arange(0, 12).view(3, 4)
+    e, n = Ellipsis, None
+    out = []
+    for case in ([n], [n, n], [e, n], [n, e], [2, n], [n, 2], [e, n, 2], [e, 2, n], [2, e, n], [2, n, e]):
+        out.append(x1[tuple(case)])
+    for case in ([n, n, n], [e, n, n], [n, e, n], [2, n, e], [1, 2, n], [1, 2, e, n], [e, 1, n, 2], [n, 1, e, 2]):
+        out.append(x2[tuple(case)])
+    reference = m.arange(1.0, 28.0).view(3, 3, 3)
+    for index in (0, 2, (0, 1), (1, 2), m.tensor([0, 2])):
+        r = m.zeros(3, 3, 3)
+        r[index] = reference[index]
+        out.append(r.clone())
+        r[index] = 0
+        out.append(r)
+
+    def assign(index):
+        def run():
+            reference[index] = 1
+
+        return run
+
+    for index in ((1, 1, 1, 1), (1, 1, 1, (1, 1)), (3,) * 8, 0.0, (0.0, slice(0.0, 2.0)), (0.0, Ellipsis, 0.0)):
+        found = _raises(assign(index))
+        out.append(found.kind if isinstance(found, Raised) else found)
+    found = _raises(assign(slice(0.0, 2.0)))
+    out.append(found.kind if isinstance(found, Raised) else found)
+    return out
+
+
+@sc
+def index_add_all_dtypes(m):
+    out = []
+    for dt in (m.float32, m.float64, m.int64, m.int32, m.int16, m.uint8, m.int8, m.float16):
+        for idx_dtype in (m.int32, m.int64):
+            t = m.tensor(_rng().integers(0, 10, (5, 5))).to(dt)
+            z = m.zeros(5, 5, dtype=dt)
+            out += [z.index_add(0, m.arange(0, 5, dtype=idx_dtype), t)]
+            if dt is not m.uint8:
+                out.append(z.index_add(0, m.arange(0, 5, dtype=idx_dtype), t, alpha=-1))
+    result, source = m.zeros(1, 16, 8), m.ones(1, 16, 8)
+    for dim in (-1, -2):
+        out.append(_raises(lambda dim=dim: result.clone().index_add_(dim, m.ones(17, dtype=m.int64), source)))
+        out.append(_raises(lambda dim=dim: result.clone().index_add_(dim, m.full((8,), 17), source)))
+    return out
+
+
+@sc
+def unflatten(m):
+    out = [
+        m.tensor([]).unflatten(0, (0, 1)),
+        m.tensor([1]).unflatten(0, (1, 1)),
+        m.tensor([1, 2, 3, 4]).unflatten(0, (2, 2)),
+        m.tensor([1, 2, 3, 4]).unflatten(0, [2, 2]),
+        m.tensor([1, 2, 3, 4]).unflatten(0, m.Size([2, 2])),
+        m.ones(2, 10).unflatten(1, (5, 2)),
+        m.tensor([1, 2, 3, 4]).unflatten(0, (-1, 2)),
+        m.ones(2, 10).unflatten(1, (5, -1)),
+        m.ones(2, 10).unflatten(1, (-1,)),
+        m.ones(2, 3 * 4 * 5 * 6).unflatten(1, (3, 4, -1, 6)),
+        m.ones(2, 0, 2).unflatten(1, (3, -1, 4, 5)),
+    ]
+    for fn in (
+        lambda: m.tensor([1]).unflatten("A", (1, 1)),
+        lambda: m.tensor([1]).unflatten(0, []),
+        lambda: m.tensor([1]).unflatten(0, [2, 2]),
+        lambda: m.ones(5, 10).unflatten(1, (-1, 4)),
+    ):
+        out.append(_raises(fn))
+    # errors PyTorch wraps with its C++ backtrace: the class and PyTorch's words, without the backtrace
+    for fn, words in (
+        (lambda: m.tensor(1).unflatten(0, [0]), "Dimension specified as 0 but tensor has no dimensions"),
+        (lambda: m.ones(5, 10).unflatten(1, (-1, -1)), "only one dimension can be inferred"),
+        (lambda: m.ones(5, 0).unflatten(1, (-1, 0)), "the unspecified dimension size -1 can be any value"),
+    ):
+        found = _raises(fn)
+        out.append(("RuntimeError" in found.classes, words in found.message) if isinstance(found, Raised) else found)
+    return out
+
+
 # Scenarios whose kernels take long to build on the CPU backend: behind the exhaustive marker
 SLOW_NAMES = frozenset(
     (
         "cdist",
         "copy_across_dtypes_and_item",
+        "copy_broadcast_and_clamp",
         "cummax_cummin",
         "cumulative_ops",
         "diff",
         "diff_like_numpy",
         "gradient",
         "index_add",
+        "index_add_all_dtypes",
         "index_copy",
         "index_reduce",
         "logcumsumexp",

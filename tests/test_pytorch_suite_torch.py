@@ -1906,6 +1906,49 @@ def unflatten(m):
     return out
 
 
+@sc
+def structseq_repr_equal_reversed_contains(m):
+    a = m.arange(250).reshape(5, 5, 10)
+    out = [repr(a.max(1))]
+    t1 = m.tensor((3.0, 4.0, 9.0, 10.0))
+    for other in (t1.contiguous(), m.tensor((1.0, 9.0, 3.0, 10.0)), m.tensor((3.0, 4.0, 9.0)), m.tensor([])):
+        out += [t1.equal(other), m.equal(t1, other)]
+    s = m.tensor(((1, 2, 3, 4), (5, 6, 7, 8)))
+    s1 = s[:, 1:3]
+    for other in (s1.clone(), m.tensor(((2, 3), (6, 7))), m.tensor(((0, 0), (0, 0)))):
+        out += [s1.equal(other), m.equal(s1, other)]
+    x, y, z = m.tensor((1, 2, 3), dtype=m.float32), m.tensor((1, 2, 3), dtype=m.int32), m.tensor((1, -1), dtype=m.int32)
+    out += [m.equal(x, y), m.equal(z, x)]
+    s0 = m.rand((2, 3))
+    out += [m.equal(s0, s0.view(dtype=m.int32)), m.equal(s0, s0.t())]
+    out += [reversed(m.arange(0, 10)), reversed(m.arange(1, 10).view(3, 3)), reversed(m.tensor(42))]
+    x = m.arange(0, 10)
+    out += [4 in x, 12 in x]
+    x = m.arange(1, 10).view(3, 3)
+    val = m.arange(1, 4)
+    out.append(val in x)
+    val += 10
+    out.append(val in x)
+    out += [_raises(lambda: "foo" in x), _raises(lambda: [1, 2] in x)]
+    perm = [3, 0, 6, 1, 5, 2, 4]
+    out.append([i - 1 for i in m.empty(1, 2, 3, 4, 5, 6, 7).permute(*perm).size()])
+    return out
+
+
+@sc
+def element_size_and_parameter_copies(m):
+    out = [m.tensor([], dtype=d).element_size() for d in (m.uint8, m.int8, m.int16, m.int32, m.int64, m.float32)]
+    out += [m.tensor([], dtype=d).itemsize for d in (m.float64, m.bool, m.bfloat16, m.float16)]
+    lin = m.nn.Linear(10, 1)
+    s = lin.state_dict(keep_vars=True)
+    s2 = copy.deepcopy(s)
+    out += [type(s["weight"]).__name__, type(s2["weight"]).__name__, type(s2["bias"]).__name__]
+    a = m.nn.Parameter(m.tensor(_rng().standard_normal((5, 5)).astype(np.float32)))
+    b = pickle.loads(pickle.dumps(a))
+    out += [type(b).__name__, b.requires_grad, b]
+    return out
+
+
 # Scenarios whose kernels take long to build on the CPU backend: behind the exhaustive marker
 SLOW_NAMES = frozenset(
     (

@@ -458,9 +458,7 @@ def _contains(self, element) -> bool:
     """``element in t``: whether any element equals ``element`` (a number or a tensor), as PyTorch."""
     if isinstance(element, (Tensor, int, float, bool)):
         return bool(F.eq(self, element).any())
-    raise RuntimeError(
-        f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a {type(element).__name__}."
-    )
+    raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a {type(element)}.")
 
 
 def _reversed(self):

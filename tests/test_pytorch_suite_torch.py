@@ -1949,6 +1949,63 @@ def element_size_and_parameter_copies(m):
     return out
 
 
+@sc
+def pickle_dtype_size_function(m):
+    a = m.nn.Parameter(m.ones(5, 5), requires_grad=False)
+    b = pickle.loads(pickle.dumps(a))
+    out = [type(b).__name__, b.requires_grad, b]
+    t = pickle.loads(pickle.dumps(m.float32))
+    size = pickle.loads(pickle.dumps(m.rand(10).size()))
+    out += [t is m.float32, type(size).__name__, size, pickle.loads(pickle.dumps(m.tanh)) is m.tanh]
+    return out
+
+
+@sc
+def generator_cpu(m):
+    g1, g2 = m.Generator(), m.Generator()
+    g1.manual_seed(12345)
+    g2.manual_seed(12345)
+    out = [g1.initial_seed() == g2.initial_seed(), m.default_generator is m.default_generator]
+    g1.seed()
+    g2.seed()
+    out.append(g1.initial_seed() != g2.initial_seed())
+    g1 = m.Generator()
+    state = g2.get_state()
+    r2 = m.randn(1, generator=g2)
+    g1.set_state(state)
+    out.append(m.equal(m.randn(1, generator=g1), r2))
+    default_state = m.default_generator.get_state()
+    q = m.empty(100)
+    first = q.normal_().clone()
+    g3 = m.Generator()
+    g3.set_state(default_state)
+    out.append(m.equal(q.normal_(generator=g3), first))
+    out.append(_raises(lambda: m.Generator("opengl")).kind)
+    return out
+
+
+@sc
+def argument_parsing(m):
+    x = m.cumsum(m.ones(5, 5), 0)
+    out = [m.equal(x, m.cumsum(m.ones(5, 5), m.tensor(0)))]
+    found = _raises(lambda: m.cumsum(m.ones(5, 5), m.tensor(0.0)))
+    out.append(found.kind if isinstance(found, Raised) else found)
+    y = _randn(m, 2, 3)
+    out += [m.isclose(y, y, 1, 1).all(), m.isclose(y, y, 1.5, 1.0).all()]
+    out += [m.isclose(y, y, m.tensor(1), m.tensor(1)).all(), m.isclose(y, y, m.tensor(1.5), m.tensor(1.0)).all()]
+    out += [m.ones((m.tensor(3), m.tensor(4))).shape, m.ones(m.tensor(3), m.tensor(4)).shape]
+    out += [m.ones((np.array(3), np.int64(4))).shape, m.ones(np.int64(3), np.array(4)).shape]
+    for fn in (
+        lambda: m.ones((m.tensor(3.0), m.tensor(4))),
+        lambda: m.ones((3.0, m.tensor(4))),
+        lambda: m.ones((np.array(3.0), m.tensor(4))),
+        lambda: m.ones(m.tensor([3, 3])),
+    ):
+        found = _raises(fn)
+        out.append(found.kind if isinstance(found, Raised) else found)
+    return out
+
+
 # Scenarios whose kernels take long to build on the CPU backend: behind the exhaustive marker
 SLOW_NAMES = frozenset(
     (

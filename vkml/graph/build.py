@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import sys
 from dataclasses import replace
 
@@ -676,6 +677,11 @@ def dim_index(op: str, dim, what: str = "dim") -> int:
         return dim
     if isinstance(dim, (int, np.integer)) and not isinstance(dim, (bool, np.bool_)):
         return int(dim)
+    if hasattr(type(dim), "__index__") and not isinstance(dim, (bool, np.bool_)):
+        try:  # an integer tensor of one element, as PyTorch's argument parser takes it (cumsum(x, tensor(0)))
+            return operator.index(dim)
+        except TypeError:
+            pass
     raise TypeError(f"'{op}': argument '{what}' must be an int or a tuple of ints, got {dim!r} ({type(dim).__name__})")
 
 

@@ -2006,6 +2006,71 @@ def argument_parsing(m):
     return out
 
 
+@sc
+def print_cases(m):
+    out = []
+    for values in (
+        2341234123412341,
+        [1e28, 1e-28],
+        [1, 2],
+        [1, -2],
+        [4, INF, 1.5, -INF, 0, NAN, 1],
+        0.00002,
+        [True],
+        True,
+        [0.00002],
+        [123456789.0],
+        [0.01, 11],
+        [1, 1010],
+        [1000000000],
+        [1.0, 1000.0],
+        [1.0, 1010.0],
+    ):
+        x = m.tensor(values)
+        out += [repr(x), str(x) == repr(x)]
+    x = m.tensor([1e-324, 1e-323, 1e-322, 1e307, 1e308, 1e309], dtype=m.float64)
+    out.append(repr(x))
+    saved = m.get_default_dtype()
+    try:
+        m.set_default_dtype(m.float64)
+        out.append(repr(x))
+    finally:
+        m.set_default_dtype(saved)
+    x = m.tensor([1e2, 1e-2])
+    try:
+        m.set_printoptions(sci_mode=True)
+        out.append(repr(x))
+        m.set_printoptions(sci_mode=False)
+        out.append(repr(x))
+    finally:
+        m.set_printoptions(sci_mode=None)
+    out += [repr(m.zeros(10000)), repr(m.tensor([123.0], requires_grad=True))]
+    y = m.ones(100, 2, 2, 10).as_strided(size=(100, 2, 10), stride=(2 * 2 * 10, 2 * 10, 1))
+    out += [repr(y), str(y) == repr(y), repr(m.ones(100, 100).half())[:60]]
+    return out
+
+
+@sc
+def iter_new_apply_map_size(m):
+    x = _randn(m, 5, 5)
+    out = [[sub for sub in x], list(m.tensor([]))]
+    e = m.tensor([])
+    z = m.tensor([1, 2, 3], dtype=m.int32)
+    out += [e.new().shape, e.new(1, 2).shape, e.new(m.Size([3, 4])).shape, e.new([3, 4]).shape, e.new([3, 4])]
+    out += [e.new((3, 4)), e.new([np.int32(3), np.float64(4)]), e.new(np.array((3, 4))), e.new([z[2], z[0] + 3])]
+    out += [e.new(size=(3, 4)).shape, e.new(()).shape, _raises(lambda: e.new(z)).kind]
+    a = m.arange(1, 6)
+    out += [a.clone().apply_(lambda k: k + k), _raises(lambda: a.clone().apply_(lambda k: "str")).kind]
+    y, v = _randn(m, 3, 3), m.tensor([0.5, -1.0, 2.0])
+    res = y.clone()
+    res.map_(v, lambda p, q: p + q)
+    out += [res, _raises(lambda: res.map_(v, "str"))]
+    size = m.Size([1, 2, 3])
+    out += [isinstance(size, tuple), size[0], size[2], len(size), _raises(lambda: m.Size(m.ones(3))).kind]
+    out.append(x.is_pinned())  # (pin_memory: PyTorch's CPU-only build has no accelerator; vkml has its device)
+    return out
+
+
 # Scenarios whose kernels take long to build on the CPU backend: behind the exhaustive marker
 SLOW_NAMES = frozenset(
     (

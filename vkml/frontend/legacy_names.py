@@ -32,6 +32,7 @@ from . import autograd, creation, defaults, devices, mutation, return_types, sha
 from . import operators as F
 from .caller import user_stacklevel
 from .exports import Export
+from .size import Size
 
 
 def _nnf():
@@ -1218,9 +1219,13 @@ class _LegacyTensorType(type):
         return f"<class '{cls.__module__}.{cls.__name__}'>"
 
 
-def _tensor_new(self, *args):
+def _tensor_new(self, *args, size=None):
     """``Tensor.new(...)``: the legacy constructor with this tensor's dtype and device (``x.new(2, 3)``,
-    ``x.new([1, 2])``, ``x.new()``), as PyTorch's."""
+    ``x.new([1, 2])``, ``x.new()``, ``x.new(size=(2, 3))``), as PyTorch's."""
+    if size is not None:
+        if args:
+            raise TypeError("new() got multiple values for argument 'size'")
+        args = (Size(size),)
     return creation.legacy_new("new", self.dtype, self.device, args)
 
 

@@ -322,7 +322,7 @@ def apply_(self, callable):
 
     _refuse_requires_grad("apply_", self)
     values = self.detach().tolist()
-    out = _map_nested(values, callable)
+    out = _map_nested(values, lambda v: _number_result(callable(v), self.dtype))
     with autograd.no_grad():
         self.copy_(_tensor.Tensor(creation.tensor(out, dtype=self.dtype, device=self.device).node))
     return self
@@ -349,6 +349,15 @@ def _refuse_requires_grad(op: str, t) -> None:
     # PyTorch's error: the host function's results could not be differentiated
     if t.requires_grad:
         raise RuntimeError(f"Can't call {op}() on Variable that requires grad. Use var.detach().{op}() instead.")
+
+
+def _number_result(value, dtype):
+    """``value`` (what apply_'s function returned) if a number, else PyTorch's TypeError."""
+    if isinstance(value, (bool, int, float, np.number)):
+        return value
+    if dtype.is_float:
+        raise TypeError(f"must be real number, not {type(value).__name__}")
+    raise TypeError(f"'{type(value).__name__}' object cannot be interpreted as an integer")
 
 
 def _map_nested(values, fn):

@@ -337,7 +337,7 @@ ERRORS = {
     "scatter_reduce dtype": (
         lambda m: m(X).scatter_reduce(0, m(IDX0), m(INTS), "sum"),
         RuntimeError,
-        "same scalar type",
+        "Expected self.dtype to be equal to src.dtype",
     ),
     "scatter_reduce include_self": (
         lambda m: m(X).scatter_reduce(0, m(IDX0), m(SRC), "sum", include_self=1),

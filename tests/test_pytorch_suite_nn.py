@@ -2198,7 +2198,6 @@ KNOWN = {
     "ce_label_smoothing_neg": "vkml refuses a negative label_smoothing, which PyTorch's functional form accepts",
     "ce_target_float_wrong_shape": "vkml's words for probability targets of the wrong shape",
     "nll_int_input": "vkml computes nll_loss of an integer input, PyTorch has no kernel for it",
-    "cosine_similarity_shape_mismatch": "vkml's broadcasting words",
     "cosine_similarity_int": "vkml's words for integer inputs",
     "clip_grad_value_no_grad": "PyTorch's foreach path raises on parameters without gradients; vkml does nothing",
     "vector_to_params_short": "vkml's words for a short vector",

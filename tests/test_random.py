@@ -292,8 +292,10 @@ def test_bad_requests_raise():
         vkml.rand(3, dtype=vkml.int64)
     with pytest.raises(ValueError, match="2\\^32"):
         vkml.rand(1 << 16, 1 << 16)
-    with pytest.raises(TypeError, match="seed must be an int"):
-        vkml.manual_seed(1.5)
+    for lib in (torch, vkml):  # a Generator takes an int alone; torch.manual_seed converts with int()
+        with pytest.raises(RuntimeError, match="manual_seed expected a long, but got float"):
+            lib.Generator().manual_seed(1.5)
+        assert lib.manual_seed(1.5).initial_seed() == 1
     assert vkml.randn(2, requires_grad=True).requires_grad
 
 

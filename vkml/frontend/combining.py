@@ -59,6 +59,13 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
                 f"'{op}': diff expects prepend or append to be the same dimension as input, got {name} "
                 f"with {len(extra_node.shape)} dims for an input with {len(node.shape)}"
             )
+        for k in range(len(node.shape)):
+            if k != d and extra_node.shape[k] != node.shape[k]:
+                raise RuntimeError(
+                    f"'{op}': diff expects the shape of tensor to prepend or append to match that of input except "
+                    f"along the differencing dimension; input.size({k}) = {node.shape[k]}, but got "
+                    f"tensor.size({k}) = {extra_node.shape[k]}"
+                )
         parts.insert(0 if name == "prepend" else len(parts), extra)
     if n == 0:  # PyTorch returns a copy of input, prepend and append ignored
         return input.clone()
@@ -190,20 +197,25 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
         if len(node.shape) < 2:
             raise RuntimeError(f"'{op}': cdist only supports at least 2D tensors, {name} got: {len(node.shape)}D")
         if not node.dtype.is_float:
-            raise RuntimeError(f"'{op}': cdist only supports floating-point dtypes, {name} got: {node.dtype.name}")
+            raise RuntimeError(
+                f"'{op}': cdist only supports floating-point dtypes, {name} got: {F._mutation.torch_name(node.dtype)}"
+            )
     if a.shape[-1] != b.shape[-1]:
         raise RuntimeError(
             f"'{op}': X1 and X2 must have the same number of columns. X1: {a.shape[-1]} X2: {b.shape[-1]}"
         )
     if a.dtype is not b.dtype:
-        raise DTypeError(f"'{op}': X1 and X2 must have the same dtype, got {a.dtype.name} and {b.dtype.name}")
+        raise DTypeError(
+            f"'{op}': expected scalar type {F._mutation.torch_name(a.dtype)} but found "
+            f"{F._mutation.torch_name(b.dtype)} (X1 and X2 must have the same dtype)"
+        )
     if isinstance(p, bool) or not isinstance(p, (int, float, np.number)):
         raise TypeError(f"'{op}': argument 'p' must be a number, got {p!r}")
     p = float(p)
     if not p >= 0:
         raise RuntimeError(f"'{op}': cdist only supports non-negative p values, got {p}")
     if compute_mode not in _COMPUTE_MODES:
-        raise ValueError(f"'{op}': {compute_mode!r} is not a valid value for compute_mode")
+        raise ValueError(f"'{op}': {compute_mode} is not a valid value for compute_mode")
     lazy.check_devices(op, [a, b])
     batch = lazy.broadcast_shapes(op, tuple(a.shape[:-2]), tuple(b.shape[:-2]))
     rows1, rows2, m = a.shape[-2], b.shape[-2], a.shape[-1]

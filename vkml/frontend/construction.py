@@ -368,6 +368,8 @@ def multinomial(input, num_samples: int, replacement: bool = False, *, generator
     if not replacement and num_samples > n:
         raise RuntimeError("'multinomial': cannot sample n_sample > prob_dist.size(-1) samples without replacement")
     dev = node.device
+    if node.numel == 0:  # no rows: no draws, an empty (0, num_samples) result, as PyTorch's
+        return F._wrap(lazy.const_node(0, T.int64, (0, int(num_samples)), dev))
     if replacement and num_samples > 1:
         work = np.float64 if node.dtype is T.float64 else np.float32
         rows = np.asarray(F.cast(input, T.float64 if work is np.float64 else T.float32).numpy(), work).reshape(-1, n)

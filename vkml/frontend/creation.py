@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 
 import numpy as np
 
@@ -328,11 +329,22 @@ def size_keyword(op: str, size: tuple, kwargs: dict) -> tuple:
     return size
 
 
+def _size_index(s, size: tuple) -> int:
+    """One size that is not an int: a one-element integer tensor or a 0-d integer numpy array counts, as in
+    PyTorch's argument parser (``ones((tensor(3), tensor(4)))``); anything else is its TypeError."""
+    if not isinstance(s, (bool, np.bool_, float)) and hasattr(type(s), "__index__"):
+        try:
+            return operator.index(s)
+        except TypeError:
+            pass
+    raise TypeError(f"sizes must be a tuple of ints, got {size}")  # PyTorch's type
+
+
 def _size_args(size) -> tuple[int, ...]:
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
     if any(not isinstance(s, (int, np.integer)) or isinstance(s, (bool, np.bool_)) for s in size):
-        raise TypeError(f"sizes must be a tuple of ints, got {size}")  # PyTorch's type
+        size = tuple(_size_index(s, size) for s in size)
     if any(s < 0 for s in size):
         raise ShapeError(f"Trying to create tensor with negative dimension: sizes must be non-negative, got {size}")
     return tuple(int(s) for s in size)

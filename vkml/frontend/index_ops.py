@@ -21,6 +21,7 @@ position in float32 and round once (PyTorch's CPU: 2048 + 1 + 1 = 2050 in float1
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -57,7 +58,9 @@ EXPORTS = (
     Export("put_", function=False, method=True),
 )
 _SCATTER_REDUCES = ("sum", "prod", "mean", "amax", "amin")
+_SCATTER_REDUCE_ALIASES = {"max": "amax", "min": "amin"}  # PyTorch's scatter_reduce takes these too
 _INDEX_REDUCES = ("prod", "mean", "amax", "amin")
+_WARNED_BETA: list[bool] = []  # whether index_reduce has given its beta warning
 
 
 # ---------------------------------------------------------------------- host helpers
@@ -195,7 +198,7 @@ def _same_dtype(op: str, target, source, what: str = "source") -> None:
 def _check_reduce(op: str, reduce, allowed: tuple[str, ...]) -> None:
     if reduce not in allowed:
         names = ", ".join(allowed[:-1]) + " or " + allowed[-1]
-        raise RuntimeError(f"{op}(): reduce argument must be either {names}, got {reduce!r}")
+        raise RuntimeError(f"{op}(): reduce argument must be either {names}, got {reduce}")
 
 
 def _check_bool_arg(op: str, name: str, value) -> None:
@@ -217,15 +220,18 @@ def scatter_reduce(input, dim: int, index, src, reduce: str, *, include_self: bo
     >>> x.scatter_reduce(0, vkml.tensor([0, 0, 2]), vkml.tensor([5.0, 7.0, 1.0]), "amax").tolist()
     [7.0, 2.0, 3.0]
     """
+    reduce = _SCATTER_REDUCE_ALIASES.get(reduce, reduce)
     _check_reduce("scatter_reduce", reduce, _SCATTER_REDUCES)
     _check_bool_arg("scatter_reduce", "include_self", include_self)
+    if isinstance(src, _tensor.Tensor) and src.dtype is not input.dtype:
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
     _same_dtype("scatter_reduce", input, src, "src")
     if reduce == "mean" and input.dtype is T.bool_:
         raise NotImplementedError("scatter_reduce(): reduce='mean' is not implemented for bool tensors, as in PyTorch")
-    _, flat = _ix._dim_plan("scatter_reduce", input, dim, index)
+    d, flat = _ix._dim_plan("scatter_reduce", input, dim, index)
     if flat.size == 0:
         return F.clone(input)
-    return reduce_positions(input, _ix._leading(src, flat.shape), flat, reduce, include_self, True)
+    return reduce_positions(input, _ix._leading(src, flat.shape, input.shape, d), flat, reduce, include_self, True)
 
 
 def scatter_reduce_(input, dim: int, index, src, reduce: str, *, include_self: bool = True):
@@ -304,6 +310,7 @@ def index_add(input, dim: int, index, source, *, alpha=1):
 
 def index_add_(input, dim: int, index, source, *, alpha=1):
     """In-place ``index_add``; returns ``input``."""
+    mutation.refuse_operand_overlap(input, (index, source), same_ok=False)
     return mutation.inplace(input, "index_add_", lambda t: index_add(t, dim, index, source, alpha=alpha))
 
 
@@ -317,13 +324,42 @@ def index_copy(input, dim: int, index, source):
     >>> vkml.zeros(3).index_copy(0, vkml.tensor([2, 0]), vkml.tensor([5.0, 6.0])).tolist()
     [6.0, 0.0, 5.0]
     """
-    _same_dtype("index_copy_", input, source)
+    _index_copy_checks(input, dim, index, source)
     flat = _index_dim_plan("index_copy_", input, dim, index, source, negative=False, error=IndexError)
     return _ix.write_positions(input, source, flat)
 
 
+def _index_copy_checks(input, dim: int, index, source) -> None:
+    """PyTorch's checks of index_copy, in its order and words (they differ from index_add's)."""
+    if isinstance(index, _tensor.Tensor) and index.ndim > 1:
+        raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got {index.ndim})")
+    if isinstance(index, _tensor.Tensor) and index.dtype is not T.int64:
+        raise RuntimeError(f"index_copy_(): Expected a long tensor for index, but got {_torch(index.dtype)}")
+    if isinstance(source, _tensor.Tensor) and source.dtype is not input.dtype:
+        raise RuntimeError(
+            "index_copy_(): self and source expected to have the same dtype, but got (self) "
+            f"{_torch(input.dtype)} and (source) {_torch(source.dtype)}"
+        )
+    _same_dtype("index_copy_", input, source)
+    d = lazy.normalize_dim("index_copy_", dim, max(input.ndim, 1))
+    count = source.shape[d] if source.ndim else 1
+    if isinstance(index, _tensor.Tensor) and index.numel() != count:
+        raise IndexError(
+            f"index_copy_(): Number of indices ({index.numel()}) should be equal to source.size(dim) ({count})"
+        )
+    self_slice = [s for k, s in enumerate(input.shape) if k != d]
+    source_slice = [s for k, s in enumerate(source.shape) if k != d]
+    if self_slice != source_slice:
+        raise RuntimeError(
+            "index_copy_(): Source/destination tensor must have same slice shapes. Destination slice shape: "
+            f"{' '.join(map(str, self_slice))} at dimension {d} and source slice shape: "
+            f"{' '.join(map(str, source_slice))} at dimension 0."
+        )
+
+
 def index_copy_(input, dim: int, index, source):
     """In-place ``index_copy``; returns ``input``."""
+    mutation.refuse_operand_overlap(input, (index, source), same_ok=False)
     return mutation.inplace(input, "index_copy_", lambda t: index_copy(t, dim, index, source))
 
 
@@ -333,6 +369,9 @@ def index_reduce(input, dim: int, index, source, reduce: str, *, include_self: b
     ``reduce`` is 'prod', 'mean', 'amax' or 'amin'; repeated indices combine in index order
     (float16 rounds after each step, as PyTorch's CPU).
     """
+    if not _WARNED_BETA:
+        _WARNED_BETA.append(True)  # PyTorch warns once per process
+        warnings.warn("index_reduce() is in beta and the API may change at any time.", UserWarning, stacklevel=3)
     if reduce not in _INDEX_REDUCES:
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
     _check_bool_arg("index_reduce", "include_self", include_self)
@@ -363,11 +402,11 @@ def index_fill(input, dim: int, index, value):
             f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with {value.ndim} dimension(s)."
         )
     if not isinstance(index, _tensor.Tensor) or index.dtype is not T.int64:
-        raise RuntimeError("index_fill_(): Expected a long tensor for index")
+        raise IndexError("index_fill_(): Expected dtype int64 for index.")
     if type(value) is complex and not input.dtype.is_complex:
         raise RuntimeError("index_fill_(): Converting complex Scalar to non-complex type is not supported")
     if index.ndim > 1:
-        raise IndexError(f"index_fill_(): Index has to be a vector/scalar, got {index.ndim} dims")
+        raise RuntimeError(f"index_fill_(): Index has to be a vector/scalar (got {index.ndim} dims)")
     d = lazy.normalize_dim("index_fill_", dim, max(input.ndim, 1))
     size = input.shape[d] if input.ndim else 1
     idx = index.numpy().reshape(-1)
@@ -382,6 +421,7 @@ def index_fill(input, dim: int, index, value):
 
 def index_fill_(input, dim: int, index, value):
     """In-place ``index_fill``; returns ``input``."""
+    mutation.refuse_operand_overlap(input, (index, value), same_ok=False)
     return mutation.inplace(input, "index_fill_", lambda t: index_fill(t, dim, index, value))
 
 
@@ -405,7 +445,7 @@ def masked_select(input, mask):
     [1, 3]
     """
     m = _mask_array("masked_select", mask, "masked_select: expected BoolTensor for mask")
-    shape = lazy.broadcast_shapes("masked_select", input.shape, tuple(m.shape))
+    shape = lazy.broadcast_shapes("masked_select", tuple(m.shape), input.shape)  # PyTorch's order in its words
     x = input if input.shape == shape else F.expand(input, *shape)
     flat = np.flatnonzero(np.broadcast_to(m, shape))
     return _ix.take_positions(x, flat)
@@ -416,6 +456,13 @@ def masked_scatter(input, mask, source):
 
     In row-major order; ``mask`` and ``input`` broadcast together. The mask is read back.
     """
+    if isinstance(mask, _tensor.Tensor) and mask.dtype is T.uint8:
+        warnings.warn(
+            "masked_scatter_ received a mask with dtype vkml.uint8, this behavior is now deprecated,"
+            "please use a mask with dtype vkml.bool instead.",
+            UserWarning,
+            stacklevel=3,
+        )
     m = _mask_array(
         "masked_scatter", mask, "masked_scatter_ only supports boolean masks, but got mask with dtype {dtype}"
     )
@@ -440,6 +487,7 @@ def masked_scatter(input, mask, source):
 
 def masked_scatter_(input, mask, source):
     """In-place ``masked_scatter`` (``mask`` broadcasts to ``input``'s shape); returns ``input``."""
+    mutation.refuse_operand_overlap(input, (mask, source), same_ok=False)
     return mutation.inplace(input, "masked_scatter_", lambda t: masked_scatter(t, mask, source))
 
 
@@ -477,6 +525,13 @@ def put(input, index, source, accumulate: bool = False):
     Repeated indices: the last wins, or with ``accumulate`` every element adds in index order
     (float16: rounded after each add, as PyTorch's CPU).
     """
+    if isinstance(index, _tensor.Tensor) and index.dtype is not T.int64:
+        _flat_index("put_", input, index)  # raises PyTorch's first error: the index's dtype
+    if isinstance(source, _tensor.Tensor) and source.dtype is not input.dtype:
+        raise RuntimeError(
+            "put_(): self and source expected to have the same dtype, but got self.dtype = "
+            f"{_torch(input.dtype)} and source.dtype = {_torch(source.dtype)}"
+        )
     flat = _flat_index("put_", input, index)
     _same_dtype("put_", input, source)
     if source.numel() != flat.size:
@@ -494,6 +549,7 @@ def put(input, index, source, accumulate: bool = False):
 
 def put_(input, index, source, accumulate: bool = False):
     """In-place ``put``; returns ``input``."""
+    mutation.refuse_operand_overlap(input, (index, source), same_ok=False)
     return mutation.inplace(input, "put_", lambda t: put(t, index, source, accumulate))
 
 

@@ -472,6 +472,7 @@ def index_put_(target, indices, values, accumulate: bool = False):
     """``target[indices] = values`` (``+=`` with ``accumulate``, repeated indices summed in index order); returns ``target``."""
     if not isinstance(indices, (tuple, list)):
         raise TypeError(f"index_put_(): indices must be a tuple of tensors, got {type(indices).__name__}")
+    mutation.refuse_operand_overlap(target, (values, *indices), same_ok=False)
     _refuse_byte_mask_fill("index_put_", tuple(indices), values)
     if isinstance(values, _tensor.Tensor) and values.dtype is not target.dtype:
         raise _dtype_mismatch(target, values)
@@ -487,30 +488,32 @@ def index_put_(target, indices, values, accumulate: bool = False):
 
 def _dim_plan(op: str, input, dim: int, index, negative: bool = False) -> tuple[int, np.ndarray]:
     """(dim, positions) for gather and scatter: the flat position in ``input`` that ``index`` names along ``dim``."""
+    torch_op = "gather" if op.startswith("gather") else "scatter"  # the op PyTorch's words name
     if not isinstance(index, _tensor.Tensor):
         raise TypeError(f"'{op}': index must be an int64 tensor, got {type(index).__name__}")
     # PyTorch's RuntimeError (DTypeError is one, and a TypeError); an empty index of any dtype passes, as there
     if index.numel() and index.dtype not in (T.int64, T.int32):
-        raise DTypeError(f"'{op}': Expected dtype int32/int64 for index, got {index.dtype.name}")
+        raise DTypeError(f"{torch_op}(): Expected dtype int32/int64 for index (got {index.dtype.name})")
     # a 0-dim tensor counts as one of shape (1,), as in PyTorch
     in_shape, ix_shape = input.shape or (1,), index.shape or (1,)
     if len(ix_shape) != len(in_shape):
         raise RuntimeError(
-            f"'{op}': Index tensor must have the same number of dimensions as input tensor "
-            f"(index: {index.ndim} dims, input: {input.ndim})"
+            f"'{op}': Index tensor must have the same number of dimensions as "
+            f"{'input' if torch_op == 'gather' else 'self'} tensor (index: {index.ndim} dims, input: {input.ndim})"
         )
     d = lazy.normalize_dim(op, dim, input.ndim)
+    for k in range(len(ix_shape)):
+        if k != d and ix_shape[k] > in_shape[k]:
+            words = f"expected index {list(index.shape)} to be no larger than self {list(input.shape)} apart from dimension {d}"
+            if torch_op == "gather":
+                raise RuntimeError(f"'{op}': Size does not match at dimension {k} {words}")
+            raise RuntimeError(f"'{op}': E{words[1:]}")
     idx = index.numpy().astype(np.int64).reshape(ix_shape)
     size = in_shape[d]
     bad = ((idx < -size) if negative else (idx < 0)) | (idx >= size)
     if bad.any():
         raise RuntimeError(f"'{op}': index {int(idx[bad][0])} is out of bounds for dimension {d} with size {size}")
     idx = np.where(idx < 0, idx + size, idx)
-    for k in range(idx.ndim):
-        if k != d and idx.shape[k] > in_shape[k]:
-            raise RuntimeError(
-                f"'{op}': index of shape {tuple(index.shape)} is larger than the input's {input.shape} in dim {k}"
-            )
     strides = np.array([math.prod(in_shape[k + 1 :]) for k in range(len(in_shape))], dtype=np.int64)
     grids = np.indices(idx.shape, dtype=np.int64)
     grids[d] = idx
@@ -591,18 +594,30 @@ def scatter_(target, dim: int, index, src=None, value=None, reduce=None):
     ``reduce='add'`` or ``'multiply'`` combines instead, in index order (float16 in float32, rounded
     once, as PyTorch's CPU); PyTorch has no gradient for it, nor has vkml.
     """
+    mutation.refuse_operand_overlap(target, (index, src), same_ok=False)
     if reduce is not None and reduce not in ("add", "multiply"):
         raise RuntimeError("scatter(): reduce argument must be either add or multiply.")
-    _, flat = _dim_plan("scatter_", target, dim, index)
+    d, flat = _dim_plan("scatter_", target, dim, index)
     if src is None or not isinstance(src, _tensor.Tensor):
         value = lazy.fill_value("scatter_", value if src is None else src, target.dtype)
         src = F._wrap(lazy.const_node(F._node(value), target.dtype, (), target.device))
     else:
         _same_dtype("scatter", target, src)
-        src = _leading(src, flat.shape)
+        src = _leading(src, flat.shape, target.shape, d)
+        if reduce is not None and not _WARNED["scatter reduce"]:
+            _WARNED["scatter reduce"] = True  # PyTorch warns once per process
+            warnings.warn(
+                "The reduce argument of vkml.scatter with Tensor src is deprecated and will be removed in a future "
+                "PyTorch release. Use vkml.scatter_reduce instead for more reduction options.",
+                UserWarning,
+                stacklevel=3,
+            )
     if reduce is not None:
         return mutation.inplace(target, "scatter_", lambda t: _index_ops.scatter_with_reduce(t, flat, src, reduce))
     return mutation.inplace(target, "scatter_", lambda t: index_put(t, flat, src, False))
+
+
+_WARNED = {"scatter reduce": False}
 
 
 def _same_dtype(op: str, target, src) -> None:
@@ -612,17 +627,22 @@ def _same_dtype(op: str, target, src) -> None:
 
 def scatter_add_(target, dim: int, index, src):
     """``target[index[i][j]][j] += src[i][j]`` (dim 0), as Tensor.scatter_add_: repeated positions add in index order."""
+    mutation.refuse_operand_overlap(target, (index, src), same_ok=False)
     _same_dtype("scatter_add", target, src)
-    _, flat = _dim_plan("scatter_add_", target, dim, index)
-    return mutation.inplace(target, "scatter_add_", lambda t: index_put(t, flat, _leading(src, flat.shape), True))
+    d, flat = _dim_plan("scatter_add_", target, dim, index)
+    values = _leading(src, flat.shape, target.shape, d)
+    return mutation.inplace(target, "scatter_add_", lambda t: index_put(t, flat, values, True))
 
 
-def _leading(src, shape: tuple[int, ...]):
+def _leading(src, shape: tuple[int, ...], target_shape: tuple[int, ...] = (), dim: int = 0):
     """The part of ``src`` that an index of ``shape`` pairs with (scatter reads src[:i, :j, ...])."""
     if src.shape == tuple(shape):
         return src
     if src.ndim != len(shape) or any(a < b for a, b in zip(src.shape, shape)):
-        raise RuntimeError(f"'scatter': src of shape {src.shape} is smaller than index of shape {tuple(shape)}")
+        raise RuntimeError(
+            f"'scatter': Expected index {list(shape)} to be no larger than self {list(target_shape)} apart from "
+            f"dimension {dim} and to be no larger size than src {list(src.shape)}"
+        )
     return src[tuple(slice(0, s) for s in shape)]
 
 

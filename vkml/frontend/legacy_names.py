@@ -32,6 +32,7 @@ from . import autograd, creation, defaults, devices, mutation, return_types, sha
 from . import operators as F
 from .caller import user_stacklevel
 from .exports import Export
+from .size import Size
 
 
 def _nnf():
@@ -924,6 +925,11 @@ def gradient(input, *, spacing=1, dim=None, edge_order: int = 1):
         if dims.count(d) > 1:
             raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
     if isinstance(spacing, (list, tuple)):
+        if len(spacing) != len(dims) and dim is None:  # PyTorch's words differ when no dim is given
+            raise RuntimeError(
+                f"{op} expected spacing to be unspecified, a scalar, or a list of length equal to 'self.dim() = "
+                f"{input.ndim}', since dim argument was not given, but got a list of length {len(spacing)}"
+            )
         if len(spacing) != len(dims):
             raise RuntimeError(
                 f"{op} expected spacing to be unspecified, a scalar or it's spacing and dim arguments to have the "
@@ -1213,9 +1219,13 @@ class _LegacyTensorType(type):
         return f"<class '{cls.__module__}.{cls.__name__}'>"
 
 
-def _tensor_new(self, *args):
+def _tensor_new(self, *args, size=None):
     """``Tensor.new(...)``: the legacy constructor with this tensor's dtype and device (``x.new(2, 3)``,
-    ``x.new([1, 2])``, ``x.new()``), as PyTorch's."""
+    ``x.new([1, 2])``, ``x.new()``, ``x.new(size=(2, 3))``), as PyTorch's."""
+    if size is not None:
+        if args:
+            raise TypeError("new() got multiple values for argument 'size'")
+        args = (Size(size),)
     return creation.legacy_new("new", self.dtype, self.device, args)
 
 

@@ -27,6 +27,8 @@ from __future__ import annotations
 import math
 import weakref
 
+import numpy as np
+
 from .. import tensor as _tensor
 from ..errors import DTypeError, ShapeError
 from ..graph import build as lazy
@@ -55,6 +57,34 @@ _OVERLAP = (
     "unsupported operation: more than one element of the written-to tensor refers to a single memory "
     "location. Please clone() the tensor before performing the operation."
 )
+INPUT_OVERLAP = (
+    "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory "
+    "location. Please clone() the tensor before performing the operation."
+)
+# In-place ops whose operands may not share any element with the tensor written, the same view included
+# (PyTorch's index ops: ind.index_add_(0, ind, src)); the others may read the very elements they write
+NO_OPERAND_OVERLAP = frozenset(
+    "index_add_ index_copy_ index_fill_ put_ masked_scatter_ masked_fill_ scatter_ scatter_add_ index_put_".split()
+)
+
+
+def refuse_operand_overlap(t, operands, same_ok: bool) -> None:
+    """PyTorch's error where an operand of a write into ``t`` shares storage elements with it: any shared
+    element, or with ``same_ok`` only those of an operand that is not ``t``'s very view (an elementwise op
+    may read the element it writes)."""
+    owner = None
+    for o in operands:
+        if not isinstance(o, _tensor.Tensor) or (same_ok and o is t):
+            continue
+        if owner is None:
+            owner = t._base if t._base is not None else t
+        if (o._base if o._base is not None else o) is not owner or not o.numel() or not t.numel():
+            continue
+        mine, theirs = _windows.storage_positions(t), _windows.storage_positions(o)
+        if same_ok and mine.shape == theirs.shape and np.array_equal(mine, theirs):
+            continue
+        if o is t or np.intersect1d(mine, theirs).size:
+            raise RuntimeError(INPUT_OVERLAP)
 
 
 # ---------------------------------------------------------------------- views
@@ -404,6 +434,7 @@ def torch_name(dtype: T.DType) -> str:
 def inplace(t, op: str, fn, *args):
     """``t.op(*args)``: ``fn(t, *args)`` computed, checked against ``t``'s shape and dtype, written; returns ``t``."""
     check_writable(t)
+    refuse_operand_overlap(t, args, same_ok=op not in NO_OPERAND_OVERLAP)
     # x.add_(1j) of a real tensor (a fill's value is converted instead: masked_fill_, setitem, ...)
     if not t.dtype.is_complex and "fill" not in op and op != "__setitem__" and any(type(a) is complex for a in args):
         result = {"float64": "ComplexDouble", "float16": "ComplexHalf"}.get(t.dtype.name, "ComplexFloat")
@@ -568,12 +599,23 @@ def _fit_value(value, shape: tuple[int, ...], op: str):
     extra = value.ndim - len(shape)
     if extra > 0:
         if any(s != 1 for s in value.shape[:extra]):
-            raise ShapeError(f"'{op}': a value of shape {value.shape} cannot be written to a region of shape {shape}")
+            raise _fit_error(op, tuple(value.shape), shape)
         value = F.reshape(value, *value.shape[extra:])
     lead = len(shape) - value.ndim
     if lead < 0 or any(v not in (1, s) for v, s in zip(value.shape, shape[lead:])):
-        raise ShapeError(f"'{op}': a value of shape {value.shape} cannot be written to a region of shape {shape}")
+        raise _fit_error(op, tuple(value.shape), shape)
     return F.expand(value, *shape)
+
+
+def _fit_error(op: str, value_shape: tuple[int, ...], shape: tuple[int, ...]) -> ShapeError:
+    words = f"a value of shape {value_shape} cannot be written to a region of shape {shape}"
+    if op == "copy_":  # PyTorch's words first: the shapes' broadcast fails, or it is not the destination's
+        try:
+            broadcast = lazy.broadcast_shapes(op, shape, value_shape)
+            words = f"output with shape {list(shape)} doesn't match the broadcast shape {list(broadcast)} ({words})"
+        except ShapeError as error:
+            words = f"{str(error).removeprefix(repr(op) + ': ')}; {words}"
+    return ShapeError(f"'{op}': {words}")
 
 
 def copy_(t, src):
@@ -581,6 +623,7 @@ def copy_(t, src):
     if not isinstance(src, _tensor.Tensor):
         raise TypeError(f"copy_(): argument 'src' must be a vkml.Tensor, not {type(src).__name__}")
     check_writable(t)
+    refuse_operand_overlap(t, (src,), same_ok=True)
     old = _alias(t)
     value = src if src.device is t.device else F.to_device(src, t.device)
     value = _fit_value(F.cast(value, t.dtype), t.shape, "copy_")

@@ -1181,6 +1181,11 @@ def expand(input, *sizes):
     key = ("expand", node.shape, sizes)
     full = _ORDERS.get(key)
     if full is None:
+        if len(sizes) < len(node.shape):  # PyTorch's words, which name the legacy tensor type
+            raise ShapeError(
+                f"expand({input.type()}{{{list(node.shape)}}}, size={list(sizes)}): the number of sizes provided "
+                f"({len(sizes)}) must be greater or equal to the number of dimensions in the tensor ({len(node.shape)})"
+            )
         full = _kept_order(key, _expanded_shape(node.shape, sizes))
     return _mutation.link_view(_wrap(lazy.expand_to(node, full)), input, ("expand", full, node.shape))
 
@@ -1591,11 +1596,12 @@ def masked_fill(input, mask, value):
             f"masked_fill_ only supports boolean masks, but got mask with dtype {cpp_type_name(mask_node.dtype)}"
         )
     # the result takes the broadcast shape (PyTorch's out-of-place form; masked_fill_ keeps input's)
-    lazy.broadcast_shapes("masked_fill", node.shape, mask_node.shape)
+    lazy.broadcast_shapes("masked_fill", mask_node.shape, node.shape)  # PyTorch's order in its words
     if isinstance(value, _tensor.Tensor):
         if value.ndim != 0:
             raise ShapeError(
-                f"'masked_fill': only supports a 0-dimensional value tensor, got one with {value.ndim} dims"
+                "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                f"{value.ndim} dimension(s)."
             )
         value = cast(value, node.dtype)
     else:

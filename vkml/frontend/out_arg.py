@@ -85,7 +85,7 @@ _EXACT_OUT_DTYPE = {
     "isneginf": "{name} does not support non-boolean outputs.",
     "signbit": "{name} does not support non-boolean outputs.",
     "float_power": "the output given to {name} has dtype {out} but the operation's result requires dtype Double",
-    "gather": "{name}(): Expected out tensor to have dtype {result}, but got {out} instead",
+    "gather": "{name}(): Expected out tensor to have dtype {result}, but got {out} instead",  # C names
     "index_select": "{name}(): self and result must have the same scalar type ({result} and {out})",
     "take": "{name}(): self and out expected to have the same dtype, but got self.dtype = {result} and "
     "out.dtype = {out}",
@@ -94,11 +94,38 @@ _EXACT_OUT_DTYPE = {
     "nanquantile": "{name}() out tensor must be same dtype as the input tensor",
     "max": "Expected out tensor to have dtype {result}, but got {out} instead",
     "min": "Expected out tensor to have dtype {result}, but got {out} instead",
+    "cummax": "expected scalar_type {result} but found {out}",
+    "cummin": "expected scalar_type {result} but found {out}",
+    "logcumsumexp": "expected scalar_type {result} but found {out}",
+    "masked_select": "{name}(): self and result must have the same scalar type",
+    "sort": "Expected out tensor to have dtype {result}, but got {out} instead",
+    "topk": "Expected out tensor to have dtype {result}, but got {out} instead",
+    "msort": "Expected out tensor to have dtype {result}, but got {out} instead",
     "mode": "expected scalar type '{result}' but got '{out}' for {which} output",
     "median": "expected scalar type '{result}' but got '{out}' for {which} output",
     "nanmedian": "expected scalar type '{result}' but got '{out}' for {which} output",
     "kthvalue": "expected scalar type '{result}' but got '{out}' for {which} output",
 }
+
+# The functions whose dtype words are PyTorch's C type names ("long int", "float")
+_C_NAMED = frozenset("max min sort topk msort gather".split())
+
+# Functions PyTorch refuses an out= that shares elements with the input (kthvalue(a, k, out=(a, i)))
+_NO_OVERLAP = frozenset(("kthvalue",))
+
+# Elementwise functions: PyTorch refuses an out= that partly overlaps an input (exp(x[1:], out=x[:-1]), or
+# x.t() as out of x) and takes one that is the input itself
+_POINTWISE = frozenset(
+    """
+    abs acos acosh add addcdiv addcmul asin asinh atan atan2 atanh bitwise_and bitwise_left_shift bitwise_not
+    bitwise_or bitwise_right_shift bitwise_xor ceil clamp clamp_max clamp_min clip copysign cos cosh deg2rad
+    digamma div divide eq erf erfc erfinv exp exp2 expm1 fix float_power floor floor_divide fmax fmin fmod frac
+    gcd ge greater greater_equal gt heaviside hypot i0 lcm ldexp le lerp less less_equal lgamma log log10 log1p
+    log2 logaddexp logaddexp2 logical_and logical_not logical_or logical_xor logit lt maximum minimum mul
+    multiply nan_to_num ne neg negative nextafter not_equal polygamma pow rad2deg reciprocal remainder round
+    rsqrt sgn sigmoid sign signbit sin sinc sinh sqrt square sub subtract tan tanh trunc where xlogy
+    """.split()
+)
 
 # Reductions whose out= must have the dtype= they are given (PyTorch's check, in C type names)
 _DTYPE_MUST_MATCH_OUT = frozenset("sum prod nansum mean cumsum cumprod".split())
@@ -107,6 +134,9 @@ _C_NAMES = {
     "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool",
 }  # fmt: skip
 
+
+# Scans whose out= dtype is the dtype they compute in, as a dtype= would be
+_CAST_TO_OUT = frozenset(("cumsum", "cumprod"))
 
 # Factories: with out=, the result takes out's dtype (PyTorch fills out; a dtype= that differs raises),
 # and those whose length is a count (arange, linspace, ...) keep out's shape where the count matches
@@ -155,7 +185,7 @@ def _write(name: str, out, result, which: str = "values") -> None:
         )
     if name in _EXACT_OUT_DTYPE and out.dtype is not result.dtype:
         message = _EXACT_OUT_DTYPE[name]
-        names = _C_NAMES if name in ("max", "min") else {}
+        names = _C_NAMES if name in _C_NAMED else {}
         raise RuntimeError(
             message.format(
                 name=name,
@@ -208,6 +238,13 @@ def with_out(fn, name: str):
             _factory_dtype(name, out, kwargs)
         if name in ("cat", "concat", "concatenate") and args:
             _refuse_overlap(out, args[0])
+        if name in _NO_OVERLAP and args:
+            for o in outs:
+                _refuse_overlap(o, args[:1])
+        if name in _POINTWISE:
+            for o in outs:
+                if hasattr(o, "_node"):
+                    mutation.refuse_operand_overlap(o, (*args, *kwargs.values()), same_ok=True)
         if name in ("searchsorted", "bucketize") and hasattr(out, "_node"):
             flag = bool(kwargs.get("out_int32", False))
             if out.dtype is not (T.int32 if flag else T.int64):
@@ -222,6 +259,8 @@ def with_out(fn, name: str):
                 f"Expected out tensor to have dtype {_C_NAMES.get(given.name, given.name)}, but got "
                 f"{_C_NAMES.get(out.dtype.name, out.dtype.name)} instead"
             )
+        if name in _CAST_TO_OUT and given is None and hasattr(out, "_node") and out.dtype is not T.bool_:
+            kwargs["dtype"] = out.dtype  # PyTorch converts the input to out's dtype first
         result = fn(*args, **kwargs)
         if name in _COUNTED and hasattr(out, "_node") and out.numel() == result.numel():
             result = result.reshape(tuple(out.shape))  # PyTorch writes the values in out's order, no resize

@@ -133,10 +133,15 @@ def _rebuild_meta_storage(shape, dtype_name: str) -> _Loaded:
     return _Loaded(meta_tensor(tuple(shape), T.by_name(dtype_name)))
 
 
-def _rebuild_tensor(storage: _Loaded, offset: int, size, stride, requires_grad: bool, parameter: bool):
-    owner = storage.tensor
+def _rebuild_tensor(storage: _Loaded | _Storage, offset: int, size, stride, requires_grad: bool, parameter: bool):
     size, stride = tuple(size), tuple(stride)
-    whole = offset == 0 and size == tuple(owner.shape) and stride == _row_major(size)
+    if isinstance(storage, _Storage):
+        # copy.copy rebuilds from the reduction without pickling: a shallow copy shares the storage, as PyTorch's
+        owner = storage.owner
+        whole, storage = False, _Loaded(owner)
+    else:
+        owner = storage.tensor
+        whole = offset == 0 and size == tuple(owner.shape) and stride == _row_major(size)
     if whole and not storage.taken:  # the tensor that owned the storage is its owner again
         storage.taken = True
         out = owner

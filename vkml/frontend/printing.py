@@ -128,7 +128,8 @@ class _Formatter:
         low, high = magnitude.min(), magnitude.max()
         self.int_mode = bool(np.all(finite == np.ceil(finite)))
         if PRINT_OPTS.sci_mode is None:
-            self.sci_mode = bool(high / low > 1000.0 or high > 1.0e8 or low < 1.0e-4)
+            with np.errstate(over="ignore"):  # 1e308 / 1e-323 is inf: the ratio is past 1000 all the same
+                self.sci_mode = bool(high / low > 1000.0 or high > 1.0e8 or low < 1.0e-4)
         else:
             self.sci_mode = PRINT_OPTS.sci_mode
         numbers = finite.tolist()

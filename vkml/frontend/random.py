@@ -85,7 +85,7 @@ class Generator:
     def manual_seed(self, seed: int) -> Generator:
         """Restart from ``seed`` (an int in [-2^63, 2^64), kept modulo 2^64, as PyTorch's)."""
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-            raise TypeError(f"manual_seed: the seed must be an int, got {type(seed).__name__}")
+            raise RuntimeError(f"manual_seed expected a long, but got {type(seed).__name__}")
         seed = int(seed)
         if not -(1 << 63) <= seed < _U64:
             raise ValueError(
@@ -141,7 +141,7 @@ def state_bytes(op: str, new_state) -> bytes:
     if not isinstance(new_state, _tensor.Tensor):
         raise TypeError(f"{op}(): expected a vkml.uint8 tensor, but got {type(new_state).__name__}")
     if new_state.dtype is not T.uint8:
-        raise TypeError(f"{op}(): the RNG state must be a vkml.uint8 tensor, got {new_state.dtype}")
+        raise TypeError(f"{op}(): RNG state must be a vkml.ByteTensor (a vkml.uint8 tensor), got {new_state.dtype}")
     if new_state.numel() != mt19937.STATE_BYTES:
         raise RuntimeError(
             f"{op}(): expected a generator state of {mt19937.STATE_BYTES} bytes (PyTorch's CPU state), "
@@ -154,8 +154,11 @@ default_generator = Generator()
 
 
 def manual_seed(seed: int) -> Generator:
-    """Seed the default generator (as ``torch.manual_seed``) and return it."""
-    return default_generator.manual_seed(seed)
+    """Seed the default generator (as ``torch.manual_seed``) and return it.
+
+    ``seed`` goes through ``int()`` first, as PyTorch's: ``manual_seed(1.5)`` seeds with 1.
+    """
+    return default_generator.manual_seed(int(seed))
 
 
 def _shape(size) -> tuple[int, ...]:

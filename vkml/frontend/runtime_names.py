@@ -320,8 +320,9 @@ def apply_(self, callable):
     ``Tensor.apply_``. PyTorch allows it on CPU tensors alone; vkml reads the values back to the host,
     calls the function on each and writes the results, on any device."""
 
+    _refuse_requires_grad("apply_", self)
     values = self.detach().tolist()
-    out = _map_nested(values, callable)
+    out = _map_nested(values, lambda v: _number_result(callable(v), self.dtype))
     with autograd.no_grad():
         self.copy_(_tensor.Tensor(creation.tensor(out, dtype=self.dtype, device=self.device).node))
     return self
@@ -333,15 +334,30 @@ def map_(self, tensor, callable):
 
     if not isinstance(tensor, _tensor.Tensor):
         raise TypeError(f"map_(): argument 'tensor' (position 1) must be Tensor, not {type(tensor).__name__}")
+    _refuse_requires_grad("map_", self)
+    tensor = tensor.detach().expand(*self.shape)  # PyTorch's words where it does not broadcast
     mine = np.asarray(self.detach().tolist(), dtype=object).reshape(tuple(self.shape))
-    theirs = np.broadcast_to(
-        np.asarray(tensor.detach().tolist(), dtype=object).reshape(tuple(tensor.shape)), mine.shape
-    )
+    theirs = np.asarray(tensor.tolist(), dtype=object).reshape(tuple(self.shape))
     flat = [callable(a, b) for a, b in zip(mine.reshape(-1).tolist(), theirs.reshape(-1).tolist())]
     out = creation.tensor(flat, dtype=self.dtype, device=self.device).reshape(tuple(self.shape))
     with autograd.no_grad():
         self.copy_(out)
     return self
+
+
+def _refuse_requires_grad(op: str, t) -> None:
+    # PyTorch's error: the host function's results could not be differentiated
+    if t.requires_grad:
+        raise RuntimeError(f"Can't call {op}() on Variable that requires grad. Use var.detach().{op}() instead.")
+
+
+def _number_result(value, dtype):
+    """``value`` (what apply_'s function returned) if a number, else PyTorch's TypeError."""
+    if isinstance(value, (bool, int, float, np.number)):
+        return value
+    if dtype.is_float:
+        raise TypeError(f"must be real number, not {type(value).__name__}")
+    raise TypeError(f"'{type(value).__name__}' object cannot be interpreted as an integer")
 
 
 def _map_nested(values, fn):

@@ -124,7 +124,7 @@ def kthvalue(input, k, dim=-1, keepdim=False):
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
         raise TypeError(f"'kthvalue': argument 'k' must be an int, got {k!r}")
     if not 1 <= k <= n:
-        raise RuntimeError(f"'kthvalue': selected number k={k} out of range for dimension {d} (size {n})")
+        raise RuntimeError(f"'kthvalue': selected number k out of range for dimension {d} (k={k}, size {n})")
     xl = _last(x, d)
     values, indices = _pick(xl, _ranks(xl), int(k) - 1)
     if not input.ndim:

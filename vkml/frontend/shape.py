@@ -359,13 +359,26 @@ def flatten(input, start_dim: int = 0, end_dim: int = -1):
 def unflatten(input, dim: int, sizes):
     """Dim ``dim`` split into ``sizes`` (one of them may be -1)."""
     node = _t("unflatten", input)
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
+        raise TypeError(f"unflatten(): argument 'dim' (position 1) must be int, not {type(dim).__name__}")
+    if not node.shape:  # PyTorch wraps its dim error (older releases: an IndexError)
+        raise RuntimeError(
+            f"unflatten got an unexpected error:\nDimension specified as {dim} but tensor has no dimensions"
+        )
     d = _dim("unflatten", dim, len(node.shape))
     sizes = _ints("unflatten", "sizes", sizes)
     if not sizes:
         raise RuntimeError("unflatten: sizes must be non-empty")
+    if sizes.count(-1) > 1:
+        raise ShapeError("unflatten got an unexpected error:\nonly one dimension can be inferred")
     known = math.prod(s for s in sizes if s != -1)
     size = node.shape[d]
-    if sizes.count(-1) > 1 or (-1 in sizes and (known == 0 or size % known)) or (-1 not in sizes and known != size):
+    if -1 in sizes and known == 0 and size == 0:
+        raise ShapeError(
+            f"unflatten got an unexpected error:\ncannot reshape tensor of 0 elements into shape {list(sizes)} "
+            "because the unspecified dimension size -1 can be any value and is ambiguous"
+        )
+    if (-1 in sizes and (known == 0 or size % known)) or (-1 not in sizes and known != size):
         raise ShapeError(
             f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim {d} ({size}) in the input tensor"
         )
@@ -501,7 +514,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
                 f"\"repeat_interleave_cpu\" not implemented for '{F._mutation.torch_name(node.dtype)}'"
             )
         if len(node.shape) != 1:
-            raise RuntimeError("repeat_interleave: repeats must be 1-d tensor of ints")
+            raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
         counts = np.asarray(input.tolist(), np.int64)
         if (counts < 0).any():
             raise RuntimeError("'repeat_interleave': repeats can not be negative")

@@ -422,7 +422,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, axis=None):  # noqa: A0
     d = lazy.normalize_dim("topk", dim, len(node.shape))
     n = node.shape[d] if node.shape else 1
     if not 0 <= k <= n:
-        raise RuntimeError(f"'topk': selected index k={k} out of range for dimension {d} (size {n})")
+        raise RuntimeError(f"'topk': selected index k out of range (k={k}, dimension {d} of size {n})")
     if not isinstance(largest, (bool, np.bool_)) or not isinstance(sorted, (bool, np.bool_)):
         raise TypeError(f"'topk': arguments 'largest' and 'sorted' must be bools, got {largest!r}, {sorted!r}")
     values, indices = _sort("topk", input, d, bool(largest), int(k))

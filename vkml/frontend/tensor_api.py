@@ -371,6 +371,52 @@ def is_contiguous(self, memory_format=None) -> bool:
     return all(size <= 1 or st == want for st, want, size in zip(strides, expected, self.shape))
 
 
+def dim_order(self, *, ambiguity_check=False) -> tuple[int, ...]:
+    """The dims from the outermost in memory to the innermost (by stride), as ``Tensor.dim_order``.
+
+    PyTorch's order: row-major gives 0, 1, ...; channels-last 0, 2, ..., 1; otherwise the dims sorted by
+    stride (a 0 stride leaves the order alone; equal strides put the larger size outside).
+
+    >>> import vkml
+    >>> vkml.zeros(2, 3, 4).permute(2, 0, 1).dim_order()
+    (1, 2, 0)
+    """
+    if not isinstance(ambiguity_check, bool) and not isinstance(ambiguity_check, (list, tuple)):
+        raise TypeError("The ambiguity_check argument must be a bool or a list of memory formats.")
+    ndim = self.ndim
+    if ndim <= 1:
+        return tuple(range(ndim))
+    contiguous = is_contiguous(self)
+    channels_last = ndim in (4, 5) and is_contiguous(
+        self, _memory_format.channels_last if ndim == 4 else _memory_format.channels_last_3d
+    )
+    if contiguous and not channels_last:
+        return tuple(range(ndim))
+    if channels_last and not contiguous:
+        return (0, *range(2, ndim), 1)
+    strides, shape = stride(self), self.shape
+
+    def outer_first(a: int, b: int) -> int:  # 1: dim a belongs inside dim b
+        if strides[a] == 0 or strides[b] == 0:
+            return 0
+        if strides[a] != strides[b]:
+            return -1 if strides[a] < strides[b] else 1
+        return 1 if shape[a] > shape[b] else 0
+
+    # PyTorch's insertion sort from the innermost dim, so that ties keep its order
+    perm = list(reversed(range(ndim)))
+    for i in range(1, ndim):
+        dim1 = i
+        for dim0 in reversed(range(i)):
+            comparison = outer_first(perm[dim0], perm[dim1])
+            if comparison > 0:
+                perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
+                dim1 = dim0
+            elif comparison < 0:
+                break
+    return tuple(reversed(perm))
+
+
 def H(self):  # noqa: N802  (PyTorch's property name)
     """The conjugate transpose of a matrix: its transpose, for real tensors."""
     if not self.shape:  # PyTorch: the identity, deprecated
@@ -778,6 +824,7 @@ EXPORTS = (
             "stride",
             "storage_offset",
             "is_contiguous",
+            "dim_order",
             "sum_to_size",
             "unfold",
             "bernoulli_",

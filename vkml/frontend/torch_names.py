@@ -58,8 +58,8 @@ def broadcast_shapes(*shapes) -> Size:
     >>> vkml.broadcast_shapes((2, 1), (3,))
     vkml.Size([2, 3])
     """
-    dims: list[int] = []
-    for k, s in enumerate(shapes):
+    checked = []
+    for s in shapes:
         if not isinstance(s, (int, tuple, list, Size)) or isinstance(s, bool):
             raise RuntimeError(f"Input shapes should be of type ints, a tuple of ints, or a list of ints, got {s}")
         s = (s,) if isinstance(s, int) else tuple(s)
@@ -71,16 +71,19 @@ def broadcast_shapes(*shapes) -> Size:
                     "Attempting to broadcast a dimension with negative length! "
                     f"(Trying to create tensor with negative dimension {size}: {list(s)})"
                 )
-        ndim = max(len(dims), len(s))
-        dims = [1] * (ndim - len(dims)) + dims
-        padded = (1,) * (ndim - len(s)) + s
-        for i, size in enumerate(padded):
+        checked.append(s)
+    # PyTorch's order: the result starts as ones of the longest rank; each shape merges in from its last dim
+    ndim = max((len(s) for s in checked), default=0)
+    dims = [1] * ndim
+    for k, s in enumerate(checked):
+        for i in range(-1, -len(s) - 1, -1):
+            size = s[i]
             if dims[i] == 1:
                 dims[i] = size
             elif size not in (1, dims[i]):
                 raise RuntimeError(
                     "Shape mismatch: objects cannot be broadcast to a single shape. Attempting to broadcast a "
-                    f"dimension of length {size} at {i - ndim}! Mismatching argument at index {k} had {s}; but "
+                    f"dimension of length {size} at {i}! Mismatching argument at index {k} had {s}; but "
                     f"expected shape should be broadcastable to {dims}"
                 )
     return Size(dims)
@@ -455,9 +458,7 @@ def _contains(self, element) -> bool:
     """``element in t``: whether any element equals ``element`` (a number or a tensor), as PyTorch."""
     if isinstance(element, (Tensor, int, float, bool)):
         return bool(F.eq(self, element).any())
-    raise RuntimeError(
-        f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a {type(element).__name__}."
-    )
+    raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a {type(element)}.")
 
 
 def _reversed(self):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import sys
 from dataclasses import replace
 
@@ -61,9 +62,24 @@ def broadcast_shapes(op: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
         sizes.discard(1)
         if len(sizes) > 1:
             shown = " and ".join(str(tuple(s)) for s in shapes)
-            raise ShapeError(f"'{op}': shapes {shown} cannot be broadcast (dim {d - ndim}: sizes {sorted(sizes)})")
+            raise ShapeError(f"'{op}': {_mismatch_words(shapes)} (shapes {shown} cannot be broadcast)")
         out.append(sizes.pop() if sizes else 1)
     return tuple(out)
+
+
+def _mismatch_words(shapes) -> str:
+    """PyTorch's words for the first pair that does not broadcast, folding the shapes left to right as its
+    TensorIterator does: tensor a is the broadcast so far, b the next operand, the dimension the result's."""
+    so_far: tuple[int, ...] = ()
+    for shape in shapes:
+        ndim = max(len(so_far), len(shape))
+        a = (1,) * (ndim - len(so_far)) + tuple(so_far)
+        b = (1,) * (ndim - len(shape)) + tuple(shape)
+        for i in reversed(range(ndim)):
+            if a[i] != b[i] and a[i] != 1 and b[i] != 1:
+                return f"The size of tensor a ({a[i]}) must match the size of tensor b ({b[i]}) at non-singleton dimension {i}"
+        so_far = tuple(x if x != 1 else y for x, y in zip(a, b))
+    return "shapes cannot be broadcast"
 
 
 @functools.lru_cache(maxsize=1024)
@@ -668,6 +684,11 @@ def dim_index(op: str, dim, what: str = "dim") -> int:
         return dim
     if isinstance(dim, (int, np.integer)) and not isinstance(dim, (bool, np.bool_)):
         return int(dim)
+    if hasattr(type(dim), "__index__") and not isinstance(dim, (bool, np.bool_)):
+        try:  # an integer tensor of one element, as PyTorch's argument parser takes it (cumsum(x, tensor(0)))
+            return operator.index(dim)
+        except TypeError:
+            pass
     raise TypeError(f"'{op}': argument '{what}' must be an int or a tuple of ints, got {dim!r} ({type(dim).__name__})")
 
 

@@ -7,10 +7,16 @@ import importlib
 import numpy as np
 import pytest
 import torch
-import torch._dynamo
-import torch._inductor.config
 
 import vkml
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _torch_dynamo():
+    # imported by the tests that use them rather than at collection: torch._dynamo takes over a second
+    # of CPU to import, in every pytest-xdist worker that collects this file
+    importlib.import_module("torch._dynamo")
+    importlib.import_module("torch._inductor.config")
 
 
 def _error(fn, lib):

@@ -95,14 +95,30 @@ def _same(a, b):
     )
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    program=st.lists(step, min_size=1, max_size=7),
-    rows=st.integers(1, 9),
-    cols=st.integers(1, 300),
-    seed=st.integers(0, 2**16),
-)
+_PROGRAMS = {
+    "program": st.lists(step, min_size=1, max_size=7),
+    "rows": st.integers(1, 9),
+    "cols": st.integers(1, 300),
+    "seed": st.integers(0, 2**16),
+}
+
+
+# Each example compiles its fused and eager kernels for both backends (seconds on CI's 2 cores):
+# `make test` draws 10 programs, -m stress the 25 of the full sample.
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(**_PROGRAMS)
 def test_fused_equals_eager_on_both_backends(program, rows, cols, seed):
+    _check_fused_equals_eager(program, rows, cols, seed)
+
+
+@pytest.mark.stress
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(**_PROGRAMS)
+def test_fused_equals_eager_on_both_backends_many_programs(program, rows, cols, seed):
+    _check_fused_equals_eager(program, rows, cols, seed)
+
+
+def _check_fused_equals_eager(program, rows, cols, seed):
     rng = np.random.default_rng(seed)
     arrays = [rng.standard_normal((rows, cols)).astype(np.float32) for _ in range(2)]
     gpu = vkml.best_device()

@@ -11,6 +11,7 @@ anywhere in vkml says why it waits (``# lazy: <reason>``).
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import subprocess
 import sys
@@ -110,8 +111,8 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imported_vkml_modules(source: str, module: str, is_package: bool) -> set[str]:
-    """Every vkml module that `source` (the text of `module`) imports, anywhere in the file.
+def imported_vkml_modules(source: str | ast.AST, module: str, is_package: bool) -> set[str]:
+    """Every vkml module that `source` (the text of `module`, or its parsed tree or a node of it) imports.
 
     `from X import name` counts as importing `X.name`: the name is a submodule, or an attribute
     defined by one, and either way the import reaches into X.
@@ -121,7 +122,7 @@ def imported_vkml_modules(source: str, module: str, is_package: bool) -> set[str
     """
     package = module if is_package else module.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(ast.parse(source) if isinstance(source, str) else source):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -133,6 +134,12 @@ def imported_vkml_modules(source: str, module: str, is_package: bool) -> set[str
                 base = node.module or ""
             found.update(f"{base}.{alias.name}" for alias in node.names)
     return {name for name in found if _is_within(name, "vkml")}
+
+
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """``path`` parsed once per process: the layering tests walk every file of vkml/ (seconds on CI)."""
+    return ast.parse(path.read_text())
 
 
 def _files_of(layer: str) -> list[Path]:
@@ -148,7 +155,7 @@ def _layer_violations(rule: LayerRule) -> tuple[int, list[str]]:
     files = _files_of(rule.layer)
     violations = []
     for path in files:
-        imported = imported_vkml_modules(path.read_text(), module_name(path), path.name == "__init__.py")
+        imported = imported_vkml_modules(_tree(path), module_name(path), path.name == "__init__.py")
         for target in sorted(imported):
             if not rule.permits(target):
                 violations.append(f"{path.relative_to(REPO_ROOT)} imports {target}")
@@ -187,7 +194,7 @@ def test_layers_below_the_face_form_no_cycle() -> None:
         source_layer = _layer_of(module_name(path))
         if source_layer not in edges:
             continue
-        for target in imported_vkml_modules(path.read_text(), module_name(path), path.name == "__init__.py"):
+        for target in imported_vkml_modules(_tree(path), module_name(path), path.name == "__init__.py"):
             target_layer = _layer_of(target)
             if target_layer in edges and target_layer != source_layer:
                 edges[source_layer].add(target_layer)
@@ -209,11 +216,11 @@ def _local_vkml_imports(path: Path) -> list[str]:
     """vkml modules imported inside a function of ``path``."""
     module, is_package = module_name(path), path.name == "__init__.py"
     found = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(_tree(path)):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for inner in ast.walk(node):
                 if isinstance(inner, (ast.Import, ast.ImportFrom)):
-                    found += sorted(imported_vkml_modules(ast.unparse(inner), module, is_package))
+                    found += sorted(imported_vkml_modules(inner, module, is_package))
     return found
 
 

@@ -456,18 +456,22 @@ def finish(recipe: Recipe, order: list[Node], outs: list, temps: list = ()) -> N
     positions = recipe.positions
     if positions is None:
         positions = recipe.positions = tuple([p for p, _, _ in recipe.outputs])
-    side = recipe.side
-    if side:  # read through the calls' nodes before they become buffers
-        siblings = [(order[p].arg.call.out_nodes[index](), temps[temp]) for temp, p, index in side]
+    if recipe.side:  # first: it reads through the calls' nodes, which become buffers below
+        _give_side_outputs(recipe, order, temps)
     for p, buffer in zip(positions, outs):
         order[p].become_buffer(buffer)
-    if side:
-        for sibling, buffer in siblings:
-            if sibling is not None and not sibling.realized:
-                sibling.become_buffer(buffer)
     if recipe.custom_roots:  # user kernels' outputs, after the plan's (``dispatches_of``)
         for p, buffer in zip(recipe.custom_roots, outs[len(positions) :]):
             order[p].become_buffer(buffer)
+
+
+def _give_side_outputs(recipe: Recipe, order: list[Node], temps: list) -> None:
+    """``finish`` of the fused calls' outputs the plan does not reach (``Recipe.side``): each, if its node is
+    alive and not realized, becomes a buffer on its temporary."""
+    for temp, p, index in recipe.side:
+        sibling = order[p].arg.call.out_nodes[index]()
+        if sibling is not None and not sibling.realized:
+            sibling.become_buffer(temps[temp])
 
 
 class Key:

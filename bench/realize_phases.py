@@ -1,15 +1,18 @@
 """Where a realize's wall time goes beyond the GPU's: build, realize, synchronise, per row.
 
-    python3 bench/realize_phases.py [ROW ...] [--profile] [--small] [--device vulkan:0]
+    python3 bench/realize_phases.py [ROW ...] [--profile] [--small] [--bytecodes] [--device vulkan:0]
 
-Rows: conv2d_f16, add_2^24, bn_train, maxpool, sum_2^28, softmax, sdpa_f16 (default: all). For each,
+Rows: conv2d_f16, conv2d_f32, add_2^24, bn_train, maxpool, sum_2^28, softmax, layer_norm, sdpa_f16,
+sdpa_f32, matmul (default: all). For each,
 after 3 untimed runs, 10 timed ones print the medians of: graph build (the op calls), realize
 (schedule, lower, record, submit, wait), the synchronise after it, the GPU time (timestamps),
 the time inside ``device.run`` and before its first call, and the counters that moved; then 20
 runs without timestamps give the wall time a user sees, and 200 more the host's own time per
 realize: the realize's wall time less the time inside driver calls (Vulkan) or the
 interpreter (``device.run`` on the CPU), and how much of it comes before the submission.
-``--profile`` adds a cProfile of 20 more runs. ``--small`` takes shapes a CPU driver (lavapipe)
+``--profile`` adds a cProfile of 20 more runs. ``--bytecodes`` prints instead the Python bytecodes of one steady call per phase (``sys.settrace``
+opcode events, each charged to the innermost phase function on its stack: the same on a loaded
+machine; docs/benchmarks.md, session 19). ``--small`` takes shapes a CPU driver (lavapipe)
 or the CPU device runs in a moment, for the host's side. docs/benchmarks.md (session 9) has its
 numbers on the H200.
 """
@@ -61,7 +64,41 @@ def cases(device, small: bool = False) -> dict:
     made["softmax"] = lambda: (s.softmax(-1),)
     q, k, v = (t((4, 8, seq, 64), "float16") for _ in range(3))
     made["sdpa_f16"] = lambda: (F.scaled_dot_product_attention(q, k, v),)
+
+    # Rows added later make their inputs at their first call: the rows above keep their inputs' values,
+    # and a run of some rows holds only their memory (an unrun row's 256 MiB would change the allocator's
+    # state the others are measured in).
+    def conv2d_f32():
+        x32, w32 = t(x16.shape), t(w16.shape)
+        return lambda: (F.conv2d(x32, w32, padding=1),)
+
+    def layer_norm():
+        weight, bias = t((square,)), t((square,))
+        return lambda: (F.layer_norm(s, (square,), weight, bias),)
+
+    def matmul():
+        m = t((square, square))
+        return lambda: (s @ m,)
+
+    def sdpa_f32():
+        q32, k32, v32 = (t((4, 8, seq, 64)) for _ in range(3))
+        return lambda: (F.scaled_dot_product_attention(q32, k32, v32),)
+
+    for later in (conv2d_f32, layer_norm, matmul, sdpa_f32):
+        made[later.__name__] = _lazily(later)
     return made
+
+
+def _lazily(make):
+    """A row's builder whose inputs ``make()`` makes at the first call (``make`` returns the builder)."""
+    built = []
+
+    def build():
+        if not built:
+            built.append(make())
+        return built[0]()
+
+    return build
 
 
 @contextmanager
@@ -178,15 +215,102 @@ def phases(device, fn) -> None:
     host_time(device, fn)
 
 
+def _phase_codes() -> dict:
+    """The functions whose bytecodes (their own and their callees') make each phase of a realize."""
+    from vkml.runtime.vulkan import backend, recordings
+    from vkml.schedule import eager_scalars, plan_cache, scheduler
+
+    phases = {
+        "plan lookup": [
+            scheduler._namespace,
+            plan_cache.find,
+            plan_cache.trace,
+            plan_cache.lookup,
+            plan_cache.remember,
+        ],
+        "allocation": [backend.VulkanDevice.allocate_each],
+        "replay key": [plan_cache.allocate_keyed, plan_cache.replay_key, eager_scalars.replay_key],
+        "record/replay": [
+            backend.VulkanDevice.run_again,
+            backend.VulkanDevice.run,
+            plan_cache.dispatches_of,
+            plan_cache.bind,
+            eager_scalars.dispatches_of,
+        ],
+        "submit": [recordings.Recordings.submit_again, recordings.Recordings.submit],
+        "wait": [recordings.Recordings.wait_for, recordings.Recordings.wait_claimed, backend.VulkanDevice.synchronize],
+        "result": [plan_cache.finish],
+    }
+    codes = {}
+    for phase, functions in phases.items():
+        for function in functions:
+            codes[function.__code__] = phase
+    return codes
+
+
+def phase_bytecodes(device, fn, repeats: int = 3) -> dict:
+    """Bytecodes of one steady call of ``fn`` then its realize, by phase (the median of ``repeats``):
+    "build" is the op calls, "realize" the realize's own, and each phase the functions ``_phase_codes``
+    names, their callees included. The synchronise after each call is not counted."""
+    codes = _phase_codes()
+    for _ in range(5):
+        vkml.realize(*fn())
+        device.synchronize()
+    samples = []
+    for _ in range(repeats):
+        counts: dict = {}
+        where = ["build"]
+
+        def tracer(frame, event, arg, counts=counts, where=where):
+            frame.f_trace_opcodes = True
+            if event == "opcode":
+                phase, f = where[0], frame
+                while f is not None:
+                    found = codes.get(f.f_code)
+                    if found is not None:
+                        phase = found
+                        break
+                    f = f.f_back
+                counts[phase] = counts.get(phase, 0) + 1
+            return tracer
+
+        sys.settrace(tracer)
+        try:
+            out = fn()
+            where[0] = "realize"
+            vkml.realize(*out)
+        finally:
+            sys.settrace(None)
+        device.synchronize()
+        del out
+        samples.append(counts)
+    samples.sort(key=lambda c: sum(c.values()))
+    return samples[len(samples) // 2]
+
+
+PHASES = ("build", "plan lookup", "allocation", "replay key", "record/replay", "submit", "wait", "result", "realize")
+
+
+def print_bytecodes(device, made: dict, names: list[str]) -> None:
+    print(f"{'row':12} " + " ".join(f"{p:>13}" for p in PHASES) + f" {'total':>8}")
+    for name in names:
+        counts = phase_bytecodes(device, made[name])
+        print(f"{name:12} " + " ".join(f"{counts.get(p, 0):>13}" for p in PHASES) + f" {sum(counts.values()):>8}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("rows", nargs="*")
     parser.add_argument("--device", default=None)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--small", action="store_true", help="shapes a CPU driver runs in a moment")
+    parser.add_argument("--bytecodes", action="store_true", help="bytecodes of a steady call by phase")
     args = parser.parse_args(argv)
     device = vkml.device(args.device) if args.device else vkml.best_device()
     made = cases(device, args.small)
+    if args.bytecodes:
+        print_bytecodes(device, made, args.rows or list(made))
+        return 0
     for name in args.rows or list(made):
         print(name)
         phases(device, made[name])

@@ -443,6 +443,10 @@ class Context:
             self._next_after_release = tuple(
                 [p if p is None or c is None else c for p, c in zip(parents, self.parent_ctxs, strict=True)]
             )
+        if parents is not None:
+            release_rule = getattr(self.rule, "release", None)  # a custom Function's: its ctx's saved tensors
+            if release_rule is not None:
+                release_rule()
         self.parents = self.parent_ctxs = self.saved = self.output = None
 
     @property

@@ -217,9 +217,10 @@ class FunctionCtx:
 
     def __init__(self, needs_input_grad: tuple[bool, ...]):
         self.needs_input_grad = needs_input_grad
-        self._to_save: tuple = ()
+        self._to_save: tuple | None = ()  # None once backward() freed them
         self._non_differentiable: set[int] = set()
         self.materialize_grads = True
+        self._unreleased = 0  # outputs' contexts a backward() has not released yet (``_FunctionRule.release``)
 
     def save_for_backward(self, *tensors) -> None:
         Tensor = _tensor_class()
@@ -240,6 +241,8 @@ class FunctionCtx:
 
         In a backward that records (``create_graph=True``) they are the tensors themselves, so the
         gradient can be differentiated through them."""
+        if self._to_save is None:
+            raise RuntimeError(backward_engine.SECOND_TIME)
         out = []
         for item in self._to_save:
             if item is None:
@@ -364,6 +367,7 @@ class Function:
             if not differentiable[i]:
                 continue
             rule = _FunctionRule(cls, name, ctx, args, outs, i)
+            ctx._unreleased += 1
             node, owner, version = o._saved()
             o._ctx = Context(name, rule, parents, saved, (node, weakref.ref(owner), version), {})
             o._requires_grad = True
@@ -431,6 +435,15 @@ class _FunctionRule:
                     f"but expected shape compatible with {list(shape)}"
                 )
         return result
+
+    def release(self) -> None:
+        """What backward() does to a context it used (``Context.release``): the last of the call's outputs'
+        frees the saved tensors, as PyTorch frees them. An output ``forward`` saved (``save_for_backward(out)``)
+        holds its context through them, a cycle that kept its memory until the garbage collector ran."""
+        ctx = self.ctx
+        ctx._unreleased -= 1
+        if not ctx._unreleased:
+            ctx._to_save = None
 
 
 def _expandable(shape: tuple, target: tuple) -> bool:

@@ -70,6 +70,11 @@ MAX_WARMUP = 4  # calls that may each record different work before capture gives
 _uids = itertools.count()
 
 
+def _calls_params(step) -> bool:
+    """Whether a step reads a fused call's own parameters (``plan_cache.CallParam``), which a replay does not redraw."""
+    return any(p.__class__ is plan_cache.CallParam for _, p in step.params)
+
+
 class JitError(RuntimeError):
     """What breaks a capture: a read of values inside it, a changing Python value, an unknown tensor."""
 
@@ -103,7 +108,7 @@ class _Recorder:
     def realized(self, device, dispatches, recipe, order) -> None:
         if threading.get_ident() != self.thread:
             return
-        if any(step.kernel is None for step in recipe.steps):
+        if any(step.kernel is None or _calls_params(step) for step in recipe.steps):
             raise JitError(f"{self.name}: a user's @vkml.kernel inside a captured function is not supported")
         self.devices.add(device)
         for step in recipe.steps:  # one dispatch per step (no step of a user's kernel: refused above)

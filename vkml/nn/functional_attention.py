@@ -40,7 +40,6 @@ from ..kernels import attention_cm2 as fused_cm2
 from ..kernels import attention_coopmat as fused_coopmat
 from ..kernels.index import WIDE_INDEX_EXTENT
 from ..kernels.tuning import tuning_for
-from ..runtime.base import Dispatch
 
 
 def _check_inputs(query, key, value, attn_mask, dropout_p: float, is_causal: bool, enable_gqa: bool) -> None:
@@ -539,36 +538,16 @@ def _attention_shape_of(query, key, value, attn_mask, options: _Options) -> fuse
 
 
 class _Call(KernelCall):
-    """One dispatch of a fused kernel; an output not realized with it keeps its buffer for a later realize.
-
-    The forward's log-sum-exp is read by the backward, after ``out`` was realized on its own (``loss.item()``,
-    then ``backward()``): it is then a buffer of that realize's submission, not a second dispatch.
-    """
+    """One dispatch of a fused kernel. The scheduler steps it as a plan's own kernel (vkml/schedule/scheduler.py
+    ``_call_step``): its outputs are the plan's buffers and its parameters read from each call, so a call of the
+    same structure replays the plan and its recording. An output not realized with it (the forward's
+    log-sum-exp, which the backward reads after ``out`` was realized on its own) becomes a buffer of that
+    realize's submission, not a second dispatch."""
 
     def __init__(self, structure: tuple, *args):
         super().__init__(*args)
         self.structure = structure  # what the kernel's code and buffers depend on: the plan cache's key
         self.outputs: tuple | None = None  # each output's structure, made once (a _Plan's), else per read
-        self.kept: dict[int, object] = {}
-
-    def lower(self, node: Node, outputs: dict) -> list:
-        if id(node) in outputs:  # a sibling output's dispatch in this same realize wrote it
-            return []
-        if node.arg.index in self.kept:  # written by an earlier realize's submission
-            outputs[id(node)] = self.kept.pop(node.arg.index)
-            return []
-        device = node.device
-        tensor_names = [n for n in self.input_names if n not in self.params]
-        buffers = {name: (s.buffer if s.realized else outputs[id(s)]) for name, s in zip(tensor_names, node.srcs)}
-        for index, (name, ref, (shape, dtype)) in enumerate(zip(self.output_names, self.out_nodes, self.out_specs)):
-            buf = device.allocate(dtype, math.prod(shape))
-            sibling = ref()
-            if sibling is not None and not sibling.realized:
-                outputs[id(sibling)] = buf  # read there if the sibling is realized with this dispatch
-                if sibling is not node:
-                    self.kept[index] = buf  # read here if it is realized later
-            buffers[name] = buf
-        return [Dispatch(self.kernel, self.grid, buffers, dict(self.params))]
 
 
 class _Output(KernelOutput):

@@ -206,11 +206,19 @@ class ViewParam(NamedTuple):
     bits: int
 
 
+class CallParam(NamedTuple):
+    """Parameter ``name`` of the fused call (``arg.call.params``: attention's scale, dropout's key) whose
+    output node is at ``position``: each call of the same structure has its own values."""
+
+    position: int
+    name: str
+
+
 class ParamRef(NamedTuple):
-    """A kernel's parameter ``name``: the constant at position ``at`` (an int), or a ``ViewParam``."""
+    """A kernel's parameter ``name``: the constant at position ``at`` (an int), a ``ViewParam`` or a ``CallParam``."""
 
     name: str
-    at: int | ViewParam
+    at: int | ViewParam | CallParam
 
 
 class Step(NamedTuple):
@@ -236,6 +244,9 @@ class Recipe:
     - ``outputs``: one ``Output`` per buffer the plan writes for a node.
     - ``temps``: one (dtype, numel) per temporary buffer.
     - ``steps``: one ``Step`` per dispatch (its ``BufferRef``s and ``ParamRef``s).
+    - ``side``: (temporary's index, position, output index) of each output of a fused call (a kernel node
+      whose ``arg`` names a ``structure``) that the plan does not reach: ``finish`` makes that output's node,
+      if alive, a buffer (attention's log-sum-exp, which the backward reads after the forward's realize).
     - ``custom_roots``: positions of user kernel nodes that become buffers (such plans are never cached).
     - ``baked``: the ``Baked`` constants and views.
     - ``replay``: what ``replay_key`` reads (made on its first call), False where a user kernel runs.
@@ -250,6 +261,7 @@ class Recipe:
         "outputs",
         "temps",
         "steps",
+        "side",
         "custom_roots",
         "baked",
         "replay",
@@ -263,6 +275,7 @@ class Recipe:
         self.outputs: list[Output] = []
         self.temps: list[tuple] = []
         self.steps: list[Step] = []
+        self.side: list[tuple] = []
         self.custom_roots: list[int] = []
         self.baked: list[Baked] = []
         self.replay: tuple | bool | None = None
@@ -315,7 +328,7 @@ def allocate_keyed(recipe: Recipe, order: list[Node], device, with_params=None) 
     if refs is False:  # a user's kernel: no key
         return outs, temps, None
     if refs[1]:  # parameters: replay_key's longer way
-        if with_params is not None:
+        if with_params is not None and not refs[2]:  # a fused call's parameters stay push constants
             return outs, temps, with_params(recipe, order, outs, temps, device)
         return outs, temps, replay_key(recipe, order, outs, temps)
     # replay_key without parameters: the recipe, then (memory range, dtype) of each buffer, in C
@@ -354,6 +367,9 @@ def dispatches_of(recipe: Recipe, order: list[Node], outs: list, temps: list) ->
                 value = order[p].arg.value
                 params[name] = int(value) if value.__class__ is bool else value  # bool constants hold Python bools
                 continue
+            if p.__class__ is CallParam:
+                params[name] = order[p[0]].arg.call.params[p[1]]
+                continue
             position, level, field, divisor, bits = p  # view_value, inlined
             view = order[position].arg.views[level]
             value = (view.offset if field == -1 else view.mask[field // 2][field % 2]) // divisor
@@ -381,7 +397,7 @@ def replay_key(recipe: Recipe, order: list[Node], outs: list, temps: list) -> tu
         refs = recipe.replay = _replay_refs(recipe)
     if refs is False:
         return None
-    leaves, param_refs = refs
+    leaves, param_refs, _ = refs
     # (memory range, dtype) of each buffer, in C: the recipe fixes how many there are of each kind
     parts: list = [recipe, *map(_binding_of, map(_buffer_of, map(order.__getitem__, leaves))), *map(_binding_of, outs)]
     if temps:
@@ -392,6 +408,8 @@ def replay_key(recipe: Recipe, order: list[Node], outs: list, temps: list) -> tu
     for p in param_refs:
         if p.__class__ is int:
             value = order[p].arg.value
+        elif p.__class__ is CallParam:
+            value = order[p[0]].arg.call.params[p[1]]
         else:
             position, level, field, divisor, bits = p  # view_value, inlined as in dispatches_of
             view = order[position].arg.views[level]
@@ -409,7 +427,7 @@ _buffer_of = operator.attrgetter("buffer")
 
 def _replay_refs(recipe: Recipe) -> tuple | bool:
     """(the positions of the realized nodes the steps bind, first use first; every step's parameter
-    sources in order), or False if a step runs a user's kernel."""
+    sources in order; whether one is a ``CallParam``), or False if a step runs a user's kernel."""
     leaves: dict[int, None] = {}
     params: list = []
     for step in recipe.steps:
@@ -419,7 +437,7 @@ def _replay_refs(recipe: Recipe) -> tuple | bool:
             if kind == LEAF:
                 leaves[index] = None
         params += [at for _, at in step.params]
-    return tuple(leaves), tuple(params)
+    return tuple(leaves), tuple(params), any(p.__class__ is CallParam for p in params)
 
 
 def view_value(stack, level: int, field: int, divisor: int, bits: int) -> int:
@@ -432,16 +450,28 @@ def view_value(stack, level: int, field: int, divisor: int, bits: int) -> int:
     return value % (1 << bits) if bits else value
 
 
-def finish(recipe: Recipe, order: list[Node], outs: list) -> None:
-    """Turn every node the recipe computed into a buffer node holding its result."""
+def finish(recipe: Recipe, order: list[Node], outs: list, temps: list = ()) -> None:
+    """Turn every node the recipe computed into a buffer node holding its result (``temps``: the run's
+    temporaries, where the fused calls' outputs the plan did not reach are)."""
     positions = recipe.positions
     if positions is None:
         positions = recipe.positions = tuple([p for p, _, _ in recipe.outputs])
+    if recipe.side:  # first: it reads through the calls' nodes, which become buffers below
+        _give_side_outputs(recipe, order, temps)
     for p, buffer in zip(positions, outs):
         order[p].become_buffer(buffer)
     if recipe.custom_roots:  # user kernels' outputs, after the plan's (``dispatches_of``)
         for p, buffer in zip(recipe.custom_roots, outs[len(positions) :]):
             order[p].become_buffer(buffer)
+
+
+def _give_side_outputs(recipe: Recipe, order: list[Node], temps: list) -> None:
+    """``finish`` of the fused calls' outputs the plan does not reach (``Recipe.side``): each, if its node is
+    alive and not realized, becomes a buffer on its temporary."""
+    for temp, p, index in recipe.side:
+        sibling = order[p].arg.call.out_nodes[index]()
+        if sibling is not None and not sibling.realized:
+            sibling.become_buffer(temps[temp])
 
 
 class Key:
@@ -501,6 +531,7 @@ def clear() -> None:
 # edge, every position's id, that the positions are distinct nodes and the matmuls' tiles. A miss walks.
 _by_roots: OrderedDict = OrderedDict()
 _skey_of = operator.attrgetter("skey")
+_srcs_of = operator.attrgetter("srcs")
 ENTRIES_PER_KEY = 4
 
 
@@ -511,13 +542,26 @@ class Found:
     - ``steps``: (position, user position, source index), users before their sources: the position's node is
       that source of that user's node;
     - ``edges``: (user position, source index, position) of every other edge, and ``root_edges``
-      (position, root index) of every other root: each must reach that position's node;
+      (position, root index) of every other root: each must reach that position's node; ``edge_columns``:
+      the edges' users, source indices and positions as three tuples (``_also`` checks them in C);
     - ``skeys``: every position's structure id; ``matmuls``: (position, mode) of each matmul; ``policy``:
       what the modes were last checked under (the mode function, the device's features, its ``policy()``);
     - ``more``: whether any of ``edges``, ``root_edges``, ``matmuls`` and the recipe's baked values is there.
     """
 
-    __slots__ = ("recipe", "size", "roots", "steps", "edges", "root_edges", "skeys", "matmuls", "policy", "more")
+    __slots__ = (
+        "recipe",
+        "size",
+        "roots",
+        "steps",
+        "edges",
+        "edge_columns",
+        "root_edges",
+        "skeys",
+        "matmuls",
+        "policy",
+        "more",
+    )
 
 
 def find(namespace: tuple, roots: list[Node], mode_of_matmul) -> tuple[Recipe, list[Node]] | None:
@@ -553,9 +597,13 @@ def _reach(entry: Found, roots: list[Node], mode_of_matmul) -> list[Node] | None
 
 def _also(entry: Found, roots: list[Node], order: list[Node], mode_of_matmul) -> bool:
     """``_reach``'s checks of a graph with sharing, several roots, matmuls or baked values."""
-    for user, i, p in entry.edges:
-        srcs = order[user].srcs
-        if len(srcs) <= i or srcs[i] is not order[p]:
+    if entry.edges:  # order[user].srcs[i] is order[p] for every edge, in C: a graph with sharing has many
+        users, indices, positions = entry.edge_columns
+        try:
+            reached = list(map(operator.getitem, map(_srcs_of, map(order.__getitem__, users)), indices))
+        except IndexError:  # a node realized since its users were built
+            return False
+        if not all(map(operator.is_, reached, map(order.__getitem__, positions))):
             return False
     for p, j in entry.root_edges:
         if roots[j] is not order[p]:
@@ -618,6 +666,7 @@ def remember(namespace: tuple, roots: list[Node], order: list[Node], recipe: Rec
         tuple(edges),
         tuple(root_edges),
     )
+    entry.edge_columns = tuple(zip(*edges)) if edges else ((), (), ())
     entry.skeys = skeys
     entry.matmuls = tuple((p, mode_of_matmul(n)) for p, n in enumerate(order) if n.op == Op.MATMUL)
     entry.policy = None  # the first ``find`` checks the modes

@@ -49,6 +49,7 @@ found by the recipe's key over them (``plan_cache.replay_key``) before any dispa
 from __future__ import annotations
 
 import contextlib
+import math
 import operator
 import sys
 import threading
@@ -618,8 +619,16 @@ def compile_recipe(plan: Plan) -> plan_cache.Recipe:
     position = {id(n): i for i, n in enumerate(plan.nodes)}
     recipe = plan_cache.Recipe()
     slot: dict[int, int] = {}  # node -> its index in recipe.outputs
+    calls: set[int] = set()  # the fused calls stepped (two outputs of one call are two groups, one dispatch)
     for g in _dependency_order(groups):
-        if g.root.op == Op.KERNEL:  # a user's @vkml.kernel binds its own buffers (vkml/dsl/kernel.py)
+        if g.root.op == Op.KERNEL:
+            if getattr(g.root.arg, "structure", None) is not None:  # a fused op's call: a step like a group's
+                call = g.root.arg.call
+                if id(call) not in calls:
+                    calls.add(id(call))
+                    recipe.steps.append(_call_step(recipe, g.root, position, slot))
+                continue
+            # a user's @vkml.kernel binds its own buffers (vkml/dsl/kernel.py)
             recipe.steps.append(plan_cache.Step(None, position[id(g.root)], None, None))
             recipe.custom_roots.append(position[id(g.root)])
             continue
@@ -663,6 +672,37 @@ def compile_recipe(plan: Plan) -> plan_cache.Recipe:
             )
             recipe.steps.append(plan_cache.Step(kt.kernel, kt.grid, tuple(buffer_refs), param_refs))
     return recipe
+
+
+def _call_step(recipe: plan_cache.Recipe, root: Node, position: dict, slot: dict) -> plan_cache.Step:
+    """The step of the fused call ``root`` is an output of (vkml/nn/functional_attention.py ``_Call``): its
+    kernel, grid and parameters are the call's, as its ``lower`` would bind them, its outputs the recipe's, so
+    a later call of the same structure replays the plan and its recording. An output the plan does not reach
+    is a temporary that ``plan_cache.finish`` hands to that output's node (``recipe.side``)."""
+    call = root.arg.call
+    BufferRef = plan_cache.BufferRef
+    buffer_refs = []
+    tensor_names = [n for n in call.input_names if n not in call.params]
+    for name, src in zip(tensor_names, root.srcs):
+        if src.realized:
+            buffer_refs.append(BufferRef(name, plan_cache.LEAF, position[id(src)]))
+        elif id(src) in slot:
+            buffer_refs.append(BufferRef(name, plan_cache.OUT, slot[id(src)]))
+        else:  # written by a user's kernel
+            buffer_refs.append(BufferRef(name, plan_cache.CUSTOM, position[id(src)]))
+    here = position[id(root)]
+    for index, (name, ref, (shape, dtype)) in enumerate(zip(call.output_names, call.out_nodes, call.out_specs)):
+        numel, sibling = math.prod(shape), ref()
+        if sibling is not None and id(sibling) in position:
+            slot[id(sibling)] = len(recipe.outputs)
+            recipe.outputs.append(plan_cache.Output(position[id(sibling)], dtype, numel))
+            buffer_refs.append(BufferRef(name, plan_cache.OUT, slot[id(sibling)]))
+        else:
+            recipe.side.append((len(recipe.temps), here, index))
+            buffer_refs.append(BufferRef(name, plan_cache.TEMP, len(recipe.temps)))
+            recipe.temps.append((dtype, numel))
+    params = tuple(plan_cache.ParamRef(name, plan_cache.CallParam(here, name)) for name in call.params)
+    return plan_cache.Step(call.kernel, call.grid, tuple(buffer_refs), params)
 
 
 def lower(plan: Plan) -> tuple[list[Dispatch], dict[int, Buffer], list[Buffer]]:
@@ -832,7 +872,7 @@ def _realize_on(device, nodes: list[Node]) -> None:
                 device.run(dispatches, key=key)
             if ringed is not recipe:
                 ringed.ring.read_by(key[-1], device.last_submission)
-            plan_cache.finish(recipe, order, outs)
+            plan_cache.finish(recipe, order, outs, temps)
             return
         dispatches = plan_cache.dispatches_of(recipe, order, outs, temps)
     else:
@@ -846,7 +886,7 @@ def _realize_on(device, nodes: list[Node]) -> None:
             debug.run_timed(device, dispatches, planned, groups)
         else:
             device.run(dispatches)
-    plan_cache.finish(recipe, order, outs)
+    plan_cache.finish(recipe, order, outs, temps)
     del temps
 
 

@@ -11,7 +11,8 @@ with PyTorch's rules:
   float64); float to int, or anything to bool, raises ``result type Float can't be cast to the
   desired output type Long``;
 - ``isposinf``, ``isneginf`` and ``signbit`` take only a bool ``out``, ``float_power`` only a float64
-  one, ``gather``, ``index_select`` and ``take`` only one of the result's dtype (PyTorch's
+  one, ``gather``, ``index_select``, ``take`` and the unary ops that keep their input's dtype (``neg``,
+  ``abs``, ``floor``, ``clamp`` ...) only one of the result's dtype (PyTorch's
   RuntimeError, where the rule above would cast);
 - an ``out`` of another shape is resized: silently when it has no elements, else with PyTorch's
   deprecation ``UserWarning``. vkml resizes a tensor that owns its storage; a view of another
@@ -97,6 +98,11 @@ _EXACT_OUT_DTYPE = {
     "mode": "expected scalar type '{result}' but got '{out}' for {which} output",
     "median": "expected scalar type '{result}' but got '{out}' for {which} output",
     "nanmedian": "expected scalar type '{result}' but got '{out}' for {which} output",
+    # PyTorch's unary ops that keep their input's dtype take no out= of another dtype (not even a wider one)
+    **{
+        name: "Found dtype {out} but expected {result}"
+        for name in "abs absolute neg negative ceil floor round trunc fix frac sign sgn bitwise_not clamp clip".split()
+    },
     "kthvalue": "expected scalar type '{result}' but got '{out}' for {which} output",
 }
 

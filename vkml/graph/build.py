@@ -17,7 +17,7 @@ from .. import config
 from ..errors import DeviceError, DTypeError, DTypeNotImplementedError, ShapeError
 from ..ir import types as T
 from ..ops.cast import host_round
-from ..ops.promotion import default_float, result_type, scalar_dtype
+from ..ops.promotion import default_float, result_type, scalar_dtype, scalar_type_name
 from ..ops.reduce import reduce_dtypes
 from ..ops.registry import REGISTRY
 from .node import BITS_CAST, VALUE_CAST, Const, Elementwise, Node, Op, Reduce
@@ -61,9 +61,26 @@ def broadcast_shapes(op: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
         sizes.discard(1)
         if len(sizes) > 1:
             shown = " and ".join(str(tuple(s)) for s in shapes)
-            raise ShapeError(f"'{op}': shapes {shown} cannot be broadcast (dim {d - ndim}: sizes {sorted(sizes)})")
+            raise ShapeError(
+                f"'{op}': shapes {shown} cannot be broadcast (dim {d - ndim}: sizes {sorted(sizes)}); "
+                + _torch_broadcast_words(shapes)
+            )
         out.append(sizes.pop() if sizes else 1)
     return tuple(out)
+
+
+def _torch_broadcast_words(shapes) -> str:
+    """PyTorch's sentence for two shapes that do not broadcast: the first clash from the last dim on."""
+    if len(shapes) != 2:
+        return "Shape mismatch: objects cannot be broadcast to a single shape"
+    a, b = shapes
+    ndim = max(len(a), len(b))
+    for i in range(ndim - 1, -1, -1):
+        sa = a[i - ndim + len(a)] if i - ndim + len(a) >= 0 else 1
+        sb = b[i - ndim + len(b)] if i - ndim + len(b) >= 0 else 1
+        if sa != sb and sa != 1 and sb != 1:
+            return f"The size of tensor a ({sa}) must match the size of tensor b ({sb}) at non-singleton dimension {i}"
+    return ""
 
 
 @functools.lru_cache(maxsize=1024)
@@ -614,6 +631,11 @@ def _elementwise_dtypes(name: str, kinds: tuple) -> tuple[T.DType, T.DType]:
     depends on nothing else, so the decision is cached instead of redone on every op.
     """
     op = REGISTRY[name]
+    if name == "sub" and all(isinstance(k, tuple) and k[0] is T.bool_ for k in kinds):
+        raise RuntimeError(
+            "'sub': Subtraction, the `-` operator, with two bool tensors is not supported. "
+            "Use the `^` or `logical_xor()` operator instead."
+        )
     if name == "sub" and any(k is bool or (isinstance(k, tuple) and k[0] is T.bool_) for k in kinds):
         raise RuntimeError(  # PyTorch's error, also where the other operand would promote the bool
             "'sub': Subtraction, the `-` operator, with a bool tensor is not supported. "
@@ -640,7 +662,8 @@ def _elementwise_dtypes(name: str, kinds: tuple) -> tuple[T.DType, T.DType]:
         # PyTorch's class where its op has no kernel for the dtype ("... not implemented for 'Long'":
         # hypot, logaddexp of ints); a NotImplementedError is also the RuntimeError other refusals raise
         raise DTypeNotImplementedError(
-            f"'{name}' does not support dtype {compute.name} (operands: {shown}; supported: {allowed})"
+            f"'{name}' does not support dtype {compute.name} (operands: {shown}; supported: {allowed}): "
+            f"\"{name}\" not implemented for '{scalar_type_name(compute)}'"
         )
     return compute, T.bool_ if op.result == "bool" else compute
 

@@ -193,6 +193,16 @@ def _write(name: str, out, result, which: str = "values") -> None:
         out._vcount += 1
 
 
+def _frexp_out_dtypes(input_dtype, mantissa, exponent) -> None:
+    """PyTorch's frexp checks its outputs before computing: the mantissa in the input's dtype, an int32 exponent."""
+    for what, o, want in (("mantissa", mantissa, input_dtype), ("exponent", exponent, T.int32)):
+        if hasattr(o, "_node") and o.dtype is not want:
+            expected = "int dtype" if what == "exponent" else f"dtype {_C_NAMES.get(want.name, want.name)}"
+            raise RuntimeError(
+                f"torch.frexp() expects {what} to have {expected} but got {_C_NAMES.get(o.dtype.name, o.dtype.name)}"
+            )
+
+
 def with_out(fn, name: str):
     """``fn`` taking PyTorch's ``out=`` keyword (the module docstring's rules)."""
 
@@ -228,6 +238,8 @@ def with_out(fn, name: str):
                 f"Expected out tensor to have dtype {_C_NAMES.get(given.name, given.name)}, but got "
                 f"{_C_NAMES.get(out.dtype.name, out.dtype.name)} instead"
             )
+        if name == "frexp" and len(outs) == 2 and args and hasattr(args[0], "dtype"):
+            _frexp_out_dtypes(args[0].dtype, *outs)
         result = fn(*args, **kwargs)
         if name in _COUNTED and hasattr(out, "_node") and out.numel() == result.numel():
             result = result.reshape(tuple(out.shape))  # PyTorch writes the values in out's order, no resize

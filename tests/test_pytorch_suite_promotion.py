@@ -19,6 +19,11 @@ from pytorch_suite_ops import cases, on_device, same
 # (pytest -m exhaustive), so that this file adds little to the default suite.
 SLOW = frozenset(
     (
+        "test_promotion[div promotion]",
+        "test_promotion[computation ignores out]",
+        "test_promotion[atan2 promotion]",
+        "test_promotion[clamp promotion]",
+        "test_promotion[unary out casting]",
         "test_promotion[comparison types]",
         "test_promotion[inplace]",
         "test_promotion[integer div]",
@@ -358,7 +363,100 @@ def _cat_promotion(m):
     return out
 
 
+def _div_promotion(m):
+    out = []
+    for d in ALL_DTYPES:
+        for op in (m.div, m.true_divide):
+            a = m.arange(1, 6).to(getattr(m, d)) if d != "bool" else m.tensor([True, True, False, True, True])
+            b = m.arange(1, 6).to(getattr(m, d)) if d != "bool" else m.ones(5, dtype=m.bool)
+            for x, y in ((a, b), (a, 2), (2, b) if op is m.div else (a, 3.5)):
+                r = op(x, y)
+                out += [r.dtype, r]
+            o = m.empty(5, dtype=m.float64)
+            out += [op(a, b, out=o), o.dtype]
+        if getattr(m, d).is_floating_point:
+            x = m.arange(1, 6).to(getattr(m, d))
+            out += [x.clone().div_(x), x.clone().true_divide_(2)]
+    return out
+
+
+def _computation_ignores_out(m):
+    """The computation runs in the operands' dtype and only then converts to out's (PyTorch's rule)."""
+    a = m.tensor([5.0, 3.0], dtype=m.float16)
+    b = m.tensor([1e-3, 70000.0], dtype=m.float32)
+    o = m.empty(2, dtype=m.float64)
+    r = m.add(a, a.clone().fill_(2049.0), out=o)
+    u = m.tensor([200, 100], dtype=m.uint8)
+    oi = m.empty(2, dtype=m.int64)
+    return [r, o, m.mul(a, b, out=m.empty(2, dtype=m.float64)), m.add(u, u, out=oi), m.mul(u, 2, out=oi)]
+
+
+def _clamp_promotion(m):
+    out = []
+    for d in ("uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64"):
+        t = m.tensor([-3, 1, 5, 200], dtype=getattr(m, d)) if d != "uint8" else m.tensor([0, 1, 5, 200], dtype=m.uint8)
+        for lo, hi in ((2, 4), (1.5, 4.5), (m.tensor(2), m.tensor(4)), (m.tensor(1.5), None), (None, m.tensor([4.5]))):
+            r = m.clamp(t, lo, hi)
+            out += [r.dtype, r]
+    return out
+
+
+def _atan2_promotion(m):
+    out = []
+    for a in ("int32", "int64", "bool", "float16", "bfloat16", "float32", "float64", "uint8"):
+        for b in ("int64", "float32", "float64", "bool", "float16"):
+            x = m.tensor([1, 0, 1], dtype=getattr(m, a))
+            y = m.tensor([1, 1, 0], dtype=getattr(m, b))
+            r = m.atan2(x, y)
+            out += [r.dtype, r]
+    return out
+
+
+def _unary_out_casting(m):
+    out = []
+    t = m.tensor([1.5, -2.5, 3.25])
+    for d in ("float64", "float16", "bfloat16", "int64", "bool"):
+        o = m.empty(3, dtype=getattr(m, d))
+        for fn in (m.exp, m.sin, m.sqrt, m.sigmoid):
+            try:
+                out.append(fn(t.abs(), out=o))
+            except RuntimeError as e:
+                out.append(str(e))
+    return out
+
+
+def _cat_out_dtypes(m):
+    out = []
+    for od in ("float64", "float32", "int64"):
+        for a, b in (("int32", "float32"), ("int64", "int32"), ("uint8", "bool")):
+            x, y = m.ones(2, dtype=getattr(m, a)), m.zeros(2, dtype=getattr(m, b))
+            try:
+                out.append(m.cat([x, y], out=m.empty(4, dtype=getattr(m, od))))
+            except TypeError as e:  # PyTorch's class for cat
+                out.append(str(e))
+    return out
+
+
+def _numpy_scalars(m):
+    """numpy scalars and 0-d arrays against tensors: PyTorch treats a numpy scalar as a Python number."""
+    out = []
+    for d in ("uint8", "int32", "float16", "float32"):
+        t = m.ones(3, dtype=getattr(m, d))
+        # (np.bool_ left out: PyTorch reads it as a float, t * np.bool_(True) is float32)
+        for s in (np.float64(2.5), np.int64(3), np.float32(1.5), np.int8(-2)):
+            r = t * s
+            out += [r.dtype, r, (s + t).dtype]
+    return out
+
+
 CASES = {
+    "div promotion": _both_defaults(_div_promotion),
+    "computation ignores out": _computation_ignores_out,
+    "clamp promotion": _clamp_promotion,
+    "atan2 promotion": _atan2_promotion,
+    "unary out casting": _unary_out_casting,
+    "cat out dtypes": _cat_out_dtypes,
+    "numpy scalars": _numpy_scalars,
     "inplace": _both_defaults(_inplace),
     "unsigned": _both_defaults(_unsigned),
     "int float promotion": _both_defaults(_int_float_promotion),

@@ -172,6 +172,10 @@ def _write(name: str, out, result, which: str = "values") -> None:
         )
     if name in ("all", "any") and out.dtype is not T.bool_ and not (out.dtype is T.uint8 and result.dtype is T.uint8):
         raise RuntimeError(f"{name} only supports bool tensor for result, got: {mutation.torch_name(out.dtype)}")
+    if name in ("cat", "concat", "concatenate") and not mutation.can_cast(result.dtype, out.dtype):
+        raise TypeError(  # PyTorch's class and words for cat
+            f"torch.cat(): input types can't be cast to the desired output type {mutation.torch_name(out.dtype)}"
+        )
     if not mutation.can_cast(result.dtype, out.dtype):
         raise RuntimeError(
             f"result type {mutation.torch_name(result.dtype)} can't be cast to the desired output type "

@@ -20,6 +20,11 @@ from pytorch_suite_ops import cases, on_device, same
 # (pytest -m exhaustive), so that this file adds little to the default suite.
 SLOW = frozenset(
     (
+        "test_binary[shift limits]",
+        "test_binary[lerp low precision]",
+        "test_binary[copysign subgradient]",
+        "test_binary[cumulative trapezoid]",
+        "test_binary[zeta]",
         "test_binary[add]",
         "test_binary[binary with scalars]",
         "test_binary[bitwise named]",
@@ -1005,7 +1010,69 @@ def _muldiv_scalar(m):
     return out
 
 
+def _shift_limits(m):
+    """Shifts by a negative amount or by the width or more: 0, or the sign's fill for a right shift."""
+    out = []
+    for d in INT_DTYPES:
+        a = (
+            m.tensor([5, 1, 100, 3], dtype=getattr(m, d))
+            if d == "uint8"
+            else m.tensor([5, -5, 1, -1], dtype=getattr(m, d))
+        )
+        s = (
+            m.tensor([9, 70, 8, 0], dtype=getattr(m, d))
+            if d == "uint8"
+            else m.tensor([-1, -1, -40, 70], dtype=getattr(m, d))
+        )
+        out += [a << s, a >> s, a << 200 if d == "uint8" else a << -1, a >> 100]
+    return out
+
+
+def _copysign_subgradient(m):
+    x = m.tensor([1.0, 2.0, -3.0], requires_grad=True)
+    m.copysign(x, m.tensor([0.0, -0.0, 2.0])).sum().backward()
+    z = m.tensor([0.0, -0.0, 2.0], requires_grad=True)
+    m.copysign(z, m.tensor([-1.0, 1.0, -1.0])).sum().backward()
+    return [x.grad, z.grad]
+
+
+def _zeta(m):
+    out = []
+    for d in ("float32",):  # float64 zeta is vkml's NotImplementedError (no float64 routine yet: docs/ops/zeta.md)
+        x = m.tensor([2.0, 3.0, 1.0, 0.5, -1.0, 4.5], dtype=getattr(m, d))
+        q = m.tensor([1.0, 2.0, 1.0, 1.0, 1.0, 0.25], dtype=getattr(m, d))
+        out += [m.special.zeta(x, q), m.special.zeta(x[:, None], q), m.special.zeta(2.0, q - 1), m.special.zeta(x, 1.0)]
+    out.append(m.special.zeta(m.tensor([2, 3]), m.tensor([1, 2])))
+    return out
+
+
+def _cumulative_trapezoid(m):
+    y = m.tensor([[1.0, 2.0, 4.0], [0.0, 1.0, -1.0]])
+    return [
+        m.cumulative_trapezoid(y, dim=1),
+        m.cumulative_trapezoid(y, dim=0),
+        m.cumulative_trapezoid(m.tensor([1.0, 2.0, 4.0]), x=m.tensor([0.0, 1.0, 3.0])),
+        m.cumulative_trapezoid(m.tensor([1.0, 2.0]), dx=0.5),
+        m.cumulative_trapezoid(m.zeros(0, 3), dim=0).shape,
+    ]
+
+
+def _lerp_low_precision(m):
+    out = []
+    for d in ("float16", "bfloat16"):
+        s = m.tensor(_randn(20) * 10).to(getattr(m, d))
+        e = m.tensor(_randn(20)[::-1].copy() * 10).to(getattr(m, d))
+        w = m.tensor(_rng().random(20).astype(np.float32)).to(getattr(m, d))
+        out += [m.lerp(s, e, 0.3), m.lerp(s, e, w), m.lerp(s, e, 0.75), s.clone().lerp_(e, 0.6)]
+    return out
+
+
 CASES = {
+    "shift limits": _shift_limits,
+    "copysign subgradient": _copysign_subgradient,
+    "zeta": _zeta,
+    "cumulative trapezoid": _cumulative_trapezoid,
+    "lerp low precision": _lerp_low_precision,
     "broadcast empty": _broadcast_empty,
     "broadcast shapes": _broadcast_shapes,
     "addcmul scalar": _addcmul_scalar,
@@ -1087,6 +1154,7 @@ APPROXIMATE = (
     "rdiv",
     "lerp",
     "trapezoid",
+    "zeta",
 )
 TOLERANCE = {"atol": 1e-5, "rtol": 1.3e-6}
 LOW_PRECISION = {"atol": 1e-3, "rtol": 8e-3}

@@ -20,6 +20,7 @@ from pytorch_suite_ops import cases, on_device, same
 # (pytest -m exhaustive), so that this file adds little to the default suite.
 SLOW = frozenset(
     (
+        "test_binary[mem overlap]",
         "test_binary[shift limits]",
         "test_binary[lerp low precision]",
         "test_binary[copysign subgradient]",
@@ -1067,7 +1068,35 @@ def _lerp_low_precision(m):
     return out
 
 
+def _mem_overlap(m):
+    """out= the input itself, a separate part of its storage, or one overlapping it partially (PyTorch's error);
+    in-place ops on an expanded tensor (PyTorch's internal-overlap error)."""
+    out = []
+    names = ("add", "mul", "sub", "div", "pow", "fmod", "atan2", "hypot", "nextafter", "le", "eq", "logical_and")
+    names += ("exp", "abs", "floor", "sqrt", "sigmoid", "neg")
+    for name in names:
+        fn = getattr(m, name)
+        unary = name in ("exp", "abs", "floor", "sqrt", "sigmoid", "neg")
+        for given, written in (((0, 3), (0, 3)), ((3, 6), (0, 3)), ((0, 3), (1, 4)), ((1, 4), (0, 3))):
+            data = m.tensor([0.5, 1.5, 2.0, 3.0, 4.5, 5.0], dtype=m.float64)
+            other = m.tensor([2.0, 0.5, 1.5], dtype=m.float64)
+            x, o = data[given[0] : given[1]], data[written[0] : written[1]]
+            try:
+                r = fn(x, out=o) if unary else fn(other, x, out=o)
+                out += [r.dtype, data]
+            except RuntimeError as e:
+                out.append(str(e))
+        expanded = m.tensor([1.5], dtype=m.float64).expand(3, 3)
+        try:
+            getattr(expanded, name + "_")(*(() if unary else (m.ones(3, 3, dtype=m.float64),)))
+            out.append(expanded)
+        except (RuntimeError, AttributeError) as e:
+            out.append(type(e).__name__)
+    return out
+
+
 CASES = {
+    "mem overlap": _mem_overlap,
     "shift limits": _shift_limits,
     "copysign subgradient": _copysign_subgradient,
     "zeta": _zeta,
@@ -1155,6 +1184,7 @@ APPROXIMATE = (
     "lerp",
     "trapezoid",
     "zeta",
+    "mem overlap",  # its sigmoid and hypot
 )
 TOLERANCE = {"atol": 1e-5, "rtol": 1.3e-6}
 LOW_PRECISION = {"atol": 1e-3, "rtol": 8e-3}

@@ -20,6 +20,8 @@ from pytorch_suite_ops import cases, on_device, same
 # (pytest -m exhaustive), so that this file adds little to the default suite.
 SLOW = frozenset(
     (
+        "test_binary[nextafter bfloat16]",
+        "test_binary[nextafter float16]",
         "test_binary[mem overlap]",
         "test_binary[shift limits]",
         "test_binary[lerp low precision]",
@@ -1154,7 +1156,7 @@ CASES = {
     "div": _div,
     "hypot": _hypot,
     "gcd lcm": _gcd_lcm,
-    **{f"nextafter {d}": _nextafter(d) for d in ("float32", "float64")},
+    **{f"nextafter {d}": _nextafter(d) for d in ("float32", "float64", "bfloat16", "float16")},
     "ldexp": _ldexp,
     **{f"lerp {d}": _lerp(d) for d in ("float32", "float64")},
     **{f"logaddexp {d}": _logaddexp(d) for d in ("float32", "float64")},
@@ -1191,6 +1193,8 @@ LOW_PRECISION = {"atol": 1e-3, "rtol": 8e-3}
 
 
 def _tolerance(name: str) -> dict:
+    if name.startswith("nextafter"):
+        return {}  # exact in every dtype: a one-ulp step is the point
     if "float16" in name or "bfloat16" in name:
         return LOW_PRECISION
     return TOLERANCE if name.startswith(APPROXIMATE) or " pow" in name else {}

@@ -753,11 +753,26 @@ def nextafter(input, other):
     if not dtype.is_float:  # PyTorch's class and words
         raise NotImplementedError(f"\"nextafter_cpu\" not implemented for '{mutation.torch_name(dtype)}'")
     if dtype is T.bfloat16:
-        raise NotImplementedError("nextafter: bfloat16 is not supported by vkml (numpy has no bfloat16)")
-    np_dtype = np.dtype(dtype.name)
-    a, b = np.broadcast_arrays(_host_values(input).astype(np_dtype), _host_values(other).astype(np_dtype))
-    out = creation.tensor(np.array(np.nextafter(a, b), order="C"), dtype=dtype, device=input.device)
+        values = _nextafter_bfloat16(_host_values(input.to(dtype)), _host_values(other.to(dtype)))
+    else:
+        np_dtype = np.dtype(dtype.name)
+        a, b = np.broadcast_arrays(_host_values(input).astype(np_dtype), _host_values(other).astype(np_dtype))
+        values = np.where(a == b, b, np.nextafter(a, b))  # numpy's float16 gives a, not b (-0.0 towards 0.0)
+    out = creation.tensor(np.array(values, order="C"), dtype=dtype, device=input.device)
     return autograd.record("nextafter", (input, other), out, {})
+
+
+def _nextafter_bfloat16(a, b) -> np.ndarray:
+    """nextafter over bfloat16 values held as float32 (numpy has no bfloat16): a step of one in the upper
+    16 bits of a's float32 pattern, the smallest subnormal with b's sign from zero, b where they are equal."""
+    a, b = np.broadcast_arrays(np.asarray(a, np.float32), np.asarray(b, np.float32))
+    bits = (a.view(np.uint32) >> 16).astype(np.int32)
+    away = (a < b) == (a > 0)  # a step away from zero grows the magnitude's bit pattern
+    stepped = np.where(away, bits + 1, bits - 1)
+    stepped = np.where(a == 0, np.where(b > 0, 0x0001, 0x8001), stepped)
+    out = (stepped.astype(np.uint32) << 16).view(np.float32)
+    out = np.where(a == b, b, out)
+    return np.where(np.isnan(a) | np.isnan(b), np.float32(np.nan), out)
 
 
 def _grad_nextafter(c):

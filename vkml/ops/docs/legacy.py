@@ -103,11 +103,10 @@ PAGES: dict[str, OpDoc] = {
     "nextafter": _host(
         (sig("vkml.nextafter", _L.nextafter), "Tensor.nextafter(other)", "Tensor.nextafter_(other)"),
         _L.nextafter,
-        "exact (numpy.nextafter on the host)",
+        "exact (numpy.nextafter on the host; bfloat16: a step of its bit pattern, numpy having no bfloat16)",
         special="NaN in either operand gives NaN; equal operands give `other`. The operands promote as "
         "PyTorch's (an int tensor with a float one, float16 with float32); an integer result dtype raises "
         "NotImplementedError.",
-        divergence="bfloat16 raises NotImplementedError.",
         gradient="PyTorch's rule: `input` gets the gradient where input != other (0 where they are equal), "
         "`other` zeros.",
     ),

@@ -14,9 +14,6 @@ with PyTorch's rules:
   one, ``gather``, ``index_select``, ``take`` and the unary ops that keep their input's dtype (``neg``,
   ``abs``, ``floor``, ``clamp`` ...) only one of the result's dtype (PyTorch's
   RuntimeError, where the rule above would cast);
-- an ``out`` that partially overlaps an input of an elementwise function raises PyTorch's "unsupported
-  operation: some elements of the input tensor and the written-to tensor refer to a single memory
-  location" (``out`` being the input itself is fine), where both cover dense ranges of their storage;
 - an ``out`` of another shape is resized: silently when it has no elements, else with PyTorch's
   deprecation ``UserWarning``. vkml resizes a tensor that owns its storage; a view of another
   shape raises ``RuntimeError``;
@@ -138,46 +135,6 @@ def _factory_dtype(name: str, out, kwargs: dict) -> None:
         )
 
 
-# Elementwise functions (PyTorch's TensorIterator ops): out may be an input itself, not overlap one partially.
-_ELEMENTWISE = frozenset(
-    """
-    add sub subtract mul multiply div divide true_divide floor_divide remainder fmod pow atan2 arctan2 hypot
-    nextafter igamma igammac le lt ge gt eq ne less less_equal greater greater_equal not_equal logical_and
-    logical_or logical_xor bitwise_and bitwise_or bitwise_xor bitwise_left_shift bitwise_right_shift maximum
-    minimum fmax fmin copysign xlogy logaddexp logaddexp2 heaviside lerp abs absolute neg negative exp exp2
-    expm1 log log2 log10 log1p sqrt rsqrt sin cos tan asin acos atan sinh cosh tanh asinh acosh atanh sigmoid
-    erf erfc erfinv ceil floor round trunc fix frac reciprocal sign sgn digamma lgamma i0 logit nan_to_num
-    clamp clip deg2rad rad2deg square bitwise_not logical_not signbit
-    """.split()
-)
-
-
-def _refuse_partial_overlap(out, inputs) -> None:
-    """PyTorch's error where ``out`` overlaps an input without being the same elements in the same order
-    (``add(d[0:3], y, out=d[1:4])``); ``add(x, y, out=x)`` is fine. As PyTorch's, only tensors that each
-    cover a dense range of their storage are compared (``d[::2]`` against ``d[:3]`` is "too hard": no error)."""
-    if not hasattr(out, "_node") or not out.numel():
-        return
-    owner = out._base if out._base is not None else out
-    for t in inputs:
-        if not hasattr(t, "_node") or t is out or (t._base if t._base is not None else t) is not owner:
-            continue
-        mine, theirs = windows.storage_positions(out), windows.storage_positions(t)
-        if not (_dense(mine) and _dense(theirs)) or (t.shape == out.shape and np.array_equal(mine, theirs)):
-            continue
-        if mine.min() <= theirs.max() and theirs.min() <= mine.max():
-            raise RuntimeError(
-                "unsupported operation: some elements of the input tensor and the written-to tensor refer to a "
-                "single memory location. Please clone() the tensor before performing the operation."
-            )
-
-
-def _dense(positions) -> bool:
-    """Whether storage ``positions`` are a gap-free range without repeats (PyTorch's non-overlapping and dense)."""
-    flat = np.ravel(positions)
-    return flat.size > 0 and int(flat.max() - flat.min()) + 1 == flat.size == np.unique(flat).size
-
-
 def _refuse_overlap(out, inputs) -> None:
     """PyTorch's error where ``out`` shares elements with an input (cat([x, y], out=x))."""
     if not hasattr(out, "_node"):
@@ -260,6 +217,8 @@ def with_out(fn, name: str):
         if name == "nonzero" and kwargs.get("as_tuple"):
             raise RuntimeError("nonzero does not support the out kwarg when as_tuple is True")
         outs = tuple(out) if isinstance(out, list | tuple) else (out,)
+        if name == "frexp" and len(outs) == 2 and args and hasattr(args[0], "dtype"):
+            _frexp_out_dtypes(args[0].dtype, *outs)
         if autograd.is_grad_enabled() and any(
             t.requires_grad for t in (*_tensors(args), *_tensors(kwargs.values()), *_tensors(outs))
         ):
@@ -271,8 +230,6 @@ def with_out(fn, name: str):
             _factory_dtype(name, out, kwargs)
         if name in ("cat", "concat", "concatenate") and args:
             _refuse_overlap(out, args[0])
-        if name in _ELEMENTWISE:
-            _refuse_partial_overlap(out, (*args, *kwargs.values()))
         if name in ("searchsorted", "bucketize") and hasattr(out, "_node"):
             flag = bool(kwargs.get("out_int32", False))
             if out.dtype is not (T.int32 if flag else T.int64):
@@ -287,8 +244,6 @@ def with_out(fn, name: str):
                 f"Expected out tensor to have dtype {_C_NAMES.get(given.name, given.name)}, but got "
                 f"{_C_NAMES.get(out.dtype.name, out.dtype.name)} instead"
             )
-        if name == "frexp" and len(outs) == 2 and args and hasattr(args[0], "dtype"):
-            _frexp_out_dtypes(args[0].dtype, *outs)
         result = fn(*args, **kwargs)
         if name in _COUNTED and hasattr(out, "_node") and out.numel() == result.numel():
             result = result.reshape(tuple(out.shape))  # PyTorch writes the values in out's order, no resize

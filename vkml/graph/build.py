@@ -61,26 +61,9 @@ def broadcast_shapes(op: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
         sizes.discard(1)
         if len(sizes) > 1:
             shown = " and ".join(str(tuple(s)) for s in shapes)
-            raise ShapeError(
-                f"'{op}': shapes {shown} cannot be broadcast (dim {d - ndim}: sizes {sorted(sizes)}); "
-                + _torch_broadcast_words(shapes)
-            )
+            raise ShapeError(f"'{op}': shapes {shown} cannot be broadcast (dim {d - ndim}: sizes {sorted(sizes)})")
         out.append(sizes.pop() if sizes else 1)
     return tuple(out)
-
-
-def _torch_broadcast_words(shapes) -> str:
-    """PyTorch's sentence for two shapes that do not broadcast: the first clash from the last dim on."""
-    if len(shapes) != 2:
-        return "Shape mismatch: objects cannot be broadcast to a single shape"
-    a, b = shapes
-    ndim = max(len(a), len(b))
-    for i in range(ndim - 1, -1, -1):
-        sa = a[i - ndim + len(a)] if i - ndim + len(a) >= 0 else 1
-        sb = b[i - ndim + len(b)] if i - ndim + len(b) >= 0 else 1
-        if sa != sb and sa != 1 and sb != 1:
-            return f"The size of tensor a ({sa}) must match the size of tensor b ({sb}) at non-singleton dimension {i}"
-    return ""
 
 
 @functools.lru_cache(maxsize=1024)

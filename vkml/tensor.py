@@ -484,42 +484,66 @@ class Tensor:
 
     # ------------------------------------------------------------------ operators
     def __add__(self, o):
+        if not isinstance(o, _OPERANDS):  # PyTorch's: Python then tries the other operand's method
+            return NotImplemented
         return F.add(self, _array_operand(self, o))
 
     def __radd__(self, o):
+        if not isinstance(o, _OPERANDS):
+            return NotImplemented
         return F.add(o, self)
 
     def __sub__(self, o):
+        if not isinstance(o, _OPERANDS):
+            return NotImplemented
         return F.sub(self, _array_operand(self, o))
 
     def __rsub__(self, o):
+        if not isinstance(o, _OPERANDS):
+            return NotImplemented
         return F.sub(o, self)
 
     def __mul__(self, o):
+        if not isinstance(o, _OPERANDS):
+            return NotImplemented
         return F.mul(self, _array_operand(self, o))
 
     def __rmul__(self, o):
+        if not isinstance(o, _OPERANDS):
+            return NotImplemented
         return F.mul(o, self)
 
     def __truediv__(self, o):
+        if not isinstance(o, _OPERANDS):
+            return NotImplemented
         return F.div(self, _array_operand(self, o))
 
     def __rtruediv__(self, o):
+        if not isinstance(o, _OPERANDS):
+            return NotImplemented
         # PyTorch's ``o / t`` is ``t.reciprocal() * o`` (two roundings: 3.0 / t is not div(3.0, t))
         if isinstance(o, Tensor):
             return F.div(o, self)
         return F.mul(F.reciprocal(self), o)
 
     def __pow__(self, o):
+        if not isinstance(o, _OPERANDS):
+            return NotImplemented
         return F.pow(self, _array_operand(self, o))
 
     def __rpow__(self, o):
+        if not isinstance(o, _OPERANDS):
+            return NotImplemented
         return F.pow(o, self)
 
     def __matmul__(self, o):
+        if not isinstance(o, _OPERANDS):
+            return NotImplemented
         return F.matmul(self, o)
 
     def __rmatmul__(self, o):
+        if not isinstance(o, _OPERANDS):
+            return NotImplemented
         return F.matmul(o, self)
 
     def __neg__(self):
@@ -535,45 +559,73 @@ class Tensor:
 
     # Bit operators: bitwise on integers, logical on bools (PyTorch's); float tensors are its error.
     def __and__(self, o):
+        if not isinstance(o, _OPERANDS):
+            return NotImplemented
         return pointwise.bitwise_and(self, o)
 
     def __rand__(self, o):
+        if not isinstance(o, _OPERANDS):
+            return NotImplemented
         return pointwise.bitwise_and(o, self)
 
     def __or__(self, o):
+        if not isinstance(o, _OPERANDS):
+            return NotImplemented
         return pointwise.bitwise_or(self, o)
 
     def __ror__(self, o):
+        if not isinstance(o, _OPERANDS):
+            return NotImplemented
         return pointwise.bitwise_or(o, self)
 
     def __xor__(self, o):
+        if not isinstance(o, _OPERANDS):
+            return NotImplemented
         return pointwise.bitwise_xor(self, o)
 
     def __rxor__(self, o):
+        if not isinstance(o, _OPERANDS):
+            return NotImplemented
         return pointwise.bitwise_xor(o, self)
 
     def __lshift__(self, o):
+        if not isinstance(o, _OPERANDS):
+            return NotImplemented
         return pointwise.bitwise_left_shift(self, o)
 
     def __rlshift__(self, o):
+        if not isinstance(o, _OPERANDS):
+            return NotImplemented
         return pointwise.bitwise_left_shift(o, self)
 
     def __rshift__(self, o):
+        if not isinstance(o, _OPERANDS):
+            return NotImplemented
         return pointwise.bitwise_right_shift(self, o)
 
     def __rrshift__(self, o):
+        if not isinstance(o, _OPERANDS):
+            return NotImplemented
         return pointwise.bitwise_right_shift(o, self)
 
     def __mod__(self, o):
+        if not isinstance(o, _OPERANDS):
+            return NotImplemented
         return pointwise.remainder(self, _array_operand(self, o))
 
     def __rmod__(self, o):
+        if not isinstance(o, _OPERANDS):
+            return NotImplemented
         return pointwise.remainder(o, self)
 
     def __floordiv__(self, o):
+        if not isinstance(o, _OPERANDS):
+            return NotImplemented
         return pointwise.floor_divide(self, _array_operand(self, o))
 
     def __rfloordiv__(self, o):
+        if not isinstance(o, _OPERANDS):
+            return NotImplemented
         return pointwise.floor_divide(o, self)
 
     def __eq__(self, o):  # noqa: D105 - elementwise, as in PyTorch

@@ -30,7 +30,11 @@ from .creation import FACTORY_GRAD_MESSAGE, _device, _dtype, _size_args, full, s
 from .exports import Export
 
 
-def _number(op: str, name: str, value):
+def _number(op: str, name: str, value, bools: bool = False):
+    """``value`` as a Python number; ``bools``: a bool is one (PyTorch's Number arguments: linspace's
+    start and end), else its TypeError (randint's int arguments)."""
+    if bools and isinstance(value, bool):
+        return int(value)
     if isinstance(value, F._tensor.Tensor):
         if value.numel() != 1:
             raise RuntimeError(f"{op}(): argument '{name}' must be a number or a one-element tensor")
@@ -101,7 +105,7 @@ def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad: 
     """
     if isinstance(start, complex) or isinstance(end, complex):
         return _complex_linspace("linspace", start, end, steps, dtype, device, requires_grad)
-    start, end = _number("linspace", "start", start), _number("linspace", "end", end)
+    start, end = _number("linspace", "start", start, True), _number("linspace", "end", end, True)
     dtype = _dtype(dtype) or default_float()
     if dtype is T.bool_:
         raise RuntimeError("\"linspace_cpu\" not implemented for 'Bool'")
@@ -139,7 +143,7 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=N
     if isinstance(start, complex) or isinstance(end, complex):
         _complex_dtype_check("logspace", dtype)
         raise NotImplementedError("logspace(): complex ends are not supported")
-    start, end = _number("logspace", "start", start), _number("logspace", "end", end)
+    start, end = _number("logspace", "start", start, True), _number("logspace", "end", end, True)
     base = _number("logspace", "base", base)
     dtype = _dtype(dtype) or default_float()
     if dtype is T.bool_:

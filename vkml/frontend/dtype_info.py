@@ -53,12 +53,19 @@ def called_op(depth: int = 2) -> str:
 def complex_not_implemented(op: str, dtype) -> RuntimeError:
     """PyTorch's error for an op without a complex form (docs/complex.md lists the ops that have one)."""
     if op in _OWN_WORDS:
-        return RuntimeError(_OWN_WORDS[op])
-    return RuntimeError(f"\"{op}\" not implemented for '{_COMPLEX_NAMES[dtype.name]}'")
+        return _OWN_WORDS[op][0](_OWN_WORDS[op][1])
+    # PyTorch's dispatch macro raises NotImplementedError (a RuntimeError) for a dtype without a kernel
+    return NotImplementedError(f"\"{op}\" not implemented for '{_COMPLEX_NAMES[dtype.name]}'")
 
 
-# ops whose complex refusal PyTorch words in its own way
-_OWN_WORDS = {"nansum": "nansum on CPU does not support complex inputs"}
+# ops whose complex refusal PyTorch words in its own way: (class, message)
+_OWN_WORDS = {
+    "nansum": (RuntimeError, "nansum on CPU does not support complex inputs"),
+    "sign": (
+        NotImplementedError,
+        "Unlike NumPy, torch.sign is not intended to support complex numbers. Please use torch.sgn instead.",
+    ),
+}
 
 
 _COMPLEX_NAMES = {"complex64": "ComplexFloat", "complex128": "ComplexDouble"}

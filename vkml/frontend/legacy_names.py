@@ -677,7 +677,7 @@ def heaviside(input, values):
     _tensor("heaviside", "input", input)
     _tensor("heaviside", "values", values)
     if input.dtype is not values.dtype:
-        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes")
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
     step = F.cast(F.gt(input, 0), input.dtype)
     return F.where(F.eq(input, 0), values, step)
 
@@ -708,9 +708,40 @@ def frexp(input):
 
 
 def ldexp(input, other):
-    """input · 2^other, as ``torch.ldexp`` (PyTorch's formula: ``input * pow(2.0, other)``)."""
+    """input · 2^other, as ``torch.ldexp``.
+
+    A float tensor scaled by an integer tensor keeps its dtype and is exact (one rounding, where the result
+    is subnormal: PyTorch's std::ldexp path, computed on the host); otherwise PyTorch's formula
+    ``input * pow(2.0, other)``.
+
+    >>> vkml.ldexp(vkml.tensor([1.5, 3.0]), vkml.tensor([2, -1])).tolist()
+    [6.0, 1.5]
+    """
     _tensor("ldexp", "input", input)
+    if isinstance(other, Tensor) and input.dtype.is_float and not (other.dtype.is_float or other.dtype.is_complex):
+        return _ldexp_exact(input, other)
     return F.mul(input, F.pow(2.0, other))
+
+
+def _ldexp_exact(input, other):
+    # 2^other itself may overflow or underflow where input · 2^other does not (0.5 · 2^128 in float32)
+    np_dtype = np.float32 if input.dtype is T.bfloat16 else np.dtype(input.dtype.name)
+    x = np.asarray(_host_values(input)).astype(np_dtype).reshape(tuple(input.shape))
+    k = np.asarray(_host_values(other)).astype(np.int64).reshape(tuple(other.shape))
+    k = np.clip(k, -(1 << 20), 1 << 20)  # beyond any float's range: the same 0 or inf, no int32 wrap
+    with np.errstate(all="ignore"):
+        values = np.ldexp(*np.broadcast_arrays(x, k.astype(np.int32)))
+    out = creation.tensor(np.array(values, order="C"), dtype=input.dtype, device=input.device)
+    return autograd.record("ldexp", (input, other), out, {})
+
+
+def _grad_ldexp(c):
+    x, k = c.inputs
+    # PyTorch's LdexpBackward0: grad * pow(2, other) with an integer 2, so a negative exponent gives 0
+    return c.F.mul(c.g, c.F.pow(2, k)).to(x.dtype), None
+
+
+_grads.RULES["ldexp"] = _grad_ldexp
 
 
 def nextafter(input, other):
@@ -723,11 +754,26 @@ def nextafter(input, other):
     if not dtype.is_float:  # PyTorch's class and words
         raise NotImplementedError(f"\"nextafter_cpu\" not implemented for '{mutation.torch_name(dtype)}'")
     if dtype is T.bfloat16:
-        raise NotImplementedError("nextafter: bfloat16 is not supported by vkml (numpy has no bfloat16)")
-    np_dtype = np.dtype(dtype.name)
-    a, b = np.broadcast_arrays(_host_values(input).astype(np_dtype), _host_values(other).astype(np_dtype))
-    out = creation.tensor(np.array(np.nextafter(a, b), order="C"), dtype=dtype, device=input.device)
+        values = _nextafter_bfloat16(_host_values(input.to(dtype)), _host_values(other.to(dtype)))
+    else:
+        np_dtype = np.dtype(dtype.name)
+        a, b = np.broadcast_arrays(_host_values(input).astype(np_dtype), _host_values(other).astype(np_dtype))
+        values = np.where(a == b, b, np.nextafter(a, b))  # numpy's float16 gives a, not b (-0.0 towards 0.0)
+    out = creation.tensor(np.array(values, order="C"), dtype=dtype, device=input.device)
     return autograd.record("nextafter", (input, other), out, {})
+
+
+def _nextafter_bfloat16(a, b) -> np.ndarray:
+    """nextafter over bfloat16 values held as float32 (numpy has no bfloat16): a step of one in the upper
+    16 bits of a's float32 pattern, the smallest subnormal with b's sign from zero, b where they are equal."""
+    a, b = np.broadcast_arrays(np.asarray(a, np.float32), np.asarray(b, np.float32))
+    bits = (a.view(np.uint32) >> 16).astype(np.int32)
+    away = (a < b) == (a > 0)  # a step away from zero grows the magnitude's bit pattern
+    stepped = np.where(away, bits + 1, bits - 1)
+    stepped = np.where(a == 0, np.where(b > 0, 0x0001, 0x8001), stepped)
+    out = (stepped.astype(np.uint32) << 16).view(np.float32)
+    out = np.where(a == b, b, out)
+    return np.where(np.isnan(a) | np.isnan(b), np.float32(np.nan), out)
 
 
 def _grad_nextafter(c):

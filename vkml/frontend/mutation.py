@@ -644,6 +644,10 @@ def fill_(t, value):
     value = lazy.fill_value("fill_", value, t.dtype)  # before the type check: a complex value is its RuntimeError
     if type(value) not in lazy.SCALAR_TYPES:
         F._node(value)  # raises the error naming an unsupported value
+    if t.dtype.is_float and type(value) is not complex:
+        # a constant holds its dtype's value (as full's): a consumer computing in float32 must not see 2049
+        # where a float16 tensor holds 2048
+        value = host_round(float(value), t.dtype)
     check_writable(t)
     old = _alias(t)
     _commit(t, old, F._wrap(lazy.const_node(F._node(value), t.dtype, t.shape, t.device)))

@@ -307,12 +307,14 @@ def _alpha_scaled(op: str, plain, input, other, alpha):
     if isinstance(alpha, (_tensor.Tensor, np.generic)):
         alpha = alpha.item()
     dtype = plain(input, other).dtype  # lazy: only the result's dtype (and the operands' checks)
+    if isinstance(alpha, complex) and not dtype.is_complex:
+        raise RuntimeError(f"'{op}': For non-complex input tensors, argument alpha must not be a complex number.")
     if not dtype.is_float and isinstance(alpha, float):
         raise RuntimeError(
-            f"'{op}': For integral input tensors, argument alpha must not be a floating point number (got {alpha})"
+            f"'{op}': For integral input tensors, argument alpha must not be a floating point number. (got {alpha})"
         )
     if isinstance(alpha, bool) and dtype is not T.bool_:
-        raise RuntimeError(f"'{op}': Boolean alpha only supported for Boolean results (got {dtype.name})")
+        raise RuntimeError(f"'{op}': Boolean alpha only supported for Boolean results. (got {dtype.name})")
     if dtype.is_signed:  # PyTorch converts alpha to the result's dtype, checked (an unsigned one wraps it)
         lazy.check_scalar_fits(op, alpha, dtype)
     if isinstance(other, _tensor.Tensor):
@@ -462,7 +464,7 @@ def pow(input, exponent):
         # PyTorch converts the exponent to an integer or float16 result's dtype, and checks it fits
         lazy.check_scalar_fits("pow", exponent, out.dtype)
         if type(exponent) is int and exponent < 0 and not out.dtype.is_float:
-            raise RuntimeError(f"'pow': Integers to negative integer powers are not allowed (exponent {exponent})")
+            raise RuntimeError(f"'pow': Integers to negative integer powers are not allowed. (exponent {exponent})")
     return out
 
 

@@ -11,7 +11,8 @@ with PyTorch's rules:
   float64); float to int, or anything to bool, raises ``result type Float can't be cast to the
   desired output type Long``;
 - ``isposinf``, ``isneginf`` and ``signbit`` take only a bool ``out``, ``float_power`` only a float64
-  one, ``gather``, ``index_select`` and ``take`` only one of the result's dtype (PyTorch's
+  one, ``gather``, ``index_select``, ``take`` and the unary ops that keep their input's dtype (``neg``,
+  ``abs``, ``floor``, ``clamp`` ...) only one of the result's dtype (PyTorch's
   RuntimeError, where the rule above would cast);
 - an ``out`` of another shape is resized: silently when it has no elements, else with PyTorch's
   deprecation ``UserWarning``. vkml resizes a tensor that owns its storage; a view of another
@@ -104,6 +105,11 @@ _EXACT_OUT_DTYPE = {
     "mode": "expected scalar type '{result}' but got '{out}' for {which} output",
     "median": "expected scalar type '{result}' but got '{out}' for {which} output",
     "nanmedian": "expected scalar type '{result}' but got '{out}' for {which} output",
+    # PyTorch's unary ops that keep their input's dtype take no out= of another dtype (not even a wider one)
+    **{
+        name: "Found dtype {out} but expected {result}"
+        for name in "abs absolute neg negative ceil floor round trunc fix frac sign sgn bitwise_not clamp clip".split()
+    },
     "kthvalue": "expected scalar type '{result}' but got '{out}' for {which} output",
 }
 
@@ -196,6 +202,10 @@ def _write(name: str, out, result, which: str = "values") -> None:
         )
     if name in ("all", "any") and out.dtype is not T.bool_ and not (out.dtype is T.uint8 and result.dtype is T.uint8):
         raise RuntimeError(f"{name} only supports bool tensor for result, got: {mutation.torch_name(out.dtype)}")
+    if name in ("cat", "concat", "concatenate") and not mutation.can_cast(result.dtype, out.dtype):
+        raise TypeError(  # PyTorch's class and words for cat
+            f"torch.cat(): input types can't be cast to the desired output type {mutation.torch_name(out.dtype)}"
+        )
     if not mutation.can_cast(result.dtype, out.dtype):
         raise RuntimeError(
             f"result type {mutation.torch_name(result.dtype)} can't be cast to the desired output type "
@@ -217,6 +227,16 @@ def _write(name: str, out, result, which: str = "values") -> None:
         out._vcount += 1
 
 
+def _frexp_out_dtypes(input_dtype, mantissa, exponent) -> None:
+    """PyTorch's frexp checks its outputs before computing: the mantissa in the input's dtype, an int32 exponent."""
+    for what, o, want in (("mantissa", mantissa, input_dtype), ("exponent", exponent, T.int32)):
+        if hasattr(o, "_node") and o.dtype is not want:
+            expected = "int dtype" if what == "exponent" else f"dtype {_C_NAMES.get(want.name, want.name)}"
+            raise RuntimeError(
+                f"torch.frexp() expects {what} to have {expected} but got {_C_NAMES.get(o.dtype.name, o.dtype.name)}"
+            )
+
+
 def with_out(fn, name: str):
     """``fn`` taking PyTorch's ``out=`` keyword (the module docstring's rules)."""
 
@@ -227,6 +247,8 @@ def with_out(fn, name: str):
         if name == "nonzero" and kwargs.get("as_tuple"):
             raise RuntimeError("nonzero does not support the out kwarg when as_tuple is True")
         outs = tuple(out) if isinstance(out, list | tuple) else (out,)
+        if name == "frexp" and len(outs) == 2 and args and hasattr(args[0], "dtype"):
+            _frexp_out_dtypes(args[0].dtype, *outs)
         if autograd.is_grad_enabled() and any(
             t.requires_grad for t in (*_tensors(args), *_tensors(kwargs.values()), *_tensors(outs))
         ):

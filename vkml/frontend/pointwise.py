@@ -144,6 +144,11 @@ def div_rounded(input, other, rounding_mode):
     raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
 
 
+def _c_name(dtype) -> str:
+    """The C++ type name PyTorch's dtype checks print (``float``, ``double``, ``c10::Half``)."""
+    return {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16"}[dtype.name]
+
+
 def lerp(input, end, weight):
     """``input + weight * (end - input)`` with PyTorch's two-sided formula; see docs/ops/lerp.md."""
     for name, x in (("input", input), ("end", end)):
@@ -151,9 +156,13 @@ def lerp(input, end, weight):
         if not node.dtype.is_float:
             raise NotImplementedError(f"'lerp' is not implemented for '{mutation.torch_name(node.dtype)}' {name}")
     if input.dtype is not end.dtype:
-        raise RuntimeError(f"'lerp': expected dtype {input.dtype.name} for `end` but got dtype {end.dtype.name}")
+        raise RuntimeError(
+            f"'lerp': expected dtype {_c_name(input.dtype)} for `end` but got dtype {_c_name(end.dtype)}"
+        )
     if isinstance(weight, F._tensor.Tensor) and weight.dtype is not input.dtype:
-        raise RuntimeError(f"'lerp': expected dtype {input.dtype.name} for `weight` but got dtype {weight.dtype.name}")
+        raise RuntimeError(
+            f"'lerp': expected dtype {_c_name(input.dtype)} for `weight` but got dtype {_c_name(weight.dtype)}"
+        )
     return _elementwise("lerp", input, end, weight)
 
 

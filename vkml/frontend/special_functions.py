@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from ..ops.registry import REGISTRY
-from . import creation
+from . import creation, mutation, type_queries
 from . import operators as F
 from .exports import Export
 from .operators import _binary, _unary
@@ -70,6 +70,9 @@ def _incomplete_gamma(name: str, alias: str):
             if not isinstance(x, F._tensor.Tensor):  # PyTorch takes tensors only here
                 raise TypeError(f"{alias}(): argument '{what}' (position {position + 1}) must be Tensor, not "
                                 f"{type(x).__name__}")  # fmt: skip
+        dtype = type_queries.result_type(input, other)
+        if not dtype.is_float:  # PyTorch's kernel takes float dtypes only (integers are not promoted)
+            raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{mutation.torch_name(dtype)}'")
         return plain(input, other)
 
     fn.__name__ = fn.__qualname__ = name

@@ -493,6 +493,16 @@ def _legacy_value(op: str, tensor1, tensor2, rest: tuple):
     return tensor1, tensor2, rest[0]
 
 
+def _number_value(op: str, value):
+    """``value`` as PyTorch's argument parser takes a Number: a 0-d tensor that needs no gradient binds
+    as its Python value; one that does is refused (a Scalar argument has no gradient)."""
+    if isinstance(value, F._tensor.Tensor):
+        if value.requires_grad or value.ndim:
+            raise TypeError(f"{op}(): argument 'value' must be Number, not Tensor")
+        return value.item()
+    return value
+
+
 def addcmul(input, tensor1, tensor2, *rest, value=1):
     """``input + value * tensor1 * tensor2``, as ``input + (value * t1) * t2``.
 
@@ -508,6 +518,7 @@ def addcmul(input, tensor1, tensor2, *rest, value=1):
     """
     if rest:
         value, tensor1, tensor2 = _legacy_value("addcmul", tensor1, tensor2, rest)
+    value = _number_value("addcmul", value)
     operands = (input, tensor1, tensor2)
     if isinstance(value, float) and math.isfinite(value) and not any(_float_operand(t) for t in operands):
         value = int(value)  # PyTorch converts value to an integer result's dtype: 0.5 truncates to 0
@@ -545,6 +556,7 @@ def addcdiv(input, tensor1, tensor2, *rest, value=1):
     """
     if rest:
         value, tensor1, tensor2 = _legacy_value("addcdiv", tensor1, tensor2, rest)
+    value = _number_value("addcdiv", value)
     nodes = [F._tensor_node("addcdiv", t) for t in (tensor1, tensor2)]
     if all(not n.dtype.is_float for n in nodes):
         raise RuntimeError(

@@ -21,6 +21,7 @@ from . import pointwise as _pointwise
 from . import special_functions as _special_functions
 from .exports import Export
 from .operators import _binary, _elementwise, _tensor_node
+from .out_arg import with_out
 
 _atan2 = _binary("atan2")
 
@@ -149,6 +150,8 @@ def _special_namespace() -> types.ModuleType:
         "softmax": F.softmax,
         "log_softmax": F.log_softmax,
     }
+    # PyTorch's special functions take out= (all but softmax and log_softmax); SPECIAL's already do
+    names = {n: fn if n in ("softmax", "log_softmax") else with_out(fn, n) for n, fn in names.items()}
     names.update(_special_functions.SPECIAL)  # ndtr ... the orthogonal polynomials
     for name, fn in names.items():
         setattr(ns, name, fn)

@@ -18,7 +18,7 @@ from .. import config
 from ..errors import DeviceError, DTypeError, DTypeNotImplementedError, ShapeError
 from ..ir import types as T
 from ..ops.cast import host_round
-from ..ops.promotion import default_float, result_type, scalar_dtype
+from ..ops.promotion import default_float, result_type, scalar_dtype, scalar_type_name
 from ..ops.reduce import reduce_dtypes
 from ..ops.registry import REGISTRY
 from .node import BITS_CAST, VALUE_CAST, Const, Elementwise, Node, Op, Reduce, Stepping
@@ -637,6 +637,11 @@ def _elementwise_dtypes(name: str, kinds: tuple) -> tuple[T.DType, T.DType]:
     depends on nothing else, so the decision is cached instead of redone on every op.
     """
     op = REGISTRY[name]
+    if name == "sub" and all(isinstance(k, tuple) and k[0] is T.bool_ for k in kinds):
+        raise RuntimeError(
+            "'sub': Subtraction, the `-` operator, with two bool tensors is not supported. "
+            "Use the `^` or `logical_xor()` operator instead."
+        )
     if name == "sub" and any(k is bool or (isinstance(k, tuple) and k[0] is T.bool_) for k in kinds):
         raise RuntimeError(  # PyTorch's error, also where the other operand would promote the bool
             "'sub': Subtraction, the `-` operator, with a bool tensor is not supported. "
@@ -663,7 +668,8 @@ def _elementwise_dtypes(name: str, kinds: tuple) -> tuple[T.DType, T.DType]:
         # PyTorch's class where its op has no kernel for the dtype ("... not implemented for 'Long'":
         # hypot, logaddexp of ints); a NotImplementedError is also the RuntimeError other refusals raise
         raise DTypeNotImplementedError(
-            f"'{name}' does not support dtype {compute.name} (operands: {shown}; supported: {allowed})"
+            f"'{name}' does not support dtype {compute.name} (operands: {shown}; supported: {allowed}): "
+            f"\"{name}\" not implemented for '{scalar_type_name(compute)}'"
         )
     return compute, T.bool_ if op.result == "bool" else compute
 

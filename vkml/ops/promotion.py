@@ -52,6 +52,12 @@ def category(dtype: T.DType) -> int:
 # PyTorch's ScalarType names, as its promotion error prints them.
 _SCALAR_TYPES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "uint16": "UInt16"}
 _SCALAR_TYPES |= {"int32": "Int", "int64": "Long", "uint32": "UInt32", "uint64": "UInt64"}
+_SCALAR_TYPES |= {"float16": "Half", "bfloat16": "BFloat16", "float32": "Float", "float64": "Double"}
+
+
+def scalar_type_name(dtype: T.DType) -> str:
+    """PyTorch's ScalarType name of ``dtype`` (``Long`` for int64), as its dtype errors print it."""
+    return _SCALAR_TYPES.get(dtype.name, dtype.name)
 
 
 def promote_types(a: T.DType, b: T.DType) -> T.DType:

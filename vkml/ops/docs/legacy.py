@@ -103,11 +103,10 @@ PAGES: dict[str, OpDoc] = {
     "nextafter": _host(
         (sig("vkml.nextafter", _L.nextafter), "Tensor.nextafter(other)", "Tensor.nextafter_(other)"),
         _L.nextafter,
-        "exact (numpy.nextafter on the host)",
+        "exact (numpy.nextafter on the host; bfloat16: a step of its bit pattern, numpy having no bfloat16)",
         special="NaN in either operand gives NaN; equal operands give `other`. The operands promote as "
         "PyTorch's (an int tensor with a float one, float16 with float32); an integer result dtype raises "
         "NotImplementedError.",
-        divergence="bfloat16 raises NotImplementedError.",
         gradient="PyTorch's rule: `input` gets the gradient where input != other (0 where they are equal), "
         "`other` zeros.",
     ),
@@ -145,8 +144,12 @@ PAGES: dict[str, OpDoc] = {
         "elementwise",
         (sig("vkml.ldexp", _L.ldexp), "Tensor.ldexp(other)", "Tensor.ldexp_(other)"),
         _L.ldexp,
-        "PyTorch's formula input · pow(2.0, other): `pow` then one rounded product",
-        special="As `mul` and `pow`: large exponents give ±inf, very negative ones 0.",
+        "exact for a float input and an integer exponent tensor (one rounding, computed on the host, as PyTorch's "
+        "std::ldexp); otherwise PyTorch's formula input · pow(2.0, other): `pow` then one rounded product",
+        special="One rounding of the exact input · 2^other: it overflows to ±inf or underflows to a subnormal or 0 "
+        "only where the result does (0.5 · 2^128 is finite in float32). Other exponents: as `mul` and `pow`.",
+        gradient="PyTorch's LdexpBackward0: grad · pow(2, other) with an integer 2, so a negative integer "
+        "exponent gives a zero gradient; `other` gets none.",
     ),
     "inner": _page(
         "composite",

@@ -354,6 +354,9 @@ def test_every_differentiable_op_has_a_rule_and_a_case():
     from test_linear_one_op import GRAD_TESTED as LINEAR_GRAD_TESTED
 
     tested |= LINEAR_GRAD_TESTED  # linear recorded as one op: tests/test_linear_one_op.py
+    from test_pytorch_suite_binary import GRAD_TESTED as BINARY_GRAD_TESTED
+
+    tested |= BINARY_GRAD_TESTED  # ldexp: tests/test_pytorch_suite_binary.py
     untested = {"to_device", "scatter_legacy_reduce", "poisson"}  # scatter_legacy_reduce raises as PyTorch
     # (tests/test_index_ops.py); poisson's zero gradient is checked in tests/test_torch_gaps.py
     assert differentiable | set(RULES) - untested <= tested, sorted((differentiable | set(RULES)) - tested)

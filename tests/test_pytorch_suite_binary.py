@@ -1423,3 +1423,28 @@ def test_binary_errors(name):
 )
 def test_binary_on_vulkan(name, gpu):
     same(on_device(gpu, CASES[name]), name=name, **_tolerance(name))
+
+
+GRAD_TESTED = {"ldexp"}  # tests/test_autograd.py's inventory of checked rules
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_ldexp_gradient_matches_pytorch(dtype):
+    import torch
+
+    import vkml
+
+    mantissa = np.array([0.75, -1.5, 3.0, 1e-3, -0.0], dtype=dtype)
+    exponent = np.array([1, -3, 0, 20, 4], dtype=np.int64)
+    upstream = np.array([1.0, -2.0, 0.5, 3.0, 1.0], dtype=dtype)
+    grads = []
+    for m in (torch, vkml):
+        x = m.tensor(mantissa, requires_grad=True)
+        e = m.tensor(exponent)
+        out = m.ldexp(x, e)
+        assert out.dtype == getattr(m, dtype)
+        out.backward(m.tensor(upstream))
+        grads.append((out.detach().numpy(), x.grad.numpy()))
+    (want_out, want_grad), (got_out, got_grad) = grads
+    np.testing.assert_array_equal(got_out, want_out)
+    np.testing.assert_array_equal(got_grad, want_grad)

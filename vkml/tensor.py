@@ -476,19 +476,19 @@ class Tensor:
         return F.add(self, _array_operand(self, o))
 
     def __radd__(self, o):
-        return F.add(o, self)
+        return _reflected(F.add(o, self), self, o, "AddBackward0")
 
     def __sub__(self, o):
         return F.sub(self, _array_operand(self, o))
 
     def __rsub__(self, o):
-        return F.sub(o, self)
+        return _reflected(F.sub(o, self), self, o, "RsubBackward1")
 
     def __mul__(self, o):
         return F.mul(self, _array_operand(self, o))
 
     def __rmul__(self, o):
-        return F.mul(o, self)
+        return _reflected(F.mul(o, self), self, o, "MulBackward0")
 
     def __truediv__(self, o):
         return F.div(self, _array_operand(self, o))
@@ -893,6 +893,15 @@ def _array_operand(tensor: Tensor, other):
 
 
 # view(dtype): a bit reinterpretation (vkml/frontend/dtype_view.py); Tensor.view calls it.
+def _reflected(out, tensor, number, node_name: str):
+    """``number op tensor``'s result shown as PyTorch's node: PyTorch runs it as the tensor's method with
+    the number second (``1 - x`` is ``rsub(x, 1)``), so its edges are the tensor's, then the number's."""
+    if out._ctx is not None and not isinstance(number, Tensor):
+        link = autograd.edge(tensor)
+        autograd.show(out, node_name, (link,) if node_name == "RsubBackward1" else (link, (None, 0)))
+    return out
+
+
 from .frontend.dtype_view import view_dtype  # noqa: E402
 
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 from ..graph import build as lazy
 from ..ir import types as T
 from ..ops.cast import work_dtype
+from . import autograd, return_types
 from . import operators as F
-from . import return_types
 from .creation import arange
 from .exports import Export
 from .statistics import dim_or_axis
@@ -76,6 +76,7 @@ def _accumulating(op: str, input, dim, dtype, axis, combine):
     return F.cast(out, out_dtype)
 
 
+@autograd.shown_as("CumsumBackward0", autograd.input_edge)
 def cumsum(input, dim=None, *, dtype=None, axis=None):
     """Running sums along ``dim`` in the Hillis-Steele order (module docstring); int32 and bool give int64.
 
@@ -85,6 +86,7 @@ def cumsum(input, dim=None, *, dtype=None, axis=None):
     return _accumulating("cumsum", input, dim, dtype, axis, F.add)
 
 
+@autograd.shown_as("CumprodBackward0", autograd.input_edge)
 def cumprod(input, dim=None, *, dtype=None, axis=None):
     """Running products along ``dim`` in the Hillis-Steele order (module docstring); int32 and bool give int64.
 

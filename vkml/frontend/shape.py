@@ -86,7 +86,11 @@ def stack(tensors, dim: int = 0, *, axis=None):
                 f"{list(t.shape)} at entry {i}"
             )
     d = _dim("stack", dim, len(shape) + 1)
-    return F.cat([F.unsqueeze(t, d) for t in tensors], d)
+    edges = tuple(autograd.edge(t) for t in tensors) if autograd.is_grad_enabled() else None
+    out = F.cat([F.unsqueeze(t, d) for t in tensors], d)
+    if edges is not None and out._ctx is not None:  # PyTorch's one node, not a cat of unsqueezes
+        autograd.show(out, "StackBackward0", edges)
+    return out
 
 
 def atleast_1d(*tensors):
@@ -192,12 +196,21 @@ def _narrow(input, d: int, start: int, length: int):
     return F.getitem(input, (slice(None),) * d + (slice(start, start + length),))
 
 
-def _pieces(input, d: int, sizes) -> tuple:
+def _pieces(input, d: int, sizes, node_name: str = "SliceBackward0") -> tuple:
+    """Views of consecutive ``sizes`` of dim ``d``, each shown as PyTorch's node ``node_name`` (split's
+    pieces are one ``SplitBackward0``'s outputs in PyTorch, tensor_split's are slices)."""
     out, start = [], 0
     for s in sizes:
-        out.append(_narrow(input, d, start, s))
+        out.append(_shown_piece(_narrow(input, d, start, s), input, node_name))
         start += s
     return tuple(out)
+
+
+def _shown_piece(piece, input, node_name: str):
+    """``piece`` of ``input`` (recorded as vkml's slice), shown as PyTorch's node ``node_name``."""
+    if node_name != "SliceBackward0" and piece is not input and piece._ctx is not None:
+        autograd.show(piece, node_name, (autograd.edge(input),))
+    return piece
 
 
 def split(tensor, split_size_or_sections=None, dim: int = 0, *, split_size=None):
@@ -230,7 +243,7 @@ def split(tensor, split_size_or_sections=None, dim: int = 0, *, split_size=None)
                 f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's size at dimension {d}), "
                 f"but got split_sizes={list(sizes)}"
             )
-        return _pieces(tensor, d, sizes)
+        return _pieces(tensor, d, sizes, "SplitWithSizesBackward0")
     (step,) = _ints("split", "split_size", split_size_or_sections)
     if step < 0:
         raise RuntimeError(f"split expects split_size be non-negative, but got split_size={step}")
@@ -239,7 +252,7 @@ def split(tensor, split_size_or_sections=None, dim: int = 0, *, split_size=None)
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}")
         return (tensor,)
     count = max(1, -(-size // step))
-    return _pieces(tensor, d, [min(step, size - k * step) for k in range(count)])
+    return _pieces(tensor, d, [min(step, size - k * step) for k in range(count)], "SplitBackward0")
 
 
 def chunk(input, chunks: int, dim: int = 0):
@@ -336,7 +349,10 @@ def unbind(input, dim: int = 0):
     if not node.shape:
         raise IndexError(f"'unbind': Dimension specified as {dim} but tensor has no dimensions")
     d = _dim("unbind", dim, len(node.shape))
-    return tuple(F.getitem(input, (slice(None),) * d + (i,)) for i in range(node.shape[d]))
+    return tuple(
+        _shown_piece(F.getitem(input, (slice(None),) * d + (i,)), input, "UnbindBackward0")
+        for i in range(node.shape[d])
+    )
 
 
 # ---------------------------------------------------------------------- reshaping (views)
@@ -454,6 +470,7 @@ def expand_as(input, other):
 # ---------------------------------------------------------------------- repeating
 
 
+@autograd.shown_as("RepeatBackward0", autograd.input_edge)
 def repeat(input, *sizes, **keyword):
     """``input`` tiled ``sizes[d]`` times along each dim (leading sizes add dims): an expand, then a reshape."""
     if keyword:  # x.repeat(repeats=(1, 2)), as PyTorch also takes it
@@ -777,7 +794,7 @@ def bmm(input, mat2):
             f"[{b.shape[0]}, {b.shape[1]}]."
         )
     check_matmul_dtypes("bmm", a.dtype, b.dtype, 3, 3)
-    return F.matmul(input, mat2)
+    return autograd.show(F.matmul(input, mat2), "BmmBackward0", (autograd.edge(input), autograd.edge(mat2)))
 
 
 def mv(input, vec):
@@ -890,13 +907,19 @@ def addmm(input, mat1, mat2, *rest, beta=1, alpha=1):
         return sparse._sparse_dispatch("addmm", input, mat1, mat2, beta=beta, alpha=alpha)
     _t("addmm", input)
     if _rounds_once(input, mat1, mat2):
-        return _wide_scaled_sum("addmm", mm, input, mat1, mat2, beta, alpha)
+        return _shown_addmm(_wide_scaled_sum("addmm", mm, input, mat1, mat2, beta, alpha), input, mat1, mat2)
     prod = mm(mat1, mat2)
     if input.dtype is not prod.dtype:
         raise RuntimeError(
             f"addmm: expected self and mat2 to have the same dtype, but got: {input.dtype.name} != {prod.dtype.name}"
         )
-    return _scaled_sum("addmm", input, prod, beta, alpha)
+    return _shown_addmm(_scaled_sum("addmm", input, prod, beta, alpha), input, mat1, mat2)
+
+
+def _shown_addmm(out, input, mat1, mat2):
+    """``out`` shown as PyTorch's one ``AddmmBackward0`` node (vkml records a product, a scale and a sum)."""
+    edges = (autograd.edge(input), autograd.edge(mat1), autograd.edge(mat2))
+    return autograd.show(out, "AddmmBackward0", edges) if out is not input else out
 
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):

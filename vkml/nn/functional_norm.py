@@ -206,6 +206,14 @@ def _batch_norm_train_grad(c):
 G.RULES["batch_norm_train"] = _batch_norm_train_grad
 
 
+@autograd.shown_as(
+    "NativeBatchNormBackward0",
+    lambda input, running_mean, running_var, weight=None, bias=None, *a, **k: (
+        autograd.edge(input),
+        autograd.edge(weight),
+        autograd.edge(bias),
+    ),
+)
 def batch_norm(
     input,
     running_mean,

@@ -1,0 +1,206 @@
+"""PyTorch-parity gaps of session 19, each checked against PyTorch CPU.
+
+- ``grad_fn`` names and edges of the ~100 most common ops (``type(t.grad_fn).__name__``, ``name()``,
+  the names of ``next_functions`` and the ``grad_fn=<...>`` of ``repr(t)``), as programs and tutorials
+  print them (``print(loss.grad_fn.next_functions[0][0])``).
+- ``torch.tensor(t)`` and ``t.new_tensor(t)`` of a tensor warn as PyTorch does (its wording, the user's line).
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import vkml
+from vkml.frontend import printing
+
+_RNG = np.random.default_rng(19)
+_A = _RNG.standard_normal((3, 4)).astype(np.float32)
+_B = _RNG.standard_normal((4, 5)).astype(np.float32)
+_V = _RNG.standard_normal(4).astype(np.float32)
+
+# name -> fn(lib, F, x (3, 4), y (4, 5), v (4,)), each leaf requiring grad
+GRAD_FN_CASES = {
+    "select": lambda L, F, x, y, v: x[0],
+    "select_negative": lambda L, F, x, y, v: x[:, -1],
+    "select_twice": lambda L, F, x, y, v: x[0, 1],
+    "select_after_ellipsis": lambda L, F, x, y, v: x[..., 0],
+    "slice": lambda L, F, x, y, v: x[1:],
+    "slice_full": lambda L, F, x, y, v: x[:],
+    "slice_step": lambda L, F, x, y, v: x[:, ::2],
+    "select_then_slice": lambda L, F, x, y, v: x[0, 1:],
+    "slice_then_select": lambda L, F, x, y, v: x[1:, 0],
+    "none_index": lambda L, F, x, y, v: x[None],
+    "select_then_none": lambda L, F, x, y, v: x[0, None],
+    "alias_ellipsis": lambda L, F, x, y, v: x[...],
+    "alias_full_tuple": lambda L, F, x, y, v: x[:, :],
+    "index": lambda L, F, x, y, v: x[L.tensor([0, 2])],
+    "bool_mask": lambda L, F, x, y, v: x[x > 0],
+    "narrow": lambda L, F, x, y, v: x.narrow(1, 0, 2),
+    "unsqueeze": lambda L, F, x, y, v: x.unsqueeze(0),
+    "squeeze": lambda L, F, x, y, v: x.unsqueeze(0).squeeze(),
+    "squeeze_dim": lambda L, F, x, y, v: x.unsqueeze(0).squeeze(0),
+    "expand": lambda L, F, x, y, v: v.expand(3, 4),
+    "permute": lambda L, F, x, y, v: x.permute(1, 0),
+    "t": lambda L, F, x, y, v: x.t(),
+    "T": lambda L, F, x, y, v: x.T,
+    "transpose": lambda L, F, x, y, v: x.transpose(0, 1),
+    "view": lambda L, F, x, y, v: x.view(12),
+    "reshape": lambda L, F, x, y, v: x.reshape(12),
+    "flatten": lambda L, F, x, y, v: x.flatten(),
+    "contiguous": lambda L, F, x, y, v: x.t().contiguous(),
+    "clone": lambda L, F, x, y, v: x.clone(),
+    "repeat": lambda L, F, x, y, v: x.repeat(2, 1),
+    "cat": lambda L, F, x, y, v: L.cat([x, x]),
+    "stack": lambda L, F, x, y, v: L.stack([x, x.detach()], 1),
+    "split": lambda L, F, x, y, v: x.split(2, 1)[1],
+    "split_sizes": lambda L, F, x, y, v: x.split([1, 3], 1)[0],
+    "chunk": lambda L, F, x, y, v: x.chunk(2, 1)[0],
+    "unbind": lambda L, F, x, y, v: x.unbind(0)[1],
+    "tensor_split": lambda L, F, x, y, v: x.tensor_split(2, 1)[0],
+    "gather": lambda L, F, x, y, v: x.gather(1, L.tensor([[0], [1], [2]])),
+    "masked_fill": lambda L, F, x, y, v: x.masked_fill(x > 0, 0.0),
+    "masked_fill_tensor": lambda L, F, x, y, v: x.masked_fill(x > 0, L.tensor(0.0)),
+    "mm": lambda L, F, x, y, v: x.mm(y),
+    "matmul": lambda L, F, x, y, v: x @ y,
+    "mv": lambda L, F, x, y, v: x @ v,
+    "dot": lambda L, F, x, y, v: v @ v,
+    "bmm": lambda L, F, x, y, v: L.bmm(x.unsqueeze(0), y.unsqueeze(0)),
+    "addmm": lambda L, F, x, y, v: L.addmm(y[0], x, y),
+    "linear": lambda L, F, x, y, v: F.linear(x, y.t()),
+    "linear_bias": lambda L, F, x, y, v: F.linear(x, y.t(), y[0]),
+    "linear_batched": lambda L, F, x, y, v: F.linear(x.unsqueeze(0), y.t(), y[0]),
+    "nll_loss": lambda L, F, x, y, v: F.nll_loss(F.log_softmax(x, 1), L.tensor([0, 1, 2])),
+    "cross_entropy": lambda L, F, x, y, v: F.cross_entropy(x, L.tensor([0, 1, 2])),
+    "log_softmax": lambda L, F, x, y, v: F.log_softmax(x, dim=1),
+    "softmax": lambda L, F, x, y, v: F.softmax(x, dim=1),
+    "mean": lambda L, F, x, y, v: x.mean(),
+    "mean_dim": lambda L, F, x, y, v: x.mean(0),
+    "sum": lambda L, F, x, y, v: x.sum(),
+    "sum_dim": lambda L, F, x, y, v: x.sum(1),
+    "prod_dim": lambda L, F, x, y, v: x.prod(1),
+    "add": lambda L, F, x, y, v: x + x,
+    "add_scalar": lambda L, F, x, y, v: x + 1,
+    "radd_scalar": lambda L, F, x, y, v: 1 + x,
+    "sub": lambda L, F, x, y, v: x - x.detach(),
+    "rsub_scalar": lambda L, F, x, y, v: 1 - x,
+    "mul": lambda L, F, x, y, v: x * x,
+    "rmul_scalar": lambda L, F, x, y, v: 2 * x,
+    "div": lambda L, F, x, y, v: x / (x + 3),
+    "div_scalar": lambda L, F, x, y, v: x / 3,
+    "neg": lambda L, F, x, y, v: -x,
+    "pow_scalar": lambda L, F, x, y, v: x**2,
+    "pow_tensor": lambda L, F, x, y, v: x.abs() ** x,
+    "rpow": lambda L, F, x, y, v: 2**x,
+    "square": lambda L, F, x, y, v: x.square(),
+    "exp": lambda L, F, x, y, v: x.exp(),
+    "log": lambda L, F, x, y, v: x.abs().log(),
+    "sqrt": lambda L, F, x, y, v: x.abs().sqrt(),
+    "sin": lambda L, F, x, y, v: x.sin(),
+    "relu": lambda L, F, x, y, v: F.relu(x),
+    "sigmoid": lambda L, F, x, y, v: x.sigmoid(),
+    "tanh": lambda L, F, x, y, v: x.tanh(),
+    "gelu": lambda L, F, x, y, v: F.gelu(x),
+    "silu": lambda L, F, x, y, v: F.silu(x),
+    "leaky_relu": lambda L, F, x, y, v: F.leaky_relu(x),
+    "elu": lambda L, F, x, y, v: F.elu(x),
+    "hardtanh": lambda L, F, x, y, v: F.hardtanh(x),
+    "softplus": lambda L, F, x, y, v: F.softplus(x),
+    "clamp": lambda L, F, x, y, v: x.clamp(-0.5, 0.5),
+    "clamp_min_keyword": lambda L, F, x, y, v: x.clamp(min=0),
+    "clamp_min": lambda L, F, x, y, v: x.clamp_min(0),
+    "clamp_max_tensor": lambda L, F, x, y, v: x.clamp_max(L.tensor(0.0)),
+    "clamp_tensors": lambda L, F, x, y, v: L.clamp(x, L.tensor(0.0), L.tensor(1.0)),
+    "where": lambda L, F, x, y, v: L.where(x > 0, x, x * 2),
+    "max_all": lambda L, F, x, y, v: x.max(),
+    "max_dim": lambda L, F, x, y, v: x.max(1)[0],
+    "amax": lambda L, F, x, y, v: x.amax(1),
+    "cumsum": lambda L, F, x, y, v: x.cumsum(1),
+    "var": lambda L, F, x, y, v: x.var(),
+    "std_dim": lambda L, F, x, y, v: x.std(1),
+    "norm": lambda L, F, x, y, v: x.norm(),
+    "norm_dim": lambda L, F, x, y, v: x.norm(dim=1),
+    "to_double": lambda L, F, x, y, v: x.double(),
+    "mse_loss": lambda L, F, x, y, v: F.mse_loss(x, x.detach() * 0),
+    "l1_loss": lambda L, F, x, y, v: F.l1_loss(x, x.detach() * 0),
+    "bce_with_logits": lambda L, F, x, y, v: F.binary_cross_entropy_with_logits(x, x.detach() * 0),
+    "bce": lambda L, F, x, y, v: F.binary_cross_entropy(x.sigmoid(), x.detach() * 0),
+    "smooth_l1_loss": lambda L, F, x, y, v: F.smooth_l1_loss(x, x.detach() * 0),
+    "layer_norm": lambda L, F, x, y, v: F.layer_norm(x, (4,)),
+    "layer_norm_affine": lambda L, F, x, y, v: F.layer_norm(x, (4,), v, v),
+    "batch_norm": lambda L, F, x, y, v: F.batch_norm(x, None, None, training=True),
+    "batch_norm_affine": lambda L, F, x, y, v: F.batch_norm(x, None, None, v[:4], v[:4], training=True),
+    "embedding": lambda L, F, x, y, v: F.embedding(L.tensor([0, 2]), x),
+    "conv2d": lambda L, F, x, y, v: F.conv2d(x.view(1, 1, 3, 4), y[:2, :2].contiguous().view(1, 1, 2, 2)),
+    "max_pool2d": lambda L, F, x, y, v: F.max_pool2d(x.view(1, 1, 3, 4), 2),
+    "avg_pool2d": lambda L, F, x, y, v: F.avg_pool2d(x.view(1, 1, 3, 4), 2),
+}
+
+
+def _grad_fn_names(lib, fn) -> tuple:
+    F = lib.nn.functional
+    x, y, v = (lib.tensor(a, requires_grad=True) for a in (_A, _B, _V))
+    out = fn(lib, F, x, y, v)
+    node = out.grad_fn
+    edges = tuple(type(n).__name__ if n is not None else None for n, _ in node.next_functions)
+    if lib is torch:
+        text = repr(out)
+        suffix = text[text.rfind("grad_fn=") : -1]
+    else:  # repr's suffix without computing the values (tests/test_printing.py checks the whole text)
+        (suffix,) = printing._grad_suffixes(out)
+    return type(node).__name__, node.name(), edges, suffix
+
+
+@pytest.mark.parametrize("case", sorted(GRAD_FN_CASES))
+def test_grad_fn_names_and_edges_match_pytorch(case):
+    fn = GRAD_FN_CASES[case]
+    assert _grad_fn_names(vkml, fn) == _grad_fn_names(torch, fn)
+
+
+def test_repr_ends_with_the_shown_node():
+    x = vkml.tensor(_A, requires_grad=True)
+    assert repr(x[0]).endswith("grad_fn=<SelectBackward0>)")
+    assert repr(1 - x[:, 1:]).endswith("grad_fn=<RsubBackward1>)")
+
+
+def test_shown_nodes_keep_the_gradients():
+    # the names are only shown: backward through the renamed nodes gives PyTorch's gradients
+    for case in ("select_then_slice", "stack", "split", "unbind", "rsub_scalar", "clamp", "masked_fill", "mv"):
+        grads = []
+        for lib in (torch, vkml):
+            x, y, v = (lib.tensor(a, requires_grad=True) for a in (_A, _B, _V))
+            GRAD_FN_CASES[case](lib, lib.nn.functional, x, y, v).sum().backward()
+            grads.append([None if t.grad is None else np.asarray(t.grad.tolist()) for t in (x, y, v)])
+        for mine, theirs in zip(grads[1], grads[0], strict=True):
+            assert (mine is None) == (theirs is None), case
+            if mine is not None:
+                np.testing.assert_allclose(mine, theirs, rtol=1e-6, atol=1e-6, err_msg=case)
+
+
+# ---------------------------------------------------------------------- torch.tensor(a_tensor)
+
+
+def _copy_construct_warnings(lib, make) -> list[str]:
+    source = lib.ones(2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        make(lib, source)
+    return [f"{w.category.__name__}: {w.message} ({os.path.basename(w.filename)})" for w in caught]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda lib, t: lib.tensor(t),
+        lambda lib, t: lib.tensor(t, dtype=lib.float64),
+        lambda lib, t: t.new_tensor(t),
+        lambda lib, t: lib.tensor([t[0], t[1]]),  # a list of tensors: no warning
+        lambda lib, t: lib.as_tensor(t),
+    ],
+)
+def test_tensor_of_a_tensor_warns_as_pytorch(make):
+    assert _copy_construct_warnings(vkml, make) == _copy_construct_warnings(torch, make)

@@ -3,6 +3,8 @@
 - ``grad_fn`` names and edges of the ~100 most common ops (``type(t.grad_fn).__name__``, ``name()``,
   the names of ``next_functions`` and the ``grad_fn=<...>`` of ``repr(t)``), as programs and tutorials
   print them (``print(loss.grad_fn.next_functions[0][0])``).
+- BatchNorm training of a ``.half()``/``.bfloat16()`` model: outputs, gradients and running statistics
+  with PyTorch CPU's bits (its kernel's rounding of the saved mean and invstd, and of bfloat16's steps).
 - ``torch.tensor(t)`` and ``t.new_tensor(t)`` of a tensor warn as PyTorch does (its wording, the user's line).
 """
 
@@ -204,3 +206,80 @@ def _copy_construct_warnings(lib, make) -> list[str]:
 )
 def test_tensor_of_a_tensor_warns_as_pytorch(make):
     assert _copy_construct_warnings(vkml, make) == _copy_construct_warnings(torch, make)
+
+
+# ---------------------------------------------------------------------- float16/bfloat16 batch norm training
+
+
+def _batch_norm_steps(lib, dtype_name: str, shape: tuple, affine: bool, device=None) -> list[np.ndarray]:
+    """Two training steps of a ``.half()``/``.bfloat16()`` BatchNorm: outputs, input gradients, the running
+    statistics and the parameters' gradients, as float32 arrays."""
+    rng = np.random.default_rng(sum(shape) + affine)
+    channels = shape[1]
+    layer = (
+        lib.nn.BatchNorm1d(channels, affine=affine) if len(shape) < 4 else lib.nn.BatchNorm2d(channels, affine=affine)
+    )
+    with lib.no_grad():
+        if affine:
+            layer.weight.copy_(lib.tensor(rng.standard_normal(channels).astype(np.float32)))
+            layer.bias.copy_(lib.tensor(rng.standard_normal(channels).astype(np.float32)))
+        layer.running_mean.copy_(lib.tensor(rng.standard_normal(channels).astype(np.float32)))
+        layer.running_var.copy_(lib.tensor((rng.random(channels) + 0.5).astype(np.float32)))
+    dtype = getattr(lib, dtype_name)
+    layer = layer.to(dtype) if device is None else layer.to(device=device, dtype=dtype)
+    results = []
+    for _ in range(2):
+        x = lib.tensor(rng.standard_normal(shape).astype(np.float32) * 3 + 1).to(dtype)
+        grad = lib.tensor(rng.standard_normal(shape).astype(np.float32)).to(dtype)
+        if device is not None:
+            x, grad = x.to(device), grad.to(device)
+        x.requires_grad_()
+        out = layer(x)
+        out.backward(grad)
+        results += [out, x.grad]
+    results += [layer.running_mean, layer.running_var]
+    if affine:
+        results += [layer.weight.grad, layer.bias.grad]
+    return [np.asarray(t.detach().float().cpu().tolist(), np.float32) for t in results]
+
+
+def _assert_pytorchs_bits(mine: list, theirs: list, dtype_name: str) -> None:
+    """Equal, but for a rare element one ``dtype_name`` ulp away: vkml adds the float32 sums (a channel's
+    Σdy, Σ(x - mean)·dy) in its own fixed order, PyTorch in its vector lanes and threads, and a last-bit
+    difference of a sum flips the rounding of an element about once in a few thousand."""
+    ulp = np.float32(2.0**-10 if dtype_name == "float16" else 2.0**-7)
+    for i, (a, b) in enumerate(zip(mine, theirs, strict=True)):
+        differ = a != b
+        assert differ.sum() <= max(1, a.size // 1000), f"result {i}: {differ.sum()} of {a.size} differ"
+        scale = np.exp2(np.floor(np.log2(np.maximum(np.abs(b[differ]), np.float32(2.0**-14)))))
+        np.testing.assert_array_less(np.abs(a[differ] - b[differ]), ulp * scale * 1.001, err_msg=f"result {i}")
+
+
+_BATCH_NORM_CASES = [("float16", (8, 3), True), ("bfloat16", (4, 3, 5), True)]
+_MORE_BATCH_NORM_CASES = [
+    (dtype_name, shape, affine)
+    for dtype_name in ("float16", "bfloat16")
+    for shape in ((8, 3), (64, 5), (4, 3, 5), (16, 4, 1), (4, 3, 6, 5))
+    for affine in (True, False)
+    if (dtype_name, shape, affine) not in _BATCH_NORM_CASES
+]
+
+
+@pytest.mark.parametrize(
+    ("dtype_name", "shape", "affine"),
+    _BATCH_NORM_CASES + [pytest.param(*case, marks=pytest.mark.exhaustive) for case in _MORE_BATCH_NORM_CASES],
+)
+def test_half_model_batch_norm_training_has_pytorchs_bits(dtype_name, shape, affine):
+    mine = _batch_norm_steps(vkml, dtype_name, shape, affine)
+    theirs = _batch_norm_steps(torch, dtype_name, shape, affine)
+    _assert_pytorchs_bits(mine, theirs, dtype_name)
+
+
+@pytest.mark.stress  # a compile of each kernel on lavapipe: about 3 s a dtype
+@pytest.mark.parametrize("dtype_name", ["float16", "bfloat16"])
+def test_half_model_batch_norm_training_same_bits_on_vulkan(gpu, dtype_name):
+    shape = (4, 3, 6, 5)
+    on_cpu = _batch_norm_steps(vkml, dtype_name, shape, True)
+    on_gpu = _batch_norm_steps(vkml, dtype_name, shape, True, device=gpu)
+    for i, (a, b) in enumerate(zip(on_gpu, on_cpu, strict=True)):
+        np.testing.assert_array_equal(a, b, err_msg=f"result {i}")

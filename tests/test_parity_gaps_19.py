@@ -283,3 +283,29 @@ def test_half_model_batch_norm_training_same_bits_on_vulkan(gpu, dtype_name):
     on_gpu = _batch_norm_steps(vkml, dtype_name, shape, True, device=gpu)
     for i, (a, b) in enumerate(zip(on_gpu, on_cpu, strict=True)):
         np.testing.assert_array_equal(a, b, err_msg=f"result {i}")
+
+
+# ---------------------------------------------------------------------- float16/bfloat16 cumprod's gradient
+
+
+@pytest.mark.parametrize(
+    ("dtype_name", "zeros"),
+    [("float16", 0), ("float16", 3)]
+    + [
+        pytest.param(*case, marks=pytest.mark.exhaustive) for case in (("float16", 1), ("bfloat16", 0), ("bfloat16", 3))
+    ],
+)
+def test_half_cumprod_gradient_has_pytorchs_bits(dtype_name, zeros):
+    # PyTorch's cumprod_backward in the input's dtype: reversed_cumsum(output·g) / input, and its
+    # first-zero formula where a slice holds zeros
+    rng = np.random.default_rng(zeros)
+    values = rng.uniform(0.5, 1.5, (4, 6)).astype(np.float32) * rng.choice([-1, 1], (4, 6))
+    values.flat[rng.choice(values.size, zeros, replace=False)] = 0.0
+    weights = rng.standard_normal((4, 6)).astype(np.float32)
+    grads = []
+    for lib in (torch, vkml):
+        dtype = getattr(lib, dtype_name)
+        x = lib.tensor(values).to(dtype).requires_grad_()
+        (lib.cumprod(x, 1) * lib.tensor(weights).to(dtype)).sum().backward()
+        grads.append(np.asarray(x.grad.float().tolist(), np.float32))
+    np.testing.assert_array_equal(grads[1], grads[0])

@@ -309,3 +309,18 @@ def test_half_cumprod_gradient_has_pytorchs_bits(dtype_name, zeros):
         (lib.cumprod(x, 1) * lib.tensor(weights).to(dtype)).sum().backward()
         grads.append(np.asarray(x.grad.float().tolist(), np.float32))
     np.testing.assert_array_equal(grads[1], grads[0])
+
+
+# ---------------------------------------------------------------------- float16 torch.gradient
+
+
+@pytest.mark.parametrize("edge_order", [pytest.param(1, marks=pytest.mark.exhaustive), 2])
+def test_half_gradient_has_pytorchs_bits(edge_order):
+    # PyTorch's op order: ((x[2:] - x[:-2]) / h) / 2 inside, (-1.5·x0 + 2·x1 - 0.5·x2) / h at an edge
+    values = np.random.default_rng(edge_order).standard_normal((6, 7)).astype(np.float32) * 10
+    results = []
+    for lib in (torch, vkml):
+        outs = lib.gradient(lib.tensor(values).half(), spacing=[2.1, 0.3], edge_order=edge_order)
+        results.append([np.asarray(t.float().tolist(), np.float32) for t in outs])
+    for mine, theirs in zip(results[1], results[0], strict=True):
+        np.testing.assert_array_equal(mine, theirs)

@@ -981,13 +981,17 @@ def _gradient_along(x, d: int, n: int, h, edge_order: int):
                 F.mul(part(n - 1, 1), F.div(F.add(F.mul(e2, 2), e1), F.mul(e2, F.add(e1, e2)))),
             )
         return F.cat([first, inner, last], d)
-    inner = F.div(F.sub(part(2, n - 2), part(0, n - 2)), F.mul(h, 2.0) if _is_tensor(h) else 2.0 * h)
+    # PyTorch's ops in its order (each rounds in float16): ((x[2:] - x[:-2]) / h) / 2 inside, and for
+    # edge_order 2 (-1.5·x0 + 2·x1 - 0.5·x2) / h and (0.5·x[-3] - 2·x[-2] + 1.5·x[-1]) / h at the ends
+    inner = F.div(F.div(F.sub(part(2, n - 2), part(0, n - 2)), h), 2.0)
     if edge_order == 1:
         first = F.div(F.sub(part(1, 1), part(0, 1)), h)
         last = F.div(F.sub(part(n - 1, 1), part(n - 2, 1)), h)
     else:
-        first = F.div(F.sub(F.sub(F.mul(part(1, 1), 4.0), F.mul(part(0, 1), 3.0)), part(2, 1)), 2.0 * h)
-        last = F.div(F.add(F.sub(F.mul(part(n - 1, 1), 3.0), F.mul(part(n - 2, 1), 4.0)), part(n - 3, 1)), 2.0 * h)
+        first = F.div(F.sub(F.add(F.mul(part(0, 1), -1.5), F.mul(part(1, 1), 2.0)), F.mul(part(2, 1), 0.5)), h)
+        last = F.div(
+            F.add(F.sub(F.mul(part(n - 3, 1), 0.5), F.mul(part(n - 2, 1), 2.0)), F.mul(part(n - 1, 1), 1.5)), h
+        )
     return F.cat([first, inner, last], d)
 
 

@@ -324,3 +324,22 @@ def test_half_gradient_has_pytorchs_bits(edge_order):
         results.append([np.asarray(t.float().tolist(), np.float32) for t in outs])
     for mine, theirs in zip(results[1], results[0], strict=True):
         np.testing.assert_array_equal(mine, theirs)
+
+
+# ---------------------------------------------------------------------- ldexp's own backward node
+
+
+def test_half_ldexp_gradient_has_pytorchs_bits():
+    # PyTorch's LdexpBackward0: (grad · result) · ln 2 for the exponent, not pow's backward
+    rng = np.random.default_rng(7)
+    values, exponents = rng.standard_normal((4, 6)) * 8, rng.standard_normal(6) * 3
+    results = []
+    for lib in (torch, vkml):
+        x = lib.tensor(values.astype(np.float32)).half().requires_grad_()
+        e = lib.tensor(exponents.astype(np.float32)).half().requires_grad_()
+        out = lib.ldexp(x, e)
+        (out * lib.tensor(np.linspace(-1.0, 2.0, 24).reshape(4, 6).astype(np.float32)).half()).sum().backward()
+        results.append([type(out.grad_fn).__name__] + [np.asarray(t.float().tolist()) for t in (out, x.grad, e.grad)])
+    assert results[1][0] == results[0][0]
+    for mine, theirs in zip(results[1][1:], results[0][1:], strict=True):
+        np.testing.assert_array_equal(mine, theirs)

@@ -709,7 +709,24 @@ def frexp(input):
 def ldexp(input, other):
     """input · 2^other, as ``torch.ldexp`` (PyTorch's formula: ``input * pow(2.0, other)``)."""
     _tensor("ldexp", "input", input)
-    return F.mul(input, F.pow(2.0, other))
+    if not _is_tensor(other):
+        return F.mul(input, F.pow(2.0, other))
+    with autograd.no_grad():
+        out = F.mul(input, F.pow(2.0, other))
+    return autograd.record("ldexp", (input, other), out)
+
+
+def _grad_ldexp(c):
+    """PyTorch's LdexpBackward0: ``grad · 2^other`` for the input, ``(grad · result) · ln 2`` for the
+    exponent (each product rounded in the result's dtype)."""
+    input, other = c.inputs
+    g = c.g
+    g_input = F.mul(g, F.pow(2.0, other)) if c.needs[0] else None
+    g_other = F.mul(F.mul(g, c.output), math.log(2.0)) if c.needs[1] else None
+    return g_input, g_other
+
+
+_grads.RULES["ldexp"] = _grad_ldexp
 
 
 def nextafter(input, other):

@@ -343,3 +343,18 @@ def test_half_ldexp_gradient_has_pytorchs_bits():
     assert results[1][0] == results[0][0]
     for mine, theirs in zip(results[1][1:], results[0][1:], strict=True):
         np.testing.assert_array_equal(mine, theirs)
+
+
+def test_half_addmv_gradients_have_pytorchs_bits():
+    # PyTorch's AddmvBackward0 scales (matᵀ @ grad) by alpha, where the ops' rules scaled grad first
+    rng = np.random.default_rng(11)
+    arrays = [rng.standard_normal(shape).astype(np.float32) for shape in ((5,), (5, 10), (10,))]
+    results = []
+    for lib in (torch, vkml):
+        leaves = [lib.tensor(a).half().requires_grad_() for a in arrays]
+        out = lib.addmv(*leaves, beta=0.2, alpha=0.6)
+        (out * lib.tensor(np.linspace(-1.0, 2.0, 5).astype(np.float32)).half()).sum().backward()
+        results.append([type(out.grad_fn).__name__] + [np.asarray(t.grad.float().tolist()) for t in leaves])
+    assert results[1][0] == results[0][0]
+    for mine, theirs in zip(results[1][1:], results[0][1:], strict=True):
+        np.testing.assert_array_equal(mine, theirs)

@@ -24,6 +24,7 @@ import numpy as np
 from ..errors import DTypeError, DTypeNotImplementedError, ShapeError
 from ..graph import build as lazy
 from ..ir import types as T
+from ..ops import grads as _grads
 from ..ops.promotion import promote_types
 from . import autograd
 from . import operators as F
@@ -938,7 +939,27 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
 def addmv(input, mat, vec, *, beta=1, alpha=1):
     """``beta * input + alpha * (mat @ vec)``."""
     _t("addmv", input)
-    return _scaled_sum("addmv", input, mv(mat, vec), beta, alpha)
+    with autograd.no_grad():
+        out = _scaled_sum("addmv", input, mv(mat, vec), beta, alpha)
+    return autograd.record("addmv", (input, mat, vec), out, {"beta": beta, "alpha": alpha})
+
+
+def _grad_addmv(c):
+    """PyTorch's AddmvBackward0: ``grad·beta``, ``outer(grad, vec)·alpha`` and ``(matᵀ @ grad)·alpha``, a
+    scale of 1 skipped (each product rounded in the operands' dtype, in that order)."""
+    _, mat, vec = c.inputs
+    g, beta, alpha = c.g, c.attrs["beta"], c.attrs["alpha"]
+
+    def scaled(t, s):
+        return t if s == 1 else F.mul(t, s)
+
+    g_input = scaled(g, beta) if c.needs[0] else None
+    g_mat = scaled(F.matmul(F.unsqueeze(g, 1), F.unsqueeze(vec, 0)), alpha) if c.needs[1] else None
+    g_vec = scaled(F.matmul(F.transpose(mat, 0, 1), g), alpha) if c.needs[2] else None
+    return g_input, g_mat, g_vec
+
+
+_grads.RULES["addmv"] = _grad_addmv
 
 
 def tensordot(a, b, dims=2):

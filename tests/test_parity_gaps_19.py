@@ -358,3 +358,19 @@ def test_half_addmv_gradients_have_pytorchs_bits():
     assert results[1][0] == results[0][0]
     for mine, theirs in zip(results[1][1:], results[0][1:], strict=True):
         np.testing.assert_array_equal(mine, theirs)
+
+
+def test_half_huber_loss_has_pytorchs_bits():
+    # PyTorch's huber kernel computes each loss in float32 (delta too) and rounds once
+    rng = np.random.default_rng(13)
+    a, b = (rng.standard_normal((6, 7)).astype(np.float32) * 6 for _ in range(2))
+    results = []
+    for lib in (torch, vkml):
+        x = lib.tensor(a).half().requires_grad_()
+        loss = lib.nn.functional.huber_loss(x, lib.tensor(b).half(), reduction="none", delta=3.3)
+        (loss * lib.tensor(np.linspace(-1.0, 2.0, 42).reshape(6, 7).astype(np.float32)).half()).sum().backward()
+        results.append([np.asarray(t.float().tolist()) for t in (loss, x.grad)])
+    np.testing.assert_array_equal(results[1][0], results[0][0])
+    # the gradient: PyTorch's vector lanes' rounding; its scalar tail (a row's last few elements) multiplies
+    # by the float32 delta and may differ in the last bit there
+    np.testing.assert_allclose(results[1][1], results[0][1], rtol=2.0**-10, atol=0)

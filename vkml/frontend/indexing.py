@@ -583,7 +583,8 @@ def index_select(input, dim: int, index):
         raise RuntimeError(
             f"'index_select': index {int(values[bad][0])} is out of bounds for dimension {d} with size {size}"
         )
-    return take_positions(input, plan("index_select", input.shape, (slice(None),) * d + (values,)))
+    out = take_positions(input, plan("index_select", input.shape, (slice(None),) * d + (values,)))
+    return autograd.show(out, "IndexSelectBackward0", (autograd.edge(input),))  # PyTorch's node
 
 
 def scatter_(target, dim: int, index, src=None, value=None, reduce=None):

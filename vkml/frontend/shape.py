@@ -577,7 +577,8 @@ def roll(input, shifts, dims=None):
             raise RuntimeError("'roll': `shifts` required")
         if len(shifts) != 1:
             raise RuntimeError(f"'roll': shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
-        return F.reshape(roll(F.reshape(input, -1), shifts, 0), *node.shape)
+        out = F.reshape(roll(F.reshape(input, -1), shifts, 0), *node.shape)
+        return autograd.show(out, "RollBackward0", (autograd.edge(input),))
     dims = _ints("roll", "dims", dims)
     if not shifts:
         raise RuntimeError("'roll': `shifts` required")
@@ -594,7 +595,8 @@ def roll(input, shifts, dims=None):
             out = F.cat([_narrow(out, d, size - k, k), _narrow(out, d, 0, size - k)], d)
     # New memory, as PyTorch's, also when every shift is a whole turn: makemore's MLP writes
     # into the rolled index tensor, which must not write into the caller's
-    return F.clone(out) if out is input else out
+    out = F.clone(out) if out is input else out
+    return autograd.show(out, "RollBackward0", (autograd.edge(input),))  # PyTorch's one node, not cat's
 
 
 # ---------------------------------------------------------------------- flips and rotations
@@ -650,7 +652,8 @@ def _keep_triangle(op: str, input, diagonal: int, lower: bool):
     cols = tensor(np.arange(n) - int(diagonal), device=node.device)
     keep = cols <= rows if lower else cols >= rows
     zero = False if node.dtype is T.bool_ else 0
-    return F.where(keep, input, zero)
+    out = F.where(keep, input, zero)
+    return autograd.show(out, f"{op.capitalize()}Backward0", (autograd.edge(input),))  # PyTorch's one node
 
 
 def tril(input, diagonal: int = 0):

@@ -1955,10 +1955,8 @@ KNOWN = {
     "version_counter_error": "vkml's message names the op that saved the tensor, not PyTorch's node",
     "version_counter_error_pow": "vkml's message names the op that saved the tensor, not PyTorch's node",
     "fn_saved_modified": "vkml's message names the op that saved the tensor, not PyTorch's node",
-    "grad_fn_names": "select, cumsum, stack, norm, split show the nodes of the ops vkml builds them from",
     "grad_fn_inplace_names": "a setitem shows vkml's node, not CopySlices",
     "module_backward_hook_inplace_relu": "vkml allows an in-place op on a full backward hook's output",
-    "torch_tensor_of_requires_grad_tensor": "vkml.tensor(a_tensor) does not warn",
 }
 
 

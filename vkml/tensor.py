@@ -491,7 +491,7 @@ class Tensor:
     def __radd__(self, o):
         if not isinstance(o, _OPERANDS):
             return NotImplemented
-        return F.add(o, self)
+        return _reflected(F.add(o, self), self, o, "AddBackward0")
 
     def __sub__(self, o):
         if not isinstance(o, _OPERANDS):
@@ -501,7 +501,7 @@ class Tensor:
     def __rsub__(self, o):
         if not isinstance(o, _OPERANDS):
             return NotImplemented
-        return F.sub(o, self)
+        return _reflected(F.sub(o, self), self, o, "RsubBackward1")
 
     def __mul__(self, o):
         if not isinstance(o, _OPERANDS):
@@ -511,7 +511,7 @@ class Tensor:
     def __rmul__(self, o):
         if not isinstance(o, _OPERANDS):
             return NotImplemented
-        return F.mul(o, self)
+        return _reflected(F.mul(o, self), self, o, "MulBackward0")
 
     def __truediv__(self, o):
         if not isinstance(o, _OPERANDS):
@@ -956,6 +956,15 @@ def _array_operand(tensor: Tensor, other):
 
 
 # view(dtype): a bit reinterpretation (vkml/frontend/dtype_view.py); Tensor.view calls it.
+def _reflected(out, tensor, number, node_name: str):
+    """``number op tensor``'s result shown as PyTorch's node: PyTorch runs it as the tensor's method with
+    the number second (``1 - x`` is ``rsub(x, 1)``), so its edges are the tensor's, then the number's."""
+    if out._ctx is not None and not isinstance(number, Tensor):
+        link = autograd.edge(tensor)
+        autograd.show(out, node_name, (link,) if node_name == "RsubBackward1" else (link, (None, 0)))
+    return out
+
+
 from .frontend.dtype_view import view_dtype  # noqa: E402
 
 

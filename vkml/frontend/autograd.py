@@ -401,6 +401,13 @@ class _OpName(str):
 _OP_NAMES: dict[str, _OpName] = {}
 
 
+# ops whose Python-number operands are Scalar arguments of PyTorch's op (no edge in its graph), where the
+# arithmetic ops' (``x + 1``) are wrapped in a tensor that has one
+_SCALAR_ARGUMENT_OPS = frozenset(
+    ("leaky_relu", "elu", "clamp", "clamp_min", "clamp_max", "hardtanh", "threshold", "remainder", "fmod")
+)
+
+
 class Context:
     """How one tensor was made: its op's rule, its operands, its other arguments."""
 
@@ -440,9 +447,7 @@ class Context:
         # most graphs are never read after backward, and every op of every step is released.
         parents = self.parents
         if parents is not None and getattr(self.name, "edges", None) is None:
-            self._next_after_release = tuple(
-                [p if p is None or c is None else c for p, c in zip(parents, self.parent_ctxs, strict=True)]
-            )
+            self._next_after_release = tuple(self._edge_sources())
         if parents is not None:
             release_rule = getattr(self.rule, "release", None)  # a custom Function's: its ctx's saved tensors
             if release_rule is not None:
@@ -463,9 +468,18 @@ class Context:
                 return kept
             self._next_after_release = self._edges(kept)
             return self._next_after_release
-        return self._edges(
-            p if p is None or c is None else c for p, c in zip(self.parents, self.parent_ctxs, strict=True)
-        )
+        return self._edges(self._edge_sources())
+
+    def _edge_sources(self) -> list:
+        """What each operand PyTorch gives an edge to leads to: its context then, the leaf, or None. PyTorch's
+        node has no edge for a number its op takes as a Scalar argument (``leaky_relu``'s slope, ``clamp``'s
+        bounds) nor for ``where``'s condition."""
+        sources = [p if p is None or c is None else c for p, c in zip(self.parents, self.parent_ctxs, strict=True)]
+        if self.name in _SCALAR_ARGUMENT_OPS:
+            return [src for src, kept in zip(sources, self.saved, strict=True) if not isinstance(kept, (int, float))]
+        if self.name == "where":
+            return sources[1:]
+        return sources
 
     @staticmethod
     def _edges(sources) -> tuple:
@@ -897,6 +911,15 @@ def show(out, name: str, edges: tuple):
     return out
 
 
+def show_chain(out, input, names: tuple):
+    """Show ``out``, made from ``input`` by one recorded op or two, as PyTorch's chain of nodes ``names``
+    (applied first to last: ``x[0, 1:]`` is ``("SelectBackward0", "SliceBackward0")``); returns ``out``."""
+    link = edge(input)
+    for name in names[:-1]:
+        link = (GraphNode(name, (link,)), 0)
+    return show(out, names[-1], (link,))
+
+
 def shown_as(name, edges: Callable | None = None):
     """Decorate a composite op so that its result's ``grad_fn`` is PyTorch's node ``name`` (a string, or
     a function of the call's arguments giving it), with edges to the tensor arguments (or ``edges(*args,
@@ -920,6 +943,11 @@ def shown_as(name, edges: Callable | None = None):
         return _shown_composite
 
     return decorate
+
+
+def input_edge(input, *args, **kwargs) -> tuple:
+    """The edges of PyTorch's node of an op differentiable in its first argument only (``gather``, ``cumsum``)."""
+    return (edge(input),)
 
 
 def _tensor_edges(args, kwargs) -> tuple | None:

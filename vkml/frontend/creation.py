@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 import operator
+import warnings
 
 import numpy as np
 
@@ -16,6 +17,7 @@ from ..ops.cast import float_to_bf16_bits, host_round
 from ..ops.promotion import default_float, promote_types, scalar_dtype
 from . import memory_format as _memory_format
 from . import operators as _operators
+from .caller import called_by_user, user_stacklevel
 from .devices import device as get_device
 from .devices import get_default_device
 from .dtype_info import refuse_no_tensor_dtype
@@ -99,6 +101,18 @@ def _dtype(dtype) -> T.DType | None:
     raise DTypeError(f"expected a vkml dtype, got {dtype!r}")
 
 
+def warn_copy_construct(op: str) -> None:
+    """PyTorch's UserWarning for ``torch.tensor(t)`` / ``t.new_tensor(t)`` of a tensor ``t``, when the user's
+    code calls ``op`` itself (vkml's own copies through it stay quiet)."""
+    if called_by_user(2):  # ``op``'s caller: the user's code, or vkml's own
+        warnings.warn(
+            "To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
+            f"sourceTensor.detach().clone().requires_grad_(True), rather than {op}(sourceTensor).",
+            UserWarning,
+            stacklevel=user_stacklevel(),
+        )
+
+
 def tensor(data, dtype=None, device=None, requires_grad: bool = False):
     """A tensor holding a copy of ``data`` (nested lists, numbers, numpy arrays).
 
@@ -112,6 +126,7 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False):
     """
     dtype = _dtype(dtype)
     if isinstance(data, _tensor.Tensor):
+        warn_copy_construct("torch.tensor")
         dtype = dtype or data.dtype
         data = data._host_values()
     try:

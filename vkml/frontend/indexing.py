@@ -35,6 +35,7 @@ from ..errors import DTypeError, ShapeError
 from ..graph import build as lazy
 from ..ir import types as T
 from ..ops import grads as G
+from . import autograd
 from . import operators as F
 from .autograd import differentiable
 from .exports import Export
@@ -528,7 +529,7 @@ def gather(input, dim: int, index, *, sparse_grad: bool = False):
     if isinstance(index, _tensor.Tensor) and index.numel() == 0:  # PyTorch checks nothing of an empty index
         return take_positions(input, np.zeros(tuple(index.shape), dtype=np.int64))
     _, flat = _dim_plan("gather", input, dim, index)
-    return take_positions(input, flat)
+    return autograd.show(take_positions(input, flat), "GatherBackward0", (autograd.edge(input),))
 
 
 def take_along_dim(input, indices, dim: int | None = None):
@@ -585,7 +586,8 @@ def index_select(input, dim: int, index):
         raise RuntimeError(
             f"'index_select': index {int(values[bad][0])} is out of bounds for dimension {d} with size {size}"
         )
-    return take_positions(input, plan("index_select", input.shape, (slice(None),) * d + (values,)))
+    out = take_positions(input, plan("index_select", input.shape, (slice(None),) * d + (values,)))
+    return autograd.show(out, "IndexSelectBackward0", (autograd.edge(input),))  # PyTorch's node
 
 
 def scatter_(target, dim: int, index, src=None, value=None, reduce=None):

@@ -720,7 +720,11 @@ def ldexp(input, other):
     _tensor("ldexp", "input", input)
     if isinstance(other, Tensor) and input.dtype.is_float and not (other.dtype.is_float or other.dtype.is_complex):
         return _ldexp_exact(input, other)
-    return F.mul(input, F.pow(2.0, other))
+    if not _is_tensor(other):
+        return F.mul(input, F.pow(2.0, other))
+    with autograd.no_grad():
+        out = F.mul(input, F.pow(2.0, other))
+    return autograd.record("ldexp", (input, other), out)
 
 
 def _ldexp_exact(input, other):
@@ -736,9 +740,16 @@ def _ldexp_exact(input, other):
 
 
 def _grad_ldexp(c):
-    x, k = c.inputs
-    # PyTorch's LdexpBackward0: grad * pow(2, other) with an integer 2, so a negative exponent gives 0
-    return c.F.mul(c.g, c.F.pow(2, k)).to(x.dtype), None
+    """PyTorch's LdexpBackward0. An integer exponent (the exact path): ``grad · pow(2, other)`` with an
+    integer 2, so an exponent below 0 gives 0, as PyTorch's. A float exponent: ``grad · 2^other`` for the
+    input, ``(grad · result) · ln 2`` for the exponent (each product rounded in the result's dtype)."""
+    input, other = c.inputs
+    if not other.dtype.is_float:
+        return c.F.mul(c.g, c.F.pow(2, other)).to(input.dtype), None
+    g = c.g
+    g_input = F.mul(g, F.pow(2.0, other)) if c.needs[0] else None
+    g_other = F.mul(F.mul(g, c.output), math.log(2.0)) if c.needs[1] else None
+    return g_input, g_other
 
 
 _grads.RULES["ldexp"] = _grad_ldexp
@@ -1033,13 +1044,17 @@ def _gradient_along(x, d: int, n: int, h, edge_order: int):
                 F.mul(part(n - 1, 1), F.div(F.add(F.mul(e2, 2), e1), F.mul(e2, F.add(e1, e2)))),
             )
         return F.cat([first, inner, last], d)
-    inner = F.div(F.sub(part(2, n - 2), part(0, n - 2)), F.mul(h, 2.0) if _is_tensor(h) else 2.0 * h)
+    # PyTorch's ops in its order (each rounds in float16): ((x[2:] - x[:-2]) / h) / 2 inside, and for
+    # edge_order 2 (-1.5·x0 + 2·x1 - 0.5·x2) / h and (0.5·x[-3] - 2·x[-2] + 1.5·x[-1]) / h at the ends
+    inner = F.div(F.div(F.sub(part(2, n - 2), part(0, n - 2)), h), 2.0)
     if edge_order == 1:
         first = F.div(F.sub(part(1, 1), part(0, 1)), h)
         last = F.div(F.sub(part(n - 1, 1), part(n - 2, 1)), h)
     else:
-        first = F.div(F.sub(F.sub(F.mul(part(1, 1), 4.0), F.mul(part(0, 1), 3.0)), part(2, 1)), 2.0 * h)
-        last = F.div(F.add(F.sub(F.mul(part(n - 1, 1), 3.0), F.mul(part(n - 2, 1), 4.0)), part(n - 3, 1)), 2.0 * h)
+        first = F.div(F.sub(F.add(F.mul(part(0, 1), -1.5), F.mul(part(1, 1), 2.0)), F.mul(part(2, 1), 0.5)), h)
+        last = F.div(
+            F.add(F.sub(F.mul(part(n - 3, 1), 0.5), F.mul(part(n - 2, 1), 2.0)), F.mul(part(n - 1, 1), 1.5)), h
+        )
     return F.cat([first, inner, last], d)
 
 

@@ -7,6 +7,7 @@ combines); this module only shapes graphs.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import warnings
@@ -433,7 +434,14 @@ _POW_SPECIAL = {
 }
 
 
-@autograd.shown_as(lambda input, exponent: "PowBackward1" if hasattr(exponent, "_ctx") else "PowBackward0")
+def _pow_node_name(input, exponent) -> str:
+    """PyTorch's overloads of pow: tensor ** scalar (0), tensor ** tensor (1), scalar ** tensor (2)."""
+    if not hasattr(exponent, "_ctx"):
+        return "PowBackward0"
+    return "PowBackward1" if hasattr(input, "_ctx") else "PowBackward2"
+
+
+@autograd.shown_as(_pow_node_name)
 def pow(input, exponent):
     """``input ** exponent`` with broadcasting and PyTorch's result dtype (``int ** 2.0`` is float32).
 
@@ -544,6 +552,8 @@ def clamp(input, min=None, max=None):
     for bound in (min, max):  # PyTorch converts a Python bound to the result's dtype
         if type(bound) in (int, float):
             lazy.check_scalar_fits("clamp", bound, out.dtype)
+    if out._ctx is not None and not tensor_bounds:  # PyTorch's clamp of Scalar bounds, either or both
+        autograd.show(out, "ClampBackward1", (autograd.edge(input),))
     return out
 
 
@@ -604,7 +614,13 @@ def _reduce(name: str, input, dim, keepdim: bool, op: str):
     node = _tensor_node(op, input)
     dim = lazy.reduce_dims(op, dim, len(node.shape))
     out = _wrap(lazy.reduce(name, node, dim, keepdim, op))
-    return autograd.record(name, (input,), out, {"dim": dim, "keepdim": keepdim})
+    out = autograd.record(name, (input,), out, {"dim": dim, "keepdim": keepdim})
+    if dim is not None and name in _DIM_OVERLOADS and out._ctx is not None:  # PyTorch's node of the dim overload
+        autograd.show(out, _DIM_OVERLOADS[name], (autograd.edge(input),))
+    return out
+
+
+_DIM_OVERLOADS = {"sum": "SumBackward1", "prod": "ProdBackward1"}
 
 
 _TORCH_INT_NAMES = {"int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long", "uint8": "Byte", "bool": "Bool"}
@@ -932,7 +948,6 @@ def _logsumexp(input, dim, keepdim: bool = False):
     return cast(out, dtype)
 
 
-@differentiable("matmul", inputs=("input", "other"))
 def matmul(input, other):
     """Matrix product with PyTorch's rules for 1-D and batched operands.
 
@@ -994,6 +1009,19 @@ def matmul(input, other):
         out = squeeze(out, -2)
     if squeeze_b:
         out = squeeze(out, -1)
+    return out
+
+
+_matmul_recorded = differentiable("matmul", inputs=("input", "other"))(matmul)
+
+
+@functools.wraps(matmul)
+def matmul(input, other):  # noqa: F811  (the recorded op, shown as PyTorch's mv and dot nodes)
+    out = _matmul_recorded(input, other)
+    if getattr(out, "_ctx", None) is not None and getattr(other, "ndim", 0) == 1 and input.ndim <= 2:
+        autograd.show(
+            out, "MvBackward0" if input.ndim == 2 else "DotBackward0", (autograd.edge(input), autograd.edge(other))
+        )
     return out
 
 
@@ -1371,7 +1399,8 @@ def getitem(input, index):
     index = _indexing.scalar_tensors_as_ints(_indexing.sequence_as_tuple(index))
     if _indexing.is_advanced(index):
         return _indexing.getitem(input, index)
-    if not isinstance(index, tuple):
+    single = not isinstance(index, tuple)
+    if single:
         index = (index,)
     key = _index_key(index)
     plan = _INDEX_PLANS.get((node.shape, key)) if key is not None else None
@@ -1388,7 +1417,43 @@ def getitem(input, index):
     sliced = _slice(input, starts, stops, steps)
     # No reshape when no dim goes: a reshape to the same shape is a view with contiguous strides, and
     # PyTorch's slices keep their own (t[:1, 1:2] of a (2, 3, 4) tensor: strides (12, 4, 1)).
-    return sliced if final_shape == sliced_shape else reshape(sliced, *final_shape)
+    out = sliced if final_shape == sliced_shape else reshape(sliced, *final_shape)
+    if out is not input:
+        autograd.show_chain(out, input, _index_node_names(node.shape, index, single))
+    return out
+
+
+_INDEX_NODE_NAMES: dict = {}
+
+
+def _index_node_names(shape: tuple, index: tuple, single: bool) -> tuple:
+    """PyTorch's backward nodes of a basic index, in the order it applies them (left to right: an int is a
+    ``select``, a slice a ``slice`` unless it keeps the whole dim inside a tuple index, None an
+    ``unsqueeze``); ``AliasBackward0`` where the index changes nothing (``x[...]``, ``x[:, :]``)."""
+    key = _index_key(index)
+    found = _INDEX_NODE_NAMES.get((shape, key, single)) if key is not None else None
+    if found is not None:
+        return found
+    n_real = len([i for i in index if i is not None and i is not Ellipsis])
+    names, dim = [], 0
+    for item in index:
+        if item is Ellipsis:
+            dim += len(shape) - n_real
+        elif item is None:
+            names.append("UnsqueezeBackward0")
+        elif isinstance(item, slice):
+            if single or item.indices(shape[dim]) != (0, shape[dim], 1):
+                names.append("SliceBackward0")
+            dim += 1
+        else:
+            names.append("SelectBackward0")
+            dim += 1
+    found = tuple(names) or ("AliasBackward0",)
+    if key is not None:
+        if len(_INDEX_NODE_NAMES) >= _INDEX_PLANS_KEPT:
+            _INDEX_NODE_NAMES.clear()
+        _INDEX_NODE_NAMES[(shape, key, single)] = found
+    return found
 
 
 # ``_index_plan`` by (shape, ``_index_key``): a loop indexes the same shapes the same way at every step (a
@@ -1599,7 +1664,8 @@ def masked_fill(input, mask, value):
         )
     # the result takes the broadcast shape (PyTorch's out-of-place form; masked_fill_ keeps input's)
     lazy.broadcast_shapes("masked_fill", mask_node.shape, node.shape)  # PyTorch's order in its words
-    if isinstance(value, _tensor.Tensor):
+    given_tensor = isinstance(value, _tensor.Tensor)
+    if given_tensor:
         if value.ndim != 0:
             raise ShapeError(
                 "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
@@ -1609,7 +1675,11 @@ def masked_fill(input, mask, value):
     else:
         value = lazy.fill_value("masked_fill", value, node.dtype)
         value = _wrap(lazy.const_node(_node(value), node.dtype, (), node.device))
-    return where(mask, value, input)
+    edges = (autograd.edge(input),) + ((autograd.edge(value),) if given_tensor else ())
+    out = where(mask, value, input)
+    if out._ctx is not None:  # PyTorch's node: the Scalar overload (0) or the Tensor one (1)
+        autograd.show(out, "MaskedFillBackward1" if given_tensor else "MaskedFillBackward0", edges)
+    return out
 
 
 # Last, because tensor.py reads this module's names when it is imported; the functions above

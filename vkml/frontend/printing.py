@@ -224,7 +224,7 @@ def _add_suffixes(text: str, suffixes: list[str], indent: int) -> str:
 
 
 # vkml op names whose PyTorch backward node is named after another ATen op
-_ATEN_NAMES = {"cast": "ToCopy", "reshape": "View", "matmul": "Mm"}
+_ATEN_NAMES = {"cast": "ToCopy", "reshape": "View", "matmul": "Mm", "square": "Pow"}
 
 
 def grad_fn_name(ctx) -> str:

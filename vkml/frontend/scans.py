@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from ..graph import build as lazy
 from ..ir import types as T
+from ..ops import grads as G
 from ..ops.cast import work_dtype
+from . import autograd, return_types
 from . import operators as F
-from . import return_types
 from .creation import arange
 from .exports import Export
 from .statistics import dim_or_axis
@@ -69,13 +70,55 @@ def _accumulating(op: str, input, dim, dtype, axis, combine):
     if dtype is None and not out_dtype.is_float:
         out_dtype = T.int64  # PyTorch: integer and bool scans give int64 (unless dtype= says otherwise)
     work = T.float32 if out_dtype in (T.float16, T.bfloat16) else out_dtype  # adds in float32, rounds once
+    narrow_product = op == "cumprod" and work is not out_dtype and node.shape
+    source = x
+    if narrow_product:  # one op for autograd: PyTorch's gradient formula in the narrow dtype (below)
+        x = x.detach()
     x = F.cast(x, work)
     if not node.shape:
         return F.cast(x, out_dtype)
     (out,) = hillis_steele((x,), d, lambda lo, hi: (combine(lo[0], hi[0]),))
-    return F.cast(out, out_dtype)
+    out = F.cast(out, out_dtype)
+    if narrow_product:
+        out = autograd.record("narrow_cumprod", (source,), out, {"dim": d})
+    return out
 
 
+def _reversed_cumsum(w, dim: int):
+    return F.flip(cumsum(F.flip(w, (dim,)), dim), (dim,))
+
+
+def _grad_narrow_cumprod(c):
+    """PyTorch's cumprod_backward of a float16/bfloat16 cumprod, each op in that dtype (rounded as PyTorch's
+    CPU ops round): without a zero, reversed_cumsum(output·g) / input; with zeros, the part before each
+    slice's first zero that way, the first zero's own from the products after it, and 0 after it."""
+    (x,) = c.inputs
+    dim, g, y = c.attrs["dim"], c.g, c.output
+    if x.numel() <= 1 or x.shape[dim] == 1:
+        return (g,)
+    w = y * g
+    is_zero = x == 0
+    if not bool(is_zero.any()):
+        return (F.div(_reversed_cumsum(w, dim), x),)
+    zeros_so_far = cumsum(is_zero, dim)
+    before = zeros_so_far == 0
+    grad = F.where(before, F.div(_reversed_cumsum(F.masked_fill(w, ~before, 0.0), dim), x), 0.0)
+    upto_second = zeros_so_far == 1
+    first_zero_index = F.max(upto_second.to(T.int32), dim, keepdim=True)[1]
+    positions = F.reshape(arange(x.shape[dim], device=x.device), *[-1 if i == dim else 1 for i in range(x.ndim)])
+    first_zero = (positions == first_zero_index) & upto_second
+    between = upto_second & ~first_zero
+    after_products = cumprod(F.masked_fill(x, ~between, 1.0), dim) * F.masked_fill(g, ~upto_second, 0.0)
+    previous = c.F.gather(y, dim, F.clamp(first_zero_index - 1, min=0).to(T.int64))
+    previous = F.masked_fill(previous, first_zero_index == 0, 1.0)
+    at_first_zero = F.sum(after_products, dim, keepdim=True) * previous
+    return (F.where(first_zero, at_first_zero, grad),)
+
+
+G.RULES["narrow_cumprod"] = _grad_narrow_cumprod
+
+
+@autograd.shown_as("CumsumBackward0", autograd.input_edge)
 def cumsum(input, dim=None, *, dtype=None, axis=None):
     """Running sums along ``dim`` in the Hillis-Steele order (module docstring); int32 and bool give int64.
 
@@ -85,6 +128,7 @@ def cumsum(input, dim=None, *, dtype=None, axis=None):
     return _accumulating("cumsum", input, dim, dtype, axis, F.add)
 
 
+@autograd.shown_as("CumprodBackward0", autograd.input_edge)
 def cumprod(input, dim=None, *, dtype=None, axis=None):
     """Running products along ``dim`` in the Hillis-Steele order (module docstring); int32 and bool give int64.
 

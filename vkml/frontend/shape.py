@@ -24,6 +24,7 @@ import numpy as np
 from ..errors import DTypeError, DTypeNotImplementedError, ShapeError
 from ..graph import build as lazy
 from ..ir import types as T
+from ..ops import grads as _grads
 from ..ops.promotion import promote_types
 from . import autograd
 from . import operators as F
@@ -86,7 +87,11 @@ def stack(tensors, dim: int = 0, *, axis=None):
                 f"{list(t.shape)} at entry {i}"
             )
     d = _dim("stack", dim, len(shape) + 1)
-    return F.cat([F.unsqueeze(t, d) for t in tensors], d)
+    edges = tuple(autograd.edge(t) for t in tensors) if autograd.is_grad_enabled() else None
+    out = F.cat([F.unsqueeze(t, d) for t in tensors], d)
+    if edges is not None and out._ctx is not None:  # PyTorch's one node, not a cat of unsqueezes
+        autograd.show(out, "StackBackward0", edges)
+    return out
 
 
 def atleast_1d(*tensors):
@@ -192,12 +197,21 @@ def _narrow(input, d: int, start: int, length: int):
     return F.getitem(input, (slice(None),) * d + (slice(start, start + length),))
 
 
-def _pieces(input, d: int, sizes) -> tuple:
+def _pieces(input, d: int, sizes, node_name: str = "SliceBackward0") -> tuple:
+    """Views of consecutive ``sizes`` of dim ``d``, each shown as PyTorch's node ``node_name`` (split's
+    pieces are one ``SplitBackward0``'s outputs in PyTorch, tensor_split's are slices)."""
     out, start = [], 0
     for s in sizes:
-        out.append(_narrow(input, d, start, s))
+        out.append(_shown_piece(_narrow(input, d, start, s), input, node_name))
         start += s
     return tuple(out)
+
+
+def _shown_piece(piece, input, node_name: str):
+    """``piece`` of ``input`` (recorded as vkml's slice), shown as PyTorch's node ``node_name``."""
+    if node_name != "SliceBackward0" and piece is not input and piece._ctx is not None:
+        autograd.show(piece, node_name, (autograd.edge(input),))
+    return piece
 
 
 def split(tensor, split_size_or_sections=None, dim: int = 0, *, split_size=None):
@@ -230,7 +244,7 @@ def split(tensor, split_size_or_sections=None, dim: int = 0, *, split_size=None)
                 f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's size at dimension {d}), "
                 f"but got split_sizes={list(sizes)}"
             )
-        return _pieces(tensor, d, sizes)
+        return _pieces(tensor, d, sizes, "SplitWithSizesBackward0")
     (step,) = _ints("split", "split_size", split_size_or_sections)
     if step < 0:
         raise RuntimeError(f"split expects split_size be non-negative, but got split_size={step}")
@@ -239,7 +253,7 @@ def split(tensor, split_size_or_sections=None, dim: int = 0, *, split_size=None)
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}")
         return (tensor,)
     count = max(1, -(-size // step))
-    return _pieces(tensor, d, [min(step, size - k * step) for k in range(count)])
+    return _pieces(tensor, d, [min(step, size - k * step) for k in range(count)], "SplitBackward0")
 
 
 def chunk(input, chunks: int, dim: int = 0):
@@ -336,7 +350,10 @@ def unbind(input, dim: int = 0):
     if not node.shape:
         raise IndexError(f"'unbind': Dimension specified as {dim} but tensor has no dimensions")
     d = _dim("unbind", dim, len(node.shape))
-    return tuple(F.getitem(input, (slice(None),) * d + (i,)) for i in range(node.shape[d]))
+    return tuple(
+        _shown_piece(F.getitem(input, (slice(None),) * d + (i,)), input, "UnbindBackward0")
+        for i in range(node.shape[d])
+    )
 
 
 # ---------------------------------------------------------------------- reshaping (views)
@@ -467,6 +484,7 @@ def expand_as(input, other):
 # ---------------------------------------------------------------------- repeating
 
 
+@autograd.shown_as("RepeatBackward0", autograd.input_edge)
 def repeat(input, *sizes, **keyword):
     """``input`` tiled ``sizes[d]`` times along each dim (leading sizes add dims): an expand, then a reshape."""
     if keyword:  # x.repeat(repeats=(1, 2)), as PyTorch also takes it
@@ -572,7 +590,8 @@ def roll(input, shifts, dims=None):
             raise RuntimeError("'roll': `shifts` required")
         if len(shifts) != 1:
             raise RuntimeError(f"'roll': shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
-        return F.reshape(roll(F.reshape(input, -1), shifts, 0), *node.shape)
+        out = F.reshape(roll(F.reshape(input, -1), shifts, 0), *node.shape)
+        return autograd.show(out, "RollBackward0", (autograd.edge(input),))
     dims = _ints("roll", "dims", dims)
     if not shifts:
         raise RuntimeError("'roll': `shifts` required")
@@ -589,7 +608,8 @@ def roll(input, shifts, dims=None):
             out = F.cat([_narrow(out, d, size - k, k), _narrow(out, d, 0, size - k)], d)
     # New memory, as PyTorch's, also when every shift is a whole turn: makemore's MLP writes
     # into the rolled index tensor, which must not write into the caller's
-    return F.clone(out) if out is input else out
+    out = F.clone(out) if out is input else out
+    return autograd.show(out, "RollBackward0", (autograd.edge(input),))  # PyTorch's one node, not cat's
 
 
 # ---------------------------------------------------------------------- flips and rotations
@@ -645,7 +665,8 @@ def _keep_triangle(op: str, input, diagonal: int, lower: bool):
     cols = tensor(np.arange(n) - int(diagonal), device=node.device)
     keep = cols <= rows if lower else cols >= rows
     zero = False if node.dtype is T.bool_ else 0
-    return F.where(keep, input, zero)
+    out = F.where(keep, input, zero)
+    return autograd.show(out, f"{op.capitalize()}Backward0", (autograd.edge(input),))  # PyTorch's one node
 
 
 def tril(input, diagonal: int = 0):
@@ -790,7 +811,7 @@ def bmm(input, mat2):
             f"[{b.shape[0]}, {b.shape[1]}]."
         )
     check_matmul_dtypes("bmm", a.dtype, b.dtype, 3, 3)
-    return F.matmul(input, mat2)
+    return autograd.show(F.matmul(input, mat2), "BmmBackward0", (autograd.edge(input), autograd.edge(mat2)))
 
 
 def mv(input, vec):
@@ -903,13 +924,19 @@ def addmm(input, mat1, mat2, *rest, beta=1, alpha=1):
         return sparse._sparse_dispatch("addmm", input, mat1, mat2, beta=beta, alpha=alpha)
     _t("addmm", input)
     if _rounds_once(input, mat1, mat2):
-        return _wide_scaled_sum("addmm", mm, input, mat1, mat2, beta, alpha)
+        return _shown_addmm(_wide_scaled_sum("addmm", mm, input, mat1, mat2, beta, alpha), input, mat1, mat2)
     prod = mm(mat1, mat2)
     if input.dtype is not prod.dtype:
         raise RuntimeError(
             f"addmm: expected self and mat2 to have the same dtype, but got: {input.dtype.name} != {prod.dtype.name}"
         )
-    return _scaled_sum("addmm", input, prod, beta, alpha)
+    return _shown_addmm(_scaled_sum("addmm", input, prod, beta, alpha), input, mat1, mat2)
+
+
+def _shown_addmm(out, input, mat1, mat2):
+    """``out`` shown as PyTorch's one ``AddmmBackward0`` node (vkml records a product, a scale and a sum)."""
+    edges = (autograd.edge(input), autograd.edge(mat1), autograd.edge(mat2))
+    return autograd.show(out, "AddmmBackward0", edges) if out is not input else out
 
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
@@ -928,7 +955,27 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
 def addmv(input, mat, vec, *, beta=1, alpha=1):
     """``beta * input + alpha * (mat @ vec)``."""
     _t("addmv", input)
-    return _scaled_sum("addmv", input, mv(mat, vec), beta, alpha)
+    with autograd.no_grad():
+        out = _scaled_sum("addmv", input, mv(mat, vec), beta, alpha)
+    return autograd.record("addmv", (input, mat, vec), out, {"beta": beta, "alpha": alpha})
+
+
+def _grad_addmv(c):
+    """PyTorch's AddmvBackward0: ``grad·beta``, ``outer(grad, vec)·alpha`` and ``(matᵀ @ grad)·alpha``, a
+    scale of 1 skipped (each product rounded in the operands' dtype, in that order)."""
+    _, mat, vec = c.inputs
+    g, beta, alpha = c.g, c.attrs["beta"], c.attrs["alpha"]
+
+    def scaled(t, s):
+        return t if s == 1 else F.mul(t, s)
+
+    g_input = scaled(g, beta) if c.needs[0] else None
+    g_mat = scaled(F.matmul(F.unsqueeze(g, 1), F.unsqueeze(vec, 0)), alpha) if c.needs[1] else None
+    g_vec = scaled(F.matmul(F.transpose(mat, 0, 1), g), alpha) if c.needs[2] else None
+    return g_input, g_mat, g_vec
+
+
+_grads.RULES["addmv"] = _grad_addmv
 
 
 def tensordot(a, b, dims=2):

@@ -96,6 +96,7 @@ def _moments(op: str, input, dim, unbiased, keepdim: bool, correction, axis):
     return var, m, node.dtype
 
 
+@autograd.shown_as("VarBackward0", autograd.input_edge)
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, keepdims=None):
     """Variance over ``dim`` (all dims when None): sum((x - mean)^2) / max(0, n - correction).
 
@@ -110,6 +111,7 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=
     return F.cast(v, dtype)
 
 
+@autograd.shown_as("StdBackward0", autograd.input_edge)
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, keepdims=None):
     """Standard deviation over ``dim``: the correctly rounded sqrt of ``var``'s float32 variance.
 
@@ -322,6 +324,7 @@ def _safe_root(total, root):
     return F.where(zero, 0.0, root(F.where(zero, 1.0, total)))
 
 
+@autograd.shown_as("LinalgVectorNormBackward0", lambda op, input, *a, **k: (autograd.edge(input),))
 def _vector_norm(op: str, input, ord, dim, keepdim: bool, dtype):
     if _half_backward(input) and not isinstance(ord, bool) and isinstance(ord, (int, float)) and ord != 0:
         # PyTorch differentiates a float16/bfloat16 norm with its own formula in the input's dtype

@@ -30,7 +30,7 @@ from . import operators as F
 from . import random as R
 from . import shape as S
 from .caller import user_stacklevel
-from .creation import _dtype, full, tensor
+from .creation import _dtype, full, tensor, warn_copy_construct
 from .exports import Export
 
 # Bytes of one element as PyTorch counts them (bool is one byte there, whatever a device stores).
@@ -203,6 +203,7 @@ def new_empty(self, *size, dtype=None, device=None, requires_grad: bool = False,
 def new_tensor(self, data, *, dtype=None, device=None, requires_grad: bool = False, **kwargs):
     """``vkml.tensor(data)`` with this tensor's dtype and device unless given (a copy of tensor data)."""
     if isinstance(data, F._tensor.Tensor):
+        warn_copy_construct("tensor.new_tensor")
         data = data.detach().numpy()
     return tensor(data, dtype=_dtype(dtype) or self.dtype, device=device or self.device, requires_grad=requires_grad)
 
@@ -449,12 +450,22 @@ def clamp_min(input, min):
     >>> vkml.clamp_min(vkml.tensor([-1.0, 2.0]), 0.0).tolist()
     [0.0, 2.0]
     """
-    return F.clamp(input, min=min)
+    return _shown_bound(F.clamp(input, min=min), input, min, "ClampMinBackward")
 
 
 def clamp_max(input, max):
     """``clamp(input, max=max)``."""
-    return F.clamp(input, max=max)
+    return _shown_bound(F.clamp(input, max=max), input, max, "ClampMaxBackward")
+
+
+def _shown_bound(out, input, bound, node_name: str):
+    """``out`` shown as PyTorch's clamp_min/clamp_max node: the Scalar overload (0, one edge) or the Tensor one (1)."""
+    if out._ctx is not None:
+        if hasattr(bound, "_ctx"):
+            autograd.show(out, node_name + "1", (autograd.edge(input), autograd.edge(bound)))
+        else:
+            autograd.show(out, node_name + "0", (autograd.edge(input),))
+    return out
 
 
 def select(input, dim: int, index: int):

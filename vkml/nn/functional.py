@@ -590,7 +590,14 @@ def weighted_reduce(loss, weight, input, reduction: str, op: str):
     return loss.sum() / weight.sum() if reduction == "mean" else _reduce(loss, reduction, op)
 
 
-@autograd.shown_as("NativeLayerNormBackward0")
+@autograd.shown_as(
+    "NativeLayerNormBackward0",
+    lambda input, shape, weight=None, bias=None, *a, **k: (
+        autograd.edge(input),
+        autograd.edge(weight),
+        autograd.edge(bias),
+    ),
+)
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
     """(x - mean) / sqrt(var + eps) over the last ``len(normalized_shape)`` dims (biased variance), then affine.
 

@@ -399,7 +399,10 @@ G.RULES["conv_implicit"] = _conv_grad
 G.RULES["conv_product"] = _conv_grad
 
 
-@autograd.shown_as("ConvolutionBackward0")  # conv1d, conv2d, the Conv layers: one node in PyTorch
+@autograd.shown_as(  # conv1d, conv2d, the Conv layers: one node in PyTorch, with an edge per operand
+    "ConvolutionBackward0",
+    lambda op, input, weight, bias, *a, **k: (autograd.edge(input), autograd.edge(weight), autograd.edge(bias)),
+)
 def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, padding_mode="zeros"):
     _conv_operands(op, input, weight, bias, n)
     unbatched = input.ndim == n + 1
@@ -862,6 +865,7 @@ def _avg_pool(op, input, kernel_size, stride, padding, ceil_mode, count_include_
     return (sums / divisor).to(input.dtype) if input.dtype in (T.float16, T.bfloat16) else sums / divisor
 
 
+@autograd.shown_as("AvgPool2DBackward0", autograd.input_edge)
 def avg_pool2d(
     input,
     kernel_size,

@@ -22,6 +22,7 @@ from ..frontend.dtype_info import scalar_type_name
 from ..frontend.dtypes import promote_types
 from ..ir import types as T
 from ..ops import grads as _grads
+from ..ops.cast import host_round
 from ..schedule import checks
 from . import functional as F
 
@@ -332,12 +333,38 @@ def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0, weigh
     F.target_size_warning(input, target)
     if input.dtype.is_float and target.dtype is not input.dtype:
         target = target.to(input.dtype)  # PyTorch's huber_loss computes in the input's dtype
-    diff = input - target
-    size = abs(diff)
-    loss = functions.where(size < delta, 0.5 * diff * diff, delta * (size - 0.5 * delta))
+    if input.dtype in (T.float16, T.bfloat16):
+        loss = _narrow_huber(input, target, delta)
+    else:
+        diff = input - target
+        size = abs(diff)
+        loss = functions.where(size < delta, 0.5 * diff * diff, delta * (size - 0.5 * delta))
     if weight is not None:
         loss = loss * weight
     return F._reduce(loss, reduction, "huber_loss")
+
+
+def _narrow_huber(input, target, delta: float):
+    """PyTorch's float16/bfloat16 huber kernels: each loss in float32, rounded once; the gradient in the
+    input's dtype from the rounded difference (``_grad_narrow_huber``)."""
+    with autograd.no_grad():
+        diff = input.float() - target.float()
+        size = abs(diff)
+        loss = functions.where(size < delta, 0.5 * diff * diff, delta * (size - 0.5 * delta)).to(input.dtype)
+    return autograd.record("narrow_huber", (input, target), loss, {"delta": delta})
+
+
+def _grad_narrow_huber(c):
+    input, target = c.inputs
+    # PyTorch's vectorized lanes: x = input - target and each product rounded to the input's dtype, delta
+    # held in it (its scalar loop over a row's last few elements multiplies by the float32 delta instead)
+    g, delta = c.g, host_round(c.attrs["delta"], input.dtype)
+    x = input - target
+    grad = functions.where(x <= -delta, -(g * delta), functions.where(x >= delta, g * delta, x * g))
+    return (grad if c.needs[0] else None), (-grad if c.needs[1] else None)
+
+
+_grads.RULES["narrow_huber"] = _grad_narrow_huber
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean", log_target: bool = False):

@@ -24,6 +24,7 @@ from ..frontend import operators as functions
 from ..graph import build as lazy
 from ..ir import types as T
 from ..ops import grads as G
+from ..ops.cast import host_round
 
 
 def _float(x):
@@ -206,6 +207,14 @@ def _batch_norm_train_grad(c):
 G.RULES["batch_norm_train"] = _batch_norm_train_grad
 
 
+@autograd.shown_as(
+    "NativeBatchNormBackward0",
+    lambda input, running_mean, running_var, weight=None, bias=None, *a, **k: (
+        autograd.edge(input),
+        autograd.edge(weight),
+        autograd.edge(bias),
+    ),
+)
 def batch_norm(
     input,
     running_mean,
@@ -250,6 +259,8 @@ def batch_norm(
         if count == 0:  # an empty batch: PyTorch's empty output, running statistics left as they are
             out = _affine(x * 0.0, weight, bias, shape)
             return out.to(input.dtype) if input.dtype in (T.float16, T.bfloat16) else out
+        if _all_narrow(input, running_mean, running_var, weight, bias):
+            return _narrow_batch_norm_train(input, running_mean, running_var, weight, bias, momentum, eps)
         if input.ndim < 3:
             out, mean, var = _normalized(x, dims, eps)
             mean, var = functions.reshape(mean, channels), functions.reshape(var, channels)
@@ -272,6 +283,112 @@ def batch_norm(
         out = (x - mean) * functions.rsqrt(var + eps)
     out = _affine(out, weight, bias, shape)
     return out.to(input.dtype) if input.dtype in (T.float16, T.bfloat16) else out
+
+
+def _all_narrow(input, *params) -> bool:
+    """A float16/bfloat16 input whose given parameters and buffers share its dtype (a model's ``.half()``):
+    PyTorch's CPU kernel then keeps its statistics in that dtype (``_narrow_batch_norm_train``)."""
+    return input.dtype in (T.float16, T.bfloat16) and all(t is None or t.dtype is input.dtype for t in params)
+
+
+def _narrow_batch_norm_train(input, running_mean, running_var, weight, bias, momentum: float, eps: float):
+    """PyTorch CPU's training batch norm of a float16/bfloat16 input with parameters of its dtype.
+
+    The sums are float32; the saved mean and 1/sqrt(var + eps) are rounded to the input's dtype and the
+    output is ``x·alpha + beta`` (alpha = invstd·weight, beta = bias - mean·alpha in float32, then one
+    fused multiply-add, rounded once). float16 takes the variance and the running statistics from the
+    float32 sums (the running ones in float64); bfloat16 rounds the sum of squares, the variance and
+    each step of the running update to bfloat16, as its arithmetic does, and for an input without
+    spatial positions centres the squares on the rounded mean."""
+    narrow, shape = input.dtype, _channel_shape(input)
+    channels = input.shape[1]
+    count = input.numel() // channels
+    x = input.detach().float()
+    with autograd.no_grad():
+        _, mean = _channel_mean(x)
+        rounded_mean = mean.to(narrow).float()
+        no_positions = math.prod(input.shape[2:]) == 1
+        centre = rounded_mean if narrow is T.bfloat16 and no_positions else mean
+        centred = x - functions.reshape(centre, *shape)
+        square_sum = _channel_sum(centred * centred)
+        if narrow is T.float16:
+            var = square_sum / float(count)
+        else:
+            square_sum = square_sum.to(narrow).float()
+            var = _narrow_quotient(square_sum, count, narrow)
+        invstd = functions.rsqrt(var + eps).to(narrow).float()
+        _narrow_running_update(running_mean, running_var, mean, rounded_mean, square_sum, count, momentum)
+        alpha = invstd if weight is None else invstd * weight.detach().float()
+        beta = -(rounded_mean * alpha) if bias is None else bias.detach().float() - rounded_mean * alpha
+        # x·alpha + beta rounded once to float32 (PyTorch's contracted loop): the float64 product of a
+        # float16/bfloat16 and a float32 is exact, and rounding its sum to float64 first changes the
+        # float32 result only at a float32 midpoint
+        wide = functions.reshape(alpha.double(), *shape), functions.reshape(beta.double(), *shape)
+        out = (input.detach().double() * wide[0] + wide[1]).float().to(narrow)
+    attrs = {"mean": rounded_mean, "invstd": invstd}
+    return autograd.record("narrow_batch_norm", (input, weight, bias), out, attrs)
+
+
+def _narrow_quotient(t, count: int, narrow):
+    """``t / count`` as PyTorch's reduced-precision scalar divides: both in ``narrow``, the quotient rounded to it."""
+    return (t / host_round(float(count), narrow)).to(narrow).float()
+
+
+def _narrow_running_update(running_mean, running_var, mean, rounded_mean, square_sum, count, momentum) -> None:
+    """PyTorch CPU's running-statistics update of a float16/bfloat16 batch norm (``_narrow_batch_norm_train``)."""
+    if running_mean is None and running_var is None:
+        return
+    narrow = (running_mean if running_mean is not None else running_var).dtype
+    with autograd.no_grad():
+        if narrow is T.float16:  # double arithmetic on the float32 statistics
+            if running_mean is not None:
+                moved = mean.double() * momentum + running_mean.double() * (1.0 - momentum)
+                running_mean.copy_(moved.to(narrow))
+            if running_var is not None:
+                unbiased = square_sum.double() / float(count - 1)
+                running_var.copy_((unbiased * momentum + running_var.double() * (1.0 - momentum)).to(narrow))
+        else:  # bfloat16 arithmetic: the momentum and every product and sum rounded to bfloat16
+            step = host_round(momentum, narrow)
+            keep = host_round(1.0 - step, narrow)
+            if running_mean is not None:
+                moved = (rounded_mean * step).to(narrow).float() + (running_mean.float() * keep).to(narrow).float()
+                running_mean.copy_(moved.to(narrow))
+            if running_var is not None:
+                unbiased = _narrow_quotient(square_sum, count - 1, narrow)
+                moved = unbiased * step + (running_var.float() * keep).to(narrow).float()
+                running_var.copy_(moved.to(narrow))
+    for buffer in (running_mean, running_var):
+        if buffer is not None:
+            autograd.realize_at_next_step(buffer)
+
+
+def _grad_narrow_batch_norm(c):
+    """PyTorch CPU's batch-norm backward from the saved (rounded) mean and invstd, in float32, each
+    gradient rounded once: dx = ((dy - Σdy/M) - (x - mean)·k)·invstd·weight with k = Σ((x - mean)·dy)·invstd²/M."""
+    x, weight, _ = c.inputs
+    mean, invstd = c.attrs["mean"], c.attrs["invstd"]
+    narrow, shape = x.dtype, _channel_shape(x)
+    count = x.numel() // x.shape[1]
+    dy = c.g.float()
+    centred = x.float() - functions.reshape(mean, *shape)
+    total = _channel_sum(dy)
+    dotp = _channel_sum(centred * dy)
+    grads = [None, None, None]
+    if c.needs[0]:
+        k = dotp * invstd * invstd / float(count)
+        dx = (dy - functions.reshape(total / float(count), *shape)) - centred * functions.reshape(k, *shape)
+        dx = dx * functions.reshape(invstd, *shape)
+        if weight is not None:
+            dx = dx * functions.reshape(weight.float(), *shape)
+        grads[0] = dx.to(narrow)
+    if c.needs[1]:
+        grads[1] = (dotp * invstd).to(narrow)
+    if c.needs[2]:
+        grads[2] = total.to(narrow)
+    return tuple(grads)
+
+
+G.RULES["narrow_batch_norm"] = _grad_narrow_batch_norm
 
 
 def _half_instance_norm(input, running_mean, running_var, weight, bias, momentum, eps):

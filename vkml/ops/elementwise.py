@@ -6,6 +6,8 @@ exact primitives; integer and bool bodies use the primitives directly.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..ir import builder as B
@@ -137,8 +139,12 @@ def _grad_pow(c):
         else:
             da = F.zeros_like(g) if b == 0 else g * (b * a ** (b - 1))
     if c.needs[1]:
-        base = as_tensor(c, a)
-        db = F.where((base == 0) & (b >= 0), 0.0, g * (c.output * base.log()))
+        if is_tensor(a):
+            db = F.where((a == 0) & (b >= 0), 0.0, g * (c.output * a.log()))
+        elif a == 0:
+            db = F.where(b >= 0, 0.0, g * (c.output * -math.inf))
+        else:  # a number's log as PyTorch's Scalar.log(): in double, not rounded to the tensor's dtype
+            db = g * (c.output * (math.log(a) if a > 0 else math.nan))
     return da, db
 
 

@@ -130,7 +130,12 @@ PAGES.update(
             precision="two `mean`s (two-pass biased variance), `rsqrt` and products; PyTorch's kernel uses other "
             "orders, so the last bits may differ. With spatial dims, each mean is a `sum` over each sample's "
             "positions (one row of N·C), then a `sum` of those N row sums over the batch (each over `sum`'s "
-            "tree), divided by N·H·W: the order depends on the shape alone",
+            "tree), divided by N·H·W: the order depends on the shape alone. Training a float16/bfloat16 "
+            "input whose parameters share its dtype (a `.half()` model) follows PyTorch CPU's kernel: the "
+            "saved mean and 1/sqrt(var + eps) rounded to the dtype, the output x·alpha + beta fused and "
+            "rounded once, bfloat16's variance and running updates rounded step by step, float16's running "
+            "statistics from the float32 sums; its gradients from the rounded statistics in float32, each "
+            "rounded once",
             special="A NaN or inf in a channel makes that channel's outputs NaN while training.",
             gradient="While training with spatial dims, one rule in closed form (PyTorch's formula): with "
             "x̂ = (x - mean)·rstd and sums over each channel's M = N·H·W positions in the statistics' order (each "

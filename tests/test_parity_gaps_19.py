@@ -290,6 +290,10 @@ def test_half_model_batch_norm_training_same_bits_on_vulkan(gpu, dtype_name):
         np.testing.assert_array_equal(a, b, err_msg=f"result {i}")
 
 
+# tests/test_autograd.py's inventory of checked rules: the half-precision rules checked in this file
+GRAD_TESTED = {"addmv", "narrow_batch_norm", "narrow_cumprod", "narrow_huber"}
+
+
 # ---------------------------------------------------------------------- float16/bfloat16 cumprod's gradient
 
 

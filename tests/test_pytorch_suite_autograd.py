@@ -1949,8 +1949,6 @@ SLOW = {name: SC.pop(name) for name in ("checkpoint_basic", "weight_norm", "lstm
 
 # Where vkml still differs from PyTorch, and why (strict: a fix makes the test fail until it leaves this list)
 KNOWN = {
-    "grad_fn_register_hook": "a grad_fn has no register_hook (Node hooks)",
-    "grad_fn_prehook": "a grad_fn has no register_prehook (Node hooks)",
     "inference_tensor_saved": "vkml raises when backward reads a saved inference tensor, PyTorch when it is saved",
     "version_counter_error": "vkml's message names the op that saved the tensor, not PyTorch's node",
     "version_counter_error_pow": "vkml's message names the op that saved the tensor, not PyTorch's node",

@@ -532,11 +532,13 @@ def _prod_bool(m):
 def _dims(m):
     x = m.tensor(A345)
     out = []
-    for fn in (m.sum, m.mean, m.prod, m.amax, m.amin, m.nansum, m.logsumexp, m.std, m.var):
+    # PyTorch's prod takes one int dim (a tuple is its TypeError); vkml's also takes several (docs/ops/prod.md)
+    for fn in (m.sum, m.mean, m.amax, m.amin, m.nansum, m.logsumexp, m.std, m.var):
         out += [fn(x, dim=(0, 2)), fn(x, dim=(2, 0), keepdim=True), fn(x, dim=[-1]), fn(x, dim=(0, 1, 2))]
         if fn not in (m.logsumexp,):
             out += [fn(x, dim=None) if fn not in (m.amax, m.amin) else fn(x)]
-    for fn in (m.sum, m.mean, m.prod, m.amax, m.amin, m.nansum):
+    out += [m.prod(x, dim=2), m.prod(x, dim=-3, keepdim=True), m.prod(x)]
+    for fn in (m.sum, m.mean, m.amax, m.amin, m.nansum):
         out += [fn(x, dim=()), fn(x, dim=[]), fn(x, dim=(), keepdim=True)]
     out += [x.sum(axis=(0, 2), keepdims=True), m.sum(m.tensor(3.0), 0), m.sum(m.tensor(3.0), (), keepdim=True)]
     s = m.tensor(3.0)

@@ -27,7 +27,7 @@ import numpy as np
 from ..ir import types as T
 from ..ops.promotion import default_float
 from ..tensor import Tensor
-from . import creation, printing, transcendental
+from . import autograd, creation, printing, transcendental
 from . import operators as F
 from . import random as R
 from . import shape as S
@@ -1032,7 +1032,10 @@ def _logical_dims(z: ComplexTensor, dim) -> tuple:
 
 
 def c_sum(input, dim=None, keepdim: bool = False, *, dtype=None):
-    out = ComplexTensor(F.sum(input._pair, _logical_dims(input, dim), keepdim=keepdim))
+    pair_sum = F.sum(input._pair, _logical_dims(input, dim), keepdim=keepdim)
+    if dim is None:  # PyTorch's node for a sum of all (the pair's own sum names its dims: SumBackward1)
+        autograd.show(pair_sum, "SumBackward0", (autograd.edge(input._pair),))
+    out = ComplexTensor(pair_sum)
     return out if dtype is None else out._cast(dtype, "sum")
 
 

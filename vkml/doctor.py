@@ -89,8 +89,15 @@ def cache_lines() -> list[str]:
     folder = config.cache_dir()
     if not folder.exists():
         return [f"kernel cache: {folder} (does not exist yet: created at the first compile)"]
-    files = [p for p in folder.rglob("*") if p.is_file()]
-    used = sum(p.stat().st_size for p in files)
+    # other processes write and rename files here meanwhile (a compile's temporary file): count what is left
+    sizes = []
+    for path in folder.rglob("*"):
+        try:
+            if path.is_file():
+                sizes.append(path.stat().st_size)
+        except OSError:
+            continue
+    files, used = sizes, sum(sizes)
     budget = config.cache_max_bytes()
     writable = "writable" if _writable(folder) else "NOT WRITABLE: compiled kernels will not be kept"
     return [

@@ -97,11 +97,11 @@ def cache_lines() -> list[str]:
                 sizes.append(path.stat().st_size)
         except OSError:
             continue
-    files, used = sizes, sum(sizes)
+    used = sum(sizes)
     budget = config.cache_max_bytes()
     writable = "writable" if _writable(folder) else "NOT WRITABLE: compiled kernels will not be kept"
     return [
-        f"kernel cache: {folder}: {len(files)} files, {used / 2**20:.1f} MiB of {budget / 2**20:.0f} MiB, {writable}"
+        f"kernel cache: {folder}: {len(sizes)} files, {used / 2**20:.1f} MiB of {budget / 2**20:.0f} MiB, {writable}"
     ]
 
 

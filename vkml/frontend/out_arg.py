@@ -30,10 +30,8 @@ import functools
 import inspect
 import warnings
 
-import numpy as np
-
 from ..ir import types as T
-from . import autograd, mutation, windows
+from . import autograd, mutation
 
 # vkml.<name> functions whose PyTorch function documents ``out=`` (torch 2.x docstrings), and those
 # it takes ``out=`` in its usual overload (sum and prod with a dim, softmax, the clamps, ...).
@@ -166,19 +164,13 @@ def _factory_dtype(name: str, out, kwargs: dict) -> None:
 
 
 def _refuse_overlap(out, inputs) -> None:
-    """PyTorch's error where ``out`` shares elements with an input (cat([x, y], out=x))."""
+    """PyTorch's error where ``out`` shares elements with an input (cat([x, y], out=x)). ``out`` itself
+    among the inputs raises even when empty, where PyTorch lets an empty one pass (a known difference)."""
     if not hasattr(out, "_node"):
         return
-    owner = out._base if out._base is not None else out
-    for t in inputs:
-        if not hasattr(t, "_node"):
-            continue
-        shares = t is out or ((t._base if t._base is not None else t) is owner and t.numel() and out.numel())
-        if shares and (t is out or np.intersect1d(windows.storage_positions(t), windows.storage_positions(out)).size):
-            raise RuntimeError(
-                "unsupported operation: some elements of the input tensor and the written-to tensor refer to a "
-                "single memory location. Please clone() the tensor before performing the operation."
-            )
+    if any(t is out for t in inputs):
+        raise RuntimeError(mutation.INPUT_OVERLAP)
+    mutation.refuse_operand_overlap(out, inputs, same_ok=False)
 
 
 def _write(name: str, out, result, which: str = "values") -> None:

@@ -115,6 +115,17 @@ def cpu_tuning():
     kernels_tuning.set_tuning(cpu, None)
 
 
+@pytest.fixture
+def no_channels_last_seen_yet(monkeypatch):
+    """Count what a program that never used channels-last pays: once any tensor of the process has had
+    that format (an earlier test's ``.to(memory_format=channels_last)``), ops carry formats and optimizers
+    take their unfused path, and counts would depend on which tests a worker ran first. Files that count
+    nodes or bytecodes use it for every test (``pytestmark = pytest.mark.usefixtures(...)``)."""
+    from vkml.frontend import memory_format
+
+    monkeypatch.setattr(memory_format, "ACTIVE", False)
+
+
 # Long checks that run with `make test-all` (-m stress) rather than in `make test`, which CI runs
 # on a 2-core machine within 10 minutes. Each took over ~15 s there (the tests' durations under
 # `pytest --durations`); a shorter sibling of each stays in the default suite (the other

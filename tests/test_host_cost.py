@@ -11,18 +11,11 @@ import torch
 
 import vkml
 from vkml.errors import ShapeError
-from vkml.frontend import memory_format
 from vkml.frontend.autograd import _binder
 from vkml.graph import build
 from vkml.graph.view import View, contiguous_strides
 
-
-@pytest.fixture(autouse=True)
-def _no_channels_last_seen_yet(monkeypatch):
-    """Count what a program that never used channels-last pays: once any tensor of the process has
-    had that format (an earlier test's ``.to(memory_format=channels_last)``), ops carry formats and
-    optimizers take their unfused path, and the counts depend on which tests ran first."""
-    monkeypatch.setattr(memory_format, "ACTIVE", False)
+pytestmark = pytest.mark.usefixtures("no_channels_last_seen_yet")  # conftest.py: counts as if first
 
 
 def _f1(input, *shape): ...

@@ -13,13 +13,7 @@ import vkml
 import vkml.nn.functional as F
 from vkml.frontend import autograd, memory_format
 
-
-@pytest.fixture(autouse=True)
-def _no_channels_last_seen_yet(monkeypatch):
-    """Count what a program that never used channels-last pays: once any tensor of the process has
-    had that format (an earlier test's ``.to(memory_format=channels_last)``), ops carry formats and
-    optimizers take their unfused path, and the counts depend on which tests ran first."""
-    monkeypatch.setattr(memory_format, "ACTIVE", False)
+pytestmark = pytest.mark.usefixtures("no_channels_last_seen_yet")  # conftest.py: counts as if first
 
 
 def test_running_stats_remembered_once_per_buffer():
@@ -121,7 +115,6 @@ def test_layer_norm_unrecorded_build_stays_under_its_bytecode_ceiling():
 def test_batch_norm_on_nodes_builds_the_ops_graph():
     # The statistics and the affine output are built on nodes outside autograd; with a format active
     # (channels-last anywhere in the process) the ops' path runs: the two give one graph, one set of bits.
-    from vkml.frontend import memory_format
 
     rng = np.random.default_rng(2)
     made = {}

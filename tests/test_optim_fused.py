@@ -9,9 +9,10 @@ import torch
 from optest import assert_same_bits
 
 import vkml
-from vkml.frontend import memory_format
 from vkml.graph import node as graph_node
 from vkml.optim import adagrad, adam, fused, rmsprop, sgd
+
+pytestmark = pytest.mark.usefixtures("no_channels_last_seen_yet")  # conftest.py: counts as if first
 
 CPU = vkml.device("cpu")
 
@@ -133,13 +134,6 @@ def test_fused_steps_match_torch(name, kwargs, monkeypatch):
     assert len(got) == len(want)
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
-
-
-@pytest.fixture(autouse=True)
-def _no_channels_last_yet(monkeypatch):
-    """Count what a program that never used channels-last builds: once any tensor of the process had that
-    format (an earlier test's), optimizers take their unfused path (the GPU machine's 14 workers met it)."""
-    monkeypatch.setattr(memory_format, "ACTIVE", False)
 
 
 def _nodes_of_one_step(name: str, kwargs: dict, monkeypatch) -> int:

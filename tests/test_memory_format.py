@@ -143,3 +143,62 @@ def test_a_unary_op_keeps_the_format_after_its_fast_path_was_taken():
     vkml.relu(vkml.ones(2, 3, 4, 5))
     xc = vkml.ones(2, 3, 4, 5).to(memory_format=vkml.channels_last)
     assert vkml.relu(xc).stride() == vkml.exp(xc).stride() == (60, 1, 15, 3)
+
+
+def test_the_format_bookkeeping_ends_with_the_last_channels_last_tensor():
+    # Formats were once tracked by a flag that stayed set for the rest of the process: one converted model
+    # made every later op look for formats and every optimizer take its unfused path.
+    import gc
+
+    from vkml.frontend import memory_format
+
+    gc.collect()
+    before = memory_format.live_count()
+    x = vkml.ones(2, 3, 4, 5).to(memory_format=vkml.channels_last)
+    y = x + 1  # takes x's format: a second live one
+    assert memory_format.ACTIVE and memory_format.live_count() == before + 2
+    z = y.contiguous()  # row-major: not counted
+    assert memory_format.live_count() == before + 2 and z.stride() == (60, 20, 5, 1)
+    del x, y
+    gc.collect()
+    assert memory_format.live_count() == before
+    assert memory_format.ACTIVE == (before > 0)
+
+
+def test_an_optimizer_fuses_plain_parameters_while_a_channels_last_model_lives():
+    from vkml.optim import adam
+
+    fused_calls = []
+    real = adam._fused_nodes
+
+    def spying(*args):
+        nodes = real(*args)
+        fused_calls.append(nodes is not None)
+        return nodes
+
+    channels_last_net = vkml.nn.Conv2d(3, 4, 3).to(memory_format=vkml.channels_last)
+    plain = vkml.nn.Linear(3, 2)
+    torch_plain = torch.nn.Linear(3, 2)
+    torch_plain.load_state_dict({k: torch.tensor(v.numpy()) for k, v in plain.state_dict().items()})
+    x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3)
+    for net, m, opt_of in ((plain, vkml, vkml.optim.Adam), (torch_plain, torch, torch.optim.Adam)):
+        opt = opt_of(net.parameters(), lr=0.1)
+        for _ in range(2):
+            opt.zero_grad()
+            (net(m.tensor(x)) ** 2).sum().backward()
+            if m is vkml:
+                adam._fused_nodes, saved = spying, adam._fused_nodes
+                try:
+                    opt.step()
+                finally:
+                    adam._fused_nodes = saved
+            else:
+                opt.step()
+    assert fused_calls and all(fused_calls)  # the plain model's parameters took the fused path
+    for (name, got), want in zip(plain.state_dict().items(), torch_plain.state_dict().values()):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-7, err_msg=name)
+    # the channels-last model's own step keeps its formats
+    opt = vkml.optim.Adam(channels_last_net.parameters(), lr=0.1)
+    channels_last_net(vkml.ones(1, 3, 5, 5)).sum().backward()
+    opt.step()
+    assert channels_last_net.weight.stride() == (27, 1, 9, 3)

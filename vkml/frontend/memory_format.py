@@ -17,6 +17,8 @@ input's. Elsewhere (reductions, matmul, a gradient) a result is row-major (docs/
 
 from __future__ import annotations
 
+import weakref
+
 from .exports import Export
 
 
@@ -62,9 +64,23 @@ def check(op: str, value, ndim: int | None = None) -> None:
         raise RuntimeError(f"required rank {value.rank} tensor to use {value.name} format")
 
 
-# Whether any tensor was ever given a channels-last format: until one is, the elementwise ops skip
-# looking for one (the common program never pays for the format's bookkeeping).
+# Whether a tensor with a channels-last format is alive: while none is, the elementwise ops skip looking
+# for one (the common program never pays for the format's bookkeeping, nor does one that converted a
+# model once and dropped it). Invariant: ACTIVE == bool(_LIVE); _LIVE maps id(t) to a weak reference
+# whose callback forgets t when it dies (a tensor's format is set only by ``mark``).
 ACTIVE = False
+_LIVE: dict[int, weakref.ref] = {}
+
+
+def _forget(key: int) -> None:
+    global ACTIVE
+    _LIVE.pop(key, None)
+    ACTIVE = bool(_LIVE)
+
+
+def live_count() -> int:
+    """How many tensors alive now carry a channels-last format (tests check the bookkeeping with it)."""
+    return len(_LIVE)
 
 
 def format_of(t) -> memory_format | None:
@@ -85,7 +101,13 @@ def mark(t, fmt: memory_format | None):
         fmt = None
     if t._base is None:
         t._format = fmt
-        ACTIVE = ACTIVE or fmt is not None
+        key = id(t)
+        if fmt is None:
+            if key in _LIVE:
+                _forget(key)
+        elif key not in _LIVE:
+            _LIVE[key] = weakref.ref(t, lambda _ref, key=key: _forget(key))
+            ACTIVE = True
     return t
 
 

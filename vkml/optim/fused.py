@@ -105,9 +105,9 @@ _NUMBERS = (int, float)
 
 
 def plain_step(group: dict, numbers: tuple[str, ...]) -> bool:
-    """Whether an update may build its nodes itself: lazy mode, no memory format to carry, no grad, and the
-    group's hyper-parameters named ``numbers`` Python numbers (a tensor ``lr`` takes the operators)."""
-    if lazy.is_eager() or _memory_format.ACTIVE or autograd.is_grad_enabled():
+    """Whether an update may build its nodes itself: lazy mode, no grad, and the group's hyper-parameters named
+    ``numbers`` Python numbers (a tensor ``lr`` takes the operators)."""
+    if lazy.is_eager() or autograd.is_grad_enabled():
         return False
     for key in numbers:
         if group[key].__class__ not in _NUMBERS:
@@ -120,11 +120,12 @@ FLOATS = (_F32, T.float16, T.bfloat16)
 
 
 def nodes_of(tensors: tuple, dtypes: tuple[T.DType, ...] = FLOAT32) -> tuple[Node, ...] | None:
-    """The nodes of ``tensors`` where all are plain tensors of one of ``dtypes``, one shape and one device
-    (None elsewhere)."""
+    """The nodes of ``tensors`` where all are plain tensors of one of ``dtypes``, one shape and one device,
+    none with a channels-last format to carry (None elsewhere: the operators keep the formats)."""
     nodes = []
+    formats = _memory_format.ACTIVE
     for t in tensors:
-        if t.__class__ not in _TENSORS:
+        if t.__class__ not in _TENSORS or (formats and _memory_format.format_of(t) is not None):
             return None
         nodes.append(t.node)
     shape, device, dtype = nodes[0].shape, nodes[0].device, nodes[0].dtype

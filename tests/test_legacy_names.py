@@ -373,3 +373,28 @@ def test_tensor_class_is_the_legacy_constructor():
     assert weight.requires_grad and weight.shape == (4, 3) and float(weight.abs().sum()) > 0
     with pytest.raises(TypeError):
         vkml.Tensor(2, 3, dtype=vkml.int32)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_ldexp_of_an_integer_exponent_is_exact_and_lazy(dtype, gpu):
+    # It once read both operands on the host (a realize inside the op); the product is now formed in
+    # float64 with 2^k built from its exponent bits, rounded once into the input's dtype.
+    from vkml.runtime.counters import counters
+
+    rng = np.random.default_rng(5)
+    scale = np.float32(2.0) ** rng.integers(-140, 120, 400).astype(np.float32)
+    x = np.concatenate(
+        [rng.standard_normal(400).astype(np.float32) * scale, np.float32([0, -0.0, np.inf, -np.inf, np.nan, 1e-45])]
+    )
+    k = rng.integers(-330, 330, x.size)
+    k[:6] = [2**31 - 1, -(2**31), 149, -149, 300, -300]
+    want = torch.ldexp(torch.tensor(x).to(getattr(torch, dtype)), torch.tensor(k)).float().numpy()
+    vx = (vkml.tensor(x, device=gpu) * 1).to(getattr(vkml, dtype))  # lazy operands
+    vk = vkml.tensor(k, device=gpu) + 0
+    before = (counters["submissions"], counters["bytes_downloaded"])
+    out = vkml.ldexp(vx, vk)
+    assert (counters["submissions"], counters["bytes_downloaded"]) == before  # nothing ran
+    got = out.float().numpy()
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    numbers = ~np.isnan(want)
+    assert np.array_equal(got[numbers].view(np.uint32), want[numbers].view(np.uint32))  # signed zeros too

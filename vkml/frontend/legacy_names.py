@@ -711,7 +711,8 @@ def ldexp(input, other):
     """input · 2^other, as ``torch.ldexp``.
 
     A float tensor scaled by an integer tensor keeps its dtype and is exact (one rounding, where the result
-    is subnormal: PyTorch's std::ldexp path, computed on the host); otherwise PyTorch's formula
+    is subnormal: PyTorch's std::ldexp path; float32 and narrower on the device, float64 on the host);
+    otherwise PyTorch's formula
     ``input * pow(2.0, other)``.
 
     >>> vkml.ldexp(vkml.tensor([1.5, 3.0]), vkml.tensor([2, -1])).tolist()
@@ -728,15 +729,28 @@ def ldexp(input, other):
 
 
 def _ldexp_exact(input, other):
-    # 2^other itself may overflow or underflow where input · 2^other does not (0.5 · 2^128 in float32)
-    np_dtype = np.float32 if input.dtype is T.bfloat16 else np.dtype(input.dtype.name)
-    x = np.asarray(_host_values(input)).astype(np_dtype).reshape(tuple(input.shape))
+    # 2^other itself may overflow or underflow where input · 2^other does not (0.5 · 2^128 in float32).
+    # A float32/float16/bfloat16 input: the product in float64 is exact (2^k built from its exponent
+    # bits, k clipped to a range where every such product is a normal double and the clip changes no
+    # result), and the cast back rounds once — lazy, on any device. float64: exact on the host.
+    if input.dtype is not T.float64:
+        with autograd.no_grad():
+            k = F.clamp(F.cast(other, T.int64), -_LDEXP_CLIP, _LDEXP_CLIP)
+            power = ((k + 1023) << 52).view(T.float64)  # lazy: a bit cast, no copy
+            out = F.cast(F.mul(F.cast(input, T.float64), power), input.dtype)
+        return autograd.record("ldexp", (input, other), out, {})
+    x = np.asarray(_host_values(input)).reshape(tuple(input.shape))
     k = np.asarray(_host_values(other)).astype(np.int64).reshape(tuple(other.shape))
     k = np.clip(k, -(1 << 20), 1 << 20)  # beyond any float's range: the same 0 or inf, no int32 wrap
     with np.errstate(all="ignore"):
         values = np.ldexp(*np.broadcast_arrays(x, k.astype(np.int32)))
     out = creation.tensor(np.array(values, order="C"), dtype=input.dtype, device=input.device)
     return autograd.record("ldexp", (input, other), out, {})
+
+
+# |k| beyond which a float32 (or narrower) input's input · 2^k is 0 or inf (2^-149 · 2^400 overflows float32,
+# 2^128 · 2^-400 underflows it), and 2^(±400) · 2^(±128) is a normal double
+_LDEXP_CLIP = 400
 
 
 def _grad_ldexp(c):

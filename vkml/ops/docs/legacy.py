@@ -144,8 +144,8 @@ PAGES: dict[str, OpDoc] = {
         "elementwise",
         (sig("vkml.ldexp", _L.ldexp), "Tensor.ldexp(other)", "Tensor.ldexp_(other)"),
         _L.ldexp,
-        "exact for a float input and an integer exponent tensor (one rounding, computed on the host, as PyTorch's "
-        "std::ldexp); otherwise PyTorch's formula input · pow(2.0, other): `pow` then one rounded product",
+        "exact for a float input and an integer exponent tensor (one rounding, as PyTorch's std::ldexp: the "
+        "product formed in float64 on the device, float64 inputs on the host); otherwise PyTorch's formula input · pow(2.0, other): `pow` then one rounded product",
         special="One rounding of the exact input · 2^other: it overflows to ±inf or underflows to a subnormal or 0 "
         "only where the result does (0.5 · 2^128 is finite in float32). Other exponents: as `mul` and `pow`.",
         gradient="PyTorch's LdexpBackward0: grad · pow(2, other) with an integer 2, so a negative integer "

@@ -275,3 +275,87 @@ class MultiheadAttention(Module):
             weights = None
         out = self.out_proj(out)
         return functions.reshape(out, tgt_len, bsz, embed_dim), weights
+
+
+class _Heads:
+    """``multi_head_attention_forward``'s arguments in the shape of a ``MultiheadAttention``, so that the
+    function runs the module's own checks and attention (one definition of both)."""
+
+    _check_shapes = MultiheadAttention._check_shapes
+    _projections = MultiheadAttention._projections
+    _attend = MultiheadAttention._attend
+    forward = MultiheadAttention.forward
+    batch_first = False
+
+    def __init__(self, embed_dim: int, num_heads: int, weights: dict, out_proj_weight, out_proj_bias):
+        self.embed_dim, self.num_heads = embed_dim, num_heads
+        self.head_dim = embed_dim // num_heads
+        self.__dict__.update(weights)
+        self._qkv_same_embed_dim = weights["in_proj_weight"] is not None
+        self.out_proj = lambda x: F.linear(x, out_proj_weight, out_proj_bias)
+
+
+def multi_head_attention_forward(
+    query,
+    key,
+    value,
+    embed_dim_to_check: int,
+    num_heads: int,
+    in_proj_weight,
+    in_proj_bias,
+    bias_k,
+    bias_v,
+    add_zero_attn: bool,
+    dropout_p: float,
+    out_proj_weight,
+    out_proj_bias,
+    training: bool = True,
+    key_padding_mask=None,
+    need_weights: bool = True,
+    attn_mask=None,
+    use_separate_proj_weight: bool = False,
+    q_proj_weight=None,
+    k_proj_weight=None,
+    v_proj_weight=None,
+    static_k=None,
+    static_v=None,
+    average_attn_weights: bool = True,
+    is_causal: bool = False,
+):
+    """``torch.nn.functional.multi_head_attention_forward``: ``MultiheadAttention``'s forward with its weights
+    given as arguments (OpenAI CLIP's attention pooling calls it). Shapes (L, N, E) or unbatched (L, E);
+    returns ``(attn_output, attn_weights or None)``. ``static_k``/``static_v`` are not supported (they raise).
+
+    >>> import vkml
+    >>> import vkml.nn.functional as F
+    >>> w, b = vkml.ones(12, 4) * 0.1, vkml.zeros(12)
+    >>> out, weights = F.multi_head_attention_forward(vkml.ones(3, 1, 4), vkml.ones(5, 1, 4), vkml.ones(5, 1, 4),
+    ...     4, 2, w, b, None, None, False, 0.0, vkml.eye(4), None)
+    >>> tuple(out.shape), tuple(weights.shape)
+    ((3, 1, 4), (1, 3, 5))
+    """
+    if static_k is not None or static_v is not None:
+        raise NotImplementedError("multi_head_attention_forward: static_k and static_v are not supported by vkml")
+    embed_dim = query.shape[-1]
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}")
+    if embed_dim // num_heads * num_heads != embed_dim:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    if (bias_k is None) != (bias_v is None):
+        raise AssertionError("bias_k and bias_v must both be given or both be None")
+    if use_separate_proj_weight:
+        for name, w in (("q", q_proj_weight), ("k", k_proj_weight), ("v", v_proj_weight)):
+            if w is None:
+                raise AssertionError(f"use_separate_proj_weight is True but {name}_proj_weight is None")
+        weights = {"in_proj_weight": None, "q_proj_weight": q_proj_weight}
+        weights.update(k_proj_weight=k_proj_weight, v_proj_weight=v_proj_weight)
+    else:
+        if in_proj_weight is None:
+            raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
+        weights = {"in_proj_weight": in_proj_weight}
+    weights.update(in_proj_bias=in_proj_bias, bias_k=bias_k, bias_v=bias_v, add_zero_attn=add_zero_attn)
+    heads = _Heads(embed_dim, num_heads, weights, out_proj_weight, out_proj_bias)
+    heads.training, heads.dropout = training, dropout_p
+    return heads.forward(
+        query, key, value, key_padding_mask, need_weights, attn_mask, average_attn_weights, is_causal=is_causal
+    )

@@ -93,6 +93,7 @@ FACE = (
     "vkml.hub",
     "vkml.ao",
     "vkml.quantization",
+    "vkml.onnx",
     "vkml.cli",
     "vkml.demo",
     "vkml.doctor",

@@ -207,6 +207,7 @@ _LAZY_SUBMODULES = (
     "hub",
     "ao",
     "quantization",
+    "onnx",
 )
 # PyTorch's quantized dtypes and tensor makers: vkml cannot quantize (vkml/ao/quantization.py) and says so
 _QUANTIZED_NAMES = ("qint8", "quint8", "qint32", "quint4x2", "quint2x4", "quantize_per_tensor", "quantize_per_channel")

@@ -8,7 +8,7 @@
 """
 
 # parameter: torch.nn.parameter, where older repositories import Parameter from
-from . import functional, init, parameter, utils  # noqa: F401
+from . import common_types, functional, init, parameter, utils  # noqa: F401
 from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .layers import GELU, CrossEntropyLoss, Dropout, Embedding, LayerNorm, Linear, MSELoss, ReLU, Sigmoid, Tanh
 from .module import Buffer, Module, Parameter

@@ -195,9 +195,9 @@ def _typename(value) -> str:
 
 
 def _addindent(text: str, spaces: int) -> str:
-    """Indent every line of ``text`` but the first (how PyTorch nests a child's repr)."""
+    """Indent every line of ``text`` but the first (how PyTorch nests a child's repr); blank lines stay empty."""
     first, *rest = text.split("\n")
-    return "\n".join([first] + [" " * spaces + line for line in rest])
+    return "\n".join([first] + [" " * spaces + line if line.strip() else "" for line in rest])
 
 
 def _is_device(value) -> bool:

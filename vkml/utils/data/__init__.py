@@ -7,6 +7,7 @@
 [[0, 1], [0]]
 """
 
+from . import _utils  # noqa: F401  (torch.utils.data._utils.collate: older programs' import path)
 from .collate import default_collate, default_convert
 from .dataloader import DataLoader, WorkerInfo, get_worker_info
 from .dataset import (

@@ -38,3 +38,24 @@ def test_addindent_nests_as_pytorchs(text):
 def test_common_types_are_reachable_as_attributes():
     assert vkml.nn.common_types._size_2_t is not None
     assert torch.nn.common_types._size_2_t is not None
+
+
+def _placeholder_kinds(m) -> list:
+    lin, conv, bn = m.nn.LazyLinear(3), m.nn.LazyConv2d(4, 3), m.nn.LazyBatchNorm1d()
+    held = [lin.weight, lin.bias, conv.weight, bn.weight, bn.running_mean]
+    kinds = [type(t).__name__ for t in held] + [m.nn.parameter.is_lazy(t) for t in held] + [repr(lin.weight)]
+    lin(m.ones(2, 5))
+    conv(m.ones(1, 2, 5, 5))
+    bn(m.ones(4, 6))
+    kinds += [type(t).__name__ for t in held] + [m.nn.parameter.is_lazy(t) for t in held]
+    kinds += [tuple(lin.weight.shape), tuple(conv.weight.shape), tuple(bn.running_mean.shape)]
+    p = m.nn.parameter.UninitializedParameter(dtype=m.float64)
+    p.materialize((2, 3))
+    kinds += [type(p).__name__, tuple(p.shape), str(p.dtype).split(".")[-1], p.requires_grad]
+    return kinds
+
+
+def test_lazy_placeholders_are_uninitialized_until_the_first_call_as_pytorchs():
+    # vkml's lazy modules once held plain empty Parameters: isinstance(p, UninitializedParameter) and
+    # torch.nn.parameter.is_lazy were missing names
+    assert _placeholder_kinds(vkml) == _placeholder_kinds(torch)

@@ -11,7 +11,7 @@
 from . import common_types, functional, init, parameter, utils  # noqa: F401
 from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .layers import GELU, CrossEntropyLoss, Dropout, Embedding, LayerNorm, Linear, MSELoss, ReLU, Sigmoid, Tanh
-from .module import Buffer, Module, Parameter
+from .module import Buffer, Module, Parameter, UninitializedBuffer, UninitializedParameter
 
 __all__ = [
     "functional",
@@ -20,6 +20,8 @@ __all__ = [
     "Module",
     "Parameter",
     "Buffer",
+    "UninitializedParameter",
+    "UninitializedBuffer",
     "Sequential",
     "ModuleList",
     "ModuleDict",

@@ -19,7 +19,7 @@ from . import activation, init
 from . import functional as F
 from . import functional_more as FM
 from .layers import Linear
-from .module import Module, Parameter, _set_data
+from .module import Module, Parameter, UninitializedParameter, _set_data, initialized
 
 # ---------------------------------------------------------------------- softmax layers
 
@@ -301,9 +301,9 @@ class LazyLinear(Linear):
     def __init__(self, out_features: int, bias: bool = True, device=None, dtype=None):
         Module.__init__(self)
         self.in_features, self.out_features = 0, out_features
-        self.weight = Parameter(creation.zeros(0, dtype=dtype, device=device))
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
         if bias:
-            self.bias = Parameter(creation.zeros(0, dtype=dtype, device=device))
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
         else:
             self.register_parameter("bias", None)
 
@@ -318,8 +318,10 @@ class LazyLinear(Linear):
         # the placeholders' dtype and device: a .to()/.double() before the first call moved them, as PyTorch's
         weight, bias = self.weight, self.bias
         _set_data(weight, creation.zeros(self.out_features, self.in_features, dtype=weight.dtype, device=weight.device))
+        initialized(weight)
         if bias is not None:
             _set_data(bias, creation.zeros(self.out_features, dtype=bias.dtype, device=bias.device))
+            initialized(bias)
         self.reset_parameters()
 
     def forward(self, input):

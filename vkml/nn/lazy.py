@@ -20,7 +20,7 @@ from ..frontend import creation
 from . import normalization as N
 from . import spatial
 from .conv import Conv1d, Conv2d
-from .module import Module, _set_data
+from .module import Module, _set_data, initialized, uninitialize
 
 
 class _LazyMixin:
@@ -42,7 +42,7 @@ class _LazyMixin:
     def _empty_parameter(self, name: str) -> None:
         param = getattr(self, name, None)
         if param is not None:
-            _set_data(param, creation.zeros(0, **self._lazy_factory))
+            uninitialize(_set_data(param, creation.zeros(0, **self._lazy_factory)))
 
 
 def _factory_of(placeholder) -> dict:
@@ -79,9 +79,9 @@ class _LazyConv(_LazyMixin):
             shape = (self.in_channels, self.out_channels // self.groups, *self.kernel_size)
         else:
             shape = (self.out_channels, self.in_channels // self.groups, *self.kernel_size)
-        _set_data(self.weight, creation.zeros(*shape, **_factory_of(self.weight)))
+        initialized(_set_data(self.weight, creation.zeros(*shape, **_factory_of(self.weight))))
         if self.bias is not None:
-            _set_data(self.bias, creation.zeros(self.out_channels, **_factory_of(self.bias)))
+            initialized(_set_data(self.bias, creation.zeros(self.out_channels, **_factory_of(self.bias))))
         object.__setattr__(self, "_lazy_pending", False)
         self.reset_parameters()
 
@@ -156,6 +156,8 @@ class _LazyNorm(_LazyMixin):
             self, 0, eps, momentum, affine, track_running_stats, device=device, dtype=dtype, bias=bias
         )
         object.__setattr__(self, "_lazy_factory", {"device": device, "dtype": dtype})
+        for name, _ in self._LAZY:
+            uninitialize(getattr(self, name, None))
 
     def reset_parameters(self) -> None:
         if not self.has_uninitialized_params() and self.num_features != 0:
@@ -178,7 +180,7 @@ class _LazyNorm(_LazyMixin):
         for name, fill in self._LAZY:
             value = getattr(self, name, None)
             if value is not None:
-                _set_data(value, creation.full((self.num_features,), fill, **_factory_of(value)))
+                initialized(_set_data(value, creation.full((self.num_features,), fill, **_factory_of(value))))
         object.__setattr__(self, "_lazy_pending", False)
         self.reset_parameters()
 

@@ -85,6 +85,76 @@ class Parameter(Tensor):
         return out
 
 
+class UninitializedParameter(Parameter):
+    """A lazy module's parameter before its first call (``LazyLinear``, ``LazyConv2d``, ...): empty, of the
+    dtype and device it will have; ``materialize(shape)`` gives it that shape (uninitialised values) and
+    makes it a plain ``Parameter``, as the module's first call does.
+
+    >>> p = UninitializedParameter()
+    >>> p.materialize((2, 3)); type(p).__name__, tuple(p.shape)
+    ('Parameter', (2, 3))
+    """
+
+    __slots__ = ()
+    cls_to_become = Parameter
+
+    def __new__(cls, requires_grad: bool = True, device=None, dtype=None):
+        return Tensor.__new__(cls)
+
+    def __init__(self, requires_grad: bool = True, device=None, dtype=None):
+        super().__init__(creation.zeros(0, device=device, dtype=dtype), requires_grad)
+
+    def materialize(self, shape, device=None, dtype=None) -> None:
+        _materialize(self, shape, device, dtype)
+
+    def __repr__(self) -> str:
+        return "<UninitializedParameter>"
+
+
+class UninitializedBuffer(Tensor):
+    """A lazy module's buffer (running statistics) before its first call; ``materialize(shape)`` makes it a
+    plain tensor of that shape, as ``UninitializedParameter``'s."""
+
+    __slots__ = ()
+    cls_to_become = Tensor
+
+    def __init__(self, requires_grad: bool = False, device=None, dtype=None, persistent: bool = True):
+        super().__init__(creation.zeros(0, device=device, dtype=dtype).node, requires_grad=requires_grad)
+        self.persistent = persistent
+        self._is_buffer = True
+
+    def materialize(self, shape, device=None, dtype=None) -> None:
+        _materialize(self, shape, device, dtype)
+
+    def __repr__(self) -> str:
+        return "<UninitializedBuffer>"
+
+
+def _materialize(t, shape, device, dtype) -> None:
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    _set_data(t, creation.zeros(*shape, device=device or t.device, dtype=dtype or t.dtype))
+    t.__class__ = t.cls_to_become
+
+
+def uninitialize(t: Tensor) -> Tensor:
+    """Make a lazy module's empty placeholder ``t`` (a Parameter or a buffer) its Uninitialized* kind."""
+    if t is not None:
+        t.__class__ = UninitializedParameter if isinstance(t, Parameter) else UninitializedBuffer
+    return t
+
+
+def initialized(t: Tensor) -> Tensor:
+    """``t`` (a lazy placeholder given its values) as a plain Parameter or tensor again."""
+    if isinstance(t, (UninitializedParameter, UninitializedBuffer)):
+        t.__class__ = t.cls_to_become
+    return t
+
+
+def is_lazy(param) -> bool:
+    """Whether ``param`` is an uninitialised parameter or buffer of a lazy module (``torch.nn.parameter.is_lazy``)."""
+    return isinstance(param, (UninitializedParameter, UninitializedBuffer))
+
+
 class ComplexParameter(ComplexTensor, Parameter):
     """A complex ``Parameter``: the handle of a real ``Parameter`` pair (what an optimizer updates)."""
 

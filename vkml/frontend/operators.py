@@ -1126,10 +1126,10 @@ def _reshaped_shape(old: tuple, shape: tuple) -> tuple:
                 "dimension size -1 can be any value and is ambiguous"
             )
         if known == 0 or numel % known:
-            raise ShapeError(f"'reshape': shape {shape} is invalid for input of size {numel}")
+            raise ShapeError(f"'reshape': shape '{list(shape)}' is invalid for input of size {numel}")
         shape = tuple(numel // known if s == -1 else s for s in shape)
     if any(s < 0 for s in shape) or math.prod(shape) != numel:
-        raise ShapeError(f"'reshape': shape {shape} is invalid for input of size {numel} (shape {old})")
+        raise ShapeError(f"'reshape': shape '{list(shape)}' is invalid for input of size {numel} (shape {old})")
     return shape
 
 

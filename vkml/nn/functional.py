@@ -810,5 +810,3 @@ from . import fractional_pool as _fractional_pool  # noqa: E402
 for _name in _fractional_pool.FUNCTIONS:
     globals()[_name] = getattr(_fractional_pool, _name)
 del _name
-# MultiheadAttention's forward as a function (vkml/nn/attention.py)
-from .attention import multi_head_attention_forward  # noqa: E402, F401

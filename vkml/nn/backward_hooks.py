@@ -7,9 +7,10 @@ input (``grad_input``, which full hooks see and may replace). Where no input req
 full hooks fire at the output, with ``grad_input`` all None and PyTorch's warning.
 
 vkml runs a custom Function's backward once per output (vkml/frontend/autograd_api.py), so the
-hooks can see one tensor output and one input that requires grad; a call with several (a
-module returning a tuple of tensors, or two inputs requiring grad) raises NotImplementedError
-rather than firing the hooks with partial gradients.
+hooks can see one output that requires grad (a tensor, or one tensor of a returned tuple, the
+tuple's other items having None gradients) and one input that requires grad; a call with several
+(two outputs or two inputs requiring grad) raises NotImplementedError rather than firing the hooks
+with partial gradients.
 """
 
 from __future__ import annotations
@@ -29,17 +30,19 @@ class _HookCall:
     def __init__(self, module, pre_hooks: list, hooks: list, inputs: int, tracked: int | None):
         self.module, self.pre_hooks, self.hooks = module, pre_hooks, hooks
         self.inputs, self.tracked = inputs, tracked  # tracked: the index of the input requiring grad
+        self.outputs, self.out_index = 1, 0  # how many outputs, and which one requires grad
         self.grad_output: tuple = ()
 
     def on_output(self, grad):
-        self.grad_output = (grad,)
+        self.grad_output = tuple(grad if i == self.out_index else None for i in range(self.outputs))
         for hook in self.pre_hooks:
             result = hook(self.module, self.grad_output)
             if result is not None:
                 result = tuple(result) if isinstance(result, (tuple, list)) else (result,)
-                if len(result) != 1:
+                if len(result) != self.outputs:
                     raise RuntimeError(
-                        f"Backward pre hook returned an invalid number of grad_output, got {len(result)}, but expected 1"
+                        f"Backward pre hook returned an invalid number of grad_output, got {len(result)}, but "
+                        f"expected {self.outputs}"
                     )
                 self.grad_output = result
         if self.tracked is None and self.hooks:
@@ -50,8 +53,13 @@ class _HookCall:
                 stacklevel=2,
             )
             for hook in self.hooks:
-                hook(self.module, (None,) * self.inputs, self.grad_output)
-        return self.grad_output[0]
+                result = hook(self.module, (None,) * self.inputs, self.grad_output)
+                if result is not None and not (isinstance(result, tuple) and all(r is None for r in result)):
+                    raise RuntimeError(
+                        "Backward hook for Modules where no input requires gradient should always return None or "
+                        "None for all gradients."
+                    )
+        return self.grad_output[self.out_index]
 
     def on_input(self, grad):
         grad_input = [None] * self.inputs
@@ -86,22 +94,33 @@ def with_backward_hooks(module, forward, args: tuple, kwargs: dict, pre_hooks: l
     """``forward(*args, **kwargs)`` with the module's backward hooks wired around it (module text)."""
     if not is_grad_enabled():
         return forward(*args, **kwargs)
-    positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
-    tracked = [i for i in positions if args[i].requires_grad]
+    # grad_input has one entry per positional argument, None for those that are not tensors (PyTorch's)
+    tracked = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
     if len(tracked) > 1:
         raise NotImplementedError(
             f"backward hooks of {type(module).__name__}: vkml hooks modules called with one input that requires "
             f"grad; this call has {len(tracked)}"
         )
-    call = _HookCall(module, pre_hooks, hooks, len(positions), positions.index(tracked[0]) if tracked else None)
+    call = _HookCall(module, pre_hooks, hooks, len(args), tracked[0] if tracked else None)
     if tracked:
         args = tuple(_Hook.apply(a, call, "on_input") if i == tracked[0] else a for i, a in enumerate(args))
     output = forward(*args, **kwargs)
     if isinstance(output, Tensor):
         return _Hook.apply(output, call, "on_output") if output.requires_grad else output
-    if any(isinstance(o, Tensor) and o.requires_grad for o in (output if isinstance(output, (tuple, list)) else ())):
-        raise NotImplementedError(
-            f"backward hooks of {type(module).__name__}: vkml hooks modules that return one tensor; this one "
-            f"returned a {type(output).__name__}"
+    if not isinstance(output, tuple):
+        warnings.warn(
+            "For backward hooks to be called, module output should be a Tensor or a tuple of Tensors but "
+            f"received {type(output)}",
+            stacklevel=3,
         )
-    return output
+        return output
+    requiring = [i for i, o in enumerate(output) if isinstance(o, Tensor) and o.requires_grad]
+    if len(requiring) > 1:
+        raise NotImplementedError(
+            f"backward hooks of {type(module).__name__}: vkml hooks modules with one output that requires grad; "
+            f"this call has {len(requiring)}"
+        )
+    if not requiring:
+        return output
+    call.outputs, call.out_index = len(output), requiring[0]
+    return tuple(_Hook.apply(o, call, "on_output") if i == requiring[0] else o for i, o in enumerate(output))

@@ -514,7 +514,7 @@ def module_global_backward_hook_invalid_outputs(m):
     return errors
 
 
-@sc
+@slow
 def module_global_backward_hook_writeable(m):
     module = m.nn.Sigmoid()
     x = m.tensor(X55, requires_grad=True)
@@ -585,7 +585,7 @@ def global_and_local_hooks_order(m):
     return calls
 
 
-@sc
+@slow
 def module_global_full_backward_pre_hook(m):
     calls = []
     module = m.nn.Sigmoid()

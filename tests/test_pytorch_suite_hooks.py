@@ -524,7 +524,7 @@ def module_global_backward_hook_writeable(m):
     return x.grad
 
 
-@sc
+@slow
 def module_global_forward_pre_and_post_hooks_writeable(m):
     module = m.nn.Sigmoid()
     x = m.tensor(X55, requires_grad=True)

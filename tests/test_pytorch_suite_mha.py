@@ -344,12 +344,12 @@ def module_call(
 
 
 SC["module_batch_first"] = module_call(batch_first=True)
-SC["module_unbatched_kpm"] = module_call(unbatched=True, kpm="bool")
+SLOW["module_unbatched_kpm"] = module_call(unbatched=True, kpm="bool")
 SLOW["module_need_weights_false_masks"] = module_call(need_weights=False, kpm="bool", attn="causal_bool")
 SLOW["module_need_weights_false"] = module_call(need_weights=False)
 SLOW["module_not_averaged"] = module_call(average=False, attn="float")
 SLOW["module_float_kpm"] = module_call(kpm="float", attn="float")
-SC["module_mixed_mask_dtypes_warn"] = module_call(kpm="bool", attn="float")
+SLOW["module_mixed_mask_dtypes_warn"] = module_call(kpm="bool", attn="float")
 SLOW["module_is_causal_with_mask"] = module_call(attn="causal_bool", causal=True)
 SLOW["module_is_causal_need_weights_false"] = module_call(attn="causal_bool", causal=True, need_weights=False)
 SLOW["module_gradients"] = module_call(kpm="bool", attn="float", grad=True)

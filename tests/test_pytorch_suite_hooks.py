@@ -784,6 +784,26 @@ def hook_backward_size(m):
 
 
 @sc
+def hook_rewrites_two_inputs_gradients(m):
+    seen = []
+
+    class Scale(m.nn.Module):
+        def forward(self, a, flag, b):
+            return (a * b).sum() * (2.0 if flag else 1.0)
+
+    def hook(mod, grad_input, grad_output):
+        seen.append([None if g is None else tuple(g.shape) for g in grad_input])
+        return (grad_input[0] * 10, None, grad_input[2] + 1)
+
+    a = m.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b = m.tensor([4.0, 5.0, 6.0], requires_grad=True)
+    mod = Scale()
+    mod.register_full_backward_hook(hook)
+    mod(a, True, b).backward()
+    return seen, a.grad, b.grad
+
+
+@sc
 def hook_forward_preforward_writable(m):
     module = m.nn.Sigmoid()
     x = m.tensor(X55, requires_grad=True)
@@ -850,10 +870,7 @@ def sequential_hooks_see_each_child(m):
 
 
 # Divergences not fixed yet: strict xfails, so that a fix shows up as an XPASS to remove from here.
-KNOWN = {
-    "hook_requires_grad_propagated": "vkml's backward hooks take one input that requires grad (backward_hooks.py)",
-    "hook_backward_size": "vkml's backward hooks take one input that requires grad (backward_hooks.py)",
-}
+KNOWN: dict[str, str] = {}
 
 
 def _params(table: dict) -> list:

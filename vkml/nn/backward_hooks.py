@@ -6,17 +6,22 @@ through identity functions: the output's gives the gradient with respect to the 
 input (``grad_input``, which full hooks see and may replace). Where no input requires grad the
 full hooks fire at the output, with ``grad_input`` all None and PyTorch's warning.
 
-vkml runs a custom Function's backward once per output (vkml/frontend/autograd_api.py), so the
-hooks can see one output that requires grad (a tensor, or one tensor of a returned tuple, the
-tuple's other items having None gradients) and one input that requires grad; a call with several
-(two outputs or two inputs requiring grad) raises NotImplementedError rather than firing the hooks
-with partial gradients.
+vkml runs a custom Function's backward once per output (vkml/frontend/autograd_api.py), so one
+identity per input could not hand the hooks every input's gradient at once. Inputs that require
+grad (of one dtype and device) therefore go in as one flat tensor, ``cat`` of them all, and the
+module sees slices of it: that tensor's gradient arrives in one piece, which is split into each
+input's. The hooks see one output that requires grad (a tensor, or one tensor of a returned tuple,
+the tuple's other items having None gradients); a call with several outputs requiring grad, or
+inputs of several dtypes, raises NotImplementedError rather than fire the hooks with partial
+gradients.
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 
+from ..frontend import operators as functions
 from ..frontend.autograd import is_grad_enabled
 from ..frontend.autograd_api import Function
 from ..tensor import Tensor
@@ -27,9 +32,9 @@ __all__ = ["with_backward_hooks"]
 class _HookCall:
     """One forward call's hooks and the gradients they exchange."""
 
-    def __init__(self, module, pre_hooks: list, hooks: list, inputs: int, tracked: int | None):
+    def __init__(self, module, pre_hooks: list, hooks: list, inputs: int, tracked: list[int]):
         self.module, self.pre_hooks, self.hooks = module, pre_hooks, hooks
-        self.inputs, self.tracked = inputs, tracked  # tracked: the index of the input requiring grad
+        self.inputs, self.tracked = inputs, tracked  # tracked: the positions of the inputs requiring grad
         self.outputs, self.out_index = 1, 0  # how many outputs, and which one requires grad
         self.grad_output: tuple = ()
 
@@ -45,7 +50,7 @@ class _HookCall:
                         f"expected {self.outputs}"
                     )
                 self.grad_output = result
-        if self.tracked is None and self.hooks:
+        if not self.tracked and self.hooks:
             warnings.warn(
                 "Full backward hook is firing when gradients are computed with respect to module outputs since no "
                 "inputs require gradients. See https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
@@ -62,8 +67,13 @@ class _HookCall:
         return self.grad_output[self.out_index]
 
     def on_input(self, grad):
+        return self.on_inputs([grad])[0]
+
+    def on_inputs(self, grads: list) -> list:
+        """The tracked inputs' gradients after the full hooks (each may replace ``grad_input``)."""
         grad_input = [None] * self.inputs
-        grad_input[self.tracked] = grad
+        for position, grad in zip(self.tracked, grads):
+            grad_input[position] = grad
         for hook in self.hooks:
             result = hook(self.module, tuple(grad_input), self.grad_output)
             if result is not None:
@@ -74,7 +84,7 @@ class _HookCall:
                         f"{self.inputs}"
                     )
                 grad_input = list(result)
-        return grad_input[self.tracked]
+        return [grad_input[position] for position in self.tracked]
 
 
 class _Hook(Function):
@@ -90,20 +100,54 @@ class _Hook(Function):
         return ctx.hand_over(grad), None, None
 
 
+class _HookInputs(Function):
+    """Several tensors as one flat tensor (their ``cat``), whose backward splits its gradient into theirs and
+    hands them to ``call.on_inputs`` together."""
+
+    @staticmethod
+    def forward(ctx, call, *tensors):
+        ctx.call, ctx.shapes = call, [t.shape for t in tensors]
+        return functions.cat([functions.reshape(t, -1) for t in tensors])
+
+    @staticmethod
+    def backward(ctx, grad):
+        grads, start = [], 0
+        for shape in ctx.shapes:
+            size = math.prod(shape)
+            grads.append(functions.reshape(grad[start : start + size], *shape))
+            start += size
+        return (None, *ctx.call.on_inputs(grads))
+
+
+def _hooked_inputs(module, args: tuple, call: _HookCall) -> tuple:
+    """``args`` with the inputs that require grad passed through the identities whose backward calls the hooks."""
+    tracked = call.tracked
+    if len(tracked) == 1:
+        return tuple(_Hook.apply(a, call, "on_input") if i == tracked[0] else a for i, a in enumerate(args))
+    kinds = {(args[i].dtype, args[i].device) for i in tracked}
+    if len(kinds) > 1:
+        raise NotImplementedError(
+            f"backward hooks of {type(module).__name__}: vkml hooks the inputs that require grad when they share "
+            f"one dtype and device; this call has {len(kinds)}"
+        )
+    flat = _HookInputs.apply(call, *(args[i] for i in tracked))
+    hooked, start = list(args), 0
+    for i in tracked:
+        size = args[i].numel()
+        hooked[i] = functions.reshape(flat[start : start + size], *args[i].shape)
+        start += size
+    return tuple(hooked)
+
+
 def with_backward_hooks(module, forward, args: tuple, kwargs: dict, pre_hooks: list, hooks: list):
     """``forward(*args, **kwargs)`` with the module's backward hooks wired around it (module text)."""
     if not is_grad_enabled():
         return forward(*args, **kwargs)
     # grad_input has one entry per positional argument, None for those that are not tensors (PyTorch's)
     tracked = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
-    if len(tracked) > 1:
-        raise NotImplementedError(
-            f"backward hooks of {type(module).__name__}: vkml hooks modules called with one input that requires "
-            f"grad; this call has {len(tracked)}"
-        )
-    call = _HookCall(module, pre_hooks, hooks, len(args), tracked[0] if tracked else None)
+    call = _HookCall(module, pre_hooks, hooks, len(args), tracked)
     if tracked:
-        args = tuple(_Hook.apply(a, call, "on_input") if i == tracked[0] else a for i, a in enumerate(args))
+        args = _hooked_inputs(module, args, call)
     output = forward(*args, **kwargs)
     if isinstance(output, Tensor):
         return _Hook.apply(output, call, "on_output") if output.requires_grad else output

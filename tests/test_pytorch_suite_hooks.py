@@ -804,6 +804,30 @@ def hook_rewrites_two_inputs_gradients(m):
 
 
 @sc
+def hooks_see_two_outputs(m):
+    seen = []
+
+    class Split(m.nn.Module):
+        def forward(self, x):
+            return x * 2, "label", x.sum(0) * 3
+
+    def pre_hook(mod, grad_output):
+        seen.append(("pre", [None if g is None else g.numpy().tolist() for g in grad_output]))
+        return (grad_output[0] * 10, None, grad_output[2])
+
+    def hook(mod, grad_input, grad_output):
+        seen.append(("full", [g.numpy().tolist() for g in grad_input], [g is None for g in grad_output]))
+
+    x = m.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    mod = Split()
+    mod.register_full_backward_pre_hook(pre_hook)
+    mod.register_full_backward_hook(hook)
+    a, label, b = mod(x)
+    (a * m.tensor([[1.0, 2.0], [3.0, 4.0]])).sum().add(b.sum()).backward()
+    return seen, label, x.grad
+
+
+@sc
 def hook_forward_preforward_writable(m):
     module = m.nn.Sigmoid()
     x = m.tensor(X55, requires_grad=True)

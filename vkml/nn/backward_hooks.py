@@ -10,9 +10,9 @@ vkml runs a custom Function's backward once per output (vkml/frontend/autograd_a
 identity per input could not hand the hooks every input's gradient at once. Inputs that require
 grad (of one dtype and device) therefore go in as one flat tensor, ``cat`` of them all, and the
 module sees slices of it: that tensor's gradient arrives in one piece, which is split into each
-input's. The hooks see one output that requires grad (a tensor, or one tensor of a returned tuple,
-the tuple's other items having None gradients); a call with several outputs requiring grad, or
-inputs of several dtypes, raises NotImplementedError rather than fire the hooks with partial
+input's. A returned tuple's tensors that require grad come out the same way (its other items have
+None gradients; an output nothing used has a zero one, where PyTorch's pre-hook sees None). Inputs
+or outputs of several dtypes raise NotImplementedError rather than fire the hooks with partial
 gradients.
 """
 
@@ -35,11 +35,19 @@ class _HookCall:
     def __init__(self, module, pre_hooks: list, hooks: list, inputs: int, tracked: list[int]):
         self.module, self.pre_hooks, self.hooks = module, pre_hooks, hooks
         self.inputs, self.tracked = inputs, tracked  # tracked: the positions of the inputs requiring grad
-        self.outputs, self.out_index = 1, 0  # how many outputs, and which one requires grad
+        self.outputs, self.out_positions = 1, [0]  # how many outputs, and which require grad
         self.grad_output: tuple = ()
 
     def on_output(self, grad):
-        self.grad_output = tuple(grad if i == self.out_index else None for i in range(self.outputs))
+        return self.on_outputs([grad])[0]
+
+    def on_outputs(self, grads: list) -> list:
+        """The gradients of the outputs that require grad after the pre-hooks (which may replace
+        ``grad_output``); where no input requires grad, the full hooks fire here."""
+        grad_output = [None] * self.outputs
+        for position, grad in zip(self.out_positions, grads):
+            grad_output[position] = grad
+        self.grad_output = tuple(grad_output)
         for hook in self.pre_hooks:
             result = hook(self.module, self.grad_output)
             if result is not None:
@@ -64,7 +72,7 @@ class _HookCall:
                         "Backward hook for Modules where no input requires gradient should always return None or "
                         "None for all gradients."
                     )
-        return self.grad_output[self.out_index]
+        return [self.grad_output[position] for position in self.out_positions]
 
     def on_input(self, grad):
         return self.on_inputs([grad])[0]
@@ -100,13 +108,13 @@ class _Hook(Function):
         return ctx.hand_over(grad), None, None
 
 
-class _HookInputs(Function):
+class _Joined(Function):
     """Several tensors as one flat tensor (their ``cat``), whose backward splits its gradient into theirs and
-    hands them to ``call.on_inputs`` together."""
+    hands them to ``hand_over`` (``call.on_inputs`` or ``call.on_outputs``) together."""
 
     @staticmethod
-    def forward(ctx, call, *tensors):
-        ctx.call, ctx.shapes = call, [t.shape for t in tensors]
+    def forward(ctx, hand_over, *tensors):
+        ctx.hand_over, ctx.shapes = hand_over, [t.shape for t in tensors]
         return functions.cat([functions.reshape(t, -1) for t in tensors])
 
     @staticmethod
@@ -116,25 +124,25 @@ class _HookInputs(Function):
             size = math.prod(shape)
             grads.append(functions.reshape(grad[start : start + size], *shape))
             start += size
-        return (None, *ctx.call.on_inputs(grads))
+        return (None, *ctx.hand_over(grads))
 
 
-def _hooked_inputs(module, args: tuple, call: _HookCall) -> tuple:
-    """``args`` with the inputs that require grad passed through the identities whose backward calls the hooks."""
-    tracked = call.tracked
-    if len(tracked) == 1:
-        return tuple(_Hook.apply(a, call, "on_input") if i == tracked[0] else a for i, a in enumerate(args))
-    kinds = {(args[i].dtype, args[i].device) for i in tracked}
+def _hooked(module, values: tuple, positions: list[int], call: _HookCall, side: str) -> tuple:
+    """``values`` with those at ``positions`` passed through the identities whose backward calls the hooks
+    (``side``: "input" or "output")."""
+    if len(positions) == 1:
+        return tuple(_Hook.apply(v, call, f"on_{side}") if i == positions[0] else v for i, v in enumerate(values))
+    kinds = {(values[i].dtype, values[i].device) for i in positions}
     if len(kinds) > 1:
         raise NotImplementedError(
-            f"backward hooks of {type(module).__name__}: vkml hooks the inputs that require grad when they share "
+            f"backward hooks of {type(module).__name__}: vkml hooks the {side}s that require grad when they share "
             f"one dtype and device; this call has {len(kinds)}"
         )
-    flat = _HookInputs.apply(call, *(args[i] for i in tracked))
-    hooked, start = list(args), 0
-    for i in tracked:
-        size = args[i].numel()
-        hooked[i] = functions.reshape(flat[start : start + size], *args[i].shape)
+    flat = _Joined.apply(getattr(call, f"on_{side}s"), *(values[i] for i in positions))
+    hooked, start = list(values), 0
+    for i in positions:
+        size = values[i].numel()
+        hooked[i] = functions.reshape(flat[start : start + size], *values[i].shape)
         start += size
     return tuple(hooked)
 
@@ -147,7 +155,7 @@ def with_backward_hooks(module, forward, args: tuple, kwargs: dict, pre_hooks: l
     tracked = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
     call = _HookCall(module, pre_hooks, hooks, len(args), tracked)
     if tracked:
-        args = _hooked_inputs(module, args, call)
+        args = _hooked(module, args, tracked, call, "input")
     output = forward(*args, **kwargs)
     if isinstance(output, Tensor):
         return _Hook.apply(output, call, "on_output") if output.requires_grad else output
@@ -159,12 +167,7 @@ def with_backward_hooks(module, forward, args: tuple, kwargs: dict, pre_hooks: l
         )
         return output
     requiring = [i for i, o in enumerate(output) if isinstance(o, Tensor) and o.requires_grad]
-    if len(requiring) > 1:
-        raise NotImplementedError(
-            f"backward hooks of {type(module).__name__}: vkml hooks modules with one output that requires grad; "
-            f"this call has {len(requiring)}"
-        )
     if not requiring:
         return output
-    call.outputs, call.out_index = len(output), requiring[0]
-    return tuple(_Hook.apply(o, call, "on_output") if i == requiring[0] else o for i, o in enumerate(output))
+    call.outputs, call.out_positions = len(output), requiring
+    return _hooked(module, output, requiring, call, "output")

@@ -95,8 +95,9 @@ class _HookCall:
         return [grad_input[position] for position in self.tracked]
 
 
-class _Hook(Function):
-    """The identity, whose backward hands its gradient to ``call.on_input`` or ``call.on_output``."""
+class BackwardHookFunction(Function):
+    """The identity (under PyTorch's name, which its errors give), whose backward hands its gradient to
+    ``call.on_input`` or ``call.on_output``."""
 
     @staticmethod
     def forward(ctx, x, call, side: str):
@@ -131,7 +132,9 @@ def _hooked(module, values: tuple, positions: list[int], call: _HookCall, side: 
     """``values`` with those at ``positions`` passed through the identities whose backward calls the hooks
     (``side``: "input" or "output")."""
     if len(positions) == 1:
-        return tuple(_Hook.apply(v, call, f"on_{side}") if i == positions[0] else v for i, v in enumerate(values))
+        return tuple(
+            BackwardHookFunction.apply(v, call, f"on_{side}") if i == positions[0] else v for i, v in enumerate(values)
+        )
     kinds = {(values[i].dtype, values[i].device) for i in positions}
     if len(kinds) > 1:
         raise NotImplementedError(
@@ -140,9 +143,10 @@ def _hooked(module, values: tuple, positions: list[int], call: _HookCall, side: 
         )
     flat = _Joined.apply(getattr(call, f"on_{side}s"), *(values[i] for i in positions))
     hooked, start = list(values), 0
-    for i in positions:
+    for k, i in enumerate(positions):
         size = values[i].numel()
         hooked[i] = functions.reshape(flat[start : start + size], *values[i].shape)
+        hooked[i]._custom_view = (k, "BackwardHookFunction")  # as PyTorch's outputs: not written in place
         start += size
     return tuple(hooked)
 
@@ -158,7 +162,7 @@ def with_backward_hooks(module, forward, args: tuple, kwargs: dict, pre_hooks: l
         args = _hooked(module, args, tracked, call, "input")
     output = forward(*args, **kwargs)
     if isinstance(output, Tensor):
-        return _Hook.apply(output, call, "on_output") if output.requires_grad else output
+        return BackwardHookFunction.apply(output, call, "on_output") if output.requires_grad else output
     if not isinstance(output, tuple):
         warnings.warn(
             "For backward hooks to be called, module output should be a Tensor or a tuple of Tensors but "

@@ -263,6 +263,69 @@ def _always_call_scenario(with_kwargs: bool, global_hook: bool):
     return f
 
 
+@sc
+def always_called_forward_hooks(m):
+    """test_always_called_forward_hooks: a context a pre-hook opens is closed by an always_call hook whatever
+    raises (forward, a pre-hook, another always_call hook), once."""
+    stack, errors, sizes = [], [], []
+
+    class FailsInForward(m.nn.Module):
+        def forward(self, x, fail=True):
+            if fail:
+                raise RuntimeError("failing in forward")
+            return x
+
+    def enter(*_):
+        stack.append(2)
+
+    def enter_and_fail(*_):
+        stack.append(2)
+        raise RuntimeError("failing in ctx setup")
+
+    def leave(*_):
+        stack.append(-1)
+
+    def leave_and_fail(*_):
+        stack.append(-1)
+        raise RuntimeError("failing in ctx shutdown")
+
+    def throw(*_):
+        raise RuntimeError("failing in throw")
+
+    def call(*args, **kwargs):
+        try:
+            model(*args, **kwargs)
+        except RuntimeError as error:
+            errors.append(str(error))
+        sizes.append(list(stack))
+
+    x = m.ones(2, 2)
+    model = FailsInForward()
+    pre = model.register_forward_pre_hook(enter)
+    post = model.register_forward_hook(leave, always_call=True)
+    sizes.append(len(model._forward_hooks_always_called))
+    call(x)
+    call(x, fail=False)
+    pre.remove()
+    model.register_forward_pre_hook(enter_and_fail)
+    call(x, fail=False)
+    thrower = model.register_forward_hook(throw, prepend=True, always_call=True)
+    call(x, fail=False)
+    post.remove()
+    thrower.remove()
+    sizes.append(len(model._forward_hooks_always_called))
+    failing = model.register_forward_hook(leave_and_fail, always_call=True)
+    call(x, fail=False)
+    failing.remove()
+    handle = m.nn.modules.module.register_module_forward_hook(leave, always_call=True)
+    sizes.append(len(m.nn.modules.module._global_forward_hooks_always_called))
+    call(x, fail=False)
+    handle.remove()
+    sizes.append(len(m.nn.modules.module._global_forward_hooks_always_called))
+    call(x)
+    return stack, errors, sizes
+
+
 SC["forward_hook_always_call"] = _always_call_scenario(False, False)
 SC["forward_hook_always_call_with_kwargs"] = _always_call_scenario(True, False)
 SC["global_forward_hook_always_call"] = _always_call_scenario(False, True)

@@ -271,52 +271,70 @@ class Module:
         return with_backward_hooks(self, self.forward, args, kwargs, pre_hooks, hooks)
 
     def _call_with_hooks(self, args: tuple, kwargs: dict):
-        # every module's global hooks (register_module_forward_pre_hook) run before its own, as PyTorch's
-        pre_hooks = [*global_hooks._global_forward_pre_hooks.items(), *self._forward_pre_hooks.items()]
-        for hook_id, hook in pre_hooks:
-            if hook_id in self._forward_pre_hooks_with_kwargs:
-                result = hook(self, args, kwargs)
-                if result is not None:
-                    if not (isinstance(result, tuple) and len(result) == 2):
-                        raise RuntimeError(
-                            f"forward pre-hook must return None or a tuple of (new_args, new_kwargs), but got {result}."
-                        )
-                    args, kwargs = result
-            else:
-                result = hook(self, args)
-                if result is not None:
-                    args = result if isinstance(result, tuple) else (result,)
+        # every module's global hooks (register_module_forward_pre_hook) run before its own, as PyTorch's; when
+        # anything raises (a pre-hook, forward, a hook), the always_call hooks that have not run yet run then
+        output, called = None, set()
         try:
+            for hook_id, hook in [*global_hooks._global_forward_pre_hooks.items(), *self._forward_pre_hooks.items()]:
+                if hook_id in self._forward_pre_hooks_with_kwargs:
+                    result = hook(self, args, kwargs)
+                    if result is not None:
+                        if not (isinstance(result, tuple) and len(result) == 2):
+                            raise RuntimeError(
+                                "forward pre-hook must return None or a tuple of (new_args, new_kwargs), but got "
+                                f"{result}."
+                            )
+                        args, kwargs = result
+                else:
+                    result = hook(self, args)
+                    if result is not None:
+                        args = result if isinstance(result, tuple) else (result,)
             output = self._forward_with_backward_hooks(*args, **kwargs)
-        except Exception:
-            self._call_always_called_hooks(args, kwargs)
-            raise
-        for hook_id, hook in [*global_hooks._global_forward_hooks.items(), *self._forward_hooks.items()]:
-            if hook_id in self._forward_hooks_with_kwargs or hook_id in global_hooks._global_forward_hooks_with_kwargs:
-                result = hook(self, args, kwargs, output)
-            else:
-                result = hook(self, args, output)
-            if result is not None:
-                output = result
-        return output
-
-    def _call_always_called_hooks(self, args: tuple, kwargs: dict) -> None:
-        """After ``forward`` raised: the hooks registered with ``always_call`` see output None; their errors are silenced."""
-        for hook_id, hook in [*global_hooks._global_forward_hooks.items(), *self._forward_hooks.items()]:
-            if (
-                hook_id not in self._forward_hooks_always_called
-                and hook_id not in global_hooks._global_forward_hooks_always_called
-            ):
-                continue
-            try:
+            for hook_id, hook in [*global_hooks._global_forward_hooks.items(), *self._forward_hooks.items()]:
+                if (
+                    hook_id in self._forward_hooks_always_called
+                    or hook_id in global_hooks._global_forward_hooks_always_called
+                ):
+                    called.add(hook_id)
                 if (
                     hook_id in self._forward_hooks_with_kwargs
                     or hook_id in global_hooks._global_forward_hooks_with_kwargs
                 ):
-                    hook(self, args, kwargs, None)
+                    result = hook(self, args, kwargs, output)
                 else:
-                    hook(self, args, None)
-            except Exception as error:  # the forward's error is the one to raise
+                    result = hook(self, args, output)
+                if result is not None:
+                    output = result
+            return output
+        except Exception:
+            self._call_always_called_hooks(args, kwargs, output, called)
+            raise
+
+    def _call_always_called_hooks(self, args: tuple, kwargs: dict, output, called: set) -> None:
+        """After an error: the hooks registered with ``always_call`` that have not run see the output so far
+        (None when forward did not return); their own errors are silenced with PyTorch's warnings."""
+        for hook_id, hook in list(global_hooks._global_forward_hooks.items()):
+            if hook_id not in global_hooks._global_forward_hooks_always_called or hook_id in called:
+                continue
+            try:
+                result = hook(self, args, output)  # PyTorch's: a global hook gets no kwargs here
+                output = output if result is None else result
+            except Exception as error:  # the first error is the one to raise
+                warnings.warn(
+                    "global module forward hook with ``always_call=True`` raised an exception that was silenced as "
+                    f"another error was raised in forward: {error}",
+                    stacklevel=3,
+                )
+        for hook_id, hook in list(self._forward_hooks.items()):
+            if hook_id not in self._forward_hooks_always_called or hook_id in called:
+                continue
+            try:
+                if hook_id in self._forward_hooks_with_kwargs:
+                    result = hook(self, args, kwargs, output)
+                else:
+                    result = hook(self, args, output)
+                output = output if result is None else result
+            except Exception as error:
                 warnings.warn(
                     "module forward hook with ``always_call=True`` raised an exception that was silenced as "
                     f"another error was raised in forward: {error}",

@@ -68,12 +68,41 @@ def test_full_backward_hooks_match_torch(x_requires_grad, replace):
     assert ours[2] == theirs[2]
 
 
+def test_backward_hooks_see_two_inputs_whole():
+    """Two inputs requiring grad: the full hook sees both gradients at once and may replace them, as torch's."""
+
+    def run(m):
+        seen = []
+        bilinear = m.nn.Bilinear(2, 2, 1)
+        with m.no_grad():
+            bilinear.weight.copy_(m.tensor([[[1.0, 2.0], [3.0, 4.0]]]))
+            bilinear.bias.fill_(0.5)
+
+        def hook(module, grad_input, grad_output):
+            seen.append([g.numpy().tolist() for g in grad_input])
+            return (grad_input[0] * 2, grad_input[1])
+
+        bilinear.register_full_backward_hook(hook)
+        a = m.tensor([[1.0, -1.0]], requires_grad=True)
+        b = m.tensor([[0.5, 2.0]], requires_grad=True)
+        bilinear(a, b).sum().backward()
+        return seen, a.grad.numpy().tolist(), b.grad.numpy().tolist()
+
+    assert run(vkml) == run(torch)
+
+
 def test_backward_hooks_refuse_what_they_cannot_see_whole():
-    """Two inputs requiring grad: an explicit NotImplementedError, not hooks given half the gradients."""
-    bilinear = vkml.nn.Bilinear(2, 2, 1)
-    bilinear.register_full_backward_hook(lambda m, gi, go: None)
-    a, b = vkml.ones(1, 2, requires_grad=True), vkml.ones(1, 2, requires_grad=True)
-    with pytest.raises(NotImplementedError, match="one input that requires grad"):
-        bilinear(a, b)
+    """Inputs requiring grad of two dtypes: an explicit NotImplementedError, not hooks given half the gradients."""
+
+    class Mixed(vkml.nn.Module):
+        def forward(self, a, b):
+            return a.sum() + b.sum().float()
+
+    mixed = Mixed()
+    mixed.register_full_backward_hook(lambda m, gi, go: None)
+    a = vkml.ones(2, requires_grad=True)
+    b = vkml.ones(2, dtype=vkml.float64, requires_grad=True)
+    with pytest.raises(NotImplementedError, match="share one dtype and device"):
+        mixed(a, b)
     with vkml.no_grad():
-        assert bilinear(a, b).shape == (1, 1)  # no graph, no hooks: runs
+        assert mixed(a, b).item() == 4.0  # no graph, no hooks: runs

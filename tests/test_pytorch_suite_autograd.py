@@ -1954,7 +1954,6 @@ KNOWN = {
     "version_counter_error_pow": "vkml's message names the op that saved the tensor, not PyTorch's node",
     "fn_saved_modified": "vkml's message names the op that saved the tensor, not PyTorch's node",
     "grad_fn_inplace_names": "a setitem shows vkml's node, not CopySlices",
-    "module_backward_hook_inplace_relu": "vkml allows an in-place op on a full backward hook's output",
 }
 
 

@@ -495,6 +495,8 @@ def _dim_plan(op: str, input, dim: int, index, negative: bool = False) -> tuple[
     # PyTorch's RuntimeError (DTypeError is one, and a TypeError); an empty index of any dtype passes, as there
     if index.numel() and index.dtype not in (T.int64, T.int32):
         raise DTypeError(f"{torch_op}(): Expected dtype int32/int64 for index (got {index.dtype.name})")
+    if index.numel() == 0:  # PyTorch checks nothing more of an empty index: it names no position
+        return lazy.normalize_dim(op, dim, input.ndim), np.zeros(index.shape, np.int64)
     # a 0-dim tensor counts as one of shape (1,), as in PyTorch
     in_shape, ix_shape = input.shape or (1,), index.shape or (1,)
     if len(ix_shape) != len(in_shape):
@@ -597,23 +599,27 @@ def scatter_(target, dim: int, index, src=None, value=None, reduce=None):
     once, as PyTorch's CPU); PyTorch has no gradient for it, nor has vkml.
     """
     mutation.refuse_operand_overlap(target, (index, src), same_ok=False)
+    if reduce is not None and isinstance(src, _tensor.Tensor) and not _WARNED["scatter reduce"]:
+        _WARNED["scatter reduce"] = True  # PyTorch warns once per process, before it checks the argument
+        warnings.warn(
+            "The reduce argument of vkml.scatter with Tensor src is deprecated and will be removed in a future "
+            "PyTorch release. Use vkml.scatter_reduce instead for more reduction options.",
+            UserWarning,
+            stacklevel=3,
+        )
     if reduce is not None and reduce not in ("add", "multiply"):
         raise RuntimeError("scatter(): reduce argument must be either add or multiply.")
     d, flat = _dim_plan("scatter_", target, dim, index)
+    if flat.size == 0:
+        if isinstance(src, _tensor.Tensor):
+            _same_dtype("scatter", target, src)
+        return target
     if src is None or not isinstance(src, _tensor.Tensor):
         value = lazy.fill_value("scatter_", value if src is None else src, target.dtype)
         src = F._wrap(lazy.const_node(F._node(value), target.dtype, (), target.device))
     else:
         _same_dtype("scatter", target, src)
         src = _leading(src, flat.shape, target.shape, d)
-        if reduce is not None and not _WARNED["scatter reduce"]:
-            _WARNED["scatter reduce"] = True  # PyTorch warns once per process
-            warnings.warn(
-                "The reduce argument of vkml.scatter with Tensor src is deprecated and will be removed in a future "
-                "PyTorch release. Use vkml.scatter_reduce instead for more reduction options.",
-                UserWarning,
-                stacklevel=3,
-            )
     if reduce is not None:
         return mutation.inplace(target, "scatter_", lambda t: _index_ops.scatter_with_reduce(t, flat, src, reduce))
     return mutation.inplace(target, "scatter_", lambda t: index_put(t, flat, src, False))
@@ -630,8 +636,10 @@ def _same_dtype(op: str, target, src) -> None:
 def scatter_add_(target, dim: int, index, src):
     """``target[index[i][j]][j] += src[i][j]`` (dim 0), as Tensor.scatter_add_: repeated positions add in index order."""
     mutation.refuse_operand_overlap(target, (index, src), same_ok=False)
-    _same_dtype("scatter_add", target, src)
+    _same_dtype("scatter", target, src)  # PyTorch's words for scatter_add too
     d, flat = _dim_plan("scatter_add_", target, dim, index)
+    if flat.size == 0:
+        return target
     values = _leading(src, flat.shape, target.shape, d)
     return mutation.inplace(target, "scatter_add_", lambda t: index_put(t, flat, values, True))
 

@@ -334,6 +334,15 @@ def check_writable(t) -> None:
     _windows.rehome(t)
     base = t._base
     if autograd.is_grad_enabled():
+        custom_view = getattr(t, "_custom_view", None)
+        if custom_view is not None and t._requires_grad:
+            raise RuntimeError(
+                f"Output {custom_view[0]} of {custom_view[1]} is a view and is being modified inplace. This view was "
+                "created inside a custom Function (or because an input was returned as-is) and the autograd logic to "
+                "handle view+inplace would override the custom backward associated with the custom Function, leading "
+                "to incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the "
+                "custom Function."
+            )
         if base is None:
             if t._requires_grad and t._ctx is None:
                 raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")

@@ -726,6 +726,7 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False)
 from . import activation as _activation  # noqa: E402
 from . import sparse_grad as _sparse_grad  # noqa: E402
 from .functional_attention import scaled_dot_product_attention  # noqa: E402, F401
+from .functional_mha import multi_head_attention_forward  # noqa: E402, F401
 
 for _name in _activation.FUNCTIONS:
     globals()[_name] = getattr(_activation, _name)

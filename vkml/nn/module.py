@@ -38,7 +38,9 @@ from ..frontend.dtypes import python_type_dtype
 from ..frontend.size import as_size
 from ..ir import types as T
 from ..tensor import Tensor
+from . import global_hooks
 from .backward_hooks import with_backward_hooks
+from .global_hooks import register_module_forward_hook, register_module_forward_pre_hook  # noqa: F401 - their old home
 from .hooks import RemovableHandle
 from .loading import _IncompatibleKeys, checkpoint_values, converted_like
 
@@ -274,47 +276,6 @@ def _is_device(value) -> bool:
     return isinstance(value, str) or hasattr(value, "allocate")
 
 
-# torch.nn.modules.module's global forward hooks: called for every module's call, before its own (profilers and
-# FLOP counters register them); ids come from RemovableHandle, so they never collide with a module's own hooks
-_global_forward_pre_hooks: OrderedDict = OrderedDict()
-_global_forward_hooks: OrderedDict = OrderedDict()
-_global_forward_hooks_with_kwargs: set = set()
-_global_forward_hooks_always_called: set = set()
-
-
-def register_module_forward_pre_hook(hook: Callable) -> RemovableHandle:
-    """Call ``hook(module, args)`` before every module's ``forward``; a non-None result replaces the arguments.
-
-    >>> handle = register_module_forward_pre_hook(lambda module, args: None)
-    >>> handle.remove()
-    """
-    handle = RemovableHandle(_global_forward_pre_hooks)
-    _global_forward_pre_hooks[handle.id] = hook
-    return handle
-
-
-def register_module_forward_hook(
-    hook: Callable, *, with_kwargs: bool = False, always_call: bool = False
-) -> RemovableHandle:
-    """Call ``hook(module, args, output)`` (``with_kwargs``: ``hook(module, args, kwargs, output)``) after every
-    module's ``forward``; a non-None result replaces the output. ``always_call``: also when ``forward`` raises.
-
-    >>> calls = []
-    >>> handle = register_module_forward_hook(lambda module, args, output: calls.append(type(module).__name__))
-    >>> _ = vkml.nn.Linear(2, 2)(vkml.ones(1, 2))
-    >>> handle.remove()
-    >>> calls
-    ['Linear']
-    """
-    handle = RemovableHandle(_global_forward_hooks)
-    _global_forward_hooks[handle.id] = hook
-    if with_kwargs:
-        _global_forward_hooks_with_kwargs.add(handle.id)
-    if always_call:
-        _global_forward_hooks_always_called.add(handle.id)
-    return handle
-
-
 class Module:
     """Base class of layers and models: holds parameters, buffers and sub-modules, found by attribute.
 
@@ -345,6 +306,14 @@ class Module:
         object.__setattr__(self, "_forward_hooks_always_called", set())
         object.__setattr__(self, "_backward_pre_hooks", OrderedDict())
         object.__setattr__(self, "_backward_hooks", OrderedDict())
+        # state_dict's hook tables, which PyTorch's code reads as attributes (an older pickle may lack them)
+        for table in (
+            "_state_dict_pre_hooks",
+            "_state_dict_hooks",
+            "_load_state_dict_pre_hooks",
+            "_load_state_dict_post_hooks",
+        ):
+            object.__setattr__(self, table, OrderedDict())
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
@@ -355,65 +324,87 @@ class Module:
             or self._forward_hooks
             or self._backward_hooks
             or self._backward_pre_hooks
-            or _global_forward_pre_hooks
-            or _global_forward_hooks
+            or global_hooks._global_forward_pre_hooks
+            or global_hooks._global_forward_hooks
+            or global_hooks._global_backward_pre_hooks
+            or global_hooks._global_backward_hooks
         ):
             return self.forward(*args, **kwargs)
         return self._call_with_hooks(args, kwargs)
 
     def _forward_with_backward_hooks(self, *args, **kwargs):
-        if not (self._backward_hooks or self._backward_pre_hooks):
+        # the global backward hooks (register_module_full_backward_hook) run before the module's own, as PyTorch's
+        pre_hooks = [*global_hooks._global_backward_pre_hooks.values(), *self._backward_pre_hooks.values()]
+        hooks = [*global_hooks._global_backward_hooks.values(), *self._backward_hooks.values()]
+        if not (pre_hooks or hooks):
             return self.forward(*args, **kwargs)
-        return with_backward_hooks(
-            self,
-            self.forward,
-            args,
-            kwargs,
-            list(self._backward_pre_hooks.values()),
-            list(self._backward_hooks.values()),
-        )
+        return with_backward_hooks(self, self.forward, args, kwargs, pre_hooks, hooks)
 
     def _call_with_hooks(self, args: tuple, kwargs: dict):
-        # every module's global hooks (register_module_forward_pre_hook) run before its own, as PyTorch's
-        pre_hooks = [*_global_forward_pre_hooks.items(), *self._forward_pre_hooks.items()]
-        for hook_id, hook in pre_hooks:
-            if hook_id in self._forward_pre_hooks_with_kwargs:
-                result = hook(self, args, kwargs)
-                if result is not None:
-                    if not (isinstance(result, tuple) and len(result) == 2):
-                        raise RuntimeError(
-                            f"forward pre-hook must return None or a tuple of (new_args, new_kwargs), but got {result}."
-                        )
-                    args, kwargs = result
-            else:
-                result = hook(self, args)
-                if result is not None:
-                    args = result if isinstance(result, tuple) else (result,)
+        # every module's global hooks (register_module_forward_pre_hook) run before its own, as PyTorch's; when
+        # anything raises (a pre-hook, forward, a hook), the always_call hooks that have not run yet run then
+        output, called = None, set()
         try:
+            for hook_id, hook in [*global_hooks._global_forward_pre_hooks.items(), *self._forward_pre_hooks.items()]:
+                if hook_id in self._forward_pre_hooks_with_kwargs:
+                    result = hook(self, args, kwargs)
+                    if result is not None:
+                        if not (isinstance(result, tuple) and len(result) == 2):
+                            raise RuntimeError(
+                                "forward pre-hook must return None or a tuple of (new_args, new_kwargs), but got "
+                                f"{result}."
+                            )
+                        args, kwargs = result
+                else:
+                    result = hook(self, args)
+                    if result is not None:
+                        args = result if isinstance(result, tuple) else (result,)
             output = self._forward_with_backward_hooks(*args, **kwargs)
+            for hook_id, hook in [*global_hooks._global_forward_hooks.items(), *self._forward_hooks.items()]:
+                if (
+                    hook_id in self._forward_hooks_always_called
+                    or hook_id in global_hooks._global_forward_hooks_always_called
+                ):
+                    called.add(hook_id)
+                if (
+                    hook_id in self._forward_hooks_with_kwargs
+                    or hook_id in global_hooks._global_forward_hooks_with_kwargs
+                ):
+                    result = hook(self, args, kwargs, output)
+                else:
+                    result = hook(self, args, output)
+                if result is not None:
+                    output = result
+            return output
         except Exception:
-            self._call_always_called_hooks(args, kwargs)
+            self._call_always_called_hooks(args, kwargs, output, called)
             raise
-        for hook_id, hook in [*_global_forward_hooks.items(), *self._forward_hooks.items()]:
-            if hook_id in self._forward_hooks_with_kwargs or hook_id in _global_forward_hooks_with_kwargs:
-                result = hook(self, args, kwargs, output)
-            else:
-                result = hook(self, args, output)
-            if result is not None:
-                output = result
-        return output
 
-    def _call_always_called_hooks(self, args: tuple, kwargs: dict) -> None:
-        """After ``forward`` raised: the hooks registered with ``always_call`` see output None; their errors are silenced."""
-        for hook_id, hook in [*_global_forward_hooks.items(), *self._forward_hooks.items()]:
-            if hook_id not in self._forward_hooks_always_called and hook_id not in _global_forward_hooks_always_called:
+    def _call_always_called_hooks(self, args: tuple, kwargs: dict, output, called: set) -> None:
+        """After an error: the hooks registered with ``always_call`` that have not run see the output so far
+        (None when forward did not return); their own errors are silenced with PyTorch's warnings."""
+        for hook_id, hook in list(global_hooks._global_forward_hooks.items()):
+            if hook_id not in global_hooks._global_forward_hooks_always_called or hook_id in called:
                 continue
             try:
-                if hook_id in self._forward_hooks_with_kwargs or hook_id in _global_forward_hooks_with_kwargs:
-                    hook(self, args, kwargs, None)
+                result = hook(self, args, output)  # PyTorch's: a global hook gets no kwargs here
+                output = output if result is None else result
+            except Exception as error:  # the first error is the one to raise
+                warnings.warn(
+                    "global module forward hook with ``always_call=True`` raised an exception that was silenced as "
+                    f"another error was raised in forward: {error}",
+                    stacklevel=3,
+                )
+        for hook_id, hook in list(self._forward_hooks.items()):
+            if hook_id not in self._forward_hooks_always_called or hook_id in called:
+                continue
+            try:
+                if hook_id in self._forward_hooks_with_kwargs:
+                    result = hook(self, args, kwargs, output)
                 else:
-                    hook(self, args, None)
-            except Exception as error:  # the forward's error is the one to raise
+                    result = hook(self, args, output)
+                output = output if result is None else result
+            except Exception as error:
                 warnings.warn(
                     "module forward hook with ``always_call=True`` raised an exception that was silenced as "
                     f"another error was raised in forward: {error}",
@@ -429,7 +420,7 @@ class Module:
         >>> handle = lin.register_forward_pre_hook(lambda m, args: (args[0] * 0,))
         >>> handle.remove()
         """
-        handle = RemovableHandle(self._forward_pre_hooks)
+        handle = RemovableHandle(self._forward_pre_hooks, extra=(self._forward_pre_hooks_with_kwargs,))
         self._add_hook(self._forward_pre_hooks, handle.id, hook, prepend)
         if with_kwargs:
             self._forward_pre_hooks_with_kwargs.add(handle.id)
@@ -442,7 +433,9 @@ class Module:
 
         ``always_call``: call it (with output None) also when ``forward`` raises.
         """
-        handle = RemovableHandle(self._forward_hooks)
+        handle = RemovableHandle(
+            self._forward_hooks, extra=(self._forward_hooks_with_kwargs, self._forward_hooks_always_called)
+        )
         self._add_hook(self._forward_hooks, handle.id, hook, prepend)
         if with_kwargs:
             self._forward_hooks_with_kwargs.add(handle.id)
@@ -527,13 +520,17 @@ class Module:
             if params is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
             self._forget(name, keep="_modules")
-            self._modules[name] = value
+            self._modules[name] = global_hooks.registered(
+                global_hooks._global_module_registration_hooks, self, name, value
+            )
         elif params is not None and name in self._modules:
             if value is not None:
                 raise TypeError(
                     f"cannot assign '{_typename(value)}' as child module '{name}' (vkml.nn.Module or None expected)"
                 )
-            self._modules[name] = value
+            self._modules[name] = global_hooks.registered(
+                global_hooks._global_module_registration_hooks, self, name, value
+            )
         elif isinstance(value, Buffer):
             if params is None:
                 raise AttributeError("cannot assign buffer before Module.__init__() call")
@@ -543,7 +540,9 @@ class Module:
                 raise TypeError(
                     f"cannot assign '{_typename(value)}' as buffer '{name}' (vkml.nn.Buffer, vkml.Tensor or None expected)"
                 )
-            self._buffers[name] = value
+            self._buffers[name] = global_hooks.registered(
+                global_hooks._global_buffer_registration_hooks, self, name, value
+            )
         else:
             object.__setattr__(self, name, value)
 
@@ -591,6 +590,8 @@ class Module:
             raise TypeError(
                 f"cannot assign '{_typename(param)}' object to parameter '{name}' (vkml.nn.Parameter or None required)"
             )
+        if param is not None:
+            param = global_hooks.registered(global_hooks._global_parameter_registration_hooks, self, name, param)
         self._parameters[name] = param
 
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
@@ -607,7 +608,9 @@ class Module:
             raise TypeError(
                 f"cannot assign '{_typename(tensor)}' object to buffer '{name}' (vkml Tensor or None required)"
             )
-        self._buffers[name] = tensor
+        self._buffers[name] = global_hooks.registered(
+            global_hooks._global_buffer_registration_hooks, self, name, tensor
+        )
         if persistent:
             self._non_persistent_buffers_set.discard(name)
         else:
@@ -625,7 +628,9 @@ class Module:
             raise KeyError(f'module name can\'t contain ".", got: {name}')
         if name == "":
             raise KeyError('module name can\'t be empty string ""')
-        self._modules[name] = module
+        self._modules[name] = global_hooks.registered(
+            global_hooks._global_module_registration_hooks, self, name, module
+        )
 
     def register_module(self, name: str, module: Module | None) -> None:
         """The same as ``add_module``."""

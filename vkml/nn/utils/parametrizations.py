@@ -32,6 +32,7 @@ from ...frontend import operators as F
 from ...frontend.autograd import no_grad
 from ...frontend.dtype_info import finfo
 from ...frontend.random import randn
+from ...frontend.size import as_size
 from ...tensor import Tensor
 from ..functional_norm import normalize
 from ..module import Module
@@ -203,7 +204,7 @@ class _Orthogonal(Module):
     def right_inverse(self, q: Tensor) -> Tensor:
         if tuple(q.shape) != self.shape:
             raise ValueError(
-                f"Expected a matrix or batch of matrices of shape {self.shape}. Got a tensor of shape {tuple(q.shape)}."
+                f"Expected a matrix or batch of matrices of shape {as_size(self.shape)}. Got a tensor of shape {q.shape}."
             )
         with no_grad():
             q_init = q

@@ -90,7 +90,7 @@ class ParametrizationList(ModuleList):
             raise ValueError("ParametrizationList requires one or more modules.")
         super().__init__(modules)
         self.unsafe = unsafe
-        original_shape, original_dtype = tuple(original.shape), original.dtype
+        original_shape, original_dtype = original.shape, original.dtype
         with no_grad():
             new = original
             for module in reversed(self):
@@ -111,6 +111,11 @@ class ParametrizationList(ModuleList):
                 raise ValueError(
                     "When `right_inverse` outputs one tensor, it may not change the dtype.\n"
                     f"original.dtype: {original.dtype}\nright_inverse(original).dtype: {new.dtype}"
+                )
+            if original.device != new.device:
+                raise ValueError(
+                    "When `right_inverse` outputs one tensor, it may not change the device.\n"
+                    f"original.device: {original.device}\nright_inverse(original).device: {new.device}"
                 )
             if new is not original:
                 _set_value(original, new)
@@ -136,10 +141,10 @@ class ParametrizationList(ModuleList):
                     "Registering a parametrization may not change the dtype of the tensor, unless `unsafe` flag is "
                     f"enabled.\nunparametrized dtype: {original_dtype}\nparametrized dtype: {z.dtype}"
                 )
-            if tuple(z.shape) != original_shape:
+            if tuple(z.shape) != tuple(original_shape):
                 raise ValueError(
                     "Registering a parametrization may not change the shape of the tensor, unless `unsafe` flag is "
-                    f"enabled.\nunparametrized shape: {original_shape}\nparametrized shape: {tuple(z.shape)}"
+                    f"enabled.\nunparametrized shape: {original_shape}\nparametrized shape: {z.shape}"
                 )
 
     def right_inverse(self, value: Tensor) -> None:
@@ -245,6 +250,31 @@ def type_before_parametrizations(module: Module) -> type:
     return module.__class__.__bases__[0] if is_parametrized(module) else type(module)
 
 
+def _check_right_inverse_of(parametrization: Module, x: Tensor, y: Tensor, tensor_name: str) -> None:
+    """PyTorch's checks of a parametrization added to a parametrized tensor: its ``right_inverse`` (if it has
+    one) of the new value ``x`` must give a tensor of the current value ``y``'s dtype and shape."""
+    if not hasattr(parametrization, "right_inverse"):
+        return
+    try:
+        z = parametrization.right_inverse(x)
+    except NotImplementedError:
+        return
+    if not isinstance(z, Tensor):
+        raise ValueError(f"parametrization.right_inverse must return a tensor. Got: {type(z).__name__}")
+    if z.dtype != y.dtype:
+        raise ValueError(
+            "The tensor returned by parametrization.right_inverse must have the same dtype as "
+            f"module.{tensor_name}, unless the `unsafe` flag is enabled.\nmodule.{tensor_name}.dtype: {y.dtype}\n"
+            f"returned dtype: {z.dtype}"
+        )
+    if tuple(z.shape) != tuple(y.shape):
+        raise ValueError(
+            "The tensor returned by parametrization.right_inverse must have the same shape as "
+            f"module.{tensor_name}, unless the `unsafe` flag is enabled.\nmodule.{tensor_name}.shape: {y.shape}\n"
+            f"returned shape: {z.shape}"
+        )
+
+
 def register_parametrization(
     module: Module, tensor_name: str, parametrization: Module, *, unsafe: bool = False
 ) -> Module:
@@ -277,9 +307,10 @@ def register_parametrization(
             if tuple(x.shape) != tuple(y.shape):
                 raise ValueError(
                     "Registering a parametrization may not change the shape of the tensor, unless the `unsafe` flag "
-                    f"is enabled.\nmodule.{tensor_name}.shape: {tuple(y.shape)}\n"
-                    f"parametrization(module.{tensor_name}).shape: {tuple(x.shape)}"
+                    f"is enabled.\nmodule.{tensor_name}.shape: {y.shape}\n"
+                    f"parametrization(module.{tensor_name}).shape: {x.shape}"
                 )
+            _check_right_inverse_of(parametrization, x, y, tensor_name)
         module.parametrizations[tensor_name].append(parametrization)
         module.parametrizations[tensor_name].unsafe |= unsafe
     elif tensor_name in module._buffers or tensor_name in module._parameters:

@@ -30,6 +30,7 @@ import numpy as np
 from ...frontend.creation import full, tensor
 from ...frontend.operators import cat
 from ...frontend.shape import stack
+from ...ir import types as T
 from ...tensor import Tensor
 
 
@@ -44,8 +45,13 @@ class PackedSequence(NamedTuple):
     unsorted_indices: Tensor | None = None
 
     def to(self, *args, **kwargs) -> PackedSequence:
+        """``data`` moved or cast as ``Tensor.to`` does (the indices follow it to its device); ``self`` when
+        nothing changes, as PyTorch's."""
         data = self.data.to(*args, **kwargs)
-        return self if data is self.data else self._replace(data=data)
+        if data is self.data:
+            return self
+        moved = [None if i is None else i.to(data.device) for i in (self.sorted_indices, self.unsorted_indices)]
+        return self._replace(data=data, sorted_indices=moved[0], unsorted_indices=moved[1])
 
     def cpu(self) -> PackedSequence:
         return self.to("cpu")
@@ -53,14 +59,30 @@ class PackedSequence(NamedTuple):
     def cuda(self, device=None) -> PackedSequence:
         return self.to("cuda" if device is None else device)
 
+    # PyTorch's casts: ``self`` when ``data`` already has the dtype
+    def double(self) -> PackedSequence:
+        return self.to(dtype=T.float64)
+
     def float(self) -> PackedSequence:
-        return self._replace(data=self.data.float())
+        return self.to(dtype=T.float32)
 
     def half(self) -> PackedSequence:
-        return self._replace(data=self.data.half())
+        return self.to(dtype=T.float16)
 
-    def double(self) -> PackedSequence:
-        return self._replace(data=self.data.double())
+    def long(self) -> PackedSequence:
+        return self.to(dtype=T.int64)
+
+    def int(self) -> PackedSequence:
+        return self.to(dtype=T.int32)
+
+    def short(self) -> PackedSequence:
+        return self.to(dtype=T.int16)
+
+    def char(self) -> PackedSequence:
+        return self.to(dtype=T.int8)
+
+    def byte(self) -> PackedSequence:
+        return self.to(dtype=T.uint8)
 
     @property
     def is_cuda(self) -> bool:
@@ -81,7 +103,9 @@ def _host_lengths(op: str, lengths) -> np.ndarray:
     else:
         values = np.asarray(lengths)
     if values.ndim != 1:
-        raise RuntimeError(f"{op}: 'lengths' must be 1-D, got shape {values.shape}")
+        raise RuntimeError(
+            f"{op}: 'lengths' argument should be a 1D CPU int64 tensor, but got {values.ndim}D cpu Long tensor"
+        )
     if values.dtype.kind not in "iu":
         if values.size and not np.all(np.floor(values) == values):
             raise RuntimeError(f"{op}: 'lengths' must be integers, got {values.tolist()}")
@@ -108,11 +132,15 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
     """
     if isinstance(sequences, Tensor):
         sequences = list(sequences.unbind(0))
+    if not hasattr(sequences, "__iter__"):
+        raise RuntimeError(
+            f"pad_sequence: Expected iterable for input sequences, but got arg of type: {type(sequences)}"
+        )
     sequences = list(sequences)
     if not sequences:
         raise RuntimeError("pad_sequence: received an empty list of sequences")
     if padding_side not in ("left", "right"):
-        raise ValueError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
+        raise RuntimeError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
     trailing = tuple(sequences[0].shape[1:])
     for i, s in enumerate(sequences):
         if not isinstance(s, Tensor):
@@ -138,6 +166,8 @@ def pack_padded_sequence(input, lengths, batch_first: bool = False, enforce_sort
     ``enforce_sorted``: the lengths must be decreasing (else sequences are reordered, and the
     permutation kept in the result).
     """
+    if input.numel() == 0:  # PyTorch's first check
+        raise RuntimeError("pack_padded_sequence: Cannot pack empty tensors.")
     values = _host_lengths("pack_padded_sequence", lengths)
     batch = input.shape[0] if batch_first else input.shape[1] if input.ndim > 1 else 0
     if len(values) != batch:

@@ -242,7 +242,9 @@ def train(model, steps=3):
         + bnbias
     )
     record["max_diff"] = (hpreact_fast - hpreact).abs().max().item()
-    dhprebn = bngain * bnvar_inv / n * (n * dhpreact - dhpreact.sum(0) - n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))
+    dhprebn = (
+        bngain * bnvar_inv / n * (n * dhpreact - dhpreact.sum(0) - n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))
+    )
     cmp("hprebn_fast", dhprebn, hprebn)  # I can only get approximate to be true, my maxdiff is 9e-10
 
     # Exercise 4: putting it all together! Train the MLP neural net with your own backward pass
@@ -282,7 +284,10 @@ def train(model, steps=3):
             dbngain = (bnraw * dhpreact).sum(0, keepdim=True)
             dbnbias = dhpreact.sum(0, keepdim=True)
             dhprebn = (
-                bngain * bnvar_inv / n * (n * dhpreact - dhpreact.sum(0) - n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))
+                bngain
+                * bnvar_inv
+                / n
+                * (n * dhpreact - dhpreact.sum(0) - n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))
             )
             # 1st layer
             dembcat = dhprebn @ W1.T

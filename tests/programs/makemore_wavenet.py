@@ -148,7 +148,9 @@ class Sequential:
 
     def load_state_dict(self, state):
         with torch.no_grad():
-            for p, (_, value) in zip(self.parameters(), sorted(((int(k), v) for k, v in state.items() if "." not in k))):
+            for p, (_, value) in zip(
+                self.parameters(), sorted(((int(k), v) for k, v in state.items() if "." not in k))
+            ):
                 p.copy_(value)
 
 
@@ -237,7 +239,9 @@ def train(model, steps=3):
         record["losses"].append(loss.item())
     record["lossi_mean"] = torch.tensor(lossi).view(-1, 1).mean(1).tolist()
     record["shapes"] = [f"{layer.__class__.__name__} : {tuple(layer.out.shape)}" for layer in model.layers]
-    record["running_var"] = [layer.running_var.flatten().tolist() for layer in model.layers if isinstance(layer, BatchNorm1d)]
+    record["running_var"] = [
+        layer.running_var.flatten().tolist() for layer in model.layers if isinstance(layer, BatchNorm1d)
+    ]
 
     # put layers into eval mode (needed for batchnorm especially)
     for layer in model.layers:

@@ -16,6 +16,7 @@ input_size)``, a test loop under ``torch.no_grad()`` with ``_, predicted = torch
 torch.cuda.is_available() else 'cpu')``, ``.to(device)`` of the model and of each batch and
 ``(predicted == labels).sum().item()``."""
 
+# ruff: noqa: UP032  (the tutorial's spelling is the point: .format)
 from __future__ import annotations
 
 import os

@@ -25,6 +25,7 @@ torch.mean((f1 - f2)**2)``, Gram matrices by ``f1.view(c, h*w)`` and ``torch.mm(
 torch.mean((f1 - f3)**2) / (c * h * w)``; and the saved image's denormalisation ``img = target.clone().squeeze()``
 then ``(img * std + mean).clamp_(0, 1)``."""
 
+# ruff: noqa: UP032, B007  (the tutorial's spelling is the point: .format and unused loop names)
 from __future__ import annotations
 
 import collections

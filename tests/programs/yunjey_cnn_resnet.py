@@ -14,6 +14,7 @@ ResNet's ``conv3x3`` helper, a ``ResidualBlock`` with an optional ``downsample``
 ``optimizer.param_groups`` with ``curr_lr /= 3`` every few epochs; and ``'Epoch [{}/{}], Step [{}/{}]
 Loss {:.4f}'`` lines; ``transforms.RandomHorizontalFlip`` written as a ``torch.flip`` of the batch."""
 
+# ruff: noqa: UP032, B007  (the tutorial's spelling is the point: .format and unused loop names)
 from __future__ import annotations
 
 import os
@@ -112,7 +113,9 @@ class ResNet(nn.Module):
     def make_layer(self, block, out_channels, blocks, stride=1):
         downsample = None
         if (stride != 1) or (self.in_channels != out_channels):
-            downsample = nn.Sequential(conv3x3(self.in_channels, out_channels, stride=stride), nn.BatchNorm2d(out_channels))
+            downsample = nn.Sequential(
+                conv3x3(self.in_channels, out_channels, stride=stride), nn.BatchNorm2d(out_channels)
+            )
         layers = []
         layers.append(block(self.in_channels, out_channels, stride, downsample))
         self.in_channels = out_channels

@@ -16,6 +16,7 @@ self.fc3(h)``, ``reparameterize`` by ``std = torch.exp(log_var/2)`` and ``eps = 
 lines; sampling under ``torch.no_grad()`` by ``model.decode(z).view(-1, 1, 28, 28)`` and ``x_concat =
 torch.cat([x.view(-1, 1, 28, 28), out.view(-1, 1, 28, 28)], dim=3)``."""
 
+# ruff: noqa: UP032  (the tutorial's spelling is the point: .format)
 from __future__ import annotations
 
 import os
@@ -177,7 +178,14 @@ def gan(model, steps, device, record):
         record["g_losses"].append(g_loss.item())
         record["lines"].append(
             "Epoch [{}/{}], Step [{}/{}], d_loss: {:.4f}, g_loss: {:.4f}, D(x): {:.2f}, D(G(z)): {:.2f}".format(
-                0, 1, i + 1, total_step, d_loss.item(), g_loss.item(), real_score.mean().item(), fake_score.mean().item()
+                0,
+                1,
+                i + 1,
+                total_step,
+                d_loss.item(),
+                g_loss.item(),
+                real_score.mean().item(),
+                fake_score.mean().item(),
             )
         )
     # Save real images

@@ -17,6 +17,7 @@ out.size(1), out.size(2))``; the states ``(torch.zeros(...), torch.zeros(...))``
 by ``torch.multinomial(prob, num_samples=1).unsqueeze(1)``, ``prob = out.exp()``, ``word_id =
 torch.multinomial(prob, num_samples=1).item()`` and ``input.fill_(word_id)``, writing the words."""
 
+# ruff: noqa: UP032, B007  (the tutorial's spelling is the point: .format and unused loop names)
 from __future__ import annotations
 
 import numpy as np

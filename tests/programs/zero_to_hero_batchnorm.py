@@ -20,6 +20,7 @@ grad:data ratio %e' % (tuple(p.shape), t.mean(), t.std(), t.std() / p.std())``; 
 ``ud.append([((lr*p.grad).std() / p.data.std()).log10().item() for p in parameters])``; ``layer.training
 = False`` for sampling."""
 
+# ruff: noqa: UP031, B007  (the tutorial's spelling is the point: % and unused loop names)
 from __future__ import annotations
 
 import random
@@ -317,7 +318,10 @@ def classes(model, steps, record):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # float() of p.std(), which requires grad: both libraries warn
                 line = "weight %10s | mean %+f | std %e | grad:data ratio %e" % (
-                    tuple(p.shape), t.mean(), t.std(), t.std() / p.std()
+                    tuple(p.shape),
+                    t.mean(),
+                    t.std(),
+                    t.std() / p.std(),
                 )
             record["grad_stats"].append([line.split("|")[0], t.mean().item(), (t.std() / p.std()).item()])
     # the update ratios of the 2-D parameters, the lecture's plot lines

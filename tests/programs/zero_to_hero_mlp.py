@@ -21,6 +21,7 @@ the learning-rate search ``lre = torch.linspace(-3, 0, 1000)``, ``lrs = 10**lre`
 ``lossi.append(loss.log10().item())``, ``p.data += -lr * p.grad``, the split losses under
 ``torch.no_grad()`` and sampling by ``C[torch.tensor([context])]`` and ``F.softmax(logits, dim=1)``."""
 
+# ruff: noqa: B007  (the tutorial's spelling is the point: unused loop names)
 from __future__ import annotations
 
 import math

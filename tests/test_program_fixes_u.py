@@ -3,7 +3,10 @@ nn-zero-to-hero, the UvA deep learning tutorials) found, each against PyTorch.""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
+import pytest
 import torch
 
 import vkml
@@ -34,3 +37,23 @@ def test_a_leaf_gradient_is_no_view_so_detach_in_place_works():
         for w, g in zip(w_step, g_step, strict=True):
             np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-7)
     assert got_zero == want_zero == [0.0] * 4
+
+
+def _storage_run(m):
+    """makemore part 2's look at a view's storage: ``a = torch.arange(18)``, ``a.view(3, 3, 2)``, ``a.storage()``."""
+    a = m.arange(18)
+    with pytest.warns(UserWarning, match="TypedStorage is deprecated"):
+        viewed = a.view(3, 3, 2).transpose(0, 1).storage()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        floats = m.linspace(0, 1, 3)[1:].storage()
+    return [
+        str(viewed).splitlines()[:-1],
+        str(viewed).splitlines()[-1].split("TypedStorage")[1].replace(m.__name__, "lib"),
+        [len(viewed), viewed.size(), viewed[4], viewed.tolist() == a.tolist(), viewed.nbytes(), viewed.element_size()],
+        [viewed.data_ptr() == a.data_ptr(), str(floats).splitlines()[:-1], list(floats)],
+    ]
+
+
+def test_tensor_storage_lists_the_owners_elements_as_pytorchs():
+    assert _storage_run(vkml) == _storage_run(torch)

@@ -29,9 +29,9 @@ dim=-1)`` and ``torch.logsumexp(img_ll, dim=-1) - np.log(self.import_samples)``;
 ``permute(0, 1, 3, 5, 2, 4)``; ``SplitFlow`` scoring the split half; sampling under ``@torch.no_grad()``
 from ``self.prior.sample(sample_shape=img_shape)`` through ``reversed(self.flows)``.
 
-Tutorial 12's: ``MaskedConvolution`` applying ``self.conv.weight * self.mask`` (a registered buffer) by
-``F.conv2d(x, ..., bias=self.conv.bias, dilation=self.conv.dilation, padding=self.conv.padding)``;
-vertical and horizontal stack masks built by ``mask[kernel_size//2+1:, :] = 0`` and ``mask[0,
+Tutorial 12's: ``MaskedConvolution`` wrapping an ``nn.Conv2d`` padded by ``dilation*(kernel_size[i]-1)//2``
+and writing ``self.conv.weight.data *= self.mask`` (a buffer registered as ``mask[None, None]``) before each
+call; vertical and horizontal stack masks built by ``mask[kernel_size//2+1:, :] = 0`` and ``mask[0,
 kernel_size//2+1:] = 0``; ``GatedMaskedConv`` with ``chunk(2, dim=1)``, ``torch.tanh(v_val) *
 torch.sigmoid(v_gate)`` and dilation 2; ``PixelCNN.forward`` by ``(x.float() / 255.0) * 2 - 1`` and
 ``out.reshape(out.shape[0], 256, out.shape[1]//256, out.shape[2], out.shape[3])``; the likelihood by

@@ -2,7 +2,7 @@
 alone: yunjey's pytorch-tutorial (yunjey_basics, yunjey_cnn_resnet, yunjey_rnn_lm, yunjey_gan_vae,
 yunjey_captioning_style), karpathy's nn-zero-to-hero lectures (zero_to_hero_mlp, zero_to_hero_batchnorm,
 backprop_ninja, makemore_wavenet) and Phillip Lippe's UvA deep learning tutorials (uva_intro_optim,
-uva_transformer_gnn, uva_generative); each docstring lists the idioms it checks.
+uva_cnn_blocks, uva_transformer_gnn, uva_generative); each docstring lists the idioms it checks.
 
 The comparisons run with ``make test-all`` (``-m stress``); ``make test`` runs the micrograd checks and the
 gaps they found (tests/test_program_fixes_u.py).
@@ -26,6 +26,7 @@ PROGRAMS = {
     "uva_intro_optim": (3, 1e-4),
     "uva_transformer_gnn": (3, 1e-4),
     "uva_generative": (3, 1e-4),
+    "uva_cnn_blocks": (3, 1e-4),
 }
 VARIANTS = {
     "yunjey_basics": [{"MODEL": "linear_regression"}, {"MODEL": "logistic_regression"}, {"MODEL": "feedforward"}],
@@ -45,6 +46,11 @@ VARIANTS = {
     ],
     "uva_transformer_gnn": [{"PART": "gnn"}],
     "uva_generative": [{"PART": "flow"}, {"PART": "pixelcnn"}],
+    "uva_cnn_blocks": [
+        {"ARCH": "resnet", "ACT_FN": "tanh"},
+        {"ARCH": "preact_resnet"},
+        {"ARCH": "densenet", "ACT_FN": "gelu"},
+    ],
 }
 # the programs that pick a device by torch.cuda.is_available(): both libraries on the CPU for the comparison
 CONSTANTS = {name: {"USE_CUDA": False} for name in PROGRAMS if name.startswith("yunjey")}

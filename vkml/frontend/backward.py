@@ -181,6 +181,8 @@ def run_backward(
                         g = g.clone(memory_format=memory_format.format_of(t))  # the leaf's layout (PyTorch's)
                     elif t.grad is None:
                         g = _dense_like(t, g)
+                        if g._base is not None and g._gradview:
+                            g = g.detach()  # AccumulateGrad stores new_grad.detach(): a leaf's .grad is no view
                     t.grad = g if t.grad is None else _sum(t.grad, g)
                     leaves.append(t.grad)
                     _run_post_accumulate_hooks(t)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import warnings
 import weakref
 
 import numpy as np
@@ -211,6 +212,88 @@ def untyped_storage(self) -> UntypedStorage:
     (24, True)
     """
     return UntypedStorage(_owner(self))
+
+
+_TYPED_STORAGE_WARNING = (
+    "TypedStorage is deprecated. It will be removed in the future and UntypedStorage will be the only storage "
+    "class. This should only matter to you if you are using storages directly.  To access UntypedStorage "
+    "directly, use tensor.untyped_storage() instead of tensor.storage()"
+)
+
+
+class TypedStorage:
+    """The storage a tensor views, typed by its dtype, as PyTorch's deprecated ``Tensor.storage()`` gives it:
+    ``size()`` and ``len`` in elements, ``dtype``, ``device``, ``data_ptr()``, ``nbytes()``, indexing,
+    ``tolist()`` and PyTorch's printed text (one element a line, then a summary line). Its values are read
+    from the storage's owner when asked (a copy: vkml's storages are not host memory)."""
+
+    __slots__ = ("_owner",)
+
+    def __init__(self, owner):
+        self._owner = owner
+
+    @property
+    def dtype(self):
+        return self._owner.dtype
+
+    @property
+    def device(self):
+        return self._owner.device
+
+    def size(self) -> int:
+        return self._owner.numel()
+
+    def __len__(self) -> int:
+        return self._owner.numel()
+
+    def element_size(self) -> int:
+        return self._owner.element_size()
+
+    def nbytes(self) -> int:
+        return self.size() * self.element_size()
+
+    def data_ptr(self) -> int:
+        return _storage_address(self._owner) if self.nbytes() else 0
+
+    def untyped(self) -> UntypedStorage:
+        return UntypedStorage(self._owner)
+
+    def tolist(self) -> list:
+        return self._owner.detach().reshape(-1).tolist()
+
+    def __iter__(self):
+        return iter(self.tolist())
+
+    def __getitem__(self, index):
+        values = self.tolist()
+        return values[index]
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, TypedStorage) and other._owner is self._owner
+
+    def __hash__(self) -> int:
+        return id(self._owner)
+
+    def __str__(self) -> str:
+        summary = f"[vkml.storage.TypedStorage(dtype={self.dtype}, device={self.device}) of size {len(self)}]"
+        return " " + "\n ".join(str(value) for value in self.tolist()) + "\n" + summary
+
+    __repr__ = __str__
+
+
+def storage(self) -> TypedStorage:
+    """The storage this tensor views, typed (``Tensor.storage``, deprecated in PyTorch, with its warning):
+    the owner's elements in order, whatever view of them ``self`` is.
+
+    >>> import vkml, warnings
+    >>> a = vkml.arange(6)
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     a.view(2, 3).t().storage().tolist(), len(a[1:].storage())
+    ([0, 1, 2, 3, 4, 5], 6)
+    """
+    warnings.warn(_TYPED_STORAGE_WARNING, UserWarning, stacklevel=2)
+    return TypedStorage(_owner(self))
 
 
 def is_set_to(self, tensor) -> bool:
@@ -459,6 +542,7 @@ EXPORTS = (
     Export("default_generator", value=default_generator),
     Export("data_ptr", function=False, method=data_ptr),
     Export("untyped_storage", function=False, method=untyped_storage),
+    Export("storage", function=False, method=storage),
     Export("is_set_to", function=False, method=is_set_to),
     Export("new_empty_strided", function=False, method=new_empty_strided),
     Export("apply_", function=False, method=apply_),
@@ -469,6 +553,7 @@ EXPORTS = (
     Export("resize_as_"),
     Export("binomial"),
     Export("UntypedStorage", value=UntypedStorage),
+    Export("TypedStorage", value=TypedStorage),
     Export("Stream", value=Stream),
     Export("Event", value=Event),
 )

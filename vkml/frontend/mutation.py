@@ -32,6 +32,7 @@ import numpy as np
 from .. import tensor as _tensor
 from ..errors import DTypeError, ShapeError
 from ..graph import build as lazy
+from ..graph import node as lazy_node
 from ..graph.view import ViewStack, contiguous_strides
 from ..ir import types as T
 from ..ops.cast import host_round
@@ -509,7 +510,7 @@ def write(t, value) -> None:
             positions = _windows.storage_positions(t)
             flat = _indexing.write_positions(F.reshape(old, old.numel()), F.reshape(value, value.numel()), positions)
             new = F.reshape(flat, *base.shape)
-            _set_owner(base, new if t._gradview else _tensor.Tensor(new.node))
+            _set_owner(base, new if t._gradview else _tensor.Tensor(new.node), not t._gradview)
             if t._dataview:
                 base._vhidden += 1
             return
@@ -525,7 +526,7 @@ def write(t, value) -> None:
             # base's history gets a zero gradient, not the one it had (nor None where the value has one)
             keep = F._wrap(lazy.const_node(False, T.bool_, base.shape, base.device))
             v = F.where(keep, below[0], v)
-    _set_owner(base, v if t._gradview else _tensor.Tensor(v.node))
+    _set_owner(base, v if t._gradview else _tensor.Tensor(v.node), not t._gradview)
     if t._dataview:
         base._vhidden += 1
     if not t._gradview and value._ctx is not None and autograd.is_grad_enabled():
@@ -551,9 +552,14 @@ def _root_takes_history(t, value) -> None:
     root._ctx, root._requires_grad = v._ctx, True  # its node follows the storage (refresh keeps the history)
 
 
-def _set_owner(owner, new) -> None:
+def _set_owner(owner, new, quiet: bool = False) -> None:
+    """``owner`` (a storage's owner) takes ``new``'s node, and its history where grad mode records one;
+    ``quiet``: a write outside autograd (``.data``, ``detach()``), which keeps a state node too (``note_write``)."""
+    lazy_node.note_write(owner._node, new.node, quiet or not autograd.is_grad_enabled())
     owner._node = new.node
-    if new._ctx is not None:
+    # Under no_grad a write keeps the owner's standing in autograd whatever the value's history (``p[:] -=
+    # lr * v`` of a from-scratch optimizer: the value is ``p[:]`` re-read with history, the parameter stays a leaf)
+    if new._ctx is not None and autograd.is_grad_enabled():
         if owner._ctx is not None and getattr(owner, "_retained_ctx", None) is owner._ctx:
             owner._retained_ctx = new._ctx  # retain_grad() follows the tensor through in-place ops, as PyTorch's
         owner._ctx, owner._requires_grad = new._ctx, True

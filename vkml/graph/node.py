@@ -38,6 +38,7 @@ import math
 import operator
 import os
 import sys
+import weakref
 from typing import ClassVar, NamedTuple
 
 from .. import config
@@ -293,6 +294,28 @@ class Node:
 
     def __repr__(self) -> str:
         return f"<Node {self.op} {self.shape} {self.dtype.name} on {self.device}>"
+
+
+# The nodes a tensor that lives across steps took by an in-place write under no_grad (a from-scratch optimizer's
+# ``v[:] = beta * v + p.grad``, ``p[:] -= lr * v``), by id, while the tensor holds them: a realize that reaches one
+# computes it once and keeps it (vkml/schedule/scheduler.py), else each step's graph would recompute every earlier
+# step's, a chain as long as the training and a new kernel each step. An entry goes with its node.
+STATE_NODES: dict[int, weakref.ref] = {}
+
+
+def _forget_state(ref, key=None) -> None:
+    STATE_NODES.pop(key, None)
+
+
+def note_write(old: Node, new: Node, quiet: bool) -> None:
+    """A tensor's node ``old`` replaced by ``new`` (an in-place write; ``quiet``: under no_grad or through
+    ``.data``/``detach()``): ``new`` is a state node when ``old`` was stored, a constant or a state node itself."""
+    was_state = STATE_NODES.pop(id(old), None) is not None
+    if not quiet or new.op in (Op.BUFFER, Op.CONST) or new is old:
+        return
+    if was_state or old.op in (Op.BUFFER, Op.CONST) or (old.op == Op.VIEW and old.srcs[0].op == Op.CONST):
+        key = id(new)
+        STATE_NODES[key] = weakref.ref(new, lambda ref, key=key: _forget_state(ref, key))
 
 
 def toposort(roots: list[Node]) -> list[Node]:

@@ -57,7 +57,7 @@ from collections import OrderedDict, defaultdict
 
 from .. import debug
 from ..graph.build import realize_as_alias
-from ..graph.node import Node, Op, toposort
+from ..graph.node import STATE_NODES, Node, Op, toposort
 from ..ir import lru
 from ..kernels import (
     lowering as kernels,
@@ -209,6 +209,9 @@ class Plan:
                     self._make_root(s)
                 elif consumers[s_id] > 1 and self.cost(s) > RECOMPUTE_LIMIT:
                     self._make_root(s)
+                elif s_id in STATE_NODES:  # a tensor's state, written in place: kept, not recomputed next step
+                    self._make_root(s)
+                    loads.add(s_id)
                 else:
                     direct = self._direct_loads(s, loads)
                     if len(loads) + reserved + direct > MAX_KERNEL_LOADS:

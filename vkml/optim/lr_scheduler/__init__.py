@@ -57,3 +57,11 @@ __all__ = [
 
 class _LRScheduler(LRScheduler):
     """``LRScheduler``'s name before PyTorch 2.0, still what many hand-written schedules subclass."""
+
+
+# PyTorch defines every scheduler in torch.optim.lr_scheduler, and training loops tell a built-in scheduler from
+# a hand-written one by ``scheduler.__module__ == lr_scheduler.__name__`` (d2l.ai's ``train``): the same here.
+for _name in [*__all__, "_LRScheduler"]:
+    if isinstance(globals()[_name], type):
+        globals()[_name].__module__ = __name__
+del _name

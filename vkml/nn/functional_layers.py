@@ -25,6 +25,7 @@ import numpy as np
 from .. import config as vkml_config
 from ..frontend import autograd, creation, indexing, mutation
 from ..frontend import memory_format as _memory_format
+from ..frontend import runtime_names
 from ..frontend import operators as functions
 from ..frontend import shape as shape_ops
 from ..frontend import windows as _window_ops
@@ -37,6 +38,7 @@ from ..kernels.matmul import coopmat2 as _coopmat2
 from ..ops import grads as G
 
 _PAD_MODES = ("zeros", "reflect", "replicate", "circular")
+_warned_same_padding_copy = False
 
 
 def _tuple(op: str, name: str, value, n: int) -> tuple[int, ...]:
@@ -447,7 +449,11 @@ def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, pa
                 raise RuntimeError(f"'{op}': padding='same' is not supported for strided convolutions")
             # PyTorch's split: the odd element of the total goes after
             pads = [(d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2) for d, k in zip(dilation, kernel)]
-            if any(a != b for a, b in pads):
+            global _warned_same_padding_copy
+            # (PyTorch's modules pad for a padding_mode other than zeros themselves, then convolve unpadded)
+            asymmetric = any(a != b for a, b in pads) and padding_mode == "zeros"
+            if asymmetric and (not _warned_same_padding_copy or runtime_names._warn_always):
+                _warned_same_padding_copy = True  # PyTorch's TORCH_WARN_ONCE: the first call of the process
                 warnings.warn(
                     "Using padding='same' with even kernel lengths and odd dilation may require a zero-padded copy "
                     "of the input be created",
@@ -471,6 +477,8 @@ def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, pa
             f"Kernel size: ({' x '.join(map(str, effective))}). Kernel size can't be greater than actual input size"
         )
     out_size = tuple((p - e) // s + 1 for p, e, s in zip(padded_size, effective, stride))
+    if channels == 0:
+        return _no_input_channels(input, weight, bias, out_size, unbatched)
     # PyTorch's CPU convolutions of bfloat16 operands add the bias to the product's float32 sums and round
     # once (the bias cast to float32 is exact, and so is the output's gradient cast back)
     wide = _adds_bias_before_rounding(input, weight, bias)
@@ -508,6 +516,16 @@ def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, pa
         out = out + functions.reshape(bias, out_channels, *([1] * n))
     # channels last in (input, else weight), channels last out: PyTorch's
     return functions.squeeze(out, 0) if unbatched else _memory_format.keep(out, input, weight)
+
+
+def _no_input_channels(input, weight, bias, out_size, unbatched: bool):
+    """PyTorch's convolution of an input without channels: an empty (N, 0, *out) result, whatever the weight's
+    out channels, so that every gradient (input, weight, bias) is zeros."""
+    operands = [input, weight] + ([bias] if bias is not None else [])
+    # lazy: a zero reached from every operand, for its gradient's edges
+    zero = sum(functions.sum(functions.mul(o, 0)) for o in operands)
+    out = functions.expand(functions.reshape(zero, *([1] * (2 + len(out_size)))), input.shape[0], 0, *out_size)
+    return functions.squeeze(out, 0) if unbatched else out
 
 
 def _adds_bias_before_rounding(input, weight, bias) -> bool:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 from pytorch_suite import check
 
 import vkml

@@ -53,7 +53,9 @@ class _ConvNd(Module):
                 raise ValueError("padding='same' is not supported for strided convolutions")
         if padding_mode not in FL._PAD_MODES:
             valid_padding_modes = {"zeros", "reflect", "replicate", "circular"}  # PyTorch's set, in its order
-            raise ValueError(f"padding_mode must be one of {valid_padding_modes}, but got padding_mode='{padding_mode}'")
+            raise ValueError(
+                f"padding_mode must be one of {valid_padding_modes}, but got padding_mode='{padding_mode}'"
+            )
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         self.kernel_size = FL._tuple(name, "kernel_size", kernel_size, n)
         self.stride = FL._tuple(name, "stride", stride, n)

@@ -213,7 +213,7 @@ def embedding_padding_idx(m):
     for padding_idx, x in ((0, [[0, 2, 4, 5], [4, 3, 0, 9]]), (-2, [[0, 2, 8, 5], [4, 8, 0, 9]])):
         for sparse in (False, True):
             embedding = m.nn.Embedding(10, 20, padding_idx=padding_idx, sparse=sparse)
-            out.append((embedding.padding_idx, embedding(m.tensor(x)).abs().sum(-1)))
+            out.append((embedding.padding_idx, embedding(m.tensor(x)).abs().sum(-1) == 0))
     embedding = m.nn.Embedding(10, 20, padding_idx=2, sparse=True)
     with m.no_grad():
         embedding.weight[2] = m.ones(20)
@@ -338,7 +338,7 @@ def _bag_out_of_bounds(mode, padding_idx, psw, idx):
         weight = t(m, rnd(10, 2))
         x = m.tensor([idx])
         per_sample_weights = t(m, rnd(1, 2, seed=1)) if psw else None
-        F(m).embedding_bag(x, weight, per_sample_weights=per_sample_weights, padding_idx=padding_idx, mode=mode)
+        return F(m).embedding_bag(x, weight, per_sample_weights=per_sample_weights, padding_idx=padding_idx, mode=mode)
 
     return f
 
@@ -498,11 +498,12 @@ def _bag_illegal(mode, which):
             return es(x, offset)
         if which == "1d_without_offsets":
             return es(x.view(-1))
+        # PyTorch's messages for the offsets print a tensor: its test checks the class
         if which == "first_offset_nonzero":
             offset[0] = 1
-            return es(x.view(-1), offset)
+            return error_kind(lambda: es(x.view(-1), offset))
         offset[-1] = 100
-        return es(x.view(-1), offset)
+        return error_kind(lambda: es(x.view(-1), offset))
 
     return f
 
@@ -770,7 +771,7 @@ def invalid_functional_dropout_p_message(m):
 
 @sc
 def dropout_p_edges(m):
-    x = t(m, rnd(4, 5), True)
+    x = t(m, rnd(4, 6), True)
     out = []
     for fn in ("dropout", "alpha_dropout", "feature_alpha_dropout"):
         for p in (0.0, 1.0):
@@ -801,7 +802,10 @@ def empty_dropout(m):
 
 
 # Where vkml still differs from PyTorch, and why (strict: a fix makes the test fail until it leaves this list)
-KNOWN: dict[str, str] = {}
+KNOWN: dict[str, str] = {
+    "Dropout_discontiguous_channels_last": "vkml does not see a channels-last layout in a strided view of one "
+    "(x[..., ::2]): dropout's result keeps the default layout",
+}
 
 
 def _params(table: dict) -> list:

@@ -178,7 +178,7 @@ def test_global_average_pool_is_the_mean():
 ERRORS = [
     (lambda: F.max_pool2d(vkml.ones(1, 1, 5, 5), 3, padding=2), "pad should be at most half"),
     (lambda: F.max_pool2d(vkml.ones(1, 1, 5, 5), 0), "kernel_size must be greater than zero"),
-    (lambda: F.avg_pool2d(vkml.ones(1, 1, 5, 5), 2, stride=0), "stride must be greater than zero"),
+    (lambda: F.avg_pool2d(vkml.ones(1, 1, 5, 5), 2, stride=0), "stride should not be zero"),
     (lambda: F.max_pool2d(vkml.ones(5, 5), 2), "3D or 4D"),
     (lambda: F.max_pool2d(vkml.ones(1, 1, 2, 2), 3), "output size"),
     (lambda: F.avg_pool2d(vkml.ones(1, 1, 4, 4), 2, divisor_override=0), "divisor must be not zero"),

@@ -731,6 +731,8 @@ def setitem(t, index, value) -> None:
         return
     view = F.getitem(t, index)
     if isinstance(value, _tensor.Tensor):
+        if value.ndim == 0:  # PyTorch fills with a 0-d value, read first: it may alias the view (t[1] = t[1][0])
+            value = F.clone(value)
         copy_(view, value)
     else:
         fill_(view, value)

@@ -55,7 +55,8 @@ def set_warn_always(b: bool) -> None:
     """PyTorch's switch that makes its warn-once warnings warn every time (``torch.set_warn_always``).
 
     vkml's warnings go through Python's ``warnings`` module, whose filters decide how often each is
-    shown; the value is kept for ``is_warn_always_enabled``, as PyTorch keeps it."""
+    shown; those PyTorch gives once a process (conv's ``padding='same'`` zero-padded copy) warn every
+    time while it is on, and the value is kept for ``is_warn_always_enabled``, as PyTorch keeps it."""
     global _warn_always
     _warn_always = bool(b)
 

@@ -46,12 +46,16 @@ class _ConvNd(Module):
         if out_channels % groups != 0:
             raise ValueError("out_channels must be divisible by groups")
         if isinstance(padding, str):
-            if padding not in ("same", "valid"):
-                raise ValueError(f"Invalid padding string {padding!r}, should be one of {{'valid', 'same'}}")
+            valid_padding_strings = {"same", "valid"}  # a set printed, as PyTorch's (its order: the process's hash)
+            if padding not in valid_padding_strings:
+                raise ValueError(f"Invalid padding string {padding!r}, should be one of {valid_padding_strings}")
             if padding == "same" and any(s != 1 for s in FL._tuple(name, "stride", stride, n)):
                 raise ValueError("padding='same' is not supported for strided convolutions")
         if padding_mode not in FL._PAD_MODES:
-            raise ValueError(f"padding_mode must be one of {set(FL._PAD_MODES)}, but got padding_mode='{padding_mode}'")
+            valid_padding_modes = {"zeros", "reflect", "replicate", "circular"}  # PyTorch's set, in its order
+            raise ValueError(
+                f"padding_mode must be one of {valid_padding_modes}, but got padding_mode='{padding_mode}'"
+            )
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         self.kernel_size = FL._tuple(name, "kernel_size", kernel_size, n)
         self.stride = FL._tuple(name, "stride", stride, n)

@@ -16,6 +16,8 @@ differ from PyTorch's; reading the samples back to place the windows waits for t
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..frontend import autograd, creation, mutation
@@ -50,6 +52,18 @@ def _fractional_max_pool(op: str, input, kernel_size, output_size, output_ratio,
         raise RuntimeError(f"{op}(): Expected {n + 1}D or {n + 2}D tensor, but got: {list(input.shape)}")
     if not input.dtype.is_float:
         raise RuntimeError(f"\"{op}\" not implemented for '{mutation.torch_name(input.dtype)}'")
+    kernel_op = op.removesuffix("_with_indices")
+    count = "Ints" if n == 2 else "three Ints"
+    for name, value in (("kernel_size", kernel_size), ("output_size", output_size)):
+        if isinstance(value, (tuple, list)) and len(value) != n:
+            raise RuntimeError(f"{kernel_op}: {name} must either be a single Int or tuple of {count}")
+    nonbatch = list(input.shape[1:] if input.ndim == n + 2 else input.shape)
+    if not all(nonbatch):
+        empty = list(input.shape).index(0, input.ndim - len(nonbatch))
+        raise RuntimeError(
+            f"{kernel_op}{'_out' if n == 3 else ''}(): Expected input to have non-zero size for non-batch "
+            f"dimensions, but got{list(input.shape)} with dimension {empty} being empty."
+        )
     spatial = tuple(input.shape[-n:])
     kernel = _tuple(kernel_size, n)
     if output_size is None:
@@ -61,7 +75,9 @@ def _fractional_max_pool(op: str, input, kernel_size, output_size, output_ratio,
     names = ("height", "width") if n == 2 else ("time", "height", "width")
     for name, o, k, s in zip(names, out, kernel, spatial):
         if o + k - 1 > s:
-            raise RuntimeError(f"{op}(): pool {name} {k} too large relative to input {name} {s}")
+            raise RuntimeError(
+                f"{kernel_op}{'_out' if n == 3 else ''}(): pool {name} {k} too large relative to input {name} {s}"
+            )
     batched = input.ndim == n + 2
     x = input if batched else input.unsqueeze(0)
     batch, channels = x.shape[0], x.shape[1]
@@ -73,7 +89,9 @@ def _fractional_max_pool(op: str, input, kernel_size, output_size, output_ratio,
         raise RuntimeError(f"Expect _random_samples to be 3D tensor, got: {samples.ndim}D")
     if samples.shape[2] != n:
         raise RuntimeError(f"Expect _random_samples.size(2) equals to {n}; got {samples.shape[2]}.")
-    if samples.shape[0] < batch or samples.shape[1] < channels:
+    if samples.shape[0] < batch:
+        raise RuntimeError("Expect _random_samples.size(0) no less then input batch size.")
+    if samples.shape[1] < channels:
         raise RuntimeError(f"Expect _random_samples of at least ({batch}, {channels}, {n}); got {list(samples.shape)}")
     host_dtype = np.float16 if input.dtype is T.float16 else np.float64 if input.dtype is T.float64 else np.float32
     u = samples.detach().numpy()[:batch, :channels].astype(host_dtype)
@@ -88,8 +106,9 @@ def _fractional_max_pool(op: str, input, kernel_size, output_size, output_ratio,
         flat = flat + (s + k) * place
         place *= spatial[d]
     taps = int(np.prod(kernel))
-    positions = creation.tensor(flat.reshape(batch, channels, -1), device=input.device)
-    plane = x.reshape(batch, channels, -1)
+    plane_size = math.prod(spatial)  # explicit: a reshape's -1 is ambiguous for an empty batch
+    positions = creation.tensor(flat.reshape(batch, channels, math.prod(out) * taps), device=input.device)
+    plane = x.reshape(batch, channels, plane_size)
     values = plane.gather(2, positions).reshape(batch, channels, *out, taps)
     with autograd.no_grad():
         first = values.argmax(-1)  # the first maximum, or the first NaN

@@ -662,12 +662,29 @@ def embedding(
     >>> embedding(vkml.tensor([1]), vkml.tensor([[0.0], [5.0]])).tolist()  # doctest: +SKIP
     [[5.0]]
     """
+    return _lookup(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse)
+
+
+def _lookup(
+    input,
+    weight,
+    padding_idx=None,
+    max_norm=None,
+    norm_type: float = 2.0,
+    scale_grad_by_freq: bool = False,
+    sparse: bool = False,
+    bounds_message=None,
+    bounds_error=IndexError,
+):
+    """``embedding``, an index out of range raising ``bounds_error`` worded by ``bounds_message(num_embeddings)``
+    (``embedding_bag``'s words are its own)."""
     if weight.ndim != 2:
-        raise ShapeError(f"'embedding': weight must be 2-D (num_embeddings, embedding_dim), got shape {weight.shape}")
+        raise ShapeError(f"'embedding': 'weight' must be 2-D (num_embeddings, embedding_dim), got shape {weight.shape}")
     num = weight.shape[0]
     if padding_idx is not None and not -num <= padding_idx < num:
         raise AssertionError(f"'embedding': Padding_idx must be within num_embeddings, got {padding_idx}")
-    hits = _checked_hits("embedding", input, num, -1, _out_of_bounds("embedding", "Index", num))
+    message = _out_of_bounds("embedding", "Index", num) if bounds_message is None else bounds_message(num)
+    hits = _checked_hits("embedding", input, num, -1, message, error=bounds_error)
     if max_norm is not None:
         renorm_rows(weight, hits.reshape(-1, num).any(0), max_norm, norm_type)
     if sparse and scale_grad_by_freq and autograd.is_grad_enabled() and weight.requires_grad:

@@ -23,7 +23,7 @@ import warnings
 import numpy as np
 
 from .. import config as vkml_config
-from ..frontend import autograd, creation, indexing, mutation
+from ..frontend import autograd, creation, indexing, mutation, runtime_names
 from ..frontend import memory_format as _memory_format
 from ..frontend import operators as functions
 from ..frontend import shape as shape_ops
@@ -37,6 +37,7 @@ from ..kernels.matmul import coopmat2 as _coopmat2
 from ..ops import grads as G
 
 _PAD_MODES = ("zeros", "reflect", "replicate", "circular")
+_warned_same_padding_copy = False
 
 
 def _tuple(op: str, name: str, value, n: int) -> tuple[int, ...]:
@@ -447,7 +448,11 @@ def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, pa
                 raise RuntimeError(f"'{op}': padding='same' is not supported for strided convolutions")
             # PyTorch's split: the odd element of the total goes after
             pads = [(d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2) for d, k in zip(dilation, kernel)]
-            if any(a != b for a, b in pads):
+            global _warned_same_padding_copy
+            # (PyTorch's modules pad for a padding_mode other than zeros themselves, then convolve unpadded)
+            asymmetric = any(a != b for a, b in pads) and padding_mode == "zeros"
+            if asymmetric and (not _warned_same_padding_copy or runtime_names._warn_always):
+                _warned_same_padding_copy = True  # PyTorch's TORCH_WARN_ONCE: the first call of the process
                 warnings.warn(
                     "Using padding='same' with even kernel lengths and odd dilation may require a zero-padded copy "
                     "of the input be created",
@@ -471,6 +476,8 @@ def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, pa
             f"Kernel size: ({' x '.join(map(str, effective))}). Kernel size can't be greater than actual input size"
         )
     out_size = tuple((p - e) // s + 1 for p, e, s in zip(padded_size, effective, stride))
+    if channels == 0:
+        return _no_input_channels(input, weight, bias, out_size, unbatched)
     # PyTorch's CPU convolutions of bfloat16 operands add the bias to the product's float32 sums and round
     # once (the bias cast to float32 is exact, and so is the output's gradient cast back)
     wide = _adds_bias_before_rounding(input, weight, bias)
@@ -508,6 +515,16 @@ def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, pa
         out = out + functions.reshape(bias, out_channels, *([1] * n))
     # channels last in (input, else weight), channels last out: PyTorch's
     return functions.squeeze(out, 0) if unbatched else _memory_format.keep(out, input, weight)
+
+
+def _no_input_channels(input, weight, bias, out_size, unbatched: bool):
+    """PyTorch's convolution of an input without channels: an empty (N, 0, *out) result, whatever the weight's
+    out channels, so that every gradient (input, weight, bias) is zeros."""
+    operands = [input, weight] + ([bias] if bias is not None else [])
+    # lazy: a zero reached from every operand, for its gradient's edges
+    zero = sum(functions.sum(functions.mul(o, 0)) for o in operands)
+    out = functions.expand(functions.reshape(zero, *([1] * (2 + len(out_size)))), input.shape[0], 0, *out_size)
+    return functions.squeeze(out, 0) if unbatched else out
 
 
 def _adds_bias_before_rounding(input, weight, bias) -> bool:
@@ -558,6 +575,8 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups: in
 def _pool_geometry(op, input, kernel_size, stride, padding, dilation, ceil_mode, n: int):
     if input.ndim not in (n + 1, n + 2):
         raise RuntimeError(f"'{op}': Expected {n + 1}D or {n + 2}D input, but got input of size: {list(input.shape)}")
+    if not op.startswith("adaptive"):  # the adaptive averages that run as avg_pool allow empty channels
+        _pool_nonempty(op, input, n)
     kernel = _tuple(op, "kernel_size", kernel_size, n)
     stride = (
         kernel
@@ -569,16 +588,25 @@ def _pool_geometry(op, input, kernel_size, stride, padding, dilation, ceil_mode,
     if any(k <= 0 for k in kernel):
         raise RuntimeError(f"'{op}': kernel_size must be greater than zero, but got {kernel}")
     if any(s <= 0 for s in stride):
+        if op == "max_pool1d":
+            raise RuntimeError(f"'{op}': max_pool1d() stride must be greater than zero, but got {stride[0]}")
+        if any(s == 0 for s in stride):  # PyTorch's words for the other pools' zero stride
+            raise RuntimeError(f"'{op}': stride should not be zero")
         raise RuntimeError(f"'{op}': stride must be greater than zero, but got {stride}")
     if any(d <= 0 for d in dilation):
         raise RuntimeError(f"'{op}': dilation must be greater than zero, but got {dilation}")
+    spatial = tuple(input.shape[-n:])
+    if op == "avg_pool3d" and any(size < k for size, k in zip(spatial, kernel)):  # its check before the padding's
+        (t, h, w), (kt, kh, kw) = spatial, kernel
+        raise RuntimeError(
+            f"'{op}': input image (T: {t} H: {h} W: {w}) smaller than kernel size (kT: {kt} kH: {kh} kW: {kw})"
+        )
     for p, k, d in zip(padding, kernel, dilation):
         if p < 0 or p > ((k - 1) * d + 1) // 2:
             raise RuntimeError(
                 f"'{op}': pad should be at most half of effective kernel size, but got pad={p}, "
                 f"kernel_size={k} and dilation={d}"
             )
-    spatial = tuple(input.shape[-n:])
     out = []
     for size, k, s, p, d in zip(spatial, kernel, stride, padding, dilation):
         span = size + 2 * p - d * (k - 1) - 1
@@ -593,6 +621,31 @@ def _pool_geometry(op, input, kernel_size, stride, padding, dilation, ceil_mode,
             f"'{op}': Given input size: ({given}). Calculated output size: ({calculated}). Output size is too small"
         )
     return kernel, stride, padding, dilation, tuple(out)
+
+
+def _pool_nonempty(op, input, n: int) -> None:
+    """PyTorch's pools refuse an input empty in a dim other than the batch (each in its own words)."""
+    batched = input.ndim == n + 2
+    nonbatch = list(input.shape[1:] if batched else input.shape)
+    if all(nonbatch):
+        return
+    if n == 3:  # 3-d pools name the first empty dim among the non-batch ones
+        where = "max_pool3d_with_indices_out_cpu_template" if op == "max_pool3d" else op
+        raise RuntimeError(
+            f"'{op}': {where}(): Expected input's non-batch dimensions to have positive length, but input has a "
+            f"shape of {list(input.shape)} and non-batch dimension {nonbatch.index(0)} has length zero!"
+        )
+    if op == "max_pool1d":
+        raise RuntimeError(
+            f"'{op}': max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for input, "
+            f"but got:{list(input.shape)}"
+        )
+    shape = list(input.shape)
+    if n == 1:  # avg_pool1d runs as a 2-d pool: a height of 1 in the shape it prints
+        shape.insert(len(shape) - 1, 1)
+    raise RuntimeError(
+        f"'{op}': Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but got:{shape}"
+    )
 
 
 def _pool_input(x, padding, dilation, kernel, stride, out_size, value):
@@ -925,8 +978,22 @@ def _output_size(op, input, output_size, n: int = 2):
         sizes = _tuple(op, "output_size", output_size, n)
     if any(s < 0 for s in sizes):
         raise RuntimeError(f"'{op}': elements of output_size must be greater than or equal to 0, got {sizes}")
-    if not input.dtype.is_float:  # PyTorch's adaptive kernels are for floating point only
-        raise NotImplementedError(f"'{op}': not implemented for '{mutation.torch_name(input.dtype)}'")
+    if math.prod(input.shape[:-n]) * math.prod(sizes) >= 2**63:  # PyTorch's int64 element count overflows
+        if "max" in op:  # its 1-d max pool is a 2-d one: a height of 1 in the sizes it prints
+            printed = [*input.shape[:-n], *([1] if n == 1 else []), *sizes]
+            raise RuntimeError(f"'{op}': Storage size calculation overflowed with sizes={printed}")
+        raise RuntimeError(f"'{op}': numel: integer multiplication overflow")
+    if not input.dtype.is_float:  # PyTorch's adaptive kernels are for floating point only (1-d ones run as 2-d)
+        kernel_name = op.replace("1d", "2d") + ("_cpu" if op.endswith("3d") else "")
+        dtype_name = mutation.torch_name(input.dtype)
+        raise NotImplementedError(f"'{op}': \"{kernel_name}\" not implemented for '{dtype_name}'")
+    nonbatch = list(input.shape[1:] if input.ndim == n + 2 else input.shape)
+    if ("max" in op or n == 3) and not all(nonbatch):  # the 1-d and 2-d averages allow no channels
+        empty = list(input.shape).index(0, 1 if input.ndim == n + 2 else 0)
+        raise RuntimeError(
+            f"'{op}': {op}(): Expected input to have non-zero size for non-batch dimensions, but input has sizes "
+            f"{list(input.shape)} with dimension {empty} being empty"
+        )
     if any(s == 0 for s in input.shape[-n:]):
         raise RuntimeError(
             f"'{op}': Expected input to have non-zero size for non-batch dimensions, but input has sizes "
@@ -945,14 +1012,38 @@ def _adaptive_avg(op, input, output_size, n: int):
     """
     out = _output_size(op, input, output_size, n)
     spatial = tuple(input.shape[-n:])
-    if any(o == 0 for o in out):
-        return input[(...,) + tuple(slice(0, o) for o in out)]  # empty: PyTorch allows it
+    if any(o == 0 for o in out):  # empty: PyTorch allows it, not its gradient
+        return _empty_adaptive(op, input, out, n)
     if n == 3 and input.dtype in functions.HALF_PRECISION:
         positions = _adaptive_window_positions(spatial, out)
         if positions.shape[-1] <= _HALF_WINDOW_TAPS:
             value = _half_adaptive_avg3d(input.detach(), spatial, out, positions)
             return autograd.record("half_adaptive_avg3d", (input,), value, {"positions": positions})
     return _adaptive_avg_wide(op, input, spatial, out, n)
+
+
+def _empty_adaptive(op, input, out, n: int):
+    """An adaptive pool's empty result (an output size 0), whose gradient raises PyTorch's error."""
+    empty = functions.clone(input[(...,) + tuple(slice(0, o) for o in out)])
+    return autograd.record("adaptive_pool_empty", (input,), empty, {"op": op, "n": n})
+
+
+def _grad_adaptive_pool_empty(c):
+    """PyTorch's adaptive pools' backward refuses an empty gradient; its 1-d pools run as 2-d ones (a height
+    of 1 in the sizes it prints)."""
+    op, n = c.attrs["op"], c.attrs["n"]
+    sizes = list(c.g.shape)
+    if n == 1:
+        sizes.insert(len(sizes) - 1, 1)
+        op = op.replace("1d", "2d")
+    empty = next(d for d in range(1, len(sizes)) if sizes[d] == 0)
+    raise RuntimeError(
+        f"{op}_backward(): Expected grad_output to have non-zero size for non-batch dimensions, but grad_output "
+        f"has sizes {sizes} with dimension {empty} being empty"
+    )
+
+
+G.RULES["adaptive_pool_empty"] = _grad_adaptive_pool_empty
 
 
 # PyTorch's 3-d adaptive average of float16/bfloat16 adds in the input's dtype, one element after another
@@ -1082,9 +1173,9 @@ def _adaptive_max(op, input, output_size, return_indices: bool, n: int):
     out = _output_size(op, input, output_size, n)
     spatial = tuple(input.shape[-n:])
     lead = tuple(input.shape[:-n])
-    if any(o == 0 for o in out):
-        empty = input[(...,) + tuple(slice(0, o) for o in out)]
-        return (empty, functions.cast(empty, T.int64)) if return_indices else empty
+    if any(o == 0 for o in out):  # empty: PyTorch allows it, not its gradient
+        empty = _empty_adaptive(op, input, out, n)
+        return (empty, functions.cast(empty.detach(), T.int64)) if return_indices else empty
     if all(size % o == 0 for size, o in zip(spatial, out)):  # even windows: max pooling's strided views
         kernel = tuple(size // o for size, o in zip(spatial, out))
         return _max_pool(op, input, kernel, kernel, 0, 1, False, return_indices, n)

@@ -398,8 +398,8 @@ def embedding_bag(
     """
     if per_sample_weights is not None and tuple(input.shape) != tuple(per_sample_weights.shape):
         raise ValueError(
-            f"embedding_bag: If per_sample_weights ({tuple(per_sample_weights.shape)}) is not None, then it must "
-            f"have the same shape as the input ({tuple(input.shape)})"
+            f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is not None, then it must "
+            f"have the same shape as the input ({input.shape})"
         )
     if weight.ndim != 2:
         raise ValueError(f"'embedding_bag': weight has to be a 2D Tensor, but got Tensor of dimension {weight.ndim}")
@@ -407,7 +407,7 @@ def embedding_bag(
         if offsets is not None:
             raise ValueError(
                 "'embedding_bag': if input is 2D, then offsets has to be None, as input is treated is a mini-batch of fixed length "
-                f"sequences. However, found offsets of type {type(offsets)}"
+                f"sequences. However, found offsets of type {_type_name(offsets)}"
             )
         bags, length = input.shape
         include_last_offset = False
@@ -438,14 +438,28 @@ def embedding_bag(
     if padding_idx is not None:
         if not -num <= padding_idx < num:
             raise RuntimeError(
-                f"'embedding_bag': padding_idx must be within the number of embeddings, got {padding_idx}"
+                f"'embedding_bag': padding_idx must be within the number of embeddings, {-num} through {num - 1}, "
+                f"but got {padding_idx}"
             )
         padding_idx %= num
+    if per_sample_weights is not None and per_sample_weights.dtype is not weight.dtype:
+        raise RuntimeError(
+            "'embedding_bag': Expected tensor for argument #1 'weight' to have the same type as tensor for argument "
+            f"#1 'per_sample_weights'; but type {weight.type()} does not equal {per_sample_weights.type()} (while "
+            "checking arguments for embedding_bag)"
+        )
     flat = functions.reshape(input, -1)
     # (n, D); renorms as PyTorch's. With sparse=True the rows' gradient (each bag's gradient, scaled by the
     # sample weight or the bag's size) becomes the weight's sparse one, padding ids left out: PyTorch's
-    rows = F.embedding(
-        flat, weight, padding_idx if sparse else None, max_norm=max_norm, norm_type=norm_type, sparse=sparse
+    rows = F._lookup(  # an index out of range: PyTorch's bag kernel's words
+        flat,
+        weight,
+        padding_idx if sparse else None,
+        max_norm=max_norm,
+        norm_type=norm_type,
+        sparse=sparse,
+        bounds_message=_bag_index_message,
+        bounds_error=RuntimeError,
     )
     used = None if padding_idx is None else flat != padding_idx
     if per_sample_weights is not None:
@@ -499,6 +513,23 @@ def embedding_bag(
         count = member.long().sum(1)
         out = out / functions.unsqueeze(functions.clamp(count, min=1), 1)
     return out
+
+
+def _type_name(value) -> str:
+    """How PyTorch's messages print a value's type: ``<class 'vkml.Tensor'>`` for a tensor (its public path)."""
+    if isinstance(value, functions._tensor.Tensor):
+        return "<class 'vkml.Tensor'>"
+    return str(type(value))
+
+
+def _bag_index_message(num: int):
+    def message(value: int, called: str) -> str:
+        return (
+            f"'embedding_bag'{called}: embedding_bag: Expected idx >= 0 && idx < num_embeddings but found idx "
+            f"to be {value}"
+        )
+
+    return message
 
 
 def _positions(n: int, device):

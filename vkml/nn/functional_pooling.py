@@ -150,7 +150,8 @@ def _unpool(input, indices, size: list[int], n: int, stride=None):
     planes = math.prod(lead)
     out = creation.zeros(*out_shape, dtype=input.dtype, device=input.device)
     if plane == 0 or input.numel() == 0:  # PyTorch's kernel reads no index then
-        return out
+        # lazy: zeros reached from the input, so that its gradient (zeros) flows back
+        return out + functions.sum(functions.mul(input, 0))
     index = indices.numpy().reshape(planes, -1)
     bad = (index < 0) | (index >= plane)
     if bad.any():  # PyTorch's kernel goes on writing and names the last bad index it met

@@ -111,7 +111,8 @@ def _conv_transpose(op, input, weight, bias, stride, padding, output_padding, gr
     out = FL._fold_blocks(cols, out_size, kernel, dilation, padding, stride)
     if bias is not None:
         out = out + functions.reshape(bias, out_channels, *([1] * n))
-    return functions.squeeze(out, 0) if unbatched else out
+    # channels last in (input, else weight), channels last out: PyTorch's
+    return functions.squeeze(out, 0) if unbatched else FL._memory_format.keep(out, input, weight)
 
 
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups: int = 1, dilation=1):

@@ -60,7 +60,6 @@ class _ConvTransposeNd(_ConvNd):
             return self.output_padding
         batched = input.ndim == n + 2
         lead = 2 if batched else 1
-        output_size = list(output_size)
         if len(output_size) == lead + n:
             output_size = output_size[lead:]
         if len(output_size) != n:
@@ -77,7 +76,7 @@ class _ConvTransposeNd(_ConvNd):
         if any(not lo <= size <= hi for size, lo, hi in zip(output_size, smallest, largest)):
             raise ValueError(
                 f"requested an output size of {output_size}, but valid sizes range from {smallest} to {largest} "
-                f"(for an input of {spatial})"
+                f"(for an input of {input.shape[2:]})"  # PyTorch's words: the sizes after two dims, batched or not
             )
         return tuple(size - lo for size, lo in zip(output_size, smallest))
 

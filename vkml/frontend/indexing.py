@@ -648,11 +648,27 @@ def _leading(src, shape: tuple[int, ...], target_shape: tuple[int, ...] = (), di
     return src[tuple(slice(0, s) for s in shape)]
 
 
+def _scatter_edges(input, dim, index, src=None, value=None, *, reduce=None) -> tuple | None:
+    """PyTorch's ``scatter`` node's edges: to ``input`` and a tensor ``src`` (``ScatterBackward0``), to
+    ``input`` alone for a number (``ScatterBackward1``); a ``reduce=`` keeps vkml's nodes (None)."""
+    if reduce is not None:
+        return None
+    tensor_src = isinstance(src, F._tensor.Tensor)
+    return (autograd.edge(input), autograd.edge(src)) if tensor_src else (autograd.edge(input),)
+
+
+@autograd.shown_as(
+    lambda input, dim, index, src=None, value=None, **k: (
+        "ScatterBackward0" if isinstance(src, F._tensor.Tensor) else "ScatterBackward1"
+    ),
+    _scatter_edges,
+)
 def scatter(input, dim: int, index, src=None, value=None, *, reduce=None):
     """``input`` with ``src`` (a tensor or a number) written at ``index`` along ``dim``, as torch.scatter."""
     return scatter_(F.clone(input), dim, index, src, value, reduce)
 
 
+@autograd.shown_as("ScatterAddBackward0", lambda input, dim, index, src: (autograd.edge(input), autograd.edge(src)))
 def scatter_add(input, dim: int, index, src):
     """Out-of-place ``scatter_add_``, as torch.scatter_add: repeated positions add in index order after the old value."""
     return scatter_add_(F.clone(input), dim, index, src)

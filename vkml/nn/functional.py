@@ -106,7 +106,11 @@ def pad(input, pad, mode: str = "constant", value: float | None = None):
             raise NotImplementedError(f"'pad': Unrecognised padding mode {mode}")
         if value is not None:
             raise RuntimeError(f"'pad': Padding mode \"{mode}\" doesn't take in value argument")
-        return shape_ops.pad_nd(input, pad, mode)
+        out = shape_ops.pad_nd(input, pad, mode)
+        if mode != "circular" and out._ctx is not None:  # PyTorch's one node (circular: its CopySlices)
+            kind = "Reflection" if mode == "reflect" else "Replication"
+            autograd.show(out, f"{kind}Pad{len(pad) // 2}DBackward0", (autograd.edge(input),))
+        return out
     return functions.constant_pad_nd(input, pad, 0.0 if value is None else value)
 
 
@@ -718,7 +722,10 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False)
         keep = vkrandom.keep_mask(x.shape, p, x.device)
         return functions.where(keep, x * (1.0 / (1.0 - p)), 0.0)
 
-    return mutation.inplace(input, "dropout_", apply) if inplace else apply(input)
+    if inplace:
+        return mutation.inplace(input, "dropout_", apply)
+    # PyTorch's CPU dropout multiplies by its scaled mask: one MulBackward0, no edge for the mask
+    return autograd.show(apply(input), "MulBackward0", (autograd.edge(input), (None, 0)))
 
 
 # Attention (vkml/nn/functional_attention.py); imported last, as it only builds on the frontend.

@@ -321,6 +321,7 @@ def _smooth_l1(input, target, reduction: str, beta: float):
     return F._reduce(loss, reduction, "smooth_l1_loss")
 
 
+@autograd.shown_as("HuberLossBackward0", _input_and_target_edges)
 def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0, weight=None):
     """``0.5·d²`` where ``|d| < delta``, else ``delta·(|d| - 0.5·delta)`` (d = input - target).
 

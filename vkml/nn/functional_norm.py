@@ -539,6 +539,10 @@ def _grad_half_group_norm(c):
 G.RULES["half_group_norm"] = _grad_half_group_norm
 
 
+@autograd.shown_as(
+    "NativeGroupNormBackward0",
+    lambda input, num_groups, weight=None, bias=None, *a, **k: tuple(autograd.edge(t) for t in (input, weight, bias)),
+)
 def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5):
     """Normalise each sample's channels in ``num_groups`` groups (each over its channels and every other dim).
 
@@ -618,4 +622,12 @@ def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None)
         safe = functions.where(positive, total, 1.0)
         root = functions.sqrt(safe) if p == 2 else safe ** (1.0 / p)
         norm = functions.where(positive, root, 0.0)
-    return input / functions.clamp(norm, min=eps)
+    out = input / functions.clamp(norm, min=eps)
+    if out._ctx is not None and input.requires_grad:
+        # PyTorch's: input / input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+        norm_node = autograd.GraphNode("LinalgVectorNormBackward0", (autograd.edge(input),))
+        clamped = autograd.GraphNode("ClampMinBackward0", ((norm_node, 0),))
+        autograd.show(
+            out, "DivBackward0", (autograd.edge(input), (autograd.GraphNode("ExpandBackward0", ((clamped, 0),)), 0))
+        )
+    return out

@@ -282,3 +282,21 @@ def test_each_layer_and_optimizer_is_found_at_its_printed_path():
     old = pickle.dumps(vkml.nn.Linear(2, 2), protocol=0).replace(b"vkml.nn.modules.linear\n", b"vkml.nn.layers\n")
     old = old.replace(b"vkml.nn.parameter\n", b"vkml.nn.module\n")
     assert b"vkml.nn.layers\nLinear" in old and type(pickle.loads(old)) is vkml.nn.Linear
+
+
+# ---------------------------------------------------------------------- losses' arguments
+
+
+def test_negative_label_smoothing_and_mixed_dtype_cosine_compute_as_torch():
+    logits = np.random.default_rng(0).standard_normal((4, 5)).astype(np.float32)
+    for smoothing in (-0.3, 0.2):
+        want = torch.nn.functional.cross_entropy(
+            torch.tensor(logits), torch.tensor([0, 1, 2, 3]), label_smoothing=smoothing
+        )
+        got = vkml.nn.functional.cross_entropy(
+            vkml.tensor(logits), vkml.tensor([0, 1, 2, 3]), label_smoothing=smoothing
+        )
+        np.testing.assert_allclose(got.item(), want.item(), rtol=1e-6)
+    want = torch.nn.functional.cosine_similarity(torch.tensor([[1.0, 2.0]]), torch.tensor([[3, 4]]))
+    got = vkml.nn.functional.cosine_similarity(vkml.tensor([[1.0, 2.0]]), vkml.tensor([[3, 4]]))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)

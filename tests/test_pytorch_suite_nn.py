@@ -2195,12 +2195,6 @@ def init_kaiming_mode_bad(m):
 
 # Where vkml still differs from PyTorch, and why (strict: a fix makes the test fail until it leaves this list)
 KNOWN = {
-    "ce_label_smoothing_neg": "vkml refuses a negative label_smoothing, which PyTorch's functional form accepts",
-    "ce_target_float_wrong_shape": "vkml's words for probability targets of the wrong shape",
-    "nll_int_input": "vkml computes nll_loss of an integer input, PyTorch has no kernel for it",
-    "cosine_similarity_int": "vkml's words for integer inputs",
-    "clip_grad_value_no_grad": "PyTorch's foreach path raises on parameters without gradients; vkml does nothing",
-    "vector_to_params_short": "vkml's words for a short vector",
     "module_to_bad_args": "vkml's words (and DeviceError) for an unknown device string",
 }
 # the padding_mode error prints a set, whose order differs between processes

@@ -1030,6 +1030,6 @@ def cross_entropy_edges(input, target, *args, label_smoothing: float = 0.0, **kw
     # a target that is no tensor (a Python number) is cross_entropy's own TypeError, raised after this
     if not _requires_grad(input) or not hasattr(target, "dtype") or target.dtype.is_float:
         return None
-    if label_smoothing or len(args) > 5:
+    if label_smoothing > 0 or len(args) > 5:
         return None
     return ((GraphNode("LogSoftmaxBackward0", (edge(input),)), 0),)

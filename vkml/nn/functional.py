@@ -471,8 +471,9 @@ def cross_entropy(
     reduction = legacy_reduction(size_average, reduce, reduction)
     if reduction not in _REDUCTIONS:
         raise ValueError(f"'cross_entropy': {reduction} is not a valid value for reduction")
-    if not 0.0 <= label_smoothing <= 1.0:
+    if label_smoothing > 1.0:
         raise RuntimeError(f"'cross_entropy': label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    label_smoothing = max(label_smoothing, 0.0)  # PyTorch's functional form takes a negative one as no smoothing
     if not isinstance(input, functions._tensor.Tensor) or not input.dtype.is_float:
         raise RuntimeError(
             f"'cross_entropy': expected a floating point input tensor, got {getattr(input, 'dtype', type(input).__name__)}"
@@ -495,6 +496,9 @@ def cross_entropy(
     if target.dtype.is_float:
         if ignore_index >= 0:  # PyTorch's check: a negative one is the default's kind, and ignored
             raise RuntimeError("'cross_entropy': ignore_index is not supported for floating point target")
+        if input.ndim == 2 and target.ndim > 1 and target.shape != input.shape:
+            # PyTorch takes a target of another shape for class indices, which nll_loss refuses
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
         if target.shape != input.shape:
             raise ShapeError(
                 f"'cross_entropy': probability targets need the input's shape {input.shape}, got {target.shape}"

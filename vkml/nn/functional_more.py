@@ -264,8 +264,14 @@ def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
     >>> cosine_similarity(vkml.tensor([[1.0, 0.0]]), vkml.tensor([[1.0, 1.0]])).tolist()  # doctest: +SKIP
     [0.7071067690849304]
     """
-    _float_tensor("cosine_similarity", "x1", x1)
-    _float_tensor("cosine_similarity", "x2", x2)
+    _tensor_argument("cosine_similarity", "x1", x1)
+    _tensor_argument("cosine_similarity", "x2", x2)
+    common = functions.promote_types(x1.dtype, x2.dtype)
+    if not common.is_float:
+        raise RuntimeError(
+            f"expected common dtype to be floating point, yet common dtype is {mutation.torch_name(common)}"
+        )
+    x1, x2 = functions.cast(x1, common), functions.cast(x2, common)
     shape = functions.lazy.broadcast_shapes("cosine_similarity", tuple(x1.shape), tuple(x2.shape))
     ndim = max(len(shape), 1)
     if not -ndim <= dim < ndim:

@@ -641,34 +641,21 @@ def record(name: str, operands, out, attrs: dict | None = None):
     if rule is None:
         return out
     hooks = _mode.saved_hooks
-    pack = hooks is not None and name not in _VALUE_FREE_RULES  # value-free rules read shapes and dtypes alone
-    pack_result = pack and name in _RESULT_SAVING_RULES
-    if pack_result:
-        pack = False
-    elif pack and name in _RESULT_ALSO_SAVING_RULES:
-        pack_result = name != "pow" or G.is_tensor(operands[1])  # pow by a number saves its input alone
-    saved = []
-    # PyTorch refuses to save an inference tensor when the op records, not when backward reads it
-    refuse_inference = bool(_inference_owners) and name not in _VALUE_FREE_RULES
-    for x in operands:
-        kind = type(x)
-        tensor = _tensor_kinds.get(kind)
-        if tensor is None:
-            tensor = _tensor_kinds[kind] = G.is_tensor(x)
-        if not tensor:
-            saved.append(x)
-            continue
-        if refuse_inference and is_inference(x):
-            raise RuntimeError(INFERENCE_SAVED)
-        if pack:  # as the pack hook makes it (vkml keeps every operand, PyTorch what its formula reads)
-            saved.append(PackedSaved(x, hooks))
-        elif x._base is None:  # Tensor._saved of a tensor that owns its storage, inlined
-            saved.append((x._node, x, (x._vcount - x._vhidden, x._vcount, ())))
-        else:
-            saved.append(x._saved())
-    if pack_result:  # packed after the operands, as PyTorch's node saves its result when the op returns
-        output = PackedSaved(out, hooks)
+    if hooks is not None or _inference_owners:  # rare: saved-tensor hooks, or inference tensors exist
+        saved, output = _saved_checked(name, operands, out, hooks)
     else:
+        saved = []
+        for x in operands:
+            kind = type(x)
+            tensor = _tensor_kinds.get(kind)
+            if tensor is None:
+                tensor = _tensor_kinds[kind] = G.is_tensor(x)
+            if not tensor:
+                saved.append(x)
+            elif x._base is None:  # Tensor._saved of a tensor that owns its storage, inlined
+                saved.append((x._node, x, (x._vcount - x._vhidden, x._vcount, ())))
+            else:
+                saved.append(x._saved())
         node, owner, version = out._saved()
         output = (node, weakref.ref(owner), version)
     out._ctx = Context(name, rule, tuple(parents), tuple(saved), output, attrs or {}, tuple(parent_ctxs))
@@ -676,6 +663,33 @@ def record(name: str, operands, out, attrs: dict | None = None):
     if _mode.watch is not None:
         _mode.watch(name, operands)
     return out
+
+
+def _saved_checked(name: str, operands, out, hooks) -> tuple[list, object]:
+    """``record``'s saved operands and result where saved-tensor hooks are on or inference tensors exist:
+    PyTorch refuses to save an inference tensor when the op records; a pack hook gets what PyTorch's node
+    saves (its result alone for ``exp``, ``tanh``, ...; operands and result for ``pow``, ``hypot``, ...;
+    vkml's operands otherwise, none for the value-free rules)."""
+    reads_values = name not in _VALUE_FREE_RULES  # value-free rules read shapes and dtypes alone
+    pack = hooks is not None and reads_values
+    pack_result = pack and name in _RESULT_SAVING_RULES
+    if pack_result:
+        pack = False
+    elif pack and name in _RESULT_ALSO_SAVING_RULES:
+        pack_result = name != "pow" or G.is_tensor(operands[1])  # pow by a number saves its input alone
+    refuse_inference = reads_values and bool(_inference_owners)
+    saved = []
+    for x in operands:
+        if not G.is_tensor(x):
+            saved.append(x)
+            continue
+        if refuse_inference and is_inference(x):
+            raise RuntimeError(INFERENCE_SAVED)
+        saved.append(PackedSaved(x, hooks) if pack else x._saved())
+    if pack_result:  # packed after the operands, as PyTorch's node saves its result when the op returns
+        return saved, PackedSaved(out, hooks)
+    node, owner, version = out._saved()
+    return saved, (node, weakref.ref(owner), version)
 
 
 # type of an operand -> whether it is a tensor (``G.is_tensor``, which asks the class), once per type

@@ -561,7 +561,12 @@ def take_along_dim(input, indices, dim: int | None = None):
     src = F.expand(input, *in_shape) if in_shape != input.shape else input
     idx = F.expand(indices, *ix_shape) if ix_shape != indices.shape else indices
     _, flat = _dim_plan("take_along_dim", src, d, idx, negative=True)
-    return take_positions(src, flat)
+    out = take_positions(src, flat)
+    if out._ctx is not None:  # PyTorch's: input.expand(...).gather(dim, indices), an expand even of the same shape
+        expanded = autograd.edge(input)
+        expanded = expanded if expanded[0] is None else (autograd.GraphNode("ExpandBackward0", (expanded,)), 0)
+        autograd.show(out, "GatherBackward0", (expanded,))
+    return out
 
 
 def index_select(input, dim: int, index):

@@ -590,7 +590,13 @@ def rms_norm(input, normalized_shape, weight=None, eps: float | None = None):
         eps = float(np.finfo(np.float64 if input.dtype is T.float64 else np.float32).eps)
     x = _float(input)
     dims = tuple(range(input.ndim - len(shape), input.ndim))
-    out = x * functions.rsqrt((x * x).mean(dims, keepdim=True) + eps)
+    mean_square = (x * x).mean(dims, keepdim=True)
+    if mean_square._ctx is not None:  # PyTorch's nodes: x.pow(2).mean(dims, keepdim=True).add(eps) (a Scalar add)
+        autograd.show(mean_square, "MeanBackward1", ((autograd.GraphNode("PowBackward0", (autograd.edge(x),)), 0),))
+    shifted = mean_square + eps
+    if shifted._ctx is not None:
+        autograd.show(shifted, "AddBackward1", (autograd.edge(mean_square),))
+    out = x * functions.rsqrt(shifted)
     if weight is not None:
         out = out * weight
     return out.to(input.dtype) if input.dtype in (T.float16, T.bfloat16) else out

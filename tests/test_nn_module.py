@@ -291,8 +291,6 @@ ERRORS = {
 
 # The same message in PyTorch's words -> in vkml's words.
 _TORCH_WORDS = [
-    ("torch.FloatTensor", "vkml.Tensor"),
-    ("torch.nn.modules.activation.ReLU", "vkml.nn.layers.ReLU"),
     ("torch Tensor", "vkml Tensor"),
     ("torch.", "vkml."),
 ]

@@ -1948,13 +1948,7 @@ SLOW = {name: SC.pop(name) for name in ("checkpoint_basic", "weight_norm", "lstm
 
 
 # Where vkml still differs from PyTorch, and why (strict: a fix makes the test fail until it leaves this list)
-KNOWN = {
-    "inference_tensor_saved": "vkml raises when backward reads a saved inference tensor, PyTorch when it is saved",
-    "version_counter_error": "vkml's message names the op that saved the tensor, not PyTorch's node",
-    "version_counter_error_pow": "vkml's message names the op that saved the tensor, not PyTorch's node",
-    "fn_saved_modified": "vkml's message names the op that saved the tensor, not PyTorch's node",
-    "grad_fn_inplace_names": "a setitem shows vkml's node, not CopySlices",
-}
+KNOWN: dict[str, str] = {}
 
 
 @pytest.mark.parametrize(

@@ -2195,19 +2195,7 @@ def init_kaiming_mode_bad(m):
 
 # Where vkml still differs from PyTorch, and why (strict: a fix makes the test fail until it leaves this list)
 KNOWN = {
-    "ce_label_smoothing_neg": "vkml refuses a negative label_smoothing, which PyTorch's functional form accepts",
-    "ce_target_float_wrong_shape": "vkml's words for probability targets of the wrong shape",
-    "nll_int_input": "vkml computes nll_loss of an integer input, PyTorch has no kernel for it",
-    "cosine_similarity_int": "vkml's words for integer inputs",
-    "clip_grad_value_no_grad": "PyTorch's foreach path raises on parameters without gradients; vkml does nothing",
-    "vector_to_params_short": "vkml's words for a short vector",
-    "register_parameter_errors": "vkml names the assigned type 'vkml.Tensor', not 'torch.FloatTensor'",
-    "register_parameter_nonleaf": "vkml names the assigned type 'vkml.Tensor', not 'torch.FloatTensor'",
-    "setattr_tensor_on_param": "vkml names the assigned type 'vkml.Tensor', not 'torch.FloatTensor'",
-    "setattr_module_on_param_name": "vkml names its module classes' own paths",
     "module_to_bad_args": "vkml's words (and DeviceError) for an unknown device string",
-    "sequential_insert_not_module": "vkml names its Module class's own path",
-    "sequential_mul_bad": "vkml names its Sequential class's own path",
 }
 # the padding_mode error prints a set, whose order differs between processes
 SC.pop("conv_padding_mode_bad", None)

@@ -2104,7 +2104,6 @@ SLOW = {name: SC.pop(name) for name in list(SC) if name in SLOW_NAMES}
 # Where vkml still differs from PyTorch, and why (strict: a fix makes the test fail until it leaves this list)
 KNOWN = {
     "clone_memory_format": "vkml's clone is row-major; PyTorch's preserve_format keeps a dense input's strides",
-    "masked_scatter_dtype_error": "PyTorch's message runs two words together ('but gotFloat'); vkml's has the space",
     "bernoulli_tensor_p_range": "vkml does not read a tensor p back to check its range (PyTorch's CPU kernel does)",
     "fill_expanded": "vkml refuses every in-place write through an expanded view (its overlap error)",
     "clone_not_memory_dense": "vkml's clone is row-major; PyTorch's keeps the input's order of strides",

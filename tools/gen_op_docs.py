@@ -247,8 +247,8 @@ def render_call(call) -> str | None:
     if isinstance(call, Listed):
         if not _exists(call.present):
             return None
-        if call.same is not None and inspect.unwrap(resolve(call.present)) is not resolve(call.same):
-            return None  # autocast wraps a public function: unwrap it
+        if call.same is not None and inspect.unwrap(resolve(call.present)) is not inspect.unwrap(resolve(call.same)):
+            return None  # autocast wraps a public function (and shown_as some): unwrap both
         return render_call(call.call)
     if isinstance(call, Sig):
         fn = resolve(call.target)

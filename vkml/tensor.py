@@ -40,6 +40,8 @@ _FLOAT_OF_GRAD_TENSOR = (
 class Tensor:
     """A lazy n-dimensional array on one device. Ops record nodes; ``realize()`` runs them."""
 
+    __module__ = "vkml"  # ``<class 'vkml.Tensor'>``, as PyTorch's ``<class 'torch.Tensor'>``
+
     # _node: the value (for a view, as of base version _seen); _base: the tensor whose storage
     # this one views (None: it owns its storage), _chain: the view steps from it (vkml/frontend/mutation.py);
     # _vcount: the version counter of the storage this tensor owns; _gradview: whether a view
@@ -676,11 +678,14 @@ class Tensor:
                 raise TypeError("view() received an invalid combination of arguments: both a shape and dtype=")
             return view_dtype(self, dtype if dtype is not None else shape[0])
         out = F.reshape(self, *shape)  # checks the shape
-        if not mutation.viewable(self, out.shape):
-            raise RuntimeError(
-                "view size is not compatible with input tensor's size and stride (at least one dimension spans "
-                "across two contiguous subspaces). Use .reshape(...) instead."
-            )
+        if self._base is not None:  # a view of a view: reshape's nodes differ, not view's
+            if not mutation.viewable(self, out.shape):
+                raise RuntimeError(
+                    "view size is not compatible with input tensor's size and stride (at least one dimension spans "
+                    "across two contiguous subspaces). Use .reshape(...) instead."
+                )
+            if out._ctx is not None and out is not self:
+                autograd.show(out, "ViewBackward0", (autograd.edge(self),))
         return out
 
     def permute(self, *sizes, dims=None):
@@ -907,12 +912,32 @@ class SavedTensor(Tensor):
                 return self._node
         now = owner._vcount - owner._vhidden
         if now != visible:
-            raise RuntimeError(
-                "one of the variables needed for gradient computation has been modified by an inplace "
-                f"operation: [{self._node.dtype.name} tensor of shape {list(self._node.shape)}], which is "
-                f"{self._role[0]} {self._role[1]!r}, is at version {now}; expected version {visible} instead."
-            )
+            raise RuntimeError(self._modified_message(owner, chain, now, visible))
         return mutation.current_value(owner, chain)  # written through .data only: PyTorch reads the storage
+
+    def _modified_message(self, owner, chain: tuple, now: int, visible: int) -> str:
+        """PyTorch's words for a saved tensor written in place since: its type and sizes, the node it is
+        output 0 of now (its own op's for a saved result; an operand's latest, ``Add`` after ``add_``,
+        ``AsStrided`` for a view written through), the versions, and the hint for the anomaly mode."""
+        if self._role[0] == "output 0 of":
+            node = autograd.grad_fn_name(self._role[1])
+        elif chain:
+            node = "AsStridedBackward0" if owner.requires_grad else None
+        else:
+            node = autograd.grad_fn_name(owner._ctx) if owner._ctx is not None else None
+        made = "" if node is None else f", which is output 0 of {node.removesuffix('Backward0')},"
+        hint = (
+            "the backtrace further above shows the operation that failed to compute its gradient. The variable "
+            "in question was changed in there or anywhere later. Good luck!"
+            if autograd._AnomalyMode.enabled
+            else "enable anomaly detection to find the operation that failed to compute its gradient, with "
+            "vkml.autograd.set_detect_anomaly(True, check_nan=False)."
+        )
+        return (
+            "one of the variables needed for gradient computation has been modified by an inplace operation: "
+            f"[{self.type()} {list(self._node.shape)}]{made} is at version {now}; expected version {visible} "
+            f"instead. Hint: {hint}"
+        )
 
     @property
     def shape(self) -> tuple[int, ...]:

@@ -77,6 +77,13 @@ _mode = _GradMode()
 _VALUE_FREE_RULES = frozenset(
     ("add", "sub", "neg", "sum", "reshape", "permute", "expand", "cast", "cat", "pad", "flip", "slice", "clone")
 )
+# Ops whose gradient rule reads their result and no operand's value, as PyTorch's formula does (it saves
+# ``result``): under ``saved_tensors_hooks`` the result goes through the hooks and the operands do not.
+_RESULT_SAVING_RULES = frozenset(
+    ("exp", "exp2", "expm1", "tanh", "sigmoid", "sqrt", "rsqrt", "relu", "reciprocal", "tan", "softmax", "log_softmax")
+)
+# Ops whose rule reads operands and result, both saved by PyTorch's formula (``pow`` by a tensor exponent)
+_RESULT_ALSO_SAVING_RULES = frozenset(("pow", "hypot", "logsumexp"))
 
 
 class PackedSaved:
@@ -360,9 +367,7 @@ class detect_anomaly(contextlib.ContextDecorator):
 
 def torch_backward_name(name: str) -> str:
     """PyTorch's name of an op's backward node: ``"max_pool2d"`` -> ``"MaxPool2DBackward0"``."""
-    if name.endswith("Backward"):  # a custom Function's, already its class name
-        return name
-    return "".join(part[:1].upper() + part[1:] for part in name.split("_")) + "Backward0"
+    return grad_fn_name(name)
 
 
 @contextlib.contextmanager
@@ -430,7 +435,8 @@ class Context:
         # per operand: Tensor._saved()'s (node, storage owner, version), or a Python number; made
         # SavedTensors (vkml/tensor.py) for the rule at backward, which check the version
         self.saved = saved
-        # the result's (node, weak reference to its storage owner, version): no cycle through _ctx
+        # the result's (node, weak reference to its storage owner, version): no cycle through _ctx; or,
+        # for a rule that reads its result under saved-tensor hooks, the result as the pack hook kept it
         self.output = output
         self.attrs = attrs
         if _AnomalyMode.enabled:  # where the forward ran, for the warning of an error in this node's backward
@@ -495,8 +501,8 @@ class Context:
                 edges.append((named_node(AccumulateGrad(source)), 0))
         return tuple(edges)
 
-    def __repr__(self) -> str:
-        return f"<{grad_fn_name(self)} object at {id(self):#x}>"
+    def __repr__(self) -> str:  # a C++ node's class name: CopySlices for "torch::autograd::CopySlices"
+        return f"<{grad_fn_name(self).rpartition('::')[2]} object at {id(self):#x}>"
 
     def __getattr__(self, name: str):
         # ``grad_fn._saved_self`` / ``_saved_other`` / ``_saved_result`` and ``_raw_saved_self`` /
@@ -635,29 +641,55 @@ def record(name: str, operands, out, attrs: dict | None = None):
     if rule is None:
         return out
     hooks = _mode.saved_hooks
-    pack = hooks is not None and name not in _VALUE_FREE_RULES  # value-free rules read shapes and dtypes alone
-    saved = []
-    for x in operands:
-        kind = type(x)
-        tensor = _tensor_kinds.get(kind)
-        if tensor is None:
-            tensor = _tensor_kinds[kind] = G.is_tensor(x)
-        if not tensor:
-            saved.append(x)
-        elif pack:  # as the pack hook makes it (vkml keeps every operand, PyTorch what its formula reads)
-            saved.append(PackedSaved(x, hooks))
-        elif x._base is None:  # Tensor._saved of a tensor that owns its storage, inlined
-            saved.append((x._node, x, (x._vcount - x._vhidden, x._vcount, ())))
-        else:
-            saved.append(x._saved())
-    node, owner, version = out._saved()
-    out._ctx = Context(
-        name, rule, tuple(parents), tuple(saved), (node, weakref.ref(owner), version), attrs or {}, tuple(parent_ctxs)
-    )
+    if hooks is not None or _inference_owners:  # rare: saved-tensor hooks, or inference tensors exist
+        saved, output = _saved_checked(name, operands, out, hooks)
+    else:
+        saved = []
+        for x in operands:
+            kind = type(x)
+            tensor = _tensor_kinds.get(kind)
+            if tensor is None:
+                tensor = _tensor_kinds[kind] = G.is_tensor(x)
+            if not tensor:
+                saved.append(x)
+            elif x._base is None:  # Tensor._saved of a tensor that owns its storage, inlined
+                saved.append((x._node, x, (x._vcount - x._vhidden, x._vcount, ())))
+            else:
+                saved.append(x._saved())
+        node, owner, version = out._saved()
+        output = (node, weakref.ref(owner), version)
+    out._ctx = Context(name, rule, tuple(parents), tuple(saved), output, attrs or {}, tuple(parent_ctxs))
     out._requires_grad = True
     if _mode.watch is not None:
         _mode.watch(name, operands)
     return out
+
+
+def _saved_checked(name: str, operands, out, hooks) -> tuple[list, object]:
+    """``record``'s saved operands and result where saved-tensor hooks are on or inference tensors exist:
+    PyTorch refuses to save an inference tensor when the op records; a pack hook gets what PyTorch's node
+    saves (its result alone for ``exp``, ``tanh``, ...; operands and result for ``pow``, ``hypot``, ...;
+    vkml's operands otherwise, none for the value-free rules)."""
+    reads_values = name not in _VALUE_FREE_RULES  # value-free rules read shapes and dtypes alone
+    pack = hooks is not None and reads_values
+    pack_result = pack and name in _RESULT_SAVING_RULES
+    if pack_result:
+        pack = False
+    elif pack and name in _RESULT_ALSO_SAVING_RULES:
+        pack_result = name != "pow" or G.is_tensor(operands[1])  # pow by a number saves its input alone
+    refuse_inference = reads_values and bool(_inference_owners)
+    saved = []
+    for x in operands:
+        if not G.is_tensor(x):
+            saved.append(x)
+            continue
+        if refuse_inference and is_inference(x):
+            raise RuntimeError(INFERENCE_SAVED)
+        saved.append(PackedSaved(x, hooks) if pack else x._saved())
+    if pack_result:  # packed after the operands, as PyTorch's node saves its result when the op returns
+        return saved, PackedSaved(out, hooks)
+    node, owner, version = out._saved()
+    return saved, (node, weakref.ref(owner), version)
 
 
 # type of an operand -> whether it is a tensor (``G.is_tensor``, which asks the class), once per type
@@ -886,7 +918,9 @@ def named_node(node):
     key = (type(node), shown)
     cls = _NODE_CLASSES.get(key)
     if cls is None:
-        cls = _NODE_CLASSES[key] = type(shown, (type(node),), {"__slots__": (), "__module__": "vkml.autograd"})
+        cls = _NODE_CLASSES[key] = type(
+            shown.rpartition("::")[2], (type(node),), {"__slots__": (), "__module__": "vkml.autograd"}
+        )
     node.__class__ = cls
     return node
 
@@ -923,7 +957,9 @@ def show_chain(out, input, names: tuple):
 def shown_as(name, edges: Callable | None = None):
     """Decorate a composite op so that its result's ``grad_fn`` is PyTorch's node ``name`` (a string, or
     a function of the call's arguments giving it), with edges to the tensor arguments (or ``edges(*args,
-    **kwargs)``'s, made before the call, as PyTorch's edges name the operands' nodes at the call)."""
+    **kwargs)``'s, made before the call, as PyTorch's edges name the operands' nodes at the call). An op
+    that returns a tuple (``kthvalue``'s values and indices, ``std_mean``) shows it on each result that
+    has a node: PyTorch's one node has them all as outputs."""
 
     def decorate(fn):
         @functools.wraps(fn)
@@ -932,12 +968,13 @@ def shown_as(name, edges: Callable | None = None):
                 return fn(*args, **kwargs)
             made = edges(*args, **kwargs) if edges is not None else _tensor_edges(args, kwargs)
             out = fn(*args, **kwargs)
-            ctx = getattr(out, "_ctx", None)
-            if made is not None and ctx is not None:
-                for a in args:
-                    if ctx is getattr(a, "_ctx", None):  # an operand returned as it is (a mean over no element)
-                        return out  # keeps its own node
-                show(out, name if isinstance(name, str) else name(*args, **kwargs), made)
+            if made is None:
+                return out
+            for result in out if isinstance(out, tuple) else (out,):
+                ctx = getattr(result, "_ctx", None)
+                if ctx is None or any(ctx is getattr(a, "_ctx", None) for a in args):
+                    continue  # no node, or an operand returned as it is (a mean over no element): its own
+                show(result, name if isinstance(name, str) else name(*args, **kwargs), made)
             return out
 
         return _shown_composite
@@ -967,10 +1004,19 @@ def linear_edges(input, weight, bias=None) -> tuple | None:
     """PyTorch's graph of ``linear``: ``AddmmBackward0(bias, input, TBackward0(weight))`` for a 2-d input
     with a bias, ``MmBackward0(input, TBackward0(weight))`` without; a batched input is flattened by a
     ``ViewBackward0`` and the result unflattened by ``ViewBackward0`` (``UnsafeViewBackward0`` without a
-    bias). A 1-d input keeps vkml's nodes (None)."""
+    bias). A 1-d input is made a row: by ``UnsqueezeBackward0`` for ``mm``, whose result ``SqueezeBackward4``
+    drops it again, or by ``ViewBackward0`` for ``addmm``, whose result is viewed back."""
     if not (_requires_grad(input) or _requires_grad(weight) or _requires_grad(bias)):
         return None
     ndim = input.dim()
+    if ndim == 1:
+        row = edge(input)
+        row = (
+            row if row[0] is None else (GraphNode("UnsqueezeBackward0" if bias is None else "ViewBackward0", (row,)), 0)
+        )
+        if bias is None:
+            return ((GraphNode("MmBackward0", (row, _transposed(weight))), 0),)
+        return ((GraphNode("AddmmBackward0", (edge(bias), row, _transposed(weight))), 0),)
     if ndim == 2:
         return (
             (edge(bias), edge(input), _transposed(weight)) if bias is not None else (edge(input), _transposed(weight))
@@ -985,6 +1031,8 @@ def linear_edges(input, weight, bias=None) -> tuple | None:
 
 
 def linear_name(input, weight, bias=None) -> str:
+    if input.dim() == 1:
+        return "ViewBackward0" if bias is not None else "SqueezeBackward4"
     if input.dim() > 2:
         return "ViewBackward0" if bias is not None else "UnsafeViewBackward0"
     return "AddmmBackward0" if bias is not None else "MmBackward0"
@@ -996,6 +1044,6 @@ def cross_entropy_edges(input, target, *args, label_smoothing: float = 0.0, **kw
     # a target that is no tensor (a Python number) is cross_entropy's own TypeError, raised after this
     if not _requires_grad(input) or not hasattr(target, "dtype") or target.dtype.is_float:
         return None
-    if label_smoothing or len(args) > 5:
+    if label_smoothing > 0 or len(args) > 5:
         return None
     return ((GraphNode("LogSoftmaxBackward0", (edge(input),)), 0),)

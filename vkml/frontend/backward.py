@@ -317,6 +317,8 @@ def _saved_attribute(ctx: autograd.Context, name: str):
     if ctx.saved is None:
         raise RuntimeError(SECOND_TIME)
     if which == "result":
+        if type(ctx.output) is autograd.PackedSaved:
+            return ctx.output.unpack()
         node, owner, version = ctx.output
         return _tensor.SavedTensor((node, owner(), version), ("output 0 of", ctx.name))
     return _saved_operand(ctx, index)
@@ -411,8 +413,17 @@ def _apply_rule(ctx: autograd.Context, g, grads: dict, namespace, create_graph: 
         else:
             inputs.append(s)
     inputs, needs = tuple(inputs), tuple(needs)
-    node, owner, version = ctx.output
-    output = saved_tensor((node, owner(), version), ("output 0 of", ctx.name))
+    if type(ctx.output) is autograd.PackedSaved:  # the result as the unpack hook gives it back
+        value = ctx.output.unpack()
+        output = _tensor.Tensor(value.node) if create_graph else value
+    elif ctx.name == "gelu" and type(ctx.saved[0]) is autograd.PackedSaved:
+        # PyTorch saves gelu's input alone and recomputes from it; vkml's rule reads Φ(x) off the result,
+        # which must then be the result of the input the unpack hook gave back
+        with autograd.no_grad():
+            output = namespace.nn.functional.gelu(inputs[0].detach())
+    else:
+        node, owner, version = ctx.output
+        output = saved_tensor((node, owner(), version), ("output 0 of", ctx.name))
     if create_graph:
         output._ctx, output._requires_grad = ctx, True
     results = ctx.rule(G.GradContext(g, inputs, output, ctx.attrs, namespace, needs))

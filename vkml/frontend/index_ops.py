@@ -30,8 +30,8 @@ from ..errors import DeviceError
 from ..graph import build as lazy
 from ..ir import types as T
 from ..ops import grads as G
+from . import autograd, mutation
 from . import indexing as _ix
-from . import mutation
 from . import operators as F
 from .autograd import differentiable
 from .exports import Export
@@ -288,6 +288,9 @@ def _index_dim_plan(op: str, input, dim: int, index, source, negative: bool, err
     return np.tensordot(strides, grids, axes=1).astype(np.int64).reshape(source.shape)
 
 
+@autograd.shown_as(
+    "IndexAddBackward0", lambda input, dim, index, source, **k: (autograd.edge(input), autograd.edge(source))
+)
 def index_add(input, dim: int, index, source, *, alpha=1):
     """``input`` with ``alpha * source`` added to the slices ``index`` names along ``dim``, as torch.index_add.
 
@@ -314,6 +317,7 @@ def index_add_(input, dim: int, index, source, *, alpha=1):
     return mutation.inplace(input, "index_add_", lambda t: index_add(t, dim, index, source, alpha=alpha))
 
 
+@autograd.shown_as("IndexCopyBackward0", lambda input, dim, index, source: _edges_of(input, source))
 def index_copy(input, dim: int, index, source):
     """``input`` with the slices ``index`` names along ``dim`` replaced by ``source``'s, as torch.index_copy.
 
@@ -391,6 +395,18 @@ def index_reduce_(input, dim: int, index, source, reduce: str, *, include_self: 
     )
 
 
+def _edges_of(*tensors) -> tuple:
+    return tuple(autograd.edge(t) for t in tensors)
+
+
+def _index_fill_node(input, dim, index, value) -> str:
+    return "IndexFillBackward1" if isinstance(value, _tensor.Tensor) else "IndexFillBackward0"
+
+
+@autograd.shown_as(
+    _index_fill_node,
+    lambda input, dim, index, value: _edges_of(input, value) if isinstance(value, _tensor.Tensor) else _edges_of(input),
+)
 def index_fill(input, dim: int, index, value):
     """``input`` with ``value`` in the slices ``index`` names along ``dim``, as torch.index_fill.
 
@@ -436,6 +452,7 @@ def _mask_array(op: str, mask, message: str) -> np.ndarray:
     return mask.numpy()
 
 
+@autograd.shown_as("MaskedSelectBackward0", autograd.input_edge)
 def masked_select(input, mask):
     """The elements of ``input`` where ``mask`` holds (both broadcast), as a 1-D tensor, as torch.masked_select.
 
@@ -451,6 +468,7 @@ def masked_select(input, mask):
     return _ix.take_positions(x, flat)
 
 
+@autograd.shown_as("MaskedScatterBackward0", lambda input, mask, source: _edges_of(input, source))
 def masked_scatter(input, mask, source):
     """``input`` with the elements where ``mask`` holds replaced by ``source``'s first ones, as torch.masked_scatter.
 
@@ -469,8 +487,8 @@ def masked_scatter(input, mask, source):
     if not isinstance(source, _tensor.Tensor):
         raise TypeError(f"masked_scatter(): argument 'source' must be a vkml.Tensor, not {type(source).__name__}")
     if source.dtype is not input.dtype:
-        raise RuntimeError(
-            f"masked_scatter: expected self and source to have same dtypes but got {_torch(input.dtype)} and "
+        raise RuntimeError(  # PyTorch's words, their missing space included ("but gotFloat")
+            f"masked_scatter: expected self and source to have same dtypes but got{_torch(input.dtype)} and "
             f"{_torch(source.dtype)}"
         )
     _same_dtype("masked_scatter", input, source)
@@ -510,6 +528,7 @@ def _flat_index(op: str, input, index) -> np.ndarray:
     return np.where(idx < 0, idx + numel, idx)
 
 
+@autograd.shown_as("TakeBackward0", autograd.input_edge)
 def take(input, index):
     """The elements of ``input`` (read as 1-D) at ``index``, shaped like ``index``, as torch.take.
 
@@ -519,6 +538,7 @@ def take(input, index):
     return _ix.take_positions(input, _flat_index("take", input, index))
 
 
+@autograd.shown_as("PutBackward0", lambda input, index, source, *a, **k: _edges_of(input, source))
 def put(input, index, source, accumulate: bool = False):
     """``input`` (read as 1-D) with ``source``'s elements written at ``index``, as torch.put.
 
@@ -558,6 +578,7 @@ def argwhere(input):
     return _ix.nonzero(input)
 
 
+@autograd.shown_as("IndexPutBackward0", lambda input, indices, values, *a, **k: _edges_of(input, values))
 def index_put(input, indices, values, accumulate: bool = False):
     """``input`` with ``values`` written (added, with ``accumulate``) at ``indices``, as torch.index_put."""
     return _ix.index_put_(F.clone(input), indices, values, accumulate)

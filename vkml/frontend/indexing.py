@@ -563,7 +563,12 @@ def take_along_dim(input, indices, dim: int | None = None):
     src = F.expand(input, *in_shape) if in_shape != input.shape else input
     idx = F.expand(indices, *ix_shape) if ix_shape != indices.shape else indices
     _, flat = _dim_plan("take_along_dim", src, d, idx, negative=True)
-    return take_positions(src, flat)
+    out = take_positions(src, flat)
+    if out._ctx is not None:  # PyTorch's: input.expand(...).gather(dim, indices), an expand even of the same shape
+        expanded = autograd.edge(input)
+        expanded = expanded if expanded[0] is None else (autograd.GraphNode("ExpandBackward0", (expanded,)), 0)
+        autograd.show(out, "GatherBackward0", (expanded,))
+    return out
 
 
 def index_select(input, dim: int, index):
@@ -656,11 +661,27 @@ def _leading(src, shape: tuple[int, ...], target_shape: tuple[int, ...] = (), di
     return src[tuple(slice(0, s) for s in shape)]
 
 
+def _scatter_edges(input, dim, index, src=None, value=None, *, reduce=None) -> tuple | None:
+    """PyTorch's ``scatter`` node's edges: to ``input`` and a tensor ``src`` (``ScatterBackward0``), to
+    ``input`` alone for a number (``ScatterBackward1``); a ``reduce=`` keeps vkml's nodes (None)."""
+    if reduce is not None:
+        return None
+    tensor_src = isinstance(src, F._tensor.Tensor)
+    return (autograd.edge(input), autograd.edge(src)) if tensor_src else (autograd.edge(input),)
+
+
+@autograd.shown_as(
+    lambda input, dim, index, src=None, value=None, **k: (
+        "ScatterBackward0" if isinstance(src, F._tensor.Tensor) else "ScatterBackward1"
+    ),
+    _scatter_edges,
+)
 def scatter(input, dim: int, index, src=None, value=None, *, reduce=None):
     """``input`` with ``src`` (a tensor or a number) written at ``index`` along ``dim``, as torch.scatter."""
     return scatter_(F.clone(input), dim, index, src, value, reduce)
 
 
+@autograd.shown_as("ScatterAddBackward0", lambda input, dim, index, src: (autograd.edge(input), autograd.edge(src)))
 def scatter_add(input, dim: int, index, src):
     """Out-of-place ``scatter_add_``, as torch.scatter_add: repeated positions add in index order after the old value."""
     return scatter_add_(F.clone(input), dim, index, src)

@@ -185,6 +185,7 @@ def expand_copy(input, size, *, implicit: bool = False):
     return _copied(F.expand(input, tuple(size)))
 
 
+@autograd.shown_as("NarrowCopyBackward0", autograd.input_edge)
 def narrow_copy(input, dim: int, start: int, length: int):
     """``torch.narrow_copy``: ``torch.narrow`` as a new tensor."""
     if isinstance(dim, int) and isinstance(input, Tensor) and dim >= max(input.ndim, 1):

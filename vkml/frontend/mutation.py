@@ -526,11 +526,27 @@ def write(t, value) -> None:
             # base's history gets a zero gradient, not the one it had (nor None where the value has one)
             keep = F._wrap(lazy.const_node(False, T.bool_, base.shape, base.device))
             v = F.where(keep, below[0], v)
+        if t._gradview and v._ctx is not None and autograd.is_grad_enabled():
+            _show_copy_slices(v, below[0], t, value)
     _set_owner(base, v if t._gradview else _tensor.Tensor(v.node), not t._gradview)
     if t._dataview:
         base._vhidden += 1
     if not t._gradview and value._ctx is not None and autograd.is_grad_enabled():
         _root_takes_history(t, value)
+
+
+def _show_copy_slices(v, old_base, view, value) -> None:
+    """Show ``v``, the base's new value after a write through ``view``, as PyTorch's ``CopySlices`` node: an
+    edge to the base's previous node, then the in-place op's edges other than to the view (``y[1:].mul_(w)``:
+    ``w``'s), or the written value's own (``y[1:] = src``), or none (``y[0] = 3``)."""
+    made = value._ctx
+    if made is None:
+        rest = ((None, 0),)
+    elif made.parent_ctxs and made.parent_ctxs[0] is view._ctx and made.parents and made.parents[0] is not None:
+        rest = tuple(made.next_functions[1:]) or ((None, 0),)  # the op computed from the view's old value
+    else:
+        rest = (autograd.edge(value),)
+    autograd.show(v, "torch::autograd::CopySlices", (autograd.edge(old_base), *rest))
 
 
 def _root_takes_history(t, value) -> None:

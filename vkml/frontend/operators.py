@@ -1016,13 +1016,51 @@ _matmul_recorded = differentiable("matmul", inputs=("input", "other"))(matmul)
 
 
 @functools.wraps(matmul)
-def matmul(input, other):  # noqa: F811  (the recorded op, shown as PyTorch's mv and dot nodes)
+def matmul(input, other):  # noqa: F811  (the recorded op, shown as PyTorch's nodes)
     out = _matmul_recorded(input, other)
-    if getattr(out, "_ctx", None) is not None and getattr(other, "ndim", 0) == 1 and input.ndim <= 2:
-        autograd.show(
-            out, "MvBackward0" if input.ndim == 2 else "DotBackward0", (autograd.edge(input), autograd.edge(other))
-        )
+    if getattr(out, "_ctx", None) is not None:
+        shown = _matmul_graph(input, other)
+        if shown is not None:
+            autograd.show(out, *shown)
     return out
+
+
+def _reshaped_edge(t, shape: tuple, link: tuple) -> tuple:
+    """``link`` (the edge to ``t``'s node) through PyTorch's nodes of ``t.reshape(shape)``: a ``ViewBackward0``
+    where the reshape is a view, else the copy's ``CloneBackward0`` and ``UnsafeViewBackward0``."""
+    if link[0] is None:
+        return link
+    if _mutation.viewable(t, shape):
+        return (autograd.GraphNode("ViewBackward0" if t.is_contiguous() else "ReshapeAliasBackward0", (link,)), 0)
+    return (autograd.GraphNode("UnsafeViewBackward0", ((autograd.GraphNode("CloneBackward0", (link,)), 0),)), 0)
+
+
+def _matmul_graph(input, other) -> tuple | None:
+    """PyTorch's node and edges of ``matmul(input, other)`` (its ``_matmul_impl``: dot, mv, mm, a batch folded
+    into mm or mv, bmm of expanded operands); None for the broadcasting cases vkml shows as its own node."""
+    da, db = input.ndim, getattr(other, "ndim", 0)
+    ea, eb = autograd.edge(input), autograd.edge(other)
+    if db == 1 and da <= 2:
+        return ("MvBackward0" if da == 2 else "DotBackward0"), (ea, eb)
+    if da == 1 and db == 2:
+        row = ea if ea[0] is None else (autograd.GraphNode("UnsqueezeBackward0", (ea,)), 0)
+        return "SqueezeBackward4", ((autograd.GraphNode("MmBackward0", (row, eb)), 0),)
+    if da >= 3 and db in (1, 2):  # the batch folded into the rows of one matrix
+        flat = _reshaped_edge(input, (math.prod(input.shape[:-1]), input.shape[-1]), ea)
+        return "UnsafeViewBackward0", (
+            (autograd.GraphNode("MmBackward0" if db == 2 else "MvBackward0", (flat, eb)), 0),
+        )
+    if da >= 3 and db >= 3 and tuple(input.shape[:-2]) == tuple(other.shape[:-2]):
+
+        def batched(t, link):
+            if link[0] is None:
+                return link
+            expanded = (autograd.GraphNode("ExpandBackward0", (link,)), 0)
+            return _reshaped_edge(t, (math.prod(t.shape[:-2]), *t.shape[-2:]), expanded)
+
+        bmm = autograd.GraphNode("BmmBackward0", (batched(input, ea), batched(other, eb)))
+        return "UnsafeViewBackward0", ((bmm, 0),)
+    return None
 
 
 def _product(x, y, batch: tuple, m: int, k: int, n: int, result_dtype: T.DType):
@@ -1100,7 +1138,7 @@ def _view(input, edit):
 
 
 @differentiable("reshape")
-def reshape(input, *sizes, shape=None):
+def _reshape_recorded(input, *sizes, shape=None):
     """The same elements in a new shape (one dim may be -1; ``shape=`` as PyTorch's keyword). Never copies."""
     node = _tensor_node("reshape", input)
     if shape is not None and sizes:
@@ -1111,6 +1149,19 @@ def reshape(input, *sizes, shape=None):
     if checked is None:
         checked = _kept_order(key, _reshaped_shape(node.shape, shape))
     return _mutation.link_reshape(_wrap(lazy.reshape_node(node, checked)), input, checked)
+
+
+@functools.wraps(_reshape_recorded)
+def reshape(input, *sizes, shape=None):
+    out = _reshape_recorded(input, *sizes, shape=shape)
+    if getattr(out, "_ctx", None) is not None and out is not input and input._base is not None:
+        # PyTorch's reshape of a non-contiguous tensor: ``_reshape_alias`` where a view can do, else a copy
+        # (its clone's and ``_unsafe_view``'s nodes); a contiguous one is a plain ``view``
+        if not _mutation.viewable(input, out.shape):
+            autograd.show_chain(out, input, ("CloneBackward0", "UnsafeViewBackward0"))
+        elif not input.is_contiguous():
+            autograd.show(out, "ReshapeAliasBackward0", (autograd.edge(input),))
+    return out
 
 
 def _reshaped_shape(old: tuple, shape: tuple) -> tuple:

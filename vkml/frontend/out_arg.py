@@ -163,9 +163,13 @@ def _factory_dtype(name: str, out, kwargs: dict) -> None:
         )
 
 
+def _only_1d_empty(tensors) -> bool:
+    return all(getattr(t, "shape", None) == (0,) for t in tensors)
+
+
 def _refuse_overlap(out, inputs) -> None:
-    """PyTorch's error where ``out`` shares elements with an input (cat([x, y], out=x)). ``out`` itself
-    among the inputs raises even when empty, where PyTorch lets an empty one pass (a known difference)."""
+    """PyTorch's error where ``out`` shares elements with an input (cat([x, y], out=x)); ``out`` itself
+    among the inputs raises even when empty."""
     if not hasattr(out, "_node"):
         return
     if any(t is out for t in inputs):
@@ -250,7 +254,9 @@ def with_out(fn, name: str):
             )
         if name in _FACTORIES:
             _factory_dtype(name, out, kwargs)
-        if name in ("cat", "concat", "concatenate") and args:
+        # PyTorch's cat skips 1-d empty inputs (a legacy rule) and returns before its overlap check when
+        # every input is one: cat([x], out=x) passes for an x of shape (0,)
+        if name in ("cat", "concat", "concatenate") and args and not _only_1d_empty(args[0]):
             _refuse_overlap(out, args[0])
         if name in _NO_OVERLAP and args:
             for o in outs:

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..ir import types as T
 from ..schedule import checks
-from . import mutation
+from . import autograd, mutation
 from . import operators as F
 from .exports import Export
 from .operators import _binary, _elementwise, _tensor_node
@@ -115,7 +115,10 @@ def round(input, *, decimals: int = 0):
         scale = 10.0 ** abs(decimals) if abs(decimals) < 309 else math.inf
     else:
         scale = float(np.float32(10.0 ** abs(decimals))) if abs(decimals) < 39 else math.inf
-    return _elementwise("round_decimals" if decimals > 0 else "round_neg_decimals", input, scale)
+    out = _elementwise("round_decimals" if decimals > 0 else "round_neg_decimals", input, scale)
+    if out._ctx is not None:  # PyTorch's round.decimals overload: one edge, to the input
+        autograd.show(out, "RoundBackward1", (autograd.edge(input),))
+    return out
 
 
 def _float_only(op: str, input) -> None:
@@ -163,7 +166,12 @@ def lerp(input, end, weight):
         raise RuntimeError(
             f"'lerp': expected dtype {_c_name(input.dtype)} for `weight` but got dtype {_c_name(weight.dtype)}"
         )
-    return _elementwise("lerp", input, end, weight)
+    out = _elementwise("lerp", input, end, weight)
+    if out._ctx is not None:  # PyTorch's lerp.Scalar node has no edge for the weight; lerp.Tensor's has one
+        weighted = isinstance(weight, F._tensor.Tensor)
+        edges = (autograd.edge(input), autograd.edge(end)) + ((autograd.edge(weight),) if weighted else ())
+        autograd.show(out, "LerpBackward1" if weighted else "LerpBackward0", edges)
+    return out
 
 
 def nan_to_num(input, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None):

@@ -224,7 +224,16 @@ def _add_suffixes(text: str, suffixes: list[str], indent: int) -> str:
 
 
 # vkml op names whose PyTorch backward node is named after another ATen op
-_ATEN_NAMES = {"cast": "ToCopy", "reshape": "View", "matmul": "Mm", "square": "Pow"}
+_ATEN_NAMES = {
+    "cast": "_to_copy",
+    "reshape": "view",
+    "matmul": "mm",
+    "square": "pow",
+    "gelu_tanh": "gelu",  # PyTorch's gelu takes approximate= as an argument
+    "pad": "constant_pad_nd",
+    "index_write": "index_put",  # a write at advanced indices (x[idx] = v); scatter, put, ... show their own
+    "logsigmoid": "log_sigmoid",
+}
 
 
 def grad_fn_name(ctx) -> str:
@@ -243,8 +252,8 @@ def grad_fn_name(ctx) -> str:
     name = str(name)
     if name.endswith("Backward"):
         return name
-    name = _ATEN_NAMES.get(name, name)
-    return "".join(part[:1].upper() + part[1:] for part in name.split("_")) + "Backward0"
+    # PyTorch's code generator title-cases each word of the ATen name: log1p -> Log1PBackward0
+    return "".join(part.title() for part in _ATEN_NAMES.get(name, name).split("_")) + "Backward0"
 
 
 def _default_device_name() -> str:

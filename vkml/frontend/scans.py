@@ -163,6 +163,7 @@ def _running_extreme(op: str, input, dim, axis, later_wins):
     return values, indices
 
 
+@autograd.shown_as("CummaxBackward0", autograd.input_edge)
 def cummax(input, dim=None, *, axis=None):
     """(values, indices) of the running maximum along ``dim``, as ``vkml.return_types.cummax``.
 
@@ -173,6 +174,7 @@ def cummax(input, dim=None, *, axis=None):
     return return_types.cummax(values, indices)
 
 
+@autograd.shown_as("CumminBackward0", autograd.input_edge)
 def cummin(input, dim=None, *, axis=None):
     """(values, indices) of the running minimum along ``dim``, as ``vkml.return_types.cummin``.
 
@@ -191,6 +193,7 @@ def _log_add_exp(a, b):
     return F.log(F.exp(a - m) + F.exp(b - m)) + m
 
 
+@autograd.shown_as("LogcumsumexpBackward0", autograd.input_edge)
 def logcumsumexp(input, dim=None, *, axis=None):
     """log(cumsum(exp(x))) along ``dim``, each step a shifted log-add-exp (Hillis-Steele order).
 

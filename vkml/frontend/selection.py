@@ -22,8 +22,8 @@ import numpy as np
 
 from ..graph import build as lazy
 from ..ir import types as T
+from . import autograd, searching, sorting
 from . import operators as F
-from . import searching, sorting
 from .creation import arange, full_like
 from .exports import Export
 from .return_types import kthvalue as kthvalue_t
@@ -114,6 +114,7 @@ def _prepare(op: str, input, dim):
     return x, d, n
 
 
+@autograd.shown_as("KthvalueBackward0", autograd.input_edge)
 def kthvalue(input, k, dim=-1, keepdim=False):
     """(values, indices) of the ``k``-th smallest element along ``dim`` (k from 1), as PyTorch's.
 
@@ -165,6 +166,13 @@ def _int_half(c):
     return F.cast(F.cast(c, T.float32) * 0.5, T.int64)
 
 
+def _median_node(op: str):
+    """``MedianBackward0`` of all elements, ``MedianBackward1`` along a dim (PyTorch's two overloads)."""
+    title = op.title()
+    return lambda input, dim=None, *a, axis=None, **k: f"{title}Backward{int(dim is not None or axis is not None)}"
+
+
+@autograd.shown_as(_median_node("median"), autograd.input_edge)
 def median(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
     """The lower median (the ((n - 1) // 2)-th smallest), as PyTorch: of all elements when ``dim`` is None,
     else (values, indices) along ``dim``.
@@ -175,12 +183,14 @@ def median(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
     return _median("median", input, F._dim_or_axis("median", dim, axis), keepdim, False, median_t)
 
 
+@autograd.shown_as(_median_node("nanmedian"), autograd.input_edge)
 def nanmedian(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
     """``median`` of the elements that are not NaN; all-NaN gives NaN (index: the first NaN)."""
     keepdim = F._keepdim_or_keepdims("nanmedian", keepdim, keepdims)
     return _median("nanmedian", input, F._dim_or_axis("nanmedian", dim, axis), keepdim, True, nanmedian_t)
 
 
+@autograd.shown_as("ModeBackward0", autograd.input_edge)
 def mode(input, dim=-1, keepdim=False):
     """(values, indices): the most frequent value along ``dim`` (of several, the smallest) and its
     last position, as PyTorch's. Exact: counts of equal elements from the row's stable sort.

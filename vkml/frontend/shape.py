@@ -629,6 +629,7 @@ def flipud(input):
     return F.flip(input, (0,))
 
 
+@autograd.shown_as("Rot90Backward0", autograd.input_edge)
 def rot90(input, k: int = 1, dims=(0, 1)):
     """Rotate by 90° ``k`` times in the plane of ``dims``, from the first dim towards the second (a view)."""
     node = _t("rot90", input)
@@ -711,7 +712,8 @@ def diagonal(input, offset: int = 0, dim1: int = 0, dim2: int = 1):
     # view rule; elsewhere the flattening is a copy, see the page)
     flat = F.reshape(x, *lead, rows * cols)
     start = r0 * cols + c0
-    return F.getitem(flat, (..., slice(start, start + (length - 1) * (cols + 1) + 1, cols + 1)))
+    out = F.getitem(flat, (..., slice(start, start + (length - 1) * (cols + 1) + 1, cols + 1)))
+    return autograd.show(out, "DiagonalBackward0", (autograd.edge(input),))  # PyTorch's one view node
 
 
 _diagonal = diagonal  # (diag's argument ``diagonal`` hides the function there)
@@ -763,7 +765,7 @@ def trace(input):
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {len(node.shape)}")
     if node.dtype is T.bool_:  # PyTorch's (its sum of a bool diagonal would be int64)
         raise DTypeNotImplementedError("\"trace\" not implemented for 'Bool'")
-    return F.sum(diagonal(input))
+    return autograd.show(F.sum(diagonal(input)), "TraceBackward0", (autograd.edge(input),))
 
 
 # ---------------------------------------------------------------------- products
@@ -774,7 +776,11 @@ def outer(input, vec2):
     for name, v in (("self", input), ("vec2", vec2)):
         if len(_t("outer", v).shape) != 1:
             raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {v.ndim}-D")
-    return F.mul(F.unsqueeze(input, 1), F.unsqueeze(vec2, 0))
+    out = F.mul(F.unsqueeze(input, 1), F.unsqueeze(vec2, 0))
+    # PyTorch's: input.reshape(n, 1) * vec2, a MulBackward0 of a ViewBackward0 and the vector itself
+    column = autograd.edge(input)
+    column = column if column[0] is None else (autograd.GraphNode("ViewBackward0", (column,)), 0)
+    return autograd.show(out, "MulBackward0", (column, autograd.edge(vec2)))
 
 
 ger = outer
@@ -942,14 +948,18 @@ def _shown_addmm(out, input, mat1, mat2):
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """``beta * input + alpha * bmm(batch1, batch2)``, ``input`` broadcast to the product's shape."""
     _t("baddbmm", input)
+    edges = (autograd.edge(input), autograd.edge(batch1), autograd.edge(batch2))  # PyTorch's one node's
     if _rounds_once(input, batch1, batch2):
-        return _wide_scaled_sum("baddbmm", bmm, input, batch1, batch2, beta, alpha)
-    prod = bmm(batch1, batch2)
-    if input.dtype is not prod.dtype:
-        raise RuntimeError(
-            f"baddbmm: expected self and batch2 to have the same dtype, but got: {input.dtype.name} != {prod.dtype.name}"
-        )
-    return _scaled_sum("baddbmm", input, prod, beta, alpha)
+        out = _wide_scaled_sum("baddbmm", bmm, input, batch1, batch2, beta, alpha)
+    else:
+        prod = bmm(batch1, batch2)
+        if input.dtype is not prod.dtype:
+            raise RuntimeError(
+                f"baddbmm: expected self and batch2 to have the same dtype, but got: {input.dtype.name} != "
+                f"{prod.dtype.name}"
+            )
+        out = _scaled_sum("baddbmm", input, prod, beta, alpha)
+    return autograd.show(out, "BaddbmmBackward0", edges) if out is not input else out
 
 
 def addmv(input, mat, vec, *, beta=1, alpha=1):

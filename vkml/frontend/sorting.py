@@ -34,8 +34,8 @@ from ..dsl.kernel import MAX_WORKGROUPS, kernel
 from ..graph import build as lazy
 from ..ir import types as T
 from ..ops import grads as G
+from . import autograd, return_types
 from . import operators as F
-from . import return_types
 from .autograd import differentiable
 from .exports import Export
 from .realize import realize
@@ -357,6 +357,13 @@ def _check_sortable(op: str, input):
     return node
 
 
+def _shown(values, input, node_name: str):
+    """``values`` (recorded as vkml's gather by the sorted positions) shown as PyTorch's one node."""
+    if values._ctx is not None:
+        autograd.show(values, node_name, (autograd.edge(input),))
+    return values
+
+
 def _sort(op: str, input, dim: int, descending: bool, k: int | None = None):
     """(values, indices int64) of ``input`` sorted along ``dim``; the first ``k`` of each row if given."""
     node = _check_sortable(op, input)
@@ -392,7 +399,7 @@ def sort(input, dim=-1, descending=False, *, stable=False, axis=None):
     """
     _check_stable("sort", stable)
     values, indices = _sort("sort", input, F._dim_or_axis("sort", dim, axis, -1), descending)
-    return return_types.sort(values, indices)
+    return return_types.sort(_shown(values, input, "SortBackward0"), indices)
 
 
 def argsort(input, dim=-1, descending=False, *, stable=False, axis=None):
@@ -403,7 +410,7 @@ def argsort(input, dim=-1, descending=False, *, stable=False, axis=None):
 
 def msort(input):
     """``input`` sorted along dim 0 (the values of ``sort(input, 0)``)."""
-    return _sort("msort", input, 0, False)[0]
+    return _shown(_sort("msort", input, 0, False)[0], input, "SortBackward0")
 
 
 def topk(input, k, dim=-1, largest=True, sorted=True, *, axis=None):  # noqa: A002 - PyTorch's argument name
@@ -426,4 +433,4 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, axis=None):  # noqa: A0
     if not isinstance(largest, (bool, np.bool_)) or not isinstance(sorted, (bool, np.bool_)):
         raise TypeError(f"'topk': arguments 'largest' and 'sorted' must be bools, got {largest!r}, {sorted!r}")
     values, indices = _sort("topk", input, d, bool(largest), int(k))
-    return return_types.topk(values, indices)
+    return return_types.topk(_shown(values, input, "TopkBackward0"), indices)

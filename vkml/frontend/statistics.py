@@ -178,6 +178,7 @@ _grads.RULES["half_mean"] = _half_mean_backward
 _grads.RULES["norm_zero"] = lambda c: (None,)  # PyTorch gives no gradient (None), not zeros
 
 
+@autograd.shown_as("VarMeanBackward0", autograd.input_edge)
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, keepdims=None):
     """(var, mean) over ``dim`` in one pass over the graph: the mean is the one the variance subtracts.
 
@@ -190,6 +191,7 @@ def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None, 
     return F.cast(v, dtype), F.cast(m, dtype)
 
 
+@autograd.shown_as("StdMeanBackward0", autograd.input_edge)
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, keepdims=None):
     """(std, mean) over ``dim``; see ``var_mean``. Example: ``s, m = vkml.std_mean(x, (0, 1))``."""
     keepdim = F._keepdim_or_keepdims("std_mean", keepdim, keepdims)
@@ -248,6 +250,7 @@ def count_nonzero(input, dim=None, *, axis=None):
     return F.sum(_nonzero("count_nonzero", input), F._dim_or_axis("count_nonzero", dim, axis))
 
 
+@autograd.shown_as("NansumBackward0", autograd.input_edge)
 def nansum(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     """``sum`` over ``dim`` with NaN taken as zero (the same tree; a NaN's slot adds +0.0).
 
@@ -283,6 +286,7 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=N
     return F.cast(F.div(nansum(wide, dim, keepdim), F.cast(count, wide.dtype)), out_dtype)
 
 
+@autograd.shown_as("AminmaxBackward0", autograd.input_edge)
 def aminmax(input, *, dim=None, keepdim=False):
     """(min, max) over ``dim`` as ``vkml.return_types.aminmax``: ``amin`` and ``amax`` with their rules.
 

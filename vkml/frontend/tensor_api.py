@@ -541,7 +541,14 @@ def addcmul(input, tensor1, tensor2, *rest, value=1):
             result = F.cast(F.add(wide, F.mul(F.mul(value, wide1), wide2)), out.dtype)
             return autograd.record("half_addcmul", operands, result, {"value": value})
         wide, wide1, wide2 = F.half_in_float32(input, tensor1, tensor2)
-        return F.cast(F.add(wide, F.mul(F.mul(value, wide1), wide2)), out.dtype)
+        out = F.cast(F.add(wide, F.mul(F.mul(value, wide1), wide2)), out.dtype)
+    return _shown_pointwise(out, "AddcmulBackward0", operands)
+
+
+def _shown_pointwise(out, node_name: str, operands: tuple):
+    """``out``, built of several recorded ops, shown as PyTorch's one node with an edge per tensor operand."""
+    if out._ctx is not None:
+        autograd.show(out, node_name, tuple(autograd.edge(t) for t in operands))
     return out
 
 
@@ -580,8 +587,8 @@ def addcdiv(input, tensor1, tensor2, *rest, value=1):
     out = F.add(input, F.div(F.mul(value, tensor1), tensor2))
     if out.dtype in F.HALF_PRECISION:  # PyTorch's kernel computes in float32 and rounds once (operators.py)
         wide, wide1, wide2 = F.half_in_float32(input, tensor1, tensor2)
-        return F.cast(F.add(wide, F.div(F.mul(value, wide1), wide2)), out.dtype)
-    return out
+        out = F.cast(F.add(wide, F.div(F.mul(value, wide1), wide2)), out.dtype)
+    return _shown_pointwise(out, "AddcdivBackward0", (input, tensor1, tensor2))
 
 
 def rsub(input, other, *, alpha=1):

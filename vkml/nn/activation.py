@@ -91,6 +91,7 @@ def selu(input, inplace: bool = False):
     return _elu("selu", input, _SELU_ALPHA, _SELU_SCALE, 1.0, inplace)
 
 
+@autograd.shown_as("CeluBackward0", autograd.input_edge)
 def celu(input, alpha: float = 1.0, inplace: bool = False):
     """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``; see docs/ops/elu.md."""
     if alpha == 0:
@@ -136,7 +137,12 @@ def hardswish(input, inplace: bool = False):
 
 def softsign(input):
     """``x / (1 + |x|)``; see docs/ops/softsign.md."""
-    return _apply("softsign", _int_to_float("softsign", input), False)
+    out = _apply("softsign", _int_to_float("softsign", input), False)
+    if out._ctx is not None and input.requires_grad:  # PyTorch's composite: input / (input.abs() + 1)
+        magnitude = (autograd.GraphNode("AbsBackward0", (autograd.edge(input),)), 0)
+        denominator = (autograd.GraphNode("AddBackward0", (magnitude, (None, 0))), 0)
+        autograd.show(out, "DivBackward0", (autograd.edge(input), denominator))
+    return out
 
 
 def logsigmoid(input):
@@ -203,6 +209,7 @@ def softmin(input, dim: int | None = None, _stacklevel: int = 3, dtype=None):
     return functions.softmax(functions.neg(x), dim)
 
 
+@autograd.shown_as("GluBackward0", autograd.input_edge)
 def glu(input, dim: int = -1):
     """``a * sigmoid(b)`` where ``a`` and ``b`` are the two halves of ``input`` along ``dim``."""
     node = functions._tensor_node("glu", input)

@@ -106,7 +106,11 @@ def pad(input, pad, mode: str = "constant", value: float | None = None):
             raise NotImplementedError(f"'pad': Unrecognised padding mode {mode}")
         if value is not None:
             raise RuntimeError(f"'pad': Padding mode \"{mode}\" doesn't take in value argument")
-        return shape_ops.pad_nd(input, pad, mode)
+        out = shape_ops.pad_nd(input, pad, mode)
+        if mode != "circular" and out._ctx is not None:  # PyTorch's one node (circular: its CopySlices)
+            kind = "Reflection" if mode == "reflect" else "Replication"
+            autograd.show(out, f"{kind}Pad{len(pad) // 2}DBackward0", (autograd.edge(input),))
+        return out
     return functions.constant_pad_nd(input, pad, 0.0 if value is None else value)
 
 
@@ -467,8 +471,9 @@ def cross_entropy(
     reduction = legacy_reduction(size_average, reduce, reduction)
     if reduction not in _REDUCTIONS:
         raise ValueError(f"'cross_entropy': {reduction} is not a valid value for reduction")
-    if not 0.0 <= label_smoothing <= 1.0:
+    if label_smoothing > 1.0:
         raise RuntimeError(f"'cross_entropy': label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    label_smoothing = max(label_smoothing, 0.0)  # PyTorch's functional form takes a negative one as no smoothing
     if not isinstance(input, functions._tensor.Tensor) or not input.dtype.is_float:
         raise RuntimeError(
             f"'cross_entropy': expected a floating point input tensor, got {getattr(input, 'dtype', type(input).__name__)}"
@@ -491,6 +496,9 @@ def cross_entropy(
     if target.dtype.is_float:
         if ignore_index >= 0:  # PyTorch's check: a negative one is the default's kind, and ignored
             raise RuntimeError("'cross_entropy': ignore_index is not supported for floating point target")
+        if input.ndim == 2 and target.ndim > 1 and target.shape != input.shape:
+            # PyTorch takes a target of another shape for class indices, which nll_loss refuses
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
         if target.shape != input.shape:
             raise ShapeError(
                 f"'cross_entropy': probability targets need the input's shape {input.shape}, got {target.shape}"
@@ -735,7 +743,10 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False)
         keep = vkrandom.keep_mask(x.shape, p, x.device)
         return functions.where(keep, x * (1.0 / (1.0 - p)), 0.0)
 
-    return mutation.inplace(input, "dropout_", apply) if inplace else apply(input)
+    if inplace:
+        return mutation.inplace(input, "dropout_", apply)
+    # PyTorch's CPU dropout multiplies by its scaled mask: one MulBackward0, no edge for the mask
+    return autograd.show(apply(input), "MulBackward0", (autograd.edge(input), (None, 0)))
 
 
 # Attention (vkml/nn/functional_attention.py); imported last, as it only builds on the frontend.

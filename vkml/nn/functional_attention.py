@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import config as vkml_config
 from ..dsl.kernel import KernelCall, KernelOutput
-from ..frontend import creation, sdpa_backends
+from ..frontend import autograd, creation, sdpa_backends
 from ..frontend import operators as functions
 from ..frontend import random as vkrandom
 from ..frontend.autograd import is_grad_enabled
@@ -226,10 +226,24 @@ def scaled_dot_product_attention(
     if fused_allowed and plan.fuses:
         words = vkrandom.default_generator.next_key() if dropout_p > 0.0 else None  # keep_mask's draw
         options = _Options(scale_factor, bool(is_causal), enable_gqa, float(dropout_p), words, plan)
-        return _FusedAttention.apply(query, key, value, attn_mask, options)
-    if not composite_allowed:
+        out = _FusedAttention.apply(query, key, value, attn_mask, options)
+    elif not composite_allowed:
         raise RuntimeError(sdpa_backends.NO_BACKEND)
-    return _composite(query, key, value, attn_mask, dropout_p, is_causal, scale_factor, enable_gqa)
+    else:
+        out = _composite(query, key, value, attn_mask, dropout_p, is_causal, scale_factor, enable_gqa)
+    return _shown_as_cpu_flash(out, query, key, value, attn_mask, dropout_p)
+
+
+def _shown_as_cpu_flash(out, query, key, value, attn_mask, dropout_p: float):
+    """``out`` with the node PyTorch's CPU build records where it takes its flash kernel (4-D inputs, no
+    dropout, a mask that needs no gradient): ``ScaledDotProductFlashAttentionForCpuBackward0`` with edges
+    to query, key and value. Elsewhere PyTorch's math path records its many nodes; vkml's stay."""
+    if out._ctx is None or dropout_p > 0.0 or not query.ndim == key.ndim == value.ndim == 4:
+        return out
+    if attn_mask is not None and attn_mask.requires_grad:
+        return out
+    edges = (autograd.edge(query), autograd.edge(key), autograd.edge(value))
+    return autograd.show(out, "ScaledDotProductFlashAttentionForCpuBackward0", edges)
 
 
 def _composite(

@@ -1249,6 +1249,7 @@ def _blocks(op, spatial, kernel_size, dilation, padding, stride):
     return kernel, dilation, padding, stride, out
 
 
+@autograd.shown_as("Im2ColBackward0", autograd.input_edge)
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """The sliding blocks of ``input`` (N, C, H, W) or (C, H, W) as columns: (N, C·kh·kw, L), PyTorch's order
     (channel-major, then kernel row and column); L counts the blocks row-major. Exact: values are copied.
@@ -1282,6 +1283,7 @@ def _spread(x, dim: int, offset: int, step: int, size: int):
     return functions.constant_pad_nd(x, pads)  # a negative amount after crops the trailing zeros
 
 
+@autograd.shown_as("Col2ImBackward0", autograd.input_edge)
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     """The inverse arrangement of ``unfold``: columns (N, C·kh·kw, L) or (C·kh·kw, L) summed back into
     (N, C, H, W); overlapping blocks add, in kernel order (row-major over the kh·kw positions).

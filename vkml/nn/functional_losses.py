@@ -50,8 +50,8 @@ def nll_loss(
 
     Each element's loss is ``-weight[t] · input[n, t]`` (0 where ``t == ignore_index``); 'mean'
     divides the sum by the summed weights of the targets counted, as PyTorch's. A batch size of
-    ``target`` other than ``input``'s is PyTorch's ValueError. An integer ``input`` is computed
-    (PyTorch has no kernel for it: NotImplementedError), a deliberate difference.
+    ``target`` other than ``input``'s is PyTorch's ValueError. An integer ``input`` raises PyTorch's
+    NotImplementedError (no kernel for it).
 
     >>> nll_loss(vkml.tensor([[-1.0, -2.0]]), vkml.tensor([1])).item()  # doctest: +SKIP
     2.0
@@ -63,6 +63,9 @@ def nll_loss(
         input, target = functions.unsqueeze(input, 0), functions.unsqueeze(target, 0)
     if input.ndim < 2:
         raise ValueError(f"'nll_loss': Expected 1 or more dimensions (got {input.ndim})")
+    if not input.dtype.is_float:
+        frame = "nll_loss_out_frame" if input.ndim == 2 else "nll_loss2d_forward_out_frame"
+        raise NotImplementedError(f"\"{frame}\" not implemented for '{mutation.torch_name(input.dtype)}'")
     num_classes = input.shape[1]
     F._class_target_dtype("nll_loss", target)
     if target.ndim and target.shape[0] != input.shape[0]:  # PyTorch's first check, a ValueError (so is ShapeError)
@@ -321,6 +324,7 @@ def _smooth_l1(input, target, reduction: str, beta: float):
     return F._reduce(loss, reduction, "smooth_l1_loss")
 
 
+@autograd.shown_as("HuberLossBackward0", _input_and_target_edges)
 def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0, weight=None):
     """``0.5·d²`` where ``|d| < delta``, else ``delta·(|d| - 0.5·delta)`` (d = input - target).
 

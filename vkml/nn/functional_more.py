@@ -17,7 +17,7 @@ import warnings
 
 import numpy as np
 
-from ..frontend import creation, mt19937, mutation
+from ..frontend import autograd, creation, mt19937, mutation
 from ..frontend import operators as functions
 from ..frontend import random as vkrandom
 from ..schedule import checks
@@ -264,8 +264,14 @@ def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
     >>> cosine_similarity(vkml.tensor([[1.0, 0.0]]), vkml.tensor([[1.0, 1.0]])).tolist()  # doctest: +SKIP
     [0.7071067690849304]
     """
-    _float_tensor("cosine_similarity", "x1", x1)
-    _float_tensor("cosine_similarity", "x2", x2)
+    _tensor_argument("cosine_similarity", "x1", x1)
+    _tensor_argument("cosine_similarity", "x2", x2)
+    common = functions.promote_types(x1.dtype, x2.dtype)
+    if not common.is_float:
+        raise RuntimeError(
+            f"expected common dtype to be floating point, yet common dtype is {mutation.torch_name(common)}"
+        )
+    x1, x2 = functions.cast(x1, common), functions.cast(x2, common)
     shape = functions.lazy.broadcast_shapes("cosine_similarity", tuple(x1.shape), tuple(x2.shape))
     ndim = max(len(shape), 1)
     if not -ndim <= dim < ndim:
@@ -274,7 +280,20 @@ def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
         )
     a, b = functions.expand(x1, *shape), functions.expand(x2, *shape)
     na, nb = _clamped_norm(a, dim, eps), _clamped_norm(b, dim, eps)
-    return ((a / na) * (b / nb)).sum(dim)
+    if not autograd.is_grad_enabled():
+        return ((a / na) * (b / nb)).sum(dim)
+    return (_shown_normalized(a / na, x1) * _shown_normalized(b / nb, x2)).sum(dim)
+
+
+def _shown_normalized(quotient, x):
+    """``quotient`` = x / max(‖x‖, eps) shown as PyTorch's nodes: ``DivBackward0(x, CloneBackward0(
+    LinalgVectorNormBackward0(x)))`` (its norm clamped in place on a clone)."""
+    if quotient._ctx is None or not x.requires_grad or tuple(x.shape) != tuple(quotient.shape):
+        return quotient  # a broadcast operand keeps vkml's nodes
+    norm = (autograd.GraphNode("LinalgVectorNormBackward0", (autograd.edge(x),)), 0)
+    return autograd.show(
+        quotient, "DivBackward0", (autograd.edge(x), (autograd.GraphNode("CloneBackward0", (norm,)), 0))
+    )
 
 
 def _clamped_norm(x, dim: int, eps: float):

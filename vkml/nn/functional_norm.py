@@ -539,6 +539,10 @@ def _grad_half_group_norm(c):
 G.RULES["half_group_norm"] = _grad_half_group_norm
 
 
+@autograd.shown_as(
+    "NativeGroupNormBackward0",
+    lambda input, num_groups, weight=None, bias=None, *a, **k: tuple(autograd.edge(t) for t in (input, weight, bias)),
+)
 def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5):
     """Normalise each sample's channels in ``num_groups`` groups (each over its channels and every other dim).
 
@@ -586,7 +590,13 @@ def rms_norm(input, normalized_shape, weight=None, eps: float | None = None):
         eps = float(np.finfo(np.float64 if input.dtype is T.float64 else np.float32).eps)
     x = _float(input)
     dims = tuple(range(input.ndim - len(shape), input.ndim))
-    out = x * functions.rsqrt((x * x).mean(dims, keepdim=True) + eps)
+    mean_square = (x * x).mean(dims, keepdim=True)
+    if mean_square._ctx is not None:  # PyTorch's nodes: x.pow(2).mean(dims, keepdim=True).add(eps) (a Scalar add)
+        autograd.show(mean_square, "MeanBackward1", ((autograd.GraphNode("PowBackward0", (autograd.edge(x),)), 0),))
+    shifted = mean_square + eps
+    if shifted._ctx is not None:
+        autograd.show(shifted, "AddBackward1", (autograd.edge(mean_square),))
+    out = x * functions.rsqrt(shifted)
     if weight is not None:
         out = out * weight
     return out.to(input.dtype) if input.dtype in (T.float16, T.bfloat16) else out
@@ -618,4 +628,12 @@ def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None)
         safe = functions.where(positive, total, 1.0)
         root = functions.sqrt(safe) if p == 2 else safe ** (1.0 / p)
         norm = functions.where(positive, root, 0.0)
-    return input / functions.clamp(norm, min=eps)
+    out = input / functions.clamp(norm, min=eps)
+    if out._ctx is not None and input.requires_grad:
+        # PyTorch's: input / input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+        norm_node = autograd.GraphNode("LinalgVectorNormBackward0", (autograd.edge(input),))
+        clamped = autograd.GraphNode("ClampMinBackward0", ((norm_node, 0),))
+        autograd.show(
+            out, "DivBackward0", (autograd.edge(input), (autograd.GraphNode("ExpandBackward0", ((clamped, 0),)), 0))
+        )
+    return out

@@ -19,7 +19,7 @@ import warnings
 
 import numpy as np
 
-from ..frontend import creation, indexing, realize
+from ..frontend import autograd, creation, indexing, realize
 from ..frontend import operators as functions
 from ..ir import types as T
 from ..ops import cast
@@ -494,6 +494,25 @@ def _uint8_bilinear(input, spatial, out, align_corners: bool, scales):
     return x
 
 
+def _upsample_node_name(
+    input,
+    size=None,
+    scale_factor=None,
+    mode="nearest",
+    align_corners=None,
+    recompute_scale_factor=None,
+    antialias=False,
+) -> str:
+    """PyTorch's node of ``interpolate``: ``UpsampleBilinear2DBackward0``, ``_UpsampleBicubic2DAaBackward0``, ..."""
+    kind = "".join(part.title() for part in mode.split("-"))  # nearest-exact -> NearestExact
+    if kind == "Area":  # adaptive average pooling
+        return f"AdaptiveAvgPool{input.ndim - 2}DBackward0"
+    if antialias:
+        return f"_Upsample{kind}{input.ndim - 2}DAaBackward0"
+    return f"Upsample{kind}{input.ndim - 2}DBackward0"
+
+
+@autograd.shown_as(_upsample_node_name, autograd.input_edge)
 def interpolate(
     input,
     size=None,
@@ -676,6 +695,7 @@ def _int_factor(op: str, name: str, value) -> int:
     return int(value)
 
 
+@autograd.shown_as("PixelShuffleBackward0", autograd.input_edge)
 def pixel_shuffle(input, upscale_factor: int):
     """(*, C·r², H, W) to (*, C, H·r, W·r): channel c·r² + i·r + j goes to row offset i, column offset j.
 
@@ -704,6 +724,7 @@ def pixel_shuffle(input, upscale_factor: int):
     return FL._fresh(functions.reshape(x, *lead, c // (r * r), h * r, w * r), input)
 
 
+@autograd.shown_as("PixelUnshuffleBackward0", autograd.input_edge)
 def pixel_unshuffle(input, downscale_factor: int):
     """The inverse of ``pixel_shuffle``: (*, C, H·r, W·r) to (*, C·r², H, W).
 

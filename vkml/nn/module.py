@@ -60,6 +60,7 @@ class Parameter(Tensor):
     # Mamba's ``dt_proj.bias._no_reinit``) in the ``__dict__`` every Tensor has; no slots of its own, so
     # a Tensor's class can become Parameter (unpickling does) on every Python version.
     __slots__ = ()
+    __module__ = "vkml.nn.parameter"  # PyTorch's file of it, which vkml has too (docs/nn.md, "Class paths")
 
     def __new__(cls, data: Tensor | None = None, requires_grad: bool = True):
         if data is not None and data.dtype.is_complex:  # a handle on a real Parameter: docs/complex.md
@@ -190,6 +191,7 @@ class Buffer(Tensor, metaclass=_BufferMeta):
     """
 
     __slots__ = ()
+    __module__ = "vkml.nn.parameter"
 
     def __new__(cls, data: Tensor | None = None, *, persistent: bool = True):
         if data is None:
@@ -257,11 +259,10 @@ def _set_data(tensor: Tensor, value: Tensor) -> Tensor:
 
 
 def _typename(value) -> str:
-    """What PyTorch's ``torch.typename`` says of ``value``: ``vkml.Tensor``, ``vkml.nn.Parameter``, ``int``."""
-    if isinstance(value, Parameter):
-        return "vkml.nn.Parameter"
+    """What PyTorch's ``torch.typename`` says of ``value``: a tensor's (or Parameter's) legacy type name
+    ``vkml.FloatTensor``, else ``module.qualname`` (``vkml.nn.modules.linear.Linear``) or a builtin's ``int``."""
     if isinstance(value, Tensor):
-        return "vkml.Tensor"
+        return value.type()
     kind = type(value)
     return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
 

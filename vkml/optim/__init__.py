@@ -7,7 +7,9 @@
 >>> loss.backward(); opt.step(); opt.zero_grad()
 """
 
-from . import lr_scheduler, swa_utils
+# Each optimizer says it lives at PyTorch's path with vkml for torch (``vkml.optim.adamw.AdamW``, as
+# ``torch.optim.adamw.AdamW``; Adafactor and Muon at ``torch.optim``): docs/nn.md, "Class paths"
+from . import adamax, adamw, lr_scheduler, nadam, radam, rprop, swa_utils  # noqa: E402  (PyTorch's files of the classes defined beside others)
 from .adadelta import Adadelta
 from .adafactor import Adafactor
 from .adagrad import Adagrad
@@ -20,6 +22,12 @@ from .optimizer import Optimizer
 from .rmsprop import RMSprop
 from .sgd import SGD
 from .sparse_adam import SparseAdam
+
+for _module in (adamax, adamw, nadam, radam, rprop):
+    for _name in _module.__all__:
+        getattr(_module, _name).__module__ = _module.__name__
+Adafactor.__module__ = Muon.__module__ = __name__
+del _module, _name
 
 __all__ = [
     "Optimizer",

@@ -14,16 +14,27 @@ import importlib as _importlib
 
 from . import (  # noqa: F401  (the submodules, as attributes: nn.modules.batchnorm)
     activation,
+    adaptive,
     batchnorm,
+    channelshuffle,
     container,
     conv,
+    distance,
     dropout,
+    flatten,
+    fold,
     instancenorm,
     linear,
     loss,
     module,
     normalization,
+    padding,
+    pixelshuffle,
     pooling,
+    rnn,
+    sparse,
+    transformer,
+    upsampling,
     utils,
 )
 

@@ -138,7 +138,12 @@ def clip_grad_value_(parameters: Tensor | Iterable[Tensor], clip_value: float, f
     [-1.0, 0.5, 1.0]
     """
     clip_value = float(clip_value)
-    for p in _as_list(parameters):
-        if p.grad is not None:
-            with no_grad():
-                p.grad.clamp_(min=-clip_value, max=clip_value)
+    grads = [p.grad for p in _as_list(parameters) if p.grad is not None]
+    if not grads:  # PyTorch's grouped clamp of an empty list of gradients raises (foreach or not)
+        raise RuntimeError(
+            "Expected !nested_tensorlist[0].empty() to be true, but got false.  (Could this error message be "
+            "improved?  If so, please report an enhancement request to PyTorch.)"
+        )
+    with no_grad():
+        for g in grads:
+            g.clamp_(min=-clip_value, max=clip_value)

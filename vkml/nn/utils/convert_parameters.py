@@ -32,11 +32,11 @@ def vector_to_parameters(vec: Tensor, parameters: Iterable[Tensor]) -> None:
         raise TypeError(f"expected vkml.Tensor, but got: {type(vec).__name__}")
     params = list(parameters)
     _check_same_device(params)
-    total = sum(p.numel() for p in params)
-    if vec.ndim != 1 or vec.shape[0] != total:
-        raise RuntimeError(f"vector_to_parameters: vec has shape {vec.shape}, the parameters {total} elements")
     pointer = 0
-    for p in params:
+    for p in params:  # PyTorch's: vec[pointer:pointer + n].view_as(p); a longer vec leaves its tail unused
         n = p.numel()
-        p.node = vec[pointer : pointer + n].reshape(p.shape).detach().node
+        piece = vec[pointer : pointer + n]
+        if piece.numel() != n:
+            raise RuntimeError(f"shape '{list(p.shape)}' is invalid for input of size {piece.numel()}")
+        p.node = piece.reshape(p.shape).detach().node
         pointer += n

@@ -34,6 +34,13 @@ from .decay import (
 )
 from .plateau import ReduceLROnPlateau
 
+# PyTorch defines every scheduler in one file, torch.optim.lr_scheduler: each says it lives here (docs/nn.md)
+for _scheduler in (LRScheduler, ChainedScheduler, SequentialLR, CyclicLR, OneCycleLR, ConstantLR, CosineAnnealingLR,
+                   CosineAnnealingWarmRestarts, ExponentialLR, LambdaLR, LinearLR, MultiplicativeLR, MultiStepLR,
+                   PolynomialLR, StepLR, ReduceLROnPlateau):  # fmt: skip
+    _scheduler.__module__ = __name__
+del _scheduler
+
 __all__ = [
     "EPOCH_DEPRECATION_WARNING",
     "LRScheduler",

@@ -1,0 +1,5 @@
+"""``torch.nn.modules.adaptive``."""
+
+from ._export import export
+
+export(globals(), ["AdaptiveLogSoftmaxWithLoss"])

@@ -1,0 +1,5 @@
+"""``torch.nn.modules.channelshuffle``."""
+
+from ._export import export
+
+export(globals(), ["ChannelShuffle"])

@@ -1,0 +1,5 @@
+"""``torch.nn.modules.distance``."""
+
+from ._export import export
+
+export(globals(), ["PairwiseDistance", "CosineSimilarity"])

@@ -1,0 +1,5 @@
+"""``torch.nn.modules.flatten``."""
+
+from ._export import export
+
+export(globals(), ["Flatten", "Unflatten"])

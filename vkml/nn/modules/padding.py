@@ -1,0 +1,24 @@
+"""``torch.nn.modules.padding``."""
+
+from ._export import export
+
+export(
+    globals(),
+    [
+        "CircularPad1d",
+        "CircularPad2d",
+        "CircularPad3d",
+        "ConstantPad1d",
+        "ConstantPad2d",
+        "ConstantPad3d",
+        "ReflectionPad1d",
+        "ReflectionPad2d",
+        "ReflectionPad3d",
+        "ReplicationPad1d",
+        "ReplicationPad2d",
+        "ReplicationPad3d",
+        "ZeroPad1d",
+        "ZeroPad2d",
+        "ZeroPad3d",
+    ],
+)

@@ -1,0 +1,5 @@
+"""``torch.nn.modules.pixelshuffle``."""
+
+from ._export import export
+
+export(globals(), ["PixelShuffle", "PixelUnshuffle"])

@@ -1,0 +1,5 @@
+"""``torch.optim.nadam``: where PyTorch defines ``NAdam`` (vkml defines it in ``vkml.optim.adam_variants``)."""
+
+from .adam_variants import NAdam
+
+__all__ = ["NAdam"]

@@ -733,7 +733,7 @@ def ebm(model, steps, record):
 def flow(model, steps, record):
     torch.manual_seed(1)
     # discretize: (sample * 255).to(torch.int32), here with `levels` intensities
-    x = torch.from_numpy(np.floor(images(8) * (levels - 1) + 0.5).astype(np.int32))
+    x = torch.from_numpy(np.floor(images(12) * (levels - 1) + 0.5).astype(np.int32))
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x), batch_size=4, shuffle=SHUFFLE)
     optimizer = optim.Adam(model.parameters(), lr=1e-2)
     # An scheduler is optional, but can help in flows to get the last bpd improvement
@@ -758,7 +758,7 @@ def flow(model, steps, record):
 
 def pixelcnn(model, steps, record):
     torch.manual_seed(1)
-    x = torch.from_numpy(np.floor(images(8) * (levels - 1) + 0.5).astype(np.int64))
+    x = torch.from_numpy(np.floor(images(12) * (levels - 1) + 0.5).astype(np.int64))
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x), batch_size=4, shuffle=SHUFFLE)
     optimizer = optim.Adam(model.parameters(), lr=1e-2)
     scheduler = optim.lr_scheduler.StepLR(optimizer, 1, gamma=0.99)

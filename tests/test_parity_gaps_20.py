@@ -291,3 +291,19 @@ def test_negative_label_smoothing_and_mixed_dtype_cosine_compute_as_torch():
     want = torch.nn.functional.cosine_similarity(torch.tensor([[1.0, 2.0]]), torch.tensor([[3, 4]]))
     got = vkml.nn.functional.cosine_similarity(vkml.tensor([[1.0, 2.0]]), vkml.tensor([[3, 4]]))
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+def test_fills_of_an_expanded_tensor_write_its_base_as_torch():
+    def run(lib):
+        base = lib.tensor([[0.5], [1.5], [2.5]])
+        view = base.expand(3, 4)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            view.masked_fill_(lib.tensor([[False, True, False, False], [False] * 4, [False] * 4]), 9.0)
+            view.index_fill_(0, lib.tensor([2]), 7.0)
+            after_fills = base.tolist()
+            view.zero_()
+        messages = [str(w.message).split(" (Triggered")[0] for w in caught]
+        return after_fills, base.tolist(), messages
+
+    assert run(vkml) == run(torch)

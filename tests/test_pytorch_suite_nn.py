@@ -2194,8 +2194,7 @@ def init_kaiming_mode_bad(m):
 
 
 # Where vkml still differs from PyTorch, and why (strict: a fix makes the test fail until it leaves this list)
-KNOWN = {
-}
+KNOWN = {}
 # the padding_mode error prints a set, whose order differs between processes
 SC.pop("conv_padding_mode_bad", None)
 

@@ -112,6 +112,7 @@ GRAPHS = {
     "huber_loss": lambda L, a, b, c, b1, b2, img, q: _f(L).huber_loss(a, c),
     "narrow_copy": lambda L, a, b, c, b1, b2, img, q: a.narrow_copy(0, 0, 2),
     "nansum": lambda L, a, b, c, b1, b2, img, q: a.nansum(1),
+    "index_put": lambda L, a, b, c, b1, b2, img, q: a.index_put((L.tensor([0, 2]),), c[0], accumulate=True),
     "take_along_dim": lambda L, a, b, c, b1, b2, img, q: L.take_along_dim(a, a.argsort(1), 1),
     "rms_norm": lambda L, a, b, c, b1, b2, img, q: _f(L).rms_norm(a, (4,)),
     "cosine_similarity": lambda L, a, b, c, b1, b2, img, q: _f(L).cosine_similarity(a, c),

@@ -806,9 +806,6 @@ class Tensor:
     def index_put_(self, indices, values, accumulate: bool = False) -> Tensor:
         return indexing.index_put_(self, indices, values, accumulate)
 
-    def index_put(self, indices, values, accumulate: bool = False) -> Tensor:
-        return indexing.index_put_(F.clone(self), indices, values, accumulate)
-
     def scatter_(self, dim: int, index, src=None, *, value=None, reduce=None) -> Tensor:
         return indexing.scatter_(self, dim, index, src, value, reduce)
 

@@ -48,7 +48,7 @@ EXPORTS = (
     Export("take", method=True),
     Export("put", method=True),
     Export("argwhere", method=True),
-    Export("index_put"),
+    Export("index_put", method=True),  # Tensor.index_put too: PyTorch's IndexPutBackward0 node
     Export("scatter_reduce_", function=False, method=True),
     Export("index_add_", function=False, method=True),
     Export("index_copy_", function=False, method=True),

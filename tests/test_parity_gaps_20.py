@@ -112,6 +112,7 @@ GRAPHS = {
     "huber_loss": lambda L, a, b, c, b1, b2, img, q: _f(L).huber_loss(a, c),
     "narrow_copy": lambda L, a, b, c, b1, b2, img, q: a.narrow_copy(0, 0, 2),
     "nansum": lambda L, a, b, c, b1, b2, img, q: a.nansum(1),
+    "index_put": lambda L, a, b, c, b1, b2, img, q: a.index_put((L.tensor([0, 2]),), c[0], accumulate=True),
     "take_along_dim": lambda L, a, b, c, b1, b2, img, q: L.take_along_dim(a, a.argsort(1), 1),
     "rms_norm": lambda L, a, b, c, b1, b2, img, q: _f(L).rms_norm(a, (4,)),
     "cosine_similarity": lambda L, a, b, c, b1, b2, img, q: _f(L).cosine_similarity(a, c),
@@ -291,3 +292,19 @@ def test_negative_label_smoothing_and_mixed_dtype_cosine_compute_as_torch():
     want = torch.nn.functional.cosine_similarity(torch.tensor([[1.0, 2.0]]), torch.tensor([[3, 4]]))
     got = vkml.nn.functional.cosine_similarity(vkml.tensor([[1.0, 2.0]]), vkml.tensor([[3, 4]]))
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+def test_fills_of_an_expanded_tensor_write_its_base_as_torch():
+    def run(lib):
+        base = lib.tensor([[0.5], [1.5], [2.5]])
+        view = base.expand(3, 4)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            view.masked_fill_(lib.tensor([[False, True, False, False], [False] * 4, [False] * 4]), 9.0)
+            view.index_fill_(0, lib.tensor([2]), 7.0)
+            after_fills = base.tolist()
+            view.zero_()
+        messages = [str(w.message).split(" (Triggered")[0] for w in caught]
+        return after_fills, base.tolist(), messages
+
+    assert run(vkml) == run(torch)

@@ -2194,9 +2194,7 @@ def init_kaiming_mode_bad(m):
 
 
 # Where vkml still differs from PyTorch, and why (strict: a fix makes the test fail until it leaves this list)
-KNOWN = {
-    "module_to_bad_args": "vkml's words (and DeviceError) for an unknown device string",
-}
+KNOWN = {}
 # the padding_mode error prints a set, whose order differs between processes
 SC.pop("conv_padding_mode_bad", None)
 

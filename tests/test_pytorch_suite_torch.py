@@ -2105,7 +2105,6 @@ SLOW = {name: SC.pop(name) for name in list(SC) if name in SLOW_NAMES}
 KNOWN = {
     "clone_memory_format": "vkml's clone is row-major; PyTorch's preserve_format keeps a dense input's strides",
     "bernoulli_tensor_p_range": "vkml does not read a tensor p back to check its range (PyTorch's CPU kernel does)",
-    "fill_expanded": "vkml refuses every in-place write through an expanded view (its overlap error)",
     "clone_not_memory_dense": "vkml's clone is row-major; PyTorch's keeps the input's order of strides",
     "strides_propagation": "vkml's elementwise results are row-major (channels-last aside); PyTorch's follow the input's "
     "stride order",

@@ -789,6 +789,9 @@ class Tensor:
         return mutation.fill_(self, 0)
 
     def masked_fill_(self, mask, value) -> Tensor:
+        base = mutation.expanded_base(self)
+        if base is not None and isinstance(mask, Tensor):
+            return mutation.masked_fill_expanded(self, base, "masked_fill_", mask, value)
         return mutation.inplace(self, "masked_fill_", F.masked_fill, mask, value)
 
     def uniform_(self, a: float = 0.0, b: float = 1.0, *, generator=None) -> Tensor:
@@ -802,9 +805,6 @@ class Tensor:
 
     def index_put_(self, indices, values, accumulate: bool = False) -> Tensor:
         return indexing.index_put_(self, indices, values, accumulate)
-
-    def index_put(self, indices, values, accumulate: bool = False) -> Tensor:
-        return indexing.index_put_(F.clone(self), indices, values, accumulate)
 
     def scatter_(self, dim: int, index, src=None, *, value=None, reduce=None) -> Tensor:
         return indexing.scatter_(self, dim, index, src, value, reduce)

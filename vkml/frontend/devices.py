@@ -107,7 +107,22 @@ def _named(spec, index: int | None) -> Device:
     kind, _, number = name.partition(":")
     if kind in ("vulkan", "cuda") and number.isdigit():
         return _vulkan("vulkan_runtime").device(int(number))  # the one registry: one VulkanDevice per physical device
-    raise DeviceError(f"unknown device {spec!r}: use 'cpu', 'cuda', 'cuda:N', 'vulkan:N' or 'meta'")
+    usable = f"unknown device {spec!r}: use 'cpu', 'cuda', 'cuda:N', 'vulkan:N' or 'meta'"
+    if kind not in _TORCH_DEVICE_TYPES:  # PyTorch's words first, then what vkml takes
+        typed = spec.strip().partition(":")[0]
+        raise DeviceError(
+            f"Expected one of {', '.join(_TORCH_DEVICE_TYPES)} device type at start of device string: {typed} ({usable})"
+        )
+    if kind in ("vulkan", "cuda", "meta", "cpu"):  # a type both know, with an index PyTorch cannot parse either
+        raise DeviceError(f"Invalid device string: '{spec}' ({usable})")
+    raise DeviceError(usable)
+
+
+# PyTorch's device types, in the order its error lists them (c10/core/DeviceType.cpp)
+_TORCH_DEVICE_TYPES = (
+    "cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga", "maia", "xla", "lazy",
+    "vulkan", "mps", "meta", "hpu", "mtia", "privateuseone",
+)  # fmt: skip
 
 
 _default: Device | None = None  # set_default_device's choice; None is the CPU

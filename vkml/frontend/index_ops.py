@@ -48,7 +48,7 @@ EXPORTS = (
     Export("take", method=True),
     Export("put", method=True),
     Export("argwhere", method=True),
-    Export("index_put"),
+    Export("index_put", method=True),  # Tensor.index_put too: PyTorch's IndexPutBackward0 node
     Export("scatter_reduce_", function=False, method=True),
     Export("index_add_", function=False, method=True),
     Export("index_copy_", function=False, method=True),
@@ -437,6 +437,11 @@ def index_fill(input, dim: int, index, value):
 
 def index_fill_(input, dim: int, index, value):
     """In-place ``index_fill``; returns ``input``."""
+    base = mutation.expanded_base(input)
+    if base is not None:  # the positions index names, as a mask of the expanded shape
+        nowhere = F._wrap(lazy.const_node(False, T.bool_, tuple(input.shape), input.device))
+        chosen = index_fill(nowhere, dim, index, True)
+        return mutation.masked_fill_expanded(input, base, "index_fill_", chosen, value)
     mutation.refuse_operand_overlap(input, (index, value), same_ok=False)
     return mutation.inplace(input, "index_fill_", lambda t: index_fill(t, dim, index, value))
 

@@ -25,6 +25,7 @@ storage was written after the value was saved. ``docs/mutation.md`` has the whol
 from __future__ import annotations
 
 import math
+import warnings
 import weakref
 
 import numpy as np
@@ -38,6 +39,7 @@ from ..ir import types as T
 from ..ops.cast import host_round
 from . import autograd
 from . import operators as F
+from .caller import user_stacklevel
 
 # PyTorch's names of dtypes, as its messages about in-place results print them.
 _TORCH_NAMES = {
@@ -664,8 +666,39 @@ def copy_(t, src):
     return t
 
 
+def expanded_base(t):
+    """The tensor ``t`` expands (``base.expand(...)``, one step that repeats elements), else None."""
+    chain = t._chain if t._base is not None else ()
+    if len(chain) == 1 and _broadcasts(chain[0]) and t._base._base is None:
+        return t._base
+    return None
+
+
+_EXPANDED_FILL = (
+    "Use of {op} on expanded tensors is deprecated. Please clone() the tensor before performing this operation. "
+    "This also applies to advanced indexing e.g. tensor[mask] = scalar"
+)
+
+
+def masked_fill_expanded(t, base, op: str, mask, value):
+    """``op`` (``masked_fill_``, ``index_fill_``) of expanded ``t`` with the positions ``mask`` names, as PyTorch
+    does it (with its deprecation warning): each element of ``base`` is written where any of its positions in
+    ``t`` is; returns ``t``."""
+    warnings.warn(_EXPANDED_FILL.format(op=op), UserWarning, stacklevel=user_stacklevel())
+    mask = F.expand(mask, *t.shape) if tuple(mask.shape) != tuple(t.shape) else mask
+    lead = t.ndim - base.ndim
+    grown = tuple(range(lead)) + tuple(lead + d for d, s in enumerate(base.shape) if s == 1 and t.shape[lead + d] != 1)
+    hit = F.reshape(F.cast(F.sum(F.cast(mask, T.int32), grown), T.bool_), *base.shape) if grown else mask
+    base.masked_fill_(hit, value)
+    return t
+
+
 def fill_(t, value):
     """``t.fill_(value)``: a Python number (converted as PyTorch: 1.5 fills an int tensor with 1) or a 0-dim tensor."""
+    base = expanded_base(t)
+    if base is not None:  # every element of the base is shown: PyTorch fills it (no warning for fill_, zero_)
+        fill_(base, value)
+        return t
     if isinstance(value, _tensor.Tensor):
         if value.ndim != 0:
             raise RuntimeError(

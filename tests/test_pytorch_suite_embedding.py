@@ -22,13 +22,20 @@ import itertools
 
 import numpy as np
 import pytest
-from pytorch_suite import check
-from test_pytorch_suite_conv import error_kind, rnd, t
+from pytorch_suite import check, error_kind
 
 import vkml
 
 SC = {}  # the default suite's
 SLOW = {}  # the exhaustive run's (each compiles kernels on first use)
+
+
+def rnd(*shape, seed: int = 0, dtype=np.float32):
+    return np.random.default_rng(seed + 7 * len(shape) + int(np.prod(shape))).standard_normal(shape).astype(dtype)
+
+
+def t(m, a, rg=False, **kw):
+    return m.tensor(a, requires_grad=rg, **kw)
 
 
 def sc(f):

@@ -20,13 +20,20 @@ import math
 
 import numpy as np
 import pytest
-from pytorch_suite import check
-from test_pytorch_suite_conv import error_kind, rnd, t
+from pytorch_suite import check, error_kind
 
 import vkml
 
 SC = {}  # the default suite's
 SLOW = {}  # the exhaustive run's (each compiles kernels on first use)
+
+
+def rnd(*shape, seed: int = 0, dtype=np.float32):
+    return np.random.default_rng(seed + 7 * len(shape) + int(np.prod(shape))).standard_normal(shape).astype(dtype)
+
+
+def t(m, a, rg=False, **kw):
+    return m.tensor(a, requires_grad=rg, **kw)
 
 
 def sc(f):
@@ -963,7 +970,12 @@ KNOWN: dict[str, str] = {
         if n.startswith(("adaptive_pooling_max_nhwc_", "pooling_max_nhwc_"))
         and n.endswith("contig0")
         and not n.startswith(
-            ("adaptive_pooling_max_nhwc_3_", "adaptive_pooling_max_nhwc_4_", "adaptive_pooling_max_nhwc_5_")
+            (
+                "adaptive_pooling_max_nhwc_2_",
+                "adaptive_pooling_max_nhwc_3_",
+                "adaptive_pooling_max_nhwc_4_",
+                "adaptive_pooling_max_nhwc_5_",
+            )
         )
     },
     **{
@@ -973,6 +985,11 @@ KNOWN: dict[str, str] = {
     },
     **{n: _INDICES_VERSION for n in list(SC) + list(SLOW) if n.endswith("Pool3d_indices")},
     "maxpool_indices_changed_message": _INDICES_VERSION,
+    "adaptive_pooling_avg_nhwc_non_contiguous": _NONCONTIGUOUS_LAYOUT,
+    "max_unpool2d_nhwc_cpu": "vkml's max_unpool2d does not keep a channels-last input's layout",
+    "max_pool3d_ndhwc_unbatched": "vkml's max_pool3d of an unbatched channels-last-3d input keeps the default layout",
+    "max_pool_reduced_floating_float16_4": "vkml's float16 max_pool3d of a channels-last-3d input keeps the default "
+    "layout",
 }
 
 

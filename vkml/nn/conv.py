@@ -46,13 +46,13 @@ class _ConvNd(Module):
         if out_channels % groups != 0:
             raise ValueError("out_channels must be divisible by groups")
         if isinstance(padding, str):
-            valid_padding_strings = {"same", "valid"}  # a set printed, as PyTorch's (its order: the process's hash)
+            valid_padding_strings = {"same", "valid"}  # printed as a set, as PyTorch
             if padding not in valid_padding_strings:
                 raise ValueError(f"Invalid padding string {padding!r}, should be one of {valid_padding_strings}")
             if padding == "same" and any(s != 1 for s in FL._tuple(name, "stride", stride, n)):
                 raise ValueError("padding='same' is not supported for strided convolutions")
         if padding_mode not in FL._PAD_MODES:
-            valid_padding_modes = {"zeros", "reflect", "replicate", "circular"}  # PyTorch's set, in its order
+            valid_padding_modes = {"zeros", "reflect", "replicate", "circular"}  # printed as a set, as PyTorch
             raise ValueError(
                 f"padding_mode must be one of {valid_padding_modes}, but got padding_mode='{padding_mode}'"
             )

@@ -987,9 +987,9 @@ def _output_size(op, input, output_size, n: int = 2):
         kernel_name = op.replace("1d", "2d") + ("_cpu" if op.endswith("3d") else "")
         dtype_name = mutation.torch_name(input.dtype)
         raise NotImplementedError(f"'{op}': \"{kernel_name}\" not implemented for '{dtype_name}'")
-    nonbatch = list(input.shape[1:] if input.ndim == n + 2 else input.shape)
-    if ("max" in op or n == 3) and not all(nonbatch):  # the 1-d and 2-d averages allow no channels
-        empty = list(input.shape).index(0, 1 if input.ndim == n + 2 else 0)
+    # PyTorch checks every dim after the first, batched or not; its 1-d and 2-d averages allow no channels
+    if ("max" in op or n == 3) and not all(input.shape[1:]):
+        empty = list(input.shape).index(0, 1)
         raise RuntimeError(
             f"'{op}': {op}(): Expected input to have non-zero size for non-batch dimensions, but input has sizes "
             f"{list(input.shape)} with dimension {empty} being empty"

@@ -412,6 +412,10 @@ def embedding_bag(
     sparse COO gradient (``F.embedding``'s, docs/sparse.md). Cost: B·N·D multiply-adds for the bags' product and,
     for 'max', a (B, N, D) select — sized for the bags of a training step, not for huge tables.
 
+    An index outside [0, num_embeddings) is PyTorch's RuntimeError in its bag kernels' words ("Expected idx
+    >= 0 && idx < num_embeddings"), raised when a result is read; PyTorch's sum and mean kernels without
+    ``padding_idx`` word it otherwise, naming the index's position, which vkml does not find.
+
     >>> embedding_bag(vkml.tensor([[0, 1]]), vkml.tensor([[1.0], [3.0]])).tolist()  # doctest: +SKIP
     [[2.0]]
     """

@@ -15,7 +15,7 @@ import vkml
 HALF_DTYPES = ("float16", "bfloat16")
 
 # The gradient rules these rows check (tests/test_autograd.py asks every rule to be tested somewhere).
-GRAD_TESTED = {"half_grouped_conv", "half_conv_bias"}
+GRAD_TESTED = {"half_grouped_conv", "half_conv_bias", "half_bilinear"}
 
 
 def _conv(name, **kwargs):
@@ -38,6 +38,10 @@ CASES = {
     # the transposed convolution's weight gradient: a sample at a time too
     "conv_transpose2d_batch3": (_conv("conv_transpose2d", stride=2), [(3, 4, 4, 4), (4, 2, 3, 3), (2,)]),
     "conv_transpose1d_groups": (_conv("conv_transpose1d", groups=2), [(2, 4, 6), (4, 3, 3)]),
+    # _trilinear's two products (each rounded once) and its backward: three _trilinear calls, the terms of
+    # a summed out dim added in the dtype
+    "bilinear": (lambda m, a, b, w, bias: m.nn.functional.bilinear(a, b, w, bias), [(4, 3), (4, 5), (6, 3, 5), (6,)]),
+    "bilinear_batch_dims": (lambda m, a, b, w: m.nn.functional.bilinear(a, b, w), [(2, 3, 4), (2, 3, 2), (3, 4, 2)]),
 }
 
 # Rows matched for bfloat16 only: a one-group float16 convolution rounds its product, then adds the bias
@@ -45,8 +49,8 @@ CASES = {
 BFLOAT16_ONLY = {"conv2d_dilated_bias"}
 
 # Rows in the default suite; the rest run with -m stress.
-DEFAULT = {"conv2d_depthwise_bias", "conv1d_dilated_groups", "conv_transpose2d_batch3"}
-ON_VULKAN = {"conv2d_depthwise_bias"}
+DEFAULT = {"conv2d_depthwise_bias", "conv1d_dilated_groups", "conv_transpose2d_batch3", "bilinear"}
+ON_VULKAN = {"conv2d_depthwise_bias", "bilinear"}
 
 
 def _inputs(shapes, seed: int):

@@ -42,7 +42,19 @@ CASES = {
     # a summed out dim added in the dtype
     "bilinear": (lambda m, a, b, w, bias: m.nn.functional.bilinear(a, b, w, bias), [(4, 3), (4, 5), (6, 3, 5), (6,)]),
     "bilinear_batch_dims": (lambda m, a, b, w: m.nn.functional.bilinear(a, b, w), [(2, 3, 4), (2, 3, 2), (3, 4, 2)]),
+    # prod along a short dim: element after element, each product rounded; with a zero anywhere in the input,
+    # every gradient is the exclusive products from both ends (cumprods), as prod_safe_zeros_backward
+    "prod_dim": (lambda m, x: m.prod(x, 1), [(4, 5, 3)]),
+    "prod_dim_keepdim_with_a_zero": (lambda m, x: m.prod(_with_a_zero(m, x), 0, keepdim=True), [(6, 4)]),
 }
+
+
+def _with_a_zero(m, x):
+    """``x`` with its element 5 (flat) zeroed, by a product with 0/1 (exact, and exact in the gradient)."""
+    mask = np.ones(tuple(x.shape), np.float32)
+    mask.flat[5] = 0.0
+    return x * m.tensor(mask, device=x.device).to(x.dtype)
+
 
 # Rows matched for bfloat16 only: a one-group float16 convolution rounds its product, then adds the bias
 # (docs/ops/conv2d.md), where PyTorch rounds once.
@@ -50,7 +62,8 @@ BFLOAT16_ONLY = {"conv2d_dilated_bias"}
 
 # Rows in the default suite; the rest run with -m stress.
 DEFAULT = {"conv2d_depthwise_bias", "conv1d_dilated_groups", "conv_transpose2d_batch3", "bilinear"}
-ON_VULKAN = {"conv2d_depthwise_bias", "bilinear"}
+DEFAULT |= {"prod_dim", "prod_dim_keepdim_with_a_zero"}
+ON_VULKAN = {"conv2d_depthwise_bias", "bilinear", "prod_dim_keepdim_with_a_zero"}
 
 
 def _inputs(shapes, seed: int):

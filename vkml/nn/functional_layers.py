@@ -383,13 +383,15 @@ def _conv_grad(c):
     g = functions.transpose(out_g, 0, 1)  # (O, N, *out)
     g = functions.reshape(g, out_channels, math.prod(g.shape[1:]))  # (O, N·L)
     gx = gw = None
+    # float16/bfloat16 of a small convolution: PyTorch's CPU rounding (vkml/nn/half_conv.py)
+    as_cpu = _half_conv.rounds_as_cpu(x.dtype, math.prod(g.shape) * math.prod(weight.shape[1:]))
     if c.needs[1]:
         cols = _columns_matrix(_pad_mode("conv", x, pads, "zeros"), kernel, stride, dilation)
-        if x.dtype in functions.HALF_PRECISION:  # PyTorch's: accumulated sample by sample in the dtype
+        if as_cpu:  # accumulated sample by sample in the dtype
             gw = _half_weight_grad(out_g, cols, weight)
         else:
             gw = functions.reshape(functions.matmul(g, functions.transpose(cols, -1, -2)), *weight.shape)
-    if c.needs[0] and all(s == 1 for s in stride) and x.dtype not in functions.HALF_PRECISION:
+    if c.needs[0] and all(s == 1 for s in stride) and not as_cpu:
         gx = _input_grad_by_conv(out_g, weight, kernel, dilation, pads, x.shape[2:])
     elif c.needs[0]:
         w = functions.reshape(weight, out_channels, math.prod(weight.shape[1:]))
@@ -514,8 +516,8 @@ def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, pa
     w = functions.reshape(weight, groups, out_channels // groups, per_group * taps)
     # (N, groups, O/groups, L): each output adds its products in ascending (c, tap); the casts of ``wide`` sit
     # after the windows, so the columns' gradient is rounded to half before it is folded back, as PyTorch's
-    if input.dtype in functions.HALF_PRECISION:  # the weight's gradient accumulated sample by sample
-        out = _half_conv.grouped_product(w, cols, wide)
+    if _half_conv.rounds_as_cpu(input.dtype, math.prod(cols.shape) * out_channels // groups):
+        out = _half_conv.grouped_product(w, cols, wide)  # the weight's gradient accumulated sample by sample
     else:
         out = functions.matmul(*_widened(wide, w, cols))
     out = functions.reshape(out, batch, out_channels, *out_size)

@@ -106,7 +106,8 @@ def _conv_transpose(op, input, weight, bias, stride, padding, output_padding, gr
     # the blocks are then folded into the output, taps added in row-major kernel order.
     w = functions.reshape(weight, groups, in_channels // groups, out_per_group * taps)
     rows = functions.reshape(x, batch, groups, in_channels // groups, math.prod(spatial))
-    if x.dtype in functions.HALF_PRECISION:  # PyTorch's weight gradient: accumulated sample by sample
+    # a small float16/bfloat16 one: the weight's gradient accumulated sample by sample, as PyTorch's CPU
+    if _half_conv.rounds_as_cpu(x.dtype, math.prod(rows.shape) * out_per_group * taps):
         cols = _half_conv.grouped_product(functions.transpose(w, 1, 2), rows, False)
     else:
         cols = functions.matmul(functions.transpose(w, 1, 2), rows)

@@ -14,6 +14,19 @@ from ..frontend import operators as functions
 from ..ir import types as T
 from ..ops import grads as G
 
+# PyTorch's CPU rounding of the gradients (a product a sample, and at stride 1 the input's as W^T @ g folded
+# back tap by tap) costs a GPU several times the fast forms' time on large layers (a ResNet stage-1 layer's
+# backward; the commit that set this bound says how it was measured):
+# vkml follows it for convolutions of up to this many multiply-adds (N·O·L·C/groups·taps), the fast forms
+# above (one product over the batch; the stride-1 input gradient as one convolution)
+EXACT_MULTIPLY_ADDS = 2**22
+
+
+def rounds_as_cpu(dtype, multiply_adds: int) -> bool:
+    """Whether a float16/bfloat16 convolution of this many multiply-adds takes PyTorch's CPU gradients."""
+    return dtype in functions.HALF_PRECISION and multiply_adds <= EXACT_MULTIPLY_ADDS
+
+
 # Up to this many samples the weight's and bias's gradients add sample by sample (an op pair a sample,
 # fused into one kernel); a larger batch sums its samples in float32 and rounds once
 SEQUENTIAL_SAMPLES = 64

@@ -56,10 +56,6 @@ def _with_a_zero(m, x):
     return x * m.tensor(mask, device=x.device).to(x.dtype)
 
 
-# Rows matched for bfloat16 only: a one-group float16 convolution rounds its product, then adds the bias
-# (docs/ops/conv2d.md), where PyTorch rounds once.
-BFLOAT16_ONLY = {"conv2d_dilated_bias"}
-
 # Rows in the default suite (seconds each on this machine's CPU interpreter); the rest run with -m stress.
 DEFAULT = {"conv1d_dilated_groups"}
 ON_VULKAN = {"conv1d_dilated_groups"}
@@ -93,7 +89,7 @@ def _rows(fast):
     return [
         pytest.param(case, dtype, marks=[] if case in fast else [pytest.mark.stress], id=f"{case}-{dtype}")
         for case in sorted(CASES)
-        for dtype in (("bfloat16",) if case in BFLOAT16_ONLY else HALF_DTYPES)
+        for dtype in HALF_DTYPES
     ]
 
 
@@ -109,7 +105,7 @@ def test_half_op_rounds_as_pytorch(case, dtype):
     "case", [c if c in ON_VULKAN else pytest.param(c, marks=pytest.mark.stress) for c in sorted(CASES)]
 )
 def test_half_op_gives_the_cpu_bits_on_vulkan(case, gpu):
-    for dtype in ("bfloat16",) if case in BFLOAT16_ONLY else HALF_DTYPES:
+    for dtype in HALF_DTYPES:
         cpu = _run(vkml, case, dtype)
         on_gpu = _run(vkml, case, dtype, device=gpu)
         for got, want in zip(on_gpu, cpu, strict=True):

@@ -489,7 +489,8 @@ def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, pa
     out_size = tuple((p - e) // s + 1 for p, e, s in zip(padded_size, effective, stride))
     # PyTorch's CPU convolutions of bfloat16 operands add the bias to the product's float32 sums and round
     # once (the bias cast to float32 is exact, and so is the output's gradient cast back)
-    wide = _adds_bias_before_rounding(input, weight, bias, groups)
+    multiply_adds = input.shape[0] * out_channels * math.prod(out_size) * per_group * math.prod(kernel)
+    wide = _adds_bias_before_rounding(input, weight, bias, groups, multiply_adds)
     if groups == 1:  # zero padding inside the op, so that its gradient rule knows it
         inner = tuple(pads) if padding_mode == "zeros" else ((0, 0),) * n
         x = input if padding_mode == "zeros" else _pad_mode(op, input, pads, padding_mode)
@@ -533,17 +534,19 @@ def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, pa
     return functions.squeeze(out, 0) if unbatched else _memory_format.keep(out, input, weight)
 
 
-def _adds_bias_before_rounding(input, weight, bias, groups: int = 1) -> bool:
-    """Whether a convolution's operands are all bfloat16 tensors, or float16 ones in several groups, a bias
-    among them: PyTorch's CPU convolution then adds the bias to the float32 sums and rounds once. Its
-    one-group float16 one does too, but there the product of float16 operands takes the workgroup-scope
-    matrix template where the device has one, which narrows its sums (the widened product cannot), so
-    one group of float16 keeps the product rounded, then the bias added (docs/ops/conv2d.md)."""
+def _adds_bias_before_rounding(input, weight, bias, groups: int = 1, multiply_adds: int = 0) -> bool:
+    """Whether a convolution's operands are all bfloat16 tensors, or float16 ones in several groups or of a
+    small convolution (``half_conv.rounds_as_cpu``), a bias among them: PyTorch's CPU convolution then adds
+    the bias to the float32 sums and rounds once. Its large one-group float16 one does too, but there the
+    product of float16 operands takes the workgroup-scope matrix template where the device has one, which
+    narrows its sums (the widened product cannot), so it keeps the product rounded, then the bias added
+    (docs/ops/conv2d.md)."""
     Tensor = functions._tensor.Tensor
     if not all(isinstance(t, Tensor) for t in (input, weight, bias)):
         return False
     dtype = input.dtype
-    if dtype is not T.bfloat16 and not (dtype is T.float16 and groups > 1):
+    small = _half_conv.rounds_as_cpu(dtype, multiply_adds)
+    if dtype is not T.bfloat16 and not (dtype is T.float16 and (groups > 1 or small)):
         return False
     return weight.dtype is dtype and bias.dtype is dtype
 

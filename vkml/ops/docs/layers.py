@@ -26,8 +26,9 @@ PAGES.update(
             "-0.0 and adds its K = C/groups·kh·kw float32 products in ascending (channel, kernel row, kernel column) "
             "order, every product and sum rounded, then adds the bias (one rounding; bfloat16 operands: the float32 "
             "sums plus the bias, rounded to bfloat16 once, as PyTorch's CPU convolution, and float16 ones in groups "
-            "> 1; one group of float16: the sums rounded, then the bias added, where PyTorch's CPU rounds once too, "
-            "for the workgroup-scope matrix template narrows its sums). The order depends on the shapes "
+            "> 1 or of up to 2^22 multiply-adds; a larger one-group float16 one: the sums rounded, then the bias "
+            "added, where PyTorch's CPU rounds once too, for the workgroup-scope matrix template narrows its "
+            "sums). The order depends on the shapes "
             "alone: the CPU's bits on every device where `matmul` keeps them (all sizes on lavapipe; products under "
             "2^27 multiply-adds on GPUs with the large tiles). Bound: |computed - exact| <= γ_(K+1) (|b| + Σ |w||x|), "
             "γ_n = nu/(1 - nu), u = 2^-24",

@@ -351,6 +351,9 @@ def test_every_differentiable_op_has_a_rule_and_a_case():
     from test_half_opmath import GRAD_TESTED as HALF_GRAD_TESTED
 
     tested |= HALF_GRAD_TESTED  # float16/bfloat16 rules as PyTorch's: tests/test_half_opmath.py
+    from test_half_opmath_20 import GRAD_TESTED as HALF_20_GRAD_TESTED
+
+    tested |= HALF_20_GRAD_TESTED  # the half convolution's rules: tests/test_half_opmath_20.py
     from test_linear_one_op import GRAD_TESTED as LINEAR_GRAD_TESTED
 
     tested |= LINEAR_GRAD_TESTED  # linear recorded as one op: tests/test_linear_one_op.py

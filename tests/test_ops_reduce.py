@@ -177,8 +177,11 @@ def test_float16_accumulates_in_float32_and_rounds_once(name):
     for dim in (None, 1, 0):
         got = run(name, vk(x), dim)
         assert got.dtype == np.float16
-        assert_same_bits(got, tree_oracle(name, x, dim), f"float16 {name}(dim={dim})")
         want = torch_run(name, x, dim)
+        if name == "prod" and dim == 0:  # 6 elements: one after another in float16, as PyTorch's CPU
+            assert_same_bits(got, want, "float16 prod(dim=0) against torch")
+            continue
+        assert_same_bits(got, tree_oracle(name, x, dim), f"float16 {name}(dim={dim})")
         if name in ("amax", "amin"):
             assert_same_bits(got, want, f"float16 {name}(dim={dim}) against torch")
         elif name == "prod":

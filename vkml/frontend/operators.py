@@ -613,7 +613,10 @@ def _reduce(name: str, input, dim, keepdim: bool, op: str):
     """Reduction ``name`` as public function ``op`` (``max`` reduces with amax): dims checked, recorded."""
     node = _tensor_node(op, input)
     dim = lazy.reduce_dims(op, dim, len(node.shape))
-    out = _wrap(lazy.reduce(name, node, dim, keepdim, op))
+    if name == "prod" and _multiplies_in_order(node, dim):
+        out = _product_in_order(_wrap(node), dim[0], keepdim)
+    else:
+        out = _wrap(lazy.reduce(name, node, dim, keepdim, op))
     out = autograd.record(name, (input,), out, {"dim": dim, "keepdim": keepdim})
     if dim is not None and name in _DIM_OVERLOADS and out._ctx is not None:  # PyTorch's node of the dim overload
         autograd.show(out, _DIM_OVERLOADS[name], (autograd.edge(input),))
@@ -621,6 +624,29 @@ def _reduce(name: str, input, dim, keepdim: bool, op: str):
 
 
 _DIM_OVERLOADS = {"sum": "SumBackward1", "prod": "ProdBackward1"}
+
+# PyTorch's CPU product of float16/bfloat16 along one dim multiplies element after element in the dtype
+# (each product rounded) where its reduction is not vectorized along that dim (an outer dim, or a short
+# inner one); vkml does the same for dims of up to this many elements (a multiply each, one fused kernel)
+_IN_ORDER_PRODUCT = 16
+
+
+def _multiplies_in_order(node, dims) -> bool:
+    """Whether ``prod`` over ``dims`` of ``node`` multiplies its elements one after another in the dtype."""
+    if node.dtype not in HALF_PRECISION or dims is None or len(dims) != 1 or not node.shape:
+        return False  # a 0-d tensor's dim 0 is itself: nothing to multiply
+    if not node.shape[dims[0]]:
+        return False
+    return node.shape[dims[0]] <= _IN_ORDER_PRODUCT
+
+
+def _product_in_order(x, d: int, keepdim: bool):
+    """Π x along ``d``, left to right, each product rounded to x's dtype (not recorded: ``prod``'s rule is)."""
+    x = x.detach()
+    out = x.select(d, 0).clone()  # a new tensor, not a view of x, where the dim has one element
+    for i in range(1, x.shape[d]):
+        out = out * x.select(d, i)
+    return unsqueeze(out, d) if keepdim else out
 
 
 _TORCH_INT_NAMES = {"int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long", "uint8": "Byte", "bool": "Bool"}

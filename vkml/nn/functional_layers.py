@@ -35,6 +35,7 @@ from ..graph.node import Node, Op
 from ..ir import types as T
 from ..kernels.matmul import coopmat2 as _coopmat2
 from ..ops import grads as G
+from . import half_conv as _half_conv
 
 _PAD_MODES = ("zeros", "reflect", "replicate", "circular")
 _warned_same_padding_copy = False
@@ -383,10 +384,15 @@ def _conv_grad(c):
     g = functions.transpose(out_g, 0, 1)  # (O, N, *out)
     g = functions.reshape(g, out_channels, math.prod(g.shape[1:]))  # (O, N·L)
     gx = gw = None
+    # float16/bfloat16 of a small convolution: PyTorch's CPU rounding (vkml/nn/half_conv.py)
+    as_cpu = _half_conv.rounds_as_cpu(x.dtype, math.prod(g.shape) * math.prod(weight.shape[1:]))
     if c.needs[1]:
         cols = _columns_matrix(_pad_mode("conv", x, pads, "zeros"), kernel, stride, dilation)
-        gw = functions.reshape(functions.matmul(g, functions.transpose(cols, -1, -2)), *weight.shape)
-    if c.needs[0] and all(s == 1 for s in stride):
+        if as_cpu:  # accumulated sample by sample in the dtype
+            gw = _half_weight_grad(out_g, cols, weight)
+        else:
+            gw = functions.reshape(functions.matmul(g, functions.transpose(cols, -1, -2)), *weight.shape)
+    if c.needs[0] and all(s == 1 for s in stride) and not as_cpu:
         gx = _input_grad_by_conv(out_g, weight, kernel, dilation, pads, x.shape[2:])
     elif c.needs[0]:
         w = functions.reshape(weight, out_channels, math.prod(weight.shape[1:]))
@@ -394,6 +400,16 @@ def _conv_grad(c):
         gx = _fold_columns(c.F, functions.matmul(functions.transpose(w, -1, -2), g), padded, kernel, stride, dilation)
         gx = _pad_mode("conv", gx, tuple((-a, -b) for a, b in pads), "zeros")  # the padding's gradient: a crop
     return gx, gw
+
+
+def _half_weight_grad(out_g, cols, weight):
+    """A half one-group convolution's weight gradient from g (N, O, *out) and the columns (C·taps, N·L):
+    each sample's float32 product (O, C·taps), added up as ``half_conv.accumulate_samples`` adds."""
+    batch, out_channels = out_g.shape[:2]
+    g = functions.reshape(out_g, batch, out_channels, -1)  # (N, O, L)
+    rows = functions.permute(functions.reshape(cols, cols.shape[0], batch, -1), 1, 2, 0)  # (N, L, C·taps)
+    per_sample = functions.matmul(*functions.half_in_float32(g, rows))  # (N, O, C·taps) float32
+    return functions.reshape(_half_conv.accumulate_samples(per_sample, weight.dtype), *weight.shape)
 
 
 G.RULES["conv_implicit"] = _conv_grad
@@ -480,12 +496,15 @@ def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, pa
         return _no_input_channels(input, weight, bias, out_size, unbatched)
     # PyTorch's CPU convolutions of bfloat16 operands add the bias to the product's float32 sums and round
     # once (the bias cast to float32 is exact, and so is the output's gradient cast back)
-    wide = _adds_bias_before_rounding(input, weight, bias)
+    multiply_adds = input.shape[0] * out_channels * math.prod(out_size) * per_group * math.prod(kernel)
+    wide = _adds_bias_before_rounding(input, weight, bias, groups, multiply_adds)
     if groups == 1:  # zero padding inside the op, so that its gradient rule knows it
         inner = tuple(pads) if padding_mode == "zeros" else ((0, 0),) * n
         x = input if padding_mode == "zeros" else _pad_mode(op, input, pads, padding_mode)
         out = _one_group_conv(x, weight, kernel, stride, dilation, out_size, inner, wide)  # (N, O, *out)
-        if wide:
+        if bias is not None and _half_conv.bias_per_sample(input, dilation):
+            out = _half_conv.add_bias(out, bias, wide)
+        elif wide:
             out = functions.cast(
                 out + functions.reshape(functions.cast(bias, T.float32), out_channels, *([1] * n)), input.dtype
             )
@@ -505,9 +524,14 @@ def _conv(op, input, weight, bias, stride, padding, dilation, groups, n: int, pa
     w = functions.reshape(weight, groups, out_channels // groups, per_group * taps)
     # (N, groups, O/groups, L): each output adds its products in ascending (c, tap); the casts of ``wide`` sit
     # after the windows, so the columns' gradient is rounded to half before it is folded back, as PyTorch's
-    out = functions.matmul(*_widened(wide, w, cols))
+    if _half_conv.rounds_as_cpu(input.dtype, math.prod(cols.shape) * out_channels // groups):
+        out = _half_conv.grouped_product(w, cols, wide)  # the weight's gradient accumulated sample by sample
+    else:
+        out = functions.matmul(*_widened(wide, w, cols))
     out = functions.reshape(out, batch, out_channels, *out_size)
-    if wide:
+    if bias is not None and _half_conv.bias_per_sample(input, dilation):
+        out = _half_conv.add_bias(out, bias, wide)
+    elif wide:
         out = functions.cast(
             out + functions.reshape(functions.cast(bias, T.float32), out_channels, *([1] * n)), input.dtype
         )
@@ -527,15 +551,21 @@ def _no_input_channels(input, weight, bias, out_size, unbatched: bool):
     return functions.squeeze(out, 0) if unbatched else out
 
 
-def _adds_bias_before_rounding(input, weight, bias) -> bool:
-    """Whether a convolution's operands are all bfloat16 tensors, a bias among them: PyTorch's CPU convolution
-    then adds the bias to the float32 sums and rounds once. Its float16 one does too, but a float32 product of
-    float16 operands would leave the cooperative-matrix templates (float16 operands only), so float16 keeps
-    the product rounded, then the bias added (docs/ops/conv2d.md)."""
+def _adds_bias_before_rounding(input, weight, bias, groups: int = 1, multiply_adds: int = 0) -> bool:
+    """Whether a convolution's operands are all bfloat16 tensors, or float16 ones in several groups or of a
+    small convolution (``half_conv.rounds_as_cpu``), a bias among them: PyTorch's CPU convolution then adds
+    the bias to the float32 sums and rounds once. Its large one-group float16 one does too, but there the
+    product of float16 operands takes the workgroup-scope matrix template where the device has one, which
+    narrows its sums (the widened product cannot), so it keeps the product rounded, then the bias added
+    (docs/ops/conv2d.md)."""
     Tensor = functions._tensor.Tensor
     if not all(isinstance(t, Tensor) for t in (input, weight, bias)):
         return False
-    return input.dtype is T.bfloat16 and weight.dtype is T.bfloat16 and bias.dtype is T.bfloat16
+    dtype = input.dtype
+    small = _half_conv.rounds_as_cpu(dtype, multiply_adds)
+    if dtype is not T.bfloat16 and not (dtype is T.float16 and (groups > 1 or small)):
+        return False
+    return weight.dtype is dtype and bias.dtype is dtype
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):

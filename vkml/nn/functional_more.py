@@ -20,6 +20,7 @@ import numpy as np
 from ..frontend import autograd, creation, mt19937, mutation
 from ..frontend import operators as functions
 from ..frontend import random as vkrandom
+from ..ops import grads as G
 from ..schedule import checks
 from . import activation
 from . import functional as F
@@ -375,12 +376,60 @@ def bilinear(input1, input2, weight, bias=None):
         )
     lead = tuple(input1.shape[:-1])
     a = functions.reshape(input1, -1, in1)
-    w = functions.reshape(functions.permute(weight, (1, 0, 2)), in1, out * in2)
-    t = functions.reshape(functions.matmul(a, w), -1, out, in2)  # (B, out, in2)
-    y = (t * functions.unsqueeze(functions.reshape(input2, -1, in2), 1)).sum(-1)
+    if weight.dtype in functions.HALF_PRECISION and a.dtype is weight.dtype and input2.dtype is weight.dtype:
+        b = functions.reshape(input2, -1, in2)
+        y = autograd.record("half_bilinear", (a, b, weight), _half_bilinear(a.detach(), b.detach(), weight.detach()))
+    else:
+        w = functions.reshape(functions.permute(weight, (1, 0, 2)), in1, out * in2)
+        t = functions.reshape(functions.matmul(a, w), -1, out, in2)  # (B, out, in2)
+        y = (t * functions.unsqueeze(functions.reshape(input2, -1, in2), 1)).sum(-1)
     if bias is not None:
         y = y + bias
     return functions.reshape(y, *lead, out)
+
+
+def _half_first_product(a, weight):
+    """(B, out, in2): Σ_i a[b, i]·weight[o, i, j], float32 sums rounded to the dtype (PyTorch's first bmm)."""
+    out, in1, in2 = weight.shape
+    w = functions.reshape(functions.permute(weight, (1, 0, 2)), in1, out * in2)
+    return functions.reshape(functions.matmul(a, w), -1, out, in2)
+
+
+def _half_bilinear(a, b, weight):
+    """PyTorch's half ``_trilinear`` (aten/src/ATen/native/Linear.cpp): two products, each a float32 sum
+    rounded to the dtype: y[b, o] = Σ_j t[b, o, j]·b[b, j] with t the first product."""
+    t = _half_first_product(a, weight)
+    wide_t, wide_b = functions.half_in_float32(t, functions.unsqueeze(b, 1))
+    return functions.cast((wide_t * wide_b).sum(-1), t.dtype)
+
+
+def _add_in_order(terms):
+    """Σ_o terms[:, o] added one after another in the dtype (``_trilinear``'s loop over the out dim)."""
+    total = terms[:, 0]
+    for o in range(1, terms.shape[1]):
+        total = total + terms[:, o]
+    return total
+
+
+def _grad_half_bilinear(c):
+    """``_trilinear_backward``: each gradient is itself a ``_trilinear`` of the other two operands and g, its
+    loop over the out dim adding the terms in the dtype where that dim is summed."""
+    a, b, weight = c.inputs
+    g = c.g  # (B, out)
+    grads = [None, None, None]
+    if c.needs[0]:  # Σ_o (Σ_j (g[b, o]·w[o, i, j]) b[b, j])
+        scaled = functions.unsqueeze(functions.unsqueeze(g, -1), -1) * functions.unsqueeze(weight, 0)  # (B, o, i, j)
+        column = functions.unsqueeze(functions.unsqueeze(b, 1), -1)  # (B, 1, in2, 1)
+        grads[0] = _add_in_order(functions.squeeze(functions.matmul(scaled, column), -1))
+    if c.needs[1]:  # Σ_o (Σ_i a[b, i]·w[o, i, j])·g[b, o]
+        grads[1] = _add_in_order(_half_first_product(a, weight) * functions.unsqueeze(g, -1))
+    if c.needs[2]:  # Σ_b (a[b, i]·g[b, o])·b[b, j]
+        scaled = functions.unsqueeze(a, 1) * functions.unsqueeze(g, -1)  # (B, out, in1)
+        grads[2] = functions.matmul(functions.permute(scaled, (1, 2, 0)), b)
+    return tuple(grads)
+
+
+G.RULES["half_bilinear"] = _grad_half_bilinear
 
 
 # ---------------------------------------------------------------------- embedding_bag

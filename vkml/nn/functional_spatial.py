@@ -24,6 +24,7 @@ from ..frontend import operators as functions
 from ..ir import types as T
 from ..ops import cast
 from . import functional_layers as FL
+from . import half_conv as _half_conv
 
 # ---------------------------------------------------------------------- convolution
 
@@ -104,9 +105,12 @@ def _conv_transpose(op, input, weight, bias, stride, padding, output_padding, gr
     # (N, groups, O/groups·taps, L), each a sum over C/groups in ascending channel order from -0.0;
     # the blocks are then folded into the output, taps added in row-major kernel order.
     w = functions.reshape(weight, groups, in_channels // groups, out_per_group * taps)
-    cols = functions.matmul(
-        functions.transpose(w, 1, 2), functions.reshape(x, batch, groups, in_channels // groups, math.prod(spatial))
-    )
+    rows = functions.reshape(x, batch, groups, in_channels // groups, math.prod(spatial))
+    # a small float16/bfloat16 one: the weight's gradient accumulated sample by sample, as PyTorch's CPU
+    if _half_conv.rounds_as_cpu(x.dtype, math.prod(rows.shape) * out_per_group * taps):
+        cols = _half_conv.grouped_product(functions.transpose(w, 1, 2), rows, False)
+    else:
+        cols = functions.matmul(functions.transpose(w, 1, 2), rows)
     cols = functions.reshape(cols, batch, out_channels, taps, *spatial)
     out = FL._fold_blocks(cols, out_size, kernel, dilation, padding, stride)
     if bias is not None:

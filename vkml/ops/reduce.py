@@ -108,7 +108,27 @@ def _grad_prod(c):
     rest = F.where(is_zero & (zeros == 1), others, with_zero)
     if dim is None:  # PyTorch's prod() of all: two or more zeros give zeros outright
         rest = F.where(zeros >= 2, F.zeros_like(x), rest)
-    return (g * F.where(zeros == 0, out / F.where(is_zero, 1.0, x), rest),)
+    grad = g * F.where(zeros == 0, out / F.where(is_zero, 1.0, x), rest)
+    if dim is not None and x.dtype in (T.float16, T.bfloat16) and len(dims) == 1 and x.shape[dims[0]]:
+        # PyTorch's prod_backward along a dim takes prod_safe_zeros_backward for every element as soon as
+        # the input holds a zero anywhere: the exclusive products from both ends, each a cumprod (float32
+        # running products, each rounded to the dtype), multiplied in the dtype
+        grad = F.where(is_zero.any(), g * _exclusive_products(F, x, dims[0]), grad)
+    return (grad,)
+
+
+def _exclusive_products(F, x, d: int):
+    """Π of the elements before each one along ``d`` times Π of those after it, as PyTorch's
+    prod_safe_zeros_backward rounds them for a float16/bfloat16 ``x``."""
+    n = x.shape[d]
+    ones = F.ones_like(x.narrow(d, 0, 1))
+
+    def running(values):  # cumprod of [1, values...] in float32, each product rounded to x's dtype
+        return F.cumprod(F.cat([ones, values], d).float(), d).to(x.dtype)
+
+    before = running(x.narrow(d, 0, n - 1))
+    after = F.flip(running(F.flip(x.narrow(d, 1, n - 1), (d,))), (d,))
+    return before * after
 
 
 def _grad_extreme(c):
@@ -157,7 +177,9 @@ register(
         cheap_combine=True,
         precision=f"exact tree order: {_TREE}",
         special="NaN anywhere gives NaN; inf * 0 gives NaN; prod([]) = 1. int32 and bool multiply in int64.",
-        divergence="float16 multiplies in float32 and rounds once; PyTorch rounds to float16 after every step. "
+        divergence="float16/bfloat16 along one dim of up to 16 elements multiply in the dtype, element after "
+        "element, each product rounded, as PyTorch's CPU; over more elements or several dims, in float32, "
+        "rounded once, where PyTorch rounds after every step (or per vector lane for a long inner dim). "
         "`dim` may be a tuple of dims, as `sum`'s; PyTorch's prod takes one dim (a tuple is its TypeError).",
         grad=_grad_prod,
     )

@@ -25,9 +25,10 @@ PAGES.update(
             "each output starts from "
             "-0.0 and adds its K = C/groups·kh·kw float32 products in ascending (channel, kernel row, kernel column) "
             "order, every product and sum rounded, then adds the bias (one rounding; bfloat16 operands: the float32 "
-            "sums plus the bias, rounded to bfloat16 once, as PyTorch's CPU convolution; float16 ones: the sums "
-            "rounded, then the bias added, where PyTorch's CPU rounds once too, for the cooperative-matrix "
-            "templates take float16 operands only). The order depends on the shapes "
+            "sums plus the bias, rounded to bfloat16 once, as PyTorch's CPU convolution, and float16 ones in groups "
+            "> 1 or of up to 2^22 multiply-adds; a larger one-group float16 one: the sums rounded, then the bias "
+            "added, where PyTorch's CPU rounds once too, for the workgroup-scope matrix template narrows its "
+            "sums). The order depends on the shapes "
             "alone: the CPU's bits on every device where `matmul` keeps them (all sizes on lavapipe; products under "
             "2^27 multiply-adds on GPUs with the large tiles). Bound: |computed - exact| <= γ_(K+1) (|b| + Σ |w||x|), "
             "γ_n = nu/(1 - nu), u = 2^-24",
@@ -49,7 +50,12 @@ PAGES.update(
             "W^T @ g (C·kh·kw, N·H_out·W_out) (sums over O in ascending order from -0.0) whose columns are added "
             "back into the positions each window read, taps in ascending row-major order (one rounding each), then "
             "the padding cropped. With groups > 1, through the window view and the batched `matmul` (the latter "
-            "order at every stride).",
+            "order at every stride). float16/bfloat16 of up to 2^22 multiply-adds as PyTorch's CPU convolution "
+            "(vkml/nn/half_conv.py; larger ones as float32, for speed): the "
+            "input's by the latter order at every stride; the weight's a float32 product a sample, each added to "
+            "the sum so far widened and rounded back to the dtype (up to 64 samples; a larger batch adds its "
+            "samples in float32, one rounding); a dilated convolution's bias: each sample's float32 sum rounded, "
+            "then added in the dtype.",
         ),
         "conv1d": OpDoc(
             "composite",

@@ -71,8 +71,10 @@ def _steady_bytecodes(build, realize_with=()) -> tuple[int, object]:
 # Bytecodes of one training call of batch_norm's build (bench.py's batch_norm_train row, 2x8x24x24, weight,
 # bias and running statistics), warm (docs/benchmarks.md, "Session 18: where the layer rows' wall time
 # goes": 17,315 built through the tensor ops, 11,936 on nodes, CPU device), and without running statistics (the
-# ResNet block's: 7,573, about 12,300 before); a ceiling a little above, so that a regression fails.
-BATCH_NORM_TRAIN_CEILING = 12_300
+# ResNet block's: 7,573, about 12,300 before); a ceiling a little above, so that a regression fails. Session 20:
+# 12,369 — the running statistics' in-place writes under no_grad note their new values as state nodes
+# (vkml/graph/node.py ``note_write``: a from-scratch optimizer's moments are stored, not recomputed each step).
+BATCH_NORM_TRAIN_CEILING = 12_450
 BATCH_NORM_BATCH_STATS_CEILING = 7_800
 # layer_norm over 1,024 of 512x1024 with weight and bias, recording nothing: 7,254 -> 4,338.
 LAYER_NORM_UNRECORDED_CEILING = 4_550

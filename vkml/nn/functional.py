@@ -485,6 +485,10 @@ def cross_entropy(
             f"but got weight tensor of shape: {list(weight.shape)}"
         )
     _weight_dtype("cross_entropy", input, weight)
+    if weight is None and not label_smoothing and isinstance(target, functions._tensor.Tensor):
+        one_op = _cross_entropy_op.recorded(input, target, ignore_index, reduction)  # the usual training call
+        if one_op is not None:
+            return functions.squeeze(one_op, 0) if unbatched and reduction == "none" else one_op
     logp = functions.log_softmax(input, 1)
     w = None if weight is None else functions.reshape(weight, num_classes, *([1] * (input.ndim - 2)))
     weighted = logp if w is None else logp * w
@@ -732,6 +736,7 @@ for _name in _activation.FUNCTIONS:
 del _name
 # ---------------------------------------------------------------------- convolution, pooling, normalisation
 # (vkml/nn/functional_layers.py and vkml/nn/functional_losses.py; imported last, as they import this module's helpers)
+from . import functional_cross_entropy as _cross_entropy_op  # noqa: E402  (cross_entropy as one op)
 from . import functional_losses_more as _losses_more  # noqa: E402  (issue 18, below)
 from . import functional_more as _more  # noqa: E402
 from . import functional_norm as _norm  # noqa: E402  (layer_norm's unrecorded nodes)

@@ -88,15 +88,15 @@ def test_one_op_differentiates_twice_as_pytorch(device):
         np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
-def test_one_op_builds_its_composites_nodes(gpu, monkeypatch, reduction):
+@pytest.mark.parametrize("reduction, computed", [("mean", True), ("sum", True), ("none", True), ("mean", False)])
+def test_one_op_builds_its_composites_nodes(gpu, monkeypatch, reduction, computed):
     # the same graph structures, forward and gradient, so the same plans and kernels: no compile of its own
     monkeypatch.setenv("VKML_BACKWARD_RUNS", "lazy")  # the gradient's nodes as the rules built them
     x = vkml.ones(5, 3, device=gpu, requires_grad=True)
     y = vkml.tensor([0, 2, 1, 1, 0], device=gpu)
 
     def loss_and_grad():
-        loss = VF.cross_entropy(x * 2.0, y, reduction=reduction)
+        loss = VF.cross_entropy(x * 2.0 if computed else x, y, reduction=reduction)  # logits of an op, or a leaf
         return loss, vkml.autograd.grad(loss.sum(), [x])[0]
 
     one_op = loss_and_grad()

@@ -183,7 +183,6 @@ def _linear_grad(c):
     (the weight's: that product transposed back)."""
     x, w, b = c.inputs
     g = c.g
-    grad_bias = G.unbroadcast(g, tuple(b.shape)) if c.needs[2] else None
     gn = g.node
     m, n = gn.shape
     k = w.shape[1]
@@ -191,7 +190,12 @@ def _linear_grad(c):
         direct = False  # create_graph (the operators record their ops), or a mode the operators act on
     else:  # matmul splits no product's k, so the products are the nodes below
         direct = functions.split_k_chunks(1, k, n, m) == 1 and functions.split_k_chunks(1, m, k, n) == 1
-    grad_weight = grad_input = None
+    grad_bias = grad_weight = grad_input = None
+    if c.needs[2]:
+        if direct:  # unbroadcast's nodes: the sum over the batch, kept as (1, n), reshaped to (n,)
+            grad_bias = _Tensor(lazy.reshape_node(lazy.reduce("sum", gn, _BATCH_DIM, True, "sum"), (n,)))
+        else:
+            grad_bias = G.unbroadcast(g, tuple(b.shape))
     if c.needs[1]:
         if direct:  # (x^T @ g), transposed back: permute views as the operators make them
             grad_weight = _Tensor(lazy.permute_node(_product(lazy.permute_node(x.node, _SWAPPED), gn), _SWAPPED))
@@ -214,6 +218,7 @@ G.RULES["linear"] = _linear_grad
 _F32 = T.float32
 _PRODUCTS = Matmul(_F32)  # a float32 matmul's products, added in float32
 _SWAPPED = (1, 0)
+_BATCH_DIM = (0,)
 _Tensor = functions._tensor.Tensor
 _PLAIN_TENSORS = (functions._tensor.Tensor, Parameter)  # exactly these: a subclass may change what an op does
 

@@ -725,9 +725,55 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False)
         if p == 1:
             return x * 0.0
         keep = vkrandom.keep_mask(x.shape, p, x.device)
+        recorded = _dropout_recorded(x, keep, 1.0 / (1.0 - p)) if not inplace else None
+        if recorded is not None:
+            return recorded
         return functions.where(keep, x * (1.0 / (1.0 - p)), 0.0)
 
     return mutation.inplace(input, "dropout_", apply) if inplace else apply(input)
+
+
+def _dropout_recorded(x, keep, scale: float):
+    """``where(keep, x * scale, 0.0)`` as ONE recorded op ``dropout`` (float32, lazy mode, grad mode on,
+    nothing watching the graph, as ``_linear_recorded``), or None: the same nodes, built directly, and one
+    context where the operators record two; shown as their ``WhereBackward0`` over ``MulBackward0``."""
+    mode = autograd._mode
+    if not mode.enabled or mode.saved_hooks is not None or mode.watch is not None or autograd._AnomalyMode.enabled:
+        return None
+    if x.__class__ not in _PLAIN_TENSORS or not x.requires_grad or _amp._state.dtypes:
+        return None
+    node, mask = x.node, keep.node
+    if node.dtype is not _F32 or mask.device is not node.device or lazy.is_eager() or memory_format.ACTIVE:
+        return None
+    out = _Tensor(_where_node(mask, _binary_node("mul", node, scale), 0.0))
+    autograd.record("dropout", (x, keep), out, {"scale": scale})
+    scaled = (autograd.GraphNode("MulBackward0", (autograd.edge(x), _NO_EDGE)), 0)
+    return autograd.show(out, "WhereBackward0", (scaled, _NO_EDGE))
+
+
+def _dropout_grad(c):
+    """The where's rule (the kept elements' gradient) and then the product's (times the scale), as the
+    operators' two rules build them; their nodes directly where no graph is recorded."""
+    _, keep = c.inputs
+    g, scale = c.g, c.attrs["scale"]
+    if autograd._mode.enabled or lazy.is_eager() or memory_format.ACTIVE or g.dtype is not _F32:
+        return c.F.where(keep, g, 0.0) * scale, None
+    return _Tensor(_binary_node("mul", _where_node(keep.node, g.node, 0.0), scale)), None
+
+
+def _binary_node(name: str, a, b) -> Node:
+    """The operators' node of ``name`` (lazy's fast path, else its general path)."""
+    node = lazy.binary_fast(name, a, b)
+    return node if node is not None else lazy.elementwise(name, [a, b])
+
+
+def _where_node(condition: Node, a, b) -> Node:
+    node = lazy.condition_fast("where", [condition, a, b])
+    return node if node is not None else lazy.elementwise("where", [condition, a, b])
+
+
+G.RULES["dropout"] = _dropout_grad
+_NO_EDGE = (None, 0)
 
 
 # Attention (vkml/nn/functional_attention.py); imported last, as it only builds on the frontend.

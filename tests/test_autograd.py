@@ -357,6 +357,12 @@ def test_every_differentiable_op_has_a_rule_and_a_case():
     from test_linear_one_op import GRAD_TESTED as LINEAR_GRAD_TESTED
 
     tested |= LINEAR_GRAD_TESTED  # linear recorded as one op: tests/test_linear_one_op.py
+    from test_cross_entropy_one_op import GRAD_TESTED as CROSS_ENTROPY_GRAD_TESTED
+
+    tested |= CROSS_ENTROPY_GRAD_TESTED  # cross_entropy recorded as one op: tests/test_cross_entropy_one_op.py
+    from test_dropout_one_op import GRAD_TESTED as DROPOUT_GRAD_TESTED
+
+    tested |= DROPOUT_GRAD_TESTED  # dropout recorded as one op: tests/test_dropout_one_op.py
     from test_pytorch_suite_binary import GRAD_TESTED as BINARY_GRAD_TESTED
 
     tested |= BINARY_GRAD_TESTED  # ldexp: tests/test_pytorch_suite_binary.py

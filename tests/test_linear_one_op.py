@@ -69,15 +69,22 @@ def test_linear_as_one_op_differentiates_twice_as_pytorch(gpu):
 
 
 def test_linear_as_one_op_builds_its_operators_nodes(gpu, monkeypatch):
-    # the same graph structure, so the same plan and kernels: no compile of its own
+    # the same graph structures, forward and gradients, so the same plans and kernels: no compile of its own
+    monkeypatch.setenv("VKML_BACKWARD_RUNS", "lazy")  # the gradients' nodes as the rules built them
     x = vkml.ones(5, 3, device=gpu, requires_grad=True)
     layer = vkml.nn.Linear(3, 4).to(gpu)
-    one_op = layer(x * 2.0)
+
+    def out_and_grads():
+        out = layer(x * 2.0)
+        return out, vkml.autograd.grad((out * out).sum(), [x, layer.weight, layer.bias], retain_graph=True)
+
+    one_op, one_op_grads = out_and_grads()
     monkeypatch.setattr(VF, "_linear_recorded", lambda *args: None)
-    operators = layer(x * 2.0)
+    operators, operators_grads = out_and_grads()
     assert one_op.grad_fn.name() == operators.grad_fn.name() == "AddmmBackward0"
     assert one_op._ctx.name != operators._ctx.name  # recorded as linear, and as add
     assert one_op.node.skey == operators.node.skey
+    assert [g.node.skey for g in one_op_grads] == [g.node.skey for g in operators_grads]
 
 
 def test_linear_as_one_op_keeps_pytorchs_graph_and_version_check(gpu):

@@ -9,6 +9,7 @@ import torch
 from optest import assert_same_bits
 
 import vkml
+from vkml.frontend import host_scalar
 from vkml.graph import node as graph_node
 from vkml.optim import adagrad, adam, fused, rmsprop, sgd
 
@@ -170,10 +171,13 @@ def _nodes_of_one_step(name: str, kwargs: dict, monkeypatch) -> int:
     ],
 )
 def test_a_fused_step_builds_a_few_nodes_per_parameter(name, kwargs, new_tensors, scalars, new_values, monkeypatch):
-    """One node per new tensor, a broadcast per per-step number (none for the 0-d parameter), and a constant
-    per number the step before did not pass (the parameters share it)."""
+    """One node per new tensor, a broadcast per per-step number (none for the 0-d parameter), a constant
+    per number the step before did not pass (the parameters share it), and the step counters' new value
+    (one constant, shared by every parameter's counter) where the optimizer counts steps."""
     monkeypatch.setattr(fused, "_constants", {})
-    expected = new_tensors * len(SHAPES) + scalars * (len(SHAPES) - 1) + new_values
+    monkeypatch.setattr(host_scalar, "_NODES", {})  # the counters' values made earlier in the process: made again
+    counter = 0 if name == "SGD" else 1  # SGD keeps no step counter
+    expected = new_tensors * len(SHAPES) + scalars * (len(SHAPES) - 1) + new_values + counter
     assert _nodes_of_one_step(name, kwargs, monkeypatch) == expected
 
 

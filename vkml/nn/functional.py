@@ -187,7 +187,6 @@ def _linear_grad(c):
     (the weight's: that product transposed back)."""
     x, w, b = c.inputs
     g = c.g
-    grad_bias = G.unbroadcast(g, tuple(b.shape)) if c.needs[2] else None
     gn = g.node
     m, n = gn.shape
     k = w.shape[1]
@@ -195,7 +194,12 @@ def _linear_grad(c):
         direct = False  # create_graph (the operators record their ops), or a mode the operators act on
     else:  # matmul splits no product's k, so the products are the nodes below
         direct = functions.split_k_chunks(1, k, n, m) == 1 and functions.split_k_chunks(1, m, k, n) == 1
-    grad_weight = grad_input = None
+    grad_bias = grad_weight = grad_input = None
+    if c.needs[2]:
+        if direct:  # unbroadcast's nodes: the sum over the batch, kept as (1, n), reshaped to (n,)
+            grad_bias = _Tensor(lazy.reshape_node(lazy.reduce("sum", gn, _BATCH_DIM, True, "sum"), (n,)))
+        else:
+            grad_bias = G.unbroadcast(g, tuple(b.shape))
     if c.needs[1]:
         if direct:  # (x^T @ g), transposed back: permute views as the operators make them
             grad_weight = _Tensor(lazy.permute_node(_product(lazy.permute_node(x.node, _SWAPPED), gn), _SWAPPED))
@@ -218,6 +222,7 @@ G.RULES["linear"] = _linear_grad
 _F32 = T.float32
 _PRODUCTS = Matmul(_F32)  # a float32 matmul's products, added in float32
 _SWAPPED = (1, 0)
+_BATCH_DIM = (0,)
 _Tensor = functions._tensor.Tensor
 _PLAIN_TENSORS = (functions._tensor.Tensor, Parameter)  # exactly these: a subclass may change what an op does
 
@@ -490,6 +495,10 @@ def cross_entropy(
             f"but got weight tensor of shape: {list(weight.shape)}"
         )
     _weight_dtype("cross_entropy", input, weight)
+    if weight is None and not label_smoothing and isinstance(target, functions._tensor.Tensor):
+        one_op = _cross_entropy_op.recorded(input, target, ignore_index, reduction)  # the usual training call
+        if one_op is not None:
+            return functions.squeeze(one_op, 0) if unbatched and reduction == "none" else one_op
     logp = functions.log_softmax(input, 1)
     w = None if weight is None else functions.reshape(weight, num_classes, *([1] * (input.ndim - 2)))
     weighted = logp if w is None else logp * w
@@ -741,12 +750,58 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False)
         if p == 1:
             return x * 0.0
         keep = vkrandom.keep_mask(x.shape, p, x.device)
+        recorded = _dropout_recorded(x, keep, 1.0 / (1.0 - p)) if not inplace else None
+        if recorded is not None:
+            return recorded
         return functions.where(keep, x * (1.0 / (1.0 - p)), 0.0)
 
     if inplace:
         return mutation.inplace(input, "dropout_", apply)
     # PyTorch's CPU dropout multiplies by its scaled mask: one MulBackward0, no edge for the mask
     return autograd.show(apply(input), "MulBackward0", (autograd.edge(input), (None, 0)))
+
+
+def _dropout_recorded(x, keep, scale: float):
+    """``where(keep, x * scale, 0.0)`` as ONE recorded op ``dropout`` (float32, lazy mode, grad mode on,
+    nothing watching the graph, as ``_linear_recorded``), or None: the same nodes, built directly, and one
+    context where the operators record two; shown as their ``WhereBackward0`` over ``MulBackward0``."""
+    mode = autograd._mode
+    if not mode.enabled or mode.saved_hooks is not None or mode.watch is not None or autograd._AnomalyMode.enabled:
+        return None
+    if x.__class__ not in _PLAIN_TENSORS or not x.requires_grad or _amp._state.dtypes:
+        return None
+    node, mask = x.node, keep.node
+    if node.dtype is not _F32 or mask.device is not node.device or lazy.is_eager() or memory_format.ACTIVE:
+        return None
+    out = _Tensor(_where_node(mask, _binary_node("mul", node, scale), 0.0))
+    autograd.record("dropout", (x, keep), out, {"scale": scale})
+    scaled = (autograd.GraphNode("MulBackward0", (autograd.edge(x), _NO_EDGE)), 0)
+    return autograd.show(out, "WhereBackward0", (scaled, _NO_EDGE))
+
+
+def _dropout_grad(c):
+    """The where's rule (the kept elements' gradient) and then the product's (times the scale), as the
+    operators' two rules build them; their nodes directly where no graph is recorded."""
+    _, keep = c.inputs
+    g, scale = c.g, c.attrs["scale"]
+    if autograd._mode.enabled or lazy.is_eager() or memory_format.ACTIVE or g.dtype is not _F32:
+        return c.F.where(keep, g, 0.0) * scale, None
+    return _Tensor(_binary_node("mul", _where_node(keep.node, g.node, 0.0), scale)), None
+
+
+def _binary_node(name: str, a, b) -> Node:
+    """The operators' node of ``name`` (lazy's fast path, else its general path)."""
+    node = lazy.binary_fast(name, a, b)
+    return node if node is not None else lazy.elementwise(name, [a, b])
+
+
+def _where_node(condition: Node, a, b) -> Node:
+    node = lazy.condition_fast("where", [condition, a, b])
+    return node if node is not None else lazy.elementwise("where", [condition, a, b])
+
+
+G.RULES["dropout"] = _dropout_grad
+_NO_EDGE = (None, 0)
 
 
 # Attention (vkml/nn/functional_attention.py); imported last, as it only builds on the frontend.
@@ -761,6 +816,7 @@ for _name in _activation.FUNCTIONS:
 del _name
 # ---------------------------------------------------------------------- convolution, pooling, normalisation
 # (vkml/nn/functional_layers.py and vkml/nn/functional_losses.py; imported last, as they import this module's helpers)
+from . import functional_cross_entropy as _cross_entropy_op  # noqa: E402  (cross_entropy as one op)
 from . import functional_losses_more as _losses_more  # noqa: E402  (issue 18, below)
 from . import functional_more as _more  # noqa: E402
 from . import functional_norm as _norm  # noqa: E402  (layer_norm's unrecorded nodes)

@@ -6,7 +6,7 @@ import math
 
 from ..frontend import pointwise
 from ..frontend.creation import zeros_like
-from ..frontend.host_scalar import host_number
+from ..frontend.host_scalar import HostScalar, host_number
 from ..frontend.operators import HALF_PRECISION, add, maximum
 from ..frontend.tensor_api import addcdiv, addcmul
 from ..frontend.type_queries import is_tensor
@@ -133,6 +133,52 @@ class Adam(Optimizer):
         if decoupled:
             return Tensor(fused.node(ops.param, p, m, v, neg_step_size, bias_correction2_sqrt, 1 - lr * wd))
         return Tensor(fused.node(ops.param, p, m, v, neg_step_size, bias_correction2_sqrt))
+
+    def _group_step(self, group: dict, updates: list, targets: list) -> bool:
+        """``step``'s loop over ``group`` where every parameter with a gradient takes ``_update_nodes``
+        (``_fused_nodes``), has its state already (not its first step), a counter that is the host's number
+        (``HostScalar``) and a plain gradient without history, and appears once; False, having changed
+        nothing, elsewhere. The same nodes, state writes and counters as the generic loop, without its
+        per-parameter bookkeeping (the counters taken out and put back, the in-place pass, the checks)."""
+        kind = type(self)
+        if kind.update is not Adam.update or kind._update_nodes is not Adam._update_nodes or group["amsgrad"]:
+            return False
+        beta1, beta2 = group["betas"]
+        if (
+            not fused.plain_step(group, _NUMBER_KEYS)
+            or beta1.__class__ not in _NUMBERS
+            or beta2.__class__ not in _NUMBERS
+        ):
+            return False
+        taken, seen = [], set()
+        state_of = self.state
+        for p in group["params"]:
+            grad = p._grad if p._ctx is None else p.grad
+            if grad is None:
+                continue
+            if grad.__class__ is not Tensor or grad._ctx is not None or grad._requires_grad or id(p) in seen:
+                return False
+            seen.add(id(p))
+            state = state_of.get(p)
+            if not state:
+                return False
+            counter = state.get("step")
+            if counter.__class__ is not HostScalar or counter._base is not None:
+                return False
+            if counter._node is not getattr(counter, "_number_node", None):  # a number written to it since
+                return False
+            nodes = fused.nodes_of((p, grad, state.get("exp_avg"), state.get("exp_avg_sq")), fused.FLOATS)
+            if nodes is None:
+                return False
+            taken.append((p, grad, state, counter, nodes))
+        for p, grad, state, counter, nodes in taken:
+            counter.set_number(counter._number + 1)  # ``state["step"] += 1``: the step reads it as a number
+            new = self._update_nodes(nodes, state, group)
+            updates.append((p, new))
+            targets.append(new)
+            targets.append(grad)
+            targets += [v for v in state.values() if isinstance(v, Tensor)]
+        return True
 
     def _update_half(self, param, grad, state: dict, group: dict):
         """``update`` for float16 and bfloat16 parameters, op for op as PyTorch's single-tensor and foreach

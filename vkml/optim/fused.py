@@ -127,8 +127,9 @@ def nodes_of(tensors: tuple, dtypes: tuple[T.DType, ...] = FLOAT32) -> tuple[Nod
     for t in tensors:
         if t.__class__ not in _TENSORS or (formats and _memory_format.format_of(t) is not None):
             return None
-        nodes.append(t.node)
-    shape, device, dtype = nodes[0].shape, nodes[0].device, nodes[0].dtype
+        nodes.append(t._node if t._base is None else t.node)  # Tensor.node, inlined for an owner
+    first = nodes[0]
+    shape, device, dtype = first.shape, first.device, first.dtype
     if dtype not in dtypes:
         return None
     for n in nodes:

@@ -234,6 +234,8 @@ class Optimizer:
         pending: dict[int, Any] = {}
         with autograd.no_grad():
             for group in self.param_groups:
+                if self._group_step is not None and self._group_step(group, updates, targets):
+                    continue  # the subclass's loop for the usual group (Adam's fused nodes) did the group
                 for p in group["params"]:
                     grad = p.grad
                     if grad is None:
@@ -242,7 +244,7 @@ class Optimizer:
                         # a parameter listed twice in a group is updated twice, the second update
                         # from the first's result and state, as PyTorch's in-place loop does
                         p.node = pending[id(p)].node
-                    if grad.is_sparse:
+                    if grad.__class__ is not Tensor and grad.is_sparse:  # a plain Tensor is never sparse
                         self._check_sparse_grad()
                     if self._complex_refused == "step" and self.is_complex_pair(p):
                         raise RuntimeError(f"{type(self).__name__} does not support complex parameters")
@@ -255,12 +257,12 @@ class Optimizer:
                     if state:  # as PyTorch, a parameter gets a state entry once its optimizer keeps any
                         self.state[p] = state
                     updates.append((p, new))
-                    targets += [new, grad, *(v for v in state.values() if isinstance(v, Tensor))]
+                    targets.append(new)
+                    targets.append(grad)
+                    targets += [v for v in state.values() if isinstance(v, Tensor)]
                     _counters_of_numbers(state, self._host_scalar_state, counters, group)
         targets += autograd.take_backward_roots()
-        # a sparse gradient or buffer is realized as the dense tensors it holds
-        targets = [part for t in targets for part in ((t._sp_indices, t._sp_values) if t.is_sparse else (t,))]
-        unique = list({id(t): t for t in targets}.values())
+        unique = _realized_together(targets)
         if unique:
             realize(*unique)
         for p, new in updates:
@@ -379,6 +381,10 @@ class Optimizer:
     # Where PyTorch refuses complex parameters: None (it takes them), "construction" (ValueError) or
     # "step" (RuntimeError at the first step)
     _complex_refused: str | None = None
+    # ``_group_step(group, updates, targets) -> bool``: a subclass's ``step`` loop over a group it can take
+    # whole, with the generic loop's effects (state, counters, ``updates``' (p, new) pairs, ``targets``), for
+    # less of the host's work a parameter; False (having changed nothing) leaves the group to the generic loop
+    _group_step = None
 
     def is_complex_pair(self, param) -> bool:
         """Whether ``param`` (in ``param_groups``) is the real pair of a complex parameter."""
@@ -460,6 +466,24 @@ def _with_step_hooks(step):
         return out
 
     return run
+
+
+def _realized_together(targets: list) -> list:
+    """``targets`` once each, a sparse gradient or buffer as the dense tensors it holds, the host's counters
+    (``HostScalar``s holding their number: a realized node) left out: what ``step`` realizes."""
+    unique = {}
+    for t in targets:
+        kind = t.__class__
+        if kind is Tensor:  # the usual target: never sparse
+            unique[id(t)] = t
+        elif kind is HostScalar and t._base is None and t._node is getattr(t, "_number_node", None):
+            continue
+        elif t.is_sparse:
+            unique[id(t._sp_indices)] = t._sp_indices
+            unique[id(t._sp_values)] = t._sp_values
+        else:
+            unique[id(t)] = t
+    return list(unique.values())
 
 
 def _detached(grad: Tensor) -> Tensor:

@@ -82,6 +82,47 @@ class SGD(Optimizer):
             grad = grad + momentum * buf if group["nesterov"] else buf
         return param + (-group["lr"]) * grad
 
+    def _group_step(self, group: dict, updates: list, targets: list) -> bool:
+        """``step``'s loop over ``group`` where every parameter with a gradient takes ``_update_nodes``
+        (``_fused_nodes``), has its momentum buffer already where there is momentum (not its first step), a
+        plain gradient without history and PyTorch's alphas that fit its dtype, and appears once; False,
+        having changed nothing, elsewhere. The same nodes and state writes as the generic loop, without its
+        per-parameter bookkeeping."""
+        if type(self).update is not SGD.update or not fused.plain_step(group, _NUMBER_KEYS):
+            return False
+        momentum = group["momentum"]
+        alphas = (group["weight_decay"], momentum if group["nesterov"] else 0, -group["lr"])
+        taken, seen = [], set()
+        state_of = self.state
+        for p in group["params"]:
+            grad = p._grad if p._ctx is None else p.grad
+            if grad is None:
+                continue
+            if grad.__class__ is not Tensor or grad._ctx is not None or grad._requires_grad or id(p) in seen:
+                return False
+            seen.add(id(p))
+            state = state_of.get(p)
+            buf = state.get("momentum_buffer") if state else None
+            if momentum != 0 and buf is None:
+                return False
+            try:
+                for alpha in alphas:
+                    _alpha_fits(alpha, p)
+            except RuntimeError:
+                return False  # the generic loop raises it, after the parameters before this one
+            nodes = fused.nodes_of((p, grad) if momentum == 0 else (p, grad, buf), fused.FLOATS)
+            if nodes is None:
+                return False
+            taken.append((p, grad, state, nodes))
+        for p, grad, state, nodes in taken:
+            new = _update_nodes(nodes, state, group)
+            updates.append((p, new))
+            targets.append(new)
+            targets.append(grad)
+            if state:
+                targets += [v for v in state.values() if isinstance(v, Tensor)]
+        return True
+
 
 def _update_nodes(nodes: tuple, state: dict, group: dict):
     """``SGD.update``'s arithmetic (maximize included) as one elementwise node per new tensor

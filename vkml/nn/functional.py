@@ -764,7 +764,7 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False)
 def _dropout_recorded(x, keep, scale: float):
     """``where(keep, x * scale, 0.0)`` as ONE recorded op ``dropout`` (float32, lazy mode, grad mode on,
     nothing watching the graph, as ``_linear_recorded``), or None: the same nodes, built directly, and one
-    context where the operators record two; shown as their ``WhereBackward0`` over ``MulBackward0``."""
+    context where the operators record two (``dropout`` shows it as PyTorch's ``MulBackward0``)."""
     mode = autograd._mode
     if not mode.enabled or mode.saved_hooks is not None or mode.watch is not None or autograd._AnomalyMode.enabled:
         return None
@@ -774,9 +774,7 @@ def _dropout_recorded(x, keep, scale: float):
     if node.dtype is not _F32 or mask.device is not node.device or lazy.is_eager() or memory_format.ACTIVE:
         return None
     out = _Tensor(_where_node(mask, _binary_node("mul", node, scale), 0.0))
-    autograd.record("dropout", (x, keep), out, {"scale": scale})
-    scaled = (autograd.GraphNode("MulBackward0", (autograd.edge(x), _NO_EDGE)), 0)
-    return autograd.show(out, "WhereBackward0", (scaled, _NO_EDGE))
+    return autograd.record("dropout", (x, keep), out, {"scale": scale})
 
 
 def _dropout_grad(c):

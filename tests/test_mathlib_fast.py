@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from optest import erf64, gelu64, gelu_tanh64, sigmoid64
-from test_mathlib import SPECIALS, THRESHOLDS, ulp_distance
+from test_mathlib import SPECIALS, THRESHOLDS, neighbours, ulp_distance
 
 import vkml
 from vkml.ir.interp.reference import evaluate
@@ -31,7 +31,7 @@ ROUTINES = {
     "sigmoid": (sigmoid64, 2, [(0x00000000, 0x42DC0000), (0x80000000, 0xC2DC0000)], 73),
     "tanh": (np.tanh, 2, [(0x00000000, 0x41180000)], 81),
     "erf": (erf64, 2, [(0x00000000, 0x40A00000)], 188),
-    "gelu": (gelu64, 2, [(0x00000000, 0x41800000), (0x80000000, 0xC1800000)], 204),
+    "gelu": (gelu64, 2, [(0x00000000, 0x41800000), (0x80000000, 0xC1800000)], 177),
     "gelu_tanh": (gelu_tanh64, 2, [(0x00000000, 0x41400000), (0x80000000, 0xC1400000)], 172),
     "silu": (lambda x: x / (1.0 + np.exp(-x)), 2, [(0x00000000, 0x41A00000), (0x80000000, 0xC2DC0000)], 81),
     "mish": (lambda x: x * np.tanh(np.log1p(np.exp(x))), 2, [(0x00000000, 0x41A00000), (0x80000000, 0xC2DC0000)], 154),
@@ -91,6 +91,38 @@ def test_same_bits_on_lavapipe(gpu):
         nan = np.isnan(cpu)
         assert np.array_equal(np.isnan(vulkan), nan), name
         assert np.array_equal(vulkan[~nan].view(np.uint32), cpu[~nan].view(np.uint32)), name
+
+
+def _gelu_edges() -> np.ndarray:
+    """gelu's inputs at the edges of its one formula: the clamp at |x| = 15, the x/2 branch below
+    2^-60, where results turn subnormal (-13.2) and zero (-14.4), where gelu(x) = x starts (5.3),
+    subnormals, the largest floats, zeros, infinities, NaNs, and every binade's first floats."""
+    g = np.random.default_rng(20)
+    binades = np.float32(2.0) ** np.arange(-149, 128, dtype=np.float64).astype(np.float32)
+    points = [15.0, 2.0**-60, 13.2, 14.4, 5.3, 2.0**-126, 2.0**-149, 1.0, 2.0]
+    magnitudes = np.concatenate(
+        [
+            neighbours(points, 64),
+            neighbours(binades.tolist(), 2),
+            (np.float32(2.0) ** g.uniform(-149, 5, 20000)).astype(np.float32),
+        ]
+    )
+    magnitudes = magnitudes[magnitudes >= 0]
+    return np.concatenate([SPECIALS, magnitudes, -magnitudes])
+
+
+def test_gelu_edges_within_bound_and_same_bits_on_lavapipe(gpu):
+    x = _gelu_edges()
+    with np.errstate(all="ignore"):
+        got = evaluate(M.gelu, x)
+        ref = gelu64(x.astype(np.float64))
+    assert ulp_distance(got, ref).max() <= ROUTINES["gelu"][1]
+    finite = np.isfinite(x)
+    assert np.array_equal(np.signbit(got[finite & (got == 0)]), np.signbit(x[finite & (got == 0)]))  # gelu(±0) = ±0
+    vulkan = vkml.nn.functional.gelu(vkml.tensor(x, device=gpu)).numpy()
+    nan = np.isnan(got)
+    assert np.array_equal(np.isnan(vulkan), nan)
+    assert np.array_equal(vulkan[~nan].view(np.uint32), got[~nan].view(np.uint32))
 
 
 @pytest.mark.parametrize("name", [*ROUTINES, *OTHER_INSTRUCTIONS])

@@ -57,6 +57,18 @@ def two_prod(a: Value | float, b: Value | float) -> tuple[Value, Value]:
     return p, err
 
 
+def two_square(a: Value) -> tuple[Value, Value]:
+    """``two_prod(a, a)`` in three instructions fewer: one split, the cross products as one doubled
+    product. The same bits where both are exact (no underflow): each step of Dekker's sum is exact,
+    so the error term is a*a - p in either order.
+
+    Example: ``q_hi, q_lo = two_square(x)``.
+    """
+    p = a * a
+    hi, lo = halve(a)
+    return p, ((hi * hi - p) + (hi + hi) * lo) + lo * lo
+
+
 def mul_dd_f(a_hi: Value, a_lo: Value, b: Value) -> tuple[Value, Value]:
     """(a_hi + a_lo) * b as an unnormalised dd (relative error about 2^-44)."""
     p, e = two_prod(a_hi, b)

@@ -416,7 +416,9 @@ def gelu(x: Value) -> Value:
     e_hi, e_lo, pk = _exp_dd(s_hi * -0.5, s_lo * -0.5)
     m_hi, m_lo = _mul_halves(e_hi, e_lo, k_hi, k_lo)
     g_hi, g_lo = _mul_halves(q_hi, q_lo, m_hi, m_lo)
-    out = _finish_gelu(x, g_hi, g_lo, pk)
+    # g_hi + g_lo <= 0 (the product of q >= 0 and -exp(-a^2/2) K < 0), -0 where it underflows, so
+    # the sign is right without a fix; zero x takes the branch below.
+    out = _finish_gelu(x, g_hi, g_lo, pk, fix_sign=False)
     # |x| < 2^-60: x/2 correctly rounded (see ``_half_of_tiny``); the quotient's halves are not
     # exact for subnormal a.
     return select(_abs(x) < 2.0**-60, _half_of_tiny(x), out)
@@ -442,13 +444,16 @@ def _half_of_tiny(x: Value) -> Value:
     return _with_sign_of(from_bits(halved), x)
 
 
-def _finish_gelu(x: Value, g_hi: Value, g_lo: Value, pk: Value) -> Value:
-    """Pick g * 2^k for x < 0, x + g * 2^k for x > 0 (pk as ``_scaled`` takes it)."""
+def _finish_gelu(x: Value, g_hi: Value, g_lo: Value, pk: Value, fix_sign: bool = True) -> Value:
+    """Pick g * 2^k for x < 0, x + g * 2^k for x > 0 (pk as ``_scaled`` takes it); ``fix_sign``
+    gives the result x's sign bit, zeros included (not needed where g_hi + g_lo <= 0 always and
+    zero x is handled by the caller)."""
     negative = _scaled(g_hi + g_lo, pk)
     h, l = fast_two_sum(x, _scaled(g_hi, pk))  # |g| <= x/2 for x > 0 (x = inf is picked below)
     positive = h + (l + _scaled(g_lo, pk))
     out = select(x < 0.0, negative, select(eq(to_bits(x), INF_BITS), x, positive))  # inf + g would be NaN
-    out = _with_sign_of(_abs(out), x)  # x * Phi(x) has the sign of x, zeros included
+    if fix_sign:
+        out = _with_sign_of(_abs(out), x)  # x * Phi(x) has the sign of x, zeros included
     return select(isnan(x), quiet(x), out)
 
 

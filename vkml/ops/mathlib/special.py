@@ -394,7 +394,7 @@ def gelu(x: Value) -> Value:
     """GELU, exact erf form: x * Phi(x) = 0.5 * x * (1 + erf(x / sqrt(2))).
 
     Precision: ≤ 2 ulp of the correctly rounded result for every input (measured worst case
-    1 ulp, on every float32 of ±[0.125, 16] and every 61st float32), relative accuracy included
+    1 ulp, on every float32 of ±[0.125, 16) and every 61st float32), relative accuracy included
     near the zero at 0 and in the left tail, where PyTorch's 1 + erf(...) cancels; where the result is subnormal (x below about -13.2, or
     |x| below about 2.4e-38) the ulp is the absolute 2^-149; below about -14.4 it is -0.
     Special values: gelu(±0) = ±0, gelu(+inf) = +inf; a NaN comes back quieted.

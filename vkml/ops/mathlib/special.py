@@ -37,6 +37,7 @@ from .bits import (
     u32,
 )
 from .dd import (
+    HALF_MASK,
     div_dd,
     fast_two_sum,
     halve,
@@ -407,10 +408,9 @@ def gelu(x: Value) -> Value:
     # g = gelu(-a) = -a * Phi(-a) = -q * exp(-a^2/2) * K(a) with q = a/(2+a), for a = |x| <= 15
     # (gelu(-15) is far below the subnormal range); gelu(x) = g for x < 0, x + g for x > 0.
     a = select(_abs(x) < 15.0, _abs(x), f32(15.0))  # NaN too (restored at the end)
-    # q to 2^-33 (``quotient_short``), normalised: K's higher terms take q_hi alone, and
-    # ``_mul_halves`` drops the product of the low parts.
-    d_hi, d_lo, inverse = normalise_divisor(*two_sum(a, f32(2.0)))
-    q_hi, q_lo = fast_two_sum(*quotient_short(a * inverse, f32(0.0), d_hi, d_lo))
+    # q normalised: K's higher terms take q_hi alone, and ``_mul_halves`` drops the product of the
+    # low parts.
+    q_hi, q_lo = fast_two_sum(*_over_two_plus(a))
     k_hi, k_lo = _minus_gelu_k(q_hi, q_lo)
     s_hi, s_lo = two_square(a)
     e_hi, e_lo, pk = _exp_dd(s_hi * -0.5, s_lo * -0.5)
@@ -422,6 +422,25 @@ def gelu(x: Value) -> Value:
     # |x| < 2^-60: x/2 correctly rounded (see ``_half_of_tiny``); the quotient's halves are not
     # exact for subnormal a.
     return select(_abs(x) < 2.0**-60, _half_of_tiny(x), out)
+
+
+# 1/d for any positive normal d within 2^-4.3 (relative) from its bits: RECIP_MAGIC - bits(d).
+RECIP_MAGIC = 0x7EF311C0
+
+
+def _over_two_plus(a: Value) -> tuple[Value, Value]:
+    """a / (2 + a) for a in [0, 15] as an unnormalised pair (q, c), |c| < 2^-10 q, to about 2^-29
+    relative: ``quotient_short``'s residual step with its divisor left in [2, 17] (no scaling to
+    [1, 2]) and 1/(2 + a) seeded from its bits, two Newton steps (2^-17.2): q, the product cut
+    to 12 bits, is within 2^-12 of a/(2 + a), so the correction c = (a - q*d) * y misses 2^-29."""
+    d_hi, d_lo = two_sum(a, f32(2.0))  # exact
+    y = from_bits(u32(RECIP_MAGIC) - to_bits(d_hi))
+    for _ in range(2):
+        y = y * (2.0 - d_hi * y)
+    q = from_bits(to_bits(a * y) & HALF_MASK)
+    dh, dl = halve(d_hi)
+    residual = ((a - q * dh) - q * dl) - q * d_lo  # the first two products and subtraction exact
+    return q, residual * y
 
 
 def _minus_gelu_k(q_hi: Value, q_lo: Value) -> tuple[Value, Value]:

@@ -38,7 +38,7 @@ ROUTINES = {
 }
 # IR instructions an element at most of routines whose bounds tests/test_mathlib.py checks (sqrt's and
 # div's bits against numpy's, pow's and log2's ulps), and which are cheap only on their common branch
-OTHER_INSTRUCTIONS = {"sqrt": 43, "div": 72, "pow": 188, "log2": 123}
+OTHER_INSTRUCTIONS = {"sqrt": 43, "div": 72, "pow": 187, "log2": 122}
 CHUNK = 1 << 22  # elements an interpreter call: bounds its memory
 
 

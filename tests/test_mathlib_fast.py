@@ -32,7 +32,7 @@ ROUTINES = {
     "tanh": (np.tanh, 2, [(0x00000000, 0x41180000)], 81),
     "erf": (erf64, 2, [(0x00000000, 0x40A00000)], 188),
     "gelu": (gelu64, 2, [(0x00000000, 0x41800000), (0x80000000, 0xC1800000)], 164),
-    "gelu_tanh": (gelu_tanh64, 2, [(0x00000000, 0x41400000), (0x80000000, 0xC1400000)], 172),
+    "gelu_tanh": (gelu_tanh64, 2, [(0x00000000, 0x41400000), (0x80000000, 0xC1400000)], 162),
     "silu": (lambda x: x / (1.0 + np.exp(-x)), 2, [(0x00000000, 0x41A00000), (0x80000000, 0xC2DC0000)], 81),
     "mish": (lambda x: x * np.tanh(np.log1p(np.exp(x))), 2, [(0x00000000, 0x41A00000), (0x80000000, 0xC2DC0000)], 154),
 }
@@ -129,22 +129,17 @@ def test_pow_same_bits_on_lavapipe(gpu):
     """pow's core (log|x| and e^v as double-floats through Cody-Waite pairs) on both of its branches."""
     g = np.random.default_rng(21)
     n = 4096
-    x = np.concatenate(
-        [
-            np.exp2(g.uniform(-149, 128, n)) * g.choice([-1.0, 1.0], n),
-            g.uniform(0.999, 1.001, n),
-            g.uniform(-10, 10, n),
-            np.repeat(SPECIALS, SPECIALS.size),
-        ]
-    ).astype(np.float32)
-    y = np.concatenate(
-        [
-            g.uniform(-3, 3, n),
-            g.uniform(-1e5, 1e5, n),
-            g.integers(-40, 41, n),
-            np.tile(SPECIALS, SPECIALS.size),
-        ]
-    ).astype(np.float32)
+    parts = [
+        np.exp2(g.uniform(-149, 127, n)) * g.choice([-1.0, 1.0], n),
+        g.uniform(0.999, 1.001, n),
+        g.uniform(-10, 10, n),
+        g.uniform(-3, 3, n),
+        g.uniform(-1e5, 1e5, n),
+        g.integers(-40, 41, n),
+    ]
+    parts = [p.astype(np.float32) for p in parts]
+    x = np.concatenate([*parts[:3], np.repeat(SPECIALS, SPECIALS.size)])
+    y = np.concatenate([*parts[3:], np.tile(SPECIALS, SPECIALS.size)])
     cpu = vkml.pow(vkml.tensor(x), vkml.tensor(y)).numpy()
     vulkan = vkml.pow(vkml.tensor(x, device=gpu), vkml.tensor(y, device=gpu)).numpy()
     nan = np.isnan(cpu)

@@ -37,7 +37,6 @@ from .bits import (
     u32,
 )
 from .dd import (
-    HALF_MASK,
     div_dd,
     fast_two_sum,
     halve,
@@ -46,6 +45,7 @@ from .dd import (
     mul_dd_const,
     mul_dd_f,
     normalise_divisor,
+    quotient_rough,
     quotient_short,
     two_prod,
     two_square,
@@ -165,11 +165,11 @@ def _scaled(x: Value, pk: Value) -> Value:
 
 
 def _logistic_fraction(n_hi: Value, n_lo: Value, e_hi: Value, e_lo: Value, pk: Value) -> tuple[Value, Value]:
-    """n / (1 + e * 2^k) as an unnormalised double-float (``quotient_short``: 2^-33 relative),
-    for e * 2^k <= 1.5 (gelu_tanh's denominator; pk = 2^(k + EXP_DD_BIAS) from ``_exp_dd``)."""
+    """n / (1 + e * 2^k) as an unnormalised double-float (``quotient_rough``: 2^-29 relative, no
+    scaling of the divisor), for e * 2^k <= 1.5 (gelu_tanh's denominator; pk = 2^(k + EXP_DD_BIAS)
+    from ``_exp_dd``)."""
     d_hi, d_lo = two_sum(f32(1.0), _scaled(e_hi, pk))
-    d_hi, d_lo, inverse = normalise_divisor(d_hi, d_lo + _scaled(e_lo, pk))
-    return quotient_short(n_hi * inverse, n_lo * inverse, d_hi, d_lo)
+    return quotient_rough(n_hi, n_lo, d_hi, d_lo + _scaled(e_lo, pk))
 
 
 def _mul_halves(a_hi: Value, a_lo: Value, b_hi: Value, b_lo: Value) -> tuple[Value, Value]:
@@ -410,7 +410,7 @@ def gelu(x: Value) -> Value:
     a = select(_abs(x) < 15.0, _abs(x), f32(15.0))  # NaN too (restored at the end)
     # q normalised: K's higher terms take q_hi alone, and ``_mul_halves`` drops the product of the
     # low parts.
-    q_hi, q_lo = fast_two_sum(*_over_two_plus(a))
+    q_hi, q_lo = fast_two_sum(*quotient_rough(a, None, *two_sum(a, f32(2.0))))  # q to 2^-29
     k_hi, k_lo = _minus_gelu_k(q_hi, q_lo)
     s_hi, s_lo = two_square(a)
     e_hi, e_lo, pk = _exp_dd(s_hi * -0.5, s_lo * -0.5)
@@ -422,25 +422,6 @@ def gelu(x: Value) -> Value:
     # |x| < 2^-60: x/2 correctly rounded (see ``_half_of_tiny``); the quotient's halves are not
     # exact for subnormal a.
     return select(_abs(x) < 2.0**-60, _half_of_tiny(x), out)
-
-
-# 1/d for any positive normal d within 2^-4.3 (relative) from its bits: RECIP_MAGIC - bits(d).
-RECIP_MAGIC = 0x7EF311C0
-
-
-def _over_two_plus(a: Value) -> tuple[Value, Value]:
-    """a / (2 + a) for a in [0, 15] as an unnormalised pair (q, c), |c| < 2^-10 q, to about 2^-29
-    relative: ``quotient_short``'s residual step with its divisor left in [2, 17] (no scaling to
-    [1, 2]) and 1/(2 + a) seeded from its bits, two Newton steps (2^-17.2): q, the product cut
-    to 12 bits, is within 2^-12 of a/(2 + a), so the correction c = (a - q*d) * y misses 2^-29."""
-    d_hi, d_lo = two_sum(a, f32(2.0))  # exact
-    y = from_bits(u32(RECIP_MAGIC) - to_bits(d_hi))
-    for _ in range(2):
-        y = y * (2.0 - d_hi * y)
-    q = from_bits(to_bits(a * y) & HALF_MASK)
-    dh, dl = halve(d_hi)
-    residual = ((a - q * dh) - q * dl) - q * d_lo  # the first two products and subtraction exact
-    return q, residual * y
 
 
 def _minus_gelu_k(q_hi: Value, q_lo: Value) -> tuple[Value, Value]:

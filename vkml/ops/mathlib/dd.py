@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir.core import Value
-from .bits import f32, from_bits, pow2, to_bits
+from .bits import f32, from_bits, pow2, to_bits, u32
 
 
 def two_sum(a: Value, b: Value) -> tuple[Value, Value]:
@@ -55,6 +55,18 @@ def two_prod(a: Value | float, b: Value | float) -> tuple[Value, Value]:
     b_hi, b_lo = split(b)
     err = ((a_hi * b_hi - p) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo
     return p, err
+
+
+def two_square(a: Value) -> tuple[Value, Value]:
+    """``two_prod(a, a)`` in three instructions fewer: one split, the cross products as one doubled
+    product. The same bits where both are exact (no underflow): each step of Dekker's sum is exact,
+    so the error term is a*a - p in either order.
+
+    Example: ``q_hi, q_lo = two_square(x)``.
+    """
+    p = a * a
+    hi, lo = halve(a)
+    return p, ((hi * hi - p) + (hi + hi) * lo) + lo * lo
 
 
 def mul_dd_f(a_hi: Value, a_lo: Value, b: Value) -> tuple[Value, Value]:
@@ -177,7 +189,31 @@ def quotient_short(
         y = y * (2.0 - d_hi * y)
     q = from_bits(to_bits(n_hi * y) & HALF_MASK)
     dh, dl = halve(d_hi)
-    residual = ((n_hi - q * dh) - q * dl) + (n_lo - q * d_lo)  # the first two products and subtraction exact
+    residual = (n_hi - q * dh) - q * dl  # the products and the first subtraction are exact
+    residual = residual - q * d_lo if n_lo is None else residual + (n_lo - q * d_lo)
+    return q, residual * y
+
+
+# 1/d for any positive normal d within 2^-4.3 (relative) from its bits: RECIP_MAGIC - bits(d).
+RECIP_MAGIC = 0x7EF311C0
+
+
+def quotient_rough(n_hi: Value, n_lo: Value | None, d_hi: Value, d_lo: Value) -> tuple[Value, Value]:
+    """(n_hi + n_lo) / (d_hi + d_lo) as an unnormalised pair (q, c), |c| < 2^-10 |q|, to about
+    2^-29 relative, for any positive normal d_hi (no scaling to [1, 2]), |d_lo| <= 2^-22 d_hi and
+    |n_lo| <= 2^-20 |n_hi|: ``quotient_short``'s residual step with y = 1/d_hi from d_hi's bits
+    (RECIP_MAGIC, 2^-4.3) and two Newton steps (2^-17.2). q, n*y cut to 12 bits, is within 2^-12
+    of n/d, so the correction c = (n - q*d) * y misses by 2^-12 of y's error. ``n_lo`` None: n is
+    n_hi alone (one instruction fewer than a zero).
+    Example: ``q, c = quotient_rough(a, None, *two_sum(a, f32(2.0)))`` (a/(2 + a)).
+    """
+    y = from_bits(u32(RECIP_MAGIC) - to_bits(d_hi))
+    for _ in range(2):
+        y = y * (2.0 - d_hi * y)
+    q = from_bits(to_bits(n_hi * y) & HALF_MASK)
+    dh, dl = halve(d_hi)
+    residual = (n_hi - q * dh) - q * dl  # the products and the first subtraction are exact
+    residual = residual - q * d_lo if n_lo is None else residual + (n_lo - q * d_lo)
     return q, residual * y
 
 

@@ -37,7 +37,7 @@ from .bits import (
     u32,
     unpack,
 )
-from .dd import div_dd, fast_two_sum, horner, mul_dd, mul_dd_const, quotient_short, recip, scale, two_prod, two_sum
+from .dd import div_dd, fast_two_sum, horner, mul_dd, mul_dd_const, quotient_short, recip, scale, two_square, two_sum
 
 LOG2E = float.fromhex("0x1.715476p+0")
 LOG2E_LO = float.fromhex("0x1.4ae0cp-26")
@@ -236,7 +236,7 @@ def log_parts(v: Value, quick: bool = False, normal: bool = False) -> tuple[Valu
         s_hi, s_lo = fast_two_sum(*quotient_short(f, f32(0.0), d_hi, d_lo, (LOG_RECIP_A, -LOG_RECIP_B)))
     else:
         s_hi, s_lo = div_dd(f, f32(0.0), d_hi, d_lo)
-    z_hi, z_lo = two_prod(s_hi, s_hi)
+    z_hi, z_lo = two_square(s_hi)  # the same bits as two_prod: s is 0 or above 2^-25
     z_lo = z_lo + 2.0 * s_hi * s_lo
     c_hi, c_lo = mul_dd(z_hi, z_lo, s_hi, s_lo)  # s^3
     w_hi, w_lo = mul_dd_const(c_hi, c_lo, TWO_THIRDS, TWO_THIRDS_LO)

@@ -1,8 +1,10 @@
-"""pow(x, y) = 2^(y * log2|x|) with the C99 (and PyTorch) special cases.
+"""pow(x, y) = e^(y * log|x|) with the C99 (and PyTorch) special cases.
 
-log2|x| comes as a double-float (relative error about 2^-40) and the product y*log2|x| is
-formed exactly (two_prod), so the exponent t reaching exp2 is accurate to about 2^-35
-absolute even where |t| is near 150; the one rounding is exp2's.
+log|x| = e*ln2 + log(m) comes as a double-float (log(m) to about 2^-32 relative, e*ln2 by the
+Cody-Waite pair) and the product v = y*log|x| is formed exactly (two_prod), so v is accurate to
+about 2^-25 absolute even where |v| is near 100; e^v takes v's double-float through exp's own
+Cody-Waite reduction, so the one rounding is the final product's. (Natural logarithms on both
+sides: log2 and exp2 would each convert by a double-float product with log2(e) or ln2.)
 """
 
 from __future__ import annotations
@@ -19,11 +21,12 @@ from .bits import (
     float32_only,
     from_bits,
     quiet,
+    round_and_pow2,
     to_bits,
     u32,
 )
-from .dd import mul_dd_f
-from .explog import exp2_rounded, log2_parts
+from .dd import mul_dd_f, two_sum
+from .explog import LN2_HI, LN2_HI_LO, LOG2E, _split_scale, exp_parts_wide, log_parts
 
 _Y_LIMIT = 2.0**64  # beyond this, y*log2|x| saturates for every x != 1 anyway
 
@@ -33,7 +36,8 @@ def is_integer(a: Value) -> Value:
     return eq((a + 2.0**23) - 2.0**23, a)
 
 
-_T_LIMIT = 200.0  # |y*log2|x|| beyond this is certain overflow or underflow
+# |y*log|x|| beyond this (2^199.8) is certain overflow or underflow; it keeps e^v's k within 200
+_V_LIMIT = 138.5
 
 
 @float32_only
@@ -75,12 +79,23 @@ def _magnitude(ax: Value, y: Value, ay: Value, normal: bool) -> Value:
     """|x|^y rounded once, for finite nonzero |x| and finite y (``normal``: |x| a normal float
     and |y| < 2^64)."""
     y_clamped = y if normal else select(ay < _Y_LIMIT, y, select(y < 0.0, f32(-_Y_LIMIT), f32(_Y_LIMIT)))
-    l_hi, l_lo = log2_parts(ax, normal=normal)
-    t_hi, t_lo = mul_dd_f(l_hi, l_lo, y_clamped)
-    in_range = (t_hi < _T_LIMIT) & (t_hi > -_T_LIMIT)
-    t_lo = select(in_range, t_lo, f32(0.0))
-    t_hi = select(in_range, t_hi, select(t_hi > 0.0, f32(_T_LIMIT), f32(-_T_LIMIT)))
-    return exp2_rounded(t_hi, t_lo, 76, -74)  # k in [-200, 0] or [0, 200]
+    e, hi, lo = log_parts(ax, quick=True, normal=normal)
+    l_hi, l_err = two_sum(e * LN2_HI, hi)  # e*LN2_HI is exact: |e| <= 149 and LN2_HI has 15 bits
+    v_hi, v_lo = mul_dd_f(l_hi, l_err + (lo + e * LN2_HI_LO), y_clamped)
+    in_range = (v_hi < _V_LIMIT) & (v_hi > -_V_LIMIT)
+    v_lo = select(in_range, v_lo, f32(0.0))
+    v_hi = select(in_range, v_hi, select(v_hi > 0.0, f32(_V_LIMIT), f32(-_V_LIMIT)))
+    return _exp_rounded(v_hi, v_lo)
+
+
+def _exp_rounded(v_hi: Value, v_lo: Value) -> Value:
+    """e^(v_hi + v_lo) rounded once, subnormal and overflowing results included, for |v_hi| <= 138.5
+    and |v_lo| <= 2^-17: 2^k * e^r as ``exp_fast`` does it, v's low part in r's (accurate to
+    2^-26.5 before the rounding), 2^k in two exact steps, k in [-200, 0] or [0, 200]."""
+    offset, second = _split_scale(v_hi < 0.0, 76, -74)
+    k, first = round_and_pow2(v_hi * LOG2E, offset)
+    s, tail = exp_parts_wide(v_hi - k * LN2_HI, v_lo - k * LN2_HI_LO)  # v_hi - k*LN2_HI is exact (Sterbenz)
+    return (s + tail) * first * second
 
 
 def _pow_common(x: Value, y: Value) -> Value:

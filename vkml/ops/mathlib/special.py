@@ -1,7 +1,7 @@
 """Activation functions: sigmoid, tanh, softplus, erf, gelu (erf form), gelu_tanh.
 
 Each is evaluated as a double-float up to one final rounding, so the error stays well inside
-the 2-ulp contract (measured worst case 1 ulp, gelu's 2 ulp near -0.75 aside); sigmoid and tanh divide with ``_quotient``,
+the 2-ulp contract (measured worst case 1 ulp); sigmoid and tanh divide with ``_quotient``,
 whose exact products come from 12-bit halves (an integer mask) rather than Dekker's splits. Where a result can be tiny the work is done on
 an unscaled mantissa and scaled by 2^k at the end (``_scaled``), so subnormal results are
 rounded once; "ulp" below is the float32 ulp of the correctly rounded result, and for
@@ -10,8 +10,9 @@ subnormal results (|f| < 2^-126) the bound is absolute: 1 ulp = 2^-149.
 The tails use exact identities rather than cancelling subtractions:
 sigmoid(x) = e^x / (1 + e^x) for x < 0; tanh(x) = (1 - e^-2x) / (1 + e^-2x) with 1 - e^-2x
 exact near 0;
-gelu(x) = x + gelu(-x) and gelu_tanh(x) = x + gelu_tanh(-x) for x > 0; and for x < -0.75,
-gelu(x) = exp(-x^2/2) * S(x) with x^2 formed exactly, S smooth (a polynomial in 2/(2+|x|)).
+gelu(x) = x + gelu(-x) and gelu_tanh(x) = x + gelu_tanh(-x) for x > 0; and for x <= 0,
+gelu(x) = -q * exp(-x^2/2) * K(q) with q = |x|/(2+|x|), x^2 formed exactly, K smooth (one
+polynomial in q for the whole range, no small-|x| branch).
 """
 
 from __future__ import annotations
@@ -44,8 +45,10 @@ from .dd import (
     mul_dd_const,
     mul_dd_f,
     normalise_divisor,
+    quotient_rough,
     quotient_short,
     two_prod,
+    two_square,
     two_sum,
 )
 from .exact import div
@@ -77,41 +80,34 @@ ERFC_SCALED = (
         "0x1.270c66p-11",
     ),
 )
-# (Phi(x) - 1/2) / x in x^2 on |x| <= 0.75, Phi the standard normal CDF (relative error 2^-32).
-PHI_SMALL = (
-    _hex("0x1.988454p-2", "-0x1.85cd14p-27"),
-    _hex("-0x1.105838p-4", "0x1.46d078p-7", "-0x1.3744a4p-10", "0x1.e39ba0p-14", "-0x1.25ee7ap-17"),
-)
-# S(x) = x * Phi(x) * exp(x^2/2) in u = 2/(2+|x|) - GELU_CENTER on -15 <= x <= -0.75 (fitted to -15.1) (2^-31).
-GELU_CENTER = float.fromhex("0x1.b03f26p-2")
-GELU_TAIL = (
-    _hex("-0x1.6fd8dap-2", "0x1.7bb08ap-29"),
+# K(a) = (2 + a) * Phi(-a) * exp(a^2/2), Phi the standard normal CDF, as a polynomial in q = a/(2+a)
+# on 0 <= a <= 15 (fitted to 15.1; relative error 2^-29.3 with the coefficients as rounded here): one
+# formula for the whole range, so gelu(-a) = -q * exp(-a^2/2) * K(a) needs no small-|x| branch. K(0) =
+# 1 exactly; c1 is a pair whose leading part has 12 bits (its products with q's 12-bit halves are
+# exact); K lies in [0.46, 1] and the terms past the linear one stay below 0.07 K, but their
+# float32 Horner sum cancels near q = 0.88 and costs up to 2^-25 of K there (the product before the
+# final rounding stays within 2^-24.3: 1 ulp measured against the 2-ulp bound).
+GELU_K = (
+    _hex("-0x1.31p-1", "-0x1.1572e6p-14"),
     _hex(
-        "0x1.0211e4p-2",
-        "0x1.117944p-1",
-        "0x1.5ef7d6p-2",
-        "-0x1.c11e6cp-3",
-        "-0x1.fb56bcp-3",
-        "0x1.176508p-2",
-        "0x1.cbfb4ap-4",
-        "-0x1.847e40p-2",
-        "0x1.363c18p-3",
-        "0x1.5663f6p-2",
-        "-0x1.78c094p-2",
+        "-0x1.884044p-3",
+        "0x1.5b5662p-4",
+        "0x1.bb7660p-4",
+        "0x1.e522c6p-6",
+        "0x1.21c9aep-5",
+        "-0x1.c34a50p-4",
+        "0x1.aed5a2p-5",
+        "0x1.cb288cp-5",
+        "-0x1.ba63e6p-3",
+        "0x1.af6b7ap-3",
+        "-0x1.09eb06p-4",
     ),
 )
 # gelu_tanh(x) = x * sigmoid(v), v = x * (A + B*x^2) = 2*sqrt(2/pi)*(x + 0.044715*x^3); pairs.
 GELU_TANH_A = _hex("0x1.988454p+0", "-0x1.857936p-25")
 GELU_TANH_B = _hex("0x1.2444f2p-4", "0x1.49b16ap-29")
 
-SMALL = 0.75  # split point of the erf and gelu polynomials
-
-
-def _poly_dd(u: Value, table) -> tuple[Value, Value]:
-    """c0 + u*P(u) as a double-float, c0 being the table's float32 pair."""
-    (c0_hi, c0_lo), rest = table
-    hi, lo = fast_two_sum(f32(c0_hi), u * horner(u, rest))  # |u P(u)| below |c0| (PHI_SMALL: 0.04 and 0.4)
-    return hi, lo + c0_lo
+SMALL = 0.75  # split point of the erf polynomials
 
 
 def _tail_poly(a: Value, center: float, table) -> tuple[Value, Value]:
@@ -170,11 +166,11 @@ def _scaled(x: Value, pk: Value) -> Value:
 
 
 def _logistic_fraction(n_hi: Value, n_lo: Value, e_hi: Value, e_lo: Value, pk: Value) -> tuple[Value, Value]:
-    """n / (1 + e * 2^k) as an unnormalised double-float (``quotient_short``: 2^-33 relative),
-    for e * 2^k <= 1.5 (gelu_tanh's denominator; pk = 2^(k + EXP_DD_BIAS) from ``_exp_dd``)."""
+    """n / (1 + e * 2^k) as an unnormalised double-float (``quotient_rough``: 2^-29 relative, no
+    scaling of the divisor), for e * 2^k <= 1.5 (gelu_tanh's denominator; pk = 2^(k + EXP_DD_BIAS)
+    from ``_exp_dd``)."""
     d_hi, d_lo = two_sum(f32(1.0), _scaled(e_hi, pk))
-    d_hi, d_lo, inverse = normalise_divisor(d_hi, d_lo + _scaled(e_lo, pk))
-    return quotient_short(n_hi * inverse, n_lo * inverse, d_hi, d_lo)
+    return quotient_rough(n_hi, n_lo, d_hi, d_lo + _scaled(e_lo, pk))
 
 
 def _mul_halves(a_hi: Value, a_lo: Value, b_hi: Value, b_lo: Value) -> tuple[Value, Value]:
@@ -400,10 +396,10 @@ def gelu(x: Value) -> Value:
     """GELU, exact erf form: x * Phi(x) = 0.5 * x * (1 + erf(x / sqrt(2))).
 
     Precision: ≤ 2 ulp of the correctly rounded result for every input (measured worst case
-    2 ulp on every float32, at a few inputs just below -0.75, where the tail's polynomial
-    starts; 1 ulp on every 61st float32), relative accuracy included near the zero at 0 and in the left tail, where
-    PyTorch's 1 + erf(...) cancels; where the result is subnormal (x below about -13.2, or
-    |x| below about 2.4e-38) the ulp is the absolute 2^-149; below about -14.4 it is -0.
+    1 ulp, on every float32 of ±[0.125, 16) and every 61st float32), relative accuracy included
+    near the zero at 0 and in the left tail, where PyTorch's 1 + erf(...) cancels; where the
+    result is subnormal (x below about -13.2, or |x| below about 2.4e-38) the ulp is the absolute
+    2^-149; below about -14.4 it is -0.
     Special values: gelu(±0) = ±0, gelu(+inf) = +inf; a NaN comes back quieted.
     Divergence from PyTorch: gelu(-inf) = -0.0 (the limit) and gelu(+inf) = +inf always;
     PyTorch gives NaN for -inf, and for +inf NaN or inf depending on the tensor length.
@@ -411,32 +407,55 @@ def gelu(x: Value) -> Value:
 
     Example: ``y = gelu(x)``.
     """
-    # |x| <= 0.75: 0.5*x + x^2 * P(x^2) with x^2 exact.
-    q_hi, q_lo = two_prod(x, x)
-    p_hi, p_lo = _poly_dd(q_hi, PHI_SMALL)
-    m_hi, m_lo = _mul_halves(q_hi, q_lo, p_hi, p_lo)
-    h, l = fast_two_sum(x * 0.5, m_hi)  # |x^2 P(x^2)| <= 0.3|x| where |x| <= 0.75
-    small = h + (l + m_lo)
-    # |x| > 0.75: g = gelu(-|x|) = exp(-x^2/2) * S(-|x|); gelu(x) = g for x < 0, x + g for x > 0.
-    a = _clamp(_abs(x), SMALL, 15.0)  # gelu(-15) is far below the subnormal range
-    # x^2 is the small branch's, limited to 15^2 as a is (the tail is not used below 0.75).
-    big = ~(q_hi < 225.0)  # NaN too
-    w_hi, w_lo = select(big, f32(225.0), q_hi), select(big, f32(0.0), q_lo)
-    e_hi, e_lo, pk = _exp_dd(w_hi * -0.5, w_lo * -0.5)
-    s_hi, s_lo = _tail_poly(a, GELU_CENTER, GELU_TAIL)
-    g_hi, g_lo = _mul_halves(e_hi, e_lo, s_hi, s_lo)
-    return _finish_gelu(x, small, g_hi, g_lo, pk)
+    # g = gelu(-a) = -a * Phi(-a) = -q * exp(-a^2/2) * K(a) with q = a/(2+a), for a = |x| <= 15
+    # (gelu(-15) is far below the subnormal range); gelu(x) = g for x < 0, x + g for x > 0.
+    a = select(_abs(x) < 15.0, _abs(x), f32(15.0))  # NaN too (restored at the end)
+    # q normalised: K's higher terms take q_hi alone, and ``_mul_halves`` drops the product of the
+    # low parts.
+    q_hi, q_lo = fast_two_sum(*quotient_rough(a, None, *two_sum(a, f32(2.0))))  # q to 2^-29
+    k_hi, k_lo = _minus_gelu_k(q_hi, q_lo)
+    s_hi, s_lo = two_square(a)
+    e_hi, e_lo, pk = _exp_dd(s_hi * -0.5, s_lo * -0.5)
+    m_hi, m_lo = _mul_halves(e_hi, e_lo, k_hi, k_lo)
+    g_hi, g_lo = _mul_halves(q_hi, q_lo, m_hi, m_lo)
+    # g_hi + g_lo <= 0 (the product of q >= 0 and -exp(-a^2/2) K < 0), -0 where it underflows, so
+    # the sign is right without a fix; zero x takes the branch below.
+    out = _finish_gelu(x, g_hi, g_lo, pk, fix_sign=False)
+    # |x| < 2^-60: x/2 correctly rounded (see ``_half_of_tiny``); the quotient's halves are not
+    # exact for subnormal a.
+    return select(_abs(x) < 2.0**-60, _half_of_tiny(x), out)
 
 
-def _finish_gelu(x: Value, small: Value | None, g_hi: Value, g_lo: Value, pk: Value) -> Value:
-    """Pick g * 2^k for x < 0, x + g * 2^k for x > 0, or the small-|x| result where given (pk as ``_scaled`` takes it)."""
+def _minus_gelu_k(q_hi: Value, q_lo: Value) -> tuple[Value, Value]:
+    """-K(q) (GELU_K's polynomial, negated in its constants so that gelu(-a) comes out negative as
+    ``_finish_gelu`` takes it) as an unnormalised pair, 1 + c1*q exact: c1's leading part times
+    q_hi's 12-bit halves, and |c1 q| <= 0.53, so 1 + c1*q loses nothing to a fast_two_sum."""
+    (c1_hi, c1_lo), rest = GELU_K
+    qh, ql = halve(q_hi)
+    hi, lo = fast_two_sum(f32(-1.0), qh * -c1_hi)
+    higher = q_hi * q_hi * horner(q_hi, [-c for c in rest])
+    return hi, lo + ((ql * -c1_hi + (q_lo * -c1_hi + q_hi * -c1_lo)) + higher)
+
+
+def _half_of_tiny(x: Value) -> Value:
+    """x/2 rounded correctly for |x| < 2^-60, where gelu(x) and gelu_tanh(x) are x * (1/2 + c*x + ...)
+    with c > 0: the rest is far below half an ulp and positive, so a halfway x/2 (a subnormal) rounds
+    up; integer operations on x's bits."""
+    b = to_bits(x) & ABS_MASK
+    halved = select(b < 0x01000000, (b + select(x > 0.0, u32(1), u32(0))) >> 1, b - 0x00800000)
+    return _with_sign_of(from_bits(halved), x)
+
+
+def _finish_gelu(x: Value, g_hi: Value, g_lo: Value, pk: Value, fix_sign: bool = True) -> Value:
+    """Pick g * 2^k for x < 0, x + g * 2^k for x > 0 (pk as ``_scaled`` takes it); ``fix_sign``
+    gives the result x's sign bit, zeros included (not needed where g_hi + g_lo <= 0 always and
+    zero x is handled by the caller)."""
     negative = _scaled(g_hi + g_lo, pk)
     h, l = fast_two_sum(x, _scaled(g_hi, pk))  # |g| <= x/2 for x > 0 (x = inf is picked below)
     positive = h + (l + _scaled(g_lo, pk))
     out = select(x < 0.0, negative, select(eq(to_bits(x), INF_BITS), x, positive))  # inf + g would be NaN
-    if small is not None:
-        out = select(_abs(x) <= SMALL, small, out)
-    out = _with_sign_of(_abs(out), x)  # x * Phi(x) has the sign of x, zeros included
+    if fix_sign:
+        out = _with_sign_of(_abs(out), x)  # x * Phi(x) has the sign of x, zeros included
     return select(isnan(x), quiet(x), out)
 
 
@@ -466,10 +485,8 @@ def gelu_tanh(x: Value) -> Value:
     e_hi, e_lo, pk = _exp_dd(v_hi, v_lo)
     n_hi, n_lo = mul_dd_f(e_hi, e_lo, w)
     q, c = _logistic_fraction(n_hi, n_lo, e_hi, e_lo, pk)
-    out = _finish_gelu(x, None, q, c, pk)
+    out = _finish_gelu(x, q, c, pk)
     # |x| < 2^-60: x * (1/2 + 0.4x + ...) is x/2 rounded up (the rest is far below half an ulp and
     # positive, x^2 * 0.4), which only a subnormal x/2 can need: halve x's bits with integer ops,
     # where the quotient's 12-bit halves would not be exact.
-    b = to_bits(x) & ABS_MASK
-    halved = select(b < 0x01000000, (b + select(x > 0.0, u32(1), u32(0))) >> 1, b - 0x00800000)
-    return select(_abs(x) < 2.0**-60, _with_sign_of(from_bits(halved), x), out)
+    return select(_abs(x) < 2.0**-60, _half_of_tiny(x), out)

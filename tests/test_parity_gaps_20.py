@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from optest import skip_before_pytorch
 
 import vkml
 
@@ -136,6 +137,8 @@ def _mul_through_view(t, factor):
 
 @pytest.mark.parametrize("case", list(GRAPHS))
 def test_single_op_grad_fn_graph_is_torchs(case):
+    if case in ("aminmax", "narrow_copy"):
+        skip_before_pytorch(2, 13, "the op had no derivative (NotImplemented) before")
     walked = {}
     for lib in (torch, vkml):
         lib.manual_seed(0)

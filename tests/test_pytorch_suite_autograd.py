@@ -1951,12 +1951,22 @@ SLOW = {name: SC.pop(name) for name in ("checkpoint_basic", "weight_norm", "lstm
 KNOWN: dict[str, str] = {}
 
 
+# Scenarios whose messages PyTorch 2.13 words otherwise than the GPU machine's 2.11 (vkml follows 2.13)
+CHANGED_IN_2_13 = {
+    "grad_unused": "autograd.grad's unused-input message names the input's index",
+    "version_counter_error": "the in-place version error names the node without 'Backward0'",
+    "version_counter_error_pow": "the in-place version error names the node without 'Backward0'",
+    "fn_saved_modified": "the in-place version error names the node without 'Backward0'",
+    "module_backward_hook_inplace_relu": "the custom-Function view error names BackwardHookFunction",
+}
+
+
 @pytest.mark.parametrize(
     "name", [pytest.param(n, marks=pytest.mark.xfail(reason=KNOWN[n], strict=True)) if n in KNOWN else n for n in SC]
 )
 def test_autograd_scenario_matches_torch(name: str) -> None:
-    if name == "grad_unused":
-        skip_before_pytorch(2, 13, "autograd.grad's unused-input message names the input's index")
+    if name in CHANGED_IN_2_13:
+        skip_before_pytorch(2, 13, CHANGED_IN_2_13[name])
     check(SC[name])
 
 

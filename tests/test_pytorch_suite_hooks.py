@@ -19,6 +19,7 @@ from functools import partial
 import numpy as np
 import pytest
 import torch
+from optest import skip_before_pytorch
 from pytorch_suite import check, differences, record
 
 import vkml
@@ -1057,6 +1058,9 @@ def _check(name: str, fn) -> None:
 
 @pytest.mark.parametrize("name", _params(SC))
 def test_hooks_scenario_matches_torch(name: str) -> None:
+    if name.startswith("hook_inplace_") or name == "custom_function_output_written_in_place":
+        # PyTorch 2.11 (the GPU machine's) calls the Function's node BackwardHookFunctionBackward / IdentityBackward
+        skip_before_pytorch(2, 13, "the custom-Function view error names the Function, not its backward node")
     _check(name, SC[name])
 
 

@@ -232,6 +232,19 @@ LONG_RUNNING = (
     "tests/test_clip_grad.py::test_clip_grad_norm_matches_torch[0.01-3.5]",
     "tests/test_nn_transformer.py::test_transformer_modules_match_torch[decoder_stack_norm_first]",
     "tests/test_nn_transformer.py::test_transformer_vulkan_equals_cpu[decoder_layer]",
+    "tests/test_dtype_view.py::test_view_dtype_every_pair_gives_torch_bits[gpu]",
+    "tests/test_nn_norm.py::test_norm_layers_match_torch_over_train_and_eval_steps[groupnorm]",
+    "tests/test_optim.py::test_steps_match_torch[SGD-0]",
+    "tests/test_nn_rnn.py::test_input_state_and_second_order_gradients_match_torch[gru_2_layers]",
+    "tests/test_nn_layers_more.py::test_layers_match_torch[cosine similarity broadcast]",
+    "tests/test_nn_transformer.py::test_transformer_modules_match_torch[decoder_layer]",
+    "tests/test_kernels_tuning.py::test_reductions_follow_the_tree_at_every_boundary[3-shared-only]",
+    "tests/test_kernels_tuning.py::test_reductions_follow_the_tree_at_every_boundary[40-small-gpu]",
+    "tests/test_kernels_tuning.py::test_rows_of_views_keep_the_bits_of_the_cpu_layout[small-gpu-staged]",
+    "tests/test_matmul_coopmat.py::test_every_candidate_gives_the_scalar_bits[128x128x32 sg32x64 v4]",
+    "tests/test_vulkan_ops.py::test_elementwise_op_same_bits_as_cpu[digamma-float32]",
+    "tests/test_vulkan_ops.py::test_elementwise_op_same_bits_as_cpu[lgamma-float32]",
+    "tests/test_mathlib_rounding.py::test_exp_bits_unchanged_on_every_97th_pattern_of_its_range[exp-_old_exp--104.0-89.0]",
 )
 # The per-op, per-dtype tables run every op on the dtypes most programs use (float32, float16)
 # by default; the other dtypes' rows run with `make test-all`. Each dtype's own tests

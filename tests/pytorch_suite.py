@@ -10,6 +10,7 @@ import re
 import warnings
 
 import numpy as np
+import pytest
 import torch
 
 import vkml
@@ -121,6 +122,20 @@ def check(fn, rtol: float = 1e-5, atol: float = 1e-6) -> None:
     want, got = record(fn, torch), record(fn, vkml)
     found = differences(got, want, "", rtol, atol)
     assert not found, "\n".join(found)
+
+
+def known_params(table, known: dict) -> list:
+    """``table``'s scenario names as pytest parameters, those in ``known`` (name -> reason) strict xfails: a
+    known divergence that stops diverging fails until its entry goes."""
+    return [pytest.param(n, marks=pytest.mark.xfail(reason=known[n], strict=True)) if n in known else n for n in table]
+
+
+def half_tolerances(name: str) -> dict:
+    """The tolerances of a scenario comparing values: float16/bfloat16 ones (named so) round once, as PyTorch's, from
+    sums taken in another order."""
+    if "float16" in name:
+        return {"rtol": 1e-2, "atol": 1e-2}
+    return {"rtol": 1e-5, "atol": 1e-5}
 
 
 _BUILTIN_ERRORS = (NotImplementedError, IndexError, TypeError, ValueError, RuntimeError)

@@ -19,7 +19,7 @@ import re
 
 import numpy as np
 import pytest
-from pytorch_suite import check, error_kind
+from pytorch_suite import check, error_kind, known_params
 
 import vkml
 
@@ -812,22 +812,18 @@ for _name in _OVER_BUDGET:
 KNOWN: dict[str, str] = {}
 
 
-def _params(table: dict) -> list:
-    return [pytest.param(n, marks=pytest.mark.xfail(reason=KNOWN[n], strict=True)) if n in KNOWN else n for n in table]
-
-
 def _tolerances(name: str) -> dict:
     # vkml's convolutions sum their products in another order than PyTorch's
     return {"rtol": 1e-4, "atol": 1e-4}
 
 
-@pytest.mark.parametrize("name", _params(SC))
+@pytest.mark.parametrize("name", known_params(SC, KNOWN))
 def test_convolution_scenario_matches_torch(name: str) -> None:
     check(SC[name], **_tolerances(name))
 
 
 @pytest.mark.exhaustive
-@pytest.mark.parametrize("name", _params(SLOW))
+@pytest.mark.parametrize("name", known_params(SLOW, KNOWN))
 def test_convolution_scenario_with_kernels_matches_torch(name: str) -> None:
     check(SLOW[name], **_tolerances(name))
 

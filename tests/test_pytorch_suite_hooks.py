@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import torch
 from optest import skip_before_pytorch
-from pytorch_suite import check, differences, record
+from pytorch_suite import check, differences, known_params, record
 
 import vkml
 
@@ -1020,10 +1020,6 @@ KNOWN = {
 }
 
 
-def _params(table: dict) -> list:
-    return [pytest.param(n, marks=pytest.mark.xfail(reason=KNOWN[n], strict=True)) if n in KNOWN else n for n in table]
-
-
 @pytest.fixture(autouse=True)
 def _no_global_hooks_left():
     """A scenario that fails half-way must not leave global hooks behind for the next one."""
@@ -1056,7 +1052,7 @@ def _check(name: str, fn) -> None:
     assert not found, "\n".join(found)
 
 
-@pytest.mark.parametrize("name", _params(SC))
+@pytest.mark.parametrize("name", known_params(SC, KNOWN))
 def test_hooks_scenario_matches_torch(name: str) -> None:
     if name.startswith("hook_inplace_") or name == "custom_function_output_written_in_place":
         # PyTorch 2.11 (the GPU machine's) calls the Function's node BackwardHookFunctionBackward / IdentityBackward
@@ -1065,7 +1061,7 @@ def test_hooks_scenario_matches_torch(name: str) -> None:
 
 
 @pytest.mark.exhaustive
-@pytest.mark.parametrize("name", _params(SLOW))
+@pytest.mark.parametrize("name", known_params(SLOW, KNOWN))
 def test_hooks_scenario_with_kernels_matches_torch(name: str) -> None:
     _check(name, SLOW[name])
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from pytorch_suite import check
+from pytorch_suite import check, known_params
 
 import vkml
 
@@ -396,17 +396,13 @@ KNOWN = {
 }
 
 
-def _params(table: dict) -> list:
-    return [pytest.param(n, marks=pytest.mark.xfail(reason=KNOWN[n], strict=True)) if n in KNOWN else n for n in table]
-
-
-@pytest.mark.parametrize("name", _params(SC))
+@pytest.mark.parametrize("name", known_params(SC, KNOWN))
 def test_mha_scenario_matches_torch(name: str) -> None:
     check(SC[name], **TOL)
 
 
 @pytest.mark.exhaustive
-@pytest.mark.parametrize("name", _params(SLOW))
+@pytest.mark.parametrize("name", known_params(SLOW, KNOWN))
 def test_mha_scenario_with_more_cases_matches_torch(name: str) -> None:
     check(SLOW[name], **TOL)
 

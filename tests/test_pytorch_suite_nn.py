@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import torch
 from optest import skip_before_pytorch
-from pytorch_suite import check
+from pytorch_suite import check, known_params
 
 import vkml
 
@@ -2199,10 +2199,6 @@ KNOWN = {}
 SC.pop("conv_padding_mode_bad", None)
 
 
-def _params(table: dict) -> list:
-    return [pytest.param(n, marks=pytest.mark.xfail(reason=KNOWN[n], strict=True)) if n in KNOWN else n for n in table]
-
-
 # scenarios whose PyTorch behaviour changed by 2.13, the release vkml follows
 CHANGED_IN_2_13 = {
     "interp_bad_mode_name": "interpolate's mode list names lanczos",
@@ -2215,7 +2211,7 @@ def _tolerances(name: str) -> dict:
     return {"rtol": 1e-4, "atol": 1e-5} if name.startswith("grid_sample") else {}
 
 
-@pytest.mark.parametrize("name", _params(SC))
+@pytest.mark.parametrize("name", known_params(SC, KNOWN))
 def test_nn_scenario_matches_torch(name: str) -> None:
     if name in CHANGED_IN_2_13:
         skip_before_pytorch(2, 13, CHANGED_IN_2_13[name])
@@ -2223,7 +2219,7 @@ def test_nn_scenario_matches_torch(name: str) -> None:
 
 
 @pytest.mark.exhaustive
-@pytest.mark.parametrize("name", _params(SLOW))
+@pytest.mark.parametrize("name", known_params(SLOW, KNOWN))
 def test_nn_scenario_with_kernels_matches_torch(name: str) -> None:
     check(SLOW[name], **_tolerances(name))
 

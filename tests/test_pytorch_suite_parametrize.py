@@ -19,7 +19,7 @@ import pickle
 
 import numpy as np
 import pytest
-from pytorch_suite import check
+from pytorch_suite import check, known_params
 
 import vkml
 
@@ -943,17 +943,13 @@ def weight_norm_dims(m):
 KNOWN: dict[str, str] = {}
 
 
-def _params(table: dict) -> list:
-    return [pytest.param(n, marks=pytest.mark.xfail(reason=KNOWN[n], strict=True)) if n in KNOWN else n for n in table]
-
-
-@pytest.mark.parametrize("name", _params(SC))
+@pytest.mark.parametrize("name", known_params(SC, KNOWN))
 def test_parametrize_scenario_matches_torch(name: str) -> None:
     check(SC[name], **TOL)
 
 
 @pytest.mark.exhaustive
-@pytest.mark.parametrize("name", _params(SLOW))
+@pytest.mark.parametrize("name", known_params(SLOW, KNOWN))
 def test_parametrize_scenario_with_kernels_matches_torch(name: str) -> None:
     check(SLOW[name], **TOL)
 

@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 import pytest
-from pytorch_suite import check, error_kind
+from pytorch_suite import check, error_kind, half_tolerances, known_params
 
 import vkml
 
@@ -996,26 +996,15 @@ KNOWN: dict[str, str] = {
 }
 
 
-def _params(table: dict) -> list:
-    return [pytest.param(n, marks=pytest.mark.xfail(reason=KNOWN[n], strict=True)) if n in KNOWN else n for n in table]
-
-
-def _tolerances(name: str) -> dict:
-    # float16 and bfloat16 pools round once, as PyTorch's; avg_pool sums in another order
-    if "float16" in name:
-        return {"rtol": 1e-2, "atol": 1e-2}
-    return {"rtol": 1e-5, "atol": 1e-5}
-
-
-@pytest.mark.parametrize("name", _params(SC))
+@pytest.mark.parametrize("name", known_params(SC, KNOWN))
 def test_pooling_scenario_matches_torch(name: str) -> None:
-    check(SC[name], **_tolerances(name))
+    check(SC[name], **half_tolerances(name))
 
 
 @pytest.mark.exhaustive
-@pytest.mark.parametrize("name", _params(SLOW))
+@pytest.mark.parametrize("name", known_params(SLOW, KNOWN))
 def test_pooling_scenario_with_kernels_matches_torch(name: str) -> None:
-    check(SLOW[name], **_tolerances(name))
+    check(SLOW[name], **half_tolerances(name))
 
 
 def test_pooling_on_vulkan(gpu) -> None:

@@ -136,7 +136,7 @@ class UninitializedBuffer(Tensor):
 def _materialize(t, shape, device, dtype) -> None:
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     _set_data(t, creation.zeros(*shape, device=device or t.device, dtype=dtype or t.dtype))
-    t.__class__ = t.cls_to_become
+    initialized(t)
 
 
 def uninitialize(t: Tensor) -> Tensor:

@@ -250,7 +250,11 @@ class Node:
         if op in _ARG_IS_STRUCTURE:
             label = arg
         elif op == _VIEW:
-            label = arg.structure(math.prod(srcs[0].shape))
+            source = math.prod(srcs[0].shape)
+            # ViewStack.structure's memo of its last source read without the call (a stack is mostly viewed
+            # over one source: a scalar's broadcast, a weight's transpose)
+            last = arg.__dict__.get("_structure")
+            label = last[1] if last is not None and last[0] == source else arg.structure(source)
         elif op == _KERNEL:
             label = getattr(arg, "structure", None)
             if label is None:  # a user's kernel: a structure of its own, never seen again

@@ -166,7 +166,7 @@ def _op_text(node) -> str:
     """One fused op: its name, shape and dtype, and the user's line that made it."""
     name = node.arg.op.name if node.op in ("elementwise", "reduce") else node.op
     shape = "(" + ", ".join(map(str, node.shape)) + ("," if len(node.shape) == 1 else "") + ")"
-    where = node.origin or "source unknown: set VKML_DEBUG=3 before importing vkml"
+    where = getattr(node, "origin", None) or "source unknown: set VKML_DEBUG=3 before importing vkml"
     return f"{name:<12} {shape} {node.dtype.name}  at {where}"
 
 

@@ -122,6 +122,8 @@ _CPU_FLOAT32_PAD_MODES = ("reflect", "replicate")
 # Tensor dunders that are ops of the lists; other dunders (+, *, indexing) are single ops that never
 # call another public function, so they stay unwrapped (and as fast as they were).
 _TENSOR_DUNDERS = ("__matmul__", "__rmatmul__", "__pow__", "__rpow__", "__rtruediv__")
+# Methods that record no op, whatever autocast says: left unwrapped (``realize()`` runs after every step)
+_UNWRAPPED_METHODS = frozenset(("realize",))
 
 
 class _State(threading.local):
@@ -466,6 +468,8 @@ def install(namespaces: list, tensor_class, extra: list) -> None:
     for module, name in extra:
         setattr(module, name, _wrapper_of(getattr(module, name), name))
     for name, fn in list(vars(tensor_class).items()):
+        if name in _UNWRAPPED_METHODS:
+            continue
         if inspect.isfunction(fn) and (not name.startswith("_") or name in _TENSOR_DUNDERS):
             setattr(tensor_class, name, _wrapper_of(fn, name))
     for module in namespaces:

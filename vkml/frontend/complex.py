@@ -1587,13 +1587,32 @@ def _from_numpy_dispatch(orig):
     return dispatched
 
 
-def _scalar_dunder(orig, impl):
-    """``Tensor.__mul__`` and its kin: a complex Python number on the other side makes the result complex."""
+# The op functions ``Tensor.__add__``, ``__sub__`` and ``__mul__`` end in for a Tensor or a Python int or float
+# operand: ``F.add``/``F.sub`` with alpha 1 and a dense operand are their plain op, ``F.mul`` is it.
+_DIRECT_DUNDERS = {"__add__": F._plain_add, "__sub__": F._plain_sub, "__mul__": F.mul}
 
-    def dunder(self, o):
-        if isinstance(o, _COMPLEX_SCALARS):
-            return impl(self, o)
-        return orig(self, o)
+
+def _scalar_dunder(orig, impl, direct=None):
+    """``Tensor.__mul__`` and its kin: a complex Python number on the other side makes the result complex.
+    ``direct``: the op's function that ``orig`` ends in for a plain Tensor or a Python int or float on the
+    other side (``t + u``, ``x * 2.0``: every model's arithmetic), called at once, without ``orig``'s frames
+    (its operand checks, the public function's alpha and sparse checks, which pass such an operand as it is)."""
+
+    if direct is not None:
+
+        def dunder(self, o):
+            if o.__class__ is Tensor or o.__class__ is float or o.__class__ is int:
+                return direct(self, o)
+            if isinstance(o, _COMPLEX_SCALARS):
+                return impl(self, o)
+            return orig(self, o)
+
+    else:
+
+        def dunder(self, o):
+            if isinstance(o, _COMPLEX_SCALARS):
+                return impl(self, o)
+            return orig(self, o)
 
     dunder.__name__, dunder.__doc__ = orig.__name__, orig.__doc__
     return dunder
@@ -1714,7 +1733,7 @@ def install(namespace: dict, tensor_class) -> None:
         ("__eq__", eq),
         ("__ne__", lambda t, o: F.logical_not(eq(t, o))),
     ):
-        setattr(tensor_class, name, _scalar_dunder(getattr(tensor_class, name), impl))
+        setattr(tensor_class, name, _scalar_dunder(getattr(tensor_class, name), impl, _DIRECT_DUNDERS.get(name)))
     tensor_class.to = _to_dispatch(tensor_class.to)
     tensor_class.type = _type_dispatch(tensor_class.type)
     tensor_class.type_as = _type_as_dispatch(tensor_class.type_as)

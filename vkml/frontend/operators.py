@@ -76,7 +76,9 @@ EXPORTS = (
 
 def _wrap(node: Node):
     t = _tensor.Tensor(node)
-    if lazy.is_eager():
+    # lazy.is_eager(), inlined: every recorded op asks
+    eager = lazy._eager_override
+    if eager or (eager is None and lazy._eager_from_env):
         t.realize()
     return t
 

@@ -241,16 +241,20 @@ class Node:
         self.dtype = dtype
         self.device = device
         self.buffer: Buffer | None = None
-        # "file:line" of the user's call that made the node, under VKML_DEBUG=3 (RECORD_ORIGINS)
-        if RECORD_ORIGINS and origin is None:
-            origin = user_line()
-        self.origin = origin
         self.trace_mark = 0
+        # "file:line" of the user's call that made the node, under VKML_DEBUG=3 (RECORD_ORIGINS); left unset
+        # otherwise (every op builds a node: a store less), read as ``getattr(node, "origin", None)``
+        if RECORD_ORIGINS or origin is not None:
+            self.origin = origin if origin is not None else user_line()
         # structure_of, inlined: every op builds a node
         if op in _ARG_IS_STRUCTURE:
             label = arg
         elif op == _VIEW:
-            label = arg.structure(math.prod(srcs[0].shape))
+            source = math.prod(srcs[0].shape)
+            # ViewStack.structure's memo of its last source read without the call (a stack is mostly viewed
+            # over one source: a scalar's broadcast, a weight's transpose)
+            last = arg.__dict__.get("_structure")
+            label = last[1] if last is not None and last[0] == source else arg.structure(source)
         elif op == _KERNEL:
             label = getattr(arg, "structure", None)
             if label is None:  # a user's kernel: a structure of its own, never seen again
@@ -258,16 +262,9 @@ class Node:
                 return
         else:  # a constant's value is a kernel parameter; a buffer's arg is None
             label = None
-        # the sources' ids after the rest, as structure_of lays them out, read directly for the usual counts
-        count = len(srcs)
-        if count == 2:
-            label = (op, label, self.shape, dtype, srcs[0].skey, srcs[1].skey)
-        elif count == 1:
-            label = (op, label, self.shape, dtype, srcs[0].skey)
-        elif count:
-            label = (op, label, self.shape, dtype, *map(_skey_of, srcs))
-        else:
-            label = (op, label, self.shape, dtype)
+        # the sources' ids after the rest, as structure_of lays them out (one C loop: fewer bytecodes than
+        # a branch per source count)
+        label = (op, label, self.shape, dtype, *map(_skey_of, srcs))
         try:  # a subscript, not .get: no call where the label is known, as it is in a loop's steps
             self.skey = _structures[label]
         except KeyError:

@@ -109,17 +109,23 @@ class Adam(Optimizer):
         denom = exp_avg_sq.sqrt() / bias_correction2_sqrt + eps
         return param + (neg_step_size * exp_avg) / denom
 
-    def _update_nodes(self, nodes: tuple, state: dict, group: dict):
+    def _update_nodes(self, nodes: tuple, state: dict, group: dict, shared: dict | None = None):
         """``update``'s arithmetic (below it, maximize included) as one elementwise node per new tensor
         (vkml/optim/fused.py) over ``_fused_nodes``: the operators' formula, op for op, so the same kernel and
-        bits, without a dozen operator calls and their constants per parameter at every step."""
+        bits, without a dozen operator calls and their constants per parameter at every step. ``shared``
+        (``_group_step``'s, one per group and step): the ops by dtype and the step's numbers by step count,
+        made for the group's first parameter of each and reused for the others (the same values)."""
         lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
         decoupled = wd != 0 and group["decoupled_weight_decay"]
         p, g, m, v = nodes[:4]
-        if p.dtype is T.float32:
-            ops = fused.adam_ops(1 - beta1, beta2, eps, wd, decoupled, group["maximize"])
-        else:  # float16, bfloat16: _update_half's roundings
-            ops = fused.adam_half_ops(p.dtype, 1 - beta1, beta2, eps, wd, decoupled, group["maximize"])
+        ops = shared.get(p.dtype) if shared is not None else None
+        if ops is None:
+            if p.dtype is T.float32:
+                ops = fused.adam_ops(1 - beta1, beta2, eps, wd, decoupled, group["maximize"])
+            else:  # float16, bfloat16: _update_half's roundings
+                ops = fused.adam_half_ops(p.dtype, 1 - beta1, beta2, eps, wd, decoupled, group["maximize"])
+            if shared is not None:
+                shared[p.dtype] = ops
         decayed = (p,) if wd != 0 and not decoupled else ()  # L2: the gradient reads the parameter
         m = fused.node(ops.exp_avg, m, g, *decayed)
         v = fused.node(ops.exp_avg_sq, v, g, *decayed)
@@ -129,7 +135,14 @@ class Adam(Optimizer):
             v = fused.node(ops.max_exp_avg_sq, nodes[4], v)
             fused.assign(state, "max_exp_avg_sq", v)
         # new values every step: eager replays read them from a ring from the first realize on
-        neg_step_size, bias_correction2_sqrt = map(fused.StepScalar, self._jit_scalars(group, state))
+        counter = state["step"]
+        if shared is not None and counter.__class__ is HostScalar:  # _group_step's: a current counter
+            numbers = shared.get(counter._number)
+            if numbers is None:
+                numbers = shared[counter._number] = tuple(map(fused.StepScalar, self._jit_scalars(group, state)))
+            neg_step_size, bias_correction2_sqrt = numbers
+        else:
+            neg_step_size, bias_correction2_sqrt = map(fused.StepScalar, self._jit_scalars(group, state))
         if decoupled:
             return Tensor(fused.node(ops.param, p, m, v, neg_step_size, bias_correction2_sqrt, 1 - lr * wd))
         return Tensor(fused.node(ops.param, p, m, v, neg_step_size, bias_correction2_sqrt))
@@ -171,9 +184,10 @@ class Adam(Optimizer):
             if nodes is None:
                 return False
             taken.append((p, grad, state, counter, nodes))
+        shared: dict = {}
         for p, grad, state, counter, nodes in taken:
             counter.set_number(counter._number + 1)  # ``state["step"] += 1``: the step reads it as a number
-            new = self._update_nodes(nodes, state, group)
+            new = self._update_nodes(nodes, state, group, shared)
             updates.append((p, new))
             targets.append(new)
             targets.append(grad)

@@ -25,6 +25,7 @@ template store, as for registered ops (``StepOpDef``).
 from __future__ import annotations
 
 import functools
+import operator
 from typing import NamedTuple
 
 from ..frontend import autograd
@@ -128,14 +129,13 @@ def nodes_of(tensors: tuple, dtypes: tuple[T.DType, ...] = FLOAT32) -> tuple[Nod
         if t.__class__ not in _TENSORS or (formats and _memory_format.format_of(t) is not None):
             return None
         nodes.append(t._node if t._base is None else t.node)  # Tensor.node, inlined for an owner
-    first = nodes[0]
-    shape, device, dtype = first.shape, first.device, first.dtype
-    if dtype not in dtypes:
+    kinds = list(map(_kind_of, nodes))  # (dtype, shape, device) of each, compared in C: every parameter, every step
+    if kinds[0][0] not in dtypes or kinds.count(kinds[0]) != len(kinds):
         return None
-    for n in nodes:
-        if n.dtype is not dtype or n.shape != shape or n.device is not device:
-            return None
     return tuple(nodes)
+
+
+_kind_of = operator.attrgetter("dtype", "shape", "device")
 
 
 def assign(state: dict, key: str, node: Node) -> None:
